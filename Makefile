@@ -1,0 +1,30 @@
+# The two commands of the README, and the steps they share.
+#   make run   install what is missing, build what the run needs, train the example
+#   make test  install what is missing, build everything, run every test
+BUILD     ?= build
+JOB       ?= examples/fashion-mnist.yaml
+RUN_FLAGS ?=
+JOBS      ?= $(shell nproc)
+
+.PHONY: run test deps configure build clean
+
+run: configure
+	cmake --build $(BUILD) --target edgetrain edgetrain-agent -- -j$(JOBS)
+	$(BUILD)/cli/edgetrain run $(JOB) $(RUN_FLAGS)
+
+test: configure
+	cmake --build $(BUILD) -- -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j$(JOBS)
+
+build: configure
+	cmake --build $(BUILD) -- -j$(JOBS)
+
+# Installs only what is missing; a no-op (well under a second) once all is there.
+deps:
+	@scripts/deps
+
+configure: deps
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,49 @@
+#include "core/duration_text.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+namespace edgetrain {
+
+StatusOr<Duration> ParseDuration(std::string_view text) {
+  auto bad = [&](const char* why) {
+    return InvalidArgumentError("invalid duration \"" + std::string(text) + "\": " + why +
+                                " (examples: 90s, 10m, 1h30m, 250ms)");
+  };
+  if (text == "0") return Duration::zero();
+  if (text.empty()) return bad("empty");
+  double seconds = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    if (i == start) return bad("expected a number");
+    double number = 0;
+    auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, number);
+    if (ec != std::errc() || end != text.data() + i) return bad("malformed number");
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    if (unit == "ms") seconds += number / 1000;
+    else if (unit == "s") seconds += number;
+    else if (unit == "m") seconds += number * 60;
+    else if (unit == "h") seconds += number * 3600;
+    else return bad(unit.empty() ? "missing unit" : "unknown unit");
+  }
+  return FromSeconds(seconds);
+}
+
+std::string FormatClock(Duration d) {
+  long total = static_cast<long>(ToSeconds(d) + 0.5);
+  if (total < 0) total = 0;
+  char buf[32];
+  if (total >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%02ld:%02ld", total / 60, total % 60);
+  }
+  return buf;
+}
+
+}  // namespace edgetrain

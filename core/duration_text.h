@@ -1,0 +1,19 @@
+#pragma once
+// Durations as people write them in manifests (Go/Kubernetes style: "90s", "10m",
+// "1h30m", "250ms") and as a progress bar shows them ("02:05", "1:02:05").
+
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace edgetrain {
+
+// Units: ms, s, m, h; each number may have a fraction. "0" alone is zero.
+StatusOr<Duration> ParseDuration(std::string_view text);
+
+// Whole seconds as MM:SS, or H:MM:SS from one hour on.
+std::string FormatClock(Duration d);
+
+}  // namespace edgetrain

@@ -1,0 +1,37 @@
+#include "core/duration_text.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+TEST(ParseDurationTest, AcceptsKubernetesStyleDurations) {
+  struct Case {
+    const char* text;
+    double seconds;
+  } cases[] = {{"0", 0}, {"90s", 90}, {"10m", 600}, {"1h30m", 5400},
+               {"250ms", 0.25}, {"1.5h", 5400}, {"2m3s", 123}};
+  for (const auto& c : cases) {
+    auto d = ParseDuration(c.text);
+    ASSERT_TRUE(d.ok()) << c.text << ": " << d.status().ToString();
+    EXPECT_DOUBLE_EQ(ToSeconds(*d), c.seconds) << c.text;
+  }
+}
+
+TEST(ParseDurationTest, RejectsMalformedDurationsWithExamples) {
+  for (const char* text : {"", "10", "m", "10x", "1..5s", "-5s", "5 s"}) {
+    auto d = ParseDuration(text);
+    ASSERT_FALSE(d.ok()) << text;
+    EXPECT_NE(d.status().message().find("examples: 90s"), std::string::npos) << d.status().message();
+  }
+}
+
+TEST(FormatClockTest, ShowsMinutesAndHours) {
+  EXPECT_EQ(FormatClock(std::chrono::seconds(0)), "00:00");
+  EXPECT_EQ(FormatClock(std::chrono::seconds(125)), "02:05");
+  EXPECT_EQ(FormatClock(std::chrono::seconds(3725)), "1:02:05");
+  EXPECT_EQ(FormatClock(std::chrono::seconds(-3)), "00:00");
+}
+
+}  // namespace
+}  // namespace edgetrain

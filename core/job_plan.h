@@ -1,0 +1,27 @@
+#pragma once
+// The plan file: everything an agent needs to take its part in a job, written by
+// whoever launches agents (the local runner, the operator, the node emulator) and
+// passed as --plan=FILE in the launch contract (docs/launch-contract.md).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/job_spec.h"
+#include "core/status.h"
+
+namespace edgetrain {
+
+struct JobPlan {
+  std::string job;          // the TrainingJob's name
+  int64_t generation = 1;   // bumped on every re-plan; peers on another generation are refused
+  std::string spec_json;    // the validated, defaulted spec, as JSON
+  JobSpec spec;             // decoded from spec_json
+  std::string output_dir;   // where checkpoints and the final model go
+  int intra_op_threads = 1; // LibTorch threads per agent; agents share the node's cores
+};
+
+std::string EncodeJobPlan(const JobPlan& plan);
+StatusOr<JobPlan> DecodeJobPlan(std::string_view json);
+
+}  // namespace edgetrain

@@ -1,0 +1,77 @@
+#include "core/job_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+constexpr const char* kSpec = R"({
+  "model": {"name": "cnn", "channels": [8, 16]},
+  "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "dirichlet", "alpha": 0.5}},
+  "parallelism": {"mode": "dataParallel", "workers": 1},
+  "sync": {"granularity": "row", "policy": "ssp", "stalenessBound": 4, "compression": "none"},
+  "optimizer": {"name": "sgd", "learningRate": 0.1, "momentum": 0.9, "weightDecay": 0},
+  "budget": {"wallClock": "2m", "epochs": 3, "targetAccuracy": 0.9, "energyJoules": 0},
+  "evaluation": {"everyIterations": 50},
+  "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0,
+                     "maxRecoveries": 5, "nodeLossGrace": "120s"},
+  "output": {"path": "/tmp/out"},
+  "seed": 7
+})";
+
+TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
+  JobPlan plan;
+  plan.job = "digits-cnn";
+  plan.generation = 3;
+  plan.spec_json = kSpec;
+  plan.output_dir = "/tmp/out";
+  plan.intra_op_threads = 2;
+
+  auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->job, "digits-cnn");
+  EXPECT_EQ(decoded->generation, 3);
+  EXPECT_EQ(decoded->output_dir, "/tmp/out");
+  EXPECT_EQ(decoded->intra_op_threads, 2);
+  const JobSpec& s = decoded->spec;
+  EXPECT_EQ(s.model.kind, ModelKind::kCnn);
+  EXPECT_EQ(s.model.channels, (std::vector<int>{8, 16}));
+  EXPECT_EQ(s.data.dataset, DatasetName::kDigits);
+  EXPECT_EQ(s.data.batch_size, 32);
+  EXPECT_EQ(s.data.partition.kind, PartitionKind::kDirichlet);
+  EXPECT_EQ(s.data.partition.alpha, 0.5);
+  EXPECT_EQ(s.sync.policy, SyncPolicy::kSsp);
+  EXPECT_EQ(s.sync.staleness_bound, 4);
+  EXPECT_EQ(s.optimizer.kind, OptimizerKind::kSgd);
+  EXPECT_EQ(s.optimizer.momentum, 0.9);
+  EXPECT_EQ(s.budget.wall_clock, std::chrono::minutes(2));
+  EXPECT_EQ(s.budget.epochs, 3);
+  EXPECT_EQ(s.budget.target_accuracy, 0.9);
+  EXPECT_EQ(s.evaluation.every_iterations, 50);
+  EXPECT_EQ(s.fault_tolerance.node_loss_grace, std::chrono::seconds(120));
+  EXPECT_EQ(s.output.path, "/tmp/out");
+  EXPECT_EQ(s.seed, 7u);
+}
+
+TEST(JobPlanTest, RefusesBrokenPlansNamingTheField) {
+  struct Case {
+    std::string json;
+    const char* error;
+  } cases[] = {
+      {"[]", "plan: not a JSON object"},
+      {R"({"job": "x"})", "plan:"},
+      {R"({"job":"x","generation":1,"outputDir":"o","intraOpThreads":0,"spec":{}})", "intraOpThreads must be >= 1"},
+      {R"({"job":"x","generation":1,"outputDir":"o","intraOpThreads":1,"spec":{"model":{"name":"resnet"}}})",
+       "spec.model.name: unknown value \"resnet\""},
+      {R"({"job":"x","generation":1,"outputDir":"o","intraOpThreads":1,"spec":{"model":{"name":"mlp"}}})",
+       "spec.data.dataset: required field is missing"},
+  };
+  for (const auto& c : cases) {
+    auto plan = DecodeJobPlan(c.json);
+    ASSERT_FALSE(plan.ok()) << c.json;
+    EXPECT_NE(plan.status().message().find(c.error), std::string::npos) << plan.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,103 @@
+#include "core/job_progress.h"
+
+#include <array>
+
+#include <nlohmann/json.hpp>
+
+namespace edgetrain {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::array<std::pair<JobState, std::string_view>, 4> kStateNames{{
+    {JobState::kStarting, "starting"},
+    {JobState::kTraining, "training"},
+    {JobState::kSucceeded, "succeeded"},
+    {JobState::kFailed, "failed"},
+}};
+
+template <typename T>
+Json Nullable(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+template <typename T>
+std::optional<T> Optional(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+}  // namespace
+
+std::string_view NameOf(JobState s) {
+  for (const auto& [state, name] : kStateNames)
+    if (state == s) return name;
+  return "?";
+}
+
+std::string EncodeJobProgress(const JobProgress& p) {
+  Json workers = Json::array();
+  for (const auto& w : p.workers) {
+    workers.push_back({{"rank", w.rank},
+                       {"batchSize", w.batch_size},
+                       {"samples", w.samples},
+                       {"bandwidthMbps", w.bandwidth_mbps},
+                       {"stallFraction", w.stall_fraction}});
+  }
+  Json j = {{"state", NameOf(p.state)},
+            {"iteration", p.iteration},
+            {"samples", p.samples},
+            {"epoch", p.epoch},
+            {"loss", p.loss},
+            {"accuracy", Nullable(p.accuracy)},
+            {"samplesPerSecond", p.samples_per_second},
+            {"elapsedSeconds", p.elapsed_s},
+            {"etaSeconds", Nullable(p.eta_s)},
+            {"fraction", p.fraction},
+            {"energyJoules", Nullable(p.energy_joules)},
+            {"workers", workers},
+            {"reachedTarget", p.reached_target},
+            {"stopReason", p.stop_reason},
+            {"modelPath", p.model_path}};
+  return j.dump();
+}
+
+StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
+  Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgumentError("progress: not a JSON object");
+  JobProgress p;
+  try {
+    std::string state = j.at("state").get<std::string>();
+    bool known = false;
+    for (const auto& [s, name] : kStateNames) {
+      if (name == state) {
+        p.state = s;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgumentError("progress: unknown state \"" + state + "\"");
+    p.iteration = j.at("iteration").get<int64_t>();
+    p.samples = j.at("samples").get<int64_t>();
+    p.epoch = j.at("epoch").get<int>();
+    p.loss = j.at("loss").get<double>();
+    p.accuracy = Optional<double>(j, "accuracy");
+    p.samples_per_second = j.at("samplesPerSecond").get<double>();
+    p.elapsed_s = j.at("elapsedSeconds").get<double>();
+    p.eta_s = Optional<double>(j, "etaSeconds");
+    p.fraction = j.at("fraction").get<double>();
+    p.energy_joules = Optional<double>(j, "energyJoules");
+    for (const auto& w : j.at("workers")) {
+      p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(),
+                           w.at("samples").get<int64_t>(), w.at("bandwidthMbps").get<double>(),
+                           w.at("stallFraction").get<double>()});
+    }
+    p.reached_target = j.at("reachedTarget").get<bool>();
+    p.stop_reason = j.at("stopReason").get<std::string>();
+    p.model_path = j.at("modelPath").get<std::string>();
+  } catch (const Json::exception& e) {
+    return InvalidArgumentError(std::string("progress: ") + e.what());
+  }
+  return p;
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,49 @@
+#pragma once
+// A job's progress as the coordinator serves it at GET /progress and reports it in
+// its final `result` line; the local runner and the operator read it. JSON keys are
+// documented in docs/launch-contract.md.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace edgetrain {
+
+enum class JobState { kStarting, kTraining, kSucceeded, kFailed };
+std::string_view NameOf(JobState s);
+
+struct WorkerProgress {
+  int rank = 0;
+  int batch_size = 0;
+  int64_t samples = 0;
+  double bandwidth_mbps = 0;  // current estimate of its link; 0 when unknown or down
+  double stall_fraction = 0;  // time its compute waited on synchronisation / wall time
+};
+
+struct JobProgress {
+  JobState state = JobState::kStarting;
+  int64_t iteration = 0;
+  int64_t samples = 0;
+  int epoch = 0;
+  double loss = 0;                 // mean training loss since the last report
+  std::optional<double> accuracy;  // last test-set evaluation
+  double samples_per_second = 0;
+  double elapsed_s = 0;
+  std::optional<double> eta_s;     // until the budget ends (the target may come sooner)
+  double fraction = 0;             // of the budget used, 0..1, for progress bars
+  std::optional<double> energy_joules;  // modelled, not measured; null until an energy model runs
+  std::vector<WorkerProgress> workers;
+  // Set when the job has ended.
+  bool reached_target = false;
+  std::string stop_reason;         // "target", "epochs", "wallClock", "failed: ..."
+  std::string model_path;
+};
+
+std::string EncodeJobProgress(const JobProgress& p);  // one line of JSON
+StatusOr<JobProgress> DecodeJobProgress(std::string_view json);
+
+}  // namespace edgetrain

@@ -1,0 +1,52 @@
+#include "core/job_progress.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+TEST(JobProgressTest, RoundTripsIncludingNulls) {
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.iteration = 120;
+  p.samples = 7680;
+  p.epoch = 1;
+  p.loss = 0.42;
+  p.samples_per_second = 5000;
+  p.elapsed_s = 1.5;
+  p.fraction = 0.25;
+  p.workers.push_back({0, 64, 7680, 48.5, 0.1});
+
+  auto back = DecodeJobProgress(EncodeJobProgress(p));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->state, JobState::kTraining);
+  EXPECT_EQ(back->iteration, 120);
+  EXPECT_EQ(back->samples, 7680);
+  EXPECT_FALSE(back->accuracy.has_value());
+  EXPECT_FALSE(back->eta_s.has_value());
+  EXPECT_FALSE(back->energy_joules.has_value());
+  ASSERT_EQ(back->workers.size(), 1u);
+  EXPECT_EQ(back->workers[0].batch_size, 64);
+  EXPECT_DOUBLE_EQ(back->workers[0].bandwidth_mbps, 48.5);
+
+  p.state = JobState::kSucceeded;
+  p.accuracy = 0.86;
+  p.eta_s = 0;
+  p.reached_target = true;
+  p.stop_reason = "target";
+  back = DecodeJobProgress(EncodeJobProgress(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->accuracy, 0.86);
+  EXPECT_TRUE(back->reached_target);
+  EXPECT_EQ(back->stop_reason, "target");
+  EXPECT_EQ(NameOf(back->state), "succeeded");
+}
+
+TEST(JobProgressTest, RefusesUnknownStates) {
+  auto p = DecodeJobProgress(R"({"state": "dancing"})");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("unknown state \"dancing\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,199 @@
+#include "core/job_spec.h"
+
+#include <array>
+#include <memory>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/duration_text.h"
+
+namespace edgetrain {
+namespace {
+
+using Json = nlohmann::json;
+
+template <typename E, size_t N>
+using NameTable = std::array<std::pair<E, std::string_view>, N>;
+
+constexpr NameTable<ModelKind, 2> kModelNames{{{ModelKind::kMlp, "mlp"}, {ModelKind::kCnn, "cnn"}}};
+constexpr NameTable<DatasetName, 2> kDatasetNames{
+    {{DatasetName::kFashionMnist, "fashion-mnist"}, {DatasetName::kDigits, "digits"}}};
+constexpr NameTable<PartitionKind, 2> kPartitionNames{
+    {{PartitionKind::kIid, "iid"}, {PartitionKind::kDirichlet, "dirichlet"}}};
+constexpr NameTable<ParallelismMode, 4> kModeNames{{{ParallelismMode::kDataParallel, "dataParallel"},
+                                                   {ParallelismMode::kPipeline, "pipeline"},
+                                                   {ParallelismMode::kHybrid, "hybrid"},
+                                                   {ParallelismMode::kAuto, "auto"}}};
+constexpr NameTable<SyncGranularity, 3> kGranularityNames{{{SyncGranularity::kRow, "row"},
+                                                           {SyncGranularity::kLayer, "layer"},
+                                                           {SyncGranularity::kModel, "model"}}};
+constexpr NameTable<SyncPolicy, 3> kPolicyNames{
+    {{SyncPolicy::kRog, "rog"}, {SyncPolicy::kBsp, "bsp"}, {SyncPolicy::kSsp, "ssp"}}};
+constexpr NameTable<Compression, 4> kCompressionNames{{{Compression::kNone, "none"},
+                                                       {Compression::kFp16, "fp16"},
+                                                       {Compression::kInt8, "int8"},
+                                                       {Compression::kTopK, "topk"}}};
+constexpr NameTable<OptimizerKind, 2> kOptimizerNames{
+    {{OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"}}};
+
+template <typename E, size_t N>
+std::string_view Lookup(const NameTable<E, N>& table, E v) {
+  for (const auto& [value, name] : table)
+    if (value == v) return name;
+  return "?";
+}
+
+// Reads fields of a JSON object, recording the first error with its field path.
+// The spec was validated against the CRD before it got here, so an error means a
+// plan file was written by something else or by hand.
+class Reader {
+ public:
+  Reader(const Json& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  const Json* Find(const char* key) const {
+    if (!object_.is_object()) return nullptr;
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  Reader Child(const char* key) const {
+    static const Json kEmpty = Json::object();
+    const Json* child = Find(key);
+    return Reader(child ? *child : kEmpty, path_ + "." + key, status_);
+  }
+  bool Has(const char* key) const { return Find(key) != nullptr; }
+
+  template <typename T>
+  void Get(const char* key, T& out) {
+    const Json* v = Find(key);
+    if (!v) return Fail(key, "required field is missing");
+    Convert(key, *v, out);
+  }
+  template <typename T>
+  void Get(const char* key, std::optional<T>& out) {
+    const Json* v = Find(key);
+    if (!v) return;
+    T value{};
+    Convert(key, *v, value);
+    out = value;
+  }
+  template <typename E, size_t N>
+  void GetEnum(const char* key, const NameTable<E, N>& table, E& out) {
+    std::string name;
+    Get(key, name);
+    if (!status_->ok()) return;
+    for (const auto& [value, n] : table) {
+      if (n == name) {
+        out = value;
+        return;
+      }
+    }
+    Fail(key, "unknown value \"" + name + "\"");
+  }
+  void GetDuration(const char* key, std::optional<Duration>& out) {
+    std::optional<std::string> text;
+    Get(key, text);
+    if (!text) return;
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return Fail(key, d.status().message());
+    out = *d;
+  }
+
+  Status status() const { return *status_; }
+
+ private:
+  Reader(const Json& object, std::string path, std::shared_ptr<Status> status)
+      : object_(object), path_(std::move(path)), status_(std::move(status)) {}
+
+  void Fail(const char* key, const std::string& why) {
+    if (status_->ok()) *status_ = InvalidArgumentError(path_ + "." + key + ": " + why);
+  }
+  template <typename T>
+  void Convert(const char* key, const Json& v, T& out) {
+    try {
+      out = v.get<T>();
+    } catch (const Json::exception& e) {
+      Fail(key, std::string("wrong type: ") + e.what());
+    }
+  }
+
+  const Json& object_;
+  std::string path_;
+  std::shared_ptr<Status> status_ = std::make_shared<Status>();
+};
+
+}  // namespace
+
+std::string_view NameOf(ModelKind v) { return Lookup(kModelNames, v); }
+std::string_view NameOf(DatasetName v) { return Lookup(kDatasetNames, v); }
+std::string_view NameOf(PartitionKind v) { return Lookup(kPartitionNames, v); }
+std::string_view NameOf(ParallelismMode v) { return Lookup(kModeNames, v); }
+std::string_view NameOf(SyncGranularity v) { return Lookup(kGranularityNames, v); }
+std::string_view NameOf(SyncPolicy v) { return Lookup(kPolicyNames, v); }
+std::string_view NameOf(Compression v) { return Lookup(kCompressionNames, v); }
+std::string_view NameOf(OptimizerKind v) { return Lookup(kOptimizerNames, v); }
+
+StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
+  Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("spec: not a JSON object");
+
+  JobSpec spec;
+  Reader r(root, "spec");
+
+  Reader model = r.Child("model");
+  model.GetEnum("name", kModelNames, spec.model.kind);
+  if (model.Has("hidden")) model.Get("hidden", spec.model.hidden);
+  if (model.Has("channels")) model.Get("channels", spec.model.channels);
+
+  Reader data = r.Child("data");
+  data.GetEnum("dataset", kDatasetNames, spec.data.dataset);
+  data.Get("batchSize", spec.data.batch_size);
+  Reader partition = data.Child("partition");
+  partition.GetEnum("kind", kPartitionNames, spec.data.partition.kind);
+  partition.Get("alpha", spec.data.partition.alpha);
+  if (data.Has("stream")) {
+    spec.data.stream.emplace();
+    data.Child("stream").Get("ratesPerSecond", spec.data.stream->rates_per_second);
+  }
+
+  Reader parallelism = r.Child("parallelism");
+  parallelism.GetEnum("mode", kModeNames, spec.parallelism.mode);
+  parallelism.Get("workers", spec.parallelism.workers);
+
+  Reader sync = r.Child("sync");
+  sync.GetEnum("granularity", kGranularityNames, spec.sync.granularity);
+  sync.GetEnum("policy", kPolicyNames, spec.sync.policy);
+  sync.Get("stalenessBound", spec.sync.staleness_bound);
+  sync.GetEnum("compression", kCompressionNames, spec.sync.compression);
+
+  Reader optimizer = r.Child("optimizer");
+  optimizer.GetEnum("name", kOptimizerNames, spec.optimizer.kind);
+  optimizer.Get("learningRate", spec.optimizer.learning_rate);
+  optimizer.Get("momentum", spec.optimizer.momentum);
+  optimizer.Get("weightDecay", spec.optimizer.weight_decay);
+
+  Reader budget = r.Child("budget");
+  budget.GetDuration("wallClock", spec.budget.wall_clock);
+  budget.Get("epochs", spec.budget.epochs);
+  budget.Get("targetAccuracy", spec.budget.target_accuracy);
+  budget.Get("energyJoules", spec.budget.energy_joules);
+
+  r.Child("evaluation").Get("everyIterations", spec.evaluation.every_iterations);
+
+  Reader ft = r.Child("faultTolerance");
+  ft.Get("replicateEvery", spec.fault_tolerance.replicate_every);
+  ft.Get("replay", spec.fault_tolerance.replay);
+  ft.Get("checkpointEvery", spec.fault_tolerance.checkpoint_every);
+  ft.Get("maxRecoveries", spec.fault_tolerance.max_recoveries);
+  std::optional<Duration> grace;
+  ft.GetDuration("nodeLossGrace", grace);
+  spec.fault_tolerance.node_loss_grace = grace.value_or(Duration::zero());
+
+  r.Child("output").Get("path", spec.output.path);
+  r.Get("seed", spec.seed);
+
+  if (!r.status().ok()) return r.status();
+  return spec;
+}
+
+}  // namespace edgetrain

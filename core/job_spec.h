@@ -1,0 +1,119 @@
+#pragma once
+// What a TrainingJob asks for, as plain values: the part of the manifest's spec
+// that training itself needs. The CRD (crds/trainingjob.yaml) is the source of
+// truth for names, ranges and defaults; api/ validates a manifest against it and
+// hands the defaulted spec here, so nothing below re-states a default.
+// Kubernetes-only fields (placement, pod template) are not part of this.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace edgetrain {
+
+enum class ModelKind { kMlp, kCnn };
+enum class DatasetName { kFashionMnist, kDigits };
+enum class PartitionKind { kIid, kDirichlet };
+enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
+enum class SyncGranularity { kRow, kLayer, kModel };
+enum class SyncPolicy { kRog, kBsp, kSsp };
+enum class Compression { kNone, kFp16, kInt8, kTopK };
+enum class OptimizerKind { kSgd, kAdam };
+
+struct ModelSpec {
+  ModelKind kind = ModelKind::kMlp;
+  std::vector<int> hidden;    // mlp: widths of the hidden layers
+  std::vector<int> channels;  // cnn: output channels of each conv block
+};
+
+struct PartitionSpec {
+  PartitionKind kind = PartitionKind::kIid;
+  std::optional<double> alpha;  // dirichlet concentration; smaller = more skewed
+};
+
+struct StreamSpec {
+  std::vector<double> rates_per_second;  // one per worker
+};
+
+struct DataSpec {
+  DatasetName dataset = DatasetName::kFashionMnist;
+  int batch_size = 0;
+  PartitionSpec partition;
+  std::optional<StreamSpec> stream;
+};
+
+struct ParallelismSpec {
+  ParallelismMode mode = ParallelismMode::kDataParallel;
+  int workers = 1;
+};
+
+struct SyncSpec {
+  SyncGranularity granularity = SyncGranularity::kRow;
+  SyncPolicy policy = SyncPolicy::kRog;
+  std::optional<int> staleness_bound;
+  Compression compression = Compression::kNone;
+};
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  double learning_rate = 0;
+  std::optional<double> momentum;
+  double weight_decay = 0;
+};
+
+struct BudgetSpec {
+  std::optional<Duration> wall_clock;
+  std::optional<int> epochs;
+  std::optional<double> target_accuracy;
+  double energy_joules = 0;  // 0: no energy budget
+};
+
+struct EvaluationSpec {
+  int every_iterations = 0;
+};
+
+struct FaultToleranceSpec {
+  int replicate_every = 0;
+  bool replay = true;
+  int checkpoint_every = 0;  // 0: no periodic checkpoints
+  int max_recoveries = 0;
+  Duration node_loss_grace{};
+};
+
+struct OutputSpec {
+  std::optional<std::string> path;
+};
+
+struct JobSpec {
+  ModelSpec model;
+  DataSpec data;
+  ParallelismSpec parallelism;
+  SyncSpec sync;
+  OptimizerSpec optimizer;
+  BudgetSpec budget;
+  EvaluationSpec evaluation;
+  FaultToleranceSpec fault_tolerance;
+  OutputSpec output;
+  uint64_t seed = 0;
+};
+
+// The names used in manifests ("mlp", "fashion-mnist", "dataParallel", ...).
+std::string_view NameOf(ModelKind v);
+std::string_view NameOf(DatasetName v);
+std::string_view NameOf(PartitionKind v);
+std::string_view NameOf(ParallelismMode v);
+std::string_view NameOf(SyncGranularity v);
+std::string_view NameOf(SyncPolicy v);
+std::string_view NameOf(Compression v);
+std::string_view NameOf(OptimizerKind v);
+
+// Decodes a defaulted spec (the JSON form of a manifest's `spec`, as api/ emits it
+// and as plan files carry it). Errors name the field path.
+StatusOr<JobSpec> DecodeJobSpec(std::string_view json);
+
+}  // namespace edgetrain
