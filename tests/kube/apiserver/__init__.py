@@ -1,0 +1,1 @@
+"""A Kubernetes API server stand-in for tests: see tests/kube/README.md."""

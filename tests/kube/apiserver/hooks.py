@@ -1,0 +1,78 @@
+"""TEST HOOKS, served under the private prefix /_standin/ (no real server has them).
+
+They let tests provoke what is hard to provoke against a real cluster:
+  POST /_standin/compact                 forget all watch history (watches from older
+                                         resourceVersions get 410 Expired)
+  POST /_standin/drop-watches            end every open watch stream now
+  POST /_standin/pause, /_standin/resume hold every request (and watch delivery) until
+                                         resumed, like an API server that hangs
+  POST /_standin/latency?ms=N            delay every request by N ms (0 to stop)
+  POST /_standin/bookmark-interval?seconds=S  how often watches with bookmarks get one
+  GET  /_standin/info                    revision, open watches, whether CEL is enforced
+  GET  /_standin/wait-watches?count=N[&resource=R][&timeoutSeconds=T]
+                                         block until N watches (on resource R) are open,
+                                         so tests synchronise on events, not sleeps
+"""
+
+import threading
+import time
+
+
+class HookState:
+    def __init__(self):
+        self.cond = threading.Condition()
+        self._resumed = threading.Event()
+        self._resumed.set()
+        self.latency = 0.0
+        self.bookmark_interval = 60.0
+        self.watches = {}  # id -> resource plural
+        self._next_id = 0
+
+    # -- pause / latency ---------------------------------------------------------------
+
+    def pause(self):
+        self._resumed.clear()
+
+    def resume(self):
+        self._resumed.set()
+
+    @property
+    def paused(self):
+        return not self._resumed.is_set()
+
+    def gate(self, timeout=None):
+        """Blocks while paused, then applies the injected latency. Returns False if still
+        paused after timeout."""
+        if not self._resumed.wait(timeout):
+            return False
+        if self.latency:
+            time.sleep(self.latency)
+        return True
+
+    # -- open watches ------------------------------------------------------------------
+
+    def watch_opened(self, resource):
+        with self.cond:
+            self._next_id += 1
+            self.watches[self._next_id] = resource
+            self.cond.notify_all()
+            return self._next_id
+
+    def watch_closed(self, wid):
+        with self.cond:
+            self.watches.pop(wid, None)
+            self.cond.notify_all()
+
+    def count(self, resource=None):
+        with self.cond:
+            return sum(1 for r in self.watches.values() if resource in (None, r))
+
+    def wait_watches(self, count, resource, timeout):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while sum(1 for r in self.watches.values() if resource in (None, r)) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+            return True

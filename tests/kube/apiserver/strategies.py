@@ -1,0 +1,222 @@
+"""Per-kind behaviour of built-in resources: defaults filled in on create, the few
+validations and immutable fields clients trip over, and the name rules.
+
+A real API server has a registry strategy per kind with hundreds of rules; only what
+the operator, kubectl and Helm-rendered manifests can observe is here (pods get
+their phase, restart policy and scheduler name; services a cluster IP; namespaces
+their finalizer and phase; secrets fold stringData into data).
+"""
+
+import base64
+import itertools
+import re
+import threading
+
+from .errors import FieldError
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def dns_subdomain_errors(name, field="metadata.name"):
+    if len(name) > 253 or not DNS_SUBDOMAIN.match(name):
+        return [FieldError("invalid", field, "a lowercase RFC 1123 subdomain must consist of "
+                           "lower case alphanumeric characters, '-' or '.', and must start and "
+                           "end with an alphanumeric character", value=name)]
+    return []
+
+
+def dns_label_errors(name, field="metadata.name"):
+    if len(name) > 63 or not DNS_LABEL.match(name):
+        return [FieldError("invalid", field, "a lowercase RFC 1123 label must consist of lower "
+                           "case alphanumeric characters or '-', and must start and end with an "
+                           "alphanumeric character", value=name)]
+    return []
+
+
+def path_segment_errors(name, field="metadata.name"):
+    if name in (".", "..") or "/" in name or "%" in name:
+        return [FieldError("invalid", field, "may not contain '/' or '%'", value=name)]
+    return []
+
+
+class Strategy:
+    name_errors = staticmethod(dns_subdomain_errors)
+
+    def prepare_create(self, obj):
+        pass
+
+    def prepare_update(self, new, old):
+        pass
+
+    def validate(self, obj, old):
+        return []
+
+
+class NamespaceStrategy(Strategy):
+    name_errors = staticmethod(dns_label_errors)
+
+    def prepare_create(self, obj):
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj["status"] = {"phase": "Active"}
+        labels = obj["metadata"].setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+
+    def prepare_update(self, new, old):
+        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = \
+            new["metadata"]["name"]
+        # spec.finalizers only changes through the /finalize subresource.
+        new["spec"] = old.get("spec", {})
+
+
+class PodStrategy(Strategy):
+    MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+
+    def prepare_create(self, obj):
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("serviceAccountName", "default")
+        spec.setdefault("securityContext", {})
+        for c in spec.get("containers") or []:
+            image = c.get("image", "")
+            tag = image.rsplit("/", 1)[-1]
+            latest = ":" not in tag or tag.endswith(":latest")
+            c.setdefault("imagePullPolicy", "Always" if latest and "@" not in tag
+                         else "IfNotPresent")
+            c.setdefault("terminationMessagePath", "/dev/termination-log")
+            c.setdefault("terminationMessagePolicy", "File")
+            c.setdefault("resources", {})
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+
+    def validate(self, obj, old):
+        errs = []
+        containers = (obj.get("spec") or {}).get("containers")
+        if not containers:
+            errs.append(FieldError("required", "spec.containers"))
+        for i, c in enumerate(containers or []):
+            if not c.get("name"):
+                errs.append(FieldError("required", f"spec.containers[{i}].name"))
+            if not c.get("image") and old is None:
+                errs.append(FieldError("required", f"spec.containers[{i}].image"))
+        if old is not None and _pod_spec_core(obj) != _pod_spec_core(old):
+            errs.append(FieldError("forbidden", "spec", "pod updates may not change fields "
+                                   "other than `spec.containers[*].image`, "
+                                   "`spec.initContainers[*].image`, "
+                                   "`spec.activeDeadlineSeconds`, `spec.tolerations` (only "
+                                   "additions to existing tolerations), "
+                                   "`spec.terminationGracePeriodSeconds`"))
+        return errs
+
+
+def _pod_spec_core(pod):
+    spec = dict(pod.get("spec") or {})
+    for f in PodStrategy.MUTABLE_SPEC:
+        spec.pop(f, None)
+    for key in ("containers", "initContainers"):
+        spec[key] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get(key) or []]
+    return spec
+
+
+def _qos_class(spec):
+    res = [c.get("resources") or {} for c in spec.get("containers") or []]
+    if not any(r.get("requests") or r.get("limits") for r in res):
+        return "BestEffort"
+    if all(r.get("limits") and r.get("requests", r.get("limits")) == r.get("limits")
+           for r in res):
+        return "Guaranteed"
+    return "Burstable"
+
+
+class ServiceStrategy(Strategy):
+    name_errors = staticmethod(dns_label_errors)
+    _ips = itertools.count(10)
+    _lock = threading.Lock()
+
+    def prepare_create(self, obj):
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        if spec.get("clusterIP") != "None":
+            with self._lock:
+                n = next(self._ips)
+            spec["clusterIP"] = f"10.96.{n // 250}.{n % 250 + 1}"
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        for p in spec.get("ports") or []:
+            p.setdefault("protocol", "TCP")
+            p.setdefault("targetPort", p.get("port"))
+        obj["status"] = {"loadBalancer": {}}
+
+    def validate(self, obj, old):
+        if old is not None and (old.get("spec") or {}).get("clusterIP") != \
+                (obj.get("spec") or {}).get("clusterIP"):
+            return [FieldError("invalid", "spec.clusterIP", "field is immutable",
+                               value=(obj.get("spec") or {}).get("clusterIP", ""))]
+        return []
+
+    def prepare_update(self, new, old):
+        spec = new.setdefault("spec", {})
+        if "clusterIP" not in spec:
+            spec["clusterIP"] = (old.get("spec") or {}).get("clusterIP")
+            spec["clusterIPs"] = (old.get("spec") or {}).get("clusterIPs")
+
+
+class SecretStrategy(Strategy):
+    def _fold(self, obj):
+        string_data = obj.pop("stringData", None) or {}
+        if string_data:
+            data = obj.setdefault("data", {})
+            for k, v in string_data.items():
+                data[k] = base64.b64encode(v.encode()).decode()
+
+    def prepare_create(self, obj):
+        obj.setdefault("type", "Opaque")
+        self._fold(obj)
+
+    def prepare_update(self, new, old):
+        self._fold(new)
+
+
+class DeploymentStrategy(Strategy):
+    def prepare_create(self, obj):
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("replicas", 1)
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate":
+                                     {"maxSurge": "25%", "maxUnavailable": "25%"}})
+
+
+class LeaseStrategy(Strategy):
+    def validate(self, obj, old):
+        spec = obj.get("spec") or {}
+        d = spec.get("leaseDurationSeconds")
+        if d is not None and (not isinstance(d, int) or d <= 0):
+            return [FieldError("invalid", "spec.leaseDurationSeconds", "must be greater than 0",
+                               value=d)]
+        return []
+
+
+class PathSegmentStrategy(Strategy):
+    name_errors = staticmethod(path_segment_errors)
+
+
+STRATEGIES = {
+    ("", "namespaces"): NamespaceStrategy(),
+    ("", "pods"): PodStrategy(),
+    ("", "services"): ServiceStrategy(),
+    ("", "secrets"): SecretStrategy(),
+    ("apps", "deployments"): DeploymentStrategy(),
+    ("coordination.k8s.io", "leases"): LeaseStrategy(),
+    ("rbac.authorization.k8s.io", "roles"): PathSegmentStrategy(),
+    ("rbac.authorization.k8s.io", "rolebindings"): PathSegmentStrategy(),
+    ("rbac.authorization.k8s.io", "clusterroles"): PathSegmentStrategy(),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): PathSegmentStrategy(),
+}
+DEFAULT = Strategy()
+
+
+def strategy_for(rt):
+    return STRATEGIES.get(rt.key, DEFAULT)
