@@ -42,6 +42,8 @@ class ResourceType:
     short_names: tuple = ()
     categories: tuple = ()
     status_subresource: bool = False
+    # Nodes are registered by their kubelet with status in one create; others drop it.
+    status_on_create: bool = False
     # metadata.generation counts spec changes (workload kinds and every custom resource).
     tracks_generation: bool = False
     # PUT without metadata.resourceVersion is allowed for most built-ins, never for CRs.
@@ -127,6 +129,7 @@ def builtin_types():
                                           "update", "watch"),
           field_labels={"status.phase": field_label("status", "phase")}),
         R("", "v1", "Node", "nodes", False, short_names=("no",), status_subresource=True,
+          status_on_create=True,
           field_labels={"spec.unschedulable":
                         lambda o: "true" if _get(o, "spec", "unschedulable") else "false"}),
         R("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",),

@@ -199,7 +199,7 @@ class Api:
             md.pop(k, None)
         md["uid"] = str(uuid.uuid4())
         md["creationTimestamp"] = now_rfc3339()
-        if rt.status_subresource:
+        if rt.status_subresource and not rt.status_on_create:
             obj.pop("status", None)
         if rt.tracks_generation:
             md["generation"] = 1
