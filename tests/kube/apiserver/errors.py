@@ -99,7 +99,7 @@ class FieldError:
     def __init__(self, kind, field, detail="", value=None, show_value=True):
         self.kind, self.field, self.detail, self.value = kind, field, detail, value
         self.show_value = show_value and kind in ("invalid", "unsupported", "duplicate",
-                                                  "typeinvalid")
+                                                  "typeinvalid", "toomany")
 
     def message(self):
         _, text = self.KINDS[self.kind]

@@ -24,7 +24,9 @@ STANDIN = os.path.join(KUBE_DIR, "standin")
 
 class Response:
     def __init__(self, status, headers, body):
-        self.status, self.headers, self.raw = status, headers, body
+        self.status, self.raw = status, body
+        self.header_list = headers
+        self.headers = dict(headers)
         try:
             self.json = json.loads(body) if body else None
         except ValueError:
@@ -34,7 +36,7 @@ class Response:
         return self.headers.get(name)
 
     def warnings(self):
-        return [v for k, v in self.headers.items() if k.lower() == "warning"]
+        return [v for k, v in self.header_list if k.lower() == "warning"]
 
     def __repr__(self):
         return f"<Response {self.status} {self.raw[:300]!r}>"
@@ -81,7 +83,7 @@ class Client:
                                    headers=self._headers(headers, content_type, body))
                 r = self._conn.getresponse()
                 data = r.read()
-                return Response(r.status, dict(r.getheaders()), data)
+                return Response(r.status, r.getheaders(), data)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._conn.close()
                 self._conn = None
