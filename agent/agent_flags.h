@@ -1,0 +1,28 @@
+#pragma once
+// The agent's launch contract (docs/launch-contract.md): one command line used
+// alike by the local runner, the operator's pods and the node emulator.
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace edgetrain::agent {
+
+enum class Role { kCoordinator, kWorker, kStage };
+
+struct AgentFlags {
+  Role role = Role::kCoordinator;
+  std::string job;
+  int rank = 0;
+  int world = 1;
+  std::string coordinator;           // HOST:PORT of the coordinator's peer endpoint
+  std::string plan;                  // path of the plan file
+  std::string listen = "127.0.0.1:0";  // peer endpoint (multi-agent roles)
+  std::string http = "127.0.0.1:0";    // GET /progress, /healthz
+};
+
+// Parses `--name=value` arguments; errors say which flag and why.
+StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,91 @@
+#include "agent/agent.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/job_plan.h"
+#include "core/job_progress.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kDigitsSpec = R"({
+  "model": {"name": "mlp", "hidden": [32]},
+  "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
+  "parallelism": {"mode": "dataParallel", "workers": 1},
+  "sync": {"granularity": "row", "policy": "rog", "compression": "none"},
+  "optimizer": {"name": "adam", "learningRate": 0.01, "weightDecay": 0},
+  "budget": {"wallClock": "5m", "epochs": 3, "energyJoules": 0},
+  "evaluation": {"everyIterations": 20},
+  "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0,
+                     "maxRecoveries": 5, "nodeLossGrace": "120s"},
+  "seed": 3
+})";
+
+struct AgentTest : testing::Test {
+  void SetUp() override {
+    dir = fs::path(testing::TempDir()) / ("agent-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    JobPlan plan;
+    plan.job = "digits";
+    plan.spec_json = kDigitsSpec;
+    plan.output_dir = (dir / "out").string();
+    std::ofstream(dir / "plan.json") << EncodeJobPlan(plan);
+    flags.job = "digits";
+    flags.plan = (dir / "plan.json").string();
+  }
+  int Run() { return RunAgent(flags, lines, log, cancel); }
+
+  fs::path dir;
+  AgentFlags flags;
+  std::ostringstream lines, log;
+  std::atomic<bool> cancel{false};
+};
+
+TEST_F(AgentTest, TrainsAJobOfOneAndReportsOnStdout) {
+  ASSERT_EQ(Run(), kExitOk) << log.str();
+  std::istringstream out(lines.str());
+  std::string http, result;
+  std::getline(out, http);
+  std::getline(out, result);
+  EXPECT_EQ(http.rfind("http 127.0.0.1:", 0), 0u) << http;
+  ASSERT_EQ(result.rfind("result ", 0), 0u) << result;
+  auto progress = DecodeJobProgress(result.substr(7));
+  ASSERT_TRUE(progress.ok()) << progress.status().ToString();
+  EXPECT_EQ(progress->state, JobState::kSucceeded);
+  EXPECT_EQ(progress->iteration, 3 * 45);  // ceil(1437 / 32) steps per epoch
+  EXPECT_EQ(progress->stop_reason, "epochs");
+  EXPECT_GT(*progress->accuracy, 0.9);
+  EXPECT_TRUE(fs::exists(dir / "out" / "model.pt"));
+  EXPECT_NE(log.str().find("loaded 1437 training and 360 test samples"), std::string::npos) << log.str();
+}
+
+TEST_F(AgentTest, RefusesAPlanForAnotherJob) {
+  flags.job = "other";
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("the plan is for job \"digits\", not \"other\""), std::string::npos) << log.str();
+}
+
+TEST_F(AgentTest, RefusesAMissingOrBrokenPlan) {
+  flags.plan = (dir / "absent.json").string();
+  EXPECT_EQ(Run(), kExitInvalid);
+  std::ofstream(dir / "broken.json") << "{\"job\": \"digits\"";
+  flags.plan = (dir / "broken.json").string();
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("broken.json: plan: not a JSON object"), std::string::npos) << log.str();
+}
+
+TEST_F(AgentTest, RefusesMultiAgentJobsUntilTheyAreSupported) {
+  flags.world = 3;
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("not supported yet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

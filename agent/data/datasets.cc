@@ -1,0 +1,164 @@
+// Loading the built-in data sets from where Debian installs them.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "agent/data/dataset.h"
+#include "agent/data/gzip_file.h"
+#include "agent/data/idx_format.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The first directory of the search path holding `relative`, or "".
+std::string Find(const DataSearchPath& search, const std::string& relative) {
+  for (const auto& dir : search.directories) {
+    fs::path p = fs::path(dir) / relative;
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
+
+std::string Searched(const DataSearchPath& search) {
+  std::string s;
+  for (const auto& d : search.directories) s += (s.empty() ? "" : ", ") + d;
+  return s;
+}
+
+StatusOr<Dataset> LoadIdxPair(const std::string& images_path, const std::string& labels_path,
+                              const DatasetInfo& info) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string image_bytes, ReadGzipFile(images_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string label_bytes, ReadGzipFile(labels_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(IdxArray images, ParseIdx(image_bytes, 3, images_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(IdxArray labels, ParseIdx(label_bytes, 1, labels_path));
+  if (images.dims[0] != labels.dims[0]) {
+    return DataLossError(images_path + " has " + std::to_string(images.dims[0]) + " images but " + labels_path +
+                         " has " + std::to_string(labels.dims[0]) + " labels");
+  }
+  if (images.dims[1] != info.height || images.dims[2] != info.width) {
+    return DataLossError(images_path + ": images are " + std::to_string(images.dims[1]) + "x" +
+                         std::to_string(images.dims[2]) + ", expected " + std::to_string(info.height) + "x" +
+                         std::to_string(info.width));
+  }
+  Dataset d;
+  d.info = info;
+  d.features.resize(images.data.size());
+  for (size_t i = 0; i < images.data.size(); ++i) {
+    d.features[i] = static_cast<float>(static_cast<uint8_t>(images.data[i])) / 255.0f;
+  }
+  d.labels.resize(labels.data.size());
+  for (size_t i = 0; i < labels.data.size(); ++i) {
+    d.labels[i] = static_cast<uint8_t>(labels.data[i]);
+    if (d.labels[i] >= info.classes) {
+      return DataLossError(labels_path + ": label " + std::to_string(d.labels[i]) + " out of range");
+    }
+  }
+  return d;
+}
+
+StatusOr<TrainTestSplit> LoadFashionMnist(const DataSearchPath& search) {
+  const std::string files[] = {"fashion-mnist/train-images-idx3-ubyte.gz", "fashion-mnist/train-labels-idx1-ubyte.gz",
+                               "fashion-mnist/t10k-images-idx3-ubyte.gz", "fashion-mnist/t10k-labels-idx1-ubyte.gz"};
+  std::string paths[4];
+  for (int i = 0; i < 4; ++i) {
+    paths[i] = Find(search, files[i]);
+    if (paths[i].empty()) {
+      return FailedPreconditionError("the fashion-mnist data set is not installed (looked for " + files[i] +
+                                     " in " + Searched(search) +
+                                     "); install it with: sudo apt-get install dataset-fashion-mnist");
+    }
+  }
+  DatasetInfo info = InfoOf(DatasetName::kFashionMnist);
+  TrainTestSplit split;
+  EDGETRAIN_ASSIGN_OR_RETURN(split.train, LoadIdxPair(paths[0], paths[1], info));
+  EDGETRAIN_ASSIGN_OR_RETURN(split.test, LoadIdxPair(paths[2], paths[3], info));
+  split.train.info.train_size = split.test.info.train_size = split.train.size();
+  split.train.info.test_size = split.test.info.test_size = split.test.size();
+  return split;
+}
+
+// scikit-learn's digits.csv.gz: 1,797 rows of 64 pixel values (0..16) and a label.
+StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
+  std::string path = Find(search, "digits.csv.gz");
+  if (path.empty()) path = Find(search, "digits/digits.csv.gz");
+  if (path.empty()) {
+    return FailedPreconditionError(
+        "the digits data set is not installed (looked for digits.csv.gz in " + Searched(search) +
+        "); `make` extracts it with scripts/deps, or install Debian's python3-sklearn");
+  }
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string text, ReadGzipFile(path));
+  DatasetInfo info = InfoOf(DatasetName::kDigits);
+  const int pixels = info.height * info.width;
+  Dataset all;
+  all.info = info;
+  std::istringstream lines(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::istringstream fields(line);
+    std::string field;
+    std::vector<float> row;
+    while (std::getline(fields, field, ',')) {
+      char* end = nullptr;
+      float v = std::strtof(field.c_str(), &end);
+      if (end == field.c_str()) return DataLossError(path + ":" + std::to_string(line_no) + ": not a number");
+      row.push_back(v);
+    }
+    if (static_cast<int>(row.size()) != pixels + 1) {
+      return DataLossError(path + ":" + std::to_string(line_no) + ": expected " + std::to_string(pixels + 1) +
+                           " values, found " + std::to_string(row.size()));
+    }
+    for (int i = 0; i < pixels; ++i) all.features.push_back(row[i] / 16.0f);
+    all.labels.push_back(static_cast<int64_t>(row[pixels]));
+  }
+  if (all.size() != info.train_size + info.test_size) {
+    return DataLossError(path + ": expected " + std::to_string(info.train_size + info.test_size) +
+                         " samples, found " + std::to_string(all.size()));
+  }
+  // A fixed split (independent of any job's seed) so every run tests on the same 360.
+  std::vector<int64_t> order(all.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(20240601));
+  TrainTestSplit split;
+  for (Dataset* d : {&split.train, &split.test}) d->info = info;
+  for (size_t k = 0; k < order.size(); ++k) {
+    Dataset& d = static_cast<int64_t>(k) < info.train_size ? split.train : split.test;
+    const float* sample = all.Sample(order[k]);
+    d.features.insert(d.features.end(), sample, sample + pixels);
+    d.labels.push_back(all.labels[order[k]]);
+  }
+  return split;
+}
+
+}  // namespace
+
+DataSearchPath DefaultDataSearchPath() {
+  DataSearchPath search;
+  if (const char* dir = std::getenv("EDGETRAIN_DATA_DIR"); dir && *dir) search.directories.push_back(dir);
+  search.directories.push_back("/usr/share/datasets");
+  search.directories.push_back("/usr/lib/python3/dist-packages/sklearn/datasets/data");
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) {
+    search.directories.push_back(std::string(cache) + "/edgetrain/datasets");
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    search.directories.push_back(std::string(home) + "/.cache/edgetrain/datasets");
+  }
+  return search;
+}
+
+StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& search) {
+  switch (name) {
+    case DatasetName::kFashionMnist: return LoadFashionMnist(search);
+    case DatasetName::kDigits: return LoadDigits(search);
+  }
+  return InternalError("unknown data set");
+}
+
+}  // namespace edgetrain::agent

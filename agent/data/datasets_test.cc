@@ -1,0 +1,96 @@
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "agent/data/dataset.h"
+#include "agent/data/gzip_file.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+void ExpectWellFormed(const Dataset& d, int64_t size) {
+  EXPECT_EQ(d.size(), size);
+  EXPECT_EQ(static_cast<int64_t>(d.features.size()), size * d.SampleSize());
+  auto [lo, hi] = std::minmax_element(d.features.begin(), d.features.end());
+  EXPECT_GE(*lo, 0.0f);
+  EXPECT_LE(*hi, 1.0f);
+  EXPECT_GT(*hi, 0.5f);
+  std::vector<int> per_class(d.info.classes);
+  for (int64_t label : d.labels) {
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, d.info.classes);
+    ++per_class[label];
+  }
+  for (int count : per_class) EXPECT_GT(count, 0) << "a class is missing";
+}
+
+// Both data sets are installed by `make` (scripts/deps); these tests do not skip.
+TEST(DatasetsTest, LoadsDigitsWithAFixedHeldOutTestSet) {
+  auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_EQ(split->train.SampleSize(), 64);
+  ExpectWellFormed(split->train, 1437);
+  ExpectWellFormed(split->test, 360);
+  auto again = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->test.labels, split->test.labels) << "the split must not depend on anything";
+}
+
+TEST(DatasetsTest, LoadsFashionMnistFromTheDebianPackage) {
+  auto split = LoadDataset(DatasetName::kFashionMnist, DefaultDataSearchPath());
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_EQ(split->train.SampleSize(), 784);
+  ExpectWellFormed(split->train, 60000);
+  ExpectWellFormed(split->test, 10000);
+}
+
+TEST(DatasetsTest, MissingDataSaysHowToInstallIt) {
+  DataSearchPath nowhere{{testing::TempDir() + "/no-such-dir"}};
+  auto fashion = LoadDataset(DatasetName::kFashionMnist, nowhere);
+  ASSERT_FALSE(fashion.ok());
+  EXPECT_EQ(fashion.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(fashion.status().message().find("apt-get install dataset-fashion-mnist"), std::string::npos);
+  auto digits = LoadDataset(DatasetName::kDigits, nowhere);
+  ASSERT_FALSE(digits.ok());
+  EXPECT_NE(digits.status().message().find("scripts/deps"), std::string::npos);
+}
+
+TEST(DatasetsTest, CorruptDataIsDataLoss) {
+  fs::path dir = fs::path(testing::TempDir()) / "corrupt-digits";
+  fs::create_directories(dir);
+  {
+    gzFile f = gzopen((dir / "digits.csv.gz").c_str(), "wb");
+    std::string row = "1,2,3\n";
+    gzwrite(f, row.data(), static_cast<unsigned>(row.size()));
+    gzclose(f);
+  }
+  auto digits = LoadDataset(DatasetName::kDigits, {{dir.string()}});
+  ASSERT_FALSE(digits.ok());
+  EXPECT_EQ(digits.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(digits.status().message().find(":1: expected 65 values, found 3"), std::string::npos)
+      << digits.status().message();
+}
+
+TEST(GzipFileTest, TruncatedStreamIsDataLoss) {
+  fs::path path = fs::path(testing::TempDir()) / "truncated.gz";
+  {
+    gzFile f = gzopen(path.c_str(), "wb");
+    std::string payload(100000, 'x');
+    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>('a' + (i * 7919) % 26);
+    gzwrite(f, payload.data(), static_cast<unsigned>(payload.size()));
+    gzclose(f);
+  }
+  fs::resize_file(path, fs::file_size(path) / 2);
+  auto content = ReadGzipFile(path.string());
+  ASSERT_FALSE(content.ok());
+  EXPECT_EQ(content.status().code(), StatusCode::kDataLoss);
+  EXPECT_FALSE(ReadGzipFile((fs::path(testing::TempDir()) / "absent.gz").string()).ok());
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

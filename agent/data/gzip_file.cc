@@ -1,0 +1,35 @@
+#include "agent/data/gzip_file.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace edgetrain::agent {
+
+StatusOr<std::string> ReadGzipFile(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) return NotFoundError(path + ": " + std::strerror(errno));
+  gzbuffer(file, 1 << 20);
+  std::string content;
+  char buffer[1 << 16];
+  for (;;) {
+    int n = gzread(file, buffer, sizeof buffer);
+    if (n < 0) {
+      int code = 0;
+      std::string why = gzerror(file, &code);
+      gzclose(file);
+      return DataLossError(path + ": " + why);
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+  }
+  // A truncated gzip stream reads as a short file with Z_BUF_ERROR at the end.
+  int code = Z_OK;
+  gzerror(file, &code);
+  gzclose(file);
+  if (code != Z_OK && code != Z_STREAM_END) return DataLossError(path + ": truncated or corrupt gzip stream");
+  return content;
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,134 @@
+#include "agent/solo_training.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "core/budget.h"
+
+namespace edgetrain::agent {
+namespace {
+
+// Smoothing of the loss shown while training: about the last 50 steps.
+constexpr double kLossSmoothing = 0.02;
+// How often the board is refreshed: often enough for a progress bar, rarely
+// enough that copying the progress costs nothing next to a training step.
+constexpr Duration kPublishEvery = std::chrono::milliseconds(100);
+
+Status WriteModelCard(const std::string& path, const SoloTrainingOptions& options, const JobProgress& p) {
+  nlohmann::json card = {{"model", NameOf(options.spec.model.kind)},
+                         {"dataset", NameOf(options.spec.data.dataset)},
+                         {"iteration", p.iteration},
+                         {"samples", p.samples},
+                         {"accuracy", p.accuracy ? nlohmann::json(*p.accuracy) : nlohmann::json(nullptr)},
+                         {"weights", "model.pt"},
+                         {"format", "LibTorch serialize::OutputArchive of the model's parameters and buffers"}};
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << card.dump(2) << "\n";
+    if (!out) return InternalError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return InternalError("cannot rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Trainer& trainer,
+                                      const TrainTestSplit& data, Clock& clock, ProgressBoard& board,
+                                      const std::atomic<bool>& cancel) {
+  const JobSpec& spec = options.spec;
+  const int64_t batch = spec.data.batch_size;
+  const int64_t n = data.train.size();
+  const int64_t steps_per_epoch = (n + batch - 1) / batch;
+  const int64_t sample_size = data.train.SampleSize();
+
+  std::error_code ec;
+  std::filesystem::create_directories(options.output_dir, ec);
+  if (ec) return FailedPreconditionError("cannot create output directory " + options.output_dir + ": " + ec.message());
+
+  const TimePoint start = clock.Now();
+  Budget budget(spec.budget, steps_per_epoch, start);
+  std::mt19937_64 rng(spec.seed);
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  // Allocated once; each step gathers its shuffled samples into these.
+  std::vector<float> x(batch * sample_size);
+  std::vector<int64_t> y(batch);
+
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.workers.push_back({0, static_cast<int>(batch), 0, 0, 0});
+  double smoothed_loss = -1;
+  std::optional<StopReason> stop;
+  int64_t evaluated_at = -1;
+
+  auto evaluate = [&]() -> Status {
+    EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, trainer.Evaluate(data.test));
+    p.accuracy = e.accuracy;
+    evaluated_at = p.iteration;
+    return Status::Ok();
+  };
+  TimePoint published{};
+  auto publish = [&] {
+    TimePoint now = clock.Now();
+    published = now;
+    p.elapsed_s = ToSeconds(now - start);
+    p.samples_per_second = p.elapsed_s > 0 ? static_cast<double>(p.samples) / p.elapsed_s : 0;
+    p.fraction = budget.Fraction(now, p.iteration);
+    auto eta = budget.Eta(now, p.iteration);
+    p.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;
+    p.workers[0].samples = p.samples;
+    board.Update([&](JobProgress& shown) { shown = p; });
+  };
+
+  while (!stop) {
+    p.epoch = static_cast<int>(p.iteration / steps_per_epoch);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t first = 0; first < n && !stop; first += batch) {
+      int64_t m = std::min(batch, n - first);
+      for (int64_t k = 0; k < m; ++k) {
+        const float* sample = data.train.Sample(order[first + k]);
+        std::copy(sample, sample + sample_size, x.begin() + k * sample_size);
+        y[k] = data.train.labels[order[first + k]];
+      }
+      EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer.TrainStep(x.data(), y.data(), m));
+      smoothed_loss = smoothed_loss < 0 ? loss : smoothed_loss + kLossSmoothing * (loss - smoothed_loss);
+      p.loss = smoothed_loss;
+      ++p.iteration;
+      p.samples += m;
+
+      if (p.iteration % spec.evaluation.every_iterations == 0) {
+        EDGETRAIN_RETURN_IF_ERROR(evaluate());
+        if (budget.TargetReached(*p.accuracy)) stop = StopReason::kTarget;
+      }
+      const int every = spec.fault_tolerance.checkpoint_every;
+      if (every > 0 && p.iteration % every == 0) {
+        EDGETRAIN_RETURN_IF_ERROR(trainer.SaveCheckpoint(options.output_dir + "/checkpoint.pt"));
+      }
+      if (!stop) stop = budget.Exhausted(clock.Now(), p.iteration);
+      if (!stop && cancel.load(std::memory_order_relaxed)) stop = StopReason::kCancelled;
+      if (clock.Now() - published >= kPublishEvery || evaluated_at == p.iteration) publish();
+    }
+  }
+
+  // The summary always reports the final model's accuracy on the full test set.
+  if (evaluated_at != p.iteration) EDGETRAIN_RETURN_IF_ERROR(evaluate());
+  p.model_path = options.output_dir + "/model.pt";
+  EDGETRAIN_RETURN_IF_ERROR(trainer.SaveModel(p.model_path));
+  EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(options.output_dir + "/model.json", options, p));
+  p.reached_target = budget.TargetReached(*p.accuracy);
+  p.stop_reason = std::string(NameOf(*stop));
+  p.state = JobState::kSucceeded;
+  publish();
+  return p;
+}
+
+}  // namespace edgetrain::agent

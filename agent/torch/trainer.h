@@ -1,0 +1,55 @@
+#pragma once
+// The one door to LibTorch. Everything behind it (models, optimizers, tensors)
+// lives in agent/torch/*.cc; callers see plain arrays and Status, so only these
+// few files pay LibTorch's compile time and no torch type or exception crosses
+// into the rest of the agent.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "agent/data/dataset.h"
+#include "core/dataset_info.h"
+#include "core/job_spec.h"
+#include "core/status.h"
+
+namespace edgetrain::agent {
+
+struct Evaluation {
+  double accuracy = 0;
+  double loss = 0;
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+
+  // One optimizer step on a batch of `n` samples laid out as in Dataset.
+  // Returns the batch's mean training loss.
+  virtual StatusOr<double> TrainStep(const float* features, const int64_t* labels, int64_t n) = 0;
+
+  // Accuracy and mean loss over a whole data set, without touching the weights.
+  virtual StatusOr<Evaluation> Evaluate(const Dataset& data) = 0;
+
+  // Model weights (and, for checkpoints, optimizer state) written to a temporary
+  // file, flushed to disk, then renamed over `path`: a crash mid-write never
+  // replaces a good file with a torn one.
+  virtual Status SaveModel(const std::string& path) = 0;
+  virtual Status SaveCheckpoint(const std::string& path) = 0;
+
+  virtual int64_t ParameterCount() const = 0;
+};
+
+struct TrainerOptions {
+  ModelSpec model;
+  OptimizerSpec optimizer;
+  DatasetInfo data;
+  uint64_t seed = 0;
+  int intra_op_threads = 1;
+};
+
+// Builds the model and its optimizer. InvalidArgument when the model cannot fit
+// the data (e.g. more conv blocks than the image can be halved).
+StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options);
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,66 @@
+#include "core/budget.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+using std::chrono::seconds;
+
+BudgetSpec Spec(std::optional<int> wall_s, std::optional<int> epochs, std::optional<double> target) {
+  BudgetSpec b;
+  if (wall_s) b.wall_clock = seconds(*wall_s);
+  b.epochs = epochs;
+  b.target_accuracy = target;
+  return b;
+}
+
+TEST(BudgetTest, EndsAtWhicheverLimitComesFirst) {
+  SimulatedClock clock;
+  TimePoint start = clock.Now();
+  struct Case {
+    BudgetSpec spec;
+    int advance_s;
+    int64_t iteration;
+    std::optional<StopReason> want;
+  } cases[] = {
+      {Spec(60, std::nullopt, std::nullopt), 59, 10'000, std::nullopt},
+      {Spec(60, std::nullopt, std::nullopt), 60, 10, StopReason::kWallClock},
+      {Spec(60, 2, std::nullopt), 10, 199, std::nullopt},  // 100 iterations per epoch
+      {Spec(60, 2, std::nullopt), 10, 200, StopReason::kEpochs},
+      {Spec(std::nullopt, 1, 0.9), 1000, 50, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    Budget budget(c.spec, 100, start);
+    EXPECT_EQ(budget.Exhausted(start + seconds(c.advance_s), c.iteration), c.want)
+        << c.advance_s << " s, iteration " << c.iteration;
+  }
+}
+
+TEST(BudgetTest, TargetIsReachedAtOrAboveIt) {
+  Budget with(Spec(60, std::nullopt, 0.85), 10, TimePoint{});
+  EXPECT_FALSE(with.TargetReached(0.8499));
+  EXPECT_TRUE(with.TargetReached(0.85));
+  Budget without(Spec(60, std::nullopt, std::nullopt), 10, TimePoint{});
+  EXPECT_FALSE(without.TargetReached(1.0));
+}
+
+TEST(BudgetTest, FractionAndEtaFollowTheNearestLimit) {
+  TimePoint start{};
+  Budget budget(Spec(100, 1, std::nullopt), 1000, start);
+  // 10 s in, 50 of 1000 iterations: time says 10%, epochs 5%; the pace says
+  // 190 s more for the epoch, the clock 90 s.
+  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), 50), 0.10);
+  EXPECT_EQ(budget.Eta(start + seconds(10), 50), seconds(90));
+  // 10 s in, 500 iterations: epochs say 50%, 10 s more.
+  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), 500), 0.5);
+  EXPECT_EQ(budget.Eta(start + seconds(10), 500), seconds(10));
+
+  Budget epochs_only(Spec(std::nullopt, 2, std::nullopt), 100, start);
+  EXPECT_FALSE(epochs_only.Eta(start, 0).has_value());
+  EXPECT_EQ(epochs_only.Eta(start + seconds(4), 100), seconds(4));
+  EXPECT_DOUBLE_EQ(epochs_only.Fraction(start + seconds(4), 300), 1.0);
+}
+
+}  // namespace
+}  // namespace edgetrain
