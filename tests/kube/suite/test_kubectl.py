@@ -1,0 +1,335 @@
+"""Real kubectl 1.32 against the stand-in, with the project's own crds/ and examples/
+(what a user types). Each class has its own server, kubeconfig and --cache-dir."""
+
+import json
+import os
+import queue
+import subprocess
+import tempfile
+import threading
+import unittest
+
+from harness import REPO_ROOT, Standin, find_kubectl, wait_until
+from fixtures import node, pod
+
+KUBECTL = find_kubectl()
+CRDS_DIR = os.path.join(REPO_ROOT, "crds")
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "fashion-mnist.yaml")
+OTHER_EXAMPLES = [os.path.join(REPO_ROOT, "examples", "digits.yaml")]
+TJ = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
+
+
+class Kubectl:
+    def __init__(self, server):
+        self.server = server
+        self.cache = tempfile.mkdtemp(prefix="kubectl-cache-")
+
+    def argv(self, args):
+        return [KUBECTL, "--kubeconfig", self.server.kubeconfig, "--cache-dir", self.cache,
+                *args]
+
+    def run(self, *args, ok=True, timeout=60):
+        p = subprocess.run(self.argv(args), capture_output=True, text=True, timeout=timeout)
+        if ok and p.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({p.returncode}):\n"
+                                 f"{p.stdout}\n{p.stderr}")
+        return p
+
+    def start(self, *args):
+        return subprocess.Popen(self.argv(args), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+
+def read_line(proc, timeout=15):
+    """The next line kubectl prints, or None if it prints nothing in time. A thread per
+    process feeds a queue (select() on a buffered pipe would miss buffered lines)."""
+    if not hasattr(proc, "lines"):
+        proc.lines = queue.Queue()
+
+        def pump():
+            for line in proc.stdout:
+                proc.lines.put(line)
+            proc.lines.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+    try:
+        return proc.lines.get(timeout=timeout)
+    except queue.Empty:
+        return None
+
+
+def require_kubectl_and_manifests():
+    missing = []
+    if KUBECTL is None:
+        missing.append("kubectl 1.32 (run tests/kube/setup)")
+    if not os.path.isdir(CRDS_DIR):
+        missing.append(CRDS_DIR)
+    missing += [f for f in [EXAMPLE] + OTHER_EXAMPLES if not os.path.isfile(f)]
+    if missing:
+        raise AssertionError("cannot run the kubectl tests without: " + ", ".join(missing))
+
+
+class KubectlTestCase(unittest.TestCase):
+    tls = False
+
+    @classmethod
+    def setUpClass(cls):
+        require_kubectl_and_manifests()
+        cls.server = Standin(tls=cls.tls)
+        cls.server.start()
+        cls.api = cls.server.client()
+        cls.kubectl = Kubectl(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.api.close()
+        cls.server.stop()
+
+
+class ApplyCrdsAndExamples(KubectlTestCase):
+    def test_apply_crds_then_example_created_unchanged_configured(self):
+        k = self.kubectl
+        out = k.run("apply", "-f", CRDS_DIR).stdout
+        self.assertIn("customresourcedefinition.apiextensions.k8s.io/trainingjobs.edgetrain.dev "
+                      "created", out)
+        out = k.run("apply", "-f", CRDS_DIR).stdout
+        self.assertIn("trainingjobs.edgetrain.dev unchanged", out)
+
+        p = k.run("apply", "-f", EXAMPLE)
+        self.assertRegex(p.stdout, r"trainingjob\.edgetrain\.dev/\S+ created")
+        self.assertNotIn("warning", p.stderr.lower())
+        name = p.stdout.split("/")[1].split()[0]
+        self.assertRegex(k.run("apply", "-f", EXAMPLE).stdout, rf"{name} unchanged")
+        # the same manifest with one more label: configured (a merge patch)
+        obj = json.loads(k.run("create", "--dry-run=client", "-o", "json", "-f", EXAMPLE).stdout)
+        obj["metadata"].setdefault("labels", {})["edgetrain.dev/test"] = "configured"
+        changed = os.path.join(k.cache, "changed.json")
+        with open(changed, "w") as f:
+            json.dump(obj, f)
+        self.assertRegex(k.run("apply", "-f", changed).stdout, rf"{name} configured")
+        live = self.api.get(f"{TJ}/{name}").json
+        self.assertEqual(live["metadata"]["labels"]["edgetrain.dev/test"], "configured")
+        self.assertIn("kubectl.kubernetes.io/last-applied-configuration",
+                      live["metadata"]["annotations"])
+        self.assertEqual(live["metadata"]["generation"], 1, "labels are not spec")
+        for other in OTHER_EXAMPLES:
+            self.assertRegex(k.run("apply", "-f", other).stdout, r" created")
+
+
+class TrainingJobs(KubectlTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.kubectl.run("apply", "-f", CRDS_DIR)
+        out = cls.kubectl.run("apply", "-f", EXAMPLE).stdout
+        cls.name = out.split("/")[1].split()[0]
+
+    def set_status(self, name, status):
+        r = self.api.patch(f"{TJ}/{name}/status", {"status": status})
+        self.assertEqual(r.status, 200, r)
+        return r.json
+
+    def copy_of_example(self, name):
+        obj = json.loads(self.kubectl.run("create", "--dry-run=client", "-o", "json", "-f",
+                                          EXAMPLE).stdout)
+        obj["metadata"] = {"name": name}
+        r = self.api.post(TJ, obj)
+        self.assertEqual(r.status, 201, r)
+        return r.json
+
+    def test_get_prints_printer_columns(self):
+        self.set_status(self.name, {"phase": "Running", "progress": {"accuracy": 0.5}})
+        lines = self.kubectl.run("get", "tj").stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["NAME", "PHASE", "MODE", "WORKERS", "ACCURACY", "AGE"])
+        row = next(line.split() for line in lines[1:] if line.split()[0] == self.name)
+        self.assertEqual(row[1], "Running")
+        self.assertEqual(row[4], "0.5")
+        self.assertRegex(row[5], r"^\d+s$")
+
+    def test_get_yaml_shows_defaults_and_server_fields(self):
+        out = self.kubectl.run("get", "tj", self.name, "-o", "yaml").stdout
+        self.assertIn("apiVersion: edgetrain.dev/v1alpha1", out)
+        self.assertIn("kind: TrainingJob", out)
+        self.assertIn("uid:", out)
+        self.assertIn("generation: 1", out)
+        self.assertIn("batchSize: 64", out, "CRD defaults are applied")
+        live = json.loads(self.kubectl.run("get", "trainingjobs.edgetrain.dev", self.name,
+                                           "-o", "json").stdout)
+        self.assertEqual(live["spec"]["cleanPodPolicy"], "Running")
+
+    def test_get_watch_prints_changes(self):
+        job = self.copy_of_example("watched")
+        proc = self.kubectl.start("get", "tj", "watched", "-w")
+        try:
+            header = read_line(proc)
+            self.assertIn("NAME", header)
+            self.assertTrue(read_line(proc).startswith("watched"))
+            r = self.api.hook("wait-watches", method="GET", count=1, resource="trainingjobs")
+            self.assertEqual(r.status, 200, "kubectl get -w did not open a watch")
+            self.set_status("watched", {"phase": "Placing"})
+            self.set_status("watched", {"phase": "Running"})
+            phases = [read_line(proc).split()[1] for _ in range(2)]
+            self.assertEqual(phases, ["Placing", "Running"])
+        finally:
+            proc.terminate()
+            proc.wait(5)
+            proc.stdout.close()
+            proc.stderr.close()
+        self.assertTrue(job["metadata"]["uid"])
+
+    def test_describe_shows_object_and_its_events(self):
+        job = self.copy_of_example("described")
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": "described.placed", "namespace": "default"},
+              "involvedObject": {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
+                                 "name": "described", "namespace": "default",
+                                 "uid": job["metadata"]["uid"]},
+              "reason": "Placed", "message": "4 workers placed on 3 nodes", "type": "Normal",
+              "count": 1, "source": {"component": "edgetrain-operator"},
+              "firstTimestamp": job["metadata"]["creationTimestamp"],
+              "lastTimestamp": job["metadata"]["creationTimestamp"]}
+        self.assertEqual(self.api.post("/api/v1/namespaces/default/events", ev).status, 201)
+        out = self.kubectl.run("describe", "tj", "described").stdout
+        self.assertRegex(out, r"Name:\s+described")
+        self.assertRegex(out, r"Kind:\s+TrainingJob")
+        self.assertIn("Events:", out)
+        self.assertRegex(out, r"Normal\s+Placed\s+\S+\s+edgetrain-operator\s+4 workers placed")
+
+    def test_wait_for_condition(self):
+        self.copy_of_example("awaited")
+        proc = self.kubectl.start("wait", "--for=condition=Complete", "tj/awaited",
+                                  "--timeout=30s")
+        try:
+            r = self.api.hook("wait-watches", method="GET", count=1, resource="trainingjobs")
+            self.assertEqual(r.status, 200)
+            self.set_status("awaited", {"conditions": [
+                {"type": "Complete", "status": "True", "reason": "TargetAccuracyReached",
+                 "lastTransitionTime": "2025-01-01T00:00:00Z"}]})
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("trainingjob.edgetrain.dev/awaited condition met", out)
+        p = self.kubectl.run("wait", "--for=condition=Failed", "tj/awaited", "--timeout=1s",
+                             ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("timed out", p.stderr)
+
+    def test_wait_survives_a_410_by_relisting(self):
+        self.copy_of_example("relisted")
+        proc = self.kubectl.start("wait", "--for=condition=Complete", "tj/relisted",
+                                  "--timeout=30s")
+        try:
+            self.assertEqual(self.api.hook("wait-watches", method="GET", count=1,
+                                           resource="trainingjobs").status, 200)
+            # history gone and every watch dropped: kubectl re-watches, gets 410, relists
+            self.api.patch(f"{TJ}/relisted", {"metadata": {"labels": {"x": "y"}}})
+            self.api.hook("compact")
+            self.api.hook("drop-watches")
+            self.assertEqual(self.api.hook("wait-watches", method="GET", count=1,
+                                           resource="trainingjobs").status, 200)
+            self.set_status("relisted", {"conditions": [{"type": "Complete", "status": "True"}]})
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertEqual(proc.returncode, 0, err)
+
+    def test_delete_without_finalizer(self):
+        self.copy_of_example("doomed")
+        out = self.kubectl.run("delete", "tj", "doomed").stdout
+        self.assertIn('trainingjob.edgetrain.dev "doomed" deleted', out)
+        self.assertEqual(self.api.get(f"{TJ}/doomed").status, 404)
+
+    def test_delete_waits_for_finalizer(self):
+        job = self.copy_of_example("held")
+        self.api.patch(f"{TJ}/held", {"metadata": {"finalizers": ["edgetrain.dev/pods"]}})
+        proc = self.kubectl.start("delete", "tj", "held", "--timeout=30s")
+        try:
+            self.assertTrue(wait_until(lambda: self.api.get(f"{TJ}/held").json["metadata"]
+                                       .get("deletionTimestamp")))
+            self.assertEqual(self.api.hook("wait-watches", method="GET", count=1,
+                                           resource="trainingjobs").status, 200)
+            self.assertIsNone(proc.poll(), "kubectl delete returned while a finalizer held it")
+            self.api.patch(f"{TJ}/held", {"metadata": {"finalizers": None}})
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn('"held" deleted', out)
+        self.assertEqual(self.api.get(f"{TJ}/held").status, 404)
+        self.assertTrue(job["metadata"]["uid"])
+
+    def test_invalid_manifests_are_refused_with_the_servers_reasons(self):
+        obj = json.loads(self.kubectl.run("create", "--dry-run=client", "-o", "json", "-f",
+                                          EXAMPLE).stdout)
+        obj["metadata"] = {"name": "bad"}
+        obj["spec"]["notAField"] = 1
+        path = os.path.join(self.kubectl.cache, "bad.json")
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        p = self.kubectl.run("apply", "-f", path, ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('strict decoding error: unknown field "spec.notAField"', p.stderr)
+        del obj["spec"]["notAField"]
+        obj["spec"]["parallelism"] = {"mode": "pipeline", "workers": 1}
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        p = self.kubectl.run("apply", "-f", path, ok=False)
+        self.assertIn("pipeline parallelism needs at least 2 workers", p.stderr)
+
+
+class NodesAndPods(KubectlTestCase):
+    def test_get_nodes_and_pods_by_node(self):
+        for n in ("edge-a", "edge-b"):
+            self.assertEqual(self.api.post("/api/v1/nodes", node(
+                n, labels={"node-role.kubernetes.io/worker": ""})).status, 201)
+        self.api.post("/api/v1/nodes", node("edge-c", ready=False))
+        lines = self.kubectl.run("get", "nodes").stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["NAME", "STATUS", "ROLES", "AGE", "VERSION"])
+        rows = {line.split()[0]: line.split() for line in lines[1:]}
+        self.assertEqual(rows["edge-a"][1:3], ["Ready", "worker"])
+        self.assertEqual(rows["edge-c"][1], "NotReady")
+        for name, where in (("w0", "edge-a"), ("w1", "edge-b"), ("w2", "edge-a")):
+            self.assertEqual(self.api.post("/api/v1/namespaces/default/pods",
+                                           pod(name, node_name=where)).status, 201)
+        out = self.kubectl.run("get", "pods", "--field-selector", "spec.nodeName=edge-a",
+                               "-o", "name").stdout.split()
+        self.assertEqual(out, ["pod/w0", "pod/w2"])
+        wide = self.kubectl.run("get", "pods", "-o", "wide").stdout.splitlines()
+        self.assertIn("NODE", wide[0].split())
+
+    def test_apply_a_deployment_uses_strategic_merge_without_warnings(self):
+        manifest = {"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "operator", "namespace": "default"},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "op"}},
+                             "template": {"metadata": {"labels": {"app": "op"}}, "spec": {
+                                 "containers": [{"name": "op", "image": "edgetrain:1"},
+                                                {"name": "sidecar", "image": "busybox:1"}]}}}}
+        path = os.path.join(self.kubectl.cache, "deploy.json")
+        for step in range(2):
+            with open(path, "w") as f:
+                json.dump(manifest, f)
+            p = self.kubectl.run("apply", "-f", path)
+            self.assertEqual(p.stderr, "")
+            self.assertIn("created" if step == 0 else "configured", p.stdout)
+            manifest["spec"]["template"]["spec"]["containers"].pop()
+        live = self.api.get("/apis/apps/v1/namespaces/default/deployments/operator").json
+        self.assertEqual([c["name"] for c in live["spec"]["template"]["spec"]["containers"]],
+                         ["op"])
+
+
+class OverTls(KubectlTestCase):
+    tls = True
+
+    def test_kubectl_with_token_and_ca(self):
+        lines = self.kubectl.run("get", "namespaces").stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["NAME", "STATUS", "AGE"])
+        self.assertIn("kube-system", " ".join(lines))
+        out = self.kubectl.run("version", "-o", "json").stdout
+        self.assertEqual(json.loads(out)["serverVersion"]["minor"], "32")
+
+
+if __name__ == "__main__":
+    unittest.main()
