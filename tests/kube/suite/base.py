@@ -17,6 +17,8 @@ class StandinTestCase(unittest.TestCase):
     def setUpClass(cls):
         cls.server = Standin(tls=cls.tls)
         cls.server.start()
+        # class cleanups run even when the rest of setUpClass fails: no stray servers
+        cls.addClassCleanup(cls._stop_server)
         cls.api = cls.server.client()
         if cls.install_widgets:
             r = cls.api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -24,7 +26,7 @@ class StandinTestCase(unittest.TestCase):
             assert r.status == 201, r
 
     @classmethod
-    def tearDownClass(cls):
+    def _stop_server(cls):
         cls.api.close()
         cls.server.stop()
         assert cls.server.returncode == 0, f"stand-in exited with {cls.server.returncode}"
@@ -33,6 +35,9 @@ class StandinTestCase(unittest.TestCase):
         self.ns = f"t{next(_ids)}-{self._testMethodName.replace('_', '-')[5:40].strip('-')}"
         r = self.api.post("/api/v1/namespaces", namespace(self.ns))
         self.assertEqual(r.status, 201, r)
+
+    def tearDown(self):
+        self.api.close_watches()
 
     # paths in the test's namespace
     def widgets(self, name=None):

@@ -53,6 +53,7 @@ class Client:
         self.token, self.ca_file, self.timeout = token, ca_file, timeout
         self._conn = None
         self.connections_opened = 0
+        self.watches = []  # open WatchStreams, closed with the client
 
     def _connect(self):
         if self.https:
@@ -111,9 +112,17 @@ class Client:
         return self.request(method, f"/_standin/{name}", **q)
 
     def watch(self, path, accept="application/json", **query):
-        return WatchStream(self, path, accept, query)
+        w = WatchStream(self, path, accept, query)
+        self.watches.append(w)
+        return w
+
+    def close_watches(self):
+        for w in self.watches:
+            w.close()
+        self.watches.clear()
 
     def close(self):
+        self.close_watches()
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -4,6 +4,7 @@
 import json
 import os
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -76,13 +77,16 @@ class KubectlTestCase(unittest.TestCase):
         require_kubectl_and_manifests()
         cls.server = Standin(tls=cls.tls)
         cls.server.start()
+        cls.addClassCleanup(cls._stop_server)  # runs even if setUpClass fails later
         cls.api = cls.server.client()
         cls.kubectl = Kubectl(cls.server)
 
     @classmethod
-    def tearDownClass(cls):
+    def _stop_server(cls):
         cls.api.close()
         cls.server.stop()
+        shutil.rmtree(cls.kubectl.cache, ignore_errors=True)
+        assert cls.server.returncode == 0, f"stand-in exited with {cls.server.returncode}"
 
 
 class ApplyCrdsAndExamples(KubectlTestCase):
