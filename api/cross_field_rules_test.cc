@@ -1,0 +1,98 @@
+// The CLI's C++ twins of the CRD's CEL rules must match the CRD one to one, and
+// each must refuse a manifest that breaks its rule with the rule's own message.
+#include "api/cross_field_rules.h"
+
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "api/crd.h"
+#include "api/structural_schema.h"
+#include "api/trainingjob.h"
+
+namespace edgetrain::api {
+namespace {
+
+using Json = nlohmann::json;
+
+const Json kValid = Json::parse(R"({
+  "apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
+  "metadata": {"name": "ok"},
+  "spec": {"model": {"name": "mlp"}, "data": {"dataset": "digits"}}
+})");
+
+// For each CRD rule message, a merge patch that breaks exactly that rule. A new
+// rule in the CRD fails EveryCrdRuleHasATwinThatRefusesABreakingManifest until a
+// breaking manifest is added here (and its C++ twin to cross_field_rules.cc).
+const std::map<std::string, const char*> kBreaking = {
+    {"pipeline parallelism needs at least 2 workers", R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 1}}})"},
+    {"data.stream.ratesPerSecond needs one rate per worker",
+     R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20, 30]}}}})"},
+    {"hidden applies only to the mlp model", R"({"spec": {"model": {"name": "cnn", "hidden": [10]}}})"},
+    {"channels applies only to the cnn model", R"({"spec": {"model": {"name": "mlp", "channels": [10]}}})"},
+    {"alpha is required for kind dirichlet and allowed only there",
+     R"({"spec": {"data": {"partition": {"kind": "dirichlet"}}}})"},
+    {"stalenessBound applies only to the rog and ssp policies",
+     R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 4}}})"},
+    {"momentum applies only to the sgd optimizer", R"({"spec": {"optimizer": {"name": "adam", "momentum": 0.9}}})"},
+    {"volume needs path, where it is mounted",
+     R"({"spec": {"output": {"volume": {"persistentVolumeClaim": {"claimName": "models"}}}}})"},
+};
+
+std::vector<SchemaRule> CrdRules() {
+  auto schema = TrainingJobSchema();
+  EXPECT_TRUE(schema.ok()) << schema.status().ToString();
+  return CollectValidationRules(*schema, "");
+}
+
+TEST(CrossFieldRulesTest, EveryCrdRuleHasATwinThatRefusesABreakingManifest) {
+  std::vector<SchemaRule> rules = CrdRules();
+  ASSERT_GE(rules.size(), 8u);
+  for (const auto& rule : rules) {
+    SCOPED_TRACE(rule.path + ": " + rule.rule);
+    bool twin = false;
+    for (const auto& cpp : CrossFieldRules()) twin |= cpp.path == rule.path && cpp.message == rule.message;
+    EXPECT_TRUE(twin) << "no C++ twin in cross_field_rules.cc with this path and message: " << rule.message;
+
+    auto breaking = kBreaking.find(rule.message);
+    ASSERT_NE(breaking, kBreaking.end()) << "no breaking manifest in this test for: " << rule.message;
+    Json manifest = kValid;
+    manifest.merge_patch(Json::parse(breaking->second));
+    auto job = ParseTrainingJob(manifest.dump(), "rule.yaml");
+    ASSERT_FALSE(job.ok()) << "accepted a manifest that breaks it";
+    EXPECT_EQ(job.status().message(), rule.path + ": " + rule.message);
+  }
+}
+
+TEST(CrossFieldRulesTest, EveryTwinHasItsRuleInTheCrd) {
+  std::set<std::pair<std::string, std::string>> crd;
+  for (const auto& r : CrdRules()) crd.insert({r.path, r.message});
+  for (const auto& cpp : CrossFieldRules()) {
+    EXPECT_TRUE(crd.count({std::string(cpp.path), std::string(cpp.message)}))
+        << "C++ rule without a CEL rule in the CRD: " << cpp.path << ": " << cpp.message;
+  }
+  EXPECT_EQ(CrossFieldRules().size(), crd.size());
+}
+
+TEST(CrossFieldRulesTest, ManifestsThatKeepTheRulesPass) {
+  const char* patches[] = {
+      R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2}}})",
+      R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20]}}}})",
+      R"({"spec": {"model": {"name": "cnn", "channels": [8]}}})",
+      R"({"spec": {"data": {"partition": {"kind": "dirichlet", "alpha": 0.5}}}})",
+      R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 0}}})",
+      R"({"spec": {"sync": {"policy": "ssp", "stalenessBound": 20}}})",
+      R"({"spec": {"optimizer": {"name": "sgd", "momentum": 0.9}}})",
+      R"({"spec": {"output": {"path": "/models", "volume": {"persistentVolumeClaim": {"claimName": "m"}}}}})",
+  };
+  for (const char* patch : patches) {
+    Json manifest = kValid;
+    manifest.merge_patch(Json::parse(patch));
+    auto job = ParseTrainingJob(manifest.dump(), "ok.yaml");
+    EXPECT_TRUE(job.ok()) << patch << ": " << job.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain::api

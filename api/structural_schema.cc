@@ -1,0 +1,231 @@
+#include "api/structural_schema.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+namespace edgetrain::api {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Show(const Json& v) {
+  if (v.is_string()) return "\"" + v.get<std::string>() + "\"";
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  return v.dump();
+}
+
+std::string TypeOf(const Json& v) {
+  if (v.is_string()) return "string";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
+  if (v.is_number_float()) return "number";
+  if (v.is_array()) return "list";
+  if (v.is_object()) return "object";
+  return "null";
+}
+
+bool HasType(const Json& v, const std::string& type) {
+  if (type == "object") return v.is_object();
+  if (type == "array") return v.is_array();
+  if (type == "string") return v.is_string();
+  if (type == "boolean") return v.is_boolean();
+  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned();
+  if (type == "number") return v.is_number();
+  return true;
+}
+
+// "an integer", "a list" (JSON schema's "array" is a YAML list to the reader).
+std::string Article(const std::string& type) {
+  if (type == "array") return "a list";
+  if (type == "integer" || type == "object") return "an " + type;
+  return "a " + type;
+}
+
+// Levenshtein distance, to suggest the field a typo meant.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string Suggestion(const std::string& key, const Json& properties) {
+  std::string best;
+  size_t best_distance = 3;  // suggest only close matches
+  for (const auto& [name, _] : properties.items()) {
+    size_t d = EditDistance(key, name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = name;
+    }
+  }
+  return best.empty() ? "" : " (did you mean \"" + best + "\"?)";
+}
+
+std::string FormatBound(const Json& bound) {
+  return bound.dump();
+}
+
+class Validator {
+ public:
+  std::vector<FieldError> errors;
+
+  void Validate(const Json& schema, Json& value, const std::string& path) {
+    if (value.is_null()) return;  // null is absent: the parent handled required and default
+    if (schema.value("x-kubernetes-int-or-string", false)) {
+      if (!value.is_string() && !value.is_number_integer() && !value.is_number_unsigned()) {
+        Error(path, "must be an integer or a string (got " + Show(value) + ")");
+      }
+      return;
+    }
+    if (schema.contains("type")) {
+      std::string type = schema["type"].get<std::string>();
+      if (!HasType(value, type)) {
+        Error(path, "must be " + Article(type) + " (got " + TypeOf(value) + " " + Show(value) + ")");
+        return;
+      }
+    }
+    if (schema.contains("enum")) {
+      const Json& allowed = schema["enum"];
+      if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + Show(a);
+        Error(path, "must be one of " + list + " (got " + Show(value) + ")");
+      }
+    }
+    if (value.is_number()) CheckRange(schema, value, path);
+    if (value.is_string()) CheckString(schema, value.get<std::string>(), path);
+    if (value.is_array()) ValidateArray(schema, value, path);
+    if (value.is_object()) ValidateObject(schema, value, path);
+  }
+
+ private:
+  void Error(const std::string& path, std::string reason) { errors.push_back({path, std::move(reason)}); }
+
+  void CheckRange(const Json& schema, const Json& value, const std::string& path) {
+    double v = value.get<double>();
+    if (schema.contains("minimum")) {
+      double min = schema["minimum"].get<double>();
+      bool exclusive = schema.value("exclusiveMinimum", false);
+      if (exclusive ? v <= min : v < min) {
+        Error(path, std::string("must be ") + (exclusive ? "> " : ">= ") + FormatBound(schema["minimum"]) +
+                        " (got " + value.dump() + ")");
+      }
+    }
+    if (schema.contains("maximum")) {
+      double max = schema["maximum"].get<double>();
+      bool exclusive = schema.value("exclusiveMaximum", false);
+      if (exclusive ? v >= max : v > max) {
+        Error(path, std::string("must be ") + (exclusive ? "< " : "<= ") + FormatBound(schema["maximum"]) +
+                        " (got " + value.dump() + ")");
+      }
+    }
+  }
+
+  void CheckString(const Json& schema, const std::string& s, const std::string& path) {
+    if (schema.contains("minLength") && s.size() < schema["minLength"].get<size_t>()) {
+      Error(path, "must be at least " + schema["minLength"].dump() + " characters long (got \"" + s + "\")");
+    }
+    if (schema.contains("maxLength") && s.size() > schema["maxLength"].get<size_t>()) {
+      Error(path, "must be at most " + schema["maxLength"].dump() + " characters long");
+    }
+    if (schema.contains("pattern")) {
+      const std::string pattern = schema["pattern"].get<std::string>();
+      if (!std::regex_search(s, std::regex(pattern, std::regex::ECMAScript))) {
+        Error(path, "must match the pattern " + pattern + " (got \"" + s + "\")");
+      }
+    }
+  }
+
+  void ValidateArray(const Json& schema, Json& value, const std::string& path) {
+    size_t n = value.size();
+    if (schema.contains("minItems") && n < schema["minItems"].get<size_t>()) {
+      Error(path, "must have at least " + schema["minItems"].dump() + " item(s) (got " + std::to_string(n) + ")");
+    }
+    if (schema.contains("maxItems") && n > schema["maxItems"].get<size_t>()) {
+      Error(path, "must have at most " + schema["maxItems"].dump() + " item(s) (got " + std::to_string(n) + ")");
+    }
+    if (schema.contains("items")) {
+      for (size_t i = 0; i < n; ++i) {
+        if (value[i].is_null()) {
+          Error(path + "[" + std::to_string(i) + "]", "must not be null");
+          continue;
+        }
+        Validate(schema["items"], value[i], path + "[" + std::to_string(i) + "]");
+      }
+    }
+    if (schema.value("x-kubernetes-list-type", "") == "map" && schema.contains("x-kubernetes-list-map-keys")) {
+      std::set<std::string> seen;
+      for (size_t i = 0; i < n; ++i) {
+        std::string key;
+        for (const auto& k : schema["x-kubernetes-list-map-keys"]) {
+          key += k.get<std::string>() + "=" + (value[i].is_object() ? value[i].value(k.get<std::string>(), Json()).dump() : "") + " ";
+        }
+        if (!seen.insert(key).second) Error(path + "[" + std::to_string(i) + "]", "duplicate entry with " + key);
+      }
+    }
+  }
+
+  void ValidateObject(const Json& schema, Json& value, const std::string& path) {
+    const Json properties = schema.value("properties", Json::object());
+    // Defaults first: a defaulted object is then validated (and defaulted) like a given one.
+    for (const auto& [name, prop] : properties.items()) {
+      if ((!value.contains(name) || value[name].is_null()) && prop.contains("default")) value[name] = prop["default"];
+    }
+    const Json required = schema.value("required", Json::array());
+    for (const auto& name : required) {
+      const std::string key = name.get<std::string>();
+      if (!value.contains(key) || value[key].is_null()) Error(Join(path, key), "required field is missing");
+    }
+    bool preserve_unknown = schema.value("x-kubernetes-preserve-unknown-fields", false);
+    for (auto& [key, child] : value.items()) {
+      std::string child_path = Join(path, key);
+      if (properties.contains(key)) {
+        Validate(properties[key], child, child_path);
+      } else if (schema.contains("additionalProperties") && schema["additionalProperties"].is_object()) {
+        Validate(schema["additionalProperties"], child, child_path);
+      } else if (!preserve_unknown && (schema.contains("properties") || schema.contains("additionalProperties"))) {
+        Error(child_path, "unknown field" + Suggestion(key, properties));
+      }
+    }
+  }
+
+  static std::string Join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+};
+
+void CollectRules(const Json& schema, const std::string& path, std::vector<SchemaRule>& out) {
+  const Json validations = schema.value("x-kubernetes-validations", Json::array());
+  for (const auto& v : validations) out.push_back({path, v.value("rule", ""), v.value("message", "")});
+  // Bound to a local: items() of a temporary would dangle inside the loop.
+  const Json properties = schema.value("properties", Json::object());
+  for (const auto& [name, prop] : properties.items()) {
+    CollectRules(prop, path.empty() ? name : path + "." + name, out);
+  }
+  if (schema.contains("items")) CollectRules(schema["items"], path + "[*]", out);
+}
+
+}  // namespace
+
+std::vector<FieldError> ValidateAndDefault(const Json& schema, Json& value, const std::string& path) {
+  Validator v;
+  v.Validate(schema, value, path);
+  return v.errors;
+}
+
+std::vector<SchemaRule> CollectValidationRules(const Json& schema, const std::string& path) {
+  std::vector<SchemaRule> rules;
+  CollectRules(schema, path, rules);
+  return rules;
+}
+
+}  // namespace edgetrain::api

@@ -1,0 +1,81 @@
+#include "api/trainingjob.h"
+
+#include <regex>
+
+#include "api/crd.h"
+#include "api/cross_field_rules.h"
+#include "api/structural_schema.h"
+#include "api/yaml_json.h"
+#include "core/model_shape.h"
+
+namespace edgetrain::api {
+namespace {
+
+using Json = nlohmann::json;
+
+// metadata is validated by the API server itself, not by the CRD's schema.
+void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
+  if (!metadata.is_object()) {
+    errors.push_back({"metadata", "required field is missing (it needs at least a name)"});
+    return;
+  }
+  if (!metadata.contains("name") || !metadata["name"].is_string()) {
+    errors.push_back({"metadata.name", metadata.contains("generateName")
+                                           ? "required field is missing (generateName is not supported by edgetrain run)"
+                                           : "required field is missing"});
+    return;
+  }
+  // Pods and Services are named after the job: a DNS-1123 label leaves room for
+  // "-worker-NNNN" within the 63 characters of a label.
+  static const std::regex kLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  std::string name = metadata["name"].get<std::string>();
+  if (!std::regex_match(name, kLabel) || name.size() > 52) {
+    errors.push_back({"metadata.name", "must be lower-case letters, digits and '-', start and end with a "
+                                       "letter or digit, at most 52 characters (got \"" + name + "\")"});
+  }
+}
+
+}  // namespace
+
+StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std::string& source) {
+  EDGETRAIN_ASSIGN_OR_RETURN(auto documents, ParseYamlDocuments(yaml, source));
+  std::erase_if(documents, [](const Json& d) { return d.is_null(); });
+  if (documents.empty()) {
+    return InvalidArgumentError(source + ": the manifest is empty; expected a TrainingJob with apiVersion: " +
+                                std::string(kApiVersion) + ", kind: TrainingJob, metadata.name and spec");
+  }
+  if (documents.size() > 1) {
+    return InvalidArgumentError(source + ": expected one TrainingJob, found " + std::to_string(documents.size()) +
+                                " documents");
+  }
+  Json& doc = documents[0];
+  if (!doc.is_object()) return InvalidArgumentError(source + ": expected a mapping (a TrainingJob), not a " + doc.type_name());
+
+  std::vector<FieldError> errors;
+  if (doc.value("apiVersion", Json()) != kApiVersion) {
+    errors.push_back({"apiVersion", "must be \"" + std::string(kApiVersion) + "\" (got " +
+                                        (doc.contains("apiVersion") ? doc["apiVersion"].dump() : "nothing") + ")"});
+  }
+  if (doc.value("kind", Json()) != kKind) {
+    errors.push_back({"kind", "must be \"TrainingJob\" (got " + (doc.contains("kind") ? doc["kind"].dump() : "nothing") + ")"});
+  }
+  CheckMetadata(doc.value("metadata", Json()), errors);
+  if (!errors.empty()) return ToStatus(errors);
+
+  EDGETRAIN_ASSIGN_OR_RETURN(Json schema, TrainingJobSchema());
+  TrainingJobManifest manifest;
+  manifest.raw = doc;
+  manifest.object = doc;
+  errors = ValidateAndDefault(schema, manifest.object, "");
+  // Cross-field rules assume a well-typed object, as CEL does.
+  if (errors.empty()) errors = CheckCrossFieldRules(manifest.object);
+  if (!errors.empty()) return ToStatus(errors);
+
+  manifest.name = doc["metadata"]["name"].get<std::string>();
+  manifest.namespace_ = doc["metadata"].value("namespace", "");
+  EDGETRAIN_ASSIGN_OR_RETURN(manifest.spec, DecodeJobSpec(manifest.SpecJson()));
+  EDGETRAIN_RETURN_IF_ERROR(CheckModelFitsData(manifest.spec.model, InfoOf(manifest.spec.data.dataset)));
+  return manifest;
+}
+
+}  // namespace edgetrain::api

@@ -1,0 +1,29 @@
+#pragma once
+// Reading a TrainingJob manifest the way the API server would take it: YAML to
+// JSON, the CRD's structural schema with its defaults, then the CRD's cross-field
+// rules. What comes out is exactly what a cluster would have stored.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/job_spec.h"
+#include "core/status.h"
+
+namespace edgetrain::api {
+
+struct TrainingJobManifest {
+  std::string name;
+  std::string namespace_;  // empty when the manifest names none
+  nlohmann::json raw;      // as written, before defaults
+  nlohmann::json object;   // with the CRD's defaults applied
+  JobSpec spec;            // decoded from object["spec"]
+  std::string SpecJson() const { return object["spec"].dump(); }
+};
+
+// Every error found, one per line, in an InvalidArgument status; YAML syntax
+// errors name `source`, line and column.
+StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std::string& source);
+
+}  // namespace edgetrain::api

@@ -1,0 +1,122 @@
+#include "api/trainingjob.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::api {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const Json kValid = Json::parse(R"({
+  "apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
+  "metadata": {"name": "ok"},
+  "spec": {"model": {"name": "mlp"}, "data": {"dataset": "digits"}}
+})");
+
+// The valid manifest with a JSON merge patch applied; JSON is YAML.
+std::string With(const char* patch) {
+  Json m = kValid;
+  m.merge_patch(Json::parse(patch));
+  return m.dump();
+}
+
+TEST(TrainingJobTest, EveryExampleIsValid) {
+  int examples = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(EDGETRAIN_SOURCE_DIR) / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::string text = ReadFile(entry.path());
+    if (text.find("kind: TrainingJob") == std::string::npos) continue;
+    ++examples;
+    auto job = ParseTrainingJob(text, entry.path().filename());
+    EXPECT_TRUE(job.ok()) << entry.path() << ": " << job.status().message();
+  }
+  EXPECT_GE(examples, 2);
+}
+
+TEST(TrainingJobTest, AppliesTheCrdDefaults) {
+  auto job = ParseTrainingJob(kValid.dump(), "ok.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->name, "ok");
+  const JobSpec& s = job->spec;
+  EXPECT_EQ(s.data.batch_size, 64);
+  EXPECT_EQ(s.data.partition.kind, PartitionKind::kIid);
+  EXPECT_EQ(s.parallelism.mode, ParallelismMode::kDataParallel);
+  EXPECT_EQ(s.parallelism.workers, 1);
+  EXPECT_EQ(s.sync.policy, SyncPolicy::kRog);
+  EXPECT_EQ(s.optimizer.kind, OptimizerKind::kAdam);
+  EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, 0.001);
+  EXPECT_EQ(s.budget.wall_clock, std::chrono::minutes(10));
+  EXPECT_EQ(s.evaluation.every_iterations, 200);
+  EXPECT_EQ(s.fault_tolerance.checkpoint_every, 500);
+  EXPECT_EQ(s.seed, 1u);
+  EXPECT_EQ(job->object["spec"]["cleanPodPolicy"], "Running");
+  EXPECT_FALSE(job->raw["spec"].contains("cleanPodPolicy")) << "raw keeps what was written";
+}
+
+TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
+  struct Case {
+    std::string yaml;
+    const char* error;
+  } cases[] = {
+      {With(R"({"spec": {"parallelism": {"workers": 0}}})"), "spec.parallelism.workers: must be >= 1 (got 0)"},
+      {With(R"({"spec": {"parallelism": {"workers": 2000}}})"), "spec.parallelism.workers: must be <= 1024 (got 2000)"},
+      {With(R"({"spec": {"parallelism": {"workers": "four"}}})"),
+       "spec.parallelism.workers: must be an integer (got string \"four\")"},
+      {With(R"({"spec": {"modle": {"name": "mlp"}}})"), "spec.modle: unknown field (did you mean \"model\"?)"},
+      {With(R"({"spec": {"model": {"name": "resnet"}}})"), "spec.model.name: must be one of \"mlp\", \"cnn\" (got \"resnet\")"},
+      {With(R"({"spec": {"data": {"dataset": "cifar10"}}})"),
+       "spec.data.dataset: must be one of \"fashion-mnist\", \"digits\" (got \"cifar10\")"},
+      {With(R"({"spec": {"model": null}})"), "spec.model: required field is missing"},
+      {With(R"({"spec": null})"), "spec: required field is missing"},
+      {With(R"({"spec": {"model": {"hidden": []}}})"), "spec.model.hidden: must have at least 1 item(s) (got 0)"},
+      {With(R"({"spec": {"model": {"hidden": [0]}}})"), "spec.model.hidden[0]: must be >= 1 (got 0)"},
+      {With(R"({"spec": {"optimizer": {"learningRate": 0}}})"), "spec.optimizer.learningRate: must be > 0 (got 0)"},
+      {With(R"({"spec": {"budget": {"targetAccuracy": 1.5}}})"), "spec.budget.targetAccuracy: must be <= 1 (got 1.5)"},
+      {With(R"({"spec": {"budget": {"wallClock": "ten minutes"}}})"), "spec.budget.wallClock: must match the pattern"},
+      {With(R"({"spec": {"suspend": "no"}})"), "spec.suspend: must be a boolean (got string \"no\")"},
+      {With(R"({"spec": {"sync": {"policy": "async"}}})"), "spec.sync.policy: must be one of \"rog\", \"bsp\", \"ssp\""},
+      {With(R"({"apiVersion": "edgetrain.dev/v1"})"), "apiVersion: must be \"edgetrain.dev/v1alpha1\" (got \"edgetrain.dev/v1\")"},
+      {With(R"({"kind": "Job"})"), "kind: must be \"TrainingJob\" (got \"Job\")"},
+      {With(R"({"metadata": null})"), "metadata: required field is missing"},
+      {With(R"({"metadata": {"name": null}})"), "metadata.name: required field is missing"},
+      {With(R"({"metadata": {"name": "Fashion_MLP"}})"), "metadata.name: must be lower-case letters"},
+      {With(R"({"spec": {"model": {"name": "cnn", "channels": [8, 8, 8, 8]}}})"),
+       "spec.model.channels: 4 conv blocks would halve the 8x8 images below 1x1; use at most 3"},
+      {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
+      {"# only a comment\n", "job.yaml: the manifest is empty"},
+      {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},
+      {"- a\n- b\n", "job.yaml: expected a mapping (a TrainingJob), not a array"},
+      {"apiVersion: edgetrain.dev/v1alpha1\nkind: [TrainingJob\n", "job.yaml:3:1:"},
+  };
+  for (const auto& c : cases) {
+    auto job = ParseTrainingJob(c.yaml, "job.yaml");
+    ASSERT_FALSE(job.ok()) << c.yaml;
+    EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(job.status().message().find(c.error), std::string::npos)
+        << "wanted: " << c.error << "\ngot:    " << job.status().message();
+  }
+}
+
+TEST(TrainingJobTest, ReportsEveryStructuralErrorAtOnce) {
+  auto job = ParseTrainingJob(With(R"({"spec": {"parallelism": {"workers": 0}, "seed": -1, "colour": "red"}})"), "j.yaml");
+  ASSERT_FALSE(job.ok());
+  const std::string m = job.status().message();
+  EXPECT_NE(m.find("spec.parallelism.workers: must be >= 1 (got 0)"), std::string::npos) << m;
+  EXPECT_NE(m.find("spec.seed: must be >= 0 (got -1)"), std::string::npos) << m;
+  EXPECT_NE(m.find("spec.colour: unknown field"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace edgetrain::api

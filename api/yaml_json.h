@@ -1,0 +1,21 @@
+#pragma once
+// Manifests are YAML; everything after parsing works on JSON values, as the API
+// server does. Plain scalars get their types the way kubectl's YAML decoder gives
+// them (YAML 1.2 core schema, plus YAML 1.1's yes/no/on/off booleans), quoted
+// scalars stay strings, and duplicate keys are refused as a strict server would.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace edgetrain::api {
+
+// Every document in `text`, in order; empty documents are kept as null.
+// Syntax errors name `source`, line and column: "job.yaml:3:7: ...".
+StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text, const std::string& source);
+
+}  // namespace edgetrain::api
