@@ -10,7 +10,7 @@ JOBS      ?= $(shell nproc)
 
 run: configure
 	cmake --build $(BUILD) --target edgetrain edgetrain-agent -- -j$(JOBS)
-	$(BUILD)/cli/edgetrain run $(JOB) $(RUN_FLAGS)
+	$(BUILD)/bin/edgetrain run $(JOB) $(RUN_FLAGS)
 
 test: configure
 	cmake --build $(BUILD) -- -j$(JOBS)

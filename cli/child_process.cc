@@ -1,0 +1,142 @@
+#include "cli/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace edgetrain::cli {
+namespace {
+
+int DecodeWaitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                                           const std::map<std::string, std::string>& env) {
+  if (argv.empty()) return InvalidArgumentError("no command to start");
+  if (::access(argv[0].c_str(), X_OK) != 0) return NotFoundError("cannot execute " + argv[0] + ": " + std::strerror(errno));
+  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return InternalError("cannot open " + log_path + ": " + std::strerror(errno));
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(log_fd);
+    return InternalError(std::string("pipe: ") + std::strerror(errno));
+  }
+  // Everything the child needs is prepared before fork: after it, only
+  // async-signal-safe calls.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (!env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(log_fd);
+  return ChildProcess(pid, out[0]);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), stdout_fd_(other.stdout_fd_), pending_(std::move(other.pending_)),
+      exit_status_(other.exit_status_) {
+  other.pid_ = -1;
+  other.stdout_fd_ = -1;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !Poll()) {
+    ::kill(pid_, SIGKILL);
+    Wait(std::chrono::milliseconds(0));
+  }
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+}
+
+std::optional<std::string> ChildProcess::ReadLine(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    size_t nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    if (stdout_fd_ < 0) return std::nullopt;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{stdout_fd_, POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
+    char buffer[4096];
+    ssize_t n = ::read(stdout_fd_, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(stdout_fd_);
+      stdout_fd_ = -1;
+      if (!pending_.empty()) {  // a last line without its newline
+        std::string line = std::move(pending_);
+        pending_.clear();
+        return line;
+      }
+      return std::nullopt;
+    }
+    pending_.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+std::optional<int> ChildProcess::Poll() {
+  if (exit_status_ || pid_ <= 0) return exit_status_;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) exit_status_ = DecodeWaitStatus(status);
+  return exit_status_;
+}
+
+int ChildProcess::Wait(std::chrono::milliseconds grace) {
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (!Poll()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      exit_status_ = DecodeWaitStatus(status);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return *exit_status_;
+}
+
+void ChildProcess::Signal(int signo) {
+  if (pid_ > 0 && !Poll()) ::kill(pid_, signo);
+}
+
+}  // namespace edgetrain::cli

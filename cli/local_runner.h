@@ -1,0 +1,36 @@
+#pragma once
+// `edgetrain run JOB.yaml`: the same TrainingJob a cluster would run, trained on
+// this machine. The runner validates the manifest against the CRD, writes the
+// plan, starts agents as local processes through the launch contract
+// (docs/launch-contract.md), shows their progress from GET /progress, and
+// reports. It never trains itself: what runs here is what runs in a pod.
+
+#include <atomic>
+#include <ostream>
+#include <string>
+
+namespace edgetrain::cli {
+
+// Exit codes of `edgetrain run` (and of `edgetrain validate`).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;       // training could not be done
+inline constexpr int kExitInvalid = 2;      // the manifest or the command line is wrong
+inline constexpr int kExitInterrupted = 130;
+
+struct RunOptions {
+  std::string manifest_path;
+  bool json = false;          // one final JSON line on `out`
+  std::string output_dir;     // overrides spec.output.path
+  int threads = 0;            // LibTorch threads per agent; 0: one
+  std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
+  bool terminal = false;      // draw a progress bar (stderr is a terminal)
+};
+
+// Progress and diagnostics go to `err`, the summary (and JSON line) to `out`.
+// `interrupted` is set by the caller's SIGINT/SIGTERM handler.
+int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted);
+
+// `edgetrain validate JOB.yaml`: the same checks as run, without training.
+int ValidateManifest(const std::string& manifest_path, std::ostream& out, std::ostream& err);
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,85 @@
+// edgetrain: the command a person uses first. Thin: arguments in, cli/ out.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/local_runner.h"
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void OnSignal(int) { g_interrupted.store(true); }
+
+constexpr const char* kUsage = R"(usage:
+  edgetrain run JOB.yaml [--json] [--output DIR] [--threads N] [--agent PATH]
+      Train a TrainingJob manifest on this machine: the same YAML `kubectl apply`
+      takes. --json adds one final JSON line; --output overrides spec.output.path
+      (default ./edgetrain-output/NAME); --threads sets LibTorch threads per agent
+      (default 1: small models run fastest on one).
+  edgetrain validate JOB.yaml
+      Check a manifest against the TrainingJob CRD without training.
+  edgetrain version
+
+exit codes: 0 success (also when the budget ends before the target; see
+reached_target), 1 runtime failure, 2 invalid manifest or command line,
+130 interrupted.
+)";
+
+int Usage(const std::string& problem) {
+  std::cerr << "edgetrain: " << problem << "\n\n" << kUsage;
+  return edgetrain::cli::kExitInvalid;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace edgetrain::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? kExitInvalid : kExitOk;
+  }
+  const std::string command = args[0];
+  if (command == "version" || command == "--version") {
+    std::cout << "edgetrain " << EDGETRAIN_VERSION << "\n";
+    return kExitOk;
+  }
+  if (command != "run" && command != "validate") return Usage("unknown command \"" + command + "\"");
+
+  RunOptions options;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    if (a == "--json") {
+      options.json = true;
+    } else if (a == "--output" || a == "--threads" || a == "--agent") {
+      const std::string* v = value();
+      if (!v) return Usage(a + " needs a value");
+      if (a == "--output") options.output_dir = *v;
+      if (a == "--agent") options.agent_binary = *v;
+      if (a == "--threads") {
+        char* end = nullptr;
+        long n = std::strtol(v->c_str(), &end, 10);
+        if (*end || n < 1 || n > 256) return Usage("--threads: expected 1..256, got \"" + *v + "\"");
+        options.threads = static_cast<int>(n);
+      }
+    } else if (a.rfind("--", 0) == 0) {
+      return Usage("unknown option " + a);
+    } else if (options.manifest_path.empty()) {
+      options.manifest_path = a;
+    } else {
+      return Usage("one manifest at a time (got \"" + options.manifest_path + "\" and \"" + a + "\")");
+    }
+  }
+  if (options.manifest_path.empty()) return Usage(command + " needs a manifest: edgetrain " + command + " JOB.yaml");
+  if (command == "validate") return ValidateManifest(options.manifest_path, std::cout, std::cerr);
+
+  options.terminal = ::isatty(STDERR_FILENO);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  return RunLocal(options, std::cout, std::cerr, g_interrupted);
+}

@@ -1,0 +1,77 @@
+#include "cli/progress_display.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/duration_text.h"
+
+namespace edgetrain::cli {
+namespace {
+
+std::string Fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// The parts both formats share, after the iteration count.
+std::string Measures(const JobProgress& p) {
+  std::string s = "loss " + Fixed(p.loss, 3);
+  if (p.accuracy) s += " acc " + Fixed(*p.accuracy, 3);
+  s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
+  return s;
+}
+
+}  // namespace
+
+std::string WithThousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string FormatProgressBar(const JobProgress& p, int bar_width) {
+  int filled = static_cast<int>(std::lround(p.fraction * bar_width));
+  std::string bar = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] ";
+  char percent[8];
+  std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(std::lround(p.fraction * 100)));
+  std::string s = bar + percent + " it " + WithThousands(p.iteration) + " " + Measures(p) + " " +
+                  FormatClock(FromSeconds(p.elapsed_s));
+  if (p.eta_s) s += " ETA " + FormatClock(FromSeconds(*p.eta_s));
+  return s;
+}
+
+std::string FormatProgressLine(const JobProgress& p) {
+  std::string s = "it " + WithThousands(p.iteration) + " (" + std::to_string(std::lround(p.fraction * 100)) + "%) " +
+                  Measures(p) + " elapsed " + FormatClock(FromSeconds(p.elapsed_s));
+  if (p.eta_s) s += " eta " + FormatClock(FromSeconds(*p.eta_s));
+  return s;
+}
+
+ProgressDisplay::ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every)
+    : out_(out), terminal_(terminal), clock_(clock), every_(every) {}
+
+void ProgressDisplay::Show(const JobProgress& p) {
+  if (p.state == JobState::kStarting) return;
+  if (terminal_) {
+    // \r back to the line's start, \033[K clears what a longer line left behind.
+    out_ << "\r" << FormatProgressBar(p, 24) << "\033[K" << std::flush;
+    drawn_ = true;
+    return;
+  }
+  TimePoint now = clock_.Now();
+  if (last_line_ != TimePoint{} && now - last_line_ < every_) return;
+  last_line_ = now;
+  out_ << FormatProgressLine(p) << "\n" << std::flush;
+}
+
+void ProgressDisplay::Finish() {
+  if (terminal_ && drawn_) out_ << "\n" << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace edgetrain::cli

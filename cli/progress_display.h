@@ -1,0 +1,37 @@
+#pragma once
+// How a running job looks to a person: on a terminal, one bar redrawn in place;
+// in a log or CI, a plain line now and then.
+
+#include <ostream>
+#include <string>
+
+#include "core/clock.h"
+#include "core/job_progress.h"
+
+namespace edgetrain::cli {
+
+// "[########------------]  40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18"
+std::string FormatProgressBar(const JobProgress& p, int bar_width);
+// "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 eta 00:18"
+std::string FormatProgressLine(const JobProgress& p);
+// 1234567 -> "1,234,567"
+std::string WithThousands(int64_t n);
+
+class ProgressDisplay {
+ public:
+  // `terminal`: redraw one line in place; otherwise print a line every `every`.
+  ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every = std::chrono::seconds(5));
+  void Show(const JobProgress& p);
+  // Ends the bar's line so what follows starts on its own.
+  void Finish();
+
+ private:
+  std::ostream& out_;
+  bool terminal_;
+  Clock& clock_;
+  Duration every_;
+  TimePoint last_line_{};
+  bool drawn_ = false;
+};
+
+}  // namespace edgetrain::cli

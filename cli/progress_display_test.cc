@@ -1,0 +1,71 @@
+#include "cli/progress_display.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::cli {
+namespace {
+
+JobProgress Sample() {
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.iteration = 1200;
+  p.loss = 0.41234;
+  p.accuracy = 0.8531;
+  p.samples_per_second = 5820.4;
+  p.elapsed_s = 12;
+  p.eta_s = 18;
+  p.fraction = 0.4;
+  return p;
+}
+
+TEST(ProgressDisplayTest, FormatsBarAndLine) {
+  EXPECT_EQ(FormatProgressBar(Sample(), 10),
+            "[####------]  40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
+  EXPECT_EQ(FormatProgressLine(Sample()), "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 eta 00:18");
+  JobProgress early = Sample();
+  early.accuracy.reset();
+  early.eta_s.reset();
+  EXPECT_EQ(FormatProgressLine(early), "it 1,200 (40%) loss 0.412 5,820 samples/s elapsed 00:12");
+}
+
+TEST(ProgressDisplayTest, GroupsThousands) {
+  EXPECT_EQ(WithThousands(0), "0");
+  EXPECT_EQ(WithThousands(999), "999");
+  EXPECT_EQ(WithThousands(1000), "1,000");
+  EXPECT_EQ(WithThousands(1234567), "1,234,567");
+  EXPECT_EQ(WithThousands(-4200), "-4,200");
+}
+
+TEST(ProgressDisplayTest, TerminalRedrawsOneLine) {
+  std::ostringstream out;
+  SimulatedClock clock;
+  ProgressDisplay display(out, /*terminal=*/true, clock);
+  display.Show(Sample());
+  display.Show(Sample());
+  display.Finish();
+  std::string s = out.str();
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\r'), 2);
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1);
+  EXPECT_NE(s.find("\033[K"), std::string::npos);
+}
+
+TEST(ProgressDisplayTest, LogsPrintALineEveryPeriod) {
+  std::ostringstream out;
+  SimulatedClock clock;
+  ProgressDisplay display(out, /*terminal=*/false, clock, std::chrono::seconds(5));
+  JobProgress starting;
+  display.Show(starting);  // nothing to show before training starts
+  for (int second = 0; second <= 12; ++second) {
+    display.Show(Sample());
+    clock.Advance(std::chrono::seconds(1));
+  }
+  display.Finish();
+  std::string s = out.str();
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 3);  // at 0, 5 and 10 s
+  EXPECT_EQ(s.find('\r'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgetrain::cli

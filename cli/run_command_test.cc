@@ -1,0 +1,206 @@
+// `edgetrain run` end to end: the real runner starting the real agent.
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/child_process.h"
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kEdgetrain = std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain";
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Whether any live process was started with `needle` in its command line.
+bool ProcessRunningWith(const std::string& needle) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    std::string stat = ReadFile(entry.path() / "stat");
+    bool zombie = stat.find(") Z ") != std::string::npos;
+    if (!zombie && cmdline.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+struct Outcome {
+  int exit = -1;
+  std::vector<std::string> stdout_lines;
+  std::string stderr_text;
+};
+
+class RunCommandTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(testing::TempDir()) / ("run-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+
+  // A manifest named `name` with `spec` (YAML, indented two spaces) in the test's folder.
+  std::string Manifest(const std::string& name, const std::string& spec) {
+    fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " << name
+                     << "\nspec:\n" << spec;
+    return p.string();
+  }
+
+  StatusOr<ChildProcess> Start(std::vector<std::string> args) {
+    args.insert(args.begin(), kEdgetrain);
+    return ChildProcess::Spawn(args, (dir_ / "stderr.log").string());
+  }
+
+  Outcome Execute(std::vector<std::string> args) {
+    Outcome run;
+    auto child = Start(std::move(args));
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    if (!child.ok()) return run;
+    while (auto line = child->ReadLine(seconds(120))) run.stdout_lines.push_back(*line);
+    run.exit = child->Wait(seconds(30));
+    run.stderr_text = ReadFile(dir_ / "stderr.log");
+    return run;
+  }
+
+  // Waits (without sleeping blindly) until the runner's stderr shows `text`.
+  bool StderrShows(const std::string& text, seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (ReadFile(dir_ / "stderr.log").find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kDigitsSpec = R"(  model: {name: mlp, hidden: [64]}
+  data: {dataset: digits, batchSize: 32}
+  optimizer: {name: adam, learningRate: 0.01}
+  evaluation: {everyIterations: 45}
+  budget: {wallClock: 2m, epochs: 20, targetAccuracy: 0.95}
+)";
+
+TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
+  Outcome run = Execute({"run", Manifest("digits-ok", kDigitsSpec), "--json", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  ASSERT_FALSE(run.stdout_lines.empty());
+  auto result = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(result["job"], "digits-ok");
+  EXPECT_GE(result["accuracy"].get<double>(), 0.95);
+  EXPECT_EQ(result["reached_target"], true);
+  EXPECT_EQ(result["stop_reason"], "target");
+  EXPECT_GT(result["iterations"].get<int>(), 0);
+  EXPECT_EQ(result["samples"].get<int>() > 0, true);
+  EXPECT_GT(result["wall_s"].get<double>(), result["train_s"].get<double>());
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "model.json"));
+  EXPECT_NE(run.stdout_lines[0].find("digits-ok: test accuracy"), std::string::npos) << run.stdout_lines[0];
+  EXPECT_NE(run.stderr_text.find("training digits-ok: mlp on digits, 1 worker(s)"), std::string::npos) << run.stderr_text;
+}
+
+TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
+  Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
+  data: {dataset: digits}
+  budget: {epochs: 1, targetAccuracy: 0.999}
+)"), "--json", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  auto result = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(result["reached_target"], false);
+  EXPECT_EQ(result["stop_reason"], "epochs");
+  EXPECT_EQ(result["iterations"], 23);  // ceil(1437 / 64)
+}
+
+TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
+  struct Case {
+    std::string spec;
+    const char* error;
+  } cases[] = {
+      {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {workers: 0}\n",
+       "spec.parallelism.workers: must be >= 1 (got 0)"},
+      {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {workers: 4}\n",
+       "spec.parallelism.workers: more than 1 worker is not supported yet (got 4)"},
+      {"  model: {name: mlp\n", "is not a valid TrainingJob:\n  "},
+  };
+  for (const auto& c : cases) {
+    Outcome run = Execute({"run", Manifest("bad", c.spec)});
+    EXPECT_EQ(run.exit, 2) << c.spec;
+    EXPECT_NE(run.stderr_text.find(c.error), std::string::npos) << run.stderr_text;
+    EXPECT_TRUE(run.stdout_lines.empty());
+  }
+  Outcome missing = Execute({"run", (dir_ / "absent.yaml").string()});
+  EXPECT_EQ(missing.exit, 2);
+  EXPECT_NE(missing.stderr_text.find("no such file"), std::string::npos) << missing.stderr_text;
+  Outcome usage = Execute({"run", "a.yaml", "--frobnicate"});
+  EXPECT_EQ(usage.exit, 2);
+  EXPECT_NE(usage.stderr_text.find("unknown option --frobnicate"), std::string::npos);
+}
+
+TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
+  Outcome ok = Execute({"validate", fs::path(EDGETRAIN_SOURCE_DIR) / "examples/fashion-mnist.yaml"});
+  EXPECT_EQ(ok.exit, 0) << ok.stderr_text;
+  ASSERT_EQ(ok.stdout_lines.size(), 1u);
+  EXPECT_NE(ok.stdout_lines[0].find("valid; fashion-mlp: mlp on fashion-mnist"), std::string::npos);
+}
+
+TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
+  Outcome run = Execute({"run", Manifest("digits-dead-agent", kDigitsSpec), "--agent", "/bin/false"});
+  EXPECT_EQ(run.exit, 1);
+  EXPECT_NE(run.stderr_text.find("the agent exited before it started serving"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("full log: "), std::string::npos);
+}
+
+constexpr const char* kLongSpec = R"(  model: {name: mlp}
+  data: {dataset: digits}
+  budget: {wallClock: 10m, epochs: 100000}
+)";
+
+TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
+  auto child = Start({"run", Manifest("digits-interrupted", kLongSpec), "--output", (dir_ / "out").string()});
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
+  ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
+  child->Signal(SIGINT);
+  std::vector<std::string> lines;
+  while (auto line = child->ReadLine(seconds(60))) lines.push_back(*line);
+  EXPECT_EQ(child->Wait(seconds(30)), 130);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("stopped by cancelled"), std::string::npos) << lines[0];
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
+  EXPECT_FALSE(ProcessRunningWith("--job=digits-interrupted"));
+}
+
+TEST_F(RunCommandTest, NoAgentOutlivesAKilledRunner) {
+  auto child = Start({"run", Manifest("digits-orphan", kLongSpec), "--output", (dir_ / "out").string()});
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(StderrShows("training digits-orphan", seconds(60)));
+  ASSERT_TRUE(ProcessRunningWith("--job=digits-orphan"));
+  child->Signal(SIGKILL);
+  EXPECT_EQ(child->Wait(seconds(10)), 128 + SIGKILL);
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (ProcessRunningWith("--job=digits-orphan") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_FALSE(ProcessRunningWith("--job=digits-orphan"));
+}
+
+}  // namespace
+}  // namespace edgetrain::cli
