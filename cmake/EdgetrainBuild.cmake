@@ -8,6 +8,7 @@ if(CCACHE_PROGRAM)
   # a fresh clone reuses it. The sloppiness lets precompiled headers be cached too.
   set(_ccache ${CMAKE_COMMAND} -E env
       "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
+      "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}"
       ${CCACHE_PROGRAM})
   set(CMAKE_CXX_COMPILER_LAUNCHER ${_ccache})
 endif()

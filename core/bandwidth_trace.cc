@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace edgetrain {
 namespace {
@@ -89,6 +90,20 @@ double BandwidthTrace::MbpsAt(double t) const {
   auto it = std::upper_bound(points_.begin(), points_.end(), local,
                              [](double v, const TracePoint& p) { return v < p.seconds; });
   return std::prev(it)->mbps * scale_;
+}
+
+BandwidthTrace::Segment BandwidthTrace::SegmentAt(double t) const {
+  t = std::max(0.0, t);
+  double shifted = t + offset_;
+  double cycles = std::floor(shifted / period_);
+  double local = shifted - cycles * period_;
+  auto it = std::upper_bound(points_.begin(), points_.end(), local,
+                             [](double v, const TracePoint& p) { return v < p.seconds; });
+  double end_local = it == points_.end() ? period_ : it->seconds;
+  double until = cycles * period_ + end_local - offset_;
+  // Guard against rounding leaving `until` at or before `t`.
+  if (until <= t) until = std::nextafter(t, std::numeric_limits<double>::infinity());
+  return {std::prev(it)->mbps * scale_, until};
 }
 
 double BandwidthTrace::MeanMbps() const {

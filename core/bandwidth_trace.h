@@ -27,6 +27,13 @@ class BandwidthTrace {
   // Bandwidth at `t` seconds after the trace started (t >= 0), after `Offset()`
   // and `Scale()`. Beyond the end the trace repeats from its start.
   double MbpsAt(double t) const;
+  // The bandwidth at `t` and until when it holds (the next sample's time, in
+  // the same timeline as `t`), for integrating the trace segment by segment.
+  struct Segment {
+    double mbps;
+    double until;
+  };
+  Segment SegmentAt(double t) const;
   // Time-weighted mean over one period.
   double MeanMbps() const;
   // One repetition: the last sample lasts as long as the one before it.

@@ -1,0 +1,38 @@
+#pragma once
+// How long to wait for a worker's next push before counting it out, learned from
+// the gaps between its pushes so far (the way TCP learns its retransmission
+// timeout from round trips, RFC 6298): mean + 4 deviations, never below twice
+// the mean. A slow device gets a long deadline, a fast one a short one, and a
+// link that dies is noticed in a few of that worker's own iteration times — no
+// fixed timeout to tune per cluster.
+
+#include "core/clock.h"
+
+namespace edgetrain {
+
+class ArrivalDeadline {
+ public:
+  // Until the first gap is seen, `initial` is the deadline.
+  explicit ArrivalDeadline(Duration initial = std::chrono::seconds(10), Duration floor = std::chrono::milliseconds(50))
+      : initial_(initial), floor_(floor) {}
+
+  // A push arrived at `at`.
+  void Arrived(TimePoint at);
+  // Restart learning from `at` (e.g. after a rejoin), keeping what was learned.
+  void Restart(TimePoint at) { last_ = at; }
+  Duration Deadline() const;
+  // Whether, at `now`, the worker is past its deadline.
+  bool Overdue(TimePoint now) const { return seen_any_ && now - last_ > Deadline(); }
+  TimePoint last_arrival() const { return last_; }
+
+ private:
+  Duration initial_;
+  Duration floor_;
+  bool seen_any_ = false;
+  bool learned_ = false;
+  TimePoint last_{};
+  double mean_s_ = 0;
+  double deviation_s_ = 0;
+};
+
+}  // namespace edgetrain

@@ -1,0 +1,71 @@
+#include "core/partition.h"
+
+#include <cmath>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+std::vector<int64_t> Labels(int per_class, int classes) {
+  std::vector<int64_t> labels;
+  for (int i = 0; i < per_class * classes; ++i) labels.push_back(i % classes);
+  return labels;
+}
+
+void ExpectDisjointCover(const std::vector<std::vector<int64_t>>& parts, size_t n) {
+  std::set<int64_t> seen;
+  size_t total = 0;
+  for (const auto& p : parts) {
+    total += p.size();
+    seen.insert(p.begin(), p.end());
+  }
+  EXPECT_EQ(total, n);
+  EXPECT_EQ(seen.size(), n);
+}
+
+TEST(PartitionTest, IidDealsEvenlyAndDeterministically) {
+  auto labels = Labels(100, 10);
+  auto parts = PartitionSamples(labels, 10, 3, {PartitionKind::kIid, std::nullopt}, 7);
+  ExpectDisjointCover(parts, 1000);
+  EXPECT_EQ(parts[0].size(), 334u);
+  EXPECT_EQ(parts[2].size(), 333u);
+  EXPECT_EQ(parts, PartitionSamples(labels, 10, 3, {PartitionKind::kIid, std::nullopt}, 7));
+  EXPECT_NE(parts, PartitionSamples(labels, 10, 3, {PartitionKind::kIid, std::nullopt}, 8));
+}
+
+// How far a part's label mix is from uniform: total variation distance.
+double Skew(const std::vector<int64_t>& part, const std::vector<int64_t>& labels, int classes) {
+  std::vector<double> share(classes, 0);
+  for (int64_t i : part) share[labels[i]] += 1.0 / static_cast<double>(part.size());
+  double tv = 0;
+  for (double s : share) tv += std::fabs(s - 1.0 / classes) / 2;
+  return tv;
+}
+
+TEST(PartitionTest, DirichletSkewsLabelMixesMoreAsAlphaShrinks) {
+  auto labels = Labels(500, 10);
+  auto skewed = PartitionSamples(labels, 10, 4, {PartitionKind::kDirichlet, 0.1}, 1);
+  auto mild = PartitionSamples(labels, 10, 4, {PartitionKind::kDirichlet, 100.0}, 1);
+  ExpectDisjointCover(skewed, 5000);
+  ExpectDisjointCover(mild, 5000);
+  double skew_small = 0, skew_large = 0;
+  for (int w = 0; w < 4; ++w) {
+    skew_small += Skew(skewed[w], labels, 10) / 4;
+    skew_large += Skew(mild[w], labels, 10) / 4;
+    EXPECT_FALSE(skewed[w].empty());
+  }
+  EXPECT_GT(skew_small, 0.4);
+  EXPECT_LT(skew_large, 0.1);
+}
+
+TEST(PartitionTest, EveryWorkerGetsSomethingEvenFromATinySet) {
+  auto labels = Labels(1, 3);
+  auto parts = PartitionSamples(labels, 3, 3, {PartitionKind::kDirichlet, 0.01}, 3);
+  ExpectDisjointCover(parts, 3);
+  for (const auto& p : parts) EXPECT_EQ(p.size(), 1u);
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,89 @@
+#include "core/row_codec.h"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+std::vector<float> RandomRow(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0, 0.01f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+TEST(RowCodecTest, SizesOnTheWire) {
+  EXPECT_EQ(EncodedBytes(RowEncoding::kFloat32, 100), 400);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kFloat16, 100), 200);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kInt8, 100), 100);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kSign, 100), 13);
+}
+
+TEST(RowCodecTest, RoundTripsWithinEachEncodingsError) {
+  std::vector<float> row = RandomRow(257, 1);
+  row[3] = 0;
+  row[4] = 65504.0f;  // fp16's largest finite value
+  struct Case {
+    RowEncoding e;
+    double max_relative_error;  // of the row's max magnitude
+  } cases[] = {{RowEncoding::kFloat32, 0}, {RowEncoding::kFloat16, 1e-3}, {RowEncoding::kInt8, 0.5 / 127 + 1e-6}};
+  for (const auto& c : cases) {
+    EncodedRow enc = EncodeRow(row, c.e);
+    EXPECT_EQ(static_cast<int64_t>(enc.bytes.size()), EncodedBytes(c.e, 257));
+    std::vector<float> back(257);
+    ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, back).ok());
+    for (size_t i = 0; i < row.size(); ++i) {
+      // int8 errs by half a step of max|x|/127; fp16 by 2^-11 relative, or by its
+      // subnormal spacing (6e-8) below 6e-5.
+      double tolerance = c.e == RowEncoding::kInt8 ? c.max_relative_error * 65504.0
+                         : c.e == RowEncoding::kFloat16 ? std::max(c.max_relative_error * std::fabs(row[i]), 6e-8)
+                                                        : 0.0;
+      EXPECT_NEAR(back[i], row[i], tolerance) << "value " << i << " encoding " << static_cast<int>(c.e);
+    }
+  }
+}
+
+TEST(RowCodecTest, SignKeepsSignsAndMeanMagnitude) {
+  std::vector<float> row = {0.5f, -1.5f, 1.0f, -1.0f, 0.0f};
+  EncodedRow enc = EncodeRow(row, RowEncoding::kSign);
+  EXPECT_FLOAT_EQ(enc.scale, 0.8f);
+  std::vector<float> back(5);
+  ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, back).ok());
+  EXPECT_EQ(back, (std::vector<float>{0.8f, -0.8f, 0.8f, -0.8f, 0.8f}));
+}
+
+TEST(RowCodecTest, ErrorFeedbackLosesNothingOverTime) {
+  // Sending a row's residual int8-encoded and keeping what was lost: after many
+  // rounds the receiver's sum equals the sender's sum up to one round's error.
+  std::vector<float> residual(64, 0), sent_total(64, 0), true_total(64, 0);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<float> g = RandomRow(64, 100 + round);
+    for (size_t i = 0; i < 64; ++i) {
+      residual[i] += g[i];
+      true_total[i] += g[i];
+    }
+    EncodedRow enc = EncodeRow(residual, RowEncoding::kInt8);
+    std::vector<float> decoded(64);
+    ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, decoded).ok());
+    for (size_t i = 0; i < 64; ++i) {
+      sent_total[i] += decoded[i];
+      residual[i] -= decoded[i];
+    }
+  }
+  for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(sent_total[i] + residual[i], true_total[i], 1e-4);
+  for (size_t i = 0; i < 64; ++i) EXPECT_LT(std::fabs(residual[i]), 0.01);
+}
+
+TEST(RowCodecTest, RefusesPayloadsOfTheWrongSize) {
+  std::vector<float> out(10);
+  Status s = DecodeRow(RowEncoding::kFloat32, 1, std::string(39, '\0'), out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "row of 10 values carries 39 bytes; expected 40");
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,57 @@
+#include "core/row_scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+TEST(RowSchedulerTest, MandatoryRowsGoWhateverTheBudget) {
+  // Iteration 10, S = 4: rows last pushed at 6 or earlier are mandatory.
+  std::vector<PushCandidate> c = {
+      {0, 0.0, 100, 6, false},   // stale, even with nothing accumulated
+      {1, 9.0, 100, 9, false},
+      {2, 1.0, 100, 9, true},    // demanded
+      {3, 1.0, 100, 2, false},
+  };
+  auto rows = SelectPushRows(c, 10, 4, 0, RowPriority::kImportance);
+  EXPECT_EQ(rows, (std::vector<size_t>{0, 2, 3}));
+}
+
+TEST(RowSchedulerTest, FillsTheBudgetByEnergyPerByteAndStaleness) {
+  struct Case {
+    const char* name;
+    std::vector<PushCandidate> candidates;
+    int64_t budget;
+    RowPriority priority;
+    std::vector<size_t> want;
+  } cases[] = {
+      {"energy per byte", {{0, 1.0, 100, 9}, {1, 4.0, 100, 9}, {2, 2.0, 100, 9}}, 200, RowPriority::kImportance, {1, 2}},
+      {"a big row costs more", {{0, 4.0, 400, 9}, {1, 2.0, 100, 9}, {2, 1.5, 100, 9}}, 200, RowPriority::kImportance, {1, 2}},
+      // Per byte: 1.2 at staleness 3 scores 1.2*(1+3/4) = 2.1, above 1.6*(1+1/4) = 2.0
+      // and 1.5*(1+1/4) = 1.875, though its energy is the least.
+      {"staleness lifts old rows", {{0, 1.2, 100, 7}, {1, 1.5, 100, 9}, {2, 1.6, 100, 9}}, 200, RowPriority::kImportance, {0, 2}},
+      {"ROG as published: staleness only", {{0, 1.0, 100, 7}, {1, 9.0, 100, 9}, {2, 1.6, 100, 8}}, 200, RowPriority::kStaleness, {0, 2}},
+      {"a smaller row fills the gap", {{0, 5.0, 150, 9}, {1, 4.0, 100, 9}, {2, 0.1, 50, 9}}, 200, RowPriority::kImportance, {1, 2}},
+      {"nothing accumulated, nothing sent", {{0, 0.0, 100, 9}, {1, 0.0, 100, 9}}, 1000, RowPriority::kImportance, {}},
+      {"zero budget, only mandatory", {{0, 5.0, 100, 9}}, 0, RowPriority::kImportance, {}},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(SelectPushRows(c.candidates, 10, 4, c.budget, c.priority), c.want) << c.name;
+  }
+}
+
+TEST(RowSchedulerTest, BspMakesEveryRowMandatory) {
+  std::vector<PushCandidate> c = {{0, 0.0, 100, 9}, {1, 1.0, 100, 9}};
+  EXPECT_EQ(SelectPushRows(c, 10, 0, 0, RowPriority::kImportance), (std::vector<size_t>{0, 1}));
+}
+
+TEST(RowSchedulerTest, PullsSendWhatTheWorkerNeedsThenWhatItMissesMost) {
+  std::vector<PullCandidate> c = {
+      {0, 1, 100, false}, {1, 5, 100, false}, {2, 0, 100, true}, {3, 3, 100, false}, {4, 0, 100, false}};
+  EXPECT_EQ(SelectPullRows(c, 300), (std::vector<size_t>{2, 1, 3}));
+  EXPECT_EQ(SelectPullRows(c, 0), (std::vector<size_t>{2}));
+  EXPECT_EQ(SelectPullRows(c, 10'000), (std::vector<size_t>{2, 1, 3, 0}));
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,97 @@
+#include "core/staleness_ledger.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace edgetrain {
+
+StalenessLedger::StalenessLedger(int workers, size_t rows, int staleness_bound)
+    : rows_(rows), bound_(staleness_bound), pushed_(static_cast<size_t>(workers) * rows, 0),
+      copy_(static_cast<size_t>(workers) * rows, 0), iteration_(static_cast<size_t>(workers), 0),
+      active_(static_cast<size_t>(workers), true) {}
+
+void StalenessLedger::RecordPush(int w, size_t r, int64_t iteration) {
+  int64_t& p = pushed_[Index(w, r)];
+  p = std::max(p, iteration);
+  RecordIteration(w, iteration);
+}
+
+void StalenessLedger::RecordIteration(int w, int64_t iteration) {
+  iteration_[w] = std::max(iteration_[w], iteration);
+}
+
+int64_t StalenessLedger::Clock(size_t r) const {
+  int64_t clock = std::numeric_limits<int64_t>::max();
+  bool any = false;
+  for (int w = 0; w < workers(); ++w) {
+    if (!active_[w]) continue;
+    clock = std::min(clock, pushed_[Index(w, r)]);
+    any = true;
+  }
+  if (any) return clock;
+  // Nobody active: the row holds whatever anyone pushed.
+  int64_t most = 0;
+  for (int w = 0; w < workers(); ++w) most = std::max(most, pushed_[Index(w, r)]);
+  return most;
+}
+
+std::vector<size_t> StalenessLedger::SendableMandatory(int w) const {
+  std::vector<size_t> rows;
+  const int64_t need = Need(iteration_[w] + 1);
+  for (size_t r = 0; r < rows_; ++r) {
+    int64_t c = copy_[Index(w, r)];
+    if (c < need && Clock(r) > c) rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<size_t> StalenessLedger::DemandFrom(int lagging) const {
+  std::vector<size_t> rows;
+  if (!active_[lagging]) return rows;
+  // The highest need among the other active workers.
+  int64_t need = std::numeric_limits<int64_t>::min();
+  for (int w = 0; w < workers(); ++w) {
+    if (w != lagging && active_[w]) need = std::max(need, Need(iteration_[w] + 1));
+  }
+  // Only what the lagging worker has computed can be demanded of it.
+  need = std::min(need, iteration_[lagging]);
+  for (size_t r = 0; r < rows_; ++r) {
+    if (pushed_[Index(lagging, r)] < need) rows.push_back(r);
+  }
+  return rows;
+}
+
+int StalenessLedger::active_count() const {
+  return static_cast<int>(std::count(active_.begin(), active_.end(), true));
+}
+
+int64_t StalenessLedger::MinActiveIteration() const {
+  int64_t least = std::numeric_limits<int64_t>::max(), least_any = least;
+  for (int w = 0; w < workers(); ++w) {
+    least_any = std::min(least_any, iteration_[w]);
+    if (active_[w]) least = std::min(least, iteration_[w]);
+  }
+  return active_count() > 0 ? least : least_any;
+}
+
+int64_t StalenessLedger::Rejoin(int w) {
+  std::vector<int64_t> clocks(rows_);
+  for (size_t r = 0; r < rows_; ++r) clocks[r] = Clock(r);  // the team's, without w
+  active_[w] = true;
+  for (size_t r = 0; r < rows_; ++r) {
+    pushed_[Index(w, r)] = std::max(pushed_[Index(w, r)], clocks[r]);
+    copy_[Index(w, r)] = 0;  // everything is resent
+  }
+  int64_t team = 0;
+  bool any = false;
+  for (int o = 0; o < workers(); ++o) {
+    if (o == w || !active_[o]) continue;
+    team = any ? std::min(team, iteration_[o]) : iteration_[o];
+    any = true;
+  }
+  // Resuming at the slowest teammate's iteration keeps w within the bound at once.
+  iteration_[w] = any ? team : iteration_[w];
+  return iteration_[w];
+}
+
+}  // namespace edgetrain

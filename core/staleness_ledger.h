@@ -1,0 +1,78 @@
+#pragma once
+// The coordinator's book of who has contributed what to every row, and how fresh
+// each worker's copy of every row is: bounded staleness, row by row (ROG).
+//
+// Iterations count from 1. A worker's push after its iteration t carries, for
+// each row in it, everything that worker computed for that row up to t (its
+// residual, with error feedback). So:
+//   pushed(w, r) = the last iteration of w whose gradient of row r is applied;
+//   clock(r)     = min over active workers of pushed(w, r): every active
+//                  worker's contribution up to clock(r) is in row r;
+//   copy(w, r)   = clock(r) when row r was last sent to w.
+// The bound: a worker may compute iteration t only when copy(w, r) >= t - 1 - S
+// for every row r — no row is ever used more than S iterations stale. S = 0 is
+// bulk synchronous (BSP); whole-model rows give stale synchronous (SSP).
+//
+// Workers whose link has died are set inactive and leave the minimum, so one
+// robot behind a wall does not stop the team; on rejoining they are credited with
+// the team's clocks (their missed gradients are dropped, their copy resent).
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace edgetrain {
+
+class StalenessLedger {
+ public:
+  StalenessLedger(int workers, size_t rows, int staleness_bound);
+
+  int workers() const { return static_cast<int>(iteration_.size()); }
+  size_t rows() const { return rows_; }
+  int bound() const { return bound_; }
+
+  // A push of `w` after iteration `iteration` carrying row `r`.
+  void RecordPush(int w, size_t r, int64_t iteration);
+  // `w` finished `iteration` (whether or not it pushed every row).
+  void RecordIteration(int w, int64_t iteration);
+  // Row `r` was sent to `w` with the clock it has now.
+  void RecordSent(int w, size_t r) { copy_[Index(w, r)] = Clock(r); }
+
+  int64_t Clock(size_t r) const;
+  int64_t pushed(int w, size_t r) const { return pushed_[Index(w, r)]; }
+  int64_t copy(int w, size_t r) const { return copy_[Index(w, r)]; }
+  int64_t iteration(int w) const { return iteration_[w]; }
+  // The least clock a copy must have for iteration `t`: t - 1 - S.
+  int64_t Need(int64_t t) const { return t - 1 - bound_; }
+
+  // Rows `w` must receive before it can compute its next iteration and that the
+  // coordinator can already send (clock(r) is high enough).
+  std::vector<size_t> SendableMandatory(int w) const;
+  // Rows `w` waits for that no send can satisfy yet, because active worker `lagging`
+  // has not pushed them far enough: what to demand from `lagging`.
+  std::vector<size_t> DemandFrom(int lagging) const;
+
+  bool active(int w) const { return active_[w]; }
+  int active_count() const;
+  void Deactivate(int w) { active_[w] = false; }
+  // Brings `w` back: credited with the current clocks of every row, its iteration
+  // set to the slowest active teammate's, its copies to be resent in full.
+  // Returns the iteration it resumes after.
+  int64_t Rejoin(int w);
+
+  // The slowest active worker's iteration (the team's progress), or the slowest
+  // of all when none is active.
+  int64_t MinActiveIteration() const;
+
+ private:
+  size_t Index(int w, size_t r) const { return static_cast<size_t>(w) * rows_ + r; }
+
+  size_t rows_;
+  int bound_;
+  std::vector<int64_t> pushed_;     // [w * rows + r]
+  std::vector<int64_t> copy_;       // [w * rows + r]
+  std::vector<int64_t> iteration_;  // [w]
+  std::vector<bool> active_;        // [w]
+};
+
+}  // namespace edgetrain
