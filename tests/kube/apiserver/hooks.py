@@ -3,7 +3,8 @@
 They let tests provoke what is hard to provoke against a real cluster:
   POST /_standin/compact                 forget all watch history (watches from older
                                          resourceVersions get 410 Expired)
-  POST /_standin/drop-watches            end every open watch stream now
+  POST /_standin/drop-watches            end every open watch stream now (after the
+                                         events of writes made before the call)
   POST /_standin/pause, /_standin/resume hold every request (and watch delivery) until
                                          resumed, like an API server that hangs
   POST /_standin/latency?ms=N            delay every request by N ms (0 to stop)
@@ -12,6 +13,9 @@ They let tests provoke what is hard to provoke against a real cluster:
   GET  /_standin/wait-watches?count=N[&resource=R][&timeoutSeconds=T]
                                          block until N watches (on resource R) are open,
                                          so tests synchronise on events, not sleeps
+  GET  /_standin/wait-watches?opened=N[&resource=R]...
+                                         block until N watches (on R) have been opened
+                                         since the start (info's "opened" is the tally)
 """
 
 import threading
@@ -25,7 +29,8 @@ class HookState:
         self._resumed.set()
         self.latency = 0.0
         self.bookmark_interval = 60.0
-        self.watches = {}  # id -> resource plural
+        self.watches = {}  # id -> resource plural, of the open watches
+        self.opened = {}   # resource plural -> watches opened since the start
         self._next_id = 0
 
     # -- pause / latency ---------------------------------------------------------------
@@ -55,6 +60,7 @@ class HookState:
         with self.cond:
             self._next_id += 1
             self.watches[self._next_id] = resource
+            self.opened[resource] = self.opened.get(resource, 0) + 1
             self.cond.notify_all()
             return self._next_id
 
@@ -67,10 +73,14 @@ class HookState:
         with self.cond:
             return sum(1 for r in self.watches.values() if resource in (None, r))
 
-    def wait_watches(self, count, resource, timeout):
+    def _opened(self, resource):
+        return sum(n for r, n in self.opened.items() if resource in (None, r))
+
+    def wait_watches(self, count, opened, resource, timeout):
         deadline = time.monotonic() + timeout
         with self.cond:
-            while sum(1 for r in self.watches.values() if resource in (None, r)) < count:
+            while sum(1 for r in self.watches.values() if resource in (None, r)) < count \
+                    or self._opened(resource) < opened:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False

@@ -9,6 +9,7 @@ a stalled client cannot block the accept loop.
 
 import json
 import random
+import select
 import socket
 import ssl
 import threading
@@ -328,13 +329,14 @@ class RequestHandler(BaseHTTPRequestHandler):
                     break
                 if not hooks.gate(deadline - now):
                     break
-                wait = min(deadline, next_bookmark) - time.monotonic()
+                if self._client_gone():
+                    break
+                # wake at least every second to notice clients that went away
+                wait = min(deadline, next_bookmark, time.monotonic() + 1.0) - time.monotonic()
                 try:
                     events = store.wait_events(cursor, max(wait, 0), epoch)
                 except Expired as e:  # fell behind the history window
                     stream.error(errors.gone(str(e)))
-                    break
-                if store.watch_epoch != epoch:
                     break
                 for ev in events:
                     cursor = ev.rv
@@ -343,6 +345,8 @@ class RequestHandler(BaseHTTPRequestHandler):
                     kind = _transition(ev, filt)
                     if kind is not None:
                         stream.event(kind, ev.obj, ev.raw)
+                if store.watch_epoch != epoch:
+                    break  # dropped, after delivering what happened before the drop
                 if bookmarks and time.monotonic() >= next_bookmark:
                     stream.bookmark(max(cursor, 0))
                     next_bookmark = self._next_bookmark(deadline)
@@ -353,6 +357,20 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             hooks.watch_closed(wid)
+
+    def _client_gone(self):
+        """During a watch an HTTP/1.1 client sends nothing, so a readable socket means
+        it closed the connection (a real server notices too and frees the watch)."""
+        sock = self.connection
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return False
+            if isinstance(sock, ssl.SSLSocket):
+                return True
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     def _next_bookmark(self, deadline):
         """Bookmarks come every interval, and once shortly before the watch times out
@@ -399,13 +417,14 @@ class RequestHandler(BaseHTTPRequestHandler):
             hooks.bookmark_interval = float(arg("seconds", "60"))
             store.wake_all()
         elif method == "GET" and name == "wait-watches":
-            ok = hooks.wait_watches(int(arg("count", "1")), arg("resource", None),
-                                    float(arg("timeoutSeconds", "10")))
+            ok = hooks.wait_watches(int(arg("count", "0")), int(arg("opened", "0")),
+                                    arg("resource", None), float(arg("timeoutSeconds", "10")))
             if not ok:
                 raise ApiError(504, "Timeout", "not enough watches opened in time")
         elif not (method == "GET" and name == "info"):
             raise _no_route()
         self._send(200, {"revision": store.revision, "watches": hooks.count(),
+                         "opened": dict(hooks.opened), "latencyMs": hooks.latency * 1000,
                          "paused": hooks.paused, "cel": api.cel.available,
                          "celUnavailableReason": api.cel.unavailable_reason})
 
