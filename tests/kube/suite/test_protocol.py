@@ -131,6 +131,17 @@ class ListAndWatch(StandinTestCase):
                                                             "creationTimestamp"})
             self.assertGreaterEqual(int(e["object"]["metadata"]["resourceVersion"]), int(rv))
 
+    def test_watch_list_initial_events_end_with_a_bookmark(self):
+        self.created(self.widgets(), widget("a"))
+        w = self.api.watch(self.widgets(), sendInitialEvents="true",
+                           allowWatchBookmarks="true", resourceVersionMatch="NotOlderThan",
+                           timeoutSeconds=5)
+        added, bookmark = w.events(2)
+        self.assertEqual(added["type"], "ADDED")
+        self.assertEqual(bookmark["type"], "BOOKMARK")
+        self.assertEqual(bookmark["object"]["metadata"]["annotations"],
+                         {"k8s.io/initial-events-end": "true"})
+
     def test_5_objects_leaving_and_entering_a_selector(self):
         self.created(self.core("configmaps"), configmap("a", labels={"team": "x"}))
         rv = self.api.get(self.core("configmaps")).json["metadata"]["resourceVersion"]
