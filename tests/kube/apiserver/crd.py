@@ -7,8 +7,8 @@ the CRD is rejected with 422, as on a real server). An accepted CRD is Establish
 once (a real server takes a moment), and its kind is served until the CRD is deleted.
 """
 
-from .errors import FieldError, invalid
-from .resources import ResourceType, field_label
+from .errors import FieldError
+from .resources import ResourceType
 from .schema import StructuralSchema
 from .tables import compile_jsonpath, eval_jsonpath
 
@@ -145,6 +145,3 @@ def crd_accepted_status(crd, now):
         "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")],
     }
 
-
-def schema_errors_as_invalid(rt_crd, name, rule_errors):
-    return invalid(rt_crd, name, [FieldError("invalid", p, m, value="") for p, m in rule_errors])

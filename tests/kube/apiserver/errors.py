@@ -66,13 +66,6 @@ def forbidden(rt, name, why):
                     _details(rt, name))
 
 
-def unsupported_media_type(content_type):
-    return ApiError(415, "UnsupportedMediaType",
-                    f'the body of the request was in an unknown format - accepted media types '
-                    f'include: application/json-patch+json, application/merge-patch+json, '
-                    f'application/strategic-merge-patch+json (got "{content_type}")')
-
-
 def method_not_allowed(message="the server does not allow this method on the requested resource"):
     return ApiError(405, "MethodNotAllowed", message)
 

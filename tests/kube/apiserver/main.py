@@ -8,7 +8,6 @@ and removes its temporary files.
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import sys

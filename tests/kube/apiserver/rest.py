@@ -192,8 +192,8 @@ class Api:
                     "required", "metadata.name", "name or generateName is required")])
         name = md["name"]
         if rt.crd is not None and rt.crd.name in self._terminating_crds():
-            raise errors.method_not_allowed(f'create not allowed while custom resource '
-                                            f'definition is terminating')
+            raise errors.method_not_allowed("create not allowed while custom resource "
+                                            "definition is terminating")
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "selfLink", "managedFields"):
             md.pop(k, None)

@@ -3,7 +3,6 @@ types, enums, ranges, required fields, defaults, pruning (or 400 under
 fieldValidation=Strict), list types, ratcheting, and the CEL rules (evaluated by a real
 CEL implementation; this suite fails, never skips, if the stand-in cannot run CEL)."""
 
-import json
 import unittest
 
 from base import StandinTestCase
