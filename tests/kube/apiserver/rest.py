@@ -143,6 +143,10 @@ class Api:
                 warnings += [f'unknown field "{u}"' for u in unknown]
             schema.default(obj)
             errs += schema.validate(obj, MISSING if old is None else old)
+        why = strategy_for(rt).decode_error(obj)
+        if why:
+            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                              f'{rt.kind}: {why}')
         md = obj["metadata"]
         if old is None:
             errs += strategy_for(rt).name_errors(md.get("name", ""))

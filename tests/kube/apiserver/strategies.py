@@ -43,6 +43,10 @@ def path_segment_errors(name, field="metadata.name"):
 class Strategy:
     name_errors = staticmethod(dns_subdomain_errors)
 
+    def decode_error(self, obj):
+        """Why the typed decoder of a real server would refuse obj (a 400), or None."""
+        return None
+
     def prepare_create(self, obj):
         pass
 
@@ -189,7 +193,28 @@ class DeploymentStrategy(Strategy):
                                      {"maxSurge": "25%", "maxUnavailable": "25%"}})
 
 
+MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
+
+
 class LeaseStrategy(Strategy):
+    def decode_error(self, obj):
+        # acquireTime/renewTime are metav1.MicroTime: exactly six fractional digits.
+        spec = obj.get("spec") or {}
+        for f in ("acquireTime", "renewTime"):
+            v = spec.get(f)
+            if v is not None and not (isinstance(v, str) and MICRO_TIME.match(v)):
+                return (f'parsing time "{v}" as "2006-01-02T15:04:05.000000Z07:00": '
+                        f'spec.{f} is not an RFC 3339 time with microseconds')
+        for f in ("leaseDurationSeconds", "leaseTransitions"):
+            v = spec.get(f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                return (f'json: cannot unmarshal {type(v).__name__} into Go struct field '
+                        f'LeaseSpec.spec.{f} of type int32')
+        if not isinstance(spec.get("holderIdentity", ""), (str, type(None))):
+            return "json: cannot unmarshal into Go struct field LeaseSpec.spec.holderIdentity " \
+                   "of type string"
+        return None
+
     def validate(self, obj, old):
         spec = obj.get("spec") or {}
         d = spec.get("leaseDurationSeconds")

@@ -266,6 +266,12 @@ class Writes(StandinTestCase):
         self.assertStatus(self.api.put(f"{path}/operator", theirs), 409, "Conflict")
         self.assertEqual(self.api.get(f"{path}/operator").json["spec"]["holderIdentity"],
                          "replica-a")
+        # MicroTime fields: six fractional digits, as a real server's decoder insists
+        bad = lease("other", "replica-a")
+        bad["spec"]["renewTime"] = "2025-01-01T00:00:00Z"
+        r = self.api.post(path, bad)
+        self.assertStatus(r, 400, "BadRequest")
+        self.assertIn("spec.renewTime", r.json["message"])
 
     def test_merge_json_and_strategic_patches(self):
         self.created(self.widgets(), widget("a", tags=["x"], title="abc"))
