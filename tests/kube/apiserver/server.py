@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, errors, tables
+from . import discovery, errors, protobuf, tables
 from .errors import ApiError
 from .selectors import Filter
 from .store import Expired, encode
@@ -133,6 +133,8 @@ class RequestHandler(BaseHTTPRequestHandler):
                 raise ApiError(503, "ServiceUnavailable", "paused")
             if not self._authenticated(path):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if body and "protobuf" in self.headers.get("Content-Type", ""):
+                body = encode(protobuf.decode(body))  # kubectl create ns/cm/secret/sa
             self._route(method, path, params, body)
         except ApiError as e:
             self._send_error(e)

@@ -337,6 +337,27 @@ class NodesAndPods(KubectlTestCase):
                          ["op"])
 
 
+class Imperative(KubectlTestCase):
+    def test_create_namespace_configmap_secret_then_delete_namespace(self):
+        # kubectl create sends these as protobuf; the stand-in decodes that much
+        k = self.kubectl
+        self.assertIn("namespace/lab created", k.run("create", "namespace", "lab").stdout)
+        k.run("create", "configmap", "plan", "--from-literal=workers=4", "-n", "lab")
+        k.run("create", "secret", "generic", "token", "--from-literal=pw=s3cret", "-n", "lab")
+        k.run("label", "namespace", "lab", "team=ml")
+        self.assertEqual(self.api.get("/api/v1/namespaces/lab/configmaps/plan").json["data"],
+                         {"workers": "4"})
+        secret = self.api.get("/api/v1/namespaces/lab/secrets/token").json
+        self.assertEqual(secret["type"], "Opaque")
+        self.assertEqual(secret["data"], {"pw": "czNjcmV0"})
+        self.assertEqual(self.api.get("/api/v1/namespaces/lab").json["metadata"]["labels"],
+                         {"kubernetes.io/metadata.name": "lab", "team": "ml"})
+        # kubectl delete waits until the namespace controller emulation has emptied it
+        self.assertIn('namespace "lab" deleted', k.run("delete", "namespace", "lab").stdout)
+        self.assertEqual(self.api.get("/api/v1/namespaces/lab").status, 404)
+        self.assertEqual(self.api.get("/api/v1/namespaces/lab/configmaps").json["items"], [])
+
+
 class OverTls(KubectlTestCase):
     tls = True
 
