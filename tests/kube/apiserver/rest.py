@@ -209,6 +209,7 @@ class Api:
             md["generation"] = 1
         else:
             md.pop("generation", None)
+        strategy_for(rt).defaults(obj)
         strategy_for(rt).prepare_create(obj)
         cr = None
         if rt.key == self.crd_rt.key:
@@ -312,6 +313,7 @@ class Api:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            strategy_for(rt).defaults(new)
             strategy_for(rt).prepare_update(new, old)
         new["apiVersion"] = self._storage_rt(rt).api_version
         cr = None

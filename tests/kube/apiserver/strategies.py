@@ -47,11 +47,14 @@ class Strategy:
         """Why the typed decoder of a real server would refuse obj (a 400), or None."""
         return None
 
+    def defaults(self, obj):
+        """Field defaults, applied on every write as the typed decoder does."""
+
     def prepare_create(self, obj):
-        pass
+        """What only a create does (allocations, initial status)."""
 
     def prepare_update(self, new, old):
-        pass
+        """What an update carries over from the old object."""
 
     def validate(self, obj, old):
         return []
@@ -76,7 +79,7 @@ class NamespaceStrategy(Strategy):
 class PodStrategy(Strategy):
     MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
 
-    def prepare_create(self, obj):
+    def defaults(self, obj):
         spec = obj.setdefault("spec", {})
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("schedulerName", "default-scheduler")
@@ -93,7 +96,9 @@ class PodStrategy(Strategy):
             c.setdefault("terminationMessagePath", "/dev/termination-log")
             c.setdefault("terminationMessagePolicy", "File")
             c.setdefault("resources", {})
-        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+
+    def prepare_create(self, obj):
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj["spec"])}
 
     def validate(self, obj, old):
         errs = []
@@ -139,18 +144,21 @@ class ServiceStrategy(Strategy):
     _ips = itertools.count(10)
     _lock = threading.Lock()
 
-    def prepare_create(self, obj):
+    def defaults(self, obj):
         spec = obj.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")
+        for p in spec.get("ports") or []:
+            p.setdefault("protocol", "TCP")
+            p.setdefault("targetPort", p.get("port"))
+
+    def prepare_create(self, obj):
+        spec = obj["spec"]
         if spec.get("clusterIP") != "None":
             with self._lock:
                 n = next(self._ips)
             spec["clusterIP"] = f"10.96.{n // 250}.{n % 250 + 1}"
         spec["clusterIPs"] = [spec["clusterIP"]]
-        for p in spec.get("ports") or []:
-            p.setdefault("protocol", "TCP")
-            p.setdefault("targetPort", p.get("port"))
         obj["status"] = {"loadBalancer": {}}
 
     def validate(self, obj, old):
@@ -175,16 +183,13 @@ class SecretStrategy(Strategy):
             for k, v in string_data.items():
                 data[k] = base64.b64encode(v.encode()).decode()
 
-    def prepare_create(self, obj):
+    def defaults(self, obj):
         obj.setdefault("type", "Opaque")
         self._fold(obj)
 
-    def prepare_update(self, new, old):
-        self._fold(new)
-
 
 class DeploymentStrategy(Strategy):
-    def prepare_create(self, obj):
+    def defaults(self, obj):
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
         spec.setdefault("revisionHistoryLimit", 10)

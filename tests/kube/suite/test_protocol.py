@@ -313,6 +313,17 @@ class Writes(StandinTestCase):
         self.assertEqual([c["name"] for c in r.json["spec"]["template"]["spec"]["containers"]],
                          ["x"])
         self.assertEqual(r.json["metadata"]["generation"], 2)
+        # service ports merge by port; defaults apply to what a patch adds
+        svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+               "spec": {"ports": [{"name": "m", "port": 9090}]}}
+        self.assertEqual(self.created(self.core("services"), svc)["spec"]["ports"],
+                         [{"name": "m", "port": 9090, "protocol": "TCP", "targetPort": 9090}])
+        r = self.api.patch(self.core("services", "s"), {"spec": {
+            "$setElementOrder/ports": [{"port": 9091}],
+            "ports": [{"name": "m", "port": 9091}, {"$patch": "delete", "port": 9090}]}},
+            content_type="application/strategic-merge-patch+json")
+        self.assertEqual(r.json["spec"]["ports"],
+                         [{"name": "m", "port": 9091, "protocol": "TCP", "targetPort": 9091}])
 
     def test_patch_naming_a_stale_resource_version_conflicts(self):
         w = self.created(self.widgets(), widget("a"))
