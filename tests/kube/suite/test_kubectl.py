@@ -297,6 +297,46 @@ class TrainingJobs(KubectlTestCase):
         self.assertIn("pipeline parallelism needs at least 2 workers", p.stderr)
 
 
+class TrainingJobRules(KubectlTestCase):
+    """The CEL rules of crds/trainingjob.yaml, evaluated by a real CEL implementation
+    (dry-run creates, so nothing is stored)."""
+
+    CASES = {
+        "partition": ({"data": {"dataset": "digits", "partition": {"kind": "dirichlet"}}},
+                      "alpha is required for kind dirichlet"),
+        "partition-ok": ({"data": {"dataset": "digits",
+                                   "partition": {"kind": "dirichlet", "alpha": 0.5}}}, None),
+        "stream": ({"data": {"dataset": "digits", "stream": {"ratesPerSecond": [1, 2]}},
+                    "parallelism": {"workers": 3}}, "needs one rate per worker"),
+        "stream-ok": ({"data": {"dataset": "digits", "stream": {"ratesPerSecond": [1.5, 2]}},
+                       "parallelism": {"workers": 2}}, None),
+        "momentum": ({"optimizer": {"name": "adam", "momentum": 0.9}},
+                     "momentum applies only to the sgd optimizer"),
+        "staleness": ({"sync": {"policy": "bsp", "stalenessBound": 2}},
+                      "stalenessBound applies only to the rog and ssp policies"),
+        "output": ({"output": {"volume": {"persistentVolumeClaim": {"claimName": "c"}}}},
+                   "volume needs path"),
+        "hidden": ({"model": {"name": "cnn", "hidden": [3]}}, "hidden applies only to the mlp"),
+        "pipeline": ({"parallelism": {"mode": "pipeline", "workers": 1}},
+                     "pipeline parallelism needs at least 2 workers"),
+    }
+
+    def test_rules_of_the_real_crd(self):
+        self.kubectl.run("apply", "-f", CRDS_DIR)
+        for name, (spec, message) in self.CASES.items():
+            with self.subTest(name):
+                body = {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
+                        "metadata": {"name": name},
+                        "spec": {"model": {"name": "mlp"}, "data": {"dataset": "digits"}}}
+                body["spec"].update(spec)
+                r = self.api.post(TJ, body, dryRun="All")
+                if message is None:
+                    self.assertEqual(r.status, 201, r)
+                else:
+                    self.assertEqual(r.status, 422, r)
+                    self.assertIn(message, r.json["message"])
+
+
 class NodesAndPods(KubectlTestCase):
     def test_get_nodes_and_pods_by_node(self):
         for n in ("edge-a", "edge-b"):
