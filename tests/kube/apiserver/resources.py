@@ -10,6 +10,9 @@ ResourceType derived from their CRD (see crd.py) and are added at run time.
 import threading
 from dataclasses import dataclass, field
 
+from . import eventsv1
+from .eventsv1 import EventsV1Codec
+
 
 def _get(obj, *path):
     for p in path:
@@ -55,6 +58,9 @@ class ResourceType:
     verbs: tuple = ("create", "delete", "deletecollection", "get", "list", "patch", "update",
                     "watch")
     crd: object = None          # crd.CustomResource for custom resources
+    # A second view of another resource's objects (events.k8s.io Events): converts
+    # between the stored form and this view (see eventsv1.py).
+    codec: object = None
     served_versions: tuple = ()  # for CRs served under several versions (conversion None)
 
     def __post_init__(self):
@@ -65,8 +71,8 @@ class ResourceType:
 
     @property
     def key(self):
-        """Storage key: a kind is stored once whatever version it is read through."""
-        return (self.group, self.plural)
+        """Storage key: a kind is stored once whatever version or view it is read through."""
+        return self.codec.storage_key if self.codec else (self.group, self.plural)
 
     @property
     def api_version(self):
@@ -160,10 +166,7 @@ def builtin_types():
           tracks_generation=True),
         R("coordination.k8s.io", "v1", "Lease", "leases", True),
         R("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
-          field_labels={"regarding.name": field_label("regarding", "name"),
-                        "regarding.namespace": field_label("regarding", "namespace"),
-                        "regarding.kind": field_label("regarding", "kind"),
-                        "reason": field_label("reason"), "type": field_label("type")}),
+          codec=EventsV1Codec(), field_labels=eventsv1.field_labels(EVENT_FIELDS)),
         R("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
         R("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
         R("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
@@ -208,7 +211,8 @@ class Registry:
     def by_key(self, key):
         """The storage-version ResourceType for a storage key (group, plural)."""
         for t in self._by_gvr.values():
-            if t.key == key and (t.crd is None or t.version == t.crd.storage_version):
+            if t.key == key and t.codec is None and \
+                    (t.crd is None or t.version == t.crd.storage_version):
                 return t
         return None
 

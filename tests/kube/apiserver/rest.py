@@ -87,13 +87,17 @@ class Api:
 
     def to_version(self, obj, rt):
         """Custom resources served under several versions (conversion None) differ only
-        in apiVersion."""
+        in apiVersion; views (events.k8s.io Events) convert field names."""
+        if rt.codec is not None:
+            return rt.codec.present(obj)
         if obj.get("apiVersion") != rt.api_version:
             obj = dict(obj)
             obj["apiVersion"] = rt.api_version
         return obj
 
     def _storage_rt(self, rt):
+        if rt.codec is not None:
+            return self.registry.by_key(rt.key)
         if rt.crd is not None and rt.version != rt.crd.storage_version:
             return self.registry.lookup(rt.group, rt.crd.storage_version, rt.plural) or rt
         return rt
@@ -177,6 +181,8 @@ class Api:
         opts = WriteOptions(params)
         obj = decode_body(body)
         self._check_type_meta(rt, obj)
+        if rt.codec is not None:
+            obj = rt.codec.store(obj)
         md = obj.setdefault("metadata", {})
         if not isinstance(md, dict):
             raise bad_request("metadata must be an object")
@@ -246,6 +252,8 @@ class Api:
         opts = WriteOptions(params)
         new = decode_body(body)
         self._check_type_meta(rt, new)
+        if rt.codec is not None:
+            new = rt.codec.store(new)
         md = new.setdefault("metadata", {})
         if md.get("name", name) != name:
             raise bad_request(f"the name of the object ({md.get('name')}) does not match the "
@@ -273,6 +281,8 @@ class Api:
             if not isinstance(new, dict):
                 raise bad_request("patch did not produce an object")
             self._check_type_meta(rt, new)
+            if rt.codec is not None:
+                new = rt.codec.store(new)
             md = new.setdefault("metadata", {})
             if md.get("name") != name:
                 raise bad_request("metadata.name cannot be changed by a patch")

@@ -290,7 +290,7 @@ def crd_columns(printer_columns):
 def columns_for(rt):
     if rt.crd is not None:
         return crd_columns(rt.crd.printer_columns(rt.version))
-    return BUILTIN_COLUMNS.get(rt.key, [NAME, AGE])
+    return BUILTIN_COLUMNS.get((rt.group, rt.plural), [NAME, AGE])
 
 
 def partial_metadata(obj):

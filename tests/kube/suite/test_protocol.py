@@ -325,6 +325,30 @@ class Writes(StandinTestCase):
         self.assertEqual(r.json["spec"]["ports"],
                          [{"name": "m", "port": 9091, "protocol": "TCP", "targetPort": 9091}])
 
+    def test_events_are_one_store_seen_through_two_groups(self):
+        new_api = f"/apis/events.k8s.io/v1/namespaces/{self.ns}/events"
+        ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+              "metadata": {"name": "job.placed"}, "eventTime": "2025-01-01T00:00:00.000000Z",
+              "regarding": {"kind": "TrainingJob", "name": "job", "namespace": self.ns},
+              "reason": "Placed", "note": "4 workers placed", "type": "Normal",
+              "action": "Place", "reportingController": "edgetrain.dev/operator",
+              "reportingInstance": "operator-0"}
+        created = self.created(new_api, ev)
+        self.assertEqual(created["regarding"]["name"], "job")
+        core = self.api.get(self.core("events", "job.placed")).json
+        self.assertEqual(core["apiVersion"], "v1")
+        self.assertEqual(core["involvedObject"]["name"], "job")
+        self.assertEqual(core["message"], "4 workers placed")
+        self.assertEqual(core["reportingComponent"], "edgetrain.dev/operator")
+        found = self.api.get(self.core("events"), fieldSelector="involvedObject.name=job").json
+        self.assertEqual(len(found["items"]), 1)
+        found = self.api.get(new_api, fieldSelector="regarding.name=job").json
+        self.assertEqual(found["items"][0]["note"], "4 workers placed")
+        r = self.api.patch(f"{new_api}/job.placed", {"note": "5 workers placed"})
+        self.assertEqual(r.json["note"], "5 workers placed")
+        self.assertEqual(self.api.get(self.core("events", "job.placed")).json["message"],
+                         "5 workers placed")
+
     def test_patch_naming_a_stale_resource_version_conflicts(self):
         w = self.created(self.widgets(), widget("a"))
         self.api.patch(self.widgets("a"), {"spec": {"size": 2}})
