@@ -1,8 +1,9 @@
 """TEST HOOKS, served under the private prefix /_standin/ (no real server has them).
 
 They let tests provoke what is hard to provoke against a real cluster:
-  POST /_standin/compact                 forget all watch history (watches from older
-                                         resourceVersions get 410 Expired)
+  POST /_standin/compact                 compact at the current revision: new watches
+                                         (and list continuations) from older revisions
+                                         get 410 Expired; open watches carry on
   POST /_standin/drop-watches            end every open watch stream now (after the
                                          events of writes made before the call)
   POST /_standin/pause, /_standin/resume hold every request (and watch delivery) until

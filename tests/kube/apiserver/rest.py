@@ -27,7 +27,7 @@ from .errors import ApiError, FieldError, bad_request
 from .patch import apply_patch
 from .schema import MISSING
 from .selectors import Filter
-from .store import Conflict, Exists, Missing
+from .store import Conflict, Exists, Expired, Missing
 from .strategies import strategy_for
 
 ORPHAN = "orphan"
@@ -478,7 +478,7 @@ class Api:
                                   "resourceVersion (version meta.k8s.io/v1)")
             try:
                 self.store.events_after(token_rv)
-            except Exception:
+            except Expired:
                 raise errors.gone("The provided continue parameter is too old to display a "
                                   "consistent list result. You can start a new list without "
                                   "the continue parameter.")

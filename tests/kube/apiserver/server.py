@@ -333,6 +333,9 @@ class RequestHandler(BaseHTTPRequestHandler):
                     break
                 if self._client_gone():
                     break
+                if rt.crd is not None and api.registry.lookup(rt.group, rt.version,
+                                                              rt.plural) is not rt:
+                    break  # the CRD was deleted or changed: clients re-discover and relist
                 # wake at least every second to notice clients that went away
                 wait = min(deadline, next_bookmark, time.monotonic() + 1.0) - time.monotonic()
                 try:

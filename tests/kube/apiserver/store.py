@@ -68,7 +68,8 @@ class Store:
         self._rv = 1                        # a fresh cluster is already at some revision
         self._history = []                  # [Event] in revision order
         self._history_rvs = []              # their revisions, for bisect
-        self._compacted = 1                 # every event after this revision is kept
+        self._kept_after = 1                # every event after this revision is kept
+        self._compacted = 1                 # new watches/continues need a revision >= this
         self._history_limit = history_limit
         self.watch_epoch = 0                # bumped to make every open watch end
 
@@ -117,7 +118,8 @@ class Store:
         self._history_rvs.append(ev.rv)
         if len(self._history) > self._history_limit:
             drop = len(self._history) // 2
-            self._compacted = self._history_rvs[drop - 1]
+            self._kept_after = self._history_rvs[drop - 1]
+            self._compacted = max(self._compacted, self._kept_after)
             del self._history[:drop]
             del self._history_rvs[:drop]
         self.cond.notify_all()
@@ -167,19 +169,24 @@ class Store:
     # -- history -----------------------------------------------------------------------
 
     def events_after(self, rv):
-        """Events with revision > rv. Raises Expired if some were compacted away."""
+        """Events with revision > rv for a new watch (or list continuation). Raises
+        Expired if rv is older than the compaction point."""
         with self.cond:
+            if rv < self._compacted:
+                raise Expired(rv, self._compacted + 1)
             return self._events_after_locked(rv)
 
     def _events_after_locked(self, rv):
-        if rv < self._compacted:
-            raise Expired(rv, self._compacted + 1)
+        if rv < self._kept_after:
+            raise Expired(rv, self._kept_after + 1)
         i = bisect.bisect_right(self._history_rvs, rv)
         return self._history[i:]
 
     def wait_events(self, rv, timeout, epoch):
-        """Blocks until there are events after rv, the watch epoch moves on, or timeout.
-        Returns the events (possibly empty)."""
+        """For an established watch: blocks until there are events after rv, the watch
+        epoch moves on, or timeout, and returns them (possibly none). Like the watch
+        cache's per-watcher buffers, an established watch is not cut off by compaction,
+        only by falling behind the bounded history (Expired)."""
         with self.cond:
             evs = self._events_after_locked(rv)
             if not evs and epoch == self.watch_epoch and timeout > 0:
@@ -188,11 +195,10 @@ class Store:
             return evs
 
     def compact(self):
-        """Forgets all history: every watch from an older revision now gets 410."""
+        """Compacts at the current revision: every new watch (or list continuation)
+        from an older revision now gets 410; established watches carry on."""
         with self.cond:
             self._compacted = self._rv
-            self._history.clear()
-            self._history_rvs.clear()
             self.cond.notify_all()
 
     def end_all_watches(self):

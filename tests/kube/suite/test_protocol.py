@@ -36,6 +36,12 @@ class ListAndWatch(StandinTestCase):
             self.assertGreater(page["metadata"]["remainingItemCount"], 0)
         self.assertEqual(seen, [f"c{i}" for i in range(5)])
         self.assertEqual(len(rvs), 1, "all pages are served at the first page's revision")
+        # a continue token from before a compaction has expired
+        token = self.api.get(self.core("configmaps"), limit=2).json["metadata"]["continue"]
+        self.created(self.core("configmaps"), configmap("later"))
+        self.api.hook("compact")
+        self.assertStatus(self.api.get(self.core("configmaps"), limit=2, **{"continue": token}),
+                          410, "Expired")
 
     def test_2_watch_without_version_starts_with_existing_objects(self):
         self.created(self.widgets(), widget("a"))
@@ -67,8 +73,13 @@ class ListAndWatch(StandinTestCase):
 
     def test_3_watch_from_compacted_version_gets_410_event_then_close(self):
         a = self.created(self.widgets(), widget("a"))
+        established = self.api.watch(self.widgets(), resourceVersion=a["metadata"]
+                                     ["resourceVersion"], timeoutSeconds=5)
         self.api.patch(self.widgets("a"), {"spec": {"size": 5}})
         self.assertEqual(self.api.hook("compact").status, 200)
+        self.api.patch(self.widgets("a"), {"spec": {"size": 6}})
+        self.assertEqual([e["object"]["spec"]["size"] for e in established.events(2)], [5, 6],
+                         "an open watch is not cut off by compaction")
         w = self.api.watch(self.widgets(), resourceVersion=a["metadata"]["resourceVersion"])
         self.assertEqual(w.status, 200)
         ev = w.next()
