@@ -22,7 +22,7 @@ import uuid
 from datetime import datetime, timezone
 
 from . import crd as crds
-from . import errors
+from . import errors, objectmeta
 from .errors import ApiError, FieldError, bad_request
 from .patch import apply_patch
 from .schema import MISSING
@@ -155,7 +155,7 @@ class Api:
         if old is None:
             errs += strategy_for(rt).name_errors(md.get("name", ""))
         errs += strategy_for(rt).validate(obj, old)
-        errs += _metadata_errors(md, old)
+        errs += objectmeta.errors(md, old)
         if rt.key == self.crd_rt.key:
             errs += crds.validate_crd(obj)
         if errs:
@@ -510,21 +510,3 @@ def _key(obj):
     md = obj["metadata"]
     return (md.get("namespace") or "", md["name"])
 
-
-def _metadata_errors(md, old):
-    errs = []
-    for field in ("labels", "annotations"):
-        v = md.get(field)
-        if v is not None and (not isinstance(v, dict) or
-                              not all(isinstance(x, str) for x in v.values())):
-            errs.append(FieldError("invalid", f"metadata.{field}", "must be a map of strings",
-                                   value=v))
-    fins = md.get("finalizers") or []
-    if old is not None and old["metadata"].get("deletionTimestamp"):
-        added = [f for f in fins if f not in (old["metadata"].get("finalizers") or [])]
-        if added:
-            shown = ", ".join(f'"{f}"' for f in added)
-            errs.append(FieldError("forbidden", "metadata.finalizers",
-                                   f"no new finalizers can be added if the object is being "
-                                   f"deleted, found new finalizers []string{{{shown}}}"))
-    return errs

@@ -389,6 +389,28 @@ class Writes(StandinTestCase):
         self.assertEqual(r.json["spec"]["color"], "red")
         self.assertStatus(self.api.get(self.widgets("a")), 404)
 
+    def test_object_meta_validation(self):
+        cases = [({"labels": {"app": "x" * 64}}, "metadata.labels"),
+                 ({"labels": {"bad key!": "v"}}, "name part must consist of"),
+                 ({"finalizers": ["cleanup"]}, "neither a standard finalizer name"),
+                 ({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]},
+                  "metadata.ownerReferences[0].uid"),
+                 ({"ownerReferences": [
+                     {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "1",
+                      "controller": True},
+                     {"apiVersion": "v1", "kind": "Pod", "name": "b", "uid": "2",
+                      "controller": True}]}, "Only one reference can have Controller")]
+        for meta, fragment in cases:
+            with self.subTest(fragment=fragment):
+                body = configmap("c")
+                body["metadata"].update(meta)
+                r = self.api.post(self.core("configmaps"), body)
+                self.assertStatus(r, 422, "Invalid")
+                self.assertIn(fragment, r.json["message"])
+        ok = configmap("c", labels={"edgetrain.dev/job": "fashion-mlp", "empty": ""})
+        ok["metadata"]["finalizers"] = ["edgetrain.dev/pods"]
+        self.created(self.core("configmaps"), ok)
+
     def test_generate_name_and_name_validation(self):
         body = configmap("")
         body["metadata"] = {"generateName": "job-"}
