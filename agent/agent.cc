@@ -1,34 +1,170 @@
 #include "agent/agent.h"
 
-#include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/data/dataset.h"
+#include "agent/dp/coordinator.h"
+#include "agent/dp/worker.h"
 #include "agent/progress_board.h"
 #include "agent/solo_training.h"
+#include "agent/storage/atomic_file.h"
 #include "agent/telemetry/http_server.h"
 #include "agent/torch/trainer.h"
+#include "agent/transport/transport.h"
 #include "core/job_plan.h"
 
 namespace edgetrain::agent {
 namespace {
 
 StatusOr<JobPlan> ReadPlan(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot read plan " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto plan = DecodeJobPlan(text.str());
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return NotFoundError("cannot read plan " + path);
+  auto plan = DecodeJobPlan(*text);
   if (!plan.ok()) return plan.status().WithContext(path);
   return plan;
+}
+
+// The coordinator's side of the launch contract: GET /progress and /healthz,
+// announced with `http HOST:PORT`, and the final `result` line.
+class ProgressEndpoint {
+ public:
+  ProgressEndpoint(std::ostream& lines, std::ostream& log) : lines_(lines), log_(log) {}
+
+  Status Start(const std::string& address) {
+    EDGETRAIN_ASSIGN_OR_RETURN(server_, HttpServer::Start(address));
+    server_->Handle("/progress", [this] {
+      return HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
+    });
+    server_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+    lines_ << "http " << server_->address() << std::endl;
+    return Status::Ok();
+  }
+  ProgressBoard& board() { return board_; }
+
+  int Succeed(const JobProgress& result) {
+    lines_ << "result " << EncodeJobProgress(result) << std::endl;
+    return kExitOk;
+  }
+  int Fail(const Status& status) {
+    board_.Update([&](JobProgress& p) {
+      p.state = JobState::kFailed;
+      p.stop_reason = "failed: " + status.message();
+    });
+    log_ << "edgetrain-agent: " << status.message() << "\n";
+    lines_ << "result " << EncodeJobProgress(board_.Snapshot()) << std::endl;
+    return kExitFailed;
+  }
+
+ private:
+  std::ostream& lines_;
+  std::ostream& log_;
+  ProgressBoard board_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+// A job of one agent: the whole job trained in this process.
+int RunSoloAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
+                 const std::atomic<bool>& cancel) {
+  ProgressEndpoint endpoint(lines, log);
+  if (Status started = endpoint.Start(flags.http); !started.ok()) {
+    log << "edgetrain-agent: " << started.message() << "\n";
+    return kExitFailed;
+  }
+  const JobSpec& spec = plan.spec;
+  log << "loading " << NameOf(spec.data.dataset) << "\n";
+  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
+  if (!data.ok()) return endpoint.Fail(data.status());
+  log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
+  auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan.intra_op_threads});
+  if (!trainer.ok()) return endpoint.Fail(trainer.status());
+  log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
+      << plan.intra_op_threads << " intra-op thread(s)\n";
+  RealClock clock;
+  auto result = RunSoloTraining({spec, plan.output_dir}, **trainer, *data, clock, endpoint.board(), cancel);
+  if (!result.ok()) return endpoint.Fail(result.status());
+  return endpoint.Succeed(*result);
+}
+
+// The coordinator of a data-parallel team: ROG's parameter server. It prints
+// `listening HOST:PORT` once workers can connect.
+int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
+                        const std::atomic<bool>& cancel) {
+  ProgressEndpoint endpoint(lines, log);
+  if (Status started = endpoint.Start(flags.http); !started.ok()) {
+    log << "edgetrain-agent: " << started.message() << "\n";
+    return kExitFailed;
+  }
+  const JobSpec& spec = plan.spec;
+  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
+  if (!data.ok()) return endpoint.Fail(data.status());
+  auto model = CreateTrainer({spec.model, spec.optimizer, data->test.info, spec.seed, plan.intra_op_threads});
+  if (!model.ok()) return endpoint.Fail(model.status());
+
+  RealClock clock;
+  Coordinator coordinator(plan, **model, data->test, data->train.size(), clock, endpoint.board(), log);
+  if (Status restored = coordinator.Restore(); !restored.ok()) return endpoint.Fail(restored);
+  auto server = StartTrainingServer(flags.listen, TransportSecurity{}, coordinator);
+  if (!server.ok()) return endpoint.Fail(server.status());
+  log << "coordinator: " << spec.parallelism.workers << " worker(s), policy " << NameOf(spec.sync.policy)
+      << ", a model of " << (*model)->ParameterCount() << " parameters\n";
+  lines << "listening " << (*server)->address() << std::endl;
+
+  auto result = coordinator.Run(cancel);
+  (*server)->Shutdown();
+  if (!result.ok()) return endpoint.Fail(result.status());
+  return endpoint.Succeed(*result);
+}
+
+// A worker of a data-parallel team: its partition, its gradients, its link.
+int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
+                   const std::atomic<bool>& cancel) {
+  if (flags.coordinator.empty()) {
+    log << "edgetrain-agent: --role=worker needs --coordinator=HOST:PORT\n";
+    return kExitInvalid;
+  }
+  const JobSpec& spec = plan.spec;
+  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
+  if (!data.ok()) {
+    log << "edgetrain-agent: " << data.status().message() << "\n";
+    return kExitFailed;
+  }
+  auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan.intra_op_threads});
+  if (!trainer.ok()) {
+    log << "edgetrain-agent: " << trainer.status().message() << "\n";
+    return kExitFailed;
+  }
+  RealClock clock;
+  WorkerOptions options;
+  options.rank = flags.rank;
+  options.coordinator = flags.coordinator;
+  log << "worker " << flags.rank << ": training on its part of " << NameOf(spec.data.dataset) << " with coordinator "
+      << flags.coordinator << "\n";
+  auto summary = RunWorker(plan, options, **trainer, data->train, clock, log, cancel);
+  if (!summary.ok()) {
+    log << "edgetrain-agent: worker " << flags.rank << ": " << summary.status().message() << "\n";
+    return summary.status().code() == StatusCode::kFailedPrecondition ? kExitInvalid : kExitFailed;
+  }
+  nlohmann::json result = {{"rank", flags.rank},
+                           {"iterations", summary->iterations},
+                           {"samples", summary->samples},
+                           {"computeSeconds", summary->compute_s},
+                           {"stallSeconds", summary->stall_s},
+                           {"wallSeconds", summary->wall_s},
+                           {"rowsSent", summary->rows_sent},
+                           {"bytesSent", summary->bytes_sent},
+                           {"reconnects", summary->reconnects},
+                           {"stopReason", summary->stop_reason}};
+  lines << "result " << result.dump() << std::endl;
+  return kExitOk;
 }
 
 }  // namespace
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel) {
-  if (flags.role != Role::kCoordinator || flags.world != 1) {
-    log << "edgetrain-agent: jobs of more than one agent are not supported yet (got --world="
-        << flags.world << ")\n";
+  if (flags.role == Role::kStage) {
+    log << "edgetrain-agent: --role=stage (pipeline parallelism) is not supported yet\n";
     return kExitInvalid;
   }
   auto plan = ReadPlan(flags.plan);
@@ -40,43 +176,21 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
     log << "edgetrain-agent: the plan is for job \"" << plan->job << "\", not \"" << flags.job << "\"\n";
     return kExitInvalid;
   }
-
-  ProgressBoard board;
-  auto server = HttpServer::Start(flags.http);
-  if (!server.ok()) {
-    log << "edgetrain-agent: " << server.status().message() << "\n";
-    return kExitFailed;
+  if (flags.world != plan->spec.parallelism.workers) {
+    log << "edgetrain-agent: --world=" << flags.world << " but the plan has " << plan->spec.parallelism.workers
+        << " worker(s)\n";
+    return kExitInvalid;
   }
-  (*server)->Handle("/progress", [&board] { return HttpResponse{200, "application/json", EncodeJobProgress(board.Snapshot()) + "\n"}; });
-  (*server)->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
-  lines << "http " << (*server)->address() << std::endl;
-
-  auto fail = [&](const Status& status) {
-    board.Update([&](JobProgress& p) {
-      p.state = JobState::kFailed;
-      p.stop_reason = "failed: " + status.message();
-    });
-    log << "edgetrain-agent: " << status.message() << "\n";
-    lines << "result " << EncodeJobProgress(board.Snapshot()) << std::endl;
-    return kExitFailed;
-  };
-
-  const JobSpec& spec = plan->spec;
-  log << "loading " << NameOf(spec.data.dataset) << "\n";
-  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
-  if (!data.ok()) return fail(data.status());
-  log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
-
-  auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan->intra_op_threads});
-  if (!trainer.ok()) return fail(trainer.status());
-  log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
-      << plan->intra_op_threads << " intra-op thread(s)\n";
-
-  RealClock clock;
-  auto result = RunSoloTraining({spec, plan->output_dir}, **trainer, *data, clock, board, cancel);
-  if (!result.ok()) return fail(result.status());
-  lines << "result " << EncodeJobProgress(*result) << std::endl;
-  return kExitOk;
+  // A plan that places workers is a data-parallel team; one without is a job of one.
+  const bool team = !plan->workers.empty();
+  if (flags.role == Role::kWorker) {
+    if (!team) {
+      log << "edgetrain-agent: --role=worker needs a plan that places workers\n";
+      return kExitInvalid;
+    }
+    return RunWorkerAgent(flags, *plan, lines, log, cancel);
+  }
+  return team ? RunCoordinatorAgent(flags, *plan, lines, log, cancel) : RunSoloAgent(flags, *plan, lines, log, cancel);
 }
 
 }  // namespace edgetrain::agent

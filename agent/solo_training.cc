@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "agent/storage/atomic_file.h"
 #include "core/budget.h"
 
 namespace edgetrain::agent {
@@ -27,16 +27,7 @@ Status WriteModelCard(const std::string& path, const SoloTrainingOptions& option
                          {"accuracy", p.accuracy ? nlohmann::json(*p.accuracy) : nlohmann::json(nullptr)},
                          {"weights", "model.pt"},
                          {"format", "LibTorch serialize::OutputArchive of the model's parameters and buffers"}};
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << card.dump(2) << "\n";
-    if (!out) return InternalError("cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return InternalError("cannot rename " + tmp + ": " + ec.message());
-  return Status::Ok();
+  return WriteFileAtomically(path, card.dump(2) + "\n");
 }
 
 }  // namespace

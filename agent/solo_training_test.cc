@@ -24,6 +24,12 @@ class ScriptedTrainer final : public Trainer {
     accuracy_ = std::min(1.0, accuracy_ + 0.1);
     return Evaluation{accuracy_, 1 - accuracy_};
   }
+  StatusOr<double> ComputeGradient(const float*, const int64_t*, int64_t, std::span<float> gradient) override {
+    std::fill(gradient.begin(), gradient.end(), 0.5f);
+    return 1.0;
+  }
+  std::span<float> Parameters() override { return weights_; }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return {{2}}; }
   Status SaveModel(const std::string& path) override { return Touch(path); }
   Status SaveCheckpoint(const std::string& path) override {
     ++checkpoints_;
@@ -44,6 +50,7 @@ class ScriptedTrainer final : public Trainer {
   }
   SimulatedClock& clock_;
   double accuracy_ = 0;
+  std::vector<float> weights_ = {0, 0};
 };
 
 // 100 samples of 1x2x2 zeros: 4 steps per epoch at batch 32 (the last one of 4).

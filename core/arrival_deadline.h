@@ -24,6 +24,8 @@ class ArrivalDeadline {
   // Whether, at `now`, the worker is past its deadline.
   bool Overdue(TimePoint now) const { return seen_any_ && now - last_ > Deadline(); }
   TimePoint last_arrival() const { return last_; }
+  // The learned mean gap between pushes, or `fallback` before one is learned.
+  Duration MeanGap(Duration fallback) const { return learned_ ? FromSeconds(mean_s_) : fallback; }
 
  private:
   Duration initial_;

@@ -7,7 +7,14 @@ namespace edgetrain {
 using Json = nlohmann::json;
 
 std::string EncodeJobPlan(const JobPlan& plan) {
+  Json workers = Json::array();
+  for (const auto& w : plan.workers) {
+    Json slot = {{"rank", w.rank}, {"node", w.node}, {"slowdown", w.slowdown}};
+    if (w.link) slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale}};
+    workers.push_back(slot);
+  }
   Json j = {
+      {"workers", workers},
       {"job", plan.job},
       {"generation", plan.generation},
       {"spec", Json::parse(plan.spec_json)},
@@ -27,10 +34,26 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     plan.spec_json = j.at("spec").dump();
     plan.output_dir = j.at("outputDir").get<std::string>();
     plan.intra_op_threads = j.at("intraOpThreads").get<int>();
+    for (const auto& w : j.value("workers", Json::array())) {
+      WorkerSlot slot;
+      slot.rank = w.at("rank").get<int>();
+      slot.node = w.at("node").get<std::string>();
+      slot.slowdown = w.at("slowdown").get<double>();
+      if (w.contains("link")) {
+        const Json& l = w["link"];
+        slot.link = LinkSpec{l.at("trace").get<std::string>(), l.at("offsetSeconds").get<double>(),
+                             l.at("scale").get<double>()};
+      }
+      plan.workers.push_back(slot);
+    }
   } catch (const Json::exception& e) {
     return InvalidArgumentError(std::string("plan: ") + e.what());
   }
   if (plan.intra_op_threads < 1) return InvalidArgumentError("plan: intraOpThreads must be >= 1");
+  for (size_t i = 0; i < plan.workers.size(); ++i) {
+    if (plan.workers[i].rank != static_cast<int>(i)) return InvalidArgumentError("plan: workers must be listed by rank");
+    if (plan.workers[i].slowdown < 1) return InvalidArgumentError("plan: a worker's slowdown must be >= 1");
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(plan.spec, DecodeJobSpec(plan.spec_json));
   return plan;
 }

@@ -5,12 +5,30 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/job_spec.h"
 #include "core/status.h"
 
 namespace edgetrain {
+
+// An emulated device's link (cluster profiles, docs/cluster-profiles.md): a
+// bandwidth trace replayed from `offset_s` seconds in, scaled by `scale`.
+struct LinkSpec {
+  std::string trace_path;  // absolute
+  double offset_s = 0;
+  double scale = 1;
+};
+
+// Where a worker runs and what its device is like.
+struct WorkerSlot {
+  int rank = 0;
+  std::string node;          // the device's name
+  double slowdown = 1;       // compute time multiplier: 10 = ten times slower than this machine
+  std::optional<LinkSpec> link;  // none: an unshaped link
+};
 
 struct JobPlan {
   std::string job;          // the TrainingJob's name
@@ -19,6 +37,7 @@ struct JobPlan {
   JobSpec spec;             // decoded from spec_json
   std::string output_dir;   // where checkpoints and the final model go
   int intra_op_threads = 1; // LibTorch threads per agent; agents share the node's cores
+  std::vector<WorkerSlot> workers;  // one per rank; empty for a job of one agent
 };
 
 std::string EncodeJobPlan(const JobPlan& plan);

@@ -42,7 +42,11 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"batchSize", w.batch_size},
                        {"samples", w.samples},
                        {"bandwidthMbps", w.bandwidth_mbps},
-                       {"stallFraction", w.stall_fraction}});
+                       {"stallFraction", w.stall_fraction},
+                       {"iteration", w.iteration},
+                       {"rowsSent", w.rows_sent},
+                       {"bytesSent", w.bytes_sent},
+                       {"active", w.active}});
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -87,9 +91,10 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     p.fraction = j.at("fraction").get<double>();
     p.energy_joules = Optional<double>(j, "energyJoules");
     for (const auto& w : j.at("workers")) {
-      p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(),
-                           w.at("samples").get<int64_t>(), w.at("bandwidthMbps").get<double>(),
-                           w.at("stallFraction").get<double>()});
+      p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(), w.at("samples").get<int64_t>(),
+                           w.at("bandwidthMbps").get<double>(), w.at("stallFraction").get<double>(),
+                           w.at("iteration").get<int64_t>(), w.at("rowsSent").get<int64_t>(),
+                           w.at("bytesSent").get<int64_t>(), w.at("active").get<bool>()});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.stop_reason = j.at("stopReason").get<std::string>();

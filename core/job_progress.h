@@ -22,6 +22,10 @@ struct WorkerProgress {
   int64_t samples = 0;
   double bandwidth_mbps = 0;  // current estimate of its link; 0 when unknown or down
   double stall_fraction = 0;  // time its compute waited on synchronisation / wall time
+  int64_t iteration = 0;
+  int64_t rows_sent = 0;
+  int64_t bytes_sent = 0;
+  bool active = true;         // false while counted out (link down, gone)
 };
 
 struct JobProgress {

@@ -75,13 +75,6 @@ int64_t StalenessLedger::MinActiveIteration() const {
 }
 
 int64_t StalenessLedger::Rejoin(int w) {
-  std::vector<int64_t> clocks(rows_);
-  for (size_t r = 0; r < rows_; ++r) clocks[r] = Clock(r);  // the team's, without w
-  active_[w] = true;
-  for (size_t r = 0; r < rows_; ++r) {
-    pushed_[Index(w, r)] = std::max(pushed_[Index(w, r)], clocks[r]);
-    copy_[Index(w, r)] = 0;  // everything is resent
-  }
   int64_t team = 0;
   bool any = false;
   for (int o = 0; o < workers(); ++o) {
@@ -91,7 +84,14 @@ int64_t StalenessLedger::Rejoin(int w) {
   }
   // Resuming at the slowest teammate's iteration keeps w within the bound at once.
   iteration_[w] = any ? team : iteration_[w];
+  active_[w] = true;
+  // Credited as if it had pushed every row at that iteration, which is what it
+  // will believe of itself: no row's clock drops (a clock is at most the slowest
+  // teammate's iteration), and w is never blocked on a push it did not make.
+  for (size_t r = 0; r < rows_; ++r) {
+    pushed_[Index(w, r)] = std::max(pushed_[Index(w, r)], iteration_[w]);
+    copy_[Index(w, r)] = 0;  // everything is resent
+  }
   return iteration_[w];
 }
-
 }  // namespace edgetrain

@@ -14,8 +14,8 @@
 // bulk synchronous (BSP); whole-model rows give stale synchronous (SSP).
 //
 // Workers whose link has died are set inactive and leave the minimum, so one
-// robot behind a wall does not stop the team; on rejoining they are credited with
-// the team's clocks (their missed gradients are dropped, their copy resent).
+// robot behind a wall does not stop the team; on rejoining they resume at the
+// team's iteration (their missed gradients are dropped, their copy resent).
 
 #include <cstddef>
 #include <cstdint>
@@ -55,9 +55,9 @@ class StalenessLedger {
   bool active(int w) const { return active_[w]; }
   int active_count() const;
   void Deactivate(int w) { active_[w] = false; }
-  // Brings `w` back: credited with the current clocks of every row, its iteration
-  // set to the slowest active teammate's, its copies to be resent in full.
-  // Returns the iteration it resumes after.
+  // Brings `w` back: its iteration set to the slowest active teammate's, credited
+  // with a push of every row at that iteration (its missed gradients are dropped),
+  // its copies to be resent in full. Returns the iteration it resumes after.
   int64_t Rejoin(int w);
 
   // The slowest active worker's iteration (the team's progress), or the slowest

@@ -55,7 +55,7 @@ TEST(StalenessLedgerTest, DemandsExactlyTheRowsALaggingWorkerHolds) {
   EXPECT_TRUE(l.DemandFrom(1).empty()) << "nothing is demanded of a worker counted out";
 }
 
-TEST(StalenessLedgerTest, ARejoiningWorkerIsCreditedWithTheTeamsClocks) {
+TEST(StalenessLedgerTest, ARejoiningWorkerResumesAtTheTeamsIteration) {
   StalenessLedger l(3, 2, 4);
   for (int w = 0; w < 3; ++w)
     for (size_t r = 0; r < 2; ++r) l.RecordPush(w, r, 2);
@@ -68,6 +68,7 @@ TEST(StalenessLedgerTest, ARejoiningWorkerIsCreditedWithTheTeamsClocks) {
   EXPECT_TRUE(l.active(2));
   EXPECT_EQ(l.iteration(2), 18);
   EXPECT_EQ(l.Clock(0), 18) << "the rejoin must not pull the clocks back";
+  EXPECT_EQ(l.pushed(2, 1), 18) << "credited as it will believe of itself";
   EXPECT_EQ(l.copy(2, 0), 0) << "its whole copy is resent";
 }
 

@@ -1,36 +1,75 @@
 #include "agent/torch/trainer.h"
 
-#include <cstdio>
-#include <fcntl.h>
-#include <unistd.h>
+#include <cstring>
 
+#include "agent/storage/atomic_file.h"
 #include "agent/torch/models.h"
 
 namespace edgetrain::agent {
 namespace {
 
-// Makes a freshly written file durable, then moves it over `path` atomically.
-Status Commit(const std::string& tmp, const std::string& path) {
-  int fd = ::open(tmp.c_str(), O_RDONLY);
-  if (fd < 0) return InternalError("cannot reopen " + tmp + " to flush it");
-  bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) return InternalError("fsync " + tmp + " failed");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return InternalError("cannot rename " + tmp + " to " + path);
-  // The rename itself is durable only once the directory is flushed.
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
-  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
+// Moves every parameter of `model` into one contiguous tensor, tensor after
+// tensor, so the data-parallel engine reads and writes rows in place.
+torch::Tensor FlattenParameters(torch::nn::Module& model) {
+  int64_t total = 0;
+  for (const auto& p : model.parameters()) total += p.numel();
+  torch::Tensor flat = torch::empty({total}, torch::kFloat32);
+  int64_t offset = 0;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    torch::Tensor view = flat.narrow(0, offset, p.numel()).view(p.sizes());
+    view.copy_(p);
+    p.set_data(view);
+    offset += p.numel();
   }
-  return Status::Ok();
+  return flat;
 }
 
 class TorchTrainer final : public Trainer {
  public:
-  TorchTrainer(torch::nn::Sequential model, std::unique_ptr<torch::optim::Optimizer> optimizer, DatasetInfo data)
-      : model_(std::move(model)), optimizer_(std::move(optimizer)), data_(data) {}
+  TorchTrainer(torch::nn::Sequential model, torch::Tensor flat, std::unique_ptr<torch::optim::Optimizer> optimizer,
+               DatasetInfo data)
+      : model_(std::move(model)), flat_(std::move(flat)), optimizer_(std::move(optimizer)), data_(data) {}
+
+  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                   std::span<float> gradient) override {
+    if (static_cast<int64_t>(gradient.size()) != flat_.numel()) {
+      return InternalError("gradient buffer of " + std::to_string(gradient.size()) + " floats for a model of " +
+                           std::to_string(flat_.numel()));
+    }
+    try {
+      model_->train();
+      model_->zero_grad();
+      torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(Images(features, n)), y);
+      loss.backward();
+      int64_t offset = 0;
+      for (const auto& p : model_->parameters()) {
+        const torch::Tensor& g = p.grad();
+        float* out = gradient.data() + offset;
+        if (g.defined()) {
+          torch::Tensor contiguous = g.contiguous();
+          std::memcpy(out, contiguous.data_ptr<float>(), sizeof(float) * static_cast<size_t>(p.numel()));
+        } else {
+          std::fill(out, out + p.numel(), 0.0f);
+        }
+        offset += p.numel();
+      }
+      return loss.item<double>();
+    } catch (const c10::Error& e) {
+      return InternalError(std::string("gradient computation failed: ") + e.what_without_backtrace());
+    }
+  }
+
+  std::span<float> Parameters() override {
+    return {flat_.data_ptr<float>(), static_cast<size_t>(flat_.numel())};
+  }
+
+  std::vector<std::vector<int64_t>> ParameterShapes() const override {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& p : model_->parameters()) shapes.push_back(p.sizes().vec());
+    return shapes;
+  }
 
   StatusOr<double> TrainStep(const float* features, const int64_t* labels, int64_t n) override {
     try {
@@ -106,10 +145,11 @@ class TorchTrainer final : public Trainer {
     } catch (const c10::Error& e) {
       return InternalError("cannot write " + tmp + ": " + e.what_without_backtrace());
     }
-    return Commit(tmp, path);
+    return CommitFile(tmp, path);
   }
 
   torch::nn::Sequential model_;
+  torch::Tensor flat_;  // every parameter's storage, tensor after tensor
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   DatasetInfo data_;
 };
@@ -121,6 +161,7 @@ StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options) 
     torch::set_num_threads(options.intra_op_threads);
     torch::manual_seed(options.seed);
     EDGETRAIN_ASSIGN_OR_RETURN(torch::nn::Sequential model, BuildModel(options.model, options.data));
+    torch::Tensor flat = FlattenParameters(*model);
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     const OptimizerSpec& o = options.optimizer;
     switch (o.kind) {
@@ -134,7 +175,8 @@ StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options) 
             model->parameters(), torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay));
         break;
     }
-    return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(std::move(model), std::move(optimizer), options.data));
+    return std::unique_ptr<Trainer>(
+        std::make_unique<TorchTrainer>(std::move(model), std::move(flat), std::move(optimizer), options.data));
   } catch (const c10::Error& e) {
     return InternalError(std::string("cannot build the model: ") + e.what_without_backtrace());
   }

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "agent/data/dataset.h"
 #include "core/dataset_info.h"
@@ -27,6 +29,18 @@ class Trainer {
   // One optimizer step on a batch of `n` samples laid out as in Dataset.
   // Returns the batch's mean training loss.
   virtual StatusOr<double> TrainStep(const float* features, const int64_t* labels, int64_t n) = 0;
+
+  // Forward and backward without an optimizer step, for data parallelism where
+  // the optimizer runs at the coordinator: the gradient, flat in the layout of
+  // Parameters(), is written to `gradient`. Returns the batch's mean loss.
+  virtual StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                           std::span<float> gradient) = 0;
+
+  // The model's parameters as one flat vector, tensor after tensor (the order of
+  // ParameterShapes(), see core/row_layout.h). The model reads them in place:
+  // writing here changes the model.
+  virtual std::span<float> Parameters() = 0;
+  virtual std::vector<std::vector<int64_t>> ParameterShapes() const = 0;
 
   // Accuracy and mean loss over a whole data set, without touching the weights.
   virtual StatusOr<Evaluation> Evaluate(const Dataset& data) = 0;

@@ -1,0 +1,510 @@
+#include "agent/dp/coordinator.h"
+
+#include <algorithm>
+#include <limits>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/storage/atomic_file.h"
+#include "agent/transport/shaped_stream.h"
+#include "core/budget.h"
+#include "core/row_codec.h"
+#include "core/row_scheduler.h"
+
+namespace edgetrain::agent {
+namespace {
+
+constexpr Duration kTick = std::chrono::milliseconds(20);
+// Until a worker's pace is learned, its updates are budgeted for this long.
+constexpr Duration kAssumedIteration = std::chrono::milliseconds(100);
+// A job whose workers never come is a failed job, not a hung one.
+constexpr Duration kFirstWorkerTimeout = std::chrono::seconds(120);
+// Workers get this long to hear Stop; one behind a dead link is cut off by the
+// server's shutdown instead.
+// Messages smaller than this say more about latency and the shaper's burst than
+// about bandwidth; they are not measured.
+constexpr int64_t kMinMeasuredBytes = 32 * 1024;
+constexpr Duration kStopGrace = std::chrono::seconds(3);
+
+int DefaultStalenessBound(const SyncSpec& sync) {
+  if (sync.policy == SyncPolicy::kBsp) return 0;
+  return sync.staleness_bound.value_or(4);  // the CRD documents 4 as the default
+}
+
+std::string CheckpointPath(const JobPlan& plan) { return plan.output_dir + "/checkpoint.bin"; }
+
+}  // namespace
+
+struct Coordinator::Session {
+  uint64_t epoch = 0;        // bumped by every new stream from this rank
+  bool connected = false;
+  bool counted_out = false;  // its deadline passed; back on its next push
+  bool resync = false;       // send it the whole model next
+  std::vector<int64_t> sent_version;
+  std::vector<bool> demanded;  // rows asked of it since its last push
+  // Workers push at least every 20 ms (worker.cc), so a link is judged dead only
+  // after 200 ms of silence, whatever the learned pace.
+  ArrivalDeadline deadline{std::chrono::seconds(10), std::chrono::milliseconds(200)};
+  BandwidthEstimator downlink;
+  std::optional<TraceShaper> shaper;  // its emulated link, coordinator -> worker
+  v1::WorkerStats stats;
+  int64_t iteration = 0;
+  int64_t samples = 0;
+  int64_t rows_sent = 0;
+  int64_t bytes_sent = 0;
+  double compute_s = 0, stall_s = 0, wall_s = 0;  // totals over its streams so far
+  double stream_compute_s = 0, stream_stall_s = 0, stream_wall_s = 0;
+};
+
+Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, Clock& clock,
+                         ProgressBoard& board, std::ostream& log)
+    : plan_(plan), model_(model), test_(test), train_size_(train_size), clock_(clock), board_(board), log_(log),
+      world_(plan.spec.parallelism.workers), aggregate_(plan.spec.sync.policy == SyncPolicy::kBsp),
+      layout_(model.ParameterShapes(), plan.spec.sync.granularity),
+      params_(model.Parameters().begin(), model.Parameters().end()), optimizer_(plan.spec.optimizer, layout_),
+      ledger_(world_, layout_.size(), DefaultStalenessBound(plan.spec.sync)), versions_(layout_.size(), 0) {
+  // Workers join the ledger when their stream arrives (Serve), not before: the
+  // first ones start training at once, later ones rejoin the team where it is.
+  for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
+  if (aggregate_) {
+    accumulated_.assign(static_cast<size_t>(layout_.total_floats()), 0.0f);
+    accumulated_count_.assign(layout_.size(), 0);
+    applied_clock_.assign(layout_.size(), 0);
+  }
+  start_ = clock_.Now();
+  for (int w = 0; w < world_; ++w) {
+    auto s = std::make_unique<Session>();
+    s->sent_version.assign(layout_.size(), 0);
+    s->demanded.assign(layout_.size(), false);
+    if (static_cast<size_t>(w) < plan.workers.size() && plan.workers[w].link) {
+      const LinkSpec& link = *plan.workers[w].link;
+      auto text = ReadWholeFile(link.trace_path);
+      auto trace = text.ok() ? BandwidthTrace::Parse(*text, link.trace_path) : StatusOr<BandwidthTrace>(text.status());
+      if (trace.ok()) {
+        s->shaper.emplace(trace->Shifted(link.offset_s).Scaled(link.scale), start_);
+      } else {
+        log_ << "coordinator: worker " << w << "'s link is unshaped: " << trace.status().message() << "\n";
+      }
+    }
+    sessions_.push_back(std::move(s));
+  }
+}
+
+Coordinator::~Coordinator() = default;
+
+Status Coordinator::Restore() {
+  EDGETRAIN_ASSIGN_OR_RETURN(auto checkpoint, LoadCheckpoint(CheckpointPath(plan_)));
+  if (!checkpoint) return Status::Ok();
+  const CoordinatorCheckpoint& c = *checkpoint;
+  if (c.job != plan_.job) return Status::Ok();  // another job's output folder: start afresh
+  if (c.parameters.size() != params_.size() || c.pushed.size() != static_cast<size_t>(world_) * layout_.size() ||
+      c.versions.size() != layout_.size()) {
+    return FailedPreconditionError(CheckpointPath(plan_) + " holds a different model or team; move it away to start afresh");
+  }
+  std::lock_guard lock(mu_);
+  params_ = c.parameters;
+  optimizer_.mutable_state() = c.optimizer;
+  versions_ = c.versions;
+  for (int w = 0; w < world_; ++w) {
+    for (size_t r = 0; r < layout_.size(); ++r) ledger_.RecordPush(w, r, c.pushed[static_cast<size_t>(w) * layout_.size() + r]);
+    ledger_.RecordIteration(w, c.iterations[w]);
+  }
+  samples_ = c.samples;
+  elapsed_before_ = c.elapsed_s;
+  log_ << "coordinator: resumed from " << CheckpointPath(plan_) << " at iteration " << c.iteration << ", "
+       << c.samples << " samples\n";
+  return Status::Ok();
+}
+
+Status Coordinator::Admit(const v1::Hello& hello) {
+  return CheckHello(hello, plan_.job, plan_.generation, world_);
+}
+
+v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after) {
+  v1::CoordinatorMessage m;
+  v1::Welcome* welcome = m.mutable_welcome();
+  for (const auto& shape : model_.ParameterShapes()) {
+    auto* t = welcome->add_tensors();
+    for (int64_t d : shape) t->add_dims(d);
+  }
+  Session& s = *sessions_[rank];
+  for (size_t r = 0; r < layout_.size(); ++r) {
+    const RowSpan& span = layout_.row(r);
+    v1::Row* row = welcome->add_rows();
+    row->set_id(static_cast<uint32_t>(r));
+    row->set_clock(ledger_.Clock(r));
+    row->set_values(params_.data() + span.offset, sizeof(float) * static_cast<size_t>(span.length));
+    ledger_.RecordSent(rank, r);
+    s.sent_version[r] = versions_[r];
+  }
+  welcome->set_resume_after(resume_after);
+  welcome->set_staleness_bound(ledger_.bound());
+  s.resync = false;
+  return m;
+}
+
+bool Coordinator::HasWork(int rank) const {
+  const Session& s = *sessions_[rank];
+  if (s.resync) return true;
+  for (size_t r = 0; r < layout_.size(); ++r) {
+    if (versions_[r] > s.sent_version[r]) return true;
+  }
+  for (size_t r : ledger_.DemandFrom(rank)) {
+    if (!s.demanded[r]) return true;
+  }
+  return false;
+}
+
+v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
+  Session& s = *sessions_[rank];
+  std::vector<PullCandidate> candidates;
+  candidates.reserve(layout_.size());
+  std::vector<bool> mandatory(layout_.size(), false);
+  for (size_t r : ledger_.SendableMandatory(rank)) mandatory[r] = true;
+  for (size_t r = 0; r < layout_.size(); ++r) {
+    candidates.push_back({r, versions_[r] - s.sent_version[r], 4 * layout_.row(r).length, mandatory[r]});
+  }
+  // ROG: what the worker's downlink carries in one of its iterations, so it
+  // neither waits on the link nor leaves it idle. SSP and BSP: every fresh row.
+  const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog
+                             ? s.downlink.BytesIn(s.deadline.MeanGap(kAssumedIteration), 4 * layout_.row(0).length)
+                             : std::numeric_limits<int64_t>::max() / 2;
+  v1::CoordinatorMessage m;
+  v1::Update* update = m.mutable_update();
+  for (size_t r : SelectPullRows(candidates, budget)) {
+    const RowSpan& span = layout_.row(r);
+    v1::Row* row = update->add_rows();
+    row->set_id(static_cast<uint32_t>(r));
+    row->set_clock(ledger_.Clock(r));
+    row->set_values(params_.data() + span.offset, sizeof(float) * static_cast<size_t>(span.length));
+    ledger_.RecordSent(rank, r);
+    s.sent_version[r] = versions_[r];
+  }
+  for (size_t r : ledger_.DemandFrom(rank)) {
+    if (s.demanded[r]) continue;
+    s.demanded[r] = true;
+    update->add_demanded(static_cast<uint32_t>(r));
+  }
+  return m;
+}
+
+Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
+  Session& s = *sessions_[rank];
+  const float scale = 1.0f / static_cast<float>(world_);
+  for (const v1::Row& row : push.rows()) {
+    if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
+    const RowSpan& span = layout_.row(row.id());
+    scratch_.resize(static_cast<size_t>(span.length));
+    EDGETRAIN_RETURN_IF_ERROR(
+        DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), scratch_));
+    ledger_.RecordPush(rank, row.id(), push.iteration());
+    std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
+    if (aggregate_) {
+      // BSP: the row steps once per iteration, on the mean of every worker's gradient.
+      float* acc = accumulated_.data() + span.offset;
+      for (size_t i = 0; i < scratch_.size(); ++i) acc[i] += scratch_[i];
+      ++accumulated_count_[row.id()];
+      if (ledger_.Clock(row.id()) > applied_clock_[row.id()]) {
+        const float mean = 1.0f / static_cast<float>(accumulated_count_[row.id()]);
+        std::span<float> gradient(acc, static_cast<size_t>(span.length));
+        for (float& g : gradient) g *= mean;
+        optimizer_.Apply(row.id(), params, gradient);
+        std::fill(gradient.begin(), gradient.end(), 0.0f);
+        accumulated_count_[row.id()] = 0;
+        applied_clock_[row.id()] = ledger_.Clock(row.id());
+        ++versions_[row.id()];
+      }
+    } else {
+      // Stale-synchronous: each worker's share of the step lands on arrival.
+      for (float& g : scratch_) g *= scale;
+      optimizer_.Apply(row.id(), params, scratch_);
+      ++versions_[row.id()];
+    }
+    s.demanded[row.id()] = false;
+  }
+  ledger_.RecordIteration(rank, push.iteration());
+  s.iteration = push.iteration();
+  s.rows_sent += push.rows_size();
+  s.bytes_sent += static_cast<int64_t>(push.ByteSizeLong());
+  const v1::WorkerStats& st = push.stats();
+  s.stats = st;
+  s.samples += st.samples();
+  samples_ += st.samples();
+  loss_sum_ += st.loss_sum();
+  loss_count_ += st.loss_count();
+  s.stream_compute_s = st.compute_seconds();
+  s.stream_stall_s = st.stall_seconds();
+  s.stream_wall_s = st.wall_seconds();
+  return Status::Ok();
+}
+
+Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
+  const int rank = hello.rank();
+  std::atomic<bool> gone{false};
+  uint64_t epoch;
+  v1::CoordinatorMessage welcome;
+  {
+    std::lock_guard lock(mu_);
+    Session& s = *sessions_[rank];
+    epoch = ++s.epoch;
+    if (stopping_) return CancelledError("the job has ended");
+    // A new stream from a known rank: the worker restarted or reconnected.
+    s.compute_s += s.stream_compute_s;
+    s.stall_s += s.stream_stall_s;
+    s.wall_s += s.stream_wall_s;
+    s.stream_compute_s = s.stream_stall_s = s.stream_wall_s = 0;
+    s.connected = true;
+    s.counted_out = false;
+    std::fill(s.demanded.begin(), s.demanded.end(), false);
+    const int64_t resume_after = ledger_.Rejoin(rank);
+    s.iteration = resume_after;
+    s.deadline.Restart(clock_.Now());
+    welcome = MakeWelcome(rank, resume_after);
+    ever_connected_ = true;
+    log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
+  }
+  changed_.notify_all();
+
+  std::optional<ShapedWorkerStream> shaped;
+  if (sessions_[rank]->shaper) shaped.emplace(raw_stream, *sessions_[rank]->shaper, clock_, gone);
+  WorkerStream& stream = shaped ? static_cast<WorkerStream&>(*shaped) : raw_stream;
+
+  Status sent = stream.Send(welcome);
+  std::thread sender;
+  if (sent.ok()) sender = std::thread([&] { SendLoop(rank, epoch, stream, gone); });
+  while (sent.ok()) {
+    auto message = raw_stream.Receive();
+    if (!message.ok()) break;
+    if (!message->has_push()) continue;
+    std::lock_guard lock(mu_);
+    Session& s = *sessions_[rank];
+    if (s.epoch != epoch) break;  // superseded by a newer stream of the same worker
+    if (s.counted_out) {
+      // Its link is back. What it pushed was computed on a stale model: dropped;
+      // it gets the whole model and resumes with the team.
+      s.counted_out = false;
+      s.resync = true;
+      const int64_t resume_after = ledger_.Rejoin(rank);
+      s.iteration = resume_after;
+      s.deadline.Restart(clock_.Now());
+      log_ << "coordinator: worker " << rank << " is back; it rejoins at iteration " << resume_after << "\n";
+    } else {
+      s.deadline.Arrived(clock_.Now());
+      if (Status applied = ApplyPush(rank, message->push()); !applied.ok()) {
+        log_ << "coordinator: refusing worker " << rank << "'s push: " << applied.message() << "\n";
+        break;
+      }
+    }
+    changed_.notify_all();
+  }
+  {
+    std::lock_guard lock(mu_);
+    Session& s = *sessions_[rank];
+    if (s.epoch == epoch) {
+      s.connected = false;
+      ledger_.Deactivate(rank);
+      if (!stopping_) log_ << "coordinator: worker " << rank << " left\n";
+    }
+  }
+  gone = true;
+  changed_.notify_all();
+  if (sender.joinable()) sender.join();
+  return Status::Ok();
+}
+
+void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const std::atomic<bool>& gone) {
+  for (;;) {
+    v1::CoordinatorMessage message;
+    {
+      std::unique_lock lock(mu_);
+      Session& s = *sessions_[rank];
+      changed_.wait(lock, [&] { return gone || stopping_ || s.epoch != epoch || HasWork(rank); });
+      if (gone || s.epoch != epoch) return;
+      if (stopping_) {
+        message.mutable_stop()->set_reason("the job is over");
+      } else {
+        message = s.resync ? MakeWelcome(rank, s.iteration) : MakeUpdate(rank);
+      }
+    }
+    const TimePoint began = clock_.Now();
+    Status sent = stream.Send(message);
+    const Duration took = clock_.Now() - began;
+    if (!sent.ok() || message.has_stop()) return;
+    const int64_t bytes = static_cast<int64_t>(message.ByteSizeLong());
+    if (bytes < kMinMeasuredBytes) continue;
+    std::lock_guard lock(mu_);
+    sessions_[rank]->downlink.Observe(bytes, took);
+  }
+}
+
+void Coordinator::CountOutOverdue(TimePoint now) {
+  for (int w = 0; w < world_; ++w) {
+    Session& s = *sessions_[w];
+    if (!s.connected || s.counted_out || !ledger_.active(w) || !s.deadline.Overdue(now)) continue;
+    s.counted_out = true;
+    ledger_.Deactivate(w);
+    log_ << "coordinator: worker " << w << " counted out: no push for " << ToSeconds(now - s.deadline.last_arrival())
+         << " s, past its deadline of " << ToSeconds(s.deadline.Deadline()) << " s\n";
+  }
+}
+
+int64_t Coordinator::TeamIteration() const {
+  // Iterations of the whole team, in steps of one batch per worker.
+  return samples_ / (int64_t{plan_.spec.data.batch_size} * world_);
+}
+
+JobProgress Coordinator::Progress(TimePoint now) const {
+  JobProgress p = board_.Snapshot();
+  p.state = JobState::kTraining;
+  p.iteration = TeamIteration();
+  p.samples = samples_;
+  p.epoch = static_cast<int>(samples_ / std::max<int64_t>(1, train_size_));
+  p.loss = last_loss_;
+  p.elapsed_s = elapsed_before_ + ToSeconds(now - start_);
+  p.samples_per_second = p.elapsed_s > 0 ? static_cast<double>(samples_) / p.elapsed_s : 0;
+  p.workers.clear();
+  for (int w = 0; w < world_; ++w) {
+    const Session& s = *sessions_[w];
+    WorkerProgress wp;
+    wp.rank = w;
+    wp.batch_size = plan_.spec.data.batch_size;
+    wp.samples = s.samples;
+    wp.bandwidth_mbps = s.stats.uplink_mbps();
+    double wall = s.wall_s + s.stream_wall_s;
+    wp.stall_fraction = wall > 0 ? (s.stall_s + s.stream_stall_s) / wall : 0;
+    wp.iteration = s.iteration;
+    wp.rows_sent = s.rows_sent;
+    wp.bytes_sent = s.bytes_sent;
+    wp.active = s.connected && ledger_.active(w);
+    p.workers.push_back(wp);
+  }
+  return p;
+}
+
+CoordinatorCheckpoint Coordinator::Snapshot(TimePoint now) const {
+  CoordinatorCheckpoint c;
+  c.job = plan_.job;
+  c.generation = plan_.generation;
+  c.iteration = TeamIteration();
+  c.samples = samples_;
+  c.elapsed_s = elapsed_before_ + ToSeconds(now - start_);
+  c.parameters = params_;
+  c.optimizer = optimizer_.state();
+  for (int w = 0; w < world_; ++w) {
+    for (size_t r = 0; r < layout_.size(); ++r) c.pushed.push_back(ledger_.pushed(w, r));
+    c.iterations.push_back(ledger_.iteration(w));
+  }
+  c.versions = versions_;
+  return c;
+}
+
+Status Coordinator::EvaluateModel(JobProgress& progress) {
+  {
+    std::lock_guard lock(mu_);
+    std::copy(params_.begin(), params_.end(), model_.Parameters().begin());
+  }
+  EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
+  progress.accuracy = e.accuracy;
+  return Status::Ok();
+}
+
+StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
+  std::error_code ec;
+  std::filesystem::create_directories(plan_.output_dir, ec);
+  if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
+
+  const JobSpec& spec = plan_.spec;
+  const int64_t per_iteration = int64_t{spec.data.batch_size} * world_;
+  Budget budget(spec.budget, (train_size_ + per_iteration - 1) / per_iteration,
+                start_ - FromSeconds(elapsed_before_));
+  const int every_eval = spec.evaluation.every_iterations;
+  const int every_checkpoint = spec.fault_tolerance.checkpoint_every;
+  int64_t next_eval, next_checkpoint;
+  {
+    std::lock_guard lock(mu_);
+    next_eval = (TeamIteration() / every_eval + 1) * every_eval;
+    next_checkpoint = every_checkpoint > 0 ? (TeamIteration() / every_checkpoint + 1) * every_checkpoint : -1;
+  }
+  JobProgress progress;
+  std::optional<StopReason> stop;
+  while (!stop) {
+    clock_.SleepFor(kTick);
+    const TimePoint now = clock_.Now();
+    int64_t iteration;
+    std::optional<CoordinatorCheckpoint> snapshot;
+    {
+      std::lock_guard lock(mu_);
+      CountOutOverdue(now);
+      if (loss_count_ > 0) {
+        last_loss_ = loss_sum_ / static_cast<double>(loss_count_);
+        loss_sum_ = 0;
+        loss_count_ = 0;
+      }
+      std::optional<double> accuracy = progress.accuracy;
+      progress = Progress(now);
+      progress.accuracy = accuracy;
+      iteration = TeamIteration();
+      if (next_checkpoint > 0 && iteration >= next_checkpoint) {
+        snapshot = Snapshot(now);
+        next_checkpoint = (iteration / every_checkpoint + 1) * every_checkpoint;
+      }
+      if (!ever_connected_ && now - start_ > kFirstWorkerTimeout) {
+        return UnavailableError("no worker connected within " + std::to_string(ToSeconds(kFirstWorkerTimeout)) + " s");
+      }
+    }
+    changed_.notify_all();  // deadlines may have counted someone out
+    if (snapshot) EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), *snapshot));
+    if (iteration >= next_eval) {
+      EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
+      next_eval = (iteration / every_eval + 1) * every_eval;
+      if (budget.TargetReached(*progress.accuracy)) stop = StopReason::kTarget;
+    }
+    const TimePoint budget_now = now;
+    if (!stop) stop = budget.Exhausted(budget_now, iteration);
+    if (!stop && cancel.load()) stop = StopReason::kCancelled;
+    progress.fraction = budget.Fraction(budget_now, iteration);
+    auto eta = budget.Eta(budget_now, iteration);
+    progress.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;
+    board_.Update([&](JobProgress& shown) { shown = progress; });
+  }
+
+  // Stop every worker: each sender sends Stop; streams then end.
+  {
+    std::unique_lock lock(mu_);
+    stopping_ = true;
+    changed_.notify_all();
+    changed_.wait_for(lock, kStopGrace, [&] {
+      return std::none_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->connected; });
+    });
+  }
+  const TimePoint end = clock_.Now();
+  EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
+  CoordinatorCheckpoint final_state;
+  {
+    std::lock_guard lock(mu_);
+    std::optional<double> accuracy = progress.accuracy;
+    progress = Progress(end);
+    progress.accuracy = accuracy;
+    final_state = Snapshot(end);
+  }
+  EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), final_state));
+  progress.model_path = plan_.output_dir + "/model.pt";
+  EDGETRAIN_RETURN_IF_ERROR(model_.SaveModel(progress.model_path));
+  nlohmann::json card = {{"model", NameOf(spec.model.kind)}, {"dataset", NameOf(spec.data.dataset)},
+                         {"iteration", progress.iteration}, {"samples", progress.samples},
+                         {"accuracy", *progress.accuracy}, {"workers", world_},
+                         {"policy", NameOf(spec.sync.policy)}, {"weights", "model.pt"}};
+  EDGETRAIN_RETURN_IF_ERROR(WriteFileAtomically(plan_.output_dir + "/model.json", card.dump(2) + "\n"));
+  progress.reached_target = budget.TargetReached(*progress.accuracy);
+  progress.stop_reason = std::string(NameOf(*stop));
+  progress.state = JobState::kSucceeded;
+  progress.fraction = budget.Fraction(end, progress.iteration);
+  progress.eta_s = 0;
+  board_.Update([&](JobProgress& shown) { shown = progress; });
+  return progress;
+}
+
+}  // namespace edgetrain::agent

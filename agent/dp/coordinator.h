@@ -1,0 +1,106 @@
+#pragma once
+// The coordinator of row-granular data parallelism: ROG's parameter server.
+//
+// It holds the global model and the optimizer (core/row_optimizer.h says why
+// there), applies gradient rows as workers push them, keeps the staleness ledger,
+// and sends each worker the rows it needs and then the rows it misses most,
+// within what that worker's downlink carries in one of its iterations. It counts
+// out workers whose pushes stop coming past their learned deadline and takes them
+// back, with a full copy of the model, when they return. It evaluates the model,
+// checkpoints it, ends the job at its budget, and serves the job's progress.
+//
+// Threads: one per worker stream reading pushes (Serve), one per worker sending
+// updates, and the caller's, running Run(). All state is guarded by one mutex.
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/data/dataset.h"
+#include "agent/dp/checkpoint.h"
+#include "agent/progress_board.h"
+#include "agent/torch/trainer.h"
+#include "agent/transport/transport.h"
+#include "core/arrival_deadline.h"
+#include "core/bandwidth_estimator.h"
+#include "core/clock.h"
+#include "core/job_plan.h"
+#include "core/job_progress.h"
+#include "core/row_layout.h"
+#include "core/row_optimizer.h"
+#include "core/staleness_ledger.h"
+#include "core/trace_shaper.h"
+
+namespace edgetrain::agent {
+
+class Coordinator final : public WorkerSessions {
+ public:
+  // `model` holds the initial weights (seeded), evaluates and saves the global
+  // model; `test` is the test set; `log` receives one line per notable event.
+  Coordinator(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, Clock& clock,
+              ProgressBoard& board, std::ostream& log);
+  ~Coordinator() override;
+
+  // Resumes from the output folder's checkpoint when there is one of this job.
+  Status Restore();
+
+  Status Admit(const v1::Hello& hello) override;
+  Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
+
+  // Runs the job until its budget ends or `cancel` is set; then tells every
+  // worker to stop, saves the model and returns the final progress.
+  StatusOr<JobProgress> Run(const std::atomic<bool>& cancel);
+
+ private:
+  struct Session;
+
+  // All of these run with mu_ held.
+  v1::CoordinatorMessage MakeWelcome(int rank, int64_t resume_after);
+  v1::CoordinatorMessage MakeUpdate(int rank);
+  bool HasWork(int rank) const;
+  Status ApplyPush(int rank, const v1::Push& push);
+  void CountOutOverdue(TimePoint now);
+  JobProgress Progress(TimePoint now) const;
+  int64_t TeamIteration() const;
+  CoordinatorCheckpoint Snapshot(TimePoint now) const;
+
+  void SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const std::atomic<bool>& gone);
+  Status EvaluateModel(JobProgress& progress);
+
+  const JobPlan plan_;
+  Trainer& model_;
+  const Dataset& test_;
+  const int64_t train_size_;
+  Clock& clock_;
+  ProgressBoard& board_;
+  std::ostream& log_;
+  const int world_;
+  const bool aggregate_;   // BSP: apply a row once every active worker's gradient is in
+  const RowLayout layout_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<float> params_;          // the global model; guarded by mu_
+  RowOptimizer optimizer_;             // guarded by mu_
+  StalenessLedger ledger_;             // guarded by mu_
+  std::vector<int64_t> versions_;      // per row: updates applied; guarded by mu_
+  std::vector<float> accumulated_;     // BSP only: gradients awaiting their row's clock
+  std::vector<int> accumulated_count_; // BSP only, per row
+  std::vector<int64_t> applied_clock_; // BSP only, per row
+  std::vector<std::unique_ptr<Session>> sessions_;  // per rank; guarded by mu_
+  std::vector<float> scratch_;         // decoding buffer; guarded by mu_
+  int64_t samples_ = 0;                // guarded by mu_
+  double loss_sum_ = 0;                // since the last progress report; guarded by mu_
+  int64_t loss_count_ = 0;
+  double last_loss_ = 0;
+  double elapsed_before_ = 0;          // training time before a restart
+  bool ever_connected_ = false;
+  bool stopping_ = false;
+  TimePoint start_{};
+};
+
+}  // namespace edgetrain::agent

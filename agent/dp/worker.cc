@@ -1,0 +1,402 @@
+#include "agent/dp/worker.h"
+
+#include <algorithm>
+#include <limits>
+#include <condition_variable>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "agent/storage/atomic_file.h"
+#include "agent/transport/shaped_stream.h"
+#include "core/bandwidth_estimator.h"
+#include "core/partition.h"
+#include "core/row_layout.h"
+#include "core/trace_shaper.h"
+
+namespace edgetrain::agent {
+namespace {
+
+constexpr Duration kConnectAttempt = std::chrono::seconds(1);
+constexpr Duration kWakeEvery = std::chrono::milliseconds(50);
+// A worker with nothing new still pushes this often: what is left of its
+// residual goes out on an idle link, and the coordinator hears that it is alive
+// while it waits for rows (its deadline counts pushes).
+constexpr Duration kIdlePush = std::chrono::milliseconds(20);
+// Messages smaller than this say more about latency and the shaper's burst than
+// about bandwidth; they are not measured.
+constexpr int64_t kMinMeasuredBytes = 32 * 1024;
+// Smoothing of the iteration time that sizes a push.
+constexpr double kPaceWeight = 0.2;
+
+class WorkerRun {
+ public:
+  WorkerRun(const JobPlan& plan, const WorkerOptions& options, Trainer& trainer, const Dataset& train, Clock& clock,
+            std::ostream& log, const std::atomic<bool>& cancel)
+      : plan_(plan), options_(options), trainer_(trainer), train_(train), clock_(clock), log_(log), cancel_(cancel),
+        layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
+        encoding_(options.encoding.value_or(EncodingFor(plan.spec.sync.compression))),
+        slowdown_(static_cast<size_t>(options.rank) < plan.workers.size() ? plan.workers[options.rank].slowdown : 1.0),
+        gradient_(static_cast<size_t>(layout_.total_floats())), residual_(gradient_.size(), 0.0f),
+        staged_(gradient_.size(), 0.0f), staged_dirty_(layout_.size(), false), staged_clock_(layout_.size(), 0),
+        copy_clock_(layout_.size(), 0), last_pushed_(layout_.size(), 0), demanded_(layout_.size(), false),
+        batch_x_(static_cast<size_t>(plan.spec.data.batch_size * train.SampleSize())),
+        batch_y_(static_cast<size_t>(plan.spec.data.batch_size)) {
+    auto parts = PartitionSamples(train.labels, train.info.classes, plan.spec.parallelism.workers,
+                                  plan.spec.data.partition, plan.spec.seed);
+    mine_ = std::move(parts[options.rank]);
+    rng_.seed(plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank));
+    std::shuffle(mine_.begin(), mine_.end(), rng_);
+    if (static_cast<size_t>(options.rank) < plan.workers.size() && plan.workers[options.rank].link) {
+      const LinkSpec& link = *plan.workers[options.rank].link;
+      auto text = ReadWholeFile(link.trace_path);
+      auto trace = text.ok() ? BandwidthTrace::Parse(*text, link.trace_path) : StatusOr<BandwidthTrace>(text.status());
+      if (trace.ok()) {
+        uplink_.emplace(trace->Shifted(link.offset_s).Scaled(link.scale), clock_.Now());
+      } else {
+        log_ << "worker " << options.rank << ": link unshaped: " << trace.status().message() << "\n";
+      }
+    }
+  }
+
+  StatusOr<WorkerSummary> Run() {
+    started_ = clock_.Now();
+    const Duration grace = plan_.spec.fault_tolerance.node_loss_grace > Duration::zero()
+                               ? plan_.spec.fault_tolerance.node_loss_grace
+                               : std::chrono::seconds(120);
+    while (!cancel_.load()) {
+      // (Re)connect, as long as the coordinator has been gone less than the grace.
+      const TimePoint gone_since = clock_.Now();
+      std::unique_ptr<CoordinatorStream> stream;
+      while (!stream && !cancel_.load()) {
+        auto connected = ConnectToCoordinator(options_.coordinator, options_.security, kConnectAttempt);
+        if (connected.ok()) {
+          stream = std::move(*connected);
+        } else if (clock_.Now() - gone_since > grace) {
+          return UnavailableError("the coordinator at " + options_.coordinator + " has been unreachable for " +
+                                  std::to_string(static_cast<int>(ToSeconds(grace))) + " s");
+        }
+      }
+      if (!stream) break;
+      if (uplink_) stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink_, clock_);
+
+      v1::WorkerMessage hello;
+      *hello.mutable_hello() = MakeHello(plan_.job, plan_.generation, options_.rank);
+      auto first = stream->Send(hello).ok() ? stream->Receive() : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
+      if (!first.ok()) {
+        if (first.status().code() == StatusCode::kFailedPrecondition) return first.status();
+        log_ << "worker " << options_.rank << ": " << first.status().message() << "; retrying\n";
+        continue;
+      }
+      if (!first->has_welcome()) return FailedPreconditionError("the coordinator did not answer with a welcome");
+      EDGETRAIN_RETURN_IF_ERROR(Install(first->welcome()));
+      {
+        std::lock_guard lock(mu_);
+        broken_ = false;
+      }
+      std::thread receiver([&] { ReceiveLoop(*stream); });
+      std::thread sender([&] { SendLoop(*stream); });
+      Status computed = ComputeLoop();
+      {
+        std::lock_guard lock(mu_);
+        broken_ = true;  // ends the sender if the loop ended for another reason
+      }
+      changed_.notify_all();
+      if (!stop_) stream->Close();
+      sender.join();
+      stream->Close();
+      receiver.join();
+      EDGETRAIN_RETURN_IF_ERROR(computed);
+      if (stop_) break;
+      ++summary_.reconnects;
+      log_ << "worker " << options_.rank << ": lost the coordinator; reconnecting\n";
+    }
+    std::lock_guard lock(mu_);
+    summary_.iterations = iteration_;
+    summary_.wall_s = ToSeconds(clock_.Now() - started_);
+    summary_.compute_s = compute_s_;
+    summary_.stall_s = stall_s_;
+    summary_.stop_reason = stop_ ? stop_reason_ : "cancelled";
+    return summary_;
+  }
+
+ private:
+  // A Welcome: the whole model, its clocks, and where to resume.
+  Status Install(const v1::Welcome& welcome) {
+    const auto shapes = trainer_.ParameterShapes();
+    bool same = static_cast<size_t>(welcome.tensors_size()) == shapes.size();
+    for (size_t t = 0; same && t < shapes.size(); ++t) {
+      same = std::equal(shapes[t].begin(), shapes[t].end(), welcome.tensors(t).dims().begin(),
+                        welcome.tensors(t).dims().end());
+    }
+    if (!same) return FailedPreconditionError("the coordinator's model has other tensor shapes than this worker's");
+    std::lock_guard lock(mu_);
+    EDGETRAIN_RETURN_IF_ERROR(Stage(welcome.rows()));
+    ApplyStaged();
+    bound_ = welcome.staleness_bound();
+    iteration_ = welcome.resume_after();
+    pushed_iteration_ = iteration_;
+    std::fill(residual_.begin(), residual_.end(), 0.0f);  // computed on a model that is gone
+    std::fill(last_pushed_.begin(), last_pushed_.end(), iteration_);
+    std::fill(demanded_.begin(), demanded_.end(), false);
+    return Status::Ok();
+  }
+
+  // With mu_ held: decode rows into the staging area, to be applied between steps.
+  Status Stage(const google::protobuf::RepeatedPtrField<v1::Row>& rows) {
+    for (const v1::Row& row : rows) {
+      if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
+      const RowSpan& span = layout_.row(row.id());
+      std::span<float> out(staged_.data() + span.offset, static_cast<size_t>(span.length));
+      EDGETRAIN_RETURN_IF_ERROR(DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
+      staged_dirty_[row.id()] = true;
+      staged_clock_[row.id()] = row.clock();
+    }
+    return Status::Ok();
+  }
+
+  // With mu_ held, between steps: staged rows enter the model.
+  void ApplyStaged() {
+    std::span<float> params = trainer_.Parameters();
+    for (size_t r = 0; r < layout_.size(); ++r) {
+      if (!staged_dirty_[r]) continue;
+      const RowSpan& span = layout_.row(r);
+      std::copy_n(staged_.begin() + span.offset, span.length, params.begin() + span.offset);
+      copy_clock_[r] = staged_clock_[r];
+      staged_dirty_[r] = false;
+    }
+  }
+
+  bool Fresh(int64_t t) const {
+    const int64_t need = t - 1 - bound_;
+    return std::all_of(copy_clock_.begin(), copy_clock_.end(), [&](int64_t c) { return c >= need; });
+  }
+
+  void ReceiveLoop(CoordinatorStream& stream) {
+    for (;;) {
+      auto message = stream.Receive();
+      std::lock_guard lock(mu_);
+      if (!message.ok()) {
+        broken_ = true;
+        changed_.notify_all();
+        return;
+      }
+      if (message->has_stop()) {
+        stop_ = true;
+        stop_reason_ = message->stop().reason();
+        changed_.notify_all();
+        return;
+      }
+      if (message->has_welcome()) {
+        // Counted out and taken back: everything restarts from the team's model.
+        resync_ = message->welcome();
+      } else if (message->has_update()) {
+        if (Status staged = Stage(message->update().rows()); !staged.ok()) {
+          log_ << "worker " << options_.rank << ": bad update: " << staged.message() << "\n";
+          broken_ = true;
+        }
+        for (uint32_t r : message->update().demanded()) {
+          if (r < demanded_.size()) demanded_[r] = true;
+        }
+      }
+      changed_.notify_all();
+    }
+  }
+
+  Status ComputeLoop() {
+    const int64_t batch = plan_.spec.data.batch_size;
+    const int64_t sample = train_.SampleSize();
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        const TimePoint waiting = clock_.Now();
+        for (;;) {
+          if (resync_) {
+            v1::Welcome welcome = std::move(*resync_);
+            resync_.reset();
+            lock.unlock();
+            EDGETRAIN_RETURN_IF_ERROR(Install(welcome));
+            lock.lock();
+            log_ << "worker " << options_.rank << ": resynchronised at iteration " << iteration_ << "\n";
+          }
+          ApplyStaged();
+          if (stop_ || broken_ || cancel_.load()) {
+            stall_s_ += ToSeconds(clock_.Now() - waiting);
+            return Status::Ok();
+          }
+          if (Fresh(iteration_ + 1)) break;
+          changed_.wait_for(lock, kWakeEvery);
+        }
+        stall_s_ += ToSeconds(clock_.Now() - waiting);
+      }
+      // A batch from this worker's own partition, reshuffled on every pass.
+      for (int64_t k = 0; k < batch; ++k) {
+        if (cursor_ == mine_.size()) {
+          std::shuffle(mine_.begin(), mine_.end(), rng_);
+          cursor_ = 0;
+        }
+        int64_t i = mine_[cursor_++];
+        std::copy_n(train_.Sample(i), sample, batch_x_.begin() + k * sample);
+        batch_y_[k] = train_.labels[i];
+      }
+      const TimePoint began = clock_.Now();
+      EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), batch, gradient_));
+      Duration took = clock_.Now() - began;
+      if (slowdown_ > 1) {
+        // An emulated slower device: the step takes `slowdown` times as long.
+        clock_.SleepFor(std::chrono::duration_cast<Duration>(took * (slowdown_ - 1)));
+        took = clock_.Now() - began;
+      }
+      std::lock_guard lock(mu_);
+      for (size_t i = 0; i < residual_.size(); ++i) residual_[i] += gradient_[i];
+      ++iteration_;
+      samples_since_push_ += batch;
+      summary_.samples += batch;
+      loss_sum_ += loss;
+      ++loss_count_;
+      compute_s_ += ToSeconds(took);
+      pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
+      changed_.notify_all();
+    }
+  }
+
+  // With mu_ held: the push for everything computed up to iteration_.
+  v1::WorkerMessage ComposePush() {
+    const int64_t t = iteration_;
+    std::vector<PushCandidate> candidates;
+    candidates.reserve(layout_.size());
+    for (size_t r = 0; r < layout_.size(); ++r) {
+      const RowSpan& span = layout_.row(r);
+      double energy = 0;
+      for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
+      candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last_pushed_[r], demanded_[r]});
+    }
+    // ROG: what the uplink carries in one of our iterations, so sending overlaps
+    // the next. SSP and BSP send every row they have, every time.
+    const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog ? uplink_estimate_.BytesIn(FromSeconds(pace_s_))
+                                                                      : std::numeric_limits<int64_t>::max() / 2;
+    v1::WorkerMessage message;
+    v1::Push* push = message.mutable_push();
+    push->set_iteration(t);
+    std::vector<float> decoded;
+    for (size_t r : SelectPushRows(candidates, t, bound_, budget, options_.priority)) {
+      const RowSpan& span = layout_.row(r);
+      std::span<float> residual(residual_.data() + span.offset, static_cast<size_t>(span.length));
+      EncodedRow encoded = EncodeRow(residual, encoding_);
+      v1::Row* row = push->add_rows();
+      row->set_id(static_cast<uint32_t>(r));
+      row->set_clock(t);
+      row->set_encoding(static_cast<v1::Encoding>(encoded.encoding));
+      row->set_scale(encoded.scale);
+      row->set_values(std::move(encoded.bytes));
+      // Error feedback: keep what the coordinator will not receive.
+      if (encoding_ == RowEncoding::kFloat32) {
+        std::fill(residual.begin(), residual.end(), 0.0f);
+      } else {
+        decoded.resize(residual.size());
+        (void)DecodeRow(encoded.encoding, encoded.scale, row->values(), decoded);
+        for (size_t i = 0; i < residual.size(); ++i) residual[i] -= decoded[i];
+      }
+      last_pushed_[r] = t;
+      demanded_[r] = false;
+    }
+    v1::WorkerStats* stats = push->mutable_stats();
+    stats->set_batch_size(plan_.spec.data.batch_size);
+    stats->set_samples(samples_since_push_);
+    stats->set_loss_sum(loss_sum_);
+    stats->set_loss_count(loss_count_);
+    stats->set_uplink_mbps(uplink_estimate_.Mbps());
+    stats->set_compute_seconds(compute_s_);
+    stats->set_stall_seconds(stall_s_);
+    stats->set_wall_seconds(ToSeconds(clock_.Now() - started_));
+    samples_since_push_ = 0;
+    loss_sum_ = 0;
+    loss_count_ = 0;
+    pushed_iteration_ = t;
+    summary_.rows_sent += push->rows_size();
+    return message;
+  }
+
+  void SendLoop(CoordinatorStream& stream) {
+    for (;;) {
+      v1::WorkerMessage message;
+      {
+        std::unique_lock lock(mu_);
+        changed_.wait_for(lock, kIdlePush, [&] { return stop_ || broken_ || iteration_ > pushed_iteration_; });
+        if (stop_ || broken_) return;
+        message = ComposePush();
+      }
+      const int64_t bytes = static_cast<int64_t>(message.ByteSizeLong());
+      const TimePoint began = clock_.Now();
+      Status sent = stream.Send(message);
+      const Duration took = clock_.Now() - began;
+      std::lock_guard lock(mu_);
+      if (!sent.ok()) {
+        broken_ = true;
+        changed_.notify_all();
+        return;
+      }
+      if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, took);
+      summary_.bytes_sent += bytes;
+    }
+  }
+
+  const JobPlan& plan_;
+  const WorkerOptions& options_;
+  Trainer& trainer_;
+  const Dataset& train_;
+  Clock& clock_;
+  std::ostream& log_;
+  const std::atomic<bool>& cancel_;
+  const RowLayout layout_;
+  const RowEncoding encoding_;
+  const double slowdown_;
+  std::optional<TraceShaper> uplink_;
+  std::vector<int64_t> mine_;  // this worker's partition, in its current order
+  size_t cursor_ = 0;
+  std::mt19937_64 rng_;
+  TimePoint started_{};
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<float> gradient_;          // the compute loop's only
+  std::vector<float> residual_;          // guarded by mu_, as is everything below
+  std::vector<float> staged_;
+  std::vector<bool> staged_dirty_;
+  std::vector<int64_t> staged_clock_;
+  std::vector<int64_t> copy_clock_;
+  std::vector<int64_t> last_pushed_;
+  std::vector<bool> demanded_;
+  std::optional<v1::Welcome> resync_;
+  std::vector<float> batch_x_;
+  std::vector<int64_t> batch_y_;
+  int bound_ = 0;
+  int64_t iteration_ = 0;
+  int64_t pushed_iteration_ = 0;
+  int64_t samples_since_push_ = 0;
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  double compute_s_ = 0;
+  double stall_s_ = 0;
+  double pace_s_ = 0;
+  BandwidthEstimator uplink_estimate_;
+  bool stop_ = false;
+  bool broken_ = false;
+  std::string stop_reason_;
+  WorkerSummary summary_;
+};
+
+}  // namespace
+
+StatusOr<WorkerSummary> RunWorker(const JobPlan& plan, const WorkerOptions& options, Trainer& trainer,
+                                  const Dataset& train, Clock& clock, std::ostream& log,
+                                  const std::atomic<bool>& cancel) {
+  if (options.rank < 0 || options.rank >= plan.spec.parallelism.workers) {
+    return InvalidArgumentError("rank " + std::to_string(options.rank) + " is outside the job's workers");
+  }
+  WorkerRun run(plan, options, trainer, train, clock, log, cancel);
+  return run.Run();
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,23 @@
+#pragma once
+// Files that are either wholly the old version or wholly the new one: written to
+// a temporary name beside the target, flushed to disk, renamed over it, and the
+// directory flushed so the rename itself survives a power cut. A crash mid-write
+// leaves the previous file intact (and a stray .tmp, overwritten next time).
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace edgetrain::agent {
+
+// Flushes `tmp_path` (already written and closed) and renames it over `path`.
+Status CommitFile(const std::string& tmp_path, const std::string& path);
+
+// Writes `content` to `path` atomically.
+Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+// The whole content of a file.
+StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+}  // namespace edgetrain::agent

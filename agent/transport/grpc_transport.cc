@@ -1,0 +1,188 @@
+// The gRPC implementation of agent/transport: the only file that includes gRPC.
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+
+#include "agent/transport/transport.h"
+#include "edgetrain/v1/training.grpc.pb.h"
+
+namespace edgetrain::agent {
+namespace {
+
+// Messages carry whole models on a (re)join; the default 4 MiB limit is too small.
+constexpr int kMaxMessageBytes = 512 * 1024 * 1024;
+
+Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return Status::Ok();
+  StatusCode code = StatusCode::kUnavailable;
+  switch (s.error_code()) {
+    case grpc::StatusCode::FAILED_PRECONDITION: code = StatusCode::kFailedPrecondition; break;
+    case grpc::StatusCode::INVALID_ARGUMENT: code = StatusCode::kInvalidArgument; break;
+    case grpc::StatusCode::CANCELLED: code = StatusCode::kCancelled; break;
+    case grpc::StatusCode::ABORTED: code = StatusCode::kAborted; break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: code = StatusCode::kDeadlineExceeded; break;
+    default: break;
+  }
+  return Status(code, s.error_message());
+}
+
+grpc::Status ToGrpc(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  switch (s.code()) {
+    case StatusCode::kFailedPrecondition: return {grpc::StatusCode::FAILED_PRECONDITION, s.message()};
+    case StatusCode::kInvalidArgument: return {grpc::StatusCode::INVALID_ARGUMENT, s.message()};
+    case StatusCode::kCancelled: return {grpc::StatusCode::CANCELLED, s.message()};
+    case StatusCode::kAborted: return {grpc::StatusCode::ABORTED, s.message()};
+    default: return {grpc::StatusCode::UNAVAILABLE, s.message()};
+  }
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TransportSecurity& security) {
+  if (!security.tls) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_root_certs = security.ca_pem;
+  options.pem_key_cert_pairs.push_back({security.key_pem, security.cert_pem});
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TransportSecurity& security) {
+  if (!security.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = security.ca_pem;
+  options.pem_private_key = security.key_pem;
+  options.pem_cert_chain = security.cert_pem;
+  return grpc::SslCredentials(options);
+}
+
+class GrpcWorkerStream final : public WorkerStream {
+ public:
+  explicit GrpcWorkerStream(grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream)
+      : stream_(stream) {}
+  Status Send(const v1::CoordinatorMessage& message) override {
+    return stream_->Write(message) ? Status::Ok() : UnavailableError("the worker's stream is closed");
+  }
+  StatusOr<v1::WorkerMessage> Receive() override {
+    v1::WorkerMessage message;
+    if (!stream_->Read(&message)) return UnavailableError("the worker closed its stream");
+    return message;
+  }
+
+ private:
+  grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream_;
+};
+
+class CoordinatorService final : public v1::Coordinator::Service {
+ public:
+  explicit CoordinatorService(WorkerSessions& sessions) : sessions_(sessions) {}
+
+  grpc::Status Train(grpc::ServerContext*,
+                     grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override {
+    v1::WorkerMessage first;
+    if (!stream->Read(&first)) return {grpc::StatusCode::CANCELLED, "the stream ended before its hello"};
+    if (!first.has_hello()) return {grpc::StatusCode::FAILED_PRECONDITION, "a stream must open with a hello"};
+    if (Status admitted = sessions_.Admit(first.hello()); !admitted.ok()) return ToGrpc(admitted);
+    GrpcWorkerStream worker(stream);
+    return ToGrpc(sessions_.Serve(first.hello(), worker));
+  }
+
+ private:
+  WorkerSessions& sessions_;
+};
+
+class GrpcTrainingServer final : public TrainingServer {
+ public:
+  GrpcTrainingServer(std::unique_ptr<CoordinatorService> service, std::unique_ptr<grpc::Server> server,
+                     std::string address)
+      : service_(std::move(service)), server_(std::move(server)), address_(std::move(address)) {}
+  ~GrpcTrainingServer() override { Shutdown(); }
+  const std::string& address() const override { return address_; }
+  void Shutdown() override {
+    std::call_once(shutdown_, [this] {
+      // Streams still open are cancelled at once: nobody waits on a dead link.
+      server_->Shutdown(std::chrono::system_clock::now());
+      server_->Wait();
+    });
+  }
+
+ private:
+  std::unique_ptr<CoordinatorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::once_flag shutdown_;
+};
+
+class GrpcCoordinatorStream final : public CoordinatorStream {
+ public:
+  GrpcCoordinatorStream(std::shared_ptr<grpc::Channel> channel, std::unique_ptr<v1::Coordinator::Stub> stub)
+      : channel_(std::move(channel)), stub_(std::move(stub)) {
+    stream_ = stub_->Train(&context_);
+  }
+  ~GrpcCoordinatorStream() override {
+    Close();
+    std::lock_guard lock(mu_);
+    if (!finished_) stream_->Finish();
+  }
+  Status Send(const v1::WorkerMessage& message) override {
+    if (stream_->Write(message)) return Status::Ok();
+    return UnavailableError("the stream to the coordinator is closed");
+  }
+  StatusOr<v1::CoordinatorMessage> Receive() override {
+    v1::CoordinatorMessage message;
+    if (stream_->Read(&message)) return message;
+    std::lock_guard lock(mu_);
+    if (!finished_) {
+      final_status_ = FromGrpc(stream_->Finish());
+      finished_ = true;
+      if (final_status_.ok()) final_status_ = UnavailableError("the coordinator ended the stream");
+    }
+    return final_status_;
+  }
+  void Close() override { context_.TryCancel(); }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>> stream_;
+  std::mutex mu_;
+  bool finished_ = false;  // guarded by mu_
+  Status final_status_;    // guarded by mu_
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string& address,
+                                                              const TransportSecurity& security,
+                                                              WorkerSessions& sessions) {
+  auto service = std::make_unique<CoordinatorService>(sessions);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, ServerCredentials(security), &port);
+  builder.RegisterService(service.get());
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) return UnavailableError("cannot listen for workers on " + address);
+  std::string bound = address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
+  return std::unique_ptr<TrainingServer>(std::make_unique<GrpcTrainingServer>(std::move(service), std::move(server), bound));
+}
+
+StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::string& address,
+                                                                  const TransportSecurity& security,
+                                                                  Duration connect_timeout) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Reconnect quickly after a coordinator restart; our own deadlines judge links.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  auto channel = grpc::CreateCustomChannel(address, ChannelCredentials(security), args);
+  auto deadline = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout);
+  if (!channel->WaitForConnected(deadline)) {
+    return UnavailableError("cannot reach the coordinator at " + address);
+  }
+  auto stub = v1::Coordinator::NewStub(channel);
+  return std::unique_ptr<CoordinatorStream>(std::make_unique<GrpcCoordinatorStream>(std::move(channel), std::move(stub)));
+}
+
+}  // namespace edgetrain::agent

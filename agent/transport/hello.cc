@@ -1,0 +1,35 @@
+#include "agent/transport/transport.h"
+
+namespace edgetrain::agent {
+
+v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank) {
+  v1::Hello hello;
+  hello.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  hello.set_job(job);
+  hello.set_plan_generation(plan_generation);
+  hello.set_rank(rank);
+  return hello;
+}
+
+Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t plan_generation, int world) {
+  if (hello.protocol_version() != v1::PROTOCOL_VERSION_CURRENT) {
+    return FailedPreconditionError("protocol version " + std::to_string(hello.protocol_version()) +
+                                   " is not this coordinator's " + std::to_string(v1::PROTOCOL_VERSION_CURRENT) +
+                                   "; run the same edgetrain version on every node");
+  }
+  if (hello.job() != job) {
+    return FailedPreconditionError("this coordinator trains job \"" + job + "\", not \"" + hello.job() + "\"");
+  }
+  if (hello.plan_generation() != plan_generation) {
+    return FailedPreconditionError("plan generation " + std::to_string(hello.plan_generation()) +
+                                   " is not the current " + std::to_string(plan_generation) +
+                                   "; the job was re-planned, restart with the new plan");
+  }
+  if (hello.rank() < 0 || hello.rank() >= world) {
+    return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " is outside this job's " +
+                                   std::to_string(world) + " workers");
+  }
+  return Status::Ok();
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,63 @@
+#pragma once
+// In-process link shaping: a stream whose sends pass a TraceShaper first, so each
+// direction of an emulated device's link follows its bandwidth trace without root
+// or network namespaces, and deterministically under a simulated clock. A send
+// returns once its last byte is through the link, as a blocking write on a slow
+// socket would.
+
+#include <atomic>
+#include <memory>
+
+#include "agent/transport/transport.h"
+#include "core/trace_shaper.h"
+
+namespace edgetrain::agent {
+
+// Waits for `bytes` to pass `link`, in slices so that `cancel` (the job ending)
+// can interrupt a wait on a link that is down. False if cancelled.
+bool PassLink(TraceShaper& link, int64_t bytes, Clock& clock, const std::atomic<bool>& cancel);
+
+class ShapedCoordinatorStream final : public CoordinatorStream {
+ public:
+  ShapedCoordinatorStream(std::unique_ptr<CoordinatorStream> inner, TraceShaper& uplink, Clock& clock)
+      : inner_(std::move(inner)), uplink_(uplink), clock_(clock) {}
+  Status Send(const v1::WorkerMessage& message) override {
+    if (!PassLink(uplink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, closed_)) {
+      return CancelledError("the stream was closed while its link was down");
+    }
+    return inner_->Send(message);
+  }
+  StatusOr<v1::CoordinatorMessage> Receive() override { return inner_->Receive(); }
+  void Close() override {
+    closed_ = true;
+    inner_->Close();
+  }
+
+ private:
+  std::unique_ptr<CoordinatorStream> inner_;
+  TraceShaper& uplink_;
+  Clock& clock_;
+  std::atomic<bool> closed_{false};
+};
+
+class ShapedWorkerStream final : public WorkerStream {
+ public:
+  // `cancel` ends a wait on a link that is down (the job is over).
+  ShapedWorkerStream(WorkerStream& inner, TraceShaper& downlink, Clock& clock, const std::atomic<bool>& cancel)
+      : inner_(inner), downlink_(downlink), clock_(clock), cancel_(cancel) {}
+  Status Send(const v1::CoordinatorMessage& message) override {
+    if (!PassLink(downlink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, cancel_)) {
+      return CancelledError("the job ended while the link was down");
+    }
+    return inner_.Send(message);
+  }
+  StatusOr<v1::WorkerMessage> Receive() override { return inner_.Receive(); }
+
+ private:
+  WorkerStream& inner_;
+  TraceShaper& downlink_;
+  Clock& clock_;
+  const std::atomic<bool>& cancel_;
+};
+
+}  // namespace edgetrain::agent
