@@ -97,10 +97,6 @@ class Store:
         items.sort(key=lambda s: object_key(s.obj))
         return items, rv
 
-    def count(self, key):
-        with self.cond:
-            return len(self._tables.get(key, {}))
-
     # -- writes ------------------------------------------------------------------------
     # Each takes the fully prepared object; the store only assigns the revision.
 
