@@ -81,10 +81,17 @@ TEST_F(AgentTest, RefusesAMissingOrBrokenPlan) {
   EXPECT_NE(log.str().find("broken.json: plan: not a JSON object"), std::string::npos) << log.str();
 }
 
-TEST_F(AgentTest, RefusesMultiAgentJobsUntilTheyAreSupported) {
+TEST_F(AgentTest, RefusesFlagsThatContradictThePlan) {
   flags.world = 3;
   EXPECT_EQ(Run(), kExitInvalid);
-  EXPECT_NE(log.str().find("not supported yet"), std::string::npos);
+  EXPECT_NE(log.str().find("--world=3 but the plan has 1 worker(s)"), std::string::npos) << log.str();
+  flags.world = 1;
+  flags.role = Role::kWorker;
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("--role=worker needs a plan that places workers"), std::string::npos) << log.str();
+  flags.role = Role::kStage;
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("--role=stage (pipeline parallelism) is not supported yet"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "api/crd.h"
 
-#include "api/crd_text.h"
+#include "api/embedded_text.h"
 #include "api/yaml_json.h"
 
 namespace edgetrain::api {

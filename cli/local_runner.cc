@@ -6,12 +6,14 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/telemetry/http_client.h"
+#include "api/cluster_profile.h"
 #include "api/trainingjob.h"
 #include "cli/child_process.h"
 #include "cli/local_support.h"
@@ -41,6 +43,11 @@ StatusOr<std::string> ReadText(const std::string& path) {
   return text.str();
 }
 
+void PrintLines(std::ostream& err, const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) err << "  " << line << "\n";
+}
+
 // Reads, validates and checks a manifest; prints what is wrong and returns the
 // exit code, or kExitOk with `job` filled in.
 int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, LocalSupport& support) {
@@ -52,8 +59,7 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
   auto parsed = api::ParseTrainingJob(*text, path);
   if (!parsed.ok()) {
     err << "error: " << path << " is not a valid TrainingJob:\n";
-    std::istringstream lines(parsed.status().message());
-    for (std::string line; std::getline(lines, line);) err << "  " << line << "\n";
+    PrintLines(err, parsed.status().message());
     return kExitInvalid;
   }
   job = std::move(*parsed);
@@ -76,14 +82,14 @@ std::string DescribeJob(const api::TrainingJobManifest& job) {
     t << "target accuracy " << *s.budget.target_accuracy;
     budget += (budget.empty() ? "" : ", ") + t.str();
   }
+  std::string how = s.parallelism.workers == 1 ? "" : " (" + std::string(NameOf(s.sync.policy)) + ")";
   return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + std::string(NameOf(s.data.dataset)) + ", " +
-         std::to_string(s.parallelism.workers) + " worker(s), until " + budget;
+         std::to_string(s.parallelism.workers) + " worker(s)" + how + ", until " + budget;
 }
 
-std::string AgentBeside(const std::string& self) {
+std::string AgentBeside() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) exe = self;
   return (exe.parent_path() / "edgetrain-agent").string();
 }
 
@@ -99,25 +105,54 @@ std::string LogTail(const std::string& path, size_t lines) {
   return out;
 }
 
-void PrintSummary(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s, std::ostream& out) {
-  char accuracy[16];
-  std::snprintf(accuracy, sizeof accuracy, "%.4f", p.accuracy.value_or(0));
-  out << job.name << ": test accuracy " << accuracy;
+std::string Fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+double MeanStallFraction(const JobProgress& p) {
+  if (p.workers.empty()) return 0;
+  double sum = 0;
+  for (const auto& w : p.workers) sum += w.stall_fraction;
+  return sum / static_cast<double>(p.workers.size());
+}
+
+int64_t BytesSent(const JobProgress& p) {
+  int64_t sum = 0;
+  for (const auto& w : p.workers) sum += w.bytes_sent;
+  return sum;
+}
+
+void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, const JobProgress& p, double wall_s,
+                  std::ostream& out) {
+  out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4);
   if (job.spec.budget.target_accuracy) {
     out << " (target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached)" : " not reached)");
   }
   out << ", stopped by " << p.stop_reason << "\n";
-  char rate[64];
-  std::snprintf(rate, sizeof rate, "%.1f s of training, %.1f s in all", p.elapsed_s, wall_s);
   out << "  " << WithThousands(p.iteration) << " iterations, " << WithThousands(p.samples) << " samples, "
-      << WithThousands(static_cast<int64_t>(p.samples_per_second)) << " samples/s; " << rate << "\n";
+      << WithThousands(static_cast<int64_t>(p.samples_per_second)) << " samples/s; " << Fixed(p.elapsed_s, 1)
+      << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
+  if (!plan.workers.empty()) {
+    out << "  worker  node           iterations   rows sent    MB sent   link Mbit/s   stall\n";
+    for (const auto& w : p.workers) {
+      const std::string node = static_cast<size_t>(w.rank) < plan.workers.size() ? plan.workers[w.rank].node : "?";
+      char line[160];
+      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %13.1f %6.0f%%\n", w.rank, node.c_str(),
+                    WithThousands(w.iteration).c_str(), WithThousands(w.rows_sent).c_str(),
+                    static_cast<double>(w.bytes_sent) / 1e6, w.bandwidth_mbps, 100 * w.stall_fraction);
+      out << line;
+    }
+  }
   out << "  model: " << p.model_path << "\n";
 }
 
 std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s) {
+  auto nullable = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j = {
       {"job", job.name},
-      {"accuracy", p.accuracy ? nlohmann::json(*p.accuracy) : nlohmann::json(nullptr)},
+      {"accuracy", nullable(p.accuracy)},
       {"loss", p.loss},
       {"iterations", p.iteration},
       {"samples", p.samples},
@@ -126,14 +161,74 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"train_s", p.elapsed_s},
       {"samples_per_s", p.samples_per_second},
       {"reached_target", p.reached_target},
-      {"target_accuracy", job.spec.budget.target_accuracy ? nlohmann::json(*job.spec.budget.target_accuracy)
-                                                          : nlohmann::json(nullptr)},
+      {"target_accuracy", nullable(job.spec.budget.target_accuracy)},
       {"stop_reason", p.stop_reason},
       {"workers", job.spec.parallelism.workers},
+      {"stall_fraction", MeanStallFraction(p)},
+      {"bytes_sent", BytesSent(p)},
       {"model_path", p.model_path},
   };
   return j.dump();
 }
+
+// The workers of a team: one per rank, on the profile's nodes in order, or on
+// unshaped local slots without a profile.
+StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
+  std::vector<WorkerSlot> slots;
+  if (profile && static_cast<int>(profile->nodes.size()) < workers) {
+    return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
+                                " node(s) for " + std::to_string(workers) + " workers");
+  }
+  for (int rank = 0; rank < workers; ++rank) {
+    WorkerSlot slot;
+    slot.rank = rank;
+    if (profile) {
+      const NodeProfile& node = profile->nodes[rank];
+      slot.node = node.name;
+      slot.slowdown = node.slowdown;
+      slot.link = node.link;
+    } else {
+      slot.node = "local-" + std::to_string(rank);
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+// The agents of one run, and what they said.
+class LocalRun {
+ public:
+  LocalRun(const RunOptions& options, std::ostream& err, fs::path run_dir)
+      : options_(options), err_(err), run_dir_(std::move(run_dir)),
+        agent_(options.agent_binary.empty() ? AgentBeside() : options.agent_binary) {}
+
+  StatusOr<ChildProcess> Start(const std::vector<std::string>& flags, const std::string& log, int threads) {
+    std::vector<std::string> argv = {agent_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    // BLAS threads on top of LibTorch's own would oversubscribe the cores.
+    const std::string n = std::to_string(threads);
+    return ChildProcess::Spawn(argv, (run_dir_ / log).string(), {{"OPENBLAS_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}});
+  }
+
+  // Waits for the launch contract's line starting with `what ` from `child`.
+  StatusOr<std::string> Await(ChildProcess& child, const std::string& what) {
+    auto deadline = std::chrono::steady_clock::now() + kStartupTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto line = child.ReadLine(kPollEvery);
+      if (line && line->rfind(what + " ", 0) == 0) return line->substr(what.size() + 1);
+      if (!line && child.stdout_closed()) return UnavailableError("the agent exited before it printed `" + what + "`");
+    }
+    return DeadlineExceededError("the agent did not print `" + what + "` within 60 s");
+  }
+
+  const fs::path& run_dir() const { return run_dir_; }
+
+ private:
+  const RunOptions& options_;
+  std::ostream& err_;
+  fs::path run_dir_;
+  std::string agent_;
+};
 
 }  // namespace
 
@@ -152,25 +247,30 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   api::TrainingJobManifest job;
   LocalSupport support;
   if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
+  std::optional<ClusterProfile> profile;
+  if (!options.nodes_path.empty()) {
+    auto text = ReadText(options.nodes_path);
+    auto parsed = text.ok() ? api::ParseClusterProfile(*text, options.nodes_path) : StatusOr<ClusterProfile>(text.status());
+    if (!parsed.ok()) {
+      err << "error: --nodes:\n";
+      PrintLines(err, parsed.status().message());
+      return kExitInvalid;
+    }
+    profile = std::move(*parsed);
+  }
   for (const auto& note : support.notes) err << "note: " << note << "\n";
   if (job.object["spec"].value("suspend", false)) {
     out << job.name << " is suspended (spec.suspend: true); nothing to run\n";
     return kExitOk;
   }
 
+  const int workers = job.spec.parallelism.workers;
+  const bool team = workers > 1 || profile.has_value();
   std::error_code ec;
   fs::path output = !options.output_dir.empty() ? fs::path(options.output_dir)
                     : job.spec.output.path     ? fs::path(*job.spec.output.path)
                                                : fs::path("edgetrain-output") / job.name;
   output = fs::absolute(output, ec);
-
-  // The run folder holds the plan and the agents' logs; kept when a run fails.
-  std::string pattern = (fs::temp_directory_path() / ("edgetrain-" + job.name + "-XXXXXX")).string();
-  if (!::mkdtemp(pattern.data())) {
-    err << "error: cannot create a run folder in " << fs::temp_directory_path() << "\n";
-    return kExitFailed;
-  }
-  const fs::path run_dir = pattern;
 
   JobPlan plan;
   plan.job = job.name;
@@ -179,73 +279,111 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   // One LibTorch thread per agent unless asked: measured on the example MLP, two
   // threads on two cores ran at half the samples/s of one (13.8k vs 25.7k).
   plan.intra_op_threads = options.threads > 0 ? options.threads : 1;
-  std::ofstream(run_dir / "plan.json") << EncodeJobPlan(plan);
+  if (team) {
+    auto slots = PlaceWorkers(workers, profile);
+    if (!slots.ok()) {
+      err << "error: " << slots.status().message() << "\n";
+      return kExitInvalid;
+    }
+    plan.workers = std::move(*slots);
+  }
 
-  const std::string agent = options.agent_binary.empty() ? AgentBeside("edgetrain") : options.agent_binary;
-  const std::string log = (run_dir / "agent-0.log").string();
-  const std::string threads = std::to_string(plan.intra_op_threads);
-  auto child = ChildProcess::Spawn(
-      {agent, "--role=coordinator", "--job=" + job.name, "--rank=0", "--world=1",
-       "--plan=" + (run_dir / "plan.json").string(), "--listen=127.0.0.1:0", "--http=127.0.0.1:0"},
-      log,
-      // BLAS threads on top of LibTorch's own would oversubscribe the cores.
-      {{"OPENBLAS_NUM_THREADS", threads}, {"OMP_NUM_THREADS", threads}});
-  if (!child.ok()) {
-    err << "error: " << child.status().message() << " (pass --agent PATH to name the agent binary)\n";
+  // The run folder holds the plan and the agents' logs; kept when a run fails.
+  std::string pattern = (fs::temp_directory_path() / ("edgetrain-" + job.name + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) {
+    err << "error: cannot create a run folder in " << fs::temp_directory_path() << "\n";
     return kExitFailed;
   }
-  err << "training " << DescribeJob(job) << "\n";
+  LocalRun run(options, err, pattern);
+  const std::string plan_path = (run.run_dir() / "plan.json").string();
+  std::ofstream(plan_path) << EncodeJobPlan(plan);
+  const std::string world = "--world=" + std::to_string(workers);
 
+  const std::string coordinator_log = team ? "coordinator.log" : "agent-0.log";
+  auto coordinator = run.Start({"--role=coordinator", "--job=" + job.name, "--rank=0", world, "--plan=" + plan_path,
+                                "--listen=127.0.0.1:0", "--http=127.0.0.1:0"},
+                               coordinator_log, plan.intra_op_threads);
+  if (!coordinator.ok()) {
+    err << "error: " << coordinator.status().message() << " (pass --agent PATH to name the agent binary)\n";
+    return kExitFailed;
+  }
+  err << "training " << DescribeJob(job) << (profile ? " on the devices of " + profile->name : "") << "\n";
+
+  std::vector<ChildProcess> team_workers;
   auto failed = [&](const std::string& why) {
-    child->Signal(SIGTERM);
-    child->Wait(kStopGrace);
-    err << "error: " << why << "\nlast lines of the agent's log:\n" << LogTail(log, 15) << "full log: " << log << "\n";
+    coordinator->Signal(SIGTERM);
+    for (auto& w : team_workers) w.Signal(SIGTERM);
+    coordinator->Wait(kStopGrace);
+    const std::string log = (run.run_dir() / coordinator_log).string();
+    err << "error: " << why << "\nlast lines of " << coordinator_log << ":\n" << LogTail(log, 15)
+        << "logs: " << run.run_dir().string() << "\n";
     return kExitFailed;
   };
 
-  // Launch contract: the agent prints `http HOST:PORT` once it serves /progress.
-  std::string http;
-  auto deadline = std::chrono::steady_clock::now() + kStartupTimeout;
-  while (http.empty()) {
-    if (std::chrono::steady_clock::now() > deadline) return failed("the agent did not start within 60 s");
-    auto line = child->ReadLine(kPollEvery);
-    if (line && line->rfind("http ", 0) == 0) http = line->substr(5);
-    if (!line && child->stdout_closed()) return failed("the agent exited before it started serving");
+  auto http = run.Await(*coordinator, "http");
+  if (!http.ok()) return failed(http.status().message());
+  if (team) {
+    auto listening = run.Await(*coordinator, "listening");
+    if (!listening.ok()) return failed(listening.status().message());
+    for (int rank = 0; rank < workers; ++rank) {
+      auto worker = run.Start({"--role=worker", "--job=" + job.name, "--rank=" + std::to_string(rank), world,
+                               "--plan=" + plan_path, "--coordinator=" + *listening},
+                              "worker-" + std::to_string(rank) + ".log", plan.intra_op_threads);
+      if (!worker.ok()) return failed(worker.status().message());
+      team_workers.push_back(std::move(*worker));
+    }
   }
 
   RealClock clock;
   ProgressDisplay display(err, options.terminal, clock);
   std::optional<JobProgress> result;
+  std::vector<bool> reported(team_workers.size(), false);
   bool stopping = false;
   while (!result) {
     if (interrupted.load() && !stopping) {
       stopping = true;
-      child->Signal(SIGTERM);  // the agent finishes its step, saves the model, reports
+      coordinator->Signal(SIGTERM);  // it stops the workers, saves the model, reports
       display.Finish();
       err << "interrupted: stopping " << job.name << " and saving its model...\n";
     }
-    auto line = child->ReadLine(kPollEvery);
+    auto line = coordinator->ReadLine(kPollEvery);
     if (line && line->rfind("result ", 0) == 0) {
       auto decoded = DecodeJobProgress(line->substr(7));
-      if (!decoded.ok()) return failed("unreadable result from the agent: " + decoded.status().message());
+      if (!decoded.ok()) return failed("unreadable result from the coordinator: " + decoded.status().message());
       result = *decoded;
       break;
     }
-    if (!line && child->stdout_closed()) break;
-    if (auto progress = agent::HttpGet(http, "/progress"); progress.ok() && progress->status == 200) {
+    if (!line && coordinator->stdout_closed()) break;
+    for (size_t i = 0; i < team_workers.size(); ++i) {
+      auto status = team_workers[i].Poll();
+      if (status && !reported[i]) {
+        reported[i] = true;
+        display.Finish();
+        err << "warning: worker " << i << " exited (status " << *status << "; log worker-" << i
+            << ".log); the team trains on without it\n";
+      }
+    }
+    if (auto progress = agent::HttpGet(*http, "/progress"); progress.ok() && progress->status == 200) {
       if (auto p = DecodeJobProgress(progress->body); p.ok()) display.Show(*p);
     }
   }
   display.Finish();
-  int agent_exit = child->Wait(kStopGrace);
-  if (!result) return failed("the agent exited (status " + std::to_string(agent_exit) + ") without a result");
-  if (result->state != JobState::kSucceeded) return failed("training failed: " + result->stop_reason.substr(result->stop_reason.find(' ') + 1));
+  int coordinator_exit = coordinator->Wait(kStopGrace);
+  for (auto& w : team_workers) w.Wait(kStopGrace);
+  if (!result) return failed("the coordinator exited (status " + std::to_string(coordinator_exit) + ") without a result");
+  if (result->state != JobState::kSucceeded) {
+    return failed("training failed: " + result->stop_reason.substr(result->stop_reason.find(' ') + 1));
+  }
 
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  PrintSummary(job, *result, wall_s, out);
+  PrintSummary(job, plan, *result, wall_s, out);
   if (options.json) out << JsonLine(job, *result, wall_s) << "\n";
+  if (options.keep_logs) {
+    err << "logs: " << run.run_dir().string() << "\n";
+  } else {
+    fs::remove_all(run.run_dir(), ec);
+  }
   out << std::flush;
-  fs::remove_all(run_dir, ec);
   return stopping ? kExitInterrupted : kExitOk;
 }
 

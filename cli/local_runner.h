@@ -1,9 +1,11 @@
 #pragma once
-// `edgetrain run JOB.yaml`: the same TrainingJob a cluster would run, trained on
-// this machine. The runner validates the manifest against the CRD, writes the
-// plan, starts agents as local processes through the launch contract
-// (docs/launch-contract.md), shows their progress from GET /progress, and
-// reports. It never trains itself: what runs here is what runs in a pod.
+// `edgetrain run JOB.yaml [--nodes PROFILE.yaml]`: the same TrainingJob a cluster
+// would run, trained on this machine. The runner validates the manifest against
+// the CRD, writes the plan, starts agents as local processes through the launch
+// contract (docs/launch-contract.md) — one agent for a job of one worker, else a
+// coordinator and a worker per rank, each emulating its device from the cluster
+// profile — shows the job's progress from GET /progress, and reports. It never
+// trains itself: what runs here is what runs in a pod.
 
 #include <atomic>
 #include <ostream>
@@ -19,11 +21,13 @@ inline constexpr int kExitInterrupted = 130;
 
 struct RunOptions {
   std::string manifest_path;
+  std::string nodes_path;     // a cluster profile: emulate its devices (compute, links)
   bool json = false;          // one final JSON line on `out`
   std::string output_dir;     // overrides spec.output.path
   int threads = 0;            // LibTorch threads per agent; 0: one
   std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
   bool terminal = false;      // draw a progress bar (stderr is a terminal)
+  bool keep_logs = false;     // keep the run folder (plan, agents' logs) after success
 };
 
 // Progress and diagnostics go to `err`, the summary (and JSON line) to `out`.

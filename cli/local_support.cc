@@ -17,9 +17,8 @@ LocalSupport CheckLocalSupport(const api::TrainingJobManifest& job) {
   if (spec.parallelism.mode != ParallelismMode::kDataParallel) {
     s.unsupported.push_back({"spec.parallelism.mode", std::string(NameOf(spec.parallelism.mode)) + " is not supported yet"});
   }
-  if (spec.parallelism.workers > 1) {
-    s.unsupported.push_back({"spec.parallelism.workers", "more than 1 worker is not supported yet (got " +
-                                                            std::to_string(spec.parallelism.workers) + ")"});
+  if (spec.sync.compression == Compression::kTopK) {
+    s.unsupported.push_back({"spec.sync.compression", "topk is not supported yet (none, fp16 and int8 are)"});
   }
   if (spec.data.stream) s.unsupported.push_back({"spec.data.stream", "streaming data is not supported yet"});
   if (spec.budget.energy_joules > 0) {
@@ -35,9 +34,10 @@ LocalSupport CheckLocalSupport(const api::TrainingJobManifest& job) {
     s.notes.push_back("spec.output.volume applies on Kubernetes only; edgetrain run writes to spec.output.path on this machine");
   }
   if (Written(raw, "faultTolerance")) {
-    for (const char* field : {"replicateEvery", "replay", "maxRecoveries", "nodeLossGrace"}) {
+    // nodeLossGrace bounds how long a data-parallel worker waits for a lost coordinator.
+    for (const char* field : {"replicateEvery", "replay", "maxRecoveries"}) {
       if (Written(raw["faultTolerance"], field)) {
-        s.notes.push_back("spec.faultTolerance." + std::string(field) + " has no effect on a job of one worker");
+        s.notes.push_back("spec.faultTolerance." + std::string(field) + " applies to pipelines and Kubernetes; edgetrain run ignores it");
       }
     }
   }

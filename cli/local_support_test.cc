@@ -36,7 +36,7 @@ TEST(LocalSupportTest, RefusesWhatHasNotLandedYet) {
   } cases[] = {
       {R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2}}})", "spec.parallelism.mode: pipeline is not supported yet"},
       {R"({"spec": {"parallelism": {"mode": "auto"}}})", "spec.parallelism.mode: auto is not supported yet"},
-      {R"({"spec": {"parallelism": {"workers": 4}}})", "spec.parallelism.workers: more than 1 worker is not supported yet (got 4)"},
+      {R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "topk"}}})", "spec.sync.compression: topk is not supported yet"},
       {R"({"spec": {"data": {"stream": {"ratesPerSecond": [5]}}}})", "spec.data.stream: streaming data is not supported yet"},
       {R"({"spec": {"budget": {"energyJoules": 100}}})", "spec.budget.energyJoules: energy budgets are not supported yet"},
   };
@@ -54,7 +54,7 @@ TEST(LocalSupportTest, NamesFieldsItIgnoresOnlyWhenTheManifestWroteThem) {
   std::string notes = Joined(s);
   for (const char* field : {"spec.placement applies on Kubernetes only", "spec.template applies on Kubernetes only",
                             "spec.sync has no effect on a job of one worker",
-                            "spec.faultTolerance.replay has no effect", "spec.output.volume applies on Kubernetes only"}) {
+                            "spec.faultTolerance.replay applies to pipelines", "spec.output.volume applies on Kubernetes only"}) {
     EXPECT_NE(notes.find(field), std::string::npos) << field << "\n" << notes;
   }
   EXPECT_EQ(notes.find("maxRecoveries"), std::string::npos) << "defaulted, not written: no note";

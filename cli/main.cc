@@ -15,11 +15,13 @@ std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted.store(true); }
 
 constexpr const char* kUsage = R"(usage:
-  edgetrain run JOB.yaml [--json] [--output DIR] [--threads N] [--agent PATH]
+  edgetrain run JOB.yaml [--nodes PROFILE.yaml] [--json] [--output DIR] [--threads N] [--keep-logs]
       Train a TrainingJob manifest on this machine: the same YAML `kubectl apply`
-      takes. --json adds one final JSON line; --output overrides spec.output.path
+      takes. --nodes emulates a cluster profile's devices: each worker gets a
+      node's compute slowdown and its link's bandwidth trace. --json adds one final JSON line; --output overrides spec.output.path
       (default ./edgetrain-output/NAME); --threads sets LibTorch threads per agent
-      (default 1: small models run fastest on one).
+      (default 1: small models run fastest on one); --keep-logs keeps the run
+      folder with the plan and every agent's log; --agent PATH names the agent.
   edgetrain validate JOB.yaml
       Check a manifest against the TrainingJob CRD without training.
   edgetrain version
@@ -56,11 +58,14 @@ int main(int argc, char** argv) {
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (a == "--json") {
       options.json = true;
-    } else if (a == "--output" || a == "--threads" || a == "--agent") {
+    } else if (a == "--keep-logs") {
+      options.keep_logs = true;
+    } else if (a == "--output" || a == "--threads" || a == "--agent" || a == "--nodes") {
       const std::string* v = value();
       if (!v) return Usage(a + " needs a value");
       if (a == "--output") options.output_dir = *v;
       if (a == "--agent") options.agent_binary = *v;
+      if (a == "--nodes") options.nodes_path = *v;
       if (a == "--threads") {
         char* end = nullptr;
         long n = std::strtol(v->c_str(), &end, 10);

@@ -136,8 +136,8 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
   } cases[] = {
       {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {workers: 0}\n",
        "spec.parallelism.workers: must be >= 1 (got 0)"},
-      {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {workers: 4}\n",
-       "spec.parallelism.workers: more than 1 worker is not supported yet (got 4)"},
+      {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {mode: pipeline, workers: 4}\n",
+       "spec.parallelism.mode: pipeline is not supported yet"},
       {"  model: {name: mlp\n", "is not a valid TrainingJob:\n  "},
   };
   for (const auto& c : cases) {
@@ -164,8 +164,8 @@ TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
   Outcome run = Execute({"run", Manifest("digits-dead-agent", kDigitsSpec), "--agent", "/bin/false"});
   EXPECT_EQ(run.exit, 1);
-  EXPECT_NE(run.stderr_text.find("the agent exited before it started serving"), std::string::npos) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("full log: "), std::string::npos);
+  EXPECT_NE(run.stderr_text.find("the agent exited before it printed `http`"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("logs: "), std::string::npos);
 }
 
 constexpr const char* kLongSpec = R"(  model: {name: mlp}

@@ -13,10 +13,10 @@ TimePoint SimulatedClock::Now() const {
 
 void SimulatedClock::SleepUntil(TimePoint deadline) {
   std::unique_lock lock(mu_);
-  ++sleepers_;
+  auto entry = deadlines_.insert(deadline);
   changed_.notify_all();
   changed_.wait(lock, [&] { return now_ >= deadline; });
-  --sleepers_;
+  deadlines_.erase(entry);
 }
 
 void SimulatedClock::Advance(Duration d) {
@@ -27,9 +27,20 @@ void SimulatedClock::Advance(Duration d) {
   changed_.notify_all();
 }
 
+bool SimulatedClock::AdvanceToNextDeadline() {
+  {
+    std::lock_guard lock(mu_);
+    auto next = deadlines_.upper_bound(now_);
+    if (next == deadlines_.end()) return false;
+    now_ = *next;
+  }
+  changed_.notify_all();
+  return true;
+}
+
 int SimulatedClock::sleepers() const {
   std::lock_guard lock(mu_);
-  return sleepers_;
+  return static_cast<int>(deadlines_.size());
 }
 
 }  // namespace edgetrain

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 namespace edgetrain {
 
@@ -43,6 +44,10 @@ class SimulatedClock final : public Clock {
   void SleepUntil(TimePoint deadline) override;
 
   void Advance(Duration d);
+  // Jumps to the earliest deadline a thread sleeps towards, waking it; false
+  // when no thread sleeps towards a time still ahead. Drives code that sleeps on
+  // the clock exactly from one of its deadlines to the next.
+  bool AdvanceToNextDeadline();
   // Number of threads currently blocked in SleepUntil: lets a test wait until the
   // code under test has gone to sleep before it advances time.
   int sleepers() const;
@@ -50,8 +55,8 @@ class SimulatedClock final : public Clock {
  private:
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  TimePoint now_;   // guarded by mu_
-  int sleepers_ = 0;  // guarded by mu_
+  TimePoint now_;                      // guarded by mu_
+  std::multiset<TimePoint> deadlines_;  // of sleeping threads; guarded by mu_
 };
 
 }  // namespace edgetrain

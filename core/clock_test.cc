@@ -1,6 +1,7 @@
 #include "core/clock.h"
 
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -33,6 +34,22 @@ TEST(SimulatedClockTest, SleeperWakesWhenTimePassesItsDeadline) {
   sleeper.join();
   EXPECT_EQ(woke - start, seconds(11));
   EXPECT_EQ(clock.sleepers(), 0);
+}
+
+TEST(SimulatedClockTest, AdvancesFromDeadlineToDeadline) {
+  SimulatedClock clock;
+  const TimePoint start = clock.Now();
+  std::vector<Duration> woke;
+  std::thread sleeper([&] {
+    clock.SleepFor(seconds(2));
+    woke.push_back(clock.Now() - start);
+    clock.SleepFor(milliseconds(500));
+    woke.push_back(clock.Now() - start);
+  });
+  while (woke.size() < 2) clock.AdvanceToNextDeadline();
+  sleeper.join();
+  EXPECT_EQ(woke, (std::vector<Duration>{seconds(2), milliseconds(2500)}));
+  EXPECT_FALSE(clock.AdvanceToNextDeadline());
 }
 
 TEST(RealClockTest, IsMonotonicAndSleeps) {

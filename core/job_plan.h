@@ -9,18 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cluster_profile.h"
 #include "core/job_spec.h"
 #include "core/status.h"
 
 namespace edgetrain {
-
-// An emulated device's link (cluster profiles, docs/cluster-profiles.md): a
-// bandwidth trace replayed from `offset_s` seconds in, scaled by `scale`.
-struct LinkSpec {
-  std::string trace_path;  // absolute
-  double offset_s = 0;
-  double scale = 1;
-};
 
 // Where a worker runs and what its device is like.
 struct WorkerSlot {

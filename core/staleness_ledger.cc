@@ -74,7 +74,7 @@ int64_t StalenessLedger::MinActiveIteration() const {
   return active_count() > 0 ? least : least_any;
 }
 
-int64_t StalenessLedger::Rejoin(int w) {
+int64_t StalenessLedger::Rejoin(int w, bool copy_lost) {
   int64_t team = 0;
   bool any = false;
   for (int o = 0; o < workers(); ++o) {
@@ -90,7 +90,7 @@ int64_t StalenessLedger::Rejoin(int w) {
   // teammate's iteration), and w is never blocked on a push it did not make.
   for (size_t r = 0; r < rows_; ++r) {
     pushed_[Index(w, r)] = std::max(pushed_[Index(w, r)], iteration_[w]);
-    copy_[Index(w, r)] = 0;  // everything is resent
+    if (copy_lost) copy_[Index(w, r)] = 0;
   }
   return iteration_[w];
 }

@@ -56,9 +56,11 @@ class StalenessLedger {
   int active_count() const;
   void Deactivate(int w) { active_[w] = false; }
   // Brings `w` back: its iteration set to the slowest active teammate's, credited
-  // with a push of every row at that iteration (its missed gradients are dropped),
-  // its copies to be resent in full. Returns the iteration it resumes after.
-  int64_t Rejoin(int w);
+  // with a push of every row at that iteration (its missed gradients are
+  // dropped). A restarted worker has lost its copy (`copy_lost`): everything is
+  // resent; one whose link came back keeps what it holds, and gets only what it
+  // lacks. Returns the iteration it resumes after.
+  int64_t Rejoin(int w, bool copy_lost = true);
 
   // The slowest active worker's iteration (the team's progress), or the slowest
   // of all when none is active.

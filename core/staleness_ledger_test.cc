@@ -70,6 +70,10 @@ TEST(StalenessLedgerTest, ARejoiningWorkerResumesAtTheTeamsIteration) {
   EXPECT_EQ(l.Clock(0), 18) << "the rejoin must not pull the clocks back";
   EXPECT_EQ(l.pushed(2, 1), 18) << "credited as it will believe of itself";
   EXPECT_EQ(l.copy(2, 0), 0) << "its whole copy is resent";
+  l.RecordSent(2, 0);
+  l.Deactivate(2);
+  EXPECT_EQ(l.Rejoin(2, /*copy_lost=*/false), 18);
+  EXPECT_EQ(l.copy(2, 0), 18) << "a worker whose link came back keeps its copy";
 }
 
 // A team of workers driven through the ledger and the row scheduler on a

@@ -57,6 +57,7 @@ inline Status AbortedError(std::string m) { return {StatusCode::kAborted, std::m
 inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+inline Status DeadlineExceededError(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

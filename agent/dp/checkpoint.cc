@@ -43,7 +43,8 @@ bool ReadArray(std::string_view& in, std::vector<T>& v) {
 
 std::string EncodeCheckpoint(const CoordinatorCheckpoint& c) {
   nlohmann::json header = {{"job", c.job},         {"generation", c.generation}, {"iteration", c.iteration},
-                           {"samples", c.samples}, {"elapsedSeconds", c.elapsed_s}};
+                           {"samples", c.samples}, {"elapsedSeconds", c.elapsed_s},
+                           {"complete", c.complete}};
   std::string out(kMagic);
   out += header.dump() + "\n";
   AppendArray(out, c.parameters);
@@ -79,6 +80,7 @@ StatusOr<CoordinatorCheckpoint> DecodeCheckpoint(std::string_view bytes, const s
     c.iteration = header.at("iteration").get<int64_t>();
     c.samples = header.at("samples").get<int64_t>();
     c.elapsed_s = header.at("elapsedSeconds").get<double>();
+    c.complete = header.at("complete").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     return damaged(std::string("header: ") + e.what());
   }

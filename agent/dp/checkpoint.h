@@ -22,6 +22,7 @@ struct CoordinatorCheckpoint {
   int64_t iteration = 0;  // the team's, when written
   int64_t samples = 0;
   double elapsed_s = 0;
+  bool complete = false;  // written when the job ended: nothing to resume
   std::vector<float> parameters;
   OptimizerState optimizer;
   std::vector<int64_t> pushed;      // staleness ledger, workers * rows

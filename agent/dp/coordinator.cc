@@ -100,6 +100,10 @@ Status Coordinator::Restore() {
   if (!checkpoint) return Status::Ok();
   const CoordinatorCheckpoint& c = *checkpoint;
   if (c.job != plan_.job) return Status::Ok();  // another job's output folder: start afresh
+  if (c.complete) {
+    log_ << "coordinator: the last run of " << plan_.job << " completed; starting afresh\n";
+    return Status::Ok();
+  }
   if (c.parameters.size() != params_.size() || c.pushed.size() != static_cast<size_t>(world_) * layout_.size() ||
       c.versions.size() != layout_.size()) {
     return FailedPreconditionError(CheckpointPath(plan_) + " holds a different model or team; move it away to start afresh");
@@ -115,7 +119,7 @@ Status Coordinator::Restore() {
   samples_ = c.samples;
   elapsed_before_ = c.elapsed_s;
   log_ << "coordinator: resumed from " << CheckpointPath(plan_) << " at iteration " << c.iteration << ", "
-       << c.samples << " samples\n";
+       << c.samples << " samples (move it away to start afresh)\n";
   return Status::Ok();
 }
 
@@ -123,7 +127,7 @@ Status Coordinator::Admit(const v1::Hello& hello) {
   return CheckHello(hello, plan_.job, plan_.generation, world_);
 }
 
-v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after) {
+v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after, bool whole_model) {
   v1::CoordinatorMessage m;
   v1::Welcome* welcome = m.mutable_welcome();
   for (const auto& shape : model_.ParameterShapes()) {
@@ -131,7 +135,10 @@ v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after) 
     for (int64_t d : shape) t->add_dims(d);
   }
   Session& s = *sessions_[rank];
+  std::vector<bool> needed(layout_.size(), whole_model);
+  for (size_t r : ledger_.SendableMandatory(rank)) needed[r] = true;
   for (size_t r = 0; r < layout_.size(); ++r) {
+    if (!needed[r]) continue;
     const RowSpan& span = layout_.row(r);
     v1::Row* row = welcome->add_rows();
     row->set_id(static_cast<uint32_t>(r));
@@ -149,6 +156,9 @@ v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after) 
 bool Coordinator::HasWork(int rank) const {
   const Session& s = *sessions_[rank];
   if (s.resync) return true;
+  // A row's clock can rise without its values changing (a teammate counted out):
+  // what the worker now may have, it must be sent.
+  if (!ledger_.SendableMandatory(rank).empty()) return true;
   for (size_t r = 0; r < layout_.size(); ++r) {
     if (versions_[r] > s.sent_version[r]) return true;
   }
@@ -229,6 +239,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   s.iteration = push.iteration();
   s.rows_sent += push.rows_size();
   s.bytes_sent += static_cast<int64_t>(push.ByteSizeLong());
+  if (!push.has_stats()) return Status::Ok();  // a later chunk of the same push
   const v1::WorkerStats& st = push.stats();
   s.stats = st;
   s.samples += st.samples();
@@ -262,7 +273,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     const int64_t resume_after = ledger_.Rejoin(rank);
     s.iteration = resume_after;
     s.deadline.Restart(clock_.Now());
-    welcome = MakeWelcome(rank, resume_after);
+    welcome = MakeWelcome(rank, resume_after, /*whole_model=*/true);
     ever_connected_ = true;
     log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
   }
@@ -284,14 +295,14 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     if (s.epoch != epoch) break;  // superseded by a newer stream of the same worker
     if (s.counted_out) {
       // Its link is back. What it pushed was computed on a stale model: dropped;
-      // it gets the whole model and resumes with the team.
+      // it resumes with the team, sent what it lacks for that.
       s.counted_out = false;
       s.resync = true;
-      const int64_t resume_after = ledger_.Rejoin(rank);
+      const int64_t resume_after = ledger_.Rejoin(rank, /*copy_lost=*/false);
       s.iteration = resume_after;
       s.deadline.Restart(clock_.Now());
       log_ << "coordinator: worker " << rank << " is back; it rejoins at iteration " << resume_after << "\n";
-    } else {
+    } else if (!stopping_) {  // once stopping, the model is final
       s.deadline.Arrived(clock_.Now());
       if (Status applied = ApplyPush(rank, message->push()); !applied.ok()) {
         log_ << "coordinator: refusing worker " << rank << "'s push: " << applied.message() << "\n";
@@ -326,7 +337,7 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
       if (stopping_) {
         message.mutable_stop()->set_reason("the job is over");
       } else {
-        message = s.resync ? MakeWelcome(rank, s.iteration) : MakeUpdate(rank);
+        message = s.resync ? MakeWelcome(rank, s.iteration, /*whole_model=*/false) : MakeUpdate(rank);
       }
     }
     const TimePoint began = clock_.Now();
@@ -481,7 +492,14 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     });
   }
   const TimePoint end = clock_.Now();
-  EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
+  if (*stop == StopReason::kTarget) {
+    // The model that reached the target is the final one, not the few updates
+    // that landed while the decision was made.
+    std::lock_guard lock(mu_);
+    std::copy(model_.Parameters().begin(), model_.Parameters().end(), params_.begin());
+  } else {
+    EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
+  }
   CoordinatorCheckpoint final_state;
   {
     std::lock_guard lock(mu_);
@@ -489,6 +507,7 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     progress = Progress(end);
     progress.accuracy = accuracy;
     final_state = Snapshot(end);
+    final_state.complete = true;
   }
   EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), final_state));
   progress.model_path = plan_.output_dir + "/model.pt";

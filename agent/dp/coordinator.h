@@ -59,7 +59,9 @@ class Coordinator final : public WorkerSessions {
   struct Session;
 
   // All of these run with mu_ held.
-  v1::CoordinatorMessage MakeWelcome(int rank, int64_t resume_after);
+  // The whole model for a (re)started worker; only what it lacks for one whose
+  // link came back.
+  v1::CoordinatorMessage MakeWelcome(int rank, int64_t resume_after, bool whole_model);
   v1::CoordinatorMessage MakeUpdate(int rank);
   bool HasWork(int rank) const;
   Status ApplyPush(int rank, const v1::Push& push);

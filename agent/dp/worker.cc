@@ -27,6 +27,10 @@ constexpr Duration kIdlePush = std::chrono::milliseconds(20);
 // Messages smaller than this say more about latency and the shaper's burst than
 // about bandwidth; they are not measured.
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
+// Pushes go out in messages of about this size, so that even on a slow link the
+// coordinator hears from a worker several times a second: a slow link is not
+// taken for a dead one.
+constexpr int64_t kChunkBytes = 16 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
 
@@ -80,6 +84,7 @@ class WorkerRun {
       }
       if (!stream) break;
       if (uplink_) stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink_, clock_);
+      if (options_.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options_.gate);
 
       v1::WorkerMessage hello;
       *hello.mutable_hello() = MakeHello(plan_.job, plan_.generation, options_.rank);
@@ -318,25 +323,50 @@ class WorkerRun {
     return message;
   }
 
+  // A push cut into messages of about kChunkBytes; the first carries the stats.
+  static std::vector<v1::WorkerMessage> Chunk(v1::WorkerMessage whole) {
+    std::vector<v1::WorkerMessage> chunks;
+    v1::Push& push = *whole.mutable_push();
+    v1::WorkerMessage current;
+    current.mutable_push()->set_iteration(push.iteration());
+    *current.mutable_push()->mutable_stats() = push.stats();
+    int64_t size = 0;
+    for (v1::Row& row : *push.mutable_rows()) {
+      if (size > 0 && size + static_cast<int64_t>(row.values().size()) > kChunkBytes) {
+        chunks.push_back(std::move(current));
+        current = v1::WorkerMessage();
+        current.mutable_push()->set_iteration(push.iteration());
+        size = 0;
+      }
+      size += static_cast<int64_t>(row.values().size());
+      *current.mutable_push()->add_rows() = std::move(row);
+    }
+    chunks.push_back(std::move(current));
+    return chunks;
+  }
+
   void SendLoop(CoordinatorStream& stream) {
     for (;;) {
-      v1::WorkerMessage message;
+      std::vector<v1::WorkerMessage> chunks;
       {
         std::unique_lock lock(mu_);
         changed_.wait_for(lock, kIdlePush, [&] { return stop_ || broken_ || iteration_ > pushed_iteration_; });
         if (stop_ || broken_) return;
-        message = ComposePush();
+        chunks = Chunk(ComposePush());
       }
-      const int64_t bytes = static_cast<int64_t>(message.ByteSizeLong());
+      int64_t bytes = 0;
       const TimePoint began = clock_.Now();
-      Status sent = stream.Send(message);
+      for (const auto& chunk : chunks) {
+        bytes += static_cast<int64_t>(chunk.ByteSizeLong());
+        if (!stream.Send(chunk).ok()) {
+          std::lock_guard lock(mu_);
+          broken_ = true;
+          changed_.notify_all();
+          return;
+        }
+      }
       const Duration took = clock_.Now() - began;
       std::lock_guard lock(mu_);
-      if (!sent.ok()) {
-        broken_ = true;
-        changed_.notify_all();
-        return;
-      }
       if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, took);
       summary_.bytes_sent += bytes;
     }

@@ -21,6 +21,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/torch/trainer.h"
+#include "agent/transport/link_gate.h"
 #include "agent/transport/transport.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
@@ -36,6 +37,8 @@ struct WorkerOptions {
   RowPriority priority = RowPriority::kImportance;
   // Gradient encoding on the wire; defaults to the spec's compression.
   std::optional<RowEncoding> encoding;
+  // Fault injection: the worker's uplink passes this gate (tests, drills).
+  LinkGate* gate = nullptr;
 };
 
 struct WorkerSummary {

@@ -1,0 +1,255 @@
+// A coordinator and its workers as threads of one process, over real gRPC on
+// loopback: convergence against BSP, a cut link, a worker killed and restarted,
+// and hellos that must be refused.
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent/dp/coordinator.h"
+#include "agent/dp/worker.h"
+#include "agent/transport/link_gate.h"
+#include "core/job_spec.h"
+
+namespace edgetrain::agent {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const TrainTestSplit& Digits() {
+  static const TrainTestSplit* digits = [] {
+    auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
+    EXPECT_TRUE(split.ok()) << split.status().ToString();
+    return new TrainTestSplit(std::move(*split));
+  }();
+  return *digits;
+}
+
+std::string Spec(const std::string& policy, const std::string& budget) {
+  std::string bound = policy == "bsp" ? "" : ", \"stalenessBound\": 4";
+  return R"({"model": {"name": "mlp", "hidden": [32]},
+    "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
+    "parallelism": {"mode": "dataParallel", "workers": 3},
+    "sync": {"granularity": "row", "policy": ")" + policy + "\"" + bound + R"(, "compression": "none"},
+    "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
+    "budget": )" + budget + R"(,
+    "evaluation": {"everyIterations": 25},
+    "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0, "maxRecoveries": 5,
+                       "nodeLossGrace": "20s"},
+    "seed": 11})";
+}
+
+// One team: the coordinator's Run on a thread, a thread per worker.
+class Team {
+ public:
+  Team(const std::string& spec_json, int workers) {
+    plan_.job = "team-test";
+    plan_.spec_json = spec_json;
+    auto spec = DecodeJobSpec(spec_json);
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    plan_.spec = *spec;
+    plan_.output_dir = testing::TempDir() + "/team-" +
+                       testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(plan_.output_dir);
+    for (int w = 0; w < workers; ++w) plan_.workers.push_back({w, "local-" + std::to_string(w), 1, std::nullopt});
+    gates_.resize(workers);
+    for (auto& g : gates_) g = std::make_unique<LinkGate>();
+    worker_cancel_.resize(workers);
+    for (auto& c : worker_cancel_) c = std::make_unique<std::atomic<bool>>(false);
+    model_ = MakeTrainer();
+    coordinator_ = std::make_unique<Coordinator>(plan_, *model_, Digits().test, Digits().train.size(), clock_, board_,
+                                                 coordinator_log_);
+    auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, *coordinator_);
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    run_ = std::thread([this] { result_ = coordinator_->Run(cancel_); });
+    for (int w = 0; w < workers; ++w) StartWorker(w);
+  }
+
+  ~Team() {
+    cancel_ = true;
+    if (run_.joinable()) run_.join();
+    server_->Shutdown();
+    for (auto& c : worker_cancel_) *c = true;
+    for (auto& t : workers_) t.join();
+  }
+
+  std::unique_ptr<Trainer> MakeTrainer() {
+    auto t = CreateTrainer({plan_.spec.model, plan_.spec.optimizer, Digits().train.info, plan_.spec.seed, 1});
+    EXPECT_TRUE(t.ok());
+    return std::move(*t);
+  }
+
+  void StartWorker(int rank) {
+    *worker_cancel_[rank] = false;
+    auto trainer = std::shared_ptr<Trainer>(MakeTrainer());
+    workers_.emplace_back([this, rank, trainer] {
+      WorkerOptions options;
+      options.rank = rank;
+      options.coordinator = server_->address();
+      options.gate = gates_[rank].get();
+      std::ostringstream log;
+      auto summary = RunWorker(plan_, options, *trainer, Digits().train, clock_, log, *worker_cancel_[rank]);
+      EXPECT_TRUE(summary.ok()) << "worker " << rank << ": " << summary.status().ToString();
+    });
+  }
+  // Ends worker `rank`'s thread as if its process were killed: its stream closes.
+  void KillWorker(int rank) { *worker_cancel_[rank] = true; }
+
+  // Waits (polling the coordinator's progress, never sleeping blindly) for `ok`.
+  bool WaitFor(const std::function<bool(const JobProgress&)>& ok, seconds timeout = seconds(30)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (ok(board_.Snapshot())) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+  StatusOr<JobProgress> Finish() {
+    run_.join();
+    return result_;
+  }
+  void Stop() { cancel_ = true; }
+  LinkGate& gate(int rank) { return *gates_[rank]; }
+  const std::string& address() const { return server_->address(); }
+  // The coordinator's log; read only once Finish() has returned (it is written
+  // from the coordinator's threads until then).
+  std::string log() const { return coordinator_log_.str(); }
+
+ private:
+  JobPlan plan_;
+  RealClock clock_;
+  ProgressBoard board_;
+  std::ostringstream coordinator_log_;
+  std::unique_ptr<Trainer> model_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<TrainingServer> server_;
+  std::atomic<bool> cancel_{false};
+  std::thread run_;
+  StatusOr<JobProgress> result_ = InternalError("not finished");
+  std::vector<std::unique_ptr<LinkGate>> gates_;
+  std::vector<std::unique_ptr<std::atomic<bool>>> worker_cancel_;
+  std::vector<std::thread> workers_;
+};
+
+int64_t IterationOf(const JobProgress& p, int rank) {
+  return static_cast<size_t>(rank) < p.workers.size() ? p.workers[rank].iteration : 0;
+}
+bool Active(const JobProgress& p, int rank) {
+  return static_cast<size_t>(rank) < p.workers.size() && p.workers[rank].active;
+}
+
+TEST(TeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
+  double accuracy[2];
+  int i = 0;
+  for (const char* policy : {"bsp", "rog"}) {
+    Team team(Spec(policy, R"({"epochs": 15, "energyJoules": 0})"), 3);
+    auto result = team.Finish();
+    ASSERT_TRUE(result.ok()) << policy << ": " << result.status().ToString() << "\n" << team.log();
+    EXPECT_EQ(result->stop_reason, "epochs") << policy;
+    EXPECT_GE(result->samples, 15 * Digits().train.size());
+    accuracy[i++] = *result->accuracy;
+  }
+  EXPECT_GT(accuracy[0], 0.9) << "bsp";
+  EXPECT_NEAR(accuracy[1], accuracy[0], 0.03) << "rog " << accuracy[1] << " vs bsp " << accuracy[0];
+}
+
+TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 2) >= 20 && Active(p, 2); }));
+  team.gate(2).Cut();
+  JobProgress cut_off;
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) {
+    cut_off = p;
+    return !Active(p, 2);
+  }));
+  // The others train on: far more than S iterations past the cut-off worker.
+  const int64_t stuck_at = IterationOf(cut_off, 2);
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) {
+    return IterationOf(p, 0) > stuck_at + 4 + 40 && IterationOf(p, 1) > stuck_at + 4 + 40;
+  }));
+  team.gate(2).Restore();
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) {
+    return Active(p, 2) && IterationOf(p, 2) >= IterationOf(p, 0) - 4 - 5;
+  }));
+  team.Stop();
+  auto result = team.Finish();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, "cancelled");
+  const std::string log = team.log();
+  EXPECT_NE(log.find("worker 2 counted out"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 2 is back"), std::string::npos) << log;
+}
+
+TEST(TeamTest, AKilledWorkerRestartsAndRejoins) {
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 1) >= 20; }));
+  team.KillWorker(1);
+  JobProgress gone;
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) {
+    gone = p;
+    return !Active(p, 1);
+  }));
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return IterationOf(p, 0) > IterationOf(gone, 0) + 40; }))
+      << "the team stopped for a lost worker";
+  team.StartWorker(1);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) {
+    return Active(p, 1) && IterationOf(p, 1) >= IterationOf(p, 0) - 4 - 5;
+  }));
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok());
+  const std::string log = team.log();
+  EXPECT_NE(log.find("worker 1 left"), std::string::npos) << log;
+  size_t joined = 0;
+  for (size_t at = 0; (at = log.find("worker 1 joined", at)) != std::string::npos; ++at) ++joined;
+  EXPECT_EQ(joined, 2u) << "joined once, and once more after its restart\n" << log;
+}
+
+TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 1);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 0) >= 1; }));
+  // The team's address, from a worker's point of view.
+  struct Case {
+    v1::Hello hello;
+    const char* error;
+  } cases[] = {
+      {MakeHello("another-job", 1, 0), "this coordinator trains job \"team-test\", not \"another-job\""},
+      {MakeHello("team-test", 2, 0), "plan generation 2 is not the current 1"},
+      {MakeHello("team-test", 1, 5), "rank 5 is outside this job's 3 workers"},
+      {[] {
+         v1::Hello h = MakeHello("team-test", 1, 0);
+         h.set_protocol_version(99);
+         return h;
+       }(),
+       "protocol version 99 is not this coordinator's 1"},
+  };
+  for (const auto& c : cases) {
+    auto stream = ConnectToCoordinator(team.address(), TransportSecurity{}, seconds(5));
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    v1::WorkerMessage hello;
+    *hello.mutable_hello() = c.hello;
+    ASSERT_TRUE((*stream)->Send(hello).ok());
+    auto reply = (*stream)->Receive();
+    ASSERT_FALSE(reply.ok()) << "a mismatched hello was accepted";
+    EXPECT_EQ(reply.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(reply.status().message().find(c.error), std::string::npos) << reply.status().message();
+  }
+  // A stream that opens with anything but a hello is refused too.
+  auto stream = ConnectToCoordinator(team.address(), TransportSecurity{}, seconds(5));
+  ASSERT_TRUE(stream.ok());
+  v1::WorkerMessage push;
+  push.mutable_push()->set_iteration(1);
+  ASSERT_TRUE((*stream)->Send(push).ok());
+  auto reply = (*stream)->Receive();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(reply.status().message().find("a stream must open with a hello"), std::string::npos);
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok());
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

@@ -1,0 +1,98 @@
+#include "agent/transport/shaped_stream.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent/transport/link_gate.h"
+
+namespace edgetrain::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A stream that records when each message reached it.
+class RecordingStream final : public CoordinatorStream {
+ public:
+  explicit RecordingStream(Clock& clock, std::vector<TimePoint>& arrivals) : clock_(clock), arrivals_(arrivals) {}
+  Status Send(const v1::WorkerMessage&) override {
+    arrivals_.push_back(clock_.Now());
+    return Status::Ok();
+  }
+  StatusOr<v1::CoordinatorMessage> Receive() override { return CancelledError("none"); }
+  void Close() override {}
+
+ private:
+  Clock& clock_;
+  std::vector<TimePoint>& arrivals_;
+};
+
+v1::WorkerMessage MessageOf(size_t bytes) {
+  v1::WorkerMessage m;
+  m.mutable_push()->add_rows()->set_values(std::string(bytes, 'x'));
+  return m;
+}
+
+TEST(ShapedStreamTest, SendsTakeAsLongAsTheTraceSays) {
+  SimulatedClock clock;
+  const TimePoint t0 = clock.Now();
+  // 8 Mbit/s = 1 MB/s, then down for a second, then back.
+  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,8\n1,0\n2,8\n", "t.csv");
+  ASSERT_TRUE(trace.ok());
+  TraceShaper uplink(*trace, t0, 0);
+  std::vector<TimePoint> arrivals;
+  ShapedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), uplink, clock);
+  v1::WorkerMessage big = MessageOf(499'990);  // ~500 kB on the wire
+  const double size = static_cast<double>(big.ByteSizeLong());
+  std::thread sender([&] {
+    ASSERT_TRUE(stream.Send(big).ok());
+    ASSERT_TRUE(stream.Send(big).ok());  // crosses the outage
+  });
+  // Drive simulated time from deadline to deadline until both sends are through.
+  while (arrivals.size() < 2) {
+    if (!clock.AdvanceToNextDeadline()) std::this_thread::yield();
+  }
+  sender.join();
+  EXPECT_NEAR(ToSeconds(arrivals[0] - t0), size / 1e6, 1e-6);
+  // The second half-megabyte: 0.5 s left before the outage, then 1 s of nothing.
+  EXPECT_NEAR(ToSeconds(arrivals[1] - t0), 1.0 + 1.0 + (2 * size / 1e6 - 1.0), 1e-6);
+}
+
+TEST(ShapedStreamTest, ClosingEndsAWaitOnADeadLink) {
+  SimulatedClock clock;
+  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,0\n", "dead.csv");
+  ASSERT_TRUE(trace.ok());
+  TraceShaper uplink(*trace, clock.Now(), 0);
+  std::vector<TimePoint> arrivals;
+  ShapedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), uplink, clock);
+  Status sent;
+  std::thread sender([&] { sent = stream.Send(MessageOf(1000)); });
+  while (clock.sleepers() == 0) std::this_thread::yield();
+  stream.Close();
+  clock.Advance(milliseconds(60));
+  sender.join();
+  EXPECT_EQ(sent.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(arrivals.empty());
+}
+
+TEST(LinkGateTest, ACutGateHoldsSendsUntilRestored) {
+  RealClock clock;
+  std::vector<TimePoint> arrivals;
+  LinkGate gate;
+  GatedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), gate);
+  ASSERT_TRUE(stream.Send(MessageOf(10)).ok());
+  gate.Cut();
+  std::atomic<bool> through{false};
+  std::thread sender([&] {
+    ASSERT_TRUE(stream.Send(MessageOf(10)).ok());
+    through = true;
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(through.load()) << "a cut link let a message through";
+  gate.Restore();
+  sender.join();
+  EXPECT_EQ(arrivals.size(), 2u);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

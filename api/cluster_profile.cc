@@ -1,0 +1,75 @@
+#include "api/cluster_profile.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "api/embedded_text.h"
+#include "api/structural_schema.h"
+#include "api/yaml_json.h"
+#include "core/bandwidth_trace.h"
+#include "core/duration_text.h"
+
+namespace edgetrain::api {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+StatusOr<Json> ProfileSchema() {
+  static const StatusOr<Json> schema = []() -> StatusOr<Json> {
+    EDGETRAIN_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(kClusterProfileSchemaText, "cluster-profile.schema.yaml"));
+    return docs.at(0);
+  }();
+  return schema;
+}
+
+}  // namespace
+
+StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::string& path) {
+  EDGETRAIN_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(yaml, path));
+  std::erase_if(docs, [](const Json& d) { return d.is_null(); });
+  if (docs.size() != 1) {
+    return InvalidArgumentError(path + ": expected one ClusterProfile, found " + std::to_string(docs.size()) + " documents");
+  }
+  Json doc = docs[0];
+  EDGETRAIN_ASSIGN_OR_RETURN(Json schema, ProfileSchema());
+  std::vector<FieldError> errors = ValidateAndDefault(schema, doc, "");
+  if (!errors.empty()) return ToStatus(errors).WithContext(path + " is not a valid ClusterProfile");
+
+  ClusterProfile profile;
+  profile.name = doc["metadata"]["name"].get<std::string>();
+  const fs::path base = fs::absolute(fs::path(path)).parent_path();
+  for (size_t i = 0; i < doc["spec"]["nodes"].size(); ++i) {
+    const Json& n = doc["spec"]["nodes"][i];
+    const std::string where = path + ": spec.nodes[" + std::to_string(i) + "]";
+    NodeProfile node;
+    node.name = n["name"].get<std::string>();
+    node.slowdown = n["compute"]["slowdown"].get<double>();
+    node.memory = n.value("memory", "");
+    node.arch = n.value("arch", "");
+    node.transient = n["transient"].get<bool>();
+    node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
+                  n["power"]["idleWatts"].get<double>()};
+    if (n.contains("link")) {
+      const Json& l = n["link"];
+      fs::path trace = l["trace"].get<std::string>();
+      if (trace.is_relative()) trace = base / trace;
+      auto offset = ParseDuration(l["offset"].get<std::string>());
+      if (!offset.ok()) return offset.status().WithContext(where + ".link.offset");
+      node.link = LinkSpec{fs::weakly_canonical(trace).string(), ToSeconds(*offset), l["scale"].get<double>()};
+      // Read now: a missing or malformed trace is the profile's error, not a
+      // worker's surprise half-way through a run.
+      std::ifstream in(node.link->trace_path);
+      if (!in) return NotFoundError(where + ".link.trace: cannot read " + node.link->trace_path);
+      std::stringstream text;
+      text << in.rdbuf();
+      auto parsed = BandwidthTrace::Parse(text.str(), node.link->trace_path);
+      if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
+    }
+    profile.nodes.push_back(std::move(node));
+  }
+  return profile;
+}
+
+}  // namespace edgetrain::api

@@ -1,0 +1,74 @@
+#include "api/cluster_profile.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::api {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(ClusterProfileTest, ReadsTheShippedProfiles) {
+  const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
+  auto robots = ParseClusterProfile(ReadFile(dir / "robot-team.yaml"), (dir / "robot-team.yaml").string());
+  ASSERT_TRUE(robots.ok()) << robots.status().ToString();
+  EXPECT_EQ(robots->name, "robot-team");
+  ASSERT_EQ(robots->nodes.size(), 5u);
+  const NodeProfile& r2 = robots->nodes[1];
+  EXPECT_EQ(r2.name, "robot-2");
+  EXPECT_EQ(r2.slowdown, 1);
+  EXPECT_EQ(r2.power.compute_watts, 15) << "the documented default power profile";
+  ASSERT_TRUE(r2.link.has_value());
+  EXPECT_EQ(r2.link->offset_s, 20);
+  EXPECT_EQ(r2.link->scale, 1);
+  EXPECT_TRUE(fs::exists(r2.link->trace_path)) << r2.link->trace_path;
+  EXPECT_TRUE(fs::path(r2.link->trace_path).is_absolute());
+
+  auto mixed = ParseClusterProfile(ReadFile(dir / "heterogeneous-1-10.yaml"), (dir / "heterogeneous-1-10.yaml").string());
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(mixed->nodes.front().slowdown, 1);
+  EXPECT_EQ(mixed->nodes.back().slowdown, 10);
+  EXPECT_EQ(mixed->nodes.back().power.idle_watts, 1);
+}
+
+TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
+  const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
+  const std::string head = "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n";
+  struct Case {
+    std::string nodes;
+    const char* error;
+  } cases[] = {
+      {"  - {name: a, compute: {slowdown: 0.5}}\n", "spec.nodes[0].compute.slowdown: must be >= 1 (got 0.5)"},
+      {"  - {name: a, cpu: 4}\n", "spec.nodes[0].cpu: unknown field"},
+      {"  - {name: a}\n  - {name: a}\n", "spec.nodes[1]: duplicate entry with name=\"a\""},
+      {"  - {name: A_1}\n", "spec.nodes[0].name: must match the pattern"},
+      {"  - {name: a, link: {trace: no-such.csv}}\n", "spec.nodes[0].link.trace: cannot read"},
+      {"  - {name: a, link: {trace: robot-team.yaml}}\n", "expected the header \"seconds,mbps\""},
+      {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, offset: soon}}\n", "spec.nodes[0].link.offset: must match"},
+      {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 0}}\n", "spec.nodes[0].link.scale: must be > 0"},
+      {"  []\n", "spec.nodes: must have at least 1 item(s)"},
+  };
+  for (const auto& c : cases) {
+    auto profile = ParseClusterProfile(head + c.nodes, (dir / "test.yaml").string());
+    ASSERT_FALSE(profile.ok()) << c.nodes;
+    EXPECT_NE(profile.status().message().find(c.error), std::string::npos)
+        << "wanted: " << c.error << "\ngot: " << profile.status().message();
+  }
+  auto wrong_kind = ParseClusterProfile("apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\nspec: {nodes: [{name: a}]}\n", "k.yaml");
+  ASSERT_FALSE(wrong_kind.ok());
+  EXPECT_NE(wrong_kind.status().message().find("kind: must be one of \"ClusterProfile\""), std::string::npos)
+      << wrong_kind.status().message();
+}
+
+}  // namespace
+}  // namespace edgetrain::api

@@ -1,0 +1,193 @@
+// Data-parallel teams as real processes: `edgetrain run` with a cluster profile,
+// and a coordinator killed mid-run that resumes from its checkpoint.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/telemetry/http_client.h"
+#include "cli/child_process.h"
+#include "core/job_progress.h"
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path TestDir() {
+  fs::path d = fs::path(testing::TempDir()) / ("team-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(TeamRunTest, RunsATeamOnEmulatedDevicesAndReportsEachWorker) {
+  fs::path dir = TestDir();
+  std::ofstream(dir / "trace.csv") << "seconds,mbps\n0,40\n1,20\n2,60\n";
+  std::ofstream(dir / "nodes.yaml") << R"(apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: bench-team}
+spec:
+  nodes:
+    - {name: fast, link: {trace: trace.csv}}
+    - {name: slow, compute: {slowdown: 3}, link: {trace: trace.csv, offset: 1s, scale: 0.5}}
+    - {name: spare}
+)";
+  std::ofstream(dir / "job.yaml") << R"(apiVersion: edgetrain.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: digits-team}
+spec:
+  model: {name: mlp, hidden: [32]}
+  data: {dataset: digits, batchSize: 32, partition: {kind: dirichlet, alpha: 1.0}}
+  parallelism: {workers: 2}
+  sync: {policy: rog, stalenessBound: 4, compression: int8}
+  optimizer: {name: adam, learningRate: 0.003}
+  evaluation: {everyIterations: 20}
+  budget: {wallClock: 2m, epochs: 10}
+)";
+  auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--nodes",
+                                  (dir / "nodes.yaml").string(), "--json", "--output", (dir / "out").string()},
+                                 (dir / "stderr.log").string());
+  ASSERT_TRUE(run.ok());
+  std::vector<std::string> lines;
+  while (auto line = run->ReadLine(seconds(120))) lines.push_back(*line);
+  ASSERT_EQ(run->Wait(seconds(30)), 0) << ReadFile(dir / "stderr.log");
+  ASSERT_GE(lines.size(), 5u);
+  auto result = nlohmann::json::parse(lines.back());
+  EXPECT_EQ(result["stop_reason"], "epochs");
+  EXPECT_EQ(result["workers"], 2);
+  EXPECT_GT(result["accuracy"].get<double>(), 0.85);
+  EXPECT_GT(result["bytes_sent"].get<int64_t>(), 0);
+  EXPECT_GE(result["stall_fraction"].get<double>(), 0.0);
+  EXPECT_LE(result["stall_fraction"].get<double>(), 1.0);
+  std::string table;
+  for (const auto& l : lines) table += l + "\n";
+  EXPECT_NE(table.find("worker  node"), std::string::npos) << table;
+  EXPECT_NE(table.find(" fast "), std::string::npos) << table;
+  EXPECT_NE(table.find(" slow "), std::string::npos) << table;
+  EXPECT_NE(ReadFile(dir / "stderr.log").find("on the devices of bench-team"), std::string::npos);
+}
+
+TEST(TeamRunTest, AProfileWithTooFewNodesIsRefused) {
+  fs::path dir = TestDir();
+  std::ofstream(dir / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                       "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";
+  std::ofstream(dir / "job.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: j}\n"
+                                     "spec: {model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 3}}\n";
+  auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--nodes", (dir / "nodes.yaml").string()},
+                                 (dir / "stderr.log").string());
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->Wait(seconds(30)), 2);
+  EXPECT_NE(ReadFile(dir / "stderr.log").find("the cluster profile tiny has 1 node(s) for 3 workers"), std::string::npos)
+      << ReadFile(dir / "stderr.log");
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::optional<std::string> LineStartingWith(ChildProcess& child, const std::string& prefix) {
+  while (auto line = child.ReadLine(seconds(60))) {
+    if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
+  }
+  return std::nullopt;
+}
+
+TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
+  fs::path dir = TestDir();
+  nlohmann::json plan = {
+      {"job", "resume"}, {"generation", 1}, {"outputDir", (dir / "out").string()}, {"intraOpThreads", 1},
+      {"workers", {{{"rank", 0}, {"node", "a"}, {"slowdown", 1}}, {{"rank", 1}, {"node", "b"}, {"slowdown", 1}}}},
+      {"spec", nlohmann::json::parse(R"({
+        "model": {"name": "mlp", "hidden": [32]},
+        "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
+        "parallelism": {"mode": "dataParallel", "workers": 2},
+        "sync": {"granularity": "row", "policy": "rog", "stalenessBound": 4, "compression": "none"},
+        "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
+        "budget": {"wallClock": "2m", "epochs": 60, "energyJoules": 0},
+        "evaluation": {"everyIterations": 50},
+        "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 30, "maxRecoveries": 5,
+                           "nodeLossGrace": "60s"},
+        "seed": 5})")}};
+  std::ofstream(dir / "plan.json") << plan.dump();
+  const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
+  const std::vector<std::string> coordinator_args = {
+      kBin + "edgetrain-agent", "--role=coordinator", "--job=resume", "--rank=0", "--world=2",
+      "--plan=" + (dir / "plan.json").string(), "--listen=" + listen, "--http=127.0.0.1:0"};
+
+  auto first = ChildProcess::Spawn(coordinator_args, (dir / "coordinator-1.log").string());
+  ASSERT_TRUE(first.ok());
+  auto http = LineStartingWith(*first, "http ");
+  ASSERT_TRUE(http.has_value()) << ReadFile(dir / "coordinator-1.log");
+  ASSERT_TRUE(LineStartingWith(*first, "listening ").has_value());
+  std::vector<ChildProcess> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto w = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=worker", "--job=resume", "--rank=" + std::to_string(rank),
+                                  "--world=2", "--plan=" + (dir / "plan.json").string(), "--coordinator=" + listen},
+                                 (dir / ("worker-" + std::to_string(rank) + ".log")).string());
+    ASSERT_TRUE(w.ok());
+    workers.push_back(std::move(*w));
+  }
+  // Past a few checkpoints (every 30 team iterations), kill it without warning.
+  int64_t reached = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
+    auto reply = agent::HttpGet(*http, "/progress");
+    if (reply.ok()) {
+      auto p = DecodeJobProgress(reply->body);
+      if (p.ok() && (reached = p->iteration) >= 100) break;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_GE(reached, 100);
+  first->Signal(SIGKILL);
+  ASSERT_EQ(first->Wait(seconds(10)), 128 + SIGKILL);
+  ASSERT_TRUE(fs::exists(dir / "out" / "checkpoint.bin"));
+
+  auto second = ChildProcess::Spawn(coordinator_args, (dir / "coordinator-2.log").string());
+  ASSERT_TRUE(second.ok());
+  auto result_line = LineStartingWith(*second, "result ");
+  ASSERT_TRUE(result_line.has_value()) << ReadFile(dir / "coordinator-2.log");
+  EXPECT_EQ(second->Wait(seconds(30)), 0);
+  auto result = DecodeJobProgress(*result_line);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stop_reason, "epochs");
+  EXPECT_GT(*result->accuracy, 0.85);
+  const std::string log = ReadFile(dir / "coordinator-2.log");
+  EXPECT_NE(log.find("coordinator: resumed from"), std::string::npos) << log;
+  const size_t at = log.find("at iteration ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stoll(log.substr(at + 13)), 30) << "resumed from a checkpoint past the first";
+  for (auto& w : workers) EXPECT_EQ(w.Wait(seconds(30)), 0);
+  EXPECT_NE(ReadFile(dir / "worker-0.log").find("lost the coordinator; reconnecting"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgetrain::cli
