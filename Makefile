@@ -2,7 +2,9 @@
 #   make run   install what is missing, build what the run needs, train the example
 #   make test  install what is missing, build everything, run every test
 BUILD     ?= build
-JOB       ?= examples/fashion-mnist.yaml
+# The default job: four robots on fading Wi-Fi, emulated on this machine.
+JOB       ?= examples/robot-team.yaml
+NODES     ?= examples/nodes/robot-team.yaml
 RUN_FLAGS ?=
 JOBS      ?= $(shell nproc)
 
@@ -10,7 +12,7 @@ JOBS      ?= $(shell nproc)
 
 run: configure
 	cmake --build $(BUILD) --target edgetrain edgetrain-agent -- -j$(JOBS)
-	$(BUILD)/bin/edgetrain run $(JOB) $(RUN_FLAGS)
+	$(BUILD)/bin/edgetrain run $(JOB) $(if $(NODES),--nodes $(NODES)) $(RUN_FLAGS)
 
 test: configure
 	cmake --build $(BUILD) -- -j$(JOBS)

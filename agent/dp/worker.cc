@@ -261,7 +261,12 @@ class WorkerRun {
       loss_sum_ += loss;
       ++loss_count_;
       compute_s_ += ToSeconds(took);
-      pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
+      // The pace is the whole interval between iterations, waiting included: a
+      // push must fill the link until the next one, not only the compute time.
+      const TimePoint done = clock_.Now();
+      const double interval = last_done_ == TimePoint{} ? ToSeconds(took) : ToSeconds(done - last_done_);
+      last_done_ = done;
+      pace_s_ = pace_s_ <= 0 ? interval : pace_s_ + kPaceWeight * (interval - pace_s_);
       changed_.notify_all();
     }
   }
@@ -277,8 +282,8 @@ class WorkerRun {
       for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
       candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last_pushed_[r], demanded_[r]});
     }
-    // ROG: what the uplink carries in one of our iterations, so sending overlaps
-    // the next. SSP and BSP send every row they have, every time.
+    // ROG: what the uplink carries in one of our iterations (waiting included),
+    // so sending overlaps the next and the link is never idle while rows wait. SSP and BSP send every row they have, every time.
     const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog ? uplink_estimate_.BytesIn(FromSeconds(pace_s_))
                                                                       : std::numeric_limits<int64_t>::max() / 2;
     v1::WorkerMessage message;
@@ -410,6 +415,7 @@ class WorkerRun {
   double compute_s_ = 0;
   double stall_s_ = 0;
   double pace_s_ = 0;
+  TimePoint last_done_{};
   BandwidthEstimator uplink_estimate_;
   bool stop_ = false;
   bool broken_ = false;
