@@ -135,6 +135,15 @@ int ChildProcess::Wait(std::chrono::milliseconds grace) {
   return *exit_status_;
 }
 
+bool ChildProcess::ExitsWithin(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!Poll()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 void ChildProcess::Signal(int signo) {
   if (pid_ > 0 && !Poll()) ::kill(pid_, signo);
 }

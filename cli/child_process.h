@@ -37,6 +37,8 @@ class ChildProcess {
   std::optional<int> Poll();
   // Blocks until the child ends; SIGKILL after `grace` if it has not.
   int Wait(std::chrono::milliseconds grace);
+  // Whether the child ends within `timeout` (it is left running if not).
+  bool ExitsWithin(std::chrono::milliseconds timeout);
   void Signal(int signo);
   pid_t pid() const { return pid_; }
 

@@ -51,6 +51,15 @@ TEST(ChildProcessTest, ReadLineTimesOutAndSignalsEndTheChild) {
   EXPECT_EQ(child->Wait(milliseconds(5000)), 128 + SIGTERM);
 }
 
+TEST(ChildProcessTest, ExitsWithinLeavesAChildRunning) {
+  auto child = ChildProcess::Spawn({"/bin/sleep", "30"}, Log("within.log"));
+  ASSERT_TRUE(child.ok());
+  EXPECT_FALSE(child->ExitsWithin(milliseconds(20)));
+  EXPECT_EQ(child->Poll(), std::nullopt);
+  child->Signal(SIGTERM);
+  EXPECT_TRUE(child->ExitsWithin(milliseconds(5000)));
+}
+
 TEST(ChildProcessTest, WaitKillsAChildThatOutstaysItsGrace) {
   auto child = ChildProcess::Spawn({"/bin/sh", "-c", "trap '' TERM; echo ready; sleep 30"}, Log("stubborn.log"));
   ASSERT_TRUE(child.ok());

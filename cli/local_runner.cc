@@ -32,6 +32,10 @@ using std::chrono::seconds;
 constexpr milliseconds kPollEvery{200};
 constexpr seconds kStartupTimeout{60};
 constexpr seconds kStopGrace{15};
+// Workers get this long after the coordinator's result to have exited by themselves.
+constexpr seconds kWorkerStopGrace{2};
+// After Ctrl-C the coordinator saves and reports; past this, everything is killed.
+constexpr seconds kInterruptGrace{30};
 
 StatusOr<std::string> ReadText(const std::string& path) {
   std::error_code ec;
@@ -339,9 +343,17 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   std::optional<JobProgress> result;
   std::vector<bool> reported(team_workers.size(), false);
   bool stopping = false;
+  auto give_up_at = std::chrono::steady_clock::time_point::max();
   while (!result) {
+    if (stopping && std::chrono::steady_clock::now() > give_up_at) {
+      for (auto& w : team_workers) w.Signal(SIGKILL);
+      coordinator->Signal(SIGKILL);
+      err << "error: the agents did not stop within " << kInterruptGrace.count() << " s; killed them\n";
+      return kExitInterrupted;
+    }
     if (interrupted.load() && !stopping) {
       stopping = true;
+      give_up_at = std::chrono::steady_clock::now() + kInterruptGrace;
       coordinator->Signal(SIGTERM);  // it stops the workers, saves the model, reports
       display.Finish();
       err << "interrupted: stopping " << job.name << " and saving its model...\n";
@@ -355,8 +367,9 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     }
     if (!line && coordinator->stdout_closed()) break;
     for (size_t i = 0; i < team_workers.size(); ++i) {
+      // A worker told to stop exits with 0; anything else is a loss the team absorbs.
       auto status = team_workers[i].Poll();
-      if (status && !reported[i]) {
+      if (status && *status != 0 && !reported[i]) {
         reported[i] = true;
         display.Finish();
         err << "warning: worker " << i << " exited (status " << *status << "; log worker-" << i
@@ -369,6 +382,13 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   }
   display.Finish();
   int coordinator_exit = coordinator->Wait(kStopGrace);
+  // Workers that heard Stop are gone already; one behind a dead link did not
+  // hear it and would keep trying to reconnect: it is told to stop.
+  const auto workers_done_by = std::chrono::steady_clock::now() + kWorkerStopGrace;
+  for (auto& w : team_workers) {
+    auto left = std::chrono::duration_cast<milliseconds>(workers_done_by - std::chrono::steady_clock::now());
+    if (!w.ExitsWithin(std::max(left, milliseconds(0)))) w.Signal(SIGTERM);
+  }
   for (auto& w : team_workers) w.Wait(kStopGrace);
   if (!result) return failed("the coordinator exited (status " + std::to_string(coordinator_exit) + ") without a result");
   if (result->state != JobState::kSucceeded) {

@@ -162,7 +162,9 @@ TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
     auto reply = agent::HttpGet(*http, "/progress");
     if (reply.ok()) {
       auto p = DecodeJobProgress(reply->body);
-      if (p.ok() && (reached = p->iteration) >= 100) break;
+      // Both workers in, and past a few checkpoints.
+      bool both = p.ok() && p->workers.size() == 2 && p->workers[0].active && p->workers[1].active;
+      if (both && (reached = p->iteration) >= 100) break;
     }
     std::this_thread::sleep_for(milliseconds(20));
   }

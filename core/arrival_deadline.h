@@ -18,8 +18,12 @@ class ArrivalDeadline {
 
   // A push arrived at `at`.
   void Arrived(TimePoint at);
-  // Restart learning from `at` (e.g. after a rejoin), keeping what was learned.
-  void Restart(TimePoint at) { last_ = at; }
+  // Counts from `at` (a (re)join, a welcome sent), keeping what was learned: a
+  // worker silent from then on is overdue like any other.
+  void Restart(TimePoint at) {
+    last_ = at;
+    seen_any_ = true;
+  }
   Duration Deadline() const;
   // Whether, at `now`, the worker is past its deadline.
   bool Overdue(TimePoint now) const { return seen_any_ && now - last_ > Deadline(); }

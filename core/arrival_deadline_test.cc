@@ -38,6 +38,14 @@ TEST(ArrivalDeadlineTest, JitterWidensTheDeadline) {
   EXPECT_GT(jittery.Deadline(), steady.Deadline() + milliseconds(150));
 }
 
+TEST(ArrivalDeadlineTest, AWorkerSilentSinceItJoinedIsOverdueToo) {
+  TimePoint t{};
+  ArrivalDeadline d(milliseconds(500));
+  d.Restart(t);
+  EXPECT_FALSE(d.Overdue(t + milliseconds(400)));
+  EXPECT_TRUE(d.Overdue(t + milliseconds(600)));
+}
+
 TEST(ArrivalDeadlineTest, InitialDeadlineUntilAGapIsSeenAndAFloorAfter) {
   TimePoint t{};
   ArrivalDeadline d(milliseconds(500), milliseconds(50));

@@ -18,11 +18,6 @@ void BandwidthEstimator::Observe(int64_t bytes, Duration took) {
   mbps_ = observations_++ == 0 ? rate : mbps_ + weight_ * (rate - mbps_);
 }
 
-double BandwidthEstimator::Mbps(int64_t outstanding_bytes, Duration elapsed) const {
-  if (outstanding_bytes > 0 && elapsed > Duration::zero()) return std::min(mbps_, ToMbps(outstanding_bytes, elapsed));
-  return mbps_;
-}
-
 int64_t BandwidthEstimator::BytesIn(Duration window, int64_t floor_bytes) const {
   double bytes = mbps_ * 1e6 / 8.0 * ToSeconds(window);
   return std::max(floor_bytes, static_cast<int64_t>(bytes));

@@ -1,11 +1,9 @@
 #pragma once
 // What a link can carry now, learned from transfers measured on it.
 //
-// An exponentially weighted moving average of observed rates (bytes over the time
-// from starting a send to its acknowledgement). A transfer still in flight also
-// informs it: after `elapsed` with `bytes` unacknowledged the link cannot be
-// faster than bytes/elapsed, so a link that drops to zero is seen to do so while
-// the transfer hangs, not only after it ends.
+// An exponentially weighted moving average of observed rates (bytes over the
+// time a send took to go through). A send that hung on a dead link measures as a
+// rate near zero, so what is budgeted after it shrinks to what must go anyway.
 
 #include <cstdint>
 
@@ -21,8 +19,7 @@ class BandwidthEstimator {
       : mbps_(prior_mbps), weight_(weight) {}
 
   void Observe(int64_t bytes, Duration took);
-  // The estimate, capped by a transfer of `bytes` still unacknowledged after `elapsed`.
-  double Mbps(int64_t outstanding_bytes = 0, Duration elapsed = Duration::zero()) const;
+  double Mbps() const { return mbps_; }
   // Bytes the link carries in `window` at the estimate (at least `floor_bytes`).
   int64_t BytesIn(Duration window, int64_t floor_bytes = 0) const;
   int64_t observations() const { return observations_; }

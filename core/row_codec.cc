@@ -83,10 +83,13 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
       break;
     case RowEncoding::kInt8: {
       float max_abs = 0;
-      for (float v : values) max_abs = std::max(max_abs, std::fabs(v));
+      for (float v : values) {
+        if (std::isfinite(v)) max_abs = std::max(max_abs, std::fabs(v));
+      }
       row.scale = max_abs > 0 ? max_abs / 127.0f : 1.0f;
       for (size_t i = 0; i < n; ++i) {
-        float q = std::nearbyint(values[i] / row.scale);
+        // A diverged gradient (NaN, inf) must not reach a float-to-int cast.
+        float q = std::isfinite(values[i]) ? std::nearbyint(values[i] / row.scale) : 0.0f;
         row.bytes[i] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
       }
       break;
@@ -106,6 +109,9 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
 
 Status DecodeRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> out) {
   const size_t n = out.size();
+  if (e != RowEncoding::kFloat32 && e != RowEncoding::kFloat16 && e != RowEncoding::kInt8 && e != RowEncoding::kSign) {
+    return InvalidArgumentError("unknown row encoding " + std::to_string(static_cast<int>(e)));
+  }
   if (static_cast<int64_t>(bytes.size()) != EncodedBytes(e, static_cast<int64_t>(n))) {
     return InvalidArgumentError("row of " + std::to_string(n) + " values carries " + std::to_string(bytes.size()) +
                                 " bytes; expected " + std::to_string(EncodedBytes(e, static_cast<int64_t>(n))));

@@ -1,6 +1,7 @@
 #include "core/row_codec.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -76,6 +77,19 @@ TEST(RowCodecTest, ErrorFeedbackLosesNothingOverTime) {
   }
   for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(sent_total[i] + residual[i], true_total[i], 1e-4);
   for (size_t i = 0; i < 64; ++i) EXPECT_LT(std::fabs(residual[i]), 0.01);
+}
+
+TEST(RowCodecTest, NonFiniteValuesDoNotPoisonInt8Rows) {
+  std::vector<float> row = {1.0f, std::nanf(""), -std::numeric_limits<float>::infinity(), -0.5f};
+  EncodedRow enc = EncodeRow(row, RowEncoding::kInt8);
+  EXPECT_FLOAT_EQ(enc.scale, 1.0f / 127);
+  std::vector<float> back(4);
+  ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, back).ok());
+  EXPECT_FLOAT_EQ(back[0], 1.0f);
+  EXPECT_FLOAT_EQ(back[1], 0.0f);
+  EXPECT_FLOAT_EQ(back[2], 0.0f);
+  EXPECT_NEAR(back[3], -0.5f, 0.5f / 127);
+  EXPECT_EQ(DecodeRow(static_cast<RowEncoding>(9), 1, "", std::span<float>()).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(RowCodecTest, RefusesPayloadsOfTheWrongSize) {

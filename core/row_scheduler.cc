@@ -4,15 +4,20 @@
 
 namespace edgetrain {
 
+int MandatoryAfter(int staleness_bound) { return staleness_bound >= 2 ? staleness_bound - 1 : staleness_bound; }
+
 std::vector<size_t> SelectPushRows(std::span<const PushCandidate> candidates, int64_t iteration, int staleness_bound,
                                    int64_t byte_budget, RowPriority priority) {
   std::vector<size_t> chosen;
   std::vector<std::pair<double, const PushCandidate*>> optional;
   int64_t spent = 0;
   const double bound = std::max(1, staleness_bound);
+  const int mandatory_after = MandatoryAfter(staleness_bound);
   for (const auto& c : candidates) {
     int64_t staleness = iteration - c.last_pushed;
-    if (c.demanded || staleness >= staleness_bound) {
+    // A row already pushed at this iteration is never mandatory again (an idle
+    // push repeats the iteration); under BSP that would resend zeros.
+    if (c.last_pushed < iteration && (c.demanded || staleness >= mandatory_after)) {
       chosen.push_back(c.row);
       spent += c.bytes;
       continue;
@@ -56,6 +61,9 @@ std::vector<size_t> SelectPullRows(std::span<const PullCandidate> candidates, in
     chosen.push_back(c->row);
     spent += c->bytes;
   }
+  // A budget smaller than any row still moves the most out-of-date one: the
+  // link is never left idle while rows wait.
+  if (chosen.empty() && !optional.empty()) chosen.push_back(optional.front()->row);
   return chosen;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Which rows go out, in what order, within a time budget (ROG's core decision).
 //
-// Worker -> coordinator (gradients): rows whose staleness reached the bound S,
-// and rows the coordinator demanded, are mandatory; the rest go in order of
+// Worker -> coordinator (gradients): rows not pushed for S - 1 iterations, and
+// rows the coordinator demanded, are mandatory (MandatoryAfter says why S - 1);
+// the rest go in order of
 //
 //     importance(r) = |e_r|^2 / b_r * (1 + s_r / max(S, 1))
 //
@@ -25,6 +26,14 @@ namespace edgetrain {
 
 enum class RowPriority { kImportance, kStaleness };
 
+// A row must be pushed at least every m iterations for no teammate to wait on
+// it: with the bound S, a push made after iteration q must come back from the
+// coordinator before iteration q + S + 2 - m, leaving S + 1 - m iterations for
+// the round trip. m = S leaves one, which on a slow link means waiting every
+// iteration; m = S - 1 leaves two for 1/(S-1) more traffic — the balance point
+// when a round trip is about two one-way transfers (docs/data-parallelism.md).
+int MandatoryAfter(int staleness_bound);
+
 struct PushCandidate {
   size_t row = 0;
   double residual_energy = 0;  // |e_r|^2
@@ -46,7 +55,8 @@ struct PullCandidate {
   bool mandatory = false;
 };
 
-// Rows to send a worker: mandatory ones, then the most out of date within the budget.
+// Rows to send a worker: mandatory ones, then the most out of date within the
+// budget (at least one, if any is out of date).
 std::vector<size_t> SelectPullRows(std::span<const PullCandidate> candidates, int64_t byte_budget);
 
 }  // namespace edgetrain

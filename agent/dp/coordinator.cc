@@ -42,7 +42,9 @@ struct Coordinator::Session {
   uint64_t epoch = 0;        // bumped by every new stream from this rank
   bool connected = false;
   bool counted_out = false;  // its deadline passed; back on its next push
-  bool resync = false;       // send it the whole model next
+  bool resync = false;       // send it a Welcome next
+  int64_t sync = 0;          // Welcomes sent; pushes echo the one they build on
+  int64_t resume_after = 0;  // what the next Welcome tells it
   std::vector<int64_t> sent_version;
   std::vector<bool> demanded;  // rows asked of it since its last push
   // Workers push at least every 20 ms (worker.cc), so a link is judged dead only
@@ -104,9 +106,13 @@ Status Coordinator::Restore() {
     log_ << "coordinator: the last run of " << plan_.job << " completed; starting afresh\n";
     return Status::Ok();
   }
+  const OptimizerState& fresh = optimizer_.state();
   if (c.parameters.size() != params_.size() || c.pushed.size() != static_cast<size_t>(world_) * layout_.size() ||
-      c.versions.size() != layout_.size()) {
-    return FailedPreconditionError(CheckpointPath(plan_) + " holds a different model or team; move it away to start afresh");
+      c.versions.size() != layout_.size() || c.iterations.size() != static_cast<size_t>(world_) ||
+      c.optimizer.first.size() != fresh.first.size() || c.optimizer.second.size() != fresh.second.size() ||
+      c.optimizer.steps.size() != fresh.steps.size()) {
+    return FailedPreconditionError(CheckpointPath(plan_) +
+                                 " holds a different model, optimizer or team; move it away to start afresh");
   }
   std::lock_guard lock(mu_);
   params_ = c.parameters;
@@ -149,6 +155,7 @@ v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after, 
   }
   welcome->set_resume_after(resume_after);
   welcome->set_staleness_bound(ledger_.bound());
+  welcome->set_sync(s.sync);
   s.resync = false;
   return m;
 }
@@ -177,11 +184,12 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   for (size_t r = 0; r < layout_.size(); ++r) {
     candidates.push_back({r, versions_[r] - s.sent_version[r], 4 * layout_.row(r).length, mandatory[r]});
   }
-  // ROG: what the worker's downlink carries in one of its iterations, so it
-  // neither waits on the link nor leaves it idle. SSP and BSP: every fresh row.
-  const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog
-                             ? s.downlink.BytesIn(s.deadline.MeanGap(kAssumedIteration), 4 * layout_.row(0).length)
-                             : std::numeric_limits<int64_t>::max() / 2;
+  // ROG: what the worker's downlink carries during one of its steps, as for its
+  // pushes: an update is through before the next is due, so optional rows never
+  // hold up mandatory ones behind them. SSP and BSP: every fresh row.
+  const Duration step = s.stats.step_seconds() > 0 ? FromSeconds(s.stats.step_seconds()) : kAssumedIteration;
+  const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog ? s.downlink.BytesIn(step)
+                                                                    : std::numeric_limits<int64_t>::max() / 2;
   v1::CoordinatorMessage m;
   v1::Update* update = m.mutable_update();
   for (size_t r : SelectPullRows(candidates, budget)) {
@@ -210,13 +218,16 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
     scratch_.resize(static_cast<size_t>(span.length));
     EDGETRAIN_RETURN_IF_ERROR(
         DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), scratch_));
+    // The first of this worker's contributions to the row at this iteration
+    // (a later, idle push may carry more of the same iteration's residual).
+    const bool first_contribution = ledger_.pushed(rank, row.id()) < push.iteration();
     ledger_.RecordPush(rank, row.id(), push.iteration());
     std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
     if (aggregate_) {
       // BSP: the row steps once per iteration, on the mean of every worker's gradient.
       float* acc = accumulated_.data() + span.offset;
       for (size_t i = 0; i < scratch_.size(); ++i) acc[i] += scratch_[i];
-      ++accumulated_count_[row.id()];
+      if (first_contribution) ++accumulated_count_[row.id()];
       if (ledger_.Clock(row.id()) > applied_clock_[row.id()]) {
         const float mean = 1.0f / static_cast<float>(accumulated_count_[row.id()]);
         std::span<float> gradient(acc, static_cast<size_t>(span.length));
@@ -236,7 +247,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
     s.demanded[row.id()] = false;
   }
   ledger_.RecordIteration(rank, push.iteration());
-  s.iteration = push.iteration();
+  s.iteration = std::max(s.iteration, push.iteration());
   s.rows_sent += push.rows_size();
   s.bytes_sent += static_cast<int64_t>(push.ByteSizeLong());
   if (!push.has_stats()) return Status::Ok();  // a later chunk of the same push
@@ -259,9 +270,9 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   v1::CoordinatorMessage welcome;
   {
     std::lock_guard lock(mu_);
+    if (stopping_) return CancelledError("the job has ended");
     Session& s = *sessions_[rank];
     epoch = ++s.epoch;
-    if (stopping_) return CancelledError("the job has ended");
     // A new stream from a known rank: the worker restarted or reconnected.
     s.compute_s += s.stream_compute_s;
     s.stall_s += s.stream_stall_s;
@@ -273,6 +284,8 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     const int64_t resume_after = ledger_.Rejoin(rank);
     s.iteration = resume_after;
     s.deadline.Restart(clock_.Now());
+    ++s.sync;
+    s.resume_after = resume_after;
     welcome = MakeWelcome(rank, resume_after, /*whole_model=*/true);
     ever_connected_ = true;
     log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
@@ -280,10 +293,17 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   changed_.notify_all();
 
   std::optional<ShapedWorkerStream> shaped;
-  if (sessions_[rank]->shaper) shaped.emplace(raw_stream, *sessions_[rank]->shaper, clock_, gone);
+  if (sessions_[rank]->shaper) {
+    shaped.emplace(raw_stream, *sessions_[rank]->shaper, clock_, [&] { return gone.load() || abandon_sends_.load(); });
+  }
   WorkerStream& stream = shaped ? static_cast<WorkerStream&>(*shaped) : raw_stream;
 
   Status sent = stream.Send(welcome);
+  if (sent.ok()) {
+    // A whole model can take seconds on a slow link: its deadline counts from now.
+    std::lock_guard lock(mu_);
+    sessions_[rank]->deadline.Restart(clock_.Now());
+  }
   std::thread sender;
   if (sent.ok()) sender = std::thread([&] { SendLoop(rank, epoch, stream, gone); });
   while (sent.ok()) {
@@ -294,14 +314,18 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     Session& s = *sessions_[rank];
     if (s.epoch != epoch) break;  // superseded by a newer stream of the same worker
     if (s.counted_out) {
-      // Its link is back. What it pushed was computed on a stale model: dropped;
-      // it resumes with the team, sent what it lacks for that.
+      // Its link is back. What it pushed was computed on a stale model: dropped
+      // (and so is all it sends until it has the next Welcome); it resumes with
+      // the team, sent what it lacks for that.
       s.counted_out = false;
       s.resync = true;
-      const int64_t resume_after = ledger_.Rejoin(rank, /*copy_lost=*/false);
-      s.iteration = resume_after;
+      ++s.sync;
+      s.resume_after = ledger_.Rejoin(rank, /*copy_lost=*/false);
+      s.iteration = s.resume_after;
       s.deadline.Restart(clock_.Now());
-      log_ << "coordinator: worker " << rank << " is back; it rejoins at iteration " << resume_after << "\n";
+      log_ << "coordinator: worker " << rank << " is back; it rejoins at iteration " << s.resume_after << "\n";
+    } else if (message->push().sync() != s.sync) {
+      s.deadline.Arrived(clock_.Now());  // alive, but building on a model it no longer has
     } else if (!stopping_) {  // once stopping, the model is final
       s.deadline.Arrived(clock_.Now());
       if (Status applied = ApplyPush(rank, message->push()); !applied.ok()) {
@@ -319,8 +343,8 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
       ledger_.Deactivate(rank);
       if (!stopping_) log_ << "coordinator: worker " << rank << " left\n";
     }
+    gone = true;  // under mu_: the sender checks it in its wait predicate
   }
-  gone = true;
   changed_.notify_all();
   if (sender.joinable()) sender.join();
   return Status::Ok();
@@ -337,7 +361,12 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
       if (stopping_) {
         message.mutable_stop()->set_reason("the job is over");
       } else {
-        message = s.resync ? MakeWelcome(rank, s.iteration, /*whole_model=*/false) : MakeUpdate(rank);
+        message = s.resync ? MakeWelcome(rank, s.resume_after, /*whole_model=*/false) : MakeUpdate(rank);
+        if (message.has_update() && message.update().rows_size() == 0 && message.update().demanded_size() == 0) {
+          // Nothing worth a message yet (rows changed, but none may go): look again later.
+          changed_.wait_for(lock, kTick);
+          continue;
+        }
       }
     }
     const TimePoint began = clock_.Now();
@@ -423,6 +452,18 @@ Status Coordinator::EvaluateModel(JobProgress& progress) {
 }
 
 StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
+  // However Run ends, every sender and stream is told the job is over.
+  struct StopOnExit {
+    Coordinator& c;
+    ~StopOnExit() {
+      {
+        std::lock_guard lock(c.mu_);
+        c.stopping_ = true;
+      }
+      c.abandon_sends_ = true;
+      c.changed_.notify_all();
+    }
+  } stop_on_exit{*this};
   std::error_code ec;
   std::filesystem::create_directories(plan_.output_dir, ec);
   if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
@@ -491,6 +532,7 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
       return std::none_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->connected; });
     });
   }
+  abandon_sends_ = true;  // a worker that has not heard Stop by now is behind a dead link
   const TimePoint end = clock_.Now();
   if (*stop == StopReason::kTarget) {
     // The model that reached the target is the final one, not the few updates

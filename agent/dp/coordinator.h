@@ -102,6 +102,9 @@ class Coordinator final : public WorkerSessions {
   double elapsed_before_ = 0;          // training time before a restart
   bool ever_connected_ = false;
   bool stopping_ = false;
+  // Set once the job is over and Stop had its chance: sends waiting on a dead
+  // link give up, so shutdown never waits for a link to come back.
+  std::atomic<bool> abandon_sends_{false};
   TimePoint start_{};
 };
 

@@ -154,6 +154,8 @@ TEST(TeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
     EXPECT_GE(result->samples, 15 * Digits().train.size());
     accuracy[i++] = *result->accuracy;
   }
+  RecordProperty("bsp_accuracy", std::to_string(accuracy[0]));
+  RecordProperty("rog_accuracy", std::to_string(accuracy[1]));
   EXPECT_GT(accuracy[0], 0.9) << "bsp";
   EXPECT_NEAR(accuracy[1], accuracy[0], 0.03) << "rog " << accuracy[1] << " vs bsp " << accuracy[0];
 }

@@ -69,9 +69,13 @@ class WorkerRun {
     const Duration grace = plan_.spec.fault_tolerance.node_loss_grace > Duration::zero()
                                ? plan_.spec.fault_tolerance.node_loss_grace
                                : std::chrono::seconds(120);
+    // (Re)connect, as long as the coordinator has been gone less than the grace.
+    TimePoint gone_since = clock_.Now();
     while (!cancel_.load()) {
-      // (Re)connect, as long as the coordinator has been gone less than the grace.
-      const TimePoint gone_since = clock_.Now();
+      if (clock_.Now() - gone_since > grace) {
+        return UnavailableError("the coordinator at " + options_.coordinator + " has been unreachable for " +
+                                std::to_string(static_cast<int>(ToSeconds(grace))) + " s");
+      }
       std::unique_ptr<CoordinatorStream> stream;
       while (!stream && !cancel_.load()) {
         auto connected = ConnectToCoordinator(options_.coordinator, options_.security, kConnectAttempt);
@@ -91,29 +95,41 @@ class WorkerRun {
       auto first = stream->Send(hello).ok() ? stream->Receive() : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
       if (!first.ok()) {
         if (first.status().code() == StatusCode::kFailedPrecondition) return first.status();
+        if (first.status().code() == StatusCode::kCancelled) {
+          // The coordinator refuses streams once the job has ended: so do we.
+          std::lock_guard lock(mu_);
+          stop_ = true;
+          stop_reason_ = first.status().message();
+          break;
+        }
         log_ << "worker " << options_.rank << ": " << first.status().message() << "; retrying\n";
+        clock_.SleepFor(kConnectAttempt / 10);
         continue;
       }
       if (!first->has_welcome()) return FailedPreconditionError("the coordinator did not answer with a welcome");
-      EDGETRAIN_RETURN_IF_ERROR(Install(first->welcome()));
+      EDGETRAIN_RETURN_IF_ERROR(CheckShapes(first->welcome()));
       {
         std::lock_guard lock(mu_);
+        EDGETRAIN_RETURN_IF_ERROR(InstallLocked(first->welcome()));
         broken_ = false;
       }
       std::thread receiver([&] { ReceiveLoop(*stream); });
       std::thread sender([&] { SendLoop(*stream); });
       Status computed = ComputeLoop();
+      bool stopped;
       {
         std::lock_guard lock(mu_);
         broken_ = true;  // ends the sender if the loop ended for another reason
+        stopped = stop_;
       }
       changed_.notify_all();
-      if (!stop_) stream->Close();
-      sender.join();
+      // Closing first frees a sender blocked on a cut or dead link.
       stream->Close();
+      sender.join();
       receiver.join();
       EDGETRAIN_RETURN_IF_ERROR(computed);
-      if (stop_) break;
+      if (stopped) break;
+      gone_since = clock_.Now();
       ++summary_.reconnects;
       log_ << "worker " << options_.rank << ": lost the coordinator; reconnecting\n";
     }
@@ -127,24 +143,32 @@ class WorkerRun {
   }
 
  private:
-  // A Welcome: the whole model, its clocks, and where to resume.
-  Status Install(const v1::Welcome& welcome) {
+  Status CheckShapes(const v1::Welcome& welcome) const {
     const auto shapes = trainer_.ParameterShapes();
     bool same = static_cast<size_t>(welcome.tensors_size()) == shapes.size();
     for (size_t t = 0; same && t < shapes.size(); ++t) {
       same = std::equal(shapes[t].begin(), shapes[t].end(), welcome.tensors(t).dims().begin(),
                         welcome.tensors(t).dims().end());
     }
-    if (!same) return FailedPreconditionError("the coordinator's model has other tensor shapes than this worker's");
-    std::lock_guard lock(mu_);
+    return same ? Status::Ok() : FailedPreconditionError("the coordinator's model has other tensor shapes than this worker's");
+  }
+
+  // With mu_ held, on the thread that received it: a Welcome's rows are staged
+  // (updates after it stage on top), and the worker restarts where it says.
+  // What it had computed and not sent belongs to a model that is gone.
+  Status InstallLocked(const v1::Welcome& welcome) {
     EDGETRAIN_RETURN_IF_ERROR(Stage(welcome.rows()));
-    ApplyStaged();
     bound_ = welcome.staleness_bound();
+    sync_ = welcome.sync();
     iteration_ = welcome.resume_after();
     pushed_iteration_ = iteration_;
-    std::fill(residual_.begin(), residual_.end(), 0.0f);  // computed on a model that is gone
+    ++generation_;  // a step in flight now is discarded when it ends
+    std::fill(residual_.begin(), residual_.end(), 0.0f);
     std::fill(last_pushed_.begin(), last_pushed_.end(), iteration_);
     std::fill(demanded_.begin(), demanded_.end(), false);
+    samples_since_push_ = 0;
+    loss_sum_ = 0;
+    loss_count_ = 0;
     return Status::Ok();
   }
 
@@ -194,8 +218,13 @@ class WorkerRun {
         return;
       }
       if (message->has_welcome()) {
-        // Counted out and taken back: everything restarts from the team's model.
-        resync_ = message->welcome();
+        // Counted out and taken back: it restarts where the team is.
+        if (Status installed = InstallLocked(message->welcome()); !installed.ok()) {
+          log_ << "worker " << options_.rank << ": bad welcome: " << installed.message() << "\n";
+          broken_ = true;
+        } else {
+          log_ << "worker " << options_.rank << ": resynchronised at iteration " << iteration_ << "\n";
+        }
       } else if (message->has_update()) {
         if (Status staged = Stage(message->update().rows()); !staged.ok()) {
           log_ << "worker " << options_.rank << ": bad update: " << staged.message() << "\n";
@@ -210,6 +239,7 @@ class WorkerRun {
   }
 
   Status ComputeLoop() {
+    uint64_t computing_generation = 0;
     const int64_t batch = plan_.spec.data.batch_size;
     const int64_t sample = train_.SampleSize();
     for (;;) {
@@ -217,14 +247,6 @@ class WorkerRun {
         std::unique_lock lock(mu_);
         const TimePoint waiting = clock_.Now();
         for (;;) {
-          if (resync_) {
-            v1::Welcome welcome = std::move(*resync_);
-            resync_.reset();
-            lock.unlock();
-            EDGETRAIN_RETURN_IF_ERROR(Install(welcome));
-            lock.lock();
-            log_ << "worker " << options_.rank << ": resynchronised at iteration " << iteration_ << "\n";
-          }
           ApplyStaged();
           if (stop_ || broken_ || cancel_.load()) {
             stall_s_ += ToSeconds(clock_.Now() - waiting);
@@ -234,6 +256,7 @@ class WorkerRun {
           changed_.wait_for(lock, kWakeEvery);
         }
         stall_s_ += ToSeconds(clock_.Now() - waiting);
+        computing_generation = generation_;
       }
       // A batch from this worker's own partition, reshuffled on every pass.
       for (int64_t k = 0; k < batch; ++k) {
@@ -254,6 +277,7 @@ class WorkerRun {
         took = clock_.Now() - began;
       }
       std::lock_guard lock(mu_);
+      if (generation_ != computing_generation) continue;  // resynchronised meanwhile: a stale step
       for (size_t i = 0; i < residual_.size(); ++i) residual_[i] += gradient_[i];
       ++iteration_;
       samples_since_push_ += batch;
@@ -261,12 +285,7 @@ class WorkerRun {
       loss_sum_ += loss;
       ++loss_count_;
       compute_s_ += ToSeconds(took);
-      // The pace is the whole interval between iterations, waiting included: a
-      // push must fill the link until the next one, not only the compute time.
-      const TimePoint done = clock_.Now();
-      const double interval = last_done_ == TimePoint{} ? ToSeconds(took) : ToSeconds(done - last_done_);
-      last_done_ = done;
-      pace_s_ = pace_s_ <= 0 ? interval : pace_s_ + kPaceWeight * (interval - pace_s_);
+      pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
       changed_.notify_all();
     }
   }
@@ -282,13 +301,15 @@ class WorkerRun {
       for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
       candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last_pushed_[r], demanded_[r]});
     }
-    // ROG: what the uplink carries in one of our iterations (waiting included),
-    // so sending overlaps the next and the link is never idle while rows wait. SSP and BSP send every row they have, every time.
+    // ROG: what the uplink carries during one step's computation, so a push is
+    // through by the time the next is ready: optional rows never hold up the
+    // mandatory ones behind them. SSP and BSP send every row they have, every time.
     const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog ? uplink_estimate_.BytesIn(FromSeconds(pace_s_))
                                                                       : std::numeric_limits<int64_t>::max() / 2;
     v1::WorkerMessage message;
     v1::Push* push = message.mutable_push();
     push->set_iteration(t);
+    push->set_sync(sync_);
     std::vector<float> decoded;
     for (size_t r : SelectPushRows(candidates, t, bound_, budget, options_.priority)) {
       const RowSpan& span = layout_.row(r);
@@ -320,6 +341,7 @@ class WorkerRun {
     stats->set_compute_seconds(compute_s_);
     stats->set_stall_seconds(stall_s_);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - started_));
+    stats->set_step_seconds(pace_s_);
     samples_since_push_ = 0;
     loss_sum_ = 0;
     loss_count_ = 0;
@@ -334,6 +356,7 @@ class WorkerRun {
     v1::Push& push = *whole.mutable_push();
     v1::WorkerMessage current;
     current.mutable_push()->set_iteration(push.iteration());
+    current.mutable_push()->set_sync(push.sync());
     *current.mutable_push()->mutable_stats() = push.stats();
     int64_t size = 0;
     for (v1::Row& row : *push.mutable_rows()) {
@@ -341,6 +364,7 @@ class WorkerRun {
         chunks.push_back(std::move(current));
         current = v1::WorkerMessage();
         current.mutable_push()->set_iteration(push.iteration());
+        current.mutable_push()->set_sync(push.sync());
         size = 0;
       }
       size += static_cast<int64_t>(row.values().size());
@@ -403,7 +427,8 @@ class WorkerRun {
   std::vector<int64_t> copy_clock_;
   std::vector<int64_t> last_pushed_;
   std::vector<bool> demanded_;
-  std::optional<v1::Welcome> resync_;
+  int64_t sync_ = 0;          // the last Welcome installed
+  uint64_t generation_ = 0;   // bumped by every Welcome
   std::vector<float> batch_x_;
   std::vector<int64_t> batch_y_;
   int bound_ = 0;
@@ -414,8 +439,7 @@ class WorkerRun {
   int64_t loss_count_ = 0;
   double compute_s_ = 0;
   double stall_s_ = 0;
-  double pace_s_ = 0;
-  TimePoint last_done_{};
+  double pace_s_ = 0;  // EWMA of a step's compute time
   BandwidthEstimator uplink_estimate_;
   bool stop_ = false;
   bool broken_ = false;

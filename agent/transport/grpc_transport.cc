@@ -161,6 +161,10 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
   builder.RegisterService(service.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Accept the workers' keepalive pings (below), even on idle streams.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return UnavailableError("cannot listen for workers on " + address);
   std::string bound = address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
@@ -176,6 +180,11 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::str
   // Reconnect quickly after a coordinator restart; our own deadlines judge links.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A network that silently drops everything would otherwise leave a stream
+  // open until TCP gives up, about 15 minutes later: ping every 10 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   auto channel = grpc::CreateCustomChannel(address, ChannelCredentials(security), args);
   auto deadline = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout);
   if (!channel->WaitForConnected(deadline)) {

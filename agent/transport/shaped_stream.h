@@ -6,6 +6,7 @@
 // socket would.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "agent/transport/transport.h"
@@ -13,16 +14,17 @@
 
 namespace edgetrain::agent {
 
-// Waits for `bytes` to pass `link`, in slices so that `cancel` (the job ending)
-// can interrupt a wait on a link that is down. False if cancelled.
-bool PassLink(TraceShaper& link, int64_t bytes, Clock& clock, const std::atomic<bool>& cancel);
+// Waits for `bytes` to pass `link`, in slices so that `abandon()` (the stream
+// closing, the job ending) can interrupt a wait on a link that is down. False if
+// abandoned.
+bool PassLink(TraceShaper& link, int64_t bytes, Clock& clock, const std::function<bool()>& abandon);
 
 class ShapedCoordinatorStream final : public CoordinatorStream {
  public:
   ShapedCoordinatorStream(std::unique_ptr<CoordinatorStream> inner, TraceShaper& uplink, Clock& clock)
       : inner_(std::move(inner)), uplink_(uplink), clock_(clock) {}
   Status Send(const v1::WorkerMessage& message) override {
-    if (!PassLink(uplink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, closed_)) {
+    if (!PassLink(uplink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, [this] { return closed_.load(); })) {
       return CancelledError("the stream was closed while its link was down");
     }
     return inner_->Send(message);
@@ -42,11 +44,11 @@ class ShapedCoordinatorStream final : public CoordinatorStream {
 
 class ShapedWorkerStream final : public WorkerStream {
  public:
-  // `cancel` ends a wait on a link that is down (the job is over).
-  ShapedWorkerStream(WorkerStream& inner, TraceShaper& downlink, Clock& clock, const std::atomic<bool>& cancel)
-      : inner_(inner), downlink_(downlink), clock_(clock), cancel_(cancel) {}
+  // `abandon()` ends a wait on a link that is down (the worker left, the job is over).
+  ShapedWorkerStream(WorkerStream& inner, TraceShaper& downlink, Clock& clock, std::function<bool()> abandon)
+      : inner_(inner), downlink_(downlink), clock_(clock), abandon_(std::move(abandon)) {}
   Status Send(const v1::CoordinatorMessage& message) override {
-    if (!PassLink(downlink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, cancel_)) {
+    if (!PassLink(downlink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, abandon_)) {
       return CancelledError("the job ended while the link was down");
     }
     return inner_.Send(message);
@@ -57,7 +59,7 @@ class ShapedWorkerStream final : public WorkerStream {
   WorkerStream& inner_;
   TraceShaper& downlink_;
   Clock& clock_;
-  const std::atomic<bool>& cancel_;
+  std::function<bool()> abandon_;
 };
 
 }  // namespace edgetrain::agent
