@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "agent/solo_training.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/telemetry/http_server.h"
+#include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
 #include "core/job_plan.h"
@@ -26,22 +28,33 @@ StatusOr<JobPlan> ReadPlan(const std::string& path) {
   return plan;
 }
 
-// The coordinator's side of the launch contract: GET /progress and /healthz,
-// announced with `http HOST:PORT`, and the final `result` line.
+constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
+
+// What every agent serves over HTTP — GET /metrics and /healthz, and for a
+// coordinator /progress — announced with `http HOST:PORT`; and the coordinator's
+// final `result` line.
 class ProgressEndpoint {
  public:
   ProgressEndpoint(std::ostream& lines, std::ostream& log) : lines_(lines), log_(log) {}
 
-  Status Start(const std::string& address) {
+  // `before_scrape` refreshes metrics that are read off the board, not pushed.
+  Status Start(const std::string& address, bool serve_progress, std::function<void()> before_scrape = {}) {
     EDGETRAIN_ASSIGN_OR_RETURN(server_, HttpServer::Start(address));
-    server_->Handle("/progress", [this] {
-      return HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
+    if (serve_progress) {
+      server_->Handle("/progress", [this] {
+        return HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
+      });
+    }
+    server_->Handle("/metrics", [this, before_scrape] {
+      if (before_scrape) before_scrape();
+      return HttpResponse{200, kPrometheusText, metrics_.Render()};
     });
     server_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
     lines_ << "http " << server_->address() << std::endl;
     return Status::Ok();
   }
   ProgressBoard& board() { return board_; }
+  MetricsRegistry& metrics() { return metrics_; }
 
   int Succeed(const JobProgress& result) {
     lines_ << "result " << EncodeJobProgress(result) << std::endl;
@@ -61,6 +74,7 @@ class ProgressEndpoint {
   std::ostream& lines_;
   std::ostream& log_;
   ProgressBoard board_;
+  MetricsRegistry metrics_;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -68,7 +82,16 @@ class ProgressEndpoint {
 int RunSoloAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
                  const std::atomic<bool>& cancel) {
   ProgressEndpoint endpoint(lines, log);
-  if (Status started = endpoint.Start(flags.http); !started.ok()) {
+  // A job of one reports through the coordinator's metrics, read off its board.
+  CoordinatorMetrics metrics(endpoint.metrics(), plan.job, 1);
+  auto refresh = [&] {
+    JobProgress p = endpoint.board().Snapshot();
+    metrics.SetLoss(p.loss);
+    metrics.SetSamples(p.samples);
+    if (p.accuracy) metrics.SetAccuracy(*p.accuracy);
+    metrics.SetEnergy(p.energy_joules.value_or(0));
+  };
+  if (Status started = endpoint.Start(flags.http, /*serve_progress=*/true, refresh); !started.ok()) {
     log << "edgetrain-agent: " << started.message() << "\n";
     return kExitFailed;
   }
@@ -92,7 +115,7 @@ int RunSoloAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lin
 int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
                         const std::atomic<bool>& cancel) {
   ProgressEndpoint endpoint(lines, log);
-  if (Status started = endpoint.Start(flags.http); !started.ok()) {
+  if (Status started = endpoint.Start(flags.http, /*serve_progress=*/true); !started.ok()) {
     log << "edgetrain-agent: " << started.message() << "\n";
     return kExitFailed;
   }
@@ -103,7 +126,8 @@ int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostre
   if (!model.ok()) return endpoint.Fail(model.status());
 
   RealClock clock;
-  Coordinator coordinator(plan, **model, data->test, data->train.size(), clock, endpoint.board(), log);
+  Coordinator coordinator(plan, **model, data->test, data->train.size(), clock, endpoint.board(), log,
+                          endpoint.metrics());
   if (Status restored = coordinator.Restore(); !restored.ok()) return endpoint.Fail(restored);
   auto server = StartTrainingServer(flags.listen, TransportSecurity{}, coordinator);
   if (!server.ok()) return endpoint.Fail(server.status());
@@ -124,6 +148,11 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
     log << "edgetrain-agent: --role=worker needs --coordinator=HOST:PORT\n";
     return kExitInvalid;
   }
+  ProgressEndpoint endpoint(lines, log);
+  if (Status started = endpoint.Start(flags.http, /*serve_progress=*/false); !started.ok()) {
+    log << "edgetrain-agent: " << started.message() << "\n";
+    return kExitFailed;
+  }
   const JobSpec& spec = plan.spec;
   auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
   if (!data.ok()) {
@@ -139,6 +168,7 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
   WorkerOptions options;
   options.rank = flags.rank;
   options.coordinator = flags.coordinator;
+  options.metrics = &endpoint.metrics();
   log << "worker " << flags.rank << ": training on its part of " << NameOf(spec.data.dataset) << " with coordinator "
       << flags.coordinator << "\n";
   auto summary = RunWorker(plan, options, **trainer, data->train, clock, log, cancel);
@@ -155,6 +185,7 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
                            {"rowsSent", summary->rows_sent},
                            {"bytesSent", summary->bytes_sent},
                            {"reconnects", summary->reconnects},
+                           {"energyJoules", summary->energy_joules},
                            {"stopReason", summary->stop_reason}};
   lines << "result " << result.dump() << std::endl;
   return kExitOk;

@@ -9,6 +9,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "core/budget.h"
+#include "core/energy_model.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -47,6 +48,8 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
 
   const TimePoint start = clock.Now();
   Budget budget(spec.budget, steps_per_epoch, start);
+  // This machine stands for one device with the default power profile (docs/energy.md).
+  EnergyMeter energy(PowerProfile{}, start);
   std::mt19937_64 rng(spec.seed);
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -77,6 +80,8 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
     auto eta = budget.Eta(now, p.iteration);
     p.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;
     p.workers[0].samples = p.samples;
+    p.energy_joules = energy.Split(now).total_j();
+    p.workers[0].energy_joules = *p.energy_joules;
     board.Update([&](JobProgress& shown) { shown = p; });
   };
 
@@ -90,7 +95,9 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
         std::copy(sample, sample + sample_size, x.begin() + k * sample_size);
         y[k] = data.train.labels[order[first + k]];
       }
+      energy.BeginCompute(clock.Now());
       EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer.TrainStep(x.data(), y.data(), m));
+      energy.EndCompute(clock.Now());
       smoothed_loss = smoothed_loss < 0 ? loss : smoothed_loss + kLossSmoothing * (loss - smoothed_loss);
       p.loss = smoothed_loss;
       ++p.iteration;

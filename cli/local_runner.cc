@@ -138,14 +138,18 @@ void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, cons
   out << "  " << WithThousands(p.iteration) << " iterations, " << WithThousands(p.samples) << " samples, "
       << WithThousands(static_cast<int64_t>(p.samples_per_second)) << " samples/s; " << Fixed(p.elapsed_s, 1)
       << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
+  if (p.energy_joules) {
+    out << "  energy (modelled, docs/energy.md): " << WithThousands(static_cast<int64_t>(*p.energy_joules)) << " J\n";
+  }
   if (!plan.workers.empty()) {
-    out << "  worker  node           iterations   rows sent    MB sent   link Mbit/s   stall\n";
+    out << "  worker  node           iterations   rows sent    MB sent   link Mbit/s   stall   energy J\n";
     for (const auto& w : p.workers) {
       const std::string node = static_cast<size_t>(w.rank) < plan.workers.size() ? plan.workers[w.rank].node : "?";
-      char line[160];
-      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %13.1f %6.0f%%\n", w.rank, node.c_str(),
+      char line[200];
+      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %13.1f %6.0f%% %10.0f\n", w.rank, node.c_str(),
                     WithThousands(w.iteration).c_str(), WithThousands(w.rows_sent).c_str(),
-                    static_cast<double>(w.bytes_sent) / 1e6, w.bandwidth_mbps, 100 * w.stall_fraction);
+                    static_cast<double>(w.bytes_sent) / 1e6, w.bandwidth_mbps, 100 * w.stall_fraction,
+                    w.energy_joules);
       out << line;
     }
   }
@@ -170,6 +174,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"workers", job.spec.parallelism.workers},
       {"stall_fraction", MeanStallFraction(p)},
       {"bytes_sent", BytesSent(p)},
+      {"energy_joules", nullable(p.energy_joules)},
       {"model_path", p.model_path},
   };
   return j.dump();
@@ -191,6 +196,7 @@ StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<
       slot.node = node.name;
       slot.slowdown = node.slowdown;
       slot.link = node.link;
+      slot.power = node.power;
     } else {
       slot.node = "local-" + std::to_string(rank);
     }

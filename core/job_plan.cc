@@ -9,7 +9,13 @@ using Json = nlohmann::json;
 std::string EncodeJobPlan(const JobPlan& plan) {
   Json workers = Json::array();
   for (const auto& w : plan.workers) {
-    Json slot = {{"rank", w.rank}, {"node", w.node}, {"slowdown", w.slowdown}};
+    Json slot = {{"rank", w.rank},
+                 {"node", w.node},
+                 {"slowdown", w.slowdown},
+                 {"power",
+                  {{"computeWatts", w.power.compute_watts},
+                   {"communicateWatts", w.power.communicate_watts},
+                   {"idleWatts", w.power.idle_watts}}}};
     if (w.link) slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale}};
     workers.push_back(slot);
   }
@@ -39,6 +45,11 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       slot.rank = w.at("rank").get<int>();
       slot.node = w.at("node").get<std::string>();
       slot.slowdown = w.at("slowdown").get<double>();
+      if (w.contains("power")) {
+        const Json& p = w["power"];
+        slot.power = {p.at("computeWatts").get<double>(), p.at("communicateWatts").get<double>(),
+                      p.at("idleWatts").get<double>()};
+      }
       if (w.contains("link")) {
         const Json& l = w["link"];
         slot.link = LinkSpec{l.at("trace").get<std::string>(), l.at("offsetSeconds").get<double>(),

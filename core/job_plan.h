@@ -21,6 +21,7 @@ struct WorkerSlot {
   std::string node;          // the device's name
   double slowdown = 1;       // compute time multiplier: 10 = ten times slower than this machine
   std::optional<LinkSpec> link;  // none: an unshaped link
+  PowerProfile power;        // for the energy model
 };
 
 struct JobPlan {

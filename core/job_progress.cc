@@ -46,7 +46,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"iteration", w.iteration},
                        {"rowsSent", w.rows_sent},
                        {"bytesSent", w.bytes_sent},
-                       {"active", w.active}});
+                       {"active", w.active},
+                       {"energyJoules", w.energy_joules}});
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -94,7 +95,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(), w.at("samples").get<int64_t>(),
                            w.at("bandwidthMbps").get<double>(), w.at("stallFraction").get<double>(),
                            w.at("iteration").get<int64_t>(), w.at("rowsSent").get<int64_t>(),
-                           w.at("bytesSent").get<int64_t>(), w.at("active").get<bool>()});
+                           w.at("bytesSent").get<int64_t>(), w.at("active").get<bool>(),
+                           w.value("energyJoules", 0.0)});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.stop_reason = j.at("stopReason").get<std::string>();

@@ -26,6 +26,7 @@ struct WorkerProgress {
   int64_t rows_sent = 0;
   int64_t bytes_sent = 0;
   bool active = true;         // false while counted out (link down, gone)
+  double energy_joules = 0;   // modelled (docs/energy.md)
 };
 
 struct JobProgress {

@@ -57,14 +57,17 @@ struct Coordinator::Session {
   int64_t samples = 0;
   int64_t rows_sent = 0;
   int64_t bytes_sent = 0;
+  double transfer_s = 0;     // downlink time not yet reported to the worker (energy)
+  double energy_j = 0;       // modelled, over its earlier streams
+  double stream_energy_j = 0;  // modelled, this stream
   double compute_s = 0, stall_s = 0, wall_s = 0;  // totals over its streams so far
   double stream_compute_s = 0, stream_stall_s = 0, stream_wall_s = 0;
 };
 
 Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, Clock& clock,
-                         ProgressBoard& board, std::ostream& log)
+                         ProgressBoard& board, std::ostream& log, MetricsRegistry& metrics)
     : plan_(plan), model_(model), test_(test), train_size_(train_size), clock_(clock), board_(board), log_(log),
-      world_(plan.spec.parallelism.workers), aggregate_(plan.spec.sync.policy == SyncPolicy::kBsp),
+      metrics_(metrics, plan.job, plan.spec.parallelism.workers), world_(plan.spec.parallelism.workers), aggregate_(plan.spec.sync.policy == SyncPolicy::kBsp),
       layout_(model.ParameterShapes(), plan.spec.sync.granularity),
       params_(model.Parameters().begin(), model.Parameters().end()), optimizer_(plan.spec.optimizer, layout_),
       ledger_(world_, layout_.size(), DefaultStalenessBound(plan.spec.sync)), versions_(layout_.size(), 0) {
@@ -206,6 +209,8 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
     s.demanded[r] = true;
     update->add_demanded(static_cast<uint32_t>(r));
   }
+  update->set_transfer_seconds(s.transfer_s);
+  s.transfer_s = 0;
   return m;
 }
 
@@ -250,6 +255,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   s.iteration = std::max(s.iteration, push.iteration());
   s.rows_sent += push.rows_size();
   s.bytes_sent += static_cast<int64_t>(push.ByteSizeLong());
+  metrics_.AddReceived(rank, static_cast<int64_t>(push.ByteSizeLong()), push.rows_size());
   if (!push.has_stats()) return Status::Ok();  // a later chunk of the same push
   const v1::WorkerStats& st = push.stats();
   s.stats = st;
@@ -260,6 +266,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   s.stream_compute_s = st.compute_seconds();
   s.stream_stall_s = st.stall_seconds();
   s.stream_wall_s = st.wall_seconds();
+  s.stream_energy_j = st.energy_joules();
   return Status::Ok();
 }
 
@@ -277,7 +284,9 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     s.compute_s += s.stream_compute_s;
     s.stall_s += s.stream_stall_s;
     s.wall_s += s.stream_wall_s;
-    s.stream_compute_s = s.stream_stall_s = s.stream_wall_s = 0;
+    s.energy_j += s.stream_energy_j;
+    s.stream_compute_s = s.stream_stall_s = s.stream_wall_s = s.stream_energy_j = 0;
+    if (s.epoch > 1) metrics_.AddRejoin(rank);
     s.connected = true;
     s.counted_out = false;
     std::fill(s.demanded.begin(), s.demanded.end(), false);
@@ -298,10 +307,13 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   }
   WorkerStream& stream = shaped ? static_cast<WorkerStream&>(*shaped) : raw_stream;
 
+  const TimePoint welcome_began = clock_.Now();
   Status sent = stream.Send(welcome);
   if (sent.ok()) {
+    metrics_.AddSent(rank, static_cast<int64_t>(welcome.ByteSizeLong()), welcome.welcome().rows_size());
     // A whole model can take seconds on a slow link: its deadline counts from now.
     std::lock_guard lock(mu_);
+    sessions_[rank]->transfer_s += ToSeconds(clock_.Now() - welcome_began);
     sessions_[rank]->deadline.Restart(clock_.Now());
   }
   std::thread sender;
@@ -323,6 +335,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
       s.resume_after = ledger_.Rejoin(rank, /*copy_lost=*/false);
       s.iteration = s.resume_after;
       s.deadline.Restart(clock_.Now());
+      metrics_.AddRejoin(rank);
       log_ << "coordinator: worker " << rank << " is back; it rejoins at iteration " << s.resume_after << "\n";
     } else if (message->push().sync() != s.sync) {
       s.deadline.Arrived(clock_.Now());  // alive, but building on a model it no longer has
@@ -374,9 +387,14 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
     const Duration took = clock_.Now() - began;
     if (!sent.ok() || message.has_stop()) return;
     const int64_t bytes = static_cast<int64_t>(message.ByteSizeLong());
-    if (bytes < kMinMeasuredBytes) continue;
+    const int rows = message.has_update() ? message.update().rows_size() : message.welcome().rows_size();
+    metrics_.AddSent(rank, bytes, rows);
     std::lock_guard lock(mu_);
-    sessions_[rank]->downlink.Observe(bytes, took);
+    Session& s = *sessions_[rank];
+    s.transfer_s += ToSeconds(took);
+    if (bytes < kMinMeasuredBytes) continue;
+    s.downlink.Observe(bytes, took);
+    metrics_.SetDownlinkMbps(rank, s.downlink.Mbps());
   }
 }
 
@@ -419,8 +437,13 @@ JobProgress Coordinator::Progress(TimePoint now) const {
     wp.rows_sent = s.rows_sent;
     wp.bytes_sent = s.bytes_sent;
     wp.active = s.connected && ledger_.active(w);
+    wp.energy_joules = s.energy_j + s.stream_energy_j;
     p.workers.push_back(wp);
   }
+  // Modelled: the workers' devices; the coordinator stands for the access point.
+  double energy = 0;
+  for (const auto& w : p.workers) energy += w.energy_joules;
+  p.energy_joules = energy;
   return p;
 }
 
@@ -448,6 +471,7 @@ Status Coordinator::EvaluateModel(JobProgress& progress) {
   }
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
   progress.accuracy = e.accuracy;
+  metrics_.SetAccuracy(e.accuracy);
   return Status::Ok();
 }
 
@@ -499,6 +523,10 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
       progress = Progress(now);
       progress.accuracy = accuracy;
       iteration = TeamIteration();
+      metrics_.SetLoss(last_loss_);
+      metrics_.SetSamples(samples_);
+      metrics_.SetActiveWorkers(ledger_.active_count());
+      metrics_.SetEnergy(progress.energy_joules.value_or(0));
       if (next_checkpoint > 0 && iteration >= next_checkpoint) {
         snapshot = Snapshot(now);
         next_checkpoint = (iteration / every_checkpoint + 1) * every_checkpoint;
@@ -508,7 +536,10 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
       }
     }
     changed_.notify_all();  // deadlines may have counted someone out
-    if (snapshot) EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), *snapshot));
+    if (snapshot) {
+      EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), *snapshot));
+      metrics_.AddCheckpoint();
+    }
     if (iteration >= next_eval) {
       EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
       next_eval = (iteration / every_eval + 1) * every_eval;

@@ -23,6 +23,7 @@
 #include "agent/data/dataset.h"
 #include "agent/dp/checkpoint.h"
 #include "agent/progress_board.h"
+#include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
 #include "core/arrival_deadline.h"
@@ -42,7 +43,7 @@ class Coordinator final : public WorkerSessions {
   // `model` holds the initial weights (seeded), evaluates and saves the global
   // model; `test` is the test set; `log` receives one line per notable event.
   Coordinator(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, Clock& clock,
-              ProgressBoard& board, std::ostream& log);
+              ProgressBoard& board, std::ostream& log, MetricsRegistry& metrics);
   ~Coordinator() override;
 
   // Resumes from the output folder's checkpoint when there is one of this job.
@@ -80,6 +81,7 @@ class Coordinator final : public WorkerSessions {
   Clock& clock_;
   ProgressBoard& board_;
   std::ostream& log_;
+  CoordinatorMetrics metrics_;  // thread-safe; bound once
   const int world_;
   const bool aggregate_;   // BSP: apply a row once every active worker's gradient is in
   const RowLayout layout_;

@@ -54,14 +54,14 @@ class Team {
     plan_.output_dir = testing::TempDir() + "/team-" +
                        testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(plan_.output_dir);
-    for (int w = 0; w < workers; ++w) plan_.workers.push_back({w, "local-" + std::to_string(w), 1, std::nullopt});
+    for (int w = 0; w < workers; ++w) plan_.workers.push_back({w, "local-" + std::to_string(w), 1, std::nullopt, {}});
     gates_.resize(workers);
     for (auto& g : gates_) g = std::make_unique<LinkGate>();
     worker_cancel_.resize(workers);
     for (auto& c : worker_cancel_) c = std::make_unique<std::atomic<bool>>(false);
     model_ = MakeTrainer();
     coordinator_ = std::make_unique<Coordinator>(plan_, *model_, Digits().test, Digits().train.size(), clock_, board_,
-                                                 coordinator_log_);
+                                                 coordinator_log_, metrics_);
     auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, *coordinator_);
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
@@ -124,6 +124,7 @@ class Team {
   JobPlan plan_;
   RealClock clock_;
   ProgressBoard board_;
+  MetricsRegistry metrics_;
   std::ostringstream coordinator_log_;
   std::unique_ptr<Trainer> model_;
   std::unique_ptr<Coordinator> coordinator_;

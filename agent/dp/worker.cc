@@ -11,6 +11,7 @@
 #include "agent/storage/atomic_file.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/bandwidth_estimator.h"
+#include "core/energy_model.h"
 #include "core/partition.h"
 #include "core/row_layout.h"
 #include "core/trace_shaper.h"
@@ -46,7 +47,11 @@ class WorkerRun {
         staged_(gradient_.size(), 0.0f), staged_dirty_(layout_.size(), false), staged_clock_(layout_.size(), 0),
         copy_clock_(layout_.size(), 0), last_pushed_(layout_.size(), 0), demanded_(layout_.size(), false),
         batch_x_(static_cast<size_t>(plan.spec.data.batch_size * train.SampleSize())),
-        batch_y_(static_cast<size_t>(plan.spec.data.batch_size)) {
+        batch_y_(static_cast<size_t>(plan.spec.data.batch_size)),
+        metrics_(options.metrics ? *options.metrics : own_metrics_, plan.job, options.rank),
+        energy_(static_cast<size_t>(options.rank) < plan.workers.size() ? plan.workers[options.rank].power
+                                                                        : PowerProfile{},
+                clock.Now()) {
     auto parts = PartitionSamples(train.labels, train.info.classes, plan.spec.parallelism.workers,
                                   plan.spec.data.partition, plan.spec.seed);
     mine_ = std::move(parts[options.rank]);
@@ -131,6 +136,7 @@ class WorkerRun {
       if (stopped) break;
       gone_since = clock_.Now();
       ++summary_.reconnects;
+      metrics_.AddRejoin();
       log_ << "worker " << options_.rank << ": lost the coordinator; reconnecting\n";
     }
     std::lock_guard lock(mu_);
@@ -138,6 +144,7 @@ class WorkerRun {
     summary_.wall_s = ToSeconds(clock_.Now() - started_);
     summary_.compute_s = compute_s_;
     summary_.stall_s = stall_s_;
+    summary_.energy_joules = energy_.Split(clock_.Now()).total_j();
     summary_.stop_reason = stop_ ? stop_reason_ : "cancelled";
     return summary_;
   }
@@ -217,8 +224,11 @@ class WorkerRun {
         changed_.notify_all();
         return;
       }
+      metrics_.AddReceived(static_cast<int64_t>(message->ByteSizeLong()),
+                           message->has_update() ? message->update().rows_size() : message->welcome().rows_size());
       if (message->has_welcome()) {
         // Counted out and taken back: it restarts where the team is.
+        metrics_.AddRejoin();
         if (Status installed = InstallLocked(message->welcome()); !installed.ok()) {
           log_ << "worker " << options_.rank << ": bad welcome: " << installed.message() << "\n";
           broken_ = true;
@@ -233,6 +243,7 @@ class WorkerRun {
         for (uint32_t r : message->update().demanded()) {
           if (r < demanded_.size()) demanded_[r] = true;
         }
+        energy_.AddReceive(message->update().transfer_seconds());
       }
       changed_.notify_all();
     }
@@ -255,7 +266,11 @@ class WorkerRun {
           if (Fresh(iteration_ + 1)) break;
           changed_.wait_for(lock, kWakeEvery);
         }
-        stall_s_ += ToSeconds(clock_.Now() - waiting);
+        const double stalled = ToSeconds(clock_.Now() - waiting);
+        stall_s_ += stalled;
+        metrics_.AddStall(stalled);
+        // How stale each row is as this iteration uses it (the bound: at most S).
+        for (int64_t c : copy_clock_) metrics_.ObserveRowStaleness(iteration_ - c);
         computing_generation = generation_;
       }
       // A batch from this worker's own partition, reshuffled on every pass.
@@ -269,6 +284,7 @@ class WorkerRun {
         batch_y_[k] = train_.labels[i];
       }
       const TimePoint began = clock_.Now();
+      energy_.BeginCompute(began);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), batch, gradient_));
       Duration took = clock_.Now() - began;
       if (slowdown_ > 1) {
@@ -276,6 +292,12 @@ class WorkerRun {
         clock_.SleepFor(std::chrono::duration_cast<Duration>(took * (slowdown_ - 1)));
         took = clock_.Now() - began;
       }
+      const TimePoint done = clock_.Now();
+      energy_.EndCompute(done);
+      if (last_done_ != TimePoint{}) metrics_.ObserveIteration(ToSeconds(done - last_done_));
+      last_done_ = done;
+      metrics_.AddSamples(batch);
+      metrics_.SetLoss(loss);
       std::lock_guard lock(mu_);
       if (generation_ != computing_generation) continue;  // resynchronised meanwhile: a stale step
       for (size_t i = 0; i < residual_.size(); ++i) residual_[i] += gradient_[i];
@@ -342,6 +364,11 @@ class WorkerRun {
     stats->set_stall_seconds(stall_s_);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - started_));
     stats->set_step_seconds(pace_s_);
+    const EnergySplit e = energy_.Split(clock_.Now());
+    stats->set_energy_joules(e.total_j());
+    metrics_.SetEnergy(EnergyState::kCompute, e.compute_j);
+    metrics_.SetEnergy(EnergyState::kCommunicate, e.communicate_j);
+    metrics_.SetEnergy(EnergyState::kIdle, e.idle_j);
     samples_since_push_ = 0;
     loss_sum_ = 0;
     loss_count_ = 0;
@@ -383,20 +410,26 @@ class WorkerRun {
         if (stop_ || broken_) return;
         chunks = Chunk(ComposePush());
       }
-      int64_t bytes = 0;
+      int64_t bytes = 0, rows = 0;
       const TimePoint began = clock_.Now();
+      energy_.BeginSend(began);
+      bool sent = true;
       for (const auto& chunk : chunks) {
         bytes += static_cast<int64_t>(chunk.ByteSizeLong());
-        if (!stream.Send(chunk).ok()) {
-          std::lock_guard lock(mu_);
-          broken_ = true;
-          changed_.notify_all();
-          return;
-        }
+        rows += chunk.push().rows_size();
+        if (!(sent = stream.Send(chunk).ok())) break;
       }
-      const Duration took = clock_.Now() - began;
+      const TimePoint end = clock_.Now();
+      energy_.EndSend(end);
+      metrics_.AddSent(bytes, rows);
       std::lock_guard lock(mu_);
-      if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, took);
+      if (!sent) {
+        broken_ = true;
+        changed_.notify_all();
+        return;
+      }
+      if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, end - began);
+      metrics_.SetUplinkMbps(uplink_estimate_.Mbps());
       summary_.bytes_sent += bytes;
     }
   }
@@ -427,10 +460,14 @@ class WorkerRun {
   std::vector<int64_t> copy_clock_;
   std::vector<int64_t> last_pushed_;
   std::vector<bool> demanded_;
+  TimePoint last_done_{};     // the compute loop's only
   int64_t sync_ = 0;          // the last Welcome installed
   uint64_t generation_ = 0;   // bumped by every Welcome
   std::vector<float> batch_x_;
   std::vector<int64_t> batch_y_;
+  MetricsRegistry own_metrics_;
+  WorkerMetrics metrics_;     // thread-safe; bound once
+  EnergyMeter energy_;        // thread-safe
   int bound_ = 0;
   int64_t iteration_ = 0;
   int64_t pushed_iteration_ = 0;

@@ -21,6 +21,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/torch/trainer.h"
+#include "agent/telemetry/metrics.h"
 #include "agent/transport/link_gate.h"
 #include "agent/transport/transport.h"
 #include "core/clock.h"
@@ -39,6 +40,8 @@ struct WorkerOptions {
   std::optional<RowEncoding> encoding;
   // Fault injection: the worker's uplink passes this gate (tests, drills).
   LinkGate* gate = nullptr;
+  // Where its metrics go (served at /metrics); a private registry when null.
+  MetricsRegistry* metrics = nullptr;
 };
 
 struct WorkerSummary {
@@ -50,6 +53,7 @@ struct WorkerSummary {
   int64_t rows_sent = 0;
   int64_t bytes_sent = 0;
   int reconnects = 0;
+  double energy_joules = 0;  // modelled
   std::string stop_reason;
 };
 

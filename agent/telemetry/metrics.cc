@@ -1,0 +1,173 @@
+#include "agent/telemetry/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <vector>
+
+namespace edgetrain::agent {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Counter;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+struct MetricsRegistry::Impl {
+  prometheus::Registry registry;
+};
+
+MetricsRegistry::MetricsRegistry() : impl_(std::make_unique<Impl>()) {}
+MetricsRegistry::~MetricsRegistry() = default;
+
+std::string MetricsRegistry::Render() const {
+  return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+}
+
+namespace {
+
+// Families are registered once per registry and shared by every handle on it.
+template <typename Builder>
+auto& Family(Builder builder, const char* name, const char* help, prometheus::Registry& r) {
+  return builder.Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+struct WorkerMetrics::Handles {
+  Gauge& uplink;
+  Counter& sent_bytes;
+  Counter& sent_rows;
+  Counter& received_bytes;
+  Counter& received_rows;
+  Histogram& staleness;
+  Histogram& iteration;
+  Counter& stall;
+  Gauge& energy_compute;
+  Gauge& energy_communicate;
+  Gauge& energy_idle;
+  Gauge& loss;
+  Counter& samples;
+  Counter& rejoins;
+};
+
+WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, int rank) {
+  prometheus::Registry& r = registry.impl().registry;
+  const prometheus::Labels l = {{"job", job}, {"worker", std::to_string(rank)}};
+  auto with = [&](prometheus::Labels extra) {
+    extra.insert(l.begin(), l.end());
+    return extra;
+  };
+  auto& energy = Family(BuildGauge(), "edgetrain_energy_joules",
+                        "Modelled energy used so far, by state (compute, communicate, idle)", r);
+  h_.reset(new Handles{
+      Family(BuildGauge(), "edgetrain_link_bandwidth_mbps", "Estimated link bandwidth, Mbit/s", r)
+          .Add(with({{"direction", "up"}})),
+      Family(BuildCounter(), "edgetrain_sent_bytes_total", "Bytes sent to the coordinator", r).Add(l),
+      Family(BuildCounter(), "edgetrain_sent_rows_total", "Gradient rows sent", r).Add(l),
+      Family(BuildCounter(), "edgetrain_received_bytes_total", "Bytes received from the coordinator", r).Add(l),
+      Family(BuildCounter(), "edgetrain_received_rows_total", "Parameter rows received", r).Add(l),
+      Family(BuildHistogram(), "edgetrain_row_staleness_iterations",
+             "How many iterations stale each row was when used", r)
+          .Add(l, Histogram::BucketBoundaries{0, 1, 2, 3, 4, 8, 16, 32, 64}),
+      Family(BuildHistogram(), "edgetrain_iteration_seconds", "Wall time of an iteration, waiting included", r)
+          .Add(l, Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}),
+      Family(BuildCounter(), "edgetrain_stall_seconds_total", "Time compute waited for rows the bound requires", r)
+          .Add(l),
+      energy.Add(with({{"state", "compute"}})),
+      energy.Add(with({{"state", "communicate"}})),
+      energy.Add(with({{"state", "idle"}})),
+      Family(BuildGauge(), "edgetrain_loss", "Training loss, smoothed", r).Add(l),
+      Family(BuildCounter(), "edgetrain_samples_total", "Training samples consumed", r).Add(l),
+      Family(BuildCounter(), "edgetrain_rejoins_total", "Times this worker rejoined its team", r).Add(l),
+  });
+}
+
+WorkerMetrics::~WorkerMetrics() = default;
+void WorkerMetrics::SetUplinkMbps(double mbps) { h_->uplink.Set(mbps); }
+void WorkerMetrics::AddSent(int64_t bytes, int64_t rows) {
+  h_->sent_bytes.Increment(static_cast<double>(bytes));
+  h_->sent_rows.Increment(static_cast<double>(rows));
+}
+void WorkerMetrics::AddReceived(int64_t bytes, int64_t rows) {
+  h_->received_bytes.Increment(static_cast<double>(bytes));
+  h_->received_rows.Increment(static_cast<double>(rows));
+}
+void WorkerMetrics::ObserveRowStaleness(int64_t iterations) { h_->staleness.Observe(static_cast<double>(iterations)); }
+void WorkerMetrics::ObserveIteration(double seconds) { h_->iteration.Observe(seconds); }
+void WorkerMetrics::AddStall(double seconds) { h_->stall.Increment(seconds); }
+void WorkerMetrics::SetEnergy(EnergyState state, double joules) {
+  switch (state) {
+    case EnergyState::kCompute: h_->energy_compute.Set(joules); break;
+    case EnergyState::kCommunicate: h_->energy_communicate.Set(joules); break;
+    case EnergyState::kIdle: h_->energy_idle.Set(joules); break;
+  }
+}
+void WorkerMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
+void WorkerMetrics::AddSamples(int64_t samples) { h_->samples.Increment(static_cast<double>(samples)); }
+void WorkerMetrics::AddRejoin() { h_->rejoins.Increment(); }
+
+struct CoordinatorMetrics::Handles {
+  Gauge& accuracy;
+  Gauge& loss;
+  Gauge& samples;
+  Gauge& active;
+  Gauge& energy;
+  Counter& checkpoints;
+  std::vector<Gauge*> downlink;
+  std::vector<Counter*> received_bytes, received_rows, sent_bytes, sent_rows, rejoins;
+};
+
+CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers) {
+  prometheus::Registry& r = registry.impl().registry;
+  const prometheus::Labels l = {{"job", job}};
+  h_.reset(new Handles{
+      Family(BuildGauge(), "edgetrain_job_accuracy", "Test accuracy of the job's model at its last evaluation", r).Add(l),
+      Family(BuildGauge(), "edgetrain_job_loss", "The team's training loss, smoothed", r).Add(l),
+      Family(BuildGauge(), "edgetrain_job_samples", "Training samples the team has consumed", r).Add(l),
+      Family(BuildGauge(), "edgetrain_job_active_workers", "Workers counted in the staleness bound now", r).Add(l),
+      Family(BuildGauge(), "edgetrain_job_energy_joules", "The job's modelled energy so far, all workers", r).Add(l),
+      Family(BuildCounter(), "edgetrain_job_checkpoints_total", "Checkpoints written", r).Add(l),
+      {}, {}, {}, {}, {}, {}});
+  auto& downlink = Family(BuildGauge(), "edgetrain_link_bandwidth_mbps", "Estimated link bandwidth, Mbit/s", r);
+  auto& rbytes = Family(BuildCounter(), "edgetrain_coordinator_received_bytes_total", "Bytes received from a worker", r);
+  auto& rrows = Family(BuildCounter(), "edgetrain_coordinator_received_rows_total", "Gradient rows received from a worker", r);
+  auto& sbytes = Family(BuildCounter(), "edgetrain_coordinator_sent_bytes_total", "Bytes sent to a worker", r);
+  auto& srows = Family(BuildCounter(), "edgetrain_coordinator_sent_rows_total", "Parameter rows sent to a worker", r);
+  auto& rejoins = Family(BuildCounter(), "edgetrain_job_rejoins_total", "Times a worker rejoined after being counted out or restarting", r);
+  for (int w = 0; w < workers; ++w) {
+    prometheus::Labels lw = {{"job", job}, {"worker", std::to_string(w)}};
+    prometheus::Labels down = lw;
+    down["direction"] = "down";
+    h_->downlink.push_back(&downlink.Add(down));
+    h_->received_bytes.push_back(&rbytes.Add(lw));
+    h_->received_rows.push_back(&rrows.Add(lw));
+    h_->sent_bytes.push_back(&sbytes.Add(lw));
+    h_->sent_rows.push_back(&srows.Add(lw));
+    h_->rejoins.push_back(&rejoins.Add(lw));
+  }
+}
+
+CoordinatorMetrics::~CoordinatorMetrics() = default;
+void CoordinatorMetrics::SetAccuracy(double accuracy) { h_->accuracy.Set(accuracy); }
+void CoordinatorMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
+void CoordinatorMetrics::SetSamples(int64_t samples) { h_->samples.Set(static_cast<double>(samples)); }
+void CoordinatorMetrics::SetActiveWorkers(int n) { h_->active.Set(n); }
+void CoordinatorMetrics::SetEnergy(double joules) { h_->energy.Set(joules); }
+void CoordinatorMetrics::SetDownlinkMbps(int rank, double mbps) { h_->downlink[rank]->Set(mbps); }
+void CoordinatorMetrics::AddReceived(int rank, int64_t bytes, int64_t rows) {
+  h_->received_bytes[rank]->Increment(static_cast<double>(bytes));
+  h_->received_rows[rank]->Increment(static_cast<double>(rows));
+}
+void CoordinatorMetrics::AddSent(int rank, int64_t bytes, int64_t rows) {
+  h_->sent_bytes[rank]->Increment(static_cast<double>(bytes));
+  h_->sent_rows[rank]->Increment(static_cast<double>(rows));
+}
+void CoordinatorMetrics::AddRejoin(int rank) { h_->rejoins[rank]->Increment(); }
+void CoordinatorMetrics::AddCheckpoint() { h_->checkpoints.Increment(); }
+
+}  // namespace edgetrain::agent

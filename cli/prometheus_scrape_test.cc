@@ -1,0 +1,169 @@
+// A real Prometheus server (Debian's) scrapes a running team — coordinator and
+// workers — and every edgetrain metric must be there, and the ones that count
+// work must move.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/telemetry/http_client.h"
+#include "cli/child_process.h"
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::optional<std::string> LineStartingWith(ChildProcess& child, const std::string& prefix) {
+  while (auto line = child.ReadLine(seconds(60))) {
+    if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
+  }
+  return std::nullopt;
+}
+
+// Sum of a metric's samples, as Prometheus last scraped them; nullopt if absent.
+std::optional<double> Query(const std::string& prometheus, const std::string& metric) {
+  auto reply = agent::HttpGet(prometheus, "/api/v1/query?query=sum(" + metric + ")");
+  if (!reply.ok() || reply->status != 200) return std::nullopt;
+  auto j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (j.is_discarded() || j["data"]["result"].empty()) return std::nullopt;
+  return std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
+}
+
+TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
+  ASSERT_TRUE(fs::exists("/usr/bin/prometheus")) << "scripts/deps installs Debian's prometheus package";
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-scrape";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  nlohmann::json plan = {
+      {"job", "scraped"}, {"generation", 1}, {"outputDir", (dir / "out").string()}, {"intraOpThreads", 1},
+      {"workers", {{{"rank", 0}, {"node", "a"}, {"slowdown", 1}}, {{"rank", 1}, {"node", "b"}, {"slowdown", 1}}}},
+      {"spec", nlohmann::json::parse(R"({
+        "model": {"name": "mlp", "hidden": [128, 64]},
+        "data": {"dataset": "fashion-mnist", "batchSize": 64, "partition": {"kind": "iid"}},
+        "parallelism": {"mode": "dataParallel", "workers": 2},
+        "sync": {"granularity": "row", "policy": "rog", "stalenessBound": 4, "compression": "none"},
+        "optimizer": {"name": "adam", "learningRate": 0.001, "weightDecay": 0},
+        "budget": {"wallClock": "3m", "energyJoules": 0},
+        "evaluation": {"everyIterations": 30},
+        "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 50, "maxRecoveries": 5,
+                           "nodeLossGrace": "30s"},
+        "seed": 2})")}};
+  std::ofstream(dir / "plan.json") << plan.dump();
+
+  auto coordinator = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=coordinator", "--job=scraped", "--rank=0",
+                                          "--world=2", "--plan=" + (dir / "plan.json").string(),
+                                          "--listen=127.0.0.1:0", "--http=127.0.0.1:0"},
+                                         (dir / "coordinator.log").string());
+  ASSERT_TRUE(coordinator.ok());
+  auto coordinator_http = LineStartingWith(*coordinator, "http ");
+  auto listening = LineStartingWith(*coordinator, "listening ");
+  ASSERT_TRUE(coordinator_http && listening);
+  std::vector<ChildProcess> workers;
+  std::vector<std::string> targets = {*coordinator_http};
+  for (int rank = 0; rank < 2; ++rank) {
+    auto w = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=worker", "--job=scraped", "--rank=" + std::to_string(rank),
+                                  "--world=2", "--plan=" + (dir / "plan.json").string(), "--coordinator=" + *listening,
+                                  "--http=127.0.0.1:0"},
+                                 (dir / ("worker-" + std::to_string(rank) + ".log")).string());
+    ASSERT_TRUE(w.ok());
+    auto http = LineStartingWith(*w, "http ");
+    ASSERT_TRUE(http.has_value());
+    targets.push_back(*http);
+    workers.push_back(std::move(*w));
+  }
+
+  const std::string prometheus = "127.0.0.1:" + std::to_string(FreePort());
+  {
+    std::ofstream config(dir / "prometheus.yml");
+    config << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+              "scrape_configs:\n  - job_name: edgetrain\n    static_configs:\n      - targets: [";
+    for (size_t i = 0; i < targets.size(); ++i) config << (i ? ", " : "") << "'" << targets[i] << "'";
+    config << "]\n";
+  }
+  auto server = ChildProcess::Spawn({"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
+                                     "--storage.tsdb.path=" + (dir / "tsdb").string(),
+                                     "--web.listen-address=" + prometheus},
+                                    (dir / "prometheus.log").string());
+  ASSERT_TRUE(server.ok());
+
+  const std::vector<std::string> moving = {
+      "edgetrain_sent_bytes_total", "edgetrain_sent_rows_total", "edgetrain_received_bytes_total",
+      "edgetrain_received_rows_total", "edgetrain_row_staleness_iterations_count", "edgetrain_iteration_seconds_count",
+      "edgetrain_energy_joules", "edgetrain_samples_total", "edgetrain_job_samples", "edgetrain_job_energy_joules",
+      "edgetrain_coordinator_received_bytes_total", "edgetrain_coordinator_sent_bytes_total",
+      "edgetrain_coordinator_received_rows_total", "edgetrain_coordinator_sent_rows_total",
+      "edgetrain_job_checkpoints_total"};
+  const std::vector<std::string> present = {
+      "edgetrain_link_bandwidth_mbps", "edgetrain_stall_seconds_total", "edgetrain_loss", "edgetrain_rejoins_total",
+      "edgetrain_job_accuracy", "edgetrain_job_loss", "edgetrain_job_active_workers", "edgetrain_job_rejoins_total",
+      "edgetrain_row_staleness_iterations_bucket", "edgetrain_iteration_seconds_bucket"};
+
+  // First scrape of everything, then a later one: counters must have grown.
+  std::map<std::string, double> first;
+  auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    first.clear();
+    for (const auto& m : moving)
+      if (auto v = Query(prometheus, m)) first[m] = *v;
+    bool all = first.size() == moving.size();
+    for (const auto& m : present) all = all && Query(prometheus, m).has_value();
+    if (all && first["edgetrain_job_checkpoints_total"] > 0) break;
+    std::this_thread::sleep_for(milliseconds(250));
+  }
+  for (const auto& m : moving) EXPECT_TRUE(first.count(m)) << m << " was never scraped";
+  for (const auto& m : present) EXPECT_TRUE(Query(prometheus, m).has_value()) << m << " was never scraped";
+  EXPECT_EQ(Query(prometheus, "edgetrain_job_active_workers"), 2.0);
+  auto accuracy = Query(prometheus, "edgetrain_job_accuracy");
+  ASSERT_TRUE(accuracy.has_value());
+  EXPECT_GT(*accuracy, 0.3) << "the job's accuracy gauge holds an evaluation";
+
+  std::map<std::string, double> later;
+  deadline = std::chrono::steady_clock::now() + seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all_moved = true;
+    for (const auto& m : moving) {
+      auto v = Query(prometheus, m);
+      later[m] = v.value_or(0);
+      all_moved = all_moved && v && *v > first[m];
+    }
+    if (all_moved) break;
+    std::this_thread::sleep_for(milliseconds(250));
+  }
+  for (const auto& m : moving) EXPECT_GT(later[m], first[m]) << m << " did not move between scrapes";
+
+  server->Signal(SIGTERM);
+  coordinator->Signal(SIGTERM);
+  EXPECT_EQ(coordinator->Wait(seconds(30)), 0);
+  for (auto& w : workers) w.Wait(seconds(30));
+  server->Wait(seconds(10));
+}
+
+}  // namespace
+}  // namespace edgetrain::cli

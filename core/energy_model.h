@@ -1,0 +1,54 @@
+#pragma once
+// Energy as a model, not a measurement (docs/energy.md): edge devices here have
+// no power meter we can read, so each device's time is split between computing,
+// communicating and idling, and each state is charged at its profile's watts.
+//
+// States are exclusive, by priority: computing, else communicating (the radio
+// sending, or receiving for the time the coordinator reports a transfer took),
+// else idle (waiting, stalled). Time the radio was busy receiving while the
+// device computed is not charged twice.
+
+#include <mutex>
+
+#include "core/clock.h"
+#include "core/cluster_profile.h"
+
+namespace edgetrain {
+
+struct EnergySplit {
+  double compute_s = 0, communicate_s = 0, idle_s = 0;
+  double compute_j = 0, communicate_j = 0, idle_j = 0;
+  double total_j() const { return compute_j + communicate_j + idle_j; }
+};
+
+class EnergyMeter {
+ public:
+  EnergyMeter(PowerProfile profile, TimePoint start);
+
+  // Thread-safe: the compute loop and the sender mark their own states.
+  void BeginCompute(TimePoint at);
+  void EndCompute(TimePoint at);
+  void BeginSend(TimePoint at);
+  void EndSend(TimePoint at);
+  // `seconds` of receiving that ended by now (reported after the fact): moved
+  // from idle time to communicate time, as far as idle time allows.
+  void AddReceive(double seconds);
+
+  EnergySplit Split(TimePoint now) const;
+  const PowerProfile& profile() const { return profile_; }
+
+ private:
+  void AdvanceLocked(TimePoint to) const;
+
+  const PowerProfile profile_;
+  mutable std::mutex mu_;
+  mutable TimePoint last_;                 // guarded by mu_
+  mutable double compute_s_ = 0;           // guarded by mu_, as is all below
+  mutable double send_s_ = 0;
+  mutable double idle_s_ = 0;
+  double receive_s_ = 0;                   // moved out of idle
+  int computing_ = 0;
+  int sending_ = 0;
+};
+
+}  // namespace edgetrain
