@@ -17,6 +17,7 @@
 #include "api/trainingjob.h"
 #include "cli/child_process.h"
 #include "cli/local_support.h"
+#include "cli/netns_links.h"
 #include "cli/progress_display.h"
 #include "core/duration_text.h"
 #include "core/job_plan.h"
@@ -212,9 +213,12 @@ class LocalRun {
       : options_(options), err_(err), run_dir_(std::move(run_dir)),
         agent_(options.agent_binary.empty() ? AgentBeside() : options.agent_binary) {}
 
-  StatusOr<ChildProcess> Start(const std::vector<std::string>& flags, const std::string& log, int threads) {
+  // Starts an agent; with `links`, inside the hub's namespace (rank < 0) or worker `rank`'s.
+  StatusOr<ChildProcess> Start(const std::vector<std::string>& flags, const std::string& log, int threads,
+                               const NetnsLinks* links = nullptr, int rank = -1) {
     std::vector<std::string> argv = {agent_};
     argv.insert(argv.end(), flags.begin(), flags.end());
+    if (links) argv = rank < 0 ? links->InHub(argv) : links->InWorker(rank, argv);
     // BLAS threads on top of LibTorch's own would oversubscribe the cores.
     const std::string n = std::to_string(threads);
     return ChildProcess::Spawn(argv, (run_dir_ / log).string(), {{"OPENBLAS_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}});
@@ -276,6 +280,15 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
 
   const int workers = job.spec.parallelism.workers;
   const bool team = workers > 1 || profile.has_value();
+  if (options.links != "process" && options.links != "netns") {
+    err << "error: --links: expected process or netns, got \"" << options.links << "\"\n";
+    return kExitInvalid;
+  }
+  const bool netns = options.links == "netns";
+  if (netns && !team) {
+    err << "error: --links netns emulates a team's links: give more than 1 worker or --nodes\n";
+    return kExitInvalid;
+  }
   std::error_code ec;
   fs::path output = !options.output_dir.empty() ? fs::path(options.output_dir)
                     : job.spec.output.path     ? fs::path(*job.spec.output.path)
@@ -297,6 +310,17 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     }
     plan.workers = std::move(*slots);
   }
+  // Kernel-shaped links replace the agents' own shaping, never add to it.
+  std::unique_ptr<NetnsLinks> links;
+  if (netns) {
+    auto created = NetnsLinks::Create(plan.workers);
+    if (!created.ok()) {
+      err << "error: " << created.status().message() << "\n";
+      return created.status().code() == StatusCode::kFailedPrecondition ? kExitFailed : kExitInvalid;
+    }
+    links = std::move(*created);
+    for (auto& slot : plan.workers) slot.link.reset();
+  }
 
   // The run folder holds the plan and the agents' logs; kept when a run fails.
   std::string pattern = (fs::temp_directory_path() / ("edgetrain-" + job.name + "-XXXXXX")).string();
@@ -310,9 +334,11 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   const std::string world = "--world=" + std::to_string(workers);
 
   const std::string coordinator_log = team ? "coordinator.log" : "agent-0.log";
-  auto coordinator = run.Start({"--role=coordinator", "--job=" + job.name, "--rank=0", world, "--plan=" + plan_path,
-                                "--listen=127.0.0.1:0", "--http=127.0.0.1:0"},
-                               coordinator_log, plan.intra_op_threads);
+  std::vector<std::string> coordinator_flags = {"--role=coordinator", "--job=" + job.name, "--rank=0", world,
+                                                "--plan=" + plan_path,
+                                                netns ? "--listen=0.0.0.0:0" : "--listen=127.0.0.1:0",
+                                                "--http=127.0.0.1:0"};
+  auto coordinator = run.Start(coordinator_flags, coordinator_log, plan.intra_op_threads, links.get());
   if (!coordinator.ok()) {
     err << "error: " << coordinator.status().message() << " (pass --agent PATH to name the agent binary)\n";
     return kExitFailed;
@@ -335,10 +361,14 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (team) {
     auto listening = run.Await(*coordinator, "listening");
     if (!listening.ok()) return failed(listening.status().message());
+    const std::string port = listening->substr(listening->rfind(':') + 1);
+    if (links) links->StartShaping();
     for (int rank = 0; rank < workers; ++rank) {
+      // Through its namespace's link, a worker reaches the coordinator at the hub.
+      const std::string coordinator_address = links ? links->HubAddress(rank) + ":" + port : *listening;
       auto worker = run.Start({"--role=worker", "--job=" + job.name, "--rank=" + std::to_string(rank), world,
-                               "--plan=" + plan_path, "--coordinator=" + *listening},
-                              "worker-" + std::to_string(rank) + ".log", plan.intra_op_threads);
+                               "--plan=" + plan_path, "--coordinator=" + coordinator_address, "--http=127.0.0.1:0"},
+                              "worker-" + std::to_string(rank) + ".log", plan.intra_op_threads, links.get(), rank);
       if (!worker.ok()) return failed(worker.status().message());
       team_workers.push_back(std::move(*worker));
     }
@@ -382,8 +412,11 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
             << ".log); the team trains on without it\n";
       }
     }
-    if (auto progress = agent::HttpGet(*http, "/progress"); progress.ok() && progress->status == 200) {
-      if (auto p = DecodeJobProgress(progress->body); p.ok()) display.Show(*p);
+    // The coordinator's HTTP endpoint lives in the hub's namespace under --links netns.
+    auto progress = links ? links->InHubThread([&] { return agent::HttpGet(*http, "/progress"); })
+                          : std::optional(agent::HttpGet(*http, "/progress"));
+    if (progress && progress->ok() && (*progress)->status == 200) {
+      if (auto p = DecodeJobProgress((*progress)->body); p.ok()) display.Show(*p);
     }
   }
   display.Finish();

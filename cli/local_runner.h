@@ -22,6 +22,9 @@ inline constexpr int kExitInterrupted = 130;
 struct RunOptions {
   std::string manifest_path;
   std::string nodes_path;     // a cluster profile: emulate its devices (compute, links)
+  // How links are emulated: "process" (a token bucket in each agent's transport)
+  // or "netns" (network namespaces and tbf qdiscs; root).
+  std::string links = "process";
   bool json = false;          // one final JSON line on `out`
   std::string output_dir;     // overrides spec.output.path
   int threads = 0;            // LibTorch threads per agent; 0: one

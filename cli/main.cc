@@ -15,10 +15,13 @@ std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted.store(true); }
 
 constexpr const char* kUsage = R"(usage:
-  edgetrain run JOB.yaml [--nodes PROFILE.yaml] [--json] [--output DIR] [--threads N] [--keep-logs]
+  edgetrain run JOB.yaml [--nodes PROFILE.yaml [--links process|netns]] [--json] [--output DIR]
+                         [--threads N] [--keep-logs]
       Train a TrainingJob manifest on this machine: the same YAML `kubectl apply`
       takes. --nodes emulates a cluster profile's devices: each worker gets a
-      node's compute slowdown and its link's bandwidth trace. --json adds one final JSON line; --output overrides spec.output.path
+      node's compute slowdown and its link's bandwidth trace, shaped in the
+      agents (--links process, the default) or, as root, by the kernel: each
+      agent in its own network namespace behind tbf qdiscs (--links netns). --json adds one final JSON line; --output overrides spec.output.path
       (default ./edgetrain-output/NAME); --threads sets LibTorch threads per agent
       (default 1: small models run fastest on one); --keep-logs keeps the run
       folder with the plan and every agent's log; --agent PATH names the agent.
@@ -60,12 +63,13 @@ int main(int argc, char** argv) {
       options.json = true;
     } else if (a == "--keep-logs") {
       options.keep_logs = true;
-    } else if (a == "--output" || a == "--threads" || a == "--agent" || a == "--nodes") {
+    } else if (a == "--output" || a == "--threads" || a == "--agent" || a == "--nodes" || a == "--links") {
       const std::string* v = value();
       if (!v) return Usage(a + " needs a value");
       if (a == "--output") options.output_dir = *v;
       if (a == "--agent") options.agent_binary = *v;
       if (a == "--nodes") options.nodes_path = *v;
+      if (a == "--links") options.links = *v;
       if (a == "--threads") {
         char* end = nullptr;
         long n = std::strtol(v->c_str(), &end, 10);

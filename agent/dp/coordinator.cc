@@ -10,6 +10,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "agent/transport/shaped_stream.h"
+#include "core/arrival_rate.h"
 #include "core/budget.h"
 #include "core/row_codec.h"
 #include "core/row_scheduler.h"
@@ -27,6 +28,9 @@ constexpr Duration kFirstWorkerTimeout = std::chrono::seconds(120);
 // Messages smaller than this say more about latency and the shaper's burst than
 // about bandwidth; they are not measured.
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
+// Updates go out in parts of about this size, back to back, so the worker can
+// time its downlink from their arrivals.
+constexpr int64_t kPartBytes = 16 * 1024;
 constexpr Duration kStopGrace = std::chrono::seconds(3);
 
 int DefaultStalenessBound(const SyncSpec& sync) {
@@ -50,7 +54,8 @@ struct Coordinator::Session {
   // Workers push at least every 20 ms (worker.cc), so a link is judged dead only
   // after 200 ms of silence, whatever the learned pace.
   ArrivalDeadline deadline{std::chrono::seconds(10), std::chrono::milliseconds(200)};
-  BandwidthEstimator downlink;
+  BandwidthEstimator downlink;  // from our send times: right only when we shape the link ourselves
+  ArrivalRateMeter uplink;      // its pushes' arrivals: right under kernel shaping too
   std::optional<TraceShaper> shaper;  // its emulated link, coordinator -> worker
   v1::WorkerStats stats;
   int64_t iteration = 0;
@@ -191,8 +196,9 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   // pushes: an update is through before the next is due, so optional rows never
   // hold up mandatory ones behind them. SSP and BSP: every fresh row.
   const Duration step = s.stats.step_seconds() > 0 ? FromSeconds(s.stats.step_seconds()) : kAssumedIteration;
-  const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog ? s.downlink.BytesIn(step)
-                                                                    : std::numeric_limits<int64_t>::max() / 2;
+  const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog
+                             ? static_cast<int64_t>(DownlinkMbps(rank) * 1e6 / 8 * ToSeconds(step))
+                             : std::numeric_limits<int64_t>::max() / 2;
   v1::CoordinatorMessage m;
   v1::Update* update = m.mutable_update();
   for (size_t r : SelectPullRows(candidates, budget)) {
@@ -210,6 +216,7 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
     update->add_demanded(static_cast<uint32_t>(r));
   }
   update->set_transfer_seconds(s.transfer_s);
+  update->set_uplink_mbps(s.uplink.Mbps());
   s.transfer_s = 0;
   return m;
 }
@@ -325,6 +332,12 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     std::lock_guard lock(mu_);
     Session& s = *sessions_[rank];
     if (s.epoch != epoch) break;  // superseded by a newer stream of the same worker
+    // A push's chunks are sent back to back: their arrivals time its uplink.
+    if (message->push().has_stats()) {
+      s.uplink.Begin(clock_.Now());
+    } else {
+      s.uplink.Continue(clock_.Now(), static_cast<int64_t>(message->ByteSizeLong()));
+    }
     if (s.counted_out) {
       // Its link is back. What it pushed was computed on a stale model: dropped
       // (and so is all it sends until it has the next Welcome); it resumes with
@@ -383,19 +396,52 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
       }
     }
     const TimePoint began = clock_.Now();
-    Status sent = stream.Send(message);
+    Status sent = Status::Ok();
+    int64_t bytes = 0;
+    int rows = 0;
+    for (const auto& part : message.has_update() ? SplitUpdate(std::move(message)) : std::vector{message}) {
+      bytes += static_cast<int64_t>(part.ByteSizeLong());
+      rows += part.has_update() ? part.update().rows_size() : part.has_welcome() ? part.welcome().rows_size() : 0;
+      if (!(sent = stream.Send(part)).ok() || part.has_stop()) break;
+    }
     const Duration took = clock_.Now() - began;
     if (!sent.ok() || message.has_stop()) return;
-    const int64_t bytes = static_cast<int64_t>(message.ByteSizeLong());
-    const int rows = message.has_update() ? message.update().rows_size() : message.welcome().rows_size();
     metrics_.AddSent(rank, bytes, rows);
     std::lock_guard lock(mu_);
     Session& s = *sessions_[rank];
     s.transfer_s += ToSeconds(took);
-    if (bytes < kMinMeasuredBytes) continue;
-    s.downlink.Observe(bytes, took);
-    metrics_.SetDownlinkMbps(rank, s.downlink.Mbps());
+    if (bytes >= kMinMeasuredBytes) s.downlink.Observe(bytes, took);
+    metrics_.SetDownlinkMbps(rank, DownlinkMbps(rank));
   }
+}
+
+std::vector<v1::CoordinatorMessage> Coordinator::SplitUpdate(v1::CoordinatorMessage whole) {
+  std::vector<v1::CoordinatorMessage> parts;
+  v1::Update& update = *whole.mutable_update();
+  v1::CoordinatorMessage current;
+  *current.mutable_update()->mutable_demanded() = update.demanded();
+  current.mutable_update()->set_transfer_seconds(update.transfer_seconds());
+  current.mutable_update()->set_uplink_mbps(update.uplink_mbps());
+  int64_t size = 0;
+  for (v1::Row& row : *update.mutable_rows()) {
+    if (size > 0 && size + static_cast<int64_t>(row.values().size()) > kPartBytes) {
+      parts.push_back(std::move(current));
+      current = v1::CoordinatorMessage();
+      current.mutable_update()->set_part(static_cast<int32_t>(parts.size()));
+      size = 0;
+    }
+    size += static_cast<int64_t>(row.values().size());
+    *current.mutable_update()->add_rows() = std::move(row);
+  }
+  parts.push_back(std::move(current));
+  return parts;
+}
+
+double Coordinator::DownlinkMbps(int rank) const {
+  // The worker's own measure of what arrives, once it has one; until then what
+  // our sends took, which is right when the link is shaped in our transport.
+  const Session& s = *sessions_[rank];
+  return s.stats.downlink_mbps() > 0 ? s.stats.downlink_mbps() : s.downlink.Mbps();
 }
 
 void Coordinator::CountOutOverdue(TimePoint now) {

@@ -65,6 +65,8 @@ class Coordinator final : public WorkerSessions {
   v1::CoordinatorMessage MakeWelcome(int rank, int64_t resume_after, bool whole_model);
   v1::CoordinatorMessage MakeUpdate(int rank);
   bool HasWork(int rank) const;
+  double DownlinkMbps(int rank) const;
+  static std::vector<v1::CoordinatorMessage> SplitUpdate(v1::CoordinatorMessage whole);
   Status ApplyPush(int rank, const v1::Push& push);
   void CountOutOverdue(TimePoint now);
   JobProgress Progress(TimePoint now) const;

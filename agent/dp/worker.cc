@@ -10,6 +10,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "agent/transport/shaped_stream.h"
+#include "core/arrival_rate.h"
 #include "core/bandwidth_estimator.h"
 #include "core/energy_model.h"
 #include "core/partition.h"
@@ -236,6 +237,13 @@ class WorkerRun {
           log_ << "worker " << options_.rank << ": resynchronised at iteration " << iteration_ << "\n";
         }
       } else if (message->has_update()) {
+        // An update's parts come back to back: their arrivals time the downlink.
+        if (message->update().part() == 0) {
+          downlink_meter_.Begin(clock_.Now());
+          if (message->update().uplink_mbps() > 0) measured_uplink_mbps_ = message->update().uplink_mbps();
+        } else {
+          downlink_meter_.Continue(clock_.Now(), static_cast<int64_t>(message->ByteSizeLong()));
+        }
         if (Status staged = Stage(message->update().rows()); !staged.ok()) {
           log_ << "worker " << options_.rank << ": bad update: " << staged.message() << "\n";
           broken_ = true;
@@ -312,6 +320,14 @@ class WorkerRun {
     }
   }
 
+  // With mu_ held. The coordinator's measure of where our pushes arrive, once it
+  // has one; until then what our sends took, which is right only when the link
+  // is shaped in our own transport (a kernel-shaped link accepts bytes into its
+  // queue faster than it carries them).
+  double UplinkMbps() const {
+    return measured_uplink_mbps_ > 0 ? measured_uplink_mbps_ : uplink_estimate_.Mbps();
+  }
+
   // With mu_ held: the push for everything computed up to iteration_.
   v1::WorkerMessage ComposePush() {
     const int64_t t = iteration_;
@@ -326,8 +342,10 @@ class WorkerRun {
     // ROG: what the uplink carries during one step's computation, so a push is
     // through by the time the next is ready: optional rows never hold up the
     // mandatory ones behind them. SSP and BSP send every row they have, every time.
-    const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog ? uplink_estimate_.BytesIn(FromSeconds(pace_s_))
-                                                                      : std::numeric_limits<int64_t>::max() / 2;
+    const double uplink = UplinkMbps();
+    const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog
+                               ? static_cast<int64_t>(uplink * 1e6 / 8 * pace_s_)
+                               : std::numeric_limits<int64_t>::max() / 2;
     v1::WorkerMessage message;
     v1::Push* push = message.mutable_push();
     push->set_iteration(t);
@@ -359,7 +377,8 @@ class WorkerRun {
     stats->set_samples(samples_since_push_);
     stats->set_loss_sum(loss_sum_);
     stats->set_loss_count(loss_count_);
-    stats->set_uplink_mbps(uplink_estimate_.Mbps());
+    stats->set_uplink_mbps(uplink);
+    stats->set_downlink_mbps(downlink_meter_.Mbps());
     stats->set_compute_seconds(compute_s_);
     stats->set_stall_seconds(stall_s_);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - started_));
@@ -429,7 +448,7 @@ class WorkerRun {
         return;
       }
       if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, end - began);
-      metrics_.SetUplinkMbps(uplink_estimate_.Mbps());
+      metrics_.SetUplinkMbps(UplinkMbps());
       summary_.bytes_sent += bytes;
     }
   }
@@ -478,6 +497,8 @@ class WorkerRun {
   double stall_s_ = 0;
   double pace_s_ = 0;  // EWMA of a step's compute time
   BandwidthEstimator uplink_estimate_;
+  double measured_uplink_mbps_ = 0;
+  ArrivalRateMeter downlink_meter_;
   bool stop_ = false;
   bool broken_ = false;
   std::string stop_reason_;

@@ -1,0 +1,225 @@
+#include "cli/netns_links.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+
+#include "agent/storage/atomic_file.h"
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// tbf has no rate 0: a link that is down in its trace keeps a trickle this thin.
+constexpr double kFloorMbps = 0.01;
+constexpr int kMaxWorkers = 250;  // one 10.77.<rank>.0/30 per worker
+
+// Runs a command to completion; its stderr becomes the error message.
+Status RunCommand(const std::vector<std::string>& argv) {
+  int err[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) return InternalError("pipe failed");
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(devnull, STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(err[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<size_t>(n));
+  ::close(err[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  std::string command;
+  for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  return FailedPreconditionError("`" + command + "` failed: " + (message.empty() ? "exit status " + std::to_string(WEXITSTATUS(status)) : message));
+}
+
+std::string Rate(double mbps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0fkbit", std::max(kFloorMbps, mbps) * 1000);
+  return buf;
+}
+
+// A burst of at least 32 kB, and at least 4 ms at the rate: tbf needs one
+// timer tick's worth of bytes to reach its rate.
+std::string Burst(double mbps) {
+  double bytes = std::max(32.0 * 1024, std::max(kFloorMbps, mbps) * 1e6 / 8 * 0.004);
+  return std::to_string(static_cast<int64_t>(bytes));
+}
+
+}  // namespace
+
+struct NetnsLinks::Link {
+  std::string ns;
+  std::string hub_if;  // in the hub: shapes the downlink
+  std::string dev_if;  // in the worker's namespace: shapes the uplink
+  std::string hub_addr;
+  std::string dev_addr;
+  std::optional<BandwidthTrace> trace;
+  mutable std::mutex mu;
+  double mbps = -1;  // current rate, guarded by mu
+};
+
+void NetnsLinks::RemoveStale() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/var/run/netns", ec)) {
+    const std::string name = entry.path().filename();
+    // Ours: et<pid>-hub, et<pid>-w<rank>.
+    if (name.rfind("et", 0) != 0 || name.find('-') == std::string::npos) continue;
+    const std::string pid = name.substr(2, name.find('-') - 2);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (fs::exists("/proc/" + pid)) continue;
+    (void)RunCommand({"ip", "netns", "del", name});
+  }
+}
+
+StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots) {
+  if (::geteuid() != 0) return FailedPreconditionError("--links netns needs root (network namespaces and tc)");
+  if (slots.size() > static_cast<size_t>(kMaxWorkers)) {
+    return InvalidArgumentError("--links netns emulates at most " + std::to_string(kMaxWorkers) + " workers");
+  }
+  RemoveStale();
+  std::unique_ptr<NetnsLinks> links(new NetnsLinks());
+  if (Status built = links->Build(slots); !built.ok()) return built;  // the destructor removes what was made
+  return links;
+}
+
+Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots) {
+  prefix_ = "et" + std::to_string(::getpid());
+  hub_ = prefix_ + "-hub";
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "add", hub_}));
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", "lo", "up"}));
+  // The hub forwards between workers, as an access point does.
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "exec", hub_, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
+  for (size_t rank = 0; rank < slots.size(); ++rank) {
+    auto link = std::make_unique<Link>();
+    const std::string r = std::to_string(rank);
+    link->ns = prefix_ + "-w" + r;
+    link->hub_if = prefix_ + "h" + r;
+    link->dev_if = prefix_ + "d" + r;
+    link->hub_addr = "10.77." + r + ".1";
+    link->dev_addr = "10.77." + r + ".2";
+    if (slots[rank].link) {
+      const LinkSpec& spec = *slots[rank].link;
+      EDGETRAIN_ASSIGN_OR_RETURN(std::string text, agent::ReadWholeFile(spec.trace_path));
+      EDGETRAIN_ASSIGN_OR_RETURN(BandwidthTrace trace, BandwidthTrace::Parse(text, spec.trace_path));
+      link->trace = trace.Shifted(spec.offset_s).Scaled(spec.scale);
+    }
+    links_.push_back(std::move(link));
+    const Link& l = *links_.back();
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "add", l.ns}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "link", "set", "lo", "up"}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand(
+        {"ip", "link", "add", l.hub_if, "netns", hub_, "type", "veth", "peer", "name", l.dev_if, "netns", l.ns}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "addr", "add", l.hub_addr + "/30", "dev", l.hub_if}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", l.hub_if, "up"}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "addr", "add", l.dev_addr + "/30", "dev", l.dev_if}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "link", "set", l.dev_if, "up"}));
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "route", "add", "default", "via", l.hub_addr}));
+    if (l.trace) {
+      const double mbps = l.trace->MbpsAt(0);
+      for (const auto& [ns, dev] : {std::pair{l.ns, l.dev_if}, std::pair{hub_, l.hub_if}}) {
+        EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
+                                              "rate", Rate(mbps), "burst", Burst(mbps), "latency", "50ms"}));
+      }
+      links_.back()->mbps = mbps;
+    }
+  }
+  return Status::Ok();
+}
+
+NetnsLinks::~NetnsLinks() {
+  stop_ = true;
+  if (shaper_.joinable()) shaper_.join();
+  // Deleting a namespace removes its veth end (and so the pair) and its qdiscs.
+  for (const auto& l : links_) (void)RunCommand({"ip", "netns", "del", l->ns});
+  if (!hub_.empty()) (void)RunCommand({"ip", "netns", "del", hub_});
+}
+
+void NetnsLinks::StartShaping() {
+  shaper_ = std::thread([this] { Shape(); });
+}
+
+void NetnsLinks::Shape() {
+  const auto start = std::chrono::steady_clock::now();
+  while (!stop_.load()) {
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double next = t + 1.0;
+    for (const auto& l : links_) {
+      if (!l->trace) continue;
+      const auto segment = l->trace->SegmentAt(t);
+      next = std::min(next, segment.until);
+      std::lock_guard lock(l->mu);
+      if (segment.mbps == l->mbps) continue;
+      for (const auto& [ns, dev] : {std::pair{l->ns, l->dev_if}, std::pair{hub_, l->hub_if}}) {
+        (void)RunCommand({"ip", "netns", "exec", ns, "tc", "qdisc", "change", "dev", dev, "root", "tbf", "rate",
+                          Rate(segment.mbps), "burst", Burst(segment.mbps), "latency", "50ms"});
+      }
+      l->mbps = segment.mbps;
+    }
+    // Sleep to the next change in any trace, waking often enough to stop promptly.
+    const auto wake = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(next));
+    while (!stop_.load() && std::chrono::steady_clock::now() < wake) {
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(wake - std::chrono::steady_clock::now(),
+                                                                               std::chrono::milliseconds(50)));
+    }
+  }
+}
+
+std::vector<std::string> NetnsLinks::InWorker(int rank, const std::vector<std::string>& argv) const {
+  std::vector<std::string> out = {"/usr/bin/ip", "netns", "exec", links_[rank]->ns};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::vector<std::string> NetnsLinks::InHub(const std::vector<std::string>& argv) const {
+  std::vector<std::string> out = {"/usr/bin/ip", "netns", "exec", hub_};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::string NetnsLinks::HubAddress(int rank) const { return links_[rank]->hub_addr; }
+std::string NetnsLinks::WorkerAddress(int rank) const { return links_[rank]->dev_addr; }
+
+double NetnsLinks::UplinkMbps(int rank) const {
+  std::lock_guard lock(links_[rank]->mu);
+  return links_[rank]->mbps;
+}
+double NetnsLinks::DownlinkMbps(int rank) const { return UplinkMbps(rank); }
+
+std::vector<std::string> NetnsLinks::Namespaces() const {
+  std::vector<std::string> names;
+  if (!hub_.empty()) names.push_back(hub_);
+  for (const auto& l : links_) names.push_back(l->ns);
+  return names;
+}
+
+bool NetnsLinks::EnterHub() const {
+  int fd = ::open(("/var/run/netns/" + hub_).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool entered = ::setns(fd, CLONE_NEWNET) == 0;
+  ::close(fd);
+  return entered;
+}
+
+}  // namespace edgetrain::cli
