@@ -16,6 +16,7 @@
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
 #include "core/job_plan.h"
+#include "core/partition.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -104,8 +105,15 @@ int RunSoloAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lin
   if (!trainer.ok()) return endpoint.Fail(trainer.status());
   log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
       << plan.intra_op_threads << " intra-op thread(s)\n";
+  SoloTrainingOptions options{spec, plan.output_dir, {}, plan.slowdown};
+  if (plan.shard) {
+    options.samples = PartitionSamples(data->train.labels, data->train.info.classes, plan.shard->parts,
+                                       spec.data.partition, spec.seed)[plan.shard->part];
+    log << "training on part " << plan.shard->part << " of " << plan.shard->parts << ": " << options.samples.size()
+        << " samples\n";
+  }
   RealClock clock;
-  auto result = RunSoloTraining({spec, plan.output_dir}, **trainer, *data, clock, endpoint.board(), cancel);
+  auto result = RunSoloTraining(options, **trainer, *data, clock, endpoint.board(), cancel);
   if (!result.ok()) return endpoint.Fail(result.status());
   return endpoint.Succeed(*result);
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/storage/evaluation_log.h"
 #include "core/budget.h"
 #include "core/energy_model.h"
 
@@ -38,7 +39,12 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
                                       const std::atomic<bool>& cancel) {
   const JobSpec& spec = options.spec;
   const int64_t batch = spec.data.batch_size;
-  const int64_t n = data.train.size();
+  std::vector<int64_t> order = options.samples;
+  if (order.empty()) {
+    order.resize(static_cast<size_t>(data.train.size()));
+    std::iota(order.begin(), order.end(), 0);
+  }
+  const int64_t n = static_cast<int64_t>(order.size());
   const int64_t steps_per_epoch = (n + batch - 1) / batch;
   const int64_t sample_size = data.train.SampleSize();
 
@@ -51,8 +57,9 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
   // This machine stands for one device with the default power profile (docs/energy.md).
   EnergyMeter energy(PowerProfile{}, start);
   std::mt19937_64 rng(spec.seed);
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
+  EDGETRAIN_ASSIGN_OR_RETURN(EvaluationLog evaluations,
+                             EvaluationLog::Open(options.output_dir + "/evaluations.csv", /*resume=*/false));
+  TimePoint last_eval = start;
   // Allocated once; each step gathers its shuffled samples into these.
   std::vector<float> x(batch * sample_size);
   std::vector<int64_t> y(batch);
@@ -68,6 +75,9 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
     EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, trainer.Evaluate(data.test));
     p.accuracy = e.accuracy;
     evaluated_at = p.iteration;
+    last_eval = clock.Now();
+    evaluations.Record(ToSeconds(last_eval - start), p.iteration, p.samples, e.accuracy,
+                       energy.Split(last_eval).total_j());
     return Status::Ok();
   };
   TimePoint published{};
@@ -95,15 +105,21 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
         std::copy(sample, sample + sample_size, x.begin() + k * sample_size);
         y[k] = data.train.labels[order[first + k]];
       }
-      energy.BeginCompute(clock.Now());
+      const TimePoint step_began = clock.Now();
+      energy.BeginCompute(step_began);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer.TrainStep(x.data(), y.data(), m));
+      if (options.slowdown > 1) {
+        clock.SleepFor(std::chrono::duration_cast<Duration>((clock.Now() - step_began) * (options.slowdown - 1)));
+      }
       energy.EndCompute(clock.Now());
       smoothed_loss = smoothed_loss < 0 ? loss : smoothed_loss + kLossSmoothing * (loss - smoothed_loss);
       p.loss = smoothed_loss;
       ++p.iteration;
       p.samples += m;
 
-      if (p.iteration % spec.evaluation.every_iterations == 0) {
+      const bool due_by_time =
+          spec.evaluation.every_seconds && ToSeconds(clock.Now() - last_eval) >= *spec.evaluation.every_seconds;
+      if (p.iteration % spec.evaluation.every_iterations == 0 || due_by_time) {
         EDGETRAIN_RETURN_IF_ERROR(evaluate());
         if (budget.TargetReached(*p.accuracy)) stop = StopReason::kTarget;
       }

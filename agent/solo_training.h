@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "agent/data/dataset.h"
 #include "agent/progress_board.h"
@@ -18,7 +19,9 @@ namespace edgetrain::agent {
 
 struct SoloTrainingOptions {
   JobSpec spec;
-  std::string output_dir;  // model.pt, model.json and checkpoint.pt go here
+  std::string output_dir;        // model.pt, model.json, checkpoint.pt, evaluations.csv go here
+  std::vector<int64_t> samples;  // the training samples to use; empty: all of them
+  double slowdown = 1;           // an emulated slower device: each step takes this many times as long
 };
 
 // Trains until the budget ends or `cancel` is set, keeping `board` current.

@@ -346,6 +346,9 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   err << "training " << DescribeJob(job) << (profile ? " on the devices of " + profile->name : "") << "\n";
 
   std::vector<ChildProcess> team_workers;
+  // When the workers' links started following their traces (agents start their
+  // own shapers as they start; the kernel's start here).
+  auto links_started = std::chrono::steady_clock::now();
   auto failed = [&](const std::string& why) {
     coordinator->Signal(SIGTERM);
     for (auto& w : team_workers) w.Signal(SIGTERM);
@@ -363,6 +366,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     if (!listening.ok()) return failed(listening.status().message());
     const std::string port = listening->substr(listening->rfind(':') + 1);
     if (links) links->StartShaping();
+    links_started = std::chrono::steady_clock::now();
     for (int rank = 0; rank < workers; ++rank) {
       // Through its namespace's link, a worker reaches the coordinator at the hub.
       const std::string coordinator_address = links ? links->HubAddress(rank) + ":" + port : *listening;
@@ -374,6 +378,11 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     }
   }
 
+  std::ofstream progress_log;
+  if (!options.progress_log.empty()) {
+    progress_log.open(options.progress_log, std::ios::trunc);
+    if (!progress_log) return failed("cannot write " + options.progress_log);
+  }
   RealClock clock;
   ProgressDisplay display(err, options.terminal, clock);
   std::optional<JobProgress> result;
@@ -417,6 +426,11 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
                           : std::optional(agent::HttpGet(*http, "/progress"));
     if (progress && progress->ok() && (*progress)->status == 200) {
       if (auto p = DecodeJobProgress((*progress)->body); p.ok()) display.Show(*p);
+      if (progress_log.is_open()) {
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - links_started).count();
+        progress_log << "{\"t\": " << t << ", \"progress\": " << (*progress)->body.substr(0, (*progress)->body.find('\n'))
+                     << "}\n" << std::flush;
+      }
     }
   }
   display.Finish();

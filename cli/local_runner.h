@@ -31,6 +31,9 @@ struct RunOptions {
   std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
   bool terminal = false;      // draw a progress bar (stderr is a terminal)
   bool keep_logs = false;     // keep the run folder (plan, agents' logs) after success
+  // Every progress snapshot, one JSON line each with the seconds since the links
+  // started following their traces (benchmarks attribute stalls to outages).
+  std::string progress_log;
 };
 
 // Progress and diagnostics go to `err`, the summary (and JSON line) to `out`.

@@ -24,7 +24,8 @@ constexpr const char* kUsage = R"(usage:
       agent in its own network namespace behind tbf qdiscs (--links netns). --json adds one final JSON line; --output overrides spec.output.path
       (default ./edgetrain-output/NAME); --threads sets LibTorch threads per agent
       (default 1: small models run fastest on one); --keep-logs keeps the run
-      folder with the plan and every agent's log; --agent PATH names the agent.
+      folder with the plan and every agent's log; --progress-log FILE records
+      every progress snapshot as a JSON line; --agent PATH names the agent.
   edgetrain validate JOB.yaml
       Check a manifest against the TrainingJob CRD without training.
   edgetrain version
@@ -63,13 +64,15 @@ int main(int argc, char** argv) {
       options.json = true;
     } else if (a == "--keep-logs") {
       options.keep_logs = true;
-    } else if (a == "--output" || a == "--threads" || a == "--agent" || a == "--nodes" || a == "--links") {
+    } else if (a == "--output" || a == "--threads" || a == "--agent" || a == "--nodes" || a == "--links" ||
+               a == "--progress-log") {
       const std::string* v = value();
       if (!v) return Usage(a + " needs a value");
       if (a == "--output") options.output_dir = *v;
       if (a == "--agent") options.agent_binary = *v;
       if (a == "--nodes") options.nodes_path = *v;
       if (a == "--links") options.links = *v;
+      if (a == "--progress-log") options.progress_log = *v;
       if (a == "--threads") {
         char* end = nullptr;
         long n = std::strtol(v->c_str(), &end, 10);

@@ -26,7 +26,9 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       {"spec", Json::parse(plan.spec_json)},
       {"outputDir", plan.output_dir},
       {"intraOpThreads", plan.intra_op_threads},
+      {"slowdown", plan.slowdown},
   };
+  if (plan.shard) j["shard"] = {{"parts", plan.shard->parts}, {"part", plan.shard->part}};
   return j.dump(2) + "\n";
 }
 
@@ -40,6 +42,8 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     plan.spec_json = j.at("spec").dump();
     plan.output_dir = j.at("outputDir").get<std::string>();
     plan.intra_op_threads = j.at("intraOpThreads").get<int>();
+    plan.slowdown = j.value("slowdown", 1.0);
+    if (j.contains("shard")) plan.shard = DataShard{j["shard"].at("parts").get<int>(), j["shard"].at("part").get<int>()};
     for (const auto& w : j.value("workers", Json::array())) {
       WorkerSlot slot;
       slot.rank = w.at("rank").get<int>();
@@ -61,6 +65,10 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     return InvalidArgumentError(std::string("plan: ") + e.what());
   }
   if (plan.intra_op_threads < 1) return InvalidArgumentError("plan: intraOpThreads must be >= 1");
+  if (plan.slowdown < 1) return InvalidArgumentError("plan: slowdown must be >= 1");
+  if (plan.shard && (plan.shard->parts < 1 || plan.shard->part < 0 || plan.shard->part >= plan.shard->parts)) {
+    return InvalidArgumentError("plan: shard.part must be in [0, shard.parts)");
+  }
   for (size_t i = 0; i < plan.workers.size(); ++i) {
     if (plan.workers[i].rank != static_cast<int>(i)) return InvalidArgumentError("plan: workers must be listed by rank");
     if (plan.workers[i].slowdown < 1) return InvalidArgumentError("plan: a worker's slowdown must be >= 1");

@@ -24,6 +24,13 @@ struct WorkerSlot {
   PowerProfile power;        // for the energy model
 };
 
+// One part of the training set, as one worker of a team of `parts` would hold
+// it: a job of one trained on it is the "alone" baseline of benchmarks.
+struct DataShard {
+  int parts = 1;
+  int part = 0;
+};
+
 struct JobPlan {
   std::string job;          // the TrainingJob's name
   int64_t generation = 1;   // bumped on every re-plan; peers on another generation are refused
@@ -32,6 +39,9 @@ struct JobPlan {
   std::string output_dir;   // where checkpoints and the final model go
   int intra_op_threads = 1; // LibTorch threads per agent; agents share the node's cores
   std::vector<WorkerSlot> workers;  // one per rank; empty for a job of one agent
+  // A job of one only: train on this shard, on an emulated slower device.
+  std::optional<DataShard> shard;
+  double slowdown = 1;
 };
 
 std::string EncodeJobPlan(const JobPlan& plan);

@@ -47,7 +47,9 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"rowsSent", w.rows_sent},
                        {"bytesSent", w.bytes_sent},
                        {"active", w.active},
-                       {"energyJoules", w.energy_joules}});
+                       {"energyJoules", w.energy_joules},
+                       {"stallSeconds", w.stall_s},
+                       {"wallSeconds", w.wall_s}});
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -96,7 +98,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.at("bandwidthMbps").get<double>(), w.at("stallFraction").get<double>(),
                            w.at("iteration").get<int64_t>(), w.at("rowsSent").get<int64_t>(),
                            w.at("bytesSent").get<int64_t>(), w.at("active").get<bool>(),
-                           w.value("energyJoules", 0.0)});
+                           w.value("energyJoules", 0.0), w.value("stallSeconds", 0.0),
+                           w.value("wallSeconds", 0.0)});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.stop_reason = j.at("stopReason").get<std::string>();

@@ -27,6 +27,8 @@ struct WorkerProgress {
   int64_t bytes_sent = 0;
   bool active = true;         // false while counted out (link down, gone)
   double energy_joules = 0;   // modelled (docs/energy.md)
+  double stall_s = 0;         // the stall fraction's parts, for finer accounting
+  double wall_s = 0;
 };
 
 struct JobProgress {

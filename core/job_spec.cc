@@ -30,10 +30,13 @@ constexpr NameTable<SyncGranularity, 3> kGranularityNames{{{SyncGranularity::kRo
                                                            {SyncGranularity::kModel, "model"}}};
 constexpr NameTable<SyncPolicy, 3> kPolicyNames{
     {{SyncPolicy::kRog, "rog"}, {SyncPolicy::kBsp, "bsp"}, {SyncPolicy::kSsp, "ssp"}}};
-constexpr NameTable<Compression, 4> kCompressionNames{{{Compression::kNone, "none"},
+constexpr NameTable<Compression, 5> kCompressionNames{{{Compression::kNone, "none"},
                                                        {Compression::kFp16, "fp16"},
                                                        {Compression::kInt8, "int8"},
+                                                       {Compression::kSign, "sign"},
                                                        {Compression::kTopK, "topk"}}};
+constexpr NameTable<RowOrder, 2> kRowOrderNames{
+    {{RowOrder::kImportance, "importance"}, {RowOrder::kStaleness, "staleness"}}};
 constexpr NameTable<OptimizerKind, 2> kOptimizerNames{
     {{OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"}}};
 
@@ -131,6 +134,7 @@ std::string_view NameOf(ParallelismMode v) { return Lookup(kModeNames, v); }
 std::string_view NameOf(SyncGranularity v) { return Lookup(kGranularityNames, v); }
 std::string_view NameOf(SyncPolicy v) { return Lookup(kPolicyNames, v); }
 std::string_view NameOf(Compression v) { return Lookup(kCompressionNames, v); }
+std::string_view NameOf(RowOrder v) { return Lookup(kRowOrderNames, v); }
 std::string_view NameOf(OptimizerKind v) { return Lookup(kOptimizerNames, v); }
 
 StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
@@ -165,6 +169,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   sync.GetEnum("policy", kPolicyNames, spec.sync.policy);
   sync.Get("stalenessBound", spec.sync.staleness_bound);
   sync.GetEnum("compression", kCompressionNames, spec.sync.compression);
+  if (sync.Has("rowOrder")) sync.GetEnum("rowOrder", kRowOrderNames, spec.sync.row_order);
 
   Reader optimizer = r.Child("optimizer");
   optimizer.GetEnum("name", kOptimizerNames, spec.optimizer.kind);
@@ -179,6 +184,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   budget.Get("energyJoules", spec.budget.energy_joules);
 
   r.Child("evaluation").Get("everyIterations", spec.evaluation.every_iterations);
+  r.Child("evaluation").Get("everySeconds", spec.evaluation.every_seconds);
 
   Reader ft = r.Child("faultTolerance");
   ft.Get("replicateEvery", spec.fault_tolerance.replicate_every);

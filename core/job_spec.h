@@ -22,7 +22,8 @@ enum class PartitionKind { kIid, kDirichlet };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp };
-enum class Compression { kNone, kFp16, kInt8, kTopK };
+enum class Compression { kNone, kFp16, kInt8, kSign, kTopK };
+enum class RowOrder { kImportance, kStaleness };
 enum class OptimizerKind { kSgd, kAdam };
 
 struct ModelSpec {
@@ -57,6 +58,7 @@ struct SyncSpec {
   SyncPolicy policy = SyncPolicy::kRog;
   std::optional<int> staleness_bound;
   Compression compression = Compression::kNone;
+  RowOrder row_order = RowOrder::kImportance;
 };
 
 struct OptimizerSpec {
@@ -75,6 +77,7 @@ struct BudgetSpec {
 
 struct EvaluationSpec {
   int every_iterations = 0;
+  std::optional<double> every_seconds;
 };
 
 struct FaultToleranceSpec {
@@ -110,6 +113,7 @@ std::string_view NameOf(ParallelismMode v);
 std::string_view NameOf(SyncGranularity v);
 std::string_view NameOf(SyncPolicy v);
 std::string_view NameOf(Compression v);
+std::string_view NameOf(RowOrder v);
 std::string_view NameOf(OptimizerKind v);
 
 // Decodes a defaulted spec (the JSON form of a manifest's `spec`, as api/ emits it

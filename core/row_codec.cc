@@ -50,6 +50,7 @@ RowEncoding EncodingFor(Compression c) {
   switch (c) {
     case Compression::kFp16: return RowEncoding::kFloat16;
     case Compression::kInt8: return RowEncoding::kInt8;
+    case Compression::kSign: return RowEncoding::kSign;
     case Compression::kNone:
     case Compression::kTopK: return RowEncoding::kFloat32;
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/storage/evaluation_log.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
 #include "core/budget.h"
@@ -479,6 +480,8 @@ JobProgress Coordinator::Progress(TimePoint now) const {
     wp.bandwidth_mbps = s.stats.uplink_mbps();
     double wall = s.wall_s + s.stream_wall_s;
     wp.stall_fraction = wall > 0 ? (s.stall_s + s.stream_stall_s) / wall : 0;
+    wp.stall_s = s.stall_s + s.stream_stall_s;
+    wp.wall_s = wall;
     wp.iteration = s.iteration;
     wp.rows_sent = s.rows_sent;
     wp.bytes_sent = s.bytes_sent;
@@ -550,6 +553,11 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     next_eval = (TeamIteration() / every_eval + 1) * every_eval;
     next_checkpoint = every_checkpoint > 0 ? (TeamIteration() / every_checkpoint + 1) * every_checkpoint : -1;
   }
+  EDGETRAIN_ASSIGN_OR_RETURN(EvaluationLog evaluations,
+                             EvaluationLog::Open(plan_.output_dir + "/evaluations.csv", elapsed_before_ > 0));
+  // Zero: evaluate by iterations only.
+  const Duration eval_period = spec.evaluation.every_seconds ? FromSeconds(*spec.evaluation.every_seconds) : Duration::zero();
+  TimePoint last_eval = start_;
   JobProgress progress;
   std::optional<StopReason> stop;
   while (!stop) {
@@ -586,8 +594,10 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
       EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), *snapshot));
       metrics_.AddCheckpoint();
     }
-    if (iteration >= next_eval) {
+    if (iteration >= next_eval || (eval_period > Duration::zero() && now - last_eval >= eval_period)) {
       EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
+      evaluations.Record(progress.elapsed_s, iteration, progress.samples, *progress.accuracy, progress.energy_joules);
+      last_eval = now;
       next_eval = (iteration / every_eval + 1) * every_eval;
       if (budget.TargetReached(*progress.accuracy)) stop = StopReason::kTarget;
     }
@@ -618,6 +628,8 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     std::copy(model_.Parameters().begin(), model_.Parameters().end(), params_.begin());
   } else {
     EDGETRAIN_RETURN_IF_ERROR(EvaluateModel(progress));
+    evaluations.Record(progress.elapsed_s, progress.iteration, progress.samples, *progress.accuracy,
+                       progress.energy_joules);
   }
   CoordinatorCheckpoint final_state;
   {

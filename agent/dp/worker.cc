@@ -42,7 +42,7 @@ class WorkerRun {
             std::ostream& log, const std::atomic<bool>& cancel)
       : plan_(plan), options_(options), trainer_(trainer), train_(train), clock_(clock), log_(log), cancel_(cancel),
         layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
-        encoding_(options.encoding.value_or(EncodingFor(plan.spec.sync.compression))),
+        encoding_(EncodingFor(plan.spec.sync.compression)),
         slowdown_(static_cast<size_t>(options.rank) < plan.workers.size() ? plan.workers[options.rank].slowdown : 1.0),
         gradient_(static_cast<size_t>(layout_.total_floats())), residual_(gradient_.size(), 0.0f),
         staged_(gradient_.size(), 0.0f), staged_dirty_(layout_.size(), false), staged_clock_(layout_.size(), 0),
@@ -351,7 +351,9 @@ class WorkerRun {
     push->set_iteration(t);
     push->set_sync(sync_);
     std::vector<float> decoded;
-    for (size_t r : SelectPushRows(candidates, t, bound_, budget, options_.priority)) {
+    const RowPriority priority = plan_.spec.sync.row_order == RowOrder::kStaleness ? RowPriority::kStaleness
+                                                                                   : RowPriority::kImportance;
+    for (size_t r : SelectPushRows(candidates, t, bound_, budget, priority)) {
       const RowSpan& span = layout_.row(r);
       std::span<float> residual(residual_.data() + span.offset, static_cast<size_t>(span.length));
       EncodedRow encoded = EncodeRow(residual, encoding_);

@@ -35,9 +35,6 @@ struct WorkerOptions {
   int rank = 0;
   std::string coordinator;  // HOST:PORT
   TransportSecurity security;
-  RowPriority priority = RowPriority::kImportance;
-  // Gradient encoding on the wire; defaults to the spec's compression.
-  std::optional<RowEncoding> encoding;
   // Fault injection: the worker's uplink passes this gate (tests, drills).
   LinkGate* gate = nullptr;
   // Where its metrics go (served at /metrics); a private registry when null.
