@@ -22,6 +22,8 @@
 #include "core/duration_text.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
+#include "core/partition.h"
+#include "agent/data/dataset.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -246,13 +248,17 @@ class LocalRun {
 
 }  // namespace
 
-int ValidateManifest(const std::string& manifest_path, std::ostream& out, std::ostream& err) {
+int ValidateManifest(const std::string& manifest_path, bool defaulted, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
   LocalSupport support;
   int code = LoadJob(manifest_path, err, job, support);
   if (code != kExitOk) return code;
   for (const auto& note : support.notes) err << "note: " << note << "\n";
-  out << manifest_path << ": valid; " << DescribeJob(job) << "\n";
+  if (defaulted) {
+    out << job.object.dump() << "\n";
+  } else {
+    out << manifest_path << ": valid; " << DescribeJob(job) << "\n";
+  }
   return kExitOk;
 }
 
@@ -458,6 +464,82 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   }
   out << std::flush;
   return stopping ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace edgetrain::cli
+
+namespace edgetrain::cli {
+
+int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ostream& err) {
+  api::TrainingJobManifest job;
+  LocalSupport support;
+  if (int code = LoadJob(manifest_path, err, job, support); code != kExitOk) return code;
+  auto data = agent::LoadDataset(job.spec.data.dataset, agent::DefaultDataSearchPath());
+  if (!data.ok()) {
+    err << "error: " << data.status().message() << "\n";
+    return kExitFailed;
+  }
+  auto parts = PartitionSamples(data->train.labels, data->train.info.classes, job.spec.parallelism.workers,
+                                job.spec.data.partition, job.spec.seed);
+  out << nlohmann::json({{"job", job.name}, {"dataset", NameOf(job.spec.data.dataset)}, {"parts", parts}}).dump() << "\n";
+  return kExitOk;
+}
+
+int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
+                    const std::atomic<bool>& interrupted) {
+  if (options.command.empty() || options.workers < 1) {
+    err << "error: netns-run needs --workers N and a command after --\n";
+    return kExitInvalid;
+  }
+  auto text = ReadText(options.nodes_path);
+  auto profile = text.ok() ? api::ParseClusterProfile(*text, options.nodes_path) : StatusOr<ClusterProfile>(text.status());
+  if (!profile.ok()) {
+    err << "error: --nodes:\n";
+    PrintLines(err, profile.status().message());
+    return kExitInvalid;
+  }
+  auto slots = PlaceWorkers(options.workers, *profile);
+  if (!slots.ok()) {
+    err << "error: " << slots.status().message() << "\n";
+    return kExitInvalid;
+  }
+  auto links = NetnsLinks::Create(*slots);
+  if (!links.ok()) {
+    err << "error: " << links.status().message() << "\n";
+    return kExitFailed;
+  }
+  (*links)->StartShaping();
+  std::vector<ChildProcess> ranks;
+  for (int rank = 0; rank < options.workers; ++rank) {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "RANK=" + std::to_string(rank),
+                                     "WORLD_SIZE=" + std::to_string(options.workers),
+                                     "MASTER_ADDR=" + (*links)->WorkerAddress(0),
+                                     "MASTER_PORT=29500",
+                                     "GLOO_SOCKET_IFNAME=" + (*links)->WorkerInterface(rank)};
+    argv.insert(argv.end(), options.command.begin(), options.command.end());
+    auto child = ChildProcess::Spawn((*links)->InWorker(rank, argv),
+                                     (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string());
+    if (!child.ok()) {
+      err << "error: " << child.status().message() << "\n";
+      return kExitFailed;
+    }
+    ranks.push_back(std::move(*child));
+  }
+  bool signalled = false;
+  for (;;) {
+    if (interrupted.load() && !signalled) {
+      for (auto& r : ranks) r.Signal(SIGTERM);
+      signalled = true;
+    }
+    if (auto line = ranks[0].ReadLine(kPollEvery)) out << *line << "\n" << std::flush;
+    if (ranks[0].stdout_closed() && std::all_of(ranks.begin(), ranks.end(), [](ChildProcess& r) { return r.Poll(); })) {
+      break;
+    }
+  }
+  int worst = 0;
+  for (auto& r : ranks) worst = std::max(worst, r.Wait(kStopGrace));
+  return signalled ? kExitInterrupted : worst;
 }
 
 }  // namespace edgetrain::cli

@@ -26,8 +26,15 @@ constexpr const char* kUsage = R"(usage:
       (default 1: small models run fastest on one); --keep-logs keeps the run
       folder with the plan and every agent's log; --progress-log FILE records
       every progress snapshot as a JSON line; --agent PATH names the agent.
-  edgetrain validate JOB.yaml
-      Check a manifest against the TrainingJob CRD without training.
+  edgetrain validate JOB.yaml [--defaulted]
+      Check a manifest against the TrainingJob CRD without training; with
+      --defaulted, print it as JSON with the CRD's defaults applied.
+  edgetrain partition JOB.yaml
+      Print the training samples each worker of the job gets, as JSON.
+  edgetrain netns-run --nodes PROFILE.yaml --workers N [--log-dir DIR] -- COMMAND...
+      As root: run COMMAND once per worker, each in its own network namespace
+      behind the profile's kernel-shaped links (RANK, WORLD_SIZE, MASTER_ADDR,
+      MASTER_PORT, GLOO_SOCKET_IFNAME set), for another framework to compare.
   edgetrain version
 
 exit codes: 0 success (also when the budget ends before the target; see
@@ -54,13 +61,30 @@ int main(int argc, char** argv) {
     std::cout << "edgetrain " << EDGETRAIN_VERSION << "\n";
     return kExitOk;
   }
-  if (command != "run" && command != "validate") return Usage("unknown command \"" + command + "\"");
+  if (command == "netns-run") {
+    NetnsRunOptions netns;
+    size_t i = 1;
+    for (; i < args.size() && args[i] != "--"; ++i) {
+      if (i + 1 >= args.size()) return Usage(args[i] + " needs a value");
+      if (args[i] == "--nodes") netns.nodes_path = args[++i];
+      else if (args[i] == "--log-dir") netns.log_dir = args[++i];
+      else if (args[i] == "--workers") netns.workers = std::atoi(args[++i].c_str());
+      else return Usage("unknown option " + args[i]);
+    }
+    if (i < args.size()) netns.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    return RunInNamespaces(netns, std::cout, std::cerr, g_interrupted);
+  }
+  if (command != "run" && command != "validate" && command != "partition") {
+    return Usage("unknown command \"" + command + "\"");
+  }
 
   RunOptions options;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    if (a == "--json") {
+    if (a == "--json" || (command == "validate" && a == "--defaulted")) {
       options.json = true;
     } else if (a == "--keep-logs") {
       options.keep_logs = true;
@@ -88,7 +112,8 @@ int main(int argc, char** argv) {
     }
   }
   if (options.manifest_path.empty()) return Usage(command + " needs a manifest: edgetrain " + command + " JOB.yaml");
-  if (command == "validate") return ValidateManifest(options.manifest_path, std::cout, std::cerr);
+  if (command == "validate") return ValidateManifest(options.manifest_path, options.json, std::cout, std::cerr);
+  if (command == "partition") return PrintPartition(options.manifest_path, std::cout, std::cerr);
 
   options.terminal = ::isatty(STDERR_FILENO);
   std::signal(SIGINT, OnSignal);

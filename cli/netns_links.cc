@@ -200,6 +200,7 @@ std::vector<std::string> NetnsLinks::InHub(const std::vector<std::string>& argv)
 
 std::string NetnsLinks::HubAddress(int rank) const { return links_[rank]->hub_addr; }
 std::string NetnsLinks::WorkerAddress(int rank) const { return links_[rank]->dev_addr; }
+std::string NetnsLinks::WorkerInterface(int rank) const { return links_[rank]->dev_if; }
 
 double NetnsLinks::UplinkMbps(int rank) const {
   std::lock_guard lock(links_[rank]->mu);

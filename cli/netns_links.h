@@ -43,6 +43,8 @@ class NetnsLinks {
   // The hub's address as worker `rank` reaches it, and the worker's own.
   std::string HubAddress(int rank) const;
   std::string WorkerAddress(int rank) const;
+  // The interface worker `rank` reaches the hub through, in its namespace.
+  std::string WorkerInterface(int rank) const;
   const std::string& hub() const { return hub_; }
   // Runs `fn` on a thread inside the hub's namespace (e.g. to poll the
   // coordinator's HTTP endpoint there); nullopt if the namespace is gone.

@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""One rank of the PyTorch DistributedDataParallel peer for bench/dp-links.
+
+Trains the same model (the TrainingJob's MLP), on the same data partition
+(`edgetrain partition`), with the same optimizer and batch size as edgetrain's
+modes, through the same kernel-shaped links (`edgetrain netns-run` sets RANK,
+WORLD_SIZE, MASTER_ADDR, MASTER_PORT and GLOO_SOCKET_IFNAME). Rank 0 prints one
+JSON line per evaluation ({"eval": ...}) and a final {"result": ...} line.
+
+An emulated slower device sleeps (slowdown - 1) times its measured compute time
+per step, as edgetrain's workers do. Stall is the rest of each step's time: the
+all-reduce that DDP runs during the backward pass, waiting on the links.
+"""
+import argparse
+import gzip
+import json
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = struct.unpack(">" + "I" * dims, data[4:4 + 4 * dims])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def load_fashion(root="/usr/share/datasets/fashion-mnist"):
+    def images(name):
+        return torch.from_numpy(read_idx(os.path.join(root, name)).astype(np.float32) / 255.0).unsqueeze(1)
+
+    def labels(name):
+        return torch.from_numpy(read_idx(os.path.join(root, name)).astype(np.int64))
+
+    return (images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"),
+            images("t10k-images-idx3-ubyte.gz"), labels("t10k-labels-idx1-ubyte.gz"))
+
+
+def mlp(hidden):
+    layers, width = [nn.Flatten()], 28 * 28
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, 10))
+    return nn.Sequential(*layers)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--partition", required=True, help="JSON from `edgetrain partition`")
+    p.add_argument("--hidden", default="128,64")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.001)
+    p.add_argument("--slowdown", type=float, default=1.0)
+    p.add_argument("--budget", type=float, required=True, help="wall-clock seconds")
+    p.add_argument("--eval-every", type=float, default=2.0, help="seconds")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--watts", default="15,7,5", help="compute,communicate,idle for the energy model")
+    a = p.parse_args()
+
+    torch.set_num_threads(1)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(a.seed)
+    x_train, y_train, x_test, y_test = load_fashion()
+    mine = torch.tensor(json.load(open(a.partition))["parts"][rank], dtype=torch.int64)
+    model = DistributedDataParallel(mlp([int(h) for h in a.hidden.split(",")]))
+    optimizer = torch.optim.Adam(model.parameters(), lr=a.lr)
+    model_bytes = sum(p.numel() * 4 for p in model.parameters())
+    generator = torch.Generator().manual_seed(a.seed * 7919 + rank)
+
+    def batches():
+        while True:
+            order = mine[torch.randperm(len(mine), generator=generator)]
+            for first in range(0, len(order) - a.batch + 1, a.batch):
+                yield order[first:first + a.batch]
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad():
+            correct = (model.module(x_test).argmax(1) == y_test).sum().item()
+        model.train()
+        return correct / len(y_test)
+
+    # The step's compute time, without the all-reduce, for the emulated slowdown.
+    stream = batches()
+    probe = time.perf_counter()
+    for _ in range(5):
+        idx = next(stream)
+        with model.no_sync():
+            F.cross_entropy(model(x_train[idx]), y_train[idx]).backward()
+        optimizer.zero_grad()
+    compute_s = (time.perf_counter() - probe) / 5
+    watts = [float(w) for w in a.watts.split(",")]
+
+    dist.barrier()
+    start = time.perf_counter()
+    last_eval, iteration, stall_s, busy_s = start, 0, 0.0, 0.0
+    stop = torch.zeros(1)
+    while True:
+        step = time.perf_counter()
+        idx = next(stream)
+        optimizer.zero_grad()
+        F.cross_entropy(model(x_train[idx]), y_train[idx]).backward()  # all-reduce inside
+        optimizer.step()
+        took = time.perf_counter() - step
+        if a.slowdown > 1:
+            time.sleep(compute_s * (a.slowdown - 1))
+        busy_s += compute_s * a.slowdown
+        stall_s += max(0.0, took - compute_s)
+        iteration += 1
+        now = time.perf_counter()
+        if rank == 0 and now - last_eval >= a.eval_every:
+            elapsed = now - start
+            energy = world * (busy_s * watts[0] + stall_s * watts[1])
+            print(json.dumps({"eval": {"seconds": elapsed, "iteration": iteration,
+                                       "samples": iteration * a.batch * world, "accuracy": evaluate(),
+                                       "energy_joules": energy}}), flush=True)
+            last_eval = time.perf_counter()
+        if iteration % 10 == 0:  # everyone stops at the same step
+            stop.fill_(1.0 if time.perf_counter() - start >= a.budget else 0.0)
+            dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+            if stop.item() > 0:
+                break
+    wall = time.perf_counter() - start
+    totals = torch.tensor([stall_s, wall, busy_s])
+    dist.all_reduce(totals)
+    if rank == 0:
+        accuracy = evaluate()
+        stall, wall_sum, busy = totals.tolist()
+        print(json.dumps({"result": {
+            "accuracy": accuracy, "iterations": iteration, "samples": iteration * a.batch * world,
+            "wall_s": wall, "stall_fraction": stall / wall_sum,
+            # A ring all-reduce sends 2 (N-1)/N of the gradient per worker per step.
+            "bytes_sent": int(iteration * world * 2 * (world - 1) / world * model_bytes),
+            "energy_joules": busy * watts[0] + stall * watts[1] + max(0.0, wall_sum - busy - stall) * watts[2],
+            "compute_s_per_step": compute_s}}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
