@@ -27,7 +27,11 @@ class RowOptimizer {
   RowOptimizer(const OptimizerSpec& spec, const RowLayout& layout);
 
   // One update of row `row`: `params` and `gradient` are that row's values.
-  void Apply(size_t row, std::span<float> params, std::span<const float> gradient);
+  // `share` is the part of a full step this gradient earns: 1/N when each of N
+  // workers' gradients is applied as it arrives. It scales the step, not the
+  // gradient — the same for SGD, and for Adam, whose step does not shrink with
+  // its gradient, the only way N arrivals add up to one step.
+  void Apply(size_t row, std::span<float> params, std::span<const float> gradient, double share = 1.0);
 
   const OptimizerState& state() const { return state_; }
   OptimizerState& mutable_state() { return state_; }

@@ -30,6 +30,15 @@ TEST(RowOptimizerTest, MomentumKeepsAStatePerRow) {
   EXPECT_EQ(opt.state().steps[0], 0);
 }
 
+TEST(RowOptimizerTest, NArrivalsWithAShareOfOneNthAddUpToAboutOneAdamStep) {
+  RowOptimizer whole({OptimizerKind::kAdam, 0.01, std::nullopt, 0}, kLayout);
+  RowOptimizer shared({OptimizerKind::kAdam, 0.01, std::nullopt, 0}, kLayout);
+  std::vector<float> a(3, 1), b(3, 1), g = {1, -2, 4};
+  whole.Apply(2, a, g);
+  for (int worker = 0; worker < 4; ++worker) shared.Apply(2, b, g, 0.25);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(b[i], a[i], 1e-6) << i;
+}
+
 TEST(RowOptimizerTest, AdamFirstStepMovesByTheLearningRate) {
   RowOptimizer opt({OptimizerKind::kAdam, 0.01, std::nullopt, 0}, kLayout);
   std::vector<float> p(16, 1), g(16);

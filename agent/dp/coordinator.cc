@@ -224,7 +224,7 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
 
 Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   Session& s = *sessions_[rank];
-  const float scale = 1.0f / static_cast<float>(world_);
+  const double share = 1.0 / world_;
   for (const v1::Row& row : push.rows()) {
     if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
     const RowSpan& span = layout_.row(row.id());
@@ -232,8 +232,11 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
     EDGETRAIN_RETURN_IF_ERROR(
         DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), scratch_));
     // The first of this worker's contributions to the row at this iteration
-    // (a later, idle push may carry more of the same iteration's residual).
-    const bool first_contribution = ledger_.pushed(rank, row.id()) < push.iteration();
+    // (a later, idle push may carry more of the same iteration's residual), and
+    // how many of its iterations the row's residual gathered since its last push.
+    const int64_t previous = ledger_.pushed(rank, row.id());
+    const bool first_contribution = previous < push.iteration();
+    const int64_t iterations_carried = std::clamp<int64_t>(push.iteration() - previous, 1, std::max(1, ledger_.bound()));
     ledger_.RecordPush(rank, row.id(), push.iteration());
     std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
     if (aggregate_) {
@@ -252,9 +255,10 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
         ++versions_[row.id()];
       }
     } else {
-      // Stale-synchronous: each worker's share of the step lands on arrival.
-      for (float& g : scratch_) g *= scale;
-      optimizer_.Apply(row.id(), params, scratch_);
+      // Stale-synchronous: each worker's share of the step lands on arrival — a
+      // share for every iteration its residual gathered (at most S), so a row
+      // pushed every third iteration moves as far as one pushed every time.
+      optimizer_.Apply(row.id(), params, scratch_, share * static_cast<double>(iterations_carried));
       ++versions_[row.id()];
     }
     s.demanded[row.id()] = false;
