@@ -73,18 +73,15 @@ struct Coordinator::Session {
 Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, Clock& clock,
                          ProgressBoard& board, std::ostream& log, MetricsRegistry& metrics)
     : plan_(plan), model_(model), test_(test), train_size_(train_size), clock_(clock), board_(board), log_(log),
-      metrics_(metrics, plan.job, plan.spec.parallelism.workers), world_(plan.spec.parallelism.workers), aggregate_(plan.spec.sync.policy == SyncPolicy::kBsp),
+      metrics_(metrics, plan.job, plan.spec.parallelism.workers), world_(plan.spec.parallelism.workers),
       layout_(model.ParameterShapes(), plan.spec.sync.granularity),
       params_(model.Parameters().begin(), model.Parameters().end()), optimizer_(plan.spec.optimizer, layout_),
       ledger_(world_, layout_.size(), DefaultStalenessBound(plan.spec.sync)), versions_(layout_.size(), 0) {
   // Workers join the ledger when their stream arrives (Serve), not before: the
   // first ones start training at once, later ones rejoin the team where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
-  if (aggregate_) {
-    accumulated_.assign(static_cast<size_t>(layout_.total_floats()), 0.0f);
-    accumulated_count_.assign(layout_.size(), 0);
-    applied_clock_.assign(layout_.size(), 0);
-  }
+  accumulated_.assign(static_cast<size_t>(layout_.total_floats()), 0.0f);
+  applied_clock_.assign(layout_.size(), 0);
   start_ = clock_.Now();
   for (int w = 0; w < world_; ++w) {
     auto s = std::make_unique<Session>();
@@ -224,41 +221,32 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
 
 Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   Session& s = *sessions_[rank];
-  const double share = 1.0 / world_;
   for (const v1::Row& row : push.rows()) {
     if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
     const RowSpan& span = layout_.row(row.id());
     scratch_.resize(static_cast<size_t>(span.length));
     EDGETRAIN_RETURN_IF_ERROR(
         DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), scratch_));
-    // The first of this worker's contributions to the row at this iteration
-    // (a later, idle push may carry more of the same iteration's residual), and
-    // how many of its iterations the row's residual gathered since its last push.
-    const int64_t previous = ledger_.pushed(rank, row.id());
-    const bool first_contribution = previous < push.iteration();
-    const int64_t iterations_carried = std::clamp<int64_t>(push.iteration() - previous, 1, std::max(1, ledger_.bound()));
     ledger_.RecordPush(rank, row.id(), push.iteration());
-    std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
-    if (aggregate_) {
-      // BSP: the row steps once per iteration, on the mean of every worker's gradient.
-      float* acc = accumulated_.data() + span.offset;
-      for (size_t i = 0; i < scratch_.size(); ++i) acc[i] += scratch_[i];
-      if (first_contribution) ++accumulated_count_[row.id()];
-      if (ledger_.Clock(row.id()) > applied_clock_[row.id()]) {
-        const float mean = 1.0f / static_cast<float>(accumulated_count_[row.id()]);
-        std::span<float> gradient(acc, static_cast<size_t>(span.length));
-        for (float& g : gradient) g *= mean;
-        optimizer_.Apply(row.id(), params, gradient);
-        std::fill(gradient.begin(), gradient.end(), 0.0f);
-        accumulated_count_[row.id()] = 0;
-        applied_clock_[row.id()] = ledger_.Clock(row.id());
-        ++versions_[row.id()];
-      }
-    } else {
-      // Stale-synchronous: each worker's share of the step lands on arrival — a
-      // share for every iteration its residual gathered (at most S), so a row
-      // pushed every third iteration moves as far as one pushed every time.
-      optimizer_.Apply(row.id(), params, scratch_, share * static_cast<double>(iterations_carried));
+    float* acc = accumulated_.data() + span.offset;
+    for (size_t i = 0; i < scratch_.size(); ++i) acc[i] += scratch_[i];
+    // A row steps when its clock advances — once every active worker's gradient
+    // up to the new clock is in — on the mean over workers and iterations of what
+    // was gathered, with one step for each iteration the clock moved (at most S,
+    // and one under BSP). Averaged like BSP, however the rows arrived: steps on
+    // single arrivals followed each worker's non-IID data in turn, and with Adam
+    // (whose step does not scale with its gradient) drifted.
+    const int64_t clock = ledger_.Clock(row.id());
+    if (clock > applied_clock_[row.id()]) {
+      const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[row.id()], 1, std::max(1, ledger_.bound()));
+      const int contributors = std::max(1, ledger_.active_count());
+      std::span<float> gradient(acc, static_cast<size_t>(span.length));
+      const float mean = 1.0f / static_cast<float>(contributors * moved);
+      for (float& g : gradient) g *= mean;
+      std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
+      optimizer_.Apply(row.id(), params, gradient, static_cast<double>(moved));
+      std::fill(gradient.begin(), gradient.end(), 0.0f);
+      applied_clock_[row.id()] = clock;
       ++versions_[row.id()];
     }
     s.demanded[row.id()] = false;

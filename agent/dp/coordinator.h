@@ -85,7 +85,6 @@ class Coordinator final : public WorkerSessions {
   std::ostream& log_;
   CoordinatorMetrics metrics_;  // thread-safe; bound once
   const int world_;
-  const bool aggregate_;   // BSP: apply a row once every active worker's gradient is in
   const RowLayout layout_;
 
   mutable std::mutex mu_;
@@ -94,9 +93,8 @@ class Coordinator final : public WorkerSessions {
   RowOptimizer optimizer_;             // guarded by mu_
   StalenessLedger ledger_;             // guarded by mu_
   std::vector<int64_t> versions_;      // per row: updates applied; guarded by mu_
-  std::vector<float> accumulated_;     // BSP only: gradients awaiting their row's clock
-  std::vector<int> accumulated_count_; // BSP only, per row
-  std::vector<int64_t> applied_clock_; // BSP only, per row
+  std::vector<float> accumulated_;     // gradients awaiting their row's clock; guarded by mu_
+  std::vector<int64_t> applied_clock_; // per row: the clock its last step reached; guarded by mu_
   std::vector<std::unique_ptr<Session>> sessions_;  // per rank; guarded by mu_
   std::vector<float> scratch_;         // decoding buffer; guarded by mu_
   int64_t samples_ = 0;                // guarded by mu_
