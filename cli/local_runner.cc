@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/telemetry/http_client.h"
-#include "api/cluster_profile.h"
 #include "api/trainingjob.h"
 #include "cli/child_process.h"
 #include "cli/local_support.h"
@@ -22,8 +21,6 @@
 #include "core/duration_text.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
-#include "core/partition.h"
-#include "agent/data/dataset.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -39,60 +36,6 @@ constexpr seconds kStopGrace{15};
 constexpr seconds kWorkerStopGrace{2};
 // After Ctrl-C the coordinator saves and reports; past this, everything is killed.
 constexpr seconds kInterruptGrace{30};
-
-StatusOr<std::string> ReadText(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return NotFoundError("cannot read " + path + ": no such file");
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void PrintLines(std::ostream& err, const std::string& text) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) err << "  " << line << "\n";
-}
-
-// Reads, validates and checks a manifest; prints what is wrong and returns the
-// exit code, or kExitOk with `job` filled in.
-int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, LocalSupport& support) {
-  auto text = ReadText(path);
-  if (!text.ok()) {
-    err << "error: " << text.status().message() << "\n";
-    return kExitInvalid;
-  }
-  auto parsed = api::ParseTrainingJob(*text, path);
-  if (!parsed.ok()) {
-    err << "error: " << path << " is not a valid TrainingJob:\n";
-    PrintLines(err, parsed.status().message());
-    return kExitInvalid;
-  }
-  job = std::move(*parsed);
-  support = CheckLocalSupport(job);
-  if (!support.unsupported.empty()) {
-    err << "error: " << path << " asks for what edgetrain run cannot do yet:\n";
-    for (const auto& e : support.unsupported) err << "  " << e.ToString() << "\n";
-    return kExitInvalid;
-  }
-  return kExitOk;
-}
-
-std::string DescribeJob(const api::TrainingJobManifest& job) {
-  const JobSpec& s = job.spec;
-  std::string budget;
-  if (s.budget.wall_clock) budget += FormatClock(*s.budget.wall_clock) + " wall clock";
-  if (s.budget.epochs) budget += (budget.empty() ? "" : ", ") + std::to_string(*s.budget.epochs) + " epochs";
-  if (s.budget.target_accuracy) {
-    std::ostringstream t;
-    t << "target accuracy " << *s.budget.target_accuracy;
-    budget += (budget.empty() ? "" : ", ") + t.str();
-  }
-  std::string how = s.parallelism.workers == 1 ? "" : " (" + std::string(NameOf(s.sync.policy)) + ")";
-  return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + std::string(NameOf(s.data.dataset)) + ", " +
-         std::to_string(s.parallelism.workers) + " worker(s)" + how + ", until " + budget;
-}
 
 std::string AgentBeside() {
   std::error_code ec;
@@ -183,31 +126,6 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
   return j.dump();
 }
 
-// The workers of a team: one per rank, on the profile's nodes in order, or on
-// unshaped local slots without a profile.
-StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
-  std::vector<WorkerSlot> slots;
-  if (profile && static_cast<int>(profile->nodes.size()) < workers) {
-    return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
-                                " node(s) for " + std::to_string(workers) + " workers");
-  }
-  for (int rank = 0; rank < workers; ++rank) {
-    WorkerSlot slot;
-    slot.rank = rank;
-    if (profile) {
-      const NodeProfile& node = profile->nodes[rank];
-      slot.node = node.name;
-      slot.slowdown = node.slowdown;
-      slot.link = node.link;
-      slot.power = node.power;
-    } else {
-      slot.node = "local-" + std::to_string(rank);
-    }
-    slots.push_back(slot);
-  }
-  return slots;
-}
-
 // The agents of one run, and what they said.
 class LocalRun {
  public:
@@ -269,14 +187,8 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
   std::optional<ClusterProfile> profile;
   if (!options.nodes_path.empty()) {
-    auto text = ReadText(options.nodes_path);
-    auto parsed = text.ok() ? api::ParseClusterProfile(*text, options.nodes_path) : StatusOr<ClusterProfile>(text.status());
-    if (!parsed.ok()) {
-      err << "error: --nodes:\n";
-      PrintLines(err, parsed.status().message());
-      return kExitInvalid;
-    }
-    profile = std::move(*parsed);
+    profile = LoadProfile(options.nodes_path, err);
+    if (!profile) return kExitInvalid;
   }
   for (const auto& note : support.notes) err << "note: " << note << "\n";
   if (job.object["spec"].value("suspend", false)) {
@@ -468,78 +380,3 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
 
 }  // namespace edgetrain::cli
 
-namespace edgetrain::cli {
-
-int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ostream& err) {
-  api::TrainingJobManifest job;
-  LocalSupport support;
-  if (int code = LoadJob(manifest_path, err, job, support); code != kExitOk) return code;
-  auto data = agent::LoadDataset(job.spec.data.dataset, agent::DefaultDataSearchPath());
-  if (!data.ok()) {
-    err << "error: " << data.status().message() << "\n";
-    return kExitFailed;
-  }
-  auto parts = PartitionSamples(data->train.labels, data->train.info.classes, job.spec.parallelism.workers,
-                                job.spec.data.partition, job.spec.seed);
-  out << nlohmann::json({{"job", job.name}, {"dataset", NameOf(job.spec.data.dataset)}, {"parts", parts}}).dump() << "\n";
-  return kExitOk;
-}
-
-int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
-                    const std::atomic<bool>& interrupted) {
-  if (options.command.empty() || options.workers < 1) {
-    err << "error: netns-run needs --workers N and a command after --\n";
-    return kExitInvalid;
-  }
-  auto text = ReadText(options.nodes_path);
-  auto profile = text.ok() ? api::ParseClusterProfile(*text, options.nodes_path) : StatusOr<ClusterProfile>(text.status());
-  if (!profile.ok()) {
-    err << "error: --nodes:\n";
-    PrintLines(err, profile.status().message());
-    return kExitInvalid;
-  }
-  auto slots = PlaceWorkers(options.workers, *profile);
-  if (!slots.ok()) {
-    err << "error: " << slots.status().message() << "\n";
-    return kExitInvalid;
-  }
-  auto links = NetnsLinks::Create(*slots);
-  if (!links.ok()) {
-    err << "error: " << links.status().message() << "\n";
-    return kExitFailed;
-  }
-  (*links)->StartShaping();
-  std::vector<ChildProcess> ranks;
-  for (int rank = 0; rank < options.workers; ++rank) {
-    std::vector<std::string> argv = {"/usr/bin/env",
-                                     "RANK=" + std::to_string(rank),
-                                     "WORLD_SIZE=" + std::to_string(options.workers),
-                                     "MASTER_ADDR=" + (*links)->WorkerAddress(0),
-                                     "MASTER_PORT=29500",
-                                     "GLOO_SOCKET_IFNAME=" + (*links)->WorkerInterface(rank)};
-    argv.insert(argv.end(), options.command.begin(), options.command.end());
-    auto child = ChildProcess::Spawn((*links)->InWorker(rank, argv),
-                                     (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string());
-    if (!child.ok()) {
-      err << "error: " << child.status().message() << "\n";
-      return kExitFailed;
-    }
-    ranks.push_back(std::move(*child));
-  }
-  bool signalled = false;
-  for (;;) {
-    if (interrupted.load() && !signalled) {
-      for (auto& r : ranks) r.Signal(SIGTERM);
-      signalled = true;
-    }
-    if (auto line = ranks[0].ReadLine(kPollEvery)) out << *line << "\n" << std::flush;
-    if (ranks[0].stdout_closed() && std::all_of(ranks.begin(), ranks.end(), [](ChildProcess& r) { return r.Poll(); })) {
-      break;
-    }
-  }
-  int worst = 0;
-  for (auto& r : ranks) worst = std::max(worst, r.Wait(kStopGrace));
-  return signalled ? kExitInterrupted : worst;
-}
-
-}  // namespace edgetrain::cli

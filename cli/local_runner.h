@@ -10,15 +10,11 @@
 #include <atomic>
 #include <ostream>
 #include <string>
+
+#include "cli/job_loading.h"
 #include <vector>
 
 namespace edgetrain::cli {
-
-// Exit codes of `edgetrain run` (and of `edgetrain validate`).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;       // training could not be done
-inline constexpr int kExitInvalid = 2;      // the manifest or the command line is wrong
-inline constexpr int kExitInterrupted = 130;
 
 struct RunOptions {
   std::string manifest_path;
@@ -45,24 +41,5 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
 // training; with `defaulted`, the manifest as the API server would store it
 // (the CRD's defaults applied), as JSON.
 int ValidateManifest(const std::string& manifest_path, bool defaulted, std::ostream& out, std::ostream& err);
-
-// `edgetrain partition JOB.yaml`: the training-sample indices each worker of the
-// job gets, as JSON — so another framework (a benchmark's DDP peer) trains on
-// exactly the same parts.
-int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ostream& err);
-
-// `edgetrain netns-run --nodes PROFILE --workers N -- COMMAND...`: the kernel-
-// shaped links of `run --links netns`, for any program: COMMAND runs once per
-// worker in that worker's namespace with RANK, WORLD_SIZE, MASTER_ADDR (worker
-// 0's address), MASTER_PORT and GLOO_SOCKET_IFNAME set; rank 0's stdout passes
-// through, every rank's stderr goes to LOG_DIR/rank-N.log.
-struct NetnsRunOptions {
-  std::string nodes_path;
-  int workers = 0;
-  std::string log_dir = ".";
-  std::vector<std::string> command;
-};
-int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
-                    const std::atomic<bool>& interrupted);
 
 }  // namespace edgetrain::cli

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "cli/local_runner.h"
+#include "cli/netns_run.h"
+#include "cli/partition_command.h"
 
 namespace {
 

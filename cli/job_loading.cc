@@ -1,0 +1,102 @@
+#include "cli/job_loading.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "api/cluster_profile.h"
+#include "core/duration_text.h"
+
+namespace edgetrain::cli {
+
+namespace fs = std::filesystem;
+
+StatusOr<std::string> ReadText(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return NotFoundError("cannot read " + path + ": no such file");
+  std::ifstream in(path);
+  if (!in) return NotFoundError("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void PrintLines(std::ostream& err, const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) err << "  " << line << "\n";
+}
+
+// Reads, validates and checks a manifest; prints what is wrong and returns the
+// exit code, or kExitOk with `job` filled in.
+int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, LocalSupport& support) {
+  auto text = ReadText(path);
+  if (!text.ok()) {
+    err << "error: " << text.status().message() << "\n";
+    return kExitInvalid;
+  }
+  auto parsed = api::ParseTrainingJob(*text, path);
+  if (!parsed.ok()) {
+    err << "error: " << path << " is not a valid TrainingJob:\n";
+    PrintLines(err, parsed.status().message());
+    return kExitInvalid;
+  }
+  job = std::move(*parsed);
+  support = CheckLocalSupport(job);
+  if (!support.unsupported.empty()) {
+    err << "error: " << path << " asks for what edgetrain run cannot do yet:\n";
+    for (const auto& e : support.unsupported) err << "  " << e.ToString() << "\n";
+    return kExitInvalid;
+  }
+  return kExitOk;
+}
+
+std::optional<ClusterProfile> LoadProfile(const std::string& path, std::ostream& err) {
+  auto text = ReadText(path);
+  auto parsed = text.ok() ? api::ParseClusterProfile(*text, path) : StatusOr<ClusterProfile>(text.status());
+  if (!parsed.ok()) {
+    err << "error: --nodes:\n";
+    PrintLines(err, parsed.status().message());
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
+
+std::string DescribeJob(const api::TrainingJobManifest& job) {
+  const JobSpec& s = job.spec;
+  std::string budget;
+  if (s.budget.wall_clock) budget += FormatClock(*s.budget.wall_clock) + " wall clock";
+  if (s.budget.epochs) budget += (budget.empty() ? "" : ", ") + std::to_string(*s.budget.epochs) + " epochs";
+  if (s.budget.target_accuracy) {
+    std::ostringstream t;
+    t << "target accuracy " << *s.budget.target_accuracy;
+    budget += (budget.empty() ? "" : ", ") + t.str();
+  }
+  std::string how = s.parallelism.workers == 1 ? "" : " (" + std::string(NameOf(s.sync.policy)) + ")";
+  return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + std::string(NameOf(s.data.dataset)) + ", " +
+         std::to_string(s.parallelism.workers) + " worker(s)" + how + ", until " + budget;
+}
+
+StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
+  std::vector<WorkerSlot> slots;
+  if (profile && static_cast<int>(profile->nodes.size()) < workers) {
+    return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
+                                " node(s) for " + std::to_string(workers) + " workers");
+  }
+  for (int rank = 0; rank < workers; ++rank) {
+    WorkerSlot slot;
+    slot.rank = rank;
+    if (profile) {
+      const NodeProfile& node = profile->nodes[rank];
+      slot.node = node.name;
+      slot.slowdown = node.slowdown;
+      slot.link = node.link;
+      slot.power = node.power;
+    } else {
+      slot.node = "local-" + std::to_string(rank);
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,72 @@
+#include "cli/netns_run.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "cli/child_process.h"
+#include "cli/job_loading.h"
+#include "cli/netns_links.h"
+
+namespace edgetrain::cli {
+
+namespace fs = std::filesystem;
+namespace {
+constexpr std::chrono::milliseconds kPollEvery{200};
+constexpr std::chrono::seconds kStopGrace{15};
+}  // namespace
+
+int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
+                    const std::atomic<bool>& interrupted) {
+  if (options.command.empty() || options.workers < 1) {
+    err << "error: netns-run needs --workers N and a command after --\n";
+    return kExitInvalid;
+  }
+  std::optional<ClusterProfile> profile = LoadProfile(options.nodes_path, err);
+  if (!profile) return kExitInvalid;
+  auto slots = PlaceWorkers(options.workers, *profile);
+  if (!slots.ok()) {
+    err << "error: " << slots.status().message() << "\n";
+    return kExitInvalid;
+  }
+  auto links = NetnsLinks::Create(*slots);
+  if (!links.ok()) {
+    err << "error: " << links.status().message() << "\n";
+    return kExitFailed;
+  }
+  (*links)->StartShaping();
+  std::vector<ChildProcess> ranks;
+  for (int rank = 0; rank < options.workers; ++rank) {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "RANK=" + std::to_string(rank),
+                                     "WORLD_SIZE=" + std::to_string(options.workers),
+                                     "MASTER_ADDR=" + (*links)->WorkerAddress(0),
+                                     "MASTER_PORT=29500",
+                                     "GLOO_SOCKET_IFNAME=" + (*links)->WorkerInterface(rank)};
+    argv.insert(argv.end(), options.command.begin(), options.command.end());
+    auto child = ChildProcess::Spawn((*links)->InWorker(rank, argv),
+                                     (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string());
+    if (!child.ok()) {
+      err << "error: " << child.status().message() << "\n";
+      return kExitFailed;
+    }
+    ranks.push_back(std::move(*child));
+  }
+  bool signalled = false;
+  for (;;) {
+    if (interrupted.load() && !signalled) {
+      for (auto& r : ranks) r.Signal(SIGTERM);
+      signalled = true;
+    }
+    if (auto line = ranks[0].ReadLine(kPollEvery)) out << *line << "\n" << std::flush;
+    if (ranks[0].stdout_closed() && std::all_of(ranks.begin(), ranks.end(), [](ChildProcess& r) { return r.Poll(); })) {
+      break;
+    }
+  }
+  int worst = 0;
+  for (auto& r : ranks) worst = std::max(worst, r.Wait(kStopGrace));
+  return signalled ? kExitInterrupted : worst;
+}
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <atomic>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace edgetrain::cli {
+
+// `edgetrain netns-run --nodes PROFILE --workers N -- COMMAND...`: the kernel-
+// shaped links of `run --links netns`, for any program: COMMAND runs once per
+// worker in that worker's namespace with RANK, WORLD_SIZE, MASTER_ADDR (worker
+// 0's address), MASTER_PORT and GLOO_SOCKET_IFNAME set; rank 0's stdout passes
+// through, every rank's stderr goes to LOG_DIR/rank-N.log.
+struct NetnsRunOptions {
+  std::string nodes_path;
+  int workers = 0;
+  std::string log_dir = ".";
+  std::vector<std::string> command;
+};
+int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
+                    const std::atomic<bool>& interrupted);
+
+}  // namespace edgetrain::cli
