@@ -14,10 +14,12 @@ std::vector<size_t> SelectPushRows(std::span<const PushCandidate> candidates, in
   const double bound = std::max(1, staleness_bound);
   const int mandatory_after = MandatoryAfter(staleness_bound);
   for (const auto& c : candidates) {
+    // A row already pushed at this iteration holds no new gradient, only what
+    // its compression left behind; an idle push resending that every few
+    // milliseconds would fill the link ahead of the next iteration's rows.
+    if (c.last_pushed >= iteration) continue;
     int64_t staleness = iteration - c.last_pushed;
-    // A row already pushed at this iteration is never mandatory again (an idle
-    // push repeats the iteration); under BSP that would resend zeros.
-    if (c.last_pushed < iteration && (c.demanded || staleness >= mandatory_after)) {
+    if (c.demanded || staleness >= mandatory_after) {
       chosen.push_back(c.row);
       spent += c.bytes;
       continue;

@@ -44,7 +44,8 @@ struct PushCandidate {
 
 // Rows to push after `iteration`: mandatory ones first (in any case), then by
 // priority while the total stays within `byte_budget`. Rows with nothing
-// accumulated are skipped unless mandatory.
+// accumulated are skipped unless mandatory, and rows already pushed at
+// `iteration` are skipped: their residual is only compression error.
 std::vector<size_t> SelectPushRows(std::span<const PushCandidate> candidates, int64_t iteration, int staleness_bound,
                                    int64_t byte_budget, RowPriority priority);
 

@@ -55,6 +55,15 @@ TEST(RowSchedulerTest, BspMakesEveryRowMandatoryOncePerIteration) {
   EXPECT_TRUE(SelectPushRows(again, 10, 0, 1000, RowPriority::kImportance).empty());
 }
 
+TEST(RowSchedulerTest, AnIdlePushLeavesCompressionErrorForTheNextIteration) {
+  // Row 0 went out at iteration 10 as int8 and kept its rounding error; row 1
+  // did not fit the budget then. Only row 1 goes out until iteration 11.
+  std::vector<PushCandidate> c = {{0, 0.01, 100, 10}, {1, 2.0, 100, 9}};
+  EXPECT_EQ(SelectPushRows(c, 10, 4, 1000, RowPriority::kImportance), (std::vector<size_t>{1}));
+  EXPECT_EQ(SelectPushRows(c, 10, 4, 1000, RowPriority::kStaleness), (std::vector<size_t>{1}));
+  EXPECT_EQ(SelectPushRows(c, 11, 4, 1000, RowPriority::kImportance), (std::vector<size_t>{1, 0}));
+}
+
 TEST(RowSchedulerTest, PullsSendWhatTheWorkerNeedsThenWhatItMissesMost) {
   std::vector<PullCandidate> c = {
       {0, 1, 100, false}, {1, 5, 100, false}, {2, 0, 100, true}, {3, 3, 100, false}, {4, 0, 100, false}};

@@ -22,9 +22,9 @@ namespace {
 
 constexpr Duration kConnectAttempt = std::chrono::seconds(1);
 constexpr Duration kWakeEvery = std::chrono::milliseconds(50);
-// A worker with nothing new still pushes this often: what is left of its
-// residual goes out on an idle link, and the coordinator hears that it is alive
-// while it waits for rows (its deadline counts pushes).
+// A worker with nothing new still pushes this often: rows that did not fit
+// the last push go out on an idle link, and the coordinator hears that it is
+// alive while it waits for rows (its deadline counts pushes).
 constexpr Duration kIdlePush = std::chrono::milliseconds(20);
 // Messages smaller than this say more about latency and the shaper's burst than
 // about bandwidth; they are not measured.
