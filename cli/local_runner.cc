@@ -74,6 +74,12 @@ int64_t BytesSent(const JobProgress& p) {
   return sum;
 }
 
+int64_t BytesReceived(const JobProgress& p) {
+  int64_t sum = 0;
+  for (const auto& w : p.workers) sum += w.bytes_received;
+  return sum;
+}
+
 void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out) {
   out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4);
@@ -88,13 +94,14 @@ void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, cons
     out << "  energy (modelled, docs/energy.md): " << WithThousands(static_cast<int64_t>(*p.energy_joules)) << " J\n";
   }
   if (!plan.workers.empty()) {
-    out << "  worker  node           iterations   rows sent    MB sent   link Mbit/s   stall   energy J\n";
+    out << "  worker  node           iterations   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
     for (const auto& w : p.workers) {
       const std::string node = static_cast<size_t>(w.rank) < plan.workers.size() ? plan.workers[w.rank].node : "?";
       char line[200];
-      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %13.1f %6.0f%% %10.0f\n", w.rank, node.c_str(),
-                    WithThousands(w.iteration).c_str(), WithThousands(w.rows_sent).c_str(),
-                    static_cast<double>(w.bytes_sent) / 1e6, w.bandwidth_mbps, 100 * w.stall_fraction,
+      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %9.1f %13.1f %6.0f%% %10.0f\n", w.rank,
+                    node.c_str(), WithThousands(w.iteration).c_str(), WithThousands(w.rows_sent).c_str(),
+                    static_cast<double>(w.bytes_sent) / 1e6, static_cast<double>(w.bytes_received) / 1e6,
+                    w.bandwidth_mbps, 100 * w.stall_fraction,
                     w.energy_joules);
       out << line;
     }
@@ -120,6 +127,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"workers", job.spec.parallelism.workers},
       {"stall_fraction", MeanStallFraction(p)},
       {"bytes_sent", BytesSent(p)},
+      {"bytes_received", BytesReceived(p)},
       {"energy_joules", nullable(p.energy_joules)},
       {"model_path", p.model_path},
   };

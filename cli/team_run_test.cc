@@ -78,6 +78,7 @@ spec:
   EXPECT_EQ(result["workers"], 2);
   EXPECT_GT(result["accuracy"].get<double>(), 0.85);
   EXPECT_GT(result["bytes_sent"].get<int64_t>(), 0);
+  EXPECT_GT(result["bytes_received"].get<int64_t>(), 0);
   EXPECT_GE(result["stall_fraction"].get<double>(), 0.0);
   EXPECT_LE(result["stall_fraction"].get<double>(), 1.0);
   std::string table;

@@ -46,6 +46,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"iteration", w.iteration},
                        {"rowsSent", w.rows_sent},
                        {"bytesSent", w.bytes_sent},
+                       {"bytesReceived", w.bytes_received},
                        {"active", w.active},
                        {"energyJoules", w.energy_joules},
                        {"stallSeconds", w.stall_s},
@@ -97,7 +98,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(), w.at("samples").get<int64_t>(),
                            w.at("bandwidthMbps").get<double>(), w.at("stallFraction").get<double>(),
                            w.at("iteration").get<int64_t>(), w.at("rowsSent").get<int64_t>(),
-                           w.at("bytesSent").get<int64_t>(), w.at("active").get<bool>(),
+                           w.at("bytesSent").get<int64_t>(), w.value("bytesReceived", int64_t{0}),
+                           w.at("active").get<bool>(),
                            w.value("energyJoules", 0.0), w.value("stallSeconds", 0.0),
                            w.value("wallSeconds", 0.0)});
     }

@@ -24,7 +24,8 @@ struct WorkerProgress {
   double stall_fraction = 0;  // time its compute waited on synchronisation / wall time
   int64_t iteration = 0;
   int64_t rows_sent = 0;
-  int64_t bytes_sent = 0;
+  int64_t bytes_sent = 0;       // its pushes (uplink)
+  int64_t bytes_received = 0;   // what the coordinator sent it (downlink)
   bool active = true;         // false while counted out (link down, gone)
   double energy_joules = 0;   // modelled (docs/energy.md)
   double stall_s = 0;         // the stall fraction's parts, for finer accounting

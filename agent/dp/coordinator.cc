@@ -52,6 +52,9 @@ struct Coordinator::Session {
   int64_t resume_after = 0;  // what the next Welcome tells it
   std::vector<int64_t> sent_version;
   std::vector<bool> demanded;  // rows asked of it since its last push
+  // What it holds of each row once what we sent arrives: a compressed job's
+  // updates are differences from it.
+  std::optional<ReplicaRecord> replica;
   // Workers push at least every 20 ms (worker.cc), so a link is judged dead only
   // after 200 ms of silence, whatever the learned pace.
   ArrivalDeadline deadline{std::chrono::seconds(10), std::chrono::milliseconds(200)};
@@ -62,7 +65,8 @@ struct Coordinator::Session {
   int64_t iteration = 0;
   int64_t samples = 0;
   int64_t rows_sent = 0;
-  int64_t bytes_sent = 0;
+  int64_t bytes_sent = 0;      // its pushes
+  int64_t bytes_received = 0;  // our messages to it
   double transfer_s = 0;     // downlink time not yet reported to the worker (energy)
   double energy_j = 0;       // modelled, over its earlier streams
   double stream_energy_j = 0;  // modelled, this stream
@@ -75,6 +79,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
     : plan_(plan), model_(model), test_(test), train_size_(train_size), clock_(clock), board_(board), log_(log),
       metrics_(metrics, plan.job, plan.spec.parallelism.workers), world_(plan.spec.parallelism.workers),
       layout_(model.ParameterShapes(), plan.spec.sync.granularity),
+      downlink_encoding_(EncodingFor(plan.spec.sync.compression)),
       params_(model.Parameters().begin(), model.Parameters().end()), optimizer_(plan.spec.optimizer, layout_),
       ledger_(world_, layout_.size(), DefaultStalenessBound(plan.spec.sync)), versions_(layout_.size(), 0) {
   // Workers join the ledger when their stream arrives (Serve), not before: the
@@ -87,6 +92,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
     auto s = std::make_unique<Session>();
     s->sent_version.assign(layout_.size(), 0);
     s->demanded.assign(layout_.size(), false);
+    s->replica.emplace(layout_);
     if (static_cast<size_t>(w) < plan.workers.size() && plan.workers[w].link) {
       const LinkSpec& link = *plan.workers[w].link;
       auto text = ReadWholeFile(link.trace_path);
@@ -150,12 +156,13 @@ v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after, 
   std::vector<bool> needed(layout_.size(), whole_model);
   for (size_t r : ledger_.SendableMandatory(rank)) needed[r] = true;
   for (size_t r = 0; r < layout_.size(); ++r) {
-    if (!needed[r]) continue;
-    const RowSpan& span = layout_.row(r);
-    v1::Row* row = welcome->add_rows();
-    row->set_id(static_cast<uint32_t>(r));
-    row->set_clock(ledger_.Clock(r));
-    row->set_values(params_.data() + span.offset, sizeof(float) * static_cast<size_t>(span.length));
+    // An update lost with the old stream may leave the worker's copy of a row
+    // unknown; until the row goes whole again, it gets no differences.
+    if (!needed[r]) {
+      s.replica->Forget(r);
+      continue;
+    }
+    SetRowWhole(s, r, *welcome->add_rows());
     ledger_.RecordSent(rank, r);
     s.sent_version[r] = versions_[r];
   }
@@ -188,7 +195,9 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   std::vector<bool> mandatory(layout_.size(), false);
   for (size_t r : ledger_.SendableMandatory(rank)) mandatory[r] = true;
   for (size_t r = 0; r < layout_.size(); ++r) {
-    candidates.push_back({r, versions_[r] - s.sent_version[r], 4 * layout_.row(r).length, mandatory[r]});
+    const int64_t length = layout_.row(r).length;
+    const int64_t bytes = s.replica->Known(r) ? EncodedBytes(downlink_encoding_, length) : 4 * length;
+    candidates.push_back({r, versions_[r] - s.sent_version[r], bytes, mandatory[r]});
   }
   // ROG: what the worker's downlink carries during one of its steps, as for its
   // pushes: an update is through before the next is due, so optional rows never
@@ -200,11 +209,12 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   v1::CoordinatorMessage m;
   v1::Update* update = m.mutable_update();
   for (size_t r : SelectPullRows(candidates, budget)) {
-    const RowSpan& span = layout_.row(r);
-    v1::Row* row = update->add_rows();
-    row->set_id(static_cast<uint32_t>(r));
-    row->set_clock(ledger_.Clock(r));
-    row->set_values(params_.data() + span.offset, sizeof(float) * static_cast<size_t>(span.length));
+    v1::Row& row = *update->add_rows();
+    if (downlink_encoding_ != RowEncoding::kFloat32 && s.replica->Known(r)) {
+      SetRowDifference(s, r, row);
+    } else {
+      SetRowWhole(s, r, row);
+    }
     ledger_.RecordSent(rank, r);
     s.sent_version[r] = versions_[r];
   }
@@ -217,6 +227,27 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   update->set_uplink_mbps(s.uplink.Mbps());
   s.transfer_s = 0;
   return m;
+}
+
+void Coordinator::SetRowWhole(Session& s, size_t r, v1::Row& row) const {
+  const RowSpan& span = layout_.row(r);
+  std::span<const float> values(params_.data() + span.offset, static_cast<size_t>(span.length));
+  row.set_id(static_cast<uint32_t>(r));
+  row.set_clock(ledger_.Clock(r));
+  row.set_values(values.data(), sizeof(float) * values.size());
+  s.replica->RecordWhole(r, values);
+}
+
+void Coordinator::SetRowDifference(Session& s, size_t r, v1::Row& row) const {
+  const RowSpan& span = layout_.row(r);
+  EncodedRow encoded = s.replica->Difference(
+      r, std::span<const float>(params_.data() + span.offset, static_cast<size_t>(span.length)), downlink_encoding_);
+  row.set_id(static_cast<uint32_t>(r));
+  row.set_clock(ledger_.Clock(r));
+  row.set_delta(true);
+  row.set_encoding(static_cast<v1::Encoding>(encoded.encoding));
+  row.set_scale(encoded.scale);
+  row.set_values(std::move(encoded.bytes));
 }
 
 Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
@@ -314,6 +345,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     // A whole model can take seconds on a slow link: its deadline counts from now.
     std::lock_guard lock(mu_);
     sessions_[rank]->transfer_s += ToSeconds(clock_.Now() - welcome_began);
+    sessions_[rank]->bytes_received += static_cast<int64_t>(welcome.ByteSizeLong());
     sessions_[rank]->deadline.Restart(clock_.Now());
   }
   std::thread sender;
@@ -402,6 +434,7 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
     metrics_.AddSent(rank, bytes, rows);
     std::lock_guard lock(mu_);
     Session& s = *sessions_[rank];
+    s.bytes_received += bytes;
     s.transfer_s += ToSeconds(took);
     if (bytes >= kMinMeasuredBytes) s.downlink.Observe(bytes, took);
     metrics_.SetDownlinkMbps(rank, DownlinkMbps(rank));
@@ -477,6 +510,7 @@ JobProgress Coordinator::Progress(TimePoint now) const {
     wp.iteration = s.iteration;
     wp.rows_sent = s.rows_sent;
     wp.bytes_sent = s.bytes_sent;
+    wp.bytes_received = s.bytes_received;
     wp.active = s.connected && ledger_.active(w);
     wp.energy_joules = s.energy_j + s.stream_energy_j;
     p.workers.push_back(wp);

@@ -32,6 +32,8 @@
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 #include "core/row_layout.h"
+#include "core/replica_record.h"
+#include "core/row_codec.h"
 #include "core/row_optimizer.h"
 #include "core/staleness_ledger.h"
 #include "core/trace_shaper.h"
@@ -64,6 +66,10 @@ class Coordinator final : public WorkerSessions {
   // link came back.
   v1::CoordinatorMessage MakeWelcome(int rank, int64_t resume_after, bool whole_model);
   v1::CoordinatorMessage MakeUpdate(int rank);
+  // A row as the parameters themselves, or as the compressed difference from
+  // what the worker holds; both record what it will hold.
+  void SetRowWhole(Session& s, size_t r, v1::Row& row) const;
+  void SetRowDifference(Session& s, size_t r, v1::Row& row) const;
   bool HasWork(int rank) const;
   double DownlinkMbps(int rank) const;
   static std::vector<v1::CoordinatorMessage> SplitUpdate(v1::CoordinatorMessage whole);
@@ -86,6 +92,7 @@ class Coordinator final : public WorkerSessions {
   CoordinatorMetrics metrics_;  // thread-safe; bound once
   const int world_;
   const RowLayout layout_;
+  const RowEncoding downlink_encoding_;  // the job's compression, both ways
 
   mutable std::mutex mu_;
   std::condition_variable changed_;

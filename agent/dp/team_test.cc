@@ -28,12 +28,12 @@ const TrainTestSplit& Digits() {
   return *digits;
 }
 
-std::string Spec(const std::string& policy, const std::string& budget) {
+std::string Spec(const std::string& policy, const std::string& budget, const std::string& compression = "none") {
   std::string bound = policy == "bsp" ? "" : ", \"stalenessBound\": 4";
   return R"({"model": {"name": "mlp", "hidden": [32]},
     "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
     "parallelism": {"mode": "dataParallel", "workers": 3},
-    "sync": {"granularity": "row", "policy": ")" + policy + "\"" + bound + R"(, "compression": "none"},
+    "sync": {"granularity": "row", "policy": ")" + policy + "\"" + bound + R"(, "compression": ")" + compression + R"("},
     "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
     "budget": )" + budget + R"(,
     "evaluation": {"everyIterations": 25},
@@ -159,6 +159,30 @@ TEST(TeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
   RecordProperty("rog_accuracy", std::to_string(accuracy[1]));
   EXPECT_GT(accuracy[0], 0.9) << "bsp";
   EXPECT_NEAR(accuracy[1], accuracy[0], 0.03) << "rog " << accuracy[1] << " vs bsp " << accuracy[0];
+}
+
+int64_t BytesReceived(const JobProgress& p) {
+  int64_t sum = 0;
+  for (const auto& w : p.workers) sum += w.bytes_received;
+  return sum;
+}
+
+// int8 rows both ways: gradients up with the workers' error feedback,
+// parameters down as differences from each worker's copy.
+TEST(TeamTest, Int8RowsBothWaysLearnAsWellOnAQuarterOfTheBytes) {
+  std::optional<JobProgress> whole, int8;
+  for (const char* compression : {"none", "int8"}) {
+    Team team(Spec("rog", R"({"epochs": 15, "energyJoules": 0})", compression), 3);
+    auto result = team.Finish();
+    ASSERT_TRUE(result.ok()) << compression << ": " << result.status().ToString() << "\n" << team.log();
+    (std::string(compression) == "none" ? whole : int8) = *result;
+  }
+  RecordProperty("float32_accuracy", std::to_string(*whole->accuracy));
+  RecordProperty("int8_accuracy", std::to_string(*int8->accuracy));
+  EXPECT_NEAR(*int8->accuracy, *whole->accuracy, 0.03);
+  const double down = static_cast<double>(BytesReceived(*int8)) / static_cast<double>(BytesReceived(*whole));
+  RecordProperty("int8_downlink_bytes_ratio", std::to_string(down));
+  EXPECT_LT(down, 0.4) << BytesReceived(*int8) << " bytes down with int8, " << BytesReceived(*whole) << " without";
 }
 
 TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {

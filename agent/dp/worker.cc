@@ -14,6 +14,7 @@
 #include "core/bandwidth_estimator.h"
 #include "core/energy_model.h"
 #include "core/partition.h"
+#include "core/replica_record.h"
 #include "core/row_layout.h"
 #include "core/trace_shaper.h"
 
@@ -180,13 +181,20 @@ class WorkerRun {
     return Status::Ok();
   }
 
-  // With mu_ held: decode rows into the staging area, to be applied between steps.
+  // With mu_ held: decode rows into the staging area, to be applied between
+  // steps. The staging area always holds the newest copy of every row, so a
+  // difference adds to it.
   Status Stage(const google::protobuf::RepeatedPtrField<v1::Row>& rows) {
     for (const v1::Row& row : rows) {
       if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
       const RowSpan& span = layout_.row(row.id());
       std::span<float> out(staged_.data() + span.offset, static_cast<size_t>(span.length));
-      EDGETRAIN_RETURN_IF_ERROR(DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
+      if (row.delta()) {
+        EDGETRAIN_RETURN_IF_ERROR(
+            AddDifference(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out, difference_));
+      } else {
+        EDGETRAIN_RETURN_IF_ERROR(DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
+      }
       staged_dirty_[row.id()] = true;
       staged_clock_[row.id()] = row.clock();
     }
@@ -476,6 +484,7 @@ class WorkerRun {
   std::vector<float> gradient_;          // the compute loop's only
   std::vector<float> residual_;          // guarded by mu_, as is everything below
   std::vector<float> staged_;
+  std::vector<float> difference_;       // Stage's decoding buffer
   std::vector<bool> staged_dirty_;
   std::vector<int64_t> staged_clock_;
   std::vector<int64_t> copy_clock_;
