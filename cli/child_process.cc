@@ -58,6 +58,7 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
+    ::signal(SIGPIPE, SIG_DFL);  // the runner ignores it; the child gets the default back
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }
@@ -79,6 +80,11 @@ ChildProcess::~ChildProcess() {
     Wait(std::chrono::milliseconds(0));
   }
   if (stdout_fd_ >= 0) ::close(stdout_fd_);
+}
+
+void ChildProcess::CloseStdout() {
+  if (stdout_fd_ >= 0) ::close(stdout_fd_);
+  stdout_fd_ = -1;
 }
 
 std::optional<std::string> ChildProcess::ReadLine(std::chrono::milliseconds timeout) {

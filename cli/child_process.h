@@ -31,6 +31,8 @@ class ChildProcess {
   // or once stdout is closed (then exited() tells whether it ended).
   std::optional<std::string> ReadLine(std::chrono::milliseconds timeout);
   bool stdout_closed() const { return stdout_fd_ < 0; }
+  // Stops reading the child's stdout: its further writes there fail (EPIPE).
+  void CloseStdout();
 
   // Non-blocking: the exit status once the child has ended (128+N if killed by
   // signal N), else nullopt.

@@ -53,6 +53,10 @@ int Usage(const std::string& problem) {
 
 int main(int argc, char** argv) {
   using namespace edgetrain::cli;
+  // A reader of our output that goes away (a closed pipe) must not kill the
+  // runner before it has stopped its agents, saved the model and removed its
+  // network namespaces: writes then fail with EPIPE instead.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;

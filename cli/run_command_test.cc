@@ -188,6 +188,17 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   EXPECT_FALSE(ProcessRunningWith("--job=digits-interrupted"));
 }
 
+TEST_F(RunCommandTest, ARunnerWhoseReaderLeftStillStopsCleanly) {
+  auto child = Start({"run", Manifest("digits-unread", kLongSpec), "--output", (dir_ / "out").string()});
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(StderrShows("training digits-unread", seconds(60)));
+  child->CloseStdout();  // as when the pipe's reader is killed
+  child->Signal(SIGINT);
+  EXPECT_EQ(child->Wait(seconds(30)), 130) << "141 is death by SIGPIPE while writing its summary";
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
+  EXPECT_FALSE(ProcessRunningWith("--job=digits-unread"));
+}
+
 TEST_F(RunCommandTest, NoAgentOutlivesAKilledRunner) {
   auto child = Start({"run", Manifest("digits-orphan", kLongSpec), "--output", (dir_ / "out").string()});
   ASSERT_TRUE(child.ok());
