@@ -169,7 +169,7 @@ int64_t BytesReceived(const JobProgress& p) {
 
 // int8 rows both ways: gradients up with the workers' error feedback,
 // parameters down as differences from each worker's copy.
-TEST(TeamTest, Int8RowsBothWaysLearnAsWellOnAQuarterOfTheBytes) {
+TEST(TeamTest, Int8RowsBothWaysLearnAsWellOnAThirdOfTheDownlinkBytes) {
   std::optional<JobProgress> whole, int8;
   for (const char* compression : {"none", "int8"}) {
     Team team(Spec("rog", R"({"epochs": 15, "energyJoules": 0})", compression), 3);
