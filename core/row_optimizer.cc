@@ -22,9 +22,9 @@ RowOptimizer::RowOptimizer(const OptimizerSpec& spec, const RowLayout& layout) :
   state_.steps.assign(layout.size(), 0);
 }
 
-void RowOptimizer::Apply(size_t row, std::span<float> params, std::span<const float> gradient, double share) {
+void RowOptimizer::Apply(size_t row, std::span<float> params, std::span<const float> gradient, double iterations) {
   const int64_t offset = layout_.row(row).offset;
-  const float lr = static_cast<float>(spec_.learning_rate * share);
+  const float lr = static_cast<float>(spec_.learning_rate * iterations);
   const float decay = static_cast<float>(spec_.weight_decay);
   const int64_t step = ++state_.steps[row];
   const size_t n = params.size();
@@ -33,7 +33,7 @@ void RowOptimizer::Apply(size_t row, std::span<float> params, std::span<const fl
     float* v = state_.second.data() + offset;
     const double correction1 = 1 - std::pow(kBeta1, static_cast<double>(step));
     const double correction2 = 1 - std::pow(kBeta2, static_cast<double>(step));
-    const float step_size = static_cast<float>(spec_.learning_rate * share / correction1);
+    const float step_size = static_cast<float>(spec_.learning_rate * std::sqrt(iterations) / correction1);
     const float root_correction2 = static_cast<float>(std::sqrt(correction2));
     for (size_t i = 0; i < n; ++i) {
       float g = gradient[i] + decay * params[i];

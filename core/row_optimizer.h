@@ -26,12 +26,14 @@ class RowOptimizer {
  public:
   RowOptimizer(const OptimizerSpec& spec, const RowLayout& layout);
 
-  // One update of row `row`: `params` and `gradient` are that row's values.
-  // `share` is the part of a full step this gradient earns: 1/N when each of N
-  // workers' gradients is applied as it arrives. It scales the step, not the
-  // gradient — the same for SGD, and for Adam, whose step does not shrink with
-  // its gradient, the only way N arrivals add up to one step.
-  void Apply(size_t row, std::span<float> params, std::span<const float> gradient, double share = 1.0);
+  // One update of row `row`: `params` and `gradient` are that row's values,
+  // the gradient being the mean over `iterations` of the team's iterations (a
+  // row's clock can move by several at once). That is a batch `iterations`
+  // times larger, and the step grows as the batch-size scaling rules say:
+  // linearly for SGD (Goyal et al. 2017), by the square root for Adam (Malladi
+  // et al. 2022). One Adam step of k times the rate on a stale mean overshot:
+  // with S = 20 and a straggler, whole teams diverged.
+  void Apply(size_t row, std::span<float> params, std::span<const float> gradient, double iterations = 1.0);
 
   const OptimizerState& state() const { return state_; }
   OptimizerState& mutable_state() { return state_; }

@@ -30,13 +30,18 @@ TEST(RowOptimizerTest, MomentumKeepsAStatePerRow) {
   EXPECT_EQ(opt.state().steps[0], 0);
 }
 
-TEST(RowOptimizerTest, NArrivalsWithAShareOfOneNthAddUpToAboutOneAdamStep) {
-  RowOptimizer whole({OptimizerKind::kAdam, 0.01, std::nullopt, 0}, kLayout);
-  RowOptimizer shared({OptimizerKind::kAdam, 0.01, std::nullopt, 0}, kLayout);
-  std::vector<float> a(3, 1), b(3, 1), g = {1, -2, 4};
-  whole.Apply(2, a, g);
-  for (int worker = 0; worker < 4; ++worker) shared.Apply(2, b, g, 0.25);
-  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(b[i], a[i], 1e-6) << i;
+TEST(RowOptimizerTest, AMeanOverKIterationsStepsAsTheScalingRulesSay) {
+  std::vector<float> g = {1, -2, 4};
+  // SGD: k times the step.
+  RowOptimizer sgd({OptimizerKind::kSgd, 0.1, std::nullopt, 0}, kLayout);
+  std::vector<float> p(3, 0);
+  sgd.Apply(2, p, g, 4.0);
+  for (size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(p[i], -0.4f * g[i]) << i;
+  // Adam: its first step is +-lr; over a mean of 4 iterations, +-2 lr.
+  RowOptimizer adam({OptimizerKind::kAdam, 0.01, std::nullopt, 0}, kLayout);
+  std::vector<float> q(3, 1);
+  adam.Apply(2, q, g, 4.0);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(q[i], 1 - 0.02f * (g[i] > 0 ? 1 : -1), 1e-6) << i;
 }
 
 TEST(RowOptimizerTest, AdamFirstStepMovesByTheLearningRate) {

@@ -263,8 +263,8 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
     for (size_t i = 0; i < scratch_.size(); ++i) acc[i] += scratch_[i];
     // A row steps when its clock advances — once every active worker's gradient
     // up to the new clock is in — on the mean over workers and iterations of what
-    // was gathered, with one step for each iteration the clock moved (at most S,
-    // and one under BSP). Averaged like BSP, however the rows arrived: steps on
+    // was gathered, as one step on a batch of as many iterations as the clock
+    // moved (at most S, and one under BSP; see RowOptimizer::Apply). Averaged like BSP, however the rows arrived: steps on
     // single arrivals followed each worker's non-IID data in turn, and with Adam
     // (whose step does not scale with its gradient) drifted.
     const int64_t clock = ledger_.Clock(row.id());
