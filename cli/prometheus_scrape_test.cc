@@ -1,10 +1,7 @@
 // A real Prometheus server (Debian's) scrapes a running team — coordinator and
 // workers — and every edgetrain metric must be there, and the ones that count
 // work must move.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,6 +15,7 @@
 
 #include "agent/telemetry/http_client.h"
 #include "cli/child_process.h"
+#include "cli/child_process_testing.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -27,25 +25,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::optional<std::string> LineStartingWith(ChildProcess& child, const std::string& prefix) {
-  while (auto line = child.ReadLine(seconds(60))) {
-    if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
-  }
-  return std::nullopt;
-}
 
 // Sum of a metric's samples, as Prometheus last scraped them; nullopt if absent.
 std::optional<double> Query(const std::string& prometheus, const std::string& metric) {

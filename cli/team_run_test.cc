@@ -1,9 +1,6 @@
 // Data-parallel teams as real processes: `edgetrain run` with a cluster profile,
 // and a coordinator killed mid-run that resumes from its checkpoint.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +13,7 @@
 
 #include "agent/telemetry/http_client.h"
 #include "cli/child_process.h"
+#include "cli/child_process_testing.h"
 #include "core/job_progress.h"
 
 namespace edgetrain::cli {
@@ -101,25 +99,6 @@ TEST(TeamRunTest, AProfileWithTooFewNodesIsRefused) {
   EXPECT_EQ(run->Wait(seconds(30)), 2);
   EXPECT_NE(ReadFile(dir / "stderr.log").find("the cluster profile tiny has 1 node(s) for 3 workers"), std::string::npos)
       << ReadFile(dir / "stderr.log");
-}
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::optional<std::string> LineStartingWith(ChildProcess& child, const std::string& prefix) {
-  while (auto line = child.ReadLine(seconds(60))) {
-    if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
-  }
-  return std::nullopt;
 }
 
 TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {

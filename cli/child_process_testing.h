@@ -1,0 +1,39 @@
+#pragma once
+// For tests that drive edgetrain and its agents as processes.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "cli/child_process.h"
+
+namespace edgetrain::cli {
+
+// A loopback port the OS says is free now, for a process to be told to use.
+inline int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// What follows `prefix` on the first line of the child's stdout that starts
+// with it; nullopt if none comes (a minute's wait for each line at most).
+inline std::optional<std::string> LineStartingWith(ChildProcess& child, const std::string& prefix) {
+  while (auto line = child.ReadLine(std::chrono::seconds(60))) {
+    if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
+  }
+  return std::nullopt;
+}
+
+}  // namespace edgetrain::cli
