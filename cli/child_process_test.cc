@@ -1,4 +1,5 @@
 #include "cli/child_process.h"
+#include "cli/child_process_testing.h"
 
 #include <signal.h>
 
@@ -14,13 +15,6 @@ namespace {
 using std::chrono::milliseconds;
 
 std::string Log(const char* name) { return testing::TempDir() + "/" + name; }
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(ChildProcessTest, ReadsStdoutLinesAndLogsStderr) {
   std::filesystem::remove(Log("echo.log"));
   auto child = ChildProcess::Spawn({"/bin/sh", "-c", "echo one; echo two; echo oops >&2; printf last; exit 3"},

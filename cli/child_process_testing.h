@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "cli/child_process.h"
@@ -34,6 +37,14 @@ inline std::optional<std::string> LineStartingWith(ChildProcess& child, const st
     if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
   }
   return std::nullopt;
+}
+
+// A whole file, such as an agent's log; empty if it cannot be read.
+inline std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace edgetrain::cli

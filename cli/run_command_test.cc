@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/child_process.h"
+#include "cli/child_process_testing.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -19,13 +20,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 const std::string kEdgetrain = std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain";
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Whether any live process was started with `needle` in its command line.
 bool ProcessRunningWith(const std::string& needle) {

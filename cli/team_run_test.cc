@@ -25,13 +25,6 @@ using std::chrono::seconds;
 
 const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 fs::path TestDir() {
   fs::path d = fs::path(testing::TempDir()) / ("team-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
   fs::remove_all(d);

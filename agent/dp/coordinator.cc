@@ -10,6 +10,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "agent/storage/evaluation_log.h"
+#include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
 #include "core/budget.h"
@@ -442,25 +443,21 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
 }
 
 std::vector<v1::CoordinatorMessage> Coordinator::SplitUpdate(v1::CoordinatorMessage whole) {
-  std::vector<v1::CoordinatorMessage> parts;
-  v1::Update& update = *whole.mutable_update();
-  v1::CoordinatorMessage current;
-  *current.mutable_update()->mutable_demanded() = update.demanded();
-  current.mutable_update()->set_transfer_seconds(update.transfer_seconds());
-  current.mutable_update()->set_uplink_mbps(update.uplink_mbps());
-  int64_t size = 0;
-  for (v1::Row& row : *update.mutable_rows()) {
-    if (size > 0 && size + static_cast<int64_t>(row.values().size()) > kPartBytes) {
-      parts.push_back(std::move(current));
-      current = v1::CoordinatorMessage();
-      current.mutable_update()->set_part(static_cast<int32_t>(parts.size()));
-      size = 0;
-    }
-    size += static_cast<int64_t>(row.values().size());
-    *current.mutable_update()->add_rows() = std::move(row);
-  }
-  parts.push_back(std::move(current));
-  return parts;
+  const v1::Update& update = whole.update();
+  return CutIntoParts<v1::CoordinatorMessage>(
+      *whole.mutable_update()->mutable_rows(), kPartBytes,
+      [&](int part) {
+        v1::CoordinatorMessage m;
+        v1::Update* u = m.mutable_update();
+        u->set_part(part);
+        if (part == 0) {
+          *u->mutable_demanded() = update.demanded();
+          u->set_transfer_seconds(update.transfer_seconds());
+          u->set_uplink_mbps(update.uplink_mbps());
+        }
+        return m;
+      },
+      [](v1::CoordinatorMessage& m) { return m.mutable_update(); });
 }
 
 double Coordinator::DownlinkMbps(int rank) const {

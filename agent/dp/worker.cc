@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
 #include "core/bandwidth_estimator.h"
@@ -408,26 +409,18 @@ class WorkerRun {
 
   // A push cut into messages of about kChunkBytes; the first carries the stats.
   static std::vector<v1::WorkerMessage> Chunk(v1::WorkerMessage whole) {
-    std::vector<v1::WorkerMessage> chunks;
-    v1::Push& push = *whole.mutable_push();
-    v1::WorkerMessage current;
-    current.mutable_push()->set_iteration(push.iteration());
-    current.mutable_push()->set_sync(push.sync());
-    *current.mutable_push()->mutable_stats() = push.stats();
-    int64_t size = 0;
-    for (v1::Row& row : *push.mutable_rows()) {
-      if (size > 0 && size + static_cast<int64_t>(row.values().size()) > kChunkBytes) {
-        chunks.push_back(std::move(current));
-        current = v1::WorkerMessage();
-        current.mutable_push()->set_iteration(push.iteration());
-        current.mutable_push()->set_sync(push.sync());
-        size = 0;
-      }
-      size += static_cast<int64_t>(row.values().size());
-      *current.mutable_push()->add_rows() = std::move(row);
-    }
-    chunks.push_back(std::move(current));
-    return chunks;
+    const v1::Push& push = whole.push();
+    return CutIntoParts<v1::WorkerMessage>(
+        *whole.mutable_push()->mutable_rows(), kChunkBytes,
+        [&](int part) {
+          v1::WorkerMessage m;
+          v1::Push* p = m.mutable_push();
+          p->set_iteration(push.iteration());
+          p->set_sync(push.sync());
+          if (part == 0) *p->mutable_stats() = push.stats();
+          return m;
+        },
+        [](v1::WorkerMessage& m) { return m.mutable_push(); });
   }
 
   void SendLoop(CoordinatorStream& stream) {
