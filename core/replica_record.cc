@@ -17,17 +17,9 @@ EncodedRow ReplicaRecord::Difference(size_t row, std::span<const float> target, 
   scratch_.resize(target.size());
   for (size_t i = 0; i < target.size(); ++i) scratch_[i] = target[i] - held[i];
   EncodedRow encoded = EncodeRow(scratch_, encoding);
-  // Exactly what the worker will decode and add (AddDifference).
-  (void)AddDifference(encoded.encoding, encoded.scale, encoded.bytes, held, scratch_);
+  // Exactly what the worker will decode and add (AddDecodedRow).
+  (void)AddDecodedRow(encoded.encoding, encoded.scale, encoded.bytes, held);
   return encoded;
-}
-
-Status AddDifference(RowEncoding encoding, float scale, std::string_view bytes, std::span<float> row,
-                     std::vector<float>& scratch) {
-  scratch.resize(row.size());
-  EDGETRAIN_RETURN_IF_ERROR(DecodeRow(encoding, scale, bytes, scratch));
-  for (size_t i = 0; i < row.size(); ++i) row[i] += scratch[i];
-  return Status::Ok();
 }
 
 }  // namespace edgetrain

@@ -38,8 +38,4 @@ class ReplicaRecord {
   std::vector<float> scratch_;
 };
 
-// The receiving end: decodes a difference and adds it to the row.
-Status AddDifference(RowEncoding encoding, float scale, std::string_view bytes, std::span<float> row,
-                     std::vector<float>& scratch);
-
 }  // namespace edgetrain

@@ -108,7 +108,12 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
   return row;
 }
 
-Status DecodeRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> out) {
+namespace {
+
+// Decodes `bytes` value by value into `out` through `put(slot, value)`: writing
+// (DecodeRow) or adding (AddDecodedRow) in the same single pass.
+template <typename Put>
+Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<float> out, Put put) {
   const size_t n = out.size();
   if (e != RowEncoding::kFloat32 && e != RowEncoding::kFloat16 && e != RowEncoding::kInt8 && e != RowEncoding::kSign) {
     return InvalidArgumentError("unknown row encoding " + std::to_string(static_cast<int>(e)));
@@ -117,25 +122,41 @@ Status DecodeRow(RowEncoding e, float scale, std::string_view bytes, std::span<f
     return InvalidArgumentError("row of " + std::to_string(n) + " values carries " + std::to_string(bytes.size()) +
                                 " bytes; expected " + std::to_string(EncodedBytes(e, static_cast<int64_t>(n))));
   }
+  float* __restrict dst = out.data();
+  const char* __restrict src = bytes.data();
   switch (e) {
     case RowEncoding::kFloat32:
-      std::memcpy(out.data(), bytes.data(), 4 * n);
+      for (size_t i = 0; i < n; ++i) {
+        float v;
+        std::memcpy(&v, src + 4 * i, 4);  // the wire's bytes need not be aligned
+        put(dst[i], v);
+      }
       break;
     case RowEncoding::kFloat16:
       for (size_t i = 0; i < n; ++i) {
         uint16_t h;
-        std::memcpy(&h, bytes.data() + 2 * i, 2);
-        out[i] = FromHalf(h);
+        std::memcpy(&h, src + 2 * i, 2);
+        put(dst[i], FromHalf(h));
       }
       break;
     case RowEncoding::kInt8:
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(bytes[i])) * scale;
+      for (size_t i = 0; i < n; ++i) put(dst[i], static_cast<float>(static_cast<int8_t>(src[i])) * scale);
       break;
     case RowEncoding::kSign:
-      for (size_t i = 0; i < n; ++i) out[i] = (bytes[i / 8] >> (i % 8)) & 1 ? scale : -scale;
+      for (size_t i = 0; i < n; ++i) put(dst[i], (src[i / 8] >> (i % 8)) & 1 ? scale : -scale);
       break;
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status DecodeRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> out) {
+  return DecodeInto(e, scale, bytes, out, [](float& slot, float v) { slot = v; });
+}
+
+Status AddDecodedRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> sum) {
+  return DecodeInto(e, scale, bytes, sum, [](float& slot, float v) { slot += v; });
 }
 
 }  // namespace edgetrain

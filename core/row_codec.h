@@ -32,5 +32,8 @@ int64_t EncodedBytes(RowEncoding e, int64_t length);
 EncodedRow EncodeRow(std::span<const float> values, RowEncoding e);
 // Writes the decoded values into `out` (whose size gives the row length).
 Status DecodeRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> out);
+// Adds the decoded values to `sum`, in one pass: gradients gathering at the
+// coordinator, differences reaching a worker's copy.
+Status AddDecodedRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> sum);
 
 }  // namespace edgetrain

@@ -99,5 +99,25 @@ TEST(RowCodecTest, RefusesPayloadsOfTheWrongSize) {
   EXPECT_EQ(s.message(), "row of 10 values carries 39 bytes; expected 40");
 }
 
+TEST(RowCodecTest, AddingDecodesAndAddsInOnePass) {
+  const std::vector<float> values = RandomRow(37, 11);  // not a multiple of any vector width
+  for (RowEncoding e : {RowEncoding::kFloat32, RowEncoding::kFloat16, RowEncoding::kInt8, RowEncoding::kSign}) {
+    EncodedRow encoded = EncodeRow(values, e);
+    std::vector<float> decoded(values.size());
+    ASSERT_TRUE(DecodeRow(e, encoded.scale, encoded.bytes, decoded).ok());
+    std::vector<float> sum = RandomRow(values.size(), 12);
+    const std::vector<float> before = sum;
+    ASSERT_TRUE(AddDecodedRow(e, encoded.scale, encoded.bytes, sum).ok());
+    for (size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], before[i] + decoded[i]) << static_cast<int>(e) << " " << i;
+  }
+}
+
+TEST(RowCodecTest, AddingAMalformedRowChangesNothing) {
+  std::vector<float> sum(8, 1.0f);
+  Status s = AddDecodedRow(RowEncoding::kInt8, 1.0f, "abc", sum);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  for (float x : sum) EXPECT_EQ(x, 1.0f);
+}
+
 }  // namespace
 }  // namespace edgetrain

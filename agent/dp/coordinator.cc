@@ -30,9 +30,6 @@ constexpr Duration kFirstWorkerTimeout = std::chrono::seconds(120);
 // Messages smaller than this say more about latency and the shaper's burst than
 // about bandwidth; they are not measured.
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
-// Updates go out in parts of about this size, back to back, so the worker can
-// time its downlink from their arrivals.
-constexpr int64_t kPartBytes = 16 * 1024;
 constexpr Duration kStopGrace = std::chrono::seconds(3);
 
 int DefaultStalenessBound(const SyncSpec& sync) {
@@ -54,7 +51,7 @@ struct Coordinator::Session {
   std::vector<int64_t> sent_version;
   std::vector<bool> demanded;  // rows asked of it since its last push
   // What it holds of each row once what we sent arrives: a compressed job's
-  // updates are differences from it.
+  // updates are differences from it. An uncompressed job keeps none.
   std::optional<ReplicaRecord> replica;
   // Workers push at least every 20 ms (worker.cc), so a link is judged dead only
   // after 200 ms of silence, whatever the learned pace.
@@ -93,7 +90,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
     auto s = std::make_unique<Session>();
     s->sent_version.assign(layout_.size(), 0);
     s->demanded.assign(layout_.size(), false);
-    s->replica.emplace(layout_);
+    if (downlink_encoding_ != RowEncoding::kFloat32) s->replica.emplace(layout_);
     if (static_cast<size_t>(w) < plan.workers.size() && plan.workers[w].link) {
       const LinkSpec& link = *plan.workers[w].link;
       auto text = ReadWholeFile(link.trace_path);
@@ -160,7 +157,7 @@ v1::CoordinatorMessage Coordinator::MakeWelcome(int rank, int64_t resume_after, 
     // An update lost with the old stream may leave the worker's copy of a row
     // unknown; until the row goes whole again, it gets no differences.
     if (!needed[r]) {
-      s.replica->Forget(r);
+      if (s.replica) s.replica->Forget(r);
       continue;
     }
     SetRowWhole(s, r, *welcome->add_rows());
@@ -197,7 +194,7 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   for (size_t r : ledger_.SendableMandatory(rank)) mandatory[r] = true;
   for (size_t r = 0; r < layout_.size(); ++r) {
     const int64_t length = layout_.row(r).length;
-    const int64_t bytes = s.replica->Known(r) ? EncodedBytes(downlink_encoding_, length) : 4 * length;
+    const int64_t bytes = s.replica && s.replica->Known(r) ? EncodedBytes(downlink_encoding_, length) : 4 * length;
     candidates.push_back({r, versions_[r] - s.sent_version[r], bytes, mandatory[r]});
   }
   // ROG: what the worker's downlink carries during one of its steps, as for its
@@ -211,7 +208,7 @@ v1::CoordinatorMessage Coordinator::MakeUpdate(int rank) {
   v1::Update* update = m.mutable_update();
   for (size_t r : SelectPullRows(candidates, budget)) {
     v1::Row& row = *update->add_rows();
-    if (downlink_encoding_ != RowEncoding::kFloat32 && s.replica->Known(r)) {
+    if (s.replica && s.replica->Known(r)) {
       SetRowDifference(s, r, row);
     } else {
       SetRowWhole(s, r, row);
@@ -236,7 +233,7 @@ void Coordinator::SetRowWhole(Session& s, size_t r, v1::Row& row) const {
   row.set_id(static_cast<uint32_t>(r));
   row.set_clock(ledger_.Clock(r));
   row.set_values(values.data(), sizeof(float) * values.size());
-  s.replica->RecordWhole(r, values);
+  if (s.replica) s.replica->RecordWhole(r, values);
 }
 
 void Coordinator::SetRowDifference(Session& s, size_t r, v1::Row& row) const {
@@ -251,17 +248,16 @@ void Coordinator::SetRowDifference(Session& s, size_t r, v1::Row& row) const {
   row.set_values(std::move(encoded.bytes));
 }
 
-Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
+StatusOr<bool> Coordinator::ApplyPush(int rank, const v1::Push& push) {
   Session& s = *sessions_[rank];
+  bool stepped = false;
   for (const v1::Row& row : push.rows()) {
     if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
     const RowSpan& span = layout_.row(row.id());
-    scratch_.resize(static_cast<size_t>(span.length));
-    EDGETRAIN_RETURN_IF_ERROR(
-        DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), scratch_));
-    ledger_.RecordPush(rank, row.id(), push.iteration());
     float* acc = accumulated_.data() + span.offset;
-    for (size_t i = 0; i < scratch_.size(); ++i) acc[i] += scratch_[i];
+    EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(),
+                                            std::span<float>(acc, static_cast<size_t>(span.length))));
+    ledger_.RecordPush(rank, row.id(), push.iteration());
     // A row steps when its clock advances — once every active worker's gradient
     // up to the new clock is in — on the mean over workers and iterations of what
     // was gathered, as one step on a batch of as many iterations as the clock
@@ -280,6 +276,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
       std::fill(gradient.begin(), gradient.end(), 0.0f);
       applied_clock_[row.id()] = clock;
       ++versions_[row.id()];
+      stepped = true;
     }
     s.demanded[row.id()] = false;
   }
@@ -288,7 +285,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   s.rows_sent += push.rows_size();
   s.bytes_sent += static_cast<int64_t>(push.ByteSizeLong());
   metrics_.AddReceived(rank, static_cast<int64_t>(push.ByteSizeLong()), push.rows_size());
-  if (!push.has_stats()) return Status::Ok();  // a later chunk of the same push
+  if (!push.has_stats()) return stepped;  // a later chunk of the same push
   const v1::WorkerStats& st = push.stats();
   s.stats = st;
   s.samples += st.samples();
@@ -299,7 +296,7 @@ Status Coordinator::ApplyPush(int rank, const v1::Push& push) {
   s.stream_stall_s = st.stall_seconds();
   s.stream_wall_s = st.wall_seconds();
   s.stream_energy_j = st.energy_joules();
-  return Status::Ok();
+  return true;  // a new iteration: what the team waits for from each worker may have changed
 }
 
 Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
@@ -358,6 +355,10 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     std::lock_guard lock(mu_);
     Session& s = *sessions_[rank];
     if (s.epoch != epoch) break;  // superseded by a newer stream of the same worker
+    // Senders are woken only when there may be something new to send: a push
+    // comes in many chunks, and most change nothing a sender looks at. Run()'s
+    // tick wakes them anyway, so a change missed here costs at most a tick.
+    bool news = true;
     // A push's chunks are sent back to back: their arrivals time its uplink.
     if (message->push().has_stats()) {
       s.uplink.Begin(clock_.Now());
@@ -380,12 +381,14 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
       s.deadline.Arrived(clock_.Now());  // alive, but building on a model it no longer has
     } else if (!stopping_) {  // once stopping, the model is final
       s.deadline.Arrived(clock_.Now());
-      if (Status applied = ApplyPush(rank, message->push()); !applied.ok()) {
-        log_ << "coordinator: refusing worker " << rank << "'s push: " << applied.message() << "\n";
+      StatusOr<bool> applied = ApplyPush(rank, message->push());
+      if (!applied.ok()) {
+        log_ << "coordinator: refusing worker " << rank << "'s push: " << applied.status().message() << "\n";
         break;
       }
+      news = *applied;
     }
-    changed_.notify_all();
+    if (news) changed_.notify_all();
   }
   {
     std::lock_guard lock(mu_);
@@ -405,6 +408,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
 void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const std::atomic<bool>& gone) {
   for (;;) {
     v1::CoordinatorMessage message;
+    int64_t part_bytes = 0;
     {
       std::unique_lock lock(mu_);
       Session& s = *sessions_[rank];
@@ -419,13 +423,14 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
           changed_.wait_for(lock, kTick);
           continue;
         }
+        part_bytes = PartBytes(static_cast<int64_t>(message.ByteSizeLong()), DownlinkMbps(rank));
       }
     }
     const TimePoint began = clock_.Now();
     Status sent = Status::Ok();
     int64_t bytes = 0;
     int rows = 0;
-    for (const auto& part : message.has_update() ? SplitUpdate(std::move(message)) : std::vector{message}) {
+    for (const auto& part : message.has_update() ? SplitUpdate(std::move(message), part_bytes) : std::vector{message}) {
       bytes += static_cast<int64_t>(part.ByteSizeLong());
       rows += part.has_update() ? part.update().rows_size() : part.has_welcome() ? part.welcome().rows_size() : 0;
       if (!(sent = stream.Send(part)).ok() || part.has_stop()) break;
@@ -442,10 +447,10 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
   }
 }
 
-std::vector<v1::CoordinatorMessage> Coordinator::SplitUpdate(v1::CoordinatorMessage whole) {
+std::vector<v1::CoordinatorMessage> Coordinator::SplitUpdate(v1::CoordinatorMessage whole, int64_t part_bytes) {
   const v1::Update& update = whole.update();
   return CutIntoParts<v1::CoordinatorMessage>(
-      *whole.mutable_update()->mutable_rows(), kPartBytes,
+      *whole.mutable_update()->mutable_rows(), part_bytes,
       [&](int part) {
         v1::CoordinatorMessage m;
         v1::Update* u = m.mutable_update();

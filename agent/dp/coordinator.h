@@ -72,8 +72,12 @@ class Coordinator final : public WorkerSessions {
   void SetRowDifference(Session& s, size_t r, v1::Row& row) const;
   bool HasWork(int rank) const;
   double DownlinkMbps(int rank) const;
-  static std::vector<v1::CoordinatorMessage> SplitUpdate(v1::CoordinatorMessage whole);
-  Status ApplyPush(int rank, const v1::Push& push);
+  // Parts of about `part_bytes` (PartBytes), back to back, so the worker can
+  // time its downlink from their arrivals.
+  static std::vector<v1::CoordinatorMessage> SplitUpdate(v1::CoordinatorMessage whole, int64_t part_bytes);
+  // Gathers a push's rows and steps those whose clock moved; true when a sender
+  // may have something new to send (a row stepped, or a new iteration began).
+  StatusOr<bool> ApplyPush(int rank, const v1::Push& push);
   void CountOutOverdue(TimePoint now);
   JobProgress Progress(TimePoint now) const;
   int64_t TeamIteration() const;
@@ -103,7 +107,6 @@ class Coordinator final : public WorkerSessions {
   std::vector<float> accumulated_;     // gradients awaiting their row's clock; guarded by mu_
   std::vector<int64_t> applied_clock_; // per row: the clock its last step reached; guarded by mu_
   std::vector<std::unique_ptr<Session>> sessions_;  // per rank; guarded by mu_
-  std::vector<float> scratch_;         // decoding buffer; guarded by mu_
   int64_t samples_ = 0;                // guarded by mu_
   double loss_sum_ = 0;                // since the last progress report; guarded by mu_
   int64_t loss_count_ = 0;

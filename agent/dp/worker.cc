@@ -31,10 +31,6 @@ constexpr Duration kIdlePush = std::chrono::milliseconds(20);
 // Messages smaller than this say more about latency and the shaper's burst than
 // about bandwidth; they are not measured.
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
-// Pushes go out in messages of about this size, so that even on a slow link the
-// coordinator hears from a worker several times a second: a slow link is not
-// taken for a dead one.
-constexpr int64_t kChunkBytes = 16 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
 
@@ -192,7 +188,7 @@ class WorkerRun {
       std::span<float> out(staged_.data() + span.offset, static_cast<size_t>(span.length));
       if (row.delta()) {
         EDGETRAIN_RETURN_IF_ERROR(
-            AddDifference(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out, difference_));
+            AddDecodedRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
       } else {
         EDGETRAIN_RETURN_IF_ERROR(DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
       }
@@ -217,6 +213,15 @@ class WorkerRun {
   bool Fresh(int64_t t) const {
     const int64_t need = t - 1 - bound_;
     return std::all_of(copy_clock_.begin(), copy_clock_.end(), [&](int64_t c) { return c >= need; });
+  }
+
+  // Whether iteration t may start once the staged rows are applied.
+  bool FreshOnceStaged(int64_t t) const {
+    const int64_t need = t - 1 - bound_;
+    for (size_t r = 0; r < copy_clock_.size(); ++r) {
+      if (std::max(copy_clock_[r], staged_clock_[r]) < need) return false;
+    }
+    return true;
   }
 
   void ReceiveLoop(CoordinatorStream& stream) {
@@ -261,6 +266,10 @@ class WorkerRun {
           if (r < demanded_.size()) demanded_[r] = true;
         }
         energy_.AddReceive(message->update().transfer_seconds());
+        // An update comes in many parts; the compute loop waits only for the
+        // rows its next iteration needs, so it is woken once they are here (its
+        // wait times out anyway, and applies whatever is staged).
+        if (!broken_ && !FreshOnceStaged(iteration_ + 1)) continue;
       }
       changed_.notify_all();
     }
@@ -407,11 +416,13 @@ class WorkerRun {
     return message;
   }
 
-  // A push cut into messages of about kChunkBytes; the first carries the stats.
-  static std::vector<v1::WorkerMessage> Chunk(v1::WorkerMessage whole) {
+  // A push cut into messages of about `part_bytes` (PartBytes), so that even on
+  // a slow link the coordinator hears from us several times a second and does
+  // not take a slow link for a dead one; the first carries the stats.
+  static std::vector<v1::WorkerMessage> Chunk(v1::WorkerMessage whole, int64_t part_bytes) {
     const v1::Push& push = whole.push();
     return CutIntoParts<v1::WorkerMessage>(
-        *whole.mutable_push()->mutable_rows(), kChunkBytes,
+        *whole.mutable_push()->mutable_rows(), part_bytes,
         [&](int part) {
           v1::WorkerMessage m;
           v1::Push* p = m.mutable_push();
@@ -430,7 +441,9 @@ class WorkerRun {
         std::unique_lock lock(mu_);
         changed_.wait_for(lock, kIdlePush, [&] { return stop_ || broken_ || iteration_ > pushed_iteration_; });
         if (stop_ || broken_) return;
-        chunks = Chunk(ComposePush());
+        v1::WorkerMessage push = ComposePush();
+        const int64_t part_bytes = PartBytes(static_cast<int64_t>(push.ByteSizeLong()), UplinkMbps());
+        chunks = Chunk(std::move(push), part_bytes);
       }
       int64_t bytes = 0, rows = 0;
       const TimePoint began = clock_.Now();
@@ -477,7 +490,6 @@ class WorkerRun {
   std::vector<float> gradient_;          // the compute loop's only
   std::vector<float> residual_;          // guarded by mu_, as is everything below
   std::vector<float> staged_;
-  std::vector<float> difference_;       // Stage's decoding buffer
   std::vector<bool> staged_dirty_;
   std::vector<int64_t> staged_clock_;
   std::vector<int64_t> copy_clock_;
