@@ -112,12 +112,12 @@ class Coordinator final : public WorkerSessions {
   int64_t loss_count_ = 0;
   double last_loss_ = 0;
   double elapsed_before_ = 0;          // training time before a restart
-  bool ever_connected_ = false;
+  std::optional<TimePoint> first_worker_;  // when the first worker joined; guarded by mu_
   bool stopping_ = false;
   // Set once the job is over and Stop had its chance: sends waiting on a dead
   // link give up, so shutdown never waits for a link to come back.
   std::atomic<bool> abandon_sends_{false};
-  TimePoint start_{};
+  TimePoint start_{};  // the job's clock: the first worker's arrival; Run()'s only
 };
 
 }  // namespace edgetrain::agent

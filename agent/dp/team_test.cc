@@ -42,10 +42,11 @@ std::string Spec(const std::string& policy, const std::string& budget, const std
     "seed": 11})";
 }
 
-// One team: the coordinator's Run on a thread, a thread per worker.
+// One team: the coordinator's Run on a thread, a thread per worker (started
+// at once unless `start_workers` is false).
 class Team {
  public:
-  Team(const std::string& spec_json, int workers) {
+  Team(const std::string& spec_json, int workers, bool start_workers = true) {
     plan_.job = "team-test";
     plan_.spec_json = spec_json;
     auto spec = DecodeJobSpec(spec_json);
@@ -66,7 +67,9 @@ class Team {
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
     run_ = std::thread([this] { result_ = coordinator_->Run(cancel_); });
-    for (int w = 0; w < workers; ++w) StartWorker(w);
+    if (start_workers) {
+      for (int w = 0; w < workers; ++w) StartWorker(w);
+    }
   }
 
   ~Team() {
@@ -185,6 +188,19 @@ TEST(TeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) {
   // A quarter of float32, plus a scale per row and every row's first send whole:
   // 0.31-0.39 over eight runs on a loaded machine.
   EXPECT_LT(down, 0.5) << BytesReceived(*int8) << " bytes down with int8, " << BytesReceived(*whole) << " without";
+}
+
+// Workers load their data before they connect, for seconds on a slow device:
+// that is not training time, as it is not for a job of one.
+TEST(TeamTest, TheJobsClockStartsWithItsFirstWorker) {
+  Team team(Spec("rog", R"({"wallClock": "500ms", "energyJoules": 0})"), 3, /*start_workers=*/false);
+  std::this_thread::sleep_for(milliseconds(700));  // longer than the whole budget
+  for (int w = 0; w < 3; ++w) team.StartWorker(w);
+  auto result = team.Finish();
+  ASSERT_TRUE(result.ok()) << result.status().ToString() << "\n" << team.log();
+  EXPECT_EQ(result->stop_reason, "wallClock");
+  EXPECT_GT(result->samples, 0) << "the budget ran out while no worker was there";
+  EXPECT_LT(result->elapsed_s, 1.0) << "the wait was counted";
 }
 
 TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
