@@ -57,4 +57,13 @@ TimePoint TraceShaper::Reserve(int64_t bytes, TimePoint now) {
   return start_ + FromSeconds(t);
 }
 
+void TraceShaper::Release(TimePoint through, TimePoint now) {
+  std::lock_guard lock(mu_);
+  if (start_ + FromSeconds(last_) != through || now >= through) return;
+  // The bucket was empty while the abandoned bytes drained it; from `now` on it
+  // fills again.
+  tokens_ = 0;
+  last_ = Seconds(now);
+}
+
 }  // namespace edgetrain

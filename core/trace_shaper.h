@@ -22,6 +22,12 @@ class TraceShaper {
   // Thread-safe: concurrent senders queue in the order they reserve.
   TimePoint Reserve(int64_t bytes, TimePoint now);
 
+  // A send that was to be through at `through` (Reserve's answer) was abandoned
+  // at `now`: what it had not yet passed leaves the link, as a closed socket's
+  // bytes leave a tbf queue. Only when no send reserved after it; those keep
+  // their places.
+  void Release(TimePoint through, TimePoint now);
+
   // The link's rate at `t`, in Mbit/s.
   double MbpsAt(TimePoint t) const;
   const BandwidthTrace& trace() const { return trace_; }

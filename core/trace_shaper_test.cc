@@ -34,6 +34,26 @@ TEST(TraceShaperTest, ADeadLinkHoldsTrafficUntilItComesBack) {
   EXPECT_DOUBLE_EQ(link.MbpsAt(t0 + FromSeconds(6.5)), 0);  // the trace repeats
 }
 
+TEST(TraceShaperTest, AnAbandonedSendLeavesTheLink) {
+  TimePoint t0{};
+  TraceShaper link(Trace(kTrace), t0, 0);
+  // 1 MB from 1.5 s would hold the link until 3.25 s (the outage in between);
+  // abandoned at 1.75 s, the next 250 kB passes by 2 s instead of after 3.25 s.
+  TimePoint through = link.Reserve(1'000'000, t0 + FromSeconds(1.5));
+  link.Release(through, t0 + FromSeconds(1.75));
+  EXPECT_NEAR(ToSeconds(link.Reserve(250'000, t0 + FromSeconds(1.75)) - t0), 2.0, 1e-9);
+}
+
+TEST(TraceShaperTest, AnAbandonedSendWithOthersBehindItKeepsTheirPlaces) {
+  TimePoint t0{};
+  TraceShaper link(Trace(kTrace), t0, 0);
+  TimePoint first = link.Reserve(500'000, t0);   // through at 0.5 s
+  TimePoint second = link.Reserve(500'000, t0);  // queued behind it: 1.0 s
+  link.Release(first, t0 + FromSeconds(0.25));
+  EXPECT_NEAR(ToSeconds(second - t0), 1.0, 1e-9);
+  EXPECT_NEAR(ToSeconds(link.Reserve(100'000, t0 + FromSeconds(0.25)) - t0), 1.1, 1e-9);
+}
+
 TEST(TraceShaperTest, AnIdleLinkRefillsItsBucketAtTheTracesRate) {
   TimePoint t0{};
   TraceShaper link(Trace(kTrace), t0, 100'000);

@@ -75,6 +75,24 @@ TEST(ShapedStreamTest, ClosingEndsAWaitOnADeadLink) {
   EXPECT_TRUE(arrivals.empty());
 }
 
+TEST(ShapedStreamTest, AnAbandonedSendGivesTheLinkBack) {
+  SimulatedClock clock;
+  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,8\n", "t.csv");  // 1 MB/s
+  ASSERT_TRUE(trace.ok());
+  TraceShaper link(*trace, clock.Now(), 0);
+  std::atomic<bool> abandon{false};
+  bool passed = true;
+  std::thread sender([&] { passed = PassLink(link, 10'000'000, clock, [&] { return abandon.load(); }); });
+  while (clock.sleepers() == 0) std::this_thread::yield();
+  abandon = true;
+  clock.Advance(milliseconds(60));
+  sender.join();
+  EXPECT_FALSE(passed);
+  // The next 100 kB (a reconnected worker's first message, say) is through in
+  // 0.1 s, not behind the ten seconds of bytes that were never sent.
+  EXPECT_NEAR(ToSeconds(link.Reserve(100'000, clock.Now()) - clock.Now()), 0.1, 1e-6);
+}
+
 TEST(LinkGateTest, ACutGateHoldsSendsUntilRestored) {
   RealClock clock;
   std::vector<TimePoint> arrivals;
