@@ -32,7 +32,8 @@ class RowOptimizer {
   // times larger, and the step grows as the batch-size scaling rules say:
   // linearly for SGD (Goyal et al. 2017), by the square root for Adam (Malladi
   // et al. 2022). One Adam step of k times the rate on a stale mean overshot:
-  // with S = 20 and a straggler, whole teams diverged.
+  // with S = 20 and a straggler, whole teams diverged. `params` and `gradient`
+  // must not overlap (the loop is vectorized on that promise).
   void Apply(size_t row, std::span<float> params, std::span<const float> gradient, double iterations = 1.0);
 
   const OptimizerState& state() const { return state_; }
