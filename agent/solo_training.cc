@@ -101,8 +101,7 @@ StatusOr<JobProgress> RunSoloTraining(const SoloTrainingOptions& options, Traine
     for (int64_t first = 0; first < n && !stop; first += batch) {
       int64_t m = std::min(batch, n - first);
       for (int64_t k = 0; k < m; ++k) {
-        const float* sample = data.train.Sample(order[first + k]);
-        std::copy(sample, sample + sample_size, x.begin() + k * sample_size);
+        data.train.CopySamples(order[first + k], 1, x.data() + k * sample_size);
         y[k] = data.train.labels[order[first + k]];
       }
       const TimePoint step_began = clock.Now();

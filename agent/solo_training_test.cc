@@ -57,9 +57,9 @@ class ScriptedTrainer final : public Trainer {
 TrainTestSplit TinyData() {
   TrainTestSplit d;
   d.train.info = d.test.info = {1, 2, 2, 10, 100, 10};
-  d.train.features.assign(100 * 4, 0.f);
+  d.train.pixels.assign(100 * 4, 0);
   d.train.labels.assign(100, 3);
-  d.test.features.assign(10 * 4, 0.f);
+  d.test.pixels.assign(10 * 4, 0);
   d.test.labels.assign(10, 3);
   return d;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // A data set in memory as plain arrays — no LibTorch here, so loading and
-// partitioning are tested without it. Features are row-major, one sample after
-// another, scaled to [0, 1].
+// partitioning are tested without it. Samples are row-major, one after another,
+// kept as the data sets hold them, a byte per pixel, and scaled to [0, 1] as
+// they are copied out: a quarter of the memory of floats in every agent
+// (Fashion-MNIST's 55 MB rather than 219 MB, on devices that may have 2 GB).
 
 #include <cstdint>
 #include <string>
@@ -14,13 +16,18 @@
 namespace edgetrain::agent {
 
 struct Dataset {
-  DatasetInfo info;           // shape and class count; sizes as loaded
-  std::vector<float> features;  // size() * SampleSize()
+  DatasetInfo info;             // shape and class count; sizes as loaded
+  std::vector<uint8_t> pixels;  // size() * SampleSize()
+  float pixel_scale = 1.0f;     // a feature's value is its pixel times this
   std::vector<int64_t> labels;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t SampleSize() const { return int64_t{info.channels} * info.height * info.width; }
-  const float* Sample(int64_t i) const { return features.data() + i * SampleSize(); }
+  // Writes the features of samples [first, first + n) to `out`, n * SampleSize() floats.
+  void CopySamples(int64_t first, int64_t n, float* out) const {
+    const uint8_t* in = pixels.data() + first * SampleSize();
+    for (int64_t i = 0; i < n * SampleSize(); ++i) out[i] = static_cast<float>(in[i]) * pixel_scale;
+  }
 };
 
 struct TrainTestSplit {

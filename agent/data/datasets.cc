@@ -1,5 +1,6 @@
 // Loading the built-in data sets from where Debian installs them.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
@@ -48,10 +49,8 @@ StatusOr<Dataset> LoadIdxPair(const std::string& images_path, const std::string&
   }
   Dataset d;
   d.info = info;
-  d.features.resize(images.data.size());
-  for (size_t i = 0; i < images.data.size(); ++i) {
-    d.features[i] = static_cast<float>(static_cast<uint8_t>(images.data[i])) / 255.0f;
-  }
+  d.pixels.assign(images.data.begin(), images.data.end());
+  d.pixel_scale = 1.0f / 255;
   d.labels.resize(labels.data.size());
   for (size_t i = 0; i < labels.data.size(); ++i) {
     d.labels[i] = static_cast<uint8_t>(labels.data[i]);
@@ -116,7 +115,14 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
       return DataLossError(path + ":" + std::to_string(line_no) + ": expected " + std::to_string(pixels + 1) +
                            " values, found " + std::to_string(row.size()));
     }
-    for (int i = 0; i < pixels; ++i) all.features.push_back(row[i] / 16.0f);
+    for (int i = 0; i < pixels; ++i) {
+      // Grey levels 0-16 (scikit-learn's 8x8 digits).
+      if (row[i] < 0 || row[i] > 16 || row[i] != std::floor(row[i])) {
+        return DataLossError(path + ":" + std::to_string(line_no) + ": pixel " + std::to_string(row[i]) +
+                             " is not a grey level from 0 to 16");
+      }
+      all.pixels.push_back(static_cast<uint8_t>(row[i]));
+    }
     all.labels.push_back(static_cast<int64_t>(row[pixels]));
   }
   if (all.size() != info.train_size + info.test_size) {
@@ -128,11 +134,14 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937_64(20240601));
   TrainTestSplit split;
-  for (Dataset* d : {&split.train, &split.test}) d->info = info;
+  for (Dataset* d : {&split.train, &split.test}) {
+    d->info = info;
+    d->pixel_scale = 1.0f / 16;
+  }
   for (size_t k = 0; k < order.size(); ++k) {
     Dataset& d = static_cast<int64_t>(k) < info.train_size ? split.train : split.test;
-    const float* sample = all.Sample(order[k]);
-    d.features.insert(d.features.end(), sample, sample + pixels);
+    const auto sample = all.pixels.begin() + order[k] * pixels;
+    d.pixels.insert(d.pixels.end(), sample, sample + pixels);
     d.labels.push_back(all.labels[order[k]]);
   }
   return split;

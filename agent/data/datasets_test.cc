@@ -15,8 +15,10 @@ namespace fs = std::filesystem;
 
 void ExpectWellFormed(const Dataset& d, int64_t size) {
   EXPECT_EQ(d.size(), size);
-  EXPECT_EQ(static_cast<int64_t>(d.features.size()), size * d.SampleSize());
-  auto [lo, hi] = std::minmax_element(d.features.begin(), d.features.end());
+  EXPECT_EQ(static_cast<int64_t>(d.pixels.size()), size * d.SampleSize());
+  std::vector<float> features(d.pixels.size());
+  d.CopySamples(0, size, features.data());
+  auto [lo, hi] = std::minmax_element(features.begin(), features.end());
   EXPECT_GE(*lo, 0.0f);
   EXPECT_LE(*hi, 1.0f);
   EXPECT_GT(*hi, 0.5f);

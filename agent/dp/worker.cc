@@ -306,7 +306,7 @@ class WorkerRun {
           cursor_ = 0;
         }
         int64_t i = mine_[cursor_++];
-        std::copy_n(train_.Sample(i), sample, batch_x_.begin() + k * sample);
+        train_.CopySamples(i, 1, batch_x_.data() + k * sample);
         batch_y_[k] = train_.labels[i];
       }
       const TimePoint began = clock_.Now();

@@ -93,9 +93,11 @@ class TorchTrainer final : public Trainer {
       constexpr int64_t kChunk = 1000;
       int64_t correct = 0;
       double loss_sum = 0;
+      std::vector<float> features(static_cast<size_t>(std::min(kChunk, data.size()) * data.SampleSize()));
       for (int64_t start = 0; start < data.size(); start += kChunk) {
         int64_t n = std::min(kChunk, data.size() - start);
-        torch::Tensor logits = model_->forward(Images(data.Sample(start), n));
+        data.CopySamples(start, n, features.data());
+        torch::Tensor logits = model_->forward(Images(features.data(), n));
         torch::Tensor y = torch::from_blob(const_cast<int64_t*>(data.labels.data() + start), {n}, torch::kInt64);
         loss_sum += torch::nn::functional::cross_entropy(
                         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))

@@ -31,7 +31,9 @@ class TrainerTest : public testing::Test {
     std::vector<double> losses;
     for (int s = 0; s < steps; ++s) {
       int64_t first = (s * 64) % (d.size() - 64);
-      auto loss = trainer.TrainStep(d.Sample(first), d.labels.data() + first, 64);
+      std::vector<float> x(static_cast<size_t>(64 * d.SampleSize()));
+      d.CopySamples(first, 64, x.data());
+      auto loss = trainer.TrainStep(x.data(), d.labels.data() + first, 64);
       EXPECT_TRUE(loss.ok()) << loss.status().ToString();
       losses.push_back(loss.ok() ? *loss : 0);
     }
