@@ -650,6 +650,9 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     board_.Update([&](JobProgress& shown) { shown = progress; });
   }
 
+  // Training ends here; telling the workers takes up to kStopGrace more and is
+  // not counted (pushes that arrive meanwhile are not applied).
+  const TimePoint end = clock_.Now();
   // Stop every worker: each sender sends Stop; streams then end.
   {
     std::unique_lock lock(mu_);
@@ -660,7 +663,6 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     });
   }
   abandon_sends_ = true;  // a worker that has not heard Stop by now is behind a dead link
-  const TimePoint end = clock_.Now();
   if (*stop == StopReason::kTarget) {
     // The model that reached the target is the final one, not the few updates
     // that landed while the decision was made.

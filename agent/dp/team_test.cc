@@ -200,7 +200,8 @@ TEST(TeamTest, TheJobsClockStartsWithItsFirstWorker) {
   ASSERT_TRUE(result.ok()) << result.status().ToString() << "\n" << team.log();
   EXPECT_EQ(result->stop_reason, "wallClock");
   EXPECT_GT(result->samples, 0) << "the budget ran out while no worker was there";
-  EXPECT_LT(result->elapsed_s, 1.0) << "the wait was counted";
+  EXPECT_GE(result->elapsed_s, 0.5);
+  EXPECT_LT(result->elapsed_s, 1.0) << "the wait, or telling the workers to stop, was counted";
 }
 
 TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
