@@ -133,9 +133,12 @@ int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostre
   auto model = CreateTrainer({spec.model, spec.optimizer, data->test.info, spec.seed, plan.intra_op_threads});
   if (!model.ok()) return endpoint.Fail(model.status());
 
+  // The coordinator evaluates on the test set and needs only the size of the
+  // training set, whose samples are the workers': they go.
+  const int64_t train_size = data->train.size();
+  data->train = {};
   RealClock clock;
-  Coordinator coordinator(plan, **model, data->test, data->train.size(), clock, endpoint.board(), log,
-                          endpoint.metrics());
+  Coordinator coordinator(plan, **model, data->test, train_size, clock, endpoint.board(), log, endpoint.metrics());
   if (Status restored = coordinator.Restore(); !restored.ok()) return endpoint.Fail(restored);
   auto server = StartTrainingServer(flags.listen, TransportSecurity{}, coordinator);
   if (!server.ok()) return endpoint.Fail(server.status());
@@ -172,6 +175,7 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
     log << "edgetrain-agent: " << trainer.status().message() << "\n";
     return kExitFailed;
   }
+  data->test = {};  // a worker never evaluates
   RealClock clock;
   WorkerOptions options;
   options.rank = flags.rank;
