@@ -261,9 +261,10 @@ StatusOr<bool> Coordinator::ApplyPush(int rank, const v1::Push& push) {
     // A row steps when its clock advances — once every active worker's gradient
     // up to the new clock is in — on the mean over workers and iterations of what
     // was gathered, as one step on a batch of as many iterations as the clock
-    // moved (at most S, and one under BSP; see RowOptimizer::Apply). Averaged like BSP, however the rows arrived: steps on
-    // single arrivals followed each worker's non-IID data in turn, and with Adam
-    // (whose step does not scale with its gradient) drifted.
+    // moved (at most S, and one under BSP; see RowOptimizer::Apply). Averaged
+    // like BSP, however the rows arrived: steps on single arrivals followed each
+    // worker's non-IID data in turn, and with Adam (whose step does not scale
+    // with its gradient) drifted.
     const int64_t clock = ledger_.Clock(row.id());
     if (clock > applied_clock_[row.id()]) {
       const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[row.id()], 1, std::max(1, ledger_.bound()));
@@ -423,7 +424,9 @@ void Coordinator::SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const
           changed_.wait_for(lock, kTick);
           continue;
         }
-        part_bytes = PartBytes(static_cast<int64_t>(message.ByteSizeLong()), DownlinkMbps(rank));
+        if (message.has_update()) {
+          part_bytes = PartBytes(static_cast<int64_t>(message.ByteSizeLong()), DownlinkMbps(rank));
+        }
       }
     }
     const TimePoint began = clock_.Now();

@@ -210,18 +210,12 @@ class WorkerRun {
     }
   }
 
-  bool Fresh(int64_t t) const {
+  // Whether iteration t may start on rows at these clocks: the model's copy
+  // (copy_clock_), or what it will be once the staged rows are applied
+  // (staged_clock_, never behind the copy's).
+  bool Fresh(int64_t t, const std::vector<int64_t>& clocks) const {
     const int64_t need = t - 1 - bound_;
-    return std::all_of(copy_clock_.begin(), copy_clock_.end(), [&](int64_t c) { return c >= need; });
-  }
-
-  // Whether iteration t may start once the staged rows are applied.
-  bool FreshOnceStaged(int64_t t) const {
-    const int64_t need = t - 1 - bound_;
-    for (size_t r = 0; r < copy_clock_.size(); ++r) {
-      if (std::max(copy_clock_[r], staged_clock_[r]) < need) return false;
-    }
-    return true;
+    return std::all_of(clocks.begin(), clocks.end(), [&](int64_t c) { return c >= need; });
   }
 
   void ReceiveLoop(CoordinatorStream& stream) {
@@ -269,7 +263,7 @@ class WorkerRun {
         // An update comes in many parts; the compute loop waits only for the
         // rows its next iteration needs, so it is woken once they are here (its
         // wait times out anyway, and applies whatever is staged).
-        if (!broken_ && !FreshOnceStaged(iteration_ + 1)) continue;
+        if (!broken_ && !Fresh(iteration_ + 1, staged_clock_)) continue;
       }
       changed_.notify_all();
     }
@@ -289,7 +283,7 @@ class WorkerRun {
             stall_s_ += ToSeconds(clock_.Now() - waiting);
             return Status::Ok();
           }
-          if (Fresh(iteration_ + 1)) break;
+          if (Fresh(iteration_ + 1, copy_clock_)) break;
           changed_.wait_for(lock, kWakeEvery);
         }
         const double stalled = ToSeconds(clock_.Now() - waiting);
