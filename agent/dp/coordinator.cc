@@ -81,7 +81,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       params_(model.Parameters().begin(), model.Parameters().end()), optimizer_(plan.spec.optimizer, layout_),
       ledger_(world_, layout_.size(), DefaultStalenessBound(plan.spec.sync)), versions_(layout_.size(), 0) {
   // Workers join the ledger when their stream arrives (Serve), not before: the
-  // first ones start training at once, later ones rejoin the team where it is.
+  // team starts with those there (GatherTeam), later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
   accumulated_.assign(static_cast<size_t>(layout_.total_floats()), 0.0f);
   applied_clock_.assign(layout_.size(), 0);
@@ -306,7 +306,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   uint64_t epoch;
   v1::CoordinatorMessage welcome;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (stopping_) return CancelledError("the job has ended");
     Session& s = *sessions_[rank];
     epoch = ++s.epoch;
@@ -325,11 +325,15 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     s.deadline.Restart(clock_.Now());
     ++s.sync;
     s.resume_after = resume_after;
-    welcome = MakeWelcome(rank, resume_after, /*whole_model=*/true);
     if (!first_worker_) first_worker_ = clock_.Now();
     log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
+    changed_.notify_all();  // Run() counts who is here
+    // Until the team starts, its Welcome waits: see Run().
+    changed_.wait(lock, [&] { return started_ || stopping_ || s.epoch != epoch; });
+    if (stopping_) return CancelledError("the job has ended");
+    if (s.epoch != epoch) return AbortedError("superseded by a newer stream of worker " + std::to_string(rank));
+    welcome = MakeWelcome(rank, resume_after, /*whole_model=*/true);
   }
-  changed_.notify_all();
 
   std::optional<ShapedWorkerStream> shaped;
   if (sessions_[rank]->shaper) {
@@ -555,6 +559,45 @@ Status Coordinator::EvaluateModel(JobProgress& progress) {
   return Status::Ok();
 }
 
+Status Coordinator::GatherTeam(const std::atomic<bool>& cancel) {
+  // The team starts together, as a rendezvous does: a worker that trained
+  // alone while its teammates' pods were still starting would learn from its
+  // own partition only (under a skewed split, a few classes) and set the pace
+  // the others then join at. One not here within nodeLossGrace of the first is
+  // treated as a node lost at the start: the team goes on without it, and it
+  // joins where the team is when it comes. The job's clock starts here: loading
+  // data and connecting are not training time, as for a job of one.
+  const Duration window = plan_.spec.fault_tolerance.node_loss_grace;
+  const TimePoint waiting_since = clock_.Now();
+  std::unique_lock lock(mu_);
+  bool announced = false;
+  while (!cancel.load()) {
+    const TimePoint now = clock_.Now();
+    int here = 0;
+    for (const auto& s : sessions_) here += s->connected ? 1 : 0;
+    if (!first_worker_) {
+      if (now - waiting_since > kFirstWorkerTimeout) {
+        return UnavailableError("no worker connected within " + std::to_string(ToSeconds(kFirstWorkerTimeout)) + " s");
+      }
+    } else if (here == world_ || now - *first_worker_ >= window) {
+      started_ = true;
+      start_ = now;
+      log_ << "coordinator: the team starts with " << here << " of " << world_ << " workers";
+      if (here < world_) log_ << "; the others join when they come";
+      log_ << "\n";
+      break;
+    } else if (!announced) {
+      announced = true;
+      log_ << "coordinator: waiting up to " << ToSeconds(window) << " s for " << world_ - here << " more worker(s)\n";
+    }
+    changed_.wait_for(lock, kTick);
+  }
+  if (!started_) start_ = clock_.Now();  // cancelled while gathering
+  lock.unlock();
+  changed_.notify_all();
+  return Status::Ok();
+}
+
 StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
   // However Run ends, every sender and stream is told the job is over.
   struct StopOnExit {
@@ -572,21 +615,7 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
   std::filesystem::create_directories(plan_.output_dir, ec);
   if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
 
-  // The job's clock starts with its first worker: loading data and connecting
-  // are not training time, as for a job of one, whose clock starts once its data
-  // is in. (Counting them cost every team 1-4 s of a 30 s budget that DDP's
-  // workers, timed after loading, did not pay.)
-  {
-    const TimePoint waiting_since = clock_.Now();
-    std::unique_lock lock(mu_);
-    while (!first_worker_ && !cancel.load()) {
-      if (clock_.Now() - waiting_since > kFirstWorkerTimeout) {
-        return UnavailableError("no worker connected within " + std::to_string(ToSeconds(kFirstWorkerTimeout)) + " s");
-      }
-      changed_.wait_for(lock, kTick);
-    }
-    start_ = first_worker_.value_or(clock_.Now());
-  }
+  EDGETRAIN_RETURN_IF_ERROR(GatherTeam(cancel));
   const JobSpec& spec = plan_.spec;
   const int64_t per_iteration = int64_t{spec.data.batch_size} * world_;
   Budget budget(spec.budget, (train_size_ + per_iteration - 1) / per_iteration,

@@ -61,6 +61,10 @@ class Coordinator final : public WorkerSessions {
  private:
   struct Session;
 
+  // Waits for every worker, or for nodeLossGrace after the first; then starts
+  // the job's clock and lets the Welcomes go.
+  Status GatherTeam(const std::atomic<bool>& cancel);
+
   // All of these run with mu_ held.
   // The whole model for a (re)started worker; only what it lacks for one whose
   // link came back.
@@ -113,11 +117,12 @@ class Coordinator final : public WorkerSessions {
   double last_loss_ = 0;
   double elapsed_before_ = 0;          // training time before a restart
   std::optional<TimePoint> first_worker_;  // when the first worker joined; guarded by mu_
+  bool started_ = false;  // the team has gathered (or stopped waiting); guarded by mu_
   bool stopping_ = false;
   // Set once the job is over and Stop had its chance: sends waiting on a dead
   // link give up, so shutdown never waits for a link to come back.
   std::atomic<bool> abandon_sends_{false};
-  TimePoint start_{};  // the job's clock: the first worker's arrival; Run()'s only
+  TimePoint start_{};  // the job's clock: when the team started; Run()'s only
 };
 
 }  // namespace edgetrain::agent

@@ -192,7 +192,7 @@ TEST(TeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) {
 
 // Workers load their data before they connect, for seconds on a slow device:
 // that is not training time, as it is not for a job of one.
-TEST(TeamTest, TheJobsClockStartsWithItsFirstWorker) {
+TEST(TeamTest, TheJobsClockStartsWithItsTeam) {
   Team team(Spec("rog", R"({"wallClock": "500ms", "energyJoules": 0})"), 3, /*start_workers=*/false);
   std::this_thread::sleep_for(milliseconds(700));  // longer than the whole budget
   for (int w = 0; w < 3; ++w) team.StartWorker(w);
@@ -202,6 +202,45 @@ TEST(TeamTest, TheJobsClockStartsWithItsFirstWorker) {
   EXPECT_GT(result->samples, 0) << "the budget ran out while no worker was there";
   EXPECT_GE(result->elapsed_s, 0.5);
   EXPECT_LT(result->elapsed_s, 1.0) << "the wait, or telling the workers to stop, was counted";
+}
+
+// A pod that starts late (an image pulled, a device slow to load its data)
+// does not find its teammates epochs ahead, trained on their partitions only.
+TEST(TeamTest, TheTeamStartsTogetherWhenOneWorkerIsLate) {
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3, /*start_workers=*/false);
+  team.StartWorker(0);
+  team.StartWorker(1);
+  std::this_thread::sleep_for(milliseconds(800));  // dozens of iterations, were they training
+  team.StartWorker(2);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 2) >= 10; }));
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok());
+  const std::string log = team.log();
+  EXPECT_NE(log.find("waiting up to 20 s for "), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 2 joined at iteration 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("the team starts with 3 of 3 workers\n"), std::string::npos) << log;
+}
+
+// One that does not come within nodeLossGrace is a node lost at the start:
+// the team goes on, and takes it in where it is when it comes.
+TEST(TeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
+  std::string spec = Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})");
+  spec.replace(spec.find("\"20s\""), 5, "\"300ms\"");
+  Team team(spec, 3, /*start_workers=*/false);
+  team.StartWorker(0);
+  team.StartWorker(1);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 0) >= 30; }));
+  team.StartWorker(2);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) {
+    return Active(p, 2) && IterationOf(p, 2) >= IterationOf(p, 0) - 4 - 5;
+  }));
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok());
+  const std::string log = team.log();
+  EXPECT_NE(log.find("the team starts with 2 of 3 workers; the others join when they come"), std::string::npos) << log;
+  const size_t at = log.find("worker 2 joined at iteration ");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_GE(std::stoll(log.substr(at + 29)), 30 - 4) << log;
 }
 
 TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
@@ -256,7 +295,7 @@ TEST(TeamTest, AKilledWorkerRestartsAndRejoins) {
 }
 
 TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
-  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 1);
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 0) >= 1; }));
   // The team's address, from a worker's point of view.
   struct Case {
