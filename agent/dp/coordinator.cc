@@ -45,6 +45,7 @@ struct Coordinator::Session {
   uint64_t epoch = 0;        // bumped by every new stream from this rank
   bool connected = false;
   bool counted_out = false;  // its deadline passed; back on its next push
+  bool trailing = false;     // its uplink cannot keep the team's pace: see PaceTrailing
   bool resync = false;       // send it a Welcome next
   int64_t sync = 0;          // Welcomes sent; pushes echo the one they build on
   int64_t resume_after = 0;  // what the next Welcome tells it
@@ -83,6 +84,9 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
   // Workers join the ledger when their stream arrives (Serve), not before: the
   // team starts with those there (GatherTeam), later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
+  int64_t model_bytes = 0;
+  for (size_t r = 0; r < layout_.size(); ++r) model_bytes += EncodedBytes(downlink_encoding_, layout_.row(r).length);
+  mandatory_push_bytes_ = model_bytes / std::max(1, MandatoryAfter(ledger_.bound()));
   accumulated_.assign(static_cast<size_t>(layout_.total_floats()), 0.0f);
   applied_clock_.assign(layout_.size(), 0);
   const TimePoint created = clock_.Now();  // emulated links follow their traces from here
@@ -319,6 +323,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     if (s.epoch > 1) metrics_.AddRejoin(rank);
     s.connected = true;
     s.counted_out = false;
+    s.trailing = false;
     std::fill(s.demanded.begin(), s.demanded.end(), false);
     const int64_t resume_after = ledger_.Rejoin(rank);
     s.iteration = resume_after;
@@ -490,6 +495,36 @@ void Coordinator::CountOutOverdue(TimePoint now) {
   }
 }
 
+void Coordinator::PaceTrailing() {
+  // Under ROG, a worker whose uplink cannot carry, within one of its steps, the
+  // rows the bound requires of it every step holds every row's clock, and so
+  // the whole team, to its link's pace: on the walk-away traces every worker
+  // stalled 52% of its time, against 8% with the same mean bandwidth held
+  // constant. Such a worker trails instead: it leaves the clocks' minimum, its
+  // pushes still count as they come, and once its link carries twice its share
+  // it rejoins where the team is. BSP and SSP wait for it, by definition.
+  if (plan_.spec.sync.policy != SyncPolicy::kRog) return;
+  for (int w = 0; w < world_; ++w) {
+    Session& s = *sessions_[w];
+    const double mbps = s.uplink.Mbps();
+    if (!s.connected || s.counted_out || mbps <= 0 || s.stats.step_seconds() <= 0) continue;
+    const double carried = mbps * 1e6 / 8 * s.stats.step_seconds();  // bytes per step
+    if (!s.trailing && ledger_.active(w) && ledger_.active_count() > 1 && carried < mandatory_push_bytes_) {
+      s.trailing = true;
+      ledger_.Deactivate(w);
+      log_ << "coordinator: worker " << w << " trails: its uplink carries " << static_cast<int64_t>(carried)
+           << " bytes a step, the bound needs " << mandatory_push_bytes_ << "\n";
+    } else if (s.trailing && carried >= 2 * mandatory_push_bytes_) {
+      s.trailing = false;
+      s.resync = true;
+      ++s.sync;
+      s.resume_after = ledger_.Rejoin(w, /*copy_lost=*/false);
+      s.iteration = s.resume_after;
+      log_ << "coordinator: worker " << w << " keeps pace again; it rejoins at iteration " << s.resume_after << "\n";
+    }
+  }
+}
+
 int64_t Coordinator::TeamIteration() const {
   // Iterations of the whole team, in steps of one batch per worker.
   return samples_ / (int64_t{plan_.spec.data.batch_size} * world_);
@@ -643,6 +678,7 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     {
       std::lock_guard lock(mu_);
       CountOutOverdue(now);
+      PaceTrailing();
       if (loss_count_ > 0) {
         last_loss_ = loss_sum_ / static_cast<double>(loss_count_);
         loss_sum_ = 0;
