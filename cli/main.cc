@@ -1,6 +1,7 @@
 // edgetrain: the command a person uses first. Thin: arguments in, cli/ out.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -58,7 +59,10 @@ int main(int argc, char** argv) {
   // network namespaces: writes then fail with EPIPE instead.
   std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+  auto asks_help = [](const std::string& a) { return a == "help" || a == "--help" || a == "-h"; };
+  // `edgetrain run --help` is how most people ask about a command (what follows
+  // netns-run's `--` is another program's).
+  if (args.empty() || std::any_of(args.begin(), std::find(args.begin(), args.end(), "--"), asks_help)) {
     std::cout << kUsage;
     return args.empty() ? kExitInvalid : kExitOk;
   }

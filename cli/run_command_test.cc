@@ -148,6 +148,15 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
   EXPECT_NE(usage.stderr_text.find("unknown option --frobnicate"), std::string::npos);
 }
 
+TEST_F(RunCommandTest, HelpAfterACommandPrintsTheUsage) {
+  for (const char* help : {"--help", "-h"}) {
+    Outcome run = Execute({"run", help});
+    EXPECT_EQ(run.exit, 0) << run.stderr_text;
+    ASSERT_FALSE(run.stdout_lines.empty());
+    EXPECT_EQ(run.stdout_lines[0], "usage:");
+  }
+}
+
 TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
   Outcome ok = Execute({"validate", fs::path(EDGETRAIN_SOURCE_DIR) / "examples/fashion-mnist.yaml"});
   EXPECT_EQ(ok.exit, 0) << ok.stderr_text;

@@ -64,8 +64,9 @@ class Coordinator final : public WorkerSessions {
   // Waits for every worker, or for nodeLossGrace after the first; then starts
   // the job's clock and lets the Welcomes go.
   Status GatherTeam(const std::atomic<bool>& cancel);
-  // With mu_ held: lets workers whose uplink cannot keep the team's pace trail.
-  void PaceTrailing();
+  // With mu_ held: leaves behind workers whose uplink cannot keep the team's
+  // pace, and takes them back once it can.
+  void LeaveSlowLinksBehind();
 
   // All of these run with mu_ held.
   // The whole model for a (re)started worker; only what it lacks for one whose

@@ -247,12 +247,12 @@ TEST(TeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
 }
 
 // A link too slow for the rows the bound asks of it every step would hold the
-// whole team to its pace; its worker trails instead, and rejoins once the link
-// carries its share.
-TEST(TeamTest, AWorkerWhoseLinkCannotKeepPaceTrailsAndRejoinsWhenItCan) {
+// whole team to its pace; its worker is left behind instead, and rejoins once
+// the link carries its share.
+TEST(TeamTest, AWorkerWhoseLinkCannotKeepPaceIsLeftBehindAndRejoinsWhenItCan) {
   std::string spec = Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})");
   spec.replace(spec.find("[32]"), 4, "[512]");  // 154 kB a model: pushes long enough to time
-  const std::string trace = testing::TempDir() + "/team-trailing-trace.csv";
+  const std::string trace = testing::TempDir() + "/team-slow-link-trace.csv";
   std::ofstream(trace) << "seconds,mbps\n0,2\n3,1000\n1000,1000\n";  // 2 Mbit/s for 3 s, then fast
   Team team(spec, 3, /*start_workers=*/true, {{2, LinkSpec{trace, 0, 1}}});
   // Not held to worker 2's pace: far more than S iterations ahead of it.
@@ -263,9 +263,9 @@ TEST(TeamTest, AWorkerWhoseLinkCannotKeepPaceTrailsAndRejoinsWhenItCan) {
   team.Stop();
   ASSERT_TRUE(team.Finish().ok());
   const std::string log = team.log();
-  EXPECT_NE(log.find("worker 2 trails"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 2 left behind"), std::string::npos) << log;
   EXPECT_NE(log.find("worker 2 keeps pace again"), std::string::npos) << log;
-  EXPECT_EQ(log.find("worker 0 trails"), std::string::npos) << log;
+  EXPECT_EQ(log.find("worker 0 left behind"), std::string::npos) << log;
 }
 
 TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
