@@ -10,7 +10,7 @@ constexpr const char* kSpec = R"({
   "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "dirichlet", "alpha": 0.5}},
   "parallelism": {"mode": "dataParallel", "workers": 1},
   "sync": {"granularity": "row", "policy": "ssp", "stalenessBound": 4, "compression": "none",
-           "rowOrder": "staleness", "slowLinks": "wait"},
+           "rowOrder": "staleness"},
   "optimizer": {"name": "sgd", "learningRate": 0.1, "momentum": 0.9, "weightDecay": 0},
   "budget": {"wallClock": "2m", "epochs": 3, "targetAccuracy": 0.9, "energyJoules": 0},
   "evaluation": {"everyIterations": 50},
@@ -44,7 +44,6 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(s.sync.policy, SyncPolicy::kSsp);
   EXPECT_EQ(s.sync.staleness_bound, 4);
   EXPECT_EQ(s.sync.row_order, RowOrder::kStaleness);
-  EXPECT_EQ(s.sync.slow_links, SlowLinks::kWait);
   EXPECT_EQ(s.optimizer.kind, OptimizerKind::kSgd);
   EXPECT_EQ(s.optimizer.momentum, 0.9);
   EXPECT_EQ(s.budget.wall_clock, std::chrono::minutes(2));

@@ -37,7 +37,6 @@ constexpr NameTable<Compression, 5> kCompressionNames{{{Compression::kNone, "non
                                                        {Compression::kTopK, "topk"}}};
 constexpr NameTable<RowOrder, 2> kRowOrderNames{
     {{RowOrder::kImportance, "importance"}, {RowOrder::kStaleness, "staleness"}}};
-constexpr NameTable<SlowLinks, 2> kSlowLinksNames{{{SlowLinks::kLeave, "leave"}, {SlowLinks::kWait, "wait"}}};
 constexpr NameTable<OptimizerKind, 2> kOptimizerNames{
     {{OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"}}};
 
@@ -136,7 +135,6 @@ std::string_view NameOf(SyncGranularity v) { return Lookup(kGranularityNames, v)
 std::string_view NameOf(SyncPolicy v) { return Lookup(kPolicyNames, v); }
 std::string_view NameOf(Compression v) { return Lookup(kCompressionNames, v); }
 std::string_view NameOf(RowOrder v) { return Lookup(kRowOrderNames, v); }
-std::string_view NameOf(SlowLinks v) { return Lookup(kSlowLinksNames, v); }
 std::string_view NameOf(OptimizerKind v) { return Lookup(kOptimizerNames, v); }
 
 StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
@@ -172,7 +170,6 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   sync.Get("stalenessBound", spec.sync.staleness_bound);
   sync.GetEnum("compression", kCompressionNames, spec.sync.compression);
   if (sync.Has("rowOrder")) sync.GetEnum("rowOrder", kRowOrderNames, spec.sync.row_order);
-  if (sync.Has("slowLinks")) sync.GetEnum("slowLinks", kSlowLinksNames, spec.sync.slow_links);
 
   Reader optimizer = r.Child("optimizer");
   optimizer.GetEnum("name", kOptimizerNames, spec.optimizer.kind);

@@ -24,7 +24,6 @@ enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp };
 enum class Compression { kNone, kFp16, kInt8, kSign, kTopK };
 enum class RowOrder { kImportance, kStaleness };
-enum class SlowLinks { kLeave, kWait };
 enum class OptimizerKind { kSgd, kAdam };
 
 struct ModelSpec {
@@ -60,7 +59,6 @@ struct SyncSpec {
   std::optional<int> staleness_bound;
   Compression compression = Compression::kNone;
   RowOrder row_order = RowOrder::kImportance;
-  SlowLinks slow_links = SlowLinks::kLeave;
 };
 
 struct OptimizerSpec {
@@ -116,7 +114,6 @@ std::string_view NameOf(SyncGranularity v);
 std::string_view NameOf(SyncPolicy v);
 std::string_view NameOf(Compression v);
 std::string_view NameOf(RowOrder v);
-std::string_view NameOf(SlowLinks v);
 std::string_view NameOf(OptimizerKind v);
 
 // Decodes a defaulted spec (the JSON form of a manifest's `spec`, as api/ emits it

@@ -45,7 +45,6 @@ struct Coordinator::Session {
   uint64_t epoch = 0;        // bumped by every new stream from this rank
   bool connected = false;
   bool counted_out = false;  // its deadline passed; back on its next push
-  bool left_behind = false;  // its uplink cannot keep the team's pace: see LeaveSlowLinksBehind
   bool resync = false;       // send it a Welcome next
   int64_t sync = 0;          // Welcomes sent; pushes echo the one they build on
   int64_t resume_after = 0;  // what the next Welcome tells it
@@ -84,9 +83,6 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
   // Workers join the ledger when their stream arrives (Serve), not before: the
   // team starts with those there (GatherTeam), later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
-  int64_t model_bytes = 0;
-  for (size_t r = 0; r < layout_.size(); ++r) model_bytes += EncodedBytes(downlink_encoding_, layout_.row(r).length);
-  mandatory_push_bytes_ = model_bytes / std::max(1, MandatoryAfter(ledger_.bound()));
   accumulated_.assign(static_cast<size_t>(layout_.total_floats()), 0.0f);
   applied_clock_.assign(layout_.size(), 0);
   const TimePoint created = clock_.Now();  // emulated links follow their traces from here
@@ -323,7 +319,6 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     if (s.epoch > 1) metrics_.AddRejoin(rank);
     s.connected = true;
     s.counted_out = false;
-    s.left_behind = false;
     std::fill(s.demanded.begin(), s.demanded.end(), false);
     const int64_t resume_after = ledger_.Rejoin(rank);
     s.iteration = resume_after;
@@ -333,7 +328,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     if (!first_worker_) first_worker_ = clock_.Now();
     log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
     changed_.notify_all();  // Run() counts who is here
-    // Until the team starts, its Welcome waits: see Run().
+    // Until the team starts, its Welcome waits: see GatherTeam().
     changed_.wait(lock, [&] { return started_ || stopping_ || s.epoch != epoch; });
     if (stopping_) return CancelledError("the job has ended");
     if (s.epoch != epoch) return AbortedError("superseded by a newer stream of worker " + std::to_string(rank));
@@ -387,8 +382,8 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
       s.deadline.Restart(clock_.Now());
       metrics_.AddRejoin(rank);
       log_ << "coordinator: worker " << rank << " is back; it rejoins at iteration " << s.resume_after << "\n";
-    } else if (message->push().sync() != s.sync || s.left_behind) {
-      s.deadline.Arrived(clock_.Now());  // alive, but building on a model it no longer has, or left behind
+    } else if (message->push().sync() != s.sync) {
+      s.deadline.Arrived(clock_.Now());  // alive, but building on a model it no longer has
     } else if (!stopping_) {  // once stopping, the model is final
       s.deadline.Arrived(clock_.Now());
       StatusOr<bool> applied = ApplyPush(rank, message->push());
@@ -492,40 +487,6 @@ void Coordinator::CountOutOverdue(TimePoint now) {
     ledger_.Deactivate(w);
     log_ << "coordinator: worker " << w << " counted out: no push for " << ToSeconds(now - s.deadline.last_arrival())
          << " s, past its deadline of " << ToSeconds(s.deadline.Deadline()) << " s\n";
-  }
-}
-
-void Coordinator::LeaveSlowLinksBehind() {
-  // Under ROG, a worker whose uplink cannot carry, within one of its steps, the
-  // rows the bound asks of it every step holds every row's clock, and so the
-  // whole team, to its link's pace: on the walk-away traces every worker
-  // stalled about half its time, against 7-10% with the same mean bandwidth
-  // held constant. Such a worker is left behind, as if counted out: it leaves
-  // the clocks' minimum and its pushes are set aside; once its uplink carries
-  // twice its share it rejoins where the team is. (Applying its pushes as they
-  // came, asynchronously, was measured worse than setting them aside, even
-  // when that left its partition out: docs/data-parallelism.md.) BSP and SSP
-  // wait for it, by definition, and so does ROG as published (slowLinks: wait).
-  if (plan_.spec.sync.policy != SyncPolicy::kRog || plan_.spec.sync.slow_links == SlowLinks::kWait) return;
-  for (int w = 0; w < world_; ++w) {
-    Session& s = *sessions_[w];
-    const double mbps = s.uplink.Mbps();
-    if (!s.connected || s.counted_out || mbps <= 0 || s.stats.step_seconds() <= 0) continue;
-    const double carried = mbps * 1e6 / 8 * s.stats.step_seconds();  // bytes per step
-    if (!s.left_behind && ledger_.active(w) && ledger_.active_count() > 1 && carried < mandatory_push_bytes_) {
-      s.left_behind = true;
-      ledger_.Deactivate(w);
-      log_ << "coordinator: worker " << w << " left behind: its uplink carries " << static_cast<int64_t>(carried)
-           << " bytes a step, the bound needs " << mandatory_push_bytes_ << "\n";
-    } else if (s.left_behind && carried >= 2 * mandatory_push_bytes_) {
-      s.left_behind = false;
-      s.resync = true;
-      ++s.sync;
-      s.resume_after = ledger_.Rejoin(w, /*copy_lost=*/false);
-      s.iteration = s.resume_after;
-      metrics_.AddRejoin(w);
-      log_ << "coordinator: worker " << w << " keeps pace again; it rejoins at iteration " << s.resume_after << "\n";
-    }
   }
 }
 
@@ -682,7 +643,6 @@ StatusOr<JobProgress> Coordinator::Run(const std::atomic<bool>& cancel) {
     {
       std::lock_guard lock(mu_);
       CountOutOverdue(now);
-      LeaveSlowLinksBehind();
       if (loss_count_ > 0) {
         last_loss_ = loss_sum_ / static_cast<double>(loss_count_);
         loss_sum_ = 0;

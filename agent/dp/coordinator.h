@@ -64,9 +64,6 @@ class Coordinator final : public WorkerSessions {
   // Waits for every worker, or for nodeLossGrace after the first; then starts
   // the job's clock and lets the Welcomes go.
   Status GatherTeam(const std::atomic<bool>& cancel);
-  // With mu_ held: leaves behind workers whose uplink cannot keep the team's
-  // pace, and takes them back once it can.
-  void LeaveSlowLinksBehind();
 
   // All of these run with mu_ held.
   // The whole model for a (re)started worker; only what it lacks for one whose
@@ -104,7 +101,6 @@ class Coordinator final : public WorkerSessions {
   const int world_;
   const RowLayout layout_;
   const RowEncoding downlink_encoding_;  // the job's compression, both ways
-  int64_t mandatory_push_bytes_ = 0;     // what the bound requires a worker push every step
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
