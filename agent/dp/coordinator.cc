@@ -327,7 +327,7 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     s.resume_after = resume_after;
     if (!first_worker_) first_worker_ = clock_.Now();
     log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
-    changed_.notify_all();  // Run() counts who is here
+    changed_.notify_all();  // GatherTeam() counts who is here
     // Until the team starts, its Welcome waits: see GatherTeam().
     changed_.wait(lock, [&] { return started_ || stopping_ || s.epoch != epoch; });
     if (stopping_) return CancelledError("the job has ended");

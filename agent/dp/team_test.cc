@@ -146,6 +146,11 @@ int64_t IterationOf(const JobProgress& p, int rank) {
 bool Active(const JobProgress& p, int rank) {
   return static_cast<size_t>(rank) < p.workers.size() && p.workers[rank].active;
 }
+// Back in the team and training with it: within the bound (4) and a few steps
+// of worker 0.
+bool CaughtUp(const JobProgress& p, int rank) {
+  return Active(p, rank) && IterationOf(p, rank) >= IterationOf(p, 0) - 4 - 5;
+}
 
 TEST(TeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
   double accuracy[2];
@@ -231,9 +236,7 @@ TEST(TeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
   team.StartWorker(1);
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 0) >= 30; }));
   team.StartWorker(2);
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) {
-    return Active(p, 2) && IterationOf(p, 2) >= IterationOf(p, 0) - 4 - 5;
-  }));
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
   team.Stop();
   ASSERT_TRUE(team.Finish().ok());
   const std::string log = team.log();
@@ -258,9 +261,7 @@ TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
     return IterationOf(p, 0) > stuck_at + 4 + 40 && IterationOf(p, 1) > stuck_at + 4 + 40;
   }));
   team.gate(2).Restore();
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) {
-    return Active(p, 2) && IterationOf(p, 2) >= IterationOf(p, 0) - 4 - 5;
-  }));
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
   team.Stop();
   auto result = team.Finish();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -282,9 +283,7 @@ TEST(TeamTest, AKilledWorkerRestartsAndRejoins) {
   ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return IterationOf(p, 0) > IterationOf(gone, 0) + 40; }))
       << "the team stopped for a lost worker";
   team.StartWorker(1);
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) {
-    return Active(p, 1) && IterationOf(p, 1) >= IterationOf(p, 0) - 4 - 5;
-  }));
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return CaughtUp(p, 1); }));
   team.Stop();
   ASSERT_TRUE(team.Finish().ok());
   const std::string log = team.log();
