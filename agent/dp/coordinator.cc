@@ -325,7 +325,6 @@ Status Coordinator::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
     s.deadline.Restart(clock_.Now());
     ++s.sync;
     s.resume_after = resume_after;
-    if (!first_worker_) first_worker_ = clock_.Now();
     log_ << "coordinator: worker " << rank << " joined at iteration " << resume_after << "\n";
     changed_.notify_all();  // GatherTeam() counts who is here
     // Until the team starts, its Welcome waits: see GatherTeam().
@@ -569,17 +568,20 @@ Status Coordinator::GatherTeam(const std::atomic<bool>& cancel) {
   // data and connecting are not training time, as for a job of one.
   const Duration window = plan_.spec.fault_tolerance.node_loss_grace;
   const TimePoint waiting_since = clock_.Now();
+  std::optional<TimePoint> first_in;  // Serve wakes us as each worker joins
   std::unique_lock lock(mu_);
   bool announced = false;
   while (!cancel.load()) {
     const TimePoint now = clock_.Now();
     int here = 0;
     for (const auto& s : sessions_) here += s->connected ? 1 : 0;
-    if (!first_worker_) {
+    if (here > 0 && !first_in) first_in = now;
+    if (!first_in) {
       if (now - waiting_since > kFirstWorkerTimeout) {
-        return UnavailableError("no worker connected within " + std::to_string(ToSeconds(kFirstWorkerTimeout)) + " s");
+        return UnavailableError("no worker connected within " +
+                                std::to_string(static_cast<int>(ToSeconds(kFirstWorkerTimeout))) + " s");
       }
-    } else if (here == world_ || now - *first_worker_ >= window) {
+    } else if (here == world_ || now - *first_in >= window) {
       started_ = true;
       start_ = now;
       log_ << "coordinator: the team starts with " << here << " of " << world_ << " workers";

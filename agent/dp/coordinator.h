@@ -116,7 +116,6 @@ class Coordinator final : public WorkerSessions {
   int64_t loss_count_ = 0;
   double last_loss_ = 0;
   double elapsed_before_ = 0;          // training time before a restart
-  std::optional<TimePoint> first_worker_;  // when the first worker joined; guarded by mu_
   bool started_ = false;  // the team has gathered (or stopped waiting); guarded by mu_
   bool stopping_ = false;
   // Set once the job is over and Stop had its chance: sends waiting on a dead
