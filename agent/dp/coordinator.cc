@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <thread>
 
