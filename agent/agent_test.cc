@@ -60,7 +60,7 @@ TEST_F(AgentTest, TrainsAJobOfOneAndReportsOnStdout) {
   ASSERT_TRUE(progress.ok()) << progress.status().ToString();
   EXPECT_EQ(progress->state, JobState::kSucceeded);
   EXPECT_EQ(progress->iteration, 3 * 45);  // ceil(1437 / 32) steps per epoch
-  EXPECT_EQ(progress->stop_reason, "epochs");
+  EXPECT_EQ(progress->stop_reason, StopReason::kEpochs);
   EXPECT_GT(*progress->accuracy, 0.9);
   EXPECT_TRUE(fs::exists(dir / "out" / "model.pt"));
   EXPECT_NE(log.str().find("loaded 1437 training and 360 test samples"), std::string::npos) << log.str();
