@@ -160,7 +160,7 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   WelcomeMessage m;
   m.rows = downlink_.Welcome(w, whole_model, ledger_, aggregator_);
   m.resume_after = members_.resume_after(w);
-  m.staleness_bound = ledger_.bound();
+  m.staleness_bound = ledger_.BoundInForce();
   m.welcome = members_.welcome(w);
   members_.WelcomeSent(w);
   return m;
@@ -254,6 +254,7 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
       changed_.WaitFor(lock, timings_.tick);
       continue;
     }
+    m.staleness_bound = ledger_.BoundInForce();
     m.transfer_seconds = accounts_.TakeTransferSeconds(w);
     m.uplink_mbps = links_[w].uplink.Mbps();
     m.downlink_mbps = DownlinkMbps(w);

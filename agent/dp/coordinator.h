@@ -72,6 +72,7 @@ struct WelcomeMessage {
 };
 struct UpdateMessage {
   DownlinkUpdate update;
+  int staleness_bound = 0;      // in force now (core/staleness_ledger.h)
   double transfer_seconds = 0;  // how long our earlier messages took on its downlink
   double uplink_mbps = 0;       // its uplink, as its pushes arrive here; 0: not yet
   double downlink_mbps = 0;     // what sizes the update's parts

@@ -40,6 +40,7 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
   for (size_t r : m.update.demanded) update->add_demanded(static_cast<uint32_t>(r));
   update->set_transfer_seconds(m.transfer_seconds);
   update->set_uplink_mbps(m.uplink_mbps);
+  update->set_staleness_bound(m.staleness_bound);
   const int64_t part_bytes = PartBytes(static_cast<int64_t>(whole.ByteSizeLong()), m.downlink_mbps);
   return CutIntoParts<v1::CoordinatorMessage>(
       *update->mutable_rows(), part_bytes,
@@ -51,6 +52,7 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
           *u->mutable_demanded() = whole.update().demanded();
           u->set_transfer_seconds(m.transfer_seconds);
           u->set_uplink_mbps(m.uplink_mbps);
+          u->set_staleness_bound(m.staleness_bound);
         }
         return p;
       },

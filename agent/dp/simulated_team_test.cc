@@ -318,3 +318,57 @@ TEST(SimulatedTeamTest, BspUsesNoStaleRow) {
 
 }  // namespace
 }  // namespace edgetrain::agent::testing
+
+namespace edgetrain::agent::testing {
+namespace {
+
+// A job of one on the same fake model, data and budget, as a team of one trains it.
+double SoloAccuracy(const TeamSetup& setup) {
+  JobPlan plan;
+  plan.job = "solo";
+  plan.output_dir = setup.output_dir + "-solo";
+  std::filesystem::remove_all(plan.output_dir);
+  plan.spec.data.batch_size = setup.batch_size;
+  plan.spec.optimizer = setup.optimizer;
+  plan.spec.budget = setup.budget;
+  plan.spec.evaluation.every_iterations = setup.evaluate_every;
+  plan.spec.seed = setup.model.seed;
+  const TrainTestSplit data = FakeData(setup.train_samples, 100, setup.model.classes);
+  DeterministicClock clock;
+  double accuracy = -1;
+  clock.Run("solo", [&] {
+    FakeTrainer trainer(setup.model, clock);
+    SoloEngine engine(plan.spec, trainer, data, {}, {}, clock);
+    MetricsRegistry registry;
+    CoordinatorMetrics metrics(registry, plan.job, 1);
+    ProgressBoard board;
+    std::ostringstream log;
+    std::atomic<bool> cancel{false};
+    auto result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
+    if (result.ok()) accuracy = *result->accuracy;
+  });
+  return accuracy;
+}
+
+// A worker alone has no teammate to be stale towards: every row's clock is its
+// own push, and a bound S > 0 would only have it compute on its own delayed
+// updates. With momentum, that overshoots (docs/data-parallelism.md).
+TEST(SimulatedTeamTest, ATeamOfOneTrainsLikeAJobOfOne) {
+  for (SyncPolicy policy : {SyncPolicy::kRog, SyncPolicy::kSsp}) {
+    TeamSetup setup = ATeamOf(1);
+    setup.output_dir += NameOf(policy);
+    setup.policy = policy;
+    setup.optimizer = {OptimizerKind::kSgd, 0.05, 0.9, 0};
+    setup.batch_size = 64;  // a batch of 16 moves the fake model's end point by up to 5 points
+    setup.budget.epochs = 16;
+    SimulatedTeam team(setup);
+    team.Run();
+    ExpectSound(team, 0);
+    const double solo = SoloAccuracy(setup);
+    ASSERT_GT(solo, 0.85);
+    EXPECT_NEAR(*team.result()->accuracy, solo, 0.02) << NameOf(policy) << " alone " << solo;
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain::agent::testing

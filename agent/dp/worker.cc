@@ -204,6 +204,7 @@ class WorkerRun {
         if (update.part() == 0) {
           downlink_meter_.Begin(clock_.Now());
           if (update.uplink_mbps() > 0) measured_uplink_mbps_ = update.uplink_mbps();
+          bound_ = update.staleness_bound();  // 0 while it is the only one active
         } else {
           downlink_meter_.Continue(clock_.Now(), static_cast<int64_t>(message->ByteSizeLong()));
         }
