@@ -11,6 +11,7 @@
 #include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
 #include "agent/job_driver.h"
+#include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
@@ -26,6 +27,8 @@ namespace edgetrain::agent {
 namespace {
 
 constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
+// How often a coordinator looks at its plan file for a new generation.
+constexpr Duration kPlanLookEvery = std::chrono::seconds(1);
 
 StatusOr<JobPlan> ReadPlan(const std::string& path) {
   auto text = ReadWholeFile(path);
@@ -48,6 +51,16 @@ StatusOr<std::optional<BandwidthTrace>> EmulatedLink(const JobPlan& plan, int ra
   auto trace = BandwidthTrace::Parse(*text, link.trace_path);
   if (!trace.ok()) return trace.status().WithContext("worker " + std::to_string(rank) + "'s link");
   return std::optional<BandwidthTrace>(trace->Shifted(link.offset_s).Scaled(link.scale));
+}
+
+// Every worker's emulated link under `plan`.
+StatusOr<std::vector<std::optional<BandwidthTrace>>> EmulatedLinks(const JobPlan& plan) {
+  std::vector<std::optional<BandwidthTrace>> links;
+  for (int w = 0; w < plan.spec.parallelism.workers; ++w) {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::optional<BandwidthTrace> trace, EmulatedLink(plan, w));
+    links.push_back(std::move(trace));
+  }
+  return links;
 }
 
 // What every agent serves over HTTP — GET /metrics and /healthz, and for a
@@ -127,11 +140,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   // training set, whose samples are the workers': they go.
   const int64_t train_size = s.data.train.size();
   s.data.train = {};
-  std::vector<std::optional<BandwidthTrace>> downlinks;
-  for (int w = 0; w < spec.parallelism.workers; ++w) {
-    EDGETRAIN_ASSIGN_OR_RETURN(std::optional<BandwidthTrace> trace, EmulatedLink(s.plan, w));
-    downlinks.push_back(std::move(trace));
-  }
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, EmulatedLinks(s.plan));
   RealClock clock;
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers);
   Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics);
@@ -142,6 +151,11 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   s.log << "coordinator: " << spec.parallelism.workers << " worker(s), policy " << NameOf(spec.sync.policy)
         << ", a model of " << s.trainer->ParameterCount() << " parameters\n";
   s.lines << "listening " << server->address() << std::endl;
+  // A re-plan reaches a running coordinator through its plan file.
+  PlanWatcher watcher(s.flags.plan, s.plan.generation, clock, kPlanLookEvery, [&](const JobPlan& next) {
+    EDGETRAIN_ASSIGN_OR_RETURN(auto links, EmulatedLinks(next));
+    return service.AdoptPlan(next, links);
+  }, s.log);
   auto result = driver.Run(cancel);
   server->Shutdown();
   return result;

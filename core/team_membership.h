@@ -63,6 +63,8 @@ class TeamMembership {
   // Stream `stream` of `w` ended. False when a newer one had replaced it.
   bool Close(int w, uint64_t stream, StalenessLedger& ledger);
   bool Current(int w, uint64_t stream) const { return members_[w].stream == stream; }
+  // The number of `w`'s latest stream.
+  uint64_t stream(int w) const { return members_[w].stream; }
 
   // A push of `w` on its current stream, building on welcome `welcome`.
   PushFate Push(int w, int64_t welcome, TimePoint now, StalenessLedger& ledger);

@@ -26,7 +26,8 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       downlink_(layout_, world_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog),
       members_(world_, plan.spec.fault_tolerance.node_loss_grace),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
-      push_fates_(kPushFates, 0) {
+      push_fates_(kPushFates, 0), stream_generation_(static_cast<size_t>(world_), 0),
+      plan_generation_(plan.generation) {
   // Workers join the ledger when their stream arrives (Join), not before: the
   // team starts with those there, and later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
@@ -125,6 +126,7 @@ StatusOr<double> Coordinator::Evaluate() {
 
 void Coordinator::Snapshot(JobCheckpoint& into) {
   std::lock_guard lock(mu_);
+  into.plan_generation = plan_generation_;
   RowAggregator::State state = aggregator_.Snapshot();
   into.parameters = std::move(state.parameters);
   into.optimizer = std::move(state.optimizer);
@@ -171,6 +173,7 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w) {
   if (stopping_) return CancelledError("the job has ended");
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
+  stream_generation_[w] = plan_generation_.load();
   accounts_.StreamOpened(w, members_.resume_after(w));
   downlink_.StreamOpened(w);
   if (stream > 1) metrics_.AddRejoin(w);
@@ -188,6 +191,11 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   if (!members_.Current(w, stream)) {
     if (push.report) ++push_fates_[static_cast<int>(PushFate::kStaleStream)];
     return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
+  }
+  if (stream_generation_[w] < plan_generation_) {
+    if (push.report) ++push_fates_[static_cast<int>(PushFate::kStaleStream)];
+    return AbortedError("fenced out: this stream is of plan generation " + std::to_string(stream_generation_[w]) +
+                        ", the job's is " + std::to_string(plan_generation_.load()));
   }
   const TimePoint now = clock_.Now();
   // A push's parts are sent back to back: their arrivals time its uplink.
@@ -279,6 +287,34 @@ void Coordinator::Left(int w, uint64_t stream) {
   std::lock_guard lock(mu_);
   if (members_.Close(w, stream, ledger_) && !stopping_) log_ << "coordinator: worker " << w << " left\n";
   changed_.NotifyAll();
+}
+
+Status Coordinator::AdoptPlan(const JobPlan& next) {
+  std::lock_guard lock(mu_);
+  if (next.job != plan_.job) {
+    return FailedPreconditionError("a plan for job \"" + next.job + "\" cannot replace job \"" + plan_.job + "\"'s");
+  }
+  if (next.spec.parallelism.workers != world_) {
+    return FailedPreconditionError("plan generation " + std::to_string(next.generation) + " has " +
+                                   std::to_string(next.spec.parallelism.workers) + " workers, not " +
+                                   std::to_string(world_) + ": changing a team's size needs a restart");
+  }
+  if (next.generation <= plan_generation_) {
+    return FailedPreconditionError("plan generation " + std::to_string(next.generation) +
+                                   " is not newer than the current " + std::to_string(plan_generation_.load()));
+  }
+  plan_generation_ = next.generation;
+  log_ << "coordinator: adopted plan generation " << next.generation << "\n";
+  for (int w = 0; w < world_; ++w) {
+    if (!members_.connected(w) || stream_generation_[w] >= next.generation) continue;
+    // The stream's stream number stays current until the worker reconnects,
+    // so Close always takes it out of the team's waits here.
+    members_.Close(w, members_.stream(w), ledger_);
+    log_ << "coordinator: worker " << w << " fenced out: its stream is of plan generation " << stream_generation_[w]
+         << "\n";
+  }
+  changed_.NotifyAll();
+  return Status::Ok();
 }
 
 std::vector<int64_t> Coordinator::PushFates() const {

@@ -127,6 +127,15 @@ class Coordinator final : public TrainingEngine {
   // once, and one not applied is counted here.
   std::vector<int64_t> PushFates() const;
 
+  // A new generation of the job's plan, adopted without a restart
+  // (docs/launch-contract.md, "Plans that change while a job runs"): from
+  // now on only hellos of that generation are admitted, and every stream
+  // opened under an older one is fenced out: it leaves the team's waits at
+  // once, and ends at its next message. FailedPrecondition for a plan of
+  // another job, another team size, or a generation not newer than this one.
+  Status AdoptPlan(const JobPlan& next);
+  int64_t plan_generation() const { return plan_generation_.load(); }
+
  private:
   // What the coordinator measures of a worker's link.
   struct LinkMeters {
@@ -161,6 +170,8 @@ class Coordinator final : public TrainingEngine {
   TeamAccounts accounts_;
   std::vector<LinkMeters> links_;
   std::vector<int64_t> push_fates_;  // by PushFate
+  std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
+  std::atomic<int64_t> plan_generation_;    // written under mu_
   bool stopping_ = false;
   std::atomic<bool> abandon_sends_{false};
 };

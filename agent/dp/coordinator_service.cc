@@ -97,21 +97,37 @@ CoordinatorService::CoordinatorService(const JobPlan& plan, Coordinator& coordin
       downlinks_(static_cast<size_t>(plan.spec.parallelism.workers)) {
   const TimePoint now = clock.Now();
   for (size_t w = 0; w < downlinks.size() && w < downlinks_.size(); ++w) {
-    if (downlinks[w]) downlinks_[w] = std::make_unique<TraceShaper>(*downlinks[w], now);
+    if (downlinks[w]) downlinks_[w] = std::make_shared<TraceShaper>(*downlinks[w], now);
   }
 }
 
+Status CoordinatorService::AdoptPlan(const JobPlan& next,
+                                     const std::vector<std::optional<BandwidthTrace>>& downlinks) {
+  EDGETRAIN_RETURN_IF_ERROR(coordinator_.AdoptPlan(next));
+  const TimePoint now = clock_.Now();
+  std::lock_guard lock(mu_);
+  for (size_t w = 0; w < downlinks_.size(); ++w) {
+    downlinks_[w] = w < downlinks.size() && downlinks[w] ? std::make_shared<TraceShaper>(*downlinks[w], now) : nullptr;
+  }
+  return Status::Ok();
+}
+
 Status CoordinatorService::Admit(const v1::Hello& hello) {
-  return CheckHello(hello, plan_.job, plan_.generation, plan_.spec.parallelism.workers);
+  return CheckHello(hello, plan_.job, coordinator_.plan_generation(), plan_.spec.parallelism.workers);
 }
 
 Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   const int w = hello.rank();
   EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w));
   std::atomic<bool> gone{false};
+  std::shared_ptr<TraceShaper> downlink;
+  {
+    std::lock_guard lock(mu_);
+    downlink = downlinks_[w];
+  }
   std::optional<ShapedWorkerStream> shaped;
-  if (downlinks_[w]) {
-    shaped.emplace(raw_stream, *downlinks_[w], clock_, [&] { return gone.load() || coordinator_.abandoning_sends(); });
+  if (downlink) {
+    shaped.emplace(raw_stream, *downlink, clock_, [&] { return gone.load() || coordinator_.abandoning_sends(); });
   }
   WorkerStream& stream = shaped ? static_cast<WorkerStream&>(*shaped) : raw_stream;
 

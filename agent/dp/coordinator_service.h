@@ -7,6 +7,7 @@
 // when its link is emulated.
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -28,13 +29,19 @@ class CoordinatorService final : public WorkerSessions {
   Status Admit(const v1::Hello& hello) override;
   Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
 
+  // A new generation of the plan (Coordinator::AdoptPlan), with its workers'
+  // emulated links: streams opened from now on follow the new ones.
+  Status AdoptPlan(const JobPlan& next, const std::vector<std::optional<BandwidthTrace>>& downlinks);
+
  private:
   void SendLoop(int w, uint64_t stream_number, WorkerStream& stream);
 
   const JobPlan& plan_;
   Coordinator& coordinator_;
   Clock& clock_;
-  std::vector<std::unique_ptr<TraceShaper>> downlinks_;  // per worker; null: unshaped
+  std::mutex mu_;
+  // Per worker; null: unshaped. Guarded by mu_; a stream keeps the one it opened with.
+  std::vector<std::shared_ptr<TraceShaper>> downlinks_;
 };
 
 }  // namespace edgetrain::agent

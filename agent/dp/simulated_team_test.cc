@@ -287,6 +287,63 @@ TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorke
   }
 }
 
+// A re-plan (a replacement node, a moved worker) reaches a running
+// coordinator as a new plan generation: it adopts it without a restart, and
+// the workers of the old generation are fenced out, at once and for good.
+TEST(SimulatedTeamTest, ANewPlanGenerationFencesOutTheOldOneAndTheJobGoesOn) {
+  TeamSetup setup = ATeamOf(3);
+  setup.budget.epochs = 8;
+  SimulatedTeam team(setup);
+  int64_t replanned_at = 0;
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 30; }));
+    replanned_at = t.progress().iteration;
+    JobPlan next = t.plan();
+    next.generation = 2;
+    ASSERT_TRUE(t.AdoptPlan(next).ok());
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return !Active(p, 0) && !Active(p, 1) && !Active(p, 2); }))
+        << "the old generation still counts in the team's waits";
+    for (int w = 0; w < 3; ++w) t.StartWorker(w);  // the new generation's pods
+  });
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_GT(p.iteration, replanned_at);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("adopted plan generation 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 1 fenced out: its stream is of plan generation 1"), std::string::npos) << log;
+  // The old generation's workers tried to come back and were refused.
+  EXPECT_NE(log.find("plan generation 1 is not the current 2"), std::string::npos) << log;
+  for (int w = 0; w < 3; ++w) ASSERT_TRUE(team.workers()[w].ok()) << "the new generation's worker " << w;
+}
+
+TEST(SimulatedTeamTest, APlanThatCannotReplaceTheRunningOneIsRefusedAndChangesNothing) {
+  TeamSetup setup = ATeamOf(2);
+  SimulatedTeam team(setup);
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 10; }));
+    JobPlan bigger = t.plan();
+    bigger.generation = 2;
+    bigger.spec.parallelism.workers = 3;
+    Status refused = t.AdoptPlan(bigger);
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.message().find("plan generation 2 has 3 workers, not 2: changing a team's size needs a restart"),
+              std::string::npos)
+        << refused.message();
+    JobPlan same = t.plan();
+    refused = t.AdoptPlan(same);
+    EXPECT_NE(refused.message().find("plan generation 1 is not newer than the current 1"), std::string::npos)
+        << refused.message();
+    JobPlan other = t.plan();
+    other.job = "another";
+    other.generation = 5;
+    EXPECT_FALSE(t.AdoptPlan(other).ok());
+  });
+  ExpectSound(team, 4);
+  EXPECT_EQ(team.log().find("fenced out"), std::string::npos);
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kEpochs);
+}
+
 TEST(SimulatedTeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) {
   std::vector<JobProgress> results;
   for (Compression c : {Compression::kNone, Compression::kInt8}) {

@@ -104,6 +104,12 @@ void SimulatedTeam::RestartCoordinator(const std::string& checkpoint) {
   StartCoordinator();
 }
 
+Status SimulatedTeam::AdoptPlan(const JobPlan& next) {
+  EDGETRAIN_RETURN_IF_ERROR(coordinator_->service.AdoptPlan(next, setup_.links));
+  plan_ = next;
+  return Status::Ok();
+}
+
 void SimulatedTeam::Run(const std::function<void(SimulatedTeam&)>& script, bool start_workers) {
   clock_.Run("test", [&] {
     StartCoordinator();
@@ -132,14 +138,16 @@ void SimulatedTeam::Run(const std::function<void(SimulatedTeam&)>& script, bool 
 void SimulatedTeam::StartWorker(int rank) {
   *worker_cancel_[rank] = false;
   auto trainer = std::make_shared<FakeTrainer>(setup_.model, clock_);
-  worker_threads_.push_back(clock_.StartThread("worker " + std::to_string(rank), [this, rank, trainer] {
+  auto plan = std::make_shared<JobPlan>(plan_);
+  worker_threads_.push_back(clock_.StartThread("worker " + std::to_string(rank), [this, rank, trainer, plan] {
     WorkerOptions options;
     options.rank = rank;
     options.coordinator = connector_.get();
     options.uplink = setup_.links[rank];
     options.gate = gates_[rank].get();
     options.metrics = &worker_registry_;
-    summaries_[rank] = RunWorker(plan_, options, *trainer, data_.train, clock_, log_, *worker_cancel_[rank]);
+    summaries_[rank] = RunWorker(*plan, options, *trainer, data_.train, clock_, log_, *worker_cancel_[rank]);
+    if (!summaries_[rank].ok()) log_ << "worker " << rank << " failed: " << summaries_[rank].status().message() << "\n";
   }));
 }
 

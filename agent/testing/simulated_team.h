@@ -68,6 +68,9 @@ class SimulatedTeam {
   // The coordinator's process dies and another takes its place, resuming
   // from `checkpoint` (the file's bytes when it died).
   void RestartCoordinator(const std::string& checkpoint);
+  // The running coordinator is handed `next` (a new plan generation);
+  // workers started from now on are of it.
+  Status AdoptPlan(const JobPlan& next);
   // Waits, in simulated time, until the job's progress satisfies `holds`.
   bool WaitFor(const std::function<bool(const JobProgress&)>& holds, Duration timeout = std::chrono::minutes(10));
   JobProgress progress() const { return board_.Snapshot(); }
@@ -95,7 +98,7 @@ class SimulatedTeam {
   void EndCoordinator();
 
   TeamSetup setup_;
-  JobPlan plan_;
+  JobPlan plan_;  // the current generation; each worker keeps the one it started with
   TrainTestSplit data_;
   DeterministicClock clock_;
   InMemoryNetwork network_{clock_};
