@@ -70,7 +70,9 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"active", w.active},
                        {"energyJoules", w.energy_joules},
                        {"stallSeconds", w.stall_s},
-                       {"wallSeconds", w.wall_s}});
+                       {"wallSeconds", w.wall_s},
+                       {"heldTeamSeconds", w.held_team_s},
+                       {"holdingTeam", w.holding_team}});
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -125,7 +127,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.at("bytesSent").get<int64_t>(), w.value("bytesReceived", int64_t{0}),
                            w.at("active").get<bool>(),
                            w.value("energyJoules", 0.0), w.value("stallSeconds", 0.0),
-                           w.value("wallSeconds", 0.0)});
+                           w.value("wallSeconds", 0.0), w.value("heldTeamSeconds", 0.0),
+                           w.value("holdingTeam", false)});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");

@@ -36,6 +36,10 @@ struct WorkerProgress {
   double energy_joules = 0;   // modelled (docs/energy.md)
   double stall_s = 0;         // the stall fraction's parts, for finer accounting
   double wall_s = 0;
+  // How long teammates waited on rows only this worker could give (not yet
+  // computed, or not yet through its link), and whether they wait on it now.
+  double held_team_s = 0;
+  bool holding_team = false;
 };
 
 struct JobProgress {

@@ -45,6 +45,18 @@ std::vector<size_t> StalenessLedger::SendableMandatory(int w) const {
   return rows;
 }
 
+bool StalenessLedger::HoldsTeam(int w) const {
+  if (!active_[w]) return false;
+  int64_t need = std::numeric_limits<int64_t>::min();
+  for (int o = 0; o < workers(); ++o) {
+    if (o != w && active_[o]) need = std::max(need, Need(iteration_[o] + 1));
+  }
+  for (size_t r = 0; r < rows_; ++r) {
+    if (pushed_[Index(w, r)] < need) return true;
+  }
+  return false;
+}
+
 std::vector<size_t> StalenessLedger::DemandFrom(int lagging) const {
   std::vector<size_t> rows;
   if (!active_[lagging]) return rows;

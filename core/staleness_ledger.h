@@ -63,6 +63,12 @@ class StalenessLedger {
   // has not pushed them far enough: what to demand from `lagging`.
   std::vector<size_t> DemandFrom(int lagging) const;
 
+  // Whether an active teammate's next iteration needs what only active worker
+  // `w` can give: rows pushed further than the coordinator has them from it.
+  // Its compute or its link may be the cause; from here the two look alike,
+  // since what a worker computed is known only once its push arrives.
+  bool HoldsTeam(int w) const;
+
   bool active(int w) const { return active_[w]; }
   int active_count() const;
   void Deactivate(int w) { active_[w] = false; }

@@ -55,6 +55,22 @@ TEST(StalenessLedgerTest, DemandsExactlyTheRowsALaggingWorkerHolds) {
   EXPECT_TRUE(l.DemandFrom(1).empty()) << "nothing is demanded of a worker counted out";
 }
 
+TEST(StalenessLedgerTest, TellsWhichWorkersTheTeamWaitsOn) {
+  StalenessLedger l(3, 2, 1);  // S = 1
+  for (size_t r = 0; r < 2; ++r) {
+    l.RecordPush(0, r, 6);
+    l.RecordPush(1, r, 3);  // behind: at iteration 3
+  }
+  l.RecordPush(2, 0, 6);    // computed 6, but only row 0 came through
+  l.RecordPush(2, 1, 3);
+  // Worker 0's iteration 7 needs clocks >= 5.
+  EXPECT_TRUE(l.HoldsTeam(1));
+  EXPECT_TRUE(l.HoldsTeam(2));
+  EXPECT_FALSE(l.HoldsTeam(0));
+  l.Deactivate(1);
+  EXPECT_FALSE(l.HoldsTeam(1)) << "a worker counted out holds nobody";
+}
+
 TEST(StalenessLedgerTest, ARejoiningWorkerResumesAtTheTeamsIteration) {
   StalenessLedger l(3, 2, 4);
   for (int w = 0; w < 3; ++w)

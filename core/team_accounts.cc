@@ -40,6 +40,11 @@ void TeamAccounts::Delivered(int w, int64_t bytes, Duration took) {
 
 double TeamAccounts::TakeTransferSeconds(int w) { return std::exchange(workers_[w].untold_transfer_s, 0.0); }
 
+void TeamAccounts::Holding(int w, bool holding, Duration for_) {
+  workers_[w].holding_team = holding;
+  if (holding) workers_[w].held_team_s += ToSeconds(for_);
+}
+
 double TeamAccounts::TakeMeanLoss() {
   if (loss_count_ > 0) last_loss_ = loss_sum_ / static_cast<double>(loss_count_);
   loss_sum_ = 0;
@@ -73,6 +78,8 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     wp.bytes_received = k.bytes_received;
     wp.active = active[w];
     wp.energy_joules = k.energy_j + k.report.energy_j;
+    wp.held_team_s = k.held_team_s;
+    wp.holding_team = k.holding_team;
     // Modelled: the workers' devices; the coordinator stands for the access point.
     energy += wp.energy_joules;
     p.workers.push_back(wp);

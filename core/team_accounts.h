@@ -40,6 +40,9 @@ class TeamAccounts {
   void Delivered(int w, int64_t bytes, Duration took);
   // Downlink time not yet told to `w`: its radio was receiving, which its energy model charges.
   double TakeTransferSeconds(int w);
+  // Whether teammates now wait on `w` (StalenessLedger::HoldsTeam), for
+  // `for_` since the last look: what makes a team slow, named in its progress.
+  void Holding(int w, bool holding, Duration for_);
 
   const WorkerReport& report(int w) const { return workers_[w].report; }
   int64_t samples() const { return samples_; }
@@ -64,6 +67,8 @@ class TeamAccounts {
     int64_t bytes_sent = 0;      // its pushes
     int64_t bytes_received = 0;  // our messages to it
     double untold_transfer_s = 0;
+    double held_team_s = 0;
+    bool holding_team = false;
     // Totals of its earlier streams.
     double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
   };

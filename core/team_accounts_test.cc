@@ -56,6 +56,17 @@ TEST(TeamAccountsTest, LossIsTheMeanSinceTheLastLookAndKeptWhenNothingCame) {
   EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.0);
 }
 
+TEST(TeamAccountsTest, TimeTheTeamWaitedOnAWorkerAddsUp) {
+  TeamAccounts team(2, 32, 6400);
+  team.Holding(1, true, std::chrono::milliseconds(20));
+  team.Holding(1, true, std::chrono::milliseconds(20));
+  team.Holding(1, false, std::chrono::milliseconds(20));
+  JobProgress p = team.Progress(1, {true, true});
+  EXPECT_DOUBLE_EQ(p.workers[1].held_team_s, 0.04);
+  EXPECT_FALSE(p.workers[1].holding_team);
+  EXPECT_DOUBLE_EQ(p.workers[0].held_team_s, 0);
+}
+
 TEST(TeamAccountsTest, DownlinkTimeIsToldToTheWorkerOnce) {
   TeamAccounts team(1, 32, 6400);
   team.Delivered(0, 1000, std::chrono::milliseconds(250));

@@ -90,12 +90,17 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
 }
 
 Status Coordinator::Advance() {
+  const TimePoint began = clock_.Now();
   clock_.SleepFor(timings_.tick);
   std::lock_guard lock(mu_);
   const TimePoint now = clock_.Now();
   for (const CountedOut& out : members_.CountOutOverdue(now, ledger_)) {
     log_ << "coordinator: worker " << out.worker << " counted out: no push for " << ToSeconds(out.silent)
          << " s, past its deadline of " << ToSeconds(out.deadline) << " s\n";
+  }
+  // Who the team waits on: named in the progress, so that a slow run says why.
+  for (int w = 0; w < world_; ++w) {
+    accounts_.Holding(w, members_.started() && ledger_.HoldsTeam(w), now - began);
   }
   metrics_.SetActiveWorkers(ledger_.active_count());
   changed_.NotifyAll();  // senders look again: rows a worker may now have

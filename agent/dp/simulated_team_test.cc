@@ -386,6 +386,30 @@ TEST(SimulatedTeamTest, ALinkEstimateIsAMeasurementNeverAboveTheLink) {
   for (const auto& w : small.result()->workers) EXPECT_EQ(w.bandwidth_mbps, 0) << "worker " << w.rank;
 }
 
+// A run that is slow says who it waited on.
+TEST(SimulatedTeamTest, TheWorkerTheTeamWaitsOnIsNamedWithHowLong) {
+  TeamSetup setup = ATeamOf(3);
+  setup.slowdowns = {1, 1, 6};
+  SimulatedTeam team(setup);
+  team.Run();
+  ExpectSound(team, 4);
+  const auto& workers = team.result()->workers;
+  EXPECT_GT(workers[2].held_team_s, 0.5 * team.result()->elapsed_s) << "the straggler held the team most of the time";
+  EXPECT_LT(workers[0].held_team_s, 0.05 * team.result()->elapsed_s);
+  EXPECT_LT(workers[1].held_team_s, 0.05 * team.result()->elapsed_s);
+
+  // A worker on a thin link: a push of a kilobyte takes 16 ms at 0.5 Mbit/s, three steps.
+  setup.slowdowns = {};
+  setup.links = {std::nullopt, std::nullopt, BandwidthTrace::Constant(0.5)};
+  setup.output_dir += "-link";
+  SimulatedTeam thin(setup);
+  thin.Run();
+  ExpectSound(thin, 4);
+  const auto& on_link = thin.result()->workers;
+  EXPECT_GT(on_link[2].held_team_s, 0.25 * thin.result()->elapsed_s);
+  EXPECT_LT(on_link[0].held_team_s, 0.05 * thin.result()->elapsed_s);
+}
+
 TEST(SimulatedTeamTest, BspUsesNoStaleRow) {
   TeamSetup setup = ATeamOf(3);
   setup.policy = SyncPolicy::kBsp;
