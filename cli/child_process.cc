@@ -54,6 +54,10 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
+    // Its own process group: a terminal's Ctrl-C (SIGINT to the foreground
+    // group) reaches the runner alone, which then stops the agents in order. An
+    // agent that heard it too would stop by itself and race the runner's report.
+    ::setpgid(0, 0);
     int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
@@ -62,6 +66,7 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }
+  ::setpgid(pid, pid);  // also here, so that it holds once Spawn returns
   ::close(out[1]);
   ::close(log_fd);
   return ChildProcess(pid, out[0]);

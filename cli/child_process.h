@@ -3,7 +3,8 @@
 // (the launch contract's `http ...` and `result ...` lines), its stderr in a log
 // file. It dies with the runner: the kernel sends it SIGKILL when the runner's
 // thread that spawned it exits (PR_SET_PDEATHSIG), so no child outlives even a
-// runner killed with SIGKILL.
+// runner killed with SIGKILL. It runs in a process group of its own, so the
+// signals a terminal sends its foreground group reach the runner only.
 
 #include <sys/types.h>
 

@@ -383,7 +383,9 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     fs::remove_all(run.run_dir(), ec);
   }
   out << std::flush;
-  return stopping ? kExitInterrupted : kExitOk;
+  // A Ctrl-C that came as the job was ending still means the run was interrupted.
+  if (interrupted.load() && !stopping) err << "interrupted: " << job.name << " had already stopped; its model is saved\n";
+  return interrupted.load() ? kExitInterrupted : kExitOk;
 }
 
 }  // namespace edgetrain::cli

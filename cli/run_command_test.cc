@@ -181,10 +181,13 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
   ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
-  child->Signal(SIGINT);
+  // As a terminal's Ctrl-C: SIGINT to the runner's whole process group.
+  ASSERT_EQ(::kill(-child->pid(), SIGINT), 0) << "the runner leads a process group of its own";
   std::vector<std::string> lines;
   while (auto line = child->ReadLine(seconds(60))) lines.push_back(*line);
   EXPECT_EQ(child->Wait(seconds(30)), 130);
+  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("interrupted: stopping digits-interrupted"), std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines[0].find("stopped by cancelled"), std::string::npos) << lines[0];
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
