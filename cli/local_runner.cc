@@ -18,6 +18,7 @@
 #include "cli/local_support.h"
 #include "cli/netns_links.h"
 #include "cli/progress_display.h"
+#include "cli/run_folder.h"
 #include "core/duration_text.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
@@ -174,6 +175,18 @@ class LocalRun {
 
 }  // namespace
 
+void RemoveLeftovers(std::ostream& err) {
+  std::error_code ec;
+  for (const auto& folder : RemoveAbandonedRunFolders(fs::temp_directory_path(ec))) {
+    err << "note: removed " << folder.string() << ", left by a runner that was killed\n";
+  }
+  if (auto namespaces = NetnsLinks::RemoveStale(); !namespaces.empty()) {
+    std::string names;
+    for (const auto& n : namespaces) names += (names.empty() ? "" : ", ") + n;
+    err << "note: removed the network namespaces " << names << ", left by a runner that was killed\n";
+  }
+}
+
 int ValidateManifest(const std::string& manifest_path, bool defaulted, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
   LocalSupport support;
@@ -236,6 +249,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     }
     plan.workers = std::move(*slots);
   }
+  RemoveLeftovers(err);
   // Kernel-shaped links replace the agents' own shaping, never add to it.
   std::unique_ptr<NetnsLinks> links;
   if (netns) {
@@ -249,12 +263,12 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   }
 
   // The run folder holds the plan and the agents' logs; kept when a run fails.
-  std::string pattern = (fs::temp_directory_path() / ("edgetrain-" + job.name + "-XXXXXX")).string();
-  if (!::mkdtemp(pattern.data())) {
-    err << "error: cannot create a run folder in " << fs::temp_directory_path() << "\n";
+  auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
+  if (!folder.ok()) {
+    err << "error: " << folder.status().message() << "\n";
     return kExitFailed;
   }
-  LocalRun run(options, err, pattern);
+  LocalRun run(options, err, folder->path());
   const std::string plan_path = (run.run_dir() / "plan.json").string();
   std::ofstream(plan_path) << EncodeJobPlan(plan);
   const std::string world = "--world=" + std::to_string(workers);
@@ -282,6 +296,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     const std::string log = (run.run_dir() / coordinator_log).string();
     err << "error: " << why << "\nlast lines of " << coordinator_log << ":\n" << LogTail(log, 15)
         << "logs: " << run.run_dir().string() << "\n";
+    folder->Keep();
     return kExitFailed;
   };
 
@@ -379,8 +394,9 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (options.json) out << JsonLine(job, *result, wall_s) << "\n";
   if (options.keep_logs) {
     err << "logs: " << run.run_dir().string() << "\n";
+    folder->Keep();
   } else {
-    fs::remove_all(run.run_dir(), ec);
+    folder->Remove();
   }
   out << std::flush;
   // A Ctrl-C that came as the job was ending still means the run was interrupted.

@@ -37,6 +37,10 @@ struct RunOptions {
 // `interrupted` is set by the caller's SIGINT/SIGTERM handler.
 int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted);
 
+// Removes what runners killed without warning (SIGKILL, the OOM killer) left
+// behind, their run folders and network namespaces, and says so on `err`.
+void RemoveLeftovers(std::ostream& err);
+
 // `edgetrain validate JOB.yaml [--defaulted]`: the same checks as run, without
 // training; with `defaulted`, the manifest as the API server would store it
 // (the CRD's defaults applied), as JSON.

@@ -80,7 +80,9 @@ struct NetnsLinks::Link {
   double mbps = -1;  // current rate, guarded by mu
 };
 
-void NetnsLinks::RemoveStale() {
+std::vector<std::string> NetnsLinks::RemoveStale() {
+  std::vector<std::string> removed;
+  if (::geteuid() != 0) return removed;  // only root made any
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/var/run/netns", ec)) {
     const std::string name = entry.path().filename();
@@ -89,8 +91,10 @@ void NetnsLinks::RemoveStale() {
     const std::string pid = name.substr(2, name.find('-') - 2);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     if (fs::exists("/proc/" + pid)) continue;
-    (void)RunCommand({"ip", "netns", "del", name});
+    if (RunCommand({"ip", "netns", "del", name}).ok()) removed.push_back(name);
   }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots) {
@@ -98,7 +102,6 @@ StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<Worke
   if (slots.size() > static_cast<size_t>(kMaxWorkers)) {
     return InvalidArgumentError("--links netns emulates at most " + std::to_string(kMaxWorkers) + " workers");
   }
-  RemoveStale();
   std::unique_ptr<NetnsLinks> links(new NetnsLinks());
   if (Status built = links->Build(slots); !built.ok()) return built;  // the destructor removes what was made
   return links;

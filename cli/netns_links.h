@@ -9,8 +9,8 @@
 // uplink and the receiver's downlink, as through a real access point.
 //
 // Namespaces are named after the runner's pid; they, and with them the veths and
-// qdiscs, are removed when this object goes, and a later run removes any left by
-// a runner that was killed.
+// qdiscs, are removed when this object goes; a runner killed without warning
+// leaves them to the next one, which removes them (RemoveStale).
 
 #include <atomic>
 #include <memory>
@@ -57,8 +57,8 @@ class NetnsLinks {
   // Namespaces this run created, for tests.
   std::vector<std::string> Namespaces() const;
 
-  // Removes namespaces left by runners that no longer exist.
-  static void RemoveStale();
+  // Removes namespaces left by runners that no longer exist; returns their names.
+  static std::vector<std::string> RemoveStale();
 
  private:
   struct Link;

@@ -96,7 +96,7 @@ TEST_F(NetnsLinksTest, RemovesNamespacesLeftByAKilledRunner) {
   // pid 4194304 is above Linux's pid limit: no such runner can be alive.
   ASSERT_EQ(std::system("ip netns add et4194304-w0"), 0);
   ASSERT_TRUE(NamespaceExists("et4194304-w0"));
-  NetnsLinks::RemoveStale();
+  EXPECT_EQ(NetnsLinks::RemoveStale(), std::vector<std::string>{"et4194304-w0"});
   EXPECT_FALSE(NamespaceExists("et4194304-w0"));
 }
 

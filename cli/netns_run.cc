@@ -7,6 +7,7 @@
 
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
+#include "cli/local_runner.h"
 #include "cli/netns_links.h"
 
 namespace edgetrain::cli {
@@ -30,6 +31,7 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     err << "error: " << slots.status().message() << "\n";
     return kExitInvalid;
   }
+  RemoveLeftovers(err);
   auto links = NetnsLinks::Create(*slots);
   if (!links.ok()) {
     err << "error: " << links.status().message() << "\n";

@@ -57,9 +57,18 @@ class RunCommandTest : public testing::Test {
     return p.string();
   }
 
+  // The runner's run folders go to the test's folder, not /tmp.
   StatusOr<ChildProcess> Start(std::vector<std::string> args) {
     args.insert(args.begin(), kEdgetrain);
-    return ChildProcess::Spawn(args, (dir_ / "stderr.log").string());
+    return ChildProcess::Spawn(args, (dir_ / "stderr.log").string(), {{"TMPDIR", dir_.string()}});
+  }
+
+  std::vector<fs::path> RunFolders() {
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().filename().string().rfind("edgetrain-", 0) == 0) found.push_back(e.path());
+    }
+    return found;
   }
 
   Outcome Execute(std::vector<std::string> args) {
@@ -217,6 +226,17 @@ TEST_F(RunCommandTest, NoAgentOutlivesAKilledRunner) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_FALSE(ProcessRunningWith("--job=digits-orphan"));
+
+  // Its run folder outlived it; the next run removes it and says so.
+  const std::vector<fs::path> left = RunFolders();
+  ASSERT_EQ(left.size(), 1u);
+  Outcome next = Execute({"run", Manifest("digits-next", "  model: {name: mlp}\n  data: {dataset: digits}\n  budget: {epochs: 1}\n"),
+                          "--output", (dir_ / "next").string()});
+  EXPECT_EQ(next.exit, 0) << next.stderr_text;
+  EXPECT_NE(next.stderr_text.find("note: removed " + left[0].string() + ", left by a runner that was killed"),
+            std::string::npos)
+      << next.stderr_text;
+  EXPECT_TRUE(RunFolders().empty());
 }
 
 }  // namespace
