@@ -1,7 +1,6 @@
 #pragma once
 // What every `edgetrain` command does first: read a manifest the way the API
-// server would and check this runner can do it, read a cluster profile, and
-// place a team's workers on its nodes.
+// server would and check this runner can do it, and read a cluster profile.
 
 #include <optional>
 #include <ostream>
@@ -35,9 +34,5 @@ std::optional<ClusterProfile> LoadProfile(const std::string& path, std::ostream&
 
 // "robot-team: mlp on fashion-mnist, 4 worker(s) (rog), until ..."
 std::string DescribeJob(const api::TrainingJobManifest& job);
-
-// The workers of a team: one per rank, on the profile's nodes in order, or on
-// unshaped local slots without a profile.
-StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile);
 
 }  // namespace edgetrain::cli

@@ -36,6 +36,7 @@ class NetnsLinksTest : public testing::Test {
     return {rank, "n" + std::to_string(rank), 1, LinkSpec{trace.string(), 0, 1}, {}};
   }
   fs::path dir_;
+  RealClock clock_;
 };
 
 bool NamespaceExists(const std::string& name) { return fs::exists("/var/run/netns/" + name); }
@@ -43,7 +44,7 @@ bool NamespaceExists(const std::string& name) { return fs::exists("/var/run/netn
 TEST_F(NetnsLinksTest, ShapesTrafficBetweenAWorkerAndTheHubAndCleansUp) {
   std::vector<std::string> names;
   {
-    auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,8\n")});
+    auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,8\n")}, clock_);
     ASSERT_TRUE(links.ok()) << links.status().ToString();
     names = (*links)->Namespaces();
     ASSERT_EQ(names.size(), 2u);
@@ -79,7 +80,7 @@ TEST_F(NetnsLinksTest, ShapesTrafficBetweenAWorkerAndTheHubAndCleansUp) {
 }
 
 TEST_F(NetnsLinksTest, RatesFollowTheTrace) {
-  auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,20\n0.3,0\n0.6,5\n")});
+  auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,20\n0.3,0\n0.6,5\n")}, clock_);
   ASSERT_TRUE(links.ok()) << links.status().ToString();
   EXPECT_EQ((*links)->UplinkMbps(0), 20);
   (*links)->StartShaping();

@@ -9,6 +9,7 @@
 #include "cli/job_loading.h"
 #include "cli/local_runner.h"
 #include "cli/netns_links.h"
+#include "core/placement.h"
 
 namespace edgetrain::cli {
 
@@ -32,7 +33,8 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     return kExitInvalid;
   }
   RemoveLeftovers(err);
-  auto links = NetnsLinks::Create(*slots);
+  RealClock clock;
+  auto links = NetnsLinks::Create(*slots, clock);
   if (!links.ok()) {
     err << "error: " << links.status().message() << "\n";
     return kExitFailed;
