@@ -13,6 +13,7 @@ namespace fs = std::filesystem;
 
 StatusOr<std::string> ReadText(const std::string& path) {
   std::error_code ec;
+  if (fs::is_directory(path, ec)) return InvalidArgumentError("cannot read " + path + ": is a directory, not a file");
   if (!fs::is_regular_file(path, ec)) return NotFoundError("cannot read " + path + ": no such file");
   std::ifstream in(path);
   if (!in) return NotFoundError("cannot read " + path);

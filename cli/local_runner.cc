@@ -55,16 +55,30 @@ void RemoveLeftovers(std::ostream& err) {
   }
 }
 
-int ValidateManifest(const std::string& manifest_path, bool defaulted, std::ostream& out, std::ostream& err) {
+int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
   LocalSupport support;
-  int code = LoadJob(manifest_path, err, job, support);
-  if (code != kExitOk) return code;
+  if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
+  std::optional<ClusterProfile> profile;
+  if (!options.nodes_path.empty()) {
+    profile = LoadProfile(options.nodes_path, err);
+    if (!profile) return kExitInvalid;
+  }
   for (const auto& note : support.notes) err << "note: " << note << "\n";
+  // What run would plan, so that a profile too small for the team is found here.
+  std::error_code ec;
+  auto planned = PlanLocalRun(job, profile, options, fs::current_path(ec), ThisMachine());
+  if (!planned.ok()) {
+    err << "error: " << planned.status().message() << "\n";
+    return kExitInvalid;
+  }
+  for (const auto& warning : planned->warnings) err << "warning: " << warning << "\n";
   if (defaulted) {
     out << job.object.dump() << "\n";
   } else {
-    out << manifest_path << ": valid; " << DescribeJob(job) << "\n";
+    out << options.manifest_path << ": valid; " << DescribeJob(job);
+    if (profile) out << "\n" << options.nodes_path << ": valid; " << DescribePlacement(*planned, *profile);
+    out << "\n";
   }
   return kExitOk;
 }

@@ -24,9 +24,10 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
 // behind, their run folders and network namespaces, and says so on `err`.
 void RemoveLeftovers(std::ostream& err);
 
-// `edgetrain validate JOB.yaml [--defaulted]`: the same checks as run, without
-// training; with `defaulted`, the manifest as the API server would store it
-// (the CRD's defaults applied), as JSON.
-int ValidateManifest(const std::string& manifest_path, bool defaulted, std::ostream& out, std::ostream& err);
+// `edgetrain validate JOB.yaml [--nodes PROFILE.yaml] [--defaulted]`: the same
+// checks as run — the manifest, the cluster profile and the team's placement on
+// it — without training; with `defaulted`, the manifest as the API server would
+// store it (the CRD's defaults applied), as JSON.
+int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err);
 
 }  // namespace edgetrain::cli

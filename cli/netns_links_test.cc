@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -99,6 +100,30 @@ TEST_F(NetnsLinksTest, RemovesNamespacesLeftByAKilledRunner) {
   ASSERT_TRUE(NamespaceExists("et4194304-w0"));
   EXPECT_EQ(NetnsLinks::RemoveStale(), std::vector<std::string>{"et4194304-w0"});
   EXPECT_FALSE(NamespaceExists("et4194304-w0"));
+}
+
+TEST_F(NetnsLinksTest, NetnsRunForwardsEveryRanksOutputAndCreatesItsLogFolder) {
+  std::ofstream(dir_ / "trace.csv") << "seconds,mbps\n0,60\n";
+  std::ofstream(dir_ / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                        "metadata: {name: pair}\nspec:\n  nodes:\n"
+                                        "    - {name: a, link: {trace: trace.csv}}\n    - {name: b}\n";
+  const fs::path logs = dir_ / "new" / "logs";
+  auto run = ChildProcess::Spawn({std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain", "netns-run", "--nodes",
+                                  (dir_ / "nodes.yaml").string(), "--workers", "2", "--log-dir", logs.string(), "--",
+                                  "/bin/sh", "-c", "echo hello from $RANK of $WORLD_SIZE; echo oops $RANK >&2"},
+                                 (dir_ / "stderr.log").string());
+  ASSERT_TRUE(run.ok());
+  std::vector<std::string> lines;
+  while (auto line = run->ReadLine(seconds(30))) lines.push_back(*line);
+  ASSERT_EQ(run->Wait(seconds(30)), 0);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"hello from 0 of 2", "rank 1: hello from 1 of 2"}));
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream log(logs / ("rank-" + std::to_string(rank) + ".log"));
+    std::string text;
+    std::getline(log, text);
+    EXPECT_EQ(text, "oops " + std::to_string(rank));
+  }
 }
 
 TEST_F(NetnsLinksTest, ATeamTrainsThroughKernelShapedLinks) {

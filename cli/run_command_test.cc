@@ -152,25 +152,57 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
   Outcome missing = Execute({"run", (dir_ / "absent.yaml").string()});
   EXPECT_EQ(missing.exit, 2);
   EXPECT_NE(missing.stderr_text.find("no such file"), std::string::npos) << missing.stderr_text;
+  Outcome directory = Execute({"run", dir_.string()});
+  EXPECT_EQ(directory.exit, 2);
+  EXPECT_NE(directory.stderr_text.find("cannot read " + dir_.string() + ": is a directory"), std::string::npos)
+      << directory.stderr_text;
   Outcome usage = Execute({"run", "a.yaml", "--frobnicate"});
   EXPECT_EQ(usage.exit, 2);
-  EXPECT_NE(usage.stderr_text.find("unknown option --frobnicate"), std::string::npos);
+  const std::string one_line = "\nedgetrain run: unknown option --frobnicate (see edgetrain run --help)\n";
+  EXPECT_EQ(usage.stderr_text.substr(usage.stderr_text.size() - std::min(usage.stderr_text.size(), one_line.size())),
+            one_line)
+      << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
-TEST_F(RunCommandTest, HelpAfterACommandPrintsTheUsage) {
+TEST_F(RunCommandTest, HelpAfterACommandPrintsItsOptions) {
   for (const char* help : {"--help", "-h"}) {
     Outcome run = Execute({"run", help});
     EXPECT_EQ(run.exit, 0) << run.stderr_text;
-    ASSERT_FALSE(run.stdout_lines.empty());
-    EXPECT_EQ(run.stdout_lines[0], "usage:");
+    std::string text;
+    for (const auto& l : run.stdout_lines) text += l + "\n";
+    EXPECT_NE(text.find("Usage: edgetrain run"), std::string::npos) << text;
+    EXPECT_NE(text.find("--progress-log"), std::string::npos) << text;
   }
 }
 
 TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
-  Outcome ok = Execute({"validate", fs::path(EDGETRAIN_SOURCE_DIR) / "examples/fashion-mnist.yaml"});
+  const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
+  Outcome ok = Execute({"validate", examples / "fashion-mnist.yaml"});
   EXPECT_EQ(ok.exit, 0) << ok.stderr_text;
   ASSERT_EQ(ok.stdout_lines.size(), 1u);
   EXPECT_NE(ok.stdout_lines[0].find("valid; fashion-mlp: mlp on fashion-mnist"), std::string::npos);
+}
+
+TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
+  const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
+  Outcome ok = Execute({"validate", examples / "robot-team.yaml", "--nodes", examples / "nodes/robot-team.yaml"});
+  EXPECT_EQ(ok.exit, 0) << ok.stderr_text;
+  ASSERT_EQ(ok.stdout_lines.size(), 2u);
+  EXPECT_NE(ok.stdout_lines[1].find("robot-team.yaml: valid; robot-team, 5 node(s): ranks on robot-1, robot-2, robot-3, robot-4 (robot-5 spare)"), std::string::npos)
+      << ok.stdout_lines[1];
+
+  std::ofstream(dir_ / "tiny.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                       "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";
+  Outcome small = Execute({"validate", examples / "robot-team.yaml", "--nodes", dir_ / "tiny.yaml"});
+  EXPECT_EQ(small.exit, 2);
+  EXPECT_NE(small.stderr_text.find("the cluster profile tiny has 1 node(s) for 4 workers"), std::string::npos)
+      << small.stderr_text;
+
+  std::ofstream(dir_ / "broken.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                         "metadata: {name: broken}\nspec: {nodes: [{name: a, compute: {slowdown: 0}}]}\n";
+  Outcome broken = Execute({"validate", examples / "fashion-mnist.yaml", "--nodes", dir_ / "broken.yaml"});
+  EXPECT_EQ(broken.exit, 2);
+  EXPECT_NE(broken.stderr_text.find("spec.nodes[0].compute.slowdown"), std::string::npos) << broken.stderr_text;
 }
 
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {

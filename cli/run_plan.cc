@@ -28,6 +28,14 @@ int64_t EstimatedMemoryMb(DatasetName dataset, int agents) {
   return shared + per_agent * agents;
 }
 
+std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& profile) {
+  std::string out = profile.name + ", " + std::to_string(profile.nodes.size()) + " node(s): ranks on ";
+  for (const auto& slot : plan.job.workers) out += (slot.rank > 0 ? ", " : "") + slot.node;
+  std::string spare;
+  for (size_t i = plan.job.workers.size(); i < profile.nodes.size(); ++i) spare += (spare.empty() ? "" : ", ") + profile.nodes[i].name;
+  return spare.empty() ? out : out + " (" + spare + " spare)";
+}
+
 StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                     const RunOptions& options, const fs::path& cwd, const MachineSize& machine) {
   const JobSpec& spec = job.spec;

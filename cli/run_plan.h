@@ -38,6 +38,9 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                                     const RunOptions& options, const std::filesystem::path& cwd,
                                     const MachineSize& machine);
 
+// "robot-team, 4 node(s): ranks on robot-1, robot-2, robot-3 (robot-4 spare)"
+std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& profile);
+
 // About how much memory `agents` agents training on `dataset` need together.
 int64_t EstimatedMemoryMb(DatasetName dataset, int agents);
 
