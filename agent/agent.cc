@@ -8,6 +8,7 @@
 #include "agent/data/dataset.h"
 #include "agent/dp/coordinator.h"
 #include "agent/dp/worker.h"
+#include "agent/failure_report.h"
 #include "agent/progress_board.h"
 #include "agent/solo_training.h"
 #include "agent/storage/atomic_file.h"
@@ -68,7 +69,7 @@ class ProgressEndpoint {
     });
     log_ << "edgetrain-agent: " << status.message() << "\n";
     lines_ << "result " << EncodeJobProgress(board_.Snapshot()) << std::endl;
-    return kExitFailed;
+    return ExitCodeFor(status);
   }
 
  private:
@@ -93,12 +94,11 @@ int RunSoloAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lin
     metrics.SetEnergy(p.energy_joules.value_or(0));
   };
   if (Status started = endpoint.Start(flags.http, /*serve_progress=*/true, refresh); !started.ok()) {
-    log << "edgetrain-agent: " << started.message() << "\n";
-    return kExitFailed;
+    return ReportFailure(started, lines, log);
   }
   const JobSpec& spec = plan.spec;
   log << "loading " << NameOf(spec.data.dataset) << "\n";
-  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
+  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
   if (!data.ok()) return endpoint.Fail(data.status());
   log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
   auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan.intra_op_threads});
@@ -124,11 +124,10 @@ int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostre
                         const std::atomic<bool>& cancel) {
   ProgressEndpoint endpoint(lines, log);
   if (Status started = endpoint.Start(flags.http, /*serve_progress=*/true); !started.ok()) {
-    log << "edgetrain-agent: " << started.message() << "\n";
-    return kExitFailed;
+    return ReportFailure(started, lines, log);
   }
   const JobSpec& spec = plan.spec;
-  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
+  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
   if (!data.ok()) return endpoint.Fail(data.status());
   auto model = CreateTrainer({spec.model, spec.optimizer, data->test.info, spec.seed, plan.intra_op_threads});
   if (!model.ok()) return endpoint.Fail(model.status());
@@ -156,25 +155,17 @@ int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostre
 int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
                    const std::atomic<bool>& cancel) {
   if (flags.coordinator.empty()) {
-    log << "edgetrain-agent: --role=worker needs --coordinator=HOST:PORT\n";
-    return kExitInvalid;
+    return ReportFailure(InvalidArgumentError("--role=worker needs --coordinator=HOST:PORT"), lines, log);
   }
   ProgressEndpoint endpoint(lines, log);
   if (Status started = endpoint.Start(flags.http, /*serve_progress=*/false); !started.ok()) {
-    log << "edgetrain-agent: " << started.message() << "\n";
-    return kExitFailed;
+    return ReportFailure(started, lines, log);
   }
   const JobSpec& spec = plan.spec;
-  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
-  if (!data.ok()) {
-    log << "edgetrain-agent: " << data.status().message() << "\n";
-    return kExitFailed;
-  }
+  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
+  if (!data.ok()) return ReportFailure(data.status(), lines, log);
   auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan.intra_op_threads});
-  if (!trainer.ok()) {
-    log << "edgetrain-agent: " << trainer.status().message() << "\n";
-    return kExitFailed;
-  }
+  if (!trainer.ok()) return ReportFailure(trainer.status(), lines, log);
   data->test = {};  // a worker never evaluates
   RealClock clock;
   WorkerOptions options;
@@ -184,10 +175,7 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
   log << "worker " << flags.rank << ": training on its part of " << NameOf(spec.data.dataset) << " with coordinator "
       << flags.coordinator << "\n";
   auto summary = RunWorker(plan, options, **trainer, data->train, clock, log, cancel);
-  if (!summary.ok()) {
-    log << "edgetrain-agent: worker " << flags.rank << ": " << summary.status().message() << "\n";
-    return summary.status().code() == StatusCode::kFailedPrecondition ? kExitInvalid : kExitFailed;
-  }
+  if (!summary.ok()) return ReportFailure(summary.status().WithContext("worker " + std::to_string(flags.rank)), lines, log);
   nlohmann::json result = {{"rank", flags.rank},
                            {"iterations", summary->iterations},
                            {"samples", summary->samples},
@@ -207,30 +195,23 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel) {
   if (flags.role == Role::kStage) {
-    log << "edgetrain-agent: --role=stage (pipeline parallelism) is not supported yet\n";
-    return kExitInvalid;
+    return ReportFailure(UnimplementedError("--role=stage (pipeline parallelism) is not supported yet"), lines, log);
   }
   auto plan = ReadPlan(flags.plan);
-  if (!plan.ok()) {
-    log << "edgetrain-agent: " << plan.status().message() << "\n";
-    return kExitInvalid;
-  }
+  if (!plan.ok()) return ReportFailure(InvalidArgumentError(plan.status().message()), lines, log);
   if (plan->job != flags.job) {
-    log << "edgetrain-agent: the plan is for job \"" << plan->job << "\", not \"" << flags.job << "\"\n";
-    return kExitInvalid;
+    return ReportFailure(InvalidArgumentError("the plan is for job \"" + plan->job + "\", not \"" + flags.job + "\""),
+                         lines, log);
   }
   if (flags.world != plan->spec.parallelism.workers) {
-    log << "edgetrain-agent: --world=" << flags.world << " but the plan has " << plan->spec.parallelism.workers
-        << " worker(s)\n";
-    return kExitInvalid;
+    return ReportFailure(InvalidArgumentError("--world=" + std::to_string(flags.world) + " but the plan has " +
+                                              std::to_string(plan->spec.parallelism.workers) + " worker(s)"),
+                         lines, log);
   }
   // A plan that places workers is a data-parallel team; one without is a job of one.
   const bool team = !plan->workers.empty();
   if (flags.role == Role::kWorker) {
-    if (!team) {
-      log << "edgetrain-agent: --role=worker needs a plan that places workers\n";
-      return kExitInvalid;
-    }
+    if (!team) return ReportFailure(InvalidArgumentError("--role=worker needs a plan that places workers"), lines, log);
     return RunWorkerAgent(flags, *plan, lines, log, cancel);
   }
   return team ? RunCoordinatorAgent(flags, *plan, lines, log, cancel) : RunSoloAgent(flags, *plan, lines, log, cancel);

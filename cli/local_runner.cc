@@ -11,7 +11,6 @@
 #include "api/trainingjob.h"
 #include "cli/agent_launcher.h"
 #include "cli/child_process.h"
-#include "cli/local_support.h"
 #include "cli/netns_links.h"
 #include "cli/progress_display.h"
 #include "cli/run_folder.h"
@@ -57,7 +56,7 @@ void RemoveLeftovers(std::ostream& err) {
 
 int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
-  LocalSupport support;
+  api::SupportCheck support;
   if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
   std::optional<ClusterProfile> profile;
   if (!options.nodes_path.empty()) {
@@ -70,7 +69,7 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
   auto planned = PlanLocalRun(job, profile, options, fs::current_path(ec), ThisMachine());
   if (!planned.ok()) {
     err << "error: " << planned.status().message() << "\n";
-    return kExitInvalid;
+    return ExitCodeFor(planned.status());
   }
   for (const auto& warning : planned->warnings) err << "warning: " << warning << "\n";
   if (defaulted) {
@@ -87,7 +86,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   RealClock clock;
   const TimePoint started = clock.Now();
   api::TrainingJobManifest job;
-  LocalSupport support;
+  api::SupportCheck support;
   if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
   std::optional<ClusterProfile> profile;
   if (!options.nodes_path.empty()) {
@@ -103,7 +102,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   auto planned = PlanLocalRun(job, profile, options, fs::current_path(ec), ThisMachine());
   if (!planned.ok()) {
     err << "error: " << planned.status().message() << "\n";
-    return kExitInvalid;
+    return ExitCodeFor(planned.status());
   }
   LocalRunPlan& plan = *planned;
   for (const auto& warning : plan.warnings) err << "warning: " << warning << "\n";
@@ -114,7 +113,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     auto created = NetnsLinks::Create(plan.job.workers, clock);
     if (!created.ok()) {
       err << "error: " << created.status().message() << "\n";
-      return created.status().code() == StatusCode::kFailedPrecondition ? kExitFailed : kExitInvalid;
+      return ExitCodeFor(created.status());
     }
     links = std::move(*created);
     // Kernel-shaped links replace the agents' own shaping, never add to it.
@@ -124,7 +123,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
   if (!folder.ok()) {
     err << "error: " << folder.status().message() << "\n";
-    return kExitFailed;
+    return ExitCodeFor(folder.status());
   }
   AgentLauncher launcher(options.agent_binary.empty() ? AgentBeside() : options.agent_binary, folder->path(), plan,
                          links.get(), options.http_port, clock);
@@ -147,7 +146,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (!started_coordinator.ok()) {
     if (started_coordinator.status().code() == StatusCode::kNotFound) {
       err << "error: " << started_coordinator.status().message() << " (pass --agent PATH to name the agent binary)\n";
-      return kExitFailed;
+      return ExitCodeFor(started_coordinator.status());
     }
     return failed(started_coordinator.status().message());
   }

@@ -17,6 +17,7 @@ void OnSignal(int) { g_interrupted.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace edgetrain;
   using namespace edgetrain::cli;
   // A reader of our output that goes away (a closed pipe) must not kill the
   // runner before it has stopped its agents, saved the model and removed its

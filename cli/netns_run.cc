@@ -43,7 +43,7 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
   auto links = NetnsLinks::Create(*slots, clock);
   if (!links.ok()) {
     err << "error: " << links.status().message() << "\n";
-    return kExitFailed;
+    return ExitCodeFor(links.status());
   }
   (*links)->StartShaping();
   std::vector<ChildProcess> ranks;
