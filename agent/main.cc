@@ -4,6 +4,7 @@
 
 #include "agent/agent.h"
 #include "agent/data/dataset.h"
+#include "agent/evaluate_model.h"
 
 namespace {
 std::atomic<bool> g_cancel{false};
@@ -13,6 +14,7 @@ void OnSignal(int) { g_cancel.store(true); }
 int main(int argc, char** argv) {
   using namespace edgetrain::agent;
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
   auto flags = ParseAgentFlags(args);
   if (!flags.ok()) {
     std::cerr << "edgetrain-agent: " << flags.status().message() << "\n\n" << AgentUsage();

@@ -12,6 +12,12 @@ constexpr std::chrono::seconds kStartupTimeout{60};
 
 }  // namespace
 
+std::string AgentBeside() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return (exe.parent_path() / "edgetrain-agent").string();
+}
+
 AgentLauncher::AgentLauncher(std::string agent_binary, fs::path run_dir, const LocalRunPlan& plan,
                              const NetnsLinks* links, int http_port, Clock& clock)
     : agent_binary_(std::move(agent_binary)), run_dir_(std::move(run_dir)), plan_(plan), links_(links),

@@ -16,6 +16,9 @@
 
 namespace edgetrain::cli {
 
+// The edgetrain-agent installed beside this edgetrain.
+std::string AgentBeside();
+
 // Where a person finds one agent's GET /metrics (and the coordinator's /progress).
 struct AgentEndpoint {
   std::string agent;    // "coordinator", "worker 2"

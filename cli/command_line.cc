@@ -128,6 +128,18 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::App* partition = app.add_subcommand("partition", "Print the training samples each worker of the job gets, as JSON.");
   AddManifest(*partition, run);
 
+  EvaluateOptions& evaluate = line.evaluate;
+  CLI::App* evaluate_command = app.add_subcommand(
+      "evaluate", "Print the test-set accuracy of a model an edgetrain run saved (its model.pt).");
+  evaluate_command->add_option("MODEL", evaluate.model_path, "a model.pt")->required();
+  evaluate_command->add_option("--dataset", evaluate.dataset, "the data set whose test set to evaluate on")
+      ->option_text("digits|fashion-mnist")
+      ->required()
+      ->check(CLI::IsMember({"digits", "fashion-mnist"}));
+  evaluate_command->add_flag("--json", evaluate.json, "print the result as one JSON line");
+  evaluate_command->add_option("--agent", evaluate.agent_binary, "the edgetrain-agent that evaluates")
+      ->option_text("PATH");
+
   NetnsRunOptions& netns = line.netns;
   CLI::App* netns_run = app.add_subcommand(
       "netns-run",
@@ -145,7 +157,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   netns_run->add_option("COMMAND", netns.command, "the program and its arguments, after --")->required();
 
   CLI::App* version_command = app.add_subcommand("version", "Print the version.");
-  for (CLI::App* command : {&app, run_command, validate, partition, version_command}) command->allow_extras();
+  for (CLI::App* command : {&app, run_command, validate, partition, evaluate_command, version_command}) {
+    command->allow_extras();
+  }
 
   auto hint = [&](const CLI::App* command) {
     const std::string name = command == &app ? "edgetrain" : "edgetrain " + command->get_name();
@@ -182,13 +196,14 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   if (version || command == version_command) {
     line.command = Command::kVersion;
   } else if (command == &app) {
-    err << "edgetrain: which command? run, validate, partition, netns-run or version" << hint(&app) << "\n";
+    err << "edgetrain: which command? run, validate, partition, evaluate, netns-run or version" << hint(&app) << "\n";
     return kExitInvalid;
   } else {
-    line.command = command == run_command ? Command::kRun
-                   : command == validate  ? Command::kValidate
-                   : command == partition ? Command::kPartition
-                                          : Command::kNetnsRun;
+    line.command = command == run_command        ? Command::kRun
+                   : command == validate         ? Command::kValidate
+                   : command == partition        ? Command::kPartition
+                   : command == evaluate_command ? Command::kEvaluate
+                                                 : Command::kNetnsRun;
   }
   return line;
 }

@@ -6,18 +6,20 @@
 #include <ostream>
 #include <variant>
 
+#include "cli/evaluate_command.h"
 #include "cli/netns_run.h"
 #include "cli/run_options.h"
 
 namespace edgetrain::cli {
 
-enum class Command { kRun, kValidate, kPartition, kNetnsRun, kVersion };
+enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kVersion };
 
 struct CommandLine {
   Command command = Command::kRun;
   RunOptions run;          // run; validate and partition read its manifest_path (and nodes_path)
   bool defaulted = false;  // validate --defaulted
   NetnsRunOptions netns;
+  EvaluateOptions evaluate;
 };
 
 // The command line, or the exit code when there is nothing to run: 0 after

@@ -72,6 +72,12 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_EQ(Parse({"version"}).line().command, Command::kVersion);
   EXPECT_EQ(Parse({"--version"}).line().command, Command::kVersion);
   EXPECT_EQ(Parse({"partition", "job.yaml"}).line().command, Command::kPartition);
+  Parsed evaluate = Parse({"evaluate", "out/model.pt", "--dataset", "digits", "--json"});
+  ASSERT_EQ(evaluate.exit(), -1) << evaluate.err;
+  EXPECT_EQ(evaluate.line().command, Command::kEvaluate);
+  EXPECT_EQ(evaluate.line().evaluate.model_path, "out/model.pt");
+  EXPECT_EQ(evaluate.line().evaluate.dataset, "digits");
+  EXPECT_TRUE(evaluate.line().evaluate.json);
 }
 
 TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
@@ -89,7 +95,8 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},
       {{"frobnicate"}, "edgetrain: unknown command \"frobnicate\" (see edgetrain --help)"},
       {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
-      {{}, "edgetrain: which command? run, validate, partition, netns-run or version (see edgetrain --help)"},
+      {{}, "edgetrain: which command? run, validate, partition, evaluate, netns-run or version (see edgetrain --help)"},
+      {{"evaluate", "model.pt"}, "edgetrain evaluate: --dataset is required"},
   };
   for (const auto& c : cases) {
     Parsed p = Parse(c.args);
@@ -106,7 +113,7 @@ TEST(CommandLineTest, TheHelpNamesEveryFlagAndFitsEightyColumns) {
   ASSERT_EQ(help.exit(), kExitOk);
   for (const char* flag : {"run", "--nodes", "--links", "--json", "--output", "--threads", "--http-port", "--keep-logs",
                            "--progress-log", "--agent", "validate", "--defaulted", "partition", "netns-run", "--workers",
-                           "--log-dir", "COMMAND", "version", "Exit codes: 0 success"}) {
+                           "--log-dir", "COMMAND", "evaluate", "MODEL", "--dataset", "version", "Exit codes: 0 success"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " is missing from\n" << help.out;
   }
   for (const auto& line : Lines(help.out)) EXPECT_LE(line.size(), 80u) << line;

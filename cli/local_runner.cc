@@ -27,12 +27,6 @@ namespace fs = std::filesystem;
 
 constexpr std::chrono::seconds kStopGrace{15};
 
-std::string AgentBeside() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return (exe.parent_path() / "edgetrain-agent").string();
-}
-
 MachineSize ThisMachine() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_size = ::sysconf(_SC_PAGESIZE);

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
       return ValidateManifest(line.run, line.defaulted, std::cout, std::cerr);
     case Command::kPartition:
       return PrintPartition(line.run.manifest_path, std::cout, std::cerr);
+    case Command::kEvaluate:
+      return EvaluateModel(line.evaluate, std::cout, std::cerr);
     case Command::kNetnsRun:
       std::signal(SIGINT, OnSignal);
       std::signal(SIGTERM, OnSignal);

@@ -120,6 +120,36 @@ TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
   EXPECT_NE(run.stderr_text.find("training digits-ok: mlp on digits, 1 worker(s)"), std::string::npos) << run.stderr_text;
 }
 
+TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
+  Outcome run = Execute({"run", Manifest("digits-evaluated", kDigitsSpec), "--json", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  const double trained = nlohmann::json::parse(run.stdout_lines.back())["accuracy"].get<double>();
+  const std::string model = (dir_ / "out" / "model.pt").string();
+
+  Outcome evaluated = Execute({"evaluate", model, "--dataset", "digits", "--json"});
+  ASSERT_EQ(evaluated.exit, 0) << evaluated.stderr_text;
+  ASSERT_EQ(evaluated.stdout_lines.size(), 1u);
+  auto result = nlohmann::json::parse(evaluated.stdout_lines[0]);
+  EXPECT_EQ(result["accuracy"].get<double>(), trained) << "the run's summary evaluates the same model on the same 360";
+  EXPECT_EQ(result["samples"], 360);
+
+  Outcome said = Execute({"evaluate", model, "--dataset", "digits"});
+  ASSERT_EQ(said.exit, 0);
+  char accuracy[16];
+  std::snprintf(accuracy, sizeof accuracy, "%.4f", trained);
+  EXPECT_EQ(said.stdout_lines.at(0), model + ": test accuracy " + accuracy + " on digits (360 test samples), loss " +
+                                         said.stdout_lines.at(0).substr(said.stdout_lines.at(0).rfind(' ') + 1));
+
+  // A model of 8x8 digits cannot read 28x28 clothes.
+  Outcome wrong = Execute({"evaluate", model, "--dataset", "fashion-mnist"});
+  EXPECT_EQ(wrong.exit, 2) << wrong.stderr_text;
+  EXPECT_NE(wrong.stderr_text.find("(is it a model of fashion-mnist?)"), std::string::npos) << wrong.stderr_text;
+  Outcome missing = Execute({"evaluate", (dir_ / "absent.pt").string(), "--dataset", "digits"});
+  EXPECT_EQ(missing.exit, 2);
+  EXPECT_NE(missing.stderr_text.find("cannot read " + (dir_ / "absent.pt").string()), std::string::npos)
+      << missing.stderr_text;
+}
+
 TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
   data: {dataset: digits}
