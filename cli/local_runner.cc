@@ -48,29 +48,44 @@ void RemoveLeftovers(std::ostream& err) {
   }
 }
 
-int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err) {
+// What run and validate both do first: the manifest, the cluster profile, and
+// the plan, with the notes and warnings a person should see. The exit code when
+// something is wrong (said on `err`), else kExitOk with `checked` filled in.
+struct CheckedRun {
   api::TrainingJobManifest job;
-  api::SupportCheck support;
-  if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
   std::optional<ClusterProfile> profile;
+  LocalRunPlan plan;
+};
+
+int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
+  api::SupportCheck support;
+  if (int code = LoadJob(options.manifest_path, err, checked.job, support); code != kExitOk) return code;
   if (!options.nodes_path.empty()) {
-    profile = LoadProfile(options.nodes_path, err);
-    if (!profile) return kExitInvalid;
+    checked.profile = LoadProfile(options.nodes_path, err);
+    if (!checked.profile) return kExitInvalid;
   }
   for (const auto& note : support.notes) err << "note: " << note << "\n";
-  // What run would plan, so that a profile too small for the team is found here.
   std::error_code ec;
-  auto planned = PlanLocalRun(job, profile, options, fs::current_path(ec), ThisMachine());
+  auto planned = PlanLocalRun(checked.job, checked.profile, options, fs::current_path(ec), ThisMachine());
   if (!planned.ok()) {
     err << "error: " << planned.status().message() << "\n";
     return ExitCodeFor(planned.status());
   }
-  for (const auto& warning : planned->warnings) err << "warning: " << warning << "\n";
+  checked.plan = std::move(*planned);
+  for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
+  return kExitOk;
+}
+
+int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err) {
+  CheckedRun checked;
+  if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
   if (defaulted) {
-    out << job.object.dump() << "\n";
+    out << checked.job.object.dump() << "\n";
   } else {
-    out << options.manifest_path << ": valid; " << DescribeJob(job);
-    if (profile) out << "\n" << options.nodes_path << ": valid; " << DescribePlacement(*planned, *profile);
+    out << options.manifest_path << ": valid; " << DescribeJob(checked.job);
+    if (checked.profile) {
+      out << "\n" << options.nodes_path << ": valid; " << DescribePlacement(checked.plan, *checked.profile);
+    }
     out << "\n";
   }
   return kExitOk;
@@ -79,27 +94,15 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
 int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
   RealClock clock;
   const TimePoint started = clock.Now();
-  api::TrainingJobManifest job;
-  api::SupportCheck support;
-  if (int code = LoadJob(options.manifest_path, err, job, support); code != kExitOk) return code;
-  std::optional<ClusterProfile> profile;
-  if (!options.nodes_path.empty()) {
-    profile = LoadProfile(options.nodes_path, err);
-    if (!profile) return kExitInvalid;
-  }
-  for (const auto& note : support.notes) err << "note: " << note << "\n";
+  CheckedRun checked;
+  if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
+  const api::TrainingJobManifest& job = checked.job;
+  const std::optional<ClusterProfile>& profile = checked.profile;
+  LocalRunPlan& plan = checked.plan;
   if (job.object["spec"].value("suspend", false)) {
     out << job.name << " is suspended (spec.suspend: true); nothing to run\n";
     return kExitOk;
   }
-  std::error_code ec;
-  auto planned = PlanLocalRun(job, profile, options, fs::current_path(ec), ThisMachine());
-  if (!planned.ok()) {
-    err << "error: " << planned.status().message() << "\n";
-    return ExitCodeFor(planned.status());
-  }
-  LocalRunPlan& plan = *planned;
-  for (const auto& warning : plan.warnings) err << "warning: " << warning << "\n";
 
   RemoveLeftovers(err);
   std::unique_ptr<NetnsLinks> links;
@@ -114,6 +117,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     for (auto& slot : plan.job.workers) slot.link.reset();
   }
   // The run folder holds the plan and the agents' logs; kept when a run fails.
+  std::error_code ec;
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
   if (!folder.ok()) {
     err << "error: " << folder.status().message() << "\n";

@@ -44,9 +44,7 @@ struct Outcome {
 class RunCommandTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(testing::TempDir()) / ("run-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = FreshTestDir("run");
   }
 
   // A manifest named `name` with `spec` (YAML, indented two spaces) in the test's folder.

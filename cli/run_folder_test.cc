@@ -2,17 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/child_process_testing.h"
+
 namespace edgetrain::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path EmptyDir() {
-  fs::path d = fs::path(testing::TempDir()) / ("run-folder-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path EmptyDir() { return FreshTestDir("run-folder"); }
 
 TEST(RunFolderTest, AFolderInUseStaysAndOneWhoseRunnerIsGoneIsRemoved) {
   const fs::path parent = EmptyDir();

@@ -12,12 +12,6 @@
 namespace edgetrain::cli {
 namespace {
 
-std::string Fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 double MeanStallFraction(const JobProgress& p) {
   if (p.workers.empty()) return 0;
   double sum = 0;

@@ -25,12 +25,7 @@ using std::chrono::seconds;
 
 const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
 
-fs::path TestDir() {
-  fs::path d = fs::path(testing::TempDir()) / ("team-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path TestDir() { return FreshTestDir("team"); }
 
 TEST(TeamRunTest, RunsATeamOnEmulatedDevicesAndReportsEachWorker) {
   fs::path dir = TestDir();
