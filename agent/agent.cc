@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -7,20 +8,28 @@
 
 #include "agent/data/dataset.h"
 #include "agent/dp/coordinator.h"
+#include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
 #include "agent/failure_report.h"
+#include "agent/job_driver.h"
+#include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
-#include "agent/solo_training.h"
+#include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/telemetry/http_server.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
+#include "core/bandwidth_trace.h"
 #include "core/job_plan.h"
 #include "core/partition.h"
 
 namespace edgetrain::agent {
 namespace {
+
+constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
+// How often a coordinator looks at its plan file for a new generation.
+constexpr Duration kPlanLookEvery = std::chrono::seconds(1);
 
 StatusOr<JobPlan> ReadPlan(const std::string& path) {
   auto text = ReadWholeFile(path);
@@ -30,153 +39,147 @@ StatusOr<JobPlan> ReadPlan(const std::string& path) {
   return plan;
 }
 
-constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
+// The emulated link of a worker's slot: its trace, shifted and scaled. A trace
+// that does not load fails the run: an unshaped link would measure something
+// else than what was asked.
+StatusOr<std::optional<BandwidthTrace>> EmulatedLink(const JobPlan& plan, int rank) {
+  if (static_cast<size_t>(rank) >= plan.workers.size() || !plan.workers[rank].link) {
+    return std::optional<BandwidthTrace>();
+  }
+  const LinkSpec& link = *plan.workers[rank].link;
+  auto text = ReadWholeFile(link.trace_path);
+  if (!text.ok()) return FailedPreconditionError("worker " + std::to_string(rank) + "'s link: " + text.status().message());
+  auto trace = BandwidthTrace::Parse(*text, link.trace_path);
+  if (!trace.ok()) return trace.status().WithContext("worker " + std::to_string(rank) + "'s link");
+  return std::optional<BandwidthTrace>(trace->Shifted(link.offset_s).Scaled(link.scale));
+}
+
+// Every worker's emulated link under `plan`.
+StatusOr<std::vector<std::optional<BandwidthTrace>>> EmulatedLinks(const JobPlan& plan) {
+  std::vector<std::optional<BandwidthTrace>> links;
+  for (int w = 0; w < plan.spec.parallelism.workers; ++w) {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::optional<BandwidthTrace> trace, EmulatedLink(plan, w));
+    links.push_back(std::move(trace));
+  }
+  return links;
+}
 
 // What every agent serves over HTTP — GET /metrics and /healthz, and for a
-// coordinator /progress — announced with `http HOST:PORT`; and the coordinator's
-// final `result` line.
-class ProgressEndpoint {
+// job's coordinator /progress — announced with `http HOST:PORT`.
+class Endpoint {
  public:
-  ProgressEndpoint(std::ostream& lines, std::ostream& log) : lines_(lines), log_(log) {}
-
-  // `before_scrape` refreshes metrics that are read off the board, not pushed.
-  Status Start(const std::string& address, bool serve_progress, std::function<void()> before_scrape = {}) {
+  Status Start(const std::string& address, bool serve_progress, std::ostream& lines) {
     EDGETRAIN_ASSIGN_OR_RETURN(server_, HttpServer::Start(address));
     if (serve_progress) {
       server_->Handle("/progress", [this] {
         return HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
       });
     }
-    server_->Handle("/metrics", [this, before_scrape] {
-      if (before_scrape) before_scrape();
-      return HttpResponse{200, kPrometheusText, metrics_.Render()};
-    });
+    server_->Handle("/metrics", [this] { return HttpResponse{200, kPrometheusText, metrics_.Render()}; });
     server_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
-    lines_ << "http " << server_->address() << std::endl;
+    lines << "http " << server_->address() << std::endl;
     return Status::Ok();
   }
   ProgressBoard& board() { return board_; }
   MetricsRegistry& metrics() { return metrics_; }
 
-  int Succeed(const JobProgress& result) {
-    lines_ << "result " << EncodeJobProgress(result) << std::endl;
-    return kExitOk;
-  }
-  int Fail(const Status& status) {
-    board_.Update([&](JobProgress& p) {
-      p.state = JobState::kFailed;
-      p.stop_reason = "failed: " + status.message();
-    });
-    log_ << "edgetrain-agent: " << status.message() << "\n";
-    lines_ << "result " << EncodeJobProgress(board_.Snapshot()) << std::endl;
-    return ExitCodeFor(status);
-  }
-
  private:
-  std::ostream& lines_;
-  std::ostream& log_;
   ProgressBoard board_;
   MetricsRegistry metrics_;
   std::unique_ptr<HttpServer> server_;
 };
 
-// A job of one agent: the whole job trained in this process.
-int RunSoloAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
-                 const std::atomic<bool>& cancel) {
-  ProgressEndpoint endpoint(lines, log);
-  // A job of one reports through the coordinator's metrics, read off its board.
-  CoordinatorMetrics metrics(endpoint.metrics(), plan.job, 1);
-  auto refresh = [&] {
-    JobProgress p = endpoint.board().Snapshot();
-    metrics.SetLoss(p.loss);
-    metrics.SetSamples(p.samples);
-    if (p.accuracy) metrics.SetAccuracy(*p.accuracy);
-    metrics.SetEnergy(p.energy_joules.value_or(0));
-  };
-  if (Status started = endpoint.Start(flags.http, /*serve_progress=*/true, refresh); !started.ok()) {
-    return ReportFailure(started, lines, log);
+// What every role starts from: its plan, endpoint, data and model.
+struct AgentSetup {
+  const AgentFlags& flags;
+  const JobPlan& plan;
+  Endpoint& endpoint;
+  TrainTestSplit data;
+  std::unique_ptr<Trainer> trainer;
+  std::ostream& lines;
+  std::ostream& log;
+};
+
+// A job's result line, the launch contract's last: its final progress, or
+// what failed. Printed whatever happened.
+int ReportJob(const StatusOr<JobProgress>& result, Endpoint& endpoint, std::ostream& lines, std::ostream& log) {
+  if (result.ok()) {
+    lines << "result " << EncodeJobProgress(*result) << std::endl;
+    return kExitOk;
   }
-  const JobSpec& spec = plan.spec;
-  log << "loading " << NameOf(spec.data.dataset) << "\n";
-  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
-  if (!data.ok()) return endpoint.Fail(data.status());
-  log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
-  auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan.intra_op_threads});
-  if (!trainer.ok()) return endpoint.Fail(trainer.status());
-  log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
-      << plan.intra_op_threads << " intra-op thread(s)\n";
-  SoloTrainingOptions options{spec, plan.output_dir, {}, plan.slowdown};
-  if (plan.shard) {
-    options.samples = PartitionSamples(data->train.labels, data->train.info.classes, plan.shard->parts,
-                                       spec.data.partition, spec.seed)[plan.shard->part];
-    log << "training on part " << plan.shard->part << " of " << plan.shard->parts << ": " << options.samples.size()
-        << " samples\n";
+  endpoint.board().Update([&](JobProgress& p) {
+    p.state = JobState::kFailed;
+    p.stop_reason = StopReason::kFailed;
+    p.error = result.status().message();
+  });
+  return ReportFailure(result.status(), lines, log, endpoint.board().Snapshot());
+}
+
+// A job of one agent: the whole job trained in this process.
+StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel) {
+  const JobSpec& spec = s.plan.spec;
+  std::vector<int64_t> samples;
+  if (s.plan.shard) {
+    samples = PartitionSamples(s.data.train.labels, s.data.train.info.classes, s.plan.shard->parts,
+                               spec.data.partition, spec.seed)[s.plan.shard->part];
+    s.log << "training on part " << s.plan.shard->part << " of " << s.plan.shard->parts << ": " << samples.size()
+          << " samples\n";
   }
   RealClock clock;
-  auto result = RunSoloTraining(options, **trainer, *data, clock, endpoint.board(), cancel);
-  if (!result.ok()) return endpoint.Fail(result.status());
-  return endpoint.Succeed(*result);
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 1);
+  SoloEngine engine(spec, *s.trainer, s.data, std::move(samples), {s.plan.slowdown, PowerProfile{}}, clock);
+  return JobDriver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log).Run(cancel);
 }
 
 // The coordinator of a data-parallel team: ROG's parameter server. It prints
 // `listening HOST:PORT` once workers can connect.
-int RunCoordinatorAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
-                        const std::atomic<bool>& cancel) {
-  ProgressEndpoint endpoint(lines, log);
-  if (Status started = endpoint.Start(flags.http, /*serve_progress=*/true); !started.ok()) {
-    return ReportFailure(started, lines, log);
-  }
-  const JobSpec& spec = plan.spec;
-  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
-  if (!data.ok()) return endpoint.Fail(data.status());
-  auto model = CreateTrainer({spec.model, spec.optimizer, data->test.info, spec.seed, plan.intra_op_threads});
-  if (!model.ok()) return endpoint.Fail(model.status());
-
+StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>& cancel) {
+  const JobSpec& spec = s.plan.spec;
   // The coordinator evaluates on the test set and needs only the size of the
   // training set, whose samples are the workers': they go.
-  const int64_t train_size = data->train.size();
-  data->train = {};
+  const int64_t train_size = s.data.train.size();
+  s.data.train = {};
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, EmulatedLinks(s.plan));
   RealClock clock;
-  Coordinator coordinator(plan, **model, data->test, train_size, clock, endpoint.board(), log, endpoint.metrics());
-  if (Status restored = coordinator.Restore(); !restored.ok()) return endpoint.Fail(restored);
-  auto server = StartTrainingServer(flags.listen, TransportSecurity{}, coordinator);
-  if (!server.ok()) return endpoint.Fail(server.status());
-  log << "coordinator: " << spec.parallelism.workers << " worker(s), policy " << NameOf(spec.sync.policy)
-      << ", a model of " << (*model)->ParameterCount() << " parameters\n";
-  lines << "listening " << (*server)->address() << std::endl;
-
-  auto result = coordinator.Run(cancel);
-  (*server)->Shutdown();
-  if (!result.ok()) return endpoint.Fail(result.status());
-  return endpoint.Succeed(*result);
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers);
+  Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics);
+  CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
+  JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
+  EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
+                             StartTrainingServer(s.flags.listen, TransportSecurity{}, service));
+  s.log << "coordinator: " << spec.parallelism.workers << " worker(s), policy " << NameOf(spec.sync.policy)
+        << ", a model of " << s.trainer->ParameterCount() << " parameters\n";
+  s.lines << "listening " << server->address() << std::endl;
+  // A re-plan reaches a running coordinator through its plan file.
+  PlanWatcher watcher(s.flags.plan, s.plan.generation, clock, kPlanLookEvery, [&](const JobPlan& next) {
+    EDGETRAIN_ASSIGN_OR_RETURN(auto links, EmulatedLinks(next));
+    return service.AdoptPlan(next, links);
+  }, s.log);
+  auto result = driver.Run(cancel);
+  server->Shutdown();
+  return result;
 }
 
 // A worker of a data-parallel team: its partition, its gradients, its link.
-int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& lines, std::ostream& log,
-                   const std::atomic<bool>& cancel) {
-  if (flags.coordinator.empty()) {
-    return ReportFailure(InvalidArgumentError("--role=worker needs --coordinator=HOST:PORT"), lines, log);
-  }
-  ProgressEndpoint endpoint(lines, log);
-  if (Status started = endpoint.Start(flags.http, /*serve_progress=*/false); !started.ok()) {
-    return ReportFailure(started, lines, log);
-  }
-  const JobSpec& spec = plan.spec;
-  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
-  if (!data.ok()) return ReportFailure(data.status(), lines, log);
-  auto trainer = CreateTrainer({spec.model, spec.optimizer, data->train.info, spec.seed, plan.intra_op_threads});
-  if (!trainer.ok()) return ReportFailure(trainer.status(), lines, log);
-  data->test = {};  // a worker never evaluates
-  RealClock clock;
+int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
+  s.data.test = {};  // a worker never evaluates
   WorkerOptions options;
-  options.rank = flags.rank;
-  options.coordinator = flags.coordinator;
-  options.metrics = &endpoint.metrics();
-  log << "worker " << flags.rank << ": training on its part of " << NameOf(spec.data.dataset) << " with coordinator "
-      << flags.coordinator << "\n";
-  auto summary = RunWorker(plan, options, **trainer, data->train, clock, log, cancel);
-  if (!summary.ok()) return ReportFailure(summary.status().WithContext("worker " + std::to_string(flags.rank)), lines, log);
-  nlohmann::json result = {{"rank", flags.rank},
+  options.rank = s.flags.rank;
+  auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
+  options.coordinator = connector.get();
+  options.metrics = &s.endpoint.metrics();
+  auto fail = [&](const Status& status) {
+    return ReportFailure(status.WithContext("worker " + std::to_string(s.flags.rank)), s.lines, s.log);
+  };
+  auto uplink = EmulatedLink(s.plan, s.flags.rank);
+  if (!uplink.ok()) return fail(uplink.status());
+  options.uplink = std::move(*uplink);
+  s.log << "worker " << s.flags.rank << ": training on its part of " << NameOf(s.plan.spec.data.dataset)
+        << " with coordinator " << s.flags.coordinator << "\n";
+  RealClock clock;
+  auto summary = RunWorker(s.plan, options, *s.trainer, s.data.train, clock, s.log, cancel);
+  if (!summary.ok()) return fail(summary.status());
+  nlohmann::json result = {{"rank", s.flags.rank},
                            {"iterations", summary->iterations},
                            {"samples", summary->samples},
                            {"computeSeconds", summary->compute_s},
@@ -187,34 +190,66 @@ int RunWorkerAgent(const AgentFlags& flags, const JobPlan& plan, std::ostream& l
                            {"reconnects", summary->reconnects},
                            {"energyJoules", summary->energy_joules},
                            {"stopReason", summary->stop_reason}};
-  lines << "result " << result.dump() << std::endl;
+  s.lines << "result " << result.dump() << std::endl;
   return kExitOk;
+}
+
+// Which part this agent plays, from its flags and its plan: a plan that
+// places workers is a data-parallel team, one without is a job of one.
+enum class Part { kSolo, kCoordinator, kWorker };
+
+StatusOr<Part> PartOf(const AgentFlags& flags, const JobPlan& plan) {
+  if (plan.job != flags.job) {
+    return InvalidArgumentError("the plan is for job \"" + plan.job + "\", not \"" + flags.job + "\"");
+  }
+  if (flags.world != plan.spec.parallelism.workers) {
+    return InvalidArgumentError("--world=" + std::to_string(flags.world) + " but the plan has " +
+                                std::to_string(plan.spec.parallelism.workers) + " worker(s)");
+  }
+  const bool team = !plan.workers.empty();
+  switch (flags.role) {
+    case Role::kStage:
+      return InvalidArgumentError("--role=stage (pipeline parallelism) is not supported yet");
+    case Role::kWorker:
+      if (!team) return InvalidArgumentError("--role=worker needs a plan that places workers");
+      if (flags.coordinator.empty()) return InvalidArgumentError("--role=worker needs --coordinator=HOST:PORT");
+      return Part::kWorker;
+    case Role::kCoordinator:
+      return team ? Part::kCoordinator : Part::kSolo;
+  }
+  return InvalidArgumentError("unknown role");
 }
 
 }  // namespace
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel) {
-  if (flags.role == Role::kStage) {
-    return ReportFailure(UnimplementedError("--role=stage (pipeline parallelism) is not supported yet"), lines, log);
-  }
   auto plan = ReadPlan(flags.plan);
-  if (!plan.ok()) return ReportFailure(InvalidArgumentError(plan.status().message()), lines, log);
-  if (plan->job != flags.job) {
-    return ReportFailure(InvalidArgumentError("the plan is for job \"" + plan->job + "\", not \"" + flags.job + "\""),
-                         lines, log);
+  auto part = plan.ok() ? PartOf(flags, *plan) : StatusOr<Part>(InvalidArgumentError(plan.status().message()));
+  if (!part.ok()) return ReportFailure(part.status(), lines, log);
+  // Every role: its endpoints, its data, its model; then its part.
+  Endpoint endpoint;
+  if (Status started = endpoint.Start(flags.http, *part != Part::kWorker, lines); !started.ok()) {
+    return ReportFailure(started, lines, log);
   }
-  if (flags.world != plan->spec.parallelism.workers) {
-    return ReportFailure(InvalidArgumentError("--world=" + std::to_string(flags.world) + " but the plan has " +
-                                              std::to_string(plan->spec.parallelism.workers) + " worker(s)"),
-                         lines, log);
+  const JobSpec& spec = plan->spec;
+  auto setup_failed = [&](const Status& status) {
+    return *part == Part::kWorker ? ReportFailure(status, lines, log) : ReportJob(status, endpoint, lines, log);
+  };
+  log << "loading " << NameOf(spec.data.dataset) << "\n";
+  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
+  if (!data.ok()) return setup_failed(data.status());
+  log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
+  auto trainer = CreateTrainer({spec.model, data->train.info, spec.seed, plan->intra_op_threads});
+  if (!trainer.ok()) return setup_failed(trainer.status());
+  log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
+      << plan->intra_op_threads << " intra-op thread(s)\n";
+  AgentSetup setup{flags, *plan, endpoint, std::move(*data), std::move(*trainer), lines, log};
+  switch (*part) {
+    case Part::kSolo: return ReportJob(RunSoloRole(setup, cancel), endpoint, lines, log);
+    case Part::kCoordinator: return ReportJob(RunCoordinatorRole(setup, cancel), endpoint, lines, log);
+    case Part::kWorker: return RunWorkerRole(setup, cancel);
   }
-  // A plan that places workers is a data-parallel team; one without is a job of one.
-  const bool team = !plan->workers.empty();
-  if (flags.role == Role::kWorker) {
-    if (!team) return ReportFailure(InvalidArgumentError("--role=worker needs a plan that places workers"), lines, log);
-    return RunWorkerAgent(flags, *plan, lines, log, cancel);
-  }
-  return team ? RunCoordinatorAgent(flags, *plan, lines, log, cancel) : RunSoloAgent(flags, *plan, lines, log, cancel);
+  return kExitFailed;
 }
 
 }  // namespace edgetrain::agent

@@ -62,7 +62,7 @@ TEST_F(AgentTest, TrainsAJobOfOneAndReportsOnStdout) {
   ASSERT_TRUE(progress.ok()) << progress.status().ToString();
   EXPECT_EQ(progress->state, JobState::kSucceeded);
   EXPECT_EQ(progress->iteration, 3 * 45);  // ceil(1437 / 32) steps per epoch
-  EXPECT_EQ(progress->stop_reason, "epochs");
+  EXPECT_EQ(progress->stop_reason, StopReason::kEpochs);
   EXPECT_GT(*progress->accuracy, 0.9);
   EXPECT_TRUE(fs::exists(dir / "out" / "model.pt"));
   EXPECT_NE(log.str().find("loaded 1437 training and 360 test samples"), std::string::npos) << log.str();
@@ -82,7 +82,8 @@ TEST_F(AgentTest, AFailingAgentStillEndsWithItsResultLine) {
   auto result = DecodeJobProgress(out.substr(7));
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->state, JobState::kFailed);
-  EXPECT_EQ(result->stop_reason, "failed: the plan is for job \"digits\", not \"other\"");
+  EXPECT_EQ(result->stop_reason, StopReason::kFailed);
+  EXPECT_EQ(result->error, "the plan is for job \"digits\", not \"other\"");
 
   // A worker whose data set is nowhere: a runtime failure, and its result line.
   JobPlan team;

@@ -16,7 +16,7 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset
   EDGETRAIN_ASSIGN_OR_RETURN(ModelSpec spec, ReadModelSpec(model_path));
   EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadDataset(dataset, SearchPathWith(data_dir)));
   data.train = {};
-  EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, {}, data.test.info, 0, 1}));
+  EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1}));
   if (Status loaded = trainer->LoadModel(model_path); !loaded.ok()) {
     return InvalidArgumentError(loaded.message() + " (is it a model of " + std::string(NameOf(dataset)) + "?)");
   }

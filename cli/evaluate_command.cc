@@ -26,8 +26,8 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
   const int exit = evaluator->Wait(std::chrono::seconds(15));
   const auto json = nlohmann::json::parse(result.value_or("{}"), nullptr, /*allow_exceptions=*/false);
   if (exit != kExitOk || !json.contains("accuracy")) {
-    const std::string why = json.is_object() ? json.value("stopReason", "") : "";
-    err << "error: " << (why.empty() ? "the agent exited (status " + std::to_string(exit) + ") without a result" : why.substr(why.find(' ') + 1))
+    const std::string why = json.is_object() ? json.value("error", "") : "";
+    err << "error: " << (why.empty() ? "the agent exited (status " + std::to_string(exit) + ") without a result" : why)
         << "\n";
     return exit != kExitOk ? exit : kExitFailed;
   }

@@ -193,8 +193,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   Supervision outcome = supervisor.Run(interrupted, display, watch);
   if (!outcome.failure.empty()) return failed(outcome.failure);
   if (outcome.result->state != JobState::kSucceeded) {
-    const std::string& reason = outcome.result->stop_reason;
-    return failed("training failed: " + reason.substr(reason.find(' ') + 1));
+    return failed("training failed: " + outcome.result->error);
   }
 
   const double wall_s = ToSeconds(clock.Now() - started);

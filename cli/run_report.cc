@@ -51,7 +51,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, cons
   if (job.spec.budget.target_accuracy) {
     out << " (target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached)" : " not reached)");
   }
-  out << ", stopped by " << p.stop_reason << "\n";
+  out << ", stopped by " << (p.stop_reason ? NameOf(*p.stop_reason) : "?") << "\n";
   out << "  " << WithThousands(p.iteration) << " iterations, " << WithThousands(p.samples) << " samples, "
       << WithThousands(static_cast<int64_t>(p.samples_per_second)) << " samples/s; " << Fixed(p.elapsed_s, 1)
       << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
@@ -88,7 +88,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"samples_per_s", p.samples_per_second},
       {"reached_target", p.reached_target},
       {"target_accuracy", nullable(job.spec.budget.target_accuracy)},
-      {"stop_reason", p.stop_reason},
+      {"stop_reason", p.stop_reason ? NameOf(*p.stop_reason) : ""},
       {"workers", job.spec.parallelism.workers},
       {"stall_fraction", MeanStallFraction(p)},
       {"bytes_sent", BytesSent(p)},

@@ -92,17 +92,17 @@ class ScriptedAgent final : public WatchedProcess {
   bool closed_ = false;
 };
 
-std::string Encoded(JobState state, int64_t iteration, double fraction, std::string stop_reason) {
+std::string Encoded(JobState state, int64_t iteration, double fraction, std::optional<StopReason> stop_reason) {
   JobProgress p;
   p.state = state;
   p.iteration = iteration;
   p.fraction = fraction;
   p.accuracy = 0.9;
-  p.stop_reason = std::move(stop_reason);
+  p.stop_reason = stop_reason;
   return EncodeJobProgress(p);
 }
-const std::string kResult = "result " + Encoded(JobState::kSucceeded, 40, 1, "epochs");
-const std::string kProgress = Encoded(JobState::kTraining, 10, 0.25, "");
+const std::string kResult = "result " + Encoded(JobState::kSucceeded, 40, 1, StopReason::kEpochs);
+const std::string kProgress = Encoded(JobState::kTraining, 10, 0.25, std::nullopt);
 
 // A team of a coordinator and `workers` workers, watched on a simulated clock.
 class RunSupervisorTest : public testing::Test {
@@ -144,7 +144,7 @@ TEST_F(RunSupervisorTest, TheResultEndsTheRunAndAWorkerBehindADeadLinkIsToldToSt
   // workers_[1] never exits by itself: it did not hear Stop.
   Supervision outcome = Run();
   ASSERT_TRUE(outcome.result.has_value());
-  EXPECT_EQ(outcome.result->stop_reason, "epochs");
+  EXPECT_EQ(outcome.result->stop_reason, StopReason::kEpochs);
   EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
   EXPECT_FALSE(outcome.interrupted);
   EXPECT_TRUE(coordinator_.signals.empty());

@@ -163,10 +163,10 @@ TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
   EXPECT_EQ(second->Wait(seconds(30)), 0);
   auto result = DecodeJobProgress(*result_line);
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->stop_reason, "epochs");
+  EXPECT_EQ(result->stop_reason, StopReason::kEpochs);
   EXPECT_GT(*result->accuracy, 0.75) << "it learned across the restart (chance is 0.1)";
   const std::string log = ReadFile(dir / "coordinator-2.log");
-  EXPECT_NE(log.find("coordinator: resumed from"), std::string::npos) << log;
+  EXPECT_NE(log.find("resume: resumed from"), std::string::npos) << log;
   const size_t at = log.find("at iteration ");
   ASSERT_NE(at, std::string::npos);
   EXPECT_GE(std::stoll(log.substr(at + 13)), 30) << "resumed from a checkpoint past the first";

@@ -4,16 +4,6 @@
 
 namespace edgetrain {
 
-std::string_view NameOf(StopReason r) {
-  switch (r) {
-    case StopReason::kTarget: return "target";
-    case StopReason::kEpochs: return "epochs";
-    case StopReason::kWallClock: return "wallClock";
-    case StopReason::kCancelled: return "cancelled";
-  }
-  return "?";
-}
-
 Budget::Budget(const BudgetSpec& spec, int64_t iterations_per_epoch, TimePoint start)
     : spec_(spec), iterations_per_epoch_(std::max<int64_t>(1, iterations_per_epoch)), start_(start) {}
 

@@ -8,12 +8,11 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "core/job_progress.h"
 #include "core/job_spec.h"
 
 namespace edgetrain {
 
-enum class StopReason { kTarget, kEpochs, kWallClock, kCancelled };
-std::string_view NameOf(StopReason r);
 
 class Budget {
  public:

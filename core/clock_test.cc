@@ -52,6 +52,57 @@ TEST(SimulatedClockTest, AdvancesFromDeadlineToDeadline) {
   EXPECT_FALSE(clock.AdvanceToNextDeadline());
 }
 
+TEST(SimulatedClockTest, ConditionWaitEndsAtItsDeadlineOrWhenNotified) {
+  SimulatedClock clock;
+  std::mutex mu;
+  ClockCondition changed(clock);
+  bool ready = false;
+  bool timed_out_holds = true;
+  std::thread waiter([&] {
+    std::unique_lock lock(mu);
+    timed_out_holds = changed.WaitFor(lock, seconds(5), [&] { return ready; });
+  });
+  while (clock.sleepers() == 0) std::this_thread::yield();
+  clock.Advance(seconds(5));
+  waiter.join();
+  EXPECT_FALSE(timed_out_holds);
+
+  bool notified_holds = false;
+  std::thread notified([&] {
+    std::unique_lock lock(mu);
+    notified_holds = changed.WaitFor(lock, seconds(5), [&] { return ready; });
+  });
+  while (clock.sleepers() == 0) std::this_thread::yield();
+  {
+    std::lock_guard lock(mu);
+    ready = true;
+  }
+  changed.NotifyAll();
+  notified.join();
+  EXPECT_TRUE(notified_holds);
+}
+
+TEST(RealClockTest, ConditionWaitTimesOutAndIsWokenByNotify) {
+  RealClock clock;
+  std::mutex mu;
+  ClockCondition changed(clock);
+  bool ready = false;
+  {
+    std::unique_lock lock(mu);
+    EXPECT_FALSE(changed.WaitFor(lock, milliseconds(2), [&] { return ready; }));
+  }
+  ClockThread setter = clock.StartThread("setter", [&] {
+    std::lock_guard lock(mu);
+    ready = true;
+    changed.NotifyAll();
+  });
+  std::unique_lock lock(mu);
+  changed.Wait(lock, [&] { return ready; });
+  lock.unlock();
+  setter.Join();
+  EXPECT_FALSE(setter.joinable());
+}
+
 TEST(RealClockTest, IsMonotonicAndSleeps) {
   RealClock clock;
   TimePoint a = clock.Now();

@@ -27,6 +27,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       {"outputDir", plan.output_dir},
       {"intraOpThreads", plan.intra_op_threads},
       {"slowdown", plan.slowdown},
+      {"fresh", plan.fresh},
   };
   if (plan.shard) j["shard"] = {{"parts", plan.shard->parts}, {"part", plan.shard->part}};
   return j.dump(2) + "\n";
@@ -43,6 +44,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     plan.output_dir = j.at("outputDir").get<std::string>();
     plan.intra_op_threads = j.at("intraOpThreads").get<int>();
     plan.slowdown = j.value("slowdown", 1.0);
+    plan.fresh = j.value("fresh", false);
     if (j.contains("shard")) plan.shard = DataShard{j["shard"].at("parts").get<int>(), j["shard"].at("part").get<int>()};
     for (const auto& w : j.value("workers", Json::array())) {
       WorkerSlot slot;

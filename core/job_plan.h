@@ -42,6 +42,9 @@ struct JobPlan {
   // A job of one only: train on this shard, on an emulated slower device.
   std::optional<DataShard> shard;
   double slowdown = 1;
+  // Start afresh even if the output folder holds a checkpoint of this job
+  // that did not complete (which the job otherwise resumes from).
+  bool fresh = false;
 };
 
 std::string EncodeJobPlan(const JobPlan& plan);

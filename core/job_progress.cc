@@ -27,7 +27,27 @@ std::optional<T> Optional(const Json& j, const char* key) {
   return it->get<T>();
 }
 
+constexpr std::array<std::pair<StopReason, std::string_view>, 5> kStopReasonNames{{
+    {StopReason::kTarget, "target"},
+    {StopReason::kEpochs, "epochs"},
+    {StopReason::kWallClock, "wallClock"},
+    {StopReason::kCancelled, "cancelled"},
+    {StopReason::kFailed, "failed"},
+}};
+
 }  // namespace
+
+std::string_view NameOf(StopReason r) {
+  for (const auto& [reason, name] : kStopReasonNames)
+    if (reason == r) return name;
+  return "?";
+}
+
+std::optional<StopReason> StopReasonNamed(std::string_view name) {
+  for (const auto& [reason, n] : kStopReasonNames)
+    if (n == name) return reason;
+  return std::nullopt;
+}
 
 std::string_view NameOf(JobState s) {
   for (const auto& [state, name] : kStateNames)
@@ -58,14 +78,17 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"epoch", p.epoch},
             {"loss", p.loss},
             {"accuracy", Nullable(p.accuracy)},
+            {"evaluatedAtIteration", Nullable(p.evaluated_iteration)},
             {"samplesPerSecond", p.samples_per_second},
             {"elapsedSeconds", p.elapsed_s},
             {"etaSeconds", Nullable(p.eta_s)},
             {"fraction", p.fraction},
             {"energyJoules", Nullable(p.energy_joules)},
             {"workers", workers},
+            {"resumedFromIteration", Nullable(p.resumed_from_iteration)},
             {"reachedTarget", p.reached_target},
-            {"stopReason", p.stop_reason},
+            {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
+            {"error", p.error},
             {"modelPath", p.model_path}};
   return j.dump();
 }
@@ -89,6 +112,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     p.epoch = j.at("epoch").get<int>();
     p.loss = j.at("loss").get<double>();
     p.accuracy = Optional<double>(j, "accuracy");
+    p.evaluated_iteration = Optional<int64_t>(j, "evaluatedAtIteration");
     p.samples_per_second = j.at("samplesPerSecond").get<double>();
     p.elapsed_s = j.at("elapsedSeconds").get<double>();
     p.eta_s = Optional<double>(j, "etaSeconds");
@@ -104,7 +128,13 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("wallSeconds", 0.0)});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
-    p.stop_reason = j.at("stopReason").get<std::string>();
+    p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");
+    const std::string stop = j.at("stopReason").get<std::string>();
+    if (!stop.empty()) {
+      p.stop_reason = StopReasonNamed(stop);
+      if (!p.stop_reason) return InvalidArgumentError("progress: unknown stopReason \"" + stop + "\"");
+    }
+    p.error = j.value("error", "");
     p.model_path = j.at("modelPath").get<std::string>();
   } catch (const Json::exception& e) {
     return InvalidArgumentError(std::string("progress: ") + e.what());

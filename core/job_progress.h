@@ -16,6 +16,12 @@ namespace edgetrain {
 enum class JobState { kStarting, kTraining, kSucceeded, kFailed };
 std::string_view NameOf(JobState s);
 
+// Why training ended: a budget limit (core/budget.h), an interruption, or a
+// failure (whose message is JobProgress::error).
+enum class StopReason { kTarget, kEpochs, kWallClock, kCancelled, kFailed };
+std::string_view NameOf(StopReason r);
+std::optional<StopReason> StopReasonNamed(std::string_view name);
+
 struct WorkerProgress {
   int rank = 0;
   int batch_size = 0;
@@ -39,15 +45,19 @@ struct JobProgress {
   int epoch = 0;
   double loss = 0;                 // mean training loss since the last report
   std::optional<double> accuracy;  // last test-set evaluation
+  std::optional<int64_t> evaluated_iteration;  // the iteration that evaluation was of
   double samples_per_second = 0;
   double elapsed_s = 0;
   std::optional<double> eta_s;     // until the budget ends (the target may come sooner)
   double fraction = 0;             // of the budget used, 0..1, for progress bars
   std::optional<double> energy_joules;  // modelled, not measured; null until an energy model runs
   std::vector<WorkerProgress> workers;
+  // Set when the job resumed from a checkpoint: the iteration it resumed at.
+  std::optional<int64_t> resumed_from_iteration;
   // Set when the job has ended.
   bool reached_target = false;
-  std::string stop_reason;         // "target", "epochs", "wallClock", "failed: ..."
+  std::optional<StopReason> stop_reason;
+  std::string error;               // what failed, when stop_reason is kFailed
   std::string model_path;
 };
 

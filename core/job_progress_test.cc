@@ -33,13 +33,32 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.accuracy = 0.86;
   p.eta_s = 0;
   p.reached_target = true;
-  p.stop_reason = "target";
+  p.stop_reason = StopReason::kTarget;
   back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->accuracy, 0.86);
   EXPECT_TRUE(back->reached_target);
-  EXPECT_EQ(back->stop_reason, "target");
+  EXPECT_EQ(back->stop_reason, StopReason::kTarget);
   EXPECT_EQ(NameOf(back->state), "succeeded");
+}
+
+TEST(JobProgressTest, AFailureIsAReasonAndAMessageNotAStringToParse) {
+  JobProgress p;
+  p.state = JobState::kFailed;
+  p.stop_reason = StopReason::kFailed;
+  p.error = "cannot write /models/m.pt: disk full";
+  p.accuracy = 0.5;
+  p.evaluated_iteration = 300;
+  p.resumed_from_iteration = 200;
+  auto back = DecodeJobProgress(EncodeJobProgress(p));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->stop_reason, StopReason::kFailed);
+  EXPECT_EQ(back->error, "cannot write /models/m.pt: disk full");
+  EXPECT_EQ(back->evaluated_iteration, 300);
+  EXPECT_EQ(back->resumed_from_iteration, 200);
+  EXPECT_EQ(NameOf(StopReason::kWallClock), "wallClock");
+  EXPECT_EQ(StopReasonNamed("wallClock"), StopReason::kWallClock);
+  EXPECT_FALSE(StopReasonNamed("tired").has_value());
 }
 
 TEST(JobProgressTest, RefusesUnknownStates) {

@@ -7,7 +7,7 @@ namespace edgetrain {
 int MandatoryAfter(int staleness_bound) { return staleness_bound >= 2 ? staleness_bound - 1 : staleness_bound; }
 
 std::vector<size_t> SelectPushRows(std::span<const PushCandidate> candidates, int64_t iteration, int staleness_bound,
-                                   int64_t byte_budget, RowPriority priority) {
+                                   int64_t byte_budget, RowOrder order) {
   std::vector<size_t> chosen;
   std::vector<std::pair<double, const PushCandidate*>> optional;
   int64_t spent = 0;
@@ -25,7 +25,7 @@ std::vector<size_t> SelectPushRows(std::span<const PushCandidate> candidates, in
       continue;
     }
     if (c.residual_energy <= 0) continue;
-    double score = priority == RowPriority::kStaleness
+    double score = order == RowOrder::kStaleness
                        ? static_cast<double>(staleness)
                        : c.residual_energy / static_cast<double>(std::max<int64_t>(1, c.bytes)) *
                              (1.0 + static_cast<double>(staleness) / bound);

@@ -11,7 +11,7 @@
 // and not yet sent), b_r its size on the wire and s_r the iterations since it was
 // last pushed — the most gradient energy per byte first, with old rows rising so
 // they are sent before they turn mandatory. ROG as published orders by staleness
-// alone (RowPriority::kStaleness), kept for comparison.
+// alone (RowOrder::kStaleness), kept for comparison.
 //
 // Coordinator -> worker (parameters): rows the worker needs for its next
 // iteration are mandatory; the rest go in order of how many updates the worker's
@@ -22,9 +22,10 @@
 #include <span>
 #include <vector>
 
+#include "core/job_spec.h"
+
 namespace edgetrain {
 
-enum class RowPriority { kImportance, kStaleness };
 
 // A row must be pushed at least every m iterations for no teammate to wait on
 // it: with the bound S, a push made after iteration q must come back from the
@@ -47,7 +48,7 @@ struct PushCandidate {
 // accumulated are skipped unless mandatory, and rows already pushed at
 // `iteration` are skipped: their residual is only compression error.
 std::vector<size_t> SelectPushRows(std::span<const PushCandidate> candidates, int64_t iteration, int staleness_bound,
-                                   int64_t byte_budget, RowPriority priority);
+                                   int64_t byte_budget, RowOrder order);
 
 struct PullCandidate {
   size_t row = 0;

@@ -16,6 +16,13 @@
 // Workers whose link has died are set inactive and leave the minimum, so one
 // robot behind a wall does not stop the team; on rejoining they resume at the
 // team's iteration (their missed gradients are dropped, their copy resent).
+//
+// The bound tolerates lag between teammates; it buys nothing against oneself.
+// A worker that is the only one active has every row's clock at its own
+// pushes, and S > 0 would only have it compute on its own delayed updates:
+// with momentum that overshoots (measured in docs/data-parallelism.md, "A
+// team of one"). So while at most one worker is active the bound in force is 0,
+// and it is S again once a teammate is back.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +36,10 @@ class StalenessLedger {
 
   int workers() const { return static_cast<int>(iteration_.size()); }
   size_t rows() const { return rows_; }
+  // The bound the job asked for.
   int bound() const { return bound_; }
+  // The bound in force now: S, or 0 while at most one worker is active.
+  int BoundInForce() const { return active_count() <= 1 ? 0 : bound_; }
 
   // A push of `w` after iteration `iteration` carrying row `r`.
   void RecordPush(int w, size_t r, int64_t iteration);
@@ -42,8 +52,9 @@ class StalenessLedger {
   int64_t pushed(int w, size_t r) const { return pushed_[Index(w, r)]; }
   int64_t copy(int w, size_t r) const { return copy_[Index(w, r)]; }
   int64_t iteration(int w) const { return iteration_[w]; }
-  // The least clock a copy must have for iteration `t`: t - 1 - S.
-  int64_t Need(int64_t t) const { return t - 1 - bound_; }
+  // The least clock a copy must have for iteration `t`: t - 1 - S, with the
+  // bound in force.
+  int64_t Need(int64_t t) const { return t - 1 - BoundInForce(); }
 
   // Rows `w` must receive before it can compute its next iteration and that the
   // coordinator can already send (clock(r) is high enough).

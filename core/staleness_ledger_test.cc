@@ -131,7 +131,7 @@ struct TeamSimulation {
       if (!k.link_up) continue;  // computed, nothing gets out
       std::vector<PushCandidate> candidates;
       for (size_t r = 0; r < kRows; ++r) candidates.push_back({r, k.residual[r], 1, k.last_pushed[r], k.demanded[r]});
-      for (size_t r : SelectPushRows(candidates, t, bound, k.rows_per_tick, RowPriority::kImportance)) {
+      for (size_t r : SelectPushRows(candidates, t, bound, k.rows_per_tick, RowOrder::kImportance)) {
         ledger.RecordPush(w, r, t);
         k.last_pushed[r] = t;
         k.residual[r] = 0;

@@ -1,126 +1,179 @@
 #pragma once
-// The coordinator of row-granular data parallelism: ROG's parameter server.
+// The coordinator of row-granular data parallelism — ROG's parameter server —
+// as the TrainingEngine its job driver advances (agent/job_driver.h).
 //
-// It holds the global model and the optimizer (core/row_optimizer.h says why
-// there), applies gradient rows as workers push them, keeps the staleness ledger,
-// and sends each worker the rows it needs and then the rows it misses most,
-// within what that worker's downlink carries in one of its iterations. It counts
-// out workers whose pushes stop coming past their learned deadline and takes them
-// back, with a full copy of the model, when they return. It evaluates the model,
-// checkpoints it, ends the job at its budget, and serves the job's progress.
-//
-// Threads: one per worker stream reading pushes (Serve), one per worker sending
-// updates, and the caller's, running Run(). All state is guarded by one mutex.
+// It keeps the team's state under one mutex and leaves each decision on it to
+// a policy of core/:
+//   core/team_membership.h   who is in, from which iteration: the rendezvous,
+//                            counting out, rejoining, stale streams and welcomes
+//   core/row_aggregator.h    the global model: gradients gathered row by row,
+//                            the optimizer's step when a row's clock moves
+//   core/staleness_ledger.h  who has contributed what to every row
+//   core/downlink_planner.h  which rows each worker is sent, and how
+//   core/team_accounts.h     what each worker has done, for the job's progress
+// Streams and threads are its service's (coordinator_service.h), which hands
+// it what arrives as plain values and asks it what to send.
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "agent/data/dataset.h"
-#include "agent/dp/checkpoint.h"
-#include "agent/progress_board.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
-#include "agent/transport/transport.h"
-#include "core/arrival_deadline.h"
+#include "agent/training_engine.h"
+#include "core/arrival_rate.h"
 #include "core/bandwidth_estimator.h"
 #include "core/clock.h"
+#include "core/downlink_planner.h"
 #include "core/job_plan.h"
-#include "core/job_progress.h"
-#include "core/replica_record.h"
-#include "core/row_codec.h"
+#include "core/row_aggregator.h"
 #include "core/row_layout.h"
-#include "core/row_optimizer.h"
 #include "core/staleness_ledger.h"
-#include "core/trace_shaper.h"
+#include "core/team_accounts.h"
+#include "core/team_membership.h"
 
 namespace edgetrain::agent {
 
-class Coordinator final : public WorkerSessions {
+// The coordinator's waits; long in production, short where a test needs it.
+struct CoordinatorTimings {
+  // How often the team's state is looked at: deadlines, progress, schedules.
+  Duration tick = std::chrono::milliseconds(20);
+  // A job whose workers never come is a failed job, not a hung one.
+  Duration first_worker_timeout = std::chrono::seconds(120);
+  // Workers get this long to hear Stop; one behind a dead link is cut off by
+  // the server's shutdown instead.
+  Duration stop_grace = std::chrono::seconds(3);
+  // Until a worker's pace is learned, its updates are budgeted for this long.
+  Duration assumed_iteration = std::chrono::milliseconds(100);
+};
+
+// A push, or one part of it, as it arrived: rows still encoded, pointing into
+// the message.
+struct ArrivingPush {
+  int64_t iteration = 0;
+  int64_t welcome = 0;  // the Welcome it builds on (core/team_membership.h)
+  std::vector<PushedRow> rows;
+  std::optional<WorkerReport> report;  // on a push's first part only
+  int64_t bytes = 0;                   // on the wire
+};
+
+// What the coordinator sends a worker.
+struct WelcomeMessage {
+  std::vector<DownlinkRow> rows;
+  int64_t resume_after = 0;  // its next iteration is this + 1
+  int staleness_bound = 0;
+  int64_t welcome = 0;
+};
+struct UpdateMessage {
+  DownlinkUpdate update;
+  int staleness_bound = 0;      // in force now (core/staleness_ledger.h)
+  double transfer_seconds = 0;  // how long our earlier messages took on its downlink
+  double uplink_mbps = 0;       // its uplink, as its pushes arrive here; 0: not yet
+  double downlink_mbps = 0;     // what sizes the update's parts
+};
+struct StopMessage {
+  std::string reason;
+};
+using OutgoingMessage = std::variant<WelcomeMessage, UpdateMessage, StopMessage>;
+
+class Coordinator final : public TrainingEngine {
  public:
-  // `model` holds the initial weights (seeded), evaluates and saves the global
-  // model; `test` is the test set; `log` receives one line per notable event.
+  // `model` holds the initial weights (seeded), evaluates and saves the
+  // global model; `test` is the test set; `log` gets one line per notable event.
   Coordinator(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, Clock& clock,
-              ProgressBoard& board, std::ostream& log, MetricsRegistry& metrics);
+              std::ostream& log, CoordinatorMetrics& metrics, CoordinatorTimings timings = {});
   ~Coordinator() override;
 
-  // Resumes from the output folder's checkpoint when there is one of this job.
-  Status Restore();
+  // TrainingEngine.
+  int64_t IterationsPerEpoch() const override;
+  Status Restore(const JobCheckpoint& checkpoint) override;
+  // The rendezvous: every worker, or nodeLossGrace after the first.
+  Status Start(const std::atomic<bool>& cancel) override;
+  Status Advance() override;
+  JobProgress Progress() override;
+  StatusOr<double> Evaluate() override;
+  void Snapshot(JobCheckpoint& into) override;
+  void Finish(FinalModel final) override;
+  Status SaveModel(const std::string& path) override;
 
-  Status Admit(const v1::Hello& hello) override;
-  Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
+  // The service's side. A stream `stream` of worker `w` is opened by Join,
+  // which waits for the team to start and returns the stream number and the
+  // Welcome to send (Cancelled once the job is over).
+  struct Joined {
+    uint64_t stream = 0;
+    WelcomeMessage welcome;
+  };
+  StatusOr<Joined> Join(int w);
+  // What arrived on a stream; an error ends the stream (a row that does not exist).
+  Status Receive(int w, uint64_t stream, const ArrivingPush& push);
+  // The next message for `w`: waits until there is one; nullopt once the
+  // stream is over (the worker left, or a newer stream replaced it).
+  std::optional<OutgoingMessage> Next(int w, uint64_t stream);
+  // A message to `w` went through its link in `took`; `opened_stream`: the
+  // Welcome that Join returned.
+  void Delivered(int w, int64_t bytes, int rows, Duration took, bool opened_stream = false);
+  void Left(int w, uint64_t stream);
+  // Once the job is over and Stop had its chance: sends waiting on a dead link
+  // give up, so shutdown never waits for a link to come back.
+  bool abandoning_sends() const { return abandon_sends_.load(); }
+  const std::vector<std::vector<int64_t>>& tensor_shapes() const { return shapes_; }
+  // Pushes not applied, by reason (PushFate): every push is applied at most
+  // once, and one not applied is counted here.
+  std::vector<int64_t> PushFates() const;
 
-  // Runs the job until its budget ends or `cancel` is set; then tells every
-  // worker to stop, saves the model and returns the final progress.
-  StatusOr<JobProgress> Run(const std::atomic<bool>& cancel);
+  // A new generation of the job's plan, adopted without a restart
+  // (docs/launch-contract.md, "Plans that change while a job runs"): from
+  // now on only hellos of that generation are admitted, and every stream
+  // opened under an older one is fenced out: it leaves the team's waits at
+  // once, and ends at its next message. FailedPrecondition for a plan of
+  // another job, another team size, or a generation not newer than this one.
+  Status AdoptPlan(const JobPlan& next);
+  int64_t plan_generation() const { return plan_generation_.load(); }
 
  private:
-  struct Session;
+  // What the coordinator measures of a worker's link.
+  struct LinkMeters {
+    ArrivalRateMeter uplink;       // its pushes' arrivals: right under kernel shaping too
+    BandwidthEstimator downlink;   // our sends' times: right only when we shape the link
+  };
 
-  // Waits for every worker, or for nodeLossGrace after the first; then starts
-  // the job's clock and lets the Welcomes go.
-  Status GatherTeam(const std::atomic<bool>& cancel);
+  // With mu_ held.
+  bool HasWork(int w) const;
+  double DownlinkMbps(int w) const;
+  WelcomeMessage MakeWelcome(int w, bool whole_model);
+  std::vector<bool> ActiveWorkers() const;
 
-  // All of these run with mu_ held.
-  // The whole model for a (re)started worker; only what it lacks for one whose
-  // link came back.
-  v1::CoordinatorMessage MakeWelcome(int rank, int64_t resume_after, bool whole_model);
-  v1::CoordinatorMessage MakeUpdate(int rank);
-  // A row as the parameters themselves, or as the compressed difference from
-  // what the worker holds; both record what it will hold.
-  void SetRowWhole(Session& s, size_t r, v1::Row& row) const;
-  void SetRowDifference(Session& s, size_t r, v1::Row& row) const;
-  bool HasWork(int rank) const;
-  double DownlinkMbps(int rank) const;
-  // Parts of about `part_bytes` (PartBytes), back to back, so the worker can
-  // time its downlink from their arrivals.
-  static std::vector<v1::CoordinatorMessage> SplitUpdate(v1::CoordinatorMessage whole, int64_t part_bytes);
-  // Gathers a push's rows and steps those whose clock moved; true when a sender
-  // may have something new to send (a row stepped, or a new iteration began).
-  StatusOr<bool> ApplyPush(int rank, const v1::Push& push);
-  void CountOutOverdue(TimePoint now);
-  JobProgress Progress(TimePoint now) const;
-  int64_t TeamIteration() const;
-  CoordinatorCheckpoint Snapshot(TimePoint now) const;
-
-  void SendLoop(int rank, uint64_t epoch, WorkerStream& stream, const std::atomic<bool>& gone);
-  Status EvaluateModel(JobProgress& progress);
-
-  const JobPlan plan_;
+  const JobPlan& plan_;
   Trainer& model_;
   const Dataset& test_;
   const int64_t train_size_;
   Clock& clock_;
-  ProgressBoard& board_;
   std::ostream& log_;
-  CoordinatorMetrics metrics_;  // thread-safe; bound once
+  CoordinatorMetrics& metrics_;  // thread-safe; bound once
+  const CoordinatorTimings timings_;
   const int world_;
+  const std::vector<std::vector<int64_t>> shapes_;
   const RowLayout layout_;
-  const RowEncoding downlink_encoding_;  // the job's compression, both ways
 
   mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<float> params_;          // the global model; guarded by mu_
-  RowOptimizer optimizer_;             // guarded by mu_
-  StalenessLedger ledger_;             // guarded by mu_
-  std::vector<int64_t> versions_;      // per row: updates applied; guarded by mu_
-  std::vector<float> accumulated_;     // gradients awaiting their row's clock; guarded by mu_
-  std::vector<int64_t> applied_clock_; // per row: the clock its last step reached; guarded by mu_
-  std::vector<std::unique_ptr<Session>> sessions_;  // per rank; guarded by mu_
-  int64_t samples_ = 0;                // guarded by mu_
-  double loss_sum_ = 0;                // since the last progress report; guarded by mu_
-  int64_t loss_count_ = 0;
-  double last_loss_ = 0;
-  double elapsed_before_ = 0;          // training time before a restart
-  bool started_ = false;  // the team has gathered (or stopped waiting); guarded by mu_
+  ClockCondition changed_;  // anything a waiter looks at; notified under mu_
+  StalenessLedger ledger_;        // guarded by mu_, as is all below
+  RowAggregator aggregator_;
+  DownlinkPlanner downlink_;
+  TeamMembership members_;
+  TeamAccounts accounts_;
+  std::vector<LinkMeters> links_;
+  std::vector<int64_t> push_fates_;  // by PushFate
+  std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
+  std::atomic<int64_t> plan_generation_;    // written under mu_
   bool stopping_ = false;
-  // Set once the job is over and Stop had its chance: sends waiting on a dead
-  // link give up, so shutdown never waits for a link to come back.
   std::atomic<bool> abandon_sends_{false};
-  TimePoint start_{};  // the job's clock: when the team started; Run()'s only
 };
 
 }  // namespace edgetrain::agent

@@ -1,6 +1,9 @@
-// A coordinator and its workers as threads of one process, over real gRPC on
-// loopback: convergence against BSP, a cut link, a worker killed and restarted,
-// and hellos that must be refused.
+// Smoke runs of the data-parallel engine as it runs in agents: a coordinator
+// and its workers as threads of one process, over real gRPC on loopback,
+// training real LibTorch models on the digits. The engine's behaviour is
+// tested on a deterministic clock (simulated_team_test.cc); these check that
+// the real parts fit: that a team learns, that a killed worker's gRPC stream
+// is replaced, and that hellos are refused with gRPC statuses.
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -9,8 +12,9 @@
 #include <gtest/gtest.h>
 
 #include "agent/dp/coordinator.h"
+#include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
-#include "agent/transport/link_gate.h"
+#include "agent/job_driver.h"
 #include "core/job_spec.h"
 
 namespace edgetrain::agent {
@@ -28,13 +32,15 @@ const TrainTestSplit& Digits() {
   return *digits;
 }
 
-std::string Spec(const std::string& policy, const std::string& budget, const std::string& compression = "none") {
+std::string Spec(const std::string& policy, const std::string& budget, int workers = 3,
+                 const std::string& model = R"({"name": "mlp", "hidden": [32]})",
+                 const std::string& optimizer = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})") {
   std::string bound = policy == "bsp" ? "" : ", \"stalenessBound\": 4";
-  return R"({"model": {"name": "mlp", "hidden": [32]},
+  return R"({"model": )" + model + R"(,
     "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
-    "parallelism": {"mode": "dataParallel", "workers": 3},
-    "sync": {"granularity": "row", "policy": ")" + policy + "\"" + bound + R"(, "compression": ")" + compression + R"("},
-    "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
+    "parallelism": {"mode": "dataParallel", "workers": )" + std::to_string(workers) + R"(},
+    "sync": {"granularity": "row", "policy": ")" + policy + "\"" + bound + R"(, "compression": "none"},
+    "optimizer": )" + optimizer + R"(,
     "budget": )" + budget + R"(,
     "evaluation": {"everyIterations": 25},
     "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0, "maxRecoveries": 5,
@@ -42,8 +48,8 @@ std::string Spec(const std::string& policy, const std::string& budget, const std
     "seed": 11})";
 }
 
-// One team: the coordinator's Run on a thread, a thread per worker (started
-// at once unless `start_workers` is false).
+// One team: its coordinator's job driver on a thread, a thread per worker
+// (started at once unless `start_workers` is false).
 class Team {
  public:
   Team(const std::string& spec_json, int workers, bool start_workers = true) {
@@ -56,17 +62,20 @@ class Team {
                        testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(plan_.output_dir);
     for (int w = 0; w < workers; ++w) plan_.workers.push_back({w, "local-" + std::to_string(w), 1, std::nullopt, {}});
-    gates_.resize(workers);
-    for (auto& g : gates_) g = std::make_unique<LinkGate>();
     worker_cancel_.resize(workers);
     for (auto& c : worker_cancel_) c = std::make_unique<std::atomic<bool>>(false);
     model_ = MakeTrainer();
-    coordinator_ = std::make_unique<Coordinator>(plan_, *model_, Digits().test, Digits().train.size(), clock_, board_,
-                                                 coordinator_log_, metrics_);
-    auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, *coordinator_);
+    coordinator_ = std::make_unique<Coordinator>(plan_, *model_, Digits().test, Digits().train.size(), clock_,
+                                                 coordinator_log_, coordinator_metrics_);
+    service_ = std::make_unique<CoordinatorService>(plan_, *coordinator_, clock_,
+                                                    std::vector<std::optional<BandwidthTrace>>{});
+    driver_ = std::make_unique<JobDriver>(plan_, *coordinator_, clock_, board_, coordinator_metrics_,
+                                          coordinator_log_);
+    auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, *service_);
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
-    run_ = std::thread([this] { result_ = coordinator_->Run(cancel_); });
+    connector_ = GrpcConnector(server_->address(), TransportSecurity{});
+    run_ = std::thread([this] { result_ = driver_->Run(cancel_); });
     if (start_workers) {
       for (int w = 0; w < workers; ++w) StartWorker(w);
     }
@@ -81,7 +90,7 @@ class Team {
   }
 
   std::unique_ptr<Trainer> MakeTrainer() {
-    auto t = CreateTrainer({plan_.spec.model, plan_.spec.optimizer, Digits().train.info, plan_.spec.seed, 1});
+    auto t = CreateTrainer({plan_.spec.model, Digits().train.info, plan_.spec.seed, 1});
     EXPECT_TRUE(t.ok());
     return std::move(*t);
   }
@@ -92,8 +101,7 @@ class Team {
     workers_.emplace_back([this, rank, trainer] {
       WorkerOptions options;
       options.rank = rank;
-      options.coordinator = server_->address();
-      options.gate = gates_[rank].get();
+      options.coordinator = connector_.get();
       std::ostringstream log;
       auto summary = RunWorker(plan_, options, *trainer, Digits().train, clock_, log, *worker_cancel_[rank]);
       EXPECT_TRUE(summary.ok()) << "worker " << rank << ": " << summary.status().ToString();
@@ -117,7 +125,6 @@ class Team {
     return result_;
   }
   void Stop() { cancel_ = true; }
-  LinkGate& gate(int rank) { return *gates_[rank]; }
   const std::string& address() const { return server_->address(); }
   // The coordinator's log; read only once Finish() has returned (it is written
   // from the coordinator's threads until then).
@@ -128,14 +135,17 @@ class Team {
   RealClock clock_;
   ProgressBoard board_;
   MetricsRegistry metrics_;
+  CoordinatorMetrics coordinator_metrics_{metrics_, "team-test", 3};
   std::ostringstream coordinator_log_;
   std::unique_ptr<Trainer> model_;
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<CoordinatorService> service_;
+  std::unique_ptr<JobDriver> driver_;
   std::unique_ptr<TrainingServer> server_;
+  std::unique_ptr<CoordinatorConnector> connector_;
   std::atomic<bool> cancel_{false};
   std::thread run_;
   StatusOr<JobProgress> result_ = InternalError("not finished");
-  std::vector<std::unique_ptr<LinkGate>> gates_;
   std::vector<std::unique_ptr<std::atomic<bool>>> worker_cancel_;
   std::vector<std::thread> workers_;
 };
@@ -159,7 +169,7 @@ TEST(TeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
     Team team(Spec(policy, R"({"epochs": 15, "energyJoules": 0})"), 3);
     auto result = team.Finish();
     ASSERT_TRUE(result.ok()) << policy << ": " << result.status().ToString() << "\n" << team.log();
-    EXPECT_EQ(result->stop_reason, "epochs") << policy;
+    EXPECT_EQ(result->stop_reason, StopReason::kEpochs) << policy;
     EXPECT_GE(result->samples, 15 * Digits().train.size());
     accuracy[i++] = *result->accuracy;
   }
@@ -169,106 +179,18 @@ TEST(TeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
   EXPECT_NEAR(accuracy[1], accuracy[0], 0.03) << "rog " << accuracy[1] << " vs bsp " << accuracy[0];
 }
 
-int64_t BytesReceived(const JobProgress& p) {
-  int64_t sum = 0;
-  for (const auto& w : p.workers) sum += w.bytes_received;
-  return sum;
-}
-
-// int8 rows both ways: gradients up with the workers' error feedback,
-// parameters down as differences from each worker's copy.
-TEST(TeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) {
-  std::optional<JobProgress> whole, int8;
-  for (const char* compression : {"none", "int8"}) {
-    Team team(Spec("rog", R"({"epochs": 15, "energyJoules": 0})", compression), 3);
-    auto result = team.Finish();
-    ASSERT_TRUE(result.ok()) << compression << ": " << result.status().ToString() << "\n" << team.log();
-    (std::string(compression) == "none" ? whole : int8) = *result;
-  }
-  RecordProperty("float32_accuracy", std::to_string(*whole->accuracy));
-  RecordProperty("int8_accuracy", std::to_string(*int8->accuracy));
-  EXPECT_NEAR(*int8->accuracy, *whole->accuracy, 0.03);
-  const double down = static_cast<double>(BytesReceived(*int8)) / static_cast<double>(BytesReceived(*whole));
-  RecordProperty("int8_downlink_bytes_ratio", std::to_string(down));
-  // A quarter of float32, plus a scale per row and every row's first send whole:
-  // 0.31-0.39 over eight runs on a loaded machine.
-  EXPECT_LT(down, 0.5) << BytesReceived(*int8) << " bytes down with int8, " << BytesReceived(*whole) << " without";
-}
-
-// Workers load their data before they connect, for seconds on a slow device:
-// that is not training time, as it is not for a job of one.
-TEST(TeamTest, TheJobsClockStartsWithItsTeam) {
-  Team team(Spec("rog", R"({"wallClock": "500ms", "energyJoules": 0})"), 3, /*start_workers=*/false);
-  std::this_thread::sleep_for(milliseconds(700));  // longer than the whole budget
-  for (int w = 0; w < 3; ++w) team.StartWorker(w);
+// A worker alone has no teammate to be stale towards: its bound in force is 0
+// (core/staleness_ledger.h). With S = 4 it once computed on its own delayed
+// updates, and a team of one ended anywhere from 0.09 to 0.85 on the digits
+// example where a job of one reaches 0.97.
+TEST(TeamTest, ATeamOfOneLearnsAsAJobOfOneDoes) {
+  // examples/digits.yaml's model and optimizer, where it showed.
+  Team team(Spec("rog", R"({"epochs": 10, "energyJoules": 0})", 1, R"({"name": "cnn", "channels": [16, 32]})",
+                 R"({"name": "sgd", "learningRate": 0.05, "momentum": 0.9, "weightDecay": 0})"),
+            1);
   auto result = team.Finish();
   ASSERT_TRUE(result.ok()) << result.status().ToString() << "\n" << team.log();
-  EXPECT_EQ(result->stop_reason, "wallClock");
-  EXPECT_GT(result->samples, 0) << "the budget ran out while no worker was there";
-  EXPECT_GE(result->elapsed_s, 0.5);
-  EXPECT_LT(result->elapsed_s, 1.0) << "the wait, or telling the workers to stop, was counted";
-}
-
-// A pod that starts late (an image pulled, a device slow to load its data)
-// does not find its teammates epochs ahead, trained on their partitions only.
-TEST(TeamTest, TheTeamStartsTogetherWhenOneWorkerIsLate) {
-  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3, /*start_workers=*/false);
-  team.StartWorker(0);
-  team.StartWorker(1);
-  std::this_thread::sleep_for(milliseconds(800));  // dozens of iterations, were they training
-  team.StartWorker(2);
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 2) >= 10; }));
-  team.Stop();
-  ASSERT_TRUE(team.Finish().ok());
-  const std::string log = team.log();
-  EXPECT_NE(log.find("waiting up to 20 s for "), std::string::npos) << log;
-  EXPECT_NE(log.find("worker 2 joined at iteration 0"), std::string::npos) << log;
-  EXPECT_NE(log.find("the team starts with 3 of 3 workers\n"), std::string::npos) << log;
-}
-
-// One that does not come within nodeLossGrace is a node lost at the start:
-// the team goes on, and takes it in where it is when it comes.
-TEST(TeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
-  std::string spec = Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})");
-  spec.replace(spec.find("\"20s\""), 5, "\"300ms\"");
-  Team team(spec, 3, /*start_workers=*/false);
-  team.StartWorker(0);
-  team.StartWorker(1);
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 0) >= 30; }));
-  team.StartWorker(2);
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
-  team.Stop();
-  ASSERT_TRUE(team.Finish().ok());
-  const std::string log = team.log();
-  EXPECT_NE(log.find("the team starts with 2 of 3 workers; the others join when they come"), std::string::npos) << log;
-  const size_t at = log.find("worker 2 joined at iteration ");
-  ASSERT_NE(at, std::string::npos) << log;
-  EXPECT_GE(std::stoll(log.substr(at + 29)), 30 - 4) << log;
-}
-
-TEST(TeamTest, ACutLinkDoesNotStopTheTeamAndTheWorkerRejoins) {
-  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return IterationOf(p, 2) >= 20 && Active(p, 2); }));
-  team.gate(2).Cut();
-  JobProgress cut_off;
-  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) {
-    cut_off = p;
-    return !Active(p, 2);
-  }));
-  // The others train on: far more than S iterations past the cut-off worker.
-  const int64_t stuck_at = IterationOf(cut_off, 2);
-  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) {
-    return IterationOf(p, 0) > stuck_at + 4 + 40 && IterationOf(p, 1) > stuck_at + 4 + 40;
-  }));
-  team.gate(2).Restore();
-  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
-  team.Stop();
-  auto result = team.Finish();
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_EQ(result->stop_reason, "cancelled");
-  const std::string log = team.log();
-  EXPECT_NE(log.find("worker 2 counted out"), std::string::npos) << log;
-  EXPECT_NE(log.find("worker 2 is back"), std::string::npos) << log;
+  EXPECT_GT(*result->accuracy, 0.9);
 }
 
 TEST(TeamTest, AKilledWorkerRestartsAndRejoins) {
@@ -312,7 +234,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
        "protocol version 99 is not this coordinator's 1"},
   };
   for (const auto& c : cases) {
-    auto stream = ConnectToCoordinator(team.address(), TransportSecurity{}, seconds(5));
+    auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));
     ASSERT_TRUE(stream.ok()) << stream.status().ToString();
     v1::WorkerMessage hello;
     *hello.mutable_hello() = c.hello;
@@ -323,7 +245,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
     EXPECT_NE(reply.status().message().find(c.error), std::string::npos) << reply.status().message();
   }
   // A stream that opens with anything but a hello is refused too.
-  auto stream = ConnectToCoordinator(team.address(), TransportSecurity{}, seconds(5));
+  auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));
   ASSERT_TRUE(stream.ok());
   v1::WorkerMessage push;
   push.mutable_push()->set_iteration(1);

@@ -1,38 +1,32 @@
 #include "agent/dp/worker.h"
 
 #include <algorithm>
-#include <limits>
-#include <condition_variable>
 #include <mutex>
-#include <numeric>
 #include <random>
-#include <thread>
 
-#include "agent/storage/atomic_file.h"
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
 #include "core/bandwidth_estimator.h"
 #include "core/energy_model.h"
+#include "core/model_copy.h"
 #include "core/partition.h"
-#include "core/replica_record.h"
+#include "core/push_composer.h"
 #include "core/row_layout.h"
 #include "core/trace_shaper.h"
 
 namespace edgetrain::agent {
 namespace {
 
-constexpr Duration kConnectAttempt = std::chrono::seconds(1);
-constexpr Duration kWakeEvery = std::chrono::milliseconds(50);
-// A worker with nothing new still pushes this often: rows that did not fit
-// the last push go out on an idle link, and the coordinator hears that it is
-// alive while it waits for rows (its deadline counts pushes).
-constexpr Duration kIdlePush = std::chrono::milliseconds(20);
 // Messages smaller than this say more about latency and the shaper's burst than
 // about bandwidth; they are not measured.
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
+
+const WorkerSlot* SlotOf(const JobPlan& plan, int rank) {
+  return static_cast<size_t>(rank) < plan.workers.size() ? &plan.workers[rank] : nullptr;
+}
 
 class WorkerRun {
  public:
@@ -40,32 +34,20 @@ class WorkerRun {
             std::ostream& log, const std::atomic<bool>& cancel)
       : plan_(plan), options_(options), trainer_(trainer), train_(train), clock_(clock), log_(log), cancel_(cancel),
         layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
-        encoding_(EncodingFor(plan.spec.sync.compression)),
-        slowdown_(static_cast<size_t>(options.rank) < plan.workers.size() ? plan.workers[options.rank].slowdown : 1.0),
-        gradient_(static_cast<size_t>(layout_.total_floats())), residual_(gradient_.size(), 0.0f),
-        staged_(gradient_.size(), 0.0f), staged_dirty_(layout_.size(), false), staged_clock_(layout_.size(), 0),
-        copy_clock_(layout_.size(), 0), last_pushed_(layout_.size(), 0), demanded_(layout_.size(), false),
-        batch_x_(static_cast<size_t>(plan.spec.data.batch_size * train.SampleSize())),
+        slowdown_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0),
+        gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),
+        pushes_(layout_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog,
+                plan.spec.sync.row_order),
+        copy_(layout_), batch_x_(static_cast<size_t>(plan.spec.data.batch_size * train.SampleSize())),
         batch_y_(static_cast<size_t>(plan.spec.data.batch_size)),
         metrics_(options.metrics ? *options.metrics : own_metrics_, plan.job, options.rank),
-        energy_(static_cast<size_t>(options.rank) < plan.workers.size() ? plan.workers[options.rank].power
-                                                                        : PowerProfile{},
-                clock.Now()) {
+        energy_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->power : PowerProfile{}, clock.Now()) {
     auto parts = PartitionSamples(train.labels, train.info.classes, plan.spec.parallelism.workers,
                                   plan.spec.data.partition, plan.spec.seed);
     mine_ = std::move(parts[options.rank]);
     rng_.seed(plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank));
     std::shuffle(mine_.begin(), mine_.end(), rng_);
-    if (static_cast<size_t>(options.rank) < plan.workers.size() && plan.workers[options.rank].link) {
-      const LinkSpec& link = *plan.workers[options.rank].link;
-      auto text = ReadWholeFile(link.trace_path);
-      auto trace = text.ok() ? BandwidthTrace::Parse(*text, link.trace_path) : StatusOr<BandwidthTrace>(text.status());
-      if (trace.ok()) {
-        uplink_.emplace(trace->Shifted(link.offset_s).Scaled(link.scale), clock_.Now());
-      } else {
-        log_ << "worker " << options.rank << ": link unshaped: " << trace.status().message() << "\n";
-      }
-    }
+    if (options.uplink) uplink_.emplace(*options.uplink, clock_.Now());
   }
 
   StatusOr<WorkerSummary> Run() {
@@ -73,21 +55,22 @@ class WorkerRun {
     const Duration grace = plan_.spec.fault_tolerance.node_loss_grace > Duration::zero()
                                ? plan_.spec.fault_tolerance.node_loss_grace
                                : std::chrono::seconds(120);
+    const std::string where = options_.coordinator->address();
+    auto unreachable = [&] {
+      return UnavailableError("the coordinator at " + where + " has been unreachable for " +
+                              std::to_string(static_cast<int>(ToSeconds(grace))) + " s");
+    };
     // (Re)connect, as long as the coordinator has been gone less than the grace.
     TimePoint gone_since = clock_.Now();
     while (!cancel_.load()) {
-      if (clock_.Now() - gone_since > grace) {
-        return UnavailableError("the coordinator at " + options_.coordinator + " has been unreachable for " +
-                                std::to_string(static_cast<int>(ToSeconds(grace))) + " s");
-      }
+      if (clock_.Now() - gone_since > grace) return unreachable();
       std::unique_ptr<CoordinatorStream> stream;
       while (!stream && !cancel_.load()) {
-        auto connected = ConnectToCoordinator(options_.coordinator, options_.security, kConnectAttempt);
+        auto connected = options_.coordinator->Connect(options_.timings.connect_attempt);
         if (connected.ok()) {
           stream = std::move(*connected);
         } else if (clock_.Now() - gone_since > grace) {
-          return UnavailableError("the coordinator at " + options_.coordinator + " has been unreachable for " +
-                                  std::to_string(static_cast<int>(ToSeconds(grace))) + " s");
+          return unreachable();
         }
       }
       if (!stream) break;
@@ -96,7 +79,8 @@ class WorkerRun {
 
       v1::WorkerMessage hello;
       *hello.mutable_hello() = MakeHello(plan_.job, plan_.generation, options_.rank);
-      auto first = stream->Send(hello).ok() ? stream->Receive() : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
+      auto first = stream->Send(hello).ok() ? stream->Receive()
+                                            : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
       if (!first.ok()) {
         if (first.status().code() == StatusCode::kFailedPrecondition) return first.status();
         if (first.status().code() == StatusCode::kCancelled) {
@@ -107,7 +91,7 @@ class WorkerRun {
           break;
         }
         log_ << "worker " << options_.rank << ": " << first.status().message() << "; retrying\n";
-        clock_.SleepFor(kConnectAttempt / 10);
+        clock_.SleepFor(options_.timings.connect_attempt / 10);
         continue;
       }
       if (!first->has_welcome()) return FailedPreconditionError("the coordinator did not answer with a welcome");
@@ -117,20 +101,22 @@ class WorkerRun {
         EDGETRAIN_RETURN_IF_ERROR(InstallLocked(first->welcome()));
         broken_ = false;
       }
-      std::thread receiver([&] { ReceiveLoop(*stream); });
-      std::thread sender([&] { SendLoop(*stream); });
+      ClockThread receiver = clock_.StartThread("worker receiver " + std::to_string(options_.rank),
+                                                [&] { ReceiveLoop(*stream); });
+      ClockThread sender = clock_.StartThread("worker sender " + std::to_string(options_.rank),
+                                              [&] { SendLoop(*stream); });
       Status computed = ComputeLoop();
       bool stopped;
       {
         std::lock_guard lock(mu_);
         broken_ = true;  // ends the sender if the loop ended for another reason
         stopped = stop_;
+        changed_.NotifyAll();
       }
-      changed_.notify_all();
       // Closing first frees a sender blocked on a cut or dead link.
       stream->Close();
-      sender.join();
-      receiver.join();
+      sender.Join();
+      receiver.Join();
       EDGETRAIN_RETURN_IF_ERROR(computed);
       if (stopped) break;
       gone_since = clock_.Now();
@@ -156,66 +142,34 @@ class WorkerRun {
       same = std::equal(shapes[t].begin(), shapes[t].end(), welcome.tensors(t).dims().begin(),
                         welcome.tensors(t).dims().end());
     }
-    return same ? Status::Ok() : FailedPreconditionError("the coordinator's model has other tensor shapes than this worker's");
+    return same ? Status::Ok()
+                : FailedPreconditionError("the coordinator's model has other tensor shapes than this worker's");
+  }
+
+  // With mu_ held: rows into the model copy's staging area.
+  Status Stage(const google::protobuf::RepeatedPtrField<v1::Row>& rows) {
+    for (const v1::Row& row : rows) {
+      EDGETRAIN_RETURN_IF_ERROR(copy_.Stage(row.id(), row.clock(), row.delta(),
+                                            static_cast<RowEncoding>(row.encoding()), row.scale(), row.values()));
+    }
+    return Status::Ok();
   }
 
   // With mu_ held, on the thread that received it: a Welcome's rows are staged
   // (updates after it stage on top), and the worker restarts where it says.
-  // What it had computed and not sent belongs to a model that is gone.
+  // What it had computed and not sent belongs to a model that is gone; a step
+  // in flight is discarded when it ends (its welcome is no longer current).
   Status InstallLocked(const v1::Welcome& welcome) {
     EDGETRAIN_RETURN_IF_ERROR(Stage(welcome.rows()));
     bound_ = welcome.staleness_bound();
-    sync_ = welcome.sync();
+    welcome_ = welcome.welcome();
     iteration_ = welcome.resume_after();
     pushed_iteration_ = iteration_;
-    ++generation_;  // a step in flight now is discarded when it ends
-    std::fill(residual_.begin(), residual_.end(), 0.0f);
-    std::fill(last_pushed_.begin(), last_pushed_.end(), iteration_);
-    std::fill(demanded_.begin(), demanded_.end(), false);
+    pushes_.Restart(iteration_);
     samples_since_push_ = 0;
     loss_sum_ = 0;
     loss_count_ = 0;
     return Status::Ok();
-  }
-
-  // With mu_ held: decode rows into the staging area, to be applied between
-  // steps. The staging area always holds the newest copy of every row, so a
-  // difference adds to it.
-  Status Stage(const google::protobuf::RepeatedPtrField<v1::Row>& rows) {
-    for (const v1::Row& row : rows) {
-      if (row.id() >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id()) + " does not exist");
-      const RowSpan& span = layout_.row(row.id());
-      std::span<float> out(staged_.data() + span.offset, static_cast<size_t>(span.length));
-      if (row.delta()) {
-        EDGETRAIN_RETURN_IF_ERROR(
-            AddDecodedRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
-      } else {
-        EDGETRAIN_RETURN_IF_ERROR(DecodeRow(static_cast<RowEncoding>(row.encoding()), row.scale(), row.values(), out));
-      }
-      staged_dirty_[row.id()] = true;
-      staged_clock_[row.id()] = row.clock();
-    }
-    return Status::Ok();
-  }
-
-  // With mu_ held, between steps: staged rows enter the model.
-  void ApplyStaged() {
-    std::span<float> params = trainer_.Parameters();
-    for (size_t r = 0; r < layout_.size(); ++r) {
-      if (!staged_dirty_[r]) continue;
-      const RowSpan& span = layout_.row(r);
-      std::copy_n(staged_.begin() + span.offset, span.length, params.begin() + span.offset);
-      copy_clock_[r] = staged_clock_[r];
-      staged_dirty_[r] = false;
-    }
-  }
-
-  // Whether iteration t may start on rows at these clocks: the model's copy
-  // (copy_clock_), or what it will be once the staged rows are applied
-  // (staged_clock_, never behind the copy's).
-  bool Fresh(int64_t t, const std::vector<int64_t>& clocks) const {
-    const int64_t need = t - 1 - bound_;
-    return std::all_of(clocks.begin(), clocks.end(), [&](int64_t c) { return c >= need; });
   }
 
   void ReceiveLoop(CoordinatorStream& stream) {
@@ -224,13 +178,13 @@ class WorkerRun {
       std::lock_guard lock(mu_);
       if (!message.ok()) {
         broken_ = true;
-        changed_.notify_all();
+        changed_.NotifyAll();
         return;
       }
       if (message->has_stop()) {
         stop_ = true;
         stop_reason_ = message->stop().reason();
-        changed_.notify_all();
+        changed_.NotifyAll();
         return;
       }
       metrics_.AddReceived(static_cast<int64_t>(message->ByteSizeLong()),
@@ -245,32 +199,32 @@ class WorkerRun {
           log_ << "worker " << options_.rank << ": resynchronised at iteration " << iteration_ << "\n";
         }
       } else if (message->has_update()) {
+        const v1::Update& update = message->update();
         // An update's parts come back to back: their arrivals time the downlink.
-        if (message->update().part() == 0) {
+        if (update.part() == 0) {
           downlink_meter_.Begin(clock_.Now());
-          if (message->update().uplink_mbps() > 0) measured_uplink_mbps_ = message->update().uplink_mbps();
+          if (update.uplink_mbps() > 0) measured_uplink_mbps_ = update.uplink_mbps();
+          bound_ = update.staleness_bound();  // 0 while it is the only one active
         } else {
           downlink_meter_.Continue(clock_.Now(), static_cast<int64_t>(message->ByteSizeLong()));
         }
-        if (Status staged = Stage(message->update().rows()); !staged.ok()) {
+        if (Status staged = Stage(update.rows()); !staged.ok()) {
           log_ << "worker " << options_.rank << ": bad update: " << staged.message() << "\n";
           broken_ = true;
         }
-        for (uint32_t r : message->update().demanded()) {
-          if (r < demanded_.size()) demanded_[r] = true;
-        }
-        energy_.AddReceive(message->update().transfer_seconds());
+        for (uint32_t r : update.demanded()) pushes_.Demand(r);
+        energy_.AddReceive(update.transfer_seconds());
         // An update comes in many parts; the compute loop waits only for the
         // rows its next iteration needs, so it is woken once they are here (its
         // wait times out anyway, and applies whatever is staged).
-        if (!broken_ && !Fresh(iteration_ + 1, staged_clock_)) continue;
+        if (!broken_ && !copy_.ReadyOnceAppliedFor(iteration_ + 1, bound_)) continue;
       }
-      changed_.notify_all();
+      changed_.NotifyAll();
     }
   }
 
   Status ComputeLoop() {
-    uint64_t computing_generation = 0;
+    int64_t computing_welcome = 0;
     const int64_t batch = plan_.spec.data.batch_size;
     const int64_t sample = train_.SampleSize();
     for (;;) {
@@ -278,20 +232,20 @@ class WorkerRun {
         std::unique_lock lock(mu_);
         const TimePoint waiting = clock_.Now();
         for (;;) {
-          ApplyStaged();
+          copy_.ApplyStaged(trainer_.Parameters());
           if (stop_ || broken_ || cancel_.load()) {
             stall_s_ += ToSeconds(clock_.Now() - waiting);
             return Status::Ok();
           }
-          if (Fresh(iteration_ + 1, copy_clock_)) break;
-          changed_.wait_for(lock, kWakeEvery);
+          if (copy_.ReadyFor(iteration_ + 1, bound_)) break;
+          changed_.WaitFor(lock, options_.timings.stall_recheck);
         }
         const double stalled = ToSeconds(clock_.Now() - waiting);
         stall_s_ += stalled;
         metrics_.AddStall(stalled);
         // How stale each row is as this iteration uses it (the bound: at most S).
-        for (int64_t c : copy_clock_) metrics_.ObserveRowStaleness(iteration_ - c);
-        computing_generation = generation_;
+        for (int64_t c : copy_.clocks()) metrics_.ObserveRowStaleness(iteration_ - c);
+        computing_welcome = welcome_;
       }
       // A batch from this worker's own partition, reshuffled on every pass.
       for (int64_t k = 0; k < batch; ++k) {
@@ -305,7 +259,8 @@ class WorkerRun {
       }
       const TimePoint began = clock_.Now();
       energy_.BeginCompute(began);
-      EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), batch, gradient_));
+      EDGETRAIN_ASSIGN_OR_RETURN(double loss,
+                                 trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), batch, gradient_));
       Duration took = clock_.Now() - began;
       if (slowdown_ > 1) {
         // An emulated slower device: the step takes `slowdown` times as long.
@@ -319,8 +274,8 @@ class WorkerRun {
       metrics_.AddSamples(batch);
       metrics_.SetLoss(loss);
       std::lock_guard lock(mu_);
-      if (generation_ != computing_generation) continue;  // resynchronised meanwhile: a stale step
-      for (size_t i = 0; i < residual_.size(); ++i) residual_[i] += gradient_[i];
+      if (welcome_ != computing_welcome) continue;  // resynchronised meanwhile: a stale step
+      pushes_.Accumulate(gradient_);
       ++iteration_;
       samples_since_push_ += batch;
       summary_.samples += batch;
@@ -328,7 +283,7 @@ class WorkerRun {
       ++loss_count_;
       compute_s_ += ToSeconds(took);
       pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
-      changed_.notify_all();
+      changed_.NotifyAll();
     }
   }
 
@@ -343,48 +298,21 @@ class WorkerRun {
   // With mu_ held: the push for everything computed up to iteration_.
   v1::WorkerMessage ComposePush() {
     const int64_t t = iteration_;
-    std::vector<PushCandidate> candidates;
-    candidates.reserve(layout_.size());
-    for (size_t r = 0; r < layout_.size(); ++r) {
-      const RowSpan& span = layout_.row(r);
-      double energy = 0;
-      for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
-      candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last_pushed_[r], demanded_[r]});
-    }
-    // ROG: what the uplink carries during one step's computation, so a push is
-    // through by the time the next is ready: optional rows never hold up the
-    // mandatory ones behind them. SSP and BSP send every row they have, every time.
     const double uplink = UplinkMbps();
-    const int64_t budget = plan_.spec.sync.policy == SyncPolicy::kRog
-                               ? static_cast<int64_t>(uplink * 1e6 / 8 * pace_s_)
-                               : std::numeric_limits<int64_t>::max() / 2;
+    // What the uplink carries during one step's computation: a push is through
+    // by the time the next is ready.
+    const auto budget = static_cast<int64_t>(uplink * 1e6 / 8 * pace_s_);
     v1::WorkerMessage message;
     v1::Push* push = message.mutable_push();
     push->set_iteration(t);
-    push->set_sync(sync_);
-    std::vector<float> decoded;
-    const RowPriority priority = plan_.spec.sync.row_order == RowOrder::kStaleness ? RowPriority::kStaleness
-                                                                                   : RowPriority::kImportance;
-    for (size_t r : SelectPushRows(candidates, t, bound_, budget, priority)) {
-      const RowSpan& span = layout_.row(r);
-      std::span<float> residual(residual_.data() + span.offset, static_cast<size_t>(span.length));
-      EncodedRow encoded = EncodeRow(residual, encoding_);
+    push->set_welcome(welcome_);
+    for (OutgoingRow& out : pushes_.Compose(t, bound_, budget)) {
       v1::Row* row = push->add_rows();
-      row->set_id(static_cast<uint32_t>(r));
+      row->set_id(static_cast<uint32_t>(out.id));
       row->set_clock(t);
-      row->set_encoding(static_cast<v1::Encoding>(encoded.encoding));
-      row->set_scale(encoded.scale);
-      row->set_values(std::move(encoded.bytes));
-      // Error feedback: keep what the coordinator will not receive.
-      if (encoding_ == RowEncoding::kFloat32) {
-        std::fill(residual.begin(), residual.end(), 0.0f);
-      } else {
-        decoded.resize(residual.size());
-        (void)DecodeRow(encoded.encoding, encoded.scale, row->values(), decoded);
-        for (size_t i = 0; i < residual.size(); ++i) residual[i] -= decoded[i];
-      }
-      last_pushed_[r] = t;
-      demanded_[r] = false;
+      row->set_encoding(static_cast<v1::Encoding>(out.encoded.encoding));
+      row->set_scale(out.encoded.scale);
+      row->set_values(std::move(out.encoded.bytes));
     }
     v1::WorkerStats* stats = push->mutable_stats();
     stats->set_batch_size(plan_.spec.data.batch_size);
@@ -413,7 +341,7 @@ class WorkerRun {
   // A push cut into messages of about `part_bytes` (PartBytes), so that even on
   // a slow link the coordinator hears from us several times a second and does
   // not take a slow link for a dead one; the first carries the stats.
-  static std::vector<v1::WorkerMessage> Chunk(v1::WorkerMessage whole, int64_t part_bytes) {
+  static std::vector<v1::WorkerMessage> Cut(v1::WorkerMessage whole, int64_t part_bytes) {
     const v1::Push& push = whole.push();
     return CutIntoParts<v1::WorkerMessage>(
         *whole.mutable_push()->mutable_rows(), part_bytes,
@@ -421,7 +349,7 @@ class WorkerRun {
           v1::WorkerMessage m;
           v1::Push* p = m.mutable_push();
           p->set_iteration(push.iteration());
-          p->set_sync(push.sync());
+          p->set_welcome(push.welcome());
           if (part == 0) *p->mutable_stats() = push.stats();
           return m;
         },
@@ -430,23 +358,24 @@ class WorkerRun {
 
   void SendLoop(CoordinatorStream& stream) {
     for (;;) {
-      std::vector<v1::WorkerMessage> chunks;
+      std::vector<v1::WorkerMessage> parts;
       {
         std::unique_lock lock(mu_);
-        changed_.wait_for(lock, kIdlePush, [&] { return stop_ || broken_ || iteration_ > pushed_iteration_; });
+        changed_.WaitFor(lock, options_.timings.idle_push,
+                         [&] { return stop_ || broken_ || iteration_ > pushed_iteration_; });
         if (stop_ || broken_) return;
         v1::WorkerMessage push = ComposePush();
         const int64_t part_bytes = PartBytes(static_cast<int64_t>(push.ByteSizeLong()), UplinkMbps());
-        chunks = Chunk(std::move(push), part_bytes);
+        parts = Cut(std::move(push), part_bytes);
       }
       int64_t bytes = 0, rows = 0;
       const TimePoint began = clock_.Now();
       energy_.BeginSend(began);
       bool sent = true;
-      for (const auto& chunk : chunks) {
-        bytes += static_cast<int64_t>(chunk.ByteSizeLong());
-        rows += chunk.push().rows_size();
-        if (!(sent = stream.Send(chunk).ok())) break;
+      for (const auto& part : parts) {
+        bytes += static_cast<int64_t>(part.ByteSizeLong());
+        rows += part.push().rows_size();
+        if (!(sent = stream.Send(part).ok())) break;
       }
       const TimePoint end = clock_.Now();
       energy_.EndSend(end);
@@ -454,7 +383,7 @@ class WorkerRun {
       std::lock_guard lock(mu_);
       if (!sent) {
         broken_ = true;
-        changed_.notify_all();
+        changed_.NotifyAll();
         return;
       }
       if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, end - began);
@@ -471,32 +400,25 @@ class WorkerRun {
   std::ostream& log_;
   const std::atomic<bool>& cancel_;
   const RowLayout layout_;
-  const RowEncoding encoding_;
   const double slowdown_;
   std::optional<TraceShaper> uplink_;
   std::vector<int64_t> mine_;  // this worker's partition, in its current order
   size_t cursor_ = 0;
   std::mt19937_64 rng_;
   TimePoint started_{};
+  std::vector<float> gradient_;  // the compute loop's only
+  TimePoint last_done_{};        // the compute loop's only
 
   std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<float> gradient_;          // the compute loop's only
-  std::vector<float> residual_;          // guarded by mu_, as is everything below
-  std::vector<float> staged_;
-  std::vector<bool> staged_dirty_;
-  std::vector<int64_t> staged_clock_;
-  std::vector<int64_t> copy_clock_;
-  std::vector<int64_t> last_pushed_;
-  std::vector<bool> demanded_;
-  TimePoint last_done_{};     // the compute loop's only
-  int64_t sync_ = 0;          // the last Welcome installed
-  uint64_t generation_ = 0;   // bumped by every Welcome
+  ClockCondition changed_;  // notified under mu_
+  PushComposer pushes_;     // guarded by mu_, as is everything below
+  ModelCopy copy_;
+  int64_t welcome_ = 0;     // the Welcome the model descends from
   std::vector<float> batch_x_;
   std::vector<int64_t> batch_y_;
   MetricsRegistry own_metrics_;
-  WorkerMetrics metrics_;     // thread-safe; bound once
-  EnergyMeter energy_;        // thread-safe
+  WorkerMetrics metrics_;   // thread-safe; bound once
+  EnergyMeter energy_;      // thread-safe
   int bound_ = 0;
   int64_t iteration_ = 0;
   int64_t pushed_iteration_ = 0;
@@ -523,6 +445,7 @@ StatusOr<WorkerSummary> RunWorker(const JobPlan& plan, const WorkerOptions& opti
   if (options.rank < 0 || options.rank >= plan.spec.parallelism.workers) {
     return InvalidArgumentError("rank " + std::to_string(options.rank) + " is outside the job's workers");
   }
+  if (!options.coordinator) return InvalidArgumentError("a worker needs its coordinator's connector");
   WorkerRun run(plan, options, trainer, train, clock, log, cancel);
   return run.Run();
 }

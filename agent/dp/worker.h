@@ -1,48 +1,58 @@
 #pragma once
 // A worker of row-granular data parallelism.
 //
-// It computes gradients on its own partition of the data, adds them to a
-// residual per row (error feedback: what it has computed and not yet sent), and
-// pushes rows in priority order (core/row_scheduler.h) within what its uplink
-// carries in one of its iterations, so pushing overlaps the next computation. It
-// computes iteration t only when every row of its model copy has a clock of at
-// least t - 1 - S (core/staleness_ledger.h); while it waits it counts stall time.
-// When its stream breaks it reconnects, and a Welcome — at the start or after
-// being counted out — replaces its whole model and restarts it where the team is.
+// It computes gradients on its own partition of the data and pushes them row
+// by row (core/push_composer.h), within what its uplink carries in one of its
+// iterations, so pushing overlaps the next computation. It computes iteration
+// t only when every row of its model copy is fresh enough for t
+// (core/model_copy.h); while it waits it counts stall time. When its stream
+// breaks it reconnects; a Welcome — at the start, or after being counted out —
+// replaces its whole model and restarts it where the team is.
 //
 // Threads: the caller's computes (Run); one receives updates; one sends pushes.
 
 #include <atomic>
-#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
-#include <vector>
 
 #include "agent/data/dataset.h"
-#include "agent/torch/trainer.h"
 #include "agent/telemetry/metrics.h"
+#include "agent/torch/trainer.h"
 #include "agent/transport/link_gate.h"
 #include "agent/transport/transport.h"
+#include "core/bandwidth_trace.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
-#include "core/row_codec.h"
-#include "core/row_scheduler.h"
 
 namespace edgetrain::agent {
 
+// The worker's waits; long in production, short where a test needs it.
+struct WorkerTimings {
+  // How long one attempt to reach the coordinator waits.
+  Duration connect_attempt = std::chrono::seconds(1);
+  // A worker with nothing new still pushes this often: rows that did not fit
+  // the last push go out on an idle link, and the coordinator hears that it
+  // is alive while it waits for rows (its deadline counts pushes).
+  Duration idle_push = std::chrono::milliseconds(20);
+  // A stalled compute loop looks again at least this often.
+  Duration stall_recheck = std::chrono::milliseconds(50);
+};
+
 struct WorkerOptions {
   int rank = 0;
-  std::string coordinator;  // HOST:PORT
-  TransportSecurity security;
+  CoordinatorConnector* coordinator = nullptr;  // required
+  // Its emulated uplink, worker to coordinator; none: unshaped.
+  std::optional<BandwidthTrace> uplink;
   // Fault injection: the worker's uplink passes this gate (tests, drills).
   LinkGate* gate = nullptr;
   // Where its metrics go (served at /metrics); a private registry when null.
   MetricsRegistry* metrics = nullptr;
+  WorkerTimings timings;
 };
 
 struct WorkerSummary {
-  int64_t iterations = 0;
+  int64_t iterations = 0;  // its own: a fast worker makes more than the team's
   int64_t samples = 0;
   double compute_s = 0;
   double stall_s = 0;

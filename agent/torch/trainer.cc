@@ -28,9 +28,8 @@ torch::Tensor FlattenParameters(torch::nn::Module& model) {
 
 class TorchTrainer final : public Trainer {
  public:
-  TorchTrainer(torch::nn::Sequential model, torch::Tensor flat, std::unique_ptr<torch::optim::Optimizer> optimizer,
-               DatasetInfo data)
-      : model_(std::move(model)), flat_(std::move(flat)), optimizer_(std::move(optimizer)), data_(data) {}
+  TorchTrainer(torch::nn::Sequential model, torch::Tensor flat, DatasetInfo data)
+      : model_(std::move(model)), flat_(std::move(flat)), data_(data) {}
 
   StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                    std::span<float> gradient) override {
@@ -72,21 +71,6 @@ class TorchTrainer final : public Trainer {
     return shapes;
   }
 
-  StatusOr<double> TrainStep(const float* features, const int64_t* labels, int64_t n) override {
-    try {
-      model_->train();
-      torch::Tensor x = Images(features, n);
-      torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
-      optimizer_->zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
-      loss.backward();
-      optimizer_->step();
-      return loss.item<double>();
-    } catch (const c10::Error& e) {
-      return InternalError(std::string("training step failed: ") + e.what_without_backtrace());
-    }
-  }
-
   StatusOr<Evaluation> Evaluate(const Dataset& data) override {
     try {
       torch::NoGradGuard no_grad;
@@ -114,16 +98,6 @@ class TorchTrainer final : public Trainer {
 
   Status SaveModel(const std::string& path) override {
     return Save(path, [&](torch::serialize::OutputArchive& archive) { model_->save(archive); });
-  }
-
-  Status SaveCheckpoint(const std::string& path) override {
-    return Save(path, [&](torch::serialize::OutputArchive& archive) {
-      torch::serialize::OutputArchive model_archive, optimizer_archive;
-      model_->save(model_archive);
-      optimizer_->save(optimizer_archive);
-      archive.write("model", model_archive);
-      archive.write("optimizer", optimizer_archive);
-    });
   }
 
   Status LoadModel(const std::string& path) override {
@@ -174,7 +148,6 @@ class TorchTrainer final : public Trainer {
 
   torch::nn::Sequential model_;
   torch::Tensor flat_;  // every parameter's storage, tensor after tensor
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
   DatasetInfo data_;
 };
 
@@ -217,21 +190,7 @@ StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options) 
     torch::manual_seed(options.seed);
     EDGETRAIN_ASSIGN_OR_RETURN(torch::nn::Sequential model, BuildModel(options.model, options.data));
     torch::Tensor flat = FlattenParameters(*model);
-    std::unique_ptr<torch::optim::Optimizer> optimizer;
-    const OptimizerSpec& o = options.optimizer;
-    switch (o.kind) {
-      case OptimizerKind::kSgd:
-        optimizer = std::make_unique<torch::optim::SGD>(
-            model->parameters(),
-            torch::optim::SGDOptions(o.learning_rate).momentum(o.momentum.value_or(0)).weight_decay(o.weight_decay));
-        break;
-      case OptimizerKind::kAdam:
-        optimizer = std::make_unique<torch::optim::Adam>(
-            model->parameters(), torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay));
-        break;
-    }
-    return std::unique_ptr<Trainer>(
-        std::make_unique<TorchTrainer>(std::move(model), std::move(flat), std::move(optimizer), options.data));
+    return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(std::move(model), std::move(flat), options.data));
   } catch (const c10::Error& e) {
     return InternalError(std::string("cannot build the model: ") + e.what_without_backtrace());
   }

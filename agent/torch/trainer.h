@@ -26,13 +26,10 @@ class Trainer {
  public:
   virtual ~Trainer() = default;
 
-  // One optimizer step on a batch of `n` samples laid out as in Dataset.
-  // Returns the batch's mean training loss.
-  virtual StatusOr<double> TrainStep(const float* features, const int64_t* labels, int64_t n) = 0;
-
-  // Forward and backward without an optimizer step, for data parallelism where
-  // the optimizer runs at the coordinator: the gradient, flat in the layout of
-  // Parameters(), is written to `gradient`. Returns the batch's mean loss.
+  // Forward and backward on a batch of `n` samples laid out as in Dataset: the
+  // gradient, flat in the layout of Parameters(), is written to `gradient`.
+  // Returns the batch's mean loss. No optimizer steps here: the engine's
+  // (core/row_optimizer.h) does, for a job of one and a team alike.
   virtual StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                            std::span<float> gradient) = 0;
 
@@ -45,11 +42,10 @@ class Trainer {
   // Accuracy and mean loss over a whole data set, without touching the weights.
   virtual StatusOr<Evaluation> Evaluate(const Dataset& data) = 0;
 
-  // Model weights (and, for checkpoints, optimizer state) written to a temporary
-  // file, flushed to disk, then renamed over `path`: a crash mid-write never
-  // replaces a good file with a torn one.
+  // The model's weights written to a temporary file, flushed to disk, then
+  // renamed over `path`: a crash mid-write never replaces a good file with a
+  // torn one.
   virtual Status SaveModel(const std::string& path) = 0;
-  virtual Status SaveCheckpoint(const std::string& path) = 0;
 
   // Reads weights SaveModel wrote into this model, in place (Parameters() sees
   // them). InvalidArgument when they are another model's.
@@ -62,13 +58,12 @@ class Trainer {
 
 struct TrainerOptions {
   ModelSpec model;
-  OptimizerSpec optimizer;
   DatasetInfo data;
   uint64_t seed = 0;
   int intra_op_threads = 1;
 };
 
-// Builds the model and its optimizer. InvalidArgument when the model cannot fit
+// Builds the model. InvalidArgument when the model cannot fit
 // the data (e.g. more conv blocks than the image can be halved).
 StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options);
 

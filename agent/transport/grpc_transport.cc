@@ -71,9 +71,9 @@ class GrpcWorkerStream final : public WorkerStream {
   grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream_;
 };
 
-class CoordinatorService final : public v1::Coordinator::Service {
+class GrpcTrainService final : public v1::Coordinator::Service {
  public:
-  explicit CoordinatorService(WorkerSessions& sessions) : sessions_(sessions) {}
+  explicit GrpcTrainService(WorkerSessions& sessions) : sessions_(sessions) {}
 
   grpc::Status Train(grpc::ServerContext*,
                      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override {
@@ -91,7 +91,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
 class GrpcTrainingServer final : public TrainingServer {
  public:
-  GrpcTrainingServer(std::unique_ptr<CoordinatorService> service, std::unique_ptr<grpc::Server> server,
+  GrpcTrainingServer(std::unique_ptr<GrpcTrainService> service, std::unique_ptr<grpc::Server> server,
                      std::string address)
       : service_(std::move(service)), server_(std::move(server)), address_(std::move(address)) {}
   ~GrpcTrainingServer() override { Shutdown(); }
@@ -105,7 +105,7 @@ class GrpcTrainingServer final : public TrainingServer {
   }
 
  private:
-  std::unique_ptr<CoordinatorService> service_;
+  std::unique_ptr<GrpcTrainService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   std::once_flag shutdown_;
@@ -154,7 +154,7 @@ class GrpcCoordinatorStream final : public CoordinatorStream {
 StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string& address,
                                                               const TransportSecurity& security,
                                                               WorkerSessions& sessions) {
-  auto service = std::make_unique<CoordinatorService>(sessions);
+  auto service = std::make_unique<GrpcTrainService>(sessions);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, ServerCredentials(security), &port);
@@ -170,6 +170,8 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
   std::string bound = address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
   return std::unique_ptr<TrainingServer>(std::make_unique<GrpcTrainingServer>(std::move(service), std::move(server), bound));
 }
+
+namespace {
 
 StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::string& address,
                                                                   const TransportSecurity& security,
@@ -192,6 +194,26 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::str
   }
   auto stub = v1::Coordinator::NewStub(channel);
   return std::unique_ptr<CoordinatorStream>(std::make_unique<GrpcCoordinatorStream>(std::move(channel), std::move(stub)));
+}
+
+class GrpcCoordinatorConnector final : public CoordinatorConnector {
+ public:
+  GrpcCoordinatorConnector(std::string address, TransportSecurity security)
+      : address_(std::move(address)), security_(std::move(security)) {}
+  StatusOr<std::unique_ptr<CoordinatorStream>> Connect(Duration timeout) override {
+    return ConnectToCoordinator(address_, security_, timeout);
+  }
+  const std::string& address() const override { return address_; }
+
+ private:
+  std::string address_;
+  TransportSecurity security_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, TransportSecurity security) {
+  return std::make_unique<GrpcCoordinatorConnector>(std::move(address), std::move(security));
 }
 
 }  // namespace edgetrain::agent

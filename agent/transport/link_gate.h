@@ -4,41 +4,41 @@
 // tests (a robot behind a wall) and drills; a closed gate also unblocks when the
 // stream is closed.
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 
 #include "agent/transport/transport.h"
+#include "core/clock.h"
 
 namespace edgetrain::agent {
 
 class LinkGate {
  public:
+  explicit LinkGate(Clock& clock) : changed_(clock) {}
   void Cut() {
     std::lock_guard lock(mu_);
     open_ = false;
   }
   void Restore() {
-    {
-      std::lock_guard lock(mu_);
-      open_ = true;
-    }
-    changed_.notify_all();
+    std::lock_guard lock(mu_);
+    open_ = true;
+    changed_.NotifyAll();
   }
-  // Blocks while cut; false if `abandon()` became true meanwhile.
+  // Blocks while cut; false if `abandon()` became true meanwhile (looked at
+  // every 20 ms: what it watches is not ours to be notified of).
   template <typename Abandon>
   bool Pass(Abandon abandon) {
     std::unique_lock lock(mu_);
     while (!open_) {
       if (abandon()) return false;
-      changed_.wait_for(lock, std::chrono::milliseconds(20));
+      changed_.WaitFor(lock, std::chrono::milliseconds(20));
     }
     return true;
   }
 
  private:
   std::mutex mu_;
-  std::condition_variable changed_;
+  ClockCondition changed_;
   bool open_ = true;  // guarded by mu_
 };
 

@@ -1,5 +1,7 @@
 #include "agent/transport/shaped_stream.h"
 
+#include "core/deterministic_clock.h"
+
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -94,22 +96,22 @@ TEST(ShapedStreamTest, AnAbandonedSendGivesTheLinkBack) {
 }
 
 TEST(LinkGateTest, ACutGateHoldsSendsUntilRestored) {
-  RealClock clock;
+  DeterministicClock clock;
+  const TimePoint start = clock.Now();
   std::vector<TimePoint> arrivals;
-  LinkGate gate;
+  LinkGate gate(clock);
   GatedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), gate);
-  ASSERT_TRUE(stream.Send(MessageOf(10)).ok());
-  gate.Cut();
-  std::atomic<bool> through{false};
-  std::thread sender([&] {
+  clock.Run("test", [&] {
     ASSERT_TRUE(stream.Send(MessageOf(10)).ok());
-    through = true;
+    gate.Cut();
+    ClockThread sender = clock.StartThread("sender", [&] { ASSERT_TRUE(stream.Send(MessageOf(10)).ok()); });
+    clock.SleepFor(std::chrono::seconds(30));
+    EXPECT_EQ(arrivals.size(), 1u) << "a cut link let a message through";
+    gate.Restore();
+    sender.Join();
   });
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(through.load()) << "a cut link let a message through";
-  gate.Restore();
-  sender.join();
-  EXPECT_EQ(arrivals.size(), 2u);
+  ASSERT_EQ(arrivals.size(), 2u);
+  EXPECT_EQ(arrivals[1] - start, std::chrono::seconds(30));
 }
 
 }  // namespace

@@ -66,11 +66,20 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
                                                               const TransportSecurity& security,
                                                               WorkerSessions& sessions);
 
-// Opens a stream to the coordinator at `address`, waiting up to `connect_timeout`
-// for it to be reachable. The caller sends the Hello.
-StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::string& address,
-                                                                  const TransportSecurity& security,
-                                                                  Duration connect_timeout);
+// How a worker reaches its coordinator: over gRPC, or inside a test's process
+// (in_memory_transport.h).
+class CoordinatorConnector {
+ public:
+  virtual ~CoordinatorConnector() = default;
+  // Opens a stream, waiting up to `timeout` for the coordinator to be
+  // reachable. The caller sends the Hello.
+  virtual StatusOr<std::unique_ptr<CoordinatorStream>> Connect(Duration timeout) = 0;
+  // Where the coordinator is, for messages.
+  virtual const std::string& address() const = 0;
+};
+
+// The coordinator at `address` (HOST:PORT), over gRPC.
+std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, TransportSecurity security);
 
 // The hello this build speaks, and the check every coordinator applies to one.
 v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank);

@@ -1,4 +1,4 @@
-#include "agent/dp/checkpoint.h"
+#include "agent/storage/checkpoint.h"
 
 #include <filesystem>
 #include <fstream>
@@ -10,20 +10,43 @@ namespace {
 
 namespace fs = std::filesystem;
 
-CoordinatorCheckpoint Sample(int64_t iteration) {
-  CoordinatorCheckpoint c;
+JobCheckpoint Sample(int64_t iteration) {
+  JobCheckpoint c;
   c.job = "robots";
-  c.generation = 2;
+  c.plan_generation = 2;
   c.iteration = iteration;
   c.samples = iteration * 256;
   c.elapsed_s = 12.5;
   c.parameters = {1.5f, -2.0f, 3.25f};
   c.optimizer.first = {0.1f, 0.2f, 0.3f};
   c.optimizer.steps = {7, 8};
-  c.pushed = {1, 2, 3, 4};
-  c.iterations = {5, 6};
+  c.ledger = LedgerState{2, {1, 2, 3, 4}, {5, 6}};
   c.versions = {9, 10};
   return c;
+}
+
+// A checkpoint as edgetrain 0.1 wrote it: a JSON header line, length-prefixed
+// arrays and an FNV-1a checksum.
+std::string FirstFormat(const JobCheckpoint& c) {
+  std::string out = "EDGETRAIN-CHECKPOINT 1\n{\"job\":\"" + c.job + "\",\"generation\":" +
+                    std::to_string(c.plan_generation) + ",\"iteration\":" + std::to_string(c.iteration) +
+                    ",\"samples\":" + std::to_string(c.samples) + ",\"elapsedSeconds\":12.5,\"complete\":false}\n";
+  auto append = [&out]<typename T>(const std::vector<T>& v) {
+    uint64_t n = v.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  };
+  append(c.parameters);
+  append(c.optimizer.first);
+  append(c.optimizer.second);
+  append(c.optimizer.steps);
+  append(c.ledger->pushed);
+  append(c.ledger->iterations);
+  append(c.versions);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : out) h = (h ^ ch) * 1099511628211ull;
+  out.append(reinterpret_cast<const char*>(&h), sizeof h);
+  return out;
 }
 
 fs::path Dir() {
@@ -39,9 +62,9 @@ TEST(CheckpointTest, RoundTrips) {
   auto loaded = LoadCheckpoint(path.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_TRUE(loaded->has_value());
-  const CoordinatorCheckpoint& c = **loaded;
+  const JobCheckpoint& c = **loaded;
   EXPECT_EQ(c.job, "robots");
-  EXPECT_EQ(c.generation, 2);
+  EXPECT_EQ(c.plan_generation, 2);
   EXPECT_EQ(c.iteration, 40);
   EXPECT_EQ(c.samples, 40 * 256);
   EXPECT_FALSE(c.complete);
@@ -49,11 +72,36 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.optimizer.first, (std::vector<float>{0.1f, 0.2f, 0.3f}));
   EXPECT_TRUE(c.optimizer.second.empty());
   EXPECT_EQ(c.optimizer.steps, (std::vector<int64_t>{7, 8}));
-  EXPECT_EQ(c.pushed, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_TRUE(c.ledger.has_value());
+  EXPECT_EQ(c.ledger->workers, 2);
+  EXPECT_EQ(c.ledger->pushed, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(c.ledger->iterations, (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(c.versions, (std::vector<int64_t>{9, 10}));
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
+}
+
+TEST(CheckpointTest, AJobOfOneHasNoLedger) {
+  JobCheckpoint solo = Sample(7);
+  solo.ledger.reset();
+  auto decoded = DecodeCheckpoint(EncodeCheckpoint(solo), "c.bin");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_FALSE(decoded->ledger.has_value());
+  EXPECT_EQ(decoded->iteration, 7);
+}
+
+TEST(CheckpointTest, TheFirstFormatIsStillRead) {
+  auto decoded = DecodeCheckpoint(FirstFormat(Sample(40)), "old.bin");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->iteration, 40);
+  EXPECT_EQ(decoded->plan_generation, 2);
+  EXPECT_EQ(decoded->parameters, (std::vector<float>{1.5f, -2.0f, 3.25f}));
+  ASSERT_TRUE(decoded->ledger.has_value());
+  EXPECT_EQ(decoded->ledger->iterations, (std::vector<int64_t>{5, 6}));
+  std::string torn = FirstFormat(Sample(40));
+  torn[torn.size() / 2] ^= 0x10;
+  EXPECT_EQ(DecodeCheckpoint(torn, "old.bin").status().code(), StatusCode::kDataLoss);
 }
 
 TEST(CheckpointTest, ATornWriteNeverReplacesAGoodCheckpoint) {
@@ -78,7 +126,7 @@ TEST(CheckpointTest, DamagedCheckpointsAreDataLoss) {
     std::string bytes;
     const char* why;
   } cases[] = {
-      {good.substr(0, good.size() - 9), "checksum mismatch"},
+      {good.substr(0, good.size() - 9), "CRC-32 mismatch"},
       {"not a checkpoint at all", "not an edgetrain checkpoint"},
       {"", "not an edgetrain checkpoint"},
   };
@@ -92,7 +140,7 @@ TEST(CheckpointTest, DamagedCheckpointsAreDataLoss) {
   }
   auto decoded = DecodeCheckpoint(flipped, "c.bin");
   ASSERT_FALSE(decoded.ok());
-  EXPECT_NE(decoded.status().message().find("c.bin: damaged checkpoint (checksum mismatch"), std::string::npos);
+  EXPECT_NE(decoded.status().message().find("c.bin: damaged checkpoint (CRC-32 mismatch"), std::string::npos);
 }
 
 }  // namespace

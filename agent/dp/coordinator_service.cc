@@ -1,0 +1,180 @@
+#include "agent/dp/coordinator_service.h"
+
+#include <atomic>
+
+#include "agent/transport/message_parts.h"
+#include "agent/transport/shaped_stream.h"
+
+namespace edgetrain::agent {
+namespace {
+
+void SetRow(const DownlinkRow& from, v1::Row& to) {
+  to.set_id(static_cast<uint32_t>(from.id));
+  to.set_clock(from.clock);
+  to.set_delta(from.delta);
+  to.set_encoding(static_cast<v1::Encoding>(from.encoded.encoding));
+  to.set_scale(from.encoded.scale);
+  to.set_values(from.encoded.bytes);
+}
+
+v1::CoordinatorMessage ToMessage(const WelcomeMessage& m, const std::vector<std::vector<int64_t>>& shapes) {
+  v1::CoordinatorMessage out;
+  v1::Welcome* welcome = out.mutable_welcome();
+  for (const auto& shape : shapes) {
+    auto* t = welcome->add_tensors();
+    for (int64_t d : shape) t->add_dims(d);
+  }
+  for (const DownlinkRow& row : m.rows) SetRow(row, *welcome->add_rows());
+  welcome->set_resume_after(m.resume_after);
+  welcome->set_staleness_bound(m.staleness_bound);
+  welcome->set_welcome(m.welcome);
+  return out;
+}
+
+// An update in parts of about PartBytes, sent back to back, so the worker
+// can time its downlink from their arrivals; part 0 carries the fields.
+std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
+  v1::CoordinatorMessage whole;
+  v1::Update* update = whole.mutable_update();
+  for (const DownlinkRow& row : m.update.rows) SetRow(row, *update->add_rows());
+  for (size_t r : m.update.demanded) update->add_demanded(static_cast<uint32_t>(r));
+  update->set_transfer_seconds(m.transfer_seconds);
+  update->set_uplink_mbps(m.uplink_mbps);
+  update->set_staleness_bound(m.staleness_bound);
+  const int64_t part_bytes = PartBytes(static_cast<int64_t>(whole.ByteSizeLong()), m.downlink_mbps);
+  return CutIntoParts<v1::CoordinatorMessage>(
+      *update->mutable_rows(), part_bytes,
+      [&](int part) {
+        v1::CoordinatorMessage p;
+        v1::Update* u = p.mutable_update();
+        u->set_part(part);
+        if (part == 0) {
+          *u->mutable_demanded() = whole.update().demanded();
+          u->set_transfer_seconds(m.transfer_seconds);
+          u->set_uplink_mbps(m.uplink_mbps);
+          u->set_staleness_bound(m.staleness_bound);
+        }
+        return p;
+      },
+      [](v1::CoordinatorMessage& p) { return p.mutable_update(); });
+}
+
+WorkerReport ToReport(const v1::WorkerStats& s) {
+  WorkerReport r;
+  r.batch_size = s.batch_size();
+  r.samples = s.samples();
+  r.loss_sum = s.loss_sum();
+  r.loss_count = s.loss_count();
+  r.uplink_mbps = s.uplink_mbps();
+  r.downlink_mbps = s.downlink_mbps();
+  r.compute_s = s.compute_seconds();
+  r.stall_s = s.stall_seconds();
+  r.wall_s = s.wall_seconds();
+  r.energy_j = s.energy_joules();
+  r.step_s = s.step_seconds();
+  return r;
+}
+
+ArrivingPush ToArriving(const v1::WorkerMessage& message) {
+  const v1::Push& push = message.push();
+  ArrivingPush a;
+  a.iteration = push.iteration();
+  a.welcome = push.welcome();
+  a.bytes = static_cast<int64_t>(message.ByteSizeLong());
+  a.rows.reserve(static_cast<size_t>(push.rows_size()));
+  for (const v1::Row& row : push.rows()) {
+    a.rows.push_back({row.id(), static_cast<RowEncoding>(row.encoding()), row.scale(), row.values()});
+  }
+  if (push.has_stats()) a.report = ToReport(push.stats());
+  return a;
+}
+
+}  // namespace
+
+CoordinatorService::CoordinatorService(const JobPlan& plan, Coordinator& coordinator, Clock& clock,
+                                       const std::vector<std::optional<BandwidthTrace>>& downlinks)
+    : plan_(plan), coordinator_(coordinator), clock_(clock),
+      downlinks_(static_cast<size_t>(plan.spec.parallelism.workers)) {
+  const TimePoint now = clock.Now();
+  for (size_t w = 0; w < downlinks.size() && w < downlinks_.size(); ++w) {
+    if (downlinks[w]) downlinks_[w] = std::make_shared<TraceShaper>(*downlinks[w], now);
+  }
+}
+
+Status CoordinatorService::AdoptPlan(const JobPlan& next,
+                                     const std::vector<std::optional<BandwidthTrace>>& downlinks) {
+  EDGETRAIN_RETURN_IF_ERROR(coordinator_.AdoptPlan(next));
+  const TimePoint now = clock_.Now();
+  std::lock_guard lock(mu_);
+  for (size_t w = 0; w < downlinks_.size(); ++w) {
+    downlinks_[w] = w < downlinks.size() && downlinks[w] ? std::make_shared<TraceShaper>(*downlinks[w], now) : nullptr;
+  }
+  return Status::Ok();
+}
+
+Status CoordinatorService::Admit(const v1::Hello& hello) {
+  return CheckHello(hello, plan_.job, coordinator_.plan_generation(), plan_.spec.parallelism.workers);
+}
+
+Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
+  const int w = hello.rank();
+  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w));
+  std::atomic<bool> gone{false};
+  std::shared_ptr<TraceShaper> downlink;
+  {
+    std::lock_guard lock(mu_);
+    downlink = downlinks_[w];
+  }
+  std::optional<ShapedWorkerStream> shaped;
+  if (downlink) {
+    shaped.emplace(raw_stream, *downlink, clock_, [&] { return gone.load() || coordinator_.abandoning_sends(); });
+  }
+  WorkerStream& stream = shaped ? static_cast<WorkerStream&>(*shaped) : raw_stream;
+
+  const v1::CoordinatorMessage welcome = ToMessage(joined.welcome, coordinator_.tensor_shapes());
+  const TimePoint began = clock_.Now();
+  Status sent = stream.Send(welcome);
+  ClockThread sender;
+  if (sent.ok()) {
+    coordinator_.Delivered(w, static_cast<int64_t>(welcome.ByteSizeLong()), welcome.welcome().rows_size(),
+                           clock_.Now() - began, /*opened_stream=*/true);
+    sender = clock_.StartThread("coordinator sender " + std::to_string(w),
+                                [&] { SendLoop(w, joined.stream, stream); });
+    for (;;) {
+      auto message = raw_stream.Receive();
+      if (!message.ok()) break;
+      if (!message->has_push()) continue;
+      if (!coordinator_.Receive(w, joined.stream, ToArriving(*message)).ok()) break;
+    }
+  }
+  gone = true;
+  coordinator_.Left(w, joined.stream);
+  sender.Join();
+  return Status::Ok();
+}
+
+void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& stream) {
+  while (std::optional<OutgoingMessage> next = coordinator_.Next(w, stream_number)) {
+    std::vector<v1::CoordinatorMessage> parts;
+    if (const auto* update = std::get_if<UpdateMessage>(&*next)) {
+      parts = ToParts(*update);
+    } else if (const auto* welcome = std::get_if<WelcomeMessage>(&*next)) {
+      parts.push_back(ToMessage(*welcome, coordinator_.tensor_shapes()));
+    } else {
+      parts.emplace_back().mutable_stop()->set_reason(std::get<StopMessage>(*next).reason);
+      (void)stream.Send(parts.back());
+      return;
+    }
+    const TimePoint began = clock_.Now();
+    int64_t bytes = 0;
+    int rows = 0;
+    for (const auto& part : parts) {
+      bytes += static_cast<int64_t>(part.ByteSizeLong());
+      rows += part.has_update() ? part.update().rows_size() : part.welcome().rows_size();
+      if (!stream.Send(part).ok()) return;
+    }
+    coordinator_.Delivered(w, bytes, rows, clock_.Now() - began);
+  }
+}
+
+}  // namespace edgetrain::agent

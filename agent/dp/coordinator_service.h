@@ -1,0 +1,47 @@
+#pragma once
+// The coordinator's side of its workers' streams: the thin layer between the
+// transport and the team's state (coordinator.h). For each stream it checks
+// the hello, sends the Welcome, then reads pushes on the stream's own thread
+// and sends updates from a thread of its own; it turns messages into plain
+// values and back, cuts updates into parts, and shapes each worker's downlink
+// when its link is emulated.
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "agent/dp/coordinator.h"
+#include "agent/transport/transport.h"
+#include "core/bandwidth_trace.h"
+#include "core/clock.h"
+#include "core/trace_shaper.h"
+
+namespace edgetrain::agent {
+
+class CoordinatorService final : public WorkerSessions {
+ public:
+  // `downlinks[w]`: worker w's emulated link, coordinator to worker, which
+  // follows its trace from now on; none: unshaped.
+  CoordinatorService(const JobPlan& plan, Coordinator& coordinator, Clock& clock,
+                     const std::vector<std::optional<BandwidthTrace>>& downlinks);
+
+  Status Admit(const v1::Hello& hello) override;
+  Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
+
+  // A new generation of the plan (Coordinator::AdoptPlan), with its workers'
+  // emulated links: streams opened from now on follow the new ones.
+  Status AdoptPlan(const JobPlan& next, const std::vector<std::optional<BandwidthTrace>>& downlinks);
+
+ private:
+  void SendLoop(int w, uint64_t stream_number, WorkerStream& stream);
+
+  const JobPlan& plan_;
+  Coordinator& coordinator_;
+  Clock& clock_;
+  std::mutex mu_;
+  // Per worker; null: unshaped. Guarded by mu_; a stream keeps the one it opened with.
+  std::vector<std::shared_ptr<TraceShaper>> downlinks_;
+};
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,431 @@
+// The data-parallel engine whole — job driver, coordinator, its service and
+// workers — as threads on a deterministic clock over the in-memory transport,
+// training fake models (agent/testing/simulated_team.h): minutes of a team's
+// life in milliseconds, the same way every run. Every run is held to the
+// engine's invariants (ExpectSound); each test adds what its scenario is about.
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "agent/job_driver.h"
+#include "agent/solo_engine.h"
+#include "agent/storage/atomic_file.h"
+#include "agent/testing/simulated_team.h"
+
+namespace edgetrain::agent::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::string TestDir() {
+  const std::string dir = ::testing::TempDir() + "/sim-" +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() + "-" +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TeamSetup ATeamOf(int workers) {
+  TeamSetup s;
+  s.workers = workers;
+  s.budget.epochs = 5;
+  s.output_dir = TestDir();
+  return s;
+}
+
+// The histogram of how stale each row was when a worker used it: every
+// observation at most `bound`, for each worker (edgetrain_row_staleness_iterations).
+void ExpectNoRowStalerThan(const std::string& metrics, int bound) {
+  const std::regex bucket("edgetrain_row_staleness_iterations_bucket\\{[^}]*worker=\"(\\d+)\"[^}]*le=\"([^\"]+)\"\\} (\\d+)");
+  const std::regex count("edgetrain_row_staleness_iterations_count\\{[^}]*worker=\"(\\d+)\"[^}]*\\} (\\d+)");
+  std::map<std::string, int64_t> within, total;
+  for (auto it = std::sregex_iterator(metrics.begin(), metrics.end(), bucket); it != std::sregex_iterator(); ++it) {
+    if (std::stod((*it)[2]) == bound) within[(*it)[1]] = std::stoll((*it)[3]);
+  }
+  for (auto it = std::sregex_iterator(metrics.begin(), metrics.end(), count); it != std::sregex_iterator(); ++it) {
+    total[(*it)[1]] = std::stoll((*it)[2]);
+  }
+  ASSERT_FALSE(total.empty()) << metrics;
+  for (const auto& [worker, n] : total) {
+    EXPECT_GT(n, 0) << "worker " << worker << " used no rows";
+    EXPECT_EQ(within[worker], n) << "worker " << worker << " used a row more than " << bound << " iterations stale";
+  }
+}
+
+// What holds of every run, whatever happens to the team.
+void ExpectSound(const SimulatedTeam& team, int bound) {
+  ASSERT_TRUE(team.result().ok()) << team.result().status().ToString() << "\n" << team.log();
+  int64_t fated = 0;
+  for (int64_t n : team.push_fates()) fated += n;
+  EXPECT_EQ(fated, team.pushes_delivered()) << "every push read is applied or counted with its reason";
+  EXPECT_GT(team.push_fates()[static_cast<int>(PushFate::kApplied)], 0);
+  EXPECT_FALSE(team.progress_went_back());
+  ExpectNoRowStalerThan(team.worker_metrics(), bound);
+}
+
+int64_t IterationOf(const JobProgress& p, int rank) {
+  return static_cast<size_t>(rank) < p.workers.size() ? p.workers[rank].iteration : 0;
+}
+bool Active(const JobProgress& p, int rank) {
+  return static_cast<size_t>(rank) < p.workers.size() && p.workers[rank].active;
+}
+// Back in the team and training with it: within the bound (4) and a few steps of worker 0.
+bool CaughtUp(const JobProgress& p, int rank) {
+  return Active(p, rank) && IterationOf(p, rank) >= IterationOf(p, 0) - 4 - 5;
+}
+
+class WorldSizeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(WorldSizeTest, ATeamTrainsToItsBudgetWithinItsBounds) {
+  TeamSetup setup = ATeamOf(GetParam());
+  setup.train_samples = 64 * GetParam() * 10;
+  SimulatedTeam team(setup);
+  team.Run();
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_GE(p.samples, 5 * setup.train_samples);
+  EXPECT_GT(*p.accuracy, 0.9) << team.log();
+  for (int w = 0; w < GetParam(); ++w) {
+    ASSERT_TRUE(team.workers()[w].ok()) << team.workers()[w].status().ToString();
+    EXPECT_EQ(team.workers()[w]->stop_reason, "the job is over");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, WorldSizeTest, ::testing::Values(1, 2, 3, 7, 16));
+
+TEST(SimulatedTeamTest, RunsTheSameWayEveryTime) {
+  std::vector<std::string> outcomes;
+  for (int run = 0; run < 3; ++run) {
+    TeamSetup setup = ATeamOf(3);
+    setup.partition = {PartitionKind::kDirichlet, 0.5};
+    setup.slowdowns = {1, 2, 5};
+    SimulatedTeam team(setup);
+    team.Run();
+    ASSERT_TRUE(team.result().ok());
+    std::ostringstream o;
+    o.precision(17);
+    o << *team.result()->accuracy << " " << team.result()->iteration << " " << team.result()->elapsed_s;
+    for (const auto& w : team.result()->workers) o << " " << w.iteration << "/" << w.rows_sent;
+    outcomes.push_back(o.str());
+  }
+  EXPECT_EQ(outcomes[1], outcomes[0]);
+  EXPECT_EQ(outcomes[2], outcomes[0]);
+}
+
+TEST(SimulatedTeamTest, ACutLinkReleasesTheBoundAndTheWorkerRejoinsWhenItIsBack) {
+  TeamSetup setup = ATeamOf(3);
+  setup.budget = {};
+  setup.budget.wall_clock = std::chrono::minutes(5);
+  SimulatedTeam team(setup);
+  int64_t stuck_at = 0;
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return IterationOf(p, 2) >= 20 && Active(p, 2); }));
+    t.gate(2).Cut();
+    JobProgress cut_off;
+    ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) {
+      cut_off = p;
+      return !Active(p, 2);
+    }));
+    // The bound is released: the others train on far past S iterations beyond it.
+    stuck_at = IterationOf(cut_off, 2);
+    ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) {
+      return IterationOf(p, 0) > stuck_at + 4 + 40 && IterationOf(p, 1) > stuck_at + 4 + 40;
+    }));
+    t.gate(2).Restore();
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
+    t.Stop();
+  });
+  ExpectSound(team, 4);
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kCancelled);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("worker 2 counted out"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 2 is back"), std::string::npos) << log;
+  EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kCountedOut)], 1) << "its first push back";
+}
+
+TEST(SimulatedTeamTest, AKilledWorkerRestartsAndRejoins) {
+  TeamSetup setup = ATeamOf(3);
+  setup.budget = {};
+  setup.budget.wall_clock = std::chrono::minutes(5);
+  SimulatedTeam team(setup);
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return IterationOf(p, 1) >= 20; }));
+    t.KillWorker(1);
+    JobProgress gone;
+    ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) {
+      gone = p;
+      return !Active(p, 1);
+    }));
+    ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) { return IterationOf(p, 0) > IterationOf(gone, 0) + 40; }))
+        << "the team stopped for a lost worker";
+    t.StartWorker(1);
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return CaughtUp(p, 1); }));
+    t.Stop();
+  });
+  ExpectSound(team, 4);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("worker 1 left"), std::string::npos) << log;
+  size_t joined = 0;
+  for (size_t at = 0; (at = log.find("worker 1 joined", at)) != std::string::npos; ++at) ++joined;
+  EXPECT_EQ(joined, 2u) << "joined once, and once more after its restart\n" << log;
+}
+
+TEST(SimulatedTeamTest, AWorkerThatNeverArrivesIsANodeLostAtTheStart) {
+  TeamSetup setup = ATeamOf(3);
+  setup.node_loss_grace = seconds(30);
+  SimulatedTeam team(setup);
+  team.Run(
+      [&](SimulatedTeam& t) {
+        t.StartWorker(0);
+        t.StartWorker(1);
+      },
+      /*start_workers=*/false);
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_FALSE(p.workers[2].active);
+  EXPECT_EQ(p.workers[2].samples, 0);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("waiting up to 30 s for 1 more worker(s)"), std::string::npos) << log;
+  EXPECT_NE(log.find("the team starts with 2 of 3 workers; the others join when they come"), std::string::npos)
+      << log;
+  EXPECT_GE(p.elapsed_s, 0) << "the wait was not training time";
+}
+
+TEST(SimulatedTeamTest, ALateWorkerWithinTheGraceStartsWithTheTeam) {
+  TeamSetup setup = ATeamOf(3);
+  SimulatedTeam team(setup);
+  team.Run(
+      [&](SimulatedTeam& t) {
+        t.StartWorker(0);
+        t.StartWorker(1);
+        t.clock().SleepFor(seconds(8));  // hundreds of iterations, were they training
+        t.StartWorker(2);
+      },
+      /*start_workers=*/false);
+  ExpectSound(team, 4);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("worker 2 joined at iteration 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("the team starts with 3 of 3 workers\n"), std::string::npos) << log;
+}
+
+TEST(SimulatedTeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
+  TeamSetup setup = ATeamOf(3);
+  setup.node_loss_grace = milliseconds(300);
+  setup.budget = {};
+  setup.budget.wall_clock = std::chrono::minutes(5);
+  SimulatedTeam team(setup);
+  team.Run(
+      [&](SimulatedTeam& t) {
+        t.StartWorker(0);
+        t.StartWorker(1);
+        ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return IterationOf(p, 0) >= 30; }));
+        t.StartWorker(2);
+        ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
+        t.Stop();
+      },
+      /*start_workers=*/false);
+  ExpectSound(team, 4);
+  const std::string log = team.log();
+  const size_t at = log.find("worker 2 joined at iteration ");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_GE(std::stoll(log.substr(at + 29)), 30 - 4) << log;
+}
+
+TEST(SimulatedTeamTest, TheJobsClockStartsWithItsTeam) {
+  TeamSetup setup = ATeamOf(3);
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(1);
+  SimulatedTeam team(setup);
+  team.Run(
+      [&](SimulatedTeam& t) {
+        t.clock().SleepFor(seconds(2));  // longer than the whole budget: loading data, say
+        for (int w = 0; w < 3; ++w) t.StartWorker(w);
+      },
+      /*start_workers=*/false);
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kWallClock);
+  EXPECT_GT(p.samples, 0) << "the budget ran out while no worker was there";
+  EXPECT_GE(p.elapsed_s, 1.0);
+  EXPECT_LT(p.elapsed_s, 1.1) << "the wait, or telling the workers to stop, was counted";
+}
+
+TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersReconnect) {
+  TeamSetup setup = ATeamOf(3);
+  setup.checkpoint_every = 40;
+  setup.budget.epochs = 10;
+  SimulatedTeam team(setup);
+  int64_t died_at = 0, checkpointed_at = 0;
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 90; }));
+    auto checkpoint = ReadWholeFile(JobDriver::CheckpointPath(t.plan()));
+    ASSERT_TRUE(checkpoint.ok());
+    auto decoded = DecodeCheckpoint(*checkpoint, "checkpoint.bin");
+    ASSERT_TRUE(decoded.ok());
+    checkpointed_at = decoded->iteration;
+    died_at = t.progress().iteration;
+    t.RestartCoordinator(*checkpoint);
+  });
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  ASSERT_TRUE(p.resumed_from_iteration.has_value()) << team.log();
+  EXPECT_EQ(*p.resumed_from_iteration, checkpointed_at) << "the last checkpoint before it died at " << died_at;
+  EXPECT_GE(checkpointed_at, 80);
+  EXPECT_LT(checkpointed_at, died_at);
+  EXPECT_GT(*p.accuracy, 0.9);
+  EXPECT_NE(team.log().find("resumed from"), std::string::npos) << team.log();
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(team.workers()[w].ok());
+    EXPECT_GE(team.workers()[w]->reconnects, 1) << "worker " << w;
+  }
+}
+
+// A re-plan (a replacement node, a moved worker) reaches a running
+// coordinator as a new plan generation: it adopts it without a restart, and
+// the workers of the old generation are fenced out, at once and for good.
+TEST(SimulatedTeamTest, ANewPlanGenerationFencesOutTheOldOneAndTheJobGoesOn) {
+  TeamSetup setup = ATeamOf(3);
+  setup.budget.epochs = 8;
+  SimulatedTeam team(setup);
+  int64_t replanned_at = 0;
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 30; }));
+    replanned_at = t.progress().iteration;
+    JobPlan next = t.plan();
+    next.generation = 2;
+    ASSERT_TRUE(t.AdoptPlan(next).ok());
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return !Active(p, 0) && !Active(p, 1) && !Active(p, 2); }))
+        << "the old generation still counts in the team's waits";
+    for (int w = 0; w < 3; ++w) t.StartWorker(w);  // the new generation's pods
+  });
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_GT(p.iteration, replanned_at);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("adopted plan generation 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 1 fenced out: its stream is of plan generation 1"), std::string::npos) << log;
+  // The old generation's workers tried to come back and were refused.
+  EXPECT_NE(log.find("plan generation 1 is not the current 2"), std::string::npos) << log;
+  for (int w = 0; w < 3; ++w) ASSERT_TRUE(team.workers()[w].ok()) << "the new generation's worker " << w;
+}
+
+TEST(SimulatedTeamTest, APlanThatCannotReplaceTheRunningOneIsRefusedAndChangesNothing) {
+  TeamSetup setup = ATeamOf(2);
+  SimulatedTeam team(setup);
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 10; }));
+    JobPlan bigger = t.plan();
+    bigger.generation = 2;
+    bigger.spec.parallelism.workers = 3;
+    Status refused = t.AdoptPlan(bigger);
+    EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.message().find("plan generation 2 has 3 workers, not 2: changing a team's size needs a restart"),
+              std::string::npos)
+        << refused.message();
+    JobPlan same = t.plan();
+    refused = t.AdoptPlan(same);
+    EXPECT_NE(refused.message().find("plan generation 1 is not newer than the current 1"), std::string::npos)
+        << refused.message();
+    JobPlan other = t.plan();
+    other.job = "another";
+    other.generation = 5;
+    EXPECT_FALSE(t.AdoptPlan(other).ok());
+  });
+  ExpectSound(team, 4);
+  EXPECT_EQ(team.log().find("fenced out"), std::string::npos);
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kEpochs);
+}
+
+TEST(SimulatedTeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) {
+  std::vector<JobProgress> results;
+  for (Compression c : {Compression::kNone, Compression::kInt8}) {
+    TeamSetup setup = ATeamOf(3);
+    setup.compression = c;
+    SimulatedTeam team(setup);
+    team.Run();
+    ExpectSound(team, 4);
+    results.push_back(*team.result());
+  }
+  auto down = [](const JobProgress& p) {
+    int64_t sum = 0;
+    for (const auto& w : p.workers) sum += w.bytes_received;
+    return static_cast<double>(sum);
+  };
+  EXPECT_NEAR(*results[1].accuracy, *results[0].accuracy, 0.02);
+  EXPECT_LT(down(results[1]) / down(results[0]), 0.5);
+}
+
+TEST(SimulatedTeamTest, BspUsesNoStaleRow) {
+  TeamSetup setup = ATeamOf(3);
+  setup.policy = SyncPolicy::kBsp;
+  setup.staleness_bound = 0;
+  setup.slowdowns = {1, 3, 1};
+  SimulatedTeam team(setup);
+  team.Run();
+  ExpectSound(team, 0);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent::testing
+
+namespace edgetrain::agent::testing {
+namespace {
+
+// A job of one on the same fake model, data and budget, as a team of one trains it.
+double SoloAccuracy(const TeamSetup& setup) {
+  JobPlan plan;
+  plan.job = "solo";
+  plan.output_dir = setup.output_dir + "-solo";
+  std::filesystem::remove_all(plan.output_dir);
+  plan.spec.data.batch_size = setup.batch_size;
+  plan.spec.optimizer = setup.optimizer;
+  plan.spec.budget = setup.budget;
+  plan.spec.evaluation.every_iterations = setup.evaluate_every;
+  plan.spec.seed = setup.model.seed;
+  const TrainTestSplit data = FakeData(setup.train_samples, 100, setup.model.classes);
+  DeterministicClock clock;
+  double accuracy = -1;
+  clock.Run("solo", [&] {
+    FakeTrainer trainer(setup.model, clock);
+    SoloEngine engine(plan.spec, trainer, data, {}, {}, clock);
+    MetricsRegistry registry;
+    CoordinatorMetrics metrics(registry, plan.job, 1);
+    ProgressBoard board;
+    std::ostringstream log;
+    std::atomic<bool> cancel{false};
+    auto result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
+    if (result.ok()) accuracy = *result->accuracy;
+  });
+  return accuracy;
+}
+
+// A worker alone has no teammate to be stale towards: every row's clock is its
+// own push, and a bound S > 0 would only have it compute on its own delayed
+// updates. With momentum, that overshoots (docs/data-parallelism.md).
+TEST(SimulatedTeamTest, ATeamOfOneTrainsLikeAJobOfOne) {
+  for (SyncPolicy policy : {SyncPolicy::kRog, SyncPolicy::kSsp}) {
+    TeamSetup setup = ATeamOf(1);
+    setup.output_dir += NameOf(policy);
+    setup.policy = policy;
+    setup.optimizer = {OptimizerKind::kSgd, 0.05, 0.9, 0};
+    setup.batch_size = 64;  // a batch of 16 moves the fake model's end point by up to 5 points
+    setup.budget.epochs = 16;
+    SimulatedTeam team(setup);
+    team.Run();
+    ExpectSound(team, 0);
+    const double solo = SoloAccuracy(setup);
+    ASSERT_GT(solo, 0.85);
+    EXPECT_NEAR(*team.result()->accuracy, solo, 0.02) << NameOf(policy) << " alone " << solo;
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain::agent::testing

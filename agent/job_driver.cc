@@ -1,0 +1,178 @@
+#include "agent/job_driver.h"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/storage/atomic_file.h"
+#include "agent/storage/evaluation_log.h"
+#include "core/budget.h"
+#include "core/training_schedule.h"
+
+namespace edgetrain::agent {
+namespace {
+
+// How often the board is refreshed: often enough for a progress bar, rarely
+// enough that copying the progress costs nothing next to a training step.
+constexpr Duration kPublishEvery = std::chrono::milliseconds(100);
+
+}  // namespace
+
+JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, ProgressBoard& board,
+                     CoordinatorMetrics& metrics, std::ostream& log)
+    : plan_(plan), engine_(engine), clock_(clock), board_(board), metrics_(metrics), log_(log) {}
+
+StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
+  const std::string path = CheckpointPath(plan_);
+  EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> checkpoint, LoadCheckpoint(path));
+  if (!checkpoint) return checkpoint;
+  const JobCheckpoint& c = *checkpoint;
+  if (c.job != plan_.job) {
+    log_ << plan_.job << ": " << path << " is job " << c.job << "'s; starting afresh and replacing it\n";
+    return std::optional<JobCheckpoint>();
+  }
+  if (plan_.fresh) {
+    log_ << plan_.job << ": starting afresh as asked; the checkpoint at iteration " << c.iteration
+         << " will be replaced\n";
+    return std::optional<JobCheckpoint>();
+  }
+  if (c.complete) {
+    log_ << plan_.job << ": the last run completed at iteration " << c.iteration
+         << "; starting afresh, and its model will be replaced\n";
+    return std::optional<JobCheckpoint>();
+  }
+  if (Status restored = engine_.Restore(c); !restored.ok()) {
+    return FailedPreconditionError(path + " " + restored.message() +
+                                   "; move it away, or start afresh (edgetrain run --fresh)");
+  }
+  log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples
+       << " samples, " << c.elapsed_s << " s of training (edgetrain run --fresh starts over)\n";
+  return checkpoint;
+}
+
+JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
+  JobCheckpoint c;
+  c.job = plan_.job;
+  c.plan_generation = plan_.generation;
+  c.iteration = p.iteration;
+  c.samples = p.samples;
+  c.elapsed_s = p.elapsed_s;
+  engine_.Snapshot(c);
+  return c;
+}
+
+Status JobDriver::WriteModelCard(const JobProgress& p) {
+  const JobSpec& spec = plan_.spec;
+  nlohmann::json card = {
+      {"job", plan_.job},
+      {"model", NameOf(spec.model.kind)},
+      {"dataset", NameOf(spec.data.dataset)},
+      {"workers", spec.parallelism.workers},
+      {"policy", spec.parallelism.workers > 1 ? nlohmann::json(NameOf(spec.sync.policy)) : nlohmann::json(nullptr)},
+      {"iteration", p.iteration},
+      {"samples", p.samples},
+      {"accuracy", p.accuracy ? nlohmann::json(*p.accuracy) : nlohmann::json(nullptr)},
+      {"weights", "model.pt"},
+      {"format", "TorchScript archive of the model's parameters and buffers (docs/launch-contract.md)"},
+  };
+  return WriteFileAtomically(plan_.output_dir + "/model.json", card.dump(2) + "\n");
+}
+
+void JobDriver::Publish(const JobProgress& p) {
+  metrics_.SetLoss(p.loss);
+  metrics_.SetSamples(p.samples);
+  metrics_.SetEnergy(p.energy_joules.value_or(0));
+  board_.Update([&](JobProgress& shown) { shown = p; });
+}
+
+StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
+  const JobSpec& spec = plan_.spec;
+  std::error_code ec;
+  std::filesystem::create_directories(plan_.output_dir, ec);
+  if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
+  EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> resumed, Resume());
+  const double elapsed_before = resumed ? resumed->elapsed_s : 0;
+  EDGETRAIN_ASSIGN_OR_RETURN(EvaluationLog evaluations,
+                             EvaluationLog::Open(plan_.output_dir + "/evaluations.csv", resumed.has_value()));
+
+  EDGETRAIN_RETURN_IF_ERROR(engine_.Start(cancel));
+  // The job's clock: training time, over every run of it.
+  const TimePoint start = clock_.Now() - FromSeconds(elapsed_before);
+  Budget budget(spec.budget, engine_.IterationsPerEpoch(), start);
+  JobProgress p = engine_.Progress();
+  TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
+  std::optional<double> accuracy;
+  std::optional<int64_t> evaluated_iteration;
+  auto fill = [&](JobProgress& q, TimePoint now) {
+    q.elapsed_s = ToSeconds(now - start);
+    q.samples_per_second = q.elapsed_s > 0 ? static_cast<double>(q.samples) / q.elapsed_s : 0;
+    q.accuracy = accuracy;
+    q.evaluated_iteration = evaluated_iteration;
+    if (resumed) q.resumed_from_iteration = resumed->iteration;
+    q.fraction = budget.Fraction(now, q.iteration);
+    auto eta = budget.Eta(now, q.iteration);
+    q.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;
+  };
+  auto evaluate = [&](JobProgress& q) -> Status {
+    EDGETRAIN_ASSIGN_OR_RETURN(double a, engine_.Evaluate());
+    accuracy = a;
+    evaluated_iteration = q.iteration;
+    q.accuracy = a;
+    q.evaluated_iteration = q.iteration;
+    metrics_.SetAccuracy(a);
+    evaluations.Record(q.elapsed_s, q.iteration, q.samples, a, q.energy_joules);
+    return Status::Ok();
+  };
+
+  std::optional<StopReason> stop;
+  TimePoint published{};
+  while (!stop) {
+    EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
+    const TimePoint now = clock_.Now();
+    p = engine_.Progress();
+    fill(p, now);
+    if (schedule.CheckpointDue(p.iteration)) {
+      EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), Checkpoint(p)));
+      metrics_.AddCheckpoint();
+      schedule.Checkpointed(p.iteration);
+    }
+    bool evaluated = false;
+    if (schedule.EvaluationDue(p.iteration, now)) {
+      EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
+      schedule.Evaluated(p.iteration, now);
+      evaluated = true;
+      if (budget.TargetReached(*p.accuracy)) stop = StopReason::kTarget;
+    }
+    if (!stop) stop = budget.Exhausted(now, p.iteration);
+    if (!stop && cancel.load(std::memory_order_relaxed)) stop = StopReason::kCancelled;
+    if (evaluated || now - published >= kPublishEvery) {
+      Publish(p);
+      published = now;
+    }
+  }
+
+  // Training ends here: what finishing takes (a team's workers told to stop)
+  // is not training time.
+  const TimePoint end = clock_.Now();
+  engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent);
+  p = engine_.Progress();
+  fill(p, end);
+  // The result always reports the final model's accuracy on the full test set.
+  if (*stop != StopReason::kTarget && evaluated_iteration != p.iteration) EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
+  JobCheckpoint last = Checkpoint(p);
+  // An interrupted job is not over: run again, it resumes from here.
+  last.complete = *stop != StopReason::kCancelled;
+  EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), last));
+  p.model_path = plan_.output_dir + "/model.pt";
+  EDGETRAIN_RETURN_IF_ERROR(engine_.SaveModel(p.model_path));
+  EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(p));
+  p.reached_target = budget.TargetReached(*p.accuracy);
+  p.stop_reason = *stop;
+  p.state = JobState::kSucceeded;
+  p.fraction = budget.Fraction(end, p.iteration);
+  p.eta_s = 0;
+  Publish(p);
+  return p;
+}
+
+}  // namespace edgetrain::agent

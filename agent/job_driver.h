@@ -1,0 +1,53 @@
+#pragma once
+// Drives a job from its start to its end, whatever trains it (a TrainingEngine:
+// a job of one, a team's coordinator, next a pipeline's head), so that every
+// kind of job resumes, budgets, evaluates, checkpoints, reports and saves its
+// model the same way:
+//   1. resume from the output folder's checkpoint of this job, unless the plan
+//      says start afresh or the last run completed (say which, either way);
+//   2. start the engine (a team gathers), and the job's clock with it;
+//   3. advance the engine until the budget ends, the target is reached or the
+//      job is cancelled, evaluating and checkpointing on their schedules
+//      (core/training_schedule.h) and publishing progress on the board;
+//   4. finish: evaluate the final model, write the last checkpoint (complete),
+//      model.pt and model.json.
+
+#include <atomic>
+#include <optional>
+#include <ostream>
+
+#include "agent/progress_board.h"
+#include "agent/telemetry/metrics.h"
+#include "agent/training_engine.h"
+#include "core/clock.h"
+#include "core/job_plan.h"
+
+namespace edgetrain::agent {
+
+class JobDriver {
+ public:
+  JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, ProgressBoard& board,
+            CoordinatorMetrics& metrics, std::ostream& log);
+
+  // The final progress, with the model's path; an error if the job failed.
+  StatusOr<JobProgress> Run(const std::atomic<bool>& cancel);
+
+  static std::string CheckpointPath(const JobPlan& plan) { return plan.output_dir + "/checkpoint.bin"; }
+
+ private:
+  // The checkpoint this run resumes from, restored into the engine; nullopt
+  // when it starts afresh.
+  StatusOr<std::optional<JobCheckpoint>> Resume();
+  JobCheckpoint Checkpoint(const JobProgress& p);
+  Status WriteModelCard(const JobProgress& p);
+  void Publish(const JobProgress& p);
+
+  const JobPlan& plan_;
+  TrainingEngine& engine_;
+  Clock& clock_;
+  ProgressBoard& board_;
+  CoordinatorMetrics& metrics_;
+  std::ostream& log_;
+};
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,171 @@
+// The job driver with a job of one (SoloEngine) training a fake model on a
+// deterministic clock: budgets, schedules, the final model, and resuming.
+#include "agent/job_driver.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "agent/solo_engine.h"
+#include "agent/testing/fake_trainer.h"
+#include "core/deterministic_clock.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct JobDriverTest : ::testing::Test {
+  JobDriverTest() {
+    plan.job = "solo";
+    plan.output_dir = (fs::path(::testing::TempDir()) /
+                       ("driver-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
+                          .string();
+    fs::remove_all(plan.output_dir);
+    JobSpec& spec = plan.spec;
+    spec.data.batch_size = 16;  // 160 samples: 10 steps an epoch
+    spec.optimizer = {OptimizerKind::kSgd, 0.1, std::nullopt, 0};
+    spec.evaluation.every_iterations = 5;
+    spec.budget.epochs = 4;
+    spec.seed = 1;
+  }
+
+  // Runs the job on a fresh engine; `cancel_after` (simulated) interrupts it.
+  StatusOr<JobProgress> Run(std::optional<Duration> cancel_after = std::nullopt) {
+    StatusOr<JobProgress> result = InternalError("not run");
+    DeterministicClock clock;
+    clock.Run("test", [&] {
+      testing::FakeTrainer trainer(model, clock);
+      SoloEngine engine(plan.spec, trainer, data, {}, {}, clock);
+      MetricsRegistry registry;
+      CoordinatorMetrics metrics(registry, plan.job, 1);
+      std::atomic<bool> cancel{false};
+      ClockThread interrupter;
+      if (cancel_after) {
+        interrupter = clock.StartThread("interrupter", [&] {
+          clock.SleepFor(*cancel_after);
+          cancel = true;
+        });
+      }
+      result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
+    });
+    return result;
+  }
+  std::string Evaluations() {
+    std::ifstream in(plan.output_dir + "/evaluations.csv");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  JobPlan plan;
+  testing::FakeModel model;
+  TrainTestSplit data = testing::FakeData(160, 50, 10);
+  ProgressBoard board;
+  std::ostringstream log;
+};
+
+TEST_F(JobDriverTest, TrainsToItsEpochsEvaluatingOnItsMarksAndSavesTheModel) {
+  auto result = Run();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, StopReason::kEpochs);
+  EXPECT_EQ(result->iteration, 40);
+  EXPECT_EQ(result->samples, 640);
+  EXPECT_EQ(result->evaluated_iteration, 40);
+  EXPECT_GT(*result->accuracy, 0.9);
+  EXPECT_DOUBLE_EQ(result->elapsed_s, 40 * 0.005) << "five simulated milliseconds a step, nothing else";
+  EXPECT_TRUE(fs::exists(plan.output_dir + "/model.pt"));
+  EXPECT_TRUE(fs::exists(plan.output_dir + "/model.json"));
+  // Evaluated at 5, 10, ..., 40: eight rows and the header.
+  const std::string csv = Evaluations();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
+  EXPECT_EQ(board.Snapshot().state, JobState::kSucceeded);
+}
+
+TEST_F(JobDriverTest, StopsAtTheTargetAndKeepsTheModelThatReachedIt) {
+  plan.spec.budget.target_accuracy = 0.5;
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stop_reason, StopReason::kTarget);
+  EXPECT_TRUE(result->reached_target);
+  EXPECT_EQ(result->evaluated_iteration, result->iteration);
+  EXPECT_LT(result->iteration, 40);
+}
+
+TEST_F(JobDriverTest, StopsAtItsWallClock) {
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
+  EXPECT_EQ(result->iteration, 20);
+}
+
+TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  auto first = Run(milliseconds(123));  // interrupted after 24 steps
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->stop_reason, StopReason::kCancelled);
+  EXPECT_EQ(first->iteration, 25);
+  auto second = Run();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->resumed_from_iteration, 25) << "the checkpoint written when it stopped";
+  EXPECT_EQ(second->iteration, 40);
+  EXPECT_EQ(second->stop_reason, StopReason::kEpochs);
+  EXPECT_DOUBLE_EQ(second->elapsed_s, 40 * 0.005) << "training time over both runs";
+  EXPECT_NE(log.str().find("solo: resumed from " + plan.output_dir + "/checkpoint.bin at iteration 25"),
+            std::string::npos)
+      << log.str();
+  // The evaluations of both runs are in one file.
+  const std::string csv = Evaluations();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
+}
+
+TEST_F(JobDriverTest, AFinishedJobRunAgainStartsAfreshAndSaysSo) {
+  ASSERT_TRUE(Run().ok());
+  auto again = Run();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->resumed_from_iteration.has_value());
+  EXPECT_EQ(again->iteration, 40);
+  EXPECT_NE(log.str().find("the last run completed at iteration 40; starting afresh, and its model will be replaced"),
+            std::string::npos)
+      << log.str();
+}
+
+TEST_F(JobDriverTest, FreshStartsOverWhateverTheCheckpointSays) {
+  ASSERT_TRUE(Run(milliseconds(103)).ok());
+  plan.fresh = true;
+  auto again = Run();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->resumed_from_iteration.has_value());
+  EXPECT_NE(log.str().find("starting afresh as asked; the checkpoint at iteration 21 will be replaced"),
+            std::string::npos)
+      << log.str();
+}
+
+TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
+  ASSERT_TRUE(Run(milliseconds(52)).ok());
+  model.shapes = {{4, 4}};
+  auto again = Run();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("holds a different model, optimizer or team; move it away, or start "
+                                          "afresh (edgetrain run --fresh)"),
+            std::string::npos)
+      << again.status().message();
+}
+
+TEST_F(JobDriverTest, ADamagedCheckpointIsDataLossNotAFreshStart) {
+  fs::create_directories(plan.output_dir);
+  std::ofstream(plan.output_dir + "/checkpoint.bin") << "EDGETRAIN-CHECKPOINT 2\ntorn";
+  auto result = Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

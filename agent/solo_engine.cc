@@ -1,0 +1,108 @@
+#include "agent/solo_engine.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace edgetrain::agent {
+namespace {
+
+// Smoothing of the loss shown while training: about the last 50 steps.
+constexpr double kLossSmoothing = 0.02;
+
+std::vector<int64_t> AllOf(const Dataset& d) {
+  std::vector<int64_t> all(static_cast<size_t>(d.size()));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+}  // namespace
+
+SoloEngine::SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSplit& data,
+                       std::vector<int64_t> samples, SoloDevice device, Clock& clock)
+    : spec_(spec), trainer_(trainer), data_(data), device_(device), clock_(clock),
+      // One row per tensor: every row steps at every step, as one optimizer would.
+      layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(spec.optimizer, layout_),
+      order_(samples.empty() ? AllOf(data.train) : std::move(samples)),
+      steps_per_epoch_((static_cast<int64_t>(order_.size()) + spec.data.batch_size - 1) / spec.data.batch_size),
+      rng_(spec.seed), x_(static_cast<size_t>(spec.data.batch_size * data.train.SampleSize())),
+      y_(static_cast<size_t>(spec.data.batch_size)), gradient_(static_cast<size_t>(layout_.total_floats())),
+      energy_(device.power, clock.Now()) {}
+
+Status SoloEngine::Restore(const JobCheckpoint& c) {
+  std::span<float> params = trainer_.Parameters();
+  const OptimizerState& fresh = optimizer_.state();
+  if (c.ledger || c.parameters.size() != params.size() || c.optimizer.first.size() != fresh.first.size() ||
+      c.optimizer.second.size() != fresh.second.size() || c.optimizer.steps.size() != fresh.steps.size()) {
+    return FailedPreconditionError("holds a different model, optimizer or team");
+  }
+  std::copy(c.parameters.begin(), c.parameters.end(), params.begin());
+  optimizer_.mutable_state() = c.optimizer;
+  iteration_ = c.iteration;
+  samples_ = c.samples;
+  // The interrupted epoch is not replayed: the resumed run starts a new pass,
+  // in an order of its own.
+  rng_.seed(spec_.seed + static_cast<uint64_t>(iteration_));
+  return Status::Ok();
+}
+
+Status SoloEngine::Advance() {
+  const int64_t batch = spec_.data.batch_size;
+  const int64_t n = static_cast<int64_t>(order_.size());
+  if (cursor_ == 0) std::shuffle(order_.begin(), order_.end(), rng_);
+  const int64_t m = std::min(batch, n - cursor_);
+  const int64_t sample_size = data_.train.SampleSize();
+  for (int64_t k = 0; k < m; ++k) {
+    data_.train.CopySamples(order_[cursor_ + k], 1, x_.data() + k * sample_size);
+    y_[k] = data_.train.labels[order_[cursor_ + k]];
+  }
+  cursor_ = cursor_ + m == n ? 0 : cursor_ + m;
+
+  const TimePoint began = clock_.Now();
+  energy_.BeginCompute(began);
+  EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(x_.data(), y_.data(), m, gradient_));
+  std::span<float> params = trainer_.Parameters();
+  for (size_t r = 0; r < layout_.size(); ++r) {
+    const RowSpan& row = layout_.row(r);
+    optimizer_.Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
+                     std::span<const float>(gradient_).subspan(static_cast<size_t>(row.offset),
+                                                               static_cast<size_t>(row.length)));
+  }
+  if (device_.slowdown > 1) {
+    clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (device_.slowdown - 1)));
+  }
+  energy_.EndCompute(clock_.Now());
+  smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
+  ++iteration_;
+  samples_ += m;
+  return Status::Ok();
+}
+
+JobProgress SoloEngine::Progress() {
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.iteration = iteration_;
+  p.samples = samples_;
+  p.epoch = static_cast<int>(iteration_ / std::max<int64_t>(1, steps_per_epoch_));
+  p.loss = std::max(0.0, smoothed_loss_);
+  p.energy_joules = energy_.Split(clock_.Now()).total_j();
+  WorkerProgress w;
+  w.batch_size = spec_.data.batch_size;
+  w.samples = samples_;
+  w.iteration = iteration_;
+  w.energy_joules = *p.energy_joules;
+  p.workers.push_back(w);
+  return p;
+}
+
+StatusOr<double> SoloEngine::Evaluate() {
+  EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, trainer_.Evaluate(data_.test));
+  return e.accuracy;
+}
+
+void SoloEngine::Snapshot(JobCheckpoint& into) {
+  std::span<const float> params = trainer_.Parameters();
+  into.parameters.assign(params.begin(), params.end());
+  into.optimizer = optimizer_.state();
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,147 @@
+#include "agent/storage/checkpoint.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/storage/atomic_file.h"
+#include "edgetrain/v1/checkpoint.pb.h"
+
+namespace edgetrain::agent {
+namespace {
+
+constexpr std::string_view kMagic = "EDGETRAIN-CHECKPOINT 2\n";
+constexpr std::string_view kFirstFormatMagic = "EDGETRAIN-CHECKPOINT 1\n";
+
+uint32_t Crc32(std::string_view bytes) {
+  return static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+template <typename T, typename Repeated>
+std::vector<T> ToVector(const Repeated& r) {
+  return std::vector<T>(r.begin(), r.end());
+}
+
+// The first format (0.1): a JSON header line, length-prefixed arrays, FNV-1a 64.
+StatusOr<JobCheckpoint> DecodeFirstFormat(std::string_view bytes, const std::string& source) {
+  auto damaged = [&](const std::string& why) { return DataLossError(source + ": damaged checkpoint (" + why + ")"); };
+  if (bytes.size() < kFirstFormatMagic.size() + sizeof(uint64_t)) return damaged("truncated");
+  uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + bytes.size() - sizeof stored, sizeof stored);
+  std::string_view body = bytes.substr(0, bytes.size() - sizeof stored);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
+  if (h != stored) return damaged("checksum mismatch: torn or altered");
+  std::string_view in = body.substr(kFirstFormatMagic.size());
+  const size_t nl = in.find('\n');
+  if (nl == std::string_view::npos) return damaged("no header");
+  const nlohmann::json header = nlohmann::json::parse(in.substr(0, nl), nullptr, false);
+  in.remove_prefix(nl + 1);
+  JobCheckpoint c;
+  try {
+    c.job = header.at("job").get<std::string>();
+    c.plan_generation = header.at("generation").get<int64_t>();
+    c.iteration = header.at("iteration").get<int64_t>();
+    c.samples = header.at("samples").get<int64_t>();
+    c.elapsed_s = header.at("elapsedSeconds").get<double>();
+    c.complete = header.at("complete").get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    return damaged(std::string("header: ") + e.what());
+  }
+  auto read = [&in]<typename T>(std::vector<T>& v) {
+    uint64_t n = 0;
+    if (in.size() < sizeof n) return false;
+    std::memcpy(&n, in.data(), sizeof n);
+    in.remove_prefix(sizeof n);
+    if (n > in.size() / sizeof(T)) return false;
+    v.resize(n);
+    std::memcpy(v.data(), in.data(), n * sizeof(T));
+    in.remove_prefix(n * sizeof(T));
+    return true;
+  };
+  LedgerState ledger;
+  if (!read(c.parameters) || !read(c.optimizer.first) || !read(c.optimizer.second) || !read(c.optimizer.steps) ||
+      !read(ledger.pushed) || !read(ledger.iterations) || !read(c.versions) || !in.empty()) {
+    return damaged("sections do not add up");
+  }
+  ledger.workers = static_cast<int>(ledger.iterations.size());
+  c.ledger = std::move(ledger);
+  return c;
+}
+
+}  // namespace
+
+std::string EncodeCheckpoint(const JobCheckpoint& c) {
+  v1::Checkpoint m;
+  m.set_job(c.job);
+  m.set_plan_generation(c.plan_generation);
+  m.set_iteration(c.iteration);
+  m.set_samples(c.samples);
+  m.set_elapsed_seconds(c.elapsed_s);
+  m.set_complete(c.complete);
+  m.mutable_parameters()->Add(c.parameters.begin(), c.parameters.end());
+  m.mutable_optimizer()->mutable_first()->Add(c.optimizer.first.begin(), c.optimizer.first.end());
+  m.mutable_optimizer()->mutable_second()->Add(c.optimizer.second.begin(), c.optimizer.second.end());
+  m.mutable_optimizer()->mutable_steps()->Add(c.optimizer.steps.begin(), c.optimizer.steps.end());
+  m.mutable_versions()->Add(c.versions.begin(), c.versions.end());
+  if (c.ledger) {
+    v1::TeamLedger* team = m.mutable_team();
+    team->set_workers(c.ledger->workers);
+    team->mutable_pushed()->Add(c.ledger->pushed.begin(), c.ledger->pushed.end());
+    team->mutable_iterations()->Add(c.ledger->iterations.begin(), c.ledger->iterations.end());
+  }
+  const std::string message = m.SerializeAsString();
+  const uint32_t crc = Crc32(message);
+  std::string out(kMagic);
+  out += message;
+  out.append(reinterpret_cast<const char*>(&crc), sizeof crc);
+  return out;
+}
+
+StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::string& source) {
+  if (bytes.substr(0, kFirstFormatMagic.size()) == kFirstFormatMagic) return DecodeFirstFormat(bytes, source);
+  auto damaged = [&](const std::string& why) { return DataLossError(source + ": damaged checkpoint (" + why + ")"); };
+  if (bytes.substr(0, kMagic.size()) != kMagic) return damaged("not an edgetrain checkpoint");
+  if (bytes.size() < kMagic.size() + sizeof(uint32_t)) return damaged("truncated");
+  uint32_t stored = 0;
+  std::memcpy(&stored, bytes.data() + bytes.size() - sizeof stored, sizeof stored);
+  const std::string_view message = bytes.substr(kMagic.size(), bytes.size() - kMagic.size() - sizeof stored);
+  if (Crc32(message) != stored) return damaged("CRC-32 mismatch: torn or altered");
+  v1::Checkpoint m;
+  if (!m.ParseFromArray(message.data(), static_cast<int>(message.size()))) return damaged("unreadable message");
+  JobCheckpoint c;
+  c.job = m.job();
+  c.plan_generation = m.plan_generation();
+  c.iteration = m.iteration();
+  c.samples = m.samples();
+  c.elapsed_s = m.elapsed_seconds();
+  c.complete = m.complete();
+  c.parameters = ToVector<float>(m.parameters());
+  c.optimizer.first = ToVector<float>(m.optimizer().first());
+  c.optimizer.second = ToVector<float>(m.optimizer().second());
+  c.optimizer.steps = ToVector<int64_t>(m.optimizer().steps());
+  c.versions = ToVector<int64_t>(m.versions());
+  if (m.has_team()) {
+    c.ledger = LedgerState{m.team().workers(), ToVector<int64_t>(m.team().pushed()),
+                           ToVector<int64_t>(m.team().iterations())};
+  }
+  return c;
+}
+
+Status SaveCheckpoint(const std::string& path, const JobCheckpoint& c) {
+  return WriteFileAtomically(path, EncodeCheckpoint(c));
+}
+
+StatusOr<std::optional<JobCheckpoint>> LoadCheckpoint(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::optional<JobCheckpoint>();
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint c, DecodeCheckpoint(bytes, path));
+  return std::optional<JobCheckpoint>(std::move(c));
+}
+
+}  // namespace edgetrain::agent

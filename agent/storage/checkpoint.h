@@ -1,0 +1,49 @@
+#pragma once
+// A job's checkpoint: everything needed to resume it where it stood — the
+// model, the optimizer's state, the job's counters and, for a data-parallel
+// team, the staleness ledger. The same for a job of one and a team's
+// coordinator (agent/job_driver.h writes both). On disk: a magic line, the
+// edgetrain.v1.Checkpoint message (proto/edgetrain/v1/checkpoint.proto), and
+// the CRC-32 of the message, written atomically (atomic_file.h); a torn or
+// damaged file is refused as DATA_LOSS instead of resumed from. Checkpoints of
+// the first format (before 0.2) are still read.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/row_optimizer.h"
+#include "core/status.h"
+
+namespace edgetrain::agent {
+
+// What a team's coordinator adds: who pushed what (core/staleness_ledger.h).
+struct LedgerState {
+  int workers = 0;
+  std::vector<int64_t> pushed;      // workers * rows
+  std::vector<int64_t> iterations;  // per worker
+};
+
+struct JobCheckpoint {
+  std::string job;
+  int64_t plan_generation = 0;
+  int64_t iteration = 0;  // the job's, when written
+  int64_t samples = 0;
+  double elapsed_s = 0;   // of training, over every run so far
+  bool complete = false;  // written when the job ended: nothing to resume
+  std::vector<float> parameters;
+  OptimizerState optimizer;
+  std::vector<int64_t> versions;  // per row: steps applied
+  std::optional<LedgerState> ledger;  // a team's only
+};
+
+std::string EncodeCheckpoint(const JobCheckpoint& c);
+StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::string& source);
+
+Status SaveCheckpoint(const std::string& path, const JobCheckpoint& c);
+// nullopt when there is no checkpoint at `path`.
+StatusOr<std::optional<JobCheckpoint>> LoadCheckpoint(const std::string& path);
+
+}  // namespace edgetrain::agent

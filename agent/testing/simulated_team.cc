@@ -1,0 +1,170 @@
+#include "agent/testing/simulated_team.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "agent/dp/coordinator_service.h"
+#include "agent/job_driver.h"
+#include "agent/storage/atomic_file.h"
+
+namespace edgetrain::agent::testing {
+namespace {
+
+constexpr const char* kAddress = "coordinator";
+
+std::string FreshFolder() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "edgetrain-sim-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) std::abort();
+  return pattern;
+}
+
+}  // namespace
+
+// One coordinator process: its model, engine, service, driver and server.
+struct SimulatedTeam::Incarnation {
+  Incarnation(SimulatedTeam& team)
+      : model(team.setup_.model, team.clock_), metrics(team.registry_, team.plan_.job, team.setup_.workers),
+        coordinator(team.plan_, model, team.data_.test, team.data_.train.size(), team.clock_, team.log_, metrics),
+        service(team.plan_, coordinator, team.clock_, team.setup_.links),
+        driver(team.plan_, coordinator, team.clock_, team.board_, metrics, team.log_) {}
+  FakeTrainer model;
+  CoordinatorMetrics metrics;
+  Coordinator coordinator;
+  CoordinatorService service;
+  JobDriver driver;
+  std::unique_ptr<TrainingServer> server;
+  std::atomic<bool> cancel{false};
+  ClockThread thread;
+  StatusOr<JobProgress> result = InternalError("not finished");
+};
+
+SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
+  if (setup_.output_dir.empty()) setup_.output_dir = FreshFolder();
+  setup_.links.resize(static_cast<size_t>(setup_.workers));
+  setup_.slowdowns.resize(static_cast<size_t>(setup_.workers), 1.0);
+  data_ = FakeData(setup_.train_samples, 100, setup_.model.classes);
+  plan_.job = "sim-team";
+  plan_.output_dir = setup_.output_dir;
+  JobSpec& spec = plan_.spec;
+  spec.data.dataset = DatasetName::kDigits;
+  spec.data.batch_size = setup_.batch_size;
+  spec.data.partition = setup_.partition;
+  spec.parallelism.workers = setup_.workers;
+  spec.sync.policy = setup_.policy;
+  spec.sync.staleness_bound = setup_.staleness_bound;
+  spec.sync.compression = setup_.compression;
+  spec.optimizer = setup_.optimizer;
+  spec.budget = setup_.budget;
+  spec.evaluation.every_iterations = setup_.evaluate_every;
+  spec.fault_tolerance.checkpoint_every = setup_.checkpoint_every;
+  spec.fault_tolerance.node_loss_grace = setup_.node_loss_grace;
+  spec.seed = setup_.model.seed;
+  for (int w = 0; w < setup_.workers; ++w) {
+    plan_.workers.push_back({w, "sim-" + std::to_string(w), setup_.slowdowns[w], std::nullopt, {}});
+    gates_.push_back(std::make_unique<LinkGate>(clock_));
+    worker_cancel_.push_back(std::make_unique<std::atomic<bool>>(false));
+  }
+  summaries_.assign(static_cast<size_t>(setup_.workers), InternalError("never started"));
+  push_fates_.assign(kPushFates, 0);
+  connector_ = network_.Connector(kAddress);
+  network_.OnPushRead([this](const v1::WorkerMessage& m) {
+    if (m.has_push() && m.push().has_stats()) ++pushes_delivered_;
+  });
+}
+
+SimulatedTeam::~SimulatedTeam() = default;
+
+void SimulatedTeam::StartCoordinator() {
+  coordinator_ = std::make_unique<Incarnation>(*this);
+  auto server = network_.Serve(kAddress, coordinator_->service);
+  if (!server.ok()) std::abort();
+  coordinator_->server = std::move(*server);
+  if (cancel_) coordinator_->cancel = true;
+  Incarnation* c = coordinator_.get();
+  c->thread = clock_.StartThread("coordinator", [c] { c->result = c->driver.Run(c->cancel); });
+}
+
+void SimulatedTeam::EndCoordinator() {
+  Incarnation& c = *coordinator_;
+  c.server->Shutdown();
+  c.cancel = true;
+  c.thread.Join();
+  result_ = c.result;
+  const std::vector<int64_t> fates = c.coordinator.PushFates();
+  for (int f = 0; f < kPushFates; ++f) push_fates_[f] += fates[f];
+  coordinator_.reset();
+}
+
+void SimulatedTeam::RestartCoordinator(const std::string& checkpoint) {
+  EndCoordinator();
+  if (!WriteFileAtomically(JobDriver::CheckpointPath(plan_), checkpoint).ok()) std::abort();
+  // The new one resumes behind where the old one was: its progress is watched afresh.
+  board_.Update([](JobProgress& p) { p = {}; });
+  watched_ = {};
+  StartCoordinator();
+}
+
+Status SimulatedTeam::AdoptPlan(const JobPlan& next) {
+  EDGETRAIN_RETURN_IF_ERROR(coordinator_->service.AdoptPlan(next, setup_.links));
+  plan_ = next;
+  return Status::Ok();
+}
+
+void SimulatedTeam::Run(const std::function<void(SimulatedTeam&)>& script, bool start_workers) {
+  clock_.Run("test", [&] {
+    StartCoordinator();
+    std::atomic<bool> over{false};
+    ClockThread watch = clock_.StartThread("progress watch", [&] {
+      while (!over) {
+        const JobProgress now = board_.Snapshot();
+        if (now.iteration < watched_.iteration || now.samples < watched_.samples) progress_went_back_ = true;
+        watched_ = now;
+        clock_.SleepFor(std::chrono::milliseconds(10));
+      }
+    });
+    if (start_workers) {
+      for (int w = 0; w < setup_.workers; ++w) StartWorker(w);
+    }
+    if (script) script(*this);
+    coordinator_->thread.Join();  // the job ends by its budget, or by Stop
+    over = true;
+    watch.Join();
+    EndCoordinator();
+    for (auto& c : worker_cancel_) *c = true;  // a worker behind a dead link never heard Stop
+    for (auto& t : worker_threads_) t.Join();
+  });
+}
+
+void SimulatedTeam::StartWorker(int rank) {
+  *worker_cancel_[rank] = false;
+  auto trainer = std::make_shared<FakeTrainer>(setup_.model, clock_);
+  auto plan = std::make_shared<JobPlan>(plan_);
+  worker_threads_.push_back(clock_.StartThread("worker " + std::to_string(rank), [this, rank, trainer, plan] {
+    WorkerOptions options;
+    options.rank = rank;
+    options.coordinator = connector_.get();
+    options.uplink = setup_.links[rank];
+    options.gate = gates_[rank].get();
+    options.metrics = &worker_registry_;
+    summaries_[rank] = RunWorker(*plan, options, *trainer, data_.train, clock_, log_, *worker_cancel_[rank]);
+    if (!summaries_[rank].ok()) log_ << "worker " << rank << " failed: " << summaries_[rank].status().message() << "\n";
+  }));
+}
+
+void SimulatedTeam::Stop() {
+  cancel_ = true;
+  if (coordinator_) coordinator_->cancel = true;
+}
+
+void SimulatedTeam::KillWorker(int rank) { *worker_cancel_[rank] = true; }
+
+bool SimulatedTeam::WaitFor(const std::function<bool(const JobProgress&)>& holds, Duration timeout) {
+  const TimePoint deadline = clock_.Now() + timeout;
+  while (!holds(board_.Snapshot())) {
+    if (clock_.Now() >= deadline) return false;
+    clock_.SleepFor(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace edgetrain::agent::testing

@@ -1,0 +1,123 @@
+#pragma once
+// A data-parallel team as threads of one process, on a DeterministicClock and
+// the in-memory transport, training FakeTrainers: the engine whole — job
+// driver, coordinator and its service, workers — with nothing real but the
+// code under test. A run of minutes of simulated time takes milliseconds and
+// runs the same way every time (gloo's spawn(), with deterministic scheduling).
+//
+// A test describes the team (TeamSetup), then runs it with a script: the
+// script runs as one of the clock's threads, at simulated times of its
+// choosing starts and kills workers, cuts links, restarts the coordinator, and
+// waits for what the job's progress shows.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/dp/coordinator.h"
+#include "agent/dp/worker.h"
+#include "agent/progress_board.h"
+#include "agent/telemetry/metrics.h"
+#include "agent/testing/fake_trainer.h"
+#include "agent/transport/in_memory_transport.h"
+#include "agent/transport/link_gate.h"
+#include "core/deterministic_clock.h"
+#include "core/job_plan.h"
+
+namespace edgetrain::agent::testing {
+
+struct TeamSetup {
+  int workers = 3;
+  SyncPolicy policy = SyncPolicy::kRog;
+  int staleness_bound = 4;
+  Compression compression = Compression::kNone;
+  PartitionSpec partition;
+  OptimizerSpec optimizer{OptimizerKind::kSgd, 0.1, std::nullopt, 0};
+  int batch_size = 16;
+  int64_t train_samples = 640;
+  BudgetSpec budget;  // set one limit
+  int evaluate_every = 20;
+  int checkpoint_every = 0;
+  Duration node_loss_grace = std::chrono::seconds(20);
+  std::vector<double> slowdowns;               // per worker; none: 1
+  std::vector<std::optional<BandwidthTrace>> links;  // per worker, both directions; none: unshaped
+  FakeModel model;
+  std::string output_dir;  // a fresh folder per test when empty
+};
+
+class SimulatedTeam {
+ public:
+  explicit SimulatedTeam(TeamSetup setup);
+  ~SimulatedTeam();
+
+  // Runs the job to its end. Every worker starts with the coordinator unless
+  // `start_workers` is false; `script` (optional) runs beside them.
+  void Run(const std::function<void(SimulatedTeam&)>& script = {}, bool start_workers = true);
+
+  // For scripts, during Run.
+  void StartWorker(int rank);
+  // Its thread ends as a killed process's would: its stream closes, nothing is said.
+  void KillWorker(int rank);
+  LinkGate& gate(int rank) { return *gates_[rank]; }
+  // Ends the job, as SIGTERM to the coordinator does.
+  void Stop();
+  // The coordinator's process dies and another takes its place, resuming
+  // from `checkpoint` (the file's bytes when it died).
+  void RestartCoordinator(const std::string& checkpoint);
+  // The running coordinator is handed `next` (a new plan generation);
+  // workers started from now on are of it.
+  Status AdoptPlan(const JobPlan& next);
+  // Waits, in simulated time, until the job's progress satisfies `holds`.
+  bool WaitFor(const std::function<bool(const JobProgress&)>& holds, Duration timeout = std::chrono::minutes(10));
+  JobProgress progress() const { return board_.Snapshot(); }
+  DeterministicClock& clock() { return clock_; }
+  const JobPlan& plan() const { return plan_; }
+
+  // After Run.
+  const StatusOr<JobProgress>& result() const { return result_; }
+  std::string log() const { return log_.str(); }
+  const std::vector<StatusOr<WorkerSummary>>& workers() const { return summaries_; }
+  // Pushes the coordinator read, by fate (core/team_membership.h), over every coordinator of the run.
+  const std::vector<int64_t>& push_fates() const { return push_fates_; }
+  // Pushes the workers' streams carried to a coordinator.
+  int64_t pushes_delivered() const { return pushes_delivered_; }
+  // Prometheus text of every worker's metrics.
+  std::string worker_metrics() const { return worker_registry_.Render(); }
+  // Whether the job's progress, looked at every 10 ms of its life, ever went
+  // back (a coordinator's restart starts a new watch: it resumes from its
+  // checkpoint, behind where its predecessor was).
+  bool progress_went_back() const { return progress_went_back_; }
+
+ private:
+  struct Incarnation;
+  void StartCoordinator();
+  void EndCoordinator();
+
+  TeamSetup setup_;
+  JobPlan plan_;  // the current generation; each worker keeps the one it started with
+  TrainTestSplit data_;
+  DeterministicClock clock_;
+  InMemoryNetwork network_{clock_};
+  std::unique_ptr<CoordinatorConnector> connector_;
+  ProgressBoard board_;
+  MetricsRegistry registry_;
+  MetricsRegistry worker_registry_;
+  std::ostringstream log_;
+  std::atomic<bool> cancel_{false};
+  std::unique_ptr<Incarnation> coordinator_;
+  std::vector<std::unique_ptr<LinkGate>> gates_;
+  std::vector<std::unique_ptr<std::atomic<bool>>> worker_cancel_;
+  std::vector<ClockThread> worker_threads_;
+  StatusOr<JobProgress> result_ = InternalError("not run");
+  std::vector<StatusOr<WorkerSummary>> summaries_;
+  std::vector<int64_t> push_fates_;
+  int64_t pushes_delivered_ = 0;
+  bool progress_went_back_ = false;
+  JobProgress watched_;  // the progress last looked at
+};
+
+}  // namespace edgetrain::agent::testing

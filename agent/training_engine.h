@@ -1,0 +1,54 @@
+#pragma once
+// What trains a job, as its driver (agent/job_driver.h) sees it: a job of one
+// in this process (agent/solo_engine.h), a data-parallel team through its
+// coordinator (agent/dp/coordinator.h), next a pipeline through its head. The
+// driver owns the job's life — resume, budget, schedules, progress, the final
+// model — and an engine only how training moves on.
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "agent/storage/checkpoint.h"
+#include "core/job_progress.h"
+#include "core/status.h"
+
+namespace edgetrain::agent {
+
+// Which model a finished job keeps.
+enum class FinalModel {
+  kCurrent,         // the model as training left it
+  kLastEvaluated,   // the one that reached the target, not the updates that
+                    // landed while the decision was made
+};
+
+class TrainingEngine {
+ public:
+  virtual ~TrainingEngine() = default;
+
+  // Iterations that make an epoch, the budget's unit.
+  virtual int64_t IterationsPerEpoch() const = 0;
+
+  // Puts the model and counters back as a checkpoint of this job left them.
+  // FailedPrecondition when the checkpoint is of another model or team.
+  virtual Status Restore(const JobCheckpoint& checkpoint) = 0;
+  // Returns once training can start: a team once its workers have gathered.
+  // The job's clock starts then. Returns early, OK, if `cancel` is set.
+  virtual Status Start(const std::atomic<bool>& cancel) = 0;
+  // Moves training on: a job of one trains a step; a coordinator lets a tick
+  // pass while its workers train.
+  virtual Status Advance() = 0;
+  // The job's progress so far: iteration, samples, loss, energy, workers. The
+  // driver adds accuracy, timing and the end.
+  virtual JobProgress Progress() = 0;
+  // The model's test-set accuracy as it is now.
+  virtual StatusOr<double> Evaluate() = 0;
+  // The model's state, for a checkpoint (the driver adds the job's counters).
+  virtual void Snapshot(JobCheckpoint& into) = 0;
+  // Training is over: nothing changes the model from here on, and a team's
+  // workers are told to stop. `final` says which model is kept.
+  virtual void Finish(FinalModel final) = 0;
+  virtual Status SaveModel(const std::string& path) = 0;
+};
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,58 @@
+#include "core/row_aggregator.h"
+
+#include <algorithm>
+
+namespace edgetrain {
+
+RowAggregator::RowAggregator(const RowLayout& layout, const OptimizerSpec& optimizer, std::span<const float> initial)
+    : layout_(layout), params_(initial.begin(), initial.end()), optimizer_(optimizer, layout),
+      gathered_(static_cast<size_t>(layout.total_floats()), 0.0f), applied_clock_(layout.size(), 0),
+      versions_(layout.size(), 0) {}
+
+std::span<const float> RowAggregator::row_values(size_t r) const {
+  const RowSpan& span = layout_.row(r);
+  return {params_.data() + span.offset, static_cast<size_t>(span.length)};
+}
+
+StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
+                                        StalenessLedger& ledger) {
+  bool stepped = false;
+  for (const PushedRow& row : rows) {
+    if (row.id >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id) + " does not exist");
+    const RowSpan& span = layout_.row(row.id);
+    std::span<float> gradient(gathered_.data() + span.offset, static_cast<size_t>(span.length));
+    EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
+    ledger.RecordPush(w, row.id, iteration);
+    const int64_t clock = ledger.Clock(row.id);
+    if (clock <= applied_clock_[row.id]) continue;
+    const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[row.id], 1, std::max(1, ledger.bound()));
+    const int contributors = std::max(1, ledger.active_count());
+    const float mean = 1.0f / static_cast<float>(contributors * moved);
+    for (float& g : gradient) g *= mean;
+    std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
+    optimizer_.Apply(row.id, params, gradient, static_cast<double>(moved));
+    std::fill(gradient.begin(), gradient.end(), 0.0f);
+    applied_clock_[row.id] = clock;
+    ++versions_[row.id];
+    stepped = true;
+  }
+  ledger.RecordIteration(w, iteration);
+  return stepped;
+}
+
+RowAggregator::State RowAggregator::Snapshot() const { return {params_, optimizer_.state(), versions_}; }
+
+Status RowAggregator::Restore(State state) {
+  const OptimizerState& fresh = optimizer_.state();
+  if (state.parameters.size() != params_.size() || state.versions.size() != versions_.size() ||
+      state.optimizer.first.size() != fresh.first.size() || state.optimizer.second.size() != fresh.second.size() ||
+      state.optimizer.steps.size() != fresh.steps.size()) {
+    return FailedPreconditionError("it holds a different model or optimizer");
+  }
+  params_ = std::move(state.parameters);
+  optimizer_.mutable_state() = std::move(state.optimizer);
+  versions_ = std::move(state.versions);
+  return Status::Ok();
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,74 @@
+#pragma once
+// The global model at the coordinator, stepped row by row (ROG's parameter
+// server; core/row_optimizer.h says why the optimizer runs there).
+//
+// Gradient rows gather per row until the row's clock moves — every active
+// worker's gradient up to the new clock is in (core/staleness_ledger.h) — and
+// the row then steps once, on the mean over workers and iterations of what
+// gathered, as one step on a batch of as many iterations as the clock moved (at
+// most S, one under BSP; RowOptimizer::Apply). Averaged like BSP however the
+// rows arrived: stepping on single arrivals followed each worker's non-IID data
+// in turn, and with Adam (whose step does not scale with its gradient) drifted.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/job_spec.h"
+#include "core/row_codec.h"
+#include "core/row_layout.h"
+#include "core/row_optimizer.h"
+#include "core/staleness_ledger.h"
+#include "core/status.h"
+
+namespace edgetrain {
+
+// A gradient row as it arrived, still encoded: `values` points into the message.
+struct PushedRow {
+  size_t id = 0;
+  RowEncoding encoding = RowEncoding::kFloat32;
+  float scale = 1;
+  std::string_view values;
+};
+
+class RowAggregator {
+ public:
+  RowAggregator(const RowLayout& layout, const OptimizerSpec& optimizer, std::span<const float> initial);
+
+  // Worker `w`'s push after its iteration `iteration`: each row's gradient is
+  // gathered and recorded in `ledger`, and the rows whose clock moved step.
+  // Returns whether any row stepped. InvalidArgument for a row that does not
+  // exist or does not decode; rows before it are applied.
+  StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
+
+  std::span<const float> parameters() const { return params_; }
+  std::span<const float> row_values(size_t r) const;
+  // Steps applied to row `r`: a worker whose copy has fewer misses updates.
+  int64_t version(size_t r) const { return versions_[r]; }
+  const RowLayout& layout() const { return layout_; }
+
+  // The model a finished job keeps, when it is not the latest (the one that
+  // reached the target, say).
+  void SetParameters(std::span<const float> values) { params_.assign(values.begin(), values.end()); }
+
+  // What a checkpoint keeps.
+  struct State {
+    std::vector<float> parameters;
+    OptimizerState optimizer;
+    std::vector<int64_t> versions;
+  };
+  State Snapshot() const;
+  // FailedPrecondition when `state` is of another model or optimizer.
+  Status Restore(State state);
+
+ private:
+  const RowLayout& layout_;
+  std::vector<float> params_;
+  RowOptimizer optimizer_;
+  std::vector<float> gathered_;         // gradients awaiting their row's clock
+  std::vector<int64_t> applied_clock_;  // per row: the clock its last step reached
+  std::vector<int64_t> versions_;       // per row: steps applied
+};
+
+}  // namespace edgetrain

@@ -1,0 +1,77 @@
+#include "core/row_aggregator.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+// Two rows of two floats; plain SGD at rate 1, so a step subtracts the mean gradient.
+struct RowAggregatorTest : testing::Test {
+  RowLayout layout{{{2, 2}}, SyncGranularity::kRow, 1};
+  OptimizerSpec sgd{OptimizerKind::kSgd, 1.0, std::nullopt, 0};
+  std::vector<float> zeros = {0, 0, 0, 0};
+
+  static std::string Floats(std::vector<float> v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  }
+};
+
+TEST_F(RowAggregatorTest, ARowStepsOnceEveryActiveWorkerHasContributedOnTheMeanOfWhatGathered) {
+  StalenessLedger ledger(2, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  const std::string g1 = Floats({2, 4}), g2 = Floats({6, 8});
+  std::vector<PushedRow> w0 = {{0, RowEncoding::kFloat32, 1, g1}};
+  std::vector<PushedRow> w1 = {{0, RowEncoding::kFloat32, 1, g2}};
+
+  auto stepped = model.ApplyPush(0, 1, w0, ledger);
+  ASSERT_TRUE(stepped.ok());
+  EXPECT_FALSE(*stepped) << "worker 1 has not pushed row 0 up to iteration 1";
+  EXPECT_EQ(model.version(0), 0);
+  stepped = model.ApplyPush(1, 1, w1, ledger);
+  ASSERT_TRUE(stepped.ok());
+  EXPECT_TRUE(*stepped);
+  EXPECT_EQ(model.version(0), 1);
+  EXPECT_EQ(model.version(1), 0);
+  auto row = model.row_values(0);
+  EXPECT_FLOAT_EQ(row[0], -4);  // minus the mean of 2 and 6
+  EXPECT_FLOAT_EQ(row[1], -6);
+}
+
+TEST_F(RowAggregatorTest, AClockThatMovesBySeveralIterationsIsOneStepOnTheirMean) {
+  StalenessLedger ledger(1, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  const std::string g = Floats({3, 3});
+  std::vector<PushedRow> rows = {{1, RowEncoding::kFloat32, 1, g}};
+  // A push after iteration 3 carries three iterations' gradient: the clock
+  // moves from 0 to 3, and SGD's rate scales with the batch (three times).
+  ASSERT_TRUE(model.ApplyPush(0, 3, rows, ledger).ok());
+  EXPECT_EQ(model.version(1), 1);
+  EXPECT_FLOAT_EQ(model.row_values(1)[0], -3);  // rate 3 x mean 1
+}
+
+TEST_F(RowAggregatorTest, ARowThatDoesNotExistIsRefused) {
+  StalenessLedger ledger(1, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  const std::string g = Floats({1, 1});
+  std::vector<PushedRow> rows = {{7, RowEncoding::kFloat32, 1, g}};
+  auto stepped = model.ApplyPush(0, 1, rows, ledger);
+  ASSERT_FALSE(stepped.ok());
+  EXPECT_EQ(stepped.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(stepped.status().message().find("row 7 does not exist"), std::string::npos);
+}
+
+TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {
+  StalenessLedger ledger(1, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  RowAggregator::State state = model.Snapshot();
+  state.parameters = {1, 2, 3, 4};
+  state.versions = {5, 6};
+  ASSERT_TRUE(model.Restore(state).ok());
+  EXPECT_FLOAT_EQ(model.parameters()[3], 4);
+  EXPECT_EQ(model.version(1), 6);
+  state.parameters.push_back(5);
+  EXPECT_EQ(model.Restore(state).code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace edgetrain

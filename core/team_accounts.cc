@@ -1,0 +1,84 @@
+#include "core/team_accounts.h"
+
+#include <algorithm>
+
+namespace edgetrain {
+
+TeamAccounts::TeamAccounts(int workers, int batch_size, int64_t train_size)
+    : workers_(static_cast<size_t>(workers)), batch_size_(batch_size), train_size_(train_size) {}
+
+void TeamAccounts::StreamOpened(int w, int64_t iteration) {
+  Worker& k = workers_[w];
+  k.compute_s += k.report.compute_s;
+  k.stall_s += k.report.stall_s;
+  k.wall_s += k.report.wall_s;
+  k.energy_j += k.report.energy_j;
+  k.report = {};
+  k.iteration = iteration;
+}
+
+void TeamAccounts::Pushed(int w, int64_t iteration, int rows, int64_t bytes) {
+  Worker& k = workers_[w];
+  k.iteration = std::max(k.iteration, iteration);
+  k.rows_sent += rows;
+  k.bytes_sent += bytes;
+}
+
+void TeamAccounts::Reported(int w, const WorkerReport& report) {
+  Worker& k = workers_[w];
+  k.report = report;
+  k.samples += report.samples;
+  samples_ += report.samples;
+  loss_sum_ += report.loss_sum;
+  loss_count_ += report.loss_count;
+}
+
+void TeamAccounts::Delivered(int w, int64_t bytes, Duration took) {
+  workers_[w].bytes_received += bytes;
+  workers_[w].untold_transfer_s += ToSeconds(took);
+}
+
+double TeamAccounts::TakeTransferSeconds(int w) { return std::exchange(workers_[w].untold_transfer_s, 0.0); }
+
+double TeamAccounts::TakeMeanLoss() {
+  if (loss_count_ > 0) last_loss_ = loss_sum_ / static_cast<double>(loss_count_);
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  return last_loss_;
+}
+
+JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& active) const {
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.iteration = team_iteration();
+  p.samples = samples_;
+  p.epoch = static_cast<int>(samples_ / std::max<int64_t>(1, train_size_));
+  p.loss = last_loss_;
+  p.elapsed_s = elapsed_s;
+  p.samples_per_second = elapsed_s > 0 ? static_cast<double>(samples_) / elapsed_s : 0;
+  double energy = 0;
+  for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
+    const Worker& k = workers_[w];
+    WorkerProgress wp;
+    wp.rank = w;
+    wp.batch_size = batch_size_;
+    wp.samples = k.samples;
+    wp.bandwidth_mbps = k.report.uplink_mbps;
+    wp.stall_s = k.stall_s + k.report.stall_s;
+    wp.wall_s = k.wall_s + k.report.wall_s;
+    wp.stall_fraction = wp.wall_s > 0 ? wp.stall_s / wp.wall_s : 0;
+    wp.iteration = k.iteration;
+    wp.rows_sent = k.rows_sent;
+    wp.bytes_sent = k.bytes_sent;
+    wp.bytes_received = k.bytes_received;
+    wp.active = active[w];
+    wp.energy_joules = k.energy_j + k.report.energy_j;
+    // Modelled: the workers' devices; the coordinator stands for the access point.
+    energy += wp.energy_joules;
+    p.workers.push_back(wp);
+  }
+  p.energy_joules = energy;
+  return p;
+}
+
+}  // namespace edgetrain

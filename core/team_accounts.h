@@ -1,0 +1,80 @@
+#pragma once
+// What a data-parallel team has done, worker by worker, as its coordinator
+// hears it: samples and loss, rows and bytes each way, and the time and
+// modelled energy each worker reports of itself. It makes the job's progress
+// (GET /progress) and survives a worker's restarts: a new stream starts the
+// worker's own counters again, and what its earlier streams reported is kept.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/job_progress.h"
+
+namespace edgetrain {
+
+// What a worker says of itself with each push (edgetrain.v1.WorkerStats).
+struct WorkerReport {
+  int batch_size = 0;
+  int64_t samples = 0;       // since its previous report
+  double loss_sum = 0;       // since its previous report
+  int64_t loss_count = 0;
+  double uplink_mbps = 0;    // its estimate of its link; 0: none yet
+  double downlink_mbps = 0;  // measured where updates arrive; 0: none yet
+  // Totals since its stream opened.
+  double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
+  double step_s = 0;  // a step's compute time, smoothed
+};
+
+class TeamAccounts {
+ public:
+  TeamAccounts(int workers, int batch_size, int64_t train_size);
+
+  // A new stream of `w`, resuming after `iteration`: its counters restart.
+  void StreamOpened(int w, int64_t iteration);
+  // Part of a push of `w` after `iteration` was applied.
+  void Pushed(int w, int64_t iteration, int rows, int64_t bytes);
+  // The report on a push's first part: counted even when its rows were not applied.
+  void Reported(int w, const WorkerReport& report);
+  // A message to `w` went through in `took`.
+  void Delivered(int w, int64_t bytes, Duration took);
+  // Downlink time not yet told to `w`: its radio was receiving, which its energy model charges.
+  double TakeTransferSeconds(int w);
+
+  const WorkerReport& report(int w) const { return workers_[w].report; }
+  int64_t samples() const { return samples_; }
+  // Iterations of the whole team, in steps of one batch per worker. Each
+  // worker's own count differs: a fast one makes more than a slow one.
+  int64_t team_iteration() const { return samples_ / (int64_t{batch_size_} * static_cast<int64_t>(workers_.size())); }
+  // Mean training loss of the reports since the last call, or the last mean when none came.
+  double TakeMeanLoss();
+
+  // The job's progress at `elapsed_s` of training; `active[w]`: w is in the team's waits.
+  JobProgress Progress(double elapsed_s, const std::vector<bool>& active) const;
+
+  // On resume from a checkpoint.
+  void RestoreSamples(int64_t samples) { samples_ = samples; }
+
+ private:
+  struct Worker {
+    WorkerReport report;  // the last, on its current stream
+    int64_t iteration = 0;
+    int64_t samples = 0;
+    int64_t rows_sent = 0;
+    int64_t bytes_sent = 0;      // its pushes
+    int64_t bytes_received = 0;  // our messages to it
+    double untold_transfer_s = 0;
+    // Totals of its earlier streams.
+    double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
+  };
+
+  std::vector<Worker> workers_;
+  const int batch_size_;
+  const int64_t train_size_;
+  int64_t samples_ = 0;
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  double last_loss_ = 0;
+};
+
+}  // namespace edgetrain

@@ -1,0 +1,69 @@
+#include "core/team_accounts.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+TEST(TeamAccountsTest, TheTeamsIterationIsItsSamplesOverABatchPerWorker) {
+  TeamAccounts team(2, 32, 6400);
+  WorkerReport r;
+  r.samples = 96;
+  team.Reported(0, r);
+  r.samples = 32;
+  team.Reported(1, r);
+  EXPECT_EQ(team.samples(), 128);
+  EXPECT_EQ(team.team_iteration(), 2);
+  team.Pushed(0, 3, 10, 4000);
+  team.Pushed(1, 1, 10, 4000);
+  JobProgress p = team.Progress(2.0, {true, true});
+  EXPECT_EQ(p.iteration, 2);
+  EXPECT_EQ(p.workers[0].iteration, 3) << "each worker's own count differs from the team's";
+  EXPECT_EQ(p.workers[1].iteration, 1);
+  EXPECT_DOUBLE_EQ(p.samples_per_second, 64);
+}
+
+TEST(TeamAccountsTest, AWorkersTotalsSurviveItsRestarts) {
+  TeamAccounts team(1, 32, 6400);
+  WorkerReport r;
+  r.wall_s = 10;
+  r.stall_s = 4;
+  r.energy_j = 50;
+  team.Reported(0, r);
+  team.StreamOpened(0, 7);  // it restarted: its own counters begin again
+  r.wall_s = 2;
+  r.stall_s = 1;
+  r.energy_j = 5;
+  team.Reported(0, r);
+  JobProgress p = team.Progress(12.0, {true});
+  EXPECT_DOUBLE_EQ(p.workers[0].wall_s, 12);
+  EXPECT_DOUBLE_EQ(p.workers[0].stall_s, 5);
+  EXPECT_DOUBLE_EQ(p.workers[0].stall_fraction, 5.0 / 12);
+  EXPECT_DOUBLE_EQ(p.workers[0].energy_joules, 55);
+  EXPECT_DOUBLE_EQ(*p.energy_joules, 55);
+}
+
+TEST(TeamAccountsTest, LossIsTheMeanSinceTheLastLookAndKeptWhenNothingCame) {
+  TeamAccounts team(2, 32, 6400);
+  WorkerReport r;
+  r.loss_sum = 3;
+  r.loss_count = 2;
+  team.Reported(0, r);
+  r.loss_sum = 1;
+  r.loss_count = 2;
+  team.Reported(1, r);
+  EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.0);
+  EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.0);
+}
+
+TEST(TeamAccountsTest, DownlinkTimeIsToldToTheWorkerOnce) {
+  TeamAccounts team(1, 32, 6400);
+  team.Delivered(0, 1000, std::chrono::milliseconds(250));
+  team.Delivered(0, 1000, std::chrono::milliseconds(250));
+  EXPECT_DOUBLE_EQ(team.TakeTransferSeconds(0), 0.5);
+  EXPECT_DOUBLE_EQ(team.TakeTransferSeconds(0), 0.0);
+  EXPECT_EQ(team.Progress(1, {true}).workers[0].bytes_received, 2000);
+}
+
+}  // namespace
+}  // namespace edgetrain

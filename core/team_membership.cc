@@ -1,0 +1,82 @@
+#include "core/team_membership.h"
+
+#include <algorithm>
+
+namespace edgetrain {
+
+const char* NameOf(PushFate fate) {
+  switch (fate) {
+    case PushFate::kApplied: return "applied";
+    case PushFate::kStaleStream: return "stale stream";
+    case PushFate::kStaleWelcome: return "stale welcome";
+    case PushFate::kCountedOut: return "counted out";
+    case PushFate::kJobOver: return "job over";
+  }
+  return "?";
+}
+
+TeamMembership::TeamMembership(int workers, Duration gather_window)
+    : members_(static_cast<size_t>(workers)), gather_window_(gather_window) {}
+
+uint64_t TeamMembership::Open(int w, TimePoint now, StalenessLedger& ledger) {
+  Member& m = members_[w];
+  ++m.stream;
+  m.connected = true;
+  m.counted_out = false;
+  m.owes_welcome = false;  // the Welcome that opens the stream is the one it is owed
+  ++m.welcome;
+  m.resume_after = ledger.Rejoin(w);
+  m.deadline.Restart(now);
+  if (!first_arrival_) first_arrival_ = now;
+  return m.stream;
+}
+
+bool TeamMembership::Close(int w, uint64_t stream, StalenessLedger& ledger) {
+  Member& m = members_[w];
+  if (m.stream != stream) return false;
+  m.connected = false;
+  ledger.Deactivate(w);
+  return true;
+}
+
+PushFate TeamMembership::Push(int w, int64_t welcome, TimePoint now, StalenessLedger& ledger) {
+  Member& m = members_[w];
+  if (m.counted_out) {
+    // Its link is back; the silence before was an outage, not its pace.
+    m.counted_out = false;
+    m.owes_welcome = true;
+    ++m.welcome;
+    m.resume_after = ledger.Rejoin(w, /*copy_lost=*/false);
+    m.deadline.Restart(now);
+    return PushFate::kCountedOut;
+  }
+  m.deadline.Arrived(now);  // alive, whatever becomes of what it sent
+  return welcome == m.welcome ? PushFate::kApplied : PushFate::kStaleWelcome;
+}
+
+void TeamMembership::Welcomed(int w, TimePoint now) { members_[w].deadline.Restart(now); }
+
+std::vector<CountedOut> TeamMembership::CountOutOverdue(TimePoint now, StalenessLedger& ledger) {
+  std::vector<CountedOut> out;
+  for (int w = 0; w < static_cast<int>(members_.size()); ++w) {
+    Member& m = members_[w];
+    if (!m.connected || m.counted_out || !ledger.active(w) || !m.deadline.Overdue(now)) continue;
+    m.counted_out = true;
+    ledger.Deactivate(w);
+    out.push_back({w, now - m.deadline.last_arrival(), m.deadline.Deadline()});
+  }
+  return out;
+}
+
+int TeamMembership::connected_count() const {
+  return static_cast<int>(std::count_if(members_.begin(), members_.end(), [](const Member& m) { return m.connected; }));
+}
+
+bool TeamMembership::StartsNow(TimePoint now) {
+  if (started_) return true;
+  if (!first_arrival_) return false;
+  started_ = connected_count() == static_cast<int>(members_.size()) || now - *first_arrival_ >= gather_window_;
+  return started_;
+}
+
+}  // namespace edgetrain

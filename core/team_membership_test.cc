@@ -1,0 +1,95 @@
+#include "core/team_membership.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const TimePoint t0 = TimePoint{} + std::chrono::hours(1);
+
+struct TeamMembershipTest : testing::Test {
+  StalenessLedger ledger{3, 2, 4};
+  TeamMembership team{3, seconds(10)};
+  void SetUp() override {
+    for (int w = 0; w < 3; ++w) ledger.Deactivate(w);  // as the coordinator starts
+  }
+};
+
+TEST_F(TeamMembershipTest, TheTeamStartsWhenAllAreInOrTheWindowAfterTheFirstHasPassed) {
+  struct Case {
+    int arrive;           // workers that come at t0
+    Duration looked_at;   // after t0
+    bool starts;
+  } cases[] = {
+      {0, seconds(60), false},  // nobody yet: the coordinator's own timeout decides
+      {1, seconds(9), false},
+      {1, seconds(10), true},
+      {3, milliseconds(0), true},
+  };
+  for (const auto& c : cases) {
+    StalenessLedger l(3, 2, 4);
+    TeamMembership m(3, seconds(10));
+    for (int w = 0; w < c.arrive; ++w) m.Open(w, t0, l);
+    EXPECT_EQ(m.StartsNow(t0 + c.looked_at), c.starts) << c.arrive << " in, at +" << ToSeconds(c.looked_at) << " s";
+  }
+}
+
+TEST_F(TeamMembershipTest, EachNewStreamIsNumberedAndAnOldOneIsNoLongerCurrent) {
+  const uint64_t first = team.Open(1, t0, ledger);
+  const uint64_t second = team.Open(1, t0 + seconds(1), ledger);
+  EXPECT_EQ(second, first + 1);
+  EXPECT_FALSE(team.Current(1, first));
+  EXPECT_FALSE(team.Close(1, first, ledger)) << "the old stream's end changes nothing";
+  EXPECT_TRUE(team.connected(1));
+  EXPECT_TRUE(team.Close(1, second, ledger));
+  EXPECT_FALSE(team.connected(1));
+  EXPECT_FALSE(ledger.active(1));
+}
+
+TEST_F(TeamMembershipTest, APushBuildingOnAnOlderWelcomeIsNotApplied) {
+  team.Open(0, t0, ledger);
+  const int64_t welcome = team.welcome(0);
+  EXPECT_EQ(team.Push(0, welcome, t0 + milliseconds(10), ledger), PushFate::kApplied);
+  EXPECT_EQ(team.Push(0, welcome - 1, t0 + milliseconds(20), ledger), PushFate::kStaleWelcome);
+}
+
+TEST_F(TeamMembershipTest, ASilentWorkerIsCountedOutAndItsNextPushTakesItBackWithAWelcome) {
+  for (int w = 0; w < 3; ++w) team.Open(w, t0, ledger);
+  // Workers 0 and 1 push every 20 ms; worker 2 goes silent after its first.
+  for (int k = 1; k <= 40; ++k) {
+    const TimePoint at = t0 + milliseconds(20 * k);
+    for (int w = 0; w < 2; ++w) team.Push(w, team.welcome(w), at, ledger);
+    if (k == 1) team.Push(2, team.welcome(2), at, ledger);
+  }
+  auto out = team.CountOutOverdue(t0 + milliseconds(800), ledger);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].worker, 2);
+  EXPECT_GE(out[0].silent, milliseconds(760));
+  EXPECT_FALSE(ledger.active(2));
+  EXPECT_TRUE(team.CountOutOverdue(t0 + milliseconds(900), ledger).empty()) << "counted out once";
+
+  const int64_t before = team.welcome(2);
+  EXPECT_EQ(team.Push(2, before, t0 + seconds(5), ledger), PushFate::kCountedOut);
+  EXPECT_TRUE(ledger.active(2));
+  EXPECT_TRUE(team.owes_welcome(2));
+  EXPECT_EQ(team.welcome(2), before + 1);
+  EXPECT_EQ(team.Push(2, before, t0 + seconds(5), ledger), PushFate::kStaleWelcome)
+      << "what it sent before its Welcome was computed on the old model";
+  team.WelcomeSent(2);
+  EXPECT_FALSE(team.owes_welcome(2));
+}
+
+TEST_F(TeamMembershipTest, AWorkerJoinsAtTheTeamsIteration) {
+  team.Open(0, t0, ledger);
+  team.Open(1, t0, ledger);
+  ledger.RecordIteration(0, 40);
+  ledger.RecordIteration(1, 38);
+  team.Open(2, t0 + seconds(30), ledger);
+  EXPECT_EQ(team.resume_after(2), 38);
+}
+
+}  // namespace
+}  // namespace edgetrain
