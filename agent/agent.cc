@@ -168,7 +168,10 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
   options.coordinator = connector.get();
   options.metrics = &s.endpoint.metrics();
-  auto fail = [&](const Status& status) {
+  auto fail = [&](Status status) {
+    // Refused by the coordinator (another job, an older generation): this
+    // worker's plan is not the job's, which is bad input, as bad flags are.
+    if (status.code() == StatusCode::kFailedPrecondition) status = InvalidArgumentError(status.message());
     return ReportFailure(status.WithContext("worker " + std::to_string(s.flags.rank)), s.lines, s.log);
   };
   auto uplink = EmulatedLink(s.plan, s.flags.rank);

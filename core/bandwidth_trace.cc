@@ -115,6 +115,12 @@ double BandwidthTrace::MeanMbps() const {
   return area / period_ * scale_;
 }
 
+double BandwidthTrace::PeakMbps() const {
+  double peak = 0;
+  for (const TracePoint& p : points_) peak = std::max(peak, p.mbps);
+  return peak * scale_;
+}
+
 BandwidthTrace BandwidthTrace::Shifted(double offset_seconds) const {
   BandwidthTrace t = *this;
   t.offset_ += offset_seconds;

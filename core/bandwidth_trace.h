@@ -36,6 +36,8 @@ class BandwidthTrace {
   Segment SegmentAt(double t) const;
   // Time-weighted mean over one period.
   double MeanMbps() const;
+  // The most the link ever carries: no measurement of it can be above.
+  double PeakMbps() const;
   // One repetition: the last sample lasts as long as the one before it.
   double PeriodSeconds() const { return period_; }
 

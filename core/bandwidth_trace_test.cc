@@ -93,5 +93,12 @@ TEST(BandwidthTraceTest, MalformedTracesNameTheLineAndTheReason) {
   }
 }
 
+TEST(BandwidthTraceTest, PeakIsTheHighestSampleScaled) {
+  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,10\n1,65\n2,0\n", "t.csv");
+  ASSERT_TRUE(trace.ok());
+  EXPECT_DOUBLE_EQ(trace->PeakMbps(), 65);
+  EXPECT_DOUBLE_EQ(trace->Shifted(1.5).Scaled(0.5).PeakMbps(), 32.5);
+}
+
 }  // namespace
 }  // namespace edgetrain

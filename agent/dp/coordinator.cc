@@ -200,9 +200,9 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   const TimePoint now = clock_.Now();
   // A push's parts are sent back to back: their arrivals time its uplink.
   if (push.report) {
-    links_[w].uplink.Begin(now);
+    links_[w].uplink.Begin(push.arrived);
   } else {
-    links_[w].uplink.Continue(now, push.bytes);
+    links_[w].uplink.Continue(push.arrived, push.bytes);
   }
   PushFate fate = members_.Push(w, push.welcome, now, ledger_);
   if (fate == PushFate::kApplied && stopping_) fate = PushFate::kJobOver;  // once stopping, the model is final

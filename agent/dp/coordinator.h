@@ -56,6 +56,7 @@ struct CoordinatorTimings {
 // A push, or one part of it, as it arrived: rows still encoded, pointing into
 // the message.
 struct ArrivingPush {
+  TimePoint arrived{};  // when the service read it, before it waited for anything
   int64_t iteration = 0;
   int64_t welcome = 0;  // the Welcome it builds on (core/team_membership.h)
   std::vector<PushedRow> rows;

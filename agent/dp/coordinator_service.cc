@@ -75,9 +75,10 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   return r;
 }
 
-ArrivingPush ToArriving(const v1::WorkerMessage& message) {
+ArrivingPush ToArriving(const v1::WorkerMessage& message, TimePoint arrived) {
   const v1::Push& push = message.push();
   ArrivingPush a;
+  a.arrived = arrived;
   a.iteration = push.iteration();
   a.welcome = push.welcome();
   a.bytes = static_cast<int64_t>(message.ByteSizeLong());
@@ -142,9 +143,10 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
                                 [&] { SendLoop(w, joined.stream, stream); });
     for (;;) {
       auto message = raw_stream.Receive();
+      const TimePoint arrived = clock_.Now();
       if (!message.ok()) break;
       if (!message->has_push()) continue;
-      if (!coordinator_.Receive(w, joined.stream, ToArriving(*message)).ok()) break;
+      if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }
   }
   gone = true;

@@ -363,6 +363,29 @@ TEST(SimulatedTeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) 
   EXPECT_LT(down(results[1]) / down(results[0]), 0.5);
 }
 
+// What a worker reports of its link (GET /progress, the runner's table,
+// metrics): nothing until something was measured, and never more than the
+// link carries.
+TEST(SimulatedTeamTest, ALinkEstimateIsAMeasurementNeverAboveTheLink) {
+  TeamSetup setup = ATeamOf(2);
+  setup.model.shapes = {{64, 256}};  // 64 kB of gradient a push: enough to time a link
+  setup.links = {BandwidthTrace::Constant(20), BandwidthTrace::Constant(20)};
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(2);
+  SimulatedTeam shaped(setup);
+  shaped.Run();
+  ExpectSound(shaped, 4);
+  for (const auto& w : shaped.result()->workers) {
+    EXPECT_GT(w.bandwidth_mbps, 5) << "worker " << w.rank;
+    EXPECT_LE(w.bandwidth_mbps, 20) << "worker " << w.rank;
+  }
+  // Pushes of a kilobyte tell nothing of a link: it is unknown, not the estimator's prior.
+  SimulatedTeam small(ATeamOf(2));
+  small.Run();
+  ExpectSound(small, 4);
+  for (const auto& w : small.result()->workers) EXPECT_EQ(w.bandwidth_mbps, 0) << "worker " << w.rank;
+}
+
 TEST(SimulatedTeamTest, BspUsesNoStaleRow) {
   TeamSetup setup = ATeamOf(3);
   setup.policy = SyncPolicy::kBsp;

@@ -1,6 +1,7 @@
 #include "agent/dp/worker.h"
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <random>
 
@@ -47,7 +48,10 @@ class WorkerRun {
     mine_ = std::move(parts[options.rank]);
     rng_.seed(plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank));
     std::shuffle(mine_.begin(), mine_.end(), rng_);
-    if (options.uplink) uplink_.emplace(*options.uplink, clock_.Now());
+    if (options.uplink) {
+      uplink_.emplace(*options.uplink, clock_.Now());
+      uplink_peak_mbps_ = options.uplink->PeakMbps();
+    }
   }
 
   StatusOr<WorkerSummary> Run() {
@@ -175,6 +179,7 @@ class WorkerRun {
   void ReceiveLoop(CoordinatorStream& stream) {
     for (;;) {
       auto message = stream.Receive();
+      const TimePoint arrived = clock_.Now();  // not after waiting for the lock: that would bunch arrivals
       std::lock_guard lock(mu_);
       if (!message.ok()) {
         broken_ = true;
@@ -202,11 +207,11 @@ class WorkerRun {
         const v1::Update& update = message->update();
         // An update's parts come back to back: their arrivals time the downlink.
         if (update.part() == 0) {
-          downlink_meter_.Begin(clock_.Now());
+          downlink_meter_.Begin(arrived);
           if (update.uplink_mbps() > 0) measured_uplink_mbps_ = update.uplink_mbps();
           bound_ = update.staleness_bound();  // 0 while it is the only one active
         } else {
-          downlink_meter_.Continue(clock_.Now(), static_cast<int64_t>(message->ByteSizeLong()));
+          downlink_meter_.Continue(arrived, static_cast<int64_t>(message->ByteSizeLong()));
         }
         if (Status staged = Stage(update.rows()); !staged.ok()) {
           log_ << "worker " << options_.rank << ": bad update: " << staged.message() << "\n";
@@ -287,12 +292,25 @@ class WorkerRun {
     }
   }
 
-  // With mu_ held. The coordinator's measure of where our pushes arrive, once it
-  // has one; until then what our sends took, which is right only when the link
-  // is shaped in our own transport (a kernel-shaped link accepts bytes into its
-  // queue faster than it carries them).
+  // With mu_ held: what sizes a push. The coordinator's measure of where our
+  // pushes arrive, once it has one; until then what our sends took, which is
+  // right only when the link is shaped in our own transport (a kernel-shaped
+  // link accepts bytes into its queue faster than it carries them).
   double UplinkMbps() const {
     return measured_uplink_mbps_ > 0 ? measured_uplink_mbps_ : uplink_estimate_.Mbps();
+  }
+  // With mu_ held: what is reported of the uplink (progress, metrics): 0 until
+  // something was measured, then the lower of the two measures, each too high
+  // in its own case — what our sends took (above), and where the coordinator
+  // saw our pushes arrive (a reader that falls behind sees parts that queued
+  // up arrive at once) — and never more than the emulated link carries.
+  double MeasuredUplinkMbps() const {
+    const bool sent = uplink_estimate_.observations() > 0, arrived = measured_uplink_mbps_ > 0;
+    if (!sent && !arrived) return 0;
+    const double lower = sent && arrived ? std::min(measured_uplink_mbps_, uplink_estimate_.Mbps())
+                         : sent          ? uplink_estimate_.Mbps()
+                                         : measured_uplink_mbps_;
+    return std::min(lower, uplink_peak_mbps_);
   }
 
   // With mu_ held: the push for everything computed up to iteration_.
@@ -319,8 +337,8 @@ class WorkerRun {
     stats->set_samples(samples_since_push_);
     stats->set_loss_sum(loss_sum_);
     stats->set_loss_count(loss_count_);
-    stats->set_uplink_mbps(uplink);
-    stats->set_downlink_mbps(downlink_meter_.Mbps());
+    stats->set_uplink_mbps(MeasuredUplinkMbps());
+    stats->set_downlink_mbps(std::min(downlink_meter_.Mbps(), uplink_peak_mbps_));
     stats->set_compute_seconds(compute_s_);
     stats->set_stall_seconds(stall_s_);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - started_));
@@ -387,7 +405,7 @@ class WorkerRun {
         return;
       }
       if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, end - began);
-      metrics_.SetUplinkMbps(UplinkMbps());
+      metrics_.SetUplinkMbps(MeasuredUplinkMbps());
       summary_.bytes_sent += bytes;
     }
   }
@@ -402,6 +420,8 @@ class WorkerRun {
   const RowLayout layout_;
   const double slowdown_;
   std::optional<TraceShaper> uplink_;
+  // What its emulated link carries at most (both ways follow the same trace).
+  double uplink_peak_mbps_ = std::numeric_limits<double>::infinity();
   std::vector<int64_t> mine_;  // this worker's partition, in its current order
   size_t cursor_ = 0;
   std::mt19937_64 rng_;
