@@ -111,6 +111,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                           "(default: ports the OS chooses)")
       ->option_text("BASE")
       ->check(WholeNumber(1, 65535));
+  run_command->add_flag("--fresh", run.fresh,
+                        "start over, even where the output folder holds a checkpoint of an interrupted run of the "
+                        "job (which is resumed otherwise)");
   run_command->add_flag("--keep-logs", run.keep_logs, "keep the run folder with the plan and every agent's log");
   run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
       ->option_text("FILE");

@@ -37,7 +37,7 @@ std::vector<std::string> Lines(const std::string& text) {
 TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
-                    "/opt/agent"});
+                    "/opt/agent", "--fresh"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -51,6 +51,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_TRUE(run.keep_logs);
   EXPECT_EQ(run.progress_log, "p.jsonl");
   EXPECT_EQ(run.agent_binary, "/opt/agent");
+  EXPECT_TRUE(run.fresh);
 }
 
 TEST(CommandLineTest, ReadsTheOtherCommands) {
@@ -112,7 +113,7 @@ TEST(CommandLineTest, TheHelpNamesEveryFlagAndFitsEightyColumns) {
   Parsed help = Parse({"--help"});
   ASSERT_EQ(help.exit(), kExitOk);
   for (const char* flag : {"run", "--nodes", "--links", "--json", "--output", "--threads", "--http-port", "--keep-logs",
-                           "--progress-log", "--agent", "validate", "--defaulted", "partition", "netns-run", "--workers",
+                           "--progress-log", "--agent", "--fresh", "validate", "--defaulted", "partition", "netns-run", "--workers",
                            "--log-dir", "COMMAND", "evaluate", "MODEL", "--dataset", "version", "Exit codes: 0 success"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " is missing from\n" << help.out;
   }

@@ -116,8 +116,10 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     // Kernel-shaped links replace the agents' own shaping, never add to it.
     for (auto& slot : plan.job.workers) slot.link.reset();
   }
-  // The run folder holds the plan and the agents' logs; kept when a run fails.
   std::error_code ec;
+  const fs::path model = fs::path(plan.job.output_dir) / "model.pt";
+  const std::string earlier_model = fs::exists(model, ec) ? model.string() : "";
+  // The run folder holds the plan and the agents' logs; kept when a run fails.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
   if (!folder.ok()) {
     err << "error: " << folder.status().message() << "\n";
@@ -186,6 +188,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     };
   }
   if (links) watch.health = [&] { return links->health(); };
+  watch.earlier_model = earlier_model;
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
   RunSupervisor supervisor(job.name, *coordinator, team, clock, err);

@@ -246,7 +246,8 @@ constexpr const char* kLongSpec = R"(  model: {name: mlp}
 )";
 
 TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
-  auto child = Start({"run", Manifest("digits-interrupted", kLongSpec), "--output", (dir_ / "out").string()});
+  const std::string manifest = Manifest("digits-interrupted", kLongSpec);
+  auto child = Start({"run", manifest, "--output", (dir_ / "out").string()});
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
   ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
@@ -261,6 +262,23 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   EXPECT_NE(lines[0].find("stopped by cancelled"), std::string::npos) << lines[0];
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
   EXPECT_FALSE(ProcessRunningWith("--job=digits-interrupted"));
+
+  // Run again, it resumes from where the interrupt left it, and says so; with
+  // --fresh it starts over, and says what it replaces.
+  const std::pair<std::vector<std::string>, std::string> again[] = {
+      {{}, "resuming digits-interrupted from its checkpoint at iteration "},
+      {{"--fresh"}, "note: digits-interrupted starts afresh; its model will replace " + (dir_ / "out" / "model.pt").string()}};
+  for (const auto& [flags, said] : again) {
+    std::vector<std::string> args = {"run", manifest, "--output", (dir_ / "out").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto rerun = Start(args);
+    ASSERT_TRUE(rerun.ok());
+    EXPECT_TRUE(StderrShows(said, seconds(60))) << ReadFile(dir_ / "stderr.log");
+    ::kill(-rerun->pid(), SIGINT);
+    while (rerun->ReadLine(seconds(60))) {
+    }
+    EXPECT_EQ(rerun->Wait(seconds(30)), 130);
+  }
 }
 
 TEST_F(RunCommandTest, ARunnerWhoseReaderLeftStillStopsCleanly) {

@@ -20,6 +20,9 @@ struct RunOptions {
   // Every progress snapshot, one JSON line each with the seconds since the links
   // started following their traces (benchmarks attribute stalls to outages).
   std::string progress_log;
+  // Start the job over even if its output folder holds a checkpoint it could
+  // resume from.
+  bool fresh = false;
   // Fixed HTTP ports: the coordinator's here, worker r's at http_port + 1 + r;
   // 0: ports the OS chooses.
   int http_port = 0;

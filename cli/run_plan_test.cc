@@ -75,9 +75,11 @@ TEST(RunPlanTest, TheOutputFolderIsTheCommandLinesThenTheManifestsThenADefault) 
   for (const auto& c : cases) {
     RunOptions options = Options();
     options.output_dir = c.output;
+    options.fresh = c.output[0] == '/';  // and --fresh, now and then
     auto plan = PlanLocalRun(Job(c.spec), std::nullopt, options, kCwd, kThisMachine);
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->job.output_dir, c.want) << c.spec << " --output " << c.output;
+    EXPECT_EQ(plan->job.fresh, options.fresh);
   }
 }
 

@@ -45,6 +45,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (line && line->rfind("result ", 0) == 0) {
       auto decoded = DecodeJobProgress(line->substr(7));
       if (decoded.ok()) {
+        NoteHowItStarted(*decoded, watch, display);
         outcome.result = std::move(*decoded);
       } else if (outcome.failure.empty()) {
         outcome.failure = "unreadable result from the coordinator: " + decoded.status().message();
@@ -54,7 +55,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (!line && coordinator_.stdout_closed()) break;
     NoteLostWorkers(display);
     if (auto body = watch.progress()) {
-      if (auto p = DecodeJobProgress(*body); p.ok()) display.Show(*p);
+      if (auto p = DecodeJobProgress(*body); p.ok()) {
+        NoteHowItStarted(*p, watch, display);
+        display.Show(*p);
+      }
       if (watch.sink) watch.sink(*body);
     }
   }
@@ -81,6 +85,19 @@ void RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
       err_ << "warning: worker " << i << " exited (status " << *status << "; log worker-" << i
            << ".log); the team trains on without it\n";
     }
+  }
+}
+
+void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display) {
+  if (said_how_it_started_ || p.state == JobState::kStarting) return;
+  said_how_it_started_ = true;
+  if (p.resumed_from_iteration) {
+    display.Finish();
+    err_ << "resuming " << job_ << " from its checkpoint at iteration " << *p.resumed_from_iteration
+         << " (edgetrain run --fresh starts over)\n";
+  } else if (!watch.earlier_model.empty()) {
+    display.Finish();
+    err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model << "\n";
   }
 }
 

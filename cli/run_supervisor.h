@@ -3,7 +3,9 @@
 // meanwhile its GET /progress feeds the display, a worker that dies is named
 // once (the team trains on without it), and the person's interrupt becomes a
 // SIGTERM to the coordinator, which stops the workers, saves the model and
-// reports — or, past a grace, SIGKILL to every agent. Then the team is stopped
+// reports — or, past a grace, SIGKILL to every agent. Once the job trains, it
+// says whether it resumed from a checkpoint or replaces an earlier run's
+// model. Then the team is stopped
 // in order: the coordinator's exit awaited, the workers given a moment to
 // leave by themselves before they are told to.
 //
@@ -52,6 +54,9 @@ struct RunWatch {
   // links as asked); optional. A failure stops the job as an interrupt does,
   // and fails the run.
   std::function<Status()> health;
+  // The model.pt an earlier run left where this one writes; empty when none.
+  // Unless the job resumes, it is replaced, and a person hears so.
+  std::string earlier_model;
 };
 
 class RunSupervisor {
@@ -64,6 +69,7 @@ class RunSupervisor {
 
  private:
   void NoteLostWorkers(ProgressDisplay& display);
+  void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   void StopTeam(Supervision& outcome);
 
   std::string job_;
@@ -73,6 +79,7 @@ class RunSupervisor {
   std::ostream& err_;
   SupervisionTimes times_;
   std::vector<bool> reported_;  // per worker: its loss was named
+  bool said_how_it_started_ = false;
 };
 
 }  // namespace edgetrain::cli

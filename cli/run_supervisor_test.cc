@@ -232,6 +232,38 @@ TEST_F(RunSupervisorTest, LinksThatStopFollowingTheirTracesStopTheJobAndFailTheR
   EXPECT_NE(err_.str().find("stopping robots"), std::string::npos) << err_.str();
 }
 
+TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) {
+  struct Case {
+    std::optional<int64_t> resumed_from;
+    std::string earlier_model;
+    std::string said;  // empty: nothing
+  } cases[] = {
+      {120, "/out/model.pt", "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"},
+      {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
+      {std::nullopt, "", ""},
+  };
+  for (const auto& c : cases) {
+    SimulatedClock clock;
+    ScriptedAgent coordinator(clock);
+    std::ostringstream err, shown;
+    ProgressDisplay display(shown, false, clock);
+    JobProgress starting, training;
+    training.state = JobState::kTraining;
+    training.resumed_from_iteration = c.resumed_from;
+    coordinator.Says(seconds(3), kResult).ExitsAt(seconds(3), 0);
+    RunWatch watch;
+    int reads = 0;
+    watch.progress = [&]() -> std::optional<std::string> {
+      return EncodeJobProgress(++reads < 3 ? starting : training);  // loading data first
+    };
+    watch.earlier_model = c.earlier_model;
+    RunSupervisor supervisor("robots", coordinator, {}, clock, err);
+    Supervision outcome = supervisor.Run(interrupted_, display, watch);
+    ASSERT_TRUE(outcome.result.has_value());
+    EXPECT_EQ(err.str(), c.said);
+  }
+}
+
 TEST_F(RunSupervisorTest, AnInterruptAsTheJobEndsStillCountsAsOne) {
   coordinator_.Says(seconds(1), kResult).ExitsAt(seconds(1), 0);
   workers_[0]->ExitsAt(seconds(1), 0);
