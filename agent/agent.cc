@@ -10,6 +10,7 @@
 #include "agent/dp/coordinator.h"
 #include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
+#include "agent/failure_report.h"
 #include "agent/job_driver.h"
 #include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
@@ -111,9 +112,7 @@ int ReportJob(const StatusOr<JobProgress>& result, Endpoint& endpoint, std::ostr
     p.stop_reason = StopReason::kFailed;
     p.error = result.status().message();
   });
-  log << "edgetrain-agent: " << result.status().message() << "\n";
-  lines << "result " << EncodeJobProgress(endpoint.board().Snapshot()) << std::endl;
-  return kExitFailed;
+  return ReportFailure(result.status(), lines, log, endpoint.board().Snapshot());
 }
 
 // A job of one agent: the whole job trained in this process.
@@ -169,9 +168,11 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
   options.coordinator = connector.get();
   options.metrics = &s.endpoint.metrics();
-  auto fail = [&](const Status& status) {
-    s.log << "edgetrain-agent: worker " << s.flags.rank << ": " << status.message() << "\n";
-    return status.code() == StatusCode::kFailedPrecondition ? kExitInvalid : kExitFailed;
+  auto fail = [&](Status status) {
+    // Refused by the coordinator (another job, an older generation): this
+    // worker's plan is not the job's, which is bad input, as bad flags are.
+    if (status.code() == StatusCode::kFailedPrecondition) status = InvalidArgumentError(status.message());
+    return ReportFailure(status.WithContext("worker " + std::to_string(s.flags.rank)), s.lines, s.log);
   };
   auto uplink = EmulatedLink(s.plan, s.flags.rank);
   if (!uplink.ok()) return fail(uplink.status());
@@ -226,24 +227,19 @@ StatusOr<Part> PartOf(const AgentFlags& flags, const JobPlan& plan) {
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel) {
   auto plan = ReadPlan(flags.plan);
-  auto part = plan.ok() ? PartOf(flags, *plan) : StatusOr<Part>(plan.status());
-  if (!part.ok()) {
-    log << "edgetrain-agent: " << part.status().message() << "\n";
-    return kExitInvalid;
-  }
+  auto part = plan.ok() ? PartOf(flags, *plan) : StatusOr<Part>(InvalidArgumentError(plan.status().message()));
+  if (!part.ok()) return ReportFailure(part.status(), lines, log);
   // Every role: its endpoints, its data, its model; then its part.
   Endpoint endpoint;
   if (Status started = endpoint.Start(flags.http, *part != Part::kWorker, lines); !started.ok()) {
-    log << "edgetrain-agent: " << started.message() << "\n";
-    return kExitFailed;
+    return ReportFailure(started, lines, log);
   }
   const JobSpec& spec = plan->spec;
   auto setup_failed = [&](const Status& status) {
-    return *part == Part::kWorker ? (log << "edgetrain-agent: " << status.message() << "\n", kExitFailed)
-                                  : ReportJob(status, endpoint, lines, log);
+    return *part == Part::kWorker ? ReportFailure(status, lines, log) : ReportJob(status, endpoint, lines, log);
   };
   log << "loading " << NameOf(spec.data.dataset) << "\n";
-  auto data = LoadDataset(spec.data.dataset, DefaultDataSearchPath());
+  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
   if (!data.ok()) return setup_failed(data.status());
   log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
   auto trainer = CreateTrainer({spec.model, data->train.info, spec.seed, plan->intra_op_threads});

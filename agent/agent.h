@@ -7,13 +7,9 @@
 #include <ostream>
 
 #include "agent/agent_flags.h"
+#include "core/exit_codes.h"
 
 namespace edgetrain::agent {
-
-// Exit codes of edgetrain-agent.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;   // a runtime failure (data missing, I/O, ...)
-inline constexpr int kExitInvalid = 2;  // bad flags or plan
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel);
 

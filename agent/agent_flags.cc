@@ -1,62 +1,68 @@
 #include "agent/agent_flags.h"
 
-#include <charconv>
+#include <map>
+
+#include <CLI/CLI.hpp>
 
 namespace edgetrain::agent {
 namespace {
 
-Status ParseInt(const std::string& name, const std::string& value, int min, int& out) {
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc() || end != value.data() + value.size()) {
-    return InvalidArgumentError("--" + name + ": expected an integer, got \"" + value + "\"");
-  }
-  if (out < min) return InvalidArgumentError("--" + name + ": must be >= " + std::to_string(min));
-  return Status::Ok();
+const std::map<std::string, Role> kRoles = {
+    {"coordinator", Role::kCoordinator}, {"worker", Role::kWorker}, {"stage", Role::kStage}};
+
+// The app that reads the flags into `flags`; `role` takes --role's word.
+std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
+  auto app = std::make_unique<CLI::App>("edgetrain-agent: the training runtime on every node", "edgetrain-agent");
+  app->add_option("--role", role, "coordinator (the parameter server, source of progress), worker or stage")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            return kRoles.count(value) ? "" : "must be coordinator, worker or stage, got \"" + value + "\"";
+          },
+          "", ""))
+      ->option_text("coordinator|worker|stage");
+  app->add_option("--job", flags.job, "the TrainingJob's name; must equal the plan's")->required()->option_text("NAME");
+  app->add_option("--rank", flags.rank, "this agent's index")->check(CLI::NonNegativeNumber)->option_text("N");
+  app->add_option("--world", flags.world, "the number of agents")->check(CLI::PositiveNumber)->option_text("N");
+  app->add_option("--plan", flags.plan, "the plan file")->required()->option_text("FILE");
+  app->add_option("--coordinator", flags.coordinator, "where peers reach the coordinator")->option_text("HOST:PORT");
+  app->add_option("--listen", flags.listen, "where this agent accepts peers (port 0: the OS chooses)")
+      ->option_text("HOST:PORT");
+  app->add_option("--http", flags.http, "where it serves HTTP (default 127.0.0.1:0)")->option_text("HOST:PORT");
+  app->add_option("--data-dir", flags.data_dir,
+                  "where data sets are looked for first (default $EDGETRAIN_DATA_DIR, else "
+                  "$XDG_CACHE_HOME/edgetrain/datasets)")
+      ->option_text("DIR");
+  return app;
 }
 
 }  // namespace
 
 StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
   AgentFlags flags;
-  bool has_role = false;
-  for (const std::string& arg : args) {
-    if (arg.rfind("--", 0) != 0 || arg.find('=') == std::string::npos) {
-      return InvalidArgumentError("expected --name=value, got \"" + arg + "\"");
-    }
-    std::string name = arg.substr(2, arg.find('=') - 2);
-    std::string value = arg.substr(arg.find('=') + 1);
-    if (name == "role") {
-      if (value == "coordinator") flags.role = Role::kCoordinator;
-      else if (value == "worker") flags.role = Role::kWorker;
-      else if (value == "stage") flags.role = Role::kStage;
-      else return InvalidArgumentError("--role: must be coordinator, worker or stage, got \"" + value + "\"");
-      has_role = true;
-    } else if (name == "job") {
-      flags.job = value;
-    } else if (name == "rank") {
-      EDGETRAIN_RETURN_IF_ERROR(ParseInt(name, value, 0, flags.rank));
-    } else if (name == "world") {
-      EDGETRAIN_RETURN_IF_ERROR(ParseInt(name, value, 1, flags.world));
-    } else if (name == "coordinator") {
-      flags.coordinator = value;
-    } else if (name == "plan") {
-      flags.plan = value;
-    } else if (name == "listen") {
-      flags.listen = value;
-    } else if (name == "http") {
-      flags.http = value;
-    } else {
-      return InvalidArgumentError("unknown flag --" + name);
-    }
+  std::string role;
+  auto app = MakeApp(flags, role);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app->parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    const std::string what = e.what();
+    // CLI11 calls an unknown flag an extra argument.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) return InvalidArgumentError("unknown flag: " + what.substr(what.find(':') + 2));
+    return InvalidArgumentError(what);
   }
-  if (!has_role) return InvalidArgumentError("--role is required");
-  if (flags.job.empty()) return InvalidArgumentError("--job is required");
-  if (flags.plan.empty()) return InvalidArgumentError("--plan is required");
+  flags.role = kRoles.at(role);
   if (flags.rank >= flags.world) {
     return InvalidArgumentError("--rank must be below --world (" + std::to_string(flags.rank) +
                                 " >= " + std::to_string(flags.world) + ")");
   }
   return flags;
+}
+
+std::string AgentUsage() {
+  AgentFlags flags;
+  std::string role;
+  return MakeApp(flags, role)->help();
 }
 
 }  // namespace edgetrain::agent

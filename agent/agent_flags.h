@@ -19,10 +19,17 @@ struct AgentFlags {
   std::string coordinator;           // HOST:PORT of the coordinator's peer endpoint
   std::string plan;                  // path of the plan file
   std::string listen = "127.0.0.1:0";  // peer endpoint (multi-agent roles)
-  std::string http = "127.0.0.1:0";    // GET /progress, /healthz
+  std::string http = "127.0.0.1:0";    // GET /metrics, /healthz, and the coordinator's /progress
+  // Where data sets are looked for before Debian's folders; main fills in
+  // DefaultDataDir() when --data-dir is not given.
+  std::string data_dir;
 };
 
-// Parses `--name=value` arguments; errors say which flag and why.
+// Parses the launch contract's `--name=value` (or `--name value`) flags; errors
+// say which flag and why.
 StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args);
+
+// The usage, for a person who got the flags wrong.
+std::string AgentUsage();
 
 }  // namespace edgetrain::agent

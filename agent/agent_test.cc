@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/data/dataset.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 
@@ -39,6 +40,7 @@ struct AgentTest : testing::Test {
     std::ofstream(dir / "plan.json") << EncodeJobPlan(plan);
     flags.job = "digits";
     flags.plan = (dir / "plan.json").string();
+    flags.data_dir = DefaultDataDir();
   }
   int Run() { return RunAgent(flags, lines, log, cancel); }
 
@@ -70,6 +72,40 @@ TEST_F(AgentTest, RefusesAPlanForAnotherJob) {
   flags.job = "other";
   EXPECT_EQ(Run(), kExitInvalid);
   EXPECT_NE(log.str().find("the plan is for job \"digits\", not \"other\""), std::string::npos) << log.str();
+}
+
+TEST_F(AgentTest, AFailingAgentStillEndsWithItsResultLine) {
+  flags.job = "other";
+  ASSERT_EQ(Run(), kExitInvalid);
+  const std::string out = lines.str();
+  ASSERT_EQ(out.rfind("result ", 0), 0u) << out;
+  auto result = DecodeJobProgress(out.substr(7));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->state, JobState::kFailed);
+  EXPECT_EQ(result->stop_reason, StopReason::kFailed);
+  EXPECT_EQ(result->error, "the plan is for job \"digits\", not \"other\"");
+
+  // A worker whose data set is nowhere: a runtime failure, and its result line.
+  JobPlan team;
+  team.job = "digits";
+  team.spec_json = std::string(kDigitsSpec);
+  team.output_dir = (dir / "out").string();
+  team.workers = {WorkerSlot{0, "a", 1, std::nullopt, {}}};
+  std::ofstream(dir / "team.json") << EncodeJobPlan(team);
+  flags = {};
+  flags.role = Role::kWorker;
+  flags.job = "digits";
+  flags.plan = (dir / "team.json").string();
+  flags.coordinator = "127.0.0.1:1";
+  flags.data_dir = (dir / "no-data").string();
+  lines.str("");
+  EXPECT_EQ(RunAgent(flags, lines, log, cancel), kExitFailed) << log.str();
+  const std::string said = lines.str();
+  const size_t at = said.find("result ");
+  ASSERT_NE(at, std::string::npos) << said;
+  auto failed = DecodeJobProgress(said.substr(at + 7));
+  ASSERT_TRUE(failed.ok()) << said;
+  EXPECT_EQ(failed->state, JobState::kFailed);
 }
 
 TEST_F(AgentTest, RefusesAMissingOrBrokenPlan) {

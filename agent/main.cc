@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "agent/agent.h"
+#include "agent/data/dataset.h"
+#include "agent/evaluate_model.h"
 
 namespace {
 std::atomic<bool> g_cancel{false};
@@ -10,17 +12,18 @@ void OnSignal(int) { g_cancel.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace edgetrain::agent;
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto flags = edgetrain::agent::ParseAgentFlags(args);
+  if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  auto flags = ParseAgentFlags(args);
   if (!flags.ok()) {
-    std::cerr << "edgetrain-agent: " << flags.status().message() << "\n"
-              << "usage: edgetrain-agent --role=coordinator|worker|stage --job=NAME --rank=N --world=N\n"
-                 "         --plan=FILE [--coordinator=HOST:PORT] [--listen=HOST:PORT] [--http=HOST:PORT]\n";
-    return edgetrain::agent::kExitInvalid;
+    std::cerr << "edgetrain-agent: " << flags.status().message() << "\n\n" << AgentUsage();
+    return edgetrain::ExitCodeFor(flags.status());
   }
+  if (flags->data_dir.empty()) flags->data_dir = DefaultDataDir();
   // SIGTERM (the runner, the kubelet) and SIGINT end training at the next step:
   // the model trained so far is still evaluated and saved.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  return edgetrain::agent::RunAgent(*flags, std::cout, std::cerr, g_cancel);
+  return RunAgent(*flags, std::cout, std::cerr, g_cancel);
 }

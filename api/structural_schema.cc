@@ -70,6 +70,15 @@ std::string Suggestion(const std::string& key, const Json& properties) {
   return best.empty() ? "" : " (did you mean \"" + best + "\"?)";
 }
 
+// A bare number where a duration belongs ("wallClock: 120") lacks only its
+// unit: "; write \"120s\" for seconds" when that would be valid.
+std::string UnitHint(const Json& schema, const Json& value) {
+  if (!value.is_number() || !schema.contains("pattern")) return "";
+  const std::string seconds = value.dump() + "s";
+  if (!std::regex_search(seconds, std::regex(schema["pattern"].get<std::string>(), std::regex::ECMAScript))) return "";
+  return "; a duration takes its unit: write \"" + seconds + "\" for " + value.dump() + " seconds";
+}
+
 std::string FormatBound(const Json& bound) {
   return bound.dump();
 }
@@ -89,7 +98,8 @@ class Validator {
     if (schema.contains("type")) {
       std::string type = schema["type"].get<std::string>();
       if (!HasType(value, type)) {
-        Error(path, "must be " + Article(type) + " (got " + TypeOf(value) + " " + Show(value) + ")");
+        Error(path, "must be " + Article(type) + " (got " + TypeOf(value) + " " + Show(value) + ")" +
+                        UnitHint(schema, value));
         return;
       }
     }

@@ -49,7 +49,11 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
                                 " documents");
   }
   Json& doc = documents[0];
-  if (!doc.is_object()) return InvalidArgumentError(source + ": expected a mapping (a TrainingJob), not a " + doc.type_name());
+  if (!doc.is_object()) {
+    // In YAML's words: a sequence is a list to the reader.
+    return InvalidArgumentError(source + ": expected a mapping (a TrainingJob), not a " +
+                                (doc.is_array() ? std::string("list") : std::string(doc.type_name())));
+  }
 
   std::vector<FieldError> errors;
   if (doc.value("apiVersion", Json()) != kApiVersion) {

@@ -85,6 +85,8 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"optimizer": {"learningRate": 0}}})"), "spec.optimizer.learningRate: must be > 0 (got 0)"},
       {With(R"({"spec": {"budget": {"targetAccuracy": 1.5}}})"), "spec.budget.targetAccuracy: must be <= 1 (got 1.5)"},
       {With(R"({"spec": {"budget": {"wallClock": "ten minutes"}}})"), "spec.budget.wallClock: must match the pattern"},
+      {With(R"({"spec": {"budget": {"wallClock": 120}}})"),
+       "spec.budget.wallClock: must be a string (got integer 120); a duration takes its unit: write \"120s\" for 120 seconds"},
       {With(R"({"spec": {"suspend": "no"}})"), "spec.suspend: must be a boolean (got string \"no\")"},
       {With(R"({"spec": {"sync": {"policy": "async"}}})"), "spec.sync.policy: must be one of \"rog\", \"bsp\", \"ssp\""},
       {With(R"({"apiVersion": "edgetrain.dev/v1"})"), "apiVersion: must be \"edgetrain.dev/v1alpha1\" (got \"edgetrain.dev/v1\")"},
@@ -97,7 +99,7 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
       {"# only a comment\n", "job.yaml: the manifest is empty"},
       {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},
-      {"- a\n- b\n", "job.yaml: expected a mapping (a TrainingJob), not a array"},
+      {"- a\n- b\n", "job.yaml: expected a mapping (a TrainingJob), not a list"},
       {"apiVersion: edgetrain.dev/v1alpha1\nkind: [TrainingJob\n", "job.yaml:3:1:"},
   };
   for (const auto& c : cases) {

@@ -4,15 +4,29 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
+#include <limits>
 
 namespace edgetrain::cli {
 namespace {
+
+// Milliseconds from now to `deadline` for poll(2): never negative.
+int MillisUntil(const Clock& clock, TimePoint deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock.Now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, std::numeric_limits<int>::max()));
+}
+
+// A deadline `d` from now that does not overflow for "forever".
+TimePoint After(const Clock& clock, Duration d) {
+  const TimePoint now = clock.Now();
+  return d >= TimePoint::max() - now ? TimePoint::max() : now + d;
+}
 
 int DecodeWaitStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -54,6 +68,10 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
+    // Its own process group: a terminal's Ctrl-C (SIGINT to the foreground
+    // group) reaches the runner alone, which then stops the agents in order. An
+    // agent that heard it too would stop by itself and race the runner's report.
+    ::setpgid(0, 0);
     int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
@@ -62,24 +80,28 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }
+  ::setpgid(pid, pid);  // also here, so that it holds once Spawn returns
   ::close(out[1]);
   ::close(log_fd);
-  return ChildProcess(pid, out[0]);
+  const int exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  return ChildProcess(pid, out[0], exit_fd);
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(other.pid_), stdout_fd_(other.stdout_fd_), pending_(std::move(other.pending_)),
+    : pid_(other.pid_), stdout_fd_(other.stdout_fd_), exit_fd_(other.exit_fd_), pending_(std::move(other.pending_)),
       exit_status_(other.exit_status_) {
   other.pid_ = -1;
   other.stdout_fd_ = -1;
+  other.exit_fd_ = -1;
 }
 
 ChildProcess::~ChildProcess() {
   if (pid_ > 0 && !Poll()) {
     ::kill(pid_, SIGKILL);
-    Wait(std::chrono::milliseconds(0));
+    Wait(Duration::zero());
   }
   if (stdout_fd_ >= 0) ::close(stdout_fd_);
+  if (exit_fd_ >= 0) ::close(exit_fd_);
 }
 
 void ChildProcess::CloseStdout() {
@@ -87,8 +109,8 @@ void ChildProcess::CloseStdout() {
   stdout_fd_ = -1;
 }
 
-std::optional<std::string> ChildProcess::ReadLine(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+std::optional<std::string> ChildProcess::ReadLine(Duration timeout) {
+  const TimePoint deadline = After(clock_, timeout);
   for (;;) {
     size_t nl = pending_.find('\n');
     if (nl != std::string::npos) {
@@ -97,9 +119,8 @@ std::optional<std::string> ChildProcess::ReadLine(std::chrono::milliseconds time
       return line;
     }
     if (stdout_fd_ < 0) return std::nullopt;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd p{stdout_fd_, POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    int ready = ::poll(&p, 1, MillisUntil(clock_, deadline));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) return std::nullopt;
     char buffer[4096];
@@ -126,29 +147,28 @@ std::optional<int> ChildProcess::Poll() {
   return exit_status_;
 }
 
-int ChildProcess::Wait(std::chrono::milliseconds grace) {
-  auto deadline = std::chrono::steady_clock::now() + grace;
+bool ChildProcess::EndsBy(TimePoint deadline) {
   while (!Poll()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      exit_status_ = DecodeWaitStatus(status);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (clock_.Now() >= deadline) return false;
+    pollfd p{exit_fd_, POLLIN, 0};
+    // Without a pidfd (an old kernel), look again every 10 ms.
+    const int wait_ms = exit_fd_ >= 0 ? MillisUntil(clock_, deadline) : std::min(10, MillisUntil(clock_, deadline));
+    if (::poll(&p, exit_fd_ >= 0 ? 1 : 0, wait_ms) < 0 && errno != EINTR) return Poll().has_value();
+  }
+  return true;
+}
+
+int ChildProcess::Wait(Duration grace) {
+  if (!EndsBy(After(clock_, grace))) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    exit_status_ = DecodeWaitStatus(status);
   }
   return *exit_status_;
 }
 
-bool ChildProcess::ExitsWithin(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!Poll()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
+bool ChildProcess::ExitsWithin(Duration timeout) { return EndsBy(After(clock_, timeout)); }
 
 void ChildProcess::Signal(int signo) {
   if (pid_ > 0 && !Poll()) ::kill(pid_, signo);

@@ -62,6 +62,13 @@ TEST(ChildProcessTest, WaitKillsAChildThatOutstaysItsGrace) {
   EXPECT_EQ(child->Wait(milliseconds(100)), 128 + SIGKILL);
 }
 
+TEST(ChildProcessTest, AChildLeadsAProcessGroupOfItsOwn) {
+  auto child = ChildProcess::Spawn({"/bin/sleep", "30"}, Log("group.log"));
+  ASSERT_TRUE(child.ok());
+  EXPECT_EQ(::getpgid(child->pid()), child->pid()) << "a terminal's Ctrl-C would reach it";
+  EXPECT_NE(::getpgid(child->pid()), ::getpgrp());
+}
+
 TEST(ChildProcessTest, DestructionKillsARunningChild) {
   pid_t pid;
   {

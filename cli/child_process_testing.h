@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "cli/child_process.h"
 
 namespace edgetrain::cli {
@@ -37,6 +39,15 @@ inline std::optional<std::string> LineStartingWith(ChildProcess& child, const st
     if (line->rfind(prefix, 0) == 0) return line->substr(prefix.size());
   }
   return std::nullopt;
+}
+
+// An empty folder for the running test: TempDir()/PREFIX-TestName, emptied first.
+inline std::filesystem::path FreshTestDir(const std::string& prefix) {
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
+                                    (prefix + "-" + testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 // A whole file, such as an agent's log; empty if it cannot be read.

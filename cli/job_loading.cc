@@ -13,9 +13,10 @@ namespace fs = std::filesystem;
 
 StatusOr<std::string> ReadText(const std::string& path) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return NotFoundError("cannot read " + path + ": no such file");
+  if (fs::is_directory(path, ec)) return InvalidArgumentError("cannot read " + path + ": is a directory, not a file");
+  if (!fs::is_regular_file(path, ec)) return InvalidArgumentError("cannot read " + path + ": no such file");
   std::ifstream in(path);
-  if (!in) return NotFoundError("cannot read " + path);
+  if (!in) return InvalidArgumentError("cannot read " + path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -28,20 +29,20 @@ void PrintLines(std::ostream& err, const std::string& text) {
 
 // Reads, validates and checks a manifest; prints what is wrong and returns the
 // exit code, or kExitOk with `job` filled in.
-int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, LocalSupport& support) {
+int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, api::SupportCheck& support) {
   auto text = ReadText(path);
   if (!text.ok()) {
     err << "error: " << text.status().message() << "\n";
-    return kExitInvalid;
+    return ExitCodeFor(text.status());
   }
   auto parsed = api::ParseTrainingJob(*text, path);
   if (!parsed.ok()) {
     err << "error: " << path << " is not a valid TrainingJob:\n";
     PrintLines(err, parsed.status().message());
-    return kExitInvalid;
+    return ExitCodeFor(parsed.status());
   }
   job = std::move(*parsed);
-  support = CheckLocalSupport(job);
+  support = api::CheckSupport(job, api::Runner::kLocal);
   if (!support.unsupported.empty()) {
     err << "error: " << path << " asks for what edgetrain run cannot do yet:\n";
     for (const auto& e : support.unsupported) err << "  " << e.ToString() << "\n";
@@ -74,29 +75,6 @@ std::string DescribeJob(const api::TrainingJobManifest& job) {
   std::string how = s.parallelism.workers == 1 ? "" : " (" + std::string(NameOf(s.sync.policy)) + ")";
   return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + std::string(NameOf(s.data.dataset)) + ", " +
          std::to_string(s.parallelism.workers) + " worker(s)" + how + ", until " + budget;
-}
-
-StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
-  std::vector<WorkerSlot> slots;
-  if (profile && static_cast<int>(profile->nodes.size()) < workers) {
-    return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
-                                " node(s) for " + std::to_string(workers) + " workers");
-  }
-  for (int rank = 0; rank < workers; ++rank) {
-    WorkerSlot slot;
-    slot.rank = rank;
-    if (profile) {
-      const NodeProfile& node = profile->nodes[rank];
-      slot.node = node.name;
-      slot.slowdown = node.slowdown;
-      slot.link = node.link;
-      slot.power = node.power;
-    } else {
-      slot.node = "local-" + std::to_string(rank);
-    }
-    slots.push_back(slot);
-  }
-  return slots;
 }
 
 }  // namespace edgetrain::cli

@@ -1,7 +1,6 @@
 #pragma once
 // What every `edgetrain` command does first: read a manifest the way the API
-// server would and check this runner can do it, read a cluster profile, and
-// place a team's workers on its nodes.
+// server would and check this runner can do it, and read a cluster profile.
 
 #include <optional>
 #include <ostream>
@@ -9,35 +8,27 @@
 #include <vector>
 
 #include "api/trainingjob.h"
-#include "cli/local_support.h"
+#include "api/capabilities.h"
 #include "core/cluster_profile.h"
+#include "core/exit_codes.h"
 #include "core/job_plan.h"
 #include "core/status.h"
 
 namespace edgetrain::cli {
 
-// Exit codes of the `edgetrain` commands.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;       // the work could not be done
-inline constexpr int kExitInvalid = 2;      // the manifest or the command line is wrong
-inline constexpr int kExitInterrupted = 130;
-
+// A file named on the command line; InvalidArgument when it cannot be read.
 StatusOr<std::string> ReadText(const std::string& path);
 // Prints each line of `text`, indented.
 void PrintLines(std::ostream& err, const std::string& text);
 
 // Reads, validates and checks a manifest; prints what is wrong and returns the
 // exit code, or kExitOk with `job` filled in.
-int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, LocalSupport& support);
+int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, api::SupportCheck& support);
 
 // A cluster profile, or nullopt (its errors printed) when it cannot be read.
 std::optional<ClusterProfile> LoadProfile(const std::string& path, std::ostream& err);
 
 // "robot-team: mlp on fashion-mnist, 4 worker(s) (rog), until ..."
 std::string DescribeJob(const api::TrainingJobManifest& job);
-
-// The workers of a team: one per rank, on the profile's nodes in order, or on
-// unshaped local slots without a profile.
-StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile);
 
 }  // namespace edgetrain::cli

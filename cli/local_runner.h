@@ -12,34 +12,22 @@
 #include <string>
 
 #include "cli/job_loading.h"
-#include <vector>
+#include "cli/run_options.h"
 
 namespace edgetrain::cli {
-
-struct RunOptions {
-  std::string manifest_path;
-  std::string nodes_path;     // a cluster profile: emulate its devices (compute, links)
-  // How links are emulated: "process" (a token bucket in each agent's transport)
-  // or "netns" (network namespaces and tbf qdiscs; root).
-  std::string links = "process";
-  bool json = false;          // one final JSON line on `out`
-  std::string output_dir;     // overrides spec.output.path
-  int threads = 0;            // LibTorch threads per agent; 0: one
-  std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
-  bool terminal = false;      // draw a progress bar (stderr is a terminal)
-  bool keep_logs = false;     // keep the run folder (plan, agents' logs) after success
-  // Every progress snapshot, one JSON line each with the seconds since the links
-  // started following their traces (benchmarks attribute stalls to outages).
-  std::string progress_log;
-};
 
 // Progress and diagnostics go to `err`, the summary (and JSON line) to `out`.
 // `interrupted` is set by the caller's SIGINT/SIGTERM handler.
 int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted);
 
-// `edgetrain validate JOB.yaml [--defaulted]`: the same checks as run, without
-// training; with `defaulted`, the manifest as the API server would store it
-// (the CRD's defaults applied), as JSON.
-int ValidateManifest(const std::string& manifest_path, bool defaulted, std::ostream& out, std::ostream& err);
+// Removes what runners killed without warning (SIGKILL, the OOM killer) left
+// behind, their run folders and network namespaces, and says so on `err`.
+void RemoveLeftovers(std::ostream& err);
+
+// `edgetrain validate JOB.yaml [--nodes PROFILE.yaml] [--defaulted]`: the same
+// checks as run — the manifest, the cluster profile and the team's placement on
+// it — without training; with `defaulted`, the manifest as the API server would
+// store it (the CRD's defaults applied), as JSON.
+int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err);
 
 }  // namespace edgetrain::cli

@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 // tbf has no rate 0: a link that is down in its trace keeps a trickle this thin.
 constexpr double kFloorMbps = 0.01;
 constexpr int kMaxWorkers = 250;  // one 10.77.<rank>.0/30 per worker
+constexpr std::chrono::milliseconds kStopCheckEvery{50};
 
 // Runs a command to completion; its stderr becomes the error message.
 Status RunCommand(const std::vector<std::string>& argv) {
@@ -80,7 +81,9 @@ struct NetnsLinks::Link {
   double mbps = -1;  // current rate, guarded by mu
 };
 
-void NetnsLinks::RemoveStale() {
+std::vector<std::string> NetnsLinks::RemoveStale() {
+  std::vector<std::string> removed;
+  if (::geteuid() != 0) return removed;  // only root made any
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/var/run/netns", ec)) {
     const std::string name = entry.path().filename();
@@ -89,17 +92,18 @@ void NetnsLinks::RemoveStale() {
     const std::string pid = name.substr(2, name.find('-') - 2);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     if (fs::exists("/proc/" + pid)) continue;
-    (void)RunCommand({"ip", "netns", "del", name});
+    if (RunCommand({"ip", "netns", "del", name}).ok()) removed.push_back(name);
   }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
-StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots) {
+StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots, Clock& clock) {
   if (::geteuid() != 0) return FailedPreconditionError("--links netns needs root (network namespaces and tc)");
   if (slots.size() > static_cast<size_t>(kMaxWorkers)) {
     return InvalidArgumentError("--links netns emulates at most " + std::to_string(kMaxWorkers) + " workers");
   }
-  RemoveStale();
-  std::unique_ptr<NetnsLinks> links(new NetnsLinks());
+  std::unique_ptr<NetnsLinks> links(new NetnsLinks(clock));
   if (Status built = links->Build(slots); !built.ok()) return built;  // the destructor removes what was made
   return links;
 }
@@ -148,6 +152,8 @@ Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots) {
   return Status::Ok();
 }
 
+NetnsLinks::NetnsLinks(Clock& clock) : clock_(clock) {}
+
 NetnsLinks::~NetnsLinks() {
   stop_ = true;
   if (shaper_.joinable()) shaper_.join();
@@ -160,10 +166,15 @@ void NetnsLinks::StartShaping() {
   shaper_ = std::thread([this] { Shape(); });
 }
 
+Status NetnsLinks::health() const {
+  std::lock_guard lock(health_mu_);
+  return health_;
+}
+
 void NetnsLinks::Shape() {
-  const auto start = std::chrono::steady_clock::now();
+  const TimePoint start = clock_.Now();
   while (!stop_.load()) {
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double t = ToSeconds(clock_.Now() - start);
     double next = t + 1.0;
     for (const auto& l : links_) {
       if (!l->trace) continue;
@@ -172,17 +183,19 @@ void NetnsLinks::Shape() {
       std::lock_guard lock(l->mu);
       if (segment.mbps == l->mbps) continue;
       for (const auto& [ns, dev] : {std::pair{l->ns, l->dev_if}, std::pair{hub_, l->hub_if}}) {
-        (void)RunCommand({"ip", "netns", "exec", ns, "tc", "qdisc", "change", "dev", dev, "root", "tbf", "rate",
-                          Rate(segment.mbps), "burst", Burst(segment.mbps), "latency", "50ms"});
+        Status changed = RunCommand({"ip", "netns", "exec", ns, "tc", "qdisc", "change", "dev", dev, "root", "tbf",
+                                     "rate", Rate(segment.mbps), "burst", Burst(segment.mbps), "latency", "50ms"});
+        if (!changed.ok()) {
+          std::lock_guard health_lock(health_mu_);
+          health_ = changed.WithContext("the links stopped following their traces");
+          return;
+        }
       }
       l->mbps = segment.mbps;
     }
     // Sleep to the next change in any trace, waking often enough to stop promptly.
-    const auto wake = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(next));
-    while (!stop_.load() && std::chrono::steady_clock::now() < wake) {
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(wake - std::chrono::steady_clock::now(),
-                                                                               std::chrono::milliseconds(50)));
-    }
+    const TimePoint wake = start + FromSeconds(next);
+    while (!stop_.load() && clock_.Now() < wake) clock_.SleepUntil(std::min(wake, clock_.Now() + kStopCheckEvery));
   }
 }
 
@@ -198,6 +211,7 @@ std::vector<std::string> NetnsLinks::InHub(const std::vector<std::string>& argv)
   return out;
 }
 
+std::string NetnsLinks::WorkerNamespace(int rank) const { return links_[rank]->ns; }
 std::string NetnsLinks::HubAddress(int rank) const { return links_[rank]->hub_addr; }
 std::string NetnsLinks::WorkerAddress(int rank) const { return links_[rank]->dev_addr; }
 std::string NetnsLinks::WorkerInterface(int rank) const { return links_[rank]->dev_if; }

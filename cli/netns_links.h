@@ -9,11 +9,12 @@
 // uplink and the receiver's downlink, as through a real access point.
 //
 // Namespaces are named after the runner's pid; they, and with them the veths and
-// qdiscs, are removed when this object goes, and a later run removes any left by
-// a runner that was killed.
+// qdiscs, are removed when this object goes; a runner killed without warning
+// leaves them to the next one, which removes them (RemoveStale).
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -28,14 +29,19 @@ namespace edgetrain::cli {
 
 class NetnsLinks {
  public:
-  // One namespace per slot; a slot without a link gets an unshaped one.
-  static StatusOr<std::unique_ptr<NetnsLinks>> Create(const std::vector<WorkerSlot>& slots);
+  // One namespace per slot; a slot without a link gets an unshaped one. The
+  // rates follow the traces on `clock`.
+  static StatusOr<std::unique_ptr<NetnsLinks>> Create(const std::vector<WorkerSlot>& slots, Clock& clock);
   ~NetnsLinks();
   NetnsLinks(const NetnsLinks&) = delete;
   NetnsLinks& operator=(const NetnsLinks&) = delete;
 
   // Starts following the traces, with the traces' time 0 now.
   void StartShaping();
+  // OK while every rate change has taken; else the first that failed, after
+  // which the links stop following their traces (a run on links other than
+  // the ones it asked for measures nothing).
+  Status health() const;
 
   // `argv` run inside worker `rank`'s namespace, or the hub's.
   std::vector<std::string> InWorker(int rank, const std::vector<std::string>& argv) const;
@@ -46,6 +52,7 @@ class NetnsLinks {
   // The interface worker `rank` reaches the hub through, in its namespace.
   std::string WorkerInterface(int rank) const;
   const std::string& hub() const { return hub_; }
+  std::string WorkerNamespace(int rank) const;
   // Runs `fn` on a thread inside the hub's namespace (e.g. to poll the
   // coordinator's HTTP endpoint there); nullopt if the namespace is gone.
   template <typename Fn>
@@ -57,21 +64,24 @@ class NetnsLinks {
   // Namespaces this run created, for tests.
   std::vector<std::string> Namespaces() const;
 
-  // Removes namespaces left by runners that no longer exist.
-  static void RemoveStale();
+  // Removes namespaces left by runners that no longer exist; returns their names.
+  static std::vector<std::string> RemoveStale();
 
  private:
   struct Link;
-  NetnsLinks() = default;
+  explicit NetnsLinks(Clock& clock);
   Status Build(const std::vector<WorkerSlot>& slots);
   void Shape();
   bool EnterHub() const;
 
+  Clock& clock_;
   std::string prefix_;  // "et<pid>"
   std::string hub_;
   std::vector<std::unique_ptr<Link>> links_;
   std::thread shaper_;
   std::atomic<bool> stop_{false};
+  mutable std::mutex health_mu_;
+  Status health_;  // guarded by health_mu_
 };
 
 template <typename Fn>

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,7 @@ class NetnsLinksTest : public testing::Test {
     return {rank, "n" + std::to_string(rank), 1, LinkSpec{trace.string(), 0, 1}, {}};
   }
   fs::path dir_;
+  RealClock clock_;
 };
 
 bool NamespaceExists(const std::string& name) { return fs::exists("/var/run/netns/" + name); }
@@ -43,7 +45,7 @@ bool NamespaceExists(const std::string& name) { return fs::exists("/var/run/netn
 TEST_F(NetnsLinksTest, ShapesTrafficBetweenAWorkerAndTheHubAndCleansUp) {
   std::vector<std::string> names;
   {
-    auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,8\n")});
+    auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,8\n")}, clock_);
     ASSERT_TRUE(links.ok()) << links.status().ToString();
     names = (*links)->Namespaces();
     ASSERT_EQ(names.size(), 2u);
@@ -79,7 +81,7 @@ TEST_F(NetnsLinksTest, ShapesTrafficBetweenAWorkerAndTheHubAndCleansUp) {
 }
 
 TEST_F(NetnsLinksTest, RatesFollowTheTrace) {
-  auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,20\n0.3,0\n0.6,5\n")});
+  auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,20\n0.3,0\n0.6,5\n")}, clock_);
   ASSERT_TRUE(links.ok()) << links.status().ToString();
   EXPECT_EQ((*links)->UplinkMbps(0), 20);
   (*links)->StartShaping();
@@ -96,8 +98,32 @@ TEST_F(NetnsLinksTest, RemovesNamespacesLeftByAKilledRunner) {
   // pid 4194304 is above Linux's pid limit: no such runner can be alive.
   ASSERT_EQ(std::system("ip netns add et4194304-w0"), 0);
   ASSERT_TRUE(NamespaceExists("et4194304-w0"));
-  NetnsLinks::RemoveStale();
+  EXPECT_EQ(NetnsLinks::RemoveStale(), std::vector<std::string>{"et4194304-w0"});
   EXPECT_FALSE(NamespaceExists("et4194304-w0"));
+}
+
+TEST_F(NetnsLinksTest, NetnsRunForwardsEveryRanksOutputAndCreatesItsLogFolder) {
+  std::ofstream(dir_ / "trace.csv") << "seconds,mbps\n0,60\n";
+  std::ofstream(dir_ / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                        "metadata: {name: pair}\nspec:\n  nodes:\n"
+                                        "    - {name: a, link: {trace: trace.csv}}\n    - {name: b}\n";
+  const fs::path logs = dir_ / "new" / "logs";
+  auto run = ChildProcess::Spawn({std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain", "netns-run", "--nodes",
+                                  (dir_ / "nodes.yaml").string(), "--workers", "2", "--log-dir", logs.string(), "--",
+                                  "/bin/sh", "-c", "echo hello from $RANK of $WORLD_SIZE; echo oops $RANK >&2"},
+                                 (dir_ / "stderr.log").string());
+  ASSERT_TRUE(run.ok());
+  std::vector<std::string> lines;
+  while (auto line = run->ReadLine(seconds(30))) lines.push_back(*line);
+  ASSERT_EQ(run->Wait(seconds(30)), 0);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"hello from 0 of 2", "rank 1: hello from 1 of 2"}));
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream log(logs / ("rank-" + std::to_string(rank) + ".log"));
+    std::string text;
+    std::getline(log, text);
+    EXPECT_EQ(text, "oops " + std::to_string(rank));
+  }
 }
 
 TEST_F(NetnsLinksTest, ATeamTrainsThroughKernelShapedLinks) {

@@ -7,7 +7,9 @@
 
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
+#include "cli/local_runner.h"
 #include "cli/netns_links.h"
+#include "core/placement.h"
 
 namespace edgetrain::cli {
 
@@ -30,10 +32,18 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     err << "error: " << slots.status().message() << "\n";
     return kExitInvalid;
   }
-  auto links = NetnsLinks::Create(*slots);
+  std::error_code ec;
+  fs::create_directories(options.log_dir, ec);
+  if (ec) {
+    err << "error: --log-dir " << options.log_dir << ": " << ec.message() << "\n";
+    return kExitFailed;
+  }
+  RemoveLeftovers(err);
+  RealClock clock;
+  auto links = NetnsLinks::Create(*slots, clock);
   if (!links.ok()) {
     err << "error: " << links.status().message() << "\n";
-    return kExitFailed;
+    return ExitCodeFor(links.status());
   }
   (*links)->StartShaping();
   std::vector<ChildProcess> ranks;
@@ -59,10 +69,16 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
       for (auto& r : ranks) r.Signal(SIGTERM);
       signalled = true;
     }
-    if (auto line = ranks[0].ReadLine(kPollEvery)) out << *line << "\n" << std::flush;
-    if (ranks[0].stdout_closed() && std::all_of(ranks.begin(), ranks.end(), [](ChildProcess& r) { return r.Poll(); })) {
-      break;
+    // Each rank's turn waits a share of the poll interval for its next line.
+    const Duration turn = kPollEvery / static_cast<int>(ranks.size());
+    for (size_t rank = 0; rank < ranks.size(); ++rank) {
+      for (auto line = ranks[rank].ReadLine(turn); line; line = ranks[rank].ReadLine(Duration::zero())) {
+        out << (rank == 0 ? "" : "rank " + std::to_string(rank) + ": ") << *line << "\n";
+      }
     }
+    out << std::flush;
+    const auto ended = [](ChildProcess& r) { return r.stdout_closed() && r.Poll().has_value(); };
+    if (std::all_of(ranks.begin(), ranks.end(), ended)) break;
   }
   int worst = 0;
   for (auto& r : ranks) worst = std::max(worst, r.Wait(kStopGrace));

@@ -10,8 +10,10 @@ namespace edgetrain::cli {
 // `edgetrain netns-run --nodes PROFILE --workers N -- COMMAND...`: the kernel-
 // shaped links of `run --links netns`, for any program: COMMAND runs once per
 // worker in that worker's namespace with RANK, WORLD_SIZE, MASTER_ADDR (worker
-// 0's address), MASTER_PORT and GLOO_SOCKET_IFNAME set; rank 0's stdout passes
-// through, every rank's stderr goes to LOG_DIR/rank-N.log.
+// 0's address), MASTER_PORT and GLOO_SOCKET_IFNAME set. Every rank's stdout
+// passes through, line by line: rank 0's as it is (the rank that reports, for
+// scripts to read), the others' after "rank N: ". Every rank's stderr goes to
+// LOG_DIR/rank-N.log; LOG_DIR is created if need be.
 struct NetnsRunOptions {
   std::string nodes_path;
   int workers = 0;

@@ -10,7 +10,7 @@ namespace edgetrain::cli {
 
 int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
-  LocalSupport support;
+  api::SupportCheck support;
   if (int code = LoadJob(manifest_path, err, job, support); code != kExitOk) return code;
   auto data = agent::LoadDataset(job.spec.data.dataset, agent::DefaultDataSearchPath());
   if (!data.ok()) {

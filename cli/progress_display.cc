@@ -8,12 +8,6 @@
 namespace edgetrain::cli {
 namespace {
 
-std::string Fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 // The parts both formats share, after the iteration count.
 std::string Measures(const JobProgress& p) {
   std::string s = "loss " + Fixed(p.loss, 3);
@@ -23,6 +17,12 @@ std::string Measures(const JobProgress& p) {
 }
 
 }  // namespace
+
+std::string Fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
 
 std::string WithThousands(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);

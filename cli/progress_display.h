@@ -16,6 +16,8 @@ std::string FormatProgressBar(const JobProgress& p, int bar_width);
 std::string FormatProgressLine(const JobProgress& p);
 // 1234567 -> "1,234,567"
 std::string WithThousands(int64_t n);
+// (0.87254, 3) -> "0.873"
+std::string Fixed(double v, int digits);
 
 class ProgressDisplay {
  public:

@@ -44,9 +44,7 @@ struct Outcome {
 class RunCommandTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(testing::TempDir()) / ("run-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = FreshTestDir("run");
   }
 
   // A manifest named `name` with `spec` (YAML, indented two spaces) in the test's folder.
@@ -57,9 +55,18 @@ class RunCommandTest : public testing::Test {
     return p.string();
   }
 
+  // The runner's run folders go to the test's folder, not /tmp.
   StatusOr<ChildProcess> Start(std::vector<std::string> args) {
     args.insert(args.begin(), kEdgetrain);
-    return ChildProcess::Spawn(args, (dir_ / "stderr.log").string());
+    return ChildProcess::Spawn(args, (dir_ / "stderr.log").string(), {{"TMPDIR", dir_.string()}});
+  }
+
+  std::vector<fs::path> RunFolders() {
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().filename().string().rfind("edgetrain-", 0) == 0) found.push_back(e.path());
+    }
+    return found;
   }
 
   Outcome Execute(std::vector<std::string> args) {
@@ -111,6 +118,36 @@ TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
   EXPECT_NE(run.stderr_text.find("training digits-ok: mlp on digits, 1 worker(s)"), std::string::npos) << run.stderr_text;
 }
 
+TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
+  Outcome run = Execute({"run", Manifest("digits-evaluated", kDigitsSpec), "--json", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  const double trained = nlohmann::json::parse(run.stdout_lines.back())["accuracy"].get<double>();
+  const std::string model = (dir_ / "out" / "model.pt").string();
+
+  Outcome evaluated = Execute({"evaluate", model, "--dataset", "digits", "--json"});
+  ASSERT_EQ(evaluated.exit, 0) << evaluated.stderr_text;
+  ASSERT_EQ(evaluated.stdout_lines.size(), 1u);
+  auto result = nlohmann::json::parse(evaluated.stdout_lines[0]);
+  EXPECT_EQ(result["accuracy"].get<double>(), trained) << "the run's summary evaluates the same model on the same 360";
+  EXPECT_EQ(result["samples"], 360);
+
+  Outcome said = Execute({"evaluate", model, "--dataset", "digits"});
+  ASSERT_EQ(said.exit, 0);
+  char accuracy[16];
+  std::snprintf(accuracy, sizeof accuracy, "%.4f", trained);
+  EXPECT_EQ(said.stdout_lines.at(0), model + ": test accuracy " + accuracy + " on digits (360 test samples), loss " +
+                                         said.stdout_lines.at(0).substr(said.stdout_lines.at(0).rfind(' ') + 1));
+
+  // A model of 8x8 digits cannot read 28x28 clothes.
+  Outcome wrong = Execute({"evaluate", model, "--dataset", "fashion-mnist"});
+  EXPECT_EQ(wrong.exit, 2) << wrong.stderr_text;
+  EXPECT_NE(wrong.stderr_text.find("(is it a model of fashion-mnist?)"), std::string::npos) << wrong.stderr_text;
+  Outcome missing = Execute({"evaluate", (dir_ / "absent.pt").string(), "--dataset", "digits"});
+  EXPECT_EQ(missing.exit, 2);
+  EXPECT_NE(missing.stderr_text.find("cannot read " + (dir_ / "absent.pt").string()), std::string::npos)
+      << missing.stderr_text;
+}
+
 TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
   data: {dataset: digits}
@@ -143,25 +180,57 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
   Outcome missing = Execute({"run", (dir_ / "absent.yaml").string()});
   EXPECT_EQ(missing.exit, 2);
   EXPECT_NE(missing.stderr_text.find("no such file"), std::string::npos) << missing.stderr_text;
+  Outcome directory = Execute({"run", dir_.string()});
+  EXPECT_EQ(directory.exit, 2);
+  EXPECT_NE(directory.stderr_text.find("cannot read " + dir_.string() + ": is a directory"), std::string::npos)
+      << directory.stderr_text;
   Outcome usage = Execute({"run", "a.yaml", "--frobnicate"});
   EXPECT_EQ(usage.exit, 2);
-  EXPECT_NE(usage.stderr_text.find("unknown option --frobnicate"), std::string::npos);
+  const std::string one_line = "\nedgetrain run: unknown option --frobnicate (see edgetrain run --help)\n";
+  EXPECT_EQ(usage.stderr_text.substr(usage.stderr_text.size() - std::min(usage.stderr_text.size(), one_line.size())),
+            one_line)
+      << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
-TEST_F(RunCommandTest, HelpAfterACommandPrintsTheUsage) {
+TEST_F(RunCommandTest, HelpAfterACommandPrintsItsOptions) {
   for (const char* help : {"--help", "-h"}) {
     Outcome run = Execute({"run", help});
     EXPECT_EQ(run.exit, 0) << run.stderr_text;
-    ASSERT_FALSE(run.stdout_lines.empty());
-    EXPECT_EQ(run.stdout_lines[0], "usage:");
+    std::string text;
+    for (const auto& l : run.stdout_lines) text += l + "\n";
+    EXPECT_NE(text.find("Usage: edgetrain run"), std::string::npos) << text;
+    EXPECT_NE(text.find("--progress-log"), std::string::npos) << text;
   }
 }
 
 TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
-  Outcome ok = Execute({"validate", fs::path(EDGETRAIN_SOURCE_DIR) / "examples/fashion-mnist.yaml"});
+  const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
+  Outcome ok = Execute({"validate", examples / "fashion-mnist.yaml"});
   EXPECT_EQ(ok.exit, 0) << ok.stderr_text;
   ASSERT_EQ(ok.stdout_lines.size(), 1u);
   EXPECT_NE(ok.stdout_lines[0].find("valid; fashion-mlp: mlp on fashion-mnist"), std::string::npos);
+}
+
+TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
+  const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
+  Outcome ok = Execute({"validate", examples / "robot-team.yaml", "--nodes", examples / "nodes/robot-team.yaml"});
+  EXPECT_EQ(ok.exit, 0) << ok.stderr_text;
+  ASSERT_EQ(ok.stdout_lines.size(), 2u);
+  EXPECT_NE(ok.stdout_lines[1].find("robot-team.yaml: valid; robot-team, 5 node(s): ranks on robot-1, robot-2, robot-3, robot-4 (robot-5 spare)"), std::string::npos)
+      << ok.stdout_lines[1];
+
+  std::ofstream(dir_ / "tiny.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                       "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";
+  Outcome small = Execute({"validate", examples / "robot-team.yaml", "--nodes", dir_ / "tiny.yaml"});
+  EXPECT_EQ(small.exit, 2);
+  EXPECT_NE(small.stderr_text.find("the cluster profile tiny has 1 node(s) for 4 workers"), std::string::npos)
+      << small.stderr_text;
+
+  std::ofstream(dir_ / "broken.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                         "metadata: {name: broken}\nspec: {nodes: [{name: a, compute: {slowdown: 0}}]}\n";
+  Outcome broken = Execute({"validate", examples / "fashion-mnist.yaml", "--nodes", dir_ / "broken.yaml"});
+  EXPECT_EQ(broken.exit, 2);
+  EXPECT_NE(broken.stderr_text.find("spec.nodes[0].compute.slowdown"), std::string::npos) << broken.stderr_text;
 }
 
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
@@ -177,18 +246,39 @@ constexpr const char* kLongSpec = R"(  model: {name: mlp}
 )";
 
 TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
-  auto child = Start({"run", Manifest("digits-interrupted", kLongSpec), "--output", (dir_ / "out").string()});
+  const std::string manifest = Manifest("digits-interrupted", kLongSpec);
+  auto child = Start({"run", manifest, "--output", (dir_ / "out").string()});
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
   ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
-  child->Signal(SIGINT);
+  // As a terminal's Ctrl-C: SIGINT to the runner's whole process group.
+  ASSERT_EQ(::kill(-child->pid(), SIGINT), 0) << "the runner leads a process group of its own";
   std::vector<std::string> lines;
   while (auto line = child->ReadLine(seconds(60))) lines.push_back(*line);
   EXPECT_EQ(child->Wait(seconds(30)), 130);
+  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("interrupted: stopping digits-interrupted"), std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines[0].find("stopped by cancelled"), std::string::npos) << lines[0];
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
   EXPECT_FALSE(ProcessRunningWith("--job=digits-interrupted"));
+
+  // Run again, it resumes from where the interrupt left it, and says so; with
+  // --fresh it starts over, and says what it replaces.
+  const std::pair<std::vector<std::string>, std::string> again[] = {
+      {{}, "resuming digits-interrupted from its checkpoint at iteration "},
+      {{"--fresh"}, "note: digits-interrupted starts afresh; its model will replace " + (dir_ / "out" / "model.pt").string()}};
+  for (const auto& [flags, said] : again) {
+    std::vector<std::string> args = {"run", manifest, "--output", (dir_ / "out").string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto rerun = Start(args);
+    ASSERT_TRUE(rerun.ok());
+    EXPECT_TRUE(StderrShows(said, seconds(60))) << ReadFile(dir_ / "stderr.log");
+    ::kill(-rerun->pid(), SIGINT);
+    while (rerun->ReadLine(seconds(60))) {
+    }
+    EXPECT_EQ(rerun->Wait(seconds(30)), 130);
+  }
 }
 
 TEST_F(RunCommandTest, ARunnerWhoseReaderLeftStillStopsCleanly) {
@@ -214,6 +304,17 @@ TEST_F(RunCommandTest, NoAgentOutlivesAKilledRunner) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_FALSE(ProcessRunningWith("--job=digits-orphan"));
+
+  // Its run folder outlived it; the next run removes it and says so.
+  const std::vector<fs::path> left = RunFolders();
+  ASSERT_EQ(left.size(), 1u);
+  Outcome next = Execute({"run", Manifest("digits-next", "  model: {name: mlp}\n  data: {dataset: digits}\n  budget: {epochs: 1}\n"),
+                          "--output", (dir_ / "next").string()});
+  EXPECT_EQ(next.exit, 0) << next.stderr_text;
+  EXPECT_NE(next.stderr_text.find("note: removed " + left[0].string() + ", left by a runner that was killed"),
+            std::string::npos)
+      << next.stderr_text;
+  EXPECT_TRUE(RunFolders().empty());
 }
 
 }  // namespace

@@ -25,12 +25,7 @@ using std::chrono::seconds;
 
 const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
 
-fs::path TestDir() {
-  fs::path d = fs::path(testing::TempDir()) / ("team-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path TestDir() { return FreshTestDir("team"); }
 
 TEST(TeamRunTest, RunsATeamOnEmulatedDevicesAndReportsEachWorker) {
   fs::path dir = TestDir();
@@ -56,8 +51,10 @@ spec:
   evaluation: {everyIterations: 20}
   budget: {wallClock: 2m, epochs: 10}
 )";
+  const int http_port = FreePort();  // the coordinator's; the workers' follow it
   auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--nodes",
-                                  (dir / "nodes.yaml").string(), "--json", "--output", (dir / "out").string()},
+                                  (dir / "nodes.yaml").string(), "--json", "--output", (dir / "out").string(),
+                                  "--http-port", std::to_string(http_port)},
                                  (dir / "stderr.log").string());
   ASSERT_TRUE(run.ok());
   std::vector<std::string> lines;
@@ -80,7 +77,17 @@ spec:
   EXPECT_NE(table.find("worker  node"), std::string::npos) << table;
   EXPECT_NE(table.find(" fast "), std::string::npos) << table;
   EXPECT_NE(table.find(" slow "), std::string::npos) << table;
-  EXPECT_NE(ReadFile(dir / "stderr.log").find("on the devices of bench-team"), std::string::npos);
+  const std::string said = ReadFile(dir / "stderr.log");
+  EXPECT_NE(said.find("on the devices of bench-team"), std::string::npos);
+  EXPECT_NE(said.find("  3 agents, about "), std::string::npos) << said;
+  // Where each agent's endpoints are, on the ports asked for.
+  auto url = [&](int offset, const char* path) {
+    return "http://127.0.0.1:" + std::to_string(http_port + offset) + path;
+  };
+  EXPECT_NE(said.find("metrics: GET /metrics of every agent, /progress of the coordinator:"), std::string::npos) << said;
+  EXPECT_NE(said.find("  coordinator  " + url(0, "/progress")), std::string::npos) << said;
+  EXPECT_NE(said.find("  worker 0     " + url(1, "/metrics")), std::string::npos) << said;
+  EXPECT_NE(said.find("  worker 1     " + url(2, "/metrics")), std::string::npos) << said;
 }
 
 TEST(TeamRunTest, AProfileWithTooFewNodesIsRefused) {

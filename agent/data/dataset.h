@@ -35,15 +35,21 @@ struct TrainTestSplit {
   Dataset test;
 };
 
-// Where data sets are looked for, first match wins. Filled in by main from the
-// environment; see DefaultDataSearchPath().
+// Where data sets are looked for, first match wins.
 struct DataSearchPath {
   std::vector<std::string> directories;
 };
 
-// $EDGETRAIN_DATA_DIR (if set), /usr/share/datasets (Debian's dataset-* packages),
-// /usr/lib/python3/dist-packages/sklearn/datasets/data (python3-sklearn),
-// then $XDG_CACHE_HOME/edgetrain/datasets (~/.cache/...; where `make` puts digits).
+// `data_dir` (the agent's --data-dir; where `make` puts digits), then
+// /usr/share/datasets (Debian's dataset-* packages), then
+// /usr/lib/python3/dist-packages/sklearn/datasets/data (python3-sklearn).
+DataSearchPath SearchPathWith(const std::string& data_dir);
+
+// The environment's data folder, read only at a program's edge (mains, tests):
+// $EDGETRAIN_DATA_DIR, else $XDG_CACHE_HOME/edgetrain/datasets, else
+// ~/.cache/edgetrain/datasets, as scripts/deps has it.
+std::string DefaultDataDir();
+// SearchPathWith(DefaultDataDir()).
 DataSearchPath DefaultDataSearchPath();
 
 // Loads a built-in data set. A missing one is a FailedPrecondition whose message

@@ -149,16 +149,11 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
 
 }  // namespace
 
-DataSearchPath DefaultDataSearchPath() {
+DataSearchPath SearchPathWith(const std::string& data_dir) {
   DataSearchPath search;
-  if (const char* dir = std::getenv("EDGETRAIN_DATA_DIR"); dir && *dir) search.directories.push_back(dir);
+  if (!data_dir.empty()) search.directories.push_back(data_dir);
   search.directories.push_back("/usr/share/datasets");
   search.directories.push_back("/usr/lib/python3/dist-packages/sklearn/datasets/data");
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) {
-    search.directories.push_back(std::string(cache) + "/edgetrain/datasets");
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    search.directories.push_back(std::string(home) + "/.cache/edgetrain/datasets");
-  }
   return search;
 }
 

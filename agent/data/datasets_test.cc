@@ -51,6 +51,12 @@ TEST(DatasetsTest, LoadsFashionMnistFromTheDebianPackage) {
   ExpectWellFormed(split->test, 10000);
 }
 
+TEST(DatasetsTest, TheDataFolderIsSearchedBeforeDebiansFolders) {
+  EXPECT_EQ(SearchPathWith("/data").directories,
+            (std::vector<std::string>{"/data", "/usr/share/datasets", "/usr/lib/python3/dist-packages/sklearn/datasets/data"}));
+  EXPECT_EQ(SearchPathWith("").directories.front(), "/usr/share/datasets");
+}
+
 TEST(DatasetsTest, MissingDataSaysHowToInstallIt) {
   DataSearchPath nowhere{{testing::TempDir() + "/no-such-dir"}};
   auto fashion = LoadDataset(DatasetName::kFashionMnist, nowhere);

@@ -1,5 +1,10 @@
 #include "agent/telemetry/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "agent/telemetry/http_client.h"
@@ -45,6 +50,38 @@ TEST(HttpServerTest, TwoServersGetDifferentPortsAndAStoppedOneIsUnavailable) {
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
   EXPECT_FALSE(HttpServer::Start("no-port").ok());
+}
+
+// Connected, half a request line sent, then silent: a scraper stuck behind a
+// dead link.
+int StalledClient(const std::string& address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  EXPECT_EQ(::send(fd, "GET /metr", 9, MSG_NOSIGNAL), 9);
+  return fd;
+}
+
+TEST(HttpServerTest, SlowClientsDoNotStallAnotherRequest) {
+  auto server = HttpServer::Start("127.0.0.1:0");
+  ASSERT_TRUE(server.ok());
+  (*server)->Handle("/metrics", [] { return HttpResponse{200, "text/plain", "edgetrain_up 1\n"}; });
+  // Served one connection after another, each stalled client would hold the
+  // server for its whole read timeout (2 s), past the client's 3 s.
+  std::vector<int> stalled;
+  for (int i = 0; i < 3; ++i) stalled.push_back(StalledClient((*server)->address()));
+  auto reply = HttpGet((*server)->address(), "/metrics");
+  for (int fd : stalled) ::close(fd);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "edgetrain_up 1\n");
+}
+
+TEST(HttpServerTest, AServerDestroyedAtOnceStops) {
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(HttpServer::Start("127.0.0.1:0").ok());
 }
 
 }  // namespace

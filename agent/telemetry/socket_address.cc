@@ -12,15 +12,4 @@ StatusOr<HostPort> SplitHostPort(const std::string& address) {
   return HostPort{host, address.substr(colon + 1)};
 }
 
-StatusOr<AddrInfoPtr> Resolve(const HostPort& hp, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  addrinfo* result = nullptr;
-  int rc = getaddrinfo(hp.host.empty() ? nullptr : hp.host.c_str(), hp.port.c_str(), &hints, &result);
-  if (rc != 0) return InvalidArgumentError("cannot resolve " + hp.host + ":" + hp.port + ": " + gai_strerror(rc));
-  return AddrInfoPtr(result, &freeaddrinfo);
-}
-
 }  // namespace edgetrain::agent

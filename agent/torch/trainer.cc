@@ -1,5 +1,6 @@
 #include "agent/torch/trainer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "agent/storage/atomic_file.h"
@@ -99,6 +100,27 @@ class TorchTrainer final : public Trainer {
     return Save(path, [&](torch::serialize::OutputArchive& archive) { model_->save(archive); });
   }
 
+  Status LoadModel(const std::string& path) override {
+    try {
+      // Loading replaces a tensor's storage; the parameters must stay views of
+      // flat_, so the weights are read into a copy and copied over.
+      auto loaded = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(model_->clone());
+      torch::serialize::InputArchive archive;
+      archive.load_from(path);
+      loaded->load(archive);
+      torch::NoGradGuard no_grad;
+      auto ours = model_->parameters();
+      auto theirs = loaded->parameters();
+      for (size_t i = 0; i < ours.size(); ++i) {
+        if (!ours[i].sizes().equals(theirs[i].sizes())) return InvalidArgumentError(path + " holds another model's weights");
+        ours[i].copy_(theirs[i]);
+      }
+      return Status::Ok();
+    } catch (const c10::Error& e) {
+      return InvalidArgumentError("cannot load " + path + " into this model: " + e.what_without_backtrace());
+    }
+  }
+
   int64_t ParameterCount() const override {
     int64_t n = 0;
     for (const auto& p : model_->parameters()) n += p.numel();
@@ -130,6 +152,37 @@ class TorchTrainer final : public Trainer {
 };
 
 }  // namespace
+
+StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
+  // SaveModel writes an nn::Sequential: one sub-archive per layer, named by its
+  // index; layers with weights are the convolutions and the linear layers.
+  std::vector<std::pair<int, std::vector<int64_t>>> weights;  // layer index, weight shape
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    for (const std::string& key : archive.keys()) {
+      torch::serialize::InputArchive layer;
+      torch::Tensor weight;
+      if (key.find_first_not_of("0123456789") == std::string::npos && archive.try_read(key, layer) &&
+          layer.try_read("weight", weight)) {
+        weights.emplace_back(std::stoi(key), weight.sizes().vec());
+      }
+    }
+  } catch (const c10::Error& e) {
+    return InvalidArgumentError("cannot read " + path + ": " + e.what_without_backtrace());
+  }
+  std::sort(weights.begin(), weights.end());
+  if (weights.empty() || weights.back().second.size() != 2) {
+    return InvalidArgumentError(path + " is not a model edgetrain saved (no layers ending in a linear one)");
+  }
+  ModelSpec spec;
+  spec.kind = weights.front().second.size() == 4 ? ModelKind::kCnn : ModelKind::kMlp;
+  for (size_t i = 0; i + 1 < weights.size(); ++i) {
+    const int width = static_cast<int>(weights[i].second[0]);
+    (spec.kind == ModelKind::kCnn ? spec.channels : spec.hidden).push_back(width);
+  }
+  return spec;
+}
 
 StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options) {
   try {

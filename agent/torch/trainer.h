@@ -47,6 +47,12 @@ class Trainer {
   // torn one.
   virtual Status SaveModel(const std::string& path) = 0;
 
+  // Reads weights SaveModel wrote into this model, in place (Parameters() sees
+  // them). InvalidArgument when they are another model's.
+  virtual Status LoadModel(const std::string& path) {
+    return UnimplementedError("this trainer cannot load " + path);
+  }
+
   virtual int64_t ParameterCount() const = 0;
 };
 
@@ -60,5 +66,9 @@ struct TrainerOptions {
 // Builds the model. InvalidArgument when the model cannot fit
 // the data (e.g. more conv blocks than the image can be halved).
 StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options);
+
+// What model a file SaveModel wrote holds, read from its layers' shapes:
+// an mlp's hidden widths, a cnn's channels. InvalidArgument when it is not one.
+StatusOr<ModelSpec> ReadModelSpec(const std::string& path);
 
 }  // namespace edgetrain::agent

@@ -1,5 +1,6 @@
 #include "agent/torch/trainer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 
@@ -110,6 +111,41 @@ TEST_F(TrainerTest, SavesLeaveNoTemporaryFilesBehind) {
   EXPECT_EQ(files, 1);
   Status bad = trainer->SaveModel((dir / "no-such-dir" / "model.pt").string());
   EXPECT_FALSE(bad.ok());
+}
+
+TEST_F(TrainerTest, ASavedModelLoadsBackWithItsShapeAndItsAccuracy) {
+  const fs::path dir = fs::path(testing::TempDir()) / "trainer-load";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  struct Case {
+    ModelSpec spec;
+  } cases[] = {{{ModelKind::kMlp, {32, 16}, {}}}, {{ModelKind::kCnn, {}, {4}}}};
+  for (const auto& c : cases) {
+    auto trained = Make(c.spec, 7);
+    Train(*trained, kAdam, 60);
+    const std::string path = (dir / (std::string(NameOf(c.spec.kind)) + ".pt")).string();
+    ASSERT_TRUE(trained->SaveModel(path).ok());
+
+    auto spec = ReadModelSpec(path);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->kind, c.spec.kind);
+    EXPECT_EQ(spec->hidden, c.spec.hidden);
+    EXPECT_EQ(spec->channels, c.spec.channels);
+
+    auto fresh = Make(*spec, 99);  // other initial weights
+    ASSERT_TRUE(fresh->LoadModel(path).ok());
+    auto want = trained->Evaluate(digits_->test);
+    auto got = fresh->Evaluate(digits_->test);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(got->accuracy, want->accuracy);
+    EXPECT_DOUBLE_EQ(got->loss, want->loss);
+    const auto a = trained->Parameters(), b = fresh->Parameters();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << "loaded in place, into the flat parameters";
+  }
+  auto other = Make({ModelKind::kMlp, {8}, {}});
+  Status mismatch = other->LoadModel((dir / "mlp.pt").string());
+  EXPECT_EQ(mismatch.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadModelSpec((dir / "absent.pt").string()).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

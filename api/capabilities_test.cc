@@ -1,35 +1,37 @@
-#include "cli/local_support.h"
+#include "api/capabilities.h"
 
 #include <gtest/gtest.h>
 
-namespace edgetrain::cli {
+namespace edgetrain::api {
 namespace {
 
 using Json = nlohmann::json;
 
-LocalSupport Check(const char* patch) {
+TrainingJobManifest Job(const char* patch) {
   Json m = Json::parse(R"({"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "j"},
                            "spec": {"model": {"name": "mlp"}, "data": {"dataset": "digits"}}})");
   m.merge_patch(Json::parse(patch));
-  auto job = api::ParseTrainingJob(m.dump(), "j.yaml");
+  auto job = ParseTrainingJob(m.dump(), "j.yaml");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
-  return job.ok() ? CheckLocalSupport(*job) : LocalSupport{};
+  return job.ok() ? *job : TrainingJobManifest{};
 }
 
-std::string Joined(const LocalSupport& s) {
+std::string Joined(const SupportCheck& s) {
   std::string out;
   for (const auto& e : s.unsupported) out += e.ToString() + "\n";
   for (const auto& n : s.notes) out += "note: " + n + "\n";
   return out;
 }
 
-TEST(LocalSupportTest, APlainJobRunsWithoutNotes) {
-  LocalSupport s = Check("{}");
-  EXPECT_TRUE(s.unsupported.empty());
-  EXPECT_TRUE(s.notes.empty()) << Joined(s);
+TEST(CapabilitiesTest, APlainJobRunsEverywhereWithoutNotes) {
+  for (Runner runner : {Runner::kLocal, Runner::kKubernetes}) {
+    SupportCheck s = CheckSupport(Job("{}"), runner);
+    EXPECT_TRUE(s.unsupported.empty()) << Joined(s);
+    EXPECT_TRUE(s.notes.empty()) << Joined(s);
+  }
 }
 
-TEST(LocalSupportTest, RefusesWhatHasNotLandedYet) {
+TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
   struct Case {
     const char* patch;
     const char* error;
@@ -41,24 +43,30 @@ TEST(LocalSupportTest, RefusesWhatHasNotLandedYet) {
       {R"({"spec": {"budget": {"energyJoules": 100}}})", "spec.budget.energyJoules: energy budgets are not supported yet"},
   };
   for (const auto& c : cases) {
-    std::string got = Joined(Check(c.patch));
-    EXPECT_NE(got.find(c.error), std::string::npos) << "wanted: " << c.error << "\ngot: " << got;
+    for (Runner runner : {Runner::kLocal, Runner::kKubernetes}) {
+      std::string got = Joined(CheckSupport(Job(c.patch), runner));
+      EXPECT_NE(got.find(c.error), std::string::npos) << "wanted: " << c.error << "\ngot: " << got;
+    }
   }
 }
 
-TEST(LocalSupportTest, NamesFieldsItIgnoresOnlyWhenTheManifestWroteThem) {
-  LocalSupport s = Check(R"({"spec": {"placement": {"allowTransient": false}, "template": {"image": "x"},
+TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
+  const TrainingJobManifest job = Job(R"({"spec": {"placement": {"allowTransient": false}, "template": {"image": "x"},
                                      "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false},
                                      "output": {"path": "/tmp/m", "volume": {"persistentVolumeClaim": {"claimName": "c"}}}}})");
-  EXPECT_TRUE(s.unsupported.empty());
-  std::string notes = Joined(s);
+  SupportCheck local = CheckSupport(job, Runner::kLocal);
+  EXPECT_TRUE(local.unsupported.empty());
+  std::string notes = Joined(local);
   for (const char* field : {"spec.placement applies on Kubernetes only", "spec.template applies on Kubernetes only",
                             "spec.sync has no effect on a job of one worker",
                             "spec.faultTolerance.replay applies to pipelines", "spec.output.volume applies on Kubernetes only"}) {
     EXPECT_NE(notes.find(field), std::string::npos) << field << "\n" << notes;
   }
   EXPECT_EQ(notes.find("maxRecoveries"), std::string::npos) << "defaulted, not written: no note";
+
+  SupportCheck cluster = CheckSupport(job, Runner::kKubernetes);
+  EXPECT_EQ(Joined(cluster), "note: spec.sync has no effect on a job of one worker\n");
 }
 
 }  // namespace
-}  // namespace edgetrain::cli
+}  // namespace edgetrain::api

@@ -1,0 +1,58 @@
+#include "agent/evaluate_model.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/data/dataset.h"
+#include "agent/failure_report.h"
+#include "agent/torch/trainer.h"
+#include "core/exit_codes.h"
+
+namespace edgetrain::agent {
+namespace {
+
+StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset, const std::string& data_dir,
+                              int64_t& samples) {
+  EDGETRAIN_ASSIGN_OR_RETURN(ModelSpec spec, ReadModelSpec(model_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadDataset(dataset, SearchPathWith(data_dir)));
+  data.train = {};
+  EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1}));
+  if (Status loaded = trainer->LoadModel(model_path); !loaded.ok()) {
+    return InvalidArgumentError(loaded.message() + " (is it a model of " + std::string(NameOf(dataset)) + "?)");
+  }
+  samples = data.test.size();
+  return trainer->Evaluate(data.test);
+}
+
+}  // namespace
+
+int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
+  std::string model_path, dataset_name, data_dir = DefaultDataDir();
+  CLI::App app("edgetrain-agent evaluate: the test accuracy of a saved model", "edgetrain-agent evaluate");
+  app.add_option("--model", model_path, "a model.pt an agent saved")->required();
+  app.add_option("--dataset", dataset_name, "the data set whose test set to evaluate on")
+      ->required()
+      ->check(CLI::IsMember({std::string(NameOf(DatasetName::kDigits)), std::string(NameOf(DatasetName::kFashionMnist))}));
+  app.add_option("--data-dir", data_dir, "where data sets are looked for first");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    return ReportFailure(InvalidArgumentError(e.what()), lines, log);
+  }
+  const DatasetName dataset =
+      dataset_name == NameOf(DatasetName::kDigits) ? DatasetName::kDigits : DatasetName::kFashionMnist;
+  int64_t samples = 0;
+  auto evaluation = Evaluate(model_path, dataset, data_dir, samples);
+  if (!evaluation.ok()) return ReportFailure(evaluation.status(), lines, log);
+  lines << "result "
+        << nlohmann::json({{"model", model_path},
+                           {"dataset", dataset_name},
+                           {"accuracy", evaluation->accuracy},
+                           {"loss", evaluation->loss},
+                           {"samples", samples}})
+               .dump()
+        << std::endl;
+  return kExitOk;
+}
+
+}  // namespace edgetrain::agent

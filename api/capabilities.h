@@ -1,0 +1,27 @@
+#pragma once
+// What this version of edgetrain can do, wherever a job runs: one table that
+// the local runner (`edgetrain run`) and the operator share. A manifest may be
+// valid for the API and still ask for a capability that has not landed: it is
+// refused with "... is not supported yet", never silently ignored. A field that
+// means nothing where the job runs is accepted and named in a note — only when
+// the manifest wrote it, not when the CRD defaulted it.
+
+#include <string>
+#include <vector>
+
+#include "api/field_error.h"
+#include "api/trainingjob.h"
+
+namespace edgetrain::api {
+
+// Where a job runs.
+enum class Runner { kLocal, kKubernetes };
+
+struct SupportCheck {
+  std::vector<FieldError> unsupported;  // refuse the job (exit 2; the Invalid condition)
+  std::vector<std::string> notes;       // say, then run
+};
+
+SupportCheck CheckSupport(const TrainingJobManifest& job, Runner runner);
+
+}  // namespace edgetrain::api

@@ -1,0 +1,99 @@
+#include "cli/agent_launcher.h"
+
+#include <fstream>
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::chrono::milliseconds kPollEvery{200};
+constexpr std::chrono::seconds kStartupTimeout{60};
+
+}  // namespace
+
+std::string AgentBeside() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return (exe.parent_path() / "edgetrain-agent").string();
+}
+
+AgentLauncher::AgentLauncher(std::string agent_binary, fs::path run_dir, const LocalRunPlan& plan,
+                             const NetnsLinks* links, int http_port, Clock& clock)
+    : agent_binary_(std::move(agent_binary)), run_dir_(std::move(run_dir)), plan_(plan), links_(links),
+      http_port_(http_port), clock_(clock), plan_path_((run_dir_ / "plan.json").string()),
+      coordinator_log_(plan.team ? "coordinator.log" : "agent-0.log") {}
+
+std::string AgentLauncher::HttpFlag(int port_offset) const {
+  return "--http=127.0.0.1:" + std::to_string(http_port_ > 0 ? http_port_ + port_offset : 0);
+}
+
+StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {
+  std::ofstream(plan_path_) << EncodeJobPlan(plan_.job);
+  if (!fs::exists(plan_path_)) return FailedPreconditionError("cannot write " + plan_path_);
+  const JobPlan& plan = plan_.job;
+  EDGETRAIN_ASSIGN_OR_RETURN(
+      ChildProcess coordinator,
+      Start({"--role=coordinator", "--job=" + plan.job, "--rank=0",
+             "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
+             links_ ? "--listen=0.0.0.0:0" : "--listen=127.0.0.1:0", HttpFlag(0)},
+            coordinator_log_, -1));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(coordinator, "http"));
+  endpoints_.push_back({"coordinator", http, links_ ? links_->hub() : ""});
+  if (plan_.team) {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::string listening, Await(coordinator, "listening"));
+    coordinator_port_ = listening.substr(listening.rfind(':') + 1);
+  }
+  return coordinator;
+}
+
+StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
+  const JobPlan& plan = plan_.job;
+  // Through its namespace's link, a worker reaches the coordinator at the hub.
+  const std::string coordinator = (links_ ? links_->HubAddress(rank) : "127.0.0.1") + ":" + coordinator_port_;
+  EDGETRAIN_ASSIGN_OR_RETURN(
+      ChildProcess worker,
+      Start({"--role=worker", "--job=" + plan.job, "--rank=" + std::to_string(rank),
+             "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
+             "--coordinator=" + coordinator, HttpFlag(1 + rank)},
+            "worker-" + std::to_string(rank) + ".log", rank));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(worker, "http"));
+  endpoints_.push_back({"worker " + std::to_string(rank), http, links_ ? links_->WorkerNamespace(rank) : ""});
+  return worker;
+}
+
+StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flags, const std::string& log, int rank) {
+  std::vector<std::string> argv = {agent_binary_};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  if (links_) argv = rank < 0 ? links_->InHub(argv) : links_->InWorker(rank, argv);
+  // BLAS threads on top of LibTorch's own would oversubscribe the cores.
+  const std::string n = std::to_string(plan_.job.intra_op_threads);
+  return ChildProcess::Spawn(argv, (run_dir_ / log).string(), {{"OPENBLAS_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}});
+}
+
+StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::string& what) {
+  const TimePoint deadline = clock_.Now() + kStartupTimeout;
+  while (clock_.Now() < deadline) {
+    auto line = agent.ReadLine(kPollEvery);
+    if (line && line->rfind(what + " ", 0) == 0) return line->substr(what.size() + 1);
+    if (!line && agent.stdout_closed()) return UnavailableError("the agent exited before it printed `" + what + "`");
+  }
+  return DeadlineExceededError("the agent did not print `" + what + "` within " +
+                               std::to_string(kStartupTimeout.count()) + " s");
+}
+
+std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints) {
+  std::string out = "metrics: GET /metrics of every agent, /progress of the coordinator";
+  const bool namespaced = !endpoints.empty() && !endpoints.front().netns.empty();
+  // The agents' loopback is their namespace's own: reached from inside it.
+  out += namespaced ? ", each from inside its network namespace:\n" : ":\n";
+  for (const auto& e : endpoints) {
+    std::string agent = e.agent;
+    agent.resize(std::max<size_t>(agent.size(), 12), ' ');
+    const std::string url = "http://" + e.http + (e.agent == "coordinator" ? "/progress" : "/metrics");
+    out += "  " + agent + " " + (e.netns.empty() ? url : "ip netns exec " + e.netns + " curl -s " + url) + "\n";
+  }
+  return out;
+}
+
+}  // namespace edgetrain::cli

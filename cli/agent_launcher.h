@@ -1,0 +1,70 @@
+#pragma once
+// Starts the agents of a local run through the launch contract
+// (docs/launch-contract.md) — the coordinator first, then a worker per rank,
+// each inside its network namespace under --links netns — and reads what each
+// announces: where it serves HTTP, where the coordinator listens.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/child_process.h"
+#include "cli/netns_links.h"
+#include "cli/run_plan.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace edgetrain::cli {
+
+// The edgetrain-agent installed beside this edgetrain.
+std::string AgentBeside();
+
+// Where a person finds one agent's GET /metrics (and the coordinator's /progress).
+struct AgentEndpoint {
+  std::string agent;    // "coordinator", "worker 2"
+  std::string http;     // HOST:PORT
+  std::string netns;    // the network namespace it is reached in; empty: this one
+};
+
+class AgentLauncher {
+ public:
+  // `http_port` 0: ports the OS chooses; else the coordinator's, and worker r's
+  // is http_port + 1 + r. `links` is null unless the kernel shapes the links.
+  AgentLauncher(std::string agent_binary, std::filesystem::path run_dir, const LocalRunPlan& plan,
+                const NetnsLinks* links, int http_port, Clock& clock);
+
+  // Writes the plan file, starts the coordinator (for a job of one, the one
+  // agent) and waits until it serves HTTP and, for a team, accepts workers.
+  StatusOr<ChildProcess> StartCoordinator();
+  // Starts worker `rank` and waits until it serves HTTP.
+  StatusOr<ChildProcess> StartWorker(int rank);
+
+  // Every agent started so far, the coordinator first.
+  const std::vector<AgentEndpoint>& endpoints() const { return endpoints_; }
+  // The coordinator's HTTP address (in the hub's namespace under --links netns).
+  const std::string& coordinator_http() const { return endpoints_.front().http; }
+  const std::string& coordinator_log() const { return coordinator_log_; }
+
+ private:
+  StatusOr<ChildProcess> Start(const std::vector<std::string>& flags, const std::string& log, int rank);
+  // Waits for the launch contract's line starting with `what ` from `agent`.
+  StatusOr<std::string> Await(ChildProcess& agent, const std::string& what);
+  std::string HttpFlag(int port_offset) const;
+
+  std::string agent_binary_;
+  std::filesystem::path run_dir_;
+  const LocalRunPlan& plan_;
+  const NetnsLinks* links_;
+  int http_port_;
+  Clock& clock_;
+  std::string plan_path_;
+  std::string coordinator_log_;
+  std::string coordinator_port_;  // where workers reach the coordinator
+  std::vector<AgentEndpoint> endpoints_;
+};
+
+// "metrics: GET /metrics of every agent, /progress of the coordinator", and a
+// line per agent; under --links netns, how to reach them with `ip netns exec`.
+std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints);
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,214 @@
+#include "cli/command_line.h"
+
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/job_loading.h"
+
+namespace edgetrain::cli {
+namespace {
+
+constexpr size_t kColumns = 80;
+constexpr size_t kNameColumn = 30;
+
+// `text` broken into lines of at most `width` columns at spaces.
+std::string Wrap(const std::string& text, size_t width) {
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+
+// CLI11's help with descriptions wrapped to fit 80 columns, also where the
+// full help indents each command's options by two more.
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  WrappingFormatter() { column_width(kNameColumn); }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    return Wrap(opt->get_description(), kColumns - kNameColumn - 2);
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string desc = app->get_description();
+    return desc.empty() ? "" : Wrap(desc, kColumns - 4) + "\n";
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true), Wrap(sub->get_description(), kColumns - kNameColumn),
+                             kNameColumn);
+    return out.str();
+  }
+};
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success (also when the budget ends before the target; see reached_target), 1 runtime failure, "
+    "2 invalid manifest or command line, 130 interrupted.";
+
+// An integer in [min, max], named as such when it is not one at all.
+CLI::Validator WholeNumber(int min, int max) {
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [=](std::string& value) -> std::string {
+        int n = 0;
+        const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos &&
+                            value.size() < 10 && (n = std::stoi(value)) >= min && n <= max;
+        return number ? "" : "expected " + range + ", got \"" + value + "\"";
+      },
+      "", "");
+}
+
+void AddManifest(CLI::App& command, RunOptions& run) {
+  command.add_option("JOB.yaml", run.manifest_path, "a TrainingJob manifest")->required();
+}
+
+// What the user typed that no option of `command` takes, as one line.
+std::string Unexpected(const std::vector<std::string>& extras) {
+  const std::string& first = extras.front();
+  return first.rfind("-", 0) == 0 ? "unknown option " + first : "unexpected argument \"" + first + "\"";
+}
+
+}  // namespace
+
+std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
+                                                std::ostream& err) {
+  CommandLine line;
+  RunOptions& run = line.run;
+  CLI::App app("Trains TrainingJob manifests on this machine, as a cluster would.", "edgetrain");
+  app.formatter(std::make_shared<WrappingFormatter>());
+  app.footer(Wrap(kExitCodes, kColumns));
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "print the version");
+
+  CLI::App* run_command = app.add_subcommand(
+      "run",
+      "Train a TrainingJob manifest on this machine: the same YAML `kubectl apply` takes. With --nodes, each worker "
+      "emulates a node of the cluster profile: its compute slowdown, and its link's bandwidth trace.");
+  AddManifest(*run_command, run);
+  run_command->add_option("--nodes", run.nodes_path, "a cluster profile whose devices the workers emulate")
+      ->option_text("PROFILE.yaml");
+  run_command
+      ->add_option("--links", run.links,
+                   "how links are shaped: in the agents (process, the default) or, as root, by the kernel, each agent "
+                   "in its own network namespace behind tbf qdiscs (netns)")
+      ->option_text("process|netns")
+      ->check(CLI::IsMember({"process", "netns"}));
+  run_command->add_flag("--json", run.json, "end with one JSON line of the result");
+  run_command->add_option("--output", run.output_dir,
+                          "where the model goes; overrides spec.output.path (default ./edgetrain-output/NAME)")
+      ->option_text("DIR");
+  run_command->add_option("--threads", run.threads, "LibTorch threads per agent (default 1: small models run fastest on one)")
+      ->option_text("N")
+      ->check(WholeNumber(1, 256));
+  run_command->add_option("--http-port", run.http_port,
+                          "serve the agents' HTTP on fixed ports: the coordinator on BASE, worker r on BASE+1+r "
+                          "(default: ports the OS chooses)")
+      ->option_text("BASE")
+      ->check(WholeNumber(1, 65535));
+  run_command->add_flag("--fresh", run.fresh,
+                        "start over, even where the output folder holds a checkpoint of an interrupted run of the "
+                        "job (which is resumed otherwise)");
+  run_command->add_flag("--keep-logs", run.keep_logs, "keep the run folder with the plan and every agent's log");
+  run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
+      ->option_text("FILE");
+  run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
+      ->option_text("PATH");
+
+  CLI::App* validate = app.add_subcommand(
+      "validate", "Check a manifest against the TrainingJob CRD, and with --nodes the cluster profile and the team's "
+                  "placement on it, without training.");
+  AddManifest(*validate, run);
+  validate->add_option("--nodes", run.nodes_path, "a cluster profile to check, and to place the workers on")
+      ->option_text("PROFILE.yaml");
+  validate->add_flag("--defaulted", line.defaulted, "print the manifest as JSON with the CRD's defaults applied");
+
+  CLI::App* partition = app.add_subcommand("partition", "Print the training samples each worker of the job gets, as JSON.");
+  AddManifest(*partition, run);
+
+  EvaluateOptions& evaluate = line.evaluate;
+  CLI::App* evaluate_command = app.add_subcommand(
+      "evaluate", "Print the test-set accuracy of a model an edgetrain run saved (its model.pt).");
+  evaluate_command->add_option("MODEL", evaluate.model_path, "a model.pt")->required();
+  evaluate_command->add_option("--dataset", evaluate.dataset, "the data set whose test set to evaluate on")
+      ->option_text("digits|fashion-mnist")
+      ->required()
+      ->check(CLI::IsMember({"digits", "fashion-mnist"}));
+  evaluate_command->add_flag("--json", evaluate.json, "print the result as one JSON line");
+  evaluate_command->add_option("--agent", evaluate.agent_binary, "the edgetrain-agent that evaluates")
+      ->option_text("PATH");
+
+  NetnsRunOptions& netns = line.netns;
+  CLI::App* netns_run = app.add_subcommand(
+      "netns-run",
+      "As root: run COMMAND once per worker, each in its own network namespace behind the profile's kernel-shaped "
+      "links (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME set), for another framework to compare.");
+  netns_run->add_option("--nodes", netns.nodes_path, "the cluster profile whose links to emulate")
+      ->option_text("PROFILE.yaml")
+      ->required();
+  netns_run->add_option("--workers", netns.workers, "how many copies of COMMAND to run")
+      ->option_text("N")
+      ->required()
+      ->check(WholeNumber(1, 250));
+  netns_run->add_option("--log-dir", netns.log_dir, "where each rank's output goes, as rank-R.log (created if need be)")
+      ->option_text("DIR");
+  netns_run->add_option("COMMAND", netns.command, "the program and its arguments, after --")->required();
+
+  CLI::App* version_command = app.add_subcommand("version", "Print the version.");
+  for (CLI::App* command : {&app, run_command, validate, partition, evaluate_command, version_command}) {
+    command->allow_extras();
+  }
+
+  auto hint = [&](const CLI::App* command) {
+    const std::string name = command == &app ? "edgetrain" : "edgetrain " + command->get_name();
+    return " (see " + name + " --help)";
+  };
+  auto selected = [&]() -> const CLI::App* {
+    auto chosen = app.get_subcommands();
+    return chosen.empty() ? &app : chosen.front();
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    // The full help names every command's options.
+    out << (selected() == &app ? app.help("", CLI::AppFormatMode::All) : selected()->help("edgetrain"));
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* command = selected();
+    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << e.what() << hint(command)
+        << "\n";
+    return kExitInvalid;
+  }
+  const CLI::App* command = selected();
+  std::vector<std::string> extras = command->remaining();
+  std::erase(extras, "--");  // CLI11 hands back the separator of netns-run's command
+  if (command == &app && !extras.empty() && extras.front().rfind("-", 0) != 0) {
+    err << "edgetrain: unknown command \"" << extras.front() << "\"" << hint(&app) << "\n";
+    return kExitInvalid;
+  }
+  if (!extras.empty()) {
+    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << Unexpected(extras)
+        << hint(command) << "\n";
+    return kExitInvalid;
+  }
+  if (version || command == version_command) {
+    line.command = Command::kVersion;
+  } else if (command == &app) {
+    err << "edgetrain: which command? run, validate, partition, evaluate, netns-run or version" << hint(&app) << "\n";
+    return kExitInvalid;
+  } else {
+    line.command = command == run_command        ? Command::kRun
+                   : command == validate         ? Command::kValidate
+                   : command == partition        ? Command::kPartition
+                   : command == evaluate_command ? Command::kEvaluate
+                                                 : Command::kNetnsRun;
+  }
+  return line;
+}
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,130 @@
+#include "cli/command_line.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/job_loading.h"
+
+namespace edgetrain::cli {
+namespace {
+
+struct Parsed {
+  std::variant<CommandLine, int> result;
+  std::string out, err;
+  const CommandLine& line() const { return std::get<CommandLine>(result); }
+  int exit() const { return std::holds_alternative<int>(result) ? std::get<int>(result) : -1; }
+};
+
+Parsed Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "edgetrain");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  Parsed p{ParseCommandLine(static_cast<int>(argv.size()), argv.data(), out, err), "", ""};
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+TEST(CommandLineTest, ReadsEveryOptionOfRun) {
+  Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
+                    "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
+                    "/opt/agent", "--fresh"});
+  ASSERT_EQ(p.exit(), -1) << p.err;
+  const RunOptions& run = p.line().run;
+  EXPECT_EQ(p.line().command, Command::kRun);
+  EXPECT_EQ(run.manifest_path, "job.yaml");
+  EXPECT_EQ(run.nodes_path, "n.yaml");
+  EXPECT_EQ(run.links, "netns");
+  EXPECT_TRUE(run.json);
+  EXPECT_EQ(run.output_dir, "out");
+  EXPECT_EQ(run.threads, 2);
+  EXPECT_EQ(run.http_port, 9100);
+  EXPECT_TRUE(run.keep_logs);
+  EXPECT_EQ(run.progress_log, "p.jsonl");
+  EXPECT_EQ(run.agent_binary, "/opt/agent");
+  EXPECT_TRUE(run.fresh);
+}
+
+TEST(CommandLineTest, ReadsTheOtherCommands) {
+  Parsed validate = Parse({"validate", "job.yaml", "--nodes", "n.yaml", "--defaulted"});
+  ASSERT_EQ(validate.exit(), -1) << validate.err;
+  EXPECT_EQ(validate.line().command, Command::kValidate);
+  EXPECT_EQ(validate.line().run.nodes_path, "n.yaml");
+  EXPECT_TRUE(validate.line().defaulted);
+
+  // What follows -- is the other program's, --help included.
+  Parsed netns = Parse({"netns-run", "--nodes", "n.yaml", "--workers", "4", "--log-dir", "logs", "--", "python3",
+                        "ddp.py", "--help"});
+  ASSERT_EQ(netns.exit(), -1) << netns.err;
+  EXPECT_EQ(netns.line().command, Command::kNetnsRun);
+  EXPECT_EQ(netns.line().netns.workers, 4);
+  EXPECT_EQ(netns.line().netns.log_dir, "logs");
+  EXPECT_EQ(netns.line().netns.command, (std::vector<std::string>{"python3", "ddp.py", "--help"}));
+
+  EXPECT_EQ(Parse({"version"}).line().command, Command::kVersion);
+  EXPECT_EQ(Parse({"--version"}).line().command, Command::kVersion);
+  EXPECT_EQ(Parse({"partition", "job.yaml"}).line().command, Command::kPartition);
+  Parsed evaluate = Parse({"evaluate", "out/model.pt", "--dataset", "digits", "--json"});
+  ASSERT_EQ(evaluate.exit(), -1) << evaluate.err;
+  EXPECT_EQ(evaluate.line().command, Command::kEvaluate);
+  EXPECT_EQ(evaluate.line().evaluate.model_path, "out/model.pt");
+  EXPECT_EQ(evaluate.line().evaluate.dataset, "digits");
+  EXPECT_TRUE(evaluate.line().evaluate.json);
+}
+
+TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* error;
+  } cases[] = {
+      {{"run", "a.yaml", "--frobnicate"}, "edgetrain run: unknown option --frobnicate (see edgetrain run --help)"},
+      {{"run", "a.yaml", "b.yaml"}, "edgetrain run: unexpected argument \"b.yaml\" (see edgetrain run --help)"},
+      {{"run"}, "edgetrain run: JOB.yaml is required (see edgetrain run --help)"},
+      {{"run", "a.yaml", "--threads", "0"}, "edgetrain run: --threads: expected a whole number from 1 to 256, got \"0\""},
+      {{"run", "a.yaml", "--links", "kernel"}, "edgetrain run: --links: "},
+      {{"netns-run", "--nodes", "n.yaml", "--workers", "abc", "--", "true"},
+       "edgetrain netns-run: --workers: expected a whole number from 1 to 250, got \"abc\""},
+      {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},
+      {{"frobnicate"}, "edgetrain: unknown command \"frobnicate\" (see edgetrain --help)"},
+      {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
+      {{}, "edgetrain: which command? run, validate, partition, evaluate, netns-run or version (see edgetrain --help)"},
+      {{"evaluate", "model.pt"}, "edgetrain evaluate: --dataset is required"},
+  };
+  for (const auto& c : cases) {
+    Parsed p = Parse(c.args);
+    EXPECT_EQ(p.exit(), kExitInvalid) << c.error;
+    ASSERT_EQ(Lines(p.err).size(), 1u) << p.err;
+    EXPECT_EQ(p.err.rfind(c.error, 0), 0u) << p.err;
+    EXPECT_NE(p.err.find("--help)"), std::string::npos) << p.err;
+    EXPECT_TRUE(p.out.empty());
+  }
+}
+
+TEST(CommandLineTest, TheHelpNamesEveryFlagAndFitsEightyColumns) {
+  Parsed help = Parse({"--help"});
+  ASSERT_EQ(help.exit(), kExitOk);
+  for (const char* flag : {"run", "--nodes", "--links", "--json", "--output", "--threads", "--http-port", "--keep-logs",
+                           "--progress-log", "--agent", "--fresh", "validate", "--defaulted", "partition", "netns-run", "--workers",
+                           "--log-dir", "COMMAND", "evaluate", "MODEL", "--dataset", "version", "Exit codes: 0 success"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " is missing from\n" << help.out;
+  }
+  for (const auto& line : Lines(help.out)) EXPECT_LE(line.size(), 80u) << line;
+
+  Parsed run_help = Parse({"run", "--help"});
+  ASSERT_EQ(run_help.exit(), kExitOk);
+  EXPECT_NE(run_help.out.find("--progress-log"), std::string::npos) << run_help.out;
+  EXPECT_EQ(run_help.out.find("--workers"), std::string::npos) << "netns-run's, not run's";
+  for (const auto& line : Lines(run_help.out)) EXPECT_LE(line.size(), 80u) << line;
+}
+
+}  // namespace
+}  // namespace edgetrain::cli

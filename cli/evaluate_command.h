@@ -1,0 +1,20 @@
+#pragma once
+// `edgetrain evaluate MODEL --dataset NAME`: the test-set accuracy of a trained
+// model.pt. The runner does not link LibTorch: the agent evaluates
+// (`edgetrain-agent evaluate`), the runner reports.
+
+#include <ostream>
+#include <string>
+
+namespace edgetrain::cli {
+
+struct EvaluateOptions {
+  std::string model_path;
+  std::string dataset;       // digits, fashion-mnist
+  std::string agent_binary;  // found beside the runner when empty
+  bool json = false;         // the agent's result as one JSON line
+};
+
+int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,31 @@
+#pragma once
+// What a person asks of `edgetrain run` on its command line.
+
+#include <string>
+
+namespace edgetrain::cli {
+
+struct RunOptions {
+  std::string manifest_path;
+  std::string nodes_path;     // a cluster profile: emulate its devices (compute, links)
+  // How links are emulated: "process" (a token bucket in each agent's transport)
+  // or "netns" (network namespaces and tbf qdiscs; root).
+  std::string links = "process";
+  bool json = false;          // one final JSON line on `out`
+  std::string output_dir;     // overrides spec.output.path
+  int threads = 0;            // LibTorch threads per agent; 0: one
+  std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
+  bool terminal = false;      // draw a progress bar (stderr is a terminal)
+  bool keep_logs = false;     // keep the run folder (plan, agents' logs) after success
+  // Every progress snapshot, one JSON line each with the seconds since the links
+  // started following their traces (benchmarks attribute stalls to outages).
+  std::string progress_log;
+  // Start the job over even if its output folder holds a checkpoint it could
+  // resume from.
+  bool fresh = false;
+  // Fixed HTTP ports: the coordinator's here, worker r's at http_port + 1 + r;
+  // 0: ports the OS chooses.
+  int http_port = 0;
+};
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,158 @@
+#include "cli/run_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+api::TrainingJobManifest Job(const std::string& spec) {
+  auto job = api::ParseTrainingJob("apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: j}\nspec: " + spec,
+                                   "j.yaml");
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  return job.ok() ? *job : api::TrainingJobManifest{};
+}
+
+ClusterProfile Robots(int nodes) {
+  ClusterProfile p{"robots", {}};
+  for (int i = 0; i < nodes; ++i) p.nodes.push_back({"robot-" + std::to_string(i), 2, "", "", false, {}, std::nullopt});
+  return p;
+}
+
+RunOptions Options(std::string links = "process") {
+  RunOptions o;
+  o.links = std::move(links);
+  return o;
+}
+
+const MachineSize kThisMachine{2, 24000};
+const fs::path kCwd = "/home/me";
+
+TEST(RunPlanTest, WhatRunsForEachShapeOfJob) {
+  struct Case {
+    const char* spec;
+    std::optional<ClusterProfile> profile;
+    const char* links;
+    bool team;
+    int agents;
+    std::vector<std::string> nodes;
+  } cases[] = {
+      {"{model: {name: mlp}, data: {dataset: digits}}", std::nullopt, "process", false, 1, {}},
+      {"{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 3}}", std::nullopt, "process", true, 4,
+       {"local-0", "local-1", "local-2"}},
+      // A profile makes even one worker a team: its device is emulated.
+      {"{model: {name: mlp}, data: {dataset: digits}}", Robots(2), "process", true, 2, {"robot-0"}},
+      {"{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 2}}", Robots(2), "netns", true, 3,
+       {"robot-0", "robot-1"}},
+  };
+  for (const auto& c : cases) {
+    auto plan = PlanLocalRun(Job(c.spec), c.profile, Options(c.links), kCwd, kThisMachine);
+    ASSERT_TRUE(plan.ok()) << c.spec << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->team, c.team) << c.spec;
+    EXPECT_EQ(plan->kernel_links, std::string(c.links) == "netns");
+    EXPECT_EQ(plan->agents, c.agents) << c.spec;
+    std::vector<std::string> nodes;
+    for (const auto& slot : plan->job.workers) nodes.push_back(slot.node);
+    EXPECT_EQ(nodes, c.nodes) << c.spec;
+    EXPECT_EQ(plan->job.job, "j");
+    EXPECT_EQ(plan->job.intra_op_threads, 1);
+    EXPECT_TRUE(plan->warnings.empty()) << plan->warnings.front();
+  }
+}
+
+TEST(RunPlanTest, TheOutputFolderIsTheCommandLinesThenTheManifestsThenADefault) {
+  struct Case {
+    const char* spec;
+    const char* output;
+    const char* want;
+  } cases[] = {
+      {"{model: {name: mlp}, data: {dataset: digits}}", "", "/home/me/edgetrain-output/j"},
+      {"{model: {name: mlp}, data: {dataset: digits}, output: {path: /models/j}}", "", "/models/j"},
+      {"{model: {name: mlp}, data: {dataset: digits}, output: {path: /models/j}}", "out/../here", "/home/me/here"},
+      {"{model: {name: mlp}, data: {dataset: digits}}", "/abs", "/abs"},
+  };
+  for (const auto& c : cases) {
+    RunOptions options = Options();
+    options.output_dir = c.output;
+    options.fresh = c.output[0] == '/';  // and --fresh, now and then
+    auto plan = PlanLocalRun(Job(c.spec), std::nullopt, options, kCwd, kThisMachine);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->job.output_dir, c.want) << c.spec << " --output " << c.output;
+    EXPECT_EQ(plan->job.fresh, options.fresh);
+  }
+}
+
+TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
+  struct Case {
+    const char* spec;
+    std::optional<ClusterProfile> profile;
+    RunOptions options;
+    const char* error;
+  } cases[] = {
+      {"{model: {name: mlp}, data: {dataset: digits}}", std::nullopt, Options("kernel"),
+       "--links: expected process or netns, got \"kernel\""},
+      {"{model: {name: mlp}, data: {dataset: digits}}", std::nullopt, Options("netns"),
+       "--links netns emulates a team's links"},
+      {"{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 3}}", Robots(1), Options(),
+       "the cluster profile robots has 1 node(s) for 3 workers"},
+  };
+  RunOptions high_ports = Options();
+  high_ports.http_port = 65534;
+  auto ports = PlanLocalRun(Job("{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 2}}"), std::nullopt,
+                            high_ports, kCwd, kThisMachine);
+  ASSERT_FALSE(ports.ok());
+  EXPECT_EQ(ports.status().message(), "--http-port 65534: the 3 agents need ports up to 65536, past 65535");
+  for (const auto& c : cases) {
+    auto plan = PlanLocalRun(Job(c.spec), c.profile, c.options, kCwd, kThisMachine);
+    ASSERT_FALSE(plan.ok()) << c.error;
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(plan.status().message().find(c.error), std::string::npos) << plan.status().message();
+  }
+}
+
+TEST(RunPlanTest, ATeamFarLargerThanTheMachineIsWarnedAbout) {
+  struct Case {
+    const char* spec;
+    MachineSize machine;
+    std::vector<std::string> warnings;  // each a part of one warning, in order
+  } cases[] = {
+      // The README's robot team on this machine: nothing to say.
+      {"{model: {name: mlp}, data: {dataset: fashion-mnist}, parallelism: {workers: 4}}", {2, 24000}, {}},
+      {"{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 64}}", {2, 24000},
+       {"65 agents (65 training threads) share 2 core(s)",
+        "each worker holds about 22 training samples, fewer than its batch of 64"}},
+      {"{model: {name: mlp}, data: {dataset: fashion-mnist}, parallelism: {workers: 16}}", {16, 1024},
+       {"17 agents need about 2612 MB of memory; this machine has 1024 MB"}},
+      {"{model: {name: mlp}, data: {dataset: digits, batchSize: 512}, parallelism: {workers: 3}}", {2, 24000},
+       {"each worker holds about 479 training samples, fewer than its batch of 512"}},
+  };
+  for (const auto& c : cases) {
+    auto plan = PlanLocalRun(Job(c.spec), std::nullopt, Options(), kCwd, c.machine);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_EQ(plan->warnings.size(), c.warnings.size()) << c.spec;
+    for (size_t i = 0; i < c.warnings.size(); ++i) {
+      EXPECT_NE(plan->warnings[i].find(c.warnings[i]), std::string::npos) << plan->warnings[i];
+    }
+  }
+}
+
+TEST(RunPlanTest, MemoryGrowsWithTheTeamFromWhatLibTorchSharesOnce) {
+  // The measured sums (run_plan.cc) within 5%.
+  struct Case {
+    DatasetName dataset;
+    int agents;
+    int64_t measured_mb;
+  } cases[] = {{DatasetName::kDigits, 3, 372},
+               {DatasetName::kDigits, 7, 638},
+               {DatasetName::kFashionMnist, 3, 567},
+               {DatasetName::kFashionMnist, 7, 1150}};
+  for (const auto& c : cases) {
+    const int64_t estimate = EstimatedMemoryMb(c.dataset, c.agents);
+    EXPECT_NEAR(static_cast<double>(estimate), static_cast<double>(c.measured_mb), 0.05 * static_cast<double>(c.measured_mb))
+        << NameOf(c.dataset) << " x" << c.agents;
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain::cli

@@ -1,0 +1,102 @@
+#include "cli/run_report.h"
+
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/progress_display.h"
+
+namespace edgetrain::cli {
+namespace {
+
+double MeanStallFraction(const JobProgress& p) {
+  if (p.workers.empty()) return 0;
+  double sum = 0;
+  for (const auto& w : p.workers) sum += w.stall_fraction;
+  return sum / static_cast<double>(p.workers.size());
+}
+
+int64_t BytesSent(const JobProgress& p) {
+  int64_t sum = 0;
+  for (const auto& w : p.workers) sum += w.bytes_sent;
+  return sum;
+}
+
+int64_t BytesReceived(const JobProgress& p) {
+  int64_t sum = 0;
+  for (const auto& w : p.workers) sum += w.bytes_received;
+  return sum;
+}
+
+}  // namespace
+
+std::string LogTail(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  for (std::string line; std::getline(in, line);) {
+    tail.push_back(line);
+    if (tail.size() > lines) tail.pop_front();
+  }
+  std::string out;
+  for (const auto& l : tail) out += "  | " + l + "\n";
+  return out;
+}
+
+void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, const JobProgress& p, double wall_s,
+                  std::ostream& out) {
+  out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4);
+  if (job.spec.budget.target_accuracy) {
+    out << " (target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached)" : " not reached)");
+  }
+  out << ", stopped by " << (p.stop_reason ? NameOf(*p.stop_reason) : "?") << "\n";
+  out << "  " << WithThousands(p.iteration) << " iterations, " << WithThousands(p.samples) << " samples, "
+      << WithThousands(static_cast<int64_t>(p.samples_per_second)) << " samples/s; " << Fixed(p.elapsed_s, 1)
+      << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
+  if (p.energy_joules) {
+    out << "  energy (modelled, docs/energy.md): " << WithThousands(static_cast<int64_t>(*p.energy_joules)) << " J\n";
+  }
+  if (!plan.workers.empty()) {
+    out << "  worker  node           iterations   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
+    for (const auto& w : p.workers) {
+      const std::string node = static_cast<size_t>(w.rank) < plan.workers.size() ? plan.workers[w.rank].node : "?";
+      char line[200];
+      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %9.1f %13.1f %6.0f%% %10.0f\n", w.rank,
+                    node.c_str(), WithThousands(w.iteration).c_str(), WithThousands(w.rows_sent).c_str(),
+                    static_cast<double>(w.bytes_sent) / 1e6, static_cast<double>(w.bytes_received) / 1e6,
+                    w.bandwidth_mbps, 100 * w.stall_fraction,
+                    w.energy_joules);
+      out << line;
+    }
+  }
+  out << "  model: " << p.model_path << "\n";
+}
+
+std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s) {
+  auto nullable = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {
+      {"job", job.name},
+      {"accuracy", nullable(p.accuracy)},
+      {"loss", p.loss},
+      {"iterations", p.iteration},
+      {"samples", p.samples},
+      {"epochs", p.epoch},
+      {"wall_s", wall_s},
+      {"train_s", p.elapsed_s},
+      {"samples_per_s", p.samples_per_second},
+      {"reached_target", p.reached_target},
+      {"target_accuracy", nullable(job.spec.budget.target_accuracy)},
+      {"stop_reason", p.stop_reason ? NameOf(*p.stop_reason) : ""},
+      {"workers", job.spec.parallelism.workers},
+      {"stall_fraction", MeanStallFraction(p)},
+      {"bytes_sent", BytesSent(p)},
+      {"bytes_received", BytesReceived(p)},
+      {"energy_joules", nullable(p.energy_joules)},
+      {"model_path", p.model_path},
+  };
+  return j.dump();
+}
+
+}  // namespace edgetrain::cli

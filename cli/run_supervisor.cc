@@ -1,0 +1,115 @@
+#include "cli/run_supervisor.h"
+
+#include <csignal>
+
+namespace edgetrain::cli {
+
+RunSupervisor::RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers,
+                             Clock& clock, std::ostream& err, SupervisionTimes times)
+    : job_(std::move(job)), coordinator_(coordinator), workers_(std::move(workers)), clock_(clock), err_(err),
+      times_(times), reported_(workers_.size(), false) {}
+
+Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch) {
+  Supervision outcome;
+  std::optional<TimePoint> give_up_at;
+  bool stopping = false;  // the coordinator was told to stop
+  for (;;) {
+    if (give_up_at && clock_.Now() > *give_up_at) {
+      for (auto* w : workers_) w->Signal(SIGKILL);
+      coordinator_.Signal(SIGKILL);
+      outcome.failure = (outcome.failure.empty() ? "" : outcome.failure + "; ") + "the agents did not stop within " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(times_.interrupt_grace).count()) +
+                        " s of being told to; killed them";
+      outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);
+      for (auto* w : workers_) w->Wait(times_.stop_grace);
+      return outcome;
+    }
+    if (interrupted.load() && !outcome.interrupted) {
+      outcome.interrupted = true;
+      display.Finish();
+      err_ << "interrupted: stopping " << job_ << " and saving its model...\n";
+    }
+    if (!stopping && outcome.failure.empty() && watch.health) {
+      if (Status health = watch.health(); !health.ok()) {
+        outcome.failure = health.message();
+        display.Finish();
+        err_ << "error: " << health.message() << "; stopping " << job_ << "\n";
+      }
+    }
+    if (!stopping && (outcome.interrupted || !outcome.failure.empty())) {
+      stopping = true;
+      give_up_at = clock_.Now() + times_.interrupt_grace;
+      coordinator_.Signal(SIGTERM);  // it stops the workers, saves the model, reports
+    }
+    auto line = coordinator_.ReadLine(times_.poll_every);
+    if (line && line->rfind("result ", 0) == 0) {
+      auto decoded = DecodeJobProgress(line->substr(7));
+      if (decoded.ok()) {
+        NoteHowItStarted(*decoded, watch, display);
+        outcome.result = std::move(*decoded);
+      } else if (outcome.failure.empty()) {
+        outcome.failure = "unreadable result from the coordinator: " + decoded.status().message();
+      }
+      break;
+    }
+    if (!line && coordinator_.stdout_closed()) break;
+    NoteLostWorkers(display);
+    if (auto body = watch.progress()) {
+      if (auto p = DecodeJobProgress(*body); p.ok()) {
+        NoteHowItStarted(*p, watch, display);
+        display.Show(*p);
+      }
+      if (watch.sink) watch.sink(*body);
+    }
+  }
+  display.Finish();
+  StopTeam(outcome);
+  if (!outcome.result && outcome.failure.empty()) {
+    outcome.failure = "the coordinator exited (status " + std::to_string(outcome.coordinator_exit) + ") without a result";
+  }
+  // A Ctrl-C that came as the job was ending still means the run was interrupted.
+  if (interrupted.load() && !outcome.interrupted) {
+    outcome.interrupted = true;
+    err_ << "interrupted: " << job_ << " had already stopped; its model is saved\n";
+  }
+  return outcome;
+}
+
+void RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    // A worker told to stop exits with 0; anything else is a loss the team absorbs.
+    auto status = workers_[i]->Poll();
+    if (status && *status != 0 && !reported_[i]) {
+      reported_[i] = true;
+      display.Finish();
+      err_ << "warning: worker " << i << " exited (status " << *status << "; log worker-" << i
+           << ".log); the team trains on without it\n";
+    }
+  }
+}
+
+void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display) {
+  if (said_how_it_started_ || p.state == JobState::kStarting) return;
+  said_how_it_started_ = true;
+  if (p.resumed_from_iteration) {
+    display.Finish();
+    err_ << "resuming " << job_ << " from its checkpoint at iteration " << *p.resumed_from_iteration
+         << " (edgetrain run --fresh starts over)\n";
+  } else if (!watch.earlier_model.empty()) {
+    display.Finish();
+    err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model << "\n";
+  }
+}
+
+void RunSupervisor::StopTeam(Supervision& outcome) {
+  outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);
+  // Workers that heard Stop are gone already; one behind a dead link did not
+  // hear it and would keep trying to reconnect: it is told to stop.
+  const TimePoint done_by = clock_.Now() + times_.worker_stop_grace;
+  for (auto* w : workers_) {
+    if (!w->ExitsWithin(std::max(done_by - clock_.Now(), Duration::zero()))) w->Signal(SIGTERM);
+  }
+  for (auto* w : workers_) w->Wait(times_.stop_grace);
+}
+
+}  // namespace edgetrain::cli

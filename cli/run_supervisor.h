@@ -1,0 +1,85 @@
+#pragma once
+// Watching a local run until it ends. The coordinator's `result` line ends it;
+// meanwhile its GET /progress feeds the display, a worker that dies is named
+// once (the team trains on without it), and the person's interrupt becomes a
+// SIGTERM to the coordinator, which stops the workers, saves the model and
+// reports — or, past a grace, SIGKILL to every agent. Once the job trains, it
+// says whether it resumed from a checkpoint or replaces an earlier run's
+// model. Then the team is stopped
+// in order: the coordinator's exit awaited, the workers given a moment to
+// leave by themselves before they are told to.
+//
+// Every wait is on the Clock, so tests drive it with scripted processes on a
+// simulated clock.
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/child_process.h"
+#include "cli/progress_display.h"
+#include "core/clock.h"
+#include "core/job_progress.h"
+#include "core/status.h"
+
+namespace edgetrain::cli {
+
+struct SupervisionTimes {
+  Duration poll_every = std::chrono::milliseconds(200);
+  // After an interrupt the coordinator saves and reports; past this, all are killed.
+  Duration interrupt_grace = std::chrono::seconds(30);
+  // How long the coordinator, then each worker, has to exit before SIGKILL.
+  Duration stop_grace = std::chrono::seconds(15);
+  // Workers get this long after the coordinator's exit to have left by themselves.
+  Duration worker_stop_grace = std::chrono::seconds(2);
+};
+
+struct Supervision {
+  std::optional<JobProgress> result;  // the coordinator's final word
+  std::string failure;                // why the run failed, with or without a result
+  bool interrupted = false;           // the person interrupted the run
+  int coordinator_exit = 0;
+};
+
+// What supervision reads and tells besides the agents' own lines.
+struct RunWatch {
+  // The /progress body when the coordinator answers, else nullopt.
+  std::function<std::optional<std::string>()> progress;
+  // Every snapshot read, for a log; optional.
+  std::function<void(const std::string& body)> sink;
+  // Whether the run's environment still holds (the kernel still shapes the
+  // links as asked); optional. A failure stops the job as an interrupt does,
+  // and fails the run.
+  std::function<Status()> health;
+  // The model.pt an earlier run left where this one writes; empty when none.
+  // Unless the job resumes, it is replaced, and a person hears so.
+  std::string earlier_model;
+};
+
+class RunSupervisor {
+ public:
+  RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers, Clock& clock,
+                std::ostream& err, SupervisionTimes times = {});
+
+  // Until the coordinator reports or exits, then stops the team.
+  Supervision Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch);
+
+ private:
+  void NoteLostWorkers(ProgressDisplay& display);
+  void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
+  void StopTeam(Supervision& outcome);
+
+  std::string job_;
+  WatchedProcess& coordinator_;
+  std::vector<WatchedProcess*> workers_;
+  Clock& clock_;
+  std::ostream& err_;
+  SupervisionTimes times_;
+  std::vector<bool> reported_;  // per worker: its loss was named
+  bool said_how_it_started_ = false;
+};
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,282 @@
+// Supervision of a run, with scripted agents on a simulated clock: every case
+// runs in microseconds and the same way every time.
+#include "cli/run_supervisor.h"
+
+#include <csignal>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::cli {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// An agent whose stdout lines and exit come at set times; signals are recorded
+// and may change the script (a coordinator that reports when told to stop).
+class ScriptedAgent final : public WatchedProcess {
+ public:
+  ScriptedAgent(SimulatedClock& clock) : clock_(clock), start_(clock.Now()) {}
+
+  ScriptedAgent& Says(Duration at, std::string line) {
+    lines_.emplace(start_ + at, std::move(line));
+    return *this;
+  }
+  ScriptedAgent& ExitsAt(Duration at, int status) {
+    exit_ = {start_ + at, status};
+    return *this;
+  }
+  // What it does on `signo`; by default SIGTERM ends it with 0, SIGKILL with 137.
+  ScriptedAgent& OnSignal(int signo, std::function<void(ScriptedAgent&)> reaction) {
+    reactions_[signo] = std::move(reaction);
+    return *this;
+  }
+  // Now, as the script counts time.
+  Duration Elapsed() const { return clock_.Now() - start_; }
+
+  std::optional<std::string> ReadLine(Duration timeout) override {
+    const TimePoint deadline = clock_.Now() + timeout;
+    if (!lines_.empty() && lines_.begin()->first <= deadline && (!exit_ || lines_.begin()->first <= exit_->first)) {
+      AdvanceTo(lines_.begin()->first);
+      std::string line = lines_.begin()->second;
+      lines_.erase(lines_.begin());
+      return line;
+    }
+    if (exit_ && exit_->first <= deadline) {
+      AdvanceTo(exit_->first);
+      closed_ = true;
+      return std::nullopt;
+    }
+    AdvanceTo(deadline);
+    return std::nullopt;
+  }
+  bool stdout_closed() const override { return closed_; }
+  std::optional<int> Poll() override {
+    if (exit_ && exit_->first <= clock_.Now()) return exit_->second;
+    return std::nullopt;
+  }
+  int Wait(Duration grace) override {
+    if (!ExitsWithin(grace)) Signal(SIGKILL);
+    return *Poll();
+  }
+  bool ExitsWithin(Duration timeout) override {
+    if (Poll()) return true;
+    if (exit_ && exit_->first <= clock_.Now() + timeout) {
+      AdvanceTo(exit_->first);
+      return true;
+    }
+    AdvanceTo(clock_.Now() + timeout);
+    return false;
+  }
+  void Signal(int signo) override {
+    if (Poll()) return;
+    signals.push_back(signo);
+    if (auto it = reactions_.find(signo); it != reactions_.end()) return it->second(*this);
+    if (signo == SIGTERM || signo == SIGKILL) exit_ = {clock_.Now(), signo == SIGKILL ? 128 + SIGKILL : 0};
+  }
+
+  std::vector<int> signals;
+
+ private:
+  void AdvanceTo(TimePoint t) {
+    if (t > clock_.Now()) clock_.Advance(t - clock_.Now());
+  }
+
+  SimulatedClock& clock_;
+  TimePoint start_;
+  std::multimap<TimePoint, std::string> lines_;
+  std::optional<std::pair<TimePoint, int>> exit_;
+  std::map<int, std::function<void(ScriptedAgent&)>> reactions_;
+  bool closed_ = false;
+};
+
+std::string Encoded(JobState state, int64_t iteration, double fraction, std::optional<StopReason> stop_reason) {
+  JobProgress p;
+  p.state = state;
+  p.iteration = iteration;
+  p.fraction = fraction;
+  p.accuracy = 0.9;
+  p.stop_reason = stop_reason;
+  return EncodeJobProgress(p);
+}
+const std::string kResult = "result " + Encoded(JobState::kSucceeded, 40, 1, StopReason::kEpochs);
+const std::string kProgress = Encoded(JobState::kTraining, 10, 0.25, std::nullopt);
+
+// A team of a coordinator and `workers` workers, watched on a simulated clock.
+class RunSupervisorTest : public testing::Test {
+ protected:
+  RunSupervisorTest() : coordinator_(clock_), display_(display_text_, /*terminal=*/false, clock_) {
+    for (int i = 0; i < 2; ++i) workers_.push_back(std::make_unique<ScriptedAgent>(clock_));
+    watch_.progress = [this]() -> std::optional<std::string> {
+      ++progress_reads_;
+      return kProgress;
+    };
+  }
+
+  Supervision Run() {
+    std::vector<WatchedProcess*> team;
+    for (auto& w : workers_) team.push_back(w.get());
+    RunSupervisor supervisor("robots", coordinator_, team, clock_, err_);
+    return supervisor.Run(interrupted_, display_, watch_);
+  }
+  // A coordinator that reports and exits `after` it is told to stop.
+  static void ReportsWhenStopped(ScriptedAgent& c, Duration after) {
+    c.OnSignal(SIGTERM, [after](ScriptedAgent& self) {
+      self.Says(self.Elapsed() + after, kResult).ExitsAt(self.Elapsed() + after + milliseconds(10), 0);
+    });
+  }
+
+  SimulatedClock clock_;
+  ScriptedAgent coordinator_;
+  std::vector<std::unique_ptr<ScriptedAgent>> workers_;
+  std::ostringstream display_text_, err_;
+  ProgressDisplay display_;
+  RunWatch watch_;
+  std::atomic<bool> interrupted_{false};
+  int progress_reads_ = 0;
+};
+
+TEST_F(RunSupervisorTest, TheResultEndsTheRunAndAWorkerBehindADeadLinkIsToldToStop) {
+  coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3) + milliseconds(100), 0);
+  workers_[0]->ExitsAt(seconds(3) + milliseconds(500), 0);  // heard Stop
+  // workers_[1] never exits by itself: it did not hear Stop.
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_EQ(outcome.result->stop_reason, StopReason::kEpochs);
+  EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
+  EXPECT_FALSE(outcome.interrupted);
+  EXPECT_TRUE(coordinator_.signals.empty());
+  EXPECT_TRUE(workers_[0]->signals.empty());
+  EXPECT_EQ(workers_[1]->signals, std::vector<int>{SIGTERM});
+  // Told 2 s after the coordinator's exit, not before.
+  EXPECT_EQ(coordinator_.Elapsed(), seconds(3) + milliseconds(100) + seconds(2));
+  EXPECT_GE(progress_reads_, 14) << "polled every 200 ms for 3 s";
+  EXPECT_NE(display_text_.str().find("it 10 (25%)"), std::string::npos) << display_text_.str();
+}
+
+TEST_F(RunSupervisorTest, AnInterruptStopsTheCoordinatorWhichReports) {
+  ReportsWhenStopped(coordinator_, milliseconds(500));
+  watch_.progress = [this]() -> std::optional<std::string> {
+    if (coordinator_.Elapsed() >= seconds(1)) interrupted_ = true;  // Ctrl-C a second in
+    return kProgress;
+  };
+  for (auto& w : workers_) w->ExitsAt(seconds(10), 0);
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
+  EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM}) << "told once";
+  EXPECT_NE(err_.str().find("interrupted: stopping robots and saving its model..."), std::string::npos) << err_.str();
+}
+
+TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {
+  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent&) {});  // deaf to it
+  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent&) {});
+  interrupted_ = true;
+  Supervision outcome = Run();
+  EXPECT_FALSE(outcome.result.has_value());
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_NE(outcome.failure.find("the agents did not stop within 30 s of being told to; killed them"), std::string::npos)
+      << outcome.failure;
+  EXPECT_EQ(coordinator_.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  for (auto& w : workers_) EXPECT_EQ(w->signals, std::vector<int>{SIGKILL});
+  EXPECT_EQ(outcome.coordinator_exit, 128 + SIGKILL);
+  EXPECT_GE(coordinator_.Elapsed(), seconds(30));
+  EXPECT_LT(coordinator_.Elapsed(), seconds(31));
+}
+
+TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
+  workers_[0]->ExitsAt(seconds(1), 1);
+  workers_[1]->ExitsAt(seconds(6), 0);
+  coordinator_.Says(seconds(5), kResult).ExitsAt(seconds(5), 0);
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  const std::string said = err_.str();
+  const std::string warning = "warning: worker 0 exited (status 1; log worker-0.log); the team trains on without it";
+  ASSERT_NE(said.find(warning), std::string::npos) << said;
+  EXPECT_EQ(said.find(warning, said.find(warning) + 1), std::string::npos) << "named once:\n" << said;
+  EXPECT_EQ(said.find("worker 1"), std::string::npos);
+}
+
+TEST_F(RunSupervisorTest, ACoordinatorThatDiesWithoutAResultFailsTheRun) {
+  coordinator_.ExitsAt(seconds(2), 1);
+  for (auto& w : workers_) w->ExitsAt(seconds(2), 0);
+  Supervision outcome = Run();
+  EXPECT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.failure, "the coordinator exited (status 1) without a result");
+  EXPECT_EQ(outcome.coordinator_exit, 1);
+}
+
+TEST_F(RunSupervisorTest, AnUnreadableResultFailsTheRun) {
+  coordinator_.Says(seconds(1), "result {not json").ExitsAt(seconds(1), 0);
+  for (auto& w : workers_) w->ExitsAt(seconds(1), 0);
+  Supervision outcome = Run();
+  EXPECT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.failure.rfind("unreadable result from the coordinator: ", 0), 0u) << outcome.failure;
+}
+
+TEST_F(RunSupervisorTest, LinksThatStopFollowingTheirTracesStopTheJobAndFailTheRun) {
+  ReportsWhenStopped(coordinator_, milliseconds(300));
+  for (auto& w : workers_) w->ExitsAt(seconds(10), 0);
+  watch_.health = [this]() -> Status {
+    if (coordinator_.Elapsed() < seconds(2)) return Status::Ok();
+    return FailedPreconditionError("the links stopped following their traces: `tc qdisc change` failed");
+  };
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value()) << "the model trained so far is still saved";
+  EXPECT_EQ(outcome.failure, "the links stopped following their traces: `tc qdisc change` failed");
+  EXPECT_FALSE(outcome.interrupted);
+  EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM});
+  EXPECT_NE(err_.str().find("stopping robots"), std::string::npos) << err_.str();
+}
+
+TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) {
+  struct Case {
+    std::optional<int64_t> resumed_from;
+    std::string earlier_model;
+    std::string said;  // empty: nothing
+  } cases[] = {
+      {120, "/out/model.pt", "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"},
+      {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
+      {std::nullopt, "", ""},
+  };
+  for (const auto& c : cases) {
+    SimulatedClock clock;
+    ScriptedAgent coordinator(clock);
+    std::ostringstream err, shown;
+    ProgressDisplay display(shown, false, clock);
+    JobProgress starting, training;
+    training.state = JobState::kTraining;
+    training.resumed_from_iteration = c.resumed_from;
+    coordinator.Says(seconds(3), kResult).ExitsAt(seconds(3), 0);
+    RunWatch watch;
+    int reads = 0;
+    watch.progress = [&]() -> std::optional<std::string> {
+      return EncodeJobProgress(++reads < 3 ? starting : training);  // loading data first
+    };
+    watch.earlier_model = c.earlier_model;
+    RunSupervisor supervisor("robots", coordinator, {}, clock, err);
+    Supervision outcome = supervisor.Run(interrupted_, display, watch);
+    ASSERT_TRUE(outcome.result.has_value());
+    EXPECT_EQ(err.str(), c.said);
+  }
+}
+
+TEST_F(RunSupervisorTest, AnInterruptAsTheJobEndsStillCountsAsOne) {
+  coordinator_.Says(seconds(1), kResult).ExitsAt(seconds(1), 0);
+  workers_[0]->ExitsAt(seconds(1), 0);
+  // Ctrl-C lands while the runner stops the team, after the result.
+  workers_[1]->OnSignal(SIGTERM, [this](ScriptedAgent& self) {
+    interrupted_ = true;
+    self.ExitsAt(self.Elapsed(), 0);
+  });
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_NE(err_.str().find("interrupted: robots had already stopped; its model is saved"), std::string::npos) << err_.str();
+}
+
+}  // namespace
+}  // namespace edgetrain::cli

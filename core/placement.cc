@@ -1,0 +1,30 @@
+#include "core/placement.h"
+
+#include <string>
+
+namespace edgetrain {
+
+StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
+  if (profile && static_cast<int>(profile->nodes.size()) < workers) {
+    return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
+                                " node(s) for " + std::to_string(workers) + " workers");
+  }
+  std::vector<WorkerSlot> slots;
+  for (int rank = 0; rank < workers; ++rank) {
+    WorkerSlot slot;
+    slot.rank = rank;
+    if (profile) {
+      const NodeProfile& node = profile->nodes[static_cast<size_t>(rank)];
+      slot.node = node.name;
+      slot.slowdown = node.slowdown;
+      slot.link = node.link;
+      slot.power = node.power;
+    } else {
+      slot.node = "local-" + std::to_string(rank);
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Classifies scikit-learn's 8x8 digits with a model.pt that `edgetrain run`
+trained, in PyTorch (Debian's python3-torch):
+
+    /usr/bin/python3 load_model.py OUTPUT/model.pt DIGITS.csv.gz
+
+model.pt is a TorchScript archive of the model's parameters, without code:
+torch.jit.load reads it, and named_parameters() gives them under the names of
+LibTorch's nn::Sequential ("1.weight", "1.bias", ...). The same layers, built
+here in the same order, take them with load_state_dict. Pixels are scaled as
+the agents scale them: digits' grey levels 0-16 by 1/16 (Fashion-MNIST's 0-255
+by 1/255).
+"""
+import gzip
+import sys
+
+import torch
+from torch import nn
+
+
+def rebuild(saved):
+    """The nn.Sequential whose layers carry `saved`'s parameters."""
+    weights = sorted((int(name.split(".")[0]), p.shape) for name, p in saved.named_parameters()
+                     if name.endswith(".weight"))
+    convs = [shape for _, shape in weights if len(shape) == 4]
+    linears = [shape for _, shape in weights if len(shape) == 2]
+    layers = []
+    for out_channels, in_channels, _, _ in convs:  # edgetrain's cnn: conv 3x3, ReLU, halve
+        layers += [nn.Conv2d(in_channels, out_channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+    layers.append(nn.Flatten())
+    for i, (out_features, in_features) in enumerate(linears):  # edgetrain's mlp: linear, ReLU, ..., linear
+        layers.append(nn.Linear(in_features, out_features))
+        if i + 1 < len(linears):
+            layers.append(nn.ReLU())
+    net = nn.Sequential(*layers)
+    net.load_state_dict({name: p for name, p in saved.named_parameters()})
+    return net.eval()
+
+
+def main(model_path, digits_path):
+    net = rebuild(torch.jit.load(model_path))
+    rows = [[float(v) for v in line.split(",")] for line in gzip.open(digits_path, "rt") if line.strip()]
+    images = torch.tensor([row[:64] for row in rows]).view(-1, 1, 8, 8) / 16
+    labels = torch.tensor([int(row[64]) for row in rows])
+    with torch.no_grad():
+        predicted = net(images).argmax(1)
+    accuracy = (predicted == labels).float().mean().item()
+    print(f"accuracy {accuracy:.4f} on {len(rows)} digits; first ten: {' '.join(map(str, predicted[:10].tolist()))}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
