@@ -1,5 +1,6 @@
 #include "api/cluster_profile.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -39,6 +40,16 @@ TEST(ClusterProfileTest, ReadsTheShippedProfiles) {
   EXPECT_EQ(mixed->nodes.front().slowdown, 1);
   EXPECT_EQ(mixed->nodes.back().slowdown, 10);
   EXPECT_EQ(mixed->nodes.back().power.idle_watts, 1);
+
+  // The K3s edge site the node emulator registers (its Kubernetes fields are
+  // read by tests/kube; here they only have to be valid).
+  auto site = ParseClusterProfile(ReadFile(dir / "edge-site.yaml"), (dir / "edge-site.yaml").string());
+  ASSERT_TRUE(site.ok()) << site.status().ToString();
+  ASSERT_EQ(site->nodes.size(), 7u);
+  EXPECT_EQ(site->nodes.front().name, "gateway");
+  EXPECT_FALSE(site->nodes.front().link.has_value()) << "the gateway is wired";
+  EXPECT_EQ(std::count_if(site->nodes.begin(), site->nodes.end(), [](const NodeProfile& n) { return n.transient; }), 2);
+  EXPECT_EQ(std::count_if(site->nodes.begin(), site->nodes.end(), [](const NodeProfile& n) { return n.arch == "arm64"; }), 1);
 }
 
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
@@ -49,7 +60,8 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
     const char* error;
   } cases[] = {
       {"  - {name: a, compute: {slowdown: 0.5}}\n", "spec.nodes[0].compute.slowdown: must be >= 1 (got 0.5)"},
-      {"  - {name: a, cpu: 4}\n", "spec.nodes[0].cpu: unknown field"},
+      {"  - {name: a, gpus: 4}\n", "spec.nodes[0].gpus: unknown field"},
+      {"  - {name: a, taints: [{key: k, effect: Sometimes}]}\n", "spec.nodes[0].taints[0].effect: must be one of"},
       {"  - {name: a}\n  - {name: a}\n", "spec.nodes[1]: duplicate entry with name=\"a\""},
       {"  - {name: A_1}\n", "spec.nodes[0].name: must match the pattern"},
       {"  - {name: a, link: {trace: no-such.csv}}\n", "spec.nodes[0].link.trace: cannot read"},
