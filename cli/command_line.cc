@@ -159,8 +159,25 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->option_text("DIR");
   netns_run->add_option("COMMAND", netns.command, "the program and its arguments, after --")->required();
 
+  NodeLinksOptions& node_links = line.node_links;
+  CLI::App* node_links_command = app.add_subcommand(
+      "node-links",
+      "Private, for the node emulator (tests/kube): as root, hold the named nodes' kernel-shaped links, laid out as a "
+      "K3s site, until standard input closes; reads `scale NODE FACTOR` and `show NODE` lines.");
+  node_links_command->add_option("--nodes", node_links.nodes_path, "the cluster profile")
+      ->option_text("PROFILE.yaml")
+      ->required();
+  node_links_command->add_option("--node", node_links.nodes, "a node to give a link (repeated, in order)")
+      ->option_text("NAME")
+      ->required();
+  node_links_command->add_option("--subnet", node_links.subnet, "the links' addresses are 10.S.0.0/16 (default 77)")
+      ->option_text("S")
+      ->check(WholeNumber(1, 254));
+  node_links_command->add_flag("--host-link", node_links.host_link,
+                               "link this namespace (the host) to the hub, with a route to every node's pods");
+
   CLI::App* version_command = app.add_subcommand("version", "Print the version.");
-  for (CLI::App* command : {&app, run_command, validate, partition, evaluate_command, version_command}) {
+  for (CLI::App* command : {&app, run_command, validate, partition, evaluate_command, node_links_command, version_command}) {
     command->allow_extras();
   }
 
@@ -206,6 +223,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                    : command == validate         ? Command::kValidate
                    : command == partition        ? Command::kPartition
                    : command == evaluate_command ? Command::kEvaluate
+                   : command == node_links_command ? Command::kNodeLinks
                                                  : Command::kNetnsRun;
   }
   return line;

@@ -8,17 +8,19 @@
 
 #include "cli/evaluate_command.h"
 #include "cli/netns_run.h"
+#include "cli/node_links_command.h"
 #include "cli/run_options.h"
 
 namespace edgetrain::cli {
 
-enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kVersion };
+enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kNodeLinks, kVersion };
 
 struct CommandLine {
   Command command = Command::kRun;
   RunOptions run;          // run; validate and partition read its manifest_path (and nodes_path)
   bool defaulted = false;  // validate --defaulted
   NetnsRunOptions netns;
+  NodeLinksOptions node_links;
   EvaluateOptions evaluate;
 };
 

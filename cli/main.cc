@@ -7,6 +7,7 @@
 #include "cli/command_line.h"
 #include "cli/local_runner.h"
 #include "cli/netns_run.h"
+#include "cli/node_links_command.h"
 #include "cli/partition_command.h"
 
 namespace {
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
       std::signal(SIGINT, OnSignal);
       std::signal(SIGTERM, OnSignal);
       return RunInNamespaces(line.netns, std::cout, std::cerr, g_interrupted);
+    case Command::kNodeLinks:
+      std::signal(SIGINT, OnSignal);
+      std::signal(SIGTERM, OnSignal);
+      return ServeNodeLinks(line.node_links, STDIN_FILENO, std::cout, std::cerr, g_interrupted);
     case Command::kRun:
       line.run.terminal = ::isatty(STDERR_FILENO);
       std::signal(SIGINT, OnSignal);

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 // tbf has no rate 0: a link that is down in its trace keeps a trickle this thin.
 constexpr double kFloorMbps = 0.01;
-constexpr int kMaxWorkers = 250;  // one 10.77.<rank>.0/30 per worker
+constexpr int kMaxWorkers = 250;  // one 10.<subnet>.<rank>.0/24 per worker
+constexpr int kHostLinkOctet = 254;  // 10.<subnet>.254.0/30: the host link
 constexpr std::chrono::milliseconds kStopCheckEvery{50};
 
 // Runs a command to completion; its stderr becomes the error message.
@@ -78,7 +79,8 @@ struct NetnsLinks::Link {
   std::string dev_addr;
   std::optional<BandwidthTrace> trace;
   mutable std::mutex mu;
-  double mbps = -1;  // current rate, guarded by mu
+  double mbps = -1;     // current rate, -1 while unshaped; guarded by mu
+  double factor = 1;    // the trace's multiplier (a fault's), guarded by mu
 };
 
 std::vector<std::string> NetnsLinks::RemoveStale() {
@@ -98,31 +100,36 @@ std::vector<std::string> NetnsLinks::RemoveStale() {
   return removed;
 }
 
-StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots, Clock& clock) {
+StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots, Clock& clock,
+                                                          NetnsLayout layout) {
   if (::geteuid() != 0) return FailedPreconditionError("--links netns needs root (network namespaces and tc)");
   if (slots.size() > static_cast<size_t>(kMaxWorkers)) {
     return InvalidArgumentError("--links netns emulates at most " + std::to_string(kMaxWorkers) + " workers");
   }
+  if (layout.subnet < 1 || layout.subnet > 254) return InvalidArgumentError("the links' subnet is 10.1-254.0.0/16");
   std::unique_ptr<NetnsLinks> links(new NetnsLinks(clock));
-  if (Status built = links->Build(slots); !built.ok()) return built;  // the destructor removes what was made
+  if (Status built = links->Build(slots, layout); !built.ok()) return built;  // the destructor removes what was made
   return links;
 }
 
-Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots) {
+Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsLayout& layout) {
   prefix_ = "et" + std::to_string(::getpid());
   hub_ = prefix_ + "-hub";
   EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "add", hub_}));
   EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", "lo", "up"}));
   // The hub forwards between workers, as an access point does.
   EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "exec", hub_, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
+  // First, so that an emulator whose subnet the host already routes fails at once.
+  if (layout.host_link) EDGETRAIN_RETURN_IF_ERROR(BuildHostLink(layout));
+  const std::string net = "10." + std::to_string(layout.subnet) + ".";
   for (size_t rank = 0; rank < slots.size(); ++rank) {
     auto link = std::make_unique<Link>();
     const std::string r = std::to_string(rank);
     link->ns = prefix_ + "-w" + r;
     link->hub_if = prefix_ + "h" + r;
     link->dev_if = prefix_ + "d" + r;
-    link->hub_addr = "10.77." + r + ".1";
-    link->dev_addr = "10.77." + r + ".2";
+    link->hub_addr = net + r + ".1";
+    link->dev_addr = net + r + ".2";
     if (slots[rank].link) {
       const LinkSpec& spec = *slots[rank].link;
       EDGETRAIN_ASSIGN_OR_RETURN(std::string text, agent::ReadWholeFile(spec.trace_path));
@@ -140,15 +147,47 @@ Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots) {
     EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "addr", "add", l.dev_addr + "/30", "dev", l.dev_if}));
     EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "link", "set", l.dev_if, "up"}));
     EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "route", "add", "default", "via", l.hub_addr}));
+    // Addresses added in the worker's namespace (the node emulator's pods) are
+    // reached through its link, as a node's pod range is.
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "route", "add", net + r + ".0/24", "via", l.dev_addr}));
     if (l.trace) {
-      const double mbps = l.trace->MbpsAt(0);
-      for (const auto& [ns, dev] : {std::pair{l.ns, l.dev_if}, std::pair{hub_, l.hub_if}}) {
-        EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-                                              "rate", Rate(mbps), "burst", Burst(mbps), "latency", "50ms"}));
-      }
-      links_.back()->mbps = mbps;
+      std::lock_guard lock(links_.back()->mu);
+      EDGETRAIN_RETURN_IF_ERROR(SetRate(*links_.back(), l.trace->MbpsAt(0)));
     }
   }
+  return Status::Ok();
+}
+
+Status NetnsLinks::BuildHostLink(const NetnsLayout& layout) {
+  const std::string net = "10." + std::to_string(layout.subnet) + ".";
+  const std::string hub_end = prefix_ + "hu";
+  const std::string hub_addr = net + std::to_string(kHostLinkOctet) + ".2";
+  host_if_ = prefix_ + "u";
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "link", "add", host_if_, "type", "veth", "peer", "name", hub_end, "netns", hub_}));
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "addr", "add", net + std::to_string(kHostLinkOctet) + ".1/30", "dev", host_if_}));
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "link", "set", host_if_, "up"}));
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "addr", "add", hub_addr + "/30", "dev", hub_end}));
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", hub_end, "up"}));
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "route", "add", "default", "via", net + std::to_string(kHostLinkOctet) + ".1"}));
+  // Fails with "File exists" when another emulator holds the subnet.
+  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "route", "add", net + "0.0/16", "via", hub_addr}));
+  host_addr_ = net + std::to_string(kHostLinkOctet) + ".1";
+  return Status::Ok();
+}
+
+Status NetnsLinks::SetRate(Link& l, std::optional<double> mbps) {
+  if (mbps ? l.mbps == *mbps : l.mbps < 0) return Status::Ok();
+  for (const auto& [ns, dev] : {std::pair{l.ns, l.dev_if}, std::pair{hub_, l.hub_if}}) {
+    std::vector<std::string> tc = {"ip", "netns", "exec", ns, "tc", "qdisc"};
+    if (!mbps) {
+      tc.insert(tc.end(), {"del", "dev", dev, "root"});
+    } else {
+      tc.insert(tc.end(), {l.mbps < 0 ? "add" : "change", "dev", dev, "root", "tbf", "rate", Rate(*mbps), "burst",
+                           Burst(*mbps), "latency", "50ms"});
+    }
+    EDGETRAIN_RETURN_IF_ERROR(RunCommand(tc));
+  }
+  l.mbps = mbps.value_or(-1);
   return Status::Ok();
 }
 
@@ -163,8 +202,30 @@ NetnsLinks::~NetnsLinks() {
 }
 
 void NetnsLinks::StartShaping() {
+  start_ = clock_.Now();
   shaper_ = std::thread([this] { Shape(); });
 }
+
+std::optional<double> NetnsLinks::WantedMbps(const Link& l, double t) {
+  if (l.trace) return l.trace->MbpsAt(t) * l.factor;
+  if (l.factor != 1) return 0.0;  // a cut wired link: the trickle of a trace at 0
+  return std::nullopt;
+}
+
+Status NetnsLinks::SetScale(int rank, double factor) {
+  if (rank < 0 || rank >= static_cast<int>(links_.size())) return InvalidArgumentError("no link " + std::to_string(rank));
+  Link& l = *links_[rank];
+  if (factor < 0) return InvalidArgumentError("a link's scale is >= 0");
+  if (!l.trace && factor != 0 && factor != 1) {
+    return FailedPreconditionError("an unshaped link can be cut (0) and restored (1), not rescaled");
+  }
+  std::lock_guard lock(l.mu);
+  l.factor = factor;
+  // Now, not at the shaper's next step, so that the caller knows it took.
+  return SetRate(l, WantedMbps(l, ToSeconds(clock_.Now() - start_)));
+}
+
+std::string NetnsLinks::HostAddress() const { return host_addr_; }
 
 Status NetnsLinks::health() const {
   std::lock_guard lock(health_mu_);
@@ -172,26 +233,18 @@ Status NetnsLinks::health() const {
 }
 
 void NetnsLinks::Shape() {
-  const TimePoint start = clock_.Now();
+  const TimePoint start = start_;
   while (!stop_.load()) {
     const double t = ToSeconds(clock_.Now() - start);
     double next = t + 1.0;
     for (const auto& l : links_) {
-      if (!l->trace) continue;
-      const auto segment = l->trace->SegmentAt(t);
-      next = std::min(next, segment.until);
+      if (l->trace) next = std::min(next, l->trace->SegmentAt(t).until);
       std::lock_guard lock(l->mu);
-      if (segment.mbps == l->mbps) continue;
-      for (const auto& [ns, dev] : {std::pair{l->ns, l->dev_if}, std::pair{hub_, l->hub_if}}) {
-        Status changed = RunCommand({"ip", "netns", "exec", ns, "tc", "qdisc", "change", "dev", dev, "root", "tbf",
-                                     "rate", Rate(segment.mbps), "burst", Burst(segment.mbps), "latency", "50ms"});
-        if (!changed.ok()) {
-          std::lock_guard health_lock(health_mu_);
-          health_ = changed.WithContext("the links stopped following their traces");
-          return;
-        }
+      if (Status changed = SetRate(*l, WantedMbps(*l, t)); !changed.ok()) {
+        std::lock_guard health_lock(health_mu_);
+        health_ = changed.WithContext("the links stopped following their traces");
+        return;
       }
-      l->mbps = segment.mbps;
     }
     // Sleep to the next change in any trace, waking often enough to stop promptly.
     const TimePoint wake = start + FromSeconds(next);

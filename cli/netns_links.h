@@ -11,6 +11,11 @@
 // Namespaces are named after the runner's pid; they, and with them the veths and
 // qdiscs, are removed when this object goes; a runner killed without warning
 // leaves them to the next one, which removes them (RemoveStale).
+//
+// The node emulator (tests/kube, through `edgetrain node-links`) lays the same
+// links out for a K3s site: each node is a worker namespace, its pods hold
+// addresses in the worker's /24, which the hub routes to it, and a host link
+// lets the host (the API server, the operator) reach every pod.
 
 #include <atomic>
 #include <memory>
@@ -27,11 +32,24 @@
 
 namespace edgetrain::cli {
 
+// Where the links' addresses come from. Worker r's link is 10.<subnet>.r.0/30
+// (the hub .1, the worker .2) and the hub routes all of 10.<subnet>.r.0/24 to
+// the worker. Namespaces are private, so runners may share a subnet; a host
+// link is not, so emulators that run at once need subnets of their own.
+struct NetnsLayout {
+  int subnet = 77;
+  // A veth from the calling namespace (the host) to the hub, 10.<subnet>.254.1
+  // on the host's end, with a route to 10.<subnet>.0.0/16 through it; the hub's
+  // default route points back.
+  bool host_link = false;
+};
+
 class NetnsLinks {
  public:
   // One namespace per slot; a slot without a link gets an unshaped one. The
   // rates follow the traces on `clock`.
-  static StatusOr<std::unique_ptr<NetnsLinks>> Create(const std::vector<WorkerSlot>& slots, Clock& clock);
+  static StatusOr<std::unique_ptr<NetnsLinks>> Create(const std::vector<WorkerSlot>& slots, Clock& clock,
+                                                      NetnsLayout layout = {});
   ~NetnsLinks();
   NetnsLinks(const NetnsLinks&) = delete;
   NetnsLinks& operator=(const NetnsLinks&) = delete;
@@ -58,7 +76,15 @@ class NetnsLinks {
   template <typename Fn>
   auto InHubThread(Fn fn) const -> std::optional<decltype(fn())>;
 
-  // The rate each direction of worker `rank`'s link is set to now, Mbit/s.
+  // Multiplies worker `rank`'s trace by `factor` from now on (a fault: 0 cuts
+  // the link down to the trickle of a trace at 0, 1 restores it). A link
+  // without a trace can only be cut and restored.
+  Status SetScale(int rank, double factor);
+  // The host's address on the host link ("" without one).
+  std::string HostAddress() const;
+
+  // The rate each direction of worker `rank`'s link is set to now, Mbit/s;
+  // -1 while it is unshaped.
   double UplinkMbps(int rank) const;
   double DownlinkMbps(int rank) const;
   // Namespaces this run created, for tests.
@@ -70,8 +96,13 @@ class NetnsLinks {
  private:
   struct Link;
   explicit NetnsLinks(Clock& clock);
-  Status Build(const std::vector<WorkerSlot>& slots);
+  Status Build(const std::vector<WorkerSlot>& slots, const NetnsLayout& layout);
+  Status BuildHostLink(const NetnsLayout& layout);
   void Shape();
+  // Puts link `l`'s qdiscs at `mbps` (nullopt: none, unshaped).
+  Status SetRate(Link& l, std::optional<double> mbps);
+  // What link `l` should carry `t` seconds into its trace (nullopt: unshaped).
+  static std::optional<double> WantedMbps(const Link& l, double t);
   bool EnterHub() const;
 
   Clock& clock_;
@@ -80,6 +111,9 @@ class NetnsLinks {
   std::vector<std::unique_ptr<Link>> links_;
   std::thread shaper_;
   std::atomic<bool> stop_{false};
+  TimePoint start_{};      // the traces' time 0
+  std::string host_if_;    // the host's end of the host link, if any
+  std::string host_addr_;
   mutable std::mutex health_mu_;
   Status health_;  // guarded by health_mu_
 };

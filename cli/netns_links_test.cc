@@ -3,6 +3,7 @@
 // they skip).
 #include "cli/netns_links.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +93,83 @@ TEST_F(NetnsLinksTest, RatesFollowTheTrace) {
     }
     EXPECT_EQ((*links)->UplinkMbps(0), want);
   }
+}
+
+// What the node emulator builds on: the host reaches an address added in a
+// worker's namespace (a pod's) through the host link, and faults rescale, cut
+// and restore a link at once.
+TEST_F(NetnsLinksTest, TheNodeEmulatorsLayoutRoutesPodsToTheHostAndTakesFaults) {
+  auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,20\n"), {1, "wired", 1, std::nullopt, {}}}, clock_,
+                                  {.subnet = 211, .host_link = true});
+  ASSERT_TRUE(links.ok()) << links.status().ToString();
+  EXPECT_EQ((*links)->HostAddress(), "10.211.254.1");
+  EXPECT_EQ((*links)->WorkerAddress(1), "10.211.1.2");
+  const std::string pod = "10.211.1.17";
+  ASSERT_EQ(std::system(("ip -n " + (*links)->WorkerNamespace(1) + " addr add " + pod + "/32 dev lo").c_str()), 0);
+  auto server = ChildProcess::Spawn(
+      (*links)->InWorker(1, {"/usr/bin/python3", "-c",
+                             "import socket\ns=socket.socket(); s.bind(('" + pod + "', 5078)); s.listen(1)\n"
+                             "print('ready', flush=True); c,_=s.accept(); c.sendall(c.recv(100).upper())"}),
+      (dir_ / "server.log").string());
+  ASSERT_TRUE(server.ok());
+  ASSERT_EQ(server->ReadLine(seconds(10)), "ready");
+  auto client = ChildProcess::Spawn({"/usr/bin/python3", "-c",
+                                     "import socket\ns=socket.create_connection(('" + pod + "', 5078), timeout=5)\n"
+                                     "s.sendall(b'pod'); print(s.recv(100).decode())"},
+                                    (dir_ / "client.log").string());
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ(client->ReadLine(seconds(10)), "POD") << "the host reached a pod's address";
+  EXPECT_EQ(client->Wait(seconds(10)), 0);
+
+  (*links)->StartShaping();
+  ASSERT_TRUE((*links)->SetScale(0, 0.5).ok());
+  EXPECT_EQ((*links)->UplinkMbps(0), 10);
+  ASSERT_TRUE((*links)->SetScale(0, 0).ok());
+  EXPECT_EQ((*links)->UplinkMbps(0), 0) << "cut";
+  EXPECT_EQ((*links)->UplinkMbps(1), -1) << "wired: unshaped";
+  ASSERT_TRUE((*links)->SetScale(1, 0).ok());
+  EXPECT_EQ((*links)->UplinkMbps(1), 0) << "a wired link cut";
+  ASSERT_TRUE((*links)->SetScale(1, 1).ok());
+  EXPECT_EQ((*links)->UplinkMbps(1), -1) << "restored: unshaped again";
+  EXPECT_FALSE((*links)->SetScale(1, 0.5).ok()) << "nothing to rescale";
+  EXPECT_TRUE((*links)->health().ok()) << (*links)->health().ToString();
+
+  auto again = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,20\n")}, clock_, {.subnet = 211, .host_link = true});
+  EXPECT_FALSE(again.ok()) << "a second emulator cannot route the same subnet";
+}
+
+TEST_F(NetnsLinksTest, NodeLinksHoldsTheLinksUntilItsInputCloses) {
+  std::ofstream(dir_ / "trace.csv") << "seconds,mbps\n0,40\n";
+  std::ofstream(dir_ / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                        "metadata: {name: site}\nspec:\n  nodes:\n"
+                                        "    - {name: gw}\n    - {name: robot, link: {trace: trace.csv}}\n";
+  // Its commands come through a FIFO, as from the emulator's pipe.
+  const fs::path fifo = dir_ / "commands";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto links = ChildProcess::Spawn({"/bin/sh", "-c", "exec \"$0\" \"$@\" <" + fifo.string(),
+                                    std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain", "node-links", "--nodes",
+                                    (dir_ / "nodes.yaml").string(), "--node", "robot", "--node", "gw", "--subnet",
+                                    "212", "--host-link"},
+                                   (dir_ / "stderr.log").string());
+  ASSERT_TRUE(links.ok()) << links.status().ToString();
+  std::ofstream commands(fifo);
+  const std::string ns = "et" + std::to_string(links->pid()) + "-w0";
+  EXPECT_EQ(links->ReadLine(seconds(30)), "node robot namespace=" + ns + " address=10.212.0.2 gateway=10.212.0.1 pods=10.212.0.0/24");
+  EXPECT_EQ(links->ReadLine(seconds(5)), "node gw namespace=et" + std::to_string(links->pid()) +
+                                             "-w1 address=10.212.1.2 gateway=10.212.1.1 pods=10.212.1.0/24");
+  EXPECT_EQ(links->ReadLine(seconds(5)), "host address=10.212.254.1");
+  EXPECT_EQ(links->ReadLine(seconds(5)), "ready");
+  EXPECT_TRUE(NamespaceExists(ns));
+  for (const auto& [command, answer] : std::vector<std::pair<std::string, std::string>>{
+           {"show robot", "ok mbps=40"}, {"scale robot 0.25", "ok"}, {"show robot", "ok mbps=10"},
+           {"show gw", "ok unshaped"}, {"scale gw 2", "error: an unshaped link can be cut (0) and restored (1), not rescaled"},
+           {"scale nobody 1", "error: no node \"nobody\""}}) {
+    commands << command << std::endl;
+    EXPECT_EQ(links->ReadLine(seconds(10)), answer) << command;
+  }
+  commands.close();
+  EXPECT_EQ(links->Wait(seconds(30)), 0);
+  EXPECT_FALSE(NamespaceExists(ns)) << "removed when its input closed";
 }
 
 TEST_F(NetnsLinksTest, RemovesNamespacesLeftByAKilledRunner) {
