@@ -23,8 +23,9 @@ def _openssl(*args, cwd):
                    stderr=subprocess.PIPE)
 
 
-def make_certificates(workdir):
-    """Creates ca.crt/ca.key and server.crt/server.key in workdir; returns the paths."""
+def make_certificates(workdir, extra_sans=()):
+    """Creates ca.crt/ca.key and server.crt/server.key in workdir; returns the paths.
+    `extra_sans` (e.g. "IP:10.100.254.1") name further addresses it serves on."""
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "7",
              "-subj", "/CN=edgetrain-standin-ca",
@@ -36,7 +37,7 @@ def make_certificates(workdir):
         f.write("basicConstraints=CA:FALSE\n"
                 "keyUsage=critical,digitalSignature,keyEncipherment\n"
                 "extendedKeyUsage=serverAuth\n"
-                f"subjectAltName={','.join(SERVER_SANS)}\n")
+                f"subjectAltName={','.join(SERVER_SANS + tuple(extra_sans))}\n")
     _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
              "-CAcreateserial", "-out", "server.crt", "-days", "7", "-extfile", "server.ext",
              cwd=workdir)

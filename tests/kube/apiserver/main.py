@@ -7,7 +7,10 @@ and removes its temporary files.
 """
 
 import argparse
+import fcntl
+import glob
 import json
+import os
 import shutil
 import signal
 import sys
@@ -39,18 +42,66 @@ def parse_args(argv):
     p.add_argument("--port", type=int, default=0, help="0 (the default): chosen by the OS")
     p.add_argument("--history", type=int, default=20000,
                    help="watch events kept; watches from older revisions get 410")
-    p.add_argument("--nodes", help="cluster profile for the node emulator (not available "
-                   "yet: the node emulator is a later piece of work)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
-    return p.parse_args(argv)
+    n = p.add_argument_group("node emulator", "a K3s site's nodes, run here (tests/kube/README.md)")
+    n.add_argument("--nodes", metavar="PROFILE.yaml", help="register and run the nodes of this "
+                   "cluster profile (docs/cluster-profiles.md)")
+    n.add_argument("--pod-network", choices=("netns", "loopback"),
+                   default="netns" if os.geteuid() == 0 else "loopback",
+                   help="netns (as root, the default then): each node a network namespace with "
+                   "kernel-shaped links; loopback: pods on 127.x addresses")
+    n.add_argument("--images", default=os.path.join(KUBE_DIR, "images.yaml"),
+                   help="the image table (default tests/kube/images.yaml)")
+    n.add_argument("--build-dir", default=os.path.join(REPO_ROOT, "build"),
+                   help="where the images' programs are built (default: the repo's build/)")
+    n.add_argument("--data-dir", default=os.environ.get("EDGETRAIN_DATA_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "edgetrain",
+        "datasets"), help="the data sets the edgetrain images carry")
+    n.add_argument("--edgetrain", help="the edgetrain binary whose node-links makes the "
+                   "kernel's links (default BUILD/bin/edgetrain)")
+    n.add_argument("--heartbeat", type=float, default=10.0, metavar="S",
+                   help="kubelets renew their leases every S seconds (10)")
+    n.add_argument("--node-monitor-grace", type=float, default=40.0, metavar="S",
+                   help="a node whose lease is older is NotReady (40)")
+    n.add_argument("--default-toleration-seconds", type=int, default=300, metavar="S",
+                   help="how long pods tolerate not-ready and unreachable nodes by default (300)")
+    n.add_argument("--backoff", type=float, default=10.0, metavar="S",
+                   help="the first restart back-off; it doubles (10)")
+    n.add_argument("--backoff-max", type=float, default=300.0, metavar="S",
+                   help="the longest restart back-off (300)")
+    n.add_argument("--resync", type=float, default=1.0, metavar="S",
+                   help="controllers look again at what only time changes every S seconds (1)")
+    args = p.parse_args(argv)
+    if args.edgetrain is None:
+        args.edgetrain = os.path.join(args.build_dir, "bin", "edgetrain")
+    return args
+
+
+KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(KUBE_DIR))
+
+
+def hold_workdir():
+    """A temporary folder held by a lock for this process's life. Folders whose lock
+    nobody holds were left by a stand-in that was killed: removed, and said so."""
+    for old in glob.glob(os.path.join(tempfile.gettempdir(), "kube-standin-*")):
+        try:
+            with open(os.path.join(old, "lock"), "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(old, ignore_errors=True)
+                print(f"standin: removed {old}, left by a stand-in that was killed",
+                      file=sys.stderr)
+        except OSError:
+            pass  # held (in use), or no lock in it (not ours to judge)
+    workdir = tempfile.mkdtemp(prefix="kube-standin-")
+    lock = open(os.path.join(workdir, "lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return workdir, lock
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.nodes:
-        print("standin: --nodes is not implemented yet (node emulator pending)", file=sys.stderr)
-        return 2
-    workdir = tempfile.mkdtemp(prefix="kube-standin-")
+    workdir, _lock = hold_workdir()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -66,9 +117,32 @@ def main(argv=None):
     for ns in INITIAL_NAMESPACES:
         api.create(ns_rt, "", json.dumps({"metadata": {"name": ns}}).encode(), {})
 
+    cluster = None
+    if args.nodes:
+        from nodes.cluster import EmulatedCluster
+        from nodes.timings import Timings
+        timings = Timings(heartbeat=args.heartbeat, node_monitor_grace=args.node_monitor_grace,
+                          default_toleration=args.default_toleration_seconds,
+                          backoff_base=args.backoff, backoff_max=args.backoff_max,
+                          resync=args.resync)
+        token_for_pods = args.token or (credentials.new_token() if args.tls else None)
+        args.token = token_for_pods
+        try:
+            cluster = EmulatedCluster(api, args, timings, os.path.join(workdir, "nodes"))
+        except Exception as e:  # the profile, the image table, the links
+            print(f"standin: --nodes: {e}", file=sys.stderr)
+            shutil.rmtree(workdir, ignore_errors=True)
+            cel.close()
+            return 2
+        from .admission import default_toleration_seconds, service_account
+        api.graceful_pod_deletion = True
+        api.admission = [default_toleration_seconds(timings.default_toleration),
+                         service_account(store, registry)]
+
     tls_context, ca_pem, token = None, None, args.token
     if args.tls:
-        certs = credentials.make_certificates(workdir)
+        extra = [f"IP:{cluster.network.host_address}"] if cluster is not None else []
+        certs = credentials.make_certificates(workdir, extra)
         tls_context = credentials.server_context(certs)
         with open(certs["ca.crt"], "rb") as f:
             ca_pem = f.read()
@@ -77,14 +151,24 @@ def main(argv=None):
     from .hooks import HookState
     hooks = HookState()
     httpd = StandinHTTPServer((args.host, args.port), api, hooks, tls_context, token,
-                              args.verbose)
+                              args.verbose, cluster)
     host, port = httpd.server_address[:2]
     url = f"{'https' if args.tls else 'http'}://{host}:{port}"
     controllers = ClusterControllers(api, store, registry)
     controllers.start()
-    serving = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                               name="http-accept", daemon=True)
-    serving.start()
+    servers = [httpd]
+    for_pods = (host, port)
+    if cluster is not None and cluster.network.host_address not in (None, host):
+        # Pods in the nodes' namespaces reach the API server on the host link's address.
+        pod_side = StandinHTTPServer((cluster.network.host_address, port), api, hooks,
+                                     tls_context, token, args.verbose, cluster)
+        servers.append(pod_side)
+        for_pods = (cluster.network.host_address, port)
+    for s in servers:
+        threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.2},
+                         name="http-accept", daemon=True).start()
+    if cluster is not None:
+        cluster.start(for_pods, ca_pem)
 
     credentials.write_kubeconfig(args.kubeconfig, url, ca_pem, token)
     if args.serviceaccount_dir:
@@ -93,10 +177,14 @@ def main(argv=None):
     print("ready", flush=True)
 
     stop.wait()
-    httpd.closing.set()
+    if cluster is not None:
+        cluster.stop()  # every pod's processes, the links and namespaces, the DNS
+    for s in servers:
+        s.closing.set()
     store.end_all_watches()
-    httpd.shutdown()
-    httpd.server_close()
+    for s in servers:
+        s.shutdown()
+        s.server_close()
     controllers.stop()
     cel.close()
     shutil.rmtree(workdir, ignore_errors=True)

@@ -81,6 +81,11 @@ class Api:
         self.registry = registry
         self.cel = cel
         self.ns_rt = registry.lookup("", "v1", "namespaces")
+        # With the node emulator (--nodes): a pod bound to a node is deleted gracefully
+        # (its kubelet stops it, then deletes it for good), and admission plugins run on
+        # every create (apiserver/admission.py).
+        self.graceful_pod_deletion = False
+        self.admission = []
         self.crd_rt = registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 
     # -- helpers -----------------------------------------------------------------------
@@ -217,6 +222,8 @@ class Api:
             md.pop("generation", None)
         strategy_for(rt).defaults(obj)
         strategy_for(rt).prepare_create(obj)
+        for plugin in self.admission:
+            plugin(rt, obj)
         cr = None
         if rt.key == self.crd_rt.key:
             crds.default_crd(obj)
@@ -400,8 +407,18 @@ class Api:
             policy = "Orphan"
         dry_run = "All" in (options.get("dryRun") or params.get("dryRun", []))
         pre = options.get("preconditions") or {}
+        grace = options.get("gracePeriodSeconds")
+        if grace is None and params.get("gracePeriodSeconds"):
+            grace = int(params["gracePeriodSeconds"][-1])
         for _attempt in range(20):
             cur = self.get(rt, ns, name)
+            if self.graceful_pod_deletion and rt.key == ("", "pods") and not dry_run and \
+                    (not pre.get("uid") or pre["uid"] == cur.obj["metadata"].get("uid")):
+                graceful = self._delete_pod_gracefully(rt, cur, grace)
+                if graceful is Conflict:
+                    continue
+                if graceful is not None:
+                    return 200, self.to_version(graceful, rt)
             obj = copy.deepcopy(cur.obj)
             md = obj["metadata"]
             if pre.get("uid") and pre["uid"] != md.get("uid"):
@@ -449,6 +466,33 @@ class Api:
                 details["group"] = rt.group
             return 200, errors.success_status(details)
         raise errors.conflict(rt, name)
+
+    def _delete_pod_gracefully(self, rt, cur, grace):
+        """A pod running on a node gets deletionTimestamp = now + grace and stays until its
+        kubelet has stopped it and deletes it with grace 0; a grace of 0 (a force delete),
+        or a pod no kubelet runs (unbound, or finished), goes the ordinary way (None).
+        A second delete may only shorten the grace."""
+        pod = cur.obj
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in \
+                ("Succeeded", "Failed"):
+            return None
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        if grace <= 0:
+            return None
+        old = md.get("deletionGracePeriodSeconds")
+        if md.get("deletionTimestamp") and old is not None and old <= grace:
+            return pod
+        obj = copy.deepcopy(pod)
+        obj["metadata"]["deletionTimestamp"] = datetime.fromtimestamp(
+            datetime.now(timezone.utc).timestamp() + grace, timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        obj["metadata"]["deletionGracePeriodSeconds"] = grace
+        try:
+            return self.store.replace(rt.key, obj, cur.rv)
+        except (Conflict, Missing):
+            return Conflict
 
     def delete_collection(self, rt, ns, body, params):
         items, _ = self.list(rt, ns, params)[:2]

@@ -33,9 +33,11 @@ class StandinHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address, api, hooks, tls_context=None, token=None, verbose=False):
+    def __init__(self, address, api, hooks, tls_context=None, token=None, verbose=False,
+                 nodes=None):
         self.api = api
         self.hooks = hooks
+        self.nodes = nodes  # the node emulator (nodes/cluster.py), with --nodes
         self.tls_context = tls_context
         self.token = token
         self.verbose = verbose
@@ -206,10 +208,10 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise _no_route()
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) == 3 else None
-        if sub not in (None, "status", "finalize", "binding") or \
+        if sub not in (None, "status", "finalize", "binding", "log") or \
                 (sub == "status" and not rt.status_subresource) or \
                 (sub == "finalize" and rt.key != ("", "namespaces")) or \
-                (sub == "binding" and rt.key != ("", "pods")):
+                (sub in ("binding", "log") and rt.key != ("", "pods")):
             raise _no_route()
         if rt.namespaced and name is not None and ns is None:
             raise _no_route()
@@ -239,6 +241,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             if obj is s.obj:
                 return self._send(200, s.raw)
             return self._send(200, obj)
+        if method == "GET" and sub == "log":
+            return self._pod_log(api.get(rt, ns, name).obj, params)
         if method == "PUT" and sub == "finalize":
             return self._send(200, api.finalize_namespace(name, body))
         if method == "POST" and sub == "binding":
@@ -254,6 +258,52 @@ class RequestHandler(BaseHTTPRequestHandler):
             code, obj = api.delete(rt, ns, name, body, params)
             return self._send(code, obj)
         raise errors.method_not_allowed()
+
+    def _pod_log(self, pod, params):
+        """GET pods/<name>/log: what the pod's kubelet kept of a container's output; with
+        follow=true, streamed until the container ends, as `kubectl logs -f` expects."""
+        arg = lambda k: params.get(k, [""])[-1]  # noqa: E731
+        if self.server.nodes is None:
+            raise errors.bad_request(f'pod {pod["metadata"]["name"]} does not have a host '
+                                     f'assigned (the node emulator runs with --nodes)')
+        source, why = self.server.nodes.log_source(pod, arg("container") or None,
+                                                   arg("previous") == "true")
+        if source is None:
+            raise errors.bad_request(why)
+        path, running = source
+        with open(path, "rb") as f:
+            data = f.read()
+        if arg("tailLines"):
+            lines = data.splitlines(keepends=True)
+            n = int(arg("tailLines"))
+            data = b"".join(lines[-n:]) if n > 0 else b""
+        if arg("limitBytes"):
+            data = data[:int(arg("limitBytes"))]
+        if arg("follow") != "true":
+            return self._send(200, data, "text/plain")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                while not self.server.closing.is_set():
+                    more = f.read()
+                    if more:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(more), more))
+                        self.wfile.flush()
+                    elif not running() or self._client_gone():
+                        break
+                    else:
+                        time.sleep(0.05)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            self.close_connection = True
 
     def _list(self, rt, ns, params, accept):
         api = self.server.api
@@ -407,6 +457,12 @@ class RequestHandler(BaseHTTPRequestHandler):
         hooks, store, api = self.server.hooks, self.server.api.store, self.server.api
         name = path[len("/_standin/"):].strip("/")
         arg = lambda k, d: params.get(k, [d])[-1]  # noqa: E731
+        if name == "nodes" or name.startswith("nodes/"):
+            if self.server.nodes is None:
+                raise ApiError(404, "NotFound", "no node emulator (start with --nodes)")
+            code, body = self.server.nodes.faults.handle(method, name.split("/")[1:],
+                                                         {k: v[-1] for k, v in params.items()})
+            return self._send(code, body)
         if method == "POST" and name == "compact":
             store.compact()
         elif method == "POST" and name == "drop-watches":

@@ -1,0 +1,67 @@
+"""Admission plugins a kube-apiserver runs on every pod create by default, which the node
+emulator's pods rely on (enabled with --nodes; see tests/kube/README.md):
+
+- DefaultTolerationSeconds: every pod tolerates node.kubernetes.io/not-ready and
+  node.kubernetes.io/unreachable (NoExecute) for --default-toleration-seconds (300),
+  unless it says otherwise; the node lifecycle controller evicts it after that.
+- ServiceAccount: spec.serviceAccountName defaults to `default`, and unless
+  automountServiceAccountToken is false (on the pod or its ServiceAccount) every
+  container mounts a projected `kube-api-access-*` volume at
+  /var/run/secrets/kubernetes.io/serviceaccount: token, ca.crt (from the namespace's
+  kube-root-ca.crt ConfigMap) and namespace.
+"""
+
+import random
+import string
+
+SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def default_toleration_seconds(seconds):
+    def admit(rt, pod):
+        if rt.key != ("", "pods"):
+            return
+        tolerations = pod.setdefault("spec", {}).setdefault("tolerations", [])
+        for key in (NOT_READY, UNREACHABLE):
+            if any((t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+                   and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
+                continue
+            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": seconds})
+    return admit
+
+
+def service_account(store, registry):
+    sa_key = registry.lookup("", "v1", "serviceaccounts").key
+
+    def admit(rt, pod):
+        if rt.key != ("", "pods"):
+            return
+        spec = pod.setdefault("spec", {})
+        name = spec.setdefault("serviceAccountName", "default")
+        spec.setdefault("serviceAccount", name)
+        automount = spec.get("automountServiceAccountToken")
+        if automount is None:
+            sa = store.get(sa_key, pod["metadata"].get("namespace", ""), name)
+            automount = (sa.obj.get("automountServiceAccountToken") if sa else None) is not False
+        if not automount:
+            return
+        containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+        if any(m.get("mountPath") == SA_MOUNT for c in containers
+               for m in c.get("volumeMounts") or []):
+            return
+        volume = "kube-api-access-" + "".join(random.choice(string.ascii_lowercase + string.digits)
+                                              for _ in range(5))
+        spec.setdefault("volumes", []).append({"name": volume, "projected": {
+            "defaultMode": 0o644,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                    "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}})
+        for c in containers:
+            c.setdefault("volumeMounts", []).append({"name": volume, "readOnly": True,
+                                                     "mountPath": SA_MOUNT})
+    return admit

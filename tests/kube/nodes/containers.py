@@ -1,0 +1,140 @@
+"""One container of a pod as its kubelet tracks it: the process the runtime started, its
+state as containerStatuses reports it (waiting, running, terminated, and the last one),
+its restarts with back-off, its readiness, and its log files."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from .client import now_rfc3339
+from .probes import Prober
+
+SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "container_shim.py")
+
+
+class Container:
+    def __init__(self, spec, folder, restart_count, timings):
+        self.spec, self.name = spec, spec["name"]
+        self.folder = folder
+        self.restart_count = restart_count
+        self.timings = timings
+        self.proc = None
+        self.state = {"waiting": {"reason": "ContainerCreating"}}
+        self.last_state = {}
+        self.started_at = None   # monotonic, of the running process
+        self.prober = None
+        self.backoff = 0.0       # the current back-off delay
+        self.next_start = 0.0    # monotonic: not before this
+        self.done = False        # will not run again (restartPolicy)
+        self.runs = 0            # processes started in this kubelet's life
+
+    # -- logs -----------------------------------------------------------------------------
+
+    def log_path(self, restart=None):
+        n = self.restart_count if restart is None else restart
+        return os.path.join(self.folder, "logs", self.name, f"{n}.log")
+
+    # -- running ----------------------------------------------------------------------------
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, shim_spec, kubelet_pid):
+        """Starts the container through the shim; returns None, or the start error."""
+        if self.runs:
+            self.restart_count += 1
+        self.runs += 1
+        os.makedirs(os.path.dirname(self.log_path()), exist_ok=True)
+        spec_path = os.path.join(self.folder, f"{self.name}.spec.json")
+        with open(spec_path, "w") as f:
+            json.dump(shim_spec, f)
+        for d in ("rootfs", "layers"):
+            os.makedirs(shim_spec[d], exist_ok=True)
+        read_end, write_end = os.pipe()
+        log = open(self.log_path(), "ab")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-S", SHIM, spec_path, str(write_end)], stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, pass_fds=[write_end], start_new_session=True)
+        finally:
+            log.close()
+            os.close(write_end)
+        error = b""
+        with os.fdopen(read_end, "rb") as r:  # EOF once the program is exec'd
+            error = r.read()
+        self.started_at = time.monotonic()
+        started = now_rfc3339()
+        if error:
+            self.proc.wait()
+            self.proc = None
+            self._terminated(128, "StartError", started, error.decode(errors="replace"))
+            return error.decode(errors="replace")
+        self.state = {"running": {"startedAt": started}}
+        self.prober = Prober(self.spec.get("readinessProbe"), self.spec, self.started_at) \
+            if self.spec.get("readinessProbe") else None
+        return None
+
+    def _terminated(self, code, reason, started, message=None):
+        t = {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now_rfc3339(),
+             "containerID": self.container_id}
+        if message:
+            t["message"] = message
+        self.state = {"terminated": t}
+
+    @property
+    def container_id(self):
+        return f"emulated://{self.name}-{self.restart_count}"
+
+    def reap(self):
+        """Notes an exit; returns True when the process has just ended."""
+        if self.proc is None or self.proc.poll() is None:
+            return False
+        code = self.proc.returncode
+        code = 128 - code if code < 0 else code  # killed outright: 128+N, as runtimes say
+        started = (self.state.get("running") or {}).get("startedAt")
+        self._terminated(code, "Completed" if code == 0 else "Error", started)
+        self.proc = None
+        ran = time.monotonic() - (self.started_at or time.monotonic())
+        if ran > self.timings.backoff_max:  # it ran well: the back-off starts over
+            self.backoff = 0.0
+        return True
+
+    def schedule_restart(self):
+        """After an exit: the next start waits out the back-off, which doubles."""
+        self.backoff = min(self.timings.backoff_max, self.backoff * 2) if self.backoff \
+            else self.timings.backoff_base
+        self.next_start = time.monotonic() + self.backoff
+        self.last_state = self.state
+        self.state = {"waiting": {"reason": "CrashLoopBackOff", "message":
+                                  f"back-off {self.backoff:g}s restarting failed container="
+                                  f"{self.name}"}}
+
+    def signal(self, signo):
+        if self.running:
+            try:
+                if signo == signal.SIGKILL:
+                    os.killpg(self.proc.pid, signo)  # the shim and PID 1: the namespace dies
+                else:
+                    self.proc.send_signal(signo)     # the shim forwards it to PID 1
+            except ProcessLookupError:
+                pass
+
+    # -- status -----------------------------------------------------------------------------
+
+    @property
+    def ready(self):
+        return self.running and (self.prober is None or self.prober.ready)
+
+    def status(self, image):
+        s = {"name": self.name, "image": image, "imageID": f"emulated://{image}",
+             "ready": self.ready, "started": self.running, "restartCount": self.restart_count,
+             "state": self.state}
+        if "waiting" not in self.state:
+            s["containerID"] = self.container_id
+        if self.last_state:
+            s["lastState"] = self.last_state
+        return s

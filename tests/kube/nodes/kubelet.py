@@ -1,0 +1,233 @@
+"""EMULATION of one node's kubelet: it registers its Node, renews its Lease in
+kube-node-lease every heartbeat (and sets Ready again after an outage), and runs the
+pods bound to its node (spec.nodeName) as local processes, one PodWorker each.
+
+Faults act here: a partitioned kubelet neither heartbeats nor hears from the API server
+while its pods run on; a killed one loses every process; a revived one registers again
+and restarts the containers of the pods still bound to it."""
+
+import math
+import os
+import shutil
+import threading
+
+from apiserver.errors import ApiError
+
+from .client import Loop, now_micro, record_event
+from .node_object import condition, node_object, ready_condition, set_condition
+from .pod_worker import PodWorker
+
+LEASE_NAMESPACE = "kube-node-lease"
+
+
+class Kubelet(Loop):
+    watches = ("pods", "configmaps", "secrets")
+
+    def __init__(self, cluster, node):
+        super().__init__(cluster.client, cluster.timings.heartbeat / 4, f"kubelet-{node['name']}")
+        self.cluster, self.profile = cluster, node
+        self.node_name = node["name"]
+        self.timings = cluster.timings
+        self.network = cluster.network
+        self.net = cluster.network.nodes[self.node_name]
+        self.node_address = self.net.address
+        self.images = cluster.images
+        self.volume_root = cluster.volume_root
+        self.service_account_token = cluster.service_account_token
+        self.api_server = cluster.api_server_for_pods
+        self.root_mode = cluster.root_mode
+        self.netns_path = cluster.network.namespace_path(self.node_name) \
+            if cluster.network.kind == "netns" else None
+        self.folder = os.path.join(cluster.folder, "nodes", self.node_name)
+        os.makedirs(self.folder, exist_ok=True)
+        self.alive = True        # the kubelet process runs
+        self.connected = True    # it reaches the API server
+        self.workers = {}        # pod uid -> PodWorker
+        self.lock = threading.Lock()
+        self.next_heartbeat = 0.0
+
+    # -- Node and Lease ----------------------------------------------------------------------
+
+    def register(self):
+        try:
+            self.client.create("nodes", "", node_object(self.profile, self.net))
+        except ApiError as e:
+            if e.code != 409:
+                raise
+
+    def heartbeat(self):
+        lease = self.client.get("leases", LEASE_NAMESPACE, self.node_name)
+        now = now_micro()
+        duration = max(1, math.ceil(self.timings.heartbeat * 4))
+        if lease is None:
+            node = self.client.get("nodes", "", self.node_name)
+            owner = [{"apiVersion": "v1", "kind": "Node", "name": self.node_name,
+                      "uid": node["metadata"]["uid"]}] if node else []
+            self.client.create("leases", LEASE_NAMESPACE, {
+                "metadata": {"name": self.node_name, "namespace": LEASE_NAMESPACE,
+                             "ownerReferences": owner},
+                "spec": {"holderIdentity": self.node_name, "leaseDurationSeconds": duration,
+                         "renewTime": now}})
+        else:
+            def renew(lease):
+                lease["spec"]["renewTime"] = now
+            self.client.mutate("leases", LEASE_NAMESPACE, self.node_name, renew)
+
+        def ready(node):
+            c = condition(node, "Ready")
+            if c is not None and c.get("status") == "True":
+                return False
+            set_condition(node, ready_condition(True))
+        self.client.mutate("nodes", "", self.node_name, ready, "status")
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def tick(self):
+        import time
+        if self.alive and self.connected and time.monotonic() >= self.next_heartbeat:
+            self.next_heartbeat = time.monotonic() + self.timings.heartbeat
+            self.heartbeat()
+
+    def resync(self):
+        if not (self.alive and self.connected):
+            return
+        pods = self.client.list("pods", field_selector=f"spec.nodeName={self.node_name}")
+        seen = set()
+        for pod in pods:
+            seen.add(pod["metadata"]["uid"])
+            self.sync(pod)
+        with self.lock:
+            gone = [w for uid, w in self.workers.items() if uid not in seen]
+        for w in gone:  # deleted while we were away: stop at once
+            w.kill()
+
+    def on_event(self, ev):
+        if not (self.alive and self.connected):
+            return
+        if ev.key == ("", "pods"):
+            if (ev.obj.get("spec") or {}).get("nodeName") != self.node_name:
+                return
+            if ev.type == "DELETED":
+                with self.lock:
+                    w = self.workers.get(ev.obj["metadata"]["uid"])
+                if w is not None:
+                    w.kill()  # force-deleted: nothing left to report to
+                else:
+                    self._remove_folder(ev.obj)
+                return
+            self.sync(ev.obj)
+            return
+        kind = "configmaps" if ev.key == ("", "configmaps") else "secrets"
+        md = ev.obj["metadata"]
+        with self.lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            if w.volumes is not None and w.ns == md.get("namespace") and \
+                    (kind, md["name"]) in w.volumes.sources():
+                try:
+                    w.volumes.refresh(w.pod)
+                except Exception:
+                    pass  # a missing optional source now: the next change fixes it
+
+    def sync(self, pod):
+        uid = pod["metadata"]["uid"]
+        with self.lock:
+            w = self.workers.get(uid)
+            if w is None:
+                terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+                if terminal and not pod["metadata"].get("deletionTimestamp"):
+                    return
+                w = PodWorker(self, pod)
+                self.workers[uid] = w
+                w.start()
+                return
+        w.update(pod)
+
+    def worker_done(self, worker):
+        with self.lock:
+            if self.workers.get(worker.uid) is worker:
+                del self.workers[worker.uid]
+        if worker.deleting and not worker.killed:
+            self._remove_folder(worker.pod)
+        elif self.alive and self.connected and not worker.killed:
+            # A terminated pod deleted later gets a worker again only for its final delete.
+            current = self.client.get("pods", worker.ns, worker.pod_name)
+            if current is not None and current["metadata"]["uid"] == worker.uid and \
+                    current["metadata"].get("deletionTimestamp"):
+                self.sync(current)
+
+    def _remove_folder(self, pod):
+        md = pod["metadata"]
+        shutil.rmtree(os.path.join(self.folder, f"{md['namespace']}_{md['name']}_{md['uid']}"),
+                      ignore_errors=True)
+
+    def worker_for(self, uid):
+        with self.lock:
+            return self.workers.get(uid)
+
+    # -- what pods see ---------------------------------------------------------------------------
+
+    def event(self, pod, etype, reason, message):
+        if self.alive and self.connected:
+            record_event(self.client, pod, etype, reason, message, "kubelet")
+
+    def pod_files(self, pod, ip, folder):
+        """/etc/hosts, /etc/resolv.conf and /etc/hostname as the kubelet writes them."""
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        hostname = spec.get("hostname") or md["name"]
+        names = hostname
+        if spec.get("subdomain"):
+            names = f"{hostname}.{spec['subdomain']}.{md['namespace']}.svc.cluster.local\t{hostname}"
+        hosts = ("# Kubernetes-managed hosts file (node emulator).\n127.0.0.1\tlocalhost\n"
+                 "::1\tlocalhost ip6-localhost ip6-loopback\n"
+                 f"{ip}\t{names}\n")
+        for alias in spec.get("hostAliases") or []:
+            hosts += f"{alias['ip']}\t{' '.join(alias.get('hostnames') or [])}\n"
+        dns = self.cluster.dns_address
+        if dns and spec.get("dnsPolicy", "ClusterFirst") in ("ClusterFirst", "ClusterFirstWithHostNet"):
+            resolv = (f"search {md['namespace']}.svc.cluster.local svc.cluster.local cluster.local\n"
+                      f"nameserver {dns}\noptions ndots:5\n")
+        else:
+            with open("/etc/resolv.conf") as f:
+                resolv = f.read()
+        out = {}
+        for target, text in (("/etc/hosts", hosts), ("/etc/resolv.conf", resolv),
+                             ("/etc/hostname", hostname + "\n")):
+            path = os.path.join(folder, target.rsplit("/", 1)[1])
+            with open(path, "w") as f:
+                f.write(text)
+            out[target] = path
+        return out
+
+    # -- faults -----------------------------------------------------------------------------------
+
+    def partition(self):
+        """Cut from the API server: no heartbeats, no news; the pods run on."""
+        self.connected = False
+
+    def kill(self):
+        """The node dies: every process of every pod, at once."""
+        self.alive = self.connected = False
+        with self.lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            w.kill()
+        for w in workers:
+            w.join(10)
+
+    def revive(self):
+        """Back: registers again if its Node went, heartbeats, and takes up its pods."""
+        self.alive = self.connected = True
+        self.register()
+        self.next_heartbeat = 0.0
+        self.resync()
+        self.store.wake_all()
+
+    def stop(self):
+        super().stop()
+        with self.lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            w.kill()
+        for w in workers:
+            w.join(10)

@@ -1,0 +1,127 @@
+"""Shared fixture of the node emulator's suites: one stand-in with --nodes per test class,
+on a profile the class writes, with every delay short; kubectl 1.32 and HTTP to drive it,
+and waits that follow watches instead of sleeping."""
+
+import json
+import os
+import tempfile
+import time
+import unittest
+
+import yaml
+
+from harness import Standin, find_kubectl
+from test_kubectl import Kubectl
+
+FAST = ["--heartbeat", "0.2", "--node-monitor-grace", "1", "--default-toleration-seconds", "2",
+        "--backoff", "0.2", "--backoff-max", "1", "--resync", "0.1"]
+
+TWO_NODES_AND_A_PAPER_ONE = """\
+apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: test-site}
+spec:
+  nodes:
+    - {name: gw, cpu: 4, memory: 8Gi}
+    - name: robot
+      arch: arm64
+      compute: {slowdown: 4}
+      link: {trace: %s/examples/traces/wifi-indoor-1.csv}
+    - {name: paper, registeredOnly: true}
+"""
+
+
+class SiteTestCase(unittest.TestCase):
+    profile = TWO_NODES_AND_A_PAPER_ONE
+    extra_args = []
+
+    @classmethod
+    def setUpClass(cls):
+        from harness import REPO_ROOT
+        cls.dir = tempfile.mkdtemp(prefix="site-test-")
+        cls.profile_path = os.path.join(cls.dir, "profile.yaml")
+        with open(cls.profile_path, "w") as f:
+            f.write(cls.profile.replace("%s", REPO_ROOT))
+        cls.server = Standin("--nodes", cls.profile_path, *FAST, *cls.extra_args)
+        cls.server.start()
+        cls.addClassCleanup(cls._stop_server)
+        cls.api = cls.server.client()
+        if find_kubectl():
+            cls.kubectl = Kubectl(cls.server)
+
+    @classmethod
+    def _stop_server(cls):
+        cls.api.close()
+        cls.server.stop()
+        assert cls.server.returncode == 0, f"stand-in exited with {cls.server.returncode}"
+
+    def tearDown(self):
+        self.api.close_watches()
+
+    # -- objects -------------------------------------------------------------------------
+
+    def apply(self, *objects, ns="default"):
+        path = os.path.join(self.dir, f"apply-{time.monotonic_ns()}.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump_all(objects, f)
+        return self.kubectl.run("apply", "-n", ns, "-f", path).stdout
+
+    def pod_path(self, name=None, ns="default"):
+        p = f"/api/v1/namespaces/{ns}/pods"
+        return p if name is None else f"{p}/{name}"
+
+    def get_pod(self, name, ns="default"):
+        r = self.api.get(self.pod_path(name, ns))
+        return r.json if r.status == 200 else None
+
+    def wait_for(self, path, name, predicate, timeout=30):
+        """The object `name` under the list `path` once predicate(obj) holds (None when it
+        is deleted), following a watch from a list."""
+        deadline = time.monotonic() + timeout
+        r = self.api.get(path, fieldSelector=f"metadata.name={name}")
+        items = r.json["items"]
+        obj = items[0] if items else None
+        if predicate(obj):
+            return obj
+        w = self.api.watch(path, fieldSelector=f"metadata.name={name}",
+                           resourceVersion=r.json["metadata"]["resourceVersion"])
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    ev = w.next(timeout=max(0.1, deadline - time.monotonic()))
+                except TimeoutError:
+                    break
+                if ev is None:
+                    break
+                obj = None if ev["type"] == "DELETED" else ev["object"]
+                if predicate(obj):
+                    return obj
+        finally:
+            w.close()
+        self.fail(f"{path}/{name} never got there; last seen:\n{json.dumps(obj, indent=1)[:3000]}")
+
+    def wait_pod(self, name, predicate, ns="default", timeout=30):
+        return self.wait_for(self.pod_path(ns=ns), name, predicate, timeout)
+
+
+def phase(p):
+    return (p or {}).get("status", {}).get("phase")
+
+
+def container_state(p, i=0):
+    statuses = (p or {}).get("status", {}).get("containerStatuses") or []
+    return statuses[i] if len(statuses) > i else {}
+
+
+def condition(obj, ctype):
+    for c in (obj or {}).get("status", {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return c.get("status")
+    return None
+
+
+def shell_pod(name, script, node="gw", restart="Never", grace=1, **spec):
+    s = {"nodeName": node, "restartPolicy": restart, "terminationGracePeriodSeconds": grace,
+         "containers": [{"name": "main", "image": "debian:12", "command": ["sh", "-c", script]}]}
+    s.update(spec)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": s}

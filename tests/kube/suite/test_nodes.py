@@ -1,0 +1,131 @@
+"""The node emulator's kubelets (tests/kube/README.md, "Node emulator"): Nodes registered
+from a profile, their leases, nodes on paper, and pods run as local processes - phases,
+exit codes, restarts with back-off, logs, readiness, volumes, the downward API, the
+service account, users and the read-only root, deletion with grace."""
+
+import unittest
+
+from emulated_site import SiteTestCase, condition, container_state, phase, shell_pod
+
+
+class NodesTest(SiteTestCase):
+    def test_nodes_register_from_the_profile_with_their_labels_and_leases(self):
+        nodes = {n["metadata"]["name"]: n for n in self.api.get("/api/v1/nodes").json["items"]}
+        self.assertEqual(sorted(nodes), ["gw", "paper", "robot"])
+        robot = nodes["robot"]
+        labels, notes = robot["metadata"]["labels"], robot["metadata"]["annotations"]
+        self.assertEqual(labels["kubernetes.io/arch"], "arm64")
+        self.assertEqual(labels["kubernetes.io/hostname"], "robot")
+        self.assertEqual(labels["kubernetes.io/os"], "linux")
+        self.assertEqual(labels["edgetrain.dev/transient"], "false")
+        self.assertEqual(notes["edgetrain.dev/compute-score"], "0.25")
+        self.assertEqual(notes["edgetrain.dev/compute-watts"], "15")
+        self.assertEqual(nodes["gw"]["status"]["allocatable"]["cpu"], "4")
+        self.assertEqual(nodes["gw"]["status"]["capacity"]["memory"], "8Gi")
+        self.assertEqual(condition(robot, "Ready"), "True")
+        leases = self.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        held = {l["metadata"]["name"]: l for l in leases.json["items"]}
+        self.assertEqual(sorted(held), ["gw", "robot"], "a node on paper renews no lease")
+        renewed = self.wait_for("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                                "gw", lambda l: l["spec"]["renewTime"] !=
+                                held["gw"]["spec"]["renewTime"], timeout=5)
+        self.assertEqual(renewed["spec"]["holderIdentity"], "gw")
+        self.assertEqual(condition(nodes["paper"], "Ready"), "True", "on paper, and Ready")
+
+    def test_a_pod_runs_with_its_environment_volumes_and_service_account(self):
+        self.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plan"},
+                    "data": {"plan.json": '{"v": 1}'}})
+        script = ('echo "$GREETING $POD $NODE $IP $NS"; cat /etc/plan/plan.json; echo; '
+                  'cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo; '
+                  'test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token; '
+                  'echo api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT; id -u; hostname; '
+                  'echo scratch > /scratch/f && echo wrote; touch /etc/x 2>/dev/null || echo ro; '
+                  'touch ~/x 2>/dev/null || echo no-home')
+        pod = shell_pod("env", script, securityContext={"runAsUser": 1000})
+        c = pod["spec"]["containers"][0]
+        c["env"] = [{"name": "GREETING", "value": "hi-$(NODE)"},
+                    {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
+        c["env"].insert(0, c["env"].pop(2))  # NODE first, so that $(NODE) expands
+        c["securityContext"] = {"readOnlyRootFilesystem": True}
+        c["volumeMounts"] = [{"name": "plan", "mountPath": "/etc/plan"},
+                             {"name": "scratch", "mountPath": "/scratch"}]
+        pod["spec"]["volumes"] = [{"name": "plan", "configMap": {"name": "plan"}},
+                                  {"name": "scratch", "emptyDir": {}}]
+        self.apply(pod)
+        done = self.wait_pod("env", lambda p: phase(p) in ("Succeeded", "Failed"))
+        log = self.kubectl.run("logs", "env").stdout.splitlines()
+        self.assertEqual(phase(done), "Succeeded", log)
+        ip = done["status"]["podIP"]
+        self.assertEqual(log[0], f"hi-gw env gw {ip} default")
+        self.assertEqual(log[1:4], ['{"v": 1}', "default", "token"])
+        self.assertTrue(log[4].startswith("api=") and ":" in log[4], log[4])
+        self.assertEqual(log[5:], ["1000", "env", "wrote", "ro", "no-home"])
+        self.assertEqual(done["status"]["hostIP"], self.node_address("gw"))
+        self.assertEqual(container_state(done)["state"]["terminated"]["reason"], "Completed")
+
+    def node_address(self, name):
+        n = self.api.get(f"/api/v1/nodes/{name}").json
+        return next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+
+    def test_exit_codes_restarts_with_back_off_and_previous_logs(self):
+        self.apply(shell_pod("crash", "echo run; exit 3", restart="OnFailure"))
+        p = self.wait_pod("crash", lambda p: container_state(p).get("restartCount", 0) >= 2)
+        last = container_state(p)["lastState"]["terminated"]
+        self.assertEqual((last["exitCode"], last["reason"]), (3, "Error"))
+        self.assertEqual(phase(p), "Running", "restartPolicy OnFailure keeps it going")
+        self.wait_pod("crash", lambda p: "CrashLoopBackOff" in str(container_state(p)["state"]))
+        self.assertEqual(self.kubectl.run("logs", "crash", "--previous").stdout, "run\n")
+        self.apply(shell_pod("fails", "exit 7"))
+        p = self.wait_pod("fails", lambda p: phase(p) == "Failed")
+        self.assertEqual(container_state(p)["state"]["terminated"]["exitCode"], 7)
+        self.assertEqual(container_state(p)["restartCount"], 0, "restartPolicy Never")
+
+    def test_an_unknown_image_cannot_be_pulled(self):
+        pod = shell_pod("nopull", "true")
+        pod["spec"]["containers"][0]["image"] = "registry.example/nobody/nothing:1"
+        self.apply(pod)
+        p = self.wait_pod("nopull", lambda p: container_state(p).get("state", {}).get(
+            "waiting", {}).get("reason") in ("ErrImagePull", "ImagePullBackOff"))
+        self.assertEqual(phase(p), "Pending")
+        self.assertIn("image table", container_state(p)["state"]["waiting"]["message"])
+
+    def test_logs_follow_and_readiness_from_an_http_probe(self):
+        script = ("echo starting; sleep 0.3; "
+                  "exec python3 -c \"import http.server, os; print('serving', flush=True); "
+                  "http.server.HTTPServer((os.environ['IP'], 8080), "
+                  "http.server.SimpleHTTPRequestHandler).serve_forever()\"")
+        pod = shell_pod("web", script, restart="Always")
+        c = pod["spec"]["containers"][0]
+        c["env"] = [{"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+        c["readinessProbe"] = {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
+        self.apply(pod)
+        follow = self.kubectl.start("logs", "-f", "web")
+        self.assertEqual(follow.stdout.readline(), "starting\n")
+        self.assertEqual(follow.stdout.readline(), "serving\n")
+        ready = self.wait_pod("web", lambda p: condition(p, "Ready") == "True")
+        self.assertTrue(container_state(ready)["ready"])
+        self.kubectl.run("delete", "pod", "web", "--wait=false")
+        self.assertEqual(follow.wait(10), 0, "kubectl logs -f ends with the container")
+
+    def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(self):
+        polite = shell_pod("polite", "trap 'echo term; exit 0' TERM; echo up; "
+                           "while true; do sleep 0.05; done", grace=30)
+        stubborn = shell_pod("stubborn", "trap '' TERM; echo up; while true; do sleep 0.05; done",
+                             grace=1)
+        self.apply(polite, stubborn)
+        for name in ("polite", "stubborn"):
+            self.wait_pod(name, lambda p: phase(p) == "Running")
+        for name in ("polite", "stubborn"):
+            self.api.delete(self.pod_path(name))
+        held = self.get_pod("stubborn")
+        self.assertIsNotNone(held, "a running pod is deleted gracefully")
+        self.assertEqual(held["metadata"]["deletionGracePeriodSeconds"], 1)
+        for name in ("polite", "stubborn"):
+            self.wait_for(self.pod_path(), name, lambda p: p is None, timeout=10)
+
+
+if __name__ == "__main__":
+    unittest.main()
