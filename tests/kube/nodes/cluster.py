@@ -8,6 +8,8 @@ import shutil
 import sys
 
 from .client import LocalClient
+from .dns import ClusterDNS
+from .endpoints import EndpointsController
 from .faults import Faults
 from .images import ImageTable
 from .kubelet import Kubelet
@@ -42,13 +44,20 @@ class EmulatedCluster:
         self.controllers = []
         self.faults = Faults(self)
 
+    dns = None
+
     @property
     def dns_address(self):
-        return getattr(self, "dns", None) and self.dns.address
+        return self.dns.address if self.dns else None
 
     def start(self, api_server_for_pods, ca_pem):
         self.api_server_for_pods = api_server_for_pods
-        self.controllers = [ServiceAccountController(self.client, self.timings, ca_pem)]
+        self.controllers = [ServiceAccountController(self.client, self.timings, ca_pem),
+                            EndpointsController(self.client, self.timings)]
+        if self.network.dns_address and self.root_mode:
+            self.dns = ClusterDNS(self.client, self.network.dns_address)
+            self.dns.start()
+        self._publish_api_server(api_server_for_pods)
         for n in self.nodes:
             if n["registeredOnly"]:
                 self.client.create("nodes", "", node_object(n))
@@ -62,6 +71,20 @@ class EmulatedCluster:
         for c in self.controllers:
             c.start()
 
+    def _publish_api_server(self, address):
+        """The `kubernetes` Service of the default namespace, whose Endpoints name the API
+        server's address as pods reach it (KUBERNETES_SERVICE_HOST is that address, not
+        the cluster IP: no kube-proxy here routes cluster IPs)."""
+        host, port = address
+        if self.client.get("services", "default", "kubernetes") is None:
+            self.client.create("services", "default", {
+                "metadata": {"name": "kubernetes", "labels": {"component": "apiserver",
+                                                              "provider": "kubernetes"}},
+                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}})
+        self.client.create("endpoints", "default", {
+            "metadata": {"name": "kubernetes"},
+            "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port}]}]})
+
     def stop(self):
         for c in self.controllers:
             c.stop()
@@ -69,7 +92,7 @@ class EmulatedCluster:
             k.stop()
         for k in self.kubelets.values():
             k.join(5)
-        if getattr(self, "dns", None):
+        if self.dns:
             self.dns.stop()
         self.network.stop()
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,79 @@
+"""The launch contract in real pods, with no operator: tests/kube/manifests/digits-team.yaml
+(a headless Service, the plan in a ConfigMap, a coordinator and two workers bound to
+nodes of examples/nodes/edge-site.yaml) applied with kubectl trains digits to the end;
+the coordinator's /progress is read through its pod IP, and workers find it by the DNS
+name the operator's pods will use."""
+
+import http.client
+import json
+import os
+import time
+import unittest
+
+from emulated_site import SiteTestCase, condition, container_state, phase
+from harness import KUBE_DIR, REPO_ROOT
+
+MANIFEST = os.path.join(KUBE_DIR, "manifests", "digits-team.yaml")
+AGENT = os.path.join(REPO_ROOT, "build", "bin", "edgetrain-agent")
+
+
+def get_json(host, port, path, timeout=2):
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return json.loads(r.read()) if r.status == 200 else None
+    finally:
+        conn.close()
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the cluster DNS needs root (port 53 in the nodes' "
+                     "network namespaces)")
+@unittest.skipUnless(os.access(AGENT, os.X_OK), "build/bin/edgetrain-agent is not built")
+class TeamTest(SiteTestCase):
+    profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
+        .replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
+
+    def test_a_hand_written_team_trains_digits_to_the_end(self):
+        t0 = time.monotonic()
+        self.kubectl.run("apply", "-f", MANIFEST)
+        coordinator = self.wait_pod("digits-team-coordinator",
+                                    lambda p: (p or {}).get("status", {}).get("podIP"))
+        ip = coordinator["status"]["podIP"]
+        self.assertEqual(coordinator["spec"]["nodeName"], "gateway")
+        # /progress through the pod IP, from the host, while the team trains.
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                progress = get_json(ip, 8080, "/progress")
+            except OSError:
+                progress = None  # not listening yet, or already gone
+            if progress:
+                seen.append(progress)
+                if progress["state"] in ("training", "succeeded") and progress["iteration"] > 0:
+                    break
+            time.sleep(0.05)
+        self.assertTrue(seen, "the coordinator's /progress never answered on its pod IP")
+        self.assertIn(seen[-1]["state"], ("training", "succeeded"), seen[-1])
+        self.assertEqual(len(seen[-1]["workers"]), 2)
+        for name in ("digits-team-coordinator", "digits-team-worker-0", "digits-team-worker-1"):
+            done = self.wait_pod(name, lambda p: phase(p) in ("Succeeded", "Failed"), timeout=120)
+            self.assertEqual(phase(done), "Succeeded", self.kubectl.run("logs", name).stdout[-2000:])
+            self.assertEqual(container_state(done)["state"]["terminated"]["exitCode"], 0)
+        result = [l for l in self.kubectl.run("logs", "digits-team-coordinator").stdout.splitlines()
+                  if l.startswith("result ")]
+        final = json.loads(result[-1][len("result "):])
+        self.assertEqual(final["state"], "succeeded")
+        self.assertEqual(final["stopReason"], "epochs")
+        self.assertGreater(final["accuracy"], 0.8, "it learned (chance is 0.1)")
+        self.assertEqual(final["modelPath"], "/models/digits-team/model.pt")
+        worker = self.kubectl.run("logs", "digits-team-worker-1").stdout
+        self.assertIn("coordinator coordinator.digits-team:7000", worker,
+                      "the worker was given the coordinator's DNS name")
+        print(f"\nteam: applied to succeeded in {time.monotonic() - t0:.1f} s, accuracy "
+              f"{final['accuracy']:.3f}, /progress read {len(seen)} time(s) at {ip}:8080")
+
+
+if __name__ == "__main__":
+    unittest.main()
