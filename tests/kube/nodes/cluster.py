@@ -14,6 +14,7 @@ from .faults import Faults
 from .images import ImageTable
 from .kubelet import Kubelet
 from .network import LoopbackNetwork, NetnsNetwork
+from .node_lifecycle import NodeLifecycleController
 from .node_object import node_object
 from .profile import load_profile
 from .service_accounts import ServiceAccountController
@@ -53,7 +54,10 @@ class EmulatedCluster:
     def start(self, api_server_for_pods, ca_pem):
         self.api_server_for_pods = api_server_for_pods
         self.controllers = [ServiceAccountController(self.client, self.timings, ca_pem),
-                            EndpointsController(self.client, self.timings)]
+                            EndpointsController(self.client, self.timings),
+                            NodeLifecycleController(self.client, self.timings,
+                                                    [n["name"] for n in self.nodes
+                                                     if n["registeredOnly"]])]
         if self.network.dns_address and self.root_mode:
             self.dns = ClusterDNS(self.client, self.network.dns_address)
             self.dns.start()

@@ -1,0 +1,210 @@
+"""Faults of the node emulator and the emulated node lifecycle controller: a partitioned
+node goes NotReady with its pods running on, and they stay Terminating after eviction
+until force-deleted; a killed node's processes die; a spot node is pre-empted as a cloud
+reclaims it; a link is rescaled, cut and restored; a node comes back. Then cleanup: the
+stand-in leaves no process, namespace, qdisc or route behind after SIGTERM or SIGKILL."""
+
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from emulated_site import FAST, SiteTestCase, condition, container_state, phase, shell_pod
+from harness import REPO_ROOT, Standin, wait_until
+
+SITE = """\
+apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: fault-site}
+spec:
+  nodes:
+    - {name: gw}
+    - name: robot
+      link: {trace: %s/examples/traces/wifi-indoor-1.csv}
+    - name: spot
+      transient: true
+      labels: {cloud.google.com/gke-spot: "true"}
+"""
+
+# A pod whose program answers HTTP on its pod IP, so that the test sees it run without
+# asking its kubelet.
+SERVE = ("exec python3 -c \"import http.server, os; http.server.HTTPServer((os.environ['IP'], "
+         "8080), http.server.SimpleHTTPRequestHandler).serve_forever()\"")
+
+
+def answers(ip):
+    try:
+        import http.client
+        c = http.client.HTTPConnection(ip, 8080, timeout=1)
+        c.request("GET", "/")
+        return c.getresponse().status == 200
+    except OSError:
+        return False
+
+
+def serving_pod(name, node, restart="Always"):
+    pod = shell_pod(name, SERVE, node=node, restart=restart)
+    pod["spec"]["containers"][0]["env"] = [
+        {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    pod["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": 8080},
+                                                      "periodSeconds": 1}
+    return pod
+
+
+class FaultsTest(SiteTestCase):
+    profile = SITE
+
+    def fault(self, node, action, **q):
+        r = self.api.post(f"/_standin/nodes/{node}/{action}", None, **q)
+        self.assertIn(r.status, (200, 202), r)
+        return r.json
+
+    def node(self, name):
+        r = self.api.get(f"/api/v1/nodes/{name}")
+        return r.json if r.status == 200 else None
+
+    def taint_keys(self, name):
+        return {t["key"] for t in (self.node(name) or {}).get("spec", {}).get("taints") or []}
+
+    def running_pod(self, name, node):
+        self.apply(serving_pod(name, node))
+        p = self.wait_pod(name, lambda p: condition(p, "Ready") == "True")
+        self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
+        return p["status"]["podIP"]
+
+    def test_a_partitioned_node_goes_not_ready_and_its_evicted_pods_stay_terminating(self):
+        ip = self.running_pod("partitioned", "robot")
+        self.fault("robot", "partition")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        self.assertIn("node.kubernetes.io/unreachable", self.taint_keys("robot"))
+        p = self.wait_pod("partitioned", lambda p: condition(p, "Ready") == "False")
+        self.assertTrue(answers(ip), "its pods run on, as on a partitioned node")
+        # After its 2 s of default toleration, evicted; no kubelet confirms it: Terminating.
+        p = self.wait_pod("partitioned", lambda p: p["metadata"].get("deletionTimestamp"),
+                          timeout=10)
+        time.sleep(1.5)  # longer than its grace: still there, as in Kubernetes
+        self.assertIsNotNone(self.get_pod("partitioned"))
+        self.kubectl.run("delete", "pod", "partitioned", "--force", "--grace-period=0")
+        self.assertIsNone(self.get_pod("partitioned"))
+        self.fault("robot", "revive")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "True",
+                      timeout=10)
+        self.assertTrue(wait_until(lambda: not answers(ip), 5),
+                        "back in touch, the kubelet stops the pod that was deleted meanwhile")
+        self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" not in
+                                   self.taint_keys("robot"), 5))
+
+    def test_a_killed_node_loses_its_processes_and_restarts_them_when_revived(self):
+        ip = self.running_pod("killed", "gw")
+        self.fault("gw", "kill")
+        self.assertFalse(answers(ip), "its processes died with it")
+        self.wait_for("/api/v1/nodes", "gw", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        self.fault("gw", "revive")
+        p = self.wait_pod("killed", lambda p: container_state(p).get("restartCount") == 1 and
+                          condition(p, "Ready") == "True", timeout=15)
+        self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
+        self.kubectl.run("delete", "pod", "killed")
+
+    def test_a_spot_node_is_preempted_as_a_cloud_reclaims_it(self):
+        self.running_pod("on-spot", "spot")
+        watch = self.api.watch("/api/v1/nodes", fieldSelector="metadata.name=spot")
+        self.fault("spot", "preempt", notice="5")
+        tainted = False
+        while True:
+            ev = watch.next(timeout=20)
+            self.assertIsNotNone(ev, "the node never went")
+            keys = {t["key"] for t in ev["object"].get("spec", {}).get("taints") or []}
+            tainted = tainted or "cloud.google.com/impending-node-termination" in keys
+            if ev["type"] == "DELETED":
+                break
+        self.assertTrue(tainted, "the termination notice came first")
+        self.assertIsNone(self.get_pod("on-spot"), "evicted before the node went")
+        self.fault("spot", "revive")
+        self.wait_for("/api/v1/nodes", "spot", lambda n: condition(n, "Ready") == "True")
+
+    @unittest.skipUnless(os.geteuid() == 0, "a link fault needs the kernel's links (root)")
+    def test_a_link_is_rescaled_cut_and_restored(self):
+        full = self.api.get("/_standin/nodes/robot").json["linkMbps"]
+        self.assertGreater(full, 0)
+        half = self.fault("robot", "link", scale="0.5")["linkMbps"]
+        self.assertAlmostEqual(half, full / 2, delta=full * 0.3)  # the trace moves meanwhile
+        self.assertEqual(self.fault("robot", "link", scale="0")["linkMbps"], 0)
+        self.assertGreater(self.fault("robot", "link", scale="1")["linkMbps"], 0)
+        self.assertEqual(self.api.post("/_standin/nodes/gw/link", None, scale="0.5").status, 409,
+                         "a wired link can be cut and restored, not rescaled")
+
+
+def our_namespaces(pid):
+    return [n for n in os.listdir("/var/run/netns")
+            if n.startswith(f"et{pid}-")] if os.path.isdir("/var/run/netns") else []
+
+
+class CleanupTest(unittest.TestCase):
+    """SIGTERM and SIGKILL of the stand-in: every process, namespace, qdisc and route goes."""
+
+    def start_site(self, marker):
+        d = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"cleanup-{os.getpid()}-{marker}")
+        os.makedirs(d, exist_ok=True)
+        profile = os.path.join(d, "profile.yaml")
+        with open(profile, "w") as f:
+            f.write(SITE.replace("%s", REPO_ROOT))
+        server = Standin("--nodes", profile, *FAST)
+        server.start()
+        api = server.client()
+        import yaml
+        manifest = os.path.join(d, "pod.yaml")
+        pod = shell_pod(marker, f"sleep 1000 # {marker}", node="robot", restart="Always")
+        with open(manifest, "w") as f:
+            yaml.safe_dump(pod, f)
+        r = api.post("/api/v1/namespaces/default/pods", pod)
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(wait_until(lambda: subprocess.run(["pgrep", "-f", marker],
+                                                          capture_output=True).returncode == 0, 10))
+        links = subprocess.run(["pgrep", "-f", f"node-links --nodes {profile}"],
+                               capture_output=True, text=True).stdout.split()
+        api.close()
+        return server, links[0] if links else None
+
+    def assertNothingLeft(self, marker, links_pid):
+        gone = wait_until(lambda: subprocess.run(["pgrep", "-f", marker],
+                                                 capture_output=True).returncode != 0, 10)
+        self.assertTrue(gone, f"the pod's processes outlived the stand-in ({marker})")
+        if links_pid:
+            self.assertTrue(wait_until(lambda: not our_namespaces(links_pid), 15),
+                            our_namespaces(links_pid))
+            routes = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+            self.assertNotIn(f"et{links_pid}", routes)
+            qdiscs = subprocess.run(["tc", "qdisc"], capture_output=True, text=True).stdout
+            self.assertNotIn(f"et{links_pid}", qdiscs)
+
+    def test_sigterm_removes_everything_it_made(self):
+        marker = f"sigterm-{os.getpid()}"
+        server, links = self.start_site(marker)
+        t0 = time.monotonic()
+        server.stop()
+        self.assertEqual(server.returncode, 0)
+        self.assertNothingLeft(marker, links)
+        print(f"\ncleanup after SIGTERM: {time.monotonic() - t0:.2f} s")
+
+    def test_sigkill_leaves_nothing_and_the_next_start_clears_its_folder(self):
+        marker = f"sigkill-{os.getpid()}"
+        server, links = self.start_site(marker)
+        t0 = time.monotonic()
+        server.proc.kill()
+        server.proc.wait()
+        self.assertNothingLeft(marker, links)
+        print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
+        left = [d for d in os.listdir("/tmp") if d.startswith("kube-standin-")]
+        with Standin() as next_one:
+            self.assertIn("left by a stand-in that was killed", next_one.log())
+        after = [d for d in os.listdir("/tmp") if d.startswith("kube-standin-")]
+        self.assertTrue(set(left) - set(after), "the killed stand-in's folder was removed")
+        server.proc = None
+        server.stderr.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
