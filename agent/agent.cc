@@ -28,8 +28,6 @@ namespace edgetrain::agent {
 namespace {
 
 constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
-// How often a coordinator looks at its plan file for a new generation.
-constexpr Duration kPlanLookEvery = std::chrono::seconds(1);
 
 StatusOr<JobPlan> ReadPlan(const std::string& path) {
   auto text = ReadWholeFile(path);
@@ -142,7 +140,10 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, EmulatedLinks(s.plan));
   RealClock clock;
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers);
-  Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics);
+  CoordinatorTimings timings;
+  timings.first_worker_timeout = s.flags.first_worker_timeout;
+  timings.stop_grace = s.flags.stop_grace;
+  Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics, timings);
   CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
@@ -151,7 +152,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
         << ", a model of " << s.trainer->ParameterCount() << " parameters\n";
   s.lines << "listening " << server->address() << std::endl;
   // A re-plan reaches a running coordinator through its plan file.
-  PlanWatcher watcher(s.flags.plan, s.plan.generation, clock, kPlanLookEvery, [&](const JobPlan& next) {
+  PlanWatcher watcher(s.flags.plan, s.plan.generation, clock, s.flags.plan_poll, [&](const JobPlan& next) {
     EDGETRAIN_ASSIGN_OR_RETURN(auto links, EmulatedLinks(next));
     return service.AdoptPlan(next, links);
   }, s.log);
@@ -168,6 +169,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
   options.coordinator = connector.get();
   options.metrics = &s.endpoint.metrics();
+  options.timings.connect_attempt = s.flags.connect_attempt;
   auto fail = [&](Status status) {
     // Refused by the coordinator (another job, an older generation): this
     // worker's plan is not the job's, which is bad input, as bad flags are.

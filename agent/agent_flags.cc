@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/duration_text.h"
+
 namespace edgetrain::agent {
 namespace {
 
@@ -33,6 +35,24 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
                   "where data sets are looked for first (default $EDGETRAIN_DATA_DIR, else "
                   "$XDG_CACHE_HOME/edgetrain/datasets)")
       ->option_text("DIR");
+  auto wait = [&](const char* name, Duration& into, const char* what) {
+    app->add_option_function<std::string>(
+           name,
+           [&into, name](const std::string& text) {
+             auto d = ParseDuration(text);
+             if (!d.ok() || *d <= Duration::zero()) {
+               throw CLI::ValidationError(name, "expected a duration such as 500ms or 2m, got \"" + text + "\"");
+             }
+             into = *d;
+           },
+           what)
+        ->option_text("DURATION");
+  };
+  wait("--first-worker-timeout", flags.first_worker_timeout,
+       "a coordinator that no worker reaches within this fails (default 120s)");
+  wait("--stop-grace", flags.stop_grace, "how long a coordinator gives its workers to hear Stop (default 3s)");
+  wait("--plan-poll", flags.plan_poll, "how often a coordinator looks at its plan file for a new generation (default 1s)");
+  wait("--connect-attempt", flags.connect_attempt, "how long one try of a worker to reach its coordinator lasts (default 1s)");
   return app;
 }
 

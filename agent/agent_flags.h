@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace edgetrain::agent {
@@ -23,6 +24,11 @@ struct AgentFlags {
   // Where data sets are looked for before Debian's folders; main fills in
   // DefaultDataDir() when --data-dir is not given.
   std::string data_dir;
+  // The agent's own waits, long in production and short in tests.
+  Duration first_worker_timeout = std::chrono::seconds(120);  // a coordinator with no worker fails then
+  Duration stop_grace = std::chrono::seconds(3);              // workers' time to hear Stop
+  Duration plan_poll = std::chrono::seconds(1);               // how often the plan file is looked at
+  Duration connect_attempt = std::chrono::seconds(1);         // one try to reach the coordinator
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

@@ -8,7 +8,8 @@ namespace {
 TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   auto flags = ParseAgentFlags({"--role=worker", "--job=robots", "--rank=2", "--world=4",
                                 "--coordinator=10.0.0.1:7070", "--plan=/etc/plan.json", "--listen=0.0.0.0:0",
-                                "--http=127.0.0.1:9100", "--data-dir=/data"});
+                                "--http=127.0.0.1:9100", "--data-dir=/data", "--first-worker-timeout=2s",
+                                "--stop-grace=500ms", "--plan-poll=100ms", "--connect-attempt=250ms"});
   ASSERT_TRUE(flags.ok()) << flags.status().ToString();
   EXPECT_EQ(flags->role, Role::kWorker);
   EXPECT_EQ(flags->job, "robots");
@@ -19,6 +20,10 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_EQ(flags->listen, "0.0.0.0:0");
   EXPECT_EQ(flags->http, "127.0.0.1:9100");
   EXPECT_EQ(flags->data_dir, "/data");
+  EXPECT_EQ(flags->first_worker_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(flags->stop_grace, std::chrono::milliseconds(500));
+  EXPECT_EQ(flags->plan_poll, std::chrono::milliseconds(100));
+  EXPECT_EQ(flags->connect_attempt, std::chrono::milliseconds(250));
 
   auto defaults = ParseAgentFlags({"--role", "coordinator", "--job", "j", "--plan", "p"});
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
@@ -27,6 +32,8 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_EQ(defaults->world, 1);
   EXPECT_EQ(defaults->http, "127.0.0.1:0");
   EXPECT_EQ(defaults->data_dir, "");
+  EXPECT_EQ(defaults->first_worker_timeout, std::chrono::seconds(120));
+  EXPECT_EQ(defaults->stop_grace, std::chrono::seconds(3));
 }
 
 TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
@@ -42,6 +49,9 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
       {{"--role=worker", "--job=j", "--plan=p", "--world=0"}, "--world: Value 0 not in range"},
       {{"--role=worker", "--job=j", "--plan=p", "--rank=3", "--world=3"}, "--rank must be below --world (3 >= 3)"},
       {{"--role=worker", "--job=j", "--plan=p", "--colour=blue"}, "unknown flag: --colour=blue"},
+      {{"--role=worker", "--job=j", "--plan=p", "--stop-grace=soon"},
+       "--stop-grace: expected a duration such as 500ms or 2m, got \"soon\""},
+      {{"--role=worker", "--job=j", "--plan=p", "--plan-poll=0s"}, "--plan-poll: expected a duration"},
   };
   for (const auto& c : cases) {
     auto flags = ParseAgentFlags(c.args);
@@ -54,7 +64,7 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
 TEST(AgentFlagsTest, TheUsageNamesEveryFlag) {
   const std::string usage = AgentUsage();
   for (const char* flag : {"--role", "--job", "--rank", "--world", "--plan", "--coordinator", "--listen", "--http",
-                           "--data-dir"}) {
+                           "--data-dir", "--first-worker-timeout", "--stop-grace", "--plan-poll", "--connect-attempt"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
 }

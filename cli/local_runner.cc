@@ -107,14 +107,12 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   RemoveLeftovers(err);
   std::unique_ptr<NetnsLinks> links;
   if (plan.kernel_links) {
-    auto created = NetnsLinks::Create(plan.job.workers, clock);
+    auto created = NetnsLinks::Create(plan.devices, clock);
     if (!created.ok()) {
       err << "error: " << created.status().message() << "\n";
       return ExitCodeFor(created.status());
     }
     links = std::move(*created);
-    // Kernel-shaped links replace the agents' own shaping, never add to it.
-    for (auto& slot : plan.job.workers) slot.link.reset();
   }
   std::error_code ec;
   const fs::path model = fs::path(plan.job.output_dir) / "model.pt";
@@ -192,7 +190,9 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
   RunSupervisor supervisor(job.name, *coordinator, team, clock, err);
-  ProgressDisplay display(err, options.terminal, clock);
+  std::vector<std::string> nodes;
+  for (const WorkerSlot& slot : plan.devices) nodes.push_back(slot.node);
+  ProgressDisplay display(err, options.terminal, clock, std::chrono::seconds(5), nodes);
   Supervision outcome = supervisor.Run(interrupted, display, watch);
   if (!outcome.failure.empty()) return failed(outcome.failure);
   if (outcome.result->state != JobState::kSucceeded) {
@@ -200,7 +200,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   }
 
   const double wall_s = ToSeconds(clock.Now() - started);
-  PrintSummary(job, plan.job, *outcome.result, wall_s, out);
+  PrintSummary(job, plan, *outcome.result, wall_s, out);
   if (options.json) out << JsonLine(job, *outcome.result, wall_s) << "\n";
   if (options.keep_logs) {
     err << "logs: " << folder->path().string() << "\n";

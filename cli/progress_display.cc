@@ -8,15 +8,31 @@
 namespace edgetrain::cli {
 namespace {
 
-// The parts both formats share, after the iteration count.
-std::string Measures(const JobProgress& p) {
+// The parts both formats share, after the iteration count. The accuracy is
+// the last evaluation's, of the model as it was at the iteration named; the
+// result's is the final model's, which training may have moved since.
+std::string Measures(const JobProgress& p, const std::vector<std::string>& names) {
   std::string s = "loss " + Fixed(p.loss, 3);
-  if (p.accuracy) s += " acc " + Fixed(*p.accuracy, 3);
+  if (p.accuracy) {
+    s += " acc " + Fixed(*p.accuracy, 3);
+    if (p.evaluated_iteration && *p.evaluated_iteration != p.iteration) {
+      s += " (it " + WithThousands(*p.evaluated_iteration) + ")";
+    }
+  }
   s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
-  return s;
+  std::string waiting;
+  for (const WorkerProgress& w : p.workers) {
+    if (!w.holding_team) continue;
+    waiting += (waiting.empty() ? " waiting on " : ", ") + WorkerName(w.rank, names);
+  }
+  return s + waiting;
 }
 
 }  // namespace
+
+std::string WorkerName(int rank, const std::vector<std::string>& names) {
+  return static_cast<size_t>(rank) < names.size() ? names[rank] : "worker " + std::to_string(rank);
+}
 
 std::string Fixed(double v, int digits) {
   char buf[32];
@@ -34,39 +50,40 @@ std::string WithThousands(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-std::string FormatProgressBar(const JobProgress& p, int bar_width) {
+std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names) {
   int filled = static_cast<int>(std::lround(p.fraction * bar_width));
   std::string bar = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] ";
   char percent[8];
   std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(std::lround(p.fraction * 100)));
-  std::string s = bar + percent + " it " + WithThousands(p.iteration) + " " + Measures(p) + " " +
+  std::string s = bar + percent + " it " + WithThousands(p.iteration) + " " + Measures(p, names) + " " +
                   FormatClock(FromSeconds(p.elapsed_s));
   if (p.eta_s) s += " ETA " + FormatClock(FromSeconds(*p.eta_s));
   return s;
 }
 
-std::string FormatProgressLine(const JobProgress& p) {
+std::string FormatProgressLine(const JobProgress& p, const std::vector<std::string>& names) {
   std::string s = "it " + WithThousands(p.iteration) + " (" + std::to_string(std::lround(p.fraction * 100)) + "%) " +
-                  Measures(p) + " elapsed " + FormatClock(FromSeconds(p.elapsed_s));
+                  Measures(p, names) + " elapsed " + FormatClock(FromSeconds(p.elapsed_s));
   if (p.eta_s) s += " eta " + FormatClock(FromSeconds(*p.eta_s));
   return s;
 }
 
-ProgressDisplay::ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every)
-    : out_(out), terminal_(terminal), clock_(clock), every_(every) {}
+ProgressDisplay::ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every,
+                                 std::vector<std::string> worker_names)
+    : out_(out), terminal_(terminal), clock_(clock), every_(every), names_(std::move(worker_names)) {}
 
 void ProgressDisplay::Show(const JobProgress& p) {
   if (p.state == JobState::kStarting) return;
   if (terminal_) {
     // \r back to the line's start, \033[K clears what a longer line left behind.
-    out_ << "\r" << FormatProgressBar(p, 24) << "\033[K" << std::flush;
+    out_ << "\r" << FormatProgressBar(p, 24, names_) << "\033[K" << std::flush;
     drawn_ = true;
     return;
   }
   TimePoint now = clock_.Now();
   if (last_line_ != TimePoint{} && now - last_line_ < every_) return;
   last_line_ = now;
-  out_ << FormatProgressLine(p) << "\n" << std::flush;
+  out_ << FormatProgressLine(p, names_) << "\n" << std::flush;
 }
 
 void ProgressDisplay::Finish() {

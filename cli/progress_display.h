@@ -4,16 +4,22 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/job_progress.h"
 
 namespace edgetrain::cli {
 
-// "[########------------]  40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18"
-std::string FormatProgressBar(const JobProgress& p, int bar_width);
-// "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 eta 00:18"
-std::string FormatProgressLine(const JobProgress& p);
+// "[########------------]  40% it 1,200 loss 0.412 acc 0.853 (it 1,000) 5,820 samples/s
+//  waiting on robot-2 00:12 ETA 00:18": the accuracy of the last evaluation and
+// the iteration it was of; the workers the team waits on now, by `names` (the
+// nodes of the plan; by rank when none).
+std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names = {});
+// "it 1,200 (40%) loss 0.412 acc 0.853 (it 1,000) 5,820 samples/s elapsed 00:12 eta 00:18"
+std::string FormatProgressLine(const JobProgress& p, const std::vector<std::string>& names = {});
+// The node worker `rank` runs on, or "worker N".
+std::string WorkerName(int rank, const std::vector<std::string>& names);
 // 1234567 -> "1,234,567"
 std::string WithThousands(int64_t n);
 // (0.87254, 3) -> "0.873"
@@ -22,7 +28,9 @@ std::string Fixed(double v, int digits);
 class ProgressDisplay {
  public:
   // `terminal`: redraw one line in place; otherwise print a line every `every`.
-  ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every = std::chrono::seconds(5));
+  // `worker_names`: the node each rank runs on.
+  ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every = std::chrono::seconds(5),
+                  std::vector<std::string> worker_names = {});
   void Show(const JobProgress& p);
   // Ends the bar's line so what follows starts on its own.
   void Finish();
@@ -32,6 +40,7 @@ class ProgressDisplay {
   bool terminal_;
   Clock& clock_;
   Duration every_;
+  std::vector<std::string> names_;
   TimePoint last_line_{};
   bool drawn_ = false;
 };

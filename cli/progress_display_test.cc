@@ -30,6 +30,27 @@ TEST(ProgressDisplayTest, FormatsBarAndLine) {
   EXPECT_EQ(FormatProgressLine(early), "it 1,200 (40%) loss 0.412 5,820 samples/s elapsed 00:12");
 }
 
+// An accuracy older than the iteration shown says which model it was of.
+TEST(ProgressDisplayTest, SaysWhichIterationTheAccuracyIsOf) {
+  JobProgress p = Sample();
+  p.evaluated_iteration = 1000;
+  EXPECT_EQ(FormatProgressLine(p),
+            "it 1,200 (40%) loss 0.412 acc 0.853 (it 1,000) 5,820 samples/s elapsed 00:12 eta 00:18");
+  p.evaluated_iteration = 1200;
+  EXPECT_EQ(FormatProgressLine(p), "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 eta 00:18");
+}
+
+TEST(ProgressDisplayTest, NamesTheWorkersTheTeamWaitsOn) {
+  JobProgress p = Sample();
+  p.workers.resize(3);
+  for (int r = 0; r < 3; ++r) p.workers[r].rank = r;
+  p.workers[1].holding_team = true;
+  p.workers[2].holding_team = true;
+  EXPECT_EQ(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}),
+            "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s waiting on robot-2, robot-3 elapsed 00:12 eta 00:18");
+  EXPECT_NE(FormatProgressLine(p).find("waiting on worker 1, worker 2"), std::string::npos);
+}
+
 TEST(ProgressDisplayTest, GroupsThousands) {
   EXPECT_EQ(WithThousands(0), "0");
   EXPECT_EQ(WithThousands(999), "999");

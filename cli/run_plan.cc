@@ -69,7 +69,11 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   plan.intra_op_threads = options.threads > 0 ? options.threads : 1;
   plan.fresh = options.fresh;
   if (run.team) {
-    EDGETRAIN_ASSIGN_OR_RETURN(plan.workers, PlaceWorkers(workers, profile));
+    EDGETRAIN_ASSIGN_OR_RETURN(run.devices, PlaceWorkers(workers, profile));
+    plan.workers = run.devices;
+    if (run.kernel_links) {
+      for (auto& slot : plan.workers) slot.link.reset();
+    }
   }
 
   run.memory_mb = EstimatedMemoryMb(spec.data.dataset, run.agents);

@@ -16,7 +16,9 @@ api::TrainingJobManifest Job(const std::string& spec) {
 
 ClusterProfile Robots(int nodes) {
   ClusterProfile p{"robots", {}};
-  for (int i = 0; i < nodes; ++i) p.nodes.push_back({"robot-" + std::to_string(i), 2, "", "", false, {}, std::nullopt});
+  for (int i = 0; i < nodes; ++i) {
+    p.nodes.push_back({"robot-" + std::to_string(i), 2, "", "", false, {}, LinkSpec{"/traces/wifi.csv", 0, 1}});
+  }
   return p;
 }
 
@@ -58,6 +60,13 @@ TEST(RunPlanTest, WhatRunsForEachShapeOfJob) {
     EXPECT_EQ(plan->job.job, "j");
     EXPECT_EQ(plan->job.intra_op_threads, 1);
     EXPECT_TRUE(plan->warnings.empty()) << plan->warnings.front();
+    // Kernel-shaped links replace the agents' shaping: the plan file has none,
+    // the devices keep theirs (for the namespaces, and the summary).
+    ASSERT_EQ(plan->devices.size(), plan->job.workers.size());
+    for (size_t r = 0; r < plan->devices.size(); ++r) {
+      EXPECT_EQ(plan->devices[r].link.has_value(), c.profile.has_value()) << c.spec;
+      EXPECT_EQ(plan->job.workers[r].link.has_value(), c.profile.has_value() && !plan->kernel_links) << c.spec;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "cli/run_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -45,28 +46,57 @@ std::string LogTail(const std::string& path, size_t lines) {
   return out;
 }
 
-void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, const JobProgress& p, double wall_s,
-                  std::ostream& out) {
-  out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4);
-  if (job.spec.budget.target_accuracy) {
-    out << " (target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached)" : " not reached)");
+std::string LinkColumn(const WorkerProgress& w, const WorkerSlot* device) {
+  if (w.bandwidth_mbps > 0) return Fixed(w.bandwidth_mbps, 1);
+  if (device && !device->link) return "unshaped";
+  return "-";  // emulated, but too little went through it to time
+}
+
+std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names) {
+  // Those who held it a twentieth of the time or more, longest first.
+  std::vector<const WorkerProgress*> held;
+  for (const auto& w : p.workers) {
+    if (p.elapsed_s > 0 && w.held_team_s >= 0.05 * p.elapsed_s) held.push_back(&w);
   }
-  out << ", stopped by " << (p.stop_reason ? NameOf(*p.stop_reason) : "?") << "\n";
-  out << "  " << WithThousands(p.iteration) << " iterations, " << WithThousands(p.samples) << " samples, "
-      << WithThousands(static_cast<int64_t>(p.samples_per_second)) << " samples/s; " << Fixed(p.elapsed_s, 1)
-      << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
+  std::sort(held.begin(), held.end(), [](auto* a, auto* b) { return a->held_team_s > b->held_team_s; });
+  std::string said;
+  for (size_t i = 0; i < held.size(); ++i) {
+    said += (i == 0 ? "" : i + 1 == held.size() ? " and " : ", ") + WorkerName(held[i]->rank, names) + " for " +
+            Fixed(held[i]->held_team_s, 1) + " s";
+  }
+  return said;
+}
+
+void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
+                  std::ostream& out) {
+  const int workers = job.spec.parallelism.workers;
+  out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4) << " (final model";
+  if (job.spec.budget.target_accuracy) {
+    out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
+  }
+  out << "), stopped by " << (p.stop_reason ? NameOf(*p.stop_reason) : "?") << "\n";
+  out << "  " << WithThousands(p.iteration) << (plan.team ? " team iterations (a batch from each of " +
+                                                                  std::to_string(workers) + " workers), "
+                                                            : " iterations, ")
+      << WithThousands(p.samples) << " samples, " << WithThousands(static_cast<int64_t>(p.samples_per_second))
+      << " samples/s; " << Fixed(p.elapsed_s, 1) << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
   if (p.energy_joules) {
     out << "  energy (modelled, docs/energy.md): " << WithThousands(static_cast<int64_t>(*p.energy_joules)) << " J\n";
   }
-  if (!plan.workers.empty()) {
-    out << "  worker  node           iterations   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
+  if (!plan.devices.empty()) {
+    std::vector<std::string> names;
+    for (const WorkerSlot& slot : plan.devices) names.push_back(slot.node);
+    if (const std::string waited = WhoTheTeamWaitedOn(p, names); !waited.empty()) {
+      out << "  the team waited on " << waited << " (teammates needed rows only they could give)\n";
+    }
+    out << "  worker  node            own its   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
     for (const auto& w : p.workers) {
-      const std::string node = static_cast<size_t>(w.rank) < plan.workers.size() ? plan.workers[w.rank].node : "?";
+      const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
       char line[200];
-      std::snprintf(line, sizeof line, "  %6d  %-14s %10s %11s %10.1f %9.1f %13.1f %6.0f%% %10.0f\n", w.rank,
-                    node.c_str(), WithThousands(w.iteration).c_str(), WithThousands(w.rows_sent).c_str(),
-                    static_cast<double>(w.bytes_sent) / 1e6, static_cast<double>(w.bytes_received) / 1e6,
-                    w.bandwidth_mbps, 100 * w.stall_fraction,
+      std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %13s %6.0f%% %10.0f\n", w.rank,
+                    WorkerName(w.rank, names).c_str(), WithThousands(w.iteration).c_str(),
+                    WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
+                    static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(), 100 * w.stall_fraction,
                     w.energy_joules);
       out << line;
     }

@@ -4,17 +4,25 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "api/trainingjob.h"
+#include "cli/run_plan.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 
 namespace edgetrain::cli {
 
-// "robot-team: test accuracy 0.8512 (target 0.85 reached), stopped by target",
-// the counts, the modelled energy, a table of the workers, the model's path.
-void PrintSummary(const api::TrainingJobManifest& job, const JobPlan& plan, const JobProgress& p, double wall_s,
+// "robot-team: test accuracy 0.8512 (final model; target 0.85 reached), stopped
+// by target", the counts (a team's iterations named as the team's: each
+// worker's own count differs), the modelled energy, whom the team waited on,
+// a table of the workers (a link too little used to time shows "-", one not
+// emulated "unshaped"), the model's path.
+void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out);
+// Who the team waited on a twentieth of its time or more, longest first:
+// "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
+std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);
 // The summary as one line of JSON, for scripts and benchmarks.
 std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s);
 // The last `lines` lines of a log, indented with "  | ".

@@ -32,6 +32,8 @@ class TeamAccounts {
 
   // A new stream of `w`, resuming after `iteration`: its counters restart.
   void StreamOpened(int w, int64_t iteration);
+  // `w` was taken back after being counted out and resumes after `iteration`.
+  void Resumed(int w, int64_t iteration) { workers_[w].iteration = iteration; }
   // Part of a push of `w` after `iteration` was applied.
   void Pushed(int w, int64_t iteration, int rows, int64_t bytes);
   // The report on a push's first part: counted even when its rows were not applied.

@@ -221,6 +221,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // (and so is all it sends until it has the next Welcome); it resumes with
     // the team, sent what it lacks for that.
     metrics_.AddRejoin(w);
+    accounts_.Resumed(w, members_.resume_after(w));
     log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
   } else if (fate == PushFate::kApplied) {
     StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);

@@ -13,6 +13,10 @@
 //   core/team_accounts.h     what each worker has done, for the job's progress
 // Streams and threads are its service's (coordinator_service.h), which hands
 // it what arrives as plain values and asks it what to send.
+//
+// Threads: each worker stream's own (Join, Receive, Left), a sender per stream
+// (Next, Delivered), and the job driver's (the TrainingEngine calls). Every
+// wait is on `changed_`, through the clock.
 
 #include <atomic>
 #include <memory>

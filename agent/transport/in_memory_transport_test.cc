@@ -26,10 +26,14 @@ class EchoSessions final : public WorkerSessions {
   }
 };
 
-v1::WorkerMessage Hello(const std::string& job) {
-  v1::WorkerMessage m;
-  *m.mutable_hello() = MakeHello(job, 1, 0);
-  return m;
+// A stream to the server at "c" that has sent its hello for `job`.
+std::unique_ptr<CoordinatorStream> Opened(InMemoryNetwork& network, const std::string& job) {
+  auto stream = network.Connector("c")->Connect(seconds(1));
+  EXPECT_TRUE(stream.ok());
+  v1::WorkerMessage hello;
+  *hello.mutable_hello() = MakeHello(job, 1, 0);
+  EXPECT_TRUE((*stream)->Send(hello).ok());
+  return std::move(*stream);
 }
 
 TEST(InMemoryTransportTest, AStreamDeliversInOrderAfterAnAdmittedHello) {
@@ -39,21 +43,19 @@ TEST(InMemoryTransportTest, AStreamDeliversInOrderAfterAnAdmittedHello) {
     EchoSessions sessions;
     auto server = network.Serve("c", sessions);
     ASSERT_TRUE(server.ok());
-    auto stream = network.Connector("c")->Connect(seconds(1));
-    ASSERT_TRUE(stream.ok());
-    ASSERT_TRUE((*stream)->Send(Hello("echo")).ok());
+    auto stream = Opened(network, "echo");
     for (int i = 1; i <= 3; ++i) {
       v1::WorkerMessage push;
       push.mutable_push()->set_iteration(i);
-      ASSERT_TRUE((*stream)->Send(push).ok());
+      ASSERT_TRUE(stream->Send(push).ok());
     }
     for (int i = 1; i <= 3; ++i) {
-      auto reply = (*stream)->Receive();
+      auto reply = stream->Receive();
       ASSERT_TRUE(reply.ok());
       EXPECT_EQ(reply->update().part(), i);
     }
     (*server)->Shutdown();
-    auto after = (*stream)->Receive();
+    auto after = stream->Receive();
     ASSERT_FALSE(after.ok());
     EXPECT_EQ(after.status().code(), StatusCode::kUnavailable);
   });
@@ -65,10 +67,7 @@ TEST(InMemoryTransportTest, ARefusedHelloEndsTheStreamWithTheCoordinatorsStatus)
     InMemoryNetwork network(clock);
     EchoSessions sessions;
     auto server = network.Serve("c", sessions);
-    auto stream = network.Connector("c")->Connect(seconds(1));
-    ASSERT_TRUE(stream.ok());
-    ASSERT_TRUE((*stream)->Send(Hello("other")).ok());
-    auto reply = (*stream)->Receive();
+    auto reply = Opened(network, "other")->Receive();
     ASSERT_FALSE(reply.ok());
     EXPECT_EQ(reply.status().code(), StatusCode::kFailedPrecondition);
     EXPECT_NE(reply.status().message().find("trains job \"echo\""), std::string::npos);

@@ -1,0 +1,82 @@
+#include "cli/run_report.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::cli {
+namespace {
+
+api::TrainingJobManifest Job() {
+  api::TrainingJobManifest job;
+  job.name = "robot-team";
+  job.spec.parallelism.workers = 3;
+  job.spec.budget.target_accuracy = 0.85;
+  return job;
+}
+
+// Three robots: the first on an emulated link too little used to time, the
+// second timed, the third not emulated at all.
+LocalRunPlan Team() {
+  LocalRunPlan plan;
+  plan.team = true;
+  for (int r = 0; r < 3; ++r) {
+    WorkerSlot slot{r, "robot-" + std::to_string(r + 1), 1, std::nullopt, {}};
+    if (r < 2) slot.link = LinkSpec{"/traces/wifi.csv", 0, 1};
+    plan.devices.push_back(slot);
+  }
+  return plan;
+}
+
+JobProgress Finished() {
+  JobProgress p;
+  p.state = JobState::kSucceeded;
+  p.iteration = 331;
+  p.samples = 331 * 3 * 64;
+  p.elapsed_s = 60;
+  p.accuracy = 0.7139;
+  p.stop_reason = StopReason::kWallClock;
+  for (int r = 0; r < 3; ++r) {
+    WorkerProgress w;
+    w.rank = r;
+    w.iteration = 375;
+    p.workers.push_back(w);
+  }
+  p.workers[1].bandwidth_mbps = 41.5;
+  p.workers[1].held_team_s = 31.2;
+  p.workers[2].held_team_s = 12.04;
+  p.workers[0].held_team_s = 2.0;  // under a twentieth: not worth a word
+  return p;
+}
+
+TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
+  std::ostringstream out;
+  PrintSummary(Job(), Team(), Finished(), 66.9, out);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("robot-team: test accuracy 0.7139 (final model; target 0.85 not reached), stopped by wallClock"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("331 team iterations (a batch from each of 3 workers)"), std::string::npos) << s;
+  EXPECT_NE(s.find("the team waited on robot-2 for 31.2 s and robot-3 for 12.0 s"), std::string::npos) << s;
+  EXPECT_NE(s.find("own its"), std::string::npos) << s;
+  std::istringstream lines(s);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("  robot-") != std::string::npos) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 3u) << s;
+  EXPECT_NE(rows[0].find(" - "), std::string::npos) << "emulated, not yet timed: " << rows[0];
+  EXPECT_NE(rows[1].find("41.5"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[2].find("unshaped"), std::string::npos) << rows[2];
+}
+
+TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
+  JobProgress p = Finished();
+  for (auto& w : p.workers) w.held_team_s = 0;
+  EXPECT_EQ(WhoTheTeamWaitedOn(p, {}), "");
+  p.workers[2].held_team_s = 30;
+  EXPECT_EQ(WhoTheTeamWaitedOn(p, {}), "worker 2 for 30.0 s");
+}
+
+}  // namespace
+}  // namespace edgetrain::cli
