@@ -17,6 +17,7 @@ from .network import LoopbackNetwork, NetnsNetwork
 from .node_lifecycle import NodeLifecycleController
 from .node_object import node_object
 from .profile import load_profile
+from .scheduler import Scheduler
 from .service_accounts import ServiceAccountController
 
 KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,7 +58,8 @@ class EmulatedCluster:
                             EndpointsController(self.client, self.timings),
                             NodeLifecycleController(self.client, self.timings,
                                                     [n["name"] for n in self.nodes
-                                                     if n["registeredOnly"]])]
+                                                     if n["registeredOnly"]]),
+                            Scheduler(self.client, self.timings)]
         if self.network.dns_address and self.root_mode:
             self.dns = ClusterDNS(self.client, self.network.dns_address)
             self.dns.start()

@@ -3,6 +3,7 @@ from a profile, their leases, nodes on paper, and pods run as local processes - 
 exit codes, restarts with back-off, logs, readiness, volumes, the downward API, the
 service account, users and the read-only root, deletion with grace."""
 
+import os
 import unittest
 
 from emulated_site import SiteTestCase, condition, container_state, phase, shell_pod
@@ -125,6 +126,84 @@ class NodesTest(SiteTestCase):
         self.assertEqual(held["metadata"]["deletionGracePeriodSeconds"], 1)
         for name in ("polite", "stubborn"):
             self.wait_for(self.pod_path(), name, lambda p: p is None, timeout=10)
+
+
+class SchedulerTest(SiteTestCase):
+    def scheduled(self, name):
+        p = self.wait_pod(name, lambda p: p["spec"].get("nodeName") or
+                          condition(p, "PodScheduled") == "False")
+        return p["spec"].get("nodeName") or None, p
+
+    def unbound(self, name, **spec):
+        pod = shell_pod(name, "sleep 30", grace=0, **spec)
+        del pod["spec"]["nodeName"]
+        return pod
+
+    def test_the_default_scheduler_honours_selectors_affinity_taints_resources_and_cordons(self):
+        arm = self.unbound("arm", nodeSelector={"kubernetes.io/arch": "arm64"})
+        big = self.unbound("big")
+        big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+        nowhere = self.unbound("nowhere", affinity={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "edgetrain.dev/site", "operator": "In",
+                                       "values": ["moon"]}]}]}}})
+        self.apply(arm, big, nowhere)
+        self.assertEqual(self.scheduled("arm")[0], "robot")
+        self.assertEqual(self.scheduled("big")[0], "gw", "only gw has 3 cpus")
+        node, p = self.scheduled("nowhere")
+        self.assertIsNone(node)
+        reason = next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
+        self.assertEqual(reason["reason"], "Unschedulable")
+        self.assertIn("didn't match Pod's node affinity/selector", reason["message"])
+        self.kubectl.run("cordon", "robot")
+        self.kubectl.run("taint", "node", "gw", "dedicated=ops:NoSchedule")
+        late = self.unbound("late", nodeSelector={"kubernetes.io/arch": "arm64"})
+        self.apply(late)
+        node, p = self.scheduled("late")
+        self.assertIsNone(node, "robot is cordoned")
+        self.kubectl.run("uncordon", "robot")
+        self.wait_pod("late", lambda p: p["spec"].get("nodeName") == "robot")
+        shy = self.unbound("shy", nodeSelector={"kubernetes.io/hostname": "gw"})
+        tolerant = self.unbound("tolerant", nodeSelector={"kubernetes.io/hostname": "gw"},
+                                tolerations=[{"key": "dedicated", "value": "ops",
+                                              "effect": "NoSchedule"}])
+        self.apply(shy, tolerant)
+        node, p = self.scheduled("shy")
+        self.assertIsNone(node)
+        self.assertIn("untolerated taint {dedicated: ops}", p["status"]["conditions"][-1]["message"])
+        self.assertEqual(self.scheduled("tolerant")[0], "gw", "gw's taint is tolerated")
+        self.kubectl.run("taint", "node", "gw", "dedicated-")
+
+
+class NetworkTest(SiteTestCase):
+    def test_pods_of_one_node_have_addresses_of_their_own_and_services_their_endpoints(self):
+        serve = ("exec python3 -c \"import http.server, os; http.server.HTTPServer((os.environ"
+                 "['IP'], 9000), http.server.SimpleHTTPRequestHandler).serve_forever()\"")
+        pods = []
+        for i in range(2):
+            p = shell_pod(f"same-port-{i}", serve, restart="Always", grace=0)
+            p["metadata"]["labels"] = {"app": "same-port"}
+            c = p["spec"]["containers"][0]
+            c["env"] = [{"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+            c["readinessProbe"] = {"tcpSocket": {"port": 9000}, "periodSeconds": 1}
+            pods.append(p)
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "same-port"},
+                   "spec": {"clusterIP": "None", "selector": {"app": "same-port"},
+                            "ports": [{"name": "http", "port": 9000}]}}
+        self.apply(service, *pods)
+        ips = {self.wait_pod(p["metadata"]["name"], lambda p: condition(p, "Ready") == "True")
+               ["status"]["podIP"] for p in pods}
+        self.assertEqual(len(ips), 2, "two addresses on one node, both serving port 9000")
+        ep = self.wait_for("/api/v1/namespaces/default/endpoints", "same-port",
+                           lambda e: e and len((e.get("subsets") or [{}])[0].get("addresses") or []) == 2)
+        self.assertEqual({a["ip"] for a in ep["subsets"][0]["addresses"]}, ips)
+        self.assertEqual(ep["subsets"][0]["ports"], [{"name": "http", "port": 9000, "protocol": "TCP"}])
+        if os.geteuid() == 0:  # the cluster DNS, from a pod on the other node
+            self.apply(shell_pod("resolver", "getent hosts same-port | sort", node="robot"))
+            self.wait_pod("resolver", lambda p: phase(p) in ("Succeeded", "Failed"))
+            answered = {line.split()[0] for line in
+                        self.kubectl.run("logs", "resolver").stdout.splitlines()}
+            self.assertEqual(answered, ips)
 
 
 if __name__ == "__main__":
