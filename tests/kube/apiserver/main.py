@@ -86,7 +86,9 @@ def hold_workdir():
     nobody holds were left by a stand-in that was killed: removed, and said so."""
     for old in glob.glob(os.path.join(tempfile.gettempdir(), "kube-standin-*")):
         try:
-            with open(os.path.join(old, "lock"), "a") as f:
+            # "r+": a folder whose lock file is not there yet belongs to a
+            # stand-in starting now (mkdtemp, then the lock), not a killed one.
+            with open(os.path.join(old, "lock"), "r+") as f:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 shutil.rmtree(old, ignore_errors=True)
                 print(f"standin: removed {old}, left by a stand-in that was killed",

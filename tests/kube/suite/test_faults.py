@@ -5,6 +5,8 @@ reclaims it; a link is rescaled, cut and restored; a node comes back. Then clean
 stand-in leaves no process, namespace, qdisc or route behind after SIGTERM or SIGKILL."""
 
 import os
+import shutil
+import tempfile
 import signal
 import subprocess
 import time
@@ -78,7 +80,9 @@ class FaultsTest(SiteTestCase):
         self.fault("robot", "partition")
         self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
                       timeout=10)
-        self.assertIn("node.kubernetes.io/unreachable", self.taint_keys("robot"))
+        # The lifecycle controller marks the condition, then taints: two writes.
+        self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" in self.taint_keys("robot"), 5),
+                        self.taint_keys("robot"))
         p = self.wait_pod("partitioned", lambda p: condition(p, "Ready") == "False")
         self.assertTrue(answers(ip), "its pods run on, as on a partitioned node")
         # After its 2 s of default toleration, evicted; no kubelet confirms it: Terminating.
@@ -194,20 +198,33 @@ class CleanupTest(unittest.TestCase):
         print(f"\ncleanup after SIGTERM: {time.monotonic() - t0:.2f} s")
 
     def test_sigkill_leaves_nothing_and_the_next_start_clears_its_folder(self):
-        marker = f"sigkill-{os.getpid()}"
-        server, links = self.start_site(marker)
-        t0 = time.monotonic()
-        server.proc.kill()
-        server.proc.wait()
-        self.assertNothingLeft(marker, links)
-        print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
-        left = [d for d in os.listdir("/tmp") if d.startswith("kube-standin-")]
-        with Standin() as next_one:
-            self.assertIn("left by a stand-in that was killed", next_one.log())
-        after = [d for d in os.listdir("/tmp") if d.startswith("kube-standin-")]
-        self.assertTrue(set(left) - set(after), "the killed stand-in's folder was removed")
-        server.proc = None
-        server.stderr.close()
+        # A TMPDIR of this test's own: any stand-in that starts clears a killed
+        # one's folder, and under ctest -j2 other suites start theirs.
+        tmp = tempfile.mkdtemp(prefix="standin-kill-")
+        saved = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = tmp
+        try:
+            marker = f"sigkill-{os.getpid()}"
+            server, links = self.start_site(marker)
+            t0 = time.monotonic()
+            server.proc.kill()
+            server.proc.wait()
+            self.assertNothingLeft(marker, links)
+            print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
+            left = [d for d in os.listdir(tmp) if d.startswith("kube-standin-") and os.path.isdir(os.path.join(tmp, d))]
+            self.assertEqual(len(left), 1, left)
+            with Standin() as next_one:
+                self.assertIn(f"removed {os.path.join(tmp, left[0])}, left by a stand-in that was killed",
+                              next_one.log())
+            self.assertFalse(os.path.exists(os.path.join(tmp, left[0])))
+            server.proc = None
+            server.stderr.close()
+        finally:
+            if saved is None:
+                del os.environ["TMPDIR"]
+            else:
+                os.environ["TMPDIR"] = saved
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
