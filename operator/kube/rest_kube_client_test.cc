@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "operator/kube/informer.h"
 #include "operator/kube/testing/standin.h"
 
 namespace edgetrain::kube {
@@ -199,6 +200,44 @@ TEST(RestKubeClientTlsTest, VerifiesTheServerAndProvesWhoItIs) {
   wrong_ca.ca_pem.clear();  // the system's roots do not know the stand-in's CA
   auto refused = (*MakeRestKubeClient(wrong_ca, {}, clock))->Get(kConfigMaps, "default", "x");
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace edgetrain::kube
+
+namespace edgetrain::kube {
+namespace {
+
+// An informer on the real protocol: it follows changes, and when the server
+// ends its watch (as a restarted API server or a proxy does) it watches again
+// from where it was and still agrees with the server. (A 410 on that watch
+// means listing again: InformerTest.A410RelistsAndTellsWhatChangedMeanwhile.)
+TEST_F(RestKubeClientTest, AnInformerFollowsTheServerThroughDroppedWatches) {
+  InformerOptions options;
+  options.backoff_initial = milliseconds(50);
+  Informer informer(*client_, kConfigMaps, "default", clock_, options);
+  std::atomic<int> changes{0};
+  informer.OnChange([&](WatchEventType, const Json&) { ++changes; });
+  std::atomic<bool> stop{false};
+  std::thread run([&] { informer.Run(stop); });
+  ASSERT_TRUE(informer.WaitForSync(clock_.Now() + seconds(10)));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Create(kConfigMaps, "default", ConfigMap("i" + std::to_string(i), "v")).ok());
+  ASSERT_TRUE(WaitFor([&] { return informer.store().List().size() == 3; }));
+
+  ASSERT_TRUE(client_->Delete(kConfigMaps, "default", "i0").ok());
+  ASSERT_TRUE(WaitFor([&] { return !informer.store().Get("default/i0").has_value(); }));
+  ASSERT_TRUE(standin_->Hook("drop-watches").ok());
+  ASSERT_TRUE(WaitFor([&] { return informer.watches() >= 2; }));
+  ASSERT_TRUE(standin_->Hook("wait-watches?count=1&resource=configmaps&timeoutSeconds=10", "GET").ok());
+  ASSERT_TRUE(client_->Create(kConfigMaps, "default", ConfigMap("i3", "v")).ok());
+  ASSERT_TRUE(WaitFor([&] { return informer.store().Get("default/i3").has_value(); }));
+  auto list = client_->List(kConfigMaps, "default", {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(informer.store().List().size(), (*list)["items"].size());
+  stop = true;
+  run.join();
+  EXPECT_EQ(informer.lists(), 1) << "a dropped watch is resumed, not relisted";
+  EXPECT_EQ(changes.load(), 3 + 1 + 1);
 }
 
 }  // namespace
