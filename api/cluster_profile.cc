@@ -51,6 +51,12 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
     node.transient = n["transient"].get<bool>();
     node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
                   n["power"]["idleWatts"].get<double>()};
+    node.cpu = n["cpu"].is_string() ? n["cpu"].get<std::string>() : n["cpu"].dump();  // int-or-string
+    node.pods = n["pods"].get<int64_t>();
+    if (n.contains("labels")) node.labels = n["labels"].get<std::map<std::string, std::string>>();
+    for (const Json& t : n.value("taints", Json::array())) {
+      node.taints.push_back({t["key"].get<std::string>(), t.value("value", ""), t["effect"].get<std::string>()});
+    }
     if (n.contains("link")) {
       const Json& l = n["link"];
       fs::path trace = l["trace"].get<std::string>();
@@ -66,6 +72,7 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       text << in.rdbuf();
       auto parsed = BandwidthTrace::Parse(text.str(), node.link->trace_path);
       if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
+      node.link->mean_mbps = parsed->Scaled(node.link->scale).MeanMbps();
     }
     profile.nodes.push_back(std::move(node));
   }

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/node_view.h"
+
 namespace edgetrain::api {
 namespace {
 
@@ -50,6 +52,26 @@ TEST(ClusterProfileTest, ReadsTheShippedProfiles) {
   EXPECT_FALSE(site->nodes.front().link.has_value()) << "the gateway is wired";
   EXPECT_EQ(std::count_if(site->nodes.begin(), site->nodes.end(), [](const NodeProfile& n) { return n.transient; }), 2);
   EXPECT_EQ(std::count_if(site->nodes.begin(), site->nodes.end(), [](const NodeProfile& n) { return n.arch == "arm64"; }), 1);
+  const NodeProfile& spot = site->nodes[5];
+  EXPECT_EQ(spot.cpu, "8");
+  EXPECT_EQ(spot.pods, 110);
+  EXPECT_EQ(spot.labels.at("cloud.google.com/gke-spot"), "true");
+  ASSERT_EQ(spot.taints.size(), 1u);
+  EXPECT_EQ(spot.taints[0].effect, "NoSchedule");
+  // hsdpa-bus-1.csv scaled by 4: its mean is what the site publishes.
+  EXPECT_GT(spot.link->mean_mbps, 4 * 0.5);
+  EXPECT_LT(spot.link->mean_mbps, 4 * 10.0);
+
+  // As Nodes, for placement: what docs/cluster-profiles.md tabulates.
+  auto robot = NodeViewOf(site->nodes[1]);
+  ASSERT_TRUE(robot.ok()) << robot.status().ToString();
+  EXPECT_EQ(robot->allocatable.cpu_millis, 4000);
+  EXPECT_EQ(robot->allocatable.memory_bytes, int64_t{8} << 30);
+  EXPECT_EQ(robot->compute_score, 0.5);
+  EXPECT_EQ(robot->emulated_slowdown, 2);
+  EXPECT_EQ(robot->labels.at("edgetrain.dev/transient"), "false");
+  EXPECT_EQ(robot->link_mbps, site->nodes[1].link->mean_mbps);
+  EXPECT_FALSE(NodeViewOf(site->nodes[0])->link_mbps.has_value()) << "wired";
 }
 
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {

@@ -17,7 +17,11 @@ api::TrainingJobManifest Job(const std::string& spec) {
 ClusterProfile Robots(int nodes) {
   ClusterProfile p{"robots", {}};
   for (int i = 0; i < nodes; ++i) {
-    p.nodes.push_back({"robot-" + std::to_string(i), 2, "", "", false, {}, LinkSpec{"/traces/wifi.csv", 0, 1}});
+    NodeProfile robot;
+    robot.name = "robot-" + std::to_string(i);
+    robot.slowdown = 2;
+    robot.link = LinkSpec{"/traces/wifi.csv", 0, 1};
+    p.nodes.push_back(robot);
   }
   return p;
 }

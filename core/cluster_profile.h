@@ -4,9 +4,13 @@
 // whether it is transient, and its link as a bandwidth trace. `edgetrain run
 // --nodes` emulates them; the planner and the node emulator read the same file.
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/taint.h"
 
 namespace edgetrain {
 
@@ -20,6 +24,9 @@ struct LinkSpec {
   // the agents: they leave it alone, and only read the trace to know the most
   // it ever carries.
   bool kernel_shaped = false;
+  // The trace's time-weighted mean over one period, after `scale`: what a site
+  // that measures its links publishes for the node (edgetrain.dev/link-mbps).
+  double mean_mbps = 0;
 };
 
 // Watts in each state, for the energy model. The defaults approximate a Jetson
@@ -33,11 +40,15 @@ struct PowerProfile {
 struct NodeProfile {
   std::string name;
   double slowdown = 1;       // 10: a step takes ten times as long as on this machine
-  std::string memory;        // a Kubernetes quantity, e.g. "4Gi"; informational for now
+  std::string memory;        // a Kubernetes quantity, e.g. "4Gi": the Node's memory capacity
   std::string arch;          // e.g. "arm64"
   bool transient = false;    // spot or otherwise liable to vanish
   PowerProfile power;
   std::optional<LinkSpec> link;
+  std::string cpu = "2";     // a Kubernetes quantity: the Node's cpu capacity
+  int64_t pods = 110;        // pods the Node admits
+  std::map<std::string, std::string> labels;  // besides those derived from the fields above
+  std::vector<Taint> taints;
 };
 
 struct ClusterProfile {

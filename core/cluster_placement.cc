@@ -1,0 +1,212 @@
+#include "core/cluster_placement.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+#include "core/quantity.h"
+
+namespace edgetrain {
+namespace {
+
+// A node that publishes no link measurement is taken as wired to the site's
+// network (a site publishes edgetrain.dev/link-mbps for its wireless nodes):
+// Gigabit Ethernet.
+constexpr double kWiredMbps = 1000;
+
+// Why no pod of the job may run on `node`, as a short category (counted in the
+// unschedulable message) and in full (the node's verdict); both empty if it may.
+struct Exclusion {
+  std::string category, detail;
+};
+
+Exclusion Exclude(const NodeView& node, const TeamRequest& request, const std::string& transient) {
+  if (!node.ready) return {"not ready", "not Ready"};
+  if (node.cordoned) return {"cordoned", "cordoned (spec.unschedulable)"};
+  for (const auto& [key, value] : request.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) {
+      return {"not matching nodeSelector", "no label " + key + "=" + value + " (spec.placement.nodeSelector)"};
+    }
+  }
+  if (!request.architectures.empty()) {
+    auto it = node.labels.find("kubernetes.io/arch");
+    std::string arch = it == node.labels.end() ? "" : it->second;
+    if (std::find(request.architectures.begin(), request.architectures.end(), arch) == request.architectures.end()) {
+      std::string images;
+      for (const std::string& a : request.architectures) images += (images.empty() ? "" : ", ") + a;
+      return {"another architecture", "kubernetes.io/arch " + (arch.empty() ? "unset" : arch) +
+                                          ", the agent's image is built for " + images};
+    }
+  }
+  for (const Taint& taint : node.taints) {
+    if (taint.effect == "PreferNoSchedule" || ToleratesAll(request.tolerations, taint)) continue;
+    return {"untolerated taint", "taint " + taint.key + (taint.value.empty() ? "" : "=" + taint.value) + ":" +
+                                     taint.effect + " not tolerated (spec.template.tolerations)"};
+  }
+  if (!transient.empty() && !request.allow_transient) {
+    return {"transient", "transient (" + transient + ") and spec.placement.allowTransient is false"};
+  }
+  if (!(node.compute_score > 0)) return {"no compute", "edgetrain.dev/compute-score is not above 0"};
+  return {};
+}
+
+ResourceAmounts Free(const NodeView& node) {
+  return {node.allocatable.cpu_millis - node.bound.cpu_millis, node.allocatable.memory_bytes - node.bound.memory_bytes,
+          node.allocatable.pods - node.bound.pods};
+}
+
+// What of `asked` does not fit in `free`, in the scheduler's words; empty if all fits.
+Exclusion Shortfall(const ResourceAmounts& free, const ResourceAmounts& asked, const std::string& who) {
+  if (free.pods < 1) return {"too many pods", "no room for another pod (allocatable pods)"};
+  if (asked.cpu_millis > free.cpu_millis) {
+    return {"insufficient cpu", "insufficient cpu: " + FormatCpuMillis(std::max<int64_t>(free.cpu_millis, 0)) +
+                                    " free, " + who + " asks " + FormatCpuMillis(asked.cpu_millis)};
+  }
+  if (asked.memory_bytes > free.memory_bytes) {
+    return {"insufficient memory", "insufficient memory: " + FormatBytes(std::max<int64_t>(free.memory_bytes, 0)) +
+                                       " free, " + who + " asks " + FormatBytes(asked.memory_bytes)};
+  }
+  return {};
+}
+
+void Take(ResourceAmounts& free, const ResourceAmounts& asked) {
+  free.cpu_millis -= asked.cpu_millis;
+  free.memory_bytes -= asked.memory_bytes;
+  free.pods -= 1;
+}
+
+// "0/7 nodes fit the coordinator: 2 not ready, 1 transient."
+std::string Summarise(const std::string& head, const std::map<std::string, int>& counts) {
+  std::ostringstream out;
+  out << head;
+  const char* sep = ": ";
+  for (const auto& [category, count] : counts) {
+    out << sep << count << " " << category;
+    sep = ", ";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& request) {
+  TeamPlacement placement;
+  std::vector<ResourceAmounts> free;
+  std::vector<bool> eligible;
+  std::map<std::string, int> excluded_by;  // category -> nodes
+  for (const NodeView& node : nodes) {
+    NodeVerdict verdict;
+    verdict.node = node.name;
+    verdict.transient = TransientLabel(node.labels);
+    Exclusion why = Exclude(node, request, verdict.transient);
+    verdict.excluded = why.detail;
+    if (!why.category.empty()) ++excluded_by[why.category];
+    eligible.push_back(why.category.empty());
+    free.push_back(Free(node));
+    placement.verdicts.push_back(verdict);
+  }
+  const size_t n = nodes.size();
+
+  // The coordinator: stable before transient (losing it restarts the team from
+  // its checkpoint), then the best link (every exchange crosses it), then compute.
+  std::optional<size_t> coordinator;
+  std::map<std::string, int> coordinator_misfits = excluded_by;
+  auto better_home = [&](size_t a, size_t b) {
+    auto key = [&](size_t i) {
+      double link = nodes[i].link_mbps.value_or(kWiredMbps);
+      return std::make_tuple(!placement.verdicts[i].transient.empty(), -link, -nodes[i].compute_score, nodes[i].name);
+    };
+    return key(a) < key(b);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!eligible[i]) continue;
+    Exclusion misfit = Shortfall(free[i], request.coordinator_requests, "the coordinator");
+    if (!misfit.category.empty()) {
+      ++coordinator_misfits[misfit.category];
+      continue;
+    }
+    if (!coordinator || better_home(i, *coordinator)) coordinator = i;
+  }
+  if (!coordinator) {
+    placement.unschedulable =
+        Summarise("0/" + std::to_string(n) + " nodes fit the coordinator", coordinator_misfits);
+    return placement;
+  }
+  Take(free[*coordinator], request.coordinator_requests);
+  placement.coordinator_node = nodes[*coordinator].name;
+  placement.verdicts[*coordinator].coordinator = true;
+
+  // Each eligible node's prediction for one worker alone there.
+  for (size_t i = 0; i < n; ++i) {
+    if (!eligible[i]) continue;
+    double link = i == *coordinator ? 0 : nodes[i].link_mbps.value_or(kWiredMbps);
+    NodeVerdict& v = placement.verdicts[i];
+    v.step = PredictStep(request.step, nodes[i].compute_score, link);
+    double samples = std::max(request.step.batch_size, 1);
+    v.joules_per_sample = (nodes[i].power.compute_watts * v.step.compute_seconds +
+                           nodes[i].power.communicate_watts * v.step.communicate_seconds) /
+                          samples;
+  }
+
+  // Workers one at a time, each to the node with the fewest of the team so far
+  // (spread: a device's own compute and link are not shared), and among those the
+  // fastest (or the most frugal under an energy budget); stable before transient
+  // when otherwise equal, then by name for a plan that does not depend on order.
+  std::vector<int> count(n, 0);
+  for (int rank = 0; rank < request.workers; ++rank) {
+    std::optional<size_t> best;
+    auto key = [&](size_t i) {
+      const NodeVerdict& v = placement.verdicts[i];
+      double rate = v.step.samples_per_second(request.step.batch_size);
+      double first = request.minimise_energy ? v.joules_per_sample : -rate;
+      double second = request.minimise_energy ? -rate : v.joules_per_sample;
+      return std::make_tuple(count[i], first, second, !v.transient.empty(), nodes[i].name);
+    };
+    for (size_t i = 0; i < n; ++i) {
+      if (!eligible[i] || !Shortfall(free[i], request.worker_requests, "a worker").category.empty()) continue;
+      if (!best || key(i) < key(*best)) best = i;
+    }
+    if (!best) {
+      std::map<std::string, int> misfits = excluded_by;
+      for (size_t i = 0; i < n; ++i) {
+        if (eligible[i]) ++misfits[Shortfall(free[i], request.worker_requests, "a worker").category];  // none fit
+      }
+      placement.unschedulable = Summarise(std::to_string(rank) + "/" + std::to_string(request.workers) +
+                                              " workers fit, beside the coordinator on " + placement.coordinator_node,
+                                          misfits);
+      placement.coordinator_node.clear();
+      placement.worker_nodes.clear();
+      for (NodeVerdict& v : placement.verdicts) {
+        v.coordinator = false;
+        v.ranks.clear();
+      }
+      return placement;
+    }
+    Take(free[*best], request.worker_requests);
+    ++count[*best];
+    placement.verdicts[*best].ranks.push_back(rank);
+    placement.worker_nodes.push_back(nodes[*best].name);
+  }
+
+  // Workers that share a node share its compute and link.
+  for (size_t i = 0; i < n; ++i) {
+    if (count[i] > 0) {
+      placement.predicted_samples_per_second +=
+          placement.verdicts[i].step.samples_per_second(request.step.batch_size);
+    }
+  }
+  // Eligible nodes left out for room say so.
+  for (size_t i = 0; i < n; ++i) {
+    NodeVerdict& v = placement.verdicts[i];
+    if (eligible[i] && count[i] == 0) {
+      v.excluded = Shortfall(free[i], request.worker_requests, "a worker").detail;
+    }
+  }
+  placement.placed = true;
+  return placement;
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,57 @@
+#pragma once
+// Where a data-parallel team runs on a cluster: the coordinator on a stable node
+// with the best link, each worker on the node where it is predicted to turn the
+// most samples a second (or, under an energy budget, to spend the fewest joules
+// a sample), one worker a node while nodes last. Every node gets a verdict, so
+// that "why did my worker land there?" has an answer (`edgetrain plan`, and the
+// operator's events). Pure: the operator and `edgetrain plan` feed it NodeViews.
+// docs/placement.md is the rule book.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/node_view.h"
+#include "core/step_cost.h"
+
+namespace edgetrain {
+
+struct TeamRequest {
+  int workers = 1;
+  ResourceAmounts coordinator_requests;
+  ResourceAmounts worker_requests;
+  std::map<std::string, std::string> node_selector;  // spec.placement.nodeSelector
+  std::vector<Toleration> tolerations;               // spec.template.tolerations
+  bool allow_transient = true;                       // spec.placement.allowTransient
+  bool minimise_energy = false;                      // spec.budget.energyJoules is set
+  std::vector<std::string> architectures;            // the image's (kubernetes.io/arch); empty: any
+  StepCost step;                                     // what a worker's step costs
+};
+
+// One node, as placement judged it.
+struct NodeVerdict {
+  std::string node;
+  std::string excluded;      // why no pod of the job may run there; empty if eligible
+  std::string transient;     // the label that makes it transient; empty if stable
+  bool coordinator = false;  // the coordinator runs here
+  std::vector<int> ranks;    // the workers that run here
+  // For an eligible node: one worker's predicted step there (alone on the node).
+  PredictedStep step;
+  double joules_per_sample = 0;
+};
+
+struct TeamPlacement {
+  bool placed = false;
+  std::string coordinator_node;
+  std::vector<std::string> worker_nodes;  // by rank
+  std::vector<NodeVerdict> verdicts;      // one per node, in the order given
+  // When not placed: why, as the scheduler says it ("0/7 nodes fit the
+  // coordinator: 2 not ready, 1 transient ...").
+  std::string unschedulable;
+  double predicted_samples_per_second = 0;  // the team's, summed over workers
+};
+
+TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& request);
+
+}  // namespace edgetrain

@@ -1,0 +1,258 @@
+#include "core/cluster_placement.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/quantity.h"
+
+namespace edgetrain {
+namespace {
+
+// Fixtures that read as a site's description: Node("robot-1").Score(0.5).Link(40).
+class Node {
+ public:
+  explicit Node(std::string name) {
+    view_.name = std::move(name);
+    view_.labels = {{"kubernetes.io/arch", "amd64"}, {"kubernetes.io/hostname", view_.name}};
+    view_.allocatable = {4000, int64_t{8} << 30, 110};
+  }
+  Node& Score(double s) { view_.compute_score = s; return *this; }
+  Node& Link(double mbps) { view_.link_mbps = mbps; return *this; }
+  Node& Label(const std::string& k, const std::string& v) { view_.labels[k] = v; return *this; }
+  Node& Arch(const std::string& a) { return Label("kubernetes.io/arch", a); }
+  Node& Taint(const std::string& k, const std::string& v, const std::string& effect) {
+    view_.taints.push_back({k, v, effect});
+    return *this;
+  }
+  Node& NotReady() { view_.ready = false; return *this; }
+  Node& Cordoned() { view_.cordoned = true; return *this; }
+  Node& Cpu(const std::string& q) { view_.allocatable.cpu_millis = *ParseQuantityMillis(q); return *this; }
+  Node& Busy(const std::string& cpu) { view_.bound.cpu_millis = *ParseQuantityMillis(cpu); view_.bound.pods = 1; return *this; }
+  Node& Watts(double compute, double communicate) {
+    view_.power.compute_watts = compute;
+    view_.power.communicate_watts = communicate;
+    return *this;
+  }
+  operator NodeView() const { return view_; }  // NOLINT: builders read as the value they build
+
+ private:
+  NodeView view_;
+};
+
+// A digits mlp [32], batch 32: a small model, so links weigh more than compute.
+TeamRequest Team(int workers) {
+  TeamRequest r;
+  r.workers = workers;
+  r.coordinator_requests = {500, int64_t{256} << 20, 1};
+  r.worker_requests = {1000, int64_t{512} << 20, 1};
+  JobSpec spec;
+  spec.data.dataset = DatasetName::kDigits;
+  spec.data.batch_size = 32;
+  spec.model.hidden = {32};
+  r.step = StepCostOf(spec);
+  return r;
+}
+
+// examples/nodes/edge-site.yaml as a cluster shows it.
+std::vector<NodeView> EdgeSite() {
+  return {
+      Node("gateway").Score(1),
+      Node("robot-1").Score(0.5).Link(43),
+      Node("robot-2").Score(0.5).Link(61),
+      Node("robot-3").Score(0.5).Link(12),
+      Node("jetson-1").Score(0.33).Link(20).Arch("arm64"),
+      Node("spot-1").Score(1).Link(16).Label("cloud.google.com/gke-spot", "true").Taint("cloud.google.com/gke-spot", "true", "NoSchedule"),
+      Node("spot-2").Score(1).Link(24).Label("eks.amazonaws.com/capacityType", "SPOT"),
+  };
+}
+
+const NodeVerdict& VerdictOf(const TeamPlacement& p, const std::string& node) {
+  auto it = std::find_if(p.verdicts.begin(), p.verdicts.end(), [&](const NodeVerdict& v) { return v.node == node; });
+  EXPECT_NE(it, p.verdicts.end()) << node;
+  return *it;
+}
+
+TEST(ClusterPlacementTest, TheCoordinatorGoesToTheStableNodeWithTheBestLinkAndWorkersSpreadByPredictedThroughput) {
+  TeamPlacement p = PlaceTeam(EdgeSite(), Team(3));
+  ASSERT_TRUE(p.placed) << p.unschedulable;
+  EXPECT_EQ(p.coordinator_node, "gateway");
+  // The gateway's worker crosses no link; a digits mlp's step is mostly its
+  // exchange, so the robots on the best links (61, 43 Mbit/s) come before spot-2's
+  // faster compute on 24 Mbit/s.
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"gateway", "robot-2", "robot-1"}));
+  EXPECT_GT(p.predicted_samples_per_second, 0);
+  EXPECT_EQ(VerdictOf(p, "spot-1").excluded,
+            "taint cloud.google.com/gke-spot=true:NoSchedule not tolerated (spec.template.tolerations)");
+  EXPECT_EQ(VerdictOf(p, "spot-2").transient, "eks.amazonaws.com/capacityType=SPOT");
+  EXPECT_EQ(VerdictOf(p, "robot-3").excluded, "") << "eligible, just not needed";
+  EXPECT_TRUE(VerdictOf(p, "gateway").coordinator);
+  EXPECT_EQ(VerdictOf(p, "robot-2").ranks, (std::vector<int>{1}));
+}
+
+TEST(ClusterPlacementTest, TransientNodesOnlyWhenTheJobAllowsThem) {
+  TeamRequest team = Team(3);
+  team.allow_transient = false;
+  TeamPlacement p = PlaceTeam(EdgeSite(), team);
+  ASSERT_TRUE(p.placed);
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"gateway", "robot-2", "robot-1"}));
+  EXPECT_EQ(PlaceTeam(EdgeSite(), Team(4)).worker_nodes[3], "spot-2") << "allowed, it is next";
+  team.workers = 4;
+  EXPECT_EQ(PlaceTeam(EdgeSite(), team).worker_nodes[3], "jetson-1") << "not allowed, the next best link";
+  EXPECT_EQ(VerdictOf(p, "spot-2").excluded,
+            "transient (eks.amazonaws.com/capacityType=SPOT) and spec.placement.allowTransient is false");
+}
+
+TEST(ClusterPlacementTest, EverySpotLabelDocumentedMakesANodeTransient) {
+  struct Case {
+    std::string key, value;
+    bool transient;
+  };
+  for (const Case& c : std::vector<Case>{{"edgetrain.dev/transient", "true", true},
+                                         {"edgetrain.dev/transient", "false", false},
+                                         {"node.kubernetes.io/lifecycle", "spot", true},
+                                         {"node.kubernetes.io/lifecycle", "normal", false},
+                                         {"cloud.google.com/gke-spot", "true", true},
+                                         {"eks.amazonaws.com/capacityType", "SPOT", true},
+                                         {"eks.amazonaws.com/capacityType", "ON_DEMAND", false},
+                                         {"kubernetes.azure.com/scalesetpriority", "spot", true},
+                                         {"kubernetes.azure.com/scalesetpriority", "regular", false}}) {
+    TeamRequest team = Team(1);
+    team.allow_transient = false;
+    TeamPlacement p = PlaceTeam({Node("stable"), Node("maybe").Label(c.key, c.value).Link(1)}, team);
+    EXPECT_EQ(VerdictOf(p, "maybe").excluded.empty(), !c.transient) << c.key << "=" << c.value;
+  }
+}
+
+TEST(ClusterPlacementTest, TheCoordinatorStaysOffTransientNodesWhileAStableOneFits) {
+  TeamPlacement p = PlaceTeam({Node("spot").Score(4).Label("node.kubernetes.io/lifecycle", "spot"),
+                               Node("robot").Score(0.5).Link(5)},
+                              Team(1));
+  ASSERT_TRUE(p.placed);
+  EXPECT_EQ(p.coordinator_node, "robot");
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"robot"})) << "the coordinator's own node crosses no link";
+
+  p = PlaceTeam({Node("spot").Label("node.kubernetes.io/lifecycle", "spot")}, Team(1));
+  ASSERT_TRUE(p.placed) << "only spot nodes, and transient allowed: it runs there";
+  EXPECT_EQ(p.coordinator_node, "spot");
+}
+
+TEST(ClusterPlacementTest, NodesNoPodMayUseAreExcludedWithTheirReason) {
+  struct Case {
+    NodeView node;
+    TeamRequest team;
+    std::string excluded;
+  };
+  TeamRequest tolerant = Team(1);
+  tolerant.tolerations = {{"dedicated", "Equal", "robots", "NoSchedule", std::nullopt}};
+  TeamRequest selective = Team(1);
+  selective.node_selector = {{"site", "lab"}};
+  TeamRequest amd64_only = Team(1);
+  amd64_only.architectures = {"amd64"};
+  std::vector<Case> cases = {
+      {Node("n").NotReady(), Team(1), "not Ready"},
+      {Node("n").Cordoned(), Team(1), "cordoned (spec.unschedulable)"},
+      {Node("n").Taint("dedicated", "robots", "NoSchedule"), Team(1),
+       "taint dedicated=robots:NoSchedule not tolerated (spec.template.tolerations)"},
+      {Node("n").Taint("dedicated", "robots", "NoSchedule"), tolerant, ""},
+      {Node("n").Taint("dedicated", "drones", "NoSchedule"), tolerant,
+       "taint dedicated=drones:NoSchedule not tolerated (spec.template.tolerations)"},
+      {Node("n").Taint("dedicated", "robots", "PreferNoSchedule"), Team(1), ""},
+      {Node("n"), selective, "no label site=lab (spec.placement.nodeSelector)"},
+      {Node("n").Label("site", "lab"), selective, ""},
+      {Node("n").Arch("arm64"), amd64_only, "kubernetes.io/arch arm64, the agent's image is built for amd64"},
+      {Node("n").Score(0), Team(1), "edgetrain.dev/compute-score is not above 0"},
+  };
+  for (const Case& c : cases) {
+    TeamPlacement p = PlaceTeam({Node("gateway"), c.node}, c.team);
+    EXPECT_EQ(VerdictOf(p, "n").excluded, c.excluded);
+  }
+}
+
+TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) {
+  TeamPlacement p = PlaceTeam({Node("gateway").Cpu("1500m"), Node("robot").Link(40).Busy("3500m"),
+                               Node("down").NotReady(), Node("spot").Label("cloud.google.com/gke-spot", "true")},
+                              [] {
+                                TeamRequest t = Team(3);
+                                t.allow_transient = false;
+                                return t;
+                              }());
+  EXPECT_FALSE(p.placed);
+  EXPECT_EQ(p.coordinator_node, "");
+  EXPECT_TRUE(p.worker_nodes.empty()) << "all or nothing";
+  EXPECT_EQ(p.unschedulable,
+            "1/3 workers fit, beside the coordinator on gateway: 2 insufficient cpu, 1 not ready, 1 transient");
+
+  p = PlaceTeam({Node("gateway").Busy("3800m"), Node("down").NotReady()}, Team(1));
+  EXPECT_EQ(p.unschedulable, "0/2 nodes fit the coordinator: 1 insufficient cpu, 1 not ready");
+  EXPECT_EQ(PlaceTeam({}, Team(1)).unschedulable, "0/0 nodes fit the coordinator");
+}
+
+TEST(ClusterPlacementTest, WhatIsAlreadyBoundCountsAgainstAllocatable) {
+  TeamPlacement p = PlaceTeam({Node("gateway").Busy("3000m"), Node("robot").Link(40)}, Team(2));
+  ASSERT_TRUE(p.placed) << p.unschedulable;
+  EXPECT_EQ(p.coordinator_node, "gateway");
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"robot", "robot"}))
+      << "the gateway keeps 500m after the coordinator: no room for a worker's 1 CPU";
+  EXPECT_EQ(VerdictOf(p, "gateway").excluded, "insufficient cpu: 500m free, a worker asks 1");
+}
+
+TEST(ClusterPlacementTest, MoreWorkersThanNodesShareTheFastestNodesOnePerNodeFirst) {
+  TeamPlacement p = PlaceTeam({Node("gateway"), Node("slow").Score(0.1).Link(40), Node("fast").Score(2).Link(40)},
+                              Team(5));
+  ASSERT_TRUE(p.placed);
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"gateway", "fast", "slow", "gateway", "fast"}));
+}
+
+TEST(ClusterPlacementTest, UnderAnEnergyBudgetWorkersGoWhereASampleCostsTheFewestJoules) {
+  // The gateway has room for the coordinator only.
+  std::vector<NodeView> site = {Node("gateway").Busy("3400m"), Node("hungry").Score(2).Link(100).Watts(200, 20),
+                                Node("frugal").Score(0.5).Link(100).Watts(10, 5)};
+  TeamPlacement fast = PlaceTeam(site, Team(1));
+  TeamRequest budget = Team(1);
+  budget.minimise_energy = true;
+  TeamPlacement frugal = PlaceTeam(site, budget);
+  ASSERT_TRUE(fast.placed && frugal.placed);
+  EXPECT_EQ(fast.worker_nodes, (std::vector<std::string>{"hungry"}));
+  EXPECT_EQ(frugal.worker_nodes, (std::vector<std::string>{"frugal"}));
+  EXPECT_LT(VerdictOf(frugal, "frugal").joules_per_sample, VerdictOf(frugal, "hungry").joules_per_sample);
+}
+
+TEST(ClusterPlacementTest, TheOrderNodesAreListedInChangesNothing) {
+  std::vector<NodeView> site = EdgeSite();
+  TeamPlacement forward = PlaceTeam(site, Team(4));
+  std::reverse(site.begin(), site.end());
+  TeamPlacement backward = PlaceTeam(site, Team(4));
+  EXPECT_EQ(forward.coordinator_node, backward.coordinator_node);
+  EXPECT_EQ(forward.worker_nodes, backward.worker_nodes);
+}
+
+TEST(StepCostTest, ABigModelOnAFastLinkIsComputeBoundAndASmallOneOnWiFiIsNot) {
+  JobSpec fashion;
+  fashion.data.dataset = DatasetName::kFashionMnist;
+  fashion.data.batch_size = 64;
+  fashion.model.hidden = {128, 64};
+  StepCost big = StepCostOf(fashion);
+  EXPECT_EQ(big.parameters, 109386);
+  EXPECT_EQ(big.multiply_adds, 109184);
+  // The calibration point: a score-1 device turns ~100,000 samples/s of it.
+  EXPECT_NEAR(PredictStep(big, 1, 0).samples_per_second(64), 100000, 5000);
+
+  StepCost small = Team(1).step;
+  EXPECT_EQ(small.parameters, 64 * 32 + 32 + 32 * 10 + 10);
+  PredictedStep on_wifi = PredictStep(small, 0.5, 40);
+  EXPECT_GT(on_wifi.communicate_seconds, 10 * on_wifi.compute_seconds);
+
+  fashion.sync.compression = Compression::kInt8;
+  EXPECT_DOUBLE_EQ(StepCostOf(fashion).bits_per_exchange * 4, big.bits_per_exchange);
+
+  JobSpec cnn;
+  cnn.model.kind = ModelKind::kCnn;
+  cnn.data.batch_size = 32;
+  StepCost conv = StepCostOf(cnn);  // fashion-mnist, [16, 32]
+  EXPECT_EQ(conv.parameters, (1 * 16 * 9 + 16) + (16 * 32 * 9 + 32) + (32 * 7 * 7 * 10 + 10));
+  EXPECT_EQ(conv.multiply_adds, 28 * 28 * 16 * 9 + 14 * 14 * 16 * 32 * 9 + 32 * 7 * 7 * 10);
+}
+
+}  // namespace
+}  // namespace edgetrain

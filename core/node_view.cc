@@ -1,0 +1,48 @@
+#include "core/node_view.h"
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+#include "core/quantity.h"
+
+namespace edgetrain {
+
+StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
+  NodeView view;
+  view.name = node.name;
+  view.labels = {{"kubernetes.io/hostname", node.name},
+                 {"kubernetes.io/arch", node.arch.empty() ? "amd64" : node.arch},
+                 {"kubernetes.io/os", "linux"},
+                 {"edgetrain.dev/transient", node.transient ? "true" : "false"}};
+  for (const auto& [key, value] : node.labels) view.labels[key] = value;
+  view.taints = node.taints;
+  StatusOr<int64_t> cpu = ParseQuantityMillis(node.cpu);
+  if (!cpu.ok()) return cpu.status().WithContext(node.name + ": cpu");
+  StatusOr<int64_t> memory = ParseQuantityUnits(node.memory.empty() ? "4Gi" : node.memory);
+  if (!memory.ok()) return memory.status().WithContext(node.name + ": memory");
+  view.allocatable = {*cpu, *memory, node.pods};
+  view.compute_score = 1 / node.slowdown;
+  view.emulated_slowdown = node.slowdown;
+  if (node.link) view.link_mbps = node.link->mean_mbps;
+  view.power = node.power;
+  return view;
+}
+
+std::string TransientLabel(const std::map<std::string, std::string>& labels) {
+  // Each key with the value that means spot.
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kTransient{{
+      {"edgetrain.dev/transient", "true"},
+      {"node.kubernetes.io/lifecycle", "spot"},
+      {"cloud.google.com/gke-spot", "true"},
+      {"eks.amazonaws.com/capacityType", "SPOT"},
+      {"kubernetes.azure.com/scalesetpriority", "spot"},
+  }};
+  for (const auto& [key, value] : kTransient) {
+    auto it = labels.find(std::string(key));
+    if (it != labels.end() && it->second == value) return std::string(key) + "=" + it->second;
+  }
+  return "";
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,53 @@
+#pragma once
+// A node as placement sees it: what Kubernetes says of it (readiness, cordon,
+// labels, taints, allocatable, what is already bound there) and what the site
+// publishes under edgetrain.dev/ (compute score, power, measured link). The
+// operator reads it from Node objects, `edgetrain plan --nodes` from a cluster
+// profile; both hand placement the same values (docs/placement.md).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster_profile.h"
+#include "core/status.h"
+#include "core/taint.h"
+
+namespace edgetrain {
+
+// Amounts as the scheduler counts them: CPU in millicores, memory in bytes.
+struct ResourceAmounts {
+  int64_t cpu_millis = 0;
+  int64_t memory_bytes = 0;
+  int64_t pods = 0;
+};
+
+struct NodeView {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  bool ready = true;
+  bool cordoned = false;  // spec.unschedulable
+  ResourceAmounts allocatable;
+  ResourceAmounts bound;  // requests of the pods already bound there, other than the job's own
+  double compute_score = 1;                  // edgetrain.dev/compute-score; this project's reference machine is 1
+  std::optional<double> link_mbps;           // edgetrain.dev/link-mbps; none: no wireless link measured (wired)
+  PowerProfile power;                        // edgetrain.dev/{compute,communicate,idle}-watts
+  // Set by an emulated site only (edgetrain.dev/emulated-slowdown): agents on the
+  // node slow themselves down this much, since its processes run at this machine's
+  // speed. A real node's compute is its own, and this stays 1.
+  double emulated_slowdown = 1;
+};
+
+// A node of a cluster profile as its Node would show it (docs/cluster-profiles.md,
+// "As Kubernetes Nodes"): what `edgetrain plan --nodes` places on. Every node of
+// a profile is emulated, so its slowdown is the agents' to apply.
+StatusOr<NodeView> NodeViewOf(const NodeProfile& node);
+
+// The label that makes a node transient, "edgetrain.dev/transient=true" or a
+// cloud's spot label (docs/placement.md lists them); empty for a stable node.
+std::string TransientLabel(const std::map<std::string, std::string>& labels);
+
+}  // namespace edgetrain

@@ -1,0 +1,70 @@
+#include "core/step_cost.h"
+
+#include <limits>
+
+#include "core/dataset_info.h"
+#include "core/model_shape.h"
+
+namespace edgetrain {
+namespace {
+
+// Bits a value costs on the wire, with the per-row scale amortised away.
+double BitsPerValue(Compression c) {
+  switch (c) {
+    case Compression::kNone: return 32;
+    case Compression::kFp16: return 16;
+    case Compression::kInt8: return 8;
+    case Compression::kSign: return 1;
+    // Top-k sends an index with each kept value; without a k in the spec the
+    // prediction takes a tenth of the values.
+    case Compression::kTopK: return 0.1 * 64;
+  }
+  return 32;
+}
+
+}  // namespace
+
+StepCost StepCostOf(const JobSpec& spec) {
+  const DatasetInfo data = InfoOf(spec.data.dataset);
+  StepCost cost;
+  cost.batch_size = spec.data.batch_size;
+  auto dense = [&](int64_t in, int64_t out) {
+    cost.parameters += in * out + out;
+    cost.multiply_adds += in * out;
+  };
+  if (spec.model.kind == ModelKind::kMlp) {
+    int64_t in = int64_t{data.channels} * data.height * data.width;
+    for (int width : HiddenWidths(spec.model)) {
+      dense(in, width);
+      in = width;
+    }
+    dense(in, data.classes);
+  } else {
+    int64_t in = data.channels, h = data.height, w = data.width;
+    for (int out : ConvChannels(spec.model)) {
+      cost.parameters += in * out * 9 + out;
+      cost.multiply_adds += h * w * in * out * 9;  // 3x3, padded: one output per pixel
+      in = out;
+      h /= 2;
+      w /= 2;
+    }
+    dense(in * h * w, data.classes);
+  }
+  // Row-granular sync sends at most every row each step; the prediction takes
+  // the whole model both ways, the cost of bsp and the most rog ever pays.
+  cost.bits_per_exchange = 2.0 * static_cast<double>(cost.parameters) * BitsPerValue(spec.sync.compression);
+  return cost;
+}
+
+PredictedStep PredictStep(const StepCost& cost, double compute_score, double link_mbps) {
+  PredictedStep step;
+  // Forward 2 flops per multiply-add, backward twice that, and the update's few per
+  // parameter: 6 per multiply-add, and the parameters' share of the update.
+  double flops = 6.0 * static_cast<double>(cost.multiply_adds) * cost.batch_size + 4.0 * cost.parameters;
+  step.compute_seconds = compute_score > 0 ? flops / (kReferenceFlopsPerSecond * compute_score)
+                                          : std::numeric_limits<double>::infinity();
+  step.communicate_seconds = link_mbps > 0 ? cost.bits_per_exchange / (link_mbps * 1e6) : 0;
+  return step;
+}
+
+}  // namespace edgetrain
