@@ -131,6 +131,15 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::App* partition = app.add_subcommand("partition", "Print the training samples each worker of the job gets, as JSON.");
   AddManifest(*partition, run);
 
+  PlanOptions& plan = line.plan;
+  CLI::App* plan_command = app.add_subcommand(
+      "plan", "Show where the operator would run the job's pods on a site, and why each node was used or not.");
+  plan_command->add_option("JOB.yaml", plan.manifest_path, "the TrainingJob manifest")->required();
+  plan_command->add_option("--nodes", plan.nodes_path, "the site, as a cluster profile")
+      ->option_text("PROFILE.yaml")
+      ->required();
+  plan_command->add_flag("--json", plan.json, "print the placement as one JSON document");
+
   EvaluateOptions& evaluate = line.evaluate;
   CLI::App* evaluate_command = app.add_subcommand(
       "evaluate", "Print the test-set accuracy of a model an edgetrain run saved (its model.pt).");
@@ -177,7 +186,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                                "link this namespace (the host) to the hub, with a route to every node's pods");
 
   CLI::App* version_command = app.add_subcommand("version", "Print the version.");
-  for (CLI::App* command : {&app, run_command, validate, partition, evaluate_command, node_links_command, version_command}) {
+  for (CLI::App* command :
+       {&app, run_command, validate, partition, plan_command, evaluate_command, node_links_command, version_command}) {
     command->allow_extras();
   }
 
@@ -216,12 +226,14 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   if (version || command == version_command) {
     line.command = Command::kVersion;
   } else if (command == &app) {
-    err << "edgetrain: which command? run, validate, partition, evaluate, netns-run or version" << hint(&app) << "\n";
+    err << "edgetrain: which command? run, validate, plan, partition, evaluate, netns-run or version" << hint(&app)
+        << "\n";
     return kExitInvalid;
   } else {
     line.command = command == run_command        ? Command::kRun
                    : command == validate         ? Command::kValidate
                    : command == partition        ? Command::kPartition
+                   : command == plan_command     ? Command::kPlan
                    : command == evaluate_command ? Command::kEvaluate
                    : command == node_links_command ? Command::kNodeLinks
                                                  : Command::kNetnsRun;

@@ -9,11 +9,12 @@
 #include "cli/evaluate_command.h"
 #include "cli/netns_run.h"
 #include "cli/node_links_command.h"
+#include "cli/plan_command.h"
 #include "cli/run_options.h"
 
 namespace edgetrain::cli {
 
-enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kNodeLinks, kVersion };
+enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kNodeLinks, kPlan, kVersion };
 
 struct CommandLine {
   Command command = Command::kRun;
@@ -22,6 +23,7 @@ struct CommandLine {
   NetnsRunOptions netns;
   NodeLinksOptions node_links;
   EvaluateOptions evaluate;
+  PlanOptions plan;
 };
 
 // The command line, or the exit code when there is nothing to run: 0 after

@@ -27,9 +27,8 @@ void PrintLines(std::ostream& err, const std::string& text) {
   for (std::string line; std::getline(lines, line);) err << "  " << line << "\n";
 }
 
-// Reads, validates and checks a manifest; prints what is wrong and returns the
-// exit code, or kExitOk with `job` filled in.
-int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, api::SupportCheck& support) {
+int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, api::SupportCheck& support,
+            api::Runner runner) {
   auto text = ReadText(path);
   if (!text.ok()) {
     err << "error: " << text.status().message() << "\n";
@@ -42,9 +41,10 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
     return ExitCodeFor(parsed.status());
   }
   job = std::move(*parsed);
-  support = api::CheckSupport(job, api::Runner::kLocal);
+  support = api::CheckSupport(job, runner);
   if (!support.unsupported.empty()) {
-    err << "error: " << path << " asks for what edgetrain run cannot do yet:\n";
+    err << "error: " << path << " asks for what " << (runner == api::Runner::kLocal ? "edgetrain run" : "the operator")
+        << " cannot do yet:\n";
     for (const auto& e : support.unsupported) err << "  " << e.ToString() << "\n";
     return kExitInvalid;
   }

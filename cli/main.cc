@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
       return ValidateManifest(line.run, line.defaulted, std::cout, std::cerr);
     case Command::kPartition:
       return PrintPartition(line.run.manifest_path, std::cout, std::cerr);
+    case Command::kPlan:
+      return PrintPlan(line.plan, std::cout, std::cerr);
     case Command::kEvaluate:
       return EvaluateModel(line.evaluate, std::cout, std::cerr);
     case Command::kNetnsRun:

@@ -114,10 +114,16 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   // its checkpoint), then the best link (every exchange crosses it), then compute.
   std::optional<size_t> coordinator;
   std::map<std::string, int> coordinator_misfits = excluded_by;
+  // A job of one trains on its coordinator: the stable node that computes best
+  // (or spends least, under an energy budget).
   auto better_home = [&](size_t a, size_t b) {
     auto key = [&](size_t i) {
-      double link = nodes[i].link_mbps.value_or(kWiredMbps);
-      return std::make_tuple(!placement.verdicts[i].transient.empty(), -link, -nodes[i].compute_score, nodes[i].name);
+      const NodeView& node = nodes[i];
+      double link = node.link_mbps.value_or(kWiredMbps);
+      double energy = node.power.compute_watts / node.compute_score;
+      double first = !request.solo ? -link : request.minimise_energy ? energy : -node.compute_score;
+      double second = !request.solo ? -node.compute_score : request.minimise_energy ? -node.compute_score : energy;
+      return std::make_tuple(!placement.verdicts[i].transient.empty(), first, second, node.name);
     };
     return key(a) < key(b);
   };
@@ -192,6 +198,10 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   }
 
   // Workers that share a node share its compute and link.
+  if (request.solo) {
+    placement.predicted_samples_per_second =
+        placement.verdicts[*coordinator].step.samples_per_second(request.step.batch_size);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (count[i] > 0) {
       placement.predicted_samples_per_second +=
@@ -201,7 +211,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   // Eligible nodes left out for room say so.
   for (size_t i = 0; i < n; ++i) {
     NodeVerdict& v = placement.verdicts[i];
-    if (eligible[i] && count[i] == 0) {
+    if (eligible[i] && count[i] == 0 && !(request.solo && v.coordinator)) {
       v.excluded = Shortfall(free[i], request.worker_requests, "a worker").detail;
     }
   }

@@ -19,6 +19,9 @@ namespace edgetrain {
 
 struct TeamRequest {
   int workers = 1;
+  // A job of one: a single agent (the coordinator) trains it all, so it goes
+  // where compute is best; no link is crossed. `workers` is then 0.
+  bool solo = false;
   ResourceAmounts coordinator_requests;
   ResourceAmounts worker_requests;
   std::map<std::string, std::string> node_selector;  // spec.placement.nodeSelector

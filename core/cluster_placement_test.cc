@@ -218,6 +218,17 @@ TEST(ClusterPlacementTest, UnderAnEnergyBudgetWorkersGoWhereASampleCostsTheFewes
   EXPECT_LT(VerdictOf(frugal, "frugal").joules_per_sample, VerdictOf(frugal, "hungry").joules_per_sample);
 }
 
+TEST(ClusterPlacementTest, AJobOfOneTrainsOnTheStableNodeThatComputesBest) {
+  TeamRequest solo = Team(0);
+  solo.solo = true;
+  TeamPlacement p = PlaceTeam({Node("gateway"), Node("fast").Score(3).Link(5), Node("spot").Score(9).Label("edgetrain.dev/transient", "true")},
+                              solo);
+  ASSERT_TRUE(p.placed);
+  EXPECT_EQ(p.coordinator_node, "fast") << "no link is crossed; the spot node is transient";
+  EXPECT_TRUE(p.worker_nodes.empty());
+  EXPECT_EQ(p.predicted_samples_per_second, PredictStep(solo.step, 3, 0).samples_per_second(32));
+}
+
 TEST(ClusterPlacementTest, TheOrderNodesAreListedInChangesNothing) {
   std::vector<NodeView> site = EdgeSite();
   TeamPlacement forward = PlaceTeam(site, Team(4));

@@ -1,0 +1,57 @@
+#include "api/team_request.h"
+
+#include "core/quantity.h"
+
+namespace edgetrain::api {
+namespace {
+
+using Json = nlohmann::json;
+
+// A CRD int-or-string value as the text of a quantity.
+std::string QuantityText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults) {
+  const Json& spec = job.object.at("spec");
+  TeamRequest request;
+  // One worker is a job of one on a cluster: a single agent, no team to sync.
+  request.solo = job.spec.parallelism.workers == 1;
+  request.workers = request.solo ? 0 : job.spec.parallelism.workers;
+  request.step = StepCostOf(job.spec);
+  request.minimise_energy = job.spec.budget.energy_joules > 0;
+  request.architectures = defaults.architectures;
+
+  ResourceAmounts pod = defaults.requests;
+  const Json requests = spec.value("/template/resources/requests"_json_pointer, Json::object());
+  if (requests.contains("cpu")) {
+    StatusOr<int64_t> cpu = ParseQuantityMillis(QuantityText(requests["cpu"]));
+    if (!cpu.ok()) return cpu.status().WithContext("spec.template.resources.requests.cpu");
+    pod.cpu_millis = *cpu;
+  }
+  if (requests.contains("memory")) {
+    StatusOr<int64_t> memory = ParseQuantityUnits(QuantityText(requests["memory"]));
+    if (!memory.ok()) return memory.status().WithContext("spec.template.resources.requests.memory");
+    pod.memory_bytes = *memory;
+  }
+  // The template is the workers' and the coordinator's alike: the coordinator
+  // trains nothing, but aggregates every worker's rows.
+  request.worker_requests = pod;
+  request.coordinator_requests = pod;
+
+  const Json placement = spec.value("placement", Json::object());
+  request.allow_transient = placement.value("allowTransient", true);
+  request.node_selector = placement.value("nodeSelector", std::map<std::string, std::string>{});
+  for (const Json& t : spec.value("/template/tolerations"_json_pointer, Json::array())) {
+    Toleration toleration;
+    toleration.key = t.value("key", "");
+    toleration.op = t.value("operator", "Equal");
+    toleration.value = t.value("value", "");
+    toleration.effect = t.value("effect", "");
+    if (t.contains("tolerationSeconds")) toleration.seconds = t["tolerationSeconds"].get<int64_t>();
+    request.tolerations.push_back(toleration);
+  }
+  return request;
+}
+
+}  // namespace edgetrain::api

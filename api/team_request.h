@@ -1,0 +1,29 @@
+#pragma once
+// What a TrainingJob asks of placement: its pods' requests and tolerations, the
+// nodes it may use, and what a step of its model costs. The operator and
+// `edgetrain plan` read a manifest through this one function, so both place it
+// alike.
+
+#include <string>
+#include <vector>
+
+#include "api/trainingjob.h"
+#include "core/cluster_placement.h"
+#include "core/status.h"
+
+namespace edgetrain::api {
+
+// What a pod gets when spec.template says nothing.
+struct PodDefaults {
+  // An agent training a built-in model: one core, and room for LibTorch and a
+  // data set.
+  ResourceAmounts requests{1000, int64_t{512} << 20, 1};
+  // The platforms the agent's image is built for (kubernetes.io/arch).
+  std::vector<std::string> architectures{"amd64", "arm64"};
+};
+
+// A job of one worker is a job of one (`solo`): a single agent trains it. An
+// InvalidArgument names the field when a request is not a quantity.
+StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults);
+
+}  // namespace edgetrain::api

@@ -1,0 +1,129 @@
+#include "cli/plan_command.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "api/team_request.h"
+#include "cli/job_loading.h"
+#include "cli/progress_display.h"
+#include "core/cluster_placement.h"
+#include "core/node_view.h"
+
+namespace edgetrain::cli {
+namespace {
+
+std::string Fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// "coordinator, ranks 0 and 3"
+std::string Pods(const NodeVerdict& v) {
+  std::string pods = v.coordinator ? "coordinator" : "";
+  for (size_t i = 0; i < v.ranks.size(); ++i) {
+    pods += (pods.empty() ? "" : ", ") + std::string("worker ") + std::to_string(v.ranks[i]);
+  }
+  return pods.empty() ? "-" : pods;
+}
+
+nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch) {
+  nlohmann::json verdicts = nlohmann::json::array();
+  for (size_t i = 0; i < p.verdicts.size(); ++i) {
+    const NodeVerdict& v = p.verdicts[i];
+    nlohmann::json j = {{"node", v.node}, {"coordinator", v.coordinator}, {"ranks", v.ranks},
+                        {"computeScore", nodes[i].compute_score}};
+    if (nodes[i].link_mbps) j["linkMbps"] = *nodes[i].link_mbps;
+    if (!v.transient.empty()) j["transient"] = v.transient;
+    if (!v.excluded.empty()) j["excluded"] = v.excluded;
+    if (v.excluded.empty() || !v.ranks.empty() || v.coordinator) {
+      j["predictedSamplesPerSecond"] = v.step.samples_per_second(batch);
+      j["joulesPerSample"] = v.joules_per_sample;
+    }
+    verdicts.push_back(j);
+  }
+  nlohmann::json out = {{"placed", p.placed}, {"nodes", verdicts}};
+  if (p.placed) {
+    out["coordinator"] = p.coordinator_node;
+    out["workers"] = p.worker_nodes;
+    out["predictedSamplesPerSecond"] = p.predicted_samples_per_second;
+  } else {
+    out["unschedulable"] = p.unschedulable;
+  }
+  return out;
+}
+
+void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch, std::ostream& out) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%-16s %-24s %6s %11s %12s %10s  %s\n", "NODE", "PODS", "SCORE", "LINK Mbit/s",
+                "SAMPLES/S", "mJ/SAMPLE", "NOTE");
+  out << line;
+  for (size_t i = 0; i < p.verdicts.size(); ++i) {
+    const NodeVerdict& v = p.verdicts[i];
+    const bool judged = v.excluded.empty() || !v.ranks.empty() || v.coordinator;
+    std::string note = v.excluded;
+    if (note.empty() && !v.transient.empty()) note = "transient (" + v.transient + ")";
+    std::snprintf(line, sizeof line, "%-16s %-24s %6s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
+                  Fixed(nodes[i].compute_score, 2).c_str(),
+                  nodes[i].link_mbps ? Fixed(*nodes[i].link_mbps, 1).c_str() : "wired",
+                  judged ? WithThousands(std::llround(v.step.samples_per_second(batch))).c_str() : "-",
+                  judged ? Fixed(v.joules_per_sample * 1000, 3).c_str() : "-", note.c_str());
+    out << line;
+  }
+}
+
+}  // namespace
+
+int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  api::TrainingJobManifest job;
+  api::SupportCheck support;
+  if (int code = LoadJob(options.manifest_path, err, job, support, api::Runner::kKubernetes); code != kExitOk) {
+    return code;
+  }
+  std::optional<ClusterProfile> profile = LoadProfile(options.nodes_path, err);
+  if (!profile) return kExitInvalid;
+  std::vector<NodeView> nodes;
+  for (const NodeProfile& node : profile->nodes) {
+    StatusOr<NodeView> view = NodeViewOf(node);
+    if (!view.ok()) {
+      err << "error: --nodes: " << view.status().message() << "\n";
+      return kExitInvalid;
+    }
+    nodes.push_back(*view);
+  }
+  StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{});
+  if (!request.ok()) {
+    err << "error: " << options.manifest_path << ": " << request.status().message() << "\n";
+    return kExitInvalid;
+  }
+  const TeamPlacement placement = PlaceTeam(nodes, *request);
+  const int batch = job.spec.data.batch_size;
+  if (options.json) {
+    nlohmann::json doc = ToJson(placement, nodes, batch);
+    doc["job"] = job.name;
+    doc["site"] = profile->name;
+    out << doc.dump() << "\n";
+  } else {
+    const int workers = job.spec.parallelism.workers;
+    out << job.name << " on " << profile->name << " (" << nodes.size() << " nodes): "
+        << (request->solo ? "a job of one, trained by its coordinator"
+                          : "a coordinator and " + std::to_string(workers) + " workers")
+        << "\n\n";
+    PrintTable(placement, nodes, batch, out);
+    out << "\n";
+    if (placement.placed) {
+      out << "predicted: " << WithThousands(std::llround(placement.predicted_samples_per_second))
+          << " samples/s for the team; a ranking of nodes, not a promise (docs/placement.md)\n";
+    }
+  }
+  for (const std::string& note : support.notes) err << "note: " << note << "\n";
+  if (!placement.placed) {
+    err << "error: " << job.name << " does not fit " << profile->name << ": " << placement.unschedulable << "\n";
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace edgetrain::cli

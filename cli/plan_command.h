@@ -1,0 +1,21 @@
+#pragma once
+// `edgetrain plan JOB.yaml --nodes PROFILE.yaml`: where the operator would put the
+// job's pods on that site, and why - every node's verdict, the prediction that
+// ranked it, and what kept the others out (docs/placement.md).
+
+#include <ostream>
+#include <string>
+
+namespace edgetrain::cli {
+
+struct PlanOptions {
+  std::string manifest_path;
+  std::string nodes_path;  // a cluster profile
+  bool json = false;       // one JSON document instead of the table
+};
+
+// 0 when the team is placed; 1 when it does not fit the site (the reason
+// printed); 2 for a bad manifest or profile.
+int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace edgetrain::cli
