@@ -73,6 +73,13 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_EQ(Parse({"version"}).line().command, Command::kVersion);
   EXPECT_EQ(Parse({"--version"}).line().command, Command::kVersion);
   EXPECT_EQ(Parse({"partition", "job.yaml"}).line().command, Command::kPartition);
+  Parsed plan = Parse({"plan", "job.yaml", "--nodes", "site.yaml", "--json"});
+  ASSERT_EQ(plan.exit(), -1) << plan.err;
+  EXPECT_EQ(plan.line().command, Command::kPlan);
+  EXPECT_EQ(plan.line().plan.manifest_path, "job.yaml");
+  EXPECT_EQ(plan.line().plan.nodes_path, "site.yaml");
+  EXPECT_TRUE(plan.line().plan.json);
+  EXPECT_NE(Parse({"plan", "job.yaml"}).exit(), -1) << "a plan needs a site";
   Parsed evaluate = Parse({"evaluate", "out/model.pt", "--dataset", "digits", "--json"});
   ASSERT_EQ(evaluate.exit(), -1) << evaluate.err;
   EXPECT_EQ(evaluate.line().command, Command::kEvaluate);
@@ -96,7 +103,7 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},
       {{"frobnicate"}, "edgetrain: unknown command \"frobnicate\" (see edgetrain --help)"},
       {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
-      {{}, "edgetrain: which command? run, validate, partition, evaluate, netns-run or version (see edgetrain --help)"},
+      {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, netns-run or version (see edgetrain --help)"},
       {{"evaluate", "model.pt"}, "edgetrain evaluate: --dataset is required"},
   };
   for (const auto& c : cases) {
