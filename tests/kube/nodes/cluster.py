@@ -8,6 +8,7 @@ import shutil
 import sys
 
 from .client import LocalClient
+from .deployment_controller import DeploymentController
 from .dns import ClusterDNS
 from .endpoints import EndpointsController
 from .faults import Faults
@@ -17,6 +18,7 @@ from .network import LoopbackNetwork, NetnsNetwork
 from .node_lifecycle import NodeLifecycleController
 from .node_object import node_object
 from .profile import load_profile
+from .replicaset_controller import ReplicaSetController
 from .scheduler import Scheduler
 from .service_accounts import ServiceAccountController
 
@@ -59,7 +61,9 @@ class EmulatedCluster:
                             NodeLifecycleController(self.client, self.timings,
                                                     [n["name"] for n in self.nodes
                                                      if n["registeredOnly"]]),
-                            Scheduler(self.client, self.timings)]
+                            Scheduler(self.client, self.timings),
+                            DeploymentController(self.client, self.timings),
+                            ReplicaSetController(self.client, self.timings)]
         if self.network.dns_address and self.root_mode:
             self.dns = ClusterDNS(self.client, self.network.dns_address)
             self.dns.start()
