@@ -1,9 +1,15 @@
-"""Admission plugins a kube-apiserver runs on every pod create by default, which the node
+"""Admission plugins a kube-apiserver runs on every create by default, which the node
 emulator's pods rely on (enabled with --nodes; see tests/kube/README.md):
 
 - DefaultTolerationSeconds: every pod tolerates node.kubernetes.io/not-ready and
   node.kubernetes.io/unreachable (NoExecute) for --default-toleration-seconds (300),
   unless it says otherwise; the node lifecycle controller evicts it after that.
+- DefaultStorageClass: a PersistentVolumeClaim that names no storageClassName gets the
+  default StorageClass's (annotated storageclass.kubernetes.io/is-default-class, the
+  newest if several; `storageClassName: ""` asks for none).
+- StorageObjectInUseProtection: PersistentVolumeClaims get the kubernetes.io/pvc-protection
+  finalizer and PersistentVolumes kubernetes.io/pv-protection, which the emulated
+  protection controllers remove once no pod uses the claim, or no claim the volume.
 - ServiceAccount: spec.serviceAccountName defaults to `default`, and unless
   automountServiceAccountToken is false (on the pod or its ServiceAccount) every
   container mounts a projected `kube-api-access-*` volume at
@@ -65,3 +71,35 @@ def service_account(store, registry):
             c.setdefault("volumeMounts", []).append({"name": volume, "readOnly": True,
                                                      "mountPath": SA_MOUNT})
     return admit
+
+
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+
+
+def default_storage_class(store, registry):
+    classes = registry.lookup("storage.k8s.io", "v1", "storageclasses").key
+
+    def admit(rt, claim):
+        if rt.key != ("", "persistentvolumeclaims"):
+            return
+        spec = claim.setdefault("spec", {})
+        if "storageClassName" in spec:
+            return
+        defaults = [s.obj for s in store.list(classes)[0]
+                    if (s.obj["metadata"].get("annotations") or {}).get(DEFAULT_CLASS) == "true"]
+        if defaults:
+            newest = max(defaults, key=lambda c: (c["metadata"]["creationTimestamp"],
+                                                  c["metadata"]["name"]))
+            spec["storageClassName"] = newest["metadata"]["name"]
+    return admit
+
+
+def storage_object_in_use_protection(rt, obj):
+    finalizer = {("", "persistentvolumeclaims"): PVC_PROTECTION,
+                 ("", "persistentvolumes"): PV_PROTECTION}.get(rt.key)
+    if finalizer:
+        fins = obj["metadata"].setdefault("finalizers", [])
+        if finalizer not in fins:
+            fins.append(finalizer)

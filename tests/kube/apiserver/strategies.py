@@ -240,6 +240,34 @@ class DeploymentStrategy(ReplicaSetStrategy):
         return errs
 
 
+class PersistentVolumeClaimStrategy(Strategy):
+    def defaults(self, obj):
+        obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+
+    def prepare_create(self, obj):
+        obj["status"] = {"phase": "Pending"}
+
+    def validate(self, obj, old):
+        spec = obj.get("spec") or {}
+        errs = []
+        if not spec.get("accessModes"):
+            errs.append(FieldError("required", "spec.accessModes", "at least 1 access mode "
+                                   "is required"))
+        if not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
+            errs.append(FieldError("required", "spec.resources[storage]"))
+        return errs
+
+
+class PersistentVolumeStrategy(Strategy):
+    def defaults(self, obj):
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("volumeMode", "Filesystem")
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+
+    def prepare_create(self, obj):
+        obj["status"] = {"phase": "Pending"}
+
+
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -282,6 +310,8 @@ STRATEGIES = {
     ("", "secrets"): SecretStrategy(),
     ("apps", "deployments"): DeploymentStrategy(),
     ("apps", "replicasets"): ReplicaSetStrategy(),
+    ("", "persistentvolumeclaims"): PersistentVolumeClaimStrategy(),
+    ("", "persistentvolumes"): PersistentVolumeStrategy(),
     ("coordination.k8s.io", "leases"): LeaseStrategy(),
     ("rbac.authorization.k8s.io", "roles"): PathSegmentStrategy(),
     ("rbac.authorization.k8s.io", "rolebindings"): PathSegmentStrategy(),

@@ -32,7 +32,6 @@ class Kubelet(Loop):
         self.net = cluster.network.nodes[self.node_name]
         self.node_address = self.net.address
         self.images = cluster.images
-        self.volume_root = cluster.volume_root
         self.service_account_token = cluster.service_account_token
         self.api_server = cluster.api_server_for_pods
         self.root_mode = cluster.root_mode
@@ -160,6 +159,11 @@ class Kubelet(Loop):
         md = pod["metadata"]
         shutil.rmtree(os.path.join(self.folder, f"{md['namespace']}_{md['name']}_{md['uid']}"),
                       ignore_errors=True)
+
+    def node_labels(self):
+        """Its Node's labels as the API has them (a person may have added some)."""
+        node = self.client.get("nodes", "", self.node_name)
+        return (node or node_object(self.profile))["metadata"].get("labels") or {}
 
     def worker_for(self, uid):
         with self.lock:
