@@ -4,7 +4,9 @@ pods bound to its node (spec.nodeName) as local processes, one PodWorker each.
 
 Faults act here: a partitioned kubelet neither heartbeats nor hears from the API server
 while its pods run on; a killed one loses every process; a revived one registers again
-and restarts the containers of the pods still bound to it."""
+and restarts the containers of the pods still bound to it; a node whose compute slows
+down publishes its new edgetrain.dev/compute-score (as whatever measures nodes on a real
+site would) - and nothing more: its running processes go on at their own speed."""
 
 import math
 import os
@@ -14,7 +16,8 @@ import threading
 from apiserver.errors import ApiError
 
 from .client import Loop, now_micro, record_event
-from .node_object import condition, node_object, ready_condition, set_condition
+from .node_object import (COMPUTE_SCORE, compute_score, condition, node_object,
+                          ready_condition, set_condition)
 from .pod_worker import PodWorker
 
 LEASE_NAMESPACE = "kube-node-lease"
@@ -39,6 +42,7 @@ class Kubelet(Loop):
             if cluster.network.kind == "netns" else None
         self.folder = os.path.join(cluster.folder, "nodes", self.node_name)
         os.makedirs(self.folder, exist_ok=True)
+        self.slowdown = node["compute"]["slowdown"]  # now: a fault may change it
         self.alive = True        # the kubelet process runs
         self.connected = True    # it reaches the API server
         self.workers = {}        # pod uid -> PodWorker
@@ -49,7 +53,7 @@ class Kubelet(Loop):
 
     def register(self):
         try:
-            self.client.create("nodes", "", node_object(self.profile, self.net))
+            self.client.create("nodes", "", node_object(self._profile_now(), self.net))
         except ApiError as e:
             if e.code != 409:
                 raise
@@ -78,6 +82,26 @@ class Kubelet(Loop):
                 return False
             set_condition(node, ready_condition(True))
         self.client.mutate("nodes", "", self.node_name, ready, "status")
+        self._publish_compute_score()
+
+    def _profile_now(self):
+        return dict(self.profile, compute=dict(self.profile["compute"], slowdown=self.slowdown))
+
+    def _publish_compute_score(self):
+        score = compute_score(self.slowdown)
+        before = []
+
+        def publish(node):
+            notes = node["metadata"].setdefault("annotations", {})
+            if notes.get(COMPUTE_SCORE) == score:
+                return False
+            before[:] = [notes.get(COMPUTE_SCORE)]
+            notes[COMPUTE_SCORE] = score
+        node = self.client.mutate("nodes", "", self.node_name, publish)
+        if node is not None:
+            record_event(self.client, node, "Normal", "ComputeSlowdownChanged",
+                         f"{COMPUTE_SCORE} {before[0]} -> {score} (compute slowdown "
+                         f"{self.slowdown:g})", "node-emulator")
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -163,7 +187,7 @@ class Kubelet(Loop):
     def node_labels(self):
         """Its Node's labels as the API has them (a person may have added some)."""
         node = self.client.get("nodes", "", self.node_name)
-        return (node or node_object(self.profile))["metadata"].get("labels") or {}
+        return (node or node_object(self._profile_now()))["metadata"].get("labels") or {}
 
     def worker_for(self, uid):
         with self.lock:
@@ -218,6 +242,13 @@ class Kubelet(Loop):
             w.kill()
         for w in workers:
             w.join(10)
+
+    def slow_down(self, slowdown):
+        """Its compute now takes `slowdown` times as long as this machine's: published at
+        once, or when it is back in touch with the API server."""
+        self.slowdown = slowdown
+        if self.alive and self.connected:
+            self._publish_compute_score()
 
     def revive(self):
         """Back: registers again if its Node went, heartbeats, and takes up its pods."""
