@@ -15,7 +15,9 @@ import threading
 
 from apiserver.errors import ApiError
 
+from . import pod_files
 from .client import Loop, now_micro, record_event
+from .cluster_names import site_names
 from .node_object import (COMPUTE_SCORE, compute_score, condition, node_object,
                           ready_condition, set_condition)
 from .pod_worker import PodWorker
@@ -27,6 +29,8 @@ class Kubelet(Loop):
     watches = ("pods", "configmaps", "secrets")
 
     def __init__(self, cluster, node):
+        if not cluster.dns_address:  # names go into pods' /etc/hosts: Services matter
+            self.watches = Kubelet.watches + ("services", "endpoints")
         super().__init__(cluster.client, cluster.timings.heartbeat / 4, f"kubelet-{node['name']}")
         self.cluster, self.profile = cluster, node
         self.node_name = node["name"]
@@ -140,6 +144,9 @@ class Kubelet(Loop):
                 return
             self.sync(ev.obj)
             return
+        if ev.key in (("", "services"), ("", "endpoints")):
+            self._refresh_hosts()
+            return
         kind = "configmaps" if ev.key == ("", "configmaps") else "secrets"
         md = ev.obj["metadata"]
         with self.lock:
@@ -199,33 +206,24 @@ class Kubelet(Loop):
         if self.alive and self.connected:
             record_event(self.client, pod, etype, reason, message, "kubelet")
 
+    def cluster_names(self):
+        """The Service names pods' /etc/hosts must carry: None when a DNS answers them."""
+        return None if self.cluster.dns_address else site_names(self.client)
+
     def pod_files(self, pod, ip, folder):
         """/etc/hosts, /etc/resolv.conf and /etc/hostname as the kubelet writes them."""
-        md, spec = pod["metadata"], pod.get("spec") or {}
-        hostname = spec.get("hostname") or md["name"]
-        names = hostname
-        if spec.get("subdomain"):
-            names = f"{hostname}.{spec['subdomain']}.{md['namespace']}.svc.cluster.local\t{hostname}"
-        hosts = ("# Kubernetes-managed hosts file (node emulator).\n127.0.0.1\tlocalhost\n"
-                 "::1\tlocalhost ip6-localhost ip6-loopback\n"
-                 f"{ip}\t{names}\n")
-        for alias in spec.get("hostAliases") or []:
-            hosts += f"{alias['ip']}\t{' '.join(alias.get('hostnames') or [])}\n"
-        dns = self.cluster.dns_address
-        if dns and spec.get("dnsPolicy", "ClusterFirst") in ("ClusterFirst", "ClusterFirstWithHostNet"):
-            resolv = (f"search {md['namespace']}.svc.cluster.local svc.cluster.local cluster.local\n"
-                      f"nameserver {dns}\noptions ndots:5\n")
-        else:
-            with open("/etc/resolv.conf") as f:
-                resolv = f.read()
-        out = {}
-        for target, text in (("/etc/hosts", hosts), ("/etc/resolv.conf", resolv),
-                             ("/etc/hostname", hostname + "\n")):
-            path = os.path.join(folder, target.rsplit("/", 1)[1])
-            with open(path, "w") as f:
-                f.write(text)
-            out[target] = path
-        return out
+        return pod_files.write_all(folder, pod, ip, self.cluster.dns_address,
+                                   self.cluster_names())
+
+    def _refresh_hosts(self):
+        """Services' names changed: every running pod's /etc/hosts says so (no DNS)."""
+        names = self.cluster_names()
+        with self.lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            path = os.path.join(w.folder, "hosts")
+            if w.ip and os.path.exists(path):
+                pod_files.write_in_place(path, pod_files.hosts(w.pod, w.ip, names))
 
     # -- faults -----------------------------------------------------------------------------------
 
