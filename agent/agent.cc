@@ -52,12 +52,18 @@ StatusOr<std::optional<BandwidthTrace>> EmulatedLink(const JobPlan& plan, int ra
   return std::optional<BandwidthTrace>(trace->Shifted(link.offset_s).Scaled(link.scale));
 }
 
-// Every worker's emulated link under `plan`.
-StatusOr<std::vector<std::optional<BandwidthTrace>>> EmulatedLinks(const JobPlan& plan) {
+bool KernelShaped(const JobPlan& plan, int rank) {
+  return static_cast<size_t>(rank) < plan.workers.size() && plan.workers[rank].link &&
+         plan.workers[rank].link->kernel_shaped;
+}
+
+// The links the coordinator shapes itself (the downlinks of every worker
+// whose link the agents emulate); none for a link the kernel shapes.
+StatusOr<std::vector<std::optional<BandwidthTrace>>> ShapedDownlinks(const JobPlan& plan) {
   std::vector<std::optional<BandwidthTrace>> links;
   for (int w = 0; w < plan.spec.parallelism.workers; ++w) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::optional<BandwidthTrace> trace, EmulatedLink(plan, w));
-    links.push_back(std::move(trace));
+    links.push_back(KernelShaped(plan, w) ? std::nullopt : std::move(trace));
   }
   return links;
 }
@@ -124,7 +130,9 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
           << " samples\n";
   }
   RealClock clock;
-  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 1);
+  // A job of one is its own worker: no per-worker series of a team.
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 0);
+  metrics.SetActiveWorkers(1);
   SoloEngine engine(spec, *s.trainer, s.data, std::move(samples), {s.plan.slowdown, PowerProfile{}}, clock);
   return JobDriver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log).Run(cancel);
 }
@@ -137,7 +145,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   // training set, whose samples are the workers': they go.
   const int64_t train_size = s.data.train.size();
   s.data.train = {};
-  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, EmulatedLinks(s.plan));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, ShapedDownlinks(s.plan));
   RealClock clock;
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers);
   CoordinatorTimings timings;
@@ -153,7 +161,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   s.lines << "listening " << server->address() << std::endl;
   // A re-plan reaches a running coordinator through its plan file.
   PlanWatcher watcher(s.flags.plan, s.plan.generation, clock, s.flags.plan_poll, [&](const JobPlan& next) {
-    EDGETRAIN_ASSIGN_OR_RETURN(auto links, EmulatedLinks(next));
+    EDGETRAIN_ASSIGN_OR_RETURN(auto links, ShapedDownlinks(next));
     return service.AdoptPlan(next, links);
   }, s.log);
   auto result = driver.Run(cancel);
@@ -178,7 +186,8 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   };
   auto uplink = EmulatedLink(s.plan, s.flags.rank);
   if (!uplink.ok()) return fail(uplink.status());
-  options.uplink = std::move(*uplink);
+  if (*uplink) options.link_peak_mbps = (*uplink)->PeakMbps();
+  if (!KernelShaped(s.plan, s.flags.rank)) options.uplink = std::move(*uplink);
   s.log << "worker " << s.flags.rank << ": training on its part of " << NameOf(s.plan.spec.data.dataset)
         << " with coordinator " << s.flags.coordinator << "\n";
   RealClock clock;

@@ -1,10 +1,13 @@
 #include "agent/evaluate_model.h"
 
+#include <filesystem>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "agent/data/dataset.h"
 #include "agent/failure_report.h"
+#include "agent/storage/atomic_file.h"
 #include "agent/torch/trainer.h"
 #include "core/exit_codes.h"
 
@@ -18,7 +21,15 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset
   data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1}));
   if (Status loaded = trainer->LoadModel(model_path); !loaded.ok()) {
-    return InvalidArgumentError(loaded.message() + " (is it a model of " + std::string(NameOf(dataset)) + "?)");
+    // The run's model.json, beside it, says what it was trained on.
+    std::string trained_on;
+    if (auto card = ReadWholeFile((std::filesystem::path(model_path).parent_path() / "model.json").string());
+        card.ok()) {
+      trained_on = nlohmann::json::parse(*card, nullptr, false).value("dataset", "");
+    }
+    return InvalidArgumentError(model_path + " does not fit " + std::string(NameOf(dataset)) + "'s samples" +
+                                (trained_on.empty() ? ": was it trained on another data set?"
+                                                    : ": it was trained on " + trained_on + " (model.json)"));
   }
   samples = data.test.size();
   return trainer->Evaluate(data.test);

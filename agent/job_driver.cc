@@ -57,6 +57,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.iteration = p.iteration;
   c.samples = p.samples;
   c.elapsed_s = p.elapsed_s;
+  c.energy_joules = p.energy_joules.value_or(0);
   engine_.Snapshot(c);
   return c;
 }
@@ -90,6 +91,9 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   std::error_code ec;
   std::filesystem::create_directories(plan_.output_dir, ec);
   if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
+  const std::string model_path = plan_.output_dir + "/model.pt";
+  // A model left by an earlier run, which an interrupted run must not replace.
+  const bool earlier_model = std::filesystem::exists(model_path, ec);
   EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> resumed, Resume());
   const double elapsed_before = resumed ? resumed->elapsed_s : 0;
   EDGETRAIN_ASSIGN_OR_RETURN(EvaluationLog evaluations,
@@ -100,6 +104,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   const TimePoint start = clock_.Now() - FromSeconds(elapsed_before);
   Budget budget(spec.budget, engine_.IterationsPerEpoch(), start);
   JobProgress p = engine_.Progress();
+  const int64_t first_iteration = p.iteration;
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;
@@ -159,13 +164,29 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   fill(p, end);
   // The result always reports the final model's accuracy on the full test set.
   if (*stop != StopReason::kTarget && evaluated_iteration != p.iteration) EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
-  JobCheckpoint last = Checkpoint(p);
-  // An interrupted job is not over: run again, it resumes from here.
-  last.complete = *stop != StopReason::kCancelled;
-  EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), last));
-  p.model_path = plan_.output_dir + "/model.pt";
-  EDGETRAIN_RETURN_IF_ERROR(engine_.SaveModel(p.model_path));
-  EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(p));
+  const bool interrupted = *stop == StopReason::kCancelled;
+  if (interrupted && p.iteration == first_iteration) {
+    // Stopped before it trained at all (loading, gathering): nothing is
+    // written, and whatever the folder held stays as it was.
+    log_ << plan_.job << ": interrupted before training; nothing was written\n";
+    p.model_path = "";
+  } else {
+    JobCheckpoint last = Checkpoint(p);
+    // An interrupted job is not over: run again, it resumes from here.
+    last.complete = !interrupted;
+    EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), last));
+    if (interrupted && earlier_model && !resumed) {
+      // A finished run's model is not replaced by one interrupted early:
+      // the checkpoint resumes this run, and its model comes when it ends.
+      log_ << plan_.job << ": interrupted; " << model_path << " is kept as the earlier run left it, and "
+           << CheckpointPath(plan_) << " resumes this one\n";
+      p.model_path = "";
+    } else {
+      p.model_path = model_path;
+      EDGETRAIN_RETURN_IF_ERROR(engine_.SaveModel(p.model_path));
+      EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(p));
+    }
+  }
   p.reached_target = budget.TargetReached(*p.accuracy);
   p.stop_reason = *stop;
   p.state = JobState::kSucceeded;

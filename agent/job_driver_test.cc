@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/solo_engine.h"
+#include "agent/storage/atomic_file.h"
 #include "agent/testing/fake_trainer.h"
 #include "core/deterministic_clock.h"
 
@@ -165,6 +166,69 @@ TEST_F(JobDriverTest, ADamagedCheckpointIsDataLossNotAFreshStart) {
   auto result = Run();
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
+
+namespace edgetrain::agent {
+namespace {
+
+// Ctrl-C soon after starting again over a finished job's folder must not
+// replace its trained model with one barely trained.
+TEST_F(JobDriverTest, AnInterruptedRunKeepsAFinishedRunsModelAndResumesFromItsCheckpoint) {
+  ASSERT_TRUE(Run().ok());
+  auto model = ReadWholeFile(plan.output_dir + "/model.pt");
+  ASSERT_TRUE(model.ok());
+  auto interrupted = Run(milliseconds(23));  // 5 steps into a fresh run
+  ASSERT_TRUE(interrupted.ok());
+  EXPECT_EQ(interrupted->stop_reason, StopReason::kCancelled);
+  EXPECT_EQ(interrupted->model_path, "");
+  EXPECT_EQ(*ReadWholeFile(plan.output_dir + "/model.pt"), *model) << "the finished run's model was replaced";
+  EXPECT_NE(log.str().find("model.pt is kept as the earlier run left it"), std::string::npos) << log.str();
+  auto resumed = Run();
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed->resumed_from_iteration, 5);
+  EXPECT_EQ(resumed->model_path, plan.output_dir + "/model.pt");
+}
+
+TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {
+  std::atomic<bool> cancel{true};
+  DeterministicClock clock;
+  StatusOr<JobProgress> result = InternalError("not run");
+  clock.Run("test", [&] {
+    // As a team's coordinator whose workers never came: no step is ever taken.
+    class NeverStarted final : public TrainingEngine {
+     public:
+      int64_t IterationsPerEpoch() const override { return 10; }
+      Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
+      Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
+      Status Advance() override { return Status::Ok(); }
+      JobProgress Progress() override { return {}; }
+      StatusOr<double> Evaluate() override { return 0.1; }
+      void Snapshot(JobCheckpoint&) override {}
+      void Finish(FinalModel) override {}
+      Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "untrained"); }
+    } idle;
+    MetricsRegistry registry;
+    CoordinatorMetrics metrics(registry, plan.job, 1);
+    result = JobDriver(plan, idle, clock, board, metrics, log).Run(cancel);
+  });
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, StopReason::kCancelled);
+  EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/model.pt"));
+  EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/checkpoint.bin"));
+}
+
+TEST_F(JobDriverTest, AResumedJobCountsItsEnergyOverBothRuns) {
+  auto whole = Run();
+  ASSERT_TRUE(whole.ok());
+  plan.output_dir += "-split";
+  std::filesystem::remove_all(plan.output_dir);
+  ASSERT_TRUE(Run(milliseconds(53)).ok());
+  auto second = Run();
+  ASSERT_TRUE(second.ok());
+  EXPECT_NEAR(*second->energy_joules, *whole->energy_joules, 0.05 * *whole->energy_joules);
 }
 
 }  // namespace

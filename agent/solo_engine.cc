@@ -39,6 +39,7 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
   optimizer_.mutable_state() = c.optimizer;
   iteration_ = c.iteration;
   samples_ = c.samples;
+  energy_before_j_ = c.energy_joules;
   // The interrupted epoch is not replayed: the resumed run starts a new pass,
   // in an order of its own.
   rng_.seed(spec_.seed + static_cast<uint64_t>(iteration_));
@@ -84,7 +85,7 @@ JobProgress SoloEngine::Progress() {
   p.samples = samples_;
   p.epoch = static_cast<int>(iteration_ / std::max<int64_t>(1, steps_per_epoch_));
   p.loss = std::max(0.0, smoothed_loss_);
-  p.energy_joules = energy_.Split(clock_.Now()).total_j();
+  p.energy_joules = energy_before_j_ + energy_.Split(clock_.Now()).total_j();
   WorkerProgress w;
   w.batch_size = spec_.data.batch_size;
   w.samples = samples_;

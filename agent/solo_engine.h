@@ -60,6 +60,7 @@ class SoloEngine final : public TrainingEngine {
   int64_t iteration_ = 0;
   int64_t samples_ = 0;
   double smoothed_loss_ = -1;
+  double energy_before_j_ = 0;  // modelled, in the runs it resumed from
 };
 
 }  // namespace edgetrain::agent

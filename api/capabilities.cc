@@ -49,7 +49,7 @@ const std::vector<Capability>& Capabilities() {
        [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; }, ""},
       {"spec.sync.compression", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
-       "topk is not supported yet (none, fp16 and int8 are)"},
+       "topk is not supported yet (none, fp16, int8 and sign are)"},
       {"spec.data.stream", Effect::kRefuse, kEverywhere, [](const JobSpec& s, const Json&) { return s.data.stream.has_value(); },
        "streaming data is not supported yet"},
       {"spec.budget.energyJoules", Effect::kRefuse, kEverywhere,

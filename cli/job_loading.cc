@@ -65,7 +65,7 @@ std::optional<ClusterProfile> LoadProfile(const std::string& path, std::ostream&
 std::string DescribeJob(const api::TrainingJobManifest& job) {
   const JobSpec& s = job.spec;
   std::string budget;
-  if (s.budget.wall_clock) budget += FormatClock(*s.budget.wall_clock) + " wall clock";
+  if (s.budget.wall_clock) budget += FormatDuration(*s.budget.wall_clock) + " of wall clock";
   if (s.budget.epochs) budget += (budget.empty() ? "" : ", ") + std::to_string(*s.budget.epochs) + " epochs";
   if (s.budget.target_accuracy) {
     std::ostringstream t;

@@ -127,14 +127,16 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
                          links.get(), options.http_port, clock);
   std::optional<ChildProcess> coordinator;
   std::vector<ChildProcess> workers;
-  auto failed = [&](const std::string& why) {
+  // `log`: the agent whose log says why (the coordinator's unless a worker failed).
+  auto failed = [&](const std::string& why, std::string log_name = "") {
     for (auto& w : workers) w.Signal(SIGTERM);
     if (coordinator) {
       coordinator->Signal(SIGTERM);
       coordinator->Wait(kStopGrace);
     }
-    const std::string log = (folder->path() / launcher.coordinator_log()).string();
-    err << "error: " << why << "\nlast lines of " << launcher.coordinator_log() << ":\n" << LogTail(log, 15)
+    if (log_name.empty()) log_name = launcher.coordinator_log();
+    const std::string log = (folder->path() / log_name).string();
+    err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15)
         << "logs: " << folder->path().string() << "\n";
     folder->Keep();
     return interrupted.load() ? kExitInterrupted : kExitFailed;
@@ -144,6 +146,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (!started_coordinator.ok()) {
     if (started_coordinator.status().code() == StatusCode::kNotFound) {
       err << "error: " << started_coordinator.status().message() << " (pass --agent PATH to name the agent binary)\n";
+      folder->Remove();  // nothing ran: nothing to keep, and no lock to mistake for a killed runner's
       return ExitCodeFor(started_coordinator.status());
     }
     return failed(started_coordinator.status().message());
@@ -159,7 +162,10 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   const TimePoint links_started = clock.Now();
   for (int rank = 0; plan.team && rank < job.spec.parallelism.workers; ++rank) {
     auto worker = launcher.StartWorker(rank);
-    if (!worker.ok()) return failed("worker " + std::to_string(rank) + ": " + worker.status().message());
+    if (!worker.ok()) {
+      return failed("worker " + std::to_string(rank) + ": " + worker.status().message(),
+                    "worker-" + std::to_string(rank) + ".log");
+    }
     workers.push_back(std::move(*worker));
   }
   err << DescribeEndpoints(launcher.endpoints());

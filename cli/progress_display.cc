@@ -12,7 +12,8 @@ namespace {
 // the last evaluation's, of the model as it was at the iteration named; the
 // result's is the final model's, which training may have moved since.
 std::string Measures(const JobProgress& p, const std::vector<std::string>& names) {
-  std::string s = "loss " + Fixed(p.loss, 3);
+  // Before its first step there is no loss to show.
+  std::string s = p.iteration > 0 ? "loss " + Fixed(p.loss, 3) : "no step yet";
   if (p.accuracy) {
     s += " acc " + Fixed(*p.accuracy, 3);
     if (p.evaluated_iteration && *p.evaluated_iteration != p.iteration) {

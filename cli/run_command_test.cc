@@ -3,14 +3,17 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/telemetry/http_client.h"
 #include "cli/child_process.h"
 #include "cli/child_process_testing.h"
+#include "core/job_progress.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -81,6 +84,26 @@ class RunCommandTest : public testing::Test {
   }
 
   // Waits (without sleeping blindly) until the runner's stderr shows `text`.
+  // Whether the job's coordinator reports `iteration` done within `timeout`,
+  // read from the /progress address the runner prints.
+  bool Trained(int64_t iteration, seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    const std::regex progress("http://([0-9.:]+)/progress");
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string err = ReadFile(dir_ / "stderr.log");
+      if (std::regex_search(err, m, progress)) {
+        auto reply = agent::HttpGet(m[1].str(), "/progress");
+        if (reply.ok() && reply->status == 200) {
+          auto p = DecodeJobProgress(reply->body);
+          if (p.ok() && p->iteration >= iteration) return true;
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
   bool StderrShows(const std::string& text, seconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -141,11 +164,17 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   // A model of 8x8 digits cannot read 28x28 clothes.
   Outcome wrong = Execute({"evaluate", model, "--dataset", "fashion-mnist"});
   EXPECT_EQ(wrong.exit, 2) << wrong.stderr_text;
-  EXPECT_NE(wrong.stderr_text.find("(is it a model of fashion-mnist?)"), std::string::npos) << wrong.stderr_text;
+  EXPECT_NE(wrong.stderr_text.find("does not fit fashion-mnist's samples: it was trained on digits (model.json)"),
+            std::string::npos)
+      << wrong.stderr_text;
   Outcome missing = Execute({"evaluate", (dir_ / "absent.pt").string(), "--dataset", "digits"});
   EXPECT_EQ(missing.exit, 2);
-  EXPECT_NE(missing.stderr_text.find("cannot read " + (dir_ / "absent.pt").string()), std::string::npos)
+  EXPECT_NE(missing.stderr_text.find("no model at " + (dir_ / "absent.pt").string()), std::string::npos)
       << missing.stderr_text;
+  Outcome not_a_model = Execute({"evaluate", (dir_ / "out" / "model.json").string(), "--dataset", "digits"});
+  EXPECT_EQ(not_a_model.exit, 2);
+  EXPECT_NE(not_a_model.stderr_text.find("is not a model edgetrain saved (not a LibTorch archive)"), std::string::npos)
+      << not_a_model.stderr_text;
 }
 
 TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
@@ -251,6 +280,7 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
   ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
+  ASSERT_TRUE(Trained(1, seconds(60))) << "a run interrupted before it trained writes nothing";
   // As a terminal's Ctrl-C: SIGINT to the runner's whole process group.
   ASSERT_EQ(::kill(-child->pid(), SIGINT), 0) << "the runner leads a process group of its own";
   std::vector<std::string> lines;
@@ -259,7 +289,7 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   EXPECT_NE(ReadFile(dir_ / "stderr.log").find("interrupted: stopping digits-interrupted"), std::string::npos)
       << ReadFile(dir_ / "stderr.log");
   ASSERT_FALSE(lines.empty());
-  EXPECT_NE(lines[0].find("stopped by cancelled"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(", interrupted"), std::string::npos) << lines[0];
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
   EXPECT_FALSE(ProcessRunningWith("--job=digits-interrupted"));
 
@@ -285,6 +315,7 @@ TEST_F(RunCommandTest, ARunnerWhoseReaderLeftStillStopsCleanly) {
   auto child = Start({"run", Manifest("digits-unread", kLongSpec), "--output", (dir_ / "out").string()});
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("training digits-unread", seconds(60)));
+  ASSERT_TRUE(Trained(1, seconds(60)));
   child->CloseStdout();  // as when the pipe's reader is killed
   child->Signal(SIGINT);
   EXPECT_EQ(child->Wait(seconds(30)), 130) << "141 is death by SIGPIPE while writing its summary";

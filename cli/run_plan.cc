@@ -72,7 +72,9 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
     EDGETRAIN_ASSIGN_OR_RETURN(run.devices, PlaceWorkers(workers, profile));
     plan.workers = run.devices;
     if (run.kernel_links) {
-      for (auto& slot : plan.workers) slot.link.reset();
+      for (auto& slot : plan.workers) {
+        if (slot.link) slot.link->kernel_shaped = true;
+      }
     }
   }
 

@@ -25,9 +25,10 @@ struct MachineSize {
 
 struct LocalRunPlan {
   JobPlan job;                // the plan file the agents are started with
-  // Each rank's device with its link as emulated, by the agents (then also in
-  // `job`) or by the kernel (then only here: kernel-shaped links replace the
-  // agents' own shaping, never add to it).
+  // Each rank's device with its link. Under --links netns the plan file's
+  // links are marked kernel-shaped: the agents do not shape them (the kernel's
+  // shaping replaces theirs, never adds to it) and read their traces only to
+  // know the most they carry.
   std::vector<WorkerSlot> devices;
   bool team = false;          // a coordinator and a worker per rank; else one agent
   bool kernel_links = false;  // --links netns: links shaped by the kernel, not the agents

@@ -65,7 +65,10 @@ TEST(RunPlanTest, WhatRunsForEachShapeOfJob) {
     ASSERT_EQ(plan->devices.size(), plan->job.workers.size());
     for (size_t r = 0; r < plan->devices.size(); ++r) {
       EXPECT_EQ(plan->devices[r].link.has_value(), c.profile.has_value()) << c.spec;
-      EXPECT_EQ(plan->job.workers[r].link.has_value(), c.profile.has_value() && !plan->kernel_links) << c.spec;
+      ASSERT_EQ(plan->job.workers[r].link.has_value(), c.profile.has_value()) << c.spec;
+      if (c.profile) {
+        EXPECT_EQ(plan->job.workers[r].link->kernel_shaped, plan->kernel_links) << c.spec;
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "cli/run_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -67,6 +68,27 @@ std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::stri
   return said;
 }
 
+namespace {
+
+std::string Counted(int64_t n, const char* one, const char* many) {
+  return WithThousands(n) + " " + (n == 1 ? one : many);
+}
+
+// Why it stopped, in words.
+std::string StoppedBy(const JobProgress& p) {
+  if (!p.stop_reason) return "stopped";
+  switch (*p.stop_reason) {
+    case StopReason::kTarget: return "stopped at its target";
+    case StopReason::kEpochs: return "stopped after its epochs";
+    case StopReason::kWallClock: return "stopped at its wall-clock budget";
+    case StopReason::kCancelled: return "interrupted";
+    case StopReason::kFailed: return "failed";
+  }
+  return "stopped";
+}
+
+}  // namespace
+
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out) {
   const int workers = job.spec.parallelism.workers;
@@ -74,14 +96,20 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   if (job.spec.budget.target_accuracy) {
     out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
   }
-  out << "), stopped by " << (p.stop_reason ? NameOf(*p.stop_reason) : "?") << "\n";
-  out << "  " << WithThousands(p.iteration) << (plan.team ? " team iterations (a batch from each of " +
-                                                                  std::to_string(workers) + " workers), "
-                                                            : " iterations, ")
-      << WithThousands(p.samples) << " samples, " << WithThousands(static_cast<int64_t>(p.samples_per_second))
-      << " samples/s; " << Fixed(p.elapsed_s, 1) << " s of training, " << Fixed(wall_s, 1) << " s in all\n";
+  out << "), " << StoppedBy(p) << "\n";
+  out << "  "
+      << (plan.team ? Counted(p.iteration, "team iteration", "team iterations") + " (a batch from each of " +
+                          Counted(workers, "worker", "workers") + "), "
+                    : Counted(p.iteration, "iteration", "iterations") + ", ")
+      << Counted(p.samples, "sample", "samples") << ", "
+      << WithThousands(static_cast<int64_t>(std::llround(p.samples_per_second))) << " samples/s; "
+      << Fixed(p.elapsed_s, 1) << " s of training";
+  if (p.resumed_from_iteration) {
+    out << " over this run and those it resumed (from iteration " << WithThousands(*p.resumed_from_iteration) << ")";
+  }
+  out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
   if (p.energy_joules) {
-    out << "  energy (modelled, docs/energy.md): " << WithThousands(static_cast<int64_t>(*p.energy_joules)) << " J\n";
+    out << "  energy (modelled, docs/energy.md): " << WithThousands(std::llround(*p.energy_joules)) << " J\n";
   }
   if (!plan.devices.empty()) {
     std::vector<std::string> names;
@@ -89,19 +117,32 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     if (const std::string waited = WhoTheTeamWaitedOn(p, names); !waited.empty()) {
       out << "  the team waited on " << waited << " (teammates needed rows only they could give)\n";
     }
-    out << "  worker  node            own its   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
+    std::string out_at_end;
+    for (const auto& w : p.workers) {
+      if (!w.active) out_at_end += (out_at_end.empty() ? "" : ", ") + WorkerName(w.rank, names);
+    }
+    if (!out_at_end.empty()) {
+      out << "  not in the team at the end: " << out_at_end
+          << " (counted out, or gone; its figures stop where it left)\n";
+    }
+    out << "  worker  node            batches   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
     for (const auto& w : p.workers) {
       const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
+      const int64_t batches = w.batch_size > 0 ? w.samples / w.batch_size : 0;
       char line[200];
       std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %13s %6.0f%% %10.0f\n", w.rank,
-                    WorkerName(w.rank, names).c_str(), WithThousands(w.iteration).c_str(),
+                    WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
                     WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
                     static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(), 100 * w.stall_fraction,
                     w.energy_joules);
       out << line;
     }
   }
-  out << "  model: " << p.model_path << "\n";
+  if (p.model_path.empty()) {
+    out << "  model: none written by this run (interrupted: run it again to resume; an earlier model is kept)\n";
+  } else {
+    out << "  model: " << p.model_path << "\n";
+  }
 }
 
 std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s) {

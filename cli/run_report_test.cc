@@ -39,7 +39,10 @@ JobProgress Finished() {
   for (int r = 0; r < 3; ++r) {
     WorkerProgress w;
     w.rank = r;
-    w.iteration = 375;
+    w.iteration = 375;  // where it stands: a worker taken back resumes at the team's
+    w.batch_size = 64;
+    w.samples = 300 * 64;
+    w.active = r != 2;
     p.workers.push_back(w);
   }
   p.workers[1].bandwidth_mbps = 41.5;
@@ -53,12 +56,14 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   std::ostringstream out;
   PrintSummary(Job(), Team(), Finished(), 66.9, out);
   const std::string s = out.str();
-  EXPECT_NE(s.find("robot-team: test accuracy 0.7139 (final model; target 0.85 not reached), stopped by wallClock"),
+  EXPECT_NE(s.find("robot-team: test accuracy 0.7139 (final model; target 0.85 not reached), stopped at its "
+                   "wall-clock budget"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("331 team iterations (a batch from each of 3 workers)"), std::string::npos) << s;
   EXPECT_NE(s.find("the team waited on robot-2 for 31.2 s and robot-3 for 12.0 s"), std::string::npos) << s;
-  EXPECT_NE(s.find("own its"), std::string::npos) << s;
+  EXPECT_NE(s.find("batches"), std::string::npos) << s;
+  EXPECT_NE(s.find("not in the team at the end: robot-3"), std::string::npos) << s;
   std::istringstream lines(s);
   std::vector<std::string> rows;
   for (std::string line; std::getline(lines, line);) {
@@ -66,6 +71,7 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   }
   ASSERT_EQ(rows.size(), 3u) << s;
   EXPECT_NE(rows[0].find(" - "), std::string::npos) << "emulated, not yet timed: " << rows[0];
+  EXPECT_NE(rows[0].find(" 300 "), std::string::npos) << "the batches it computed: " << rows[0];
   EXPECT_NE(rows[1].find("41.5"), std::string::npos) << rows[1];
   EXPECT_NE(rows[2].find("unshaped"), std::string::npos) << rows[2];
 }

@@ -27,7 +27,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (interrupted.load() && !outcome.interrupted) {
       outcome.interrupted = true;
       display.Finish();
-      err_ << "interrupted: stopping " << job_ << " and saving its model...\n";
+      err_ << "interrupted: stopping " << job_ << " and saving where it got to...\n";
     }
     if (!stopping && outcome.failure.empty() && watch.health) {
       if (Status health = watch.health(); !health.ok()) {
@@ -93,7 +93,7 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
   said_how_it_started_ = true;
   if (p.resumed_from_iteration) {
     display.Finish();
-    err_ << "resuming " << job_ << " from its checkpoint at iteration " << *p.resumed_from_iteration
+    err_ << "resuming " << job_ << " from its checkpoint at iteration " << WithThousands(*p.resumed_from_iteration)
          << " (edgetrain run --fresh starts over)\n";
   } else if (!watch.earlier_model.empty()) {
     display.Finish();

@@ -168,7 +168,7 @@ TEST_F(RunSupervisorTest, AnInterruptStopsTheCoordinatorWhichReports) {
   EXPECT_TRUE(outcome.interrupted);
   EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
   EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM}) << "told once";
-  EXPECT_NE(err_.str().find("interrupted: stopping robots and saving its model..."), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("interrupted: stopping robots and saving where it got to..."), std::string::npos) << err_.str();
 }
 
 TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {

@@ -16,6 +16,10 @@ struct LinkSpec {
   std::string trace_path;  // absolute
   double offset_s = 0;
   double scale = 1;
+  // Shaped by the kernel (network namespaces and tbf, `--links netns`), not by
+  // the agents: they leave it alone, and only read the trace to know the most
+  // it ever carries.
+  bool kernel_shaped = false;
 };
 
 // Watts in each state, for the energy model. The defaults approximate a Jetson

@@ -34,6 +34,25 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
   return FromSeconds(seconds);
 }
 
+std::string FormatDuration(Duration d) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  if (ms <= 0) return "0s";
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  if (ms % 1000 != 0) {  // "2.5s"
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ms) / 1000);
+    std::string text = buf;
+    text.erase(text.find_last_not_of('0') + 1);
+    return text + "s";
+  }
+  long s = static_cast<long>(ms / 1000);
+  std::string out;
+  if (s >= 3600) out += std::to_string(s / 3600) + "h";
+  if (s % 3600 >= 60) out += std::to_string(s % 3600 / 60) + "m";
+  if (s % 60 != 0) out += std::to_string(s % 60) + "s";
+  return out;
+}
+
 std::string FormatClock(Duration d) {
   long total = static_cast<long>(ToSeconds(d) + 0.5);
   if (total < 0) total = 0;

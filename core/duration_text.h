@@ -13,7 +13,9 @@ namespace edgetrain {
 // Units: ms, s, m, h; each number may have a fraction. "0" alone is zero.
 StatusOr<Duration> ParseDuration(std::string_view text);
 
-// Whole seconds as MM:SS, or H:MM:SS from one hour on.
+// Whole seconds as MM:SS, or H:MM:SS from one hour on: a time shown running.
 std::string FormatClock(Duration d);
+// As a manifest writes it: "2m", "1h30m", "90s" is "1m30s", "250ms".
+std::string FormatDuration(Duration d);
 
 }  // namespace edgetrain

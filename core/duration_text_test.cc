@@ -26,6 +26,21 @@ TEST(ParseDurationTest, RejectsMalformedDurationsWithExamples) {
   }
 }
 
+TEST(FormatDurationTest, WritesDurationsAsManifestsDo) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  EXPECT_EQ(FormatDuration(std::chrono::minutes(2)), "2m");
+  EXPECT_EQ(FormatDuration(seconds(90)), "1m30s");
+  EXPECT_EQ(FormatDuration(seconds(5400)), "1h30m");
+  EXPECT_EQ(FormatDuration(seconds(3601)), "1h1s");
+  EXPECT_EQ(FormatDuration(milliseconds(250)), "250ms");
+  EXPECT_EQ(FormatDuration(milliseconds(2500)), "2.5s");
+  EXPECT_EQ(FormatDuration(seconds(0)), "0s");
+  for (const char* text : {"2m", "1m30s", "1h30m", "250ms", "2.5s"}) {
+    EXPECT_EQ(FormatDuration(*ParseDuration(text)), text) << "round trip";
+  }
+}
+
 TEST(FormatClockTest, ShowsMinutesAndHours) {
   EXPECT_EQ(FormatClock(std::chrono::seconds(0)), "00:00");
   EXPECT_EQ(FormatClock(std::chrono::seconds(125)), "02:05");

@@ -19,6 +19,12 @@ void EnergyMeter::AdvanceLocked(TimePoint to) const {
   last_ = to;
 }
 
+void EnergyMeter::Restart(TimePoint at) {
+  std::lock_guard lock(mu_);
+  last_ = at;
+  compute_s_ = send_s_ = idle_s_ = receive_s_ = 0;
+}
+
 void EnergyMeter::BeginCompute(TimePoint at) {
   std::lock_guard lock(mu_);
   AdvanceLocked(at);

@@ -35,6 +35,9 @@ class EnergyMeter {
   void AddReceive(double seconds);
 
   EnergySplit Split(TimePoint now) const;
+  // Counts from `at` again, as if nothing had happened before: a worker's
+  // time starts when training does, not when its process did.
+  void Restart(TimePoint at);
   const PowerProfile& profile() const { return profile_; }
 
  private:

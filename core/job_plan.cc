@@ -16,7 +16,10 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                   {{"computeWatts", w.power.compute_watts},
                    {"communicateWatts", w.power.communicate_watts},
                    {"idleWatts", w.power.idle_watts}}}};
-    if (w.link) slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale}};
+    if (w.link) {
+      slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale},
+                      {"shapedBy", w.link->kernel_shaped ? "kernel" : "agents"}};
+    }
     workers.push_back(slot);
   }
   Json j = {
@@ -59,7 +62,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       if (w.contains("link")) {
         const Json& l = w["link"];
         slot.link = LinkSpec{l.at("trace").get<std::string>(), l.at("offsetSeconds").get<double>(),
-                             l.at("scale").get<double>()};
+                             l.at("scale").get<double>(), l.value("shapedBy", "agents") == "kernel"};
       }
       plan.workers.push_back(slot);
     }

@@ -52,6 +52,35 @@ double TeamAccounts::TakeMeanLoss() {
   return last_loss_;
 }
 
+std::vector<WorkerTotals> TeamAccounts::Totals() const {
+  std::vector<WorkerTotals> totals;
+  for (const Worker& k : workers_) {
+    totals.push_back({k.iteration, k.samples, k.rows_sent, k.bytes_sent, k.bytes_received,
+                      k.compute_s + k.report.compute_s, k.stall_s + k.report.stall_s, k.wall_s + k.report.wall_s,
+                      k.energy_j + k.report.energy_j, k.held_team_s});
+  }
+  return totals;
+}
+
+void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers) {
+  samples_ = samples;
+  for (size_t w = 0; w < workers.size() && w < workers_.size(); ++w) {
+    const WorkerTotals& t = workers[w];
+    Worker& k = workers_[w];
+    k = Worker{};
+    k.iteration = t.iteration;
+    k.samples = t.samples;
+    k.rows_sent = t.rows_sent;
+    k.bytes_sent = t.bytes_sent;
+    k.bytes_received = t.bytes_received;
+    k.compute_s = t.compute_s;
+    k.stall_s = t.stall_s;
+    k.wall_s = t.wall_s;
+    k.energy_j = t.energy_j;
+    k.held_team_s = t.held_team_s;
+  }
+}
+
 JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& active) const {
   JobProgress p;
   p.state = JobState::kTraining;

@@ -26,6 +26,13 @@ struct WorkerReport {
   double step_s = 0;  // a step's compute time, smoothed
 };
 
+// What a worker has done over every stream and run so far: what a checkpoint
+// keeps, so that a resumed job's table counts from where it stood.
+struct WorkerTotals {
+  int64_t iteration = 0, samples = 0, rows_sent = 0, bytes_sent = 0, bytes_received = 0;
+  double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0, held_team_s = 0;
+};
+
 class TeamAccounts {
  public:
   TeamAccounts(int workers, int batch_size, int64_t train_size);
@@ -57,8 +64,9 @@ class TeamAccounts {
   // The job's progress at `elapsed_s` of training; `active[w]`: w is in the team's waits.
   JobProgress Progress(double elapsed_s, const std::vector<bool>& active) const;
 
-  // On resume from a checkpoint.
-  void RestoreSamples(int64_t samples) { samples_ = samples; }
+  // What a checkpoint keeps, and puts back.
+  std::vector<WorkerTotals> Totals() const;
+  void Restore(int64_t samples, const std::vector<WorkerTotals>& workers);
 
  private:
   struct Worker {

@@ -67,6 +67,31 @@ TEST(TeamAccountsTest, TimeTheTeamWaitedOnAWorkerAddsUp) {
   EXPECT_DOUBLE_EQ(p.workers[0].held_team_s, 0);
 }
 
+TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
+  TeamAccounts before(2, 32, 6400);
+  WorkerReport r;
+  r.samples = 64;
+  r.wall_s = 3;
+  r.energy_j = 20;
+  before.Reported(1, r);
+  before.Pushed(1, 2, 5, 1000);
+  before.Holding(1, true, std::chrono::seconds(1));
+  TeamAccounts after(2, 32, 6400);
+  after.Restore(before.samples(), before.Totals());
+  r.samples = 32;
+  r.wall_s = 1;
+  r.energy_j = 5;
+  after.Reported(1, r);  // its first report in the new run
+  JobProgress p = after.Progress(4, {true, true});
+  EXPECT_EQ(p.samples, 96);
+  EXPECT_EQ(p.workers[1].samples, 96);
+  EXPECT_EQ(p.workers[1].rows_sent, 5);
+  EXPECT_DOUBLE_EQ(p.workers[1].wall_s, 4);
+  EXPECT_DOUBLE_EQ(p.workers[1].energy_joules, 25);
+  EXPECT_DOUBLE_EQ(p.workers[1].held_team_s, 1);
+  EXPECT_DOUBLE_EQ(*p.energy_joules, 25);
+}
+
 TEST(TeamAccountsTest, DownlinkTimeIsToldToTheWorkerOnce) {
   TeamAccounts team(1, 32, 6400);
   team.Delivered(0, 1000, std::chrono::milliseconds(250));

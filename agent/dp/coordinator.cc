@@ -56,7 +56,7 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
     }
     ledger_.RecordIteration(w, c.ledger->iterations[w]);
   }
-  accounts_.RestoreSamples(c.samples);
+  accounts_.Restore(c.samples, c.workers);
   return Status::Ok();
 }
 
@@ -108,6 +108,8 @@ Status Coordinator::Advance() {
 }
 
 std::vector<bool> Coordinator::ActiveWorkers() const {
+  // Once the job is over its streams close: who was in is who was in when training ended.
+  if (active_at_end_) return *active_at_end_;
   std::vector<bool> active(static_cast<size_t>(world_));
   for (int w = 0; w < world_; ++w) active[w] = members_.connected(w) && ledger_.active(w);
   return active;
@@ -143,10 +145,12 @@ void Coordinator::Snapshot(JobCheckpoint& into) {
     ledger.iterations.push_back(ledger_.iteration(w));
   }
   into.ledger = std::move(ledger);
+  into.workers = accounts_.Totals();
 }
 
 void Coordinator::Finish(FinalModel final) {
   std::unique_lock lock(mu_);
+  active_at_end_ = ActiveWorkers();
   // Every sender sends Stop; streams then end.
   stopping_ = true;
   changed_.NotifyAll();

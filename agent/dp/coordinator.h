@@ -178,6 +178,7 @@ class Coordinator final : public TrainingEngine {
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
   std::atomic<int64_t> plan_generation_;    // written under mu_
   bool stopping_ = false;
+  std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended
   std::atomic<bool> abandon_sends_{false};
 };
 

@@ -93,6 +93,7 @@ TEST_P(WorldSizeTest, ATeamTrainsToItsBudgetWithinItsBounds) {
   for (int w = 0; w < GetParam(); ++w) {
     ASSERT_TRUE(team.workers()[w].ok()) << team.workers()[w].status().ToString();
     EXPECT_EQ(team.workers()[w]->stop_reason, "the job is over");
+    EXPECT_TRUE(p.workers[w].active) << "in the team when it ended, though its stream has closed since";
   }
 }
 
@@ -212,6 +213,11 @@ TEST(SimulatedTeamTest, ALateWorkerWithinTheGraceStartsWithTheTeam) {
   const std::string log = team.log();
   EXPECT_NE(log.find("worker 2 joined at iteration 0"), std::string::npos) << log;
   EXPECT_NE(log.find("the team starts with 3 of 3 workers\n"), std::string::npos) << log;
+  // The 8 s the first two waited for the third are not their training time,
+  // nor its energy's: the job's clock and theirs start together.
+  for (const auto& w : team.result()->workers) {
+    EXPECT_LE(w.wall_s, team.result()->elapsed_s + 0.1) << "worker " << w.rank;
+  }
 }
 
 TEST(SimulatedTeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {

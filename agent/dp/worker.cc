@@ -48,14 +48,12 @@ class WorkerRun {
     mine_ = std::move(parts[options.rank]);
     rng_.seed(plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank));
     std::shuffle(mine_.begin(), mine_.end(), rng_);
-    if (options.uplink) {
-      uplink_.emplace(*options.uplink, clock_.Now());
-      uplink_peak_mbps_ = options.uplink->PeakMbps();
-    }
+    if (options.uplink) uplink_.emplace(*options.uplink, clock_.Now());
+    uplink_peak_mbps_ = options.uplink ? std::min(options.link_peak_mbps, options.uplink->PeakMbps())
+                                       : options.link_peak_mbps;
   }
 
   StatusOr<WorkerSummary> Run() {
-    started_ = clock_.Now();
     const Duration grace = plan_.spec.fault_tolerance.node_loss_grace > Duration::zero()
                                ? plan_.spec.fault_tolerance.node_loss_grace
                                : std::chrono::seconds(120);
@@ -104,6 +102,15 @@ class WorkerRun {
         std::lock_guard lock(mu_);
         EDGETRAIN_RETURN_IF_ERROR(InstallLocked(first->welcome()));
         broken_ = false;
+        if (started_ == TimePoint{}) {
+          // Its time counts from here, as the job's does from the team's
+          // start: loading data and waiting for teammates are not training.
+          started_ = clock_.Now();
+          energy_.Restart(started_);
+        }
+        // What it reports with its pushes is this stream's: the coordinator
+        // adds up a worker's streams (core/team_accounts.h).
+        stream_ = {clock_.Now(), compute_s_, stall_s_, energy_.Split(clock_.Now()).total_j()};
       }
       ClockThread receiver = clock_.StartThread("worker receiver " + std::to_string(options_.rank),
                                                 [&] { ReceiveLoop(*stream); });
@@ -130,7 +137,7 @@ class WorkerRun {
     }
     std::lock_guard lock(mu_);
     summary_.iterations = iteration_;
-    summary_.wall_s = ToSeconds(clock_.Now() - started_);
+    summary_.wall_s = started_ == TimePoint{} ? 0 : ToSeconds(clock_.Now() - started_);
     summary_.compute_s = compute_s_;
     summary_.stall_s = stall_s_;
     summary_.energy_joules = energy_.Split(clock_.Now()).total_j();
@@ -236,15 +243,18 @@ class WorkerRun {
       {
         std::unique_lock lock(mu_);
         const TimePoint waiting = clock_.Now();
+        stalled_since_ = waiting;
         for (;;) {
           copy_.ApplyStaged(trainer_.Parameters());
           if (stop_ || broken_ || cancel_.load()) {
             stall_s_ += ToSeconds(clock_.Now() - waiting);
+            stalled_since_.reset();
             return Status::Ok();
           }
           if (copy_.ReadyFor(iteration_ + 1, bound_)) break;
           changed_.WaitFor(lock, options_.timings.stall_recheck);
         }
+        stalled_since_.reset();
         const double stalled = ToSeconds(clock_.Now() - waiting);
         stall_s_ += stalled;
         metrics_.AddStall(stalled);
@@ -339,12 +349,15 @@ class WorkerRun {
     stats->set_loss_count(loss_count_);
     stats->set_uplink_mbps(MeasuredUplinkMbps());
     stats->set_downlink_mbps(std::min(downlink_meter_.Mbps(), uplink_peak_mbps_));
-    stats->set_compute_seconds(compute_s_);
-    stats->set_stall_seconds(stall_s_);
-    stats->set_wall_seconds(ToSeconds(clock_.Now() - started_));
+    stats->set_compute_seconds(compute_s_ - stream_.compute_s);
+    // A stall still going on counts too: a worker waiting the whole time
+    // would otherwise report none.
+    const double stalling = stalled_since_ ? ToSeconds(clock_.Now() - *stalled_since_) : 0.0;
+    stats->set_stall_seconds(stall_s_ + stalling - stream_.stall_s);
+    stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
     const EnergySplit e = energy_.Split(clock_.Now());
-    stats->set_energy_joules(e.total_j());
+    stats->set_energy_joules(e.total_j() - stream_.energy_j);
     metrics_.SetEnergy(EnergyState::kCompute, e.compute_j);
     metrics_.SetEnergy(EnergyState::kCommunicate, e.communicate_j);
     metrics_.SetEnergy(EnergyState::kIdle, e.idle_j);
@@ -420,7 +433,7 @@ class WorkerRun {
   const RowLayout layout_;
   const double slowdown_;
   std::optional<TraceShaper> uplink_;
-  // What its emulated link carries at most (both ways follow the same trace).
+  // What its link carries at most, when known (both ways follow the same trace).
   double uplink_peak_mbps_ = std::numeric_limits<double>::infinity();
   std::vector<int64_t> mine_;  // this worker's partition, in its current order
   size_t cursor_ = 0;
@@ -447,6 +460,11 @@ class WorkerRun {
   int64_t loss_count_ = 0;
   double compute_s_ = 0;
   double stall_s_ = 0;
+  std::optional<TimePoint> stalled_since_;  // while the compute loop waits for rows
+  struct StreamStart {
+    TimePoint began{};
+    double compute_s = 0, stall_s = 0, energy_j = 0;
+  } stream_;  // the totals when the current stream opened
   double pace_s_ = 0;  // EWMA of a step's compute time
   BandwidthEstimator uplink_estimate_;
   double measured_uplink_mbps_ = 0;

@@ -12,6 +12,7 @@
 // Threads: the caller's computes (Run); one receives updates; one sends pushes.
 
 #include <atomic>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -42,8 +43,12 @@ struct WorkerTimings {
 struct WorkerOptions {
   int rank = 0;
   CoordinatorConnector* coordinator = nullptr;  // required
-  // Its emulated uplink, worker to coordinator; none: unshaped.
+  // Its emulated uplink, worker to coordinator, which it shapes; none: the
+  // link is real, unshaped, or shaped by the kernel.
   std::optional<BandwidthTrace> uplink;
+  // The most its link ever carries, when known (an emulated link's trace
+  // peak, whoever shapes it): no estimate of it is reported above this.
+  double link_peak_mbps = std::numeric_limits<double>::infinity();
   // Fault injection: the worker's uplink passes this gate (tests, drills).
   LinkGate* gate = nullptr;
   // Where its metrics go (served at /metrics); a private registry when null.

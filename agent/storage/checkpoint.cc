@@ -94,6 +94,20 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     team->mutable_pushed()->Add(c.ledger->pushed.begin(), c.ledger->pushed.end());
     team->mutable_iterations()->Add(c.ledger->iterations.begin(), c.ledger->iterations.end());
   }
+  m.set_energy_joules(c.energy_joules);
+  for (const WorkerTotals& w : c.workers) {
+    v1::WorkerTotals* t = m.add_workers();
+    t->set_iteration(w.iteration);
+    t->set_samples(w.samples);
+    t->set_rows_sent(w.rows_sent);
+    t->set_bytes_sent(w.bytes_sent);
+    t->set_bytes_received(w.bytes_received);
+    t->set_compute_seconds(w.compute_s);
+    t->set_stall_seconds(w.stall_s);
+    t->set_wall_seconds(w.wall_s);
+    t->set_energy_joules(w.energy_j);
+    t->set_held_team_seconds(w.held_team_s);
+  }
   const std::string message = m.SerializeAsString();
   const uint32_t crc = Crc32(message);
   std::string out(kMagic);
@@ -125,6 +139,12 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.optimizer.second = ToVector<float>(m.optimizer().second());
   c.optimizer.steps = ToVector<int64_t>(m.optimizer().steps());
   c.versions = ToVector<int64_t>(m.versions());
+  c.energy_joules = m.energy_joules();
+  for (const v1::WorkerTotals& t : m.workers()) {
+    c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
+                         t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),
+                         t.held_team_seconds()});
+  }
   if (m.has_team()) {
     c.ledger = LedgerState{m.team().workers(), ToVector<int64_t>(m.team().pushed()),
                            ToVector<int64_t>(m.team().iterations())};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/row_optimizer.h"
+#include "core/team_accounts.h"
 #include "core/status.h"
 
 namespace edgetrain::agent {
@@ -37,6 +38,8 @@ struct JobCheckpoint {
   OptimizerState optimizer;
   std::vector<int64_t> versions;  // per row: steps applied
   std::optional<LedgerState> ledger;  // a team's only
+  double energy_joules = 0;           // modelled, over every run so far
+  std::vector<WorkerTotals> workers;  // a team's: what each has done
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);

@@ -22,6 +22,8 @@ JobCheckpoint Sample(int64_t iteration) {
   c.optimizer.steps = {7, 8};
   c.ledger = LedgerState{2, {1, 2, 3, 4}, {5, 6}};
   c.versions = {9, 10};
+  c.energy_joules = 123.5;
+  c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25}, WorkerTotals{}};
   return c;
 }
 
@@ -77,6 +79,10 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.ledger->pushed, (std::vector<int64_t>{1, 2, 3, 4}));
   EXPECT_EQ(c.ledger->iterations, (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(c.versions, (std::vector<int64_t>{9, 10}));
+  EXPECT_DOUBLE_EQ(c.energy_joules, 123.5);
+  ASSERT_EQ(c.workers.size(), 2u);
+  EXPECT_EQ(c.workers[0].samples, 448);
+  EXPECT_DOUBLE_EQ(c.workers[0].held_team_s, 0.25);
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());

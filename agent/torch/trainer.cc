@@ -1,5 +1,7 @@
 #include "agent/torch/trainer.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cstring>
 
@@ -157,6 +159,9 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
   // SaveModel writes an nn::Sequential: one sub-archive per layer, named by its
   // index; layers with weights are the convolutions and the linear layers.
   std::vector<std::pair<int, std::vector<int64_t>>> weights;  // layer index, weight shape
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return InvalidArgumentError("no model at " + path);
+  if (std::filesystem::is_directory(path, ec)) return InvalidArgumentError(path + " is a directory, not a model.pt");
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
@@ -168,8 +173,8 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
         weights.emplace_back(std::stoi(key), weight.sizes().vec());
       }
     }
-  } catch (const c10::Error& e) {
-    return InvalidArgumentError("cannot read " + path + ": " + e.what_without_backtrace());
+  } catch (const c10::Error&) {
+    return InvalidArgumentError(path + " is not a model edgetrain saved (not a LibTorch archive)");
   }
   std::sort(weights.begin(), weights.end());
   if (weights.empty() || weights.back().second.size() != 2) {

@@ -10,6 +10,9 @@ They let tests provoke what is hard to provoke against a real cluster:
                                          resumed, like an API server that hangs
   POST /_standin/latency?ms=N            delay every request by N ms (0 to stop)
   POST /_standin/bookmark-interval?seconds=S  how often watches with bookmarks get one
+  POST /_standin/watch-chunk-bytes?bytes=N  watches opened from now on cut every event into
+                                         HTTP chunks of at most N bytes (0: one chunk each),
+                                         as a proxy or a slow link may deliver them
   GET  /_standin/info                    revision, open watches, whether CEL is enforced
   GET  /_standin/wait-watches?count=N[&resource=R][&timeoutSeconds=T]
                                          block until N watches (on resource R) are open,
@@ -30,6 +33,7 @@ class HookState:
         self._resumed.set()
         self.latency = 0.0
         self.bookmark_interval = 60.0
+        self.watch_chunk_bytes = 0
         self.watches = {}  # id -> resource plural, of the open watches
         self.opened = {}   # resource plural -> watches opened since the start
         self._next_id = 0

@@ -380,7 +380,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Cache-Control", "no-cache, private")
             self.end_headers()
-            stream = _EventWriter(self.wfile, rt, api, as_table, include)
+            stream = _EventWriter(self.wfile, rt, api, as_table, include, hooks.watch_chunk_bytes)
             if expired is not None:
                 stream.error(errors.gone(str(expired)))
                 return stream.close()
@@ -491,6 +491,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         elif method == "POST" and name == "bookmark-interval":
             hooks.bookmark_interval = float(arg("seconds", "60"))
             store.wake_all()
+        elif method == "POST" and name == "watch-chunk-bytes":
+            hooks.watch_chunk_bytes = int(arg("bytes", "0"))
         elif method == "GET" and name == "wait-watches":
             ok = hooks.wait_watches(int(arg("count", "0")), int(arg("opened", "0")),
                                     arg("resource", None), float(arg("timeoutSeconds", "10")))
@@ -507,14 +509,18 @@ class RequestHandler(BaseHTTPRequestHandler):
 class _EventWriter:
     """Writes watch events as HTTP chunks, one JSON document and newline each."""
 
-    def __init__(self, wfile, rt, api, as_table, include):
+    def __init__(self, wfile, rt, api, as_table, include, chunk_bytes=0):
         self.wfile, self.rt, self.api = wfile, rt, api
         self.as_table, self.include = as_table, include
         self.columns_sent = False
+        self.chunk_bytes = chunk_bytes  # > 0: events cut into chunks of at most this many bytes
 
     def _chunk(self, data):
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
+        step = self.chunk_bytes or len(data)
+        for i in range(0, len(data), step):
+            piece = data[i:i + step]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
 
     def event(self, kind, obj, raw=None):
         versioned = self.api.to_version(obj, self.rt)

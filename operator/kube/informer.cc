@@ -1,0 +1,179 @@
+#include "operator/kube/informer.h"
+
+#include <algorithm>
+
+#include "core/backoff.h"
+
+namespace edgetrain::kube {
+
+std::string KeyOf(const Json& object) {
+  const Json& md = object["metadata"];
+  const std::string name = md.value("name", "");
+  const std::string ns = md.contains("namespace") && md["namespace"].is_string() ? md["namespace"].get<std::string>() : "";
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+void Store::AddIndex(const std::string& name, IndexFunc fn) {
+  std::lock_guard lock(mu_);
+  index_funcs_[name] = std::move(fn);
+}
+
+std::optional<Json> Store::Get(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(key);
+  return it == objects_.end() ? std::nullopt : std::optional<Json>(it->second);
+}
+
+std::vector<Json> Store::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<Json> all;
+  for (const auto& [key, object] : objects_) all.push_back(object);
+  return all;
+}
+
+std::vector<Json> Store::ByIndex(const std::string& index, const std::string& value) const {
+  std::lock_guard lock(mu_);
+  std::vector<Json> found;
+  auto fn = index_funcs_.find(index);
+  if (fn == index_funcs_.end()) return found;
+  // A scan: the stores here hold a site's objects, hundreds, not millions.
+  for (const auto& [key, object] : objects_) {
+    const auto values = fn->second(object);
+    if (std::find(values.begin(), values.end(), value) != values.end()) found.push_back(object);
+  }
+  return found;
+}
+
+void Store::Put(const Json& object) {
+  std::lock_guard lock(mu_);
+  objects_[KeyOf(object)] = object;
+}
+
+void Store::Remove(const std::string& key) {
+  std::lock_guard lock(mu_);
+  objects_.erase(key);
+}
+
+std::map<std::string, Json> Store::Replace(const std::vector<Json>& objects) {
+  std::map<std::string, Json> next;
+  for (const Json& o : objects) next[KeyOf(o)] = o;
+  std::lock_guard lock(mu_);
+  std::swap(objects_, next);
+  return next;
+}
+
+Informer::Informer(KubeClient& client, ResourceType type, std::string ns, Clock& clock, InformerOptions options)
+    : client_(client), type_(std::move(type)), ns_(std::move(ns)), clock_(clock), options_(options),
+      random_(options.seed), synced_changed_(clock) {}
+
+void Informer::Notify(WatchEventType type, const Json& object) {
+  for (const auto& h : handlers_) h(type, object);
+}
+
+Status Informer::Relist() {
+  ++lists_;
+  std::vector<Json> items;
+  ListOptions page;
+  page.limit = options_.page_size;
+  std::string version;
+  for (;;) {
+    EDGETRAIN_ASSIGN_OR_RETURN(Json list, client_.List(type_, ns_, page));
+    for (Json& item : list["items"]) {
+      // A list's items carry no kind; handlers and the store see whole objects.
+      item["kind"] = type_.kind;
+      item["apiVersion"] = type_.ApiVersion();
+      items.push_back(std::move(item));
+    }
+    version = list["metadata"].value("resourceVersion", "");
+    page.continue_ = list["metadata"].value("continue", "");
+    if (page.continue_.empty()) break;
+  }
+  std::map<std::string, Json> before = store_.Replace(items);
+  for (const Json& item : items) {
+    auto old = before.find(KeyOf(item));
+    if (old == before.end()) {
+      Notify(WatchEventType::kAdded, item);
+    } else {
+      if (old->second["metadata"].value("resourceVersion", "") != item["metadata"].value("resourceVersion", "")) {
+        Notify(WatchEventType::kModified, item);
+      }
+      before.erase(old);
+    }
+  }
+  // Gone while we were not watching.
+  for (const auto& [key, object] : before) Notify(WatchEventType::kDeleted, object);
+  resource_version_ = version;
+  {
+    std::lock_guard lock(mu_);
+    synced_ = true;
+    synced_changed_.NotifyAll();
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> Informer::WatchOnce(const std::atomic<bool>& stop) {
+  ++watches_;
+  WatchOptions watch;
+  watch.resource_version = resource_version_;
+  const int64_t min_s = std::chrono::duration_cast<std::chrono::seconds>(options_.min_watch_timeout).count();
+  const int64_t max_s = std::chrono::duration_cast<std::chrono::seconds>(options_.max_watch_timeout).count();
+  watch.timeout_seconds = std::uniform_int_distribution<int64_t>(min_s, std::max(min_s, max_s))(random_);
+  bool too_old = false;
+  Status ended = client_.Watch(type_, ns_, watch, [&](WatchEvent e) {
+    if (too_old) return;
+    if (e.type == WatchEventType::kError) {
+      // 410 Expired: the history we asked for is gone. Anything else ends this watch too.
+      too_old = e.object.value("code", 0) == 410;
+      return;
+    }
+    resource_version_ = e.object["metadata"].value("resourceVersion", resource_version_);
+    if (e.type == WatchEventType::kBookmark) return;
+    if (e.type == WatchEventType::kDeleted) {
+      store_.Remove(KeyOf(e.object));
+    } else {
+      store_.Put(e.object);
+    }
+    Notify(e.type, e.object);
+  }, stop);
+  if (ended.code() == StatusCode::kOutOfRange) return true;
+  if (!ended.ok()) return ended;
+  return too_old;
+}
+
+void Informer::Pause(Duration d, const std::atomic<bool>& stop) {
+  const TimePoint until = clock_.Now() + d;
+  while (!stop.load() && clock_.Now() < until) {
+    clock_.SleepFor(std::min<Duration>(until - clock_.Now(), std::chrono::milliseconds(100)));
+  }
+}
+
+void Informer::Run(const std::atomic<bool>& stop) {
+  Backoff backoff(options_.backoff_initial, options_.backoff_max, options_.healthy_after);
+  bool need_list = true;
+  while (!stop.load()) {
+    if (need_list) {
+      if (!Relist().ok()) {
+        Pause(backoff.Failed(clock_.Now()), stop);
+        continue;
+      }
+      need_list = false;
+    }
+    StatusOr<bool> relist = WatchOnce(stop);
+    if (stop.load()) return;
+    if (!relist.ok()) {
+      // The watch failed (the server went away, a proxy cut it): list again
+      // once it may be back, in case changes were missed.
+      need_list = true;
+      Pause(backoff.Failed(clock_.Now()), stop);
+    } else {
+      need_list = *relist;
+    }
+  }
+}
+
+bool Informer::WaitForSync(TimePoint deadline) {
+  std::unique_lock lock(mu_);
+  return synced_changed_.WaitUntil(lock, deadline, [&] { return synced_; });
+}
+
+}  // namespace edgetrain::kube

@@ -1,0 +1,197 @@
+// cpprestsdk behind KubeClient. Its U() macro clashes with other headers, hence
+// _TURN_OFF_PLATFORM_STRING (set for this target in CMake); on Linux its
+// strings are std::string.
+#include "operator/kube/rest_kube_client.h"
+
+#include <cpprest/http_client.h>
+#include <cpprest/uri_builder.h>
+
+#include <boost/asio/ssl.hpp>
+
+#include <algorithm>
+
+#include "operator/kube/rate_limiter.h"
+
+namespace edgetrain::kube {
+namespace {
+
+namespace http = web::http;
+using http::client::http_client;
+using http::client::http_client_config;
+
+// The longest a watch may be silent before the connection is taken for dead:
+// past the server's own timeout, so that a quiet watch ends cleanly first.
+constexpr Duration kWatchSlack = std::chrono::seconds(30);
+// How often a blocked watch read looks at the caller's stop flag.
+constexpr Duration kStopCheck = std::chrono::milliseconds(50);
+
+http_client_config ClientConfig(const KubeConfig& kc, Duration timeout) {
+  http_client_config config;
+  config.set_validate_certificates(true);
+  config.set_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout));
+  const std::string ca = kc.ca_pem, cert = kc.client_cert_pem, key = kc.client_key_pem;
+  config.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
+    if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca.data(), ca.size()));
+    if (!cert.empty()) {
+      ctx.use_certificate_chain(boost::asio::buffer(cert.data(), cert.size()));
+      ctx.use_private_key(boost::asio::buffer(key.data(), key.size()), boost::asio::ssl::context::pem);
+    }
+  });
+  return config;
+}
+
+class RestKubeClient final : public KubeClient {
+ public:
+  RestKubeClient(const KubeConfig& config, const RestOptions& options, Clock& clock)
+      : config_(config), clock_(clock), limiter_(options.qps, options.burst, clock),
+        client_(config.server, ClientConfig(config, options.request_timeout)) {}
+
+  StatusOr<Json> Get(const ResourceType& type, const std::string& ns, const std::string& name) override {
+    return Call(http::methods::GET, type.ObjectPath(ns, name), {}, nullptr);
+  }
+
+  StatusOr<Json> List(const ResourceType& type, const std::string& ns, const ListOptions& options) override {
+    std::vector<std::pair<std::string, std::string>> query;
+    if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
+    if (!options.field_selector.empty()) query.emplace_back("fieldSelector", options.field_selector);
+    if (options.limit > 0) query.emplace_back("limit", std::to_string(options.limit));
+    if (!options.continue_.empty()) query.emplace_back("continue", options.continue_);
+    return Call(http::methods::GET, type.CollectionPath(ns), query, nullptr);
+  }
+
+  StatusOr<Json> Create(const ResourceType& type, const std::string& ns, const Json& object) override {
+    return Call(http::methods::POST, type.CollectionPath(ns), {}, &object, "application/json", /*creating=*/true);
+  }
+
+  StatusOr<Json> Update(const ResourceType& type, const std::string& ns, const Json& object) override {
+    return Call(http::methods::PUT, type.ObjectPath(ns, Name(object)), {}, &object);
+  }
+
+  StatusOr<Json> UpdateStatus(const ResourceType& type, const std::string& ns, const Json& object) override {
+    return Call(http::methods::PUT, type.ObjectPath(ns, Name(object), "status"), {}, &object);
+  }
+
+  StatusOr<Json> MergePatch(const ResourceType& type, const std::string& ns, const std::string& name,
+                            const Json& patch) override {
+    return Call(http::methods::PATCH, type.ObjectPath(ns, name), {}, &patch, "application/merge-patch+json");
+  }
+
+  Status Delete(const ResourceType& type, const std::string& ns, const std::string& name) override {
+    const Json options = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", "Background"}};
+    return Call(http::methods::DEL, type.ObjectPath(ns, name), {}, &options).status();
+  }
+
+  Status Watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
+               const std::function<void(WatchEvent)>& on_event, const std::atomic<bool>& stop) override {
+    std::vector<std::pair<std::string, std::string>> query = {
+        {"watch", "true"}, {"timeoutSeconds", std::to_string(options.timeout_seconds)}};
+    if (!options.resource_version.empty()) query.emplace_back("resourceVersion", options.resource_version);
+    if (options.bookmarks) query.emplace_back("allowWatchBookmarks", "true");
+    if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
+    if (!options.field_selector.empty()) query.emplace_back("fieldSelector", options.field_selector);
+    http_client watcher(config_.server,
+                        ClientConfig(config_, std::chrono::seconds(options.timeout_seconds) + kWatchSlack));
+    pplx::cancellation_token_source cancel;
+    // A read blocked on a quiet watch ends when the caller stops us.
+    std::atomic<bool> done{false};
+    ClockThread stopper = clock_.StartThread("watch stopper", [&] {
+      while (!done.load()) {
+        if (stop.load()) {
+          cancel.cancel();
+          return;
+        }
+        clock_.SleepFor(kStopCheck);
+      }
+    });
+    struct Join {
+      std::atomic<bool>& done;
+      ClockThread& t;
+      ~Join() {
+        done = true;
+        t.Join();
+      }
+    } join{done, stopper};
+    limiter_.Acquire();
+    try {
+      http::http_response response = watcher.request(Request(http::methods::GET, type.CollectionPath(ns), query,
+                                                             nullptr, "application/json"),
+                                                     cancel.get_token())
+                                         .get();
+      if (response.status_code() != http::status_codes::OK) {
+        const std::string body = response.extract_utf8string(true).get();
+        return FromHttp(response.status_code(), Json::parse(body, nullptr, false), false);
+      }
+      auto stream = response.body().streambuf();
+      WatchDecoder decoder;
+      std::vector<char> buffer(64 * 1024);
+      for (;;) {
+        // getn waits for as many bytes as asked: ask for what is there, or one.
+        const size_t want = std::clamp<size_t>(stream.in_avail(), 1, buffer.size());
+        const size_t got = stream.getn(reinterpret_cast<uint8_t*>(buffer.data()), want).get();
+        if (got == 0) return Status::Ok();  // the server ended the watch
+        EDGETRAIN_RETURN_IF_ERROR(decoder.Feed(std::string_view(buffer.data(), got), on_event));
+      }
+    } catch (const pplx::task_canceled&) {
+      return CancelledError("the watch was stopped");
+    } catch (const std::exception& e) {
+      if (stop.load()) return CancelledError("the watch was stopped");
+      return UnavailableError(std::string("watch of ") + type.plural + ": " + e.what());
+    }
+  }
+
+ private:
+  static std::string Name(const Json& object) { return object["metadata"]["name"].get<std::string>(); }
+
+  http::http_request Request(const http::method& method, const std::string& path,
+                             const std::vector<std::pair<std::string, std::string>>& query, const Json* body,
+                             const std::string& content_type) const {
+    web::uri_builder uri(path);
+    for (const auto& [key, value] : query) uri.append_query(key, value);
+    http::http_request request(method);
+    request.set_request_uri(uri.to_uri());
+    request.headers().add("Accept", "application/json");
+    if (!config_.token.empty()) request.headers().add("Authorization", "Bearer " + config_.token);
+    if (body) request.set_body(body->dump(), content_type);
+    return request;
+  }
+
+  StatusOr<Json> Call(const http::method& method, const std::string& path,
+                      const std::vector<std::pair<std::string, std::string>>& query, const Json* body,
+                      const std::string& content_type = "application/json", bool creating = false) {
+    limiter_.Acquire();
+    try {
+      http::http_response response = client_.request(Request(method, path, query, body, content_type)).get();
+      const std::string text = response.extract_utf8string(true).get();
+      Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      const int status = response.status_code();
+      if (status >= 200 && status < 300) {
+        if (json.is_discarded()) return UnavailableError(method + " " + path + ": the answer is not JSON");
+        return json;
+      }
+      return FromHttp(status, json.is_discarded() ? Json() : json, creating);
+    } catch (const std::exception& e) {
+      return UnavailableError(method + " " + path + ": " + e.what());
+    }
+  }
+
+  const KubeConfig config_;
+  Clock& clock_;
+  RateLimiter limiter_;
+  http_client client_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<KubeClient>> MakeRestKubeClient(const KubeConfig& config, const RestOptions& options,
+                                                         Clock& clock) {
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return InvalidArgumentError(config.source + ": server \"" + config.server + "\" is not an http(s) URL");
+  }
+  try {
+    return std::unique_ptr<KubeClient>(std::make_unique<RestKubeClient>(config, options, clock));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(config.source + ": " + e.what());
+  }
+}
+
+}  // namespace edgetrain::kube
