@@ -161,8 +161,9 @@ class PodWorker(threading.Thread):
                 else:
                     c.done = True
             if c.running:
-                if c.prober and c.prober.due(now):
-                    c.prober.run(self.ip, now)
+                grace = spec.get("terminationGracePeriodSeconds", 30)
+                for etype, reason, message in c.probe(self.ip, now, grace):
+                    self.kubelet.event(self.pod, etype, reason, message)
                 continue
             if c.done or now < c.next_start:
                 continue
