@@ -173,6 +173,11 @@ class Controller(Loop):
     def enqueue(self, key):
         self._queue[key] = None
 
+    def enqueue_all(self, plural, ns=None):
+        """(namespace, name) of every object of a kind, or of one namespace's."""
+        for obj in self.client.list(plural, ns):
+            self.enqueue((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+
     def reconcile(self, key):
         raise NotImplementedError
 

@@ -59,8 +59,7 @@ class DeploymentController(Controller):
         super().__init__(client, timings.resync, "deployment-controller-emulation")
 
     def resync(self):
-        for d in self.client.list("deployments"):
-            self.enqueue((d["metadata"]["namespace"], d["metadata"]["name"]))
+        self.enqueue_all("deployments")
 
     def on_event(self, ev):
         md = ev.obj["metadata"]
@@ -70,14 +69,10 @@ class DeploymentController(Controller):
             ref = controller_of(ev.obj)
             if ref is not None and ref.get("kind") == "Deployment":
                 self.enqueue((md["namespace"], ref["name"]))
-            elif ref is None:
-                self.resync_namespace(md["namespace"])
+            elif ref is None:  # an orphan: whoever's selector matches may adopt it
+                self.enqueue_all("deployments", md["namespace"])
         elif ev.type == "DELETED":  # Recreate waits for the old pods to be gone
-            self.resync_namespace(md["namespace"])
-
-    def resync_namespace(self, ns):
-        for d in self.client.list("deployments", ns):
-            self.enqueue((ns, d["metadata"]["name"]))
+            self.enqueue_all("deployments", md["namespace"])
 
     # -- reconcile ----------------------------------------------------------------------
 

@@ -24,8 +24,9 @@ import shutil
 
 from apiserver.errors import ApiError
 
-from .client import Controller, record_event
-from .persistent_volumes import PROVISIONER, SELECTED_NODE, claim_ref, requested
+from .client import record_event
+from .persistent_volumes import (PROVISIONER, SELECTED_NODE, StorageController, claim_ref,
+                                 requested)
 
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
@@ -46,19 +47,12 @@ def storage_classes():
     ]
 
 
-class LocalPathProvisioner(Controller):
+class LocalPathProvisioner(StorageController):
     """One provisioner: node-local (folder per node under `root`) or shared (`root`)."""
-    watches = ("persistentvolumeclaims", "persistentvolumes")
 
     def __init__(self, client, timings, name, root, node_local):
         super().__init__(client, timings.resync * 10, f"{name}-provisioner-emulation")
         self.provisioner, self.root, self.node_local = name, root, node_local
-
-    def resync(self):
-        for claim in self.client.list("persistentvolumeclaims"):
-            self.enqueue(("claim", claim["metadata"]["namespace"], claim["metadata"]["name"]))
-        for volume in self.client.list("persistentvolumes"):
-            self.enqueue(("volume", "", volume["metadata"]["name"]))
 
     def on_event(self, ev):
         md = ev.obj["metadata"]
@@ -67,17 +61,13 @@ class LocalPathProvisioner(Controller):
         elif ev.type != "DELETED":
             self.enqueue(("volume", "", md["name"]))
 
-    def reconcile(self, key):
-        kind, ns, name = key
-        if kind == "claim":
-            claim = self.client.get("persistentvolumeclaims", ns, name)
-            if claim is not None and self._wants_volume(claim):
-                self._provision(claim)
-        else:
-            volume = self.client.get("persistentvolumes", "", name)
-            if volume is not None and self._to_delete(volume):
-                self._delete(volume)
-        return None
+    def sync_claim(self, claim):
+        if self._wants_volume(claim):
+            self._provision(claim)
+
+    def sync_volume(self, volume):
+        if self._to_delete(volume):
+            self._delete(volume)
 
     def _wants_volume(self, claim):
         md = claim["metadata"]

@@ -68,17 +68,39 @@ def delays_binding(storage_class):
     return (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
 
 
-class PersistentVolumeController(Controller):
+class StorageController(Controller):
+    """A controller of claims and volumes: its keys are ("claim", namespace, name) and
+    ("volume", "", name), and it syncs each object that still exists."""
     watches = ("persistentvolumeclaims", "persistentvolumes")
-
-    def __init__(self, client, timings):
-        super().__init__(client, timings.resync * 10, "persistentvolume-controller-emulation")
 
     def resync(self):
         for claim in self.client.list("persistentvolumeclaims"):
             self.enqueue(("claim", claim["metadata"]["namespace"], claim["metadata"]["name"]))
         for volume in self.client.list("persistentvolumes"):
             self.enqueue(("volume", "", volume["metadata"]["name"]))
+
+    def reconcile(self, key):
+        kind, ns, name = key
+        if kind == "claim":
+            claim = self.client.get("persistentvolumeclaims", ns, name)
+            if claim is not None:
+                self.sync_claim(claim)
+        else:
+            volume = self.client.get("persistentvolumes", "", name)
+            if volume is not None:
+                self.sync_volume(volume)
+        return None
+
+    def sync_claim(self, claim):
+        pass
+
+    def sync_volume(self, volume):
+        pass
+
+
+class PersistentVolumeController(StorageController):
+    def __init__(self, client, timings):
+        super().__init__(client, timings.resync * 10, "persistentvolume-controller-emulation")
 
     def on_event(self, ev):
         md = ev.obj["metadata"]
@@ -98,21 +120,9 @@ class PersistentVolumeController(Controller):
                     self.enqueue(("claim", claim["metadata"]["namespace"],
                                   claim["metadata"]["name"]))
 
-    def reconcile(self, key):
-        kind, ns, name = key
-        if kind == "claim":
-            claim = self.client.get("persistentvolumeclaims", ns, name)
-            if claim is not None:
-                self._sync_claim(claim)
-        else:
-            volume = self.client.get("persistentvolumes", "", name)
-            if volume is not None:
-                self._sync_volume(volume)
-        return None
-
     # -- claims -------------------------------------------------------------------------
 
-    def _sync_claim(self, claim):
+    def sync_claim(self, claim):
         md, spec = claim["metadata"], claim["spec"]
         if (md.get("annotations") or {}).get(BIND_COMPLETED) == "yes":
             volume = self.client.get("persistentvolumes", "", spec.get("volumeName") or "")
@@ -224,7 +234,7 @@ class PersistentVolumeController(Controller):
 
     # -- volumes ------------------------------------------------------------------------
 
-    def _sync_volume(self, volume):
+    def sync_volume(self, volume):
         ref = volume["spec"].get("claimRef")
         if not ref:
             self._volume_phase(volume, "Available")

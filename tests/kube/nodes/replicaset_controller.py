@@ -46,8 +46,7 @@ class ReplicaSetController(Controller):
         super().__init__(client, timings.resync, "replicaset-controller-emulation")
 
     def resync(self):
-        for rs in self.client.list("replicasets"):
-            self.enqueue((rs["metadata"]["namespace"], rs["metadata"]["name"]))
+        self.enqueue_all("replicasets")
 
     def on_event(self, ev):
         md = ev.obj["metadata"]
@@ -61,8 +60,7 @@ class ReplicaSetController(Controller):
             for ref in owners:
                 self.enqueue((md["namespace"], ref["name"]))
         elif ev.type != "DELETED":  # an orphan: whoever's selector matches may adopt it
-            for rs in self.client.list("replicasets", md["namespace"]):
-                self.enqueue((md["namespace"], rs["metadata"]["name"]))
+            self.enqueue_all("replicasets", md["namespace"])
 
     def reconcile(self, key):
         ns, name = key

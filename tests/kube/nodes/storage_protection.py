@@ -6,7 +6,7 @@ volume cannot go from under pods still writing to it."""
 
 from apiserver.admission import PV_PROTECTION, PVC_PROTECTION
 
-from .client import Controller
+from .persistent_volumes import StorageController
 
 
 def claims_of(pod):
@@ -18,17 +18,11 @@ def finished(pod):
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-class StorageProtectionController(Controller):
+class StorageProtectionController(StorageController):
     watches = ("persistentvolumeclaims", "persistentvolumes", "pods")
 
     def __init__(self, client, timings):
         super().__init__(client, timings.resync * 10, "storage-protection-emulation")
-
-    def resync(self):
-        for claim in self.client.list("persistentvolumeclaims"):
-            self.enqueue(("claim", claim["metadata"]["namespace"], claim["metadata"]["name"]))
-        for volume in self.client.list("persistentvolumes"):
-            self.enqueue(("volume", "", volume["metadata"]["name"]))
 
     def on_event(self, ev):
         md = ev.obj["metadata"]
@@ -41,20 +35,17 @@ class StorageProtectionController(Controller):
         else:
             self.enqueue(("volume", "", md["name"]))
 
-    def reconcile(self, key):
-        kind, ns, name = key
-        if kind == "claim":
-            claim = self.client.get("persistentvolumeclaims", ns, name)
-            if claim is not None and claim["metadata"].get("deletionTimestamp") and \
-                    not any(name in claims_of(p) and not finished(p)
-                            for p in self.client.list("pods", ns)):
-                self._release("persistentvolumeclaims", ns, name, PVC_PROTECTION)
-        else:
-            volume = self.client.get("persistentvolumes", "", name)
-            if volume is not None and volume["metadata"].get("deletionTimestamp") and \
-                    (volume.get("status") or {}).get("phase") != "Bound":
-                self._release("persistentvolumes", "", name, PV_PROTECTION)
-        return None
+    def sync_claim(self, claim):
+        md = claim["metadata"]
+        if md.get("deletionTimestamp") and not any(
+                md["name"] in claims_of(p) and not finished(p)
+                for p in self.client.list("pods", md["namespace"])):
+            self._release("persistentvolumeclaims", md["namespace"], md["name"], PVC_PROTECTION)
+
+    def sync_volume(self, volume):
+        if volume["metadata"].get("deletionTimestamp") and \
+                (volume.get("status") or {}).get("phase") != "Bound":
+            self._release("persistentvolumes", "", volume["metadata"]["name"], PV_PROTECTION)
 
     def _release(self, plural, ns, name, finalizer):
         def change(obj):
