@@ -1,9 +1,19 @@
-"""Admission plugins a kube-apiserver runs on every pod create by default, which the node
+"""Admission plugins a kube-apiserver runs on every create by default, which the node
 emulator's pods rely on (enabled with --nodes; see tests/kube/README.md):
 
 - DefaultTolerationSeconds: every pod tolerates node.kubernetes.io/not-ready and
   node.kubernetes.io/unreachable (NoExecute) for --default-toleration-seconds (300),
   unless it says otherwise; the node lifecycle controller evicts it after that.
+- DefaultStorageClass: a PersistentVolumeClaim that names no storageClassName gets the
+  default StorageClass's (annotated storageclass.kubernetes.io/is-default-class, the
+  newest if several; `storageClassName: ""` asks for none).
+- StorageObjectInUseProtection: PersistentVolumeClaims get the kubernetes.io/pvc-protection
+  finalizer and PersistentVolumes kubernetes.io/pv-protection, which the emulated
+  protection controllers remove once no pod uses the claim, or no claim the volume.
+- Priority: a pod's priorityClassName (or the globalDefault PriorityClass's, else none)
+  gives it spec.priority and spec.preemptionPolicy; a class that does not exist refuses
+  the pod (403). The API server creates the system-cluster-critical and
+  system-node-critical classes at start, as a real one does.
 - ServiceAccount: spec.serviceAccountName defaults to `default`, and unless
   automountServiceAccountToken is false (on the pod or its ServiceAccount) every
   container mounts a projected `kube-api-access-*` volume at
@@ -13,6 +23,8 @@ emulator's pods rely on (enabled with --nodes; see tests/kube/README.md):
 
 import random
 import string
+
+from . import errors
 
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 NOT_READY = "node.kubernetes.io/not-ready"
@@ -64,4 +76,74 @@ def service_account(store, registry):
         for c in containers:
             c.setdefault("volumeMounts", []).append({"name": volume, "readOnly": True,
                                                      "mountPath": SA_MOUNT})
+    return admit
+
+
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+
+
+def default_storage_class(store, registry):
+    classes = registry.lookup("storage.k8s.io", "v1", "storageclasses").key
+
+    def admit(rt, claim):
+        if rt.key != ("", "persistentvolumeclaims"):
+            return
+        spec = claim.setdefault("spec", {})
+        if "storageClassName" in spec:
+            return
+        defaults = [s.obj for s in store.list(classes)[0]
+                    if (s.obj["metadata"].get("annotations") or {}).get(DEFAULT_CLASS) == "true"]
+        if defaults:
+            newest = max(defaults, key=lambda c: (c["metadata"]["creationTimestamp"],
+                                                  c["metadata"]["name"]))
+            spec["storageClassName"] = newest["metadata"]["name"]
+    return admit
+
+
+def storage_object_in_use_protection(rt, obj):
+    finalizer = {("", "persistentvolumeclaims"): PVC_PROTECTION,
+                 ("", "persistentvolumes"): PV_PROTECTION}.get(rt.key)
+    if finalizer:
+        fins = obj["metadata"].setdefault("finalizers", [])
+        if finalizer not in fins:
+            fins.append(finalizer)
+
+
+SYSTEM_PRIORITY_CLASSES = (("system-node-critical", 2000001000),
+                           ("system-cluster-critical", 2000000000))
+
+
+def system_priority_classes():
+    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+             "metadata": {"name": name}, "value": value, "preemptionPolicy":
+             "PreemptLowerPriority", "description": "Used for system critical pods that must "
+             "not be moved from their current node." if name == "system-node-critical" else
+             "Used for system critical pods that must run in the cluster, but can be moved "
+             "to another node if necessary."} for name, value in SYSTEM_PRIORITY_CLASSES]
+
+
+def priority(store, registry):
+    classes = registry.lookup("scheduling.k8s.io", "v1", "priorityclasses").key
+
+    def admit(rt, pod):
+        if rt.key != ("", "pods"):
+            return
+        spec = pod.setdefault("spec", {})
+        name = spec.get("priorityClassName")
+        if name:
+            found = store.get(classes, "", name)
+            if found is None:
+                raise errors.forbidden(rt, pod["metadata"].get("name", ""),
+                                       f"no PriorityClass with name {name} was found")
+            chosen = found.obj
+        else:
+            chosen = next((s.obj for s in store.list(classes)[0]
+                           if s.obj.get("globalDefault")), None)
+            if chosen is not None:
+                spec["priorityClassName"] = chosen["metadata"]["name"]
+        spec["priority"] = chosen.get("value", 0) if chosen else 0
+        spec["preemptionPolicy"] = (chosen or {}).get("preemptionPolicy",
+                                                      "PreemptLowerPriority")
     return admit

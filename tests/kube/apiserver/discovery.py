@@ -14,6 +14,8 @@
 import hashlib
 import json
 
+from .scale import SCALABLE, SCALE_GVK
+
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 SERVER_VERSION = {
     "major": "1", "minor": "32", "gitVersion": "v1.32.0-edgetrain-standin",
@@ -46,6 +48,10 @@ def _resource_entries(rt):
     if rt.status_subresource:
         out.append({"name": rt.plural + "/status", "singularName": "", "namespaced":
                     rt.namespaced, "kind": rt.kind, "verbs": ["get", "patch", "update"]})
+    if rt.key in SCALABLE:
+        out.append({"name": rt.plural + "/scale", "singularName": "", "namespaced": True,
+                    "group": "autoscaling", "version": "v1", "kind": "Scale",
+                    "verbs": ["get", "patch", "update"]})
     if rt.key == ("", "pods"):
         out.append({"name": "pods/binding", "singularName": "", "namespaced": True,
                     "kind": "Binding", "verbs": ["create"]})
@@ -111,6 +117,10 @@ def aggregated(registry, core):
                 if t.status_subresource:
                     r["subresources"] = [{"subresource": "status", "responseKind": gvk,
                                           "verbs": ["get", "patch", "update"]}]
+                if t.key in SCALABLE:
+                    r.setdefault("subresources", []).append(
+                        {"subresource": "scale", "responseKind": SCALE_GVK,
+                         "verbs": ["get", "patch", "update"]})
                 res.append(r)
             vitems.append({"version": v, "resources": res, "freshness": "Current"})
         items.append({"metadata": {"name": g, "creationTimestamp": None}, "versions": vitems})

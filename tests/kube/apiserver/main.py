@@ -136,10 +136,18 @@ def main(argv=None):
             shutil.rmtree(workdir, ignore_errors=True)
             cel.close()
             return 2
-        from .admission import default_toleration_seconds, service_account
+        from .admission import (default_storage_class, default_toleration_seconds, priority,
+                                service_account, storage_object_in_use_protection,
+                                system_priority_classes)
         api.graceful_pod_deletion = True
         api.admission = [default_toleration_seconds(timings.default_toleration),
-                         service_account(store, registry)]
+                         service_account(store, registry),
+                         priority(store, registry),
+                         default_storage_class(store, registry),
+                         storage_object_in_use_protection]
+        classes = registry.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        for pc in system_priority_classes():
+            api.create(classes, "", json.dumps(pc).encode(), {})
 
     tls_context, ca_pem, token = None, None, args.token
     if args.tls:

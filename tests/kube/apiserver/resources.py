@@ -165,6 +165,7 @@ def builtin_types():
         R("batch", "v1", "Job", "jobs", True, categories=("all",), status_subresource=True,
           tracks_generation=True),
         R("coordination.k8s.io", "v1", "Lease", "leases", True),
+        R("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, short_names=("sc",)),
         R("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
           codec=EventsV1Codec(), field_labels=eventsv1.field_labels(EVENT_FIELDS)),
         R("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
@@ -184,7 +185,7 @@ def builtin_types():
 
 
 # Preferred version per group, in the order discovery lists groups.
-GROUP_ORDER = ["", "apps", "events.k8s.io", "batch", "coordination.k8s.io",
+GROUP_ORDER = ["", "apps", "events.k8s.io", "batch", "coordination.k8s.io", "storage.k8s.io",
                "rbac.authorization.k8s.io", "policy", "scheduling.k8s.io",
                "networking.k8s.io", "apiextensions.k8s.io"]
 

@@ -128,3 +128,27 @@ class Filter:
         if not self.fields.empty and not self.fields.matches(obj):
             return False
         return True
+
+
+def selector_text(selector):
+    """A metav1.LabelSelector ({matchLabels, matchExpressions}) as the string form above,
+    keys sorted, as LabelSelectorAsSelector(...).String() writes it (a Scale's
+    status.selector; what controllers list their pods with)."""
+    parts = []
+    for k, v in (selector or {}).get("matchLabels", {}).items():
+        parts.append((k, f"{k}={v}"))
+    for e in (selector or {}).get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], sorted(e.get("values") or [])
+        text = {"In": f"{key} in ({','.join(values)})",
+                "NotIn": f"{key} notin ({','.join(values)})",
+                "Exists": key, "DoesNotExist": f"!{key}"}[op]
+        parts.append((key, text))
+    return ",".join(text for _, text in sorted(parts))
+
+
+def selector_matches(selector, labels):
+    """Whether labels match a metav1.LabelSelector; an empty selector matches everything,
+    as on a real server (a missing one, nothing)."""
+    if selector is None:
+        return False
+    return LabelSelector(selector_text(selector)).matches(labels)

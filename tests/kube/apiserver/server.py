@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, errors, protobuf, tables
+from . import discovery, errors, protobuf, scale, tables
 from .errors import ApiError
 from .selectors import Filter
 from .store import Expired, encode
@@ -208,8 +208,9 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise _no_route()
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) == 3 else None
-        if sub not in (None, "status", "finalize", "binding", "log") or \
+        if sub not in (None, "status", "finalize", "binding", "log", "scale") or \
                 (sub == "status" and not rt.status_subresource) or \
+                (sub == "scale" and rt.key not in scale.SCALABLE) or \
                 (sub == "finalize" and rt.key != ("", "namespaces")) or \
                 (sub in ("binding", "log") and rt.key != ("", "pods")):
             raise _no_route()
@@ -241,6 +242,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             if obj is s.obj:
                 return self._send(200, s.raw)
             return self._send(200, obj)
+        if sub == "scale":
+            return self._scale(method, rt, ns, name, params, body)
         if method == "GET" and sub == "log":
             return self._pod_log(api.get(rt, ns, name).obj, params)
         if method == "PUT" and sub == "finalize":
@@ -257,6 +260,17 @@ class RequestHandler(BaseHTTPRequestHandler):
         if method == "DELETE" and sub is None:
             code, obj = api.delete(rt, ns, name, body, params)
             return self._send(code, obj)
+        raise errors.method_not_allowed()
+
+    def _scale(self, method, rt, ns, name, params, body):
+        api = self.server.api
+        if method == "GET":
+            return self._send(200, scale.read(api, rt, ns, name))
+        if method == "PUT":
+            return self._send(200, scale.update(api, rt, ns, name, body, params))
+        if method == "PATCH":
+            return self._send(200, scale.patch(api, rt, ns, name,
+                                               self.headers.get("Content-Type"), body, params))
         raise errors.method_not_allowed()
 
     def _pod_log(self, pod, params):

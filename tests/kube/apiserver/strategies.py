@@ -13,6 +13,7 @@ import re
 import threading
 
 from .errors import FieldError
+from .selectors import selector_matches
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -188,14 +189,83 @@ class SecretStrategy(Strategy):
         self._fold(obj)
 
 
-class DeploymentStrategy(Strategy):
+class ReplicaSetStrategy(Strategy):
+    """apps/v1 workloads: a selector is required, must select the pod template's labels,
+    and never changes."""
+
+    def defaults(self, obj):
+        obj.setdefault("spec", {}).setdefault("replicas", 1)
+
+    def validate(self, obj, old):
+        spec = obj.get("spec") or {}
+        selector = spec.get("selector")
+        if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+            return [FieldError("required", "spec.selector")]
+        errs = []
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if not selector_matches(selector, labels):
+            errs.append(FieldError("invalid", "spec.template.metadata.labels",
+                                   "`selector` does not match template `labels`", value=labels))
+        if old is not None and (old.get("spec") or {}).get("selector") != selector:
+            errs.append(FieldError("invalid", "spec.selector", "field is immutable",
+                                   value=selector))
+        replicas = spec.get("replicas")
+        if isinstance(replicas, int) and replicas < 0:
+            errs.append(FieldError("invalid", "spec.replicas",
+                                   "must be greater than or equal to 0", value=replicas))
+        return errs
+
+
+class DeploymentStrategy(ReplicaSetStrategy):
     def defaults(self, obj):
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate":
-                                     {"maxSurge": "25%", "maxUnavailable": "25%"}})
+        spec.setdefault("strategy", {"type": "RollingUpdate"})
+        if spec["strategy"].get("type", "RollingUpdate") == "RollingUpdate":
+            spec["strategy"]["type"] = "RollingUpdate"
+            rolling = spec["strategy"].setdefault("rollingUpdate", {})
+            rolling.setdefault("maxSurge", "25%")
+            rolling.setdefault("maxUnavailable", "25%")
+
+    def validate(self, obj, old):
+        errs = super().validate(obj, old)
+        rolling = ((obj.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
+        if rolling and str(rolling.get("maxSurge")) in ("0", "0%") and \
+                str(rolling.get("maxUnavailable")) in ("0", "0%"):
+            errs.append(FieldError("invalid", "spec.strategy.rollingUpdate.maxUnavailable",
+                                   "may not be 0 when `maxSurge` is 0",
+                                   value=rolling.get("maxUnavailable")))
+        return errs
+
+
+class PersistentVolumeClaimStrategy(Strategy):
+    def defaults(self, obj):
+        obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+
+    def prepare_create(self, obj):
+        obj["status"] = {"phase": "Pending"}
+
+    def validate(self, obj, old):
+        spec = obj.get("spec") or {}
+        errs = []
+        if not spec.get("accessModes"):
+            errs.append(FieldError("required", "spec.accessModes", "at least 1 access mode "
+                                   "is required"))
+        if not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
+            errs.append(FieldError("required", "spec.resources[storage]"))
+        return errs
+
+
+class PersistentVolumeStrategy(Strategy):
+    def defaults(self, obj):
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("volumeMode", "Filesystem")
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+
+    def prepare_create(self, obj):
+        obj["status"] = {"phase": "Pending"}
 
 
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
@@ -239,6 +309,9 @@ STRATEGIES = {
     ("", "services"): ServiceStrategy(),
     ("", "secrets"): SecretStrategy(),
     ("apps", "deployments"): DeploymentStrategy(),
+    ("apps", "replicasets"): ReplicaSetStrategy(),
+    ("", "persistentvolumeclaims"): PersistentVolumeClaimStrategy(),
+    ("", "persistentvolumes"): PersistentVolumeStrategy(),
     ("coordination.k8s.io", "leases"): LeaseStrategy(),
     ("rbac.authorization.k8s.io", "roles"): PathSegmentStrategy(),
     ("rbac.authorization.k8s.io", "rolebindings"): PathSegmentStrategy(),

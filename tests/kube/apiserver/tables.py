@@ -205,6 +205,35 @@ def _data_count(o, now):
     return len(o.get("data") or {}) + len(o.get("binaryData") or {})
 
 
+_ACCESS_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
+                 "ReadWriteOncePod": "RWOP"}
+
+
+def _access_modes(o, now):
+    return ",".join(_ACCESS_MODES.get(m, m) for m in _g(o, "spec", "accessModes", default=[]))
+
+
+def _storage_class_name(o, now):
+    default = _g(o, "metadata", "annotations", "storageclass.kubernetes.io/is-default-class")
+    return _md(o, "name") + (" (default)" if default == "true" else "")
+
+
+def _claim_ref(o, now):
+    ref = _g(o, "spec", "claimRef")
+    return f"{ref.get('namespace')}/{ref.get('name')}" if ref else ""
+
+
+def _int(*path):
+    return lambda o, now: _g(o, *path, default=0)
+
+
+def _text(*path):
+    return lambda o, now: _g(o, *path, default="")
+
+
+UNSET_VOLUME_ATTRIBUTES_CLASS = Column("VolumeAttributesClass", "string",
+                                       lambda o, now: "<unset>")
+
 BUILTIN_COLUMNS = {
     ("", "namespaces"): [NAME, Column("Status", "string",
                                       lambda o, now: _g(o, "status", "phase", default="")), AGE],
@@ -255,6 +284,33 @@ BUILTIN_COLUMNS = {
                lambda o, now: _g(o, "status", "updatedReplicas", default=0)),
         Column("Available", "integer",
                lambda o, now: _g(o, "status", "availableReplicas", default=0)), AGE],
+    ("apps", "replicasets"): [
+        NAME, Column("Desired", "integer", _int("spec", "replicas")),
+        Column("Current", "integer", _int("status", "replicas")),
+        Column("Ready", "integer", _int("status", "readyReplicas")), AGE],
+    ("", "persistentvolumeclaims"): [
+        NAME, Column("Status", "string", _text("status", "phase")),
+        Column("Volume", "string", _text("spec", "volumeName")),
+        Column("Capacity", "string", _text("status", "capacity", "storage")),
+        Column("Access Modes", "string", _access_modes),
+        Column("StorageClass", "string", _text("spec", "storageClassName")),
+        UNSET_VOLUME_ATTRIBUTES_CLASS, AGE],
+    ("", "persistentvolumes"): [
+        NAME, Column("Capacity", "string", _text("spec", "capacity", "storage")),
+        Column("Access Modes", "string", _access_modes),
+        Column("Reclaim Policy", "string", _text("spec", "persistentVolumeReclaimPolicy")),
+        Column("Status", "string", _text("status", "phase")),
+        Column("Claim", "string", _claim_ref),
+        Column("StorageClass", "string", _text("spec", "storageClassName")),
+        UNSET_VOLUME_ATTRIBUTES_CLASS, Column("Reason", "string", _text("status", "reason")),
+        AGE],
+    ("storage.k8s.io", "storageclasses"): [
+        Column("Name", "string", _storage_class_name, format_="name"),
+        Column("Provisioner", "string", _text("provisioner")),
+        Column("ReclaimPolicy", "string", _text("reclaimPolicy")),
+        Column("VolumeBindingMode", "string", _text("volumeBindingMode")),
+        Column("AllowVolumeExpansion", "string",
+               lambda o, now: "true" if o.get("allowVolumeExpansion") else "false"), AGE],
     ("apiextensions.k8s.io", "customresourcedefinitions"): [
         NAME, Column("Created At", "date", lambda o, now: _md(o, "creationTimestamp"))],
 }

@@ -30,7 +30,7 @@ def parse_time(text):
 
 
 GROUPS = {"deployments": ("apps", "v1"), "replicasets": ("apps", "v1"),
-          "leases": ("coordination.k8s.io", "v1")}
+          "leases": ("coordination.k8s.io", "v1"), "storageclasses": ("storage.k8s.io", "v1")}
 
 
 class LocalClient:
@@ -151,6 +151,63 @@ class Loop(threading.Thread):
                 rv = ev.rv
                 if ev.key in self._keys and not self.stopping.is_set():
                     self._guard(self.on_event, ev)
+            if events and not self.stopping.is_set():
+                self._guard(self.after_events)
+
+    def after_events(self):
+        """Called once a batch of events has been handed to on_event."""
+
+
+class Controller(Loop):
+    """A Loop whose work is keyed, as a controller's work queue is: events `enqueue` keys,
+    each queued key is reconciled once per batch of events however often it was queued,
+    and `reconcile` returns None, or in how many seconds to look again at what only time
+    changes (a rollout's deadline, a pod's minReadySeconds). The reconciler reads the world
+    as it is and never remembers what it did; the queue mechanics are all here."""
+
+    def __init__(self, client, period, name):
+        super().__init__(client, period, name)
+        self._queue = {}   # key -> None, in arrival order
+        self._later = {}   # key -> monotonic time to look again
+
+    def enqueue(self, key):
+        self._queue[key] = None
+
+    def enqueue_all(self, plural, ns=None):
+        """(namespace, name) of every object of a kind, or of one namespace's."""
+        for obj in self.client.list(plural, ns):
+            self.enqueue((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+
+    def reconcile(self, key):
+        raise NotImplementedError
+
+    def resync(self):
+        """Every object the controller owns, once: subclasses enqueue them all."""
+
+    def after_events(self):
+        self._drain()
+
+    def tick(self):
+        now = time.monotonic()
+        for key, due in list(self._later.items()):
+            if due <= now:
+                del self._later[key]
+                self.enqueue(key)
+        self._drain()
+
+    def _drain(self):
+        while self._queue and not self.stopping.is_set():
+            key = next(iter(self._queue))
+            del self._queue[key]
+            try:
+                again = self.reconcile(key)
+            except ApiError as e:
+                if e.code not in (404, 409):
+                    raise
+                again = 0  # changed under us: look again at the next tick
+            if again is not None:
+                due = time.monotonic() + again
+                self._later[key] = min(due, self._later.get(key, due))
 
 
 def record_event(client, obj, etype, reason, message, component):

@@ -8,17 +8,22 @@ import shutil
 import sys
 
 from .client import LocalClient
+from .deployment_controller import DeploymentController
 from .dns import ClusterDNS
 from .endpoints import EndpointsController
 from .faults import Faults
 from .images import ImageTable
 from .kubelet import Kubelet
+from .local_path import LocalPathProvisioner, storage_classes
 from .network import LoopbackNetwork, NetnsNetwork
 from .node_lifecycle import NodeLifecycleController
 from .node_object import node_object
+from .persistent_volumes import PersistentVolumeController
 from .profile import load_profile
+from .replicaset_controller import ReplicaSetController
 from .scheduler import Scheduler
 from .service_accounts import ServiceAccountController
+from .storage_protection import StorageProtectionController
 
 KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,8 +43,6 @@ class EmulatedCluster:
             self.network = LoopbackNetwork()
         self.network.start(running)
         self.images = ImageTable(options.images, options.build_dir, options.data_dir)
-        self.volume_root = os.path.join(folder, "local-path")
-        os.makedirs(self.volume_root, exist_ok=True)
         self.service_account_token = options.token or "standin-no-authentication"
         self.api_server_for_pods = None  # (host, port), set by main once it listens
         self.kubelets = {}
@@ -59,11 +62,23 @@ class EmulatedCluster:
                             NodeLifecycleController(self.client, self.timings,
                                                     [n["name"] for n in self.nodes
                                                      if n["registeredOnly"]]),
-                            Scheduler(self.client, self.timings)]
+                            Scheduler(self.client, self.timings),
+                            DeploymentController(self.client, self.timings),
+                            ReplicaSetController(self.client, self.timings),
+                            PersistentVolumeController(self.client, self.timings),
+                            StorageProtectionController(self.client, self.timings),
+                            LocalPathProvisioner(self.client, self.timings,
+                                                 "rancher.io/local-path",
+                                                 os.path.join(self.folder, "disks"), True),
+                            LocalPathProvisioner(self.client, self.timings,
+                                                 "cluster.local/shared-path",
+                                                 os.path.join(self.folder, "shared"), False)]
         if self.network.dns_address and self.root_mode:
             self.dns = ClusterDNS(self.client, self.network.dns_address)
             self.dns.start()
         self._publish_api_server(api_server_for_pods)
+        for storage_class in storage_classes():
+            self.client.create("storageclasses", "", storage_class)
         for n in self.nodes:
             if n["registeredOnly"]:
                 self.client.create("nodes", "", node_object(n))

@@ -25,7 +25,8 @@ class Container:
         self.state = {"waiting": {"reason": "ContainerCreating"}}
         self.last_state = {}
         self.started_at = None   # monotonic, of the running process
-        self.prober = None
+        self.probes = {}         # kind -> Prober, of the running process
+        self.kill_at = None      # monotonic: SIGKILL then, after a failed probe's SIGTERM
         self.backoff = 0.0       # the current back-off delay
         self.next_start = 0.0    # monotonic: not before this
         self.done = False        # will not run again (restartPolicy)
@@ -74,8 +75,11 @@ class Container:
             self._terminated(128, "StartError", started, error.decode(errors="replace"))
             return error.decode(errors="replace")
         self.state = {"running": {"startedAt": started}}
-        self.prober = Prober(self.spec.get("readinessProbe"), self.spec, self.started_at) \
-            if self.spec.get("readinessProbe") else None
+        self.probes = {kind: Prober(self.spec[f"{kind}Probe"], self.spec, self.started_at,
+                                    initially=(kind == "liveness"))
+                       for kind in ("startup", "liveness", "readiness")
+                       if self.spec.get(f"{kind}Probe")}
+        self.kill_at = None
         return None
 
     def _terminated(self, code, reason, started, message=None):
@@ -103,6 +107,37 @@ class Container:
             self.backoff = 0.0
         return True
 
+    def probe(self, pod_ip, now, grace):
+        """Runs the probes that are due, in the kubelet's order; a startup or liveness probe
+        that has failed for good stops the process (SIGTERM, SIGKILL after `grace`, or the
+        probe's own terminationGracePeriodSeconds), and restartPolicy decides the rest.
+        Returns the events to record: (type, reason, message)."""
+        if self.kill_at is not None:
+            if now >= self.kill_at:
+                self.signal(signal.SIGKILL)
+            return []
+        events = []
+        for kind in ("startup", "liveness", "readiness"):
+            prober = self.probes.get(kind)
+            if prober is None:
+                continue
+            if kind == "startup" and prober.ready:
+                continue
+            if prober.due(now) and not prober.run(pod_ip, now):
+                events.append(("Warning", "Unhealthy",
+                               f"{kind.capitalize()} probe failed: {prober.message}"))
+                if kind != "readiness" and prober.failures >= \
+                        prober.spec.get("failureThreshold", 3):
+                    events.append(("Normal", "Killing", f"Container {self.name} failed {kind} "
+                                   f"probe, will be restarted"))
+                    self.signal(signal.SIGTERM)
+                    grace = prober.spec.get("terminationGracePeriodSeconds", grace)
+                    self.kill_at = now + grace
+                    return events
+            if kind == "startup" and not prober.ready:
+                return events  # nothing else runs before the container has started
+        return events
+
     def schedule_restart(self):
         """After an exit: the next start waits out the back-off, which doubles."""
         self.backoff = min(self.timings.backoff_max, self.backoff * 2) if self.backoff \
@@ -126,12 +161,17 @@ class Container:
     # -- status -----------------------------------------------------------------------------
 
     @property
+    def started(self):
+        return self.running and ("startup" not in self.probes or self.probes["startup"].ready)
+
+    @property
     def ready(self):
-        return self.running and (self.prober is None or self.prober.ready)
+        return self.started and ("readiness" not in self.probes or
+                                 self.probes["readiness"].ready)
 
     def status(self, image):
         s = {"name": self.name, "image": image, "imageID": f"emulated://{image}",
-             "ready": self.ready, "started": self.running, "restartCount": self.restart_count,
+             "ready": self.ready, "started": self.started, "restartCount": self.restart_count,
              "state": self.state}
         if "waiting" not in self.state:
             s["containerID"] = self.container_id

@@ -1,12 +1,7 @@
 """EMULATION of the cluster DNS (CoreDNS's kubernetes plugin), answering A queries over
-UDP on the pods' nameserver address (the host link's, port 53: as root only):
-
-  <service>.<namespace>.svc.cluster.local           a headless Service: its ready
-                                                    endpoints; else its cluster IP
-  <hostname>.<service>.<namespace>.svc.cluster.local   the pod of that hostname and
-                                                    subdomain (publishNotReadyAddresses
-                                                    makes it resolvable before it is ready)
-  <a-b-c-d>.<namespace>.pod.cluster.local           a-b-c-d as an address
+UDP on the pods' nameserver address (the host link's, port 53: as root only) with the
+names of cluster_names.py (publishNotReadyAddresses makes a pod's name resolvable before
+it is ready), and <a-b-c-d>.<namespace>.pod.cluster.local as the address a.b.c.d.
 
 Anything else is NXDOMAIN (the site has no upstream); AAAA and other types of a known name
 get an empty answer, so that resolvers fall back to A. Pods' resolv.conf search
@@ -17,7 +12,8 @@ import socket
 import struct
 import threading
 
-DOMAIN = "cluster.local"
+from .cluster_names import DOMAIN, service_names
+
 TTL = 5
 
 
@@ -69,23 +65,18 @@ class ClusterDNS:
         that does not exist."""
         if labels[-2:] != DOMAIN.split("."):
             return None
-        labels = labels[:-2]
-        if len(labels) == 3 and labels[2] == "pod":
-            return [labels[0].replace("-", ".")]
-        if len(labels) not in (3, 4) or labels[-1] != "svc":
+        rest = labels[:-2]
+        if len(rest) == 3 and rest[2] == "pod":
+            return [rest[0].replace("-", ".")]
+        if len(rest) not in (3, 4) or rest[-1] != "svc":
             return None
-        ns, svc_name = labels[-2], labels[-3]
+        ns, svc_name = rest[-2], rest[-3]
         svc = self.client.get("services", ns, svc_name)
         if svc is None:
             return None
-        ep = self.client.get("endpoints", ns, svc_name) or {}
-        addresses = [a for s in ep.get("subsets") or [] for a in s.get("addresses") or []]
-        if len(labels) == 4:
-            found = [a["ip"] for a in addresses if a.get("hostname") == labels[0]]
-            return found or None
-        if (svc.get("spec") or {}).get("clusterIP") not in (None, "", "None"):
-            return [svc["spec"]["clusterIP"]]
-        return [a["ip"] for a in addresses]
+        found = service_names(svc, self.client.get("endpoints", ns, svc_name)) \
+            .get(".".join(labels))
+        return found if found or len(rest) == 3 else None
 
     def answer(self, packet):
         ident, flags = struct.unpack("!HH", packet[:4])

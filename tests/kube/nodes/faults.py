@@ -12,6 +12,10 @@ cluster has them; same authentication as the API):
                                              30), then the node gone
   POST /_standin/nodes/NODE/link?scale=F     the link's trace times F from now: 0 cuts it,
                                              1 restores it (kernel links only, as root)
+  POST /_standin/nodes/NODE/compute?slowdown=F   its compute now F times slower than this
+                                             machine (1 to 1000, as in profiles): its Node's
+                                             edgetrain.dev/compute-score becomes 1/F (once it
+                                             is in touch); running processes are not slowed
   POST /_standin/nodes/NODE/revive           bring it back: the kubelet registers again if need
                                              be, heartbeats and restarts its pods' containers
 
@@ -39,6 +43,7 @@ class Faults:
         out = {"name": name, "kubelet": None}
         if k is not None:
             out["kubelet"] = {"alive": k.alive, "connected": k.connected}
+            out["computeSlowdown"] = k.slowdown
             try:
                 out["linkMbps"] = self.cluster.network.link_rate(name)
             except NodeLinksError:
@@ -69,13 +74,23 @@ class Faults:
                 self.cluster.network.scale_link(name, float(params.get("scale", "1")))
             except (LinkFaultUnsupported, NodeLinksError, ValueError) as e:
                 return 409, _status(409, str(e))
+        elif action == "compute":
+            try:
+                slowdown = float(params.get("slowdown", ""))
+            except ValueError:
+                slowdown = 0.0
+            if not 1 <= slowdown <= 1000:
+                return 400, _status(400, "slowdown must be a number from 1 to 1000 (how many "
+                                         "times longer a step takes than on this machine)")
+            k.slow_down(slowdown)
         elif action == "preempt":
             notice = float(params.get("notice", "30"))
             threading.Thread(target=self._preempt, args=(k, notice), daemon=True,
                              name=f"preempt-{name}").start()
             return 202, self.state(name)
         else:
-            return 404, _status(404, f'no fault "{action}" (partition, kill, preempt, link, revive)')
+            return 404, _status(404, f'no fault "{action}" (partition, kill, preempt, link, '
+                                     f'compute, revive)')
         return 200, self.state(name)
 
     def _preempt(self, kubelet, notice):

@@ -4,7 +4,9 @@ pods bound to its node (spec.nodeName) as local processes, one PodWorker each.
 
 Faults act here: a partitioned kubelet neither heartbeats nor hears from the API server
 while its pods run on; a killed one loses every process; a revived one registers again
-and restarts the containers of the pods still bound to it."""
+and restarts the containers of the pods still bound to it; a node whose compute slows
+down publishes its new edgetrain.dev/compute-score (as whatever measures nodes on a real
+site would) - and nothing more: its running processes go on at their own speed."""
 
 import math
 import os
@@ -13,8 +15,11 @@ import threading
 
 from apiserver.errors import ApiError
 
+from . import pod_files
 from .client import Loop, now_micro, record_event
-from .node_object import condition, node_object, ready_condition, set_condition
+from .cluster_names import site_names
+from .node_object import (COMPUTE_SCORE, compute_score, condition, node_object,
+                          ready_condition, set_condition)
 from .pod_worker import PodWorker
 
 LEASE_NAMESPACE = "kube-node-lease"
@@ -24,6 +29,8 @@ class Kubelet(Loop):
     watches = ("pods", "configmaps", "secrets")
 
     def __init__(self, cluster, node):
+        if not cluster.dns_address:  # names go into pods' /etc/hosts: Services matter
+            self.watches = Kubelet.watches + ("services", "endpoints")
         super().__init__(cluster.client, cluster.timings.heartbeat / 4, f"kubelet-{node['name']}")
         self.cluster, self.profile = cluster, node
         self.node_name = node["name"]
@@ -32,7 +39,6 @@ class Kubelet(Loop):
         self.net = cluster.network.nodes[self.node_name]
         self.node_address = self.net.address
         self.images = cluster.images
-        self.volume_root = cluster.volume_root
         self.service_account_token = cluster.service_account_token
         self.api_server = cluster.api_server_for_pods
         self.root_mode = cluster.root_mode
@@ -40,6 +46,7 @@ class Kubelet(Loop):
             if cluster.network.kind == "netns" else None
         self.folder = os.path.join(cluster.folder, "nodes", self.node_name)
         os.makedirs(self.folder, exist_ok=True)
+        self.slowdown = node["compute"]["slowdown"]  # now: a fault may change it
         self.alive = True        # the kubelet process runs
         self.connected = True    # it reaches the API server
         self.workers = {}        # pod uid -> PodWorker
@@ -50,7 +57,7 @@ class Kubelet(Loop):
 
     def register(self):
         try:
-            self.client.create("nodes", "", node_object(self.profile, self.net))
+            self.client.create("nodes", "", node_object(self._profile_now(), self.net))
         except ApiError as e:
             if e.code != 409:
                 raise
@@ -79,6 +86,26 @@ class Kubelet(Loop):
                 return False
             set_condition(node, ready_condition(True))
         self.client.mutate("nodes", "", self.node_name, ready, "status")
+        self._publish_compute_score()
+
+    def _profile_now(self):
+        return dict(self.profile, compute=dict(self.profile["compute"], slowdown=self.slowdown))
+
+    def _publish_compute_score(self):
+        score = compute_score(self.slowdown)
+        before = []
+
+        def publish(node):
+            notes = node["metadata"].setdefault("annotations", {})
+            if notes.get(COMPUTE_SCORE) == score:
+                return False
+            before[:] = [notes.get(COMPUTE_SCORE)]
+            notes[COMPUTE_SCORE] = score
+        node = self.client.mutate("nodes", "", self.node_name, publish)
+        if node is not None:
+            record_event(self.client, node, "Normal", "ComputeSlowdownChanged",
+                         f"{COMPUTE_SCORE} {before[0]} -> {score} (compute slowdown "
+                         f"{self.slowdown:g})", "node-emulator")
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -116,6 +143,9 @@ class Kubelet(Loop):
                     self._remove_folder(ev.obj)
                 return
             self.sync(ev.obj)
+            return
+        if ev.key in (("", "services"), ("", "endpoints")):
+            self._refresh_hosts()
             return
         kind = "configmaps" if ev.key == ("", "configmaps") else "secrets"
         md = ev.obj["metadata"]
@@ -161,6 +191,11 @@ class Kubelet(Loop):
         shutil.rmtree(os.path.join(self.folder, f"{md['namespace']}_{md['name']}_{md['uid']}"),
                       ignore_errors=True)
 
+    def node_labels(self):
+        """Its Node's labels as the API has them (a person may have added some)."""
+        node = self.client.get("nodes", "", self.node_name)
+        return (node or node_object(self._profile_now()))["metadata"].get("labels") or {}
+
     def worker_for(self, uid):
         with self.lock:
             return self.workers.get(uid)
@@ -171,33 +206,24 @@ class Kubelet(Loop):
         if self.alive and self.connected:
             record_event(self.client, pod, etype, reason, message, "kubelet")
 
+    def cluster_names(self):
+        """The Service names pods' /etc/hosts must carry: None when a DNS answers them."""
+        return None if self.cluster.dns_address else site_names(self.client)
+
     def pod_files(self, pod, ip, folder):
         """/etc/hosts, /etc/resolv.conf and /etc/hostname as the kubelet writes them."""
-        md, spec = pod["metadata"], pod.get("spec") or {}
-        hostname = spec.get("hostname") or md["name"]
-        names = hostname
-        if spec.get("subdomain"):
-            names = f"{hostname}.{spec['subdomain']}.{md['namespace']}.svc.cluster.local\t{hostname}"
-        hosts = ("# Kubernetes-managed hosts file (node emulator).\n127.0.0.1\tlocalhost\n"
-                 "::1\tlocalhost ip6-localhost ip6-loopback\n"
-                 f"{ip}\t{names}\n")
-        for alias in spec.get("hostAliases") or []:
-            hosts += f"{alias['ip']}\t{' '.join(alias.get('hostnames') or [])}\n"
-        dns = self.cluster.dns_address
-        if dns and spec.get("dnsPolicy", "ClusterFirst") in ("ClusterFirst", "ClusterFirstWithHostNet"):
-            resolv = (f"search {md['namespace']}.svc.cluster.local svc.cluster.local cluster.local\n"
-                      f"nameserver {dns}\noptions ndots:5\n")
-        else:
-            with open("/etc/resolv.conf") as f:
-                resolv = f.read()
-        out = {}
-        for target, text in (("/etc/hosts", hosts), ("/etc/resolv.conf", resolv),
-                             ("/etc/hostname", hostname + "\n")):
-            path = os.path.join(folder, target.rsplit("/", 1)[1])
-            with open(path, "w") as f:
-                f.write(text)
-            out[target] = path
-        return out
+        return pod_files.write_all(folder, pod, ip, self.cluster.dns_address,
+                                   self.cluster_names())
+
+    def _refresh_hosts(self):
+        """Services' names changed: every running pod's /etc/hosts says so (no DNS)."""
+        names = self.cluster_names()
+        with self.lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            path = os.path.join(w.folder, "hosts")
+            if w.ip and os.path.exists(path):
+                pod_files.write_in_place(path, pod_files.hosts(w.pod, w.ip, names))
 
     # -- faults -----------------------------------------------------------------------------------
 
@@ -214,6 +240,13 @@ class Kubelet(Loop):
             w.kill()
         for w in workers:
             w.join(10)
+
+    def slow_down(self, slowdown):
+        """Its compute now takes `slowdown` times as long as this machine's: published at
+        once, or when it is back in touch with the API server."""
+        self.slowdown = slowdown
+        if self.alive and self.connected:
+            self._publish_compute_score()
 
     def revive(self):
         """Back: registers again if its Node went, heartbeats, and takes up its pods."""

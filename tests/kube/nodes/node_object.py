@@ -7,8 +7,16 @@ from .client import now_rfc3339
 KUBELET_VERSION = "v1.32.0+edgetrain-emulated"
 
 
+COMPUTE_SCORE = "edgetrain.dev/compute-score"
+
+
 def _number(x):
     return f"{x:g}"
+
+
+def compute_score(slowdown):
+    """What a node of this slowdown publishes: this machine is 1, ten times slower 0.1."""
+    return _number(1.0 / slowdown)
 
 
 def node_object(node, net=None):
@@ -22,7 +30,7 @@ def node_object(node, net=None):
     labels.update(node.get("labels") or {})
     power = node["power"]
     annotations = {
-        "edgetrain.dev/compute-score": _number(1.0 / node["compute"]["slowdown"]),
+        COMPUTE_SCORE: compute_score(node["compute"]["slowdown"]),
         "edgetrain.dev/memory": node["memory"],
         "edgetrain.dev/compute-watts": _number(power["computeWatts"]),
         "edgetrain.dev/communicate-watts": _number(power["communicateWatts"]),

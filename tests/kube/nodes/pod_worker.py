@@ -124,7 +124,8 @@ class PodWorker(threading.Thread):
             for c in self.containers:
                 self.images[c.name] = self.kubelet.images.resolve(c.spec.get("image"))
             self.volumes = PodVolumes(self.client, self.pod, self.folder,
-                                      self.kubelet.service_account_token, self.kubelet.volume_root)
+                                      self.kubelet.service_account_token,
+                                      self.kubelet.node_labels())
             self.volume_paths = self.volumes.set_up()
             self.setup_error = None
         except PullError as e:
@@ -160,8 +161,9 @@ class PodWorker(threading.Thread):
                 else:
                     c.done = True
             if c.running:
-                if c.prober and c.prober.due(now):
-                    c.prober.run(self.ip, now)
+                grace = spec.get("terminationGracePeriodSeconds", 30)
+                for etype, reason, message in c.probe(self.ip, now, grace):
+                    self.kubelet.event(self.pod, etype, reason, message)
                 continue
             if c.done or now < c.next_start:
                 continue

@@ -1,6 +1,12 @@
-"""Readiness probes as the kubelet's prober runs them, from the node: httpGet (2xx and 3xx
-pass) and tcpSocket against the pod's address; exec probes are not emulated and fail,
-saying so, rather than pass unseen."""
+"""Probes as the kubelet's prober runs them, from the node: httpGet (2xx and 3xx pass) and
+tcpSocket against the pod's address; exec probes are not emulated and fail, saying so,
+rather than pass unseen. A container's three kinds differ in where they start and what
+their result does (containers.py acts on it):
+
+  startupProbe    failing until it first passes; until then the others do not run;
+                  failureThreshold failures in a row and the container is restarted
+  livenessProbe   passing until failureThreshold failures in a row: then restarted
+  readinessProbe  failing until successThreshold passes: then the pod is Ready"""
 
 import http.client
 import socket
@@ -42,13 +48,14 @@ def probe(spec, container, pod_ip):
 
 
 class Prober:
-    """One container's readiness: unready until a probe passes; unready again after
-    failureThreshold failures in a row; ready again after successThreshold passes."""
+    """One probe of one container: `ready` (its result) starts as `initially`, turns
+    False after failureThreshold failures in a row and True after successThreshold
+    passes."""
 
-    def __init__(self, spec, container, started):
+    def __init__(self, spec, container, started, initially=False):
         self.spec, self.container = spec, container
         self.next = started + spec.get("initialDelaySeconds", 0)
-        self.ready = spec is None
+        self.ready = initially
         self.passes = self.failures = 0
         self.message = ""
 

@@ -7,6 +7,9 @@ real one does) to a node that passes every filter -
   NodeAffinity        spec.nodeSelector, and requiredDuringScheduling... node affinity
                       (In, NotIn, Exists, DoesNotExist, Gt, Lt on labels)
   TaintToleration     every NoSchedule/NoExecute taint is tolerated
+  VolumeBinding       its PersistentVolumeClaims' volumes may be used there
+                      (volume_binding.py; a WaitForFirstConsumer claim is provisioned on
+                      the chosen node before the pod is bound)
   NodeResourcesFit    requests (cpu, memory, pods) fit allocatable minus what is bound
 
 - choosing the one with the most free cpu (least allocated), by name on ties. A pod that
@@ -20,8 +23,10 @@ from apiserver.errors import ApiError
 
 from .client import Loop, now_rfc3339, record_event
 from .downward import cpu_millis, memory_bytes
+from .node_affinity import term_matches
 from .node_lifecycle import tolerates
 from .node_object import condition
+from .volume_binding import PodVolumes
 
 
 def requests(pod):
@@ -33,21 +38,9 @@ def requests(pod):
     return cpu, mem
 
 
-def _term_matches(term, labels):
-    for e in term.get("matchExpressions") or []:
-        v, op, values = labels.get(e["key"]), e["operator"], e.get("values") or []
-        ok = {"In": v in values, "NotIn": v not in values, "Exists": v is not None,
-              "DoesNotExist": v is None,
-              "Gt": v is not None and v.isdigit() and int(v) > int(values[0]),
-              "Lt": v is not None and v.isdigit() and int(v) < int(values[0])}.get(op, False)
-        if not ok:
-            return False
-    return True
-
-
-def why_not(pod, node, bound):
-    """None when `pod` fits `node` given the pods already `bound` there, else the
-    scheduler's reason."""
+def why_not(pod, node, bound, volumes):
+    """None when `pod` fits `node` given the pods already `bound` there and its claims
+    (`volumes`, volume_binding.PodVolumes), else the scheduler's reason."""
     spec, labels = pod.get("spec") or {}, node["metadata"].get("labels") or {}
     unschedulable = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
     if (node.get("spec") or {}).get("unschedulable") and tolerates(pod, unschedulable) is None:
@@ -59,11 +52,14 @@ def why_not(pod, node, bound):
     required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = required.get("nodeSelectorTerms")
-    if terms and not any(_term_matches(t, labels) for t in terms):
+    if terms and not any(term_matches(t, labels) for t in terms):
         return "node(s) didn't match Pod's node affinity/selector"
     for t in (node.get("spec") or {}).get("taints") or []:
         if t.get("effect") in ("NoSchedule", "NoExecute") and tolerates(pod, t) is None:
             return f"node(s) had untolerated taint {{{t['key']}: {t.get('value', '')}}}"
+    claims_say = volumes.why_not(node)
+    if claims_say:
+        return claims_say
     alloc = (node.get("status") or {}).get("allocatable") or {}
     cpu, mem = requests(pod)
     used_cpu = sum(requests(p)[0] for p in bound)
@@ -77,7 +73,7 @@ def why_not(pod, node, bound):
     return None
 
 
-def choose(pod, nodes, pods):
+def choose(pod, nodes, pods, volumes):
     """(node name, None) or (None, the Unschedulable message)."""
     bound = {}
     for p in pods:
@@ -86,7 +82,7 @@ def choose(pod, nodes, pods):
             bound.setdefault(n, []).append(p)
     fits, reasons = [], {}
     for node in nodes:
-        reason = why_not(pod, node, bound.get(node["metadata"]["name"], []))
+        reason = why_not(pod, node, bound.get(node["metadata"]["name"], []), volumes)
         if reason is None:
             alloc = cpu_millis((node.get("status") or {}).get("allocatable", {}).get("cpu", "0"))
             free = alloc - sum(requests(p)[0] for p in bound.get(node["metadata"]["name"], []))
@@ -100,7 +96,7 @@ def choose(pod, nodes, pods):
 
 
 class Scheduler(Loop):
-    watches = ("pods", "nodes")
+    watches = ("pods", "nodes", "persistentvolumeclaims")
 
     def __init__(self, client, timings):
         super().__init__(client, timings.resync, "default-scheduler-emulation")
@@ -120,11 +116,14 @@ class Scheduler(Loop):
             if spec.get("nodeName") or pod["metadata"].get("deletionTimestamp") or \
                     spec.get("schedulerName", "default-scheduler") != "default-scheduler":
                 continue
-            name, why = choose(pod, nodes, pods)
+            volumes = PodVolumes(self.client, pod)
+            name, why = choose(pod, nodes, pods, volumes)
             md = pod["metadata"]
             if name is None:
                 self._unschedulable(pod, why)
                 continue
+            if not volumes.bind_to(name):
+                continue  # its claims' volumes are being made there: bound once they are
             try:
                 self.client.api.bind_pod(md["namespace"], md["name"], json.dumps(
                     {"target": {"kind": "Node", "name": name}}).encode())

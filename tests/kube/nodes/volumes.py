@@ -2,7 +2,8 @@
 ConfigMap, Secret, downward API and projected volumes written by an atomic writer (files
 are links into a `..data` folder swapped in one rename, so a reader never sees half an
 update), and refreshed when their sources change; emptyDir; PersistentVolumeClaims and
-hostPath as the directories they name."""
+hostPath as the directories they name - a claim's only once it is bound, and only on a
+node its volume's node affinity admits (MountVolume.NodeAffinity, as the kubelet checks)."""
 
 import base64
 import os
@@ -10,6 +11,7 @@ import shutil
 import time
 
 from .downward import FieldError, field_value
+from .node_affinity import volume_allows
 
 
 class VolumeError(Exception):
@@ -52,10 +54,10 @@ def write_atomically(target, files, mode):
 
 
 class PodVolumes:
-    def __init__(self, client, pod, folder, service_account_token, volume_root):
+    def __init__(self, client, pod, folder, service_account_token, node_labels):
         self.client, self.pod, self.folder = client, pod, folder
         self.token = service_account_token
-        self.volume_root = volume_root  # where PersistentVolumes' directories live
+        self.node_labels = node_labels  # what volumes' node affinity is checked against
         self.paths = {}                 # volume name -> host directory
 
     @property
@@ -96,12 +98,7 @@ class PodVolumes:
         if "persistentVolumeClaim" in v:
             return self._claim(v["persistentVolumeClaim"]["claimName"])
         if "hostPath" in v:
-            hp = v["hostPath"]
-            if hp.get("type") in ("DirectoryOrCreate",):
-                os.makedirs(hp["path"], exist_ok=True)
-            if not os.path.exists(hp["path"]):
-                raise VolumeError(f'hostPath type check failed: {hp["path"]} does not exist')
-            return hp["path"]
+            return _host_path(v["hostPath"])
         mode = 0o644
         files = {}
         if "configMap" in v:
@@ -180,8 +177,23 @@ class PodVolumes:
         pv = pv_name and self.client.get("persistentvolumes", "", pv_name)
         if not pv or (pvc.get("status") or {}).get("phase") != "Bound":
             raise VolumeError(f'persistentvolumeclaim "{claim_name}" is not bound yet')
+        if not volume_allows(pv, self.node_labels):
+            raise VolumeError(f'MountVolume.NodeAffinity check failed for volume "{pv_name}" : '
+                              f'no matching NodeSelectorTerms')
         spec = pv.get("spec") or {}
-        path = (spec.get("hostPath") or spec.get("local") or {}).get("path")
+        if "hostPath" in spec:
+            return _host_path(spec["hostPath"])
+        path = (spec.get("local") or {}).get("path")
         if not path or not os.path.isdir(path):
             raise VolumeError(f'persistentvolume "{pv_name}": no directory {path}')
         return path
+
+
+def _host_path(source):
+    """A hostPath: this machine's path, which every node of the site shares."""
+    path = source["path"]
+    if source.get("type") == "DirectoryOrCreate":
+        os.makedirs(path, exist_ok=True)
+    if not os.path.exists(path):
+        raise VolumeError(f"hostPath type check failed: {path} does not exist")
+    return path

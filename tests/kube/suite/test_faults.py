@@ -129,6 +129,31 @@ class FaultsTest(SiteTestCase):
         self.fault("spot", "revive")
         self.wait_for("/api/v1/nodes", "spot", lambda n: condition(n, "Ready") == "True")
 
+    def test_a_slower_node_publishes_its_compute_score_and_leaves_running_pods_alone(self):
+        ip = self.running_pod("steady", "gw")
+        started = container_state(self.get_pod("steady"))["state"]["running"]["startedAt"]
+        self.assertEqual(self.fault("gw", "compute", slowdown="4")["computeSlowdown"], 4)
+        score = lambda n: n["metadata"]["annotations"]["edgetrain.dev/compute-score"]  # noqa: E731
+        self.assertEqual(score(self.node("gw")), "0.25", "published at once")
+        self.assertIn("edgetrain.dev/compute-score 1 -> 0.25 (compute slowdown 4)",
+                      self.kubectl.run("describe", "node", "gw").stdout)
+        pod = self.get_pod("steady")
+        self.assertEqual((container_state(pod)["restartCount"],
+                          container_state(pod)["state"]["running"]["startedAt"]), (0, started),
+                         "the process that was running runs on, untouched")
+        self.assertTrue(answers(ip))
+        # Out of touch, a node cannot say it is slower; it does once it is back.
+        self.fault("robot", "partition")
+        self.fault("robot", "compute", slowdown="10")
+        self.assertEqual(score(self.node("robot")), "1")
+        self.fault("robot", "revive")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: score(n) == "0.1", timeout=5)
+        self.fault("gw", "compute", slowdown="1")
+        self.assertEqual(score(self.node("gw")), "1")
+        self.assertEqual(self.api.post("/_standin/nodes/gw/compute", None, slowdown="0.5").status,
+                         400, "no node is faster than this machine's 1")
+        self.kubectl.run("delete", "pod", "steady")
+
     @unittest.skipUnless(os.geteuid() == 0, "a link fault needs the kernel's links (root)")
     def test_a_link_is_rescaled_cut_and_restored(self):
         full = self.api.get("/_standin/nodes/robot").json["linkMbps"]

@@ -112,6 +112,38 @@ class NodesTest(SiteTestCase):
         self.kubectl.run("delete", "pod", "web", "--wait=false")
         self.assertEqual(follow.wait(10), 0, "kubectl logs -f ends with the container")
 
+    def test_failed_liveness_and_startup_probes_restart_the_container(self):
+        # Alive until it deletes what its liveness probe asks for.
+        fading = shell_pod("fading", "mkdir /tmp/www && cd /tmp/www && echo ok > alive && "
+                           "{ python3 -m http.server --bind $IP 8080 & } && sleep 1 && rm alive "
+                           "&& sleep 1000", restart="Always")
+        c = fading["spec"]["containers"][0]
+        c["env"] = [{"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+        c["livenessProbe"] = {"httpGet": {"path": "/alive", "port": 8080}, "periodSeconds": 1,
+                              "failureThreshold": 2}
+        # Never starts listening: its startup probe gives up; nothing else is probed.
+        silent = shell_pod("silent", "sleep 1000", restart="Always")
+        silent["spec"]["containers"][0]["startupProbe"] = {
+            "tcpSocket": {"port": 8081}, "periodSeconds": 1, "failureThreshold": 2}
+        silent["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": 8081}}
+        self.apply(fading, silent)
+        running = self.wait_pod("silent", lambda p: "running" in container_state(p).get("state", {}))
+        self.assertEqual((container_state(running)["started"], container_state(running)["ready"]),
+                         (False, False), "not started before its startup probe passes")
+        for name, kind in (("fading", "Liveness"), ("silent", "Startup")):
+            p = self.wait_pod(name, lambda p: container_state(p).get("restartCount", 0) >= 1)
+            self.assertIn("terminated", container_state(p)["lastState"])
+            events = {(e["reason"], e["message"].split(":")[0]) for e in self.api.get(
+                "/api/v1/namespaces/default/events",
+                fieldSelector=f"involvedObject.name={name}").json["items"]}
+            self.assertIn(("Unhealthy", f"{kind} probe failed"), events)
+            self.assertIn(("Killing", f"Container main failed {kind.lower()} probe, will be "
+                                      f"restarted"), events)
+        self.assertNotIn("Readiness probe failed", str(self.api.get(
+            "/api/v1/namespaces/default/events", fieldSelector="involvedObject.name=silent").json),
+            "readiness waits for the startup probe")
+        self.kubectl.run("delete", "pod", "fading", "silent", "--wait=false")
+
     def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(self):
         polite = shell_pod("polite", "trap 'echo term; exit 0' TERM; echo up; "
                            "while true; do sleep 0.05; done", grace=30)
@@ -179,8 +211,24 @@ class SchedulerTest(SiteTestCase):
         self.kubectl.run("taint", "node", "gw", "dedicated-")
 
 
+    def test_priority_classes_give_pods_their_priority(self):
+        self.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": "training"}, "value": 1000})
+        urgent = self.unbound("urgent", priorityClassName="training")
+        self.apply(urgent, self.unbound("plain"))
+        self.assertEqual(self.get_pod("urgent")["spec"]["priority"], 1000)
+        self.assertEqual(self.get_pod("plain")["spec"]["priority"], 0)
+        critical = self.api.get("/apis/scheduling.k8s.io/v1/priorityclasses/"
+                                "system-cluster-critical").json
+        self.assertEqual(critical["value"], 2000000000, "made at start, as a real server does")
+        r = self.api.post(self.pod_path(), self.unbound("lost", priorityClassName="nowhere"))
+        self.assertEqual(r.status, 403, r)
+        self.assertIn("no PriorityClass with name nowhere was found", r.json["message"])
+        self.kubectl.run("delete", "pod", "urgent", "plain", "--wait=false")
+
+
 class NetworkTest(SiteTestCase):
-    def test_pods_of_one_node_have_addresses_of_their_own_and_services_their_endpoints(self):
+    def test_pods_of_one_node_have_addresses_of_their_own_and_services_their_names(self):
         serve = ("exec python3 -c \"import http.server, os; http.server.HTTPServer((os.environ"
                  "['IP'], 9000), http.server.SimpleHTTPRequestHandler).serve_forever()\"")
         pods = []
@@ -191,10 +239,18 @@ class NetworkTest(SiteTestCase):
             c["env"] = [{"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
             c["readinessProbe"] = {"tcpSocket": {"port": 9000}, "periodSeconds": 1}
             pods.append(p)
+        pods[0]["spec"].update(hostname="first", subdomain="same-port")
         service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "same-port"},
                    "spec": {"clusterIP": "None", "selector": {"app": "same-port"},
                             "ports": [{"name": "http", "port": 9000}]}}
-        self.apply(service, *pods)
+        # On another node, started with them: it resolves the names once they exist (by
+        # the cluster DNS as root, by /etc/hosts kept up to date without).
+        resolver = shell_pod("resolver", (
+            "all() { getent ahostsv4 same-port | cut -d' ' -f1 | sort -u; }; "
+            "until [ $(all | wc -l) = 2 ] && getent hosts first.same-port.default >/dev/null; "
+            "do sleep 0.1; done; all; getent hosts first.same-port | cut -d' ' -f1"),
+            node="robot")
+        self.apply(service, *pods, resolver)
         ips = {self.wait_pod(p["metadata"]["name"], lambda p: condition(p, "Ready") == "True")
                ["status"]["podIP"] for p in pods}
         self.assertEqual(len(ips), 2, "two addresses on one node, both serving port 9000")
@@ -202,12 +258,10 @@ class NetworkTest(SiteTestCase):
                            lambda e: e and len((e.get("subsets") or [{}])[0].get("addresses") or []) == 2)
         self.assertEqual({a["ip"] for a in ep["subsets"][0]["addresses"]}, ips)
         self.assertEqual(ep["subsets"][0]["ports"], [{"name": "http", "port": 9000, "protocol": "TCP"}])
-        if os.geteuid() == 0 and "loopback" not in self.extra_args:  # the cluster DNS
-            self.apply(shell_pod("resolver", "getent hosts same-port | sort", node="robot"))
-            self.wait_pod("resolver", lambda p: phase(p) in ("Succeeded", "Failed"))
-            answered = {line.split()[0] for line in
-                        self.kubectl.run("logs", "resolver").stdout.splitlines()}
-            self.assertEqual(answered, ips)
+        self.wait_pod("resolver", lambda p: phase(p) in ("Succeeded", "Failed"))
+        answered = self.kubectl.run("logs", "resolver").stdout.split()
+        first = self.get_pod("same-port-0")["status"]["podIP"]
+        self.assertEqual((set(answered[:2]), answered[2:]), (ips, [first]))
 
 
 class LoopbackNetworkTest(NetworkTest):

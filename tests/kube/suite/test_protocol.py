@@ -360,6 +360,41 @@ class Writes(StandinTestCase):
         self.assertEqual(self.api.get(self.core("events", "job.placed")).json["message"],
                          "5 workers placed")
 
+    def test_scale_subresource_and_workload_selectors(self):
+        deployments = f"/apis/apps/v1/namespaces/{self.ns}/deployments"
+        d = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+             "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                 "metadata": {"labels": {"a": "c"}}, "spec": {"containers": [
+                     {"name": "x", "image": "i"}]}}}}
+        r = self.api.post(deployments, d)
+        self.assertStatus(r, 422, "Invalid")
+        self.assertIn("`selector` does not match template `labels`", r.json["message"])
+        d["spec"]["template"]["metadata"]["labels"] = {"a": "b"}
+        created = self.created(deployments, d)
+        scale = self.api.get(f"{deployments}/d/scale").json
+        self.assertEqual((scale["apiVersion"], scale["kind"]), ("autoscaling/v1", "Scale"))
+        self.assertEqual((scale["spec"]["replicas"], scale["status"]["selector"]), (1, "a=b"))
+        self.assertEqual(scale["metadata"]["resourceVersion"],
+                         created["metadata"]["resourceVersion"])
+        r = self.api.patch(f"{deployments}/d/scale", {"spec": {"replicas": 4}})
+        self.assertEqual(r.json["spec"]["replicas"], 4, r)
+        live = self.api.get(f"{deployments}/d").json
+        self.assertEqual((live["spec"]["replicas"], live["metadata"]["generation"]), (4, 2))
+        stale = dict(scale, spec={"replicas": 2})
+        self.assertStatus(self.api.put(f"{deployments}/d/scale", stale), 409, "Conflict")
+        self.assertStatus(self.api.patch(f"{deployments}/d/scale", {"spec": {"replicas": -1}}),
+                          422, "Invalid")
+        r = self.api.patch(f"{deployments}/d", {"spec": {"selector": {"matchLabels": {"a": "z"}},
+                                                         "template": {"metadata": {
+                                                             "labels": {"a": "z"}}}}})
+        self.assertStatus(r, 422, "Invalid")
+        self.assertIn("field is immutable", r.json["message"])
+        self.assertStatus(self.api.get(f"/api/v1/namespaces/{self.ns}/configmaps/x/scale"), 404)
+        subresources = {r["name"]: r for r in self.api.get("/apis/apps/v1").json["resources"]}
+        self.assertEqual({k: subresources["deployments/scale"][k] for k in ("group", "version",
+                                                                            "kind")},
+                         {"group": "autoscaling", "version": "v1", "kind": "Scale"})
+
     def test_patch_naming_a_stale_resource_version_conflicts(self):
         w = self.created(self.widgets(), widget("a"))
         self.api.patch(self.widgets("a"), {"spec": {"size": 2}})
