@@ -48,6 +48,7 @@ inline constexpr const char* kLinkBelowPlan = "LinkBelowPlan";
 // Complete
 inline constexpr const char* kTargetReached = "TargetReached";
 inline constexpr const char* kBudgetSpent = "BudgetSpent";
+inline constexpr const char* kEnded = "Ended";  // exit 0, but no result to say how
 // Failed
 inline constexpr const char* kCoordinatorFailed = "CoordinatorFailed";
 inline constexpr const char* kPodFailed = "PodFailed";

@@ -7,6 +7,10 @@
 namespace edgetrain::operator_ {
 namespace {
 
+// Not the API's default /dev/termination-log: a file the kubelet binds into
+// /run serves alike on K3s and in the node emulator, whose /dev is the host's.
+constexpr const char* kTerminationLog = "/run/edgetrain/termination-log";
+
 Json OwnerReference(const JobObject& job) {
   return {{"apiVersion", "edgetrain.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", job.name},
           {"uid", job.uid},  {"controller", true},    {"blockOwnerDeletion", true}};
@@ -118,7 +122,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
     std::vector<std::string> args = {"--role=" + role, "--job=" + job.name, "--rank=" + std::to_string(rank),
                                      "--world=" + world, "--plan=/etc/edgetrain/plan.json",
                                      "--http=$(POD_IP):" + std::to_string(kHttpPort),
-                                     "--termination-log=/dev/termination-log"};
+                                     "--termination-log=" + std::string(kTerminationLog)};
     args.insert(args.end(), role_args.begin(), role_args.end());
     Json mounts = Json::array({{{"name", "plan"}, {"mountPath", "/etc/edgetrain"}, {"readOnly", true}}});
     Json volumes = Json::array({{{"name", "plan"}, {"configMap", {{"name", PlanConfigMapName(job.name)}}}}});
@@ -138,7 +142,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
         {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"periodSeconds", 2}}},
         // The agent writes its result here; the kubelet puts it in the pod's status,
         // where the operator reads how the job ended. A crash leaves the log's tail.
-        {"terminationMessagePath", "/dev/termination-log"},
+        {"terminationMessagePath", kTerminationLog},
         {"terminationMessagePolicy", "FallbackToLogsOnError"},
         // The restricted Pod Security Standard.
         {"securityContext",
