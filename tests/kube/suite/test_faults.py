@@ -133,8 +133,14 @@ class FaultsTest(SiteTestCase):
         ip = self.running_pod("steady", "gw")
         started = container_state(self.get_pod("steady"))["state"]["running"]["startedAt"]
         self.assertEqual(self.fault("gw", "compute", slowdown="4")["computeSlowdown"], 4)
-        score = lambda n: n["metadata"]["annotations"]["edgetrain.dev/compute-score"]  # noqa: E731
+
+        def score(n):  # with the slowdown agents are to apply, which must agree with it
+            notes = n["metadata"]["annotations"]
+            self.assertAlmostEqual(float(notes["edgetrain.dev/emulated-slowdown"]) *
+                                   float(notes["edgetrain.dev/compute-score"]), 1, 12, notes)
+            return notes["edgetrain.dev/compute-score"]
         self.assertEqual(score(self.node("gw")), "0.25", "published at once")
+        self.assertEqual(self.node("gw")["metadata"]["annotations"]["edgetrain.dev/emulated-slowdown"], "4")
         self.assertIn("edgetrain.dev/compute-score 1 -> 0.25 (compute slowdown 4)",
                       self.kubectl.run("describe", "node", "gw").stdout)
         pod = self.get_pod("steady")
@@ -156,14 +162,26 @@ class FaultsTest(SiteTestCase):
 
     @unittest.skipUnless(os.geteuid() == 0, "a link fault needs the kernel's links (root)")
     def test_a_link_is_rescaled_cut_and_restored(self):
+        def published(name):  # what the site's measurement says of it, None if nothing
+            return self.node(name)["metadata"]["annotations"].get("edgetrain.dev/link-mbps")
+        mean = float(published("robot"))
         full = self.api.get("/_standin/nodes/robot").json["linkMbps"]
         self.assertGreater(full, 0)
         half = self.fault("robot", "link", scale="0.5")["linkMbps"]
         self.assertAlmostEqual(half, full / 2, delta=full * 0.3)  # the trace moves meanwhile
+        self.assertEqual(float(published("robot")), mean * 0.5, "the measured mean follows")
         self.assertEqual(self.fault("robot", "link", scale="0")["linkMbps"], 0)
+        self.assertEqual(published("robot"), "0")
         self.assertGreater(self.fault("robot", "link", scale="1")["linkMbps"], 0)
+        self.assertEqual(float(published("robot")), mean, "restored")
+        self.assertIn("edgetrain.dev/link-mbps 0 -> ", self.kubectl.run("describe", "node", "robot").stdout)
         self.assertEqual(self.api.post("/_standin/nodes/gw/link", None, scale="0.5").status, 409,
                          "a wired link can be cut and restored, not rescaled")
+        self.assertIsNone(published("gw"), "wired: nothing measured")
+        self.assertEqual(self.fault("gw", "link", scale="0")["linkMbps"], 0)
+        self.assertEqual(published("gw"), "0", "cut, it carries nothing")
+        self.fault("gw", "link", scale="1")
+        self.assertIsNone(published("gw"), "whole again: wired")
 
 
 def our_namespaces(pid):

@@ -3,11 +3,18 @@ from a profile, their leases, nodes on paper, and pods run as local processes - 
 exit codes, restarts with back-off, logs, readiness, volumes, the downward API, the
 service account, users and the read-only root, deletion with grace."""
 
+import json
 import os
+import subprocess
 import unittest
 
-from harness import wait_until
-from emulated_site import SiteTestCase, condition, container_state, phase, shell_pod
+import yaml
+
+from harness import REPO_ROOT, wait_until
+from emulated_site import (EDGE_SITE, EDGE_SITE_PATH, SiteTestCase, condition, container_state,
+                           phase, shell_pod)
+
+EDGETRAIN = os.path.join(REPO_ROOT, "build", "bin", "edgetrain")
 
 
 class NodesTest(SiteTestCase):
@@ -21,6 +28,9 @@ class NodesTest(SiteTestCase):
         self.assertEqual(labels["kubernetes.io/os"], "linux")
         self.assertEqual(labels["edgetrain.dev/transient"], "false")
         self.assertEqual(notes["edgetrain.dev/compute-score"], "0.25")
+        self.assertEqual(notes["edgetrain.dev/emulated-slowdown"], "4")
+        self.assertGreater(float(notes["edgetrain.dev/link-mbps"]), 0)
+        self.assertNotIn("edgetrain.dev/link-mbps", nodes["gw"]["metadata"]["annotations"], "wired")
         self.assertEqual(notes["edgetrain.dev/compute-watts"], "15")
         self.assertEqual(nodes["gw"]["status"]["allocatable"]["cpu"], "4")
         self.assertEqual(nodes["gw"]["status"]["capacity"]["memory"], "8Gi")
@@ -162,6 +172,58 @@ class NodesTest(SiteTestCase):
         self.assertEqual(held["metadata"]["deletionGracePeriodSeconds"], 1)
         for name in ("polite", "stubborn"):
             self.wait_for(self.pod_path(), name, lambda p: p is None, timeout=10)
+
+
+class EdgeSiteTest(SiteTestCase):
+    """examples/nodes/edge-site.yaml as Nodes: what the operator will read of a site."""
+    profile = EDGE_SITE
+    extra_args = ["--pod-network", "loopback"]  # Nodes are the same on either network
+
+    def nodes(self):
+        return {n["metadata"]["name"]: n for n in self.api.get("/api/v1/nodes").json["items"]}
+
+    def test_the_example_site_registers_its_gateway_robots_board_and_spot_vms(self):
+        nodes = self.nodes()
+        self.assertEqual(sorted(nodes), ["gateway", "jetson-1", "robot-1", "robot-2", "robot-3",
+                                         "spot-1", "spot-2"])
+        self.assertTrue(all(condition(n, "Ready") == "True" for n in nodes.values()))
+        labels = {name: n["metadata"]["labels"] for name, n in nodes.items()}
+        notes = {name: n["metadata"]["annotations"] for name, n in nodes.items()}
+        taints = {name: n["spec"].get("taints") for name, n in nodes.items()}
+        transient = {name for name, l in labels.items() if l["edgetrain.dev/transient"] == "true"}
+        self.assertEqual(transient, {"spot-1", "spot-2"})
+        self.assertEqual(labels["jetson-1"]["kubernetes.io/arch"], "arm64")
+        self.assertEqual(labels["spot-1"]["cloud.google.com/gke-spot"], "true")
+        self.assertEqual(taints["spot-1"], [{"key": "cloud.google.com/gke-spot", "value": "true",
+                                             "effect": "NoSchedule"}])
+        self.assertEqual(labels["spot-2"]["eks.amazonaws.com/capacityType"], "SPOT")
+        self.assertIsNone(taints["spot-2"], "EKS labels its spot nodes and does not taint them")
+        self.assertEqual({k: nodes["spot-2"]["status"]["capacity"][k] for k in ("cpu", "memory", "pods")},
+                         {"cpu": "8", "memory": "32Gi", "pods": "110"})
+        self.assertEqual(nodes["spot-2"]["status"]["allocatable"], nodes["spot-2"]["status"]["capacity"])
+        self.assertEqual([notes["spot-2"][f"edgetrain.dev/{k}"] for k in
+                          ("memory", "compute-watts", "communicate-watts", "idle-watts")],
+                         ["32Gi", "60", "20", "15"])
+        wireless = {name for name, n in notes.items() if "edgetrain.dev/link-mbps" in n}
+        self.assertEqual(wireless, set(nodes) - {"gateway"}, "the wired gateway publishes no link")
+
+    @unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), "build/bin/edgetrain is not built")
+    def test_nodes_publish_the_numbers_edgetrain_plan_places_by(self):
+        # `edgetrain plan` reads the profile, the operator the Nodes: they must agree.
+        plan = json.loads(subprocess.run(
+            [EDGETRAIN, "plan", os.path.join(REPO_ROOT, "examples", "robot-team.yaml"),
+             "--nodes", EDGE_SITE_PATH, "--json"], capture_output=True, text=True, check=True).stdout)
+        slowdowns = {n["name"]: (n.get("compute") or {}).get("slowdown", 1)
+                     for n in yaml.safe_load(EDGE_SITE)["spec"]["nodes"]}
+        nodes = self.nodes()
+        for verdict in plan["nodes"]:
+            notes = nodes[verdict["node"]]["metadata"]["annotations"]
+            link = notes.get("edgetrain.dev/link-mbps")
+            self.assertEqual((float(notes["edgetrain.dev/compute-score"]),
+                              None if link is None else float(link)),
+                             (verdict["computeScore"], verdict.get("linkMbps")), verdict["node"])
+            self.assertEqual(float(notes["edgetrain.dev/emulated-slowdown"]),
+                             slowdowns[verdict["node"]], verdict["node"])
 
 
 class SchedulerTest(SiteTestCase):
