@@ -11,6 +11,7 @@ import unittest
 import yaml
 
 from harness import REPO_ROOT, wait_until
+from test_kubectl import read_line
 from emulated_site import (EDGE_SITE, EDGE_SITE_PATH, SiteTestCase, condition, container_state,
                            phase, shell_pod)
 
@@ -82,6 +83,59 @@ class NodesTest(SiteTestCase):
         n = self.api.get(f"/api/v1/nodes/{name}").json
         return next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
 
+    def test_configmap_and_secret_volumes_follow_their_sources(self):
+        # How a re-plan reaches a running agent: its plan's ConfigMap changes, and the
+        # kubelet swaps the file in place (a ..data link, so no reader sees half of it).
+        def sources(generation, token):
+            return ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "live-plan"},
+                     "data": {"plan.json": f'{{"generation": {generation}}}'}},
+                    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "live-key"},
+                     "stringData": {"token": token}})
+        self.apply(*sources(1, "first"))
+        pod = shell_pod("follower", (
+            "readlink /etc/plan/plan.json; last=; while true; do "
+            "now=\"$(cat /etc/plan/plan.json) $(cat /etc/key/token)\"; "
+            "[ \"$now\" = \"$last\" ] || echo \"$now\"; last=$now; sleep 0.05; done"),
+            restart="Always", grace=0)
+        pod["spec"]["containers"][0]["volumeMounts"] = [
+            {"name": "plan", "mountPath": "/etc/plan"}, {"name": "key", "mountPath": "/etc/key"}]
+        pod["spec"]["volumes"] = [{"name": "plan", "configMap": {"name": "live-plan"}},
+                                  {"name": "key", "secret": {"secretName": "live-key"}}]
+        self.apply(pod)
+        self.wait_pod("follower", lambda p: phase(p) == "Running")
+        follow = self.kubectl.start("logs", "-f", "follower")
+        try:
+            self.assertEqual(read_line(follow), "..data/plan.json\n")
+            self.assertEqual(read_line(follow), '{"generation": 1} first\n')
+            self.apply(*sources(2, "first"))
+            self.assertEqual(read_line(follow), '{"generation": 2} first\n')
+            self.apply(*sources(2, "second"))
+            self.assertEqual(read_line(follow), '{"generation": 2} second\n')
+        finally:
+            follow.kill()
+            follow.wait()
+            follow.stderr.close()  # its stdout is read_line's, to the end
+        self.assertEqual(container_state(self.get_pod("follower"))["restartCount"], 0,
+                         "the same process saw both changes")
+        self.kubectl.run("delete", "pod", "follower", "--wait=false")
+
+    def test_a_finalizer_holds_a_deleted_pod_after_its_containers_end(self):
+        pod = shell_pod("held", "trap 'exit 0' TERM; echo up; while true; do sleep 0.05; done")
+        pod["metadata"]["finalizers"] = ["edgetrain.dev/test-hold"]
+        self.apply(pod)
+        self.assertTrue(wait_until(lambda: self.api.get(self.pod_path("held") + "/log").raw
+                                   .startswith(b"up"), 10))
+        self.api.delete(self.pod_path("held"))
+        ended = self.wait_pod("held", lambda p: p is None or
+                              "terminated" in container_state(p).get("state", {}), timeout=10)
+        self.assertIsNotNone(ended, "the finalizer holds it")
+        self.assertTrue(ended["metadata"].get("deletionTimestamp"))
+        self.assertEqual(container_state(ended)["state"]["terminated"]["exitCode"], 0)
+        self.assertEqual(phase(ended), "Succeeded")
+        self.assertEqual(self.api.patch(self.pod_path("held"),
+                                        {"metadata": {"finalizers": None}}).status, 200)
+        self.wait_pod("held", lambda p: p is None, timeout=5)
+
     def test_exit_codes_restarts_with_back_off_and_previous_logs(self):
         self.apply(shell_pod("crash", "echo run; exit 3", restart="OnFailure"))
         p = self.wait_pod("crash", lambda p: container_state(p).get("restartCount", 0) >= 2)
@@ -119,6 +173,8 @@ class NodesTest(SiteTestCase):
         self.assertEqual(follow.stdout.readline(), "serving\n")
         ready = self.wait_pod("web", lambda p: condition(p, "Ready") == "True")
         self.assertTrue(container_state(ready)["ready"])
+        self.assertEqual([condition(ready, c) for c in ("PodScheduled", "Initialized",
+                                                        "ContainersReady")], ["True"] * 3)
         self.kubectl.run("delete", "pod", "web", "--wait=false")
         self.assertEqual(follow.wait(10), 0, "kubectl logs -f ends with the container")
 
@@ -224,6 +280,33 @@ class EdgeSiteTest(SiteTestCase):
                              (verdict["computeScore"], verdict.get("linkMbps")), verdict["node"])
             self.assertEqual(float(notes["edgetrain.dev/emulated-slowdown"]),
                              slowdowns[verdict["node"]], verdict["node"])
+
+
+class InClusterTest(SiteTestCase):
+    """With --tls: a pod reaches the API server as the operator's in-cluster
+    configuration does (client-go's order: KUBERNETES_SERVICE_HOST and _PORT, the
+    projected token as a Bearer token, the projected ca.crt to verify the server)."""
+    extra_args = ["--tls"]
+
+    def test_a_pod_reads_the_api_with_its_service_account(self):
+        script = ("import json, os, ssl, urllib.request\n"
+                  "d = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
+                  "token, ns = (open(f'{d}/{f}').read() for f in ('token', 'namespace'))\n"
+                  "url = 'https://%s:%s/api/v1/namespaces/%s/pods/%s' % (\n"
+                  "    os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT'],\n"
+                  "    ns, os.environ['POD'])\n"
+                  "ctx = ssl.create_default_context(cafile=f'{d}/ca.crt')\n"
+                  "me = json.load(urllib.request.urlopen(urllib.request.Request(\n"
+                  "    url, headers={'Authorization': 'Bearer ' + token}), context=ctx))\n"
+                  "print(me['metadata']['name'], me['spec']['nodeName'])\n")
+        pod = shell_pod("in-cluster", "exec python3 -c \"$SCRIPT\"", node="robot")
+        pod["spec"]["containers"][0]["env"] = [
+            {"name": "SCRIPT", "value": script},
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+        self.apply(pod)
+        done = self.wait_pod("in-cluster", lambda p: phase(p) in ("Succeeded", "Failed"))
+        log = self.kubectl.run("logs", "in-cluster").stdout
+        self.assertEqual((phase(done), log), ("Succeeded", "in-cluster robot\n"))
 
 
 class SchedulerTest(SiteTestCase):
