@@ -27,6 +27,9 @@ spec:
     - name: spot
       transient: true
       labels: {cloud.google.com/gke-spot: "true"}
+    - name: spot-eks
+      transient: true
+      labels: {eks.amazonaws.com/capacityType: SPOT}
 """
 
 # A pod whose program answers HTTP on its pod IP, so that the test sees it run without
@@ -112,22 +115,51 @@ class FaultsTest(SiteTestCase):
         self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
         self.kubectl.run("delete", "pod", "killed")
 
-    def test_a_spot_node_is_preempted_as_a_cloud_reclaims_it(self):
+    def test_spot_nodes_are_preempted_as_their_cloud_reclaims_them(self):
         self.running_pod("on-spot", "spot")
-        watch = self.api.watch("/api/v1/nodes", fieldSelector="metadata.name=spot")
-        self.fault("spot", "preempt", notice="5")
-        tainted = False
-        while True:
-            ev = watch.next(timeout=20)
-            self.assertIsNotNone(ev, "the node never went")
-            keys = {t["key"] for t in ev["object"].get("spec", {}).get("taints") or []}
-            tainted = tainted or "cloud.google.com/impending-node-termination" in keys
-            if ev["type"] == "DELETED":
-                break
-        self.assertTrue(tainted, "the termination notice came first")
-        self.assertIsNone(self.get_pod("on-spot"), "evicted before the node went")
-        self.fault("spot", "revive")
-        self.wait_for("/api/v1/nodes", "spot", lambda n: condition(n, "Ready") == "True")
+        self.running_pod("on-eks", "spot-eks")
+        # GKE's notice is a NoSchedule taint; EKS's termination handler's a NoExecute one.
+        for node, pod, notice in (("spot", "on-spot", ("cloud.google.com/impending-node-termination",
+                                                       "NoSchedule")),
+                                  ("spot-eks", "on-eks", ("aws-node-termination-handler/spot-itn",
+                                                          "NoExecute"))):
+            watch = self.api.watch("/api/v1/nodes", fieldSelector=f"metadata.name={node}")
+            self.fault(node, "preempt", notice="5")
+            tainted = False
+            while True:
+                ev = watch.next(timeout=20)
+                self.assertIsNotNone(ev, f"{node} never went")
+                taints = {(t["key"], t["effect"]) for t in
+                          ev["object"].get("spec", {}).get("taints") or []}
+                tainted = tainted or notice in taints
+                if ev["type"] == "DELETED":
+                    break
+            watch.close()
+            self.assertTrue(tainted, f"the termination notice {notice} came first")
+            self.assertIsNone(self.get_pod(pod), "evicted before the node went")
+            self.fault(node, "revive")
+            self.wait_for("/api/v1/nodes", node, lambda n: condition(n, "Ready") == "True")
+
+    def test_an_out_of_service_node_has_its_pods_force_deleted(self):
+        # Someone knows the partitioned node is down for good and says so (non-graceful
+        # node shutdown): its pods go at once instead of staying Terminating.
+        ip = self.running_pod("stranded", "robot")
+        self.fault("robot", "partition")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        self.kubectl.run("taint", "node", "robot",
+                         "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+        self.wait_pod("stranded", lambda p: p is None, timeout=10)
+        events = self.api.get("/api/v1/namespaces/default/events",
+                              fieldSelector="involvedObject.name=stranded").json["items"]
+        self.assertIn(("PodGC", "Force-deleting: the node is out of service"),
+                      {(e["reason"], e["message"]) for e in events})
+        self.kubectl.run("taint", "node", "robot", "node.kubernetes.io/out-of-service-")
+        self.fault("robot", "revive")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "True",
+                      timeout=10)
+        self.assertTrue(wait_until(lambda: not answers(ip), 5),
+                        "back in touch, the kubelet stops the pod that was deleted meanwhile")
 
     def test_a_slower_node_publishes_its_compute_score_and_leaves_running_pods_alone(self):
         ip = self.running_pod("steady", "gw")
