@@ -282,6 +282,34 @@ class EdgeSiteTest(SiteTestCase):
                              slowdowns[verdict["node"]], verdict["node"])
 
 
+class PaperSiteTest(SiteTestCase):
+    """Thousands of nodes on paper beside one that runs, as the operator's scale tests
+    will have them: registered Ready, no kubelet, no lease, and left Ready by the node
+    lifecycle controller while it marks a silent real node."""
+    PAPER = 3000
+    profile = ("apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+               "metadata: {name: paper-site}\nspec:\n  nodes:\n    - {name: gw}\n" +
+               "".join(f"    - {{name: paper-{i}, registeredOnly: true}}\n" for i in range(PAPER)))
+
+    def test_nodes_on_paper_stay_ready_without_leases(self):
+        print(f"\n{self.PAPER} nodes on paper: the stand-in ready in "
+              f"{self.server.startup_seconds:.2f} s")
+        nodes = self.api.get("/api/v1/nodes").json["items"]
+        self.assertEqual(len(nodes), self.PAPER + 1)
+        self.assertTrue(all(condition(n, "Ready") == "True" for n in nodes))
+        leases = self.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        self.assertEqual([l["metadata"]["name"] for l in leases.json["items"]], ["gw"])
+        # The lifecycle controller has looked past its grace once it marks gw, gone silent.
+        self.assertEqual(self.api.post("/_standin/nodes/gw/partition", None).status, 200)
+        self.wait_for("/api/v1/nodes", "gw", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        nodes = self.api.get("/api/v1/nodes", labelSelector="kubernetes.io/hostname!=gw").json["items"]
+        self.assertEqual(len(nodes), self.PAPER)
+        self.assertEqual([n["metadata"]["name"] for n in nodes
+                          if condition(n, "Ready") != "True" or n["spec"].get("taints")], [])
+        self.assertEqual(self.api.post("/_standin/nodes/gw/revive", None).status, 200)
+
+
 class InClusterTest(SiteTestCase):
     """With --tls: a pod reaches the API server as the operator's in-cluster
     configuration does (client-go's order: KUBERNETES_SERVICE_HOST and _PORT, the
