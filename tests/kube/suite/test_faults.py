@@ -1,7 +1,9 @@
 """Faults of the node emulator and the emulated node lifecycle controller: a partitioned
-node goes NotReady with its pods running on, and they stay Terminating after eviction
-until force-deleted; a killed node's processes die; a spot node is pre-empted as a cloud
-reclaims it; a link is rescaled, cut and restored; a node comes back. Then cleanup: the
+node goes NotReady with its pods running on (not ready in their Services' Endpoints), and
+they stay Terminating after eviction until force-deleted, or until the node is declared
+out of service; a killed node's processes die; spot nodes are pre-empted as their clouds
+reclaim them; a link is rescaled, cut and restored, its Node's published rate following;
+a node is slowed down; a node comes back. Then cleanup: the
 stand-in leaves no process, namespace, qdisc or route behind after SIGTERM or SIGKILL."""
 
 import os
@@ -73,13 +75,27 @@ class FaultsTest(SiteTestCase):
         return {t["key"] for t in (self.node(name) or {}).get("spec", {}).get("taints") or []}
 
     def running_pod(self, name, node):
-        self.apply(serving_pod(name, node))
+        pod = serving_pod(name, node)
+        pod["metadata"]["labels"] = {"app": name}
+        self.apply(pod)
         p = self.wait_pod(name, lambda p: condition(p, "Ready") == "True")
         self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
         return p["status"]["podIP"]
 
+    def endpoints(self, service, predicate):
+        """(ready, not ready) addresses of the Service once predicate holds of them."""
+        def ips(e, key):
+            return {a["ip"] for s in (e or {}).get("subsets") or [] for a in s.get(key) or []}
+        e = self.wait_for("/api/v1/namespaces/default/endpoints", service, lambda e: predicate(
+            ips(e, "addresses"), ips(e, "notReadyAddresses")), timeout=10)
+        return ips(e, "addresses"), ips(e, "notReadyAddresses")
+
     def test_a_partitioned_node_goes_not_ready_and_its_evicted_pods_stay_terminating(self):
+        self.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "partitioned"},
+                    "spec": {"clusterIP": "None", "selector": {"app": "partitioned"},
+                             "ports": [{"port": 8080}]}})
         ip = self.running_pod("partitioned", "robot")
+        self.endpoints("partitioned", lambda ready, not_ready: ready == {ip})
         self.fault("robot", "partition")
         self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
                       timeout=10)
@@ -87,10 +103,12 @@ class FaultsTest(SiteTestCase):
         self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" in self.taint_keys("robot"), 5),
                         self.taint_keys("robot"))
         p = self.wait_pod("partitioned", lambda p: condition(p, "Ready") == "False")
+        self.endpoints("partitioned", lambda ready, not_ready: (ready, not_ready) == (set(), {ip}))
         self.assertTrue(answers(ip), "its pods run on, as on a partitioned node")
         # After its 2 s of default toleration, evicted; no kubelet confirms it: Terminating.
         p = self.wait_pod("partitioned", lambda p: p["metadata"].get("deletionTimestamp"),
                           timeout=10)
+        self.endpoints("partitioned", lambda ready, not_ready: not (ready or not_ready))
         time.sleep(1.5)  # longer than its grace: still there, as in Kubernetes
         self.assertIsNotNone(self.get_pod("partitioned"))
         self.kubectl.run("delete", "pod", "partitioned", "--force", "--grace-period=0")
@@ -102,6 +120,7 @@ class FaultsTest(SiteTestCase):
                         "back in touch, the kubelet stops the pod that was deleted meanwhile")
         self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" not in
                                    self.taint_keys("robot"), 5))
+        self.kubectl.run("delete", "service", "partitioned")
 
     def test_a_killed_node_loses_its_processes_and_restarts_them_when_revived(self):
         ip = self.running_pod("killed", "gw")
