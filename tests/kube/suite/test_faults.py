@@ -9,7 +9,6 @@ stand-in leaves no process, namespace, qdisc or route behind after SIGTERM or SI
 import os
 import shutil
 import tempfile
-import signal
 import subprocess
 import time
 import unittest
@@ -241,22 +240,31 @@ def our_namespaces(pid):
 
 
 class CleanupTest(unittest.TestCase):
-    """SIGTERM and SIGKILL of the stand-in: every process, namespace, qdisc and route goes."""
+    """SIGTERM and SIGKILL of the stand-in: every process, namespace, qdisc and route goes,
+    and its folder (at once after SIGTERM, at the next start after SIGKILL)."""
+
+    def setUp(self):
+        # A TMPDIR of the test's own: the stand-in's folder is looked for there, and any
+        # stand-in that starts clears a killed one's (under ctest -j2 other suites do).
+        self.tmp = tempfile.mkdtemp(prefix="standin-cleanup-")
+        saved = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.tmp
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.addCleanup(lambda: os.environ.pop("TMPDIR") if saved is None
+                        else os.environ.__setitem__("TMPDIR", saved))
+
+    def folders(self):
+        return [os.path.join(self.tmp, d) for d in os.listdir(self.tmp)
+                if d.startswith("kube-standin-") and os.path.isdir(os.path.join(self.tmp, d))]
 
     def start_site(self, marker):
-        d = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"cleanup-{os.getpid()}-{marker}")
-        os.makedirs(d, exist_ok=True)
-        profile = os.path.join(d, "profile.yaml")
+        profile = os.path.join(self.tmp, "profile.yaml")
         with open(profile, "w") as f:
             f.write(SITE.replace("%s", REPO_ROOT))
         server = Standin("--nodes", profile, *FAST)
         server.start()
         api = server.client()
-        import yaml
-        manifest = os.path.join(d, "pod.yaml")
         pod = shell_pod(marker, f"sleep 1000 # {marker}", node="robot", restart="Always")
-        with open(manifest, "w") as f:
-            yaml.safe_dump(pod, f)
         r = api.post("/api/v1/namespaces/default/pods", pod)
         self.assertEqual(r.status, 201, r)
         self.assertTrue(wait_until(lambda: subprocess.run(["pgrep", "-f", marker],
@@ -264,6 +272,7 @@ class CleanupTest(unittest.TestCase):
         links = subprocess.run(["pgrep", "-f", f"node-links --nodes {profile}"],
                                capture_output=True, text=True).stdout.split()
         api.close()
+        self.assertEqual(len(self.folders()), 1, "its folder")
         return server, links[0] if links else None
 
     def assertNothingLeft(self, marker, links_pid):
@@ -289,36 +298,25 @@ class CleanupTest(unittest.TestCase):
         server.stop()
         self.assertEqual(server.returncode, 0)
         self.assertNothingLeft(marker, links)
+        self.assertEqual(self.folders(), [], "its folder went with it")
         print(f"\ncleanup after SIGTERM: {time.monotonic() - t0:.2f} s")
 
     def test_sigkill_leaves_nothing_and_the_next_start_clears_its_folder(self):
-        # A TMPDIR of this test's own: any stand-in that starts clears a killed
-        # one's folder, and under ctest -j2 other suites start theirs.
-        tmp = tempfile.mkdtemp(prefix="standin-kill-")
-        saved = os.environ.get("TMPDIR")
-        os.environ["TMPDIR"] = tmp
-        try:
-            marker = f"sigkill-{os.getpid()}"
-            server, links = self.start_site(marker)
-            t0 = time.monotonic()
-            server.proc.kill()
-            server.proc.wait()
-            self.assertNothingLeft(marker, links)
-            print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
-            left = [d for d in os.listdir(tmp) if d.startswith("kube-standin-") and os.path.isdir(os.path.join(tmp, d))]
-            self.assertEqual(len(left), 1, left)
-            with Standin() as next_one:
-                self.assertIn(f"removed {os.path.join(tmp, left[0])}, left by a stand-in that was killed",
-                              next_one.log())
-            self.assertFalse(os.path.exists(os.path.join(tmp, left[0])))
-            server.proc = None
-            server.stderr.close()
-        finally:
-            if saved is None:
-                del os.environ["TMPDIR"]
-            else:
-                os.environ["TMPDIR"] = saved
-            shutil.rmtree(tmp, ignore_errors=True)
+        marker = f"sigkill-{os.getpid()}"
+        server, links = self.start_site(marker)
+        t0 = time.monotonic()
+        server.proc.kill()
+        server.proc.wait()
+        self.assertNothingLeft(marker, links)
+        print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
+        left = self.folders()
+        self.assertEqual(len(left), 1, left)
+        with Standin() as next_one:
+            self.assertIn(f"removed {left[0]}, left by a stand-in that was killed", next_one.log())
+        self.assertFalse(os.path.exists(left[0]))
+        server.proc.stdout.close()
+        server.stderr.close()
+        server.proc = None
 
 
 if __name__ == "__main__":
