@@ -1,7 +1,8 @@
 """Faults for tests and for people, served as TEST HOOKS under /_standin/nodes/ (no real
 cluster has them; same authentication as the API):
 
-  GET  /_standin/nodes                       every node: kubelet alive, connected, link rate
+  GET  /_standin/nodes                       every node: kubelet alive, connected, compute
+                                             slowdown, link fault's scale, link rate now
   POST /_standin/nodes/NODE/partition        NotReady as on a partitioned node: the kubelet
                                              stops heartbeating and hearing from the API
                                              server; its pods run on
@@ -11,11 +12,14 @@ cluster has them; same authentication as the API):
                                              taint, its pods evicted (grace up to S, default
                                              30), then the node gone
   POST /_standin/nodes/NODE/link?scale=F     the link's trace times F from now: 0 cuts it,
-                                             1 restores it (kernel links only, as root)
+                                             1 restores it (kernel links only, as root); its
+                                             Node's edgetrain.dev/link-mbps follows (once it
+                                             is in touch)
   POST /_standin/nodes/NODE/compute?slowdown=F   its compute now F times slower than this
                                              machine (1 to 1000, as in profiles): its Node's
-                                             edgetrain.dev/compute-score becomes 1/F (once it
-                                             is in touch); running processes are not slowed
+                                             edgetrain.dev/compute-score becomes 1/F and its
+                                             emulated-slowdown F (once it is in touch);
+                                             running processes are not slowed
   POST /_standin/nodes/NODE/revive           bring it back: the kubelet registers again if need
                                              be, heartbeats and restarts its pods' containers
 
@@ -44,6 +48,7 @@ class Faults:
         if k is not None:
             out["kubelet"] = {"alive": k.alive, "connected": k.connected}
             out["computeSlowdown"] = k.slowdown
+            out["linkScale"] = k.link_factor
             try:
                 out["linkMbps"] = self.cluster.network.link_rate(name)
             except NodeLinksError:
@@ -71,9 +76,11 @@ class Faults:
             k.revive()
         elif action == "link":
             try:
-                self.cluster.network.scale_link(name, float(params.get("scale", "1")))
+                factor = float(params.get("scale", "1"))
+                self.cluster.network.scale_link(name, factor)
             except (LinkFaultUnsupported, NodeLinksError, ValueError) as e:
                 return 409, _status(409, str(e))
+            k.rescale_link(factor)
         elif action == "compute":
             try:
                 slowdown = float(params.get("slowdown", ""))

@@ -5,8 +5,9 @@ pods bound to its node (spec.nodeName) as local processes, one PodWorker each.
 Faults act here: a partitioned kubelet neither heartbeats nor hears from the API server
 while its pods run on; a killed one loses every process; a revived one registers again
 and restarts the containers of the pods still bound to it; a node whose compute slows
-down publishes its new edgetrain.dev/compute-score (as whatever measures nodes on a real
-site would) - and nothing more: its running processes go on at their own speed."""
+down or whose link is rescaled publishes its new edgetrain.dev/ measurements (as whatever
+measures nodes on a real site would) - and nothing more: its running processes go on at
+their own speed."""
 
 import math
 import os
@@ -18,7 +19,7 @@ from apiserver.errors import ApiError
 from . import pod_files
 from .client import Loop, now_micro, record_event
 from .cluster_names import site_names
-from .node_object import (COMPUTE_SCORE, compute_score, condition, node_object,
+from .node_object import (COMPUTE_SCORE, LINK_MBPS, condition, measurements, node_object,
                           ready_condition, set_condition)
 from .pod_worker import PodWorker
 
@@ -47,6 +48,7 @@ class Kubelet(Loop):
         self.folder = os.path.join(cluster.folder, "nodes", self.node_name)
         os.makedirs(self.folder, exist_ok=True)
         self.slowdown = node["compute"]["slowdown"]  # now: a fault may change it
+        self.link_factor = 1.0   # a link fault's multiplier of the trace (0: cut)
         self.alive = True        # the kubelet process runs
         self.connected = True    # it reaches the API server
         self.workers = {}        # pod uid -> PodWorker
@@ -57,7 +59,8 @@ class Kubelet(Loop):
 
     def register(self):
         try:
-            self.client.create("nodes", "", node_object(self._profile_now(), self.net))
+            self.client.create("nodes", "", node_object(self._profile_now(), self.net,
+                                                        self.link_factor))
         except ApiError as e:
             if e.code != 409:
                 raise
@@ -86,26 +89,41 @@ class Kubelet(Loop):
                 return False
             set_condition(node, ready_condition(True))
         self.client.mutate("nodes", "", self.node_name, ready, "status")
-        self._publish_compute_score()
+        self._publish_measurements()
 
     def _profile_now(self):
         return dict(self.profile, compute=dict(self.profile["compute"], slowdown=self.slowdown))
 
-    def _publish_compute_score(self):
-        score = compute_score(self.slowdown)
-        before = []
+    def _publish_measurements(self):
+        """The Node's edgetrain.dev/ measurements as they are now, with an event for each
+        that changed: what the operator places by and plans agents' slowdown from."""
+        now = measurements(self._profile_now(), self.link_factor)
+        before = {}
 
         def publish(node):
             notes = node["metadata"].setdefault("annotations", {})
-            if notes.get(COMPUTE_SCORE) == score:
+            before.clear()
+            for key, value in now.items():
+                if notes.get(key) != value:
+                    before[key] = notes.get(key)
+                    if value is None:
+                        del notes[key]
+                    else:
+                        notes[key] = value
+            if not before:
                 return False
-            before[:] = [notes.get(COMPUTE_SCORE)]
-            notes[COMPUTE_SCORE] = score
         node = self.client.mutate("nodes", "", self.node_name, publish)
-        if node is not None:
+        if node is None:
+            return
+        if COMPUTE_SCORE in before:
             record_event(self.client, node, "Normal", "ComputeSlowdownChanged",
-                         f"{COMPUTE_SCORE} {before[0]} -> {score} (compute slowdown "
-                         f"{self.slowdown:g})", "node-emulator")
+                         f"{COMPUTE_SCORE} {before[COMPUTE_SCORE]} -> {now[COMPUTE_SCORE]} "
+                         f"(compute slowdown {self.slowdown:g})", "node-emulator")
+        if LINK_MBPS in before:
+            record_event(self.client, node, "Normal", "LinkRateChanged",
+                         f"{LINK_MBPS} {before[LINK_MBPS] or 'none'} -> "
+                         f"{now[LINK_MBPS] or 'none'} (link scale {self.link_factor:g})",
+                         "node-emulator")
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -246,7 +264,14 @@ class Kubelet(Loop):
         once, or when it is back in touch with the API server."""
         self.slowdown = slowdown
         if self.alive and self.connected:
-            self._publish_compute_score()
+            self._publish_measurements()
+
+    def rescale_link(self, factor):
+        """Its link now carries its trace times `factor` (the network has made it so): its
+        measured rate is published at once, or when it is back in touch."""
+        self.link_factor = factor
+        if self.alive and self.connected:
+            self._publish_measurements()
 
     def revive(self):
         """Back: registers again if its Node went, heartbeats, and takes up its pods."""

@@ -3,23 +3,42 @@ labels, the edgetrain.dev/ labels and annotations, the profile's taints
 (docs/cluster-profiles.md, "As Kubernetes Nodes", is the table this follows)."""
 
 from .client import now_rfc3339
+from .profile import link_mean_mbps
 
 KUBELET_VERSION = "v1.32.0+edgetrain-emulated"
 
-
+# What a site's measurements publish of a node (core/node_view.h reads them) and faults
+# change while the site runs.
 COMPUTE_SCORE = "edgetrain.dev/compute-score"
+EMULATED_SLOWDOWN = "edgetrain.dev/emulated-slowdown"
+LINK_MBPS = "edgetrain.dev/link-mbps"
 
 
 def _number(x):
-    return f"{x:g}"
+    """The shortest text that reads back as the same double, so that a reader of the
+    Node has the very value `edgetrain plan` computes from the profile (1, 0.25, 30.5...)."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
 
 
-def compute_score(slowdown):
-    """What a node of this slowdown publishes: this machine is 1, ten times slower 0.1."""
-    return _number(1.0 / slowdown)
+def measurements(node, link_factor=1.0):
+    """The annotations a node's measurements give, as they are now: compute score and
+    the emulated slowdown it comes from (the agents' to apply: an emulated node's processes
+    run at this machine's speed), and the link's mean rate times a link fault's factor.
+    A wired node publishes no link rate, unless a fault cut its link: then 0. A value of
+    None means the annotation is absent."""
+    slowdown = node["compute"]["slowdown"]
+    mean = link_mean_mbps(node)
+    if mean is None:
+        link = None if link_factor == 1 else "0"  # an unshaped link: cut or whole
+    else:
+        link = _number(mean * link_factor)
+    # The score: this machine is 1, a node ten times slower 0.1.
+    return {COMPUTE_SCORE: _number(1.0 / slowdown), EMULATED_SLOWDOWN: _number(slowdown),
+            LINK_MBPS: link}
 
 
-def node_object(node, net=None):
+def node_object(node, net=None, link_factor=1.0):
     name = node["name"]
     labels = {
         "kubernetes.io/hostname": name,
@@ -29,13 +48,13 @@ def node_object(node, net=None):
     }
     labels.update(node.get("labels") or {})
     power = node["power"]
-    annotations = {
-        COMPUTE_SCORE: compute_score(node["compute"]["slowdown"]),
+    annotations = {k: v for k, v in measurements(node, link_factor).items() if v is not None}
+    annotations.update({
         "edgetrain.dev/memory": node["memory"],
         "edgetrain.dev/compute-watts": _number(power["computeWatts"]),
         "edgetrain.dev/communicate-watts": _number(power["communicateWatts"]),
         "edgetrain.dev/idle-watts": _number(power["idleWatts"]),
-    }
+    })
     capacity = {"cpu": str(node["cpu"]), "memory": node["memory"], "pods": str(node["pods"]),
                 "ephemeral-storage": "64Gi"}
     spec = {}

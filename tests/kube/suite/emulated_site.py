@@ -10,7 +10,7 @@ import unittest
 
 import yaml
 
-from harness import Standin, find_kubectl
+from harness import REPO_ROOT, Standin, find_kubectl
 from test_kubectl import Kubectl
 
 FAST = ["--heartbeat", "0.2", "--node-monitor-grace", "1", "--default-toleration-seconds", "2",
@@ -30,6 +30,12 @@ spec:
     - {name: paper, registeredOnly: true}
 """
 
+# examples/nodes/edge-site.yaml with its traces' paths made absolute, since the class's
+# copy of a profile lives elsewhere.
+EDGE_SITE_PATH = os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")
+with open(EDGE_SITE_PATH) as _f:
+    EDGE_SITE = _f.read().replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
+
 
 class SiteTestCase(unittest.TestCase):
     profile = TWO_NODES_AND_A_PAPER_ONE
@@ -37,7 +43,6 @@ class SiteTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from harness import REPO_ROOT
         cls.dir = tempfile.mkdtemp(prefix="site-test-")
         cls.profile_path = os.path.join(cls.dir, "profile.yaml")
         with open(cls.profile_path, "w") as f:

@@ -1,13 +1,14 @@
 """Faults of the node emulator and the emulated node lifecycle controller: a partitioned
-node goes NotReady with its pods running on, and they stay Terminating after eviction
-until force-deleted; a killed node's processes die; a spot node is pre-empted as a cloud
-reclaims it; a link is rescaled, cut and restored; a node comes back. Then cleanup: the
+node goes NotReady with its pods running on (not ready in their Services' Endpoints), and
+they stay Terminating after eviction until force-deleted, or until the node is declared
+out of service; a killed node's processes die; spot nodes are pre-empted as their clouds
+reclaim them; a link is rescaled, cut and restored, its Node's published rate following;
+a node is slowed down; a node comes back. Then cleanup: the
 stand-in leaves no process, namespace, qdisc or route behind after SIGTERM or SIGKILL."""
 
 import os
 import shutil
 import tempfile
-import signal
 import subprocess
 import time
 import unittest
@@ -27,6 +28,9 @@ spec:
     - name: spot
       transient: true
       labels: {cloud.google.com/gke-spot: "true"}
+    - name: spot-eks
+      transient: true
+      labels: {eks.amazonaws.com/capacityType: SPOT}
 """
 
 # A pod whose program answers HTTP on its pod IP, so that the test sees it run without
@@ -70,13 +74,27 @@ class FaultsTest(SiteTestCase):
         return {t["key"] for t in (self.node(name) or {}).get("spec", {}).get("taints") or []}
 
     def running_pod(self, name, node):
-        self.apply(serving_pod(name, node))
+        pod = serving_pod(name, node)
+        pod["metadata"]["labels"] = {"app": name}
+        self.apply(pod)
         p = self.wait_pod(name, lambda p: condition(p, "Ready") == "True")
         self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
         return p["status"]["podIP"]
 
+    def endpoints(self, service, predicate):
+        """(ready, not ready) addresses of the Service once predicate holds of them."""
+        def ips(e, key):
+            return {a["ip"] for s in (e or {}).get("subsets") or [] for a in s.get(key) or []}
+        e = self.wait_for("/api/v1/namespaces/default/endpoints", service, lambda e: predicate(
+            ips(e, "addresses"), ips(e, "notReadyAddresses")), timeout=10)
+        return ips(e, "addresses"), ips(e, "notReadyAddresses")
+
     def test_a_partitioned_node_goes_not_ready_and_its_evicted_pods_stay_terminating(self):
+        self.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "partitioned"},
+                    "spec": {"clusterIP": "None", "selector": {"app": "partitioned"},
+                             "ports": [{"port": 8080}]}})
         ip = self.running_pod("partitioned", "robot")
+        self.endpoints("partitioned", lambda ready, not_ready: ready == {ip})
         self.fault("robot", "partition")
         self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
                       timeout=10)
@@ -84,10 +102,12 @@ class FaultsTest(SiteTestCase):
         self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" in self.taint_keys("robot"), 5),
                         self.taint_keys("robot"))
         p = self.wait_pod("partitioned", lambda p: condition(p, "Ready") == "False")
+        self.endpoints("partitioned", lambda ready, not_ready: (ready, not_ready) == (set(), {ip}))
         self.assertTrue(answers(ip), "its pods run on, as on a partitioned node")
         # After its 2 s of default toleration, evicted; no kubelet confirms it: Terminating.
         p = self.wait_pod("partitioned", lambda p: p["metadata"].get("deletionTimestamp"),
                           timeout=10)
+        self.endpoints("partitioned", lambda ready, not_ready: not (ready or not_ready))
         time.sleep(1.5)  # longer than its grace: still there, as in Kubernetes
         self.assertIsNotNone(self.get_pod("partitioned"))
         self.kubectl.run("delete", "pod", "partitioned", "--force", "--grace-period=0")
@@ -99,6 +119,7 @@ class FaultsTest(SiteTestCase):
                         "back in touch, the kubelet stops the pod that was deleted meanwhile")
         self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" not in
                                    self.taint_keys("robot"), 5))
+        self.kubectl.run("delete", "service", "partitioned")
 
     def test_a_killed_node_loses_its_processes_and_restarts_them_when_revived(self):
         ip = self.running_pod("killed", "gw")
@@ -112,29 +133,64 @@ class FaultsTest(SiteTestCase):
         self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
         self.kubectl.run("delete", "pod", "killed")
 
-    def test_a_spot_node_is_preempted_as_a_cloud_reclaims_it(self):
+    def test_spot_nodes_are_preempted_as_their_cloud_reclaims_them(self):
         self.running_pod("on-spot", "spot")
-        watch = self.api.watch("/api/v1/nodes", fieldSelector="metadata.name=spot")
-        self.fault("spot", "preempt", notice="5")
-        tainted = False
-        while True:
-            ev = watch.next(timeout=20)
-            self.assertIsNotNone(ev, "the node never went")
-            keys = {t["key"] for t in ev["object"].get("spec", {}).get("taints") or []}
-            tainted = tainted or "cloud.google.com/impending-node-termination" in keys
-            if ev["type"] == "DELETED":
-                break
-        self.assertTrue(tainted, "the termination notice came first")
-        self.assertIsNone(self.get_pod("on-spot"), "evicted before the node went")
-        self.fault("spot", "revive")
-        self.wait_for("/api/v1/nodes", "spot", lambda n: condition(n, "Ready") == "True")
+        self.running_pod("on-eks", "spot-eks")
+        # GKE's notice is a NoSchedule taint; EKS's termination handler's a NoExecute one.
+        for node, pod, notice in (("spot", "on-spot", ("cloud.google.com/impending-node-termination",
+                                                       "NoSchedule")),
+                                  ("spot-eks", "on-eks", ("aws-node-termination-handler/spot-itn",
+                                                          "NoExecute"))):
+            watch = self.api.watch("/api/v1/nodes", fieldSelector=f"metadata.name={node}")
+            self.fault(node, "preempt", notice="5")
+            tainted = False
+            while True:
+                ev = watch.next(timeout=20)
+                self.assertIsNotNone(ev, f"{node} never went")
+                taints = {(t["key"], t["effect"]) for t in
+                          ev["object"].get("spec", {}).get("taints") or []}
+                tainted = tainted or notice in taints
+                if ev["type"] == "DELETED":
+                    break
+            watch.close()
+            self.assertTrue(tainted, f"the termination notice {notice} came first")
+            self.assertIsNone(self.get_pod(pod), "evicted before the node went")
+            self.fault(node, "revive")
+            self.wait_for("/api/v1/nodes", node, lambda n: condition(n, "Ready") == "True")
+
+    def test_an_out_of_service_node_has_its_pods_force_deleted(self):
+        # Someone knows the partitioned node is down for good and says so (non-graceful
+        # node shutdown): its pods go at once instead of staying Terminating.
+        ip = self.running_pod("stranded", "robot")
+        self.fault("robot", "partition")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        self.kubectl.run("taint", "node", "robot",
+                         "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+        self.wait_pod("stranded", lambda p: p is None, timeout=10)
+        events = self.api.get("/api/v1/namespaces/default/events",
+                              fieldSelector="involvedObject.name=stranded").json["items"]
+        self.assertIn(("PodGC", "Force-deleting: the node is out of service"),
+                      {(e["reason"], e["message"]) for e in events})
+        self.kubectl.run("taint", "node", "robot", "node.kubernetes.io/out-of-service-")
+        self.fault("robot", "revive")
+        self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "True",
+                      timeout=10)
+        self.assertTrue(wait_until(lambda: not answers(ip), 5),
+                        "back in touch, the kubelet stops the pod that was deleted meanwhile")
 
     def test_a_slower_node_publishes_its_compute_score_and_leaves_running_pods_alone(self):
         ip = self.running_pod("steady", "gw")
         started = container_state(self.get_pod("steady"))["state"]["running"]["startedAt"]
         self.assertEqual(self.fault("gw", "compute", slowdown="4")["computeSlowdown"], 4)
-        score = lambda n: n["metadata"]["annotations"]["edgetrain.dev/compute-score"]  # noqa: E731
+
+        def score(n):  # with the slowdown agents are to apply, which must agree with it
+            notes = n["metadata"]["annotations"]
+            self.assertAlmostEqual(float(notes["edgetrain.dev/emulated-slowdown"]) *
+                                   float(notes["edgetrain.dev/compute-score"]), 1, 12, notes)
+            return notes["edgetrain.dev/compute-score"]
         self.assertEqual(score(self.node("gw")), "0.25", "published at once")
+        self.assertEqual(self.node("gw")["metadata"]["annotations"]["edgetrain.dev/emulated-slowdown"], "4")
         self.assertIn("edgetrain.dev/compute-score 1 -> 0.25 (compute slowdown 4)",
                       self.kubectl.run("describe", "node", "gw").stdout)
         pod = self.get_pod("steady")
@@ -156,14 +212,26 @@ class FaultsTest(SiteTestCase):
 
     @unittest.skipUnless(os.geteuid() == 0, "a link fault needs the kernel's links (root)")
     def test_a_link_is_rescaled_cut_and_restored(self):
+        def published(name):  # what the site's measurement says of it, None if nothing
+            return self.node(name)["metadata"]["annotations"].get("edgetrain.dev/link-mbps")
+        mean = float(published("robot"))
         full = self.api.get("/_standin/nodes/robot").json["linkMbps"]
         self.assertGreater(full, 0)
         half = self.fault("robot", "link", scale="0.5")["linkMbps"]
         self.assertAlmostEqual(half, full / 2, delta=full * 0.3)  # the trace moves meanwhile
+        self.assertEqual(float(published("robot")), mean * 0.5, "the measured mean follows")
         self.assertEqual(self.fault("robot", "link", scale="0")["linkMbps"], 0)
+        self.assertEqual(published("robot"), "0")
         self.assertGreater(self.fault("robot", "link", scale="1")["linkMbps"], 0)
+        self.assertEqual(float(published("robot")), mean, "restored")
+        self.assertIn("edgetrain.dev/link-mbps 0 -> ", self.kubectl.run("describe", "node", "robot").stdout)
         self.assertEqual(self.api.post("/_standin/nodes/gw/link", None, scale="0.5").status, 409,
                          "a wired link can be cut and restored, not rescaled")
+        self.assertIsNone(published("gw"), "wired: nothing measured")
+        self.assertEqual(self.fault("gw", "link", scale="0")["linkMbps"], 0)
+        self.assertEqual(published("gw"), "0", "cut, it carries nothing")
+        self.fault("gw", "link", scale="1")
+        self.assertIsNone(published("gw"), "whole again: wired")
 
 
 def our_namespaces(pid):
@@ -172,22 +240,31 @@ def our_namespaces(pid):
 
 
 class CleanupTest(unittest.TestCase):
-    """SIGTERM and SIGKILL of the stand-in: every process, namespace, qdisc and route goes."""
+    """SIGTERM and SIGKILL of the stand-in: every process, namespace, qdisc and route goes,
+    and its folder (at once after SIGTERM, at the next start after SIGKILL)."""
+
+    def setUp(self):
+        # A TMPDIR of the test's own: the stand-in's folder is looked for there, and any
+        # stand-in that starts clears a killed one's (under ctest -j2 other suites do).
+        self.tmp = tempfile.mkdtemp(prefix="standin-cleanup-")
+        saved = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.tmp
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.addCleanup(lambda: os.environ.pop("TMPDIR") if saved is None
+                        else os.environ.__setitem__("TMPDIR", saved))
+
+    def folders(self):
+        return [os.path.join(self.tmp, d) for d in os.listdir(self.tmp)
+                if d.startswith("kube-standin-") and os.path.isdir(os.path.join(self.tmp, d))]
 
     def start_site(self, marker):
-        d = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"cleanup-{os.getpid()}-{marker}")
-        os.makedirs(d, exist_ok=True)
-        profile = os.path.join(d, "profile.yaml")
+        profile = os.path.join(self.tmp, "profile.yaml")
         with open(profile, "w") as f:
             f.write(SITE.replace("%s", REPO_ROOT))
         server = Standin("--nodes", profile, *FAST)
         server.start()
         api = server.client()
-        import yaml
-        manifest = os.path.join(d, "pod.yaml")
         pod = shell_pod(marker, f"sleep 1000 # {marker}", node="robot", restart="Always")
-        with open(manifest, "w") as f:
-            yaml.safe_dump(pod, f)
         r = api.post("/api/v1/namespaces/default/pods", pod)
         self.assertEqual(r.status, 201, r)
         self.assertTrue(wait_until(lambda: subprocess.run(["pgrep", "-f", marker],
@@ -195,6 +272,7 @@ class CleanupTest(unittest.TestCase):
         links = subprocess.run(["pgrep", "-f", f"node-links --nodes {profile}"],
                                capture_output=True, text=True).stdout.split()
         api.close()
+        self.assertEqual(len(self.folders()), 1, "its folder")
         return server, links[0] if links else None
 
     def assertNothingLeft(self, marker, links_pid):
@@ -220,36 +298,25 @@ class CleanupTest(unittest.TestCase):
         server.stop()
         self.assertEqual(server.returncode, 0)
         self.assertNothingLeft(marker, links)
+        self.assertEqual(self.folders(), [], "its folder went with it")
         print(f"\ncleanup after SIGTERM: {time.monotonic() - t0:.2f} s")
 
     def test_sigkill_leaves_nothing_and_the_next_start_clears_its_folder(self):
-        # A TMPDIR of this test's own: any stand-in that starts clears a killed
-        # one's folder, and under ctest -j2 other suites start theirs.
-        tmp = tempfile.mkdtemp(prefix="standin-kill-")
-        saved = os.environ.get("TMPDIR")
-        os.environ["TMPDIR"] = tmp
-        try:
-            marker = f"sigkill-{os.getpid()}"
-            server, links = self.start_site(marker)
-            t0 = time.monotonic()
-            server.proc.kill()
-            server.proc.wait()
-            self.assertNothingLeft(marker, links)
-            print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
-            left = [d for d in os.listdir(tmp) if d.startswith("kube-standin-") and os.path.isdir(os.path.join(tmp, d))]
-            self.assertEqual(len(left), 1, left)
-            with Standin() as next_one:
-                self.assertIn(f"removed {os.path.join(tmp, left[0])}, left by a stand-in that was killed",
-                              next_one.log())
-            self.assertFalse(os.path.exists(os.path.join(tmp, left[0])))
-            server.proc = None
-            server.stderr.close()
-        finally:
-            if saved is None:
-                del os.environ["TMPDIR"]
-            else:
-                os.environ["TMPDIR"] = saved
-            shutil.rmtree(tmp, ignore_errors=True)
+        marker = f"sigkill-{os.getpid()}"
+        server, links = self.start_site(marker)
+        t0 = time.monotonic()
+        server.proc.kill()
+        server.proc.wait()
+        self.assertNothingLeft(marker, links)
+        print(f"\ncleanup after SIGKILL: {time.monotonic() - t0:.2f} s")
+        left = self.folders()
+        self.assertEqual(len(left), 1, left)
+        with Standin() as next_one:
+            self.assertIn(f"removed {left[0]}, left by a stand-in that was killed", next_one.log())
+        self.assertFalse(os.path.exists(left[0]))
+        server.proc.stdout.close()
+        server.stderr.close()
+        server.proc = None
 
 
 if __name__ == "__main__":

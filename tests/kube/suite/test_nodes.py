@@ -3,11 +3,19 @@ from a profile, their leases, nodes on paper, and pods run as local processes - 
 exit codes, restarts with back-off, logs, readiness, volumes, the downward API, the
 service account, users and the read-only root, deletion with grace."""
 
+import json
 import os
+import subprocess
 import unittest
 
-from harness import wait_until
-from emulated_site import SiteTestCase, condition, container_state, phase, shell_pod
+import yaml
+
+from harness import REPO_ROOT, wait_until
+from test_kubectl import read_line
+from emulated_site import (EDGE_SITE, EDGE_SITE_PATH, SiteTestCase, condition, container_state,
+                           phase, shell_pod)
+
+EDGETRAIN = os.path.join(REPO_ROOT, "build", "bin", "edgetrain")
 
 
 class NodesTest(SiteTestCase):
@@ -21,6 +29,9 @@ class NodesTest(SiteTestCase):
         self.assertEqual(labels["kubernetes.io/os"], "linux")
         self.assertEqual(labels["edgetrain.dev/transient"], "false")
         self.assertEqual(notes["edgetrain.dev/compute-score"], "0.25")
+        self.assertEqual(notes["edgetrain.dev/emulated-slowdown"], "4")
+        self.assertGreater(float(notes["edgetrain.dev/link-mbps"]), 0)
+        self.assertNotIn("edgetrain.dev/link-mbps", nodes["gw"]["metadata"]["annotations"], "wired")
         self.assertEqual(notes["edgetrain.dev/compute-watts"], "15")
         self.assertEqual(nodes["gw"]["status"]["allocatable"]["cpu"], "4")
         self.assertEqual(nodes["gw"]["status"]["capacity"]["memory"], "8Gi")
@@ -72,6 +83,59 @@ class NodesTest(SiteTestCase):
         n = self.api.get(f"/api/v1/nodes/{name}").json
         return next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
 
+    def test_configmap_and_secret_volumes_follow_their_sources(self):
+        # How a re-plan reaches a running agent: its plan's ConfigMap changes, and the
+        # kubelet swaps the file in place (a ..data link, so no reader sees half of it).
+        def sources(generation, token):
+            return ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "live-plan"},
+                     "data": {"plan.json": f'{{"generation": {generation}}}'}},
+                    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "live-key"},
+                     "stringData": {"token": token}})
+        self.apply(*sources(1, "first"))
+        pod = shell_pod("follower", (
+            "readlink /etc/plan/plan.json; last=; while true; do "
+            "now=\"$(cat /etc/plan/plan.json) $(cat /etc/key/token)\"; "
+            "[ \"$now\" = \"$last\" ] || echo \"$now\"; last=$now; sleep 0.05; done"),
+            restart="Always", grace=0)
+        pod["spec"]["containers"][0]["volumeMounts"] = [
+            {"name": "plan", "mountPath": "/etc/plan"}, {"name": "key", "mountPath": "/etc/key"}]
+        pod["spec"]["volumes"] = [{"name": "plan", "configMap": {"name": "live-plan"}},
+                                  {"name": "key", "secret": {"secretName": "live-key"}}]
+        self.apply(pod)
+        self.wait_pod("follower", lambda p: phase(p) == "Running")
+        follow = self.kubectl.start("logs", "-f", "follower")
+        try:
+            self.assertEqual(read_line(follow), "..data/plan.json\n")
+            self.assertEqual(read_line(follow), '{"generation": 1} first\n')
+            self.apply(*sources(2, "first"))
+            self.assertEqual(read_line(follow), '{"generation": 2} first\n')
+            self.apply(*sources(2, "second"))
+            self.assertEqual(read_line(follow), '{"generation": 2} second\n')
+        finally:
+            follow.kill()
+            follow.wait()
+            follow.stderr.close()  # its stdout is read_line's, to the end
+        self.assertEqual(container_state(self.get_pod("follower"))["restartCount"], 0,
+                         "the same process saw both changes")
+        self.kubectl.run("delete", "pod", "follower", "--wait=false")
+
+    def test_a_finalizer_holds_a_deleted_pod_after_its_containers_end(self):
+        pod = shell_pod("held", "trap 'exit 0' TERM; echo up; while true; do sleep 0.05; done")
+        pod["metadata"]["finalizers"] = ["edgetrain.dev/test-hold"]
+        self.apply(pod)
+        self.assertTrue(wait_until(lambda: self.api.get(self.pod_path("held") + "/log").raw
+                                   .startswith(b"up"), 10))
+        self.api.delete(self.pod_path("held"))
+        ended = self.wait_pod("held", lambda p: p is None or
+                              "terminated" in container_state(p).get("state", {}), timeout=10)
+        self.assertIsNotNone(ended, "the finalizer holds it")
+        self.assertTrue(ended["metadata"].get("deletionTimestamp"))
+        self.assertEqual(container_state(ended)["state"]["terminated"]["exitCode"], 0)
+        self.assertEqual(phase(ended), "Succeeded")
+        self.assertEqual(self.api.patch(self.pod_path("held"),
+                                        {"metadata": {"finalizers": None}}).status, 200)
+        self.wait_pod("held", lambda p: p is None, timeout=5)
+
     def test_exit_codes_restarts_with_back_off_and_previous_logs(self):
         self.apply(shell_pod("crash", "echo run; exit 3", restart="OnFailure"))
         p = self.wait_pod("crash", lambda p: container_state(p).get("restartCount", 0) >= 2)
@@ -109,6 +173,8 @@ class NodesTest(SiteTestCase):
         self.assertEqual(follow.stdout.readline(), "serving\n")
         ready = self.wait_pod("web", lambda p: condition(p, "Ready") == "True")
         self.assertTrue(container_state(ready)["ready"])
+        self.assertEqual([condition(ready, c) for c in ("PodScheduled", "Initialized",
+                                                        "ContainersReady")], ["True"] * 3)
         self.kubectl.run("delete", "pod", "web", "--wait=false")
         self.assertEqual(follow.wait(10), 0, "kubectl logs -f ends with the container")
 
@@ -162,6 +228,113 @@ class NodesTest(SiteTestCase):
         self.assertEqual(held["metadata"]["deletionGracePeriodSeconds"], 1)
         for name in ("polite", "stubborn"):
             self.wait_for(self.pod_path(), name, lambda p: p is None, timeout=10)
+
+
+class EdgeSiteTest(SiteTestCase):
+    """examples/nodes/edge-site.yaml as Nodes: what the operator will read of a site."""
+    profile = EDGE_SITE
+    extra_args = ["--pod-network", "loopback"]  # Nodes are the same on either network
+
+    def nodes(self):
+        return {n["metadata"]["name"]: n for n in self.api.get("/api/v1/nodes").json["items"]}
+
+    def test_the_example_site_registers_its_gateway_robots_board_and_spot_vms(self):
+        nodes = self.nodes()
+        self.assertEqual(sorted(nodes), ["gateway", "jetson-1", "robot-1", "robot-2", "robot-3",
+                                         "spot-1", "spot-2"])
+        self.assertTrue(all(condition(n, "Ready") == "True" for n in nodes.values()))
+        labels = {name: n["metadata"]["labels"] for name, n in nodes.items()}
+        notes = {name: n["metadata"]["annotations"] for name, n in nodes.items()}
+        taints = {name: n["spec"].get("taints") for name, n in nodes.items()}
+        transient = {name for name, l in labels.items() if l["edgetrain.dev/transient"] == "true"}
+        self.assertEqual(transient, {"spot-1", "spot-2"})
+        self.assertEqual(labels["jetson-1"]["kubernetes.io/arch"], "arm64")
+        self.assertEqual(labels["spot-1"]["cloud.google.com/gke-spot"], "true")
+        self.assertEqual(taints["spot-1"], [{"key": "cloud.google.com/gke-spot", "value": "true",
+                                             "effect": "NoSchedule"}])
+        self.assertEqual(labels["spot-2"]["eks.amazonaws.com/capacityType"], "SPOT")
+        self.assertIsNone(taints["spot-2"], "EKS labels its spot nodes and does not taint them")
+        self.assertEqual({k: nodes["spot-2"]["status"]["capacity"][k] for k in ("cpu", "memory", "pods")},
+                         {"cpu": "8", "memory": "32Gi", "pods": "110"})
+        self.assertEqual(nodes["spot-2"]["status"]["allocatable"], nodes["spot-2"]["status"]["capacity"])
+        self.assertEqual([notes["spot-2"][f"edgetrain.dev/{k}"] for k in
+                          ("memory", "compute-watts", "communicate-watts", "idle-watts")],
+                         ["32Gi", "60", "20", "15"])
+        wireless = {name for name, n in notes.items() if "edgetrain.dev/link-mbps" in n}
+        self.assertEqual(wireless, set(nodes) - {"gateway"}, "the wired gateway publishes no link")
+
+    @unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), "build/bin/edgetrain is not built")
+    def test_nodes_publish_the_numbers_edgetrain_plan_places_by(self):
+        # `edgetrain plan` reads the profile, the operator the Nodes: they must agree.
+        plan = json.loads(subprocess.run(
+            [EDGETRAIN, "plan", os.path.join(REPO_ROOT, "examples", "robot-team.yaml"),
+             "--nodes", EDGE_SITE_PATH, "--json"], capture_output=True, text=True, check=True).stdout)
+        slowdowns = {n["name"]: (n.get("compute") or {}).get("slowdown", 1)
+                     for n in yaml.safe_load(EDGE_SITE)["spec"]["nodes"]}
+        nodes = self.nodes()
+        for verdict in plan["nodes"]:
+            notes = nodes[verdict["node"]]["metadata"]["annotations"]
+            link = notes.get("edgetrain.dev/link-mbps")
+            self.assertEqual((float(notes["edgetrain.dev/compute-score"]),
+                              None if link is None else float(link)),
+                             (verdict["computeScore"], verdict.get("linkMbps")), verdict["node"])
+            self.assertEqual(float(notes["edgetrain.dev/emulated-slowdown"]),
+                             slowdowns[verdict["node"]], verdict["node"])
+
+
+class PaperSiteTest(SiteTestCase):
+    """Thousands of nodes on paper beside one that runs, as the operator's scale tests
+    will have them: registered Ready, no kubelet, no lease, and left Ready by the node
+    lifecycle controller while it marks a silent real node."""
+    PAPER = 3000
+    profile = ("apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+               "metadata: {name: paper-site}\nspec:\n  nodes:\n    - {name: gw}\n" +
+               "".join(f"    - {{name: paper-{i}, registeredOnly: true}}\n" for i in range(PAPER)))
+
+    def test_nodes_on_paper_stay_ready_without_leases(self):
+        print(f"\n{self.PAPER} nodes on paper: the stand-in ready in "
+              f"{self.server.startup_seconds:.2f} s")
+        nodes = self.api.get("/api/v1/nodes").json["items"]
+        self.assertEqual(len(nodes), self.PAPER + 1)
+        self.assertTrue(all(condition(n, "Ready") == "True" for n in nodes))
+        leases = self.api.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        self.assertEqual([l["metadata"]["name"] for l in leases.json["items"]], ["gw"])
+        # The lifecycle controller has looked past its grace once it marks gw, gone silent.
+        self.assertEqual(self.api.post("/_standin/nodes/gw/partition", None).status, 200)
+        self.wait_for("/api/v1/nodes", "gw", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        nodes = self.api.get("/api/v1/nodes", labelSelector="kubernetes.io/hostname!=gw").json["items"]
+        self.assertEqual(len(nodes), self.PAPER)
+        self.assertEqual([n["metadata"]["name"] for n in nodes
+                          if condition(n, "Ready") != "True" or n["spec"].get("taints")], [])
+        self.assertEqual(self.api.post("/_standin/nodes/gw/revive", None).status, 200)
+
+
+class InClusterTest(SiteTestCase):
+    """With --tls: a pod reaches the API server as the operator's in-cluster
+    configuration does (client-go's order: KUBERNETES_SERVICE_HOST and _PORT, the
+    projected token as a Bearer token, the projected ca.crt to verify the server)."""
+    extra_args = ["--tls"]
+
+    def test_a_pod_reads_the_api_with_its_service_account(self):
+        script = ("import json, os, ssl, urllib.request\n"
+                  "d = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
+                  "token, ns = (open(f'{d}/{f}').read() for f in ('token', 'namespace'))\n"
+                  "url = 'https://%s:%s/api/v1/namespaces/%s/pods/%s' % (\n"
+                  "    os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT'],\n"
+                  "    ns, os.environ['POD'])\n"
+                  "ctx = ssl.create_default_context(cafile=f'{d}/ca.crt')\n"
+                  "me = json.load(urllib.request.urlopen(urllib.request.Request(\n"
+                  "    url, headers={'Authorization': 'Bearer ' + token}), context=ctx))\n"
+                  "print(me['metadata']['name'], me['spec']['nodeName'])\n")
+        pod = shell_pod("in-cluster", "exec python3 -c \"$SCRIPT\"", node="robot")
+        pod["spec"]["containers"][0]["env"] = [
+            {"name": "SCRIPT", "value": script},
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+        self.apply(pod)
+        done = self.wait_pod("in-cluster", lambda p: phase(p) in ("Succeeded", "Failed"))
+        log = self.kubectl.run("logs", "in-cluster").stdout
+        self.assertEqual((phase(done), log), ("Succeeded", "in-cluster robot\n"))
 
 
 class SchedulerTest(SiteTestCase):

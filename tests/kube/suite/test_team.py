@@ -11,7 +11,7 @@ import os
 import time
 import unittest
 
-from emulated_site import SiteTestCase, condition, container_state, phase
+from emulated_site import EDGE_SITE, SiteTestCase, condition, container_state, phase
 from harness import KUBE_DIR, REPO_ROOT
 
 MANIFEST = os.path.join(KUBE_DIR, "manifests", "digits-team.yaml")
@@ -30,8 +30,7 @@ def get_json(host, port, path, timeout=2):
 
 @unittest.skipUnless(os.access(AGENT, os.X_OK), "build/bin/edgetrain-agent is not built")
 class TeamTest(SiteTestCase):
-    profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
-        .replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
+    profile = EDGE_SITE
 
     def test_a_hand_written_team_trains_digits_to_the_end(self):
         t0 = time.monotonic()
