@@ -390,7 +390,8 @@ Status Reconciler::Place(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, placement));
   const std::string message = Describe(placement);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
-  pass.Set(condition::kRunning, false, reason::kStarting, "waiting for every pod of the gang to run");
+  pass.Set(condition::kRunning, false, reason::kStarting,
+           "0/" + std::to_string(1 + placement.worker_nodes.size()) + " pods running");
   pass.status["phase"] = phase::kPlacing;
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message + " (plan generation " + std::to_string(generation) + ")");
