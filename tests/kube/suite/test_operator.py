@@ -138,6 +138,10 @@ class OperatorTest(SiteTestCase):
         t0 = time.monotonic()
         plan = json.loads(subprocess.run([EDGETRAIN, "plan", EXAMPLE, "--nodes", self.profile_path,
                                           "--json"], capture_output=True, text=True, check=True).stdout)
+        live = json.loads(subprocess.run([EDGETRAIN, "plan", EXAMPLE, "--kubeconfig", self.server.kubeconfig,
+                                          "--json"], capture_output=True, text=True, check=True).stdout)
+        self.assertEqual((live["coordinator"], live["workers"]), (plan["coordinator"], plan["workers"]),
+                         "the live cluster's Nodes read as the profile does")
         self.kubectl.run("apply", "-f", EXAMPLE)
         running = self.wait_job("digits-team", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed"))
         self.assertEqual(condition_of(running, "Placed")["status"], "True", running.get("status"))
