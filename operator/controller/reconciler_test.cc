@@ -178,6 +178,29 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
       << "cleanPodPolicy Running: the workers still running go, the finished coordinator stays";
 }
 
+TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));
+  Reconcile(key);
+  jobs_.Put(Job("brief"));
+  SyncPods([](Json& pod) {
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("brief"));
+  EXPECT_EQ(Job("brief")["status"]["phase"], api::phase::kSucceeded);
+  EXPECT_EQ(FindCondition(Job("brief")["status"], api::condition::kComplete)->value("reason", ""), api::reason::kEnded)
+      << "no termination message: it ended, and the status does not pretend to know how";
+  now_ += std::chrono::seconds(30);
+  ReconcileOutcome waiting = Reconcile(key);
+  ASSERT_TRUE(waiting.requeue_after.has_value());
+  EXPECT_EQ(*waiting.requeue_after, std::chrono::seconds(30)) << "looked at again when the TTL ends";
+  now_ += std::chrono::seconds(30);
+  Reconcile(key);
+  EXPECT_FALSE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "deleted; its objects go by their owner";
+}
+
 TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
