@@ -53,6 +53,11 @@ inline constexpr const char* kEnded = "Ended";  // exit 0, but no result to say 
 inline constexpr const char* kCoordinatorFailed = "CoordinatorFailed";
 inline constexpr const char* kPodFailed = "PodFailed";
 inline constexpr const char* kPodsLost = "PodsLost";
+inline constexpr const char* kRecoveriesExhausted = "RecoveriesExhausted";  // more losses than maxRecoveries
+// Recovering
+inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
+inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting
+inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
 }  // namespace reason
 
 }  // namespace edgetrain::api

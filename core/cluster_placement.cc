@@ -127,7 +127,16 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
     };
     return key(a) < key(b);
   };
-  for (size_t i = 0; i < n; ++i) {
+  if (!request.coordinator_on.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (nodes[i].name == request.coordinator_on) coordinator = i;
+    }
+    if (!coordinator) {
+      placement.unschedulable = "the coordinator's node " + request.coordinator_on + " is not in the cluster";
+      return placement;
+    }
+  }
+  for (size_t i = 0; i < n && request.coordinator_on.empty(); ++i) {
     if (!eligible[i]) continue;
     Exclusion misfit = Shortfall(free[i], request.coordinator_requests, "the coordinator");
     if (!misfit.category.empty()) {
@@ -141,7 +150,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
         Summarise("0/" + std::to_string(n) + " nodes fit the coordinator", coordinator_misfits);
     return placement;
   }
-  Take(free[*coordinator], request.coordinator_requests);
+  if (request.coordinator_on.empty()) Take(free[*coordinator], request.coordinator_requests);
   placement.coordinator_node = nodes[*coordinator].name;
   placement.verdicts[*coordinator].coordinator = true;
 
@@ -162,6 +171,9 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   // fastest (or the most frugal under an energy budget); stable before transient
   // when otherwise equal, then by name for a plan that does not depend on order.
   std::vector<int> count(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (auto it = request.workers_on.find(nodes[i].name); it != request.workers_on.end()) count[i] = it->second;
+  }
   for (int rank = 0; rank < request.workers; ++rank) {
     std::optional<size_t> best;
     auto key = [&](size_t i) {

@@ -30,6 +30,11 @@ struct TeamRequest {
   bool minimise_energy = false;                      // spec.budget.energyJoules is set
   std::vector<std::string> architectures;            // the image's (kubernetes.io/arch); empty: any
   StepCost step;                                     // what a worker's step costs
+  // Re-placing lost workers of a running team: its coordinator stays on this
+  // node (its requests already counted there), and survivors stay where they
+  // are, counted per node so the newcomers spread around them.
+  std::string coordinator_on;
+  std::map<std::string, int> workers_on;
 };
 
 // One node, as placement judged it.

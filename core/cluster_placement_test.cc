@@ -229,6 +229,27 @@ TEST(ClusterPlacementTest, AJobOfOneTrainsOnTheStableNodeThatComputesBest) {
   EXPECT_EQ(p.predicted_samples_per_second, PredictStep(solo.step, 3, 0).samples_per_second(32));
 }
 
+// A running team lost robot-2's worker: its replacement goes beside the
+// coordinator where it is, around the survivors, and never to the lost node.
+TEST(ClusterPlacementTest, ALostWorkerIsReplacedAroundTheSurvivorsAndTheCoordinatorWhereTheyAre) {
+  std::vector<NodeView> site = EdgeSite();
+  for (NodeView& n : site) {
+    if (n.name == "robot-2") n.ready = false;
+  }
+  TeamRequest replace = Team(1);
+  replace.coordinator_on = "gateway";
+  replace.workers_on = {{"gateway", 1}, {"robot-1", 1}};
+  TeamPlacement p = PlaceTeam(site, replace);
+  ASSERT_TRUE(p.placed) << p.unschedulable;
+  EXPECT_EQ(p.coordinator_node, "gateway");
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"spot-2"}))
+      << "the quickest node with none of the team (24 Mbit/s at score 1, before robot-3's 12 at 0.5); "
+         "not robot-2, which is gone";
+
+  replace.coordinator_on = "moon";
+  EXPECT_EQ(PlaceTeam(site, replace).unschedulable, "the coordinator's node moon is not in the cluster");
+}
+
 TEST(ClusterPlacementTest, TheOrderNodesAreListedInChangesNothing) {
   std::vector<NodeView> site = EdgeSite();
   TeamPlacement forward = PlaceTeam(site, Team(4));

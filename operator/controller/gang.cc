@@ -42,17 +42,15 @@ std::optional<Json> ResultOf(const Json& terminated) {
 
 }  // namespace
 
-Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods,
-                 const std::string& generation, const GangRules& rules) {
+Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods, const GangRules& rules) {
   Gang gang;
   gang.expected = static_cast<int>(expected_pods.size());
   std::map<std::string, const Json*> current;
   for (const Json& pod : pods) {
     const Json& meta = pod.at("metadata");
     const std::string name = meta.value("name", "");
-    const std::string pod_generation = meta.value("/labels"_json_pointer, Json::object()).value(kGenerationLabel, "");
     const bool ours = std::find(expected_pods.begin(), expected_pods.end(), name) != expected_pods.end();
-    if (!ours || pod_generation != generation) {
+    if (!ours) {
       if (!meta.contains("deletionTimestamp")) gang.stale.push_back(name);
       continue;
     }

@@ -30,7 +30,7 @@ struct Gang {
   int present = 0;   // of the plan's generation, not being deleted
   int running = 0;
   std::vector<std::string> missing;  // pods of the plan with no object
-  std::vector<std::string> stale;    // pods of another generation: to delete
+  std::vector<std::string> stale;    // the job's pods the plan does not name: to delete
   // Why the gang failed, for the Failed condition's message.
   std::string failure;
   std::string failure_reason;  // api::reason::kCoordinatorFailed, kPodFailed
@@ -45,9 +45,10 @@ struct GangRules {
   int max_restarts = 5;
 };
 
-// `expected_pods` are the names the plan makes, the coordinator first.
-Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods,
-                 const std::string& generation, const GangRules& rules);
+// `expected_pods` are the names the plan makes, the coordinator first (a
+// worker's name carries its slot's generation, so a pod of a replaced slot is
+// not among them).
+Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods, const GangRules& rules);
 
 // Whether a gang placed at `placed_at` that still is not running has had its
 // time: then it is torn down, holding nothing, and the job waits.

@@ -45,7 +45,7 @@ TEST(GangTest, TheGangIsWhatItsPodsShow) {
        {APod("team-coordinator").OfJob("team").Coordinator().Running().BeingDeleted()}, GangState::kAbsent, 0},
   };
   for (const Case& c : cases) {
-    const Gang gang = ObserveGang(c.pods, kTeam, "1", GangRules{5});
+    const Gang gang = ObserveGang(c.pods, kTeam, GangRules{5});
     EXPECT_EQ(gang.state, c.state) << c.story;
     EXPECT_EQ(gang.running, c.running) << c.story;
     EXPECT_EQ(gang.expected, 3) << c.story;
@@ -54,26 +54,28 @@ TEST(GangTest, TheGangIsWhatItsPodsShow) {
 
 TEST(GangTest, HowItEndedIsReadFromTheCoordinatorsTerminationMessage) {
   const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}, {"modelPath", "/m/model.pt"}};
-  Gang done = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result)}, kTeam, "1", {});
+  Gang done = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result)}, kTeam, {});
   ASSERT_TRUE(done.result.has_value());
   EXPECT_EQ((*done.result)["modelPath"], "/m/model.pt");
 
-  Gang refused = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 2)}, kTeam, "1", {});
+  Gang refused = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 2)}, kTeam, {});
   EXPECT_EQ(refused.failure_reason, "CoordinatorFailed");
   EXPECT_NE(refused.failure.find("refused its input: exit code 2"), std::string::npos) << refused.failure;
 
-  Gang crashing = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(6, 1)}, kTeam, "1", {});
+  Gang crashing = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(6, 1)}, kTeam, {});
   EXPECT_NE(crashing.failure.find("failed 6 times, more than spec.faultTolerance.maxRecoveries (5)"), std::string::npos)
       << crashing.failure;
 }
 
-TEST(GangTest, PodsOfAnotherPlanAreStaleAndMissingOnesAreNamed) {
-  Gang gang = ObserveGang({APod("team-coordinator").OfJob("team", 2).Coordinator().Running(),
-                           APod("team-worker-0").OfJob("team", 1).Worker(0).Running(),
-                           APod("team-worker-7").OfJob("team", 2).Worker(7).Running()},
-                          kTeam, "2", {});
-  EXPECT_EQ(gang.stale, (std::vector<std::string>{"team-worker-0", "team-worker-7"}));
-  EXPECT_EQ(gang.missing, (std::vector<std::string>{"team-worker-0", "team-worker-1"}));
+TEST(GangTest, PodsThePlanDoesNotNameAreStaleAndMissingOnesAreNamed) {
+  // Generation 2 replaced worker 1's slot: its pod is team-worker-1-g2 now.
+  const std::vector<std::string> replanned = {"team-coordinator", "team-worker-0", "team-worker-1-g2"};
+  Gang gang = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Running(),
+                           APod("team-worker-1").OfJob("team").Worker(1).Running(),
+                           APod("team-worker-7").OfJob("team").Worker(7).Running()},
+                          replanned, {});
+  EXPECT_EQ(gang.stale, (std::vector<std::string>{"team-worker-1", "team-worker-7"}));
+  EXPECT_EQ(gang.missing, (std::vector<std::string>{"team-worker-0", "team-worker-1-g2"}));
   EXPECT_EQ(gang.coordinator_ip, "10.0.0.9");
 }
 

@@ -3,6 +3,7 @@
 // place: the reconciler finds a job's pods by these, `kubectl get pods -l
 // edgetrain.dev/job=NAME` shows them, and docs/operator.md lists them.
 
+#include <cstdint>
 #include <string>
 
 namespace edgetrain::operator_ {
@@ -23,6 +24,14 @@ inline constexpr int kHttpPort = 8080;
 inline std::string ServiceName(const std::string& job) { return job; }
 inline std::string PlanConfigMapName(const std::string& job) { return job + "-plan"; }
 inline std::string CoordinatorPodName(const std::string& job) { return job + "-coordinator"; }
-inline std::string WorkerPodName(const std::string& job, int rank) { return job + "-worker-" + std::to_string(rank); }
+// A worker's pod is named after the plan generation its slot was given at, so a
+// replacement has a name of its own while the pod it replaces may still be
+// Terminating on a node that went silent.
+inline std::string WorkerPodName(const std::string& job, int rank, int64_t since_generation = 1) {
+  return job + "-worker-" + std::to_string(rank) +
+         (since_generation > 1 ? "-g" + std::to_string(since_generation) : std::string());
+}
+// Where the plan's coordinator runs, on the plan's ConfigMap.
+inline constexpr const char* kCoordinatorNodeAnnotation = "edgetrain.dev/coordinator-node";
 
 }  // namespace edgetrain::operator_

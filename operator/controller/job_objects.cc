@@ -91,12 +91,14 @@ Json ServiceFor(const JobObject& job) {
               {{"name", "http"}, {"port", kHttpPort}, {"targetPort", kHttpPort}}}}}}};
 }
 
-Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan) {
+Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node) {
   Json labels = LabelsOf(job);
   labels[kGenerationLabel] = std::to_string(plan.generation);
+  Json metadata = Metadata(job, PlanConfigMapName(job.name), labels);
+  metadata["annotations"] = {{kCoordinatorNodeAnnotation, coordinator_node}};
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
-          {"metadata", Metadata(job, PlanConfigMapName(job.name), labels)},
+          {"metadata", metadata},
           {"data", {{"plan.json", EncodeJobPlan(plan)}}}};
 }
 
@@ -113,11 +115,25 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
   // The volume holds the output folder itself, or /models/<job> by default.
   const std::string output_mount = job.manifest.spec.output.path.value_or("/models");
 
+  // A node gone silent (its Wi-Fi behind a wall) is waited out for
+  // nodeLossGrace before its pods are evicted: a fade is not a loss.
+  const int64_t grace_seconds = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(job.manifest.spec.fault_tolerance.node_loss_grace).count());
+  Json tolerations = spec.value("/template/tolerations"_json_pointer, Json::array());
+  for (const char* key : {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"}) {
+    const bool given = std::any_of(tolerations.begin(), tolerations.end(),
+                                   [&](const Json& t) { return t.value("key", "") == key; });
+    if (!given) {
+      tolerations.push_back(
+          {{"key", key}, {"operator", "Exists"}, {"effect", "NoExecute"}, {"tolerationSeconds", grace_seconds}});
+    }
+  }
+
   auto pod = [&](const std::string& name, const std::string& role, int rank, const std::string& node,
                  std::vector<std::string> role_args) {
     Json labels = LabelsOf(job);
     labels[kRoleLabel] = role;
-    labels[kGenerationLabel] = std::to_string(plan.generation);
+    labels[kGenerationLabel] = std::to_string(role == "worker" ? SlotSince(plan, rank) : plan.generation);
     if (role == "worker") labels[kRankLabel] = std::to_string(rank);
     std::vector<std::string> args = {"--role=" + role, "--job=" + job.name, "--rank=" + std::to_string(rank),
                                      "--world=" + world, "--plan=/etc/edgetrain/plan.json",
@@ -166,7 +182,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
           {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
         {"containers", {container}},
         {"volumes", volumes}};
-    if (spec.contains("/template/tolerations"_json_pointer)) pod_spec["tolerations"] = spec["template"]["tolerations"];
+    pod_spec["tolerations"] = tolerations;
     if (spec.contains("/placement/priorityClassName"_json_pointer)) {
       pod_spec["priorityClassName"] = spec["placement"]["priorityClassName"];
     }
@@ -183,7 +199,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
   pods.push_back(pod(CoordinatorPodName(job.name), "coordinator", 0, placement.coordinator_node, coordinator_args));
   const std::string coordinator = "--coordinator=coordinator." + ServiceName(job.name) + ":" + std::to_string(kPeerPort);
   for (const WorkerSlot& slot : plan.workers) {
-    pods.push_back(pod(WorkerPodName(job.name, slot.rank), "worker", slot.rank, slot.node,
+    pods.push_back(pod(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)), "worker", slot.rank, slot.node,
                        {coordinator, "--listen=$(POD_IP):0"}));
   }
   return pods;

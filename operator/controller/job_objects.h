@@ -45,8 +45,8 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
 std::string OutputDirOf(const JobObject& job);
 
 Json ServiceFor(const JobObject& job);
-Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan);
-// The coordinator's pod, then one per worker rank.
+Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node);
+// The coordinator's pod, then one per worker rank (named for its slot's generation).
 std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamPlacement& placement,
                           const PodOptions& options);
 

@@ -65,12 +65,17 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
   EXPECT_EQ(coordinator["spec"]["volumes"][1]["emptyDir"], Json::object()) << "no output volume named";
 
   const Json& worker = pods[2];
-  EXPECT_EQ(worker["metadata"]["name"], "team-worker-1");
+  EXPECT_EQ(worker["metadata"]["name"], "team-worker-1-g3") << "named for the generation its slot was given at";
   EXPECT_EQ(worker["spec"]["nodeName"], "robot-1");
   EXPECT_TRUE(Has(Args(worker), "--coordinator=coordinator.team:7000"));
   EXPECT_TRUE(Has(Args(worker), "--rank=1"));
   EXPECT_EQ(worker["spec"]["volumes"].size(), 1u) << "only the coordinator writes output";
   EXPECT_EQ(worker["spec"]["tolerations"][0]["key"], "cloud.google.com/gke-spot");
+  // A silent node is waited out for nodeLossGrace (the CRD's 120s) before eviction.
+  EXPECT_EQ(worker["spec"]["tolerations"][1],
+            (Json{{"key", "node.kubernetes.io/unreachable"}, {"operator", "Exists"}, {"effect", "NoExecute"},
+                  {"tolerationSeconds", 120}}));
+  EXPECT_EQ(worker["spec"]["tolerations"][2]["key"], "node.kubernetes.io/not-ready");
   EXPECT_FALSE(worker["spec"].contains("hostname"));
 
   for (const Json& pod : pods) {
@@ -95,7 +100,8 @@ TEST(JobObjectsTest, TheServiceIsHeadlessAndThePlanIsWhatAgentsRead) {
 
   const TeamPlacement placement = Placed("gateway", {"robot-1", "robot-2"});
   const JobPlan plan = PlanOf(job, placement, {}, 1);
-  const Json map = PlanConfigMapFor(job, plan);
+  const Json map = PlanConfigMapFor(job, plan, "gateway");
+  EXPECT_EQ(map["metadata"]["annotations"][kCoordinatorNodeAnnotation], "gateway");
   EXPECT_EQ(map["metadata"]["name"], "team-plan");
   StatusOr<JobPlan> decoded = DecodeJobPlan(map["data"]["plan.json"].get<std::string>());
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();

@@ -247,6 +247,7 @@ namespace {
 struct StoredPlan {
   int64_t generation = 0;
   std::optional<JobPlan> plan;
+  std::string coordinator_node;
 };
 
 StatusOr<StoredPlan> ReadPlan(kube::KubeClient& client, const JobObject& job) {
@@ -260,13 +261,39 @@ StatusOr<StoredPlan> ReadPlan(kube::KubeClient& client, const JobObject& job) {
   if (!plan.ok()) return stored;  // edited by hand: placed again
   stored.generation = plan->generation;
   stored.plan = *plan;
+  stored.coordinator_node = map->value("/metadata/annotations"_json_pointer, Json::object())
+                                .value(kCoordinatorNodeAnnotation, std::string());
   return stored;
 }
 
 std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan) {
   std::vector<std::string> names = {CoordinatorPodName(job.name)};
-  for (const WorkerSlot& slot : plan.workers) names.push_back(WorkerPodName(job.name, slot.rank));
+  for (const WorkerSlot& slot : plan.workers) {
+    names.push_back(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)));
+  }
   return names;
+}
+
+const Json* PodNamed(const std::vector<Json>& pods, const std::string& name) {
+  for (const Json& pod : pods) {
+    if (pod.value("/metadata/name"_json_pointer, std::string()) == name) return &pod;
+  }
+  return nullptr;
+}
+
+// Why a worker's pod of a team that has run is lost, or empty if it is not: it
+// failed (evicted, or its node rejected it), it is being deleted (an eviction
+// after nodeLossGrace, a pre-emption, a drain, a person), or it is gone though
+// it was placed by an earlier plan (so not merely not yet in the cache).
+std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation) {
+  if (!pod) return slot_since < generation ? "its pod is gone" : "";
+  const std::string node = pod->value("/spec/nodeName"_json_pointer, std::string());
+  if (pod->at("metadata").contains("deletionTimestamp")) return "its pod on " + node + " is being deleted";
+  if (pod->value("/status/phase"_json_pointer, std::string()) == "Failed") {
+    const std::string why = pod->value("/status/reason"_json_pointer, std::string("Failed"));
+    return "its pod on " + node + " failed (" + why + ")";
+  }
+  return "";
 }
 
 // spec.placement.gangTimeout (the CRD defaults it, and its pattern is a duration).
@@ -316,7 +343,7 @@ bool AnyNodeMatches(const std::vector<NodeView>& nodes, const std::map<std::stri
 Status Reconciler::Place(Pass& pass) {
   EDGETRAIN_ASSIGN_OR_RETURN(StoredPlan stored, ReadPlan(client_, pass.job));
   if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
-    return Follow(pass, *stored.plan, stored.generation);
+    return Follow(pass, *stored.plan, stored.coordinator_node);
   }
   // Not placed: pods of an earlier plan go first (they hold their nodes).
   std::vector<std::string> leftovers;
@@ -408,7 +435,7 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlace
   };
   EDGETRAIN_RETURN_IF_ERROR(create(kube::kServices, ServiceFor(pass.job)));
   // The plan replaces an earlier generation's.
-  const Json config_map = PlanConfigMapFor(pass.job, plan);
+  const Json config_map = PlanConfigMapFor(pass.job, plan, placement.coordinator_node);
   StatusOr<Json> existing = client_.Get(kube::kConfigMaps, pass.job.namespace_, PlanConfigMapName(pass.job.name));
   if (existing.ok()) {
     Json updated = config_map;
@@ -449,12 +476,26 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
   return patched.ok() ? Status::Ok() : patched.status();
 }
 
-Status Reconciler::Follow(Pass& pass, const JobPlan& plan, int64_t generation) {
+Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
   const std::vector<std::string> names = PodNamesOf(pass.job, plan);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
-  const Gang gang = ObserveGang(pass.pods, names, std::to_string(generation), rules);
+  const Gang gang = ObserveGang(pass.pods, names, rules);
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
+
+  // A team that has run loses a worker: only that worker is replaced, and the
+  // running coordinator adopts the new plan (docs/operator.md, "Recovery").
+  const bool has_run = pass.status.contains("startTime");
+  if (has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
+    std::map<int, std::string> lost;
+    for (const WorkerSlot& slot : plan.workers) {
+      const int64_t since = SlotSince(plan, slot.rank);
+      const std::string loss = LossOf(PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since)), since,
+                                      plan.generation);
+      if (!loss.empty()) lost[slot.rank] = loss;
+    }
+    if (!lost.empty()) return Recover(pass, plan, coordinator_node, lost);
+  }
 
   switch (gang.state) {
     case GangState::kSucceeded: {
@@ -499,6 +540,14 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, int64_t generation) {
     }
     case GangState::kAbsent:
     case GangState::kStarting: {
+      if (has_run) {  // a replacement is starting; the team trains on without it
+        EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator_node, gang));
+        pass.status["phase"] = phase::kRecovering;
+        pass.Set(condition::kRunning, false, reason::kRecovering,
+                 std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
+        pass.Requeue(options_.status_interval);
+        return Status::Ok();
+      }
       const Json* placed = FindCondition(pass.status, condition::kPlaced);
       const auto since = kube::ParseKubeTime(placed ? placed->value("lastTransitionTime", pass.now) : pass.now);
       const Duration timeout = GangTimeoutOf(pass.job);
@@ -522,26 +571,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, int64_t generation) {
         return Status::Ok();
       }
       // A pod of the plan deleted by someone is made again, on its node.
-      if (!gang.missing.empty()) {
-        const TeamPlacement placement = [&] {
-          TeamPlacement p;
-          p.placed = true;
-          for (const Json& pod : pass.pods) {
-            if (pod.value("/metadata/labels"_json_pointer, Json::object()).value(kRoleLabel, "") == "coordinator") {
-              p.coordinator_node = pod.value("/spec/nodeName"_json_pointer, std::string());
-            }
-          }
-          for (const WorkerSlot& slot : plan.workers) p.worker_nodes.push_back(slot.node);
-          return p;
-        }();
-        for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
-          const std::string name = pod["metadata"]["name"];
-          if (std::find(gang.missing.begin(), gang.missing.end(), name) == gang.missing.end()) continue;
-          if (pod["spec"]["nodeName"].get<std::string>().empty()) continue;  // the coordinator's node is unknown
-          StatusOr<Json> made = client_.Create(kube::kPods, pass.job.namespace_, pod);
-          if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
-        }
-      }
+      EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator_node, gang));
       pass.status["phase"] = phase::kPlacing;
       pass.Set(condition::kRunning, false, reason::kStarting,
                std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
@@ -576,12 +606,142 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, int64_t generation) {
       const LinkHealth health = LinkHealthOf(progress, planned);
       pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
                health.stall_message);
-      pass.Set(condition::kBandwidthDegraded, health.degraded,
-               health.degraded ? reason::kLinkBelowPlan : reason::kLinksHealthy, health.degraded_message);
+      // A node gone silent is first a fading link: its pods tolerate it for
+      // nodeLossGrace, and the team's deadline leaves its worker out meanwhile.
+      std::string silent;
+      for (const Json& pod : pass.pods) {
+        const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+        std::optional<Json> n = nodes_.Get(node);
+        if (!n) continue;
+        StatusOr<NodeView> view = NodeViewOfNode(*n);
+        if (view.ok() && !view->ready) {
+          silent += (silent.empty() ? "" : "; ") + std::string("node ") + node + " is not ready: " +
+                    pod["metadata"]["name"].get<std::string>() + " is waited out for nodeLossGrace (" +
+                    FormatDuration(pass.job.manifest.spec.fault_tolerance.node_loss_grace) + ")";
+        }
+      }
+      if (!silent.empty()) {
+        pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
+      } else {
+        pass.Set(condition::kBandwidthDegraded, health.degraded,
+                 health.degraded ? reason::kLinkBelowPlan : reason::kLinksHealthy, health.degraded_message);
+      }
       pass.Requeue(options_.status_interval);
       return Status::Ok();
     }
   }
+  return Status::Ok();
+}
+
+Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                                 const Gang& gang) {
+  if (gang.missing.empty() || coordinator_node.empty()) return Status::Ok();
+  TeamPlacement placement;
+  placement.placed = true;
+  placement.coordinator_node = coordinator_node;
+  for (const WorkerSlot& slot : plan.workers) placement.worker_nodes.push_back(slot.node);
+  for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
+    const std::string name = pod["metadata"]["name"];
+    if (std::find(gang.missing.begin(), gang.missing.end(), name) == gang.missing.end()) continue;
+    StatusOr<Json> made = client_.Create(kube::kPods, pass.job.namespace_, pod);
+    if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
+  }
+  return Status::Ok();
+}
+
+Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                           const std::map<int, std::string>& lost) {
+  std::string what;
+  for (const auto& [rank, why] : lost) what += (what.empty() ? "worker " : "; worker ") + std::to_string(rank) + ": " + why;
+  const int recoveries = pass.status.value("recoveries", 0) + 1;
+  const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  if (recoveries > allowed) {
+    const std::string message = what + "; that would be recovery " + std::to_string(recoveries) +
+                                ", more than spec.faultTolerance.maxRecoveries (" + std::to_string(allowed) + ")";
+    pass.status["phase"] = phase::kFailed;
+    pass.status["completionTime"] = pass.now;
+    pass.Set(condition::kFailed, true, reason::kRecoveriesExhausted, message);
+    pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+    events_.Record(pass.object, "Warning", reason::kRecoveriesExhausted, message);
+    log_.Job(pass.key, reason::kRecoveriesExhausted, message);
+    return CleanPods(pass);
+  }
+
+  // Re-place the lost ranks only: around the survivors, beside the coordinator
+  // where it is, on what every pod now holds (the lost ones included, which
+  // still hold a silent node until they are gone).
+  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.defaults);
+  if (!request.ok()) return request.status();
+  request->solo = false;
+  request->workers = static_cast<int>(lost.size());
+  request->coordinator_on = coordinator_node;
+  for (const WorkerSlot& slot : plan.workers) {
+    if (!lost.count(slot.rank)) ++request->workers_on[slot.node];
+  }
+  const ClusterView cluster = ClusterViewOf(nodes_.List(), pods_.List(), "", "");
+  const TeamPlacement replacement = PlaceTeam(cluster.nodes, *request);
+  pass.status["phase"] = phase::kRecovering;
+  if (!replacement.placed) {
+    const std::string message = what + "; no node for a replacement yet: " + replacement.unschedulable;
+    pass.Set(condition::kRunning, false, reason::kRecovering, message);
+    if (FindCondition(pass.stored_status, condition::kRunning) == nullptr ||
+        FindCondition(pass.stored_status, condition::kRunning)->value("message", "") != message) {
+      events_.Record(pass.object, "Warning", reason::kWorkerLost, message);
+      log_.Job(pass.key, reason::kWorkerLost, message);
+    }
+    pass.Requeue(options_.unschedulable_retry);
+    return Status::Ok();
+  }
+
+  JobPlan next = plan;
+  next.generation = plan.generation + 1;
+  size_t i = 0;
+  std::string moved;
+  for (WorkerSlot& slot : next.workers) {
+    if (!lost.count(slot.rank)) {
+      slot.since_generation = SlotSince(plan, slot.rank);
+      continue;
+    }
+    slot.node = replacement.worker_nodes[i++];
+    slot.since_generation = next.generation;
+    slot.slowdown = 1;
+    slot.power = PowerProfile{};
+    for (const NodeView& n : cluster.nodes) {
+      if (n.name == slot.node) {
+        slot.slowdown = n.emulated_slowdown;
+        slot.power = n.power;
+      }
+    }
+    moved += (moved.empty() ? "" : ", ") + std::string("worker ") + std::to_string(slot.rank) + " to " + slot.node;
+  }
+  // The coordinator reads the new plan from its mounted ConfigMap and fences
+  // out only the replaced ranks; the survivors train on.
+  StatusOr<Json> existing = client_.Get(kube::kConfigMaps, pass.job.namespace_, PlanConfigMapName(pass.job.name));
+  if (!existing.ok()) return existing.status();
+  Json updated = PlanConfigMapFor(pass.job, next, coordinator_node);
+  updated["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
+  StatusOr<Json> put = client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
+  if (!put.ok()) return put.status();
+  // The lost pods that are not already going, go (an evicted pod stays Failed).
+  std::vector<std::string> doomed;
+  for (const auto& [rank, why] : lost) {
+    const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank)));
+    if (pod && !pod->at("metadata").contains("deletionTimestamp")) doomed.push_back((*pod)["metadata"]["name"]);
+  }
+  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
+  Gang fresh;
+  for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
+  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator_node, fresh));
+
+  const std::string message = what + "; replaced: " + moved + " (plan generation " +
+                              std::to_string(next.generation) + ", recovery " + std::to_string(recoveries) + " of " +
+                              std::to_string(allowed) + ")";
+  pass.status["recoveries"] = recoveries;
+  pass.Set(condition::kRunning, false, reason::kRecovering, message);
+  events_.Record(pass.object, "Warning", reason::kWorkerLost, message);
+  log_.Job(pass.key, reason::kWorkerLost, message);
+  pass.outcome.placement = "placed";
+  pass.Requeue(options_.status_interval);
   return Status::Ok();
 }
 

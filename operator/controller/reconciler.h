@@ -16,6 +16,7 @@
 //                                      cleanPodPolicy; deleted after its TTL
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "operator/controller/event_recorder.h"
+#include "operator/controller/gang.h"
 #include "operator/controller/job_objects.h"
 #include "operator/controller/line_log.h"
 #include "operator/kube/informer.h"
@@ -76,7 +78,12 @@ class Reconciler {
   Status Finished(Pass& pass);
   Status Suspend(Pass& pass);
   Status Place(Pass& pass);
-  Status Follow(Pass& pass, const JobPlan& plan, int64_t generation);
+  Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
+  // Replaces the workers `lost` (rank -> why) under a new plan generation.
+  Status Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                 const std::map<int, std::string>& lost);
+  // Creates the pods of `gang.missing` as `plan` places them.
+  Status CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node, const Gang& gang);
   Status CleanPods(Pass& pass);
   Status DeletePods(Pass& pass, const std::vector<std::string>& names);
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement);

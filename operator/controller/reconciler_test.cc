@@ -178,6 +178,63 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
       << "cleanPodPolicy Running: the workers still running go, the finished coordinator stays";
 }
 
+TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  const std::string key = Submit(TrainingJob("team", {{"faultTolerance", {{"maxRecoveries", 1}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods(Run);
+  Reconcile(key);  // Running
+  jobs_.Put(Job("team"));
+  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+
+  // robot-1 is pre-empted: its pod evicted, the node gone NotReady.
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  api_.ResetWrites();
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  EXPECT_EQ(status["recoveries"], 1);
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  EXPECT_NE(running->value("message", "").find("worker 1: its pod on robot-1 failed (Evicted); replaced: worker 1 to "
+                                               "robot-2 (plan generation 2, recovery 1 of 1)"),
+            std::string::npos)
+      << *running;
+  EXPECT_EQ(api_.Writes("create Pod"), 1) << "only the lost worker is made again";
+  EXPECT_EQ(api_.Writes("delete Pod"), 1) << "the evicted pod goes";
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1-g2@robot-2"}));
+  StatusOr<JobPlan> plan =
+      DecodeJobPlan((*api_.Get(kube::kConfigMaps, "default", "team-plan"))["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->generation, 2);
+  EXPECT_EQ(SlotSince(*plan, 0), 1) << "the survivor keeps its slot: the coordinator does not fence it out";
+  EXPECT_EQ(SlotSince(*plan, 1), 2);
+
+  // The replacement runs: the team is whole again.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
+  });
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+
+  // A second loss is one more than maxRecoveries allows.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-0") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  Reconcile(key);
+  status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kFailed);
+  EXPECT_EQ(FindCondition(status, api::condition::kFailed)->value("reason", ""), api::reason::kRecoveriesExhausted);
+}
+
 TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));

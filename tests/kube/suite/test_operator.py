@@ -223,6 +223,42 @@ class OperatorTest(SiteTestCase):
         self.assertEqual(self.job_pods("waiter")["waiter-coordinator"]["spec"]["nodeName"], "robot-3")
         self.kubectl.run("delete", "tj", "waiter")
 
+    def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
+        # Long enough to lose a node under it: a slow learning rate, no target, 25 s.
+        self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
+                             budget={"wallClock": "25s", "epochs": 1000, "targetAccuracy": None},
+                             faultTolerance={"nodeLossGrace": "2s"}, cleanPodPolicy="None"))
+        self.wait_job("mended", lambda j: job_phase(j) == "Running", timeout=60)
+        victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
+        self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
+        t_lost = time.monotonic()
+        self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
+        try:
+            job = self.wait_job("mended", lambda j: job_phase(j) == "Recovering", timeout=30)
+            t_recovering = time.monotonic()
+            job = self.wait_job("mended", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed")
+                                and (j["status"].get("recoveries") or 0) >= 1, timeout=60)
+            t_whole = time.monotonic()
+            job = self.wait_job("mended", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=90)
+        finally:
+            self.api.post(f"/_standin/nodes/{victim}/revive", None)
+        status = job["status"]
+        self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
+        self.assertEqual(status["recoveries"], 1)
+        pods = self.job_pods("mended")
+        self.assertIn("mended-worker-1-g2", pods, "the replacement has a name of its own")
+        self.assertNotEqual(pods["mended-worker-1-g2"]["spec"]["nodeName"], victim)
+        self.assertRegex(self.kubectl.run("describe", "tj", "mended").stdout, r"Warning\s+WorkerLost\s")
+        coordinator = self.kubectl.run("logs", "mended-coordinator").stdout
+        self.assertIn("adopted plan generation 2", coordinator)
+        self.assertNotIn("worker 0 fenced out", coordinator, "the survivor was not restarted")
+        survivor = [l for l in self.kubectl.run("logs", "mended-worker-0").stdout.splitlines()
+                    if l.startswith("result ")]
+        self.assertEqual(json.loads(survivor[-1][len("result "):])["reconnects"], 0)
+        print(f"\nrecovery: {victim} killed; Recovering after {t_recovering - t_lost:.1f} s "
+              f"(nodeLossGrace 2s), the team whole again after {t_whole - t_lost:.1f} s")
+        self.kubectl.run("delete", "tj", "mended")
+
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
