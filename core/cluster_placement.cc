@@ -50,6 +50,9 @@ Exclusion Exclude(const NodeView& node, const TeamRequest& request, const std::s
     return {"transient", "transient (" + transient + ") and spec.placement.allowTransient is false"};
   }
   if (!(node.compute_score > 0)) return {"no compute", "edgetrain.dev/compute-score is not above 0"};
+  // A link measured at nothing reaches no one: neither a worker there nor a
+  // coordinator could exchange a row (and 0 must not read as "no link to cross").
+  if (node.link_mbps && !(*node.link_mbps > 0)) return {"link cut", "link cut (edgetrain.dev/link-mbps is 0)"};
   return {};
 }
 

@@ -246,6 +246,14 @@ TEST(ClusterPlacementTest, ALostWorkerIsReplacedAroundTheSurvivorsAndTheCoordina
       << "the quickest node with none of the team (24 Mbit/s at score 1, before robot-3's 12 at 0.5); "
          "not robot-2, which is gone";
 
+  for (NodeView& n : site) {
+    if (n.name == "spot-2") n.link_mbps = 0;  // its link cut
+  }
+  p = PlaceTeam(site, replace);
+  ASSERT_TRUE(p.placed) << p.unschedulable;
+  EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"jetson-1"})) << "a cut link is no link, not the best one";
+  EXPECT_EQ(VerdictOf(p, "spot-2").excluded, "link cut (edgetrain.dev/link-mbps is 0)");
+
   replace.coordinator_on = "moon";
   EXPECT_EQ(PlaceTeam(site, replace).unschedulable, "the coordinator's node moon is not in the cluster");
 }

@@ -1,6 +1,9 @@
 // edgetrain-operator: watches TrainingJobs and places, starts, follows and ends
 // their agents' pods (docs/operator.md). Thin: flags in, the controller out.
+#include <unistd.h>
+
 #include <csignal>
+#include <random>
 #include <cstdlib>
 #include <iostream>
 
@@ -12,6 +15,7 @@
 #include "core/exit_codes.h"
 #include "operator/controller/controller.h"
 #include "operator/kube/kube_config.h"
+#include "operator/kube/leader_election.h"
 #include "operator/kube/observed_kube_client.h"
 #include "operator/kube/rest_kube_client.h"
 
@@ -43,6 +47,9 @@ int main(int argc, char** argv) {
   std::string kubeconfig, http = "0.0.0.0:8081";
   operator_::ControllerOptions options;
   kube::RestOptions rest;
+  bool leader_elect = true;
+  kube::LeaderElectionOptions election;
+  election.namespace_.clear();  // the kubeconfig's namespace, or the pod's
   // Every wait is a flag: long by default, short in tests.
   std::map<std::string, Duration*> waits = {
       {"--status-interval", &options.reconciler.status_interval},
@@ -52,6 +59,9 @@ int main(int argc, char** argv) {
       {"--relist-backoff-max", &options.informers.backoff_max},
       {"--retry-backoff", &options.queue.item_initial},
       {"--retry-backoff-max", &options.queue.item_max},
+      {"--lease-duration", &election.lease_duration},
+      {"--renew-deadline", &election.renew_deadline},
+      {"--retry-period", &election.retry_period},
   };
   app.add_option("--kubeconfig", kubeconfig,
                  "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
@@ -66,6 +76,12 @@ int main(int argc, char** argv) {
   app.add_option("--burst", rest.burst, "requests allowed at once above --qps (default 40)")->check(CLI::PositiveNumber);
   app.add_option("--default-image", options.reconciler.pods.default_image,
                  "the agent's image when spec.template.image names none (default edgetrain/agent:dev)");
+  app.add_option("--leader-elect", leader_elect,
+                 "only the replica holding the Lease reconciles; true by default, for more than one replica")
+      ->option_text("BOOL");
+  app.add_option("--leader-election-namespace", election.namespace_,
+                 "where the Lease edgetrain-operator lives (default: the kubeconfig's or the pod's namespace)")
+      ->option_text("NS");
   app.add_option("--termination-grace", options.reconciler.pods.termination_grace_seconds,
                  "seconds an agent has to save its model when its pod is deleted (default 30)");
   const std::map<std::string, const char*> help = {
@@ -76,6 +92,9 @@ int main(int argc, char** argv) {
       {"--relist-backoff-max", "the longest such wait (default 30s)"},
       {"--retry-backoff", "the first wait before a failed reconcile of a job is retried (default 5ms)"},
       {"--retry-backoff-max", "the longest such wait (default 1000s)"},
+      {"--lease-duration", "how long a standby waits on a leader it has not seen renew (default 15s)"},
+      {"--renew-deadline", "how long the leader keeps trying to renew before it stops leading (default 10s)"},
+      {"--retry-period", "how often the lease is renewed or tried for (default 2s)"},
   };
   for (auto& [name, into] : waits) {
     Duration* target = into;
@@ -140,7 +159,37 @@ int main(int argc, char** argv) {
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  controller.Run(g_stop);
-  log.Write("stopped");
+  if (!leader_elect) {
+    metrics.SetLeader(true);
+    controller.Run(g_stop);
+    log.Write("stopped");
+    return 0;
+  }
+  if (election.namespace_.empty()) election.namespace_ = config->namespace_;
+  char host[256] = "edgetrain-operator";
+  gethostname(host, sizeof host - 1);
+  election.identity = std::string(host) + "_" + std::to_string(std::random_device{}());
+  kube::LeaderElector elector(client, clock, [] { return std::chrono::system_clock::now(); }, election);
+  log.Write("campaigning for the Lease " + election.namespace_ + "/" + election.name + " as " + election.identity);
+  std::atomic<bool> stop_leading{false};
+  ClockThread leading;
+  const bool stepped_down = elector.Run(
+      g_stop,
+      [&] {
+        log.Write("leading: this replica reconciles");
+        metrics.SetLeader(true);
+        leading = clock.StartThread("controller", [&] { controller.Run(stop_leading); });
+      },
+      [&] {
+        stop_leading = true;
+        if (leading.joinable()) leading.Join();
+        metrics.SetLeader(false);
+      });
+  if (!stepped_down && !g_stop.load()) {
+    // Another replica may lead now: carrying on would be two at once.
+    log.Write("lost the Lease: stopping, so that another replica leads alone");
+    return 1;
+  }
+  log.Write("stopped; the Lease is released");
   return 0;
 }

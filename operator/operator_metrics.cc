@@ -27,6 +27,11 @@ struct OperatorMetrics::Impl {
           .Name("edgetrain_operator_placements_total")
           .Help("Attempts to place a job's gang, by result (placed, unschedulable)")
           .Register(registry);
+  prometheus::Gauge& leader = prometheus::BuildGauge()
+                                  .Name("edgetrain_operator_leader")
+                                  .Help("1 while this replica holds the leader lease and reconciles, else 0")
+                                  .Register(registry)
+                                  .Add({});
   prometheus::Family<prometheus::Counter>& api_errors =
       prometheus::BuildCounter()
           .Name("edgetrain_operator_api_errors_total")
@@ -49,6 +54,7 @@ void OperatorMetrics::CountPlacement(const std::string& result) { impl_->placeme
 void OperatorMetrics::CountApiError(const std::string& verb, StatusCode code) {
   impl_->api_errors.Add({{"verb", verb}, {"code", StatusCodeName(code)}}).Increment();
 }
+void OperatorMetrics::SetLeader(bool leading) { impl_->leader.Set(leading ? 1 : 0); }
 std::string OperatorMetrics::Render() const {
   return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
 }

@@ -71,18 +71,7 @@ class OperatorTest(SiteTestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
-        cls.operator_log = os.path.join(cls.dir, "operator.log")
-        log = open(cls.operator_log, "w")
-        cls.operator = subprocess.Popen(
-            [OPERATOR, "--kubeconfig", cls.server.kubeconfig, "--http", "127.0.0.1:0",
-             "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
-             "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
-             "--termination-grace", "5"],
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        log.close()
-        line = cls.operator.stdout.readline()
-        assert line.startswith("http "), f"the operator said {line!r}: {cls.logs()}"
-        cls.operator_http = line.split()[1]
+        cls.operator, cls.operator_http, cls.operator_log = cls.start_operator("operator.log")
         cls.addClassCleanup(cls._stop_operator)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -93,9 +82,27 @@ class OperatorTest(SiteTestCase):
             raise AssertionError("the operator never became ready: " + cls.logs())
 
     @classmethod
+    def start_operator(cls, log_name):
+        """An operator replica with every wait short: (process, its HTTP address, its log)."""
+        log_path = os.path.join(cls.dir, log_name)
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [OPERATOR, "--kubeconfig", cls.server.kubeconfig, "--http", "127.0.0.1:0",
+                 "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
+                 "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
+                 "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
+                 "--retry-period", "300ms"],
+                stdout=subprocess.PIPE, stderr=log, text=True)
+        line = proc.stdout.readline()
+        assert line.startswith("http "), f"the operator said {line!r}"
+        return proc, line.split()[1], log_path
+
+    @classmethod
     def _stop_operator(cls):
         cls.operator.send_signal(signal.SIGTERM)
-        assert cls.operator.wait(timeout=20) == 0, "the operator exits 0 on SIGTERM"
+        code = cls.operator.wait(timeout=20)
+        cls.operator.stdout.close()
+        assert code == 0, "the operator exits 0 on SIGTERM"
 
     @classmethod
     def logs(cls):
@@ -112,8 +119,8 @@ class OperatorTest(SiteTestCase):
         except OSError:
             return None
 
-    def metrics(self):
-        with urllib.request.urlopen(f"http://{self.operator_http}/metrics", timeout=2) as r:
+    def metrics(self, address=None):
+        with urllib.request.urlopen(f"http://{address or self.operator_http}/metrics", timeout=2) as r:
             return r.read().decode()
 
     def wait_job(self, name, predicate, timeout=60):
@@ -145,6 +152,9 @@ class OperatorTest(SiteTestCase):
         self.kubectl.run("apply", "-f", EXAMPLE)
         running = self.wait_job("digits-team", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed"))
         self.assertEqual(condition_of(running, "Placed")["status"], "True", running.get("status"))
+        # Where the pods were bound, while they exist (cleanPodPolicy Running
+        # removes workers still running when the job ends).
+        pods = self.job_pods("digits-team")
         job = self.wait_job("digits-team", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=150)
         status = job["status"]
         self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
@@ -155,12 +165,11 @@ class OperatorTest(SiteTestCase):
         self.assertEqual(status["observedGeneration"], job["metadata"]["generation"])
 
         # Exactly where `edgetrain plan` put them.
-        pods = self.job_pods("digits-team")
         self.assertEqual(pods["digits-team-coordinator"]["spec"]["nodeName"], plan["coordinator"])
         for rank, node in enumerate(plan["workers"]):
             self.assertEqual(pods[f"digits-team-worker-{rank}"]["spec"]["nodeName"], node)
+        self.assertEqual(phase(self.job_pods("digits-team")["digits-team-coordinator"]), "Succeeded")
         for p in pods.values():
-            self.assertEqual(phase(p), "Succeeded", p["metadata"]["name"])
             sc = p["spec"]["containers"][0]["securityContext"]
             self.assertTrue(sc["readOnlyRootFilesystem"])
             self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
@@ -289,6 +298,33 @@ class OperatorTest(SiteTestCase):
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
         self.kubectl.run("delete", "tj", "long")
         self.kubectl.run("delete", "pvc", "long-out", "--wait=false")
+
+    def test_when_the_leading_operator_dies_a_standby_takes_over(self):
+        standby, standby_http, standby_log = self.start_operator("standby.log")
+        try:
+            time.sleep(1)  # a few of its tries at the Lease
+            self.assertRegex(self.metrics(), r"edgetrain_operator_leader 1")
+            self.assertRegex(self.metrics(standby_http), r"edgetrain_operator_leader 0")
+            leader = type(self).operator
+            leader.kill()  # a crash: the Lease is not released
+            leader.wait()
+            leader.stdout.close()
+            t_crash = time.monotonic()
+            self.apply(small_job("after-failover"))
+            job = self.wait_job("after-failover", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=60)
+            took = time.monotonic() - t_crash
+            self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+            self.assertRegex(self.metrics(standby_http), r"edgetrain_operator_leader 1")
+            with open(standby_log) as f:
+                self.assertIn("leading: this replica reconciles", f.read())
+            lease = self.api.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/edgetrain-operator").json
+            self.assertGreaterEqual(lease["spec"]["leaseTransitions"], 1)
+            print(f"\nfailover: the standby led and finished a new job {took:.1f} s after the leader was killed "
+                  f"(lease 2s)")
+        finally:
+            # The standby is the class's operator now, stopped (and checked) at the end.
+            type(self).operator, type(self).operator_http, type(self).operator_log = standby, standby_http, standby_log
+        self.kubectl.run("delete", "tj", "after-failover")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,114 @@
+#include "operator/kube/leader_election.h"
+
+#include <cmath>
+
+namespace edgetrain::kube {
+
+namespace {
+
+// Lease timestamps are MicroTime: RFC 3339 with microseconds.
+std::string MicroTime(WallTime t) {
+  const std::string seconds = FormatKubeTime(t);
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000;
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%06lld", static_cast<long long>(micros));
+  return seconds.substr(0, seconds.size() - 1) + fraction + "Z";
+}
+
+}  // namespace
+
+LeaderElector::LeaderElector(KubeClient& client, Clock& clock, std::function<WallTime()> wall_now,
+                             LeaderElectionOptions options)
+    : client_(client), clock_(clock), wall_now_(std::move(wall_now)), options_(std::move(options)) {}
+
+bool LeaderElector::TryAcquireOrRenew() {
+  const TimePoint now = clock_.Now();
+  const std::string stamp = MicroTime(wall_now_());
+  const int64_t seconds = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
+  StatusOr<Json> lease = client_.Get(kLeases, options_.namespace_, options_.name);
+  if (!lease.ok()) {
+    if (lease.status().code() != StatusCode::kNotFound) return false;
+    Json fresh = {{"apiVersion", "coordination.k8s.io/v1"},
+                  {"kind", "Lease"},
+                  {"metadata", {{"name", options_.name}, {"namespace", options_.namespace_}}},
+                  {"spec",
+                   {{"holderIdentity", options_.identity},
+                    {"leaseDurationSeconds", seconds},
+                    {"acquireTime", stamp},
+                    {"renewTime", stamp},
+                    {"leaseTransitions", 0}}}};
+    StatusOr<Json> made = client_.Create(kLeases, options_.namespace_, fresh);
+    if (!made.ok()) return false;
+    observed_ = (*made)["spec"];
+    observed_at_ = now;
+    return true;
+  }
+  const Json spec = lease->value("spec", Json::object());
+  if (spec != observed_) {
+    observed_ = spec;
+    observed_at_ = now;
+  }
+  const std::string holder = spec.value("holderIdentity", "");
+  const Duration held_for =
+      std::chrono::seconds(spec.value("leaseDurationSeconds", seconds));
+  // Another holder's lease is good until we have seen it unrenewed that long.
+  if (!holder.empty() && holder != options_.identity && now < observed_at_ + held_for) return false;
+
+  Json next = *lease;
+  next["spec"]["holderIdentity"] = options_.identity;
+  next["spec"]["leaseDurationSeconds"] = seconds;
+  next["spec"]["renewTime"] = stamp;
+  if (holder != options_.identity) {
+    next["spec"]["acquireTime"] = stamp;
+    next["spec"]["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+  }
+  StatusOr<Json> updated = client_.Update(kLeases, options_.namespace_, next);
+  if (!updated.ok()) return false;  // a conflict: someone else wrote first
+  observed_ = (*updated)["spec"];
+  observed_at_ = now;
+  return true;
+}
+
+void LeaderElector::Release() {
+  StatusOr<Json> lease = client_.Get(kLeases, options_.namespace_, options_.name);
+  if (!lease.ok() || lease->value("/spec/holderIdentity"_json_pointer, std::string()) != options_.identity) return;
+  Json released = *lease;
+  released["spec"]["holderIdentity"] = "";
+  released["spec"]["leaseDurationSeconds"] = 1;
+  released["spec"]["renewTime"] = MicroTime(wall_now_());
+  (void)client_.Update(kLeases, options_.namespace_, released);
+}
+
+bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void()>& on_leading,
+                        const std::function<void()>& on_stopping) {
+  // Campaign.
+  while (!stop.load()) {
+    if (TryAcquireOrRenew()) break;
+    clock_.SleepFor(options_.retry_period);
+  }
+  if (stop.load()) return false;
+  leading_ = true;
+  on_leading();
+  // Renew; give up once a renewal has not succeeded within the deadline.
+  TimePoint renewed = clock_.Now();
+  while (!stop.load()) {
+    clock_.SleepFor(options_.retry_period);
+    if (stop.load()) break;
+    if (TryAcquireOrRenew()) {
+      renewed = clock_.Now();
+    } else if (clock_.Now() - renewed >= options_.renew_deadline) {
+      leading_ = false;
+      on_stopping();
+      return false;
+    }
+  }
+  leading_ = false;
+  on_stopping();
+  Release();
+  leading_ = false;
+  return true;
+}
+
+}  // namespace edgetrain::kube

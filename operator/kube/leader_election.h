@@ -1,0 +1,61 @@
+#pragma once
+// One leader among the operator's replicas, as client-go's leaderelection
+// elects one: a Lease (coordination.k8s.io/v1) names its holder, who renews it
+// every `retry_period`; a candidate takes it once it has seen no renewal for
+// `lease_duration` (judged by its own clock from when it last saw the record
+// change, never by the timestamps another machine wrote), and a leader that
+// could not renew within `renew_deadline` stops leading. A leader that stops
+// gracefully releases the lease, so a standby takes over at once.
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "core/clock.h"
+#include "operator/kube/kube_client.h"
+#include "operator/kube/kube_time.h"
+
+namespace edgetrain::kube {
+
+struct LeaderElectionOptions {
+  std::string namespace_ = "default";
+  std::string name = "edgetrain-operator";
+  std::string identity;  // this replica's: hostname and a random part
+  // client-go's defaults.
+  Duration lease_duration = std::chrono::seconds(15);
+  Duration renew_deadline = std::chrono::seconds(10);
+  Duration retry_period = std::chrono::seconds(2);
+};
+
+class LeaderElector {
+ public:
+  LeaderElector(KubeClient& client, Clock& clock, std::function<WallTime()> wall_now, LeaderElectionOptions options);
+
+  // Campaigns until this replica leads, then renews until `stop` (releasing the
+  // lease) or until leadership is lost. Returns true if it led and stopped on
+  // `stop`; false if it lost the lease or never got it before `stop`.
+  // `on_leading` runs once the lease is held and must return promptly;
+  // `on_stopping` runs when leading ends, before the lease is released, and
+  // returns once the leader's work has stopped - so two replicas never work at
+  // once.
+  bool Run(const std::atomic<bool>& stop, const std::function<void()>& on_leading,
+           const std::function<void()>& on_stopping = [] {});
+
+  bool leading() const { return leading_.load(); }
+  const std::string& identity() const { return options_.identity; }
+
+ private:
+  // One try to take or renew the lease; true while this replica holds it.
+  bool TryAcquireOrRenew();
+  void Release();
+
+  KubeClient& client_;
+  Clock& clock_;
+  std::function<WallTime()> wall_now_;
+  const LeaderElectionOptions options_;
+  std::atomic<bool> leading_{false};
+  Json observed_;           // the lease record as last seen
+  TimePoint observed_at_{}; // when it last changed, by this replica's clock
+};
+
+}  // namespace edgetrain::kube

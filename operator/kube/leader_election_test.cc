@@ -1,0 +1,151 @@
+#include "operator/kube/leader_election.h"
+
+#include <gtest/gtest.h>
+
+#include "core/deterministic_clock.h"
+#include "operator/kube/testing/fake_kube_client.h"
+
+namespace edgetrain::kube {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The fake API, which can be made unreachable.
+class Reachable final : public KubeClient {
+ public:
+  explicit Reachable(KubeClient& inner) : inner_(inner) {}
+  std::atomic<bool> down{false};
+  StatusOr<Json> Get(const ResourceType& t, const std::string& ns, const std::string& n) override {
+    if (down) return UnavailableError("the API is down");
+    return inner_.Get(t, ns, n);
+  }
+  StatusOr<Json> List(const ResourceType& t, const std::string& ns, const ListOptions& o) override {
+    return inner_.List(t, ns, o);
+  }
+  StatusOr<Json> Create(const ResourceType& t, const std::string& ns, const Json& o) override {
+    if (down) return UnavailableError("the API is down");
+    return inner_.Create(t, ns, o);
+  }
+  StatusOr<Json> Update(const ResourceType& t, const std::string& ns, const Json& o) override {
+    if (down) return UnavailableError("the API is down");
+    return inner_.Update(t, ns, o);
+  }
+  StatusOr<Json> UpdateStatus(const ResourceType& t, const std::string& ns, const Json& o) override {
+    return inner_.UpdateStatus(t, ns, o);
+  }
+  StatusOr<Json> MergePatch(const ResourceType& t, const std::string& ns, const std::string& n, const Json& p) override {
+    return inner_.MergePatch(t, ns, n, p);
+  }
+  Status Delete(const ResourceType& t, const std::string& ns, const std::string& n) override {
+    return inner_.Delete(t, ns, n);
+  }
+  Status Watch(const ResourceType& t, const std::string& ns, const WatchOptions& o,
+               const std::function<void(WatchEvent)>& e, const std::atomic<bool>& s) override {
+    return inner_.Watch(t, ns, o, e, s);
+  }
+
+ private:
+  KubeClient& inner_;
+};
+
+LeaderElectionOptions As(const std::string& identity) {
+  LeaderElectionOptions o;
+  o.identity = identity;
+  return o;  // client-go's timings: 15 s lease, 10 s renew deadline, 2 s retry
+}
+
+// Wall time that moves with the simulated clock, as renewals' timestamps do.
+std::function<WallTime()> WallOf(Clock& clock) {
+  const TimePoint start = clock.Now();
+  return [&clock, start] {
+    return std::chrono::system_clock::from_time_t(1795374113) +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(clock.Now() - start);
+  };
+}
+
+Json LeaseOf(testing::FakeKubeClient& api) { return *api.Get(kLeases, "default", "edgetrain-operator"); }
+
+TEST(LeaderElectionTest, OneLeadsTheOtherWaitsAndTakesOverAtOnceWhenTheLeaderStepsDown) {
+  testing::FakeKubeClient api;
+  DeterministicClock clock;
+  LeaderElector a(api, clock, WallOf(clock), As("a")), b(api, clock, WallOf(clock), As("b"));
+  std::atomic<bool> stop_a{false}, stop_b{false};
+  TimePoint a_led{}, b_led{}, a_stepped_down{};
+  clock.Run("test", [&] {
+    ClockThread ta = clock.StartThread("a", [&] { EXPECT_TRUE(a.Run(stop_a, [&] { a_led = clock.Now(); })); });
+    clock.SleepFor(milliseconds(500));
+    ClockThread tb = clock.StartThread("b", [&] { b.Run(stop_b, [&] { b_led = clock.Now(); }); });
+    clock.SleepFor(seconds(60));  // four lease durations: a renews, b waits
+    EXPECT_TRUE(a.leading());
+    EXPECT_FALSE(b.leading());
+    EXPECT_EQ(LeaseOf(api)["spec"]["holderIdentity"], "a");
+    stop_a = true;
+    a_stepped_down = clock.Now();
+    ta.Join();
+    clock.SleepFor(seconds(5));
+    EXPECT_TRUE(b.leading());
+    stop_b = true;
+    tb.Join();
+  });
+  EXPECT_NE(a_led, TimePoint{}) << "a took a lease no one held at once";
+  EXPECT_LE(b_led - a_stepped_down, seconds(2) + milliseconds(1))
+      << "a released the lease: b took it at its next try, not a lease duration later";
+  EXPECT_EQ(LeaseOf(api)["spec"]["leaseTransitions"], 1);
+  EXPECT_EQ(LeaseOf(api)["spec"]["holderIdentity"], "") << "b released it too, when it stopped";
+}
+
+TEST(LeaderElectionTest, ALeaderThatVanishesIsReplacedOnceItsLeaseRunsOutByTheCandidatesOwnClock) {
+  testing::FakeKubeClient api;
+  ASSERT_TRUE(api.Create(kLeases, "default",
+                         {{"metadata", {{"name", "edgetrain-operator"}}},
+                          {"spec",
+                           {{"holderIdentity", "crashed"},
+                            {"leaseDurationSeconds", 15},
+                            // Written by another machine's clock, far in the future: not trusted.
+                            {"renewTime", "2099-01-01T00:00:00.000000Z"},
+                            {"leaseTransitions", 3}}}})
+                  .ok());
+  DeterministicClock clock;
+  LeaderElector b(api, clock, WallOf(clock), As("b"));
+  std::atomic<bool> stop{false};
+  TimePoint started{}, led{};
+  clock.Run("test", [&] {
+    started = clock.Now();
+    ClockThread tb = clock.StartThread("b", [&] { b.Run(stop, [&] { led = clock.Now(); }); });
+    clock.SleepFor(seconds(30));
+    stop = true;
+    tb.Join();
+  });
+  ASSERT_NE(led, TimePoint{});
+  EXPECT_GE(led - started, seconds(15)) << "not before the lease ran out unrenewed";
+  EXPECT_LE(led - started, seconds(17)) << "within a retry period of it";
+}
+
+TEST(LeaderElectionTest, ALeaderThatCannotRenewWithinItsDeadlineStopsLeading) {
+  testing::FakeKubeClient api;
+  Reachable flaky(api);
+  DeterministicClock clock;
+  LeaderElector a(flaky, clock, WallOf(clock), As("a"));
+  std::atomic<bool> stop{false};
+  bool stopped_on_its_own = true;
+  TimePoint cut{}, lost{};
+  clock.Run("test", [&] {
+    ClockThread ta = clock.StartThread("a", [&] {
+      stopped_on_its_own = a.Run(stop, [] {});
+      lost = clock.Now();
+    });
+    clock.SleepFor(seconds(5));
+    ASSERT_TRUE(a.leading());
+    flaky.down = true;
+    cut = clock.Now();
+    ta.Join();
+  });
+  EXPECT_FALSE(stopped_on_its_own) << "it lost the lease";
+  EXPECT_FALSE(a.leading());
+  EXPECT_GE(lost - cut, seconds(8)) << "the last renewal was at most a retry period before the cut";
+  EXPECT_LE(lost - cut, seconds(12));
+}
+
+}  // namespace
+}  // namespace edgetrain::kube
