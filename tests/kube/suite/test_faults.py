@@ -132,15 +132,25 @@ class FaultsTest(SiteTestCase):
 
     def test_a_killed_node_loses_its_processes_and_restarts_them_when_revived(self):
         ip = self.running_pod("killed", "gw")
+        self.apply(serving_pod("once", "gw", restart="Never"))
+        once_ip = self.wait_pod("once", lambda p: condition(p, "Ready") == "True")["status"]["podIP"]
         self.fault("gw", "kill")
-        self.assertFalse(answers(ip), "its processes died with it")
+        self.assertFalse(answers(ip) or answers(once_ip), "its processes died with it")
         self.wait_for("/api/v1/nodes", "gw", lambda n: condition(n, "Ready") == "Unknown",
                       timeout=10)
         self.fault("gw", "revive")
+        # What a runtime reports of a container from before the node went down; then
+        # restartPolicy: Always restarts it, Never leaves the pod Failed.
+        lost = {"exitCode": 255, "reason": "Unknown"}
         p = self.wait_pod("killed", lambda p: container_state(p).get("restartCount") == 1 and
                           condition(p, "Ready") == "True", timeout=15)
+        self.assertEqual({k: container_state(p)["lastState"]["terminated"][k] for k in lost}, lost)
         self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
-        self.kubectl.run("delete", "pod", "killed")
+        once = self.wait_pod("once", lambda p: phase(p) == "Failed", timeout=10)
+        self.assertEqual({k: container_state(once)["state"]["terminated"][k] for k in lost}, lost)
+        self.assertEqual(container_state(once)["restartCount"], 0)
+        self.assertFalse(answers(once_ip), "restartPolicy Never: not started again")
+        self.kubectl.run("delete", "pod", "killed", "once")
 
     def test_spot_nodes_are_preempted_as_their_cloud_reclaims_them(self):
         self.running_pod("on-spot", "spot")
