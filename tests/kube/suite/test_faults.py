@@ -49,8 +49,13 @@ def answers(ip):
         return False
 
 
-def serving_pod(name, node, restart="Always"):
-    pod = shell_pod(name, SERVE, node=node, restart=restart)
+# A toleration of an unreachable node for ever (no tolerationSeconds): never evicted for it.
+STAYS_ON_UNREACHABLE = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                         "effect": "NoExecute"}]
+
+
+def serving_pod(name, node, restart="Always", **spec):
+    pod = shell_pod(name, SERVE, node=node, restart=restart, **spec)
     pod["spec"]["containers"][0]["env"] = [
         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     pod["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": 8080},
@@ -73,8 +78,8 @@ class FaultsTest(SiteTestCase):
     def taint_keys(self, name):
         return {t["key"] for t in (self.node(name) or {}).get("spec", {}).get("taints") or []}
 
-    def running_pod(self, name, node):
-        pod = serving_pod(name, node)
+    def running_pod(self, name, node, **spec):
+        pod = serving_pod(name, node, **spec)
         pod["metadata"]["labels"] = {"app": name}
         self.apply(pod)
         p = self.wait_pod(name, lambda p: condition(p, "Ready") == "True")
@@ -97,8 +102,8 @@ class FaultsTest(SiteTestCase):
         self.endpoints("partitioned", lambda ready, not_ready: ready == {ip})
         # One that tolerates an unreachable node for ever (no tolerationSeconds): the
         # admission's 2 s default must not replace it, and it is never evicted.
-        patient = shell_pod("patient", "sleep 1000", node="robot", grace=0, tolerations=[
-            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}])
+        patient = shell_pod("patient", "sleep 1000", node="robot", grace=0,
+                            tolerations=STAYS_ON_UNREACHABLE)
         self.apply(patient)
         self.wait_pod("patient", lambda p: phase(p) == "Running")
         self.fault("robot", "partition")
@@ -131,8 +136,9 @@ class FaultsTest(SiteTestCase):
         self.kubectl.run("delete", "pod", "patient")
 
     def test_a_killed_node_loses_its_processes_and_restarts_them_when_revived(self):
-        ip = self.running_pod("killed", "gw")
-        self.apply(serving_pod("once", "gw", restart="Never"))
+        # Pods that are not evicted while the node is down, however long the test takes.
+        ip = self.running_pod("killed", "gw", tolerations=STAYS_ON_UNREACHABLE)
+        self.apply(serving_pod("once", "gw", restart="Never", tolerations=STAYS_ON_UNREACHABLE))
         once_ip = self.wait_pod("once", lambda p: condition(p, "Ready") == "True")["status"]["podIP"]
         self.fault("gw", "kill")
         self.assertFalse(answers(ip) or answers(once_ip), "its processes died with it")
