@@ -35,6 +35,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
                   "where data sets are looked for first (default $EDGETRAIN_DATA_DIR, else "
                   "$XDG_CACHE_HOME/edgetrain/datasets)")
       ->option_text("DIR");
+  app->add_option("--termination-log", flags.termination_log,
+                  "also write the result's JSON there at the end (a pod's terminationMessagePath)")
+      ->option_text("FILE");
   auto wait = [&](const char* name, Duration& into, const char* what) {
     app->add_option_function<std::string>(
            name,

@@ -24,6 +24,10 @@ struct AgentFlags {
   // Where data sets are looked for before Debian's folders; main fills in
   // DefaultDataDir() when --data-dir is not given.
   std::string data_dir;
+  // Where the result line's JSON is also written when the agent ends: a pod's
+  // terminationMessagePath, which the kubelet copies into the pod's status for
+  // the operator to read how the job ended. Empty: nowhere.
+  std::string termination_log;
   // The agent's own waits, long in production and short in tests.
   Duration first_worker_timeout = std::chrono::seconds(120);  // a coordinator with no worker fails then
   Duration stop_grace = std::chrono::seconds(3);              // workers' time to hear Stop

@@ -5,6 +5,7 @@
 #include "agent/agent.h"
 #include "agent/data/dataset.h"
 #include "agent/evaluate_model.h"
+#include "agent/termination_log.h"
 
 namespace {
 std::atomic<bool> g_cancel{false};
@@ -25,5 +26,10 @@ int main(int argc, char** argv) {
   // the model trained so far is still evaluated and saved.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  return RunAgent(*flags, std::cout, std::cerr, g_cancel);
+  if (flags->termination_log.empty()) return RunAgent(*flags, std::cout, std::cerr, g_cancel);
+  ResultCapture capture(std::cout);
+  const int code = RunAgent(*flags, capture.stream(), std::cerr, g_cancel);
+  capture.stream().flush();
+  if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
+  return code;
 }

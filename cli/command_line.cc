@@ -135,9 +135,12 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::App* plan_command = app.add_subcommand(
       "plan", "Show where the operator would run the job's pods on a site, and why each node was used or not.");
   plan_command->add_option("JOB.yaml", plan.manifest_path, "the TrainingJob manifest")->required();
-  plan_command->add_option("--nodes", plan.nodes_path, "the site, as a cluster profile")
-      ->option_text("PROFILE.yaml")
-      ->required();
+  CLI::Option* plan_nodes = plan_command->add_option("--nodes", plan.nodes_path, "the site, as a cluster profile")
+                                ->option_text("PROFILE.yaml");
+  CLI::Option* plan_cluster =
+      plan_command->add_option("--kubeconfig", plan.kubeconfig, "the live cluster: its Nodes and the pods bound there")
+          ->option_text("FILE");
+  plan_nodes->excludes(plan_cluster);
   plan_command->add_flag("--json", plan.json, "print the placement as one JSON document");
 
   EvaluateOptions& evaluate = line.evaluate;

@@ -79,7 +79,9 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_EQ(plan.line().plan.manifest_path, "job.yaml");
   EXPECT_EQ(plan.line().plan.nodes_path, "site.yaml");
   EXPECT_TRUE(plan.line().plan.json);
-  EXPECT_NE(Parse({"plan", "job.yaml"}).exit(), -1) << "a plan needs a site";
+  EXPECT_EQ(Parse({"plan", "job.yaml", "--kubeconfig", "kc"}).line().plan.kubeconfig, "kc");
+  EXPECT_NE(Parse({"plan", "job.yaml", "--kubeconfig", "kc", "--nodes", "site.yaml"}).exit(), -1)
+      << "one site at a time";
   Parsed evaluate = Parse({"evaluate", "out/model.pt", "--dataset", "digits", "--json"});
   ASSERT_EQ(evaluate.exit(), -1) << evaluate.err;
   EXPECT_EQ(evaluate.line().command, Command::kEvaluate);

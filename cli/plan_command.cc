@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +10,11 @@
 #include "cli/job_loading.h"
 #include "cli/progress_display.h"
 #include "core/cluster_placement.h"
+#include "core/exit_codes.h"
 #include "core/node_view.h"
+#include "operator/controller/cluster_view.h"
+#include "operator/kube/kube_config.h"
+#include "operator/kube/rest_kube_client.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -74,6 +79,26 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
   }
 }
 
+// The live cluster as the operator reads it: every Node, and the requests of the
+// pods bound to each (other than this job's own, which a re-plan may move).
+StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, const api::TrainingJobManifest& job,
+                                             std::string& site) {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  EDGETRAIN_ASSIGN_OR_RETURN(kube::KubeConfig config, kube::LoadKubeConfig(kubeconfig, env));
+  RealClock clock;
+  EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<kube::KubeClient> client,
+                             kube::MakeRestKubeClient(config, kube::RestOptions{}, clock));
+  EDGETRAIN_ASSIGN_OR_RETURN(nlohmann::json nodes, client->List(kube::kNodes, "", {}));
+  EDGETRAIN_ASSIGN_OR_RETURN(nlohmann::json pods, client->List(kube::kPods, "", {}));
+  site = config.server;
+  const std::string ns = job.namespace_.empty() ? config.namespace_ : job.namespace_;
+  return operator_::ClusterViewOf(nodes.value("items", std::vector<nlohmann::json>{}),
+                                  pods.value("items", std::vector<nlohmann::json>{}), ns, job.name);
+}
+
 }  // namespace
 
 int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
@@ -82,16 +107,32 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   if (int code = LoadJob(options.manifest_path, err, job, support, api::Runner::kKubernetes); code != kExitOk) {
     return code;
   }
-  std::optional<ClusterProfile> profile = LoadProfile(options.nodes_path, err);
-  if (!profile) return kExitInvalid;
+  if (options.nodes_path.empty() == options.kubeconfig.empty()) {
+    err << "edgetrain plan: which site? --nodes PROFILE.yaml or --kubeconfig FILE (see edgetrain plan --help)\n";
+    return kExitInvalid;
+  }
+  std::string site;
   std::vector<NodeView> nodes;
-  for (const NodeProfile& node : profile->nodes) {
-    StatusOr<NodeView> view = NodeViewOf(node);
-    if (!view.ok()) {
-      err << "error: --nodes: " << view.status().message() << "\n";
-      return kExitInvalid;
+  if (!options.kubeconfig.empty()) {
+    StatusOr<operator_::ClusterView> cluster = ReadCluster(options.kubeconfig, job, site);
+    if (!cluster.ok()) {
+      err << "error: --kubeconfig " << options.kubeconfig << ": " << cluster.status().message() << "\n";
+      return ExitCodeFor(cluster.status());
     }
-    nodes.push_back(*view);
+    for (const std::string& bad : cluster->unreadable) err << "note: node " << bad << "; left out\n";
+    nodes = cluster->nodes;
+  } else {
+    std::optional<ClusterProfile> profile = LoadProfile(options.nodes_path, err);
+    if (!profile) return kExitInvalid;
+    site = profile->name;
+    for (const NodeProfile& node : profile->nodes) {
+      StatusOr<NodeView> view = NodeViewOf(node);
+      if (!view.ok()) {
+        err << "error: --nodes: " << view.status().message() << "\n";
+        return kExitInvalid;
+      }
+      nodes.push_back(*view);
+    }
   }
   StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{});
   if (!request.ok()) {
@@ -103,11 +144,11 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   if (options.json) {
     nlohmann::json doc = ToJson(placement, nodes, batch);
     doc["job"] = job.name;
-    doc["site"] = profile->name;
+    doc["site"] = site;
     out << doc.dump() << "\n";
   } else {
     const int workers = job.spec.parallelism.workers;
-    out << job.name << " on " << profile->name << " (" << nodes.size() << " nodes): "
+    out << job.name << " on " << site << " (" << nodes.size() << " nodes): "
         << (request->solo ? "a job of one, trained by its coordinator"
                           : "a coordinator and " + std::to_string(workers) + " workers")
         << "\n\n";
@@ -120,7 +161,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   }
   for (const std::string& note : support.notes) err << "note: " << note << "\n";
   if (!placement.placed) {
-    err << "error: " << job.name << " does not fit " << profile->name << ": " << placement.unschedulable << "\n";
+    err << "error: " << job.name << " does not fit " << site << ": " << placement.unschedulable << "\n";
     return kExitFailed;
   }
   return kExitOk;

@@ -1,6 +1,6 @@
 #pragma once
-// `edgetrain plan JOB.yaml --nodes PROFILE.yaml`: where the operator would put the
-// job's pods on that site, and why - every node's verdict, the prediction that
+// `edgetrain plan JOB.yaml --nodes PROFILE.yaml` (or `--kubeconfig FILE`): where
+// the operator would put the job's pods on that site (or live cluster), and why - every node's verdict, the prediction that
 // ranked it, and what kept the others out (docs/placement.md).
 
 #include <ostream>
@@ -10,7 +10,8 @@ namespace edgetrain::cli {
 
 struct PlanOptions {
   std::string manifest_path;
-  std::string nodes_path;  // a cluster profile
+  std::string nodes_path;  // a cluster profile, or
+  std::string kubeconfig;  // a live cluster's Nodes and bound pods, as the operator sees them
   bool json = false;       // one JSON document instead of the table
 };
 

@@ -21,7 +21,11 @@ struct Printed {
 
 Printed Plan(const fs::path& manifest, const fs::path& nodes, bool json) {
   std::ostringstream out, err;
-  const int code = PrintPlan({manifest.string(), nodes.string(), json}, out, err);
+  PlanOptions options;
+  options.manifest_path = manifest.string();
+  options.nodes_path = nodes.string();
+  options.json = json;
+  const int code = PrintPlan(options, out, err);
   return {code, out.str(), err.str()};
 }
 
@@ -97,6 +101,10 @@ TEST_F(PlanCommandTest, AJobOfOneIsPlacedAsOneAgent) {
 }
 
 TEST_F(PlanCommandTest, BadInputExitsTwoNamingTheFile) {
+  Printed no_site = Plan(kSource / "examples/robot-team.yaml", "", false);
+  EXPECT_EQ(no_site.code, 2);
+  EXPECT_NE(no_site.err.find("which site? --nodes PROFILE.yaml or --kubeconfig FILE"), std::string::npos) << no_site.err;
+
   Printed missing_site = Plan(kSource / "examples/robot-team.yaml", dir_ / "absent.yaml", false);
   EXPECT_EQ(missing_site.code, 2);
   EXPECT_NE(missing_site.err.find("absent.yaml"), std::string::npos) << missing_site.err;

@@ -6,6 +6,13 @@ namespace edgetrain {
 
 using Json = nlohmann::json;
 
+int64_t SlotSince(const JobPlan& plan, int rank) {
+  for (const WorkerSlot& w : plan.workers) {
+    if (w.rank == rank && w.since_generation > 0) return std::min(w.since_generation, plan.generation);
+  }
+  return plan.generation;
+}
+
 std::string EncodeJobPlan(const JobPlan& plan) {
   Json workers = Json::array();
   for (const auto& w : plan.workers) {
@@ -16,6 +23,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                   {{"computeWatts", w.power.compute_watts},
                    {"communicateWatts", w.power.communicate_watts},
                    {"idleWatts", w.power.idle_watts}}}};
+    if (w.since_generation > 0) slot["sinceGeneration"] = w.since_generation;
     if (w.link) {
       slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale},
                       {"shapedBy", w.link->kernel_shaped ? "kernel" : "agents"}};
@@ -54,6 +62,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       slot.rank = w.at("rank").get<int>();
       slot.node = w.at("node").get<std::string>();
       slot.slowdown = w.at("slowdown").get<double>();
+      slot.since_generation = w.value("sinceGeneration", int64_t{0});
       if (w.contains("power")) {
         const Json& p = w["power"];
         slot.power = {p.at("computeWatts").get<double>(), p.at("communicateWatts").get<double>(),

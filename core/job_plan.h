@@ -22,6 +22,11 @@ struct WorkerSlot {
   double slowdown = 1;       // compute time multiplier: 10 = ten times slower than this machine
   std::optional<LinkSpec> link;  // none: an unshaped link
   PowerProfile power;        // for the energy model
+  // The plan generation this slot was given its node at; 0: the plan's own.
+  // A re-plan that replaces only lost workers keeps the survivors' slots as
+  // they were, so their streams (opened under that generation) stay in the
+  // team, while a worker of a replaced slot is fenced out.
+  int64_t since_generation = 0;
 };
 
 // One part of the training set, as one worker of a team of `parts` would hold
@@ -46,6 +51,9 @@ struct JobPlan {
   // that did not complete (which the job otherwise resumes from).
   bool fresh = false;
 };
+
+// The oldest plan generation whose worker may hold rank `rank`'s slot.
+int64_t SlotSince(const JobPlan& plan, int rank);
 
 std::string EncodeJobPlan(const JobPlan& plan);
 StatusOr<JobPlan> DecodeJobPlan(std::string_view json);

@@ -55,6 +55,25 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(s.seed, 7u);
 }
 
+TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {
+  JobPlan plan;
+  plan.job = "team";
+  plan.generation = 3;
+  plan.spec_json = kSpec;
+  plan.output_dir = "/tmp/out";
+  plan.workers = {WorkerSlot{}, WorkerSlot{}};
+  plan.workers[0].node = "robot-1";
+  plan.workers[0].since_generation = 1;  // a survivor of two re-plans
+  plan.workers[1].rank = 1;
+  plan.workers[1].node = "robot-4";      // given anew: no since, the plan's own
+  auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->workers[0].since_generation, 1);
+  EXPECT_EQ(SlotSince(*decoded, 0), 1);
+  EXPECT_EQ(SlotSince(*decoded, 1), 3);
+  EXPECT_EQ(SlotSince(*decoded, 7), 3) << "a rank the plan lacks: only the current generation";
+}
+
 TEST(JobPlanTest, RefusesBrokenPlansNamingTheField) {
   struct Case {
     std::string json;

@@ -28,6 +28,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), stream_generation_(static_cast<size_t>(world_), 0),
       plan_generation_(plan.generation) {
+  for (int w = 0; w < world_; ++w) slot_since_.push_back(SlotSince(plan, w));
   // Workers join the ledger when their stream arrives (Join), not before: the
   // team starts with those there, and later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
@@ -201,7 +202,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     if (push.report) ++push_fates_[static_cast<int>(PushFate::kStaleStream)];
     return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
   }
-  if (stream_generation_[w] < plan_generation_) {
+  if (stream_generation_[w] < slot_since_[w]) {
     if (push.report) ++push_fates_[static_cast<int>(PushFate::kStaleStream)];
     return AbortedError("fenced out: this stream is of plan generation " + std::to_string(stream_generation_[w]) +
                         ", the job's is " + std::to_string(plan_generation_.load()));
@@ -299,6 +300,11 @@ void Coordinator::Left(int w, uint64_t stream) {
   changed_.NotifyAll();
 }
 
+int64_t Coordinator::slot_since(int w) const {
+  std::lock_guard lock(mu_);
+  return w >= 0 && w < world_ ? slot_since_[w] : plan_generation_.load();
+}
+
 Status Coordinator::AdoptPlan(const JobPlan& next) {
   std::lock_guard lock(mu_);
   if (next.job != plan_.job) {
@@ -314,9 +320,12 @@ Status Coordinator::AdoptPlan(const JobPlan& next) {
                                    " is not newer than the current " + std::to_string(plan_generation_.load()));
   }
   plan_generation_ = next.generation;
+  for (int w = 0; w < world_; ++w) slot_since_[w] = SlotSince(next, w);
   log_ << "coordinator: adopted plan generation " << next.generation << "\n";
+  // Only the workers whose slots the plan gave anew are fenced out; the others
+  // train on, their streams as good as before.
   for (int w = 0; w < world_; ++w) {
-    if (!members_.connected(w) || stream_generation_[w] >= next.generation) continue;
+    if (!members_.connected(w) || stream_generation_[w] >= slot_since_[w]) continue;
     // The stream's stream number stays current until the worker reconnects,
     // so Close always takes it out of the team's waits here.
     members_.Close(w, members_.stream(w), ledger_);

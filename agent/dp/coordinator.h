@@ -140,6 +140,9 @@ class Coordinator final : public TrainingEngine {
   // another job, another team size, or a generation not newer than this one.
   Status AdoptPlan(const JobPlan& next);
   int64_t plan_generation() const { return plan_generation_.load(); }
+  // The oldest generation whose worker may hold rank `w` (the current one for
+  // a rank outside the team, whose hello is refused anyway).
+  int64_t slot_since(int w) const;
 
  private:
   // What the coordinator measures of a worker's link.
@@ -176,6 +179,7 @@ class Coordinator final : public TrainingEngine {
   std::vector<LinkMeters> links_;
   std::vector<int64_t> push_fates_;  // by PushFate
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
+  std::vector<int64_t> slot_since_;         // per worker: SlotSince of the current plan; guarded by mu_
   std::atomic<int64_t> plan_generation_;    // written under mu_
   bool stopping_ = false;
   std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended

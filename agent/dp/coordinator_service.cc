@@ -114,7 +114,8 @@ Status CoordinatorService::AdoptPlan(const JobPlan& next,
 }
 
 Status CoordinatorService::Admit(const v1::Hello& hello) {
-  return CheckHello(hello, plan_.job, coordinator_.plan_generation(), plan_.spec.parallelism.workers);
+  return CheckHello(hello, plan_.job, coordinator_.slot_since(hello.rank()), coordinator_.plan_generation(),
+                    plan_.spec.parallelism.workers);
 }
 
 Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {

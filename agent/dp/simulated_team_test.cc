@@ -323,6 +323,38 @@ TEST(SimulatedTeamTest, ANewPlanGenerationFencesOutTheOldOneAndTheJobGoesOn) {
   for (int w = 0; w < 3; ++w) ASSERT_TRUE(team.workers()[w].ok()) << "the new generation's worker " << w;
 }
 
+// The operator replaces only what was lost: a plan whose other slots keep the
+// generation they were given at fences out the replaced worker alone, and the
+// survivors train on without a reconnect.
+TEST(SimulatedTeamTest, ARePlanOfOneSlotFencesOutThatWorkerAloneAndTheRestTrainOn) {
+  TeamSetup setup = ATeamOf(3);
+  setup.budget.epochs = 8;
+  SimulatedTeam team(setup);
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 30; }));
+    JobPlan next = t.plan();
+    next.generation = 2;
+    for (WorkerSlot& slot : next.workers) slot.since_generation = slot.rank == 1 ? 2 : 1;
+    next.workers[1].node = "replacement";
+    ASSERT_TRUE(t.AdoptPlan(next).ok());
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return !Active(p, 1); })) << "worker 1 was not fenced out";
+    const JobProgress now = t.progress();
+    EXPECT_TRUE(Active(now, 0) && Active(now, 2)) << "the survivors stay in the team";
+    t.StartWorker(1);  // the replacement, with plan generation 2
+  });
+  ExpectSound(team, 4);
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kEpochs);
+  const std::string log = team.log();
+  EXPECT_NE(log.find("worker 1 fenced out: its stream is of plan generation 1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("worker 0 fenced out"), std::string::npos) << log;
+  EXPECT_EQ(log.find("worker 2 fenced out"), std::string::npos) << log;
+  for (int w : {0, 2}) {
+    ASSERT_TRUE(team.workers()[w].ok());
+    EXPECT_EQ(team.workers()[w]->reconnects, 0) << "worker " << w << " never left";
+  }
+  ASSERT_TRUE(team.workers().back().ok()) << "the replacement trained to the end";
+}
+
 TEST(SimulatedTeamTest, APlanThatCannotReplaceTheRunningOneIsRefusedAndChangesNothing) {
   TeamSetup setup = ATeamOf(2);
   SimulatedTeam team(setup);

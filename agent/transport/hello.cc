@@ -11,7 +11,8 @@ v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank) {
   return hello;
 }
 
-Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t plan_generation, int world) {
+Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_since, int64_t plan_generation,
+                  int world) {
   if (hello.protocol_version() != v1::PROTOCOL_VERSION_CURRENT) {
     return FailedPreconditionError("protocol version " + std::to_string(hello.protocol_version()) +
                                    " is not this coordinator's " + std::to_string(v1::PROTOCOL_VERSION_CURRENT) +
@@ -20,7 +21,7 @@ Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t plan_g
   if (hello.job() != job) {
     return FailedPreconditionError("this coordinator trains job \"" + job + "\", not \"" + hello.job() + "\"");
   }
-  if (hello.plan_generation() != plan_generation) {
+  if (hello.plan_generation() < slot_since || hello.plan_generation() > plan_generation) {
     return FailedPreconditionError("plan generation " + std::to_string(hello.plan_generation()) +
                                    " is not the current " + std::to_string(plan_generation) +
                                    "; the job was re-planned, restart with the new plan");

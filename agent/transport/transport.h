@@ -83,6 +83,9 @@ std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, Transpo
 
 // The hello this build speaks, and the check every coordinator applies to one.
 v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank);
-Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t plan_generation, int world);
+// A hello's plan generation must lie between the one its rank's slot was given
+// at (`slot_since`) and the job's current one.
+Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_since, int64_t plan_generation,
+                  int world);
 
 }  // namespace edgetrain::agent

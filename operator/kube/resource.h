@@ -33,6 +33,8 @@ inline const ResourceType kServices{"", "v1", "services", "Service", true};
 inline const ResourceType kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline const ResourceType kNodes{"", "v1", "nodes", "Node", false};
 inline const ResourceType kEvents{"", "v1", "events", "Event", true};
+inline const ResourceType kPersistentVolumeClaims{"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true};
+inline const ResourceType kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false};
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 
 }  // namespace edgetrain::kube

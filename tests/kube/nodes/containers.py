@@ -12,6 +12,9 @@ import time
 from .client import now_rfc3339
 from .probes import Prober
 
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"  # the API's default
+TERMINATION_MESSAGE_LIMIT = 4096
+
 SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "container_shim.py")
 
 
@@ -62,6 +65,44 @@ class Container:
         n = self.restart_count if restart is None else restart
         return os.path.join(self.folder, "logs", self.name, f"{n}.log")
 
+    # -- the termination message ------------------------------------------------------------
+
+    def termination_path(self):
+        return os.path.join(self.folder, "termination", self.name, str(self.restart_count))
+
+    def termination_mount(self):
+        """The file the kubelet binds at terminationMessagePath, made empty for this run.
+        None under /dev: the emulator's /dev is the host's (bound, not a tmpfs of the
+        pod's), so nothing is put there; a pod that wants a message names another path."""
+        target = self.spec.get("terminationMessagePath") or TERMINATION_MESSAGE_PATH
+        if target == "/dev" or target.startswith("/dev/"):
+            return None
+        path = self.termination_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w"):
+            pass
+        os.chmod(path, 0o666)  # the container's user, whoever it is, writes it
+        return {"source": path, "target": target, "readOnly": False}
+
+    def termination_message(self, code):
+        """As the kubelet reads it: the file's first 4096 bytes; with
+        FallbackToLogsOnError and a failure, the log's last 80 lines (2048 bytes) when
+        the file is empty."""
+        try:
+            with open(self.termination_path(), "rb") as f:
+                message = f.read(TERMINATION_MESSAGE_LIMIT)
+        except OSError:
+            message = b""
+        if not message and code != 0 and \
+                self.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+            try:
+                with open(self.log_path(), "rb") as f:
+                    lines = f.read().splitlines()[-80:]
+                message = b"\n".join(lines)[-2048:]
+            except OSError:
+                message = b""
+        return message.decode(errors="replace")
+
     # -- running ----------------------------------------------------------------------------
 
     @property
@@ -74,6 +115,9 @@ class Container:
             self.restart_count += 1
         self.runs += 1
         os.makedirs(os.path.dirname(self.log_path()), exist_ok=True)
+        termination = self.termination_mount()
+        if termination:
+            shim_spec["mounts"].append(termination)
         spec_path = os.path.join(self.folder, f"{self.name}.spec.json")
         with open(spec_path, "w") as f:
             json.dump(shim_spec, f)
@@ -124,7 +168,8 @@ class Container:
         code = self.proc.returncode
         code = 128 - code if code < 0 else code  # killed outright: 128+N, as runtimes say
         started = (self.state.get("running") or {}).get("startedAt")
-        self._terminated(code, "Completed" if code == 0 else "Error", started)
+        self._terminated(code, "Completed" if code == 0 else "Error", started,
+                         self.termination_message(code))
         self.proc = None
         ran = time.monotonic() - (self.started_at or time.monotonic())
         if ran > self.timings.backoff_max:  # it ran well: the back-off starts over

@@ -1,0 +1,57 @@
+#include "agent/termination_log.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace edgetrain::agent {
+namespace {
+
+TEST(TerminationLogTest, TheLastResultLineIsCapturedAndEverythingPassesThrough) {
+  std::ostringstream out;
+  ResultCapture capture(out);
+  capture.stream() << "http 10.0.0.1:8080\n" << "result {\"state\": \"failed\"}\n";
+  capture.stream() << "result {\"state\": \"succeeded\", \"accuracy\": 0.9}" << std::endl << "trailing";
+  capture.stream().flush();
+  EXPECT_EQ(out.str(),
+            "http 10.0.0.1:8080\nresult {\"state\": \"failed\"}\nresult {\"state\": \"succeeded\", \"accuracy\": "
+            "0.9}\ntrailing");
+  EXPECT_EQ(capture.result(), "{\"state\": \"succeeded\", \"accuracy\": 0.9}");
+
+  std::ostringstream none;
+  ResultCapture nothing(none);
+  nothing.stream() << "listening 127.0.0.1:7000\n";
+  EXPECT_EQ(nothing.result(), "");
+}
+
+TEST(TerminationLogTest, ATeamTooLargeForTheKubeletsLimitKeepsTheJobsOwnFields) {
+  nlohmann::json result = {{"state", "succeeded"}, {"accuracy", 0.91}, {"modelPath", "/models/x/model.pt"}};
+  EXPECT_EQ(FitTerminationMessage(result.dump()), result.dump()) << "a short result is kept whole";
+
+  for (int rank = 0; rank < 200; ++rank) result["workers"].push_back({{"rank", rank}, {"bandwidthMbps", 41.5}});
+  ASSERT_GT(result.dump().size(), kTerminationMessageLimit);
+  const nlohmann::json fitted = nlohmann::json::parse(FitTerminationMessage(result.dump()));
+  EXPECT_EQ(fitted["accuracy"], 0.91);
+  EXPECT_EQ(fitted["modelPath"], "/models/x/model.pt");
+  EXPECT_EQ(fitted["workersOmitted"], 200);
+  EXPECT_FALSE(fitted.contains("workers"));
+}
+
+TEST(TerminationLogTest, WritesTheMessageAndSaysWhenItCannot) {
+  const auto path = std::filesystem::temp_directory_path() / ("termination-" + std::to_string(::getpid()));
+  std::ostringstream log;
+  ASSERT_TRUE(WriteTerminationLog(path.string(), "{\"state\": \"succeeded\"}", log));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "{\"state\": \"succeeded\"}");
+  std::filesystem::remove(path);
+
+  EXPECT_FALSE(WriteTerminationLog("/nonexistent-dir/termination-log", "{}", log));
+  EXPECT_NE(log.str().find("/nonexistent-dir/termination-log"), std::string::npos) << log.str();
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

@@ -1,0 +1,58 @@
+#pragma once
+// A TrainingJob's status vocabulary: its phases, its condition types and the
+// reasons the operator gives, named once for the operator, its tests and the
+// docs (docs/operator.md). The CRD's status schema enumerates the same phases and
+// types; a test holds the two together.
+
+namespace edgetrain::api {
+
+namespace phase {
+inline constexpr const char* kPending = "Pending";       // not placed: waiting for room, or not runnable here
+inline constexpr const char* kPlacing = "Placing";       // pods bound, not all running yet (the gang timeout runs)
+inline constexpr const char* kRunning = "Running";       // the whole gang runs
+inline constexpr const char* kRecovering = "Recovering"; // a member was lost; re-planning (the next issue)
+inline constexpr const char* kSucceeded = "Succeeded";   // ended at its target or its budget
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kSuspended = "Suspended";   // spec.suspend: no pods, resumes from its checkpoint
+}  // namespace phase
+
+namespace condition {
+inline constexpr const char* kPlaced = "Placed";
+inline constexpr const char* kRunning = "Running";
+inline constexpr const char* kStalled = "Stalled";
+inline constexpr const char* kBandwidthDegraded = "BandwidthDegraded";
+inline constexpr const char* kComplete = "Complete";
+inline constexpr const char* kFailed = "Failed";
+inline constexpr const char* kInvalid = "Invalid";
+}  // namespace condition
+
+namespace reason {
+// Invalid
+inline constexpr const char* kInvalidSpec = "InvalidSpec";          // schema or cross-field rule; the message names the field
+inline constexpr const char* kNotSupported = "NotSupported";        // valid, but asks what has not landed
+inline constexpr const char* kNoMatchingNode = "NoMatchingNode";    // spec.placement.nodeSelector matches no node at all
+// Placed
+inline constexpr const char* kPlaced = "Placed";
+inline constexpr const char* kUnschedulable = "Unschedulable";      // the gang does not fit now
+inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, but not all running in time: torn down
+inline constexpr const char* kWaitingForEarlierJobs = "WaitingForEarlierJobs";  // fits, but queued behind a job first in line
+inline constexpr const char* kSuspended = "Suspended";
+// Running
+inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
+inline constexpr const char* kTraining = "Training";
+inline constexpr const char* kStopped = "Stopped";                  // ended, suspended or not started
+// Stalled, BandwidthDegraded
+inline constexpr const char* kWaitingOnLinks = "WaitingOnLinks";
+inline constexpr const char* kLinksHealthy = "LinksHealthy";
+inline constexpr const char* kLinkBelowPlan = "LinkBelowPlan";
+// Complete
+inline constexpr const char* kTargetReached = "TargetReached";
+inline constexpr const char* kBudgetSpent = "BudgetSpent";
+inline constexpr const char* kEnded = "Ended";  // exit 0, but no result to say how
+// Failed
+inline constexpr const char* kCoordinatorFailed = "CoordinatorFailed";
+inline constexpr const char* kPodFailed = "PodFailed";
+inline constexpr const char* kPodsLost = "PodsLost";
+}  // namespace reason
+
+}  // namespace edgetrain::api

@@ -1,0 +1,126 @@
+#include "operator/controller/cluster_view.h"
+
+#include <cstdlib>
+#include <map>
+
+#include "core/quantity.h"
+#include "operator/controller/job_labels.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+// A quantity of the Node's status, in the scheduler's units; 0 when absent.
+int64_t Amount(const Json& resources, const char* name, bool millis) {
+  if (!resources.contains(name)) return 0;
+  const Json& v = resources[name];
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  StatusOr<int64_t> amount = millis ? ParseQuantityMillis(text) : ParseQuantityUnits(text);
+  return amount.ok() ? *amount : 0;
+}
+
+StatusOr<double> Number(const Json& annotations, const std::string& key) {
+  const std::string text = annotations.at(key).get<std::string>();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') {
+    return InvalidArgumentError("annotation " + key + " is not a number (got \"" + text + "\")");
+  }
+  return value;
+}
+
+}  // namespace
+
+StatusOr<NodeView> NodeViewOfNode(const Json& node) {
+  NodeView view;
+  const Json& meta = node.at("metadata");
+  view.name = meta.at("name").get<std::string>();
+  view.labels = meta.value("labels", std::map<std::string, std::string>{});
+  const Json spec = node.value("spec", Json::object());
+  view.cordoned = spec.value("unschedulable", false);
+  for (const Json& t : spec.value("taints", Json::array())) {
+    view.taints.push_back({t.value("key", ""), t.value("value", ""), t.value("effect", "")});
+  }
+  const Json status = node.value("status", Json::object());
+  // A node whose Ready condition is not True - False or Unknown (its kubelet
+  // silent) - takes no new pods.
+  view.ready = false;
+  for (const Json& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "Ready") view.ready = c.value("status", "") == "True";
+  }
+  const Json allocatable = status.value("allocatable", status.value("capacity", Json::object()));
+  view.allocatable = {Amount(allocatable, "cpu", true), Amount(allocatable, "memory", false),
+                      Amount(allocatable, "pods", false)};
+
+  const Json annotations = meta.value("annotations", Json::object());
+  struct Read {
+    const char* key;
+    double* into;
+  };
+  std::optional<double> link;
+  double link_value = 0;
+  for (Read r : {Read{"edgetrain.dev/compute-score", &view.compute_score},
+                 Read{"edgetrain.dev/compute-watts", &view.power.compute_watts},
+                 Read{"edgetrain.dev/communicate-watts", &view.power.communicate_watts},
+                 Read{"edgetrain.dev/idle-watts", &view.power.idle_watts},
+                 Read{"edgetrain.dev/link-mbps", &link_value},
+                 Read{"edgetrain.dev/emulated-slowdown", &view.emulated_slowdown}}) {
+    if (!annotations.contains(r.key)) continue;
+    StatusOr<double> value = Number(annotations, r.key);
+    if (!value.ok()) return value.status();
+    *r.into = *value;
+    if (r.into == &link_value) link = *value;
+  }
+  view.link_mbps = link;
+  if (view.emulated_slowdown < 1) {
+    return InvalidArgumentError("annotation edgetrain.dev/emulated-slowdown must be >= 1");
+  }
+  return view;
+}
+
+ResourceAmounts PodRequests(const Json& pod) {
+  ResourceAmounts sum{0, 0, 1};
+  for (const Json& c : pod.at("spec").value("containers", Json::array())) {
+    const Json requests = c.value("/resources/requests"_json_pointer, Json::object());
+    sum.cpu_millis += Amount(requests, "cpu", true);
+    sum.memory_bytes += Amount(requests, "memory", false);
+  }
+  return sum;
+}
+
+bool HoldsNode(const Json& pod) {
+  if (pod.value("/spec/nodeName"_json_pointer, std::string()).empty()) return false;
+  const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+  return phase != "Succeeded" && phase != "Failed";
+}
+
+ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json>& pods,
+                          const std::string& except_namespace, const std::string& except_job) {
+  std::map<std::string, ResourceAmounts> bound;
+  for (const Json& pod : pods) {
+    if (!HoldsNode(pod)) continue;
+    const Json& meta = pod.at("metadata");
+    if (meta.value("namespace", "") == except_namespace &&
+        meta.value("/labels"_json_pointer, Json::object()).value(kJobLabel, "") == except_job) {
+      continue;
+    }
+    ResourceAmounts r = PodRequests(pod);
+    ResourceAmounts& b = bound[pod["spec"]["nodeName"].get<std::string>()];
+    b.cpu_millis += r.cpu_millis;
+    b.memory_bytes += r.memory_bytes;
+    b.pods += r.pods;
+  }
+  ClusterView view;
+  for (const Json& node : nodes) {
+    StatusOr<NodeView> v = NodeViewOfNode(node);
+    if (!v.ok()) {
+      view.unreadable.push_back(node.value("/metadata/name"_json_pointer, std::string("?")) + ": " +
+                                v.status().message());
+      continue;
+    }
+    if (auto it = bound.find(v->name); it != bound.end()) v->bound = it->second;
+    view.nodes.push_back(*v);
+  }
+  return view;
+}
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,42 @@
+#pragma once
+// The cluster as placement sees it, read from the informers' Node and Pod
+// objects: each Node becomes a NodeView (docs/placement.md, docs/cluster-profiles.md
+// name the labels and annotations read), with the requests of the pods already
+// bound to it, as the scheduler counts them.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/node_view.h"
+#include "core/status.h"
+
+namespace edgetrain::operator_ {
+
+using Json = nlohmann::json;
+
+// A Node object as a NodeView; `bound` is left empty. An annotation that is not a
+// number is InvalidArgument naming it (the node is then left out, with that reason).
+StatusOr<NodeView> NodeViewOfNode(const Json& node);
+
+// What a pod asks of its node: its containers' requests summed, one pod.
+// Malformed quantities count as zero (the API server refuses them on a real
+// cluster, so only a hand-edited object has them).
+ResourceAmounts PodRequests(const Json& pod);
+
+// Whether a pod still holds its node's resources: bound, and neither Succeeded
+// nor Failed.
+bool HoldsNode(const Json& pod);
+
+// Every node, with what the pods other than `except_job`'s hold on it (the job's
+// own pods are left out, so that re-planning a job can move them). Nodes that
+// cannot be read are returned in `unreadable` with the reason.
+struct ClusterView {
+  std::vector<NodeView> nodes;
+  std::vector<std::string> unreadable;  // "NAME: why"
+};
+ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json>& pods,
+                          const std::string& except_namespace, const std::string& except_job);
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,78 @@
+#include "operator/controller/cluster_view.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/controller/testing/cluster_fixtures.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+using testing::ANode;
+using testing::APod;
+
+TEST(ClusterViewTest, ANodeReadsAsPlacementSeesIt) {
+  StatusOr<NodeView> view = NodeViewOfNode(ANode("robot-1")
+                                               .Scoring(0.5)
+                                               .WithLink(30.5)
+                                               .EmulatedSlowerBy(2)
+                                               .Annotate("edgetrain.dev/compute-watts", 9)
+                                               .Tainted("cloud.google.com/gke-spot", "true", "NoSchedule")
+                                               .WithAllocatable("1500m", "2Gi", "8"));
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  EXPECT_EQ(view->name, "robot-1");
+  EXPECT_TRUE(view->ready);
+  EXPECT_FALSE(view->cordoned);
+  EXPECT_DOUBLE_EQ(view->compute_score, 0.5);
+  ASSERT_TRUE(view->link_mbps.has_value());
+  EXPECT_DOUBLE_EQ(*view->link_mbps, 30.5);
+  EXPECT_DOUBLE_EQ(view->emulated_slowdown, 2);
+  EXPECT_DOUBLE_EQ(view->power.compute_watts, 9);
+  EXPECT_EQ(view->allocatable.cpu_millis, 1500);
+  EXPECT_EQ(view->allocatable.memory_bytes, int64_t{2} << 30);
+  EXPECT_EQ(view->allocatable.pods, 8);
+  ASSERT_EQ(view->taints.size(), 1u);
+  EXPECT_EQ(view->taints[0].effect, "NoSchedule");
+  EXPECT_EQ(view->labels.at("kubernetes.io/arch"), "amd64");
+}
+
+TEST(ClusterViewTest, ANodeWithoutItsSitesAnnotationsIsAWiredReferenceMachine) {
+  StatusOr<NodeView> view = NodeViewOfNode(ANode("plain"));
+  ASSERT_TRUE(view.ok());
+  EXPECT_DOUBLE_EQ(view->compute_score, 1);
+  EXPECT_FALSE(view->link_mbps.has_value());
+  EXPECT_DOUBLE_EQ(view->emulated_slowdown, 1);
+}
+
+TEST(ClusterViewTest, ReadinessAndCordonAreTheKubeletsAndKubectlsWord) {
+  EXPECT_FALSE(NodeViewOfNode(ANode("silent").NotReady())->ready);
+  EXPECT_TRUE(NodeViewOfNode(ANode("cordoned").Cordoned())->cordoned);
+}
+
+TEST(ClusterViewTest, AnAnnotationThatIsNoNumberLeavesTheNodeOutSayingWhy) {
+  Json node = ANode("odd");
+  node["metadata"]["annotations"]["edgetrain.dev/link-mbps"] = "fast";
+  ClusterView view = ClusterViewOf({node, ANode("fine")}, {}, "default", "team");
+  ASSERT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.nodes[0].name, "fine");
+  ASSERT_EQ(view.unreadable.size(), 1u);
+  EXPECT_NE(view.unreadable[0].find("odd: annotation edgetrain.dev/link-mbps is not a number"), std::string::npos)
+      << view.unreadable[0];
+}
+
+TEST(ClusterViewTest, WhatOtherPodsHoldCountsAndTheJobsOwnAndFinishedPodsDoNot) {
+  ClusterView view = ClusterViewOf(
+      {ANode("gateway")},
+      {APod("other").On("gateway").Requesting("500m", "1Gi").Running(),
+       APod("another").On("gateway").Requesting("250m", "256Mi").Running(),
+       APod("done").On("gateway").Requesting("2", "4Gi").Ended(0),
+       APod("unbound").Requesting("2", "4Gi"),
+       APod("team-coordinator").OfJob("team").On("gateway").Requesting("1", "1Gi").Running()},
+      "default", "team");
+  ASSERT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.nodes[0].bound.cpu_millis, 750);
+  EXPECT_EQ(view.nodes[0].bound.memory_bytes, (int64_t{1} << 30) + (int64_t{256} << 20));
+  EXPECT_EQ(view.nodes[0].bound.pods, 2);
+}
+
+}  // namespace
+}  // namespace edgetrain::operator_

@@ -1,0 +1,104 @@
+#include "operator/controller/controller.h"
+
+#include <map>
+#include <vector>
+
+#include "api/job_conditions.h"
+#include "operator/controller/job_labels.h"
+#include "operator/controller/job_status.h"
+
+namespace edgetrain::operator_ {
+
+Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& progress, OperatorMetrics& metrics,
+                       LineLog& log, std::function<kube::WallTime()> wall_now, ControllerOptions options)
+    : client_(client),
+      clock_(clock),
+      metrics_(metrics),
+      log_(log),
+      options_(std::move(options)),
+      jobs_(client, kube::kTrainingJobs, options_.namespace_, clock, options_.informers),
+      // Every pod, not only the jobs': what other pods hold on a node counts for placement.
+      pods_(client, kube::kPods, "", clock, options_.informers),
+      nodes_(client, kube::kNodes, "", clock, options_.informers),
+      queue_(clock, options_.queue),
+      events_(client, wall_now, log),
+      reconciler_(client, jobs_.store(), pods_.store(), nodes_.store(), progress, events_, log, wall_now,
+                  options_.reconciler) {
+  pods_.store().AddIndex(kPodsByJob, PodsByJobIndex());
+  jobs_.OnChange([this](kube::WatchEventType, const Json& job) { queue_.Add(kube::KeyOf(job)); });
+  pods_.OnChange([this](kube::WatchEventType, const Json& pod) {
+    for (const std::string& key : PodsByJobIndex()(pod)) {
+      if (options_.namespace_.empty() || key.rfind(options_.namespace_ + "/", 0) == 0) queue_.Add(key);
+    }
+  });
+  // Room may have appeared (or gone): jobs waiting for it look again.
+  nodes_.OnChange([this](kube::WatchEventType, const Json&) { EnqueueWaitingJobs(); });
+}
+
+Controller::~Controller() { queue_.ShutDown(); }
+
+void Controller::EnqueueWaitingJobs() {
+  for (const Json& job : jobs_.store().List()) {
+    const Json status = job.value("status", Json::object());
+    if (status.value("phase", api::phase::kPending) == api::phase::kPending) queue_.Add(kube::KeyOf(job));
+  }
+}
+
+void Controller::UpdatePhaseMetrics() {
+  std::map<std::string, size_t> by_phase = {
+      {api::phase::kPending, 0},   {api::phase::kPlacing, 0}, {api::phase::kRunning, 0},
+      {api::phase::kRecovering, 0}, {api::phase::kSucceeded, 0}, {api::phase::kFailed, 0},
+      {api::phase::kSuspended, 0}};
+  for (const Json& job : jobs_.store().List()) {
+    ++by_phase[job.value("/status/phase"_json_pointer, std::string(api::phase::kPending))];
+  }
+  for (const auto& [phase, count] : by_phase) metrics_.SetJobsInPhase(phase, count);
+}
+
+void Controller::Work() {
+  while (std::optional<std::string> key = queue_.Get()) {
+    const TimePoint started = clock_.Now();
+    StatusOr<ReconcileOutcome> outcome = reconciler_.Reconcile(*key);
+    const double seconds = std::chrono::duration<double>(clock_.Now() - started).count();
+    metrics_.ObserveReconcile(seconds, outcome.ok());
+    if (outcome.ok()) {
+      queue_.Forget(*key);
+      if (outcome->requeue_after) queue_.AddAfter(*key, *outcome->requeue_after);
+      if (!outcome->placement.empty()) metrics_.CountPlacement(outcome->placement);
+    } else {
+      log_.Job(*key, "ReconcileFailed",
+               outcome.status().ToString() + " (retry " + std::to_string(queue_.Retries(*key) + 1) + ")");
+      queue_.AddRateLimited(*key);
+    }
+    queue_.Done(*key);
+    metrics_.SetQueueDepth(queue_.Length());
+    UpdatePhaseMetrics();
+  }
+}
+
+void Controller::Run(const std::atomic<bool>& stop) {
+  std::vector<ClockThread> threads;
+  threads.push_back(clock_.StartThread("trainingjob informer", [&] { jobs_.Run(stop); }));
+  threads.push_back(clock_.StartThread("pod informer", [&] { pods_.Run(stop); }));
+  threads.push_back(clock_.StartThread("node informer", [&] { nodes_.Run(stop); }));
+  // Reconciling on a half-filled cache would place on nodes it has not seen yet.
+  for (kube::Informer* informer : {&jobs_, &pods_, &nodes_}) {
+    while (!stop.load() && !informer->WaitForSync(clock_.Now() + std::chrono::milliseconds(200))) {
+    }
+  }
+  if (!stop.load()) {
+    synced_ = true;
+    log_.Write("caches filled: " + std::to_string(jobs_.store().List().size()) + " TrainingJobs, " +
+               std::to_string(nodes_.store().List().size()) + " Nodes, " +
+               std::to_string(pods_.store().List().size()) + " Pods; " + std::to_string(options_.workers) +
+               " reconcile workers");
+    for (int i = 0; i < options_.workers; ++i) {
+      threads.push_back(clock_.StartThread("reconcile worker", [this] { Work(); }));
+    }
+  }
+  while (!stop.load()) clock_.SleepFor(std::chrono::milliseconds(100));
+  queue_.ShutDown();
+  for (ClockThread& t : threads) t.Join();
+}
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,59 @@
+#pragma once
+// The TrainingJob controller: informers on TrainingJobs, Pods and Nodes feed a
+// rate-limited work queue of job keys, and reconcile workers drain it. A job
+// is queued when it changes, when one of its pods changes, and - while it
+// waits to be placed - when any Node changes; a reconcile may ask to look again
+// later (requeueAfter); a failed one backs off per job.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "core/clock.h"
+#include "operator/controller/line_log.h"
+#include "operator/controller/reconciler.h"
+#include "operator/kube/informer.h"
+#include "operator/kube/kube_client.h"
+#include "operator/kube/work_queue.h"
+#include "operator/operator_metrics.h"
+
+namespace edgetrain::operator_ {
+
+struct ControllerOptions {
+  int workers = 2;            // reconciles at once (never two of one job)
+  std::string namespace_;     // empty: every namespace
+  kube::InformerOptions informers;
+  kube::WorkQueueOptions queue;
+  ReconcilerOptions reconciler;
+};
+
+class Controller {
+ public:
+  Controller(kube::KubeClient& client, Clock& clock, ProgressSource& progress, OperatorMetrics& metrics,
+             LineLog& log, std::function<kube::WallTime()> wall_now, ControllerOptions options);
+  ~Controller();
+
+  // Runs until `stop`: the informers, then (once their caches are filled) the
+  // workers.
+  void Run(const std::atomic<bool>& stop);
+  // Every informer has listed once: /readyz.
+  bool Synced() const { return synced_.load(); }
+
+ private:
+  void Work();
+  void EnqueueWaitingJobs();
+  void UpdatePhaseMetrics();
+
+  kube::KubeClient& client_;
+  Clock& clock_;
+  OperatorMetrics& metrics_;
+  LineLog& log_;
+  const ControllerOptions options_;
+  kube::Informer jobs_, pods_, nodes_;
+  kube::WorkQueue queue_;
+  EventRecorder events_;
+  Reconciler reconciler_;
+  std::atomic<bool> synced_{false};
+};
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,130 @@
+#include "operator/controller/gang.h"
+
+#include <algorithm>
+#include <map>
+
+#include "api/job_conditions.h"
+#include "operator/controller/job_labels.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+const Json* AgentStatus(const Json& pod) {
+  const Json* statuses = pod.contains("status") ? &pod["status"] : nullptr;
+  if (!statuses || !statuses->contains("containerStatuses")) return nullptr;
+  for (const Json& c : (*statuses)["containerStatuses"]) {
+    if (c.value("name", "") == "agent") return &c;
+  }
+  return nullptr;
+}
+
+// The agent's exit, once its container has ended for good or for now:
+// state.terminated, else lastState.terminated (restarting).
+const Json* Terminated(const Json& agent, bool last) {
+  const char* which = last ? "lastState" : "state";
+  if (agent.contains(which) && agent[which].contains("terminated")) return &agent[which]["terminated"];
+  return nullptr;
+}
+
+std::string Describe(const Json& terminated) {
+  std::string text = "exit code " + std::to_string(terminated.value("exitCode", -1));
+  const std::string reason = terminated.value("reason", "");
+  if (!reason.empty()) text += " (" + reason + ")";
+  return text;
+}
+
+// The agent's result JSON, when its termination message is one.
+std::optional<Json> ResultOf(const Json& terminated) {
+  Json j = Json::parse(terminated.value("message", ""), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("state")) return std::nullopt;
+  return j;
+}
+
+}  // namespace
+
+Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods,
+                 const std::string& generation, const GangRules& rules) {
+  Gang gang;
+  gang.expected = static_cast<int>(expected_pods.size());
+  std::map<std::string, const Json*> current;
+  for (const Json& pod : pods) {
+    const Json& meta = pod.at("metadata");
+    const std::string name = meta.value("name", "");
+    const std::string pod_generation = meta.value("/labels"_json_pointer, Json::object()).value(kGenerationLabel, "");
+    const bool ours = std::find(expected_pods.begin(), expected_pods.end(), name) != expected_pods.end();
+    if (!ours || pod_generation != generation) {
+      if (!meta.contains("deletionTimestamp")) gang.stale.push_back(name);
+      continue;
+    }
+    if (meta.contains("deletionTimestamp")) continue;
+    current[name] = &pod;
+  }
+  for (const std::string& name : expected_pods) {
+    if (!current.count(name)) gang.missing.push_back(name);
+  }
+  gang.present = static_cast<int>(current.size());
+
+  // The coordinator decides how the job ends.
+  const std::string& coordinator_name = expected_pods.front();
+  if (auto it = current.find(coordinator_name); it != current.end()) {
+    const Json& pod = *it->second;
+    const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+    gang.coordinator_ip = pod.value("/status/podIP"_json_pointer, std::string());
+    if (const Json* agent = AgentStatus(pod)) {
+      if (const Json* done = Terminated(*agent, false); done && phase == "Succeeded") {
+        gang.state = GangState::kSucceeded;
+        gang.result = ResultOf(*done);
+        return gang;
+      }
+      // Exit 2 is the agent saying its input is wrong: restarting cannot help.
+      for (bool last : {false, true}) {
+        const Json* ended = Terminated(*agent, last);
+        if (ended && ended->value("exitCode", 0) == 2) {
+          gang.state = GangState::kFailed;
+          gang.failure_reason = api::reason::kCoordinatorFailed;
+          gang.failure = "the coordinator refused its input: " + Describe(*ended);
+          if (auto result = ResultOf(*ended); result && result->contains("error")) {
+            gang.failure += ": " + (*result)["error"].get<std::string>();
+          }
+          gang.result = ResultOf(*ended);
+          return gang;
+        }
+      }
+      if (agent->value("restartCount", 0) > rules.max_restarts) {
+        gang.state = GangState::kFailed;
+        gang.failure_reason = api::reason::kCoordinatorFailed;
+        const Json* last = Terminated(*agent, true);
+        gang.failure = "the coordinator failed " + std::to_string(agent->value("restartCount", 0)) +
+                       " times, more than spec.faultTolerance.maxRecoveries (" + std::to_string(rules.max_restarts) +
+                       ")" + (last ? "; last " + Describe(*last) : "");
+        return gang;
+      }
+    }
+    if (phase == "Failed") {
+      gang.state = GangState::kFailed;
+      gang.failure_reason = api::reason::kCoordinatorFailed;
+      gang.failure = "the coordinator's pod failed: " + pod.value("/status/reason"_json_pointer, std::string("?")) +
+                     " " + pod.value("/status/message"_json_pointer, std::string());
+      return gang;
+    }
+  }
+  for (const auto& [name, pod] : current) {
+    const std::string phase = pod->value("/status/phase"_json_pointer, std::string());
+    // A worker that ended well (the coordinator told it to stop) counts as done.
+    if (phase == "Running" || (phase == "Succeeded" && name != coordinator_name)) ++gang.running;
+  }
+  if (gang.present == 0) {
+    gang.state = GangState::kAbsent;
+  } else if (gang.running == gang.expected) {
+    gang.state = GangState::kRunning;
+  } else {
+    gang.state = GangState::kStarting;
+  }
+  return gang;
+}
+
+bool GangTimedOut(const Gang& gang, TimePoint placed_at, TimePoint now, Duration timeout) {
+  return gang.state == GangState::kStarting || gang.state == GangState::kAbsent ? now - placed_at >= timeout : false;
+}
+
+}  // namespace edgetrain::operator_

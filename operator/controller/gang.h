@@ -1,0 +1,56 @@
+#pragma once
+// A job's pods seen as one gang: either every agent runs, or the job is not
+// running. Read from the pods alone (their phase, containers and termination
+// messages), so the reconciler's decisions are a function of what the cluster
+// shows, and table-tested here.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+
+namespace edgetrain::operator_ {
+
+using Json = nlohmann::json;
+
+enum class GangState {
+  kAbsent,     // no pod of the plan's generation
+  kStarting,   // some pods exist, not all are running
+  kRunning,    // every pod of the gang runs
+  kSucceeded,  // the coordinator ended well (exit 0): the job is done
+  kFailed,     // the coordinator cannot go on: bad input, or out of restarts
+};
+
+struct Gang {
+  GangState state = GangState::kAbsent;
+  int expected = 0;  // pods the plan has: the coordinator and one per worker
+  int present = 0;   // of the plan's generation, not being deleted
+  int running = 0;
+  std::vector<std::string> missing;  // pods of the plan with no object
+  std::vector<std::string> stale;    // pods of another generation: to delete
+  // Why the gang failed, for the Failed condition's message.
+  std::string failure;
+  std::string failure_reason;  // api::reason::kCoordinatorFailed, kPodFailed
+  // The coordinator's result (its termination message), once it ended.
+  std::optional<Json> result;
+  std::string coordinator_ip;  // where its /progress is, while it runs
+};
+
+struct GangRules {
+  // A coordinator restarted more than this many times has failed
+  // (spec.faultTolerance.maxRecoveries).
+  int max_restarts = 5;
+};
+
+// `expected_pods` are the names the plan makes, the coordinator first.
+Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods,
+                 const std::string& generation, const GangRules& rules);
+
+// Whether a gang placed at `placed_at` that still is not running has had its
+// time: then it is torn down, holding nothing, and the job waits.
+bool GangTimedOut(const Gang& gang, TimePoint placed_at, TimePoint now, Duration timeout);
+
+}  // namespace edgetrain::operator_

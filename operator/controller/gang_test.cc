@@ -1,0 +1,93 @@
+#include "operator/controller/gang.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/controller/testing/cluster_fixtures.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+using testing::APod;
+
+const std::vector<std::string> kTeam = {"team-coordinator", "team-worker-0", "team-worker-1"};
+
+TEST(GangTest, TheGangIsWhatItsPodsShow) {
+  const Json succeeded = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}};
+  struct Case {
+    const char* story;
+    std::vector<Json> pods;
+    GangState state;
+    int running;
+  } cases[] = {
+      {"no pod yet", {}, GangState::kAbsent, 0},
+      {"the coordinator runs, the workers are still coming",
+       {APod("team-coordinator").OfJob("team").Coordinator().Running(), APod("team-worker-0").OfJob("team").Worker(0)},
+       GangState::kStarting, 1},
+      {"every pod runs",
+       {APod("team-coordinator").OfJob("team").Coordinator().Running(),
+        APod("team-worker-0").OfJob("team").Worker(0).Running(), APod("team-worker-1").OfJob("team").Worker(1).Running()},
+       GangState::kRunning, 3},
+      {"a worker that was told to stop has ended well and still counts",
+       {APod("team-coordinator").OfJob("team").Coordinator().Running(),
+        APod("team-worker-0").OfJob("team").Worker(0).Ended(0), APod("team-worker-1").OfJob("team").Worker(1).Running()},
+       GangState::kRunning, 3},
+      {"the coordinator ended well: the job is done",
+       {APod("team-coordinator").OfJob("team").Coordinator().Ended(0, succeeded)}, GangState::kSucceeded, 0},
+      {"the coordinator refused its input (exit 2): restarting cannot help",
+       {APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 2)}, GangState::kFailed, 0},
+      {"the coordinator crashed more often than maxRecoveries allows",
+       {APod("team-coordinator").OfJob("team").Coordinator().Restarted(6, 1)}, GangState::kFailed, 0},
+      {"the coordinator crashed once and runs again",
+       {APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 1),
+        APod("team-worker-0").OfJob("team").Worker(0).Running(), APod("team-worker-1").OfJob("team").Worker(1).Running()},
+       GangState::kRunning, 3},
+      {"pods being deleted are not the gang's",
+       {APod("team-coordinator").OfJob("team").Coordinator().Running().BeingDeleted()}, GangState::kAbsent, 0},
+  };
+  for (const Case& c : cases) {
+    const Gang gang = ObserveGang(c.pods, kTeam, "1", GangRules{5});
+    EXPECT_EQ(gang.state, c.state) << c.story;
+    EXPECT_EQ(gang.running, c.running) << c.story;
+    EXPECT_EQ(gang.expected, 3) << c.story;
+  }
+}
+
+TEST(GangTest, HowItEndedIsReadFromTheCoordinatorsTerminationMessage) {
+  const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}, {"modelPath", "/m/model.pt"}};
+  Gang done = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result)}, kTeam, "1", {});
+  ASSERT_TRUE(done.result.has_value());
+  EXPECT_EQ((*done.result)["modelPath"], "/m/model.pt");
+
+  Gang refused = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 2)}, kTeam, "1", {});
+  EXPECT_EQ(refused.failure_reason, "CoordinatorFailed");
+  EXPECT_NE(refused.failure.find("refused its input: exit code 2"), std::string::npos) << refused.failure;
+
+  Gang crashing = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(6, 1)}, kTeam, "1", {});
+  EXPECT_NE(crashing.failure.find("failed 6 times, more than spec.faultTolerance.maxRecoveries (5)"), std::string::npos)
+      << crashing.failure;
+}
+
+TEST(GangTest, PodsOfAnotherPlanAreStaleAndMissingOnesAreNamed) {
+  Gang gang = ObserveGang({APod("team-coordinator").OfJob("team", 2).Coordinator().Running(),
+                           APod("team-worker-0").OfJob("team", 1).Worker(0).Running(),
+                           APod("team-worker-7").OfJob("team", 2).Worker(7).Running()},
+                          kTeam, "2", {});
+  EXPECT_EQ(gang.stale, (std::vector<std::string>{"team-worker-0", "team-worker-7"}));
+  EXPECT_EQ(gang.missing, (std::vector<std::string>{"team-worker-0", "team-worker-1"}));
+  EXPECT_EQ(gang.coordinator_ip, "10.0.0.9");
+}
+
+TEST(GangTest, OnlyAGangThatIsNotRunningTimesOut) {
+  const TimePoint placed{};
+  const Duration timeout = std::chrono::minutes(5);
+  Gang starting;
+  starting.state = GangState::kStarting;
+  EXPECT_FALSE(GangTimedOut(starting, placed, placed + std::chrono::minutes(4), timeout));
+  EXPECT_TRUE(GangTimedOut(starting, placed, placed + std::chrono::minutes(5), timeout));
+  Gang running;
+  running.state = GangState::kRunning;
+  EXPECT_FALSE(GangTimedOut(running, placed, placed + std::chrono::hours(1), timeout));
+}
+
+}  // namespace
+}  // namespace edgetrain::operator_

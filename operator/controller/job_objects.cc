@@ -1,0 +1,192 @@
+#include "operator/controller/job_objects.h"
+
+#include <algorithm>
+
+#include "operator/controller/job_labels.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+// Not the API's default /dev/termination-log: a file the kubelet binds into
+// /run serves alike on K3s and in the node emulator, whose /dev is the host's.
+constexpr const char* kTerminationLog = "/run/edgetrain/termination-log";
+
+Json OwnerReference(const JobObject& job) {
+  return {{"apiVersion", "edgetrain.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", job.name},
+          {"uid", job.uid},  {"controller", true},    {"blockOwnerDeletion", true}};
+}
+
+Json Metadata(const JobObject& job, const std::string& name, Json labels) {
+  return {{"name", name},
+          {"namespace", job.namespace_},
+          {"labels", std::move(labels)},
+          {"ownerReferences", Json::array({OwnerReference(job)})}};
+}
+
+const Json& Spec(const JobObject& job) { return job.manifest.object.at("spec"); }
+
+// The agent's container resources: the template's, or one core and 512Mi, so that
+// placement's fit and the scheduler's accounting agree.
+Json ResourcesOf(const JobObject& job) {
+  Json resources = Spec(job).value("/template/resources"_json_pointer, Json::object());
+  Json& requests = resources["requests"];
+  if (!requests.is_object()) requests = Json::object();
+  if (!requests.contains("cpu")) requests["cpu"] = "1";
+  if (!requests.contains("memory")) requests["memory"] = "512Mi";
+  return resources;
+}
+
+}  // namespace
+
+Json LabelsOf(const JobObject& job) { return {{kJobLabel, job.name}, {kManagedBy, kOperatorName}}; }
+
+std::string OutputDirOf(const JobObject& job) {
+  const auto& path = job.manifest.spec.output.path;
+  return path ? *path : "/models/" + job.name;
+}
+
+JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::vector<NodeView>& nodes,
+               int64_t generation) {
+  auto node_named = [&](const std::string& name) -> const NodeView* {
+    auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
+    return it == nodes.end() ? nullptr : &*it;
+  };
+  JobPlan plan;
+  plan.job = job.name;
+  plan.generation = generation;
+  plan.spec_json = job.manifest.SpecJson();
+  plan.spec = job.manifest.spec;
+  plan.output_dir = OutputDirOf(job);
+  for (size_t rank = 0; rank < placement.worker_nodes.size(); ++rank) {
+    WorkerSlot slot;
+    slot.rank = static_cast<int>(rank);
+    slot.node = placement.worker_nodes[rank];
+    if (const NodeView* node = node_named(slot.node)) {
+      slot.slowdown = node->emulated_slowdown;
+      slot.power = node->power;
+    }
+    plan.workers.push_back(slot);
+  }
+  // A job of one computes on the coordinator's node.
+  if (plan.workers.empty()) {
+    if (const NodeView* node = node_named(placement.coordinator_node)) plan.slowdown = node->emulated_slowdown;
+  }
+  return plan;
+}
+
+Json ServiceFor(const JobObject& job) {
+  Json selector = {{kJobLabel, job.name}, {kRoleLabel, "coordinator"}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Metadata(job, ServiceName(job.name), LabelsOf(job))},
+          {"spec",
+           {// Headless: the DNS name coordinator.<service> is the coordinator pod's
+            // own address, the same on K3s's CoreDNS and the node emulator.
+            {"clusterIP", "None"},
+            // Workers resolve the coordinator while it is still loading data.
+            {"publishNotReadyAddresses", true},
+            {"selector", selector},
+            {"ports",
+             {{{"name", "peers"}, {"port", kPeerPort}, {"targetPort", kPeerPort}},
+              {{"name", "http"}, {"port", kHttpPort}, {"targetPort", kHttpPort}}}}}}};
+}
+
+Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan) {
+  Json labels = LabelsOf(job);
+  labels[kGenerationLabel] = std::to_string(plan.generation);
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", Metadata(job, PlanConfigMapName(job.name), labels)},
+          {"data", {{"plan.json", EncodeJobPlan(plan)}}}};
+}
+
+std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamPlacement& placement,
+                          const PodOptions& options) {
+  const Json& spec = Spec(job);
+  const std::string image = spec.value("/template/image"_json_pointer, std::string());
+  const std::string world = std::to_string(std::max<size_t>(1, plan.workers.size()));
+  const Json output_volume =
+      spec.contains("/output/volume/persistentVolumeClaim"_json_pointer)
+          ? Json{{"name", "output"},
+                 {"persistentVolumeClaim", {{"claimName", spec["output"]["volume"]["persistentVolumeClaim"]["claimName"]}}}}
+          : Json{{"name", "output"}, {"emptyDir", Json::object()}};
+  // The volume holds the output folder itself, or /models/<job> by default.
+  const std::string output_mount = job.manifest.spec.output.path.value_or("/models");
+
+  auto pod = [&](const std::string& name, const std::string& role, int rank, const std::string& node,
+                 std::vector<std::string> role_args) {
+    Json labels = LabelsOf(job);
+    labels[kRoleLabel] = role;
+    labels[kGenerationLabel] = std::to_string(plan.generation);
+    if (role == "worker") labels[kRankLabel] = std::to_string(rank);
+    std::vector<std::string> args = {"--role=" + role, "--job=" + job.name, "--rank=" + std::to_string(rank),
+                                     "--world=" + world, "--plan=/etc/edgetrain/plan.json",
+                                     "--http=$(POD_IP):" + std::to_string(kHttpPort),
+                                     "--termination-log=" + std::string(kTerminationLog)};
+    args.insert(args.end(), role_args.begin(), role_args.end());
+    Json mounts = Json::array({{{"name", "plan"}, {"mountPath", "/etc/edgetrain"}, {"readOnly", true}}});
+    Json volumes = Json::array({{{"name", "plan"}, {"configMap", {{"name", PlanConfigMapName(job.name)}}}}});
+    if (role == "coordinator") {
+      // Only the coordinator writes: checkpoints and the model.
+      mounts.push_back({{"name", "output"}, {"mountPath", output_mount}});
+      volumes.push_back(output_volume);
+    }
+    Json container = {
+        {"name", "agent"},
+        {"image", image.empty() ? options.default_image : image},
+        {"args", args},
+        {"env", {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}}},
+        {"ports",
+         {{{"name", "peers"}, {"containerPort", kPeerPort}}, {{"name", "http"}, {"containerPort", kHttpPort}}}},
+        {"resources", ResourcesOf(job)},
+        {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"periodSeconds", 2}}},
+        // The agent writes its result here; the kubelet puts it in the pod's status,
+        // where the operator reads how the job ended. A crash leaves the log's tail.
+        {"terminationMessagePath", kTerminationLog},
+        {"terminationMessagePolicy", "FallbackToLogsOnError"},
+        // The restricted Pod Security Standard.
+        {"securityContext",
+         {{"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", {{"drop", {"ALL"}}}}}},
+        {"volumeMounts", mounts}};
+    Json pod_spec = {
+        {"nodeName", node},  // bound as a gang scheduler binds: placement decided
+        // A crashed agent restarts in place: a worker rejoins, the coordinator
+        // resumes from its checkpoint. Exit 0 ends the pod Succeeded.
+        {"restartPolicy", "OnFailure"},
+        {"terminationGracePeriodSeconds", options.termination_grace_seconds},
+        {"enableServiceLinks", false},
+        {"automountServiceAccountToken", false},
+        {"securityContext",
+         {{"runAsNonRoot", true},
+          {"runAsUser", 65532},
+          {"runAsGroup", 65532},
+          {"fsGroup", 65532},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+        {"containers", {container}},
+        {"volumes", volumes}};
+    if (spec.contains("/template/tolerations"_json_pointer)) pod_spec["tolerations"] = spec["template"]["tolerations"];
+    if (spec.contains("/placement/priorityClassName"_json_pointer)) {
+      pod_spec["priorityClassName"] = spec["placement"]["priorityClassName"];
+    }
+    if (role == "coordinator") {
+      pod_spec["hostname"] = "coordinator";
+      pod_spec["subdomain"] = ServiceName(job.name);
+    }
+    return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", Metadata(job, name, labels)}, {"spec", pod_spec}};
+  };
+
+  std::vector<Json> pods;
+  std::vector<std::string> coordinator_args;
+  if (!plan.workers.empty()) coordinator_args.push_back("--listen=$(POD_IP):" + std::to_string(kPeerPort));
+  pods.push_back(pod(CoordinatorPodName(job.name), "coordinator", 0, placement.coordinator_node, coordinator_args));
+  const std::string coordinator = "--coordinator=coordinator." + ServiceName(job.name) + ":" + std::to_string(kPeerPort);
+  for (const WorkerSlot& slot : plan.workers) {
+    pods.push_back(pod(WorkerPodName(job.name, slot.rank), "worker", slot.rank, slot.node,
+                       {coordinator, "--listen=$(POD_IP):0"}));
+  }
+  return pods;
+}
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,56 @@
+#pragma once
+// What a placed TrainingJob is on the cluster: a headless Service through which
+// workers find the coordinator, a ConfigMap holding the plan every agent reads,
+// and one Pod per agent, bound to the node placement chose
+// (docs/launch-contract.md, "In pods"; docs/operator.md). Pure functions of the
+// job and its placement: the reconciler creates what is missing and compares
+// nothing else, so running it twice makes nothing twice.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/trainingjob.h"
+#include "core/cluster_placement.h"
+#include "core/job_plan.h"
+#include "core/node_view.h"
+
+namespace edgetrain::operator_ {
+
+using Json = nlohmann::json;
+
+struct PodOptions {
+  std::string default_image = "edgetrain/agent:dev";  // when spec.template.image is empty
+  int termination_grace_seconds = 30;  // the agent saves its model on SIGTERM within this
+  std::string readiness_period = "2s";
+};
+
+// A TrainingJob object as the API returned it, and what it reads as.
+struct JobObject {
+  Json object;                     // as stored (uid, generation, status)
+  api::TrainingJobManifest manifest;
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+};
+
+// The plan the agents are given: each worker slot on its node, with the slowdown
+// an emulated node asks for and the node's power profile.
+JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::vector<NodeView>& nodes,
+               int64_t generation);
+
+// Where the coordinator writes checkpoints and the model, inside its pod:
+// spec.output.path, or /models/<job> on an emptyDir when it names none.
+std::string OutputDirOf(const JobObject& job);
+
+Json ServiceFor(const JobObject& job);
+Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan);
+// The coordinator's pod, then one per worker rank.
+std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamPlacement& placement,
+                          const PodOptions& options);
+
+// The labels every object of the job carries.
+Json LabelsOf(const JobObject& job);
+
+}  // namespace edgetrain::operator_

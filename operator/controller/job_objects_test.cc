@@ -1,0 +1,127 @@
+#include "operator/controller/job_objects.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/controller/job_labels.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+JobObject Job(const char* spec_patch) {
+  nlohmann::json m = {{"apiVersion", "edgetrain.dev/v1alpha1"},
+                      {"kind", "TrainingJob"},
+                      {"metadata", {{"name", "team"}, {"namespace", "robots"}}},
+                      {"spec", {{"model", {{"name", "mlp"}}}, {"data", {{"dataset", "digits"}}}}}};
+  m["spec"].merge_patch(nlohmann::json::parse(spec_patch));
+  StatusOr<api::TrainingJobManifest> manifest = api::ParseTrainingJob(m.dump(), "team");
+  EXPECT_TRUE(manifest.ok()) << manifest.status().ToString();
+  return {m, *manifest, "robots", "team", "uid-7"};
+}
+
+TeamPlacement Placed(std::string coordinator, std::vector<std::string> workers) {
+  TeamPlacement p;
+  p.placed = true;
+  p.coordinator_node = std::move(coordinator);
+  p.worker_nodes = std::move(workers);
+  return p;
+}
+
+std::vector<std::string> Args(const Json& pod) { return pod["spec"]["containers"][0]["args"]; }
+
+bool Has(const std::vector<std::string>& args, const std::string& arg) {
+  return std::find(args.begin(), args.end(), arg) != args.end();
+}
+
+TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
+  const JobObject job = Job(R"({"parallelism": {"workers": 2},
+                                "template": {"tolerations": [{"key": "cloud.google.com/gke-spot", "operator": "Exists"}]}})");
+  NodeView robot;
+  robot.name = "robot-1";
+  robot.emulated_slowdown = 2;
+  robot.power.compute_watts = 9;
+  const TeamPlacement placement = Placed("gateway", {"gateway", "robot-1"});
+  const JobPlan plan = PlanOf(job, placement, {robot}, 3);
+  ASSERT_EQ(plan.workers.size(), 2u);
+  EXPECT_EQ(plan.workers[1].node, "robot-1");
+  EXPECT_DOUBLE_EQ(plan.workers[1].slowdown, 2) << "an emulated node's slowdown reaches its agent";
+  EXPECT_DOUBLE_EQ(plan.workers[1].power.compute_watts, 9);
+  EXPECT_EQ(plan.output_dir, "/models/team");
+  EXPECT_EQ(plan.generation, 3);
+
+  const std::vector<Json> pods = PodsFor(job, plan, placement, PodOptions{});
+  ASSERT_EQ(pods.size(), 3u);
+  const Json& coordinator = pods[0];
+  EXPECT_EQ(coordinator["metadata"]["name"], "team-coordinator");
+  EXPECT_EQ(coordinator["metadata"]["namespace"], "robots");
+  EXPECT_EQ(coordinator["metadata"]["labels"][kGenerationLabel], "3");
+  EXPECT_EQ(coordinator["metadata"]["ownerReferences"][0]["uid"], "uid-7");
+  EXPECT_TRUE(coordinator["metadata"]["ownerReferences"][0]["controller"]);
+  EXPECT_EQ(coordinator["spec"]["nodeName"], "gateway");
+  EXPECT_EQ(coordinator["spec"]["hostname"], "coordinator");
+  EXPECT_EQ(coordinator["spec"]["subdomain"], "team");
+  EXPECT_TRUE(Has(Args(coordinator), "--role=coordinator"));
+  EXPECT_TRUE(Has(Args(coordinator), "--world=2"));
+  EXPECT_TRUE(Has(Args(coordinator), "--listen=$(POD_IP):7000"));
+  EXPECT_EQ(coordinator["spec"]["volumes"][1]["emptyDir"], Json::object()) << "no output volume named";
+
+  const Json& worker = pods[2];
+  EXPECT_EQ(worker["metadata"]["name"], "team-worker-1");
+  EXPECT_EQ(worker["spec"]["nodeName"], "robot-1");
+  EXPECT_TRUE(Has(Args(worker), "--coordinator=coordinator.team:7000"));
+  EXPECT_TRUE(Has(Args(worker), "--rank=1"));
+  EXPECT_EQ(worker["spec"]["volumes"].size(), 1u) << "only the coordinator writes output";
+  EXPECT_EQ(worker["spec"]["tolerations"][0]["key"], "cloud.google.com/gke-spot");
+  EXPECT_FALSE(worker["spec"].contains("hostname"));
+
+  for (const Json& pod : pods) {
+    const Json& container = pod["spec"]["containers"][0];
+    EXPECT_EQ(container["image"], "edgetrain/agent:dev");
+    EXPECT_EQ(container["resources"]["requests"]["cpu"], "1");
+    EXPECT_EQ(container["securityContext"]["capabilities"]["drop"], Json::array({"ALL"}));
+    EXPECT_TRUE(container["securityContext"]["readOnlyRootFilesystem"]);
+    EXPECT_FALSE(container["securityContext"]["allowPrivilegeEscalation"]);
+    EXPECT_EQ(container["readinessProbe"]["httpGet"]["path"], "/healthz");
+    EXPECT_TRUE(pod["spec"]["securityContext"]["runAsNonRoot"]);
+    EXPECT_EQ(pod["spec"]["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+  }
+}
+
+TEST(JobObjectsTest, TheServiceIsHeadlessAndThePlanIsWhatAgentsRead) {
+  const JobObject job = Job(R"({"parallelism": {"workers": 2}})");
+  const Json service = ServiceFor(job);
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_TRUE(service["spec"]["publishNotReadyAddresses"]);
+  EXPECT_EQ(service["spec"]["selector"][kRoleLabel], "coordinator");
+
+  const TeamPlacement placement = Placed("gateway", {"robot-1", "robot-2"});
+  const JobPlan plan = PlanOf(job, placement, {}, 1);
+  const Json map = PlanConfigMapFor(job, plan);
+  EXPECT_EQ(map["metadata"]["name"], "team-plan");
+  StatusOr<JobPlan> decoded = DecodeJobPlan(map["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->job, "team");
+  EXPECT_EQ(decoded->workers.size(), 2u);
+}
+
+TEST(JobObjectsTest, AJobOfOneIsOneAgentAndItsOutputVolumeAndImageAreTheManifests) {
+  const JobObject job = Job(R"({"output": {"path": "/out/run-1", "volume": {"persistentVolumeClaim": {"claimName": "models"}}},
+                                "template": {"image": "registry.local/edgetrain/agent:1.2",
+                                             "resources": {"requests": {"cpu": "2"}}}})");
+  const TeamPlacement placement = Placed("jetson-1", {});
+  const JobPlan plan = PlanOf(job, placement, {}, 1);
+  EXPECT_TRUE(plan.workers.empty());
+  EXPECT_EQ(plan.output_dir, "/out/run-1");
+  const std::vector<Json> pods = PodsFor(job, plan, placement, PodOptions{});
+  ASSERT_EQ(pods.size(), 1u);
+  const Json& pod = pods[0];
+  EXPECT_TRUE(Has(Args(pod), "--world=1"));
+  for (const std::string& arg : Args(pod)) EXPECT_NE(arg.rfind("--listen", 0), 0u) << "no team to listen for";
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "registry.local/edgetrain/agent:1.2");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"], "2");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["requests"]["memory"], "512Mi");
+  EXPECT_EQ(pod["spec"]["volumes"][1]["persistentVolumeClaim"]["claimName"], "models");
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"][1]["mountPath"], "/out/run-1");
+}
+
+}  // namespace
+}  // namespace edgetrain::operator_

@@ -1,0 +1,55 @@
+#pragma once
+// A TrainingJob's status as the operator writes it: conditions that keep the
+// time they last changed, the coordinator's /progress as the status's progress,
+// and each agent's node, role, batch, bandwidth and stall. Computed in memory; the
+// reconciler writes it once, only when it differs from what is stored.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace edgetrain::operator_ {
+
+using Json = nlohmann::json;
+
+struct ConditionUpdate {
+  std::string type;    // api::condition
+  bool status = true;  // "True" or "False"
+  std::string reason;  // api::reason
+  std::string message;
+};
+
+// Sets a condition of `status["conditions"]`: its lastTransitionTime becomes
+// `now` only when its status flips (or it is new), as Kubernetes' conditions do.
+void SetCondition(Json& status, const ConditionUpdate& update, const std::string& now, int64_t generation);
+// The condition of that type, or null.
+const Json* FindCondition(const Json& status, const std::string& type);
+bool ConditionIs(const Json& status, const std::string& type, bool value);
+
+// status.progress from the coordinator's /progress (docs/launch-contract.md).
+Json ProgressStatusOf(const Json& progress);
+
+// status.workers: the coordinator and each worker, their nodes from the pods,
+// batch, bandwidth and stall from /progress (when there is one).
+Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress);
+
+// When the team waits on its links: the mean stall share of active workers at
+// or above this is Stalled.
+inline constexpr double kStalledFraction = 0.5;
+// A link measured below this share of what placement planned for it is degraded.
+inline constexpr double kDegradedShare = 0.5;
+
+struct LinkHealth {
+  bool stalled = false;
+  std::string stall_message;
+  bool degraded = false;
+  std::string degraded_message;
+};
+// `planned_mbps[rank]` is what placement expected of each worker's link (0: unknown).
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps);
+
+// "1m05s" from seconds, for status.progress.eta.
+std::string EtaText(double seconds);
+
+}  // namespace edgetrain::operator_

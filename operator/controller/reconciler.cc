@@ -1,0 +1,603 @@
+#include "operator/controller/reconciler.h"
+
+#include <algorithm>
+#include <map>
+
+#include "api/capabilities.h"
+#include "api/job_conditions.h"
+#include "core/cluster_placement.h"
+#include "core/duration_text.h"
+#include "operator/controller/cluster_view.h"
+#include "operator/controller/gang.h"
+#include "operator/controller/job_labels.h"
+#include "operator/controller/job_status.h"
+
+namespace edgetrain::operator_ {
+
+namespace phase = api::phase;
+namespace condition = api::condition;
+namespace reason = api::reason;
+
+kube::Store::IndexFunc PodsByJobIndex() {
+  return [](const Json& pod) -> std::vector<std::string> {
+    const Json& meta = pod.at("metadata");
+    const std::string job = meta.value("/labels"_json_pointer, Json::object()).value(kJobLabel, "");
+    if (job.empty()) return {};
+    return {meta.value("namespace", "") + "/" + job};
+  };
+}
+
+struct Reconciler::Pass {
+  std::string key;
+  Json object;        // the TrainingJob as cached
+  JobObject job;      // once valid
+  Json status;        // what is being computed
+  Json stored_status; // what the API has
+  int64_t generation = 0;
+  std::string now;
+  std::vector<Json> pods;
+  ReconcileOutcome outcome;
+
+  std::string Phase() const { return status.value("phase", ""); }
+  void Requeue(Duration d) {
+    if (!outcome.requeue_after || d < *outcome.requeue_after) outcome.requeue_after = d;
+  }
+  void Set(const char* type, bool value, const char* why, const std::string& message) {
+    SetCondition(status, {type, value, why, message}, now, generation);
+  }
+};
+
+Reconciler::Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store& pods, kube::Store& nodes,
+                       ProgressSource& progress, EventRecorder& events, LineLog& log,
+                       std::function<kube::WallTime()> wall_now, ReconcilerOptions options)
+    : client_(client),
+      jobs_(jobs),
+      pods_(pods),
+      nodes_(nodes),
+      progress_(progress),
+      events_(events),
+      log_(log),
+      wall_now_(std::move(wall_now)),
+      options_(std::move(options)) {}
+
+StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
+  std::optional<Json> object = jobs_.Get(key);
+  // Gone: its pods, Service and ConfigMap go by their ownerReferences.
+  if (!object || object->at("metadata").contains("deletionTimestamp")) return ReconcileOutcome{};
+  Pass pass;
+  pass.key = key;
+  pass.object = *object;
+  pass.stored_status = object->value("status", Json::object());
+  pass.status = pass.stored_status;
+  pass.generation = object->at("metadata").value("generation", int64_t{1});
+  pass.now = kube::FormatKubeTime(wall_now_());
+  pass.pods = pods_.ByIndex(kPodsByJob, key);
+
+  EDGETRAIN_RETURN_IF_ERROR(Validate(pass));
+  if (pass.job.name.empty()) {  // invalid: the status says why, nothing else is done
+    EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
+    return pass.outcome;
+  }
+  Status done;
+  const std::string current = pass.Phase();
+  if (current == phase::kSucceeded || current == phase::kFailed) {
+    done = Finished(pass);
+  } else if (pass.job.manifest.object.at("spec").value("suspend", false)) {
+    done = Suspend(pass);
+  } else {
+    done = Place(pass);
+  }
+  if (!done.ok()) return done;
+  pass.status["observedGeneration"] = pass.generation;
+  EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
+  return pass.outcome;
+}
+
+// The same validation as `edgetrain validate`: an object stored under an older
+// CRD, or one that asks what the operator cannot run, is Invalid and makes nothing.
+Status Reconciler::Validate(Pass& pass) {
+  Json manifest = pass.object;
+  manifest.erase("status");
+  StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), pass.key);
+  std::string invalid, why;
+  if (!parsed.ok()) {
+    invalid = parsed.status().message();
+    why = reason::kInvalidSpec;
+  } else {
+    api::SupportCheck support = api::CheckSupport(*parsed, api::Runner::kKubernetes);
+    if (!support.unsupported.empty()) {
+      why = reason::kNotSupported;
+      for (const api::FieldError& e : support.unsupported) invalid += (invalid.empty() ? "" : "; ") + e.ToString();
+    }
+  }
+  if (!invalid.empty()) {
+    const bool news = !ConditionIs(pass.status, condition::kInvalid, true) ||
+                      pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation;
+    pass.Set(condition::kInvalid, true, why.c_str(), invalid);
+    pass.Set(condition::kFailed, true, why.c_str(), invalid);
+    pass.status["phase"] = phase::kFailed;
+    pass.status["observedGeneration"] = pass.generation;
+    if (news) {
+      events_.Record(pass.object, "Warning", why, invalid);
+      log_.Job(pass.key, why, invalid);
+    }
+    return Status::Ok();  // pass.job stays unnamed: nothing more to do
+  }
+  if (FindCondition(pass.status, condition::kInvalid)) {
+    pass.Set(condition::kInvalid, false, "Valid", "");
+    // A job that failed only for being invalid starts again once fixed.
+    if (pass.Phase() == phase::kFailed && ConditionIs(pass.status, condition::kFailed, true) &&
+        (FindCondition(pass.status, condition::kFailed)->value("reason", "") == reason::kInvalidSpec ||
+         FindCondition(pass.status, condition::kFailed)->value("reason", "") == reason::kNotSupported)) {
+      pass.Set(condition::kFailed, false, "Valid", "");
+      pass.status["phase"] = phase::kPending;
+    }
+  }
+  const Json& meta = pass.object.at("metadata");
+  pass.job = {pass.object, *parsed, meta.value("namespace", "default"), meta.value("name", ""), meta.value("uid", "")};
+  return Status::Ok();
+}
+
+Status Reconciler::Finished(Pass& pass) {
+  EDGETRAIN_RETURN_IF_ERROR(CleanPods(pass));
+  const Json& spec = pass.job.manifest.object.at("spec");
+  if (!spec.contains("ttlSecondsAfterFinished")) return Status::Ok();
+  const auto finished = kube::ParseKubeTime(pass.status.value("completionTime", pass.now));
+  const auto expires = *finished + std::chrono::seconds(spec["ttlSecondsAfterFinished"].get<int64_t>());
+  const kube::WallTime now = wall_now_();
+  if (now >= expires) {
+    log_.Job(pass.key, "Expired", "deleted: ttlSecondsAfterFinished has passed since it finished");
+    Status deleted = client_.Delete(kube::kTrainingJobs, pass.job.namespace_, pass.job.name);
+    if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
+    pass.status = pass.stored_status;  // nothing to write to a deleted object
+    return Status::Ok();
+  }
+  pass.Requeue(std::chrono::duration_cast<Duration>(expires - now));
+  return Status::Ok();
+}
+
+Status Reconciler::CleanPods(Pass& pass) {
+  const std::string policy = pass.job.manifest.object.at("spec").value("cleanPodPolicy", "Running");
+  if (policy == "None") return Status::Ok();
+  std::vector<std::string> doomed;
+  for (const Json& pod : pass.pods) {
+    if (pod.at("metadata").contains("deletionTimestamp")) continue;
+    const std::string p = pod.value("/status/phase"_json_pointer, std::string());
+    if (policy == "All" || (p != "Succeeded" && p != "Failed")) doomed.push_back(pod["metadata"]["name"]);
+  }
+  return DeletePods(pass, doomed);
+}
+
+Status Reconciler::DeletePods(Pass& pass, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    Status deleted = client_.Delete(kube::kPods, pass.job.namespace_, name);
+    if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
+  }
+  return Status::Ok();
+}
+
+Status Reconciler::Suspend(Pass& pass) {
+  std::vector<std::string> names;
+  for (const Json& pod : pass.pods) {
+    if (!pod.at("metadata").contains("deletionTimestamp")) names.push_back(pod["metadata"]["name"]);
+  }
+  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, names));
+  if (pass.Phase() != phase::kSuspended) {
+    const std::string message = "spec.suspend is true: no pods; it resumes from its checkpoint when set to false";
+    events_.Record(pass.object, "Normal", reason::kSuspended, message);
+    log_.Job(pass.key, reason::kSuspended, message);
+  }
+  pass.status["phase"] = phase::kSuspended;
+  pass.Set(condition::kPlaced, false, reason::kSuspended, "suspended");
+  pass.Set(condition::kRunning, false, reason::kSuspended, "suspended");
+  return Status::Ok();
+}
+
+int Reconciler::PriorityOf(const Json& job) {
+  const std::string name = job.value("/spec/placement/priorityClassName"_json_pointer, std::string());
+  if (name.empty()) return 0;
+  StatusOr<Json> pc = client_.Get(kube::kPriorityClasses, "", name);
+  return pc.ok() ? pc->value("value", 0) : 0;
+}
+
+std::vector<Json> Reconciler::WaitingJobsBefore(const Json& job) {
+  struct Waiting {
+    int priority;
+    std::string created, key;
+    Json object;
+  };
+  std::map<std::string, int> priorities;
+  auto priority = [&](const Json& j) {
+    const std::string name = j.value("/spec/placement/priorityClassName"_json_pointer, std::string());
+    auto it = priorities.find(name);
+    if (it == priorities.end()) it = priorities.emplace(name, PriorityOf(j)).first;
+    return it->second;
+  };
+  auto entry = [&](const Json& j) {
+    return Waiting{priority(j), j["metadata"].value("creationTimestamp", ""), kube::KeyOf(j), j};
+  };
+  auto before = [](const Waiting& a, const Waiting& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.created != b.created) return a.created < b.created;
+    return a.key < b.key;
+  };
+  const Waiting self = entry(job);
+  std::vector<Waiting> waiting;
+  for (const Json& other : jobs_.List()) {
+    if (kube::KeyOf(other) == self.key) continue;
+    const Json status = other.value("status", Json::object());
+    const std::string p = status.value("phase", phase::kPending);
+    // Waiting: not placed, not ended, not suspended, not invalid.
+    if (p != phase::kPending || ConditionIs(status, condition::kPlaced, true) ||
+        ConditionIs(status, condition::kInvalid, true) || other.value("/spec/suspend"_json_pointer, false)) {
+      continue;
+    }
+    Waiting w = entry(other);
+    if (before(w, self)) waiting.push_back(std::move(w));
+  }
+  std::sort(waiting.begin(), waiting.end(), before);
+  std::vector<Json> out;
+  for (Waiting& w : waiting) out.push_back(std::move(w.object));
+  return out;
+}
+
+// The plan in the job's ConfigMap, if one was made: its generation.
+namespace {
+
+struct StoredPlan {
+  int64_t generation = 0;
+  std::optional<JobPlan> plan;
+};
+
+StatusOr<StoredPlan> ReadPlan(kube::KubeClient& client, const JobObject& job) {
+  StatusOr<Json> map = client.Get(kube::kConfigMaps, job.namespace_, PlanConfigMapName(job.name));
+  if (!map.ok()) {
+    if (map.status().code() == StatusCode::kNotFound) return StoredPlan{};
+    return map.status();
+  }
+  StoredPlan stored;
+  StatusOr<JobPlan> plan = DecodeJobPlan(map->value("/data/plan.json"_json_pointer, std::string()));
+  if (!plan.ok()) return stored;  // edited by hand: placed again
+  stored.generation = plan->generation;
+  stored.plan = *plan;
+  return stored;
+}
+
+std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan) {
+  std::vector<std::string> names = {CoordinatorPodName(job.name)};
+  for (const WorkerSlot& slot : plan.workers) names.push_back(WorkerPodName(job.name, slot.rank));
+  return names;
+}
+
+// spec.placement.gangTimeout (the CRD defaults it, and its pattern is a duration).
+Duration GangTimeoutOf(const JobObject& job) {
+  const std::string text =
+      job.manifest.object.at("spec").value("/placement/gangTimeout"_json_pointer, std::string("5m"));
+  StatusOr<Duration> d = ParseDuration(text);
+  return d.ok() ? *d : std::chrono::minutes(5);
+}
+
+std::string Describe(const TeamPlacement& placement) {
+  std::string text = "coordinator on " + placement.coordinator_node;
+  if (!placement.worker_nodes.empty()) {
+    text += "; workers on";
+    for (size_t rank = 0; rank < placement.worker_nodes.size(); ++rank) {
+      text += (rank ? ", " : " ") + placement.worker_nodes[rank] + " (" + std::to_string(rank) + ")";
+    }
+  }
+  return text;
+}
+
+// Adds what a placed team holds to the nodes, as if its pods were bound.
+void Reserve(std::vector<NodeView>& nodes, const TeamPlacement& placement, const TeamRequest& request) {
+  auto hold = [&](const std::string& node, const ResourceAmounts& r) {
+    for (NodeView& n : nodes) {
+      if (n.name != node) continue;
+      n.bound.cpu_millis += r.cpu_millis;
+      n.bound.memory_bytes += r.memory_bytes;
+      n.bound.pods += r.pods;
+    }
+  };
+  hold(placement.coordinator_node, request.coordinator_requests);
+  for (const std::string& node : placement.worker_nodes) hold(node, request.worker_requests);
+}
+
+bool AnyNodeMatches(const std::vector<NodeView>& nodes, const std::map<std::string, std::string>& selector) {
+  return std::any_of(nodes.begin(), nodes.end(), [&](const NodeView& n) {
+    return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+      auto it = n.labels.find(kv.first);
+      return it != n.labels.end() && it->second == kv.second;
+    });
+  });
+}
+
+}  // namespace
+
+Status Reconciler::Place(Pass& pass) {
+  EDGETRAIN_ASSIGN_OR_RETURN(StoredPlan stored, ReadPlan(client_, pass.job));
+  if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
+    return Follow(pass, *stored.plan, stored.generation);
+  }
+  // Not placed: pods of an earlier plan go first (they hold their nodes).
+  std::vector<std::string> leftovers;
+  for (const Json& pod : pass.pods) {
+    if (!pod.at("metadata").contains("deletionTimestamp")) leftovers.push_back(pod["metadata"]["name"]);
+  }
+  if (!pass.pods.empty()) {
+    EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, leftovers));
+    pass.status["phase"] = phase::kPending;
+    pass.Requeue(std::chrono::seconds(1));
+    return Status::Ok();
+  }
+
+  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.defaults);
+  if (!request.ok()) {  // the schema admits only quantities; kept for objects stored before it
+    pass.Set(condition::kInvalid, true, reason::kInvalidSpec, request.status().message());
+    pass.status["phase"] = phase::kFailed;
+    return Status::Ok();
+  }
+  ClusterView cluster = ClusterViewOf(nodes_.List(), pods_.List(), pass.job.namespace_, pass.job.name);
+  for (const std::string& bad : cluster.unreadable) log_.Job(pass.key, "NodeUnreadable", bad);
+
+  pass.status["phase"] = phase::kPending;
+  if (!request->node_selector.empty() && !AnyNodeMatches(cluster.nodes, request->node_selector)) {
+    const std::string message = "spec.placement.nodeSelector matches none of the cluster's " +
+                                std::to_string(cluster.nodes.size()) + " nodes";
+    if (!ConditionIs(pass.status, condition::kInvalid, true)) {
+      events_.Record(pass.object, "Warning", reason::kNoMatchingNode, message);
+      log_.Job(pass.key, reason::kNoMatchingNode, message);
+    }
+    // Not final: a node labelled so may join; any Node change looks again.
+    pass.Set(condition::kInvalid, true, reason::kNoMatchingNode, message);
+    pass.Set(condition::kPlaced, false, reason::kUnschedulable, message);
+    pass.Requeue(options_.unschedulable_retry);
+    return Status::Ok();
+  }
+  if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");
+
+  // Jobs first in line take their room first; this one gets what is left.
+  for (const Json& earlier : WaitingJobsBefore(pass.object)) {
+    Json manifest = earlier;
+    manifest.erase("status");
+    StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), kube::KeyOf(earlier));
+    if (!parsed.ok()) continue;
+    StatusOr<TeamRequest> theirs = api::TeamRequestOf(*parsed, options_.defaults);
+    if (!theirs.ok()) continue;
+    const TeamPlacement fits = PlaceTeam(cluster.nodes, *theirs);
+    if (fits.placed) Reserve(cluster.nodes, fits, *theirs);
+  }
+
+  const TeamPlacement placement = PlaceTeam(cluster.nodes, *request);
+  if (!placement.placed) {
+    const std::string message = placement.unschedulable;
+    const Json* placed = FindCondition(pass.status, condition::kPlaced);
+    const bool news = !placed || placed->value("message", "") != message;
+    // After a gang timeout, the reason stays GangTimeout until placed again.
+    const bool timed_out = placed && placed->value("reason", "") == reason::kGangTimeout;
+    pass.Set(condition::kPlaced, false, timed_out ? reason::kGangTimeout : reason::kUnschedulable,
+             timed_out ? placed->value("message", "") + "; now: " + message : message);
+    if (news && !timed_out) {
+      events_.Record(pass.object, "Warning", reason::kUnschedulable, message);
+      log_.Job(pass.key, reason::kUnschedulable, message);
+    }
+    pass.outcome.placement = "unschedulable";
+    pass.Requeue(options_.unschedulable_retry);
+    return Status::Ok();
+  }
+
+  const int64_t generation = stored.generation + 1;
+  const JobPlan plan = PlanOf(pass.job, placement, cluster.nodes, generation);
+  EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, placement));
+  const std::string message = Describe(placement);
+  pass.Set(condition::kPlaced, true, reason::kPlaced, message);
+  pass.Set(condition::kRunning, false, reason::kStarting,
+           "0/" + std::to_string(1 + placement.worker_nodes.size()) + " pods running");
+  pass.status["phase"] = phase::kPlacing;
+  events_.Record(pass.object, "Normal", reason::kPlaced, message);
+  log_.Job(pass.key, reason::kPlaced, message + " (plan generation " + std::to_string(generation) + ")");
+  pass.outcome.placement = "placed";
+  pass.Requeue(options_.status_interval);
+  return Status::Ok();
+}
+
+Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement) {
+  auto create = [&](const kube::ResourceType& type, const Json& object) -> Status {
+    StatusOr<Json> made = client_.Create(type, pass.job.namespace_, object);
+    if (made.ok() || made.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
+    return made.status().WithContext("creating " + type.kind + " " + object["metadata"]["name"].get<std::string>());
+  };
+  EDGETRAIN_RETURN_IF_ERROR(create(kube::kServices, ServiceFor(pass.job)));
+  // The plan replaces an earlier generation's.
+  const Json config_map = PlanConfigMapFor(pass.job, plan);
+  StatusOr<Json> existing = client_.Get(kube::kConfigMaps, pass.job.namespace_, PlanConfigMapName(pass.job.name));
+  if (existing.ok()) {
+    Json updated = config_map;
+    updated["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
+    StatusOr<Json> put = client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
+    if (!put.ok()) return put.status();
+  } else if (existing.status().code() == StatusCode::kNotFound) {
+    EDGETRAIN_RETURN_IF_ERROR(create(kube::kConfigMaps, config_map));
+  } else {
+    return existing.status();
+  }
+  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, placement.coordinator_node));
+  for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
+    EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
+  }
+  return Status::Ok();
+}
+
+// A claim of a WaitForFirstConsumer class (K3s's local-path) is provisioned on
+// the node its first scheduled pod lands on. The operator's pods are bound, not
+// scheduled, so it names the coordinator's node as the scheduler would.
+Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
+  const Json& spec = pass.job.manifest.object.at("spec");
+  if (!spec.contains("/output/volume/persistentVolumeClaim/claimName"_json_pointer)) return Status::Ok();
+  const std::string claim = spec["output"]["volume"]["persistentVolumeClaim"]["claimName"];
+  StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
+  if (!pvc.ok()) {
+    // The pod waits for its claim (ContainerCreating) until it appears.
+    log_.Job(pass.key, "OutputVolume", "claim " + claim + ": " + pvc.status().message());
+    return Status::Ok();
+  }
+  if (pvc->value("/status/phase"_json_pointer, std::string()) == "Bound" ||
+      pvc->contains("/metadata/annotations/volume.kubernetes.io~1selected-node"_json_pointer)) {
+    return Status::Ok();
+  }
+  StatusOr<Json> patched = client_.MergePatch(kube::kPersistentVolumeClaims, pass.job.namespace_, claim,
+                                              {{"metadata", {{"annotations", {{"volume.kubernetes.io/selected-node", node}}}}}});
+  return patched.ok() ? Status::Ok() : patched.status();
+}
+
+Status Reconciler::Follow(Pass& pass, const JobPlan& plan, int64_t generation) {
+  const std::vector<std::string> names = PodNamesOf(pass.job, plan);
+  GangRules rules;
+  rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  const Gang gang = ObserveGang(pass.pods, names, std::to_string(generation), rules);
+  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
+
+  switch (gang.state) {
+    case GangState::kSucceeded: {
+      const Json result = gang.result.value_or(Json::object());
+      const std::string stop = result.value("stopReason", "");
+      const bool target = result.value("reachedTarget", false);
+      const char* why = target ? reason::kTargetReached : stop.empty() ? reason::kEnded : reason::kBudgetSpent;
+      std::string message = target         ? "reached its target accuracy"
+                            : stop.empty() ? "the coordinator ended well (exit 0) but reported no result"
+                                           : "ended at its budget (" + stop + ")";
+      if (result.contains("accuracy") && result["accuracy"].is_number()) {
+        char text[64];
+        std::snprintf(text, sizeof text, ": test accuracy %.4f", result["accuracy"].get<double>());
+        message += text;
+      }
+      pass.status["phase"] = phase::kSucceeded;
+      pass.status["completionTime"] = pass.now;
+      pass.Set(condition::kComplete, true, why, message);
+      pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+      if (!result.empty()) {
+        pass.status["progress"] = ProgressStatusOf(result);
+        Json model = Json::object();
+        if (result.contains("modelPath") && !result["modelPath"].get<std::string>().empty()) {
+          model["path"] = result["modelPath"];
+        }
+        if (result.contains("iteration")) model["iteration"] = result["iteration"];
+        if (result.contains("accuracy") && result["accuracy"].is_number()) model["accuracy"] = result["accuracy"];
+        pass.status["model"] = model;
+      }
+      events_.Record(pass.object, "Normal", why, message);
+      log_.Job(pass.key, why, message);
+      return CleanPods(pass);
+    }
+    case GangState::kFailed: {
+      pass.status["phase"] = phase::kFailed;
+      pass.status["completionTime"] = pass.now;
+      pass.Set(condition::kFailed, true, gang.failure_reason.c_str(), gang.failure);
+      pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+      events_.Record(pass.object, "Warning", gang.failure_reason, gang.failure);
+      log_.Job(pass.key, gang.failure_reason, gang.failure);
+      return CleanPods(pass);
+    }
+    case GangState::kAbsent:
+    case GangState::kStarting: {
+      const Json* placed = FindCondition(pass.status, condition::kPlaced);
+      const auto since = kube::ParseKubeTime(placed ? placed->value("lastTransitionTime", pass.now) : pass.now);
+      const Duration timeout = GangTimeoutOf(pass.job);
+      const kube::WallTime now = wall_now_();
+      const Duration waited = std::chrono::duration_cast<Duration>(now - since.value_or(now));
+      if (waited >= timeout) {
+        std::vector<std::string> all;
+        for (const Json& pod : pass.pods) {
+          if (!pod.at("metadata").contains("deletionTimestamp")) all.push_back(pod["metadata"]["name"]);
+        }
+        EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, all));
+        const std::string message = std::to_string(gang.running) + "/" + std::to_string(gang.expected) +
+                                    " pods running after spec.placement.gangTimeout (" + FormatDuration(timeout) +
+                                    "): torn down, holding nothing, to be placed again";
+        pass.status["phase"] = phase::kPending;
+        pass.Set(condition::kPlaced, false, reason::kGangTimeout, message);
+        pass.Set(condition::kRunning, false, reason::kGangTimeout, message);
+        events_.Record(pass.object, "Warning", reason::kGangTimeout, message);
+        log_.Job(pass.key, reason::kGangTimeout, message);
+        pass.Requeue(std::chrono::seconds(1));
+        return Status::Ok();
+      }
+      // A pod of the plan deleted by someone is made again, on its node.
+      if (!gang.missing.empty()) {
+        const TeamPlacement placement = [&] {
+          TeamPlacement p;
+          p.placed = true;
+          for (const Json& pod : pass.pods) {
+            if (pod.value("/metadata/labels"_json_pointer, Json::object()).value(kRoleLabel, "") == "coordinator") {
+              p.coordinator_node = pod.value("/spec/nodeName"_json_pointer, std::string());
+            }
+          }
+          for (const WorkerSlot& slot : plan.workers) p.worker_nodes.push_back(slot.node);
+          return p;
+        }();
+        for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
+          const std::string name = pod["metadata"]["name"];
+          if (std::find(gang.missing.begin(), gang.missing.end(), name) == gang.missing.end()) continue;
+          if (pod["spec"]["nodeName"].get<std::string>().empty()) continue;  // the coordinator's node is unknown
+          StatusOr<Json> made = client_.Create(kube::kPods, pass.job.namespace_, pod);
+          if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
+        }
+      }
+      pass.status["phase"] = phase::kPlacing;
+      pass.Set(condition::kRunning, false, reason::kStarting,
+               std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
+      pass.Requeue(std::min(options_.status_interval, timeout - waited));
+      return Status::Ok();
+    }
+    case GangState::kRunning: {
+      if (pass.Phase() != phase::kRunning) {
+        const std::string message = "all " + std::to_string(gang.expected) + " pods of the gang run";
+        events_.Record(pass.object, "Normal", reason::kTraining, message);
+        log_.Job(pass.key, reason::kTraining, message);
+      }
+      pass.status["phase"] = phase::kRunning;
+      if (!pass.status.contains("startTime")) pass.status["startTime"] = pass.now;
+      pass.Set(condition::kRunning, true, reason::kTraining, "every agent runs");
+      Json progress = Json::object();
+      if (!gang.coordinator_ip.empty()) {
+        StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort);
+        if (read.ok()) progress = *read;
+      }
+      if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
+      pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
+      // What placement expected of each link, to tell a fade from a weak link.
+      std::vector<double> planned(plan.workers.size(), 0);
+      for (const Json& n : nodes_.List()) {
+        StatusOr<NodeView> view = NodeViewOfNode(n);
+        if (!view.ok() || !view->link_mbps) continue;
+        for (const WorkerSlot& slot : plan.workers) {
+          if (slot.node == view->name) planned[slot.rank] = *view->link_mbps;
+        }
+      }
+      const LinkHealth health = LinkHealthOf(progress, planned);
+      pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
+               health.stall_message);
+      pass.Set(condition::kBandwidthDegraded, health.degraded,
+               health.degraded ? reason::kLinkBelowPlan : reason::kLinksHealthy, health.degraded_message);
+      pass.Requeue(options_.status_interval);
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status Reconciler::WriteStatus(Pass& pass) {
+  if (pass.status == pass.stored_status) return Status::Ok();
+  Json object = pass.object;
+  object["status"] = pass.status;
+  StatusOr<Json> written = client_.UpdateStatus(kube::kTrainingJobs, pass.job.namespace_.empty()
+                                                                         ? pass.object["metadata"].value("namespace", "default")
+                                                                         : pass.job.namespace_,
+                                                object);
+  if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);
+  // The cache learns of it by the watch; until then, later reconciles of this
+  // key see it already.
+  jobs_.Put(*written);
+  return Status::Ok();
+}
+
+}  // namespace edgetrain::operator_

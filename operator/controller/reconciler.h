@@ -1,0 +1,100 @@
+#pragma once
+// One TrainingJob brought one step closer to what its spec asks, from the world
+// as it is (the informers' caches and the API): level-based, so running it twice
+// has the effect of running it once, and a restarted operator carries on where
+// the cluster shows the job to be. docs/operator.md tells the same story for users.
+//
+//   invalid spec or capability ....... Invalid; nothing is made
+//   suspend .......................... no pods; Suspended
+//   not placed ....................... place the gang (core placement), all or
+//                                      nothing, behind waiting jobs of higher
+//                                      priority or age; else Pending/Unschedulable
+//   placed, not all running .......... Placing; past spec.placement.gangTimeout,
+//                                      torn down, Pending/GangTimeout
+//   running .......................... Running; progress from the coordinator
+//   the coordinator ended ............ Succeeded or Failed; pods cleaned per
+//                                      cleanPodPolicy; deleted after its TTL
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/team_request.h"
+#include "core/clock.h"
+#include "core/status.h"
+#include "operator/controller/event_recorder.h"
+#include "operator/controller/job_objects.h"
+#include "operator/controller/line_log.h"
+#include "operator/kube/informer.h"
+#include "operator/kube/kube_client.h"
+#include "operator/kube/kube_time.h"
+
+namespace edgetrain::operator_ {
+
+using Json = nlohmann::json;
+
+// Where the coordinator's GET /progress is read; HTTP in the operator, a table
+// in tests.
+class ProgressSource {
+ public:
+  virtual ~ProgressSource() = default;
+  virtual StatusOr<Json> Progress(const std::string& pod_ip, int port) = 0;
+};
+
+struct ReconcilerOptions {
+  PodOptions pods;
+  api::PodDefaults defaults;
+  Duration unschedulable_retry = std::chrono::seconds(30);  // also woken by any Node change
+  Duration status_interval = std::chrono::seconds(5);       // how often a running job's progress is read
+};
+
+// What one reconcile did, for the controller's queue and metrics.
+struct ReconcileOutcome {
+  std::optional<Duration> requeue_after;  // look again then (level-based: or sooner, on a change)
+  std::string placement;                  // "placed", "unschedulable" or empty: no attempt
+};
+
+// The pod cache's index of pods by job: "namespace/job".
+inline constexpr const char* kPodsByJob = "job";
+kube::Store::IndexFunc PodsByJobIndex();
+
+class Reconciler {
+ public:
+  Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store& pods, kube::Store& nodes,
+             ProgressSource& progress, EventRecorder& events, LineLog& log,
+             std::function<kube::WallTime()> wall_now, ReconcilerOptions options = {});
+
+  // `key` is "namespace/name". An error is an API failure: the caller retries
+  // with back-off.
+  StatusOr<ReconcileOutcome> Reconcile(const std::string& key);
+
+ private:
+  struct Pass;  // one reconcile's state
+  Status Validate(Pass& pass);
+  Status Finished(Pass& pass);
+  Status Suspend(Pass& pass);
+  Status Place(Pass& pass);
+  Status Follow(Pass& pass, const JobPlan& plan, int64_t generation);
+  Status CleanPods(Pass& pass);
+  Status DeletePods(Pass& pass, const std::vector<std::string>& names);
+  Status ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement);
+  Status ClaimOutputVolume(Pass& pass, const std::string& node);
+  Status WriteStatus(Pass& pass);
+  // Jobs waiting to be placed, first in line first: higher priority, then older.
+  std::vector<Json> WaitingJobsBefore(const Json& job);
+  int PriorityOf(const Json& job);
+
+  kube::KubeClient& client_;
+  kube::Store& jobs_;
+  kube::Store& pods_;
+  kube::Store& nodes_;
+  ProgressSource& progress_;
+  EventRecorder& events_;
+  LineLog& log_;
+  std::function<kube::WallTime()> wall_now_;
+  const ReconcilerOptions options_;
+};
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,274 @@
+#include "operator/controller/reconciler.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "api/job_conditions.h"
+#include "operator/controller/job_status.h"
+#include "operator/controller/testing/cluster_fixtures.h"
+#include "operator/kube/testing/fake_kube_client.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+using kube::testing::FakeKubeClient;
+using testing::ANode;
+
+class TableOfProgress final : public ProgressSource {
+ public:
+  StatusOr<Json> Progress(const std::string& ip, int) override {
+    auto it = by_ip.find(ip);
+    if (it == by_ip.end()) return UnavailableError("nothing at " + ip);
+    return it->second;
+  }
+  std::map<std::string, Json> by_ip;
+};
+
+Json TrainingJob(const std::string& name, const Json& spec_patch = Json::object(),
+                 const std::string& created = "2026-11-22T10:00:00Z") {
+  Json job = {{"apiVersion", "edgetrain.dev/v1alpha1"},
+              {"kind", "TrainingJob"},
+              {"metadata", {{"name", name}, {"namespace", "default"}, {"creationTimestamp", created}}},
+              {"spec",
+               {{"model", {{"name", "mlp"}, {"hidden", {32}}}},
+                {"data", {{"dataset", "digits"}}},
+                {"parallelism", {{"workers", 2}}},
+                {"template", {{"resources", {{"requests", {{"cpu", "1"}, {"memory", "256Mi"}}}}}}}}}};
+  job["spec"].merge_patch(spec_patch);
+  return job;
+}
+
+// The cluster as the reconciler sees it: the fake API, and caches a test fills
+// the way the informers would.
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest()
+      : events_(api_, [this] { return now_; }, log_),
+        reconciler_(api_, jobs_, pods_, nodes_, progress_, events_, log_, [this] { return now_; }) {
+    pods_.AddIndex(kPodsByJob, PodsByJobIndex());
+  }
+
+  void AddNode(const Json& node) { nodes_.Put(node); }
+  std::string Submit(const Json& job) {
+    StatusOr<Json> made = api_.Create(kube::kTrainingJobs, "default", job);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    jobs_.Put(*made);
+    return "default/" + job["metadata"]["name"].get<std::string>();
+  }
+  // What the pod informer would hold, each pod changed by `kubelet` first.
+  void SyncPods(const std::function<void(Json&)>& kubelet = [](Json&) {}) {
+    std::vector<Json> pods = api_.All(kube::kPods);
+    for (Json& pod : pods) {
+      kubelet(pod);
+      StatusOr<Json> stored = api_.Get(kube::kPods, "default", pod["metadata"]["name"]);
+      if (stored.ok() && *stored != pod) {
+        Json with_status = *stored;
+        with_status["status"] = pod["status"];
+        (void)api_.UpdateStatus(kube::kPods, "default", with_status);
+      }
+    }
+    pods_.Replace(api_.All(kube::kPods));
+  }
+  ReconcileOutcome Reconcile(const std::string& key) {
+    StatusOr<ReconcileOutcome> outcome = reconciler_.Reconcile(key);
+    EXPECT_TRUE(outcome.ok()) << outcome.status().ToString();
+    return outcome.ok() ? *outcome : ReconcileOutcome{};
+  }
+  Json Job(const std::string& name) { return *api_.Get(kube::kTrainingJobs, "default", name); }
+  std::vector<std::string> PodNodes() {
+    std::vector<std::string> out;
+    for (const Json& pod : api_.All(kube::kPods)) {
+      out.push_back(pod["metadata"]["name"].get<std::string>() + "@" + pod["spec"]["nodeName"].get<std::string>());
+    }
+    return out;
+  }
+  static void Run(Json& pod) {
+    static int address = 10;
+    pod["status"] = {{"phase", "Running"},
+                     {"podIP", "10.0.0." + std::to_string(address++)},
+                     {"containerStatuses", {{{"name", "agent"}, {"restartCount", 0}, {"state", {{"running", Json::object()}}}}}}};
+  }
+
+  FakeKubeClient api_;
+  kube::Store jobs_, pods_, nodes_;
+  TableOfProgress progress_;
+  std::ostringstream log_text_;
+  LineLog log_{log_text_};
+  kube::WallTime now_ = std::chrono::system_clock::from_time_t(1795374113);
+  EventRecorder events_;
+  Reconciler reconciler_;
+};
+
+TEST_F(ReconcilerTest, AGangIsPlacedWholeAndASecondReconcileMakesNothingTwice) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  const std::string key = Submit(TrainingJob("team"));
+
+  ReconcileOutcome first = Reconcile(key);
+  EXPECT_EQ(first.placement, "placed");
+  EXPECT_EQ(api_.Writes("create Service"), 1);
+  EXPECT_EQ(api_.Writes("create ConfigMap"), 1);
+  EXPECT_EQ(api_.Writes("create Pod"), 3);
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+  const Json job = Job("team");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kPlacing);
+  EXPECT_TRUE(ConditionIs(job["status"], api::condition::kPlaced, true));
+  EXPECT_NE(log_text_.str().find("job=default/team reason=Placed coordinator on gateway"), std::string::npos)
+      << log_text_.str();
+
+  jobs_.Put(job);
+  SyncPods();
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.AllWrites(), 0) << "the world is as the job wants it: nothing to write";
+}
+
+TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team"));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods(Run);
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200},
+                                     {"accuracy", 0.8},     {"etaSeconds", 12},  {"workers",
+                                                                                   {{{"rank", 1},
+                                                                                     {"batchSize", 64},
+                                                                                     {"bandwidthMbps", 9.0},
+                                                                                     {"stallFraction", 0.2}}}}};
+  ReconcileOutcome outcome = Reconcile(key);
+  ASSERT_TRUE(outcome.requeue_after.has_value()) << "progress is read again";
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRunning);
+  EXPECT_EQ(status["progress"]["iteration"], 300);
+  EXPECT_EQ(status["progress"]["eta"], "12s");
+  EXPECT_EQ(status["startTime"], "2026-11-22T19:01:53Z");
+  EXPECT_EQ(status["workers"].size(), 3u);
+  EXPECT_TRUE(ConditionIs(status, api::condition::kRunning, true));
+  EXPECT_TRUE(ConditionIs(status, api::condition::kBandwidthDegraded, true))
+      << "worker 1 measures 9 Mbit/s where robot-1 published 30";
+}
+
+TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team"));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] != "team-coordinator") return Run(pod);
+    const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"stopReason", "target"},
+                         {"accuracy", 0.93},     {"iteration", 140},      {"modelPath", "/models/team/model.pt"}};
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses",
+                      {{{"name", "agent"},
+                        {"state", {{"terminated", {{"exitCode", 0}, {"message", result.dump()}}}}}}}}};
+  });
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kSucceeded);
+  EXPECT_EQ(status["model"]["path"], "/models/team/model.pt");
+  EXPECT_EQ(status["model"]["accuracy"], 0.93);
+  EXPECT_EQ(FindCondition(status, api::condition::kComplete)->value("reason", ""), api::reason::kTargetReached);
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway"}))
+      << "cleanPodPolicy Running: the workers still running go, the finished coordinator stays";
+}
+
+TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));
+  Reconcile(key);
+  jobs_.Put(Job("brief"));
+  SyncPods([](Json& pod) {
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("brief"));
+  EXPECT_EQ(Job("brief")["status"]["phase"], api::phase::kSucceeded);
+  EXPECT_EQ(FindCondition(Job("brief")["status"], api::condition::kComplete)->value("reason", ""), api::reason::kEnded)
+      << "no termination message: it ended, and the status does not pretend to know how";
+  now_ += std::chrono::seconds(30);
+  ReconcileOutcome waiting = Reconcile(key);
+  ASSERT_TRUE(waiting.requeue_after.has_value());
+  EXPECT_EQ(*waiting.requeue_after, std::chrono::seconds(30)) << "looked at again when the TTL ends";
+  now_ += std::chrono::seconds(30);
+  Reconcile(key);
+  EXPECT_FALSE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "deleted; its objects go by their owner";
+}
+
+TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", {{"placement", {{"gangTimeout", "1m"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods();  // placed, never running
+  now_ += std::chrono::seconds(59);
+  Reconcile(key);
+  EXPECT_EQ(api_.All(kube::kPods).size(), 3u);
+  now_ += std::chrono::seconds(1);
+  Reconcile(key);
+  EXPECT_TRUE(api_.All(kube::kPods).empty());
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending);
+  const Json* placed = FindCondition(status, api::condition::kPlaced);
+  EXPECT_EQ(placed->value("reason", ""), api::reason::kGangTimeout);
+  EXPECT_NE(placed->value("message", "").find("0/3 pods running after spec.placement.gangTimeout (1m)"),
+            std::string::npos)
+      << *placed;
+}
+
+TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
+  // Room for one job of one at a time.
+  AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));
+  ASSERT_TRUE(api_.Create(kube::kPriorityClasses, "", {{"metadata", {{"name", "urgent"}}}, {"value", 1000}}).ok());
+  const Json one = {{"parallelism", {{"workers", 1}}}};
+  const std::string old_key = Submit(TrainingJob("old", one, "2026-11-22T09:00:00Z"));
+  const std::string young_key = Submit(TrainingJob("young", one, "2026-11-22T09:30:00Z"));
+  Json urgent_spec = one;
+  urgent_spec["placement"] = {{"priorityClassName", "urgent"}};
+  const std::string urgent_key = Submit(TrainingJob("urgent", urgent_spec, "2026-11-22T09:59:00Z"));
+
+  EXPECT_EQ(Reconcile(young_key).placement, "unschedulable") << "the urgent job is first in line";
+  EXPECT_EQ(Reconcile(old_key).placement, "unschedulable") << "and before the old one too";
+  EXPECT_EQ(Reconcile(urgent_key).placement, "placed");
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"urgent-coordinator@gateway"}));
+  EXPECT_EQ(Job("young")["status"]["phase"], api::phase::kPending);
+  EXPECT_TRUE(api_.All(kube::kServices).size() == 1) << "a waiting job holds nothing";
+}
+
+TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  const Json status = Job("piped")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kFailed);
+  const Json* invalid = FindCondition(status, api::condition::kInvalid);
+  ASSERT_NE(invalid, nullptr);
+  EXPECT_EQ(invalid->value("reason", ""), api::reason::kNotSupported);
+  EXPECT_NE(invalid->value("message", "").find("spec.parallelism.mode"), std::string::npos) << *invalid;
+  EXPECT_EQ(api_.Writes("create Pod") + api_.Writes("create Service") + api_.Writes("create ConfigMap"), 0);
+}
+
+TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team"));
+  Reconcile(key);
+  SyncPods(Run);
+  Json job = Job("team");
+  job["spec"]["suspend"] = true;
+  jobs_.Put(job);
+  Reconcile(key);
+  EXPECT_TRUE(api_.All(kube::kPods).empty());
+  EXPECT_EQ(api_.All(kube::kConfigMaps).size(), 1u);
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
+}
+
+}  // namespace
+}  // namespace edgetrain::operator_

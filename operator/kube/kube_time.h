@@ -1,0 +1,18 @@
+#pragma once
+// Kubernetes timestamps (metav1.Time): RFC 3339 in UTC to the second,
+// "2026-11-22T19:01:53Z". Conditions, events and a job's start and completion
+// times carry them; they are wall time, so they survive the operator's restarts.
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace edgetrain::kube {
+
+using WallTime = std::chrono::system_clock::time_point;
+
+std::string FormatKubeTime(WallTime t);
+// Also reads fractional seconds and "+hh:mm" offsets (MicroTime, other writers).
+std::optional<WallTime> ParseKubeTime(const std::string& text);
+
+}  // namespace edgetrain::kube

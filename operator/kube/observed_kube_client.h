@@ -1,0 +1,59 @@
+#pragma once
+// A KubeClient that tells an observer of every request that failed, by verb
+// and code, and otherwise passes everything through: the operator's API error
+// metric, without the REST client or the controllers knowing of metrics.
+
+#include <functional>
+#include <string>
+
+#include "operator/kube/kube_client.h"
+
+namespace edgetrain::kube {
+
+class ObservedKubeClient final : public KubeClient {
+ public:
+  using Observer = std::function<void(const std::string& verb, StatusCode code)>;
+  ObservedKubeClient(KubeClient& inner, Observer on_error) : inner_(inner), on_error_(std::move(on_error)) {}
+
+  StatusOr<Json> Get(const ResourceType& type, const std::string& ns, const std::string& name) override {
+    return Seen("get", inner_.Get(type, ns, name));
+  }
+  StatusOr<Json> List(const ResourceType& type, const std::string& ns, const ListOptions& options) override {
+    return Seen("list", inner_.List(type, ns, options));
+  }
+  StatusOr<Json> Create(const ResourceType& type, const std::string& ns, const Json& object) override {
+    return Seen("create", inner_.Create(type, ns, object));
+  }
+  StatusOr<Json> Update(const ResourceType& type, const std::string& ns, const Json& object) override {
+    return Seen("update", inner_.Update(type, ns, object));
+  }
+  StatusOr<Json> UpdateStatus(const ResourceType& type, const std::string& ns, const Json& object) override {
+    return Seen("update", inner_.UpdateStatus(type, ns, object));
+  }
+  StatusOr<Json> MergePatch(const ResourceType& type, const std::string& ns, const std::string& name,
+                            const Json& patch) override {
+    return Seen("patch", inner_.MergePatch(type, ns, name, patch));
+  }
+  Status Delete(const ResourceType& type, const std::string& ns, const std::string& name) override {
+    Status s = inner_.Delete(type, ns, name);
+    // Deleting what is already gone is the goal reached, not an error.
+    if (!s.ok() && s.code() != StatusCode::kNotFound) on_error_("delete", s.code());
+    return s;
+  }
+  Status Watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
+               const std::function<void(WatchEvent)>& on_event, const std::atomic<bool>& stop) override {
+    Status s = inner_.Watch(type, ns, options, on_event, stop);
+    if (!s.ok() && s.code() != StatusCode::kCancelled) on_error_("watch", s.code());
+    return s;
+  }
+
+ private:
+  StatusOr<Json> Seen(const char* verb, StatusOr<Json> result) {
+    if (!result.ok()) on_error_(verb, result.status().code());
+    return result;
+  }
+  KubeClient& inner_;
+  Observer on_error_;
+};
+
+}  // namespace edgetrain::kube

@@ -1,0 +1,146 @@
+// edgetrain-operator: watches TrainingJobs and places, starts, follows and ends
+// their agents' pods (docs/operator.md). Thin: flags in, the controller out.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "agent/telemetry/http_client.h"
+#include "agent/telemetry/http_server.h"
+#include "core/duration_text.h"
+#include "core/exit_codes.h"
+#include "operator/controller/controller.h"
+#include "operator/kube/kube_config.h"
+#include "operator/kube/observed_kube_client.h"
+#include "operator/kube/rest_kube_client.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+using namespace edgetrain;
+
+// The coordinator's GET /progress, over HTTP.
+class HttpProgress final : public operator_::ProgressSource {
+ public:
+  StatusOr<nlohmann::json> Progress(const std::string& pod_ip, int port) override {
+    StatusOr<agent::HttpReply> reply = agent::HttpGet(pod_ip + ":" + std::to_string(port), "/progress");
+    if (!reply.ok()) return reply.status();
+    if (reply->status != 200) return UnavailableError("/progress answered " + std::to_string(reply->status));
+    nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return UnavailableError("/progress is not a JSON object");
+    return j;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"edgetrain-operator: places, runs and reports TrainingJobs on a Kubernetes cluster (docs/operator.md)",
+               "edgetrain-operator"};
+  std::string kubeconfig, http = "0.0.0.0:8081";
+  operator_::ControllerOptions options;
+  kube::RestOptions rest;
+  // Every wait is a flag: long by default, short in tests.
+  std::map<std::string, Duration*> waits = {
+      {"--status-interval", &options.reconciler.status_interval},
+      {"--unschedulable-retry", &options.reconciler.unschedulable_retry},
+      {"--watch-timeout", &options.informers.min_watch_timeout},
+      {"--relist-backoff", &options.informers.backoff_initial},
+      {"--relist-backoff-max", &options.informers.backoff_max},
+      {"--retry-backoff", &options.queue.item_initial},
+      {"--retry-backoff-max", &options.queue.item_max},
+  };
+  app.add_option("--kubeconfig", kubeconfig,
+                 "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
+      ->option_text("FILE");
+  app.add_option("--namespace", options.namespace_, "watch TrainingJobs in this namespace only (default: all)")
+      ->option_text("NS");
+  app.add_option("--workers", options.workers, "reconciles at once (default 2)")->check(CLI::PositiveNumber);
+  app.add_option("--http", http, "where /metrics, /healthz and /readyz are served (default 0.0.0.0:8081)")
+      ->option_text("HOST:PORT");
+  app.add_option("--qps", rest.qps, "client-side limit on API requests a second (default 20)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--burst", rest.burst, "requests allowed at once above --qps (default 40)")->check(CLI::PositiveNumber);
+  app.add_option("--default-image", options.reconciler.pods.default_image,
+                 "the agent's image when spec.template.image names none (default edgetrain/agent:dev)");
+  app.add_option("--termination-grace", options.reconciler.pods.termination_grace_seconds,
+                 "seconds an agent has to save its model when its pod is deleted (default 30)");
+  const std::map<std::string, const char*> help = {
+      {"--status-interval", "how often a running job's progress is read (default 5s)"},
+      {"--unschedulable-retry", "how often a job that does not fit looks again; any Node change also wakes it (default 30s)"},
+      {"--watch-timeout", "the shortest watch before it is renewed; the longest is twice it (default 5m)"},
+      {"--relist-backoff", "the first wait before listing again after a failed watch (default 800ms)"},
+      {"--relist-backoff-max", "the longest such wait (default 30s)"},
+      {"--retry-backoff", "the first wait before a failed reconcile of a job is retried (default 5ms)"},
+      {"--retry-backoff-max", "the longest such wait (default 1000s)"},
+  };
+  for (auto& [name, into] : waits) {
+    Duration* target = into;
+    const std::string flag = name;
+    app.add_option_function<std::string>(
+           name,
+           [target, flag](const std::string& text) {
+             auto d = ParseDuration(text);
+             if (!d.ok() || *d <= Duration::zero()) {
+               throw CLI::ValidationError(flag, "expected a duration such as 500ms or 2m, got \"" + text + "\"");
+             }
+             *target = *d;
+           },
+           help.at(name))
+        ->option_text("DURATION");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  options.informers.max_watch_timeout = 2 * options.informers.min_watch_timeout;
+
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  StatusOr<kube::KubeConfig> config = kube::LoadKubeConfig(kubeconfig, env);
+  if (!config.ok()) {
+    std::cerr << "edgetrain-operator: " << config.status().message() << "\n";
+    return ExitCodeFor(config.status());
+  }
+  RealClock clock;
+  StatusOr<std::unique_ptr<kube::KubeClient>> rest_client = kube::MakeRestKubeClient(*config, rest, clock);
+  if (!rest_client.ok()) {
+    std::cerr << "edgetrain-operator: " << rest_client.status().message() << "\n";
+    return ExitCodeFor(rest_client.status());
+  }
+  operator_::OperatorMetrics metrics;
+  kube::ObservedKubeClient client(**rest_client,
+                                  [&](const std::string& verb, StatusCode code) { metrics.CountApiError(verb, code); });
+  operator_::LineLog log(std::cerr);
+  HttpProgress progress;
+  operator_::Controller controller(client, clock, progress, metrics, log, [] { return std::chrono::system_clock::now(); },
+                                   options);
+
+  StatusOr<std::unique_ptr<agent::HttpServer>> server = agent::HttpServer::Start(http);
+  if (!server.ok()) {
+    std::cerr << "edgetrain-operator: --http " << http << ": " << server.status().message() << "\n";
+    return ExitCodeFor(server.status());
+  }
+  (*server)->Handle("/metrics", [&] { return agent::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()}; });
+  (*server)->Handle("/healthz", [] { return agent::HttpResponse{200, "text/plain", "ok\n"}; });
+  (*server)->Handle("/readyz", [&] {
+    return controller.Synced() ? agent::HttpResponse{200, "text/plain", "ok\n"}
+                               : agent::HttpResponse{503, "text/plain", "caches are being filled\n"};
+  });
+  std::cout << "http " << (*server)->address() << std::endl;
+  log.Write("watching TrainingJobs" + (options.namespace_.empty() ? std::string(" in every namespace")
+                                                                  : " in namespace " + options.namespace_) +
+            " at " + config->server + " (" + config->source + ")");
+
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  controller.Run(g_stop);
+  log.Write("stopped");
+  return 0;
+}

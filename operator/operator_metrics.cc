@@ -1,0 +1,56 @@
+#include "operator/operator_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace edgetrain::operator_ {
+
+struct OperatorMetrics::Impl {
+  prometheus::Registry registry;
+  prometheus::Family<prometheus::Histogram>& reconcile =
+      prometheus::BuildHistogram()
+          .Name("edgetrain_operator_reconcile_duration_seconds")
+          .Help("Time one reconcile of a TrainingJob took, by result (ok, error)")
+          .Register(registry);
+  prometheus::Gauge& queue_depth = prometheus::BuildGauge()
+                                       .Name("edgetrain_operator_queue_depth")
+                                       .Help("TrainingJobs queued for a reconcile, ready now")
+                                       .Register(registry)
+                                       .Add({});
+  prometheus::Family<prometheus::Gauge>& jobs =
+      prometheus::BuildGauge().Name("edgetrain_operator_jobs").Help("TrainingJobs by phase").Register(registry);
+  prometheus::Family<prometheus::Counter>& placements =
+      prometheus::BuildCounter()
+          .Name("edgetrain_operator_placements_total")
+          .Help("Attempts to place a job's gang, by result (placed, unschedulable)")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& api_errors =
+      prometheus::BuildCounter()
+          .Name("edgetrain_operator_api_errors_total")
+          .Help("Kubernetes API requests that failed, by verb and status code")
+          .Register(registry);
+};
+
+OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {}
+OperatorMetrics::~OperatorMetrics() = default;
+
+void OperatorMetrics::ObserveReconcile(double seconds, bool ok) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+  impl_->reconcile.Add({{"result", ok ? "ok" : "error"}}, kBuckets).Observe(seconds);
+}
+void OperatorMetrics::SetQueueDepth(size_t depth) { impl_->queue_depth.Set(static_cast<double>(depth)); }
+void OperatorMetrics::SetJobsInPhase(const std::string& phase, size_t jobs) {
+  impl_->jobs.Add({{"phase", phase}}).Set(static_cast<double>(jobs));
+}
+void OperatorMetrics::CountPlacement(const std::string& result) { impl_->placements.Add({{"result", result}}).Increment(); }
+void OperatorMetrics::CountApiError(const std::string& verb, StatusCode code) {
+  impl_->api_errors.Add({{"verb", verb}, {"code", StatusCodeName(code)}}).Increment();
+}
+std::string OperatorMetrics::Render() const {
+  return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+}
+
+}  // namespace edgetrain::operator_

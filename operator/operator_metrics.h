@@ -1,0 +1,31 @@
+#pragma once
+// The operator's own Prometheus metrics (docs/metrics.md, "The operator"):
+// how long reconciles take, how deep the queue is, jobs by phase, placements
+// and API errors by verb and code. prometheus-cpp stays behind this header.
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace edgetrain::operator_ {
+
+class OperatorMetrics {
+ public:
+  OperatorMetrics();
+  ~OperatorMetrics();
+
+  void ObserveReconcile(double seconds, bool ok);
+  void SetQueueDepth(size_t depth);
+  void SetJobsInPhase(const std::string& phase, size_t jobs);
+  void CountPlacement(const std::string& result);  // "placed" | "unschedulable"
+  void CountApiError(const std::string& verb, StatusCode code);
+
+  std::string Render() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edgetrain::operator_

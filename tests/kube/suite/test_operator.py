@@ -1,0 +1,259 @@
+"""edgetrain-operator end to end, driven with kubectl as a user drives it: the CRD and a
+TrainingJob applied to the edge site of examples/nodes/edge-site.yaml, the job placed on
+exactly the nodes `edgetrain plan` names for that site, trained by real agents in real
+pods to Succeeded with its accuracy and model in the status; a job the operator cannot
+run Invalid and a job that does not fit Pending, both holding nothing; a waiting job
+started once a node makes room; suspend and resume from the checkpoint on a shared
+volume; and `kubectl delete` leaving nothing behind. Every wait of the operator is a
+short flag here."""
+
+import copy
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import unittest
+import urllib.request
+
+import yaml
+
+from emulated_site import SiteTestCase, phase
+from harness import REPO_ROOT
+
+BIN = os.path.join(REPO_ROOT, "build", "bin")
+OPERATOR = os.path.join(BIN, "edgetrain-operator")
+EDGETRAIN = os.path.join(BIN, "edgetrain")
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
+JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
+# What the example reaches: its target (0.9) holds on digits' test set.
+ACCURACY_BAR = 0.9
+
+
+def condition_of(job, ctype):
+    for c in (job or {}).get("status", {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return c
+    return {}
+
+
+def job_phase(job):
+    return (job or {}).get("status", {}).get("phase")
+
+
+def small_job(name, **spec):
+    """A digits job of one worker unless told otherwise, as short as a test wants."""
+    s = {"model": {"name": "mlp", "hidden": [32]}, "data": {"dataset": "digits", "batchSize": 32},
+         "optimizer": {"learningRate": 0.003}, "evaluation": {"everyIterations": 20},
+         "budget": {"wallClock": "1m", "targetAccuracy": 0.9},
+         "template": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}}
+    for key, value in spec.items():
+        if isinstance(value, dict) and isinstance(s.get(key), dict):
+            s[key] = {**s[key], **value}
+        else:
+            s[key] = value
+    for part in s.values():  # None: leave the field out
+        if isinstance(part, dict):
+            for k in [k for k, v in part.items() if v is None]:
+                del part[k]
+    return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
+            "metadata": {"name": name}, "spec": s}
+
+
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK), "build/bin/edgetrain-operator is not built")
+class OperatorTest(SiteTestCase):
+    profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
+        .replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
+        cls.operator_log = os.path.join(cls.dir, "operator.log")
+        log = open(cls.operator_log, "w")
+        cls.operator = subprocess.Popen(
+            [OPERATOR, "--kubeconfig", cls.server.kubeconfig, "--http", "127.0.0.1:0",
+             "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
+             "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
+             "--termination-grace", "5"],
+            stdout=subprocess.PIPE, stderr=log, text=True)
+        log.close()
+        line = cls.operator.stdout.readline()
+        assert line.startswith("http "), f"the operator said {line!r}: {cls.logs()}"
+        cls.operator_http = line.split()[1]
+        cls.addClassCleanup(cls._stop_operator)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if cls.http_status("/readyz") == 200:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the operator never became ready: " + cls.logs())
+
+    @classmethod
+    def _stop_operator(cls):
+        cls.operator.send_signal(signal.SIGTERM)
+        assert cls.operator.wait(timeout=20) == 0, "the operator exits 0 on SIGTERM"
+
+    @classmethod
+    def logs(cls):
+        with open(cls.operator_log) as f:
+            return f.read()[-4000:]
+
+    @classmethod
+    def http_status(cls, path):
+        try:
+            with urllib.request.urlopen(f"http://{cls.operator_http}{path}", timeout=2) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except OSError:
+            return None
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://{self.operator_http}/metrics", timeout=2) as r:
+            return r.read().decode()
+
+    def wait_job(self, name, predicate, timeout=60):
+        return self.wait_for(JOBS, name, predicate, timeout)
+
+    def job_pods(self, name):
+        pods = self.api.get("/api/v1/namespaces/default/pods",
+                            labelSelector=f"edgetrain.dev/job={name}").json["items"]
+        return {p["metadata"]["name"]: p for p in pods}
+
+    def owned(self, name):
+        """Everything the operator made for the job that still exists."""
+        out = []
+        for path in ("/api/v1/namespaces/default/pods", "/api/v1/namespaces/default/services",
+                     "/api/v1/namespaces/default/configmaps"):
+            items = self.api.get(path, labelSelector=f"edgetrain.dev/job={name}").json["items"]
+            out += [f'{i["kind"] if "kind" in i else path.rsplit("/", 1)[1]}/{i["metadata"]["name"]}'
+                    for i in items]
+        return out
+
+    def test_the_example_is_placed_as_edgetrain_plan_says_trained_and_reported(self):
+        t0 = time.monotonic()
+        plan = json.loads(subprocess.run([EDGETRAIN, "plan", EXAMPLE, "--nodes", self.profile_path,
+                                          "--json"], capture_output=True, text=True, check=True).stdout)
+        live = json.loads(subprocess.run([EDGETRAIN, "plan", EXAMPLE, "--kubeconfig", self.server.kubeconfig,
+                                          "--json"], capture_output=True, text=True, check=True).stdout)
+        self.assertEqual((live["coordinator"], live["workers"]), (plan["coordinator"], plan["workers"]),
+                         "the live cluster's Nodes read as the profile does")
+        self.kubectl.run("apply", "-f", EXAMPLE)
+        running = self.wait_job("digits-team", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed"))
+        self.assertEqual(condition_of(running, "Placed")["status"], "True", running.get("status"))
+        job = self.wait_job("digits-team", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=150)
+        status = job["status"]
+        self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
+        self.assertEqual(condition_of(job, "Complete")["reason"], "TargetReached")
+        self.assertGreaterEqual(status["model"]["accuracy"], ACCURACY_BAR)
+        self.assertEqual(status["model"]["path"], "/models/digits-team/model.pt")
+        self.assertGreaterEqual(status["progress"]["accuracy"], ACCURACY_BAR)
+        self.assertEqual(status["observedGeneration"], job["metadata"]["generation"])
+
+        # Exactly where `edgetrain plan` put them.
+        pods = self.job_pods("digits-team")
+        self.assertEqual(pods["digits-team-coordinator"]["spec"]["nodeName"], plan["coordinator"])
+        for rank, node in enumerate(plan["workers"]):
+            self.assertEqual(pods[f"digits-team-worker-{rank}"]["spec"]["nodeName"], node)
+        for p in pods.values():
+            self.assertEqual(phase(p), "Succeeded", p["metadata"]["name"])
+            sc = p["spec"]["containers"][0]["securityContext"]
+            self.assertTrue(sc["readOnlyRootFilesystem"])
+            self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+            self.assertTrue(p["spec"]["securityContext"]["runAsNonRoot"])
+            self.assertEqual(p["metadata"]["ownerReferences"][0]["kind"], "TrainingJob")
+        self.assertEqual({w["name"]: w["node"] for w in status["workers"]},
+                         {n: p["spec"]["nodeName"] for n, p in pods.items()})
+
+        table = self.kubectl.run("get", "tj", "digits-team").stdout
+        self.assertRegex(table, r"digits-team\s+Succeeded\s+dataParallel\s+2\s+0\.9")
+        story = self.kubectl.run("describe", "tj", "digits-team").stdout
+        for reason in ("Placed", "Training", "TargetReached"):
+            self.assertRegex(story, rf"Normal\s+{reason}\s", story)
+        metrics = self.metrics()
+        self.assertRegex(metrics, r'edgetrain_operator_placements_total\{result="placed"\} [1-9]')
+        self.assertRegex(metrics, r'edgetrain_operator_jobs\{phase="Succeeded"\} [1-9]')
+        self.assertIn("edgetrain_operator_reconcile_duration_seconds_bucket", metrics)
+        self.assertIn("job=default/digits-team reason=Placed", self.logs())
+
+        self.kubectl.run("delete", "tj", "digits-team")
+        deadline = time.monotonic() + 30
+        while self.owned("digits-team") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.owned("digits-team"), [], "kubectl delete leaves no pod, Service or ConfigMap")
+        print(f"\noperator: applied to Succeeded in {time.monotonic() - t0:.1f} s, accuracy "
+              f"{status['model']['accuracy']:.3f}, coordinator on {plan['coordinator']}, "
+              f"workers on {', '.join(plan['workers'])}")
+
+    def test_a_job_the_operator_cannot_run_is_invalid_naming_the_field_and_makes_nothing(self):
+        # Passes the CRD's schema and rules; pipelines have not landed.
+        self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2}))
+        job = self.wait_job("piped", lambda j: condition_of(j, "Invalid").get("status") == "True")
+        invalid = condition_of(job, "Invalid")
+        self.assertEqual(invalid["reason"], "NotSupported")
+        self.assertIn("spec.parallelism.mode", invalid["message"])
+        self.assertEqual(job_phase(job), "Failed")
+        # A selector no node matches.
+        self.apply(small_job("nowhere", placement={"nodeSelector": {"edgetrain.dev/site": "moon"}}))
+        job = self.wait_job("nowhere", lambda j: condition_of(j, "Invalid").get("status") == "True")
+        self.assertEqual(condition_of(job, "Invalid")["reason"], "NoMatchingNode")
+        self.assertEqual(job_phase(job), "Pending")
+        time.sleep(1)  # a few reconciles later, still nothing
+        self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
+        self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
+        self.kubectl.run("delete", "tj", "piped", "nowhere")
+
+    def test_a_job_that_does_not_fit_waits_holding_nothing_and_starts_when_a_node_makes_room(self):
+        self.kubectl.run("cordon", "robot-3")
+        try:
+            self.apply(small_job("waiter", placement={"nodeSelector": {"kubernetes.io/hostname": "robot-3"}}))
+            job = self.wait_job("waiter", lambda j: condition_of(j, "Placed").get("reason") == "Unschedulable")
+            self.assertEqual(job_phase(job), "Pending")
+            self.assertIn("cordoned", condition_of(job, "Placed")["message"])
+            time.sleep(1)
+            self.assertEqual(self.owned("waiter"), [], "a waiting job holds nothing")
+        finally:
+            self.kubectl.run("uncordon", "robot-3")
+        job = self.wait_job("waiter", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=120)
+        self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        self.assertEqual(self.job_pods("waiter")["waiter-coordinator"]["spec"]["nodeName"], "robot-3")
+        self.kubectl.run("delete", "tj", "waiter")
+
+    def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
+        self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
+                    "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
+                             "resources": {"requests": {"storage": "1Gi"}}}})
+        # Long enough to be caught running: a slow learning rate, no target, 30 epochs.
+        self.apply(small_job("long", optimizer={"learningRate": 0.0003},
+                             budget={"wallClock": "2m", "epochs": 30, "targetAccuracy": None},
+                             faultTolerance={"checkpointEvery": 20},
+                             output={"path": "/models/long",
+                                     "volume": {"persistentVolumeClaim": {"claimName": "long-out"}}}))
+        self.wait_job("long", lambda j: (j or {}).get("status", {}).get("progress", {}).get("iteration", 0) >= 40,
+                      timeout=60)
+        self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": true}}')
+        job = self.wait_job("long", lambda j: job_phase(j) == "Suspended")
+        deadline = time.monotonic() + 30
+        while self.job_pods("long") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.job_pods("long"), {}, "suspended: no pods")
+        self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
+        self.wait_job("long", lambda j: job_phase(j) in ("Placing", "Running", "Succeeded"))
+        coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
+        deadline = time.monotonic() + 30
+        log = ""
+        while "resum" not in log and time.monotonic() < deadline:
+            log = self.kubectl.run("logs", "long-coordinator", ok=False).stdout + \
+                self.kubectl.run("logs", "long-coordinator", ok=False).stderr
+            time.sleep(0.2)
+        self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
+        self.kubectl.run("delete", "tj", "long")
+        self.kubectl.run("delete", "pvc", "long-out", "--wait=false")
+
+
+if __name__ == "__main__":
+    unittest.main()
