@@ -33,7 +33,31 @@ class Container:
         self.backoff = 0.0       # the current back-off delay
         self.next_start = 0.0    # monotonic: not before this
         self.done = False        # will not run again (restartPolicy)
-        self.runs = 0            # processes started in this kubelet's life
+        self.runs = 0            # processes started for it (one for a life before this kubelet's)
+        self.lost_exit = False   # it died with its node: an exit restartPolicy has not judged
+
+    def resume(self, prior):
+        """Takes up the container as its containerStatus left it when the node went down.
+        One that was running died with the node: a runtime reports such a container of
+        the node's previous life as exited with code 255, reason Unknown, and the kubelet
+        restarts it or not by restartPolicy, as after any exit (Never: the pod fails)."""
+        self.restart_count = prior.get("restartCount", 0)
+        state, self.last_state = prior.get("state") or {}, prior.get("lastState") or {}
+        if "running" in state:
+            self.runs = 1
+            self._terminated(255, "Unknown", state["running"].get("startedAt"))
+            self.lost_exit = True
+        elif "terminated" in state:
+            self.runs = 1
+            self.state = state
+            self.lost_exit = True
+        elif self.last_state:
+            self.runs = 1  # waiting to start again: the next start is a restart
+
+    def take_lost_exit(self):
+        """True once for an exit of the node's previous life, for restartPolicy to judge."""
+        lost, self.lost_exit = self.lost_exit, False
+        return lost
 
     # -- logs -----------------------------------------------------------------------------
 

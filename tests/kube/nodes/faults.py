@@ -21,7 +21,8 @@ cluster has them; same authentication as the API):
                                              emulated-slowdown F (once it is in touch);
                                              running processes are not slowed
   POST /_standin/nodes/NODE/revive           bring it back: the kubelet registers again if need
-                                             be, heartbeats and restarts its pods' containers
+                                             be, heartbeats, and restarts its pods' lost
+                                             containers as restartPolicy says
 
 Each answers 200 with the node's state (preempt: 202, it proceeds in the background)."""
 

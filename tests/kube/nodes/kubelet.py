@@ -4,10 +4,10 @@ pods bound to its node (spec.nodeName) as local processes, one PodWorker each.
 
 Faults act here: a partitioned kubelet neither heartbeats nor hears from the API server
 while its pods run on; a killed one loses every process; a revived one registers again
-and restarts the containers of the pods still bound to it; a node whose compute slows
-down or whose link is rescaled publishes its new edgetrain.dev/ measurements (as whatever
-measures nodes on a real site would) - and nothing more: its running processes go on at
-their own speed."""
+and takes up the pods still bound to it, whose lost containers restart as restartPolicy
+says; a node whose compute slows down or whose link is rescaled publishes its new
+edgetrain.dev/ measurements (as whatever measures nodes on a real site would) - and
+nothing more: its running processes go on at their own speed."""
 
 import math
 import os

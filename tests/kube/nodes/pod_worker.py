@@ -41,10 +41,12 @@ class PodWorker(threading.Thread):
         prior = {s["name"]: s for s in (pod.get("status") or {}).get("containerStatuses") or []}
         self.containers = []
         for c in (pod.get("spec") or {}).get("containers") or []:
-            p = prior.get(c["name"])
-            # A kubelet that starts again finds its pods' containers gone: they restart.
-            count = p["restartCount"] + (0 if "waiting" in p.get("state", {}) else 1) if p else 0
-            self.containers.append(Container(c, self.folder, count, self.timings))
+            container = Container(c, self.folder, 0, self.timings)
+            if prior.get(c["name"]):
+                # A kubelet that starts again (its node killed and revived) finds what its
+                # containers did before; restartPolicy decides what happens next.
+                container.resume(prior[c["name"]])
+            self.containers.append(container)
         self.terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     # -- from the kubelet ------------------------------------------------------------------------
@@ -151,7 +153,7 @@ class PodWorker(threading.Thread):
     def _drive(self, spec, now):
         policy = spec.get("restartPolicy", "Always")
         for c in self.containers:
-            if c.reap():
+            if c.reap() or c.take_lost_exit():
                 code = c.state["terminated"]["exitCode"]
                 restart = policy == "Always" or (policy == "OnFailure" and code != 0)
                 if restart:

@@ -125,6 +125,13 @@ def condition(obj, ctype):
     return None
 
 
+def seen_uid(run_as_user):
+    """What `id -u` prints in a pod of this runAsUser: that user as root; without root
+    the pod's user namespace maps only this user (to 0), so runAsUser cannot be honoured
+    (tests/kube/README.md, "Pods")."""
+    return str(run_as_user) if os.geteuid() == 0 else "0"
+
+
 def shell_pod(name, script, node="gw", restart="Never", grace=1, **spec):
     s = {"nodeName": node, "restartPolicy": restart, "terminationGracePeriodSeconds": grace,
          "containers": [{"name": "main", "image": "debian:12", "command": ["sh", "-c", script]}]}

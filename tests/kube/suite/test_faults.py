@@ -6,6 +6,7 @@ reclaim them; a link is rescaled, cut and restored, its Node's published rate fo
 a node is slowed down; a node comes back. Then cleanup: the
 stand-in leaves no process, namespace, qdisc or route behind after SIGTERM or SIGKILL."""
 
+import http.client
 import os
 import shutil
 import tempfile
@@ -41,7 +42,6 @@ SERVE = ("exec python3 -c \"import http.server, os; http.server.HTTPServer((os.e
 
 def answers(ip):
     try:
-        import http.client
         c = http.client.HTTPConnection(ip, 8080, timeout=1)
         c.request("GET", "/")
         return c.getresponse().status == 200
@@ -49,8 +49,13 @@ def answers(ip):
         return False
 
 
-def serving_pod(name, node, restart="Always"):
-    pod = shell_pod(name, SERVE, node=node, restart=restart)
+# A toleration of an unreachable node for ever (no tolerationSeconds): never evicted for it.
+STAYS_ON_UNREACHABLE = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                         "effect": "NoExecute"}]
+
+
+def serving_pod(name, node, restart="Always", **spec):
+    pod = shell_pod(name, SERVE, node=node, restart=restart, **spec)
     pod["spec"]["containers"][0]["env"] = [
         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     pod["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": 8080},
@@ -73,8 +78,8 @@ class FaultsTest(SiteTestCase):
     def taint_keys(self, name):
         return {t["key"] for t in (self.node(name) or {}).get("spec", {}).get("taints") or []}
 
-    def running_pod(self, name, node):
-        pod = serving_pod(name, node)
+    def running_pod(self, name, node, **spec):
+        pod = serving_pod(name, node, **spec)
         pod["metadata"]["labels"] = {"app": name}
         self.apply(pod)
         p = self.wait_pod(name, lambda p: condition(p, "Ready") == "True")
@@ -95,6 +100,12 @@ class FaultsTest(SiteTestCase):
                              "ports": [{"port": 8080}]}})
         ip = self.running_pod("partitioned", "robot")
         self.endpoints("partitioned", lambda ready, not_ready: ready == {ip})
+        # One that tolerates an unreachable node for ever (no tolerationSeconds): the
+        # admission's 2 s default must not replace it, and it is never evicted.
+        patient = shell_pod("patient", "sleep 1000", node="robot", grace=0,
+                            tolerations=STAYS_ON_UNREACHABLE)
+        self.apply(patient)
+        self.wait_pod("patient", lambda p: phase(p) == "Running")
         self.fault("robot", "partition")
         self.wait_for("/api/v1/nodes", "robot", lambda n: condition(n, "Ready") == "Unknown",
                       timeout=10)
@@ -110,6 +121,8 @@ class FaultsTest(SiteTestCase):
         self.endpoints("partitioned", lambda ready, not_ready: not (ready or not_ready))
         time.sleep(1.5)  # longer than its grace: still there, as in Kubernetes
         self.assertIsNotNone(self.get_pod("partitioned"))
+        self.assertIsNone(self.get_pod("patient")["metadata"].get("deletionTimestamp"),
+                          "it tolerates the unreachable node for ever")
         self.kubectl.run("delete", "pod", "partitioned", "--force", "--grace-period=0")
         self.assertIsNone(self.get_pod("partitioned"))
         self.fault("robot", "revive")
@@ -120,18 +133,30 @@ class FaultsTest(SiteTestCase):
         self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" not in
                                    self.taint_keys("robot"), 5))
         self.kubectl.run("delete", "service", "partitioned")
+        self.kubectl.run("delete", "pod", "patient")
 
     def test_a_killed_node_loses_its_processes_and_restarts_them_when_revived(self):
-        ip = self.running_pod("killed", "gw")
+        # Pods that are not evicted while the node is down, however long the test takes.
+        ip = self.running_pod("killed", "gw", tolerations=STAYS_ON_UNREACHABLE)
+        self.apply(serving_pod("once", "gw", restart="Never", tolerations=STAYS_ON_UNREACHABLE))
+        once_ip = self.wait_pod("once", lambda p: condition(p, "Ready") == "True")["status"]["podIP"]
         self.fault("gw", "kill")
-        self.assertFalse(answers(ip), "its processes died with it")
+        self.assertFalse(answers(ip) or answers(once_ip), "its processes died with it")
         self.wait_for("/api/v1/nodes", "gw", lambda n: condition(n, "Ready") == "Unknown",
                       timeout=10)
         self.fault("gw", "revive")
+        # What a runtime reports of a container from before the node went down; then
+        # restartPolicy: Always restarts it, Never leaves the pod Failed.
+        lost = {"exitCode": 255, "reason": "Unknown"}
         p = self.wait_pod("killed", lambda p: container_state(p).get("restartCount") == 1 and
                           condition(p, "Ready") == "True", timeout=15)
+        self.assertEqual({k: container_state(p)["lastState"]["terminated"][k] for k in lost}, lost)
         self.assertTrue(wait_until(lambda: answers(p["status"]["podIP"]), 5))
-        self.kubectl.run("delete", "pod", "killed")
+        once = self.wait_pod("once", lambda p: phase(p) == "Failed", timeout=10)
+        self.assertEqual({k: container_state(once)["state"]["terminated"][k] for k in lost}, lost)
+        self.assertEqual(container_state(once)["restartCount"], 0)
+        self.assertFalse(answers(once_ip), "restartPolicy Never: not started again")
+        self.kubectl.run("delete", "pod", "killed", "once")
 
     def test_spot_nodes_are_preempted_as_their_cloud_reclaims_them(self):
         self.running_pod("on-spot", "spot")
@@ -232,6 +257,45 @@ class FaultsTest(SiteTestCase):
         self.assertEqual(published("gw"), "0", "cut, it carries nothing")
         self.fault("gw", "link", scale="1")
         self.assertIsNone(published("gw"), "whole again: wired")
+
+    @unittest.skipUnless(os.geteuid() == 0, "a link fault needs the kernel's links (root)")
+    def test_a_pods_traffic_follows_its_nodes_link(self):
+        # From the host (where the operator reads /progress) to a pod on robot: the
+        # bytes cross robot's link, shaped by its trace, as agents' exchanges do.
+        size = 500_000
+        pod = serving_pod("blob", "robot")
+        pod["spec"]["containers"][0]["command"][-1] = (
+            f"mkdir /tmp/www && head -c {size} /dev/zero > /tmp/www/blob && cd /tmp/www && "
+            + SERVE)
+        self.apply(pod)
+        ip = self.wait_pod("blob", lambda p: condition(p, "Ready") == "True")["status"]["podIP"]
+
+        def fetch(timeout):
+            """Seconds the blob took, None if it did not come in time."""
+            t0 = time.monotonic()
+            try:
+                c = http.client.HTTPConnection(ip, 8080, timeout=timeout)
+                c.request("GET", "/blob")
+                self.assertEqual(len(c.getresponse().read()), size)
+                return time.monotonic() - t0
+            except (OSError, http.client.HTTPException):
+                return None
+            finally:
+                c.close()
+        with open(os.path.join(REPO_ROOT, "examples", "traces", "wifi-indoor-1.csv")) as f:
+            peak = max(float(line.split(",")[1]) for line in f.read().split()[1:])
+        self.fault("robot", "link", scale="0.1")
+        took = fetch(20)
+        fastest = 8 * size / (peak * 0.1 * 1e6)  # at the trace's peak, a tenth of it
+        self.assertIsNotNone(took)
+        self.assertGreater(took, fastest / 2, "never much faster than the link (half: tbf's burst)")
+        self.fault("robot", "link", scale="0")
+        self.assertIsNone(fetch(1), "a cut link carries next to nothing")
+        self.fault("robot", "link", scale="1")
+        self.assertIsNotNone(fetch(20), "restored")
+        print(f"\n{size} bytes from a pod on robot at a tenth of its link: {took:.2f} s "
+              f"(at least {fastest:.2f} s at the trace's peak)")
+        self.kubectl.run("delete", "pod", "blob", "--wait=false")
 
 
 def our_namespaces(pid):

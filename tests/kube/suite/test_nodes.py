@@ -13,7 +13,7 @@ import yaml
 from harness import REPO_ROOT, wait_until
 from test_kubectl import read_line
 from emulated_site import (EDGE_SITE, EDGE_SITE_PATH, SiteTestCase, condition, container_state,
-                           phase, shell_pod)
+                           phase, seen_uid, shell_pod)
 
 EDGETRAIN = os.path.join(REPO_ROOT, "build", "bin", "edgetrain")
 
@@ -75,7 +75,7 @@ class NodesTest(SiteTestCase):
         self.assertEqual(log[0], f"hi-gw env gw {ip} default")
         self.assertEqual(log[1:4], ['{"v": 1}', "default", "token"])
         self.assertTrue(log[4].startswith("api=") and ":" in log[4], log[4])
-        self.assertEqual(log[5:], ["1000", "env", "wrote", "ro", "no-home"])
+        self.assertEqual(log[5:], [seen_uid(1000), "env", "wrote", "ro", "no-home"])
         self.assertEqual(done["status"]["hostIP"], self.node_address("gw"))
         self.assertEqual(container_state(done)["state"]["terminated"]["reason"], "Completed")
 

@@ -8,7 +8,7 @@ in use is held while deleted, and its volume and directory go with it."""
 import os
 import unittest
 
-from emulated_site import SiteTestCase, phase, shell_pod
+from emulated_site import SiteTestCase, phase, seen_uid, shell_pod
 from harness import wait_until
 
 CLAIMS = "/api/v1/namespaces/default/persistentvolumeclaims"
@@ -70,7 +70,7 @@ class StorageTest(SiteTestCase):
                                       nodeSelector={"kubernetes.io/hostname": "robot"}), "output")
         del writer["spec"]["nodeName"]
         done, log = self.run_pod(writer)
-        self.assertEqual((done["spec"]["nodeName"], log), ("robot", "1000\n"))
+        self.assertEqual((done["spec"]["nodeName"], log), ("robot", seen_uid(1000) + "\n"))
         bound = self.api.get(f"{CLAIMS}/output").json
         self.assertEqual(bound["status"]["phase"], "Bound")
         notes = bound["metadata"]["annotations"]
