@@ -57,6 +57,7 @@ inline constexpr const char* kRecoveriesExhausted = "RecoveriesExhausted";  // m
 // Recovering
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting
+inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node about to leave (a warning acted on)
 inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
 }  // namespace reason
 

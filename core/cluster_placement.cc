@@ -46,6 +46,7 @@ Exclusion Exclude(const NodeView& node, const TeamRequest& request, const std::s
     return {"untolerated taint", "taint " + taint.key + (taint.value.empty() ? "" : "=" + taint.value) + ":" +
                                      taint.effect + " not tolerated (spec.template.tolerations)"};
   }
+  if (!node.leaving.empty()) return {"leaving", "leaving (" + node.leaving + ")"};
   if (!transient.empty() && !request.allow_transient) {
     return {"transient", "transient (" + transient + ") and spec.placement.allowTransient is false"};
   }

@@ -1,5 +1,6 @@
 #include "core/node_view.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,21 @@ StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
   if (node.link) view.link_mbps = node.link->mean_mbps;
   view.power = node.power;
   return view;
+}
+
+std::string LeavingReason(const NodeView& node, const std::map<std::string, std::string>& annotations) {
+  // Taints clouds and people put on a node that is going (docs/cluster-profiles.md).
+  static constexpr std::array<std::string_view, 5> kNotices{
+      "cloud.google.com/impending-node-termination", "aws-node-termination-handler/spot-itn",
+      "node.kubernetes.io/out-of-service", "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"};
+  for (const Taint& taint : node.taints) {
+    if (std::find(kNotices.begin(), kNotices.end(), taint.key) != kNotices.end()) return "taint " + taint.key;
+  }
+  if (auto it = annotations.find("edgetrain.dev/leaving"); it != annotations.end()) {
+    return "annotation edgetrain.dev/leaving" + (it->second.empty() ? std::string() : "=" + it->second);
+  }
+  if (node.cordoned) return "cordoned";
+  return "";
 }
 
 std::string TransientLabel(const std::map<std::string, std::string>& labels) {

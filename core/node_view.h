@@ -39,7 +39,16 @@ struct NodeView {
   // node slow themselves down this much, since its processes run at this machine's
   // speed. A real node's compute is its own, and this stays 1.
   double emulated_slowdown = 1;
+  // Why the node is about to leave, if it is: a cloud's interruption notice or
+  // out-of-service taint, a cordon (the first step of a drain), or the site's
+  // edgetrain.dev/leaving annotation. Empty: not leaving. A job's workers there
+  // are moved before it goes, and no new one is placed there.
+  std::string leaving;
 };
+
+// The warnings of a node about to leave that placement and the operator act on
+// (docs/operator.md lists them): the reason, or empty.
+std::string LeavingReason(const NodeView& node, const std::map<std::string, std::string>& annotations);
 
 // A node of a cluster profile as its Node would show it (docs/cluster-profiles.md,
 // "As Kubernetes Nodes"): what `edgetrain plan --nodes` places on. Every node of

@@ -71,6 +71,7 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node) {
     if (r.into == &link_value) link = *value;
   }
   view.link_mbps = link;
+  view.leaving = LeavingReason(view, annotations.get<std::map<std::string, std::string>>());
   if (view.emulated_slowdown < 1) {
     return InvalidArgumentError("annotation edgetrain.dev/emulated-slowdown must be >= 1");
   }

@@ -48,6 +48,31 @@ TEST(ClusterViewTest, ReadinessAndCordonAreTheKubeletsAndKubectlsWord) {
   EXPECT_TRUE(NodeViewOfNode(ANode("cordoned").Cordoned())->cordoned);
 }
 
+TEST(ClusterViewTest, ANodeAboutToLeaveSaysWhy) {
+  struct Case {
+    Json node;
+    const char* leaving;
+  } cases[] = {
+      {ANode("steady"), ""},
+      {ANode("gke").Tainted("cloud.google.com/impending-node-termination", "", "NoSchedule"),
+       "taint cloud.google.com/impending-node-termination"},
+      {ANode("eks").Tainted("aws-node-termination-handler/spot-itn", "", "NoExecute"),
+       "taint aws-node-termination-handler/spot-itn"},
+      {ANode("gone").Tainted("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute"),
+       "taint node.kubernetes.io/out-of-service"},
+      {ANode("drained").Cordoned(), "cordoned"},
+      {[] {
+         Json n = ANode("robot");
+         n["metadata"]["annotations"]["edgetrain.dev/leaving"] = "battery";
+         return n;
+       }(),
+       "annotation edgetrain.dev/leaving=battery"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(NodeViewOfNode(c.node)->leaving, c.leaving) << c.node["metadata"]["name"];
+  }
+}
+
 TEST(ClusterViewTest, AnAnnotationThatIsNoNumberLeavesTheNodeOutSayingWhy) {
   Json node = ANode("odd");
   node["metadata"]["annotations"]["edgetrain.dev/link-mbps"] = "fast";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "api/capabilities.h"
 #include "api/job_conditions.h"
@@ -488,13 +489,26 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
   const bool has_run = pass.status.contains("startTime");
   if (has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
     std::map<int, std::string> lost;
+    std::set<int> moves;
     for (const WorkerSlot& slot : plan.workers) {
       const int64_t since = SlotSince(plan, slot.rank);
       const std::string loss = LossOf(PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since)), since,
                                       plan.generation);
-      if (!loss.empty()) lost[slot.rank] = loss;
+      if (!loss.empty()) {
+        lost[slot.rank] = loss;
+        continue;
+      }
+      // Warned: the worker moves before its node goes, which costs a rejoin
+      // instead of the work since its last push and nodeLossGrace of waiting.
+      if (std::optional<Json> node = nodes_.Get(slot.node)) {
+        StatusOr<NodeView> view = NodeViewOfNode(*node);
+        if (view.ok() && !view->leaving.empty()) {
+          lost[slot.rank] = "its node " + slot.node + " is leaving (" + view->leaving + ")";
+          moves.insert(slot.rank);
+        }
+      }
     }
-    if (!lost.empty()) return Recover(pass, plan, coordinator_node, lost);
+    if (!lost.empty()) return Recover(pass, plan, coordinator_node, lost, moves);
   }
 
   switch (gang.state) {
@@ -650,12 +664,15 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::str
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
-                           const std::map<int, std::string>& lost) {
+                           const std::map<int, std::string>& lost, const std::set<int>& moves) {
   std::string what;
   for (const auto& [rank, why] : lost) what += (what.empty() ? "worker " : "; worker ") + std::to_string(rank) + ": " + why;
-  const int recoveries = pass.status.value("recoveries", 0) + 1;
+  // A move ahead of a warning is no failure: only losses count against maxRecoveries.
+  const bool only_moves = moves.size() == lost.size();
+  const char* event_reason = only_moves ? reason::kWorkerMoved : reason::kWorkerLost;
+  const int recoveries = pass.status.value("recoveries", 0) + (only_moves ? 0 : 1);
   const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
-  if (recoveries > allowed) {
+  if (!only_moves && recoveries > allowed) {
     const std::string message = what + "; that would be recovery " + std::to_string(recoveries) +
                                 ", more than spec.faultTolerance.maxRecoveries (" + std::to_string(allowed) + ")";
     pass.status["phase"] = phase::kFailed;
@@ -686,8 +703,8 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
     pass.Set(condition::kRunning, false, reason::kRecovering, message);
     if (FindCondition(pass.stored_status, condition::kRunning) == nullptr ||
         FindCondition(pass.stored_status, condition::kRunning)->value("message", "") != message) {
-      events_.Record(pass.object, "Warning", reason::kWorkerLost, message);
-      log_.Job(pass.key, reason::kWorkerLost, message);
+      events_.Record(pass.object, "Warning", event_reason, message);
+      log_.Job(pass.key, event_reason, message);
     }
     pass.Requeue(options_.unschedulable_retry);
     return Status::Ok();
@@ -733,13 +750,14 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator_node, fresh));
 
-  const std::string message = what + "; replaced: " + moved + " (plan generation " +
-                              std::to_string(next.generation) + ", recovery " + std::to_string(recoveries) + " of " +
-                              std::to_string(allowed) + ")";
-  pass.status["recoveries"] = recoveries;
+  const std::string message =
+      what + "; replaced: " + moved + " (plan generation " + std::to_string(next.generation) +
+      (only_moves ? ", moved ahead of the loss)"
+                  : ", recovery " + std::to_string(recoveries) + " of " + std::to_string(allowed) + ")");
+  if (!only_moves) pass.status["recoveries"] = recoveries;
   pass.Set(condition::kRunning, false, reason::kRecovering, message);
-  events_.Record(pass.object, "Warning", reason::kWorkerLost, message);
-  log_.Job(pass.key, reason::kWorkerLost, message);
+  events_.Record(pass.object, only_moves ? "Normal" : "Warning", event_reason, message);
+  log_.Job(pass.key, event_reason, message);
   pass.outcome.placement = "placed";
   pass.Requeue(options_.status_interval);
   return Status::Ok();

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 
@@ -80,8 +81,9 @@ class Reconciler {
   Status Place(Pass& pass);
   Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
   // Replaces the workers `lost` (rank -> why) under a new plan generation.
+  // `moves` are the ranks among them that are moved ahead of a warning.
   Status Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
-                 const std::map<int, std::string>& lost);
+                 const std::map<int, std::string>& lost, const std::set<int>& moves);
   // Creates the pods of `gang.missing` as `plan` places them.
   Status CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node, const Gang& gang);
   Status CleanPods(Pass& pass);

@@ -235,6 +235,34 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   EXPECT_EQ(FindCondition(status, api::condition::kFailed)->value("reason", ""), api::reason::kRecoveriesExhausted);
 }
 
+TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  const std::string key = Submit(TrainingJob("team", {{"faultTolerance", {{"maxRecoveries", 0}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods(Run);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+
+  Json warned = ANode("robot-1").Scoring(0.5).WithLink(30);
+  warned["metadata"]["annotations"]["edgetrain.dev/leaving"] = "battery";
+  nodes_.Put(warned);
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  EXPECT_FALSE(status.contains("recoveries")) << "a move is not a recovery, even with maxRecoveries 0";
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1-g2@robot-2"}))
+      << "the worker left robot-1 before it went, and nothing new goes there";
+  EXPECT_NE(log_text_.str().find("reason=WorkerMoved worker 1: its node robot-1 is leaving (annotation "
+                                 "edgetrain.dev/leaving=battery)"),
+            std::string::npos)
+      << log_text_.str();
+}
+
 TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));

@@ -268,6 +268,24 @@ class OperatorTest(SiteTestCase):
               f"(nodeLossGrace 2s), the team whole again after {t_whole - t_lost:.1f} s")
         self.kubectl.run("delete", "tj", "mended")
 
+    def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
+        self.apply(small_job("warned", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
+                             budget={"wallClock": "15s", "epochs": 1000, "targetAccuracy": None},
+                             cleanPodPolicy="None"))
+        self.wait_job("warned", lambda j: job_phase(j) == "Running", timeout=60)
+        node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
+        self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
+        try:
+            job = self.wait_job("warned", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=90)
+        finally:
+            self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving-")
+        self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+        self.assertNotIn("recoveries", job["status"], "a move ahead of a warning is not a recovery")
+        pods = self.job_pods("warned")
+        self.assertNotEqual(pods["warned-worker-1-g2"]["spec"]["nodeName"], node)
+        self.assertRegex(self.kubectl.run("describe", "tj", "warned").stdout, r"Normal\s+WorkerMoved\s")
+        self.kubectl.run("delete", "tj", "warned")
+
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
