@@ -96,7 +96,8 @@ StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, cons
   site = config.server;
   const std::string ns = job.namespace_.empty() ? config.namespace_ : job.namespace_;
   return operator_::ClusterViewOf(nodes.value("items", std::vector<nlohmann::json>{}),
-                                  pods.value("items", std::vector<nlohmann::json>{}), ns, job.name);
+                                  pods.value("items", std::vector<nlohmann::json>{}), ns, job.name,
+                                  {std::chrono::system_clock::now(), std::chrono::minutes(10)});
 }
 
 }  // namespace

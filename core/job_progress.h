@@ -40,6 +40,7 @@ struct WorkerProgress {
   // computed, or not yet through its link), and whether they wait on it now.
   double held_team_s = 0;
   bool holding_team = false;
+  double downlink_mbps = 0;   // the coordinator's estimate of its downlink; 0 when unknown
 };
 
 struct JobProgress {

@@ -16,6 +16,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.elapsed_s = 1.5;
   p.fraction = 0.25;
   p.workers.push_back({0, 64, 7680, 48.5, 0.1});
+  p.workers[0].downlink_mbps = 37.25;
 
   auto back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -28,6 +29,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   ASSERT_EQ(back->workers.size(), 1u);
   EXPECT_EQ(back->workers[0].batch_size, 64);
   EXPECT_DOUBLE_EQ(back->workers[0].bandwidth_mbps, 48.5);
+  EXPECT_DOUBLE_EQ(back->workers[0].downlink_mbps, 37.25);
 
   p.state = JobState::kSucceeded;
   p.accuracy = 0.86;

@@ -119,7 +119,11 @@ std::vector<bool> Coordinator::ActiveWorkers() const {
 JobProgress Coordinator::Progress() {
   std::lock_guard lock(mu_);
   accounts_.TakeMeanLoss();
-  return accounts_.Progress(0, ActiveWorkers());
+  JobProgress p = accounts_.Progress(0, ActiveWorkers());
+  for (WorkerProgress& w : p.workers) {
+    if (w.rank >= 0 && w.rank < world_) w.downlink_mbps = MeasuredDownlinkMbps(w.rank);
+  }
+  return p;
 }
 
 StatusOr<double> Coordinator::Evaluate() {
@@ -254,6 +258,12 @@ double Coordinator::DownlinkMbps(int w) const {
   // our sends took, which is right when the link is shaped in our transport.
   const double measured = accounts_.report(w).downlink_mbps;
   return measured > 0 ? measured : links_[w].downlink.Mbps();
+}
+
+double Coordinator::MeasuredDownlinkMbps(int w) const {
+  const double reported = accounts_.report(w).downlink_mbps;
+  if (reported > 0) return reported;
+  return links_[w].downlink.observations() > 0 ? links_[w].downlink.Mbps() : 0;
 }
 
 std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {

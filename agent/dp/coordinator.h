@@ -154,6 +154,9 @@ class Coordinator final : public TrainingEngine {
   // With mu_ held.
   bool HasWork(int w) const;
   double DownlinkMbps(int w) const;
+  // With mu_ held: what is reported of worker w's downlink: 0 until measured
+  // (DownlinkMbps starts from a prior, which is no measurement).
+  double MeasuredDownlinkMbps(int w) const;
   WelcomeMessage MakeWelcome(int w, bool whole_model);
   std::vector<bool> ActiveWorkers() const;
 

@@ -30,7 +30,7 @@ StatusOr<double> Number(const Json& annotations, const std::string& key) {
 
 }  // namespace
 
-StatusOr<NodeView> NodeViewOfNode(const Json& node) {
+StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measured) {
   NodeView view;
   const Json& meta = node.at("metadata");
   view.name = meta.at("name").get<std::string>();
@@ -71,6 +71,21 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node) {
     if (r.into == &link_value) link = *value;
   }
   view.link_mbps = link;
+  // A measurement from the field, while fresh, says more than the declaration:
+  // the slower direction bounds an exchange.
+  if (measured.now != kube::WallTime{} && annotations.contains(kMeasuredAt)) {
+    const std::optional<kube::WallTime> at = kube::ParseKubeTime(annotations[kMeasuredAt].get<std::string>());
+    if (at && measured.now - *at <= measured.max_age) {
+      std::optional<double> slowest;
+      for (const char* key : {kMeasuredUplink, kMeasuredDownlink}) {
+        if (!annotations.contains(key)) continue;
+        StatusOr<double> bps = Number(annotations, key);
+        if (!bps.ok()) return bps.status();
+        slowest = std::min(slowest.value_or(*bps), *bps);
+      }
+      if (slowest) view.link_mbps = *slowest / 1e6;
+    }
+  }
   view.leaving = LeavingReason(view, annotations.get<std::map<std::string, std::string>>());
   if (view.emulated_slowdown < 1) {
     return InvalidArgumentError("annotation edgetrain.dev/emulated-slowdown must be >= 1");
@@ -95,7 +110,8 @@ bool HoldsNode(const Json& pod) {
 }
 
 ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json>& pods,
-                          const std::string& except_namespace, const std::string& except_job) {
+                          const std::string& except_namespace, const std::string& except_job,
+                          const MeasuredLinks& measured) {
   std::map<std::string, ResourceAmounts> bound;
   for (const Json& pod : pods) {
     if (!HoldsNode(pod)) continue;
@@ -112,7 +128,7 @@ ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json
   }
   ClusterView view;
   for (const Json& node : nodes) {
-    StatusOr<NodeView> v = NodeViewOfNode(node);
+    StatusOr<NodeView> v = NodeViewOfNode(node, measured);
     if (!v.ok()) {
       view.unreadable.push_back(node.value("/metadata/name"_json_pointer, std::string("?")) + ": " +
                                 v.status().message());

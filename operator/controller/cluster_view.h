@@ -9,16 +9,33 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/node_view.h"
 #include "core/status.h"
+#include "operator/kube/kube_time.h"
 
 namespace edgetrain::operator_ {
 
 using Json = nlohmann::json;
 
+// What the operator learned of a node's link from a team that trained there
+// (the coordinator's estimates of the worker's uplink and downlink), published
+// on the Node; the operator is their only writer.
+inline constexpr const char* kMeasuredUplink = "edgetrain.dev/measured-uplink-bps";
+inline constexpr const char* kMeasuredDownlink = "edgetrain.dev/measured-downlink-bps";
+inline constexpr const char* kMeasuredAt = "edgetrain.dev/measured-at";
+
+// Measured links are preferred to the site's declared edgetrain.dev/link-mbps
+// while younger than `max_age` at `now`; older ones are forgotten. With no
+// `now`, only what is declared counts.
+struct MeasuredLinks {
+  kube::WallTime now{};
+  Duration max_age = std::chrono::minutes(10);
+};
+
 // A Node object as a NodeView; `bound` is left empty. An annotation that is not a
 // number is InvalidArgument naming it (the node is then left out, with that reason).
-StatusOr<NodeView> NodeViewOfNode(const Json& node);
+StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measured = {});
 
 // What a pod asks of its node: its containers' requests summed, one pod.
 // Malformed quantities count as zero (the API server refuses them on a real
@@ -37,6 +54,7 @@ struct ClusterView {
   std::vector<std::string> unreadable;  // "NAME: why"
 };
 ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json>& pods,
-                          const std::string& except_namespace, const std::string& except_job);
+                          const std::string& except_namespace, const std::string& except_job,
+                          const MeasuredLinks& measured = {});
 
 }  // namespace edgetrain::operator_

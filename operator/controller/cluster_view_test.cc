@@ -48,6 +48,19 @@ TEST(ClusterViewTest, ReadinessAndCordonAreTheKubeletsAndKubectlsWord) {
   EXPECT_TRUE(NodeViewOfNode(ANode("cordoned").Cordoned())->cordoned);
 }
 
+TEST(ClusterViewTest, AFreshMeasuredLinkIsPreferredToTheDeclaredOneAndAStaleOneForgotten) {
+  const kube::WallTime now = std::chrono::system_clock::from_time_t(1795374113);  // 2026-11-22T19:01:53Z
+  Json node = ANode("robot-1").WithLink(30);
+  node["metadata"]["annotations"][kMeasuredUplink] = "12000000";
+  node["metadata"]["annotations"][kMeasuredDownlink] = "25000000";
+  node["metadata"]["annotations"][kMeasuredAt] = "2026-11-22T18:59:00Z";
+  EXPECT_DOUBLE_EQ(*NodeViewOfNode(node, {now, std::chrono::minutes(10)})->link_mbps, 12)
+      << "measured 3 minutes ago: the slower direction bounds an exchange";
+  EXPECT_DOUBLE_EQ(*NodeViewOfNode(node, {now, std::chrono::minutes(2)})->link_mbps, 30)
+      << "older than max_age: forgotten, the declaration stands";
+  EXPECT_DOUBLE_EQ(*NodeViewOfNode(node)->link_mbps, 30) << "no clock: only what is declared";
+}
+
 TEST(ClusterViewTest, ANodeAboutToLeaveSaysWhy) {
   struct Case {
     Json node;

@@ -1,6 +1,7 @@
 #include "operator/controller/reconciler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -364,7 +365,8 @@ Status Reconciler::Place(Pass& pass) {
     pass.status["phase"] = phase::kFailed;
     return Status::Ok();
   }
-  ClusterView cluster = ClusterViewOf(nodes_.List(), pods_.List(), pass.job.namespace_, pass.job.name);
+  ClusterView cluster =
+      ClusterViewOf(nodes_.List(), pods_.List(), pass.job.namespace_, pass.job.name, Measured());
   for (const std::string& bad : cluster.unreadable) log_.Job(pass.key, "NodeUnreadable", bad);
 
   pass.status["phase"] = phase::kPending;
@@ -608,6 +610,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       }
       if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
       pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
+      PublishMeasuredLinks(pass, plan, coordinator_node, progress);
       // What placement expected of each link, to tell a fade from a weak link.
       std::vector<double> planned(plan.workers.size(), 0);
       for (const Json& n : nodes_.List()) {
@@ -645,6 +648,32 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
     }
   }
   return Status::Ok();
+}
+
+void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                                      const Json& progress) {
+  if (!progress.contains("workers")) return;
+  const kube::WallTime now = wall_now_();
+  for (const Json& w : progress["workers"]) {
+    const int rank = w.value("rank", -1);
+    if (rank < 0 || rank >= static_cast<int>(plan.workers.size()) || !w.value("active", true)) continue;
+    const std::string node = plan.workers[rank].node;
+    // A worker beside the coordinator crosses no link worth telling of.
+    if (node == coordinator_node) continue;
+    const double up = w.value("bandwidthMbps", 0.0), down = w.value("downlinkMbps", 0.0);
+    if (!(up > 0) && !(down > 0)) continue;
+    {
+      std::lock_guard<std::mutex> lock(published_mu_);
+      auto it = published_.find(node);
+      if (it != published_.end() && now - it->second < options_.measurement_interval) continue;
+      published_[node] = now;
+    }
+    Json annotations = {{kMeasuredAt, kube::FormatKubeTime(now)}};
+    if (up > 0) annotations[kMeasuredUplink] = std::to_string(std::llround(up * 1e6));
+    if (down > 0) annotations[kMeasuredDownlink] = std::to_string(std::llround(down * 1e6));
+    StatusOr<Json> patched = client_.MergePatch(kube::kNodes, "", node, {{"metadata", {{"annotations", annotations}}}});
+    if (!patched.ok()) log_.Job(pass.key, "LinkNotPublished", node + ": " + patched.status().message());
+  }
 }
 
 Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
@@ -695,7 +724,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   for (const WorkerSlot& slot : plan.workers) {
     if (!lost.count(slot.rank)) ++request->workers_on[slot.node];
   }
-  const ClusterView cluster = ClusterViewOf(nodes_.List(), pods_.List(), "", "");
+  const ClusterView cluster = ClusterViewOf(nodes_.List(), pods_.List(), "", "", Measured());
   const TeamPlacement replacement = PlaceTeam(cluster.nodes, *request);
   pass.status["phase"] = phase::kRecovering;
   if (!replacement.placed) {

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "api/team_request.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "operator/controller/cluster_view.h"
 #include "operator/controller/event_recorder.h"
 #include "operator/controller/gang.h"
 #include "operator/controller/job_objects.h"
@@ -51,6 +53,10 @@ struct ReconcilerOptions {
   api::PodDefaults defaults;
   Duration unschedulable_retry = std::chrono::seconds(30);  // also woken by any Node change
   Duration status_interval = std::chrono::seconds(5);       // how often a running job's progress is read
+  // Links measured by running teams are published on their nodes at most this
+  // often, and trusted by placement for this long.
+  Duration measurement_interval = std::chrono::minutes(1);
+  Duration measurement_max_age = std::chrono::minutes(10);
 };
 
 // What one reconcile did, for the controller's queue and metrics.
@@ -84,6 +90,10 @@ class Reconciler {
   // `moves` are the ranks among them that are moved ahead of a warning.
   Status Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                  const std::map<int, std::string>& lost, const std::set<int>& moves);
+  // Publishes on each worker's node what the coordinator measured of its link.
+  void PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                            const Json& progress);
+  MeasuredLinks Measured() const { return {wall_now_(), options_.measurement_max_age}; }
   // Creates the pods of `gang.missing` as `plan` places them.
   Status CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node, const Gang& gang);
   Status CleanPods(Pass& pass);
@@ -104,6 +114,8 @@ class Reconciler {
   LineLog& log_;
   std::function<kube::WallTime()> wall_now_;
   const ReconcilerOptions options_;
+  std::mutex published_mu_;
+  std::map<std::string, kube::WallTime> published_;  // node -> when its link was last published
 };
 
 }  // namespace edgetrain::operator_

@@ -49,7 +49,10 @@ class ReconcilerTest : public ::testing::Test {
     pods_.AddIndex(kPodsByJob, PodsByJobIndex());
   }
 
-  void AddNode(const Json& node) { nodes_.Put(node); }
+  void AddNode(const Json& node) {
+    nodes_.Put(node);
+    ASSERT_TRUE(api_.Create(kube::kNodes, "", node).ok());
+  }
   std::string Submit(const Json& job) {
     StatusOr<Json> made = api_.Create(kube::kTrainingJobs, "default", job);
     EXPECT_TRUE(made.ok()) << made.status().ToString();
@@ -151,6 +154,14 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
   EXPECT_TRUE(ConditionIs(status, api::condition::kRunning, true));
   EXPECT_TRUE(ConditionIs(status, api::condition::kBandwidthDegraded, true))
       << "worker 1 measures 9 Mbit/s where robot-1 published 30";
+  // What the coordinator measured goes on the node, for placement next time.
+  const Json robot = *api_.Get(kube::kNodes, "", "robot-1");
+  EXPECT_EQ(robot["metadata"]["annotations"][kMeasuredUplink], "9000000");
+  EXPECT_EQ(robot["metadata"]["annotations"][kMeasuredAt], "2026-11-22T19:01:53Z");
+  EXPECT_FALSE(robot["metadata"]["annotations"].contains(kMeasuredDownlink)) << "no downlink estimate yet";
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("patch Node"), 0) << "at most once a measurement interval";
 }
 
 TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {

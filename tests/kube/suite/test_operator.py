@@ -91,7 +91,7 @@ class OperatorTest(SiteTestCase):
                  "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
                  "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
                  "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
-                 "--retry-period", "300ms"],
+                 "--retry-period", "300ms", "--measurement-interval", "1s"],
                 stdout=subprocess.PIPE, stderr=log, text=True)
         line = proc.stdout.readline()
         assert line.startswith("http "), f"the operator said {line!r}"
@@ -269,7 +269,9 @@ class OperatorTest(SiteTestCase):
         self.kubectl.run("delete", "tj", "mended")
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
+        # A wider model: its pushes (150 kB) are large enough for the agents to time.
         self.apply(small_job("warned", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
+                             model={"name": "mlp", "hidden": [512]},
                              budget={"wallClock": "15s", "epochs": 1000, "targetAccuracy": None},
                              cleanPodPolicy="None"))
         self.wait_job("warned", lambda j: job_phase(j) == "Running", timeout=60)
@@ -284,6 +286,11 @@ class OperatorTest(SiteTestCase):
         pods = self.job_pods("warned")
         self.assertNotEqual(pods["warned-worker-1-g2"]["spec"]["nodeName"], node)
         self.assertRegex(self.kubectl.run("describe", "tj", "warned").stdout, r"Normal\s+WorkerMoved\s")
+        # What the coordinator measured of the moved worker's new link is on that node now.
+        annotations = self.api.get(f"/api/v1/nodes/{pods['warned-worker-1-g2']['spec']['nodeName']}") \
+            .json["metadata"]["annotations"]
+        self.assertGreater(int(annotations.get("edgetrain.dev/measured-uplink-bps", 0)), 0, annotations)
+        self.assertIn("edgetrain.dev/measured-at", annotations)
         self.kubectl.run("delete", "tj", "warned")
 
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
