@@ -233,39 +233,47 @@ class OperatorTest(SiteTestCase):
         self.kubectl.run("delete", "tj", "waiter")
 
     def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
-        # Long enough to lose a node under it: a slow learning rate, no target, 25 s.
+        # Long enough to lose a node under it and see the team whole again; it is
+        # deleted then, not trained to the end.
         self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "25s", "epochs": 1000, "targetAccuracy": None},
-                             faultTolerance={"nodeLossGrace": "2s"}, cleanPodPolicy="None"))
+                             budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
+                             faultTolerance={"nodeLossGrace": "2s"}))
         self.wait_job("mended", lambda j: job_phase(j) == "Running", timeout=60)
         victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
         self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
         t_lost = time.monotonic()
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
-            job = self.wait_job("mended", lambda j: job_phase(j) == "Recovering", timeout=30)
+            self.wait_job("mended", lambda j: job_phase(j) == "Recovering", timeout=30)
             t_recovering = time.monotonic()
-            job = self.wait_job("mended", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed")
+            job = self.wait_job("mended", lambda j: job_phase(j) == "Running"
                                 and (j["status"].get("recoveries") or 0) >= 1, timeout=60)
             t_whole = time.monotonic()
-            job = self.wait_job("mended", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=90)
+            # The coordinator adopts the new plan and takes the replacement in;
+            # the survivor's stream is never broken.
+            log, deadline = "", time.monotonic() + 30
+            while time.monotonic() < deadline:
+                log = self.kubectl.run("logs", "mended-coordinator", ok=False).stdout
+                adopted = log.find("adopted plan generation 2")
+                if adopted >= 0 and "worker 1 joined" in log[adopted:]:
+                    break
+                time.sleep(0.2)
+            t_joined = time.monotonic()
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
-        status = job["status"]
-        self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
-        self.assertEqual(status["recoveries"], 1)
+        self.assertEqual(job["status"]["recoveries"], 1)
+        self.assertIn("adopted plan generation 2", log)
+        self.assertIn("worker 1 joined", log[log.find("adopted plan generation 2"):],
+                      "the replacement joined once the new plan was adopted")
+        self.assertEqual(log.count("worker 0 joined"), 1, "the survivor never reconnected")
+        self.assertNotIn("worker 0 fenced out", log)
         pods = self.job_pods("mended")
         self.assertIn("mended-worker-1-g2", pods, "the replacement has a name of its own")
         self.assertNotEqual(pods["mended-worker-1-g2"]["spec"]["nodeName"], victim)
         self.assertRegex(self.kubectl.run("describe", "tj", "mended").stdout, r"Warning\s+WorkerLost\s")
-        coordinator = self.kubectl.run("logs", "mended-coordinator").stdout
-        self.assertIn("adopted plan generation 2", coordinator)
-        self.assertNotIn("worker 0 fenced out", coordinator, "the survivor was not restarted")
-        survivor = [l for l in self.kubectl.run("logs", "mended-worker-0").stdout.splitlines()
-                    if l.startswith("result ")]
-        self.assertEqual(json.loads(survivor[-1][len("result "):])["reconnects"], 0)
         print(f"\nrecovery: {victim} killed; Recovering after {t_recovering - t_lost:.1f} s "
-              f"(nodeLossGrace 2s), the team whole again after {t_whole - t_lost:.1f} s")
+              f"(nodeLossGrace 2s), the replacement running at {t_whole - t_lost:.1f} s and in the team "
+              f"by {t_joined - t_lost:.1f} s")
         self.kubectl.run("delete", "tj", "mended")
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
