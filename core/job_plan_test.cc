@@ -20,12 +20,18 @@ constexpr const char* kSpec = R"({
   "seed": 7
 })";
 
-TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
+// A plan of generation 3 over kSpec.
+JobPlan APlan(const std::string& job) {
   JobPlan plan;
-  plan.job = "digits-cnn";
+  plan.job = job;
   plan.generation = 3;
   plan.spec_json = kSpec;
   plan.output_dir = "/tmp/out";
+  return plan;
+}
+
+TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
+  JobPlan plan = APlan("digits-cnn");
   plan.intra_op_threads = 2;
 
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
@@ -56,11 +62,7 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
 }
 
 TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {
-  JobPlan plan;
-  plan.job = "team";
-  plan.generation = 3;
-  plan.spec_json = kSpec;
-  plan.output_dir = "/tmp/out";
+  JobPlan plan = APlan("team");
   plan.workers = {WorkerSlot{}, WorkerSlot{}};
   plan.workers[0].node = "robot-1";
   plan.workers[0].since_generation = 1;  // a survivor of two re-plans

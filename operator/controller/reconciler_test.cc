@@ -86,6 +86,20 @@ class ReconcilerTest : public ::testing::Test {
     }
     return out;
   }
+  // A gateway and two robots, and a two-worker team on them that runs: its key.
+  std::string ARunningTeamOnThreeNodes(const Json& spec_patch) {
+    AddNode(ANode("gateway"));
+    AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+    AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+    const std::string key = Submit(TrainingJob("team", spec_patch));
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+    SyncPods(Run);
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+    EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+    return key;
+  }
   static void Run(Json& pod) {
     static int address = 10;
     pod["status"] = {{"phase", "Running"},
@@ -190,16 +204,7 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
 }
 
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
-  const std::string key = Submit(TrainingJob("team", {{"faultTolerance", {{"maxRecoveries", 1}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("team"));
-  SyncPods(Run);
-  Reconcile(key);  // Running
-  jobs_.Put(Job("team"));
-  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 
   // robot-1 is pre-empted: its pod evicted, the node gone NotReady.
   nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
@@ -247,16 +252,7 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
 }
 
 TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
-  const std::string key = Submit(TrainingJob("team", {{"faultTolerance", {{"maxRecoveries", 0}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("team"));
-  SyncPods(Run);
-  Reconcile(key);
-  jobs_.Put(Job("team"));
-  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
 
   Json warned = ANode("robot-1").Scoring(0.5).WithLink(30);
   warned["metadata"]["annotations"]["edgetrain.dev/leaving"] = "battery";

@@ -299,6 +299,9 @@ class OperatorTest(SiteTestCase):
             .json["metadata"]["annotations"]
         self.assertGreater(int(annotations.get("edgetrain.dev/measured-uplink-bps", 0)), 0, annotations)
         self.assertIn("edgetrain.dev/measured-at", annotations)
+        # Placement prefers what was measured: the other tests place on the site as declared.
+        self.kubectl.run("annotate", "node", "--all", "edgetrain.dev/measured-uplink-bps-",
+                         "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
         self.kubectl.run("delete", "tj", "warned")
 
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
