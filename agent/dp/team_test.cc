@@ -189,7 +189,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
     const char* error;
   } cases[] = {
       {MakeHello("another-job", 1, 0), "this coordinator trains job \"team-test\", not \"another-job\""},
-      {MakeHello("team-test", 2, 0), "plan generation 2 is not the current 1"},
+      {MakeHello("team-test", 0, 0), "plan generation 0 is not the current 1"},
       {MakeHello("team-test", 1, 5), "rank 5 is outside this job's 3 workers"},
       {[] {
          v1::Hello h = MakeHello("team-test", 1, 0);
@@ -208,6 +208,20 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
     ASSERT_FALSE(reply.ok()) << "a mismatched hello was accepted";
     EXPECT_EQ(reply.status().code(), StatusCode::kFailedPrecondition);
     EXPECT_NE(reply.status().message().find(c.error), std::string::npos) << reply.status().message();
+  }
+  {
+    // A worker whose plan is ahead of the coordinator's is told to come back,
+    // not refused: the coordinator's copy of the plan may lag its source.
+    auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));
+    ASSERT_TRUE(stream.ok());
+    v1::WorkerMessage hello;
+    *hello.mutable_hello() = MakeHello("team-test", 2, 0);
+    ASSERT_TRUE((*stream)->Send(hello).ok());
+    auto reply = (*stream)->Receive();
+    ASSERT_FALSE(reply.ok());
+    EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(reply.status().message().find("has not adopted plan generation 2 yet (it has 1)"), std::string::npos)
+        << reply.status().message();
   }
   // A stream that opens with anything but a hello is refused too.
   auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));

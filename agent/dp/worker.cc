@@ -93,7 +93,10 @@ class WorkerRun {
           break;
         }
         log_ << "worker " << options_.rank << ": " << first.status().message() << "; retrying\n";
-        clock_.SleepFor(options_.timings.connect_attempt / 10);
+        // A coordinator still behind our plan takes a while to catch up: ask
+        // once an attempt, not ten times.
+        clock_.SleepFor(first.status().code() == StatusCode::kUnavailable ? options_.timings.connect_attempt
+                                                                           : options_.timings.connect_attempt / 10);
         continue;
       }
       if (!first->has_welcome()) return FailedPreconditionError("the coordinator did not answer with a welcome");

@@ -21,7 +21,14 @@ Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_s
   if (hello.job() != job) {
     return FailedPreconditionError("this coordinator trains job \"" + job + "\", not \"" + hello.job() + "\"");
   }
-  if (hello.plan_generation() < slot_since || hello.plan_generation() > plan_generation) {
+  if (hello.plan_generation() > plan_generation) {
+    // The worker's plan is newer than ours: our copy (a mounted ConfigMap the
+    // kubelet refreshes in its own time) has not caught up yet. It retries.
+    return UnavailableError("the coordinator has not adopted plan generation " +
+                            std::to_string(hello.plan_generation()) + " yet (it has " +
+                            std::to_string(plan_generation) + ")");
+  }
+  if (hello.plan_generation() < slot_since) {
     return FailedPreconditionError("plan generation " + std::to_string(hello.plan_generation()) +
                                    " is not the current " + std::to_string(plan_generation) +
                                    "; the job was re-planned, restart with the new plan");

@@ -54,6 +54,7 @@ class Kubelet(Loop):
         self.workers = {}        # pod uid -> PodWorker
         self.lock = threading.Lock()
         self.next_heartbeat = 0.0
+        self.next_volume_sync = 0.0
 
     # -- Node and Lease ----------------------------------------------------------------------
 
@@ -132,6 +133,23 @@ class Kubelet(Loop):
         if self.alive and self.connected and time.monotonic() >= self.next_heartbeat:
             self.next_heartbeat = time.monotonic() + self.timings.heartbeat
             self.heartbeat()
+        if self.alive and self.connected and time.monotonic() >= self.next_volume_sync:
+            self.next_volume_sync = time.monotonic() + self.timings.resync * 10
+            self._refresh_volumes()
+
+    def _refresh_volumes(self):
+        """A kubelet's periodic sync of ConfigMap and Secret volumes: what a change's
+        event did not bring (a read of the source that failed, under load) arrives at
+        the next sync, as on a real node (there about a minute; here resync x 10)."""
+        with self.lock:
+            workers = list(self.workers.values())
+        for w in workers:
+            if w.volumes is None:
+                continue
+            try:
+                w.volumes.refresh(w.pod)
+            except Exception:
+                pass  # a source missing now: the next sync tries again
 
     def resync(self):
         if not (self.alive and self.connected):
