@@ -251,7 +251,7 @@ class OperatorTest(SiteTestCase):
             t_whole = time.monotonic()
             # The coordinator adopts the new plan and takes the replacement in;
             # the survivor's stream is never broken.
-            log, deadline = "", time.monotonic() + 30
+            log, deadline = "", time.monotonic() + 60
             while time.monotonic() < deadline:
                 log = self.kubectl.run("logs", "mended-coordinator", ok=False).stdout
                 adopted = log.find("adopted plan generation 2")
