@@ -118,7 +118,9 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     StatusOr<operator_::ClusterView> cluster = ReadCluster(options.kubeconfig, job, site);
     if (!cluster.ok()) {
       err << "error: --kubeconfig " << options.kubeconfig << ": " << cluster.status().message() << "\n";
-      return ExitCodeFor(cluster.status());
+      // A cluster that does not answer is the moment's (1); a kubeconfig that
+      // cannot be read or is refused is the input's (2).
+      return cluster.status().code() == StatusCode::kUnavailable ? kExitFailed : kExitInvalid;
     }
     for (const std::string& bad : cluster->unreadable) err << "note: node " << bad << "; left out\n";
     nodes = cluster->nodes;

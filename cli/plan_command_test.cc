@@ -109,6 +109,13 @@ TEST_F(PlanCommandTest, BadInputExitsTwoNamingTheFile) {
   EXPECT_EQ(missing_site.code, 2);
   EXPECT_NE(missing_site.err.find("absent.yaml"), std::string::npos) << missing_site.err;
 
+  PlanOptions no_cluster;
+  no_cluster.manifest_path = (kSource / "examples/robot-team.yaml").string();
+  no_cluster.kubeconfig = (dir_ / "absent-kubeconfig").string();
+  std::ostringstream out, err;
+  EXPECT_EQ(PrintPlan(no_cluster, out, err), 2);
+  EXPECT_NE(err.str().find("--kubeconfig " + no_cluster.kubeconfig), std::string::npos) << err.str();
+
   Printed bad_job = Plan(Team("bad", "  template: {resources: {requests: {cpu: lots}}}\n"), site_, false);
   EXPECT_EQ(bad_job.code, 2);
   EXPECT_NE(bad_job.err.find("spec.template.resources.requests.cpu"), std::string::npos) << bad_job.err;
