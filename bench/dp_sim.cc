@@ -42,27 +42,66 @@ using agent::TrainTestSplit;
 constexpr int kWorkers = 4;
 const std::vector<int> kHidden = {128, 64};
 
-// The modes of bench/dp-links, and this issue's.
-std::map<std::string, SyncSpec> Modes() {
-  auto sync = [](SyncPolicy p, std::optional<int> s, Compression c, RowOrder o = RowOrder::kImportance) {
-    SyncSpec spec;
-    spec.policy = p;
-    spec.staleness_bound = s;
-    spec.compression = c;
-    spec.row_order = o;
+// A mode's spec.sync, from its name: POLICY[-sS][-CODEC][-staleness-order],
+// as bench/dp-links names them ("bsp-int8", "rog-s4-int8"), and "rog-paper".
+std::optional<SyncSpec> ModeSpec(const std::string& name) {
+  SyncSpec spec;
+  if (name == "rog-paper") {
+    spec.policy = SyncPolicy::kRog;
+    spec.staleness_bound = 4;
+    spec.compression = Compression::kSign;
+    spec.row_order = RowOrder::kStaleness;
     return spec;
-  };
-  return {
-      {"rog-s4", sync(SyncPolicy::kRog, 4, Compression::kNone)},
-      {"rog-s20", sync(SyncPolicy::kRog, 20, Compression::kNone)},
-      {"rog-s4-int8", sync(SyncPolicy::kRog, 4, Compression::kInt8)},
-      {"rog-s20-int8", sync(SyncPolicy::kRog, 20, Compression::kInt8)},
-      {"ssp", sync(SyncPolicy::kSsp, 4, Compression::kNone)},
-      {"bsp", sync(SyncPolicy::kBsp, std::nullopt, Compression::kNone)},
-      {"bsp-int8", sync(SyncPolicy::kBsp, std::nullopt, Compression::kInt8)},
-      {"bsp-sign", sync(SyncPolicy::kBsp, std::nullopt, Compression::kSign)},
-      {"rog-paper", sync(SyncPolicy::kRog, 4, Compression::kSign, RowOrder::kStaleness)},
-  };
+  }
+  std::vector<std::string> parts;
+  std::stringstream in(name);
+  for (std::string part; std::getline(in, part, '-');) parts.push_back(part);
+  if (parts.empty()) return std::nullopt;
+  const std::map<std::string, SyncPolicy> policies = {
+      {"rog", SyncPolicy::kRog}, {"ssp", SyncPolicy::kSsp}, {"bsp", SyncPolicy::kBsp},
+      {"deadline", SyncPolicy::kDeadline}};
+  const std::map<std::string, Compression> codecs = {
+      {"fp16", Compression::kFp16}, {"int8", Compression::kInt8}, {"sign", Compression::kSign}};
+  if (!policies.contains(parts[0])) return std::nullopt;
+  spec.policy = policies.at(parts[0]);
+  if (spec.policy == SyncPolicy::kRog || spec.policy == SyncPolicy::kSsp) spec.staleness_bound = 4;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    if (p.size() > 1 && p[0] == 's' && std::isdigit(static_cast<unsigned char>(p[1]))) {
+      spec.staleness_bound = std::stoi(p.substr(1));
+    } else if (codecs.contains(p)) {
+      spec.compression = codecs.at(p);
+    } else if (p == "staleness") {
+      spec.row_order = RowOrder::kStaleness;
+    } else if (p.size() > 1 && p[0] == 'q' && std::isdigit(static_cast<unsigned char>(p[1]))) {
+      spec.quorum = std::stod(p.substr(1)) / 100;  // deadline: q75 is a quorum of 0.75
+    } else if (p.size() > 1 && p[0] == 'k' && std::isdigit(static_cast<unsigned char>(p[1]))) {
+      spec.deadline_slack = std::stod(p.substr(1)) / 100;  // k50: a slack of 0.5
+    } else if (p.size() > 1 && p[0] == 'h' && std::isdigit(static_cast<unsigned char>(p[1]))) {
+      spec.local_steps = std::stoi(p.substr(1));  // h8: at most 8 local steps on a global model
+    } else if (p.size() > 3 && p.rfind("olr", 0) == 0) {
+      spec.outer_learning_rate = std::stod(p.substr(3)) / 100;  // olr70: an outer learning rate of 0.7
+    } else if (p.size() > 2 && p.rfind("om", 0) == 0) {
+      spec.outer_momentum = std::stod(p.substr(2)) / 100;  // om90: outer Nesterov momentum 0.9
+    } else if (p.size() > 3 && p.rfind("ilr", 0) == 0) {
+      spec.inner_learning_rate = std::stod(p.substr(3)) / 1000;  // ilr5: local SGD at 0.005, Adam at the coordinator
+    } else if (p.size() > 2 && p.rfind("la", 0) == 0 && std::isdigit(static_cast<unsigned char>(p[2]))) {
+      spec.lookahead = std::stod(p.substr(2)) / 100;  // la100: computes on the model one step ahead
+    } else if (p.size() > 1 && p[0] == 'b' && std::isdigit(static_cast<unsigned char>(p[1]))) {
+      spec.batches_per_round = std::stoi(p.substr(1));  // b3: up to 3 batches a round on its model
+    } else if (p == "sized") {
+      spec.link_sized_pushes = true;
+    } else if (p == "predict") {
+      spec.predict = true;
+    } else if (p == "fold") {
+      spec.late_gradients = LateGradients::kFold;
+    } else if (p == "memory") {
+      spec.absent_workers = AbsentWorkers::kMemory;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return spec;
 }
 
 struct Options {
@@ -72,6 +111,7 @@ struct Options {
   std::string straggler_trace = "examples/traces/hsdpa-bus-1.csv";
   double scale = 1;
   double ratio = 0.2;
+  double step_ms = 0;
   std::string modes = "bsp-int8";
   int seeds = 1;
   int first_seed = 1;
@@ -193,6 +233,7 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
       }
     }
   });
+  std::ofstream(setup.output_dir + "/team.log") << team.log();
   const std::vector<Evaluated> evals = ReadEvaluations(evaluations);
   if (!reached) reached = Sustained(evals, o.target);
   Json run;
@@ -250,16 +291,20 @@ int Main(int argc, char** argv) {
   Options o;
   CLI::App app{"bench/dp-links' setting on the simulated clock: time to the sustained target per sync mode"};
   app.add_option("--trace", o.trace, "the workers' trace (worker i shifted by 20*i s)");
-  app.add_option("--setting", o.setting, "similar, or straggler (the last worker on --straggler-trace)")
-      ->check(CLI::IsMember({"similar", "straggler"}));
+  app.add_option("--setting", o.setting,
+                 "similar; straggler (the last worker on --straggler-trace); robot-team (make run's links: the "
+                 "walk-away traces 1 and 2 in turn)")
+      ->check(CLI::IsMember({"similar", "straggler", "robot-team"}));
+  app.add_option("--step-ms", o.step_ms, "a step's compute time, instead of --ratio's");
   app.add_option("--straggler-trace", o.straggler_trace);
   app.add_option("--links", o.links, "trace: the trace with its outages; mean: held at its mean; unlimited: none")
       ->check(CLI::IsMember({"trace", "mean", "unlimited"}));
   app.add_option("--scale", o.scale);
   app.add_option("--ratio", o.ratio, "a step's compute over a full model's float32 transfer at the trace's mean");
-  std::string known;
-  for (const auto& [name, spec] : Modes()) known += (known.empty() ? "" : ", ") + name;
-  app.add_option("--modes", o.modes, "comma-separated: " + known);
+  const std::string known = "POLICY[-sS][-CODEC][-qQ][-kK][-fold][-memory]: rog, ssp, bsp or deadline; a staleness bound; "
+                            "fp16, int8 or sign; deadline's quorum and slack in percent, late gradients folded, absent "
+                            "workers remembered (bsp-int8, rog-s4-int8, deadline-int8-q50-k50), or rog-paper";
+  app.add_option("--modes", o.modes, "comma-separated, each " + known);
   app.add_option("--seeds", o.seeds);
   app.add_option("--first-seed", o.first_seed);
   app.add_option("--target", o.target);
@@ -286,9 +331,16 @@ int Main(int argc, char** argv) {
   Setting setting;
   setting.mean_mbps = trace->Scaled(o.scale).MeanMbps();
   setting.transfer_s = static_cast<double>(model_bytes) * 8 / (setting.mean_mbps * 1e6);
-  setting.step = FromSeconds(o.ratio * setting.transfer_s);
+  setting.step = o.step_ms > 0 ? FromSeconds(o.step_ms / 1000) : FromSeconds(o.ratio * setting.transfer_s);
+  auto second = LoadTrace(std::filesystem::path(o.trace).parent_path().string() + "/wifi-walk-away-2.csv");
   for (int w = 0; w < kWorkers; ++w) {
-    const BandwidthTrace& base = o.setting == "straggler" && w == kWorkers - 1 ? *straggler : *trace;
+    if (o.setting == "robot-team" && !second.ok()) {
+      std::cerr << second.status().message() << "\n";
+      return 2;
+    }
+    const BandwidthTrace& base = o.setting == "straggler" && w == kWorkers - 1 ? *straggler
+                                 : o.setting == "robot-team" && w % 2 == 1  ? *second
+                                                                            : *trace;
     BandwidthTrace link = base.Scaled(o.scale).Shifted(20.0 * w);
     setting.traces.push_back(link);
     if (o.links == "trace") setting.links.push_back(link);
@@ -300,7 +352,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> modes;
   std::stringstream list(o.modes);
   for (std::string m; std::getline(list, m, ',');) {
-    if (!Modes().contains(m)) {
+    if (!ModeSpec(m)) {
       std::cerr << "unknown mode " << m << "; modes: " << known << "\n";
       return 2;
     }
@@ -316,7 +368,7 @@ int Main(int argc, char** argv) {
   std::map<std::string, std::vector<Json>> runs;
   for (int seed = o.first_seed; seed < o.first_seed + o.seeds; ++seed) {
     for (const std::string& mode : modes) {
-      Json run = RunOne(mode, Modes().at(mode), static_cast<uint64_t>(seed), o, setting, *data);
+      Json run = RunOne(mode, *ModeSpec(mode), static_cast<uint64_t>(seed), o, setting, *data);
       Json brief = run;
       brief.erase("evaluations");
       std::cerr << brief.dump() << "\n";

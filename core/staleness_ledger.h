@@ -71,6 +71,20 @@ class StalenessLedger {
 
   bool active(int w) const { return active_[w]; }
   int active_count() const;
+
+  // Rounds that close at a deadline (policy deadline, core/round_deadline.h):
+  // an excused worker stays active — it is sent rows, and its pushes are
+  // read — but leaves the rows' clocks, as if counted out, until it pushes
+  // for the round the team is in (Readmit). Its pushes for rounds that have
+  // closed are late.
+  void Excuse(int w) { excused_[w] = true; }
+  bool excused(int w) const { return excused_[w]; }
+  // Back in the rows' clocks: credited with a push of every row at the clock
+  // the row has without it, so that no clock drops; rows that have not yet
+  // stepped for the round it pushes for then wait for its push.
+  void Readmit(int w);
+  // Active and not excused: whose pushes the rows' clocks wait for.
+  bool counted(int w) const { return active_[w] && !excused_[w]; }
   void Deactivate(int w) { active_[w] = false; }
   // Brings `w` back: its iteration set to the slowest active teammate's, credited
   // with a push of every row at that iteration (its missed gradients are
@@ -92,6 +106,7 @@ class StalenessLedger {
   std::vector<int64_t> copy_;       // [w * rows + r]
   std::vector<int64_t> iteration_;  // [w]
   std::vector<bool> active_;        // [w]
+  std::vector<bool> excused_;       // [w]
 };
 
 }  // namespace edgetrain

@@ -11,6 +11,7 @@ constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 
 int StalenessBound(const SyncSpec& sync) {
   if (sync.policy == SyncPolicy::kBsp) return 0;
+  if (sync.policy == SyncPolicy::kDeadline) return sync.staleness_bound.value_or(0);
   return sync.staleness_bound.value_or(4);  // the CRD documents 4 as the default
 }
 
@@ -31,6 +32,44 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
   // Workers join the ledger when their stream arrives (Join), not before: the
   // team starts with those there, and later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
+  const SyncSpec& sync = plan.spec.sync;
+  if (sync.policy == SyncPolicy::kDeadline) {
+    rounds_.emplace(sync.quorum, sync.deadline_slack);
+    aggregator_.CloseRoundsAtDeadlines(world_, sync.late_gradients, sync.absent_workers, sync.local_steps == 0,
+                                       StalenessBound(sync));
+    if (sync.local_steps > 0 && !sync.inner_learning_rate) {
+      aggregator_.MoveByMeanOfPushes(sync.outer_learning_rate, sync.outer_momentum);
+    }
+  }
+}
+
+void Coordinator::FollowRounds(TimePoint now) {
+  if (!rounds_) return;
+  for (;;) {
+    const int64_t round = aggregator_.least_applied_clock() + 1;
+    if (round != rounds_->round()) rounds_->Opened(round, now);
+    int counted = 0, complete = 0;
+    std::vector<bool> in(static_cast<size_t>(world_), false);
+    for (int w = 0; w < world_; ++w) {
+      if (!ledger_.counted(w)) continue;
+      ++counted;
+      bool all = true;
+      for (size_t r = 0; all && r < layout_.size(); ++r) all = ledger_.pushed(w, r) >= round;
+      in[w] = all;
+      complete += all ? 1 : 0;
+    }
+    if (counted == 0) return;
+    rounds_->Completed(complete, counted, now);
+    if (!rounds_->Due(now)) return;
+    for (int w = 0; w < world_; ++w) {
+      if (!ledger_.counted(w) || in[w]) continue;
+      ledger_.Excuse(w);
+      ++excusals_;
+    }
+    ++rounds_at_deadline_;
+    if (!aggregator_.StepMovedRows(ledger_)) return;
+    changed_.NotifyAll();
+  }
 }
 
 Coordinator::~Coordinator() = default;
@@ -91,13 +130,31 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
 
 Status Coordinator::Advance() {
   const TimePoint began = clock_.Now();
-  clock_.SleepFor(timings_.tick);
+  if (rounds_) {
+    // A round's deadline is kept to the moment, not to the tick: it is a
+    // fraction of a round, and a round is a few ticks.
+    for (;;) {
+      TimePoint wake = began + timings_.tick;
+      {
+        std::lock_guard lock(mu_);
+        const TimePoint now = clock_.Now();
+        if (now >= wake) break;
+        FollowRounds(now);
+        if (rounds_->deadline()) wake = std::min(wake, std::max(*rounds_->deadline(), now + std::chrono::milliseconds(1)));
+      }
+      clock_.SleepUntil(wake);
+    }
+  } else {
+    clock_.SleepFor(timings_.tick);
+  }
   std::lock_guard lock(mu_);
   const TimePoint now = clock_.Now();
   for (const CountedOut& out : members_.CountOutOverdue(now, ledger_)) {
     log_ << "coordinator: worker " << out.worker << " counted out: no push for " << ToSeconds(out.silent)
          << " s, past its deadline of " << ToSeconds(out.deadline) << " s\n";
   }
+  if (rounds_ && aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
+  FollowRounds(now);
   // Who the team waits on: named in the progress, so that a slow run says why.
   for (int w = 0; w < world_; ++w) {
     accounts_.Holding(w, members_.started() && ledger_.HoldsTeam(w), now - began);
@@ -157,6 +214,11 @@ void Coordinator::Finish(FinalModel final) {
   changed_.WaitFor(lock, timings_.stop_grace, [&] { return members_.connected_count() == 0; });
   abandon_sends_ = true;  // a worker that has not heard Stop by now is behind a dead link
   changed_.NotifyAll();
+  if (rounds_) {
+    log_ << "coordinator: " << rounds_->round() - 1 << " rounds, " << rounds_at_deadline_
+         << " closed at their deadline, " << excusals_ << " workers excused, " << aggregator_.late_rows()
+         << " gradient rows late\n";
+  }
   if (final == FinalModel::kLastEvaluated) {
     aggregator_.SetParameters(model_.Parameters());
   } else {
@@ -228,7 +290,9 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     accounts_.Resumed(w, members_.resume_after(w));
     log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
   } else if (fate == PushFate::kApplied) {
-    StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
+    // An excused worker pushing for the round the team is in counts again.
+    if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
+    StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_, push.skipped);
     if (!stepped.ok()) {
       log_ << "coordinator: refusing worker " << w << "'s push: " << stepped.status().message() << "\n";
       return stepped.status();
@@ -239,6 +303,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // A new iteration: what the team waits for from each worker may have changed.
     if (push.report) accounts_.Reported(w, *push.report);
     news = *stepped || push.report.has_value();
+    FollowRounds(now);
   }
   if (news) changed_.NotifyAll();
   return Status::Ok();
@@ -253,6 +318,23 @@ double Coordinator::DownlinkMbps(int w) const {
   // our sends took, which is right when the link is shaped in our transport.
   const double measured = accounts_.report(w).downlink_mbps;
   return measured > 0 ? measured : links_[w].downlink.Mbps();
+}
+
+int64_t Coordinator::PushBudget(int w) const {
+  if (!rounds_ || !plan_.spec.sync.link_sized_pushes) return 0;
+  std::vector<double> rates;
+  for (int o = 0; o < world_; ++o) {
+    if (ledger_.counted(o) && links_[o].uplink.Mbps() > 0) rates.push_back(links_[o].uplink.Mbps());
+  }
+  const double mine = links_[w].uplink.Mbps();
+  const int q = rounds_->QuorumOf(static_cast<int>(rates.size()));
+  if (mine <= 0 || static_cast<int>(rates.size()) < q || q <= 0) return 0;
+  std::sort(rates.begin(), rates.end(), std::greater<>());
+  const double quorum_rate = rates[static_cast<size_t>(q - 1)];
+  if (mine >= quorum_rate) return 0;
+  // The whole model as the job encodes it goes in the time the quorum's link takes for it.
+  const double whole = static_cast<double>(EncodedBytes(EncodingFor(plan_.spec.sync.compression), layout_.total_floats()));
+  return std::max<int64_t>(1, static_cast<int64_t>(whole * mine / quorum_rate));
 }
 
 std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
@@ -276,6 +358,7 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
     m.transfer_seconds = accounts_.TakeTransferSeconds(w);
     m.uplink_mbps = links_[w].uplink.Mbps();
     m.downlink_mbps = DownlinkMbps(w);
+    m.push_budget_bytes = PushBudget(w);
     return m;
   }
 }
@@ -296,6 +379,10 @@ void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool 
 void Coordinator::Left(int w, uint64_t stream) {
   std::lock_guard lock(mu_);
   if (members_.Close(w, stream, ledger_) && !stopping_) log_ << "coordinator: worker " << w << " left\n";
+  if (rounds_) {
+    aggregator_.StepMovedRows(ledger_);
+    FollowRounds(clock_.Now());
+  }
   changed_.NotifyAll();
 }
 

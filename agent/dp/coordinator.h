@@ -37,6 +37,7 @@
 #include "core/downlink_planner.h"
 #include "core/job_plan.h"
 #include "core/row_aggregator.h"
+#include "core/round_deadline.h"
 #include "core/row_layout.h"
 #include "core/staleness_ledger.h"
 #include "core/team_accounts.h"
@@ -64,6 +65,7 @@ struct ArrivingPush {
   int64_t iteration = 0;
   int64_t welcome = 0;  // the Welcome it builds on (core/team_membership.h)
   std::vector<PushedRow> rows;
+  std::vector<size_t> skipped;         // policy deadline: rows left out of its round; first part only
   std::optional<WorkerReport> report;  // on a push's first part only
   int64_t bytes = 0;                   // on the wire
 };
@@ -81,6 +83,7 @@ struct UpdateMessage {
   double transfer_seconds = 0;  // how long our earlier messages took on its downlink
   double uplink_mbps = 0;       // its uplink, as its pushes arrive here; 0: not yet
   double downlink_mbps = 0;     // what sizes the update's parts
+  int64_t push_budget_bytes = 0;  // policy deadline with link-sized pushes; 0: no limit
 };
 struct StopMessage {
   std::string reason;
@@ -151,8 +154,14 @@ class Coordinator final : public TrainingEngine {
   // With mu_ held.
   bool HasWork(int w) const;
   double DownlinkMbps(int w) const;
+  // Policy deadline with link-sized pushes: what `w`'s push may carry for
+  // its link to be through when the quorum's are; 0: no limit.
+  int64_t PushBudget(int w) const;
   WelcomeMessage MakeWelcome(int w, bool whole_model);
   std::vector<bool> ActiveWorkers() const;
+  // Policy deadline: notes a round that opened, and closes one whose
+  // deadline has passed, excusing who is not in (core/round_deadline.h).
+  void FollowRounds(TimePoint now);
 
   const JobPlan& plan_;
   Trainer& model_;
@@ -174,6 +183,9 @@ class Coordinator final : public TrainingEngine {
   TeamMembership members_;
   TeamAccounts accounts_;
   std::vector<LinkMeters> links_;
+  std::optional<RoundDeadline> rounds_;  // policy deadline only
+  int64_t rounds_at_deadline_ = 0;       // rounds closed by their deadline
+  int64_t excusals_ = 0;                 // workers excused from a round
   std::vector<int64_t> push_fates_;  // by PushFate
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
   std::atomic<int64_t> plan_generation_;    // written under mu_
