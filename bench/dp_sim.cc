@@ -77,26 +77,6 @@ std::optional<SyncSpec> ModeSpec(const std::string& name) {
       spec.quorum = std::stod(p.substr(1)) / 100;  // deadline: q75 is a quorum of 0.75
     } else if (p.size() > 1 && p[0] == 'k' && std::isdigit(static_cast<unsigned char>(p[1]))) {
       spec.deadline_slack = std::stod(p.substr(1)) / 100;  // k50: a slack of 0.5
-    } else if (p.size() > 1 && p[0] == 'h' && std::isdigit(static_cast<unsigned char>(p[1]))) {
-      spec.local_steps = std::stoi(p.substr(1));  // h8: at most 8 local steps on a global model
-    } else if (p.size() > 3 && p.rfind("olr", 0) == 0) {
-      spec.outer_learning_rate = std::stod(p.substr(3)) / 100;  // olr70: an outer learning rate of 0.7
-    } else if (p.size() > 2 && p.rfind("om", 0) == 0) {
-      spec.outer_momentum = std::stod(p.substr(2)) / 100;  // om90: outer Nesterov momentum 0.9
-    } else if (p.size() > 3 && p.rfind("ilr", 0) == 0) {
-      spec.inner_learning_rate = std::stod(p.substr(3)) / 1000;  // ilr5: local SGD at 0.005, Adam at the coordinator
-    } else if (p.size() > 2 && p.rfind("la", 0) == 0 && std::isdigit(static_cast<unsigned char>(p[2]))) {
-      spec.lookahead = std::stod(p.substr(2)) / 100;  // la100: computes on the model one step ahead
-    } else if (p.size() > 1 && p[0] == 'b' && std::isdigit(static_cast<unsigned char>(p[1]))) {
-      spec.batches_per_round = std::stoi(p.substr(1));  // b3: up to 3 batches a round on its model
-    } else if (p == "sized") {
-      spec.link_sized_pushes = true;
-    } else if (p == "predict") {
-      spec.predict = true;
-    } else if (p == "fold") {
-      spec.late_gradients = LateGradients::kFold;
-    } else if (p == "memory") {
-      spec.absent_workers = AbsentWorkers::kMemory;
     } else {
       return std::nullopt;
     }
@@ -301,9 +281,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "mean", "unlimited"}));
   app.add_option("--scale", o.scale);
   app.add_option("--ratio", o.ratio, "a step's compute over a full model's float32 transfer at the trace's mean");
-  const std::string known = "POLICY[-sS][-CODEC][-qQ][-kK][-fold][-memory]: rog, ssp, bsp or deadline; a staleness bound; "
-                            "fp16, int8 or sign; deadline's quorum and slack in percent, late gradients folded, absent "
-                            "workers remembered (bsp-int8, rog-s4-int8, deadline-int8-q50-k50), or rog-paper";
+  const std::string known = "POLICY[-sS][-CODEC][-qQ][-kK]: rog, ssp, bsp or deadline; a staleness bound; fp16, int8 or "
+                            "sign; deadline's quorum and slack in percent (bsp-int8, rog-s4-int8, deadline-int8, "
+                            "deadline-int8-q50-k50), or rog-paper";
   app.add_option("--modes", o.modes, "comma-separated, each " + known);
   app.add_option("--seeds", o.seeds);
   app.add_option("--first-seed", o.first_seed);

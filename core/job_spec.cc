@@ -32,10 +32,6 @@ constexpr NameTable<SyncPolicy, 4> kPolicyNames{{{SyncPolicy::kRog, "rog"},
                                                   {SyncPolicy::kBsp, "bsp"},
                                                   {SyncPolicy::kSsp, "ssp"},
                                                   {SyncPolicy::kDeadline, "deadline"}}};
-constexpr NameTable<LateGradients, 2> kLateGradientNames{
-    {{LateGradients::kDrop, "drop"}, {LateGradients::kFold, "fold"}}};
-constexpr NameTable<AbsentWorkers, 2> kAbsentWorkerNames{
-    {{AbsentWorkers::kLeaveOut, "leaveOut"}, {AbsentWorkers::kMemory, "memory"}}};
 constexpr NameTable<Compression, 5> kCompressionNames{{{Compression::kNone, "none"},
                                                        {Compression::kFp16, "fp16"},
                                                        {Compression::kInt8, "int8"},
@@ -142,8 +138,6 @@ std::string_view NameOf(SyncPolicy v) { return Lookup(kPolicyNames, v); }
 std::string_view NameOf(Compression v) { return Lookup(kCompressionNames, v); }
 std::string_view NameOf(RowOrder v) { return Lookup(kRowOrderNames, v); }
 std::string_view NameOf(OptimizerKind v) { return Lookup(kOptimizerNames, v); }
-std::string_view NameOf(LateGradients v) { return Lookup(kLateGradientNames, v); }
-std::string_view NameOf(AbsentWorkers v) { return Lookup(kAbsentWorkerNames, v); }
 
 StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
@@ -178,18 +172,8 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   sync.Get("stalenessBound", spec.sync.staleness_bound);
   sync.GetEnum("compression", kCompressionNames, spec.sync.compression);
   if (sync.Has("rowOrder")) sync.GetEnum("rowOrder", kRowOrderNames, spec.sync.row_order);
-  if (sync.Has("quorum")) sync.Get("quorum", spec.sync.quorum);
-  if (sync.Has("deadlineSlack")) sync.Get("deadlineSlack", spec.sync.deadline_slack);
-  if (sync.Has("lateGradients")) sync.GetEnum("lateGradients", kLateGradientNames, spec.sync.late_gradients);
-  if (sync.Has("absentWorkers")) sync.GetEnum("absentWorkers", kAbsentWorkerNames, spec.sync.absent_workers);
-  if (sync.Has("localSteps")) sync.Get("localSteps", spec.sync.local_steps);
-  if (sync.Has("batchesPerRound")) sync.Get("batchesPerRound", spec.sync.batches_per_round);
-  if (sync.Has("predict")) sync.Get("predict", spec.sync.predict);
-  if (sync.Has("linkSizedPushes")) sync.Get("linkSizedPushes", spec.sync.link_sized_pushes);
-  if (sync.Has("outerLearningRate")) sync.Get("outerLearningRate", spec.sync.outer_learning_rate);
-  if (sync.Has("outerMomentum")) sync.Get("outerMomentum", spec.sync.outer_momentum);
-  sync.Get("innerLearningRate", spec.sync.inner_learning_rate);
-  if (sync.Has("lookahead")) sync.Get("lookahead", spec.sync.lookahead);
+  sync.Get("quorum", spec.sync.quorum);
+  sync.Get("deadlineSlack", spec.sync.deadline_slack);
 
   Reader optimizer = r.Child("optimizer");
   optimizer.GetEnum("name", kOptimizerNames, spec.optimizer.kind);

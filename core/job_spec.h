@@ -22,8 +22,6 @@ enum class PartitionKind { kIid, kDirichlet };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp, kDeadline };
-enum class LateGradients { kDrop, kFold };
-enum class AbsentWorkers { kLeaveOut, kMemory };
 enum class Compression { kNone, kFp16, kInt8, kSign, kTopK };
 enum class RowOrder { kImportance, kStaleness };
 enum class OptimizerKind { kSgd, kAdam };
@@ -61,41 +59,11 @@ struct SyncSpec {
   std::optional<int> staleness_bound;
   Compression compression = Compression::kNone;
   RowOrder row_order = RowOrder::kImportance;
-  // deadline (docs/data-parallelism.md, "Rounds that close at a deadline"):
-  // the share of the active workers whose whole push opens a round's
-  // deadline, and how much longer than they took the rest are given.
-  double quorum = 0.5;
-  double deadline_slack = 0.5;
-  LateGradients late_gradients = LateGradients::kDrop;
-  AbsentWorkers absent_workers = AbsentWorkers::kLeaveOut;
-  // deadline: while a round is open, a worker whose gradient is in may
-  // compute another on the same model, up to this many a round, each counted
-  // in the round's mean if it arrives before the round closes.
-  int batches_per_round = 1;
-  // deadline with stalenessBound S > 0: a worker computes round t on the
-  // model of round t - 1 - S at the oldest; with `predict`, on that model
-  // moved on by its last steps to where it will be when its gradient is
-  // applied (weight prediction).
-  bool predict = false;
-  // deadline: a worker whose uplink is slower than the quorum's pushes the
-  // most important rows its link carries in the time the quorum's take, and
-  // keeps the rest for a later round (per-link sizing, error feedback).
-  bool link_sized_pushes = false;
-  // deadline with local steps: each worker steps its own model with the
-  // job's optimizer, at most this many times on one global model (0: no
-  // local steps, one fresh gradient a round), and pushes what it moved; the
-  // coordinator moves the global model by the mean of the pushes times the
-  // outer learning rate, with Nesterov momentum when it is above 0.
-  int local_steps = 0;
-  double outer_learning_rate = 1.0;
-  double outer_momentum = 0.0;
-  // Set: the workers' local steps are plain SGD at this rate, their pushes
-  // the sum of their gradients, and the job's optimizer runs at the
-  // coordinator on the mean of the pushes (server-side Adam, FedAdam).
-  std::optional<double> inner_learning_rate;
-  // Local steps: a worker computes on the global model moved on by this
-  // many of its last steps (0: on the model as it came).
-  double lookahead = 0;
+  // deadline (core/round_deadline.h): the share of the counted workers whose
+  // push sets a round's deadline, and the slack the rest get; the CRD
+  // documents their defaults, which RoundDeadline holds.
+  std::optional<double> quorum;
+  std::optional<double> deadline_slack;
 };
 
 struct OptimizerSpec {
@@ -151,8 +119,6 @@ std::string_view NameOf(SyncGranularity v);
 std::string_view NameOf(SyncPolicy v);
 std::string_view NameOf(Compression v);
 std::string_view NameOf(RowOrder v);
-std::string_view NameOf(LateGradients v);
-std::string_view NameOf(AbsentWorkers v);
 std::string_view NameOf(OptimizerKind v);
 
 // Decodes a defaulted spec (the JSON form of a manifest's `spec`, as api/ emits it

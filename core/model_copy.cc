@@ -21,52 +21,6 @@ Status ModelCopy::Stage(size_t id, int64_t clock, bool delta, RowEncoding encodi
   return Status::Ok();
 }
 
-void ModelCopy::ApplyStaged(std::span<float> model, std::span<const float> offset, float scale, float lookahead) {
-  if (lookahead != 0 && previous_.empty()) previous_ = staged_;
-  for (size_t r = 0; r < layout_.size(); ++r) {
-    if (!staged_dirty_[r]) continue;
-    const RowSpan& span = layout_.row(r);
-    if (lookahead != 0) {
-      const int64_t moved = staged_clock_[r] - applied_clock_[r];
-      const float per = moved > 0 && applied_clock_[r] > 0 ? lookahead / static_cast<float>(moved) : 0.0f;
-      for (int64_t i = span.offset; i < span.offset + span.length; ++i) {
-        model[i] = staged_[i] - scale * offset[i] + per * (staged_[i] - previous_[i]);
-        previous_[i] = staged_[i];
-      }
-    } else {
-      for (int64_t i = span.offset; i < span.offset + span.length; ++i) model[i] = staged_[i] - scale * offset[i];
-    }
-    applied_clock_[r] = staged_clock_[r];
-    staged_dirty_[r] = false;
-  }
-}
-
-void ModelCopy::ApplyPredicted(std::span<float> model, int64_t target) {
-  if (last_step_.empty()) {
-    last_step_.assign(staged_.size(), 0.0f);
-    previous_ = staged_;
-  }
-  for (size_t r = 0; r < layout_.size(); ++r) {
-    const RowSpan& span = layout_.row(r);
-    if (staged_dirty_[r]) {
-      const int64_t moved = staged_clock_[r] - applied_clock_[r];
-      const float per = moved > 0 && applied_clock_[r] > 0 ? 1.0f / static_cast<float>(moved) : 0.0f;
-      for (int64_t i = span.offset; i < span.offset + span.length; ++i) {
-        last_step_[i] = per * (staged_[i] - previous_[i]);
-        previous_[i] = staged_[i];
-      }
-      applied_clock_[r] = staged_clock_[r];
-      staged_dirty_[r] = false;
-    }
-    const float ahead = static_cast<float>(std::max<int64_t>(0, target - applied_clock_[r]));
-    for (int64_t i = span.offset; i < span.offset + span.length; ++i) model[i] = staged_[i] + ahead * last_step_[i];
-  }
-}
-
-int64_t ModelCopy::LeastStagedClock() const {
-  return staged_clock_.empty() ? 0 : *std::min_element(staged_clock_.begin(), staged_clock_.end());
-}
-
 void ModelCopy::ApplyStaged(std::span<float> model) {
   for (size_t r = 0; r < layout_.size(); ++r) {
     if (!staged_dirty_[r]) continue;

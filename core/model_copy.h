@@ -28,13 +28,6 @@ class ModelCopy {
   Status Stage(size_t id, int64_t clock, bool delta, RowEncoding encoding, float scale, std::string_view values);
   // Between steps: the staged rows enter `model`.
   void ApplyStaged(std::span<float> model);
-  // The same, less `offset` (flat in the layout's order): a worker taking
-  // local steps keeps its model at the global one less what it has moved and
-  // not yet pushed.
-  // With `lookahead` > 0, each row is moved on by that many of its last
-  // steps (what it moved over its last clock): where it will be when what is
-  // computed on it arrives (weight prediction for a pipelined step).
-  void ApplyStaged(std::span<float> model, std::span<const float> offset, float scale = 1.0f, float lookahead = 0.0f);
 
   // Whether iteration `t` may start on the model as it is.
   bool ReadyFor(int64_t t, int staleness_bound) const { return AllAtLeast(applied_clock_, t - 1 - staleness_bound); }
@@ -42,16 +35,9 @@ class ModelCopy {
   bool ReadyOnceAppliedFor(int64_t t, int staleness_bound) const {
     return AllAtLeast(staged_clock_, t - 1 - staleness_bound);
   }
-  // Weight prediction for a step computed ahead of its model (policy
-  // deadline with a pipeline): every row of `model` set to where it will be
-  // at clock `target`, its staged value moved on by its last step (what it
-  // moved per clock when it last changed) once for every clock it is short.
-  // Rows are applied as ApplyStaged does.
-  void ApplyPredicted(std::span<float> model, int64_t target);
-  // The least clock of a row in the model: the newest iteration it is fresh for is this + 1.
+  // The least clock of a row in the model: the newest iteration it is fresh
+  // for (with S = 0) is this + 1.
   int64_t LeastClock() const;
-  // The same of the rows staged: what the model will be once they are applied.
-  int64_t LeastStagedClock() const;
   // Each row's clock in the model, in row order.
   std::span<const int64_t> clocks() const { return applied_clock_; }
 
@@ -63,8 +49,6 @@ class ModelCopy {
   std::vector<bool> staged_dirty_;
   std::vector<int64_t> staged_clock_;   // never behind applied_clock_
   std::vector<int64_t> applied_clock_;
-  std::vector<float> previous_;  // lookahead: each row as last applied, less the offset's part
-  std::vector<float> last_step_;  // ApplyPredicted: each row's last move, per clock
 };
 
 }  // namespace edgetrain

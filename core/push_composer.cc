@@ -10,11 +10,10 @@ namespace edgetrain {
 PushComposer::PushComposer(const RowLayout& layout, RowEncoding encoding, bool budgeted, RowOrder order)
     : layout_(layout), encoding_(encoding), budgeted_(budgeted), order_(order),
       residual_(static_cast<size_t>(layout.total_floats()), 0.0f), last_pushed_(layout.size(), 0),
-      fresh_(layout.size(), false), demanded_(layout.size(), false) {}
+      demanded_(layout.size(), false) {}
 
 void PushComposer::Accumulate(std::span<const float> gradient) {
   for (size_t i = 0; i < residual_.size(); ++i) residual_[i] += gradient[i];
-  std::fill(fresh_.begin(), fresh_.end(), true);
 }
 
 void PushComposer::Demand(size_t r) {
@@ -28,10 +27,7 @@ std::vector<OutgoingRow> PushComposer::Compose(int64_t iteration, int staleness_
     const RowSpan& span = layout_.row(r);
     double energy = 0;
     for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
-    // A row pushed at this iteration holds only compression error, unless a
-    // gradient came since (a second batch on the same model, policy deadline).
-    const int64_t last = fresh_[r] ? std::min(last_pushed_[r], iteration - 1) : last_pushed_[r];
-    candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last, demanded_[r]});
+    candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last_pushed_[r], demanded_[r]});
   }
   const int64_t budget = budgeted_ ? budget_bytes : std::numeric_limits<int64_t>::max() / 2;
   std::vector<OutgoingRow> rows;
@@ -48,7 +44,6 @@ std::vector<OutgoingRow> PushComposer::Compose(int64_t iteration, int staleness_
       for (size_t i = 0; i < residual.size(); ++i) residual[i] -= decoded_[i];
     }
     last_pushed_[r] = iteration;
-    fresh_[r] = false;
     demanded_[r] = false;
     rows.push_back({r, std::move(encoded)});
   }
@@ -58,7 +53,6 @@ std::vector<OutgoingRow> PushComposer::Compose(int64_t iteration, int staleness_
 void PushComposer::Restart(int64_t iteration) {
   std::fill(residual_.begin(), residual_.end(), 0.0f);
   std::fill(last_pushed_.begin(), last_pushed_.end(), iteration);
-  std::fill(fresh_.begin(), fresh_.end(), false);
   std::fill(demanded_.begin(), demanded_.end(), false);
 }
 

@@ -41,9 +41,6 @@ class PushComposer {
   // A Welcome replaced the model at `iteration`: what was computed and not
   // sent belongs to a model that is gone.
   void Restart(int64_t iteration);
-  // What has been accumulated and not yet pushed, flat in the layout's order.
-  std::span<const float> residual() const { return residual_; }
-
 
  private:
   const RowLayout& layout_;
@@ -52,7 +49,6 @@ class PushComposer {
   const RowOrder order_;
   std::vector<float> residual_;
   std::vector<int64_t> last_pushed_;  // per row: the iteration of its last push
-  std::vector<bool> fresh_;           // per row: a gradient accumulated since its last push
   std::vector<bool> demanded_;        // per row
   std::vector<float> decoded_;        // scratch
 };

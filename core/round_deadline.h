@@ -3,19 +3,20 @@
 // "Rounds that close at a deadline").
 //
 // Round t is the team's t-th step: every worker computes its gradient on the
-// model of step t - 1, fresh, and the round closes when every worker counted
-// in it has pushed its rows — or at the round's deadline. The deadline is set
-// once a quorum of the counted workers have pushed the whole round: it is
-// then `slack` times what the quorum took after the round opened, from the
-// moment the quorum was complete. A link in a dip or an outage therefore holds
-// the team at most (1 + slack) times what the others' links took, whatever
-// the bandwidth of the others, and the team never waits for a link that is
-// out: with no outage, every worker makes every round.
+// model of step t - 1, fresh, as under bsp, and the round closes when every
+// worker counted in it has pushed its rows — or at the round's deadline. The
+// deadline is set once a quorum of the counted workers have pushed the whole
+// round: the rest get `slack` times what the quorum took since the round
+// opened. A link in a dip therefore holds the team at most (1 + slack) times
+// what the quorum's links took, whatever that is (no fixed timeout to tune
+// per cluster), and a link that keeps up, even a slow one, makes every round:
+// on links that do not fade the policy is bsp.
 //
 // Workers still out at the deadline are excused from the round
-// (StalenessLedger::Excuse): the rows step on what arrived, their rows that
-// arrived included. They are counted again from the round whose model they
-// compute on.
+// (StalenessLedger::Excuse): the rows step on the mean of what arrived, the
+// rows of theirs that arrived included; what comes after is late, and
+// dropped. They count again from the first round they push for while it is
+// open.
 
 #include <cstdint>
 #include <optional>
@@ -23,6 +24,10 @@
 #include "core/clock.h"
 
 namespace edgetrain {
+
+// The defaults the CRD documents (crds/trainingjob.yaml, spec.sync).
+inline constexpr double kDefaultQuorum = 0.75;
+inline constexpr double kDefaultDeadlineSlack = 1.0;
 
 class RoundDeadline {
  public:

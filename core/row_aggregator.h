@@ -9,6 +9,12 @@
 // most S, one under BSP; RowOptimizer::Apply). Averaged like BSP however the
 // rows arrived: stepping on single arrivals followed each worker's non-IID data
 // in turn, and with Adam (whose step does not scale with its gradient) drifted.
+//
+// Under policy deadline (core/round_deadline.h) a row steps once a round, on
+// the mean of the gradients that reached it in the round, however many: a
+// round may close without a worker. A gradient for a round the row has
+// already stepped is late, and dropped (docs/data-parallelism.md says what
+// folding it in measured).
 
 #include <cstdint>
 #include <span>
@@ -36,39 +42,22 @@ class RowAggregator {
  public:
   RowAggregator(const RowLayout& layout, const OptimizerSpec& optimizer, std::span<const float> initial);
 
-  // Rounds that close at a deadline (policy deadline, core/round_deadline.h)
-  // for a team of `workers`: a row steps on the mean of the gradients that
-  // reached it in its round, however many that was; a gradient computed on a
-  // row the round has already stepped is late, and `late` says what becomes
-  // of it. With `absent` = kMemory, a worker absent from a row's round is
-  // counted with the last gradient it gave the row.
-  // `each_push`: every push is one gradient of the round's mean, a worker's
-  // second batch on the same model too; otherwise a worker's pushes to a
-  // round add up to one contribution.
-  // `ahead`: how many rounds past the open one a push may be for (a
-  // pipelined team's stalenessBound), gathered apart until their round.
-  void CloseRoundsAtDeadlines(int workers, LateGradients late, AbsentWorkers absent, bool each_push = true,
-                              int ahead = 0);
-  // With rounds, workers that take local steps: what a push carries is how
-  // far a worker moved, and a row steps by the mean of that times
-  // `outer_learning_rate`, with Nesterov momentum `outer_momentum` (the job's
-  // optimizer runs on the workers).
-  void MoveByMeanOfPushes(double outer_learning_rate, double outer_momentum);
+  // Rounds of policy deadline: from now on a row steps on the mean of what
+  // reached it in its round, and late gradients are dropped.
+  void CloseRoundsAtDeadlines();
 
   // Worker `w`'s push after its iteration `iteration`: each row's gradient is
   // gathered and recorded in `ledger`, and the rows whose clock moved step.
   // Returns whether any row stepped. InvalidArgument for a row that does not
   // exist or does not decode; rows before it are applied.
-  // `skipped` (rounds): rows w leaves out of the round, counted as pushed
-  // with nothing, so that they do not wait for it.
-  StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger,
-                           std::span<const size_t> skipped = {});
-  // Steps every row whose clock moved without a push (a worker excused or
-  // counted out). Returns whether any did.
+  StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
+
+  // Rounds: steps every row whose clock moved without a push (a worker
+  // excused, counted out or gone). Returns whether any did.
   bool StepMovedRows(const StalenessLedger& ledger);
-  // The least clock a row's last step reached: the round the team is in is this + 1.
+  // The least clock a row's last step reached: the team's round is this + 1.
   int64_t least_applied_clock() const;
-  // Gradient rows dropped, or folded in, for coming after their round (rounds only).
+  // Rounds: gradient rows dropped for coming after their round had closed.
   int64_t late_rows() const { return late_rows_; }
 
   std::span<const float> parameters() const { return params_; }
@@ -99,27 +88,11 @@ class RowAggregator {
   std::vector<int64_t> applied_clock_;  // per row: the clock its last step reached
   std::vector<int64_t> versions_;       // per row: steps applied
   // Rounds only.
-  void Step(size_t r, int64_t clock, const StalenessLedger& ledger);
+  void StepRound(size_t r, int64_t clock);
   bool rounds_ = false;
-  bool each_push_ = true;
-  int workers_ = 0;
-  LateGradients late_ = LateGradients::kDrop;
-  AbsentWorkers absent_ = AbsentWorkers::kLeaveOut;
-  // What gathers for one round: gradients, how many, and from whom ([w * rows + r]).
-  struct RoundSlot {
-    std::vector<float> gathered;
-    std::vector<double> weight;
-    std::vector<bool> gave;
-  };
-  std::vector<RoundSlot> slots_;  // round q's at q % size
-  RoundSlot& Slot(int64_t round) { return slots_[static_cast<size_t>(round) % slots_.size()]; }
-  std::vector<std::vector<float>> memory_;  // per worker, its last gradient of every row (kMemory)
-  std::vector<bool> remembered_;         // [w * rows + r]
-  std::vector<float> scratch_;
+  std::vector<int> gathered_count_;  // per row: the gradients gathered for its round
   int64_t late_rows_ = 0;
-  bool outer_ = false;
-  double outer_lr_ = 1, outer_momentum_ = 0;
-  std::vector<float> velocity_;  // the outer step's momentum
+  std::vector<float> scratch_;
 };
 
 }  // namespace edgetrain

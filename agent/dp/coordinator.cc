@@ -10,8 +10,7 @@ namespace {
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 
 int StalenessBound(const SyncSpec& sync) {
-  if (sync.policy == SyncPolicy::kBsp) return 0;
-  if (sync.policy == SyncPolicy::kDeadline) return sync.staleness_bound.value_or(0);
+  if (sync.policy == SyncPolicy::kBsp || sync.policy == SyncPolicy::kDeadline) return 0;
   return sync.staleness_bound.value_or(4);  // the CRD documents 4 as the default
 }
 
@@ -32,14 +31,10 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
   // Workers join the ledger when their stream arrives (Join), not before: the
   // team starts with those there, and later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
-  const SyncSpec& sync = plan.spec.sync;
-  if (sync.policy == SyncPolicy::kDeadline) {
-    rounds_.emplace(sync.quorum, sync.deadline_slack);
-    aggregator_.CloseRoundsAtDeadlines(world_, sync.late_gradients, sync.absent_workers, sync.local_steps == 0,
-                                       StalenessBound(sync));
-    if (sync.local_steps > 0 && !sync.inner_learning_rate) {
-      aggregator_.MoveByMeanOfPushes(sync.outer_learning_rate, sync.outer_momentum);
-    }
+  if (plan.spec.sync.policy == SyncPolicy::kDeadline) {
+    rounds_.emplace(plan.spec.sync.quorum.value_or(kDefaultQuorum),
+                    plan.spec.sync.deadline_slack.value_or(kDefaultDeadlineSlack));
+    aggregator_.CloseRoundsAtDeadlines();
   }
 }
 
@@ -48,6 +43,7 @@ void Coordinator::FollowRounds(TimePoint now) {
   for (;;) {
     const int64_t round = aggregator_.least_applied_clock() + 1;
     if (round != rounds_->round()) rounds_->Opened(round, now);
+    // Who the round waits on, and who of them has pushed all of it.
     int counted = 0, complete = 0;
     std::vector<bool> in(static_cast<size_t>(world_), false);
     for (int w = 0; w < world_; ++w) {
@@ -131,8 +127,8 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
 Status Coordinator::Advance() {
   const TimePoint began = clock_.Now();
   if (rounds_) {
-    // A round's deadline is kept to the moment, not to the tick: it is a
-    // fraction of a round, and a round is a few ticks.
+    // A round's deadline is kept to the moment, not to the tick: a round
+    // lasts a few ticks. (Arrivals look at it too, in Receive.)
     for (;;) {
       TimePoint wake = began + timings_.tick;
       {
@@ -140,7 +136,9 @@ Status Coordinator::Advance() {
         const TimePoint now = clock_.Now();
         if (now >= wake) break;
         FollowRounds(now);
-        if (rounds_->deadline()) wake = std::min(wake, std::max(*rounds_->deadline(), now + std::chrono::milliseconds(1)));
+        if (rounds_->deadline()) {
+          wake = std::min(wake, std::max(*rounds_->deadline(), now + std::chrono::milliseconds(1)));
+        }
       }
       clock_.SleepUntil(wake);
     }
@@ -153,8 +151,11 @@ Status Coordinator::Advance() {
     log_ << "coordinator: worker " << out.worker << " counted out: no push for " << ToSeconds(out.silent)
          << " s, past its deadline of " << ToSeconds(out.deadline) << " s\n";
   }
-  if (rounds_ && aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
-  FollowRounds(now);
+  if (rounds_) {
+    // A worker counted out leaves the clocks: the rows it held step now.
+    if (aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
+    FollowRounds(now);
+  }
   // Who the team waits on: named in the progress, so that a slow run says why.
   for (int w = 0; w < world_; ++w) {
     accounts_.Holding(w, members_.started() && ledger_.HoldsTeam(w), now - began);
@@ -215,8 +216,8 @@ void Coordinator::Finish(FinalModel final) {
   abandon_sends_ = true;  // a worker that has not heard Stop by now is behind a dead link
   changed_.NotifyAll();
   if (rounds_) {
-    log_ << "coordinator: " << rounds_->round() - 1 << " rounds, " << rounds_at_deadline_
-         << " closed at their deadline, " << excusals_ << " workers excused, " << aggregator_.late_rows()
+    log_ << "coordinator: " << aggregator_.least_applied_clock() << " rounds, " << rounds_at_deadline_
+         << " closed by their deadline, " << excusals_ << " workers excused, " << aggregator_.late_rows()
          << " gradient rows late\n";
   }
   if (final == FinalModel::kLastEvaluated) {
@@ -292,7 +293,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   } else if (fate == PushFate::kApplied) {
     // An excused worker pushing for the round the team is in counts again.
     if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
-    StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_, push.skipped);
+    StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
     if (!stepped.ok()) {
       log_ << "coordinator: refusing worker " << w << "'s push: " << stepped.status().message() << "\n";
       return stepped.status();
@@ -320,23 +321,6 @@ double Coordinator::DownlinkMbps(int w) const {
   return measured > 0 ? measured : links_[w].downlink.Mbps();
 }
 
-int64_t Coordinator::PushBudget(int w) const {
-  if (!rounds_ || !plan_.spec.sync.link_sized_pushes) return 0;
-  std::vector<double> rates;
-  for (int o = 0; o < world_; ++o) {
-    if (ledger_.counted(o) && links_[o].uplink.Mbps() > 0) rates.push_back(links_[o].uplink.Mbps());
-  }
-  const double mine = links_[w].uplink.Mbps();
-  const int q = rounds_->QuorumOf(static_cast<int>(rates.size()));
-  if (mine <= 0 || static_cast<int>(rates.size()) < q || q <= 0) return 0;
-  std::sort(rates.begin(), rates.end(), std::greater<>());
-  const double quorum_rate = rates[static_cast<size_t>(q - 1)];
-  if (mine >= quorum_rate) return 0;
-  // The whole model as the job encodes it goes in the time the quorum's link takes for it.
-  const double whole = static_cast<double>(EncodedBytes(EncodingFor(plan_.spec.sync.compression), layout_.total_floats()));
-  return std::max<int64_t>(1, static_cast<int64_t>(whole * mine / quorum_rate));
-}
-
 std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -358,7 +342,6 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
     m.transfer_seconds = accounts_.TakeTransferSeconds(w);
     m.uplink_mbps = links_[w].uplink.Mbps();
     m.downlink_mbps = DownlinkMbps(w);
-    m.push_budget_bytes = PushBudget(w);
     return m;
   }
 }
@@ -409,6 +392,10 @@ Status Coordinator::AdoptPlan(const JobPlan& next) {
     members_.Close(w, members_.stream(w), ledger_);
     log_ << "coordinator: worker " << w << " fenced out: its stream is of plan generation " << stream_generation_[w]
          << "\n";
+  }
+  if (rounds_) {
+    aggregator_.StepMovedRows(ledger_);
+    FollowRounds(clock_.Now());
   }
   changed_.NotifyAll();
   return Status::Ok();

@@ -8,6 +8,8 @@
 //                            counting out, rejoining, stale streams and welcomes
 //   core/row_aggregator.h    the global model: gradients gathered row by row,
 //                            the optimizer's step when a row's clock moves
+//   core/round_deadline.h    policy deadline: when a round closes without
+//                            the workers still out
 //   core/staleness_ledger.h  who has contributed what to every row
 //   core/downlink_planner.h  which rows each worker is sent, and how
 //   core/team_accounts.h     what each worker has done, for the job's progress
@@ -65,7 +67,6 @@ struct ArrivingPush {
   int64_t iteration = 0;
   int64_t welcome = 0;  // the Welcome it builds on (core/team_membership.h)
   std::vector<PushedRow> rows;
-  std::vector<size_t> skipped;         // policy deadline: rows left out of its round; first part only
   std::optional<WorkerReport> report;  // on a push's first part only
   int64_t bytes = 0;                   // on the wire
 };
@@ -83,7 +84,6 @@ struct UpdateMessage {
   double transfer_seconds = 0;  // how long our earlier messages took on its downlink
   double uplink_mbps = 0;       // its uplink, as its pushes arrive here; 0: not yet
   double downlink_mbps = 0;     // what sizes the update's parts
-  int64_t push_budget_bytes = 0;  // policy deadline with link-sized pushes; 0: no limit
 };
 struct StopMessage {
   std::string reason;
@@ -154,13 +154,10 @@ class Coordinator final : public TrainingEngine {
   // With mu_ held.
   bool HasWork(int w) const;
   double DownlinkMbps(int w) const;
-  // Policy deadline with link-sized pushes: what `w`'s push may carry for
-  // its link to be through when the quorum's are; 0: no limit.
-  int64_t PushBudget(int w) const;
   WelcomeMessage MakeWelcome(int w, bool whole_model);
   std::vector<bool> ActiveWorkers() const;
-  // Policy deadline: notes a round that opened, and closes one whose
-  // deadline has passed, excusing who is not in (core/round_deadline.h).
+  // Policy deadline: notes the round that opened, and closes one whose
+  // deadline has passed, excusing the workers not in.
   void FollowRounds(TimePoint now);
 
   const JobPlan& plan_;
@@ -184,7 +181,7 @@ class Coordinator final : public TrainingEngine {
   TeamAccounts accounts_;
   std::vector<LinkMeters> links_;
   std::optional<RoundDeadline> rounds_;  // policy deadline only
-  int64_t rounds_at_deadline_ = 0;       // rounds closed by their deadline
+  int64_t rounds_at_deadline_ = 0;       // rounds its deadline closed
   int64_t excusals_ = 0;                 // workers excused from a round
   std::vector<int64_t> push_fates_;  // by PushFate
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under

@@ -41,7 +41,6 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
   update->set_transfer_seconds(m.transfer_seconds);
   update->set_uplink_mbps(m.uplink_mbps);
   update->set_staleness_bound(m.staleness_bound);
-  update->set_push_budget_bytes(m.push_budget_bytes);
   const int64_t part_bytes = PartBytes(static_cast<int64_t>(whole.ByteSizeLong()), m.downlink_mbps);
   return CutIntoParts<v1::CoordinatorMessage>(
       *update->mutable_rows(), part_bytes,
@@ -54,7 +53,6 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
           u->set_transfer_seconds(m.transfer_seconds);
           u->set_uplink_mbps(m.uplink_mbps);
           u->set_staleness_bound(m.staleness_bound);
-          u->set_push_budget_bytes(m.push_budget_bytes);
         }
         return p;
       },
@@ -89,7 +87,6 @@ ArrivingPush ToArriving(const v1::WorkerMessage& message, TimePoint arrived) {
     a.rows.push_back({row.id(), static_cast<RowEncoding>(row.encoding()), row.scale(), row.values()});
   }
   if (push.has_stats()) a.report = ToReport(push.stats());
-  a.skipped.assign(push.skipped().begin(), push.skipped().end());
   return a;
 }
 

@@ -14,7 +14,6 @@
 #include "core/partition.h"
 #include "core/push_composer.h"
 #include "core/row_layout.h"
-#include "core/row_optimizer.h"
 #include "core/trace_shaper.h"
 
 namespace edgetrain::agent {
@@ -25,9 +24,6 @@ namespace {
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
-// Policy deadline, pushes sized to the link: a row left out of this many
-// rounds in a row goes in the next whatever its importance.
-constexpr int kSkippedAtMost = 4;
 
 const WorkerSlot* SlotOf(const JobPlan& plan, int rank) {
   return static_cast<size_t>(rank) < plan.workers.size() ? &plan.workers[rank] : nullptr;
@@ -41,12 +37,8 @@ class WorkerRun {
         layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
         slowdown_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0),
         rounds_(plan.spec.sync.policy == SyncPolicy::kDeadline),
-        local_(rounds_ && plan.spec.sync.local_steps > 0),
-        predict_(rounds_ && !local_ && plan.spec.sync.predict),
         gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),
-        pushes_(layout_, EncodingFor(plan.spec.sync.compression),
-                plan.spec.sync.policy == SyncPolicy::kRog ||
-                    (plan.spec.sync.policy == SyncPolicy::kDeadline && plan.spec.sync.link_sized_pushes),
+        pushes_(layout_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog,
                 plan.spec.sync.row_order),
         copy_(layout_), batch_x_(static_cast<size_t>(plan.spec.data.batch_size * train.SampleSize())),
         batch_y_(static_cast<size_t>(plan.spec.data.batch_size)),
@@ -57,7 +49,6 @@ class WorkerRun {
     mine_ = std::move(parts[options.rank]);
     rng_.seed(plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank));
     std::shuffle(mine_.begin(), mine_.end(), rng_);
-    if (local_ && !plan.spec.sync.inner_learning_rate) inner_.emplace(plan.spec.optimizer, layout_);
     if (options.uplink) uplink_.emplace(*options.uplink, clock_.Now());
     uplink_peak_mbps_ = options.uplink ? std::min(options.link_peak_mbps, options.uplink->PeakMbps())
                                        : options.link_peak_mbps;
@@ -186,13 +177,7 @@ class WorkerRun {
     welcome_ = welcome.welcome();
     iteration_ = welcome.resume_after();
     pushed_iteration_ = iteration_;
-    pushed_seq_ = seq_;
-    batches_in_round_ = 0;
     pushes_.Restart(iteration_);
-    pushed_round_ = iteration_;
-    steps_on_global_ = 0;
-    steps_since_push_ = 0;
-    global_clock_ = 0;
     samples_since_push_ = 0;
     loss_sum_ = 0;
     loss_count_ = 0;
@@ -232,7 +217,6 @@ class WorkerRun {
         if (update.part() == 0) {
           downlink_meter_.Begin(arrived);
           if (update.uplink_mbps() > 0) measured_uplink_mbps_ = update.uplink_mbps();
-          push_budget_bytes_ = update.push_budget_bytes();
           bound_ = update.staleness_bound();  // 0 while it is the only one active
         } else {
           downlink_meter_.Continue(arrived, static_cast<int64_t>(message->ByteSizeLong()));
@@ -246,7 +230,7 @@ class WorkerRun {
         // An update comes in many parts; the compute loop waits only for the
         // rows its next iteration needs, so it is woken once they are here (its
         // wait times out anyway, and applies whatever is staged).
-        if (!broken_ && !local_ && !copy_.ReadyOnceAppliedFor(iteration_ + 1, bound_)) continue;
+        if (!broken_ && !copy_.ReadyOnceAppliedFor(iteration_ + 1, bound_)) continue;
       }
       changed_.NotifyAll();
     }
@@ -261,54 +245,23 @@ class WorkerRun {
         std::unique_lock lock(mu_);
         const TimePoint waiting = clock_.Now();
         stalled_since_ = waiting;
-        bool extra_batch = false;
         for (;;) {
-          if (local_) {
-            const auto& inner_lr = plan_.spec.sync.inner_learning_rate;
-            copy_.ApplyStaged(trainer_.Parameters(), pushes_.residual(),
-                              inner_lr ? static_cast<float>(*inner_lr) : 1.0f,
-                              static_cast<float>(plan_.spec.sync.lookahead));
-            if (copy_.LeastClock() > global_clock_) {
-              global_clock_ = copy_.LeastClock();
-              steps_on_global_ = 0;
-            }
-          } else if (predict_) {
-            copy_.ApplyPredicted(trainer_.Parameters(), iteration_);
-          } else {
-            copy_.ApplyStaged(trainer_.Parameters());
-          }
+          copy_.ApplyStaged(trainer_.Parameters());
           if (stop_ || broken_ || cancel_.load()) {
             stall_s_ += ToSeconds(clock_.Now() - waiting);
             stalled_since_.reset();
             return Status::Ok();
           }
-          // Local steps: as many on one global model as the job allows;
-          // a worker whose link is out stops there rather than drift.
-          if (local_ && steps_on_global_ < plan_.spec.sync.local_steps) break;
-          if (!local_ && copy_.ReadyFor(iteration_ + 1, bound_)) {
-            if (!rounds_ || copy_.LeastClock() <= iteration_) {
-              batches_in_round_ = 0;
-              break;
-            }
+          if (copy_.ReadyFor(iteration_ + 1, bound_)) {
+            if (!rounds_ || copy_.LeastClock() <= iteration_) break;
             // Policy deadline: the team closed rounds without this worker.
-            // Its next gradient is for the round its model is of, and what
-            // it computed for an older one is late for every row.
-            if (pushed_seq_ == seq_ || plan_.spec.sync.late_gradients == LateGradients::kDrop) {
-              // What is left in the residual when all went is kept: what
-              // compression or a sized push left for a later round.
-              if (pushed_seq_ < seq_) pushes_.Restart(copy_.LeastClock());
-              iteration_ = copy_.LeastClock();
-              pushed_iteration_ = iteration_;
-              pushed_seq_ = seq_;
-              batches_in_round_ = 0;
-              break;
-            }
-            // kFold: the late gradient goes first, labelled with its round.
-          } else if (rounds_ && !local_ && batches_in_round_ > 0 &&
-                     batches_in_round_ < plan_.spec.sync.batches_per_round && copy_.LeastClock() + 1 == iteration_) {
-            // Its gradient for this round is computed and the round is still
-            // open: another batch on the same model.
-            extra_batch = true;
+            // Its next gradient is for the round after its model's, and one
+            // computed for an earlier round and not yet pushed is late for
+            // every row: dropped here rather than sent. What is left when all
+            // went (compression's error) is kept.
+            if (pushed_iteration_ < iteration_) pushes_.Restart(copy_.LeastClock());
+            iteration_ = copy_.LeastClock();
+            pushed_iteration_ = iteration_;
             break;
           }
           changed_.WaitFor(lock, options_.timings.stall_recheck);
@@ -317,20 +270,9 @@ class WorkerRun {
         const double stalled = ToSeconds(clock_.Now() - waiting);
         stall_s_ += stalled;
         metrics_.AddStall(stalled);
-        // How stale each row is as this iteration uses it (the bound: at most
-        // S); with local steps, how many it has taken on this global model.
-        if (local_) {
-          metrics_.ObserveRowStaleness(static_cast<double>(steps_on_global_));
-        } else {
-          for (int64_t c : copy_.clocks()) metrics_.ObserveRowStaleness(iteration_ - c);
-        }
+        // How stale each row is as this iteration uses it (the bound: at most S).
+        for (int64_t c : copy_.clocks()) metrics_.ObserveRowStaleness(iteration_ - c);
         computing_welcome = welcome_;
-        // Its gradient goes into round iteration_ + 1, stepping the model of
-        // round iteration_: with prediction, computed on that model as far
-        // as it can be foreseen.
-        // (ApplyPredicted above, for the round the jump may have moved it to.)
-        if (predict_) copy_.ApplyPredicted(trainer_.Parameters(), iteration_);
-        computing_round_ = extra_batch ? iteration_ : iteration_ + 1;
       }
       // A batch from this worker's own partition, reshuffled on every pass.
       for (int64_t k = 0; k < batch; ++k) {
@@ -360,40 +302,8 @@ class WorkerRun {
       metrics_.SetLoss(loss);
       std::lock_guard lock(mu_);
       if (welcome_ != computing_welcome) continue;  // resynchronised meanwhile: a stale step
-      if (local_ && plan_.spec.sync.inner_learning_rate) {
-        // Plain SGD on this worker's model; the gradients go, summed.
-        const float lr = static_cast<float>(*plan_.spec.sync.inner_learning_rate);
-        std::span<float> x = trainer_.Parameters();
-        for (size_t i = 0; i < x.size(); ++i) x[i] -= lr * gradient_[i];
-        pushes_.Accumulate(gradient_);
-        ++steps_on_global_;
-        ++steps_since_push_;
-      } else if (local_) {
-        // The job's optimizer steps this worker's model; what it moved is
-        // what it pushes, pointing as a gradient does.
-        std::span<float> x = trainer_.Parameters();
-        moved_.assign(x.begin(), x.end());
-        for (size_t r = 0; r < layout_.size(); ++r) {
-          const RowSpan& span = layout_.row(r);
-          inner_->Apply(r, x.subspan(static_cast<size_t>(span.offset), static_cast<size_t>(span.length)),
-                        std::span<const float>(gradient_).subspan(static_cast<size_t>(span.offset),
-                                                                   static_cast<size_t>(span.length)));
-        }
-        for (size_t i = 0; i < moved_.size(); ++i) moved_[i] -= x[i];
-        pushes_.Accumulate(moved_);
-        ++steps_on_global_;
-        ++steps_since_push_;
-      } else {
-        pushes_.Accumulate(gradient_);
-      }
-      ++seq_;
-      if (rounds_ && !local_) {
-        // Its round is that of the model it computed on, however many batches it made on it.
-        iteration_ = computing_round_;
-        ++batches_in_round_;
-      } else {
-        ++iteration_;
-      }
+      pushes_.Accumulate(gradient_);
+      ++iteration_;
       samples_since_push_ += batch;
       summary_.samples += batch;
       loss_sum_ += loss;
@@ -427,11 +337,7 @@ class WorkerRun {
 
   // With mu_ held: the push for everything computed up to iteration_.
   v1::WorkerMessage ComposePush() {
-    // With local steps a push is labelled with the round it is for: the one
-    // after the newest global model it holds. Once a round: between, it
-    // carries only its stats, so the coordinator keeps hearing from it.
-    const bool round_due = local_ && LocalPushDue();
-    const int64_t t = local_ ? copy_.LeastStagedClock() + 1 : iteration_;
+    const int64_t t = iteration_;
     const double uplink = UplinkMbps();
     // What the uplink carries during one step's computation: a push is through
     // by the time the next is ready.
@@ -440,31 +346,7 @@ class WorkerRun {
     v1::Push* push = message.mutable_push();
     push->set_iteration(t);
     push->set_welcome(welcome_);
-    std::vector<OutgoingRow> rows;
-    if (rounds_ && !local_) {
-      // Policy deadline: a round's rows go once, with its gradient; a push
-      // between is only its stats. Sized to the link, the rows that do not
-      // fit are named, so that their round does not wait for them.
-      if (seq_ > pushed_seq_) {
-        const bool sized = plan_.spec.sync.link_sized_pushes && push_budget_bytes_ > 0;
-        rows = pushes_.Compose(t, sized ? kSkippedAtMost : 0,
-                               sized ? push_budget_bytes_ : std::numeric_limits<int64_t>::max() / 2);
-        if (plan_.spec.sync.link_sized_pushes) {
-          std::vector<bool> in(layout_.size(), false);
-          for (const OutgoingRow& row : rows) in[row.id] = true;
-          for (size_t r = 0; r < layout_.size(); ++r) {
-            if (!in[r]) push->add_skipped(static_cast<uint32_t>(r));
-          }
-        }
-      }
-    } else if (!local_ || round_due) {
-      rows = pushes_.Compose(t, bound_, budget);
-    }
-    if (round_due) {
-      pushed_round_ = t;
-      steps_since_push_ = 0;
-    }
-    for (OutgoingRow& out : rows) {
+    for (OutgoingRow& out : pushes_.Compose(t, bound_, budget)) {
       v1::Row* row = push->add_rows();
       row->set_id(static_cast<uint32_t>(out.id));
       row->set_clock(t);
@@ -494,8 +376,7 @@ class WorkerRun {
     samples_since_push_ = 0;
     loss_sum_ = 0;
     loss_count_ = 0;
-    pushed_iteration_ = local_ ? iteration_ : t;
-    pushed_seq_ = seq_;
+    pushed_iteration_ = t;
     summary_.rows_sent += push->rows_size();
     return message;
   }
@@ -512,10 +393,7 @@ class WorkerRun {
           v1::Push* p = m.mutable_push();
           p->set_iteration(push.iteration());
           p->set_welcome(push.welcome());
-          if (part == 0) {
-            *p->mutable_stats() = push.stats();
-            *p->mutable_skipped() = push.skipped();
-          }
+          if (part == 0) *p->mutable_stats() = push.stats();
           return m;
         },
         [](v1::WorkerMessage& m) { return m.mutable_push(); });
@@ -526,9 +404,8 @@ class WorkerRun {
       std::vector<v1::WorkerMessage> parts;
       {
         std::unique_lock lock(mu_);
-        changed_.WaitFor(lock, options_.timings.idle_push, [&] {
-          return stop_ || broken_ || (local_ ? LocalPushDue() : seq_ > pushed_seq_);
-        });
+        changed_.WaitFor(lock, options_.timings.idle_push,
+                         [&] { return stop_ || broken_ || iteration_ > pushed_iteration_; });
         if (stop_ || broken_) return;
         v1::WorkerMessage push = ComposePush();
         const int64_t part_bytes = PartBytes(static_cast<int64_t>(push.ByteSizeLong()), UplinkMbps());
@@ -567,12 +444,7 @@ class WorkerRun {
   const std::atomic<bool>& cancel_;
   const RowLayout layout_;
   const double slowdown_;
-  const bool rounds_;  // policy deadline
-  const bool local_;   // with local steps
-  const bool predict_;  // with weight prediction
-  // With mu_ held: whether a push with rows is due (local steps): a new
-  // global model is here since the last, and it has moved since.
-  bool LocalPushDue() const { return copy_.LeastStagedClock() + 1 > pushed_round_ && steps_since_push_ > 0; }
+  const bool rounds_;  // policy deadline: rounds may close without this worker
   std::optional<TraceShaper> uplink_;
   // What its link carries at most, when known (both ways follow the same trace).
   double uplink_peak_mbps_ = std::numeric_limits<double>::infinity();
@@ -596,19 +468,6 @@ class WorkerRun {
   int bound_ = 0;
   int64_t iteration_ = 0;
   int64_t pushed_iteration_ = 0;
-  int64_t seq_ = 0;         // steps computed, over every stream
-  int64_t pushed_seq_ = 0;  // of which pushed
-  // Policy deadline: the round of the model the step in progress is on, and
-  // how many batches it has computed on its round's model.
-  int64_t computing_round_ = 0;
-  int batches_in_round_ = 0;
-  // Local steps (policy deadline with localSteps).
-  std::optional<RowOptimizer> inner_;  // the job's optimizer, on this worker's model
-  std::vector<float> moved_;           // scratch
-  int64_t pushed_round_ = 0;           // the round its last push with rows was for
-  int64_t global_clock_ = 0;           // the round of the global model its model rests on
-  int steps_on_global_ = 0;            // local steps since that model came
-  int64_t steps_since_push_ = 0;
   int64_t samples_since_push_ = 0;
   double loss_sum_ = 0;
   int64_t loss_count_ = 0;
@@ -622,7 +481,6 @@ class WorkerRun {
   double pace_s_ = 0;  // EWMA of a step's compute time
   BandwidthEstimator uplink_estimate_;
   double measured_uplink_mbps_ = 0;
-  int64_t push_budget_bytes_ = 0;  // policy deadline: from the coordinator; 0: no limit
   ArrivalRateMeter downlink_meter_;
   bool stop_ = false;
   bool broken_ = false;
