@@ -7,6 +7,13 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// Round `round` of `d` opens now, and `complete` of `counted` workers are in `took` later.
+void RoundWith(RoundDeadline& d, SimulatedClock& clock, int64_t round, Duration took, int complete, int counted) {
+  d.Opened(round, clock.Now());
+  clock.Advance(took);
+  d.Completed(complete, counted, clock.Now());
+}
+
 TEST(RoundDeadlineTest, AQuorumIsAShareOfTheCountedWorkersAndAtLeastOne) {
   RoundDeadline half(0.5, 1.0), three_quarters(0.75, 1.0), all(1.0, 1.0), none(0.0, 1.0);
   EXPECT_EQ(half.QuorumOf(4), 2);
@@ -21,10 +28,8 @@ TEST(RoundDeadlineTest, AQuorumIsAShareOfTheCountedWorkersAndAtLeastOne) {
 TEST(RoundDeadlineTest, NoDeadlineUntilTheQuorumIsIn) {
   SimulatedClock clock;
   RoundDeadline d(0.75, 1.0);
-  d.Opened(7, clock.Now());
+  RoundWith(d, clock, 7, milliseconds(40), 2, 4);
   EXPECT_EQ(d.round(), 7);
-  clock.Advance(milliseconds(40));
-  d.Completed(2, 4, clock.Now());
   EXPECT_FALSE(d.deadline()) << "two of four are not three quarters";
   clock.Advance(std::chrono::seconds(30));
   EXPECT_FALSE(d.Due(clock.Now())) << "without its quorum a round waits as long as it takes";
@@ -54,23 +59,18 @@ TEST(RoundDeadlineTest, ADeadlineFollowsTheLinksOfItsRound) {
   // no fixed timeout to tune per cluster.
   SimulatedClock clock;
   RoundDeadline d(0.5, 1.0);
-  d.Opened(1, clock.Now());
-  clock.Advance(milliseconds(50));
-  d.Completed(2, 4, clock.Now());
+  RoundWith(d, clock, 1, milliseconds(50), 2, 4);
   EXPECT_EQ(*d.deadline() - clock.Now(), milliseconds(50));
   d.Opened(2, clock.Now());
   EXPECT_FALSE(d.deadline()) << "a new round starts without one";
-  clock.Advance(milliseconds(800));
-  d.Completed(2, 4, clock.Now());
+  RoundWith(d, clock, 2, milliseconds(800), 2, 4);
   EXPECT_EQ(*d.deadline() - clock.Now(), milliseconds(800));
 }
 
 TEST(RoundDeadlineTest, NoSlackClosesTheRoundWhenTheQuorumIsIn) {
   SimulatedClock clock;
   RoundDeadline d(0.5, 0.0);
-  d.Opened(1, clock.Now());
-  clock.Advance(milliseconds(70));
-  d.Completed(2, 4, clock.Now());
+  RoundWith(d, clock, 1, milliseconds(70), 2, 4);
   EXPECT_TRUE(d.Due(clock.Now()));
 }
 

@@ -92,6 +92,9 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
     ledger_.RecordIteration(w, c.ledger->iterations[w]);
   }
   accounts_.Restore(c.samples, c.workers);
+  // Rounds: each row's last step is where the restored ledger's clock has it,
+  // with nothing gathered towards the next.
+  aggregator_.StepMovedRows(ledger_);
   return Status::Ok();
 }
 

@@ -262,8 +262,14 @@ TEST(SimulatedTeamTest, TheJobsClockStartsWithItsTeam) {
   EXPECT_LT(p.elapsed_s, 1.1) << "the wait, or telling the workers to stop, was counted";
 }
 
-TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersReconnect) {
+class RestartTest : public ::testing::TestWithParam<SyncPolicy> {};
+
+TEST_P(RestartTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersReconnect) {
   TeamSetup setup = ATeamOf(3);
+  setup.output_dir += NameOf(GetParam());
+  setup.policy = GetParam();
+  const int bound = GetParam() == SyncPolicy::kDeadline ? 0 : 4;
+  setup.staleness_bound = bound;
   setup.checkpoint_every = 40;
   setup.budget.epochs = 10;
   SimulatedTeam team(setup);
@@ -278,7 +284,7 @@ TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorke
     died_at = t.progress().iteration;
     t.RestartCoordinator(*checkpoint);
   });
-  ExpectSound(team, 4);
+  ExpectSound(team, bound);
   const JobProgress& p = *team.result();
   EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
   ASSERT_TRUE(p.resumed_from_iteration.has_value()) << team.log();
@@ -292,6 +298,9 @@ TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorke
     EXPECT_GE(team.workers()[w]->reconnects, 1) << "worker " << w;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),
+                         [](const auto& info) { return std::string(NameOf(info.param)); });
 
 // A re-plan (a replacement node, a moved worker) reaches a running
 // coordinator as a new plan generation: it adopts it without a restart, and
