@@ -47,7 +47,12 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        [](const Json& self) { return Has(self, "alpha") == (self["kind"] == "dirichlet"); }},
       {"spec.sync", "stalenessBound applies only to the rog and ssp policies",
        [](const Json& self) {
-         return self["policy"] != "bsp" || !Has(self, "stalenessBound") || self["stalenessBound"] == 0;
+         return (self["policy"] != "bsp" && self["policy"] != "deadline") || !Has(self, "stalenessBound") ||
+                self["stalenessBound"] == 0;
+       }},
+      {"spec.sync", "quorum and deadlineSlack apply only to the deadline policy",
+       [](const Json& self) {
+         return self["policy"] == "deadline" || (!Has(self, "quorum") && !Has(self, "deadlineSlack"));
        }},
       {"spec.optimizer", "momentum applies only to the sgd optimizer",
        [](const Json& self) { return self["name"] == "sgd" || !Has(self, "momentum"); }},

@@ -35,6 +35,7 @@ const std::map<std::string, const char*> kBreaking = {
      R"({"spec": {"data": {"partition": {"kind": "dirichlet"}}}})"},
     {"stalenessBound applies only to the rog and ssp policies",
      R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 4}}})"},
+    {"quorum and deadlineSlack apply only to the deadline policy", R"({"spec": {"sync": {"policy": "bsp", "quorum": 0.5}}})"},
     {"momentum applies only to the sgd optimizer", R"({"spec": {"optimizer": {"name": "adam", "momentum": 0.9}}})"},
     {"volume needs path, where it is mounted",
      R"({"spec": {"output": {"volume": {"persistentVolumeClaim": {"claimName": "models"}}}}})"},
@@ -83,6 +84,8 @@ TEST(CrossFieldRulesTest, ManifestsThatKeepTheRulesPass) {
       R"({"spec": {"data": {"partition": {"kind": "dirichlet", "alpha": 0.5}}}})",
       R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 0}}})",
       R"({"spec": {"sync": {"policy": "ssp", "stalenessBound": 20}}})",
+      R"({"spec": {"sync": {"policy": "deadline", "quorum": 0.5, "deadlineSlack": 2}}})",
+      R"({"spec": {"sync": {"policy": "deadline", "compression": "int8"}}})",
       R"({"spec": {"optimizer": {"name": "sgd", "momentum": 0.9}}})",
       R"({"spec": {"output": {"path": "/models", "volume": {"persistentVolumeClaim": {"claimName": "m"}}}}})",
   };

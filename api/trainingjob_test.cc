@@ -65,6 +65,23 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
   EXPECT_FALSE(job->raw["spec"].contains("cleanPodPolicy")) << "raw keeps what was written";
 }
 
+TEST(TrainingJobTest, TheDeadlinePolicyTakesItsQuorumAndSlackOrLeavesThemToItsDefaults) {
+  auto job = ParseTrainingJob(With(R"({"spec": {"parallelism": {"workers": 4},
+                                       "sync": {"policy": "deadline", "compression": "int8", "quorum": 0.5,
+                                                "deadlineSlack": 2}}})"),
+                              "deadline.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->spec.sync.policy, SyncPolicy::kDeadline);
+  EXPECT_EQ(job->spec.sync.compression, Compression::kInt8);
+  EXPECT_EQ(job->spec.sync.quorum, 0.5);
+  EXPECT_EQ(job->spec.sync.deadline_slack, 2.0);
+  auto plain = ParseTrainingJob(With(R"({"spec": {"parallelism": {"workers": 4}, "sync": {"policy": "deadline"}}})"),
+                                "deadline.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->spec.sync.quorum) << "unset: the policy's default (core/round_deadline.h)";
+  EXPECT_FALSE(plain->spec.sync.deadline_slack);
+}
+
 TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
   struct Case {
     std::string yaml;
@@ -89,6 +106,10 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.budget.wallClock: must be a string (got integer 120); a duration takes its unit: write \"120s\" for 120 seconds"},
       {With(R"({"spec": {"suspend": "no"}})"), "spec.suspend: must be a boolean (got string \"no\")"},
       {With(R"({"spec": {"sync": {"policy": "async"}}})"), "spec.sync.policy: must be one of \"rog\", \"bsp\", \"ssp\""},
+      {With(R"({"spec": {"sync": {"policy": "deadline", "quorum": 0}}})"), "spec.sync.quorum: must be > 0 (got 0)"},
+      {With(R"({"spec": {"sync": {"policy": "deadline", "quorum": 1.5}}})"), "spec.sync.quorum: must be <= 1 (got 1.5)"},
+      {With(R"({"spec": {"sync": {"policy": "deadline", "deadlineSlack": -1}}})"),
+       "spec.sync.deadlineSlack: must be >= 0 (got -1)"},
       {With(R"({"apiVersion": "edgetrain.dev/v1"})"), "apiVersion: must be \"edgetrain.dev/v1alpha1\" (got \"edgetrain.dev/v1\")"},
       {With(R"({"kind": "Job"})"), "kind: must be \"TrainingJob\" (got \"Job\")"},
       {With(R"({"metadata": null})"), "metadata: required field is missing"},

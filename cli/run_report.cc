@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/progress_display.h"
+#include "core/step_cost.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -89,6 +90,36 @@ std::string StoppedBy(const JobProgress& p) {
 
 }  // namespace
 
+std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
+  if (p.workers.empty() || p.iteration <= 0 || p.elapsed_s <= 0) return "";
+  // What bsp with float32 rows would have sent for as many iterations: the
+  // whole model up and down, for each worker, every iteration.
+  const double whole = static_cast<double>(p.iteration) * static_cast<double>(p.workers.size()) * 4.0 *
+                       static_cast<double>(StepCostOf(spec).parameters);
+  const double up = static_cast<double>(BytesSent(p)), down = static_cast<double>(BytesReceived(p));
+  // The limit: every worker computing without a wait, at its own pace. A team
+  // iteration is a batch from each, so the team's rate is the mean of theirs.
+  double rate_sum = 0;
+  int rated = 0;
+  for (const auto& w : p.workers) {
+    const double computing = w.wall_s - w.stall_s;
+    const int64_t batches = w.batch_size > 0 ? w.samples / w.batch_size : 0;
+    if (computing <= 0 || batches <= 0) continue;
+    rate_sum += static_cast<double>(batches) / computing;
+    ++rated;
+  }
+  std::string said = "on the wire " + Fixed(up / 1e6, 0) + " MB up and " + Fixed(down / 1e6, 0) + " MB down";
+  if (whole > 0) said += ", " + Fixed(100 * (up + down) / (2 * whole), 0) + "% of float32 rows both ways every iteration";
+  said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; " +
+          Fixed(static_cast<double>(p.iteration) / p.elapsed_s, 1) + " team iterations/s";
+  if (rated == static_cast<int>(p.workers.size())) {
+    const double limit = rate_sum / rated;
+    said += " against " + Fixed(limit, 1) + " computing alone (" +
+            Fixed(100 * static_cast<double>(p.iteration) / p.elapsed_s / limit, 0) + "%)";
+  }
+  return said;
+}
+
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out) {
   const int workers = job.spec.parallelism.workers;
@@ -108,6 +139,9 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     out << " over this run and those it resumed (from iteration " << WithThousands(*p.resumed_from_iteration) << ")";
   }
   out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
+  if (plan.team) {
+    if (const std::string gained = WhatTheTeamGained(job.spec, p); !gained.empty()) out << "  " << gained << "\n";
+  }
   if (p.energy_joules) {
     out << "  energy (modelled, docs/energy.md): " << WithThousands(std::llround(*p.energy_joules)) << " J\n";
   }

@@ -63,6 +63,7 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   EXPECT_NE(s.find("331 team iterations (a batch from each of 3 workers)"), std::string::npos) << s;
   EXPECT_NE(s.find("the team waited on robot-2 for 31.2 s and robot-3 for 12.0 s"), std::string::npos) << s;
   EXPECT_NE(s.find("batches"), std::string::npos) << s;
+  EXPECT_NE(s.find("\n  on the wire "), std::string::npos) << "what the team's synchronising bought: " << s;
   EXPECT_NE(s.find("not in the team at the end: robot-3"), std::string::npos) << s;
   std::istringstream lines(s);
   std::vector<std::string> rows;
@@ -82,6 +83,33 @@ TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
   EXPECT_EQ(WhoTheTeamWaitedOn(p, {}), "");
   p.workers[2].held_team_s = 30;
   EXPECT_EQ(WhoTheTeamWaitedOn(p, {}), "worker 2 for 30.0 s");
+}
+
+TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
+  JobSpec spec;  // mlp [128, 64] on fashion-mnist: 109,386 parameters, 437,544 bytes as float32
+  spec.model.hidden = {128, 64};
+  spec.data.dataset = DatasetName::kFashionMnist;
+  JobProgress p;
+  p.iteration = 100;
+  p.elapsed_s = 10;
+  for (int r = 0; r < 2; ++r) {
+    WorkerProgress w;
+    w.rank = r;
+    w.batch_size = 64;
+    w.samples = 100 * 64;
+    w.wall_s = 10;
+    w.stall_s = 9;  // a batch every 10 ms when it computes: 100 a second alone
+    w.stall_fraction = 0.9;
+    w.bytes_sent = 1'000'000;
+    w.bytes_received = 2'000'000;
+    p.workers.push_back(w);
+  }
+  // bsp with float32 rows: 100 iterations x 2 workers x 437,544 bytes each way.
+  EXPECT_EQ(WhatTheTeamGained(spec, p),
+            "on the wire 2 MB up and 4 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
+            "time; 10.0 team iterations/s against 100.0 computing alone (10%)");
+  p.iteration = 0;
+  EXPECT_EQ(WhatTheTeamGained(spec, p), "") << "nothing to say before the first iteration";
 }
 
 }  // namespace

@@ -28,8 +28,10 @@ constexpr NameTable<ParallelismMode, 4> kModeNames{{{ParallelismMode::kDataParal
 constexpr NameTable<SyncGranularity, 3> kGranularityNames{{{SyncGranularity::kRow, "row"},
                                                            {SyncGranularity::kLayer, "layer"},
                                                            {SyncGranularity::kModel, "model"}}};
-constexpr NameTable<SyncPolicy, 3> kPolicyNames{
-    {{SyncPolicy::kRog, "rog"}, {SyncPolicy::kBsp, "bsp"}, {SyncPolicy::kSsp, "ssp"}}};
+constexpr NameTable<SyncPolicy, 4> kPolicyNames{{{SyncPolicy::kRog, "rog"},
+                                                  {SyncPolicy::kBsp, "bsp"},
+                                                  {SyncPolicy::kSsp, "ssp"},
+                                                  {SyncPolicy::kDeadline, "deadline"}}};
 constexpr NameTable<Compression, 5> kCompressionNames{{{Compression::kNone, "none"},
                                                        {Compression::kFp16, "fp16"},
                                                        {Compression::kInt8, "int8"},
@@ -170,6 +172,8 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   sync.Get("stalenessBound", spec.sync.staleness_bound);
   sync.GetEnum("compression", kCompressionNames, spec.sync.compression);
   if (sync.Has("rowOrder")) sync.GetEnum("rowOrder", kRowOrderNames, spec.sync.row_order);
+  sync.Get("quorum", spec.sync.quorum);
+  sync.Get("deadlineSlack", spec.sync.deadline_slack);
 
   Reader optimizer = r.Child("optimizer");
   optimizer.GetEnum("name", kOptimizerNames, spec.optimizer.kind);

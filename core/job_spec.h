@@ -21,7 +21,7 @@ enum class DatasetName { kFashionMnist, kDigits };
 enum class PartitionKind { kIid, kDirichlet };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
-enum class SyncPolicy { kRog, kBsp, kSsp };
+enum class SyncPolicy { kRog, kBsp, kSsp, kDeadline };
 enum class Compression { kNone, kFp16, kInt8, kSign, kTopK };
 enum class RowOrder { kImportance, kStaleness };
 enum class OptimizerKind { kSgd, kAdam };
@@ -59,6 +59,11 @@ struct SyncSpec {
   std::optional<int> staleness_bound;
   Compression compression = Compression::kNone;
   RowOrder row_order = RowOrder::kImportance;
+  // deadline (core/round_deadline.h): the share of the counted workers whose
+  // push sets a round's deadline, and the slack the rest get; the CRD
+  // documents their defaults, which RoundDeadline holds.
+  std::optional<double> quorum;
+  std::optional<double> deadline_slack;
 };
 
 struct OptimizerSpec {

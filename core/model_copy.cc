@@ -31,6 +31,10 @@ void ModelCopy::ApplyStaged(std::span<float> model) {
   }
 }
 
+int64_t ModelCopy::LeastClock() const {
+  return applied_clock_.empty() ? 0 : *std::min_element(applied_clock_.begin(), applied_clock_.end());
+}
+
 bool ModelCopy::AllAtLeast(const std::vector<int64_t>& clocks, int64_t need) {
   return std::all_of(clocks.begin(), clocks.end(), [&](int64_t c) { return c >= need; });
 }

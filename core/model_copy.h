@@ -35,6 +35,9 @@ class ModelCopy {
   bool ReadyOnceAppliedFor(int64_t t, int staleness_bound) const {
     return AllAtLeast(staged_clock_, t - 1 - staleness_bound);
   }
+  // The least clock of a row in the model: the newest iteration it is fresh
+  // for (with S = 0) is this + 1.
+  int64_t LeastClock() const;
   // Each row's clock in the model, in row order.
   std::span<const int64_t> clocks() const { return applied_clock_; }
 

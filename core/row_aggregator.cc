@@ -14,6 +14,42 @@ std::span<const float> RowAggregator::row_values(size_t r) const {
   return {params_.data() + span.offset, static_cast<size_t>(span.length)};
 }
 
+void RowAggregator::CloseRoundsAtDeadlines() {
+  rounds_ = true;
+  gathered_count_.assign(layout_.size(), 0);
+}
+
+int64_t RowAggregator::least_applied_clock() const {
+  return applied_clock_.empty() ? 0 : *std::min_element(applied_clock_.begin(), applied_clock_.end());
+}
+
+void RowAggregator::StepRound(size_t r, int64_t clock) {
+  const RowSpan& span = layout_.row(r);
+  std::span<float> gradient(gathered_.data() + span.offset, static_cast<size_t>(span.length));
+  if (gathered_count_[r] > 0) {
+    const float mean = 1.0f / static_cast<float>(gathered_count_[r]);
+    for (float& g : gradient) g *= mean;
+    std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
+    optimizer_.Apply(r, params, gradient, 1.0);
+    ++versions_[r];
+  }
+  std::fill(gradient.begin(), gradient.end(), 0.0f);
+  gathered_count_[r] = 0;
+  applied_clock_[r] = clock;
+}
+
+bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {
+  if (!rounds_) return false;
+  bool stepped = false;
+  for (size_t r = 0; r < layout_.size(); ++r) {
+    const int64_t clock = ledger.Clock(r);
+    if (clock <= applied_clock_[r]) continue;
+    StepRound(r, clock);
+    stepped = true;
+  }
+  return stepped;
+}
+
 StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
                                         StalenessLedger& ledger) {
   bool stepped = false;
@@ -21,6 +57,25 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
     if (row.id >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id) + " does not exist");
     const RowSpan& span = layout_.row(row.id);
     std::span<float> gradient(gathered_.data() + span.offset, static_cast<size_t>(span.length));
+    if (rounds_) {
+      // For round `iteration`, computed on the row at clock iteration - 1.
+      if (iteration <= applied_clock_[row.id]) {
+        ++late_rows_;
+        // Still decoded: a row that does not decode is refused, late or not.
+        scratch_.resize(gradient.size());
+        EDGETRAIN_RETURN_IF_ERROR(DecodeRow(row.encoding, row.scale, row.values, scratch_));
+      } else {
+        EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
+        ++gathered_count_[row.id];
+      }
+      ledger.RecordPush(w, row.id, iteration);
+      const int64_t clock = ledger.Clock(row.id);
+      if (clock > applied_clock_[row.id]) {
+        StepRound(row.id, clock);
+        stepped = true;
+      }
+      continue;
+    }
     EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
     ledger.RecordPush(w, row.id, iteration);
     const int64_t clock = ledger.Clock(row.id);

@@ -9,6 +9,12 @@
 // most S, one under BSP; RowOptimizer::Apply). Averaged like BSP however the
 // rows arrived: stepping on single arrivals followed each worker's non-IID data
 // in turn, and with Adam (whose step does not scale with its gradient) drifted.
+//
+// Under policy deadline (core/round_deadline.h) a row steps once a round, on
+// the mean of the gradients that reached it in the round, however many: a
+// round may close without a worker. A gradient for a round the row has
+// already stepped is late, and dropped (docs/data-parallelism.md says what
+// folding it in measured).
 
 #include <cstdint>
 #include <span>
@@ -36,11 +42,23 @@ class RowAggregator {
  public:
   RowAggregator(const RowLayout& layout, const OptimizerSpec& optimizer, std::span<const float> initial);
 
+  // Rounds of policy deadline: from now on a row steps on the mean of what
+  // reached it in its round, and late gradients are dropped.
+  void CloseRoundsAtDeadlines();
+
   // Worker `w`'s push after its iteration `iteration`: each row's gradient is
   // gathered and recorded in `ledger`, and the rows whose clock moved step.
   // Returns whether any row stepped. InvalidArgument for a row that does not
   // exist or does not decode; rows before it are applied.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
+
+  // Rounds: steps every row whose clock moved without a push (a worker
+  // excused, counted out or gone). Returns whether any did.
+  bool StepMovedRows(const StalenessLedger& ledger);
+  // The least clock a row's last step reached: the team's round is this + 1.
+  int64_t least_applied_clock() const;
+  // Rounds: gradient rows dropped for coming after their round had closed.
+  int64_t late_rows() const { return late_rows_; }
 
   std::span<const float> parameters() const { return params_; }
   std::span<const float> row_values(size_t r) const;
@@ -69,6 +87,12 @@ class RowAggregator {
   std::vector<float> gathered_;         // gradients awaiting their row's clock
   std::vector<int64_t> applied_clock_;  // per row: the clock its last step reached
   std::vector<int64_t> versions_;       // per row: steps applied
+  // Rounds only.
+  void StepRound(size_t r, int64_t clock);
+  bool rounds_ = false;
+  std::vector<int> gathered_count_;  // per row: the gradients gathered for its round
+  int64_t late_rows_ = 0;
+  std::vector<float> scratch_;
 };
 
 }  // namespace edgetrain

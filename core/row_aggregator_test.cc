@@ -73,5 +73,35 @@ TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {
   EXPECT_EQ(model.Restore(state).code(), StatusCode::kFailedPrecondition);
 }
 
+// Policy deadline: a row steps once a round on the mean of the gradients
+// that reached it, however many; one for a round already stepped is dropped.
+TEST_F(RowAggregatorTest, InRoundsARowStepsOnTheMeanOfWhatReachedItAndALateGradientIsDropped) {
+  StalenessLedger ledger(3, 2, 0);
+  RowAggregator model(layout, sgd, zeros);
+  model.CloseRoundsAtDeadlines();
+  const std::string g0 = Floats({3, 3}), g1 = Floats({9, 9}), late = Floats({100, 100});
+  std::vector<PushedRow> r0 = {{0, RowEncoding::kFloat32, 1, g0}}, r1 = {{0, RowEncoding::kFloat32, 1, g1}};
+  std::vector<PushedRow> r2 = {{0, RowEncoding::kFloat32, 1, late}};
+  ASSERT_TRUE(model.ApplyPush(0, 1, r0, ledger).ok());
+  ASSERT_TRUE(model.ApplyPush(1, 1, r1, ledger).ok());
+  EXPECT_EQ(model.version(0), 0) << "worker 2 is counted in round 1";
+  // Its deadline passes: worker 2 is excused and the row steps on the two it has.
+  ledger.Excuse(2);
+  EXPECT_TRUE(model.StepMovedRows(ledger));
+  EXPECT_EQ(model.version(0), 1);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -6) << "minus the mean of 3 and 9, not a third of their sum";
+  EXPECT_EQ(model.least_applied_clock(), 0) << "row 1 had no push: it waits, as under bsp";
+  // Worker 2's gradient for round 1 arrives after the round: dropped.
+  ASSERT_TRUE(model.ApplyPush(2, 1, r2, ledger).ok());
+  EXPECT_EQ(model.late_rows(), 1);
+  EXPECT_EQ(model.version(0), 1);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -6);
+  // Round 2, all three in: the late gradient is not in its mean either.
+  ledger.Readmit(2);
+  for (int w = 0; w < 3; ++w) ASSERT_TRUE(model.ApplyPush(w, 2, r0, ledger).ok());
+  EXPECT_EQ(model.version(0), 2);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -9);
+}
+
 }  // namespace
 }  // namespace edgetrain

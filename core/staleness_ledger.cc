@@ -8,7 +8,15 @@ namespace edgetrain {
 StalenessLedger::StalenessLedger(int workers, size_t rows, int staleness_bound)
     : rows_(rows), bound_(staleness_bound), pushed_(static_cast<size_t>(workers) * rows, 0),
       copy_(static_cast<size_t>(workers) * rows, 0), iteration_(static_cast<size_t>(workers), 0),
-      active_(static_cast<size_t>(workers), true) {}
+      active_(static_cast<size_t>(workers), true), excused_(static_cast<size_t>(workers), false) {}
+
+void StalenessLedger::Readmit(int w) {
+  if (!excused_[w]) return;
+  std::vector<int64_t> clocks(rows_);
+  for (size_t r = 0; r < rows_; ++r) clocks[r] = Clock(r);
+  excused_[w] = false;
+  for (size_t r = 0; r < rows_; ++r) pushed_[Index(w, r)] = std::max(pushed_[Index(w, r)], clocks[r]);
+}
 
 void StalenessLedger::RecordPush(int w, size_t r, int64_t iteration) {
   int64_t& p = pushed_[Index(w, r)];
@@ -24,7 +32,7 @@ int64_t StalenessLedger::Clock(size_t r) const {
   int64_t clock = std::numeric_limits<int64_t>::max();
   bool any = false;
   for (int w = 0; w < workers(); ++w) {
-    if (!active_[w]) continue;
+    if (!counted(w)) continue;
     clock = std::min(clock, pushed_[Index(w, r)]);
     any = true;
   }
@@ -46,10 +54,10 @@ std::vector<size_t> StalenessLedger::SendableMandatory(int w) const {
 }
 
 bool StalenessLedger::HoldsTeam(int w) const {
-  if (!active_[w]) return false;
+  if (!counted(w)) return false;
   int64_t need = std::numeric_limits<int64_t>::min();
   for (int o = 0; o < workers(); ++o) {
-    if (o != w && active_[o]) need = std::max(need, Need(iteration_[o] + 1));
+    if (o != w && counted(o)) need = std::max(need, Need(iteration_[o] + 1));
   }
   for (size_t r = 0; r < rows_; ++r) {
     if (pushed_[Index(w, r)] < need) return true;
@@ -59,11 +67,11 @@ bool StalenessLedger::HoldsTeam(int w) const {
 
 std::vector<size_t> StalenessLedger::DemandFrom(int lagging) const {
   std::vector<size_t> rows;
-  if (!active_[lagging]) return rows;
+  if (!counted(lagging)) return rows;
   // The highest need among the other active workers.
   int64_t need = std::numeric_limits<int64_t>::min();
   for (int w = 0; w < workers(); ++w) {
-    if (w != lagging && active_[w]) need = std::max(need, Need(iteration_[w] + 1));
+    if (w != lagging && counted(w)) need = std::max(need, Need(iteration_[w] + 1));
   }
   // Only what the lagging worker has computed can be demanded of it.
   need = std::min(need, iteration_[lagging]);
@@ -90,13 +98,14 @@ int64_t StalenessLedger::Rejoin(int w, bool copy_lost) {
   int64_t team = 0;
   bool any = false;
   for (int o = 0; o < workers(); ++o) {
-    if (o == w || !active_[o]) continue;
+    if (o == w || !counted(o)) continue;
     team = any ? std::min(team, iteration_[o]) : iteration_[o];
     any = true;
   }
   // Resuming at the slowest teammate's iteration keeps w within the bound at once.
   iteration_[w] = any ? team : iteration_[w];
   active_[w] = true;
+  excused_[w] = false;
   // Credited as if it had pushed every row at that iteration, which is what it
   // will believe of itself: no row's clock drops (a clock is at most the slowest
   // teammate's iteration), and w is never blocked on a push it did not make.

@@ -17,6 +17,11 @@
 // robot behind a wall does not stop the team; on rejoining they resume at the
 // team's iteration (their missed gradients are dropped, their copy resent).
 //
+// Policy deadline (core/round_deadline.h) closes a round without the workers
+// still out at its deadline: they are excused, and stay active — sent rows,
+// their pushes read — but leave the clocks' minimum, as if counted out, until
+// they push for the round the team is in (Readmit).
+//
 // The bound tolerates lag between teammates; it buys nothing against oneself.
 // A worker that is the only one active has every row's clock at its own
 // pushes, and S > 0 would only have it compute on its own delayed updates:
@@ -71,6 +76,15 @@ class StalenessLedger {
 
   bool active(int w) const { return active_[w]; }
   int active_count() const;
+  // Policy deadline: `w` leaves the rows' clocks until Readmit.
+  void Excuse(int w) { excused_[w] = true; }
+  bool excused(int w) const { return excused_[w]; }
+  // Back in the rows' clocks: credited with a push of every row at the clock
+  // the row has without it, so that no clock drops; the rows that have not
+  // stepped for the round it pushes for then wait for its push.
+  void Readmit(int w);
+  // Whose pushes the rows' clocks wait for: active and not excused.
+  bool counted(int w) const { return active_[w] && !excused_[w]; }
   void Deactivate(int w) { active_[w] = false; }
   // Brings `w` back: its iteration set to the slowest active teammate's, credited
   // with a push of every row at that iteration (its missed gradients are
@@ -92,6 +106,7 @@ class StalenessLedger {
   std::vector<int64_t> copy_;       // [w * rows + r]
   std::vector<int64_t> iteration_;  // [w]
   std::vector<bool> active_;        // [w]
+  std::vector<bool> excused_;       // [w]
 };
 
 }  // namespace edgetrain

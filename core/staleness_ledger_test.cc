@@ -195,5 +195,54 @@ TEST(StalenessLedgerTest, ATeamNeverUsesARowMoreThanSStaleAndSurvivesACutLink) {
   }
 }
 
+// Policy deadline: a worker still out when its round's deadline passes is
+// excused, and the rows step without it; back, it never lowers a clock.
+TEST(StalenessLedgerTest, AnExcusedWorkerLeavesTheClocksUntilItIsReadmitted) {
+  StalenessLedger l(3, 2, 0);
+  for (int w = 0; w < 3; ++w) {
+    for (size_t r = 0; r < 2; ++r) l.RecordPush(w, r, 4);
+  }
+  // Round 5: workers 0 and 1 are in; worker 2 pushed only row 0.
+  for (int w = 0; w < 2; ++w) {
+    for (size_t r = 0; r < 2; ++r) l.RecordPush(w, r, 5);
+  }
+  l.RecordPush(2, 0, 5);
+  EXPECT_EQ(l.Clock(1), 4) << "row 1 waits for worker 2";
+  EXPECT_TRUE(l.HoldsTeam(2));
+  l.Excuse(2);
+  EXPECT_TRUE(l.excused(2));
+  EXPECT_TRUE(l.active(2)) << "excused, it is still sent rows and heard";
+  EXPECT_FALSE(l.counted(2));
+  EXPECT_EQ(l.Clock(1), 5);
+  EXPECT_FALSE(l.HoldsTeam(2));
+  EXPECT_TRUE(l.DemandFrom(2).empty()) << "nothing is demanded of an excused worker";
+  // The team goes on: row 0 through round 7, row 1 through round 6.
+  for (int w = 0; w < 2; ++w) {
+    l.RecordPush(w, 0, 7);
+    l.RecordPush(w, 1, 6);
+  }
+  l.Readmit(2);
+  EXPECT_TRUE(l.counted(2));
+  EXPECT_EQ(l.Clock(0), 7) << "credited with the clock each row had: no clock drops";
+  EXPECT_EQ(l.Clock(1), 6);
+  // Its push for round 7 is what row 1 now waits for, with the others'.
+  for (int w = 0; w < 2; ++w) l.RecordPush(w, 1, 7);
+  EXPECT_EQ(l.Clock(1), 6);
+  l.RecordPush(2, 1, 7);
+  EXPECT_EQ(l.Clock(1), 7);
+}
+
+TEST(StalenessLedgerTest, AWorkerCountedOutAndBackIsNoLongerExcused) {
+  StalenessLedger l(2, 1, 0);
+  l.RecordPush(0, 0, 3);
+  l.RecordPush(1, 0, 2);
+  l.Excuse(1);
+  l.Deactivate(1);
+  l.Rejoin(1, /*copy_lost=*/false);
+  EXPECT_TRUE(l.counted(1));
+  EXPECT_FALSE(l.excused(1));
+  EXPECT_EQ(l.Clock(0), 3) << "it resumes at the team's iteration";
+}
+
 }  // namespace
 }  // namespace edgetrain

@@ -10,7 +10,7 @@ namespace {
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 
 int StalenessBound(const SyncSpec& sync) {
-  if (sync.policy == SyncPolicy::kBsp) return 0;
+  if (sync.policy == SyncPolicy::kBsp || sync.policy == SyncPolicy::kDeadline) return 0;
   return sync.staleness_bound.value_or(4);  // the CRD documents 4 as the default
 }
 
@@ -32,6 +32,41 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
   // Workers join the ledger when their stream arrives (Join), not before: the
   // team starts with those there, and later ones join where it is.
   for (int w = 0; w < world_; ++w) ledger_.Deactivate(w);
+  if (plan.spec.sync.policy == SyncPolicy::kDeadline) {
+    rounds_.emplace(plan.spec.sync.quorum.value_or(kDefaultQuorum),
+                    plan.spec.sync.deadline_slack.value_or(kDefaultDeadlineSlack));
+    aggregator_.CloseRoundsAtDeadlines();
+  }
+}
+
+void Coordinator::FollowRounds(TimePoint now) {
+  if (!rounds_) return;
+  for (;;) {
+    const int64_t round = aggregator_.least_applied_clock() + 1;
+    if (round != rounds_->round()) rounds_->Opened(round, now);
+    // Who the round waits on, and who of them has pushed all of it.
+    int counted = 0, complete = 0;
+    std::vector<bool> in(static_cast<size_t>(world_), false);
+    for (int w = 0; w < world_; ++w) {
+      if (!ledger_.counted(w)) continue;
+      ++counted;
+      bool all = true;
+      for (size_t r = 0; all && r < layout_.size(); ++r) all = ledger_.pushed(w, r) >= round;
+      in[w] = all;
+      complete += all ? 1 : 0;
+    }
+    if (counted == 0) return;
+    rounds_->Completed(complete, counted, now);
+    if (!rounds_->Due(now)) return;
+    for (int w = 0; w < world_; ++w) {
+      if (!ledger_.counted(w) || in[w]) continue;
+      ledger_.Excuse(w);
+      ++excusals_;
+    }
+    ++rounds_at_deadline_;
+    if (!aggregator_.StepMovedRows(ledger_)) return;
+    changed_.NotifyAll();
+  }
 }
 
 Coordinator::~Coordinator() = default;
@@ -58,6 +93,9 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
     ledger_.RecordIteration(w, c.ledger->iterations[w]);
   }
   accounts_.Restore(c.samples, c.workers);
+  // Rounds: each row's last step is where the restored ledger's clock has it,
+  // with nothing gathered towards the next.
+  aggregator_.StepMovedRows(ledger_);
   return Status::Ok();
 }
 
@@ -92,12 +130,35 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
 
 Status Coordinator::Advance() {
   const TimePoint began = clock_.Now();
-  clock_.SleepFor(timings_.tick);
+  if (rounds_) {
+    // A round's deadline is kept to the moment, not to the tick: a round
+    // lasts a few ticks. (Arrivals look at it too, in Receive.)
+    for (;;) {
+      TimePoint wake = began + timings_.tick;
+      {
+        std::lock_guard lock(mu_);
+        const TimePoint now = clock_.Now();
+        if (now >= wake) break;
+        FollowRounds(now);
+        if (rounds_->deadline()) {
+          wake = std::min(wake, std::max(*rounds_->deadline(), now + std::chrono::milliseconds(1)));
+        }
+      }
+      clock_.SleepUntil(wake);
+    }
+  } else {
+    clock_.SleepFor(timings_.tick);
+  }
   std::lock_guard lock(mu_);
   const TimePoint now = clock_.Now();
   for (const CountedOut& out : members_.CountOutOverdue(now, ledger_)) {
     log_ << "coordinator: worker " << out.worker << " counted out: no push for " << ToSeconds(out.silent)
          << " s, past its deadline of " << ToSeconds(out.deadline) << " s\n";
+  }
+  if (rounds_) {
+    // A worker counted out leaves the clocks: the rows it held step now.
+    if (aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
+    FollowRounds(now);
   }
   // Who the team waits on: named in the progress, so that a slow run says why.
   for (int w = 0; w < world_; ++w) {
@@ -162,6 +223,11 @@ void Coordinator::Finish(FinalModel final) {
   changed_.WaitFor(lock, timings_.stop_grace, [&] { return members_.connected_count() == 0; });
   abandon_sends_ = true;  // a worker that has not heard Stop by now is behind a dead link
   changed_.NotifyAll();
+  if (rounds_) {
+    log_ << "coordinator: " << aggregator_.least_applied_clock() << " rounds, " << rounds_at_deadline_
+         << " closed by their deadline, " << excusals_ << " workers excused, " << aggregator_.late_rows()
+         << " gradient rows late\n";
+  }
   if (final == FinalModel::kLastEvaluated) {
     aggregator_.SetParameters(model_.Parameters());
   } else {
@@ -233,6 +299,8 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     accounts_.Resumed(w, members_.resume_after(w));
     log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
   } else if (fate == PushFate::kApplied) {
+    // An excused worker pushing for the round the team is in counts again.
+    if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
     StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
     if (!stepped.ok()) {
       log_ << "coordinator: refusing worker " << w << "'s push: " << stepped.status().message() << "\n";
@@ -244,6 +312,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // A new iteration: what the team waits for from each worker may have changed.
     if (push.report) accounts_.Reported(w, *push.report);
     news = *stepped || push.report.has_value();
+    FollowRounds(now);
   }
   if (news) changed_.NotifyAll();
   return Status::Ok();
@@ -307,6 +376,10 @@ void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool 
 void Coordinator::Left(int w, uint64_t stream) {
   std::lock_guard lock(mu_);
   if (members_.Close(w, stream, ledger_) && !stopping_) log_ << "coordinator: worker " << w << " left\n";
+  if (rounds_) {
+    aggregator_.StepMovedRows(ledger_);
+    FollowRounds(clock_.Now());
+  }
   changed_.NotifyAll();
 }
 
@@ -341,6 +414,10 @@ Status Coordinator::AdoptPlan(const JobPlan& next) {
     members_.Close(w, members_.stream(w), ledger_);
     log_ << "coordinator: worker " << w << " fenced out: its stream is of plan generation " << stream_generation_[w]
          << "\n";
+  }
+  if (rounds_) {
+    aggregator_.StepMovedRows(ledger_);
+    FollowRounds(clock_.Now());
   }
   changed_.NotifyAll();
   return Status::Ok();

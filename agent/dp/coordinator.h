@@ -8,6 +8,8 @@
 //                            counting out, rejoining, stale streams and welcomes
 //   core/row_aggregator.h    the global model: gradients gathered row by row,
 //                            the optimizer's step when a row's clock moves
+//   core/round_deadline.h    policy deadline: when a round closes without
+//                            the workers still out
 //   core/staleness_ledger.h  who has contributed what to every row
 //   core/downlink_planner.h  which rows each worker is sent, and how
 //   core/team_accounts.h     what each worker has done, for the job's progress
@@ -37,6 +39,7 @@
 #include "core/downlink_planner.h"
 #include "core/job_plan.h"
 #include "core/row_aggregator.h"
+#include "core/round_deadline.h"
 #include "core/row_layout.h"
 #include "core/staleness_ledger.h"
 #include "core/team_accounts.h"
@@ -159,6 +162,9 @@ class Coordinator final : public TrainingEngine {
   double MeasuredDownlinkMbps(int w) const;
   WelcomeMessage MakeWelcome(int w, bool whole_model);
   std::vector<bool> ActiveWorkers() const;
+  // Policy deadline: notes the round that opened, and closes one whose
+  // deadline has passed, excusing the workers not in.
+  void FollowRounds(TimePoint now);
 
   const JobPlan& plan_;
   Trainer& model_;
@@ -180,6 +186,9 @@ class Coordinator final : public TrainingEngine {
   TeamMembership members_;
   TeamAccounts accounts_;
   std::vector<LinkMeters> links_;
+  std::optional<RoundDeadline> rounds_;  // policy deadline only
+  int64_t rounds_at_deadline_ = 0;       // rounds its deadline closed
+  int64_t excusals_ = 0;                 // workers excused from a round
   std::vector<int64_t> push_fates_;  // by PushFate
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
   std::vector<int64_t> slot_since_;         // per worker: SlotSince of the current plan; guarded by mu_

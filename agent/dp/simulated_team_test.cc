@@ -262,8 +262,14 @@ TEST(SimulatedTeamTest, TheJobsClockStartsWithItsTeam) {
   EXPECT_LT(p.elapsed_s, 1.1) << "the wait, or telling the workers to stop, was counted";
 }
 
-TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersReconnect) {
+class RestartTest : public ::testing::TestWithParam<SyncPolicy> {};
+
+TEST_P(RestartTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersReconnect) {
   TeamSetup setup = ATeamOf(3);
+  setup.output_dir += NameOf(GetParam());
+  setup.policy = GetParam();
+  const int bound = GetParam() == SyncPolicy::kDeadline ? 0 : 4;
+  setup.staleness_bound = bound;
   setup.checkpoint_every = 40;
   setup.budget.epochs = 10;
   SimulatedTeam team(setup);
@@ -278,7 +284,7 @@ TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorke
     died_at = t.progress().iteration;
     t.RestartCoordinator(*checkpoint);
   });
-  ExpectSound(team, 4);
+  ExpectSound(team, bound);
   const JobProgress& p = *team.result();
   EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
   ASSERT_TRUE(p.resumed_from_iteration.has_value()) << team.log();
@@ -292,6 +298,9 @@ TEST(SimulatedTeamTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorke
     EXPECT_GE(team.workers()[w]->reconnects, 1) << "worker " << w;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),
+                         [](const auto& info) { return std::string(NameOf(info.param)); });
 
 // A re-plan (a replacement node, a moved worker) reaches a running
 // coordinator as a new plan generation: it adopts it without a restart, and
@@ -446,6 +455,90 @@ TEST(SimulatedTeamTest, TheWorkerTheTeamWaitsOnIsNamedWithHowLong) {
   const auto& on_link = thin.result()->workers;
   EXPECT_GT(on_link[2].held_team_s, 0.25 * thin.result()->elapsed_s);
   EXPECT_LT(on_link[0].held_team_s, 0.05 * thin.result()->elapsed_s);
+}
+
+// Policy deadline (core/round_deadline.h) on links that keep up is bsp: the
+// same run, step for step.
+TEST(SimulatedTeamTest, DeadlineIsBspWhenEveryLinkKeepsUp) {
+  std::vector<std::string> outcomes;
+  for (SyncPolicy policy : {SyncPolicy::kBsp, SyncPolicy::kDeadline}) {
+    TeamSetup setup = ATeamOf(4);
+    setup.output_dir += NameOf(policy);
+    setup.policy = policy;
+    setup.staleness_bound = 0;
+    setup.compression = Compression::kInt8;
+    setup.partition = {PartitionKind::kDirichlet, 0.5};
+    setup.links.assign(4, BandwidthTrace::Constant(20));
+    SimulatedTeam team(setup);
+    team.Run();
+    ExpectSound(team, 0);
+    std::ostringstream o;
+    o.precision(17);
+    o << *team.result()->accuracy << " " << team.result()->iteration << " " << team.result()->elapsed_s;
+    for (const auto& w : team.result()->workers) o << " " << w.iteration << "/" << w.rows_sent << "/" << w.bytes_sent;
+    outcomes.push_back(o.str());
+    if (policy == SyncPolicy::kDeadline) {
+      EXPECT_NE(team.log().find(" 0 closed by their deadline, 0 workers excused, 0 gradient rows late"), std::string::npos)
+          << team.log();
+    }
+  }
+  EXPECT_EQ(outcomes[1], outcomes[0]);
+}
+
+// A link that fades to a few Mbit/s for a while — not out: its pushes still
+// come, so it is never counted out — and comes back. bsp waits on it every
+// round; deadline closes rounds without it (at most twice what the other
+// three took, by default), counts it again once it keeps up, and never has
+// anyone compute on a stale row.
+TEST(SimulatedTeamTest, UnderDeadlineALinkInADipDoesNotHoldTheTeam) {
+  auto dip = BandwidthTrace::Parse("seconds,mbps\n0,50\n2,3\n6,50\n20,50\n", "dip.csv");
+  ASSERT_TRUE(dip.ok()) << dip.status().ToString();
+  struct Run {
+    SyncPolicy policy;
+    bool dip;
+    JobProgress result;
+    int64_t w0_after = 0, w3_after = 0;  // iterations of workers 0 and 3 once the link is back
+  };
+  std::vector<Run> runs = {{SyncPolicy::kBsp, true, {}}, {SyncPolicy::kDeadline, true, {}},
+                           {SyncPolicy::kDeadline, false, {}}};
+  for (Run& run : runs) {
+    TeamSetup setup = ATeamOf(4);
+    setup.output_dir += std::string(NameOf(run.policy)) + (run.dip ? "-dip" : "");
+    setup.policy = run.policy;
+    setup.staleness_bound = 0;
+    setup.model.shapes = {{64, 256}};  // 64 kB of gradient a push: 10 ms at 50 Mbit/s, 175 ms at 3
+    setup.model.step = std::chrono::milliseconds(20);
+    setup.links.assign(4, BandwidthTrace::Constant(50));
+    if (run.dip) setup.links[3] = *dip;
+    setup.budget = {};
+    setup.budget.wall_clock = seconds(8);
+    SimulatedTeam team(setup);
+    int64_t w0 = 0, w3 = 0;
+    team.Run([&](SimulatedTeam& t) {
+      t.clock().SleepFor(std::chrono::milliseconds(6500));
+      w0 = IterationOf(t.progress(), 0);
+      w3 = IterationOf(t.progress(), 3);
+    });
+    ExpectSound(team, 0);
+    run.result = *team.result();
+    run.w0_after = IterationOf(run.result, 0) - w0;
+    run.w3_after = IterationOf(run.result, 3) - w3;
+    EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kCountedOut)], 0) << "the dip is not an outage";
+    if (run.policy == SyncPolicy::kDeadline && run.dip) {
+      const std::regex closed(" (\\d+) closed by their deadline, (\\d+) workers excused");
+      std::smatch m;
+      const std::string log = team.log();
+      ASSERT_TRUE(std::regex_search(log, m, closed)) << log;
+      EXPECT_GT(std::stoi(m[1]), 0) << "rounds closed without worker 3 while its link was at 3 Mbit/s";
+    }
+  }
+  const Run &bsp = runs[0], &deadline = runs[1], &no_dip = runs[2];
+  EXPECT_LT(bsp.result.iteration, 0.7 * no_dip.result.iteration) << "bsp waited 4 s on one link";
+  EXPECT_GT(deadline.result.iteration, 0.85 * no_dip.result.iteration) << "deadline did not";
+  EXPECT_LT(deadline.result.workers[0].stall_fraction, bsp.result.workers[0].stall_fraction);
+  // Back, worker 3 is counted in every round: as many iterations as the others.
+  EXPECT_GT(deadline.w0_after, 20);
+  EXPECT_GE(deadline.w3_after, deadline.w0_after - 2);
 }
 
 TEST(SimulatedTeamTest, BspUsesNoStaleRow) {

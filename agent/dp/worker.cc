@@ -36,6 +36,7 @@ class WorkerRun {
       : plan_(plan), options_(options), trainer_(trainer), train_(train), clock_(clock), log_(log), cancel_(cancel),
         layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
         slowdown_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0),
+        rounds_(plan.spec.sync.policy == SyncPolicy::kDeadline),
         gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),
         pushes_(layout_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog,
                 plan.spec.sync.row_order),
@@ -254,7 +255,18 @@ class WorkerRun {
             stalled_since_.reset();
             return Status::Ok();
           }
-          if (copy_.ReadyFor(iteration_ + 1, bound_)) break;
+          if (copy_.ReadyFor(iteration_ + 1, bound_)) {
+            if (!rounds_ || copy_.LeastClock() <= iteration_) break;
+            // Policy deadline: the team closed rounds without this worker.
+            // Its next gradient is for the round after its model's, and one
+            // computed for an earlier round and not yet pushed is late for
+            // every row: dropped here rather than sent. What is left when all
+            // went (compression's error) is kept.
+            if (pushed_iteration_ < iteration_) pushes_.Restart(copy_.LeastClock());
+            iteration_ = copy_.LeastClock();
+            pushed_iteration_ = iteration_;
+            break;
+          }
           changed_.WaitFor(lock, options_.timings.stall_recheck);
         }
         stalled_since_.reset();
@@ -435,6 +447,7 @@ class WorkerRun {
   const std::atomic<bool>& cancel_;
   const RowLayout layout_;
   const double slowdown_;
+  const bool rounds_;  // policy deadline: rounds may close without this worker
   std::optional<TraceShaper> uplink_;
   // What its link carries at most, when known (both ways follow the same trace).
   double uplink_peak_mbps_ = std::numeric_limits<double>::infinity();

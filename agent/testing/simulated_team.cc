@@ -23,11 +23,11 @@ std::string FreshFolder() {
 // One coordinator process: its model, engine, service, driver and server.
 struct SimulatedTeam::Incarnation {
   Incarnation(SimulatedTeam& team)
-      : model(team.setup_.model, team.clock_), metrics(team.registry_, team.plan_.job, team.setup_.workers),
-        coordinator(team.plan_, model, team.data_.test, team.data_.train.size(), team.clock_, team.log_, metrics),
+      : model(team.MakeTrainer(-1)), metrics(team.registry_, team.plan_.job, team.setup_.workers),
+        coordinator(team.plan_, *model, team.data().test, team.data().train.size(), team.clock_, team.log_, metrics),
         service(team.plan_, coordinator, team.clock_, team.setup_.links),
         driver(team.plan_, coordinator, team.clock_, team.board_, metrics, team.log_) {}
-  FakeTrainer model;
+  std::unique_ptr<Trainer> model;
   CoordinatorMetrics metrics;
   Coordinator coordinator;
   CoordinatorService service;
@@ -42,23 +42,30 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
   if (setup_.output_dir.empty()) setup_.output_dir = FreshFolder();
   setup_.links.resize(static_cast<size_t>(setup_.workers));
   setup_.slowdowns.resize(static_cast<size_t>(setup_.workers), 1.0);
-  data_ = FakeData(setup_.train_samples, 100, setup_.model.classes);
+  setup_.step_times.resize(static_cast<size_t>(setup_.workers), Duration::zero());
+  if (!setup_.real) data_ = FakeData(setup_.train_samples, 100, setup_.model.classes);
   plan_.job = "sim-team";
   plan_.output_dir = setup_.output_dir;
   JobSpec& spec = plan_.spec;
-  spec.data.dataset = DatasetName::kDigits;
+  spec.data.dataset = setup_.real ? setup_.real->dataset : DatasetName::kDigits;
+  if (setup_.real) spec.model = setup_.real->spec;
   spec.data.batch_size = setup_.batch_size;
   spec.data.partition = setup_.partition;
   spec.parallelism.workers = setup_.workers;
-  spec.sync.policy = setup_.policy;
-  spec.sync.staleness_bound = setup_.staleness_bound;
-  spec.sync.compression = setup_.compression;
+  if (setup_.sync) {
+    spec.sync = *setup_.sync;
+  } else {
+    spec.sync.policy = setup_.policy;
+    spec.sync.staleness_bound = setup_.staleness_bound;
+    spec.sync.compression = setup_.compression;
+  }
   spec.optimizer = setup_.optimizer;
   spec.budget = setup_.budget;
   spec.evaluation.every_iterations = setup_.evaluate_every;
+  spec.evaluation.every_seconds = setup_.evaluate_every_seconds;
   spec.fault_tolerance.checkpoint_every = setup_.checkpoint_every;
   spec.fault_tolerance.node_loss_grace = setup_.node_loss_grace;
-  spec.seed = setup_.model.seed;
+  spec.seed = setup_.real ? setup_.real->seed : setup_.model.seed;
   for (int w = 0; w < setup_.workers; ++w) {
     plan_.workers.push_back({w, "sim-" + std::to_string(w), setup_.slowdowns[w], std::nullopt, {}});
     gates_.push_back(std::make_unique<LinkGate>(clock_));
@@ -73,6 +80,17 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
 }
 
 SimulatedTeam::~SimulatedTeam() = default;
+
+std::unique_ptr<Trainer> SimulatedTeam::MakeTrainer(int rank) {
+  if (!setup_.real) return std::make_unique<FakeTrainer>(setup_.model, clock_);
+  auto made = setup_.real->make();
+  if (!made.ok()) {
+    log_ << "cannot build the model: " << made.status().message() << "\n";
+    std::abort();
+  }
+  if (rank < 0) return std::move(*made);  // the coordinator computes no steps
+  return std::make_unique<TimedTrainer>(std::move(*made), clock_, setup_.step_times[rank]);
+}
 
 void SimulatedTeam::StartCoordinator() {
   coordinator_ = std::make_unique<Incarnation>(*this);
@@ -137,7 +155,7 @@ void SimulatedTeam::Run(const std::function<void(SimulatedTeam&)>& script, bool 
 
 void SimulatedTeam::StartWorker(int rank) {
   *worker_cancel_[rank] = false;
-  auto trainer = std::make_shared<FakeTrainer>(setup_.model, clock_);
+  std::shared_ptr<Trainer> trainer = MakeTrainer(rank);
   auto plan = std::make_shared<JobPlan>(plan_);
   worker_threads_.push_back(clock_.StartThread("worker " + std::to_string(rank), [this, rank, trainer, plan] {
     WorkerOptions options;
@@ -146,7 +164,7 @@ void SimulatedTeam::StartWorker(int rank) {
     options.uplink = setup_.links[rank];
     options.gate = gates_[rank].get();
     options.metrics = &worker_registry_;
-    summaries_[rank] = RunWorker(*plan, options, *trainer, data_.train, clock_, log_, *worker_cancel_[rank]);
+    summaries_[rank] = RunWorker(*plan, options, *trainer, data().train, clock_, log_, *worker_cancel_[rank]);
     if (!summaries_[rank].ok()) log_ << "worker " << rank << " failed: " << summaries_[rank].status().message() << "\n";
   }));
 }

@@ -30,11 +30,25 @@
 
 namespace edgetrain::agent::testing {
 
+// A real model for the team instead of the fake one (benchmarks on the
+// simulated clock, bench/dp-sim): each agent gets its own Trainer from
+// `make`, trained on `data`. A step then costs no simulated time of its own,
+// so each worker's compute is charged as TeamSetup::step_times says.
+struct RealModel {
+  std::function<StatusOr<std::unique_ptr<Trainer>>()> make;
+  const TrainTestSplit* data = nullptr;
+  DatasetName dataset = DatasetName::kFashionMnist;
+  ModelSpec spec;
+  uint64_t seed = 1;  // the job's: the partition and each worker's batches
+};
+
 struct TeamSetup {
   int workers = 3;
   SyncPolicy policy = SyncPolicy::kRog;
   int staleness_bound = 4;
   Compression compression = Compression::kNone;
+  // The whole of spec.sync, when set: policy, staleness_bound and compression above are then ignored.
+  std::optional<SyncSpec> sync;
   PartitionSpec partition;
   OptimizerSpec optimizer{OptimizerKind::kSgd, 0.1, std::nullopt, 0};
   int batch_size = 16;
@@ -46,7 +60,37 @@ struct TeamSetup {
   std::vector<double> slowdowns;               // per worker; none: 1
   std::vector<std::optional<BandwidthTrace>> links;  // per worker, both directions; none: unshaped
   FakeModel model;
+  std::optional<RealModel> real;  // trains this instead of `model` when set
+  // Simulated compute time of one step, per worker (a real model's only; a
+  // fake model takes FakeModel::step). None: the slowdown times nothing.
+  std::vector<Duration> step_times;
+  std::optional<double> evaluate_every_seconds;  // instead of evaluate_every iterations
   std::string output_dir;  // a fresh folder per test when empty
+};
+
+// A real model's step charged on a simulated clock: the inner trainer's
+// gradient (which takes no simulated time), then `step` of simulated time, as
+// a device that slow would take.
+class TimedTrainer final : public Trainer {
+ public:
+  TimedTrainer(std::unique_ptr<Trainer> inner, Clock& clock, Duration step)
+      : inner_(std::move(inner)), clock_(clock), step_(step) {}
+  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                   std::span<float> gradient) override {
+    auto loss = inner_->ComputeGradient(features, labels, n, gradient);
+    clock_.SleepFor(step_);
+    return loss;
+  }
+  std::span<float> Parameters() override { return inner_->Parameters(); }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return inner_->ParameterShapes(); }
+  StatusOr<Evaluation> Evaluate(const Dataset& data) override { return inner_->Evaluate(data); }
+  Status SaveModel(const std::string& path) override { return inner_->SaveModel(path); }
+  int64_t ParameterCount() const override { return inner_->ParameterCount(); }
+
+ private:
+  std::unique_ptr<Trainer> inner_;
+  Clock& clock_;
+  Duration step_;
 };
 
 class SimulatedTeam {
@@ -76,6 +120,7 @@ class SimulatedTeam {
   JobProgress progress() const { return board_.Snapshot(); }
   DeterministicClock& clock() { return clock_; }
   const JobPlan& plan() const { return plan_; }
+  const std::string& output_dir() const { return setup_.output_dir; }
 
   // After Run.
   const StatusOr<JobProgress>& result() const { return result_; }
@@ -96,10 +141,13 @@ class SimulatedTeam {
   struct Incarnation;
   void StartCoordinator();
   void EndCoordinator();
+  // A worker's or the coordinator's trainer (`rank` -1), fake or real.
+  std::unique_ptr<Trainer> MakeTrainer(int rank);
+  const TrainTestSplit& data() const { return setup_.real ? *setup_.real->data : data_; }
 
   TeamSetup setup_;
   JobPlan plan_;  // the current generation; each worker keeps the one it started with
-  TrainTestSplit data_;
+  TrainTestSplit data_;  // the fake model's
   DeterministicClock clock_;
   InMemoryNetwork network_{clock_};
   std::unique_ptr<CoordinatorConnector> connector_;
