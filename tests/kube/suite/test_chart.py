@@ -18,6 +18,7 @@ import unittest
 
 import yaml
 
+from emulated_site import EDGE_SITE, SiteTestCase, phase
 from harness import KUBE_DIR, REPO_ROOT, Standin, find_kubectl
 from test_kubectl import Kubectl
 
@@ -28,6 +29,10 @@ OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
 OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
 EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
 KUBECTL = find_kubectl()
+# The programs the node emulator's images run (tests/kube/images.yaml): this checkout's
+# build, or another's (EDGETRAIN_BUILD_DIR) when this one has none.
+BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
+BUILT = all(os.access(os.path.join(BUILD_DIR, "bin", b), os.X_OK) for b in ("edgetrain-operator", "edgetrain-agent"))
 
 
 def find_helm():
@@ -501,6 +506,94 @@ class OnTheStandin(unittest.TestCase):
                 self.assertEqual(self.release_secrets(ns, "bad"), {})
                 self.assertEqual(self.api.get(f"/apis/apps/v1/namespaces/{ns}/deployments").json["items"], [])
                 self.assertIsNone(self.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/bad-edgetrain-operator"))
+
+
+
+@requires_helm
+@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
+@unittest.skipUnless(BUILT, f"{BUILD_DIR}/bin has no edgetrain-operator and edgetrain-agent: make build "
+                            "(or point EDGETRAIN_BUILD_DIR at a build)")
+class OperatorFromTheChart(SiteTestCase):
+    """The chart's Deployment runs the operator on the emulated edge site (its image is
+    build/bin/edgetrain-operator), in-cluster over TLS with the chart's ServiceAccount,
+    and that operator trains examples/k8s/digits-team.yaml to Succeeded; an upgrade
+    rolls it to a new ReplicaSet whose pod takes the Lease."""
+    profile = EDGE_SITE
+    extra_args = ["--tls", "--build-dir", BUILD_DIR]
+    NS = "edgetrain"
+    FAST = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
+            "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",
+            "--set", "operator.waits.unschedulableRetry=1s", "--set", "operator.terminationGracePeriodSeconds=10",
+            "--set", "operator.resources.requests.cpu=50m", "--set", "agent.image.tag=dev"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.helm = Helm(cls.dir, cls.server.kubeconfig)
+
+    def operator_pods(self):
+        pods = self.api.get(self.pod_path(ns=self.NS),
+                            labelSelector="app.kubernetes.io/component=operator").json["items"]
+        return {p["metadata"]["name"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
+
+    def lease_holder(self):
+        r = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.NS}/leases/edgetrain-operator")
+        return r.json["spec"].get("holderIdentity", "") if r.status == 200 else ""
+
+    def test_the_charts_operator_trains_the_example_and_rolls_on_upgrade(self):
+        t0 = time.monotonic()
+        self.helm.run("install", "et", CHART, "--namespace", self.NS, "--create-namespace", *self.FAST,
+                      "--wait", "--timeout", "90s", timeout=120)
+        pods = self.operator_pods()
+        self.assertEqual(len(pods), 1, pods.keys())
+        (first, pod), = pods.items()
+        self.assertEqual(phase(pod), "Running")
+        self.assertEqual(pod["spec"]["serviceAccountName"], "et-edgetrain-operator")
+        self.assertEqual(pod["spec"]["containers"][0]["image"], "edgetrain/operator:0.1.0")
+        log = self.kubectl.run("logs", "-n", self.NS, first).stdout
+        self.assertIn("the pod's service account", log, "in-cluster configuration")
+        deadline = time.monotonic() + 20
+        while not self.lease_holder().startswith(first + "_"):
+            self.assertLess(time.monotonic(), deadline, f"{first} never took the Lease: {self.lease_holder()!r}")
+            time.sleep(0.1)
+        installed = time.monotonic() - t0
+
+        self.kubectl.run("apply", "-f", EXAMPLE)
+        jobs = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
+        job = self.wait_for(jobs, "digits-team", lambda j: (j or {}).get("status", {}).get("phase")
+                            in ("Succeeded", "Failed"), timeout=150)
+        log = self.kubectl.run("logs", "-n", self.NS, first).stdout
+        self.assertEqual(job["status"]["phase"], "Succeeded", json.dumps(job["status"], indent=1) + log[-3000:])
+        self.assertGreaterEqual(job["status"]["model"]["accuracy"], 0.9)
+        self.assertIn("job=default/digits-team reason=TargetReached", log)
+        trained = time.monotonic() - t0
+
+        # a changed value: a new ReplicaSet, its pod running, the old one gone, the Lease passed on
+        self.helm.run("upgrade", "et", CHART, "--namespace", self.NS, "--reuse-values",
+                      "--set", "operator.waits.statusInterval=1s", "--wait", "--timeout", "90s", timeout=120)
+        deployment = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/deployments/et-edgetrain-operator").json
+        self.assertEqual(deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "2")
+        sets = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/replicasets").json["items"]
+        self.assertEqual(sorted((rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"], rs["spec"]["replicas"])
+                                for rs in sets), [("1", 0), ("2", 1)])
+        deadline = time.monotonic() + 30
+        while True:
+            pods = self.operator_pods()
+            holder = self.lease_holder()
+            if list(pods) != [first] and len(pods) == 1 and holder.startswith(next(iter(pods)) + "_"):
+                break
+            self.assertLess(time.monotonic(), deadline, f"no new leader: pods {list(pods)}, Lease {holder!r}")
+            time.sleep(0.1)
+        second = next(iter(pods))
+        self.assertIn("--status-interval=1s", pods[second]["spec"]["containers"][0]["args"])
+
+        self.helm.run("uninstall", "et", "--namespace", self.NS, "--wait", "--timeout", "60s", timeout=90)
+        self.assertEqual(self.operator_pods(), {})
+        self.assertEqual(self.api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                                      "trainingjobs.edgetrain.dev").status, 200, "the CRD is kept")
+        print(f"\nchart on the edge site: operator leading {installed:.1f} s after helm install, the example "
+              f"Succeeded at {trained:.1f} s (accuracy {job['status']['model']['accuracy']:.3f}), "
+              f"rolled to {second} and uninstalled at {time.monotonic() - t0:.1f} s")
 
 
 if __name__ == "__main__":
