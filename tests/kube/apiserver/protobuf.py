@@ -1,9 +1,12 @@
 """Just enough of the Kubernetes protobuf encoding for kubectl's imperative commands.
 
 `kubectl create namespace|configmap|secret|serviceaccount` send their object as
-`application/vnd.kubernetes.protobuf` and do not fall back to JSON. The envelope is the
+`application/vnd.kubernetes.protobuf` and do not fall back to JSON; so do client-go's
+typed clients, Helm's among them, for the DeleteOptions of a DELETE (Helm deletes its
+release Secrets so when it uninstalls). The envelope is the
 magic "k8s\\0" and a runtime.Unknown {typeMeta, raw}; raw is the object in the field
-numbering of k8s.io/api's generated.proto. Only those four kinds are decoded (others get
+numbering of k8s.io/api's generated.proto (DeleteOptions: apimachinery's meta/v1). Only
+those four kinds and DeleteOptions are decoded (others get
 415 with a pointer to `kubectl apply`); responses are always JSON, which kubectl accepts.
 """
 
@@ -114,8 +117,37 @@ def _serviceaccount(fields, obj):
             obj["automountServiceAccountToken"] = bool(v)
 
 
+def _int64(v):
+    """A varint read as a signed int64 (negative numbers are ten-byte varints)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _delete_options(fields, obj):
+    for num, wire, v in fields:
+        if num == 1 and wire == 0:
+            obj["gracePeriodSeconds"] = _int64(v)
+        elif num == 2:
+            pre = {}
+            for n, _, pv in _fields(v):
+                if n == 1:
+                    pre["uid"] = pv.decode()
+                elif n == 2:
+                    pre["resourceVersion"] = pv.decode()
+            obj["preconditions"] = pre
+        elif num == 3 and wire == 0:
+            obj["orphanDependents"] = bool(v)
+        elif num == 4 and v:
+            obj["propagationPolicy"] = v.decode()
+        elif num == 5:
+            obj.setdefault("dryRun", []).append(v.decode())
+        elif num == 6 and wire == 0:
+            obj["ignoreStoreReadErrorWithClusterBreakingPotential"] = bool(v)
+
+
 KINDS = {"Namespace": _namespace, "ConfigMap": _configmap, "Secret": _secret,
          "ServiceAccount": _serviceaccount}
+# Options, not objects: no ObjectMeta in field 1.
+OPTIONS = {"DeleteOptions": _delete_options}
 
 
 def decode(body):
@@ -133,9 +165,14 @@ def decode(body):
                     kind = tv.decode()
         elif num == 2:
             raw = v
+    if kind in OPTIONS:
+        obj = {"apiVersion": api_version, "kind": kind}
+        OPTIONS[kind](list(_fields(raw)), obj)
+        return obj
     if kind not in KINDS:
         raise ApiError(415, "UnsupportedMediaType",
-                       f"the stand-in decodes protobuf only for {', '.join(sorted(KINDS))}; "
+                       f"the stand-in decodes protobuf only for {', '.join(sorted(KINDS))} "
+                       f"and {', '.join(sorted(OPTIONS))}; "
                        f"send {kind or 'this object'} as JSON (kubectl apply -f does)")
     obj = {"apiVersion": api_version, "kind": kind, "metadata": {}}
     rest = []

@@ -630,6 +630,59 @@ class Discovery(StandinTestCase):
         self.assertEqual(r.status, 406)
 
 
+    def test_protobuf_delete_options_are_decoded(self):
+        # client-go's typed clients (Helm's storage driver deleting its release Secrets)
+        # send DeleteOptions as protobuf in a runtime.Unknown envelope.
+        def varint(n):
+            n &= (1 << 64) - 1
+            out = b""
+            while True:
+                b, n = n & 0x7F, n >> 7
+                if n:
+                    out += bytes([b | 0x80])
+                else:
+                    return out + bytes([b])
+
+        def field(num, value):
+            if isinstance(value, int):
+                return varint(num << 3) + varint(value)
+            value = value.encode() if isinstance(value, str) else value
+            return varint(num << 3 | 2) + varint(len(value)) + value
+
+        def delete_options(uid=None, dry_run=False, policy="Background", grace=None):
+            raw = b""
+            if grace is not None:
+                raw += field(1, grace)
+            if uid is not None:
+                raw += field(2, field(1, uid))
+            raw += field(4, policy)
+            if dry_run:
+                raw += field(5, "All")
+            type_meta = field(1, "meta.k8s.io/v1") + field(2, "DeleteOptions")
+            return b"k8s\x00" + field(1, type_meta) + field(2, raw)
+
+        uid = self.created(self.core("configmaps"), {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})["metadata"]["uid"]
+        pb = "application/vnd.kubernetes.protobuf"
+        r = self.api.request("DELETE", self.core("configmaps", "a"), delete_options(uid="not-" + uid),
+                             content_type=pb)
+        self.assertStatus(r, 409, "Conflict")
+        self.assertIn("Precondition failed", r.json["message"])
+        r = self.api.request("DELETE", self.core("configmaps", "a"), delete_options(uid=uid, dry_run=True),
+                             content_type=pb)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.api.get(self.core("configmaps", "a")).status, 200, "dry run kept it")
+        r = self.api.request("DELETE", self.core("configmaps", "a"), delete_options(uid=uid, grace=-1),
+                             content_type=pb)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.api.get(self.core("configmaps", "a")).status, 404)
+        # any other kind is still refused, saying what is decoded
+        r = self.api.request("POST", self.core("services"), b"k8s\x00" + field(1, field(2, "Service")),
+                             content_type=pb)
+        self.assertStatus(r, 415, "UnsupportedMediaType")
+        self.assertIn("DeleteOptions", r.json["message"])
+
+
 class Hooks(StandinTestCase):
     install_widgets = False
 

@@ -1,0 +1,140 @@
+{{/* Names and labels shared by every template. */}}
+
+{{- define "edgetrain.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's objects are named this (the operator's Deployment, Service, roles). */}}
+{{- define "edgetrain.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "edgetrain.operatorName" -}}
+{{- printf "%s-operator" (include "edgetrain.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "edgetrain.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "edgetrain.labels" -}}
+helm.sh/chart: {{ include "edgetrain.chart" . }}
+app.kubernetes.io/name: {{ include "edgetrain.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: edgetrain
+{{- end -}}
+
+{{/* What selects the operator's pods: stable across upgrades (a Deployment's selector is immutable). */}}
+{{- define "edgetrain.operatorSelector" -}}
+app.kubernetes.io/name: {{ include "edgetrain.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "edgetrain.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "edgetrain.operatorName" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "edgetrain.operatorImage" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "edgetrain.agentImage" -}}
+{{- printf "%s:%s" .Values.agent.image.repository (default .Chart.AppVersion .Values.agent.image.tag) -}}
+{{- end -}}
+
+{{/*
+Values that each pass the schema but contradict one another: rendering fails with
+what to change. Included once, by the Deployment's template.
+*/}}
+{{- define "edgetrain.validate" -}}
+{{- $op := .Values.operator -}}
+{{- if and (gt (int $op.replicas) 1) (not $op.leaderElection.enabled) -}}
+{{- fail (printf "operator.replicas is %d but operator.leaderElection.enabled is false: every replica would reconcile the same jobs at once. Enable leader election or run one replica." (int $op.replicas)) -}}
+{{- end -}}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
+{{- fail "serviceAccount.create is false but serviceAccount.name is empty: name the existing ServiceAccount the operator should run as." -}}
+{{- end -}}
+{{- if and .Values.serviceMonitor.enabled (not .Values.metrics.service.enabled) -}}
+{{- fail "serviceMonitor.enabled is true but metrics.service.enabled is false: the ServiceMonitor scrapes the operator through that Service. Enable both or neither." -}}
+{{- end -}}
+{{- if and .Values.prometheusRule.enabled (not .Values.prometheusRule.groups) -}}
+{{- fail "prometheusRule.enabled is true but prometheusRule.groups is empty: the chart ships no rules of its own, so give the groups to render (or leave it disabled)." -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The operator's flags (operator/main.cc), as a YAML list. A wait left "" is not passed,
+so the operator's own default holds.
+*/}}
+{{- define "edgetrain.operatorArgs" -}}
+{{- $op := .Values.operator -}}
+{{- $le := $op.leaderElection -}}
+{{- $args := list (printf "--http=$(POD_IP):%d" (int $op.httpPort)) (printf "--leader-elect=%t" $le.enabled) -}}
+{{- if $le.enabled -}}
+{{- $args = append $args (printf "--leader-election-namespace=%s" .Release.Namespace) -}}
+{{- range $flag, $value := dict "lease-duration" $le.leaseDuration "renew-deadline" $le.renewDeadline "retry-period" $le.retryPeriod -}}
+{{- if $value }}{{ $args = append $args (printf "--%s=%s" $flag $value) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- with $op.watchNamespace -}}
+{{- $args = append $args (printf "--namespace=%s" .) -}}
+{{- end -}}
+{{- $args = append $args (printf "--workers=%d" (int $op.workers)) -}}
+{{- $args = append $args (printf "--qps=%v" $op.qps) -}}
+{{- $args = append $args (printf "--burst=%d" (int $op.burst)) -}}
+{{- $args = append $args (printf "--default-image=%s" (include "edgetrain.agentImage" .)) -}}
+{{- $args = append $args (printf "--termination-grace=%d" (int .Values.jobDefaults.terminationGracePeriodSeconds)) -}}
+{{- $w := $op.waits -}}
+{{- range $flag, $value := dict "status-interval" $w.statusInterval "unschedulable-retry" $w.unschedulableRetry "watch-timeout" $w.watchTimeout "measurement-interval" $w.measurementInterval "measurement-max-age" $w.measurementMaxAge -}}
+{{- if $value }}{{ $args = append $args (printf "--%s=%s" $flag $value) }}{{ end -}}
+{{- end -}}
+{{- toYaml $args -}}
+{{- end -}}
+
+{{/* What the operator does to jobs and the objects it makes for them (rbac.yaml). */}}
+{{- define "edgetrain.jobRules" -}}
+# follow jobs; delete one ttlSecondsAfterFinished after it ended
+- apiGroups: [edgetrain.dev]
+  resources: [trainingjobs]
+  verbs: [list, watch, delete]
+# write a job's status
+- apiGroups: [edgetrain.dev]
+  resources: [trainingjobs/status]
+  verbs: [update]
+# a job's agents
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [create, delete]
+# a job's headless Service
+- apiGroups: [""]
+  resources: [services]
+  verbs: [create]
+# a job's plan, and its next generations
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, update]
+# name the coordinator's node on an unbound output claim
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, patch]
+# the story `kubectl describe tj` tells
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end -}}

