@@ -54,7 +54,7 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
   EXPECT_EQ(s.data.partition.kind, PartitionKind::kIid);
   EXPECT_EQ(s.parallelism.mode, ParallelismMode::kDataParallel);
   EXPECT_EQ(s.parallelism.workers, 1);
-  EXPECT_EQ(s.sync.policy, SyncPolicy::kRog);
+  EXPECT_EQ(s.sync.policy, SyncPolicy::kDeadline);
   EXPECT_EQ(s.optimizer.kind, OptimizerKind::kAdam);
   EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, 0.001);
   EXPECT_EQ(s.budget.wall_clock, std::chrono::minutes(10));

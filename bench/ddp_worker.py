@@ -66,6 +66,8 @@ def main():
     p.add_argument("--budget", type=float, required=True, help="wall-clock seconds")
     p.add_argument("--eval-every", type=float, default=2.0, help="seconds")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--target", type=float, default=None,
+                   help="stop once the mean of the last 5 evaluations reaches it, as bench/dp-links stops every mode")
     p.add_argument("--watts", default="15,7,5", help="compute,communicate,idle for the energy model")
     a = p.parse_args()
 
@@ -110,6 +112,7 @@ def main():
     dist.barrier()
     start = time.perf_counter()
     last_eval, iteration, stall_s, busy_s = start, 0, 0.0, 0.0
+    recent = []  # rank 0's last evaluations, for the sustained target
     stop = torch.zeros(1)
     while True:
         step = time.perf_counter()
@@ -127,12 +130,15 @@ def main():
         if rank == 0 and now - last_eval >= a.eval_every:
             elapsed = now - start
             energy = world * (busy_s * watts[0] + stall_s * watts[1])
+            accuracy = evaluate()
+            recent = (recent + [accuracy])[-5:]
             print(json.dumps({"eval": {"seconds": elapsed, "iteration": iteration,
-                                       "samples": iteration * a.batch * world, "accuracy": evaluate(),
+                                       "samples": iteration * a.batch * world, "accuracy": accuracy,
                                        "energy_joules": energy}}), flush=True)
             last_eval = time.perf_counter()
         if iteration % 10 == 0:  # everyone stops at the same step
-            stop.fill_(1.0 if time.perf_counter() - start >= a.budget else 0.0)
+            held = a.target is not None and len(recent) == 5 and sum(recent) / 5 >= a.target
+            stop.fill_(1.0 if held or time.perf_counter() - start >= a.budget else 0.0)
             dist.all_reduce(stop, op=dist.ReduceOp.MAX)
             if stop.item() > 0:
                 break

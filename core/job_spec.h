@@ -55,7 +55,7 @@ struct ParallelismSpec {
 
 struct SyncSpec {
   SyncGranularity granularity = SyncGranularity::kRow;
-  SyncPolicy policy = SyncPolicy::kRog;
+  SyncPolicy policy = SyncPolicy::kDeadline;  // docs/data-parallelism.md says why
   std::optional<int> staleness_bound;
   Compression compression = Compression::kNone;
   RowOrder row_order = RowOrder::kImportance;
