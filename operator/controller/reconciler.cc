@@ -60,7 +60,8 @@ Reconciler::Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store&
       events_(events),
       log_(log),
       wall_now_(std::move(wall_now)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      line_(jobs, pods, nodes, options_.defaults, options_.unschedulable_retry) {}
 
 StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   std::optional<Json> object = jobs_.Get(key);
@@ -195,52 +196,10 @@ Status Reconciler::Suspend(Pass& pass) {
   return Status::Ok();
 }
 
-int Reconciler::PriorityOf(const Json& job) {
-  const std::string name = job.value("/spec/placement/priorityClassName"_json_pointer, std::string());
+int Reconciler::PriorityOfClass(const std::string& name) {
   if (name.empty()) return 0;
   StatusOr<Json> pc = client_.Get(kube::kPriorityClasses, "", name);
   return pc.ok() ? pc->value("value", 0) : 0;
-}
-
-std::vector<Json> Reconciler::WaitingJobsBefore(const Json& job) {
-  struct Waiting {
-    int priority;
-    std::string created, key;
-    Json object;
-  };
-  std::map<std::string, int> priorities;
-  auto priority = [&](const Json& j) {
-    const std::string name = j.value("/spec/placement/priorityClassName"_json_pointer, std::string());
-    auto it = priorities.find(name);
-    if (it == priorities.end()) it = priorities.emplace(name, PriorityOf(j)).first;
-    return it->second;
-  };
-  auto entry = [&](const Json& j) {
-    return Waiting{priority(j), j["metadata"].value("creationTimestamp", ""), kube::KeyOf(j), j};
-  };
-  auto before = [](const Waiting& a, const Waiting& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.created != b.created) return a.created < b.created;
-    return a.key < b.key;
-  };
-  const Waiting self = entry(job);
-  std::vector<Waiting> waiting;
-  for (const Json& other : jobs_.List()) {
-    if (kube::KeyOf(other) == self.key) continue;
-    const Json status = other.value("status", Json::object());
-    const std::string p = status.value("phase", phase::kPending);
-    // Waiting: not placed, not ended, not suspended, not invalid.
-    if (p != phase::kPending || ConditionIs(status, condition::kPlaced, true) ||
-        ConditionIs(status, condition::kInvalid, true) || other.value("/spec/suspend"_json_pointer, false)) {
-      continue;
-    }
-    Waiting w = entry(other);
-    if (before(w, self)) waiting.push_back(std::move(w));
-  }
-  std::sort(waiting.begin(), waiting.end(), before);
-  std::vector<Json> out;
-  for (Waiting& w : waiting) out.push_back(std::move(w.object));
-  return out;
 }
 
 // The plan in the job's ConfigMap, if one was made: its generation.
@@ -317,29 +276,6 @@ std::string Describe(const TeamPlacement& placement) {
   return text;
 }
 
-// Adds what a placed team holds to the nodes, as if its pods were bound.
-void Reserve(std::vector<NodeView>& nodes, const TeamPlacement& placement, const TeamRequest& request) {
-  auto hold = [&](const std::string& node, const ResourceAmounts& r) {
-    for (NodeView& n : nodes) {
-      if (n.name != node) continue;
-      n.bound.cpu_millis += r.cpu_millis;
-      n.bound.memory_bytes += r.memory_bytes;
-      n.bound.pods += r.pods;
-    }
-  };
-  hold(placement.coordinator_node, request.coordinator_requests);
-  for (const std::string& node : placement.worker_nodes) hold(node, request.worker_requests);
-}
-
-bool AnyNodeMatches(const std::vector<NodeView>& nodes, const std::map<std::string, std::string>& selector) {
-  return std::any_of(nodes.begin(), nodes.end(), [&](const NodeView& n) {
-    return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
-      auto it = n.labels.find(kv.first);
-      return it != n.labels.end() && it->second == kv.second;
-    });
-  });
-}
-
 }  // namespace
 
 Status Reconciler::Place(Pass& pass) {
@@ -365,14 +301,12 @@ Status Reconciler::Place(Pass& pass) {
     pass.status["phase"] = phase::kFailed;
     return Status::Ok();
   }
-  ClusterView cluster =
-      ClusterViewOf(nodes_.List(), pods_.List(), pass.job.namespace_, pass.job.name, Measured());
-  for (const std::string& bad : cluster.unreadable) log_.Job(pass.key, "NodeUnreadable", bad);
+  for (const std::string& bad : line_.Unreadable()) log_.Job(pass.key, "NodeUnreadable", bad);
 
   pass.status["phase"] = phase::kPending;
-  if (!request->node_selector.empty() && !AnyNodeMatches(cluster.nodes, request->node_selector)) {
+  if (!request->node_selector.empty() && !line_.AnyNodeMatches(request->node_selector)) {
     const std::string message = "spec.placement.nodeSelector matches none of the cluster's " +
-                                std::to_string(cluster.nodes.size()) + " nodes";
+                                std::to_string(line_.NodeCount()) + " nodes";
     if (!ConditionIs(pass.status, condition::kInvalid, true)) {
       events_.Record(pass.object, "Warning", reason::kNoMatchingNode, message);
       log_.Job(pass.key, reason::kNoMatchingNode, message);
@@ -385,19 +319,13 @@ Status Reconciler::Place(Pass& pass) {
   }
   if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");
 
-  // Jobs first in line take their room first; this one gets what is left.
-  for (const Json& earlier : WaitingJobsBefore(pass.object)) {
-    Json manifest = earlier;
-    manifest.erase("status");
-    StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), kube::KeyOf(earlier));
-    if (!parsed.ok()) continue;
-    StatusOr<TeamRequest> theirs = api::TeamRequestOf(*parsed, options_.defaults);
-    if (!theirs.ok()) continue;
-    const TeamPlacement fits = PlaceTeam(cluster.nodes, *theirs);
-    if (fits.placed) Reserve(cluster.nodes, fits, *theirs);
-  }
-
-  const TeamPlacement placement = PlaceTeam(cluster.nodes, *request);
+  // Jobs first in line take their room first; this one gets what is left
+  // (its turn in the waiting line's reservation pass).
+  const Json& meta = pass.object.at("metadata");
+  const TeamPlacement placement = line_.PlacementOf(
+      pass.key, *request, pass.object.value("/spec/placement/priorityClassName"_json_pointer, std::string()),
+      meta.value("creationTimestamp", ""), [this](const std::string& name) { return PriorityOfClass(name); },
+      Measured());
   if (!placement.placed) {
     const std::string message = placement.unschedulable;
     const Json* placed = FindCondition(pass.status, condition::kPlaced);
@@ -416,8 +344,12 @@ Status Reconciler::Place(Pass& pass) {
   }
 
   const int64_t generation = stored.generation + 1;
-  const JobPlan plan = PlanOf(pass.job, placement, cluster.nodes, generation);
+  std::vector<std::string> chosen = placement.worker_nodes;
+  chosen.push_back(placement.coordinator_node);
+  const JobPlan plan = PlanOf(pass.job, placement, line_.Views(chosen, Measured()), generation);
   EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, placement));
+  // Its pods now hold what its turn reserved, before the informer shows them.
+  line_.Placed(pass.key, PodsFor(pass.job, plan, placement, options_.pods), wall_now_());
   const std::string message = Describe(placement);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
   pass.Set(condition::kRunning, false, reason::kStarting,

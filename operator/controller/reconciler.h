@@ -32,6 +32,7 @@
 #include "operator/controller/gang.h"
 #include "operator/controller/job_objects.h"
 #include "operator/controller/line_log.h"
+#include "operator/controller/waiting_line.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/kube_client.h"
 #include "operator/kube/kube_time.h"
@@ -79,6 +80,10 @@ class Reconciler {
   // with back-off.
   StatusOr<ReconcileOutcome> Reconcile(const std::string& key);
 
+  // For tests: reservation passes computed from scratch, and jobs added to one.
+  uint64_t ReservationPasses() { return line_.passes(); }
+  uint64_t ReservationExtensions() { return line_.extensions(); }
+
  private:
   struct Pass;  // one reconcile's state
   Status Validate(Pass& pass);
@@ -101,9 +106,8 @@ class Reconciler {
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   Status WriteStatus(Pass& pass);
-  // Jobs waiting to be placed, first in line first: higher priority, then older.
-  std::vector<Json> WaitingJobsBefore(const Json& job);
-  int PriorityOf(const Json& job);
+  // A PriorityClass's value; 0 for none, or one that cannot be read.
+  int PriorityOfClass(const std::string& name);
 
   kube::KubeClient& client_;
   kube::Store& jobs_;
@@ -114,6 +118,9 @@ class Reconciler {
   LineLog& log_;
   std::function<kube::WallTime()> wall_now_;
   const ReconcilerOptions options_;
+  // The waiting jobs in line and their reservation pass; placement's view of
+  // the cluster, kept as the stores change.
+  WaitingLine line_;
   std::mutex published_mu_;
   std::map<std::string, kube::WallTime> published_;  // node -> when its link was last published
 };
