@@ -347,9 +347,14 @@ Status Reconciler::Place(Pass& pass) {
   std::vector<std::string> chosen = placement.worker_nodes;
   chosen.push_back(placement.coordinator_node);
   const JobPlan plan = PlanOf(pass.job, placement, line_.Views(chosen, Measured()), generation);
-  EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, placement));
-  // Its pods now hold what its turn reserved, before the informer shows them.
+  // Its pods hold what its turn reserved from now, before the informer shows
+  // them (assumed before they are made, as kube-scheduler assumes before it
+  // binds, so the other worker never sees them unannounced).
   line_.Placed(pass.key, PodsFor(pass.job, plan, placement, options_.pods), wall_now_());
+  if (Status applied = ApplyObjects(pass, plan, placement); !applied.ok()) {
+    line_.Forget(pass.key);
+    return applied;
+  }
   const std::string message = Describe(placement);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
   pass.Set(condition::kRunning, false, reason::kStarting,

@@ -288,7 +288,7 @@ void WaitingLine::Compute(const Priority& priority, const MeasuredLinks& measure
   joined_.clear();
 }
 
-bool WaitingLine::Extend(const Priority& priority) {
+void WaitingLine::Extend(const Priority& priority) {
   Pass& pass = *pass_;
   std::vector<Turn> joined;
   for (const std::string& key : joined_) {
@@ -305,18 +305,40 @@ bool WaitingLine::Extend(const Priority& priority) {
   std::sort(joined.begin(), joined.end(), [](const Turn& a, const Turn& b) {
     return Before(a.priority, a.created, a.key, b.priority, b.created, b.key);
   });
-  for (Turn& turn : joined) {
-    if (!pass.turns.empty()) {
-      const Turn& last = pass.turns.back();
-      if (!Before(last.priority, last.created, last.key, turn.priority, turn.created, turn.key)) return false;
-    }
-    ++extensions_;
+  for (Turn& turn : joined) Insert(std::move(turn));
+}
+
+void WaitingLine::Insert(Turn turn) {
+  Pass& pass = *pass_;
+  ++extensions_;
+  auto at = std::find_if(pass.turns.begin(), pass.turns.end(), [&](const Turn& t) {
+    return Before(turn.priority, turn.created, turn.key, t.priority, t.created, t.key);
+  });
+  if (at == pass.turns.end()) {  // behind everyone: the young job, the usual case
     turn.placement = Slim(PlaceTeam(pass.state, turn.request));
     if (turn.placement.placed) Reserve(pass.state, pass.node_index, turn.placement, turn.request);
     pass.turn_of[turn.key] = pass.turns.size();
     pass.turns.push_back(std::move(turn));
+    return;
   }
-  return true;
+  // Ahead of some (jobs created in the same second arrive in any order): the
+  // turns behind it that are not taken yet are placed again. Taken ones keep
+  // their room - their pods hold it - and count before any is placed again.
+  const size_t from = static_cast<size_t>(at - pass.turns.begin());
+  pass.turns.insert(at, std::move(turn));
+  pass.state = pass.base;
+  for (size_t i = 0; i < pass.turns.size(); ++i) {
+    const Turn& t = pass.turns[i];
+    if ((t.taken || i < from) && t.placement.placed) Reserve(pass.state, pass.node_index, t.placement, t.request);
+  }
+  for (size_t i = from; i < pass.turns.size(); ++i) {
+    Turn& t = pass.turns[i];
+    if (t.taken) continue;
+    t.placement = Slim(PlaceTeam(pass.state, t.request));
+    if (t.placement.placed) Reserve(pass.state, pass.node_index, t.placement, t.request);
+  }
+  pass.turn_of.clear();
+  for (size_t i = 0; i < pass.turns.size(); ++i) pass.turn_of[pass.turns[i].key] = i;
 }
 
 TeamPlacement WaitingLine::PlacementOf(const std::string& key, const TeamRequest& request,
@@ -326,7 +348,11 @@ TeamPlacement WaitingLine::PlacementOf(const std::string& key, const TeamRequest
   Apply(measured.now);
   const bool expired = pass_ && (measured.now >= pass_->fresh_until || measured.now - pass_->made > max_pass_age_ ||
                                  measured.now < pass_->made);
-  if (!pass_ || stale_ || expired || !Extend(priority)) Compute(priority, measured);
+  if (!pass_ || stale_ || expired) {
+    Compute(priority, measured);
+  } else {
+    Extend(priority);
+  }
   Pass& pass = *pass_;
   if (auto it = pass.turn_of.find(key); it != pass.turn_of.end()) return pass.turns[it->second].placement;
   // Not in line as the cache has it (its status is about to say so, or its
@@ -355,11 +381,24 @@ void WaitingLine::Placed(const std::string& key, const std::vector<Json>& pods, 
     const std::string pod_key = kube::KeyOf(pod);
     if (holdings_.count(pod_key) || assumed_.count(pod_key)) continue;  // seen already
     Assumed a{Holding{pod["spec"]["nodeName"].get<std::string>(), PodRequests(pod)},
-              std::chrono::time_point_cast<kube::WallTime::duration>(now + kAssumedFor)};
+              std::chrono::time_point_cast<kube::WallTime::duration>(now + kAssumedFor), key};
     Hold(a.holding, 1);
     assumed_[pod_key] = std::move(a);
   }
   if (!as_the_pass_said) stale_ = true;
+}
+
+void WaitingLine::Forget(const std::string& key) {
+  std::lock_guard lock(mu_);
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    if (it->second.job == key) {
+      Hold(it->second.holding, -1);
+      it = assumed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  stale_ = true;
 }
 
 std::vector<NodeView> WaitingLine::Views(const std::vector<std::string>& names, const MeasuredLinks& measured) {

@@ -56,6 +56,8 @@ class WaitingLine {
   // The job `key` was placed with these pods: they count on their nodes until
   // the pod informer has them (or a minute has passed).
   void Placed(const std::string& key, const std::vector<Json>& pods, kube::WallTime now);
+  // Making them failed: what was assumed of the job `key`'s pods is dropped.
+  void Forget(const std::string& key);
 
   // The views of the named nodes, those known (a plan's slowdowns and power).
   std::vector<NodeView> Views(const std::vector<std::string>& names, const MeasuredLinks& measured);
@@ -81,6 +83,7 @@ class WaitingLine {
   struct Assumed {
     Holding holding;
     kube::WallTime until;
+    std::string job;
   };
   struct Waiting {  // a job in line
     std::string priority_class, created;
@@ -113,8 +116,10 @@ class WaitingLine {
   void Hold(const Holding& h, int sign);
   int PriorityIn(Pass& pass, const std::string& priority_class, const Priority& priority);
   void Compute(const Priority& priority, const MeasuredLinks& measured);
-  // Adds the jobs that joined the line behind it; false if one belongs earlier.
-  bool Extend(const Priority& priority);
+  // Adds the jobs that joined the line since the pass: placed behind it, or,
+  // for one that belongs earlier, with the turns after it placed again.
+  void Extend(const Priority& priority);
+  void Insert(Turn turn);
   NodeView ViewOf(const CachedNode& node, const MeasuredLinks& measured) const;
 
   kube::Store& jobs_store_;
