@@ -20,10 +20,15 @@ Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& p
       // Every pod, not only the jobs': what other pods hold on a node counts for placement.
       pods_(client, kube::kPods, "", clock, options_.informers),
       nodes_(client, kube::kNodes, "", clock, options_.informers),
+      plans_(client, kube::kConfigMaps, options_.namespace_, clock, [&] {
+        kube::InformerOptions only_ours = options_.informers;
+        only_ours.label_selector = std::string(kManagedBy) + "=" + kOperatorName;
+        return only_ours;
+      }()),
       queue_(clock, options_.queue),
       events_(client, wall_now, log),
       reconciler_(client, jobs_.store(), pods_.store(), nodes_.store(), progress, events_, log, wall_now,
-                  options_.reconciler) {
+                  options_.reconciler, &plans_.store()) {
   pods_.store().AddIndex(kPodsByJob, PodsByJobIndex());
   jobs_.OnChange([this](kube::WatchEventType, const Json& job) { queue_.Add(kube::KeyOf(job)); });
   pods_.OnChange([this](kube::WatchEventType, const Json& pod) {
@@ -86,8 +91,9 @@ void Controller::Run(const std::atomic<bool>& stop) {
   threads.push_back(clock_.StartThread("trainingjob informer", [&] { jobs_.Run(stop); }));
   threads.push_back(clock_.StartThread("pod informer", [&] { pods_.Run(stop); }));
   threads.push_back(clock_.StartThread("node informer", [&] { nodes_.Run(stop); }));
+  threads.push_back(clock_.StartThread("plan informer", [&] { plans_.Run(stop); }));
   // Reconciling on a half-filled cache would place on nodes it has not seen yet.
-  for (kube::Informer* informer : {&jobs_, &pods_, &nodes_}) {
+  for (kube::Informer* informer : {&jobs_, &pods_, &nodes_, &plans_}) {
     while (!stop.load() && !informer->WaitForSync(clock_.Now() + std::chrono::milliseconds(200))) {
     }
   }

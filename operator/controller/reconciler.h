@@ -74,7 +74,8 @@ class Reconciler {
  public:
   Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store& pods, kube::Store& nodes,
              ProgressSource& progress, EventRecorder& events, LineLog& log,
-             std::function<kube::WallTime()> wall_now, ReconcilerOptions options = {});
+             std::function<kube::WallTime()> wall_now, ReconcilerOptions options = {},
+             kube::Store* plans = nullptr);
 
   // `key` is "namespace/name". An error is an API failure: the caller retries
   // with back-off.
@@ -106,6 +107,12 @@ class Reconciler {
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   Status WriteStatus(Pass& pass);
+  // The job's plan ConfigMap: from the plan informer's cache when there is
+  // one (asking the API only when the job's status says it was placed and the
+  // cache has none yet), else with a GET. NotFound when there is none.
+  StatusOr<Json> PlanConfigMap(const JobObject& job, bool placed);
+  // Writes the plan ConfigMap (create, or update from what is cached or read).
+  Status WritePlanConfigMap(Pass& pass, const Json& config_map);
   // A PriorityClass's value; 0 for none, or one that cannot be read.
   int PriorityOfClass(const std::string& name);
 
@@ -121,6 +128,7 @@ class Reconciler {
   // The waiting jobs in line and their reservation pass; placement's view of
   // the cluster, kept as the stores change.
   WaitingLine line_;
+  kube::Store* plans_;  // the operator's ConfigMaps; null: read with a GET
   std::mutex published_mu_;
   std::map<std::string, kube::WallTime> published_;  // node -> when its link was last published
 };

@@ -7,6 +7,7 @@
 #include "api/job_conditions.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/testing/cluster_fixtures.h"
+#include "operator/kube/observed_kube_client.h"
 #include "operator/kube/testing/fake_kube_client.h"
 
 namespace edgetrain::operator_ {
@@ -368,6 +369,28 @@ TEST_F(ReconcilerTest, WaitingJobsShareOneReservationPassAndKeepTheirOrder) {
   EXPECT_EQ(Reconcile(late).placement, "unschedulable") << "j3 is ahead of it";
   EXPECT_EQ(Reconcile(keys[3]).placement, "placed");
   EXPECT_EQ(reconciler_.ReservationPasses(), 2u);
+}
+
+TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {
+  std::map<std::string, int> requests;
+  kube::ObservedKubeClient counted(
+      api_, [](const std::string&, StatusCode) {}, [&](const std::string& verb) { ++requests[verb]; });
+  kube::Store plans;
+  Reconciler cached(counted, jobs_, pods_, nodes_, progress_, events_, log_, [this] { return now_; }, {}, &plans);
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1"));
+  const std::string key = Submit(TrainingJob("team"));
+  StatusOr<ReconcileOutcome> placed = cached.Reconcile(key);
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_EQ(placed->placement, "placed");
+  EXPECT_EQ(requests["get"], 0) << "a job not yet placed has no plan to read";
+  EXPECT_EQ(plans.Size(), 1u) << "the plan written is cached before the watch brings it";
+
+  jobs_.Put(Job("team"));
+  SyncPods();
+  requests.clear();
+  ASSERT_TRUE(cached.Reconcile(key).ok());
+  EXPECT_EQ(requests, (std::map<std::string, int>{})) << "a placed job whose pods start asks nothing of the API";
 }
 
 TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {

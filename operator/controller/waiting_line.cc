@@ -77,23 +77,64 @@ bool SameForPlacement(const NodeView& a, const NodeView& b) {
 WaitingLine::WaitingLine(kube::Store& jobs, kube::Store& pods, kube::Store& nodes, api::PodDefaults defaults,
                          Duration max_pass_age)
     : jobs_store_(jobs), defaults_(std::move(defaults)), max_pass_age_(max_pass_age) {
-  auto record = [this](std::map<std::string, std::optional<Json>> WaitingLine::*changes) {
-    return [this, changes](const std::string& key, const Json* object) {
-      std::lock_guard lock(changes_mu_);
-      (this->*changes)[key] = object ? std::optional<Json>(*object) : std::nullopt;
-    };
-  };
   // What the stores hold already, then every change.
-  nodes.ForEach([&](const Json& o) { node_changes_[kube::KeyOf(o)] = o; });
-  pods.ForEach([&](const Json& o) { pod_changes_[kube::KeyOf(o)] = o; });
+  nodes.ForEach([&](const Json& o) { node_changes_[kube::KeyOf(o)] = Parse(o); });
+  pods.ForEach([&](const Json& o) { pod_changes_[kube::KeyOf(o)] = See(&o); });
   jobs.ForEach([&](const Json& o) { job_changes_[kube::KeyOf(o)] = o; });
-  nodes.AddListener(record(&WaitingLine::node_changes_));
-  pods.AddListener(record(&WaitingLine::pod_changes_));
-  jobs.AddListener(record(&WaitingLine::job_changes_));
+  nodes.AddListener([this](const std::string& key, const Json* node) {
+    std::optional<CachedNode> parsed;
+    if (node) parsed = Parse(*node);
+    std::lock_guard lock(changes_mu_);
+    node_changes_[key] = std::move(parsed);
+  });
+  pods.AddListener([this](const std::string& key, const Json* pod) {
+    PodSeen seen = See(pod);
+    std::lock_guard lock(changes_mu_);
+    pod_changes_[key] = std::move(seen);
+  });
+  jobs.AddListener([this](const std::string& key, const Json* job) {
+    std::lock_guard lock(changes_mu_);
+    job_changes_[key] = job ? std::optional<Json>(*job) : std::nullopt;
+  });
+}
+
+WaitingLine::CachedNode WaitingLine::Parse(const Json& node) {
+  CachedNode fresh;
+  StatusOr<NodeView> declared = NodeViewOfNode(node);
+  if (!declared.ok()) {
+    fresh.unreadable = declared.status().message();
+    return fresh;
+  }
+  fresh.declared = *declared;
+  const Json& meta = node.at("metadata");
+  auto notes = meta.find("annotations");
+  if (notes != meta.end() && notes->is_object() && notes->contains(kMeasuredAt) && (*notes)[kMeasuredAt].is_string()) {
+    if (std::optional<kube::WallTime> at = kube::ParseKubeTime((*notes)[kMeasuredAt].get<std::string>())) {
+      // The view as it is while the measurement is fresh; whether it is, is
+      // asked at each pass.
+      StatusOr<NodeView> measured = NodeViewOfNode(node, MeasuredLinks{*at, std::chrono::hours(1)});
+      if (!measured.ok()) {
+        fresh.unreadable = measured.status().message();
+      } else {
+        fresh.measured = *measured;
+        fresh.measured_at = *at;
+      }
+    }
+  }
+  return fresh;
+}
+
+WaitingLine::PodSeen WaitingLine::See(const Json* pod) {
+  PodSeen seen;
+  seen.exists = pod != nullptr;
+  if (pod && HoldsNode(*pod)) seen.holding = Holding{(*pod)["spec"]["nodeName"].get<std::string>(), PodRequests(*pod)};
+  return seen;
 }
 
 void WaitingLine::Apply(kube::WallTime now) {
-  std::map<std::string, std::optional<Json>> nodes, pods, jobs;
+  std::map<std::string, std::optional<CachedNode>> nodes;
+  std::map<std::string, PodSeen> pods;
+  std::map<std::string, std::optional<Json>> jobs;
   {
     std::lock_guard lock(changes_mu_);
     std::swap(nodes, node_changes_);
@@ -101,7 +142,7 @@ void WaitingLine::Apply(kube::WallTime now) {
     std::swap(jobs, job_changes_);
   }
   for (const auto& [key, node] : nodes) ApplyNode(key, node ? &*node : nullptr);
-  for (const auto& [key, pod] : pods) ApplyPod(key, pod ? &*pod : nullptr);
+  for (const auto& [key, pod] : pods) ApplyPod(key, pod);
   for (const auto& [key, job] : jobs) ApplyJob(key, job ? &*job : nullptr);
   // Assumptions the informer never confirmed: the room is free again.
   for (auto it = assumed_.begin(); it != assumed_.end();) {
@@ -115,7 +156,7 @@ void WaitingLine::Apply(kube::WallTime now) {
   }
 }
 
-void WaitingLine::ApplyNode(const std::string& name, const Json* node) {
+void WaitingLine::ApplyNode(const std::string& name, const CachedNode* node) {
   auto old = nodes_.find(name);
   if (!node) {
     if (old != nodes_.end()) {
@@ -124,43 +165,22 @@ void WaitingLine::ApplyNode(const std::string& name, const Json* node) {
     }
     return;
   }
-  CachedNode fresh;
-  StatusOr<NodeView> declared = NodeViewOfNode(*node);
-  if (!declared.ok()) {
-    fresh.unreadable = declared.status().message();
-  } else {
-    fresh.declared = *declared;
-    const Json annotations = node->value("/metadata/annotations"_json_pointer, Json::object());
-    if (annotations.contains(kMeasuredAt) && annotations[kMeasuredAt].is_string()) {
-      if (std::optional<kube::WallTime> at = kube::ParseKubeTime(annotations[kMeasuredAt].get<std::string>())) {
-        // The view as it is while the measurement is fresh; whether it is,
-        // is asked at each pass.
-        StatusOr<NodeView> measured = NodeViewOfNode(*node, MeasuredLinks{*at, std::chrono::hours(1)});
-        if (!measured.ok()) {
-          fresh.unreadable = measured.status().message();
-        } else {
-          fresh.measured = *measured;
-          fresh.measured_at = *at;
-        }
-      }
-    }
-  }
+  const CachedNode& fresh = *node;
   const bool same = old != nodes_.end() && old->second.unreadable == fresh.unreadable &&
                     SameForPlacement(old->second.declared, fresh.declared) &&
                     old->second.measured.has_value() == fresh.measured.has_value() &&
                     (!fresh.measured || (old->second.measured_at == fresh.measured_at &&
                                          SameForPlacement(*old->second.measured, *fresh.measured)));
-  nodes_[name] = std::move(fresh);
+  nodes_[name] = fresh;
   if (!same) stale_ = true;
 }
 
 void WaitingLine::Hold(const Holding& h, int sign) { Add(bound_[h.node], h.requests, sign); }
 
-void WaitingLine::ApplyPod(const std::string& key, const Json* pod) {
-  std::optional<Holding> now;
-  if (pod && HoldsNode(*pod)) now = Holding{(*pod)["spec"]["nodeName"].get<std::string>(), PodRequests(*pod)};
+void WaitingLine::ApplyPod(const std::string& key, const PodSeen& pod) {
+  const std::optional<Holding>& now = pod.holding;
   auto assumed = assumed_.find(key);
-  if (assumed != assumed_.end() && pod) {
+  if (assumed != assumed_.end() && pod.exists) {
     // The pod we created is seen: its holding replaces the assumption. The
     // pass already counted it, unless the pod holds something else.
     const Holding expected = assumed->second.holding;

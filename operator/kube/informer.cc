@@ -144,6 +144,7 @@ Status Informer::Relist() {
   std::vector<Json> items;
   ListOptions page;
   page.limit = options_.page_size;
+  page.label_selector = options_.label_selector;
   std::string version;
   for (;;) {
     EDGETRAIN_ASSIGN_OR_RETURN(Json list, client_.List(type_, ns_, page));
@@ -183,6 +184,7 @@ Status Informer::Relist() {
 StatusOr<bool> Informer::WatchOnce(const std::atomic<bool>& stop) {
   ++watches_;
   WatchOptions watch;
+  watch.label_selector = options_.label_selector;
   watch.resource_version = resource_version_;
   const int64_t min_s = std::chrono::duration_cast<std::chrono::seconds>(options_.min_watch_timeout).count();
   const int64_t max_s = std::chrono::duration_cast<std::chrono::seconds>(options_.max_watch_timeout).count();

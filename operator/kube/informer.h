@@ -74,6 +74,7 @@ struct InformerOptions {
   Duration healthy_after = std::chrono::minutes(2);
   int64_t page_size = 500;
   uint64_t seed = 1;  // the watch timeouts' randomness
+  std::string label_selector;  // only the objects it selects; empty: all
 };
 
 class Informer {
