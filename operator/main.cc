@@ -138,8 +138,9 @@ int main(int argc, char** argv) {
     return ExitCodeFor(rest_client.status());
   }
   operator_::OperatorMetrics metrics;
-  kube::ObservedKubeClient client(**rest_client,
-                                  [&](const std::string& verb, StatusCode code) { metrics.CountApiError(verb, code); });
+  kube::ObservedKubeClient client(
+      **rest_client, [&](const std::string& verb, StatusCode code) { metrics.CountApiError(verb, code); },
+      [&](const std::string& verb) { metrics.CountApiRequest(verb); });
   operator_::LineLog log(std::cerr);
   HttpProgress progress;
   operator_::Controller controller(client, clock, progress, metrics, log, [] { return std::chrono::system_clock::now(); },

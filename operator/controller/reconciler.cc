@@ -51,7 +51,7 @@ struct Reconciler::Pass {
 
 Reconciler::Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store& pods, kube::Store& nodes,
                        ProgressSource& progress, EventRecorder& events, LineLog& log,
-                       std::function<kube::WallTime()> wall_now, ReconcilerOptions options)
+                       std::function<kube::WallTime()> wall_now, ReconcilerOptions options, kube::Store* plans)
     : client_(client),
       jobs_(jobs),
       pods_(pods),
@@ -60,7 +60,40 @@ Reconciler::Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store&
       events_(events),
       log_(log),
       wall_now_(std::move(wall_now)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      line_(jobs, pods, nodes, options_.defaults, options_.unschedulable_retry),
+      plans_(plans) {}
+
+StatusOr<Json> Reconciler::PlanConfigMap(const JobObject& job, bool placed) {
+  if (plans_) {
+    if (std::optional<Json> cached = plans_->Get(job.namespace_ + "/" + PlanConfigMapName(job.name))) return *cached;
+    if (!placed) return NotFoundError("no plan ConfigMap cached");
+  }
+  return client_.Get(kube::kConfigMaps, job.namespace_, PlanConfigMapName(job.name));
+}
+
+Status Reconciler::WritePlanConfigMap(Pass& pass, const Json& config_map) {
+  StatusOr<Json> existing = PlanConfigMap(pass.job, /*placed=*/!plans_);
+  if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) return existing.status();
+  auto write = [&](const StatusOr<Json>& current) -> StatusOr<Json> {
+    if (!current.ok()) return client_.Create(kube::kConfigMaps, pass.job.namespace_, config_map);
+    Json updated = config_map;
+    updated["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
+    return client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
+  };
+  StatusOr<Json> written = write(existing);
+  if (!written.ok() && plans_ &&
+      (written.status().code() == StatusCode::kAlreadyExists || written.status().code() == StatusCode::kAborted)) {
+    // The cache was behind the API: read it, and write again on what it has.
+    written = write(client_.Get(kube::kConfigMaps, pass.job.namespace_, PlanConfigMapName(pass.job.name)));
+  }
+  if (!written.ok()) {
+    return written.status().WithContext("writing ConfigMap " + PlanConfigMapName(pass.job.name));
+  }
+  // Later reconciles see it before the watch brings it.
+  if (plans_) plans_->Put(*written);
+  return Status::Ok();
+}
 
 StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   std::optional<Json> object = jobs_.Get(key);
@@ -195,52 +228,10 @@ Status Reconciler::Suspend(Pass& pass) {
   return Status::Ok();
 }
 
-int Reconciler::PriorityOf(const Json& job) {
-  const std::string name = job.value("/spec/placement/priorityClassName"_json_pointer, std::string());
+int Reconciler::PriorityOfClass(const std::string& name) {
   if (name.empty()) return 0;
   StatusOr<Json> pc = client_.Get(kube::kPriorityClasses, "", name);
   return pc.ok() ? pc->value("value", 0) : 0;
-}
-
-std::vector<Json> Reconciler::WaitingJobsBefore(const Json& job) {
-  struct Waiting {
-    int priority;
-    std::string created, key;
-    Json object;
-  };
-  std::map<std::string, int> priorities;
-  auto priority = [&](const Json& j) {
-    const std::string name = j.value("/spec/placement/priorityClassName"_json_pointer, std::string());
-    auto it = priorities.find(name);
-    if (it == priorities.end()) it = priorities.emplace(name, PriorityOf(j)).first;
-    return it->second;
-  };
-  auto entry = [&](const Json& j) {
-    return Waiting{priority(j), j["metadata"].value("creationTimestamp", ""), kube::KeyOf(j), j};
-  };
-  auto before = [](const Waiting& a, const Waiting& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.created != b.created) return a.created < b.created;
-    return a.key < b.key;
-  };
-  const Waiting self = entry(job);
-  std::vector<Waiting> waiting;
-  for (const Json& other : jobs_.List()) {
-    if (kube::KeyOf(other) == self.key) continue;
-    const Json status = other.value("status", Json::object());
-    const std::string p = status.value("phase", phase::kPending);
-    // Waiting: not placed, not ended, not suspended, not invalid.
-    if (p != phase::kPending || ConditionIs(status, condition::kPlaced, true) ||
-        ConditionIs(status, condition::kInvalid, true) || other.value("/spec/suspend"_json_pointer, false)) {
-      continue;
-    }
-    Waiting w = entry(other);
-    if (before(w, self)) waiting.push_back(std::move(w));
-  }
-  std::sort(waiting.begin(), waiting.end(), before);
-  std::vector<Json> out;
-  for (Waiting& w : waiting) out.push_back(std::move(w.object));
-  return out;
 }
 
 // The plan in the job's ConfigMap, if one was made: its generation.
@@ -252,8 +243,7 @@ struct StoredPlan {
   std::string coordinator_node;
 };
 
-StatusOr<StoredPlan> ReadPlan(kube::KubeClient& client, const JobObject& job) {
-  StatusOr<Json> map = client.Get(kube::kConfigMaps, job.namespace_, PlanConfigMapName(job.name));
+StatusOr<StoredPlan> ReadPlan(const StatusOr<Json>& map) {
   if (!map.ok()) {
     if (map.status().code() == StatusCode::kNotFound) return StoredPlan{};
     return map.status();
@@ -317,33 +307,11 @@ std::string Describe(const TeamPlacement& placement) {
   return text;
 }
 
-// Adds what a placed team holds to the nodes, as if its pods were bound.
-void Reserve(std::vector<NodeView>& nodes, const TeamPlacement& placement, const TeamRequest& request) {
-  auto hold = [&](const std::string& node, const ResourceAmounts& r) {
-    for (NodeView& n : nodes) {
-      if (n.name != node) continue;
-      n.bound.cpu_millis += r.cpu_millis;
-      n.bound.memory_bytes += r.memory_bytes;
-      n.bound.pods += r.pods;
-    }
-  };
-  hold(placement.coordinator_node, request.coordinator_requests);
-  for (const std::string& node : placement.worker_nodes) hold(node, request.worker_requests);
-}
-
-bool AnyNodeMatches(const std::vector<NodeView>& nodes, const std::map<std::string, std::string>& selector) {
-  return std::any_of(nodes.begin(), nodes.end(), [&](const NodeView& n) {
-    return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
-      auto it = n.labels.find(kv.first);
-      return it != n.labels.end() && it->second == kv.second;
-    });
-  });
-}
-
 }  // namespace
 
 Status Reconciler::Place(Pass& pass) {
-  EDGETRAIN_ASSIGN_OR_RETURN(StoredPlan stored, ReadPlan(client_, pass.job));
+  EDGETRAIN_ASSIGN_OR_RETURN(
+      StoredPlan stored, ReadPlan(PlanConfigMap(pass.job, ConditionIs(pass.status, condition::kPlaced, true))));
   if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
     return Follow(pass, *stored.plan, stored.coordinator_node);
   }
@@ -365,14 +333,12 @@ Status Reconciler::Place(Pass& pass) {
     pass.status["phase"] = phase::kFailed;
     return Status::Ok();
   }
-  ClusterView cluster =
-      ClusterViewOf(nodes_.List(), pods_.List(), pass.job.namespace_, pass.job.name, Measured());
-  for (const std::string& bad : cluster.unreadable) log_.Job(pass.key, "NodeUnreadable", bad);
+  for (const std::string& bad : line_.Unreadable()) log_.Job(pass.key, "NodeUnreadable", bad);
 
   pass.status["phase"] = phase::kPending;
-  if (!request->node_selector.empty() && !AnyNodeMatches(cluster.nodes, request->node_selector)) {
+  if (!request->node_selector.empty() && !line_.AnyNodeMatches(request->node_selector)) {
     const std::string message = "spec.placement.nodeSelector matches none of the cluster's " +
-                                std::to_string(cluster.nodes.size()) + " nodes";
+                                std::to_string(line_.NodeCount()) + " nodes";
     if (!ConditionIs(pass.status, condition::kInvalid, true)) {
       events_.Record(pass.object, "Warning", reason::kNoMatchingNode, message);
       log_.Job(pass.key, reason::kNoMatchingNode, message);
@@ -385,19 +351,13 @@ Status Reconciler::Place(Pass& pass) {
   }
   if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");
 
-  // Jobs first in line take their room first; this one gets what is left.
-  for (const Json& earlier : WaitingJobsBefore(pass.object)) {
-    Json manifest = earlier;
-    manifest.erase("status");
-    StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), kube::KeyOf(earlier));
-    if (!parsed.ok()) continue;
-    StatusOr<TeamRequest> theirs = api::TeamRequestOf(*parsed, options_.defaults);
-    if (!theirs.ok()) continue;
-    const TeamPlacement fits = PlaceTeam(cluster.nodes, *theirs);
-    if (fits.placed) Reserve(cluster.nodes, fits, *theirs);
-  }
-
-  const TeamPlacement placement = PlaceTeam(cluster.nodes, *request);
+  // Jobs first in line take their room first; this one gets what is left
+  // (its turn in the waiting line's reservation pass).
+  const Json& meta = pass.object.at("metadata");
+  const TeamPlacement placement = line_.PlacementOf(
+      pass.key, *request, pass.object.value("/spec/placement/priorityClassName"_json_pointer, std::string()),
+      meta.value("creationTimestamp", ""), [this](const std::string& name) { return PriorityOfClass(name); },
+      Measured());
   if (!placement.placed) {
     const std::string message = placement.unschedulable;
     const Json* placed = FindCondition(pass.status, condition::kPlaced);
@@ -416,8 +376,17 @@ Status Reconciler::Place(Pass& pass) {
   }
 
   const int64_t generation = stored.generation + 1;
-  const JobPlan plan = PlanOf(pass.job, placement, cluster.nodes, generation);
-  EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, placement));
+  std::vector<std::string> chosen = placement.worker_nodes;
+  chosen.push_back(placement.coordinator_node);
+  const JobPlan plan = PlanOf(pass.job, placement, line_.Views(chosen, Measured()), generation);
+  // Its pods hold what its turn reserved from now, before the informer shows
+  // them (assumed before they are made, as kube-scheduler assumes before it
+  // binds, so the other worker never sees them unannounced).
+  line_.Placed(pass.key, PodsFor(pass.job, plan, placement, options_.pods), wall_now_());
+  if (Status applied = ApplyObjects(pass, plan, placement); !applied.ok()) {
+    line_.Forget(pass.key);
+    return applied;
+  }
   const std::string message = Describe(placement);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
   pass.Set(condition::kRunning, false, reason::kStarting,
@@ -426,7 +395,8 @@ Status Reconciler::Place(Pass& pass) {
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message + " (plan generation " + std::to_string(generation) + ")");
   pass.outcome.placement = "placed";
-  pass.Requeue(options_.status_interval);
+  // Its pods' changes wake it; else the gang timeout is when to look again.
+  pass.Requeue(GangTimeoutOf(pass.job));
   return Status::Ok();
 }
 
@@ -438,18 +408,7 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlace
   };
   EDGETRAIN_RETURN_IF_ERROR(create(kube::kServices, ServiceFor(pass.job)));
   // The plan replaces an earlier generation's.
-  const Json config_map = PlanConfigMapFor(pass.job, plan, placement.coordinator_node);
-  StatusOr<Json> existing = client_.Get(kube::kConfigMaps, pass.job.namespace_, PlanConfigMapName(pass.job.name));
-  if (existing.ok()) {
-    Json updated = config_map;
-    updated["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
-    StatusOr<Json> put = client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
-    if (!put.ok()) return put.status();
-  } else if (existing.status().code() == StatusCode::kNotFound) {
-    EDGETRAIN_RETURN_IF_ERROR(create(kube::kConfigMaps, config_map));
-  } else {
-    return existing.status();
-  }
+  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, placement.coordinator_node)));
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, placement.coordinator_node));
   for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
     EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
@@ -591,7 +550,10 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       pass.status["phase"] = phase::kPlacing;
       pass.Set(condition::kRunning, false, reason::kStarting,
                std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
-      pass.Requeue(std::min(options_.status_interval, timeout - waited));
+      // Any change of its pods wakes it, so it need not poll: looking at 1,000
+      // placed jobs every status interval kept a 5,000-node site's operator
+      // busy enough to slow the placing of the rest several times over.
+      pass.Requeue(timeout - waited);
       return Status::Ok();
     }
     case GangState::kRunning: {
@@ -612,12 +574,15 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
       PublishMeasuredLinks(pass, plan, coordinator_node, progress);
       // What placement expected of each link, to tell a fade from a weak link.
+      // (The team's nodes only: copying every Node, 1,000 running jobs every
+      // status interval, was most of a large site's reconcile time.)
       std::vector<double> planned(plan.workers.size(), 0);
-      for (const Json& n : nodes_.List()) {
-        StatusOr<NodeView> view = NodeViewOfNode(n);
-        if (!view.ok() || !view->link_mbps) continue;
-        for (const WorkerSlot& slot : plan.workers) {
-          if (slot.node == view->name) planned[slot.rank] = *view->link_mbps;
+      for (const WorkerSlot& slot : plan.workers) {
+        std::optional<Json> n = nodes_.Get(slot.node);
+        if (!n) continue;
+        StatusOr<NodeView> view = NodeViewOfNode(*n);
+        if (view.ok() && view->link_mbps && slot.rank >= 0 && slot.rank < static_cast<int>(planned.size())) {
+          planned[slot.rank] = *view->link_mbps;
         }
       }
       const LinkHealth health = LinkHealthOf(progress, planned);
@@ -768,6 +733,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   updated["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
   StatusOr<Json> put = client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
   if (!put.ok()) return put.status();
+  if (plans_) plans_->Put(*put);
   // The lost pods that are not already going, go (an evicted pod stays Failed).
   std::vector<std::string> doomed;
   for (const auto& [rank, why] : lost) {

@@ -32,6 +32,7 @@
 #include "operator/controller/gang.h"
 #include "operator/controller/job_objects.h"
 #include "operator/controller/line_log.h"
+#include "operator/controller/waiting_line.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/kube_client.h"
 #include "operator/kube/kube_time.h"
@@ -73,11 +74,16 @@ class Reconciler {
  public:
   Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store& pods, kube::Store& nodes,
              ProgressSource& progress, EventRecorder& events, LineLog& log,
-             std::function<kube::WallTime()> wall_now, ReconcilerOptions options = {});
+             std::function<kube::WallTime()> wall_now, ReconcilerOptions options = {},
+             kube::Store* plans = nullptr);
 
   // `key` is "namespace/name". An error is an API failure: the caller retries
   // with back-off.
   StatusOr<ReconcileOutcome> Reconcile(const std::string& key);
+
+  // For tests: reservation passes computed from scratch, and jobs added to one.
+  uint64_t ReservationPasses() { return line_.passes(); }
+  uint64_t ReservationExtensions() { return line_.extensions(); }
 
  private:
   struct Pass;  // one reconcile's state
@@ -101,9 +107,14 @@ class Reconciler {
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   Status WriteStatus(Pass& pass);
-  // Jobs waiting to be placed, first in line first: higher priority, then older.
-  std::vector<Json> WaitingJobsBefore(const Json& job);
-  int PriorityOf(const Json& job);
+  // The job's plan ConfigMap: from the plan informer's cache when there is
+  // one (asking the API only when the job's status says it was placed and the
+  // cache has none yet), else with a GET. NotFound when there is none.
+  StatusOr<Json> PlanConfigMap(const JobObject& job, bool placed);
+  // Writes the plan ConfigMap (create, or update from what is cached or read).
+  Status WritePlanConfigMap(Pass& pass, const Json& config_map);
+  // A PriorityClass's value; 0 for none, or one that cannot be read.
+  int PriorityOfClass(const std::string& name);
 
   kube::KubeClient& client_;
   kube::Store& jobs_;
@@ -114,6 +125,10 @@ class Reconciler {
   LineLog& log_;
   std::function<kube::WallTime()> wall_now_;
   const ReconcilerOptions options_;
+  // The waiting jobs in line and their reservation pass; placement's view of
+  // the cluster, kept as the stores change.
+  WaitingLine line_;
+  kube::Store* plans_;  // the operator's ConfigMaps; null: read with a GET
   std::mutex published_mu_;
   std::map<std::string, kube::WallTime> published_;  // node -> when its link was last published
 };

@@ -7,6 +7,7 @@
 #include "api/job_conditions.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/testing/cluster_fixtures.h"
+#include "operator/kube/observed_kube_client.h"
 #include "operator/kube/testing/fake_kube_client.h"
 
 namespace edgetrain::operator_ {
@@ -332,6 +333,64 @@ TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"urgent-coordinator@gateway"}));
   EXPECT_EQ(Job("young")["status"]["phase"], api::phase::kPending);
   EXPECT_TRUE(api_.All(kube::kServices).size() == 1) << "a waiting job holds nothing";
+}
+
+TEST_F(ReconcilerTest, WaitingJobsShareOneReservationPassAndKeepTheirOrder) {
+  // Room for three jobs of one; six wait, reconciled youngest first, before
+  // the pod informer has shown any pod.
+  AddNode(ANode("gateway").WithAllocatable("3", "4Gi"));
+  const Json one = {{"parallelism", {{"workers", 1}}}};
+  std::vector<std::string> keys;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back(Submit(TrainingJob("j" + std::to_string(i), one, "2026-11-22T09:0" + std::to_string(i) + ":00Z")));
+  }
+  for (int i = 5; i >= 0; --i) {
+    EXPECT_EQ(Reconcile(keys[i]).placement, i < 3 ? "placed" : "unschedulable") << keys[i];
+    jobs_.Put(Job("j" + std::to_string(i)));
+  }
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"j0-coordinator@gateway", "j1-coordinator@gateway",
+                                                  "j2-coordinator@gateway"}))
+      << "the three eldest, and no node given twice before the informer shows their pods";
+  EXPECT_EQ(reconciler_.ReservationPasses(), 1u) << "one pass served every reconcile; placing as it said keeps it";
+
+  // A younger job joins behind everyone: it is added to the pass.
+  const std::string late = Submit(TrainingJob("late", one, "2026-11-22T09:30:00Z"));
+  EXPECT_EQ(Reconcile(late).placement, "unschedulable");
+  EXPECT_EQ(reconciler_.ReservationPasses(), 1u);
+  EXPECT_EQ(reconciler_.ReservationExtensions(), 1u);
+  // The pods the pass assumed are seen as they were assumed: still one pass.
+  SyncPods();
+  EXPECT_EQ(Reconcile(keys[3]).placement, "unschedulable");
+  EXPECT_EQ(reconciler_.ReservationPasses(), 1u);
+
+  // One leaves: room for the next in line, the eldest waiting, not the latest.
+  ASSERT_TRUE(api_.Delete(kube::kPods, "default", "j0-coordinator").ok());
+  SyncPods();
+  EXPECT_EQ(Reconcile(late).placement, "unschedulable") << "j3 is ahead of it";
+  EXPECT_EQ(Reconcile(keys[3]).placement, "placed");
+  EXPECT_EQ(reconciler_.ReservationPasses(), 2u);
+}
+
+TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {
+  std::map<std::string, int> requests;
+  kube::ObservedKubeClient counted(
+      api_, [](const std::string&, StatusCode) {}, [&](const std::string& verb) { ++requests[verb]; });
+  kube::Store plans;
+  Reconciler cached(counted, jobs_, pods_, nodes_, progress_, events_, log_, [this] { return now_; }, {}, &plans);
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1"));
+  const std::string key = Submit(TrainingJob("team"));
+  StatusOr<ReconcileOutcome> placed = cached.Reconcile(key);
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_EQ(placed->placement, "placed");
+  EXPECT_EQ(requests["get"], 0) << "a job not yet placed has no plan to read";
+  EXPECT_EQ(plans.Size(), 1u) << "the plan written is cached before the watch brings it";
+
+  jobs_.Put(Job("team"));
+  SyncPods();
+  requests.clear();
+  ASSERT_TRUE(cached.Reconcile(key).ok());
+  EXPECT_EQ(requests, (std::map<std::string, int>{})) << "a placed job whose pods start asks nothing of the API";
 }
 
 TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {

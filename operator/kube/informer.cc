@@ -15,7 +15,35 @@ std::string KeyOf(const Json& object) {
 
 void Store::AddIndex(const std::string& name, IndexFunc fn) {
   std::lock_guard lock(mu_);
+  auto& values = indexed_[name];
+  values.clear();
+  for (const auto& [key, object] : objects_) {
+    for (const std::string& v : fn(object)) values[v].insert(key);
+  }
   index_funcs_[name] = std::move(fn);
+}
+
+void Store::AddListener(Listener listener) {
+  std::lock_guard lock(mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+void Store::ChangedLocked(const std::string& key, const Json* before, const Json* now) {
+  for (const auto& [name, fn] : index_funcs_) {
+    auto& values = indexed_[name];
+    if (before) {
+      for (const std::string& v : fn(*before)) {
+        auto it = values.find(v);
+        if (it == values.end()) continue;
+        it->second.erase(key);
+        if (it->second.empty()) values.erase(it);
+      }
+    }
+    if (now) {
+      for (const std::string& v : fn(*now)) values[v].insert(key);
+    }
+  }
+  for (const Listener& l : listeners_) l(key, now);
 }
 
 std::optional<Json> Store::Get(const std::string& key) const {
@@ -27,31 +55,55 @@ std::optional<Json> Store::Get(const std::string& key) const {
 std::vector<Json> Store::List() const {
   std::lock_guard lock(mu_);
   std::vector<Json> all;
+  all.reserve(objects_.size());
   for (const auto& [key, object] : objects_) all.push_back(object);
   return all;
+}
+
+void Store::ForEach(const std::function<void(const Json& object)>& fn) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, object] : objects_) fn(object);
+}
+
+size_t Store::Size() const {
+  std::lock_guard lock(mu_);
+  return objects_.size();
 }
 
 std::vector<Json> Store::ByIndex(const std::string& index, const std::string& value) const {
   std::lock_guard lock(mu_);
   std::vector<Json> found;
-  auto fn = index_funcs_.find(index);
-  if (fn == index_funcs_.end()) return found;
-  // A scan: the stores here hold a site's objects, hundreds, not millions.
-  for (const auto& [key, object] : objects_) {
-    const auto values = fn->second(object);
-    if (std::find(values.begin(), values.end(), value) != values.end()) found.push_back(object);
+  auto values = indexed_.find(index);
+  if (values == indexed_.end()) return found;
+  auto keys = values->second.find(value);
+  if (keys == values->second.end()) return found;
+  for (const std::string& key : keys->second) {
+    if (auto it = objects_.find(key); it != objects_.end()) found.push_back(it->second);
   }
   return found;
 }
 
 void Store::Put(const Json& object) {
   std::lock_guard lock(mu_);
-  objects_[KeyOf(object)] = object;
+  const std::string key = KeyOf(object);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) {
+    it = objects_.emplace(key, object).first;
+    ChangedLocked(key, nullptr, &it->second);
+    return;
+  }
+  Json before = std::move(it->second);
+  it->second = object;
+  ChangedLocked(key, &before, &it->second);
 }
 
 void Store::Remove(const std::string& key) {
   std::lock_guard lock(mu_);
-  objects_.erase(key);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return;
+  Json before = std::move(it->second);
+  objects_.erase(it);
+  ChangedLocked(key, &before, nullptr);
 }
 
 std::map<std::string, Json> Store::Replace(const std::vector<Json>& objects) {
@@ -59,6 +111,23 @@ std::map<std::string, Json> Store::Replace(const std::vector<Json>& objects) {
   for (const Json& o : objects) next[KeyOf(o)] = o;
   std::lock_guard lock(mu_);
   std::swap(objects_, next);
+  // `next` now holds what was there before.
+  for (auto& [name, values] : indexed_) values.clear();
+  for (const auto& [key, object] : objects_) {
+    for (const auto& [name, fn] : index_funcs_) {
+      for (const std::string& v : fn(object)) indexed_[name][v].insert(key);
+    }
+  }
+  if (!listeners_.empty()) {
+    for (const auto& [key, before] : next) {
+      if (!objects_.count(key)) {
+        for (const Listener& l : listeners_) l(key, nullptr);
+      }
+    }
+    for (const auto& [key, object] : objects_) {
+      for (const Listener& l : listeners_) l(key, &object);
+    }
+  }
   return next;
 }
 
@@ -75,6 +144,7 @@ Status Informer::Relist() {
   std::vector<Json> items;
   ListOptions page;
   page.limit = options_.page_size;
+  page.label_selector = options_.label_selector;
   std::string version;
   for (;;) {
     EDGETRAIN_ASSIGN_OR_RETURN(Json list, client_.List(type_, ns_, page));
@@ -114,6 +184,7 @@ Status Informer::Relist() {
 StatusOr<bool> Informer::WatchOnce(const std::atomic<bool>& stop) {
   ++watches_;
   WatchOptions watch;
+  watch.label_selector = options_.label_selector;
   watch.resource_version = resource_version_;
   const int64_t min_s = std::chrono::duration_cast<std::chrono::seconds>(options_.min_watch_timeout).count();
   const int64_t max_s = std::chrono::duration_cast<std::chrono::seconds>(options_.max_watch_timeout).count();

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,11 +29,23 @@ std::string KeyOf(const Json& object);
 class Store {
  public:
   using IndexFunc = std::function<std::vector<std::string>(const Json& object)>;
-  // Registers an index before the store is filled: `fn` gives an object's values.
+  // Registers an index: `fn` gives an object's values. The index is kept as
+  // objects are written, so ByIndex costs what it finds, not the store's size
+  // (a 5,000-node site has thousands of pods).
   void AddIndex(const std::string& name, IndexFunc fn);
+  // Called after every change, under the store's lock and in the order of the
+  // changes: the object as it now is, or nullptr when it is gone. For caches
+  // derived from the store (placement's view of the cluster); a listener must
+  // be quick and must not call back into the store.
+  using Listener = std::function<void(const std::string& key, const Json* object)>;
+  void AddListener(Listener listener);
 
   std::optional<Json> Get(const std::string& key) const;
   std::vector<Json> List() const;
+  // Visits every object in place, under the store's lock: no copies, for the
+  // callers that only read a field or two of each (`fn` must not call back).
+  void ForEach(const std::function<void(const Json& object)>& fn) const;
+  size_t Size() const;
   std::vector<Json> ByIndex(const std::string& index, const std::string& value) const;
 
   // The informer's side.
@@ -42,9 +55,15 @@ class Store {
   std::map<std::string, Json> Replace(const std::vector<Json>& objects);
 
  private:
+  // Keeps the indexes and tells the listeners; mu_ held.
+  void ChangedLocked(const std::string& key, const Json* before, const Json* now);
+
   mutable std::mutex mu_;
   std::map<std::string, Json> objects_;             // guarded by mu_
   std::map<std::string, IndexFunc> index_funcs_;    // guarded by mu_
+  // index -> value -> keys of the objects with that value; guarded by mu_
+  std::map<std::string, std::map<std::string, std::set<std::string>>> indexed_;
+  std::vector<Listener> listeners_;                 // guarded by mu_
 };
 
 struct InformerOptions {
@@ -55,6 +74,7 @@ struct InformerOptions {
   Duration healthy_after = std::chrono::minutes(2);
   int64_t page_size = 500;
   uint64_t seed = 1;  // the watch timeouts' randomness
+  std::string label_selector;  // only the objects it selects; empty: all
 };
 
 class Informer {

@@ -1,7 +1,8 @@
 #pragma once
-// A KubeClient that tells an observer of every request that failed, by verb
-// and code, and otherwise passes everything through: the operator's API error
-// metric, without the REST client or the controllers knowing of metrics.
+// A KubeClient that tells an observer of every request made, by verb, and of
+// every request that failed, by verb and code, and otherwise passes everything
+// through: the operator's API request and error metrics, without the REST
+// client or the controllers knowing of metrics.
 
 #include <functional>
 #include <string>
@@ -13,7 +14,9 @@ namespace edgetrain::kube {
 class ObservedKubeClient final : public KubeClient {
  public:
   using Observer = std::function<void(const std::string& verb, StatusCode code)>;
-  ObservedKubeClient(KubeClient& inner, Observer on_error) : inner_(inner), on_error_(std::move(on_error)) {}
+  using RequestObserver = std::function<void(const std::string& verb)>;
+  ObservedKubeClient(KubeClient& inner, Observer on_error, RequestObserver on_request = nullptr)
+      : inner_(inner), on_error_(std::move(on_error)), on_request_(std::move(on_request)) {}
 
   StatusOr<Json> Get(const ResourceType& type, const std::string& ns, const std::string& name) override {
     return Seen("get", inner_.Get(type, ns, name));
@@ -35,6 +38,7 @@ class ObservedKubeClient final : public KubeClient {
     return Seen("patch", inner_.MergePatch(type, ns, name, patch));
   }
   Status Delete(const ResourceType& type, const std::string& ns, const std::string& name) override {
+    Count("delete");
     Status s = inner_.Delete(type, ns, name);
     // Deleting what is already gone is the goal reached, not an error.
     if (!s.ok() && s.code() != StatusCode::kNotFound) on_error_("delete", s.code());
@@ -42,6 +46,7 @@ class ObservedKubeClient final : public KubeClient {
   }
   Status Watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
                const std::function<void(WatchEvent)>& on_event, const std::atomic<bool>& stop) override {
+    Count("watch");
     Status s = inner_.Watch(type, ns, options, on_event, stop);
     if (!s.ok() && s.code() != StatusCode::kCancelled) on_error_("watch", s.code());
     return s;
@@ -49,11 +54,16 @@ class ObservedKubeClient final : public KubeClient {
 
  private:
   StatusOr<Json> Seen(const char* verb, StatusOr<Json> result) {
+    Count(verb);
     if (!result.ok()) on_error_(verb, result.status().code());
     return result;
   }
+  void Count(const char* verb) {
+    if (on_request_) on_request_(verb);
+  }
   KubeClient& inner_;
   Observer on_error_;
+  RequestObserver on_request_;
 };
 
 }  // namespace edgetrain::kube

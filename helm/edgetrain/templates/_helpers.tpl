@@ -128,7 +128,7 @@ so the operator's own default holds.
 # a job's plan, and its next generations
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, create, update]
+  verbs: [get, list, watch, create, update]
 # name the coordinator's node on an unbound output claim
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
