@@ -131,7 +131,7 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
   }
   RealClock clock;
   // A job of one is its own worker: no per-worker series of a team.
-  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 0);
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 0, spec.budget.energy_joules);
   metrics.SetActiveWorkers(1);
   SoloEngine engine(spec, *s.trainer, s.data, std::move(samples), {s.plan.slowdown, PowerProfile{}}, clock);
   return JobDriver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log).Run(cancel);
@@ -147,7 +147,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   s.data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, ShapedDownlinks(s.plan));
   RealClock clock;
-  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers);
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
   CoordinatorTimings timings;
   timings.first_worker_timeout = s.flags.first_worker_timeout;
   timings.stop_grace = s.flags.stop_grace;

@@ -1,12 +1,15 @@
 // A real Prometheus server (Debian's) scrapes a running team — coordinator and
 // workers — and every edgetrain metric must be there, and the ones that count
-// work must move.
+// work must move; each series carries exactly the labels it should.
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <cctype>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -26,13 +29,55 @@ using std::chrono::seconds;
 
 const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
 
-// Sum of a metric's samples, as Prometheus last scraped them; nullopt if absent.
-std::optional<double> Query(const std::string& prometheus, const std::string& metric) {
-  auto reply = agent::HttpGet(prometheus, "/api/v1/query?query=sum(" + metric + ")");
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+using Labels = std::map<std::string, std::string>;
+
+// The series an instant query returns, each by its full label set, with its
+// value (of a range selector: its last in the range).
+std::optional<std::map<Labels, double>> Series(const std::string& prometheus, const std::string& query) {
+  auto reply = agent::HttpGet(prometheus, "/api/v1/query?query=" + UrlEncode(query));
   if (!reply.ok() || reply->status != 200) return std::nullopt;
   auto j = nlohmann::json::parse(reply->body, nullptr, false);
-  if (j.is_discarded() || j["data"]["result"].empty()) return std::nullopt;
-  return std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
+  if (j.is_discarded() || j.value("status", "") != "success") return std::nullopt;
+  std::map<Labels, double> out;
+  for (const auto& r : j["data"]["result"]) {
+    const auto& value = r.contains("values") ? r["values"].back() : r["value"];
+    out[r["metric"].get<Labels>()] = std::stod(value[1].get<std::string>());
+  }
+  return out;
+}
+
+// Sum of a metric's samples, as Prometheus last scraped them; nullopt if absent.
+std::optional<double> Query(const std::string& prometheus, const std::string& metric) {
+  auto series = Series(prometheus, "sum(" + metric + ")");
+  if (!series || series->empty()) return std::nullopt;
+  return series->begin()->second;
+}
+
+// The series Prometheus stored under `name` in the last minute. A range, not an
+// instant query: on a busy machine a scrape may time out (the timeout is the 1 s
+// interval), and the instant query would then miss that target's series.
+std::optional<std::map<Labels, double>> Stored(const std::string& prometheus, const std::string& name) {
+  return Series(prometheus, name + "[1m]");
+}
+
+std::set<Labels> LabelSets(const std::map<Labels, double>& series) {
+  std::set<Labels> out;
+  for (const auto& [labels, value] : series) out.insert(labels);
+  return out;
 }
 
 TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
@@ -49,7 +94,7 @@ TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
         "parallelism": {"mode": "dataParallel", "workers": 2},
         "sync": {"granularity": "row", "policy": "rog", "stalenessBound": 4, "compression": "none"},
         "optimizer": {"name": "adam", "learningRate": 0.001, "weightDecay": 0},
-        "budget": {"wallClock": "3m", "energyJoules": 0},
+        "budget": {"wallClock": "3m", "energyJoules": 1000000},
         "evaluation": {"everyIterations": 30},
         "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 50, "maxRecoveries": 5,
                            "nodeLossGrace": "30s"},
@@ -95,13 +140,14 @@ TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
   const std::vector<std::string> moving = {
       "edgetrain_sent_bytes_total", "edgetrain_sent_rows_total", "edgetrain_received_bytes_total",
       "edgetrain_received_rows_total", "edgetrain_row_staleness_iterations_count", "edgetrain_iteration_seconds_count",
-      "edgetrain_energy_joules", "edgetrain_samples_total", "edgetrain_job_samples", "edgetrain_job_energy_joules",
-      "edgetrain_coordinator_received_bytes_total", "edgetrain_coordinator_sent_bytes_total",
-      "edgetrain_coordinator_received_rows_total", "edgetrain_coordinator_sent_rows_total",
-      "edgetrain_job_checkpoints_total"};
+      "edgetrain_energy_joules_total", "edgetrain_samples_total", "edgetrain_job_samples_total",
+      "edgetrain_job_energy_joules_total", "edgetrain_coordinator_received_bytes_total",
+      "edgetrain_coordinator_sent_bytes_total", "edgetrain_coordinator_received_rows_total",
+      "edgetrain_coordinator_sent_rows_total", "edgetrain_job_checkpoints_total"};
   const std::vector<std::string> present = {
-      "edgetrain_link_bandwidth_mbps", "edgetrain_stall_seconds_total", "edgetrain_loss", "edgetrain_rejoins_total",
-      "edgetrain_job_accuracy", "edgetrain_job_loss", "edgetrain_job_active_workers", "edgetrain_job_rejoins_total",
+      "edgetrain_link_bandwidth_bytes_per_second", "edgetrain_stall_seconds_total", "edgetrain_loss",
+      "edgetrain_rejoins_total", "edgetrain_job_accuracy", "edgetrain_job_loss", "edgetrain_job_active_workers",
+      "edgetrain_job_rejoins_total", "edgetrain_job_workers", "edgetrain_job_energy_budget_joules",
       "edgetrain_row_staleness_iterations_bucket", "edgetrain_iteration_seconds_bucket"};
 
   // First scrape of everything, then a later one: counters must have grown.
@@ -122,6 +168,67 @@ TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
   auto accuracy = Query(prometheus, "edgetrain_job_accuracy");
   ASSERT_TRUE(accuracy.has_value());
   EXPECT_GT(*accuracy, 0.3) << "the job's accuracy gauge holds an evaluation";
+
+  // Every series by its full label set, as Prometheus stored it: the scrape's
+  // own job and instance, and ours, trainingjob and worker. An agent label
+  // named `job` would have been renamed exported_job by the scrape.
+  auto labels = [](const std::string& name, const std::string& instance, Labels ours) {
+    ours["__name__"] = name;
+    ours["job"] = "edgetrain";
+    ours["instance"] = instance;
+    return ours;
+  };
+  const std::string& coordinator_target = targets[0];
+  for (std::string name : {"edgetrain_samples_total", "edgetrain_sent_bytes_total", "edgetrain_loss",
+                                  "edgetrain_stall_seconds_total", "edgetrain_iteration_seconds_count"}) {
+    std::set<Labels> expected;
+    for (int rank = 0; rank < 2; ++rank) {
+      expected.insert(labels(name, targets[1 + rank], {{"trainingjob", "scraped"}, {"worker", std::to_string(rank)}}));
+    }
+    auto got = Stored(prometheus, name);
+    ASSERT_TRUE(got.has_value()) << name;
+    EXPECT_EQ(LabelSets(*got), expected) << name;
+  }
+  {
+    std::set<Labels> expected;
+    for (int rank = 0; rank < 2; ++rank) {
+      for (const char* state : {"compute", "communicate", "idle"}) {
+        expected.insert(labels("edgetrain_energy_joules_total", targets[1 + rank],
+                               {{"trainingjob", "scraped"}, {"worker", std::to_string(rank)}, {"state", state}}));
+      }
+    }
+    auto got = Stored(prometheus, "edgetrain_energy_joules_total");
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(LabelSets(*got), expected);
+  }
+  {
+    std::set<Labels> expected;
+    for (int rank = 0; rank < 2; ++rank) {
+      const Labels worker = {{"trainingjob", "scraped"}, {"worker", std::to_string(rank)}};
+      Labels up = worker, down = worker;
+      up["direction"] = "up";
+      down["direction"] = "down";
+      expected.insert(labels("edgetrain_link_bandwidth_bytes_per_second", targets[1 + rank], up));
+      expected.insert(labels("edgetrain_link_bandwidth_bytes_per_second", coordinator_target, down));
+    }
+    auto got = Stored(prometheus, "edgetrain_link_bandwidth_bytes_per_second");
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(LabelSets(*got), expected);
+
+  }
+  for (std::string name : {"edgetrain_job_samples_total", "edgetrain_job_accuracy",
+                                  "edgetrain_job_energy_joules_total", "edgetrain_job_workers",
+                                  "edgetrain_job_energy_budget_joules"}) {
+    auto got = Stored(prometheus, name);
+    ASSERT_TRUE(got.has_value()) << name;
+    EXPECT_EQ(LabelSets(*got), (std::set<Labels>{labels(name, coordinator_target, {{"trainingjob", "scraped"}})}))
+        << name;
+  }
+  EXPECT_EQ(Query(prometheus, "edgetrain_job_workers"), 2.0);
+  EXPECT_EQ(Query(prometheus, "edgetrain_job_energy_budget_joules"), 1e6) << "spec.budget.energyJoules";
+  auto renamed = Series(prometheus, "{exported_job!=\"\"}[1m]");
+  ASSERT_TRUE(renamed.has_value());
+  EXPECT_TRUE(renamed->empty()) << "no series of ours clashes with the scrape's job label";
 
   std::map<std::string, double> later;
   deadline = std::chrono::steady_clock::now() + seconds(30);

@@ -30,6 +30,11 @@ struct OperatorMetrics::Impl {
           .Name("edgetrain_operator_placements_total")
           .Help("Attempts to place a job's gang, by result (placed, unschedulable)")
           .Register(registry);
+  prometheus::Family<prometheus::Counter>& replans =
+      prometheus::BuildCounter()
+          .Name("edgetrain_operator_replans_total")
+          .Help("New plans given to running teams, by reason (WorkerLost, WorkerMoved)")
+          .Register(registry);
   prometheus::Gauge& leader = prometheus::BuildGauge()
                                   .Name("edgetrain_operator_leader")
                                   .Help("1 while this replica holds the leader lease and reconciles, else 0")
@@ -65,6 +70,7 @@ void OperatorMetrics::SetJobsInPhase(const std::string& phase, size_t jobs) {
   impl_->jobs.Add({{"phase", phase}}).Set(static_cast<double>(jobs));
 }
 void OperatorMetrics::CountPlacement(const std::string& result) { impl_->placements.Add({{"result", result}}).Increment(); }
+void OperatorMetrics::CountReplan(const std::string& reason) { impl_->replans.Add({{"reason", reason}}).Increment(); }
 void OperatorMetrics::CountApiError(const std::string& verb, StatusCode code) {
   impl_->api_errors.Add({{"verb", verb}, {"code", StatusCodeName(code)}}).Increment();
 }

@@ -241,6 +241,8 @@ class WorkerRun {
 
   Status ComputeLoop() {
     int64_t computing_welcome = 0;
+    int64_t used_iteration = 0;
+    double stalled = 0;
     const int64_t batch = plan_.spec.data.batch_size;
     const int64_t sample = train_.SampleSize();
     for (;;) {
@@ -270,13 +272,19 @@ class WorkerRun {
           changed_.WaitFor(lock, options_.timings.stall_recheck);
         }
         stalled_since_.reset();
-        const double stalled = ToSeconds(clock_.Now() - waiting);
+        stalled = ToSeconds(clock_.Now() - waiting);
         stall_s_ += stalled;
-        metrics_.AddStall(stalled);
-        // How stale each row is as this iteration uses it (the bound: at most S).
-        for (int64_t c : copy_.clocks()) metrics_.ObserveRowStaleness(iteration_ - c);
+        // The rows' clocks as this iteration uses them, for the staleness
+        // histogram once the lock is released.
+        used_clocks_.assign(copy_.clocks().begin(), copy_.clocks().end());
+        used_iteration = iteration_;
         computing_welcome = welcome_;
       }
+      metrics_.AddStall(stalled);
+      // How stale each row is as this iteration uses it (the bound: at most S),
+      // counted here and observed by the histogram at once.
+      staleness_.Count(used_iteration, used_clocks_);
+      metrics_.ObserveRowStaleness(staleness_);
       // A batch from this worker's own partition, reshuffled on every pass.
       for (int64_t k = 0; k < batch; ++k) {
         if (cursor_ == mine_.size()) {
@@ -467,6 +475,9 @@ class WorkerRun {
   std::vector<int64_t> batch_y_;
   MetricsRegistry own_metrics_;
   WorkerMetrics metrics_;   // thread-safe; bound once
+  // The compute loop's own: row clocks an iteration used, and their staleness.
+  std::vector<int64_t> used_clocks_;
+  StalenessBatch staleness_;
   EnergyMeter energy_;      // thread-safe
   int bound_ = 0;
   int64_t iteration_ = 0;

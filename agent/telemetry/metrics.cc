@@ -6,6 +6,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+#include <mutex>
 #include <vector>
 
 namespace edgetrain::agent {
@@ -36,7 +38,49 @@ auto& Family(Builder builder, const char* name, const char* help, prometheus::Re
   return builder.Name(name).Help(help).Register(r);
 }
 
+constexpr double kBytesPerSecondPerMbps = 1e6 / 8;
+
+const Histogram::BucketBoundaries& StalenessBounds() {
+  static const Histogram::BucketBoundaries bounds = {0, 1, 2, 3, 4, 8, 16, 32, 64};
+  return bounds;
+}
+
+// A counter fed with running totals: it grows by what each total added to the
+// last one (never shrinks, as a counter must not).
+class TotalCounter {
+ public:
+  explicit TotalCounter(Counter& counter) : counter_(counter) {}
+  void Set(double total) {
+    std::lock_guard lock(mu_);
+    if (total > last_) counter_.Increment(total - last_);
+    last_ = std::max(last_, total);
+  }
+
+ private:
+  Counter& counter_;
+  std::mutex mu_;
+  double last_ = 0;
+};
+
 }  // namespace
+
+StalenessBatch::StalenessBatch() : buckets_(StalenessBounds().size() + 1, 0.0) {}
+
+void StalenessBatch::Count(int64_t iteration, std::span<const int64_t> clocks) {
+  const auto& bounds = StalenessBounds();
+  for (int64_t c : clocks) {
+    const double v = static_cast<double>(iteration - c);
+    buckets_[std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin()] += 1;
+    sum_ += v;
+  }
+  rows_ += static_cast<int64_t>(clocks.size());
+}
+
+void StalenessBatch::Clear() {
+  std::fill(buckets_.begin(), buckets_.end(), 0.0);
+  sum_ = 0;
+  rows_ = 0;
+}
 
 struct WorkerMetrics::Handles {
   Gauge& uplink;
@@ -47,9 +91,9 @@ struct WorkerMetrics::Handles {
   Histogram& staleness;
   Histogram& iteration;
   Counter& stall;
-  Gauge& energy_compute;
-  Gauge& energy_communicate;
-  Gauge& energy_idle;
+  TotalCounter energy_compute;
+  TotalCounter energy_communicate;
+  TotalCounter energy_idle;
   Gauge& loss;
   Counter& samples;
   Counter& rejoins;
@@ -57,15 +101,18 @@ struct WorkerMetrics::Handles {
 
 WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, int rank) {
   prometheus::Registry& r = registry.impl().registry;
-  const prometheus::Labels l = {{"job", job}, {"worker", std::to_string(rank)}};
+  const prometheus::Labels l = {{"trainingjob", job}, {"worker", std::to_string(rank)}};
   auto with = [&](prometheus::Labels extra) {
     extra.insert(l.begin(), l.end());
     return extra;
   };
-  auto& energy = Family(BuildGauge(), "edgetrain_energy_joules",
-                        "Modelled energy used so far, by state (compute, communicate, idle)", r);
+  auto& energy = Family(BuildCounter(), "edgetrain_energy_joules_total",
+                        "Modelled energy used, by state (compute, communicate, idle)", r);
   h_.reset(new Handles{
-      Family(BuildGauge(), "edgetrain_link_bandwidth_mbps", "Estimated link bandwidth, Mbit/s", r)
+      Family(BuildGauge(), "edgetrain_link_bandwidth_bytes_per_second",
+             "Estimated link bandwidth (up: the worker's uplink; down: the coordinator's estimate of a worker's "
+             "downlink)",
+             r)
           .Add(with({{"direction", "up"}})),
       Family(BuildCounter(), "edgetrain_sent_bytes_total", "Bytes sent to the coordinator", r).Add(l),
       Family(BuildCounter(), "edgetrain_sent_rows_total", "Gradient rows sent", r).Add(l),
@@ -73,14 +120,14 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
       Family(BuildCounter(), "edgetrain_received_rows_total", "Parameter rows received", r).Add(l),
       Family(BuildHistogram(), "edgetrain_row_staleness_iterations",
              "How many iterations stale each row was when used", r)
-          .Add(l, Histogram::BucketBoundaries{0, 1, 2, 3, 4, 8, 16, 32, 64}),
+          .Add(l, StalenessBounds()),
       Family(BuildHistogram(), "edgetrain_iteration_seconds", "Wall time of an iteration, waiting included", r)
           .Add(l, Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}),
       Family(BuildCounter(), "edgetrain_stall_seconds_total", "Time compute waited for rows the bound requires", r)
           .Add(l),
-      energy.Add(with({{"state", "compute"}})),
-      energy.Add(with({{"state", "communicate"}})),
-      energy.Add(with({{"state", "idle"}})),
+      TotalCounter(energy.Add(with({{"state", "compute"}}))),
+      TotalCounter(energy.Add(with({{"state", "communicate"}}))),
+      TotalCounter(energy.Add(with({{"state", "idle"}}))),
       Family(BuildGauge(), "edgetrain_loss", "Training loss, smoothed", r).Add(l),
       Family(BuildCounter(), "edgetrain_samples_total", "Training samples consumed", r).Add(l),
       Family(BuildCounter(), "edgetrain_rejoins_total", "Times this worker rejoined its team", r).Add(l),
@@ -88,7 +135,7 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
 }
 
 WorkerMetrics::~WorkerMetrics() = default;
-void WorkerMetrics::SetUplinkMbps(double mbps) { h_->uplink.Set(mbps); }
+void WorkerMetrics::SetUplinkMbps(double mbps) { h_->uplink.Set(mbps * kBytesPerSecondPerMbps); }
 void WorkerMetrics::AddSent(int64_t bytes, int64_t rows) {
   h_->sent_bytes.Increment(static_cast<double>(bytes));
   h_->sent_rows.Increment(static_cast<double>(rows));
@@ -97,7 +144,11 @@ void WorkerMetrics::AddReceived(int64_t bytes, int64_t rows) {
   h_->received_bytes.Increment(static_cast<double>(bytes));
   h_->received_rows.Increment(static_cast<double>(rows));
 }
-void WorkerMetrics::ObserveRowStaleness(int64_t iterations) { h_->staleness.Observe(static_cast<double>(iterations)); }
+void WorkerMetrics::ObserveRowStaleness(StalenessBatch& batch) {
+  if (batch.empty()) return;
+  h_->staleness.ObserveMultiple(batch.buckets_, batch.sum_);
+  batch.Clear();
+}
 void WorkerMetrics::ObserveIteration(double seconds) { h_->iteration.Observe(seconds); }
 void WorkerMetrics::AddStall(double seconds) { h_->stall.Increment(seconds); }
 void WorkerMetrics::SetEnergy(EnergyState state, double joules) {
@@ -114,33 +165,46 @@ void WorkerMetrics::AddRejoin() { h_->rejoins.Increment(); }
 struct CoordinatorMetrics::Handles {
   Gauge& accuracy;
   Gauge& loss;
-  Gauge& samples;
+  TotalCounter samples;
   Gauge& active;
-  Gauge& energy;
+  TotalCounter energy;
   Counter& checkpoints;
   std::vector<Gauge*> downlink;
   std::vector<Counter*> received_bytes, received_rows, sent_bytes, sent_rows, rejoins;
 };
 
-CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers) {
+CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers,
+                                       double energy_budget_joules) {
   prometheus::Registry& r = registry.impl().registry;
-  const prometheus::Labels l = {{"job", job}};
+  const prometheus::Labels l = {{"trainingjob", job}};
   h_.reset(new Handles{
       Family(BuildGauge(), "edgetrain_job_accuracy", "Test accuracy of the job's model at its last evaluation", r).Add(l),
       Family(BuildGauge(), "edgetrain_job_loss", "The team's training loss, smoothed", r).Add(l),
-      Family(BuildGauge(), "edgetrain_job_samples", "Training samples the team has consumed", r).Add(l),
+      TotalCounter(Family(BuildCounter(), "edgetrain_job_samples_total", "Training samples the team has consumed", r)
+                       .Add(l)),
       Family(BuildGauge(), "edgetrain_job_active_workers", "Workers counted in the staleness bound now", r).Add(l),
-      Family(BuildGauge(), "edgetrain_job_energy_joules", "The job's modelled energy so far, all workers", r).Add(l),
+      TotalCounter(Family(BuildCounter(), "edgetrain_job_energy_joules_total",
+                          "The job's modelled energy, all workers' devices", r)
+                       .Add(l)),
       Family(BuildCounter(), "edgetrain_job_checkpoints_total", "Checkpoints written", r).Add(l),
       {}, {}, {}, {}, {}, {}});
-  auto& downlink = Family(BuildGauge(), "edgetrain_link_bandwidth_mbps", "Estimated link bandwidth, Mbit/s", r);
+  // A job of one (workers 0: no per-worker series) is its own worker.
+  Family(BuildGauge(), "edgetrain_job_workers", "Workers the job's plan has", r).Add(l).Set(std::max(workers, 1));
+  Family(BuildGauge(), "edgetrain_job_energy_budget_joules",
+         "The job's spec.budget.energyJoules (0: no energy budget)", r)
+      .Add(l)
+      .Set(energy_budget_joules);
+  auto& downlink = Family(BuildGauge(), "edgetrain_link_bandwidth_bytes_per_second",
+                          "Estimated link bandwidth (up: the worker's uplink; down: the coordinator's estimate of a "
+                          "worker's downlink)",
+                          r);
   auto& rbytes = Family(BuildCounter(), "edgetrain_coordinator_received_bytes_total", "Bytes received from a worker", r);
   auto& rrows = Family(BuildCounter(), "edgetrain_coordinator_received_rows_total", "Gradient rows received from a worker", r);
   auto& sbytes = Family(BuildCounter(), "edgetrain_coordinator_sent_bytes_total", "Bytes sent to a worker", r);
   auto& srows = Family(BuildCounter(), "edgetrain_coordinator_sent_rows_total", "Parameter rows sent to a worker", r);
   auto& rejoins = Family(BuildCounter(), "edgetrain_job_rejoins_total", "Times a worker rejoined after being counted out or restarting", r);
   for (int w = 0; w < workers; ++w) {
-    prometheus::Labels lw = {{"job", job}, {"worker", std::to_string(w)}};
+    prometheus::Labels lw = {{"trainingjob", job}, {"worker", std::to_string(w)}};
     prometheus::Labels down = lw;
     down["direction"] = "down";
     h_->downlink.push_back(&downlink.Add(down));
@@ -158,7 +222,9 @@ void CoordinatorMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
 void CoordinatorMetrics::SetSamples(int64_t samples) { h_->samples.Set(static_cast<double>(samples)); }
 void CoordinatorMetrics::SetActiveWorkers(int n) { h_->active.Set(n); }
 void CoordinatorMetrics::SetEnergy(double joules) { h_->energy.Set(joules); }
-void CoordinatorMetrics::SetDownlinkMbps(int rank, double mbps) { h_->downlink[rank]->Set(mbps); }
+void CoordinatorMetrics::SetDownlinkMbps(int rank, double mbps) {
+  h_->downlink[rank]->Set(mbps * kBytesPerSecondPerMbps);
+}
 void CoordinatorMetrics::AddReceived(int rank, int64_t bytes, int64_t rows) {
   h_->received_bytes[rank]->Increment(static_cast<double>(bytes));
   h_->received_rows[rank]->Increment(static_cast<double>(rows));

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace edgetrain::agent {
 
@@ -26,19 +28,40 @@ class MetricsRegistry {
 
 enum class EnergyState { kCompute, kCommunicate, kIdle };
 
-// One worker's metrics, labelled {job, worker}.
+// How stale each row is as an iteration uses it, counted into the staleness
+// histogram's buckets first, so that the histogram takes the whole iteration in
+// one observation (ObserveRowStaleness) instead of one per row.
+class StalenessBatch {
+ public:
+  StalenessBatch();
+  // Rows of a model whose rows were last applied at `clocks`, used by `iteration`.
+  void Count(int64_t iteration, std::span<const int64_t> clocks);
+  bool empty() const { return rows_ == 0; }
+  void Clear();
+
+ private:
+  friend class WorkerMetrics;
+  std::vector<double> buckets_;  // non-cumulative, one per bound and +Inf
+  double sum_ = 0;
+  int64_t rows_ = 0;
+};
+
+// One worker's metrics, labelled {trainingjob, worker}. Not `job`: Prometheus
+// reserves that label for the scrape job (ours would become `exported_job`).
 class WorkerMetrics {
  public:
   WorkerMetrics(MetricsRegistry& registry, const std::string& job, int rank);
   ~WorkerMetrics();
 
-  void SetUplinkMbps(double mbps);
+  void SetUplinkMbps(double mbps);  // exported in bytes per second
   void AddSent(int64_t bytes, int64_t rows);
   void AddReceived(int64_t bytes, int64_t rows);
-  void ObserveRowStaleness(int64_t iterations);  // per row, each iteration
+  // One iteration's rows at once; clears `batch`.
+  void ObserveRowStaleness(StalenessBatch& batch);
   void ObserveIteration(double seconds);
   void AddStall(double seconds);
-  // Sets the modelled joules so far in `state` (the meter keeps the running total).
+  // The modelled joules so far in `state` (the meter keeps the running total);
+  // the counter grows by what was added since the last call.
   void SetEnergy(EnergyState state, double joules);
   void SetLoss(double loss);
   void AddSamples(int64_t samples);
@@ -49,18 +72,25 @@ class WorkerMetrics {
   std::unique_ptr<Handles> h_;
 };
 
-// The coordinator's metrics, labelled {job} and, per worker, {job, worker}.
+// The coordinator's metrics, labelled {trainingjob} and, per worker,
+// {trainingjob, worker}.
 class CoordinatorMetrics {
  public:
-  CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers);
+  // `workers`: the team's planned size (0 for a job of one, which has no
+  // per-worker series); `energy_budget_joules`: the job's
+  // spec.budget.energyJoules (0: none).
+  CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers,
+                     double energy_budget_joules = 0);
   ~CoordinatorMetrics();
 
   void SetAccuracy(double accuracy);
   void SetLoss(double loss);
+  // Cumulative values, exported as counters: each grows by what was added since
+  // the last call (a value lower than the last, as after a resume, adds nothing).
   void SetSamples(int64_t samples);
   void SetActiveWorkers(int n);
   void SetEnergy(double joules);                 // the job's, modelled
-  void SetDownlinkMbps(int rank, double mbps);
+  void SetDownlinkMbps(int rank, double mbps);   // exported in bytes per second
   void AddReceived(int rank, int64_t bytes, int64_t rows);
   void AddSent(int rank, int64_t bytes, int64_t rows);
   void AddRejoin(int rank);

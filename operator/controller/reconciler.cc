@@ -754,6 +754,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   events_.Record(pass.object, only_moves ? "Normal" : "Warning", event_reason, message);
   log_.Job(pass.key, event_reason, message);
   pass.outcome.placement = "placed";
+  pass.outcome.replan = event_reason;
   pass.Requeue(options_.status_interval);
   return Status::Ok();
 }

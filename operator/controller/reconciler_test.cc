@@ -213,7 +213,7 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
     if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
   });
   api_.ResetWrites();
-  Reconcile(key);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
   jobs_.Put(Job("team"));
   Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kRecovering);
@@ -258,7 +258,7 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
   Json warned = ANode("robot-1").Scoring(0.5).WithLink(30);
   warned["metadata"]["annotations"]["edgetrain.dev/leaving"] = "battery";
   nodes_.Put(warned);
-  Reconcile(key);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerMoved);
   const Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kRecovering);
   EXPECT_FALSE(status.contains("recoveries")) << "a move is not a recovery, even with maxRecoveries 0";

@@ -1,0 +1,94 @@
+// The agent's exposition: the label names Prometheus leaves alone, counters that
+// only grow when fed running totals, bandwidth in bytes per second, and the
+// staleness histogram fed one iteration at a time.
+#include "agent/telemetry/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace edgetrain::agent {
+namespace {
+
+bool Has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(MetricsTest, WorkerSeriesCarryTrainingjobNotJob) {
+  MetricsRegistry registry;
+  WorkerMetrics w(registry, "digits", 2);
+  w.AddSamples(64);
+  const std::string text = registry.Render();
+  EXPECT_TRUE(Has(text, "edgetrain_samples_total{trainingjob=\"digits\",worker=\"2\"} 64")) << text;
+  EXPECT_EQ(text.find("{job="), std::string::npos) << text;
+  EXPECT_EQ(text.find(",job="), std::string::npos) << text;
+}
+
+TEST(MetricsTest, EnergyIsACounterThatGrowsByWhatTheMeterAdded) {
+  MetricsRegistry registry;
+  WorkerMetrics w(registry, "j", 0);
+  w.SetEnergy(EnergyState::kCompute, 10);
+  w.SetEnergy(EnergyState::kCompute, 25.5);
+  w.SetEnergy(EnergyState::kCompute, 20);  // a meter that went back adds nothing
+  w.SetEnergy(EnergyState::kIdle, 3);
+  const std::string text = registry.Render();
+  EXPECT_TRUE(Has(text, "# TYPE edgetrain_energy_joules_total counter")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_energy_joules_total{state=\"compute\",trainingjob=\"j\",worker=\"0\"} 25.5"))
+      << text;
+  EXPECT_TRUE(Has(text, "edgetrain_energy_joules_total{state=\"idle\",trainingjob=\"j\",worker=\"0\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_energy_joules_total{state=\"communicate\",trainingjob=\"j\",worker=\"0\"} 0"))
+      << text;
+}
+
+TEST(MetricsTest, BandwidthIsInBytesPerSecond) {
+  MetricsRegistry registry;
+  WorkerMetrics w(registry, "j", 1);
+  CoordinatorMetrics c(registry, "j", 2);
+  w.SetUplinkMbps(8);
+  c.SetDownlinkMbps(1, 16);
+  const std::string text = registry.Render();
+  EXPECT_TRUE(Has(text, "edgetrain_link_bandwidth_bytes_per_second{direction=\"up\",trainingjob=\"j\",worker=\"1\"} "
+                        "1000000"))
+      << text;
+  EXPECT_TRUE(Has(text, "edgetrain_link_bandwidth_bytes_per_second{direction=\"down\",trainingjob=\"j\",worker=\"1\"} "
+                        "2000000"))
+      << text;
+}
+
+TEST(MetricsTest, StalenessOfAnIterationIsObservedAtOnce) {
+  MetricsRegistry registry;
+  WorkerMetrics w(registry, "j", 0);
+  StalenessBatch batch;
+  const std::vector<int64_t> clocks = {10, 10, 9, 7, 2};  // used at iteration 10: 0, 0, 1, 3, 8
+  batch.Count(10, clocks);
+  w.ObserveRowStaleness(batch);
+  EXPECT_TRUE(batch.empty()) << "observing clears the batch";
+  w.ObserveRowStaleness(batch);  // an empty batch observes nothing
+  const std::string text = registry.Render();
+  const std::string l = "trainingjob=\"j\",worker=\"0\"";
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_count{" + l + "} 5")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_sum{" + l + "} 12")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"0\"} 2")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"1\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"3\"} 4")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"4\"} 4")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"8\"} 5")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"+Inf\"} 5")) << text;
+}
+
+TEST(MetricsTest, CoordinatorExportsTotalsPlanAndBudget) {
+  MetricsRegistry registry;
+  CoordinatorMetrics c(registry, "j", 3, 5000);
+  c.SetSamples(640);
+  c.SetSamples(1280);
+  c.SetEnergy(12.5);
+  const std::string text = registry.Render();
+  EXPECT_TRUE(Has(text, "edgetrain_job_samples_total{trainingjob=\"j\"} 1280")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_job_energy_joules_total{trainingjob=\"j\"} 12.5")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_job_energy_budget_joules{trainingjob=\"j\"} 5000")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_job_workers{trainingjob=\"j\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "edgetrain_coordinator_sent_bytes_total{trainingjob=\"j\",worker=\"2\"} 0")) << text;
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
