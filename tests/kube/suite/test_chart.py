@@ -20,7 +20,7 @@ import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase, phase
 from harness import KUBE_DIR, REPO_ROOT, Standin, find_kubectl
-from test_kubectl import Kubectl
+from test_kubectl import Kubectl, KubectlTestCase
 
 CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
 CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
@@ -380,25 +380,14 @@ class Rendering(unittest.TestCase):
 
 @requires_helm
 @unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
-class OnTheStandin(unittest.TestCase):
+class OnTheStandin(KubectlTestCase):
     """helm install, upgrade and uninstall against the API stand-in, checked through its
     API and with kubectl."""
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Standin()
-        cls.server.start()
-        cls.addClassCleanup(cls._stop_server)
-        cls.api = cls.server.client()
-        cls.kubectl = Kubectl(cls.server)
+        super().setUpClass()  # the stand-in, its client and kubectl, stopped with the class
         cls.helm = Helm(cls.server.workdir, cls.server.kubeconfig)
-
-    @classmethod
-    def _stop_server(cls):
-        cls.api.close()
-        cls.server.stop()
-        shutil.rmtree(cls.kubectl.cache, ignore_errors=True)
-        assert cls.server.returncode == 0, f"stand-in exited with {cls.server.returncode}"
 
     def get(self, path):
         r = self.api.get(path)
