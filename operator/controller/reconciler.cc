@@ -354,10 +354,19 @@ Status Reconciler::Place(Pass& pass) {
   // Jobs first in line take their room first; this one gets what is left
   // (its turn in the waiting line's reservation pass).
   const Json& meta = pass.object.at("metadata");
+  const uint64_t passes_before = line_.passes();
+  const auto pass_started = std::chrono::steady_clock::now();
   const TeamPlacement placement = line_.PlacementOf(
       pass.key, *request, pass.object.value("/spec/placement/priorityClassName"_json_pointer, std::string()),
       meta.value("creationTimestamp", ""), [this](const std::string& name) { return PriorityOfClass(name); },
       Measured());
+  if (line_.passes() != passes_before) {
+    // A whole pass is the one costly step of placing: say when one was made.
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pass_started).count();
+    log_.Job(pass.key, "ReservationPass",
+             "the waiting line placed anew on " + std::to_string(line_.NodeCount()) + " nodes in " +
+                 std::to_string(static_cast<int64_t>(std::llround(ms))) + " ms");
+  }
   if (!placement.placed) {
     const std::string message = placement.unschedulable;
     const Json* placed = FindCondition(pass.status, condition::kPlaced);

@@ -1,6 +1,7 @@
 #include "operator/controller/waiting_line.h"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "api/job_conditions.h"
@@ -224,10 +225,14 @@ void WaitingLine::ApplyJob(const std::string& key, const Json* job) {
   if (!job || !Waits(*job)) {
     if (old == line_.end()) return;
     line_.erase(old);
-    // A job that left the line after taking its turn leaves the pass as true
-    // as it was: its pods hold what its turn reserved.
-    const bool taken = pass_ && pass_->turn_of.count(key) && pass_->turns[pass_->turn_of.at(key)].taken;
-    if (!taken) stale_ = true;
+    // Only a job leaving with room reserved and not taken changes the pass: one
+    // that took its turn leaves its pods holding that room, one that did not
+    // fit reserved nothing, and one without a turn (placed before the pass was
+    // made, its status then on its way) was not in it.
+    if (pass_ && pass_->turn_of.count(key)) {
+      const Turn& turn = pass_->turns[pass_->turn_of.at(key)];
+      if (turn.placement.placed && !turn.taken) stale_ = true;
+    }
     return;
   }
   Waiting w;
@@ -284,8 +289,13 @@ void WaitingLine::Compute(const Priority& priority, const MeasuredLinks& measure
     pass.node_index[name] = pass.base.size();
     pass.base.push_back(std::move(view));
   }
+  // Jobs placed whose status has not come back yet still look waiting; their
+  // pods are counted (assumed), so they take no turn - a second turn would
+  // count them twice, and make the pass stale again when their status comes.
+  std::set<std::string> in_flight;
+  for (const auto& [pod, a] : assumed_) in_flight.insert(a.job);
   for (const auto& [key, w] : line_) {
-    if (!w.request) continue;
+    if (!w.request || in_flight.count(key)) continue;
     Turn turn;
     turn.key = key;
     turn.priority = PriorityIn(pass, w.priority_class, priority);
