@@ -44,12 +44,21 @@ struct OperatorMetrics::Impl {
           .Register(registry);
 };
 
-OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {}
+namespace {
+const prometheus::Histogram::BucketBoundaries kReconcileBuckets = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+}  // namespace
+
+// Every series of a known label value exists from the start, at 0, so that its
+// first increment is a rise Prometheus' rate() sees (a series born at 1 is not).
+OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {
+  for (const char* result : {"ok", "error"}) impl_->reconcile.Add({{"result", result}}, kReconcileBuckets);
+  for (const char* result : {"placed", "unschedulable"}) impl_->placements.Add({{"result", result}});
+  for (const char* reason : {"WorkerLost", "WorkerMoved"}) impl_->replans.Add({{"reason", reason}});
+}
 OperatorMetrics::~OperatorMetrics() = default;
 
 void OperatorMetrics::ObserveReconcile(double seconds, bool ok) {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
-  impl_->reconcile.Add({{"result", ok ? "ok" : "error"}}, kBuckets).Observe(seconds);
+  impl_->reconcile.Add({{"result", ok ? "ok" : "error"}}, kReconcileBuckets).Observe(seconds);
 }
 void OperatorMetrics::SetQueueDepth(size_t depth) { impl_->queue_depth.Set(static_cast<double>(depth)); }
 void OperatorMetrics::SetJobsInPhase(const std::string& phase, size_t jobs) {
