@@ -196,6 +196,18 @@ class DashboardCase:
                              f"{where}: not every worker has data")
         return len(result), len(with_data)
 
+    def check_alert_series(self, operator):
+        """Every series an alert of dashboards/alerts.yaml reads (the operator's, or
+        the agents') was scraped in this run: no alert waits on a name nothing exports."""
+        with open(os.path.join(DASHBOARDS, "alerts.yaml")) as f:
+            rules = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
+        names = {n for r in rules for n in re.findall(r"\bedgetrain_[a-z_]+", r["expr"])
+                 if n.startswith("edgetrain_operator_") == operator}
+        self.assertTrue(names)
+        for name in sorted(names):
+            with self.subTest(alert_series=name):
+                self.assertTrue(self.prom.query_range(name, self.start, self.end), f"{name} was never scraped")
+
     def check_dashboard(self):
         dashboard = load_dashboard(self.dashboard_file)
         checked = 0
@@ -260,6 +272,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
                           "worker": ".*"}
         print(f"\nteam run: {self.end - self.start:.0f} s")
         self.check_dashboard()
+        self.check_alert_series(operator=False)
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
@@ -348,6 +361,7 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         self.variables = {"datasource": "prometheus", "namespace": "edgetrain"}
         print(f"\noperator run: {self.end - self.start:.0f} s")
         self.check_dashboard()
+        self.check_alert_series(operator=True)
 
 
 if __name__ == "__main__":
