@@ -181,11 +181,6 @@ def training_dashboard():
              (f"sum by ({by_worker}, state) (rate(edgetrain_energy_joules_total{{{worker}}}[{ri}]))",
               "worker {{worker}} {{state}}")],
             "watt", TEAM_RUN)
-    b.panel("Energy budget spent", "The job's modelled joules against spec.budget.energyJoules (jobs with an "
-                                   "energy budget only).",
-            [(f"max by ({by_job}) (edgetrain_job_energy_joules_total{{{job}}}) / on ({by_job}) "
-              f"(max by ({by_job}) (edgetrain_job_energy_budget_joules{{{job}}}) > 0)", "{{trainingjob}}")],
-            "percentunit", TEAM_RUN)
     return b.json()
 
 

@@ -73,8 +73,8 @@ what to change. Included once, by the Deployment's template.
 {{- if and .Values.serviceMonitor.enabled (not .Values.metrics.service.enabled) -}}
 {{- fail "serviceMonitor.enabled is true but metrics.service.enabled is false: the ServiceMonitor scrapes the operator through that Service. Enable both or neither." -}}
 {{- end -}}
-{{- if and .Values.prometheusRule.enabled (not .Values.prometheusRule.groups) -}}
-{{- fail "prometheusRule.enabled is true but prometheusRule.groups is empty: the chart ships no rules of its own, so give the groups to render (or leave it disabled)." -}}
+{{- if and .Values.prometheusRule.enabled (not .Values.prometheusRule.edgetrainAlerts) (not .Values.prometheusRule.groups) -}}
+{{- fail "prometheusRule.enabled is true but prometheusRule.edgetrainAlerts is false and prometheusRule.groups is empty: the PrometheusRule would have no rules. Turn edgetrainAlerts on, give groups, or leave it disabled." -}}
 {{- end -}}
 {{- end -}}
 

@@ -155,14 +155,15 @@ class Rendering(unittest.TestCase):
     def test_every_scenario_renders_and_every_pod_is_restricted(self):
         expected = {
             "default-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
-                                    "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"},
+                                    "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+                                    "ConfigMap"},
             "ha-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
-                               "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"},
+                               "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap"},
             "monitoring-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
                                        "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-                                       "ServiceMonitor", "PodMonitor", "PrometheusRule"},
+                                       "ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"},
             "single-namespace-values.yaml": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                             "RoleBinding", "Deployment", "Service"},
+                                             "RoleBinding", "Deployment", "Service", "ConfigMap"},
             "no-leader-election-values.yaml": {"CustomResourceDefinition", "Deployment"},
         }
         self.assertEqual(sorted(expected), [os.path.basename(v) for v in CI_VALUES],
@@ -251,8 +252,10 @@ class Rendering(unittest.TestCase):
         self.assertEqual(pm["spec"]["namespaceSelector"], {"matchNames": ["default", "training"]})
         self.assertEqual(pm["spec"]["podMetricsEndpoints"][0]["port"], "http")
         rule = one(mon, "PrometheusRule")
-        self.assertEqual([g["name"] for g in rule["spec"]["groups"]], ["edgetrain-operator"])
-        self.assertEqual(rule["spec"]["groups"][0]["rules"][0]["alert"], "EdgetrainOperatorAbsent")
+        self.assertEqual([g["name"] for g in rule["spec"]["groups"]],
+                         ["edgetrain-training", "edgetrain-operator", "edge-site"],
+                         "edgetrain's alerts, then the scenario's own group")
+        self.assertEqual(rule["spec"]["groups"][2]["rules"][0]["alert"], "EdgeSiteOperatorNotScraped")
 
     def test_the_roles_grant_exactly_the_verbs_of_the_operators_rbac_table(self):
         table = rbac_table()
@@ -308,6 +311,47 @@ class Rendering(unittest.TestCase):
         self.assertEqual([c["metadata"].get("annotations") for c in unkept], [None])
         self.assertEqual(by_kind(self.helm.template("--set", "crds.install=false"), "CustomResourceDefinition"), [])
 
+    def test_the_dashboards_and_alerts_are_the_generators(self):
+        """The ConfigMaps carry dashboards/*.json for Grafana's sidecar, and the
+        PrometheusRule carries dashboards/alerts.yaml's groups, unchanged."""
+        dash_dir = os.path.join(REPO_ROOT, "dashboards")
+        sources = sorted(f for f in os.listdir(dash_dir) if f.endswith(".json"))
+        self.assertEqual(sources, ["edgetrain-operator.json", "edgetrain-training.json"])
+        objects = self.helm.template()
+        maps = {c["metadata"]["name"]: c for c in by_kind(objects, "ConfigMap")}
+        self.assertEqual(sorted(maps), ["et-edgetrain-dashboard-operator", "et-edgetrain-dashboard-training"])
+        uids = set()
+        for name in sources:
+            cm = maps["et-edgetrain-dashboard-" + name[len("edgetrain-"):-len(".json")]]
+            self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
+            self.assertEqual(cm["metadata"]["namespace"], "edgetrain")
+            with open(os.path.join(dash_dir, name)) as f:
+                self.assertEqual(cm["data"], {name: f.read()}, "the generator's JSON, byte for byte")
+            uids.add(json.loads(cm["data"][name])["uid"])
+        self.assertEqual(uids, {"edgetrain-training", "edgetrain-operator"})
+        # the sidecar's label, namespace and folder annotation are values; off renders none
+        custom = self.helm.template("--set", "dashboards.label=dash", "--set", "dashboards.labelValue=yes",
+                                    "--set", "dashboards.namespace=monitoring",
+                                    "--set", "dashboards.annotations.grafana_folder=edgetrain")
+        for cm in by_kind(custom, "ConfigMap"):
+            self.assertEqual(cm["metadata"]["labels"]["dash"], "yes")
+            self.assertEqual(cm["metadata"]["namespace"], "monitoring")
+            self.assertEqual(cm["metadata"]["annotations"], {"grafana_folder": "edgetrain"})
+        self.assertEqual(by_kind(self.helm.template("--set", "dashboards.enabled=false"), "ConfigMap"), [])
+
+        with open(os.path.join(dash_dir, "alerts.yaml")) as f:
+            plain = yaml.safe_load(f)
+        alerts = {r["alert"] for g in plain["groups"] for r in g["rules"]}
+        self.assertEqual(alerts, {"EdgetrainJobStalled", "EdgetrainLinkDown", "EdgetrainWorkerLost",
+                                  "EdgetrainJobFailed", "EdgetrainNoOperatorLeading",
+                                  "EdgetrainEnergyBudgetNearlySpent"})
+        for g in plain["groups"]:
+            for r in g["rules"]:
+                self.assertTrue(r["annotations"].get("runbook"), f"{r['alert']} has a runbook line")
+        rule = one(self.helm.template("--set", "prometheusRule.enabled=true"), "PrometheusRule")
+        self.assertEqual(rule["spec"]["groups"], plain["groups"], "the plain rules file's groups, unchanged")
+        self.assertEqual(by_kind(self.helm.template(), "PrometheusRule"), [], "rendered only when asked")
+
     def test_the_schema_refuses_wrong_types_and_unknown_keys(self):
         cases = [
             ("operator:\n  replicas: two\n", "operator.replicas: Invalid type. Expected: integer, given: string"),
@@ -318,6 +362,10 @@ class Rendering(unittest.TestCase):
             ("image:\n  pullPolicy: Sometimes\n", "image.pullPolicy: image.pullPolicy must be one of the following"),
             ("operator:\n  httpPort: 70000\n", "operator.httpPort: Must be less than or equal to 65535"),
             ("operator:\n  watchNamespace: Training_Jobs\n", "operator.watchNamespace: Does not match pattern"),
+            ("dashboards:\n  enabled: 1\n", "dashboards.enabled: Invalid type. Expected: boolean, given: integer"),
+            ("dashboards:\n  folder: edgetrain\n", "dashboards: Additional property folder is not allowed"),
+            ("prometheusRule:\n  edgetrainAlerts: \"no\"\n",
+             "prometheusRule.edgetrainAlerts: Invalid type. Expected: boolean, given: string"),
         ]
         for values, message in cases:
             with self.subTest(values=values):
@@ -333,8 +381,9 @@ class Rendering(unittest.TestCase):
              "serviceAccount.create is false but serviceAccount.name is empty"),
             ("serviceMonitor: {enabled: true}\nmetrics:\n  service: {enabled: false}\n",
              "serviceMonitor.enabled is true but metrics.service.enabled is false"),
-            ("prometheusRule: {enabled: true}\n",
-             "prometheusRule.enabled is true but prometheusRule.groups is empty"),
+            ("prometheusRule: {enabled: true, edgetrainAlerts: false}\n",
+             "prometheusRule.enabled is true but prometheusRule.edgetrainAlerts is false and "
+             "prometheusRule.groups is empty"),
         ]
         for values, message in cases:
             with self.subTest(values=values):
@@ -415,7 +464,8 @@ class OnTheStandin(KubectlTestCase):
                  "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings/{{}}",
                  "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles/{}",
                  "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-                 "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}"}
+                 "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
+                 "ConfigMap": f"/api/v1/namespaces/{ns}/configmaps/{{}}"}
         self.assertEqual({o["kind"] for o in rendered}, set(paths))
         for o in rendered:
             live = self.get(paths[o["kind"]].format(o["metadata"]["name"]))
