@@ -87,6 +87,16 @@ class ReconcilerTest : public ::testing::Test {
     }
     return out;
   }
+  // A gateway and a robot, and a one-worker team placed on them (its pods
+  // made, not yet synced back): its key.
+  std::string APlacedTeamOnTwoNodes(const Json& spec_patch = Json::object()) {
+    AddNode(ANode("gateway"));
+    AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+    const std::string key = Submit(TrainingJob("team", spec_patch));
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+    return key;
+  }
   // A gateway and two robots, and a two-worker team on them that runs: its key.
   std::string ARunningTeamOnThreeNodes(const Json& spec_patch) {
     AddNode(ANode("gateway"));
@@ -145,11 +155,7 @@ TEST_F(ReconcilerTest, AGangIsPlacedWholeAndASecondReconcileMakesNothingTwice) {
 }
 
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("team"));
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);
   const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
   progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200},
@@ -180,11 +186,7 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
 }
 
 TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("team"));
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  const std::string key = APlacedTeamOnTwoNodes();
   SyncPods([](Json& pod) {
     if (pod["metadata"]["name"] != "team-coordinator") return Run(pod);
     const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"stopReason", "target"},
@@ -295,11 +297,7 @@ TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
 }
 
 TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("team", {{"placement", {{"gangTimeout", "1m"}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "1m"}}}});
   SyncPods();  // placed, never running
   now_ += std::chrono::seconds(59);
   Reconcile(key);
