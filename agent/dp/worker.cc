@@ -180,11 +180,18 @@ class WorkerRun {
     welcome_ = welcome.welcome();
     iteration_ = welcome.resume_after();
     pushed_iteration_ = iteration_;
-    pushes_.Restart(iteration_);
+    DropUnsentLocked(iteration_);
+    return Status::Ok();
+  }
+
+  // With mu_ held: what was computed and not pushed is for a model the team
+  // has left; its gradient and the samples and loss it would have reported
+  // go, and pushes start again after `iteration`.
+  void DropUnsentLocked(int64_t iteration) {
+    pushes_.Restart(iteration);
     samples_since_push_ = 0;
     loss_sum_ = 0;
     loss_count_ = 0;
-    return Status::Ok();
   }
 
   void ReceiveLoop(CoordinatorStream& stream) {
@@ -264,7 +271,7 @@ class WorkerRun {
             // computed for an earlier round and not yet pushed is late for
             // every row: dropped here rather than sent. What is left when all
             // went (compression's error) is kept.
-            if (pushed_iteration_ < iteration_) pushes_.Restart(copy_.LeastClock());
+            if (pushed_iteration_ < iteration_) DropUnsentLocked(copy_.LeastClock());
             iteration_ = copy_.LeastClock();
             pushed_iteration_ = iteration_;
             break;
@@ -282,9 +289,8 @@ class WorkerRun {
       }
       metrics_.AddStall(stalled);
       // How stale each row is as this iteration uses it (the bound: at most S),
-      // counted here and observed by the histogram at once.
-      staleness_.Count(used_iteration, used_clocks_);
-      metrics_.ObserveRowStaleness(staleness_);
+      // observed outside the lock, as one observation.
+      metrics_.ObserveRowStaleness(used_iteration, used_clocks_);
       // A batch from this worker's own partition, reshuffled on every pass.
       for (int64_t k = 0; k < batch; ++k) {
         if (cursor_ == mine_.size()) {
@@ -477,7 +483,6 @@ class WorkerRun {
   WorkerMetrics metrics_;   // thread-safe; bound once
   // The compute loop's own: row clocks an iteration used, and their staleness.
   std::vector<int64_t> used_clocks_;
-  StalenessBatch staleness_;
   EnergyMeter energy_;      // thread-safe
   int bound_ = 0;
   int64_t iteration_ = 0;

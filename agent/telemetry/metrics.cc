@@ -64,24 +64,6 @@ class TotalCounter {
 
 }  // namespace
 
-StalenessBatch::StalenessBatch() : buckets_(StalenessBounds().size() + 1, 0.0) {}
-
-void StalenessBatch::Count(int64_t iteration, std::span<const int64_t> clocks) {
-  const auto& bounds = StalenessBounds();
-  for (int64_t c : clocks) {
-    const double v = static_cast<double>(iteration - c);
-    buckets_[std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin()] += 1;
-    sum_ += v;
-  }
-  rows_ += static_cast<int64_t>(clocks.size());
-}
-
-void StalenessBatch::Clear() {
-  std::fill(buckets_.begin(), buckets_.end(), 0.0);
-  sum_ = 0;
-  rows_ = 0;
-}
-
 struct WorkerMetrics::Handles {
   Gauge& uplink;
   Counter& sent_bytes;
@@ -144,10 +126,17 @@ void WorkerMetrics::AddReceived(int64_t bytes, int64_t rows) {
   h_->received_bytes.Increment(static_cast<double>(bytes));
   h_->received_rows.Increment(static_cast<double>(rows));
 }
-void WorkerMetrics::ObserveRowStaleness(StalenessBatch& batch) {
-  if (batch.empty()) return;
-  h_->staleness.ObserveMultiple(batch.buckets_, batch.sum_);
-  batch.Clear();
+void WorkerMetrics::ObserveRowStaleness(int64_t iteration, std::span<const int64_t> clocks) {
+  if (clocks.empty()) return;
+  const auto& bounds = StalenessBounds();
+  std::vector<double> buckets(bounds.size() + 1, 0.0);  // non-cumulative, one per bound and +Inf
+  double sum = 0;
+  for (int64_t c : clocks) {
+    const double v = static_cast<double>(iteration - c);
+    buckets[std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin()] += 1;
+    sum += v;
+  }
+  h_->staleness.ObserveMultiple(buckets, sum);
 }
 void WorkerMetrics::ObserveIteration(double seconds) { h_->iteration.Observe(seconds); }
 void WorkerMetrics::AddStall(double seconds) { h_->stall.Increment(seconds); }

@@ -28,24 +28,6 @@ class MetricsRegistry {
 
 enum class EnergyState { kCompute, kCommunicate, kIdle };
 
-// How stale each row is as an iteration uses it, counted into the staleness
-// histogram's buckets first, so that the histogram takes the whole iteration in
-// one observation (ObserveRowStaleness) instead of one per row.
-class StalenessBatch {
- public:
-  StalenessBatch();
-  // Rows of a model whose rows were last applied at `clocks`, used by `iteration`.
-  void Count(int64_t iteration, std::span<const int64_t> clocks);
-  bool empty() const { return rows_ == 0; }
-  void Clear();
-
- private:
-  friend class WorkerMetrics;
-  std::vector<double> buckets_;  // non-cumulative, one per bound and +Inf
-  double sum_ = 0;
-  int64_t rows_ = 0;
-};
-
 // One worker's metrics, labelled {trainingjob, worker}. Not `job`: Prometheus
 // reserves that label for the scrape job (ours would become `exported_job`).
 class WorkerMetrics {
@@ -56,8 +38,10 @@ class WorkerMetrics {
   void SetUplinkMbps(double mbps);  // exported in bytes per second
   void AddSent(int64_t bytes, int64_t rows);
   void AddReceived(int64_t bytes, int64_t rows);
-  // One iteration's rows at once; clears `batch`.
-  void ObserveRowStaleness(StalenessBatch& batch);
+  // How stale each row is as `iteration` uses a model whose rows were last
+  // applied at `clocks`: counted into the histogram's buckets first, so that
+  // the whole iteration is one observation, not one per row.
+  void ObserveRowStaleness(int64_t iteration, std::span<const int64_t> clocks);
   void ObserveIteration(double seconds);
   void AddStall(double seconds);
   // The modelled joules so far in `state` (the meter keeps the running total);
