@@ -97,15 +97,15 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   const double whole = static_cast<double>(p.iteration) * static_cast<double>(p.workers.size()) * 4.0 *
                        static_cast<double>(StepCostOf(spec).parameters);
   const double up = static_cast<double>(BytesSent(p)), down = static_cast<double>(BytesReceived(p));
-  // The limit: every worker computing without a wait, at its own pace. A team
-  // iteration is a batch from each, so the team's rate is the mean of theirs.
+  // The limit: every worker computing without a wait, at its own pace (its
+  // batches over its compute time, which leaves out waits and reconnections).
+  // A team iteration is a batch from each, so the team's rate is the mean of theirs.
   double rate_sum = 0;
   int rated = 0;
   for (const auto& w : p.workers) {
-    const double computing = w.wall_s - w.stall_s;
     const int64_t batches = w.batch_size > 0 ? w.samples / w.batch_size : 0;
-    if (computing <= 0 || batches <= 0) continue;
-    rate_sum += static_cast<double>(batches) / computing;
+    if (w.compute_s <= 0 || batches <= 0) continue;
+    rate_sum += static_cast<double>(batches) / w.compute_s;
     ++rated;
   }
   std::string said = "on the wire " + Fixed(up / 1e6, 0) + " MB up and " + Fixed(down / 1e6, 0) + " MB down";

@@ -20,14 +20,13 @@ namespace edgetrain::cli {
 // emulated "unshaped"), the model's path.
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out);
-// Who the team waited on a twentieth of its time or more, longest first:
-// "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
 // What a team's way of synchronising bought, on one line: bytes on the wire
 // (and their share of bsp's float32 rows both ways every iteration), the
 // workers' stall, and the team's iteration rate against the rate of the same
 // workers computing without a wait ("" before its first iteration).
 std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
-
+// Who the team waited on a twentieth of its time or more, longest first:
+// "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);
 // The summary as one line of JSON, for scripts and benchmarks.
 std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s);

@@ -97,8 +97,9 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
     w.rank = r;
     w.batch_size = 64;
     w.samples = 100 * 64;
-    w.wall_s = 10;
-    w.stall_s = 9;  // a batch every 10 ms when it computes: 100 a second alone
+    w.wall_s = 12;  // 2 s of it reconnecting: neither computing nor stalled
+    w.stall_s = 9;
+    w.compute_s = 1;  // a batch every 10 ms when it computes: 100 a second alone
     w.stall_fraction = 0.9;
     w.bytes_sent = 1'000'000;
     w.bytes_received = 2'000'000;

@@ -73,7 +73,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"wallSeconds", w.wall_s},
                        {"heldTeamSeconds", w.held_team_s},
                        {"holdingTeam", w.holding_team},
-                       {"downlinkMbps", w.downlink_mbps}});
+                       {"downlinkMbps", w.downlink_mbps},
+                       {"computeSeconds", w.compute_s}});
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -129,7 +130,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.at("active").get<bool>(),
                            w.value("energyJoules", 0.0), w.value("stallSeconds", 0.0),
                            w.value("wallSeconds", 0.0), w.value("heldTeamSeconds", 0.0),
-                           w.value("holdingTeam", false), w.value("downlinkMbps", 0.0)});
+                           w.value("holdingTeam", false), w.value("downlinkMbps", 0.0),
+                           w.value("computeSeconds", 0.0)});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");

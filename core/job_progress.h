@@ -41,6 +41,7 @@ struct WorkerProgress {
   double held_team_s = 0;
   bool holding_team = false;
   double downlink_mbps = 0;   // the coordinator's estimate of its downlink; 0 when unknown
+  double compute_s = 0;       // time it spent computing batches (not waiting, not reconnecting)
 };
 
 struct JobProgress {

@@ -100,6 +100,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     wp.bandwidth_mbps = k.report.uplink_mbps;
     wp.stall_s = k.stall_s + k.report.stall_s;
     wp.wall_s = k.wall_s + k.report.wall_s;
+    wp.compute_s = k.compute_s + k.report.compute_s;
     wp.stall_fraction = wp.wall_s > 0 ? wp.stall_s / wp.wall_s : 0;
     wp.iteration = k.iteration;
     wp.rows_sent = k.rows_sent;
