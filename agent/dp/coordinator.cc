@@ -56,7 +56,9 @@ void Coordinator::FollowRounds(TimePoint now) {
       complete += all ? 1 : 0;
     }
     if (counted == 0) return;
+    const bool had_deadline = rounds_->deadline().has_value();
     rounds_->Completed(complete, counted, now);
+    if (!had_deadline && rounds_->deadline()) changed_.NotifyAll();  // Advance wakes for it
     if (!rounds_->Due(now)) return;
     for (int w = 0; w < world_; ++w) {
       if (!ledger_.counted(w) || in[w]) continue;
@@ -67,6 +69,14 @@ void Coordinator::FollowRounds(TimePoint now) {
     if (!aggregator_.StepMovedRows(ledger_)) return;
     changed_.NotifyAll();
   }
+}
+
+void Coordinator::FollowTeamChange(TimePoint now) {
+  if (!rounds_) return;
+  // The rows whose clocks only the workers who left held step now, on what
+  // the others pushed; then the round may be complete, or due.
+  if (aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
+  FollowRounds(now);
 }
 
 Coordinator::~Coordinator() = default;
@@ -132,19 +142,16 @@ Status Coordinator::Advance() {
   const TimePoint began = clock_.Now();
   if (rounds_) {
     // A round's deadline is kept to the moment, not to the tick: a round
-    // lasts a few ticks. (Arrivals look at it too, in Receive.)
-    for (;;) {
-      TimePoint wake = began + timings_.tick;
-      {
-        std::lock_guard lock(mu_);
-        const TimePoint now = clock_.Now();
-        if (now >= wake) break;
-        FollowRounds(now);
-        if (rounds_->deadline()) {
-          wake = std::min(wake, std::max(*rounds_->deadline(), now + std::chrono::milliseconds(1)));
-        }
-      }
-      clock_.SleepUntil(wake);
+    // lasts a few ticks. The push that brings the quorum in sets it
+    // (FollowRounds, from Receive) and wakes this wait.
+    const TimePoint tick_end = began + timings_.tick;
+    std::unique_lock lock(mu_);
+    for (TimePoint now = clock_.Now(); now < tick_end; now = clock_.Now()) {
+      FollowRounds(now);
+      const std::optional<TimePoint> deadline = rounds_->deadline();
+      const TimePoint wake =
+          deadline ? std::min(tick_end, std::max(*deadline, now + std::chrono::milliseconds(1))) : tick_end;
+      changed_.WaitUntil(lock, wake, [&] { return rounds_->deadline() != deadline; });
     }
   } else {
     clock_.SleepFor(timings_.tick);
@@ -155,11 +162,7 @@ Status Coordinator::Advance() {
     log_ << "coordinator: worker " << out.worker << " counted out: no push for " << ToSeconds(out.silent)
          << " s, past its deadline of " << ToSeconds(out.deadline) << " s\n";
   }
-  if (rounds_) {
-    // A worker counted out leaves the clocks: the rows it held step now.
-    if (aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
-    FollowRounds(now);
-  }
+  FollowTeamChange(now);  // a worker counted out leaves the clocks
   // Who the team waits on: named in the progress, so that a slow run says why.
   for (int w = 0; w < world_; ++w) {
     accounts_.Holding(w, members_.started() && ledger_.HoldsTeam(w), now - began);
@@ -182,7 +185,7 @@ JobProgress Coordinator::Progress() {
   accounts_.TakeMeanLoss();
   JobProgress p = accounts_.Progress(0, ActiveWorkers());
   for (WorkerProgress& w : p.workers) {
-    if (w.rank >= 0 && w.rank < world_) w.downlink_mbps = MeasuredDownlinkMbps(w.rank);
+    w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
   }
   return p;
 }
@@ -322,17 +325,17 @@ bool Coordinator::HasWork(int w) const {
   return members_.owes_welcome(w) || downlink_.HasWork(w, ledger_, aggregator_);
 }
 
-double Coordinator::DownlinkMbps(int w) const {
+double Coordinator::MeasuredDownlinkMbps(int w) const {
   // The worker's own measure of what arrives, once it has one; until then what
   // our sends took, which is right when the link is shaped in our transport.
-  const double measured = accounts_.report(w).downlink_mbps;
-  return measured > 0 ? measured : links_[w].downlink.Mbps();
-}
-
-double Coordinator::MeasuredDownlinkMbps(int w) const {
   const double reported = accounts_.report(w).downlink_mbps;
   if (reported > 0) return reported;
   return links_[w].downlink.observations() > 0 ? links_[w].downlink.Mbps() : 0;
+}
+
+double Coordinator::DownlinkMbps(int w) const {
+  const double measured = MeasuredDownlinkMbps(w);
+  return measured > 0 ? measured : links_[w].downlink.Mbps();  // the estimator's prior until then
 }
 
 std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
@@ -370,16 +373,13 @@ void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool 
   } else if (bytes >= kMinMeasuredBytes) {
     links_[w].downlink.Observe(bytes, took);
   }
-  metrics_.SetDownlinkMbps(w, DownlinkMbps(w));
+  metrics_.SetDownlinkMbps(w, MeasuredDownlinkMbps(w));  // as progress says it: a measurement, or 0
 }
 
 void Coordinator::Left(int w, uint64_t stream) {
   std::lock_guard lock(mu_);
   if (members_.Close(w, stream, ledger_) && !stopping_) log_ << "coordinator: worker " << w << " left\n";
-  if (rounds_) {
-    aggregator_.StepMovedRows(ledger_);
-    FollowRounds(clock_.Now());
-  }
+  FollowTeamChange(clock_.Now());
   changed_.NotifyAll();
 }
 
@@ -415,10 +415,7 @@ Status Coordinator::AdoptPlan(const JobPlan& next) {
     log_ << "coordinator: worker " << w << " fenced out: its stream is of plan generation " << stream_generation_[w]
          << "\n";
   }
-  if (rounds_) {
-    aggregator_.StepMovedRows(ledger_);
-    FollowRounds(clock_.Now());
-  }
+  FollowTeamChange(clock_.Now());
   changed_.NotifyAll();
   return Status::Ok();
 }

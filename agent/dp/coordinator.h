@@ -165,6 +165,9 @@ class Coordinator final : public TrainingEngine {
   // Policy deadline: notes the round that opened, and closes one whose
   // deadline has passed, excusing the workers not in.
   void FollowRounds(TimePoint now);
+  // Policy deadline, after the counted workers changed (one left, was
+  // counted out or fenced out): the rows only it held step, then FollowRounds.
+  void FollowTeamChange(TimePoint now);
 
   const JobPlan& plan_;
   Trainer& model_;
