@@ -37,7 +37,6 @@ class RoundDeadline {
   // Round `round` opened at `at`: the model of step round - 1 is complete.
   void Opened(int64_t round, TimePoint at);
   int64_t round() const { return round_; }
-  TimePoint opened_at() const { return opened_; }
   // The number of workers that must have pushed the whole round before its
   // deadline is set, of `counted` the round waits on: at least one.
   int QuorumOf(int counted) const;

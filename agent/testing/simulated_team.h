@@ -120,7 +120,6 @@ class SimulatedTeam {
   JobProgress progress() const { return board_.Snapshot(); }
   DeterministicClock& clock() { return clock_; }
   const JobPlan& plan() const { return plan_; }
-  const std::string& output_dir() const { return setup_.output_dir; }
 
   // After Run.
   const StatusOr<JobProgress>& result() const { return result_; }
