@@ -35,7 +35,6 @@ inline constexpr const char* kNoMatchingNode = "NoMatchingNode";    // spec.plac
 inline constexpr const char* kPlaced = "Placed";
 inline constexpr const char* kUnschedulable = "Unschedulable";      // the gang does not fit now
 inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, but not all running in time: torn down
-inline constexpr const char* kWaitingForEarlierJobs = "WaitingForEarlierJobs";  // fits, but queued behind a job first in line
 inline constexpr const char* kSuspended = "Suspended";
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
@@ -51,8 +50,6 @@ inline constexpr const char* kBudgetSpent = "BudgetSpent";
 inline constexpr const char* kEnded = "Ended";  // exit 0, but no result to say how
 // Failed
 inline constexpr const char* kCoordinatorFailed = "CoordinatorFailed";
-inline constexpr const char* kPodFailed = "PodFailed";
-inline constexpr const char* kPodsLost = "PodsLost";
 inline constexpr const char* kRecoveriesExhausted = "RecoveriesExhausted";  // more losses than maxRecoveries
 // Recovering
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost

@@ -33,7 +33,7 @@ struct Gang {
   std::vector<std::string> stale;    // the job's pods the plan does not name: to delete
   // Why the gang failed, for the Failed condition's message.
   std::string failure;
-  std::string failure_reason;  // api::reason::kCoordinatorFailed, kPodFailed
+  std::string failure_reason;  // api::reason::kCoordinatorFailed
   // The coordinator's result (its termination message), once it ended.
   std::optional<Json> result;
   std::string coordinator_ip;  // where its /progress is, while it runs

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/quantity.h"
 #include "operator/controller/job_labels.h"
 
 namespace edgetrain::operator_ {
@@ -25,14 +26,14 @@ Json Metadata(const JobObject& job, const std::string& name, Json labels) {
 
 const Json& Spec(const JobObject& job) { return job.manifest.object.at("spec"); }
 
-// The agent's container resources: the template's, or one core and 512Mi, so that
-// placement's fit and the scheduler's accounting agree.
-Json ResourcesOf(const JobObject& job) {
+// The agent's container resources: the template's, or placement's defaults, so
+// that placement's fit and the scheduler's accounting agree.
+Json ResourcesOf(const JobObject& job, const api::PodDefaults& defaults) {
   Json resources = Spec(job).value("/template/resources"_json_pointer, Json::object());
   Json& requests = resources["requests"];
   if (!requests.is_object()) requests = Json::object();
-  if (!requests.contains("cpu")) requests["cpu"] = "1";
-  if (!requests.contains("memory")) requests["memory"] = "512Mi";
+  if (!requests.contains("cpu")) requests["cpu"] = FormatCpuMillis(defaults.requests.cpu_millis);
+  if (!requests.contains("memory")) requests["memory"] = FormatBytes(defaults.requests.memory_bytes);
   return resources;
 }
 
@@ -45,12 +46,22 @@ std::string OutputDirOf(const JobObject& job) {
   return path ? *path : "/models/" + job.name;
 }
 
+namespace {
+const NodeView* NodeNamed(const std::vector<NodeView>& nodes, const std::string& name) {
+  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
+  return it == nodes.end() ? nullptr : &*it;
+}
+}  // namespace
+
+void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<NodeView>& nodes) {
+  slot.node = node;
+  const NodeView* view = NodeNamed(nodes, node);
+  slot.slowdown = view ? view->emulated_slowdown : 1;
+  slot.power = view ? view->power : PowerProfile{};
+}
+
 JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::vector<NodeView>& nodes,
                int64_t generation) {
-  auto node_named = [&](const std::string& name) -> const NodeView* {
-    auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
-    return it == nodes.end() ? nullptr : &*it;
-  };
   JobPlan plan;
   plan.job = job.name;
   plan.generation = generation;
@@ -60,16 +71,12 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
   for (size_t rank = 0; rank < placement.worker_nodes.size(); ++rank) {
     WorkerSlot slot;
     slot.rank = static_cast<int>(rank);
-    slot.node = placement.worker_nodes[rank];
-    if (const NodeView* node = node_named(slot.node)) {
-      slot.slowdown = node->emulated_slowdown;
-      slot.power = node->power;
-    }
+    PutSlotOn(slot, placement.worker_nodes[rank], nodes);
     plan.workers.push_back(slot);
   }
   // A job of one computes on the coordinator's node.
   if (plan.workers.empty()) {
-    if (const NodeView* node = node_named(placement.coordinator_node)) plan.slowdown = node->emulated_slowdown;
+    if (const NodeView* node = NodeNamed(nodes, placement.coordinator_node)) plan.slowdown = node->emulated_slowdown;
   }
   return plan;
 }
@@ -102,7 +109,7 @@ Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::stri
           {"data", {{"plan.json", EncodeJobPlan(plan)}}}};
 }
 
-std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamPlacement& placement,
+std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
                           const PodOptions& options) {
   const Json& spec = Spec(job);
   const std::string image = spec.value("/template/image"_json_pointer, std::string());
@@ -154,7 +161,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
         {"env", {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}}},
         {"ports",
          {{{"name", "peers"}, {"containerPort", kPeerPort}}, {{"name", "http"}, {"containerPort", kHttpPort}}}},
-        {"resources", ResourcesOf(job)},
+        {"resources", ResourcesOf(job, options.defaults)},
         {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"periodSeconds", 2}}},
         // The agent writes its result here; the kubelet puts it in the pod's status,
         // where the operator reads how the job ended. A crash leaves the log's tail.
@@ -196,7 +203,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamP
   std::vector<Json> pods;
   std::vector<std::string> coordinator_args;
   if (!plan.workers.empty()) coordinator_args.push_back("--listen=$(POD_IP):" + std::to_string(kPeerPort));
-  pods.push_back(pod(CoordinatorPodName(job.name), "coordinator", 0, placement.coordinator_node, coordinator_args));
+  pods.push_back(pod(CoordinatorPodName(job.name), "coordinator", 0, coordinator_node, coordinator_args));
   const std::string coordinator = "--coordinator=coordinator." + ServiceName(job.name) + ":" + std::to_string(kPeerPort);
   for (const WorkerSlot& slot : plan.workers) {
     pods.push_back(pod(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)), "worker", slot.rank, slot.node,

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/team_request.h"
 #include "api/trainingjob.h"
 #include "core/cluster_placement.h"
 #include "core/job_plan.h"
@@ -23,7 +24,9 @@ using Json = nlohmann::json;
 struct PodOptions {
   std::string default_image = "edgetrain/agent:dev";  // when spec.template.image is empty
   int termination_grace_seconds = 30;  // the agent saves its model on SIGTERM within this
-  std::string readiness_period = "2s";
+  // What a container requests when spec.template says nothing: the very
+  // amounts placement counts, so that its fit and the scheduler's agree.
+  api::PodDefaults defaults;
 };
 
 // A TrainingJob object as the API returned it, and what it reads as.
@@ -39,6 +42,9 @@ struct JobObject {
 // an emulated node asks for and the node's power profile.
 JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::vector<NodeView>& nodes,
                int64_t generation);
+// Puts `slot` on `node`, with the slowdown and power profile of its view in
+// `nodes` (none when the node is not there: no slowdown, the default power).
+void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<NodeView>& nodes);
 
 // Where the coordinator writes checkpoints and the model, inside its pod:
 // spec.output.path, or /models/<job> on an emptyDir when it names none.
@@ -46,8 +52,9 @@ std::string OutputDirOf(const JobObject& job);
 
 Json ServiceFor(const JobObject& job);
 Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node);
-// The coordinator's pod, then one per worker rank (named for its slot's generation).
-std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const TeamPlacement& placement,
+// The coordinator's pod, on `coordinator_node`, then one per worker rank, on
+// its slot's node (named for its slot's generation).
+std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
                           const PodOptions& options);
 
 // The labels every object of the job carries.

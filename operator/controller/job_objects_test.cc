@@ -48,7 +48,7 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
   EXPECT_EQ(plan.output_dir, "/models/team");
   EXPECT_EQ(plan.generation, 3);
 
-  const std::vector<Json> pods = PodsFor(job, plan, placement, PodOptions{});
+  const std::vector<Json> pods = PodsFor(job, plan, placement.coordinator_node, PodOptions{});
   ASSERT_EQ(pods.size(), 3u);
   const Json& coordinator = pods[0];
   EXPECT_EQ(coordinator["metadata"]["name"], "team-coordinator");
@@ -117,7 +117,7 @@ TEST(JobObjectsTest, AJobOfOneIsOneAgentAndItsOutputVolumeAndImageAreTheManifest
   const JobPlan plan = PlanOf(job, placement, {}, 1);
   EXPECT_TRUE(plan.workers.empty());
   EXPECT_EQ(plan.output_dir, "/out/run-1");
-  const std::vector<Json> pods = PodsFor(job, plan, placement, PodOptions{});
+  const std::vector<Json> pods = PodsFor(job, plan, placement.coordinator_node, PodOptions{});
   ASSERT_EQ(pods.size(), 1u);
   const Json& pod = pods[0];
   EXPECT_TRUE(Has(Args(pod), "--world=1"));

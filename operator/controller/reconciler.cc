@@ -55,13 +55,12 @@ Reconciler::Reconciler(kube::KubeClient& client, kube::Store& jobs, kube::Store&
     : client_(client),
       jobs_(jobs),
       pods_(pods),
-      nodes_(nodes),
       progress_(progress),
       events_(events),
       log_(log),
       wall_now_(std::move(wall_now)),
       options_(std::move(options)),
-      line_(jobs, pods, nodes, options_.defaults, options_.unschedulable_retry),
+      line_(jobs, pods, nodes, options_.pods.defaults, options_.unschedulable_retry),
       plans_(plans) {}
 
 StatusOr<Json> Reconciler::PlanConfigMap(const JobObject& job, bool placed) {
@@ -177,9 +176,10 @@ Status Reconciler::Finished(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(CleanPods(pass));
   const Json& spec = pass.job.manifest.object.at("spec");
   if (!spec.contains("ttlSecondsAfterFinished")) return Status::Ok();
-  const auto finished = kube::ParseKubeTime(pass.status.value("completionTime", pass.now));
-  const auto expires = *finished + std::chrono::seconds(spec["ttlSecondsAfterFinished"].get<int64_t>());
   const kube::WallTime now = wall_now_();
+  // A completionTime that does not parse (written by hand) counts from now.
+  const kube::WallTime finished = kube::ParseKubeTime(pass.status.value("completionTime", pass.now)).value_or(now);
+  const auto expires = finished + std::chrono::seconds(spec["ttlSecondsAfterFinished"].get<int64_t>());
   if (now >= expires) {
     log_.Job(pass.key, "Expired", "deleted: ttlSecondsAfterFinished has passed since it finished");
     Status deleted = client_.Delete(kube::kTrainingJobs, pass.job.namespace_, pass.job.name);
@@ -327,7 +327,7 @@ Status Reconciler::Place(Pass& pass) {
     return Status::Ok();
   }
 
-  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.defaults);
+  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults);
   if (!request.ok()) {  // the schema admits only quantities; kept for objects stored before it
     pass.Set(condition::kInvalid, true, reason::kInvalidSpec, request.status().message());
     pass.status["phase"] = phase::kFailed;
@@ -391,8 +391,9 @@ Status Reconciler::Place(Pass& pass) {
   // Its pods hold what its turn reserved from now, before the informer shows
   // them (assumed before they are made, as kube-scheduler assumes before it
   // binds, so the other worker never sees them unannounced).
-  line_.Placed(pass.key, PodsFor(pass.job, plan, placement, options_.pods), wall_now_());
-  if (Status applied = ApplyObjects(pass, plan, placement); !applied.ok()) {
+  const std::vector<Json> pods = PodsFor(pass.job, plan, placement.coordinator_node, options_.pods);
+  line_.Placed(pass.key, pods, wall_now_());
+  if (Status applied = ApplyObjects(pass, plan, placement.coordinator_node, pods); !applied.ok()) {
     line_.Forget(pass.key);
     return applied;
   }
@@ -409,7 +410,8 @@ Status Reconciler::Place(Pass& pass) {
   return Status::Ok();
 }
 
-Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement) {
+Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                                const std::vector<Json>& pods) {
   auto create = [&](const kube::ResourceType& type, const Json& object) -> Status {
     StatusOr<Json> made = client_.Create(type, pass.job.namespace_, object);
     if (made.ok() || made.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
@@ -417,11 +419,9 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlace
   };
   EDGETRAIN_RETURN_IF_ERROR(create(kube::kServices, ServiceFor(pass.job)));
   // The plan replaces an earlier generation's.
-  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, placement.coordinator_node)));
-  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, placement.coordinator_node));
-  for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
-    EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
-  }
+  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator_node)));
+  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
+  for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
   return Status::Ok();
 }
 
@@ -453,6 +453,19 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   const Gang gang = ObserveGang(pass.pods, names, rules);
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
+  // The team's nodes as declared (the waiting line keeps them parsed, once a
+  // change): whether one is leaving, ready, and the link placement planned on.
+  std::map<std::string, NodeView> team_nodes;
+  {
+    std::vector<std::string> wanted;
+    for (const WorkerSlot& slot : plan.workers) wanted.push_back(slot.node);
+    for (const Json& pod : pass.pods) wanted.push_back(pod.value("/spec/nodeName"_json_pointer, std::string()));
+    for (NodeView& view : line_.Views(wanted, MeasuredLinks{})) team_nodes.emplace(view.name, std::move(view));
+  }
+  auto team_node = [&](const std::string& name) -> const NodeView* {
+    auto it = team_nodes.find(name);
+    return it == team_nodes.end() ? nullptr : &it->second;
+  };
 
   // A team that has run loses a worker: only that worker is replaced, and the
   // running coordinator adopts the new plan (docs/operator.md, "Recovery").
@@ -470,12 +483,10 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       }
       // Warned: the worker moves before its node goes, which costs a rejoin
       // instead of the work since its last push and nodeLossGrace of waiting.
-      if (std::optional<Json> node = nodes_.Get(slot.node)) {
-        StatusOr<NodeView> view = NodeViewOfNode(*node);
-        if (view.ok() && !view->leaving.empty()) {
-          lost[slot.rank] = "its node " + slot.node + " is leaving (" + view->leaving + ")";
-          moves.insert(slot.rank);
-        }
+      const NodeView* node = team_node(slot.node);
+      if (node && !node->leaving.empty()) {
+        lost[slot.rank] = "its node " + slot.node + " is leaving (" + node->leaving + ")";
+        moves.insert(slot.rank);
       }
     }
     if (!lost.empty()) return Recover(pass, plan, coordinator_node, lost, moves);
@@ -583,15 +594,11 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
       PublishMeasuredLinks(pass, plan, coordinator_node, progress);
       // What placement expected of each link, to tell a fade from a weak link.
-      // (The team's nodes only: copying every Node, 1,000 running jobs every
-      // status interval, was most of a large site's reconcile time.)
       std::vector<double> planned(plan.workers.size(), 0);
       for (const WorkerSlot& slot : plan.workers) {
-        std::optional<Json> n = nodes_.Get(slot.node);
-        if (!n) continue;
-        StatusOr<NodeView> view = NodeViewOfNode(*n);
-        if (view.ok() && view->link_mbps && slot.rank >= 0 && slot.rank < static_cast<int>(planned.size())) {
-          planned[slot.rank] = *view->link_mbps;
+        const NodeView* node = team_node(slot.node);
+        if (node && node->link_mbps && slot.rank >= 0 && slot.rank < static_cast<int>(planned.size())) {
+          planned[slot.rank] = *node->link_mbps;
         }
       }
       const LinkHealth health = LinkHealthOf(progress, planned);
@@ -602,10 +609,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       std::string silent;
       for (const Json& pod : pass.pods) {
         const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
-        std::optional<Json> n = nodes_.Get(node);
-        if (!n) continue;
-        StatusOr<NodeView> view = NodeViewOfNode(*n);
-        if (view.ok() && !view->ready) {
+        const NodeView* view = team_node(node);
+        if (view && !view->ready) {
           silent += (silent.empty() ? "" : "; ") + std::string("node ") + node + " is not ready: " +
                     pod["metadata"]["name"].get<std::string>() + " is waited out for nodeLossGrace (" +
                     FormatDuration(pass.job.manifest.spec.fault_tolerance.node_loss_grace) + ")";
@@ -653,13 +658,15 @@ void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std
 Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                                  const Gang& gang) {
   if (gang.missing.empty() || coordinator_node.empty()) return Status::Ok();
-  TeamPlacement placement;
-  placement.placed = true;
-  placement.coordinator_node = coordinator_node;
-  for (const WorkerSlot& slot : plan.workers) placement.worker_nodes.push_back(slot.node);
-  for (const Json& pod : PodsFor(pass.job, plan, placement, options_.pods)) {
+  std::vector<Json> missing;
+  for (Json& pod : PodsFor(pass.job, plan, coordinator_node, options_.pods)) {
     const std::string name = pod["metadata"]["name"];
-    if (std::find(gang.missing.begin(), gang.missing.end(), name) == gang.missing.end()) continue;
+    if (std::find(gang.missing.begin(), gang.missing.end(), name) != gang.missing.end()) missing.push_back(pod);
+  }
+  // Counted on their nodes before they are made, so that a waiting job's turn
+  // is not given the room they take.
+  line_.Placed(pass.key, missing, wall_now_());
+  for (const Json& pod : missing) {
     StatusOr<Json> made = client_.Create(kube::kPods, pass.job.namespace_, pod);
     if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
   }
@@ -690,7 +697,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   // Re-place the lost ranks only: around the survivors, beside the coordinator
   // where it is, on what every pod now holds (the lost ones included, which
   // still hold a silent node until they are gone).
-  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.defaults);
+  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults);
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(lost.size());
@@ -698,8 +705,8 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   for (const WorkerSlot& slot : plan.workers) {
     if (!lost.count(slot.rank)) ++request->workers_on[slot.node];
   }
-  const ClusterView cluster = ClusterViewOf(nodes_.List(), pods_.List(), "", "", Measured());
-  const TeamPlacement replacement = PlaceTeam(cluster.nodes, *request);
+  const std::vector<NodeView> nodes = line_.Cluster(Measured());
+  const TeamPlacement replacement = PlaceTeam(nodes, *request);
   pass.status["phase"] = phase::kRecovering;
   if (!replacement.placed) {
     const std::string message = what + "; no node for a replacement yet: " + replacement.unschedulable;
@@ -722,27 +729,13 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
       slot.since_generation = SlotSince(plan, slot.rank);
       continue;
     }
-    slot.node = replacement.worker_nodes[i++];
+    PutSlotOn(slot, replacement.worker_nodes[i++], nodes);
     slot.since_generation = next.generation;
-    slot.slowdown = 1;
-    slot.power = PowerProfile{};
-    for (const NodeView& n : cluster.nodes) {
-      if (n.name == slot.node) {
-        slot.slowdown = n.emulated_slowdown;
-        slot.power = n.power;
-      }
-    }
     moved += (moved.empty() ? "" : ", ") + std::string("worker ") + std::to_string(slot.rank) + " to " + slot.node;
   }
   // The coordinator reads the new plan from its mounted ConfigMap and fences
   // out only the replaced ranks; the survivors train on.
-  StatusOr<Json> existing = client_.Get(kube::kConfigMaps, pass.job.namespace_, PlanConfigMapName(pass.job.name));
-  if (!existing.ok()) return existing.status();
-  Json updated = PlanConfigMapFor(pass.job, next, coordinator_node);
-  updated["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
-  StatusOr<Json> put = client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
-  if (!put.ok()) return put.status();
-  if (plans_) plans_->Put(*put);
+  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, coordinator_node)));
   // The lost pods that are not already going, go (an evicted pod stays Failed).
   std::vector<std::string> doomed;
   for (const auto& [rank, why] : lost) {

@@ -50,8 +50,7 @@ class ProgressSource {
 };
 
 struct ReconcilerOptions {
-  PodOptions pods;
-  api::PodDefaults defaults;
+  PodOptions pods;  // its defaults are also what placement counts a pod as requesting
   Duration unschedulable_retry = std::chrono::seconds(30);  // also woken by any Node change
   Duration status_interval = std::chrono::seconds(5);       // how often a running job's progress is read
   // Links measured by running teams are published on their nodes at most this
@@ -102,10 +101,12 @@ class Reconciler {
                             const Json& progress);
   MeasuredLinks Measured() const { return {wall_now_(), options_.measurement_max_age}; }
   // Creates the pods of `gang.missing` as `plan` places them.
+  // They count on their nodes at once (the waiting line assumes them).
   Status CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node, const Gang& gang);
   Status CleanPods(Pass& pass);
   Status DeletePods(Pass& pass, const std::vector<std::string>& names);
-  Status ApplyObjects(Pass& pass, const JobPlan& plan, const TeamPlacement& placement);
+  Status ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+                      const std::vector<Json>& pods);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   Status WriteStatus(Pass& pass);
   // The job's plan ConfigMap: from the plan informer's cache when there is
@@ -120,7 +121,6 @@ class Reconciler {
   kube::KubeClient& client_;
   kube::Store& jobs_;
   kube::Store& pods_;
-  kube::Store& nodes_;
   ProgressSource& progress_;
   EventRecorder& events_;
   LineLog& log_;

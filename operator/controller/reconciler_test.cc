@@ -254,6 +254,27 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   EXPECT_EQ(FindCondition(status, api::condition::kFailed)->value("reason", ""), api::reason::kRecoveriesExhausted);
 }
 
+TEST_F(ReconcilerTest, AReplacementHoldsItsNodeBeforeThePodInformerHasIt) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());  // pre-empted
+  nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20).WithAllocatable("1", "8Gi"));  // room for one agent
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1-g2@robot-2"}));
+  // The informer has not seen team-worker-1-g2 yet; a job that fits only
+  // where it went must not be given its room.
+  const std::string other = Submit(TrainingJob(
+      "other", {{"parallelism", {{"workers", 1}}},
+                {"placement", {{"nodeSelector", {{"kubernetes.io/hostname", "robot-2"}}}}}}));
+  Reconcile(other);
+  EXPECT_TRUE(ConditionIs(Job("other")["status"], api::condition::kPlaced, false))
+      << Job("other")["status"].dump();
+  EXPECT_EQ(api_.All(kube::kPods).size(), 3u) << "nothing made for the other job";
+}
+
 TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
 

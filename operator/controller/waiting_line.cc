@@ -444,6 +444,18 @@ std::vector<NodeView> WaitingLine::Views(const std::vector<std::string>& names, 
   return out;
 }
 
+std::vector<NodeView> WaitingLine::Cluster(const MeasuredLinks& measured) {
+  std::lock_guard lock(mu_);
+  Apply(measured.now);
+  std::vector<NodeView> out;
+  for (const auto& [name, node] : nodes_) {
+    if (!node.unreadable.empty()) continue;
+    out.push_back(ViewOf(node, measured));
+    if (auto b = bound_.find(name); b != bound_.end()) out.back().bound = b->second;
+  }
+  return out;
+}
+
 bool WaitingLine::AnyNodeMatches(const std::map<std::string, std::string>& selector) {
   std::lock_guard lock(mu_);
   Apply({});

@@ -59,8 +59,12 @@ class WaitingLine {
   // Making them failed: what was assumed of the job `key`'s pods is dropped.
   void Forget(const std::string& key);
 
-  // The views of the named nodes, those known (a plan's slowdowns and power).
+  // The views of the named nodes, those known (a plan's slowdowns and power),
+  // with what pods hold and what is assumed of pods just made.
   std::vector<NodeView> Views(const std::vector<std::string>& names, const MeasuredLinks& measured);
+  // Every readable node's view, likewise: the cluster a running team's
+  // replacement is placed on.
+  std::vector<NodeView> Cluster(const MeasuredLinks& measured);
   bool AnyNodeMatches(const std::map<std::string, std::string>& selector);
   size_t NodeCount();
   // Nodes that cannot be read: "NAME: why".

@@ -107,7 +107,6 @@ bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void(
   leading_ = false;
   on_stopping();
   Release();
-  leading_ = false;
   return true;
 }
 
