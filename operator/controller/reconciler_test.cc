@@ -382,12 +382,25 @@ TEST_F(ReconcilerTest, WaitingJobsShareOneReservationPassAndKeepTheirOrder) {
   EXPECT_EQ(Reconcile(keys[3]).placement, "unschedulable");
   EXPECT_EQ(reconciler_.ReservationPasses(), 1u);
 
+  // A team publishes the link it measured on the node again, newer and the
+  // same: nothing placement reads has changed, and the pass stands.
+  Json measured = ANode("gateway").WithAllocatable("3", "4Gi");
+  measured["metadata"]["annotations"][kMeasuredUplink] = "20000000";
+  measured["metadata"]["annotations"][kMeasuredAt] = "2026-11-22T19:01:00Z";
+  nodes_.Put(measured);
+  EXPECT_EQ(Reconcile(keys[3]).placement, "unschedulable");
+  EXPECT_EQ(reconciler_.ReservationPasses(), 2u) << "a new measurement is a change";
+  measured["metadata"]["annotations"][kMeasuredAt] = "2026-11-22T19:01:30Z";
+  nodes_.Put(measured);
+  EXPECT_EQ(Reconcile(keys[3]).placement, "unschedulable");
+  EXPECT_EQ(reconciler_.ReservationPasses(), 2u) << "the same measurement, published again, is not";
+
   // One leaves: room for the next in line, the eldest waiting, not the latest.
   ASSERT_TRUE(api_.Delete(kube::kPods, "default", "j0-coordinator").ok());
   SyncPods();
   EXPECT_EQ(Reconcile(late).placement, "unschedulable") << "j3 is ahead of it";
   EXPECT_EQ(Reconcile(keys[3]).placement, "placed");
-  EXPECT_EQ(reconciler_.ReservationPasses(), 2u);
+  EXPECT_EQ(reconciler_.ReservationPasses(), 3u);
 }
 
 TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {

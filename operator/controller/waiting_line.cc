@@ -167,11 +167,20 @@ void WaitingLine::ApplyNode(const std::string& name, const CachedNode* node) {
     return;
   }
   const CachedNode& fresh = *node;
+  // A team publishing its measurement again (a newer measured-at, the same
+  // figures) changes nothing placement reads, when the pass used that very
+  // view: the operator's own patches do not throw the pass away. (Its
+  // fresh_until, from the older time, ends it early if anything, never late.)
+  auto pass_used = [&](const NodeView& view) {
+    if (!pass_) return false;
+    auto at = pass_->node_index.find(name);
+    return at != pass_->node_index.end() && SameForPlacement(pass_->base[at->second], view);
+  };
   const bool same = old != nodes_.end() && old->second.unreadable == fresh.unreadable &&
                     SameForPlacement(old->second.declared, fresh.declared) &&
                     old->second.measured.has_value() == fresh.measured.has_value() &&
-                    (!fresh.measured || (old->second.measured_at == fresh.measured_at &&
-                                         SameForPlacement(*old->second.measured, *fresh.measured)));
+                    (!fresh.measured || (SameForPlacement(*old->second.measured, *fresh.measured) &&
+                                         (old->second.measured_at == fresh.measured_at || pass_used(*fresh.measured))));
   nodes_[name] = fresh;
   if (!same) stale_ = true;
 }
