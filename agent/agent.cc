@@ -16,7 +16,7 @@
 #include "agent/progress_board.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
-#include "agent/telemetry/http_server.h"
+#include "http/http_server.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
@@ -73,14 +73,14 @@ StatusOr<std::vector<std::optional<BandwidthTrace>>> ShapedDownlinks(const JobPl
 class Endpoint {
  public:
   Status Start(const std::string& address, bool serve_progress, std::ostream& lines) {
-    EDGETRAIN_ASSIGN_OR_RETURN(server_, HttpServer::Start(address));
+    EDGETRAIN_ASSIGN_OR_RETURN(server_, http::HttpServer::Start(address));
     if (serve_progress) {
       server_->Handle("/progress", [this] {
-        return HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
+        return http::HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
       });
     }
-    server_->Handle("/metrics", [this] { return HttpResponse{200, kPrometheusText, metrics_.Render()}; });
-    server_->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+    server_->Handle("/metrics", [this] { return http::HttpResponse{200, kPrometheusText, metrics_.Render()}; });
+    server_->Handle("/healthz", [] { return http::HttpResponse{200, "text/plain", "ok\n"}; });
     lines << "http " << server_->address() << std::endl;
     return Status::Ok();
   }
@@ -90,7 +90,7 @@ class Endpoint {
  private:
   ProgressBoard board_;
   MetricsRegistry metrics_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
 };
 
 // What every role starts from: its plan, endpoint, data and model.

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <optional>
 
-#include "agent/telemetry/http_client.h"
+#include "http/http_client.h"
 #include "api/trainingjob.h"
 #include "cli/agent_launcher.h"
 #include "cli/child_process.h"
@@ -178,8 +178,8 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   const std::string http = launcher.coordinator_http();
   auto progress = [&]() -> std::optional<std::string> {
     // The coordinator's HTTP endpoint lives in the hub's namespace under --links netns.
-    auto reply = links ? links->InHubThread([&] { return agent::HttpGet(http, "/progress"); })
-                       : std::optional(agent::HttpGet(http, "/progress"));
+    auto reply = links ? links->InHubThread([&] { return http::HttpGet(http, "/progress"); })
+                       : std::optional(http::HttpGet(http, "/progress"));
     if (reply && reply->ok() && (*reply)->status == 200) return (*reply)->body;
     return std::nullopt;
   };

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/telemetry/http_client.h"
+#include "http/http_client.h"
 #include "cli/child_process.h"
 #include "cli/child_process_testing.h"
 
@@ -48,7 +48,7 @@ using Labels = std::map<std::string, std::string>;
 // The series an instant query returns, each by its full label set, with its
 // value (of a range selector: its last in the range).
 std::optional<std::map<Labels, double>> Series(const std::string& prometheus, const std::string& query) {
-  auto reply = agent::HttpGet(prometheus, "/api/v1/query?query=" + UrlEncode(query));
+  auto reply = http::HttpGet(prometheus, "/api/v1/query?query=" + UrlEncode(query));
   if (!reply.ok() || reply->status != 200) return std::nullopt;
   auto j = nlohmann::json::parse(reply->body, nullptr, false);
   if (j.is_discarded() || j.value("status", "") != "success") return std::nullopt;

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/telemetry/http_client.h"
+#include "http/http_client.h"
 #include "cli/child_process.h"
 #include "cli/child_process_testing.h"
 #include "core/job_progress.h"
@@ -93,7 +93,7 @@ class RunCommandTest : public testing::Test {
       std::smatch m;
       const std::string err = ReadFile(dir_ / "stderr.log");
       if (std::regex_search(err, m, progress)) {
-        auto reply = agent::HttpGet(m[1].str(), "/progress");
+        auto reply = http::HttpGet(m[1].str(), "/progress");
         if (reply.ok() && reply->status == 200) {
           auto p = DecodeJobProgress(reply->body);
           if (p.ok() && p->iteration >= iteration) return true;

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/telemetry/http_client.h"
+#include "http/http_client.h"
 #include "cli/child_process.h"
 #include "cli/child_process_testing.h"
 #include "core/job_progress.h"
@@ -142,7 +142,7 @@ TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
   // Past a few checkpoints (every 30 team iterations), kill it without warning.
   int64_t reached = 0;
   for (auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
-    auto reply = agent::HttpGet(*http, "/progress");
+    auto reply = http::HttpGet(*http, "/progress");
     if (reply.ok()) {
       auto p = DecodeJobProgress(reply->body);
       // Both workers in, and past a few checkpoints.

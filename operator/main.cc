@@ -9,8 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "agent/telemetry/http_client.h"
-#include "agent/telemetry/http_server.h"
+#include "http/http_client.h"
+#include "http/http_server.h"
 #include "core/duration_text.h"
 #include "core/exit_codes.h"
 #include "operator/controller/controller.h"
@@ -30,7 +30,7 @@ using namespace edgetrain;
 class HttpProgress final : public operator_::ProgressSource {
  public:
   StatusOr<nlohmann::json> Progress(const std::string& pod_ip, int port) override {
-    StatusOr<agent::HttpReply> reply = agent::HttpGet(pod_ip + ":" + std::to_string(port), "/progress");
+    StatusOr<http::HttpReply> reply = http::HttpGet(pod_ip + ":" + std::to_string(port), "/progress");
     if (!reply.ok()) return reply.status();
     if (reply->status != 200) return UnavailableError("/progress answered " + std::to_string(reply->status));
     nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
@@ -146,16 +146,16 @@ int main(int argc, char** argv) {
   operator_::Controller controller(client, clock, progress, metrics, log, [] { return std::chrono::system_clock::now(); },
                                    options);
 
-  StatusOr<std::unique_ptr<agent::HttpServer>> server = agent::HttpServer::Start(http);
+  StatusOr<std::unique_ptr<http::HttpServer>> server = http::HttpServer::Start(http);
   if (!server.ok()) {
     std::cerr << "edgetrain-operator: --http " << http << ": " << server.status().message() << "\n";
     return ExitCodeFor(server.status());
   }
-  (*server)->Handle("/metrics", [&] { return agent::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()}; });
-  (*server)->Handle("/healthz", [] { return agent::HttpResponse{200, "text/plain", "ok\n"}; });
+  (*server)->Handle("/metrics", [&] { return http::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()}; });
+  (*server)->Handle("/healthz", [] { return http::HttpResponse{200, "text/plain", "ok\n"}; });
   (*server)->Handle("/readyz", [&] {
-    return controller.Synced() ? agent::HttpResponse{200, "text/plain", "ok\n"}
-                               : agent::HttpResponse{503, "text/plain", "caches are being filled\n"};
+    return controller.Synced() ? http::HttpResponse{200, "text/plain", "ok\n"}
+                               : http::HttpResponse{503, "text/plain", "caches are being filled\n"};
   });
   std::cout << "http " << (*server)->address() << std::endl;
   log.Write("watching TrainingJobs" + (options.namespace_.empty() ? std::string(" in every namespace")

@@ -1,6 +1,6 @@
-#include "agent/telemetry/socket_address.h"
+#include "http/socket_address.h"
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 
 StatusOr<HostPort> SplitHostPort(const std::string& address) {
   size_t colon = address.rfind(':');
@@ -12,4 +12,4 @@ StatusOr<HostPort> SplitHostPort(const std::string& address) {
   return HostPort{host, address.substr(colon + 1)};
 }
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http

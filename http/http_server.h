@@ -1,6 +1,7 @@
 #pragma once
-// The agent's small HTTP endpoint: GET /metrics, /healthz and the
-// coordinator's /progress, served by cpp-httplib.
+// A small HTTP endpoint served by cpp-httplib: the agent's GET /metrics,
+// /healthz and the coordinator's /progress, and the operator's /metrics,
+// /healthz and /readyz. Its own library, so that neither includes the other.
 //
 // Why cpp-httplib and not civetweb (prometheus-cpp's exposer): in a process
 // that has loaded LibTorch (hundreds of shared libraries, a large static TLS
@@ -27,7 +28,7 @@ namespace httplib {
 class Server;
 }
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 
 struct HttpResponse {
   int status = 200;
@@ -63,4 +64,4 @@ class HttpServer {
   std::thread thread_;
 };
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http

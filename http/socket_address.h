@@ -5,7 +5,7 @@
 
 #include "core/status.h"
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 
 struct HostPort {
   std::string host;
@@ -13,4 +13,4 @@ struct HostPort {
 };
 StatusOr<HostPort> SplitHostPort(const std::string& address);
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http

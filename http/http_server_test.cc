@@ -1,4 +1,4 @@
-#include "agent/telemetry/http_server.h"
+#include "http/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/telemetry/http_client.h"
+#include "http/http_client.h"
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 namespace {
 
 TEST(HttpServerTest, ServesHandlersOnAnOsChosenPort) {
@@ -85,4 +85,4 @@ TEST(HttpServerTest, AServerDestroyedAtOnceStops) {
 }
 
 }  // namespace
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http

@@ -1,12 +1,12 @@
-#include "agent/telemetry/http_client.h"
+#include "http/http_client.h"
 
 #include <charconv>
 
 #include <httplib.h>
 
-#include "agent/telemetry/socket_address.h"
+#include "http/socket_address.h"
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 namespace {
 
 // A dead peer must not hang the runner's poll loop.
@@ -31,4 +31,4 @@ StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path)
   return HttpReply{reply->status, reply->body};
 }
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http

@@ -1,4 +1,4 @@
-#include "agent/telemetry/http_server.h"
+#include "http/http_server.h"
 
 #include <cerrno>
 #include <charconv>
@@ -6,9 +6,9 @@
 
 #include <httplib.h>
 
-#include "agent/telemetry/socket_address.h"
+#include "http/socket_address.h"
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 namespace {
 
 // A client that stops sending (or reading) is dropped after this long.
@@ -70,4 +70,4 @@ HttpResponse HttpServer::Answer(const std::string& path) {
   return handler ? handler() : HttpResponse{404, "text/plain", "not found: " + path + "\n"};
 }
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http

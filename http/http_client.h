@@ -6,7 +6,7 @@
 
 #include "core/status.h"
 
-namespace edgetrain::agent {
+namespace edgetrain::http {
 
 struct HttpReply {
   int status = 0;
@@ -16,4 +16,4 @@ struct HttpReply {
 // `address` is "HOST:PORT". Unavailable when nothing answers there.
 StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path);
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::http
