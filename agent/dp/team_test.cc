@@ -222,6 +222,8 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
     EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
     EXPECT_NE(reply.status().message().find("has not adopted plan generation 2 yet (it has 1)"), std::string::npos)
         << reply.status().message();
+    EXPECT_TRUE(CoordinatorBehindPlan(reply.status())) << "the worker tells it from a stream that broke";
+    EXPECT_FALSE(CoordinatorBehindPlan(UnavailableError("the coordinator ended the stream")));
   }
   // A stream that opens with anything but a hello is refused too.
   auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));

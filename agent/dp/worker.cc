@@ -95,9 +95,10 @@ class WorkerRun {
         }
         log_ << "worker " << options_.rank << ": " << first.status().message() << "; retrying\n";
         // A coordinator still behind our plan takes a while to catch up: ask
-        // once an attempt, not ten times.
-        clock_.SleepFor(first.status().code() == StatusCode::kUnavailable ? options_.timings.connect_attempt
-                                                                           : options_.timings.connect_attempt / 10);
+        // once an attempt, not ten times (a stream that merely broke is
+        // asked again at once, as before).
+        clock_.SleepFor(CoordinatorBehindPlan(first.status()) ? options_.timings.connect_attempt
+                                                              : options_.timings.connect_attempt / 10);
         continue;
       }
       if (!first->has_welcome()) return FailedPreconditionError("the coordinator did not answer with a welcome");

@@ -1,6 +1,13 @@
 #include "agent/transport/transport.h"
 
 namespace edgetrain::agent {
+namespace {
+constexpr std::string_view kBehindPlan = "the coordinator has not adopted plan generation ";
+}  // namespace
+
+bool CoordinatorBehindPlan(const Status& refusal) {
+  return refusal.code() == StatusCode::kUnavailable && refusal.message().rfind(kBehindPlan, 0) == 0;
+}
 
 v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank) {
   v1::Hello hello;
@@ -24,8 +31,7 @@ Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_s
   if (hello.plan_generation() > plan_generation) {
     // The worker's plan is newer than ours: our copy (a mounted ConfigMap the
     // kubelet refreshes in its own time) has not caught up yet. It retries.
-    return UnavailableError("the coordinator has not adopted plan generation " +
-                            std::to_string(hello.plan_generation()) + " yet (it has " +
+    return UnavailableError(std::string(kBehindPlan) + std::to_string(hello.plan_generation()) + " yet (it has " +
                             std::to_string(plan_generation) + ")");
   }
   if (hello.plan_generation() < slot_since) {
