@@ -26,9 +26,11 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/data/dataset.h"
+#include "agent/storage/atomic_file.h"
 #include "agent/testing/simulated_team.h"
 #include "agent/torch/trainer.h"
 #include "core/bandwidth_trace.h"
+#include "core/step_cost.h"
 
 namespace edgetrain::bench {
 namespace {
@@ -141,11 +143,8 @@ std::optional<Evaluated> Sustained(const std::vector<Evaluated>& evals, double t
 }
 
 StatusOr<BandwidthTrace> LoadTrace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return BandwidthTrace::Parse(text.str(), std::filesystem::path(path).filename().string());
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string text, agent::ReadWholeFile(path));
+  return BandwidthTrace::Parse(text, std::filesystem::path(path).filename().string());
 }
 
 Json Nullable(std::optional<double> v) { return v ? Json(*v) : Json(nullptr); }
@@ -225,11 +224,8 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
     return run;
   }
   const JobProgress& p = *team.result();
-  double stall = 0, wall = 0;
   int64_t up = 0, down = 0;
   for (const WorkerProgress& w : p.workers) {
-    stall += w.stall_s;
-    wall += w.wall_s;
     up += w.bytes_sent;
     down += w.bytes_received;
   }
@@ -246,7 +242,11 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
   run["elapsed_s"] = p.elapsed_s;
   run["iterations"] = p.iteration;
   run["samples_per_s"] = p.elapsed_s > 0 ? static_cast<double>(p.samples) / p.elapsed_s : 0.0;
-  run["stall_fraction"] = wall > 0 ? stall / wall : 0.0;
+  // As `edgetrain run --json` (and so bench/dp-links) reports it: the mean of
+  // the workers' own fractions.
+  double fractions = 0;
+  for (const WorkerProgress& w : p.workers) fractions += w.stall_fraction;
+  run["stall_fraction"] = p.workers.empty() ? 0.0 : fractions / static_cast<double>(p.workers.size());
   run["stall_outside_outages"] = wall_out > 0 ? Json(stall_out / wall_out) : Json(nullptr);
   run["stall_inside_outages"] = wall_in > 0 ? Json(stall_in / wall_in) : Json(nullptr);
   run["mb_up"] = static_cast<double>(up) / 1e6;
@@ -307,7 +307,10 @@ int Main(int argc, char** argv) {
     std::cerr << (trace.ok() ? straggler.status() : trace.status()).message() << "\n";
     return 2;
   }
-  const int64_t model_bytes = 4 * (784 * 128 + 128 + 128 * 64 + 64 + 64 * 10 + 10);
+  JobSpec model_spec;  // the example's MLP on Fashion-MNIST
+  model_spec.model.hidden = kHidden;
+  model_spec.data.dataset = DatasetName::kFashionMnist;
+  const int64_t model_bytes = 4 * StepCostOf(model_spec).parameters;
   Setting setting;
   setting.mean_mbps = trace->Scaled(o.scale).MeanMbps();
   setting.transfer_s = static_cast<double>(model_bytes) * 8 / (setting.mean_mbps * 1e6);
