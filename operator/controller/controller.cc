@@ -30,6 +30,12 @@ Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& p
       reconciler_(client, jobs_.store(), pods_.store(), nodes_.store(), progress, events_, log, wall_now,
                   options_.reconciler, &plans_.store()) {
   pods_.store().AddIndex(kPodsByJob, PodsByJobIndex());
+  // Every phase is a series from the start, at 0.
+  for (const char* phase : {api::phase::kPending, api::phase::kPlacing, api::phase::kRunning, api::phase::kRecovering,
+                            api::phase::kSucceeded, api::phase::kFailed, api::phase::kSuspended}) {
+    metrics_.SetJobsInPhase(phase, 0);
+  }
+  jobs_.store().AddListener([this](const std::string& key, const Json* job) { CountPhase(key, job); });
   jobs_.OnChange([this](kube::WatchEventType, const Json& job) { queue_.Add(kube::KeyOf(job)); });
   pods_.OnChange([this](kube::WatchEventType, const Json& pod) {
     for (const std::string& key : PodsByJobIndex()(pod)) {
@@ -54,15 +60,16 @@ void Controller::EnqueueWaitingJobs() {
   for (const std::string& key : waiting) queue_.Add(key);
 }
 
-void Controller::UpdatePhaseMetrics() {
-  std::map<std::string, size_t> by_phase = {
-      {api::phase::kPending, 0},   {api::phase::kPlacing, 0}, {api::phase::kRunning, 0},
-      {api::phase::kRecovering, 0}, {api::phase::kSucceeded, 0}, {api::phase::kFailed, 0},
-      {api::phase::kSuspended, 0}};
-  jobs_.store().ForEach([&](const Json& job) {
-    ++by_phase[job.value("/status/phase"_json_pointer, std::string(api::phase::kPending))];
-  });
-  for (const auto& [phase, count] : by_phase) metrics_.SetJobsInPhase(phase, count);
+void Controller::CountPhase(const std::string& key, const Json* job) {
+  std::lock_guard lock(phases_mu_);
+  if (auto was = phase_of_.find(key); was != phase_of_.end()) {
+    metrics_.SetJobsInPhase(was->second, --in_phase_[was->second]);
+    phase_of_.erase(was);
+  }
+  if (!job) return;
+  const std::string phase = job->value("/status/phase"_json_pointer, std::string(api::phase::kPending));
+  phase_of_[key] = phase;
+  metrics_.SetJobsInPhase(phase, ++in_phase_[phase]);
 }
 
 void Controller::Work() {
@@ -83,7 +90,6 @@ void Controller::Work() {
     }
     queue_.Done(*key);
     metrics_.SetQueueDepth(queue_.Length());
-    UpdatePhaseMetrics();
   }
 }
 

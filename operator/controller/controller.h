@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "core/clock.h"
 #include "operator/controller/line_log.h"
@@ -42,7 +45,9 @@ class Controller {
  private:
   void Work();
   void EnqueueWaitingJobs();
-  void UpdatePhaseMetrics();
+  // The jobs-by-phase gauges, kept as the job cache changes: counting every
+  // job after every reconcile was O(jobs) a reconcile, under the cache's lock.
+  void CountPhase(const std::string& key, const Json* job);
 
   kube::KubeClient& client_;
   Clock& clock_;
@@ -57,6 +62,9 @@ class Controller {
   EventRecorder events_;
   Reconciler reconciler_;
   std::atomic<bool> synced_{false};
+  std::mutex phases_mu_;
+  std::map<std::string, std::string> phase_of_;  // job key -> its phase; guarded by phases_mu_
+  std::map<std::string, size_t> in_phase_;       // phase -> jobs; guarded by phases_mu_
 };
 
 }  // namespace edgetrain::operator_
