@@ -62,28 +62,29 @@ ResourceAmounts Free(const NodeView& node) {
           node.allocatable.pods - node.bound.pods};
 }
 
-// What of `asked` does not fit in `free`, in the scheduler's words; empty if all fits.
-Exclusion Shortfall(const ResourceAmounts& free, const ResourceAmounts& asked, const std::string& who) {
-  if (free.pods < 1) return {"too many pods", "no room for another pod (allocatable pods)"};
-  if (asked.cpu_millis > free.cpu_millis) {
-    return {"insufficient cpu", "insufficient cpu: " + FormatCpuMillis(std::max<int64_t>(free.cpu_millis, 0)) +
-                                    " free, " + who + " asks " + FormatCpuMillis(asked.cpu_millis)};
-  }
-  if (asked.memory_bytes > free.memory_bytes) {
-    return {"insufficient memory", "insufficient memory: " + FormatBytes(std::max<int64_t>(free.memory_bytes, 0)) +
-                                       " free, " + who + " asks " + FormatBytes(asked.memory_bytes)};
-  }
-  return {};
-}
-
-// Shortfall's verdict without its words: placement asks it of every node for
-// every pod, and formatting why a node is full, 5,000 times a pod, was most of
-// what placing cost on a large cluster. Null if `asked` fits.
+// Whether `asked` fits in `free`, as a category of the scheduler's words
+// (null if it fits): placement asks it of every node for every pod, so it
+// formats nothing - formatting why a node is full, 5,000 times a pod, was most
+// of what placing cost on a large cluster.
 const char* MisfitOf(const ResourceAmounts& free, const ResourceAmounts& asked) {
   if (free.pods < 1) return "too many pods";
   if (asked.cpu_millis > free.cpu_millis) return "insufficient cpu";
   if (asked.memory_bytes > free.memory_bytes) return "insufficient memory";
   return nullptr;
+}
+
+// What of `asked` does not fit in `free`, in the scheduler's words; empty if all fits.
+Exclusion Shortfall(const ResourceAmounts& free, const ResourceAmounts& asked, const std::string& who) {
+  const char* misfit = MisfitOf(free, asked);
+  if (!misfit) return {};
+  const std::string category = misfit;
+  if (category == "too many pods") return {misfit, "no room for another pod (allocatable pods)"};
+  if (category == "insufficient cpu") {
+    return {misfit, "insufficient cpu: " + FormatCpuMillis(std::max<int64_t>(free.cpu_millis, 0)) + " free, " + who +
+                        " asks " + FormatCpuMillis(asked.cpu_millis)};
+  }
+  return {misfit, "insufficient memory: " + FormatBytes(std::max<int64_t>(free.memory_bytes, 0)) + " free, " + who +
+                      " asks " + FormatBytes(asked.memory_bytes)};
 }
 
 void Take(ResourceAmounts& free, const ResourceAmounts& asked) {

@@ -48,10 +48,7 @@ std::string EtaText(double seconds) {
 
 Json ProgressStatusOf(const Json& progress) {
   Json out = Json::object();
-  for (const char* key : {"iteration", "samples"}) {
-    if (progress.contains(key) && progress[key].is_number()) out[key] = progress[key];
-  }
-  for (const char* key : {"loss", "accuracy", "energyJoules"}) {
+  for (const char* key : {"iteration", "samples", "loss", "accuracy", "energyJoules"}) {
     // A value the coordinator does not have yet is null there, and left out here.
     if (progress.contains(key) && progress[key].is_number()) out[key] = progress[key];
   }

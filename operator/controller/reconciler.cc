@@ -211,12 +211,16 @@ Status Reconciler::DeletePods(Pass& pass, const std::vector<std::string>& names)
   return Status::Ok();
 }
 
-Status Reconciler::Suspend(Pass& pass) {
+Status Reconciler::DeleteAllPods(Pass& pass) {
   std::vector<std::string> names;
   for (const Json& pod : pass.pods) {
     if (!pod.at("metadata").contains("deletionTimestamp")) names.push_back(pod["metadata"]["name"]);
   }
-  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, names));
+  return DeletePods(pass, names);
+}
+
+Status Reconciler::Suspend(Pass& pass) {
+  EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
   if (pass.Phase() != phase::kSuspended) {
     const std::string message = "spec.suspend is true: no pods; it resumes from its checkpoint when set to false";
     events_.Record(pass.object, "Normal", reason::kSuspended, message);
@@ -316,12 +320,8 @@ Status Reconciler::Place(Pass& pass) {
     return Follow(pass, *stored.plan, stored.coordinator_node);
   }
   // Not placed: pods of an earlier plan go first (they hold their nodes).
-  std::vector<std::string> leftovers;
-  for (const Json& pod : pass.pods) {
-    if (!pod.at("metadata").contains("deletionTimestamp")) leftovers.push_back(pod["metadata"]["name"]);
-  }
   if (!pass.pods.empty()) {
-    EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, leftovers));
+    EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
     pass.status["phase"] = phase::kPending;
     pass.Requeue(std::chrono::seconds(1));
     return Status::Ok();
@@ -549,11 +549,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       const kube::WallTime now = wall_now_();
       const Duration waited = std::chrono::duration_cast<Duration>(now - since.value_or(now));
       if (waited >= timeout) {
-        std::vector<std::string> all;
-        for (const Json& pod : pass.pods) {
-          if (!pod.at("metadata").contains("deletionTimestamp")) all.push_back(pod["metadata"]["name"]);
-        }
-        EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, all));
+        EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
         const std::string message = std::to_string(gang.running) + "/" + std::to_string(gang.expected) +
                                     " pods running after spec.placement.gangTimeout (" + FormatDuration(timeout) +
                                     "): torn down, holding nothing, to be placed again";

@@ -105,6 +105,8 @@ class Reconciler {
   Status CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node, const Gang& gang);
   Status CleanPods(Pass& pass);
   Status DeletePods(Pass& pass, const std::vector<std::string>& names);
+  // Every pod of the job not already going.
+  Status DeleteAllPods(Pass& pass);
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                       const std::vector<Json>& pods);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
