@@ -23,20 +23,22 @@ int64_t RowAggregator::least_applied_clock() const {
   return applied_clock_.empty() ? 0 : *std::min_element(applied_clock_.begin(), applied_clock_.end());
 }
 
-void RowAggregator::StepRound(size_t r, int64_t clock) {
+void RowAggregator::Step(size_t r, int64_t clock, int64_t divisor, double moved) {
   const RowSpan& span = layout_.row(r);
   std::span<float> gradient(gathered_.data() + span.offset, static_cast<size_t>(span.length));
-  if (gathered_count_[r] > 0) {
-    const float mean = 1.0f / static_cast<float>(gathered_count_[r]);
+  if (divisor > 0) {  // none gathered (a round closed with nothing of this row): the clock moves alone
+    const float mean = 1.0f / static_cast<float>(divisor);
     for (float& g : gradient) g *= mean;
     std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
-    optimizer_.Apply(r, params, gradient, 1.0);
+    optimizer_.Apply(r, params, gradient, moved);
     ++versions_[r];
   }
   std::fill(gradient.begin(), gradient.end(), 0.0f);
-  gathered_count_[r] = 0;
+  if (rounds_) gathered_count_[r] = 0;
   applied_clock_[r] = clock;
 }
+
+void RowAggregator::StepRound(size_t r, int64_t clock) { Step(r, clock, gathered_count_[r], 1.0); }
 
 bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {
   if (!rounds_) return false;
@@ -57,38 +59,27 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
     if (row.id >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id) + " does not exist");
     const RowSpan& span = layout_.row(row.id);
     std::span<float> gradient(gathered_.data() + span.offset, static_cast<size_t>(span.length));
-    if (rounds_) {
-      // For round `iteration`, computed on the row at clock iteration - 1.
-      if (iteration <= applied_clock_[row.id]) {
-        ++late_rows_;
-        // Still decoded: a row that does not decode is refused, late or not.
-        scratch_.resize(gradient.size());
-        EDGETRAIN_RETURN_IF_ERROR(DecodeRow(row.encoding, row.scale, row.values, scratch_));
-      } else {
-        EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
-        ++gathered_count_[row.id];
-      }
-      ledger.RecordPush(w, row.id, iteration);
-      const int64_t clock = ledger.Clock(row.id);
-      if (clock > applied_clock_[row.id]) {
-        StepRound(row.id, clock);
-        stepped = true;
-      }
-      continue;
+    if (rounds_ && iteration <= applied_clock_[row.id]) {
+      // Rounds: for round `iteration`, computed on the row at clock
+      // iteration - 1, which has stepped already: late. Still decoded: a row
+      // that does not decode is refused, late or not.
+      ++late_rows_;
+      scratch_.resize(gradient.size());
+      EDGETRAIN_RETURN_IF_ERROR(DecodeRow(row.encoding, row.scale, row.values, scratch_));
+    } else {
+      EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
+      if (rounds_) ++gathered_count_[row.id];
     }
-    EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
     ledger.RecordPush(w, row.id, iteration);
     const int64_t clock = ledger.Clock(row.id);
     if (clock <= applied_clock_[row.id]) continue;
-    const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[row.id], 1, std::max(1, ledger.bound()));
-    const int contributors = std::max(1, ledger.active_count());
-    const float mean = 1.0f / static_cast<float>(contributors * moved);
-    for (float& g : gradient) g *= mean;
-    std::span<float> params(params_.data() + span.offset, static_cast<size_t>(span.length));
-    optimizer_.Apply(row.id, params, gradient, static_cast<double>(moved));
-    std::fill(gradient.begin(), gradient.end(), 0.0f);
-    applied_clock_[row.id] = clock;
-    ++versions_[row.id];
+    if (rounds_) {
+      StepRound(row.id, clock);  // the mean of what reached it in the round
+    } else {
+      const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[row.id], 1, std::max(1, ledger.bound()));
+      const int contributors = std::max(1, ledger.active_count());
+      Step(row.id, clock, contributors * moved, static_cast<double>(moved));
+    }
     stepped = true;
   }
   ledger.RecordIteration(w, iteration);

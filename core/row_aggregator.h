@@ -87,7 +87,10 @@ class RowAggregator {
   std::vector<float> gathered_;         // gradients awaiting their row's clock
   std::vector<int64_t> applied_clock_;  // per row: the clock its last step reached
   std::vector<int64_t> versions_;       // per row: steps applied
-  // Rounds only.
+  // Row r's gathered gradient over `divisor` (0: nothing gathered, the clock
+  // moves alone) stepped as `moved` steps, its clock set to `clock`.
+  void Step(size_t r, int64_t clock, int64_t divisor, double moved);
+  // Rounds only: the mean of what reached the row in its round.
   void StepRound(size_t r, int64_t clock);
   bool rounds_ = false;
   std::vector<int> gathered_count_;  // per row: the gradients gathered for its round
