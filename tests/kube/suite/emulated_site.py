@@ -1,5 +1,6 @@
 """Shared fixture of the node emulator's suites: one stand-in with --nodes per test class,
-on a profile the class writes, with every delay short; kubectl 1.32 and HTTP to drive it,
+on a profile the class writes, its images' programs from harness.BUILD_DIR, with every
+delay short; kubectl 1.32 and HTTP to drive it,
 and waits that follow watches instead of sleeping."""
 
 import json
@@ -10,7 +11,7 @@ import unittest
 
 import yaml
 
-from harness import REPO_ROOT, Standin, find_kubectl
+from harness import BUILD_DIR, REPO_ROOT, Standin, find_kubectl
 from test_kubectl import Kubectl
 
 FAST = ["--heartbeat", "0.2", "--node-monitor-grace", "1", "--default-toleration-seconds", "2",
@@ -47,7 +48,7 @@ class SiteTestCase(unittest.TestCase):
         cls.profile_path = os.path.join(cls.dir, "profile.yaml")
         with open(cls.profile_path, "w") as f:
             f.write(cls.profile.replace("%s", REPO_ROOT))
-        cls.server = Standin("--nodes", cls.profile_path, *FAST, *cls.extra_args)
+        cls.server = Standin("--nodes", cls.profile_path, "--build-dir", BUILD_DIR, *FAST, *cls.extra_args)
         cls.server.start()
         cls.addClassCleanup(cls._stop_server)
         cls.api = cls.server.client()

@@ -19,7 +19,7 @@ import unittest
 import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase, phase
-from harness import KUBE_DIR, REPO_ROOT, Standin, find_kubectl
+from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, Standin, find_kubectl
 from test_kubectl import Kubectl, KubectlTestCase
 
 CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
@@ -27,12 +27,9 @@ CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
 CRDS = os.path.join(REPO_ROOT, "crds")
 OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
 OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
-EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
 KUBECTL = find_kubectl()
-# The programs the node emulator's images run (tests/kube/images.yaml): this checkout's
-# build, or another's (EDGETRAIN_BUILD_DIR) when this one has none.
-BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
-BUILT = all(os.access(os.path.join(BUILD_DIR, "bin", b), os.X_OK) for b in ("edgetrain-operator", "edgetrain-agent"))
+# The programs the node emulator's images run (tests/kube/images.yaml): harness.BUILD_DIR's.
+BUILT = all(os.access(b, os.X_OK) for b in (OPERATOR, AGENT))
 
 
 def find_helm():
@@ -550,7 +547,7 @@ class OnTheStandin(KubectlTestCase):
 
 @requires_helm
 @unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
-@unittest.skipUnless(BUILT, f"{BUILD_DIR}/bin has no edgetrain-operator and edgetrain-agent: make build "
+@unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
                             "(or point EDGETRAIN_BUILD_DIR at a build)")
 class OperatorFromTheChart(SiteTestCase):
     """The chart's Deployment runs the operator on the emulated edge site (its image is
@@ -558,7 +555,7 @@ class OperatorFromTheChart(SiteTestCase):
     and that operator trains examples/k8s/digits-team.yaml to Succeeded; an upgrade
     rolls it to a new ReplicaSet whose pod takes the Lease."""
     profile = EDGE_SITE
-    extra_args = ["--tls", "--build-dir", BUILD_DIR]
+    extra_args = ["--tls"]
     NS = "edgetrain"
     FAST = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
             "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",

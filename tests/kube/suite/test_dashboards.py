@@ -36,15 +36,10 @@ import urllib.request
 import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase
-from harness import REPO_ROOT
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT
 
 PROMETHEUS = "/usr/bin/prometheus"
-BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
-BIN = os.path.join(BUILD_DIR, "bin")
-EDGETRAIN = os.path.join(BIN, "edgetrain")
-OPERATOR = os.path.join(BIN, "edgetrain-operator")
 DASHBOARDS = os.path.join(REPO_ROOT, "dashboards")
-EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
 SCRAPE_INTERVAL_S = 1
 # Grafana's $__rate_interval: max($__interval + scrape interval, 4 x scrape interval);
 # with a 1 s step and a 1 s scrape interval, 4 s.
@@ -231,7 +226,7 @@ class DashboardCase:
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), "build/bin/edgetrain is not built")
+@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class TrainingDashboard(DashboardCase, unittest.TestCase):
     dashboard_file = "edgetrain-training.json"
     feeds = TEAM_RUN
@@ -276,7 +271,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), "build/bin/edgetrain-operator is not built")
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class OperatorDashboard(DashboardCase, SiteTestCase):
     profile = EDGE_SITE
     dashboard_file = "edgetrain-operator.json"

@@ -21,12 +21,7 @@ import urllib.request
 import yaml
 
 from emulated_site import SiteTestCase, phase
-from harness import REPO_ROOT
-
-BIN = os.path.join(REPO_ROOT, "build", "bin")
-OPERATOR = os.path.join(BIN, "edgetrain-operator")
-EDGETRAIN = os.path.join(BIN, "edgetrain")
-EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT
 JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
@@ -62,7 +57,7 @@ def small_job(name, **spec):
             "metadata": {"name": name}, "spec": s}
 
 
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), "build/bin/edgetrain-operator is not built")
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class OperatorTest(SiteTestCase):
     profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
         .replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
