@@ -35,7 +35,7 @@ import urllib.request
 
 import yaml
 
-from emulated_site import EDGE_SITE, SiteTestCase
+from emulated_site import EDGE_SITE, SiteTestCase, small_job, start_operator, stop_operator
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -279,33 +279,16 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
     expected_variable_values = {"namespace": {"edgetrain"}}
 
     def operator(self):
-        log = open(os.path.join(self.dir, "operator.log"), "w")
-        self.addCleanup(log.close)
-        proc = subprocess.Popen(
-            [OPERATOR, "--kubeconfig", self.server.kubeconfig, "--http", "127.0.0.1:0",
-             "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
-             "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
-             "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
-             "--retry-period", "300ms", "--measurement-interval", "1s"],
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        line = proc.stdout.readline()
-        self.assertTrue(line.startswith("http "), f"the operator said {line!r}")
+        proc, address = start_operator(self.server.kubeconfig, os.path.join(self.dir, "operator.log"))
+        self.addCleanup(stop_operator, proc, 30)
+        return address
 
-        def stop():
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
-            proc.stdout.close()
-        self.addCleanup(stop)
-        return line.split()[1]
-
-    def job(self, name, workers, wall_clock):
-        return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": name},
-                "spec": {"model": {"name": "mlp", "hidden": [32]}, "data": {"dataset": "digits", "batchSize": 32},
-                         "parallelism": {"workers": workers}, "optimizer": {"learningRate": 0.0003},
-                         "evaluation": {"everyIterations": 20},
-                         "budget": {"wallClock": wall_clock, "epochs": 1000},
-                         "faultTolerance": {"nodeLossGrace": "2s"},
-                         "template": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}}}
+    @staticmethod
+    def job(name, workers, wall_clock):
+        """Trains for its whole wall clock (no target); a lost node is replaced after 2 s."""
+        return small_job(name, parallelism={"workers": workers}, optimizer={"learningRate": 0.0003},
+                         budget={"wallClock": wall_clock, "epochs": 1000, "targetAccuracy": None},
+                         faultTolerance={"nodeLossGrace": "2s"})
 
     def phase_of(self, name):
         r = self.api.get(f"/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs/{name}")

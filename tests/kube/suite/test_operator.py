@@ -20,8 +20,9 @@ import urllib.request
 
 import yaml
 
-from emulated_site import SiteTestCase, phase
+from emulated_site import SiteTestCase, phase, small_job, start_operator, stop_operator
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT
+
 JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
@@ -38,25 +39,6 @@ def job_phase(job):
     return (job or {}).get("status", {}).get("phase")
 
 
-def small_job(name, **spec):
-    """A digits job of one worker unless told otherwise, as short as a test wants."""
-    s = {"model": {"name": "mlp", "hidden": [32]}, "data": {"dataset": "digits", "batchSize": 32},
-         "optimizer": {"learningRate": 0.003}, "evaluation": {"everyIterations": 20},
-         "budget": {"wallClock": "1m", "targetAccuracy": 0.9},
-         "template": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}}
-    for key, value in spec.items():
-        if isinstance(value, dict) and isinstance(s.get(key), dict):
-            s[key] = {**s[key], **value}
-        else:
-            s[key] = value
-    for part in s.values():  # None: leave the field out
-        if isinstance(part, dict):
-            for k in [k for k, v in part.items() if v is None]:
-                del part[k]
-    return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
-            "metadata": {"name": name}, "spec": s}
-
-
 @unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class OperatorTest(SiteTestCase):
     profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
@@ -66,53 +48,18 @@ class OperatorTest(SiteTestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
-        cls.operator, cls.operator_http, cls.operator_log = cls.start_operator("operator.log")
+        cls.operator_log = os.path.join(cls.dir, "operator.log")
+        cls.operator, cls.operator_http = start_operator(cls.server.kubeconfig, cls.operator_log)
         cls.addClassCleanup(cls._stop_operator)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if cls.http_status("/readyz") == 200:
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the operator never became ready: " + cls.logs())
-
-    @classmethod
-    def start_operator(cls, log_name):
-        """An operator replica with every wait short: (process, its HTTP address, its log)."""
-        log_path = os.path.join(cls.dir, log_name)
-        with open(log_path, "w") as log:
-            proc = subprocess.Popen(
-                [OPERATOR, "--kubeconfig", cls.server.kubeconfig, "--http", "127.0.0.1:0",
-                 "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
-                 "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
-                 "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
-                 "--retry-period", "300ms", "--measurement-interval", "1s"],
-                stdout=subprocess.PIPE, stderr=log, text=True)
-        line = proc.stdout.readline()
-        assert line.startswith("http "), f"the operator said {line!r}"
-        return proc, line.split()[1], log_path
 
     @classmethod
     def _stop_operator(cls):
-        cls.operator.send_signal(signal.SIGTERM)
-        code = cls.operator.wait(timeout=20)
-        cls.operator.stdout.close()
-        assert code == 0, "the operator exits 0 on SIGTERM"
+        assert stop_operator(cls.operator) == 0, "the operator exits 0 on SIGTERM"
 
     @classmethod
     def logs(cls):
         with open(cls.operator_log) as f:
             return f.read()[-4000:]
-
-    @classmethod
-    def http_status(cls, path):
-        try:
-            with urllib.request.urlopen(f"http://{cls.operator_http}{path}", timeout=2) as r:
-                return r.status
-        except urllib.error.HTTPError as e:
-            return e.code
-        except OSError:
-            return None
 
     def metrics(self, address=None):
         with urllib.request.urlopen(f"http://{address or self.operator_http}/metrics", timeout=2) as r:
@@ -331,7 +278,9 @@ class OperatorTest(SiteTestCase):
         self.kubectl.run("delete", "pvc", "long-out", "--wait=false")
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
-        standby, standby_http, standby_log = self.start_operator("standby.log")
+        standby_log = os.path.join(self.dir, "standby.log")
+        # not ready until it leads: its caches are filled then
+        standby, standby_http = start_operator(self.server.kubeconfig, standby_log, ready=False)
         try:
             time.sleep(1)  # a few of its tries at the Lease
             self.assertRegex(self.metrics(), r"edgetrain_operator_leader 1")
