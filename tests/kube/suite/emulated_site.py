@@ -35,6 +35,9 @@ spec:
     - {name: paper, registeredOnly: true}
 """
 
+# the default namespace's TrainingJobs (crds/), where the operator's tests apply them
+JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
+
 # edgetrain-operator with every wait short (docs/operator.md, "Waits").
 OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
                  "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
@@ -118,6 +121,10 @@ class SiteTestCase(unittest.TestCase):
 
     def wait_pod(self, name, predicate, ns="default", timeout=30):
         return self.wait_for(self.pod_path(ns=ns), name, predicate, timeout)
+
+    def wait_job(self, name, predicate, timeout=60):
+        """The TrainingJob `name` of the default namespace once predicate(job) holds."""
+        return self.wait_for(JOBS, name, predicate, timeout)
 
 
 def phase(p):

@@ -19,7 +19,7 @@ import unittest
 import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase, phase
-from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, Standin, find_kubectl
+from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, Standin, find_kubectl, wait_until
 from test_kubectl import Kubectl, KubectlTestCase
 
 CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
@@ -523,10 +523,8 @@ class OnTheStandin(KubectlTestCase):
         self.helm.run("install", rel, CHART, "--namespace", ns, "--set", "crds.keep=false")
         p = self.helm.run("uninstall", rel, "--namespace", ns)
         self.assertNotIn("kept due to the resource policy", p.stdout)
-        deadline = time.monotonic() + 10
-        while self.get(paths["CustomResourceDefinition"].format("trainingjobs.edgetrain.dev")) is not None:
-            self.assertLess(time.monotonic(), deadline, "the CRD was never deleted")
-            time.sleep(0.05)
+        self.assertTrue(wait_until(lambda: self.get(paths["CustomResourceDefinition"].format(
+            "trainingjobs.edgetrain.dev")) is None, timeout=10, interval=0.05), "the CRD was never deleted")
         print(f"\nchart: install, upgrade, uninstall and reinstall in {time.monotonic() - t0:.1f} s")
 
     def test_refused_values_write_nothing(self):
@@ -588,16 +586,12 @@ class OperatorFromTheChart(SiteTestCase):
         self.assertEqual(pod["spec"]["containers"][0]["image"], "edgetrain/operator:0.1.0")
         log = self.kubectl.run("logs", "-n", self.NS, first).stdout
         self.assertIn("the pod's service account", log, "in-cluster configuration")
-        deadline = time.monotonic() + 20
-        while not self.lease_holder().startswith(first + "_"):
-            self.assertLess(time.monotonic(), deadline, f"{first} never took the Lease: {self.lease_holder()!r}")
-            time.sleep(0.1)
+        self.assertTrue(wait_until(lambda: self.lease_holder().startswith(first + "_"), timeout=20, interval=0.1),
+                        f"{first} never took the Lease: {self.lease_holder()!r}")
         installed = time.monotonic() - t0
 
         self.kubectl.run("apply", "-f", EXAMPLE)
-        jobs = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
-        job = self.wait_for(jobs, "digits-team", lambda j: (j or {}).get("status", {}).get("phase")
-                            in ("Succeeded", "Failed"), timeout=150)
+        job = self.wait_job("digits-team", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
         log = self.kubectl.run("logs", "-n", self.NS, first).stdout
         self.assertEqual(job["status"]["phase"], "Succeeded", json.dumps(job["status"], indent=1) + log[-3000:])
         self.assertGreaterEqual(job["status"]["model"]["accuracy"], 0.9)
@@ -612,14 +606,14 @@ class OperatorFromTheChart(SiteTestCase):
         sets = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/replicasets").json["items"]
         self.assertEqual(sorted((rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"], rs["spec"]["replicas"])
                                 for rs in sets), [("1", 0), ("2", 1)])
-        deadline = time.monotonic() + 30
-        while True:
+
+        def new_leader():
             pods = self.operator_pods()
-            holder = self.lease_holder()
-            if list(pods) != [first] and len(pods) == 1 and holder.startswith(next(iter(pods)) + "_"):
-                break
-            self.assertLess(time.monotonic(), deadline, f"no new leader: pods {list(pods)}, Lease {holder!r}")
-            time.sleep(0.1)
+            if list(pods) != [first] and len(pods) == 1 and self.lease_holder().startswith(next(iter(pods)) + "_"):
+                return pods
+            return None
+        pods = wait_until(new_leader, timeout=30, interval=0.1)
+        self.assertTrue(pods, f"no new leader: pods {list(self.operator_pods())}, Lease {self.lease_holder()!r}")
         second = next(iter(pods))
         self.assertIn("--status-interval=1s", pods[second]["spec"]["containers"][0]["args"])
 

@@ -35,8 +35,8 @@ import urllib.request
 
 import yaml
 
-from emulated_site import EDGE_SITE, SiteTestCase, small_job, start_operator, stop_operator
-from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
 DASHBOARDS = os.path.join(REPO_ROOT, "dashboards")
@@ -108,17 +108,16 @@ class Prometheus:
                                      f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
                                      f"--web.listen-address={self.address}"],
                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
+        if not wait_until(self.ready, timeout=30, interval=0.1):
+            raise AssertionError("prometheus never became ready: " + self.logs())
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=1) as r:
+                return r.status == 200
+        except OSError:
             assert self.proc.poll() is None, "prometheus exited: " + self.logs()
-            time.sleep(0.1)
-        raise AssertionError("prometheus never became ready: " + self.logs())
+            return False
 
     def logs(self):
         with open(os.path.join(self.dir, "prometheus.log")) as f:
@@ -290,18 +289,6 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
                          budget={"wallClock": wall_clock, "epochs": 1000, "targetAccuracy": None},
                          faultTolerance={"nodeLossGrace": "2s"})
 
-    def phase_of(self, name):
-        r = self.api.get(f"/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs/{name}")
-        return (r.json.get("status") or {}).get("phase") if r.status == 200 else None
-
-    def wait_phase(self, name, phases, timeout=90):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.phase_of(name) in phases:
-                return
-            time.sleep(0.2)
-        self.fail(f"{name} never reached {phases}: {self.phase_of(name)}")
-
     def test_every_panel_shows_the_operators_reconciles(self):
         self.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
         operator_http = self.operator()
@@ -316,18 +303,18 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         # A slow API server: reconciles take longer than jobs arrive, so the queue fills.
         self.assertEqual(self.api.post("/_standin/latency?ms=150", None).status, 200)
         self.apply(self.job("mended", 2, "40s"), *[self.job(f"brief-{i}", 1, "8s") for i in range(4)])
-        self.wait_phase("mended", {"Running"})
+        self.wait_job("mended", lambda j: phase(j) == "Running", timeout=90)
         self.assertEqual(self.api.post("/_standin/latency?ms=0", None).status, 200)
         # A node lost under a running team: the operator re-plans it (WorkerLost).
         pods = self.api.get("/api/v1/namespaces/default/pods", labelSelector="edgetrain.dev/job=mended").json
         victim = [p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"] == "mended-worker-1"][0]
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
-            self.wait_phase("mended", {"Recovering"}, timeout=30)
+            self.wait_job("mended", lambda j: phase(j) == "Recovering", timeout=30)
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
         for i in range(4):
-            self.wait_phase(f"brief-{i}", {"Succeeded"})
+            self.wait_job(f"brief-{i}", lambda j: phase(j) == "Succeeded", timeout=90)
         # The CRD removed under the running operator (its watches dropped, as a
         # restarted API server would): its re-watches and relists of TrainingJobs
         # fail with 404 until it is back - API errors.

@@ -20,10 +20,9 @@ import urllib.request
 
 import yaml
 
-from emulated_site import SiteTestCase, phase, small_job, start_operator, stop_operator
-from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
-JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
 
@@ -35,14 +34,9 @@ def condition_of(job, ctype):
     return {}
 
 
-def job_phase(job):
-    return (job or {}).get("status", {}).get("phase")
-
-
 @unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class OperatorTest(SiteTestCase):
-    profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
-        .replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
+    profile = EDGE_SITE
 
     @classmethod
     def setUpClass(cls):
@@ -64,9 +58,6 @@ class OperatorTest(SiteTestCase):
     def metrics(self, address=None):
         with urllib.request.urlopen(f"http://{address or self.operator_http}/metrics", timeout=2) as r:
             return r.read().decode()
-
-    def wait_job(self, name, predicate, timeout=60):
-        return self.wait_for(JOBS, name, predicate, timeout)
 
     def job_pods(self, name):
         pods = self.api.get("/api/v1/namespaces/default/pods",
@@ -92,12 +83,12 @@ class OperatorTest(SiteTestCase):
         self.assertEqual((live["coordinator"], live["workers"]), (plan["coordinator"], plan["workers"]),
                          "the live cluster's Nodes read as the profile does")
         self.kubectl.run("apply", "-f", EXAMPLE)
-        running = self.wait_job("digits-team", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed"))
+        running = self.wait_job("digits-team", lambda j: phase(j) in ("Running", "Succeeded", "Failed"))
         self.assertEqual(condition_of(running, "Placed")["status"], "True", running.get("status"))
         # Where the pods were bound, while they exist (cleanPodPolicy Running
         # removes workers still running when the job ends).
         pods = self.job_pods("digits-team")
-        job = self.wait_job("digits-team", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=150)
+        job = self.wait_job("digits-team", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
         status = job["status"]
         self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
         self.assertEqual(condition_of(job, "Complete")["reason"], "TargetReached")
@@ -132,9 +123,7 @@ class OperatorTest(SiteTestCase):
         self.assertIn("job=default/digits-team reason=Placed", self.logs())
 
         self.kubectl.run("delete", "tj", "digits-team")
-        deadline = time.monotonic() + 30
-        while self.owned("digits-team") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: not self.owned("digits-team"), timeout=30, interval=0.1)
         self.assertEqual(self.owned("digits-team"), [], "kubectl delete leaves no pod, Service or ConfigMap")
         print(f"\noperator: applied to Succeeded in {time.monotonic() - t0:.1f} s, accuracy "
               f"{status['model']['accuracy']:.3f}, coordinator on {plan['coordinator']}, "
@@ -147,12 +136,12 @@ class OperatorTest(SiteTestCase):
         invalid = condition_of(job, "Invalid")
         self.assertEqual(invalid["reason"], "NotSupported")
         self.assertIn("spec.parallelism.mode", invalid["message"])
-        self.assertEqual(job_phase(job), "Failed")
+        self.assertEqual(phase(job), "Failed")
         # A selector no node matches.
         self.apply(small_job("nowhere", placement={"nodeSelector": {"edgetrain.dev/site": "moon"}}))
         job = self.wait_job("nowhere", lambda j: condition_of(j, "Invalid").get("status") == "True")
         self.assertEqual(condition_of(job, "Invalid")["reason"], "NoMatchingNode")
-        self.assertEqual(job_phase(job), "Pending")
+        self.assertEqual(phase(job), "Pending")
         time.sleep(1)  # a few reconciles later, still nothing
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
@@ -163,14 +152,14 @@ class OperatorTest(SiteTestCase):
         try:
             self.apply(small_job("waiter", placement={"nodeSelector": {"kubernetes.io/hostname": "robot-3"}}))
             job = self.wait_job("waiter", lambda j: condition_of(j, "Placed").get("reason") == "Unschedulable")
-            self.assertEqual(job_phase(job), "Pending")
+            self.assertEqual(phase(job), "Pending")
             self.assertIn("cordoned", condition_of(job, "Placed")["message"])
             time.sleep(1)
             self.assertEqual(self.owned("waiter"), [], "a waiting job holds nothing")
         finally:
             self.kubectl.run("uncordon", "robot-3")
-        job = self.wait_job("waiter", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=120)
-        self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        job = self.wait_job("waiter", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
         self.assertEqual(self.job_pods("waiter")["waiter-coordinator"]["spec"]["nodeName"], "robot-3")
         self.kubectl.run("delete", "tj", "waiter")
 
@@ -180,15 +169,15 @@ class OperatorTest(SiteTestCase):
         self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
                              budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
                              faultTolerance={"nodeLossGrace": "2s"}))
-        self.wait_job("mended", lambda j: job_phase(j) == "Running", timeout=60)
+        self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
         victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
         self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
         t_lost = time.monotonic()
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
-            self.wait_job("mended", lambda j: job_phase(j) == "Recovering", timeout=30)
+            self.wait_job("mended", lambda j: phase(j) == "Recovering", timeout=30)
             t_recovering = time.monotonic()
-            job = self.wait_job("mended", lambda j: job_phase(j) == "Running"
+            job = self.wait_job("mended", lambda j: phase(j) == "Running"
                                 and (j["status"].get("recoveries") or 0) >= 1, timeout=60)
             t_whole = time.monotonic()
             # The coordinator adopts the new plan and takes the replacement in;
@@ -224,14 +213,14 @@ class OperatorTest(SiteTestCase):
                              model={"name": "mlp", "hidden": [512]},
                              budget={"wallClock": "15s", "epochs": 1000, "targetAccuracy": None},
                              cleanPodPolicy="None"))
-        self.wait_job("warned", lambda j: job_phase(j) == "Running", timeout=60)
+        self.wait_job("warned", lambda j: phase(j) == "Running", timeout=60)
         node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
         self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
         try:
-            job = self.wait_job("warned", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=90)
+            job = self.wait_job("warned", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
         finally:
             self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving-")
-        self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1))
         self.assertNotIn("recoveries", job["status"], "a move ahead of a warning is not a recovery")
         pods = self.job_pods("warned")
         self.assertNotEqual(pods["warned-worker-1-g2"]["spec"]["nodeName"], node)
@@ -259,13 +248,11 @@ class OperatorTest(SiteTestCase):
         self.wait_job("long", lambda j: (j or {}).get("status", {}).get("progress", {}).get("iteration", 0) >= 40,
                       timeout=60)
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": true}}')
-        job = self.wait_job("long", lambda j: job_phase(j) == "Suspended")
-        deadline = time.monotonic() + 30
-        while self.job_pods("long") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        job = self.wait_job("long", lambda j: phase(j) == "Suspended")
+        wait_until(lambda: not self.job_pods("long"), timeout=30, interval=0.1)
         self.assertEqual(self.job_pods("long"), {}, "suspended: no pods")
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
-        self.wait_job("long", lambda j: job_phase(j) in ("Placing", "Running", "Succeeded"))
+        self.wait_job("long", lambda j: phase(j) in ("Placing", "Running", "Succeeded"))
         coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
         deadline = time.monotonic() + 30
         log = ""
@@ -291,9 +278,9 @@ class OperatorTest(SiteTestCase):
             leader.stdout.close()
             t_crash = time.monotonic()
             self.apply(small_job("after-failover"))
-            job = self.wait_job("after-failover", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=60)
+            job = self.wait_job("after-failover", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=60)
             took = time.monotonic() - t_crash
-            self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+            self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1))
             self.assertRegex(self.metrics(standby_http), r"edgetrain_operator_leader 1")
             with open(standby_log) as f:
                 self.assertIn("leading: this replica reconciles", f.read())
