@@ -19,8 +19,8 @@ import unittest
 import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase, phase
-from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, Standin, find_kubectl, wait_until
-from test_kubectl import Kubectl, KubectlTestCase
+from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, find_kubectl, wait_until
+from test_kubectl import KubectlTestCase
 
 CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
 CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))

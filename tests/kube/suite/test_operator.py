@@ -7,18 +7,12 @@ started once a node makes room; suspend and resume from the checkpoint on a shar
 volume; and `kubectl delete` leaving nothing behind. Every wait of the operator is a
 short flag here."""
 
-import copy
 import json
 import os
-import re
-import signal
 import subprocess
-import threading
 import time
 import unittest
 import urllib.request
-
-import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
@@ -257,8 +251,8 @@ class OperatorTest(SiteTestCase):
         deadline = time.monotonic() + 30
         log = ""
         while "resum" not in log and time.monotonic() < deadline:
-            log = self.kubectl.run("logs", "long-coordinator", ok=False).stdout + \
-                self.kubectl.run("logs", "long-coordinator", ok=False).stderr
+            p = self.kubectl.run("logs", "long-coordinator", ok=False)
+            log = p.stdout + p.stderr
             time.sleep(0.2)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
         self.kubectl.run("delete", "tj", "long")

@@ -11,7 +11,7 @@ import os
 import time
 import unittest
 
-from emulated_site import EDGE_SITE, SiteTestCase, condition, container_state, phase
+from emulated_site import EDGE_SITE, SiteTestCase, container_state, phase
 from harness import AGENT, KUBE_DIR
 
 MANIFEST = os.path.join(KUBE_DIR, "manifests", "digits-team.yaml")
