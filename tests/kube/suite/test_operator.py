@@ -49,6 +49,11 @@ class OperatorTest(SiteTestCase):
         with open(cls.operator_log) as f:
             return f.read()[-4000:]
 
+    def delete_when_done(self, *jobs):
+        """kubectl delete of these TrainingJobs when the test ends, passed or failed, so
+        that nothing of it is left to the next test."""
+        self.addCleanup(self.kubectl.run, "delete", "tj", *jobs, "--ignore-not-found")
+
     def metrics(self, address=None):
         with urllib.request.urlopen(f"http://{address or self.operator_http}/metrics", timeout=2) as r:
             return r.read().decode()
@@ -77,6 +82,7 @@ class OperatorTest(SiteTestCase):
         self.assertEqual((live["coordinator"], live["workers"]), (plan["coordinator"], plan["workers"]),
                          "the live cluster's Nodes read as the profile does")
         self.kubectl.run("apply", "-f", EXAMPLE)
+        self.delete_when_done("digits-team")
         running = self.wait_job("digits-team", lambda j: phase(j) in ("Running", "Succeeded", "Failed"))
         self.assertEqual(condition_of(running, "Placed")["status"], "True", running.get("status"))
         # Where the pods were bound, while they exist (cleanPodPolicy Running
@@ -125,6 +131,7 @@ class OperatorTest(SiteTestCase):
 
     def test_a_job_the_operator_cannot_run_is_invalid_naming_the_field_and_makes_nothing(self):
         # Passes the CRD's schema and rules; pipelines have not landed.
+        self.delete_when_done("piped", "nowhere")
         self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2}))
         job = self.wait_job("piped", lambda j: condition_of(j, "Invalid").get("status") == "True")
         invalid = condition_of(job, "Invalid")
@@ -139,10 +146,10 @@ class OperatorTest(SiteTestCase):
         time.sleep(1)  # a few reconciles later, still nothing
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
-        self.kubectl.run("delete", "tj", "piped", "nowhere")
 
     def test_a_job_that_does_not_fit_waits_holding_nothing_and_starts_when_a_node_makes_room(self):
         self.kubectl.run("cordon", "robot-3")
+        self.delete_when_done("waiter")
         try:
             self.apply(small_job("waiter", placement={"nodeSelector": {"kubernetes.io/hostname": "robot-3"}}))
             job = self.wait_job("waiter", lambda j: condition_of(j, "Placed").get("reason") == "Unschedulable")
@@ -155,11 +162,11 @@ class OperatorTest(SiteTestCase):
         job = self.wait_job("waiter", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
         self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
         self.assertEqual(self.job_pods("waiter")["waiter-coordinator"]["spec"]["nodeName"], "robot-3")
-        self.kubectl.run("delete", "tj", "waiter")
 
     def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
         # Long enough to lose a node under it and see the team whole again; it is
         # deleted then, not trained to the end.
+        self.delete_when_done("mended")
         self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
                              budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
                              faultTolerance={"nodeLossGrace": "2s"}))
@@ -199,9 +206,13 @@ class OperatorTest(SiteTestCase):
         print(f"\nrecovery: {victim} killed; Recovering after {t_recovering - t_lost:.1f} s "
               f"(nodeLossGrace 2s), the replacement running at {t_whole - t_lost:.1f} s and in the team "
               f"by {t_joined - t_lost:.1f} s")
-        self.kubectl.run("delete", "tj", "mended")
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
+        # Placement prefers what was measured: the other tests place on the site as
+        # declared, so the measured links go once the job has (cleanups run last first).
+        self.addCleanup(self.kubectl.run, "annotate", "node", "--all", "edgetrain.dev/measured-uplink-bps-",
+                        "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
+        self.delete_when_done("warned")
         # A wider model: its pushes (150 kB) are large enough for the agents to time.
         self.apply(small_job("warned", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
                              model={"name": "mlp", "hidden": [512]},
@@ -224,12 +235,10 @@ class OperatorTest(SiteTestCase):
             .json["metadata"]["annotations"]
         self.assertGreater(int(annotations.get("edgetrain.dev/measured-uplink-bps", 0)), 0, annotations)
         self.assertIn("edgetrain.dev/measured-at", annotations)
-        # Placement prefers what was measured: the other tests place on the site as declared.
-        self.kubectl.run("annotate", "node", "--all", "edgetrain.dev/measured-uplink-bps-",
-                         "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
-        self.kubectl.run("delete", "tj", "warned")
 
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
+        self.addCleanup(self.kubectl.run, "delete", "pvc", "long-out", "--wait=false", "--ignore-not-found")
+        self.delete_when_done("long")
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
                              "resources": {"requests": {"storage": "1Gi"}}}})
@@ -255,8 +264,6 @@ class OperatorTest(SiteTestCase):
             log = p.stdout + p.stderr
             time.sleep(0.2)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
-        self.kubectl.run("delete", "tj", "long")
-        self.kubectl.run("delete", "pvc", "long-out", "--wait=false")
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
         standby_log = os.path.join(self.dir, "standby.log")
@@ -271,6 +278,7 @@ class OperatorTest(SiteTestCase):
             leader.wait()
             leader.stdout.close()
             t_crash = time.monotonic()
+            self.delete_when_done("after-failover")
             self.apply(small_job("after-failover"))
             job = self.wait_job("after-failover", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=60)
             took = time.monotonic() - t_crash
@@ -285,7 +293,6 @@ class OperatorTest(SiteTestCase):
         finally:
             # The standby is the class's operator now, stopped (and checked) at the end.
             type(self).operator, type(self).operator_http, type(self).operator_log = standby, standby_http, standby_log
-        self.kubectl.run("delete", "tj", "after-failover")
 
 
 if __name__ == "__main__":
