@@ -299,6 +299,10 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
             "static_configs": [{"targets": [operator_http],
                                 "labels": {"namespace": "edgetrain", "pod": "edgetrain-operator-0"}}]}])
         self.addCleanup(self.prom.stop)
+        # Prometheus takes up its targets seconds after it is ready; placements and the
+        # re-plan made before its first scrape of the operator would move no rate().
+        self.assertTrue(wait_until(self.prom.targets_up, timeout=30, interval=0.2),
+                        "prometheus never scraped the operator: " + self.prom.logs())
         self.start = time.time()
         # A slow API server: reconciles take longer than jobs arrive, so the queue fills.
         self.assertEqual(self.api.post("/_standin/latency?ms=150", None).status, 200)
