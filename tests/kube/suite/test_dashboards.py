@@ -242,7 +242,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
         # time their links.
         job["metadata"]["name"] = "digits-live"
         job["spec"]["model"] = {"name": "mlp", "hidden": [256, 128]}
-        job["spec"]["budget"] = {"wallClock": "25s"}
+        job["spec"]["budget"] = {"wallClock": "15s"}
         manifest = os.path.join(workdir, "job.yaml")
         with open(manifest, "w") as f:
             yaml.safe_dump(job, f)
@@ -306,7 +306,7 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         self.start = time.time()
         # A slow API server: reconciles take longer than jobs arrive, so the queue fills.
         self.assertEqual(self.api.post("/_standin/latency?ms=150", None).status, 200)
-        self.apply(self.job("mended", 2, "40s"), *[self.job(f"brief-{i}", 1, "8s") for i in range(4)])
+        self.apply(self.job("mended", 2, "40s"), *[self.job(f"brief-{i}", 1, "4s") for i in range(4)])
         self.wait_job("mended", lambda j: phase(j) == "Running", timeout=90)
         self.assertEqual(self.api.post("/_standin/latency?ms=0", None).status, 200)
         # A node lost under a running team: the operator re-plans it (WorkerLost).
