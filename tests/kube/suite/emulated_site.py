@@ -1,16 +1,21 @@
 """Shared fixture of the node emulator's suites: one stand-in with --nodes per test class,
-on a profile the class writes, with every delay short; kubectl 1.32 and HTTP to drive it,
+on a profile the class writes, its images' programs from harness.BUILD_DIR, with every
+delay short; kubectl 1.32 and HTTP to drive it,
 and waits that follow watches instead of sleeping."""
 
 import json
 import os
+import signal
+import subprocess
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 import yaml
 
-from harness import REPO_ROOT, Standin, find_kubectl
+from harness import BUILD_DIR, OPERATOR, REPO_ROOT, Standin, find_kubectl, wait_until
 from test_kubectl import Kubectl
 
 FAST = ["--heartbeat", "0.2", "--node-monitor-grace", "1", "--default-toleration-seconds", "2",
@@ -30,6 +35,15 @@ spec:
     - {name: paper, registeredOnly: true}
 """
 
+# the default namespace's TrainingJobs (crds/), where the operator's tests apply them
+JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
+
+# edgetrain-operator with every wait short (docs/operator.md, "Waits").
+OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
+                 "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
+                 "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
+                 "--retry-period", "300ms", "--measurement-interval", "1s"]
+
 # examples/nodes/edge-site.yaml with its traces' paths made absolute, since the class's
 # copy of a profile lives elsewhere.
 EDGE_SITE_PATH = os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")
@@ -47,7 +61,7 @@ class SiteTestCase(unittest.TestCase):
         cls.profile_path = os.path.join(cls.dir, "profile.yaml")
         with open(cls.profile_path, "w") as f:
             f.write(cls.profile.replace("%s", REPO_ROOT))
-        cls.server = Standin("--nodes", cls.profile_path, *FAST, *cls.extra_args)
+        cls.server = Standin("--nodes", cls.profile_path, "--build-dir", BUILD_DIR, *FAST, *cls.extra_args)
         cls.server.start()
         cls.addClassCleanup(cls._stop_server)
         cls.api = cls.server.client()
@@ -108,6 +122,10 @@ class SiteTestCase(unittest.TestCase):
     def wait_pod(self, name, predicate, ns="default", timeout=30):
         return self.wait_for(self.pod_path(ns=ns), name, predicate, timeout)
 
+    def wait_job(self, name, predicate, timeout=60):
+        """The TrainingJob `name` of the default namespace once predicate(job) holds."""
+        return self.wait_for(JOBS, name, predicate, timeout)
+
 
 def phase(p):
     return (p or {}).get("status", {}).get("phase")
@@ -137,3 +155,68 @@ def shell_pod(name, script, node="gw", restart="Never", grace=1, **spec):
          "containers": [{"name": "main", "image": "debian:12", "command": ["sh", "-c", script]}]}
     s.update(spec)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": s}
+
+
+def http_status(address, path):
+    """The status of GET http://address/path, None when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}", timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+def start_operator(kubeconfig, log_path, ready=True, timeout=20):
+    """An edgetrain-operator replica on the API at kubeconfig, every wait short
+    (OPERATOR_FAST), its log in log_path: (process, its HTTP address). With ready, it
+    returns once /readyz says the caches are filled, which only a leader's are: a
+    standby is started with ready=False."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([OPERATOR, "--kubeconfig", kubeconfig, "--http", "127.0.0.1:0", *OPERATOR_FAST],
+                                stdout=subprocess.PIPE, stderr=log, text=True)
+    line = proc.stdout.readline()
+    address = line.split()[1] if line.startswith("http ") else None
+    if address and (not ready or wait_until(lambda: http_status(address, "/readyz") == 200, timeout, 0.05)):
+        return proc, address
+    stop_operator(proc)
+    with open(log_path) as f:
+        log = f.read()[-4000:]
+    raise AssertionError(f"the operator said {line!r}" if not address else
+                         f"the operator never became ready: {log}")
+
+
+def stop_operator(proc, timeout=20):
+    """SIGTERM, then its exit code; killed, and an AssertionError, if it is still
+    running after timeout seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"the operator did not stop within {timeout} s of SIGTERM")
+    finally:
+        proc.stdout.close()
+
+
+def small_job(name, **spec):
+    """A digits TrainingJob of one worker unless told otherwise, as short as a test wants:
+    each keyword replaces that part of the spec, a dict merged into the default's, a
+    None in it leaving that field out."""
+    s = {"model": {"name": "mlp", "hidden": [32]}, "data": {"dataset": "digits", "batchSize": 32},
+         "optimizer": {"learningRate": 0.003}, "evaluation": {"everyIterations": 20},
+         "budget": {"wallClock": "1m", "targetAccuracy": 0.9},
+         "template": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}}
+    for key, value in spec.items():
+        if isinstance(value, dict) and isinstance(s.get(key), dict):
+            s[key] = {**s[key], **value}
+        else:
+            s[key] = value
+    for part in s.values():  # None: leave the field out
+        if isinstance(part, dict):
+            for k in [k for k, v in part.items() if v is None]:
+                del part[k]
+    return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
+            "metadata": {"name": name}, "spec": s}

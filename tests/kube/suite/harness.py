@@ -22,6 +22,14 @@ KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # another checkout's manifests against this stand-in).
 REPO_ROOT = os.environ.get("EDGETRAIN_REPO_ROOT") or os.path.dirname(os.path.dirname(KUBE_DIR))
 STANDIN = os.path.join(KUBE_DIR, "standin")
+# The programs the suites run, and the node emulator's images (tests/kube/images.yaml,
+# the stand-in's --build-dir): this checkout's build, or another's (EDGETRAIN_BUILD_DIR).
+BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
+BIN = os.path.join(BUILD_DIR, "bin")
+EDGETRAIN = os.path.join(BIN, "edgetrain")
+AGENT = os.path.join(BIN, "edgetrain-agent")
+OPERATOR = os.path.join(BIN, "edgetrain-operator")
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
 
 
 class Response:

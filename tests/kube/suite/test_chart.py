@@ -19,20 +19,17 @@ import unittest
 import yaml
 
 from emulated_site import EDGE_SITE, SiteTestCase, phase
-from harness import KUBE_DIR, REPO_ROOT, Standin, find_kubectl
-from test_kubectl import Kubectl, KubectlTestCase
+from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, find_kubectl, wait_until
+from test_kubectl import KubectlTestCase
 
 CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
 CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
 CRDS = os.path.join(REPO_ROOT, "crds")
 OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
 OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
-EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
 KUBECTL = find_kubectl()
-# The programs the node emulator's images run (tests/kube/images.yaml): this checkout's
-# build, or another's (EDGETRAIN_BUILD_DIR) when this one has none.
-BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
-BUILT = all(os.access(os.path.join(BUILD_DIR, "bin", b), os.X_OK) for b in ("edgetrain-operator", "edgetrain-agent"))
+# The programs the node emulator's images run (tests/kube/images.yaml): harness.BUILD_DIR's.
+BUILT = all(os.access(b, os.X_OK) for b in (OPERATOR, AGENT))
 
 
 def find_helm():
@@ -526,10 +523,8 @@ class OnTheStandin(KubectlTestCase):
         self.helm.run("install", rel, CHART, "--namespace", ns, "--set", "crds.keep=false")
         p = self.helm.run("uninstall", rel, "--namespace", ns)
         self.assertNotIn("kept due to the resource policy", p.stdout)
-        deadline = time.monotonic() + 10
-        while self.get(paths["CustomResourceDefinition"].format("trainingjobs.edgetrain.dev")) is not None:
-            self.assertLess(time.monotonic(), deadline, "the CRD was never deleted")
-            time.sleep(0.05)
+        self.assertTrue(wait_until(lambda: self.get(paths["CustomResourceDefinition"].format(
+            "trainingjobs.edgetrain.dev")) is None, timeout=10, interval=0.05), "the CRD was never deleted")
         print(f"\nchart: install, upgrade, uninstall and reinstall in {time.monotonic() - t0:.1f} s")
 
     def test_refused_values_write_nothing(self):
@@ -550,7 +545,7 @@ class OnTheStandin(KubectlTestCase):
 
 @requires_helm
 @unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
-@unittest.skipUnless(BUILT, f"{BUILD_DIR}/bin has no edgetrain-operator and edgetrain-agent: make build "
+@unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
                             "(or point EDGETRAIN_BUILD_DIR at a build)")
 class OperatorFromTheChart(SiteTestCase):
     """The chart's Deployment runs the operator on the emulated edge site (its image is
@@ -558,7 +553,7 @@ class OperatorFromTheChart(SiteTestCase):
     and that operator trains examples/k8s/digits-team.yaml to Succeeded; an upgrade
     rolls it to a new ReplicaSet whose pod takes the Lease."""
     profile = EDGE_SITE
-    extra_args = ["--tls", "--build-dir", BUILD_DIR]
+    extra_args = ["--tls"]
     NS = "edgetrain"
     FAST = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
             "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",
@@ -580,9 +575,12 @@ class OperatorFromTheChart(SiteTestCase):
         return r.json["spec"].get("holderIdentity", "") if r.status == 200 else ""
 
     def test_the_charts_operator_trains_the_example_and_rolls_on_upgrade(self):
+        # Every wait here is a few times what its step takes (~16 s for all of them on
+        # the 2-core machine), and none near the suite's ctest TIMEOUT (180 s): a hang
+        # fails with its own message before ctest kills the suite.
         t0 = time.monotonic()
         self.helm.run("install", "et", CHART, "--namespace", self.NS, "--create-namespace", *self.FAST,
-                      "--wait", "--timeout", "90s", timeout=120)
+                      "--wait", "--timeout", "30s", timeout=45)
         pods = self.operator_pods()
         self.assertEqual(len(pods), 1, pods.keys())
         (first, pod), = pods.items()
@@ -591,16 +589,12 @@ class OperatorFromTheChart(SiteTestCase):
         self.assertEqual(pod["spec"]["containers"][0]["image"], "edgetrain/operator:0.1.0")
         log = self.kubectl.run("logs", "-n", self.NS, first).stdout
         self.assertIn("the pod's service account", log, "in-cluster configuration")
-        deadline = time.monotonic() + 20
-        while not self.lease_holder().startswith(first + "_"):
-            self.assertLess(time.monotonic(), deadline, f"{first} never took the Lease: {self.lease_holder()!r}")
-            time.sleep(0.1)
+        self.assertTrue(wait_until(lambda: self.lease_holder().startswith(first + "_"), timeout=15, interval=0.1),
+                        f"{first} never took the Lease: {self.lease_holder()!r}")
         installed = time.monotonic() - t0
 
         self.kubectl.run("apply", "-f", EXAMPLE)
-        jobs = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
-        job = self.wait_for(jobs, "digits-team", lambda j: (j or {}).get("status", {}).get("phase")
-                            in ("Succeeded", "Failed"), timeout=150)
+        job = self.wait_job("digits-team", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=60)
         log = self.kubectl.run("logs", "-n", self.NS, first).stdout
         self.assertEqual(job["status"]["phase"], "Succeeded", json.dumps(job["status"], indent=1) + log[-3000:])
         self.assertGreaterEqual(job["status"]["model"]["accuracy"], 0.9)
@@ -609,24 +603,24 @@ class OperatorFromTheChart(SiteTestCase):
 
         # a changed value: a new ReplicaSet, its pod running, the old one gone, the Lease passed on
         self.helm.run("upgrade", "et", CHART, "--namespace", self.NS, "--reuse-values",
-                      "--set", "operator.waits.statusInterval=1s", "--wait", "--timeout", "90s", timeout=120)
+                      "--set", "operator.waits.statusInterval=1s", "--wait", "--timeout", "30s", timeout=45)
         deployment = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/deployments/et-edgetrain-operator").json
         self.assertEqual(deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "2")
         sets = self.api.get(f"/apis/apps/v1/namespaces/{self.NS}/replicasets").json["items"]
         self.assertEqual(sorted((rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"], rs["spec"]["replicas"])
                                 for rs in sets), [("1", 0), ("2", 1)])
-        deadline = time.monotonic() + 30
-        while True:
+
+        def new_leader():
             pods = self.operator_pods()
-            holder = self.lease_holder()
-            if list(pods) != [first] and len(pods) == 1 and holder.startswith(next(iter(pods)) + "_"):
-                break
-            self.assertLess(time.monotonic(), deadline, f"no new leader: pods {list(pods)}, Lease {holder!r}")
-            time.sleep(0.1)
+            if list(pods) != [first] and len(pods) == 1 and self.lease_holder().startswith(next(iter(pods)) + "_"):
+                return pods
+            return None
+        pods = wait_until(new_leader, timeout=20, interval=0.1)
+        self.assertTrue(pods, f"no new leader: pods {list(self.operator_pods())}, Lease {self.lease_holder()!r}")
         second = next(iter(pods))
         self.assertIn("--status-interval=1s", pods[second]["spec"]["containers"][0]["args"])
 
-        self.helm.run("uninstall", "et", "--namespace", self.NS, "--wait", "--timeout", "60s", timeout=90)
+        self.helm.run("uninstall", "et", "--namespace", self.NS, "--wait", "--timeout", "20s", timeout=30)
         self.assertEqual(self.operator_pods(), {})
         self.assertEqual(self.api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
                                       "trainingjobs.edgetrain.dev").status, 200, "the CRD is kept")

@@ -35,16 +35,11 @@ import urllib.request
 
 import yaml
 
-from emulated_site import EDGE_SITE, SiteTestCase
-from harness import REPO_ROOT
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
-BUILD_DIR = os.environ.get("EDGETRAIN_BUILD_DIR") or os.path.join(REPO_ROOT, "build")
-BIN = os.path.join(BUILD_DIR, "bin")
-EDGETRAIN = os.path.join(BIN, "edgetrain")
-OPERATOR = os.path.join(BIN, "edgetrain-operator")
 DASHBOARDS = os.path.join(REPO_ROOT, "dashboards")
-EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
 SCRAPE_INTERVAL_S = 1
 # Grafana's $__rate_interval: max($__interval + scrape interval, 4 x scrape interval);
 # with a 1 s step and a 1 s scrape interval, 4 s.
@@ -113,17 +108,16 @@ class Prometheus:
                                      f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
                                      f"--web.listen-address={self.address}"],
                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
+        if not wait_until(self.ready, timeout=30, interval=0.1):
+            raise AssertionError("prometheus never became ready: " + self.logs())
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=1) as r:
+                return r.status == 200
+        except OSError:
             assert self.proc.poll() is None, "prometheus exited: " + self.logs()
-            time.sleep(0.1)
-        raise AssertionError("prometheus never became ready: " + self.logs())
+            return False
 
     def logs(self):
         with open(os.path.join(self.dir, "prometheus.log")) as f:
@@ -231,7 +225,7 @@ class DashboardCase:
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), "build/bin/edgetrain is not built")
+@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class TrainingDashboard(DashboardCase, unittest.TestCase):
     dashboard_file = "edgetrain-training.json"
     feeds = TEAM_RUN
@@ -248,7 +242,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
         # time their links.
         job["metadata"]["name"] = "digits-live"
         job["spec"]["model"] = {"name": "mlp", "hidden": [256, 128]}
-        job["spec"]["budget"] = {"wallClock": "25s"}
+        job["spec"]["budget"] = {"wallClock": "15s"}
         manifest = os.path.join(workdir, "job.yaml")
         with open(manifest, "w") as f:
             yaml.safe_dump(job, f)
@@ -276,7 +270,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), "build/bin/edgetrain-operator is not built")
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class OperatorDashboard(DashboardCase, SiteTestCase):
     profile = EDGE_SITE
     dashboard_file = "edgetrain-operator.json"
@@ -284,45 +278,16 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
     expected_variable_values = {"namespace": {"edgetrain"}}
 
     def operator(self):
-        log = open(os.path.join(self.dir, "operator.log"), "w")
-        self.addCleanup(log.close)
-        proc = subprocess.Popen(
-            [OPERATOR, "--kubeconfig", self.server.kubeconfig, "--http", "127.0.0.1:0",
-             "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
-             "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
-             "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
-             "--retry-period", "300ms", "--measurement-interval", "1s"],
-            stdout=subprocess.PIPE, stderr=log, text=True)
-        line = proc.stdout.readline()
-        self.assertTrue(line.startswith("http "), f"the operator said {line!r}")
+        proc, address = start_operator(self.server.kubeconfig, os.path.join(self.dir, "operator.log"))
+        self.addCleanup(stop_operator, proc, 30)
+        return address
 
-        def stop():
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
-            proc.stdout.close()
-        self.addCleanup(stop)
-        return line.split()[1]
-
-    def job(self, name, workers, wall_clock):
-        return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": name},
-                "spec": {"model": {"name": "mlp", "hidden": [32]}, "data": {"dataset": "digits", "batchSize": 32},
-                         "parallelism": {"workers": workers}, "optimizer": {"learningRate": 0.0003},
-                         "evaluation": {"everyIterations": 20},
-                         "budget": {"wallClock": wall_clock, "epochs": 1000},
-                         "faultTolerance": {"nodeLossGrace": "2s"},
-                         "template": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}}}
-
-    def phase_of(self, name):
-        r = self.api.get(f"/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs/{name}")
-        return (r.json.get("status") or {}).get("phase") if r.status == 200 else None
-
-    def wait_phase(self, name, phases, timeout=90):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.phase_of(name) in phases:
-                return
-            time.sleep(0.2)
-        self.fail(f"{name} never reached {phases}: {self.phase_of(name)}")
+    @staticmethod
+    def job(name, workers, wall_clock):
+        """Trains for its whole wall clock (no target); a lost node is replaced after 2 s."""
+        return small_job(name, parallelism={"workers": workers}, optimizer={"learningRate": 0.0003},
+                         budget={"wallClock": wall_clock, "epochs": 1000, "targetAccuracy": None},
+                         faultTolerance={"nodeLossGrace": "2s"})
 
     def test_every_panel_shows_the_operators_reconciles(self):
         self.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
@@ -334,22 +299,26 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
             "static_configs": [{"targets": [operator_http],
                                 "labels": {"namespace": "edgetrain", "pod": "edgetrain-operator-0"}}]}])
         self.addCleanup(self.prom.stop)
+        # Prometheus takes up its targets seconds after it is ready; placements and the
+        # re-plan made before its first scrape of the operator would move no rate().
+        self.assertTrue(wait_until(self.prom.targets_up, timeout=30, interval=0.2),
+                        "prometheus never scraped the operator: " + self.prom.logs())
         self.start = time.time()
         # A slow API server: reconciles take longer than jobs arrive, so the queue fills.
         self.assertEqual(self.api.post("/_standin/latency?ms=150", None).status, 200)
-        self.apply(self.job("mended", 2, "40s"), *[self.job(f"brief-{i}", 1, "8s") for i in range(4)])
-        self.wait_phase("mended", {"Running"})
+        self.apply(self.job("mended", 2, "40s"), *[self.job(f"brief-{i}", 1, "4s") for i in range(4)])
+        self.wait_job("mended", lambda j: phase(j) == "Running", timeout=90)
         self.assertEqual(self.api.post("/_standin/latency?ms=0", None).status, 200)
         # A node lost under a running team: the operator re-plans it (WorkerLost).
         pods = self.api.get("/api/v1/namespaces/default/pods", labelSelector="edgetrain.dev/job=mended").json
         victim = [p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"] == "mended-worker-1"][0]
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
-            self.wait_phase("mended", {"Recovering"}, timeout=30)
+            self.wait_job("mended", lambda j: phase(j) == "Recovering", timeout=30)
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
         for i in range(4):
-            self.wait_phase(f"brief-{i}", {"Succeeded"})
+            self.wait_job(f"brief-{i}", lambda j: phase(j) == "Succeeded", timeout=90)
         # The CRD removed under the running operator (its watches dropped, as a
         # restarted API server would): its re-watches and relists of TrainingJobs
         # fail with 404 until it is back - API errors.

@@ -15,7 +15,7 @@ import time
 import unittest
 
 from emulated_site import FAST, SiteTestCase, condition, container_state, phase, shell_pod
-from harness import REPO_ROOT, Standin, wait_until
+from harness import BUILD_DIR, REPO_ROOT, Standin, wait_until
 
 SITE = """\
 apiVersion: edgetrain.dev/v1alpha1
@@ -325,7 +325,7 @@ class CleanupTest(unittest.TestCase):
         profile = os.path.join(self.tmp, "profile.yaml")
         with open(profile, "w") as f:
             f.write(SITE.replace("%s", REPO_ROOT))
-        server = Standin("--nodes", profile, *FAST)
+        server = Standin("--nodes", profile, "--build-dir", BUILD_DIR, *FAST)
         server.start()
         api = server.client()
         pod = shell_pod(marker, f"sleep 1000 # {marker}", node="robot", restart="Always")

@@ -7,27 +7,16 @@ started once a node makes room; suspend and resume from the checkpoint on a shar
 volume; and `kubectl delete` leaving nothing behind. Every wait of the operator is a
 short flag here."""
 
-import copy
 import json
 import os
-import re
-import signal
 import subprocess
-import threading
 import time
 import unittest
 import urllib.request
 
-import yaml
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
-from emulated_site import SiteTestCase, phase
-from harness import REPO_ROOT
-
-BIN = os.path.join(REPO_ROOT, "build", "bin")
-OPERATOR = os.path.join(BIN, "edgetrain-operator")
-EDGETRAIN = os.path.join(BIN, "edgetrain")
-EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
-JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
 
@@ -39,92 +28,35 @@ def condition_of(job, ctype):
     return {}
 
 
-def job_phase(job):
-    return (job or {}).get("status", {}).get("phase")
-
-
-def small_job(name, **spec):
-    """A digits job of one worker unless told otherwise, as short as a test wants."""
-    s = {"model": {"name": "mlp", "hidden": [32]}, "data": {"dataset": "digits", "batchSize": 32},
-         "optimizer": {"learningRate": 0.003}, "evaluation": {"everyIterations": 20},
-         "budget": {"wallClock": "1m", "targetAccuracy": 0.9},
-         "template": {"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}}
-    for key, value in spec.items():
-        if isinstance(value, dict) and isinstance(s.get(key), dict):
-            s[key] = {**s[key], **value}
-        else:
-            s[key] = value
-    for part in s.values():  # None: leave the field out
-        if isinstance(part, dict):
-            for k in [k for k, v in part.items() if v is None]:
-                del part[k]
-    return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
-            "metadata": {"name": name}, "spec": s}
-
-
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), "build/bin/edgetrain-operator is not built")
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class OperatorTest(SiteTestCase):
-    profile = open(os.path.join(REPO_ROOT, "examples", "nodes", "edge-site.yaml")).read() \
-        .replace("../traces/", os.path.join(REPO_ROOT, "examples", "traces") + "/")
+    profile = EDGE_SITE
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
-        cls.operator, cls.operator_http, cls.operator_log = cls.start_operator("operator.log")
+        cls.operator_log = os.path.join(cls.dir, "operator.log")
+        cls.operator, cls.operator_http = start_operator(cls.server.kubeconfig, cls.operator_log)
         cls.addClassCleanup(cls._stop_operator)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if cls.http_status("/readyz") == 200:
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the operator never became ready: " + cls.logs())
-
-    @classmethod
-    def start_operator(cls, log_name):
-        """An operator replica with every wait short: (process, its HTTP address, its log)."""
-        log_path = os.path.join(cls.dir, log_name)
-        with open(log_path, "w") as log:
-            proc = subprocess.Popen(
-                [OPERATOR, "--kubeconfig", cls.server.kubeconfig, "--http", "127.0.0.1:0",
-                 "--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
-                 "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
-                 "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
-                 "--retry-period", "300ms", "--measurement-interval", "1s"],
-                stdout=subprocess.PIPE, stderr=log, text=True)
-        line = proc.stdout.readline()
-        assert line.startswith("http "), f"the operator said {line!r}"
-        return proc, line.split()[1], log_path
 
     @classmethod
     def _stop_operator(cls):
-        cls.operator.send_signal(signal.SIGTERM)
-        code = cls.operator.wait(timeout=20)
-        cls.operator.stdout.close()
-        assert code == 0, "the operator exits 0 on SIGTERM"
+        assert stop_operator(cls.operator) == 0, "the operator exits 0 on SIGTERM"
 
     @classmethod
     def logs(cls):
         with open(cls.operator_log) as f:
             return f.read()[-4000:]
 
-    @classmethod
-    def http_status(cls, path):
-        try:
-            with urllib.request.urlopen(f"http://{cls.operator_http}{path}", timeout=2) as r:
-                return r.status
-        except urllib.error.HTTPError as e:
-            return e.code
-        except OSError:
-            return None
+    def delete_when_done(self, *jobs):
+        """kubectl delete of these TrainingJobs when the test ends, passed or failed, so
+        that nothing of it is left to the next test."""
+        self.addCleanup(self.kubectl.run, "delete", "tj", *jobs, "--ignore-not-found")
 
     def metrics(self, address=None):
         with urllib.request.urlopen(f"http://{address or self.operator_http}/metrics", timeout=2) as r:
             return r.read().decode()
-
-    def wait_job(self, name, predicate, timeout=60):
-        return self.wait_for(JOBS, name, predicate, timeout)
 
     def job_pods(self, name):
         pods = self.api.get("/api/v1/namespaces/default/pods",
@@ -150,12 +82,13 @@ class OperatorTest(SiteTestCase):
         self.assertEqual((live["coordinator"], live["workers"]), (plan["coordinator"], plan["workers"]),
                          "the live cluster's Nodes read as the profile does")
         self.kubectl.run("apply", "-f", EXAMPLE)
-        running = self.wait_job("digits-team", lambda j: job_phase(j) in ("Running", "Succeeded", "Failed"))
+        self.delete_when_done("digits-team")
+        running = self.wait_job("digits-team", lambda j: phase(j) in ("Running", "Succeeded", "Failed"))
         self.assertEqual(condition_of(running, "Placed")["status"], "True", running.get("status"))
         # Where the pods were bound, while they exist (cleanPodPolicy Running
         # removes workers still running when the job ends).
         pods = self.job_pods("digits-team")
-        job = self.wait_job("digits-team", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=150)
+        job = self.wait_job("digits-team", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
         status = job["status"]
         self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
         self.assertEqual(condition_of(job, "Complete")["reason"], "TargetReached")
@@ -190,9 +123,7 @@ class OperatorTest(SiteTestCase):
         self.assertIn("job=default/digits-team reason=Placed", self.logs())
 
         self.kubectl.run("delete", "tj", "digits-team")
-        deadline = time.monotonic() + 30
-        while self.owned("digits-team") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: not self.owned("digits-team"), timeout=30, interval=0.1)
         self.assertEqual(self.owned("digits-team"), [], "kubectl delete leaves no pod, Service or ConfigMap")
         print(f"\noperator: applied to Succeeded in {time.monotonic() - t0:.1f} s, accuracy "
               f"{status['model']['accuracy']:.3f}, coordinator on {plan['coordinator']}, "
@@ -200,53 +131,54 @@ class OperatorTest(SiteTestCase):
 
     def test_a_job_the_operator_cannot_run_is_invalid_naming_the_field_and_makes_nothing(self):
         # Passes the CRD's schema and rules; pipelines have not landed.
+        self.delete_when_done("piped", "nowhere")
         self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2}))
         job = self.wait_job("piped", lambda j: condition_of(j, "Invalid").get("status") == "True")
         invalid = condition_of(job, "Invalid")
         self.assertEqual(invalid["reason"], "NotSupported")
         self.assertIn("spec.parallelism.mode", invalid["message"])
-        self.assertEqual(job_phase(job), "Failed")
+        self.assertEqual(phase(job), "Failed")
         # A selector no node matches.
         self.apply(small_job("nowhere", placement={"nodeSelector": {"edgetrain.dev/site": "moon"}}))
         job = self.wait_job("nowhere", lambda j: condition_of(j, "Invalid").get("status") == "True")
         self.assertEqual(condition_of(job, "Invalid")["reason"], "NoMatchingNode")
-        self.assertEqual(job_phase(job), "Pending")
+        self.assertEqual(phase(job), "Pending")
         time.sleep(1)  # a few reconciles later, still nothing
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
-        self.kubectl.run("delete", "tj", "piped", "nowhere")
 
     def test_a_job_that_does_not_fit_waits_holding_nothing_and_starts_when_a_node_makes_room(self):
         self.kubectl.run("cordon", "robot-3")
+        self.delete_when_done("waiter")
         try:
             self.apply(small_job("waiter", placement={"nodeSelector": {"kubernetes.io/hostname": "robot-3"}}))
             job = self.wait_job("waiter", lambda j: condition_of(j, "Placed").get("reason") == "Unschedulable")
-            self.assertEqual(job_phase(job), "Pending")
+            self.assertEqual(phase(job), "Pending")
             self.assertIn("cordoned", condition_of(job, "Placed")["message"])
             time.sleep(1)
             self.assertEqual(self.owned("waiter"), [], "a waiting job holds nothing")
         finally:
             self.kubectl.run("uncordon", "robot-3")
-        job = self.wait_job("waiter", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=120)
-        self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        job = self.wait_job("waiter", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
         self.assertEqual(self.job_pods("waiter")["waiter-coordinator"]["spec"]["nodeName"], "robot-3")
-        self.kubectl.run("delete", "tj", "waiter")
 
     def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
         # Long enough to lose a node under it and see the team whole again; it is
         # deleted then, not trained to the end.
+        self.delete_when_done("mended")
         self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
                              budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
                              faultTolerance={"nodeLossGrace": "2s"}))
-        self.wait_job("mended", lambda j: job_phase(j) == "Running", timeout=60)
+        self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
         victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
         self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
         t_lost = time.monotonic()
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
-            self.wait_job("mended", lambda j: job_phase(j) == "Recovering", timeout=30)
+            self.wait_job("mended", lambda j: phase(j) == "Recovering", timeout=30)
             t_recovering = time.monotonic()
-            job = self.wait_job("mended", lambda j: job_phase(j) == "Running"
+            job = self.wait_job("mended", lambda j: phase(j) == "Running"
                                 and (j["status"].get("recoveries") or 0) >= 1, timeout=60)
             t_whole = time.monotonic()
             # The coordinator adopts the new plan and takes the replacement in;
@@ -274,22 +206,26 @@ class OperatorTest(SiteTestCase):
         print(f"\nrecovery: {victim} killed; Recovering after {t_recovering - t_lost:.1f} s "
               f"(nodeLossGrace 2s), the replacement running at {t_whole - t_lost:.1f} s and in the team "
               f"by {t_joined - t_lost:.1f} s")
-        self.kubectl.run("delete", "tj", "mended")
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
+        # Placement prefers what was measured: the other tests place on the site as
+        # declared, so the measured links go once the job has (cleanups run last first).
+        self.addCleanup(self.kubectl.run, "annotate", "node", "--all", "edgetrain.dev/measured-uplink-bps-",
+                        "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
+        self.delete_when_done("warned")
         # A wider model: its pushes (150 kB) are large enough for the agents to time.
         self.apply(small_job("warned", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
                              model={"name": "mlp", "hidden": [512]},
                              budget={"wallClock": "15s", "epochs": 1000, "targetAccuracy": None},
                              cleanPodPolicy="None"))
-        self.wait_job("warned", lambda j: job_phase(j) == "Running", timeout=60)
+        self.wait_job("warned", lambda j: phase(j) == "Running", timeout=60)
         node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
         self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
         try:
-            job = self.wait_job("warned", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=90)
+            job = self.wait_job("warned", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
         finally:
             self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving-")
-        self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1))
         self.assertNotIn("recoveries", job["status"], "a move ahead of a warning is not a recovery")
         pods = self.job_pods("warned")
         self.assertNotEqual(pods["warned-worker-1-g2"]["spec"]["nodeName"], node)
@@ -299,12 +235,10 @@ class OperatorTest(SiteTestCase):
             .json["metadata"]["annotations"]
         self.assertGreater(int(annotations.get("edgetrain.dev/measured-uplink-bps", 0)), 0, annotations)
         self.assertIn("edgetrain.dev/measured-at", annotations)
-        # Placement prefers what was measured: the other tests place on the site as declared.
-        self.kubectl.run("annotate", "node", "--all", "edgetrain.dev/measured-uplink-bps-",
-                         "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
-        self.kubectl.run("delete", "tj", "warned")
 
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
+        self.addCleanup(self.kubectl.run, "delete", "pvc", "long-out", "--wait=false", "--ignore-not-found")
+        self.delete_when_done("long")
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
                              "resources": {"requests": {"storage": "1Gi"}}}})
@@ -317,26 +251,24 @@ class OperatorTest(SiteTestCase):
         self.wait_job("long", lambda j: (j or {}).get("status", {}).get("progress", {}).get("iteration", 0) >= 40,
                       timeout=60)
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": true}}')
-        job = self.wait_job("long", lambda j: job_phase(j) == "Suspended")
-        deadline = time.monotonic() + 30
-        while self.job_pods("long") and time.monotonic() < deadline:
-            time.sleep(0.1)
+        job = self.wait_job("long", lambda j: phase(j) == "Suspended")
+        wait_until(lambda: not self.job_pods("long"), timeout=30, interval=0.1)
         self.assertEqual(self.job_pods("long"), {}, "suspended: no pods")
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
-        self.wait_job("long", lambda j: job_phase(j) in ("Placing", "Running", "Succeeded"))
+        self.wait_job("long", lambda j: phase(j) in ("Placing", "Running", "Succeeded"))
         coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
         deadline = time.monotonic() + 30
         log = ""
         while "resum" not in log and time.monotonic() < deadline:
-            log = self.kubectl.run("logs", "long-coordinator", ok=False).stdout + \
-                self.kubectl.run("logs", "long-coordinator", ok=False).stderr
+            p = self.kubectl.run("logs", "long-coordinator", ok=False)
+            log = p.stdout + p.stderr
             time.sleep(0.2)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
-        self.kubectl.run("delete", "tj", "long")
-        self.kubectl.run("delete", "pvc", "long-out", "--wait=false")
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
-        standby, standby_http, standby_log = self.start_operator("standby.log")
+        standby_log = os.path.join(self.dir, "standby.log")
+        # not ready until it leads: its caches are filled then
+        standby, standby_http = start_operator(self.server.kubeconfig, standby_log, ready=False)
         try:
             time.sleep(1)  # a few of its tries at the Lease
             self.assertRegex(self.metrics(), r"edgetrain_operator_leader 1")
@@ -346,10 +278,11 @@ class OperatorTest(SiteTestCase):
             leader.wait()
             leader.stdout.close()
             t_crash = time.monotonic()
+            self.delete_when_done("after-failover")
             self.apply(small_job("after-failover"))
-            job = self.wait_job("after-failover", lambda j: job_phase(j) in ("Succeeded", "Failed"), timeout=60)
+            job = self.wait_job("after-failover", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=60)
             took = time.monotonic() - t_crash
-            self.assertEqual(job_phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+            self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1))
             self.assertRegex(self.metrics(standby_http), r"edgetrain_operator_leader 1")
             with open(standby_log) as f:
                 self.assertIn("leading: this replica reconciles", f.read())
@@ -360,7 +293,6 @@ class OperatorTest(SiteTestCase):
         finally:
             # The standby is the class's operator now, stopped (and checked) at the end.
             type(self).operator, type(self).operator_http, type(self).operator_log = standby, standby_http, standby_log
-        self.kubectl.run("delete", "tj", "after-failover")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ import os
 import time
 import unittest
 
-from emulated_site import EDGE_SITE, SiteTestCase, condition, container_state, phase
-from harness import KUBE_DIR, REPO_ROOT
+from emulated_site import EDGE_SITE, SiteTestCase, container_state, phase
+from harness import AGENT, KUBE_DIR
 
 MANIFEST = os.path.join(KUBE_DIR, "manifests", "digits-team.yaml")
-AGENT = os.path.join(REPO_ROOT, "build", "bin", "edgetrain-agent")
 
 
 def get_json(host, port, path, timeout=2):
@@ -28,7 +27,7 @@ def get_json(host, port, path, timeout=2):
         conn.close()
 
 
-@unittest.skipUnless(os.access(AGENT, os.X_OK), "build/bin/edgetrain-agent is not built")
+@unittest.skipUnless(os.access(AGENT, os.X_OK), f"{AGENT} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 class TeamTest(SiteTestCase):
     profile = EDGE_SITE
 
