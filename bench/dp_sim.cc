@@ -1,4 +1,5 @@
-// bench/dp-sim: bench/dp-links' setting on the simulated clock. The whole
+// bench/dp-sim (built as build/bin/edgetrain-dp-sim; docs/benchmarks.md): bench/dp-links' setting
+// on the simulated clock. The whole
 // data-parallel engine (job driver, coordinator, its service, workers) runs
 // as threads of a DeterministicClock over the in-memory transport
 // (agent/testing/simulated_team.h), training the real model on the real data,

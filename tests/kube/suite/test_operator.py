@@ -242,9 +242,10 @@ class OperatorTest(SiteTestCase):
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
                              "resources": {"requests": {"storage": "1Gi"}}}})
-        # Long enough to be caught running: a slow learning rate, no target, 30 epochs.
+        # Long enough to be caught running: no target, and more epochs than it
+        # lives (30 of digits took 2 s once the agent's per-row metrics went).
         self.apply(small_job("long", optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 30, "targetAccuracy": None},
+                             budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
                              faultTolerance={"checkpointEvery": 20},
                              output={"path": "/models/long",
                                      "volume": {"persistentVolumeClaim": {"claimName": "long-out"}}}))
