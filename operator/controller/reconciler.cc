@@ -765,10 +765,12 @@ Status Reconciler::WriteStatus(Pass& pass) {
                                                                          ? pass.object["metadata"].value("namespace", "default")
                                                                          : pass.job.namespace_,
                                                 object);
+  // Deleted meanwhile: there is nothing left to write to (the watch removes it).
+  if (!written.ok() && written.status().code() == StatusCode::kNotFound) return Status::Ok();
   if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);
   // The cache learns of it by the watch; until then, later reconciles of this
-  // key see it already.
-  jobs_.Put(*written);
+  // key see it already (unless the watch removed it first).
+  jobs_.Refresh(*written);
   return Status::Ok();
 }
 

@@ -354,6 +354,16 @@ TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
   EXPECT_TRUE(api_.All(kube::kServices).size() == 1) << "a waiting job holds nothing";
 }
 
+TEST_F(ReconcilerTest, AJobDeletedWhileItsStatusIsWrittenIsLeftAlone) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}}));
+  // Deleted in the API; the watch has not told the cache yet.
+  ASSERT_TRUE(api_.Delete(kube::kTrainingJobs, "default", "brief").ok());
+  Reconcile(key);  // succeeds: nothing left to write to, and nothing to retry
+  jobs_.Remove(key);  // the watch's word
+  EXPECT_FALSE(jobs_.Get(key).has_value()) << "the status write did not bring it back into the cache";
+}
+
 TEST_F(ReconcilerTest, WaitingJobsShareOneReservationPassAndKeepTheirOrder) {
   // Room for three jobs of one; six wait, reconciled youngest first, before
   // the pod informer has shown any pod.

@@ -83,6 +83,17 @@ std::vector<Json> Store::ByIndex(const std::string& index, const std::string& va
   return found;
 }
 
+bool Store::Refresh(const Json& object) {
+  std::lock_guard lock(mu_);
+  const std::string key = KeyOf(object);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return false;
+  Json before = std::move(it->second);
+  it->second = object;
+  ChangedLocked(key, &before, &it->second);
+  return true;
+}
+
 void Store::Put(const Json& object) {
   std::lock_guard lock(mu_);
   const std::string key = KeyOf(object);

@@ -48,6 +48,12 @@ class Store {
   size_t Size() const;
   std::vector<Json> ByIndex(const std::string& index, const std::string& value) const;
 
+  // What the writer of an object learned from the API, before the watch
+  // brings it: applied only over an object the store still holds, so that one
+  // the watch has removed meanwhile (deleted) is not brought back, to be
+  // reconciled forever. Returns whether it was applied.
+  bool Refresh(const Json& object);
+
   // The informer's side.
   void Put(const Json& object);
   void Remove(const std::string& key);

@@ -169,5 +169,15 @@ TEST(InformerTest, AnIndexFindsObjectsByWhatTheyHold) {
   EXPECT_TRUE(store.ByIndex("node", "nowhere").empty());
 }
 
+TEST(InformerTest, AWritersRefreshDoesNotBringBackWhatTheWatchRemoved) {
+  Store store;
+  store.Put(Pod("a", "1", "gw"));
+  EXPECT_TRUE(store.Refresh(Pod("a", "2", "gw"))) << "an update the watch has not brought yet";
+  EXPECT_EQ((*store.Get("default/a"))["metadata"]["resourceVersion"], "2");
+  store.Remove("default/a");  // deleted, and the watch said so before the writer's answer came
+  EXPECT_FALSE(store.Refresh(Pod("a", "3", "gw")));
+  EXPECT_FALSE(store.Get("default/a").has_value()) << "a deleted job reconciled forever";
+}
+
 }  // namespace
 }  // namespace edgetrain::kube
