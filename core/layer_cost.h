@@ -1,0 +1,26 @@
+#pragma once
+// What a pipeline planner knows of one layer of a model: the unit it may cut
+// after. A built-in model is a sequence of these, in the order data flows
+// (agent/torch/layer_profile.h measures them on a device).
+
+#include <cstdint>
+#include <string>
+
+namespace edgetrain {
+
+struct LayerCost {
+  std::string name;  // "conv1", "fc": what a plan's stages are said to hold
+  // Seconds per sample on the device it was measured on (speed 1): a device
+  // of speed v takes these divided by v.
+  double forward_s = 0;
+  double backward_s = 0;
+  // The layer's weights (float32), held by every device of the stage that has it
+  // and exchanged among them once a step.
+  int64_t parameter_bytes = 0;
+  // The layer's output for one sample (float32): sent to the next stage when a
+  // cut follows this layer, with the gradient of as many bytes coming back, and
+  // kept for the backward pass of every micro-batch in flight.
+  int64_t activation_bytes = 0;
+};
+
+}  // namespace edgetrain
