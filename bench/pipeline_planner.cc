@@ -1,0 +1,94 @@
+// bench/pipeline-planner: how fast the pipeline planner plans, and what its
+// relaxed program gives up (core/pipeline_planner.h). Prints a line per
+// figure, then the final JSON line docs/benchmarks.md quotes.
+//
+//   edgetrain-pipeline-planner [--seed N] [--repeats N] [--instances N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/pipeline_planner.h"
+#include "core/testing/pipeline_oracle.h"
+
+namespace edgetrain {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+}  // namespace edgetrain
+
+int main(int argc, char** argv) {
+  using namespace edgetrain;
+  CLI::App app{"How fast the pipeline planner plans, and what its relaxed program gives up"};
+  uint64_t seed = 1;
+  int repeats = 20, instances = 300;
+  app.add_option("--seed", seed, "the random instances' seed");
+  app.add_option("--repeats", repeats, "plans of the large instance timed");
+  app.add_option("--instances", instances, "small instances the relaxed program is held to brute force on");
+  CLI11_PARSE(app, argc, argv);
+
+  // Time: 16 devices x 64 layers, each repeat a fresh instance.
+  std::mt19937_64 random(seed);
+  std::vector<double> ms;
+  int64_t candidates = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const PipelineProblem p = testing::RandomPipelineProblem(random, 64, 16);
+    const auto began = std::chrono::steady_clock::now();
+    const auto verdict = PlanPipeline(p);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count());
+    if (verdict.ok()) candidates += verdict->candidates;
+  }
+  const double median_ms = Median(ms), max_ms = *std::max_element(ms.begin(), ms.end());
+  std::printf("16 devices x 64 layers: median %.1f ms, slowest %.1f ms over %d instances\n", median_ms, max_ms, repeats);
+
+  // Loss: the relaxed program (runs of devices in speed order) against the
+  // optimum, on instances small enough for brute force.
+  std::vector<double> loss;
+  int missed = 0, optimal = 0;
+  for (int i = 0; i < instances; ++i) {
+    const PipelineProblem p = testing::RandomPipelineProblem(random, 1 + static_cast<int>(random() % 8),
+                                                             1 + static_cast<int>(random() % 6));
+    const auto best = testing::BruteForcePipelineStep(p);
+    if (!best) continue;
+    const auto relaxed = PlanPipeline(p, {.exact_devices = 0});
+    if (!relaxed.ok()) {
+      ++missed;  // a plan fits, but none of the runs it tries does
+      continue;
+    }
+    loss.push_back(relaxed->plan.cost.step_s / *best - 1);
+    if (loss.back() < 1e-9) ++optimal;
+  }
+  double mean = 0;
+  for (double l : loss) mean += l;
+  mean /= std::max<size_t>(1, loss.size());
+  std::sort(loss.begin(), loss.end());
+  const double p95 = loss.empty() ? 0 : loss[loss.size() * 95 / 100], worst = loss.empty() ? 0 : loss.back();
+  std::printf("relaxed against brute force, %zu instances: optimal in %d, step %.1f%% longer on average, %.1f%% at p95, "
+              "%.1f%% at worst; no plan found where one fits in %d\n",
+              loss.size(), optimal, 100 * mean, 100 * p95, 100 * worst, missed);
+
+  nlohmann::json line = {{"bench", "pipeline-planner"},
+                         {"seed", seed},
+                         {"large_instance", "16 devices x 64 layers"},
+                         {"plan_ms_median", median_ms},
+                         {"plan_ms_max", max_ms},
+                         {"partial_plans_per_plan", repeats ? candidates / repeats : 0},
+                         {"relaxed_instances", loss.size()},
+                         {"relaxed_optimal", optimal},
+                         {"relaxed_loss_mean", mean},
+                         {"relaxed_loss_p95", p95},
+                         {"relaxed_loss_max", worst},
+                         {"relaxed_missed_fitting_plan", missed}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}

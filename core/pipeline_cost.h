@@ -1,0 +1,147 @@
+#pragma once
+// The cost model of a synchronous hybrid pipeline: stages of contiguous
+// layers, each on a group of devices that share its micro-batches (data
+// parallel inside the stage), run 1F1B with a flush at every step. One model
+// scores every plan: the planner's (core/pipeline_planner.h), the even split
+// and plain data parallelism it is compared against, and the brute force that
+// proves the planner in tests. docs/pipeline.md derives it.
+//
+// For a stage s of layers [a, e) on group G, with micro-batches of b samples:
+//   capacity   C = Σ speed of G; device d takes share_d = speed_d / C of each micro-batch
+//   compute    c_s = b · Σ (forward + backward of its layers) / C
+//   link       l_s = max over d of share_d · b · (in + out) / min(up_d, down_d)
+//              in, out: activation bytes of the cut before and after the stage
+//              (none at the pipeline's ends). Each direction of a device's link
+//              carries one cut's activations and the other's gradients.
+//   period     p_s = max(c_s, l_s): transfers overlap compute, so the busier of
+//              the two paces the stage.
+//   latency    t_s = c_s + 2 · l_s: one micro-batch's way through the stage,
+//              forward and back, its transfers not overlapped.
+//   exchange   x_s = 0 alone; in a group, max over d of P/up_d + P/down_d for
+//              the stage's parameter bytes P: each pushes its gradient and
+//              receives the mean once a step, after the flush.
+// and for M micro-batches a step:
+//   step       T = (M - 1) · max p_s + Σ t_s + max x_s
+//              the first micro-batch's way through every stage and back, the
+//              other M - 1 at the slowest stage's pace, then the exchange.
+//   memory     device d of stage s holds its layers' parameters times the
+//              optimizer's state factor, and the activations of min(M, K - s)
+//              micro-batches in flight (1F1B over K stages) at share_d · b each.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/layer_cost.h"
+
+namespace edgetrain {
+
+struct PipelineDevice {
+  std::string name;
+  double speed = 1;          // against the device the layers were measured on
+  int64_t memory_bytes = 0;  // what training may use on it; 0: not limited
+  double up_bytes_per_s = 0;    // its link, each way; 0: not limited (a wired head)
+  double down_bytes_per_s = 0;
+};
+
+struct PipelineProblem {
+  std::vector<LayerCost> layers;
+  std::vector<PipelineDevice> devices;
+  int batch_size = 32;  // samples a step
+  // Bytes held per parameter byte: the weights, their gradient, and the
+  // optimizer's state (Adam: 4, SGD with momentum: 3, plain SGD: 2).
+  double state_factor = 4;
+  int max_micro_batches = 32;  // the planner tries each divisor of batch_size up to this
+};
+
+// Layers [first_layer, end_layer) on `devices` (indices into the problem's).
+struct PipelineStage {
+  int first_layer = 0;
+  int end_layer = 0;
+  std::vector<int> devices;
+};
+
+struct StageCost {
+  double compute_s = 0;
+  double link_s = 0;
+  double period_s = 0;
+  double latency_s = 0;
+  double exchange_s = 0;
+  bool fits = true;  // every device of the group within its memory
+  std::vector<int64_t> memory_bytes;  // per device of the group, in its order
+  // The most micro-batches in flight every device of the group has memory
+  // for: 0 when not even the parameters fit; INT_MAX when none is limited.
+  int max_in_flight = 0;
+};
+
+// A stage's figures for one sample of a micro-batch: they scale with its size.
+struct StageRates {
+  static constexpr double kUnlimited = 1e18;
+  double compute_s = 0;
+  double link_s = 0;
+  double exchange_s = 0;  // once a step, whatever the micro-batches
+  double held_bytes = 0;  // parameters and optimizer state, on each device of the group
+  // Samples' activations in flight every device of the group has room for
+  // beside what it holds; negative when it cannot hold even that.
+  double room_samples = kUnlimited;
+};
+
+struct PipelineCost {
+  bool fits = false;
+  std::string misfit;  // why not, when it does not fit
+  double step_s = 0;
+  double samples_per_s = 0;
+  int bottleneck_stage = 0;  // the stage with the longest period
+  std::vector<StageCost> stages;
+};
+
+struct PipelinePlan {
+  std::vector<PipelineStage> stages;
+  int micro_batches = 1;
+  int micro_batch_size = 0;
+  PipelineCost cost;
+};
+
+// The model over one problem, its layers' sums kept so that a stage costs
+// O(devices) whatever its length: the planner asks for millions.
+class PipelineCostModel {
+ public:
+  explicit PipelineCostModel(const PipelineProblem& problem);
+
+  // One stage's figures; `in_flight` micro-batches are held at once.
+  StageCost Stage(int first_layer, int end_layer, std::span<const int> devices, int micro_batch_size,
+                  int in_flight) const;
+  // The same in two steps, for the planner, which asks for millions of
+  // stages at several micro-batch sizes: the stage's rates per sample, then
+  // them scaled to a micro-batch (without memory_bytes).
+  StageRates Rates(int first_layer, int end_layer, std::span<const int> devices) const;
+  static StageCost Scale(const StageRates& rates, int micro_batch_size, int in_flight);
+
+  // The whole plan. Not fitting (memory) is a cost, not an error; a malformed
+  // plan (layers not covered in order, a device twice or unknown, a stage
+  // with none) is std::nullopt.
+  std::optional<PipelineCost> Plan(std::span<const PipelineStage> stages, int micro_batches) const;
+
+  // T from the stages' largest period, summed latency and largest exchange.
+  static double StepSeconds(int micro_batches, double max_period_s, double latency_s, double max_exchange_s) {
+    return (micro_batches - 1) * max_period_s + latency_s + max_exchange_s;
+  }
+
+  // Forward and backward of layers [first, end), a sample, at speed 1.
+  double WorkSeconds(int first_layer, int end_layer) const { return work_s_[end_layer] - work_s_[first_layer]; }
+
+  const PipelineProblem& problem() const { return problem_; }
+
+ private:
+  const PipelineProblem& problem_;
+  std::vector<double> work_s_;       // prefix sums over layers: forward + backward
+  std::vector<int64_t> parameters_;  // prefix sums of parameter bytes
+  std::vector<int64_t> stash_;       // prefix sums of activation bytes
+};
+
+// The micro-batch counts the planner tries: divisors of the batch up to the limit.
+std::vector<int> MicroBatchCounts(const PipelineProblem& problem);
+
+}  // namespace edgetrain

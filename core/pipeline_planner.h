@@ -1,0 +1,47 @@
+#pragma once
+// Where to cut a model and which devices run each piece: Asteroid's hybrid
+// planner, a dynamic program over layer suffixes and device groups scored by
+// core/pipeline_cost.h. Pure: the same inputs give the same plan.
+//
+// Exact over every subset of devices up to `exact_devices` of them (every
+// plan the cost model can score is considered; tests hold it to brute
+// force). Past that the subsets are too many for the time a plan may take,
+// and groups are runs of consecutive devices in an order — by speed, fastest
+// first, and slowest first — with the devices left out at the order's end
+// (docs/pipeline.md measures what that gives up).
+
+#include <string>
+#include <vector>
+
+#include "core/pipeline_cost.h"
+#include "core/status.h"
+
+namespace edgetrain {
+
+struct PlannerOptions {
+  int exact_devices = 8;
+};
+
+struct PlannerVerdict {
+  PipelinePlan plan;
+  bool exact = false;          // every subset of devices was considered
+  int64_t candidates = 0;      // partial plans the program kept, for the benchmarks
+};
+
+// The fastest plan that fits. InvalidArgument for a problem without layers,
+// devices or a positive batch; FailedPrecondition, saying why, when no plan
+// fits the devices' memory.
+StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const PlannerOptions& options = {});
+
+// What the planner is compared against, each at its best micro-batch count:
+// one device a stage in the problem's order, the layers dealt out evenly
+// (the first stages take one more when they do not divide); and one stage
+// on every device (plain synchronous data parallelism). Either may not fit.
+PipelinePlan EvenSplitPlan(const PipelineProblem& problem);
+PipelinePlan DataParallelPlan(const PipelineProblem& problem);
+
+// "3 stages, 4 micro-batches of 8: conv1-conv4 on a and b, ..., the slowest
+// period conv5-conv6 on c at 12.0 ms; fill and drain 31% of a 95.2 ms step".
+std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& plan);
+
+}  // namespace edgetrain

@@ -1,0 +1,63 @@
+#include "core/testing/pipeline_oracle.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace edgetrain::testing {
+
+PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int devices) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  auto spread = [&](double low, double high) { return low * std::pow(high / low, unit(random)); };
+  PipelineProblem p;
+  for (int l = 0; l < layers; ++l) {
+    const double work_s = spread(0.1, 10) / 1000;
+    p.layers.push_back({"l" + std::to_string(l), work_s / 3, 2 * work_s / 3, static_cast<int64_t>(spread(1e3, 1e6)),
+                        static_cast<int64_t>(spread(1e2, 1e5))});
+  }
+  for (int d = 0; d < devices; ++d) {
+    const double mbps = unit(random) < 0.2 ? 0 : spread(1, 100);
+    const int64_t memory = unit(random) < 0.3 ? static_cast<int64_t>(spread(2e6, 2e7)) : 0;
+    p.devices.push_back({"d" + std::to_string(d), spread(1, 10), memory, mbps * 125000, mbps * 125000});
+  }
+  const int batches[] = {4, 6, 8, 12};
+  p.batch_size = batches[random() % 4];
+  p.max_micro_batches = 8;
+  return p;
+}
+
+std::optional<double> BruteForcePipelineStep(const PipelineProblem& p) {
+  const PipelineCostModel model(p);
+  const int layers = static_cast<int>(p.layers.size()), devices = static_cast<int>(p.devices.size());
+  std::optional<double> best;
+  for (uint32_t cuts = 0; cuts < (1u << (layers - 1)); ++cuts) {
+    std::vector<PipelineStage> stages(1);
+    for (int l = 1; l < layers; ++l) {
+      if (cuts >> (l - 1) & 1) {
+        stages.back().end_layer = l;
+        stages.push_back({l, 0, {}});
+      }
+    }
+    stages.back().end_layer = layers;
+    const int k = static_cast<int>(stages.size());
+    if (k > devices) continue;
+    std::vector<int> where(devices, 0);  // 0: no stage; s: stage s - 1
+    for (;;) {
+      for (auto& s : stages) s.devices.clear();
+      for (int d = 0; d < devices; ++d) {
+        if (where[d] > 0) stages[where[d] - 1].devices.push_back(d);
+      }
+      if (std::all_of(stages.begin(), stages.end(), [](auto& s) { return !s.devices.empty(); })) {
+        for (int m : MicroBatchCounts(p)) {
+          const auto cost = model.Plan(stages, m);
+          if (cost->fits && (!best || cost->step_s < *best)) best = cost->step_s;
+        }
+      }
+      int d = 0;
+      while (d < devices && ++where[d] > k) where[d++] = 0;
+      if (d == devices) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace edgetrain::testing
