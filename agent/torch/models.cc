@@ -82,6 +82,17 @@ std::vector<ModelLayer> Cnn(const std::vector<int>& channels, const DatasetInfo&
   return std::move(stack).Classify();
 }
 
+// conv1 .. convN, each a layer of its own: the model a pipeline splits, whose
+// early convs see large images through few channels and late ones the reverse.
+std::vector<ModelLayer> Vgg(const std::vector<int>& widths, const DatasetInfo& data) {
+  LayerStack stack(data);
+  for (size_t i = 0; i < widths.size(); ++i) {
+    stack.Conv(widths[i]);
+    if (VggPoolFollows(i, widths.size())) stack.Pool();
+  }
+  return std::move(stack).Classify();
+}
+
 }  // namespace
 
 StatusOr<std::vector<ModelLayer>> BuildLayers(const ModelSpec& spec, const DatasetInfo& data) {
@@ -89,6 +100,7 @@ StatusOr<std::vector<ModelLayer>> BuildLayers(const ModelSpec& spec, const Datas
   switch (spec.kind) {
     case ModelKind::kMlp: return Mlp(HiddenWidths(spec), data);
     case ModelKind::kCnn: return Cnn(ConvChannels(spec), data);
+    case ModelKind::kVgg: return Vgg(VggWidths(spec), data);
   }
   return InternalError("unknown model");
 }
