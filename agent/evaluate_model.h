@@ -1,7 +1,7 @@
 #pragma once
 // `edgetrain-agent evaluate --model=PATH --dataset=NAME [--data-dir=DIR]`: the
 // test-set accuracy of a model an agent saved (model.pt). What the model is —
-// an mlp's widths, a cnn's channels — is read from the file itself. Prints one
+// an mlp's widths, a cnn's channels, a vgg's widths — is read from the file itself. Prints one
 // line, `result {"model": ..., "dataset": ..., "accuracy": ..., "loss": ...,
 // "samples": ...}`, or a failed result line (agent/failure_report.h).
 

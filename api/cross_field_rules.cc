@@ -43,6 +43,8 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        [](const Json& self) { return self["name"] == "mlp" || !Has(self, "hidden"); }},
       {"spec.model", "channels applies only to the cnn model",
        [](const Json& self) { return self["name"] == "cnn" || !Has(self, "channels"); }},
+      {"spec.model", "widths applies only to the vgg model",
+       [](const Json& self) { return self["name"] == "vgg" || !Has(self, "widths"); }},
       {"spec.data.partition", "alpha is required for kind dirichlet and allowed only there",
        [](const Json& self) { return Has(self, "alpha") == (self["kind"] == "dirichlet"); }},
       {"spec.sync", "stalenessBound applies only to the rog and ssp policies",

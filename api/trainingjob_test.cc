@@ -82,6 +82,19 @@ TEST(TrainingJobTest, TheDeadlinePolicyTakesItsQuorumAndSlackOrLeavesThemToItsDe
   EXPECT_FALSE(plain->spec.sync.deadline_slack);
 }
 
+TEST(TrainingJobTest, AcceptsAVggWithOrWithoutItsWidths) {
+  auto given = ParseTrainingJob(
+      With(R"({"spec": {"model": {"name": "vgg", "widths": [8, 8, 16, 16, 32]}, "data": {"dataset": "fashion-mnist"}}})"),
+      "vgg.yaml");
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(given->spec.model.kind, ModelKind::kVgg);
+  EXPECT_EQ(given->spec.model.widths, (std::vector<int>{8, 8, 16, 16, 32}));
+  auto defaulted =
+      ParseTrainingJob(With(R"({"spec": {"model": {"name": "vgg"}, "data": {"dataset": "fashion-mnist"}}})"), "vgg.yaml");
+  ASSERT_TRUE(defaulted.ok()) << defaulted.status().ToString();
+  EXPECT_TRUE(defaulted->spec.model.widths.empty()) << "the default is VggWidths', as cnn's channels are ConvChannels'";
+}
+
 TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
   struct Case {
     std::string yaml;
@@ -92,7 +105,7 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"parallelism": {"workers": "four"}}})"),
        "spec.parallelism.workers: must be an integer (got string \"four\")"},
       {With(R"({"spec": {"modle": {"name": "mlp"}}})"), "spec.modle: unknown field (did you mean \"model\"?)"},
-      {With(R"({"spec": {"model": {"name": "resnet"}}})"), "spec.model.name: must be one of \"mlp\", \"cnn\" (got \"resnet\")"},
+      {With(R"({"spec": {"model": {"name": "resnet"}}})"), "spec.model.name: must be one of \"mlp\", \"cnn\", \"vgg\" (got \"resnet\")"},
       {With(R"({"spec": {"data": {"dataset": "cifar10"}}})"),
        "spec.data.dataset: must be one of \"fashion-mnist\", \"digits\" (got \"cifar10\")"},
       {With(R"({"spec": {"model": null}})"), "spec.model: required field is missing"},
@@ -117,6 +130,13 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"metadata": {"name": "Fashion_MLP"}})"), "metadata.name: must be lower-case letters"},
       {With(R"({"spec": {"model": {"name": "cnn", "channels": [8, 8, 8, 8]}}})"),
        "spec.model.channels: 4 conv blocks would halve the 8x8 images below 1x1; use at most 3"},
+      {With(R"({"spec": {"model": {"name": "vgg"}}})"),
+       "spec.model.widths: 8 convs make 4 pooled blocks (a 2x2 max-pool after every two convs), which would halve the "
+       "8x8 images below 1x1; use at most 6"},
+      {With(R"({"spec": {"model": {"name": "vgg", "widths": [16, 0]}}})"), "spec.model.widths[1]: must be >= 1 (got 0)"},
+      {With(R"({"spec": {"model": {"name": "vgg", "widths": [16, -4]}}})"), "spec.model.widths[1]: must be >= 1 (got -4)"},
+      {With(R"({"spec": {"model": {"name": "vgg", "widths": []}}})"), "spec.model.widths: must have at least 1 item(s) (got 0)"},
+      {With(R"({"spec": {"model": {"name": "mlp", "widths": [8]}}})"), "spec.model: widths applies only to the vgg model"},
       {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
       {"# only a comment\n", "job.yaml: the manifest is empty"},
       {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},

@@ -292,6 +292,14 @@ TEST(StepCostTest, ABigModelOnAFastLinkIsComputeBoundAndASmallOneOnWiFiIsNot) {
   StepCost conv = StepCostOf(cnn);  // fashion-mnist, [16, 32]
   EXPECT_EQ(conv.parameters, (1 * 16 * 9 + 16) + (16 * 32 * 9 + 32) + (32 * 7 * 7 * 10 + 10));
   EXPECT_EQ(conv.multiply_adds, 28 * 28 * 16 * 9 + 14 * 14 * 16 * 32 * 9 + 32 * 7 * 7 * 10);
+
+  JobSpec vgg;
+  vgg.model.kind = ModelKind::kVgg;
+  vgg.model.widths = {4, 8, 16};
+  StepCost deep = StepCostOf(vgg);  // 28 -> conv, conv -> 14 -> conv -> 7
+  EXPECT_EQ(deep.parameters, (1 * 4 * 9 + 4) + (4 * 8 * 9 + 8) + (8 * 16 * 9 + 16) + (16 * 7 * 7 * 10 + 10));
+  EXPECT_EQ(deep.multiply_adds,
+            28 * 28 * (1 * 4 * 9 + 4 * 8 * 9) + 14 * 14 * 8 * 16 * 9 + 16 * 7 * 7 * 10);
 }
 
 }  // namespace

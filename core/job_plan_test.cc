@@ -1,5 +1,7 @@
 #include "core/job_plan.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace edgetrain {
@@ -59,6 +61,31 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(s.fault_tolerance.node_loss_grace, std::chrono::seconds(120));
   EXPECT_EQ(s.output.path, "/tmp/out");
   EXPECT_EQ(s.seed, 7u);
+}
+
+// kSpec with another model.
+std::string SpecWithModel(const std::string& model) {
+  std::string spec = kSpec;
+  const std::string cnn = R"({"name": "cnn", "channels": [8, 16]})";
+  return spec.replace(spec.find(cnn), cnn.size(), model);
+}
+
+TEST(JobPlanTest, DecodesAVggAndItsWidths) {
+  auto spec = DecodeJobSpec(SpecWithModel(R"({"name": "vgg", "widths": [8, 8, 16, 16]})"));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->model.kind, ModelKind::kVgg);
+  EXPECT_EQ(spec->model.widths, (std::vector<int>{8, 8, 16, 16}));
+  EXPECT_TRUE(spec->model.channels.empty());
+  EXPECT_EQ(NameOf(ModelKind::kVgg), "vgg");
+
+  auto defaulted = DecodeJobSpec(SpecWithModel(R"({"name": "vgg"})"));
+  ASSERT_TRUE(defaulted.ok()) << defaulted.status().ToString();
+  EXPECT_TRUE(defaulted->model.widths.empty()) << "VggWidths (core/model_shape.h) holds the default";
+
+  auto wrong = DecodeJobSpec(SpecWithModel(R"({"name": "vgg", "widths": "wide"})"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("spec.model.widths: wrong type"), std::string::npos)
+      << wrong.status().message();
 }
 
 TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {

@@ -16,7 +16,8 @@ using Json = nlohmann::json;
 template <typename E, size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
 
-constexpr NameTable<ModelKind, 2> kModelNames{{{ModelKind::kMlp, "mlp"}, {ModelKind::kCnn, "cnn"}}};
+constexpr NameTable<ModelKind, 3> kModelNames{
+    {{ModelKind::kMlp, "mlp"}, {ModelKind::kCnn, "cnn"}, {ModelKind::kVgg, "vgg"}}};
 constexpr NameTable<DatasetName, 2> kDatasetNames{
     {{DatasetName::kFashionMnist, "fashion-mnist"}, {DatasetName::kDigits, "digits"}}};
 constexpr NameTable<PartitionKind, 2> kPartitionNames{
@@ -150,6 +151,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   model.GetEnum("name", kModelNames, spec.model.kind);
   if (model.Has("hidden")) model.Get("hidden", spec.model.hidden);
   if (model.Has("channels")) model.Get("channels", spec.model.channels);
+  if (model.Has("widths")) model.Get("widths", spec.model.widths);
 
   Reader data = r.Child("data");
   data.GetEnum("dataset", kDatasetNames, spec.data.dataset);

@@ -16,7 +16,7 @@
 
 namespace edgetrain {
 
-enum class ModelKind { kMlp, kCnn };
+enum class ModelKind { kMlp, kCnn, kVgg };
 enum class DatasetName { kFashionMnist, kDigits };
 enum class PartitionKind { kIid, kDirichlet };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
@@ -30,6 +30,9 @@ struct ModelSpec {
   ModelKind kind = ModelKind::kMlp;
   std::vector<int> hidden;    // mlp: widths of the hidden layers
   std::vector<int> channels;  // cnn: output channels of each conv block
+  // vgg: output channels of each conv, two convs to a pooled block. Defaulted
+  // here so that specs written {kind, hidden, channels} may leave it out.
+  std::vector<int> widths = {};
 };
 
 struct PartitionSpec {

@@ -1,8 +1,56 @@
 #include "core/model_shape.h"
 
+#include <algorithm>
 #include <string>
 
 namespace edgetrain {
+namespace {
+
+// How many 2x2 pools the images take before a side would fall below 1.
+size_t Halvings(const DatasetInfo& data) {
+  size_t fit = 0;
+  for (int side = std::min(data.height, data.width); side >= 2; side /= 2) ++fit;
+  return fit;
+}
+
+std::string ImageSize(const DatasetInfo& data) {
+  return std::to_string(data.height) + "x" + std::to_string(data.width);
+}
+
+// The CRD refuses these already; a plan file or a program's own spec does not
+// pass through it, and LibTorch would fail on them deep inside the model.
+Status CheckPositive(const std::string& field, const std::vector<int>& sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 1) {
+      return InvalidArgumentError("spec.model." + field + "[" + std::to_string(i) + "]: must be >= 1 (got " +
+                                  std::to_string(sizes[i]) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckCnn(const std::vector<int>& channels, const DatasetInfo& data) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckPositive("channels", channels));
+  const size_t fit = Halvings(data);
+  if (channels.size() <= fit) return Status::Ok();
+  return InvalidArgumentError("spec.model.channels: " + std::to_string(channels.size()) +
+                              " conv blocks would halve the " + ImageSize(data) + " images below 1x1; use at most " +
+                              std::to_string(fit));
+}
+
+Status CheckVgg(const std::vector<int>& widths, const DatasetInfo& data) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckPositive("widths", widths));
+  size_t pools = 0;
+  for (size_t i = 0; i < widths.size(); ++i) pools += VggPoolFollows(i, widths.size()) ? 1 : 0;
+  const size_t fit = Halvings(data);
+  if (pools <= fit) return Status::Ok();
+  return InvalidArgumentError("spec.model.widths: " + std::to_string(widths.size()) + " convs make " +
+                              std::to_string(pools) + " pooled blocks (a 2x2 max-pool after every two convs), which "
+                              "would halve the " + ImageSize(data) + " images below 1x1; use at most " +
+                              std::to_string(2 * fit));
+}
+
+}  // namespace
 
 std::vector<int> HiddenWidths(const ModelSpec& spec) {
   return spec.hidden.empty() ? std::vector<int>{128, 64} : spec.hidden;
@@ -12,15 +60,19 @@ std::vector<int> ConvChannels(const ModelSpec& spec) {
   return spec.channels.empty() ? std::vector<int>{16, 32} : spec.channels;
 }
 
+std::vector<int> VggWidths(const ModelSpec& spec) {
+  return spec.widths.empty() ? std::vector<int>{16, 16, 32, 32, 64, 64, 128, 128} : spec.widths;
+}
+
+bool VggPoolFollows(size_t index, size_t convs) { return index % 2 == 1 || index + 1 == convs; }
+
 Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data) {
-  if (spec.kind != ModelKind::kCnn) return Status::Ok();
-  size_t blocks = ConvChannels(spec).size();
-  size_t fit = 0;
-  for (int side = std::min(data.height, data.width); side >= 2; side /= 2) ++fit;
-  if (blocks <= fit) return Status::Ok();
-  return InvalidArgumentError("spec.model.channels: " + std::to_string(blocks) + " conv blocks would halve the " +
-                              std::to_string(data.height) + "x" + std::to_string(data.width) +
-                              " images below 1x1; use at most " + std::to_string(fit));
+  switch (spec.kind) {
+    case ModelKind::kMlp: return CheckPositive("hidden", HiddenWidths(spec));
+    case ModelKind::kCnn: return CheckCnn(ConvChannels(spec), data);
+    case ModelKind::kVgg: return CheckVgg(VggWidths(spec), data);
+  }
+  return InvalidArgumentError("spec.model.name: unknown model");
 }
 
 }  // namespace edgetrain

@@ -2,6 +2,7 @@
 // The built-in models' layer sizes, resolved from a ModelSpec, and whether a model
 // fits its data — checked when a manifest is read, long before LibTorch builds it.
 
+#include <cstddef>
 #include <vector>
 
 #include "core/dataset_info.h"
@@ -15,9 +16,21 @@ namespace edgetrain {
 std::vector<int> HiddenWidths(const ModelSpec& spec);
 // cnn: output channels of each 3x3-conv/ReLU/2x2-max-pool block, [16, 32] by default.
 std::vector<int> ConvChannels(const ModelSpec& spec);
+// vgg: output channels of each 3x3 conv (with its ReLU), [16, 16, 32, 32, 64, 64,
+// 128, 128] by default: eight convs, four pools, 28x28 down to 1x1. Eight or more
+// are what make where a pipeline cuts matter, yet fewer are allowed: digits'
+// 8x8 images halve only three times, so at most six convs fit them, and tests
+// want a vgg small enough to train in milliseconds.
+std::vector<int> VggWidths(const ModelSpec& spec);
 
-// InvalidArgument naming spec.model.channels when the conv blocks would halve the
-// images below 1x1.
+// vgg: whether a 2x2 max-pool follows conv `index` (from 0) of `convs`. The convs
+// come in blocks of two, each block ending in a pool; an odd count leaves a last
+// block of one conv, pooled like the others, so every conv's output is pooled
+// before the classifier at most one conv later.
+bool VggPoolFollows(size_t index, size_t convs);
+
+// InvalidArgument naming the spec.model field at fault: a layer size below 1, or
+// (cnn's channels, vgg's widths) more pools than halve the images down to 1x1.
 Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data);
 
 }  // namespace edgetrain

@@ -1,6 +1,7 @@
 #include "core/step_cost.h"
 
 #include <limits>
+#include <vector>
 
 #include "core/dataset_info.h"
 #include "core/model_shape.h"
@@ -32,24 +33,42 @@ StepCost StepCostOf(const JobSpec& spec) {
     cost.parameters += in * out + out;
     cost.multiply_adds += in * out;
   };
-  if (spec.model.kind == ModelKind::kMlp) {
-    int64_t in = int64_t{data.channels} * data.height * data.width;
-    for (int width : HiddenWidths(spec.model)) {
-      dense(in, width);
-      in = width;
+  int64_t in = data.channels, h = data.height, w = data.width;
+  auto conv = [&](int64_t out) {
+    cost.parameters += in * out * 9 + out;
+    cost.multiply_adds += h * w * in * out * 9;  // 3x3, padded: one output per pixel
+    in = out;
+  };
+  auto pool = [&] {
+    h /= 2;
+    w /= 2;
+  };
+  switch (spec.model.kind) {
+    case ModelKind::kMlp:
+      in *= h * w;
+      for (int width : HiddenWidths(spec.model)) {
+        dense(in, width);
+        in = width;
+      }
+      break;
+    case ModelKind::kCnn:
+      for (int out : ConvChannels(spec.model)) {
+        conv(out);
+        pool();
+      }
+      in *= h * w;
+      break;
+    case ModelKind::kVgg: {
+      const std::vector<int> widths = VggWidths(spec.model);
+      for (size_t i = 0; i < widths.size(); ++i) {
+        conv(widths[i]);
+        if (VggPoolFollows(i, widths.size())) pool();
+      }
+      in *= h * w;
+      break;
     }
-    dense(in, data.classes);
-  } else {
-    int64_t in = data.channels, h = data.height, w = data.width;
-    for (int out : ConvChannels(spec.model)) {
-      cost.parameters += in * out * 9 + out;
-      cost.multiply_adds += h * w * in * out * 9;  // 3x3, padded: one output per pixel
-      in = out;
-      h /= 2;
-      w /= 2;
-    }
-    dense(in * h * w, data.classes);
   }
+  dense(in, data.classes);
   // Row-granular sync sends at most every row each step; the prediction takes
   // the whole model both ways, the cost of bsp and the most rog ever pays.
   cost.bits_per_exchange = 2.0 * static_cast<double>(cost.parameters) * BitsPerValue(spec.sync.compression);

@@ -1,6 +1,10 @@
 #pragma once
 // The built-in models, by the name a manifest gives them.
 
+#include <span>
+#include <string>
+#include <vector>
+
 #include <torch/torch.h>
 
 #include "core/dataset_info.h"
@@ -9,7 +13,23 @@
 
 namespace edgetrain::agent {
 
-// Maps [batch, channels, height, width] images to class logits.
+// A unit a pipeline may cut after: a stage runs a contiguous range of these.
+struct ModelLayer {
+  std::string name;  // "fc1", "conv3", "classifier"
+  torch::nn::Sequential net;
+};
+
+// The model as its layers, in the order data flows: the one definition of each
+// built-in model, which whole-model training and pipeline stages both run.
+StatusOr<std::vector<ModelLayer>> BuildLayers(const ModelSpec& spec, const DatasetInfo& data);
+
+// The layers' modules, shared not copied, in one flat Sequential: their indices
+// there are the names a saved model gives its parameters ("3.weight"), which
+// ReadModelSpec and docs/using-the-model.md rely on.
+torch::nn::Sequential Chain(std::span<const ModelLayer> layers);
+
+// Maps [batch, channels, height, width] images to class logits: Chain of all
+// the layers.
 StatusOr<torch::nn::Sequential> BuildModel(const ModelSpec& spec, const DatasetInfo& data);
 
 }  // namespace edgetrain::agent

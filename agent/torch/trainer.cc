@@ -182,10 +182,16 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
   }
   ModelSpec spec;
   spec.kind = weights.front().second.size() == 4 ? ModelKind::kCnn : ModelKind::kMlp;
-  for (size_t i = 0; i + 1 < weights.size(); ++i) {
-    const int width = static_cast<int>(weights[i].second[0]);
-    (spec.kind == ModelKind::kCnn ? spec.channels : spec.hidden).push_back(width);
+  // A cnn pools after every conv (conv, ReLU, pool: its convs lie 3 apart); a
+  // vgg's first block has two convs with only a ReLU between. A vgg of one conv
+  // is a cnn of one block, and reads as one: the same layers.
+  for (size_t i = 0; spec.kind == ModelKind::kCnn && i + 1 < weights.size(); ++i) {
+    if (weights[i + 1].second.size() == 4 && weights[i + 1].first - weights[i].first == 2) spec.kind = ModelKind::kVgg;
   }
+  std::vector<int>& sizes = spec.kind == ModelKind::kMlp   ? spec.hidden
+                            : spec.kind == ModelKind::kCnn ? spec.channels
+                                                           : spec.widths;
+  for (size_t i = 0; i + 1 < weights.size(); ++i) sizes.push_back(static_cast<int>(weights[i].second[0]));
   return spec;
 }
 

@@ -68,7 +68,8 @@ struct TrainerOptions {
 StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options);
 
 // What model a file SaveModel wrote holds, read from its layers' shapes:
-// an mlp's hidden widths, a cnn's channels. InvalidArgument when it is not one.
+// an mlp's hidden widths, a cnn's channels, a vgg's widths. InvalidArgument
+// when it is not one.
 StatusOr<ModelSpec> ReadModelSpec(const std::string& path);
 
 }  // namespace edgetrain::agent

@@ -81,6 +81,41 @@ TEST_F(TrainerTest, CnnWithSgdMomentumLearns) {
   EXPECT_GT(eval->accuracy, 0.85);
 }
 
+TEST_F(TrainerTest, VggTrainsOnFashionMnistShapedImages) {
+  const DatasetInfo fashion = InfoOf(DatasetName::kFashionMnist);
+  auto trainer = CreateTrainer({{ModelKind::kVgg, {}, {}, {}}, fashion, 1, 1});
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  // The default widths: eight 3x3 convs, pooled 28 -> 14 -> 7 -> 3 -> 1, then 128 -> 10.
+  int64_t want = 0, in = 1;
+  for (int64_t out : {16, 16, 32, 32, 64, 64, 128, 128}) {
+    want += in * out * 9 + out;
+    in = out;
+  }
+  want += 128 * 10 + 10;
+  EXPECT_EQ((*trainer)->ParameterCount(), want);
+  EXPECT_EQ((*trainer)->ParameterShapes().size(), 18u) << "a weight and a bias for each conv and the classifier";
+
+  // One batch of noise, learned by heart: the loss must fall within a few steps.
+  constexpr int64_t kBatch = 16;
+  std::vector<float> x(static_cast<size_t>(kBatch * 28 * 28));
+  std::vector<int64_t> y(kBatch);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 256) / 255.0f;
+  for (int64_t i = 0; i < kBatch; ++i) y[static_cast<size_t>(i)] = i % 10;
+  const RowLayout layout((*trainer)->ParameterShapes(), SyncGranularity::kModel);
+  ASSERT_EQ(layout.total_floats(), want);
+  RowOptimizer step(kAdam, layout);
+  std::vector<float> gradient(static_cast<size_t>((*trainer)->ParameterCount()));
+  std::vector<double> losses;
+  for (int s = 0; s < 8; ++s) {
+    auto loss = (*trainer)->ComputeGradient(x.data(), y.data(), kBatch, gradient);
+    ASSERT_TRUE(loss.ok()) << loss.status().ToString();
+    losses.push_back(*loss);
+    step.Apply(0, (*trainer)->Parameters(), gradient);
+  }
+  EXPECT_TRUE(std::any_of(gradient.begin(), gradient.end(), [](float g) { return g != 0; }));
+  EXPECT_LT(losses.back(), losses.front());
+}
+
 TEST_F(TrainerTest, SameSeedSameTraining) {
   auto a = Make({ModelKind::kMlp, {32}, {}}, 7);
   auto b = Make({ModelKind::kMlp, {32}, {}}, 7);
@@ -94,6 +129,9 @@ TEST_F(TrainerTest, ModelThatCannotFitTheDataIsRefused) {
   auto trainer = CreateTrainer({{ModelKind::kCnn, {}, {4, 4, 4, 4}}, digits_->train.info, 1, 1});
   ASSERT_FALSE(trainer.ok());
   EXPECT_EQ(trainer.status().code(), StatusCode::kInvalidArgument);
+  auto vgg = CreateTrainer({{ModelKind::kVgg, {}, {}, {}}, digits_->train.info, 1, 1});  // 4 pools on 8x8
+  ASSERT_FALSE(vgg.ok());
+  EXPECT_NE(vgg.status().message().find("spec.model.widths"), std::string::npos) << vgg.status().message();
 }
 
 TEST_F(TrainerTest, SavesLeaveNoTemporaryFilesBehind) {
@@ -119,11 +157,15 @@ TEST_F(TrainerTest, ASavedModelLoadsBackWithItsShapeAndItsAccuracy) {
   fs::create_directories(dir);
   struct Case {
     ModelSpec spec;
-  } cases[] = {{{ModelKind::kMlp, {32, 16}, {}}}, {{ModelKind::kCnn, {}, {4}}}};
+    const char* file;
+  } cases[] = {{{ModelKind::kMlp, {32, 16}, {}}, "mlp.pt"},
+               {{ModelKind::kCnn, {}, {4}}, "cnn.pt"},
+               {{ModelKind::kCnn, {}, {4, 8}}, "cnn2.pt"},
+               {{ModelKind::kVgg, {}, {}, {4, 4, 8}}, "vgg.pt"}};
   for (const auto& c : cases) {
     auto trained = Make(c.spec, 7);
     Train(*trained, kAdam, 60);
-    const std::string path = (dir / (std::string(NameOf(c.spec.kind)) + ".pt")).string();
+    const std::string path = (dir / c.file).string();
     ASSERT_TRUE(trained->SaveModel(path).ok());
 
     auto spec = ReadModelSpec(path);
@@ -131,6 +173,7 @@ TEST_F(TrainerTest, ASavedModelLoadsBackWithItsShapeAndItsAccuracy) {
     EXPECT_EQ(spec->kind, c.spec.kind);
     EXPECT_EQ(spec->hidden, c.spec.hidden);
     EXPECT_EQ(spec->channels, c.spec.channels);
+    EXPECT_EQ(spec->widths, c.spec.widths);
 
     auto fresh = Make(*spec, 99);  // other initial weights
     ASSERT_TRUE(fresh->LoadModel(path).ok());

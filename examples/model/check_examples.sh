@@ -25,8 +25,20 @@ spec:
   budget: {epochs: 10}
 YAML
 "$bin/edgetrain" run "$mlp" --output "$out/mlp" >/dev/null
+vgg="$out/vgg.yaml"  # pools after every second conv, not after each
+cat >"$vgg" <<'YAML'
+apiVersion: edgetrain.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: digits-vgg}
+spec:
+  model: {name: vgg, widths: [16, 16, 32, 32]}
+  data: {dataset: digits, batchSize: 32}
+  optimizer: {name: adam, learningRate: 0.003}
+  budget: {epochs: 10}
+YAML
+"$bin/edgetrain" run "$vgg" --output "$out/vgg" >/dev/null
 
-for model in "$out/model/model.pt" "$out/mlp/model.pt"; do
+for model in "$out/model/model.pt" "$out/mlp/model.pt" "$out/vgg/model.pt"; do
   python=$(/usr/bin/python3 "$here/load_model.py" "$model" "$digits")
   cxx=$("$bin/load-model" "$model" "$digits")
   echo "python: $python"

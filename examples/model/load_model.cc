@@ -5,8 +5,9 @@
 //
 // model.pt is a TorchScript archive of the model's parameters, without code.
 // torch::jit::load reads it to learn the layers' shapes; the same nn::Sequential
-// the agents build (conv 3x3, ReLU, max-pool 2 per cnn block; flatten; linear
-// layers with ReLU between) then takes the weights with torch::load. Pixels are
+// the agents build (conv 3x3 and ReLU, a max-pool 2 after each of a cnn's convs
+// and after every second of a vgg's; flatten; linear layers with ReLU between)
+// then takes the weights with torch::load. Pixels are
 // scaled as the agents scale them: digits' grey levels 0-16 by 1/16.
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -16,6 +17,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <zlib.h>
@@ -23,20 +25,27 @@
 namespace {
 
 torch::nn::Sequential Rebuild(const std::string& model_path) {
-  std::map<int, std::vector<int64_t>> weights;  // by layer index
+  std::map<int, std::vector<int64_t>> by_index;
   for (const auto& p : torch::jit::load(model_path).named_parameters()) {
     const std::string name = p.name;
     if (name.size() > 7 && name.substr(name.size() - 7) == ".weight") {
-      weights[std::stoi(name.substr(0, name.find('.')))] = p.value.sizes().vec();
+      by_index[std::stoi(name.substr(0, name.find('.')))] = p.value.sizes().vec();
     }
   }
+  const std::vector<std::pair<int, std::vector<int64_t>>> weights(by_index.begin(), by_index.end());
   torch::nn::Sequential net;
   std::vector<std::vector<int64_t>> linears;
-  for (const auto& [index, shape] : weights) {
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const auto& [index, shape] = weights[i];
     if (shape.size() == 4) {
       net->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(shape[1], shape[0], 3).padding(1)));
       net->push_back(torch::nn::ReLU());
-      net->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+      // A cnn halves after every conv, a vgg after every second: a conv two
+      // indices on (conv, ReLU, conv) has no pool before it.
+      const auto& [following, following_shape] = weights[i + 1];
+      if (!(following_shape.size() == 4 && following == index + 2)) {
+        net->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+      }
     } else {
       linears.push_back(shape);
     }

@@ -22,11 +22,18 @@ def rebuild(saved):
     """The nn.Sequential whose layers carry `saved`'s parameters."""
     weights = sorted((int(name.split(".")[0]), p.shape) for name, p in saved.named_parameters()
                      if name.endswith(".weight"))
-    convs = [shape for _, shape in weights if len(shape) == 4]
     linears = [shape for _, shape in weights if len(shape) == 2]
     layers = []
-    for out_channels, in_channels, _, _ in convs:  # edgetrain's cnn: conv 3x3, ReLU, halve
-        layers += [nn.Conv2d(in_channels, out_channels, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+    for i, (index, shape) in enumerate(weights):
+        if len(shape) != 4:
+            continue
+        out_channels, in_channels, _, _ = shape
+        layers += [nn.Conv2d(in_channels, out_channels, 3, padding=1), nn.ReLU()]
+        # A cnn halves after every conv, a vgg after every second: a conv two
+        # indices on (conv, ReLU, conv) has no pool before it.
+        following, following_shape = weights[i + 1]
+        if not (len(following_shape) == 4 and following == index + 2):
+            layers.append(nn.MaxPool2d(2))
     layers.append(nn.Flatten())
     for i, (out_features, in_features) in enumerate(linears):  # edgetrain's mlp: linear, ReLU, ..., linear
         layers.append(nn.Linear(in_features, out_features))

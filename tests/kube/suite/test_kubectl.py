@@ -317,6 +317,8 @@ class TrainingJobRules(KubectlTestCase):
         "output": ({"output": {"volume": {"persistentVolumeClaim": {"claimName": "c"}}}},
                    "volume needs path"),
         "hidden": ({"model": {"name": "cnn", "hidden": [3]}}, "hidden applies only to the mlp"),
+        "widths": ({"model": {"name": "cnn", "widths": [3]}}, "widths applies only to the vgg"),
+        "widths-ok": ({"model": {"name": "vgg", "widths": [4, 4, 8]}}, None),
         "pipeline": ({"parallelism": {"mode": "pipeline", "workers": 1}},
                      "pipeline parallelism needs at least 2 workers"),
     }

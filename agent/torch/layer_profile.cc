@@ -1,0 +1,94 @@
+#include "agent/torch/layer_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "agent/torch/models.h"
+
+namespace edgetrain::agent {
+namespace {
+
+constexpr int64_t kFloatBytes = 4;
+
+double Median(std::vector<double> values) {
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  if (values.size() % 2 == 1) return values[mid];
+  const double upper = values[mid];
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+struct LayerTiming {
+  double forward_s = 0;   // one pass over the whole batch
+  double backward_s = 0;
+  torch::Tensor output;   // the next layer's input
+};
+
+LayerTiming TimeLayer(torch::nn::Sequential& net, const torch::Tensor& input, const Clock& clock, int repetitions) {
+  std::vector<torch::Tensor> wrt = net->parameters();
+  if (input.requires_grad()) wrt.push_back(input);
+  std::vector<double> forward, backward;
+  torch::Tensor output;
+  for (int pass = 0; pass <= repetitions; ++pass) {  // pass 0 warms up: allocations, lazy init
+    const TimePoint began = clock.Now();
+    output = net->forward(input);
+    const TimePoint forwarded = clock.Now();
+    const torch::Tensor upstream = torch::randn_like(output);
+    const TimePoint backward_began = clock.Now();
+    if (!wrt.empty()) torch::autograd::grad({output}, wrt, {upstream});
+    const TimePoint backwarded = clock.Now();
+    if (pass == 0) continue;
+    forward.push_back(ToSeconds(forwarded - began));
+    backward.push_back(ToSeconds(backwarded - backward_began));
+  }
+  return {Median(forward), Median(backward), output.detach()};
+}
+
+Status CheckOptions(const LayerProfileOptions& o) {
+  if (o.batch_size < 1) return InvalidArgumentError("layer profile: batch_size must be >= 1");
+  if (o.repetitions < 1) return InvalidArgumentError("layer profile: repetitions must be >= 1");
+  if (o.intra_op_threads < 1) return InvalidArgumentError("layer profile: intra_op_threads must be >= 1");
+  // As a plan's: a device faster than this one cannot be emulated by sleeping.
+  if (!(o.slowdown >= 1) || !std::isfinite(o.slowdown)) {
+    return InvalidArgumentError("layer profile: slowdown must be >= 1 (got " + std::to_string(o.slowdown) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
+                                               const LayerProfileOptions& options) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckOptions(options));
+  const RealClock real;
+  const Clock& clock = options.clock ? *options.clock : real;
+  const double batch = options.batch_size;
+  try {
+    torch::set_num_threads(options.intra_op_threads);
+    torch::manual_seed(options.seed);
+    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<ModelLayer> layers, BuildLayers(spec, data));
+    // Images in [0, 1), as the agents scale theirs.
+    torch::Tensor input = torch::rand({options.batch_size, data.channels, data.height, data.width});
+    std::vector<LayerCost> costs;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      ModelLayer& layer = layers[i];
+      layer.net->train();
+      // Nothing upstream of the first layer wants the gradient of the images.
+      const LayerTiming timing = TimeLayer(layer.net, input.detach().requires_grad_(i > 0), clock, options.repetitions);
+      LayerCost cost;
+      cost.name = layer.name;
+      cost.forward_s = timing.forward_s * options.slowdown / batch;
+      cost.backward_s = timing.backward_s * options.slowdown / batch;
+      for (const auto& p : layer.net->parameters()) cost.parameter_bytes += kFloatBytes * p.numel();
+      cost.activation_bytes = kFloatBytes * (timing.output.numel() / options.batch_size);
+      costs.push_back(std::move(cost));
+      input = timing.output;
+    }
+    return costs;
+  } catch (const c10::Error& e) {
+    return InternalError(std::string("layer profile failed: ") + e.what_without_backtrace());
+  }
+}
+
+}  // namespace edgetrain::agent

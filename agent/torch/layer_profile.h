@@ -1,0 +1,41 @@
+#pragma once
+// What each layer of a built-in model costs on this device, measured: the
+// pipeline planner's input (core/layer_cost.h). Like trainer.h, a door to
+// LibTorch that lets no torch type through.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/dataset_info.h"
+#include "core/job_spec.h"
+#include "core/layer_cost.h"
+#include "core/status.h"
+
+namespace edgetrain::agent {
+
+struct LayerProfileOptions {
+  int batch_size = 32;  // samples each timed pass runs on; the costs are per sample
+  int repetitions = 3;  // timed passes of each layer after one untimed warm-up; the median counts
+  uint64_t seed = 0;    // the weights and the images
+  int intra_op_threads = 1;
+  // An emulated slower device (core/job_plan.h): it takes `slowdown` times the
+  // measured time, as the agent makes it by sleeping (slowdown - 1) times each
+  // step. At least 1.
+  double slowdown = 1;
+  // What the passes are timed by; null: the real clock. Tests inject one whose
+  // every reading moves on by a fixed tick, so each pass takes exactly a tick.
+  const Clock* clock = nullptr;
+};
+
+// The layers of `spec` on `data`, in the order data flows (BuildLayers in
+// agent/torch/models.h: the units a pipeline may cut after), each timed on a
+// batch of its real input: the previous layers' output for random images.
+// Backward is the layer's own: the gradients of its parameters and, past the
+// first layer, of its input (what a stage sends upstream), from an upstream
+// gradient of its output's shape. InvalidArgument when the model cannot fit
+// the data or the options are out of range.
+StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
+                                               const LayerProfileOptions& options = {});
+
+}  // namespace edgetrain::agent
