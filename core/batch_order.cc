@@ -35,4 +35,21 @@ std::vector<MicroBatchSpan> SplitBatch(int64_t n, int micro_batches) {
   return spans;
 }
 
+std::vector<int64_t> ShareOut(int64_t n, std::span<const double> weights) {
+  double total = 0;
+  for (double w : weights) total += w;
+  std::vector<int64_t> counts(weights.size(), 0);
+  std::vector<std::pair<double, size_t>> remainders;
+  int64_t dealt = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double exact = n * weights[i] / total;
+    counts[i] = static_cast<int64_t>(exact);
+    dealt += counts[i];
+    remainders.push_back({exact - counts[i], i});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (size_t k = 0; dealt < n; ++k, ++dealt) ++counts[remainders[k % remainders.size()].second];
+  return counts;
+}
+
 }  // namespace edgetrain

@@ -41,4 +41,10 @@ struct MicroBatchSpan {
 };
 std::vector<MicroBatchSpan> SplitBatch(int64_t n, int micro_batches);
 
+// `n` samples dealt to devices in proportion to `weights` (their speeds):
+// each gets the whole part of its share, and the samples left over go to the
+// largest remainders, the first device first on a tie. Every device of a
+// pipeline stage's group, and the head, deal a micro-batch so, and agree.
+std::vector<int64_t> ShareOut(int64_t n, std::span<const double> weights);
+
 }  // namespace edgetrain

@@ -24,7 +24,8 @@ TEST(BatchOrderTest, EachEpochDealsEverySampleOnceAShortBatchLast) {
       ASSERT_EQ(batch.size(), expected);
       seen.insert(batch.begin(), batch.end());
     }
-    EXPECT_EQ(seen, std::multiset<int64_t>(Range(10).begin(), Range(10).end()));
+    const std::vector<int64_t> all = Range(10);
+    EXPECT_EQ(seen, std::multiset<int64_t>(all.begin(), all.end()));
   }
 }
 
@@ -51,6 +52,15 @@ TEST(BatchOrderTest, MicroBatchesSplitABatchNearEvenly) {
   EXPECT_EQ(spans[3].end, 10);
   EXPECT_EQ(SplitBatch(2, 4).size(), 2u) << "no empty micro-batches";
   EXPECT_EQ(SplitBatch(32, 1).front().end, 32);
+}
+
+TEST(BatchOrderTest, SamplesAreSharedOutByTheDevicesSpeeds) {
+  const double speeds[] = {10, 5, 2, 1};
+  EXPECT_EQ(ShareOut(18, speeds), (std::vector<int64_t>{10, 5, 2, 1}));
+  EXPECT_EQ(ShareOut(8, speeds), (std::vector<int64_t>{5, 2, 1, 0}));  // 4.44, 2.22, 0.89, 0.44
+  const double equal[] = {1, 1, 1};
+  EXPECT_EQ(ShareOut(4, equal), (std::vector<int64_t>{2, 1, 1})) << "the first device first on a tie";
+  EXPECT_EQ(ShareOut(0, equal), (std::vector<int64_t>{0, 0, 0}));
 }
 
 }  // namespace

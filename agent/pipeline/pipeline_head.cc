@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "agent/pipeline/stage_runner.h"
+#include "core/batch_order.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -31,6 +32,7 @@ void Append(const std::string& bytes, std::vector<float>& into) {
 
 struct PipelineHead::Link {
   int rank = 0;
+  int stage = 0;
   WorkerStream* stream = nullptr;  // while served
   bool sending = false;            // the driver's commands and the relays share the stream
   bool lost = false;
@@ -42,14 +44,29 @@ struct PipelineHead::Link {
   std::optional<v1::StageState> state;
 };
 
+// What the members of a group sent of one micro-batch or one gradient, until
+// every one has.
+struct PipelineHead::Parts {
+  std::vector<std::optional<v1::MicroBatch>> micro_batches;
+  std::vector<std::optional<std::string>> gradients;
+};
+
 PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size,
                            StageShapes shapes, Clock& clock, std::ostream& log)
     : plan_(plan), model_(model), test_(test), train_size_(train_size), shapes_(std::move(shapes)), clock_(clock),
       log_(log), changed_(clock) {
-  for (const PipelineStagePlan& s : plan.pipeline->stages) {
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
     auto link = std::make_unique<Link>();
-    link->rank = s.ranks.front();
+    link->rank = static_cast<int>(r);
     links_.push_back(std::move(link));
+  }
+  for (size_t s = 0; s < plan.pipeline->stages.size(); ++s) {
+    groups_.push_back(plan.pipeline->stages[s].ranks);
+    speeds_.emplace_back();
+    for (int r : groups_.back()) {
+      links_[r]->stage = static_cast<int>(s);
+      speeds_.back().push_back(1 / plan.workers[r].slowdown);
+    }
   }
 }
 
@@ -79,13 +96,17 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
   if (!stage.ok()) return FailedPreconditionError(stage.status().message());
   std::lock_guard lock(mu_);
   if (finished_) return CancelledError("the job is over");
-  if (links_[*stage]->stream) return FailedPreconditionError("stage " + std::to_string(*stage + 1) + " is already here");
+  if (links_[hello.rank()]->stream) {
+    return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
+                                   " is already here");
+  }
   return Status::Ok();
 }
 
 Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
-  const int stage = *StageOfRank(*plan_.pipeline, hello.rank());
-  Link& link = *links_[stage];
+  const int rank = hello.rank();
+  Link& link = *links_[rank];
+  const int stage = link.stage;
   {
     std::lock_guard lock(mu_);
     link.stream = &stream;
@@ -93,31 +114,17 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     changed_.NotifyAll();
   }
   Status ended = Status::Ok();
-  for (;;) {
+  while (ended.ok()) {
     auto message = stream.Receive();
     if (!message.ok()) {
       ended = message.status();
-      break;
-    }
-    if (message->has_forward() || message->has_backward()) {
+    } else if (message->has_forward() || message->has_backward()) {
       // Relayed as it is read: the stage's neighbour waits on it.
       const bool forward = message->has_forward();
-      const int to = forward ? stage + 1 : stage - 1;
-      if (to < 0 || to >= static_cast<int>(links_.size())) {
-        ended = FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
-        break;
-      }
-      v1::CoordinatorMessage relayed;
-      v1::MicroBatch& m = forward ? *relayed.mutable_forward() : *relayed.mutable_backward();
-      m = forward ? std::move(*message->mutable_forward()) : std::move(*message->mutable_backward());
-      {
-        std::lock_guard lock(mu_);
-        activation_bytes_ += static_cast<int64_t>(m.values().size());
-      }
-      if (Status sent = SendTo(to, relayed); !sent.ok()) {
-        // The neighbour is gone; its own stream says so to the driver.
-        log_ << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
-      }
+      ended = Relay(stage, rank, forward ? stage + 1 : stage - 1, forward,
+                    forward ? std::move(*message->mutable_forward()) : std::move(*message->mutable_backward()));
+    } else if (message->has_gradient()) {
+      ended = SumGradient(stage, rank, std::move(*message->mutable_gradient()));
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
@@ -137,14 +144,98 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   link.stream = nullptr;
   if (!finished_) {
     link.lost = true;
-    log_ << "pipeline: stage " << stage + 1 << " (rank " << link.rank << ") left: " << ended.message() << "\n";
+    log_ << "pipeline: stage " << stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
   }
   changed_.NotifyAll();
   return finished_ ? Status::Ok() : ended;
 }
 
-Status PipelineHead::SendTo(int stage, const v1::CoordinatorMessage& message) {
-  Link& link = *links_[stage];
+Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroBatch part) {
+  if (to < 0 || to >= static_cast<int>(groups_.size())) {
+    return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
+  }
+  const std::vector<int>& from = groups_[stage];
+  std::vector<v1::MicroBatch> out;
+  {
+    std::lock_guard lock(mu_);
+    activation_bytes_ += static_cast<int64_t>(part.values().size());
+    if (from.size() == 1 && groups_[to].size() == 1) {
+      out.push_back(std::move(part));
+    } else {
+      // Join the group's parts in member order, then deal the whole out to
+      // the next group by its devices' speeds, as each of them deals it.
+      Parts& parts = parts_[{forward, part.step(), part.micro_batch(), to}];
+      parts.micro_batches.resize(from.size());
+      const size_t member = std::find(from.begin(), from.end(), rank) - from.begin();
+      parts.micro_batches[member] = std::move(part);
+      if (std::any_of(parts.micro_batches.begin(), parts.micro_batches.end(), [](auto& p) { return !p; })) {
+        return Status::Ok();
+      }
+      v1::MicroBatch whole = *parts.micro_batches.front();
+      whole.clear_values();
+      int64_t samples = 0;
+      std::string values;
+      for (const auto& p : parts.micro_batches) {
+        samples += p->samples();
+        values += p->values();
+      }
+      parts_.erase({forward, whole.step(), whole.micro_batch(), to});
+      const size_t per_sample = samples > 0 ? values.size() / static_cast<size_t>(samples) : 0;
+      size_t offset = 0;
+      for (int64_t n : ShareOut(samples, speeds_[to])) {
+        v1::MicroBatch share = whole;
+        share.set_samples(static_cast<int32_t>(n));
+        share.set_values(values.substr(offset, static_cast<size_t>(n) * per_sample));
+        offset += static_cast<size_t>(n) * per_sample;
+        out.push_back(std::move(share));
+      }
+    }
+  }
+  for (size_t j = 0; j < out.size(); ++j) {
+    v1::CoordinatorMessage relayed;
+    *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(out[j]);
+    if (Status sent = SendTo(groups_[to][j], relayed); !sent.ok()) {
+      // The neighbour is gone; its own stream says so to the driver.
+      log_ << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
+    }
+  }
+  return Status::Ok();
+}
+
+Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
+  const std::vector<int>& group = groups_[stage];
+  v1::CoordinatorMessage sum;
+  {
+    std::lock_guard lock(mu_);
+    Parts& parts = gradients_[{stage, part.step()}];
+    parts.gradients.resize(group.size());
+    parts.gradients[std::find(group.begin(), group.end(), rank) - group.begin()] = std::move(*part.mutable_values());
+    if (std::any_of(parts.gradients.begin(), parts.gradients.end(), [](auto& g) { return !g; })) return Status::Ok();
+    // Summed in member order: every member steps on the same bytes.
+    std::vector<float> total(parts.gradients.front()->size() / sizeof(float), 0.0f);
+    for (const auto& g : parts.gradients) {
+      if (g->size() != total.size() * sizeof(float)) {
+        return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
+                                       " sent gradients of different sizes");
+      }
+      const float* values = reinterpret_cast<const float*>(g->data());
+      for (size_t i = 0; i < total.size(); ++i) total[i] += values[i];
+    }
+    gradients_.erase({stage, part.step()});
+    sum.mutable_gradient()->set_step(part.step());
+    sum.mutable_gradient()->set_values(Bytes(total));
+  }
+  for (int r : group) (void)SendTo(r, sum);
+  return Status::Ok();
+}
+
+Status PipelineHead::SendToStage(int stage, const v1::CoordinatorMessage& message) {
+  for (int r : groups_[stage]) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, message));
+  return Status::Ok();
+}
+
+Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
+  Link& link = *links_[rank];
   WorkerStream* stream;
   {
     // One sender a stream at a time, waited for through the clock: a send may
@@ -152,7 +243,10 @@ Status PipelineHead::SendTo(int stage, const v1::CoordinatorMessage& message) {
     std::unique_lock lock(mu_);
     changed_.Wait(lock, [&] { return !link.sending; });
     stream = link.stream;
-    if (!stream) return UnavailableError("stage " + std::to_string(stage + 1) + " is not connected");
+    if (!stream) {
+      return UnavailableError("stage " + std::to_string(link.stage + 1) + " (rank " + std::to_string(rank) +
+                              ") is not connected");
+    }
     link.sending = true;
   }
   Status sent = stream->Send(message);
@@ -163,9 +257,9 @@ Status PipelineHead::SendTo(int stage, const v1::CoordinatorMessage& message) {
 }
 
 Status PipelineHead::LostLocked() const {
-  for (size_t s = 0; s < links_.size(); ++s) {
-    if (links_[s]->lost) {
-      return UnavailableError("stage " + std::to_string(s + 1) + " (rank " + std::to_string(links_[s]->rank) +
+  for (const auto& link : links_) {
+    if (link->lost) {
+      return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
                               ") was lost at step " + std::to_string(step_) +
                               "; replaying a lost stage is not supported yet");
     }
@@ -184,9 +278,9 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       changed_.WaitFor(lock, std::chrono::milliseconds(100));
     }
     if (cancel.load()) return Status::Ok();
-    for (size_t s = 0; s < links_.size(); ++s) {
-      if (!links_[s]->stream) {
-        return UnavailableError("stage " + std::to_string(s + 1) + " (rank " + std::to_string(links_[s]->rank) +
+    for (const auto& link : links_) {
+      if (!link->stream) {
+        return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
                                 ") did not arrive within spec.faultTolerance.nodeLossGrace");
       }
     }
@@ -195,7 +289,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
   // and optimizer state in the order of its tensors, one row a tensor.
   int64_t offset = 0;
   size_t row = 0;
-  for (size_t s = 0; s < links_.size(); ++s) {
+  for (size_t s = 0; s < groups_.size(); ++s) {
     v1::CoordinatorMessage welcome;
     v1::StageWelcome* w = welcome.mutable_stage_welcome();
     w->set_resume_after(step_);
@@ -216,9 +310,10 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     }
     offset += floats;
     row += shapes_[s].size();
-    EDGETRAIN_RETURN_IF_ERROR(SendTo(static_cast<int>(s), welcome));
+    EDGETRAIN_RETURN_IF_ERROR(SendToStage(static_cast<int>(s), welcome));
   }
-  log_ << "pipeline: " << links_.size() << " stages gathered, " << plan_.pipeline->micro_batches
+  log_ << "pipeline: " << groups_.size() << " stages on " << links_.size() << " devices gathered, "
+       << plan_.pipeline->micro_batches
        << " micro-batches a step\n";
   return Status::Ok();
 }
@@ -227,10 +322,10 @@ Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
   v1::CoordinatorMessage command;
   command.mutable_command()->set_step(step);
-  for (size_t s = 0; s < links_.size(); ++s) {
-    if (Status sent = SendTo(static_cast<int>(s), command); !sent.ok()) {
+  for (const auto& link : links_) {
+    if (Status sent = SendTo(link->rank, command); !sent.ok()) {
       std::lock_guard lock(mu_);
-      links_[s]->lost = true;
+      link->lost = true;
       return LostLocked();
     }
   }
@@ -240,11 +335,14 @@ Status PipelineHead::Advance() {
            std::all_of(links_.begin(), links_.end(), [&](const auto& l) { return l->done_step >= step; });
   });
   EDGETRAIN_RETURN_IF_ERROR(LostLocked());
-  const Link& last = *links_.back();
-  const double loss = last.step_samples > 0 ? last.loss_sum / last.step_samples : 0;
+  // The last stage's devices each computed the loss of their share.
+  double loss_sum = 0;
+  for (int r : groups_.back()) loss_sum += links_[r]->loss_sum;
+  const int64_t samples = links_[groups_.back().front()]->step_samples;
+  const double loss = samples > 0 ? loss_sum / samples : 0;
   last_step_loss_ = loss;
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
-  samples_ += last.step_samples;
+  samples_ += samples;
   step_ = step;
   return Status::Ok();
 }
@@ -275,21 +373,24 @@ JobProgress PipelineHead::Progress() {
 }
 
 StatusOr<JobCheckpoint> PipelineHead::FetchState() {
+  // A group's devices step alike: each stage's first speaks for it.
+  std::vector<Link*> speakers;
+  for (const auto& group : groups_) speakers.push_back(links_[group.front()].get());
   {
     std::lock_guard lock(mu_);
-    for (auto& link : links_) link->state.reset();
+    for (Link* link : speakers) link->state.reset();
   }
   v1::CoordinatorMessage ask;
   ask.mutable_command()->set_send_state(true);
-  for (size_t s = 0; s < links_.size(); ++s) EDGETRAIN_RETURN_IF_ERROR(SendTo(static_cast<int>(s), ask));
+  for (Link* link : speakers) EDGETRAIN_RETURN_IF_ERROR(SendTo(link->rank, ask));
   std::unique_lock lock(mu_);
   changed_.Wait(lock, [&] {
     return !LostLocked().ok() ||
-           std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->state.has_value(); });
+           std::all_of(speakers.begin(), speakers.end(), [](const Link* l) { return l->state.has_value(); });
   });
   EDGETRAIN_RETURN_IF_ERROR(LostLocked());
   JobCheckpoint whole;
-  for (const auto& link : links_) {
+  for (const Link* link : speakers) {
     Append(link->state->parameters(), whole.parameters);
     Append(link->state->first_moment(), whole.optimizer.first);
     Append(link->state->second_moment(), whole.optimizer.second);
@@ -337,7 +438,7 @@ void PipelineHead::Finish(FinalModel final) {
   }
   v1::CoordinatorMessage stop;
   stop.mutable_stop()->set_reason("the job is over");
-  for (size_t s = 0; s < links_.size(); ++s) (void)SendTo(static_cast<int>(s), stop);
+  for (const auto& link : links_) (void)SendTo(link->rank, stop);
 }
 
 Status PipelineHead::SaveModel(const std::string& path) { return model_.SaveModel(path); }

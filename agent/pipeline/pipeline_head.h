@@ -9,10 +9,15 @@
 // one's, in the same layout: so it evaluates and checkpoints the whole model,
 // and a pipeline job resumes from its checkpoint as any job does.
 //
-// Threads: each stage's stream is served on its own (Serve), relaying as it
+// A stage on a group of devices (hybrid) has each micro-batch dealt among
+// them by speed: the head joins the parts one group sends and deals the whole
+// out to the next, and sums a group's gradients at the flush.
+//
+// Threads: each device's stream is served on its own (Serve), relaying as it
 // reads; the driver's thread sends commands and waits for the stages' word.
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -64,7 +69,12 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
 
  private:
   struct Link;
-  Status SendTo(int stage, const v1::CoordinatorMessage& message);
+  struct Parts;
+  Status SendTo(int rank, const v1::CoordinatorMessage& message);
+  Status SendToStage(int stage, const v1::CoordinatorMessage& message);
+  // A micro-batch part from `rank` of `stage`, bound for the stage `to`.
+  Status Relay(int stage, int rank, int to, bool forward, v1::MicroBatch part);
+  Status SumGradient(int stage, int rank, v1::GroupGradient part);
   // Every stage's state, fetched and joined into the whole model's.
   StatusOr<JobCheckpoint> FetchState();
   Status LostLocked() const;
@@ -79,7 +89,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
 
   mutable std::mutex mu_;
   ClockCondition changed_;
-  std::vector<std::unique_ptr<Link>> links_;  // by stage
+  std::vector<std::unique_ptr<Link>> links_;  // by rank
+  std::vector<std::vector<int>> groups_;      // by stage: its ranks
+  std::vector<std::vector<double>> speeds_;   // by stage: its devices' speeds, which deal micro-batches
+  std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
+  std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   std::optional<JobCheckpoint> restored_;
   bool finished_ = false;
   int64_t step_ = 0;

@@ -140,6 +140,60 @@ TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
   }
 }
 
+// A hybrid pipeline whose micro-batches are smaller than a group: devices
+// dealt no sample of one pass it on empty, and the steps still end.
+TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
+  const TrainTestSplit data = testing::FakeData(64, 8, 10);
+  JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 4, 5,
+                                   R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
+                              2, 4);
+  plan.workers.clear();
+  for (int r = 0; r < 5; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0 + r, std::nullopt, {}});
+  plan.pipeline = PipelineLayout{{{0, 1, {0, 1, 2}}, {1, 2, {3, 4}}}, 4};
+  DeterministicClock clock;
+  InMemoryNetwork network(clock);
+  std::vector<std::unique_ptr<testing::FakeStageTrainer>> trainers;
+  for (int r = 0; r < 5; ++r) {
+    trainers.push_back(std::make_unique<testing::FakeStageTrainer>(testing::FakeStage{r < 3, r >= 3}, clock));
+  }
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(2, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(2, {{1}}), clock, log);
+  std::vector<StatusOr<StageSummary>> summaries(5, InternalError("not run"));
+  std::atomic<bool> cancel{false};
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    std::vector<ClockThread> threads;
+    for (int r = 0; r < 5; ++r) {
+      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+        StageOptions options;
+        options.rank = r;
+        options.head = connector.get();
+        summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
+      }));
+    }
+    ASSERT_TRUE(head.Start(cancel).ok());
+    for (int step = 0; step < 3; ++step) ASSERT_TRUE(head.Advance().ok()) << log.str();
+    ASSERT_TRUE(head.Evaluate().ok());
+    head.Finish(FinalModel::kCurrent);
+    for (auto& t : threads) t.Join();
+    (*server)->Shutdown();
+  });
+  for (int r = 0; r < 5; ++r) {
+    ASSERT_TRUE(summaries[r].ok()) << "device " << r << ": " << summaries[r].status().ToString() << "\n" << log.str();
+    EXPECT_EQ(summaries[r]->steps, 3);
+  }
+  // Micro-batches of one sample: the fastest device of each group takes them all.
+  EXPECT_GT(summaries[0]->compute_s, 0);
+  EXPECT_EQ(summaries[1]->compute_s, 0);
+  EXPECT_EQ(summaries[2]->compute_s, 0);
+  EXPECT_EQ(trainers[0]->Parameters()[0], trainers[2]->Parameters()[0]) << "a group steps alike";
+}
+
 const TrainTestSplit& Digits() {
   static const TrainTestSplit* digits = [] {
     auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
@@ -158,28 +212,38 @@ double RelativeDifference(std::span<const float> a, std::span<const float> b) {
   return diff / scale;
 }
 
-// Three LibTorch stages over real gRPC on loopback, four micro-batches a
-// step, against the whole model on one device drawing the same batches: the
-// same loss at every step and the same weights after, within 1e-4.
-TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
+// LibTorch stages over real gRPC on loopback, four micro-batches a step, as
+// `layout` places them on devices of `slowdowns`, against the whole model on
+// one device drawing the same batches: the same loss at every step and the
+// same weights after, within 1e-4.
+void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<double>& slowdowns) {
   const std::string model = R"({"name": "mlp", "hidden": [32, 16]})";
   const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
-  const JobPlan plan = PipelinePlan(Spec(model, "digits", 32, 3, adam), 3, 4);
+  JobPlan plan = PipelinePlan(Spec(model, "digits", 32, static_cast<int>(slowdowns.size()), adam), 3, 4);
+  plan.pipeline = layout;
+  plan.workers.clear();
+  for (size_t r = 0; r < slowdowns.size(); ++r) {
+    plan.workers.push_back({static_cast<int>(r), "device-" + std::to_string(r), slowdowns[r], std::nullopt, {}});
+  }
+  ASSERT_TRUE(CheckPipelineLayout(layout, plan.workers.size()).ok());
   const TrainerOptions whole_options{plan.spec.model, Digits().train.info, plan.spec.seed, 1};
   auto layers = CountLayers(plan.spec.model, Digits().train.info);
   ASSERT_TRUE(layers.ok());
-  ASSERT_EQ(*layers, 3) << "one stage a layer";
+  ASSERT_EQ(*layers, layout.stages.back().end_layer);
 
   RealClock clock;
   auto whole = CreateTrainer(whole_options);
   ASSERT_TRUE(whole.ok());
-  std::vector<std::unique_ptr<StageTrainer>> stages;
+  std::vector<std::unique_ptr<StageTrainer>> trainers(plan.workers.size());
   StageShapes shapes;
-  for (int s = 0; s < 3; ++s) {
-    auto stage = CreateStageTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1, s, s + 1});
-    ASSERT_TRUE(stage.ok()) << stage.status().ToString();
-    shapes.push_back((*stage)->ParameterShapes());
-    stages.push_back(std::move(*stage));
+  for (const PipelineStagePlan& s : layout.stages) {
+    for (int r : s.ranks) {
+      auto stage = CreateStageTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1, s.first_layer,
+                                       s.end_layer});
+      ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+      trainers[r] = std::move(*stage);
+    }
+    shapes.push_back(trainers[s.ranks.front()]->ParameterShapes());
   }
   std::ostringstream log;
   PipelineHead head(plan, **whole, Digits().test, Digits().train.size(), shapes, clock, log);
@@ -187,14 +251,14 @@ TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   auto connector = GrpcConnector((*server)->address(), TransportSecurity{});
   std::atomic<bool> cancel{false};
-  std::vector<StatusOr<StageSummary>> summaries(3, InternalError("not run"));
+  std::vector<StatusOr<StageSummary>> summaries(plan.workers.size(), InternalError("not run"));
   std::vector<std::thread> threads;
-  for (int s = 0; s < 3; ++s) {
-    threads.emplace_back([&, s] {
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
+    threads.emplace_back([&, r] {
       StageOptions options;
-      options.rank = s;
+      options.rank = static_cast<int>(r);
       options.head = connector.get();
-      summaries[s] = RunStage(plan, options, *stages[s], Digits().train, clock, log, cancel);
+      summaries[r] = RunStage(plan, options, *trainers[r], Digits().train, clock, log, cancel);
     });
   }
 
@@ -204,9 +268,9 @@ TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
   std::vector<int64_t> all(static_cast<size_t>(Digits().train.size()));
   std::iota(all.begin(), all.end(), int64_t{0});
   BatchOrder batches(all, 32, plan.spec.seed);
-  const RowLayout layout((*one)->ParameterShapes(), SyncGranularity::kLayer);
-  RowOptimizer optimizer(plan.spec.optimizer, layout);
-  std::vector<float> x(32 * Digits().train.SampleSize()), gradient(layout.total_floats());
+  const RowLayout rows((*one)->ParameterShapes(), SyncGranularity::kLayer);
+  RowOptimizer optimizer(plan.spec.optimizer, rows);
+  std::vector<float> x(32 * Digits().train.SampleSize()), gradient(rows.total_floats());
   std::vector<int64_t> y(32);
 
   ASSERT_TRUE(head.Start(cancel).ok()) << log.str();
@@ -220,8 +284,8 @@ TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
     auto loss = (*one)->ComputeGradient(x.data(), y.data(), static_cast<int64_t>(batch.size()), gradient);
     ASSERT_TRUE(loss.ok());
     std::span<float> params = (*one)->Parameters();
-    for (size_t r = 0; r < layout.size(); ++r) {
-      const RowSpan& row = layout.row(r);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const RowSpan& row = rows.row(r);
       optimizer.Apply(r, params.subspan(row.offset, row.length),
                       std::span<const float>(gradient).subspan(row.offset, row.length));
     }
@@ -238,12 +302,27 @@ TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
   head.Finish(FinalModel::kCurrent);
   for (auto& t : threads) t.join();
   (*server)->Shutdown();
-  for (int s = 0; s < 3; ++s) {
-    ASSERT_TRUE(summaries[s].ok()) << "stage " << s << ": " << summaries[s].status().ToString();
-    EXPECT_EQ(summaries[s]->steps, 12);
-    EXPECT_GT(summaries[s]->compute_s, 0);
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
+    ASSERT_TRUE(summaries[r].ok()) << "rank " << r << ": " << summaries[r].status().ToString();
+    EXPECT_EQ(summaries[r]->steps, 12);
+    EXPECT_GT(summaries[r]->compute_s, 0);
   }
-  EXPECT_EQ(summaries[0]->activation_bytes_sent, 12 * 32 * 32 * 4) << "fc1's output, 32 floats a sample";
+}
+
+TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
+  ExpectToTrainAsOneDevice({{{0, 1, {0}}, {1, 2, {1}}, {2, 3, {2}}}, 4}, {1, 1, 1});
+}
+
+// Hybrid: the first stage on two devices, one twice as slow as the other,
+// which take two thirds and a third of each micro-batch and step on the sum
+// of their gradients (BSP, uncompressed, inside the stage).
+TEST(PipelineOverGrpcTest, AStageOnTwoDevicesTrainsStepForStepAsOneDevice) {
+  ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1});
+}
+
+// Plain synchronous data parallelism, as a pipeline of one stage on three devices.
+TEST(PipelineOverGrpcTest, OneStageOnThreeDevicesTrainsStepForStepAsOneDevice) {
+  ExpectToTrainAsOneDevice({{{0, 3, {0, 1, 2}}}, 2}, {1, 1, 1});
 }
 
 }  // namespace

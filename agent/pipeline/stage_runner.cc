@@ -38,6 +38,8 @@ class Inbox {
     if (message.has_forward() || message.has_backward()) {
       const v1::MicroBatch& m = message.has_forward() ? message.forward() : message.backward();
       micro_batches_[{message.has_forward(), m.step(), m.micro_batch()}] = std::move(message);
+    } else if (message.has_gradient()) {
+      gradients_[message.gradient().step()] = std::move(*message.mutable_gradient());
     } else {
       commands_.push_back(std::move(message));
     }
@@ -60,6 +62,16 @@ class Inbox {
     micro_batches_.erase(found);
     return m;
   }
+  // The group's summed gradient of `step`, once the head has sent it.
+  StatusOr<v1::GroupGradient> AwaitGradient(int64_t step) {
+    std::unique_lock lock(mu_);
+    arrived_.Wait(lock, [&] { return gradients_.count(step) > 0 || !closed_.ok(); });
+    auto found = gradients_.find(step);
+    if (found == gradients_.end()) return closed_;
+    v1::GroupGradient g = std::move(found->second);
+    gradients_.erase(found);
+    return g;
+  }
   // The head's next word: a command or Stop.
   StatusOr<v1::CoordinatorMessage> NextCommand() {
     std::unique_lock lock(mu_);
@@ -75,6 +87,7 @@ class Inbox {
   std::mutex mu_;
   ClockCondition arrived_;
   std::map<Key, v1::CoordinatorMessage> micro_batches_;
+  std::map<int64_t, v1::GroupGradient> gradients_;
   std::deque<v1::CoordinatorMessage> commands_;
   Status closed_ = Status::Ok();
 };
@@ -120,12 +133,17 @@ class Stage {
  public:
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
         Clock& clock, std::ostream& log)
-      : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())), options_(options),
+      : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
+        group_(plan.pipeline->stages[index].ranks),
+        member_(static_cast<size_t>(std::find(group_.begin(), group_.end(), options.rank) - group_.begin())),
+        options_(options),
         trainer_(trainer), train_(train), clock_(clock), log_(log),
         slowdown_(plan.workers[options.rank].slowdown),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(plan.spec.optimizer, layout_),
-        inbox_(clock), outbox_(clock) {}
+        inbox_(clock), outbox_(clock) {
+    for (int r : group_) speeds_.push_back(1 / plan.workers[r].slowdown);
+  }
 
   StatusOr<StageSummary> Run(CoordinatorStream& stream, const std::atomic<bool>& cancel) {
     ClockThread receiver = clock_.StartThread("stage receiver " + std::to_string(options_.rank), [&] {
@@ -202,10 +220,11 @@ class Stage {
     double loss_sum = 0;
     const double compute_before = summary_.compute_s, idle_before = summary_.idle_s;
     for (const Pass& pass : OneForwardOneBackward(index_, stages_, count)) {
-      const MicroBatchSpan span = spans[pass.micro_batch];
-      const int64_t n = span.end - span.begin;
+      // This device's share of the micro-batch, where it reads samples itself.
+      const MicroBatchSpan span = Mine(spans[pass.micro_batch]);
       if (pass.kind == PassKind::kForward) {
         std::vector<float> input;
+        int64_t n = span.end - span.begin;
         if (trainer_.IsFirst()) {
           input.resize(static_cast<size_t>(n * train_.SampleSize()));
           for (int64_t k = 0; k < n; ++k) {
@@ -213,27 +232,37 @@ class Stage {
           }
         } else {
           EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch in, Awaited(true, step, pass.micro_batch));
+          n = in.samples();
           input = Floats(in.values());
         }
-        EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> output,
-                                   Computed([&] { return trainer_.Forward(pass.micro_batch, input); }));
+        held_[pass.micro_batch] = n;
+        std::vector<float> output;
+        // A device dealt none of a small micro-batch passes it on empty.
+        if (n > 0) {
+          EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_.Forward(pass.micro_batch, input); }));
+        }
         if (!trainer_.IsLast()) Send(true, step, pass.micro_batch, n, output);
       } else {
+        const int64_t n = held_[pass.micro_batch];
         std::vector<float> input_gradient;
         if (trainer_.IsLast()) {
           std::vector<int64_t> labels(static_cast<size_t>(n));
           for (int64_t k = 0; k < n; ++k) labels[k] = train_.labels[batch[span.begin + k]];
-          EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed([&] {
-                                       return trainer_.BackwardFromLoss(pass.micro_batch, labels,
-                                                                        static_cast<double>(n) / m);
-                                     }));
-          loss_sum += r.loss * n;
-          input_gradient = std::move(r.input_gradient);
+          if (n > 0) {
+            EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed([&] {
+                                         return trainer_.BackwardFromLoss(pass.micro_batch, labels,
+                                                                          static_cast<double>(n) / m);
+                                       }));
+            loss_sum += r.loss * n;
+            input_gradient = std::move(r.input_gradient);
+          }
         } else {
           EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch g, Awaited(false, step, pass.micro_batch));
           const std::vector<float> output_gradient = Floats(g.values());
-          EDGETRAIN_ASSIGN_OR_RETURN(input_gradient,
-                                     Computed([&] { return trainer_.Backward(pass.micro_batch, output_gradient); }));
+          if (n > 0) {
+            EDGETRAIN_ASSIGN_OR_RETURN(input_gradient,
+                                       Computed([&] { return trainer_.Backward(pass.micro_batch, output_gradient); }));
+          }
         }
         if (!trainer_.IsFirst()) Send(false, step, pass.micro_batch, n, input_gradient);
       }
@@ -241,6 +270,20 @@ class Stage {
     // The flush: every micro-batch's gradient is in, so the weights move once.
     std::span<float> params = trainer_.Parameters();
     std::span<const float> gradient = trainer_.Gradients();
+    v1::GroupGradient sum;
+    if (group_.size() > 1) {
+      // The group's devices each hold the gradient of their shares: they step
+      // on the sum, alike, and stay one copy of the stage.
+      v1::WorkerMessage mine;
+      mine.mutable_gradient()->set_step(step);
+      mine.mutable_gradient()->set_values(Bytes(gradient));
+      outbox_.Post(std::move(mine));
+      EDGETRAIN_ASSIGN_OR_RETURN(sum, inbox_.AwaitGradient(step));
+      if (sum.values().size() != gradient.size() * sizeof(float)) {
+        return FailedPreconditionError("the head summed a gradient of another size");
+      }
+      gradient = std::span<const float>(reinterpret_cast<const float*>(sum.values().data()), gradient.size());
+    }
     for (size_t r = 0; r < layout_.size(); ++r) {
       const RowSpan& row = layout_.row(r);
       optimizer_.Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
@@ -255,6 +298,16 @@ class Stage {
     *message.mutable_step_done() = std::move(done);
     outbox_.Post(std::move(message));
     return Status::Ok();
+  }
+
+  // Where this device reads its share of a micro-batch of the batch: the
+  // group's devices deal it by speed, as the head does.
+  MicroBatchSpan Mine(MicroBatchSpan whole) const {
+    if (group_.size() == 1) return whole;
+    const std::vector<int64_t> shares = ShareOut(whole.end - whole.begin, speeds_);
+    int64_t begin = whole.begin;
+    for (size_t j = 0; j < member_; ++j) begin += shares[j];
+    return {begin, begin + shares[member_]};
   }
 
   // A pass, timed as compute, the emulated device's slowdown slept on top.
@@ -315,6 +368,9 @@ class Stage {
   const JobPlan& plan_;
   const int index_;
   const int stages_;
+  const std::vector<int> group_;  // the devices of this stage, this one among them
+  const size_t member_;
+  std::vector<double> speeds_;    // of the group's devices, which deal each micro-batch
   const StageOptions& options_;
   StageTrainer& trainer_;
   const Dataset& train_;
@@ -327,6 +383,7 @@ class Stage {
   Inbox inbox_;
   Outbox outbox_;
   int64_t step_ = 0;
+  std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
   StageSummary summary_;
 };
 
@@ -345,10 +402,6 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
                                 const std::atomic<bool>& cancel) {
   if (!plan.pipeline) return FailedPreconditionError("the plan has no pipeline for a stage to take part in");
   EDGETRAIN_ASSIGN_OR_RETURN(int index, StageOfRank(*plan.pipeline, options.rank));
-  if (plan.pipeline->stages[index].ranks.size() > 1) {
-    return UnimplementedError("stage " + std::to_string(index + 1) +
-                              " is on several devices: hybrid stages are not supported yet");
-  }
   const TimePoint began = clock.Now();
   std::optional<TraceShaper> uplink;  // outlives the stream that shapes with it
   std::unique_ptr<CoordinatorStream> stream;
