@@ -12,12 +12,15 @@
 #include "agent/dp/worker.h"
 #include "agent/failure_report.h"
 #include "agent/job_driver.h"
+#include "agent/pipeline/pipeline_head.h"
+#include "agent/pipeline/stage_runner.h"
 #include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "http/http_server.h"
 #include "agent/telemetry/metrics.h"
+#include "agent/torch/stage_trainer.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
 #include "core/bandwidth_trace.h"
@@ -208,9 +211,77 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   return kExitOk;
 }
 
+// The head of a pipeline (docs/pipeline.md): the job's driver, and the relay
+// between its stages. It prints `listening HOST:PORT` once stages can connect.
+StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel) {
+  const JobSpec& spec = s.plan.spec;
+  const int64_t train_size = s.data.train.size();
+  s.data.train = {};  // the stages read their samples; the head only evaluates
+  // What each stage holds, to deal a checkpoint out to them: the stages'
+  // parameter tensors, from the same layers they build.
+  StageShapes shapes;
+  for (const PipelineStagePlan& stage : s.plan.pipeline->stages) {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> t,
+                               CreateStageTrainer({spec.model, s.data.test.info, spec.seed, s.plan.intra_op_threads,
+                                                   stage.first_layer, stage.end_layer}));
+    shapes.push_back(t->ParameterShapes());
+  }
+  RealClock clock;
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
+  PipelineHead head(s.plan, *s.trainer, s.data.test, train_size, std::move(shapes), clock, s.log);
+  JobDriver driver(s.plan, head, clock, s.endpoint.board(), metrics, s.log);
+  EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
+                             StartTrainingServer(s.flags.listen, TransportSecurity{}, head));
+  s.log << "head: " << s.plan.pipeline->stages.size() << " stage(s) on " << s.plan.workers.size() << " device(s), "
+        << s.plan.pipeline->micro_batches << " micro-batches a step, a model of " << s.trainer->ParameterCount()
+        << " parameters\n";
+  s.lines << "listening " << server->address() << std::endl;
+  auto result = driver.Run(cancel);
+  server->Shutdown();
+  return result;
+}
+
+// A stage of a pipeline: its layers of the model, on its share of each
+// micro-batch.
+int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
+  s.data.test = {};  // a stage never evaluates
+  auto fail = [&](Status status) {
+    if (status.code() == StatusCode::kFailedPrecondition) status = InvalidArgumentError(status.message());
+    return ReportFailure(status.WithContext("stage agent " + std::to_string(s.flags.rank)), s.lines, s.log);
+  };
+  auto index = StageOfRank(*s.plan.pipeline, s.flags.rank);
+  if (!index.ok()) return fail(index.status());
+  const PipelineStagePlan& mine = s.plan.pipeline->stages[*index];
+  auto trainer = CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed,
+                                     s.plan.intra_op_threads, mine.first_layer, mine.end_layer});
+  if (!trainer.ok()) return fail(trainer.status());
+  StageOptions options;
+  options.rank = s.flags.rank;
+  auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
+  options.head = connector.get();
+  auto uplink = EmulatedLink(s.plan, s.flags.rank);
+  if (!uplink.ok()) return fail(uplink.status());
+  if (!KernelShaped(s.plan, s.flags.rank)) options.uplink = std::move(*uplink);
+  s.log << "stage " << *index + 1 << " (layers " << mine.first_layer << "-" << mine.end_layer - 1 << ", "
+        << (*trainer)->ParameterCount() << " parameters) with head " << s.flags.coordinator << "\n";
+  RealClock clock;
+  auto summary = RunStage(s.plan, options, **trainer, s.data.train, clock, s.log, cancel);
+  if (!summary.ok()) return fail(summary.status());
+  nlohmann::json result = {{"rank", s.flags.rank},
+                           {"stage", *index},
+                           {"steps", summary->steps},
+                           {"computeSeconds", summary->compute_s},
+                           {"idleSeconds", summary->idle_s},
+                           {"activationBytesSent", summary->activation_bytes_sent},
+                           {"stopReason", summary->stop_reason}};
+  s.lines << "result " << result.dump() << std::endl;
+  return kExitOk;
+}
+
 // Which part this agent plays, from its flags and its plan: a plan that
-// places workers is a data-parallel team, one without is a job of one.
-enum class Part { kSolo, kCoordinator, kWorker };
+// places workers is a data-parallel team, one with a pipeline a pipeline, one
+// without either a job of one.
+enum class Part { kSolo, kCoordinator, kWorker, kHead, kStage };
 
 StatusOr<Part> PartOf(const AgentFlags& flags, const JobPlan& plan) {
   if (plan.job != flags.job) {
@@ -223,12 +294,16 @@ StatusOr<Part> PartOf(const AgentFlags& flags, const JobPlan& plan) {
   const bool team = !plan.workers.empty();
   switch (flags.role) {
     case Role::kStage:
-      return InvalidArgumentError("--role=stage (pipeline parallelism) is not supported yet");
+      if (!plan.pipeline) return InvalidArgumentError("--role=stage needs a plan with a pipeline");
+      if (flags.coordinator.empty()) return InvalidArgumentError("--role=stage needs --coordinator=HOST:PORT (the head)");
+      return Part::kStage;
     case Role::kWorker:
+      if (plan.pipeline) return InvalidArgumentError("the plan is a pipeline's: its agents are --role=stage");
       if (!team) return InvalidArgumentError("--role=worker needs a plan that places workers");
       if (flags.coordinator.empty()) return InvalidArgumentError("--role=worker needs --coordinator=HOST:PORT");
       return Part::kWorker;
     case Role::kCoordinator:
+      if (plan.pipeline) return Part::kHead;
       return team ? Part::kCoordinator : Part::kSolo;
   }
   return InvalidArgumentError("unknown role");
@@ -242,26 +317,34 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   if (!part.ok()) return ReportFailure(part.status(), lines, log);
   // Every role: its endpoints, its data, its model; then its part.
   Endpoint endpoint;
-  if (Status started = endpoint.Start(flags.http, *part != Part::kWorker, lines); !started.ok()) {
+  const bool serves_job = *part != Part::kWorker && *part != Part::kStage;
+  if (Status started = endpoint.Start(flags.http, serves_job, lines); !started.ok()) {
     return ReportFailure(started, lines, log);
   }
   const JobSpec& spec = plan->spec;
   auto setup_failed = [&](const Status& status) {
-    return *part == Part::kWorker ? ReportFailure(status, lines, log) : ReportJob(status, endpoint, lines, log);
+    return serves_job ? ReportJob(status, endpoint, lines, log) : ReportFailure(status, lines, log);
   };
   log << "loading " << NameOf(spec.data.dataset) << "\n";
   auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
   if (!data.ok()) return setup_failed(data.status());
   log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
-  auto trainer = CreateTrainer({spec.model, data->train.info, spec.seed, plan->intra_op_threads});
-  if (!trainer.ok()) return setup_failed(trainer.status());
-  log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
-      << plan->intra_op_threads << " intra-op thread(s)\n";
-  AgentSetup setup{flags, *plan, endpoint, std::move(*data), std::move(*trainer), lines, log};
+  // A stage builds its own layers only: the whole model may not fit its device.
+  std::unique_ptr<Trainer> whole;
+  if (*part != Part::kStage) {
+    auto trainer = CreateTrainer({spec.model, data->train.info, spec.seed, plan->intra_op_threads});
+    if (!trainer.ok()) return setup_failed(trainer.status());
+    log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
+        << plan->intra_op_threads << " intra-op thread(s)\n";
+    whole = std::move(*trainer);
+  }
+  AgentSetup setup{flags, *plan, endpoint, std::move(*data), std::move(whole), lines, log};
   switch (*part) {
     case Part::kSolo: return ReportJob(RunSoloRole(setup, cancel), endpoint, lines, log);
     case Part::kCoordinator: return ReportJob(RunCoordinatorRole(setup, cancel), endpoint, lines, log);
     case Part::kWorker: return RunWorkerRole(setup, cancel);
+    case Part::kHead: return ReportJob(RunHeadRole(setup, cancel), endpoint, lines, log);
+    case Part::kStage: return RunStageRole(setup, cancel);
   }
   return kExitFailed;
 }
