@@ -139,7 +139,9 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
   PrintComparisonRow(("planned " + std::string(NameOf(choice.plan_mode))).c_str(), plan, out);
   PrintComparisonRow("even split", choice.even_split, out);
   PrintComparisonRow("data parallel", choice.data_parallel, out);
-  out << "\n";
+  PrintComparisonRow("fastest alone", choice.fastest_alone, out);
+  out << "ideal: " << WithThousands(std::llround(choice.ideal_samples_per_s))
+      << " samples/s, every device computing all the time and nothing else\n\n";
   if (choice.asked == ParallelismMode::kAuto) {
     out << "auto picks " << NameOf(choice.chosen) << ": " << choice.reason << "\n";
   } else {
@@ -166,7 +168,9 @@ nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const Parallel
           {"devices", devices},
           {"plan", plan},
           {"evenSplit", PlanJson(problem, choice.even_split)},
-          {"dataParallel", PlanJson(problem, choice.data_parallel)}};
+          {"dataParallel", PlanJson(problem, choice.data_parallel)},
+          {"fastestAlone", PlanJson(problem, choice.fastest_alone)},
+          {"idealSamplesPerSecond", choice.ideal_samples_per_s}};
 }
 
 }  // namespace edgetrain::cli

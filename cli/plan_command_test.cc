@@ -76,7 +76,8 @@ TEST_F(PlanCommandTest, ThePipelineExampleShowsItsStagesAgainstTheEvenSplitAndDa
   for (const char* shown : {"layers, per sample, measured on this machine", "conv1 ", "conv8 ", "classifier ",
                             "devices, the workers' nodes", "sensor-hub ", "the planner's best for mode auto",
                             "STAGE LAYERS", "PERIOD ms", "MEMORY/DEVICE", "predicted: ", "micro-batches of",
-                            "against, on the same devices and links:", "even split ", "data parallel ", "auto picks "}) {
+                            "against, on the same devices and links:", "even split ", "data parallel ",
+                            "fastest alone ", "ideal: ", "auto picks "}) {
     EXPECT_NE(out.find(shown), std::string::npos) << "missing \"" << shown << "\" in\n" << out;
   }
   EXPECT_NE(plan.err.find(kPlannedOnly), std::string::npos) << plan.err;
@@ -97,7 +98,7 @@ TEST_F(PlanCommandTest, ThePipelineJsonPredictsThePlanTheEvenSplitAndDataParalle
   ASSERT_EQ(p["devices"].size(), 4u);
   EXPECT_EQ(p["devices"][0]["name"], doc["workers"][0]) << "the workers' nodes, in rank order";
   EXPECT_DOUBLE_EQ(p["devices"][3]["speed"].get<double>(), 0.05) << "sensor-hub, 20 times slower than this machine";
-  for (const char* which : {"plan", "evenSplit", "dataParallel"}) {
+  for (const char* which : {"plan", "evenSplit", "dataParallel", "fastestAlone"}) {
     const nlohmann::json& plan_json = p[which];
     EXPECT_TRUE(plan_json["fits"]) << which;
     EXPECT_GT(plan_json["predictedSamplesPerSecond"].get<double>(), 0) << which;
@@ -116,6 +117,9 @@ TEST_F(PlanCommandTest, ThePipelineJsonPredictsThePlanTheEvenSplitAndDataParalle
   }
   EXPECT_EQ(p["evenSplit"]["stages"].size(), 4u);
   EXPECT_EQ(p["dataParallel"]["stages"].size(), 1u);
+  EXPECT_EQ(p["fastestAlone"]["stages"][0]["devices"], nlohmann::json::array({"gateway"}));
+  EXPECT_LE(p["plan"]["predictedSamplesPerSecond"].get<double>(),
+            p["idealSamplesPerSecond"].get<double>() * (1 + 1e-12));
   // Auto's pick follows the predictions.
   const double planned = p["plan"]["predictedSamplesPerSecond"], dp = p["dataParallel"]["predictedSamplesPerSecond"];
   EXPECT_GE(planned, dp * (1 - 1e-9));

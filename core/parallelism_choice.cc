@@ -1,6 +1,7 @@
 #include "core/parallelism_choice.h"
 
 #include <cstdio>
+#include <optional>
 
 namespace edgetrain {
 namespace {
@@ -24,6 +25,33 @@ std::string AgainstDataParallelism(const PipelinePlan& plan, const PipelinePlan&
   return "predicted " + Times(ratio) + " data parallelism's samples/s on the same devices and links (" +
          SamplesPerSecond(plan.cost.samples_per_s) + " against " + SamplesPerSecond(data_parallel.cost.samples_per_s) +
          ")";
+}
+
+// The whole model on the fastest device, at the micro-batch count that fits
+// (the step is the same at any: one stage has nothing to overlap).
+PipelinePlan FastestAlone(const PipelineProblem& problem) {
+  int fastest = 0;
+  for (int d = 1; d < static_cast<int>(problem.devices.size()); ++d) {
+    if (problem.devices[d].speed > problem.devices[fastest].speed) fastest = d;
+  }
+  const std::vector<PipelineStage> stages = {{0, static_cast<int>(problem.layers.size()), {fastest}}};
+  const PipelineCostModel model(problem);
+  std::optional<PipelinePlan> best;
+  for (int m : MicroBatchCounts(problem)) {
+    PipelinePlan plan{stages, m, problem.batch_size / m, *model.Plan(stages, m)};
+    if (!best || (plan.cost.fits && !best->cost.fits) ||
+        (plan.cost.fits == best->cost.fits && plan.cost.step_s < best->cost.step_s)) {
+      best = std::move(plan);
+    }
+  }
+  return *best;
+}
+
+double IdealSamplesPerSecond(const PipelineProblem& problem) {
+  double capacity = 0, work_s = 0;
+  for (const PipelineDevice& d : problem.devices) capacity += d.speed;
+  for (const LayerCost& l : problem.layers) work_s += l.forward_s + l.backward_s;
+  return work_s > 0 ? capacity / work_s : 0;
 }
 
 }  // namespace
@@ -50,6 +78,8 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
   choice.plan_mode = ModeOf(problem, plan);
   choice.even_split = EvenSplitPlan(problem);
   choice.data_parallel = DataParallelPlan(problem);
+  choice.fastest_alone = FastestAlone(problem);
+  choice.ideal_samples_per_s = IdealSamplesPerSecond(problem);
   const PipelinePlan& dp = choice.data_parallel;
   if (mode != ParallelismMode::kAuto) {
     choice.chosen = mode;

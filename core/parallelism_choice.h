@@ -28,6 +28,10 @@ struct ParallelismChoice {
   ParallelismMode plan_mode = ParallelismMode::kHybrid;
   PipelinePlan even_split;     // one device a stage, the layers dealt out evenly
   PipelinePlan data_parallel;  // one stage on every device
+  PipelinePlan fastest_alone;  // the whole model on the fastest device
+  // Every device computing all the time and nothing else: the sum of their
+  // capacities, what no plan can beat (issue 15's benchmark measures against it).
+  double ideal_samples_per_s = 0;
   // pipeline and hybrid: as asked. auto: plan_mode, or dataParallel.
   ParallelismMode chosen = ParallelismMode::kDataParallel;
   // The choice against data parallelism, in a sentence: "predicted 2.4x data

@@ -35,6 +35,15 @@ TEST(ParallelismChoiceTest, AutoSplitsTheModelWhenLinksAreTooThinToSyncIt) {
       << choice->reason;
   EXPECT_EQ(choice->even_split.stages.size(), 4u);
   EXPECT_EQ(choice->data_parallel.stages.size(), 1u);
+  ASSERT_EQ(choice->fastest_alone.stages.size(), 1u);
+  EXPECT_EQ(choice->fastest_alone.stages[0].devices, std::vector<int>{0});
+  // 33 ms of work a sample at speed 1, on 18 units of speed.
+  EXPECT_DOUBLE_EQ(choice->ideal_samples_per_s, 18 / 0.033);
+  EXPECT_NEAR(choice->fastest_alone.cost.samples_per_s, 10 / 0.033, 1e-9);
+  for (const PipelinePlan* plan : {&choice->planned.plan, &choice->even_split, &choice->data_parallel,
+                                   &choice->fastest_alone}) {
+    EXPECT_LE(plan->cost.samples_per_s, choice->ideal_samples_per_s * (1 + 1e-12));
+  }
 }
 
 TEST(ParallelismChoiceTest, AutoKeepsDataParallelismWhereNoSplitBeatsIt) {
