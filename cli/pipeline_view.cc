@@ -145,7 +145,9 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
   if (choice.asked == ParallelismMode::kAuto) {
     out << "auto picks " << NameOf(choice.chosen) << ": " << choice.reason << "\n";
   } else {
-    out << asked << ": " << choice.reason << "\n";
+    out << "mode " << asked;
+    if (choice.plan_mode != choice.asked) out << " (its best plan shaped as " << NameOf(choice.plan_mode) << ")";
+    out << ": " << choice.reason << "\n";
   }
 }
 
