@@ -22,9 +22,8 @@ SoloEngine::SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSpl
     : spec_(spec), trainer_(trainer), data_(data), device_(device), clock_(clock),
       // One row per tensor: every row steps at every step, as one optimizer would.
       layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(spec.optimizer, layout_),
-      order_(samples.empty() ? AllOf(data.train) : std::move(samples)),
-      steps_per_epoch_((static_cast<int64_t>(order_.size()) + spec.data.batch_size - 1) / spec.data.batch_size),
-      rng_(spec.seed), x_(static_cast<size_t>(spec.data.batch_size * data.train.SampleSize())),
+      batches_(samples.empty() ? AllOf(data.train) : std::move(samples), spec.data.batch_size, spec.seed),
+      steps_per_epoch_(batches_.BatchesPerEpoch()), x_(static_cast<size_t>(spec.data.batch_size * data.train.SampleSize())),
       y_(static_cast<size_t>(spec.data.batch_size)), gradient_(static_cast<size_t>(layout_.total_floats())),
       energy_(device.power, clock.Now()) {}
 
@@ -42,21 +41,18 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
   energy_before_j_ = c.energy_joules;
   // The interrupted epoch is not replayed: the resumed run starts a new pass,
   // in an order of its own.
-  rng_.seed(spec_.seed + static_cast<uint64_t>(iteration_));
+  batches_.Restart(spec_.seed + static_cast<uint64_t>(iteration_));
   return Status::Ok();
 }
 
 Status SoloEngine::Advance() {
-  const int64_t batch = spec_.data.batch_size;
-  const int64_t n = static_cast<int64_t>(order_.size());
-  if (cursor_ == 0) std::shuffle(order_.begin(), order_.end(), rng_);
-  const int64_t m = std::min(batch, n - cursor_);
+  const std::span<const int64_t> batch = batches_.Next();
+  const int64_t m = static_cast<int64_t>(batch.size());
   const int64_t sample_size = data_.train.SampleSize();
   for (int64_t k = 0; k < m; ++k) {
-    data_.train.CopySamples(order_[cursor_ + k], 1, x_.data() + k * sample_size);
-    y_[k] = data_.train.labels[order_[cursor_ + k]];
+    data_.train.CopySamples(batch[k], 1, x_.data() + k * sample_size);
+    y_[k] = data_.train.labels[batch[k]];
   }
-  cursor_ = cursor_ + m == n ? 0 : cursor_ + m;
 
   const TimePoint began = clock_.Now();
   energy_.BeginCompute(began);

@@ -11,6 +11,7 @@
 #include "agent/torch/trainer.h"
 #include "agent/training_engine.h"
 #include "core/clock.h"
+#include "core/batch_order.h"
 #include "core/cluster_profile.h"
 #include "core/energy_model.h"
 #include "core/job_spec.h"
@@ -48,10 +49,8 @@ class SoloEngine final : public TrainingEngine {
   Clock& clock_;
   const RowLayout layout_;
   RowOptimizer optimizer_;
-  std::vector<int64_t> order_;  // the epoch's samples, shuffled
-  int64_t cursor_ = 0;          // into order_
+  BatchOrder batches_;
   const int64_t steps_per_epoch_;
-  std::mt19937_64 rng_;
   // Allocated once; each step gathers its samples into these.
   std::vector<float> x_;
   std::vector<int64_t> y_;

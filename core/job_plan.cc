@@ -13,6 +13,29 @@ int64_t SlotSince(const JobPlan& plan, int rank) {
   return plan.generation;
 }
 
+Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers) {
+  if (layout.stages.empty()) return InvalidArgumentError("plan: a pipeline needs a stage");
+  if (layout.micro_batches < 1) return InvalidArgumentError("plan: pipeline.microBatches must be >= 1");
+  std::vector<bool> taken(workers, false);
+  int next = 0;
+  for (size_t i = 0; i < layout.stages.size(); ++i) {
+    const PipelineStagePlan& s = layout.stages[i];
+    const std::string which = "plan: pipeline stage " + std::to_string(i + 1);
+    if (s.first_layer != next || s.end_layer <= s.first_layer) {
+      return InvalidArgumentError(which + " must start where the one before ends and hold a layer");
+    }
+    if (s.ranks.empty()) return InvalidArgumentError(which + " has no worker");
+    for (int r : s.ranks) {
+      if (r < 0 || static_cast<size_t>(r) >= workers || taken[r]) {
+        return InvalidArgumentError(which + ": rank " + std::to_string(r) + " is not a worker of the plan or has a stage");
+      }
+      taken[r] = true;
+    }
+    next = s.end_layer;
+  }
+  return Status::Ok();
+}
+
 std::string EncodeJobPlan(const JobPlan& plan) {
   Json workers = Json::array();
   for (const auto& w : plan.workers) {
@@ -41,6 +64,13 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       {"fresh", plan.fresh},
   };
   if (plan.shard) j["shard"] = {{"parts", plan.shard->parts}, {"part", plan.shard->part}};
+  if (plan.pipeline) {
+    Json stages = Json::array();
+    for (const PipelineStagePlan& s : plan.pipeline->stages) {
+      stages.push_back({{"firstLayer", s.first_layer}, {"endLayer", s.end_layer}, {"ranks", s.ranks}});
+    }
+    j["pipeline"] = {{"stages", stages}, {"microBatches", plan.pipeline->micro_batches}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -75,6 +105,15 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       }
       plan.workers.push_back(slot);
     }
+    if (j.contains("pipeline")) {
+      PipelineLayout layout;
+      layout.micro_batches = j["pipeline"].at("microBatches").get<int>();
+      for (const auto& s : j["pipeline"].at("stages")) {
+        layout.stages.push_back(
+            {s.at("firstLayer").get<int>(), s.at("endLayer").get<int>(), s.at("ranks").get<std::vector<int>>()});
+      }
+      plan.pipeline = std::move(layout);
+    }
   } catch (const Json::exception& e) {
     return InvalidArgumentError(std::string("plan: ") + e.what());
   }
@@ -87,6 +126,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     if (plan.workers[i].rank != static_cast<int>(i)) return InvalidArgumentError("plan: workers must be listed by rank");
     if (plan.workers[i].slowdown < 1) return InvalidArgumentError("plan: a worker's slowdown must be >= 1");
   }
+  if (plan.pipeline) EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(*plan.pipeline, plan.workers.size()));
   EDGETRAIN_ASSIGN_OR_RETURN(plan.spec, DecodeJobSpec(plan.spec_json));
   return plan;
 }

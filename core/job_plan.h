@@ -36,6 +36,20 @@ struct DataShard {
   int part = 0;
 };
 
+// A pipeline job's stages (docs/pipeline.md): layers [first_layer, end_layer)
+// of the model on the workers of `ranks`, in the order data flows, and the
+// micro-batches a step is cut into. Rank r of the plan's workers is an agent
+// with --role=stage.
+struct PipelineStagePlan {
+  int first_layer = 0;
+  int end_layer = 0;
+  std::vector<int> ranks;
+};
+struct PipelineLayout {
+  std::vector<PipelineStagePlan> stages;
+  int micro_batches = 1;
+};
+
 struct JobPlan {
   std::string job;          // the TrainingJob's name
   int64_t generation = 1;   // bumped on every re-plan; peers on another generation are refused
@@ -47,6 +61,7 @@ struct JobPlan {
   // A job of one only: train on this shard, on an emulated slower device.
   std::optional<DataShard> shard;
   double slowdown = 1;
+  std::optional<PipelineLayout> pipeline;  // a pipeline job's stages; none: data parallel or a job of one
   // Start afresh even if the output folder holds a checkpoint of this job
   // that did not complete (which the job otherwise resumes from).
   bool fresh = false;
@@ -54,6 +69,10 @@ struct JobPlan {
 
 // The oldest plan generation whose worker may hold rank `rank`'s slot.
 int64_t SlotSince(const JobPlan& plan, int rank);
+
+// Stages in order over contiguous layers, each on workers of the plan that
+// hold no other stage.
+Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers);
 
 std::string EncodeJobPlan(const JobPlan& plan);
 StatusOr<JobPlan> DecodeJobPlan(std::string_view json);

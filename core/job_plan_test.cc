@@ -103,6 +103,40 @@ TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {
   EXPECT_EQ(SlotSince(*decoded, 7), 3) << "a rank the plan lacks: only the current generation";
 }
 
+TEST(JobPlanTest, APipelinesStagesRoundTripAndAreChecked) {
+  JobPlan plan = APlan("vgg-pipeline");
+  for (int r = 0; r < 3; ++r) plan.workers.push_back({r, "node-" + std::to_string(r), 1, std::nullopt, {}});
+  plan.pipeline = PipelineLayout{{{0, 4, {0}}, {4, 7, {1, 2}}}, 4};
+  auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(decoded->pipeline.has_value());
+  EXPECT_EQ(decoded->pipeline->micro_batches, 4);
+  ASSERT_EQ(decoded->pipeline->stages.size(), 2u);
+  EXPECT_EQ(decoded->pipeline->stages[1].first_layer, 4);
+  EXPECT_EQ(decoded->pipeline->stages[1].end_layer, 7);
+  EXPECT_EQ(decoded->pipeline->stages[1].ranks, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(DecodeJobPlan(EncodeJobPlan(APlan("x")))->pipeline.has_value());
+
+  struct Case {
+    PipelineLayout layout;
+    const char* error;
+  } cases[] = {
+      {{{}, 1}, "a pipeline needs a stage"},
+      {{{{0, 4, {0}}}, 0}, "microBatches must be >= 1"},
+      {{{{0, 4, {0}}, {5, 7, {1}}}, 2}, "stage 2 must start where the one before ends"},
+      {{{{0, 4, {0}}, {4, 4, {1}}}, 2}, "stage 2 must start where the one before ends and hold a layer"},
+      {{{{0, 4, {}}}, 2}, "stage 1 has no worker"},
+      {{{{0, 4, {0}}, {4, 7, {0}}}, 2}, "stage 2: rank 0 is not a worker of the plan or has a stage"},
+      {{{{0, 4, {3}}}, 2}, "stage 1: rank 3 is not a worker"},
+  };
+  for (const auto& c : cases) {
+    plan.pipeline = c.layout;
+    auto broken = DecodeJobPlan(EncodeJobPlan(plan));
+    ASSERT_FALSE(broken.ok()) << c.error;
+    EXPECT_NE(broken.status().message().find(c.error), std::string::npos) << broken.status().message();
+  }
+}
+
 TEST(JobPlanTest, RefusesBrokenPlansNamingTheField) {
   struct Case {
     std::string json;

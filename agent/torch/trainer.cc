@@ -6,27 +6,11 @@
 #include <cstring>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/torch/flat_parameters.h"
 #include "agent/torch/models.h"
 
 namespace edgetrain::agent {
 namespace {
-
-// Moves every parameter of `model` into one contiguous tensor, tensor after
-// tensor, so the data-parallel engine reads and writes rows in place.
-torch::Tensor FlattenParameters(torch::nn::Module& model) {
-  int64_t total = 0;
-  for (const auto& p : model.parameters()) total += p.numel();
-  torch::Tensor flat = torch::empty({total}, torch::kFloat32);
-  int64_t offset = 0;
-  torch::NoGradGuard no_grad;
-  for (auto& p : model.parameters()) {
-    torch::Tensor view = flat.narrow(0, offset, p.numel()).view(p.sizes());
-    view.copy_(p);
-    p.set_data(view);
-    offset += p.numel();
-  }
-  return flat;
-}
 
 class TorchTrainer final : public Trainer {
  public:

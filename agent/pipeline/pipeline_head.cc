@@ -1,0 +1,345 @@
+#include "agent/pipeline/pipeline_head.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "agent/pipeline/stage_runner.h"
+
+namespace edgetrain::agent {
+namespace {
+
+// Smoothing of the loss shown while training: about the last 50 steps.
+constexpr double kLossSmoothing = 0.02;
+
+int64_t Count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string Bytes(std::span<const float> values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+void Append(const std::string& bytes, std::vector<float>& into) {
+  const size_t before = into.size();
+  into.resize(before + bytes.size() / sizeof(float));
+  std::memcpy(into.data() + before, bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+struct PipelineHead::Link {
+  int rank = 0;
+  WorkerStream* stream = nullptr;  // while served
+  bool sending = false;            // the driver's commands and the relays share the stream
+  bool lost = false;
+  int64_t done_step = 0;
+  double compute_s = 0;
+  double idle_s = 0;
+  double loss_sum = 0;  // of its last step (the last stage's)
+  int64_t step_samples = 0;
+  std::optional<v1::StageState> state;
+};
+
+PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size,
+                           StageShapes shapes, Clock& clock, std::ostream& log)
+    : plan_(plan), model_(model), test_(test), train_size_(train_size), shapes_(std::move(shapes)), clock_(clock),
+      log_(log), changed_(clock) {
+  for (const PipelineStagePlan& s : plan.pipeline->stages) {
+    auto link = std::make_unique<Link>();
+    link->rank = s.ranks.front();
+    links_.push_back(std::move(link));
+  }
+}
+
+PipelineHead::~PipelineHead() = default;
+
+int64_t PipelineHead::IterationsPerEpoch() const {
+  const int64_t batch = plan_.spec.data.batch_size;
+  return (train_size_ + batch - 1) / batch;
+}
+
+Status PipelineHead::Restore(const JobCheckpoint& c) {
+  const std::span<float> whole = model_.Parameters();
+  if (c.ledger || c.parameters.size() != whole.size()) {
+    return FailedPreconditionError("holds a different model, optimizer or team");
+  }
+  std::copy(c.parameters.begin(), c.parameters.end(), whole.begin());
+  restored_ = c;
+  step_ = c.iteration;
+  samples_ = c.samples;
+  return Status::Ok();
+}
+
+Status PipelineHead::Admit(const v1::Hello& hello) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckHello(hello, plan_.job, SlotSince(plan_, hello.rank()), plan_.generation,
+                                       static_cast<int>(plan_.workers.size())));
+  auto stage = StageOfRank(*plan_.pipeline, hello.rank());
+  if (!stage.ok()) return FailedPreconditionError(stage.status().message());
+  std::lock_guard lock(mu_);
+  if (finished_) return CancelledError("the job is over");
+  if (links_[*stage]->stream) return FailedPreconditionError("stage " + std::to_string(*stage + 1) + " is already here");
+  return Status::Ok();
+}
+
+Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
+  const int stage = *StageOfRank(*plan_.pipeline, hello.rank());
+  Link& link = *links_[stage];
+  {
+    std::lock_guard lock(mu_);
+    link.stream = &stream;
+    link.lost = false;
+    changed_.NotifyAll();
+  }
+  Status ended = Status::Ok();
+  for (;;) {
+    auto message = stream.Receive();
+    if (!message.ok()) {
+      ended = message.status();
+      break;
+    }
+    if (message->has_forward() || message->has_backward()) {
+      // Relayed as it is read: the stage's neighbour waits on it.
+      const bool forward = message->has_forward();
+      const int to = forward ? stage + 1 : stage - 1;
+      if (to < 0 || to >= static_cast<int>(links_.size())) {
+        ended = FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
+        break;
+      }
+      v1::CoordinatorMessage relayed;
+      v1::MicroBatch& m = forward ? *relayed.mutable_forward() : *relayed.mutable_backward();
+      m = forward ? std::move(*message->mutable_forward()) : std::move(*message->mutable_backward());
+      {
+        std::lock_guard lock(mu_);
+        activation_bytes_ += static_cast<int64_t>(m.values().size());
+      }
+      if (Status sent = SendTo(to, relayed); !sent.ok()) {
+        // The neighbour is gone; its own stream says so to the driver.
+        log_ << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
+      }
+    } else if (message->has_step_done()) {
+      std::lock_guard lock(mu_);
+      const v1::StepDone& d = message->step_done();
+      link.done_step = d.step();
+      link.compute_s += d.compute_seconds();
+      link.idle_s += d.idle_seconds();
+      link.loss_sum = d.loss_sum();
+      link.step_samples = d.samples();
+      changed_.NotifyAll();
+    } else if (message->has_state()) {
+      std::lock_guard lock(mu_);
+      link.state = std::move(*message->mutable_state());
+      changed_.NotifyAll();
+    }
+  }
+  std::lock_guard lock(mu_);
+  link.stream = nullptr;
+  if (!finished_) {
+    link.lost = true;
+    log_ << "pipeline: stage " << stage + 1 << " (rank " << link.rank << ") left: " << ended.message() << "\n";
+  }
+  changed_.NotifyAll();
+  return finished_ ? Status::Ok() : ended;
+}
+
+Status PipelineHead::SendTo(int stage, const v1::CoordinatorMessage& message) {
+  Link& link = *links_[stage];
+  WorkerStream* stream;
+  {
+    // One sender a stream at a time, waited for through the clock: a send may
+    // block on the stage's link, and a simulated clock must see who waits.
+    std::unique_lock lock(mu_);
+    changed_.Wait(lock, [&] { return !link.sending; });
+    stream = link.stream;
+    if (!stream) return UnavailableError("stage " + std::to_string(stage + 1) + " is not connected");
+    link.sending = true;
+  }
+  Status sent = stream->Send(message);
+  std::lock_guard lock(mu_);
+  link.sending = false;
+  changed_.NotifyAll();
+  return sent;
+}
+
+Status PipelineHead::LostLocked() const {
+  for (size_t s = 0; s < links_.size(); ++s) {
+    if (links_[s]->lost) {
+      return UnavailableError("stage " + std::to_string(s + 1) + " (rank " + std::to_string(links_[s]->rank) +
+                              ") was lost at step " + std::to_string(step_) +
+                              "; replaying a lost stage is not supported yet");
+    }
+  }
+  return Status::Ok();
+}
+
+Status PipelineHead::Start(const std::atomic<bool>& cancel) {
+  const TimePoint deadline = clock_.Now() + plan_.spec.fault_tolerance.node_loss_grace;
+  {
+    std::unique_lock lock(mu_);
+    auto all_here = [&] {
+      return std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->stream != nullptr; });
+    };
+    while (!all_here() && !cancel.load() && clock_.Now() < deadline) {
+      changed_.WaitFor(lock, std::chrono::milliseconds(100));
+    }
+    if (cancel.load()) return Status::Ok();
+    for (size_t s = 0; s < links_.size(); ++s) {
+      if (!links_[s]->stream) {
+        return UnavailableError("stage " + std::to_string(s + 1) + " (rank " + std::to_string(links_[s]->rank) +
+                                ") did not arrive within spec.faultTolerance.nodeLossGrace");
+      }
+    }
+  }
+  // Each stage's slice of the checkpoint, when the job resumes: parameters
+  // and optimizer state in the order of its tensors, one row a tensor.
+  int64_t offset = 0;
+  size_t row = 0;
+  for (size_t s = 0; s < links_.size(); ++s) {
+    v1::CoordinatorMessage welcome;
+    v1::StageWelcome* w = welcome.mutable_stage_welcome();
+    w->set_resume_after(step_);
+    int64_t floats = 0;
+    for (const auto& shape : shapes_[s]) floats += Count(shape);
+    if (restored_) {
+      const JobCheckpoint& c = *restored_;
+      auto slice = [&](const std::vector<float>& v) {
+        return v.empty() ? std::string() : Bytes(std::span<const float>(v).subspan(offset, floats));
+      };
+      v1::StageState* state = w->mutable_state();
+      state->set_parameters(slice(c.parameters));
+      state->set_first_moment(slice(c.optimizer.first));
+      state->set_second_moment(slice(c.optimizer.second));
+      for (size_t r = 0; r < shapes_[s].size() && row + r < c.optimizer.steps.size(); ++r) {
+        state->add_row_steps(c.optimizer.steps[row + r]);
+      }
+    }
+    offset += floats;
+    row += shapes_[s].size();
+    EDGETRAIN_RETURN_IF_ERROR(SendTo(static_cast<int>(s), welcome));
+  }
+  log_ << "pipeline: " << links_.size() << " stages gathered, " << plan_.pipeline->micro_batches
+       << " micro-batches a step\n";
+  return Status::Ok();
+}
+
+Status PipelineHead::Advance() {
+  const int64_t step = step_ + 1;
+  v1::CoordinatorMessage command;
+  command.mutable_command()->set_step(step);
+  for (size_t s = 0; s < links_.size(); ++s) {
+    if (Status sent = SendTo(static_cast<int>(s), command); !sent.ok()) {
+      std::lock_guard lock(mu_);
+      links_[s]->lost = true;
+      return LostLocked();
+    }
+  }
+  std::unique_lock lock(mu_);
+  changed_.Wait(lock, [&] {
+    return !LostLocked().ok() ||
+           std::all_of(links_.begin(), links_.end(), [&](const auto& l) { return l->done_step >= step; });
+  });
+  EDGETRAIN_RETURN_IF_ERROR(LostLocked());
+  const Link& last = *links_.back();
+  const double loss = last.step_samples > 0 ? last.loss_sum / last.step_samples : 0;
+  last_step_loss_ = loss;
+  smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
+  samples_ += last.step_samples;
+  step_ = step;
+  return Status::Ok();
+}
+
+JobProgress PipelineHead::Progress() {
+  std::lock_guard lock(mu_);
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.iteration = step_;
+  p.samples = samples_;
+  p.epoch = static_cast<int>(step_ / std::max<int64_t>(1, IterationsPerEpoch()));
+  p.loss = std::max(0.0, smoothed_loss_);
+  for (const auto& link : links_) {
+    WorkerProgress w;
+    w.rank = link->rank;
+    w.batch_size = plan_.spec.data.batch_size;
+    w.iteration = link->done_step;
+    w.samples = samples_;
+    w.active = link->stream != nullptr;
+    w.compute_s = link->compute_s;
+    // A stage's stall is its bubbles: waiting in a step for a neighbour.
+    w.stall_s = link->idle_s;
+    w.wall_s = link->compute_s + link->idle_s;
+    w.stall_fraction = w.wall_s > 0 ? w.stall_s / w.wall_s : 0;
+    p.workers.push_back(w);
+  }
+  return p;
+}
+
+StatusOr<JobCheckpoint> PipelineHead::FetchState() {
+  {
+    std::lock_guard lock(mu_);
+    for (auto& link : links_) link->state.reset();
+  }
+  v1::CoordinatorMessage ask;
+  ask.mutable_command()->set_send_state(true);
+  for (size_t s = 0; s < links_.size(); ++s) EDGETRAIN_RETURN_IF_ERROR(SendTo(static_cast<int>(s), ask));
+  std::unique_lock lock(mu_);
+  changed_.Wait(lock, [&] {
+    return !LostLocked().ok() ||
+           std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->state.has_value(); });
+  });
+  EDGETRAIN_RETURN_IF_ERROR(LostLocked());
+  JobCheckpoint whole;
+  for (const auto& link : links_) {
+    Append(link->state->parameters(), whole.parameters);
+    Append(link->state->first_moment(), whole.optimizer.first);
+    Append(link->state->second_moment(), whole.optimizer.second);
+    whole.optimizer.steps.insert(whole.optimizer.steps.end(), link->state->row_steps().begin(),
+                                 link->state->row_steps().end());
+  }
+  if (whole.parameters.size() != model_.Parameters().size()) {
+    return InternalError("the stages hold " + std::to_string(whole.parameters.size()) + " parameters, the model " +
+                         std::to_string(model_.Parameters().size()));
+  }
+  return whole;
+}
+
+StatusOr<double> PipelineHead::Evaluate() {
+  EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, FetchState());
+  std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
+  EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
+  return e.accuracy;
+}
+
+void PipelineHead::Snapshot(JobCheckpoint& into) {
+  auto state = FetchState();
+  if (!state.ok()) {
+    // The model as last fetched: a checkpoint of the stages' state before.
+    log_ << "pipeline: the checkpoint keeps the model as last fetched: " << state.status().message() << "\n";
+    std::span<const float> params = model_.Parameters();
+    into.parameters.assign(params.begin(), params.end());
+    return;
+  }
+  into.parameters = std::move(state->parameters);
+  into.optimizer = std::move(state->optimizer);
+}
+
+void PipelineHead::Finish(FinalModel final) {
+  if (final == FinalModel::kCurrent) {
+    if (auto state = FetchState(); state.ok()) {
+      std::copy(state->parameters.begin(), state->parameters.end(), model_.Parameters().begin());
+    } else {
+      log_ << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    finished_ = true;
+  }
+  v1::CoordinatorMessage stop;
+  stop.mutable_stop()->set_reason("the job is over");
+  for (size_t s = 0; s < links_.size(); ++s) (void)SendTo(static_cast<int>(s), stop);
+}
+
+Status PipelineHead::SaveModel(const std::string& path) { return model_.SaveModel(path); }
+
+}  // namespace edgetrain::agent

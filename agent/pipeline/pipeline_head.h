@@ -1,0 +1,92 @@
+#pragma once
+// The head of a synchronous pipeline: the coordinator agent of a pipeline
+// job (docs/pipeline.md). To the job driver it is the engine — a step per
+// Advance, its evaluations, checkpoints and final model — and to the stages
+// the other end of their streams: it gathers them, tells each when to run a
+// step, and passes each micro-batch's activations on to the next stage and
+// their gradients back to the one before. Between steps it can ask the
+// stages for their weights and optimizer state, which together are a job of
+// one's, in the same layout: so it evaluates and checkpoints the whole model,
+// and a pipeline job resumes from its checkpoint as any job does.
+//
+// Threads: each stage's stream is served on its own (Serve), relaying as it
+// reads; the driver's thread sends commands and waits for the stages' word.
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "agent/data/dataset.h"
+#include "agent/torch/trainer.h"
+#include "agent/training_engine.h"
+#include "agent/transport/transport.h"
+#include "core/clock.h"
+#include "core/job_plan.h"
+
+namespace edgetrain::agent {
+
+// Each stage's parameter tensors, in stage order (StageTrainer::ParameterShapes()).
+using StageShapes = std::vector<std::vector<std::vector<int64_t>>>;
+
+class PipelineHead final : public TrainingEngine, public WorkerSessions {
+ public:
+  // `model` is the whole model: it holds the weights the stages start from
+  // (the same seed builds both) and evaluates and saves what they trained.
+  PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size, StageShapes shapes,
+               Clock& clock, std::ostream& log);
+  ~PipelineHead() override;
+
+  // TrainingEngine.
+  int64_t IterationsPerEpoch() const override;
+  Status Restore(const JobCheckpoint& checkpoint) override;
+  // Every stage, or Unavailable once nodeLossGrace has passed without one.
+  Status Start(const std::atomic<bool>& cancel) override;
+  // One step of the whole pipeline: every stage's 1F1B over the batch's
+  // micro-batches, and its weights moved. Unavailable when a stage is lost.
+  Status Advance() override;
+  JobProgress Progress() override;
+  StatusOr<double> Evaluate() override;
+  void Snapshot(JobCheckpoint& into) override;
+  void Finish(FinalModel final) override;
+  Status SaveModel(const std::string& path) override;
+
+  // The mean training loss of the last step's batch.
+  double LastStepLoss() const {
+    std::lock_guard lock(mu_);
+    return last_step_loss_;
+  }
+
+  // WorkerSessions.
+  Status Admit(const v1::Hello& hello) override;
+  Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
+
+ private:
+  struct Link;
+  Status SendTo(int stage, const v1::CoordinatorMessage& message);
+  // Every stage's state, fetched and joined into the whole model's.
+  StatusOr<JobCheckpoint> FetchState();
+  Status LostLocked() const;
+
+  const JobPlan& plan_;
+  Trainer& model_;
+  const Dataset& test_;
+  const int64_t train_size_;
+  const StageShapes shapes_;
+  Clock& clock_;
+  std::ostream& log_;
+
+  mutable std::mutex mu_;
+  ClockCondition changed_;
+  std::vector<std::unique_ptr<Link>> links_;  // by stage
+  std::optional<JobCheckpoint> restored_;
+  bool finished_ = false;
+  int64_t step_ = 0;
+  int64_t samples_ = 0;
+  double smoothed_loss_ = -1;
+  double last_step_loss_ = 0;
+  int64_t activation_bytes_ = 0;
+};
+
+}  // namespace edgetrain::agent

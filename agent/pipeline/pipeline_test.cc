@@ -1,0 +1,250 @@
+// The pipeline runtime: its head and stages on a deterministic clock over the
+// in-memory transport (fake stages whose passes take the simulated time a
+// test gives them), and LibTorch stages over real gRPC held step for step to
+// one device training the whole model.
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent/data/dataset.h"
+#include "agent/job_driver.h"
+#include "agent/pipeline/pipeline_head.h"
+#include "agent/pipeline/stage_runner.h"
+#include "agent/testing/fake_stage_trainer.h"
+#include "agent/testing/fake_trainer.h"
+#include "agent/torch/stage_trainer.h"
+#include "agent/torch/trainer.h"
+#include "agent/transport/in_memory_transport.h"
+#include "core/batch_order.h"
+#include "core/deterministic_clock.h"
+#include "core/pipeline_schedule.h"
+#include "core/row_layout.h"
+#include "core/row_optimizer.h"
+
+namespace edgetrain::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string Spec(const std::string& model, const std::string& dataset, int batch, int workers,
+                 const std::string& optimizer) {
+  return R"({"model": )" + model + R"(,
+    "data": {"dataset": ")" + dataset + R"(", "batchSize": )" + std::to_string(batch) + R"(, "partition": {"kind": "iid"}},
+    "parallelism": {"mode": "pipeline", "workers": )" + std::to_string(workers) + R"(},
+    "sync": {"granularity": "row", "policy": "bsp", "compression": "none"},
+    "optimizer": )" + optimizer + R"(,
+    "budget": {"epochs": 1, "energyJoules": 0},
+    "evaluation": {"everyIterations": 1000},
+    "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0, "maxRecoveries": 5,
+                       "nodeLossGrace": "20s"},
+    "seed": 11})";
+}
+
+// One stage a layer, on workers 0..stages-1.
+JobPlan PipelinePlan(const std::string& spec_json, int stages, int micro_batches) {
+  JobPlan plan;
+  plan.job = "pipeline-test";
+  plan.spec_json = spec_json;
+  auto spec = DecodeJobSpec(spec_json);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  plan.spec = *spec;
+  plan.output_dir = ::testing::TempDir() + "/pipeline-" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::remove_all(plan.output_dir);
+  PipelineLayout layout;
+  layout.micro_batches = micro_batches;
+  for (int s = 0; s < stages; ++s) {
+    plan.workers.push_back({s, "device-" + std::to_string(s), 1, std::nullopt, {}});
+    layout.stages.push_back({s, s + 1, {s}});
+  }
+  plan.pipeline = layout;
+  return plan;
+}
+
+// Every shape of pipeline from 1 to 5 stages and 1 to 8 micro-batches, its
+// stages uneven, runs its steps to the end: none deadlocks (the deterministic
+// clock aborts, naming every waiting thread, if one does), none holds more
+// micro-batches than 1F1B allows, and where the micro-batches are equal (the
+// count divides the batch) each step takes exactly what the schedule run out
+// to its dependencies takes (core/pipeline_schedule.h): the runtime is that
+// schedule.
+TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
+  const int batch = 24;
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  for (int stages = 1; stages <= 5; ++stages) {
+    for (int m = 1; m <= 8; ++m) {
+      SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(m) + " micro-batches");
+      const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", batch, stages,
+                                             R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
+                                        stages, m);
+      DeterministicClock clock;
+      InMemoryNetwork network(clock);
+      std::vector<testing::FakeStage> kinds(stages);
+      std::vector<double> forward_s, backward_s;
+      const double per_micro_batch = static_cast<double>(batch) / m;
+      for (int s = 0; s < stages; ++s) {
+        kinds[s] = {s == 0, s == stages - 1, milliseconds(1 + s % 3), milliseconds(2 + 3 * ((s + 1) % 2))};
+        forward_s.push_back(ToSeconds(kinds[s].forward) * per_micro_batch);
+        backward_s.push_back(ToSeconds(kinds[s].backward) * per_micro_batch);
+      }
+      std::vector<std::unique_ptr<testing::FakeStageTrainer>> trainers;
+      for (int s = 0; s < stages; ++s) trainers.push_back(std::make_unique<testing::FakeStageTrainer>(kinds[s], clock));
+      testing::FakeModel whole_model;
+      whole_model.shapes.assign(stages, {1});
+      testing::FakeTrainer whole(whole_model, clock);
+      std::ostringstream log;
+      PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(stages, {{1}}), clock, log);
+      std::vector<StatusOr<StageSummary>> summaries(stages, InternalError("not run"));
+      std::vector<double> step_s;
+      std::atomic<bool> cancel{false};
+      clock.Run("test", [&] {
+        auto server = network.Serve("head", head);
+        ASSERT_TRUE(server.ok());
+        auto connector = network.Connector("head");
+        std::vector<ClockThread> threads;
+        for (int s = 0; s < stages; ++s) {
+          threads.push_back(clock.StartThread("stage " + std::to_string(s), [&, s] {
+            StageOptions options;
+            options.rank = s;
+            options.head = connector.get();
+            summaries[s] = RunStage(plan, options, *trainers[s], data.train, clock, log, cancel);
+          }));
+        }
+        ASSERT_TRUE(head.Start(cancel).ok());
+        for (int step = 0; step < 3; ++step) {
+          const TimePoint began = clock.Now();
+          ASSERT_TRUE(head.Advance().ok()) << log.str();
+          step_s.push_back(ToSeconds(clock.Now() - began));
+        }
+        EXPECT_TRUE(head.Evaluate().ok());
+        head.Finish(FinalModel::kCurrent);
+        for (auto& t : threads) t.Join();
+        (*server)->Shutdown();
+      });
+      for (int s = 0; s < stages; ++s) {
+        ASSERT_TRUE(summaries[s].ok()) << "stage " << s << ": " << summaries[s].status().ToString() << "\n" << log.str();
+        EXPECT_EQ(summaries[s]->steps, 3);
+        EXPECT_EQ(summaries[s]->stop_reason, "the job is over");
+        EXPECT_LE(trainers[s]->most_in_flight(), std::min(m, stages - s)) << "stage " << s;
+      }
+      EXPECT_EQ(head.Progress().iteration, 3);
+      if (batch % m == 0) {
+        const double expected = SimulatedStepSeconds(forward_s, backward_s, std::vector<double>(stages - 1, 0.0), m);
+        for (double s : step_s) EXPECT_NEAR(s, expected, 1e-6);
+      }
+    }
+  }
+}
+
+const TrainTestSplit& Digits() {
+  static const TrainTestSplit* digits = [] {
+    auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
+    EXPECT_TRUE(split.ok()) << split.status().ToString();
+    return new TrainTestSplit(std::move(*split));
+  }();
+  return *digits;
+}
+
+double RelativeDifference(std::span<const float> a, std::span<const float> b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(b[i])));
+  }
+  return diff / scale;
+}
+
+// Three LibTorch stages over real gRPC on loopback, four micro-batches a
+// step, against the whole model on one device drawing the same batches: the
+// same loss at every step and the same weights after, within 1e-4.
+TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
+  const std::string model = R"({"name": "mlp", "hidden": [32, 16]})";
+  const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
+  const JobPlan plan = PipelinePlan(Spec(model, "digits", 32, 3, adam), 3, 4);
+  const TrainerOptions whole_options{plan.spec.model, Digits().train.info, plan.spec.seed, 1};
+  auto layers = CountLayers(plan.spec.model, Digits().train.info);
+  ASSERT_TRUE(layers.ok());
+  ASSERT_EQ(*layers, 3) << "one stage a layer";
+
+  RealClock clock;
+  auto whole = CreateTrainer(whole_options);
+  ASSERT_TRUE(whole.ok());
+  std::vector<std::unique_ptr<StageTrainer>> stages;
+  StageShapes shapes;
+  for (int s = 0; s < 3; ++s) {
+    auto stage = CreateStageTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1, s, s + 1});
+    ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+    shapes.push_back((*stage)->ParameterShapes());
+    stages.push_back(std::move(*stage));
+  }
+  std::ostringstream log;
+  PipelineHead head(plan, **whole, Digits().test, Digits().train.size(), shapes, clock, log);
+  auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, head);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto connector = GrpcConnector((*server)->address(), TransportSecurity{});
+  std::atomic<bool> cancel{false};
+  std::vector<StatusOr<StageSummary>> summaries(3, InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (int s = 0; s < 3; ++s) {
+    threads.emplace_back([&, s] {
+      StageOptions options;
+      options.rank = s;
+      options.head = connector.get();
+      summaries[s] = RunStage(plan, options, *stages[s], Digits().train, clock, log, cancel);
+    });
+  }
+
+  // One device: the whole model, the same batches, the same optimizer.
+  auto one = CreateTrainer(whole_options);
+  ASSERT_TRUE(one.ok());
+  std::vector<int64_t> all(static_cast<size_t>(Digits().train.size()));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  BatchOrder batches(all, 32, plan.spec.seed);
+  const RowLayout layout((*one)->ParameterShapes(), SyncGranularity::kLayer);
+  RowOptimizer optimizer(plan.spec.optimizer, layout);
+  std::vector<float> x(32 * Digits().train.SampleSize()), gradient(layout.total_floats());
+  std::vector<int64_t> y(32);
+
+  ASSERT_TRUE(head.Start(cancel).ok()) << log.str();
+  for (int step = 1; step <= 12; ++step) {
+    ASSERT_TRUE(head.Advance().ok()) << log.str();
+    const auto batch = batches.Next();
+    for (size_t k = 0; k < batch.size(); ++k) {
+      Digits().train.CopySamples(batch[k], 1, x.data() + k * Digits().train.SampleSize());
+      y[k] = Digits().train.labels[batch[k]];
+    }
+    auto loss = (*one)->ComputeGradient(x.data(), y.data(), static_cast<int64_t>(batch.size()), gradient);
+    ASSERT_TRUE(loss.ok());
+    std::span<float> params = (*one)->Parameters();
+    for (size_t r = 0; r < layout.size(); ++r) {
+      const RowSpan& row = layout.row(r);
+      optimizer.Apply(r, params.subspan(row.offset, row.length),
+                      std::span<const float>(gradient).subspan(row.offset, row.length));
+    }
+    EXPECT_NEAR(head.LastStepLoss(), *loss, 1e-4 * *loss) << "step " << step;
+  }
+  auto accuracy = head.Evaluate();  // fetches the stages' weights into the head's model
+  ASSERT_TRUE(accuracy.ok()) << accuracy.status().ToString();
+  EXPECT_LT(RelativeDifference((*whole)->Parameters(), (*one)->Parameters()), 1e-4);
+  JobCheckpoint checkpoint;
+  head.Snapshot(checkpoint);
+  EXPECT_EQ(checkpoint.optimizer.steps, optimizer.state().steps) << "one row a tensor, as a job of one's";
+  EXPECT_LT(RelativeDifference(checkpoint.optimizer.second, optimizer.state().second), 1e-3);
+
+  head.Finish(FinalModel::kCurrent);
+  for (auto& t : threads) t.join();
+  (*server)->Shutdown();
+  for (int s = 0; s < 3; ++s) {
+    ASSERT_TRUE(summaries[s].ok()) << "stage " << s << ": " << summaries[s].status().ToString();
+    EXPECT_EQ(summaries[s]->steps, 12);
+    EXPECT_GT(summaries[s]->compute_s, 0);
+  }
+  EXPECT_EQ(summaries[0]->activation_bytes_sent, 12 * 32 * 32 * 4) << "fc1's output, 32 floats a sample";
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

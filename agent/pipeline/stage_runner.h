@@ -1,0 +1,59 @@
+#pragma once
+// One stage of a synchronous pipeline (docs/pipeline.md): an agent with
+// --role=stage that holds layers [first, end) of the model and trains them a
+// step at a time, when the head says, over a stream to the head, which passes
+// what it sends on to the neighbouring stages.
+//
+// A step is 1F1B over the step's micro-batches (core/pipeline_schedule.h):
+// each forward takes the previous stage's output (the first stage reads its
+// images from the data itself), each backward the next stage's gradient (the
+// last stage starts from the loss on labels it reads itself); the first and
+// last stages draw the same batches from the job's seed (core/batch_order.h).
+// The step ends when the stage's own optimizer has moved its weights on the
+// gradient of the whole batch, so every micro-batch saw the same weights and
+// the pipeline trains as one device would.
+//
+// Threads: the caller's computes; one receives and files what arrives; one
+// sends, so a transfer on a slow link overlaps the next pass.
+
+#include <atomic>
+#include <optional>
+#include <ostream>
+
+#include "agent/data/dataset.h"
+#include "agent/torch/stage_trainer.h"
+#include "agent/transport/transport.h"
+#include "core/bandwidth_trace.h"
+#include "core/clock.h"
+#include "core/job_plan.h"
+
+namespace edgetrain::agent {
+
+struct StageOptions {
+  int rank = 0;
+  CoordinatorConnector* head = nullptr;  // required
+  // Its emulated uplink, stage to head, which it shapes; none: unshaped.
+  std::optional<BandwidthTrace> uplink;
+  // How long it waits for the head to be reachable at the start.
+  Duration connect_timeout = std::chrono::seconds(60);
+};
+
+struct StageSummary {
+  int64_t steps = 0;
+  double compute_s = 0;  // forward and backward passes, the emulated slowdown included
+  double idle_s = 0;     // within steps, waiting for a neighbour's micro-batch: the bubbles
+  int64_t activation_bytes_sent = 0;
+  std::string stop_reason;
+};
+
+// The stage of `plan.pipeline` that holds `options.rank`, run until the head
+// says stop or `cancel` is set. A stream that breaks ends the stage with
+// Unavailable (replaying a lost stage is issue 16's).
+StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options, StageTrainer& stage,
+                                const Dataset& train, Clock& clock, std::ostream& log,
+                                const std::atomic<bool>& cancel);
+
+// Which stage of `layout` holds `rank`; NotFound when none does.
+StatusOr<int> StageOfRank(const PipelineLayout& layout, int rank);
+
+}  // namespace edgetrain::agent

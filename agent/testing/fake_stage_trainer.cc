@@ -1,0 +1,54 @@
+#include "agent/testing/fake_stage_trainer.h"
+
+namespace edgetrain::agent::testing {
+
+StatusOr<std::vector<float>> FakeStageTrainer::Forward(int64_t id, std::span<const float> input) {
+  if (inputs_.count(id)) return FailedPreconditionError("micro-batch " + std::to_string(id) + " is already in flight");
+  clock_.SleepFor(stage_.forward * static_cast<int64_t>(input.size()));
+  std::vector<float> out(input.begin(), input.end());
+  for (float& x : out) x *= weight_;
+  inputs_[id].assign(input.begin(), input.end());
+  outputs_[id] = out;
+  most_in_flight_ = std::max(most_in_flight_, InFlight());
+  return out;
+}
+
+StatusOr<LossAndInputGradient> FakeStageTrainer::BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
+                                                                  double scale) {
+  if (!stage_.last) return FailedPreconditionError("only the last stage starts from the loss");
+  auto out = outputs_.find(id);
+  if (out == outputs_.end()) return InvalidArgumentError("micro-batch " + std::to_string(id) + " is not in flight");
+  const size_t n = labels.size();
+  LossAndInputGradient r;
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double d = out->second[i] - static_cast<double>(labels[i]);
+    r.loss += 0.5 * d * d / n;
+    g[i] = static_cast<float>(d * scale / n);
+  }
+  EDGETRAIN_ASSIGN_OR_RETURN(r.input_gradient, Back(id, g));
+  return r;
+}
+
+StatusOr<std::vector<float>> FakeStageTrainer::Backward(int64_t id, std::span<const float> output_gradient) {
+  if (stage_.last) return FailedPreconditionError("the last stage starts from the loss");
+  return Back(id, output_gradient);
+}
+
+StatusOr<std::vector<float>> FakeStageTrainer::Back(int64_t id, std::span<const float> output_gradient) {
+  auto in = inputs_.find(id);
+  if (in == inputs_.end()) return InvalidArgumentError("micro-batch " + std::to_string(id) + " is not in flight");
+  if (output_gradient.size() != in->second.size()) return InvalidArgumentError("gradient of the wrong size");
+  clock_.SleepFor(stage_.backward * static_cast<int64_t>(output_gradient.size()));
+  std::vector<float> input_gradient;
+  for (size_t i = 0; i < output_gradient.size(); ++i) gradient_ += in->second[i] * output_gradient[i];
+  if (!stage_.first) {
+    input_gradient.resize(output_gradient.size());
+    for (size_t i = 0; i < output_gradient.size(); ++i) input_gradient[i] = weight_ * output_gradient[i];
+  }
+  inputs_.erase(in);
+  outputs_.erase(id);
+  return input_gradient;
+}
+
+}  // namespace edgetrain::agent::testing

@@ -1,0 +1,55 @@
+#pragma once
+// A pipeline stage for the runtime's tests on a simulated clock: one weight a
+// stage, a float a sample flowing through (out = weight x in; the last stage's
+// loss is half the squared distance to the label), and each pass taking
+// simulated time per sample, so stages can be made as uneven as a test needs.
+
+#include <map>
+
+#include "agent/torch/stage_trainer.h"
+#include "core/clock.h"
+
+namespace edgetrain::agent::testing {
+
+struct FakeStage {
+  bool first = false;
+  bool last = false;
+  Duration forward = std::chrono::milliseconds(1);  // a sample's
+  Duration backward = std::chrono::milliseconds(2);
+};
+
+class FakeStageTrainer final : public StageTrainer {
+ public:
+  FakeStageTrainer(FakeStage stage, Clock& clock) : stage_(stage), clock_(clock) {}
+
+  std::vector<int64_t> InputShape() const override { return {1}; }
+  std::vector<int64_t> OutputShape() const override { return {1}; }
+  int64_t InputSize() const override { return 1; }
+  int64_t OutputSize() const override { return 1; }
+  bool IsFirst() const override { return stage_.first; }
+  bool IsLast() const override { return stage_.last; }
+  StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override;
+  StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels, double scale) override;
+  StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override;
+  int InFlight() const override { return static_cast<int>(inputs_.size()); }
+  std::span<float> Parameters() override { return {&weight_, 1}; }
+  std::span<const float> Gradients() const override { return {&gradient_, 1}; }
+  void ZeroGradients() override { gradient_ = 0; }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return {{1}}; }
+  int64_t ParameterCount() const override { return 1; }
+
+  int most_in_flight() const { return most_in_flight_; }
+
+ private:
+  StatusOr<std::vector<float>> Back(int64_t id, std::span<const float> output_gradient);
+
+  const FakeStage stage_;
+  Clock& clock_;
+  float weight_ = 0.5f;
+  float gradient_ = 0;
+  std::map<int64_t, std::vector<float>> inputs_;  // in flight
+  std::map<int64_t, std::vector<float>> outputs_;
+  int most_in_flight_ = 0;
+};
+
+}  // namespace edgetrain::agent::testing

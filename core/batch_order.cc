@@ -1,0 +1,38 @@
+#include "core/batch_order.h"
+
+#include <algorithm>
+
+namespace edgetrain {
+
+BatchOrder::BatchOrder(std::vector<int64_t> samples, int64_t batch_size, uint64_t seed)
+    : order_(std::move(samples)), batch_size_(std::max<int64_t>(1, batch_size)), rng_(seed) {}
+
+std::span<const int64_t> BatchOrder::Next() {
+  const int64_t n = static_cast<int64_t>(order_.size());
+  if (cursor_ == 0) std::shuffle(order_.begin(), order_.end(), rng_);
+  const int64_t begin = cursor_, m = std::min(batch_size_, n - cursor_);
+  cursor_ = cursor_ + m == n ? 0 : cursor_ + m;
+  return std::span<const int64_t>(order_).subspan(static_cast<size_t>(begin), static_cast<size_t>(m));
+}
+
+int64_t BatchOrder::BatchesPerEpoch() const {
+  return (static_cast<int64_t>(order_.size()) + batch_size_ - 1) / batch_size_;
+}
+
+void BatchOrder::Restart(uint64_t seed) {
+  rng_.seed(seed);
+  cursor_ = 0;
+}
+
+std::vector<MicroBatchSpan> SplitBatch(int64_t n, int micro_batches) {
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(micro_batches, n));
+  std::vector<MicroBatchSpan> spans;
+  for (int64_t i = 0, begin = 0; i < parts; ++i) {
+    const int64_t length = n / parts + (i < n % parts ? 1 : 0);
+    spans.push_back({begin, begin + length});
+    begin += length;
+  }
+  return spans;
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,57 @@
+#include "core/batch_order.h"
+
+#include <numeric>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+std::vector<int64_t> Range(int64_t n) {
+  std::vector<int64_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+TEST(BatchOrderTest, EachEpochDealsEverySampleOnceAShortBatchLast) {
+  BatchOrder order(Range(10), 4, 3);
+  EXPECT_EQ(order.BatchesPerEpoch(), 3);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::multiset<int64_t> seen;
+    for (size_t expected : {4u, 4u, 2u}) {
+      auto batch = order.Next();
+      ASSERT_EQ(batch.size(), expected);
+      seen.insert(batch.begin(), batch.end());
+    }
+    EXPECT_EQ(seen, std::multiset<int64_t>(Range(10).begin(), Range(10).end()));
+  }
+}
+
+TEST(BatchOrderTest, TwoOrdersFromOneSeedAgreeOnEveryBatch) {
+  BatchOrder a(Range(50), 8, 7), b(Range(50), 8, 7), c(Range(50), 8, 8);
+  bool differs = false;
+  for (int step = 0; step < 20; ++step) {
+    auto x = a.Next();
+    auto y = b.Next();
+    auto z = c.Next();
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end()));
+    differs |= !std::equal(x.begin(), x.end(), z.begin(), z.end());
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(BatchOrderTest, MicroBatchesSplitABatchNearEvenly) {
+  auto spans = SplitBatch(10, 4);
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans[0].end - spans[0].begin, 3);
+  EXPECT_EQ(spans[1].end - spans[1].begin, 3);
+  EXPECT_EQ(spans[2].end - spans[2].begin, 2);
+  EXPECT_EQ(spans[3].begin, 8);
+  EXPECT_EQ(spans[3].end, 10);
+  EXPECT_EQ(SplitBatch(2, 4).size(), 2u) << "no empty micro-batches";
+  EXPECT_EQ(SplitBatch(32, 1).front().end, 32);
+}
+
+}  // namespace
+}  // namespace edgetrain
