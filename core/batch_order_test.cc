@@ -24,7 +24,8 @@ TEST(BatchOrderTest, EachEpochDealsEverySampleOnceAShortBatchLast) {
       ASSERT_EQ(batch.size(), expected);
       seen.insert(batch.begin(), batch.end());
     }
-    EXPECT_EQ(seen, std::multiset<int64_t>(Range(10).begin(), Range(10).end()));
+    const std::vector<int64_t> all = Range(10);
+    EXPECT_EQ(seen, std::multiset<int64_t>(all.begin(), all.end()));
   }
 }
 
