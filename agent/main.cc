@@ -5,6 +5,7 @@
 #include "agent/agent.h"
 #include "agent/data/dataset.h"
 #include "agent/evaluate_model.h"
+#include "agent/profile_layers_command.h"
 #include "agent/termination_log.h"
 
 namespace {
@@ -16,6 +17,9 @@ int main(int argc, char** argv) {
   using namespace edgetrain::agent;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  if (!args.empty() && args[0] == "profile-layers") {
+    return RunProfileLayers({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  }
   auto flags = ParseAgentFlags(args);
   if (!flags.ok()) {
     std::cerr << "edgetrain-agent: " << flags.status().message() << "\n\n" << AgentUsage();

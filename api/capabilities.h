@@ -14,8 +14,11 @@
 
 namespace edgetrain::api {
 
-// Where a job runs.
-enum class Runner { kLocal, kKubernetes };
+// Where a job runs: `edgetrain run`, or the operator; or nowhere yet, only
+// planned as the operator would place it (`edgetrain plan`), which holds a job
+// to what the operator does except for what is planned before it runs
+// (pipeline, hybrid and auto parallelism, issue 15).
+enum class Runner { kLocal, kKubernetes, kPlanning };
 
 struct SupportCheck {
   std::vector<FieldError> unsupported;  // refuse the job (exit 2; the Invalid condition)

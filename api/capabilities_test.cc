@@ -50,6 +50,29 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
   }
 }
 
+// `edgetrain plan` holds a job to what the operator does, but plans the
+// parallelism modes no runtime runs yet, and says they cannot run.
+TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {
+  for (const char* mode : {"pipeline", "hybrid", "auto"}) {
+    const TrainingJobManifest job =
+        Job((std::string(R"({"spec": {"parallelism": {"workers": 2, "mode": ")") + mode + R"("}}})").c_str());
+    SupportCheck planned = CheckSupport(job, Runner::kPlanning);
+    EXPECT_TRUE(planned.unsupported.empty()) << Joined(planned);
+    EXPECT_EQ(Joined(planned),
+              "note: spec.parallelism.mode is planned only: neither edgetrain run nor the operator runs a pipeline, "
+              "hybrid or auto job yet\n");
+  }
+  EXPECT_TRUE(CheckSupport(Job("{}"), Runner::kPlanning).notes.empty());
+  // What has not landed otherwise is refused there too, as the operator refuses it.
+  const std::string topk =
+      Joined(CheckSupport(Job(R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "topk"}}})"),
+                          Runner::kPlanning));
+  EXPECT_NE(topk.find("spec.sync.compression: topk is not supported yet"), std::string::npos) << topk;
+  // Notes meant for edgetrain run are not its.
+  const std::string cluster = Joined(CheckSupport(Job(R"({"spec": {"template": {"image": "x"}}})"), Runner::kPlanning));
+  EXPECT_EQ(cluster, "");
+}
+
 TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   const TrainingJobManifest job = Job(R"({"spec": {"placement": {"allowTransient": false}, "template": {"image": "x"},
                                      "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false},

@@ -133,7 +133,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
 
   PlanOptions& plan = line.plan;
   CLI::App* plan_command = app.add_subcommand(
-      "plan", "Show where the operator would run the job's pods on a site, and why each node was used or not.");
+      "plan", "Show where the operator would run the job's pods on a site, and why each node was used or not; for a "
+              "pipeline, hybrid or auto job, also the stages the model would be split into, with their predictions "
+              "against the even split and data parallelism.");
   plan_command->add_option("JOB.yaml", plan.manifest_path, "the TrainingJob manifest")->required();
   CLI::Option* plan_nodes = plan_command->add_option("--nodes", plan.nodes_path, "the site, as a cluster profile")
                                 ->option_text("PROFILE.yaml");
@@ -142,6 +144,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
           ->option_text("FILE");
   plan_nodes->excludes(plan_cluster);
   plan_command->add_flag("--json", plan.json, "print the placement as one JSON document");
+  plan_command->add_option("--agent", plan.agent_binary,
+                           "the edgetrain-agent that measures a pipeline job's layers (default: the one beside edgetrain)")
+      ->option_text("PATH");
 
   EvaluateOptions& evaluate = line.evaluate;
   CLI::App* evaluate_command = app.add_subcommand(

@@ -80,6 +80,8 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_EQ(plan.line().plan.nodes_path, "site.yaml");
   EXPECT_TRUE(plan.line().plan.json);
   EXPECT_EQ(Parse({"plan", "job.yaml", "--kubeconfig", "kc"}).line().plan.kubeconfig, "kc");
+  EXPECT_EQ(Parse({"plan", "job.yaml", "--nodes", "site.yaml", "--agent", "bin/agent"}).line().plan.agent_binary,
+            "bin/agent");
   EXPECT_NE(Parse({"plan", "job.yaml", "--kubeconfig", "kc", "--nodes", "site.yaml"}).exit(), -1)
       << "one site at a time";
   Parsed evaluate = Parse({"evaluate", "out/model.pt", "--dataset", "digits", "--json"});

@@ -1,6 +1,8 @@
 #include "cli/plan_command.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 
@@ -8,10 +10,14 @@
 
 #include "api/team_request.h"
 #include "cli/job_loading.h"
+#include "cli/layer_profiling.h"
+#include "cli/pipeline_view.h"
 #include "cli/progress_display.h"
 #include "core/cluster_placement.h"
 #include "core/exit_codes.h"
 #include "core/node_view.h"
+#include "core/parallelism_choice.h"
+#include "core/pipeline_problem.h"
 #include "operator/controller/cluster_view.h"
 #include "operator/kube/kube_config.h"
 #include "operator/kube/rest_kube_client.h"
@@ -100,12 +106,50 @@ StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, cons
                                   {std::chrono::system_clock::now(), std::chrono::minutes(10)});
 }
 
+struct PlannedPipeline {
+  PipelineProblem problem;
+  ParallelismChoice choice;
+};
+
+// The planner's devices: each node a worker was placed on, once, in rank order
+// (workers that share a node share its compute, memory and link, as placement
+// counts them); for a job of one, its coordinator's node.
+std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vector<NodeView>& nodes) {
+  std::vector<std::string> names = placement.worker_nodes;
+  if (names.empty()) names.push_back(placement.coordinator_node);
+  std::vector<NodeView> devices;
+  for (const std::string& name : names) {
+    const bool taken = std::any_of(devices.begin(), devices.end(), [&](const NodeView& d) { return d.name == name; });
+    const auto node = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
+    if (!taken && node != nodes.end()) devices.push_back(*node);
+  }
+  return devices;
+}
+
+// How a pipeline, hybrid or auto job would split the model over the nodes
+// placement chose, its layers measured by the agent at the job's batch size.
+StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const TeamPlacement& placement,
+                                          const std::vector<NodeView>& nodes, const std::string& agent) {
+  LayerProfileRequest request;
+  request.agent_binary = agent;
+  request.model = job.object["spec"]["model"];
+  request.dataset = job.spec.data.dataset;
+  request.batch_size = job.spec.data.batch_size;
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileLayersWithAgent(request));
+  PlannedPipeline planned;
+  EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes), std::move(layers)));
+  EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
+  return planned;
+}
+
 }  // namespace
 
 int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
   api::SupportCheck support;
-  if (int code = LoadJob(options.manifest_path, err, job, support, api::Runner::kKubernetes); code != kExitOk) {
+  // As the operator would take it, but pipeline, hybrid and auto are planned
+  // though nothing runs them yet (a note says so).
+  if (int code = LoadJob(options.manifest_path, err, job, support, api::Runner::kPlanning); code != kExitOk) {
     return code;
   }
   if (options.nodes_path.empty() == options.kubeconfig.empty()) {
@@ -144,10 +188,20 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   }
   const TeamPlacement placement = PlaceTeam(nodes, *request);
   const int batch = job.spec.data.batch_size;
+  // A job that splits its model is planned on the nodes its team was given.
+  const bool pipeline_job = job.spec.parallelism.mode != ParallelismMode::kDataParallel;
+  std::optional<StatusOr<PlannedPipeline>> pipeline;
+  if (pipeline_job && placement.placed) pipeline = PlanPipelineJob(job, placement, nodes, options.agent_binary);
+  const bool planned = pipeline && pipeline->ok();
   if (options.json) {
     nlohmann::json doc = ToJson(placement, nodes, batch);
     doc["job"] = job.name;
     doc["site"] = site;
+    if (planned) {
+      doc["pipeline"] = PipelineChoiceJson((*pipeline)->problem, (*pipeline)->choice);
+    } else if (pipeline) {
+      doc["pipeline"] = {{"mode", NameOf(job.spec.parallelism.mode)}, {"error", pipeline->status().message()}};
+    }
     out << doc.dump() << "\n";
   } else {
     const int workers = job.spec.parallelism.workers;
@@ -157,15 +211,29 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
         << "\n\n";
     PrintTable(placement, nodes, batch, out);
     out << "\n";
-    if (placement.placed) {
+    // A pipeline job's prediction is the planner's, below: placement's, of a
+    // data-parallel team, would contradict it.
+    if (placement.placed && !pipeline_job) {
       out << "predicted: " << WithThousands(std::llround(placement.predicted_samples_per_second))
           << " samples/s for the team; a ranking of nodes, not a promise (docs/placement.md)\n";
     }
+    if (planned) PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
   }
   for (const std::string& note : support.notes) err << "note: " << note << "\n";
   if (!placement.placed) {
     err << "error: " << job.name << " does not fit " << site << ": " << placement.unschedulable << "\n";
     return kExitFailed;
+  }
+  if (pipeline && !pipeline->ok()) {
+    const Status& why = pipeline->status();
+    // No plan fits the devices' memory: the job does not fit, as above. A
+    // model the agent refuses is the manifest's fault; the rest is the moment's.
+    if (why.code() == StatusCode::kFailedPrecondition) {
+      err << "error: " << job.name << " does not fit " << site << ": " << why.message() << "\n";
+      return kExitFailed;
+    }
+    err << "error: planning the pipeline: " << why.message() << "\n";
+    return why.code() == StatusCode::kInvalidArgument ? kExitInvalid : kExitFailed;
   }
   return kExitOk;
 }

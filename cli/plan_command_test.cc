@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/child_process_testing.h"
+
 namespace edgetrain::cli {
 namespace {
 
@@ -19,12 +21,13 @@ struct Printed {
   std::string out, err;
 };
 
-Printed Plan(const fs::path& manifest, const fs::path& nodes, bool json) {
+Printed Plan(const fs::path& manifest, const fs::path& nodes, bool json, const std::string& agent = "") {
   std::ostringstream out, err;
   PlanOptions options;
   options.manifest_path = manifest.string();
   options.nodes_path = nodes.string();
   options.json = json;
+  options.agent_binary = agent;
   const int code = PrintPlan(options, out, err);
   return {code, out.str(), err.str()};
 }
@@ -48,7 +51,148 @@ class PlanCommandTest : public ::testing::Test {
 
   fs::path dir_;
   const fs::path site_ = kSource / "examples/nodes/edge-site.yaml";
+  const fs::path vgg_ = kSource / "examples/vgg-pipeline.yaml";
+  const fs::path uneven_site_ = kSource / "examples/nodes/pipeline-10-5-2-1.yaml";
 };
+
+// The agent measures the layers on this machine, so timings and with them the
+// plan vary from run to run: these tests hold what is shown, not its numbers
+// (core/parallelism_choice_test.cc holds the choice on fixed costs).
+constexpr const char* kPlannedOnly =
+    "note: spec.parallelism.mode is planned only: neither edgetrain run nor the operator runs a pipeline, hybrid or "
+    "auto job yet";
+
+TEST_F(PlanCommandTest, ThePipelineExampleShowsItsStagesAgainstTheEvenSplitAndDataParallelism) {
+  Printed plan = Plan(vgg_, uneven_site_, /*json=*/false);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const std::string& out = plan.out;
+  // The team placed as any other, its table kept.
+  EXPECT_NE(out.find("vgg-pipeline on pipeline-10-5-2-1 (4 nodes): a coordinator and 4 workers"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("NODE "), std::string::npos) << out;
+  EXPECT_EQ(out.find("for the team; a ranking of nodes"), std::string::npos)
+      << "placement's data-parallel prediction would contradict the planner's";
+  // What the planner was given, then what it chose.
+  for (const char* shown : {"layers, per sample, measured on this machine", "conv1 ", "conv8 ", "classifier ",
+                            "devices, the workers' nodes", "sensor-hub ", "the planner's best for mode auto",
+                            "STAGE LAYERS", "PERIOD ms", "MEMORY/DEVICE", "predicted: ", "micro-batches of",
+                            "against, on the same devices and links:", "even split ", "data parallel ",
+                            "fastest alone ", "ideal: ", "auto picks "}) {
+    EXPECT_NE(out.find(shown), std::string::npos) << "missing \"" << shown << "\" in\n" << out;
+  }
+  EXPECT_NE(plan.err.find(kPlannedOnly), std::string::npos) << plan.err;
+}
+
+TEST_F(PlanCommandTest, ThePipelineJsonPredictsThePlanTheEvenSplitAndDataParallelism) {
+  Printed plan = Plan(vgg_, uneven_site_, /*json=*/true);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const nlohmann::json doc = nlohmann::json::parse(plan.out);
+  EXPECT_TRUE(doc["placed"]);
+  ASSERT_TRUE(doc.contains("pipeline")) << doc.dump(2);
+  const nlohmann::json& p = doc["pipeline"];
+  EXPECT_EQ(p["mode"], "auto");
+  EXPECT_EQ(p["batchSize"], 64);
+  ASSERT_EQ(p["layers"].size(), 9u) << "eight convs and the classifier";
+  EXPECT_EQ(p["layers"][0]["name"], "conv1");
+  EXPECT_EQ(p["layers"][8]["name"], "classifier");
+  ASSERT_EQ(p["devices"].size(), 4u);
+  EXPECT_EQ(p["devices"][0]["name"], doc["workers"][0]) << "the workers' nodes, in rank order";
+  EXPECT_DOUBLE_EQ(p["devices"][3]["speed"].get<double>(), 0.05) << "sensor-hub, 20 times slower than this machine";
+  for (const char* which : {"plan", "evenSplit", "dataParallel", "fastestAlone"}) {
+    const nlohmann::json& plan_json = p[which];
+    EXPECT_TRUE(plan_json["fits"]) << which;
+    EXPECT_GT(plan_json["predictedSamplesPerSecond"].get<double>(), 0) << which;
+    EXPECT_GT(plan_json["stepSeconds"].get<double>(), 0) << which;
+    EXPECT_FALSE(plan_json["description"].get<std::string>().empty()) << which;
+    // The stages cover the layers in order, each on devices of the team.
+    std::vector<std::string> covered;
+    for (const auto& stage : plan_json["stages"]) {
+      for (const auto& layer : stage["layers"]) covered.push_back(layer);
+      EXPECT_FALSE(stage["devices"].empty()) << which;
+      EXPECT_EQ(stage["memoryBytes"].size(), stage["devices"].size()) << which;
+    }
+    std::vector<std::string> all;
+    for (const auto& layer : p["layers"]) all.push_back(layer["name"]);
+    EXPECT_EQ(covered, all) << which;
+  }
+  EXPECT_EQ(p["evenSplit"]["stages"].size(), 4u);
+  EXPECT_EQ(p["dataParallel"]["stages"].size(), 1u);
+  EXPECT_EQ(p["fastestAlone"]["stages"][0]["devices"], nlohmann::json::array({"gateway"}));
+  EXPECT_LE(p["plan"]["predictedSamplesPerSecond"].get<double>(),
+            p["idealSamplesPerSecond"].get<double>() * (1 + 1e-12));
+  // Auto's pick follows the predictions.
+  const double planned = p["plan"]["predictedSamplesPerSecond"], dp = p["dataParallel"]["predictedSamplesPerSecond"];
+  EXPECT_GE(planned, dp * (1 - 1e-9));
+  EXPECT_EQ(p["chosen"], planned > dp ? p["plan"]["mode"] : nlohmann::json("dataParallel")) << p.dump(2);
+  EXPECT_FALSE(p["reason"].get<std::string>().empty());
+}
+
+TEST_F(PlanCommandTest, PipelineModeGivesEachStageOneDevice) {
+  std::string text = ReadFile(vgg_);
+  text.replace(text.find("mode: auto"), 10, "mode: pipeline");
+  Printed plan = Plan(Write("pipeline.yaml", text), uneven_site_, /*json=*/true);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const nlohmann::json p = nlohmann::json::parse(plan.out)["pipeline"];
+  EXPECT_EQ(p["mode"], "pipeline");
+  EXPECT_EQ(p["chosen"], "pipeline");
+  for (const auto& stage : p["plan"]["stages"]) EXPECT_EQ(stage["devices"].size(), 1u) << p["plan"].dump(2);
+}
+
+TEST_F(PlanCommandTest, AnAgentThatCannotMeasureTheLayersIsAFailureAfterThePlacement) {
+  Printed plan = Plan(vgg_, uneven_site_, /*json=*/false, "/bin/false");
+  EXPECT_EQ(plan.code, 1);
+  EXPECT_NE(plan.out.find("NODE "), std::string::npos) << "the placement is shown even so";
+  EXPECT_NE(plan.err.find("error: planning the pipeline: /bin/false profile-layers exited (status 1) without a result"),
+            std::string::npos)
+      << plan.err;
+
+  Printed missing = Plan(vgg_, uneven_site_, /*json=*/true, (dir_ / "no-agent").string());
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("pass --agent PATH"), std::string::npos) << missing.err;
+  EXPECT_NE(nlohmann::json::parse(missing.out)["pipeline"]["error"].get<std::string>().find("cannot execute"),
+            std::string::npos)
+      << missing.out;
+}
+
+// Memory that holds the pods but no plan: the job does not fit, as when it
+// cannot be placed.
+TEST_F(PlanCommandTest, APipelineNoDeviceCanHoldDoesNotFit) {
+  std::string job = ReadFile(vgg_);
+  job += "  template:\n    resources: {requests: {memory: 1Ki}}\n";
+  const fs::path site = Write("tiny.yaml", R"(apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: tiny}
+spec:
+  nodes:
+    - {name: a, memory: 100Ki, compute: {slowdown: 2}}
+    - {name: b, memory: 100Ki, compute: {slowdown: 4}}
+    - {name: c, memory: 100Ki, compute: {slowdown: 10}}
+    - {name: d, memory: 100Ki, compute: {slowdown: 20}}
+)");
+  Printed plan = Plan(Write("vgg.yaml", job), site, /*json=*/false);
+  EXPECT_EQ(plan.code, 1) << plan.out << plan.err;
+  EXPECT_NE(plan.err.find("error: vgg-pipeline does not fit tiny: no plan fits the devices' memory"), std::string::npos)
+      << plan.err;
+}
+
+// What a data-parallel job shows is what it showed before pipelines were planned.
+TEST_F(PlanCommandTest, ADataParallelJobIsPlacedOnlyWithoutAPipelineOrNote) {
+  Printed json = Plan(kSource / "examples/robot-team.yaml", site_, /*json=*/true);
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : doc.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"coordinator", "job", "nodes", "placed", "predictedSamplesPerSecond",
+                                             "site", "workers"}));
+  EXPECT_EQ(json.err, "");
+  Printed table = Plan(kSource / "examples/robot-team.yaml", site_, /*json=*/false);
+  ASSERT_EQ(table.code, 0);
+  EXPECT_EQ(table.out.find("layers, per sample"), std::string::npos) << table.out;
+  const std::string last = table.out.substr(table.out.rfind("\npredicted: ") + 1);
+  EXPECT_NE(last.find(" samples/s for the team; a ranking of nodes, not a promise (docs/placement.md)\n"),
+            std::string::npos)
+      << table.out;
+}
 
 // The example team on the example site: what docs/placement.md walks through.
 TEST_F(PlanCommandTest, TheRobotTeamGoesWhereItsLinksAndComputeAreBest) {

@@ -221,6 +221,19 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
       << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
+// `edgetrain plan` plans the pipeline example; nothing runs it yet.
+TEST_F(RunCommandTest, ThePipelineExampleIsPlannedButNotRun) {
+  const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
+  Outcome run = Execute({"run", examples / "vgg-pipeline.yaml", "--nodes", examples / "nodes/pipeline-10-5-2-1.yaml"});
+  EXPECT_EQ(run.exit, 2);
+  EXPECT_NE(run.stderr_text.find("asks for what edgetrain run cannot do yet:\n  spec.parallelism.mode: auto is not "
+                                 "supported yet"),
+            std::string::npos)
+      << run.stderr_text;
+  EXPECT_TRUE(run.stdout_lines.empty());
+  EXPECT_TRUE(RunFolders().empty()) << "refused before anything started";
+}
+
 TEST_F(RunCommandTest, HelpAfterACommandPrintsItsOptions) {
   for (const char* help : {"--help", "-h"}) {
     Outcome run = Execute({"run", help});

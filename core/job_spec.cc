@@ -128,6 +128,13 @@ class Reader {
   std::shared_ptr<Status> status_ = std::make_shared<Status>();
 };
 
+void ReadModel(Reader model, ModelSpec& out) {
+  model.GetEnum("name", kModelNames, out.kind);
+  if (model.Has("hidden")) model.Get("hidden", out.hidden);
+  if (model.Has("channels")) model.Get("channels", out.channels);
+  if (model.Has("widths")) model.Get("widths", out.widths);
+}
+
 }  // namespace
 
 std::string_view NameOf(ModelKind v) { return Lookup(kModelNames, v); }
@@ -147,11 +154,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   JobSpec spec;
   Reader r(root, "spec");
 
-  Reader model = r.Child("model");
-  model.GetEnum("name", kModelNames, spec.model.kind);
-  if (model.Has("hidden")) model.Get("hidden", spec.model.hidden);
-  if (model.Has("channels")) model.Get("channels", spec.model.channels);
-  if (model.Has("widths")) model.Get("widths", spec.model.widths);
+  ReadModel(r.Child("model"), spec.model);
 
   Reader data = r.Child("data");
   data.GetEnum("dataset", kDatasetNames, spec.data.dataset);
@@ -206,6 +209,16 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
 
   if (!r.status().ok()) return r.status();
   return spec;
+}
+
+StatusOr<ModelSpec> DecodeModelSpec(std::string_view json) {
+  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("model: not a JSON object");
+  ModelSpec model;
+  Reader r(root, "model");
+  ReadModel(r, model);
+  if (!r.status().ok()) return r.status();
+  return model;
 }
 
 }  // namespace edgetrain

@@ -127,5 +127,9 @@ std::string_view NameOf(OptimizerKind v);
 // Decodes a defaulted spec (the JSON form of a manifest's `spec`, as api/ emits it
 // and as plan files carry it). Errors name the field path.
 StatusOr<JobSpec> DecodeJobSpec(std::string_view json);
+// The model alone, as a manifest's spec.model ({"name": "vgg", "widths": [...]}):
+// what `edgetrain-agent profile-layers` is told to measure. Errors name
+// "model.<field>".
+StatusOr<ModelSpec> DecodeModelSpec(std::string_view json);
 
 }  // namespace edgetrain

@@ -4,7 +4,12 @@
 // (agent/torch/layer_profile.h measures them on a device).
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
 
 namespace edgetrain {
 
@@ -22,5 +27,14 @@ struct LayerCost {
   // kept for the backward pass of every micro-batch in flight.
   int64_t activation_bytes = 0;
 };
+
+// The layers as `edgetrain-agent profile-layers` prints them and `edgetrain
+// plan` reads them back, one format on both sides of the process boundary:
+// {"layers":[{"name":"conv1","forwardSeconds":..,"backwardSeconds":..,
+// "parameterBytes":..,"activationBytes":..},...]}.
+std::string EncodeLayerCosts(std::span<const LayerCost> layers);
+// InvalidArgument, naming the field, for anything else (a missing or negative
+// figure, no layers at all).
+StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json);
 
 }  // namespace edgetrain

@@ -146,7 +146,7 @@ struct Best {
 // `incumbent_s` are looked for.
 template <typename Devices>
 std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices& devices, double incumbent_s,
-                                   int64_t& candidates) {
+                                   bool one_device_per_stage, int64_t& candidates) {
   const PipelineProblem& problem = model.problem();
   const int layers = static_cast<int>(problem.layers.size());
   const int states = devices.States();
@@ -184,6 +184,7 @@ std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices
       }
       for (int first = end - 1; first >= 0; --first) {
         devices.ForEachGroup(state, [&](size_t g, int next) {
+          if (one_device_per_stage && members[g].size() > 1) return;
           if (first > 0 && devices.free_capacity[next] <= 0) return;  // no device left for the layers before
           std::optional<StageRates>& r = rates[first * groups.size() + g];
           if (!r) r = model.Rates(first, end, members[g]);
@@ -300,12 +301,18 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
   auto incumbent = [&] { return best ? best->cost.step_s : std::numeric_limits<double>::infinity(); };
   // Plans the search would find anyway, scored first so that it looks only
   // for faster ones: every device as one stage, and each device alone.
-  consider(DataParallelPlan(problem));
+  // A plain pipeline has no data parallelism; what it is compared with, the
+  // even split, it must never lose to (the relaxed search may miss it).
+  if (options.one_device_per_stage) {
+    consider(EvenSplitPlan(problem));
+  } else {
+    consider(DataParallelPlan(problem));
+  }
   for (int d = 0; d < static_cast<int>(problem.devices.size()); ++d) {
     consider(AtBestMicroBatches(problem, {{0, static_cast<int>(problem.layers.size()), {d}}}));
   }
   if (verdict.exact) {
-    consider(Search(model, SubsetsOfDevices(problem), incumbent(), verdict.candidates));
+    consider(Search(model, SubsetsOfDevices(problem), incumbent(), options.one_device_per_stage, verdict.candidates));
   } else {
     std::vector<int> order(problem.devices.size());
     std::iota(order.begin(), order.end(), 0);
@@ -321,8 +328,12 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
     std::vector<int> by_link = order;
     std::stable_sort(by_link.begin(), by_link.end(), [&](int a, int b) { return link(a) > link(b); });
     for (const std::vector<int>& o : {order, std::vector<int>(order.rbegin(), order.rend()), by_link}) {
-      consider(Search(model, RunsOfDevices(problem, o), incumbent(), verdict.candidates));
+      consider(Search(model, RunsOfDevices(problem, o), incumbent(), options.one_device_per_stage, verdict.candidates));
     }
+  }
+  if (!best && options.one_device_per_stage) {
+    return FailedPreconditionError("no plan of one device a stage fits the devices' memory: as the even split, " +
+                                   EvenSplitPlan(problem).cost.misfit);
   }
   if (!best) {
     const PipelinePlan alone = DataParallelPlan(problem);

@@ -20,6 +20,10 @@ namespace edgetrain {
 
 struct PlannerOptions {
   int exact_devices = 8;
+  // A plain pipeline (spec.parallelism.mode: pipeline): every stage on one
+  // device, no data parallelism inside a stage, so no gradient exchange.
+  // Devices may still be left out.
+  bool one_device_per_stage = false;
 };
 
 struct PlannerVerdict {

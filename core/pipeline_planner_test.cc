@@ -57,6 +57,47 @@ TEST(PipelinePlannerTest, FindsTheBruteForceOptimumOnEverySmallInstance) {
   EXPECT_GT(misfits, 0) << "memory never bound: the instances do not test it";
 }
 
+// spec.parallelism.mode: pipeline. The same proof, over the plans that give
+// each stage one device, exact and relaxed.
+TEST(PipelinePlannerTest, OneDeviceAStageFindsTheBruteForceOptimumOfSuchPlans) {
+  std::mt19937_64 random(13);
+  int compared = 0, misfits = 0, grouped_would_win = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const bool full = trial % 30 == 0;
+    const int layers = full ? 8 : 1 + static_cast<int>(random() % 6);
+    const int devices = full ? 6 : 1 + static_cast<int>(random() % 4);
+    const PipelineProblem p = RandomPipelineProblem(random, layers, devices);
+    const auto oracle = BruteForcePipelineStep(p, /*one_device_per_stage=*/true);
+    const auto verdict = PlanPipeline(p, {.one_device_per_stage = true});
+    const auto relaxed = PlanPipeline(p, {.exact_devices = 0, .one_device_per_stage = true});
+    if (!oracle) {
+      ++misfits;
+      EXPECT_EQ(verdict.status().code(), StatusCode::kFailedPrecondition) << "trial " << trial;
+      EXPECT_NE(verdict.status().message().find("no plan of one device a stage fits"), std::string::npos)
+          << verdict.status().message();
+      EXPECT_FALSE(relaxed.ok()) << "trial " << trial << ": it never invents a plan";
+      continue;
+    }
+    ASSERT_TRUE(verdict.ok()) << "trial " << trial << ": " << verdict.status().ToString();
+    const PipelinePlan& plan = verdict->plan;
+    for (const PipelineStage& s : plan.stages) EXPECT_EQ(s.devices.size(), 1u) << "trial " << trial;
+    EXPECT_NEAR(plan.cost.step_s, *oracle, 1e-9 * *oracle)
+        << "trial " << trial << " (" << layers << " layers, " << devices << " devices): " << DescribePlan(p, plan);
+    if (relaxed.ok()) {
+      for (const PipelineStage& s : relaxed->plan.stages) EXPECT_EQ(s.devices.size(), 1u) << "trial " << trial;
+      EXPECT_GE(relaxed->plan.cost.step_s, *oracle * (1 - 1e-9)) << "trial " << trial;
+    }
+    // The restriction binds: unrestricted, groups are sometimes faster.
+    if (const auto free = PlanPipeline(p); free.ok() && free->plan.cost.step_s < plan.cost.step_s * (1 - 1e-9)) {
+      ++grouped_would_win;
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 200);
+  EXPECT_GT(misfits, 0) << "memory never bound: the instances do not test it";
+  EXPECT_GT(grouped_would_win, 0) << "the restriction never mattered: the instances do not test it";
+}
+
 // Past `exact_devices` groups are runs in speed order: never better than the
 // optimum, and what it gives up is measured by bench/pipeline-planner.
 TEST(PipelinePlannerTest, TheRelaxedProgramNeverBeatsTheOptimum) {

@@ -25,7 +25,7 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
   return p;
 }
 
-std::optional<double> BruteForcePipelineStep(const PipelineProblem& p) {
+std::optional<double> BruteForcePipelineStep(const PipelineProblem& p, bool one_device_per_stage) {
   const PipelineCostModel model(p);
   const int layers = static_cast<int>(p.layers.size()), devices = static_cast<int>(p.devices.size());
   std::optional<double> best;
@@ -46,7 +46,9 @@ std::optional<double> BruteForcePipelineStep(const PipelineProblem& p) {
       for (int d = 0; d < devices; ++d) {
         if (where[d] > 0) stages[where[d] - 1].devices.push_back(d);
       }
-      if (std::all_of(stages.begin(), stages.end(), [](auto& s) { return !s.devices.empty(); })) {
+      const size_t most = one_device_per_stage ? 1 : p.devices.size();
+      if (std::all_of(stages.begin(), stages.end(),
+                      [&](auto& s) { return !s.devices.empty() && s.devices.size() <= most; })) {
         for (int m : MicroBatchCounts(p)) {
           const auto cost = model.Plan(stages, m);
           if (cost->fits && (!best || cost->step_s < *best)) best = cost->step_s;

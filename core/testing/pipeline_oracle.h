@@ -18,6 +18,7 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
 // into contiguous stages, times every assignment of each device to one of
 // them or to none, at every micro-batch count, scored by the same cost
 // model. None when nothing fits. Exponential: up to 8 layers and 6 devices.
-std::optional<double> BruteForcePipelineStep(const PipelineProblem& problem);
+// `one_device_per_stage`: only assignments that give each stage one device.
+std::optional<double> BruteForcePipelineStep(const PipelineProblem& problem, bool one_device_per_stage = false);
 
 }  // namespace edgetrain::testing

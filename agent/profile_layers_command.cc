@@ -1,0 +1,54 @@
+#include "agent/profile_layers_command.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/torch/layer_profile.h"
+#include "core/dataset_info.h"
+#include "core/exit_codes.h"
+
+namespace edgetrain::agent {
+namespace {
+
+int Fail(const Status& status, std::ostream& lines, std::ostream& log) {
+  log << "edgetrain-agent profile-layers: " << status.message() << "\n";
+  lines << "result " << nlohmann::json({{"error", status.message()}}).dump() << std::endl;
+  return ExitCodeFor(status);
+}
+
+}  // namespace
+
+int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
+  std::string model_json, dataset_name;
+  LayerProfileOptions options;
+  CLI::App app("edgetrain-agent profile-layers: each layer of a built-in model, timed on this machine",
+               "edgetrain-agent profile-layers");
+  app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON")->required();
+  app.add_option("--dataset", dataset_name, "the data set whose samples the model takes (their shape only)")
+      ->required()
+      ->check(CLI::IsMember({std::string(NameOf(DatasetName::kDigits)), std::string(NameOf(DatasetName::kFashionMnist))}));
+  app.add_option("--batch", options.batch_size, "samples each timed pass runs on (the costs are per sample)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--repetitions", options.repetitions, "timed passes of each layer; the median counts")
+      ->check(CLI::Range(1, 1000));
+  // One, as the agents train and as the reference machine's compute score was
+  // measured (core/step_cost.h): the costs are then on the scale of speed 1.
+  app.add_option("--threads", options.intra_op_threads, "LibTorch intra-op threads")->check(CLI::Range(1, 256));
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    return Fail(InvalidArgumentError(e.what()), lines, log);
+  }
+  StatusOr<ModelSpec> model = DecodeModelSpec(model_json);
+  if (!model.ok()) return Fail(model.status().WithContext("--model"), lines, log);
+  const DatasetName dataset =
+      dataset_name == NameOf(DatasetName::kDigits) ? DatasetName::kDigits : DatasetName::kFashionMnist;
+  // The data set's shape is all the layers need: random images of it are timed,
+  // so no data set file is read.
+  StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(dataset), options);
+  if (!layers.ok()) return Fail(layers.status(), lines, log);
+  lines << "result " << EncodeLayerCosts(*layers) << std::endl;
+  return kExitOk;
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,67 @@
+#include "agent/profile_layers_command.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/layer_cost.h"
+
+namespace edgetrain::agent {
+namespace {
+
+struct Printed {
+  int code;
+  std::string result;  // the JSON after `result `
+};
+
+Printed Profile(const std::vector<std::string>& args) {
+  std::ostringstream lines, log;
+  const int code = RunProfileLayers(args, lines, log);
+  const std::string out = lines.str();
+  EXPECT_EQ(out.rfind("result ", 0), 0u) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
+  return {code, out.size() > 8 ? out.substr(7, out.size() - 8) : ""};
+}
+
+TEST(ProfileLayersCommandTest, PrintsEachLayerOfTheModelWithItsCosts) {
+  const Printed p = Profile({"--model", R"({"name":"vgg","widths":[4,4,8]})", "--dataset", "digits", "--batch", "4",
+                             "--repetitions", "1"});
+  ASSERT_EQ(p.code, 0) << p.result;
+  const auto layers = DecodeLayerCosts(p.result);
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString() << "\n" << p.result;
+  ASSERT_EQ(layers->size(), 4u);
+  EXPECT_EQ((*layers)[0].name, "conv1");
+  EXPECT_EQ((*layers)[3].name, "classifier");
+  // conv1: 4 filters of 3x3 on one channel, and their biases; its output, 4
+  // channels of the 8x8 digits.
+  EXPECT_EQ((*layers)[0].parameter_bytes, 4 * (4 * 9 + 4));
+  EXPECT_EQ((*layers)[0].activation_bytes, 4 * 4 * 8 * 8);
+  for (const LayerCost& l : *layers) EXPECT_GT(l.forward_s, 0) << l.name;
+}
+
+TEST(ProfileLayersCommandTest, BadInputIsAnErrorResultWithExitTwo) {
+  const Printed bad_model = Profile({"--model", R"({"name":"transformer"})", "--dataset", "digits"});
+  EXPECT_EQ(bad_model.code, 2);
+  EXPECT_NE(bad_model.result.find(R"("error":"--model: model.name: unknown value \"transformer\"")"), std::string::npos)
+      << bad_model.result;
+
+  const Printed not_json = Profile({"--model", "vgg", "--dataset", "digits"});
+  EXPECT_EQ(not_json.code, 2);
+  EXPECT_NE(not_json.result.find("--model: model: not a JSON object"), std::string::npos) << not_json.result;
+
+  // Eight convs pool 8x8 digits below one pixel.
+  const Printed too_deep = Profile({"--model", R"({"name":"vgg","widths":[4,4,4,4,4,4,4,4]})", "--dataset", "digits"});
+  EXPECT_EQ(too_deep.code, 2);
+  EXPECT_NE(too_deep.result.find("\"error\""), std::string::npos) << too_deep.result;
+
+  const Printed no_dataset = Profile({"--model", R"({"name":"mlp"})"});
+  EXPECT_EQ(no_dataset.code, 2);
+  EXPECT_NE(no_dataset.result.find("--dataset is required"), std::string::npos) << no_dataset.result;
+
+  const Printed zero_batch = Profile({"--model", R"({"name":"mlp"})", "--dataset", "digits", "--batch", "0"});
+  EXPECT_EQ(zero_batch.code, 2);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

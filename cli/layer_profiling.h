@@ -1,0 +1,30 @@
+#pragma once
+// A model's layers with their costs measured on this machine, for the
+// pipeline planner. The runner does not link LibTorch: the agent measures
+// (`edgetrain-agent profile-layers`), the runner reads its result line, as
+// `edgetrain evaluate` does.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/job_spec.h"
+#include "core/layer_cost.h"
+#include "core/status.h"
+
+namespace edgetrain::cli {
+
+struct LayerProfileRequest {
+  std::string agent_binary;  // found beside the runner when empty
+  nlohmann::json model;      // a manifest's spec.model, defaulted
+  DatasetName dataset = DatasetName::kFashionMnist;
+  int batch_size = 32;
+  int repetitions = 3;
+};
+
+// The agent's layers, or why not: InvalidArgument when it refused the model
+// (its own words), else the failure to start it or its exit without a result.
+StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileRequest& request);
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,178 @@
+#include "cli/pipeline_view.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "cli/progress_display.h"
+
+namespace edgetrain::cli {
+namespace {
+
+constexpr double kMbpsPerBytePerSecond = 8 / 1e6;
+
+std::string Fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string Bytes(double bytes) {
+  if (bytes < 1024) return Fixed(bytes, 0) + " B";
+  if (bytes < 1024 * 1024) return Fixed(bytes / 1024, 1) + " KiB";
+  if (bytes < 1024.0 * 1024 * 1024) return Fixed(bytes / (1024 * 1024), 1) + " MiB";
+  return Fixed(bytes / (1024.0 * 1024 * 1024), 1) + " GiB";
+}
+
+std::string Ms(double seconds, int decimals = 1) { return Fixed(seconds * 1000, decimals); }
+
+std::string StageLayers(const PipelineProblem& problem, const PipelineStage& stage) {
+  const std::string& first = problem.layers[stage.first_layer].name;
+  return stage.end_layer - stage.first_layer == 1 ? first : first + "-" + problem.layers[stage.end_layer - 1].name;
+}
+
+std::string DeviceNames(const PipelineProblem& problem, const PipelineStage& stage) {
+  std::string names;
+  for (int d : stage.devices) names += (names.empty() ? "" : ", ") + problem.devices[d].name;
+  return names;
+}
+
+// The planner's input: what it weighs, so a surprising plan can be traced.
+void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
+  char line[256];
+  out << "layers, per sample, measured on this machine (edgetrain-agent profile-layers, batches of "
+      << problem.batch_size << "):\n";
+  std::snprintf(line, sizeof line, "  %-12s %11s %12s %12s %12s\n", "LAYER", "FORWARD ms", "BACKWARD ms", "PARAMETERS",
+                "ACTIVATIONS");
+  out << line;
+  for (const LayerCost& l : problem.layers) {
+    std::snprintf(line, sizeof line, "  %-12s %11s %12s %12s %12s\n", l.name.c_str(), Ms(l.forward_s, 3).c_str(),
+                  Ms(l.backward_s, 3).c_str(), Bytes(static_cast<double>(l.parameter_bytes)).c_str(),
+                  Bytes(static_cast<double>(l.activation_bytes)).c_str());
+    out << line;
+  }
+  out << "devices, the workers' nodes (speed against this machine):\n";
+  std::snprintf(line, sizeof line, "  %-16s %6s %10s %12s\n", "DEVICE", "SPEED", "MEMORY", "LINK Mbit/s");
+  out << line;
+  for (const PipelineDevice& d : problem.devices) {
+    std::snprintf(line, sizeof line, "  %-16s %6s %10s %12s\n", d.name.c_str(), Fixed(d.speed, 2).c_str(),
+                  d.memory_bytes > 0 ? Bytes(static_cast<double>(d.memory_bytes)).c_str() : "-",
+                  d.up_bytes_per_s > 0 ? Fixed(d.up_bytes_per_s * kMbpsPerBytePerSecond, 1).c_str() : "wired");
+    out << line;
+  }
+}
+
+void PrintStages(const PipelineProblem& problem, const PipelinePlan& plan, std::ostream& out) {
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-5s %-22s %-28s %9s %10s %8s %11s  %s\n", "STAGE", "LAYERS", "DEVICES",
+                "PERIOD ms", "COMPUTE ms", "LINK ms", "EXCHANGE ms", "MEMORY/DEVICE");
+  out << line;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageCost& cost = plan.cost.stages[s];
+    std::string memory;
+    for (int64_t bytes : cost.memory_bytes) memory += (memory.empty() ? "" : ", ") + Bytes(static_cast<double>(bytes));
+    std::snprintf(line, sizeof line, "  %-5zu %-22s %-28s %9s %10s %8s %11s  %s\n", s + 1,
+                  StageLayers(problem, plan.stages[s]).c_str(), DeviceNames(problem, plan.stages[s]).c_str(),
+                  Ms(cost.period_s).c_str(), Ms(cost.compute_s).c_str(), Ms(cost.link_s).c_str(),
+                  Ms(cost.exchange_s).c_str(), memory.c_str());
+    out << line;
+  }
+}
+
+void PrintComparisonRow(const char* name, const PipelinePlan& plan, std::ostream& out) {
+  char line[512];
+  if (plan.cost.fits) {
+    std::snprintf(line, sizeof line, "  %-20s %10s %10s\n", name,
+                  WithThousands(std::llround(plan.cost.samples_per_s)).c_str(), Ms(plan.cost.step_s).c_str());
+  } else {
+    std::snprintf(line, sizeof line, "  %-20s %10s %10s  does not fit: %s\n", name, "-", "-", plan.cost.misfit.c_str());
+  }
+  out << line;
+}
+
+nlohmann::json PlanJson(const PipelineProblem& problem, const PipelinePlan& plan) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PipelineStage& stage = plan.stages[s];
+    const StageCost& cost = plan.cost.stages[s];
+    nlohmann::json layers = nlohmann::json::array(), devices = nlohmann::json::array();
+    for (int l = stage.first_layer; l < stage.end_layer; ++l) layers.push_back(problem.layers[l].name);
+    for (int d : stage.devices) devices.push_back(problem.devices[d].name);
+    stages.push_back({{"layers", layers},
+                      {"devices", devices},
+                      {"periodSeconds", cost.period_s},
+                      {"computeSeconds", cost.compute_s},
+                      {"linkSeconds", cost.link_s},
+                      {"exchangeSeconds", cost.exchange_s},
+                      {"memoryBytes", cost.memory_bytes}});
+  }
+  nlohmann::json out = {{"description", DescribePlan(problem, plan)},
+                        {"fits", plan.cost.fits},
+                        {"microBatches", plan.micro_batches},
+                        {"microBatchSize", plan.micro_batch_size},
+                        {"stages", stages}};
+  if (plan.cost.fits) {
+    out["predictedSamplesPerSecond"] = plan.cost.samples_per_s;
+    out["stepSeconds"] = plan.cost.step_s;
+  } else {
+    out["misfit"] = plan.cost.misfit;
+  }
+  return out;
+}
+
+}  // namespace
+
+void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice& choice, std::ostream& out) {
+  const PipelinePlan& plan = choice.planned.plan;
+  const std::string asked(NameOf(choice.asked));
+  PrintInputs(problem, out);
+  out << "\nthe planner's best for mode " << asked << " ("
+      << (choice.asked == ParallelismMode::kPipeline ? "one device a stage" : "a stage may be a group of devices")
+      << (choice.planned.exact ? "; every subset of devices searched" : "; devices searched in runs, not exact")
+      << "):\n  " << NameOf(choice.plan_mode) << ", " << DescribePlan(problem, plan) << "\n";
+  PrintStages(problem, plan, out);
+  out << "predicted: " << WithThousands(std::llround(plan.cost.samples_per_s)) << " samples/s, a step of "
+      << Ms(plan.cost.step_s) << " ms; the cost model's, not a promise (docs/pipeline.md)\n\n";
+  out << "against, on the same devices and links:\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-20s %10s %10s\n", "PLAN", "SAMPLES/S", "STEP ms");
+  out << line;
+  PrintComparisonRow(("planned " + std::string(NameOf(choice.plan_mode))).c_str(), plan, out);
+  PrintComparisonRow("even split", choice.even_split, out);
+  PrintComparisonRow("data parallel", choice.data_parallel, out);
+  PrintComparisonRow("fastest alone", choice.fastest_alone, out);
+  out << "ideal: " << WithThousands(std::llround(choice.ideal_samples_per_s))
+      << " samples/s, every device computing all the time and nothing else\n\n";
+  if (choice.asked == ParallelismMode::kAuto) {
+    out << "auto picks " << NameOf(choice.chosen) << ": " << choice.reason << "\n";
+  } else {
+    out << "mode " << asked;
+    if (choice.plan_mode != choice.asked) out << " (its best plan shaped as " << NameOf(choice.plan_mode) << ")";
+    out << ": " << choice.reason << "\n";
+  }
+}
+
+nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const ParallelismChoice& choice) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const PipelineDevice& d : problem.devices) {
+    nlohmann::json device = {{"name", d.name}, {"speed", d.speed}};
+    if (d.memory_bytes > 0) device["memoryBytes"] = d.memory_bytes;
+    if (d.up_bytes_per_s > 0) device["linkMbps"] = d.up_bytes_per_s * kMbpsPerBytePerSecond;
+    devices.push_back(device);
+  }
+  nlohmann::json plan = PlanJson(problem, choice.planned.plan);
+  plan["mode"] = NameOf(choice.plan_mode);
+  plan["exact"] = choice.planned.exact;
+  return {{"mode", NameOf(choice.asked)},
+          {"chosen", NameOf(choice.chosen)},
+          {"reason", choice.reason},
+          {"batchSize", problem.batch_size},
+          {"layers", nlohmann::json::parse(EncodeLayerCosts(problem.layers))["layers"]},
+          {"devices", devices},
+          {"plan", plan},
+          {"evenSplit", PlanJson(problem, choice.even_split)},
+          {"dataParallel", PlanJson(problem, choice.data_parallel)},
+          {"fastestAlone", PlanJson(problem, choice.fastest_alone)},
+          {"idealSamplesPerSecond", choice.ideal_samples_per_s}};
+}
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,20 @@
+#pragma once
+// How `edgetrain plan` shows a pipeline, hybrid or auto job: the layers as
+// measured, the devices, the planned stages with their predictions, the even
+// split and data parallelism beside them, and what auto picks; as text, or as
+// the `pipeline` object of --json.
+
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/parallelism_choice.h"
+#include "core/pipeline_cost.h"
+
+namespace edgetrain::cli {
+
+void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice& choice, std::ostream& out);
+
+nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const ParallelismChoice& choice);
+
+}  // namespace edgetrain::cli

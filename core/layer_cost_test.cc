@@ -1,0 +1,61 @@
+#include "core/layer_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "core/job_spec.h"
+
+namespace edgetrain {
+namespace {
+
+TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
+  const std::vector<LayerCost> layers = {{"conv1", 1.5e-4, 3.25e-4, 640, 50176}, {"classifier", 5e-7, 0, 5160, 40}};
+  const auto back = DecodeLayerCosts(EncodeLayerCosts(layers));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 2u);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    EXPECT_EQ((*back)[i].name, layers[i].name);
+    EXPECT_EQ((*back)[i].forward_s, layers[i].forward_s);
+    EXPECT_EQ((*back)[i].backward_s, layers[i].backward_s);
+    EXPECT_EQ((*back)[i].parameter_bytes, layers[i].parameter_bytes);
+    EXPECT_EQ((*back)[i].activation_bytes, layers[i].activation_bytes);
+  }
+}
+
+TEST(LayerCostTest, AnythingElseIsRefusedNamingTheField) {
+  struct Case {
+    const char* json;
+    const char* error;
+  } cases[] = {
+      {"not json", "layers: not a JSON object"},
+      {R"({"layers": []})", "layers: expected a non-empty array"},
+      {R"({"layers": [{"forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1, "activationBytes": 1}]})",
+       "layers[0].name: expected the layer's name"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": -1, "backwardSeconds": 1, "parameterBytes": 1,
+                       "activationBytes": 1}]})",
+       "layers[0].forwardSeconds: expected seconds"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1.5,
+                       "activationBytes": 1}]})",
+       "layers[0].parameterBytes: expected bytes"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1}]})",
+       "layers[0].activationBytes: expected bytes"},
+  };
+  for (const Case& c : cases) {
+    const auto decoded = DecodeLayerCosts(c.json);
+    ASSERT_FALSE(decoded.ok()) << c.json;
+    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(decoded.status().message().find(c.error), std::string::npos) << decoded.status().message();
+  }
+}
+
+// The model alone, as `edgetrain-agent profile-layers --model` takes it.
+TEST(LayerCostTest, AModelSpecDecodesAloneWithItsFieldsNamed) {
+  const auto vgg = DecodeModelSpec(R"({"name": "vgg", "widths": [8, 16]})");
+  ASSERT_TRUE(vgg.ok()) << vgg.status().ToString();
+  EXPECT_EQ(vgg->kind, ModelKind::kVgg);
+  EXPECT_EQ(vgg->widths, (std::vector<int>{8, 16}));
+  EXPECT_EQ(DecodeModelSpec(R"({"name": "rnn"})").status().message(), "model.name: unknown value \"rnn\"");
+  EXPECT_EQ(DecodeModelSpec("[]").status().message(), "model: not a JSON object");
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,106 @@
+#include "core/parallelism_choice.h"
+
+#include <cstdio>
+#include <optional>
+
+namespace edgetrain {
+namespace {
+
+std::string Times(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fx", ratio);
+  return text;
+}
+
+std::string SamplesPerSecond(double rate) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.0f samples/s", rate);
+  return text;
+}
+
+// The plan against data parallelism on every device, as the reason says it.
+std::string AgainstDataParallelism(const PipelinePlan& plan, const PipelinePlan& data_parallel) {
+  if (!data_parallel.cost.fits) return "data parallelism does not fit: " + data_parallel.cost.misfit;
+  const double ratio = plan.cost.samples_per_s / data_parallel.cost.samples_per_s;
+  return "predicted " + Times(ratio) + " data parallelism's samples/s on the same devices and links (" +
+         SamplesPerSecond(plan.cost.samples_per_s) + " against " + SamplesPerSecond(data_parallel.cost.samples_per_s) +
+         ")";
+}
+
+// The whole model on the fastest device, at the micro-batch count that fits
+// (the step is the same at any: one stage has nothing to overlap).
+PipelinePlan FastestAlone(const PipelineProblem& problem) {
+  int fastest = 0;
+  for (int d = 1; d < static_cast<int>(problem.devices.size()); ++d) {
+    if (problem.devices[d].speed > problem.devices[fastest].speed) fastest = d;
+  }
+  const std::vector<PipelineStage> stages = {{0, static_cast<int>(problem.layers.size()), {fastest}}};
+  const PipelineCostModel model(problem);
+  std::optional<PipelinePlan> best;
+  for (int m : MicroBatchCounts(problem)) {
+    PipelinePlan plan{stages, m, problem.batch_size / m, *model.Plan(stages, m)};
+    if (!best || (plan.cost.fits && !best->cost.fits) ||
+        (plan.cost.fits == best->cost.fits && plan.cost.step_s < best->cost.step_s)) {
+      best = std::move(plan);
+    }
+  }
+  return *best;
+}
+
+double IdealSamplesPerSecond(const PipelineProblem& problem) {
+  double capacity = 0, work_s = 0;
+  for (const PipelineDevice& d : problem.devices) capacity += d.speed;
+  for (const LayerCost& l : problem.layers) work_s += l.forward_s + l.backward_s;
+  return work_s > 0 ? capacity / work_s : 0;
+}
+
+}  // namespace
+
+ParallelismMode ModeOf(const PipelineProblem& problem, const PipelinePlan& plan) {
+  if (plan.stages.size() == 1 && plan.stages[0].devices.size() == problem.devices.size()) {
+    return ParallelismMode::kDataParallel;
+  }
+  for (const PipelineStage& stage : plan.stages) {
+    if (stage.devices.size() > 1) return ParallelismMode::kHybrid;
+  }
+  return ParallelismMode::kPipeline;
+}
+
+StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, ParallelismMode mode) {
+  if (mode == ParallelismMode::kDataParallel) {
+    return InvalidArgumentError("dataParallel is not planned by the pipeline planner");
+  }
+  ParallelismChoice choice;
+  choice.asked = mode;
+  EDGETRAIN_ASSIGN_OR_RETURN(choice.planned,
+                             PlanPipeline(problem, {.one_device_per_stage = mode == ParallelismMode::kPipeline}));
+  const PipelinePlan& plan = choice.planned.plan;
+  choice.plan_mode = ModeOf(problem, plan);
+  choice.even_split = EvenSplitPlan(problem);
+  choice.data_parallel = DataParallelPlan(problem);
+  choice.fastest_alone = FastestAlone(problem);
+  choice.ideal_samples_per_s = IdealSamplesPerSecond(problem);
+  const PipelinePlan& dp = choice.data_parallel;
+  if (mode != ParallelismMode::kAuto) {
+    choice.chosen = mode;
+    choice.reason = choice.plan_mode == ParallelismMode::kDataParallel
+                        ? "no split is predicted faster than one stage on every device: as data parallelism"
+                        : AgainstDataParallelism(plan, dp);
+    return choice;
+  }
+  // The plan's prediction against data parallelism's, on the same problem; a
+  // tie goes to data parallelism, the simpler to run.
+  const bool split_wins = choice.plan_mode != ParallelismMode::kDataParallel &&
+                          (!dp.cost.fits || plan.cost.samples_per_s > dp.cost.samples_per_s);
+  if (split_wins) {
+    choice.chosen = choice.plan_mode;
+    choice.reason = AgainstDataParallelism(plan, dp);
+  } else {
+    choice.chosen = ParallelismMode::kDataParallel;
+    choice.reason = "no split is predicted faster than data parallelism on the same devices and links (" +
+                    SamplesPerSecond(dp.cost.samples_per_s) + ")";
+  }
+  return choice;
+}
+
+}  // namespace edgetrain

@@ -1,0 +1,51 @@
+#pragma once
+// What a pipeline, hybrid or auto job would run as on its devices: the
+// planner's plan within what the mode allows, the two plans it is compared
+// with, and, for auto, the pick between the plan and plain data parallelism by
+// predicted samples/s on the same devices and links. Pure: `edgetrain plan`
+// shows it, and the run's summary will.
+//
+// What the modes allow:
+//   pipeline  every stage on one device (PlannerOptions::one_device_per_stage):
+//             the model split, no data parallelism inside a stage;
+//   hybrid    stages on groups of devices, data parallel inside each: any plan
+//             the planner can score, one stage on every device included;
+//   auto      as hybrid; then the plan if it is predicted faster than data
+//             parallelism on every device, else data parallelism.
+
+#include <string>
+
+#include "core/job_spec.h"
+#include "core/pipeline_planner.h"
+
+namespace edgetrain {
+
+struct ParallelismChoice {
+  ParallelismMode asked = ParallelismMode::kAuto;
+  PlannerVerdict planned;
+  // What the planned plan is (ModeOf): one stage on every device is data
+  // parallelism, whatever the mode asked.
+  ParallelismMode plan_mode = ParallelismMode::kHybrid;
+  PipelinePlan even_split;     // one device a stage, the layers dealt out evenly
+  PipelinePlan data_parallel;  // one stage on every device
+  PipelinePlan fastest_alone;  // the whole model on the fastest device
+  // Every device computing all the time and nothing else: the sum of their
+  // capacities, what no plan can beat (issue 15's benchmark measures against it).
+  double ideal_samples_per_s = 0;
+  // pipeline and hybrid: as asked. auto: plan_mode, or dataParallel.
+  ParallelismMode chosen = ParallelismMode::kDataParallel;
+  // The choice against data parallelism, in a sentence: "predicted 2.4x data
+  // parallelism's samples/s on the same devices and links".
+  std::string reason;
+};
+
+// dataParallel: one stage on every device; pipeline: every stage on one
+// device (the fastest device alone included); hybrid: the rest, groups.
+ParallelismMode ModeOf(const PipelineProblem& problem, const PipelinePlan& plan);
+
+// InvalidArgument for a mode the pipeline planner has no part in
+// (dataParallel) or a problem it refuses; FailedPrecondition, saying why, when
+// no plan the mode allows fits the devices' memory.
+StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, ParallelismMode mode);
+
+}  // namespace edgetrain

@@ -1,0 +1,93 @@
+#include "core/parallelism_choice.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+LayerCost Layer(const std::string& name, double work_ms, int64_t parameter_bytes, int64_t activation_bytes) {
+  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes};
+}
+
+// Light early layers heavy on activations, heavy late ones light on them (a
+// vgg's shape), on four devices 10:5:2:1 whose links carry `mbps` each.
+PipelineProblem Site(double mbps) {
+  PipelineProblem p;
+  p.layers = {Layer("conv1", 2, 2e3, 1e5), Layer("conv2", 8, 4e4, 1e5), Layer("conv3", 8, 1e5, 5e4),
+              Layer("conv4", 8, 3e5, 2e4), Layer("conv5", 6, 1e6, 8e3), Layer("fc", 1, 4e6, 40)};
+  const double bytes = mbps * 125000;
+  for (auto [name, speed] : {std::pair{"fast", 10.0}, {"mid", 5.0}, {"slow", 2.0}, {"slowest", 1.0}}) {
+    p.devices.push_back({name, speed, 0, bytes, bytes});
+  }
+  p.batch_size = 32;
+  return p;
+}
+
+TEST(ParallelismChoiceTest, AutoSplitsTheModelWhenLinksAreTooThinToSyncIt) {
+  const PipelineProblem p = Site(100);
+  const auto choice = ChooseParallelism(p, ParallelismMode::kAuto);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  EXPECT_GT(choice->planned.plan.stages.size(), 1u) << DescribePlan(p, choice->planned.plan);
+  EXPECT_NE(choice->chosen, ParallelismMode::kDataParallel);
+  EXPECT_EQ(choice->chosen, choice->plan_mode);
+  EXPECT_GT(choice->planned.plan.cost.samples_per_s, choice->data_parallel.cost.samples_per_s);
+  EXPECT_NE(choice->reason.find("x data parallelism's samples/s on the same devices and links"), std::string::npos)
+      << choice->reason;
+  EXPECT_EQ(choice->even_split.stages.size(), 4u);
+  EXPECT_EQ(choice->data_parallel.stages.size(), 1u);
+  ASSERT_EQ(choice->fastest_alone.stages.size(), 1u);
+  EXPECT_EQ(choice->fastest_alone.stages[0].devices, std::vector<int>{0});
+  // 33 ms of work a sample at speed 1, on 18 units of speed.
+  EXPECT_DOUBLE_EQ(choice->ideal_samples_per_s, 18 / 0.033);
+  EXPECT_NEAR(choice->fastest_alone.cost.samples_per_s, 10 / 0.033, 1e-9);
+  for (const PipelinePlan* plan : {&choice->planned.plan, &choice->even_split, &choice->data_parallel,
+                                   &choice->fastest_alone}) {
+    EXPECT_LE(plan->cost.samples_per_s, choice->ideal_samples_per_s * (1 + 1e-12));
+  }
+}
+
+TEST(ParallelismChoiceTest, AutoKeepsDataParallelismWhereNoSplitBeatsIt) {
+  const PipelineProblem p = Site(0);  // links not limited: syncing costs nothing
+  const auto choice = ChooseParallelism(p, ParallelismMode::kAuto);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  EXPECT_EQ(choice->chosen, ParallelismMode::kDataParallel);
+  EXPECT_EQ(choice->plan_mode, ParallelismMode::kDataParallel);
+  EXPECT_NE(choice->reason.find("no split is predicted faster than data parallelism"), std::string::npos)
+      << choice->reason;
+}
+
+TEST(ParallelismChoiceTest, PipelineGivesEveryStageOneDeviceAndHybridMayGroupThem) {
+  const PipelineProblem p = Site(100);
+  const auto pipeline = ChooseParallelism(p, ParallelismMode::kPipeline);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+  EXPECT_EQ(pipeline->chosen, ParallelismMode::kPipeline);
+  for (const PipelineStage& s : pipeline->planned.plan.stages) EXPECT_EQ(s.devices.size(), 1u);
+  EXPECT_GE(pipeline->planned.plan.cost.samples_per_s, pipeline->even_split.cost.samples_per_s);
+
+  const auto hybrid = ChooseParallelism(p, ParallelismMode::kHybrid);
+  ASSERT_TRUE(hybrid.ok());
+  EXPECT_EQ(hybrid->chosen, ParallelismMode::kHybrid);
+  EXPECT_GE(hybrid->planned.plan.cost.samples_per_s, pipeline->planned.plan.cost.samples_per_s)
+      << "hybrid plans include every plain pipeline";
+}
+
+TEST(ParallelismChoiceTest, ModeOfSaysWhatAPlanIs) {
+  const PipelineProblem p = Site(100);
+  auto plan = [](std::vector<PipelineStage> stages) { return PipelinePlan{std::move(stages), 1, 32, {}}; };
+  EXPECT_EQ(ModeOf(p, plan({{0, 6, {0, 1, 2, 3}}})), ParallelismMode::kDataParallel);
+  EXPECT_EQ(ModeOf(p, plan({{0, 6, {0}}})), ParallelismMode::kPipeline) << "the fastest device alone";
+  EXPECT_EQ(ModeOf(p, plan({{0, 3, {0}}, {3, 6, {2}}})), ParallelismMode::kPipeline);
+  EXPECT_EQ(ModeOf(p, plan({{0, 3, {0, 1}}, {3, 6, {2}}})), ParallelismMode::kHybrid);
+  EXPECT_EQ(ModeOf(p, plan({{0, 6, {0, 1}}})), ParallelismMode::kHybrid) << "one stage on some of the devices";
+}
+
+TEST(ParallelismChoiceTest, DataParallelIsNotThePlannersAndMemoryMayHoldNoPlan) {
+  EXPECT_EQ(ChooseParallelism(Site(100), ParallelismMode::kDataParallel).status().code(), StatusCode::kInvalidArgument);
+  PipelineProblem tight = Site(100);
+  for (auto& d : tight.devices) d.memory_bytes = 1000;
+  EXPECT_EQ(ChooseParallelism(tight, ParallelismMode::kAuto).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ChooseParallelism(tight, ParallelismMode::kPipeline).status().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace edgetrain

@@ -1,0 +1,31 @@
+#pragma once
+// The pipeline planner's problem (core/pipeline_cost.h) for one job on the
+// nodes placement chose: the job's batch and optimizer, each node as a
+// device, and the model's layers as measured. Pure: `edgetrain plan` hands it
+// what it read and what the agent measured.
+
+#include <span>
+#include <vector>
+
+#include "core/job_spec.h"
+#include "core/layer_cost.h"
+#include "core/node_view.h"
+#include "core/pipeline_cost.h"
+#include "core/status.h"
+
+namespace edgetrain {
+
+// Bytes a device holds per parameter byte of its stage: the weights and their
+// gradient, and the optimizer's state — Adam's two moments (4), SGD's momentum
+// buffer when it has momentum (3), nothing more for plain SGD (2).
+double StateFactorOf(const OptimizerSpec& optimizer);
+
+// One device per node, in the order given (the even split deals layers out in
+// it). `layers` were measured on this machine at speed 1 (`edgetrain-agent
+// profile-layers`, which does not emulate a slowdown). InvalidArgument, naming
+// the node, for a node placement would never choose: no compute, or a link
+// measured at nothing; or for a job without a batch, no nodes, or no layers.
+StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
+                                            std::vector<LayerCost> layers);
+
+}  // namespace edgetrain
