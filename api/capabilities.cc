@@ -36,7 +36,7 @@ struct Capability {
 };
 
 const std::vector<Runner> kEverywhere = {Runner::kLocal, Runner::kKubernetes, Runner::kPlanning};
-const std::vector<Runner> kRunners = {Runner::kLocal, Runner::kKubernetes};
+const std::vector<Runner> kKubernetesOnly = {Runner::kKubernetes};
 const std::vector<Runner> kLocalOnly = {Runner::kLocal};
 const std::vector<Runner> kPlanningOnly = {Runner::kPlanning};
 
@@ -46,13 +46,14 @@ auto WroteField(const char* path) {
 
 const std::vector<Capability>& Capabilities() {
   static const std::vector<Capability> table = {
-      // Not landed yet, anywhere; pipeline, hybrid and auto are planned
-      // (core/parallelism_choice.h), but no runtime runs them yet.
-      {"spec.parallelism.mode", Effect::kRefuse, kRunners,
+      // Pipeline, hybrid and auto jobs are planned (core/parallelism_choice.h)
+      // and run by edgetrain run (agent/pipeline/); the operator does not
+      // make stage pods yet.
+      {"spec.parallelism.mode", Effect::kRefuse, kKubernetesOnly,
        [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; }, ""},
       {"spec.parallelism.mode", Effect::kNote, kPlanningOnly,
        [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; },
-       "is planned only: neither edgetrain run nor the operator runs a pipeline, hybrid or auto job yet"},
+       "runs with edgetrain run; the operator does not run a pipeline, hybrid or auto job yet"},
       {"spec.sync.compression", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
        "topk is not supported yet (none, fp16, int8 and sign are)"},

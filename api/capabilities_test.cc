@@ -36,8 +36,6 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
     const char* patch;
     const char* error;
   } cases[] = {
-      {R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2}}})", "spec.parallelism.mode: pipeline is not supported yet"},
-      {R"({"spec": {"parallelism": {"mode": "auto"}}})", "spec.parallelism.mode: auto is not supported yet"},
       {R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "topk"}}})", "spec.sync.compression: topk is not supported yet"},
       {R"({"spec": {"data": {"stream": {"ratesPerSecond": [5]}}}})", "spec.data.stream: streaming data is not supported yet"},
       {R"({"spec": {"budget": {"energyJoules": 100}}})", "spec.budget.energyJoules: energy budgets are not supported yet"},
@@ -50,8 +48,20 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
   }
 }
 
+// edgetrain run runs pipelines; the operator does not make stage pods yet.
+TEST(CapabilitiesTest, PipelinesRunLocallyNotOnKubernetesYet) {
+  for (const char* mode : {"pipeline", "hybrid", "auto"}) {
+    const TrainingJobManifest job =
+        Job((std::string(R"({"spec": {"parallelism": {"workers": 2, "mode": ")") + mode + R"("}}})").c_str());
+    EXPECT_EQ(Joined(CheckSupport(job, Runner::kLocal)), "");
+    EXPECT_NE(Joined(CheckSupport(job, Runner::kKubernetes))
+                  .find(std::string("spec.parallelism.mode: ") + mode + " is not supported yet"),
+              std::string::npos);
+  }
+}
+
 // `edgetrain plan` holds a job to what the operator does, but plans the
-// parallelism modes no runtime runs yet, and says they cannot run.
+// parallelism modes the operator does not run yet, and says so.
 TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {
   for (const char* mode : {"pipeline", "hybrid", "auto"}) {
     const TrainingJobManifest job =
@@ -59,8 +69,8 @@ TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {
     SupportCheck planned = CheckSupport(job, Runner::kPlanning);
     EXPECT_TRUE(planned.unsupported.empty()) << Joined(planned);
     EXPECT_EQ(Joined(planned),
-              "note: spec.parallelism.mode is planned only: neither edgetrain run nor the operator runs a pipeline, "
-              "hybrid or auto job yet\n");
+              "note: spec.parallelism.mode runs with edgetrain run; the operator does not run a pipeline, hybrid or "
+              "auto job yet\n");
   }
   EXPECT_TRUE(CheckSupport(Job("{}"), Runner::kPlanning).notes.empty());
   // What has not landed otherwise is refused there too, as the operator refuses it.

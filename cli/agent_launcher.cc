@@ -53,7 +53,7 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
   const std::string coordinator = (links_ ? links_->HubAddress(rank) : "127.0.0.1") + ":" + coordinator_port_;
   EDGETRAIN_ASSIGN_OR_RETURN(
       ChildProcess worker,
-      Start({"--role=worker", "--job=" + plan.job, "--rank=" + std::to_string(rank),
+      Start({plan.pipeline ? "--role=stage" : "--role=worker", "--job=" + plan.job, "--rank=" + std::to_string(rank),
              "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
              "--coordinator=" + coordinator, HttpFlag(1 + rank)},
             "worker-" + std::to_string(rank) + ".log", rank));

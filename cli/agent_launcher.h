@@ -37,6 +37,7 @@ class AgentLauncher {
   // agent) and waits until it serves HTTP and, for a team, accepts workers.
   StatusOr<ChildProcess> StartCoordinator();
   // Starts worker `rank` and waits until it serves HTTP.
+  // A data-parallel worker, or a pipeline's stage agent when the plan has a pipeline.
   StatusOr<ChildProcess> StartWorker(int rank);
 
   // Every agent started so far, the coordinator first.

@@ -17,6 +17,7 @@
 #include "cli/run_plan.h"
 #include "cli/run_report.h"
 #include "cli/run_supervisor.h"
+#include "cli/stage_planning.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 
@@ -76,6 +77,21 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   return kExitOk;
 }
 
+// A pipeline, hybrid or auto job's stages, from the layers the agent measures
+// here and the planner; said before training starts.
+int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
+  if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) return kExitOk;
+  err << "measuring the model's layers on this machine for the pipeline planner\n";
+  auto chosen = PlanStages(checked.job, checked.profile,
+                           options.agent_binary.empty() ? AgentBeside() : options.agent_binary, checked.plan);
+  if (!chosen.ok()) {
+    err << "error: " << checked.job.name << ": " << chosen.status().message() << "\n";
+    return ExitCodeFor(chosen.status());
+  }
+  err << "parallelism: " << *chosen << "\n";
+  return kExitOk;
+}
+
 int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err) {
   CheckedRun checked;
   if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
@@ -96,6 +112,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   const TimePoint started = clock.Now();
   CheckedRun checked;
   if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
+  if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;
   const api::TrainingJobManifest& job = checked.job;
   const std::optional<ClusterProfile>& profile = checked.profile;
   LocalRunPlan& plan = checked.plan;
@@ -161,6 +178,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (links) links->StartShaping();
   const TimePoint links_started = clock.Now();
   for (int rank = 0; plan.team && rank < job.spec.parallelism.workers; ++rank) {
+    if (plan.job.pipeline && !StageOfRank(*plan.job.pipeline, rank).ok()) continue;  // a device the plan leaves out
     auto worker = launcher.StartWorker(rank);
     if (!worker.ok()) {
       return failed("worker " + std::to_string(rank) + ": " + worker.status().message(),

@@ -59,8 +59,8 @@ class PlanCommandTest : public ::testing::Test {
 // plan vary from run to run: these tests hold what is shown, not its numbers
 // (core/parallelism_choice_test.cc holds the choice on fixed costs).
 constexpr const char* kPlannedOnly =
-    "note: spec.parallelism.mode is planned only: neither edgetrain run nor the operator runs a pipeline, hybrid or "
-    "auto job yet";
+    "note: spec.parallelism.mode runs with edgetrain run; the operator does not run a pipeline, hybrid or auto job "
+    "yet";
 
 TEST_F(PlanCommandTest, ThePipelineExampleShowsItsStagesAgainstTheEvenSplitAndDataParallelism) {
   Printed plan = Plan(vgg_, uneven_site_, /*json=*/false);

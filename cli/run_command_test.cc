@@ -196,8 +196,8 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
   } cases[] = {
       {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {workers: 0}\n",
        "spec.parallelism.workers: must be >= 1 (got 0)"},
-      {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {mode: pipeline, workers: 4}\n",
-       "spec.parallelism.mode: pipeline is not supported yet"},
+      {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {mode: pipeline, workers: 1}\n",
+       "pipeline parallelism needs at least 2 workers"},
       {"  model: {name: mlp\n", "is not a valid TrainingJob:\n  "},
   };
   for (const auto& c : cases) {
@@ -221,17 +221,27 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
       << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
-// `edgetrain plan` plans the pipeline example; nothing runs it yet.
-TEST_F(RunCommandTest, ThePipelineExampleIsPlannedButNotRun) {
-  const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
-  Outcome run = Execute({"run", examples / "vgg-pipeline.yaml", "--nodes", examples / "nodes/pipeline-10-5-2-1.yaml"});
-  EXPECT_EQ(run.exit, 2);
-  EXPECT_NE(run.stderr_text.find("asks for what edgetrain run cannot do yet:\n  spec.parallelism.mode: auto is not "
-                                 "supported yet"),
-            std::string::npos)
-      << run.stderr_text;
-  EXPECT_TRUE(run.stdout_lines.empty());
-  EXPECT_TRUE(RunFolders().empty()) << "refused before anything started";
+// A pipeline job: the agent measures its layers, the planner splits them
+// into one stage a device, a head and a stage agent per device train it, and
+// the model comes out as a job of one's would (it evaluates again the same).
+TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
+  const std::string spec =
+      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
+      "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
+      "  budget: {epochs: 3}\n";
+  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("parallelism: pipeline: pipeline, predicted"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("3 stages"), std::string::npos) << run.stderr_text;
+  auto result = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(result["stop_reason"], "epochs");
+  EXPECT_EQ(result["iterations"], 3 * 45) << "45 batches of 32 an epoch of 1,437 samples";
+  EXPECT_GE(result["accuracy"].get<double>(), 0.8);
+  ASSERT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
+  Outcome evaluated = Execute({"evaluate", (dir_ / "out" / "model.pt").string(), "--dataset", "digits", "--json"});
+  ASSERT_EQ(evaluated.exit, 0) << evaluated.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(evaluated.stdout_lines[0])["accuracy"], result["accuracy"]);
+  EXPECT_TRUE(RunFolders().empty()) << "a run that succeeds leaves no folder";
 }
 
 TEST_F(RunCommandTest, HelpAfterACommandPrintsItsOptions) {

@@ -1,5 +1,7 @@
 #include "core/job_plan.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace edgetrain {
@@ -11,6 +13,14 @@ int64_t SlotSince(const JobPlan& plan, int rank) {
     if (w.rank == rank && w.since_generation > 0) return std::min(w.since_generation, plan.generation);
   }
   return plan.generation;
+}
+
+StatusOr<int> StageOfRank(const PipelineLayout& layout, int rank) {
+  for (size_t s = 0; s < layout.stages.size(); ++s) {
+    const auto& ranks = layout.stages[s].ranks;
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) return static_cast<int>(s);
+  }
+  return NotFoundError("rank " + std::to_string(rank) + " holds no stage of the pipeline");
 }
 
 Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers) {

@@ -70,6 +70,10 @@ struct JobPlan {
 // The oldest plan generation whose worker may hold rank `rank`'s slot.
 int64_t SlotSince(const JobPlan& plan, int rank);
 
+// Which stage of `layout` holds `rank`; NotFound when none does (a device the
+// plan leaves out).
+StatusOr<int> StageOfRank(const PipelineLayout& layout, int rank);
+
 // Stages in order over contiguous layers, each on workers of the plan that
 // hold no other stage.
 Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers);

@@ -62,6 +62,7 @@ PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& t
   }
   for (size_t s = 0; s < plan.pipeline->stages.size(); ++s) {
     groups_.push_back(plan.pipeline->stages[s].ranks);
+    members_.insert(members_.end(), groups_.back().begin(), groups_.back().end());
     speeds_.emplace_back();
     for (int r : groups_.back()) {
       links_[r]->stage = static_cast<int>(s);
@@ -272,13 +273,14 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
   {
     std::unique_lock lock(mu_);
     auto all_here = [&] {
-      return std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->stream != nullptr; });
+      return std::all_of(members_.begin(), members_.end(), [&](int r) { return links_[r]->stream != nullptr; });
     };
     while (!all_here() && !cancel.load() && clock_.Now() < deadline) {
       changed_.WaitFor(lock, std::chrono::milliseconds(100));
     }
     if (cancel.load()) return Status::Ok();
-    for (const auto& link : links_) {
+    for (int r : members_) {
+      const auto& link = links_[r];
       if (!link->stream) {
         return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
                                 ") did not arrive within spec.faultTolerance.nodeLossGrace");
@@ -312,7 +314,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     row += shapes_[s].size();
     EDGETRAIN_RETURN_IF_ERROR(SendToStage(static_cast<int>(s), welcome));
   }
-  log_ << "pipeline: " << groups_.size() << " stages on " << links_.size() << " devices gathered, "
+  log_ << "pipeline: " << groups_.size() << " stages on " << members_.size() << " devices gathered, "
        << plan_.pipeline->micro_batches
        << " micro-batches a step\n";
   return Status::Ok();
@@ -322,17 +324,17 @@ Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
   v1::CoordinatorMessage command;
   command.mutable_command()->set_step(step);
-  for (const auto& link : links_) {
-    if (Status sent = SendTo(link->rank, command); !sent.ok()) {
+  for (int r : members_) {
+    if (Status sent = SendTo(r, command); !sent.ok()) {
       std::lock_guard lock(mu_);
-      link->lost = true;
+      links_[r]->lost = true;
       return LostLocked();
     }
   }
   std::unique_lock lock(mu_);
   changed_.Wait(lock, [&] {
     return !LostLocked().ok() ||
-           std::all_of(links_.begin(), links_.end(), [&](const auto& l) { return l->done_step >= step; });
+           std::all_of(members_.begin(), members_.end(), [&](int r) { return links_[r]->done_step >= step; });
   });
   EDGETRAIN_RETURN_IF_ERROR(LostLocked());
   // The last stage's devices each computed the loss of their share.
@@ -355,7 +357,8 @@ JobProgress PipelineHead::Progress() {
   p.samples = samples_;
   p.epoch = static_cast<int>(step_ / std::max<int64_t>(1, IterationsPerEpoch()));
   p.loss = std::max(0.0, smoothed_loss_);
-  for (const auto& link : links_) {
+  for (int r : members_) {
+    const auto& link = links_[r];
     WorkerProgress w;
     w.rank = link->rank;
     w.batch_size = plan_.spec.data.batch_size;
@@ -405,13 +408,21 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
 }
 
 StatusOr<double> PipelineHead::Evaluate() {
-  EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, FetchState());
-  std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
+  // Once finished the stages are gone, and the head's model is the final one.
+  if (!final_) {
+    EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, FetchState());
+    std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
   return e.accuracy;
 }
 
 void PipelineHead::Snapshot(JobCheckpoint& into) {
+  if (final_) {
+    into.parameters = final_->parameters;
+    into.optimizer = final_->optimizer;
+    return;
+  }
   auto state = FetchState();
   if (!state.ok()) {
     // The model as last fetched: a checkpoint of the stages' state before.
@@ -425,20 +436,29 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
 }
 
 void PipelineHead::Finish(FinalModel final) {
-  if (final == FinalModel::kCurrent) {
-    if (auto state = FetchState(); state.ok()) {
-      std::copy(state->parameters.begin(), state->parameters.end(), model_.Parameters().begin());
-    } else {
-      log_ << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
-    }
+  // The stages' state, fetched once more before they are told to stop: the
+  // driver evaluates and checkpoints the final model after this.
+  auto state = FetchState();
+  if (!state.ok()) {
+    log_ << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
+    state = JobCheckpoint{};
+    std::span<const float> params = model_.Parameters();
+    state->parameters.assign(params.begin(), params.end());
+  } else if (final == FinalModel::kCurrent) {
+    std::copy(state->parameters.begin(), state->parameters.end(), model_.Parameters().begin());
+  } else {
+    // The last evaluated model, which reached the target, is the one kept.
+    std::span<const float> params = model_.Parameters();
+    state->parameters.assign(params.begin(), params.end());
   }
+  final_ = std::move(*state);
   {
     std::lock_guard lock(mu_);
     finished_ = true;
   }
   v1::CoordinatorMessage stop;
   stop.mutable_stop()->set_reason("the job is over");
-  for (const auto& link : links_) (void)SendTo(link->rank, stop);
+  for (int r : members_) (void)SendTo(r, stop);
 }
 
 Status PipelineHead::SaveModel(const std::string& path) { return model_.SaveModel(path); }

@@ -91,10 +91,12 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   ClockCondition changed_;
   std::vector<std::unique_ptr<Link>> links_;  // by rank
   std::vector<std::vector<int>> groups_;      // by stage: its ranks
+  std::vector<int> members_;                  // every rank with a stage; a plan may leave devices out
   std::vector<std::vector<double>> speeds_;   // by stage: its devices' speeds, which deal micro-batches
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   std::optional<JobCheckpoint> restored_;
+  std::optional<JobCheckpoint> final_;  // the model and optimizer kept once finished
   bool finished_ = false;
   int64_t step_ = 0;
   int64_t samples_ = 0;

@@ -389,14 +389,6 @@ class Stage {
 
 }  // namespace
 
-StatusOr<int> StageOfRank(const PipelineLayout& layout, int rank) {
-  for (size_t s = 0; s < layout.stages.size(); ++s) {
-    const auto& ranks = layout.stages[s].ranks;
-    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) return static_cast<int>(s);
-  }
-  return NotFoundError("rank " + std::to_string(rank) + " holds no stage of the pipeline");
-}
-
 StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options, StageTrainer& trainer,
                                 const Dataset& train, Clock& clock, std::ostream& log,
                                 const std::atomic<bool>& cancel) {

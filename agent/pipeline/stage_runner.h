@@ -53,7 +53,4 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
                                 const Dataset& train, Clock& clock, std::ostream& log,
                                 const std::atomic<bool>& cancel);
 
-// Which stage of `layout` holds `rank`; NotFound when none does.
-StatusOr<int> StageOfRank(const PipelineLayout& layout, int rank);
-
 }  // namespace edgetrain::agent

@@ -1,0 +1,62 @@
+#include "cli/stage_planning.h"
+
+#include <cmath>
+
+#include "cli/layer_profiling.h"
+#include "cli/progress_display.h"
+#include "core/node_view.h"
+#include "core/parallelism_choice.h"
+#include "core/pipeline_problem.h"
+
+namespace edgetrain::cli {
+
+StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
+                                 const std::string& agent_binary, LocalRunPlan& run) {
+  // The devices, in rank order, as placement gave them: a profile's nodes, or
+  // this machine's emulated ones without one.
+  std::vector<NodeView> devices;
+  for (const WorkerSlot& slot : run.job.workers) {
+    NodeProfile node;
+    node.name = slot.node;
+    node.slowdown = slot.slowdown;
+    node.link = slot.link;
+    if (profile) {
+      for (const NodeProfile& n : profile->nodes) {
+        if (n.name == slot.node) node = n;
+      }
+    }
+    EDGETRAIN_ASSIGN_OR_RETURN(NodeView view, NodeViewOf(node));
+    devices.push_back(std::move(view));
+  }
+  LayerProfileRequest request;
+  request.agent_binary = agent_binary;
+  request.model = job.object["spec"]["model"];
+  request.dataset = job.spec.data.dataset;
+  request.batch_size = job.spec.data.batch_size;
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileLayersWithAgent(request));
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(job.spec, devices, std::move(layers)));
+  EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, job.spec.parallelism.mode));
+
+  // auto may keep plain data parallelism: one stage on every device, which
+  // the pipeline runs as synchronous data parallelism through its head.
+  const PipelinePlan& plan =
+      choice.chosen == ParallelismMode::kDataParallel ? choice.data_parallel : choice.planned.plan;
+  PipelineLayout layout;
+  layout.micro_batches = plan.micro_batches;
+  int agents = 1;
+  for (const PipelineStage& stage : plan.stages) {
+    layout.stages.push_back({stage.first_layer, stage.end_layer, stage.devices});
+    agents += static_cast<int>(stage.devices.size());
+  }
+  EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(layout, run.job.workers.size()));
+  run.job.pipeline = std::move(layout);
+  run.agents = agents;
+  run.memory_mb = EstimatedMemoryMb(job.spec.data.dataset, agents);
+  std::string out = std::string(NameOf(choice.asked)) + (choice.asked == ParallelismMode::kAuto ? " picks " : ": ") +
+                    std::string(NameOf(choice.chosen)) + ", predicted " +
+                    WithThousands(std::llround(plan.cost.samples_per_s)) + " samples/s";
+  if (!choice.reason.empty()) out += " (" + choice.reason + ")";
+  return out + "\n  " + DescribePlan(problem, plan);
+}
+
+}  // namespace edgetrain::cli

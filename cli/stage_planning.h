@@ -1,0 +1,24 @@
+#pragma once
+// The step of `edgetrain run` that turns a pipeline, hybrid or auto job into
+// stages: the agent measures the model's layers on this machine, the planner
+// splits them over the devices placement gave the workers, as the mode allows
+// (core/parallelism_choice.h), and the plan file gets the stages. A device the
+// plan leaves out runs no agent.
+
+#include <optional>
+#include <string>
+
+#include "api/trainingjob.h"
+#include "cli/run_plan.h"
+#include "core/cluster_profile.h"
+
+namespace edgetrain::cli {
+
+// Sets `run.job.pipeline` and the agents that will run; returns what was
+// chosen, to be said before training: "auto picks hybrid, predicted 547
+// samples/s (3.3x data parallelism's ...)", then the plan (DescribePlan).
+// FailedPrecondition when no plan fits the devices' memory.
+StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
+                                 const std::string& agent_binary, LocalRunPlan& run);
+
+}  // namespace edgetrain::cli
