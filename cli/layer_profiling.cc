@@ -34,4 +34,13 @@ StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileReques
   return exit == kExitInvalid ? InvalidArgumentError(said) : InternalError(said);
 }
 
+StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary) {
+  LayerProfileRequest request;
+  request.agent_binary = agent_binary;
+  request.model = job.object["spec"]["model"];
+  request.dataset = job.spec.data.dataset;
+  request.batch_size = job.spec.data.batch_size;
+  return ProfileLayersWithAgent(request);
+}
+
 }  // namespace edgetrain::cli

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/trainingjob.h"
 #include "core/job_spec.h"
 #include "core/layer_cost.h"
 #include "core/status.h"
@@ -26,5 +27,8 @@ struct LayerProfileRequest {
 // The agent's layers, or why not: InvalidArgument when it refused the model
 // (its own words), else the failure to start it or its exit without a result.
 StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileRequest& request);
+
+// A job's model on its data set, at its batch size: what the planner plans with.
+StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary);
 
 }  // namespace edgetrain::cli

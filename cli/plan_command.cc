@@ -130,12 +130,7 @@ std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vecto
 // placement chose, its layers measured by the agent at the job's batch size.
 StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const TeamPlacement& placement,
                                           const std::vector<NodeView>& nodes, const std::string& agent) {
-  LayerProfileRequest request;
-  request.agent_binary = agent;
-  request.model = job.object["spec"]["model"];
-  request.dataset = job.spec.data.dataset;
-  request.batch_size = job.spec.data.batch_size;
-  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileLayersWithAgent(request));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileJobLayers(job, agent));
   PlannedPipeline planned;
   EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes), std::move(layers)));
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));

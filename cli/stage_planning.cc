@@ -28,12 +28,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     EDGETRAIN_ASSIGN_OR_RETURN(NodeView view, NodeViewOf(node));
     devices.push_back(std::move(view));
   }
-  LayerProfileRequest request;
-  request.agent_binary = agent_binary;
-  request.model = job.object["spec"]["model"];
-  request.dataset = job.spec.data.dataset;
-  request.batch_size = job.spec.data.batch_size;
-  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileLayersWithAgent(request));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileJobLayers(job, agent_binary));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(job.spec, devices, std::move(layers)));
   EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, job.spec.parallelism.mode));
 

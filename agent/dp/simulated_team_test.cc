@@ -14,6 +14,7 @@
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/data/dataset.h"
+#include "agent/testing/digits.h"
 #include "agent/testing/simulated_team.h"
 #include "agent/torch/trainer.h"
 
@@ -418,11 +419,7 @@ TEST(SimulatedTeamTest, Int8RowsBothWaysLearnAsWellOnUnderHalfTheDownlinkBytes) 
 // bsp here, and CI saw it past 3), so the comparison is made here, where it is the same every run. The
 // workers differ fivefold in speed, so rog does use rows up to its bound stale.
 TEST(SimulatedTeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
-  static const TrainTestSplit digits = [] {
-    auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
-    if (!split.ok()) std::abort();
-    return std::move(*split);
-  }();
+  const TrainTestSplit& digits = Digits();
   double accuracy[2];
   int i = 0;
   for (SyncPolicy policy : {SyncPolicy::kBsp, SyncPolicy::kRog}) {
@@ -440,7 +437,7 @@ TEST(SimulatedTeamTest, RogLandsWithinThreePointsOfBspOnTheSameSeed) {
     real.spec.kind = ModelKind::kMlp;
     real.spec.hidden = {32};
     real.seed = 11;
-    real.make = [] { return CreateTrainer({{ModelKind::kMlp, {32}, {}}, digits.train.info, 11, 1}); };
+    real.make = [&digits] { return CreateTrainer({{ModelKind::kMlp, {32}, {}}, digits.train.info, 11, 1}); };
     setup.real = real;
     SimulatedTeam team(setup);
     team.Run();

@@ -16,6 +16,7 @@
 #include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
 #include "agent/job_driver.h"
+#include "agent/testing/digits.h"
 #include "core/job_spec.h"
 
 namespace edgetrain::agent {
@@ -24,14 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const TrainTestSplit& Digits() {
-  static const TrainTestSplit* digits = [] {
-    auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
-    EXPECT_TRUE(split.ok()) << split.status().ToString();
-    return new TrainTestSplit(std::move(*split));
-  }();
-  return *digits;
-}
+using testing::Digits;
 
 std::string Spec(const std::string& policy, const std::string& budget, int workers = 3,
                  const std::string& model = R"({"name": "mlp", "hidden": [32]})",
@@ -59,8 +53,8 @@ class Team {
     auto spec = DecodeJobSpec(spec_json);
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
     plan_.spec = *spec;
-    plan_.output_dir = testing::TempDir() + "/team-" +
-                       testing::UnitTest::GetInstance()->current_test_info()->name();
+    plan_.output_dir = ::testing::TempDir() + "/team-" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(plan_.output_dir);
     for (int w = 0; w < workers; ++w) plan_.workers.push_back({w, "local-" + std::to_string(w), 1, std::nullopt, {}});
     worker_cancel_.resize(workers);

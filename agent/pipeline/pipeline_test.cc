@@ -12,6 +12,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/job_driver.h"
+#include "agent/testing/digits.h"
 #include "agent/pipeline/pipeline_head.h"
 #include "agent/pipeline/stage_runner.h"
 #include "agent/testing/fake_stage_trainer.h"
@@ -65,6 +66,55 @@ JobPlan PipelinePlan(const std::string& spec_json, int stages, int micro_batches
   return plan;
 }
 
+// The head and one stage agent a trainer (its rank its index) on `clock` over
+// the in-memory transport: three steps, an evaluation, the end. Each stage's
+// fake holds one weight, and so does each stage of the head's whole model.
+struct SimulatedRun {
+  std::vector<StatusOr<StageSummary>> summaries;
+  std::vector<double> step_s;  // each step's simulated time
+  std::string log;
+};
+SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<testing::FakeStageTrainer>>& trainers,
+                           const TrainTestSplit& data, DeterministicClock& clock) {
+  const int stages = static_cast<int>(plan.pipeline->stages.size());
+  InMemoryNetwork network(clock);
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(stages, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(stages, {{1}}), clock, log);
+  SimulatedRun run;
+  run.summaries.assign(trainers.size(), InternalError("not run"));
+  std::atomic<bool> cancel{false};
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    std::vector<ClockThread> threads;
+    for (size_t r = 0; r < trainers.size(); ++r) {
+      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+        StageOptions options;
+        options.rank = static_cast<int>(r);
+        options.head = connector.get();
+        run.summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
+      }));
+    }
+    ASSERT_TRUE(head.Start(cancel).ok());
+    for (int step = 0; step < 3; ++step) {
+      const TimePoint began = clock.Now();
+      ASSERT_TRUE(head.Advance().ok()) << log.str();
+      run.step_s.push_back(ToSeconds(clock.Now() - began));
+    }
+    EXPECT_TRUE(head.Evaluate().ok());
+    head.Finish(FinalModel::kCurrent);
+    for (auto& t : threads) t.Join();
+    (*server)->Shutdown();
+  });
+  EXPECT_EQ(head.Progress().iteration, 3);
+  run.log = log.str();
+  return run;
+}
+
 // Every shape of pipeline from 1 to 5 stages and 1 to 8 micro-batches, its
 // stages uneven, runs its steps to the end: none deadlocks (the deterministic
 // clock aborts, naming every waiting thread, if one does), none holds more
@@ -82,7 +132,6 @@ TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
                                              R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
                                         stages, m);
       DeterministicClock clock;
-      InMemoryNetwork network(clock);
       std::vector<testing::FakeStage> kinds(stages);
       std::vector<double> forward_s, backward_s;
       const double per_micro_batch = static_cast<double>(batch) / m;
@@ -93,45 +142,16 @@ TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
       }
       std::vector<std::unique_ptr<testing::FakeStageTrainer>> trainers;
       for (int s = 0; s < stages; ++s) trainers.push_back(std::make_unique<testing::FakeStageTrainer>(kinds[s], clock));
-      testing::FakeModel whole_model;
-      whole_model.shapes.assign(stages, {1});
-      testing::FakeTrainer whole(whole_model, clock);
-      std::ostringstream log;
-      PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(stages, {{1}}), clock, log);
-      std::vector<StatusOr<StageSummary>> summaries(stages, InternalError("not run"));
-      std::vector<double> step_s;
-      std::atomic<bool> cancel{false};
-      clock.Run("test", [&] {
-        auto server = network.Serve("head", head);
-        ASSERT_TRUE(server.ok());
-        auto connector = network.Connector("head");
-        std::vector<ClockThread> threads;
-        for (int s = 0; s < stages; ++s) {
-          threads.push_back(clock.StartThread("stage " + std::to_string(s), [&, s] {
-            StageOptions options;
-            options.rank = s;
-            options.head = connector.get();
-            summaries[s] = RunStage(plan, options, *trainers[s], data.train, clock, log, cancel);
-          }));
-        }
-        ASSERT_TRUE(head.Start(cancel).ok());
-        for (int step = 0; step < 3; ++step) {
-          const TimePoint began = clock.Now();
-          ASSERT_TRUE(head.Advance().ok()) << log.str();
-          step_s.push_back(ToSeconds(clock.Now() - began));
-        }
-        EXPECT_TRUE(head.Evaluate().ok());
-        head.Finish(FinalModel::kCurrent);
-        for (auto& t : threads) t.Join();
-        (*server)->Shutdown();
-      });
+      const SimulatedRun run = RunThreeSteps(plan, trainers, data, clock);
+      const auto& summaries = run.summaries;
+      const auto& step_s = run.step_s;
+      const std::string log = run.log;
       for (int s = 0; s < stages; ++s) {
-        ASSERT_TRUE(summaries[s].ok()) << "stage " << s << ": " << summaries[s].status().ToString() << "\n" << log.str();
+        ASSERT_TRUE(summaries[s].ok()) << "stage " << s << ": " << summaries[s].status().ToString() << "\n" << log;
         EXPECT_EQ(summaries[s]->steps, 3);
         EXPECT_EQ(summaries[s]->stop_reason, "the job is over");
         EXPECT_LE(trainers[s]->most_in_flight(), std::min(m, stages - s)) << "stage " << s;
       }
-      EXPECT_EQ(head.Progress().iteration, 3);
       if (batch % m == 0) {
         const double expected = SimulatedStepSeconds(forward_s, backward_s, std::vector<double>(stages - 1, 0.0), m);
         for (double s : step_s) EXPECT_NEAR(s, expected, 1e-6);
@@ -151,40 +171,14 @@ TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
   for (int r = 0; r < 5; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0 + r, std::nullopt, {}});
   plan.pipeline = PipelineLayout{{{0, 1, {0, 1, 2}}, {1, 2, {3, 4}}}, 4};
   DeterministicClock clock;
-  InMemoryNetwork network(clock);
   std::vector<std::unique_ptr<testing::FakeStageTrainer>> trainers;
   for (int r = 0; r < 5; ++r) {
     trainers.push_back(std::make_unique<testing::FakeStageTrainer>(testing::FakeStage{r < 3, r >= 3}, clock));
   }
-  testing::FakeModel whole_model;
-  whole_model.shapes.assign(2, {1});
-  testing::FakeTrainer whole(whole_model, clock);
-  std::ostringstream log;
-  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(2, {{1}}), clock, log);
-  std::vector<StatusOr<StageSummary>> summaries(5, InternalError("not run"));
-  std::atomic<bool> cancel{false};
-  clock.Run("test", [&] {
-    auto server = network.Serve("head", head);
-    ASSERT_TRUE(server.ok());
-    auto connector = network.Connector("head");
-    std::vector<ClockThread> threads;
-    for (int r = 0; r < 5; ++r) {
-      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
-        StageOptions options;
-        options.rank = r;
-        options.head = connector.get();
-        summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
-      }));
-    }
-    ASSERT_TRUE(head.Start(cancel).ok());
-    for (int step = 0; step < 3; ++step) ASSERT_TRUE(head.Advance().ok()) << log.str();
-    ASSERT_TRUE(head.Evaluate().ok());
-    head.Finish(FinalModel::kCurrent);
-    for (auto& t : threads) t.Join();
-    (*server)->Shutdown();
-  });
+  const SimulatedRun run = RunThreeSteps(plan, trainers, data, clock);
+  const auto& summaries = run.summaries;
   for (int r = 0; r < 5; ++r) {
-    ASSERT_TRUE(summaries[r].ok()) << "device " << r << ": " << summaries[r].status().ToString() << "\n" << log.str();
+    ASSERT_TRUE(summaries[r].ok()) << "device " << r << ": " << summaries[r].status().ToString() << "\n" << run.log;
     EXPECT_EQ(summaries[r]->steps, 3);
   }
   // Micro-batches of one sample: the fastest device of each group takes them all.
@@ -194,14 +188,7 @@ TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
   EXPECT_EQ(trainers[0]->Parameters()[0], trainers[2]->Parameters()[0]) << "a group steps alike";
 }
 
-const TrainTestSplit& Digits() {
-  static const TrainTestSplit* digits = [] {
-    auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
-    EXPECT_TRUE(split.ok()) << split.status().ToString();
-    return new TrainTestSplit(std::move(*split));
-  }();
-  return *digits;
-}
+using testing::Digits;
 
 double RelativeDifference(std::span<const float> a, std::span<const float> b) {
   double diff = 0, scale = 0;
