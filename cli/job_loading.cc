@@ -72,7 +72,10 @@ std::string DescribeJob(const api::TrainingJobManifest& job) {
     t << "target accuracy " << *s.budget.target_accuracy;
     budget += (budget.empty() ? "" : ", ") + t.str();
   }
-  std::string how = s.parallelism.workers == 1 ? "" : " (" + std::string(NameOf(s.sync.policy)) + ")";
+  // A team says how it synchronises; a pipeline, hybrid or auto job its mode.
+  std::string how = s.parallelism.mode != ParallelismMode::kDataParallel ? " (" + std::string(NameOf(s.parallelism.mode)) + ")"
+                    : s.parallelism.workers == 1                       ? ""
+                                                                        : " (" + std::string(NameOf(s.sync.policy)) + ")";
   return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + std::string(NameOf(s.data.dataset)) + ", " +
          std::to_string(s.parallelism.workers) + " worker(s)" + how + ", until " + budget;
 }

@@ -237,6 +237,10 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   EXPECT_EQ(result["stop_reason"], "epochs");
   EXPECT_EQ(result["iterations"], 3 * 45) << "45 batches of 32 an epoch of 1,437 samples";
   EXPECT_GE(result["accuracy"].get<double>(), 0.8);
+  EXPECT_NE(run.stdout_lines[1].find("135 steps (each the whole batch through the stages)"), std::string::npos)
+      << run.stdout_lines[1];
+  EXPECT_NE(run.stderr_text.find("training digits-pipe: mlp on digits, 3 worker(s) (pipeline)"), std::string::npos)
+      << run.stderr_text;
   ASSERT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
   Outcome evaluated = Execute({"evaluate", (dir_ / "out" / "model.pt").string(), "--dataset", "digits", "--json"});
   ASSERT_EQ(evaluated.exit, 0) << evaluated.stderr_text;

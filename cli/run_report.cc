@@ -120,6 +120,40 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   return said;
 }
 
+namespace {
+
+void PrintModelLine(const JobProgress& p, std::ostream& out) {
+  if (p.model_path.empty()) {
+    out << "  model: none written by this run (interrupted: run it again to resume; an earlier model is kept)\n";
+  } else {
+    out << "  model: " << p.model_path << "\n";
+  }
+}
+
+// A pipeline's stages: what each device held and how its time went, its
+// bubbles being the time it waited in a step for a neighbour's micro-batch.
+void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, const JobProgress& p,
+                 std::ostream& out) {
+  out << "  " << layout.stages.size() << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
+      << " micro-batches a step\n";
+  out << "  stage  layers   device            steps   compute s   bubbles\n";
+  for (size_t s = 0; s < layout.stages.size(); ++s) {
+    const PipelineStagePlan& stage = layout.stages[s];
+    for (int rank : stage.ranks) {
+      const auto w = std::find_if(p.workers.begin(), p.workers.end(), [&](const auto& x) { return x.rank == rank; });
+      if (w == p.workers.end()) continue;
+      const std::string layers = std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1);
+      const std::string device = static_cast<size_t>(rank) < devices.size() ? devices[rank].node : "rank " + std::to_string(rank);
+      char line[200];
+      std::snprintf(line, sizeof line, "  %5zu  %-7s  %-14s %8s %11.1f %8.0f%%\n", s + 1, layers.c_str(), device.c_str(),
+                    WithThousands(w->iteration).c_str(), w->compute_s, 100 * w->stall_fraction);
+      out << line;
+    }
+  }
+}
+
+}  // namespace
+
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out) {
   const int workers = job.spec.parallelism.workers;
@@ -129,9 +163,10 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   }
   out << "), " << StoppedBy(p) << "\n";
   out << "  "
-      << (plan.team ? Counted(p.iteration, "team iteration", "team iterations") + " (a batch from each of " +
-                          Counted(workers, "worker", "workers") + "), "
-                    : Counted(p.iteration, "iteration", "iterations") + ", ")
+      << (plan.job.pipeline ? Counted(p.iteration, "step", "steps") + " (each the whole batch through the stages), "
+          : plan.team       ? Counted(p.iteration, "team iteration", "team iterations") + " (a batch from each of " +
+                                  Counted(workers, "worker", "workers") + "), "
+                            : Counted(p.iteration, "iteration", "iterations") + ", ")
       << Counted(p.samples, "sample", "samples") << ", "
       << WithThousands(static_cast<int64_t>(std::llround(p.samples_per_second))) << " samples/s; "
       << Fixed(p.elapsed_s, 1) << " s of training";
@@ -139,6 +174,11 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     out << " over this run and those it resumed (from iteration " << WithThousands(*p.resumed_from_iteration) << ")";
   }
   out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
+  if (plan.job.pipeline) {
+    PrintStages(*plan.job.pipeline, plan.devices, p, out);
+    PrintModelLine(p, out);
+    return;
+  }
   if (plan.team) {
     if (const std::string gained = WhatTheTeamGained(job.spec, p); !gained.empty()) out << "  " << gained << "\n";
   }
@@ -172,11 +212,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << line;
     }
   }
-  if (p.model_path.empty()) {
-    out << "  model: none written by this run (interrupted: run it again to resume; an earlier model is kept)\n";
-  } else {
-    out << "  model: " << p.model_path << "\n";
-  }
+  PrintModelLine(p, out);
 }
 
 std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s) {

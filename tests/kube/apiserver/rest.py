@@ -293,7 +293,16 @@ class Api:
             md = new.setdefault("metadata", {})
             if md.get("name") != name:
                 raise bad_request("metadata.name cannot be changed by a patch")
-            wanted_rv = md.get("resourceVersion")
+            # A patch is a precondition only if it names a resourceVersion
+            # itself: the one `new` carries otherwise is the current object's,
+            # and a write in between means re-applying, as GuaranteedUpdate does.
+            bare = copy.deepcopy(current)
+            bare.get("metadata", {}).pop("resourceVersion", None)
+            try:
+                asked = apply_patch(content_type, bare, body, rt.crd is not None)
+                wanted_rv = asked.get("metadata", {}).get("resourceVersion") if isinstance(asked, dict) else None
+            except Exception:  # a JSON patch that needs the field is about it: a precondition
+                wanted_rv = md.get("resourceVersion")
             if wanted_rv and wanted_rv != str(cur.rv):
                 raise errors.conflict(rt, name)
             try:
