@@ -229,6 +229,13 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   RealClock clock;
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
   PipelineHead head(s.plan, *s.trainer, s.data.test, train_size, std::move(shapes), clock, s.log);
+  std::vector<int> stage_of_rank;
+  for (size_t r = 0; r < s.plan.workers.size(); ++r) {
+    auto stage = StageOfRank(*s.plan.pipeline, static_cast<int>(r));
+    stage_of_rank.push_back(stage.ok() ? *stage : -1);
+  }
+  PipelineMetrics pipeline_metrics(s.endpoint.metrics(), s.plan.job, stage_of_rank);
+  head.SetMetrics(&pipeline_metrics);
   JobDriver driver(s.plan, head, clock, s.endpoint.board(), metrics, s.log);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
                              StartTrainingServer(s.flags.listen, TransportSecurity{}, head));

@@ -134,6 +134,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.idle_s += d.idle_seconds();
       link.loss_sum = d.loss_sum();
       link.step_samples = d.samples();
+      if (metrics_) metrics_->SetStageSeconds(rank, link.compute_s, link.idle_s);
       changed_.NotifyAll();
     } else if (message->has_state()) {
       std::lock_guard lock(mu_);
@@ -160,6 +161,7 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
   {
     std::lock_guard lock(mu_);
     activation_bytes_ += static_cast<int64_t>(part.values().size());
+    if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(part.values().size()));
     if (from.size() == 1 && groups_[to].size() == 1) {
       out.push_back(std::move(part));
     } else {
@@ -191,6 +193,10 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
         out.push_back(std::move(share));
       }
     }
+    // A whole micro-batch leaves the first stage, or comes back to it.
+    if (forward && stage == 0) ++in_flight_;
+    if (!forward && to == 0) --in_flight_;
+    if (metrics_) metrics_->SetInFlight(in_flight_);
   }
   for (size_t j = 0; j < out.size(); ++j) {
     v1::CoordinatorMessage relayed;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/training_engine.h"
 #include "agent/transport/transport.h"
@@ -56,6 +57,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void Snapshot(JobCheckpoint& into) override;
   void Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
+
+  // Where its per-stage metrics go (set before Start); none: not exported.
+  void SetMetrics(PipelineMetrics* metrics) { metrics_ = metrics; }
 
   // The mean training loss of the last step's batch.
   double LastStepLoss() const {
@@ -103,6 +107,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   double smoothed_loss_ = -1;
   double last_step_loss_ = 0;
   int64_t activation_bytes_ = 0;
+  int in_flight_ = 0;  // micro-batches between the first stage's forward and its backward
+  PipelineMetrics* metrics_ = nullptr;
 };
 
 }  // namespace edgetrain::agent

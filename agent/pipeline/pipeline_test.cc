@@ -15,6 +15,7 @@
 #include "agent/testing/digits.h"
 #include "agent/pipeline/pipeline_head.h"
 #include "agent/pipeline/stage_runner.h"
+#include "agent/telemetry/metrics.h"
 #include "agent/testing/fake_stage_trainer.h"
 #include "agent/testing/fake_trainer.h"
 #include "agent/torch/stage_trainer.h"
@@ -234,6 +235,11 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   }
   std::ostringstream log;
   PipelineHead head(plan, **whole, Digits().test, Digits().train.size(), shapes, clock, log);
+  MetricsRegistry registry;
+  std::vector<int> stage_of_rank;
+  for (size_t r = 0; r < slowdowns.size(); ++r) stage_of_rank.push_back(*StageOfRank(layout, static_cast<int>(r)));
+  PipelineMetrics metrics(registry, plan.job, stage_of_rank);
+  head.SetMetrics(&metrics);
   auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, head);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   auto connector = GrpcConnector((*server)->address(), TransportSecurity{});
@@ -293,6 +299,21 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
     ASSERT_TRUE(summaries[r].ok()) << "rank " << r << ": " << summaries[r].status().ToString();
     EXPECT_EQ(summaries[r]->steps, 12);
     EXPECT_GT(summaries[r]->compute_s, 0);
+  }
+  // Each device's compute and bubbles, and what the head relayed.
+  const std::string text = registry.Render();
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
+    const std::string series = "edgetrain_stage_compute_seconds_total{stage=\"" + std::to_string(stage_of_rank[r]) +
+                               "\",trainingjob=\"pipeline-test\",worker=\"" + std::to_string(r) + "\"} ";
+    const size_t at = text.find(series);
+    ASSERT_NE(at, std::string::npos) << series << "\n" << text;
+    EXPECT_NEAR(std::stod(text.substr(at + series.size())), summaries[r]->compute_s, 1e-6);
+  }
+  EXPECT_NE(text.find("edgetrain_stage_bubble_seconds_total{"), std::string::npos);
+  EXPECT_NE(text.find("edgetrain_pipeline_micro_batches_in_flight{trainingjob=\"pipeline-test\"} 0"), std::string::npos)
+      << "none in flight between steps";
+  if (layout.stages.size() > 1) {
+    EXPECT_EQ(text.find("edgetrain_pipeline_relayed_bytes_total{trainingjob=\"pipeline-test\"} 0\n"), std::string::npos);
   }
 }
 

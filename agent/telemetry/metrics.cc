@@ -225,4 +225,48 @@ void CoordinatorMetrics::AddSent(int rank, int64_t bytes, int64_t rows) {
 void CoordinatorMetrics::AddRejoin(int rank) { h_->rejoins[rank]->Increment(); }
 void CoordinatorMetrics::AddCheckpoint() { h_->checkpoints.Increment(); }
 
+struct PipelineMetrics::Handles {
+  std::vector<std::unique_ptr<TotalCounter>> compute, bubbles;  // by rank; null: no stage
+  Counter& relayed;
+  Gauge& in_flight;
+};
+
+PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& job,
+                                 const std::vector<int>& stage_of_rank) {
+  prometheus::Registry& r = registry.impl().registry;
+  const prometheus::Labels l = {{"trainingjob", job}};
+  h_.reset(new Handles{{}, {},
+                       Family(BuildCounter(), "edgetrain_pipeline_relayed_bytes_total",
+                              "Activations and their gradients the pipeline's head passed between stages", r)
+                           .Add(l),
+                       Family(BuildGauge(), "edgetrain_pipeline_micro_batches_in_flight",
+                              "Micro-batches between the first stage's forward and its backward", r)
+                           .Add(l)});
+  auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
+                         "A stage device's forward and backward passes", r);
+  auto& bubbles = Family(BuildCounter(), "edgetrain_stage_bubble_seconds_total",
+                         "A stage device's waits in a step for a neighbour's micro-batch", r);
+  for (size_t rank = 0; rank < stage_of_rank.size(); ++rank) {
+    if (stage_of_rank[rank] < 0) {
+      h_->compute.emplace_back();
+      h_->bubbles.emplace_back();
+      continue;
+    }
+    const prometheus::Labels ls = {
+        {"trainingjob", job}, {"stage", std::to_string(stage_of_rank[rank])}, {"worker", std::to_string(rank)}};
+    h_->compute.push_back(std::make_unique<TotalCounter>(compute.Add(ls)));
+    h_->bubbles.push_back(std::make_unique<TotalCounter>(bubbles.Add(ls)));
+  }
+}
+
+PipelineMetrics::~PipelineMetrics() = default;
+
+void PipelineMetrics::SetStageSeconds(int rank, double compute_s, double bubble_s) {
+  if (rank < 0 || static_cast<size_t>(rank) >= h_->compute.size() || !h_->compute[rank]) return;
+  h_->compute[rank]->Set(compute_s);
+  h_->bubbles[rank]->Set(bubble_s);
+}
+void PipelineMetrics::AddRelayedBytes(int64_t bytes) { h_->relayed.Increment(static_cast<double>(bytes)); }
+void PipelineMetrics::SetInFlight(int micro_batches) { h_->in_flight.Set(micro_batches); }
+
 }  // namespace edgetrain::agent

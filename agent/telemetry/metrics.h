@@ -85,4 +85,24 @@ class CoordinatorMetrics {
   std::unique_ptr<Handles> h_;
 };
 
+// A pipeline head's metrics: per stage device {trainingjob, stage, worker},
+// its compute and its bubbles (waiting in a step for a neighbour); and for
+// the job, the activations and gradients the head relayed and the
+// micro-batches in flight between the first stage's forward and its backward.
+class PipelineMetrics {
+ public:
+  // `stage_of_rank[r]`: rank r's stage, or -1 for a device the plan leaves out.
+  PipelineMetrics(MetricsRegistry& registry, const std::string& job, const std::vector<int>& stage_of_rank);
+  ~PipelineMetrics();
+
+  // A device's totals so far; the counters grow by what was added since.
+  void SetStageSeconds(int rank, double compute_s, double bubble_s);
+  void AddRelayedBytes(int64_t bytes);
+  void SetInFlight(int micro_batches);
+
+ private:
+  struct Handles;
+  std::unique_ptr<Handles> h_;
+};
+
 }  // namespace edgetrain::agent
