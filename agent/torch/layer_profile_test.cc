@@ -6,17 +6,17 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/torch/test_models.h"
 #include "agent/torch/trainer.h"
 
 namespace edgetrain::agent {
 namespace {
 
-const DatasetInfo kDigits = InfoOf(DatasetName::kDigits);
-const DatasetInfo kFashion = InfoOf(DatasetName::kFashionMnist);
-
-ModelSpec Mlp(std::vector<int> hidden) { return {ModelKind::kMlp, std::move(hidden), {}}; }
-ModelSpec Cnn(std::vector<int> channels) { return {ModelKind::kCnn, {}, std::move(channels)}; }
-ModelSpec Vgg(std::vector<int> widths) { return {ModelKind::kVgg, {}, {}, std::move(widths)}; }
+using testing::Cnn;
+using testing::kDigits;
+using testing::kFashion;
+using testing::Mlp;
+using testing::Vgg;
 
 // Every reading of the time is one tick after the last: each timed pass, which
 // reads it before and after, takes exactly one tick, whatever the machine does.

@@ -9,17 +9,17 @@
 #include <gtest/gtest.h>
 
 #include "agent/data/dataset.h"
+#include "agent/torch/test_models.h"
 #include "agent/torch/trainer.h"
 
 namespace edgetrain::agent {
 namespace {
 
-const DatasetInfo kDigits = InfoOf(DatasetName::kDigits);
-const DatasetInfo kFashion = InfoOf(DatasetName::kFashionMnist);
-
-ModelSpec Mlp(std::vector<int> hidden) { return {ModelKind::kMlp, std::move(hidden), {}}; }
-ModelSpec Cnn(std::vector<int> channels) { return {ModelKind::kCnn, {}, std::move(channels)}; }
-ModelSpec Vgg(std::vector<int> widths) { return {ModelKind::kVgg, {}, {}, std::move(widths)}; }
+using testing::Cnn;
+using testing::kDigits;
+using testing::kFashion;
+using testing::Mlp;
+using testing::Vgg;
 
 constexpr uint64_t kSeed = 3;
 
@@ -205,7 +205,7 @@ void ExpectPipelineMatchesWholeModel(const ModelSpec& spec, const DatasetInfo& d
   }
 }
 
-class StageTrainerTest : public testing::Test {
+class StageTrainerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
