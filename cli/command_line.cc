@@ -119,6 +119,13 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->option_text("FILE");
   run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
       ->option_text("PATH");
+  run_command
+      ->add_option("--stages", run.stages,
+                   "a pipeline, hybrid or auto job's stages: the planner's (planned, the default), or for comparison "
+                   "one device a stage with the layers dealt evenly (even), or one stage on every device "
+                   "(data-parallel)")
+      ->option_text("planned|even|data-parallel")
+      ->check(CLI::IsMember({"planned", "even", "data-parallel"}));
 
   CLI::App* validate = app.add_subcommand(
       "validate", "Check a manifest against the TrainingJob CRD, and with --nodes the cluster profile and the team's "

@@ -37,7 +37,7 @@ std::vector<std::string> Lines(const std::string& text) {
 TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
-                    "/opt/agent", "--fresh"});
+                    "/opt/agent", "--fresh", "--stages", "even"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -52,6 +52,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.progress_log, "p.jsonl");
   EXPECT_EQ(run.agent_binary, "/opt/agent");
   EXPECT_TRUE(run.fresh);
+  EXPECT_EQ(run.stages, "even");
 }
 
 TEST(CommandLineTest, ReadsTheOtherCommands) {

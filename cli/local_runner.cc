@@ -83,7 +83,8 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
   if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) return kExitOk;
   err << "measuring the model's layers on this machine for the pipeline planner\n";
   auto chosen = PlanStages(checked.job, checked.profile,
-                           options.agent_binary.empty() ? AgentBeside() : options.agent_binary, checked.plan);
+                           options.agent_binary.empty() ? AgentBeside() : options.agent_binary, options.stages,
+                           checked.plan);
   if (!chosen.ok()) {
     err << "error: " << checked.job.name << ": " << chosen.status().message() << "\n";
     return ExitCodeFor(chosen.status());

@@ -26,6 +26,10 @@ struct RunOptions {
   // Fixed HTTP ports: the coordinator's here, worker r's at http_port + 1 + r;
   // 0: ports the OS chooses.
   int http_port = 0;
+  // A pipeline, hybrid or auto job's stages: the planner's ("planned"), or one
+  // of the plans it is compared with, for benchmarks: "even" (one device a
+  // stage, the layers dealt evenly) or "data-parallel" (one stage on every device).
+  std::string stages = "planned";
 };
 
 }  // namespace edgetrain::cli

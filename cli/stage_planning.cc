@@ -11,7 +11,7 @@
 namespace edgetrain::cli {
 
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, LocalRunPlan& run) {
+                                 const std::string& agent_binary, const std::string& stages, LocalRunPlan& run) {
   // The devices, in rank order, as placement gave them: a profile's nodes, or
   // this machine's emulated ones without one.
   std::vector<NodeView> devices;
@@ -34,8 +34,11 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
 
   // auto may keep plain data parallelism: one stage on every device, which
   // the pipeline runs as synchronous data parallelism through its head.
-  const PipelinePlan& plan =
-      choice.chosen == ParallelismMode::kDataParallel ? choice.data_parallel : choice.planned.plan;
+  const PipelinePlan& plan = stages == "even"                                      ? choice.even_split
+                             : stages == "data-parallel" ||
+                                       choice.chosen == ParallelismMode::kDataParallel ? choice.data_parallel
+                                                                                       : choice.planned.plan;
+  if (!plan.cost.fits) return FailedPreconditionError("the " + stages + " plan does not fit: " + plan.cost.misfit);
   PipelineLayout layout;
   layout.micro_batches = plan.micro_batches;
   int agents = 1;
@@ -47,10 +50,13 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   run.job.pipeline = std::move(layout);
   run.agents = agents;
   run.memory_mb = EstimatedMemoryMb(job.spec.data.dataset, agents);
-  std::string out = std::string(NameOf(choice.asked)) + (choice.asked == ParallelismMode::kAuto ? " picks " : ": ") +
-                    std::string(NameOf(choice.chosen)) + ", predicted " +
-                    WithThousands(std::llround(plan.cost.samples_per_s)) + " samples/s";
-  if (!choice.reason.empty()) out += " (" + choice.reason + ")";
+  std::string out = stages != "planned"
+                        ? "--stages " + stages + " instead of the planner's, predicted " +
+                              WithThousands(std::llround(plan.cost.samples_per_s)) + " samples/s"
+                        : std::string(NameOf(choice.asked)) + (choice.asked == ParallelismMode::kAuto ? " picks " : ": ") +
+                              std::string(NameOf(choice.chosen)) + ", predicted " +
+                              WithThousands(std::llround(plan.cost.samples_per_s)) + " samples/s";
+  if (stages == "planned" && !choice.reason.empty()) out += " (" + choice.reason + ")";
   return out + "\n  " + DescribePlan(problem, plan);
 }
 

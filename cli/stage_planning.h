@@ -18,7 +18,9 @@ namespace edgetrain::cli {
 // chosen, to be said before training: "auto picks hybrid, predicted 547
 // samples/s (3.3x data parallelism's ...)", then the plan (DescribePlan).
 // FailedPrecondition when no plan fits the devices' memory.
+// `stages` (RunOptions::stages) trains one of the plans the planner's is
+// compared with instead.
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, LocalRunPlan& run);
+                                 const std::string& agent_binary, const std::string& stages, LocalRunPlan& run);
 
 }  // namespace edgetrain::cli
