@@ -189,6 +189,59 @@ TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
   EXPECT_EQ(trainers[0]->Parameters()[0], trainers[2]->Parameters()[0]) << "a group steps alike";
 }
 
+// A stage agent told to stop (SIGTERM) leaves at once, even while it waits
+// for the head; the head's next step says which stage it lost; and the stage
+// left waiting mid-step for it ends with the head's Stop.
+TEST(SimulatedPipelineTest, AStageToldToStopLeavesAndTheHeadSaysWhichWasLost) {
+  const TrainTestSplit data = testing::FakeData(64, 8, 10);
+  const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 8, 2,
+                                         R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
+                                    2, 2);
+  DeterministicClock clock;
+  InMemoryNetwork network(clock);
+  testing::FakeStageTrainer first({true, false}, clock), last({false, true}, clock);
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(2, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(2, {{1}}), clock, log);
+  std::vector<StatusOr<StageSummary>> summaries(2, InternalError("not run"));
+  std::atomic<bool> cancel[2] = {false, false};
+  std::atomic<bool> head_cancel{false};
+  Status second_step = Status::Ok();
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    std::vector<ClockThread> threads;
+    testing::FakeStageTrainer* trainers[2] = {&first, &last};
+    for (int r = 0; r < 2; ++r) {
+      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+        StageOptions options;
+        options.rank = r;
+        options.head = connector.get();
+        summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel[r]);
+      }));
+    }
+    ASSERT_TRUE(head.Start(head_cancel).ok());
+    ASSERT_TRUE(head.Advance().ok()) << log.str();
+    cancel[1] = true;
+    clock.SleepFor(std::chrono::seconds(1));
+    second_step = head.Advance();
+    head.Finish(FinalModel::kCurrent);
+    for (auto& t : threads) t.Join();
+    (*server)->Shutdown();
+  });
+  EXPECT_EQ(second_step.code(), StatusCode::kUnavailable);
+  EXPECT_NE(second_step.message().find("stage 2 (rank 1) was lost at step 1"), std::string::npos)
+      << second_step.message();
+  ASSERT_TRUE(summaries[1].ok()) << summaries[1].status().ToString();
+  EXPECT_EQ(summaries[1]->stop_reason, "cancelled");
+  EXPECT_EQ(summaries[1]->steps, 1);
+  ASSERT_TRUE(summaries[0].ok()) << summaries[0].status().ToString();
+  EXPECT_EQ(summaries[0]->stop_reason, "the job is over");
+}
+
 using testing::Digits;
 
 double RelativeDifference(std::span<const float> a, std::span<const float> b) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
@@ -31,7 +32,9 @@ std::vector<float> Floats(const std::string& bytes) {
 // their neighbour is done with them, not in the order 1F1B takes them.
 class Inbox {
  public:
-  explicit Inbox(Clock& clock) : arrived_(clock) {}
+  // `cancel` ends every wait (SIGTERM to the agent): the stage then leaves,
+  // and the head, seeing its stream close, says which stage was lost.
+  Inbox(Clock& clock, const std::atomic<bool>& cancel) : arrived_(clock), cancel_(cancel) {}
 
   void File(v1::CoordinatorMessage message) {
     std::lock_guard lock(mu_);
@@ -41,6 +44,8 @@ class Inbox {
     } else if (message.has_gradient()) {
       gradients_[message.gradient().step()] = std::move(*message.mutable_gradient());
     } else {
+      // A Stop ends a step still waiting for a neighbour that is gone.
+      if (message.has_stop()) stopped_ = message.stop().reason();
       commands_.push_back(std::move(message));
     }
     arrived_.NotifyAll();
@@ -55,9 +60,9 @@ class Inbox {
   StatusOr<v1::MicroBatch> Await(bool forward, int64_t step, int i) {
     std::unique_lock lock(mu_);
     const Key key{forward, step, i};
-    arrived_.Wait(lock, [&] { return micro_batches_.count(key) > 0 || !closed_.ok(); });
+    Wait(lock, [&] { return micro_batches_.count(key) > 0 || !closed_.ok() || stopped_; });
     auto found = micro_batches_.find(key);
-    if (found == micro_batches_.end()) return closed_;
+    if (found == micro_batches_.end()) return Ended();
     v1::MicroBatch m = forward ? std::move(*found->second.mutable_forward()) : std::move(*found->second.mutable_backward());
     micro_batches_.erase(found);
     return m;
@@ -65,9 +70,9 @@ class Inbox {
   // The group's summed gradient of `step`, once the head has sent it.
   StatusOr<v1::GroupGradient> AwaitGradient(int64_t step) {
     std::unique_lock lock(mu_);
-    arrived_.Wait(lock, [&] { return gradients_.count(step) > 0 || !closed_.ok(); });
+    Wait(lock, [&] { return gradients_.count(step) > 0 || !closed_.ok() || stopped_; });
     auto found = gradients_.find(step);
-    if (found == gradients_.end()) return closed_;
+    if (found == gradients_.end()) return Ended();
     v1::GroupGradient g = std::move(found->second);
     gradients_.erase(found);
     return g;
@@ -75,19 +80,33 @@ class Inbox {
   // The head's next word: a command or Stop.
   StatusOr<v1::CoordinatorMessage> NextCommand() {
     std::unique_lock lock(mu_);
-    arrived_.Wait(lock, [&] { return !commands_.empty() || !closed_.ok(); });
-    if (commands_.empty()) return closed_;
+    Wait(lock, [&] { return !commands_.empty() || !closed_.ok(); });
+    if (commands_.empty()) return Ended();
     v1::CoordinatorMessage m = std::move(commands_.front());
     commands_.pop_front();
     return m;
   }
 
  private:
+  // Until `holds`, or the stage is cancelled: looked at every 100 ms, since a
+  // signal handler cannot notify a condition.
+  template <typename Predicate>
+  void Wait(std::unique_lock<std::mutex>& lock, Predicate holds) {
+    while (!arrived_.WaitFor(lock, std::chrono::milliseconds(100), holds) && !cancel_.load()) {
+    }
+  }
+  Status Ended() const {
+    if (stopped_) return CancelledError(*stopped_);
+    return closed_.ok() ? CancelledError("cancelled") : closed_;
+  }
+
   using Key = std::tuple<bool, int64_t, int>;
   std::mutex mu_;
   ClockCondition arrived_;
+  const std::atomic<bool>& cancel_;
   std::map<Key, v1::CoordinatorMessage> micro_batches_;
   std::map<int64_t, v1::GroupGradient> gradients_;
+  std::optional<std::string> stopped_;  // the head's Stop, once it came
   std::deque<v1::CoordinatorMessage> commands_;
   Status closed_ = Status::Ok();
 };
@@ -132,7 +151,7 @@ class Outbox {
 class Stage {
  public:
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
-        Clock& clock, std::ostream& log)
+        Clock& clock, std::ostream& log, const std::atomic<bool>& cancel)
       : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
         group_(plan.pipeline->stages[index].ranks),
         member_(static_cast<size_t>(std::find(group_.begin(), group_.end(), options.rank) - group_.begin())),
@@ -141,7 +160,7 @@ class Stage {
         slowdown_(plan.workers[options.rank].slowdown),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(plan.spec.optimizer, layout_),
-        inbox_(clock), outbox_(clock) {
+        inbox_(clock, cancel), outbox_(clock) {
     for (int r : group_) speeds_.push_back(1 / plan.workers[r].slowdown);
   }
 
@@ -160,6 +179,11 @@ class Stage {
     ClockThread sender = clock_.StartThread("stage sender " + std::to_string(options_.rank),
                                             [&] { sent = outbox_.Drain(stream); });
     Status ran = Commands(cancel);
+    if (ran.code() == StatusCode::kCancelled) {
+      // Told to stop mid-wait: by the head, or by a signal to the agent.
+      summary_.stop_reason = ran.message();
+      ran = Status::Ok();
+    }
     outbox_.Close();
     sender.Join();
     stream.Close();
@@ -417,7 +441,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage first, stream->Receive());
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
-  Stage stage(plan, index, options, trainer, train, clock, log);
+  Stage stage(plan, index, options, trainer, train, clock, log, cancel);
   EDGETRAIN_RETURN_IF_ERROR(stage.Welcome(first.stage_welcome()));
   log << "stage " << index + 1 << " of " << plan.pipeline->stages.size() << " (rank " << options.rank << ", layers "
       << plan.pipeline->stages[index].first_layer << "-" << plan.pipeline->stages[index].end_layer - 1
