@@ -1,32 +1,17 @@
 #include "agent/pipeline/pipeline_head.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "agent/pipeline/stage_runner.h"
+#include "agent/pipeline/wire_floats.h"
 #include "core/batch_order.h"
+#include "core/row_layout.h"
 
 namespace edgetrain::agent {
 namespace {
 
 // Smoothing of the loss shown while training: about the last 50 steps.
 constexpr double kLossSmoothing = 0.02;
-
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::string Bytes(std::span<const float> values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-}
-
-void Append(const std::string& bytes, std::vector<float>& into) {
-  const size_t before = into.size();
-  into.resize(before + bytes.size() / sizeof(float));
-  std::memcpy(into.data() + before, bytes.data(), bytes.size());
-}
 
 }  // namespace
 
@@ -160,7 +145,6 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
   std::vector<v1::MicroBatch> out;
   {
     std::lock_guard lock(mu_);
-    activation_bytes_ += static_cast<int64_t>(part.values().size());
     if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(part.values().size()));
     if (from.size() == 1 && groups_[to].size() == 1) {
       out.push_back(std::move(part));
@@ -218,19 +202,18 @@ Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
     parts.gradients.resize(group.size());
     parts.gradients[std::find(group.begin(), group.end(), rank) - group.begin()] = std::move(*part.mutable_values());
     if (std::any_of(parts.gradients.begin(), parts.gradients.end(), [](auto& g) { return !g; })) return Status::Ok();
-    // Summed in member order: every member steps on the same bytes.
+    // Summed in member order, with the row codec the data-parallel engine
+    // gathers gradients with: every member steps on the same bytes.
     std::vector<float> total(parts.gradients.front()->size() / sizeof(float), 0.0f);
     for (const auto& g : parts.gradients) {
-      if (g->size() != total.size() * sizeof(float)) {
+      if (g->size() != total.size() * sizeof(float) || !AddDecodedRow(RowEncoding::kFloat32, 1, *g, total).ok()) {
         return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
                                        " sent gradients of different sizes");
       }
-      const float* values = reinterpret_cast<const float*>(g->data());
-      for (size_t i = 0; i < total.size(); ++i) total[i] += values[i];
     }
     gradients_.erase({stage, part.step()});
     sum.mutable_gradient()->set_step(part.step());
-    sum.mutable_gradient()->set_values(Bytes(total));
+    sum.mutable_gradient()->set_values(FloatBytes(total));
   }
   for (int r : group) (void)SendTo(r, sum);
   return Status::Ok();
@@ -301,23 +284,23 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     v1::CoordinatorMessage welcome;
     v1::StageWelcome* w = welcome.mutable_stage_welcome();
     w->set_resume_after(step_);
-    int64_t floats = 0;
-    for (const auto& shape : shapes_[s]) floats += Count(shape);
+    const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);  // one row a tensor, as the stage's optimizer
+    const int64_t floats = tensors.total_floats();
     if (restored_) {
       const JobCheckpoint& c = *restored_;
       auto slice = [&](const std::vector<float>& v) {
-        return v.empty() ? std::string() : Bytes(std::span<const float>(v).subspan(offset, floats));
+        return v.empty() ? std::string() : FloatBytes(std::span<const float>(v).subspan(offset, floats));
       };
       v1::StageState* state = w->mutable_state();
       state->set_parameters(slice(c.parameters));
       state->set_first_moment(slice(c.optimizer.first));
       state->set_second_moment(slice(c.optimizer.second));
-      for (size_t r = 0; r < shapes_[s].size() && row + r < c.optimizer.steps.size(); ++r) {
+      for (size_t r = 0; r < tensors.size() && row + r < c.optimizer.steps.size(); ++r) {
         state->add_row_steps(c.optimizer.steps[row + r]);
       }
     }
     offset += floats;
-    row += shapes_[s].size();
+    row += tensors.size();
     EDGETRAIN_RETURN_IF_ERROR(SendToStage(static_cast<int>(s), welcome));
   }
   log_ << "pipeline: " << groups_.size() << " stages on " << members_.size() << " devices gathered, "
@@ -399,10 +382,15 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
   });
   EDGETRAIN_RETURN_IF_ERROR(LostLocked());
   JobCheckpoint whole;
+  auto append = [](const std::string& bytes, std::vector<float>& into) -> Status {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> values, FloatsOf(bytes));
+    into.insert(into.end(), values.begin(), values.end());
+    return Status::Ok();
+  };
   for (const Link* link : speakers) {
-    Append(link->state->parameters(), whole.parameters);
-    Append(link->state->first_moment(), whole.optimizer.first);
-    Append(link->state->second_moment(), whole.optimizer.second);
+    EDGETRAIN_RETURN_IF_ERROR(append(link->state->parameters(), whole.parameters));
+    EDGETRAIN_RETURN_IF_ERROR(append(link->state->first_moment(), whole.optimizer.first));
+    EDGETRAIN_RETURN_IF_ERROR(append(link->state->second_moment(), whole.optimizer.second));
     whole.optimizer.steps.insert(whole.optimizer.steps.end(), link->state->row_steps().begin(),
                                  link->state->row_steps().end());
   }

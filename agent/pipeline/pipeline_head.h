@@ -106,7 +106,6 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int64_t samples_ = 0;
   double smoothed_loss_ = -1;
   double last_step_loss_ = 0;
-  int64_t activation_bytes_ = 0;
   int in_flight_ = 0;  // micro-batches between the first stage's forward and its backward
   PipelineMetrics* metrics_ = nullptr;
 };

@@ -1,13 +1,13 @@
 #include "agent/pipeline/stage_runner.h"
 
 #include <algorithm>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
 
+#include "agent/pipeline/wire_floats.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
 #include "core/pipeline_schedule.h"
@@ -17,16 +17,6 @@
 
 namespace edgetrain::agent {
 namespace {
-
-std::string Bytes(std::span<const float> values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-}
-
-std::vector<float> Floats(const std::string& bytes) {
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
 
 // What a stage was sent and has not used yet: micro-batches arrive whenever
 // their neighbour is done with them, not in the order 1F1B takes them.
@@ -151,12 +141,12 @@ class Outbox {
 class Stage {
  public:
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
-        Clock& clock, std::ostream& log, const std::atomic<bool>& cancel)
+        Clock& clock, const std::atomic<bool>& cancel)
       : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
         group_(plan.pipeline->stages[index].ranks),
         member_(static_cast<size_t>(std::find(group_.begin(), group_.end(), options.rank) - group_.begin())),
         options_(options),
-        trainer_(trainer), train_(train), clock_(clock), log_(log),
+        trainer_(trainer), train_(train), clock_(clock),
         slowdown_(plan.workers[options.rank].slowdown),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(plan.spec.optimizer, layout_),
@@ -257,7 +247,7 @@ class Stage {
         } else {
           EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch in, Awaited(true, step, pass.micro_batch));
           n = in.samples();
-          input = Floats(in.values());
+          EDGETRAIN_ASSIGN_OR_RETURN(input, FloatsOf(in.values()));
         }
         held_[pass.micro_batch] = n;
         std::vector<float> output;
@@ -282,7 +272,7 @@ class Stage {
           }
         } else {
           EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch g, Awaited(false, step, pass.micro_batch));
-          const std::vector<float> output_gradient = Floats(g.values());
+          EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> output_gradient, FloatsOf(g.values()));
           if (n > 0) {
             EDGETRAIN_ASSIGN_OR_RETURN(input_gradient,
                                        Computed([&] { return trainer_.Backward(pass.micro_batch, output_gradient); }));
@@ -294,19 +284,18 @@ class Stage {
     // The flush: every micro-batch's gradient is in, so the weights move once.
     std::span<float> params = trainer_.Parameters();
     std::span<const float> gradient = trainer_.Gradients();
-    v1::GroupGradient sum;
+    std::vector<float> sum;
     if (group_.size() > 1) {
       // The group's devices each hold the gradient of their shares: they step
       // on the sum, alike, and stay one copy of the stage.
       v1::WorkerMessage mine;
       mine.mutable_gradient()->set_step(step);
-      mine.mutable_gradient()->set_values(Bytes(gradient));
+      mine.mutable_gradient()->set_values(FloatBytes(gradient));
       outbox_.Post(std::move(mine));
-      EDGETRAIN_ASSIGN_OR_RETURN(sum, inbox_.AwaitGradient(step));
-      if (sum.values().size() != gradient.size() * sizeof(float)) {
-        return FailedPreconditionError("the head summed a gradient of another size");
-      }
-      gradient = std::span<const float>(reinterpret_cast<const float*>(sum.values().data()), gradient.size());
+      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, inbox_.AwaitGradient(step));
+      EDGETRAIN_ASSIGN_OR_RETURN(sum, FloatsOf(summed.values()));
+      if (sum.size() != gradient.size()) return FailedPreconditionError("the head summed a gradient of another size");
+      gradient = sum;
     }
     for (size_t r = 0; r < layout_.size(); ++r) {
       const RowSpan& row = layout_.row(r);
@@ -357,34 +346,35 @@ class Stage {
     m->set_step(step);
     m->set_micro_batch(i);
     m->set_samples(static_cast<int32_t>(n));
-    m->set_values(Bytes(values));
+    m->set_values(FloatBytes(values));
     summary_.activation_bytes_sent += static_cast<int64_t>(values.size() * sizeof(float));
     outbox_.Post(std::move(message));
   }
 
   v1::StageState State() {
     v1::StageState s;
-    s.set_parameters(Bytes(trainer_.Parameters()));
+    s.set_parameters(FloatBytes(trainer_.Parameters()));
     const OptimizerState& o = optimizer_.state();
-    s.set_first_moment(Bytes(o.first));
-    s.set_second_moment(Bytes(o.second));
+    s.set_first_moment(FloatBytes(o.first));
+    s.set_second_moment(FloatBytes(o.second));
     for (int64_t steps : o.steps) s.add_row_steps(steps);
     return s;
   }
 
   Status Install(const v1::StageState& s) {
-    const std::vector<float> params = Floats(s.parameters());
+    EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> params, FloatsOf(s.parameters()));
     std::span<float> mine = trainer_.Parameters();
     OptimizerState& o = optimizer_.mutable_state();
-    const std::vector<float> first = Floats(s.first_moment()), second = Floats(s.second_moment());
+    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> first, FloatsOf(s.first_moment()));
+    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> second, FloatsOf(s.second_moment()));
     if (params.size() != mine.size() || first.size() != o.first.size() || second.size() != o.second.size() ||
         static_cast<size_t>(s.row_steps_size()) != o.steps.size()) {
       return FailedPreconditionError("the head's state for stage " + std::to_string(index_ + 1) +
                                      " is of another model or optimizer");
     }
     std::copy(params.begin(), params.end(), mine.begin());
-    o.first = first;
-    o.second = second;
+    o.first = std::move(first);
+    o.second = std::move(second);
     o.steps.assign(s.row_steps().begin(), s.row_steps().end());
     return Status::Ok();
   }
@@ -399,7 +389,6 @@ class Stage {
   StageTrainer& trainer_;
   const Dataset& train_;
   Clock& clock_;
-  std::ostream& log_;
   const double slowdown_;
   BatchOrder batches_;
   const RowLayout layout_;
@@ -441,7 +430,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage first, stream->Receive());
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
-  Stage stage(plan, index, options, trainer, train, clock, log, cancel);
+  Stage stage(plan, index, options, trainer, train, clock, cancel);
   EDGETRAIN_RETURN_IF_ERROR(stage.Welcome(first.stage_welcome()));
   log << "stage " << index + 1 << " of " << plan.pipeline->stages.size() << " (rank " << options.rank << ", layers "
       << plan.pipeline->stages[index].first_layer << "-" << plan.pipeline->stages[index].end_layer - 1
