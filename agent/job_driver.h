@@ -1,6 +1,6 @@
 #pragma once
 // Drives a job from its start to its end, whatever trains it (a TrainingEngine:
-// a job of one, a team's coordinator, next a pipeline's head), so that every
+// a job of one, a team's coordinator, a pipeline's head), so that every
 // kind of job resumes, budgets, evaluates, checkpoints, reports and saves its
 // model the same way:
 //   1. resume from the output folder's checkpoint of this job, unless the plan

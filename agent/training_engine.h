@@ -1,9 +1,10 @@
 #pragma once
 // What trains a job, as its driver (agent/job_driver.h) sees it: a job of one
 // in this process (agent/solo_engine.h), a data-parallel team through its
-// coordinator (agent/dp/coordinator.h), next a pipeline through its head. The
-// driver owns the job's life — resume, budget, schedules, progress, the final
-// model — and an engine only how training moves on.
+// coordinator (agent/dp/coordinator.h), a pipeline through its head
+// (agent/pipeline/pipeline_head.h). The driver owns the job's life — resume,
+// budget, schedules, progress, the final model — and an engine only how
+// training moves on.
 
 #include <atomic>
 #include <cstdint>

@@ -231,7 +231,8 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
       "  budget: {epochs: 3}\n";
   Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--output", (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("parallelism: pipeline: pipeline, predicted"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("parallelism: pipeline as asked, predicted"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("samples/s against data parallelism's"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("3 stages"), std::string::npos) << run.stderr_text;
   auto result = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(result["stop_reason"], "epochs");

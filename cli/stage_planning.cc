@@ -50,13 +50,23 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   run.job.pipeline = std::move(layout);
   run.agents = agents;
   run.memory_mb = EstimatedMemoryMb(job.spec.data.dataset, agents);
-  std::string out = stages != "planned"
-                        ? "--stages " + stages + " instead of the planner's, predicted " +
-                              WithThousands(std::llround(plan.cost.samples_per_s)) + " samples/s"
-                        : std::string(NameOf(choice.asked)) + (choice.asked == ParallelismMode::kAuto ? " picks " : ": ") +
-                              std::string(NameOf(choice.chosen)) + ", predicted " +
-                              WithThousands(std::llround(plan.cost.samples_per_s)) + " samples/s";
-  if (stages == "planned" && !choice.reason.empty()) out += " (" + choice.reason + ")";
+  // One prediction each, both from the same cost model: what runs, and data
+  // parallelism on the same devices and links.
+  auto per_s = [](const PipelinePlan& p) { return WithThousands(std::llround(p.cost.samples_per_s)); };
+  std::string out;
+  if (stages != "planned") {
+    out = "--stages " + stages + " instead of the planner's";
+  } else if (choice.asked == ParallelismMode::kAuto) {
+    out = "auto picks " + std::string(NameOf(choice.chosen));
+  } else {
+    out = std::string(NameOf(choice.asked)) + " as asked";
+  }
+  out += ", predicted " + per_s(plan) + " samples/s";
+  if (&plan != &choice.data_parallel) {
+    out += " against data parallelism's " + per_s(choice.data_parallel) + " on the same devices and links";
+  } else if (stages == "planned") {
+    out += ": no split is predicted faster on the same devices and links";
+  }
   return out + "\n  " + DescribePlan(problem, plan);
 }
 
