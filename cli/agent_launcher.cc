@@ -1,5 +1,7 @@
 #include "cli/agent_launcher.h"
 
+#include <optional>
+
 #include <fstream>
 
 namespace edgetrain::cli {
@@ -26,6 +28,19 @@ AgentLauncher::AgentLauncher(std::string agent_binary, fs::path run_dir, const L
 
 std::string AgentLauncher::HttpFlag(int port_offset) const {
   return "--http=127.0.0.1:" + std::to_string(http_port_ > 0 ? http_port_ + port_offset : 0);
+}
+
+StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command) {
+  EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess agent, ChildProcess::Spawn(command, "/dev/null"));
+  std::optional<std::string> result;
+  while (auto line = agent.ReadLine(std::chrono::minutes(5))) {
+    if (line->rfind("result ", 0) == 0) result = line->substr(7);
+  }
+  AgentAnswer answer;
+  answer.exit = agent.Wait(std::chrono::seconds(15));
+  if (result) answer.result = nlohmann::json::parse(*result, nullptr, /*allow_exceptions=*/false);
+  if (answer.result.is_discarded()) answer.result = nullptr;
+  return answer;
 }
 
 StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/child_process.h"
 #include "cli/netns_links.h"
 #include "cli/run_plan.h"
@@ -18,6 +20,16 @@ namespace edgetrain::cli {
 
 // The edgetrain-agent installed beside this edgetrain.
 std::string AgentBeside();
+
+// What a one-shot agent command (`evaluate`, `profile-layers`) answered: its
+// exit code and its `result` line's JSON (null when it printed none). Why it
+// fails comes back in that line, so its log is not kept. An error only when
+// the agent could not be started.
+struct AgentAnswer {
+  int exit = 0;
+  nlohmann::json result;
+};
+StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command);
 
 // Where a person finds one agent's GET /metrics (and the coordinator's /progress).
 struct AgentEndpoint {

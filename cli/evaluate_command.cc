@@ -12,19 +12,13 @@ namespace edgetrain::cli {
 
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
   const std::string agent = options.agent_binary.empty() ? AgentBeside() : options.agent_binary;
-  // Why it fails comes back in its result line; its log adds nothing.
-  auto evaluator = ChildProcess::Spawn(
-      {agent, "evaluate", "--model=" + options.model_path, "--dataset=" + options.dataset}, "/dev/null");
-  if (!evaluator.ok()) {
-    err << "error: " << evaluator.status().message() << " (pass --agent PATH to name the agent binary)\n";
-    return ExitCodeFor(evaluator.status());
+  auto evaluated = AskAgent({agent, "evaluate", "--model=" + options.model_path, "--dataset=" + options.dataset});
+  if (!evaluated.ok()) {
+    err << "error: " << evaluated.status().message() << " (pass --agent PATH to name the agent binary)\n";
+    return ExitCodeFor(evaluated.status());
   }
-  std::optional<std::string> result;
-  while (auto line = evaluator->ReadLine(std::chrono::minutes(5))) {
-    if (line->rfind("result ", 0) == 0) result = line->substr(7);
-  }
-  const int exit = evaluator->Wait(std::chrono::seconds(15));
-  const auto json = nlohmann::json::parse(result.value_or("{}"), nullptr, /*allow_exceptions=*/false);
+  const int exit = evaluated->exit;
+  const nlohmann::json& json = evaluated->result;
   if (exit != kExitOk || !json.contains("accuracy")) {
     const std::string why = json.is_object() ? json.value("error", "") : "";
     err << "error: " << (why.empty() ? "the agent exited (status " + std::to_string(exit) + ") without a result" : why)
