@@ -8,11 +8,15 @@ NODES     ?= examples/nodes/robot-team.yaml
 RUN_FLAGS ?=
 JOBS      ?= $(shell nproc)
 
-.PHONY: run test deps configure build clean
+.PHONY: run observe test deps configure build clean
 
 run: configure
 	cmake --build $(BUILD) --target edgetrain edgetrain-agent -- -j$(JOBS)
 	$(BUILD)/bin/edgetrain run $(JOB) $(if $(NODES),--nodes $(NODES)) $(RUN_FLAGS)
+
+# make run, watched by a local Prometheus that keeps the run's series until Ctrl-C.
+observe: RUN_FLAGS += --observe
+observe: run
 
 test: configure
 	cmake --build $(BUILD) -- -j$(JOBS)

@@ -14,10 +14,10 @@ constexpr std::chrono::seconds kStartupTimeout{60};
 
 }  // namespace
 
-std::string AgentBeside() {
+std::string BinaryBeside(const std::string& name) {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return (exe.parent_path() / "edgetrain-agent").string();
+  return (exe.parent_path() / name).string();
 }
 
 AgentLauncher::AgentLauncher(std::string agent_binary, fs::path run_dir, const LocalRunPlan& plan,

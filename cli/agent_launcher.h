@@ -18,8 +18,9 @@
 
 namespace edgetrain::cli {
 
-// The edgetrain-agent installed beside this edgetrain.
-std::string AgentBeside();
+// A program installed beside this edgetrain (edgetrain-agent, edgetrain-plot-run).
+std::string BinaryBeside(const std::string& name);
+inline std::string AgentBeside() { return BinaryBeside("edgetrain-agent"); }
 
 // What a one-shot agent command (`evaluate`, `profile-layers`) answered: its
 // exit code and its `result` line's JSON (null when it printed none). Why it

@@ -1,11 +1,6 @@
 #pragma once
 // For tests that drive edgetrain and its agents as processes.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,21 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "cli/child_process.h"
+#include "http/socket_address.h"
 
 namespace edgetrain::cli {
 
-// A loopback port the OS says is free now, for a process to be told to use.
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+inline int FreePort() { return http::FreeLoopbackPort(); }
 
 // What follows `prefix` on the first line of the child's stdout that starts
 // with it; nullopt if none comes (a minute's wait for each line at most).

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/job_loading.h"
+#include "core/duration_text.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -126,6 +127,21 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                    "(data-parallel)")
       ->option_text("planned|even|data-parallel")
       ->check(CLI::IsMember({"planned", "even", "data-parallel"}));
+  run_command->add_flag("--observe", run.observe,
+                        "start a local Prometheus scraping every agent each second, with the labels the dashboards "
+                        "of dashboards/ query; after the run it serves the run's series until Ctrl-C");
+  run_command->add_option("--observe-port", run.observe_port, "the local Prometheus's port on 127.0.0.1 (0: one the OS gives)")
+      ->option_text("PORT")
+      ->capture_default_str()
+      ->check(WholeNumber(0, 65535));
+  run_command
+      ->add_option("--observe-keep", run.observe_keep,
+                   "how long the local Prometheus serves after the run, for scripts (default: until Ctrl-C)")
+      ->option_text("DURATION")
+      ->check([](const std::string& text) -> std::string {
+        auto parsed = ParseDuration(text);
+        return parsed.ok() ? "" : parsed.status().message();
+      });
 
   CLI::App* validate = app.add_subcommand(
       "validate", "Check a manifest against the TrainingJob CRD, and with --nodes the cluster profile and the team's "

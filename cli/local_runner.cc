@@ -13,12 +13,15 @@
 #include "cli/child_process.h"
 #include "cli/netns_links.h"
 #include "cli/progress_display.h"
+#include "cli/run_curves.h"
 #include "cli/run_folder.h"
+#include "cli/run_observer.h"
 #include "cli/run_plan.h"
 #include "cli/run_report.h"
 #include "cli/run_supervisor.h"
 #include "cli/stage_planning.h"
 #include "core/job_plan.h"
+#include "core/duration_text.h"
 #include "core/job_progress.h"
 
 namespace edgetrain::cli {
@@ -27,6 +30,11 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::chrono::seconds kStopGrace{15};
+// Drawing a run of days takes seconds; past this the picture is given up.
+constexpr std::chrono::seconds kDrawGrace{60};
+// Debian's Prometheus starts in about a second; a loaded machine may take more.
+constexpr std::chrono::seconds kObserverReady{30};
+constexpr const char* kPrometheus = "/usr/bin/prometheus";
 
 MachineSize ThisMachine() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -122,7 +130,29 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     return kExitOk;
   }
 
+  if (options.observe && plan.kernel_links) {
+    err << "error: --observe scrapes the agents over this machine's loopback, and under --links netns each agent's "
+           "loopback is its own namespace's: observe a run with --links process (the links are shaped alike)\n";
+    return kExitInvalid;
+  }
+  std::optional<Duration> observe_keep;
+  if (!options.observe_keep.empty()) observe_keep = *ParseDuration(options.observe_keep);  // checked by the parser
+
   RemoveLeftovers(err);
+  // Before the agents, so that a missing prometheus or a port in use fails the
+  // run before it trains.
+  std::optional<RunObserver> observer;
+  if (options.observe) {
+    auto started = RunObserver::Start(kPrometheus, fs::path(plan.job.output_dir) / "prometheus", options.observe_port,
+                                      clock, kObserverReady);
+    if (!started.ok()) {
+      err << "error: --observe: " << started.status().message() << "\n";
+      return ExitCodeFor(started.status());
+    }
+    observer.emplace(std::move(*started));
+    err << "observe: Prometheus at " << observer->url() << " scrapes every agent each second (its data: "
+        << observer->dir().string() << ")\n";
+  }
   std::unique_ptr<NetnsLinks> links;
   if (plan.kernel_links) {
     auto created = NetnsLinks::Create(plan.devices, clock);
@@ -188,6 +218,14 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     workers.push_back(std::move(*worker));
   }
   err << DescribeEndpoints(launcher.endpoints());
+  if (observer) {
+    std::vector<ScrapeTarget> targets;
+    for (const AgentEndpoint& e : launcher.endpoints()) targets.push_back({e.http, PodOfAgent(job.name, e.agent)});
+    if (Status scraped = observer->Scrape(targets, job.namespace_.empty() ? "default" : job.namespace_);
+        !scraped.ok()) {
+      return failed("--observe: " + scraped.message());
+    }
+  }
 
   std::ofstream progress_log;
   if (!options.progress_log.empty()) {
@@ -204,12 +242,19 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   };
   RunWatch watch;
   watch.progress = progress;
-  if (progress_log.is_open()) {
-    watch.sink = [&](const std::string& body) {
-      progress_log << "{\"t\": " << ToSeconds(clock.Now() - links_started)
-                   << ", \"progress\": " << body.substr(0, body.find('\n')) << "}\n" << std::flush;
-    };
-  }
+  RunCurves curves(plan.job.output_dir);
+  bool curves_lost = false;
+  watch.sink = [&](const std::string& body) {
+    const double t = ToSeconds(clock.Now() - links_started);
+    if (progress_log.is_open()) {
+      progress_log << "{\"t\": " << t << ", \"progress\": " << body.substr(0, body.find('\n')) << "}\n"
+                   << std::flush;
+    }
+    if (Status recorded = curves.Record(t, body); !recorded.ok() && !curves_lost) {
+      err << "warning: no report of this run's curves: " << recorded.message() << "\n";
+      curves_lost = true;
+    }
+  };
   if (links) watch.health = [&] { return links->health(); };
   watch.earlier_model = earlier_model;
   std::vector<WatchedProcess*> team;
@@ -224,8 +269,16 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     return failed("training failed: " + outcome.result->error);
   }
 
+  // The coordinator's final word, with the final model's evaluation, ends the curves.
+  (void)curves.Record(ToSeconds(clock.Now() - links_started), EncodeJobProgress(*outcome.result));
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out);
+  if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);
+      drawn.ok()) {
+    out << "curves: " << curves.picture_path().string() << "\n";
+  } else if (!curves.empty()) {
+    err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
+  }
   if (options.json) out << JsonLine(job, *outcome.result, wall_s) << "\n";
   if (options.keep_logs) {
     err << "logs: " << folder->path().string() << "\n";
@@ -234,6 +287,14 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     folder->Remove();
   }
   out << std::flush;
+  if (observer && !outcome.interrupted) {
+    // A person looks after the run, or a script for as long as it said.
+    err << "observe: Prometheus at " << observer->url() << " serves the run's series; "
+        << (observe_keep ? "for " + options.observe_keep : std::string("Ctrl-C stops it")) << "\n";
+    const TimePoint until = observe_keep ? clock.Now() + *observe_keep : kNever;
+    while (!interrupted.load() && clock.Now() < until) clock.SleepFor(std::chrono::milliseconds(100));
+    observer->Stop(kStopGrace);
+  }
   return outcome.interrupted ? kExitInterrupted : kExitOk;
 }
 

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -243,6 +244,62 @@ TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
   EXPECT_EQ(coordinator->Wait(seconds(30)), 0);
   for (auto& w : workers) w.Wait(seconds(30));
   server->Wait(seconds(10));
+}
+
+// edgetrain run --observe: the runner's own Prometheus scrapes the coordinator
+// and every worker with the labels a cluster's pod relabelling gives (namespace,
+// pod), which the dashboards query; after the run it serves the run's series
+// until the person interrupts, and the run still exits 0.
+TEST(PrometheusScrapeTest, EdgetrainRunObserveScrapesEveryAgentAsTheDashboardsQueryThem) {
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-observe";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "job.yaml") << R"(apiVersion: edgetrain.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: observed}
+spec:
+  model: {name: mlp, hidden: [32]}
+  data: {dataset: digits, batchSize: 32}
+  parallelism: {workers: 2}
+  optimizer: {name: adam, learningRate: 0.003}
+  evaluation: {everyIterations: 20}
+  budget: {wallClock: 6s}
+)";
+  auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--output",
+                                  (dir / "out").string(), "--observe", "--observe-port", "0", "--observe-keep", "2m"},
+                                 (dir / "stderr.log").string(), {{"TMPDIR", dir.string()}});
+  ASSERT_TRUE(run.ok());
+  // The summary and the picture come before Prometheus is left serving.
+  ASSERT_TRUE(LineStartingWith(*run, "curves: ").has_value()) << ReadFile(dir / "stderr.log");
+  std::string said;
+  for (int i = 0; i < 100 && said.find("serves the run's series; for 2m") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    said = ReadFile(dir / "stderr.log");
+  }
+  const std::regex announced("observe: Prometheus at http://([0-9.:]+) scrapes every agent each second");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(said, m, announced)) << said;
+  const std::string prometheus = m[1].str();
+
+  auto samples = Stored(prometheus, R"(edgetrain_samples_total{namespace="default",trainingjob="observed"})");
+  ASSERT_TRUE(samples.has_value());
+  std::set<std::string> pods;
+  for (const auto& [labels, value] : *samples) {
+    EXPECT_EQ(labels.at("job"), "edgetrain-agents");
+    EXPECT_EQ(labels.at("pod"), "observed-worker-" + labels.at("worker"));
+    EXPECT_GT(value, 0) << labels.at("pod") << " trained";
+    pods.insert(labels.at("pod"));
+  }
+  EXPECT_EQ(pods, (std::set<std::string>{"observed-worker-0", "observed-worker-1"}));
+  auto job = Stored(prometheus, R"(edgetrain_job_samples_total{namespace="default",pod="observed-coordinator"})");
+  ASSERT_TRUE(job.has_value());
+  ASSERT_EQ(job->size(), 1u) << "the coordinator, as the training dashboard's job panels read it";
+  EXPECT_GT(job->begin()->second, 0);
+
+  run->Signal(SIGINT);
+  EXPECT_EQ(run->Wait(seconds(30)), 0) << "the run had ended well before the person stopped Prometheus";
+  EXPECT_FALSE(http::HttpGet(prometheus, "/-/ready").ok()) << "Prometheus stops with the runner";
+  EXPECT_TRUE(fs::exists(dir / "out" / "prometheus" / "data")) << "the run's series stay for a later look";
 }
 
 }  // namespace

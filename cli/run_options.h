@@ -30,6 +30,12 @@ struct RunOptions {
   // of the plans it is compared with, for benchmarks: "even" (one device a
   // stage, the layers dealt evenly) or "data-parallel" (one stage on every device).
   std::string stages = "planned";
+  // A local Prometheus scraping every agent (cli/run_observer.h), on this port
+  // (0: one the OS gives); after the run it serves the run's series until the
+  // person interrupts, or for observe_keep_s seconds when that is set.
+  bool observe = false;
+  int observe_port = 9090;
+  std::string observe_keep;  // a duration ("30s", "0s"); empty: until interrupted
 };
 
 }  // namespace edgetrain::cli

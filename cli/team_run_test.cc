@@ -77,6 +77,15 @@ spec:
   EXPECT_NE(table.find("worker  node"), std::string::npos) << table;
   EXPECT_NE(table.find(" fast "), std::string::npos) << table;
   EXPECT_NE(table.find(" slow "), std::string::npos) << table;
+  // Its curves: the snapshots kept in the output folder, drawn as a picture.
+  EXPECT_NE(table.find("curves: " + (dir / "out" / "report.png").string()), std::string::npos) << table;
+  EXPECT_GT(fs::file_size(dir / "out" / "report.png"), 20'000u);
+  std::ifstream history(dir / "out" / "progress.jsonl");
+  std::string first, line;
+  std::getline(history, first);
+  for (std::string next; std::getline(history, next);) line = next;
+  EXPECT_EQ(nlohmann::json::parse(first)["progress"]["workers"].size(), 2u) << first;
+  EXPECT_EQ(nlohmann::json::parse(line)["progress"]["state"], "succeeded") << "the final word ends the curves";
   const std::string said = ReadFile(dir / "stderr.log");
   EXPECT_NE(said.find("on the devices of bench-team"), std::string::npos);
   EXPECT_NE(said.find("  3 agents, about "), std::string::npos) << said;

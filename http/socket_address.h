@@ -13,4 +13,9 @@ struct HostPort {
 };
 StatusOr<HostPort> SplitHostPort(const std::string& address);
 
+// A loopback port the OS says is free now, for another process to be told to
+// use; it may be taken before that process binds it, so that process's failure
+// to bind must be said. 0 when the OS gave none.
+int FreeLoopbackPort();
+
 }  // namespace edgetrain::http

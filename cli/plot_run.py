@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""Draws a run's curves as one PNG: what `edgetrain run` leaves in its output
+folder as report.png, from the progress snapshots it kept there (progress.jsonl).
+
+    edgetrain-plot-run HISTORY.jsonl OUT.png [--title T] [--worker NAME ...]
+
+HISTORY holds one JSON object a line, {"t": seconds, "progress": {...}}, the
+progress being the coordinator's GET /progress (docs/launch-contract.md). The
+x axis is the job's training time (elapsedSeconds), which goes on across a
+resumed run. Rates (samples/s, stall, watts) are taken between snapshots at
+least a few seconds apart, so that one late poll does not draw a spike.
+
+Exit codes: 0 drawn; 2 bad input; 3 matplotlib missing (the runner says how to
+install it).
+"""
+
+import argparse
+import json
+import sys
+
+RATE_WINDOW_S = 3.0  # the least time a rate is taken over
+
+
+def load(path):
+    snapshots = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                progress = json.loads(line)["progress"]
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}:{n}: not a progress line ({e})") from None
+            snapshots.append(progress)
+    # A resumed run's history follows the earlier one's; a snapshot taken before
+    # the job trained again may repeat a time already drawn.
+    snapshots.sort(key=lambda p: p.get("elapsedSeconds", 0))
+    return snapshots
+
+
+def rates(times, totals):
+    """(t, d total / d t) over windows of at least RATE_WINDOW_S."""
+    out_t, out_v = [], []
+    i = 0
+    for j in range(1, len(times)):
+        dt = times[j] - times[i]
+        if dt >= RATE_WINDOW_S:
+            out_t.append(times[j])
+            out_v.append(max(0.0, totals[j] - totals[i]) / dt)
+            i = j
+    return out_t, out_v
+
+
+def worker_series(snapshots, key):
+    """Per worker rank: (times, values of `key`)."""
+    series = {}
+    for p in snapshots:
+        for w in p.get("workers", []):
+            t, v = series.setdefault(w["rank"], ([], []))
+            t.append(p["elapsedSeconds"])
+            v.append(w.get(key, 0))
+    return series
+
+
+def draw(snapshots, out, title, names):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def name(rank):
+        return names[rank] if rank < len(names) else f"worker {rank}"
+
+    times = [p["elapsedSeconds"] for p in snapshots]
+    fig, axes = plt.subplots(3, 2, figsize=(13, 11))
+    fig.suptitle(title)
+    ax = axes[0][0]
+    evaluated = {}
+    for p in snapshots:
+        if p.get("accuracy") is not None:
+            evaluated[p.get("evaluatedAtIteration")] = (p["elapsedSeconds"], p["accuracy"])
+    if evaluated:
+        t, acc = zip(*sorted(evaluated.values()))
+        ax.plot(t, acc, "o-", color="tab:blue", markersize=3, label="test accuracy")
+    ax.set_ylabel("test accuracy", color="tab:blue")
+    loss_ax = ax.twinx()
+    trained = [p for p in snapshots if p.get("iteration", 0) > 0]
+    loss_ax.plot([p["elapsedSeconds"] for p in trained], [p["loss"] for p in trained], color="tab:orange",
+                 linewidth=1)
+    loss_ax.set_ylabel("training loss", color="tab:orange")
+    ax.set_title("accuracy and loss")
+
+    ax = axes[0][1]
+    t, v = rates(times, [p.get("samples", 0) for p in snapshots])
+    ax.plot(t, v, color="tab:green")
+    ax.set_ylabel("samples/s")
+    ax.set_title("samples a second, the whole job")
+
+    workers = worker_series(snapshots, "bandwidthMbps")
+    downlinks = worker_series(snapshots, "downlinkMbps")
+    ax = axes[1][0]
+    for rank, (t, v) in sorted(workers.items()):
+        line, = ax.plot(t, v, label=f"{name(rank)} up", linewidth=1)
+        dt, dv = downlinks.get(rank, ([], []))
+        ax.plot(dt, dv, "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
+    ax.set_ylabel("Mbit/s (0: not yet measured, or down)")
+    ax.set_title("each link, as its ends measure it")
+    if workers:
+        ax.legend(fontsize=7, ncol=2)
+    else:
+        ax.text(0.5, 0.5, "a job of one: no links", ha="center", transform=ax.transAxes)
+
+    ax = axes[1][1]
+    stalls = worker_series(snapshots, "stallSeconds")
+    walls = worker_series(snapshots, "wallSeconds")
+    for rank, (t, stall) in sorted(stalls.items()):
+        _, wall = walls[rank]
+        points_t, points_v = [], []
+        i = 0
+        for j in range(1, len(t)):
+            if t[j] - t[i] >= RATE_WINDOW_S and wall[j] > wall[i]:
+                points_t.append(t[j])
+                points_v.append(min(1.0, max(0.0, (stall[j] - stall[i]) / (wall[j] - wall[i]))))
+                i = j
+        ax.plot(points_t, points_v, label=name(rank), linewidth=1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("share of the time waiting on the team")
+    ax.set_title("stall")
+    if stalls:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "a job of one: never waits", ha="center", transform=ax.transAxes)
+
+    ax = axes[2][0]
+    energy = [(p["elapsedSeconds"], p["energyJoules"]) for p in snapshots if p.get("energyJoules") is not None]
+    if energy:
+        t, joules = zip(*energy)
+        ax.plot(t, joules, color="tab:red")
+        watts_ax = ax.twinx()
+        wt, wv = rates(list(t), list(joules))
+        watts_ax.plot(wt, wv, color="tab:purple", linewidth=1)
+        watts_ax.set_ylabel("W", color="tab:purple")
+    else:
+        ax.text(0.5, 0.5, "no energy model in this run", ha="center", transform=ax.transAxes)
+    ax.set_ylabel("J, modelled", color="tab:red")
+    ax.set_title("energy (docs/energy.md)")
+
+    ax = axes[2][1]
+    sent = worker_series(snapshots, "bytesSent")
+    received = worker_series(snapshots, "bytesReceived")
+    for rank, (t, v) in sorted(sent.items()):
+        line, = ax.plot(t, [b / 1e6 for b in v], label=f"{name(rank)} up", linewidth=1)
+        rt, rv = received[rank]
+        ax.plot(rt, [b / 1e6 for b in rv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
+    ax.set_ylabel("MB")
+    ax.set_title("bytes on the wire")
+    if sent:
+        ax.legend(fontsize=7, ncol=2)
+    else:
+        ax.text(0.5, 0.5, "a job of one: nothing sent", ha="center", transform=ax.transAxes)
+
+    for row in axes:
+        for ax in row:
+            ax.set_xlabel("training time, s")
+            ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="edgetrain-plot-run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("history")
+    parser.add_argument("out")
+    parser.add_argument("--title", default="")
+    parser.add_argument("--worker", action="append", default=[], help="the name of worker 0, 1, ... in order")
+    args = parser.parse_args()
+    try:
+        snapshots = load(args.history)
+    except (OSError, ValueError) as e:
+        print(f"edgetrain-plot-run: {e}", file=sys.stderr)
+        return 2
+    if not snapshots:
+        print(f"edgetrain-plot-run: {args.history} holds no progress", file=sys.stderr)
+        return 2
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("edgetrain-plot-run: python3-matplotlib is not installed", file=sys.stderr)
+        return 3
+    draw(snapshots, args.out, args.title, args.worker)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

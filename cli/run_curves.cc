@@ -1,0 +1,81 @@
+#include "cli/run_curves.h"
+
+#include <csignal>
+
+#include <algorithm>
+
+#include "cli/child_process.h"
+#include "core/job_progress.h"
+
+namespace edgetrain::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Kept at most this often, and at most kSnapshotsPerLength times in a run as
+// long as the one so far: about 600 snapshots a doubling of the run.
+constexpr double kLeastInterval_s = 1.0;
+constexpr double kSnapshotsPerLength = 600;
+
+}  // namespace
+
+RunCurves::RunCurves(fs::path output_dir) : output_dir_(std::move(output_dir)) {}
+
+bool RunCurves::Due(double elapsed_s) const {
+  return elapsed_s - last_elapsed_s_ >= std::max(kLeastInterval_s, elapsed_s / kSnapshotsPerLength);
+}
+
+Status RunCurves::Record(double t, const std::string& body) {
+  auto progress = DecodeJobProgress(body);
+  if (!progress.ok()) return Status::Ok();  // not a snapshot to draw; the display says what it makes of it
+  const std::string state(NameOf(progress->state));
+  if (started_ && state == last_state_ && !Due(progress->elapsed_s)) return Status::Ok();
+  if (!started_) {
+    std::error_code ec;
+    fs::create_directories(output_dir_, ec);
+    const bool resumed = progress->resumed_from_iteration.has_value();
+    history_.open(history_path(), resumed ? std::ios::app : std::ios::trunc);
+    if (!history_) return UnavailableError("cannot write " + history_path().string());
+    started_ = true;
+  }
+  history_ << "{\"t\": " << t << ", \"progress\": " << body.substr(0, body.find('\n')) << "}\n" << std::flush;
+  if (!history_) return UnavailableError("cannot write " + history_path().string());
+  last_elapsed_s_ = progress->elapsed_s;
+  last_state_ = state;
+  return Status::Ok();
+}
+
+Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const std::string& title,
+                     const std::vector<std::string>& workers, Duration timeout) {
+  if (curves.empty()) return FailedPreconditionError("no progress was recorded");
+  std::error_code ec;
+  if (!fs::exists(plotter, ec)) return NotFoundError(plotter + " is missing");
+  std::vector<std::string> argv = {plotter, curves.history_path().string(), curves.picture_path().string(),
+                                   "--title", title};
+  for (const auto& w : workers) {
+    argv.push_back("--worker");
+    argv.push_back(w);
+  }
+  const fs::path log = curves.history_path().parent_path() / ".plot-run.log";
+  auto child = ChildProcess::Spawn(argv, log.string(), {{"MPLBACKEND", "Agg"}});
+  if (!child.ok()) return child.status();
+  child->CloseStdout();
+  if (!child->ExitsWithin(timeout)) {
+    child->Signal(SIGKILL);
+    child->Wait(timeout);
+    return DeadlineExceededError("drawing took longer than " + std::to_string(static_cast<int>(ToSeconds(timeout))) + " s");
+  }
+  const int code = child->Wait(timeout);
+  std::ifstream in(log);
+  std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(log, ec);
+  while (!said.empty() && said.back() == '\n') said.pop_back();
+  if (said.rfind("edgetrain-plot-run: ", 0) == 0) said.erase(0, 20);
+  if (code == 3) return FailedPreconditionError(said + " (apt-get install python3-matplotlib)");
+  if (code == 2) return InvalidArgumentError(said);
+  if (code != 0) return InternalError("edgetrain-plot-run exited " + std::to_string(code) + (said.empty() ? "" : ": " + said));
+  return Status::Ok();
+}
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,52 @@
+#pragma once
+// A run's curves, for people who would rather look than read: the progress
+// snapshots of a local run kept in its output folder (progress.jsonl), and
+// drawn at its end as report.png (accuracy and loss, samples/s, each link,
+// stall, energy, bytes) by edgetrain-plot-run, beside the binaries.
+//
+// The folder keeps them, not the run folder, so that a run interrupted or
+// failed still leaves its history, and a resumed one draws its curves on from
+// where the earlier run left them. A snapshot is kept at most once a second,
+// and less often as the run grows long (at most about 600 per doubling of its
+// length), so that a run of days keeps a file of megabytes, not gigabytes.
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace edgetrain::cli {
+
+class RunCurves {
+ public:
+  explicit RunCurves(std::filesystem::path output_dir);
+
+  std::filesystem::path history_path() const { return output_dir_ / "progress.jsonl"; }
+  std::filesystem::path picture_path() const { return output_dir_ / "report.png"; }
+
+  // A /progress body read `t` seconds into the run. The first one decides
+  // whether the history starts over or goes on: on, when the job resumed from
+  // a checkpoint. Fails only when the history cannot be written.
+  Status Record(double t, const std::string& body);
+  // Whether anything was recorded.
+  bool empty() const { return !started_; }
+
+ private:
+  bool Due(double elapsed_s) const;
+
+  std::filesystem::path output_dir_;
+  std::ofstream history_;
+  bool started_ = false;
+  double last_elapsed_s_ = 0;
+  std::string last_state_;
+};
+
+// Draws `curves`' history as its picture with `plotter` (edgetrain-plot-run),
+// naming the workers; waits at most `timeout`. What went wrong, for a note.
+Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const std::string& title,
+                     const std::vector<std::string>& workers, Duration timeout);
+
+}  // namespace edgetrain::cli

@@ -1,0 +1,129 @@
+// A run's curves: what progress.jsonl keeps, and report.png drawn from it by the
+// real plotter beside the binaries.
+#include "cli/run_curves.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli/child_process_testing.h"
+#include "core/job_progress.h"
+
+namespace edgetrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+const std::string kPlotter = std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain-plot-run";
+
+std::string Snapshot(double elapsed_s, JobState state = JobState::kTraining,
+                     std::optional<int64_t> resumed_from = std::nullopt) {
+  JobProgress p;
+  p.state = state;
+  p.elapsed_s = elapsed_s;
+  p.iteration = static_cast<int64_t>(elapsed_s * 10);
+  p.samples = p.iteration * 64;
+  p.loss = 2.0 / (1.0 + elapsed_s);
+  p.accuracy = 0.5 + elapsed_s / 1000;
+  p.evaluated_iteration = p.iteration / 20 * 20;
+  p.energy_joules = 5 * elapsed_s;
+  p.resumed_from_iteration = resumed_from;
+  for (int rank = 0; rank < 2; ++rank) {
+    WorkerProgress w;
+    w.rank = rank;
+    w.samples = p.samples / 2;
+    w.bandwidth_mbps = 20 + 10 * rank;
+    w.downlink_mbps = 25;
+    w.stall_s = 0.3 * elapsed_s;
+    w.wall_s = elapsed_s;
+    w.bytes_sent = static_cast<int64_t>(1e5 * elapsed_s);
+    w.bytes_received = static_cast<int64_t>(2e5 * elapsed_s);
+    p.workers.push_back(w);
+  }
+  return EncodeJobProgress(p);
+}
+
+int Lines(const fs::path& file) {
+  std::ifstream in(file);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+TEST(RunCurvesTest, KeepsASnapshotASecondAndEveryChangeOfState) {
+  fs::path dir = FreshTestDir("curves-thinned");
+  RunCurves curves(dir / "out");
+  EXPECT_TRUE(curves.empty());
+  // Polled every 0.2 s for 100 s of training, then the final word.
+  for (int i = 0; i <= 500; ++i) ASSERT_TRUE(curves.Record(i / 5.0, Snapshot(i / 5.0)).ok());
+  ASSERT_TRUE(curves.Record(100.1, Snapshot(100.1, JobState::kSucceeded)).ok());
+  EXPECT_FALSE(curves.empty());
+  EXPECT_EQ(Lines(curves.history_path()), 101 + 1);
+}
+
+TEST(RunCurvesTest, ALongRunKeepsAboutSixHundredSnapshotsADoubling) {
+  fs::path dir = FreshTestDir("curves-long");
+  RunCurves curves(dir / "out");
+  // A day polled every 2 s would be 43,200 snapshots.
+  for (double t = 0; t <= 86400; t += 2) ASSERT_TRUE(curves.Record(t, Snapshot(t)).ok());
+  const int kept = Lines(curves.history_path());
+  // At most 300 in the first 10 minutes (polled every 2 s), then 600 a
+  // doubling, ln(144) = 5.0 of them: 3,282; fewer where an interval rounds up
+  // to the next poll.
+  EXPECT_GT(kept, 2500);
+  EXPECT_LE(kept, 3282);
+}
+
+TEST(RunCurvesTest, AResumedRunDrawsOnFromTheEarlierOneAndAFreshOneStartsOver) {
+  fs::path dir = FreshTestDir("curves-resumed");
+  {
+    RunCurves first(dir / "out");
+    for (int t = 0; t < 10; ++t) ASSERT_TRUE(first.Record(t, Snapshot(t)).ok());
+  }
+  {
+    RunCurves resumed(dir / "out");
+    for (int t = 10; t < 15; ++t) ASSERT_TRUE(resumed.Record(t - 10, Snapshot(t, JobState::kTraining, 100)).ok());
+  }
+  EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 15);
+  {
+    RunCurves fresh(dir / "out");
+    ASSERT_TRUE(fresh.Record(0, Snapshot(0)).ok());
+  }
+  EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 1);
+}
+
+TEST(RunCurvesTest, TheRealPlotterDrawsAPicture) {
+  fs::path dir = FreshTestDir("curves-drawn");
+  RunCurves curves(dir / "out");
+  for (int t = 0; t <= 30; ++t) ASSERT_TRUE(curves.Record(t, Snapshot(t)).ok());
+  Status drawn = DrawRunCurves(curves, kPlotter, "two workers", {"robot-1", "robot-2"}, seconds(120));
+  ASSERT_TRUE(drawn.ok()) << drawn.ToString();
+  std::ifstream png(curves.picture_path(), std::ios::binary);
+  std::string header(8, '\0');
+  png.read(header.data(), 8);
+  EXPECT_EQ(header, "\x89PNG\r\n\x1a\n");
+  EXPECT_GT(fs::file_size(curves.picture_path()), 20'000u) << "six panels with curves, not an empty canvas";
+}
+
+TEST(RunCurvesTest, WhatCannotBeDrawnIsSaid) {
+  fs::path dir = FreshTestDir("curves-undrawn");
+  RunCurves nothing(dir / "none");
+  EXPECT_EQ(DrawRunCurves(nothing, kPlotter, "", {}, seconds(60)).message(), "no progress was recorded");
+
+  RunCurves curves(dir / "out");
+  ASSERT_TRUE(curves.Record(0, Snapshot(0)).ok());
+  Status missing = DrawRunCurves(curves, (dir / "absent-plotter").string(), "", {}, seconds(60));
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+
+  std::ofstream(curves.history_path(), std::ios::app) << "not json\n";
+  Status garbled = DrawRunCurves(curves, kPlotter, "", {}, seconds(60));
+  EXPECT_FALSE(garbled.ok());
+  EXPECT_NE(garbled.message().find("progress.jsonl:2: not a progress line"), std::string::npos) << garbled.ToString();
+  EXPECT_FALSE(fs::exists(curves.picture_path()));
+}
+
+}  // namespace
+}  // namespace edgetrain::cli

@@ -1,0 +1,107 @@
+#include "cli/run_observer.h"
+
+#include <csignal>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/storage/atomic_file.h"
+#include "http/http_client.h"
+#include "http/socket_address.h"
+
+namespace edgetrain::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Each second, as the dashboards' $__rate_interval expects (4 scrapes).
+constexpr const char* kScrapeInterval = "1s";
+
+std::string Config(const fs::path& targets) {
+  return std::string("# Written by edgetrain run --observe.\n") +
+         "global: {scrape_interval: " + kScrapeInterval + ", evaluation_interval: " + kScrapeInterval + "}\n" +
+         "scrape_configs:\n"
+         "  - job_name: edgetrain-agents\n"
+         "    file_sd_configs:\n"
+         "      - files: ['" + targets.string() + "']\n";
+}
+
+std::string LastLines(const fs::path& log, size_t max_bytes) {
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+}
+
+}  // namespace
+
+std::string PodOfAgent(const std::string& job, const std::string& agent) {
+  std::string pod = job + "-" + agent;
+  for (char& c : pod) {
+    if (c == ' ') c = '-';
+  }
+  return pod;
+}
+
+StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs::path& dir, int port, Clock& clock,
+                                         Duration ready_timeout) {
+  std::error_code ec;
+  if (!fs::exists(prometheus, ec)) {
+    return NotFoundError(prometheus + " is missing: --observe runs Debian's prometheus (apt-get install prometheus)");
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
+  if (port == 0) port = http::FreeLoopbackPort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const fs::path targets = dir / "targets.json";
+  std::ofstream(targets) << "[]\n";
+  std::ofstream(dir / "prometheus.yml") << Config(targets);
+  const fs::path log = dir / "prometheus.log";
+  fs::remove(log, ec);
+  auto server = ChildProcess::Spawn({prometheus, "--config.file=" + (dir / "prometheus.yml").string(),
+                                     "--storage.tsdb.path=" + (dir / "data").string(),
+                                     "--web.listen-address=" + address},
+                                    log.string());
+  if (!server.ok()) return server.status();
+  server->CloseStdout();
+  const TimePoint deadline = clock.Now() + ready_timeout;
+  while (true) {
+    if (auto ended = server->Poll()) {
+      return UnavailableError("prometheus exited " + std::to_string(*ended) + " before it was ready (" +
+                              (dir / "prometheus.log").string() + "):\n" + LastLines(log, 600));
+    }
+    auto ready = http::HttpGet(address, "/-/ready");
+    if (ready.ok() && ready->status == 200) break;
+    if (clock.Now() >= deadline) {
+      server->Signal(SIGKILL);
+      server->Wait(ready_timeout);
+      return DeadlineExceededError("prometheus was not ready on " + address + " within " +
+                                   std::to_string(static_cast<int>(ToSeconds(ready_timeout))) + " s");
+    }
+    clock.SleepFor(std::chrono::milliseconds(100));
+  }
+  return RunObserver(dir, address, std::move(*server));
+}
+
+RunObserver::~RunObserver() {
+  if (server_) Stop(std::chrono::seconds(5));
+}
+
+Status RunObserver::Scrape(const std::vector<ScrapeTarget>& targets, const std::string& namespace_name) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& t : targets) {
+    groups.push_back({{"targets", {t.address}}, {"labels", {{"namespace", namespace_name}, {"pod", t.pod}}}});
+  }
+  // Prometheus watches the file: written whole, then renamed over it.
+  const fs::path file = dir_ / "targets.json";
+  return agent::WriteFileAtomically(file.string(), groups.dump(2) + "\n");
+}
+
+void RunObserver::Stop(Duration grace) {
+  if (!server_) return;
+  server_->Signal(SIGTERM);
+  server_->Wait(grace);
+  server_.reset();
+}
+
+}  // namespace edgetrain::cli

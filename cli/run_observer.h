@@ -1,0 +1,62 @@
+#pragma once
+// `edgetrain run --observe`: a local Prometheus (Debian's) scraping every agent
+// of a run each second, for a person without a cluster. Each target carries
+// the labels the chart's pod relabelling gives in a cluster (namespace, pod),
+// so the dashboards of dashboards/ and their queries work on it as they do on
+// a cluster. It starts before the agents, so that a missing prometheus or a
+// port in use fails the run before it trains; the agents join it through a
+// file_sd targets file once their ports are known. Its data stays in the
+// output folder's prometheus/ for a later look.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/child_process.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace edgetrain::cli {
+
+// An agent to scrape: its HTTP address and the pod it would be in a cluster.
+struct ScrapeTarget {
+  std::string address;  // HOST:PORT
+  std::string pod;      // "NAME-coordinator", "NAME-worker-R"
+};
+
+class RunObserver {
+ public:
+  // Starts `prometheus` serving on 127.0.0.1:`port` (0: a port the OS gives)
+  // with its data under `dir`; waits at most `ready_timeout` for it to be ready.
+  static StatusOr<RunObserver> Start(const std::string& prometheus, const std::filesystem::path& dir, int port,
+                                     Clock& clock, Duration ready_timeout);
+  // A moved-from observer stops nothing: its server is the new one's.
+  RunObserver(RunObserver&& other) noexcept
+      : dir_(std::move(other.dir_)), address_(std::move(other.address_)), server_(std::move(other.server_)) {
+    other.server_.reset();
+  }
+  RunObserver& operator=(RunObserver&&) = delete;
+  ~RunObserver();
+
+  std::string url() const { return "http://" + address_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  // The agents to scrape, all of them, labelled with the job's `namespace_name`.
+  Status Scrape(const std::vector<ScrapeTarget>& targets, const std::string& namespace_name);
+  // Stops Prometheus (SIGTERM: it flushes its data), SIGKILL past `grace`.
+  void Stop(Duration grace);
+
+ private:
+  RunObserver(std::filesystem::path dir, std::string address, ChildProcess server)
+      : dir_(std::move(dir)), address_(std::move(address)), server_(std::move(server)) {}
+
+  std::filesystem::path dir_;
+  std::string address_;
+  std::optional<ChildProcess> server_;
+};
+
+// Pod names for a run's agents as the operator names them ("coordinator",
+// "worker 2" -> "NAME-coordinator", "NAME-worker-2").
+std::string PodOfAgent(const std::string& job, const std::string& agent);
+
+}  // namespace edgetrain::cli
