@@ -26,8 +26,9 @@ CHART_FILES = os.path.join(ROOT, "helm", "edgetrain", "files")
 SCHEMA_VERSION = 39
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
-# The runs that feed panels (tests/kube/suite/test_dashboards.py runs both).
-TEAM_RUN = "data-parallel training run (edgetrain run of examples/k8s/digits-team.yaml)"
+# The runs that feed panels (tests/kube/suite/test_dashboards.py runs each).
+TEAM_RUN = "data-parallel training run (edgetrain run --observe of examples/k8s/digits-team.yaml)"
+PIPELINE_RUN = "pipeline run (edgetrain run --observe of a digits mlp in three stages)"
 OPERATOR_RUN = "the operator's reconcile (the operator on the API stand-in)"
 
 
@@ -115,9 +116,11 @@ def training_dashboard():
                query_variable("namespace", "Namespace", "label_values(edgetrain_job_workers, namespace)"),
                query_variable("job", "TrainingJob",
                               'label_values(edgetrain_job_workers{namespace=~"$namespace"}, trainingjob)'),
+               # A data-parallel worker exports its samples; a pipeline's head exports
+               # each stage's compute under the stage device's worker rank.
                query_variable("worker", "Worker",
-                              'label_values(edgetrain_samples_total{namespace=~"$namespace", '
-                              'trainingjob=~"$job"}, worker)')])
+                              'label_values({__name__=~"edgetrain_samples_total|edgetrain_stage_compute_seconds_total", '
+                              'namespace=~"$namespace", trainingjob=~"$job"}, worker)')])
     by_job = "namespace, trainingjob"
     by_worker = "namespace, trainingjob, worker"
     b.row("Learning")
@@ -181,6 +184,24 @@ def training_dashboard():
              (f"sum by ({by_worker}, state) (rate(edgetrain_energy_joules_total{{{worker}}}[{ri}]))",
               "worker {{worker}} {{state}}")],
             "watt", TEAM_RUN)
+    # A pipeline's head exports its stages' series (docs/pipeline.md); a stage
+    # is named by its number and the rank of the device it runs on.
+    by_stage = "namespace, trainingjob, stage, worker"
+    b.row("Pipeline")
+    b.panel("Stage compute and bubbles",
+            "The share of time each stage's device computed (forward and backward passes), and waited within a "
+            "step for a neighbour's micro-batch: the pipeline's bubbles. A stage with much bubble waits on a "
+            "slower one.",
+            [(f"sum by ({by_stage}) (rate(edgetrain_stage_compute_seconds_total{{{job}}}[{ri}]))",
+              "stage {{stage}} (worker {{worker}}) compute"),
+             (f"sum by ({by_stage}) (rate(edgetrain_stage_bubble_seconds_total{{{job}}}[{ri}]))",
+              "stage {{stage}} (worker {{worker}}) bubbles")],
+            "percentunit", PIPELINE_RUN, field_defaults={"min": 0})
+    b.panel("Activations relayed",
+            "Bytes of activations and their gradients the head passes between stages a second.",
+            [(f"sum by ({by_job}) (rate(edgetrain_pipeline_relayed_bytes_total{{{job}}}[{ri}]))",
+              "{{trainingjob}}")],
+            "Bps", PIPELINE_RUN)
     return b.json()
 
 

@@ -7,10 +7,13 @@ them with data: a series that stays at 0 is no data, `or vector(0)` is refused
 outright, a counter shown raw must have moved, and a per-worker panel must show every
 worker. The variables' own label_values() queries must find the run too.
 
-Each panel names the run that feeds it ("edgetrain" → "feeds" in the JSON):
-  - the data-parallel training run: `edgetrain run` of examples/k8s/digits-team.yaml
-    (two workers and a coordinator, a short budget) with --http-port, scraped through
-    static targets that carry the namespace and pod labels service discovery would give;
+Each panel names the run that feeds it ("edgetrain" → "feeds" in the JSON), and
+every panel must name one of these:
+  - the data-parallel training run: `edgetrain run --observe` of
+    examples/k8s/digits-team.yaml (two workers and a coordinator, a short budget):
+    the runner's own Prometheus, whose targets carry the namespace and pod labels
+    service discovery would give;
+  - the pipeline run: `edgetrain run --observe` of a digits mlp in three stages;
   - the operator's reconcile: edgetrain-operator on the API stand-in's emulated edge
     site (examples/nodes/edge-site.yaml) training small jobs, one of which loses a node
     (a re-plan), while the stand-in answers slowly (a queue), and at the end has its CRD
@@ -45,32 +48,15 @@ SCRAPE_INTERVAL_S = 1
 # with a 1 s step and a 1 s scrape interval, 4 s.
 RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL_S}s"
 TEAM_RUN = "data-parallel training run"
+PIPELINE_RUN = "pipeline run"
 OPERATOR_RUN = "the operator's reconcile"
+RUNS = (TEAM_RUN, PIPELINE_RUN, OPERATOR_RUN)
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def free_ports(n):
-    """A base port with the n ports from it free now (edgetrain run --http-port)."""
-    for _ in range(50):
-        base = free_port()
-        socks = []
-        try:
-            for i in range(n):
-                s = socket.socket()
-                s.bind(("127.0.0.1", base + i))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise AssertionError(f"no {n} consecutive free ports")
 
 
 def load_dashboard(name):
@@ -93,30 +79,38 @@ def substitute(expr, variables):
 
 
 class Prometheus:
-    """Debian's Prometheus on 127.0.0.1 at a port the OS chose, scraping every second."""
+    """Debian's Prometheus on 127.0.0.1, scraping every second: one this test starts
+    (start), or one `edgetrain run --observe` started (its address and folder)."""
 
-    def __init__(self, workdir, scrape_configs):
+    def __init__(self, address, workdir, proc=None):
+        self.address = address
         self.dir = workdir
-        self.address = f"127.0.0.1:{free_port()}"
+        self.proc = proc
+
+    @classmethod
+    def start(cls, workdir, scrape_configs):
         config = {"global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s", "evaluation_interval": "1s"},
                   "scrape_configs": scrape_configs}
         path = os.path.join(workdir, "prometheus.yml")
         with open(path, "w") as f:
             yaml.safe_dump(config, f)
-        self.log = open(os.path.join(workdir, "prometheus.log"), "w")
-        self.proc = subprocess.Popen([PROMETHEUS, f"--config.file={path}",
+        address = f"127.0.0.1:{free_port()}"
+        with open(os.path.join(workdir, "prometheus.log"), "w") as log:
+            proc = subprocess.Popen([PROMETHEUS, f"--config.file={path}",
                                      f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
-                                     f"--web.listen-address={self.address}"],
-                                    stdout=self.log, stderr=subprocess.STDOUT)
-        if not wait_until(self.ready, timeout=30, interval=0.1):
-            raise AssertionError("prometheus never became ready: " + self.logs())
+                                     f"--web.listen-address={address}"],
+                                    stdout=log, stderr=subprocess.STDOUT)
+        prom = cls(address, workdir, proc)
+        if not wait_until(prom.ready, timeout=30, interval=0.1):
+            raise AssertionError("prometheus never became ready: " + prom.logs())
+        return prom
 
     def ready(self):
         try:
             with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=1) as r:
                 return r.status == 200
         except OSError:
-            assert self.proc.poll() is None, "prometheus exited: " + self.logs()
+            assert self.proc is None or self.proc.poll() is None, "prometheus exited: " + self.logs()
             return False
 
     def logs(self):
@@ -126,7 +120,6 @@ class Prometheus:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
-        self.log.close()
 
     def api(self, path, **params):
         url = f"http://{self.address}/api/v1/{path}?" + urllib.parse.urlencode(params, doseq=True)
@@ -152,6 +145,40 @@ def values(series):
         if not math.isnan(x):
             out.append(x)
     return out
+
+
+class ObservedRun:
+    """`edgetrain run --observe` of a manifest: the runner's own Prometheus, left
+    serving the run's series after it ends, until the test interrupts it."""
+
+    def __init__(self, test, job, workdir, *flags):
+        manifest = os.path.join(workdir, "job.yaml")
+        with open(manifest, "w") as f:
+            yaml.safe_dump(job, f)
+        self.stderr = os.path.join(workdir, "edgetrain.log")
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=workdir)
+        with open(self.stderr, "w") as err:
+            self.proc = subprocess.Popen([EDGETRAIN, "run", manifest, "--fresh", "--output",
+                                          os.path.join(workdir, "out"), "--observe", "--observe-port", "0",
+                                          "--observe-keep", "10m", *flags],
+                                         stdout=subprocess.DEVNULL, stderr=err, env=env)
+        test.addCleanup(self.interrupt)
+        def said():
+            with open(self.stderr) as f:
+                return f.read()
+        test.assertTrue(wait_until(lambda: "serves the run's series" in said() or self.proc.poll() is not None,
+                                   timeout=240, interval=0.2), said()[-2000:])
+        test.assertIsNone(self.proc.poll(), said()[-2000:])
+        address = re.search(r"observe: Prometheus at http://(\S+) scrapes every agent", said()).group(1)
+        self.prom = Prometheus(address, os.path.join(workdir, "out", "prometheus"))
+
+    def interrupt(self):
+        """Ctrl-C once the run has ended: Prometheus stops, the run's exit code stays 0."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=30)
+        with open(self.stderr) as f:
+            assert code == 0, f.read()[-2000:]
 
 
 LABEL_VALUES = re.compile(r"^label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\)$")
@@ -205,14 +232,15 @@ class DashboardCase:
     def check_dashboard(self):
         dashboard = load_dashboard(self.dashboard_file)
         checked = 0
-        for panel in panels_of(dashboard):
-            self.assertIn(self.feeds, panel["edgetrain"]["feeds"], panel["title"])
+        fed = [p for p in panels_of(dashboard) if p["edgetrain"]["feeds"].startswith(self.feeds)]
+        self.assertTrue(fed, f"no panel of {self.dashboard_file} is fed by the {self.feeds}")
+        for panel in fed:
             for target in panel["targets"]:
                 with self.subTest(panel=panel["title"], ref=target["refId"]):
                     n, with_data = self.panel_report(panel, target)
                     checked += 1
                     print(f"  {panel['title']} {target['refId']}: {with_data}/{n} series with data")
-        self.assertGreaterEqual(checked, len(panels_of(dashboard)))
+        self.assertGreaterEqual(checked, len(fed))
         for var in dashboard["templating"]["list"]:
             if var["type"] != "query":
                 continue
@@ -241,32 +269,53 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
         # a wider model, so that pushes are large enough (32 kB) for the agents to
         # time their links.
         job["metadata"]["name"] = "digits-live"
+        job["metadata"]["namespace"] = "edgetrain-live"
         job["spec"]["model"] = {"name": "mlp", "hidden": [256, 128]}
         job["spec"]["budget"] = {"wallClock": "15s"}
-        manifest = os.path.join(workdir, "job.yaml")
-        with open(manifest, "w") as f:
-            yaml.safe_dump(job, f)
-        base = free_ports(3)
-        # What kubernetes_sd_configs' relabelling gives an agent pod's target.
-        targets = [{"targets": [f"127.0.0.1:{base + i}"],
-                    "labels": {"namespace": "edgetrain-live", "pod": pod}}
-                   for i, pod in enumerate(["digits-live-coordinator", "digits-live-worker-0",
-                                            "digits-live-worker-1"])]
-        self.prom = Prometheus(workdir, [{"job_name": "edgetrain-agents", "static_configs": targets}])
-        self.addCleanup(self.prom.stop)
         self.start = time.time()
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-        run = subprocess.run([EDGETRAIN, "run", manifest, "--http-port", str(base), "--fresh",
-                              "--output", os.path.join(workdir, "out")],
-                             capture_output=True, text=True, timeout=240, env=env)
-        self.assertEqual(run.returncode, 0, run.stdout[-2000:] + run.stderr[-2000:])
+        run = ObservedRun(self, job, workdir)
         time.sleep(2 * SCRAPE_INTERVAL_S)  # the last scrapes land
         self.end = time.time()
+        self.prom = run.prom
         self.variables = {"datasource": "prometheus", "namespace": "edgetrain-live", "job": "digits-live",
                           "worker": ".*"}
         print(f"\nteam run: {self.end - self.start:.0f} s")
         self.check_dashboard()
         self.check_alert_series(operator=False)
+
+
+@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
+@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+class PipelineDashboard(DashboardCase, unittest.TestCase):
+    dashboard_file = "edgetrain-training.json"
+    feeds = PIPELINE_RUN
+    expected_variable_values = {"namespace": {"default"}, "job": {"digits-stages"}, "worker": {"0", "1", "2"}}
+
+    def test_every_pipeline_panel_shows_the_pipeline_run(self):
+        workdir = tempfile.mkdtemp(prefix="dashboards-pipeline-")
+        self.addCleanup(shutil.rmtree, workdir, True)
+        job = {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "digits-stages"},
+               "spec": {"model": {"name": "mlp", "hidden": [64, 32]}, "data": {"dataset": "digits", "batchSize": 32},
+                        "parallelism": {"mode": "pipeline", "workers": 3},
+                        "optimizer": {"name": "adam", "learningRate": 0.003},
+                        "budget": {"wallClock": "10s"}}}
+        self.start = time.time()
+        run = ObservedRun(self, job, workdir)
+        time.sleep(2 * SCRAPE_INTERVAL_S)  # the last scrapes land
+        self.end = time.time()
+        self.prom = run.prom
+        self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-stages", "worker": ".*"}
+        print(f"\npipeline run: {self.end - self.start:.0f} s")
+        self.check_dashboard()
+
+
+class EveryPanelIsFed(unittest.TestCase):
+    def test_every_panel_names_a_run_this_test_makes(self):
+        for name in ("edgetrain-training.json", "edgetrain-operator.json"):
+            for panel in panels_of(load_dashboard(name)):
+                with self.subTest(dashboard=name, panel=panel["title"]):
+                    self.assertTrue(any(panel["edgetrain"]["feeds"].startswith(r) for r in RUNS),
+                                    panel["edgetrain"]["feeds"])
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
@@ -294,7 +343,7 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         operator_http = self.operator()
         workdir = os.path.join(self.dir, "prometheus")
         os.makedirs(workdir)
-        self.prom = Prometheus(workdir, [{
+        self.prom = Prometheus.start(workdir, [{
             "job_name": "edgetrain-operator",
             "static_configs": [{"targets": [operator_http],
                                 "labels": {"namespace": "edgetrain", "pod": "edgetrain-operator-0"}}]}])
