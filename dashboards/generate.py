@@ -209,8 +209,8 @@ def operator_dashboard():
     ri = "$__rate_interval"
     op = 'namespace=~"$namespace"'
     b = Board("edgetrain-operator", "edgetrain / operator",
-              "The edgetrain operator: TrainingJobs by phase, reconciles, its queue, placements, re-plans and "
-              "API errors (docs/metrics.md).",
+              "The edgetrain operator: TrainingJobs by phase, reconciles, its queue, placements, re-plans, "
+              "API errors and recovery time (docs/metrics.md).",
               [datasource_variable(),
                query_variable("namespace", "Operator namespace",
                               "label_values(edgetrain_operator_leader, namespace)")])
@@ -244,7 +244,15 @@ def operator_dashboard():
     b.panel("API errors", "Kubernetes API requests that failed, a minute, by verb and code.",
             [(f"sum by (verb, code) (rate(edgetrain_operator_api_errors_total{{{op}}}[{ri}])) * 60",
               "{{verb}} {{code}}")],
-            "none", OPERATOR_RUN, width=24)
+            "none", OPERATOR_RUN)
+    b.panel("Recovery time", "From a running team losing a worker (or having one moved off a leaving node) to "
+                             "the whole team running again: median and 90th percentile of the recoveries ended "
+                             "in each interval.",
+            [(f"histogram_quantile(0.5, sum by (le) "
+              f"(rate(edgetrain_operator_recovery_seconds_bucket{{{op}}}[{ri}])))", "p50"),
+             (f"histogram_quantile(0.9, sum by (le) "
+              f"(rate(edgetrain_operator_recovery_seconds_bucket{{{op}}}[{ri}])))", "p90")],
+            "s", OPERATOR_RUN)
     return b.json()
 
 

@@ -35,6 +35,12 @@ struct OperatorMetrics::Impl {
           .Name("edgetrain_operator_replans_total")
           .Help("New plans given to running teams, by reason (WorkerLost, WorkerMoved)")
           .Register(registry);
+  prometheus::Histogram& recovery =
+      prometheus::BuildHistogram()
+          .Name("edgetrain_operator_recovery_seconds")
+          .Help("From a running team losing a worker (or having one moved) to the whole team running again")
+          .Register(registry)
+          .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300, 600});
   prometheus::Gauge& leader = prometheus::BuildGauge()
                                   .Name("edgetrain_operator_leader")
                                   .Help("1 while this replica holds the leader lease and reconciles, else 0")
@@ -93,6 +99,7 @@ void OperatorMetrics::CountApiRequest(const std::string& verb) {
   }
   counter->Increment();
 }
+void OperatorMetrics::ObserveRecovery(double seconds) { impl_->recovery.Observe(seconds); }
 void OperatorMetrics::SetLeader(bool leading) { impl_->leader.Set(leading ? 1 : 0); }
 std::string OperatorMetrics::Render() const {
   return prometheus::TextSerializer().Serialize(impl_->registry.Collect());

@@ -20,6 +20,7 @@ class OperatorMetrics {
   void SetJobsInPhase(const std::string& phase, size_t jobs);
   void CountPlacement(const std::string& result);  // "placed" | "unschedulable"
   void CountReplan(const std::string& reason);     // a running team's new plan: WorkerLost | WorkerMoved
+  void ObserveRecovery(double seconds);            // a recovering team whole again, this long after
   void CountApiError(const std::string& verb, StatusCode code);
   void CountApiRequest(const std::string& verb);
   void SetLeader(bool leading);

@@ -83,6 +83,7 @@ void Controller::Work() {
       if (outcome->requeue_after) queue_.AddAfter(*key, *outcome->requeue_after);
       if (!outcome->placement.empty()) metrics_.CountPlacement(outcome->placement);
       if (!outcome->replan.empty()) metrics_.CountReplan(outcome->replan);
+      if (outcome->recovered_after) metrics_.ObserveRecovery(ToSeconds(*outcome->recovered_after));
     } else {
       log_.Job(*key, "ReconcileFailed",
                outcome.status().ToString() + " (retry " + std::to_string(queue_.Retries(*key) + 1) + ")");

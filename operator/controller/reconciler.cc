@@ -574,7 +574,16 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
     }
     case GangState::kRunning: {
       if (pass.Phase() != phase::kRunning) {
-        const std::string message = "all " + std::to_string(gang.expected) + " pods of the gang run";
+        std::string message = "all " + std::to_string(gang.expected) + " pods of the gang run";
+        if (pass.Phase() == phase::kRecovering) {
+          // Since the Running condition turned False: the loss, or the move, was seen.
+          const Json* running = FindCondition(pass.stored_status, condition::kRunning);
+          const auto since = kube::ParseKubeTime(running ? running->value("lastTransitionTime", pass.now) : pass.now);
+          const kube::WallTime now = wall_now_();
+          const Duration took = std::chrono::duration_cast<Duration>(now - since.value_or(now));
+          pass.outcome.recovered_after = took;
+          message += " again, " + FormatDuration(took) + " after the team stopped being whole";
+        }
         events_.Record(pass.object, "Normal", reason::kTraining, message);
         log_.Job(pass.key, reason::kTraining, message);
       }

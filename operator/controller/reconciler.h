@@ -64,6 +64,8 @@ struct ReconcileOutcome {
   std::optional<Duration> requeue_after;  // look again then (level-based: or sooner, on a change)
   std::string placement;                  // "placed", "unschedulable" or empty: no attempt
   std::string replan;                     // why a running team got a new plan (WorkerLost, WorkerMoved), or empty
+  // A team whole again after recovering: how long since it stopped being whole.
+  std::optional<Duration> recovered_after;
 };
 
 // The pod cache's index of pods by job: "namespace/job".

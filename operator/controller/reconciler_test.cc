@@ -236,13 +236,17 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   EXPECT_EQ(SlotSince(*plan, 0), 1) << "the survivor keeps its slot: the coordinator does not fence it out";
   EXPECT_EQ(SlotSince(*plan, 1), 2);
 
-  // The replacement runs: the team is whole again.
+  // The replacement runs 4 s later: the team is whole again, and says how soon.
+  now_ += std::chrono::seconds(4);
   SyncPods([](Json& pod) {
     if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
   });
-  Reconcile(key);
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(4)));
   jobs_.Put(Job("team"));
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+  EXPECT_NE(log_text_.str().find("reason=Training all 3 pods of the gang run again, 4s after the team stopped being whole"),
+            std::string::npos)
+      << log_text_.str();
 
   // A second loss is one more than maxRecoveries allows.
   SyncPods([](Json& pod) {

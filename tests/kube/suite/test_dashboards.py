@@ -16,7 +16,8 @@ every panel must name one of these:
   - the pipeline run: `edgetrain run --observe` of a digits mlp in three stages;
   - the operator's reconcile: edgetrain-operator on the API stand-in's emulated edge
     site (examples/nodes/edge-site.yaml) training small jobs, one of which loses a node
-    (a re-plan), while the stand-in answers slowly (a queue), and at the end has its CRD
+    (a re-plan, and a recovery when its replacement runs), while the stand-in answers
+    slowly (a queue), and at the end has its CRD
     deleted under the operator (API errors).
 The alerts are unit-tested by promtool (dashboards/alerts_test.yaml, ctest
 dashboards_alerts_test); nothing here checks that Grafana itself renders the JSON:
@@ -364,6 +365,8 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
             self.wait_job("mended", lambda j: phase(j) == "Recovering", timeout=30)
+            # Its replacement runs: the recovery's time is observed.
+            self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
         for i in range(4):
