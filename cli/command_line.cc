@@ -127,13 +127,14 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                    "(data-parallel)")
       ->option_text("planned|even|data-parallel")
       ->check(CLI::IsMember({"planned", "even", "data-parallel"}));
-  run_command->add_flag("--observe", run.observe,
+  CLI::Option* observe = run_command->add_flag("--observe", run.observe,
                         "start a local Prometheus scraping every agent each second, with the labels the dashboards "
                         "of dashboards/ query; after the run it serves the run's series until Ctrl-C");
   run_command->add_option("--observe-port", run.observe_port, "the local Prometheus's port on 127.0.0.1 (0: one the OS gives)")
       ->option_text("PORT")
       ->capture_default_str()
-      ->check(WholeNumber(0, 65535));
+      ->check(WholeNumber(0, 65535))
+      ->needs(observe);
   run_command
       ->add_option("--observe-keep", run.observe_keep,
                    "how long the local Prometheus serves after the run, for scripts (default: until Ctrl-C)")
@@ -141,7 +142,13 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->check([](const std::string& text) -> std::string {
         auto parsed = ParseDuration(text);
         return parsed.ok() ? "" : parsed.status().message();
-      });
+      })
+      ->needs(observe);
+  run_command->add_option("--observe-rules", run.observe_rules,
+                          "a Prometheus rules file the local Prometheus evaluates, such as dashboards/alerts.yaml: "
+                          "its alerts show at /alerts")
+      ->option_text("FILE")
+      ->needs(observe);
 
   CLI::App* validate = app.add_subcommand(
       "validate", "Check a manifest against the TrainingJob CRD, and with --nodes the cluster profile and the team's "

@@ -144,7 +144,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   std::optional<RunObserver> observer;
   if (options.observe) {
     auto started = RunObserver::Start(kPrometheus, fs::path(plan.job.output_dir) / "prometheus", options.observe_port,
-                                      clock, kObserverReady);
+                                      options.observe_rules, clock, kObserverReady);
     if (!started.ok()) {
       err << "error: --observe: " << started.status().message() << "\n";
       return ExitCodeFor(started.status());

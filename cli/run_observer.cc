@@ -18,13 +18,16 @@ namespace {
 // Each second, as the dashboards' $__rate_interval expects (4 scrapes).
 constexpr const char* kScrapeInterval = "1s";
 
-std::string Config(const fs::path& targets) {
-  return std::string("# Written by edgetrain run --observe.\n") +
-         "global: {scrape_interval: " + kScrapeInterval + ", evaluation_interval: " + kScrapeInterval + "}\n" +
-         "scrape_configs:\n"
-         "  - job_name: edgetrain-agents\n"
-         "    file_sd_configs:\n"
-         "      - files: ['" + targets.string() + "']\n";
+std::string Config(const fs::path& targets, const std::string& rules) {
+  std::string config = std::string("# Written by edgetrain run --observe.\n") +
+                       "global: {scrape_interval: " + kScrapeInterval + ", evaluation_interval: " + kScrapeInterval +
+                       "}\n" +
+                       "scrape_configs:\n"
+                       "  - job_name: edgetrain-agents\n"
+                       "    file_sd_configs:\n"
+                       "      - files: ['" + targets.string() + "']\n";
+  if (!rules.empty()) config += "rule_files: ['" + rules + "']\n";
+  return config;
 }
 
 std::string LastLines(const fs::path& log, size_t max_bytes) {
@@ -43,19 +46,21 @@ std::string PodOfAgent(const std::string& job, const std::string& agent) {
   return pod;
 }
 
-StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs::path& dir, int port, Clock& clock,
-                                         Duration ready_timeout) {
+StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs::path& dir, int port,
+                                         const std::string& rules, Clock& clock, Duration ready_timeout) {
   std::error_code ec;
   if (!fs::exists(prometheus, ec)) {
     return NotFoundError(prometheus + " is missing: --observe runs Debian's prometheus (apt-get install prometheus)");
   }
+  const std::string rules_path = rules.empty() ? "" : fs::absolute(rules, ec).string();
+  if (!rules.empty() && !fs::is_regular_file(rules_path, ec)) return NotFoundError("no rules file at " + rules);
   fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
   if (port == 0) port = http::FreeLoopbackPort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   const fs::path targets = dir / "targets.json";
   std::ofstream(targets) << "[]\n";
-  std::ofstream(dir / "prometheus.yml") << Config(targets);
+  std::ofstream(dir / "prometheus.yml") << Config(targets, rules_path);
   const fs::path log = dir / "prometheus.log";
   fs::remove(log, ec);
   auto server = ChildProcess::Spawn({prometheus, "--config.file=" + (dir / "prometheus.yml").string(),

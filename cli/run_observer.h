@@ -28,9 +28,11 @@ struct ScrapeTarget {
 class RunObserver {
  public:
   // Starts `prometheus` serving on 127.0.0.1:`port` (0: a port the OS gives)
-  // with its data under `dir`; waits at most `ready_timeout` for it to be ready.
+  // with its data under `dir`, evaluating the alerting rules of `rules` (a
+  // Prometheus rules file such as dashboards/alerts.yaml; empty: none); waits
+  // at most `ready_timeout` for it to be ready.
   static StatusOr<RunObserver> Start(const std::string& prometheus, const std::filesystem::path& dir, int port,
-                                     Clock& clock, Duration ready_timeout);
+                                     const std::string& rules, Clock& clock, Duration ready_timeout);
   // A moved-from observer stops nothing: its server is the new one's.
   RunObserver(RunObserver&& other) noexcept
       : dir_(std::move(other.dir_)), address_(std::move(other.address_)), server_(std::move(other.server_)) {

@@ -35,7 +35,8 @@ struct RunOptions {
   // person interrupts, or for observe_keep_s seconds when that is set.
   bool observe = false;
   int observe_port = 9090;
-  std::string observe_keep;  // a duration ("30s", "0s"); empty: until interrupted
+  std::string observe_keep;   // a duration ("30s", "0s"); empty: until interrupted
+  std::string observe_rules;  // a Prometheus rules file it evaluates (dashboards/alerts.yaml); empty: none
 };
 
 }  // namespace edgetrain::cli

@@ -152,7 +152,7 @@ class ObservedRun:
     """`edgetrain run --observe` of a manifest: the runner's own Prometheus, left
     serving the run's series after it ends, until the test interrupts it."""
 
-    def __init__(self, test, job, workdir, *flags):
+    def __init__(self, test, job, workdir, *flags, wait_for_end=True):
         manifest = os.path.join(workdir, "job.yaml")
         with open(manifest, "w") as f:
             yaml.safe_dump(job, f)
@@ -167,19 +167,24 @@ class ObservedRun:
         def said():
             with open(self.stderr) as f:
                 return f.read()
-        test.assertTrue(wait_until(lambda: "serves the run's series" in said() or self.proc.poll() is not None,
+        # Prometheus is up once it is announced; the run has ended once it serves on.
+        awaited = "serves the run's series" if wait_for_end else "scrapes every agent each second"
+        test.assertTrue(wait_until(lambda: awaited in said() or self.proc.poll() is not None,
                                    timeout=240, interval=0.2), said()[-2000:])
         test.assertIsNone(self.proc.poll(), said()[-2000:])
         address = re.search(r"observe: Prometheus at http://(\S+) scrapes every agent", said()).group(1)
         self.prom = Prometheus(address, os.path.join(workdir, "out", "prometheus"))
 
     def interrupt(self):
-        """Ctrl-C once the run has ended: Prometheus stops, the run's exit code stays 0."""
+        """Ctrl-C: once the run has ended, Prometheus stops and the run's exit code
+        stays 0; while it trains, the run is interrupted (130)."""
+        with open(self.stderr) as f:
+            ended = "serves the run's series" in f.read()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=30)
+        code = self.proc.wait(timeout=60)
         with open(self.stderr) as f:
-            assert code == 0, f.read()[-2000:]
+            assert code == (0 if ended else 130), f"exit {code}: " + f.read()[-2000:]
 
 
 LABEL_VALUES = re.compile(r"^label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\)$")
@@ -308,6 +313,54 @@ class PipelineDashboard(DashboardCase, unittest.TestCase):
         self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-stages", "worker": ".*"}
         print(f"\npipeline run: {self.end - self.start:.0f} s")
         self.check_dashboard()
+
+
+@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
+@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+class LinkDownFires(unittest.TestCase):
+    """A link cut in a real run fires EdgetrainLinkDown in the real Prometheus of
+    `edgetrain run --observe --observe-rules`. The rule is alerts.yaml's, its
+    expression and labels as written, with its 2-minute windows and `for` scaled to
+    5 s so that the run takes seconds, not minutes; promtool's cases
+    (dashboards/alerts_test.yaml) hold the rule at its real durations."""
+
+    def test_a_cut_link_fires_link_down_for_that_worker_only(self):
+        workdir = tempfile.mkdtemp(prefix="dashboards-link-down-")
+        self.addCleanup(shutil.rmtree, workdir, True)
+        with open(os.path.join(DASHBOARDS, "alerts.yaml")) as f:
+            groups = yaml.safe_load(f)["groups"]
+        rule = [r for g in groups for r in g["rules"] if r["alert"] == "EdgetrainLinkDown"][0]
+        self.assertIn("[2m]", rule["expr"])
+        self.assertEqual(rule["for"], "2m")
+        rule = dict(rule, expr=rule["expr"].replace("[2m]", "[5s]"), **{"for": "5s"})
+        rules = os.path.join(workdir, "link-down.yaml")
+        with open(rules, "w") as f:
+            yaml.safe_dump({"groups": [{"name": "edgetrain-training", "rules": [rule]}]}, f)
+        # robot-2's link is cut for good 6 s into the run; robot-1's holds.
+        with open(os.path.join(workdir, "steady.csv"), "w") as f:
+            f.write("seconds,mbps\n0,50\n1000,50\n")
+        with open(os.path.join(workdir, "cut.csv"), "w") as f:
+            f.write("seconds,mbps\n0,50\n6,0\n1000,0\n")
+        nodes = os.path.join(workdir, "nodes.yaml")
+        with open(nodes, "w") as f:
+            yaml.safe_dump({"apiVersion": "edgetrain.dev/v1alpha1", "kind": "ClusterProfile",
+                            "metadata": {"name": "cut"},
+                            "spec": {"nodes": [{"name": "robot-1", "link": {"trace": "steady.csv"}},
+                                               {"name": "robot-2", "link": {"trace": "cut.csv"}}]}}, f)
+        job = {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "cut-live"},
+               "spec": {"model": {"name": "mlp", "hidden": [64]}, "data": {"dataset": "digits", "batchSize": 32},
+                        "parallelism": {"workers": 2}, "optimizer": {"name": "adam", "learningRate": 0.003},
+                        "budget": {"wallClock": "30s"}}}
+        run = ObservedRun(self, job, workdir, "--nodes", nodes, "--observe-rules", rules, wait_for_end=False)
+
+        def firing():
+            return [a for a in run.prom.api("alerts")["alerts"]
+                    if a["labels"]["alertname"] == "EdgetrainLinkDown" and a["state"] == "firing"]
+        fired = wait_until(firing, timeout=60, interval=0.5)
+        self.assertTrue(fired, "EdgetrainLinkDown never fired: " + json.dumps(run.prom.api("alerts")))
+        self.assertEqual({a["labels"]["worker"] for a in fired}, {"1"}, fired)
+        self.assertEqual(fired[0]["labels"]["trainingjob"], "cut-live")
+        self.assertEqual(fired[0]["annotations"]["summary"], "Worker 1 of cut-live has sent nothing for 2 minutes")
 
 
 class EveryPanelIsFed(unittest.TestCase):
