@@ -123,17 +123,21 @@ def _strings(buf, names):
     return {names[num]: v.decode() for num, wire, v in _fields(buf) if num in names and wire == 2}
 
 
+def _spec(fields, obj):
+    """A request object's spec (field 2): the JSON spec to fill, and its fields."""
+    spec = obj.setdefault("spec", {})
+    return spec, [f for num, _, v in fields if num == 2 for f in _fields(v)]
+
+
 def _token_request(fields, obj):
-    for num, _, v in fields:
-        if num == 2:  # TokenRequestSpec
-            spec = obj.setdefault("spec", {})
-            for n, wire, sv in _fields(v):
-                if n == 1:
-                    spec.setdefault("audiences", []).append(sv.decode())
-                elif n == 3:
-                    spec["boundObjectRef"] = _strings(sv, {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"})
-                elif n == 4 and wire == 0:
-                    spec["expirationSeconds"] = _int64(sv)
+    spec, spec_fields = _spec(fields, obj)  # TokenRequestSpec
+    for num, wire, v in spec_fields:
+        if num == 1:
+            spec.setdefault("audiences", []).append(v.decode())
+        elif num == 3:
+            spec["boundObjectRef"] = _strings(v, {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"})
+        elif num == 4 and wire == 0:
+            spec["expirationSeconds"] = _int64(v)
 
 
 RESOURCE_ATTRIBUTES = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource",
@@ -141,14 +145,12 @@ RESOURCE_ATTRIBUTES = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "
 
 
 def _self_subject_access_review(fields, obj):
-    for num, _, v in fields:
-        if num == 2:  # SelfSubjectAccessReviewSpec
-            spec = obj.setdefault("spec", {})
-            for n, _, sv in _fields(v):
-                if n == 1:
-                    spec["resourceAttributes"] = _strings(sv, RESOURCE_ATTRIBUTES)
-                elif n == 2:
-                    spec["nonResourceAttributes"] = _strings(sv, {1: "path", 2: "verb"})
+    spec, spec_fields = _spec(fields, obj)  # SelfSubjectAccessReviewSpec
+    for num, _, v in spec_fields:
+        if num == 1:
+            spec["resourceAttributes"] = _strings(v, RESOURCE_ATTRIBUTES)
+        elif num == 2:
+            spec["nonResourceAttributes"] = _strings(v, {1: "path", 2: "verb"})
 
 
 def _int64(v):

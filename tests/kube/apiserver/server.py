@@ -516,7 +516,6 @@ class RequestHandler(BaseHTTPRequestHandler):
                          "paused": hooks.paused, "cel": api.cel.available,
                          "celUnavailableReason": api.cel.unavailable_reason})
 
-
     def _authorizations(self, user):
         """What RBAC decided for a user (every user but system:masters is recorded):
         each distinct request's attributes, allowed or not, and how often."""

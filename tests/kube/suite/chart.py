@@ -105,15 +105,22 @@ def decisions(api, user=None):
 
 
 def refused(records):
-    """The refused requests, each as `verb resource[/sub] in API group "g" in NS`."""
+    """The refused requests, each as `verb resource[/sub] "name" in API group "g" in NS`
+    (or `verb /path`)."""
     return [describe(d) for d in records if not d["allowed"]]
 
 
 def describe(d):
-    resource = d["resource"] + ("/" + d["subresource"] if d["subresource"] else "")
+    if "nonResourceURL" in d:
+        return f'{d["verb"]} {d["nonResourceURL"]}'
     where = f' in {d["namespace"]}' if d["namespace"] else ""
     name = f' "{d["name"]}"' if d["name"] else ""
-    return f'{d["verb"]} {resource}{name} in API group "{d["apiGroup"]}"{where}'
+    return f'{d["verb"]} {resource_of(d)}{name} in API group "{d["apiGroup"]}"{where}'
+
+
+def resource_of(d):
+    """A recorded request's resource as rules name it: `pods`, `trainingjobs/status`."""
+    return d["resource"] + ("/" + d["subresource"] if d["subresource"] else "")
 
 
 def grants(objects, account=OPERATOR_ACCOUNT, namespace=RELEASE_NAMESPACE):
@@ -143,12 +150,9 @@ def grants(objects, account=OPERATOR_ACCOUNT, namespace=RELEASE_NAMESPACE):
 def used(grant, records):
     """Whether an allowed request was made under this grant."""
     _, scope, group, resource, names, verb = grant
-    for d in records:
-        if d["allowed"] and d["verb"] == verb and d["apiGroup"] == group and \
-                d["resource"] + ("/" + d["subresource"] if d["subresource"] else "") == resource and \
-                (not scope or d["namespace"] == scope) and (not names or d["name"] in names):
-            return True
-    return False
+    return any(d["allowed"] and d["verb"] == verb and d["apiGroup"] == group and resource_of(d) == resource
+               and (not scope or d["namespace"] == scope) and (not names or d["name"] in names)
+               for d in records if "resource" in d)
 
 
 def unused_grants(objects, records):
