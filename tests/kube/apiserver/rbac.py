@@ -27,7 +27,6 @@ requests was refused (`GET /_standin/authorizations`); access reviews are not re
 
 import threading
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 from .errors import ApiError
 
@@ -85,10 +84,11 @@ def request_attributes(method, path, params):
 
 
 def _exact_name(field_selector):
+    """X of `metadata.name=X` (or `==X`) in a field selector (RequiresExactMatch)."""
     for term in field_selector.split(","):
         key, sep, value = term.partition("=")
-        if key.strip() == "metadata.name" and sep and not value.startswith("="):
-            return unquote(value.strip())
+        if key.strip() == "metadata.name" and sep:
+            return value.removeprefix("=").strip()
     return ""
 
 
