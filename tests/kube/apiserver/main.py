@@ -17,13 +17,14 @@ import sys
 import tempfile
 import threading
 
-from . import credentials
+from . import credentials, rbac
 from .cel import CelBridge
 from .controllers import ClusterControllers
 from .resources import Registry, builtin_types
 from .rest import Api
 from .server import StandinHTTPServer
 from .store import Store
+from .tokens import Authenticator
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -118,6 +119,13 @@ def main(argv=None):
     ns_rt = registry.lookup("", "v1", "namespaces")
     for ns in INITIAL_NAMESPACES:
         api.create(ns_rt, "", json.dumps({"metadata": {"name": ns}}).encode(), {})
+    for obj in rbac.bootstrap_policy():
+        rt = registry.find_kind(obj["apiVersion"], obj["kind"])
+        api.create(rt, "", json.dumps(obj).encode(), {})
+    # Without --tls or --token no token is required: pods' requests carry tokens of
+    # their service accounts all the same, which RBAC authorizes.
+    token = args.token or (credentials.new_token() if args.tls else None)
+    authn = Authenticator(store, registry, token)
 
     cluster = None
     if args.nodes:
@@ -127,10 +135,8 @@ def main(argv=None):
                           default_toleration=args.default_toleration_seconds,
                           backoff_base=args.backoff, backoff_max=args.backoff_max,
                           resync=args.resync)
-        token_for_pods = args.token or (credentials.new_token() if args.tls else None)
-        args.token = token_for_pods
         try:
-            cluster = EmulatedCluster(api, args, timings, os.path.join(workdir, "nodes"))
+            cluster = EmulatedCluster(api, args, timings, os.path.join(workdir, "nodes"), authn)
         except Exception as e:  # the profile, the image table, the links
             print(f"standin: --nodes: {e}", file=sys.stderr)
             shutil.rmtree(workdir, ignore_errors=True)
@@ -149,18 +155,18 @@ def main(argv=None):
         for pc in system_priority_classes():
             api.create(classes, "", json.dumps(pc).encode(), {})
 
-    tls_context, ca_pem, token = None, None, args.token
+    tls_context, ca_pem = None, None
     if args.tls:
         extra = [f"IP:{cluster.network.host_address}"] if cluster is not None else []
         certs = credentials.make_certificates(workdir, extra)
         tls_context = credentials.server_context(certs)
         with open(certs["ca.crt"], "rb") as f:
             ca_pem = f.read()
-        token = token or credentials.new_token()
 
     from .hooks import HookState
     hooks = HookState()
-    httpd = StandinHTTPServer((args.host, args.port), api, hooks, tls_context, token,
+    authz = rbac.Authorizer(store, registry)
+    httpd = StandinHTTPServer((args.host, args.port), api, hooks, authn, authz, tls_context,
                               args.verbose, cluster)
     host, port = httpd.server_address[:2]
     url = f"{'https' if args.tls else 'http'}://{host}:{port}"
@@ -170,8 +176,8 @@ def main(argv=None):
     for_pods = (host, port)
     if cluster is not None and cluster.network.host_address not in (None, host):
         # Pods in the nodes' namespaces reach the API server on the host link's address.
-        pod_side = StandinHTTPServer((cluster.network.host_address, port), api, hooks,
-                                     tls_context, token, args.verbose, cluster)
+        pod_side = StandinHTTPServer((cluster.network.host_address, port), api, hooks, authn,
+                                     authz, tls_context, args.verbose, cluster)
         servers.append(pod_side)
         for_pods = (cluster.network.host_address, port)
     for s in servers:

@@ -1,12 +1,13 @@
 """Just enough of the Kubernetes protobuf encoding for kubectl's imperative commands.
 
 `kubectl create namespace|configmap|secret|serviceaccount` send their object as
-`application/vnd.kubernetes.protobuf` and do not fall back to JSON; so do client-go's
-typed clients, Helm's among them, for the DeleteOptions of a DELETE (Helm deletes its
-release Secrets so when it uninstalls). The envelope is the
+`application/vnd.kubernetes.protobuf` and do not fall back to JSON, and so do `kubectl
+create token` (a TokenRequest) and `kubectl auth can-i` (a SelfSubjectAccessReview); so
+do client-go's typed clients, Helm's among them, for the DeleteOptions of a DELETE (Helm
+deletes its release Secrets so when it uninstalls). The envelope is the
 magic "k8s\\0" and a runtime.Unknown {typeMeta, raw}; raw is the object in the field
 numbering of k8s.io/api's generated.proto (DeleteOptions: apimachinery's meta/v1). Only
-those four kinds and DeleteOptions are decoded (others get
+those six kinds and DeleteOptions are decoded (others get
 415 with a pointer to `kubectl apply`); responses are always JSON, which kubectl accepts.
 """
 
@@ -117,6 +118,41 @@ def _serviceaccount(fields, obj):
             obj["automountServiceAccountToken"] = bool(v)
 
 
+def _strings(buf, names):
+    """The string fields of a message: {json name: value} for field numbers in names."""
+    return {names[num]: v.decode() for num, wire, v in _fields(buf) if num in names and wire == 2}
+
+
+def _spec(fields, obj):
+    """A request object's spec (field 2): the JSON spec to fill, and its fields."""
+    spec = obj.setdefault("spec", {})
+    return spec, [f for num, _, v in fields if num == 2 for f in _fields(v)]
+
+
+def _token_request(fields, obj):
+    spec, spec_fields = _spec(fields, obj)  # TokenRequestSpec
+    for num, wire, v in spec_fields:
+        if num == 1:
+            spec.setdefault("audiences", []).append(v.decode())
+        elif num == 3:
+            spec["boundObjectRef"] = _strings(v, {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"})
+        elif num == 4 and wire == 0:
+            spec["expirationSeconds"] = _int64(v)
+
+
+RESOURCE_ATTRIBUTES = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource",
+                       6: "subresource", 7: "name"}
+
+
+def _self_subject_access_review(fields, obj):
+    spec, spec_fields = _spec(fields, obj)  # SelfSubjectAccessReviewSpec
+    for num, _, v in spec_fields:
+        if num == 1:
+            spec["resourceAttributes"] = _strings(v, RESOURCE_ATTRIBUTES)
+        elif num == 2:
+            spec["nonResourceAttributes"] = _strings(v, {1: "path", 2: "verb"})
+
+
 def _int64(v):
     """A varint read as a signed int64 (negative numbers are ten-byte varints)."""
     return v - (1 << 64) if v >= 1 << 63 else v
@@ -145,7 +181,8 @@ def _delete_options(fields, obj):
 
 
 KINDS = {"Namespace": _namespace, "ConfigMap": _configmap, "Secret": _secret,
-         "ServiceAccount": _serviceaccount}
+         "ServiceAccount": _serviceaccount, "TokenRequest": _token_request,
+         "SelfSubjectAccessReview": _self_subject_access_review}
 # Options, not objects: no ObjectMeta in field 1.
 OPTIONS = {"DeleteOptions": _delete_options}
 

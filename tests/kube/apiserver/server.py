@@ -1,4 +1,5 @@
-"""HTTP/1.1 front end: routing, content negotiation, authentication, watch streams.
+"""HTTP/1.1 front end: routing, content negotiation, authentication and RBAC
+(tokens.py, rbac.py), watch streams.
 
 Connections are keep-alive (every response has a Content-Length, or is chunked for
 watches). A watch is a chunked response with one JSON event per line; it ends cleanly
@@ -19,7 +20,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, errors, protobuf, scale, tables
+from . import discovery, errors, protobuf, rbac, scale, tables
 from .errors import ApiError
 from .selectors import Filter
 from .store import Expired, encode
@@ -33,13 +34,14 @@ class StandinHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address, api, hooks, tls_context=None, token=None, verbose=False,
+    def __init__(self, address, api, hooks, authn, authz, tls_context=None, verbose=False,
                  nodes=None):
         self.api = api
         self.hooks = hooks
         self.nodes = nodes  # the node emulator (nodes/cluster.py), with --nodes
         self.tls_context = tls_context
-        self.token = token
+        self.authn = authn  # tokens.Authenticator: who a request is
+        self.authz = authz  # rbac.Authorizer: what they may do
         self.verbose = verbose
         self.closing = threading.Event()
         super().__init__(address, RequestHandler)
@@ -126,17 +128,23 @@ class RequestHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         params = parse_qs(url.query, keep_blank_values=True)
         path = url.path
+        public = path.rstrip("/") in UNAUTHENTICATED_PATHS
         try:
+            self.user = self.server.authn.authenticate(self.headers.get("Authorization", ""))
             if path.startswith("/_standin/"):
-                if not self._authenticated(path):
+                if self.user is None:
                     raise ApiError(401, "Unauthorized", "Unauthorized")
                 return self._hook(method, path, params)
             if not self.server.hooks.gate():
                 raise ApiError(503, "ServiceUnavailable", "paused")
-            if not self._authenticated(path):
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            if not public:
+                if self.user is None:
+                    raise ApiError(401, "Unauthorized", "Unauthorized")
+                # before routing, as the real server: a refused request learns nothing,
+                # not even whether the resource exists
+                self.server.authz.check(self.user, rbac.request_attributes(method, path, params))
             if body and "protobuf" in self.headers.get("Content-Type", ""):
-                body = encode(protobuf.decode(body))  # kubectl create ns/cm/secret/sa
+                body = encode(protobuf.decode(body))  # kubectl create ns/cm/secret/sa/token
             self._route(method, path, params, body)
         except ApiError as e:
             self._send_error(e)
@@ -146,12 +154,6 @@ class RequestHandler(BaseHTTPRequestHandler):
             import traceback
             traceback.print_exc()
             self._send_error(ApiError(500, "InternalError", f"stand-in internal error: {e!r}"))
-
-    def _authenticated(self, path):
-        token = self.server.token
-        if token is None or path.rstrip("/") in UNAUTHENTICATED_PATHS:
-            return True
-        return self.headers.get("Authorization", "") == f"Bearer {token}"
 
     # -- routing -----------------------------------------------------------------------
 
@@ -195,6 +197,9 @@ class RequestHandler(BaseHTTPRequestHandler):
             if rl is None:
                 raise _no_route()
             return self._send(200, rl)
+        if (method, group, rest) == ("POST", "authorization.k8s.io", ["selfsubjectaccessreviews"]):
+            review = rbac.access_review(self.server.authz, self.user, json.loads(body or b"{}"))
+            return self._send(201, review)
         self._resource(method, group, version, rest, params, body, accept)
 
     def _resource(self, method, group, version, rest, params, body, accept):
@@ -208,11 +213,12 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise _no_route()
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) == 3 else None
-        if sub not in (None, "status", "finalize", "binding", "log", "scale") or \
+        if sub not in (None, "status", "finalize", "binding", "log", "scale", "token") or \
                 (sub == "status" and not rt.status_subresource) or \
                 (sub == "scale" and rt.key not in scale.SCALABLE) or \
                 (sub == "finalize" and rt.key != ("", "namespaces")) or \
-                (sub in ("binding", "log") and rt.key != ("", "pods")):
+                (sub in ("binding", "log") and rt.key != ("", "pods")) or \
+                (sub == "token" and rt.key != ("", "serviceaccounts")):
             raise _no_route()
         if rt.namespaced and name is not None and ns is None:
             raise _no_route()
@@ -248,6 +254,9 @@ class RequestHandler(BaseHTTPRequestHandler):
             return self._pod_log(api.get(rt, ns, name).obj, params)
         if method == "PUT" and sub == "finalize":
             return self._send(200, api.finalize_namespace(name, body))
+        if method == "POST" and sub == "token":
+            request = json.loads(body or b"{}")
+            return self._send(201, self.server.authn.token_request(ns, name, request))
         if method == "POST" and sub == "binding":
             return self._send(201, api.bind_pod(ns, name, body))
         if method == "PUT" and sub in (None, "status"):
@@ -477,6 +486,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             code, body = self.server.nodes.faults.handle(method, name.split("/")[1:],
                                                          {k: v[-1] for k, v in params.items()})
             return self._send(code, body)
+        if method == "GET" and name == "authorizations":
+            return self._send(200, self._authorizations(arg("user", "")))
         if method == "POST" and name == "compact":
             store.compact()
         elif method == "POST" and name == "drop-watches":
@@ -504,6 +515,14 @@ class RequestHandler(BaseHTTPRequestHandler):
                          "opened": dict(hooks.opened), "latencyMs": hooks.latency * 1000,
                          "paused": hooks.paused, "cel": api.cel.available,
                          "celUnavailableReason": api.cel.unavailable_reason})
+
+    def _authorizations(self, user):
+        """What RBAC decided for a user (every user but system:masters is recorded):
+        each distinct request's attributes, allowed or not, and how often."""
+        log = self.server.authz.log
+        if not user:
+            return {"users": log.users()}
+        return {"user": user, "decisions": log.decisions(user)}
 
 
 class _EventWriter:

@@ -29,7 +29,7 @@ KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class EmulatedCluster:
-    def __init__(self, api, options, timings, folder):
+    def __init__(self, api, options, timings, folder, authn):
         self.api, self.client = api, LocalClient(api)
         self.options, self.timings = options, timings
         self.folder = folder
@@ -43,7 +43,7 @@ class EmulatedCluster:
             self.network = LoopbackNetwork()
         self.network.start(running)
         self.images = ImageTable(options.images, options.build_dir, options.data_dir)
-        self.service_account_token = options.token or "standin-no-authentication"
+        self.authn = authn  # issues the service-account tokens of pods' projected volumes
         self.api_server_for_pods = None  # (host, port), set by main once it listens
         self.kubelets = {}
         self.controllers = []

@@ -40,7 +40,7 @@ class Kubelet(Loop):
         self.net = cluster.network.nodes[self.node_name]
         self.node_address = self.net.address
         self.images = cluster.images
-        self.service_account_token = cluster.service_account_token
+        self.authn = cluster.authn
         self.api_server = cluster.api_server_for_pods
         self.root_mode = cluster.root_mode
         self.netns_path = cluster.network.namespace_path(self.node_name) \

@@ -126,7 +126,7 @@ class PodWorker(threading.Thread):
             for c in self.containers:
                 self.images[c.name] = self.kubelet.images.resolve(c.spec.get("image"))
             self.volumes = PodVolumes(self.client, self.pod, self.folder,
-                                      self.kubelet.service_account_token,
+                                      self.kubelet.authn,
                                       self.kubelet.node_labels())
             self.volume_paths = self.volumes.set_up()
             self.setup_error = None

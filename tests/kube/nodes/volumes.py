@@ -10,6 +10,8 @@ import os
 import shutil
 import time
 
+from apiserver.errors import ApiError
+
 from .downward import FieldError, field_value
 from .node_affinity import volume_allows
 
@@ -54,9 +56,10 @@ def write_atomically(target, files, mode):
 
 
 class PodVolumes:
-    def __init__(self, client, pod, folder, service_account_token, node_labels):
+    def __init__(self, client, pod, folder, authn, node_labels):
         self.client, self.pod, self.folder = client, pod, folder
-        self.token = service_account_token
+        self.authn = authn
+        self.token = None  # the pod's service-account token, asked for once
         self.node_labels = node_labels  # what volumes' node affinity is checked against
         self.paths = {}                 # volume name -> host directory
 
@@ -114,7 +117,7 @@ class PodVolumes:
             mode = v["projected"].get("defaultMode", mode)
             for s in v["projected"].get("sources") or []:
                 if "serviceAccountToken" in s:
-                    files[s["serviceAccountToken"]["path"]] = self.token.encode()
+                    files[s["serviceAccountToken"]["path"]] = self._token(s["serviceAccountToken"])
                 elif "configMap" in s:
                     files.update(self._config_map(s["configMap"]))
                 elif "secret" in s:
@@ -158,6 +161,16 @@ class PodVolumes:
         if s is not None:
             data = {k: base64.b64decode(v) for k, v in (s.get("data") or {}).items()}
         return self._keyed(dict(src, name=name), data, "secret")
+
+    def _token(self, src):
+        """The kubelet's TokenRequest for the pod's ServiceAccount, bound to the pod (so it
+        stops working when the pod goes); asked for once, not on every refresh."""
+        if self.token is None:
+            try:
+                self.token = self.authn.issue_for_pod(self.pod, src.get("expirationSeconds") or 3607)
+            except ApiError as e:
+                raise VolumeError(f"failed to fetch token: {e.message}")
+        return self.token.encode()
 
     def _downward(self, items):
         out = {}

@@ -15,6 +15,7 @@ import urllib.request
 
 import yaml
 
+import chart
 from harness import BUILD_DIR, OPERATOR, REPO_ROOT, Standin, find_kubectl, wait_until
 from test_kubectl import Kubectl
 
@@ -76,6 +77,17 @@ class SiteTestCase(unittest.TestCase):
 
     def tearDown(self):
         self.api.close_watches()
+
+    @classmethod
+    def operator_kubeconfig(cls):
+        """A kubeconfig with a token of the chart's operator ServiceAccount, whose roles
+        the stand-in holds as the chart renders them: an operator started with it may
+        do exactly what the chart grants (chart.operator_account). Made once a class."""
+        if "operator_account" not in cls.__dict__:
+            if chart.HELM is None:
+                raise unittest.SkipTest("helm 3.17 is missing: run tests/kube/setup")
+            cls.operator_account = chart.operator_account(cls.dir, cls.server, cls.kubectl)
+        return cls.operator_account.kubeconfig
 
     # -- objects -------------------------------------------------------------------------
 
@@ -169,12 +181,14 @@ def http_status(address, path):
 
 
 def start_operator(kubeconfig, log_path, ready=True, timeout=20):
-    """An edgetrain-operator replica on the API at kubeconfig, every wait short
-    (OPERATOR_FAST), its log in log_path: (process, its HTTP address). With ready, it
-    returns once /readyz says the caches are filled, which only a leader's are: a
-    standby is started with ready=False."""
+    """An edgetrain-operator replica on the API at kubeconfig (SiteTestCase.operator_kubeconfig:
+    as the chart's ServiceAccount, its Lease in the chart's namespace as the chart's
+    Deployment says), every wait short (OPERATOR_FAST), its log in log_path: (process,
+    its HTTP address). With ready, it returns once /readyz says the caches are filled,
+    which only a leader's are: a standby is started with ready=False."""
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([OPERATOR, "--kubeconfig", kubeconfig, "--http", "127.0.0.1:0", *OPERATOR_FAST],
+        proc = subprocess.Popen([OPERATOR, "--kubeconfig", kubeconfig, "--http", "127.0.0.1:0", *OPERATOR_FAST,
+                                 "--leader-election-namespace", chart.RELEASE_NAMESPACE],
                                 stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline()
     address = line.split()[1] if line.startswith("http ") else None

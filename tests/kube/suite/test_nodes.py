@@ -311,7 +311,8 @@ class PaperSiteTest(SiteTestCase):
 class InClusterTest(SiteTestCase):
     """With --tls: a pod reaches the API server as the operator's in-cluster
     configuration does (client-go's order: KUBERNETES_SERVICE_HOST and _PORT, the
-    projected token as a Bearer token, the projected ca.crt to verify the server)."""
+    projected token as a Bearer token, the projected ca.crt to verify the server), as
+    its ServiceAccount: what RBAC grants that account, and nothing more."""
     extra_args = ["--tls"]
 
     def test_a_pod_reads_the_api_with_its_service_account(self):
@@ -322,9 +323,22 @@ class InClusterTest(SiteTestCase):
                   "    os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT'],\n"
                   "    ns, os.environ['POD'])\n"
                   "ctx = ssl.create_default_context(cafile=f'{d}/ca.crt')\n"
-                  "me = json.load(urllib.request.urlopen(urllib.request.Request(\n"
-                  "    url, headers={'Authorization': 'Bearer ' + token}), context=ctx))\n"
-                  "print(me['metadata']['name'], me['spec']['nodeName'])\n")
+                  "def get(u):\n"
+                  "    return json.load(urllib.request.urlopen(urllib.request.Request(\n"
+                  "        u, headers={'Authorization': 'Bearer ' + token}), context=ctx))\n"
+                  "me = get(url)\n"
+                  "print(me['metadata']['name'], me['spec']['nodeName'])\n"
+                  "try:\n"
+                  "    get(url.split('/api/')[0] + '/api/v1/nodes')\n"
+                  "except urllib.error.HTTPError as e:\n"
+                  "    print(e.code, json.load(e)['message'])\n")
+        # the default account may read pods, as a Role says, and nothing else
+        self.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
+                    "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+                   {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": {"name": "pod-reader"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "default"}]})
         pod = shell_pod("in-cluster", "exec python3 -c \"$SCRIPT\"", node="robot")
         pod["spec"]["containers"][0]["env"] = [
             {"name": "SCRIPT", "value": script},
@@ -332,7 +346,9 @@ class InClusterTest(SiteTestCase):
         self.apply(pod)
         done = self.wait_pod("in-cluster", lambda p: phase(p) in ("Succeeded", "Failed"))
         log = self.kubectl.run("logs", "in-cluster").stdout
-        self.assertEqual((phase(done), log), ("Succeeded", "in-cluster robot\n"))
+        self.assertEqual((phase(done), log), ("Succeeded", 'in-cluster robot\n403 nodes is forbidden: User '
+                                              '"system:serviceaccount:default:default" cannot list resource "nodes" '
+                                              'in API group "" at the cluster scope\n'))
 
 
 class SchedulerTest(SiteTestCase):

@@ -5,7 +5,11 @@ pods to Succeeded with its accuracy and model in the status; a job the operator 
 run Invalid and a job that does not fit Pending, both holding nothing; a waiting job
 started once a node makes room; suspend and resume from the checkpoint on a shared
 volume; and `kubectl delete` leaving nothing behind. Every wait of the operator is a
-short flag here."""
+short flag here.
+
+The operator runs as the chart's ServiceAccount with exactly the chart's roles, which
+the stand-in enforces: a request it refuses fails the test that made it, and once every
+test has run, a verb the chart grants that no request used fails the class."""
 
 import json
 import os
@@ -14,6 +18,7 @@ import time
 import unittest
 import urllib.request
 
+import chart
 from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
@@ -37,8 +42,32 @@ class OperatorTest(SiteTestCase):
         super().setUpClass()
         cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
         cls.operator_log = os.path.join(cls.dir, "operator.log")
-        cls.operator, cls.operator_http = start_operator(cls.server.kubeconfig, cls.operator_log)
+        cls.operator, cls.operator_http = start_operator(cls.operator_kubeconfig(), cls.operator_log)
         cls.addClassCleanup(cls._stop_operator)
+        cls.ran = set()
+        cls.addClassCleanup(cls._every_grant_was_used)
+
+    def setUp(self):
+        self.refused_before = chart.refused(chart.decisions(self.api))
+
+    def tearDown(self):
+        super().tearDown()
+        type(self).ran.add(self._testMethodName)
+        refused = [r for r in chart.refused(chart.decisions(self.api)) if r not in self.refused_before]
+        self.assertEqual(refused, [], "the operator needs what the chart's roles do not grant")
+
+    @classmethod
+    def _every_grant_was_used(cls):
+        """Once every test of the class has run (a selection of them proves nothing),
+        each verb the chart's roles grant was used by an allowed request: the roles are
+        no wider than the operator's requests."""
+        if cls.ran != set(unittest.TestLoader().getTestCaseNames(cls)):
+            return
+        records = chart.decisions(cls.api)
+        unused = chart.unused_grants(cls.operator_account.objects, records)
+        print(f"\nrbac: {len(chart.grants(cls.operator_account.objects))} grants of the chart, "
+              f"{sum(1 for d in records if d['allowed'])} distinct requests allowed, {len(unused)} grants unused")
+        assert not unused, "the chart grants what no test's operator used:\n  " + "\n  ".join(unused)
 
     @classmethod
     def _stop_operator(cls):
@@ -148,10 +177,24 @@ class OperatorTest(SiteTestCase):
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
 
     def test_a_job_that_does_not_fit_waits_holding_nothing_and_starts_when_a_node_makes_room(self):
+        # Its rank among waiting jobs comes from a PriorityClass; it writes its model to
+        # a claim of K3s's local-path class, which is provisioned where its first pod is
+        # scheduled - and the operator's pods are bound, not scheduled, so the operator
+        # names the coordinator's node on the claim.
+        self.addCleanup(self.kubectl.run, "delete", "pvc", "waiter-out", "--wait=false", "--ignore-not-found")
+        self.addCleanup(self.kubectl.run, "delete", "priorityclass", "edge-urgent", "--ignore-not-found")
+        self.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "edge-urgent"},
+                    "value": 1000},
+                   {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "waiter-out"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-path",
+                             "resources": {"requests": {"storage": "1Gi"}}}})
         self.kubectl.run("cordon", "robot-3")
         self.delete_when_done("waiter")
         try:
-            self.apply(small_job("waiter", placement={"nodeSelector": {"kubernetes.io/hostname": "robot-3"}}))
+            self.apply(small_job("waiter", placement={"nodeSelector": {"kubernetes.io/hostname": "robot-3"},
+                                                      "priorityClassName": "edge-urgent"},
+                                 output={"path": "/models/waiter",
+                                         "volume": {"persistentVolumeClaim": {"claimName": "waiter-out"}}}))
             job = self.wait_job("waiter", lambda j: condition_of(j, "Placed").get("reason") == "Unschedulable")
             self.assertEqual(phase(job), "Pending")
             self.assertIn("cordoned", condition_of(job, "Placed")["message"])
@@ -162,6 +205,9 @@ class OperatorTest(SiteTestCase):
         job = self.wait_job("waiter", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
         self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
         self.assertEqual(self.job_pods("waiter")["waiter-coordinator"]["spec"]["nodeName"], "robot-3")
+        claim = self.api.get("/api/v1/namespaces/default/persistentvolumeclaims/waiter-out").json
+        self.assertEqual((claim["status"]["phase"], claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"]),
+                         ("Bound", "robot-3"))
 
     def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
         # Long enough to lose a node under it and see the team whole again; it is
@@ -238,6 +284,25 @@ class OperatorTest(SiteTestCase):
         self.assertGreater(int(annotations.get("edgetrain.dev/measured-uplink-bps", 0)), 0, annotations)
         self.assertIn("edgetrain.dev/measured-at", annotations)
 
+    def test_a_job_whose_plan_was_deleted_is_placed_again(self):
+        # The plan ConfigMap of a running job deleted by hand: the operator's cache of
+        # its ConfigMaps loses it, so it asks the API whether the plan is gone (not
+        # merely not yet in the cache) before it places the job anew.
+        self.delete_when_done("unplanned")
+        self.apply(small_job("unplanned", optimizer={"learningRate": 0.0003},
+                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None}))
+        self.wait_job("unplanned", lambda j: phase(j) == "Running", timeout=60)
+        before = {name: p["metadata"]["uid"] for name, p in self.job_pods("unplanned").items()}
+        self.assertIn("unplanned-coordinator", before)
+        maps = "/api/v1/namespaces/default/configmaps"
+        first = self.api.get(f"{maps}/unplanned-plan").json["metadata"]["uid"]
+        self.kubectl.run("delete", "configmap", "unplanned-plan")
+        self.wait_for(maps, "unplanned-plan", lambda cm: cm is not None and cm["metadata"]["uid"] != first)
+        # the team of the new plan: new pods, running
+        for name, uid in before.items():
+            self.wait_pod(name, lambda p: p is not None and p["metadata"]["uid"] != uid and phase(p) == "Running")
+        self.assertIn("job=default/unplanned reason=Placed", self.logs())
+
     def test_suspend_takes_the_job_to_no_pods_and_resume_continues_from_its_checkpoint(self):
         self.addCleanup(self.kubectl.run, "delete", "pvc", "long-out", "--wait=false", "--ignore-not-found")
         self.delete_when_done("long")
@@ -271,7 +336,7 @@ class OperatorTest(SiteTestCase):
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
         standby_log = os.path.join(self.dir, "standby.log")
         # not ready until it leads: its caches are filled then
-        standby, standby_http = start_operator(self.server.kubeconfig, standby_log, ready=False)
+        standby, standby_http = start_operator(self.operator_kubeconfig(), standby_log, ready=False)
         try:
             time.sleep(1)  # a few of its tries at the Lease
             self.assertRegex(self.metrics(), r"edgetrain_operator_leader 1")
@@ -282,14 +347,17 @@ class OperatorTest(SiteTestCase):
             leader.stdout.close()
             t_crash = time.monotonic()
             self.delete_when_done("after-failover")
-            self.apply(small_job("after-failover"))
+            self.apply(small_job("after-failover", ttlSecondsAfterFinished=1))
             job = self.wait_job("after-failover", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=60)
             took = time.monotonic() - t_crash
             self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1))
+            # and its whole duty: the job goes ttlSecondsAfterFinished after it ended
+            self.wait_job("after-failover", lambda j: j is None, timeout=30)
             self.assertRegex(self.metrics(standby_http), r"edgetrain_operator_leader 1")
             with open(standby_log) as f:
                 self.assertIn("leading: this replica reconciles", f.read())
-            lease = self.api.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/edgetrain-operator").json
+            lease = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{chart.RELEASE_NAMESPACE}"
+                                 "/leases/edgetrain-operator").json
             self.assertGreaterEqual(lease["spec"]["leaseTransitions"], 1)
             print(f"\nfailover: the standby led and finished a new job {took:.1f} s after the leader was killed "
                   f"(lease 2s)")

@@ -1,6 +1,6 @@
 """The "Protocol behaviours to honour" of shared/notes/kube-api.md, one test each (the
-numbers in the test names are the note's), plus discovery, patches, tables, TLS and the
-test hooks. Black box: everything goes over HTTP to a stand-in process."""
+numbers in the test names are the note's), plus discovery, patches, tables, RBAC, TLS and
+the test hooks. Black box: everything goes over HTTP to a stand-in process."""
 
 import json
 import threading
@@ -730,6 +730,173 @@ class Hooks(StandinTestCase):
         self.assertEqual(r.status, 504)
         self.assertTrue(wait_until(lambda: self.api.hook("info", method="GET")
                                    .json["watches"] == 0, timeout=5))
+
+
+RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
+
+
+class Rbac(StandinTestCase):
+    """RBAC as the real authorizer decides it, for tokens of service accounts; the admin
+    token (the client every other test uses) is a cluster-admin."""
+    install_widgets = False
+
+    def account(self, name="app", ns=None):
+        """A new ServiceAccount of the test's namespace, and a client holding a token of
+        it from the TokenRequest API."""
+        ns = ns or self.ns
+        self.created(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": name}})
+        r = self.api.post(f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token",
+                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.json["kind"], "TokenRequest")
+        self.assertEqual(r.json["spec"]["expirationSeconds"], 3600)
+        self.assertRegex(r.json["status"]["expirationTimestamp"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        client = self.server.client(token=r.json["status"]["token"])
+        self.addCleanup(client.close)
+        return client
+
+    def grant(self, kind, name, rules, ns=None):
+        """A Role (ns) or ClusterRole (no ns) with these rules."""
+        path = f"{RBAC_V1}/namespaces/{ns}/roles" if ns else f"{RBAC_V1}/clusterroles"
+        self.created(path, {"metadata": {"name": name}, "rules": rules})
+        if not ns:
+            self.addCleanup(self.api.delete, f"{path}/{name}")
+
+    def bind(self, name, role_kind, role, subjects, ns=None):
+        """A RoleBinding in ns, or a ClusterRoleBinding without one."""
+        path = f"{RBAC_V1}/namespaces/{ns}/rolebindings" if ns else f"{RBAC_V1}/clusterrolebindings"
+        self.created(path, {"metadata": {"name": name}, "subjects": subjects,
+                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}})
+        if not ns:
+            self.addCleanup(self.api.delete, f"{path}/{name}")
+
+    def other_namespace(self):
+        other = self.ns + "-b"
+        self.created("/api/v1/namespaces", {"metadata": {"name": other}})
+        return other
+
+    def sa(self, name="app"):
+        return {"kind": "ServiceAccount", "name": name, "namespace": self.ns}
+
+    def test_refused_with_the_real_servers_message_and_status(self):
+        app = self.account()
+        user = f"system:serviceaccount:{self.ns}:app"
+        r = app.get(self.core("pods"))
+        self.assertStatus(r, 403, "Forbidden")
+        self.assertEqual(r.json["message"], f'pods is forbidden: User "{user}" cannot list resource "pods" '
+                                            f'in API group "" in the namespace "{self.ns}"')
+        self.assertEqual(r.json["details"], {"kind": "pods"})
+        r = app.get(self.core("pods", "p1") + "/log")
+        self.assertEqual(r.json["message"], f'pods "p1" is forbidden: User "{user}" cannot get resource "pods/log" '
+                                            f'in API group "" in the namespace "{self.ns}"')
+        self.assertEqual(r.json["details"], {"kind": "pods", "name": "p1"})
+        r = app.get("/apis/apps/v1/deployments", watch="true")
+        self.assertEqual(r.json["message"], f'deployments.apps is forbidden: User "{user}" cannot watch resource '
+                                            f'"deployments" in API group "apps" at the cluster scope')
+        self.assertEqual(r.json["details"], {"kind": "deployments", "group": "apps"})
+        r = app.delete(self.core("configmaps"))
+        self.assertIn('cannot deletecollection resource "configmaps"', r.json["message"])
+        # refused before routing: a resource that does not exist is no 404 to it
+        self.assertIn('cannot list resource "nothings"', app.get(self.core("nothings")).json["message"])
+        # discovery is every authenticated user's (the bootstrap system:discovery)
+        self.assertEqual(app.get("/api").status, 200)
+        self.assertEqual(app.get("/apis/apps/v1").status, 200)
+        r = app.get("/metrics")
+        self.assertStatus(r, 403, "Forbidden")
+        self.assertEqual(r.json["message"], f'forbidden: User "{user}" cannot get path "/metrics"')
+        # the admin's requests are not recorded; the account's are, each once with a count
+        records = self.api.hook("authorizations", method="GET", user=user).json["decisions"]
+        self.assertIn({"verb": "list", "apiGroup": "", "resource": "pods", "subresource": "",
+                       "namespace": self.ns, "name": "", "allowed": False, "count": 1}, records)
+        self.assertIn({"verb": "get", "nonResourceURL": "/api", "allowed": True, "count": 1}, records)
+        self.assertNotIn("system:admin", self.api.hook("authorizations", method="GET").json["users"])
+
+    def test_a_role_grants_its_verbs_and_resources_in_its_namespace_only(self):
+        app = self.account()
+        other = self.other_namespace()
+        self.grant("Role", "reader", [{"apiGroups": [""], "resources": ["configmaps", "pods/log"],
+                                       "verbs": ["get", "list"]}], ns=self.ns)
+        self.bind("reader", "Role", "reader", [self.sa()], ns=self.ns)
+        self.created(self.core("configmaps"), configmap("c1"))
+        self.assertEqual(app.get(self.core("configmaps")).status, 200)
+        self.assertEqual(app.get(self.core("configmaps", "c1")).status, 200)
+        self.assertEqual(app.get(self.core("configmaps"), watch="true").status, 403, "watch is a verb of its own")
+        self.assertEqual(app.post(self.core("configmaps"), configmap("c2")).status, 403)
+        self.assertEqual(app.get(self.core("pods", "p1")).status, 403, "pods/log is not pods")
+        self.assertEqual(app.get(self.core("pods", "p1") + "/log").status, 404, "allowed, and there is no p1")
+        self.assertEqual(app.get(f"/api/v1/namespaces/{other}/configmaps").status, 403)
+        self.assertEqual(app.get("/api/v1/configmaps").status, 403, "every namespace is the cluster scope")
+
+    def test_a_cluster_role_applies_where_it_is_bound(self):
+        app = self.account()
+        other = self.other_namespace()
+        self.grant("ClusterRole", f"{self.ns}-lister", [{"apiGroups": [""], "resources": ["secrets"],
+                                                         "verbs": ["list"]}])
+        # by a RoleBinding: in that namespace only
+        self.bind("lister", "ClusterRole", f"{self.ns}-lister", [self.sa()], ns=self.ns)
+        self.assertEqual(app.get(self.core("secrets")).status, 200)
+        self.assertEqual(app.get(f"/api/v1/namespaces/{other}/secrets").status, 403)
+        # by a ClusterRoleBinding, to a group the account is in: everywhere
+        self.bind(f"{self.ns}-lister", "ClusterRole", f"{self.ns}-lister",
+                  [{"kind": "Group", "name": f"system:serviceaccounts:{self.ns}"}])
+        self.assertEqual(app.get(f"/api/v1/namespaces/{other}/secrets").status, 200)
+        self.assertEqual(app.get("/api/v1/secrets").status, 200)
+
+    def test_resource_names_wildcards_and_subresources(self):
+        app = self.account()
+        self.grant("Role", "narrow", [
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["mine"], "verbs": ["get", "list"]},
+            {"apiGroups": ["apps"], "resources": ["*"], "verbs": ["list"]},
+            {"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["*"]}], ns=self.ns)
+        self.bind("narrow", "Role", "narrow", [{"kind": "ServiceAccount", "name": "app"}], ns=self.ns)  # ns: the binding's
+        for name in ("mine", "theirs"):
+            self.created(self.core("configmaps"), configmap(name))
+        self.assertEqual(app.get(self.core("configmaps", "mine")).status, 200)
+        self.assertEqual(app.get(self.core("configmaps", "theirs")).status, 403)
+        self.assertEqual(app.get(self.core("configmaps")).status, 403, "a list names no object")
+        self.assertEqual(app.get(self.core("configmaps"), fieldSelector="metadata.name=mine").status, 200,
+                         "a list of one object by name is authorized as that object")
+        self.assertEqual(app.get(f"/apis/apps/v1/namespaces/{self.ns}/replicasets").status, 200)
+        self.assertEqual(app.get(f"/apis/batch/v1/namespaces/{self.ns}/jobs").status, 403)
+        self.assertEqual(app.get(self.core("pods", "p1") + "/status").status, 404, "any status, any verb")
+        self.assertEqual(app.get(self.core("pods", "p1")).status, 403)
+
+    def test_a_token_ends_with_its_service_account(self):
+        app = self.account()
+        self.grant("Role", "reader", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+                   ns=self.ns)
+        self.bind("reader", "Role", "reader", [self.sa()], ns=self.ns)
+        self.assertEqual(app.get(self.core("configmaps")).status, 200)
+        self.assertEqual(self.api.delete(self.core("serviceaccounts", "app")).status, 200)
+        self.assertStatus(app.get(self.core("configmaps")), 401, "Unauthorized")
+        # a new account of the same name is another account: the old token stays dead
+        self.created(self.core("serviceaccounts"), {"metadata": {"name": "app"}})
+        self.assertEqual(app.get(self.core("configmaps")).status, 401)
+        # and tokens are asked for accounts that exist, for at least 10 minutes
+        r = self.api.post(self.core("serviceaccounts", "nobody") + "/token", {"spec": {}})
+        self.assertStatus(r, 404, "NotFound")
+        r = self.api.post(self.core("serviceaccounts", "app") + "/token", {"spec": {"expirationSeconds": 60}})
+        self.assertStatus(r, 422, "Invalid")
+
+    def test_self_subject_access_review_answers_for_the_caller(self):
+        app = self.account()
+        self.grant("Role", "reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], ns=self.ns)
+        self.bind("reader", "Role", "reader", [self.sa()], ns=self.ns)
+
+        def can(client, verb, resource, ns):
+            r = client.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}})
+            self.assertEqual(r.status, 201, r)
+            return r.json["status"]
+        allowed = can(app, "list", "pods", self.ns)
+        self.assertEqual(allowed, {"allowed": True, "reason": f'RBAC: allowed by RoleBinding "reader/{self.ns}" '
+                                                              f'of Role "reader" to ServiceAccount "app/{self.ns}"'})
+        self.assertFalse(can(app, "delete", "pods", self.ns)["allowed"])
+        self.assertTrue(can(self.api, "delete", "pods", self.ns)["allowed"], "the admin may do anything")
+        # a review is a question, not a request: nothing refused is recorded
+        records = self.api.hook("authorizations", method="GET", user=f"system:serviceaccount:{self.ns}:app").json
+        self.assertEqual([d for d in records["decisions"] if not d["allowed"]], [])
 
 
 class TransportSecurity(unittest.TestCase):
