@@ -547,10 +547,17 @@ class OnTheStandin(KubectlTestCase):
 
 
 
-@requires_helm
-@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
-@unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
-                            "(or point EDGETRAIN_BUILD_DIR at a build)")
+def on_the_edge_site(cls):
+    """Skips the class without what the chart on the emulated edge site needs: helm,
+    kubectl, and the programs its images run."""
+    for skip in (unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
+                                            "(or point EDGETRAIN_BUILD_DIR at a build)"),
+                 unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup"), requires_helm):
+        cls = skip(cls)
+    return cls
+
+
+@on_the_edge_site
 class OperatorFromTheChart(SiteTestCase):
     """The chart's Deployment runs the operator on the emulated edge site (its image is
     build/bin/edgetrain-operator), in-cluster over TLS with the chart's ServiceAccount,
@@ -645,10 +652,7 @@ def readme_commands(section):
     return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-@requires_helm
-@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
-@unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
-                            "(or point EDGETRAIN_BUILD_DIR at a build)")
+@on_the_edge_site
 class TheReadmesDeployOnK3s(SiteTestCase):
     """README's "Deploy on K3s" block, each line run as written by bash in the repository,
     with helm 3.17 and kubectl 1.32 as `helm` and `kubectl` on the PATH and KUBECONFIG
