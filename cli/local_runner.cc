@@ -20,8 +20,8 @@
 #include "cli/run_report.h"
 #include "cli/run_supervisor.h"
 #include "cli/stage_planning.h"
-#include "core/job_plan.h"
 #include "core/duration_text.h"
+#include "core/job_plan.h"
 #include "core/job_progress.h"
 
 namespace edgetrain::cli {
@@ -41,6 +41,33 @@ MachineSize ThisMachine() {
   const long page_size = ::sysconf(_SC_PAGESIZE);
   return {static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))),
           pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size / (1 << 20) : 0};
+}
+
+// --observe: the local Prometheus, said where it is; what failed said on `err`.
+StatusOr<RunObserver> StartObserver(const RunOptions& options, const LocalRunPlan& plan, Clock& clock,
+                                    std::ostream& err) {
+  auto started = RunObserver::Start(kPrometheus, fs::path(plan.job.output_dir) / "prometheus", options.observe_port,
+                                    options.observe_rules, clock, kObserverReady);
+  if (!started.ok()) {
+    err << "error: --observe: " << started.status().message() << "\n";
+    return started.status();
+  }
+  err << "observe: Prometheus at " << started->url() << " scrapes every agent each second (its data: "
+      << started->dir().string() << ")\n";
+  return started;
+}
+
+// After the run, the local Prometheus serves its series: until the person
+// interrupts, or for as long as a script said (--observe-keep).
+void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const std::atomic<bool>& interrupted,
+                      Clock& clock, std::ostream& err) {
+  std::optional<Duration> keep;
+  if (!options.observe_keep.empty()) keep = *ParseDuration(options.observe_keep);  // checked by the parser
+  err << "observe: Prometheus at " << observer.url() << " serves the run's series; "
+      << (keep ? "for " + options.observe_keep : std::string("Ctrl-C stops it")) << "\n";
+  const TimePoint until = keep ? clock.Now() + *keep : kNever;
+  while (!interrupted.load() && clock.Now() < until) clock.SleepFor(std::chrono::milliseconds(100));
+  observer.Stop(kStopGrace);
 }
 
 }  // namespace
@@ -135,23 +162,14 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
            "loopback is its own namespace's: observe a run with --links process (the links are shaped alike)\n";
     return kExitInvalid;
   }
-  std::optional<Duration> observe_keep;
-  if (!options.observe_keep.empty()) observe_keep = *ParseDuration(options.observe_keep);  // checked by the parser
-
   RemoveLeftovers(err);
   // Before the agents, so that a missing prometheus or a port in use fails the
   // run before it trains.
   std::optional<RunObserver> observer;
   if (options.observe) {
-    auto started = RunObserver::Start(kPrometheus, fs::path(plan.job.output_dir) / "prometheus", options.observe_port,
-                                      options.observe_rules, clock, kObserverReady);
-    if (!started.ok()) {
-      err << "error: --observe: " << started.status().message() << "\n";
-      return ExitCodeFor(started.status());
-    }
+    auto started = StartObserver(options, plan, clock, err);
+    if (!started.ok()) return ExitCodeFor(started.status());
     observer.emplace(std::move(*started));
-    err << "observe: Prometheus at " << observer->url() << " scrapes every agent each second (its data: "
-        << observer->dir().string() << ")\n";
   }
   std::unique_ptr<NetnsLinks> links;
   if (plan.kernel_links) {
@@ -287,14 +305,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     folder->Remove();
   }
   out << std::flush;
-  if (observer && !outcome.interrupted) {
-    // A person looks after the run, or a script for as long as it said.
-    err << "observe: Prometheus at " << observer->url() << " serves the run's series; "
-        << (observe_keep ? "for " + options.observe_keep : std::string("Ctrl-C stops it")) << "\n";
-    const TimePoint until = observe_keep ? clock.Now() + *observe_keep : kNever;
-    while (!interrupted.load() && clock.Now() < until) clock.SleepFor(std::chrono::milliseconds(100));
-    observer->Stop(kStopGrace);
-  }
+  if (observer && !outcome.interrupted) ServeAfterTheRun(*observer, options, interrupted, clock, err);
   return outcome.interrupted ? kExitInterrupted : kExitOk;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/storage/atomic_file.h"
+#include "cli/run_report.h"
 #include "http/http_client.h"
 #include "http/socket_address.h"
 
@@ -28,12 +29,6 @@ std::string Config(const fs::path& targets, const std::string& rules) {
                        "      - files: ['" + targets.string() + "']\n";
   if (!rules.empty()) config += "rule_files: ['" + rules + "']\n";
   return config;
-}
-
-std::string LastLines(const fs::path& log, size_t max_bytes) {
-  std::ifstream in(log);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
 }
 
 }  // namespace
@@ -73,7 +68,7 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
   while (true) {
     if (auto ended = server->Poll()) {
       return UnavailableError("prometheus exited " + std::to_string(*ended) + " before it was ready (" +
-                              (dir / "prometheus.log").string() + "):\n" + LastLines(log, 600));
+                              (dir / "prometheus.log").string() + "):\n" + LogTail(log.string(), 8));
     }
     auto ready = http::HttpGet(address, "/-/ready");
     if (ready.ok() && ready->status == 200) break;
