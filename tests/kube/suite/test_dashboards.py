@@ -11,14 +11,17 @@ Each panel names the run that feeds it ("edgetrain" → "feeds" in the JSON), an
 every panel must name one of these:
   - the data-parallel training run: `edgetrain run --observe` of
     examples/k8s/digits-team.yaml (two workers and a coordinator, a short budget):
-    the runner's own Prometheus, whose targets carry the namespace and pod labels
-    service discovery would give;
-  - the pipeline run: `edgetrain run --observe` of a digits mlp in three stages;
-  - the operator's reconcile: edgetrain-operator on the API stand-in's emulated edge
-    site (examples/nodes/edge-site.yaml) training small jobs, one of which loses a node
-    (a re-plan, and a recovery when its replacement runs), while the stand-in answers
-    slowly (a queue), and at the end has its CRD
-    deleted under the operator (API errors).
+    the runner's own Prometheus, whose static targets carry the namespace and pod
+    labels service discovery would give (the no-cluster path);
+  - the pipeline run: `edgetrain run --observe` of a digits mlp in three stages, the same;
+  - the operator's reconcile: edgetrain-operator installed by helm on the API
+    stand-in's emulated edge site (examples/nodes/edge-site.yaml) training small jobs,
+    one of which loses a node (a re-plan, and a recovery when its replacement runs),
+    while the stand-in answers slowly (a queue), and at the end has its CRD deleted
+    under the operator (API errors). Its targets, the operator's and its agents', are
+    discovered as in a cluster: the chart's ServiceMonitor and PodMonitor as
+    kubernetes_sd_configs against the stand-in (monitoring.py), and the test asserts
+    their label sets.
 The alerts are unit-tested by promtool (dashboards/alerts_test.yaml, ctest
 dashboards_alerts_test); nothing here checks that Grafana itself renders the JSON:
 there is no Grafana server here (dashboards/README.md)."""
