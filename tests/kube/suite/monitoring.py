@@ -84,23 +84,28 @@ def scrape_configs(monitor, api_server, token_file, ca_file):
         kind = "pod" if pod_monitor else "service"
         rules = [{"source_labels": ["job"], "target_label": "__tmp_prometheus_job_name"}]
         rules += selector_relabelings(spec["selector"], kind)
-        port_label = "__meta_kubernetes_pod_container_port_name" if pod_monitor else \
-            "__meta_kubernetes_endpoint_port_name"
+        port_label = ("__meta_kubernetes_pod_container_port_name" if pod_monitor
+                      else "__meta_kubernetes_endpoint_port_name")
         rules.append({"action": "keep", "source_labels": [port_label], "regex": ep["port"]})
         if not pod_monitor:
             address_target = ["__meta_kubernetes_endpoint_address_target_kind",
                               "__meta_kubernetes_endpoint_address_target_name"]
             rules += [{"source_labels": address_target, "separator": ";", "regex": f"{k};(.*)",
-                       "replacement": "${1}", "target_label": target} for k, target in (("Node", "node"), ("Pod", "pod"))]
+                       "replacement": "${1}", "target_label": target}
+                      for k, target in (("Node", "node"), ("Pod", "pod"))]
         rules.append({"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"})
         if not pod_monitor:
             rules.append({"source_labels": ["__meta_kubernetes_service_name"], "target_label": "service"})
         rules += [{"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
                   {"source_labels": ["__meta_kubernetes_pod_container_name"], "target_label": "container"}]
-        rules.append({"target_label": "job", "replacement": f"{meta['namespace']}/{meta['name']}"} if pod_monitor else
-                     {"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job", "replacement": "${1}"})
+        if pod_monitor:
+            rules.append({"target_label": "job", "replacement": f"{meta['namespace']}/{meta['name']}"})
+        else:
+            rules.append({"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job",
+                          "replacement": "${1}"})
         rules.append({"target_label": "endpoint", "replacement": ep["port"]})
-        config = {"job_name": f"{monitor['kind'][0].lower()}{monitor['kind'][1:]}/{meta['namespace']}/{meta['name']}/{i}",
+        job_name = ("podMonitor" if pod_monitor else "serviceMonitor") + f"/{meta['namespace']}/{meta['name']}/{i}"
+        config = {"job_name": job_name,
                   "honor_labels": False, "kubernetes_sd_configs": [sd], "metrics_path": ep.get("path", "/metrics"),
                   "relabel_configs": rules}
         if ep.get("interval"):

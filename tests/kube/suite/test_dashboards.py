@@ -378,7 +378,8 @@ AGENTS_JOB = f"{chart.RELEASE_NAMESPACE}/{chart.RELEASE}-edgetrain-agents"  # th
 
 
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(monitoring.VMAGENT, os.X_OK), "Debian's victoria-metrics package is missing (scripts/deps)")
+@unittest.skipUnless(os.access(monitoring.VMAGENT, os.X_OK),
+                     "Debian's victoria-metrics package is missing (scripts/deps)")
 @unittest.skipUnless(os.access(OPERATOR, os.X_OK) and os.access(AGENT, os.X_OK),
                      f"{OPERATOR} or {AGENT} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
 @chart.requires_helm
@@ -497,12 +498,16 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainingjobs.edgetrain.dev"
         self.assertEqual(self.api.delete(crd).status, 200)
         self.assertEqual(self.api.post("/_standin/drop-watches", None).status, 200)
-        # until those errors, scraped and written, move the panel's rate
-        errors = f'sum(rate(edgetrain_operator_api_errors_total{{namespace="{chart.RELEASE_NAMESPACE}"}}[{RATE_INTERVAL}]))'
-        self.assertTrue(wait_until(lambda: any(float(r["value"][1]) > 0 for r in self.prom.api("query", query=errors)["result"]),
-                                   timeout=30, interval=0.5), "the CRD's 404s never showed in Prometheus")
-        self.end = time.time() + SCRAPE_INTERVAL_S
-        time.sleep(SCRAPE_INTERVAL_S)  # the range's last step
+        # Until those errors, scraped and written, move the panel's rate; then one step
+        # more, so that the range's last step is not before that.
+        errors = f'sum(rate(edgetrain_operator_api_errors_total{{namespace="{chart.RELEASE_NAMESPACE}"}}' \
+                 f'[{RATE_INTERVAL}]))'
+
+        def errors_move():
+            return any(float(r["value"][1]) > 0 for r in self.prom.api("query", query=errors)["result"])
+        self.assertTrue(wait_until(errors_move, timeout=30, interval=0.5), "the CRD's 404s never showed in Prometheus")
+        time.sleep(SCRAPE_INTERVAL_S)
+        self.end = time.time()
         self.variables = {"datasource": "prometheus", "namespace": chart.RELEASE_NAMESPACE}
         print(f"operator run: {self.end - self.start:.0f} s")
         self.check_dashboard()
