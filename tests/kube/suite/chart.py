@@ -18,6 +18,12 @@ CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
 RELEASE, RELEASE_NAMESPACE = "et", "edgetrain"
 OPERATOR_ACCOUNT = "et-edgetrain-operator"
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+# Values for the chart's operator on the emulated edge site: its leader election and
+# waits short, its pod small, the agents' image one the node emulator runs.
+FAST_VALUES = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
+               "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",
+               "--set", "operator.waits.unschedulableRetry=1s", "--set", "operator.terminationGracePeriodSeconds=10",
+               "--set", "operator.resources.requests.cpu=50m", "--set", "agent.image.tag=dev"]
 
 
 def find_helm():

@@ -529,10 +529,7 @@ class OperatorFromTheChart(SiteTestCase):
     profile = EDGE_SITE
     extra_args = ["--tls"]
     NS = "edgetrain"
-    FAST = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
-            "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",
-            "--set", "operator.waits.unschedulableRetry=1s", "--set", "operator.terminationGracePeriodSeconds=10",
-            "--set", "operator.resources.requests.cpu=50m", "--set", "agent.image.tag=dev"]
+    FAST = chart.FAST_VALUES
 
     @classmethod
     def setUpClass(cls):

