@@ -63,6 +63,20 @@ def worker_series(snapshots, key):
     return series
 
 
+def both_ways(ax, up, down, scale, name, ylabel, title, alone):
+    """Each worker's uplink series (solid) and downlink series (dashed, same colour)."""
+    for rank, (t, v) in sorted(up.items()):
+        line, = ax.plot(t, [x * scale for x in v], label=f"{name(rank)} up", linewidth=1)
+        dt, dv = down.get(rank, ([], []))
+        ax.plot(dt, [x * scale for x in dv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if up:
+        ax.legend(fontsize=7, ncol=2)
+    else:
+        ax.text(0.5, 0.5, alone, ha="center", transform=ax.transAxes)
+
+
 def draw(snapshots, out, title, names):
     import matplotlib
     matplotlib.use("Agg")
@@ -96,19 +110,9 @@ def draw(snapshots, out, title, names):
     ax.set_ylabel("samples/s")
     ax.set_title("samples a second, the whole job")
 
-    workers = worker_series(snapshots, "bandwidthMbps")
-    downlinks = worker_series(snapshots, "downlinkMbps")
-    ax = axes[1][0]
-    for rank, (t, v) in sorted(workers.items()):
-        line, = ax.plot(t, v, label=f"{name(rank)} up", linewidth=1)
-        dt, dv = downlinks.get(rank, ([], []))
-        ax.plot(dt, dv, "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
-    ax.set_ylabel("Mbit/s (0: not yet measured, or down)")
-    ax.set_title("each link, as its ends measure it")
-    if workers:
-        ax.legend(fontsize=7, ncol=2)
-    else:
-        ax.text(0.5, 0.5, "a job of one: no links", ha="center", transform=ax.transAxes)
+    both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps"), worker_series(snapshots, "downlinkMbps"), 1,
+              name, "Mbit/s (0: not yet measured, or down)", "each link, as its ends measure it",
+              "a job of one: no links")
 
     ax = axes[1][1]
     stalls = worker_series(snapshots, "stallSeconds")
@@ -145,19 +149,8 @@ def draw(snapshots, out, title, names):
     ax.set_ylabel("J, modelled", color="tab:red")
     ax.set_title("energy (docs/energy.md)")
 
-    ax = axes[2][1]
-    sent = worker_series(snapshots, "bytesSent")
-    received = worker_series(snapshots, "bytesReceived")
-    for rank, (t, v) in sorted(sent.items()):
-        line, = ax.plot(t, [b / 1e6 for b in v], label=f"{name(rank)} up", linewidth=1)
-        rt, rv = received[rank]
-        ax.plot(rt, [b / 1e6 for b in rv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
-    ax.set_ylabel("MB")
-    ax.set_title("bytes on the wire")
-    if sent:
-        ax.legend(fontsize=7, ncol=2)
-    else:
-        ax.text(0.5, 0.5, "a job of one: nothing sent", ha="center", transform=ax.transAxes)
+    both_ways(axes[2][1], worker_series(snapshots, "bytesSent"), worker_series(snapshots, "bytesReceived"), 1e-6,
+              name, "MB", "bytes on the wire", "a job of one: nothing sent")
 
     for row in axes:
         for ax in row:
