@@ -108,7 +108,9 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   pass.pods = pods_.ByIndex(kPodsByJob, key);
 
   EDGETRAIN_RETURN_IF_ERROR(Validate(pass));
-  if (pass.job.name.empty()) {  // invalid: the status says why, nothing else is done
+  if (pass.job.name.empty()) {  // invalid: the status says why, nothing else is done but its TTL
+    const Json& spec = pass.object.value("spec", Json::object());
+    EDGETRAIN_RETURN_IF_ERROR(ExpireAfterTtl(pass, spec.is_object() ? spec : Json::object()));
     EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
     return pass.outcome;
   }
@@ -150,6 +152,8 @@ Status Reconciler::Validate(Pass& pass) {
     pass.Set(condition::kInvalid, true, why.c_str(), invalid);
     pass.Set(condition::kFailed, true, why.c_str(), invalid);
     pass.status["phase"] = phase::kFailed;
+    // Failed, so finished: ttlSecondsAfterFinished counts from here.
+    if (news || !pass.status.contains("completionTime")) pass.status["completionTime"] = pass.now;
     pass.status["observedGeneration"] = pass.generation;
     if (news) {
       events_.Record(pass.object, "Warning", why, invalid);
@@ -165,6 +169,7 @@ Status Reconciler::Validate(Pass& pass) {
          FindCondition(pass.status, condition::kFailed)->value("reason", "") == reason::kNotSupported)) {
       pass.Set(condition::kFailed, false, "Valid", "");
       pass.status["phase"] = phase::kPending;
+      pass.status.erase("completionTime");
     }
   }
   const Json& meta = pass.object.at("metadata");
@@ -174,15 +179,21 @@ Status Reconciler::Validate(Pass& pass) {
 
 Status Reconciler::Finished(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(CleanPods(pass));
-  const Json& spec = pass.job.manifest.object.at("spec");
-  if (!spec.contains("ttlSecondsAfterFinished")) return Status::Ok();
+  return ExpireAfterTtl(pass, pass.job.manifest.object.at("spec"));
+}
+
+Status Reconciler::ExpireAfterTtl(Pass& pass, const Json& spec) {
+  // An invalid job's spec may hold anything: a TTL that is not a count of seconds is none.
+  const auto ttl = spec.find("ttlSecondsAfterFinished");
+  if (ttl == spec.end() || !ttl->is_number_integer() || ttl->get<int64_t>() < 0) return Status::Ok();
   const kube::WallTime now = wall_now_();
   // A completionTime that does not parse (written by hand) counts from now.
   const kube::WallTime finished = kube::ParseKubeTime(pass.status.value("completionTime", pass.now)).value_or(now);
-  const auto expires = finished + std::chrono::seconds(spec["ttlSecondsAfterFinished"].get<int64_t>());
+  const auto expires = finished + std::chrono::seconds(ttl->get<int64_t>());
   if (now >= expires) {
     log_.Job(pass.key, "Expired", "deleted: ttlSecondsAfterFinished has passed since it finished");
-    Status deleted = client_.Delete(kube::kTrainingJobs, pass.job.namespace_, pass.job.name);
+    const Json& meta = pass.object.at("metadata");
+    Status deleted = client_.Delete(kube::kTrainingJobs, meta.value("namespace", "default"), meta.value("name", ""));
     if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
     pass.status = pass.stored_status;  // nothing to write to a deleted object
     return Status::Ok();

@@ -91,6 +91,9 @@ class Reconciler {
   struct Pass;  // one reconcile's state
   Status Validate(Pass& pass);
   Status Finished(Pass& pass);
+  // A finished job (Succeeded, Failed, or Failed as invalid) is deleted once
+  // `spec`'s ttlSecondsAfterFinished has passed since its completionTime.
+  Status ExpireAfterTtl(Pass& pass, const Json& spec);
   Status Suspend(Pass& pass);
   Status Place(Pass& pass);
   Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);

@@ -452,6 +452,44 @@ TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {
   EXPECT_EQ(api_.Writes("create Pod") + api_.Writes("create Service") + api_.Writes("create ConfigMap"), 0);
 }
 
+TEST_F(ReconcilerTest, AnInvalidJobIsFinishedSoItsTtlDeletesItAndAFixStartsItAgain) {
+  AddNode(ANode("gateway"));
+  const std::string key =
+      Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}, {"ttlSecondsAfterFinished", 60}}));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(Job("piped")["status"]["completionTime"], Job("piped")["status"]["conditions"][0]["lastTransitionTime"])
+      << "Failed for being invalid: finished now";
+  now_ += std::chrono::seconds(30);
+  ReconcileOutcome waiting = Reconcile(key);
+  ASSERT_TRUE(waiting.requeue_after.has_value());
+  EXPECT_EQ(*waiting.requeue_after, std::chrono::seconds(30));
+
+  // Fixed within its TTL: it is no longer finished, and runs.
+  Json fixed = Job("piped");
+  fixed["spec"]["parallelism"] = {{"workers", 1}};
+  fixed["metadata"]["generation"] = 2;
+  StatusOr<Json> updated = api_.Update(kube::kTrainingJobs, "default", fixed);
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  jobs_.Put(*updated);
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_FALSE(Job("piped")["status"].contains("completionTime"));
+  EXPECT_NE(Job("piped")["status"]["phase"], api::phase::kFailed);
+  now_ += std::chrono::seconds(60);
+  Reconcile(key);
+  EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "piped").ok()) << "a running job has no TTL";
+
+  // Left invalid, it goes once the TTL has passed.
+  const std::string other =
+      Submit(TrainingJob("left", {{"parallelism", {{"mode", "pipeline"}}}, {"ttlSecondsAfterFinished", 60}}));
+  Reconcile(other);
+  jobs_.Put(Job("left"));
+  now_ += std::chrono::seconds(60);
+  Reconcile(other);
+  EXPECT_FALSE(api_.Get(kube::kTrainingJobs, "default", "left").ok()) << "deleted as a Failed job is";
+}
+
 TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
