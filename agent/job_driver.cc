@@ -45,8 +45,9 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
     return FailedPreconditionError(path + " " + restored.message() +
                                    "; move it away, or start afresh (edgetrain run --fresh)");
   }
+  // Only the runner's own line names `edgetrain run --fresh`: on a cluster this log is a pod's.
   log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples
-       << " samples, " << c.elapsed_s << " s of training (edgetrain run --fresh starts over)\n";
+       << " samples, " << c.elapsed_s << " s of training\n";
   return checkpoint;
 }
 

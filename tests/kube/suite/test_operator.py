@@ -255,6 +255,45 @@ class OperatorTest(SiteTestCase):
               f"(nodeLossGrace 2s), the replacement running at {t_whole - t_lost:.1f} s and in the team "
               f"by {t_joined - t_lost:.1f} s")
 
+    def test_a_killed_coordinator_restarts_in_its_pod_and_resumes_from_its_checkpoint(self):
+        # The coordinator's process dies (SIGKILL, as an OOM kill would have it): its
+        # pod (restartPolicy OnFailure) restarts it on its node, it resumes from the
+        # checkpoint in its output folder (an emptyDir outlives its container), and the
+        # workers reconnect without a restart of theirs. How long that takes is printed.
+        self.delete_when_done("crashed")
+        self.apply(small_job("crashed", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
+                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None},
+                             faultTolerance={"checkpointEvery": 20}))
+        before = self.wait_job("crashed", lambda j: (j or {}).get("status", {}).get("progress", {})
+                               .get("iteration", 0) >= 60, timeout=60)
+        found = subprocess.run(["pgrep", "-f", "--", "--role=coordinator --job=crashed "], capture_output=True,
+                               text=True)
+        pids = found.stdout.split()
+        self.assertEqual(len(pids), 1, f"the coordinator's process: {found.stdout!r}")
+        t_killed = time.monotonic()
+        os.kill(int(pids[0]), 9)
+        self.wait_pod("crashed-coordinator", lambda p: p is not None and phase(p) == "Running"
+                      and p["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=60)
+        t_restarted = time.monotonic()
+        resumed, log, deadline = None, "", time.monotonic() + 60
+        while resumed is None and time.monotonic() < deadline:
+            log = self.kubectl.run("logs", "crashed-coordinator", ok=False).stdout
+            resumed = next((line for line in log.splitlines() if "resum" in line), None)
+            time.sleep(0.2)
+        self.assertIsNotNone(resumed, "the restarted coordinator resumes from its checkpoint: " + log[-2000:])
+        # Trained past where the status last saw it before the loss.
+        seen = before["status"]["progress"]["iteration"]
+        job = self.wait_job("crashed", lambda j: phase(j) == "Running"
+                            and j["status"]["progress"]["iteration"] > seen + 20, timeout=60)
+        t_trains = time.monotonic()
+        self.assertFalse(job["status"].get("recoveries"), "a coordinator restarted in its pod is not a recovery")
+        pods = self.job_pods("crashed")
+        for rank in (0, 1):
+            self.assertEqual(pods[f"crashed-worker-{rank}"]["status"]["containerStatuses"][0]["restartCount"], 0,
+                             f"worker {rank} reconnected without a restart")
+        print(f"\ncoordinator lost: restarted in its pod {t_restarted - t_killed:.1f} s after SIGKILL, "
+              f"training again by {t_trains - t_killed:.1f} s ({resumed.strip()})")
+
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
         # Placement prefers what was measured: the other tests place on the site as
         # declared, so the measured links go once the job has (cleanups run last first).
