@@ -5,7 +5,8 @@ folder as report.png, from the progress snapshots it kept there (progress.jsonl)
     edgetrain-plot-run HISTORY.jsonl OUT.png [--title T] [--worker NAME ...]
 
 HISTORY holds one JSON object a line, {"t": seconds, "progress": {...}}, the
-progress being the coordinator's GET /progress (docs/launch-contract.md). The
+progress being the coordinator's GET /progress (docs/launch-contract.md); the
+test accuracy comes from evaluations.csv beside it when the run wrote one. The
 x axis is the job's training time (elapsedSeconds), which goes on across a
 resumed run. Rates (samples/s, stall, watts) are taken between snapshots at
 least a few seconds apart, so that one late poll does not draw a spike.
@@ -15,7 +16,9 @@ install it).
 """
 
 import argparse
+import csv
 import json
+import os
 import sys
 
 RATE_WINDOW_S = 3.0  # the least time a rate is taken over
@@ -39,6 +42,21 @@ def load(path):
     return snapshots
 
 
+def load_evaluations(path):
+    """(training seconds, accuracy) of every evaluation, from the run's
+    evaluations.csv (docs/using-the-model.md): the snapshots miss those made
+    between two polls, and know an evaluation only once it is done."""
+    try:
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        return []
+    try:
+        return sorted((float(r["seconds"]), float(r["accuracy"])) for r in rows)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path}: not an evaluations file ({e})") from None
+
+
 def rates(times, totals):
     """(t, d total / d t) over windows of at least RATE_WINDOW_S."""
     out_t, out_v = [], []
@@ -52,14 +70,15 @@ def rates(times, totals):
     return out_t, out_v
 
 
-def worker_series(snapshots, key):
-    """Per worker rank: (times, values of `key`)."""
+def worker_series(snapshots, key, zero_is_unknown=False):
+    """Per worker rank: (times, values of `key`); with zero_is_unknown, 0 is a gap."""
     series = {}
     for p in snapshots:
         for w in p.get("workers", []):
             t, v = series.setdefault(w["rank"], ([], []))
             t.append(p["elapsedSeconds"])
-            v.append(w.get(key, 0))
+            value = w.get(key, 0)
+            v.append(float("nan") if zero_is_unknown and not value else value)
     return series
 
 
@@ -77,7 +96,7 @@ def both_ways(ax, up, down, scale, name, ylabel, title, alone):
         ax.text(0.5, 0.5, alone, ha="center", transform=ax.transAxes)
 
 
-def draw(snapshots, out, title, names):
+def draw(snapshots, evaluations, out, title, names):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -89,12 +108,8 @@ def draw(snapshots, out, title, names):
     fig, axes = plt.subplots(3, 2, figsize=(13, 11))
     fig.suptitle(title)
     ax = axes[0][0]
-    evaluated = {}
-    for p in snapshots:
-        if p.get("accuracy") is not None:
-            evaluated[p.get("evaluatedAtIteration")] = (p["elapsedSeconds"], p["accuracy"])
-    if evaluated:
-        t, acc = zip(*sorted(evaluated.values()))
+    if evaluations:
+        t, acc = zip(*evaluations)
         ax.plot(t, acc, "o-", color="tab:blue", markersize=3, label="test accuracy")
     ax.set_ylabel("test accuracy", color="tab:blue")
     loss_ax = ax.twinx()
@@ -108,11 +123,14 @@ def draw(snapshots, out, title, names):
     t, v = rates(times, [p.get("samples", 0) for p in snapshots])
     ax.plot(t, v, color="tab:green")
     ax.set_ylabel("samples/s")
+    ax.set_ylim(bottom=0)
     ax.set_title("samples a second, the whole job")
 
-    both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps"), worker_series(snapshots, "downlinkMbps"), 1,
-              name, "Mbit/s (0: not yet measured, or down)", "each link, as its ends measure it",
-              "a job of one: no links")
+    # A link's estimate is 0 until something large enough was timed, and while it is
+    # down: drawn as a gap rather than as a dead link.
+    both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
+              worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
+              "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links")
 
     ax = axes[1][1]
     stalls = worker_series(snapshots, "stallSeconds")
@@ -144,6 +162,7 @@ def draw(snapshots, out, title, names):
         wt, wv = rates(list(t), list(joules))
         watts_ax.plot(wt, wv, color="tab:purple", linewidth=1)
         watts_ax.set_ylabel("W", color="tab:purple")
+        watts_ax.set_ylim(bottom=0)  # from 0: a tenth of a watt must not look like a swing
     else:
         ax.text(0.5, 0.5, "no energy model in this run", ha="center", transform=ax.transAxes)
     ax.set_ylabel("J, modelled", color="tab:red")
@@ -169,6 +188,7 @@ def main():
     args = parser.parse_args()
     try:
         snapshots = load(args.history)
+        evaluations = load_evaluations(os.path.join(os.path.dirname(args.history), "evaluations.csv"))
     except (OSError, ValueError) as e:
         print(f"edgetrain-plot-run: {e}", file=sys.stderr)
         return 2
@@ -180,7 +200,7 @@ def main():
     except ImportError:
         print("edgetrain-plot-run: python3-matplotlib is not installed", file=sys.stderr)
         return 3
-    draw(snapshots, args.out, args.title, args.worker)
+    draw(snapshots, evaluations, args.out, args.title, args.worker)
     return 0
 
 

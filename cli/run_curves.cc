@@ -29,6 +29,10 @@ bool RunCurves::Due(double elapsed_s) const {
 Status RunCurves::Record(double t, const std::string& body) {
   auto progress = DecodeJobProgress(body);
   if (!progress.ok()) return Status::Ok();  // not a snapshot to draw; the display says what it makes of it
+  // Before the job trains, the coordinator does not yet say whether it resumed
+  // (nor has it anything to draw): the history is started, or gone on with, from
+  // its first snapshot of training.
+  if (progress->state == JobState::kStarting) return Status::Ok();
   const std::string state(NameOf(progress->state));
   if (started_ && state == last_state_ && !Due(progress->elapsed_s)) return Status::Ok();
   if (!started_) {

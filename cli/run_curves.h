@@ -27,9 +27,9 @@ class RunCurves {
   std::filesystem::path history_path() const { return output_dir_ / "progress.jsonl"; }
   std::filesystem::path picture_path() const { return output_dir_ / "report.png"; }
 
-  // A /progress body read `t` seconds into the run. The first one decides
-  // whether the history starts over or goes on: on, when the job resumed from
-  // a checkpoint. Fails only when the history cannot be written.
+  // A /progress body read `t` seconds into the run. The first one of a job
+  // training decides whether the history starts over or goes on: on, when the
+  // job resumed from a checkpoint. Fails only when the history cannot be written.
   Status Record(double t, const std::string& body);
   // Whether anything was recorded.
   bool empty() const { return !started_; }

@@ -85,6 +85,8 @@ TEST(RunCurvesTest, AResumedRunDrawsOnFromTheEarlierOneAndAFreshOneStartsOver) {
   }
   {
     RunCurves resumed(dir / "out");
+    // Polled before it trains, the coordinator does not say yet that it resumed.
+    ASSERT_TRUE(resumed.Record(0, Snapshot(0, JobState::kStarting)).ok());
     for (int t = 10; t < 15; ++t) ASSERT_TRUE(resumed.Record(t - 10, Snapshot(t, JobState::kTraining, 100)).ok());
   }
   EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 15);

@@ -31,6 +31,18 @@ std::string Config(const fs::path& targets, const std::string& rules) {
   return config;
 }
 
+// What Prometheus logged as errors (a rules file that does not parse, a port
+// in use), else the end of its log: its last lines are often only "one or more
+// errors occurred" after the error that says which.
+std::string ErrorsLogged(const fs::path& log) {
+  std::ifstream in(log);
+  std::string errors;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("level=error") != std::string::npos) errors += "  | " + line + "\n";
+  }
+  return errors.empty() ? LogTail(log.string(), 8) : errors;
+}
+
 }  // namespace
 
 std::string PodOfAgent(const std::string& job, const std::string& agent) {
@@ -48,7 +60,7 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
     return NotFoundError(prometheus + " is missing: --observe runs Debian's prometheus (apt-get install prometheus)");
   }
   const std::string rules_path = rules.empty() ? "" : fs::absolute(rules, ec).string();
-  if (!rules.empty() && !fs::is_regular_file(rules_path, ec)) return NotFoundError("no rules file at " + rules);
+  if (!rules.empty() && !fs::is_regular_file(rules_path, ec)) return InvalidArgumentError("no rules file at " + rules);
   fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
   if (port == 0) port = http::FreeLoopbackPort();
@@ -67,8 +79,14 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
   const TimePoint deadline = clock.Now() + ready_timeout;
   while (true) {
     if (auto ended = server->Poll()) {
+      std::string said = ErrorsLogged(log);
+      if (!said.empty() && said.back() == '\n') said.pop_back();
+      std::string hint;
+      if (said.find("address already in use") != std::string::npos) {
+        hint = "\n--observe-port PORT takes another port (0: one the OS gives)";
+      }
       return UnavailableError("prometheus exited " + std::to_string(*ended) + " before it was ready (" +
-                              (dir / "prometheus.log").string() + "):\n" + LogTail(log.string(), 8));
+                              log.string() + "):\n" + said + hint);
     }
     auto ready = http::HttpGet(address, "/-/ready");
     if (ready.ok() && ready->status == 200) break;
