@@ -146,7 +146,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->needs(observe);
   run_command->add_option("--observe-rules", run.observe_rules,
                           "a Prometheus rules file the local Prometheus evaluates, such as dashboards/alerts.yaml: "
-                          "its alerts show at /alerts")
+                          "its alerts are at /api/v1/alerts (Debian's Prometheus has no web pages)")
       ->option_text("FILE")
       ->needs(observe);
 

@@ -15,8 +15,9 @@
 namespace edgetrain::cli {
 
 // Sets `run.job.pipeline` and the agents that will run; returns what was
-// chosen, to be said before training: "auto picks hybrid, predicted 547
-// samples/s (3.3x data parallelism's ...)", then the plan (DescribePlan).
+// chosen, to be said before training: "auto picks hybrid, predicted 643
+// samples/s against data parallelism's 182 on the same devices and links",
+// then the plan (DescribePlan).
 // FailedPrecondition when no plan fits the devices' memory.
 // `stages` (RunOptions::stages) trains one of the plans the planner's is
 // compared with instead.
