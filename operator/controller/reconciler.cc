@@ -177,6 +177,14 @@ Status Reconciler::Validate(Pass& pass) {
   return Status::Ok();
 }
 
+std::optional<Duration> Reconciler::SinceTransition(const Json& status, const char* type) const {
+  const Json* condition = FindCondition(status, type);
+  if (condition == nullptr || !condition->contains("lastTransitionTime")) return std::nullopt;
+  const auto since = kube::ParseKubeTime(condition->value("lastTransitionTime", ""));
+  if (!since) return std::nullopt;
+  return std::chrono::duration_cast<Duration>(wall_now_() - *since);
+}
+
 Status Reconciler::Finished(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(CleanPods(pass));
   return ExpireAfterTtl(pass, pass.job.manifest.object.at("spec"));
@@ -554,11 +562,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
         pass.Requeue(options_.status_interval);
         return Status::Ok();
       }
-      const Json* placed = FindCondition(pass.status, condition::kPlaced);
-      const auto since = kube::ParseKubeTime(placed ? placed->value("lastTransitionTime", pass.now) : pass.now);
       const Duration timeout = GangTimeoutOf(pass.job);
-      const kube::WallTime now = wall_now_();
-      const Duration waited = std::chrono::duration_cast<Duration>(now - since.value_or(now));
+      const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(Duration::zero());
       if (waited >= timeout) {
         EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
         const std::string message = std::to_string(gang.running) + "/" + std::to_string(gang.expected) +
@@ -586,14 +591,13 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
     case GangState::kRunning: {
       if (pass.Phase() != phase::kRunning) {
         std::string message = "all " + std::to_string(gang.expected) + " pods of the gang run";
+        // Since the Running condition turned False: the loss, or the move, was
+        // seen. Without that time (a status written by hand) nothing is said.
         if (pass.Phase() == phase::kRecovering) {
-          // Since the Running condition turned False: the loss, or the move, was seen.
-          const Json* running = FindCondition(pass.stored_status, condition::kRunning);
-          const auto since = kube::ParseKubeTime(running ? running->value("lastTransitionTime", pass.now) : pass.now);
-          const kube::WallTime now = wall_now_();
-          const Duration took = std::chrono::duration_cast<Duration>(now - since.value_or(now));
-          pass.outcome.recovered_after = took;
-          message += " again, " + FormatDuration(took) + " after the team stopped being whole";
+          if (auto took = SinceTransition(pass.stored_status, condition::kRunning)) {
+            pass.outcome.recovered_after = took;
+            message += " again, " + FormatDuration(*took) + " after the team stopped being whole";
+          }
         }
         events_.Record(pass.object, "Normal", reason::kTraining, message);
         log_.Job(pass.key, reason::kTraining, message);

@@ -94,6 +94,9 @@ class Reconciler {
   // A finished job (Succeeded, Failed, or Failed as invalid) is deleted once
   // `spec`'s ttlSecondsAfterFinished has passed since its completionTime.
   Status ExpireAfterTtl(Pass& pass, const Json& spec);
+  // How long ago condition `type` of `status` last changed; none when it has no
+  // (readable) lastTransitionTime.
+  std::optional<Duration> SinceTransition(const Json& status, const char* type) const;
   Status Suspend(Pass& pass);
   Status Place(Pass& pass);
   Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
