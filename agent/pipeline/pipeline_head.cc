@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "agent/pipeline/stage_runner.h"
 #include "agent/pipeline/wire_floats.h"
 #include "core/batch_order.h"
 #include "core/row_layout.h"
@@ -401,10 +400,18 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
   return whole;
 }
 
+StatusOr<JobCheckpoint> PipelineHead::StateNow() {
+  if (fetched_ && fetched_step_ == step_) return *fetched_;
+  EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, FetchState());
+  fetched_ = state;
+  fetched_step_ = step_;
+  return state;
+}
+
 StatusOr<double> PipelineHead::Evaluate() {
   // Once finished the stages are gone, and the head's model is the final one.
   if (!final_) {
-    EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, FetchState());
+    EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, StateNow());
     std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
   }
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
@@ -417,9 +424,15 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
     into.optimizer = final_->optimizer;
     return;
   }
-  auto state = FetchState();
+  auto state = StateNow();
+  if (!state.ok() && fetched_) {
+    // The stages' state as last fetched, optimizer and all, so that the
+    // checkpoint still resumes (parameters alone would be refused).
+    log_ << "pipeline: the checkpoint keeps the stages' state of step " << fetched_step_ << ": "
+         << state.status().message() << "\n";
+    state = *fetched_;
+  }
   if (!state.ok()) {
-    // The model as last fetched: a checkpoint of the stages' state before.
     log_ << "pipeline: the checkpoint keeps the model as last fetched: " << state.status().message() << "\n";
     std::span<const float> params = model_.Parameters();
     into.parameters.assign(params.begin(), params.end());
@@ -432,7 +445,7 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
 void PipelineHead::Finish(FinalModel final) {
   // The stages' state, fetched once more before they are told to stop: the
   // driver evaluates and checkpoints the final model after this.
-  auto state = FetchState();
+  auto state = StateNow();
   if (!state.ok()) {
     log_ << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
     state = JobCheckpoint{};

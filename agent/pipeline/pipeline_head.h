@@ -81,6 +81,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Status SumGradient(int stage, int rank, v1::GroupGradient part);
   // Every stage's state, fetched and joined into the whole model's.
   StatusOr<JobCheckpoint> FetchState();
+  // FetchState at most once a step: the driver often evaluates and
+  // checkpoints at the same step, and Finish follows the last one.
+  StatusOr<JobCheckpoint> StateNow();
   Status LostLocked() const;
 
   const JobPlan& plan_;
@@ -101,6 +104,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   std::optional<JobCheckpoint> restored_;
   std::optional<JobCheckpoint> final_;  // the model and optimizer kept once finished
+  std::optional<JobCheckpoint> fetched_;  // the stages' state as last fetched, at step fetched_step_
+  int64_t fetched_step_ = -1;
   bool finished_ = false;
   int64_t step_ = 0;
   int64_t samples_ = 0;
