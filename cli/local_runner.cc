@@ -117,9 +117,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
 int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) return kExitOk;
   err << "measuring the model's layers on this machine for the pipeline planner\n";
-  auto chosen = PlanStages(checked.job, checked.profile,
-                           options.agent_binary.empty() ? AgentBeside() : options.agent_binary, options.stages,
-                           checked.plan);
+  auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, options.stages, checked.plan);
   if (!chosen.ok()) {
     err << "error: " << checked.job.name << ": " << chosen.status().message() << "\n";
     return ExitCodeFor(chosen.status());
@@ -148,7 +146,6 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   const TimePoint started = clock.Now();
   CheckedRun checked;
   if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
-  if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;
   const api::TrainingJobManifest& job = checked.job;
   const std::optional<ClusterProfile>& profile = checked.profile;
   LocalRunPlan& plan = checked.plan;
@@ -156,12 +153,13 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     out << job.name << " is suspended (spec.suspend: true); nothing to run\n";
     return kExitOk;
   }
-
   if (options.observe && plan.kernel_links) {
     err << "error: --observe scrapes the agents over this machine's loopback, and under --links netns each agent's "
            "loopback is its own namespace's: observe a run with --links process (the links are shaped alike)\n";
     return kExitInvalid;
   }
+  // After what refuses a run at once: measuring the layers takes seconds.
+  if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;
   RemoveLeftovers(err);
   // Before the agents, so that a missing prometheus or a port in use fails the
   // run before it trains.
