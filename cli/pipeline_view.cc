@@ -4,17 +4,12 @@
 #include <cstdio>
 
 #include "cli/progress_display.h"
+#include "core/pipeline_planner.h"
 
 namespace edgetrain::cli {
 namespace {
 
 constexpr double kMbpsPerBytePerSecond = 8 / 1e6;
-
-std::string Fixed(double value, int decimals) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
 
 std::string Bytes(double bytes) {
   if (bytes < 1024) return Fixed(bytes, 0) + " B";
@@ -24,11 +19,6 @@ std::string Bytes(double bytes) {
 }
 
 std::string Ms(double seconds, int decimals = 1) { return Fixed(seconds * 1000, decimals); }
-
-std::string StageLayers(const PipelineProblem& problem, const PipelineStage& stage) {
-  const std::string& first = problem.layers[stage.first_layer].name;
-  return stage.end_layer - stage.first_layer == 1 ? first : first + "-" + problem.layers[stage.end_layer - 1].name;
-}
 
 std::string DeviceNames(const PipelineProblem& problem, const PipelineStage& stage) {
   std::string names;
@@ -71,7 +61,7 @@ void PrintStages(const PipelineProblem& problem, const PipelinePlan& plan, std::
     std::string memory;
     for (int64_t bytes : cost.memory_bytes) memory += (memory.empty() ? "" : ", ") + Bytes(static_cast<double>(bytes));
     std::snprintf(line, sizeof line, "  %-5zu %-22s %-28s %9s %10s %8s %11s  %s\n", s + 1,
-                  StageLayers(problem, plan.stages[s]).c_str(), DeviceNames(problem, plan.stages[s]).c_str(),
+                  StageLayerNames(problem, plan.stages[s]).c_str(), DeviceNames(problem, plan.stages[s]).c_str(),
                   Ms(cost.period_s).c_str(), Ms(cost.compute_s).c_str(), Ms(cost.link_s).c_str(),
                   Ms(cost.exchange_s).c_str(), memory.c_str());
     out << line;

@@ -34,17 +34,7 @@ PipelinePlan FastestAlone(const PipelineProblem& problem) {
   for (int d = 1; d < static_cast<int>(problem.devices.size()); ++d) {
     if (problem.devices[d].speed > problem.devices[fastest].speed) fastest = d;
   }
-  const std::vector<PipelineStage> stages = {{0, static_cast<int>(problem.layers.size()), {fastest}}};
-  const PipelineCostModel model(problem);
-  std::optional<PipelinePlan> best;
-  for (int m : MicroBatchCounts(problem)) {
-    PipelinePlan plan{stages, m, problem.batch_size / m, *model.Plan(stages, m)};
-    if (!best || (plan.cost.fits && !best->cost.fits) ||
-        (plan.cost.fits == best->cost.fits && plan.cost.step_s < best->cost.step_s)) {
-      best = std::move(plan);
-    }
-  }
-  return *best;
+  return AtBestMicroBatches(problem, {{0, static_cast<int>(problem.layers.size()), {fastest}}});
 }
 
 double IdealSamplesPerSecond(const PipelineProblem& problem) {

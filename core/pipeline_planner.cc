@@ -249,8 +249,22 @@ bool Faster(const PipelinePlan& a, const std::optional<PipelinePlan>& b) {
          (a.cost.fits == b->cost.fits && a.cost.step_s < b->cost.step_s);
 }
 
-// `stages` at each micro-batch count, the fastest that fits (or, when none
-// does, the fastest).
+std::string Names(const PipelineProblem& problem, const std::vector<int>& devices) {
+  std::string out;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == devices.size() ? " and " : ", ") + problem.devices[devices[i]].name;
+  }
+  return out;
+}
+
+std::string Ms(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", seconds * 1000);
+  return text;
+}
+
+}  // namespace
+
 PipelinePlan AtBestMicroBatches(const PipelineProblem& problem, const std::vector<PipelineStage>& stages) {
   PipelineCostModel model(problem);
   std::optional<PipelinePlan> best;
@@ -261,26 +275,10 @@ PipelinePlan AtBestMicroBatches(const PipelineProblem& problem, const std::vecto
   return *best;
 }
 
-std::string Names(const PipelineProblem& problem, const std::vector<int>& devices) {
-  std::string out;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == devices.size() ? " and " : ", ") + problem.devices[devices[i]].name;
-  }
-  return out;
+std::string StageLayerNames(const PipelineProblem& problem, const PipelineStage& stage) {
+  const std::string& first = problem.layers[stage.first_layer].name;
+  return stage.end_layer - stage.first_layer == 1 ? first : first + "-" + problem.layers[stage.end_layer - 1].name;
 }
-
-std::string Layers(const PipelineProblem& problem, const PipelineStage& s) {
-  const std::string& first = problem.layers[s.first_layer].name;
-  return s.end_layer - s.first_layer == 1 ? first : first + "-" + problem.layers[s.end_layer - 1].name;
-}
-
-std::string Ms(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f ms", seconds * 1000);
-  return text;
-}
-
-}  // namespace
 
 StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const PlannerOptions& options) {
   if (problem.layers.empty()) return InvalidArgumentError("the model has no layers to plan");
@@ -368,7 +366,7 @@ std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& pla
   out << plan.stages.size() << (plan.stages.size() == 1 ? " stage" : " stages") << ", " << plan.micro_batches
       << (plan.micro_batches == 1 ? " micro-batch" : " micro-batches") << " of " << plan.micro_batch_size << ": ";
   for (size_t i = 0; i < plan.stages.size(); ++i) {
-    out << (i ? "; " : "") << Layers(problem, plan.stages[i]) << " on " << Names(problem, plan.stages[i].devices);
+    out << (i ? "; " : "") << StageLayerNames(problem, plan.stages[i]) << " on " << Names(problem, plan.stages[i].devices);
   }
   if (!cost.fits) {
     out << ". It does not fit: " << cost.misfit;
@@ -383,7 +381,7 @@ std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& pla
     return out.str();
   }
   const StageCost& slowest = cost.stages[cost.bottleneck_stage];
-  out << ". The slowest stage, " << Layers(problem, plan.stages[cost.bottleneck_stage]) << ", takes "
+  out << ". The slowest stage, " << StageLayerNames(problem, plan.stages[cost.bottleneck_stage]) << ", takes "
       << Ms(slowest.period_s) << " a micro-batch" << (slowest.link_s > slowest.compute_s ? " on its link" : " computing");
   const double fill = cost.step_s - (plan.micro_batches - 1) * slowest.period_s - exchange;
   out << "; filling and draining the pipeline is " << share(fill);

@@ -50,4 +50,11 @@ PipelinePlan DataParallelPlan(const PipelineProblem& problem);
 // of a 107.8 ms step".
 std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& plan);
 
+// `stages` at each micro-batch count the problem allows, the fastest that
+// fits (or, when none does, the fastest).
+PipelinePlan AtBestMicroBatches(const PipelineProblem& problem, const std::vector<PipelineStage>& stages);
+
+// "conv1-conv4": a stage's first and last layer, or its one layer.
+std::string StageLayerNames(const PipelineProblem& problem, const PipelineStage& stage);
+
 }  // namespace edgetrain
