@@ -150,6 +150,13 @@ def values(series):
     return out
 
 
+def requires_observe(cls):
+    """What `edgetrain run --observe` needs: Debian's Prometheus and a built edgetrain."""
+    cls = unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")(cls)
+    return unittest.skipUnless(os.access(EDGETRAIN, os.X_OK),
+                               f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")(cls)
+
+
 class ObservedRun:
     """`edgetrain run --observe` of a manifest: the runner's own Prometheus, left
     serving the run's series after it ends, until the test interrupts it."""
@@ -260,8 +267,7 @@ class DashboardCase:
                 self.assertEqual(found, self.expected_variable_values[var["name"]], var["query"]["query"])
 
 
-@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_observe
 class TrainingDashboard(DashboardCase, unittest.TestCase):
     dashboard_file = "edgetrain-training.json"
     feeds = TEAM_RUN
@@ -282,7 +288,6 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
         job["spec"]["budget"] = {"wallClock": "15s"}
         self.start = time.time()
         run = ObservedRun(self, job, workdir)
-        time.sleep(2 * SCRAPE_INTERVAL_S)  # the last scrapes land
         self.end = time.time()
         self.prom = run.prom
         self.variables = {"datasource": "prometheus", "namespace": "edgetrain-live", "job": "digits-live",
@@ -292,8 +297,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
         self.check_alert_series(operator=False)
 
 
-@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_observe
 class PipelineDashboard(DashboardCase, unittest.TestCase):
     dashboard_file = "edgetrain-training.json"
     feeds = PIPELINE_RUN
@@ -309,7 +313,6 @@ class PipelineDashboard(DashboardCase, unittest.TestCase):
                         "budget": {"wallClock": "10s"}}}
         self.start = time.time()
         run = ObservedRun(self, job, workdir)
-        time.sleep(2 * SCRAPE_INTERVAL_S)  # the last scrapes land
         self.end = time.time()
         self.prom = run.prom
         self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-stages", "worker": ".*"}
@@ -317,8 +320,7 @@ class PipelineDashboard(DashboardCase, unittest.TestCase):
         self.check_dashboard()
 
 
-@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_observe
 class LinkDownFires(unittest.TestCase):
     """A link cut in a real run fires EdgetrainLinkDown in the real Prometheus of
     `edgetrain run --observe --observe-rules`. The rule is alerts.yaml's, its
