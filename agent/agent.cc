@@ -264,6 +264,8 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   if (!trainer.ok()) return fail(trainer.status());
   StageOptions options;
   options.rank = s.flags.rank;
+  options.connect_attempt = s.flags.connect_attempt;
+  options.connect_timeout = s.plan.spec.fault_tolerance.ReachGrace();
   auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);

@@ -55,7 +55,7 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "a coordinator that no worker reaches within this fails (default 120s)");
   wait("--stop-grace", flags.stop_grace, "how long a coordinator gives its workers to hear Stop (default 3s)");
   wait("--plan-poll", flags.plan_poll, "how often a coordinator looks at its plan file for a new generation (default 1s)");
-  wait("--connect-attempt", flags.connect_attempt, "how long one try of a worker to reach its coordinator lasts (default 1s)");
+  wait("--connect-attempt", flags.connect_attempt, "how long one try of a worker to reach its coordinator (or a stage its head) lasts (default 1s)");
   return app;
 }
 

@@ -94,6 +94,12 @@ struct FaultToleranceSpec {
   int checkpoint_every = 0;  // 0: no periodic checkpoints
   int max_recoveries = 0;
   Duration node_loss_grace{};
+
+  // How long an agent keeps trying to reach its coordinator (or a stage its
+  // head) before it gives up: the node-loss grace, or two minutes without one.
+  Duration ReachGrace() const {
+    return node_loss_grace > Duration::zero() ? node_loss_grace : std::chrono::seconds(120);
+  }
 };
 
 struct OutputSpec {

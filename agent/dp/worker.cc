@@ -55,9 +55,7 @@ class WorkerRun {
   }
 
   StatusOr<WorkerSummary> Run() {
-    const Duration grace = plan_.spec.fault_tolerance.node_loss_grace > Duration::zero()
-                               ? plan_.spec.fault_tolerance.node_loss_grace
-                               : std::chrono::seconds(120);
+    const Duration grace = plan_.spec.fault_tolerance.ReachGrace();
     const std::string where = options_.coordinator->address();
     auto unreachable = [&] {
       return UnavailableError("the coordinator at " + where + " has been unreachable for " +

@@ -411,7 +411,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   std::optional<TraceShaper> uplink;  // outlives the stream that shapes with it
   std::unique_ptr<CoordinatorStream> stream;
   while (!stream && !cancel.load()) {
-    auto connected = options.head->Connect(std::chrono::seconds(1));
+    auto connected = options.head->Connect(options.connect_attempt);
     if (connected.ok()) {
       stream = std::move(*connected);
     } else if (clock.Now() - began > options.connect_timeout) {

@@ -34,8 +34,10 @@ struct StageOptions {
   CoordinatorConnector* head = nullptr;  // required
   // Its emulated uplink, stage to head, which it shapes; none: unshaped.
   std::optional<BandwidthTrace> uplink;
-  // How long it waits for the head to be reachable at the start.
-  Duration connect_timeout = std::chrono::seconds(60);
+  // One try to reach the head (--connect-attempt), and how long it keeps
+  // trying at the start (FaultToleranceSpec::ReachGrace, as a worker does).
+  Duration connect_attempt = std::chrono::seconds(1);
+  Duration connect_timeout = std::chrono::seconds(120);
 };
 
 struct StageSummary {
