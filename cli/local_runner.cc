@@ -260,13 +260,11 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   watch.progress = progress;
   RunCurves curves(plan.job.output_dir);
   bool curves_lost = false;
-  watch.sink = [&](const std::string& body) {
+  watch.sink = [&](const std::string& body, const JobProgress* decoded) {
     const double t = ToSeconds(clock.Now() - links_started);
-    if (progress_log.is_open()) {
-      progress_log << "{\"t\": " << t << ", \"progress\": " << body.substr(0, body.find('\n')) << "}\n"
-                   << std::flush;
-    }
-    if (Status recorded = curves.Record(t, body); !recorded.ok() && !curves_lost) {
+    if (progress_log.is_open()) progress_log << SnapshotLine(t, body) << std::flush;
+    if (decoded == nullptr) return;  // not a snapshot to draw; the display says what it makes of it
+    if (Status recorded = curves.Record(t, *decoded, body); !recorded.ok() && !curves_lost) {
       err << "warning: no report of this run's curves: " << recorded.message() << "\n";
       curves_lost = true;
     }
@@ -286,7 +284,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   }
 
   // The coordinator's final word, with the final model's evaluation, ends the curves.
-  (void)curves.Record(ToSeconds(clock.Now() - links_started), EncodeJobProgress(*outcome.result));
+  (void)curves.Record(ToSeconds(clock.Now() - links_started), *outcome.result, EncodeJobProgress(*outcome.result));
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out);
   if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);

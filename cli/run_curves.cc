@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <sstream>
 
 #include "cli/child_process.h"
 #include "core/job_progress.h"
@@ -26,26 +27,30 @@ bool RunCurves::Due(double elapsed_s) const {
   return elapsed_s - last_elapsed_s_ >= std::max(kLeastInterval_s, elapsed_s / kSnapshotsPerLength);
 }
 
-Status RunCurves::Record(double t, const std::string& body) {
-  auto progress = DecodeJobProgress(body);
-  if (!progress.ok()) return Status::Ok();  // not a snapshot to draw; the display says what it makes of it
+std::string SnapshotLine(double t, const std::string& body) {
+  std::ostringstream line;
+  line << "{\"t\": " << t << ", \"progress\": " << body.substr(0, body.find('\n')) << "}\n";
+  return line.str();
+}
+
+Status RunCurves::Record(double t, const JobProgress& progress, const std::string& body) {
   // Before the job trains, the coordinator does not yet say whether it resumed
   // (nor has it anything to draw): the history is started, or gone on with, from
   // its first snapshot of training.
-  if (progress->state == JobState::kStarting) return Status::Ok();
-  const std::string state(NameOf(progress->state));
-  if (started_ && state == last_state_ && !Due(progress->elapsed_s)) return Status::Ok();
+  if (progress.state == JobState::kStarting) return Status::Ok();
+  const std::string state(NameOf(progress.state));
+  if (started_ && state == last_state_ && !Due(progress.elapsed_s)) return Status::Ok();
   if (!started_) {
     std::error_code ec;
     fs::create_directories(output_dir_, ec);
-    const bool resumed = progress->resumed_from_iteration.has_value();
+    const bool resumed = progress.resumed_from_iteration.has_value();
     history_.open(history_path(), resumed ? std::ios::app : std::ios::trunc);
     if (!history_) return UnavailableError("cannot write " + history_path().string());
     started_ = true;
   }
-  history_ << "{\"t\": " << t << ", \"progress\": " << body.substr(0, body.find('\n')) << "}\n" << std::flush;
+  history_ << SnapshotLine(t, body) << std::flush;
   if (!history_) return UnavailableError("cannot write " + history_path().string());
-  last_elapsed_s_ = progress->elapsed_s;
+  last_elapsed_s_ = progress.elapsed_s;
   last_state_ = state;
   return Status::Ok();
 }

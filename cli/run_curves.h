@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/job_progress.h"
 #include "core/status.h"
 
 namespace edgetrain::cli {
@@ -30,7 +31,7 @@ class RunCurves {
   // A /progress body read `t` seconds into the run. The first one of a job
   // training decides whether the history starts over or goes on: on, when the
   // job resumed from a checkpoint. Fails only when the history cannot be written.
-  Status Record(double t, const std::string& body);
+  Status Record(double t, const JobProgress& progress, const std::string& body);
   // Whether anything was recorded.
   bool empty() const { return !started_; }
 
@@ -43,6 +44,10 @@ class RunCurves {
   double last_elapsed_s_ = 0;
   std::string last_state_;
 };
+
+// One line of a history: {"t": seconds into the run, "progress": the body}
+// (--progress-log keeps every snapshot so, the curves the ones they keep).
+std::string SnapshotLine(double t, const std::string& body);
 
 // Draws `curves`' history as its picture with `plotter` (edgetrain-plot-run),
 // naming the workers; waits at most `timeout`. What went wrong, for a note.

@@ -46,6 +46,13 @@ std::string Snapshot(double elapsed_s, JobState state = JobState::kTraining,
   return EncodeJobProgress(p);
 }
 
+// A snapshot as the runner's sink hands it on: served, and decoded.
+Status Keep(RunCurves& curves, double t, const std::string& body) {
+  StatusOr<JobProgress> progress = DecodeJobProgress(body);
+  EXPECT_TRUE(progress.ok());
+  return curves.Record(t, *progress, body);
+}
+
 int Lines(const fs::path& file) {
   std::ifstream in(file);
   int n = 0;
@@ -58,8 +65,8 @@ TEST(RunCurvesTest, KeepsASnapshotASecondAndEveryChangeOfState) {
   RunCurves curves(dir / "out");
   EXPECT_TRUE(curves.empty());
   // Polled every 0.2 s for 100 s of training, then the final word.
-  for (int i = 0; i <= 500; ++i) ASSERT_TRUE(curves.Record(i / 5.0, Snapshot(i / 5.0)).ok());
-  ASSERT_TRUE(curves.Record(100.1, Snapshot(100.1, JobState::kSucceeded)).ok());
+  for (int i = 0; i <= 500; ++i) ASSERT_TRUE(Keep(curves, i / 5.0, Snapshot(i / 5.0)).ok());
+  ASSERT_TRUE(Keep(curves, 100.1, Snapshot(100.1, JobState::kSucceeded)).ok());
   EXPECT_FALSE(curves.empty());
   EXPECT_EQ(Lines(curves.history_path()), 101 + 1);
 }
@@ -68,7 +75,7 @@ TEST(RunCurvesTest, ALongRunKeepsAboutSixHundredSnapshotsADoubling) {
   fs::path dir = FreshTestDir("curves-long");
   RunCurves curves(dir / "out");
   // A day polled every 2 s would be 43,200 snapshots.
-  for (double t = 0; t <= 86400; t += 2) ASSERT_TRUE(curves.Record(t, Snapshot(t)).ok());
+  for (double t = 0; t <= 86400; t += 2) ASSERT_TRUE(Keep(curves, t, Snapshot(t)).ok());
   const int kept = Lines(curves.history_path());
   // At most 300 in the first 10 minutes (polled every 2 s), then 600 a
   // doubling, ln(144) = 5.0 of them: 3,282; fewer where an interval rounds up
@@ -81,18 +88,18 @@ TEST(RunCurvesTest, AResumedRunDrawsOnFromTheEarlierOneAndAFreshOneStartsOver) {
   fs::path dir = FreshTestDir("curves-resumed");
   {
     RunCurves first(dir / "out");
-    for (int t = 0; t < 10; ++t) ASSERT_TRUE(first.Record(t, Snapshot(t)).ok());
+    for (int t = 0; t < 10; ++t) ASSERT_TRUE(Keep(first, t, Snapshot(t)).ok());
   }
   {
     RunCurves resumed(dir / "out");
     // Polled before it trains, the coordinator does not say yet that it resumed.
-    ASSERT_TRUE(resumed.Record(0, Snapshot(0, JobState::kStarting)).ok());
-    for (int t = 10; t < 15; ++t) ASSERT_TRUE(resumed.Record(t - 10, Snapshot(t, JobState::kTraining, 100)).ok());
+    ASSERT_TRUE(Keep(resumed, 0, Snapshot(0, JobState::kStarting)).ok());
+    for (int t = 10; t < 15; ++t) ASSERT_TRUE(Keep(resumed, t - 10, Snapshot(t, JobState::kTraining, 100)).ok());
   }
   EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 15);
   {
     RunCurves fresh(dir / "out");
-    ASSERT_TRUE(fresh.Record(0, Snapshot(0)).ok());
+    ASSERT_TRUE(Keep(fresh, 0, Snapshot(0)).ok());
   }
   EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 1);
 }
@@ -100,7 +107,7 @@ TEST(RunCurvesTest, AResumedRunDrawsOnFromTheEarlierOneAndAFreshOneStartsOver) {
 TEST(RunCurvesTest, TheRealPlotterDrawsAPicture) {
   fs::path dir = FreshTestDir("curves-drawn");
   RunCurves curves(dir / "out");
-  for (int t = 0; t <= 30; ++t) ASSERT_TRUE(curves.Record(t, Snapshot(t)).ok());
+  for (int t = 0; t <= 30; ++t) ASSERT_TRUE(Keep(curves, t, Snapshot(t)).ok());
   Status drawn = DrawRunCurves(curves, kPlotter, "two workers", {"robot-1", "robot-2"}, seconds(120));
   ASSERT_TRUE(drawn.ok()) << drawn.ToString();
   std::ifstream png(curves.picture_path(), std::ios::binary);
@@ -116,7 +123,7 @@ TEST(RunCurvesTest, WhatCannotBeDrawnIsSaid) {
   EXPECT_EQ(DrawRunCurves(nothing, kPlotter, "", {}, seconds(60)).message(), "no progress was recorded");
 
   RunCurves curves(dir / "out");
-  ASSERT_TRUE(curves.Record(0, Snapshot(0)).ok());
+  ASSERT_TRUE(Keep(curves, 0, Snapshot(0)).ok());
   Status missing = DrawRunCurves(curves, (dir / "absent-plotter").string(), "", {}, seconds(60));
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
 

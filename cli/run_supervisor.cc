@@ -55,11 +55,12 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (!line && coordinator_.stdout_closed()) break;
     NoteLostWorkers(display);
     if (auto body = watch.progress()) {
-      if (auto p = DecodeJobProgress(*body); p.ok()) {
+      auto p = DecodeJobProgress(*body);
+      if (p.ok()) {
         NoteHowItStarted(*p, watch, display);
         display.Show(*p);
       }
-      if (watch.sink) watch.sink(*body);
+      if (watch.sink) watch.sink(*body, p.ok() ? &*p : nullptr);
     }
   }
   display.Finish();

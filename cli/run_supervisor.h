@@ -48,8 +48,9 @@ struct Supervision {
 struct RunWatch {
   // The /progress body when the coordinator answers, else nullopt.
   std::function<std::optional<std::string>()> progress;
-  // Every snapshot read, for a log; optional.
-  std::function<void(const std::string& body)> sink;
+  // Every snapshot read, as served and as decoded (null when it did not
+  // decode), for a log; optional.
+  std::function<void(const std::string& body, const JobProgress* decoded)> sink;
   // Whether the run's environment still holds (the kernel still shapes the
   // links as asked); optional. A failure stops the job as an interrupt does,
   // and fails the run.
