@@ -191,7 +191,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   if (!uplink.ok()) return fail(uplink.status());
   if (*uplink) options.link_peak_mbps = (*uplink)->PeakMbps();
   if (!KernelShaped(s.plan, s.flags.rank)) options.uplink = std::move(*uplink);
-  s.log << "worker " << s.flags.rank << ": training on its part of " << NameOf(s.plan.spec.data.dataset)
+  s.log << "worker " << s.flags.rank << ": training on its part of " << DescribeData(s.plan.spec.data)
         << " with coordinator " << s.flags.coordinator << "\n";
   RealClock clock;
   auto summary = RunWorker(s.plan, options, *s.trainer, s.data.train, clock, s.log, cancel);
@@ -334,8 +334,8 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   auto setup_failed = [&](const Status& status) {
     return serves_job ? ReportJob(status, endpoint, lines, log) : ReportFailure(status, lines, log);
   };
-  log << "loading " << NameOf(spec.data.dataset) << "\n";
-  auto data = LoadDataset(spec.data.dataset, SearchPathWith(flags.data_dir));
+  log << "loading " << DescribeData(spec.data) << "\n";
+  auto data = LoadData(spec.data, SearchPathWith(flags.data_dir));
   if (!data.ok()) return setup_failed(data.status());
   log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
   // A stage builds its own layers only: the whole model may not fit its device.

@@ -68,7 +68,7 @@ Status JobDriver::WriteModelCard(const JobProgress& p) {
   nlohmann::json card = {
       {"job", plan_.job},
       {"model", NameOf(spec.model.kind)},
-      {"dataset", NameOf(spec.data.dataset)},
+      {"dataset", DescribeData(spec.data)},
       {"workers", spec.parallelism.workers},
       {"policy", spec.parallelism.workers > 1 ? nlohmann::json(NameOf(spec.sync.policy)) : nlohmann::json(nullptr)},
       {"iteration", p.iteration},

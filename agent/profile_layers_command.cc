@@ -19,14 +19,13 @@ int Fail(const Status& status, std::ostream& lines, std::ostream& log) {
 }  // namespace
 
 int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
-  std::string model_json, dataset_name;
+  std::string model_json, data_json;
   LayerProfileOptions options;
   CLI::App app("edgetrain-agent profile-layers: each layer of a built-in model, timed on this machine",
                "edgetrain-agent profile-layers");
   app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON")->required();
-  app.add_option("--dataset", dataset_name, "the data set whose samples the model takes (their shape only)")
-      ->required()
-      ->check(CLI::IsMember({std::string(NameOf(DatasetName::kDigits)), std::string(NameOf(DatasetName::kFashionMnist))}));
+  app.add_option("--data", data_json, "the data the model takes, as a manifest's spec.data in JSON (its shape only)")
+      ->required();
   app.add_option("--batch", options.batch_size, "samples each timed pass runs on (the costs are per sample)")
       ->check(CLI::Range(1, 65536));
   app.add_option("--repetitions", options.repetitions, "timed passes of each layer; the median counts")
@@ -41,11 +40,11 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   }
   StatusOr<ModelSpec> model = DecodeModelSpec(model_json);
   if (!model.ok()) return Fail(model.status().WithContext("--model"), lines, log);
-  const DatasetName dataset =
-      dataset_name == NameOf(DatasetName::kDigits) ? DatasetName::kDigits : DatasetName::kFashionMnist;
-  // The data set's shape is all the layers need: random images of it are timed,
-  // so no data set file is read.
-  StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(dataset), options);
+  StatusOr<DataSpec> data = DecodeDataSpec(data_json);
+  if (!data.ok()) return Fail(data.status().WithContext("--data"), lines, log);
+  // The samples' shape is all the layers need: random samples of it are timed,
+  // so no data file is read.
+  StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options);
   if (!layers.ok()) return Fail(layers.status(), lines, log);
   lines << "result " << EncodeLayerCosts(*layers) << std::endl;
   return kExitOk;

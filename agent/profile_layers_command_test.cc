@@ -25,7 +25,7 @@ Printed Profile(const std::vector<std::string>& args) {
 }
 
 TEST(ProfileLayersCommandTest, PrintsEachLayerOfTheModelWithItsCosts) {
-  const Printed p = Profile({"--model", R"({"name":"vgg","widths":[4,4,8]})", "--dataset", "digits", "--batch", "4",
+  const Printed p = Profile({"--model", R"({"name":"vgg","widths":[4,4,8]})", "--data", R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})", "--batch", "4",
                              "--repetitions", "1"});
   ASSERT_EQ(p.code, 0) << p.result;
   const auto layers = DecodeLayerCosts(p.result);
@@ -41,25 +41,25 @@ TEST(ProfileLayersCommandTest, PrintsEachLayerOfTheModelWithItsCosts) {
 }
 
 TEST(ProfileLayersCommandTest, BadInputIsAnErrorResultWithExitTwo) {
-  const Printed bad_model = Profile({"--model", R"({"name":"transformer"})", "--dataset", "digits"});
+  const Printed bad_model = Profile({"--model", R"({"name":"transformer"})", "--data", R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})"});
   EXPECT_EQ(bad_model.code, 2);
   EXPECT_NE(bad_model.result.find(R"("error":"--model: model.name: unknown value \"transformer\"")"), std::string::npos)
       << bad_model.result;
 
-  const Printed not_json = Profile({"--model", "vgg", "--dataset", "digits"});
+  const Printed not_json = Profile({"--model", "vgg", "--data", R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})"});
   EXPECT_EQ(not_json.code, 2);
   EXPECT_NE(not_json.result.find("--model: model: not a JSON object"), std::string::npos) << not_json.result;
 
   // Eight convs pool 8x8 digits below one pixel.
-  const Printed too_deep = Profile({"--model", R"({"name":"vgg","widths":[4,4,4,4,4,4,4,4]})", "--dataset", "digits"});
+  const Printed too_deep = Profile({"--model", R"({"name":"vgg","widths":[4,4,4,4,4,4,4,4]})", "--data", R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})"});
   EXPECT_EQ(too_deep.code, 2);
   EXPECT_NE(too_deep.result.find("\"error\""), std::string::npos) << too_deep.result;
 
-  const Printed no_dataset = Profile({"--model", R"({"name":"mlp"})"});
-  EXPECT_EQ(no_dataset.code, 2);
-  EXPECT_NE(no_dataset.result.find("--dataset is required"), std::string::npos) << no_dataset.result;
+  const Printed no_data = Profile({"--model", R"({"name":"mlp"})"});
+  EXPECT_EQ(no_data.code, 2);
+  EXPECT_NE(no_data.result.find("--data is required"), std::string::npos) << no_data.result;
 
-  const Printed zero_batch = Profile({"--model", R"({"name":"mlp"})", "--dataset", "digits", "--batch", "0"});
+  const Printed zero_batch = Profile({"--model", R"({"name":"mlp"})", "--data", R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})", "--batch", "0"});
   EXPECT_EQ(zero_batch.code, 2);
 }
 

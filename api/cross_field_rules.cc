@@ -39,12 +39,42 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return !Has(self["data"], "stream") ||
                 self["data"]["stream"]["ratesPerSecond"].size() == self["parallelism"]["workers"].get<size_t>();
        }},
+      {"spec.model", "give either name (a built-in model) or torchscript (your own), not both",
+       [](const Json& self) { return Has(self, "name") != Has(self, "torchscript"); }},
       {"spec.model", "hidden applies only to the mlp model",
-       [](const Json& self) { return self["name"] == "mlp" || !Has(self, "hidden"); }},
+       [](const Json& self) { return !Has(self, "hidden") || (Has(self, "name") && self["name"] == "mlp"); }},
       {"spec.model", "channels applies only to the cnn model",
-       [](const Json& self) { return self["name"] == "cnn" || !Has(self, "channels"); }},
+       [](const Json& self) { return !Has(self, "channels") || (Has(self, "name") && self["name"] == "cnn"); }},
       {"spec.model", "widths applies only to the vgg model",
-       [](const Json& self) { return self["name"] == "vgg" || !Has(self, "widths"); }},
+       [](const Json& self) { return !Has(self, "widths") || (Has(self, "name") && self["name"] == "vgg"); }},
+      {"spec.data", "give either dataset (a built-in set) or format (your own files), not both",
+       [](const Json& self) { return Has(self, "dataset") != Has(self, "format"); }},
+      {"spec.data", "data from files needs train, test, inputShape and classes",
+       [](const Json& self) {
+         return !Has(self, "format") ||
+                (Has(self, "train") && Has(self, "test") && Has(self, "inputShape") && Has(self, "classes"));
+       }},
+      {"spec.data", "train, test, inputShape and classes apply only to data from files (format)",
+       [](const Json& self) {
+         return Has(self, "format") ||
+                (!Has(self, "train") && !Has(self, "test") && !Has(self, "inputShape") && !Has(self, "classes"));
+       }},
+      {"spec.data", "idx and npy data name a features and a labels file for train and for test, not a path",
+       [](const Json& self) {
+         if (!Has(self, "format") || !Has(self, "train") || !Has(self, "test")) return true;
+         if (self["format"] != "idx" && self["format"] != "npy") return true;
+         const Json &train = self["train"], &test = self["test"];
+         return Has(train, "features") && Has(train, "labels") && Has(test, "features") && Has(test, "labels") &&
+                !Has(train, "path") && !Has(test, "path");
+       }},
+      {"spec.data", "csv and images data name one path for train and one for test, not features or labels",
+       [](const Json& self) {
+         if (!Has(self, "format") || !Has(self, "train") || !Has(self, "test")) return true;
+         if (self["format"] != "csv" && self["format"] != "images") return true;
+         const Json &train = self["train"], &test = self["test"];
+         return Has(train, "path") && Has(test, "path") && !Has(train, "features") && !Has(train, "labels") &&
+                !Has(test, "features") && !Has(test, "labels");
+       }},
       {"spec.data.partition", "alpha is required for kind dirichlet and allowed only there",
        [](const Json& self) { return Has(self, "alpha") == (self["kind"] == "dirichlet"); }},
       {"spec.sync", "stalenessBound applies only to the rog and ssp policies",

@@ -78,7 +78,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   manifest.name = doc["metadata"]["name"].get<std::string>();
   manifest.namespace_ = doc["metadata"].value("namespace", "");
   EDGETRAIN_ASSIGN_OR_RETURN(manifest.spec, DecodeJobSpec(manifest.SpecJson()));
-  EDGETRAIN_RETURN_IF_ERROR(CheckModelFitsData(manifest.spec.model, InfoOf(manifest.spec.data.dataset)));
+  EDGETRAIN_RETURN_IF_ERROR(CheckModelFitsData(manifest.spec.model, InfoOf(manifest.spec.data)));
   return manifest;
 }
 

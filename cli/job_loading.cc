@@ -76,7 +76,7 @@ std::string DescribeJob(const api::TrainingJobManifest& job) {
   std::string how = s.parallelism.mode != ParallelismMode::kDataParallel ? " (" + std::string(NameOf(s.parallelism.mode)) + ")"
                     : s.parallelism.workers == 1                       ? ""
                                                                         : " (" + std::string(NameOf(s.sync.policy)) + ")";
-  return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + std::string(NameOf(s.data.dataset)) + ", " +
+  return job.name + ": " + std::string(NameOf(s.model.kind)) + " on " + DescribeData(s.data) + ", " +
          std::to_string(s.parallelism.workers) + " worker(s)" + how + ", until " + budget;
 }
 

@@ -8,7 +8,7 @@ namespace edgetrain::cli {
 StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileRequest& request) {
   const std::string agent = request.agent_binary.empty() ? AgentBeside() : request.agent_binary;
   auto profiled = AskAgent({agent, "profile-layers", "--model=" + request.model.dump(),
-                            "--dataset=" + std::string(NameOf(request.dataset)),
+                            "--data=" + request.data.dump(),
                             "--batch=" + std::to_string(request.batch_size),
                             "--repetitions=" + std::to_string(request.repetitions)});
   if (!profiled.ok()) {
@@ -28,7 +28,7 @@ StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest
   LayerProfileRequest request;
   request.agent_binary = agent_binary;
   request.model = job.object["spec"]["model"];
-  request.dataset = job.spec.data.dataset;
+  request.data = job.object["spec"]["data"];
   request.batch_size = job.spec.data.batch_size;
   return ProfileLayersWithAgent(request);
 }

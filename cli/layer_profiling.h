@@ -19,7 +19,7 @@ namespace edgetrain::cli {
 struct LayerProfileRequest {
   std::string agent_binary;  // found beside the runner when empty
   nlohmann::json model;      // a manifest's spec.model, defaulted
-  DatasetName dataset = DatasetName::kFashionMnist;
+  nlohmann::json data;       // a manifest's spec.data, defaulted: its samples' shape
   int batch_size = 32;
   int repetitions = 3;
 };

@@ -12,14 +12,14 @@ int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ost
   api::TrainingJobManifest job;
   api::SupportCheck support;
   if (int code = LoadJob(manifest_path, err, job, support); code != kExitOk) return code;
-  auto data = agent::LoadDataset(job.spec.data.dataset, agent::DefaultDataSearchPath());
+  auto data = agent::LoadData(job.spec.data, agent::DefaultDataSearchPath());
   if (!data.ok()) {
     err << "error: " << data.status().message() << "\n";
     return kExitFailed;
   }
   auto parts = PartitionSamples(data->train.labels, data->train.info.classes, job.spec.parallelism.workers,
                                 job.spec.data.partition, job.spec.seed);
-  out << nlohmann::json({{"job", job.name}, {"dataset", NameOf(job.spec.data.dataset)}, {"parts", parts}}).dump() << "\n";
+  out << nlohmann::json({{"job", job.name}, {"dataset", DescribeData(job.spec.data)}, {"parts", parts}}).dump() << "\n";
   return kExitOk;
 }
 

@@ -47,6 +47,6 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
 std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& profile);
 
 // About how much memory `agents` agents training on `dataset` need together.
-int64_t EstimatedMemoryMb(DatasetName dataset, int agents);
+int64_t EstimatedMemoryMb(const DataSpec& data, int agents);
 
 }  // namespace edgetrain::cli

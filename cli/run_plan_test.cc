@@ -164,7 +164,9 @@ TEST(RunPlanTest, MemoryGrowsWithTheTeamFromWhatLibTorchSharesOnce) {
                {DatasetName::kFashionMnist, 3, 567},
                {DatasetName::kFashionMnist, 7, 1150}};
   for (const auto& c : cases) {
-    const int64_t estimate = EstimatedMemoryMb(c.dataset, c.agents);
+    DataSpec data;
+    data.dataset = c.dataset;
+    const int64_t estimate = EstimatedMemoryMb(data, c.agents);
     EXPECT_NEAR(static_cast<double>(estimate), static_cast<double>(c.measured_mb), 0.05 * static_cast<double>(c.measured_mb))
         << NameOf(c.dataset) << " x" << c.agents;
   }

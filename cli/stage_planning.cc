@@ -49,7 +49,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(layout, run.job.workers.size()));
   run.job.pipeline = std::move(layout);
   run.agents = agents;
-  run.memory_mb = EstimatedMemoryMb(job.spec.data.dataset, agents);
+  run.memory_mb = EstimatedMemoryMb(job.spec.data, agents);
   // One prediction each, both from the same cost model: what runs, and data
   // parallelism on the same devices and links.
   auto per_s = [](const PipelinePlan& p) { return WithThousands(std::llround(p.cost.samples_per_s)); };

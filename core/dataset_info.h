@@ -1,6 +1,7 @@
 #pragma once
-// The shapes of the built-in data sets, known before any file is read, so a
-// manifest whose model cannot fit its data is refused before training starts.
+// The shape of a job's samples, known before any file is read — the built-in
+// sets' from here, a data set from files' from its manifest — so a manifest
+// whose model cannot fit its data is refused before training starts.
 
 #include <cstdint>
 
@@ -25,5 +26,19 @@ constexpr DatasetInfo InfoOf(DatasetName name) {
   }
   return {};
 }
+
+// A sample's declared shape as channels x height x width: [N] is 1 x 1 x N,
+// [H, W] is 1 x H x W. Sizes are 0: unknown until the files are read.
+inline DatasetInfo InfoOf(const DataSource& files) {
+  DatasetInfo info;
+  const std::vector<int>& s = files.input_shape;
+  info.width = s.empty() ? 0 : s.back();
+  info.height = s.size() >= 2 ? s[s.size() - 2] : 1;
+  info.channels = s.size() >= 3 ? s[s.size() - 3] : 1;
+  info.classes = files.classes;
+  return info;
+}
+
+inline DatasetInfo InfoOf(const DataSpec& data) { return data.files ? InfoOf(*data.files) : InfoOf(data.dataset); }
 
 }  // namespace edgetrain

@@ -16,10 +16,16 @@ using Json = nlohmann::json;
 template <typename E, size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
 
-constexpr NameTable<ModelKind, 3> kModelNames{
-    {{ModelKind::kMlp, "mlp"}, {ModelKind::kCnn, "cnn"}, {ModelKind::kVgg, "vgg"}}};
+constexpr NameTable<ModelKind, 4> kModelNames{{{ModelKind::kMlp, "mlp"},
+                                                {ModelKind::kCnn, "cnn"},
+                                                {ModelKind::kVgg, "vgg"},
+                                                {ModelKind::kTorchScript, "torchscript"}}};
 constexpr NameTable<DatasetName, 2> kDatasetNames{
     {{DatasetName::kFashionMnist, "fashion-mnist"}, {DatasetName::kDigits, "digits"}}};
+constexpr NameTable<DataFormat, 4> kFormatNames{{{DataFormat::kIdx, "idx"},
+                                                 {DataFormat::kCsv, "csv"},
+                                                 {DataFormat::kImages, "images"},
+                                                 {DataFormat::kNpy, "npy"}}};
 constexpr NameTable<PartitionKind, 2> kPartitionNames{
     {{PartitionKind::kIid, "iid"}, {PartitionKind::kDirichlet, "dirichlet"}}};
 constexpr NameTable<ParallelismMode, 4> kModeNames{{{ParallelismMode::kDataParallel, "dataParallel"},
@@ -129,16 +135,57 @@ class Reader {
 };
 
 void ReadModel(Reader model, ModelSpec& out) {
+  if (model.Has("torchscript")) {
+    out.kind = ModelKind::kTorchScript;
+    Reader torchscript = model.Child("torchscript");
+    torchscript.Get("path", out.torchscript_path);
+    if (torchscript.Has("inputShape")) torchscript.Get("inputShape", out.torchscript_input_shape);
+    torchscript.Get("classes", out.torchscript_classes);
+    return;
+  }
   model.GetEnum("name", kModelNames, out.kind);
   if (model.Has("hidden")) model.Get("hidden", out.hidden);
   if (model.Has("channels")) model.Get("channels", out.channels);
   if (model.Has("widths")) model.Get("widths", out.widths);
 }
 
+void ReadData(Reader data, DataSpec& out) {
+  if (data.Has("format")) {
+    DataSource& files = out.files.emplace();
+    data.GetEnum("format", kFormatNames, files.format);
+    for (auto [key, split] : {std::pair{"train", &files.train}, std::pair{"test", &files.test}}) {
+      Reader f = data.Child(key);
+      for (auto [name, field] : {std::pair{"path", &split->path}, std::pair{"features", &split->features},
+                                 std::pair{"labels", &split->labels}}) {
+        if (f.Has(name)) f.Get(name, *field);
+      }
+    }
+    data.Get("inputShape", files.input_shape);
+    data.Get("classes", files.classes);
+  } else {
+    data.GetEnum("dataset", kDatasetNames, out.dataset);
+  }
+  data.Get("batchSize", out.batch_size);
+  Reader partition = data.Child("partition");
+  partition.GetEnum("kind", kPartitionNames, out.partition.kind);
+  partition.Get("alpha", out.partition.alpha);
+  if (data.Has("stream")) {
+    out.stream.emplace();
+    data.Child("stream").Get("ratesPerSecond", out.stream->rates_per_second);
+  }
+}
+
 }  // namespace
 
 std::string_view NameOf(ModelKind v) { return Lookup(kModelNames, v); }
 std::string_view NameOf(DatasetName v) { return Lookup(kDatasetNames, v); }
+std::string_view NameOf(DataFormat v) { return Lookup(kFormatNames, v); }
+
+std::string DescribeData(const DataSpec& data) {
+  if (!data.files) return std::string(NameOf(data.dataset));
+  const DataFiles& f = data.files->train;
+  return std::string(NameOf(data.files->format)) + " data (" + (f.path.empty() ? f.features : f.path) + ")";
+}
 std::string_view NameOf(PartitionKind v) { return Lookup(kPartitionNames, v); }
 std::string_view NameOf(ParallelismMode v) { return Lookup(kModeNames, v); }
 std::string_view NameOf(SyncGranularity v) { return Lookup(kGranularityNames, v); }
@@ -156,16 +203,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
 
   ReadModel(r.Child("model"), spec.model);
 
-  Reader data = r.Child("data");
-  data.GetEnum("dataset", kDatasetNames, spec.data.dataset);
-  data.Get("batchSize", spec.data.batch_size);
-  Reader partition = data.Child("partition");
-  partition.GetEnum("kind", kPartitionNames, spec.data.partition.kind);
-  partition.Get("alpha", spec.data.partition.alpha);
-  if (data.Has("stream")) {
-    spec.data.stream.emplace();
-    data.Child("stream").Get("ratesPerSecond", spec.data.stream->rates_per_second);
-  }
+  ReadData(r.Child("data"), spec.data);
 
   Reader parallelism = r.Child("parallelism");
   parallelism.GetEnum("mode", kModeNames, spec.parallelism.mode);
@@ -219,6 +257,16 @@ StatusOr<ModelSpec> DecodeModelSpec(std::string_view json) {
   ReadModel(r, model);
   if (!r.status().ok()) return r.status();
   return model;
+}
+
+StatusOr<DataSpec> DecodeDataSpec(std::string_view json) {
+  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("data: not a JSON object");
+  DataSpec data;
+  Reader r(root, "data");
+  ReadData(r, data);  // a copy of r, sharing its status
+  if (!r.status().ok()) return r.status();
+  return data;
 }
 
 }  // namespace edgetrain

@@ -16,8 +16,10 @@
 
 namespace edgetrain {
 
-enum class ModelKind { kMlp, kCnn, kVgg };
+enum class ModelKind { kMlp, kCnn, kVgg, kTorchScript };
 enum class DatasetName { kFashionMnist, kDigits };
+// How a data set's files lay out samples and labels (docs/own-model.md).
+enum class DataFormat { kIdx, kCsv, kImages, kNpy };
 enum class PartitionKind { kIid, kDirichlet };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
@@ -33,6 +35,12 @@ struct ModelSpec {
   // vgg: output channels of each conv, two convs to a pooled block. Defaulted
   // here so that specs written {kind, hidden, channels} may leave it out.
   std::vector<int> widths = {};
+  // torchscript (kind kTorchScript only): the module's file, and the sample
+  // shape and classes the manifest says it takes, when it says: they are the
+  // data's, and CheckModelFitsData refuses a manifest where they differ.
+  std::string torchscript_path = {};
+  std::vector<int> torchscript_input_shape = {};
+  std::optional<int> torchscript_classes = {};
 };
 
 struct PartitionSpec {
@@ -44,8 +52,29 @@ struct StreamSpec {
   std::vector<double> rates_per_second;  // one per worker
 };
 
+// One split's files. Formats that keep features and labels apart (idx, npy)
+// name both; those that keep a sample whole (csv: a file of rows; images: a
+// folder of class folders) name `path`.
+struct DataFiles {
+  std::string path;
+  std::string features;
+  std::string labels;
+};
+
+// A data set from files rather than a built-in one.
+struct DataSource {
+  DataFormat format = DataFormat::kCsv;
+  DataFiles train;
+  DataFiles test;
+  std::vector<int> input_shape;  // one sample's shape: [C, H, W], [H, W] or [N]
+  int classes = 0;               // labels are 0 .. classes-1
+};
+
+// Exactly one of `dataset` (a built-in set) and `files` is set; the CRD's rule
+// refuses a manifest with both or neither.
 struct DataSpec {
   DatasetName dataset = DatasetName::kFashionMnist;
+  std::optional<DataSource> files;
   int batch_size = 0;
   PartitionSpec partition;
   std::optional<StreamSpec> stream;
@@ -106,6 +135,10 @@ struct OutputSpec {
   std::optional<std::string> path;
 };
 
+// "fashion-mnist", or for files "csv data (train.csv)": what a person reads
+// in a one-line description of the job.
+std::string DescribeData(const DataSpec& data);
+
 struct JobSpec {
   ModelSpec model;
   DataSpec data;
@@ -122,6 +155,7 @@ struct JobSpec {
 // The names used in manifests ("mlp", "fashion-mnist", "dataParallel", ...).
 std::string_view NameOf(ModelKind v);
 std::string_view NameOf(DatasetName v);
+std::string_view NameOf(DataFormat v);
 std::string_view NameOf(PartitionKind v);
 std::string_view NameOf(ParallelismMode v);
 std::string_view NameOf(SyncGranularity v);
@@ -137,5 +171,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json);
 // what `edgetrain-agent profile-layers` is told to measure. Errors name
 // "model.<field>".
 StatusOr<ModelSpec> DecodeModelSpec(std::string_view json);
+// The data alone, as a manifest's defaulted spec.data.
+StatusOr<DataSpec> DecodeDataSpec(std::string_view json);
 
 }  // namespace edgetrain

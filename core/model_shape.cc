@@ -50,6 +50,30 @@ Status CheckVgg(const std::vector<int>& widths, const DatasetInfo& data) {
                               std::to_string(2 * fit));
 }
 
+std::string ShapeText(const DatasetInfo& d) {
+  return "[" + std::to_string(d.channels) + ", " + std::to_string(d.height) + ", " + std::to_string(d.width) + "]";
+}
+
+// What the manifest says a TorchScript module takes must be what the data
+// gives; whether the module itself does is known only once it is loaded
+// (agent/torch/torchscript_model.h checks that).
+Status CheckTorchScript(const ModelSpec& spec, const DatasetInfo& data) {
+  if (!spec.torchscript_input_shape.empty()) {
+    DataSource declared;
+    declared.input_shape = spec.torchscript_input_shape;
+    const DatasetInfo d = InfoOf(declared);
+    if (d.channels != data.channels || d.height != data.height || d.width != data.width) {
+      return InvalidArgumentError("spec.model.torchscript.inputShape: " + ShapeText(d) +
+                                  " (channels, height, width) differs from the data's " + ShapeText(data));
+    }
+  }
+  if (spec.torchscript_classes && *spec.torchscript_classes != data.classes) {
+    return InvalidArgumentError("spec.model.torchscript.classes: " + std::to_string(*spec.torchscript_classes) +
+                                " differs from the data's " + std::to_string(data.classes) + " classes");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<int> HiddenWidths(const ModelSpec& spec) {
@@ -71,6 +95,7 @@ Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data) {
     case ModelKind::kMlp: return CheckPositive("hidden", HiddenWidths(spec));
     case ModelKind::kCnn: return CheckCnn(ConvChannels(spec), data);
     case ModelKind::kVgg: return CheckVgg(VggWidths(spec), data);
+    case ModelKind::kTorchScript: return CheckTorchScript(spec, data);
   }
   return InvalidArgumentError("spec.model.name: unknown model");
 }

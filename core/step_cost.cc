@@ -26,7 +26,7 @@ double BitsPerValue(Compression c) {
 }  // namespace
 
 StepCost StepCostOf(const JobSpec& spec) {
-  const DatasetInfo data = InfoOf(spec.data.dataset);
+  const DatasetInfo data = InfoOf(spec.data);
   StepCost cost;
   cost.batch_size = spec.data.batch_size;
   auto dense = [&](int64_t in, int64_t out) {
@@ -67,6 +67,10 @@ StepCost StepCostOf(const JobSpec& spec) {
       in *= h * w;
       break;
     }
+    case ModelKind::kTorchScript:
+      // Its layers are known only once LibTorch loads it: nothing is costed,
+      // and what places by cost refuses it (api/capabilities.h).
+      return cost;
   }
   dense(in, data.classes);
   // Row-granular sync sends at most every row each step; the prediction takes

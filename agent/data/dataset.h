@@ -56,4 +56,9 @@ DataSearchPath DefaultDataSearchPath();
 // says exactly how to install it.
 StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& search);
 
+// The data a job names: a built-in set, looked for on `search`, or spec.data's
+// files at the paths given (`edgetrain run` has made them absolute). A bad file
+// is an InvalidArgument naming the file and what is wrong with it.
+StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& search);
+
 }  // namespace edgetrain::agent

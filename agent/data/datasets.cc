@@ -157,6 +157,11 @@ DataSearchPath SearchPathWith(const std::string& data_dir) {
   return search;
 }
 
+StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& search) {
+  if (!data.files) return LoadDataset(data.dataset, search);
+  return UnimplementedError("data from " + std::string(NameOf(data.files->format)) + " files is not readable yet");
+}
+
 StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& search) {
   switch (name) {
     case DatasetName::kFashionMnist: return LoadFashionMnist(search);
