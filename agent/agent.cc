@@ -341,7 +341,8 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   // A stage builds its own layers only: the whole model may not fit its device.
   std::unique_ptr<Trainer> whole;
   if (*part != Part::kStage) {
-    auto trainer = CreateTrainer({spec.model, data->train.info, spec.seed, plan->intra_op_threads});
+    auto trainer =
+        CreateTrainer({spec.model, data->train.info, spec.seed, plan->intra_op_threads, SampleShape(spec.data)});
     if (!trainer.ok()) return setup_failed(trainer.status());
     log << "model " << NameOf(spec.model.kind) << ": " << (*trainer)->ParameterCount() << " parameters, "
         << plan->intra_op_threads << " intra-op thread(s)\n";

@@ -8,6 +8,7 @@
 #include "agent/data/dataset.h"
 #include "agent/failure_report.h"
 #include "agent/storage/atomic_file.h"
+#include "agent/torch/torchscript_trainer.h"
 #include "agent/torch/trainer.h"
 #include "core/exit_codes.h"
 
@@ -16,10 +17,23 @@ namespace {
 
 StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset, const std::string& data_dir,
                               int64_t& samples) {
-  EDGETRAIN_ASSIGN_OR_RETURN(ModelSpec spec, ReadModelSpec(model_path));
+  // A TorchScript module (a user's own model, trained or not) runs its own
+  // forward; a built-in model's file holds weights, and their shapes say
+  // which model to build for them.
+  ModelSpec spec;
+  if (IsTorchScriptModule(model_path)) {
+    spec.kind = ModelKind::kTorchScript;
+    spec.torchscript_path = model_path;
+  } else {
+    EDGETRAIN_ASSIGN_OR_RETURN(spec, ReadModelSpec(model_path));
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadDataset(dataset, SearchPathWith(data_dir)));
   data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1}));
+  if (spec.kind == ModelKind::kTorchScript) {
+    samples = data.test.size();
+    return trainer->Evaluate(data.test);
+  }
   if (Status loaded = trainer->LoadModel(model_path); !loaded.ok()) {
     // The run's model.json, beside it, says what it was trained on.
     std::string trained_on;

@@ -54,6 +54,21 @@ const std::vector<Capability>& Capabilities() {
       {"spec.parallelism.mode", Effect::kNote, kPlanningOnly,
        [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; },
        "runs with edgetrain run; the operator does not run a pipeline, hybrid or auto job yet"},
+      // A user's own model and data train under edgetrain run. The operator
+      // places workers by the model's cost, which a TorchScript module's is not
+      // known until an agent loads it, and its pods mount no data volume yet.
+      {"spec.model.torchscript", Effect::kRefuse, {Runner::kKubernetes, Runner::kPlanning},
+       [](const JobSpec& s, const Json&) { return s.model.kind == ModelKind::kTorchScript; },
+       "is not supported on Kubernetes yet (edgetrain run trains it)"},
+      {"spec.data.format", Effect::kRefuse, {Runner::kKubernetes, Runner::kPlanning},
+       [](const JobSpec& s, const Json&) { return s.data.files.has_value(); },
+       "data from files is not supported on Kubernetes yet (edgetrain run trains on it)"},
+      // Stages are cut from a built-in model's layers (agent/torch/models.h).
+      {"spec.model.torchscript", Effect::kRefuse, kEverywhere,
+       [](const JobSpec& s, const Json&) {
+         return s.model.kind == ModelKind::kTorchScript && s.parallelism.mode != ParallelismMode::kDataParallel;
+       },
+       "a TorchScript model is not split into pipeline stages yet: use parallelism.mode dataParallel"},
       {"spec.sync.compression", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
        "topk is not supported yet (none, fp16, int8 and sign are)"},

@@ -48,6 +48,23 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
   }
 }
 
+// edgetrain run trains a user's own model and data; the operator not yet.
+TEST(CapabilitiesTest, OwnModelsAndDataRunLocallyNotOnKubernetesYet) {
+  const TrainingJobManifest model = Job(R"({"spec": {"model": {"name": null, "torchscript": {"path": "/m.pt"}}}})");
+  const TrainingJobManifest data = Job(R"({"spec": {"data": {"dataset": null, "format": "csv", "inputShape": [64],
+      "classes": 10, "train": {"path": "/a.csv"}, "test": {"path": "/b.csv"}}}})");
+  EXPECT_EQ(Joined(CheckSupport(model, Runner::kLocal)), "");
+  EXPECT_EQ(Joined(CheckSupport(data, Runner::kLocal)), "");
+  EXPECT_NE(Joined(CheckSupport(model, Runner::kKubernetes)).find("spec.model.torchscript: is not supported on Kubernetes yet"),
+            std::string::npos);
+  EXPECT_NE(Joined(CheckSupport(data, Runner::kKubernetes)).find("spec.data.format: data from files is not supported on Kubernetes yet"),
+            std::string::npos);
+  const TrainingJobManifest split = Job(R"({"spec": {"model": {"name": null, "torchscript": {"path": "/m.pt"}},
+                                                     "parallelism": {"mode": "pipeline", "workers": 2}}})");
+  EXPECT_NE(Joined(CheckSupport(split, Runner::kLocal)).find("a TorchScript model is not split into pipeline stages yet"),
+            std::string::npos);
+}
+
 // edgetrain run runs pipelines; the operator does not make stage pods yet.
 TEST(CapabilitiesTest, PipelinesRunLocallyNotOnKubernetesYet) {
   for (const char* mode : {"pipeline", "hybrid", "auto"}) {

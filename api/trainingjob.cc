@@ -1,5 +1,6 @@
 #include "api/trainingjob.h"
 
+#include <filesystem>
 #include <regex>
 
 #include "api/crd.h"
@@ -80,6 +81,27 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   EDGETRAIN_ASSIGN_OR_RETURN(manifest.spec, DecodeJobSpec(manifest.SpecJson()));
   EDGETRAIN_RETURN_IF_ERROR(CheckModelFitsData(manifest.spec.model, InfoOf(manifest.spec.data)));
   return manifest;
+}
+
+void ResolveFilePaths(TrainingJobManifest& job, const std::string& folder) {
+  namespace fs = std::filesystem;
+  auto resolve = [&](std::string& path) {
+    if (!path.empty() && fs::path(path).is_relative()) path = (fs::path(folder) / path).lexically_normal().string();
+  };
+  Json& spec = job.object["spec"];
+  if (job.spec.model.kind == ModelKind::kTorchScript) {
+    resolve(job.spec.model.torchscript_path);
+    spec["model"]["torchscript"]["path"] = job.spec.model.torchscript_path;
+  }
+  if (!job.spec.data.files) return;
+  for (auto [key, files] : {std::pair{"train", &job.spec.data.files->train}, std::pair{"test", &job.spec.data.files->test}}) {
+    for (auto [name, path] : {std::pair{"path", &files->path}, std::pair{"features", &files->features},
+                              std::pair{"labels", &files->labels}}) {
+      if (path->empty()) continue;
+      resolve(*path);
+      spec["data"][key][name] = *path;
+    }
+  }
 }
 
 }  // namespace edgetrain::api

@@ -26,4 +26,10 @@ struct TrainingJobManifest {
 // errors name `source`, line and column.
 StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std::string& source);
 
+// Makes the manifest's relative file paths (spec.model.torchscript.path, the
+// data's train and test files) relative to `folder` — the manifest's own under
+// edgetrain run, so a manifest and the files beside it move together — in
+// both `object` and `spec`. Absolute paths stay.
+void ResolveFilePaths(TrainingJobManifest& job, const std::string& folder);
+
 }  // namespace edgetrain::api

@@ -137,6 +137,22 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"model": {"name": "vgg", "widths": [16, -4]}}})"), "spec.model.widths[1]: must be >= 1 (got -4)"},
       {With(R"({"spec": {"model": {"name": "vgg", "widths": []}}})"), "spec.model.widths: must have at least 1 item(s) (got 0)"},
       {With(R"({"spec": {"model": {"name": "mlp", "widths": [8]}}})"), "spec.model: widths applies only to the vgg model"},
+      {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "m.pt", "inputShape": [1, 28, 28]}}}})"),
+       "spec.model.torchscript.inputShape: [1, 28, 28] (channels, height, width) differs from the data's [1, 8, 8]"},
+      {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "m.pt", "classes": 5}}}})"),
+       "spec.model.torchscript.classes: 5 differs from the data's 10 classes"},
+      {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": ""}}}})"),
+       "spec.model.torchscript.path: must be at least 1 characters long"},
+      {With(R"({"spec": {"data": {"dataset": null, "format": "hdf5"}}})"), "spec.data.format: must be one of \"idx\""},
+      {With(R"({"spec": {"data": {"dataset": null, "format": "csv", "train": {"path": "a.csv"}, "test": {"path": "b.csv"},
+                                  "inputShape": [1, 1, 1, 4], "classes": 2}}})"),
+       "spec.data.inputShape: must have at most 3 item(s) (got 4)"},
+      {With(R"({"spec": {"data": {"dataset": null, "format": "csv", "train": {"path": "a.csv"}, "test": {"path": "b.csv"},
+                                  "inputShape": [4], "classes": 1}}})"),
+       "spec.data.classes: must be >= 2 (got 1)"},
+      {With(R"({"spec": {"model": {"name": "cnn"}, "data": {"dataset": null, "format": "csv", "train": {"path": "a.csv"},
+                                  "test": {"path": "b.csv"}, "inputShape": [12], "classes": 3}}})"),
+       "spec.model.channels: 2 conv blocks would halve the 1x12 images below 1x1; use at most 0"},
       {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
       {"# only a comment\n", "job.yaml: the manifest is empty"},
       {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},
@@ -150,6 +166,34 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
     EXPECT_NE(job.status().message().find(c.error), std::string::npos)
         << "wanted: " << c.error << "\ngot:    " << job.status().message();
   }
+}
+
+TEST(TrainingJobTest, OwnModelAndDataDecodeAndTheirRelativePathsAreTheManifestFolders) {
+  auto job = ParseTrainingJob(With(R"({"spec": {
+      "model": {"name": null, "torchscript": {"path": "models/net.pt", "inputShape": [3, 32, 32], "classes": 4}},
+      "data": {"dataset": null, "format": "npy", "inputShape": [3, 32, 32], "classes": 4,
+               "train": {"features": "x_train.npy", "labels": "/data/y_train.npy"},
+               "test": {"features": "../x_test.npy", "labels": "y_test.npy"}}}})"),
+                              "own.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->spec.model.kind, ModelKind::kTorchScript);
+  EXPECT_EQ(job->spec.model.torchscript_path, "models/net.pt");
+  ASSERT_TRUE(job->spec.data.files.has_value());
+  EXPECT_EQ(job->spec.data.files->format, DataFormat::kNpy);
+  EXPECT_EQ(job->spec.data.files->input_shape, (std::vector<int>{3, 32, 32}));
+  EXPECT_EQ(DescribeData(job->spec.data), "npy data (x_train.npy)");
+
+  ResolveFilePaths(*job, "/home/me/jobs");
+  EXPECT_EQ(job->spec.model.torchscript_path, "/home/me/jobs/models/net.pt");
+  EXPECT_EQ(job->spec.data.files->train.features, "/home/me/jobs/x_train.npy");
+  EXPECT_EQ(job->spec.data.files->train.labels, "/data/y_train.npy") << "absolute paths stay";
+  EXPECT_EQ(job->spec.data.files->test.features, "/home/me/x_test.npy");
+  // What the agents are handed is the object's spec: it says the same.
+  auto handed = DecodeJobSpec(job->SpecJson());
+  ASSERT_TRUE(handed.ok()) << handed.status().ToString();
+  EXPECT_EQ(handed->model.torchscript_path, "/home/me/jobs/models/net.pt");
+  EXPECT_EQ(handed->data.files->test.labels, "/home/me/jobs/y_test.npy");
+  EXPECT_TRUE(handed->data.files->test.path.empty());
 }
 
 TEST(TrainingJobTest, ReportsEveryStructuralErrorAtOnce) {

@@ -41,6 +41,11 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
     return ExitCodeFor(parsed.status());
   }
   job = std::move(*parsed);
+  // On this machine a relative file path is the manifest's folder's; in a
+  // cluster the operator refuses what it cannot reach.
+  if (runner != api::Runner::kKubernetes) {
+    api::ResolveFilePaths(job, fs::absolute(path).parent_path().string());
+  }
   support = api::CheckSupport(job, runner);
   if (!support.unsupported.empty()) {
     err << "error: " << path << " asks for what " << (runner == api::Runner::kLocal ? "edgetrain run" : "the operator")

@@ -91,8 +91,9 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                            " core(s): each step waits its turn, and the run will be far slower than the devices it "
                            "emulates");
   }
+  // Unknown (0) for data from files until an agent reads them.
   const int64_t per_worker = InfoOf(spec.data).train_size / workers;
-  if (per_worker < spec.data.batch_size) {
+  if (InfoOf(spec.data).train_size > 0 && per_worker < spec.data.batch_size) {
     run.warnings.push_back("each worker holds about " + std::to_string(per_worker) + " training samples, fewer than its batch of " +
                            std::to_string(spec.data.batch_size) + ": every step repeats samples");
   }

@@ -41,4 +41,13 @@ inline DatasetInfo InfoOf(const DataSource& files) {
 
 inline DatasetInfo InfoOf(const DataSpec& data) { return data.files ? InfoOf(*data.files) : InfoOf(data.dataset); }
 
+// One sample's shape as a model's forward takes it, without the batch
+// dimension: as spec.data declares it, or a built-in set's [channels, height,
+// width]. A TorchScript model is handed exactly this; a built-in one reshapes.
+inline std::vector<int> SampleShape(const DataSpec& data) {
+  if (data.files) return data.files->input_shape;
+  const DatasetInfo info = InfoOf(data.dataset);
+  return {info.channels, info.height, info.width};
+}
+
 }  // namespace edgetrain

@@ -8,6 +8,7 @@
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/flat_parameters.h"
 #include "agent/torch/models.h"
+#include "agent/torch/torchscript_trainer.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -180,6 +181,7 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
 }
 
 StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options) {
+  if (options.model.kind == ModelKind::kTorchScript) return LoadTorchScriptTrainer(options);
   try {
     torch::set_num_threads(options.intra_op_threads);
     torch::manual_seed(options.seed);

@@ -61,10 +61,15 @@ struct TrainerOptions {
   DatasetInfo data;
   uint64_t seed = 0;
   int intra_op_threads = 1;
+  // One sample's shape as the model's forward takes it (core/dataset_info.h's
+  // SampleShape); empty means [channels, height, width] of `data`. Only a
+  // TorchScript model needs it: the built-in ones reshape for themselves.
+  std::vector<int> sample_shape = {};
 };
 
-// Builds the model. InvalidArgument when the model cannot fit
-// the data (e.g. more conv blocks than the image can be halved).
+// Builds the model, or loads a TorchScript one (agent/torch/torchscript_trainer.h).
+// InvalidArgument when the model cannot fit the data (e.g. more conv blocks
+// than the image can be halved), naming the spec.model field at fault.
 StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options);
 
 // What model a file SaveModel wrote holds, read from its layers' shapes:

@@ -1,0 +1,35 @@
+#!/usr/bin/python3
+"""Writes the TorchScript modules torchscript_trainer_test.cc loads, good and
+bad, into OUT_DIR: what a PyTorch user might hand edgetrain by mistake.
+
+    /usr/bin/python3 make_modules.py OUT_DIR
+"""
+import os
+import sys
+
+import torch
+from torch import nn
+
+
+def mlp(features, classes):
+    return nn.Sequential(nn.Flatten(), nn.Linear(features, 16), nn.ReLU(), nn.Linear(16, classes))
+
+
+def main(out):
+    torch.manual_seed(0)
+    save = lambda module, name: torch.jit.save(torch.jit.script(module), os.path.join(out, name))
+    save(mlp(64, 10), "digits_mlp.pt")
+    save(mlp(784, 10), "fashion_input.pt")  # forward fails on 8x8 digits
+    save(mlp(64, 5), "five_classes.pt")
+    save(mlp(64, 10).double(), "float64.pt")
+    frozen = mlp(64, 10)
+    for p in frozen.parameters():
+        p.requires_grad_(False)
+    save(frozen, "frozen.pt")
+    torch.save(mlp(64, 10).state_dict(), os.path.join(out, "state_dict.pt"))  # weights in a pickle, no module
+    with open(os.path.join(out, "text.pt"), "w") as f:
+        f.write("not a model\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,243 @@
+#include "agent/torch/torchscript_trainer.h"
+
+#include <torch/script.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "agent/storage/atomic_file.h"
+
+namespace edgetrain::agent {
+namespace {
+
+constexpr const char* kPath = "spec.model.torchscript.path";
+constexpr const char* kModel = "spec.model.torchscript";
+
+std::string ShapeText(c10::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// LibTorch's messages run to a C++ backtrace or a TorchScript call stack. The
+// interpreter's end with the error the module raised ("RuntimeError: mat1 and
+// mat2 shapes cannot be multiplied ..."); others say it in their first line.
+std::string Reason(const std::exception& e) {
+  const auto* error = dynamic_cast<const c10::Error*>(&e);
+  std::string what = error ? error->what_without_backtrace() : e.what();
+  if (size_t raised = what.rfind("Error: "); raised != std::string::npos) {
+    const size_t start = what.rfind('\n', raised);
+    what = what.substr(start == std::string::npos ? 0 : start + 1);
+  }
+  return what.substr(0, what.find('\n'));
+}
+
+StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return InvalidArgumentError(std::string(kPath) + ": no file at " + path);
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path, torch::kCPU);
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string(kPath) + ": " + path +
+                                " is not a TorchScript module (save one with torch.jit.save(torch.jit.script(model), "
+                                "path)): " + Reason(e));
+  }
+  if (!module.find_method("forward")) {
+    return InvalidArgumentError(std::string(kPath) + ": " + path +
+                                " has no forward method: it holds weights, not a module; save the scripted or "
+                                "traced module itself with torch.jit.save");
+  }
+  return module;
+}
+
+class TorchScriptTrainer final : public Trainer {
+ public:
+  TorchScriptTrainer(torch::jit::Module module, std::vector<int64_t> sample_shape, int classes)
+      : module_(std::move(module)), sample_shape_(std::move(sample_shape)), classes_(classes) {}
+
+  // What the job needs of the module, checked once, before any training.
+  Status Check() {
+    for (const torch::Tensor& p : module_.parameters()) {
+      if (p.scalar_type() != torch::kFloat32) {
+        return InvalidArgumentError(std::string(kModel) + ": a parameter of shape " + ShapeText(p.sizes()) +
+                                    " holds " + std::string(c10::toString(p.scalar_type())) +
+                                    "; edgetrain trains float32 (call model.float() before saving)");
+      }
+      if (p.requires_grad()) trainable_.push_back(p);
+    }
+    if (trainable_.empty()) {
+      return InvalidArgumentError(std::string(kModel) + ": the module has no trainable parameters");
+    }
+    torch::Tensor out;
+    try {
+      torch::NoGradGuard no_grad;
+      module_.eval();
+      std::vector<int64_t> batch = {2};
+      batch.insert(batch.end(), sample_shape_.begin(), sample_shape_.end());
+      out = module_.forward({torch::zeros(batch)}).toTensor();
+    } catch (const std::exception& e) {
+      return InvalidArgumentError(std::string(kModel) + ": its forward fails on a batch of the data's samples, of shape " +
+                                  ShapeText(sample_shape_) + ": " + Reason(e));
+    }
+    if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes_) {
+      return InvalidArgumentError(std::string(kModel) + ": its output for a batch of 2 is " + ShapeText(out.sizes()) +
+                                  ", expected [2, " + std::to_string(classes_) +
+                                  "]: one logit for each of spec.data's " + std::to_string(classes_) + " classes");
+    }
+    Flatten();
+    return Status::Ok();
+  }
+
+  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                   std::span<float> gradient) override {
+    if (static_cast<int64_t>(gradient.size()) != flat_.numel()) {
+      return InternalError("gradient buffer of " + std::to_string(gradient.size()) + " floats for a model of " +
+                           std::to_string(flat_.numel()));
+    }
+    try {
+      module_.train();
+      for (torch::Tensor& p : trainable_) p.mutable_grad() = torch::Tensor();
+      torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(Forward(features, n), y);
+      loss.backward();
+      int64_t offset = 0;
+      for (const torch::Tensor& p : trainable_) {
+        float* out = gradient.data() + offset;
+        if (p.grad().defined()) {
+          torch::Tensor g = p.grad().contiguous();
+          std::memcpy(out, g.data_ptr<float>(), sizeof(float) * static_cast<size_t>(p.numel()));
+        } else {
+          std::fill(out, out + p.numel(), 0.0f);  // a parameter this batch's loss does not reach
+        }
+        offset += p.numel();
+      }
+      return loss.item<double>();
+    } catch (const std::exception& e) {
+      return InternalError(std::string("gradient computation failed: ") + Reason(e));
+    }
+  }
+
+  std::span<float> Parameters() override { return {flat_.data_ptr<float>(), static_cast<size_t>(flat_.numel())}; }
+
+  std::vector<std::vector<int64_t>> ParameterShapes() const override {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const torch::Tensor& p : trainable_) shapes.push_back(p.sizes().vec());
+    return shapes;
+  }
+
+  StatusOr<Evaluation> Evaluate(const Dataset& data) override {
+    try {
+      torch::NoGradGuard no_grad;
+      module_.eval();
+      constexpr int64_t kChunk = 1000;
+      int64_t correct = 0;
+      double loss_sum = 0;
+      std::vector<float> features(static_cast<size_t>(std::min(kChunk, data.size()) * data.SampleSize()));
+      for (int64_t start = 0; start < data.size(); start += kChunk) {
+        const int64_t n = std::min(kChunk, data.size() - start);
+        data.CopySamples(start, n, features.data());
+        torch::Tensor logits = Forward(features.data(), n);
+        torch::Tensor y = torch::from_blob(const_cast<int64_t*>(data.labels.data() + start), {n}, torch::kInt64);
+        loss_sum += torch::nn::functional::cross_entropy(
+                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        .item<double>();
+        correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+      }
+      const double n = static_cast<double>(std::max<int64_t>(1, data.size()));
+      return Evaluation{static_cast<double>(correct) / n, loss_sum / n};
+    } catch (const std::exception& e) {
+      return InternalError(std::string("evaluation failed: ") + Reason(e));
+    }
+  }
+
+  // TorchScript again, so PyTorch's torch.jit.load reads the trained model.
+  // Each parameter is saved owning its storage — as views of one flat tensor
+  // they would load in Python as views of it too — and then made a view
+  // again. Called between steps, as every Trainer method is.
+  Status SaveModel(const std::string& path) override {
+    const std::string tmp = path + ".tmp";
+    try {
+      torch::NoGradGuard no_grad;
+      for (torch::Tensor& p : trainable_) p.set_data(p.detach().clone());
+      module_.save(tmp);
+      Flatten(flat_);
+    } catch (const std::exception& e) {
+      Flatten(flat_);
+      return InternalError("cannot write " + tmp + ": " + Reason(e));
+    }
+    return CommitFile(tmp, path);
+  }
+
+  Status LoadModel(const std::string& path) override {
+    EDGETRAIN_ASSIGN_OR_RETURN(torch::jit::Module loaded, LoadModule(path));
+    std::vector<torch::Tensor> theirs;
+    for (const torch::Tensor& p : loaded.parameters()) {
+      if (p.requires_grad()) theirs.push_back(p);
+    }
+    if (theirs.size() != trainable_.size()) return InvalidArgumentError(path + " holds another model's weights");
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < theirs.size(); ++i) {
+      if (!theirs[i].sizes().equals(trainable_[i].sizes())) {
+        return InvalidArgumentError(path + " holds another model's weights");
+      }
+    }
+    for (size_t i = 0; i < theirs.size(); ++i) trainable_[i].copy_(theirs[i]);
+    return Status::Ok();
+  }
+
+  int64_t ParameterCount() const override { return flat_.numel(); }
+
+ private:
+  // Every trainable parameter moved into one flat tensor, `into` or a new
+  // one, each a view of it, as FlattenParameters does for a built-in model
+  // (agent/torch/flat_parameters.h).
+  void Flatten(torch::Tensor into = {}) {
+    int64_t total = 0;
+    for (const torch::Tensor& p : trainable_) total += p.numel();
+    flat_ = into.defined() ? into : torch::empty({total}, torch::kFloat32);
+    torch::NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (torch::Tensor& p : trainable_) {
+      torch::Tensor view = flat_.narrow(0, offset, p.numel()).view(p.sizes());
+      if (view.data_ptr() != p.data_ptr()) view.copy_(p);
+      p.set_data(view);
+      offset += p.numel();
+    }
+  }
+
+  torch::Tensor Forward(const float* features, int64_t n) {
+    std::vector<int64_t> shape = {n};
+    shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+    return module_.forward({torch::from_blob(const_cast<float*>(features), shape, torch::kFloat32)}).toTensor();
+  }
+
+  torch::jit::Module module_;
+  std::vector<int64_t> sample_shape_;
+  int classes_;
+  std::vector<torch::Tensor> trainable_;  // in parameters() order: the layout of flat_
+  torch::Tensor flat_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Trainer>> LoadTorchScriptTrainer(const TrainerOptions& options) {
+  torch::set_num_threads(options.intra_op_threads);
+  EDGETRAIN_ASSIGN_OR_RETURN(torch::jit::Module module, LoadModule(options.model.torchscript_path));
+  std::vector<int64_t> shape(options.sample_shape.begin(), options.sample_shape.end());
+  if (shape.empty()) shape = {options.data.channels, options.data.height, options.data.width};
+  auto trainer = std::make_unique<TorchScriptTrainer>(std::move(module), std::move(shape), options.data.classes);
+  EDGETRAIN_RETURN_IF_ERROR(trainer->Check());
+  return std::unique_ptr<Trainer>(std::move(trainer));
+}
+
+bool IsTorchScriptModule(const std::string& path) {
+  try {
+    return torch::jit::load(path, torch::kCPU).find_method("forward").has_value();
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,150 @@
+// A user's TorchScript module, from PyTorch, trains as the built-in model of its
+// shape does, is refused with the field at fault when it cannot be trained, and
+// is saved as TorchScript that loads again with its trained weights.
+#include "agent/torch/torchscript_trainer.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/row_layout.h"
+#include "core/row_optimizer.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TorchScriptTrainerTest : public testing::Test {
+ protected:
+  // The modules come from PyTorch (Debian's python3-torch, which scripts/deps
+  // installs), as a user's would: written once for the suite.
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("torchscript-test-" + std::to_string(::getpid())));
+    fs::create_directories(*dir_);
+    const std::string command = "/usr/bin/python3 " EDGETRAIN_SOURCE_DIR "/agent/torch/testdata/make_modules.py " +
+                                dir_->string();
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());
+    ASSERT_TRUE(split.ok()) << split.status().ToString();
+    digits_ = new TrainTestSplit(std::move(*split));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete digits_;
+  }
+
+  static std::string Module(const std::string& name) { return (*dir_ / name).string(); }
+
+  static StatusOr<std::unique_ptr<Trainer>> Load(const std::string& path) {
+    ModelSpec model;
+    model.kind = ModelKind::kTorchScript;
+    model.torchscript_path = path;
+    return CreateTrainer({model, digits_->train.info, 1, 1});
+  }
+
+  // `steps` batches of 64 in order, each a gradient and a step of the
+  // engine's optimizer: what a job of one does.
+  static void Train(Trainer& trainer, int steps) {
+    const Dataset& d = digits_->train;
+    const RowLayout layout(trainer.ParameterShapes(), SyncGranularity::kModel);
+    RowOptimizer optimizer(OptimizerSpec{OptimizerKind::kAdam, 0.01, std::nullopt, 0}, layout);
+    std::vector<float> gradient(static_cast<size_t>(layout.total_floats()));
+    std::vector<float> x(static_cast<size_t>(64 * d.SampleSize()));
+    for (int s = 0; s < steps; ++s) {
+      const int64_t first = (s * 64) % (d.size() - 64);
+      d.CopySamples(first, 64, x.data());
+      auto loss = trainer.ComputeGradient(x.data(), d.labels.data() + first, 64, gradient);
+      ASSERT_TRUE(loss.ok()) << loss.status().ToString();
+      optimizer.Apply(0, trainer.Parameters(), gradient);
+    }
+  }
+
+  static fs::path* dir_;
+  static TrainTestSplit* digits_;
+};
+fs::path* TorchScriptTrainerTest::dir_ = nullptr;
+TrainTestSplit* TorchScriptTrainerTest::digits_ = nullptr;
+
+TEST_F(TorchScriptTrainerTest, TrainsAsTheBuiltInMlpOfTheSameShape) {
+  auto own = Load(Module("digits_mlp.pt"));
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  auto builtin = CreateTrainer({{ModelKind::kMlp, {16}, {}}, digits_->train.info, 1, 1});
+  ASSERT_TRUE(builtin.ok()) << builtin.status().ToString();
+  EXPECT_EQ((*own)->ParameterShapes(), (*builtin)->ParameterShapes());
+  EXPECT_EQ((*own)->ParameterCount(), 64 * 16 + 16 + 16 * 10 + 10);
+
+  auto before = (*own)->Evaluate(digits_->test);
+  ASSERT_TRUE(before.ok());
+  Train(**own, 300);
+  Train(**builtin, 300);
+  auto own_after = (*own)->Evaluate(digits_->test);
+  auto builtin_after = (*builtin)->Evaluate(digits_->test);
+  ASSERT_TRUE(own_after.ok() && builtin_after.ok());
+  EXPECT_LT(before->accuracy, 0.3) << "an untrained module guesses";
+  EXPECT_GT(own_after->accuracy, 0.9);
+  // Different initial weights (PyTorch's draw and LibTorch's), the same
+  // layers and steps: the same accuracy within noise.
+  EXPECT_NEAR(own_after->accuracy, builtin_after->accuracy, 0.04);
+}
+
+TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField) {
+  const struct {
+    std::string file;
+    std::string error;
+  } cases[] = {
+      {"missing.pt", "spec.model.torchscript.path: no file at "},
+      {"text.pt", "spec.model.torchscript.path: " + Module("text.pt") + " is not a TorchScript module"},
+      {"state_dict.pt", "is not a TorchScript module (save one with torch.jit.save(torch.jit.script(model), path))"},
+      {"frozen.pt", "spec.model.torchscript: the module has no trainable parameters"},
+      {"float64.pt", "spec.model.torchscript: a parameter of shape [16, 64] holds Double; edgetrain trains float32"},
+      {"fashion_input.pt", "spec.model.torchscript: its forward fails on a batch of the data's samples, of shape [1, 8, 8]: RuntimeError: mat1 and mat2"},
+      {"five_classes.pt", "spec.model.torchscript: its output for a batch of 2 is [2, 5], expected [2, 10]"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file);
+    auto trainer = Load(Module(c.file));
+    ASSERT_FALSE(trainer.ok());
+    EXPECT_EQ(trainer.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(trainer.status().message().find(c.error), std::string::npos) << trainer.status().message();
+  }
+}
+
+TEST_F(TorchScriptTrainerTest, TheTrainedModuleIsSavedAsTorchScriptThatLoadsWithItsWeights) {
+  auto trainer = Load(Module("digits_mlp.pt"));
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  Train(**trainer, 50);
+  auto trained = (*trainer)->Evaluate(digits_->test);
+  ASSERT_TRUE(trained.ok());
+  const std::string saved = Module("trained.pt");
+  ASSERT_TRUE((*trainer)->SaveModel(saved).ok());
+  EXPECT_TRUE(IsTorchScriptModule(saved));
+
+  // Loaded as a job's model, and into an untrained one (a resume): the same
+  // predictions, to the last bit.
+  auto reloaded = Load(saved);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
+  auto fresh = Load(Module("digits_mlp.pt"));
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->LoadModel(saved).ok());
+  for (Trainer* t : {reloaded->get(), fresh->get()}) {
+    auto e = t->Evaluate(digits_->test);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->accuracy, trained->accuracy);
+    EXPECT_EQ(e->loss, trained->loss);
+  }
+  auto builtin = CreateTrainer({{ModelKind::kMlp, {8}, {}}, digits_->train.info, 1, 1});
+  ASSERT_TRUE(builtin.ok());
+  EXPECT_EQ((*builtin)->LoadModel(saved).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*fresh)->LoadModel(Module("missing.pt")).code(), StatusCode::kInvalidArgument);
+
+  // A built-in model's file holds weights only: not a module to run.
+  const std::string weights = Module("builtin.pt");
+  ASSERT_TRUE((*builtin)->SaveModel(weights).ok());
+  EXPECT_FALSE(IsTorchScriptModule(weights));
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
