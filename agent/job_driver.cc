@@ -75,7 +75,9 @@ Status JobDriver::WriteModelCard(const JobProgress& p) {
       {"samples", p.samples},
       {"accuracy", p.accuracy ? nlohmann::json(*p.accuracy) : nlohmann::json(nullptr)},
       {"weights", "model.pt"},
-      {"format", "TorchScript archive of the model's parameters and buffers (docs/launch-contract.md)"},
+      {"format", spec.model.kind == ModelKind::kTorchScript
+                     ? "TorchScript module, its code and trained parameters: torch.jit.load runs it (docs/own-model.md)"
+                     : "TorchScript archive of the model's parameters and buffers (docs/launch-contract.md)"},
   };
   return WriteFileAtomically(plan_.output_dir + "/model.json", card.dump(2) + "\n");
 }
