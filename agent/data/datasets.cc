@@ -1,14 +1,11 @@
 // Loading the built-in data sets from where Debian installs them.
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <random>
-#include <sstream>
 
+#include "agent/data/csv_format.h"
 #include "agent/data/dataset.h"
-#include "agent/data/gzip_file.h"
 #include "agent/data/idx_format.h"
 
 namespace edgetrain::agent {
@@ -74,40 +71,10 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
         "the digits data set is not installed (looked for digits.csv.gz in " + Searched(search) +
         "); `make` extracts it with scripts/deps, or install Debian's python3-sklearn");
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string text, ReadGzipFile(path));
   DatasetInfo info = InfoOf(DatasetName::kDigits);
   const int pixels = info.height * info.width;
-  Dataset all;
-  all.info = info;
-  std::istringstream lines(text);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    std::istringstream fields(line);
-    std::string field;
-    std::vector<float> row;
-    while (std::getline(fields, field, ',')) {
-      char* end = nullptr;
-      float v = std::strtof(field.c_str(), &end);
-      if (end == field.c_str()) return DataLossError(path + ":" + std::to_string(line_no) + ": not a number");
-      row.push_back(v);
-    }
-    if (static_cast<int>(row.size()) != pixels + 1) {
-      return DataLossError(path + ":" + std::to_string(line_no) + ": expected " + std::to_string(pixels + 1) +
-                           " values, found " + std::to_string(row.size()));
-    }
-    for (int i = 0; i < pixels; ++i) {
-      // Grey levels 0-16 (scikit-learn's 8x8 digits).
-      if (row[i] < 0 || row[i] > 16 || row[i] != std::floor(row[i])) {
-        return DataLossError(path + ":" + std::to_string(line_no) + ": pixel " + std::to_string(row[i]) +
-                             " is not a grey level from 0 to 16");
-      }
-      all.pixels.push_back(static_cast<uint8_t>(row[i]));
-    }
-    all.labels.push_back(static_cast<int64_t>(row[pixels]));
-  }
+  // Grey levels 0 to 16, the label last.
+  EDGETRAIN_ASSIGN_OR_RETURN(Dataset all, Installed(ReadCsvFile(path, info, {.label_column = -1, .max_level = 16})));
   if (all.size() != info.train_size + info.test_size) {
     return DataLossError(path + ": expected " + std::to_string(info.train_size + info.test_size) +
                          " samples, found " + std::to_string(all.size()));
@@ -119,7 +86,7 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
   TrainTestSplit split;
   for (Dataset* d : {&split.train, &split.test}) {
     d->info = info;
-    d->pixel_scale = 1.0f / 16;
+    d->pixel_scale = all.pixel_scale;
   }
   for (size_t k = 0; k < order.size(); ++k) {
     Dataset& d = static_cast<int64_t>(k) < info.train_size ? split.train : split.test;
