@@ -1,4 +1,5 @@
-// Loading the built-in data sets from where Debian installs them.
+// The data a job names: the built-in sets, from where Debian installs them, as
+// instances of the file readers; or the manifest's files, by their format.
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
@@ -7,6 +8,8 @@
 #include "agent/data/csv_format.h"
 #include "agent/data/dataset.h"
 #include "agent/data/idx_format.h"
+#include "agent/data/image_folders.h"
+#include "agent/data/npy_format.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -109,7 +112,38 @@ DataSearchPath SearchPathWith(const std::string& data_dir) {
 
 StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& search) {
   if (!data.files) return LoadDataset(data.dataset, search);
-  return UnimplementedError("data from " + std::string(NameOf(data.files->format)) + " files is not readable yet");
+  const DataSource& files = *data.files;
+  const DatasetInfo info = InfoOf(files);
+  if (info.channels < 1 || info.height < 1 || info.width < 1 || info.classes < 1) {
+    return InvalidArgumentError("spec.data: inputShape and classes must be positive");
+  }
+  TrainTestSplit split;
+  switch (files.format) {
+    case DataFormat::kIdx: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadIdxFiles(files.train.features, files.train.labels, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadIdxFiles(files.test.features, files.test.labels, info));
+      break;
+    }
+    case DataFormat::kNpy: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadNpyFiles(files.train.features, files.train.labels, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadNpyFiles(files.test.features, files.test.labels, info));
+      break;
+    }
+    case DataFormat::kCsv: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadCsvFile(files.train.path, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadCsvFile(files.test.path, info));
+      break;
+    }
+    case DataFormat::kImages: {
+      EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders train, ReadImageFolders(files.train.path, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders test, ReadImageFolders(files.test.path, info, train.classes));
+      split.train = std::move(train.data);
+      split.test = std::move(test.data);
+      break;
+    }
+  }
+  SetSizes(split);
+  return split;
 }
 
 StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& search) {
