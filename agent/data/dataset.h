@@ -1,10 +1,12 @@
 #pragma once
 // A data set in memory as plain arrays — no LibTorch here, so loading and
-// partitioning are tested without it. Samples are row-major, one after another,
-// kept as the data sets hold them, a byte per pixel, and scaled to [0, 1] as
-// they are copied out: a quarter of the memory of floats in every agent
-// (Fashion-MNIST's 55 MB rather than 219 MB, on devices that may have 2 GB).
+// partitioning are tested without it. Samples are row-major, one after another.
+// Byte sources (images, uint8 arrays, digits' grey levels) stay a byte a value,
+// scaled as they are copied out: a quarter of the memory of floats in every
+// agent (Fashion-MNIST's 55 MB rather than 219 MB, on devices that may have
+// 2 GB). Float sources (csv, float npy or IDX) are kept as floats.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,14 +19,20 @@ namespace edgetrain::agent {
 
 struct Dataset {
   DatasetInfo info;             // shape and class count; sizes as loaded
+  // The samples, in one of two forms: `features` when it is not empty, else `pixels`.
   std::vector<uint8_t> pixels;  // size() * SampleSize()
   float pixel_scale = 1.0f;     // a feature's value is its pixel times this
+  std::vector<float> features;  // size() * SampleSize(), used as they are
   std::vector<int64_t> labels;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t SampleSize() const { return int64_t{info.channels} * info.height * info.width; }
   // Writes the features of samples [first, first + n) to `out`, n * SampleSize() floats.
   void CopySamples(int64_t first, int64_t n, float* out) const {
+    if (!features.empty()) {
+      std::copy_n(features.data() + first * SampleSize(), n * SampleSize(), out);
+      return;
+    }
     const uint8_t* in = pixels.data() + first * SampleSize();
     for (int64_t i = 0; i < n * SampleSize(); ++i) out[i] = static_cast<float>(in[i]) * pixel_scale;
   }

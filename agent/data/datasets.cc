@@ -1,15 +1,15 @@
-// Loading the built-in data sets from where Debian installs them.
+// The data a job names: the built-in sets, from where Debian installs them, as
+// instances of the file readers; or the manifest's files, by their format.
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <random>
-#include <sstream>
 
+#include "agent/data/csv_format.h"
 #include "agent/data/dataset.h"
-#include "agent/data/gzip_file.h"
 #include "agent/data/idx_format.h"
+#include "agent/data/image_folders.h"
+#include "agent/data/npy_format.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -32,33 +32,17 @@ std::string Searched(const DataSearchPath& search) {
   return s;
 }
 
-StatusOr<Dataset> LoadIdxPair(const std::string& images_path, const std::string& labels_path,
-                              const DatasetInfo& info) {
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string image_bytes, ReadGzipFile(images_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string label_bytes, ReadGzipFile(labels_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(IdxArray images, ParseIdx(image_bytes, 3, images_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(IdxArray labels, ParseIdx(label_bytes, 1, labels_path));
-  if (images.dims[0] != labels.dims[0]) {
-    return DataLossError(images_path + " has " + std::to_string(images.dims[0]) + " images but " + labels_path +
-                         " has " + std::to_string(labels.dims[0]) + " labels");
-  }
-  if (images.dims[1] != info.height || images.dims[2] != info.width) {
-    return DataLossError(images_path + ": images are " + std::to_string(images.dims[1]) + "x" +
-                         std::to_string(images.dims[2]) + ", expected " + std::to_string(info.height) + "x" +
-                         std::to_string(info.width));
-  }
-  Dataset d;
-  d.info = info;
-  d.pixels.assign(images.data.begin(), images.data.end());
-  d.pixel_scale = 1.0f / 255;
-  d.labels.resize(labels.data.size());
-  for (size_t i = 0; i < labels.data.size(); ++i) {
-    d.labels[i] = static_cast<uint8_t>(labels.data[i]);
-    if (d.labels[i] >= info.classes) {
-      return DataLossError(labels_path + ": label " + std::to_string(d.labels[i]) + " out of range");
-    }
-  }
-  return d;
+// The built-in sets' files come from Debian or scripts/deps, not from a
+// manifest: one that does not read is a damaged copy, not the user's mistake.
+template <typename T>
+StatusOr<T> Installed(StatusOr<T> read) {
+  if (!read.ok() && read.status().code() == StatusCode::kInvalidArgument) return DataLossError(read.status().message());
+  return read;
+}
+
+void SetSizes(TrainTestSplit& split) {
+  split.train.info.train_size = split.test.info.train_size = split.train.size();
+  split.train.info.test_size = split.test.info.test_size = split.test.size();
 }
 
 StatusOr<TrainTestSplit> LoadFashionMnist(const DataSearchPath& search) {
@@ -75,10 +59,9 @@ StatusOr<TrainTestSplit> LoadFashionMnist(const DataSearchPath& search) {
   }
   DatasetInfo info = InfoOf(DatasetName::kFashionMnist);
   TrainTestSplit split;
-  EDGETRAIN_ASSIGN_OR_RETURN(split.train, LoadIdxPair(paths[0], paths[1], info));
-  EDGETRAIN_ASSIGN_OR_RETURN(split.test, LoadIdxPair(paths[2], paths[3], info));
-  split.train.info.train_size = split.test.info.train_size = split.train.size();
-  split.train.info.test_size = split.test.info.test_size = split.test.size();
+  EDGETRAIN_ASSIGN_OR_RETURN(split.train, Installed(ReadIdxFiles(paths[0], paths[1], info)));
+  EDGETRAIN_ASSIGN_OR_RETURN(split.test, Installed(ReadIdxFiles(paths[2], paths[3], info)));
+  SetSizes(split);
   return split;
 }
 
@@ -91,40 +74,10 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
         "the digits data set is not installed (looked for digits.csv.gz in " + Searched(search) +
         "); `make` extracts it with scripts/deps, or install Debian's python3-sklearn");
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string text, ReadGzipFile(path));
   DatasetInfo info = InfoOf(DatasetName::kDigits);
   const int pixels = info.height * info.width;
-  Dataset all;
-  all.info = info;
-  std::istringstream lines(text);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    std::istringstream fields(line);
-    std::string field;
-    std::vector<float> row;
-    while (std::getline(fields, field, ',')) {
-      char* end = nullptr;
-      float v = std::strtof(field.c_str(), &end);
-      if (end == field.c_str()) return DataLossError(path + ":" + std::to_string(line_no) + ": not a number");
-      row.push_back(v);
-    }
-    if (static_cast<int>(row.size()) != pixels + 1) {
-      return DataLossError(path + ":" + std::to_string(line_no) + ": expected " + std::to_string(pixels + 1) +
-                           " values, found " + std::to_string(row.size()));
-    }
-    for (int i = 0; i < pixels; ++i) {
-      // Grey levels 0-16 (scikit-learn's 8x8 digits).
-      if (row[i] < 0 || row[i] > 16 || row[i] != std::floor(row[i])) {
-        return DataLossError(path + ":" + std::to_string(line_no) + ": pixel " + std::to_string(row[i]) +
-                             " is not a grey level from 0 to 16");
-      }
-      all.pixels.push_back(static_cast<uint8_t>(row[i]));
-    }
-    all.labels.push_back(static_cast<int64_t>(row[pixels]));
-  }
+  // Grey levels 0 to 16, the label last.
+  EDGETRAIN_ASSIGN_OR_RETURN(Dataset all, Installed(ReadCsvFile(path, info, {.label_column = -1, .max_level = 16})));
   if (all.size() != info.train_size + info.test_size) {
     return DataLossError(path + ": expected " + std::to_string(info.train_size + info.test_size) +
                          " samples, found " + std::to_string(all.size()));
@@ -136,7 +89,7 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
   TrainTestSplit split;
   for (Dataset* d : {&split.train, &split.test}) {
     d->info = info;
-    d->pixel_scale = 1.0f / 16;
+    d->pixel_scale = all.pixel_scale;
   }
   for (size_t k = 0; k < order.size(); ++k) {
     Dataset& d = static_cast<int64_t>(k) < info.train_size ? split.train : split.test;
@@ -159,7 +112,38 @@ DataSearchPath SearchPathWith(const std::string& data_dir) {
 
 StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& search) {
   if (!data.files) return LoadDataset(data.dataset, search);
-  return UnimplementedError("data from " + std::string(NameOf(data.files->format)) + " files is not readable yet");
+  const DataSource& files = *data.files;
+  const DatasetInfo info = InfoOf(files);
+  if (info.channels < 1 || info.height < 1 || info.width < 1 || info.classes < 1) {
+    return InvalidArgumentError("spec.data: inputShape and classes must be positive");
+  }
+  TrainTestSplit split;
+  switch (files.format) {
+    case DataFormat::kIdx: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadIdxFiles(files.train.features, files.train.labels, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadIdxFiles(files.test.features, files.test.labels, info));
+      break;
+    }
+    case DataFormat::kNpy: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadNpyFiles(files.train.features, files.train.labels, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadNpyFiles(files.test.features, files.test.labels, info));
+      break;
+    }
+    case DataFormat::kCsv: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadCsvFile(files.train.path, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadCsvFile(files.test.path, info));
+      break;
+    }
+    case DataFormat::kImages: {
+      EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders train, ReadImageFolders(files.train.path, info));
+      EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders test, ReadImageFolders(files.test.path, info, train.classes));
+      split.train = std::move(train.data);
+      split.test = std::move(test.data);
+      break;
+    }
+  }
+  SetSizes(split);
+  return split;
 }
 
 StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& search) {

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace edgetrain::agent {
 
@@ -29,6 +30,16 @@ StatusOr<std::string> ReadGzipFile(const std::string& path) {
   gzerror(file, &code);
   gzclose(file);
   if (code != Z_OK && code != Z_STREAM_END) return DataLossError(path + ": truncated or corrupt gzip stream");
+  return content;
+}
+
+StatusOr<std::string> ReadDataFile(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) return InvalidArgumentError(path + ": no such file");
+  if (std::filesystem::is_directory(status)) return InvalidArgumentError(path + ": a folder, not a file");
+  StatusOr<std::string> content = ReadGzipFile(path);
+  if (!content.ok()) return InvalidArgumentError(content.status().message());
   return content;
 }
 

@@ -1,35 +1,58 @@
 #include "agent/data/idx_format.h"
 
+#include <cstdio>
 #include <string>
+
+#include "agent/data/gzip_file.h"
 
 namespace edgetrain::agent {
 
-StatusOr<IdxArray> ParseIdx(std::string_view bytes, int expected_dims, std::string_view source) {
-  auto bad = [&](const std::string& why) { return DataLossError(std::string(source) + ": " + why); };
+StatusOr<NumericArray> ParseIdx(std::string_view bytes, std::string_view source) {
+  auto bad = [&](const std::string& why) { return InvalidArgumentError(std::string(source) + ": " + why); };
   auto u8 = [&](size_t i) { return static_cast<uint8_t>(bytes[i]); };
   if (bytes.size() < 4) return bad("too short for an IDX header");
   if (u8(0) != 0 || u8(1) != 0) return bad("not an IDX file (bad magic number)");
-  if (u8(2) != 0x08) return bad("IDX element type " + std::to_string(u8(2)) + " is not unsigned byte");
-  int dims = u8(3);
-  if (dims != expected_dims) {
-    return bad("expected " + std::to_string(expected_dims) + " dimensions, found " + std::to_string(dims));
+  NumericArray array;
+  array.big_endian = true;
+  switch (u8(2)) {
+    case 0x08: array.type = ElementType::kUint8; break;
+    case 0x09: array.type = ElementType::kInt8; break;
+    case 0x0B: array.type = ElementType::kInt16; break;
+    case 0x0C: array.type = ElementType::kInt32; break;
+    case 0x0D: array.type = ElementType::kFloat32; break;
+    case 0x0E: array.type = ElementType::kFloat64; break;
+    default: {
+      char type[8];
+      std::snprintf(type, sizeof type, "0x%02X", u8(2));
+      return bad(std::string("IDX element type ") + type + " is not one of IDX's types");
+    }
   }
-  size_t header = 4 + 4 * static_cast<size_t>(dims);
+  const int dims = u8(3);
+  if (dims == 0) return bad("IDX array has no dimensions");
+  const size_t header = 4 + 4 * static_cast<size_t>(dims);
   if (bytes.size() < header) return bad("truncated IDX header");
-  IdxArray array;
-  size_t count = 1;
   for (int d = 0; d < dims; ++d) {
-    size_t at = 4 + 4 * static_cast<size_t>(d);
-    int64_t n = (int64_t{u8(at)} << 24) | (u8(at + 1) << 16) | (u8(at + 2) << 8) | u8(at + 3);
-    array.dims.push_back(n);
-    count *= static_cast<size_t>(n);
+    const size_t at = 4 + 4 * static_cast<size_t>(d);
+    array.dims.push_back((int64_t{u8(at)} << 24) | (u8(at + 1) << 16) | (u8(at + 2) << 8) | u8(at + 3));
   }
-  if (bytes.size() - header != count) {
-    return bad("header promises " + std::to_string(count) + " bytes of data, file has " +
-               std::to_string(bytes.size() - header));
+  const int64_t count = ElementCount(array.dims);
+  const uint64_t promised = static_cast<uint64_t>(count) * static_cast<uint64_t>(SizeOf(array.type));
+  if (count < 0 || promised / static_cast<uint64_t>(SizeOf(array.type)) != static_cast<uint64_t>(count) ||
+      bytes.size() - header != promised) {
+    return bad("header promises " + (count < 0 ? std::string("more") : std::to_string(promised)) +
+               " bytes of data, file has " + std::to_string(bytes.size() - header));
   }
   array.data = bytes.substr(header);
   return array;
+}
+
+StatusOr<Dataset> ReadIdxFiles(const std::string& features_path, const std::string& labels_path,
+                               const DatasetInfo& info) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string feature_bytes, ReadDataFile(features_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string label_bytes, ReadDataFile(labels_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray features, ParseIdx(feature_bytes, features_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray labels, ParseIdx(label_bytes, labels_path));
+  return DatasetFromArrays(features, features_path, labels, labels_path, info);
 }
 
 }  // namespace edgetrain::agent

@@ -1,0 +1,119 @@
+#include "agent/data/csv_format.h"
+
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+#include "agent/data/gzip_file.h"
+
+namespace edgetrain::agent {
+namespace {
+
+// Spaces, tabs and a Windows line end's '\r'.
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// A field as spreadsheets may write it: " 3.5" or "\"3.5\"".
+std::string_view TrimField(std::string_view s) {
+  s = TrimSpace(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+bool ParseNumber(std::string_view field, double& out) {
+  if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+  if (field.empty()) return false;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
+  return ec == std::errc() && end == field.data() + field.size();
+}
+
+}  // namespace
+
+StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const CsvOptions& options,
+                           std::string_view source) {
+  Dataset d;
+  d.info = info;
+  const int64_t sample_size = d.SampleSize();
+  const size_t columns = static_cast<size_t>(sample_size) + 1;
+  const int64_t label_column = options.label_column >= 0 ? options.label_column : int64_t(columns) + options.label_column;
+  if (label_column < 0 || label_column >= int64_t(columns) || options.max_level < 0 || options.max_level > 255) {
+    return InternalError(std::string(source) + ": CSV options do not fit the data's shape");
+  }
+  if (options.max_level > 0) d.pixel_scale = 1.0f / static_cast<float>(options.max_level);
+
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // the byte-order mark spreadsheets write
+  std::vector<std::string_view> fields;
+  std::vector<double> values;
+  int line_no = 0;
+  bool first = true;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = TrimSpace(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty()) continue;
+    auto bad = [&](const std::string& why) {
+      return InvalidArgumentError(std::string(source) + ":" + std::to_string(line_no) + ": " + why);
+    };
+
+    fields.clear();
+    for (size_t at = 0;;) {
+      const size_t comma = line.find(',', at);
+      fields.push_back(TrimField(line.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at)));
+      if (comma == std::string_view::npos) break;
+      at = comma + 1;
+    }
+    values.resize(fields.size());
+    size_t not_a_number = fields.size();
+    for (size_t i = 0; i < fields.size() && not_a_number == fields.size(); ++i) {
+      if (!ParseNumber(fields[i], values[i])) not_a_number = i;
+    }
+    const bool header = first;
+    first = false;
+    if (not_a_number < fields.size()) {
+      if (header) continue;
+      return bad("'" + std::string(fields[not_a_number]) + "' is not a number");
+    }
+    if (fields.size() != columns) {
+      return bad("expected " + std::to_string(columns) + " values, found " + std::to_string(fields.size()));
+    }
+
+    const double label = values[static_cast<size_t>(label_column)];
+    if (!std::isfinite(label) || label != std::floor(label)) {
+      return bad("label '" + std::string(fields[static_cast<size_t>(label_column)]) + "' is not an integer");
+    }
+    if (label < 0 || label >= info.classes) {
+      return bad("label " + std::string(fields[static_cast<size_t>(label_column)]) + " is out of range [0, " +
+                 std::to_string(info.classes) + ")");
+    }
+    d.labels.push_back(static_cast<int64_t>(label));
+    for (size_t i = 0; i < columns; ++i) {
+      if (static_cast<int64_t>(i) == label_column) continue;
+      const double v = values[i];
+      if (options.max_level > 0) {
+        if (v < 0 || v > options.max_level || v != std::floor(v)) {
+          return bad("value '" + std::string(fields[i]) + "' is not a whole number from 0 to " +
+                     std::to_string(options.max_level));
+        }
+        d.pixels.push_back(static_cast<uint8_t>(v));
+      } else {
+        // A NaN or an infinity would only show up later as a loss that is NaN.
+        if (!std::isfinite(v)) return bad("'" + std::string(fields[i]) + "' is not a finite number");
+        d.features.push_back(static_cast<float>(v));
+      }
+    }
+  }
+  if (d.labels.empty()) return InvalidArgumentError(std::string(source) + ": no samples");
+  return d;
+}
+
+StatusOr<Dataset> ReadCsvFile(const std::string& path, const DatasetInfo& info, const CsvOptions& options) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string text, ReadDataFile(path));
+  return ParseCsv(text, info, options, path);
+}
+
+}  // namespace edgetrain::agent

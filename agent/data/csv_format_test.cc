@@ -1,0 +1,84 @@
+#include "agent/data/csv_format.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/data/test_files.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DatasetInfo kThreeFeatures{1, 1, 3, 4, 0, 0};  // inputShape [3], 4 classes
+
+TEST(CsvFormatTest, ReadsLabelFirstThenFeaturesAsTheyAre) {
+  auto d = ParseCsv("3,0.5,-1,2e3\n0,1,2,3\n", kThreeFeatures, {}, "t.csv");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->labels, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(d->features, (std::vector<float>{0.5f, -1, 2000, 1, 2, 3}));
+  EXPECT_TRUE(d->pixels.empty());
+  std::vector<float> x(3);
+  d->CopySamples(1, 1, x.data());
+  EXPECT_EQ(x, (std::vector<float>{1, 2, 3}));
+}
+
+TEST(CsvFormatTest, SkipsAHeaderAndBlankLinesAndReadsSpreadsheetsQuirks) {
+  // A byte-order mark, a header, Windows line ends, quoted and padded fields,
+  // a label written as a float, a blank line and no final newline.
+  const std::string text = "\xEF\xBB\xBFlabel,a,b,c\r\n\"1\", 2 ,+3,4\r\n\r\n2.0,5,6,7";
+  auto d = ParseCsv(text, kThreeFeatures, {}, "t.csv");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->labels, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(d->features, (std::vector<float>{2, 3, 4, 5, 6, 7}));
+}
+
+TEST(CsvFormatTest, ALabelColumnAndLevelsKeepBytes) {
+  // As digits.csv.gz: grey levels 0-16, the label last.
+  auto d = ParseCsv("0,8,16,3\n", kThreeFeatures, {.label_column = -1, .max_level = 16}, "digits.csv");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->labels, (std::vector<int64_t>{3}));
+  EXPECT_EQ(d->pixels, (std::vector<uint8_t>{0, 8, 16}));
+  EXPECT_TRUE(d->features.empty());
+  std::vector<float> x(3);
+  d->CopySamples(0, 1, x.data());
+  EXPECT_EQ(x, (std::vector<float>{0, 0.5f, 1}));
+}
+
+TEST(CsvFormatTest, ReadsGzippedFiles) {
+  const fs::path dir = testing_files::FreshDir();
+  const std::string path = testing_files::WriteGz(dir / "train.csv.gz", "x,y,z,label?\n1,1,1,1\n");
+  auto d = ReadCsvFile(path, kThreeFeatures);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->size(), 1);
+  EXPECT_EQ(d->features, (std::vector<float>{1, 1, 1}));
+}
+
+TEST(CsvFormatTest, RefusesBadRows) {
+  struct Case {
+    std::string text;
+    CsvOptions options;
+    const char* error;
+  } cases[] = {
+      {"", {}, "t.csv: no samples"},
+      {"label,a,b,c\n", {}, "t.csv: no samples"},
+      {"1,2,3\n", {}, "t.csv:1: expected 4 values, found 3"},
+      {"1,2,3,4\n1,2,3,4,5\n", {}, "t.csv:2: expected 4 values, found 5"},
+      {"1,2,3,4\n1,2,x,4\n", {}, "t.csv:2: 'x' is not a number"},
+      {"1,2,3,4\n1,2,,4\n", {}, "t.csv:2: '' is not a number"},
+      {"1.5,2,3,4\n", {}, "t.csv:1: label '1.5' is not an integer"},
+      {"4,2,3,4\n", {}, "t.csv:1: label 4 is out of range [0, 4)"},
+      {"-1,2,3,4\n", {}, "t.csv:1: label -1 is out of range [0, 4)"},
+      {"1,2,nan,4\n", {}, "t.csv:1: 'nan' is not a finite number"},
+      {"1,2,3,17\n", {.label_column = 0, .max_level = 16}, "t.csv:1: value '17' is not a whole number from 0 to 16"},
+      {"1,2,3.5,1\n", {.label_column = -1, .max_level = 16}, "t.csv:1: value '3.5' is not a whole number from 0 to 16"},
+  };
+  for (const auto& c : cases) {
+    auto d = ParseCsv(c.text, kThreeFeatures, c.options, "t.csv");
+    ASSERT_FALSE(d.ok()) << c.error;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(d.status().message(), c.error);
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain::agent

@@ -1,0 +1,113 @@
+#include "agent/data/image_folders.h"
+
+#include <stb_image.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool Hidden(const fs::path& p) { return p.filename().string().starts_with("."); }
+
+// The entries of `dir` not hidden, sorted by name so that classes and samples
+// come in the same order on every machine.
+StatusOr<std::vector<fs::path>> Entries(const fs::path& dir) {
+  std::vector<fs::path> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!Hidden(it->path())) entries.push_back(it->path());
+  }
+  if (ec) return InvalidArgumentError(dir.string() + ": " + ec.message());
+  std::sort(entries.begin(), entries.end());
+  return entries;
+}
+
+bool IsDirectory(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);  // follows symbolic links, as a user would expect
+}
+
+Status AppendImage(const fs::path& file, int label, Dataset& d) {
+  const std::string path = file.string();
+  if (IsDirectory(file)) return InvalidArgumentError(path + ": a folder inside a class folder");
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return InvalidArgumentError(path + ": cannot be read");
+  const int channels = d.info.channels;
+  int width = 0, height = 0, in_file = 0;
+  stbi_uc* image = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()),
+                                         &width, &height, &in_file, channels);
+  if (!image) {
+    // stb's reason is terse and, for a cut file, often empty.
+    const char* reason = stbi_failure_reason();
+    return InvalidArgumentError(path + ": not a PNG or JPEG image that can be decoded (" +
+                                (reason && *reason ? reason : "corrupt or truncated") + ")");
+  }
+  if (width != d.info.width || height != d.info.height) {
+    stbi_image_free(image);
+    // Height first, as inputShape has it; images are not resized, since a
+    // silently squashed frame trains a different model than the one meant.
+    return InvalidArgumentError(path + ": image is " + std::to_string(height) + "x" + std::to_string(width) +
+                                " (height x width), inputShape says " + std::to_string(d.info.height) + "x" +
+                                std::to_string(d.info.width));
+  }
+  // stb gives pixels with their channels interleaved; a sample is channels first.
+  const size_t plane = static_cast<size_t>(width) * static_cast<size_t>(height);
+  const size_t base = d.pixels.size();
+  d.pixels.resize(base + plane * static_cast<size_t>(channels));
+  for (size_t p = 0; p < plane; ++p) {
+    for (int c = 0; c < channels; ++c) d.pixels[base + c * plane + p] = image[p * channels + c];
+  }
+  stbi_image_free(image);
+  d.labels.push_back(label);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ImageFolders> ReadImageFolders(const std::string& root, const DatasetInfo& info,
+                                        const std::vector<std::string>& same_classes_as) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(root, ec);
+  if (!fs::exists(status)) return InvalidArgumentError(root + ": no such folder");
+  if (!fs::is_directory(status)) return InvalidArgumentError(root + ": not a folder (images are read from class folders)");
+  if (info.channels < 1 || info.channels > 4) {
+    return InvalidArgumentError(root + ": inputShape has " + std::to_string(info.channels) +
+                                " channels; images have 1 (grey), 2 (grey and alpha), 3 (RGB) or 4 (RGBA)");
+  }
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<fs::path> entries, Entries(root));
+  ImageFolders out;
+  std::vector<fs::path> folders;
+  for (const auto& e : entries) {
+    if (IsDirectory(e)) {
+      folders.push_back(e);
+      out.classes.push_back(e.filename().string());
+    }
+  }
+  if (static_cast<int>(folders.size()) != info.classes) {
+    return InvalidArgumentError(root + ": expected " + std::to_string(info.classes) + " class folders (classes), found " +
+                                std::to_string(folders.size()));
+  }
+  if (!same_classes_as.empty() && out.classes != same_classes_as) {
+    size_t i = 0;
+    while (i < out.classes.size() && i < same_classes_as.size() && out.classes[i] == same_classes_as[i]) ++i;
+    auto at = [&](const std::vector<std::string>& names) { return i < names.size() ? "'" + names[i] + "'" : "none"; };
+    return InvalidArgumentError(root + ": class " + std::to_string(i) + " is folder " + at(out.classes) +
+                                ", the train set's is " + at(same_classes_as));
+  }
+  out.data.info = info;
+  out.data.pixel_scale = 1.0f / 255;
+  for (size_t label = 0; label < folders.size(); ++label) {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<fs::path> files, Entries(folders[label]));
+    if (files.empty()) return InvalidArgumentError(folders[label].string() + ": empty class folder");
+    for (const auto& file : files) EDGETRAIN_RETURN_IF_ERROR(AppendImage(file, static_cast<int>(label), out.data));
+  }
+  return out;
+}
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,132 @@
+#include "agent/data/image_folders.h"
+
+#include <stb_image_write.h>
+
+#include <gtest/gtest.h>
+
+#include "agent/data/test_files.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_files::FreshDir;
+using testing_files::Write;
+
+// `pixels` row by row, each pixel's `channels` values together.
+void Png(const fs::path& path, int width, int height, int channels, const std::vector<uint8_t>& pixels) {
+  fs::create_directories(path.parent_path());
+  ASSERT_EQ(pixels.size(), static_cast<size_t>(width * height * channels));
+  ASSERT_TRUE(stbi_write_png(path.c_str(), width, height, channels, pixels.data(), width * channels));
+}
+
+DatasetInfo Shape(int channels, int height, int width, int classes) { return {channels, height, width, classes, 0, 0}; }
+
+TEST(ImageFoldersTest, ClassesAreTheFoldersInNameOrder) {
+  const fs::path root = FreshDir();
+  Png(root / "b-dog" / "1.png", 3, 2, 1, {10, 11, 12, 13, 14, 15});
+  Png(root / "a-cat" / "2.png", 3, 2, 1, {20, 21, 22, 23, 24, 25});
+  Png(root / "a-cat" / "1.png", 3, 2, 1, {0, 51, 102, 153, 204, 255});
+  // Hidden entries and files beside the class folders are no one's samples.
+  Write(root / "a-cat" / ".DS_Store", "junk");
+  Write(root / ".cache" / "x.png", "junk");
+  Write(root / "README.txt", "my camera frames");
+
+  auto read = ReadImageFolders(root.string(), Shape(1, 2, 3, 2));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->classes, (std::vector<std::string>{"a-cat", "b-dog"}));
+  const Dataset& d = read->data;
+  ASSERT_EQ(d.size(), 3);
+  EXPECT_EQ(d.labels, (std::vector<int64_t>{0, 0, 1}));
+  EXPECT_EQ(d.pixels.size(), 18u) << "bytes stay bytes";
+  EXPECT_EQ(d.pixels[0], 0) << "a-cat/1.png comes before a-cat/2.png";
+  EXPECT_EQ(d.pixels[6], 20);
+  EXPECT_EQ(d.pixels[12], 10);
+  std::vector<float> x(6);
+  d.CopySamples(0, 1, x.data());
+  EXPECT_FLOAT_EQ(x[1], 0.2f);
+  EXPECT_FLOAT_EQ(x[5], 1.0f);
+}
+
+TEST(ImageFoldersTest, ColourIsChannelsFirstAndConvertedToTheDeclaredChannels) {
+  const fs::path root = FreshDir();
+  // 2x1 RGB: a red pixel and a blue one.
+  Png(root / "c" / "rgb.png", 2, 1, 3, {255, 0, 0, 0, 0, 255});
+  Png(root / "c" / "grey.png", 2, 1, 1, {7, 9});
+
+  auto rgb = ReadImageFolders(root.string(), Shape(3, 1, 2, 1));
+  ASSERT_TRUE(rgb.ok()) << rgb.status().ToString();
+  // grey.png first (name order), each grey level in all three planes; then rgb.png's R, G and B planes.
+  EXPECT_EQ(rgb->data.pixels, (std::vector<uint8_t>{7, 9, 7, 9, 7, 9, 255, 0, 0, 0, 0, 255}));
+
+  auto grey = ReadImageFolders(root.string(), Shape(1, 1, 2, 1));
+  ASSERT_TRUE(grey.ok()) << grey.status().ToString();
+  ASSERT_EQ(grey->data.pixels.size(), 4u);
+  EXPECT_EQ(grey->data.pixels[0], 7);
+  EXPECT_NEAR(grey->data.pixels[2], 77, 2) << "red's luma";
+  EXPECT_NEAR(grey->data.pixels[3], 29, 2) << "blue's luma";
+}
+
+TEST(ImageFoldersTest, DecodesJpeg) {
+  const fs::path root = FreshDir();
+  std::vector<uint8_t> flat(8 * 8 * 3);
+  for (size_t i = 0; i < flat.size(); i += 3) flat[i] = 200, flat[i + 1] = 100, flat[i + 2] = 50;
+  fs::create_directories(root / "only");
+  // Named .png: images are told apart by content, not by name.
+  ASSERT_TRUE(stbi_write_jpg((root / "only" / "frame.png").c_str(), 8, 8, 3, flat.data(), 100));
+  auto d = ReadImageFolders(root.string(), Shape(3, 8, 8, 1));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->data.pixels.size(), 192u);
+  EXPECT_NEAR(d->data.pixels[0], 200, 3);
+  EXPECT_NEAR(d->data.pixels[64], 100, 3);
+  EXPECT_NEAR(d->data.pixels[191], 50, 3);
+}
+
+TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
+  const fs::path root = FreshDir();
+  auto tiny = [](const fs::path& p) { Png(p, 2, 2, 1, {1, 2, 3, 4}); };
+  tiny(root / "good" / "a" / "1.png");
+  tiny(root / "good" / "b" / "1.png");
+  tiny(root / "other-names" / "a" / "1.png");
+  tiny(root / "other-names" / "c" / "1.png");
+  tiny(root / "empty" / "a" / "1.png");
+  fs::create_directories(root / "empty" / "b");
+  tiny(root / "big" / "a" / "1.png");
+  Png(root / "big" / "b" / "1.png", 3, 2, 1, {1, 2, 3, 4, 5, 6});
+  tiny(root / "text" / "a" / "1.png");
+  Write(root / "text" / "b" / "notes.txt", "not an image");
+  tiny(root / "nested" / "a" / "1.png");
+  tiny(root / "nested" / "b" / "more" / "1.png");
+  Write(root / "a-file", "x");
+
+  const std::string r = root.string();
+  const std::vector<std::string> train_classes = {"a", "b"};
+  struct Case {
+    std::string folder;
+    DatasetInfo info;
+    std::vector<std::string> same_classes_as;
+    std::string error;
+  } cases[] = {
+      {r + "/absent", Shape(1, 2, 2, 2), {}, r + "/absent: no such folder"},
+      {r + "/a-file", Shape(1, 2, 2, 2), {}, r + "/a-file: not a folder (images are read from class folders)"},
+      {r + "/good", Shape(1, 2, 2, 3), {}, r + "/good: expected 3 class folders (classes), found 2"},
+      {r + "/good", Shape(5, 2, 2, 2), {},
+       r + "/good: inputShape has 5 channels; images have 1 (grey), 2 (grey and alpha), 3 (RGB) or 4 (RGBA)"},
+      {r + "/other-names", Shape(1, 2, 2, 2), train_classes,
+       r + "/other-names: class 1 is folder 'c', the train set's is 'b'"},
+      {r + "/empty", Shape(1, 2, 2, 2), {}, r + "/empty/b: empty class folder"},
+      {r + "/big", Shape(1, 2, 2, 2), {}, r + "/big/b/1.png: image is 2x3 (height x width), inputShape says 2x2"},
+      {r + "/text", Shape(1, 2, 2, 2), {}, r + "/text/b/notes.txt: not a PNG or JPEG image that can be decoded (unknown image type)"},
+      {r + "/nested", Shape(1, 2, 2, 2), {}, r + "/nested/b/more: a folder inside a class folder"},
+  };
+  for (const auto& c : cases) {
+    auto d = ReadImageFolders(c.folder, c.info, c.same_classes_as);
+    ASSERT_FALSE(d.ok()) << c.error;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(d.status().message().starts_with(c.error)) << d.status().message();
+  }
+  EXPECT_TRUE(ReadImageFolders(r + "/good", Shape(1, 2, 2, 2), train_classes).ok());
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
