@@ -280,7 +280,9 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   Supervision outcome = supervisor.Run(interrupted, display, watch);
   if (!outcome.failure.empty()) return failed(outcome.failure);
   if (outcome.result->state != JobState::kSucceeded) {
-    return failed("training failed: " + outcome.result->error);
+    const int code = failed("training failed: " + outcome.result->error);
+    // A data file or model the agent refused is the manifest's fault, not the run's.
+    return outcome.coordinator_exit == kExitInvalid ? kExitInvalid : code;
   }
 
   // The coordinator's final word, with the final model's evaluation, ends the curves.

@@ -55,8 +55,8 @@ for workers in 1 3; do
   own=$(train "own-$workers" "{torchscript: {path: model.pt}}" "$workers" "$images")
   builtin=$(train "builtin-$workers" "{name: mlp, hidden: [64, 32]}" "$workers" "$images")
   echo "workers $workers: TorchScript $own, built-in mlp $builtin"
-  /usr/bin/python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 0.04 and a >= 0.9 else 1)' \
-    "$own" "$builtin" || { echo "FAIL: with $workers worker(s) the module's $own is not the built-in's $builtin within 0.04"; exit 1; }
+  /usr/bin/python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 0.05 and a >= 0.9 else 1)' \
+    "$own" "$builtin" || { echo "FAIL: with $workers worker(s) the module's $own is not the built-in's $builtin within 0.05"; exit 1; }
 done
 # Each other format, written from the same digits, trains the module too.
 for format in csv npy idx; do
@@ -73,4 +73,18 @@ for format in csv npy idx; do
   /usr/bin/python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 else 1)' "$accuracy" ||
     { echo "FAIL: $format data trained to $accuracy, below 0.9"; exit 1; }
 done
+# A bad file is the manifest's fault: exit 2, and the file and line named.
+printf 'label,a,b\n1,0.5,0.2\n7,0.1,0.1\n' >"$root/my-model/bad.csv"
+cat >"$root/my-model/bad.yaml" <<'YAML'
+apiVersion: edgetrain.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: bad}
+spec:
+  model: {name: mlp}
+  data: {format: csv, train: {path: bad.csv}, test: {path: bad.csv}, inputShape: [2], classes: 3}
+YAML
+code=0
+"$bin/edgetrain" run "$root/my-model/bad.yaml" --output "$root/my-model/bad" >"$root/bad.txt" 2>&1 || code=$?
+grep -q "error: training failed: $root/my-model/bad.csv:3: label 7 is out of range \[0, 3)" "$root/bad.txt" && [[ $code == 2 ]] ||
+  { cat "$root/bad.txt"; echo "FAIL: a bad data file exited $code, not 2 with its line named"; exit 1; }
 echo "PASS"
