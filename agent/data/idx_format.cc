@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <string>
 
-#include "agent/data/gzip_file.h"
-
 namespace edgetrain::agent {
 
 StatusOr<NumericArray> ParseIdx(std::string_view bytes, std::string_view source) {
@@ -35,24 +33,13 @@ StatusOr<NumericArray> ParseIdx(std::string_view bytes, std::string_view source)
     const size_t at = 4 + 4 * static_cast<size_t>(d);
     array.dims.push_back((int64_t{u8(at)} << 24) | (u8(at + 1) << 16) | (u8(at + 2) << 8) | u8(at + 3));
   }
-  const int64_t count = ElementCount(array.dims);
-  const uint64_t promised = static_cast<uint64_t>(count) * static_cast<uint64_t>(SizeOf(array.type));
-  if (count < 0 || promised / static_cast<uint64_t>(SizeOf(array.type)) != static_cast<uint64_t>(count) ||
-      bytes.size() - header != promised) {
-    return bad("header promises " + (count < 0 ? std::string("more") : std::to_string(promised)) +
-               " bytes of data, file has " + std::to_string(bytes.size() - header));
-  }
-  array.data = bytes.substr(header);
+  EDGETRAIN_RETURN_IF_ERROR(TakePayload(bytes, header, array, source));
   return array;
 }
 
 StatusOr<Dataset> ReadIdxFiles(const std::string& features_path, const std::string& labels_path,
                                const DatasetInfo& info) {
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string feature_bytes, ReadDataFile(features_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string label_bytes, ReadDataFile(labels_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray features, ParseIdx(feature_bytes, features_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray labels, ParseIdx(label_bytes, labels_path));
-  return DatasetFromArrays(features, features_path, labels, labels_path, info);
+  return ReadArrayFiles(features_path, labels_path, info, ParseIdx);
 }
 
 }  // namespace edgetrain::agent

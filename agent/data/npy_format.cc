@@ -4,8 +4,6 @@
 #include <optional>
 #include <string>
 
-#include "agent/data/gzip_file.h"
-
 namespace edgetrain::agent {
 namespace {
 
@@ -155,25 +153,13 @@ StatusOr<NumericArray> ParseNpy(std::string_view bytes, std::string_view source)
   if (*fortran_order && longer_than_one > 1) {
     return bad("array is in Fortran order; save it in C order (np.ascontiguousarray)");
   }
-  const int64_t count = ElementCount(array->dims);
-  const size_t data_start = start + length;
-  const uint64_t promised = static_cast<uint64_t>(count) * static_cast<uint64_t>(SizeOf(array->type));
-  if (count < 0 || promised / static_cast<uint64_t>(SizeOf(array->type)) != static_cast<uint64_t>(count) ||
-      bytes.size() - data_start != promised) {
-    return bad("header promises " + (count < 0 ? std::string("more") : std::to_string(promised)) +
-               " bytes of data, file has " + std::to_string(bytes.size() - data_start));
-  }
-  array->data = bytes.substr(data_start);
+  EDGETRAIN_RETURN_IF_ERROR(TakePayload(bytes, start + length, *array, source));
   return *array;
 }
 
 StatusOr<Dataset> ReadNpyFiles(const std::string& features_path, const std::string& labels_path,
                                const DatasetInfo& info) {
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string feature_bytes, ReadDataFile(features_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string label_bytes, ReadDataFile(labels_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray features, ParseNpy(feature_bytes, features_path));
-  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray labels, ParseNpy(label_bytes, labels_path));
-  return DatasetFromArrays(features, features_path, labels, labels_path, info);
+  return ReadArrayFiles(features_path, labels_path, info, ParseNpy);
 }
 
 }  // namespace edgetrain::agent

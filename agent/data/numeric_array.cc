@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "agent/data/gzip_file.h"
+
 namespace edgetrain::agent {
 namespace {
 
@@ -152,6 +154,28 @@ int64_t ElementCount(const std::vector<int64_t>& dims) {
     count *= d;
   }
   return count;
+}
+
+Status TakePayload(std::string_view bytes, size_t header, NumericArray& array, std::string_view source) {
+  const int64_t count = ElementCount(array.dims);
+  const uint64_t size = static_cast<uint64_t>(SizeOf(array.type));
+  const uint64_t promised = static_cast<uint64_t>(count) * size;
+  if (count < 0 || promised / size != static_cast<uint64_t>(count) || bytes.size() - header != promised) {
+    return InvalidArgumentError(std::string(source) + ": header promises " +
+                                (count < 0 ? std::string("more") : std::to_string(promised)) +
+                                " bytes of data, file has " + std::to_string(bytes.size() - header));
+  }
+  array.data = bytes.substr(header);
+  return Status::Ok();
+}
+
+StatusOr<Dataset> ReadArrayFiles(const std::string& features_path, const std::string& labels_path,
+                                 const DatasetInfo& info, ArrayParser parse) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string feature_bytes, ReadDataFile(features_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string label_bytes, ReadDataFile(labels_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray features, parse(feature_bytes, features_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(NumericArray labels, parse(label_bytes, labels_path));
+  return DatasetFromArrays(features, features_path, labels, labels_path, info);
 }
 
 StatusOr<Dataset> DatasetFromArrays(const NumericArray& features, const std::string& features_path,

@@ -33,6 +33,19 @@ std::string ShapeText(const std::vector<int64_t>& dims);
 // The element count `dims` promises, or -1 when it overflows.
 int64_t ElementCount(const std::vector<int64_t>& dims);
 
+// Points `array.data` at what follows a header of `header` bytes, when that
+// is exactly the elements array's dims and type promise: a truncated or padded
+// file is refused in the same words whichever format promised.
+Status TakePayload(std::string_view bytes, size_t header, NumericArray& array, std::string_view source);
+
+// A format's parser: the array in `bytes`, errors naming `source`.
+using ArrayParser = StatusOr<NumericArray> (*)(std::string_view bytes, std::string_view source);
+
+// A features file and a labels file of one format, read (gunzipped when they
+// are gzip), parsed and made a data set by DatasetFromArrays.
+StatusOr<Dataset> ReadArrayFiles(const std::string& features_path, const std::string& labels_path,
+                                 const DatasetInfo& info, ArrayParser parse);
+
 // Samples from `features` ([N, ...] whose N-th part holds info's
 // channels x height x width values; uint8 kept as bytes and scaled 1/255,
 // float32 and float64 as floats) and their labels from `labels` ([N] or [N, 1]

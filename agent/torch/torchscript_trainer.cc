@@ -2,11 +2,10 @@
 
 #include <torch/script.h>
 
-#include <algorithm>
-#include <cstring>
 #include <filesystem>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/torch/batch_passes.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -99,21 +98,7 @@ class TorchScriptTrainer final : public Trainer {
     try {
       module_.train();
       for (torch::Tensor& p : trainable_) p.mutable_grad() = torch::Tensor();
-      torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
-      torch::Tensor loss = torch::nn::functional::cross_entropy(Forward(features, n), y);
-      loss.backward();
-      int64_t offset = 0;
-      for (const torch::Tensor& p : trainable_) {
-        float* out = gradient.data() + offset;
-        if (p.grad().defined()) {
-          torch::Tensor g = p.grad().contiguous();
-          std::memcpy(out, g.data_ptr<float>(), sizeof(float) * static_cast<size_t>(p.numel()));
-        } else {
-          std::fill(out, out + p.numel(), 0.0f);  // a parameter this batch's loss does not reach
-        }
-        offset += p.numel();
-      }
-      return loss.item<double>();
+      return BackwardInto(Forward(), trainable_, features, labels, n, gradient);
     } catch (const std::exception& e) {
       return InternalError(std::string("gradient computation failed: ") + Reason(e));
     }
@@ -129,24 +114,8 @@ class TorchScriptTrainer final : public Trainer {
 
   StatusOr<Evaluation> Evaluate(const Dataset& data) override {
     try {
-      torch::NoGradGuard no_grad;
       module_.eval();
-      constexpr int64_t kChunk = 1000;
-      int64_t correct = 0;
-      double loss_sum = 0;
-      std::vector<float> features(static_cast<size_t>(std::min(kChunk, data.size()) * data.SampleSize()));
-      for (int64_t start = 0; start < data.size(); start += kChunk) {
-        const int64_t n = std::min(kChunk, data.size() - start);
-        data.CopySamples(start, n, features.data());
-        torch::Tensor logits = Forward(features.data(), n);
-        torch::Tensor y = torch::from_blob(const_cast<int64_t*>(data.labels.data() + start), {n}, torch::kInt64);
-        loss_sum += torch::nn::functional::cross_entropy(
-                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .item<double>();
-        correct += logits.argmax(1).eq(y).sum().item<int64_t>();
-      }
-      const double n = static_cast<double>(std::max<int64_t>(1, data.size()));
-      return Evaluation{static_cast<double>(correct) / n, loss_sum / n};
+      return EvaluateInChunks(Forward(), data);
     } catch (const std::exception& e) {
       return InternalError(std::string("evaluation failed: ") + Reason(e));
     }
@@ -207,10 +176,13 @@ class TorchScriptTrainer final : public Trainer {
     }
   }
 
-  torch::Tensor Forward(const float* features, int64_t n) {
-    std::vector<int64_t> shape = {n};
-    shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
-    return module_.forward({torch::from_blob(const_cast<float*>(features), shape, torch::kFloat32)}).toTensor();
+  // Samples in the shape the module takes, [n, *sample_shape], through it.
+  agent::Forward Forward() {
+    return [this](const float* features, int64_t n) {
+      std::vector<int64_t> shape = {n};
+      shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+      return module_.forward({torch::from_blob(const_cast<float*>(features), shape, torch::kFloat32)}).toTensor();
+    };
   }
 
   torch::jit::Module module_;

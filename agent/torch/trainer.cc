@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include <algorithm>
-#include <cstring>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/torch/batch_passes.h"
 #include "agent/torch/flat_parameters.h"
 #include "agent/torch/models.h"
 #include "agent/torch/torchscript_trainer.h"
@@ -27,22 +27,7 @@ class TorchTrainer final : public Trainer {
     try {
       model_->train();
       model_->zero_grad();
-      torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(Images(features, n)), y);
-      loss.backward();
-      int64_t offset = 0;
-      for (const auto& p : model_->parameters()) {
-        const torch::Tensor& g = p.grad();
-        float* out = gradient.data() + offset;
-        if (g.defined()) {
-          torch::Tensor contiguous = g.contiguous();
-          std::memcpy(out, contiguous.data_ptr<float>(), sizeof(float) * static_cast<size_t>(p.numel()));
-        } else {
-          std::fill(out, out + p.numel(), 0.0f);
-        }
-        offset += p.numel();
-      }
-      return loss.item<double>();
+      return BackwardInto(Forward(), model_->parameters(), features, labels, n, gradient);
     } catch (const c10::Error& e) {
       return InternalError(std::string("gradient computation failed: ") + e.what_without_backtrace());
     }
@@ -60,24 +45,8 @@ class TorchTrainer final : public Trainer {
 
   StatusOr<Evaluation> Evaluate(const Dataset& data) override {
     try {
-      torch::NoGradGuard no_grad;
       model_->eval();
-      constexpr int64_t kChunk = 1000;
-      int64_t correct = 0;
-      double loss_sum = 0;
-      std::vector<float> features(static_cast<size_t>(std::min(kChunk, data.size()) * data.SampleSize()));
-      for (int64_t start = 0; start < data.size(); start += kChunk) {
-        int64_t n = std::min(kChunk, data.size() - start);
-        data.CopySamples(start, n, features.data());
-        torch::Tensor logits = model_->forward(Images(features.data(), n));
-        torch::Tensor y = torch::from_blob(const_cast<int64_t*>(data.labels.data() + start), {n}, torch::kInt64);
-        loss_sum += torch::nn::functional::cross_entropy(
-                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .item<double>();
-        correct += logits.argmax(1).eq(y).sum().item<int64_t>();
-      }
-      double n = static_cast<double>(std::max<int64_t>(1, data.size()));
-      return Evaluation{static_cast<double>(correct) / n, loss_sum / n};
+      return EvaluateInChunks(Forward(), data);
     } catch (const c10::Error& e) {
       return InternalError(std::string("evaluation failed: ") + e.what_without_backtrace());
     }
@@ -115,9 +84,12 @@ class TorchTrainer final : public Trainer {
   }
 
  private:
-  torch::Tensor Images(const float* features, int64_t n) {
-    return torch::from_blob(const_cast<float*>(features), {n, data_.channels, data_.height, data_.width},
-                            torch::kFloat32);
+  // Samples as images [n, channels, height, width], through the model.
+  agent::Forward Forward() {
+    return [this](const float* features, int64_t n) {
+      return model_->forward(torch::from_blob(const_cast<float*>(features),
+                                              {n, data_.channels, data_.height, data_.width}, torch::kFloat32));
+    };
   }
 
   template <typename Fill>

@@ -1,0 +1,47 @@
+#include "agent/torch/batch_passes.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace edgetrain::agent {
+
+double BackwardInto(const Forward& forward, const std::vector<torch::Tensor>& parameters, const float* features,
+                    const int64_t* labels, int64_t n, std::span<float> gradient) {
+  torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
+  torch::Tensor loss = torch::nn::functional::cross_entropy(forward(features, n), y);
+  loss.backward();
+  int64_t offset = 0;
+  for (const torch::Tensor& p : parameters) {
+    float* out = gradient.data() + offset;
+    if (p.grad().defined()) {
+      torch::Tensor g = p.grad().contiguous();
+      std::memcpy(out, g.data_ptr<float>(), sizeof(float) * static_cast<size_t>(p.numel()));
+    } else {
+      std::fill(out, out + p.numel(), 0.0f);
+    }
+    offset += p.numel();
+  }
+  return loss.item<double>();
+}
+
+Evaluation EvaluateInChunks(const Forward& forward, const Dataset& data) {
+  torch::NoGradGuard no_grad;
+  constexpr int64_t kChunk = 1000;
+  int64_t correct = 0;
+  double loss_sum = 0;
+  std::vector<float> features(static_cast<size_t>(std::min(kChunk, data.size()) * data.SampleSize()));
+  for (int64_t start = 0; start < data.size(); start += kChunk) {
+    const int64_t n = std::min(kChunk, data.size() - start);
+    data.CopySamples(start, n, features.data());
+    torch::Tensor logits = forward(features.data(), n);
+    torch::Tensor y = torch::from_blob(const_cast<int64_t*>(data.labels.data() + start), {n}, torch::kInt64);
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+  }
+  const double n = static_cast<double>(std::max<int64_t>(1, data.size()));
+  return Evaluation{static_cast<double>(correct) / n, loss_sum / n};
+}
+
+}  // namespace edgetrain::agent
