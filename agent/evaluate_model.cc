@@ -15,7 +15,7 @@
 namespace edgetrain::agent {
 namespace {
 
-StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset, const std::string& data_dir,
+StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& data_spec, const std::string& data_dir,
                               int64_t& samples) {
   // A TorchScript module (a user's own model, trained or not) runs its own
   // forward; a built-in model's file holds weights, and their shapes say
@@ -27,9 +27,9 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset
   } else {
     EDGETRAIN_ASSIGN_OR_RETURN(spec, ReadModelSpec(model_path));
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadDataset(dataset, SearchPathWith(data_dir)));
+  EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadData(data_spec, SearchPathWith(data_dir)));
   data.train = {};
-  EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1}));
+  EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1, SampleShape(data_spec)}));
   if (spec.kind == ModelKind::kTorchScript) {
     samples = data.test.size();
     return trainer->Evaluate(data.test);
@@ -41,7 +41,7 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset
         card.ok()) {
       trained_on = nlohmann::json::parse(*card, nullptr, false).value("dataset", "");
     }
-    return InvalidArgumentError(model_path + " does not fit " + std::string(NameOf(dataset)) + "'s samples" +
+    return InvalidArgumentError(model_path + " does not fit " + DescribeData(data_spec) + "'s samples" +
                                 (trained_on.empty() ? ": was it trained on another data set?"
                                                     : ": it was trained on " + trained_on + " (model.json)"));
   }
@@ -52,26 +52,36 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, DatasetName dataset
 }  // namespace
 
 int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
-  std::string model_path, dataset_name, data_dir = DefaultDataDir();
+  std::string model_path, dataset_name, data_json, data_dir = DefaultDataDir();
   CLI::App app("edgetrain-agent evaluate: the test accuracy of a saved model", "edgetrain-agent evaluate");
   app.add_option("--model", model_path, "a model.pt an agent saved")->required();
-  app.add_option("--dataset", dataset_name, "the data set whose test set to evaluate on")
-      ->required()
-      ->check(CLI::IsMember({std::string(NameOf(DatasetName::kDigits)), std::string(NameOf(DatasetName::kFashionMnist))}));
+  CLI::Option* dataset =
+      app.add_option("--dataset", dataset_name, "the built-in data set whose test set to evaluate on")
+          ->check(CLI::IsMember({std::string(NameOf(DatasetName::kDigits)), std::string(NameOf(DatasetName::kFashionMnist))}));
+  app.add_option("--data", data_json, "or a manifest's spec.data, in JSON, whose test set to evaluate on")
+      ->excludes(dataset);
   app.add_option("--data-dir", data_dir, "where data sets are looked for first");
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
     return ReportFailure(InvalidArgumentError(e.what()), lines, log);
   }
-  const DatasetName dataset =
-      dataset_name == NameOf(DatasetName::kDigits) ? DatasetName::kDigits : DatasetName::kFashionMnist;
+  DataSpec data;
+  if (!data_json.empty()) {
+    StatusOr<DataSpec> decoded = DecodeDataSpec(data_json);
+    if (!decoded.ok()) return ReportFailure(decoded.status().WithContext("--data"), lines, log);
+    data = *decoded;
+  } else if (!dataset_name.empty()) {
+    data.dataset = dataset_name == NameOf(DatasetName::kDigits) ? DatasetName::kDigits : DatasetName::kFashionMnist;
+  } else {
+    return ReportFailure(InvalidArgumentError("give --dataset NAME or --data JSON"), lines, log);
+  }
   int64_t samples = 0;
-  auto evaluation = Evaluate(model_path, dataset, data_dir, samples);
+  auto evaluation = Evaluate(model_path, data, data_dir, samples);
   if (!evaluation.ok()) return ReportFailure(evaluation.status(), lines, log);
   lines << "result "
         << nlohmann::json({{"model", model_path},
-                           {"dataset", dataset_name},
+                           {"dataset", DescribeData(data)},
                            {"accuracy", evaluation->accuracy},
                            {"loss", evaluation->loss},
                            {"samples", samples}})

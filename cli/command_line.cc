@@ -182,10 +182,13 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::App* evaluate_command = app.add_subcommand(
       "evaluate", "Print the test-set accuracy of a model an edgetrain run saved (its model.pt).");
   evaluate_command->add_option("MODEL", evaluate.model_path, "a model.pt")->required();
-  evaluate_command->add_option("--dataset", evaluate.dataset, "the data set whose test set to evaluate on")
-      ->option_text("digits|fashion-mnist")
-      ->required()
-      ->check(CLI::IsMember({"digits", "fashion-mnist"}));
+  CLI::Option* evaluate_dataset =
+      evaluate_command->add_option("--dataset", evaluate.dataset, "the built-in data set whose test set to evaluate on")
+          ->option_text("digits|fashion-mnist")
+          ->check(CLI::IsMember({"digits", "fashion-mnist"}));
+  evaluate_command->add_option("--job", evaluate.job_path, "evaluate on this TrainingJob's test data (its own files)")
+      ->option_text("JOB.yaml")
+      ->excludes(evaluate_dataset);
   evaluate_command->add_flag("--json", evaluate.json, "print the result as one JSON line");
   evaluate_command->add_option("--agent", evaluate.agent_binary, "the edgetrain-agent that evaluates")
       ->option_text("PATH");

@@ -109,7 +109,7 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"frobnicate"}, "edgetrain: unknown command \"frobnicate\" (see edgetrain --help)"},
       {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
       {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, netns-run or version (see edgetrain --help)"},
-      {{"evaluate", "model.pt"}, "edgetrain evaluate: --dataset is required"},
+      {{"evaluate", "model.pt", "--dataset", "digits", "--job", "j.yaml"}, "edgetrain evaluate: --dataset excludes --job"},
   };
   for (const auto& c : cases) {
     Parsed p = Parse(c.args);

@@ -6,13 +6,31 @@
 
 #include "cli/agent_launcher.h"
 #include "cli/child_process.h"
+#include "cli/job_loading.h"
 #include "core/exit_codes.h"
 
 namespace edgetrain::cli {
 
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.dataset.empty() == options.job_path.empty()) {
+    err << "edgetrain evaluate: give --dataset NAME (a built-in set) or --job JOB.yaml (its test data)\n";
+    return kExitInvalid;
+  }
+  std::string data = options.dataset.empty() ? "" : "--dataset=" + options.dataset;
+  std::string described = options.dataset;
+  if (!options.job_path.empty()) {
+    api::TrainingJobManifest job;
+    api::SupportCheck support;
+    if (int code = LoadJob(options.job_path, err, job, support); code != kExitOk) return code;
+    data = "--data=" + job.object["spec"]["data"].dump();
+    if (const auto& files = job.spec.data.files) {
+      described = job.name + "'s test files (" + (files->test.path.empty() ? files->test.features : files->test.path) + ")";
+    } else {
+      described = DescribeData(job.spec.data);
+    }
+  }
   const std::string agent = options.agent_binary.empty() ? AgentBeside() : options.agent_binary;
-  auto evaluated = AskAgent({agent, "evaluate", "--model=" + options.model_path, "--dataset=" + options.dataset});
+  auto evaluated = AskAgent({agent, "evaluate", "--model=" + options.model_path, data});
   if (!evaluated.ok()) {
     err << "error: " << evaluated.status().message() << " (pass --agent PATH to name the agent binary)\n";
     return ExitCodeFor(evaluated.status());
@@ -28,9 +46,9 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
   if (options.json) {
     out << json.dump() << "\n";
   } else {
-    char line[160];
+    char line[512];
     std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%lld test samples), loss %.4f\n",
-                  json["accuracy"].get<double>(), options.dataset.c_str(),
+                  json["accuracy"].get<double>(), described.c_str(),
                   static_cast<long long>(json["samples"].get<int64_t>()), json["loss"].get<double>());
     out << options.model_path << line;
   }

@@ -25,11 +25,13 @@ echo "--- running the $(wc -l <"$root/walkthrough.sh") commands of docs/own-mode
 (cd "$root" && bash -euo pipefail -x walkthrough.sh) >"$root/out.txt" 2>&1 || { cat "$root/out.txt"; echo "FAIL: a command of the page failed"; exit 1; }
 cat "$root/out.txt"
 
-ran=$(grep -oE 'test accuracy [0-9.]+' "$root/out.txt" | tail -1 | awk '{print $3}')
+ran=$(grep -oE '^my-model: test accuracy [0-9.]+' "$root/out.txt" | awk '{print $4}')
 predicted=$(grep -oE '^accuracy [0-9.]+' "$root/out.txt" | awk '{print $2}')
+evaluated=$(grep -oE 'model.pt: test accuracy [0-9.]+' "$root/out.txt" | awk '{print $4}')
 card=$(/usr/bin/python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["accuracy"])' "$root/my-model/out/model.json")
-echo "run: $ran, model.json: $card, PyTorch: $predicted"
-[[ -n "$ran" && "$ran" == "$predicted" && "$card" == "$predicted" ]] || { echo "FAIL: PyTorch's accuracy is not the run's"; exit 1; }
+echo "run: $ran, model.json: $card, PyTorch: $predicted, edgetrain evaluate: $evaluated"
+[[ -n "$ran" && "$ran" == "$predicted" && "$card" == "$predicted" && "$evaluated" == "$predicted" ]] ||
+  { echo "FAIL: PyTorch's accuracy is not the run's"; exit 1; }
 /usr/bin/python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 else 1)' "$ran" || { echo "FAIL: accuracy $ran below 0.9"; exit 1; }
 
 # The same module against the built-in mlp of its shape, same seed, same
