@@ -30,11 +30,9 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& dat
   EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadData(data_spec, SearchPathWith(data_dir)));
   data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1, SampleShape(data_spec)}));
-  if (spec.kind == ModelKind::kTorchScript) {
-    samples = data.test.size();
-    return trainer->Evaluate(data.test);
-  }
-  if (Status loaded = trainer->LoadModel(model_path); !loaded.ok()) {
+  // A module was loaded with its weights; a built-in model was built, and takes them now.
+  if (Status loaded = spec.kind == ModelKind::kTorchScript ? Status::Ok() : trainer->LoadModel(model_path);
+      !loaded.ok()) {
     // The run's model.json, beside it, says what it was trained on.
     std::string trained_on;
     if (auto card = ReadWholeFile((std::filesystem::path(model_path).parent_path() / "model.json").string());

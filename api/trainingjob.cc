@@ -83,25 +83,23 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   return manifest;
 }
 
-void ResolveFilePaths(TrainingJobManifest& job, const std::string& folder) {
+Status ResolveFilePaths(TrainingJobManifest& job, const std::string& folder) {
   namespace fs = std::filesystem;
-  auto resolve = [&](std::string& path) {
-    if (!path.empty() && fs::path(path).is_relative()) path = (fs::path(folder) / path).lexically_normal().string();
-  };
   Json& spec = job.object["spec"];
-  if (job.spec.model.kind == ModelKind::kTorchScript) {
-    resolve(job.spec.model.torchscript_path);
-    spec["model"]["torchscript"]["path"] = job.spec.model.torchscript_path;
-  }
-  if (!job.spec.data.files) return;
-  for (auto [key, files] : {std::pair{"train", &job.spec.data.files->train}, std::pair{"test", &job.spec.data.files->test}}) {
-    for (auto [name, path] : {std::pair{"path", &files->path}, std::pair{"features", &files->features},
-                              std::pair{"labels", &files->labels}}) {
-      if (path->empty()) continue;
-      resolve(*path);
-      spec["data"][key][name] = *path;
+  auto resolve = [&](const Json::json_pointer& at) {
+    if (!spec.contains(at) || !spec[at].is_string()) return;
+    const fs::path path = spec[at].get<std::string>();
+    if (path.is_relative()) spec[at] = (fs::path(folder) / path).lexically_normal().string();
+  };
+  resolve("/model/torchscript/path"_json_pointer);
+  for (const char* split : {"train", "test"}) {
+    for (const char* file : {"path", "features", "labels"}) {
+      resolve(Json::json_pointer(std::string("/data/") + split + "/" + file));
     }
   }
+  // The spec is what the object says: decoded again, not edited beside it.
+  EDGETRAIN_ASSIGN_OR_RETURN(job.spec, DecodeJobSpec(job.SpecJson()));
+  return Status::Ok();
 }
 
 }  // namespace edgetrain::api

@@ -29,7 +29,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
 // Makes the manifest's relative file paths (spec.model.torchscript.path, the
 // data's train and test files) relative to `folder` — the manifest's own under
 // edgetrain run, so a manifest and the files beside it move together — in
-// both `object` and `spec`. Absolute paths stay.
-void ResolveFilePaths(TrainingJobManifest& job, const std::string& folder);
+// `object`, from which `spec` is decoded again. Absolute paths stay.
+Status ResolveFilePaths(TrainingJobManifest& job, const std::string& folder);
 
 }  // namespace edgetrain::api

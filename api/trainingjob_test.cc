@@ -183,7 +183,7 @@ TEST(TrainingJobTest, OwnModelAndDataDecodeAndTheirRelativePathsAreTheManifestFo
   EXPECT_EQ(job->spec.data.files->input_shape, (std::vector<int>{3, 32, 32}));
   EXPECT_EQ(DescribeData(job->spec.data), "npy data (x_train.npy)");
 
-  ResolveFilePaths(*job, "/home/me/jobs");
+  ASSERT_TRUE(ResolveFilePaths(*job, "/home/me/jobs").ok());
   EXPECT_EQ(job->spec.model.torchscript_path, "/home/me/jobs/models/net.pt");
   EXPECT_EQ(job->spec.data.files->train.features, "/home/me/jobs/x_train.npy");
   EXPECT_EQ(job->spec.data.files->train.labels, "/data/y_train.npy") << "absolute paths stay";

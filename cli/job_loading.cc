@@ -44,7 +44,10 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
   // On this machine a relative file path is the manifest's folder's; in a
   // cluster the operator refuses what it cannot reach.
   if (runner != api::Runner::kKubernetes) {
-    api::ResolveFilePaths(job, fs::absolute(path).parent_path().string());
+    if (Status resolved = api::ResolveFilePaths(job, fs::absolute(path).parent_path().string()); !resolved.ok()) {
+      err << "error: " << path << ": " << resolved.message() << "\n";
+      return ExitCodeFor(resolved);
+    }
   }
   support = api::CheckSupport(job, runner);
   if (!support.unsupported.empty()) {

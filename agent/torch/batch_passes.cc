@@ -5,8 +5,14 @@
 
 namespace edgetrain::agent {
 
-double BackwardInto(const Forward& forward, const std::vector<torch::Tensor>& parameters, const float* features,
-                    const int64_t* labels, int64_t n, std::span<float> gradient) {
+StatusOr<double> BackwardInto(const Forward& forward, const std::vector<torch::Tensor>& parameters,
+                              const float* features, const int64_t* labels, int64_t n, std::span<float> gradient) {
+  int64_t total = 0;
+  for (const torch::Tensor& p : parameters) total += p.numel();
+  if (static_cast<int64_t>(gradient.size()) != total) {
+    return InternalError("gradient buffer of " + std::to_string(gradient.size()) + " floats for a model of " +
+                         std::to_string(total));
+  }
   torch::Tensor y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kInt64);
   torch::Tensor loss = torch::nn::functional::cross_entropy(forward(features, n), y);
   loss.backward();

@@ -22,8 +22,9 @@ using Forward = std::function<torch::Tensor(const float* features, int64_t n)>;
 // Cross-entropy of `forward` on the batch, backward, and each parameter's
 // gradient copied into `gradient`, tensor after tensor (zeros for one the loss
 // does not reach). The parameters' grads must have been cleared. Returns the
-// mean loss; throws what LibTorch throws.
-double BackwardInto(const Forward& forward, const std::vector<torch::Tensor>& parameters, const float* features,
+// mean loss, or InternalError when `gradient` is not the parameters' size;
+// throws what LibTorch throws.
+StatusOr<double> BackwardInto(const Forward& forward, const std::vector<torch::Tensor>& parameters, const float* features,
                     const int64_t* labels, int64_t n, std::span<float> gradient);
 
 // Accuracy and mean cross-entropy of `forward` over the whole of `data`,

@@ -11,9 +11,7 @@ int64_t TotalElements(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-torch::Tensor FlattenParameters(torch::nn::Module& module) {
-  std::vector<torch::Tensor> parameters = module.parameters();
-  torch::Tensor flat = torch::empty({TotalElements(parameters)}, torch::kFloat32);
+void ViewParametersIn(const torch::Tensor& flat, std::vector<torch::Tensor>& parameters) {
   int64_t offset = 0;
   torch::NoGradGuard no_grad;
   for (auto& p : parameters) {
@@ -22,7 +20,17 @@ torch::Tensor FlattenParameters(torch::nn::Module& module) {
     p.set_data(view);
     offset += p.numel();
   }
+}
+
+torch::Tensor FlattenParameters(std::vector<torch::Tensor>& parameters) {
+  torch::Tensor flat = torch::empty({TotalElements(parameters)}, torch::kFloat32);
+  ViewParametersIn(flat, parameters);
   return flat;
+}
+
+torch::Tensor FlattenParameters(torch::nn::Module& module) {
+  std::vector<torch::Tensor> parameters = module.parameters();
+  return FlattenParameters(parameters);
 }
 
 torch::Tensor FlattenGradients(torch::nn::Module& module) {

@@ -11,6 +11,11 @@ namespace edgetrain::agent {
 // tensor in parameters() order, and makes each parameter a view of it: writing
 // the flat tensor changes the module.
 torch::Tensor FlattenParameters(torch::nn::Module& module);
+// The same for a list of parameters (a TorchScript module's trainable ones).
+torch::Tensor FlattenParameters(std::vector<torch::Tensor>& parameters);
+// Makes each of `parameters` a view of `flat` again, in the same layout, after
+// they were given storage of their own; their values are copied into `flat`.
+void ViewParametersIn(const torch::Tensor& flat, std::vector<torch::Tensor>& parameters);
 
 // The same for the parameters' gradients: one zeroed tensor laid out as
 // FlattenParameters', each parameter's grad a view of it. Backward (without

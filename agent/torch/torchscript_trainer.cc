@@ -6,6 +6,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/batch_passes.h"
+#include "agent/torch/flat_parameters.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -85,16 +86,12 @@ class TorchScriptTrainer final : public Trainer {
                                   ", expected [2, " + std::to_string(classes_) +
                                   "]: one logit for each of spec.data's " + std::to_string(classes_) + " classes");
     }
-    Flatten();
+    flat_ = FlattenParameters(trainable_);
     return Status::Ok();
   }
 
   StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                    std::span<float> gradient) override {
-    if (static_cast<int64_t>(gradient.size()) != flat_.numel()) {
-      return InternalError("gradient buffer of " + std::to_string(gradient.size()) + " floats for a model of " +
-                           std::to_string(flat_.numel()));
-    }
     try {
       module_.train();
       for (torch::Tensor& p : trainable_) p.mutable_grad() = torch::Tensor();
@@ -131,9 +128,9 @@ class TorchScriptTrainer final : public Trainer {
       torch::NoGradGuard no_grad;
       for (torch::Tensor& p : trainable_) p.set_data(p.detach().clone());
       module_.save(tmp);
-      Flatten(flat_);
+      ViewParametersIn(flat_, trainable_);
     } catch (const std::exception& e) {
-      Flatten(flat_);
+      ViewParametersIn(flat_, trainable_);
       return InternalError("cannot write " + tmp + ": " + Reason(e));
     }
     return CommitFile(tmp, path);
@@ -159,23 +156,6 @@ class TorchScriptTrainer final : public Trainer {
   int64_t ParameterCount() const override { return flat_.numel(); }
 
  private:
-  // Every trainable parameter moved into one flat tensor, `into` or a new
-  // one, each a view of it, as FlattenParameters does for a built-in model
-  // (agent/torch/flat_parameters.h).
-  void Flatten(torch::Tensor into = {}) {
-    int64_t total = 0;
-    for (const torch::Tensor& p : trainable_) total += p.numel();
-    flat_ = into.defined() ? into : torch::empty({total}, torch::kFloat32);
-    torch::NoGradGuard no_grad;
-    int64_t offset = 0;
-    for (torch::Tensor& p : trainable_) {
-      torch::Tensor view = flat_.narrow(0, offset, p.numel()).view(p.sizes());
-      if (view.data_ptr() != p.data_ptr()) view.copy_(p);
-      p.set_data(view);
-      offset += p.numel();
-    }
-  }
-
   // Samples in the shape the module takes, [n, *sample_shape], through it.
   agent::Forward Forward() {
     return [this](const float* features, int64_t n) {

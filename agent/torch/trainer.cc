@@ -20,10 +20,6 @@ class TorchTrainer final : public Trainer {
 
   StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                    std::span<float> gradient) override {
-    if (static_cast<int64_t>(gradient.size()) != flat_.numel()) {
-      return InternalError("gradient buffer of " + std::to_string(gradient.size()) + " floats for a model of " +
-                           std::to_string(flat_.numel()));
-    }
     try {
       model_->train();
       model_->zero_grad();
