@@ -5,7 +5,8 @@
 // hybrid or auto job, also how it would split the model over the workers'
 // nodes: the layers measured by the agent, the planner's stages and
 // predictions against the even split and data parallelism, and auto's pick
-// (docs/pipeline.md). Such a job is planned only: nothing runs it yet.
+// (docs/pipeline.md). edgetrain run trains such a job; the operator does not
+// run it yet.
 
 #include <ostream>
 #include <string>

@@ -62,7 +62,9 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     out = std::string(NameOf(choice.asked)) + " as asked";
   }
   out += ", predicted " + per_s(plan) + " samples/s";
-  if (&plan != &choice.data_parallel) {
+  // What the plan is, not which object holds it: the planner's best may itself
+  // be one stage on every device.
+  if (ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
     out += " against data parallelism's " + per_s(choice.data_parallel) + " on the same devices and links";
   } else if (stages == "planned") {
     out += ": no split is predicted faster on the same devices and links";
