@@ -1,7 +1,6 @@
 #include "core/parallelism_choice.h"
 
 #include <cstdio>
-#include <optional>
 
 namespace edgetrain {
 namespace {

@@ -205,7 +205,7 @@ Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
     // gathers gradients with: every member steps on the same bytes.
     std::vector<float> total(parts.gradients.front()->size() / sizeof(float), 0.0f);
     for (const auto& g : parts.gradients) {
-      if (g->size() != total.size() * sizeof(float) || !AddDecodedRow(RowEncoding::kFloat32, 1, *g, total).ok()) {
+      if (!AddDecodedRow(RowEncoding::kFloat32, 1, *g, total).ok()) {  // it checks the size
         return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
                                        " sent gradients of different sizes");
       }
@@ -381,15 +381,10 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
   });
   EDGETRAIN_RETURN_IF_ERROR(LostLocked());
   JobCheckpoint whole;
-  auto append = [](const std::string& bytes, std::vector<float>& into) -> Status {
-    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> values, FloatsOf(bytes));
-    into.insert(into.end(), values.begin(), values.end());
-    return Status::Ok();
-  };
   for (const Link* link : speakers) {
-    EDGETRAIN_RETURN_IF_ERROR(append(link->state->parameters(), whole.parameters));
-    EDGETRAIN_RETURN_IF_ERROR(append(link->state->first_moment(), whole.optimizer.first));
-    EDGETRAIN_RETURN_IF_ERROR(append(link->state->second_moment(), whole.optimizer.second));
+    EDGETRAIN_RETURN_IF_ERROR(AppendFloats(link->state->parameters(), whole.parameters));
+    EDGETRAIN_RETURN_IF_ERROR(AppendFloats(link->state->first_moment(), whole.optimizer.first));
+    EDGETRAIN_RETURN_IF_ERROR(AppendFloats(link->state->second_moment(), whole.optimizer.second));
     whole.optimizer.steps.insert(whole.optimizer.steps.end(), link->state->row_steps().begin(),
                                  link->state->row_steps().end());
   }

@@ -24,7 +24,8 @@ class Inbox {
  public:
   // `cancel` ends every wait (SIGTERM to the agent): the stage then leaves,
   // and the head, seeing its stream close, says which stage was lost.
-  Inbox(Clock& clock, const std::atomic<bool>& cancel) : arrived_(clock), cancel_(cancel) {}
+  Inbox(Clock& clock, const std::atomic<bool>& cancel, Duration cancel_recheck)
+      : arrived_(clock), cancel_(cancel), cancel_recheck_(cancel_recheck) {}
 
   void File(v1::CoordinatorMessage message) {
     std::lock_guard lock(mu_);
@@ -78,11 +79,11 @@ class Inbox {
   }
 
  private:
-  // Until `holds`, or the stage is cancelled: looked at every 100 ms, since a
-  // signal handler cannot notify a condition.
+  // Until `holds`, or the stage is cancelled: looked at every cancel_recheck_,
+  // since a signal handler cannot notify a condition.
   template <typename Predicate>
   void Wait(std::unique_lock<std::mutex>& lock, Predicate holds) {
-    while (!arrived_.WaitFor(lock, std::chrono::milliseconds(100), holds) && !cancel_.load()) {
+    while (!arrived_.WaitFor(lock, cancel_recheck_, holds) && !cancel_.load()) {
     }
   }
   Status Ended() const {
@@ -94,6 +95,7 @@ class Inbox {
   std::mutex mu_;
   ClockCondition arrived_;
   const std::atomic<bool>& cancel_;
+  const Duration cancel_recheck_;
   std::map<Key, v1::CoordinatorMessage> micro_batches_;
   std::map<int64_t, v1::GroupGradient> gradients_;
   std::optional<std::string> stopped_;  // the head's Stop, once it came
@@ -150,7 +152,7 @@ class Stage {
         slowdown_(plan.workers[options.rank].slowdown),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(plan.spec.optimizer, layout_),
-        inbox_(clock, cancel), outbox_(clock) {
+        inbox_(clock, cancel, options.cancel_recheck), outbox_(clock) {
     for (int r : group_) speeds_.push_back(1 / plan.workers[r].slowdown);
   }
 

@@ -37,7 +37,10 @@ struct StageOptions {
   // One try to reach the head (--connect-attempt), and how long it keeps
   // trying at the start (FaultToleranceSpec::ReachGrace, as a worker does).
   Duration connect_attempt = std::chrono::seconds(1);
-  Duration connect_timeout = std::chrono::seconds(120);
+  Duration connect_timeout = FaultToleranceSpec{}.ReachGrace();
+  // How often a stage waiting for a neighbour looks whether it was told to
+  // stop (SIGTERM), which no condition variable hears.
+  Duration cancel_recheck = std::chrono::milliseconds(100);
 };
 
 struct StageSummary {
