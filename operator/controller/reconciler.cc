@@ -109,8 +109,8 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
 
   EDGETRAIN_RETURN_IF_ERROR(Validate(pass));
   if (pass.job.name.empty()) {  // invalid: the status says why, nothing else is done but its TTL
-    const Json& spec = pass.object.value("spec", Json::object());
-    EDGETRAIN_RETURN_IF_ERROR(ExpireAfterTtl(pass, spec.is_object() ? spec : Json::object()));
+    // find() on a spec that is not an object finds nothing: no TTL.
+    EDGETRAIN_RETURN_IF_ERROR(ExpireAfterTtl(pass, pass.object.value("spec", Json::object())));
     EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
     return pass.outcome;
   }
@@ -179,7 +179,7 @@ Status Reconciler::Validate(Pass& pass) {
 
 std::optional<Duration> Reconciler::SinceTransition(const Json& status, const char* type) const {
   const Json* condition = FindCondition(status, type);
-  if (condition == nullptr || !condition->contains("lastTransitionTime")) return std::nullopt;
+  if (condition == nullptr) return std::nullopt;
   const auto since = kube::ParseKubeTime(condition->value("lastTransitionTime", ""));
   if (!since) return std::nullopt;
   return std::chrono::duration_cast<Duration>(wall_now_() - *since);
