@@ -73,7 +73,7 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
              "--coordinator=" + coordinator, HttpFlag(1 + rank)},
             "worker-" + std::to_string(rank) + ".log", rank));
   EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(worker, "http"));
-  endpoints_.push_back({"worker " + std::to_string(rank), http, links_ ? links_->WorkerNamespace(rank) : ""});
+  endpoints_.push_back({"worker " + std::to_string(rank), http, links_ ? links_->WorkerNamespace(rank) : "", rank});
   return worker;
 }
 

@@ -37,6 +37,7 @@ struct AgentEndpoint {
   std::string agent;    // "coordinator", "worker 2"
   std::string http;     // HOST:PORT
   std::string netns;    // the network namespace it is reached in; empty: this one
+  int rank = -1;        // a worker's (or stage agent's); -1: the coordinator
 };
 
 class AgentLauncher {

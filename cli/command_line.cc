@@ -116,6 +116,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                         "start over, even where the output folder holds a checkpoint of an interrupted run of the "
                         "job (which is resumed otherwise)");
   run_command->add_flag("--keep-logs", run.keep_logs, "keep the run folder with the plan and every agent's log");
+  run_command->add_flag_callback("--no-curves", [&run] { run.curves = false; },
+                                 "do not draw report.png at the end (about a second); progress.jsonl is kept for a "
+                                 "later draw");
   run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
       ->option_text("FILE");
   run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
@@ -136,13 +139,15 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->check(WholeNumber(0, 65535))
       ->needs(observe);
   run_command
-      ->add_option("--observe-keep", run.observe_keep,
-                   "how long the local Prometheus serves after the run, for scripts (default: until Ctrl-C)")
+      ->add_option_function<std::string>(
+          "--observe-keep",
+          [&run](const std::string& text) {
+            auto parsed = ParseDuration(text);
+            if (!parsed.ok()) throw CLI::ValidationError("--observe-keep", parsed.status().message());
+            run.observe_keep = *parsed;
+          },
+          "how long the local Prometheus serves after the run, for scripts (default: until Ctrl-C)")
       ->option_text("DURATION")
-      ->check([](const std::string& text) -> std::string {
-        auto parsed = ParseDuration(text);
-        return parsed.ok() ? "" : parsed.status().message();
-      })
       ->needs(observe);
   run_command->add_option("--observe-rules", run.observe_rules,
                           "a Prometheus rules file the local Prometheus evaluates, such as dashboards/alerts.yaml: "

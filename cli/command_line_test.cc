@@ -37,7 +37,8 @@ std::vector<std::string> Lines(const std::string& text) {
 TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
-                    "/opt/agent", "--fresh", "--stages", "even"});
+                    "/opt/agent", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
+                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -53,6 +54,12 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.agent_binary, "/opt/agent");
   EXPECT_TRUE(run.fresh);
   EXPECT_EQ(run.stages, "even");
+  EXPECT_FALSE(run.curves);
+  EXPECT_TRUE(run.observe);
+  EXPECT_EQ(run.observe_port, 0);
+  EXPECT_EQ(run.observe_keep, std::optional<Duration>(std::chrono::seconds(90)));
+  EXPECT_EQ(run.observe_rules, "alerts.yaml");
+  EXPECT_TRUE(Parse({"run", "job.yaml"}).line().run.curves) << "curves are drawn unless asked not to";
 }
 
 TEST(CommandLineTest, ReadsTheOtherCommands) {
@@ -110,6 +117,7 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
       {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, netns-run or version (see edgetrain --help)"},
       {{"evaluate", "model.pt", "--dataset", "digits", "--job", "j.yaml"}, "edgetrain evaluate: --dataset excludes --job"},
+      {{"run", "j.yaml", "--observe", "--observe-keep", "soon"}, "edgetrain run: --observe-keep: invalid duration \"soon\""},
   };
   for (const auto& c : cases) {
     Parsed p = Parse(c.args);

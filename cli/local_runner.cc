@@ -23,6 +23,7 @@
 #include "core/duration_text.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
+#include "operator/controller/job_labels.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -61,10 +62,9 @@ StatusOr<RunObserver> StartObserver(const RunOptions& options, const LocalRunPla
 // interrupts, or for as long as a script said (--observe-keep).
 void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const std::atomic<bool>& interrupted,
                       Clock& clock, std::ostream& err) {
-  std::optional<Duration> keep;
-  if (!options.observe_keep.empty()) keep = *ParseDuration(options.observe_keep);  // checked by the parser
+  const std::optional<Duration>& keep = options.observe_keep;
   err << "observe: Prometheus at " << observer.url() << " serves the run's series; "
-      << (keep ? "for " + options.observe_keep : std::string("Ctrl-C stops it")) << "\n";
+      << (keep ? "for " + FormatDuration(*keep) : std::string("Ctrl-C stops it")) << "\n";
   const TimePoint until = keep ? clock.Now() + *keep : kNever;
   while (!interrupted.load() && clock.Now() < until) clock.SleepFor(std::chrono::milliseconds(100));
   observer.Stop(kStopGrace);
@@ -236,7 +236,12 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   err << DescribeEndpoints(launcher.endpoints());
   if (observer) {
     std::vector<ScrapeTarget> targets;
-    for (const AgentEndpoint& e : launcher.endpoints()) targets.push_back({e.http, PodOfAgent(job.name, e.agent)});
+    // Labelled with the pod names the operator gives the same agents, so the
+    // dashboards' queries find them as on a cluster.
+    for (const AgentEndpoint& e : launcher.endpoints()) {
+      targets.push_back({e.http, e.rank < 0 ? operator_::CoordinatorPodName(job.name)
+                                            : operator_::WorkerPodName(job.name, e.rank)});
+    }
     if (Status scraped = observer->Scrape(targets, job.namespace_.empty() ? "default" : job.namespace_);
         !scraped.ok()) {
       return failed("--observe: " + scraped.message());
@@ -289,11 +294,13 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   (void)curves.Record(ToSeconds(clock.Now() - links_started), *outcome.result, EncodeJobProgress(*outcome.result));
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out);
-  if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);
-      drawn.ok()) {
-    out << "curves: " << curves.picture_path().string() << "\n";
-  } else if (!curves.empty()) {
-    err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
+  if (options.curves) {
+    if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);
+        drawn.ok()) {
+      out << "curves: " << curves.picture_path().string() << "\n";
+    } else if (!curves.empty()) {
+      err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
+    }
   }
   if (options.json) out << JsonLine(job, *outcome.result, wall_s) << "\n";
   if (options.keep_logs) {

@@ -124,7 +124,7 @@ constexpr const char* kDigitsSpec = R"(  model: {name: mlp, hidden: [64]}
 )";
 
 TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
-  Outcome run = Execute({"run", Manifest("digits-ok", kDigitsSpec), "--json", "--output", (dir_ / "out").string()});
+  Outcome run = Execute({"run", Manifest("digits-ok", kDigitsSpec), "--json", "--no-curves", "--output", (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
   ASSERT_FALSE(run.stdout_lines.empty());
   auto result = nlohmann::json::parse(run.stdout_lines.back());
@@ -142,7 +142,7 @@ TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
 }
 
 TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
-  Outcome run = Execute({"run", Manifest("digits-evaluated", kDigitsSpec), "--json", "--output", (dir_ / "out").string()});
+  Outcome run = Execute({"run", Manifest("digits-evaluated", kDigitsSpec), "--json", "--no-curves", "--output", (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
   const double trained = nlohmann::json::parse(run.stdout_lines.back())["accuracy"].get<double>();
   const std::string model = (dir_ / "out" / "model.pt").string();
@@ -181,7 +181,7 @@ TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
   data: {dataset: digits}
   budget: {epochs: 1, targetAccuracy: 0.999}
-)"), "--json", "--output", (dir_ / "out").string()});
+)"), "--json", "--no-curves", "--output", (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
   auto result = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(result["reached_target"], false);
@@ -229,7 +229,7 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
       "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
       "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
       "  budget: {epochs: 3}\n";
-  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--output", (dir_ / "out").string()});
+  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--output", (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("parallelism: pipeline as asked, predicted"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("samples/s against data parallelism's"), std::string::npos) << run.stderr_text;

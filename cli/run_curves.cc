@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "agent/storage/atomic_file.h"
 #include "cli/child_process.h"
 #include "core/job_progress.h"
 
@@ -38,8 +39,7 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
   // (nor has it anything to draw): the history is started, or gone on with, from
   // its first snapshot of training.
   if (progress.state == JobState::kStarting) return Status::Ok();
-  const std::string state(NameOf(progress.state));
-  if (started_ && state == last_state_ && !Due(progress.elapsed_s)) return Status::Ok();
+  if (started_ && progress.state == last_state_ && !Due(progress.elapsed_s)) return Status::Ok();
   if (!started_) {
     std::error_code ec;
     fs::create_directories(output_dir_, ec);
@@ -51,7 +51,7 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
   history_ << SnapshotLine(t, body) << std::flush;
   if (!history_) return UnavailableError("cannot write " + history_path().string());
   last_elapsed_s_ = progress.elapsed_s;
-  last_state_ = state;
+  last_state_ = progress.state;
   return Status::Ok();
 }
 
@@ -67,7 +67,7 @@ Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const 
     argv.push_back(w);
   }
   const fs::path log = curves.history_path().parent_path() / ".plot-run.log";
-  auto child = ChildProcess::Spawn(argv, log.string(), {{"MPLBACKEND", "Agg"}});
+  auto child = ChildProcess::Spawn(argv, log.string());  // the plotter picks Agg itself
   if (!child.ok()) return child.status();
   child->CloseStdout();
   if (!child->ExitsWithin(timeout)) {
@@ -76,8 +76,8 @@ Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const 
     return DeadlineExceededError("drawing took longer than " + std::to_string(static_cast<int>(ToSeconds(timeout))) + " s");
   }
   const int code = child->Wait(timeout);
-  std::ifstream in(log);
-  std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StatusOr<std::string> logged = agent::ReadWholeFile(log.string());
+  std::string said = logged.ok() ? *logged : "";
   fs::remove(log, ec);
   while (!said.empty() && said.back() == '\n') said.pop_back();
   if (said.rfind("edgetrain-plot-run: ", 0) == 0) said.erase(0, 20);

@@ -42,7 +42,7 @@ class RunCurves {
   std::ofstream history_;
   bool started_ = false;
   double last_elapsed_s_ = 0;
-  std::string last_state_;
+  JobState last_state_ = JobState::kStarting;
 };
 
 // One line of a history: {"t": seconds into the run, "progress": the body}

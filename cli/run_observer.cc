@@ -45,14 +45,6 @@ std::string ErrorsLogged(const fs::path& log) {
 
 }  // namespace
 
-std::string PodOfAgent(const std::string& job, const std::string& agent) {
-  std::string pod = job + "-" + agent;
-  for (char& c : pod) {
-    if (c == ' ') c = '-';
-  }
-  return pod;
-}
-
 StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs::path& dir, int port,
                                          const std::string& rules, Clock& clock, Duration ready_timeout) {
   std::error_code ec;

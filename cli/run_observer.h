@@ -57,8 +57,4 @@ class RunObserver {
   std::optional<ChildProcess> server_;
 };
 
-// Pod names for a run's agents as the operator names them ("coordinator",
-// "worker 2" -> "NAME-coordinator", "NAME-worker-2").
-std::string PodOfAgent(const std::string& job, const std::string& agent);
-
 }  // namespace edgetrain::cli

@@ -1,7 +1,10 @@
 #pragma once
 // What a person asks of `edgetrain run` on its command line.
 
+#include <optional>
 #include <string>
+
+#include "core/clock.h"
 
 namespace edgetrain::cli {
 
@@ -17,6 +20,9 @@ struct RunOptions {
   std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
   bool terminal = false;      // draw a progress bar (stderr is a terminal)
   bool keep_logs = false;     // keep the run folder (plan, agents' logs) after success
+  // Draw report.png at the end (about a second of matplotlib); progress.jsonl
+  // is kept either way. Scripts and tests that do not look at it turn it off.
+  bool curves = true;
   // Every progress snapshot, one JSON line each with the seconds since the links
   // started following their traces (benchmarks attribute stalls to outages).
   std::string progress_log;
@@ -32,10 +38,10 @@ struct RunOptions {
   std::string stages = "planned";
   // A local Prometheus scraping every agent (cli/run_observer.h), on this port
   // (0: one the OS gives); after the run it serves the run's series until the
-  // person interrupts, or for observe_keep_s seconds when that is set.
+  // person interrupts, or for observe_keep when that is set.
   bool observe = false;
   int observe_port = 9090;
-  std::string observe_keep;   // a duration ("30s", "0s"); empty: until interrupted
+  std::optional<Duration> observe_keep;  // unset: until interrupted
   std::string observe_rules;  // a Prometheus rules file it evaluates (dashboards/alerts.yaml); empty: none
 };
 

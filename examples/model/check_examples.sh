@@ -11,7 +11,7 @@ data_dir="${EDGETRAIN_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/edgetrain/datase
 digits="$data_dir/digits/digits.csv.gz"
 
 for job in digits.yaml; do  # a cnn
-  "$bin/edgetrain" run "$here/../$job" --output "$out/model" >/dev/null
+  "$bin/edgetrain" run "$here/../$job" --output "$out/model" --no-curves >/dev/null
 done
 mlp="$out/mlp.yaml"
 cat >"$mlp" <<'YAML'
@@ -24,7 +24,7 @@ spec:
   optimizer: {name: adam, learningRate: 0.01}
   budget: {epochs: 10}
 YAML
-"$bin/edgetrain" run "$mlp" --output "$out/mlp" >/dev/null
+"$bin/edgetrain" run "$mlp" --output "$out/mlp" --no-curves >/dev/null
 vgg="$out/vgg.yaml"  # pools after every second conv, not after each
 cat >"$vgg" <<'YAML'
 apiVersion: edgetrain.dev/v1alpha1
@@ -36,7 +36,7 @@ spec:
   optimizer: {name: adam, learningRate: 0.003}
   budget: {epochs: 10}
 YAML
-"$bin/edgetrain" run "$vgg" --output "$out/vgg" >/dev/null
+"$bin/edgetrain" run "$vgg" --output "$out/vgg" --no-curves >/dev/null
 
 for model in "$out/model/model.pt" "$out/mlp/model.pt" "$out/vgg/model.pt"; do
   python=$(/usr/bin/python3 "$here/load_model.py" "$model" "$digits")
