@@ -44,7 +44,7 @@ import yaml
 
 import chart
 import monitoring
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job
+from emulated_site import EDGE_SITE, SiteTestCase, phase, wall_clock_job
 from harness import AGENT, EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -409,9 +409,8 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
     @staticmethod
     def job(name, workers, wall_clock):
         """Trains for its whole wall clock (no target); a lost node is replaced after 2 s."""
-        return small_job(name, parallelism={"workers": workers}, optimizer={"learningRate": 0.0003},
-                         budget={"wallClock": wall_clock, "epochs": 1000, "targetAccuracy": None},
-                         faultTolerance={"nodeLossGrace": "2s"})
+        return wall_clock_job(name, wall_clock, parallelism={"workers": workers},
+                              faultTolerance={"nodeLossGrace": "2s"})
 
     def install(self):
         """helm install with self.VALUES; the chart's monitors as helm renders them with

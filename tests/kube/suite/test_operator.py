@@ -19,7 +19,7 @@ import unittest
 import urllib.request
 
 import chart
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
 
 # What the example reaches: its target (0.9) holds on digits' test set.
@@ -211,13 +211,10 @@ class OperatorTest(SiteTestCase):
 
     def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
         # Long enough to lose a node under it and see the team whole again; it is
-        # deleted then, not trained to the end. Only the wall clock bounds it:
-        # on an idle machine 1,000 epochs of the digits ended before the test
-        # had seen it Running.
+        # deleted then, not trained to the end.
         self.delete_when_done("mended")
-        self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None},
-                             faultTolerance={"nodeLossGrace": "2s"}))
+        self.apply(wall_clock_job("mended", "2m", parallelism={"workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s"}))
         self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
         victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
         self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
@@ -261,9 +258,7 @@ class OperatorTest(SiteTestCase):
         # checkpoint in its output folder (an emptyDir outlives its container), and the
         # workers reconnect without a restart of theirs. How long that takes is printed.
         self.delete_when_done("crashed")
-        self.apply(small_job("crashed", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None},
-                             faultTolerance={"checkpointEvery": 20}))
+        self.apply(wall_clock_job("crashed", "2m", parallelism={"workers": 2}, faultTolerance={"checkpointEvery": 20}))
         before = self.wait_job("crashed", lambda j: (j or {}).get("status", {}).get("progress", {})
                                .get("iteration", 0) >= 60, timeout=60)
         found = subprocess.run(["pgrep", "-f", "--", "--role=coordinator --job=crashed "], capture_output=True,
@@ -301,10 +296,8 @@ class OperatorTest(SiteTestCase):
                         "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
         self.delete_when_done("warned")
         # A wider model: its pushes (150 kB) are large enough for the agents to time.
-        self.apply(small_job("warned", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             model={"name": "mlp", "hidden": [512]},
-                             budget={"wallClock": "15s", "epochs": 1000, "targetAccuracy": None},
-                             cleanPodPolicy="None"))
+        self.apply(wall_clock_job("warned", "15s", parallelism={"workers": 2}, model={"name": "mlp", "hidden": [512]},
+                                  cleanPodPolicy="None"))
         self.wait_job("warned", lambda j: phase(j) == "Running", timeout=60)
         node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
         self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
@@ -328,8 +321,7 @@ class OperatorTest(SiteTestCase):
         # its ConfigMaps loses it, so it asks the API whether the plan is gone (not
         # merely not yet in the cache) before it places the job anew.
         self.delete_when_done("unplanned")
-        self.apply(small_job("unplanned", optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None}))
+        self.apply(wall_clock_job("unplanned", "2m"))
         self.wait_job("unplanned", lambda j: phase(j) == "Running", timeout=60)
         before = {name: p["metadata"]["uid"] for name, p in self.job_pods("unplanned").items()}
         self.assertIn("unplanned-coordinator", before)
@@ -348,13 +340,10 @@ class OperatorTest(SiteTestCase):
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
                              "resources": {"requests": {"storage": "1Gi"}}}})
-        # Long enough to be caught running: no target, and more epochs than it
-        # lives (30 of digits took 2 s once the agent's per-row metrics went).
-        self.apply(small_job("long", optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
-                             faultTolerance={"checkpointEvery": 20},
-                             output={"path": "/models/long",
-                                     "volume": {"persistentVolumeClaim": {"claimName": "long-out"}}}))
+        # Long enough to be caught running, suspended and resumed.
+        self.apply(wall_clock_job("long", "2m", faultTolerance={"checkpointEvery": 20},
+                                  output={"path": "/models/long",
+                                          "volume": {"persistentVolumeClaim": {"claimName": "long-out"}}}))
         self.wait_job("long", lambda j: (j or {}).get("status", {}).get("progress", {}).get("iteration", 0) >= 40,
                       timeout=60)
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": true}}')
