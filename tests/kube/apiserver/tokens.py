@@ -37,7 +37,6 @@ SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 class UserInfo:
     name: str
     groups: tuple
-    uid: str = ""
 
     @property
     def privileged(self):
@@ -48,10 +47,10 @@ class UserInfo:
 ADMIN = UserInfo("system:admin", ("system:masters", "system:authenticated"))
 
 
-def service_account_user(namespace, name, uid=""):
+def service_account_user(namespace, name):
     return UserInfo(f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}",
                     ("system:serviceaccounts", f"system:serviceaccounts:{namespace}",
-                     "system:authenticated"), uid)
+                     "system:authenticated"))
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class Authenticator:
             obj = self.store.get(key, ns, name)
             if obj is None or obj.obj["metadata"].get("uid") != uid:
                 return None
-        return service_account_user(t.namespace, t.name, t.uid)
+        return service_account_user(t.namespace, t.name)
 
     def issue(self, namespace, name, expiration_seconds=DEFAULT_EXPIRATION_SECONDS, bound=None):
         """A token for the ServiceAccount NAMESPACE/NAME (404 if there is none), bound to

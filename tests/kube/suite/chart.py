@@ -79,13 +79,13 @@ class OperatorAccount:
     objects: list    # the ServiceAccount, roles and bindings applied
 
 
-def operator_account(home, server, kubectl, *values, edit=None):
-    """Applies the ServiceAccount, roles and bindings `helm template` renders with these
-    values (nothing else of the chart: no Deployment runs) and writes a kubeconfig whose
+def operator_account(home, server, kubectl, edit=None):
+    """Applies the ServiceAccount, roles and bindings `helm template` renders with the
+    chart's defaults (nothing else of the chart: no Deployment runs) and writes a kubeconfig whose
     token is a TokenRequest's for that account (`kubectl create token`), so a program
     started with it may do exactly what the chart grants. `edit(objects)` may change the
     rendered objects first."""
-    objects = [o for o in Helm(home).template(*values) if o["kind"] in RBAC_KINDS]
+    objects = [o for o in Helm(home).template() if o["kind"] in RBAC_KINDS]
     if edit is not None:
         edit(objects)
     token = apply_account(home, kubectl, RELEASE_NAMESPACE, OPERATOR_ACCOUNT, objects)
