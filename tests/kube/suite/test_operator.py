@@ -20,7 +20,7 @@ import urllib.request
 
 import chart
 from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
-from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
 
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
@@ -33,7 +33,7 @@ def condition_of(job, ctype):
     return {}
 
 
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_built(OPERATOR)
 class OperatorTest(SiteTestCase):
     profile = EDGE_SITE
 
