@@ -92,6 +92,18 @@ class OperatorTest(SiteTestCase):
                             labelSelector=f"edgetrain.dev/job={name}").json["items"]
         return {p["metadata"]["name"]: p for p in pods}
 
+    def log_until(self, pod, holds, timeout):
+        """The pod's log (`kubectl logs`, and what kubectl said on stderr) once holds(log),
+        read every 0.2 s; after timeout seconds, the last one read."""
+        last = [""]
+
+        def read():
+            p = self.kubectl.run("logs", pod, ok=False)
+            last[0] = p.stdout + p.stderr
+            return holds(last[0])
+        wait_until(read, timeout=timeout, interval=0.2)
+        return last[0]
+
     def owned(self, name):
         """Everything the operator made for the job that still exists."""
         out = []
@@ -228,13 +240,10 @@ class OperatorTest(SiteTestCase):
             t_whole = time.monotonic()
             # The coordinator adopts the new plan and takes the replacement in;
             # the survivor's stream is never broken.
-            log, deadline = "", time.monotonic() + 60
-            while time.monotonic() < deadline:
-                log = self.kubectl.run("logs", "mended-coordinator", ok=False).stdout
+            def replacement_joined(log):
                 adopted = log.find("adopted plan generation 2")
-                if adopted >= 0 and "worker 1 joined" in log[adopted:]:
-                    break
-                time.sleep(0.2)
+                return adopted >= 0 and "worker 1 joined" in log[adopted:]
+            log = self.log_until("mended-coordinator", replacement_joined, timeout=60)
             t_joined = time.monotonic()
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
@@ -270,11 +279,8 @@ class OperatorTest(SiteTestCase):
         self.wait_pod("crashed-coordinator", lambda p: p is not None and phase(p) == "Running"
                       and p["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=60)
         t_restarted = time.monotonic()
-        resumed, log, deadline = None, "", time.monotonic() + 60
-        while resumed is None and time.monotonic() < deadline:
-            log = self.kubectl.run("logs", "crashed-coordinator", ok=False).stdout
-            resumed = next((line for line in log.splitlines() if "resum" in line), None)
-            time.sleep(0.2)
+        log = self.log_until("crashed-coordinator", lambda log: "resum" in log, timeout=60)
+        resumed = next((line for line in log.splitlines() if "resum" in line), None)
         self.assertIsNotNone(resumed, "the restarted coordinator resumes from its checkpoint: " + log[-2000:])
         # Trained past where the status last saw it before the loss.
         seen = before["status"]["progress"]["iteration"]
@@ -353,12 +359,7 @@ class OperatorTest(SiteTestCase):
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
         self.wait_job("long", lambda j: phase(j) in ("Placing", "Running", "Succeeded"))
         coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
-        deadline = time.monotonic() + 30
-        log = ""
-        while "resum" not in log and time.monotonic() < deadline:
-            p = self.kubectl.run("logs", "long-coordinator", ok=False)
-            log = p.stdout + p.stderr
-            time.sleep(0.2)
+        log = self.log_until("long-coordinator", lambda log: "resum" in log, timeout=30)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
