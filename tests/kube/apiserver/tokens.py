@@ -29,6 +29,11 @@ from . import errors
 # What the real server accepts of spec.expirationSeconds, and its default.
 MIN_EXPIRATION_SECONDS = 600
 DEFAULT_EXPIRATION_SECONDS = 3600
+# The lifetime the ServiceAccount admission plugin asks for a pod's kube-api-access
+# token: kube-apiserver's WarnOnlyBoundTokenExpirationSeconds, 1 h and 7 s (by which the
+# real server recognises such a token). The emulated kubelet also asks for it for a
+# projected token whose volume names no expirationSeconds.
+POD_TOKEN_EXPIRATION_SECONDS = 3607
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
