@@ -237,8 +237,9 @@ def repository_files(root=REPO_ROOT):
     return sorted(out)
 
 
-def context_files(rules, root=REPO_ROOT):
-    return [f for f in repository_files(root) if in_context(f, rules)]
+def context_files(rules, files):
+    """Those of `files` (repository_files()) that are sent to the builder."""
+    return [f for f in files if in_context(f, rules)]
 
 
 def copied_files(source, files):

@@ -8,6 +8,7 @@ package list, through this machine's dpkg database). ctest images, or
 `cd images && /usr/bin/python3 -m unittest -v test_images`."""
 
 import fnmatch
+import functools
 import os
 import re
 import shutil
@@ -51,7 +52,7 @@ class TheBuildContext(unittest.TestCase):
     def setUpClass(cls):
         cls.rules = ic.read_dockerignore()
         cls.repository = ic.repository_files()
-        cls.context = ic.context_files(cls.rules)
+        cls.context = ic.context_files(cls.rules, cls.repository)
 
     def test_every_file_copied_from_the_context_is_there(self):
         copies = [c for s in STAGES.values() for c in s.copies() if not c.stage]
@@ -167,14 +168,21 @@ requires_debian_12 = unittest.skipUnless(
     debian_12(), "the package checks read this machine's dpkg database, which must be Debian 12's")
 
 
+@functools.cache
+def installed_packages():
+    """This machine's packages and what the base image has of them: read from dpkg once
+    for every class that checks against them."""
+    packages = ic.Packages()
+    return packages, packages.base()
+
+
 class PackageCheck(unittest.TestCase):
     """Files this machine's programs use, each owned by a package that a stage installs,
     brings with it (Depends, Pre-Depends) or has from its base image."""
 
     @classmethod
     def setUpClass(cls):
-        cls.packages = ic.Packages()
-        cls.base = cls.packages.base()
+        cls.packages, cls.base = installed_packages()
 
     def check_owners(self, paths, roots, who, what, fix):
         """Fails naming, package by package, the paths `who` uses (`what`: "loads",

@@ -25,6 +25,7 @@ import random
 import string
 
 from . import errors
+from .tokens import POD_TOKEN_EXPIRATION_SECONDS
 
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 NOT_READY = "node.kubernetes.io/not-ready"
@@ -69,7 +70,7 @@ def service_account(store, registry):
         spec.setdefault("volumes", []).append({"name": volume, "projected": {
             "defaultMode": 0o644,
             "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"serviceAccountToken": {"expirationSeconds": POD_TOKEN_EXPIRATION_SECONDS, "path": "token"}},
                 {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
                 {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
                     "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}})

@@ -46,7 +46,6 @@ class RequestAttributes:
     path: str
     resource_request: bool = False
     api_group: str = ""
-    api_version: str = ""
     resource: str = ""
     subresource: str = ""
     namespace: str = ""
@@ -63,8 +62,7 @@ def request_attributes(method, path, params):
     if len(parts) < 3 or parts[0] not in ("api", "apis") or (parts[0] == "apis" and len(parts) < 4):
         return RequestAttributes(method.lower(), path)
     group = parts[1] if parts[0] == "apis" else ""
-    parts = parts[2:] if parts[0] == "apis" else parts[1:]
-    version, parts = parts[0], parts[1:]
+    parts = parts[3:] if parts[0] == "apis" else parts[2:]  # past the group and the version
     namespace = ""
     if parts[0] == "namespaces" and len(parts) > 1:
         namespace = parts[1]
@@ -80,7 +78,7 @@ def request_attributes(method, path, params):
         name = _exact_name(params.get("fieldSelector", [""])[-1])
     if not name and verb == "delete":
         verb = "deletecollection"
-    return RequestAttributes(verb, path, True, group, version, resource, subresource, namespace, name)
+    return RequestAttributes(verb, path, True, group, resource, subresource, namespace, name)
 
 
 def _exact_name(field_selector):
@@ -240,9 +238,8 @@ def access_review(authorizer, user, review):
     spec = review.get("spec") or {}
     ra, nra = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
     if ra:
-        attrs = RequestAttributes(ra.get("verb", ""), "", True, ra.get("group", ""), ra.get("version", ""),
-                                  ra.get("resource", ""), ra.get("subresource", ""), ra.get("namespace", ""),
-                                  ra.get("name", ""))
+        attrs = RequestAttributes(ra.get("verb", ""), "", True, ra.get("group", ""), ra.get("resource", ""),
+                                  ra.get("subresource", ""), ra.get("namespace", ""), ra.get("name", ""))
     elif nra:
         attrs = RequestAttributes(nra.get("verb", ""), nra.get("path", ""))
     else:

@@ -29,6 +29,11 @@ from . import errors
 # What the real server accepts of spec.expirationSeconds, and its default.
 MIN_EXPIRATION_SECONDS = 600
 DEFAULT_EXPIRATION_SECONDS = 3600
+# The lifetime the ServiceAccount admission plugin asks for a pod's kube-api-access
+# token: kube-apiserver's WarnOnlyBoundTokenExpirationSeconds, 1 h and 7 s (by which the
+# real server recognises such a token). The emulated kubelet also asks for it for a
+# projected token whose volume names no expirationSeconds.
+POD_TOKEN_EXPIRATION_SECONDS = 3607
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
@@ -37,7 +42,6 @@ SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 class UserInfo:
     name: str
     groups: tuple
-    uid: str = ""
 
     @property
     def privileged(self):
@@ -48,10 +52,10 @@ class UserInfo:
 ADMIN = UserInfo("system:admin", ("system:masters", "system:authenticated"))
 
 
-def service_account_user(namespace, name, uid=""):
+def service_account_user(namespace, name):
     return UserInfo(f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}",
                     ("system:serviceaccounts", f"system:serviceaccounts:{namespace}",
-                     "system:authenticated"), uid)
+                     "system:authenticated"))
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ class Authenticator:
             obj = self.store.get(key, ns, name)
             if obj is None or obj.obj["metadata"].get("uid") != uid:
                 return None
-        return service_account_user(t.namespace, t.name, t.uid)
+        return service_account_user(t.namespace, t.name)
 
     def issue(self, namespace, name, expiration_seconds=DEFAULT_EXPIRATION_SECONDS, bound=None):
         """A token for the ServiceAccount NAMESPACE/NAME (404 if there is none), bound to

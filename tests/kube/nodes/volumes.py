@@ -11,6 +11,7 @@ import shutil
 import time
 
 from apiserver.errors import ApiError
+from apiserver.tokens import POD_TOKEN_EXPIRATION_SECONDS
 
 from .downward import FieldError, field_value
 from .node_affinity import volume_allows
@@ -167,7 +168,7 @@ class PodVolumes:
         stops working when the pod goes); asked for once, not on every refresh."""
         if self.token is None:
             try:
-                self.token = self.authn.issue_for_pod(self.pod, src.get("expirationSeconds") or 3607)
+                self.token = self.authn.issue_for_pod(self.pod, src.get("expirationSeconds") or POD_TOKEN_EXPIRATION_SECONDS)
             except ApiError as e:
                 raise VolumeError(f"failed to fetch token: {e.message}")
         return self.token.encode()

@@ -79,25 +79,32 @@ class OperatorAccount:
     objects: list    # the ServiceAccount, roles and bindings applied
 
 
-def operator_account(home, server, kubectl, *values, edit=None):
-    """Applies the ServiceAccount, roles and bindings `helm template` renders with these
-    values (nothing else of the chart: no Deployment runs) and writes a kubeconfig whose
+def operator_account(home, server, kubectl, edit=None):
+    """Applies the ServiceAccount, roles and bindings `helm template` renders with the
+    chart's defaults (nothing else of the chart: no Deployment runs) and writes a kubeconfig whose
     token is a TokenRequest's for that account (`kubectl create token`), so a program
     started with it may do exactly what the chart grants. `edit(objects)` may change the
     rendered objects first."""
-    objects = [o for o in Helm(home).template(*values) if o["kind"] in RBAC_KINDS]
+    objects = [o for o in Helm(home).template() if o["kind"] in RBAC_KINDS]
     if edit is not None:
         edit(objects)
-    path = os.path.join(home, "operator-rbac.yaml")
-    with open(path, "w") as f:
-        yaml.safe_dump_all(objects, f)
-    kubectl.run("create", "namespace", RELEASE_NAMESPACE)
-    kubectl.run("apply", "-f", path)
-    token = kubectl.run("create", "token", OPERATOR_ACCOUNT, "-n", RELEASE_NAMESPACE).stdout.strip()
+    token = apply_account(home, kubectl, RELEASE_NAMESPACE, OPERATOR_ACCOUNT, objects)
     url, _, ca = read_kubeconfig(server.kubeconfig)
     kubeconfig = os.path.join(home, "operator-kubeconfig")
     write_kubeconfig(kubeconfig, url, token, ca)
     return OperatorAccount(kubeconfig, token, objects)
+
+
+def apply_account(home, kubectl, namespace, name, objects):
+    """Applies the namespace and `objects` (an account's ServiceAccount NAMESPACE/NAME, its
+    roles and bindings) with kubectl, from a file in `home`, and returns a token of that
+    account from a TokenRequest (`kubectl create token`): its requests are authorized by
+    the stand-in's RBAC from those roles alone."""
+    path = os.path.join(home, f"{name}-rbac.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump_all([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, *objects], f)
+    kubectl.run("apply", "-f", path)
+    return kubectl.run("create", "token", name, "-n", namespace).stdout.strip()
 
 
 # -- what RBAC decided -----------------------------------------------------------------------

@@ -234,3 +234,16 @@ def small_job(name, **spec):
                 del part[k]
     return {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob",
             "metadata": {"name": name}, "spec": s}
+
+
+def wall_clock_job(name, wall_clock, **spec):
+    """small_job trained for its whole wall clock: no target accuracy, a slow learning rate
+    and more epochs (100,000) than any test's wall clock holds, so it is still running
+    whenever a test acts on it (on an idle machine 1,000 epochs of the digits ended
+    before a test had seen the job Running), and ends at its budget (Succeeded,
+    BudgetSpent) unless the test ends it first. Other keywords as small_job's."""
+    parts = {"optimizer": {"learningRate": 0.0003},
+             "budget": {"wallClock": wall_clock, "epochs": 100000, "targetAccuracy": None}}
+    for key, value in spec.items():
+        parts[key] = {**parts[key], **value} if isinstance(value, dict) and key in parts else value
+    return small_job(name, **parts)

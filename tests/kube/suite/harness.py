@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import tempfile
 import time
+import unittest
 from urllib.parse import urlencode, urlsplit
 
 KUBE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,6 +31,13 @@ EDGETRAIN = os.path.join(BIN, "edgetrain")
 AGENT = os.path.join(BIN, "edgetrain-agent")
 OPERATOR = os.path.join(BIN, "edgetrain-operator")
 EXAMPLE = os.path.join(REPO_ROOT, "examples", "k8s", "digits-team.yaml")
+
+
+def requires_built(*programs):
+    """Skips the test or class unless each of these programs (paths under BIN) is built."""
+    missing = [p for p in programs if not os.access(p, os.X_OK)]
+    return unittest.skipUnless(not missing, f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                                            "not built (make build, or set EDGETRAIN_BUILD_DIR)")
 
 
 class Response:

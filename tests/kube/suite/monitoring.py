@@ -23,12 +23,13 @@ import urllib.request
 
 import yaml
 
+import chart
 from harness import wait_until
 
 VMAGENT = "/usr/bin/vmagent"
 # Where kube-prometheus runs Prometheus, and the account it runs as.
 PROMETHEUS_NAMESPACE, PROMETHEUS_ACCOUNT = "monitoring", "prometheus-k8s"
-PROMETHEUS_USER = f"system:serviceaccount:{PROMETHEUS_NAMESPACE}:{PROMETHEUS_ACCOUNT}"
+PROMETHEUS_USER = chart.service_account_user(PROMETHEUS_NAMESPACE, PROMETHEUS_ACCOUNT)
 
 
 def sanitize(label):
@@ -131,12 +132,7 @@ def prometheus_account(home, kubectl):
                "subjects": [{"kind": "ServiceAccount", "name": PROMETHEUS_ACCOUNT, "namespace": PROMETHEUS_NAMESPACE}]}
     account = {"apiVersion": "v1", "kind": "ServiceAccount",
                "metadata": {"name": PROMETHEUS_ACCOUNT, "namespace": PROMETHEUS_NAMESPACE}}
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROMETHEUS_NAMESPACE}}
-    path = os.path.join(home, "prometheus-rbac.yaml")
-    with open(path, "w") as f:
-        yaml.safe_dump_all([namespace, account, role, binding], f)
-    kubectl.run("apply", "-f", path)
-    token = kubectl.run("create", "token", PROMETHEUS_ACCOUNT, "-n", PROMETHEUS_NAMESPACE).stdout.strip()
+    token = chart.apply_account(home, kubectl, PROMETHEUS_NAMESPACE, PROMETHEUS_ACCOUNT, [account, role, binding])
     token_file = os.path.join(home, "prometheus-token")
     with open(token_file, "w") as f:
         f.write(token)

@@ -44,8 +44,8 @@ import yaml
 
 import chart
 import monitoring
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job
-from harness import AGENT, EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
+from emulated_site import EDGE_SITE, SiteTestCase, phase, wall_clock_job
+from harness import AGENT, EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
 DASHBOARDS = os.path.join(REPO_ROOT, "dashboards")
@@ -153,8 +153,7 @@ def values(series):
 def requires_observe(cls):
     """What `edgetrain run --observe` needs: Debian's Prometheus and a built edgetrain."""
     cls = unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")(cls)
-    return unittest.skipUnless(os.access(EDGETRAIN, os.X_OK),
-                               f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")(cls)
+    return requires_built(EDGETRAIN)(cls)
 
 
 class ObservedRun:
@@ -382,8 +381,7 @@ AGENTS_JOB = f"{chart.RELEASE_NAMESPACE}/{chart.RELEASE}-edgetrain-agents"  # th
 @unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "Debian's prometheus package is missing (scripts/deps)")
 @unittest.skipUnless(os.access(monitoring.VMAGENT, os.X_OK),
                      "Debian's victoria-metrics package is missing (scripts/deps)")
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK) and os.access(AGENT, os.X_OK),
-                     f"{OPERATOR} or {AGENT} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_built(OPERATOR, AGENT)
 @chart.requires_helm
 class OperatorDashboard(DashboardCase, SiteTestCase):
     """The operator as the chart installs it (`helm install`: its Deployment's pod on
@@ -409,9 +407,8 @@ class OperatorDashboard(DashboardCase, SiteTestCase):
     @staticmethod
     def job(name, workers, wall_clock):
         """Trains for its whole wall clock (no target); a lost node is replaced after 2 s."""
-        return small_job(name, parallelism={"workers": workers}, optimizer={"learningRate": 0.0003},
-                         budget={"wallClock": wall_clock, "epochs": 1000, "targetAccuracy": None},
-                         faultTolerance={"nodeLossGrace": "2s"})
+        return wall_clock_job(name, wall_clock, parallelism={"workers": workers},
+                              faultTolerance={"nodeLossGrace": "2s"})
 
     def install(self):
         """helm install with self.VALUES; the chart's monitors as helm renders them with

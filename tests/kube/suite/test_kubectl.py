@@ -88,6 +88,11 @@ class KubectlTestCase(unittest.TestCase):
         shutil.rmtree(cls.kubectl.cache, ignore_errors=True)
         assert cls.server.returncode == 0, f"stand-in exited with {cls.server.returncode}"
 
+    def get(self, path):
+        """The object at path, None when the server has none (any status but 200)."""
+        r = self.api.get(path)
+        return r.json if r.status == 200 else None
+
 
 class ApplyCrdsAndExamples(KubectlTestCase):
     def test_apply_crds_then_example_created_unchanged_configured(self):

@@ -10,7 +10,7 @@ import unittest
 
 import yaml
 
-from harness import EDGETRAIN, REPO_ROOT, wait_until
+from harness import EDGETRAIN, REPO_ROOT, requires_built, wait_until
 from test_kubectl import read_line
 from emulated_site import (EDGE_SITE, EDGE_SITE_PATH, SiteTestCase, condition, container_state,
                            phase, seen_uid, shell_pod)
@@ -261,7 +261,7 @@ class EdgeSiteTest(SiteTestCase):
         wireless = {name for name, n in notes.items() if "edgetrain.dev/link-mbps" in n}
         self.assertEqual(wireless, set(nodes) - {"gateway"}, "the wired gateway publishes no link")
 
-    @unittest.skipUnless(os.access(EDGETRAIN, os.X_OK), f"{EDGETRAIN} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+    @requires_built(EDGETRAIN)
     def test_nodes_publish_the_numbers_edgetrain_plan_places_by(self):
         # `edgetrain plan` reads the profile, the operator the Nodes: they must agree.
         plan = json.loads(subprocess.run(

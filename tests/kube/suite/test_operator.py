@@ -19,8 +19,8 @@ import unittest
 import urllib.request
 
 import chart
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator
-from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, wait_until
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
+from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
 
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
@@ -33,7 +33,7 @@ def condition_of(job, ctype):
     return {}
 
 
-@unittest.skipUnless(os.access(OPERATOR, os.X_OK), f"{OPERATOR} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_built(OPERATOR)
 class OperatorTest(SiteTestCase):
     profile = EDGE_SITE
 
@@ -91,6 +91,18 @@ class OperatorTest(SiteTestCase):
         pods = self.api.get("/api/v1/namespaces/default/pods",
                             labelSelector=f"edgetrain.dev/job={name}").json["items"]
         return {p["metadata"]["name"]: p for p in pods}
+
+    def log_until(self, pod, holds, timeout):
+        """The pod's log (`kubectl logs`, and what kubectl said on stderr) once holds(log),
+        read every 0.2 s; after timeout seconds, the last one read."""
+        last = [""]
+
+        def read():
+            p = self.kubectl.run("logs", pod, ok=False)
+            last[0] = p.stdout + p.stderr
+            return holds(last[0])
+        wait_until(read, timeout=timeout, interval=0.2)
+        return last[0]
 
     def owned(self, name):
         """Everything the operator made for the job that still exists."""
@@ -211,13 +223,10 @@ class OperatorTest(SiteTestCase):
 
     def test_a_lost_worker_is_replaced_alone_and_the_team_trains_on(self):
         # Long enough to lose a node under it and see the team whole again; it is
-        # deleted then, not trained to the end. Only the wall clock bounds it:
-        # on an idle machine 1,000 epochs of the digits ended before the test
-        # had seen it Running.
+        # deleted then, not trained to the end.
         self.delete_when_done("mended")
-        self.apply(small_job("mended", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None},
-                             faultTolerance={"nodeLossGrace": "2s"}))
+        self.apply(wall_clock_job("mended", "2m", parallelism={"workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s"}))
         self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
         victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
         self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
@@ -231,13 +240,10 @@ class OperatorTest(SiteTestCase):
             t_whole = time.monotonic()
             # The coordinator adopts the new plan and takes the replacement in;
             # the survivor's stream is never broken.
-            log, deadline = "", time.monotonic() + 60
-            while time.monotonic() < deadline:
-                log = self.kubectl.run("logs", "mended-coordinator", ok=False).stdout
+            def replacement_joined(log):
                 adopted = log.find("adopted plan generation 2")
-                if adopted >= 0 and "worker 1 joined" in log[adopted:]:
-                    break
-                time.sleep(0.2)
+                return adopted >= 0 and "worker 1 joined" in log[adopted:]
+            log = self.log_until("mended-coordinator", replacement_joined, timeout=60)
             t_joined = time.monotonic()
         finally:
             self.api.post(f"/_standin/nodes/{victim}/revive", None)
@@ -261,9 +267,7 @@ class OperatorTest(SiteTestCase):
         # checkpoint in its output folder (an emptyDir outlives its container), and the
         # workers reconnect without a restart of theirs. How long that takes is printed.
         self.delete_when_done("crashed")
-        self.apply(small_job("crashed", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None},
-                             faultTolerance={"checkpointEvery": 20}))
+        self.apply(wall_clock_job("crashed", "2m", parallelism={"workers": 2}, faultTolerance={"checkpointEvery": 20}))
         before = self.wait_job("crashed", lambda j: (j or {}).get("status", {}).get("progress", {})
                                .get("iteration", 0) >= 60, timeout=60)
         found = subprocess.run(["pgrep", "-f", "--", "--role=coordinator --job=crashed "], capture_output=True,
@@ -275,11 +279,8 @@ class OperatorTest(SiteTestCase):
         self.wait_pod("crashed-coordinator", lambda p: p is not None and phase(p) == "Running"
                       and p["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=60)
         t_restarted = time.monotonic()
-        resumed, log, deadline = None, "", time.monotonic() + 60
-        while resumed is None and time.monotonic() < deadline:
-            log = self.kubectl.run("logs", "crashed-coordinator", ok=False).stdout
-            resumed = next((line for line in log.splitlines() if "resum" in line), None)
-            time.sleep(0.2)
+        log = self.log_until("crashed-coordinator", lambda log: "resum" in log, timeout=60)
+        resumed = next((line for line in log.splitlines() if "resum" in line), None)
         self.assertIsNotNone(resumed, "the restarted coordinator resumes from its checkpoint: " + log[-2000:])
         # Trained past where the status last saw it before the loss.
         seen = before["status"]["progress"]["iteration"]
@@ -301,10 +302,8 @@ class OperatorTest(SiteTestCase):
                         "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
         self.delete_when_done("warned")
         # A wider model: its pushes (150 kB) are large enough for the agents to time.
-        self.apply(small_job("warned", parallelism={"workers": 2}, optimizer={"learningRate": 0.0003},
-                             model={"name": "mlp", "hidden": [512]},
-                             budget={"wallClock": "15s", "epochs": 1000, "targetAccuracy": None},
-                             cleanPodPolicy="None"))
+        self.apply(wall_clock_job("warned", "15s", parallelism={"workers": 2}, model={"name": "mlp", "hidden": [512]},
+                                  cleanPodPolicy="None"))
         self.wait_job("warned", lambda j: phase(j) == "Running", timeout=60)
         node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
         self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
@@ -328,8 +327,7 @@ class OperatorTest(SiteTestCase):
         # its ConfigMaps loses it, so it asks the API whether the plan is gone (not
         # merely not yet in the cache) before it places the job anew.
         self.delete_when_done("unplanned")
-        self.apply(small_job("unplanned", optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 100000, "targetAccuracy": None}))
+        self.apply(wall_clock_job("unplanned", "2m"))
         self.wait_job("unplanned", lambda j: phase(j) == "Running", timeout=60)
         before = {name: p["metadata"]["uid"] for name, p in self.job_pods("unplanned").items()}
         self.assertIn("unplanned-coordinator", before)
@@ -348,13 +346,10 @@ class OperatorTest(SiteTestCase):
         self.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "long-out"},
                     "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "shared-path",
                              "resources": {"requests": {"storage": "1Gi"}}}})
-        # Long enough to be caught running: no target, and more epochs than it
-        # lives (30 of digits took 2 s once the agent's per-row metrics went).
-        self.apply(small_job("long", optimizer={"learningRate": 0.0003},
-                             budget={"wallClock": "2m", "epochs": 1000, "targetAccuracy": None},
-                             faultTolerance={"checkpointEvery": 20},
-                             output={"path": "/models/long",
-                                     "volume": {"persistentVolumeClaim": {"claimName": "long-out"}}}))
+        # Long enough to be caught running, suspended and resumed.
+        self.apply(wall_clock_job("long", "2m", faultTolerance={"checkpointEvery": 20},
+                                  output={"path": "/models/long",
+                                          "volume": {"persistentVolumeClaim": {"claimName": "long-out"}}}))
         self.wait_job("long", lambda j: (j or {}).get("status", {}).get("progress", {}).get("iteration", 0) >= 40,
                       timeout=60)
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": true}}')
@@ -364,12 +359,7 @@ class OperatorTest(SiteTestCase):
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
         self.wait_job("long", lambda j: phase(j) in ("Placing", "Running", "Succeeded"))
         coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
-        deadline = time.monotonic() + 30
-        log = ""
-        while "resum" not in log and time.monotonic() < deadline:
-            p = self.kubectl.run("logs", "long-coordinator", ok=False)
-            log = p.stdout + p.stderr
-            time.sleep(0.2)
+        log = self.log_until("long-coordinator", lambda log: "resum" in log, timeout=30)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):

@@ -755,8 +755,8 @@ class Rbac(StandinTestCase):
         self.addCleanup(client.close)
         return client
 
-    def grant(self, kind, name, rules, ns=None):
-        """A Role (ns) or ClusterRole (no ns) with these rules."""
+    def grant(self, name, rules, ns=None):
+        """A Role in ns, or a ClusterRole without one, with these rules."""
         path = f"{RBAC_V1}/namespaces/{ns}/roles" if ns else f"{RBAC_V1}/clusterroles"
         self.created(path, {"metadata": {"name": name}, "rules": rules})
         if not ns:
@@ -814,8 +814,8 @@ class Rbac(StandinTestCase):
     def test_a_role_grants_its_verbs_and_resources_in_its_namespace_only(self):
         app = self.account()
         other = self.other_namespace()
-        self.grant("Role", "reader", [{"apiGroups": [""], "resources": ["configmaps", "pods/log"],
-                                       "verbs": ["get", "list"]}], ns=self.ns)
+        self.grant("reader", [{"apiGroups": [""], "resources": ["configmaps", "pods/log"], "verbs": ["get", "list"]}],
+                   ns=self.ns)
         self.bind("reader", "Role", "reader", [self.sa()], ns=self.ns)
         self.created(self.core("configmaps"), configmap("c1"))
         self.assertEqual(app.get(self.core("configmaps")).status, 200)
@@ -830,8 +830,7 @@ class Rbac(StandinTestCase):
     def test_a_cluster_role_applies_where_it_is_bound(self):
         app = self.account()
         other = self.other_namespace()
-        self.grant("ClusterRole", f"{self.ns}-lister", [{"apiGroups": [""], "resources": ["secrets"],
-                                                         "verbs": ["list"]}])
+        self.grant(f"{self.ns}-lister", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}])
         # by a RoleBinding: in that namespace only
         self.bind("lister", "ClusterRole", f"{self.ns}-lister", [self.sa()], ns=self.ns)
         self.assertEqual(app.get(self.core("secrets")).status, 200)
@@ -844,7 +843,7 @@ class Rbac(StandinTestCase):
 
     def test_resource_names_wildcards_and_subresources(self):
         app = self.account()
-        self.grant("Role", "narrow", [
+        self.grant("narrow", [
             {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["mine"], "verbs": ["get", "list"]},
             {"apiGroups": ["apps"], "resources": ["*"], "verbs": ["list"]},
             {"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["*"]}], ns=self.ns)
@@ -863,7 +862,7 @@ class Rbac(StandinTestCase):
 
     def test_a_token_ends_with_its_service_account(self):
         app = self.account()
-        self.grant("Role", "reader", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+        self.grant("reader", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
                    ns=self.ns)
         self.bind("reader", "Role", "reader", [self.sa()], ns=self.ns)
         self.assertEqual(app.get(self.core("configmaps")).status, 200)
@@ -880,7 +879,7 @@ class Rbac(StandinTestCase):
 
     def test_self_subject_access_review_answers_for_the_caller(self):
         app = self.account()
-        self.grant("Role", "reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], ns=self.ns)
+        self.grant("reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], ns=self.ns)
         self.bind("reader", "Role", "reader", [self.sa()], ns=self.ns)
 
         def can(client, verb, resource, ns):

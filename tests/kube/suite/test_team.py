@@ -12,7 +12,7 @@ import time
 import unittest
 
 from emulated_site import EDGE_SITE, SiteTestCase, container_state, phase
-from harness import AGENT, KUBE_DIR
+from harness import AGENT, KUBE_DIR, requires_built
 
 MANIFEST = os.path.join(KUBE_DIR, "manifests", "digits-team.yaml")
 
@@ -27,7 +27,7 @@ def get_json(host, port, path, timeout=2):
         conn.close()
 
 
-@unittest.skipUnless(os.access(AGENT, os.X_OK), f"{AGENT} is not built (make build, or set EDGETRAIN_BUILD_DIR)")
+@requires_built(AGENT)
 class TeamTest(SiteTestCase):
     profile = EDGE_SITE
 
