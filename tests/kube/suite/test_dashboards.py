@@ -167,7 +167,7 @@ class ObservedRun:
         self.stderr = os.path.join(workdir, "edgetrain.log")
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=workdir)
         with open(self.stderr, "w") as err:
-            self.proc = subprocess.Popen([EDGETRAIN, "run", manifest, "--fresh", "--output",
+            self.proc = subprocess.Popen([EDGETRAIN, "run", manifest, "--fresh", "--no-curves", "--output",
                                           os.path.join(workdir, "out"), "--observe", "--observe-port", "0",
                                           "--observe-keep", "10m", *flags],
                                          stdout=subprocess.DEVNULL, stderr=err, env=env)
