@@ -126,7 +126,10 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       changed_.NotifyAll();
     }
   }
-  std::lock_guard lock(mu_);
+  // The stream dies when this returns: a send to it still under way (a relay,
+  // the driver's Stop) finishes first, and none starts after.
+  std::unique_lock lock(mu_);
+  changed_.Wait(lock, [&] { return !link.sending; });
   link.stream = nullptr;
   if (!finished_) {
     link.lost = true;
