@@ -29,14 +29,16 @@ std::string DeviceNames(const PipelineProblem& problem, const PipelineStage& sta
 // The planner's input: what it weighs, so a surprising plan can be traced.
 void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
   char line[256];
-  out << "layers, per sample, measured on this machine (edgetrain-agent profile-layers, batches of "
-      << problem.batch_size << "):\n";
-  std::snprintf(line, sizeof line, "  %-12s %11s %12s %12s %12s\n", "LAYER", "FORWARD ms", "BACKWARD ms", "PARAMETERS",
-                "ACTIVATIONS");
+  out << "layers, per sample in a pass of the batch (" << problem.batch_size
+      << "), measured on this machine (edgetrain-agent profile-layers); a pass of one sample, forward and back, "
+         "for how much more a small pass costs:\n";
+  std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %12s %12s\n", "LAYER", "FORWARD ms", "BACKWARD ms",
+                "1-SAMPLE ms", "PARAMETERS", "ACTIVATIONS");
   out << line;
   for (const LayerCost& l : problem.layers) {
-    std::snprintf(line, sizeof line, "  %-12s %11s %12s %12s %12s\n", l.name.c_str(), Ms(l.forward_s, 3).c_str(),
-                  Ms(l.backward_s, 3).c_str(), Bytes(static_cast<double>(l.parameter_bytes)).c_str(),
+    std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %12s %12s\n", l.name.c_str(), Ms(l.forward_s, 3).c_str(),
+                  Ms(l.backward_s, 3).c_str(), Ms(PassSeconds(l, 1), 3).c_str(),
+                  Bytes(static_cast<double>(l.parameter_bytes)).c_str(),
                   Bytes(static_cast<double>(l.activation_bytes)).c_str());
     out << line;
   }

@@ -73,7 +73,7 @@ TEST_F(PlanCommandTest, ThePipelineExampleShowsItsStagesAgainstTheEvenSplitAndDa
   EXPECT_EQ(out.find("for the team; a ranking of nodes"), std::string::npos)
       << "placement's data-parallel prediction would contradict the planner's";
   // What the planner was given, then what it chose.
-  for (const char* shown : {"layers, per sample, measured on this machine", "conv1 ", "conv8 ", "classifier ",
+  for (const char* shown : {"layers, per sample in a pass of the batch (64), measured on this machine", "conv1 ", "conv8 ", "classifier ",
                             "devices, the workers' nodes", "sensor-hub ", "the planner's best for mode auto",
                             "STAGE LAYERS", "PERIOD ms", "MEMORY/DEVICE", "predicted: ", "micro-batches of",
                             "against, on the same devices and links:", "even split ", "data parallel ",

@@ -6,7 +6,60 @@
 
 namespace edgetrain {
 
+namespace {
+
 using Json = nlohmann::json;
+
+// A number of seconds at `key` of `j`, finite and >= 0.
+Status ReadSeconds(const Json& j, const std::string& at, const char* key, double& out) {
+  const auto v = j.find(key);
+  if (v == j.end() || !v->is_number() || !(v->get<double>() >= 0) || !std::isfinite(v->get<double>())) {
+    return InvalidArgumentError(at + "." + key + ": expected seconds, a finite number >= 0");
+  }
+  out = v->get<double>();
+  return Status::Ok();
+}
+
+// "passes": each of at least one sample, more than the one before.
+StatusOr<std::vector<LayerPass>> ReadPasses(const Json& list, const std::string& at) {
+  if (!list.is_array()) return InvalidArgumentError(at + ": expected an array of timed passes");
+  std::vector<LayerPass> passes;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string here = at + "[" + std::to_string(i) + "]";
+    const Json& j = list[i];
+    if (!j.is_object()) return InvalidArgumentError(here + ": not an object");
+    LayerPass pass;
+    const auto samples = j.find("samples");
+    if (samples == j.end() || !samples->is_number_integer() || samples->get<int64_t>() < 1 ||
+        samples->get<int64_t>() > (int64_t{1} << 30)) {
+      return InvalidArgumentError(here + ".samples: expected a whole number of samples >= 1");
+    }
+    pass.samples = samples->get<int>();
+    if (!passes.empty() && pass.samples <= passes.back().samples) {
+      return InvalidArgumentError(here + ".samples: passes go from fewest samples to most, each once");
+    }
+    EDGETRAIN_RETURN_IF_ERROR(ReadSeconds(j, here, "forwardSeconds", pass.forward_s));
+    EDGETRAIN_RETURN_IF_ERROR(ReadSeconds(j, here, "backwardSeconds", pass.backward_s));
+    passes.push_back(pass);
+  }
+  return passes;
+}
+
+}  // namespace
+
+double PassSeconds(const LayerCost& layer, double samples) {
+  if (!(samples > 0)) return 0;
+  const auto& passes = layer.passes;
+  if (passes.empty()) return samples * (layer.forward_s + layer.backward_s);
+  auto seconds = [](const LayerPass& p) { return p.forward_s + p.backward_s; };
+  if (samples <= passes.front().samples) return samples * seconds(passes.front()) / passes.front().samples;
+  if (samples >= passes.back().samples) return samples * seconds(passes.back()) / passes.back().samples;
+  size_t i = 1;
+  while (passes[i].samples < samples) ++i;
+  const LayerPass& a = passes[i - 1];
+  const LayerPass& b = passes[i];
+  return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
+}
 
 std::string EncodeLayerCosts(std::span<const LayerCost> layers) {
   Json list = Json::array();
@@ -16,6 +69,14 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers) {
                     {"backwardSeconds", l.backward_s},
                     {"parameterBytes", l.parameter_bytes},
                     {"activationBytes", l.activation_bytes}});
+    if (!l.passes.empty()) {
+      Json passes = Json::array();
+      for (const LayerPass& pass : l.passes) {
+        passes.push_back(
+            {{"samples", pass.samples}, {"forwardSeconds", pass.forward_s}, {"backwardSeconds", pass.backward_s}});
+      }
+      list.back()["passes"] = passes;
+    }
   }
   return Json{{"layers", list}}.dump();
 }
@@ -33,14 +94,6 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
     const std::string at = "layers[" + std::to_string(i) + "]";
     if (!j.is_object()) return InvalidArgumentError(at + ": not an object");
     LayerCost l;
-    auto seconds = [&](const char* key, double& out) -> Status {
-      const auto v = j.find(key);
-      if (v == j.end() || !v->is_number() || !(v->get<double>() >= 0) || !std::isfinite(v->get<double>())) {
-        return InvalidArgumentError(at + "." + key + ": expected seconds, a finite number >= 0");
-      }
-      out = v->get<double>();
-      return Status::Ok();
-    };
     auto bytes = [&](const char* key, int64_t& out) -> Status {
       const auto v = j.find(key);
       if (v == j.end() || !v->is_number_integer() || v->get<int64_t>() < 0) {
@@ -54,10 +107,13 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
       return InvalidArgumentError(at + ".name: expected the layer's name");
     }
     l.name = name->get<std::string>();
-    EDGETRAIN_RETURN_IF_ERROR(seconds("forwardSeconds", l.forward_s));
-    EDGETRAIN_RETURN_IF_ERROR(seconds("backwardSeconds", l.backward_s));
+    EDGETRAIN_RETURN_IF_ERROR(ReadSeconds(j, at, "forwardSeconds", l.forward_s));
+    EDGETRAIN_RETURN_IF_ERROR(ReadSeconds(j, at, "backwardSeconds", l.backward_s));
     EDGETRAIN_RETURN_IF_ERROR(bytes("parameterBytes", l.parameter_bytes));
     EDGETRAIN_RETURN_IF_ERROR(bytes("activationBytes", l.activation_bytes));
+    if (const auto passes = j.find("passes"); passes != j.end()) {
+      EDGETRAIN_ASSIGN_OR_RETURN(l.passes, ReadPasses(*passes, at + ".passes"));
+    }
     layers.push_back(std::move(l));
   }
   return layers;

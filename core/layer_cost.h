@@ -13,10 +13,18 @@
 
 namespace edgetrain {
 
+// One timed pass of a layer over `samples` samples, on the device it was
+// measured on.
+struct LayerPass {
+  int samples = 0;
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
 struct LayerCost {
   std::string name;  // "conv1", "fc": what a plan's stages are said to hold
-  // Seconds per sample on the device it was measured on (speed 1): a device
-  // of speed v takes these divided by v.
+  // Seconds per sample on the device it was measured on (speed 1), in a pass
+  // over the job's batch: a device of speed v takes these divided by v.
   double forward_s = 0;
   double backward_s = 0;
   // The layer's weights (float32), held by every device of the stage that has it
@@ -26,12 +34,26 @@ struct LayerCost {
   // cut follows this layer, with the gradient of as many bytes coming back, and
   // kept for the backward pass of every micro-batch in flight.
   int64_t activation_bytes = 0;
+  // Passes timed at several sizes, fewest samples first. A pass's time is not
+  // in proportion to its samples: a pass over a few pays every operator's
+  // fixed cost, one over many spills the caches (the vgg of
+  // examples/vgg-pipeline.yaml on this machine: 1.2 ms a sample in passes of
+  // 2, 0.7 in passes of 16, 0.85 in passes of 64), and a pipeline's
+  // micro-batches are small. Empty: in proportion, at the figures above.
+  std::vector<LayerPass> passes;
 };
+
+// Seconds of one forward and backward pass of `layer` over `samples` samples
+// (>= 0), on the device it was measured on: linear between the passes
+// measured, and in proportion below the first and above the last.
+double PassSeconds(const LayerCost& layer, double samples);
 
 // The layers as `edgetrain-agent profile-layers` prints them and `edgetrain
 // plan` reads them back, one format on both sides of the process boundary:
 // {"layers":[{"name":"conv1","forwardSeconds":..,"backwardSeconds":..,
-// "parameterBytes":..,"activationBytes":..},...]}.
+// "parameterBytes":..,"activationBytes":..,"passes":[{"samples":1,
+// "forwardSeconds":..,"backwardSeconds":..},...]},...]}; "passes" may be
+// left out.
 std::string EncodeLayerCosts(std::span<const LayerCost> layers);
 // InvalidArgument, naming the field, for anything else (a missing or negative
 // figure, no layers at all).

@@ -8,7 +8,8 @@ namespace edgetrain {
 namespace {
 
 TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
-  const std::vector<LayerCost> layers = {{"conv1", 1.5e-4, 3.25e-4, 640, 50176}, {"classifier", 5e-7, 0, 5160, 40}};
+  const std::vector<LayerCost> layers = {{"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}},
+                                         {"classifier", 5e-7, 0, 5160, 40, {}}};
   const auto back = DecodeLayerCosts(EncodeLayerCosts(layers));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->size(), 2u);
@@ -18,7 +19,27 @@ TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
     EXPECT_EQ((*back)[i].backward_s, layers[i].backward_s);
     EXPECT_EQ((*back)[i].parameter_bytes, layers[i].parameter_bytes);
     EXPECT_EQ((*back)[i].activation_bytes, layers[i].activation_bytes);
+    ASSERT_EQ((*back)[i].passes.size(), layers[i].passes.size());
+    for (size_t k = 0; k < layers[i].passes.size(); ++k) {
+      EXPECT_EQ((*back)[i].passes[k].samples, layers[i].passes[k].samples);
+      EXPECT_EQ((*back)[i].passes[k].forward_s, layers[i].passes[k].forward_s);
+      EXPECT_EQ((*back)[i].passes[k].backward_s, layers[i].passes[k].backward_s);
+    }
   }
+}
+
+// Linear between the passes timed, in proportion outside them; a layer whose
+// passes were not timed is in proportion at its per-sample figures.
+TEST(LayerCostTest, APassCostsWhatWasTimedAndLinearlyBetween) {
+  const LayerCost timed{"conv", 1e-3, 2e-3, 0, 0, {{2, 1e-3, 3e-3}, {8, 2e-3, 6e-3}}};
+  EXPECT_DOUBLE_EQ(PassSeconds(timed, 0), 0);
+  EXPECT_DOUBLE_EQ(PassSeconds(timed, 1), 2e-3) << "half of 2 samples' 4 ms";
+  EXPECT_DOUBLE_EQ(PassSeconds(timed, 2), 4e-3);
+  EXPECT_DOUBLE_EQ(PassSeconds(timed, 5), 6e-3) << "halfway from 4 ms to 8 ms";
+  EXPECT_DOUBLE_EQ(PassSeconds(timed, 8), 8e-3);
+  EXPECT_DOUBLE_EQ(PassSeconds(timed, 16), 16e-3) << "at 8 samples' 1 ms a sample";
+  const LayerCost plain{"fc", 1e-3, 2e-3, 0, 0, {}};
+  EXPECT_DOUBLE_EQ(PassSeconds(plain, 4), 12e-3);
 }
 
 TEST(LayerCostTest, AnythingElseIsRefusedNamingTheField) {
@@ -38,6 +59,19 @@ TEST(LayerCostTest, AnythingElseIsRefusedNamingTheField) {
        "layers[0].parameterBytes: expected bytes"},
       {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1}]})",
        "layers[0].activationBytes: expected bytes"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1,
+                       "activationBytes": 1, "passes": {}}]})",
+       "layers[0].passes: expected an array of timed passes"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1,
+                       "activationBytes": 1, "passes": [{"samples": 0, "forwardSeconds": 1, "backwardSeconds": 1}]}]})",
+       "layers[0].passes[0].samples: expected a whole number of samples >= 1"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1,
+                       "activationBytes": 1, "passes": [{"samples": 4, "forwardSeconds": 1, "backwardSeconds": 1},
+                                                        {"samples": 2, "forwardSeconds": 1, "backwardSeconds": 1}]}]})",
+       "layers[0].passes[1].samples: passes go from fewest samples to most, each once"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1,
+                       "activationBytes": 1, "passes": [{"samples": 4, "forwardSeconds": 1}]}]})",
+       "layers[0].passes[0].backwardSeconds: expected seconds"},
   };
   for (const Case& c : cases) {
     const auto decoded = DecodeLayerCosts(c.json);

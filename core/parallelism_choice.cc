@@ -36,10 +36,12 @@ PipelinePlan FastestAlone(const PipelineProblem& problem) {
   return AtBestMicroBatches(problem, {{0, static_cast<int>(problem.layers.size()), {fastest}}});
 }
 
+// Every device computing the whole model all the time, in passes of the size
+// it computes fastest a sample.
 double IdealSamplesPerSecond(const PipelineProblem& problem) {
-  double capacity = 0, work_s = 0;
+  double capacity = 0;
   for (const PipelineDevice& d : problem.devices) capacity += d.speed;
-  for (const LayerCost& l : problem.layers) work_s += l.forward_s + l.backward_s;
+  const double work_s = PipelineCostModel(problem).BestWorkSeconds(0, static_cast<int>(problem.layers.size()));
   return work_s > 0 ? capacity / work_s : 0;
 }
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "core/batch_order.h"
+
 namespace edgetrain {
 namespace {
 
@@ -15,15 +17,66 @@ double Over(double bytes, double bytes_per_s) { return bytes_per_s > 0 ? bytes /
 
 PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(problem) {
   const size_t n = problem.layers.size();
-  work_s_.assign(n + 1, 0);
+  sizes_ = {0};
+  for (const LayerCost& layer : problem.layers) {
+    for (const LayerPass& pass : layer.passes) sizes_.push_back(pass.samples);
+  }
+  // A model whose passes were not timed is in proportion: one sample says it all.
+  if (sizes_.size() == 1) sizes_.push_back(1);
+  std::sort(sizes_.begin(), sizes_.end());
+  sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
+  work_s_.assign(sizes_.size() * (n + 1), 0);
+  least_work_s_.assign(n + 1, 0);
   parameters_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
   for (size_t l = 0; l < n; ++l) {
     const LayerCost& layer = problem.layers[l];
-    work_s_[l + 1] = work_s_[l] + layer.forward_s + layer.backward_s;
+    double least = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < sizes_.size(); ++k) {
+      const double seconds = PassSeconds(layer, sizes_[k]);
+      work_s_[k * (n + 1) + l + 1] = work_s_[k * (n + 1) + l] + seconds;
+      // Each layer is linear between the sizes, and in proportion below the
+      // first and above the last: its time a sample is least at one of them.
+      if (k > 0) least = std::min(least, seconds / sizes_[k]);
+    }
+    least_work_s_[l + 1] = least_work_s_[l] + least;
     parameters_[l + 1] = parameters_[l] + layer.parameter_bytes;
     stash_[l + 1] = stash_[l] + layer.activation_bytes;
   }
+  // Whole samples below the last size (past it, a pass is in proportion to
+  // the last and needs no search).
+  for (int samples = 0; samples < std::min<double>(sizes_.back(), problem.batch_size + 1.0); ++samples) {
+    const size_t above = std::upper_bound(sizes_.begin(), sizes_.end(), samples) - sizes_.begin();
+    brackets_.push_back({above, (samples - sizes_[above - 1]) / (sizes_[above] - sizes_[above - 1])});
+  }
+  for (const PipelineDevice& device : problem.devices) {
+    seconds_a_unit_.push_back(1 / device.speed);
+    seconds_a_byte_.push_back(std::max(Over(1, device.up_bytes_per_s), Over(1, device.down_bytes_per_s)));
+  }
+}
+
+double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, double samples) const {
+  if (!(samples > 0)) return 0;
+  const size_t row = problem_.layers.size() + 1;
+  auto at = [&](size_t k) { return work_s_[k * row + end_layer] - work_s_[k * row + first_layer]; };
+  const double whole = std::floor(samples);
+  if (whole == samples && whole < static_cast<double>(brackets_.size())) {
+    const Bracket& b = brackets_[static_cast<size_t>(whole)];
+    return at(b.above - 1) + b.weight * (at(b.above) - at(b.above - 1));
+  }
+  const size_t last = sizes_.size() - 1;
+  if (samples >= sizes_[last]) return samples * at(last) / sizes_[last];
+  const size_t k = std::upper_bound(sizes_.begin(), sizes_.end(), samples) - sizes_.begin();  // sizes_[k] > samples
+  return at(k - 1) + (samples - sizes_[k - 1]) * (at(k) - at(k - 1)) / (sizes_[k] - sizes_[k - 1]);
+}
+
+double PipelineCostModel::BestWorkSeconds(int first_layer, int end_layer) const {
+  const size_t row = problem_.layers.size() + 1;
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t k = 1; k < sizes_.size(); ++k) {
+    best = std::min(best, (work_s_[k * row + end_layer] - work_s_[k * row + first_layer]) / sizes_[k]);
+  }
+  return best;
 }
 
 StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<const int> devices) const {
@@ -34,59 +87,66 @@ StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<co
   const double in = first_layer > 0 ? layers[first_layer - 1].activation_bytes : 0;
   const double out = end_layer < n ? layers[end_layer - 1].activation_bytes : 0;
   const double parameters = parameters_[end_layer] - parameters_[first_layer];
-  // Autograd keeps the stage's input and each layer's output until the
-  // micro-batch's backward pass.
-  const double stash = in + (stash_[end_layer] - stash_[first_layer]);
-
-  double capacity = 0;
-  for (int d : devices) capacity += problem_.devices[d].speed;
 
   StageRates rates;
-  rates.compute_s = (work_s_[end_layer] - work_s_[first_layer]) / capacity;
+  rates.first_layer = first_layer;
+  rates.end_layer = end_layer;
   rates.held_bytes = parameters * problem_.state_factor;
-  for (int d : devices) {
-    const PipelineDevice& device = problem_.devices[d];
-    const double share = device.speed / capacity;
-    const double each_way = share * (in + out);
-    rates.link_s = std::max({rates.link_s, Over(each_way, device.up_bytes_per_s), Over(each_way, device.down_bytes_per_s)});
-    if (devices.size() > 1) {
+  rates.cut_bytes = in + out;
+  // Autograd keeps the stage's input and each layer's output until the
+  // micro-batch's backward pass.
+  rates.stash_bytes = in + (stash_[end_layer] - stash_[first_layer]);
+  if (devices.size() > 1) {
+    for (int d : devices) {
+      const PipelineDevice& device = problem_.devices[d];
       rates.exchange_s =
           std::max(rates.exchange_s, Over(parameters, device.up_bytes_per_s) + Over(parameters, device.down_bytes_per_s));
-    }
-    if (device.memory_bytes > 0) {
-      const double room = device.memory_bytes - rates.held_bytes;
-      rates.room_samples = std::min(rates.room_samples, room < 0 ? -1 : stash > 0 ? room / (share * stash) : StageRates::kUnlimited);
     }
   }
   return rates;
 }
 
-StageCost PipelineCostModel::Scale(const StageRates& rates, int micro_batch_size, int in_flight) {
-  const double b = micro_batch_size;
+std::vector<int64_t> PipelineCostModel::Shares(std::span<const int> devices, int micro_batch_size) const {
+  std::vector<double> speeds;
+  for (int d : devices) speeds.push_back(problem_.devices[d].speed);
+  return ShareOut(micro_batch_size, speeds);
+}
+
+StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int> devices,
+                                   std::span<const int64_t> shares, int in_flight) const {
   StageCost cost;
-  cost.compute_s = b * rates.compute_s;
-  cost.link_s = b * rates.link_s;
   cost.exchange_s = rates.exchange_s;
+  cost.max_in_flight = std::numeric_limits<int>::max();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int d = devices[i];
+    const double samples = static_cast<double>(shares[i]);
+    // A device dealt none of a micro-batch passes an empty share on, and
+    // still holds the stage.
+    if (samples > 0) {
+      cost.compute_s =
+          std::max(cost.compute_s, WorkSeconds(rates.first_layer, rates.end_layer, samples) * seconds_a_unit_[d]);
+      cost.link_s = std::max(cost.link_s, samples * rates.cut_bytes * seconds_a_byte_[d]);
+    }
+    if (const int64_t memory = problem_.devices[d].memory_bytes; memory > 0) {
+      const double room = memory - rates.held_bytes;
+      const double each = samples * rates.stash_bytes;
+      const double most = room < 0 ? 0 : each > 0 ? std::floor(room / each) : cost.max_in_flight;
+      cost.max_in_flight = std::min<double>(cost.max_in_flight, most);
+    }
+  }
   cost.period_s = std::max(cost.compute_s, cost.link_s);
   cost.latency_s = cost.compute_s + 2 * cost.link_s;
-  cost.max_in_flight =
-      rates.room_samples < 0 ? 0 : static_cast<int>(std::min(std::floor(rates.room_samples / b), 1e9));
   cost.fits = in_flight <= cost.max_in_flight;
   return cost;
 }
 
 StageCost PipelineCostModel::Stage(int first_layer, int end_layer, std::span<const int> devices, int micro_batch_size,
                                    int in_flight) const {
-  StageCost cost = Scale(Rates(first_layer, end_layer, devices), micro_batch_size, in_flight);
-  const auto& layers = problem_.layers;
-  const double stash = (first_layer > 0 ? layers[first_layer - 1].activation_bytes : 0) +
-                       (stash_[end_layer] - stash_[first_layer]);
-  const double held = (parameters_[end_layer] - parameters_[first_layer]) * problem_.state_factor;
-  double capacity = 0;
-  for (int d : devices) capacity += problem_.devices[d].speed;
-  for (int d : devices) {
-    const double share = problem_.devices[d].speed / capacity;
-    cost.memory_bytes.push_back(static_cast<int64_t>(held + in_flight * share * micro_batch_size * stash));
+  const StageRates rates = Rates(first_layer, end_layer, devices);
+  const std::vector<int64_t> shares = Shares(devices, micro_batch_size);
+  StageCost cost = Scale(rates, devices, shares, in_flight);
+  for (int64_t samples : shares) {
+    cost.memory_bytes.push_back(static_cast<int64_t>(rates.held_bytes + in_flight * samples * rates.stash_bytes));
   }
   return cost;
 }

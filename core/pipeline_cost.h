@@ -7,9 +7,13 @@
 // proves the planner in tests. docs/pipeline.md derives it.
 //
 // For a stage s of layers [a, e) on group G, with micro-batches of b samples:
-//   capacity   C = Σ speed of G; device d takes share_d = speed_d / C of each micro-batch
-//   compute    c_s = b · Σ (forward + backward of its layers) / C
-//   link       l_s = max over d of share_d · b · (in + out) / min(up_d, down_d)
+//   shares     device d computes n_d of each micro-batch's b samples, dealt by
+//              speed in whole samples as the runtime deals them (ShareOut in
+//              core/batch_order.h)
+//   compute    c_s = max over d of W(a, e, n_d) / speed_d, W being the layers'
+//              measured pass time over n_d samples (PassSeconds in
+//              core/layer_cost.h: not in proportion to the samples)
+//   link       l_s = max over d of n_d · (in + out) / min(up_d, down_d)
 //              in, out: activation bytes of the cut before and after the stage
 //              (none at the pipeline's ends). Each direction of a device's link
 //              carries one cut's activations and the other's gradients.
@@ -26,7 +30,7 @@
 //              other M - 1 at the slowest stage's pace, then the exchange.
 //   memory     device d of stage s holds its layers' parameters times the
 //              optimizer's state factor, and the activations of min(M, K - s)
-//              micro-batches in flight (1F1B over K stages) at share_d · b each.
+//              micro-batches in flight (1F1B over K stages) at n_d samples each.
 
 #include <cstdint>
 #include <optional>
@@ -76,16 +80,14 @@ struct StageCost {
   int max_in_flight = 0;
 };
 
-// A stage's figures for one sample of a micro-batch: they scale with its size.
+// What a stage costs whatever the size of its micro-batches.
 struct StageRates {
-  static constexpr double kUnlimited = 1e18;
-  double compute_s = 0;
-  double link_s = 0;
+  int first_layer = 0;
+  int end_layer = 0;
   double exchange_s = 0;  // once a step, whatever the micro-batches
   double held_bytes = 0;  // parameters and optimizer state, on each device of the group
-  // Samples' activations in flight every device of the group has room for
-  // beside what it holds; negative when it cannot hold even that.
-  double room_samples = kUnlimited;
+  double cut_bytes = 0;   // a sample's activations in and out of the stage (in + out)
+  double stash_bytes = 0; // a sample's activations kept for its backward pass
 };
 
 struct PipelineCost {
@@ -114,10 +116,14 @@ class PipelineCostModel {
   StageCost Stage(int first_layer, int end_layer, std::span<const int> devices, int micro_batch_size,
                   int in_flight) const;
   // The same in two steps, for the planner, which asks for millions of
-  // stages at several micro-batch sizes: the stage's rates per sample, then
-  // them scaled to a micro-batch (without memory_bytes).
+  // stages at several micro-batch sizes: what the stage costs at any size,
+  // then at one, `shares` being ShareOut of the micro-batch over the group's
+  // speeds (without memory_bytes).
   StageRates Rates(int first_layer, int end_layer, std::span<const int> devices) const;
-  static StageCost Scale(const StageRates& rates, int micro_batch_size, int in_flight);
+  StageCost Scale(const StageRates& rates, std::span<const int> devices, std::span<const int64_t> shares,
+                  int in_flight) const;
+  // The samples of a micro-batch each device of `devices` computes.
+  std::vector<int64_t> Shares(std::span<const int> devices, int micro_batch_size) const;
 
   // The whole plan. Not fitting (memory) is a cost, not an error; a malformed
   // plan (layers not covered in order, a device twice or unknown, a stage
@@ -129,14 +135,40 @@ class PipelineCostModel {
     return (micro_batches - 1) * max_period_s + latency_s + max_exchange_s;
   }
 
-  // Forward and backward of layers [first, end), a sample, at speed 1.
-  double WorkSeconds(int first_layer, int end_layer) const { return work_s_[end_layer] - work_s_[first_layer]; }
+  // Forward and backward passes of layers [first, end) over `samples`
+  // samples, at speed 1.
+  double WorkSeconds(int first_layer, int end_layer, double samples) const;
+  // The least a sample of layers [first, end) costs at speed 1, in a pass of
+  // any size: samples · this bounds WorkSeconds from below, which is what the
+  // planner prunes by.
+  double LeastWorkSeconds(int first_layer, int end_layer) const {
+    return least_work_s_[end_layer] - least_work_s_[first_layer];
+  }
+  // A sample of layers [first, end) at speed 1 in passes of the size that
+  // runs them fastest a sample: a device's capacity, were it to run them alone.
+  double BestWorkSeconds(int first_layer, int end_layer) const;
 
   const PipelineProblem& problem() const { return problem_; }
 
  private:
   const PipelineProblem& problem_;
-  std::vector<double> work_s_;       // prefix sums over layers: forward + backward
+  // Pass sizes every layer's time is linear between (each layer's measured
+  // sizes, and 0), and the prefix sums over layers of their pass times at
+  // each: work_s_[k * (layers + 1) + l] for the first l layers over
+  // sizes_[k] samples.
+  std::vector<double> sizes_;
+  std::vector<double> work_s_;
+  std::vector<double> least_work_s_;  // prefix sums of each layer's least time a sample
+  // For each whole number of samples up to the batch, the size at or above
+  // it and how far it lies from the size below: the planner's passes are
+  // whole samples, and it asks millions of times.
+  struct Bracket {
+    size_t above = 1;
+    double weight = 0;
+  };
+  std::vector<Bracket> brackets_;
+  // Each device's 1 / speed and its link's seconds a byte, the slower way.
+  std::vector<double> seconds_a_unit_, seconds_a_byte_;
   std::vector<int64_t> parameters_;  // prefix sums of parameter bytes
   std::vector<int64_t> stash_;       // prefix sums of activation bytes
 };

@@ -161,6 +161,18 @@ std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices
   const std::vector<uint64_t> groups = devices.Groups();
   std::vector<std::vector<int>> members;
   for (uint64_t g : groups) members.push_back(DevicesOf(g));
+  // How each group deals each micro-batch size among its devices, worked out
+  // when first asked: by group, then program.
+  std::vector<double> capacity(groups.size(), 0);  // by group: the speeds of its devices
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int d : members[g]) capacity[g] += problem.devices[d].speed;
+  }
+  std::vector<std::vector<std::vector<int64_t>>> shares(groups.size());
+  auto shares_of = [&](size_t g, size_t c) -> const std::vector<int64_t>& {
+    if (shares[g].empty()) shares[g].resize(programs.size());
+    if (shares[g][c].empty()) shares[g][c] = model.Shares(members[g], programs[c].micro_batch_size);
+    return shares[g][c];
+  };
 
   Best best{incumbent_s};
   for (int end = layers; end >= 1; --end) {
@@ -191,12 +203,19 @@ std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices
           for (size_t c = 0; c < programs.size(); ++c) {
             Program& p = programs[c];
             if (!p.Reached(end, state)) continue;
-            const StageCost stage = PipelineCostModel::Scale(*r, p.micro_batch_size, 1);
             // Stages still to come only add, at least the layers left computed
-            // on all the devices left: a partial plan already as slow as the
-            // best whole one cannot become faster.
+            // on all the devices left at their least cost a sample: a partial
+            // plan already as slow as the best whole one cannot become faster.
             const double still_s =
-                first == 0 ? 0 : p.micro_batch_size * model.WorkSeconds(0, first) / devices.free_capacity[next];
+                first == 0 ? 0 : p.micro_batch_size * model.LeastWorkSeconds(0, first) / devices.free_capacity[next];
+            // The same bound with this stage's compute bounded alike, before
+            // it is worked out device by device.
+            const double least_s = p.micro_batch_size * model.LeastWorkSeconds(first, end) / capacity[g];
+            if (PipelineCostModel::StepSeconds(p.micro_batches, least_s, least_s + still_s, r->exchange_s) >=
+                best.step_s) {
+              continue;
+            }
+            const StageCost stage = model.Scale(*r, members[g], shares_of(g, c), 1);
             if (PipelineCostModel::StepSeconds(p.micro_batches, stage.period_s, stage.latency_s + still_s,
                                                stage.exchange_s) >= best.step_s) {
               continue;

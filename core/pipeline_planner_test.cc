@@ -15,7 +15,7 @@ using testing::BruteForcePipelineStep;
 using testing::RandomPipelineProblem;
 
 LayerCost Layer(const std::string& name, double work_ms, int64_t parameter_bytes, int64_t activation_bytes) {
-  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes};
+  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes, {}};
 }
 
 PipelineDevice Device(const std::string& name, double speed, double mbps = 0, int64_t memory = 0) {
@@ -213,14 +213,14 @@ TEST(PipelinePlannerTest, TheCostModelRefusesMalformedPlans) {
 // The stages' figures as docs/pipeline.md derives them, on one worked case.
 TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   PipelineProblem p;
-  p.layers = {{"a", 0.001, 0.002, 1000, 500}, {"b", 0.002, 0.004, 2000, 100}, {"c", 0.001, 0.001, 4000, 10}};
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
   p.devices = {Device("x", 2, 8), Device("y", 1, 8)};  // 1 MB/s each way
   p.batch_size = 6;
   const PipelineCostModel model(p);
   const int both[] = {0, 1};
   // Layer b on x and y, 6 samples a micro-batch: capacity 3, x takes 4 of them.
   const StageCost s = model.Stage(1, 2, both, 6, 2);
-  EXPECT_DOUBLE_EQ(s.compute_s, 6 * 0.006 / 3);
+  EXPECT_DOUBLE_EQ(s.compute_s, 4 * 0.006 / 2);
   EXPECT_DOUBLE_EQ(s.link_s, 4 * (500 + 100) / 1e6);
   EXPECT_DOUBLE_EQ(s.period_s, std::max(s.compute_s, s.link_s));
   EXPECT_DOUBLE_EQ(s.latency_s, s.compute_s + 2 * s.link_s);
@@ -234,6 +234,33 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   for (const auto& st : plan->stages) max_period = std::max(max_period, st.period_s), latency += st.latency_s;
   EXPECT_DOUBLE_EQ(plan->step_s, 2 * max_period + latency);
   EXPECT_DOUBLE_EQ(plan->samples_per_s, 6 / plan->step_s);
+}
+
+// Devices are dealt whole samples, as the runtime deals them: a group
+// computes at the pace of the device its share makes slowest, and a pass's
+// time is what was timed for its size, not in proportion to it.
+TEST(PipelinePlannerTest, AGroupComputesWholeSamplesAtTheTimedCostOfEachPass) {
+  PipelineProblem p;
+  // 4 ms for a pass of one sample, 8 ms for four: a fixed cost to every pass.
+  p.layers = {{"a", 0.001, 0.001, 1000, 100, {{1, 0.002, 0.002}, {4, 0.004, 0.004}}}};
+  p.devices = {Device("fast", 10, 8), Device("mid", 5, 8), Device("slow", 1, 8)};
+  p.batch_size = 4;
+  const PipelineCostModel model(p);
+  const int all[] = {0, 1, 2};
+  // 2 samples over speeds 10:5:1 are 1.25, 0.625 and 0.125 of one: fast and
+  // mid take one each and slow none, so mid, at half fast's speed, paces it.
+  EXPECT_EQ(model.Shares(all, 2), (std::vector<int64_t>{1, 1, 0}));
+  EXPECT_DOUBLE_EQ(model.Stage(0, 1, all, 2, 1).compute_s, 0.004 / 5);
+  // 4 samples, 2.5, 1.25 and 0.25 of them, are dealt 3, 1 and 0: fast's
+  // pass of 3 takes 6.67 ms (two thirds of the way from one sample's 4 ms to
+  // four's 8 ms) over speed 10, mid's of one 4 ms over 5: mid paces it still.
+  EXPECT_EQ(model.Shares(all, 4), (std::vector<int64_t>{3, 1, 0}));
+  EXPECT_DOUBLE_EQ(model.Stage(0, 1, all, 4, 1).compute_s, 0.004 / 5);
+  const int fast[] = {0};
+  EXPECT_DOUBLE_EQ(model.Stage(0, 1, fast, 4, 1).compute_s, 0.008 / 10);
+  EXPECT_DOUBLE_EQ(model.Stage(0, 1, fast, 3, 1).compute_s, (0.004 + 2 * 0.004 / 3) / 10);
+  EXPECT_DOUBLE_EQ(model.LeastWorkSeconds(0, 1), 0.002) << "a pass of four, 2 ms a sample";
+  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 1), 0.002);
 }
 
 TEST(PipelinePlannerTest, PlansSixteenDevicesAndSixtyFourLayersQuickly) {

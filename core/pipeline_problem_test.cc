@@ -5,7 +5,7 @@
 namespace edgetrain {
 namespace {
 
-std::vector<LayerCost> TwoLayers() { return {{"conv1", 1e-4, 2e-4, 640, 50176}, {"classifier", 1e-6, 2e-6, 5160, 40}}; }
+std::vector<LayerCost> TwoLayers() { return {{"conv1", 1e-4, 2e-4, 640, 50176, {}}, {"classifier", 1e-6, 2e-6, 5160, 40, {}}}; }
 
 JobSpec Job(int batch = 64) {
   JobSpec spec;

@@ -20,7 +20,7 @@ double Median(std::vector<double> values) {
 }
 
 struct LayerTiming {
-  double forward_s = 0;   // one pass over the whole batch
+  double forward_s = 0;   // one pass over the input
   double backward_s = 0;
   torch::Tensor output;   // the next layer's input
 };
@@ -58,12 +58,18 @@ Status CheckOptions(const LayerProfileOptions& o) {
 
 }  // namespace
 
+std::vector<int> PassSizes(int batch) {
+  std::vector<int> sizes;
+  for (int samples = 1; samples < batch; samples *= 2) sizes.push_back(samples);
+  sizes.push_back(batch);
+  return sizes;
+}
+
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
                                                const LayerProfileOptions& options) {
   EDGETRAIN_RETURN_IF_ERROR(CheckOptions(options));
   const RealClock real;
   const Clock& clock = options.clock ? *options.clock : real;
-  const double batch = options.batch_size;
   try {
     torch::set_num_threads(options.intra_op_threads);
     torch::manual_seed(options.seed);
@@ -74,16 +80,24 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
     for (size_t i = 0; i < layers.size(); ++i) {
       ModelLayer& layer = layers[i];
       layer.net->train();
-      // Nothing upstream of the first layer wants the gradient of the images.
-      const LayerTiming timing = TimeLayer(layer.net, input.detach().requires_grad_(i > 0), clock, options.repetitions);
       LayerCost cost;
       cost.name = layer.name;
-      cost.forward_s = timing.forward_s * options.slowdown / batch;
-      cost.backward_s = timing.backward_s * options.slowdown / batch;
+      torch::Tensor output;
+      for (int samples : PassSizes(options.batch_size)) {
+        // Nothing upstream of the first layer wants the gradient of the images.
+        const torch::Tensor part = input.narrow(0, 0, samples).detach().requires_grad_(i > 0);
+        LayerTiming timing = TimeLayer(layer.net, part, clock, options.repetitions);
+        cost.passes.push_back(
+            {samples, timing.forward_s * options.slowdown, timing.backward_s * options.slowdown});
+        output = std::move(timing.output);
+      }
+      // The figures a sample, in a pass over the whole batch (the last timed).
+      cost.forward_s = cost.passes.back().forward_s / options.batch_size;
+      cost.backward_s = cost.passes.back().backward_s / options.batch_size;
       for (const auto& p : layer.net->parameters()) cost.parameter_bytes += kFloatBytes * p.numel();
-      cost.activation_bytes = kFloatBytes * (timing.output.numel() / options.batch_size);
+      cost.activation_bytes = kFloatBytes * (output.numel() / options.batch_size);
       costs.push_back(std::move(cost));
-      input = timing.output;
+      input = output;
     }
     return costs;
   } catch (const c10::Error& e) {

@@ -15,7 +15,7 @@
 namespace edgetrain::agent {
 
 struct LayerProfileOptions {
-  int batch_size = 32;  // samples each timed pass runs on; the costs are per sample
+  int batch_size = 32;  // the most samples a timed pass runs on: the job's batch
   int repetitions = 3;  // timed passes of each layer after one untimed warm-up; the median counts
   uint64_t seed = 0;    // the weights and the images
   int intra_op_threads = 1;
@@ -29,12 +29,18 @@ struct LayerProfileOptions {
 };
 
 // The layers of `spec` on `data`, in the order data flows (BuildLayers in
-// agent/torch/models.h: the units a pipeline may cut after), each timed on a
-// batch of its real input: the previous layers' output for random images.
+// agent/torch/models.h: the units a pipeline may cut after), each timed on
+// its real input (the previous layers' output for random images) in passes
+// of 1, 2, 4, ... samples and of the whole batch (LayerCost::passes: a
+// pipeline's micro-batches and their shares are small, and a small pass
+// costs more a sample).
 // Backward is the layer's own: the gradients of its parameters and, past the
 // first layer, of its input (what a stage sends upstream), from an upstream
 // gradient of its output's shape. InvalidArgument when the model cannot fit
 // the data or the options are out of range.
+// The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.
+std::vector<int> PassSizes(int batch);
+
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
                                                const LayerProfileOptions& options = {});
 

@@ -120,9 +120,22 @@ TEST(LayerProfileTest, ASlowerDeviceTakesSlowdownTimesTheMeasuredTime) {
     EXPECT_DOUBLE_EQ(plain[i].backward_s, 0.008 / 4);
     EXPECT_DOUBLE_EQ(slow[i].forward_s, 3 * plain[i].forward_s);
     EXPECT_DOUBLE_EQ(slow[i].backward_s, 3 * plain[i].backward_s);
+    // Each pass, whatever its size, took the tick.
+    ASSERT_EQ(slow[i].passes.size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(slow[i].passes[k].samples, 1 << k);
+      EXPECT_DOUBLE_EQ(plain[i].passes[k].forward_s, 0.008);
+      EXPECT_DOUBLE_EQ(slow[i].passes[k].backward_s, 3 * 0.008);
+    }
     EXPECT_EQ(slow[i].parameter_bytes, plain[i].parameter_bytes) << "a slower device holds the same layer";
     EXPECT_EQ(slow[i].activation_bytes, plain[i].activation_bytes);
   }
+}
+
+TEST(LayerProfileTest, PassesAreTimedAtEachPowerOfTwoAndTheWholeBatch) {
+  EXPECT_EQ(PassSizes(1), (std::vector<int>{1}));
+  EXPECT_EQ(PassSizes(4), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(PassSizes(48), (std::vector<int>{1, 2, 4, 8, 16, 32, 48}));
 }
 
 // The point of vgg: its layers are uneven enough that where a pipeline cuts

@@ -9,10 +9,21 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
   std::uniform_real_distribution<double> unit(0, 1);
   auto spread = [&](double low, double high) { return low * std::pow(high / low, unit(random)); };
   PipelineProblem p;
+  // Half the problems time their layers' passes at a few sizes, a sample
+  // costing from half to three times as much at each, as small passes and
+  // large ones do on a real device; the others are in proportion.
+  const bool timed = unit(random) < 0.5;
   for (int l = 0; l < layers; ++l) {
     const double work_s = spread(0.1, 10) / 1000;
-    p.layers.push_back({"l" + std::to_string(l), work_s / 3, 2 * work_s / 3, static_cast<int64_t>(spread(1e3, 1e6)),
-                        static_cast<int64_t>(spread(1e2, 1e5))});
+    LayerCost layer{"l" + std::to_string(l), work_s / 3, 2 * work_s / 3, static_cast<int64_t>(spread(1e3, 1e6)),
+                    static_cast<int64_t>(spread(1e2, 1e5)), {}};
+    if (timed) {
+      for (int samples : {1, 2, 4, 8}) {
+        const double pass_s = samples * work_s * spread(0.5, 3);
+        layer.passes.push_back({samples, pass_s / 3, 2 * pass_s / 3});
+      }
+    }
+    p.layers.push_back(std::move(layer));
   }
   for (int d = 0; d < devices; ++d) {
     const double mbps = unit(random) < 0.2 ? 0 : spread(1, 100);
