@@ -223,7 +223,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   for (const PipelineStagePlan& stage : s.plan.pipeline->stages) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> t,
                                CreateStageTrainer({spec.model, s.data.test.info, spec.seed, s.plan.intra_op_threads,
-                                                   stage.first_layer, stage.end_layer}));
+                                                   stage.first_layer, stage.end_layer, SampleShape(spec.data)}));
     shapes.push_back(t->ParameterShapes());
   }
   RealClock clock;
@@ -260,7 +260,8 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   if (!index.ok()) return fail(index.status());
   const PipelineStagePlan& mine = s.plan.pipeline->stages[*index];
   auto trainer = CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed,
-                                     s.plan.intra_op_threads, mine.first_layer, mine.end_layer});
+                                     s.plan.intra_op_threads, mine.first_layer, mine.end_layer,
+                                     SampleShape(s.plan.spec.data)});
   if (!trainer.ok()) return fail(trainer.status());
   StageOptions options;
   options.rank = s.flags.rank;

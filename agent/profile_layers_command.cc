@@ -21,9 +21,9 @@ int Fail(const Status& status, std::ostream& lines, std::ostream& log) {
 int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
   std::string model_json, data_json;
   LayerProfileOptions options;
-  CLI::App app("edgetrain-agent profile-layers: each layer of a built-in model, timed on this machine",
+  CLI::App app("edgetrain-agent profile-layers: each layer of a model, timed on this machine",
                "edgetrain-agent profile-layers");
-  app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON")->required();
+  app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON (a TorchScript one an nn.Sequential)")->required();
   app.add_option("--data", data_json, "the data the model takes, as a manifest's spec.data in JSON (its shape only)")
       ->required();
   app.add_option("--batch", options.batch_size, "samples each timed pass runs on (the costs are per sample)")
@@ -44,6 +44,7 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   if (!data.ok()) return Fail(data.status().WithContext("--data"), lines, log);
   // The samples' shape is all the layers need: random samples of it are timed,
   // so no data file is read.
+  options.sample_shape = SampleShape(*data);
   StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options);
   if (!layers.ok()) return Fail(layers.status(), lines, log);
   lines << "result " << EncodeLayerCosts(*layers) << std::endl;

@@ -63,12 +63,9 @@ const std::vector<Capability>& Capabilities() {
       {"spec.data.format", Effect::kRefuse, {Runner::kKubernetes, Runner::kPlanning},
        [](const JobSpec& s, const Json&) { return s.data.files.has_value(); },
        "data from files is not supported on Kubernetes yet (edgetrain run trains on it)"},
-      // Stages are cut from a built-in model's layers (agent/torch/models.h).
-      {"spec.model.torchscript", Effect::kRefuse, kEverywhere,
-       [](const JobSpec& s, const Json&) {
-         return s.model.kind == ModelKind::kTorchScript && s.parallelism.mode != ParallelismMode::kDataParallel;
-       },
-       "a TorchScript model is not split into pipeline stages yet: use parallelism.mode dataParallel"},
+      // A TorchScript model is cut into stages between the children of its
+      // nn.Sequential; any other module is refused, with the reason, when the
+      // agent measures its layers for the plan (agent/torch/torchscript_trainer.h).
       {"spec.sync.compression", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
        "topk is not supported yet (none, fp16, int8 and sign are)"},

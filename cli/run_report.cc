@@ -135,7 +135,7 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, const JobProgress& p,
                  std::ostream& out) {
   out << "  " << layout.stages.size() << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
-      << " micro-batches a step\n";
+      << (layout.micro_batches == 1 ? " micro-batch a step\n" : " micro-batches a step\n");
   out << "  stage  layers   device            steps   compute s   bubbles\n";
   for (size_t s = 0; s < layout.stages.size(); ++s) {
     const PipelineStagePlan& stage = layout.stages[s];

@@ -26,6 +26,9 @@ struct LayerProfileOptions {
   // What the passes are timed by; null: the real clock. Tests inject one whose
   // every reading moves on by a fixed tick, so each pass takes exactly a tick.
   const Clock* clock = nullptr;
+  // One sample's shape as the first layer takes it (core/dataset_info.h's
+  // SampleShape); empty means [channels, height, width] of the data.
+  std::vector<int> sample_shape = {};
 };
 
 // The layers of `spec` on `data`, in the order data flows (BuildLayers in

@@ -101,8 +101,7 @@ StatusOr<std::vector<ModelLayer>> BuildLayers(const ModelSpec& spec, const Datas
     case ModelKind::kMlp: return Mlp(HiddenWidths(spec), data);
     case ModelKind::kCnn: return Cnn(ConvChannels(spec), data);
     case ModelKind::kVgg: return Vgg(VggWidths(spec), data);
-    case ModelKind::kTorchScript:
-      return InvalidArgumentError("spec.model.torchscript: a TorchScript model is loaded, not built from layers");
+    case ModelKind::kTorchScript: return ScriptedLayers(spec);
   }
   return InternalError("unknown model");
 }

@@ -20,8 +20,19 @@ struct ModelLayer {
 };
 
 // The model as its layers, in the order data flows: the one definition of each
-// built-in model, which whole-model training and pipeline stages both run.
+// built-in model, which whole-model training and pipeline stages both run. A
+// TorchScript model is loaded, and cut between the children of its
+// nn.Sequential (ScriptedLayers).
 StatusOr<std::vector<ModelLayer>> BuildLayers(const ModelSpec& spec, const DatasetInfo& data);
+
+// The children of a scripted nn.Sequential at spec.torchscript_path as layers
+// (BuildLayers), named "0.Linear", "1.ReLU", ...: the units a pipeline cuts
+// between. Each layer's parameters are the loaded module's own.
+// InvalidArgument, naming spec.model.torchscript, for a module that is not an
+// nn.Sequential (its forward may not run its children in order) or one
+// without children. Defined beside the TorchScript trainer, which loads
+// modules the same way.
+StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec);
 
 // The layers' modules, shared not copied, in one flat Sequential: their indices
 // there are the names a saved model gives its parameters ("3.weight"), which

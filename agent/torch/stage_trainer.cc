@@ -28,9 +28,16 @@ std::vector<float> ToVector(const torch::Tensor& t) {
 struct StageShapes {
   std::vector<int64_t> input, output;
 };
-StageShapes MeasureShapes(std::span<ModelLayer> layers, const DatasetInfo& data, size_t first, size_t end) {
+StageShapes MeasureShapes(std::span<ModelLayer> layers, const StageTrainerOptions& options, size_t first,
+                          size_t end) {
   torch::NoGradGuard no_grad;
-  torch::Tensor x = torch::zeros({1, data.channels, data.height, data.width});
+  std::vector<int64_t> sample = {1};
+  if (options.sample_shape.empty()) {
+    sample.insert(sample.end(), {options.data.channels, options.data.height, options.data.width});
+  } else {
+    sample.insert(sample.end(), options.sample_shape.begin(), options.sample_shape.end());
+  }
+  torch::Tensor x = torch::zeros(sample);
   StageShapes shapes;
   for (size_t i = 0; i < end; ++i) {
     if (i == first) shapes.input = x.sizes().slice(1).vec();
@@ -145,7 +152,9 @@ class TorchStageTrainer final : public StageTrainer {
     try {
       torch::Tensor upstream = torch::from_blob(const_cast<float*>(output_gradient.data()),
                                                 Batched(shapes_.output, batch.samples));
-      batch.output.backward(upstream);
+      // A first stage without weights (a scripted model's Flatten, say) has
+      // nothing to learn and nobody upstream: its output is no graph's end.
+      if (batch.output.requires_grad()) batch.output.backward(upstream);
       std::vector<float> input_gradient = InputGradient(batch);
       KeepGradientsFlat(*net_, gradients_);
       return input_gradient;
@@ -234,7 +243,7 @@ StatusOr<std::unique_ptr<StageTrainer>> CreateStageTrainer(const StageTrainerOpt
     EDGETRAIN_RETURN_IF_ERROR(CheckLayerRange(options, layers.size()));
     const auto first = static_cast<size_t>(options.first_layer);
     const auto end = static_cast<size_t>(options.end_layer);
-    StageShapes shapes = MeasureShapes(layers, options.data, first, end);
+    StageShapes shapes = MeasureShapes(layers, options, first, end);
     torch::nn::Sequential net = Chain(std::span<const ModelLayer>(layers).subspan(first, end - first));
     return std::unique_ptr<StageTrainer>(std::make_unique<TorchStageTrainer>(
         std::move(net), std::move(shapes), first == 0, end == layers.size(), options.data.classes));

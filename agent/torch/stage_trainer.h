@@ -34,6 +34,10 @@ struct StageTrainerOptions {
   int intra_op_threads = 1;
   int first_layer = 0;  // the stage runs layers [first_layer, end_layer) of BuildLayers
   int end_layer = 0;
+  // One sample's shape as the first layer takes it (core/dataset_info.h's
+  // SampleShape); empty means [channels, height, width] of `data`. Only a
+  // TorchScript model needs it: the built-in ones reshape for themselves.
+  std::vector<int> sample_shape = {};
 };
 
 struct LossAndInputGradient {

@@ -2,11 +2,13 @@
 
 #include <torch/script.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/batch_passes.h"
 #include "agent/torch/flat_parameters.h"
+#include "agent/torch/models.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -172,7 +174,59 @@ class TorchScriptTrainer final : public Trainer {
   torch::Tensor flat_;
 };
 
+// One child of a scripted nn.Sequential as a layer a pipeline stage may hold:
+// its forward is the child's, and its trainable parameters are the child's
+// own tensors, registered here, not copied, so a stage trains what the whole
+// module's trainer trains and, laid end to end, the stages' parameters are
+// the module's in its order.
+class ScriptedLayerImpl : public torch::nn::Module {
+ public:
+  explicit ScriptedLayerImpl(torch::jit::Module child) : child_(std::move(child)) {
+    for (const auto& p : child_.named_parameters(/*recurse=*/true)) {
+      if (!p.value.requires_grad()) continue;  // frozen, as the whole-module trainer leaves it
+      std::string name = p.name;
+      std::replace(name.begin(), name.end(), '.', '_');
+      register_parameter(name, p.value);
+    }
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    if (child_.is_training() != is_training()) child_.train(is_training());  // dropout, batch norm
+    return child_.forward({std::move(x)}).toTensor();
+  }
+
+ private:
+  torch::jit::Module child_;
+};
+TORCH_MODULE(ScriptedLayer);
+
 }  // namespace
+
+StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {
+  EDGETRAIN_ASSIGN_OR_RETURN(torch::jit::Module module, LoadModule(spec.torchscript_path));
+  // Only nn.Sequential promises that its forward runs its children in order,
+  // each on the one before's output: any other module's forward may do
+  // anything with them, so cutting it between children would train another
+  // model.
+  const auto& type = module.type()->name();
+  const std::string name = type ? type->qualifiedName() : "";
+  if (name.find("torch.nn.modules.container.Sequential") == std::string::npos) {
+    return InvalidArgumentError(std::string(kModel) + ": a pipeline cuts a model between the children of an " +
+                                "nn.Sequential, and " + spec.torchscript_path + " is a " +
+                                (type ? type->name() : std::string("module of no class")) +
+                                ", whose forward may use its children in any order: script an nn.Sequential, or "
+                                "train it with parallelism.mode dataParallel");
+  }
+  std::vector<ModelLayer> layers;
+  for (const auto& child : module.named_children()) {
+    const auto& child_type = child.value.type()->name();
+    torch::nn::Sequential net;
+    net->push_back(ScriptedLayer(child.value));
+    layers.push_back({child.name + "." + (child_type ? child_type->name() : "module"), std::move(net)});
+  }
+  if (layers.empty()) return InvalidArgumentError(std::string(kModel) + ": the nn.Sequential has no layers");
+  return layers;
+}
 
 StatusOr<std::unique_ptr<Trainer>> LoadTorchScriptTrainer(const TrainerOptions& options) {
   torch::set_num_threads(options.intra_op_threads);

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/torch/layer_profile.h"
+#include "agent/torch/stage_trainer.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
 
@@ -144,6 +146,81 @@ TEST_F(TorchScriptTrainerTest, TheTrainedModuleIsSavedAsTorchScriptThatLoadsWith
   const std::string weights = Module("builtin.pt");
   ASSERT_TRUE((*builtin)->SaveModel(weights).ok());
   EXPECT_FALSE(IsTorchScriptModule(weights));
+}
+
+// A scripted nn.Sequential is cut between its children: stages of it, their
+// passes run back to back, compute the whole module's loss and gradient, and
+// hold its weights in its order.
+TEST_F(TorchScriptTrainerTest, AScriptedSequentialIsCutBetweenItsChildrenAndTrainsAsTheWhole) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("digits_mlp.pt");
+  auto layers = ProfileLayers(model, digits_->train.info, {.batch_size = 2, .repetitions = 1});
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
+  std::vector<std::string> names;
+  for (const LayerCost& l : *layers) names.push_back(l.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.Flatten", "1.Linear", "2.ReLU", "3.Linear"}));
+
+  auto whole = Load(model.torchscript_path);
+  ASSERT_TRUE(whole.ok());
+  const Dataset& d = digits_->train;
+  constexpr int64_t n = 32;
+  std::vector<float> x(static_cast<size_t>(n * d.SampleSize()));
+  d.CopySamples(0, n, x.data());
+  std::vector<int64_t> labels(d.labels.begin(), d.labels.begin() + n);
+  std::vector<float> want(static_cast<size_t>((*whole)->ParameterCount()));
+  auto want_loss = (*whole)->ComputeGradient(x.data(), labels.data(), n, want);
+  ASSERT_TRUE(want_loss.ok());
+
+  for (const std::vector<int>& bounds : {std::vector<int>{0, 2, 4}, std::vector<int>{0, 1, 3, 4}}) {
+    SCOPED_TRACE(::testing::PrintToString(bounds));
+    std::vector<std::unique_ptr<StageTrainer>> stages;
+    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+      auto stage = CreateStageTrainer({model, d.info, 1, 1, bounds[k], bounds[k + 1]});
+      ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+      stages.push_back(std::move(*stage));
+    }
+    std::vector<float> activation = x;
+    for (auto& stage : stages) {
+      auto out = stage->Forward(0, activation);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      activation = std::move(*out);
+    }
+    auto last = stages.back()->BackwardFromLoss(0, labels, 1.0);
+    ASSERT_TRUE(last.ok()) << last.status().ToString();
+    EXPECT_NEAR(last->loss, *want_loss, 1e-5 * *want_loss);
+    std::vector<float> upstream = last->input_gradient;
+    for (size_t k = stages.size() - 1; k-- > 0;) {
+      auto back = stages[k]->Backward(0, upstream);
+      ASSERT_TRUE(back.ok()) << back.status().ToString();
+      upstream = std::move(*back);
+    }
+    std::vector<float> got, weights;
+    for (auto& stage : stages) {
+      got.insert(got.end(), stage->Gradients().begin(), stage->Gradients().end());
+      weights.insert(weights.end(), stage->Parameters().begin(), stage->Parameters().end());
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "gradient " << i;
+    const std::span<float> whole_weights = (*whole)->Parameters();
+    EXPECT_TRUE(std::equal(weights.begin(), weights.end(), whole_weights.begin(), whole_weights.end()));
+  }
+}
+
+// Any other module's forward may use its children in any order: it is
+// refused for a pipeline, with the reason and the way out.
+TEST_F(TorchScriptTrainerTest, OnlyAnNnSequentialIsCutIntoStages) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("two_paths.pt");
+  EXPECT_TRUE(Load(model.torchscript_path).ok()) << "it trains whole";
+  auto stage = CreateStageTrainer({model, digits_->train.info, 1, 1, 0, 1});
+  ASSERT_EQ(stage.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(stage.status().message().find("spec.model.torchscript: a pipeline cuts a model between the children of "
+                                          "an nn.Sequential, and " + Module("two_paths.pt") + " is a TwoPaths"),
+            std::string::npos)
+      << stage.status().message();
+  EXPECT_NE(stage.status().message().find("parallelism.mode dataParallel"), std::string::npos);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ echo "--- running the $(wc -l <"$root/walkthrough.sh") commands of docs/own-mode
 cat "$root/out.txt"
 
 ran=$(grep -oE '^my-model: test accuracy [0-9.]+' "$root/out.txt" | awk '{print $4}')
+split=$(grep -oE '^my-model-split: test accuracy [0-9.]+' "$root/out.txt" | awk '{print $4}')
 predicted=$(grep -oE '^accuracy [0-9.]+' "$root/out.txt" | awk '{print $2}')
 evaluated=$(grep -oE 'model.pt: test accuracy [0-9.]+' "$root/out.txt" | awk '{print $4}')
 card=$(/usr/bin/python3 -c 'import json,sys; print("%.4f" % json.load(open(sys.argv[1]))["accuracy"])' "$root/my-model/out/model.json")
@@ -33,6 +34,12 @@ echo "run: $ran, model.json: $card, PyTorch: $predicted, edgetrain evaluate: $ev
 [[ -n "$ran" && "$ran" == "$predicted" && "$card" == "$predicted" && "$evaluated" == "$predicted" ]] ||
   { echo "FAIL: PyTorch's accuracy is not the run's"; exit 1; }
 /usr/bin/python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 else 1)' "$ran" || { echo "FAIL: accuracy $ran below 0.9"; exit 1; }
+# The module cut into two stages over gRPC trains as it does whole.
+grep -q "0.Flatten-2.ReLU on gateway; 3.Linear-5.Linear on board-1" "$root/out.txt" ||
+  { echo "FAIL: the pipeline's stages are not the page's"; exit 1; }
+echo "split into two stages: $split"
+/usr/bin/python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 0.01 else 1)' "$split" "$ran" ||
+  { echo "FAIL: the pipeline's accuracy $split is not the whole module's $ran"; exit 1; }
 
 # The same module against the built-in mlp of its shape, same seed, same
 # steps: alone and as a team of three.

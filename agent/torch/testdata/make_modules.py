@@ -15,12 +15,28 @@ def mlp(features, classes):
     return nn.Sequential(nn.Flatten(), nn.Linear(features, 16), nn.ReLU(), nn.Linear(16, classes))
 
 
+class TwoPaths(nn.Module):
+    """Not an nn.Sequential: its forward uses its children as it likes (a
+    skip connection here), so a pipeline may not cut it between them."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.hidden = nn.Linear(features, features)
+        self.out = nn.Linear(features, classes)
+
+    def forward(self, x):
+        x = self.flatten(x)
+        return self.out(x + torch.relu(self.hidden(x)))
+
+
 def main(out):
     torch.manual_seed(0)
     save = lambda module, name: torch.jit.save(torch.jit.script(module), os.path.join(out, name))
     save(mlp(64, 10), "digits_mlp.pt")
     save(mlp(784, 10), "fashion_input.pt")  # forward fails on 8x8 digits
     save(mlp(64, 5), "five_classes.pt")
+    save(TwoPaths(64, 10), "two_paths.pt")
     save(mlp(64, 10).double(), "float64.pt")
     frozen = mlp(64, 10)
     for p in frozen.parameters():
