@@ -338,6 +338,20 @@ Status Reconciler::Place(Pass& pass) {
   if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
     return Follow(pass, *stored.plan, stored.coordinator_node);
   }
+  // A status that never said Placed, with pods of the stored plan, and only
+  // those: a replica placed the job and died before it wrote the status.
+  // Deleting them and placing anew would start the team again for nothing.
+  if (stored.plan && !pass.pods.empty()) {
+    const Json* placed = FindCondition(pass.status, condition::kPlaced);
+    const std::vector<std::string> names = PodNamesOf(pass.job, *stored.plan);
+    const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable;
+    const bool all_of_plan = std::all_of(pass.pods.begin(), pass.pods.end(), [&](const Json& pod) {
+      return !pod.at("metadata").contains("deletionTimestamp") &&
+             std::find(names.begin(), names.end(), pod.value("/metadata/name"_json_pointer, std::string())) !=
+                 names.end();
+    });
+    if (never_placed && all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator_node);
+  }
   // Not placed: pods of an earlier plan go first (they hold their nodes).
   if (!pass.pods.empty()) {
     EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
@@ -426,6 +440,28 @@ Status Reconciler::Place(Pass& pass) {
   pass.outcome.placement = "placed";
   // Its pods' changes wake it; else the gang timeout is when to look again.
   pass.Requeue(GangTimeoutOf(pass.job));
+  return Status::Ok();
+}
+
+Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
+  const std::vector<Json> pods = PodsFor(pass.job, plan, coordinator_node, options_.pods);
+  line_.Placed(pass.key, pods, wall_now_());
+  EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, coordinator_node, pods));  // what is missing
+  std::string workers;
+  for (const WorkerSlot& slot : plan.workers) {
+    workers += (workers.empty() ? "" : ", ") + slot.node + " (" + std::to_string(slot.rank) + ")";
+  }
+  const std::string message = "coordinator on " + coordinator_node + "; workers on " + workers +
+                              " (taken up: plan generation " + std::to_string(plan.generation) +
+                              ", placed by a replica that stopped before it said so)";
+  pass.Set(condition::kPlaced, true, reason::kPlaced, message);
+  pass.Set(condition::kRunning, false, reason::kStarting, std::to_string(pass.pods.size()) + "/" +
+                                                              std::to_string(1 + plan.workers.size()) + " pods made");
+  pass.status["phase"] = phase::kPlacing;
+  events_.Record(pass.object, "Normal", reason::kPlaced, message);
+  log_.Job(pass.key, reason::kPlaced, message);
+  pass.outcome.placement = "placed";
+  pass.Requeue(std::chrono::seconds(1));
   return Status::Ok();
 }
 

@@ -100,6 +100,9 @@ class Reconciler {
   Status Suspend(Pass& pass);
   Status Place(Pass& pass);
   Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
+  // Takes up a plan whose pods a replica made before it died, without saying
+  // so in the status: the missing pods are made, none is made again.
+  Status TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
   // Replaces the workers `lost` (rank -> why) under a new plan generation.
   // `moves` are the ranks among them that are moved ahead of a warning.
   Status Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,

@@ -154,6 +154,40 @@ TEST_F(ReconcilerTest, AGangIsPlacedWholeAndASecondReconcileMakesNothingTwice) {
   EXPECT_EQ(api_.AllWrites(), 0) << "the world is as the job wants it: nothing to write";
 }
 
+// A replica that made a job's plan and some of its pods and died before it
+// wrote the status: the next one takes the plan up, makes the pod missing and
+// none again, where it used to delete them all and place the job anew.
+TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  const std::string key = Submit(TrainingJob("team"));
+  Reconcile(key);
+  // As the dead replica left it: no status, and its last pod never made.
+  Json unsaid = Job("team");
+  unsaid["status"] = Json::object();
+  ASSERT_TRUE(api_.UpdateStatus(kube::kTrainingJobs, "default", unsaid).ok());
+  jobs_.Put(Job("team"));
+  ASSERT_TRUE(api_.Delete(kube::kPods, "default", "team-worker-1").ok());
+  SyncPods();
+  api_.ResetWrites();
+
+  ReconcileOutcome next = Reconcile(key);
+  EXPECT_EQ(next.placement, "placed");
+  EXPECT_EQ(api_.Writes("delete Pod"), 0);
+  EXPECT_EQ(api_.Writes("create Pod"), 3) << "each asked for; the two that exist answer AlreadyExists";
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+  const Json job = Job("team");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kPlacing);
+  EXPECT_TRUE(ConditionIs(job["status"], api::condition::kPlaced, true));
+  EXPECT_NE(log_text_.str().find("(taken up: plan generation 1, placed by a replica that stopped before it said so)"),
+            std::string::npos)
+      << log_text_.str();
+  const Json map = *api_.Get(kube::kConfigMaps, "default", "team-plan");
+  EXPECT_EQ(map["metadata"]["labels"]["edgetrain.dev/plan-generation"], "1");
+}
+
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);

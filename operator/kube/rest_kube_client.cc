@@ -28,7 +28,8 @@ constexpr Duration kStopCheck = std::chrono::milliseconds(50);
 http_client_config ClientConfig(const KubeConfig& kc, Duration timeout) {
   http_client_config config;
   config.set_validate_certificates(true);
-  config.set_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout));
+  // Whole milliseconds: in seconds a timeout under one would be none at all.
+  config.set_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
   const std::string ca = kc.ca_pem, cert = kc.client_cert_pem, key = kc.client_key_pem;
   config.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
     if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca.data(), ca.size()));

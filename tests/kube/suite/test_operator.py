@@ -13,6 +13,7 @@ test has run, a verb the chart grants that no request used fails the class."""
 
 import json
 import os
+import random
 import subprocess
 import time
 import unittest
@@ -24,6 +25,15 @@ from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wai
 
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
+
+# The operator killed at random points of its reconciles: how many trials and from
+# which seed. One trial in make test; bench/operator-crashes runs 20.
+CRASH_TRIALS = int(os.environ.get("EDGETRAIN_CRASH_TRIALS", "1"))
+CRASH_SEED = int(os.environ.get("EDGETRAIN_CRASH_SEED", "1"))
+# How long the API holds every request: past the operator's renew deadline
+# (1500ms here, as 30 s is past client-go's default 10 s), so the leader stops
+# leading and exits, and its Deployment would start it again.
+API_PAUSE_S = 3
 
 
 def condition_of(job, ctype):
@@ -361,6 +371,116 @@ class OperatorTest(SiteTestCase):
         coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
         log = self.log_until("long-coordinator", lambda log: "resum" in log, timeout=30)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
+
+    def restart_operator(self):
+        """A new replica in place of the class's, as the chart's Deployment starts one when
+        the last exits: it leads once the Lease the last held expires."""
+        type(self).operator, type(self).operator_http = start_operator(self.operator_kubeconfig(),
+                                                                       type(self).operator_log + ".next")
+        type(self).operator_log += ".next"
+
+    def pods_made(self, watch):
+        """The pods a watch (opened on a job's pods before it was applied) saw made, by
+        their slot: "coordinator" or the worker's rank, each with the names made for it."""
+        made = {}
+        while True:
+            try:
+                event = watch.next(timeout=0.5)
+            except (TimeoutError, OSError):
+                break
+            if event is None:
+                break
+            if event["type"] == "ADDED":
+                labels = event["object"]["metadata"]["labels"]
+                slot = labels.get("edgetrain.dev/rank", "coordinator")
+                made.setdefault(slot, []).append(event["object"]["metadata"]["name"])
+        watch.close()
+        return made
+
+    def assert_one_pod_a_slot(self, name, made, workers):
+        """Each slot of the job (its coordinator, each rank) had one pod made for it, never
+        a second beside or after it, and each pod it has is owned by the job."""
+        self.assertEqual(sorted(made), sorted(["coordinator"] + [str(r) for r in range(workers)]), made)
+        for slot, names in made.items():
+            self.assertEqual(len(names), 1, f"{slot}: pods made {names}")
+        for p in self.job_pods(name).values():
+            self.assertEqual([o["kind"] for o in p["metadata"]["ownerReferences"]], ["TrainingJob"])
+
+    def test_the_operator_converges_through_dropped_watches_compacted_history_and_a_paused_api(self):
+        # What a real API server does to a controller now and then: its history
+        # compacted (a watch resumed from before that gets 410 Expired, and the informer
+        # lists again), every watch ended, and every request held for a while.
+        opened = self.api.get("/_standin/info").json["opened"]
+        self.delete_when_done("weathered")
+        watch = self.api.watch("/api/v1/namespaces/default/pods", labelSelector="edgetrain.dev/job=weathered")
+        self.apply(small_job("weathered", parallelism={"workers": 2}))
+        self.wait_job("weathered", lambda j: phase(j) in ("Placing", "Running", "Succeeded"))
+        for hook in ("compact", "drop-watches"):
+            self.assertEqual(self.api.post(f"/_standin/{hook}", None).status, 200)
+        # Its informers watch again, each from where it was (or, told 410, from a
+        # fresh list).
+        for resource in ("trainingjobs", "pods", "nodes"):
+            self.assertEqual(self.api.get("/_standin/wait-watches", resource=resource,
+                                          opened=opened.get(resource, 0) + 1, timeoutSeconds=20).status, 200,
+                             f"the operator's {resource} informer did not watch again")
+        leader = type(self).operator
+        self.assertEqual(self.api.post("/_standin/pause", None).status, 200)
+        try:
+            time.sleep(API_PAUSE_S)
+        finally:
+            self.assertEqual(self.api.post("/_standin/resume", None).status, 200)
+        # Unable to renew its Lease within the renew deadline, it stopped leading.
+        self.assertEqual(leader.wait(timeout=20), 1)
+        leader.stdout.close()
+        self.assertIn("lost the Lease", self.logs())
+        t_resumed = time.monotonic()
+        self.restart_operator()
+        job = self.wait_job("weathered", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        self.assertFalse(job["status"].get("recoveries"), "no worker was lost")
+        self.assert_one_pod_a_slot("weathered", self.pods_made(watch), 2)
+        print(f"\napi trouble: watches dropped, history compacted, the API held {API_PAUSE_S} s; a new "
+              f"replica led and the job Succeeded {time.monotonic() - t_resumed:.1f} s after")
+
+    def test_the_operator_killed_at_random_points_of_its_reconciles_converges_making_nothing_twice(self):
+        rng = random.Random(CRASH_SEED)
+        took, made_at_kill = [], []
+        # Every request 25 ms late, so that a reconcile's writes (the Service, the plan,
+        # the pods, the status) spread over the window the kills are drawn from.
+        self.assertEqual(self.api.post("/_standin/latency", None, ms=25).status, 200)
+        self.addCleanup(self.api.post, "/_standin/latency", None, ms=0)
+        for trial in range(CRASH_TRIALS):
+            name = f"crashed-{trial}"
+            self.delete_when_done(name)
+            # Somewhere in its first reconciles of the job: validating, placing,
+            # making the Service, the plan and the pods, or writing status.
+            delay = rng.uniform(0, 0.4)
+            watch = self.api.watch("/api/v1/namespaces/default/pods", labelSelector=f"edgetrain.dev/job={name}")
+            self.apply(small_job(name, parallelism={"workers": 2}))
+            time.sleep(delay)
+            t_kill = time.monotonic()
+            leader = type(self).operator
+            leader.kill()
+            leader.wait()
+            leader.stdout.close()
+            made = len(self.owned(name))  # how far its reconciles had got: pods, Service, plan
+            self.restart_operator()
+            job = self.wait_job(name, lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
+            self.assertEqual(phase(job), "Succeeded", f"trial {trial}, killed {delay:.3f} s after apply: " +
+                             json.dumps(job["status"], indent=1) + self.logs())
+            self.assertFalse(job["status"].get("recoveries"), "no worker was lost")
+            made_pods = self.pods_made(watch)
+            self.assert_one_pod_a_slot(name, made_pods, 2)
+            self.kubectl.run("delete", "tj", name)
+            wait_until(lambda: not self.owned(name), timeout=30, interval=0.1)
+            self.assertEqual(self.owned(name), [], "nothing orphaned")
+            took.append(time.monotonic() - t_kill)
+            made_at_kill.append(made)
+            print(f"\ncrash trial {trial}: killed {delay:.3f} s after apply with {made} of its objects made, "
+                  f"Succeeded {took[-1]:.1f} s later; pods {sorted(n for names in made_pods.values() for n in names)}")
+        print("crash trials: " + json.dumps({"trials": CRASH_TRIALS, "seed": CRASH_SEED, "converged": len(took),
+                                            "objects_made_at_kill": made_at_kill,
+                                            "to_succeeded_s": [round(t, 1) for t in took]}))
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
         standby_log = os.path.join(self.dir, "standby.log")
