@@ -18,13 +18,16 @@ void OnSignal(int) { g_cancel.store(true); }
 // to MBs each. glibc serves blocks that large with mmap and returns them to
 // the kernel on free, so every pass paid for zeroed pages again: the vgg of
 // examples/vgg-pipeline.yaml took 100-135 ms a pass of 64 samples so and
-// 52-55 ms with freed blocks kept for the next (profile-layers, four runs
+// 41-51 ms with freed blocks kept for the next (profile-layers, four runs
 // each), and its time swung run to run with where glibc's adaptive threshold
-// had got to. Blocks up to 64 MiB now come from the heap, which keeps up to
+// had got to. Blocks up to 32 MiB now come from the heap, which keeps up to
 // 128 MiB of free memory instead of trimming it.
 void KeepFreedTensorMemory() {
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  // 32 MiB is the most glibc takes on 64-bit; it refuses more (returning 0)
+  // and, the trim threshold set, would leave mmap at its 128 KiB default.
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 128 << 20) != 1) {
+    std::cerr << "edgetrain-agent: warning: glibc refused the allocator's thresholds; passes will be slower\n";
+  }
 }
 }  // namespace
 

@@ -65,7 +65,7 @@ const std::vector<Capability>& Capabilities() {
        "data from files is not supported on Kubernetes yet (edgetrain run trains on it)"},
       // A TorchScript model is cut into stages between the children of its
       // nn.Sequential; any other module is refused, with the reason, when the
-      // agent measures its layers for the plan (agent/torch/torchscript_trainer.h).
+      // agent measures its layers for the plan (ScriptedLayers, agent/torch/models.h).
       {"spec.sync.compression", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
        "topk is not supported yet (none, fp16, int8 and sign are)"},

@@ -26,8 +26,10 @@ std::string AgainstDataParallelism(const PipelinePlan& plan, const PipelinePlan&
          ")";
 }
 
-// The whole model on the fastest device, at the micro-batch count that fits
-// (the step is the same at any: one stage has nothing to overlap).
+// The whole model on the fastest device, at its best micro-batch count, as a
+// one-stage pipeline runs it: passes of a micro-batch may cost less a sample
+// than one of the whole batch, which is what a job of one (edgetrain run
+// without a pipeline) computes.
 PipelinePlan FastestAlone(const PipelineProblem& problem) {
   int fastest = 0;
   for (int d = 1; d < static_cast<int>(problem.devices.size()); ++d) {

@@ -1,6 +1,7 @@
 #include "core/row_aggregator.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace edgetrain {
 
@@ -52,22 +53,54 @@ bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {
   return stepped;
 }
 
+Status RowAggregator::DecodePush(std::span<const PushedRow> rows) {
+  auto refuse = [&](const char* why, std::string message) {
+    refusal_ = why;
+    return InvalidArgumentError(std::move(message));
+  };
+  size_t floats = 0;
+  in_push_.assign(layout_.size(), false);
+  for (const PushedRow& row : rows) {
+    if (row.id >= layout_.size()) return refuse("no_such_row", "row " + std::to_string(row.id) + " does not exist");
+    // Twice in one push would count a worker's gradient twice in the mean.
+    if (in_push_[row.id]) return refuse("row_twice", "row " + std::to_string(row.id) + " comes twice in one push");
+    in_push_[row.id] = true;
+    floats += static_cast<size_t>(layout_.row(row.id).length);
+  }
+  decoded_.resize(floats);
+  size_t at = 0;
+  for (const PushedRow& row : rows) {
+    std::span<float> out(decoded_.data() + at, static_cast<size_t>(layout_.row(row.id).length));
+    if (Status decoded = DecodeRow(row.encoding, row.scale, row.values, out); !decoded.ok()) {
+      return refuse("undecodable", decoded.message());
+    }
+    // One NaN in a mean is a NaN in every parameter the optimizer touches next.
+    for (float v : out) {
+      if (!std::isfinite(v)) {
+        return refuse("not_finite", "row " + std::to_string(row.id) + " carries a NaN or an infinity");
+      }
+    }
+    at += out.size();
+  }
+  return Status::Ok();
+}
+
 StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
                                         StalenessLedger& ledger) {
+  EDGETRAIN_RETURN_IF_ERROR(DecodePush(rows));
   bool stepped = false;
+  size_t at = 0;
   for (const PushedRow& row : rows) {
-    if (row.id >= layout_.size()) return InvalidArgumentError("row " + std::to_string(row.id) + " does not exist");
     const RowSpan& span = layout_.row(row.id);
-    std::span<float> gradient(gathered_.data() + span.offset, static_cast<size_t>(span.length));
+    std::span<const float> values(decoded_.data() + at, static_cast<size_t>(span.length));
+    at += values.size();
     if (rounds_ && iteration <= applied_clock_[row.id]) {
       // Rounds: for round `iteration`, computed on the row at clock
-      // iteration - 1, which has stepped already: late. Still decoded: a row
-      // that does not decode is refused, late or not.
+      // iteration - 1, which has stepped already: late.
       ++late_rows_;
-      scratch_.resize(gradient.size());
-      EDGETRAIN_RETURN_IF_ERROR(DecodeRow(row.encoding, row.scale, row.values, scratch_));
     } else {
-      EDGETRAIN_RETURN_IF_ERROR(AddDecodedRow(row.encoding, row.scale, row.values, gradient));
+      float* gradient = gathered_.data() + span.offset;
+      for (size_t i = 0; i < values.size(); ++i) gradient[i] += values[i];
       if (rounds_) ++gathered_count_[row.id];
     }
     ledger.RecordPush(w, row.id, iteration);

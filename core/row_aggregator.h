@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,9 +49,14 @@ class RowAggregator {
 
   // Worker `w`'s push after its iteration `iteration`: each row's gradient is
   // gathered and recorded in `ledger`, and the rows whose clock moved step.
-  // Returns whether any row stepped. InvalidArgument for a row that does not
-  // exist or does not decode; rows before it are applied.
+  // Returns whether any row stepped. A push with a row that does not exist,
+  // comes twice, does not decode or carries a NaN or an infinity is refused
+  // whole, before any of it is applied: InvalidArgument, and refusal() says
+  // which of those it was.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
+  // Why the last refused push was: "no_such_row", "row_twice", "undecodable"
+  // or "not_finite" (a metric's label).
+  const std::string& refusal() const { return refusal_; }
 
   // Rounds: steps every row whose clock moved without a push (a worker
   // excused, counted out or gone). Returns whether any did.
@@ -95,7 +101,12 @@ class RowAggregator {
   bool rounds_ = false;
   std::vector<int> gathered_count_;  // per row: the gradients gathered for its round
   int64_t late_rows_ = 0;
-  std::vector<float> scratch_;
+  // A push decoded whole, row after row, before any of it is applied.
+  std::vector<float> decoded_;
+  std::vector<bool> in_push_;  // per row: seen in the push being decoded
+  std::string refusal_;
+  // Decodes `rows` into decoded_, or says why the push is refused.
+  Status DecodePush(std::span<const PushedRow> rows);
 };
 
 }  // namespace edgetrain

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace edgetrain {
 namespace {
 
@@ -49,15 +51,44 @@ TEST_F(RowAggregatorTest, AClockThatMovesBySeveralIterationsIsOneStepOnTheirMean
   EXPECT_FLOAT_EQ(model.row_values(1)[0], -3);  // rate 3 x mean 1
 }
 
-TEST_F(RowAggregatorTest, ARowThatDoesNotExistIsRefused) {
-  StalenessLedger ledger(1, 2, 4);
-  RowAggregator model(layout, sgd, zeros);
-  const std::string g = Floats({1, 1});
-  std::vector<PushedRow> rows = {{7, RowEncoding::kFloat32, 1, g}};
-  auto stepped = model.ApplyPush(0, 1, rows, ledger);
-  ASSERT_FALSE(stepped.ok());
-  EXPECT_EQ(stepped.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(stepped.status().message().find("row 7 does not exist"), std::string::npos);
+// A bad push is refused whole: its good rows are not applied either, nothing
+// is recorded of it, and refusal() names why.
+TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::string good = Floats({1, 1}), with_nan = Floats({1, nan}), with_inf = Floats({inf, 1}), short_row = "abc";
+  struct Case {
+    std::vector<PushedRow> rows;
+    const char* refusal;
+    const char* message;
+  } cases[] = {
+      {{{0, RowEncoding::kFloat32, 1, good}, {7, RowEncoding::kFloat32, 1, good}}, "no_such_row", "row 7 does not exist"},
+      {{{0, RowEncoding::kFloat32, 1, good}, {0, RowEncoding::kFloat32, 1, good}}, "row_twice",
+       "row 0 comes twice in one push"},
+      {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kFloat32, 1, short_row}}, "undecodable", "carries 3 bytes"},
+      {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kFloat32, 1, with_nan}}, "not_finite",
+       "row 1 carries a NaN or an infinity"},
+      {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kFloat32, 1, with_inf}}, "not_finite",
+       "row 1 carries a NaN or an infinity"},
+      // An int8 row's values are finite; a scale that is not makes them not.
+      {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kInt8, inf, std::string(2, '\x01')}}, "not_finite",
+       "row 1 carries a NaN or an infinity"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.refusal);
+    StalenessLedger ledger(1, 2, 0);
+    RowAggregator model(layout, sgd, zeros);
+    auto stepped = model.ApplyPush(0, 1, c.rows, ledger);
+    ASSERT_FALSE(stepped.ok());
+    EXPECT_EQ(stepped.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(stepped.status().message().find(c.message), std::string::npos) << stepped.status().message();
+    EXPECT_EQ(model.refusal(), c.refusal);
+    EXPECT_EQ(ledger.Clock(0), 0) << "nothing of the push recorded";
+    EXPECT_EQ(model.version(0), 0) << "its good row not applied";
+    // The same worker's good push is applied as if the bad one never came.
+    std::vector<PushedRow> fine = {{0, RowEncoding::kFloat32, 1, good}};
+    ASSERT_TRUE(model.ApplyPush(0, 1, fine, ledger).ok());
+    EXPECT_FLOAT_EQ(model.row_values(0)[0], -1);
+  }
 }
 
 TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {

@@ -11,6 +11,7 @@ const char* NameOf(PushFate fate) {
     case PushFate::kStaleWelcome: return "stale welcome";
     case PushFate::kCountedOut: return "counted out";
     case PushFate::kJobOver: return "job over";
+    case PushFate::kRefused: return "refused";
   }
   return "?";
 }

@@ -41,8 +41,9 @@ enum class PushFate {
   kStaleWelcome,   // built on a model a later Welcome replaced
   kCountedOut,     // the first push of a worker counted out: its link is back
   kJobOver,        // arrived once the job had ended
+  kRefused,        // a row that does not exist, comes twice, does not decode or is not finite: none applied
 };
-inline constexpr int kPushFates = 5;
+inline constexpr int kPushFates = 6;
 const char* NameOf(PushFate fate);
 
 struct CountedOut {

@@ -175,12 +175,16 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof host - 1);
   election.identity = std::string(host) + "_" + std::to_string(std::random_device{}());
   // The Lease on a client of its own: its requests wait behind none of the
-  // controller's in the rate limiter, and each gives up within half the renew
-  // deadline, so that a renewal hung on an unresponsive API server cannot keep
-  // this replica leading past the deadline (with the shared client's 30 s a
-  // 3 s pause of the API went unnoticed, the Lease long expired).
+  // controller's in the rate limiter, and each gives up within the margin
+  // between the renew deadline and the lease (or a retry period, if less),
+  // so that a renewal hung on an unresponsive API server ends before another
+  // replica may take the Lease. With the controller's client (30 s a request)
+  // a 3 s pause of the API went unnoticed while the 2 s Lease expired.
   kube::RestOptions lease_rest = rest;
-  lease_rest.request_timeout = std::max(election.retry_period, election.renew_deadline / 2);
+  const Duration margin = election.lease_duration - election.renew_deadline;
+  lease_rest.request_timeout =
+      std::max<Duration>(std::chrono::milliseconds(100),
+                         margin > Duration::zero() ? std::min(margin, election.retry_period) : election.retry_period);
   StatusOr<std::unique_ptr<kube::KubeClient>> lease_rest_client = kube::MakeRestKubeClient(*config, lease_rest, clock);
   if (!lease_rest_client.ok()) {
     std::cerr << "edgetrain-operator: " << lease_rest_client.status().message() << "\n";
@@ -201,6 +205,14 @@ int main(int argc, char** argv) {
         leading = clock.StartThread("controller", [&] { controller.Run(stop_leading); });
       },
       [&] {
+        if (!g_stop.load()) {
+          // The Lease is lost: another replica may lead already. Waiting for
+          // the controller's requests in flight (30 s each) would let their
+          // writes land under it, so stop now, as client-go's controllers do.
+          log.Write("lost the Lease: stopping, so that another replica leads alone");
+          std::cerr.flush();
+          std::_Exit(1);
+        }
         stop_leading = true;
         if (leading.joinable()) leading.Join();
         metrics.SetLeader(false);

@@ -9,6 +9,11 @@ namespace {
 // about bandwidth; they are not measured.
 constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 
+// Refused pushes after which a worker is quarantined: a count, not a wait. A
+// bad message is refused and its worker rejoins with a fresh copy; three in
+// one job are no fluke.
+constexpr int kRefusalsToQuarantine = 3;
+
 int StalenessBound(const SyncSpec& sync) {
   if (sync.policy == SyncPolicy::kBsp || sync.policy == SyncPolicy::kDeadline) return 0;
   return sync.staleness_bound.value_or(4);  // the CRD documents 4 as the default
@@ -26,7 +31,8 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       downlink_(layout_, world_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog),
       members_(world_, plan.spec.fault_tolerance.node_loss_grace),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
-      push_fates_(kPushFates, 0), stream_generation_(static_cast<size_t>(world_), 0),
+      push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),
+      quarantined_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
       plan_generation_(plan.generation) {
   for (int w = 0; w < world_; ++w) slot_since_.push_back(SlotSince(plan, w));
   // Workers join the ledger when their stream arrives (Join), not before: the
@@ -254,6 +260,8 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
 StatusOr<Coordinator::Joined> Coordinator::Join(int w) {
   std::unique_lock lock(mu_);
   if (stopping_) return CancelledError("the job has ended");
+  // FailedPrecondition: the worker gives up rather than ask again.
+  if (!quarantined_[w].empty()) return FailedPreconditionError("worker " + std::to_string(w) + " is quarantined: " + quarantined_[w]);
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
   stream_generation_[w] = plan_generation_.load();
@@ -306,7 +314,22 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
     StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
     if (!stepped.ok()) {
-      log_ << "coordinator: refusing worker " << w << "'s push: " << stepped.status().message() << "\n";
+      // Refused whole, none of it applied; the worker's stream ends, and it
+      // rejoins with a fresh copy, as after any break.
+      metrics_.AddRefusedPush(w, aggregator_.refusal());
+      if (push.report) {
+        --push_fates_[static_cast<int>(PushFate::kApplied)];
+        ++push_fates_[static_cast<int>(PushFate::kRefused)];
+      }
+      log_ << "coordinator: refusing worker " << w << "'s push (" << aggregator_.refusal()
+           << "), none of it applied: " << stepped.status().message() << "\n";
+      // One bad message may be a fluke; a worker that keeps sending them has
+      // a diverged model, or means harm: the team goes on without it.
+      if (++refused_pushes_[w] >= kRefusalsToQuarantine) {
+        quarantined_[w] = std::to_string(refused_pushes_[w]) + " pushes refused, the last " + aggregator_.refusal();
+        log_ << "coordinator: worker " << w << " quarantined (" << quarantined_[w]
+             << "): the team goes on without it\n";
+      }
       return stepped.status();
     }
     for (const PushedRow& row : push.rows) downlink_.Pushed(w, row.id);

@@ -179,6 +179,38 @@ TEST(SimulatedTeamTest, AKilledWorkerRestartsAndRejoins) {
   EXPECT_EQ(joined, 2u) << "joined once, and once more after its restart\n" << log;
 }
 
+// A worker whose gradients are NaN (a diverged model, or a hostile one): each
+// of its pushes is refused whole, counted by why, and never applied; after
+// three it is quarantined, and the team trains on to its budget without it.
+TEST(SimulatedTeamTest, AWorkerThatPushesPoisonIsRefusedThenQuarantinedAndTheTeamTrainsOn) {
+  TeamSetup setup = ATeamOf(3);
+  setup.policy = SyncPolicy::kBsp;
+  setup.poisoned_worker = 2;
+  SimulatedTeam team(setup);
+  team.Run();
+  ASSERT_TRUE(team.result().ok()) << team.result().status().ToString() << "\n" << team.log();
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_GT(*p.accuracy, 0.9) << "no NaN reached the model\n" << team.log();
+  const std::string log = team.log();
+  EXPECT_NE(log.find("coordinator: refusing worker 2's push (not_finite), none of it applied: row "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("coordinator: worker 2 quarantined (3 pushes refused, the last not_finite): the team goes on "
+                     "without it"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(team.coordinator_metrics().find("edgetrain_coordinator_refused_pushes_total{reason=\"not_finite\","
+                                            "trainingjob=\"sim-team\",worker=\"2\"} 3"),
+            std::string::npos)
+      << team.coordinator_metrics();
+  EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kRefused)], 3);
+  ASSERT_FALSE(team.workers()[2].ok()) << "the quarantined worker was turned away";
+  EXPECT_NE(team.workers()[2].status().message().find("worker 2 is quarantined: 3 pushes refused"), std::string::npos)
+      << team.workers()[2].status().ToString();
+  for (int w : {0, 1}) EXPECT_TRUE(team.workers()[w].ok()) << team.workers()[w].status().ToString();
+}
+
 TEST(SimulatedTeamTest, AWorkerThatNeverArrivesIsANodeLostAtTheStart) {
   TeamSetup setup = ATeamOf(3);
   setup.node_loss_grace = seconds(30);

@@ -158,6 +158,8 @@ struct CoordinatorMetrics::Handles {
   Gauge& active;
   TotalCounter energy;
   Counter& checkpoints;
+  prometheus::Family<Counter>& refused;
+  std::string job;
   std::vector<Gauge*> downlink;
   std::vector<Counter*> received_bytes, received_rows, sent_bytes, sent_rows, rejoins;
 };
@@ -176,7 +178,9 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
                           "The job's modelled energy, all workers' devices", r)
                        .Add(l)),
       Family(BuildCounter(), "edgetrain_job_checkpoints_total", "Checkpoints written", r).Add(l),
-      {}, {}, {}, {}, {}, {}});
+      Family(BuildCounter(), "edgetrain_coordinator_refused_pushes_total",
+             "Pushes refused whole and never applied, by why: no_such_row, row_twice, undecodable, not_finite", r),
+      job, {}, {}, {}, {}, {}, {}});
   // A job of one (workers 0: no per-worker series) is its own worker.
   Family(BuildGauge(), "edgetrain_job_workers", "Workers the job's plan has", r).Add(l).Set(std::max(workers, 1));
   Family(BuildGauge(), "edgetrain_job_energy_budget_joules",
@@ -223,6 +227,9 @@ void CoordinatorMetrics::AddSent(int rank, int64_t bytes, int64_t rows) {
   h_->sent_rows[rank]->Increment(static_cast<double>(rows));
 }
 void CoordinatorMetrics::AddRejoin(int rank) { h_->rejoins[rank]->Increment(); }
+void CoordinatorMetrics::AddRefusedPush(int rank, const std::string& reason) {
+  h_->refused.Add({{"trainingjob", h_->job}, {"worker", std::to_string(rank)}, {"reason", reason}}).Increment();
+}
 void CoordinatorMetrics::AddCheckpoint() { h_->checkpoints.Increment(); }
 
 struct PipelineMetrics::Handles {

@@ -78,6 +78,8 @@ class CoordinatorMetrics {
   void AddReceived(int rank, int64_t bytes, int64_t rows);
   void AddSent(int rank, int64_t bytes, int64_t rows);
   void AddRejoin(int rank);
+  // A push refused whole (RowAggregator::refusal() names why): never applied.
+  void AddRefusedPush(int rank, const std::string& reason);
   void AddCheckpoint();
 
  private:

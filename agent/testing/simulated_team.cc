@@ -82,6 +82,12 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
 SimulatedTeam::~SimulatedTeam() = default;
 
 std::unique_ptr<Trainer> SimulatedTeam::MakeTrainer(int rank) {
+  std::unique_ptr<Trainer> trainer = MakeModelTrainer(rank);
+  if (rank >= 0 && setup_.poisoned_worker == rank) return std::make_unique<PoisonedTrainer>(std::move(trainer));
+  return trainer;
+}
+
+std::unique_ptr<Trainer> SimulatedTeam::MakeModelTrainer(int rank) {
   if (!setup_.real) return std::make_unique<FakeTrainer>(setup_.model, clock_);
   auto made = setup_.real->make();
   if (!made.ok()) {

@@ -10,8 +10,10 @@
 // choosing starts and kills workers, cuts links, restarts the coordinator, and
 // waits for what the job's progress shows.
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -65,32 +67,55 @@ struct TeamSetup {
   // fake model takes FakeModel::step). None: the slowdown times nothing.
   std::vector<Duration> step_times;
   std::optional<double> evaluate_every_seconds;  // instead of evaluate_every iterations
+  // A worker whose every gradient is NaN, as a diverged model's or a hostile
+  // one's: its pushes are poison.
+  std::optional<int> poisoned_worker;
   std::string output_dir;  // a fresh folder per test when empty
 };
 
-// A real model's step charged on a simulated clock: the inner trainer's
-// gradient (which takes no simulated time), then `step` of simulated time, as
-// a device that slow would take.
-class TimedTrainer final : public Trainer {
+// Another trainer in all but its gradients: what the decorators below share.
+class TrainerDecorator : public Trainer {
  public:
-  TimedTrainer(std::unique_ptr<Trainer> inner, Clock& clock, Duration step)
-      : inner_(std::move(inner)), clock_(clock), step_(step) {}
-  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
-                                   std::span<float> gradient) override {
-    auto loss = inner_->ComputeGradient(features, labels, n, gradient);
-    clock_.SleepFor(step_);
-    return loss;
-  }
+  explicit TrainerDecorator(std::unique_ptr<Trainer> inner) : inner_(std::move(inner)) {}
   std::span<float> Parameters() override { return inner_->Parameters(); }
   std::vector<std::vector<int64_t>> ParameterShapes() const override { return inner_->ParameterShapes(); }
   StatusOr<Evaluation> Evaluate(const Dataset& data) override { return inner_->Evaluate(data); }
   Status SaveModel(const std::string& path) override { return inner_->SaveModel(path); }
   int64_t ParameterCount() const override { return inner_->ParameterCount(); }
 
- private:
+ protected:
   std::unique_ptr<Trainer> inner_;
+};
+
+// A real model's step charged on a simulated clock: the inner trainer's
+// gradient (which takes no simulated time), then `step` of simulated time, as
+// a device that slow would take.
+class TimedTrainer final : public TrainerDecorator {
+ public:
+  TimedTrainer(std::unique_ptr<Trainer> inner, Clock& clock, Duration step)
+      : TrainerDecorator(std::move(inner)), clock_(clock), step_(step) {}
+  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                   std::span<float> gradient) override {
+    auto loss = inner_->ComputeGradient(features, labels, n, gradient);
+    clock_.SleepFor(step_);
+    return loss;
+  }
+
+ private:
   Clock& clock_;
   Duration step_;
+};
+
+// A trainer whose gradients are all NaN: a worker pushing poison.
+class PoisonedTrainer final : public TrainerDecorator {
+ public:
+  using TrainerDecorator::TrainerDecorator;
+  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                   std::span<float> gradient) override {
+    auto loss = inner_->ComputeGradient(features, labels, n, gradient);
+    std::fill(gradient.begin(), gradient.end(), std::numeric_limits<float>::quiet_NaN());
+    return loss;
+  }
 };
 
 class SimulatedTeam {
@@ -131,6 +156,8 @@ class SimulatedTeam {
   int64_t pushes_delivered() const { return pushes_delivered_; }
   // Prometheus text of every worker's metrics.
   std::string worker_metrics() const { return worker_registry_.Render(); }
+  // Prometheus text of the coordinator's metrics (the last coordinator's).
+  std::string coordinator_metrics() const { return registry_.Render(); }
   // Whether the job's progress, looked at every 10 ms of its life, ever went
   // back (a coordinator's restart starts a new watch: it resumes from its
   // checkpoint, behind where its predecessor was).
@@ -141,7 +168,8 @@ class SimulatedTeam {
   void StartCoordinator();
   void EndCoordinator();
   // A worker's or the coordinator's trainer (`rank` -1), fake or real.
-  std::unique_ptr<Trainer> MakeTrainer(int rank);
+  std::unique_ptr<Trainer> MakeTrainer(int rank);  // poisoned for TeamSetup::poisoned_worker
+  std::unique_ptr<Trainer> MakeModelTrainer(int rank);
   const TrainTestSplit& data() const { return setup_.real ? *setup_.real->data : data_; }
 
   TeamSetup setup_;

@@ -208,9 +208,12 @@ StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {
   // each on the one before's output: any other module's forward may do
   // anything with them, so cutting it between children would train another
   // model.
+  // Its class is torch.nn.modules.container.Sequential, give or take the
+  // ___torch_mangle_N that TorchScript puts in a name it has compiled before
+  // (an nn.Sequential within an nn.Sequential).
   const auto& type = module.type()->name();
   const std::string name = type ? type->qualifiedName() : "";
-  if (name.find("torch.nn.modules.container.Sequential") == std::string::npos) {
+  if (!type || type->name() != "Sequential" || name.find("torch.nn.modules.container.") == std::string::npos) {
     return InvalidArgumentError(std::string(kModel) + ": a pipeline cuts a model between the children of an " +
                                 "nn.Sequential, and " + spec.torchscript_path + " is a " +
                                 (type ? type->name() : std::string("module of no class")) +

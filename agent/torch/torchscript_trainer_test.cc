@@ -47,6 +47,17 @@ class TorchScriptTrainerTest : public testing::Test {
     return CreateTrainer({model, digits_->train.info, 1, 1});
   }
 
+  // The layers a pipeline would cut `model` between, by name (as profiled).
+  static std::vector<std::string> LayerNames(const ModelSpec& model) {
+    auto layers = ProfileLayers(model, digits_->train.info, {.batch_size = 2, .repetitions = 1});
+    EXPECT_TRUE(layers.ok()) << layers.status().ToString();
+    std::vector<std::string> names;
+    if (layers.ok()) {
+      for (const LayerCost& l : *layers) names.push_back(l.name);
+    }
+    return names;
+  }
+
   // `steps` batches of 64 in order, each a gradient and a step of the
   // engine's optimizer: what a job of one does.
   static void Train(Trainer& trainer, int steps) {
@@ -155,11 +166,7 @@ TEST_F(TorchScriptTrainerTest, AScriptedSequentialIsCutBetweenItsChildrenAndTrai
   ModelSpec model;
   model.kind = ModelKind::kTorchScript;
   model.torchscript_path = Module("digits_mlp.pt");
-  auto layers = ProfileLayers(model, digits_->train.info, {.batch_size = 2, .repetitions = 1});
-  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
-  std::vector<std::string> names;
-  for (const LayerCost& l : *layers) names.push_back(l.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"0.Flatten", "1.Linear", "2.ReLU", "3.Linear"}));
+  EXPECT_EQ(LayerNames(model), (std::vector<std::string>{"0.Flatten", "1.Linear", "2.ReLU", "3.Linear"}));
 
   auto whole = Load(model.torchscript_path);
   ASSERT_TRUE(whole.ok());
@@ -205,6 +212,15 @@ TEST_F(TorchScriptTrainerTest, AScriptedSequentialIsCutBetweenItsChildrenAndTrai
     const std::span<float> whole_weights = (*whole)->Parameters();
     EXPECT_TRUE(std::equal(weights.begin(), weights.end(), whole_weights.begin(), whole_weights.end()));
   }
+}
+
+// TorchScript renames a class it has compiled before (___torch_mangle_N):
+// an nn.Sequential scripted after another, or within one, is still cut.
+TEST_F(TorchScriptTrainerTest, ASequentialWhoseClassNameTorchScriptMangledIsCutToo) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("nested.pt");
+  EXPECT_EQ(LayerNames(model), (std::vector<std::string>{"0.Flatten", "1.Sequential", "2.Linear"}));
 }
 
 // Any other module's forward may use its children in any order: it is

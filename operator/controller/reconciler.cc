@@ -343,12 +343,19 @@ Status Reconciler::Place(Pass& pass) {
   // Deleting them and placing anew would start the team again for nothing.
   if (stored.plan && !pass.pods.empty()) {
     const Json* placed = FindCondition(pass.status, condition::kPlaced);
-    const std::vector<std::string> names = PodNamesOf(pass.job, *stored.plan);
     const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable;
+    // Each pod exactly as the plan makes it: its name, its node and its
+    // generation (a coordinator's name is the same in every generation).
+    std::map<std::string, const Json*> planned;
+    const std::vector<Json> plan_pods = PodsFor(pass.job, *stored.plan, stored.coordinator_node, options_.pods);
+    for (const Json& pod : plan_pods) planned[pod["metadata"]["name"].get<std::string>()] = &pod;
     const bool all_of_plan = std::all_of(pass.pods.begin(), pass.pods.end(), [&](const Json& pod) {
-      return !pod.at("metadata").contains("deletionTimestamp") &&
-             std::find(names.begin(), names.end(), pod.value("/metadata/name"_json_pointer, std::string())) !=
-                 names.end();
+      const auto it = planned.find(pod.value("/metadata/name"_json_pointer, std::string()));
+      if (it == planned.end() || pod.at("metadata").contains("deletionTimestamp")) return false;
+      const Json& want = *it->second;
+      return pod.value("/spec/nodeName"_json_pointer, std::string()) == want["spec"]["nodeName"] &&
+             pod.value("/metadata/labels"_json_pointer, Json::object()).value(kGenerationLabel, std::string()) ==
+                 want["metadata"]["labels"][kGenerationLabel];
     });
     if (never_placed && all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator_node);
   }
@@ -446,7 +453,10 @@ Status Reconciler::Place(Pass& pass) {
 Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
   const std::vector<Json> pods = PodsFor(pass.job, plan, coordinator_node, options_.pods);
   line_.Placed(pass.key, pods, wall_now_());
-  EDGETRAIN_RETURN_IF_ERROR(ApplyObjects(pass, plan, coordinator_node, pods));  // what is missing
+  if (Status applied = ApplyObjects(pass, plan, coordinator_node, pods); !applied.ok()) {  // what is missing
+    line_.Forget(pass.key);
+    return applied;
+  }
   std::string workers;
   for (const WorkerSlot& slot : plan.workers) {
     workers += (workers.empty() ? "" : ", ") + slot.node + " (" + std::to_string(slot.rank) + ")";
@@ -455,8 +465,8 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& co
                               " (taken up: plan generation " + std::to_string(plan.generation) +
                               ", placed by a replica that stopped before it said so)";
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
-  pass.Set(condition::kRunning, false, reason::kStarting, std::to_string(pass.pods.size()) + "/" +
-                                                              std::to_string(1 + plan.workers.size()) + " pods made");
+  pass.Set(condition::kRunning, false, reason::kStarting,
+           "0/" + std::to_string(1 + plan.workers.size()) + " pods running");
   pass.status["phase"] = phase::kPlacing;
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message);

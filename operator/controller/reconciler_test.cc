@@ -188,6 +188,41 @@ TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) 
   EXPECT_EQ(map["metadata"]["labels"]["edgetrain.dev/plan-generation"], "1");
 }
 
+// Only pods exactly as the stored plan makes them are taken up: a gang torn
+// down for its timeout is not, and neither is a pod on another node than the
+// plan's (the plan was edited, or the pod is someone else's): those are
+// deleted first, and the job placed anew.
+TEST_F(ReconcilerTest, PodsNotExactlyThePlansOrAGangTornDownAreNotTakenUp) {
+  AddNode(ANode("gateway").WithAllocatable("16", "32Gi"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30).WithAllocatable("16", "32Gi"));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20).WithAllocatable("16", "32Gi"));
+  for (const std::string name : {"timed-out", "moved"}) {
+    SCOPED_TRACE(name);
+    const std::string key = Submit(TrainingJob(name));
+    Reconcile(key);
+    Json job = Job(name);
+    if (name == "timed-out") {
+      job["status"]["conditions"] = Json::array({{{"type", api::condition::kPlaced}, {"status", "False"},
+                                                  {"reason", api::reason::kGangTimeout}, {"message", "torn down"}}});
+    } else {
+      job["status"] = Json::object();
+      const std::string worker = name + "-worker-1";
+      Json pod = *api_.Get(kube::kPods, "default", worker);
+      ASSERT_TRUE(api_.Delete(kube::kPods, "default", worker).ok());
+      pod["spec"]["nodeName"] = pod["spec"]["nodeName"] == "robot-2" ? "robot-1" : "robot-2";
+      pod["metadata"].erase("resourceVersion");
+      ASSERT_TRUE(api_.Create(kube::kPods, "default", pod).ok());
+    }
+    ASSERT_TRUE(api_.UpdateStatus(kube::kTrainingJobs, "default", job).ok());
+    jobs_.Put(Job(name));
+    SyncPods();
+    api_.ResetWrites();
+    Reconcile(key);
+    EXPECT_EQ(api_.Writes("delete Pod"), 3) << "torn down, not taken up";
+    EXPECT_EQ(log_text_.str().find("taken up"), std::string::npos) << log_text_.str();
+  }
+}
+
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);

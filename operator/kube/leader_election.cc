@@ -22,7 +22,7 @@ LeaderElector::LeaderElector(KubeClient& client, Clock& clock, std::function<Wal
                              LeaderElectionOptions options)
     : client_(client), clock_(clock), wall_now_(std::move(wall_now)), options_(std::move(options)) {}
 
-bool LeaderElector::TryAcquireOrRenew() {
+bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   const TimePoint now = clock_.Now();
   const std::string stamp = MicroTime(wall_now_());
   const int64_t seconds = std::max<int64_t>(
@@ -64,6 +64,8 @@ bool LeaderElector::TryAcquireOrRenew() {
     next["spec"]["acquireTime"] = stamp;
     next["spec"]["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
   }
+  // The Get may have taken a while on an API in trouble.
+  if (give_up_at && clock_.Now() >= *give_up_at) return false;
   StatusOr<Json> updated = client_.Update(kLeases, options_.namespace_, next);
   if (!updated.ok()) return false;  // a conflict: someone else wrote first
   observed_ = (*updated)["spec"];
@@ -96,7 +98,7 @@ bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void(
   while (!stop.load()) {
     clock_.SleepFor(options_.retry_period);
     if (stop.load()) break;
-    if (TryAcquireOrRenew()) {
+    if (TryAcquireOrRenew(renewed + options_.renew_deadline)) {
       renewed = clock_.Now();
     } else if (clock_.Now() - renewed >= options_.renew_deadline) {
       leading_ = false;

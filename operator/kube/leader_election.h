@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
@@ -46,7 +47,9 @@ class LeaderElector {
 
  private:
   // One try to take or renew the lease; true while this replica holds it.
-  bool TryAcquireOrRenew();
+  // One try; a renewal is abandoned rather than written once `give_up_at`
+  // has passed (the renew deadline: leading after it risks two leaders).
+  bool TryAcquireOrRenew(std::optional<TimePoint> give_up_at = std::nullopt);
   void Release();
 
   KubeClient& client_;

@@ -37,6 +37,9 @@ def main(out):
     save(mlp(784, 10), "fashion_input.pt")  # forward fails on 8x8 digits
     save(mlp(64, 5), "five_classes.pt")
     save(TwoPaths(64, 10), "two_paths.pt")
+    # Scripted after other Sequentials, its class is saved as
+    # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
+    save(nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16), nn.ReLU()), nn.Linear(16, 10)), "nested.pt")
     save(mlp(64, 10).double(), "float64.pt")
     frozen = mlp(64, 10)
     for p in frozen.parameters():

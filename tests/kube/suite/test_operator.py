@@ -30,9 +30,10 @@ ACCURACY_BAR = 0.9
 # which seed. One trial in make test; bench/operator-crashes runs 20.
 CRASH_TRIALS = int(os.environ.get("EDGETRAIN_CRASH_TRIALS", "1"))
 CRASH_SEED = int(os.environ.get("EDGETRAIN_CRASH_SEED", "1"))
-# How long the API holds every request: past the operator's renew deadline
-# (1500ms here, as 30 s is past client-go's default 10 s), so the leader stops
-# leading and exits, and its Deployment would start it again.
+# How long the API holds every request: longer than the operator's renew deadline
+# (1500ms in these tests), so the leader stops leading and exits, and its
+# Deployment would start it again. The 30 s against client-go's default
+# deadline of 10 s is the same case, scaled.
 API_PAUSE_S = 3
 
 
@@ -444,7 +445,7 @@ class OperatorTest(SiteTestCase):
 
     def test_the_operator_killed_at_random_points_of_its_reconciles_converges_making_nothing_twice(self):
         rng = random.Random(CRASH_SEED)
-        took, made_at_kill = [], []
+        took, made_at_kill, taken_up = [], [], 0
         # Every request 25 ms late, so that a reconcile's writes (the Service, the plan,
         # the pods, the status) spread over the window the kills are drawn from.
         self.assertEqual(self.api.post("/_standin/latency", None, ms=25).status, 200)
@@ -471,6 +472,8 @@ class OperatorTest(SiteTestCase):
             self.assertFalse(job["status"].get("recoveries"), "no worker was lost")
             made_pods = self.pods_made(watch)
             self.assert_one_pod_a_slot(name, made_pods, 2)
+            with open(type(self).operator_log) as f:  # the replica started after the kill
+                taken_up += any(f"job=default/{name} reason=Placed" in line and "taken up" in line for line in f)
             self.kubectl.run("delete", "tj", name)
             wait_until(lambda: not self.owned(name), timeout=30, interval=0.1)
             self.assertEqual(self.owned(name), [], "nothing orphaned")
@@ -479,7 +482,7 @@ class OperatorTest(SiteTestCase):
             print(f"\ncrash trial {trial}: killed {delay:.3f} s after apply with {made} of its objects made, "
                   f"Succeeded {took[-1]:.1f} s later; pods {sorted(n for names in made_pods.values() for n in names)}")
         print("crash trials: " + json.dumps({"trials": CRASH_TRIALS, "seed": CRASH_SEED, "converged": len(took),
-                                            "objects_made_at_kill": made_at_kill,
+                                            "objects_made_at_kill": made_at_kill, "taken_up": taken_up,
                                             "to_succeeded_s": [round(t, 1) for t in took]}))
 
     def test_when_the_leading_operator_dies_a_standby_takes_over(self):
