@@ -14,10 +14,12 @@ using std::chrono::seconds;
 // The fake API, which can be made unreachable.
 class Reachable final : public KubeClient {
  public:
-  explicit Reachable(KubeClient& inner) : inner_(inner) {}
+  explicit Reachable(KubeClient& inner, Clock* clock = nullptr) : inner_(inner), clock_(clock) {}
   std::atomic<bool> down{false};
+  std::atomic<int64_t> get_takes_ms{0};  // on clock_: an API that answers, slowly
   StatusOr<Json> Get(const ResourceType& t, const std::string& ns, const std::string& n) override {
     if (down) return UnavailableError("the API is down");
+    if (clock_ && get_takes_ms > 0) clock_->SleepFor(milliseconds(get_takes_ms.load()));
     return inner_.Get(t, ns, n);
   }
   StatusOr<Json> List(const ResourceType& t, const std::string& ns, const ListOptions& o) override {
@@ -47,6 +49,7 @@ class Reachable final : public KubeClient {
 
  private:
   KubeClient& inner_;
+  Clock* clock_;
 };
 
 LeaderElectionOptions As(const std::string& identity) {
@@ -145,6 +148,35 @@ TEST(LeaderElectionTest, ALeaderThatCannotRenewWithinItsDeadlineStopsLeading) {
   EXPECT_FALSE(a.leading());
   EXPECT_GE(lost - cut, seconds(8)) << "the last renewal was at most a retry period before the cut";
   EXPECT_LE(lost - cut, seconds(12));
+}
+
+// A renewal whose read of the Lease outlasts the renew deadline is not
+// written: the leader stops leading at the deadline's next check, never
+// renewing a Lease another may have taken meanwhile.
+TEST(LeaderElectionTest, ARenewalWhoseReadOutlastsTheDeadlineIsNotWritten) {
+  testing::FakeKubeClient api;
+  DeterministicClock clock;
+  Reachable slow(api, &clock);
+  LeaderElector a(slow, clock, WallOf(clock), As("a"));
+  std::atomic<bool> stop{false};
+  bool stopped_on_its_own = true;
+  std::string renewed_before;
+  TimePoint slowed{}, lost{};
+  clock.Run("test", [&] {
+    ClockThread ta = clock.StartThread("a", [&] {
+      stopped_on_its_own = a.Run(stop, [] {});
+      lost = clock.Now();
+    });
+    clock.SleepFor(seconds(5));
+    ASSERT_TRUE(a.leading());
+    renewed_before = LeaseOf(api)["spec"]["renewTime"];
+    slow.get_takes_ms = 11000;  // past the 10 s deadline
+    slowed = clock.Now();
+    ta.Join();
+  });
+  EXPECT_FALSE(stopped_on_its_own) << "it lost the lease";
+  EXPECT_EQ(LeaseOf(api)["spec"]["renewTime"], renewed_before) << "nothing written after the deadline";
+  EXPECT_LE(lost - slowed, seconds(2) + seconds(11)) << "it stopped once its one slow read came back";
 }
 
 }  // namespace
