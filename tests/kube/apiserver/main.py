@@ -7,6 +7,7 @@ and removes its temporary files.
 """
 
 import argparse
+import faulthandler
 import fcntl
 import glob
 import json
@@ -108,6 +109,9 @@ def main(argv=None):
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # A test whose stand-in outlasts its stop window sends SIGUSR2 first: every thread's
+    # stack on stderr says where the shutdown hung.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
 
     cel = CelBridge()  # starts Node.js in the background while we set up the rest
     if not cel.available:

@@ -13,6 +13,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -262,14 +263,22 @@ class Standin:
         if self.proc is None:
             return
         self.proc.send_signal(signal.SIGTERM)
+        hung = None
         try:
-            self.returncode = self.proc.wait(10)
+            # Stopping kills every emulated pod's processes and joins each kubelet's
+            # threads: seconds on a loaded 2-core machine.
+            self.returncode = self.proc.wait(30)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR2)  # every thread's stack to stderr
+            time.sleep(1)
             self.proc.kill()
             self.returncode = self.proc.wait()
+            hung = self.log()[-6000:]
         self.proc.stdout.close()
         self.stderr.close()
         self.proc = None
+        if hung is not None:
+            sys.stderr.write(f"stand-in still running 30 s after SIGTERM; its stderr ends:\n{hung}\n")
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
