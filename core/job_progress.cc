@@ -90,6 +90,11 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"energyJoules", Nullable(p.energy_joules)},
             {"workers", workers},
             {"resumedFromIteration", Nullable(p.resumed_from_iteration)},
+            {"replays", p.replays ? Json({{"count", p.replays->count},
+                                          {"microBatches", p.replays->micro_batches},
+                                          {"lastRecoverySeconds", p.replays->last_recovery_s},
+                                          {"recoverySeconds", p.replays->recovery_s}})
+                                  : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
             {"error", p.error},
@@ -135,6 +140,12 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");
+    if (j.contains("replays") && j.at("replays").is_object()) {
+      const Json& r = j.at("replays");
+      p.replays = JobProgress::Replays{r.at("count").get<int64_t>(), r.at("microBatches").get<int64_t>(),
+                                       r.at("lastRecoverySeconds").get<double>(),
+                                       r.at("recoverySeconds").get<double>()};
+    }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {
       p.stop_reason = StopReasonNamed(stop);

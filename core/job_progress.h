@@ -58,6 +58,15 @@ struct JobProgress {
   double fraction = 0;             // of the budget used, 0..1, for progress bars
   std::optional<double> energy_joules;  // modelled, not measured; null until an energy model runs
   std::vector<WorkerProgress> workers;
+  // A pipeline's replays (docs/pipeline.md): null for a team. Each is a step
+  // run again on the survivors of a device lost mid-step.
+  struct Replays {
+    int64_t count = 0;
+    int64_t micro_batches = 0;    // run again, over all replays
+    double last_recovery_s = 0;   // the last one's: from the loss seen to its step done
+    double recovery_s = 0;        // over all replays
+  };
+  std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.
   std::optional<int64_t> resumed_from_iteration;
   // Set when the job has ended.

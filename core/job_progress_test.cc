@@ -26,6 +26,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_FALSE(back->accuracy.has_value());
   EXPECT_FALSE(back->eta_s.has_value());
   EXPECT_FALSE(back->energy_joules.has_value());
+  EXPECT_FALSE(back->replays.has_value()) << "a team's has none";
   ASSERT_EQ(back->workers.size(), 1u);
   EXPECT_EQ(back->workers[0].batch_size, 64);
   EXPECT_DOUBLE_EQ(back->workers[0].bandwidth_mbps, 48.5);
@@ -52,12 +53,18 @@ TEST(JobProgressTest, AFailureIsAReasonAndAMessageNotAStringToParse) {
   p.accuracy = 0.5;
   p.evaluated_iteration = 300;
   p.resumed_from_iteration = 200;
+  p.replays = JobProgress::Replays{2, 16, 0.25, 0.5};
   auto back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->stop_reason, StopReason::kFailed);
   EXPECT_EQ(back->error, "cannot write /models/m.pt: disk full");
   EXPECT_EQ(back->evaluated_iteration, 300);
   EXPECT_EQ(back->resumed_from_iteration, 200);
+  ASSERT_TRUE(back->replays.has_value());
+  EXPECT_EQ(back->replays->count, 2);
+  EXPECT_EQ(back->replays->micro_batches, 16);
+  EXPECT_DOUBLE_EQ(back->replays->last_recovery_s, 0.25);
+  EXPECT_DOUBLE_EQ(back->replays->recovery_s, 0.5);
   EXPECT_EQ(NameOf(StopReason::kWallClock), "wallClock");
   EXPECT_EQ(StopReasonNamed("wallClock"), StopReason::kWallClock);
   EXPECT_FALSE(StopReasonNamed("tired").has_value());

@@ -21,6 +21,7 @@ struct PipelineHead::Link {
   bool sending = false;            // the driver's commands and the relays share the stream
   bool lost = false;
   int64_t done_step = 0;
+  int done_attempt = 0;
   double compute_s = 0;
   double idle_s = 0;
   double loss_sum = 0;  // of its last step (the last stage's)
@@ -81,6 +82,10 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
   if (!stage.ok()) return FailedPreconditionError(stage.status().message());
   std::lock_guard lock(mu_);
   if (finished_) return CancelledError("the job is over");
+  if (std::find(members_.begin(), members_.end(), hello.rank()) == members_.end()) {
+    return FailedPreconditionError("rank " + std::to_string(hello.rank()) +
+                                   " was lost and its stage runs on without it");
+  }
   if (links_[hello.rank()]->stream) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
                                    " is already here");
@@ -113,12 +118,15 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
-      link.done_step = d.step();
+      // The device's time counts whatever attempt it was spent on.
       link.compute_s += d.compute_seconds();
       link.idle_s += d.idle_seconds();
+      if (metrics_) metrics_->SetStageSeconds(rank, link.compute_s, link.idle_s);
+      if (d.attempt() != attempt_) continue;  // of an attempt given up
+      link.done_step = d.step();
+      link.done_attempt = d.attempt();
       link.loss_sum = d.loss_sum();
       link.step_samples = d.samples();
-      if (metrics_) metrics_->SetStageSeconds(rank, link.compute_s, link.idle_s);
       changed_.NotifyAll();
     } else if (message->has_state()) {
       std::lock_guard lock(mu_);
@@ -143,10 +151,13 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
   if (to < 0 || to >= static_cast<int>(groups_.size())) {
     return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
   }
-  const std::vector<int>& from = groups_[stage];
   std::vector<v1::MicroBatch> out;
+  std::vector<int> ranks;  // of the stage `to`, as they were when the parts were dealt
   {
     std::lock_guard lock(mu_);
+    if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
+    const std::vector<int>& from = groups_[stage];
+    ranks = groups_[to];
     if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(part.values().size()));
     if (from.size() == 1 && groups_[to].size() == 1) {
       out.push_back(std::move(part));
@@ -156,6 +167,7 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
       Parts& parts = parts_[{forward, part.step(), part.micro_batch(), to}];
       parts.micro_batches.resize(from.size());
       const size_t member = std::find(from.begin(), from.end(), rank) - from.begin();
+      if (member == from.size()) return Status::Ok();  // from a device its stage has let go of
       parts.micro_batches[member] = std::move(part);
       if (std::any_of(parts.micro_batches.begin(), parts.micro_batches.end(), [](auto& p) { return !p; })) {
         return Status::Ok();
@@ -187,7 +199,7 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
   for (size_t j = 0; j < out.size(); ++j) {
     v1::CoordinatorMessage relayed;
     *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(out[j]);
-    if (Status sent = SendTo(groups_[to][j], relayed); !sent.ok()) {
+    if (Status sent = SendTo(ranks[j], relayed); !sent.ok()) {
       // The neighbour is gone; its own stream says so to the driver.
       log_ << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
     }
@@ -196,10 +208,12 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
 }
 
 Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
-  const std::vector<int>& group = groups_[stage];
+  std::vector<int> group;
   v1::CoordinatorMessage sum;
   {
     std::lock_guard lock(mu_);
+    if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
+    group = groups_[stage];
     Parts& parts = gradients_[{stage, part.step()}];
     parts.gradients.resize(group.size());
     parts.gradients[std::find(group.begin(), group.end(), rank) - group.begin()] = std::move(*part.mutable_values());
@@ -215,6 +229,7 @@ Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
     }
     gradients_.erase({stage, part.step()});
     sum.mutable_gradient()->set_step(part.step());
+    sum.mutable_gradient()->set_attempt(part.attempt());
     sum.mutable_gradient()->set_values(FloatBytes(total));
   }
   for (int r : group) (void)SendTo(r, sum);
@@ -222,7 +237,12 @@ Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
 }
 
 Status PipelineHead::SendToStage(int stage, const v1::CoordinatorMessage& message) {
-  for (int r : groups_[stage]) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, message));
+  std::vector<int> group;
+  {
+    std::lock_guard lock(mu_);
+    group = groups_[stage];
+  }
+  for (int r : group) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, message));
   return Status::Ok();
 }
 
@@ -249,14 +269,64 @@ Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
 }
 
 Status PipelineHead::LostLocked() const {
-  for (const auto& link : links_) {
-    if (link->lost) {
-      return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
-                              ") was lost at step " + std::to_string(step_) +
-                              "; replaying a lost stage is not supported yet");
+  for (int r : members_) {
+    const Link& link = *links_[r];
+    if (link.lost) {
+      return UnavailableError("stage " + std::to_string(link.stage + 1) + " (rank " + std::to_string(link.rank) +
+                              ") was lost at step " + std::to_string(step_));
     }
   }
   return Status::Ok();
+}
+
+Status PipelineHead::RegroupLocked() {
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    std::vector<int>& group = groups_[s];
+    std::vector<int> kept;
+    std::vector<double> speeds;
+    for (size_t j = 0; j < group.size(); ++j) {
+      if (!links_[group[j]]->lost) {
+        kept.push_back(group[j]);
+        speeds.push_back(speeds_[s][j]);
+      }
+    }
+    if (kept.size() == group.size()) continue;
+    if (kept.empty()) {
+      // Its layers are nowhere else yet (replicas are the next part of docs/pipeline.md's replay).
+      return UnavailableError("stage " + std::to_string(s + 1) + " lost its only device" +
+                              (group.size() > 1 ? "s" : "") + " at step " + std::to_string(step_ + 1) +
+                              " (rank " + std::to_string(group.front()) + ")");
+    }
+    for (int r : group) {
+      if (links_[r]->lost) {
+        log_ << "pipeline: stage " << s + 1 << " (rank " << r << ") lost at step " << step_ + 1 << "; "
+             << kept.size() << " of its devices go on\n";
+        members_.erase(std::find(members_.begin(), members_.end(), r));
+      }
+    }
+    group = std::move(kept);
+    speeds_[s] = std::move(speeds);
+    regrouped_ = true;
+  }
+  return Status::Ok();
+}
+
+std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLocked(int64_t step,
+                                                                                     bool replay) const {
+  std::vector<std::pair<int, v1::CoordinatorMessage>> commands;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    v1::CoordinatorMessage command;
+    if (replay) {
+      v1::StageReplay* r = command.mutable_command()->mutable_replay();
+      r->set_step(step);
+      r->set_attempt(attempt_);
+      for (int rank : groups_[s]) r->add_group(rank);
+    } else {
+      command.mutable_command()->set_step(step);
+    }
+    for (int rank : groups_[s]) commands.emplace_back(rank, command);
+  }
+  return commands;
 }
 
 Status PipelineHead::Start(const std::atomic<bool>& cancel) {
@@ -313,21 +383,48 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
 
 Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
-  v1::CoordinatorMessage command;
-  command.mutable_command()->set_step(step);
-  for (int r : members_) {
-    if (Status sent = SendTo(r, command); !sent.ok()) {
-      std::lock_guard lock(mu_);
-      links_[r]->lost = true;
-      return LostLocked();
-    }
-  }
   std::unique_lock lock(mu_);
-  changed_.Wait(lock, [&] {
-    return !LostLocked().ok() ||
-           std::all_of(members_.begin(), members_.end(), [&](int r) { return links_[r]->done_step >= step; });
-  });
-  EDGETRAIN_RETURN_IF_ERROR(LostLocked());
+  attempt_ = 0;
+  std::optional<TimePoint> lost_at;  // the first loss this step
+  for (;;) {
+    // A device lost between steps is let go of now; the step is then sent
+    // as a replay too, which carries the groups.
+    if (!LostLocked().ok()) EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+    const auto commands = StepCommandsLocked(step, regrouped_);
+    regrouped_ = false;
+    lock.unlock();
+    for (const auto& [rank, command] : commands) {
+      if (Status sent = SendTo(rank, command); !sent.ok()) {
+        std::lock_guard relock(mu_);
+        links_[rank]->lost = true;
+        changed_.NotifyAll();
+      }
+    }
+    lock.lock();
+    changed_.Wait(lock, [&] {
+      return !LostLocked().ok() || std::all_of(members_.begin(), members_.end(), [&](int r) {
+               return links_[r]->done_step >= step && links_[r]->done_attempt == attempt_;
+             });
+    });
+    if (LostLocked().ok()) break;
+    // Replay: the step again on the survivors, from the weights before it
+    // (no stage has committed it), under an attempt that fences the old one off.
+    if (!lost_at) lost_at = clock_.Now();
+    EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+    ++attempt_;
+    parts_.clear();
+    gradients_.clear();
+    in_flight_ = 0;
+    ++replays_.count;
+    replays_.micro_batches += plan_.pipeline->micro_batches;
+    log_ << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
+         << members_.size() << " devices\n";
+  }
+  if (lost_at) {
+    replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);
+    replays_.recovery_s += replays_.last_recovery_s;
+    if (metrics_) metrics_->AddReplay(plan_.pipeline->micro_batches, replays_.last_recovery_s);
+  }
   // The last stage's devices each computed the loss of their share.
   double loss_sum = 0;
   for (int r : groups_.back()) loss_sum += links_[r]->loss_sum;
@@ -348,6 +445,7 @@ JobProgress PipelineHead::Progress() {
   p.samples = samples_;
   p.epoch = static_cast<int>(step_ / std::max<int64_t>(1, IterationsPerEpoch()));
   p.loss = std::max(0.0, smoothed_loss_);
+  p.replays = replays_;
   for (int r : members_) {
     const auto& link = links_[r];
     WorkerProgress w;
@@ -367,22 +465,31 @@ JobProgress PipelineHead::Progress() {
 }
 
 StatusOr<JobCheckpoint> PipelineHead::FetchState() {
-  // A group's devices step alike: each stage's first speaks for it.
   std::vector<Link*> speakers;
-  for (const auto& group : groups_) speakers.push_back(links_[group.front()].get());
-  {
-    std::lock_guard lock(mu_);
-    for (Link* link : speakers) link->state.reset();
-  }
-  v1::CoordinatorMessage ask;
-  ask.mutable_command()->set_send_state(true);
-  for (Link* link : speakers) EDGETRAIN_RETURN_IF_ERROR(SendTo(link->rank, ask));
   std::unique_lock lock(mu_);
-  changed_.Wait(lock, [&] {
-    return !LostLocked().ok() ||
-           std::all_of(speakers.begin(), speakers.end(), [](const Link* l) { return l->state.has_value(); });
-  });
-  EDGETRAIN_RETURN_IF_ERROR(LostLocked());
+  for (;;) {
+    // A device lost between steps leaves its stage's others to speak for it.
+    if (!LostLocked().ok()) EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+    // A group's devices step alike: each stage's first speaks for it.
+    speakers.clear();
+    for (const auto& group : groups_) speakers.push_back(links_[group.front()].get());
+    for (Link* link : speakers) link->state.reset();
+    lock.unlock();
+    v1::CoordinatorMessage ask;
+    ask.mutable_command()->set_send_state(true);
+    for (Link* link : speakers) {
+      if (!SendTo(link->rank, ask).ok()) {
+        std::lock_guard relock(mu_);
+        link->lost = true;
+      }
+    }
+    lock.lock();
+    changed_.Wait(lock, [&] {
+      return !LostLocked().ok() ||
+             std::all_of(speakers.begin(), speakers.end(), [](const Link* l) { return l->state.has_value(); });
+    });
+    if (LostLocked().ok()) break;
+  }
   JobCheckpoint whole;
   for (const Link* link : speakers) {
     EDGETRAIN_RETURN_IF_ERROR(AppendFloats(link->state->parameters(), whole.parameters));

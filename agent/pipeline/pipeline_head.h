@@ -13,6 +13,13 @@
 // them by speed: the head joins the parts one group sends and deals the whole
 // out to the next, and sums a group's gradients at the flush.
 //
+// Replay: a step is committed only when the head's next word reaches the
+// stages, so when a device of a stage of several is lost, the other devices
+// of its stage still hold its layers, and the head has every stage run the
+// step again on the survivors, from the weights before it, under a new
+// attempt number that fences off whatever of the old attempt is still on its
+// way. A stage's only device lost is still the end of the run (Unavailable).
+//
 // Threads: each device's stream is served on its own (Serve), relaying as it
 // reads; the driver's thread sends commands and waits for the stages' word.
 
@@ -50,7 +57,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Every stage, or Unavailable once nodeLossGrace has passed without one.
   Status Start(const std::atomic<bool>& cancel) override;
   // One step of the whole pipeline: every stage's 1F1B over the batch's
-  // micro-batches, and its weights moved. Unavailable when a stage is lost.
+  // micro-batches, replayed on the survivors as often as a device of a stage
+  // of several is lost. Unavailable when a stage's only device is lost.
   Status Advance() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
@@ -85,6 +93,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // checkpoints at the same step, and Finish follows the last one.
   StatusOr<JobCheckpoint> StateNow();
   Status LostLocked() const;
+  // Every lost device out of its stage, the others of which take its share
+  // from the next attempt on; Unavailable when it was a stage's only one.
+  Status RegroupLocked();
+  // What each member is told to run: the step, or its replay on the groups as they now are.
+  std::vector<std::pair<int, v1::CoordinatorMessage>> StepCommandsLocked(int64_t step, bool replay) const;
 
   const JobPlan& plan_;
   Trainer& model_;
@@ -98,7 +111,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   ClockCondition changed_;
   std::vector<std::unique_ptr<Link>> links_;  // by rank
   std::vector<std::vector<int>> groups_;      // by stage: its ranks
-  std::vector<int> members_;                  // every rank with a stage; a plan may leave devices out
+  std::vector<int> members_;                  // every rank in a stage; a plan may leave devices out, a loss take them
   std::vector<std::vector<double>> speeds_;   // by stage: its devices' speeds, which deal micro-batches
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
@@ -112,6 +125,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   double smoothed_loss_ = -1;
   double last_step_loss_ = 0;
   int in_flight_ = 0;  // micro-batches between the first stage's forward and its backward
+  int attempt_ = 0;    // of step_ + 1: what the stages send of another is dropped
+  bool regrouped_ = false;  // since the last step: the next is sent as a replay, with the groups
+  JobProgress::Replays replays_;
   PipelineMetrics* metrics_ = nullptr;
 };
 

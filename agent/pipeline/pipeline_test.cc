@@ -4,6 +4,7 @@
 // one device training the whole model.
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -233,13 +234,199 @@ TEST(SimulatedPipelineTest, AStageToldToStopLeavesAndTheHeadSaysWhichWasLost) {
     (*server)->Shutdown();
   });
   EXPECT_EQ(second_step.code(), StatusCode::kUnavailable);
-  EXPECT_NE(second_step.message().find("stage 2 (rank 1) was lost at step 1"), std::string::npos)
+  EXPECT_NE(second_step.message().find("stage 2 lost its only device at step 2 (rank 1)"), std::string::npos)
       << second_step.message();
   ASSERT_TRUE(summaries[1].ok()) << summaries[1].status().ToString();
   EXPECT_EQ(summaries[1]->stop_reason, "cancelled");
   EXPECT_EQ(summaries[1]->steps, 1);
   ASSERT_TRUE(summaries[0].ok()) << summaries[0].status().ToString();
   EXPECT_EQ(summaries[0]->stop_reason, "the job is over");
+}
+
+// A device that dies at its nth pass, forward or backward, counted over the
+// run: the pass fails, the stage agent ends, and its stream to the head closes.
+class DyingStageTrainer final : public StageTrainer {
+ public:
+  DyingStageTrainer(StageTrainer& device, int dies_at_pass) : device_(device), dies_at_(dies_at_pass) {}
+  std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
+  std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
+  int64_t InputSize() const override { return device_.InputSize(); }
+  int64_t OutputSize() const override { return device_.OutputSize(); }
+  bool IsFirst() const override { return device_.IsFirst(); }
+  bool IsLast() const override { return device_.IsLast(); }
+  StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
+    if (++passes_ == dies_at_) return UnavailableError("the device died");
+    return device_.Forward(id, input);
+  }
+  StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
+                                                  double scale) override {
+    if (++passes_ == dies_at_) return UnavailableError("the device died");
+    return device_.BackwardFromLoss(id, labels, scale);
+  }
+  StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
+    if (++passes_ == dies_at_) return UnavailableError("the device died");
+    return device_.Backward(id, output_gradient);
+  }
+  int InFlight() const override { return device_.InFlight(); }
+  void DropInFlight() override { device_.DropInFlight(); }
+  std::span<float> Parameters() override { return device_.Parameters(); }
+  std::span<const float> Gradients() const override { return device_.Gradients(); }
+  void ZeroGradients() override { device_.ZeroGradients(); }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
+  int64_t ParameterCount() const override { return device_.ParameterCount(); }
+
+ private:
+  StageTrainer& device_;
+  const int dies_at_;
+  int passes_ = 0;
+};
+
+// A hybrid pipeline of fake stages run `steps` steps on the deterministic
+// clock, devices dying as `dies_at_pass` says (rank -> its nth pass):
+// each step's loss, the head's word on each, and the survivors' weights.
+struct ReplayRun {
+  std::vector<double> losses;
+  Status ended = Status::Ok();  // the first step that failed, if one did
+  std::vector<float> weights;   // each stage's, from its first device left
+  JobProgress progress;
+  std::string log;
+};
+ReplayRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps) {
+  TrainTestSplit data = testing::FakeData(240, 8, 10);
+  // Samples other than zero, so that the weights learn and a step applied
+  // twice or on the wrong gradient shows.
+  for (size_t i = 0; i < data.train.pixels.size(); ++i) data.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
+  const int stages = static_cast<int>(plan.pipeline->stages.size());
+  const size_t devices = plan.workers.size();
+  DeterministicClock clock;
+  InMemoryNetwork network(clock);
+  std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+  std::vector<std::unique_ptr<StageTrainer>> dying;
+  std::vector<StageTrainer*> trainers;
+  for (size_t r = 0; r < devices; ++r) {
+    const int s = *StageOfRank(*plan.pipeline, static_cast<int>(r));
+    fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
+    trainers.push_back(fakes.back().get());
+    if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
+      dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second));
+      trainers.back() = dying.back().get();
+    }
+  }
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(stages, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(stages, {{1}}), clock, log);
+  ReplayRun run;
+  std::atomic<bool> cancel{false};
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    std::vector<ClockThread> threads;
+    for (size_t r = 0; r < devices; ++r) {
+      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+        StageOptions options;
+        options.rank = static_cast<int>(r);
+        options.head = connector.get();
+        (void)RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
+      }));
+    }
+    ASSERT_TRUE(head.Start(cancel).ok());
+    for (int step = 0; step < steps && run.ended.ok(); ++step) {
+      run.ended = head.Advance();
+      if (run.ended.ok()) run.losses.push_back(head.LastStepLoss());
+    }
+    if (run.ended.ok()) {
+      JobCheckpoint state;
+      head.Snapshot(state);  // each stage's weights, from the devices left
+      run.weights = state.parameters;
+    }
+    head.Finish(FinalModel::kCurrent);
+    for (auto& t : threads) t.Join();
+    (*server)->Shutdown();
+  });
+  run.progress = head.Progress();
+  run.log = log.str();
+  return run;
+}
+
+// A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
+JobPlan HybridPlan(const std::vector<std::vector<int>>& groups, int micro_batches) {
+  int devices = 0;
+  for (const auto& g : groups) devices += static_cast<int>(g.size());
+  JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 24, devices,
+                                   R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
+                              1, micro_batches);
+  plan.workers.clear();
+  for (int r = 0; r < devices; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0 + r, std::nullopt, {}});
+  plan.pipeline->stages.clear();
+  for (size_t s = 0; s < groups.size(); ++s) {
+    plan.pipeline->stages.push_back({static_cast<int>(s), static_cast<int>(s) + 1, groups[s]});
+  }
+  return plan;
+}
+
+// A device of a stage of several, lost at any pass of a step (its first
+// forward of the step to its last backward, in the first stage, the middle
+// one or the last), has the step replayed on the others of its stage, and
+// the run goes on: every step's loss and the weights after are those of the
+// run that lost no one, within 1e-4, since no stage commits a step before the
+// head's next word, not even the stages that finished it before the loss
+// (a first-stage device dying at its last backward). The loss shows in
+// /progress's replays.
+TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
+  const JobPlan plan = HybridPlan({{0, 1}, {2, 3}, {4, 5}}, 4);
+  const ReplayRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
+  ASSERT_EQ(whole_run.losses.size(), 5u);
+  EXPECT_EQ(whole_run.progress.replays->count, 0);
+  EXPECT_GT(std::abs(whole_run.losses[4] - whole_run.losses[0]), 0.01 * whole_run.losses[0]) << "it learns";
+  // Each device runs 8 passes a step: dying at its 17th to 24th is in step 3.
+  for (int rank : {0, 3, 5}) {
+    for (int pass = 17; pass <= 24; ++pass) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + " dies at its pass " + std::to_string(pass));
+      const ReplayRun run = RunReplaying(plan, {{rank, pass}}, 5);
+      ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+      ASSERT_EQ(run.losses.size(), 5u);
+      for (size_t k = 0; k < 5; ++k) {
+        EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+      }
+      ASSERT_EQ(run.weights.size(), whole_run.weights.size());
+      for (size_t i = 0; i < run.weights.size(); ++i) {
+        EXPECT_NEAR(run.weights[i], whole_run.weights[i], 1e-4 * std::abs(whole_run.weights[i]));
+      }
+      ASSERT_TRUE(run.progress.replays.has_value());
+      EXPECT_EQ(run.progress.replays->count, 1);
+      EXPECT_EQ(run.progress.replays->micro_batches, 4);
+      EXPECT_GT(run.progress.replays->last_recovery_s, 0);
+      EXPECT_EQ(run.progress.workers.size(), 5u) << "the lost device is out of the team";
+      EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 5 devices"), std::string::npos) << run.log;
+    }
+  }
+}
+
+// Two devices of a stage of three lost in the same step, and then, a step
+// later, one of another stage: each replays and the run goes on as the run
+// that lost no one. The last device of a stage lost ends the run, saying so.
+TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
+  const JobPlan plan = HybridPlan({{0, 1, 2}, {3, 4}}, 3);
+  const ReplayRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const ReplayRun run = RunReplaying(plan, {{1, 9}, {2, 9}, {4, 20}}, 5);  // 6 passes a step
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+  }
+  EXPECT_GE(run.progress.replays->count, 2);
+  EXPECT_EQ(run.progress.workers.size(), 2u);
+
+  // Both devices of the last stage die at the first pass of step 2.
+  const ReplayRun last = RunReplaying(plan, {{3, 7}, {4, 7}}, 5);
+  EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
+  EXPECT_NE(last.ended.message().find("stage 2 lost its only device"), std::string::npos) << last.ended.message();
+  EXPECT_EQ(last.losses.size(), 1u) << "step 1 stands";
 }
 
 using testing::Digits;
@@ -256,8 +443,10 @@ double RelativeDifference(std::span<const float> a, std::span<const float> b) {
 // LibTorch stages over real gRPC on loopback, four micro-batches a step, as
 // `layout` places them on devices of `slowdowns`, against the whole model on
 // one device drawing the same batches: the same loss at every step and the
-// same weights after, within 1e-4.
-void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<double>& slowdowns) {
+// same weights after, within 1e-4; devices of `dies_at_pass` (rank -> its
+// nth pass) dying on the way, their steps replayed on the others.
+void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<double>& slowdowns,
+                              const std::map<int, int>& dies_at_pass = {}) {
   const std::string model = R"({"name": "mlp", "hidden": [32, 16]})";
   const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
   JobPlan plan = PipelinePlan(Spec(model, "digits", 32, static_cast<int>(slowdowns.size()), adam), 3, 4);
@@ -286,6 +475,15 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
     }
     shapes.push_back(trainers[s.ranks.front()]->ParameterShapes());
   }
+  std::vector<std::unique_ptr<StageTrainer>> dying;
+  std::vector<StageTrainer*> devices;
+  for (size_t r = 0; r < trainers.size(); ++r) {
+    devices.push_back(trainers[r].get());
+    if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
+      dying.push_back(std::make_unique<DyingStageTrainer>(*trainers[r], d->second));
+      devices.back() = dying.back().get();
+    }
+  }
   std::ostringstream log;
   PipelineHead head(plan, **whole, Digits().test, Digits().train.size(), shapes, clock, log);
   MetricsRegistry registry;
@@ -304,7 +502,7 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
       StageOptions options;
       options.rank = static_cast<int>(r);
       options.head = connector.get();
-      summaries[r] = RunStage(plan, options, *trainers[r], Digits().train, clock, log, cancel);
+      summaries[r] = RunStage(plan, options, *devices[r], Digits().train, clock, log, cancel);
     });
   }
 
@@ -349,13 +547,21 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   for (auto& t : threads) t.join();
   (*server)->Shutdown();
   for (size_t r = 0; r < plan.workers.size(); ++r) {
+    if (dies_at_pass.count(static_cast<int>(r))) {
+      EXPECT_EQ(summaries[r].status().message(), "the device died");
+      continue;
+    }
     ASSERT_TRUE(summaries[r].ok()) << "rank " << r << ": " << summaries[r].status().ToString();
     EXPECT_EQ(summaries[r]->steps, 12);
     EXPECT_GT(summaries[r]->compute_s, 0);
   }
   // Each device's compute and bubbles, and what the head relayed.
   const std::string text = registry.Render();
+  const std::string replays = "edgetrain_pipeline_replays_total{trainingjob=\"pipeline-test\"} ";
+  ASSERT_NE(text.find(replays), std::string::npos) << text;
+  EXPECT_EQ(std::stod(text.substr(text.find(replays) + replays.size())), static_cast<double>(dies_at_pass.size()));
   for (size_t r = 0; r < plan.workers.size(); ++r) {
+    if (dies_at_pass.count(static_cast<int>(r))) continue;
     const std::string series = "edgetrain_stage_compute_seconds_total{stage=\"" + std::to_string(stage_of_rank[r]) +
                                "\",trainingjob=\"pipeline-test\",worker=\"" + std::to_string(r) + "\"} ";
     const size_t at = text.find(series);
@@ -379,6 +585,14 @@ TEST(PipelineOverGrpcTest, ThreeStagesTrainStepForStepAsOneDevice) {
 // of their gradients (BSP, uncompressed, inside the stage).
 TEST(PipelineOverGrpcTest, AStageOnTwoDevicesTrainsStepForStepAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1});
+}
+
+// The faster device of the two-device first stage dies at its last backward
+// of step 5 (its 40th pass; eight a step), when the last stage has finished
+// the step: the step is replayed on the other device, which then carries the
+// stage alone, and the pipeline still trains as one device.
+TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsReplayedAndThePipelineStillTrainsAsOneDevice) {
+  ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}});
 }
 
 // Plain synchronous data parallelism, as a pipeline of one stage on three devices.

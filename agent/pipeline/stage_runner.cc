@@ -31,10 +31,23 @@ class Inbox {
     std::lock_guard lock(mu_);
     if (message.has_forward() || message.has_backward()) {
       const v1::MicroBatch& m = message.has_forward() ? message.forward() : message.backward();
-      micro_batches_[{message.has_forward(), m.step(), m.micro_batch()}] = std::move(message);
+      if (Superseded(m.step(), m.attempt())) return;  // relayed before the replay, for the attempt dropped
+      micro_batches_[{message.has_forward(), m.step(), m.attempt(), m.micro_batch()}] = std::move(message);
     } else if (message.has_gradient()) {
-      gradients_[message.gradient().step()] = std::move(*message.mutable_gradient());
+      const v1::GroupGradient& g = message.gradient();
+      if (Superseded(g.step(), g.attempt())) return;
+      gradients_[{g.step(), g.attempt()}] = std::move(*message.mutable_gradient());
     } else {
+      if (message.has_command() && message.command().has_replay()) {
+        // Ends a wait of the attempt it replaces at once; what that attempt
+        // was sent and has not used is dropped.
+        const v1::StageReplay& r = message.command().replay();
+        replayed_ = std::max(replayed_, std::pair<int64_t, int>{r.step(), r.attempt()});
+        std::erase_if(micro_batches_, [&](const auto& m) {
+          return Superseded(std::get<1>(m.first), std::get<2>(m.first));
+        });
+        std::erase_if(gradients_, [&](const auto& g) { return Superseded(g.first.first, g.first.second); });
+      }
       // A Stop ends a step still waiting for a neighbour that is gone.
       if (message.has_stop()) stopped_ = message.stop().reason();
       commands_.push_back(std::move(message));
@@ -47,23 +60,27 @@ class Inbox {
     arrived_.NotifyAll();
   }
 
-  // The micro-batch `forward` (or backward) `step`/`i`, once it is there.
-  StatusOr<v1::MicroBatch> Await(bool forward, int64_t step, int i) {
+  // The micro-batch `forward` (or backward) `step`/`i` of `attempt`, once it
+  // is there; Aborted once the head replays the step.
+  StatusOr<v1::MicroBatch> Await(bool forward, int64_t step, int attempt, int i) {
     std::unique_lock lock(mu_);
-    const Key key{forward, step, i};
-    Wait(lock, [&] { return micro_batches_.count(key) > 0 || !closed_.ok() || stopped_; });
+    const Key key{forward, step, attempt, i};
+    Wait(lock, [&] {
+      return micro_batches_.count(key) > 0 || !closed_.ok() || stopped_ || Superseded(step, attempt);
+    });
     auto found = micro_batches_.find(key);
-    if (found == micro_batches_.end()) return Ended();
+    if (found == micro_batches_.end()) return Ended(step, attempt);
     v1::MicroBatch m = forward ? std::move(*found->second.mutable_forward()) : std::move(*found->second.mutable_backward());
     micro_batches_.erase(found);
     return m;
   }
   // The group's summed gradient of `step`, once the head has sent it.
-  StatusOr<v1::GroupGradient> AwaitGradient(int64_t step) {
+  StatusOr<v1::GroupGradient> AwaitGradient(int64_t step, int attempt) {
     std::unique_lock lock(mu_);
-    Wait(lock, [&] { return gradients_.count(step) > 0 || !closed_.ok() || stopped_; });
-    auto found = gradients_.find(step);
-    if (found == gradients_.end()) return Ended();
+    const std::pair<int64_t, int> key{step, attempt};
+    Wait(lock, [&] { return gradients_.count(key) > 0 || !closed_.ok() || stopped_ || Superseded(step, attempt); });
+    auto found = gradients_.find(key);
+    if (found == gradients_.end()) return Ended(step, attempt);
     v1::GroupGradient g = std::move(found->second);
     gradients_.erase(found);
     return g;
@@ -86,18 +103,25 @@ class Inbox {
     while (!arrived_.WaitFor(lock, cancel_recheck_, holds) && !cancel_.load()) {
     }
   }
-  Status Ended() const {
+  Status Ended(int64_t step = -1, int attempt = 0) const {
     if (stopped_) return CancelledError(*stopped_);
-    return closed_.ok() ? CancelledError("cancelled") : closed_;
+    if (!closed_.ok()) return closed_;
+    if (Superseded(step, attempt)) return AbortedError("step " + std::to_string(step) + " is replayed");
+    return CancelledError("cancelled");
+  }
+  // An attempt of the step the head has since replayed.
+  bool Superseded(int64_t step, int attempt) const {
+    return step == replayed_.first && attempt < replayed_.second;
   }
 
-  using Key = std::tuple<bool, int64_t, int>;
+  using Key = std::tuple<bool, int64_t, int, int>;  // forward, step, attempt, micro-batch
   std::mutex mu_;
   ClockCondition arrived_;
   const std::atomic<bool>& cancel_;
   const Duration cancel_recheck_;
   std::map<Key, v1::CoordinatorMessage> micro_batches_;
-  std::map<int64_t, v1::GroupGradient> gradients_;
+  std::map<std::pair<int64_t, int>, v1::GroupGradient> gradients_;  // by step and attempt
+  std::pair<int64_t, int> replayed_{-1, 0};  // the newest replay's step and attempt
   std::optional<std::string> stopped_;  // the head's Stop, once it came
   std::deque<v1::CoordinatorMessage> commands_;
   Status closed_ = Status::Ok();
@@ -145,15 +169,13 @@ class Stage {
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
         Clock& clock, const std::atomic<bool>& cancel)
       : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
-        group_(plan.pipeline->stages[index].ranks),
-        member_(static_cast<size_t>(std::find(group_.begin(), group_.end(), options.rank) - group_.begin())),
         options_(options),
         trainer_(trainer), train_(train), clock_(clock),
         slowdown_(plan.workers[options.rank].slowdown),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(plan.spec.optimizer, layout_),
         inbox_(clock, cancel, options.cancel_recheck), outbox_(clock) {
-    for (int r : group_) speeds_.push_back(1 / plan.workers[r].slowdown);
+    (void)SetGroup(plan.pipeline->stages[index].ranks);  // the plan's group holds this device
   }
 
   StatusOr<StageSummary> Run(CoordinatorStream& stream, const std::atomic<bool>& cancel) {
@@ -208,33 +230,99 @@ class Stage {
         return Status::Ok();
       }
       if (!message.has_command()) return FailedPreconditionError("the head sent a stage what only a worker takes");
-      if (message.command().has_send_state()) {
+      const v1::StageCommand& command = message.command();
+      if (command.has_send_state()) {
+        Commit();  // the head asks between steps: the last one stands
         v1::WorkerMessage state;
         *state.mutable_state() = State();
         outbox_.Post(std::move(state));
         continue;
       }
-      if (message.command().step() != step_ + 1) {
-        return FailedPreconditionError("the head asked for step " + std::to_string(message.command().step()) +
-                                       " after step " + std::to_string(step_));
+      int64_t step = command.step();
+      int attempt = 0;
+      if (command.has_replay()) {
+        step = command.replay().step();
+        attempt = command.replay().attempt();
+        EDGETRAIN_RETURN_IF_ERROR(SetGroup({command.replay().group().begin(), command.replay().group().end()}));
+        if (step == step_ && pending_step_ == step_) {
+          // Finished here before a device elsewhere was lost: run again, uncommitted.
+          DropPending();
+          --step_;
+          --summary_.steps;
+        }
       }
-      EDGETRAIN_RETURN_IF_ERROR(Step(step_ + 1));
+      if (step != step_ + 1) {
+        return FailedPreconditionError("the head asked for step " + std::to_string(step) + " after step " +
+                                       std::to_string(step_));
+      }
+      Status ran = Step(step, attempt);
+      if (ran.code() == StatusCode::kAborted) continue;  // replayed: the replay is the next command
+      EDGETRAIN_RETURN_IF_ERROR(ran);
       ++step_;
     }
     summary_.stop_reason = "cancelled";
     return Status::Ok();
   }
 
-  Status Step(int64_t step) {
-    const std::span<const int64_t> batch = batches_.Next();
+  // The group this device is in from now on, and the speeds it deals by.
+  Status SetGroup(std::vector<int> group) {
+    const auto at = std::find(group.begin(), group.end(), options_.rank);
+    if (at == group.end()) {
+      return FailedPreconditionError("the head put rank " + std::to_string(options_.rank) + " in a group without it");
+    }
+    member_ = static_cast<size_t>(at - group.begin());
+    speeds_.clear();
+    for (int r : group) {
+      if (r < 0 || static_cast<size_t>(r) >= plan_.workers.size()) {
+        return FailedPreconditionError("the head named rank " + std::to_string(r) + ", which the plan has not");
+      }
+      speeds_.push_back(1 / plan_.workers[r].slowdown);
+    }
+    group_ = std::move(group);
+    return Status::Ok();
+  }
+
+  // A step's weights move when the head's next word comes (the next step, a
+  // request for the state): until then a device lost elsewhere in the
+  // pipeline can have the step replayed without it, from the same weights.
+  void Commit() {
+    if (!pending_step_) return;
+    std::span<float> params = trainer_.Parameters();
+    const std::span<const float> gradient = pending_sum_.empty() ? trainer_.Gradients() : pending_sum_;
+    for (size_t r = 0; r < layout_.size(); ++r) {
+      const RowSpan& row = layout_.row(r);
+      optimizer_.Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
+                       gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
+    }
+    DropPending();
+  }
+  void DropPending() {
+    trainer_.ZeroGradients();
+    pending_sum_.clear();
+    pending_step_.reset();
+  }
+
+  // One attempt at `step`. Aborted when the head replays it meanwhile.
+  Status Step(int64_t step, int attempt) {
+    Commit();
+    // What an attempt given up left here: micro-batches unbackwarded, their gradient.
+    trainer_.DropInFlight();
+    trainer_.ZeroGradients();
+    held_.clear();
+    if (batch_step_ != step) {  // a replay runs the same batch again
+      const std::span<const int64_t> next = batches_.Next();
+      batch_.assign(next.begin(), next.end());
+      batch_step_ = step;
+    }
+    const std::span<const int64_t> batch = batch_;
     const int64_t m = static_cast<int64_t>(batch.size());
     const std::vector<MicroBatchSpan> spans = SplitBatch(m, plan_.pipeline->micro_batches);
     const int count = static_cast<int>(spans.size());
     v1::StepDone done;
     done.set_step(step);
+    done.set_attempt(attempt);
     done.set_samples(m);
     double loss_sum = 0;
-    const double compute_before = summary_.compute_s, idle_before = summary_.idle_s;
     for (const Pass& pass : OneForwardOneBackward(index_, stages_, count)) {
       // This device's share of the micro-batch, where it reads samples itself.
       const MicroBatchSpan span = Mine(spans[pass.micro_batch]);
@@ -247,7 +335,7 @@ class Stage {
             train_.CopySamples(batch[span.begin + k], 1, input.data() + k * train_.SampleSize());
           }
         } else {
-          EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch in, Awaited(true, step, pass.micro_batch));
+          EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch in, Awaited(true, step, attempt, pass.micro_batch));
           n = in.samples();
           EDGETRAIN_ASSIGN_OR_RETURN(input, FloatsOf(in.values()));
         }
@@ -257,7 +345,7 @@ class Stage {
         if (n > 0) {
           EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_.Forward(pass.micro_batch, input); }));
         }
-        if (!trainer_.IsLast()) Send(true, step, pass.micro_batch, n, output);
+        if (!trainer_.IsLast()) Send(true, step, attempt, pass.micro_batch, n, output);
       } else {
         const int64_t n = held_[pass.micro_batch];
         std::vector<float> input_gradient;
@@ -273,42 +361,40 @@ class Stage {
             input_gradient = std::move(r.input_gradient);
           }
         } else {
-          EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch g, Awaited(false, step, pass.micro_batch));
+          EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch g, Awaited(false, step, attempt, pass.micro_batch));
           EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> output_gradient, FloatsOf(g.values()));
           if (n > 0) {
             EDGETRAIN_ASSIGN_OR_RETURN(input_gradient,
                                        Computed([&] { return trainer_.Backward(pass.micro_batch, output_gradient); }));
           }
         }
-        if (!trainer_.IsFirst()) Send(false, step, pass.micro_batch, n, input_gradient);
+        if (!trainer_.IsFirst()) Send(false, step, attempt, pass.micro_batch, n, input_gradient);
       }
     }
-    // The flush: every micro-batch's gradient is in, so the weights move once.
-    std::span<float> params = trainer_.Parameters();
-    std::span<const float> gradient = trainer_.Gradients();
-    std::vector<float> sum;
+    // The flush: every micro-batch's gradient is in, so the weights move
+    // once, when the head's next word commits the step.
     if (group_.size() > 1) {
       // The group's devices each hold the gradient of their shares: they step
       // on the sum, alike, and stay one copy of the stage.
+      const std::span<const float> gradient = trainer_.Gradients();
       v1::WorkerMessage mine;
       mine.mutable_gradient()->set_step(step);
+      mine.mutable_gradient()->set_attempt(attempt);
       mine.mutable_gradient()->set_values(FloatBytes(gradient));
       outbox_.Post(std::move(mine));
-      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, inbox_.AwaitGradient(step));
-      EDGETRAIN_ASSIGN_OR_RETURN(sum, FloatsOf(summed.values()));
-      if (sum.size() != gradient.size()) return FailedPreconditionError("the head summed a gradient of another size");
-      gradient = sum;
+      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, inbox_.AwaitGradient(step, attempt));
+      EDGETRAIN_ASSIGN_OR_RETURN(pending_sum_, FloatsOf(summed.values()));
+      if (pending_sum_.size() != gradient.size()) {
+        return FailedPreconditionError("the head summed a gradient of another size");
+      }
     }
-    for (size_t r = 0; r < layout_.size(); ++r) {
-      const RowSpan& row = layout_.row(r);
-      optimizer_.Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
-                       gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
-    }
-    trainer_.ZeroGradients();
+    pending_step_ = step;
     ++summary_.steps;
     done.set_loss_sum(loss_sum);
-    done.set_compute_seconds(summary_.compute_s - compute_before);
-    done.set_idle_seconds(summary_.idle_s - idle_before);
+    // Since the last StepDone: the time of an attempt given up counts too.
+    done.set_compute_seconds(summary_.compute_s - reported_.compute_s);
+    done.set_idle_seconds(summary_.idle_s - reported_.idle_s);
+    reported_ = summary_;
     v1::WorkerMessage message;
     *message.mutable_step_done() = std::move(done);
     outbox_.Post(std::move(message));
@@ -335,17 +421,18 @@ class Stage {
     return result;
   }
 
-  StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int i) {
+  StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int attempt, int i) {
     const TimePoint began = clock_.Now();
-    auto m = inbox_.Await(forward, step, i);
+    auto m = inbox_.Await(forward, step, attempt, i);
     summary_.idle_s += ToSeconds(clock_.Now() - began);
     return m;
   }
 
-  void Send(bool forward, int64_t step, int i, int64_t n, std::span<const float> values) {
+  void Send(bool forward, int64_t step, int attempt, int i, int64_t n, std::span<const float> values) {
     v1::WorkerMessage message;
     v1::MicroBatch* m = forward ? message.mutable_forward() : message.mutable_backward();
     m->set_step(step);
+    m->set_attempt(attempt);
     m->set_micro_batch(i);
     m->set_samples(static_cast<int32_t>(n));
     m->set_values(FloatBytes(values));
@@ -384,9 +471,9 @@ class Stage {
   const JobPlan& plan_;
   const int index_;
   const int stages_;
-  const std::vector<int> group_;  // the devices of this stage, this one among them
-  const size_t member_;
-  std::vector<double> speeds_;    // of the group's devices, which deal each micro-batch
+  std::vector<int> group_;       // the devices of this stage, this one among them
+  size_t member_ = 0;
+  std::vector<double> speeds_;   // of the group's devices, which deal each micro-batch
   const StageOptions& options_;
   StageTrainer& trainer_;
   const Dataset& train_;
@@ -397,9 +484,14 @@ class Stage {
   RowOptimizer optimizer_;
   Inbox inbox_;
   Outbox outbox_;
-  int64_t step_ = 0;
+  int64_t step_ = 0;                  // the last step finished here
+  std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
+  std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
+  std::vector<int64_t> batch_;        // the batch of step batch_step_
+  int64_t batch_step_ = -1;
   std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
   StageSummary summary_;
+  StageSummary reported_;  // as it was at the last StepDone
 };
 
 }  // namespace

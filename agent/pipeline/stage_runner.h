@@ -9,9 +9,12 @@
 // images from the data itself), each backward the next stage's gradient (the
 // last stage starts from the loss on labels it reads itself); the first and
 // last stages draw the same batches from the job's seed (core/batch_order.h).
-// The step ends when the stage's own optimizer has moved its weights on the
-// gradient of the whole batch, so every micro-batch saw the same weights and
-// the pipeline trains as one device would.
+// The stage's own optimizer moves its weights on the gradient of the whole
+// batch, so every micro-batch saw the same weights and the pipeline trains as
+// one device would; it does so when the head's next word commits the step,
+// so that a step the head replays without a device lost elsewhere (a
+// StageReplay: the same batch, this stage's group as it now is) starts from
+// the same weights.
 //
 // Threads: the caller's computes; one receives and files what arrives; one
 // sends, so a transfer on a slow link overlaps the next pass.
@@ -53,7 +56,7 @@ struct StageSummary {
 
 // The stage of `plan.pipeline` that holds `options.rank`, run until the head
 // says stop or `cancel` is set. A stream that breaks ends the stage with
-// Unavailable (replaying a lost stage is issue 16's).
+// Unavailable.
 StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options, StageTrainer& stage,
                                 const Dataset& train, Clock& clock, std::ostream& log,
                                 const std::atomic<bool>& cancel);

@@ -236,6 +236,9 @@ struct PipelineMetrics::Handles {
   std::vector<std::unique_ptr<TotalCounter>> compute, bubbles;  // by rank; null: no stage
   Counter& relayed;
   Gauge& in_flight;
+  Counter& replays;
+  Counter& replayed_micro_batches;
+  Counter& recovery;
 };
 
 PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& job,
@@ -248,6 +251,15 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                            .Add(l),
                        Family(BuildGauge(), "edgetrain_pipeline_micro_batches_in_flight",
                               "Micro-batches between the first stage's forward and its backward", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_replays_total",
+                              "Steps run again on the survivors of a device lost mid-step", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_replayed_micro_batches_total",
+                              "Micro-batches run again by replays", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_recovery_seconds_total",
+                              "Seconds from a device's loss seen to the replayed step done", r)
                            .Add(l)});
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
                          "A stage device's forward and backward passes", r);
@@ -275,5 +287,10 @@ void PipelineMetrics::SetStageSeconds(int rank, double compute_s, double bubble_
 }
 void PipelineMetrics::AddRelayedBytes(int64_t bytes) { h_->relayed.Increment(static_cast<double>(bytes)); }
 void PipelineMetrics::SetInFlight(int micro_batches) { h_->in_flight.Set(micro_batches); }
+void PipelineMetrics::AddReplay(int micro_batches, double recovery_s) {
+  h_->replays.Increment();
+  h_->replayed_micro_batches.Increment(micro_batches);
+  h_->recovery.Increment(recovery_s);
+}
 
 }  // namespace edgetrain::agent

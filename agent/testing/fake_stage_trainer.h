@@ -32,6 +32,10 @@ class FakeStageTrainer final : public StageTrainer {
   StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels, double scale) override;
   StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override;
   int InFlight() const override { return static_cast<int>(inputs_.size()); }
+  void DropInFlight() override {
+    inputs_.clear();
+    outputs_.clear();
+  }
   std::span<float> Parameters() override { return {&weight_, 1}; }
   std::span<const float> Gradients() const override { return {&gradient_, 1}; }
   void ZeroGradients() override { gradient_ = 0; }

@@ -164,6 +164,7 @@ class TorchStageTrainer final : public StageTrainer {
   }
 
   int InFlight() const override { return static_cast<int>(stash_.size()); }
+  void DropInFlight() override { stash_.clear(); }
 
   std::span<float> Parameters() override {
     return {parameters_.data_ptr<float>(), static_cast<size_t>(parameters_.numel())};

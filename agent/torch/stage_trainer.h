@@ -88,6 +88,9 @@ class StageTrainer {
 
   // Micro-batches forwarded and not yet backwarded: what the stage holds.
   virtual int InFlight() const = 0;
+  // Forgets every micro-batch in flight, unbackwarded: a step abandoned to be
+  // replayed without a lost device.
+  virtual void DropInFlight() = 0;
 
   // The stage's parameters as one flat vector, tensor after tensor in the order
   // of ParameterShapes(): every stage's, concatenated in stage order, are the
