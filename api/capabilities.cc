@@ -87,8 +87,13 @@ const std::vector<Capability>& Capabilities() {
       // nodeLossGrace bounds how long a data-parallel worker waits for a lost coordinator; these wait for pipelines.
       {"spec.faultTolerance.replicateEvery", Effect::kNote, kLocalOnly, WroteField("spec.faultTolerance.replicateEvery"),
        "applies to pipelines and Kubernetes; edgetrain run ignores it"},
-      {"spec.faultTolerance.replay", Effect::kNote, kLocalOnly, WroteField("spec.faultTolerance.replay"),
-       "applies to pipelines and Kubernetes; edgetrain run ignores it"},
+      // edgetrain run replays a pipeline's step without a device lost from a stage of several.
+      {"spec.faultTolerance.replay", Effect::kNote, kLocalOnly,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode == ParallelismMode::kDataParallel &&
+                !Written(raw, "spec.faultTolerance.replay").is_null();
+       },
+       "applies to pipelines only; a data-parallel team trains on without a lost worker"},
       {"spec.faultTolerance.maxRecoveries", Effect::kNote, kLocalOnly, WroteField("spec.faultTolerance.maxRecoveries"),
        "applies to pipelines and Kubernetes; edgetrain run ignores it"},
       // Without effect on a job of one worker, anywhere.

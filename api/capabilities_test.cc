@@ -110,10 +110,15 @@ TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   std::string notes = Joined(local);
   for (const char* field : {"spec.placement applies on Kubernetes only", "spec.template applies on Kubernetes only",
                             "spec.sync has no effect on a job of one worker",
-                            "spec.faultTolerance.replay applies to pipelines", "spec.output.volume applies on Kubernetes only"}) {
+                            "spec.faultTolerance.replay applies to pipelines only",
+                            "spec.output.volume applies on Kubernetes only"}) {
     EXPECT_NE(notes.find(field), std::string::npos) << field << "\n" << notes;
   }
   EXPECT_EQ(notes.find("maxRecoveries"), std::string::npos) << "defaulted, not written: no note";
+  const std::string pipeline = Joined(CheckSupport(
+      Job(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3}, "faultTolerance": {"replay": false}}})"),
+      Runner::kLocal));
+  EXPECT_EQ(pipeline.find("replay"), std::string::npos) << "edgetrain run honours it for a pipeline\n" << pipeline;
 
   SupportCheck cluster = CheckSupport(job, Runner::kKubernetes);
   EXPECT_EQ(Joined(cluster), "note: spec.sync has no effect on a job of one worker\n");

@@ -407,6 +407,9 @@ Status PipelineHead::Advance() {
              });
     });
     if (LostLocked().ok()) break;
+    if (!plan_.spec.fault_tolerance.replay) {
+      return UnavailableError(LostLocked().message() + " (spec.faultTolerance.replay is off: resume from the checkpoint)");
+    }
     // Replay: the step again on the survivors, from the weights before it
     // (no stage has committed it), under an attempt that fences the old one off.
     if (!lost_at) lost_at = clock_.Now();

@@ -409,7 +409,8 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
 
 // Two devices of a stage of three lost in the same step, and then, a step
 // later, one of another stage: each replays and the run goes on as the run
-// that lost no one. The last device of a stage lost ends the run, saying so.
+// that lost no one. The last device of a stage lost ends the run, saying so,
+// and so does any device lost with spec.faultTolerance.replay off.
 TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   const JobPlan plan = HybridPlan({{0, 1, 2}, {3, 4}}, 3);
   const ReplayRun whole_run = RunReplaying(plan, {}, 5);
@@ -427,6 +428,14 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
   EXPECT_NE(last.ended.message().find("stage 2 lost its only device"), std::string::npos) << last.ended.message();
   EXPECT_EQ(last.losses.size(), 1u) << "step 1 stands";
+
+  // With replay off, the first loss ends the run, to be resumed from its checkpoint.
+  JobPlan no_replay = plan;
+  no_replay.spec.fault_tolerance.replay = false;
+  const ReplayRun off = RunReplaying(no_replay, {{1, 9}}, 5);
+  EXPECT_EQ(off.ended.code(), StatusCode::kUnavailable);
+  EXPECT_NE(off.ended.message().find("stage 1 (rank 1) was lost at step 1"), std::string::npos) << off.ended.message();
+  EXPECT_NE(off.ended.message().find("spec.faultTolerance.replay is off"), std::string::npos) << off.ended.message();
 }
 
 using testing::Digits;
