@@ -183,5 +183,79 @@ TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
   EXPECT_NE(ReadFile(dir / "worker-0.log").find("lost the coordinator; reconnecting"), std::string::npos);
 }
 
+// A hybrid pipeline as real processes: its first stage on two devices, the
+// second on one. One device of the first stage is killed without warning
+// mid-run; the head replays the step in progress on the other, and the job
+// trains to its epochs without a restart.
+TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
+  fs::path dir = TestDir();
+  nlohmann::json plan = {
+      {"job", "replay"}, {"generation", 1}, {"outputDir", (dir / "out").string()}, {"intraOpThreads", 1},
+      {"workers",
+       {{{"rank", 0}, {"node", "a"}, {"slowdown", 1}},
+        {{"rank", 1}, {"node", "b"}, {"slowdown", 1}},
+        {{"rank", 2}, {"node", "c"}, {"slowdown", 1}}}},
+      {"pipeline", {{"stages", {{{"firstLayer", 0}, {"endLayer", 2}, {"ranks", {0, 1}}},
+                                {{"firstLayer", 2}, {"endLayer", 3}, {"ranks", {2}}}}},
+                    {"microBatches", 4}}},
+      {"spec", nlohmann::json::parse(R"({
+        "model": {"name": "mlp", "hidden": [32, 16]},
+        "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
+        "parallelism": {"mode": "pipeline", "workers": 3},
+        "sync": {"granularity": "row", "policy": "bsp", "compression": "none"},
+        "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
+        "budget": {"wallClock": "2m", "epochs": 30, "energyJoules": 0},
+        "evaluation": {"everyIterations": 100000},
+        "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0, "maxRecoveries": 5,
+                           "nodeLossGrace": "60s"},
+        "seed": 5})")}};
+  std::ofstream(dir / "plan.json") << plan.dump();
+  const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
+  auto head = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=coordinator", "--job=replay", "--rank=0",
+                                   "--world=3", "--plan=" + (dir / "plan.json").string(), "--listen=" + listen,
+                                   "--http=127.0.0.1:0"},
+                                  (dir / "coordinator.log").string());
+  ASSERT_TRUE(head.ok());
+  auto http = LineStartingWith(*head, "http ");
+  ASSERT_TRUE(http.has_value()) << ReadFile(dir / "coordinator.log");
+  ASSERT_TRUE(LineStartingWith(*head, "listening ").has_value());
+  std::vector<ChildProcess> stages;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto s = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=stage", "--job=replay",
+                                  "--rank=" + std::to_string(rank), "--world=3",
+                                  "--plan=" + (dir / "plan.json").string(), "--coordinator=" + listen},
+                                 (dir / ("stage-" + std::to_string(rank) + ".log")).string());
+    ASSERT_TRUE(s.ok());
+    stages.push_back(std::move(*s));
+  }
+  int64_t reached = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
+    auto reply = http::HttpGet(*http, "/progress");
+    if (reply.ok()) {
+      auto p = DecodeJobProgress(reply->body);
+      if (p.ok() && (reached = p->iteration) >= 100) break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_GE(reached, 100) << ReadFile(dir / "coordinator.log");
+  stages[1].Signal(SIGKILL);
+  EXPECT_EQ(stages[1].Wait(seconds(10)), 128 + SIGKILL);
+
+  auto result_line = LineStartingWith(*head, "result ");
+  ASSERT_TRUE(result_line.has_value()) << ReadFile(dir / "coordinator.log");
+  EXPECT_EQ(head->Wait(seconds(30)), 0) << ReadFile(dir / "coordinator.log");
+  auto result = DecodeJobProgress(*result_line);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, StopReason::kEpochs) << ReadFile(dir / "coordinator.log");
+  ASSERT_TRUE(result->replays.has_value());
+  EXPECT_EQ(result->replays->count, 1);
+  EXPECT_GT(*result->accuracy, 0.75) << "it learned across the loss (chance is 0.1)";
+  const std::string log = ReadFile(dir / "coordinator.log");
+  EXPECT_NE(log.find("(rank 1) lost at step"), std::string::npos) << log;
+  EXPECT_NE(log.find("replaying step"), std::string::npos) << log;
+  EXPECT_EQ(stages[0].Wait(seconds(30)), 0) << ReadFile(dir / "stage-0.log");
+  EXPECT_EQ(stages[2].Wait(seconds(30)), 0) << ReadFile(dir / "stage-2.log");
+}
+
 }  // namespace
 }  // namespace edgetrain::cli
