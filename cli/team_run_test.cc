@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -26,6 +27,22 @@ using std::chrono::seconds;
 const std::string kBin = std::string(EDGETRAIN_BINARY_DIR) + "/bin/";
 
 fs::path TestDir() { return FreshTestDir("team"); }
+
+// The coordinator's iteration, polled from its /progress at `http` until it is
+// at least `at_least` (and `ready` holds) or a minute has passed.
+int64_t IterationOnceAtLeast(const std::string& http, int64_t at_least,
+                             const std::function<bool(const JobProgress&)>& ready = {}) {
+  int64_t reached = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
+    auto reply = http::HttpGet(http, "/progress");
+    if (reply.ok()) {
+      auto p = DecodeJobProgress(reply->body);
+      if (p.ok() && (!ready || ready(*p)) && (reached = p->iteration) >= at_least) break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return reached;
+}
 
 TEST(TeamRunTest, RunsATeamOnEmulatedDevicesAndReportsEachWorker) {
   fs::path dir = TestDir();
@@ -148,19 +165,11 @@ TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
     ASSERT_TRUE(w.ok());
     workers.push_back(std::move(*w));
   }
-  // Past a few checkpoints (every 30 team iterations), kill it without warning.
-  int64_t reached = 0;
-  for (auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
-    auto reply = http::HttpGet(*http, "/progress");
-    if (reply.ok()) {
-      auto p = DecodeJobProgress(reply->body);
-      // Both workers in, and past a few checkpoints.
-      bool both = p.ok() && p->workers.size() == 2 && p->workers[0].active && p->workers[1].active;
-      if (both && (reached = p->iteration) >= 100) break;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  ASSERT_GE(reached, 100);
+  // Past a few checkpoints (every 30 team iterations), both workers in, kill it without warning.
+  ASSERT_GE(IterationOnceAtLeast(*http, 100, [](const JobProgress& p) {
+              return p.workers.size() == 2 && p.workers[0].active && p.workers[1].active;
+            }),
+            100);
   first->Signal(SIGKILL);
   ASSERT_EQ(first->Wait(seconds(10)), 128 + SIGKILL);
   ASSERT_TRUE(fs::exists(dir / "out" / "checkpoint.bin"));
@@ -228,16 +237,7 @@ TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
     ASSERT_TRUE(s.ok());
     stages.push_back(std::move(*s));
   }
-  int64_t reached = 0;
-  for (auto deadline = std::chrono::steady_clock::now() + seconds(60); std::chrono::steady_clock::now() < deadline;) {
-    auto reply = http::HttpGet(*http, "/progress");
-    if (reply.ok()) {
-      auto p = DecodeJobProgress(reply->body);
-      if (p.ok() && (reached = p->iteration) >= 100) break;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  ASSERT_GE(reached, 100) << ReadFile(dir / "coordinator.log");
+  ASSERT_GE(IterationOnceAtLeast(*http, 100), 100) << ReadFile(dir / "coordinator.log");
   stages[1].Signal(SIGKILL);
   EXPECT_EQ(stages[1].Wait(seconds(10)), 128 + SIGKILL);
 

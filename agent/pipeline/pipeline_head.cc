@@ -401,12 +401,14 @@ Status PipelineHead::Advance() {
       }
     }
     lock.lock();
-    changed_.Wait(lock, [&] {
-      return !LostLocked().ok() || std::all_of(members_.begin(), members_.end(), [&](int r) {
-               return links_[r]->done_step >= step && links_[r]->done_attempt == attempt_;
-             });
-    });
-    if (LostLocked().ok()) break;
+    auto all_done = [&] {
+      return std::all_of(members_.begin(), members_.end(), [&](int r) {
+        return links_[r]->done_step >= step && links_[r]->done_attempt == attempt_;
+      });
+    };
+    changed_.Wait(lock, [&] { return !LostLocked().ok() || all_done(); });
+    // A device lost once the step was done is let go of at the next one.
+    if (all_done()) break;
     if (!plan_.spec.fault_tolerance.replay) {
       return UnavailableError(LostLocked().message() + " (spec.faultTolerance.replay is off: resume from the checkpoint)");
     }
@@ -420,13 +422,14 @@ Status PipelineHead::Advance() {
     in_flight_ = 0;
     ++replays_.count;
     replays_.micro_batches += plan_.pipeline->micro_batches;
+    if (metrics_) metrics_->AddReplay(plan_.pipeline->micro_batches);
     log_ << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
          << members_.size() << " devices\n";
   }
   if (lost_at) {
     replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);
     replays_.recovery_s += replays_.last_recovery_s;
-    if (metrics_) metrics_->AddReplay(plan_.pipeline->micro_batches, replays_.last_recovery_s);
+    if (metrics_) metrics_->AddRecovery(replays_.last_recovery_s);
   }
   // The last stage's devices each computed the loss of their share.
   double loss_sum = 0;

@@ -69,15 +69,20 @@ JobPlan PipelinePlan(const std::string& spec_json, int stages, int micro_batches
 }
 
 // The head and one stage agent a trainer (its rank its index) on `clock` over
-// the in-memory transport: three steps, an evaluation, the end. Each stage's
-// fake holds one weight, and so does each stage of the head's whole model.
+// the in-memory transport: `steps` steps or until one fails, the stages'
+// weights fetched, the end. Each stage's fake holds one weight, and so does
+// each stage of the head's whole model.
 struct SimulatedRun {
   std::vector<StatusOr<StageSummary>> summaries;
-  std::vector<double> step_s;  // each step's simulated time
+  std::vector<double> step_s;   // each step's simulated time
+  std::vector<double> losses;   // each step's
+  Status ended = Status::Ok();  // the step that failed, if one did
+  std::vector<float> weights;   // each stage's, from its first device left
+  JobProgress progress;
   std::string log;
 };
-SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<testing::FakeStageTrainer>>& trainers,
-                           const TrainTestSplit& data, DeterministicClock& clock) {
+SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
+                         DeterministicClock& clock, int steps) {
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   InMemoryNetwork network(clock);
   testing::FakeModel whole_model;
@@ -102,18 +107,35 @@ SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<test
       }));
     }
     ASSERT_TRUE(head.Start(cancel).ok());
-    for (int step = 0; step < 3; ++step) {
+    for (int step = 0; step < steps && run.ended.ok(); ++step) {
       const TimePoint began = clock.Now();
-      ASSERT_TRUE(head.Advance().ok()) << log.str();
+      run.ended = head.Advance();
+      if (!run.ended.ok()) break;
       run.step_s.push_back(ToSeconds(clock.Now() - began));
+      run.losses.push_back(head.LastStepLoss());
     }
-    EXPECT_TRUE(head.Evaluate().ok());
+    if (run.ended.ok()) {
+      EXPECT_TRUE(head.Evaluate().ok());
+      JobCheckpoint state;
+      head.Snapshot(state);  // each stage's weights, from the devices left
+      run.weights = state.parameters;
+    }
     head.Finish(FinalModel::kCurrent);
     for (auto& t : threads) t.Join();
     (*server)->Shutdown();
   });
-  EXPECT_EQ(head.Progress().iteration, 3);
+  run.progress = head.Progress();
   run.log = log.str();
+  return run;
+}
+
+SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<testing::FakeStageTrainer>>& trainers,
+                           const TrainTestSplit& data, DeterministicClock& clock) {
+  std::vector<StageTrainer*> devices;
+  for (auto& t : trainers) devices.push_back(t.get());
+  SimulatedRun run = RunPipeline(plan, devices, data, clock, 3);
+  EXPECT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  EXPECT_EQ(run.progress.iteration, 3);
   return run;
 }
 
@@ -282,28 +304,18 @@ class DyingStageTrainer final : public StageTrainer {
 };
 
 // A hybrid pipeline of fake stages run `steps` steps on the deterministic
-// clock, devices dying as `dies_at_pass` says (rank -> its nth pass):
-// each step's loss, the head's word on each, and the survivors' weights.
-struct ReplayRun {
-  std::vector<double> losses;
-  Status ended = Status::Ok();  // the first step that failed, if one did
-  std::vector<float> weights;   // each stage's, from its first device left
-  JobProgress progress;
-  std::string log;
-};
-ReplayRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps) {
+// clock, devices dying as `dies_at_pass` says (rank -> its nth pass).
+SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps) {
   TrainTestSplit data = testing::FakeData(240, 8, 10);
   // Samples other than zero, so that the weights learn and a step applied
   // twice or on the wrong gradient shows.
   for (size_t i = 0; i < data.train.pixels.size(); ++i) data.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
   const int stages = static_cast<int>(plan.pipeline->stages.size());
-  const size_t devices = plan.workers.size();
   DeterministicClock clock;
-  InMemoryNetwork network(clock);
   std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
   std::vector<std::unique_ptr<StageTrainer>> dying;
   std::vector<StageTrainer*> trainers;
-  for (size_t r = 0; r < devices; ++r) {
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
     const int s = *StageOfRank(*plan.pipeline, static_cast<int>(r));
     fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
         testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
@@ -313,43 +325,7 @@ ReplayRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pa
       trainers.back() = dying.back().get();
     }
   }
-  testing::FakeModel whole_model;
-  whole_model.shapes.assign(stages, {1});
-  testing::FakeTrainer whole(whole_model, clock);
-  std::ostringstream log;
-  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(stages, {{1}}), clock, log);
-  ReplayRun run;
-  std::atomic<bool> cancel{false};
-  clock.Run("test", [&] {
-    auto server = network.Serve("head", head);
-    ASSERT_TRUE(server.ok());
-    auto connector = network.Connector("head");
-    std::vector<ClockThread> threads;
-    for (size_t r = 0; r < devices; ++r) {
-      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
-        StageOptions options;
-        options.rank = static_cast<int>(r);
-        options.head = connector.get();
-        (void)RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
-      }));
-    }
-    ASSERT_TRUE(head.Start(cancel).ok());
-    for (int step = 0; step < steps && run.ended.ok(); ++step) {
-      run.ended = head.Advance();
-      if (run.ended.ok()) run.losses.push_back(head.LastStepLoss());
-    }
-    if (run.ended.ok()) {
-      JobCheckpoint state;
-      head.Snapshot(state);  // each stage's weights, from the devices left
-      run.weights = state.parameters;
-    }
-    head.Finish(FinalModel::kCurrent);
-    for (auto& t : threads) t.Join();
-    (*server)->Shutdown();
-  });
-  run.progress = head.Progress();
-  run.log = log.str();
-  return run;
+  return RunPipeline(plan, trainers, data, clock, steps);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -378,7 +354,7 @@ JobPlan HybridPlan(const std::vector<std::vector<int>>& groups, int micro_batche
 // /progress's replays.
 TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
   const JobPlan plan = HybridPlan({{0, 1}, {2, 3}, {4, 5}}, 4);
-  const ReplayRun whole_run = RunReplaying(plan, {}, 5);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
   ASSERT_EQ(whole_run.losses.size(), 5u);
   EXPECT_EQ(whole_run.progress.replays->count, 0);
@@ -387,7 +363,7 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
   for (int rank : {0, 3, 5}) {
     for (int pass = 17; pass <= 24; ++pass) {
       SCOPED_TRACE("rank " + std::to_string(rank) + " dies at its pass " + std::to_string(pass));
-      const ReplayRun run = RunReplaying(plan, {{rank, pass}}, 5);
+      const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5);
       ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
       ASSERT_EQ(run.losses.size(), 5u);
       for (size_t k = 0; k < 5; ++k) {
@@ -413,9 +389,9 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
 // and so does any device lost with spec.faultTolerance.replay off.
 TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   const JobPlan plan = HybridPlan({{0, 1, 2}, {3, 4}}, 3);
-  const ReplayRun whole_run = RunReplaying(plan, {}, 5);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
-  const ReplayRun run = RunReplaying(plan, {{1, 9}, {2, 9}, {4, 20}}, 5);  // 6 passes a step
+  const SimulatedRun run = RunReplaying(plan, {{1, 9}, {2, 9}, {4, 20}}, 5);  // 6 passes a step
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   for (size_t k = 0; k < 5; ++k) {
     EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
@@ -424,7 +400,7 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_EQ(run.progress.workers.size(), 2u);
 
   // Both devices of the last stage die at the first pass of step 2.
-  const ReplayRun last = RunReplaying(plan, {{3, 7}, {4, 7}}, 5);
+  const SimulatedRun last = RunReplaying(plan, {{3, 7}, {4, 7}}, 5);
   EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
   EXPECT_NE(last.ended.message().find("stage 2 lost its only device"), std::string::npos) << last.ended.message();
   EXPECT_EQ(last.losses.size(), 1u) << "step 1 stands";
@@ -432,7 +408,7 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   // With replay off, the first loss ends the run, to be resumed from its checkpoint.
   JobPlan no_replay = plan;
   no_replay.spec.fault_tolerance.replay = false;
-  const ReplayRun off = RunReplaying(no_replay, {{1, 9}}, 5);
+  const SimulatedRun off = RunReplaying(no_replay, {{1, 9}}, 5);
   EXPECT_EQ(off.ended.code(), StatusCode::kUnavailable);
   EXPECT_NE(off.ended.message().find("stage 1 (rank 1) was lost at step 1"), std::string::npos) << off.ended.message();
   EXPECT_NE(off.ended.message().find("spec.faultTolerance.replay is off"), std::string::npos) << off.ended.message();

@@ -270,14 +270,15 @@ class Stage {
     if (at == group.end()) {
       return FailedPreconditionError("the head put rank " + std::to_string(options_.rank) + " in a group without it");
     }
-    member_ = static_cast<size_t>(at - group.begin());
-    speeds_.clear();
+    std::vector<double> speeds;
     for (int r : group) {
       if (r < 0 || static_cast<size_t>(r) >= plan_.workers.size()) {
         return FailedPreconditionError("the head named rank " + std::to_string(r) + ", which the plan has not");
       }
-      speeds_.push_back(1 / plan_.workers[r].slowdown);
+      speeds.push_back(1 / plan_.workers[r].slowdown);
     }
+    member_ = static_cast<size_t>(at - group.begin());
+    speeds_ = std::move(speeds);
     group_ = std::move(group);
     return Status::Ok();
   }

@@ -287,10 +287,10 @@ void PipelineMetrics::SetStageSeconds(int rank, double compute_s, double bubble_
 }
 void PipelineMetrics::AddRelayedBytes(int64_t bytes) { h_->relayed.Increment(static_cast<double>(bytes)); }
 void PipelineMetrics::SetInFlight(int micro_batches) { h_->in_flight.Set(micro_batches); }
-void PipelineMetrics::AddReplay(int micro_batches, double recovery_s) {
+void PipelineMetrics::AddReplay(int micro_batches) {
   h_->replays.Increment();
   h_->replayed_micro_batches.Increment(micro_batches);
-  h_->recovery.Increment(recovery_s);
 }
+void PipelineMetrics::AddRecovery(double seconds) { h_->recovery.Increment(seconds); }
 
 }  // namespace edgetrain::agent

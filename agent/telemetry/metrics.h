@@ -101,9 +101,10 @@ class PipelineMetrics {
   void SetStageSeconds(int rank, double compute_s, double bubble_s);
   void AddRelayedBytes(int64_t bytes);
   void SetInFlight(int micro_batches);
-  // A step replayed without a lost device: the micro-batches it ran again
-  // and the seconds from the loss seen to the step done.
-  void AddReplay(int micro_batches, double recovery_s);
+  // A step replayed without a lost device, and the micro-batches it ran again.
+  void AddReplay(int micro_batches);
+  // A step that lost a device done at last: the seconds since the loss was seen.
+  void AddRecovery(double seconds);
 
  private:
   struct Handles;
