@@ -273,7 +273,7 @@ Status PipelineHead::LostLocked() const {
     const Link& link = *links_[r];
     if (link.lost) {
       return UnavailableError("stage " + std::to_string(link.stage + 1) + " (rank " + std::to_string(link.rank) +
-                              ") was lost at step " + std::to_string(step_));
+                              ") was lost in step " + std::to_string(step_ + 1));
     }
   }
   return Status::Ok();

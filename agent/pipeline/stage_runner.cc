@@ -256,7 +256,14 @@ class Stage {
                                        std::to_string(step_));
       }
       Status ran = Step(step, attempt);
-      if (ran.code() == StatusCode::kAborted) continue;  // replayed: the replay is the next command
+      if (ran.code() == StatusCode::kAborted) {
+        // Replayed: what the attempt left here goes (micro-batches not
+        // backwarded, its gradient), and the replay is the next command.
+        trainer_.DropInFlight();
+        trainer_.ZeroGradients();
+        held_.clear();
+        continue;
+      }
       EDGETRAIN_RETURN_IF_ERROR(ran);
       ++step_;
     }
@@ -306,10 +313,6 @@ class Stage {
   // One attempt at `step`. Aborted when the head replays it meanwhile.
   Status Step(int64_t step, int attempt) {
     Commit();
-    // What an attempt given up left here: micro-batches unbackwarded, their gradient.
-    trainer_.DropInFlight();
-    trainer_.ZeroGradients();
-    held_.clear();
     if (batch_step_ != step) {  // a replay runs the same batch again
       const std::span<const int64_t> next = batches_.Next();
       batch_.assign(next.begin(), next.end());

@@ -1,5 +1,7 @@
 #include "operator/kube/leader_election.h"
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "core/deterministic_clock.h"
@@ -125,29 +127,41 @@ TEST(LeaderElectionTest, ALeaderThatVanishesIsReplacedOnceItsLeaseRunsOutByTheCa
   EXPECT_LE(led - started, seconds(17)) << "within a retry period of it";
 }
 
+// `a` leads for 5 s, then `trouble` befalls its API; it runs until it stops
+// leading. Whether it stopped on its own (asked to), and how long after the trouble.
+struct Loss {
+  bool stopped_on_its_own = true;
+  Duration after{};
+};
+Loss LeadThenLose(LeaderElector& a, DeterministicClock& clock, const std::function<void()>& trouble) {
+  std::atomic<bool> stop{false};
+  Loss loss;
+  TimePoint began{}, lost{};
+  clock.Run("test", [&] {
+    ClockThread ta = clock.StartThread("a", [&] {
+      loss.stopped_on_its_own = a.Run(stop, [] {});
+      lost = clock.Now();
+    });
+    clock.SleepFor(seconds(5));
+    ASSERT_TRUE(a.leading());
+    trouble();
+    began = clock.Now();
+    ta.Join();
+  });
+  loss.after = lost - began;
+  return loss;
+}
+
 TEST(LeaderElectionTest, ALeaderThatCannotRenewWithinItsDeadlineStopsLeading) {
   testing::FakeKubeClient api;
   Reachable flaky(api);
   DeterministicClock clock;
   LeaderElector a(flaky, clock, WallOf(clock), As("a"));
-  std::atomic<bool> stop{false};
-  bool stopped_on_its_own = true;
-  TimePoint cut{}, lost{};
-  clock.Run("test", [&] {
-    ClockThread ta = clock.StartThread("a", [&] {
-      stopped_on_its_own = a.Run(stop, [] {});
-      lost = clock.Now();
-    });
-    clock.SleepFor(seconds(5));
-    ASSERT_TRUE(a.leading());
-    flaky.down = true;
-    cut = clock.Now();
-    ta.Join();
-  });
-  EXPECT_FALSE(stopped_on_its_own) << "it lost the lease";
+  const Loss loss = LeadThenLose(a, clock, [&] { flaky.down = true; });
+  EXPECT_FALSE(loss.stopped_on_its_own) << "it lost the lease";
   EXPECT_FALSE(a.leading());
-  EXPECT_GE(lost - cut, seconds(8)) << "the last renewal was at most a retry period before the cut";
-  EXPECT_LE(lost - cut, seconds(12));
+  EXPECT_GE(loss.after, seconds(8)) << "the last renewal was at most a retry period before the cut";
+  EXPECT_LE(loss.after, seconds(12));
 }
 
 // A renewal whose read of the Lease outlasts the renew deadline is not
@@ -158,25 +172,14 @@ TEST(LeaderElectionTest, ARenewalWhoseReadOutlastsTheDeadlineIsNotWritten) {
   DeterministicClock clock;
   Reachable slow(api, &clock);
   LeaderElector a(slow, clock, WallOf(clock), As("a"));
-  std::atomic<bool> stop{false};
-  bool stopped_on_its_own = true;
   std::string renewed_before;
-  TimePoint slowed{}, lost{};
-  clock.Run("test", [&] {
-    ClockThread ta = clock.StartThread("a", [&] {
-      stopped_on_its_own = a.Run(stop, [] {});
-      lost = clock.Now();
-    });
-    clock.SleepFor(seconds(5));
-    ASSERT_TRUE(a.leading());
+  const Loss loss = LeadThenLose(a, clock, [&] {
     renewed_before = LeaseOf(api)["spec"]["renewTime"];
     slow.get_takes_ms = 11000;  // past the 10 s deadline
-    slowed = clock.Now();
-    ta.Join();
   });
-  EXPECT_FALSE(stopped_on_its_own) << "it lost the lease";
+  EXPECT_FALSE(loss.stopped_on_its_own) << "it lost the lease";
   EXPECT_EQ(LeaseOf(api)["spec"]["renewTime"], renewed_before) << "nothing written after the deadline";
-  EXPECT_LE(lost - slowed, seconds(2) + seconds(11)) << "it stopped once its one slow read came back";
+  EXPECT_LE(loss.after, seconds(2) + seconds(11)) << "it stopped once its one slow read came back";
 }
 
 }  // namespace
