@@ -17,7 +17,7 @@ void OnSignal(int) { g_cancel.store(true); }
 // Every pass allocates its activations and gradients afresh, hundreds of kB
 // to MBs each. glibc serves blocks that large with mmap and returns them to
 // the kernel on free, so every pass paid for zeroed pages again: the vgg of
-// examples/vgg-pipeline.yaml took 100-135 ms a pass of 64 samples so and
+// examples/vgg-pipeline.yaml took 100-135 ms a pass of 64 samples and
 // 41-51 ms with freed blocks kept for the next (profile-layers, four runs
 // each), and its time swung run to run with where glibc's adaptive threshold
 // had got to. Blocks up to 32 MiB now come from the heap, which keeps up to

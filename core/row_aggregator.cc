@@ -53,18 +53,27 @@ bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {
   return stepped;
 }
 
-Status RowAggregator::DecodePush(std::span<const PushedRow> rows) {
+Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const PushedRow> rows) {
+  const size_t first = static_cast<size_t>(w) * layout_.size();
+  if (pushed_for_.size() < first + layout_.size()) pushed_for_.resize(first + layout_.size(), -1);
+  const std::span<int64_t> pushed_for(pushed_for_.data() + first, layout_.size());
+  size_t marked = 0;  // rows of this part marked as pushed for `iteration`
   auto refuse = [&](const char* why, std::string message) {
+    // A refused part leaves no mark: its rows may come again.
+    for (size_t i = 0; i < marked; ++i) pushed_for[rows[i].id] = -1;
     refusal_ = why;
     return InvalidArgumentError(std::move(message));
   };
   size_t floats = 0;
-  in_push_.assign(layout_.size(), false);
   for (const PushedRow& row : rows) {
     if (row.id >= layout_.size()) return refuse("no_such_row", "row " + std::to_string(row.id) + " does not exist");
-    // Twice in one push would count a worker's gradient twice in the mean.
-    if (in_push_[row.id]) return refuse("row_twice", "row " + std::to_string(row.id) + " comes twice in one push");
-    in_push_[row.id] = true;
+    // Twice for one iteration would count a worker's gradient twice in the mean.
+    if (pushed_for[row.id] == iteration) {
+      return refuse("row_twice",
+                    "row " + std::to_string(row.id) + " comes twice for iteration " + std::to_string(iteration));
+    }
+    pushed_for[row.id] = iteration;
+    ++marked;
     floats += static_cast<size_t>(layout_.row(row.id).length);
   }
   decoded_.resize(floats);
@@ -87,7 +96,7 @@ Status RowAggregator::DecodePush(std::span<const PushedRow> rows) {
 
 StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
                                         StalenessLedger& ledger) {
-  EDGETRAIN_RETURN_IF_ERROR(DecodePush(rows));
+  EDGETRAIN_RETURN_IF_ERROR(DecodePush(w, iteration, rows));
   bool stepped = false;
   size_t at = 0;
   for (const PushedRow& row : rows) {

@@ -47,12 +47,14 @@ class RowAggregator {
   // reached it in its round, and late gradients are dropped.
   void CloseRoundsAtDeadlines();
 
-  // Worker `w`'s push after its iteration `iteration`: each row's gradient is
-  // gathered and recorded in `ledger`, and the rows whose clock moved step.
-  // Returns whether any row stepped. A push with a row that does not exist,
-  // comes twice, does not decode or carries a NaN or an infinity is refused
-  // whole, before any of it is applied: InvalidArgument, and refusal() says
-  // which of those it was.
+  // Worker `w`'s push after its iteration `iteration`, or a part of one (a
+  // push crosses the link in parts, each applied as it arrives): each row's
+  // gradient is gathered and recorded in `ledger`, and the rows whose clock
+  // moved step. Returns whether any row stepped. A part with a row that does
+  // not exist, that `w` already pushed for `iteration` (in this part or an
+  // earlier one), that does not decode or that carries a NaN or an infinity
+  // is refused whole, before any of it is applied: InvalidArgument, and
+  // refusal() says which of those it was.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
   // Why the last refused push was: "no_such_row", "row_twice", "undecodable"
   // or "not_finite" (a metric's label).
@@ -103,10 +105,12 @@ class RowAggregator {
   int64_t late_rows_ = 0;
   // A push decoded whole, row after row, before any of it is applied.
   std::vector<float> decoded_;
-  std::vector<bool> in_push_;  // per row: seen in the push being decoded
+  // Per worker and row (w * rows + r): the iteration it was last pushed
+  // for, -1 before; grown as workers show up.
+  std::vector<int64_t> pushed_for_;
   std::string refusal_;
-  // Decodes `rows` into decoded_, or says why the push is refused.
-  Status DecodePush(std::span<const PushedRow> rows);
+  // Decodes `rows` into decoded_, or says why the part is refused.
+  Status DecodePush(int w, int64_t iteration, std::span<const PushedRow> rows);
 };
 
 }  // namespace edgetrain

@@ -63,7 +63,7 @@ TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {
   } cases[] = {
       {{{0, RowEncoding::kFloat32, 1, good}, {7, RowEncoding::kFloat32, 1, good}}, "no_such_row", "row 7 does not exist"},
       {{{0, RowEncoding::kFloat32, 1, good}, {0, RowEncoding::kFloat32, 1, good}}, "row_twice",
-       "row 0 comes twice in one push"},
+       "row 0 comes twice for iteration 1"},
       {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kFloat32, 1, short_row}}, "undecodable", "carries 3 bytes"},
       {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kFloat32, 1, with_nan}}, "not_finite",
        "row 1 carries a NaN or an infinity"},
@@ -89,6 +89,29 @@ TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {
     ASSERT_TRUE(model.ApplyPush(0, 1, fine, ledger).ok());
     EXPECT_FLOAT_EQ(model.row_values(0)[0], -1);
   }
+}
+
+// A push crosses the link in parts, each applied as it comes: a row that an
+// earlier part of the same push carried is refused, so that a worker's
+// gradient counts once in the mean; the same row for the next iteration is not.
+TEST_F(RowAggregatorTest, ARowOfAnEarlierPartOfThePushIsRefusedInALaterOne) {
+  StalenessLedger ledger(1, 2, 0);
+  RowAggregator model(layout, sgd, zeros);
+  const std::string g = Floats({2, 2});
+  const std::vector<PushedRow> row0 = {{0, RowEncoding::kFloat32, 1, g}};
+  const std::vector<PushedRow> row1_then_row0 = {{1, RowEncoding::kFloat32, 1, g}, {0, RowEncoding::kFloat32, 1, g}};
+  ASSERT_TRUE(model.ApplyPush(0, 1, row0, ledger).ok());
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -2);
+  auto again = model.ApplyPush(0, 1, row1_then_row0, ledger);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(model.refusal(), "row_twice");
+  EXPECT_NE(again.status().message().find("row 0 comes twice for iteration 1"), std::string::npos);
+  EXPECT_EQ(ledger.pushed(0, 1), 0) << "nothing of the refused part recorded";
+  // Had the second row 0 been gathered, the next step would move it by 4.
+  ASSERT_TRUE(model.ApplyPush(0, 2, row0, ledger).ok()) << "the next iteration's";
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -4) << "counted once";
+  EXPECT_TRUE(model.ApplyPush(0, 2, {{{1, RowEncoding::kFloat32, 1, g}}}, ledger).ok())
+      << "row 1 may come for iteration 2: the refused part left no mark";
 }
 
 TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {

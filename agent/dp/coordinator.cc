@@ -32,7 +32,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       members_(world_, plan.spec.fault_tolerance.node_loss_grace),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),
-      quarantined_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
+      last_refusal_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
       plan_generation_(plan.generation) {
   for (int w = 0; w < world_; ++w) slot_since_.push_back(SlotSince(plan, w));
   // Workers join the ledger when their stream arrives (Join), not before: the
@@ -257,11 +257,18 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   return m;
 }
 
+std::string Coordinator::QuarantineLocked(int w) const {
+  if (refused_pushes_[w] < kRefusalsToQuarantine) return "";
+  return std::to_string(refused_pushes_[w]) + " pushes refused, the last " + last_refusal_[w];
+}
+
 StatusOr<Coordinator::Joined> Coordinator::Join(int w) {
   std::unique_lock lock(mu_);
   if (stopping_) return CancelledError("the job has ended");
   // FailedPrecondition: the worker gives up rather than ask again.
-  if (!quarantined_[w].empty()) return FailedPreconditionError("worker " + std::to_string(w) + " is quarantined: " + quarantined_[w]);
+  if (const std::string why = QuarantineLocked(w); !why.empty()) {
+    return FailedPreconditionError("worker " + std::to_string(w) + " is quarantined: " + why);
+  }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
   stream_generation_[w] = plan_generation_.load();
@@ -297,7 +304,8 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   }
   PushFate fate = members_.Push(w, push.welcome, now, ledger_);
   if (fate == PushFate::kApplied && stopping_) fate = PushFate::kJobOver;  // once stopping, the model is final
-  if (push.report) ++push_fates_[static_cast<int>(fate)];
+  // An applied push's fate is counted once it is (below): it may yet be refused.
+  if (push.report && fate != PushFate::kApplied) ++push_fates_[static_cast<int>(fate)];
   // Senders are woken only when there may be something new to send: a push
   // comes in many parts, and most change nothing a sender looks at. The tick
   // wakes them anyway, so a change missed here costs at most a tick.
@@ -313,22 +321,20 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // An excused worker pushing for the round the team is in counts again.
     if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
     StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
+    if (push.report) ++push_fates_[static_cast<int>(stepped.ok() ? PushFate::kApplied : PushFate::kRefused)];
     if (!stepped.ok()) {
-      // Refused whole, none of it applied; the worker's stream ends, and it
-      // rejoins with a fresh copy, as after any break.
+      // This part refused whole, none of it applied (parts before it were,
+      // each sound in itself); the worker's stream ends, and it rejoins with
+      // a fresh copy, as after any break.
       metrics_.AddRefusedPush(w, aggregator_.refusal());
-      if (push.report) {
-        --push_fates_[static_cast<int>(PushFate::kApplied)];
-        ++push_fates_[static_cast<int>(PushFate::kRefused)];
-      }
-      log_ << "coordinator: refusing worker " << w << "'s push (" << aggregator_.refusal()
-           << "), none of it applied: " << stepped.status().message() << "\n";
+      log_ << "coordinator: refusing worker " << w << "'s push of iteration " << push.iteration << " ("
+           << aggregator_.refusal() << "), none of this part applied: " << stepped.status().message() << "\n";
       // One bad message may be a fluke; a worker that keeps sending them has
       // a diverged model, or means harm: the team goes on without it.
-      if (++refused_pushes_[w] >= kRefusalsToQuarantine) {
-        quarantined_[w] = std::to_string(refused_pushes_[w]) + " pushes refused, the last " + aggregator_.refusal();
-        log_ << "coordinator: worker " << w << " quarantined (" << quarantined_[w]
-             << "): the team goes on without it\n";
+      ++refused_pushes_[w];
+      last_refusal_[w] = aggregator_.refusal();
+      if (const std::string why = QuarantineLocked(w); !why.empty()) {
+        log_ << "coordinator: worker " << w << " quarantined (" << why << "): the team goes on without it\n";
       }
       return stepped.status();
     }

@@ -193,9 +193,11 @@ class Coordinator final : public TrainingEngine {
   int64_t rounds_at_deadline_ = 0;       // rounds its deadline closed
   int64_t excusals_ = 0;                 // workers excused from a round
   std::vector<int64_t> push_fates_;  // by PushFate
-  // Per worker: pushes refused, and why it is quarantined (empty: it is not).
+  // Per worker: pushes refused, and the last one's reason; quarantined from
+  // kRefusalsToQuarantine on.
   std::vector<int> refused_pushes_;
-  std::vector<std::string> quarantined_;
+  std::vector<std::string> last_refusal_;
+  std::string QuarantineLocked(int w) const;  // why `w` is quarantined; empty: it is not
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
   std::vector<int64_t> slot_since_;         // per worker: SlotSince of the current plan; guarded by mu_
   std::atomic<int64_t> plan_generation_;    // written under mu_

@@ -75,12 +75,8 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
     torch::manual_seed(options.seed);
     EDGETRAIN_ASSIGN_OR_RETURN(std::vector<ModelLayer> layers, BuildLayers(spec, data));
     // Images in [0, 1), as the agents scale theirs.
-    std::vector<int64_t> shape = {options.batch_size};
-    if (options.sample_shape.empty()) {
-      shape.insert(shape.end(), {data.channels, data.height, data.width});
-    } else {
-      shape.insert(shape.end(), options.sample_shape.begin(), options.sample_shape.end());
-    }
+    std::vector<int64_t> shape = FirstLayerSampleShape(options.sample_shape, data);
+    shape.insert(shape.begin(), options.batch_size);
     torch::Tensor input = torch::rand(shape);
     std::vector<LayerCost> costs;
     for (size_t i = 0; i < layers.size(); ++i) {

@@ -31,6 +31,9 @@ struct LayerProfileOptions {
   std::vector<int> sample_shape = {};
 };
 
+// The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.
+std::vector<int> PassSizes(int batch);
+
 // The layers of `spec` on `data`, in the order data flows (BuildLayers in
 // agent/torch/models.h: the units a pipeline may cut after), each timed on
 // its real input (the previous layers' output for random images) in passes
@@ -41,9 +44,6 @@ struct LayerProfileOptions {
 // first layer, of its input (what a stage sends upstream), from an upstream
 // gradient of its output's shape. InvalidArgument when the model cannot fit
 // the data or the options are out of range.
-// The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.
-std::vector<int> PassSizes(int batch);
-
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
                                                const LayerProfileOptions& options = {});
 

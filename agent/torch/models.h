@@ -25,6 +25,14 @@ struct ModelLayer {
 // nn.Sequential (ScriptedLayers).
 StatusOr<std::vector<ModelLayer>> BuildLayers(const ModelSpec& spec, const DatasetInfo& data);
 
+// One sample's shape as a model's first layer takes it, without the batch
+// dim: `given` (core/dataset_info.h's SampleShape, which a TorchScript model
+// needs), or [channels, height, width] of `data` when it is empty.
+inline std::vector<int64_t> FirstLayerSampleShape(const std::vector<int>& given, const DatasetInfo& data) {
+  if (given.empty()) return {data.channels, data.height, data.width};
+  return {given.begin(), given.end()};
+}
+
 // The children of a scripted nn.Sequential at spec.torchscript_path as layers
 // (BuildLayers), named "0.Linear", "1.ReLU", ...: the units a pipeline cuts
 // between. Each layer's parameters are the loaded module's own.

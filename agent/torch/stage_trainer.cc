@@ -31,12 +31,8 @@ struct StageShapes {
 StageShapes MeasureShapes(std::span<ModelLayer> layers, const StageTrainerOptions& options, size_t first,
                           size_t end) {
   torch::NoGradGuard no_grad;
-  std::vector<int64_t> sample = {1};
-  if (options.sample_shape.empty()) {
-    sample.insert(sample.end(), {options.data.channels, options.data.height, options.data.width});
-  } else {
-    sample.insert(sample.end(), options.sample_shape.begin(), options.sample_shape.end());
-  }
+  std::vector<int64_t> sample = FirstLayerSampleShape(options.sample_shape, options.data);
+  sample.insert(sample.begin(), 1);
   torch::Tensor x = torch::zeros(sample);
   StageShapes shapes;
   for (size_t i = 0; i < end; ++i) {

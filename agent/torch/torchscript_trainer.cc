@@ -234,8 +234,7 @@ StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {
 StatusOr<std::unique_ptr<Trainer>> LoadTorchScriptTrainer(const TrainerOptions& options) {
   torch::set_num_threads(options.intra_op_threads);
   EDGETRAIN_ASSIGN_OR_RETURN(torch::jit::Module module, LoadModule(options.model.torchscript_path));
-  std::vector<int64_t> shape(options.sample_shape.begin(), options.sample_shape.end());
-  if (shape.empty()) shape = {options.data.channels, options.data.height, options.data.width};
+  std::vector<int64_t> shape = FirstLayerSampleShape(options.sample_shape, options.data);
   auto trainer = std::make_unique<TorchScriptTrainer>(std::move(module), std::move(shape), options.data.classes);
   EDGETRAIN_RETURN_IF_ERROR(trainer->Check());
   return std::unique_ptr<Trainer>(std::move(trainer));
