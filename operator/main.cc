@@ -217,11 +217,7 @@ int main(int argc, char** argv) {
         if (leading.joinable()) leading.Join();
         metrics.SetLeader(false);
       });
-  if (!stepped_down && !g_stop.load()) {
-    // Another replica may lead now: carrying on would be two at once.
-    log.Write("lost the Lease: stopping, so that another replica leads alone");
-    return 1;
-  }
-  log.Write("stopped; the Lease is released");
+  // A Lease lost while leading has ended the process already (above).
+  log.Write(stepped_down ? "stopped; the Lease is released" : "stopped");
   return 0;
 }

@@ -341,9 +341,9 @@ Status Reconciler::Place(Pass& pass) {
   // A status that never said Placed, with pods of the stored plan, and only
   // those: a replica placed the job and died before it wrote the status.
   // Deleting them and placing anew would start the team again for nothing.
-  if (stored.plan && !pass.pods.empty()) {
-    const Json* placed = FindCondition(pass.status, condition::kPlaced);
-    const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable;
+  const Json* placed = FindCondition(pass.status, condition::kPlaced);
+  const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable;
+  if (stored.plan && !pass.pods.empty() && never_placed) {
     // Each pod exactly as the plan makes it: its name, its node and its
     // generation (a coordinator's name is the same in every generation).
     std::map<std::string, const Json*> planned;
@@ -357,7 +357,7 @@ Status Reconciler::Place(Pass& pass) {
              pod.value("/metadata/labels"_json_pointer, Json::object()).value(kGenerationLabel, std::string()) ==
                  want["metadata"]["labels"][kGenerationLabel];
     });
-    if (never_placed && all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator_node);
+    if (all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator_node);
   }
   // Not placed: pods of an earlier plan go first (they hold their nodes).
   if (!pass.pods.empty()) {
@@ -451,28 +451,25 @@ Status Reconciler::Place(Pass& pass) {
 }
 
 Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
-  const std::vector<Json> pods = PodsFor(pass.job, plan, coordinator_node, options_.pods);
-  line_.Placed(pass.key, pods, wall_now_());
-  if (Status applied = ApplyObjects(pass, plan, coordinator_node, pods); !applied.ok()) {  // what is missing
-    line_.Forget(pass.key);
-    return applied;
+  // The plan's ConfigMap is there (it was read back); its Service and the
+  // output claim's node may not be. Its missing pods are Follow's to make.
+  StatusOr<Json> service = client_.Create(kube::kServices, pass.job.namespace_, ServiceFor(pass.job));
+  if (!service.ok() && service.status().code() != StatusCode::kAlreadyExists) {
+    return service.status().WithContext("creating Service " + pass.job.name);
   }
-  std::string workers;
-  for (const WorkerSlot& slot : plan.workers) {
-    workers += (workers.empty() ? "" : ", ") + slot.node + " (" + std::to_string(slot.rank) + ")";
-  }
-  const std::string message = "coordinator on " + coordinator_node + "; workers on " + workers +
-                              " (taken up: plan generation " + std::to_string(plan.generation) +
+  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
+  TeamPlacement placement;
+  placement.coordinator_node = coordinator_node;
+  placement.worker_nodes.resize(plan.workers.size());
+  for (const WorkerSlot& slot : plan.workers) placement.worker_nodes.at(static_cast<size_t>(slot.rank)) = slot.node;
+  const std::string message = Describe(placement) + " (taken up: plan generation " +
+                              std::to_string(plan.generation) +
                               ", placed by a replica that stopped before it said so)";
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
-  pass.Set(condition::kRunning, false, reason::kStarting,
-           "0/" + std::to_string(1 + plan.workers.size()) + " pods running");
-  pass.status["phase"] = phase::kPlacing;
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message);
   pass.outcome.placement = "placed";
-  pass.Requeue(std::chrono::seconds(1));
-  return Status::Ok();
+  return Follow(pass, plan, coordinator_node);
 }
 
 Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,

@@ -46,9 +46,9 @@ class LeaderElector {
   const std::string& identity() const { return options_.identity; }
 
  private:
-  // One try to take or renew the lease; true while this replica holds it.
-  // One try; a renewal is abandoned rather than written once `give_up_at`
-  // has passed (the renew deadline: leading after it risks two leaders).
+  // One try to take or renew the lease; true while this replica holds it. A
+  // renewal is abandoned rather than written once `give_up_at` has passed
+  // (the renew deadline: leading after it risks two leaders).
   bool TryAcquireOrRenew(std::optional<TimePoint> give_up_at = std::nullopt);
   void Release();
 

@@ -376,9 +376,10 @@ class OperatorTest(SiteTestCase):
     def restart_operator(self):
         """A new replica in place of the class's, as the chart's Deployment starts one when
         the last exits: it leads once the Lease the last held expires."""
-        type(self).operator, type(self).operator_http = start_operator(self.operator_kubeconfig(),
-                                                                       type(self).operator_log + ".next")
-        type(self).operator_log += ".next"
+        cls = type(self)
+        cls.replicas = getattr(cls, "replicas", 1) + 1
+        cls.operator_log = os.path.join(cls.dir, f"operator-{cls.replicas}.log")
+        cls.operator, cls.operator_http = start_operator(self.operator_kubeconfig(), cls.operator_log)
 
     def pods_made(self, watch):
         """The pods a watch (opened on a job's pods before it was applied) saw made, by
