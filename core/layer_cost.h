@@ -36,10 +36,9 @@ struct LayerCost {
   int64_t activation_bytes = 0;
   // Passes timed at several sizes, fewest samples first. A pass's time is not
   // in proportion to its samples: a pass over a few pays every operator's
-  // fixed cost, one over many spills the caches (the vgg of
-  // examples/vgg-pipeline.yaml on this machine: 2.0-2.3 ms a sample in
-  // passes of 1, 1.2 in passes of 2, 0.5-0.6 in passes of 8, 0.7 in passes
-  // of 64), and a pipeline's micro-batches are small. Empty: in proportion, at the figures above.
+  // fixed cost, one over many spills the caches (docs/pipeline.md, "The
+  // cost model", has the vgg's figures), and a pipeline's micro-batches are
+  // small. Empty: in proportion, at the figures above.
   std::vector<LayerPass> passes;
 };
 

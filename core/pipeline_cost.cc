@@ -55,19 +55,18 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   }
 }
 
-double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, double samples) const {
-  if (!(samples > 0)) return 0;
+double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t samples) const {
+  if (samples <= 0) return 0;
   const size_t row = problem_.layers.size() + 1;
   auto at = [&](size_t k) { return work_s_[k * row + end_layer] - work_s_[k * row + first_layer]; };
-  const double whole = std::floor(samples);
-  if (whole == samples && whole < static_cast<double>(brackets_.size())) {
-    const Bracket& b = brackets_[static_cast<size_t>(whole)];
+  // Below the last size a whole number of samples is always bracketed; past
+  // it a pass is in proportion to the last.
+  if (samples < static_cast<int64_t>(brackets_.size())) {
+    const Bracket& b = brackets_[static_cast<size_t>(samples)];
     return at(b.above - 1) + b.weight * (at(b.above) - at(b.above - 1));
   }
   const size_t last = sizes_.size() - 1;
-  if (samples >= sizes_[last]) return samples * at(last) / sizes_[last];
-  const size_t k = std::upper_bound(sizes_.begin(), sizes_.end(), samples) - sizes_.begin();  // sizes_[k] > samples
-  return at(k - 1) + (samples - sizes_[k - 1]) * (at(k) - at(k - 1)) / (sizes_[k] - sizes_[k - 1]);
+  return static_cast<double>(samples) * at(last) / sizes_[last];
 }
 
 double PipelineCostModel::BestWorkSeconds(int first_layer, int end_layer) const {
@@ -119,13 +118,13 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
   cost.max_in_flight = std::numeric_limits<int>::max();
   for (size_t i = 0; i < devices.size(); ++i) {
     const int d = devices[i];
-    const double samples = static_cast<double>(shares[i]);
+    const int64_t samples = shares[i];
     // A device dealt none of a micro-batch passes an empty share on, and
     // still holds the stage.
     if (samples > 0) {
       cost.compute_s =
           std::max(cost.compute_s, WorkSeconds(rates.first_layer, rates.end_layer, samples) * seconds_a_unit_[d]);
-      cost.link_s = std::max(cost.link_s, samples * rates.cut_bytes * seconds_a_byte_[d]);
+      cost.link_s = std::max(cost.link_s, static_cast<double>(samples) * rates.cut_bytes * seconds_a_byte_[d]);
     }
     if (const int64_t memory = problem_.devices[d].memory_bytes; memory > 0) {
       const double room = memory - rates.held_bytes;

@@ -136,8 +136,8 @@ class PipelineCostModel {
   }
 
   // Forward and backward passes of layers [first, end) over `samples`
-  // samples, at speed 1.
-  double WorkSeconds(int first_layer, int end_layer, double samples) const;
+  // samples in one pass, at speed 1.
+  double WorkSeconds(int first_layer, int end_layer, int64_t samples) const;
   // The least a sample of layers [first, end) costs at speed 1, in a pass of
   // any size: samples · this bounds WorkSeconds from below, which is what the
   // planner prunes by.

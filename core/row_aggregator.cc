@@ -57,10 +57,10 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
   const size_t first = static_cast<size_t>(w) * layout_.size();
   if (pushed_for_.size() < first + layout_.size()) pushed_for_.resize(first + layout_.size(), -1);
   const std::span<int64_t> pushed_for(pushed_for_.data() + first, layout_.size());
-  size_t marked = 0;  // rows of this part marked as pushed for `iteration`
+  marked_.clear();  // rows of this part marked as pushed for `iteration`, and what they were
   auto refuse = [&](const char* why, std::string message) {
     // A refused part leaves no mark: its rows may come again.
-    for (size_t i = 0; i < marked; ++i) pushed_for[rows[i].id] = -1;
+    for (const auto& [r, before] : marked_) pushed_for[r] = before;
     refusal_ = why;
     return InvalidArgumentError(std::move(message));
   };
@@ -72,8 +72,8 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
       return refuse("row_twice",
                     "row " + std::to_string(row.id) + " comes twice for iteration " + std::to_string(iteration));
     }
+    marked_.emplace_back(row.id, pushed_for[row.id]);
     pushed_for[row.id] = iteration;
-    ++marked;
     floats += static_cast<size_t>(layout_.row(row.id).length);
   }
   decoded_.resize(floats);

@@ -108,6 +108,7 @@ class RowAggregator {
   // Per worker and row (w * rows + r): the iteration it was last pushed
   // for, -1 before; grown as workers show up.
   std::vector<int64_t> pushed_for_;
+  std::vector<std::pair<size_t, int64_t>> marked_;  // the part being decoded's rows, and their marks before
   std::string refusal_;
   // Decodes `rows` into decoded_, or says why the part is refused.
   Status DecodePush(int w, int64_t iteration, std::span<const PushedRow> rows);

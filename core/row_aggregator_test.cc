@@ -107,6 +107,12 @@ TEST_F(RowAggregatorTest, ARowOfAnEarlierPartOfThePushIsRefusedInALaterOne) {
   EXPECT_EQ(model.refusal(), "row_twice");
   EXPECT_NE(again.status().message().find("row 0 comes twice for iteration 1"), std::string::npos);
   EXPECT_EQ(ledger.pushed(0, 1), 0) << "nothing of the refused part recorded";
+  // A refused part puts back the marks it made: row 0's for iteration 1 stands.
+  const std::vector<PushedRow> row0_then_none = {{0, RowEncoding::kFloat32, 1, g}, {7, RowEncoding::kFloat32, 1, g}};
+  ASSERT_FALSE(model.ApplyPush(0, 2, row0_then_none, ledger).ok());
+  EXPECT_EQ(model.refusal(), "no_such_row");
+  ASSERT_FALSE(model.ApplyPush(0, 1, row0, ledger).ok()) << "row 0 of iteration 1 still came already";
+  EXPECT_EQ(model.refusal(), "row_twice");
   // Had the second row 0 been gathered, the next step would move it by 4.
   ASSERT_TRUE(model.ApplyPush(0, 2, row0, ledger).ok()) << "the next iteration's";
   EXPECT_FLOAT_EQ(model.row_values(0)[0], -4) << "counted once";
