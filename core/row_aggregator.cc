@@ -94,6 +94,11 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
   return Status::Ok();
 }
 
+void RowAggregator::ForgetPushes(int w) {
+  const size_t first = static_cast<size_t>(w) * layout_.size();
+  if (first < pushed_for_.size()) std::fill_n(pushed_for_.begin() + static_cast<std::ptrdiff_t>(first), layout_.size(), -1);
+}
+
 StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
                                         StalenessLedger& ledger) {
   EDGETRAIN_RETURN_IF_ERROR(DecodePush(w, iteration, rows));

@@ -56,6 +56,9 @@ class RowAggregator {
   // is refused whole, before any of it is applied: InvalidArgument, and
   // refusal() says which of those it was.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
+  // Worker `w` starts over (a new stream, or back after being counted out):
+  // what it pushed before may come again, computed afresh, and is no duplicate.
+  void ForgetPushes(int w);
   // Why the last refused push was: "no_such_row", "row_twice", "undecodable"
   // or "not_finite" (a metric's label).
   const std::string& refusal() const { return refusal_; }

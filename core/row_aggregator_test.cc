@@ -118,6 +118,9 @@ TEST_F(RowAggregatorTest, ARowOfAnEarlierPartOfThePushIsRefusedInALaterOne) {
   EXPECT_FLOAT_EQ(model.row_values(0)[0], -4) << "counted once";
   EXPECT_TRUE(model.ApplyPush(0, 2, {{{1, RowEncoding::kFloat32, 1, g}}}, ledger).ok())
       << "row 1 may come for iteration 2: the refused part left no mark";
+  // A worker that starts over (a new stream) may push an iteration again.
+  model.ForgetPushes(0);
+  EXPECT_TRUE(model.ApplyPush(0, 2, row0, ledger).ok()) << "after a rejoin, not a duplicate";
 }
 
 TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {

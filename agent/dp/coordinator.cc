@@ -271,6 +271,7 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w) {
   }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
+  aggregator_.ForgetPushes(w);  // it may push again an iteration its last stream had begun
   stream_generation_[w] = plan_generation_.load();
   accounts_.StreamOpened(w, members_.resume_after(w));
   downlink_.StreamOpened(w);
@@ -316,6 +317,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // the team, sent what it lacks for that.
     metrics_.AddRejoin(w);
     accounts_.Resumed(w, members_.resume_after(w));
+    aggregator_.ForgetPushes(w);
     log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
   } else if (fate == PushFate::kApplied) {
     // An excused worker pushing for the round the team is in counts again.
