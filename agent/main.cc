@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "agent/agent.h"
+#include "agent/check_model_command.h"
 #include "agent/data/dataset.h"
 #include "agent/evaluate_model.h"
 #include "agent/profile_layers_command.h"
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args[0] == "profile-layers") {
     return RunProfileLayers({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  }
+  if (!args.empty() && args[0] == "check-model") {
+    return RunCheckModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
   }
   auto flags = ParseAgentFlags(args);
   if (!flags.ok()) {

@@ -1,12 +1,15 @@
 #include "api/capabilities.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <functional>
 
 namespace edgetrain::api {
 namespace {
 
 using Json = nlohmann::json;
+namespace fs = std::filesystem;
 
 // The manifest as written, at `path` ("spec.output.volume"): null when it
 // did not write it.
@@ -22,6 +25,25 @@ const Json& Written(const Json& raw, const std::string& path) {
     start = dot + 1;
   }
   return *at;
+}
+
+// The relative paths of a data set from files: in a cluster, each is in spec.data.volume.
+std::vector<std::string> RelativeDataPaths(const JobSpec& spec) {
+  std::vector<std::string> relative;
+  if (!spec.data.files) return relative;
+  for (const DataFiles* split : {&spec.data.files->train, &spec.data.files->test}) {
+    for (const std::string* path : {&split->path, &split->features, &split->labels}) {
+      if (!path->empty() && fs::path(*path).is_relative()) relative.push_back(*path);
+    }
+  }
+  return relative;
+}
+
+// A ConfigMap's keys are [-._a-zA-Z0-9]+: a file name, never a folder's.
+bool IsConfigMapKey(const std::string& key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 enum class Effect { kRefuse, kNote };
@@ -54,15 +76,52 @@ const std::vector<Capability>& Capabilities() {
       {"spec.parallelism.mode", Effect::kNote, kPlanningOnly,
        [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; },
        "runs with edgetrain run; the operator does not run a pipeline, hybrid or auto job yet"},
-      // A user's own model and data train under edgetrain run. The operator
-      // places workers by the model's cost, which a TorchScript module's is not
-      // known until an agent loads it, and its pods mount no data volume yet.
-      {"spec.model.torchscript", Effect::kRefuse, {Runner::kKubernetes, Runner::kPlanning},
+      // A user's own model and data. In a cluster the files a manifest names
+      // relatively are in spec.data.volume, or a small model in a ConfigMap
+      // (ResolveClusterPaths); the operator has an agent load the module to
+      // learn its size before it places the team (docs/operator.md), which
+      // edgetrain plan, with no cluster, cannot.
+      {"spec.model.torchscript", Effect::kRefuse, {Runner::kPlanning},
        [](const JobSpec& s, const Json&) { return s.model.kind == ModelKind::kTorchScript; },
-       "is not supported on Kubernetes yet (edgetrain run trains it)"},
-      {"spec.data.format", Effect::kRefuse, {Runner::kKubernetes, Runner::kPlanning},
-       [](const JobSpec& s, const Json&) { return s.data.files.has_value(); },
-       "data from files is not supported on Kubernetes yet (edgetrain run trains on it)"},
+       "cannot be planned without a cluster: the operator has an agent load the module to learn its cost "
+       "(status.modelCheck) before it places the team"},
+      {"spec.data.volume", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json& raw) {
+         return Written(raw, "spec.data.volume").is_null() && !RelativeDataPaths(s).empty();
+       },
+       "is needed to read spec.data's relative paths from in a cluster (or give absolute paths of files in the "
+       "agent's image)"},
+      {"spec.model.torchscript.path", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json& raw) {
+         return s.model.kind == ModelKind::kTorchScript && fs::path(s.model.torchscript_path).is_relative() &&
+                Written(raw, "spec.model.torchscript.configMap").is_null() &&
+                Written(raw, "spec.data.volume").is_null();
+       },
+       "is relative: in a cluster it is read from spec.data.volume or spec.model.torchscript.configMap, and "
+       "neither is given"},
+      {"spec.model.torchscript.path", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json& raw) {
+         return !Written(raw, "spec.model.torchscript.configMap").is_null() &&
+                !IsConfigMapKey(s.model.torchscript_path);
+       },
+       "is the module's key in spec.model.torchscript.configMap: letters, digits, '-', '_' and '.' only"},
+      {"spec.data", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json&) {
+         std::vector<std::string> paths = RelativeDataPaths(s);
+         if (s.model.kind == ModelKind::kTorchScript && fs::path(s.model.torchscript_path).is_relative()) {
+           paths.push_back(s.model.torchscript_path);
+         }
+         return std::any_of(paths.begin(), paths.end(), [](const std::string& p) {
+           return fs::path(p).lexically_normal().string().rfind("..", 0) == 0;
+         });
+       },
+       "a relative path leaves the volume it is read from (..)"},
+      {"spec.data.volume", Effect::kNote, {Runner::kLocal},
+       [](const JobSpec&, const Json& raw) { return !Written(raw, "spec.data.volume").is_null(); },
+       "has no effect under edgetrain run: relative paths are read beside the manifest"},
+      {"spec.model.torchscript.configMap", Effect::kNote, {Runner::kLocal},
+       [](const JobSpec&, const Json& raw) { return !Written(raw, "spec.model.torchscript.configMap").is_null(); },
+       "has no effect under edgetrain run: the module is read from path, beside the manifest"},
       // A TorchScript model is cut into stages between the children of its
       // nn.Sequential; any other module is refused, with the reason, when the
       // agent measures its layers for the plan (ScriptedLayers, agent/torch/models.h).

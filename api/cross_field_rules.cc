@@ -75,6 +75,11 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return Has(train, "path") && Has(test, "path") && !Has(train, "features") && !Has(train, "labels") &&
                 !Has(test, "features") && !Has(test, "labels");
        }},
+      {"spec.data", "volume is either a persistentVolumeClaim or a configMap",
+       [](const Json& self) {
+         return !Has(self, "volume") ||
+                Has(self["volume"], "persistentVolumeClaim") != Has(self["volume"], "configMap");
+       }},
       {"spec.data.partition", "alpha is required for kind dirichlet and allowed only there",
        [](const Json& self) { return Has(self, "alpha") == (self["kind"] == "dirichlet"); }},
       {"spec.sync", "stalenessBound applies only to the rog and ssp policies",

@@ -46,6 +46,8 @@ const std::map<std::string, const char*> kBreaking = {
     {"csv and images data name one path for train and one for test, not features or labels",
      R"({"spec": {"data": {"dataset": null, "format": "images", "train": {"path": "train"},
                            "test": {"path": "test", "labels": "y.npy"}, "inputShape": [3, 32, 32], "classes": 2}}})"},
+    {"volume is either a persistentVolumeClaim or a configMap",
+     R"({"spec": {"data": {"volume": {"persistentVolumeClaim": {"claimName": "d"}, "configMap": {"name": "d"}}}}})"},
     {"channels applies only to the cnn model", R"({"spec": {"model": {"name": "mlp", "channels": [10]}}})"},
     {"widths applies only to the vgg model", R"({"spec": {"model": {"name": "cnn", "widths": [10]}}})"},
     {"alpha is required for kind dirichlet and allowed only there",

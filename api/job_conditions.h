@@ -31,11 +31,14 @@ namespace reason {
 inline constexpr const char* kInvalidSpec = "InvalidSpec";          // schema or cross-field rule; the message names the field
 inline constexpr const char* kNotSupported = "NotSupported";        // valid, but asks what has not landed
 inline constexpr const char* kNoMatchingNode = "NoMatchingNode";    // spec.placement.nodeSelector matches no node at all
+inline constexpr const char* kInvalidModel = "InvalidModel";        // an agent loaded the module and refused it
 // Placed
 inline constexpr const char* kPlaced = "Placed";
 inline constexpr const char* kUnschedulable = "Unschedulable";      // the gang does not fit now
 inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, but not all running in time: torn down
 inline constexpr const char* kSuspended = "Suspended";
+inline constexpr const char* kCheckingModel = "CheckingModel";      // an agent is loading the TorchScript module first
+inline constexpr const char* kModelChecked = "ModelChecked";        // (an Event) it loaded, and its size is known
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
 inline constexpr const char* kTraining = "Training";
@@ -51,6 +54,7 @@ inline constexpr const char* kEnded = "Ended";  // exit 0, but no result to say 
 // Failed
 inline constexpr const char* kCoordinatorFailed = "CoordinatorFailed";
 inline constexpr const char* kRecoveriesExhausted = "RecoveriesExhausted";  // more losses than maxRecoveries
+inline constexpr const char* kModelCheckFailed = "ModelCheckFailed";  // the module's check crashed, with no verdict
 // Recovering
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting

@@ -12,13 +12,14 @@ std::string QuantityText(const Json& v) { return v.is_string() ? v.get<std::stri
 
 }  // namespace
 
-StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults) {
+StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults,
+                                    const std::optional<ModelSize>& measured) {
   const Json& spec = job.object.at("spec");
   TeamRequest request;
   // One worker is a job of one on a cluster: a single agent, no team to sync.
   request.solo = job.spec.parallelism.workers == 1;
   request.workers = request.solo ? 0 : job.spec.parallelism.workers;
-  request.step = StepCostOf(job.spec);
+  request.step = measured ? StepCostOf(job.spec, *measured) : StepCostOf(job.spec);
   request.minimise_energy = job.spec.budget.energy_joules > 0;
   request.architectures = defaults.architectures;
 

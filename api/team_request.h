@@ -4,11 +4,13 @@
 // `edgetrain plan` read a manifest through this one function, so both place it
 // alike.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/trainingjob.h"
 #include "core/cluster_placement.h"
+#include "core/step_cost.h"
 #include "core/status.h"
 
 namespace edgetrain::api {
@@ -23,7 +25,10 @@ struct PodDefaults {
 };
 
 // A job of one worker is a job of one (`solo`): a single agent trains it. An
-// InvalidArgument names the field when a request is not a quantity.
-StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults);
+// InvalidArgument names the field when a request is not a quantity. A
+// TorchScript module's step is costed by `measured`, its size as an agent
+// found it (status.modelCheck); without it, at nothing.
+StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults,
+                                    const std::optional<ModelSize>& measured = std::nullopt);
 
 }  // namespace edgetrain::api

@@ -71,6 +71,18 @@ TEST(TeamRequestTest, OneWorkerIsAJobOfOne) {
   EXPECT_EQ(request->workers, 0);
 }
 
+TEST(TeamRequestTest, ATorchScriptModuleIsCostedByItsMeasuredSize) {
+  const TrainingJobManifest job = Job(R"({"model": {"name": null, "torchscript": {"path": "/m.pt"}}})");
+  StatusOr<TeamRequest> unknown = TeamRequestOf(job, PodDefaults{});
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->step.parameters, 0);
+  StatusOr<TeamRequest> measured = TeamRequestOf(job, PodDefaults{}, ModelSize{5000, 4800});
+  ASSERT_TRUE(measured.ok());
+  EXPECT_EQ(measured->step.parameters, 5000);
+  EXPECT_EQ(measured->step.multiply_adds, 4800);
+  EXPECT_GT(measured->step.bits_per_exchange, 0);
+}
+
 TEST(TeamRequestTest, ARequestThatIsNoQuantityNamesItsField) {
   StatusOr<TeamRequest> request =
       TeamRequestOf(Job(R"({"template": {"resources": {"requests": {"memory": "lots"}}}})"), PodDefaults{});

@@ -83,23 +83,36 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   return manifest;
 }
 
-Status ResolveFilePaths(TrainingJobManifest& job, const std::string& folder) {
+namespace {
+
+Status ResolveUnder(TrainingJobManifest& job, const std::string& model_folder, const std::string& data_folder) {
   namespace fs = std::filesystem;
   Json& spec = job.object["spec"];
-  auto resolve = [&](const Json::json_pointer& at) {
+  auto resolve = [&](const Json::json_pointer& at, const std::string& folder) {
     if (!spec.contains(at) || !spec[at].is_string()) return;
     const fs::path path = spec[at].get<std::string>();
     if (path.is_relative()) spec[at] = (fs::path(folder) / path).lexically_normal().string();
   };
-  resolve("/model/torchscript/path"_json_pointer);
+  resolve("/model/torchscript/path"_json_pointer, model_folder);
   for (const char* split : {"train", "test"}) {
     for (const char* file : {"path", "features", "labels"}) {
-      resolve(Json::json_pointer(std::string("/data/") + split + "/" + file));
+      resolve(Json::json_pointer(std::string("/data/") + split + "/" + file), data_folder);
     }
   }
   // The spec is what the object says: decoded again, not edited beside it.
   EDGETRAIN_ASSIGN_OR_RETURN(job.spec, DecodeJobSpec(job.SpecJson()));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveFilePaths(TrainingJobManifest& job, const std::string& folder) {
+  return ResolveUnder(job, folder, folder);
+}
+
+Status ResolveClusterPaths(TrainingJobManifest& job) {
+  const bool in_config_map = job.object["spec"].contains("/model/torchscript/configMap"_json_pointer);
+  return ResolveUnder(job, in_config_map ? kModelMountPath : kDataMountPath, kDataMountPath);
 }
 
 }  // namespace edgetrain::api

@@ -32,4 +32,15 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
 // `object`, from which `spec` is decoded again. Absolute paths stay.
 Status ResolveFilePaths(TrainingJobManifest& job, const std::string& folder);
 
+// Where an agent's pod finds what a manifest names by a relative path
+// (docs/own-model.md, "On a cluster"): spec.data.volume is mounted at
+// kDataMountPath, spec.model.torchscript.configMap at kModelMountPath.
+inline constexpr const char* kDataMountPath = "/data";
+inline constexpr const char* kModelMountPath = "/model";
+
+// ResolveFilePaths for the operator's pods: the data's relative paths under
+// kDataMountPath, the module's under kModelMountPath when a ConfigMap holds it,
+// else under kDataMountPath too.
+Status ResolveClusterPaths(TrainingJobManifest& job);
+
 }  // namespace edgetrain::api

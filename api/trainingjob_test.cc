@@ -26,7 +26,7 @@ const Json kValid = Json::parse(R"({
 })");
 
 // The valid manifest with a JSON merge patch applied; JSON is YAML.
-std::string With(const char* patch) {
+std::string With(const std::string& patch) {
   Json m = kValid;
   m.merge_patch(Json::parse(patch));
   return m.dump();
@@ -194,6 +194,28 @@ TEST(TrainingJobTest, OwnModelAndDataDecodeAndTheirRelativePathsAreTheManifestFo
   EXPECT_EQ(handed->model.torchscript_path, "/home/me/jobs/models/net.pt");
   EXPECT_EQ(handed->data.files->test.labels, "/home/me/jobs/y_test.npy");
   EXPECT_TRUE(handed->data.files->test.path.empty());
+}
+
+TEST(TrainingJobTest, OnAClusterRelativePathsAreInTheDataVolumeOrTheModelsConfigMap) {
+  const std::string data = R"("data": {"dataset": null, "format": "csv", "inputShape": [4], "classes": 3,
+               "volume": {"persistentVolumeClaim": {"claimName": "robot-frames"}},
+               "train": {"path": "frames/train.csv"}, "test": {"path": "/opt/frames/test.csv"}})";
+  auto on_volume = ParseTrainingJob(
+      With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "net.pt"}}, )" + data + "}}"), "own.yaml");
+  ASSERT_TRUE(on_volume.ok()) << on_volume.status().ToString();
+  ASSERT_TRUE(ResolveClusterPaths(*on_volume).ok());
+  EXPECT_EQ(on_volume->spec.model.torchscript_path, "/data/net.pt");
+  EXPECT_EQ(on_volume->spec.data.files->train.path, "/data/frames/train.csv");
+  EXPECT_EQ(on_volume->spec.data.files->test.path, "/opt/frames/test.csv") << "the image's own file";
+
+  auto in_config_map = ParseTrainingJob(
+      With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "net.pt", "configMap": "small-net"}}, )" +
+           data + "}}"),
+      "own.yaml");
+  ASSERT_TRUE(in_config_map.ok()) << in_config_map.status().ToString();
+  ASSERT_TRUE(ResolveClusterPaths(*in_config_map).ok());
+  EXPECT_EQ(in_config_map->spec.model.torchscript_path, "/model/net.pt");
+  EXPECT_EQ(in_config_map->spec.data.files->train.path, "/data/frames/train.csv");
 }
 
 TEST(TrainingJobTest, ReportsEveryStructuralErrorAtOnce) {

@@ -286,6 +286,16 @@ TEST(StepCostTest, ABigModelOnAFastLinkIsComputeBoundAndASmallOneOnWiFiIsNot) {
   fashion.sync.compression = Compression::kInt8;
   EXPECT_DOUBLE_EQ(StepCostOf(fashion).bits_per_exchange * 4, big.bits_per_exchange);
 
+  // A TorchScript module is costed by its measured size alone, its exchange at
+  // the job's compression as a built-in model's.
+  JobSpec own = fashion;
+  own.model.kind = ModelKind::kTorchScript;
+  EXPECT_EQ(StepCostOf(own).parameters, 0) << "unknown until an agent loads it";
+  StepCost measured = StepCostOf(own, ModelSize{109386, 109184});
+  EXPECT_EQ(measured.multiply_adds, 109184);
+  EXPECT_EQ(measured.batch_size, 64);
+  EXPECT_DOUBLE_EQ(measured.bits_per_exchange, StepCostOf(fashion).bits_per_exchange);
+
   JobSpec cnn;
   cnn.model.kind = ModelKind::kCnn;
   cnn.data.batch_size = 32;

@@ -23,7 +23,22 @@ double BitsPerValue(Compression c) {
   return 32;
 }
 
+// Row-granular sync sends at most every row each step; the prediction takes
+// the whole model both ways, the cost of bsp and the most rog ever pays.
+double BitsPerExchange(const JobSpec& spec, int64_t parameters) {
+  return 2.0 * static_cast<double>(parameters) * BitsPerValue(spec.sync.compression);
+}
+
 }  // namespace
+
+StepCost StepCostOf(const JobSpec& spec, const ModelSize& measured) {
+  StepCost cost;
+  cost.batch_size = spec.data.batch_size;
+  cost.parameters = measured.parameters;
+  cost.multiply_adds = measured.multiply_adds;
+  cost.bits_per_exchange = BitsPerExchange(spec, cost.parameters);
+  return cost;
+}
 
 StepCost StepCostOf(const JobSpec& spec) {
   const DatasetInfo data = InfoOf(spec.data);
@@ -68,14 +83,12 @@ StepCost StepCostOf(const JobSpec& spec) {
       break;
     }
     case ModelKind::kTorchScript:
-      // Its layers are known only once LibTorch loads it: nothing is costed,
-      // and what places by cost refuses it (api/capabilities.h).
+      // Its layers are known only once LibTorch loads it: costed by the
+      // overload that takes its measured size, nothing here.
       return cost;
   }
   dense(in, data.classes);
-  // Row-granular sync sends at most every row each step; the prediction takes
-  // the whole model both ways, the cost of bsp and the most rog ever pays.
-  cost.bits_per_exchange = 2.0 * static_cast<double>(cost.parameters) * BitsPerValue(spec.sync.compression);
+  cost.bits_per_exchange = BitsPerExchange(spec, cost.parameters);
   return cost;
 }
 

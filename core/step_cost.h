@@ -19,6 +19,20 @@ struct StepCost {
 
 StepCost StepCostOf(const JobSpec& spec);
 
+// A model's size as an agent that loaded it measured it: a TorchScript
+// module's layers are known only to LibTorch, so the operator has an agent load
+// it before placing its team (docs/operator.md, "Your own model").
+struct ModelSize {
+  int64_t parameters = 0;
+  // Per sample, forward: the multiply-adds a dense layer of the same measured
+  // cost would do (an equivalent, not a count; core/step_cost.cc's calibration).
+  int64_t multiply_adds = 0;
+};
+
+// The step of `spec`'s job with its model's size as measured rather than as
+// the manifest's built-in model would be.
+StepCost StepCostOf(const JobSpec& spec, const ModelSize& measured);
+
 // A device of compute score 1 (this project's reference machine: a 2-core x86-64
 // VM, one intra-op thread) sustains this many floating-point operations a second
 // on the built-in models. Calibrated with a job of one: fashion-mnist, mlp

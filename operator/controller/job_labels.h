@@ -9,7 +9,7 @@
 namespace edgetrain::operator_ {
 
 inline constexpr const char* kJobLabel = "edgetrain.dev/job";    // the TrainingJob's name
-inline constexpr const char* kRoleLabel = "edgetrain.dev/role";  // coordinator | worker
+inline constexpr const char* kRoleLabel = "edgetrain.dev/role";  // coordinator | worker | model-check
 inline constexpr const char* kRankLabel = "edgetrain.dev/rank";  // a worker's rank
 // The plan generation a pod was made for; pods of another one are replaced.
 inline constexpr const char* kGenerationLabel = "edgetrain.dev/plan-generation";
@@ -31,6 +31,12 @@ inline std::string WorkerPodName(const std::string& job, int rank, int64_t since
   return job + "-worker-" + std::to_string(rank) +
          (since_generation > 1 ? "-g" + std::to_string(since_generation) : std::string());
 }
+// The pod that loads a TorchScript module before its team is placed
+// (operator/controller/model_check.h), role kModelCheckRole.
+inline constexpr const char* kModelCheckRole = "model-check";
+inline std::string ModelCheckPodName(const std::string& job) { return job + "-model-check"; }
+// The module (its path in the pods, and its ConfigMap) a check pod loads.
+inline constexpr const char* kModelCheckModuleAnnotation = "edgetrain.dev/module";
 // Where the plan's coordinator runs, on the plan's ConfigMap.
 inline constexpr const char* kCoordinatorNodeAnnotation = "edgetrain.dev/coordinator-node";
 

@@ -37,6 +37,50 @@ Json ResourcesOf(const JobObject& job, const api::PodDefaults& defaults) {
   return resources;
 }
 
+// The volumes with a user's own files, read-only in every agent's pod where
+// api::ResolveClusterPaths made the spec's relative paths point.
+struct FileMounts {
+  Json volumes = Json::array();
+  Json mounts = Json::array();
+};
+
+FileMounts FileMountsOf(const JobObject& job) {
+  FileMounts files;
+  const Json& spec = Spec(job);
+  if (spec.contains("/data/volume"_json_pointer)) {
+    const Json& volume = spec["data"]["volume"];
+    Json source = volume.contains("configMap")
+                      ? Json{{"configMap", {{"name", volume["configMap"]["name"]}}}}
+                      : Json{{"persistentVolumeClaim",
+                              {{"claimName", volume["persistentVolumeClaim"]["claimName"]}, {"readOnly", true}}}};
+    source["name"] = "data";
+    files.volumes.push_back(source);
+    files.mounts.push_back({{"name", "data"}, {"mountPath", api::kDataMountPath}, {"readOnly", true}});
+  }
+  if (spec.contains("/model/torchscript/configMap"_json_pointer)) {
+    files.volumes.push_back({{"name", "model"}, {"configMap", {{"name", spec["model"]["torchscript"]["configMap"]}}}});
+    files.mounts.push_back({{"name", "model"}, {"mountPath", api::kModelMountPath}, {"readOnly", true}});
+  }
+  return files;
+}
+
+std::string ImageOf(const JobObject& job, const PodOptions& options) {
+  const std::string image = Spec(job).value("/template/image"_json_pointer, std::string());
+  return image.empty() ? options.default_image : image;
+}
+
+// The restricted Pod Security Standard, for the container and its pod.
+Json RestrictedContainerSecurity() {
+  return {{"allowPrivilegeEscalation", false}, {"readOnlyRootFilesystem", true}, {"capabilities", {{"drop", {"ALL"}}}}};
+}
+Json RestrictedPodSecurity() {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", 65532},
+          {"runAsGroup", 65532},
+          {"fsGroup", 65532},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
 }  // namespace
 
 Json LabelsOf(const JobObject& job) { return {{kJobLabel, job.name}, {kManagedBy, kOperatorName}}; }
@@ -112,7 +156,7 @@ Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::stri
 std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
                           const PodOptions& options) {
   const Json& spec = Spec(job);
-  const std::string image = spec.value("/template/image"_json_pointer, std::string());
+  const FileMounts files = FileMountsOf(job);
   const std::string world = std::to_string(std::max<size_t>(1, plan.workers.size()));
   const Json output_volume =
       spec.contains("/output/volume/persistentVolumeClaim"_json_pointer)
@@ -154,9 +198,12 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
       mounts.push_back({{"name", "output"}, {"mountPath", output_mount}});
       volumes.push_back(output_volume);
     }
+    // Every agent reads the data and the module: workers train, the coordinator evaluates.
+    mounts.insert(mounts.end(), files.mounts.begin(), files.mounts.end());
+    volumes.insert(volumes.end(), files.volumes.begin(), files.volumes.end());
     Json container = {
         {"name", "agent"},
-        {"image", image.empty() ? options.default_image : image},
+        {"image", ImageOf(job, options)},
         {"args", args},
         {"env", {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}}},
         {"ports",
@@ -167,11 +214,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
         // where the operator reads how the job ended. A crash leaves the log's tail.
         {"terminationMessagePath", kTerminationLog},
         {"terminationMessagePolicy", "FallbackToLogsOnError"},
-        // The restricted Pod Security Standard.
-        {"securityContext",
-         {{"allowPrivilegeEscalation", false},
-          {"readOnlyRootFilesystem", true},
-          {"capabilities", {{"drop", {"ALL"}}}}}},
+        {"securityContext", RestrictedContainerSecurity()},
         {"volumeMounts", mounts}};
     Json pod_spec = {
         {"nodeName", node},  // bound as a gang scheduler binds: placement decided
@@ -181,12 +224,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
         {"terminationGracePeriodSeconds", options.termination_grace_seconds},
         {"enableServiceLinks", false},
         {"automountServiceAccountToken", false},
-        {"securityContext",
-         {{"runAsNonRoot", true},
-          {"runAsUser", 65532},
-          {"runAsGroup", 65532},
-          {"fsGroup", 65532},
-          {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+        {"securityContext", RestrictedPodSecurity()},
         {"containers", {container}},
         {"volumes", volumes}};
     pod_spec["tolerations"] = tolerations;
@@ -210,6 +248,45 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
                        {coordinator, "--listen=$(POD_IP):0"}));
   }
   return pods;
+}
+
+Json ModelCheckPodFor(const JobObject& job, const std::string& module, const PodOptions& options) {
+  const Json& spec = Spec(job);
+  const FileMounts files = FileMountsOf(job);
+  Json labels = LabelsOf(job);
+  labels[kRoleLabel] = kModelCheckRole;
+  // The spec's paths are already the pod's own (api::ResolveClusterPaths,
+  // when the reconciler read the job).
+  Json container = {{"name", "check"},
+                    {"image", ImageOf(job, options)},
+                    {"args",
+                     {"check-model", "--model=" + spec.at("model").dump(), "--data=" + spec.at("data").dump(),
+                      "--termination-log=" + std::string(kTerminationLog)}},
+                    {"resources", ResourcesOf(job, options.defaults)},
+                    {"terminationMessagePath", kTerminationLog},
+                    {"terminationMessagePolicy", "FallbackToLogsOnError"},
+                    {"securityContext", RestrictedContainerSecurity()},
+                    {"volumeMounts", files.mounts}};
+  Json pod_spec = {{"restartPolicy", "Never"},
+                   {"enableServiceLinks", false},
+                   {"automountServiceAccountToken", false},
+                   {"securityContext", RestrictedPodSecurity()},
+                   {"containers", {container}},
+                   {"volumes", files.volumes},
+                   {"tolerations", spec.value("/template/tolerations"_json_pointer, Json::array())}};
+  if (spec.contains("/placement/nodeSelector"_json_pointer)) {
+    pod_spec["nodeSelector"] = spec["placement"]["nodeSelector"];
+  }
+  if (spec.contains("/placement/priorityClassName"_json_pointer)) {
+    pod_spec["priorityClassName"] = spec["placement"]["priorityClassName"];
+  }
+  Json metadata = Metadata(job, ModelCheckPodName(job.name), labels);
+  metadata["annotations"] = {{kModelCheckModuleAnnotation, module}};
+  return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
+}
+
+std::string ModuleCheckedBy(const Json& pod) {
+  return pod.value("/metadata/annotations"_json_pointer, Json::object()).value(kModelCheckModuleAnnotation, "");
 }
 
 }  // namespace edgetrain::operator_

@@ -57,6 +57,15 @@ Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::stri
 std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
                           const PodOptions& options);
 
+// The pod that loads the job's TorchScript module, checks it and measures its
+// step (`edgetrain-agent check-model`), with the files mounted as the team's
+// pods will have them; left to the scheduler, within the job's nodeSelector
+// and tolerations, since no team is placed yet (operator/controller/model_check.h).
+// `module` (ModuleOf) is written on it, for ModuleCheckedBy.
+Json ModelCheckPodFor(const JobObject& job, const std::string& module, const PodOptions& options);
+// The module a check pod was made for.
+std::string ModuleCheckedBy(const Json& pod);
+
 // The labels every object of the job carries.
 Json LabelsOf(const JobObject& job);
 

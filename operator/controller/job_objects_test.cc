@@ -1,5 +1,7 @@
 #include "operator/controller/job_objects.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "operator/controller/job_labels.h"
@@ -127,6 +129,65 @@ TEST(JobObjectsTest, AJobOfOneIsOneAgentAndItsOutputVolumeAndImageAreTheManifest
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["requests"]["memory"], "512Mi");
   EXPECT_EQ(pod["spec"]["volumes"][1]["persistentVolumeClaim"]["claimName"], "models");
   EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"][1]["mountPath"], "/out/run-1");
+}
+
+// A user's own model and data: every agent mounts their volume read-only,
+// where the plan's spec (what the agents read) says the files are.
+TEST(JobObjectsTest, OwnFilesAreMountedInEveryPodWhereThePlansPathsPoint) {
+  JobObject job = Job(R"({"parallelism": {"workers": 2},
+      "model": {"name": null, "torchscript": {"path": "net.pt", "configMap": "small-net"}},
+      "data": {"dataset": null, "format": "csv", "inputShape": [4], "classes": 3,
+               "volume": {"persistentVolumeClaim": {"claimName": "robot-frames"}},
+               "train": {"path": "frames/train.csv"}, "test": {"path": "frames/test.csv"}}})");
+  ASSERT_TRUE(api::ResolveClusterPaths(job.manifest).ok());  // as the reconciler reads a job
+  const TeamPlacement placement = Placed("gateway", {"robot-1", "robot-2"});
+  const JobPlan plan = PlanOf(job, placement, {}, 1);
+  auto spec = DecodeJobSpec(plan.spec_json);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->model.torchscript_path, "/model/net.pt");
+  EXPECT_EQ(spec->data.files->train.path, "/data/frames/train.csv");
+
+  const std::vector<Json> pods = PodsFor(job, plan, placement.coordinator_node, PodOptions{});
+  ASSERT_EQ(pods.size(), 3u);
+  for (const Json& pod : pods) {
+    std::map<std::string, Json> volumes, mounts;
+    for (const Json& v : pod["spec"]["volumes"]) volumes[v["name"]] = v;
+    for (const Json& m : pod["spec"]["containers"][0]["volumeMounts"]) mounts[m["name"]] = m;
+    ASSERT_TRUE(volumes.count("data") && volumes.count("model")) << pod["spec"]["volumes"].dump();
+    EXPECT_EQ(volumes["data"]["persistentVolumeClaim"]["claimName"], "robot-frames");
+    EXPECT_EQ(volumes["data"]["persistentVolumeClaim"]["readOnly"], true);
+    EXPECT_EQ(volumes["model"]["configMap"]["name"], "small-net");
+    EXPECT_EQ(mounts["data"]["mountPath"], "/data");
+    EXPECT_EQ(mounts["model"]["mountPath"], "/model");
+    EXPECT_EQ(mounts["data"]["readOnly"], true);
+    EXPECT_EQ(mounts["model"]["readOnly"], true);
+  }
+
+  // The module's check: the same files, the agent's check-model command on
+  // the spec as the pods see it, left to the scheduler within the job's
+  // selector, never restarted.
+  job = Job(R"({"model": {"name": null, "torchscript": {"path": "net.pt"}},
+                "data": {"volume": {"configMap": {"name": "files"}}},
+                "placement": {"nodeSelector": {"edgetrain.dev/site": "yard"}},
+                "template": {"tolerations": [{"key": "robot", "operator": "Exists"}]}})");
+  ASSERT_TRUE(api::ResolveClusterPaths(job.manifest).ok());
+  const Json check = ModelCheckPodFor(job, "/data/net.pt", PodOptions{});
+  EXPECT_EQ(ModuleCheckedBy(check), "/data/net.pt");
+  EXPECT_EQ(check["metadata"]["name"], "team-model-check");
+  EXPECT_EQ(check["metadata"]["labels"]["edgetrain.dev/role"], "model-check");
+  EXPECT_EQ(check["metadata"]["labels"]["edgetrain.dev/job"], "team");
+  EXPECT_EQ(check["metadata"]["ownerReferences"][0]["kind"], "TrainingJob");
+  EXPECT_FALSE(check["spec"].contains("nodeName"));
+  EXPECT_EQ(check["spec"]["nodeSelector"]["edgetrain.dev/site"], "yard");
+  EXPECT_EQ(check["spec"]["tolerations"][0]["key"], "robot");
+  EXPECT_EQ(check["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(check["spec"]["volumes"][0]["configMap"]["name"], "files");
+  const std::vector<std::string> args = Args(check);
+  ASSERT_GE(args.size(), 3u);
+  EXPECT_EQ(args[0], "check-model");
+  EXPECT_NE(args[1].find(R"("path":"/data/net.pt")"), std::string::npos) << args[1];
+  EXPECT_EQ(args[2].rfind("--data={", 0), 0u) << args[2];
+  EXPECT_TRUE(check["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"]);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "operator/controller/gang.h"
 #include "operator/controller/job_labels.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/model_check.h"
 
 namespace edgetrain::operator_ {
 
@@ -37,7 +38,8 @@ struct Reconciler::Pass {
   Json stored_status; // what the API has
   int64_t generation = 0;
   std::string now;
-  std::vector<Json> pods;
+  std::vector<Json> pods;            // the team's, not the model check's
+  std::optional<Json> model_check;   // the pod checking a TorchScript module
   ReconcileOutcome outcome;
 
   std::string Phase() const { return status.value("phase", ""); }
@@ -105,7 +107,15 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   pass.status = pass.stored_status;
   pass.generation = object->at("metadata").value("generation", int64_t{1});
   pass.now = kube::FormatKubeTime(wall_now_());
-  pass.pods = pods_.ByIndex(kPodsByJob, key);
+  for (Json& pod : pods_.ByIndex(kPodsByJob, key)) {
+    const bool checks_model =
+        pod.value("/metadata/labels"_json_pointer, Json::object()).value(kRoleLabel, "") == kModelCheckRole;
+    if (checks_model) {
+      pass.model_check = std::move(pod);
+    } else {
+      pass.pods.push_back(std::move(pod));
+    }
+  }
 
   EDGETRAIN_RETURN_IF_ERROR(Validate(pass));
   if (pass.job.name.empty()) {  // invalid: the status says why, nothing else is done but its TTL
@@ -161,17 +171,26 @@ Status Reconciler::Validate(Pass& pass) {
     }
     return Status::Ok();  // pass.job stays unnamed: nothing more to do
   }
-  if (FindCondition(pass.status, condition::kInvalid)) {
+  // A module an agent refused (or whose check crashed) is the spec's fault
+  // until the spec changes: then it is checked again.
+  const Json* failed = FindCondition(pass.status, condition::kFailed);
+  const std::string failed_for =
+      failed && ConditionIs(pass.status, condition::kFailed, true) ? failed->value("reason", "") : "";
+  const bool model_refused = failed_for == reason::kInvalidModel || failed_for == reason::kModelCheckFailed;
+  const bool refused_as_written =
+      model_refused && failed->value("observedGeneration", int64_t{0}) == pass.generation;
+  if (FindCondition(pass.status, condition::kInvalid) && !refused_as_written) {
     pass.Set(condition::kInvalid, false, "Valid", "");
-    // A job that failed only for being invalid starts again once fixed.
-    if (pass.Phase() == phase::kFailed && ConditionIs(pass.status, condition::kFailed, true) &&
-        (FindCondition(pass.status, condition::kFailed)->value("reason", "") == reason::kInvalidSpec ||
-         FindCondition(pass.status, condition::kFailed)->value("reason", "") == reason::kNotSupported)) {
-      pass.Set(condition::kFailed, false, "Valid", "");
-      pass.status["phase"] = phase::kPending;
-      pass.status.erase("completionTime");
-    }
   }
+  // A job that failed only for what its spec says starts again once fixed.
+  const bool spec_refused = failed_for == reason::kInvalidSpec || failed_for == reason::kNotSupported;
+  if (pass.Phase() == phase::kFailed && (spec_refused || (model_refused && !refused_as_written))) {
+    pass.Set(condition::kFailed, false, "Valid", "");
+    pass.status["phase"] = phase::kPending;
+    pass.status.erase("completionTime");
+  }
+  // The pods see the files a manifest names relatively in the volumes it gives.
+  if (Status resolved = api::ResolveClusterPaths(*parsed); !resolved.ok()) return resolved;
   const Json& meta = pass.object.at("metadata");
   pass.job = {pass.object, *parsed, meta.value("namespace", "default"), meta.value("name", ""), meta.value("uid", "")};
   return Status::Ok();
@@ -367,7 +386,12 @@ Status Reconciler::Place(Pass& pass) {
     return Status::Ok();
   }
 
-  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults);
+  std::optional<ModelSize> measured;
+  if (pass.job.manifest.spec.model.kind == ModelKind::kTorchScript) {
+    EDGETRAIN_ASSIGN_OR_RETURN(measured, CheckModel(pass));
+    if (!measured) return Status::Ok();  // being checked, or refused: the status says which
+  }
+  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, measured);
   if (!request.ok()) {  // the schema admits only quantities; kept for objects stored before it
     pass.Set(condition::kInvalid, true, reason::kInvalidSpec, request.status().message());
     pass.status["phase"] = phase::kFailed;
@@ -448,6 +472,67 @@ Status Reconciler::Place(Pass& pass) {
   // Its pods' changes wake it; else the gang timeout is when to look again.
   pass.Requeue(GangTimeoutOf(pass.job));
   return Status::Ok();
+}
+
+StatusOr<std::optional<ModelSize>> Reconciler::CheckModel(Pass& pass) {
+  const std::string module = ModuleOf(pass.job.manifest);
+  const std::string pod_name = ModelCheckPodName(pass.job.name);
+  auto delete_check = [&]() -> Status {
+    if (!pass.model_check || pass.model_check->at("metadata").contains("deletionTimestamp")) return Status::Ok();
+    return DeletePods(pass, {pod_name});
+  };
+  if (std::optional<ModelSize> known = CheckedSizeOf(pass.status, module)) {
+    EDGETRAIN_RETURN_IF_ERROR(delete_check());
+    return known;
+  }
+  pass.status["phase"] = phase::kPending;
+  if (!pass.model_check) {
+    Status made =
+        client_.Create(kube::kPods, pass.job.namespace_, ModelCheckPodFor(pass.job, module, options_.pods)).status();
+    if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
+    const std::string message = "an agent loads the module " + module + " in pod " + pod_name +
+                                " to check it and measure its step before the team is placed";
+    pass.Set(condition::kPlaced, false, reason::kCheckingModel, message);
+    log_.Job(pass.key, reason::kCheckingModel, message);
+    return std::optional<ModelSize>();
+  }
+  // One of an earlier spec's module: gone before this one's is made (its
+  // deletion wakes the job).
+  if (ModuleCheckedBy(*pass.model_check) != module) {
+    EDGETRAIN_RETURN_IF_ERROR(delete_check());
+    return std::optional<ModelSize>();
+  }
+  const ModelCheck check = ReadModelCheck(*pass.model_check);
+  switch (check.state) {
+    case ModelCheckState::kChecking:
+      pass.Set(condition::kPlaced, false, reason::kCheckingModel,
+               "checking the module " + module + ": " + check.message);
+      return std::optional<ModelSize>();
+    case ModelCheckState::kMeasured: {
+      pass.status["modelCheck"] = ModelCheckStatus(module, check.size);
+      const std::string message = "the module " + module + " trains: " + std::to_string(check.size.parameters) +
+                                  " parameters, as costly as " + std::to_string(check.size.multiply_adds) +
+                                  " multiply-adds a sample";
+      events_.Record(pass.object, "Normal", reason::kModelChecked, message);
+      log_.Job(pass.key, reason::kModelChecked, message);
+      EDGETRAIN_RETURN_IF_ERROR(delete_check());
+      return std::optional<ModelSize>(check.size);
+    }
+    case ModelCheckState::kRefused:
+    case ModelCheckState::kFailed: {
+      const bool refused = check.state == ModelCheckState::kRefused;
+      const char* why = refused ? reason::kInvalidModel : reason::kModelCheckFailed;
+      if (refused) pass.Set(condition::kInvalid, true, why, check.message);
+      pass.Set(condition::kFailed, true, why, check.message);
+      pass.status["phase"] = phase::kFailed;
+      pass.status["completionTime"] = pass.now;
+      events_.Record(pass.object, "Warning", why, check.message);
+      log_.Job(pass.key, why, check.message);
+      EDGETRAIN_RETURN_IF_ERROR(delete_check());
+      return std::optional<ModelSize>();
+    }
+  }
+  return std::optional<ModelSize>();
 }
 
 Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
@@ -760,7 +845,8 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   // Re-place the lost ranks only: around the survivors, beside the coordinator
   // where it is, on what every pod now holds (the lost ones included, which
   // still hold a silent node until they are gone).
-  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults);
+  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults,
+                                                     CheckedSizeOf(pass.status, ModuleOf(pass.job.manifest)));
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(lost.size());

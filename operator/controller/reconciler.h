@@ -99,6 +99,10 @@ class Reconciler {
   std::optional<Duration> SinceTransition(const Json& status, const char* type) const;
   Status Suspend(Pass& pass);
   Status Place(Pass& pass);
+  // A TorchScript job's module size: from status.modelCheck, or else its
+  // check pod's, once that has ended. None while it is checked, or when it was
+  // refused (the status then says so).
+  StatusOr<std::optional<ModelSize>> CheckModel(Pass& pass);
   Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
   // Takes up a plan whose pods a replica made before it died, without saying
   // so in the status: the missing pods are made, none is made again.

@@ -128,6 +128,129 @@ class ReconcilerTest : public ::testing::Test {
   Reconciler reconciler_;
 };
 
+// A user's TorchScript module, in the volume the job names.
+const Json kOwnModule = {{"model", {{"name", nullptr}, {"hidden", nullptr}, {"torchscript", {{"path", "net.pt"}}}}},
+                         {"data", {{"volume", {{"configMap", {{"name", "files"}}}}}}}};
+
+// The check pod as the kubelet leaves it when its agent exits `code` with `message`.
+std::function<void(Json&)> CheckEnds(int code, const std::string& message) {
+  return [=](Json& pod) {
+    if (pod["metadata"]["name"].get<std::string>().find("-model-check") == std::string::npos) return;
+    pod["status"] = {{"phase", code == 0 ? "Succeeded" : "Failed"},
+                     {"containerStatuses",
+                      {{{"name", "check"}, {"state", {{"terminated", {{"exitCode", code}, {"message", message}}}}}}}}};
+  };
+}
+
+TEST_F(ReconcilerTest, ATorchScriptModuleIsCheckedInAPodOfItsOwnBeforeItsTeamIsPlaced) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", kOwnModule));
+
+  ReconcileOutcome first = Reconcile(key);
+  EXPECT_EQ(first.placement, "");
+  EXPECT_EQ(api_.Writes("create Pod"), 1);
+  const Json check = *api_.Get(kube::kPods, "default", "team-model-check");
+  EXPECT_EQ(check["spec"]["containers"][0]["args"][0], "check-model");
+  Json job = Job("team");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kPending);
+  EXPECT_EQ(FindCondition(job["status"], api::condition::kPlaced)->value("reason", ""), api::reason::kCheckingModel);
+
+  // Running: nothing more is made.
+  jobs_.Put(job);
+  SyncPods(Run);
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+
+  // Measured: kept in the status, the check pod gone, the team placed.
+  jobs_.Put(Job("team"));
+  SyncPods(CheckEnds(0, R"({"parameters":4810,"multiplyAdds":4700})"));
+  api_.ResetWrites();
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  job = Job("team");
+  EXPECT_EQ(job["status"]["modelCheck"],
+            (Json{{"module", "/data/net.pt"}, {"parameters", 4810}, {"multiplyAdds", 4700}}));
+  EXPECT_FALSE(api_.Get(kube::kPods, "default", "team-model-check").ok());
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+  EXPECT_NE(log_text_.str().find("reason=ModelChecked the module /data/net.pt trains: 4810 parameters"),
+            std::string::npos)
+      << log_text_.str();
+  // The plan's spec, what the agents read, is the pods' own path.
+  const Json plan = *api_.Get(kube::kConfigMaps, "default", "team-plan");
+  EXPECT_NE(plan["data"]["plan.json"].get<std::string>().find("/data/net.pt"), std::string::npos);
+
+  // Checked once: the next reconciles make no check again.
+  jobs_.Put(job);
+  SyncPods();
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+}
+
+TEST_F(ReconcilerTest, AModuleTheAgentRefusesMakesTheJobInvalidUntilItsSpecChanges) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", kOwnModule));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods(CheckEnds(2, R"({"error":"spec.model.torchscript: the module has no trainable parameters"})"));
+  Reconcile(key);
+  Json job = Job("team");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kFailed);
+  const Json* invalid = FindCondition(job["status"], api::condition::kInvalid);
+  ASSERT_NE(invalid, nullptr);
+  EXPECT_EQ(invalid->value("reason", ""), api::reason::kInvalidModel);
+  EXPECT_EQ(invalid->value("message", ""), "spec.model.torchscript: the module has no trainable parameters");
+  EXPECT_FALSE(api_.Get(kube::kPods, "default", "team-model-check").ok()) << "its verdict is in the status";
+
+  // As written it stays refused: no check again, no team.
+  jobs_.Put(job);
+  SyncPods();
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kFailed);
+
+  // Another module: checked again.
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}},
+                               {"spec", {{"model", {{"torchscript", {{"path", "fixed.pt"}}}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  job = Job("team");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kPending);
+  EXPECT_EQ(api_.Writes("create Pod"), 1);
+  EXPECT_FALSE(ConditionIs(job["status"], api::condition::kInvalid, true));
+  EXPECT_NE(api_.Get(kube::kPods, "default", "team-model-check")->dump().find("/data/fixed.pt"), std::string::npos);
+}
+
+TEST_F(ReconcilerTest, TheCheckOfAModuleTheSpecNoLongerNamesIsDeletedNotRead) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", kOwnModule));
+  Reconcile(key);
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}},
+                               {"spec", {{"model", {{"torchscript", {{"path", "other.pt"}}}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  SyncPods(CheckEnds(0, R"({"parameters":4810,"multiplyAdds":4700})"));  // net.pt's size
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("delete Pod"), 1);
+  EXPECT_FALSE(Job("team")["status"].contains("modelCheck")) << "net.pt's size is not other.pt's";
+
+  jobs_.Put(Job("team"));
+  SyncPods();
+  Reconcile(key);
+  const StatusOr<Json> check = api_.Get(kube::kPods, "default", "team-model-check");
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ(ModuleCheckedBy(*check), "/data/other.pt");
+}
+
 TEST_F(ReconcilerTest, AGangIsPlacedWholeAndASecondReconcileMakesNothingTwice) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));

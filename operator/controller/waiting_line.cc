@@ -8,6 +8,7 @@
 #include "api/trainingjob.h"
 #include "operator/controller/job_labels.h"
 #include "operator/controller/job_status.h"
+#include "operator/controller/model_check.h"
 
 namespace edgetrain::operator_ {
 namespace {
@@ -247,16 +248,18 @@ void WaitingLine::ApplyJob(const std::string& key, const Json* job) {
   Waiting w;
   w.priority_class = job->value("/spec/placement/priorityClassName"_json_pointer, std::string());
   w.created = job->value("/metadata/creationTimestamp"_json_pointer, std::string());
-  w.spec = job->value("spec", Json::object()).dump();
+  // A TorchScript module's measured size is the status's: its step's cost.
+  w.spec = job->value("spec", Json::object()).dump() + job->value("/status/modelCheck"_json_pointer, Json()).dump();
   if (old != line_.end() && old->second.priority_class == w.priority_class && old->second.created == w.created &&
       old->second.spec == w.spec) {
-    return;  // only its status changed, and it still waits
+    return;  // only its status changed (not its module's size), and it still waits
   }
   Json manifest = *job;
   manifest.erase("status");
   StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), key);
-  if (parsed.ok()) {
-    StatusOr<TeamRequest> request = api::TeamRequestOf(*parsed, defaults_);
+  if (parsed.ok() && api::ResolveClusterPaths(*parsed).ok()) {
+    StatusOr<TeamRequest> request = api::TeamRequestOf(
+        *parsed, defaults_, CheckedSizeOf(job->value("status", Json::object()), ModuleOf(*parsed)));
     if (request.ok()) w.request = *request;
   }
   if (old == line_.end()) {

@@ -199,6 +199,63 @@ class OperatorTest(SiteTestCase):
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
 
+    def test_your_own_module_and_data_on_a_volume_train_and_a_module_that_cannot_is_refused(self):
+        """A user's TorchScript module and CSV files on a volume (a PersistentVolume over
+        a folder that holds them, as an NFS export would): an agent loads the module in a
+        pod of its own first, its size goes to status.modelCheck, and the team trains on
+        the files at /data. A file in a ConfigMap (kubectl create configmap --from-file)
+        that is no module is refused before anything is placed, naming the field."""
+        work = os.path.join(self.dir, "own-files")
+        os.makedirs(work, exist_ok=True)
+        tools = os.path.join(REPO_ROOT, "examples", "own-model")
+        subprocess.run(["/usr/bin/python3", os.path.join(tools, "export_model.py"), os.path.join(work, "model.pt"),
+                        "--input-shape", "64", "--hidden", "32", "--classes", "10"], check=True, capture_output=True)
+        subprocess.run(["/usr/bin/python3", os.path.join(tools, "digits_as.py"), "csv", work],
+                       check=True, capture_output=True)
+        with open(os.path.join(work, "broken.pt"), "w") as f:
+            f.write("not a model\n")
+        self.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "own-files"},
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"],
+                             "storageClassName": "", "hostPath": {"path": work}}},
+                   {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "own-files"},
+                    "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": "own-files",
+                             "resources": {"requests": {"storage": "1Gi"}}}})
+        self.kubectl.run("create", "configmap", "broken-net", f"--from-file=net.pt={os.path.join(work, 'broken.pt')}")
+        self.addCleanup(self.kubectl.run, "delete", "pv", "own-files", "--wait=false", "--ignore-not-found")
+        self.addCleanup(self.kubectl.run, "delete", "pvc", "own-files", "--wait=false", "--ignore-not-found")
+        self.addCleanup(self.kubectl.run, "delete", "configmap", "broken-net", "--ignore-not-found")
+        self.delete_when_done("own", "broken")
+        own_model = {"name": None, "hidden": None, "torchscript": {"path": "model.pt"}}
+        self.apply(small_job("own", model=own_model, parallelism={"workers": 2},
+                             data={"dataset": None, "format": "csv", "inputShape": [64], "classes": 10,
+                                   "train": {"path": "train.csv"}, "test": {"path": "test.csv"},
+                                   "volume": {"persistentVolumeClaim": {"claimName": "own-files"}}}),
+                   small_job("broken", model={"name": None, "hidden": None,
+                                              "torchscript": {"path": "net.pt", "configMap": "broken-net"}}))
+
+        broken = self.wait_job("broken", lambda j: condition_of(j, "Invalid").get("status") == "True", timeout=60)
+        invalid = condition_of(broken, "Invalid")
+        self.assertEqual(invalid["reason"], "InvalidModel", invalid)
+        self.assertTrue(invalid["message"].startswith(
+            "spec.model.torchscript.path: /model/net.pt is not a TorchScript module"), invalid["message"])
+        self.assertEqual(phase(broken), "Failed")
+        wait_until(lambda: not self.owned("broken"), timeout=30, interval=0.2)
+        self.assertRegex(self.kubectl.run("describe", "tj", "broken").stdout, r"Warning\s+InvalidModel\s")
+
+        job = self.wait_job("own", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
+        status = job["status"]
+        self.assertEqual(status["phase"], "Succeeded", json.dumps(status, indent=1) + self.logs())
+        # Flatten, Linear(64, 32), ReLU, Linear(32, 10): 2,410 parameters, the agent's count.
+        self.assertEqual(status["modelCheck"]["module"], "/data/model.pt")
+        self.assertEqual(status["modelCheck"]["parameters"], 64 * 32 + 32 + 32 * 10 + 10)
+        self.assertGreater(status["modelCheck"]["multiplyAdds"], 0)
+        self.assertGreaterEqual(status["model"]["accuracy"], ACCURACY_BAR)
+        story = self.kubectl.run("describe", "tj", "own").stdout
+        self.assertRegex(story, r"Normal\s+ModelChecked\s+.*the module /data/model.pt trains: 2410 parameters")
+        self.assertNotIn("own-model-check", self.job_pods("own"), "the check's pod goes once it is read")
+        print(f"\nown model: checked ({status['modelCheck']['multiplyAdds']:,} multiply-adds a sample) and "
+              f"trained to {status['model']['accuracy']:.3f} from files on a volume")
+
     def test_a_job_that_does_not_fit_waits_holding_nothing_and_starts_when_a_node_makes_room(self):
         # Its rank among waiting jobs comes from a PriorityClass; it writes its model to
         # a claim of K3s's local-path class, which is provisioned where its first pod is

@@ -1,0 +1,79 @@
+#include "operator/controller/model_check.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+// The check container's final state, once it ended.
+const Json* Terminated(const Json& pod) {
+  if (!pod.contains("/status/containerStatuses"_json_pointer)) return nullptr;
+  for (const Json& c : pod["status"]["containerStatuses"]) {
+    if (c.contains("/state/terminated"_json_pointer)) return &c["state"]["terminated"];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ModelCheck ReadModelCheck(const Json& pod) {
+  ModelCheck check;
+  const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
+  const std::string phase = pod.value("/status/phase"_json_pointer, std::string("Pending"));
+  const Json* ended = Terminated(pod);
+  if ((phase != "Succeeded" && phase != "Failed") || !ended) {
+    check.message = "pod " + name + " is " + phase;
+    // Why it waits, when the kubelet or the scheduler says.
+    for (const Json& c : pod.value("/status/containerStatuses"_json_pointer, Json::array())) {
+      const std::string waiting = c.value("/state/waiting/reason"_json_pointer, std::string());
+      if (!waiting.empty()) check.message += " (" + waiting + ")";
+    }
+    for (const Json& c : pod.value("/status/conditions"_json_pointer, Json::array())) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+        check.message += ": " + c.value("message", c.value("reason", ""));
+      }
+    }
+    return check;
+  }
+  const std::string message = ended->value("message", "");
+  const int exit_code = ended->value("exitCode", -1);
+  const Json result = Json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (phase == "Succeeded" && result.is_object() && result.contains("parameters") && result.contains("multiplyAdds")) {
+    check.state = ModelCheckState::kMeasured;
+    check.size.parameters = result.value("parameters", int64_t{0});
+    check.size.multiply_adds = result.value("multiplyAdds", int64_t{0});
+    return check;
+  }
+  // Exit 2 is the agent saying its input is wrong (core/exit_codes.h).
+  if (exit_code == 2 && result.is_object() && result.contains("error")) {
+    check.state = ModelCheckState::kRefused;
+    check.message = result.value("error", "");
+    return check;
+  }
+  check.state = ModelCheckState::kFailed;
+  const std::string reason = ended->value("reason", "");
+  check.message = "the check of the module in pod " + name + " ended with exit code " + std::to_string(exit_code) +
+                  (reason.empty() ? "" : " (" + reason + ")") + (message.empty() ? "" : ": " + message);
+  return check;
+}
+
+std::string ModuleOf(const api::TrainingJobManifest& job) {
+  const Json& spec = job.object.at("spec");
+  std::string module = job.spec.model.torchscript_path;
+  if (spec.contains("/model/torchscript/configMap"_json_pointer)) {
+    module += " (ConfigMap " + spec["model"]["torchscript"]["configMap"].get<std::string>() + ")";
+  }
+  return module;
+}
+
+Json ModelCheckStatus(const std::string& module, const ModelSize& size) {
+  return {{"module", module}, {"parameters", size.parameters}, {"multiplyAdds", size.multiply_adds}};
+}
+
+std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& module) {
+  const Json checked = status.value("modelCheck", Json::object());
+  if (!checked.is_object() || checked.value("module", "") != module || !checked.contains("parameters")) {
+    return std::nullopt;
+  }
+  return ModelSize{checked.value("parameters", int64_t{0}), checked.value("multiplyAdds", int64_t{0})};
+}
+
+}  // namespace edgetrain::operator_

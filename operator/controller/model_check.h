@@ -1,0 +1,45 @@
+#pragma once
+// A user's TorchScript module, looked at before its team is placed. Its
+// layers are known only to LibTorch, which the operator does not link, so an
+// agent in a pod of its own loads it (`edgetrain-agent check-model`): a module
+// that cannot be trained is refused before any node is held, naming the field
+// at fault, and one that can is measured, for placement to rank nodes by its
+// step (core/step_cost.h). The size is kept in status.modelCheck, for the
+// module the spec names: the check runs again only when that changes.
+// Read from the pod alone, as gang.h reads a team's, and table-tested.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/step_cost.h"
+#include "operator/controller/job_objects.h"
+
+namespace edgetrain::operator_ {
+
+enum class ModelCheckState {
+  kChecking,  // the pod waits, starts or runs
+  kMeasured,  // the module trains: its size is known
+  kRefused,   // the agent refused the module (exit 2): the job is invalid as written
+  kFailed,    // the check ended otherwise (a crash, out of memory): no size, no verdict
+};
+
+struct ModelCheck {
+  ModelCheckState state = ModelCheckState::kChecking;
+  ModelSize size;       // kMeasured
+  std::string message;  // where the pod is, the agent's refusal, or how it failed
+};
+
+ModelCheck ReadModelCheck(const Json& pod);
+
+// What status.modelCheck names the module by: its path in the pods (`job`'s
+// paths resolved for them, api::ResolveClusterPaths), and the ConfigMap it is
+// in, when one holds it.
+std::string ModuleOf(const api::TrainingJobManifest& job);
+
+// status.modelCheck for `module` of `size`, and back: the size when it is
+// `module`'s.
+Json ModelCheckStatus(const std::string& module, const ModelSize& size);
+std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& module);
+
+}  // namespace edgetrain::operator_

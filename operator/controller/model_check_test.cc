@@ -1,0 +1,71 @@
+#include "operator/controller/model_check.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::operator_ {
+namespace {
+
+// The check pod as the kubelet reports it: `phase`, and its container ended
+// with `exit_code` and `message` (none: not ended).
+Json CheckPod(const std::string& phase, std::optional<int> exit_code = std::nullopt, const std::string& message = "") {
+  Json pod = {{"metadata", {{"name", "team-model-check"}}}, {"status", {{"phase", phase}}}};
+  if (exit_code) {
+    pod["status"]["containerStatuses"] = {
+        {{"name", "check"}, {"state", {{"terminated", {{"exitCode", *exit_code}, {"message", message}}}}}}};
+  }
+  return pod;
+}
+
+TEST(ModelCheckTest, APodThatEndedSaysWhatTheModuleIs) {
+  const ModelCheck measured = ReadModelCheck(CheckPod(
+      "Succeeded", 0,
+      R"({"parameters":109386,"multiplyAdds":120000,"secondsPerSample":1e-5,"referenceSecondsPerSample":1e-5})"));
+  EXPECT_EQ(measured.state, ModelCheckState::kMeasured);
+  EXPECT_EQ(measured.size.parameters, 109386);
+  EXPECT_EQ(measured.size.multiply_adds, 120000);
+
+  const ModelCheck refused = ReadModelCheck(
+      CheckPod("Failed", 2, R"({"error":"spec.model.torchscript: the module has no trainable parameters"})"));
+  EXPECT_EQ(refused.state, ModelCheckState::kRefused);
+  EXPECT_EQ(refused.message, "spec.model.torchscript: the module has no trainable parameters");
+
+  // Killed for its memory: no verdict on the module, and the kubelet's word.
+  Json killed = CheckPod("Failed", 137, "");
+  killed["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled";
+  const ModelCheck failed = ReadModelCheck(killed);
+  EXPECT_EQ(failed.state, ModelCheckState::kFailed);
+  EXPECT_EQ(failed.message, "the check of the module in pod team-model-check ended with exit code 137 (OOMKilled)");
+  // A crash leaves its log's tail (FallbackToLogsOnError), not JSON.
+  EXPECT_EQ(ReadModelCheck(CheckPod("Failed", 1, "terminate called after throwing")).state, ModelCheckState::kFailed);
+  EXPECT_EQ(ReadModelCheck(CheckPod("Succeeded", 0, "done")).state, ModelCheckState::kFailed) << "no size, no verdict";
+}
+
+TEST(ModelCheckTest, APodNotEndedIsStillCheckingAndSaysWhy) {
+  Json unschedulable = CheckPod("Pending");
+  unschedulable["status"]["conditions"] = {
+      {{"type", "PodScheduled"},
+       {"status", "False"},
+       {"reason", "Unschedulable"},
+       {"message", "0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."}}};
+  const ModelCheck waiting = ReadModelCheck(unschedulable);
+  EXPECT_EQ(waiting.state, ModelCheckState::kChecking);
+  EXPECT_EQ(
+      waiting.message,
+      "pod team-model-check is Pending: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector.");
+  Json pulling = CheckPod("Pending");
+  pulling["status"]["containerStatuses"] = {
+      {{"name", "check"}, {"state", {{"waiting", {{"reason", "ErrImagePull"}}}}}}};
+  EXPECT_EQ(ReadModelCheck(pulling).message, "pod team-model-check is Pending (ErrImagePull)");
+  EXPECT_EQ(ReadModelCheck(CheckPod("Running")).state, ModelCheckState::kChecking);
+}
+
+TEST(ModelCheckTest, TheStatusKeepsTheSizeOfTheModuleTheSpecNames) {
+  const Json status = {{"modelCheck", ModelCheckStatus("/data/net.pt", {5000, 4800})}};
+  ASSERT_TRUE(CheckedSizeOf(status, "/data/net.pt").has_value());
+  EXPECT_EQ(CheckedSizeOf(status, "/data/net.pt")->multiply_adds, 4800);
+  EXPECT_FALSE(CheckedSizeOf(status, "/data/other.pt").has_value()) << "another module is checked again";
+  EXPECT_FALSE(CheckedSizeOf(Json::object(), "/data/net.pt").has_value());
+}
+
+}  // namespace
+}  // namespace edgetrain::operator_
