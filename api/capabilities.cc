@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <functional>
 
+#include "api/trainingjob.h"
+
 namespace edgetrain::api {
 namespace {
 
@@ -39,11 +41,26 @@ std::vector<std::string> RelativeDataPaths(const JobSpec& spec) {
   return relative;
 }
 
-// A ConfigMap's keys are [-._a-zA-Z0-9]+: a file name, never a folder's.
+// A ConfigMap's keys are [-._a-zA-Z0-9]+, not "." or "..": a file name, never a folder's.
 bool IsConfigMapKey(const std::string& key) {
-  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+  return !key.empty() && key != "." && key != ".." && std::all_of(key.begin(), key.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
+}
+
+// Whether a relative path climbs out of the folder it is read from.
+bool LeavesItsFolder(const std::string& path) {
+  const fs::path normal = fs::path(path).lexically_normal();
+  return normal.is_relative() && !normal.empty() && *normal.begin() == "..";
+}
+
+// Whether `path` is where a job's own files are mounted, or inside it.
+bool UnderFileMounts(const std::string& path) {
+  for (const char* mount : {kDataMountPath, kModelMountPath}) {
+    const std::string m = mount;
+    if (path == m || path.rfind(m + "/", 0) == 0) return true;
+  }
+  return false;
 }
 
 enum class Effect { kRefuse, kNote };
@@ -107,15 +124,32 @@ const std::vector<Capability>& Capabilities() {
        "is the module's key in spec.model.torchscript.configMap: letters, digits, '-', '_' and '.' only"},
       {"spec.data", Effect::kRefuse, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) {
+         const std::vector<std::string> paths = RelativeDataPaths(s);
+         return std::any_of(paths.begin(), paths.end(), LeavesItsFolder);
+       },
+       "a relative path of train or test leaves spec.data.volume (..)"},
+      {"spec.model.torchscript.path", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json&) {
+         return s.model.kind == ModelKind::kTorchScript && LeavesItsFolder(s.model.torchscript_path);
+       },
+       "leaves the volume it is read from (..)"},
+      // A ConfigMap is flat: its keys are file names, and it holds no folders.
+      {"spec.data.volume.configMap", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json& raw) {
+         if (Written(raw, "spec.data.volume.configMap").is_null()) return false;
          std::vector<std::string> paths = RelativeDataPaths(s);
-         if (s.model.kind == ModelKind::kTorchScript && fs::path(s.model.torchscript_path).is_relative()) {
+         if (s.model.kind == ModelKind::kTorchScript && Written(raw, "spec.model.torchscript.configMap").is_null() &&
+             fs::path(s.model.torchscript_path).is_relative()) {
            paths.push_back(s.model.torchscript_path);
          }
-         return std::any_of(paths.begin(), paths.end(), [](const std::string& p) {
-           return fs::path(p).lexically_normal().string().rfind("..", 0) == 0;
-         });
+         return (s.data.files && s.data.files->format == DataFormat::kImages) ||
+                !std::all_of(paths.begin(), paths.end(), IsConfigMapKey);
        },
-       "a relative path leaves the volume it is read from (..)"},
+       "holds files by their key, not folders: relative paths read from it are file names (letters, digits, '-', "
+       "'_' and '.'), and images data, a folder of folders, needs a persistentVolumeClaim"},
+      {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json&) { return s.output.path && UnderFileMounts(*s.output.path); },
+       "is where the job's own files are mounted in a cluster (/data, /model): write the output elsewhere"},
       {"spec.data.volume", Effect::kNote, {Runner::kLocal},
        [](const JobSpec&, const Json& raw) { return !Written(raw, "spec.data.volume").is_null(); },
        "has no effect under edgetrain run: relative paths are read beside the manifest"},

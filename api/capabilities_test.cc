@@ -88,7 +88,22 @@ TEST(CapabilitiesTest, OwnModelsAndDataRunEverywhereTheirFilesCanBeRead) {
        ""},
       {R"({"spec": {"model": {"name": null, "torchscript": {"path": "../m.pt"}},
            "data": {"volume": {"persistentVolumeClaim": {"claimName": "files"}}}}})",
-       "spec.data: a relative path leaves the volume it is read from (..)"},
+       "spec.model.torchscript.path: leaves the volume it is read from (..)"},
+      {R"({"spec": {"model": {"name": null, "torchscript": {"path": "..m.pt"}},
+           "data": {"volume": {"persistentVolumeClaim": {"claimName": "files"}}}}})",
+       ""},
+      {R"({"spec": {"data": {"dataset": null, "format": "csv", "inputShape": [4], "classes": 2,
+           "volume": {"persistentVolumeClaim": {"claimName": "rows"}}, "train": {"path": "a/../../a.csv"},
+           "test": {"path": "b.csv"}}}})",
+       "spec.data: a relative path of train or test leaves spec.data.volume (..)"},
+      {R"({"spec": {"data": {"dataset": null, "format": "csv", "inputShape": [4], "classes": 2,
+           "volume": {"configMap": {"name": "rows"}}, "train": {"path": "frames/a.csv"}, "test": {"path": "b.csv"}}}})",
+       "spec.data.volume.configMap: holds files by their key, not folders"},
+      {R"({"spec": {"data": {"dataset": null, "format": "images", "inputShape": [1, 8, 8], "classes": 2,
+           "volume": {"configMap": {"name": "frames"}}, "train": {"path": "train"}, "test": {"path": "test"}}}})",
+       "images data, a folder of folders, needs a persistentVolumeClaim"},
+      {R"({"spec": {"output": {"path": "/data/out"}}})",
+       "spec.output.path: is where the job's own files are mounted in a cluster"},
   };
   for (const Case& c : cases) {
     const TrainingJobManifest job = Job(c.patch);

@@ -35,8 +35,8 @@ inline std::string WorkerPodName(const std::string& job, int rank, int64_t since
 // (operator/controller/model_check.h), role kModelCheckRole.
 inline constexpr const char* kModelCheckRole = "model-check";
 inline std::string ModelCheckPodName(const std::string& job) { return job + "-model-check"; }
-// The module (its path in the pods, and its ConfigMap) a check pod loads.
-inline constexpr const char* kModelCheckModuleAnnotation = "edgetrain.dev/module";
+// Which check a check pod is: a digest of its spec (ModelCheckOf).
+inline constexpr const char* kModelCheckAnnotation = "edgetrain.dev/model-check";
 // Where the plan's coordinator runs, on the plan's ConfigMap.
 inline constexpr const char* kCoordinatorNodeAnnotation = "edgetrain.dev/coordinator-node";
 

@@ -1,6 +1,8 @@
 #include "operator/controller/job_objects.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 
 #include "core/quantity.h"
 #include "operator/controller/job_labels.h"
@@ -67,6 +69,16 @@ FileMounts FileMountsOf(const JobObject& job) {
 std::string ImageOf(const JobObject& job, const PodOptions& options) {
   const std::string image = Spec(job).value("/template/image"_json_pointer, std::string());
   return image.empty() ? options.default_image : image;
+}
+
+// FNV-1a's 64 bits of `text`, in hex: the same in every build, unlike std::hash,
+// so a restarted or upgraded operator knows a check it made.
+std::string DigestOf(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 // The restricted Pod Security Standard, for the container and its pod.
@@ -250,7 +262,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
   return pods;
 }
 
-Json ModelCheckPodFor(const JobObject& job, const std::string& module, const PodOptions& options) {
+Json ModelCheckPodFor(const JobObject& job, const PodOptions& options) {
   const Json& spec = Spec(job);
   const FileMounts files = FileMountsOf(job);
   Json labels = LabelsOf(job);
@@ -281,12 +293,12 @@ Json ModelCheckPodFor(const JobObject& job, const std::string& module, const Pod
     pod_spec["priorityClassName"] = spec["placement"]["priorityClassName"];
   }
   Json metadata = Metadata(job, ModelCheckPodName(job.name), labels);
-  metadata["annotations"] = {{kModelCheckModuleAnnotation, module}};
+  metadata["annotations"] = {{kModelCheckAnnotation, DigestOf(pod_spec.dump())}};
   return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
 }
 
-std::string ModuleCheckedBy(const Json& pod) {
-  return pod.value("/metadata/annotations"_json_pointer, Json::object()).value(kModelCheckModuleAnnotation, "");
+std::string ModelCheckOf(const Json& pod) {
+  return pod.value("/metadata/annotations"_json_pointer, Json::object()).value(kModelCheckAnnotation, "");
 }
 
 }  // namespace edgetrain::operator_

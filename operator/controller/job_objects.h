@@ -61,10 +61,12 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
 // step (`edgetrain-agent check-model`), with the files mounted as the team's
 // pods will have them; left to the scheduler, within the job's nodeSelector
 // and tolerations, since no team is placed yet (operator/controller/model_check.h).
-// `module` (ModuleOf) is written on it, for ModuleCheckedBy.
-Json ModelCheckPodFor(const JobObject& job, const std::string& module, const PodOptions& options);
-// The module a check pod was made for.
-std::string ModuleCheckedBy(const Json& pod);
+// A digest of its spec is written on it (ModelCheckOf): a job edited so that
+// its check would differ (another module, shape, batch, image, volume or
+// selector) is checked again.
+Json ModelCheckPodFor(const JobObject& job, const PodOptions& options);
+// Which check a check pod is: the digest of its spec.
+std::string ModelCheckOf(const Json& pod);
 
 // The labels every object of the job carries.
 Json LabelsOf(const JobObject& job);

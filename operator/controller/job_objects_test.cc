@@ -171,8 +171,11 @@ TEST(JobObjectsTest, OwnFilesAreMountedInEveryPodWhereThePlansPathsPoint) {
                 "placement": {"nodeSelector": {"edgetrain.dev/site": "yard"}},
                 "template": {"tolerations": [{"key": "robot", "operator": "Exists"}]}})");
   ASSERT_TRUE(api::ResolveClusterPaths(job.manifest).ok());
-  const Json check = ModelCheckPodFor(job, "/data/net.pt", PodOptions{});
-  EXPECT_EQ(ModuleCheckedBy(check), "/data/net.pt");
+  const Json check = ModelCheckPodFor(job, PodOptions{});
+  EXPECT_EQ(ModelCheckOf(check).size(), 16u) << "a digest of its spec";
+  PodOptions other_image;
+  other_image.default_image = "edgetrain/agent:fixed";
+  EXPECT_NE(ModelCheckOf(ModelCheckPodFor(job, other_image)), ModelCheckOf(check)) << "another check";
   EXPECT_EQ(check["metadata"]["name"], "team-model-check");
   EXPECT_EQ(check["metadata"]["labels"]["edgetrain.dev/role"], "model-check");
   EXPECT_EQ(check["metadata"]["labels"]["edgetrain.dev/job"], "team");

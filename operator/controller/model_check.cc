@@ -19,6 +19,16 @@ ModelCheck ReadModelCheck(const Json& pod) {
   const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
   const std::string phase = pod.value("/status/phase"_json_pointer, std::string("Pending"));
   const Json* ended = Terminated(pod);
+  // Failed before its container ran: the kubelet refused it (OutOfcpu,
+  // NodeAffinity) or it was evicted. No verdict on the module.
+  if (phase == "Failed" && !ended) {
+    check.state = ModelCheckState::kFailed;
+    check.message = "pod " + name + " failed before the check ran: " +
+                    pod.value("/status/reason"_json_pointer, std::string("no reason given")) + " " +
+                    pod.value("/status/message"_json_pointer, std::string());
+    while (!check.message.empty() && check.message.back() == ' ') check.message.pop_back();
+    return check;
+  }
   if ((phase != "Succeeded" && phase != "Failed") || !ended) {
     check.message = "pod " + name + " is " + phase;
     // Why it waits, when the kubelet or the scheduler says.
@@ -64,15 +74,14 @@ std::string ModuleOf(const api::TrainingJobManifest& job) {
   return module;
 }
 
-Json ModelCheckStatus(const std::string& module, const ModelSize& size) {
-  return {{"module", module}, {"parameters", size.parameters}, {"multiplyAdds", size.multiply_adds}};
+Json ModelCheckStatus(const std::string& module, const std::string& check, const ModelSize& size) {
+  return {{"module", module}, {"check", check}, {"parameters", size.parameters}, {"multiplyAdds", size.multiply_adds}};
 }
 
-std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& module) {
+std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& check) {
   const Json checked = status.value("modelCheck", Json::object());
-  if (!checked.is_object() || checked.value("module", "") != module || !checked.contains("parameters")) {
-    return std::nullopt;
-  }
+  if (!checked.is_object() || !checked.contains("parameters")) return std::nullopt;
+  if (!check.empty() && checked.value("check", "") != check) return std::nullopt;
   return ModelSize{checked.value("parameters", int64_t{0}), checked.value("multiplyAdds", int64_t{0})};
 }
 

@@ -4,8 +4,8 @@
 // agent in a pod of its own loads it (`edgetrain-agent check-model`): a module
 // that cannot be trained is refused before any node is held, naming the field
 // at fault, and one that can is measured, for placement to rank nodes by its
-// step (core/step_cost.h). The size is kept in status.modelCheck, for the
-// module the spec names: the check runs again only when that changes.
+// step (core/step_cost.h). The size is kept in status.modelCheck, with which
+// check measured it: the check runs again only when the job's would differ.
 // Read from the pod alone, as gang.h reads a team's, and table-tested.
 
 #include <nlohmann/json.hpp>
@@ -37,9 +37,10 @@ ModelCheck ReadModelCheck(const Json& pod);
 // in, when one holds it.
 std::string ModuleOf(const api::TrainingJobManifest& job);
 
-// status.modelCheck for `module` of `size`, and back: the size when it is
-// `module`'s.
-Json ModelCheckStatus(const std::string& module, const ModelSize& size);
-std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& module);
+// status.modelCheck for `module` of `size`, measured by the check `check`
+// (ModelCheckOf), and back: the size when it is of the check `check`, or of
+// any when `check` is empty.
+Json ModelCheckStatus(const std::string& module, const std::string& check, const ModelSize& size);
+std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& check = "");
 
 }  // namespace edgetrain::operator_

@@ -59,12 +59,23 @@ TEST(ModelCheckTest, APodNotEndedIsStillCheckingAndSaysWhy) {
   EXPECT_EQ(ReadModelCheck(CheckPod("Running")).state, ModelCheckState::kChecking);
 }
 
-TEST(ModelCheckTest, TheStatusKeepsTheSizeOfTheModuleTheSpecNames) {
-  const Json status = {{"modelCheck", ModelCheckStatus("/data/net.pt", {5000, 4800})}};
-  ASSERT_TRUE(CheckedSizeOf(status, "/data/net.pt").has_value());
-  EXPECT_EQ(CheckedSizeOf(status, "/data/net.pt")->multiply_adds, 4800);
-  EXPECT_FALSE(CheckedSizeOf(status, "/data/other.pt").has_value()) << "another module is checked again";
-  EXPECT_FALSE(CheckedSizeOf(Json::object(), "/data/net.pt").has_value());
+TEST(ModelCheckTest, TheStatusKeepsTheSizeWithTheCheckThatMeasuredIt) {
+  const Json status = {{"modelCheck", ModelCheckStatus("/data/net.pt", "0123456789abcdef", {5000, 4800})}};
+  ASSERT_TRUE(CheckedSizeOf(status, "0123456789abcdef").has_value());
+  EXPECT_EQ(CheckedSizeOf(status, "0123456789abcdef")->multiply_adds, 4800);
+  EXPECT_FALSE(CheckedSizeOf(status, "fedcba9876543210").has_value()) << "another check is made again";
+  EXPECT_EQ(CheckedSizeOf(status)->parameters, 5000) << "any check's, for the waiting line";
+  EXPECT_FALSE(CheckedSizeOf(Json::object()).has_value());
+}
+
+TEST(ModelCheckTest, APodFailedBeforeItsContainerRanIsNoVerdict) {
+  Json refused = CheckPod("Failed");
+  refused["status"]["reason"] = "OutOfcpu";
+  refused["status"]["message"] = "Node didn't have enough resource: cpu";
+  const ModelCheck failed = ReadModelCheck(refused);
+  EXPECT_EQ(failed.state, ModelCheckState::kFailed);
+  EXPECT_EQ(failed.message,
+            "pod team-model-check failed before the check ran: OutOfcpu Node didn't have enough resource: cpu");
 }
 
 }  // namespace

@@ -233,7 +233,9 @@ Status Reconciler::CleanPods(Pass& pass) {
   const std::string policy = pass.job.manifest.object.at("spec").value("cleanPodPolicy", "Running");
   if (policy == "None") return Status::Ok();
   std::vector<std::string> doomed;
-  for (const Json& pod : pass.pods) {
+  std::vector<Json> pods = pass.pods;
+  if (pass.model_check) pods.push_back(*pass.model_check);  // a check that outlived its job's end
+  for (const Json& pod : pods) {
     if (pod.at("metadata").contains("deletionTimestamp")) continue;
     const std::string p = pod.value("/status/phase"_json_pointer, std::string());
     if (policy == "All" || (p != "Succeeded" && p != "Failed")) doomed.push_back(pod["metadata"]["name"]);
@@ -253,6 +255,9 @@ Status Reconciler::DeleteAllPods(Pass& pass) {
   std::vector<std::string> names;
   for (const Json& pod : pass.pods) {
     if (!pod.at("metadata").contains("deletionTimestamp")) names.push_back(pod["metadata"]["name"]);
+  }
+  if (pass.model_check && !pass.model_check->at("metadata").contains("deletionTimestamp")) {
+    names.push_back(ModelCheckPodName(pass.job.name));
   }
   return DeletePods(pass, names);
 }
@@ -386,12 +391,11 @@ Status Reconciler::Place(Pass& pass) {
     return Status::Ok();
   }
 
-  std::optional<ModelSize> measured;
-  if (pass.job.manifest.spec.model.kind == ModelKind::kTorchScript) {
-    EDGETRAIN_ASSIGN_OR_RETURN(measured, CheckModel(pass));
-    if (!measured) return Status::Ok();  // being checked, or refused: the status says which
-  }
-  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, measured);
+  const bool own_module = pass.job.manifest.spec.model.kind == ModelKind::kTorchScript;
+  StatusOr<TeamRequest> request = api::TeamRequestOf(
+      pass.job.manifest, options_.pods.defaults,
+      own_module ? CheckedSizeOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)))
+                 : std::nullopt);
   if (!request.ok()) {  // the schema admits only quantities; kept for objects stored before it
     pass.Set(condition::kInvalid, true, reason::kInvalidSpec, request.status().message());
     pass.status["phase"] = phase::kFailed;
@@ -414,6 +418,10 @@ Status Reconciler::Place(Pass& pass) {
     return Status::Ok();
   }
   if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");
+  if (own_module) {
+    EDGETRAIN_ASSIGN_OR_RETURN(const bool measured, CheckModel(pass));
+    if (!measured) return Status::Ok();  // being checked, or refused: the status says which
+  }
 
   // Jobs first in line take their room first; this one gets what is left
   // (its turn in the waiting line's reservation pass).
@@ -474,65 +482,72 @@ Status Reconciler::Place(Pass& pass) {
   return Status::Ok();
 }
 
-StatusOr<std::optional<ModelSize>> Reconciler::CheckModel(Pass& pass) {
+StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
+  const Json check_pod = ModelCheckPodFor(pass.job, options_.pods);
+  const std::string check = ModelCheckOf(check_pod);
   const std::string module = ModuleOf(pass.job.manifest);
   const std::string pod_name = ModelCheckPodName(pass.job.name);
   auto delete_check = [&]() -> Status {
     if (!pass.model_check || pass.model_check->at("metadata").contains("deletionTimestamp")) return Status::Ok();
     return DeletePods(pass, {pod_name});
   };
-  if (std::optional<ModelSize> known = CheckedSizeOf(pass.status, module)) {
+  // Measured, and the size in the status: placed by it from here.
+  if (CheckedSizeOf(pass.status, check)) {
     EDGETRAIN_RETURN_IF_ERROR(delete_check());
-    return known;
+    return true;
   }
   pass.status["phase"] = phase::kPending;
+  // A check the job no longer asks for (it was edited): gone before this
+  // one is made; its deletion wakes the job.
+  if (pass.model_check && ModelCheckOf(*pass.model_check) != check) {
+    EDGETRAIN_RETURN_IF_ERROR(delete_check());
+    return false;
+  }
   if (!pass.model_check) {
-    Status made =
-        client_.Create(kube::kPods, pass.job.namespace_, ModelCheckPodFor(pass.job, module, options_.pods)).status();
+    Status made = client_.Create(kube::kPods, pass.job.namespace_, check_pod).status();
     if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
+    pass.status.erase("modelCheck");  // another check's
     const std::string message = "an agent loads the module " + module + " in pod " + pod_name +
                                 " to check it and measure its step before the team is placed";
     pass.Set(condition::kPlaced, false, reason::kCheckingModel, message);
     log_.Job(pass.key, reason::kCheckingModel, message);
-    return std::optional<ModelSize>();
+    return false;
   }
-  // One of an earlier spec's module: gone before this one's is made (its
-  // deletion wakes the job).
-  if (ModuleCheckedBy(*pass.model_check) != module) {
-    EDGETRAIN_RETURN_IF_ERROR(delete_check());
-    return std::optional<ModelSize>();
-  }
-  const ModelCheck check = ReadModelCheck(*pass.model_check);
-  switch (check.state) {
+  const ModelCheck result = ReadModelCheck(*pass.model_check);
+  switch (result.state) {
     case ModelCheckState::kChecking:
       pass.Set(condition::kPlaced, false, reason::kCheckingModel,
-               "checking the module " + module + ": " + check.message);
-      return std::optional<ModelSize>();
+               "checking the module " + module + ": " + result.message);
+      return false;
     case ModelCheckState::kMeasured: {
-      pass.status["modelCheck"] = ModelCheckStatus(module, check.size);
-      const std::string message = "the module " + module + " trains: " + std::to_string(check.size.parameters) +
-                                  " parameters, as costly as " + std::to_string(check.size.multiply_adds) +
+      // Written first, placed on the next pass (which the status's change
+      // wakes): the waiting line costs the job's turn from the status it
+      // reads, which must hold the size.
+      pass.status["modelCheck"] = ModelCheckStatus(module, check, result.size);
+      const std::string message = "the module " + module + " trains: " + std::to_string(result.size.parameters) +
+                                  " parameters, as costly as " + std::to_string(result.size.multiply_adds) +
                                   " multiply-adds a sample";
+      pass.Set(condition::kPlaced, false, reason::kCheckingModel, message);
       events_.Record(pass.object, "Normal", reason::kModelChecked, message);
       log_.Job(pass.key, reason::kModelChecked, message);
-      EDGETRAIN_RETURN_IF_ERROR(delete_check());
-      return std::optional<ModelSize>(check.size);
+      return false;
     }
     case ModelCheckState::kRefused:
     case ModelCheckState::kFailed: {
-      const bool refused = check.state == ModelCheckState::kRefused;
+      const bool refused = result.state == ModelCheckState::kRefused;
       const char* why = refused ? reason::kInvalidModel : reason::kModelCheckFailed;
-      if (refused) pass.Set(condition::kInvalid, true, why, check.message);
-      pass.Set(condition::kFailed, true, why, check.message);
+      if (refused) pass.Set(condition::kInvalid, true, why, result.message);
+      pass.Set(condition::kPlaced, false, why, result.message);
+      pass.Set(condition::kFailed, true, why, result.message);
       pass.status["phase"] = phase::kFailed;
       pass.status["completionTime"] = pass.now;
-      events_.Record(pass.object, "Warning", why, check.message);
-      log_.Job(pass.key, why, check.message);
+      events_.Record(pass.object, "Warning", why, result.message);
+      log_.Job(pass.key, why, result.message);
       EDGETRAIN_RETURN_IF_ERROR(delete_check());
-      return std::optional<ModelSize>();
+      return false;
     }
   }
-  return std::optional<ModelSize>();
+  return false;
 }
 
 Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
@@ -845,8 +860,8 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   // Re-place the lost ranks only: around the survivors, beside the coordinator
   // where it is, on what every pod now holds (the lost ones included, which
   // still hold a silent node until they are gone).
-  StatusOr<TeamRequest> request = api::TeamRequestOf(pass.job.manifest, options_.pods.defaults,
-                                                     CheckedSizeOf(pass.status, ModuleOf(pass.job.manifest)));
+  StatusOr<TeamRequest> request =
+      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, CheckedSizeOf(pass.status));
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(lost.size());

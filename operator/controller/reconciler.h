@@ -99,10 +99,11 @@ class Reconciler {
   std::optional<Duration> SinceTransition(const Json& status, const char* type) const;
   Status Suspend(Pass& pass);
   Status Place(Pass& pass);
-  // A TorchScript job's module size: from status.modelCheck, or else its
-  // check pod's, once that has ended. None while it is checked, or when it was
-  // refused (the status then says so).
-  StatusOr<std::optional<ModelSize>> CheckModel(Pass& pass);
+  // Whether a TorchScript job's module size, as its check pod measured it for
+  // the job as it is now, is in status.modelCheck: else the check is made,
+  // followed, or read into the status (placed on the next pass), or it
+  // refused the module (the status then says so).
+  StatusOr<bool> CheckModel(Pass& pass);
   Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
   // Takes up a plan whose pods a replica made before it died, without saying
   // so in the status: the missing pods are made, none is made again.

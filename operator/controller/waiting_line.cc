@@ -257,9 +257,11 @@ void WaitingLine::ApplyJob(const std::string& key, const Json* job) {
   Json manifest = *job;
   manifest.erase("status");
   StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), key);
-  if (parsed.ok() && api::ResolveClusterPaths(*parsed).ok()) {
-    StatusOr<TeamRequest> request = api::TeamRequestOf(
-        *parsed, defaults_, CheckedSizeOf(job->value("status", Json::object()), ModuleOf(*parsed)));
+  // A TorchScript job takes its turn once its module's size is known: until
+  // then its check runs, and it holds no room in line.
+  const std::optional<ModelSize> measured = CheckedSizeOf(job->value("status", Json::object()));
+  if (parsed.ok() && (parsed->spec.model.kind != ModelKind::kTorchScript || measured)) {
+    StatusOr<TeamRequest> request = api::TeamRequestOf(*parsed, defaults_, measured);
     if (request.ok()) w.request = *request;
   }
   if (old == line_.end()) {

@@ -20,7 +20,7 @@ Status WatchDecoder::Feed(std::string_view bytes, const std::function<void(Watch
     const std::string_view line(partial_.data() + start, nl - start);
     if (line.find_first_not_of(" \r\t") == std::string_view::npos) continue;
     Json event = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (event.is_discarded() || !event.is_object() || !event.contains("type")) {
+    if (event.is_discarded() || !event.is_object() || !event.contains("type") || !event["type"].is_string()) {
       partial_.erase(0, nl + 1);
       return InvalidArgumentError("watch: not an event: " + std::string(line.substr(0, 200)));
     }
