@@ -1,9 +1,15 @@
 #include "api/yaml_json.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <regex>
 #include <set>
+#include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 namespace edgetrain::api {
@@ -78,11 +84,85 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source) {
   return Json(nullptr);
 }
 
+// Where `text` stops being UTF-8 (YAML's and JSON's encoding, and what the
+// API server accepts), or npos. A byte that is not would reach the JSON
+// written from it, whose encoder throws on it (found by tests/fuzz).
+size_t FirstInvalidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const size_t length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size() || (length == 2 && b < 0xC2)) return i;
+    uint32_t code = length == 1 ? b : b & (0x7F >> length);
+    for (size_t k = 1; k < length; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      if ((c >> 6) != 0x2) return i;
+      code = code << 6 | (c & 0x3F);
+    }
+    // Overlong forms, UTF-16's surrogates, and beyond Unicode.
+    if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF)) ||
+        (code >= 0xD800 && code <= 0xDFFF)) {
+      return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+Status CheckUtf8(std::string_view text, const std::string& source) {
+  const size_t bad = FirstInvalidUtf8(text);
+  if (bad == std::string_view::npos) return Status::Ok();
+  const std::string_view before = text.substr(0, bad);
+  const size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+  const size_t line_start = before.rfind('\n');
+  const size_t column = bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+  return InvalidArgumentError(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                              ": not UTF-8 text (byte " + byte + ")");
+}
+
+// yaml-cpp 0.7 (Debian 12's) loops for ever in LoadAll on some malformed
+// streams, a stray "," among them (its issue 1040, found here by
+// tests/fuzz/manifest_fuzzer): its parser reports one empty document after
+// another without reading on. A stream holds at most one document more than
+// it has markers, so counting them first, with a parser that builds nothing,
+// tells such a stream from a real one before LoadAll sees it.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+Status CheckDocumentsEnd(const std::string& text, const std::string& source) {
+  size_t markers = 0;
+  for (const char* marker : {"---", "..."}) {
+    for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 3)) ++markers;
+  }
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  for (size_t documents = 0; parser.HandleNextDocument(counter);) {
+    if (++documents > markers + 1) {
+      return InvalidArgumentError(source + ": not YAML: the parser stops making sense of it (a stray ',' or the like)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std::string& source) {
   std::vector<YAML::Node> nodes;
   try {
+    EDGETRAIN_RETURN_IF_ERROR(CheckUtf8(text, source));
+    EDGETRAIN_RETURN_IF_ERROR(CheckDocumentsEnd(std::string(text), source));
     nodes = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg);

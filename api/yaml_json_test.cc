@@ -70,5 +70,23 @@ TEST(YamlJsonTest, KeepsEveryDocument) {
   EXPECT_EQ((*docs)[2]["b"], 2);
 }
 
+// yaml-cpp 0.7's LoadAll loops for ever on these (its issue 1040), and bytes
+// that are not UTF-8 crashed the JSON written from them; both found by
+// tests/fuzz/manifest_fuzzer. An error, at once.
+TEST(YamlJsonTest, AStreamYamlCppWouldLoopOnOrNotUtf8IsAnError) {
+  for (const char* text : {",", "\n,\n", "a: 1\n---\n,"}) {
+    auto docs = ParseYamlDocuments(text, "stray.yaml");
+    ASSERT_FALSE(docs.ok()) << text;
+    EXPECT_NE(docs.status().message().find("stray.yaml"), std::string::npos) << docs.status().message();
+  }
+  // Bytes that are no UTF-8, which the JSON made of them could not be written with.
+  auto latin1 = ParseYamlDocuments("name: caf\xe9\nkind: x\n", "latin1.yaml");
+  ASSERT_FALSE(latin1.ok());
+  EXPECT_EQ(latin1.status().message(), "latin1.yaml:1:10: not UTF-8 text (byte 0xE9)");
+  EXPECT_TRUE(ParseYamlDocuments("name: caf\xc3\xa9 \xf0\x9f\xa4\x96\n", "utf8.yaml").ok());
+  auto empty = ParseYamlDocuments("---\n---\n...\n", "empty.yaml");
+  EXPECT_TRUE(empty.ok()) << empty.status().ToString();
+}
+
 }  // namespace
 }  // namespace edgetrain::api

@@ -87,9 +87,16 @@ BandwidthTrace BandwidthTrace::Constant(double mbps) {
 double BandwidthTrace::MbpsAt(double t) const {
   double local = std::fmod(std::max(0.0, t + offset_), period_);
   // The last sample whose start is <= local.
+  return SampleAt(local)->mbps * scale_;
+}
+
+std::vector<TracePoint>::const_iterator BandwidthTrace::SampleAt(double local) const {
   auto it = std::upper_bound(points_.begin(), points_.end(), local,
                              [](double v, const TracePoint& p) { return v < p.seconds; });
-  return std::prev(it)->mbps * scale_;
+  // Rounding can leave `local` a hair below 0 (a period of 1e-119 s over t of
+  // seconds, found by tests/fuzz): that is the first sample, never the one
+  // before it.
+  return it == points_.begin() ? it : std::prev(it);
 }
 
 BandwidthTrace::Segment BandwidthTrace::SegmentAt(double t) const {
@@ -97,13 +104,13 @@ BandwidthTrace::Segment BandwidthTrace::SegmentAt(double t) const {
   double shifted = t + offset_;
   double cycles = std::floor(shifted / period_);
   double local = shifted - cycles * period_;
-  auto it = std::upper_bound(points_.begin(), points_.end(), local,
-                             [](double v, const TracePoint& p) { return v < p.seconds; });
-  double end_local = it == points_.end() ? period_ : it->seconds;
+  const auto sample = SampleAt(local);
+  const auto next = std::next(sample);
+  double end_local = next == points_.end() ? period_ : next->seconds;
   double until = cycles * period_ + end_local - offset_;
   // Guard against rounding leaving `until` at or before `t`.
   if (until <= t) until = std::nextafter(t, std::numeric_limits<double>::infinity());
-  return {std::prev(it)->mbps * scale_, until};
+  return {sample->mbps * scale_, until};
 }
 
 double BandwidthTrace::MeanMbps() const {

@@ -50,6 +50,9 @@ class BandwidthTrace {
   const std::string& source() const { return source_; }
 
  private:
+  // The sample holding at `local` seconds into one period.
+  std::vector<TracePoint>::const_iterator SampleAt(double local) const;
+
   std::vector<TracePoint> points_;
   std::string source_;
   double period_ = 1;

@@ -93,6 +93,20 @@ TEST(BandwidthTraceTest, MalformedTracesNameTheLineAndTheReason) {
   }
 }
 
+// Found by tests/fuzz/bandwidth_trace_fuzzer: a period so short that t less
+// its whole periods rounds below 0 read the sample before the first.
+TEST(BandwidthTraceTest, AVanishinglyShortPeriodStillReadsItsOwnSamples) {
+  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,1\n11e-120,0\n", "tiny.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  for (double t : {0.0, 0.5, 7.25, 3600.0}) {
+    const double mbps = trace->MbpsAt(t);
+    EXPECT_TRUE(mbps == 0 || mbps == 1) << t;
+    const BandwidthTrace::Segment segment = trace->SegmentAt(t);
+    EXPECT_TRUE(segment.mbps == 0 || segment.mbps == 1) << t;
+    EXPECT_GT(segment.until, t);
+  }
+}
+
 TEST(BandwidthTraceTest, PeakIsTheHighestSampleScaled) {
   auto trace = BandwidthTrace::Parse("seconds,mbps\n0,10\n1,65\n2,0\n", "t.csv");
   ASSERT_TRUE(trace.ok());
