@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
+#include <stdexcept>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -52,11 +54,22 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
       return Json(nullptr);
-    case YAML::NodeType::Scalar:
+    case YAML::NodeType::Scalar: {
       // "?" marks a plain scalar; "!" a quoted one; anything else an explicit tag.
-      if (node.Tag() == "?") return ResolvePlainScalar(node.Scalar());
       if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return Json(node.Scalar());
-      return ResolvePlainScalar(node.Scalar());
+      Json value;
+      try {
+        value = ResolvePlainScalar(node.Scalar());
+      } catch (const std::out_of_range&) {  // 1e999: beyond a double
+        value = std::numeric_limits<double>::infinity();
+      }
+      // JSON has no NaN or infinity, and no range check compares with them
+      // (NaN passes every one): refused here (found by tests/fuzz).
+      if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+        return InvalidArgumentError(Where(source, node.Mark()) + ": \"" + node.Scalar() + "\" is not a finite number");
+      }
+      return value;
+    }
     case YAML::NodeType::Sequence: {
       Json array = Json::array();
       for (const auto& item : node) {

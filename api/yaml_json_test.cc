@@ -84,6 +84,13 @@ TEST(YamlJsonTest, AStreamYamlCppWouldLoopOnOrNotUtf8IsAnError) {
   ASSERT_FALSE(latin1.ok());
   EXPECT_EQ(latin1.status().message(), "latin1.yaml:1:10: not UTF-8 text (byte 0xE9)");
   EXPECT_TRUE(ParseYamlDocuments("name: caf\xc3\xa9 \xf0\x9f\xa4\x96\n", "utf8.yaml").ok());
+  // JSON has no NaN or infinity, and NaN passes every range check.
+  for (const char* text : {"x: .nan\n", "x: -.inf\n", "x: 1e999\n"}) {
+    auto number = ParseYamlDocuments(text, "n.yaml");
+    ASSERT_FALSE(number.ok()) << text;
+    EXPECT_NE(number.status().message().find("is not a finite number"), std::string::npos) << number.status().message();
+  }
+  EXPECT_TRUE(ParseYamlDocuments("x: \".nan\"\n", "quoted.yaml").ok()) << "a string";
   auto empty = ParseYamlDocuments("---\n---\n...\n", "empty.yaml");
   EXPECT_TRUE(empty.ok()) << empty.status().ToString();
 }

@@ -75,7 +75,9 @@ TEST_F(PlanCommandTest, ThePipelineExampleShowsItsStagesAgainstTheEvenSplitAndDa
   // What the planner was given, then what it chose.
   for (const char* shown : {"layers, per sample in a pass of the batch (64), measured on this machine", "conv1 ", "conv8 ", "classifier ",
                             "devices, the workers' nodes", "sensor-hub ", "the planner's best for mode auto",
-                            "STAGE LAYERS", "PERIOD ms", "MEMORY/DEVICE", "predicted: ", "micro-batches of",
+                            // "1 micro-batch of 64" or "N micro-batches of": how many, the
+                            // layers as measured on this machine decide.
+                            "STAGE LAYERS", "PERIOD ms", "MEMORY/DEVICE", "predicted: ", " micro-batch",
                             "against, on the same devices and links:", "even split ", "data parallel ",
                             "fastest alone ", "ideal: ", "auto picks "}) {
     EXPECT_NE(out.find(shown), std::string::npos) << "missing \"" << shown << "\" in\n" << out;

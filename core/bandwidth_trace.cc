@@ -59,6 +59,18 @@ StatusOr<BandwidthTrace> BandwidthTrace::Parse(std::string_view csv, std::string
       return error(line_no, "mbps is not a number: \"" + std::string(line.substr(comma + 1)) + "\"");
     }
     if (p.mbps < 0) return error(line_no, "mbps must be >= 0 (got " + std::to_string(p.mbps) + ")");
+    // Beyond what any link carries or any run lasts, a value is a typo; and
+    // samples closer than a millisecond would have a shaper step a hair at a
+    // time (tests/fuzz found a trace with a 1e-119 s period).
+    if (p.mbps > kMostMbps) return error(line_no, "mbps must be at most " + std::to_string(kMostMbps));
+    if (p.seconds > kLongestSeconds) {
+      return error(line_no, "seconds must be at most " + std::to_string(kLongestSeconds) + " (a year)");
+    }
+    if (!trace.points_.empty() && p.seconds - trace.points_.back().seconds < kShortestStepSeconds &&
+        p.seconds > trace.points_.back().seconds) {
+      return error(line_no, "samples must be at least 1 ms apart (" + std::to_string(p.seconds) + " after " +
+                                std::to_string(trace.points_.back().seconds) + ")");
+    }
     if (trace.points_.empty() && p.seconds != 0) {
       return error(line_no, "the first sample must be at 0 seconds (got " + std::to_string(p.seconds) + ")");
     }

@@ -83,10 +83,16 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
     if (Status decoded = DecodeRow(row.encoding, row.scale, row.values, out); !decoded.ok()) {
       return refuse("undecodable", decoded.message());
     }
-    // One NaN in a mean is a NaN in every parameter the optimizer touches next.
+    // One NaN in a mean is a NaN in every parameter the optimizer touches next;
+    // and finite values past kLargestGradient sum, over workers and
+    // iterations, to an infinity (found by tests/fuzz/row_push_fuzzer).
     for (float v : out) {
       if (!std::isfinite(v)) {
         return refuse("not_finite", "row " + std::to_string(row.id) + " carries a NaN or an infinity");
+      }
+      if (std::fabs(v) > kLargestGradient) {
+        return refuse("too_large", "row " + std::to_string(row.id) + " carries a value beyond " +
+                                       std::to_string(kLargestGradient) + ": no gradient of a model that trains");
       }
     }
     at += out.size();

@@ -31,6 +31,11 @@
 
 namespace edgetrain {
 
+// The largest gradient value a push may carry. A model that trains has
+// gradients many orders below it; up to 2^30 of them sum within a float, and
+// Adam's square of one stays finite.
+inline constexpr float kLargestGradient = 1e15f;
+
 // A gradient row as it arrived, still encoded: `values` points into the message.
 struct PushedRow {
   size_t id = 0;
@@ -52,15 +57,15 @@ class RowAggregator {
   // gradient is gathered and recorded in `ledger`, and the rows whose clock
   // moved step. Returns whether any row stepped. A part with a row that does
   // not exist, that `w` already pushed for `iteration` (in this part or an
-  // earlier one), that does not decode or that carries a NaN or an infinity
-  // is refused whole, before any of it is applied: InvalidArgument, and
+  // earlier one), that does not decode or that carries a NaN, an infinity or
+  // a value beyond kLargestGradient is refused whole, before any of it is applied: InvalidArgument, and
   // refusal() says which of those it was.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
   // Worker `w` starts over (a new stream, or back after being counted out):
   // what it pushed before may come again, computed afresh, and is no duplicate.
   void ForgetPushes(int w);
-  // Why the last refused push was: "no_such_row", "row_twice", "undecodable"
-  // or "not_finite" (a metric's label).
+  // Why the last refused push was: "no_such_row", "row_twice", "undecodable",
+  // "not_finite" or "too_large" (a metric's label).
   const std::string& refusal() const { return refusal_; }
 
   // Rounds: steps every row whose clock moved without a push (a worker

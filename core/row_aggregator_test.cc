@@ -55,7 +55,8 @@ TEST_F(RowAggregatorTest, AClockThatMovesBySeveralIterationsIsOneStepOnTheirMean
 // is recorded of it, and refusal() names why.
 TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const std::string good = Floats({1, 1}), with_nan = Floats({1, nan}), with_inf = Floats({inf, 1}), short_row = "abc";
+  const std::string good = Floats({1, 1}), with_nan = Floats({1, nan}), with_inf = Floats({inf, 1}), short_row = "abc",
+                    huge = Floats({2e38f, 1});
   struct Case {
     std::vector<PushedRow> rows;
     const char* refusal;
@@ -72,6 +73,9 @@ TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {
       // An int8 row's values are finite; a scale that is not makes them not.
       {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kInt8, inf, std::string(2, '\x01')}}, "not_finite",
        "row 1 carries a NaN or an infinity"},
+      // Finite, and two of them sum to an infinity.
+      {{{0, RowEncoding::kFloat32, 1, good}, {1, RowEncoding::kFloat32, 1, huge}}, "too_large",
+       "row 1 carries a value beyond"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.refusal);

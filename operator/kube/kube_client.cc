@@ -31,7 +31,10 @@ Status WatchDecoder::Feed(std::string_view bytes, const std::function<void(Watch
     else if (type == "DELETED") e.type = WatchEventType::kDeleted;
     else if (type == "BOOKMARK") e.type = WatchEventType::kBookmark;
     else if (type == "ERROR") e.type = WatchEventType::kError;
-    else return InvalidArgumentError("watch: unknown event type \"" + type + "\"");
+    else {
+      partial_.erase(0, nl + 1);  // as for any malformed event: the next one is read afresh
+      return InvalidArgumentError("watch: unknown event type \"" + type + "\"");
+    }
     e.object = std::move(event["object"]);
     on_event(std::move(e));
   }

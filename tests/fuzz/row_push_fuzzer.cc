@@ -89,7 +89,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Require(model.version(r) == versions_before[r], "a refused push stepped a row");
       }
     }
-    if (script.Byte() & 1) model.StepMovedRows(ledger);
+    // Between pushes: rows whose clocks moved step, and under the deadline
+    // policy a round may close without a worker.
+    const uint8_t between = script.Byte();
+    if (between & 1) model.StepMovedRows(ledger);
+    if (between & 2) model.CloseRoundsAtDeadlines();
     for (float v : model.parameters()) Require(std::isfinite(v), "a NaN or an infinity reached the model");
   }
   return 0;
