@@ -134,6 +134,23 @@ TEST(TeamRunTest, AProfileWithTooFewNodesIsRefused) {
       << ReadFile(dir / "stderr.log");
 }
 
+// How many trials of a fault a test runs, and the seed of where each strikes:
+// one, from seed 1, unless EDGETRAIN_<NAME>_TRIALS and _SEED say otherwise
+// (the benchmarks that repeat it, bench/worker-kills and bench/coordinator-kills).
+struct Trials {
+  int count = 1;
+  std::mt19937 random{1u};
+};
+
+Trials TrialsFromEnvironment(const std::string& name) {
+  Trials trials;
+  if (const char* count = std::getenv(("EDGETRAIN_" + name + "_TRIALS").c_str())) trials.count = std::atoi(count);
+  if (const char* seed = std::getenv(("EDGETRAIN_" + name + "_SEED").c_str())) {
+    trials.random.seed(static_cast<unsigned>(std::atoi(seed)));
+  }
+  return trials;
+}
+
 // The coordinator SIGKILLed at iteration `kill_at` or later, started again on
 // its output folder: the iteration it last showed, and the one it resumed at.
 struct CoordinatorKill {
@@ -204,7 +221,9 @@ CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
   }
   const std::string log = ReadFile(dir / "coordinator-2.log");
   EXPECT_NE(log.find("resume: resumed from"), std::string::npos) << log;
-  if (const size_t at = log.find("at iteration "); at != std::string::npos) outcome.resumed = std::stoll(log.substr(at + 13));
+  if (const size_t at = log.find("at iteration "); at != std::string::npos) {
+    outcome.resumed = std::stoll(log.substr(at + 13));
+  }
   for (auto& w : workers) EXPECT_EQ(w.Wait(seconds(30)), 0);
   EXPECT_NE(ReadFile(dir / "worker-0.log").find("lost the coordinator; reconnecting"), std::string::npos);
   return outcome;
@@ -216,14 +235,11 @@ CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
 // seeded iteration; bench/coordinator-kills runs 20
 // (EDGETRAIN_COORDINATOR_KILL_TRIALS and _SEED) and reads the line this prints.
 TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
-  const char* trials_env = std::getenv("EDGETRAIN_COORDINATOR_KILL_TRIALS");
-  const char* seed_env = std::getenv("EDGETRAIN_COORDINATOR_KILL_SEED");
-  const int trials = trials_env ? std::atoi(trials_env) : 1;
-  std::mt19937 random(seed_env ? static_cast<unsigned>(std::atoi(seed_env)) : 1u);
+  Trials trials = TrialsFromEnvironment("COORDINATOR_KILL");
   nlohmann::json record = nlohmann::json::array();
-  for (int trial = 0; trial < trials; ++trial) {
+  for (int trial = 0; trial < trials.count; ++trial) {
     // 60 epochs are ~1,300 team iterations; past the first checkpoint and well before the end.
-    const int64_t kill_at = std::uniform_int_distribution<int64_t>(60, 600)(random);
+    const int64_t kill_at = std::uniform_int_distribution<int64_t>(60, 600)(trials.random);
     SCOPED_TRACE("killed at iteration " + std::to_string(kill_at) + " or later");
     const CoordinatorKill kill = KillTheCoordinatorOnce(TestDir(), kill_at);
     EXPECT_GE(kill.resumed, 30) << "resumed from a checkpoint past the first";
@@ -316,18 +332,15 @@ TeamOutcome RunBspTeam(const fs::path& dir, int64_t kill_at) {
 // iteration; bench/worker-kills runs 20 (EDGETRAIN_WORKER_KILL_TRIALS and _SEED)
 // and reads the line this prints.
 TEST(TeamRunTest, AWorkerKilledMidRunRejoinsAndTheJobEndsWithinAPointOfItsUndisturbedRun) {
-  const char* trials_env = std::getenv("EDGETRAIN_WORKER_KILL_TRIALS");
-  const char* seed_env = std::getenv("EDGETRAIN_WORKER_KILL_SEED");
-  const int trials = trials_env ? std::atoi(trials_env) : 1;
-  std::mt19937 random(seed_env ? static_cast<unsigned>(std::atoi(seed_env)) : 1u);
+  Trials trials = TrialsFromEnvironment("WORKER_KILL");
   const TeamOutcome undisturbed = RunBspTeam(TestDir(), 0);
   ASSERT_GT(undisturbed.accuracy, 0.9) << undisturbed.coordinator_log;
   nlohmann::json record = {{"undisturbed", undisturbed.accuracy}, {"trials", nlohmann::json::array()}};
   int within = 0;
-  for (int trial = 0; trial < trials; ++trial) {
+  for (int trial = 0; trial < trials.count; ++trial) {
     // 150 epochs of 719 samples a worker in batches of 32 are ~3,500 team
     // iterations: killed between a tenth and three fifths of the way.
-    const int64_t kill_at = std::uniform_int_distribution<int64_t>(350, 2100)(random);
+    const int64_t kill_at = std::uniform_int_distribution<int64_t>(350, 2100)(trials.random);
     SCOPED_TRACE("killed at iteration " + std::to_string(kill_at));
     const TeamOutcome killed = RunBspTeam(TestDir(), kill_at);
     // It joined at the start, and again once restarted.
