@@ -151,6 +151,40 @@ Trials TrialsFromEnvironment(const std::string& name) {
   return trials;
 }
 
+// The plan of a data-parallel team of two on digits (mlp [32], adam, seed 5),
+// written to dir/plan.json: `sync` and `fault_tolerance` as a spec has them.
+void WriteTwoWorkerPlan(const fs::path& dir, const std::string& job, const nlohmann::json& sync, int epochs,
+                        double slowdown, int evaluate_every, int checkpoint_every) {
+  nlohmann::json spec = nlohmann::json::parse(R"({
+    "model": {"name": "mlp", "hidden": [32]},
+    "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
+    "parallelism": {"mode": "dataParallel", "workers": 2},
+    "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
+    "budget": {"wallClock": "2m", "energyJoules": 0},
+    "faultTolerance": {"replicateEvery": 100, "replay": true, "maxRecoveries": 5, "nodeLossGrace": "60s"},
+    "seed": 5})");
+  spec["sync"] = sync;
+  spec["budget"]["epochs"] = epochs;
+  spec["evaluation"] = {{"everyIterations", evaluate_every}};
+  spec["faultTolerance"]["checkpointEvery"] = checkpoint_every;
+  const nlohmann::json plan = {
+      {"job", job}, {"generation", 1}, {"outputDir", (dir / "out").string()}, {"intraOpThreads", 1},
+      {"workers",
+       {{{"rank", 0}, {"node", "a"}, {"slowdown", slowdown}}, {{"rank", 1}, {"node", "b"}, {"slowdown", slowdown}}}},
+      {"spec", spec}};
+  std::ofstream(dir / "plan.json") << plan.dump();
+}
+
+// An agent of that team, its output in dir/`log`.
+StatusOr<ChildProcess> SpawnAgent(const fs::path& dir, const std::string& job, const std::string& role, int rank,
+                                  const std::vector<std::string>& more, const std::string& log) {
+  std::vector<std::string> args = {kBin + "edgetrain-agent", "--role=" + role, "--job=" + job,
+                                   "--rank=" + std::to_string(rank), "--world=2",
+                                   "--plan=" + (dir / "plan.json").string()};
+  args.insert(args.end(), more.begin(), more.end());
+  return ChildProcess::Spawn(args, (dir / log).string());
+}
+
 // The coordinator SIGKILLed at iteration `kill_at` or later, started again on
 // its output folder: the iteration it last showed, and the one it resumed at.
 struct CoordinatorKill {
@@ -160,27 +194,12 @@ struct CoordinatorKill {
 
 CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
   CoordinatorKill outcome;
-  nlohmann::json plan = {
-      {"job", "resume"}, {"generation", 1}, {"outputDir", (dir / "out").string()}, {"intraOpThreads", 1},
-      {"workers", {{{"rank", 0}, {"node", "a"}, {"slowdown", 1}}, {{"rank", 1}, {"node", "b"}, {"slowdown", 1}}}},
-      {"spec", nlohmann::json::parse(R"({
-        "model": {"name": "mlp", "hidden": [32]},
-        "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
-        "parallelism": {"mode": "dataParallel", "workers": 2},
-        "sync": {"granularity": "row", "policy": "rog", "stalenessBound": 4, "compression": "none"},
-        "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
-        "budget": {"wallClock": "2m", "epochs": 60, "energyJoules": 0},
-        "evaluation": {"everyIterations": 50},
-        "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 30, "maxRecoveries": 5,
-                           "nodeLossGrace": "60s"},
-        "seed": 5})")}};
-  std::ofstream(dir / "plan.json") << plan.dump();
+  WriteTwoWorkerPlan(dir, "resume",
+                     {{"granularity", "row"}, {"policy", "rog"}, {"stalenessBound", 4}, {"compression", "none"}},
+                     /*epochs=*/60, /*slowdown=*/1, /*evaluate_every=*/50, /*checkpoint_every=*/30);
   const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
-  const std::vector<std::string> coordinator_args = {
-      kBin + "edgetrain-agent", "--role=coordinator", "--job=resume", "--rank=0", "--world=2",
-      "--plan=" + (dir / "plan.json").string(), "--listen=" + listen, "--http=127.0.0.1:0"};
-
-  auto first = ChildProcess::Spawn(coordinator_args, (dir / "coordinator-1.log").string());
+  const std::vector<std::string> serve = {"--listen=" + listen, "--http=127.0.0.1:0"};
+  auto first = SpawnAgent(dir, "resume", "coordinator", 0, serve, "coordinator-1.log");
   EXPECT_TRUE(first.ok());
   if (!first.ok()) return outcome;
   auto http = LineStartingWith(*first, "http ");
@@ -189,9 +208,8 @@ CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
   if (!http) return outcome;
   std::vector<ChildProcess> workers;
   for (int rank = 0; rank < 2; ++rank) {
-    auto w = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=worker", "--job=resume", "--rank=" + std::to_string(rank),
-                                  "--world=2", "--plan=" + (dir / "plan.json").string(), "--coordinator=" + listen},
-                                 (dir / ("worker-" + std::to_string(rank) + ".log")).string());
+    auto w = SpawnAgent(dir, "resume", "worker", rank, {"--coordinator=" + listen},
+                        "worker-" + std::to_string(rank) + ".log");
     EXPECT_TRUE(w.ok());
     if (!w.ok()) return outcome;
     workers.push_back(std::move(*w));
@@ -205,7 +223,7 @@ CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
   EXPECT_EQ(first->Wait(seconds(10)), 128 + SIGKILL);
   EXPECT_TRUE(fs::exists(dir / "out" / "checkpoint.bin"));
 
-  auto second = ChildProcess::Spawn(coordinator_args, (dir / "coordinator-2.log").string());
+  auto second = SpawnAgent(dir, "resume", "coordinator", 0, serve, "coordinator-2.log");
   EXPECT_TRUE(second.ok());
   if (!second.ok()) return outcome;
   auto result_line = LineStartingWith(*second, "result ");
@@ -261,39 +279,21 @@ struct TeamOutcome {
 
 TeamOutcome RunBspTeam(const fs::path& dir, int64_t kill_at) {
   TeamOutcome outcome;
-  nlohmann::json plan = {
-      {"job", "kills"}, {"generation", 1}, {"outputDir", (dir / "out").string()}, {"intraOpThreads", 1},
-      // Emulated devices 4x slower than this machine, and 150 epochs: the run
-      // lasts long enough (~8 s) for a restarted worker, a second of loading,
-      // to come back mid-run.
-      {"workers", {{{"rank", 0}, {"node", "a"}, {"slowdown", 4}}, {{"rank", 1}, {"node", "b"}, {"slowdown", 4}}}},
-      {"spec", nlohmann::json::parse(R"({
-        "model": {"name": "mlp", "hidden": [32]},
-        "data": {"dataset": "digits", "batchSize": 32, "partition": {"kind": "iid"}},
-        "parallelism": {"mode": "dataParallel", "workers": 2},
-        "sync": {"granularity": "row", "policy": "bsp", "compression": "none"},
-        "optimizer": {"name": "adam", "learningRate": 0.003, "weightDecay": 0},
-        "budget": {"wallClock": "2m", "epochs": 150, "energyJoules": 0},
-        "evaluation": {"everyIterations": 100000},
-        "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0, "maxRecoveries": 5,
-                           "nodeLossGrace": "60s"},
-        "seed": 5})")}};
-  std::ofstream(dir / "plan.json") << plan.dump();
+  // Emulated devices 4x slower than this machine, and 150 epochs: the run
+  // lasts long enough (~8 s) for a restarted worker, a second of loading,
+  // to come back mid-run.
+  WriteTwoWorkerPlan(dir, "kills", {{"granularity", "row"}, {"policy", "bsp"}, {"compression", "none"}},
+                     /*epochs=*/150, /*slowdown=*/4, /*evaluate_every=*/100000, /*checkpoint_every=*/0);
   const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
-  auto coordinator = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=coordinator", "--job=kills", "--rank=0",
-                                          "--world=2", "--plan=" + (dir / "plan.json").string(),
-                                          "--listen=" + listen, "--http=127.0.0.1:0"},
-                                         (dir / "coordinator.log").string());
+  auto coordinator =
+      SpawnAgent(dir, "kills", "coordinator", 0, {"--listen=" + listen, "--http=127.0.0.1:0"}, "coordinator.log");
   EXPECT_TRUE(coordinator.ok());
   if (!coordinator.ok()) return outcome;
   auto http = LineStartingWith(*coordinator, "http ");
   EXPECT_TRUE(http.has_value() && LineStartingWith(*coordinator, "listening ").has_value());
   if (!http) return outcome;
   auto worker = [&](int rank, const std::string& log) {
-    return ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=worker", "--job=kills",
-                                "--rank=" + std::to_string(rank), "--world=2", "--plan=" + (dir / "plan.json").string(),
-                                "--coordinator=" + listen},
-                               (dir / log).string());
+    return SpawnAgent(dir, "kills", "worker", rank, {"--coordinator=" + listen}, log);
   };
   std::vector<ChildProcess> workers;
   for (int rank = 0; rank < 2; ++rank) {

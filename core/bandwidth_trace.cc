@@ -60,16 +60,11 @@ StatusOr<BandwidthTrace> BandwidthTrace::Parse(std::string_view csv, std::string
     }
     if (p.mbps < 0) return error(line_no, "mbps must be >= 0 (got " + std::to_string(p.mbps) + ")");
     // Beyond what any link carries or any run lasts, a value is a typo; and
-    // samples closer than a millisecond would have a shaper step a hair at a
-    // time (tests/fuzz found a trace with a 1e-119 s period).
+    // samples closer than a millisecond (below) would have a shaper step a
+    // hair at a time (tests/fuzz found a trace with a 1e-119 s period).
     if (p.mbps > kMostMbps) return error(line_no, "mbps must be at most " + std::to_string(kMostMbps));
     if (p.seconds > kLongestSeconds) {
       return error(line_no, "seconds must be at most " + std::to_string(kLongestSeconds) + " (a year)");
-    }
-    if (!trace.points_.empty() && p.seconds - trace.points_.back().seconds < kShortestStepSeconds &&
-        p.seconds > trace.points_.back().seconds) {
-      return error(line_no, "samples must be at least 1 ms apart (" + std::to_string(p.seconds) + " after " +
-                                std::to_string(trace.points_.back().seconds) + ")");
     }
     if (trace.points_.empty() && p.seconds != 0) {
       return error(line_no, "the first sample must be at 0 seconds (got " + std::to_string(p.seconds) + ")");
@@ -77,6 +72,10 @@ StatusOr<BandwidthTrace> BandwidthTrace::Parse(std::string_view csv, std::string
     if (!trace.points_.empty() && p.seconds <= trace.points_.back().seconds) {
       return error(line_no, "seconds must increase from row to row (" + std::to_string(p.seconds) +
                                 " after " + std::to_string(trace.points_.back().seconds) + ")");
+    }
+    if (!trace.points_.empty() && p.seconds - trace.points_.back().seconds < kShortestStepSeconds) {
+      return error(line_no, "samples must be at least 1 ms apart (" + std::to_string(p.seconds) + " after " +
+                                std::to_string(trace.points_.back().seconds) + ")");
     }
     trace.points_.push_back(p);
   }
