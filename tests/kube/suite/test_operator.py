@@ -296,6 +296,12 @@ class OperatorTest(SiteTestCase):
         self.apply(wall_clock_job("mended", "2m", parallelism={"workers": 2},
                                   faultTolerance={"nodeLossGrace": "2s"}))
         self.wait_job("mended", lambda j: phase(j) == "Running", timeout=60)
+        # Running says the pods' containers started, not that the coordinator has read
+        # its plan: a node lost before then (a loaded machine starts an agent slowly)
+        # would have it start on generation 2, with nothing left to adopt. The team
+        # formed on generation 1 first.
+        formed = self.log_until("mended-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
         victim = self.job_pods("mended")["mended-worker-1"]["spec"]["nodeName"]
         self.assertNotEqual(victim, "gateway", "the coordinator's node is not the one to lose here")
         t_lost = time.monotonic()
