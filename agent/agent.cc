@@ -16,6 +16,7 @@
 #include "agent/pipeline/stage_runner.h"
 #include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
+#include "agent/refusal_report.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "http/http_server.h"
@@ -26,6 +27,8 @@
 #include "core/bandwidth_trace.h"
 #include "core/job_plan.h"
 #include "core/partition.h"
+#include "pki/job_identity.h"
+#include "pki/tls_folder.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -100,6 +103,7 @@ class Endpoint {
 struct AgentSetup {
   const AgentFlags& flags;
   const JobPlan& plan;
+  TransportSecurity security;  // how this team's agents talk (SecurityOf)
   Endpoint& endpoint;
   TrainTestSplit data;
   std::unique_ptr<Trainer> trainer;
@@ -157,8 +161,10 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics, timings);
   CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
+  ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
+  RefusalReport refusals("coordinator", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
-                             StartTrainingServer(s.flags.listen, TransportSecurity{}, service));
+                             StartTrainingServer(s.flags.listen, s.security, service, refusals));
   s.log << "coordinator: " << spec.parallelism.workers << " worker(s), policy " << NameOf(spec.sync.policy)
         << ", a model of " << s.trainer->ParameterCount() << " parameters\n";
   s.lines << "listening " << server->address() << std::endl;
@@ -177,7 +183,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   s.data.test = {};  // a worker never evaluates
   WorkerOptions options;
   options.rank = s.flags.rank;
-  auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
+  auto connector = GrpcConnector(s.flags.coordinator, s.security);
   options.coordinator = connector.get();
   options.metrics = &s.endpoint.metrics();
   options.timings.connect_attempt = s.flags.connect_attempt;
@@ -237,8 +243,10 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   PipelineMetrics pipeline_metrics(s.endpoint.metrics(), s.plan.job, stage_of_rank);
   head.SetMetrics(&pipeline_metrics);
   JobDriver driver(s.plan, head, clock, s.endpoint.board(), metrics, s.log);
+  ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
+  RefusalReport refusals("head", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
-                             StartTrainingServer(s.flags.listen, TransportSecurity{}, head));
+                             StartTrainingServer(s.flags.listen, s.security, head, refusals));
   s.log << "head: " << s.plan.pipeline->stages.size() << " stage(s) on " << s.plan.workers.size() << " device(s), "
         << s.plan.pipeline->micro_batches << " micro-batches a step, a model of " << s.trainer->ParameterCount()
         << " parameters\n";
@@ -267,7 +275,7 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   options.rank = s.flags.rank;
   options.connect_attempt = s.flags.connect_attempt;
   options.connect_timeout = s.plan.spec.fault_tolerance.ReachGrace();
-  auto connector = GrpcConnector(s.flags.coordinator, TransportSecurity{});
+  auto connector = GrpcConnector(s.flags.coordinator, s.security);
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);
   if (!uplink.ok()) return fail(uplink.status());
@@ -319,6 +327,41 @@ StatusOr<Part> PartOf(const AgentFlags& flags, const JobPlan& plan) {
   return InvalidArgumentError("unknown role");
 }
 
+// How this agent's team talks. A team's agents need the job's credentials
+// (--tls-dir) or a person's --insecure, said loudly; a job of one talks to no
+// one. Credentials that cannot be read fail the agent here, before any data
+// is loaded; its own certificate being one the job would refuse (expired, of
+// another job) is said too, and the coordinator's refusal is left to say it
+// again where the job is watched.
+StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::ostream& log) {
+  if (part == Part::kSolo) return TransportSecurity::Insecure();
+  if (flags.insecure) {
+    log << "WARNING: --insecure: this team's gradients and model travel in plaintext, and anyone who reaches "
+        << (flags.role == Role::kCoordinator ? "its port" : "the coordinator's port")
+        << " can join the job or impersonate its coordinator; for a run on loopback only\n";
+    return TransportSecurity::Insecure();
+  }
+  if (flags.tls_dir.empty()) {
+    return InvalidArgumentError("a team's agents talk over mutual TLS: give --tls-dir=DIR with the job's ca.crt, "
+                                "tls.crt and tls.key, or --insecure for a run on loopback");
+  }
+  TransportSecurity security = TransportSecurity::MutualTls(flags.job, flags.tls_dir, flags.tls_reload);
+  auto files = pki::ReadTlsFolder(security.files);
+  if (!files.ok()) return InvalidArgumentError("--tls-dir: " + files.status().message());
+  if (!pki::ValidityOf(files->ca_pem).ok()) {
+    return InvalidArgumentError("--tls-dir: " + security.files.ca_path + " is not a PEM certificate");
+  }
+  if (Status pair = pki::CheckKeyPair({files->cert_pem, files->key_pem}); !pair.ok()) {
+    return InvalidArgumentError("--tls-dir: " + pair.message());
+  }
+  const pki::PeerCheck own = pki::CheckPeer(files->cert_pem, flags.job, files->ca_pem, std::chrono::system_clock::now());
+  if (!own.accepted()) {
+    log << "tls: this agent's own certificate would be refused by its job: " << own.detail << " ("
+        << pki::ReasonOf(own.verdict) << ")\n";
+  }
+  return security;
+}
+
 }  // namespace
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel) {
@@ -331,6 +374,9 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   if (Status started = endpoint.Start(flags.http, serves_job, lines); !started.ok()) {
     return ReportFailure(started, lines, log);
   }
+  auto security = SecurityOf(flags, *part, log);
+  if (!security.ok()) return serves_job ? ReportJob(security.status(), endpoint, lines, log)
+                                        : ReportFailure(security.status(), lines, log);
   const JobSpec& spec = plan->spec;
   auto setup_failed = [&](const Status& status) {
     return serves_job ? ReportJob(status, endpoint, lines, log) : ReportFailure(status, lines, log);
@@ -349,7 +395,7 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
         << plan->intra_op_threads << " intra-op thread(s)\n";
     whole = std::move(*trainer);
   }
-  AgentSetup setup{flags, *plan, endpoint, std::move(*data), std::move(whole), lines, log};
+  AgentSetup setup{flags, *plan, std::move(*security), endpoint, std::move(*data), std::move(whole), lines, log};
   switch (*part) {
     case Part::kSolo: return ReportJob(RunSoloRole(setup, cancel), endpoint, lines, log);
     case Part::kCoordinator: return ReportJob(RunCoordinatorRole(setup, cancel), endpoint, lines, log);

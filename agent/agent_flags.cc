@@ -38,6 +38,12 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   app->add_option("--termination-log", flags.termination_log,
                   "also write the result's JSON there at the end (a pod's terminationMessagePath)")
       ->option_text("FILE");
+  app->add_option("--tls-dir", flags.tls_dir,
+                  "the job's TLS credentials for mutual TLS between its agents: ca.crt (the job's authority), "
+                  "tls.crt and tls.key (this agent's), as a kubernetes.io/tls Secret mounts them")
+      ->option_text("DIR");
+  app->add_flag("--insecure", flags.insecure,
+                "plaintext between the team's agents, with no identity checked: for a run on loopback only");
   auto wait = [&](const char* name, Duration& into, const char* what) {
     app->add_option_function<std::string>(
            name,
@@ -55,6 +61,7 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "a coordinator that no worker reaches within this fails (default 120s)");
   wait("--stop-grace", flags.stop_grace, "how long a coordinator gives its workers to hear Stop (default 3s)");
   wait("--plan-poll", flags.plan_poll, "how often a coordinator looks at its plan file for a new generation (default 1s)");
+  wait("--tls-reload", flags.tls_reload, "how often --tls-dir is read again for rotated credentials (default 60s)");
   wait("--connect-attempt", flags.connect_attempt, "how long one try of a worker to reach its coordinator (or a stage its head) lasts (default 1s)");
   return app;
 }
@@ -78,6 +85,9 @@ StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
   if (flags.rank >= flags.world) {
     return InvalidArgumentError("--rank must be below --world (" + std::to_string(flags.rank) +
                                 " >= " + std::to_string(flags.world) + ")");
+  }
+  if (flags.insecure && !flags.tls_dir.empty()) {
+    return InvalidArgumentError("--insecure and --tls-dir exclude each other: plaintext, or mutual TLS with the files");
   }
   return flags;
 }

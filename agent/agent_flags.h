@@ -28,6 +28,12 @@ struct AgentFlags {
   // terminationMessagePath, which the kubelet copies into the pod's status for
   // the operator to read how the job ended. Empty: nowhere.
   std::string termination_log;
+  // How a team's agents talk: mutual TLS with the job's credentials in
+  // tls_dir (ca.crt, tls.crt, tls.key), or plaintext when `insecure` (loopback
+  // only). A team's agent needs one of the two; a job of one neither.
+  std::string tls_dir;
+  bool insecure = false;
+  Duration tls_reload = std::chrono::seconds(60);  // how often tls_dir is read again (a rotation)
   // The agent's own waits, long in production and short in tests.
   Duration first_worker_timeout = std::chrono::seconds(120);  // a coordinator with no worker fails then
   Duration stop_grace = std::chrono::seconds(3);              // workers' time to hear Stop

@@ -9,7 +9,8 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   auto flags = ParseAgentFlags({"--role=worker", "--job=robots", "--rank=2", "--world=4",
                                 "--coordinator=10.0.0.1:7070", "--plan=/etc/plan.json", "--listen=0.0.0.0:0",
                                 "--http=127.0.0.1:9100", "--data-dir=/data", "--first-worker-timeout=2s",
-                                "--stop-grace=500ms", "--plan-poll=100ms", "--connect-attempt=250ms"});
+                                "--stop-grace=500ms", "--plan-poll=100ms", "--connect-attempt=250ms",
+                                "--tls-dir=/etc/edgetrain/tls", "--tls-reload=2s"});
   ASSERT_TRUE(flags.ok()) << flags.status().ToString();
   EXPECT_EQ(flags->role, Role::kWorker);
   EXPECT_EQ(flags->job, "robots");
@@ -24,6 +25,9 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_EQ(flags->stop_grace, std::chrono::milliseconds(500));
   EXPECT_EQ(flags->plan_poll, std::chrono::milliseconds(100));
   EXPECT_EQ(flags->connect_attempt, std::chrono::milliseconds(250));
+  EXPECT_EQ(flags->tls_dir, "/etc/edgetrain/tls");
+  EXPECT_EQ(flags->tls_reload, std::chrono::seconds(2));
+  EXPECT_FALSE(flags->insecure);
 
   auto defaults = ParseAgentFlags({"--role", "coordinator", "--job", "j", "--plan", "p"});
   ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
@@ -34,6 +38,8 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_EQ(defaults->data_dir, "");
   EXPECT_EQ(defaults->first_worker_timeout, std::chrono::seconds(120));
   EXPECT_EQ(defaults->stop_grace, std::chrono::seconds(3));
+  EXPECT_EQ(defaults->tls_reload, std::chrono::seconds(60));
+  EXPECT_TRUE(ParseAgentFlags({"--role=worker", "--job=j", "--plan=p", "--insecure"})->insecure);
 }
 
 TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
@@ -52,6 +58,8 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
       {{"--role=worker", "--job=j", "--plan=p", "--stop-grace=soon"},
        "--stop-grace: expected a duration such as 500ms or 2m, got \"soon\""},
       {{"--role=worker", "--job=j", "--plan=p", "--plan-poll=0s"}, "--plan-poll: expected a duration"},
+      {{"--role=worker", "--job=j", "--plan=p", "--insecure", "--tls-dir=/tls"},
+       "--insecure and --tls-dir exclude each other"},
   };
   for (const auto& c : cases) {
     auto flags = ParseAgentFlags(c.args);
@@ -64,7 +72,8 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
 TEST(AgentFlagsTest, TheUsageNamesEveryFlag) {
   const std::string usage = AgentUsage();
   for (const char* flag : {"--role", "--job", "--rank", "--world", "--plan", "--coordinator", "--listen", "--http",
-                           "--data-dir", "--first-worker-timeout", "--stop-grace", "--plan-poll", "--connect-attempt"}) {
+                           "--data-dir", "--first-worker-timeout", "--stop-grace", "--plan-poll", "--connect-attempt",
+                           "--tls-dir", "--insecure", "--tls-reload"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
 }

@@ -9,6 +9,8 @@
 #include "agent/data/dataset.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
+#include "pki/job_identity.h"
+#include "pki/tls_folder.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -97,6 +99,7 @@ TEST_F(AgentTest, AFailingAgentStillEndsWithItsResultLine) {
   flags.job = "digits";
   flags.plan = (dir / "team.json").string();
   flags.coordinator = "127.0.0.1:1";
+  flags.insecure = true;
   flags.data_dir = (dir / "no-data").string();
   lines.str("");
   EXPECT_EQ(RunAgent(flags, lines, log, cancel), kExitFailed) << log.str();
@@ -128,6 +131,55 @@ TEST_F(AgentTest, RefusesFlagsThatContradictThePlan) {
   flags.role = Role::kStage;
   EXPECT_EQ(Run(), kExitInvalid);
   EXPECT_NE(log.str().find("--role=stage needs a plan with a pipeline"), std::string::npos) << log.str();
+}
+
+// A team's agents talk over mutual TLS: one started with neither the job's
+// credentials nor a person's --insecure is refused before it loads anything,
+// and credentials that cannot be used are named.
+TEST_F(AgentTest, ATeamsAgentNeedsTheJobsCredentialsOrInsecure) {
+  JobPlan plan;
+  plan.job = "digits";
+  plan.spec_json = std::string(kDigitsSpec);
+  plan.spec_json.replace(plan.spec_json.find("\"workers\": 1"), std::string("\"workers\": 1").size(),
+                         "\"workers\": 2");
+  plan.output_dir = (dir / "out").string();
+  plan.workers = {{0, "a", 1, std::nullopt, {}}, {1, "b", 1, std::nullopt, {}}};
+  std::ofstream(dir / "team.json") << EncodeJobPlan(plan);
+  flags.plan = (dir / "team.json").string();
+  flags.world = 2;
+  flags.first_worker_timeout = std::chrono::milliseconds(200);
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("a team's agents talk over mutual TLS: give --tls-dir=DIR with the job's ca.crt, tls.crt "
+                           "and tls.key, or --insecure for a run on loopback"),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(log.str().find("loading"), std::string::npos) << "refused before any data is loaded";
+
+  flags.tls_dir = (dir / "tls").string();
+  log.str("");
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("--tls-dir: cannot read " + (dir / "tls" / "ca.crt").string()), std::string::npos)
+      << log.str();
+
+  const auto now = std::chrono::system_clock::now();
+  auto authority = pki::MakeJobAuthority("digits", now - std::chrono::hours(1), now + std::chrono::hours(1));
+  ASSERT_TRUE(authority.ok());
+  auto mine = pki::IssueAgentCertificate(*authority, now - std::chrono::hours(1), now + std::chrono::hours(1));
+  auto other = pki::IssueAgentCertificate(*authority, now - std::chrono::hours(1), now + std::chrono::hours(1));
+  ASSERT_TRUE(mine.ok() && other.ok());
+  ASSERT_TRUE(pki::WriteTlsFolder(flags.tls_dir, authority->ca.cert_pem, {mine->cert_pem, other->key_pem}).ok());
+  log.str("");
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("--tls-dir: tls.key is not the key of tls.crt"), std::string::npos) << log.str();
+
+  // Plaintext when asked for, loudly: the coordinator then waits for workers that never come.
+  flags.tls_dir.clear();
+  flags.insecure = true;
+  log.str("");
+  EXPECT_EQ(Run(), kExitFailed);
+  EXPECT_NE(log.str().find("WARNING: --insecure: this team's gradients and model travel in plaintext"),
+            std::string::npos)
+      << log.str();
 }
 
 }  // namespace

@@ -21,9 +21,9 @@ std::string BinaryBeside(const std::string& name) {
 }
 
 AgentLauncher::AgentLauncher(std::string agent_binary, fs::path run_dir, const LocalRunPlan& plan,
-                             const NetnsLinks* links, int http_port, Clock& clock)
+                             const NetnsLinks* links, int http_port, std::vector<std::string> transport, Clock& clock)
     : agent_binary_(std::move(agent_binary)), run_dir_(std::move(run_dir)), plan_(plan), links_(links),
-      http_port_(http_port), clock_(clock), plan_path_((run_dir_ / "plan.json").string()),
+      http_port_(http_port), transport_(std::move(transport)), clock_(clock), plan_path_((run_dir_ / "plan.json").string()),
       coordinator_log_(plan.team ? "coordinator.log" : "agent-0.log") {}
 
 std::string AgentLauncher::HttpFlag(int port_offset) const {
@@ -80,6 +80,7 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
 StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flags, const std::string& log, int rank) {
   std::vector<std::string> argv = {agent_binary_};
   argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), transport_.begin(), transport_.end());
   if (links_) argv = rank < 0 ? links_->InHub(argv) : links_->InWorker(rank, argv);
   // BLAS threads on top of LibTorch's own would oversubscribe the cores.
   const std::string n = std::to_string(plan_.job.intra_op_threads);

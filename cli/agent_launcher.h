@@ -44,8 +44,10 @@ class AgentLauncher {
  public:
   // `http_port` 0: ports the OS chooses; else the coordinator's, and worker r's
   // is http_port + 1 + r. `links` is null unless the kernel shapes the links.
+  // `transport`: how a team's agents talk, the flags each is given
+  // (--tls-dir=DIR, or --insecure); none for a job of one.
   AgentLauncher(std::string agent_binary, std::filesystem::path run_dir, const LocalRunPlan& plan,
-                const NetnsLinks* links, int http_port, Clock& clock);
+                const NetnsLinks* links, int http_port, std::vector<std::string> transport, Clock& clock);
 
   // Writes the plan file, starts the coordinator (for a job of one, the one
   // agent) and waits until it serves HTTP and, for a team, accepts workers.
@@ -71,6 +73,7 @@ class AgentLauncher {
   const LocalRunPlan& plan_;
   const NetnsLinks* links_;
   int http_port_;
+  std::vector<std::string> transport_;
   Clock& clock_;
   std::string plan_path_;
   std::string coordinator_log_;

@@ -12,10 +12,28 @@
 
 #include "cli/child_process.h"
 #include "http/socket_address.h"
+#include "pki/job_identity.h"
+#include "pki/tls_folder.h"
 
 namespace edgetrain::cli {
 
 inline int FreePort() { return http::FreeLoopbackPort(); }
+
+// The flag that gives a team's agents started by hand their job's credentials,
+// as a Secret or the local runner would: an authority of `job` and a
+// certificate from it, written into dir/tls the first time.
+inline std::string TeamTlsFlag(const std::filesystem::path& dir, const std::string& job) {
+  const std::filesystem::path tls = dir / "tls";
+  if (!std::filesystem::exists(tls / pki::kCertificateFile)) {
+    const auto now = std::chrono::system_clock::now();
+    auto authority = pki::MakeJobAuthority(job, now - std::chrono::hours(1), now + std::chrono::hours(24));
+    EXPECT_TRUE(authority.ok()) << authority.status().ToString();
+    auto agent = pki::IssueAgentCertificate(*authority, now - std::chrono::hours(1), now + std::chrono::hours(24));
+    EXPECT_TRUE(agent.ok()) << agent.status().ToString();
+    EXPECT_TRUE(pki::WriteTlsFolder(tls.string(), authority->ca.cert_pem, *agent).ok());
+  }
+  return "--tls-dir=" + tls.string();
+}
 
 // What follows `prefix` on the first line of the child's stdout that starts
 // with it; nullopt if none comes (a minute's wait for each line at most).

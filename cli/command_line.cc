@@ -116,6 +116,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                         "start over, even where the output folder holds a checkpoint of an interrupted run of the "
                         "job (which is resumed otherwise)");
   run_command->add_flag("--keep-logs", run.keep_logs, "keep the run folder with the plan and every agent's log");
+  run_command->add_flag("--insecure", run.insecure,
+                        "a team's agents talk in plaintext instead of mutual TLS with the run's own certificates: "
+                        "anyone who reaches their ports could join; for loopback only");
   run_command->add_flag_callback("--no-curves", [&run] { run.curves = false; },
                                  "do not draw report.png at the end (about a second); progress.jsonl is kept for a "
                                  "later draw");

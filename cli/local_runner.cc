@@ -10,6 +10,7 @@
 #include "http/http_client.h"
 #include "api/trainingjob.h"
 #include "cli/agent_launcher.h"
+#include "cli/ephemeral_credentials.h"
 #include "cli/child_process.h"
 #include "cli/netns_links.h"
 #include "cli/progress_display.h"
@@ -36,6 +37,8 @@ constexpr std::chrono::seconds kDrawGrace{60};
 // Debian's Prometheus starts in about a second; a loaded machine may take more.
 constexpr std::chrono::seconds kObserverReady{30};
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
+// A local run's certificates outlive any run it makes; they go with it anyway.
+constexpr std::chrono::hours kCredentialsValidity{24 * 30};
 
 MachineSize ThisMachine() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -187,8 +190,25 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     err << "error: " << folder.status().message() << "\n";
     return ExitCodeFor(folder.status());
   }
+  // A team's agents talk over mutual TLS with credentials of this run alone,
+  // gone when it ends; plaintext only when asked for.
+  std::optional<EphemeralCredentials> credentials;
+  std::vector<std::string> transport;
+  if (plan.team && options.insecure) {
+    err << "WARNING: --insecure: the agents' gradients and model travel in plaintext, and anyone who reaches the "
+           "coordinator's port can join the job; for loopback only\n";
+    transport = {"--insecure"};
+  } else if (plan.team) {
+    auto made = EphemeralCredentials::Make(plan.job.job, kCredentialsValidity);
+    if (!made.ok()) {
+      err << "error: " << made.status().message() << "\n";
+      return ExitCodeFor(made.status());
+    }
+    credentials.emplace(std::move(*made));
+    transport = {"--tls-dir=" + credentials->dir()};
+  }
   AgentLauncher launcher(options.agent_binary.empty() ? AgentBeside() : options.agent_binary, folder->path(), plan,
-                         links.get(), options.http_port, clock);
+                         links.get(), options.http_port, std::move(transport), clock);
   std::optional<ChildProcess> coordinator;
   std::vector<ChildProcess> workers;
   // `log`: the agent whose log says why (the coordinator's unless a worker failed).

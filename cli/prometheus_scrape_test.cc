@@ -104,7 +104,7 @@ TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
 
   auto coordinator = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=coordinator", "--job=scraped", "--rank=0",
                                           "--world=2", "--plan=" + (dir / "plan.json").string(),
-                                          "--listen=127.0.0.1:0", "--http=127.0.0.1:0"},
+                                          "--listen=127.0.0.1:0", "--http=127.0.0.1:0", TeamTlsFlag(dir, "scraped")},
                                          (dir / "coordinator.log").string());
   ASSERT_TRUE(coordinator.ok());
   auto coordinator_http = LineStartingWith(*coordinator, "http ");
@@ -115,7 +115,7 @@ TEST(PrometheusScrapeTest, EveryMetricIsScrapedAndTheWorkMoves) {
   for (int rank = 0; rank < 2; ++rank) {
     auto w = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=worker", "--job=scraped", "--rank=" + std::to_string(rank),
                                   "--world=2", "--plan=" + (dir / "plan.json").string(), "--coordinator=" + *listening,
-                                  "--http=127.0.0.1:0"},
+                                  "--http=127.0.0.1:0", TeamTlsFlag(dir, "scraped")},
                                  (dir / ("worker-" + std::to_string(rank) + ".log")).string());
     ASSERT_TRUE(w.ok());
     auto http = LineStartingWith(*w, "http ");

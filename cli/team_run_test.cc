@@ -180,7 +180,7 @@ StatusOr<ChildProcess> SpawnAgent(const fs::path& dir, const std::string& job, c
                                   const std::vector<std::string>& more, const std::string& log) {
   std::vector<std::string> args = {kBin + "edgetrain-agent", "--role=" + role, "--job=" + job,
                                    "--rank=" + std::to_string(rank), "--world=2",
-                                   "--plan=" + (dir / "plan.json").string()};
+                                   "--plan=" + (dir / "plan.json").string(), TeamTlsFlag(dir, job)};
   args.insert(args.end(), more.begin(), more.end());
   return ChildProcess::Spawn(args, (dir / log).string());
 }
@@ -387,7 +387,7 @@ TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
   const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
   auto head = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=coordinator", "--job=replay", "--rank=0",
                                    "--world=3", "--plan=" + (dir / "plan.json").string(), "--listen=" + listen,
-                                   "--http=127.0.0.1:0"},
+                                   "--http=127.0.0.1:0", TeamTlsFlag(dir, "replay")},
                                   (dir / "coordinator.log").string());
   ASSERT_TRUE(head.ok());
   auto http = LineStartingWith(*head, "http ");
@@ -397,7 +397,8 @@ TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
   for (int rank = 0; rank < 3; ++rank) {
     auto s = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=stage", "--job=replay",
                                   "--rank=" + std::to_string(rank), "--world=3",
-                                  "--plan=" + (dir / "plan.json").string(), "--coordinator=" + listen},
+                                  "--plan=" + (dir / "plan.json").string(), "--coordinator=" + listen,
+                                  TeamTlsFlag(dir, "replay")},
                                  (dir / ("stage-" + std::to_string(rank) + ".log")).string());
     ASSERT_TRUE(s.ok());
     stages.push_back(std::move(*s));
@@ -420,6 +421,62 @@ TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
   EXPECT_NE(log.find("replaying step"), std::string::npos) << log;
   EXPECT_EQ(stages[0].Wait(seconds(30)), 0) << ReadFile(dir / "stage-0.log");
   EXPECT_EQ(stages[2].Wait(seconds(30)), 0) << ReadFile(dir / "stage-2.log");
+}
+
+// Mutual TLS between the real agents: a worker holding another job's
+// certificate (and the job's authority, to trust the coordinator by) is
+// turned away with a reason it prints, and the coordinator says so in its log
+// and its metric; the job's own workers (the positive control) train to the end.
+TEST(TeamRunTest, AWorkerWithAnotherJobsCertificateIsRefusedAndTheTeamTrainsOn) {
+  const fs::path dir = TestDir();
+  WriteTwoWorkerPlan(dir, "guarded", {{"granularity", "row"}, {"policy", "bsp"}, {"compression", "none"}},
+                     /*epochs=*/20, /*slowdown=*/1, /*evaluate_every=*/100000, /*checkpoint_every=*/0);
+  const std::string listen = "127.0.0.1:" + std::to_string(FreePort());
+  auto coordinator =
+      SpawnAgent(dir, "guarded", "coordinator", 0, {"--listen=" + listen, "--http=127.0.0.1:0"}, "coordinator.log");
+  ASSERT_TRUE(coordinator.ok());
+  auto http = LineStartingWith(*coordinator, "http ");
+  ASSERT_TRUE(http.has_value() && LineStartingWith(*coordinator, "listening ").has_value());
+  // The intruder's credentials: its own job's, beside the guarded job's authority.
+  const auto now = std::chrono::system_clock::now();
+  auto other = pki::MakeJobAuthority("other", now - std::chrono::hours(1), now + std::chrono::hours(1));
+  ASSERT_TRUE(other.ok());
+  auto stolen = pki::IssueAgentCertificate(*other, now - std::chrono::hours(1), now + std::chrono::hours(1));
+  ASSERT_TRUE(stolen.ok());
+  ASSERT_TRUE(pki::WriteTlsFolder((dir / "intruder").string(), ReadFile(dir / "tls" / pki::kAuthorityFile), *stolen)
+                  .ok());
+  auto intruder = ChildProcess::Spawn({kBin + "edgetrain-agent", "--role=worker", "--job=guarded", "--rank=1",
+                                       "--world=2", "--plan=" + (dir / "plan.json").string(),
+                                       "--coordinator=" + listen, "--tls-dir=" + (dir / "intruder").string()},
+                                      (dir / "intruder.log").string());
+  ASSERT_TRUE(intruder.ok());
+  EXPECT_EQ(intruder->Wait(seconds(60)), 2) << "refused as bad input: " << ReadFile(dir / "intruder.log");
+  EXPECT_NE(ReadFile(dir / "intruder.log")
+                .find("job \"guarded\" refused the connection: a certificate of job \"other\", not issued by job "
+                      "\"guarded\"'s authority"),
+            std::string::npos)
+      << ReadFile(dir / "intruder.log");
+  auto metrics = http::HttpGet(*http, "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->body.find("edgetrain_agent_refused_connections_total{reason=\"other_job\",trainingjob=\"guarded\"} 1"),
+            std::string::npos)
+      << metrics->body;
+  std::vector<ChildProcess> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto w = SpawnAgent(dir, "guarded", "worker", rank, {"--coordinator=" + listen}, "worker-" + std::to_string(rank) + ".log");
+    ASSERT_TRUE(w.ok());
+    workers.push_back(std::move(*w));
+  }
+  auto result_line = LineStartingWith(*coordinator, "result ");
+  ASSERT_TRUE(result_line.has_value()) << ReadFile(dir / "coordinator.log");
+  EXPECT_EQ(coordinator->Wait(seconds(60)), 0);
+  for (auto& w : workers) EXPECT_EQ(w.Wait(seconds(30)), 0);
+  auto result = DecodeJobProgress(*result_line);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stop_reason, StopReason::kEpochs);
+  const std::string log = ReadFile(dir / "coordinator.log");
+  EXPECT_NE(log.find("coordinator: refused a connection from ipv4:127.0.0.1:"), std::string::npos) << log;
+  EXPECT_NE(log.find("(other_job)"), std::string::npos) << log;
 }
 
 }  // namespace

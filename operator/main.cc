@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
       {"--lease-duration", &election.lease_duration},
       {"--renew-deadline", &election.renew_deadline},
       {"--retry-period", &election.retry_period},
+      {"--certificate-validity", &options.reconciler.credentials.certificate_validity},
   };
   app.add_option("--kubeconfig", kubeconfig,
                  "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
       {"--lease-duration", "how long a standby waits on a leader it has not seen renew (default 15s)"},
       {"--renew-deadline", "how long the leader keeps trying to renew before it stops leading (default 10s)"},
       {"--retry-period", "how often the lease is renewed or tried for (default 2s)"},
+      {"--certificate-validity",
+       "how long a team's agent certificate lasts; it is replaced two thirds into its life (default 720h)"},
   };
   for (auto& [name, into] : waits) {
     Duration* target = into;
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   options.informers.max_watch_timeout = 2 * options.informers.min_watch_timeout;
+  options.reconciler.pods.tls_reload = operator_::TlsReloadFor(options.reconciler.credentials.certificate_validity);
 
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);

@@ -2,8 +2,9 @@
 // and its workers as threads of one process, over real gRPC on loopback,
 // training real LibTorch models on the digits. The engine's behaviour is
 // tested on a deterministic clock (simulated_team_test.cc); these check that
-// the real parts fit: that a team learns, alone or not, and that hellos are
-// refused with gRPC statuses. (Reconnecting over real gRPC, to a killed
+// the real parts fit: that a team learns, alone or not, over mutual TLS; that
+// hellos are refused with gRPC statuses, and connections without the job's
+// certificate before any hello. (Reconnecting over real gRPC, to a killed
 // coordinator's successor, is cli/team_run_test.cc's.)
 #include <algorithm>
 #include <filesystem>
@@ -16,8 +17,11 @@
 #include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
 #include "agent/job_driver.h"
+#include "agent/refusal_report.h"
 #include "agent/testing/digits.h"
 #include "core/job_spec.h"
+#include "pki/job_identity.h"
+#include "pki/tls_folder.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -43,8 +47,29 @@ std::string Spec(const std::string& policy, const std::string& budget, int worke
     "seed": 11})";
 }
 
+// Credentials of `authority`'s job valid over [now + from, now + to), written
+// into `dir` beside `ca_pem` as the authority a peer checks them by.
+TransportSecurity Credentials(const pki::JobAuthority& authority, const std::string& ca_pem, const std::string& dir,
+                              std::chrono::hours from = std::chrono::hours(-1),
+                              std::chrono::hours to = std::chrono::hours(1)) {
+  const auto now = std::chrono::system_clock::now();
+  auto agent = pki::IssueAgentCertificate(authority, now + from, now + to);
+  EXPECT_TRUE(agent.ok()) << agent.status().ToString();
+  EXPECT_TRUE(pki::WriteTlsFolder(dir, ca_pem, *agent).ok());
+  // Dialled as the team's job: the coordinator's name is checked against it.
+  return TransportSecurity::MutualTls("team-test", dir, seconds(1));
+}
+
+pki::JobAuthority Authority(const std::string& job) {
+  const auto now = std::chrono::system_clock::now();
+  auto a = pki::MakeJobAuthority(job, now - std::chrono::hours(1), now + std::chrono::hours(24));
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  return *a;
+}
+
 // One team: its coordinator's job driver on a thread, a thread per worker
-// (started at once unless `start_workers` is false).
+// (started at once unless `start_workers` is false), talking over mutual TLS
+// with credentials of the team's own authority, as agents do.
 class Team {
  public:
   Team(const std::string& spec_json, int workers, bool start_workers = true) {
@@ -66,10 +91,11 @@ class Team {
                                                     std::vector<std::optional<BandwidthTrace>>{});
     driver_ = std::make_unique<JobDriver>(plan_, *coordinator_, clock_, board_, coordinator_metrics_,
                                           coordinator_log_);
-    auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, *service_);
+    security_ = Credentials(authority_, authority_.ca.cert_pem, plan_.output_dir + "/tls");
+    auto server = StartTrainingServer("127.0.0.1:0", security_, *service_, refusals_);
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
-    connector_ = GrpcConnector(server_->address(), TransportSecurity{});
+    connector_ = GrpcConnector(server_->address(), security_);
     run_ = std::thread([this] { result_ = driver_->Run(cancel_); });
     if (start_workers) {
       for (int w = 0; w < workers; ++w) StartWorker(w);
@@ -119,6 +145,13 @@ class Team {
   }
   void Stop() { cancel_ = true; }
   const std::string& address() const { return server_->address(); }
+  const pki::JobAuthority& authority() const { return authority_; }
+  const TransportSecurity& security() const { return security_; }
+  // Where the team's credentials are, for a test to rotate them.
+  std::string tls_dir() const { return plan_.output_dir + "/tls"; }
+  std::string folder() const { return plan_.output_dir; }
+  std::string metrics() const { return metrics_.Render(); }
+  std::string refusal_log() const { return refusal_log_.str(); }
   // The coordinator's log; read only once Finish() has returned (it is written
   // from the coordinator's threads until then).
   std::string log() const { return coordinator_log_.str(); }
@@ -129,7 +162,14 @@ class Team {
   ProgressBoard board_;
   MetricsRegistry metrics_;
   CoordinatorMetrics coordinator_metrics_{metrics_, "team-test", 3};
+  ConnectionMetrics connection_metrics_{metrics_, "team-test"};
   std::ostringstream coordinator_log_;
+  // Apart from the coordinator's: written from the transport's threads (one
+  // refusal at a time here), read once those are done.
+  std::ostringstream refusal_log_;
+  RefusalReport refusals_{"coordinator", refusal_log_, connection_metrics_};
+  pki::JobAuthority authority_ = Authority("team-test");
+  TransportSecurity security_;
   std::unique_ptr<Trainer> model_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<CoordinatorService> service_;
@@ -192,7 +232,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
        "protocol version 99 is not this coordinator's 1"},
   };
   for (const auto& c : cases) {
-    auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));
+    auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));
     ASSERT_TRUE(stream.ok()) << stream.status().ToString();
     v1::WorkerMessage hello;
     *hello.mutable_hello() = c.hello;
@@ -205,7 +245,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
   {
     // A worker whose plan is ahead of the coordinator's is told to come back,
     // not refused: the coordinator's copy of the plan may lag its source.
-    auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));
+    auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));
     ASSERT_TRUE(stream.ok());
     v1::WorkerMessage hello;
     *hello.mutable_hello() = MakeHello("team-test", 2, 0);
@@ -219,7 +259,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
     EXPECT_FALSE(CoordinatorBehindPlan(UnavailableError("the coordinator ended the stream")));
   }
   // A stream that opens with anything but a hello is refused too.
-  auto stream = GrpcConnector(team.address(), TransportSecurity{})->Connect(seconds(5));
+  auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));
   ASSERT_TRUE(stream.ok());
   v1::WorkerMessage push;
   push.mutable_push()->set_iteration(1);
@@ -229,6 +269,141 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
   EXPECT_NE(reply.status().message().find("a stream must open with a hello"), std::string::npos);
   team.Stop();
   ASSERT_TRUE(team.Finish().ok());
+}
+
+// How many workers' streams the coordinator took in: one per worker when none
+// had to reconnect.
+int StreamsJoined(const std::string& coordinator_log) {
+  int joins = 0;
+  for (size_t at = coordinator_log.find(" joined at iteration"); at != std::string::npos;
+       at = coordinator_log.find(" joined at iteration", at + 1)) {
+    ++joins;
+  }
+  return joins;
+}
+
+// Mutual TLS with the job's identity: a connection is judged by its
+// certificate before its hello is read, and one the job would not have is
+// refused with a status saying why, a log line and a metric, while the team
+// (the positive control: its workers hold the job's certificates) trains on.
+TEST(TeamTest, OnlyConnectionsWithTheJobsCertificateGetIn) {
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return !p.workers.empty() && p.workers[0].iteration >= 1; }));
+  const std::string ca = team.authority().ca.cert_pem;
+  TransportSecurity bare = TransportSecurity::MutualTls("team-test", team.tls_dir(), seconds(1));
+  bare.files.cert_path = bare.files.key_path = "";  // trusts the job's authority, presents nothing
+  struct Case {
+    const char* name;
+    TransportSecurity security;
+    const char* reason;
+    const char* says;
+  } cases[] = {
+      {"no certificate", bare, "no_certificate", "it presented no certificate"},
+      {"another job's", Credentials(Authority("other-job"), ca, team.folder() + "/other-job"), "other_job",
+       "a certificate of job \"other-job\", not issued by job \"team-test\"'s authority"},
+      {"expired", Credentials(team.authority(), ca, team.folder() + "/expired", std::chrono::hours(-3),
+                              std::chrono::hours(-1)),
+       "expired", "a certificate of job \"team-test\" that expired at "},
+  };
+  for (const Case& c : cases) {
+    auto stream = GrpcConnector(team.address(), c.security)->Connect(seconds(5));
+    ASSERT_TRUE(stream.ok()) << c.name << ": " << stream.status().ToString();
+    v1::WorkerMessage hello;
+    *hello.mutable_hello() = MakeHello("team-test", 1, 0);
+    (void)(*stream)->Send(hello);  // the coordinator may have ended the stream already
+    auto reply = (*stream)->Receive();
+    ASSERT_FALSE(reply.ok()) << c.name << " got in";
+    EXPECT_EQ(reply.status().code(), StatusCode::kFailedPrecondition) << c.name << ": " << reply.status().ToString();
+    EXPECT_NE(reply.status().message().find(std::string("job \"team-test\" refused the connection: ") + c.says),
+              std::string::npos)
+        << c.name << ": " << reply.status().message();
+  }
+  // A plaintext peer never completes a handshake: it does not reach the coordinator at all.
+  EXPECT_FALSE(GrpcConnector(team.address(), TransportSecurity::Insecure())->Connect(milliseconds(500)).ok());
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 20; }));
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok()) << team.log();
+  const std::string refused = team.refusal_log(), metrics = team.metrics();
+  for (const Case& c : cases) {
+    EXPECT_NE(refused.find(std::string(c.says)), std::string::npos) << c.name << ":\n" << refused;
+    EXPECT_NE(refused.find(std::string("(") + c.reason + ")\n"), std::string::npos) << c.name << ":\n" << refused;
+    EXPECT_NE(metrics.find(std::string("edgetrain_agent_refused_connections_total{reason=\"") + c.reason +
+                           "\",trainingjob=\"team-test\"} 1\n"),
+              std::string::npos)
+        << c.name;
+  }
+  EXPECT_NE(refused.find("coordinator: refused a connection from ipv4:127.0.0.1:"), std::string::npos) << refused;
+  EXPECT_NE(metrics.find("edgetrain_agent_refused_connections_total{reason=\"untrusted\",trainingjob=\"team-test\"} 0"),
+            std::string::npos);
+  // The team's own three workers joined once each and were never turned away.
+  EXPECT_EQ(StreamsJoined(team.log()), 3) << team.log();
+}
+
+// The operator replaces a job's certificates before they expire, under
+// running agents: the streams open stay open, and new connections present
+// the new certificate and are let in.
+TEST(TeamTest, CertificatesRotatedMidRunKeepTheTeamTraining) {
+  Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 5; }));
+  const std::string before = pki::ReadTlsFolder(pki::TlsFolderAt(team.tls_dir()))->cert_pem;
+  Credentials(team.authority(), team.authority().ca.cert_pem, team.tls_dir());
+  ASSERT_NE(pki::ReadTlsFolder(pki::TlsFolderAt(team.tls_dir()))->cert_pem, before) << "not rotated";
+  int64_t rotated_at = 0;
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return (rotated_at = p.iteration) > 0; }));
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return p.iteration >= rotated_at + 30; }))
+      << "the team stopped training at the rotation";
+  // A connection made now presents the new certificate: it gets past the job's
+  // identity to its hello (refused here for its stale generation, on purpose:
+  // the team's ranks are taken).
+  auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  v1::WorkerMessage hello;
+  *hello.mutable_hello() = MakeHello("team-test", 0, 0);
+  ASSERT_TRUE((*stream)->Send(hello).ok());
+  auto reply = (*stream)->Receive();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(reply.status().message().find("plan generation 0 is not the current 1"), std::string::npos)
+      << reply.status().message();
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok());
+  EXPECT_EQ(team.refusal_log(), "");
+  EXPECT_EQ(StreamsJoined(team.log()), 3) << "a worker's stream broke at the rotation:\n" << team.log();
+}
+
+// A coordinator that cannot take anyone: for a worker's own checks, which come first.
+class NoSessions final : public WorkerSessions, public RefusalObserver {
+ public:
+  Status Admit(const v1::Hello&) override { return FailedPreconditionError("this server takes no one"); }
+  Status Serve(const v1::Hello&, WorkerStream&) override { return FailedPreconditionError("unreachable"); }
+  void Refused(const RefusedPeer&) override {}
+};
+
+// Workers check their coordinator too: a server whose certificate is of the
+// job's authority but names another job (an authority shared by jobs), or of
+// another authority, never completes the handshake; the job's own does.
+TEST(TeamTest, AWorkerTalksOnlyToACoordinatorOfItsJob) {
+  const pki::JobAuthority authority = Authority("team-test");
+  const std::string folder = ::testing::TempDir() + "/team-coordinator-identity";
+  std::filesystem::remove_all(folder);
+  const TransportSecurity worker = Credentials(authority, authority.ca.cert_pem, folder + "/worker");
+  struct Case {
+    const char* name;
+    TransportSecurity server;
+    bool reached;
+  } cases[] = {
+      {"the job's", Credentials(authority, authority.ca.cert_pem, folder + "/own"), true},
+      {"another job's name, the same authority",
+       Credentials(pki::JobAuthority{"imposter", authority.ca}, authority.ca.cert_pem, folder + "/renamed"), false},
+      {"another authority", Credentials(Authority("team-test"), authority.ca.cert_pem, folder + "/forged"), false},
+  };
+  for (const Case& c : cases) {
+    NoSessions sessions;
+    auto server = StartTrainingServer("127.0.0.1:0", c.server, sessions, sessions);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    auto stream = GrpcConnector((*server)->address(), worker)->Connect(seconds(2));
+    EXPECT_EQ(stream.ok(), c.reached) << c.name << ": " << (stream.ok() ? "reached" : stream.status().ToString());
+    (*server)->Shutdown();
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "agent/job_driver.h"
 #include "agent/testing/digits.h"
 #include "agent/pipeline/pipeline_head.h"
+#include "agent/refusal_report.h"
 #include "agent/pipeline/stage_runner.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/testing/fake_stage_trainer.h"
@@ -476,9 +477,13 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   for (size_t r = 0; r < slowdowns.size(); ++r) stage_of_rank.push_back(*StageOfRank(layout, static_cast<int>(r)));
   PipelineMetrics metrics(registry, plan.job, stage_of_rank);
   head.SetMetrics(&metrics);
-  auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity{}, head);
+  // Plaintext: what the head's mutual TLS does is the data-parallel team's test's
+  // (the same transport); here the relay.
+  ConnectionMetrics connection_metrics(registry, plan.job);
+  RefusalReport refusals("head", log, connection_metrics);
+  auto server = StartTrainingServer("127.0.0.1:0", TransportSecurity::Insecure(), head, refusals);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  auto connector = GrpcConnector((*server)->address(), TransportSecurity{});
+  auto connector = GrpcConnector((*server)->address(), TransportSecurity::Insecure());
   std::atomic<bool> cancel{false};
   std::vector<StatusOr<StageSummary>> summaries(plan.workers.size(), InternalError("not run"));
   std::vector<std::thread> threads;

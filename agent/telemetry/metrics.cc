@@ -151,6 +151,28 @@ void WorkerMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
 void WorkerMetrics::AddSamples(int64_t samples) { h_->samples.Increment(static_cast<double>(samples)); }
 void WorkerMetrics::AddRejoin() { h_->rejoins.Increment(); }
 
+struct ConnectionMetrics::Handles {
+  prometheus::Family<Counter>& refused;
+  std::string job;
+};
+
+ConnectionMetrics::ConnectionMetrics(MetricsRegistry& registry, const std::string& job) {
+  h_.reset(new Handles{Family(BuildCounter(), "edgetrain_agent_refused_connections_total",
+                              "Connections refused for their TLS identity, by why: no_certificate, other_job, "
+                              "expired, not_yet_valid, untrusted",
+                              registry.impl().registry),
+                       job});
+  for (const char* reason : {"no_certificate", "other_job", "expired", "not_yet_valid", "untrusted"}) {
+    h_->refused.Add({{"trainingjob", job}, {"reason", reason}});
+  }
+}
+
+ConnectionMetrics::~ConnectionMetrics() = default;
+
+void ConnectionMetrics::AddRefused(const std::string& reason) {
+  h_->refused.Add({{"trainingjob", h_->job}, {"reason", reason}}).Increment();
+}
+
 struct CoordinatorMetrics::Handles {
   Gauge& accuracy;
   Gauge& loss;

@@ -87,6 +87,20 @@ class CoordinatorMetrics {
   std::unique_ptr<Handles> h_;
 };
 
+// An agent that serves a team (a coordinator, a pipeline head): the
+// connections it refused for their TLS identity, labelled {trainingjob,
+// reason} (pki::ReasonOf), every reason's series there from the start at 0.
+class ConnectionMetrics {
+ public:
+  ConnectionMetrics(MetricsRegistry& registry, const std::string& job);
+  ~ConnectionMetrics();
+  void AddRefused(const std::string& reason);
+
+ private:
+  struct Handles;
+  std::unique_ptr<Handles> h_;
+};
+
 // A pipeline head's metrics: per stage device {trainingjob, stage, worker},
 // its compute and its bubbles (waiting in a step for a neighbour); and for
 // the job, the activations and gradients the head relayed and the

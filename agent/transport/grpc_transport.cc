@@ -1,9 +1,14 @@
 // The gRPC implementation of agent/transport: the only file that includes gRPC.
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "agent/transport/transport.h"
+#include "pki/job_identity.h"
 #include "edgetrain/v1/training.grpc.pb.h"
 
 namespace edgetrain::agent {
@@ -17,6 +22,8 @@ Status FromGrpc(const grpc::Status& s) {
   StatusCode code = StatusCode::kUnavailable;
   switch (s.error_code()) {
     case grpc::StatusCode::FAILED_PRECONDITION: code = StatusCode::kFailedPrecondition; break;
+    // Turned away for its certificate: no retry will change that.
+    case grpc::StatusCode::UNAUTHENTICATED: code = StatusCode::kFailedPrecondition; break;
     case grpc::StatusCode::INVALID_ARGUMENT: code = StatusCode::kInvalidArgument; break;
     case grpc::StatusCode::CANCELLED: code = StatusCode::kCancelled; break;
     case grpc::StatusCode::ABORTED: code = StatusCode::kAborted; break;
@@ -37,21 +44,46 @@ grpc::Status ToGrpc(const Status& s) {
   }
 }
 
+unsigned ReloadSeconds(const TransportSecurity& security) {
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(security.reload).count()));
+}
+
+// gRPC watches the files and takes a replaced certificate up for new
+// handshakes: a rotation leaves open streams as they are.
+std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider> WatchFiles(const TransportSecurity& security) {
+  const pki::TlsFolder& f = security.files;
+  if (f.cert_path.empty()) {
+    return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(f.ca_path, ReloadSeconds(security));
+  }
+  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(f.key_path, f.cert_path, f.ca_path,
+                                                                              ReloadSeconds(security));
+}
+
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TransportSecurity& security) {
   if (!security.tls) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options;
-  options.pem_root_certs = security.ca_pem;
-  options.pem_key_cert_pairs.push_back({security.key_pem, security.cert_pem});
-  return grpc::SslServerCredentials(options);
+  grpc::experimental::TlsServerCredentialsOptions options(WatchFiles(security));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  // The handshake asks for the worker's certificate and proves it holds the
+  // key; whether the certificate is this job's is judged per stream
+  // (GrpcTrainService::Train), so that a refusal has a reason, a log line and
+  // a metric rather than a failed handshake nobody hears of.
+  options.set_cert_request_type(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_BUT_DONT_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TransportSecurity& security) {
   if (!security.tls) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions options;
-  options.pem_root_certs = security.ca_pem;
-  options.pem_private_key = security.key_pem;
-  options.pem_cert_chain = security.cert_pem;
-  return grpc::SslCredentials(options);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(WatchFiles(security));
+  options.watch_root_certs();
+  if (!security.files.cert_path.empty()) options.watch_identity_key_cert_pairs();
+  // The coordinator must hold a certificate of this job's authority that names
+  // the job (pki::TlsServerName), whatever address was dialled.
+  options.set_verify_server_certs(true);
+  options.set_certificate_verifier(std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
+  return grpc::experimental::TlsCredentials(options);
 }
 
 class GrpcWorkerStream final : public WorkerStream {
@@ -73,10 +105,14 @@ class GrpcWorkerStream final : public WorkerStream {
 
 class GrpcTrainService final : public v1::Coordinator::Service {
  public:
-  explicit GrpcTrainService(WorkerSessions& sessions) : sessions_(sessions) {}
+  GrpcTrainService(WorkerSessions& sessions, TransportSecurity security, RefusalObserver& refusals)
+      : sessions_(sessions), security_(std::move(security)), refusals_(refusals) {}
 
-  grpc::Status Train(grpc::ServerContext*,
+  grpc::Status Train(grpc::ServerContext* context,
                      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override {
+    if (security_.tls) {
+      if (grpc::Status refused = CheckPeer(*context); !refused.ok()) return refused;
+    }
     v1::WorkerMessage first;
     if (!stream->Read(&first)) return {grpc::StatusCode::CANCELLED, "the stream ended before its hello"};
     if (!first.has_hello()) return {grpc::StatusCode::FAILED_PRECONDITION, "a stream must open with a hello"};
@@ -86,7 +122,25 @@ class GrpcTrainService final : public v1::Coordinator::Service {
   }
 
  private:
+  // The peer's certificate judged against the job's authority as the files
+  // hold it now (a rotated authority is taken up with the next stream).
+  grpc::Status CheckPeer(const grpc::ServerContext& context) {
+    std::string peer_pem;
+    if (auto auth = context.auth_context()) {
+      const std::vector<grpc::string_ref> pems = auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+      if (!pems.empty()) peer_pem.assign(pems.front().data(), pems.front().size());
+    }
+    std::string ca_pem;
+    if (auto files = pki::ReadTlsFolder(security_.files); files.ok()) ca_pem = files->ca_pem;
+    const pki::PeerCheck check = pki::CheckPeer(peer_pem, security_.job, ca_pem, std::chrono::system_clock::now());
+    if (check.accepted()) return grpc::Status::OK;
+    refusals_.Refused({context.peer(), pki::ReasonOf(check.verdict), check.detail});
+    return {grpc::StatusCode::UNAUTHENTICATED, "job \"" + security_.job + "\" refused the connection: " + check.detail};
+  }
+
   WorkerSessions& sessions_;
+  const TransportSecurity security_;
+  RefusalObserver& refusals_;
 };
 
 class GrpcTrainingServer final : public TrainingServer {
@@ -153,8 +207,8 @@ class GrpcCoordinatorStream final : public CoordinatorStream {
 
 StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string& address,
                                                               const TransportSecurity& security,
-                                                              WorkerSessions& sessions) {
-  auto service = std::make_unique<GrpcTrainService>(sessions);
+                                                              WorkerSessions& sessions, RefusalObserver& refusals) {
+  auto service = std::make_unique<GrpcTrainService>(sessions, security, refusals);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, ServerCredentials(security), &port);
@@ -173,9 +227,9 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
 
 namespace {
 
-StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::string& address,
-                                                                  const TransportSecurity& security,
-                                                                  Duration connect_timeout) {
+StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
+    const std::string& address, const TransportSecurity& security,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials, Duration connect_timeout) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -187,7 +241,8 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::str
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  auto channel = grpc::CreateCustomChannel(address, ChannelCredentials(security), args);
+  if (security.tls) args.SetSslTargetNameOverride(pki::TlsServerName(security.job));
+  auto channel = grpc::CreateCustomChannel(address, credentials, args);
   auto deadline = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout);
   if (!channel->WaitForConnected(deadline)) {
     return UnavailableError("cannot reach the coordinator at " + address);
@@ -199,15 +254,17 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(const std::str
 class GrpcCoordinatorConnector final : public CoordinatorConnector {
  public:
   GrpcCoordinatorConnector(std::string address, TransportSecurity security)
-      : address_(std::move(address)), security_(std::move(security)) {}
+      : address_(std::move(address)), security_(std::move(security)), credentials_(ChannelCredentials(security_)) {}
   StatusOr<std::unique_ptr<CoordinatorStream>> Connect(Duration timeout) override {
-    return ConnectToCoordinator(address_, security_, timeout);
+    return ConnectToCoordinator(address_, security_, credentials_, timeout);
   }
   const std::string& address() const override { return address_; }
 
  private:
   std::string address_;
   TransportSecurity security_;
+  // Made once: its file watcher follows a rotation for every reconnection.
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 }  // namespace

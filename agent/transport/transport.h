@@ -10,15 +10,31 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "edgetrain/v1/training.pb.h"
+#include "pki/tls_folder.h"
 
 namespace edgetrain::agent {
 
-// Where credentials come from: the one place TLS is switched on.
+// Where credentials come from: the one place TLS is switched on. A team's
+// agents talk over mutual TLS with the job's identity (pki/job_identity.h);
+// plaintext only when a person asked for it (--insecure).
 struct TransportSecurity {
   bool tls = false;
-  std::string ca_pem;    // to verify the peer
-  std::string cert_pem;  // our certificate and key (server; client for mutual TLS)
-  std::string key_pem;
+  std::string job;       // the identity a peer's certificate must carry
+  pki::TlsFolder files;  // the job's authority, our certificate and key; no
+                         // certificate (empty paths) only to test a peer without one
+  Duration reload = std::chrono::seconds(60);  // how often the files are looked at again (a rotation)
+
+  static TransportSecurity Insecure() { return {}; }
+  static TransportSecurity MutualTls(std::string job, const std::string& tls_dir, Duration reload) {
+    return {true, std::move(job), pki::TlsFolderAt(tls_dir), reload};
+  }
+};
+
+// A connection turned away before its hello: its certificate was not the job's.
+struct RefusedPeer {
+  std::string address;  // gRPC's peer string (ipv4:10.0.0.2:51234)
+  std::string reason;   // the metric's label (pki::ReasonOf)
+  std::string detail;   // what its certificate said
 };
 
 // A worker's stream to its coordinator. One thread may Send while another
@@ -53,6 +69,14 @@ class WorkerSessions {
   virtual Status Serve(const v1::Hello& hello, WorkerStream& stream) = 0;
 };
 
+// Told of each connection the transport refused for its identity: the agent
+// logs it and counts it (RefusalReport, agent/telemetry).
+class RefusalObserver {
+ public:
+  virtual ~RefusalObserver() = default;
+  virtual void Refused(const RefusedPeer& peer) = 0;
+};
+
 class TrainingServer {
  public:
   virtual ~TrainingServer() = default;
@@ -64,7 +88,7 @@ class TrainingServer {
 
 StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string& address,
                                                               const TransportSecurity& security,
-                                                              WorkerSessions& sessions);
+                                                              WorkerSessions& sessions, RefusalObserver& refusals);
 
 // How a worker reaches its coordinator: over gRPC, or inside a test's process
 // (in_memory_transport.h).

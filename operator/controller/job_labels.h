@@ -23,6 +23,13 @@ inline constexpr int kHttpPort = 8080;
 // The headless Service (and the coordinator pod's subdomain) is named after the job.
 inline std::string ServiceName(const std::string& job) { return job; }
 inline std::string PlanConfigMapName(const std::string& job) { return job + "-plan"; }
+// A team's identity (operator/controller/job_credentials.h): the Secret its
+// agents mount (kubernetes.io/tls), and the one holding its authority's key,
+// which no pod mounts.
+inline std::string AgentTlsSecretName(const std::string& job) { return job + "-tls"; }
+inline std::string AuthoritySecretName(const std::string& job) { return job + "-ca"; }
+// Where an agent's pod mounts the former.
+inline constexpr const char* kTlsMountPath = "/var/run/secrets/edgetrain.dev/tls";
 inline std::string CoordinatorPodName(const std::string& job) { return job + "-coordinator"; }
 // A worker's pod is named after the plan generation its slot was given at, so a
 // replacement has a name of its own while the pod it replaces may still be

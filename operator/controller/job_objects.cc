@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/duration_text.h"
 #include "core/quantity.h"
 #include "operator/controller/job_labels.h"
 
@@ -14,17 +15,6 @@ namespace {
 // /run serves alike on K3s and in the node emulator, whose /dev is the host's.
 constexpr const char* kTerminationLog = "/run/edgetrain/termination-log";
 
-Json OwnerReference(const JobObject& job) {
-  return {{"apiVersion", "edgetrain.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", job.name},
-          {"uid", job.uid},  {"controller", true},    {"blockOwnerDeletion", true}};
-}
-
-Json Metadata(const JobObject& job, const std::string& name, Json labels) {
-  return {{"name", name},
-          {"namespace", job.namespace_},
-          {"labels", std::move(labels)},
-          {"ownerReferences", Json::array({OwnerReference(job)})}};
-}
 
 const Json& Spec(const JobObject& job) { return job.manifest.object.at("spec"); }
 
@@ -93,7 +83,19 @@ Json RestrictedPodSecurity() {
           {"seccompProfile", {{"type", "RuntimeDefault"}}}};
 }
 
+Json OwnerReference(const JobObject& job) {
+  return {{"apiVersion", "edgetrain.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", job.name},
+          {"uid", job.uid},  {"controller", true},    {"blockOwnerDeletion", true}};
+}
+
 }  // namespace
+
+Json Metadata(const JobObject& job, const std::string& name, Json labels) {
+  return {{"name", name},
+          {"namespace", job.namespace_},
+          {"labels", std::move(labels)},
+          {"ownerReferences", Json::array({OwnerReference(job)})}};
+}
 
 Json LabelsOf(const JobObject& job) { return {{kJobLabel, job.name}, {kManagedBy, kOperatorName}}; }
 
@@ -192,6 +194,8 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
     }
   }
 
+  // A job of one talks to no one; a team's agents talk over mutual TLS.
+  const bool team = !plan.workers.empty();
   auto pod = [&](const std::string& name, const std::string& role, int rank, const std::string& node,
                  std::vector<std::string> role_args) {
     Json labels = LabelsOf(job);
@@ -205,6 +209,13 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
     args.insert(args.end(), role_args.begin(), role_args.end());
     Json mounts = Json::array({{{"name", "plan"}, {"mountPath", "/etc/edgetrain"}, {"readOnly", true}}});
     Json volumes = Json::array({{{"name", "plan"}, {"configMap", {{"name", PlanConfigMapName(job.name)}}}}});
+    if (team) {
+      // The job's identity: readable by the agent's group (fsGroup) alone.
+      args.push_back(std::string("--tls-dir=") + kTlsMountPath);
+      args.push_back("--tls-reload=" + FormatDuration(options.tls_reload));
+      mounts.push_back({{"name", "tls"}, {"mountPath", kTlsMountPath}, {"readOnly", true}});
+      volumes.push_back({{"name", "tls"}, {"secret", {{"secretName", AgentTlsSecretName(job.name)}, {"defaultMode", 0440}}}});
+    }
     if (role == "coordinator") {
       // Only the coordinator writes: checkpoints and the model.
       mounts.push_back({{"name", "output"}, {"mountPath", output_mount}});

@@ -13,6 +13,7 @@
 
 #include "api/team_request.h"
 #include "api/trainingjob.h"
+#include "core/clock.h"
 #include "core/cluster_placement.h"
 #include "core/job_plan.h"
 #include "core/node_view.h"
@@ -24,6 +25,9 @@ using Json = nlohmann::json;
 struct PodOptions {
   std::string default_image = "edgetrain/agent:dev";  // when spec.template.image is empty
   int termination_grace_seconds = 30;  // the agent saves its model on SIGTERM within this
+  // How often a team's agents read their mounted credentials again
+  // (TlsReloadFor the certificates' life): a rotation reaches them by then.
+  Duration tls_reload = std::chrono::seconds(60);
   // What a container requests when spec.template says nothing: the very
   // amounts placement counts, so that its fit and the scheduler's agree.
   api::PodDefaults defaults;
@@ -53,7 +57,8 @@ std::string OutputDirOf(const JobObject& job);
 Json ServiceFor(const JobObject& job);
 Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node);
 // The coordinator's pod, on `coordinator_node`, then one per worker rank, on
-// its slot's node (named for its slot's generation).
+// its slot's node (named for its slot's generation). A team's pods mount its
+// credentials (Secret NAME-tls) and talk over mutual TLS.
 std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
                           const PodOptions& options);
 
@@ -70,5 +75,7 @@ std::string ModelCheckOf(const Json& pod);
 
 // The labels every object of the job carries.
 Json LabelsOf(const JobObject& job);
+// An object of the job's: in its namespace, owned by it (deleted with it).
+Json Metadata(const JobObject& job, const std::string& name, Json labels);
 
 }  // namespace edgetrain::operator_

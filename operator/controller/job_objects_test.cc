@@ -64,14 +64,14 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
   EXPECT_TRUE(Has(Args(coordinator), "--role=coordinator"));
   EXPECT_TRUE(Has(Args(coordinator), "--world=2"));
   EXPECT_TRUE(Has(Args(coordinator), "--listen=$(POD_IP):7000"));
-  EXPECT_EQ(coordinator["spec"]["volumes"][1]["emptyDir"], Json::object()) << "no output volume named";
+  EXPECT_EQ(coordinator["spec"]["volumes"][2]["emptyDir"], Json::object()) << "no output volume named";
 
   const Json& worker = pods[2];
   EXPECT_EQ(worker["metadata"]["name"], "team-worker-1-g3") << "named for the generation its slot was given at";
   EXPECT_EQ(worker["spec"]["nodeName"], "robot-1");
   EXPECT_TRUE(Has(Args(worker), "--coordinator=coordinator.team:7000"));
   EXPECT_TRUE(Has(Args(worker), "--rank=1"));
-  EXPECT_EQ(worker["spec"]["volumes"].size(), 1u) << "only the coordinator writes output";
+  EXPECT_EQ(worker["spec"]["volumes"].size(), 2u) << "only the coordinator writes output";
   EXPECT_EQ(worker["spec"]["tolerations"][0]["key"], "cloud.google.com/gke-spot");
   // A silent node is waited out for nodeLossGrace (the CRD's 120s) before eviction.
   EXPECT_EQ(worker["spec"]["tolerations"][1],
@@ -82,6 +82,14 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
 
   for (const Json& pod : pods) {
     const Json& container = pod["spec"]["containers"][0];
+    // The team's agents talk over mutual TLS with the job's credentials, which
+    // only their own group may read.
+    EXPECT_TRUE(Has(Args(pod), "--tls-dir=/var/run/secrets/edgetrain.dev/tls"));
+    EXPECT_TRUE(Has(Args(pod), "--tls-reload=1m"));
+    EXPECT_EQ(pod["spec"]["volumes"][1],
+              (Json{{"name", "tls"}, {"secret", {{"secretName", "team-tls"}, {"defaultMode", 0440}}}}));
+    EXPECT_EQ(container["volumeMounts"][1],
+              (Json{{"name", "tls"}, {"mountPath", "/var/run/secrets/edgetrain.dev/tls"}, {"readOnly", true}}));
     EXPECT_EQ(container["image"], "edgetrain/agent:dev");
     EXPECT_EQ(container["resources"]["requests"]["cpu"], "1");
     EXPECT_EQ(container["securityContext"]["capabilities"]["drop"], Json::array({"ALL"}));
@@ -123,7 +131,11 @@ TEST(JobObjectsTest, AJobOfOneIsOneAgentAndItsOutputVolumeAndImageAreTheManifest
   ASSERT_EQ(pods.size(), 1u);
   const Json& pod = pods[0];
   EXPECT_TRUE(Has(Args(pod), "--world=1"));
-  for (const std::string& arg : Args(pod)) EXPECT_NE(arg.rfind("--listen", 0), 0u) << "no team to listen for";
+  for (const std::string& arg : Args(pod)) {
+    EXPECT_NE(arg.rfind("--listen", 0), 0u) << "no team to listen for";
+    EXPECT_NE(arg.rfind("--tls", 0), 0u) << "nobody to talk to: no credentials";
+  }
+  for (const Json& volume : pod["spec"]["volumes"]) EXPECT_NE(volume["name"], "tls");
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "registry.local/edgetrain/agent:1.2");
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"], "2");
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["requests"]["memory"], "512Mi");

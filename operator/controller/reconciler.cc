@@ -558,6 +558,7 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& co
     return service.status().WithContext("creating Service " + pass.job.name);
   }
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan));
   TeamPlacement placement;
   placement.coordinator_node = coordinator_node;
   placement.worker_nodes.resize(plan.workers.size());
@@ -583,7 +584,21 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::stri
   // The plan replaces an earlier generation's.
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator_node)));
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan));
   for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
+  return Status::Ok();
+}
+
+Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan) {
+  if (plan.workers.empty()) return Status::Ok();  // a job of one talks to no one
+  const kube::WallTime now = wall_now_();
+  if (!CredentialsDue(pass.status, now)) return Status::Ok();
+  EDGETRAIN_ASSIGN_OR_RETURN(CredentialsKept kept, KeepCredentials(client_, pass.job, now, options_.credentials));
+  pass.status["credentials"] = kept.status;
+  if (!kept.reason.empty()) {
+    events_.Record(pass.object, "Normal", kept.reason, kept.message);
+    log_.Job(pass.key, kept.reason, kept.message);
+  }
   return Status::Ok();
 }
 
@@ -610,6 +625,8 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
 }
 
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
+  // Its agents' certificate renewed under them once due; pods made below mount it.
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan));
   const std::vector<std::string> names = PodNamesOf(pass.job, plan);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;

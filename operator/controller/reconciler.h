@@ -30,6 +30,7 @@
 #include "operator/controller/cluster_view.h"
 #include "operator/controller/event_recorder.h"
 #include "operator/controller/gang.h"
+#include "operator/controller/job_credentials.h"
 #include "operator/controller/job_objects.h"
 #include "operator/controller/line_log.h"
 #include "operator/controller/waiting_line.h"
@@ -57,6 +58,7 @@ struct ReconcilerOptions {
   // often, and trusted by placement for this long.
   Duration measurement_interval = std::chrono::minutes(1);
   Duration measurement_max_age = std::chrono::minutes(10);
+  CredentialsOptions credentials;  // a team's certificates' lives
 };
 
 // What one reconcile did, for the controller's queue and metrics.
@@ -126,6 +128,9 @@ class Reconciler {
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                       const std::vector<Json>& pods);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
+  // A team's credentials: issued before its pods, renewed when due
+  // (job_credentials.h); what they are goes into the status.
+  Status KeepTeamCredentials(Pass& pass, const JobPlan& plan);
   Status WriteStatus(Pass& pass);
   // The job's plan ConfigMap: from the plan informer's cache when there is
   // one (asking the API only when the job's status says it was placed and the

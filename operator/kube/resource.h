@@ -31,6 +31,7 @@ inline const ResourceType kTrainingJobs{"edgetrain.dev", "v1alpha1", "trainingjo
 inline const ResourceType kPods{"", "v1", "pods", "Pod", true};
 inline const ResourceType kServices{"", "v1", "services", "Service", true};
 inline const ResourceType kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
+inline const ResourceType kSecrets{"", "v1", "secrets", "Secret", true};
 inline const ResourceType kNodes{"", "v1", "nodes", "Node", false};
 inline const ResourceType kEvents{"", "v1", "events", "Event", true};
 inline const ResourceType kPersistentVolumeClaims{"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true};

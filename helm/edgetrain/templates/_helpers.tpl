@@ -129,6 +129,10 @@ so the operator's own default holds.
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, update]
+# a team's credentials for mutual TLS: its authority, and its agents' certificate, renewed
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, create, update]
 # name the coordinator's node on an unbound output claim
 - apiGroups: [""]
   resources: [persistentvolumeclaims]

@@ -22,10 +22,12 @@ class VolumeError(Exception):
     ContainerCreating, and an event says why (FailedMount)."""
 
 
-def write_atomically(target, files, mode):
+def write_atomically(target, files, mode, group=None):
     """Makes `target` hold exactly `files` ({relative path: bytes}), the way the kubelet's
     AtomicWriter does: a fresh timestamped folder, `..data` pointing at it by a rename,
-    and one link per top-level name into `..data`."""
+    and one link per top-level name into `..data`. With `group` (the pod's fsGroup) the
+    files are that group's, as the kubelet's volume ownership makes them: a mode of 0440
+    is then readable by a container that runs as another user of that group."""
     os.makedirs(target, exist_ok=True)
     stamp = f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{time.monotonic_ns()}"
     fresh = os.path.join(target, stamp)
@@ -37,6 +39,8 @@ def write_atomically(target, files, mode):
         with open(path, "wb") as f:
             f.write(data)
         os.chmod(path, mode)
+        if group is not None:
+            os.chown(path, -1, group)
     link = os.path.join(target, "..data")
     tmp = os.path.join(target, "..data_tmp")
     if os.path.lexists(tmp):
@@ -127,7 +131,7 @@ class PodVolumes:
                     files.update(self._downward(s["downwardAPI"].get("items") or []))
         else:
             raise VolumeError(f'volume "{v["name"]}": this kind of volume is not emulated')
-        write_atomically(path, files, mode)
+        write_atomically(path, files, mode, ((self.pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup"))
         return path
 
     def _keyed(self, src, data, kind):

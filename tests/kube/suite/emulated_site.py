@@ -43,7 +43,10 @@ JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
                  "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
                  "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
-                 "--retry-period", "300ms", "--measurement-interval", "1s"]
+                 "--retry-period", "300ms", "--measurement-interval", "1s",
+                 # A team's certificate lives 24 s and is renewed 16 s in: jobs that run
+                 # longer train across a rotation.
+                 "--certificate-validity", "24s"]
 
 # examples/nodes/edge-site.yaml with its traces' paths made absolute, since the class's
 # copy of a profile lives elsewhere.

@@ -11,6 +11,8 @@ The operator runs as the chart's ServiceAccount with exactly the chart's roles, 
 the stand-in enforces: a request it refuses fails the test that made it, and once every
 test has run, a verb the chart grants that no request used fails the class."""
 
+import base64
+import calendar
 import json
 import os
 import random
@@ -368,6 +370,70 @@ class OperatorTest(SiteTestCase):
                              f"worker {rank} reconnected without a restart")
         print(f"\ncoordinator lost: restarted in its pod {t_restarted - t_killed:.1f} s after SIGKILL, "
               f"training again by {t_trains - t_killed:.1f} s ({resumed.strip()})")
+
+    def test_a_teams_agents_talk_over_mutual_tls_and_train_across_a_certificate_rotation(self):
+        # The suite's operator gives a team's certificate 24 s and renews it 16 s in
+        # (OPERATOR_FAST). The agents mount Secret NAME-tls, never NAME-ca with the
+        # authority's key; the new certificate reaches the running pods, whose streams
+        # stay open; and a worker restarted once the first certificate has expired is
+        # let in with what its volume holds now.
+        self.delete_when_done("renewed")
+        self.apply(wall_clock_job("renewed", "2m", parallelism={"workers": 2}))
+        job = self.wait_job("renewed", lambda j: phase(j) == "Running"
+                            and ((j or {}).get("status") or {}).get("credentials"), timeout=60)
+        first = job["status"]["credentials"]
+        self.assertEqual(first["secretName"], "renewed-tls")
+        secrets = "/api/v1/namespaces/default/secrets"
+        issued = self.api.get(f"{secrets}/renewed-tls").json
+        authority = self.api.get(f"{secrets}/renewed-ca").json
+        self.assertEqual(issued["type"], "kubernetes.io/tls")
+        for pod in self.job_pods("renewed").values():
+            mounted = {v["secret"]["secretName"] for v in pod["spec"]["volumes"] if "secret" in v}
+            self.assertEqual(mounted, {"renewed-tls"}, pod["metadata"]["name"])
+            self.assertIn("--tls-dir=/var/run/secrets/edgetrain.dev/tls", pod["spec"]["containers"][0]["args"])
+        formed = self.log_until("renewed-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
+        job = self.wait_job("renewed", lambda j: j["status"]["credentials"]["notAfter"] != first["notAfter"],
+                            timeout=40)
+        rotated = self.api.get(f"{secrets}/renewed-tls").json
+        self.assertNotEqual(rotated["data"]["tls.crt"], issued["data"]["tls.crt"])
+        self.assertEqual(rotated["data"]["ca.crt"], issued["data"]["ca.crt"], "the same authority")
+        describe = self.kubectl.run("describe", "tj", "renewed").stdout
+        self.assertRegex(describe, r"Normal\s+CredentialsIssued\s")
+        self.assertRegex(describe, r"Normal\s+CertificateRotated\s")
+        # Past the first certificate's end: worker 1's process dies and its pod starts
+        # it again, with the files its volume has now.
+        first_end = calendar.timegm(time.strptime(first["notAfter"], "%Y-%m-%dT%H:%M:%SZ"))
+        time.sleep(max(0.0, first_end + 1 - time.time()))
+        found = subprocess.run(["pgrep", "-f", "--", "--role=worker --job=renewed --rank=1 "], capture_output=True,
+                               text=True).stdout.split()
+        self.assertEqual(len(found), 1, f"worker 1's process: {found}")
+        os.kill(int(found[0]), 9)
+        self.wait_pod("renewed-worker-1", lambda p: p is not None and phase(p) == "Running"
+                      and p["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=60)
+        log = self.log_until("renewed-coordinator", lambda log: log.count("worker 1 joined") >= 2, timeout=60)
+        self.assertEqual(log.count("worker 1 joined"), 2, "the restarted worker was let in: " + log[-2000:])
+        self.assertEqual(log.count("worker 0 joined"), 1, "worker 0's stream outlived the rotation")
+        self.assertNotIn("refused a connection", log)
+        # No key material anywhere a person or a scraper reads: the job's status and
+        # events, every agent's log, the operator's log and metrics.
+        keys = [base64.b64decode(s["data"][k]).decode() for s, k in
+                ((issued, "tls.key"), (rotated, "tls.key"), (authority, "ca.key"))]
+        bodies = [line for key in keys for line in key.splitlines() if line and not line.startswith("-----")]
+        self.assertTrue(bodies)
+        with open(self.operator_log) as f:
+            operator_log = f.read()
+        outputs = {"status": json.dumps(self.api.get("/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs/"
+                                                     "renewed").json),
+                   "events": self.kubectl.run("get", "events", "-o", "json").stdout,
+                   "operator log": operator_log,
+                   "operator metrics": self.metrics()}
+        for name in self.job_pods("renewed"):
+            outputs[f"{name} log"] = self.kubectl.run("logs", name, ok=False).stdout
+        for what, text in outputs.items():
+            for body in bodies:
+                self.assertNotIn(body, text, f"key material in the {what}")
+            self.assertNotIn("PRIVATE KEY", text, f"a private key in the {what}")
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
         # Placement prefers what was measured: the other tests place on the site as

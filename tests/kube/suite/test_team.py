@@ -1,6 +1,7 @@
 """The launch contract in real pods, with no operator: tests/kube/manifests/digits-team.yaml
 (a headless Service, the plan in a ConfigMap, a coordinator and two workers bound to
-nodes of examples/nodes/edge-site.yaml) applied with kubectl trains digits to the end;
+nodes of examples/nodes/edge-site.yaml) applied with kubectl trains digits to the end,
+its agents talking over mutual TLS with credentials made by the openssl command line;
 the coordinator's /progress is read through its pod IP, and workers find it by the DNS
 name the operator's pods will use - answered by the cluster DNS on kernel links (root),
 by /etc/hosts on 127.x addresses (what a run without root has)."""
@@ -8,6 +9,8 @@ by /etc/hosts on 127.x addresses (what a run without root has)."""
 import http.client
 import json
 import os
+import subprocess
+import tempfile
 import time
 import unittest
 
@@ -27,12 +30,36 @@ def get_json(host, port, path, timeout=2):
         conn.close()
 
 
+def make_credentials(folder, job):
+    """The job's authority and one certificate for its agents, as a person makes them
+    with openssl (docs/launch-contract.md, "Credentials"): the agent's names the job as
+    its common name and as the DNS name <job>.job.edgetrain.dev, for client and server
+    use. Returns {key: path} of ca.crt, tls.crt and tls.key."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+            "-keyout", "ca.key", "-out", "ca.crt", "-subj", f"/O=edgetrain/OU=job authority/CN={job}",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "tls.key",
+            "-out", "tls.csr", "-subj", f"/O=edgetrain/OU=agent/CN={job}")
+    with open(os.path.join(folder, "agent.ext"), "w") as f:
+        f.write(f"basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                f"extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:{job}.job.edgetrain.dev\n")
+    openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1",
+            "-extfile", "agent.ext", "-out", "tls.crt")
+    return {name: os.path.join(folder, name) for name in ("ca.crt", "tls.crt", "tls.key")}
+
+
 @requires_built(AGENT)
 class TeamTest(SiteTestCase):
     profile = EDGE_SITE
 
     def test_a_hand_written_team_trains_digits_to_the_end(self):
         t0 = time.monotonic()
+        files = make_credentials(tempfile.mkdtemp(prefix="team-tls-", dir=self.dir), "digits-team")
+        self.kubectl.run("create", "secret", "generic", "digits-team-tls",
+                         *[f"--from-file={key}={path}" for key, path in files.items()])
+        self.addCleanup(self.kubectl.run, "delete", "secret", "digits-team-tls", "--ignore-not-found")
         self.kubectl.run("apply", "-f", MANIFEST)
         coordinator = self.wait_pod("digits-team-coordinator",
                                     lambda p: (p or {}).get("status", {}).get("podIP"))

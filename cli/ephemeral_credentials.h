@@ -1,0 +1,32 @@
+#pragma once
+// The local runner's mutual TLS for one run (pki/job_identity.h): an authority
+// made in memory for the job and dropped (its key is never written), and one
+// certificate from it that every agent of the run presents, in a folder of the
+// runner's own (mode 0700) that goes when the run ends.
+
+#include <string>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace edgetrain::cli {
+
+class EphemeralCredentials {
+ public:
+  // Valid from an hour ago (a clock a little behind is no reason to refuse)
+  // for `validity`.
+  static StatusOr<EphemeralCredentials> Make(const std::string& job, Duration validity);
+
+  EphemeralCredentials(EphemeralCredentials&& other) noexcept;
+  EphemeralCredentials& operator=(EphemeralCredentials&&) = delete;
+  ~EphemeralCredentials();
+
+  // The folder the agents' --tls-dir names.
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit EphemeralCredentials(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+}  // namespace edgetrain::cli

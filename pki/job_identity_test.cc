@@ -1,0 +1,122 @@
+#include "pki/job_identity.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::pki {
+namespace {
+
+using std::chrono::hours;
+
+// A fixed instant, so that what is expired or not yet valid does not depend on
+// when the test runs (certificates carry whole seconds).
+const WallTime kNow = std::chrono::system_clock::from_time_t(1'800'000'000);
+
+JobAuthority Authority(const std::string& job) {
+  auto a = MakeJobAuthority(job, kNow - hours(24), kNow + hours(24 * 365));
+  EXPECT_TRUE(a.ok()) << a.status().message();
+  return *a;
+}
+
+KeyPair Agent(const JobAuthority& a, WallTime from = kNow - hours(1), WallTime to = kNow + hours(1)) {
+  auto c = IssueAgentCertificate(a, from, to);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return *c;
+}
+
+TEST(JobIdentityTest, AnAgentCertificateOfTheJobIsAccepted) {
+  const JobAuthority digits = Authority("digits");
+  const KeyPair agent = Agent(digits);
+  EXPECT_NE(agent.cert_pem.find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_NE(agent.key_pem.find("PRIVATE KEY"), std::string::npos);
+  const PeerCheck check = CheckPeer(agent.cert_pem, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_TRUE(check.accepted()) << check.detail;
+  EXPECT_EQ(check.detail, "a certificate of job \"digits\"");
+  // Each certificate has a key of its own.
+  EXPECT_NE(Agent(digits).key_pem, agent.key_pem);
+}
+
+TEST(JobIdentityTest, NoCertificateIsRefused) {
+  const PeerCheck check = CheckPeer("", "digits", Authority("digits").ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kNoCertificate);
+  EXPECT_STREQ(ReasonOf(check.verdict), "no_certificate");
+}
+
+TEST(JobIdentityTest, AnotherJobsCertificateIsRefusedAndNamed) {
+  const JobAuthority digits = Authority("digits");
+  const KeyPair intruder = Agent(Authority("fashion"));
+  const PeerCheck check = CheckPeer(intruder.cert_pem, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kOtherJob);
+  EXPECT_STREQ(ReasonOf(check.verdict), "other_job");
+  EXPECT_EQ(check.detail, "a certificate of job \"fashion\", not issued by job \"digits\"'s authority");
+}
+
+TEST(JobIdentityTest, AnAuthoritySharedByJobsStillTellsThemApart) {
+  // cert-manager's one issuer for every job: the certificate's name decides.
+  const JobAuthority digits = Authority("digits");
+  const KeyPair other = Agent(JobAuthority{"fashion", digits.ca});
+  const PeerCheck check = CheckPeer(other.cert_pem, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kOtherJob);
+  EXPECT_EQ(check.detail, "a certificate of job \"fashion\", not of job \"digits\"");
+}
+
+TEST(JobIdentityTest, AJobOfTheSameNameWithAnotherAuthorityIsUntrusted) {
+  // A job deleted and made again has a new authority: its old certificates are worthless.
+  const KeyPair old = Agent(Authority("digits"));
+  const PeerCheck check = CheckPeer(old.cert_pem, "digits", Authority("digits").ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kUntrusted);
+  EXPECT_NE(check.detail.find("not issued by this job's authority"), std::string::npos) << check.detail;
+}
+
+TEST(JobIdentityTest, AnExpiredCertificateIsRefusedWithItsEnd) {
+  const JobAuthority digits = Authority("digits");
+  const KeyPair stale = Agent(digits, kNow - hours(3), kNow - hours(1));
+  const PeerCheck check = CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kExpired);
+  EXPECT_STREQ(ReasonOf(check.verdict), "expired");
+  EXPECT_EQ(check.detail, "a certificate of job \"digits\" that expired at 2027-01-15T07:00:00Z");
+  // The same certificate was good while it lasted.
+  EXPECT_TRUE(CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(2)).accepted());
+  EXPECT_EQ(CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(4)).verdict,
+            PeerVerdict::kNotYetValid);
+}
+
+TEST(JobIdentityTest, TheValidityIsReadBack) {
+  const KeyPair agent = Agent(Authority("digits"), kNow, kNow + hours(5));
+  auto validity = ValidityOf(agent.cert_pem);
+  ASSERT_TRUE(validity.ok()) << validity.status().message();
+  EXPECT_EQ(validity->not_before, kNow);
+  EXPECT_EQ(validity->not_after, kNow + hours(5));
+  EXPECT_FALSE(ValidityOf("not a certificate").ok());
+}
+
+TEST(JobIdentityTest, GarbageIsRefusedNotCrashedOn) {
+  const JobAuthority digits = Authority("digits");
+  EXPECT_EQ(CheckPeer("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "digits",
+                      digits.ca.cert_pem, kNow).verdict,
+            PeerVerdict::kUntrusted);
+  EXPECT_EQ(CheckPeer(Agent(digits).cert_pem, "digits", "", kNow).verdict, PeerVerdict::kUntrusted);
+  EXPECT_FALSE(IssueAgentCertificate(JobAuthority{"digits", {"x", "y"}}, kNow, kNow + hours(1)).ok());
+}
+
+TEST(JobIdentityTest, BadRequestsAreRefused) {
+  EXPECT_EQ(MakeJobAuthority("", kNow, kNow + hours(1)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeJobAuthority("digits", kNow, kNow).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(IssueAgentCertificate(Authority("digits"), kNow, kNow - hours(1)).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(JobIdentityTest, AKeyPairIsCheckedWhole) {
+  const JobAuthority digits = Authority("digits");
+  const KeyPair a = Agent(digits), b = Agent(digits);
+  EXPECT_TRUE(CheckKeyPair(a).ok());
+  EXPECT_EQ(CheckKeyPair({a.cert_pem, b.key_pem}).message(), "tls.key is not the key of tls.crt");
+  EXPECT_EQ(CheckKeyPair({"x", a.key_pem}).message(), "tls.crt is not a PEM certificate");
+  EXPECT_EQ(CheckKeyPair({a.cert_pem, ""}).message(), "tls.key is not a PEM private key");
+}
+
+TEST(JobIdentityTest, TheServerNameIsTheJobs) {
+  EXPECT_EQ(TlsServerName("digits"), "digits.job.edgetrain.dev");
+}
+
+}  // namespace
+}  // namespace edgetrain::pki

@@ -1,0 +1,76 @@
+#include "pki/tls_folder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace edgetrain::pki {
+namespace {
+
+// Written to a temporary beside it with `mode` from the start, synced, renamed
+// over: a reader (gRPC's file watcher) sees the old file or the new, whole.
+Status WriteFileWhole(const std::string& path, const std::string& text, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return UnavailableError("cannot write " + tmp + ": " + std::strerror(errno));
+  ::fchmod(fd, mode);  // whatever the umask took away or an older file had
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      return UnavailableError("cannot write " + tmp + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return UnavailableError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+TlsFolder TlsFolderAt(const std::string& dir) {
+  const std::filesystem::path d(dir);
+  return {(d / kAuthorityFile).string(), (d / kCertificateFile).string(), (d / kKeyFile).string()};
+}
+
+Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return UnavailableError("cannot make " + dir + ": " + ec.message());
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+  }
+  const TlsFolder at = TlsFolderAt(dir);
+  // The key first: a watcher that sees the new certificate finds its key there.
+  EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.key_path, agent.key_pem, 0600));
+  EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.cert_path, agent.cert_pem, 0644));
+  return WriteFileWhole(at.ca_path, ca_pem, 0644);
+}
+
+StatusOr<TlsFiles> ReadTlsFolder(const TlsFolder& folder) {
+  TlsFiles files;
+  for (auto [path, text] : {std::pair{&folder.ca_path, &files.ca_pem}, std::pair{&folder.cert_path, &files.cert_pem},
+                            std::pair{&folder.key_path, &files.key_pem}}) {
+    std::ifstream in(*path, std::ios::binary);
+    if (!in) return NotFoundError("cannot read " + *path);
+    std::stringstream s;
+    s << in.rdbuf();
+    *text = s.str();
+  }
+  return files;
+}
+
+}  // namespace edgetrain::pki

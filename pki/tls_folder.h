@@ -1,0 +1,33 @@
+#pragma once
+// An agent's credentials as files, laid out as a kubernetes.io/tls Secret
+// mounted as a volume (cert-manager's layout too): ca.crt, the job's authority;
+// tls.crt and tls.key, the agent's certificate and key. The transport reads
+// them from there, and again when they are replaced (a rotation).
+
+#include <string>
+
+#include "core/status.h"
+#include "pki/job_identity.h"
+
+namespace edgetrain::pki {
+
+inline constexpr const char* kAuthorityFile = "ca.crt";
+inline constexpr const char* kCertificateFile = "tls.crt";
+inline constexpr const char* kKeyFile = "tls.key";
+
+struct TlsFolder {
+  std::string ca_path, cert_path, key_path;
+};
+TlsFolder TlsFolderAt(const std::string& dir);
+
+// Writes the three files into `dir` (made 0700 if missing), each replaced
+// whole by a rename; the key is readable by its owner alone.
+Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent);
+
+// The three files' text; an error naming the file that is missing.
+struct TlsFiles {
+  std::string ca_pem, cert_pem, key_pem;
+};
+StatusOr<TlsFiles> ReadTlsFolder(const TlsFolder& folder);
+
+}  // namespace edgetrain::pki
