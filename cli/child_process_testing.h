@@ -12,7 +12,6 @@
 
 #include "cli/child_process.h"
 #include "http/socket_address.h"
-#include "pki/job_identity.h"
 #include "pki/tls_folder.h"
 
 namespace edgetrain::cli {
@@ -26,11 +25,8 @@ inline std::string TeamTlsFlag(const std::filesystem::path& dir, const std::stri
   const std::filesystem::path tls = dir / "tls";
   if (!std::filesystem::exists(tls / pki::kCertificateFile)) {
     const auto now = std::chrono::system_clock::now();
-    auto authority = pki::MakeJobAuthority(job, now - std::chrono::hours(1), now + std::chrono::hours(24));
-    EXPECT_TRUE(authority.ok()) << authority.status().ToString();
-    auto agent = pki::IssueAgentCertificate(*authority, now - std::chrono::hours(1), now + std::chrono::hours(24));
-    EXPECT_TRUE(agent.ok()) << agent.status().ToString();
-    EXPECT_TRUE(pki::WriteTlsFolder(tls.string(), authority->ca.cert_pem, *agent).ok());
+    EXPECT_TRUE(
+        pki::WriteNewJobCredentials(tls.string(), job, now - std::chrono::hours(1), now + std::chrono::hours(24)).ok());
   }
   return "--tls-dir=" + tls.string();
 }

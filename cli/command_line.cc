@@ -234,9 +234,30 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   node_links_command->add_flag("--host-link", node_links.host_link,
                                "link this namespace (the host) to the hub, with a route to every node's pods");
 
+  CredentialsOptions& credentials = line.credentials;
+  CLI::App* credentials_command = app.add_subcommand(
+      "credentials",
+      "Write the files a team's agents started by hand need for mutual TLS (their --tls-dir): a new authority of "
+      "the job and one certificate of it (ca.crt, tls.crt, tls.key). edgetrain run and the operator make their own.");
+  credentials_command->add_option("job", credentials.job, "the job's name (metadata.name)")->required();
+  credentials_command->add_option("dir", credentials.dir, "the folder to write them into (made 0700 if missing)")
+      ->required();
+  credentials_command
+      ->add_option_function<std::string>(
+          "--validity",
+          [&credentials](const std::string& text) {
+            auto d = ParseDuration(text);
+            if (!d.ok() || *d <= Duration::zero()) {
+              throw CLI::ValidationError("--validity", "expected a duration such as 720h, got \"" + text + "\"");
+            }
+            credentials.validity = *d;
+          },
+          "how long the certificate lasts (default 720h)")
+      ->option_text("DURATION");
+
   CLI::App* version_command = app.add_subcommand("version", "Print the version.");
-  for (CLI::App* command :
-       {&app, run_command, validate, partition, plan_command, evaluate_command, node_links_command, version_command}) {
+  for (CLI::App* command : {&app, run_command, validate, partition, plan_command, evaluate_command, node_links_command,
+                            credentials_command, version_command}) {
     command->allow_extras();
   }
 
@@ -275,7 +296,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   if (version || command == version_command) {
     line.command = Command::kVersion;
   } else if (command == &app) {
-    err << "edgetrain: which command? run, validate, plan, partition, evaluate, netns-run or version" << hint(&app)
+    err << "edgetrain: which command? run, validate, plan, partition, evaluate, credentials, netns-run or version"
+        << hint(&app)
         << "\n";
     return kExitInvalid;
   } else {
@@ -285,6 +307,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                    : command == plan_command     ? Command::kPlan
                    : command == evaluate_command ? Command::kEvaluate
                    : command == node_links_command ? Command::kNodeLinks
+                   : command == credentials_command ? Command::kCredentials
                                                  : Command::kNetnsRun;
   }
   return line;

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <variant>
 
+#include "cli/credentials_command.h"
 #include "cli/evaluate_command.h"
 #include "cli/netns_run.h"
 #include "cli/node_links_command.h"
@@ -14,7 +15,7 @@
 
 namespace edgetrain::cli {
 
-enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kNodeLinks, kPlan, kVersion };
+enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kNodeLinks, kPlan, kCredentials, kVersion };
 
 struct CommandLine {
   Command command = Command::kRun;
@@ -24,6 +25,7 @@ struct CommandLine {
   NodeLinksOptions node_links;
   EvaluateOptions evaluate;
   PlanOptions plan;
+  CredentialsOptions credentials;
 };
 
 // The command line, or the exit code when there is nothing to run: 0 after

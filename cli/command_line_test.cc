@@ -38,7 +38,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
                     "/opt/agent", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
-                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml"});
+                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -59,7 +59,9 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.observe_port, 0);
   EXPECT_EQ(run.observe_keep, std::optional<Duration>(std::chrono::seconds(90)));
   EXPECT_EQ(run.observe_rules, "alerts.yaml");
+  EXPECT_TRUE(run.insecure);
   EXPECT_TRUE(Parse({"run", "job.yaml"}).line().run.curves) << "curves are drawn unless asked not to";
+  EXPECT_FALSE(Parse({"run", "job.yaml"}).line().run.insecure) << "mutual TLS unless asked not to";
 }
 
 TEST(CommandLineTest, ReadsTheOtherCommands) {
@@ -98,6 +100,12 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_EQ(evaluate.line().evaluate.model_path, "out/model.pt");
   EXPECT_EQ(evaluate.line().evaluate.dataset, "digits");
   EXPECT_TRUE(evaluate.line().evaluate.json);
+  Parsed credentials = Parse({"credentials", "robots", "tls", "--validity", "48h"});
+  ASSERT_EQ(credentials.exit(), -1) << credentials.err;
+  EXPECT_EQ(credentials.line().command, Command::kCredentials);
+  EXPECT_EQ(credentials.line().credentials.job, "robots");
+  EXPECT_EQ(credentials.line().credentials.dir, "tls");
+  EXPECT_EQ(credentials.line().credentials.validity, std::chrono::hours(48));
 }
 
 TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
@@ -115,9 +123,12 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},
       {{"frobnicate"}, "edgetrain: unknown command \"frobnicate\" (see edgetrain --help)"},
       {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
-      {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, netns-run or version (see edgetrain --help)"},
+      {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, credentials, netns-run or version (see "
+       "edgetrain --help)"},
       {{"evaluate", "model.pt", "--dataset", "digits", "--job", "j.yaml"}, "edgetrain evaluate: --dataset excludes --job"},
       {{"run", "j.yaml", "--observe", "--observe-keep", "soon"}, "edgetrain run: --observe-keep: invalid duration \"soon\""},
+      {{"credentials", "robots"}, "edgetrain credentials: dir is required"},
+      {{"credentials", "robots", "tls", "--validity", "0s"}, "edgetrain credentials: --validity: expected a duration"},
   };
   for (const auto& c : cases) {
     Parsed p = Parse(c.args);

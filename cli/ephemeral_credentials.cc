@@ -6,17 +6,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "pki/job_identity.h"
 #include "pki/tls_folder.h"
 
 namespace edgetrain::cli {
 
 StatusOr<EphemeralCredentials> EphemeralCredentials::Make(const std::string& job, Duration validity) {
-  const auto now = std::chrono::system_clock::now();
-  const auto from = now - std::chrono::hours(1);
-  const auto to = now + std::chrono::duration_cast<std::chrono::system_clock::duration>(validity);
-  EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority authority, pki::MakeJobAuthority(job, from, to));
-  EDGETRAIN_ASSIGN_OR_RETURN(pki::KeyPair agent, pki::IssueAgentCertificate(authority, from, to));
   std::error_code ec;
   std::string pattern = (std::filesystem::temp_directory_path(ec) / ("edgetrain-tls-" + job + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) {  // 0700: the key is the runner's user's alone
@@ -24,7 +18,10 @@ StatusOr<EphemeralCredentials> EphemeralCredentials::Make(const std::string& job
                             "): " + std::strerror(errno));
   }
   EphemeralCredentials made(pattern);
-  EDGETRAIN_RETURN_IF_ERROR(pki::WriteTlsFolder(made.dir_, authority.ca.cert_pem, agent));
+  const auto now = std::chrono::system_clock::now();
+  EDGETRAIN_RETURN_IF_ERROR(pki::WriteNewJobCredentials(
+      made.dir_, job, now - std::chrono::hours(1),
+      now + std::chrono::duration_cast<std::chrono::system_clock::duration>(validity)));
   return made;
 }
 

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
       return PrintPlan(line.plan, std::cout, std::cerr);
     case Command::kEvaluate:
       return EvaluateModel(line.evaluate, std::cout, std::cerr);
+    case Command::kCredentials:
+      return MakeCredentials(line.credentials, std::cout, std::cerr);
     case Command::kNetnsRun:
       std::signal(SIGINT, OnSignal);
       std::signal(SIGTERM, OnSignal);

@@ -60,6 +60,13 @@ Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const K
   return WriteFileWhole(at.ca_path, ca_pem, 0644);
 }
 
+Status WriteNewJobCredentials(const std::string& dir, const std::string& job, WallTime not_before,
+                              WallTime not_after) {
+  EDGETRAIN_ASSIGN_OR_RETURN(JobAuthority authority, MakeJobAuthority(job, not_before, not_after));
+  EDGETRAIN_ASSIGN_OR_RETURN(KeyPair agent, IssueAgentCertificate(authority, not_before, not_after));
+  return WriteTlsFolder(dir, authority.ca.cert_pem, agent);
+}
+
 StatusOr<TlsFiles> ReadTlsFolder(const TlsFolder& folder) {
   TlsFiles files;
   for (auto [path, text] : {std::pair{&folder.ca_path, &files.ca_pem}, std::pair{&folder.cert_path, &files.cert_pem},

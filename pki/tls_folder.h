@@ -24,6 +24,13 @@ TlsFolder TlsFolderAt(const std::string& dir);
 // whole by a rename; the key is readable by its owner alone.
 Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent);
 
+// A new authority of `job` and one agent certificate of it, valid over
+// [not_before, not_after), written into `dir` (WriteTlsFolder). The
+// authority's key is not kept: the folder's certificate is the only one it
+// ever issues.
+Status WriteNewJobCredentials(const std::string& dir, const std::string& job, WallTime not_before,
+                              WallTime not_after);
+
 // The three files' text; an error naming the file that is missing.
 struct TlsFiles {
   std::string ca_pem, cert_pem, key_pem;

@@ -1,0 +1,46 @@
+#include "cli/credentials_command.h"
+
+#include "core/exit_codes.h"
+#include "core/status.h"
+#include "pki/tls_folder.h"
+
+namespace edgetrain::cli {
+namespace {
+
+// A job's name as Kubernetes has it (a DNS label): it becomes the certificate's
+// DNS name, JOB.job.edgetrain.dev.
+bool IsJobName(const std::string& name) {
+  if (name.empty() || name.size() > 63 || name.front() == '-' || name.back() == '-') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::ostream& err) {
+  if (!IsJobName(options.job)) {
+    err << "edgetrain credentials: \"" << options.job
+        << "\" is not a job's name: lower-case letters, digits and '-', at most 63, as metadata.name\n";
+    return kExitInvalid;
+  }
+  const auto now = std::chrono::system_clock::now();
+  // Valid from an hour ago: a machine whose clock is a little behind takes them too.
+  const auto until = now + std::chrono::duration_cast<std::chrono::system_clock::duration>(options.validity);
+  Status made = pki::WriteNewJobCredentials(options.dir, options.job, now - std::chrono::hours(1), until);
+  if (!made.ok()) {
+    err << "edgetrain credentials: " << made.message() << "\n";
+    return ExitCodeFor(made);
+  }
+  const std::time_t end = std::chrono::system_clock::to_time_t(until);
+  std::tm utc{};
+  gmtime_r(&end, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  out << options.dir << ": ca.crt, tls.crt and tls.key of job " << options.job << ", valid until " << text
+      << "; give every agent of the team --tls-dir=" << options.dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace edgetrain::cli

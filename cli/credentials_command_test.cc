@@ -1,0 +1,41 @@
+#include "cli/credentials_command.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/exit_codes.h"
+#include "pki/job_identity.h"
+#include "pki/tls_folder.h"
+
+namespace edgetrain::cli {
+namespace {
+
+TEST(CredentialsCommandTest, WritesWhatAHandStartedTeamsAgentsPresent) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "credentials-command" / "tls";
+  std::filesystem::remove_all(dir.parent_path());
+  std::ostringstream out, err;
+  ASSERT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(2)}, out, err), kExitOk) << err.str();
+  EXPECT_NE(out.str().find("give every agent of the team --tls-dir=" + dir.string()), std::string::npos) << out.str();
+  auto files = pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()));
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_TRUE(pki::CheckKeyPair({files->cert_pem, files->key_pem}).ok());
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_TRUE(pki::CheckPeer(files->cert_pem, "robots", files->ca_pem, now).accepted());
+  EXPECT_EQ(pki::CheckPeer(files->cert_pem, "robots", files->ca_pem, now + std::chrono::hours(3)).verdict,
+            pki::PeerVerdict::kExpired)
+      << "it lasts --validity";
+  EXPECT_FALSE(std::filesystem::exists(dir / "ca.key")) << "the authority's key is not kept";
+}
+
+TEST(CredentialsCommandTest, ANameThatIsNoJobsIsRefused) {
+  std::ostringstream out, err;
+  EXPECT_EQ(MakeCredentials({"Robots_1", testing::TempDir() + "/never", std::chrono::hours(1)}, out, err),
+            kExitInvalid);
+  EXPECT_NE(err.str().find("\"Robots_1\" is not a job's name"), std::string::npos) << err.str();
+  EXPECT_FALSE(std::filesystem::exists(testing::TempDir() + "/never"));
+}
+
+}  // namespace
+}  // namespace edgetrain::cli
