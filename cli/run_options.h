@@ -19,9 +19,9 @@ struct RunOptions {
   int threads = 0;            // LibTorch threads per agent; 0: one
   std::string agent_binary;   // edgetrain-agent; found beside the runner when empty
   bool terminal = false;      // draw a progress bar (stderr is a terminal)
-  bool keep_logs = false;
+  bool keep_logs = false;     // keep the run folder (plan, agents' logs) after success
   // A team's agents in plaintext, no identity checked: loopback only, said loudly.
-  bool insecure = false;     // keep the run folder (plan, agents' logs) after success
+  bool insecure = false;
   // Draw report.png at the end (about a second of matplotlib); progress.jsonl
   // is kept either way. Scripts and tests that do not look at it turn it off.
   bool curves = true;

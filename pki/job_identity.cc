@@ -24,6 +24,13 @@ using Key = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
 using Store = std::unique_ptr<X509_STORE, Deleter<X509_STORE, X509_STORE_free>>;
 using StoreContext = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX, X509_STORE_CTX_free>>;
 
+// OpenSSL keeps errors in a queue per thread, and gRPC reads the same queue
+// (one libssl) on the threads that call into here: whatever a check leaves
+// there could fail a later TLS read. Every entry point empties it on the way out.
+struct ClearOpenSslErrors {
+  ~ClearOpenSslErrors() { ERR_clear_error(); }
+};
+
 // OpenSSL's last error, for a message; its queue is left empty.
 std::string OpenSslError() {
   const unsigned long code = ERR_get_error();
@@ -131,6 +138,7 @@ StatusOr<Certificate> NewCertificate(const std::string& job, const char* unit, E
 std::string TlsServerName(const std::string& job) { return job + ".job.edgetrain.dev"; }
 
 StatusOr<JobAuthority> MakeJobAuthority(const std::string& job, WallTime not_before, WallTime not_after) {
+  ClearOpenSslErrors clear;
   Key key = NewKey();
   if (!key) return Failed("authority key");
   EDGETRAIN_ASSIGN_OR_RETURN(Certificate cert, NewCertificate(job, "job authority", key.get(), not_before, not_after));
@@ -144,6 +152,7 @@ StatusOr<JobAuthority> MakeJobAuthority(const std::string& job, WallTime not_bef
 }
 
 StatusOr<KeyPair> IssueAgentCertificate(const JobAuthority& authority, WallTime not_before, WallTime not_after) {
+  ClearOpenSslErrors clear;
   Certificate ca = ParseCertificate(authority.ca.cert_pem);
   Key ca_key = ParseKey(authority.ca.key_pem);
   if (!ca || !ca_key) return InvalidArgumentError("job \"" + authority.job + "\"'s authority is not a certificate and key");
@@ -175,6 +184,7 @@ const char* ReasonOf(PeerVerdict verdict) {
 }
 
 PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const std::string& ca_pem, WallTime now) {
+  ClearOpenSslErrors clear;
   if (peer_pem.empty()) return {PeerVerdict::kNoCertificate, "it presented no certificate"};
   Certificate peer = ParseCertificate(peer_pem);
   if (!peer) return {PeerVerdict::kUntrusted, "its certificate cannot be read"};
@@ -194,15 +204,18 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
   ERR_clear_error();
   const std::string whose = "a certificate of job \"" + named + "\"";
   if (!verified) {
-    const ASN1_TIME* not_after = X509_get0_notAfter(peer.get());
+    // The certificate found wanting: the peer's, or the authority above it.
+    X509* failed = X509_STORE_CTX_get_current_cert(ctx.get());
+    const bool authority_failed = failed != nullptr && X509_cmp(failed, peer.get()) != 0;
     std::tm end{};
-    const bool has_end = ASN1_TIME_to_tm(not_after, &end) == 1;
+    const bool has_end = failed != nullptr && ASN1_TIME_to_tm(X509_get0_notAfter(failed), &end) == 1;
     const std::string ended = has_end ? Iso8601(std::chrono::system_clock::from_time_t(timegm(&end))) : "?";
     switch (error) {
       case X509_V_ERR_CERT_HAS_EXPIRED:
+        if (authority_failed) return {PeerVerdict::kExpired, whose + ", whose authority expired at " + ended};
         return {PeerVerdict::kExpired, whose + " that expired at " + ended};
       case X509_V_ERR_CERT_NOT_YET_VALID:
-        return {PeerVerdict::kNotYetValid, whose + " not valid yet"};
+        return {PeerVerdict::kNotYetValid, whose + (authority_failed ? ", whose authority is" : "") + " not valid yet"};
       default:
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};
@@ -217,6 +230,7 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
 }
 
 Status CheckKeyPair(const KeyPair& pair) {
+  ClearOpenSslErrors clear;
   Certificate cert = ParseCertificate(pair.cert_pem);
   if (!cert) return InvalidArgumentError("tls.crt is not a PEM certificate");
   Key key = ParseKey(pair.key_pem);
@@ -228,6 +242,7 @@ Status CheckKeyPair(const KeyPair& pair) {
 }
 
 StatusOr<Validity> ValidityOf(const std::string& cert_pem) {
+  ClearOpenSslErrors clear;
   Certificate cert = ParseCertificate(cert_pem);
   if (!cert) return InvalidArgumentError("not a PEM certificate");
   std::tm begin{}, end{};

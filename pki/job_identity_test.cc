@@ -1,6 +1,7 @@
 #include "pki/job_identity.h"
 
 #include <gtest/gtest.h>
+#include <openssl/err.h>
 
 namespace edgetrain::pki {
 namespace {
@@ -78,6 +79,23 @@ TEST(JobIdentityTest, AnExpiredCertificateIsRefusedWithItsEnd) {
   EXPECT_TRUE(CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(2)).accepted());
   EXPECT_EQ(CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(4)).verdict,
             PeerVerdict::kNotYetValid);
+}
+
+TEST(JobIdentityTest, AnExpiredAuthorityIsNamedAsWhatExpired) {
+  auto brief = MakeJobAuthority("digits", kNow - hours(3), kNow - hours(1));
+  ASSERT_TRUE(brief.ok());
+  const KeyPair agent = Agent(*brief, kNow - hours(2), kNow + hours(1));
+  const PeerCheck check = CheckPeer(agent.cert_pem, "digits", brief->ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kExpired);
+  EXPECT_EQ(check.detail, "a certificate of job \"digits\", whose authority expired at 2027-01-15T07:00:00Z");
+}
+
+TEST(JobIdentityTest, NoOpenSslErrorIsLeftForTheNextTlsRead) {
+  // gRPC shares this thread's OpenSSL error queue: a refusal leaves it empty.
+  EXPECT_EQ(CheckPeer("garbage", "digits", "garbage", kNow).verdict, PeerVerdict::kUntrusted);
+  EXPECT_FALSE(ValidityOf("garbage").ok());
+  EXPECT_FALSE(CheckKeyPair({"garbage", "garbage"}).ok());
+  EXPECT_EQ(ERR_peek_error(), 0u);
 }
 
 TEST(JobIdentityTest, TheValidityIsReadBack) {

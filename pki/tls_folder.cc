@@ -39,6 +39,14 @@ Status WriteFileWhole(const std::string& path, const std::string& text, mode_t m
   return Status::Ok();
 }
 
+StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 }  // namespace
 
 TlsFolder TlsFolderAt(const std::string& dir) {
@@ -54,7 +62,8 @@ Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const K
     std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
   }
   const TlsFolder at = TlsFolderAt(dir);
-  // The key first: a watcher that sees the new certificate finds its key there.
+  // One after the other, each whole: a reader between two renames sees the new
+  // key beside the old certificate, and reads them again at its next reload.
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.key_path, agent.key_pem, 0600));
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.cert_path, agent.cert_pem, 0644));
   return WriteFileWhole(at.ca_path, ca_pem, 0644);
@@ -69,15 +78,12 @@ Status WriteNewJobCredentials(const std::string& dir, const std::string& job, Wa
 
 StatusOr<TlsFiles> ReadTlsFolder(const TlsFolder& folder) {
   TlsFiles files;
-  for (auto [path, text] : {std::pair{&folder.ca_path, &files.ca_pem}, std::pair{&folder.cert_path, &files.cert_pem},
-                            std::pair{&folder.key_path, &files.key_pem}}) {
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) return NotFoundError("cannot read " + *path);
-    std::stringstream s;
-    s << in.rdbuf();
-    *text = s.str();
-  }
+  EDGETRAIN_ASSIGN_OR_RETURN(files.ca_pem, ReadText(folder.ca_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(files.cert_pem, ReadText(folder.cert_path));
+  EDGETRAIN_ASSIGN_OR_RETURN(files.key_pem, ReadText(folder.key_path));
   return files;
 }
+
+StatusOr<std::string> ReadAuthority(const TlsFolder& folder) { return ReadText(folder.ca_path); }
 
 }  // namespace edgetrain::pki

@@ -36,5 +36,7 @@ struct TlsFiles {
   std::string ca_pem, cert_pem, key_pem;
 };
 StatusOr<TlsFiles> ReadTlsFolder(const TlsFolder& folder);
+// The authority's certificate alone: what a coordinator judges peers by.
+StatusOr<std::string> ReadAuthority(const TlsFolder& folder);
 
 }  // namespace edgetrain::pki

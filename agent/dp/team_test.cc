@@ -50,8 +50,8 @@ std::string Spec(const std::string& policy, const std::string& budget, int worke
 // Credentials of `authority`'s job valid over [now + from, now + to), written
 // into `dir` beside `ca_pem` as the authority a peer checks them by.
 TransportSecurity Credentials(const pki::JobAuthority& authority, const std::string& ca_pem, const std::string& dir,
-                              std::chrono::hours from = std::chrono::hours(-1),
-                              std::chrono::hours to = std::chrono::hours(1)) {
+                              std::chrono::seconds from = std::chrono::hours(-1),
+                              std::chrono::seconds to = std::chrono::hours(1)) {
   const auto now = std::chrono::system_clock::now();
   auto agent = pki::IssueAgentCertificate(authority, now + from, now + to);
   EXPECT_TRUE(agent.ok()) << agent.status().ToString();
@@ -340,30 +340,39 @@ TEST(TeamTest, OnlyConnectionsWithTheJobsCertificateGetIn) {
 }
 
 // The operator replaces a job's certificates before they expire, under
-// running agents: the streams open stay open, and new connections present
-// the new certificate and are let in.
+// running agents: the streams open stay open, and every agent reads the files
+// again (its --tls-reload) and presents the new certificate from then on,
+// the coordinator included.
 TEST(TeamTest, CertificatesRotatedMidRunKeepTheTeamTraining) {
   Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 5; }));
-  const std::string before = pki::ReadTlsFolder(pki::TlsFolderAt(team.tls_dir()))->cert_pem;
-  Credentials(team.authority(), team.authority().ca.cert_pem, team.tls_dir());
-  ASSERT_NE(pki::ReadTlsFolder(pki::TlsFolderAt(team.tls_dir()))->cert_pem, before) << "not rotated";
+  const std::string ca = team.authority().ca.cert_pem;
+  // A certificate about to end, as the one a rotation replaces, over the team's;
+  // a connector made now loads it.
+  const auto ending = std::chrono::steady_clock::now() + seconds(3);
+  Credentials(team.authority(), ca, team.tls_dir(), std::chrono::hours(-1), seconds(3));
+  auto made_before = GrpcConnector(team.address(), team.security());
+  // The rotation: a certificate of the same authority, for long.
+  Credentials(team.authority(), ca, team.tls_dir());
   int64_t rotated_at = 0;
   ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return (rotated_at = p.iteration) > 0; }));
-  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return p.iteration >= rotated_at + 30; }))
-      << "the team stopped training at the rotation";
-  // A connection made now presents the new certificate: it gets past the job's
-  // identity to its hello (refused here for its stale generation, on purpose:
-  // the team's ranks are taken).
-  auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));
+  // Past the first one's end and a reload (1 s) later: what that connector
+  // presents now is the new certificate, or the coordinator would refuse it as
+  // expired; and the coordinator's own is new too, or the handshake would fail.
+  std::this_thread::sleep_until(ending + milliseconds(2500));
+  auto stream = made_before->Connect(seconds(5));
   ASSERT_TRUE(stream.ok()) << stream.status().ToString();
   v1::WorkerMessage hello;
   *hello.mutable_hello() = MakeHello("team-test", 0, 0);
   ASSERT_TRUE((*stream)->Send(hello).ok());
   auto reply = (*stream)->Receive();
   ASSERT_FALSE(reply.ok());
+  // Let in past its identity, to its hello's refusal (the team's ranks are
+  // taken; its generation is stale on purpose).
   EXPECT_NE(reply.status().message().find("plan generation 0 is not the current 1"), std::string::npos)
       << reply.status().message();
+  ASSERT_TRUE(team.WaitFor([&](const JobProgress& p) { return p.iteration >= rotated_at + 30; }))
+      << "the team stopped training at the rotation";
   team.Stop();
   ASSERT_TRUE(team.Finish().ok());
   EXPECT_EQ(team.refusal_log(), "");

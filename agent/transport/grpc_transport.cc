@@ -122,17 +122,19 @@ class GrpcTrainService final : public v1::Coordinator::Service {
   }
 
  private:
-  // The peer's certificate judged against the job's authority as the files
-  // hold it now (a rotated authority is taken up with the next stream).
+  // The peer's certificate judged against the job's authority as its file
+  // holds it now (a rotated authority is taken up with the next stream).
   grpc::Status CheckPeer(const grpc::ServerContext& context) {
     std::string peer_pem;
     if (auto auth = context.auth_context()) {
       const std::vector<grpc::string_ref> pems = auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
       if (!pems.empty()) peer_pem.assign(pems.front().data(), pems.front().size());
     }
-    std::string ca_pem;
-    if (auto files = pki::ReadTlsFolder(security_.files); files.ok()) ca_pem = files->ca_pem;
-    const pki::PeerCheck check = pki::CheckPeer(peer_pem, security_.job, ca_pem, std::chrono::system_clock::now());
+    StatusOr<std::string> ca_pem = pki::ReadAuthority(security_.files);
+    // This agent's own files failing is no fault of the peer's: it may try again.
+    if (!ca_pem.ok()) return {grpc::StatusCode::UNAVAILABLE, "job \"" + security_.job + "\"'s coordinator " +
+                                                               ca_pem.status().message()};
+    const pki::PeerCheck check = pki::CheckPeer(peer_pem, security_.job, *ca_pem, std::chrono::system_clock::now());
     if (check.accepted()) return grpc::Status::OK;
     refusals_.Refused({context.peer(), pki::ReasonOf(check.verdict), check.detail});
     return {grpc::StatusCode::UNAUTHENTICATED, "job \"" + security_.job + "\" refused the connection: " + check.detail};

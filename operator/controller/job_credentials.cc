@@ -25,6 +25,22 @@ Json SecretFor(const JobObject& job, const std::string& name, const char* type,
           {"data", encoded}};
 }
 
+// Whether `secret` is this job's: an earlier job of the same name, deleted
+// before the garbage collector took its Secrets, left ones that are not.
+bool OwnedBy(const Json& secret, const JobObject& job) {
+  for (const Json& owner : secret.value("/metadata/ownerReferences"_json_pointer, Json::array())) {
+    if (owner.value("uid", "") == job.uid) return true;
+  }
+  return false;
+}
+
+// Creates `secret`, or replaces `current` (an earlier job's, or one due) with it.
+StatusOr<Json> Write(kube::KubeClient& client, const JobObject& job, const StatusOr<Json>& current, Json secret) {
+  if (!current.ok()) return client.Create(kube::kSecrets, job.namespace_, secret);
+  secret["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
+  return client.Update(kube::kSecrets, job.namespace_, secret);
+}
+
 StatusOr<std::string> Field(const Json& secret, const char* key) {
   const Json* value = secret.contains("data") ? &secret["data"] : nullptr;
   if (value == nullptr || !value->contains(key) || !(*value)[key].is_string()) {
@@ -53,15 +69,15 @@ StatusOr<pki::JobAuthority> AuthorityOf(kube::KubeClient& client, const JobObjec
   const std::string name = AuthoritySecretName(job.name);
   StatusOr<Json> stored = client.Get(kube::kSecrets, job.namespace_, name);
   if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
-  if (!stored.ok()) {
+  if (!stored.ok() || !OwnedBy(*stored, job)) {
+    // None, or an earlier job's of the same name: a new job has a new authority.
     EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority made,
                                pki::MakeJobAuthority(job.name, now - kClockSkew, now + options.authority_validity));
-    stored = client.Create(kube::kSecrets, job.namespace_,
-                           SecretFor(job, name, "Opaque", {{"ca.crt", made.ca.cert_pem}, {"ca.key", made.ca.key_pem}}));
-    if (stored.ok()) return made;
-    // Another replica made it first: its authority is the job's.
-    if (stored.status().code() != StatusCode::kAlreadyExists) return stored.status().WithContext("creating Secret " + name);
-    EDGETRAIN_ASSIGN_OR_RETURN(stored, client.Get(kube::kSecrets, job.namespace_, name));
+    StatusOr<Json> written = Write(client, job, stored, SecretFor(job, name, "Opaque", {{"ca.crt", made.ca.cert_pem},
+                                                                                         {"ca.key", made.ca.key_pem}}));
+    if (written.ok()) return made;
+    // Another replica wrote it first: the next reconcile reads theirs.
+    return written.status().WithContext("writing Secret " + name);
   }
   EDGETRAIN_ASSIGN_OR_RETURN(std::string cert, Field(*stored, "ca.crt"));
   EDGETRAIN_ASSIGN_OR_RETURN(std::string key, Field(*stored, "ca.key"));
@@ -85,7 +101,8 @@ StatusOr<CredentialsKept> KeepCredentials(kube::KubeClient& client, const JobObj
   const std::string name = AgentTlsSecretName(job.name);
   StatusOr<Json> current = client.Get(kube::kSecrets, job.namespace_, name);
   if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
-  if (current.ok()) {
+  const bool ours = current.ok() && OwnedBy(*current, job);
+  if (ours) {
     StatusOr<std::string> cert = Field(*current, "tls.crt");
     StatusOr<pki::Validity> validity = cert.ok() ? pki::ValidityOf(*cert) : StatusOr<pki::Validity>(cert.status());
     // A certificate that still has a third of its life left is kept; one that
@@ -93,25 +110,21 @@ StatusOr<CredentialsKept> KeepCredentials(kube::KubeClient& client, const JobObj
     if (validity.ok() && now < RenewalOf(*validity)) return CredentialsKept{StatusOf(job.name, *validity), "", ""};
   }
   EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority authority, AuthorityOf(client, job, now, options));
-  EDGETRAIN_ASSIGN_OR_RETURN(pki::KeyPair agent, pki::IssueAgentCertificate(authority, now - kClockSkew,
-                                                                           now + options.certificate_validity));
-  Json secret = SecretFor(job, name, "kubernetes.io/tls",
-                          {{"ca.crt", authority.ca.cert_pem}, {"tls.crt", agent.cert_pem}, {"tls.key", agent.key_pem}});
-  StatusOr<Json> written = [&]() -> StatusOr<Json> {
-    if (!current.ok()) return client.Create(kube::kSecrets, job.namespace_, secret);
-    secret["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
-    return client.Update(kube::kSecrets, job.namespace_, secret);
-  }();
-  if (!written.ok() && (written.status().code() == StatusCode::kAlreadyExists ||
-                        written.status().code() == StatusCode::kAborted)) {
-    // Another replica wrote it meanwhile: the next reconcile reads theirs.
-    return written.status().WithContext("writing Secret " + name + " (written meanwhile; read again)");
-  }
+  // No certificate outlives the authority that vouches for it.
+  EDGETRAIN_ASSIGN_OR_RETURN(pki::Validity authority_life, pki::ValidityOf(authority.ca.cert_pem));
+  const kube::WallTime until = std::min(now + options.certificate_validity, authority_life.not_after);
+  EDGETRAIN_ASSIGN_OR_RETURN(pki::KeyPair agent, pki::IssueAgentCertificate(authority, now - kClockSkew, until));
+  StatusOr<Json> written = Write(client, job, current,
+                                 SecretFor(job, name, "kubernetes.io/tls",
+                                           {{"ca.crt", authority.ca.cert_pem}, {"tls.crt", agent.cert_pem},
+                                            {"tls.key", agent.key_pem}}));
+  // Written meanwhile by another replica (AlreadyExists, a conflict): the next
+  // reconcile reads theirs.
   if (!written.ok()) return written.status().WithContext("writing Secret " + name);
   EDGETRAIN_ASSIGN_OR_RETURN(pki::Validity validity, pki::ValidityOf(agent.cert_pem));
-  CredentialsKept kept{StatusOf(job.name, validity), current.ok() ? "CertificateRotated" : "CredentialsIssued", ""};
-  kept.message = (current.ok() ? "the agents' certificate in Secret " : "mutual TLS for the team: Secret ") + name +
-                 (current.ok() ? " replaced" : "") + ", valid until " + kept.status["notAfter"].get<std::string>() +
+  CredentialsKept kept{StatusOf(job.name, validity), ours ? "CertificateRotated" : "CredentialsIssued", ""};
+  kept.message = (ours ? "the agents' certificate in Secret " : "mutual TLS for the team: Secret ") + name +
+                 (ours ? " replaced" : "") + ", valid until " + kept.status["notAfter"].get<std::string>() +
                  ", renewed after " + kept.status["renewAfter"].get<std::string>();
   return kept;
 }

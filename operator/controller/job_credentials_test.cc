@@ -120,6 +120,36 @@ TEST(JobCredentialsTest, AnUnreadableCertificateIsReplaced) {
   EXPECT_TRUE(pki::ValidityOf(Data(*api.Get(kube::kSecrets, "robots", "team-tls"), "tls.crt")).ok());
 }
 
+TEST(JobCredentialsTest, AnEarlierJobOfTheSameNamesSecretsAreReplacedNotTakenOver) {
+  // A job deleted and made again before the garbage collector took its Secrets:
+  // the new one has an authority of its own, and Secrets it owns.
+  FakeKubeClient api;
+  ASSERT_TRUE(KeepCredentials(api, Job(), kNow, Lives()).ok());
+  const Json old_tls = *api.Get(kube::kSecrets, "robots", "team-tls");
+  JobObject again = Job();
+  again.uid = "uid-8";
+  auto kept = KeepCredentials(api, again, kNow + hours(1), Lives());
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->reason, "CredentialsIssued");
+  const Json tls = *api.Get(kube::kSecrets, "robots", "team-tls");
+  const Json ca = *api.Get(kube::kSecrets, "robots", "team-ca");
+  EXPECT_EQ(tls["metadata"]["ownerReferences"][0]["uid"], "uid-8");
+  EXPECT_EQ(ca["metadata"]["ownerReferences"][0]["uid"], "uid-8");
+  EXPECT_NE(Data(tls, "ca.crt"), Data(old_tls, "ca.crt"));
+  EXPECT_EQ(pki::CheckPeer(Data(old_tls, "tls.crt"), "team", Data(tls, "ca.crt"), kNow + hours(1)).verdict,
+            pki::PeerVerdict::kUntrusted)
+      << "the earlier job's certificate is worthless to the new one";
+}
+
+TEST(JobCredentialsTest, NoCertificateOutlivesItsAuthority) {
+  FakeKubeClient api;
+  CredentialsOptions o = Lives();
+  o.authority_validity = hours(10);
+  auto kept = KeepCredentials(api, Job(), kNow, o);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->status["notAfter"], kube::FormatKubeTime(kNow + hours(10)));
+}
+
 TEST(JobCredentialsTest, AgentsReadTheirFilesAgainOftenEnoughForARotation) {
   EXPECT_EQ(TlsReloadFor(hours(24 * 30)), std::chrono::seconds(60));
   EXPECT_EQ(TlsReloadFor(std::chrono::seconds(60)), std::chrono::seconds(3));

@@ -558,7 +558,7 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& co
     return service.status().WithContext("creating Service " + pass.job.name);
   }
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
-  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan));
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   TeamPlacement placement;
   placement.coordinator_node = coordinator_node;
   placement.worker_nodes.resize(plan.workers.size());
@@ -584,15 +584,17 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::stri
   // The plan replaces an earlier generation's.
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator_node)));
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
-  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan));
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
   return Status::Ok();
 }
 
-Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan) {
+Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool making_pods) {
   if (plan.workers.empty()) return Status::Ok();  // a job of one talks to no one
   const kube::WallTime now = wall_now_();
-  if (!CredentialsDue(pass.status, now)) return Status::Ok();
+  // A running team's Secrets are read only when its status says the
+  // certificate is due; before pods are made, always.
+  if (!making_pods && !CredentialsDue(pass.status, now)) return Status::Ok();
   EDGETRAIN_ASSIGN_OR_RETURN(CredentialsKept kept, KeepCredentials(client_, pass.job, now, options_.credentials));
   pass.status["credentials"] = kept.status;
   if (!kept.reason.empty()) {
@@ -625,8 +627,8 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
 }
 
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
-  // Its agents' certificate renewed under them once due; pods made below mount it.
-  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan));
+  // Its agents' certificate renewed under them once due.
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/false));
   const std::vector<std::string> names = PodNamesOf(pass.job, plan);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
@@ -838,6 +840,9 @@ void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std
 Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                                  const Gang& gang) {
   if (gang.missing.empty() || coordinator_node.empty()) return Status::Ok();
+  // The pods mount the team's credentials: their Secret must be there, whatever
+  // the status says (deleted by hand, or left by an earlier job of the name).
+  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   std::vector<Json> missing;
   for (Json& pod : PodsFor(pass.job, plan, coordinator_node, options_.pods)) {
     const std::string name = pod["metadata"]["name"];

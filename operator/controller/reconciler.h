@@ -128,9 +128,10 @@ class Reconciler {
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                       const std::vector<Json>& pods);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
-  // A team's credentials: issued before its pods, renewed when due
-  // (job_credentials.h); what they are goes into the status.
-  Status KeepTeamCredentials(Pass& pass, const JobPlan& plan);
+  // A team's credentials (job_credentials.h): made sure of before any of its
+  // pods is made (`making_pods`), else renewed when its status says they are
+  // due; what they are goes into the status.
+  Status KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool making_pods);
   Status WriteStatus(Pass& pass);
   // The job's plan ConfigMap: from the plan informer's cache when there is
   // one (asking the API only when the job's status says it was placed and the
