@@ -60,6 +60,8 @@ inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod fa
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting
 inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node about to leave (a warning acted on)
 inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
+// (an Event) the coordinator turned a worker away for good: its pushes kept being refused
+inline constexpr const char* kWorkerQuarantined = "WorkerQuarantined";
 }  // namespace reason
 
 }  // namespace edgetrain::api

@@ -75,6 +75,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"holdingTeam", w.holding_team},
                        {"downlinkMbps", w.downlink_mbps},
                        {"computeSeconds", w.compute_s}});
+    if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -136,7 +137,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("energyJoules", 0.0), w.value("stallSeconds", 0.0),
                            w.value("wallSeconds", 0.0), w.value("heldTeamSeconds", 0.0),
                            w.value("holdingTeam", false), w.value("downlinkMbps", 0.0),
-                           w.value("computeSeconds", 0.0)});
+                           w.value("computeSeconds", 0.0), w.value("quarantined", std::string())});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");

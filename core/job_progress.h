@@ -42,6 +42,9 @@ struct WorkerProgress {
   bool holding_team = false;
   double downlink_mbps = 0;   // the coordinator's estimate of its downlink; 0 when unknown
   double compute_s = 0;       // time it spent computing batches (not waiting, not reconnecting)
+  // Why the coordinator turned it away for good (pushes it kept refusing);
+  // empty: it is not quarantined.
+  std::string quarantined{};
 };
 
 struct JobProgress {

@@ -31,6 +31,11 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->workers[0].batch_size, 64);
   EXPECT_DOUBLE_EQ(back->workers[0].bandwidth_mbps, 48.5);
   EXPECT_DOUBLE_EQ(back->workers[0].downlink_mbps, 37.25);
+  EXPECT_EQ(back->workers[0].quarantined, "");
+  EXPECT_EQ(EncodeJobProgress(p).find("quarantined"), std::string::npos) << "said only of a worker that is";
+  p.workers[0].quarantined = "3 pushes refused, the last not_finite";
+  EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->workers[0].quarantined, "3 pushes refused, the last not_finite");
+  p.workers[0].quarantined.clear();
 
   p.state = JobState::kSucceeded;
   p.accuracy = 0.86;

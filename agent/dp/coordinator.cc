@@ -192,6 +192,7 @@ JobProgress Coordinator::Progress() {
   JobProgress p = accounts_.Progress(0, ActiveWorkers());
   for (WorkerProgress& w : p.workers) {
     w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
+    w.quarantined = QuarantineLocked(w.rank);
   }
   return p;
 }

@@ -208,6 +208,10 @@ TEST(SimulatedTeamTest, AWorkerThatPushesPoisonIsRefusedThenQuarantinedAndTheTea
   EXPECT_NE(team.workers()[2].status().message().find("worker 2 is quarantined: 3 pushes refused"), std::string::npos)
       << team.workers()[2].status().ToString();
   for (int w : {0, 1}) EXPECT_TRUE(team.workers()[w].ok()) << team.workers()[w].status().ToString();
+  // What the operator reads from /progress to say so with an Event.
+  ASSERT_EQ(p.workers.size(), 3u);
+  EXPECT_EQ(p.workers[2].quarantined, "3 pushes refused, the last not_finite");
+  EXPECT_EQ(p.workers[0].quarantined, "");
 }
 
 TEST(SimulatedTeamTest, AWorkerThatNeverArrivesIsANodeLostAtTheStart) {

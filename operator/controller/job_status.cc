@@ -78,6 +78,7 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
         if (p.contains("batchSize")) w["batchSize"] = p["batchSize"];
         if (p.contains("bandwidthMbps") && p["bandwidthMbps"].is_number()) w["bandwidthMbps"] = p["bandwidthMbps"];
         if (p.contains("stallFraction") && p["stallFraction"].is_number()) w["stallFraction"] = p["stallFraction"];
+        if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
       }
     }
     workers.push_back(w);

@@ -589,6 +589,22 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::stri
   return Status::Ok();
 }
 
+void Reconciler::ReportQuarantines(Pass& pass) {
+  const Json before = pass.object.value("/status/workers"_json_pointer, Json::array());
+  for (const Json& worker : pass.status["workers"]) {
+    if (!worker.contains("quarantined")) continue;
+    const std::string name = worker.value("name", "");
+    const bool said = std::any_of(before.begin(), before.end(), [&](const Json& w) {
+      return w.value("name", "") == name && w.contains("quarantined");
+    });
+    if (said) continue;
+    const std::string message = name + " on " + worker.value("node", "?") + " is quarantined (" +
+                                worker["quarantined"].get<std::string>() + "): the team goes on without it";
+    events_.Record(pass.object, "Warning", reason::kWorkerQuarantined, message);
+    log_.Job(pass.key, reason::kWorkerQuarantined, message);
+  }
+}
+
 Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool making_pods) {
   if (plan.workers.empty()) return Status::Ok();  // a job of one talks to no one
   const kube::WallTime now = wall_now_();
@@ -774,6 +790,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       }
       if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
       pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
+      ReportQuarantines(pass);
       PublishMeasuredLinks(pass, plan, coordinator_node, progress);
       // What placement expected of each link, to tell a fade from a weak link.
       std::vector<double> planned(plan.workers.size(), 0);

@@ -114,6 +114,9 @@ class Reconciler {
   // `moves` are the ranks among them that are moved ahead of a warning.
   Status Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                  const std::map<int, std::string>& lost, const std::set<int>& moves);
+  // A Warning Event for each worker the coordinator quarantined since the
+  // status last said so (once: the status then carries it).
+  void ReportQuarantines(Pass& pass);
   // Publishes on each worker's node what the coordinator measured of its link.
   void PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
                             const Json& progress);

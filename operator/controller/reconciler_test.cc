@@ -436,6 +436,45 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
   EXPECT_EQ(api_.Writes("patch Node"), 0) << "at most once a measurement interval";
 }
 
+// Issue 19: a worker whose pushes the coordinator kept refusing is turned
+// away for good, and the job carries on; the operator says so with a Warning
+// Event, once, and in the worker's status.
+TEST_F(ReconcilerTest, AQuarantinedWorkerIsToldOfOnceWithAWarningEvent) {
+  const std::string key = APlacedTeamOnTwoNodes();
+  SyncPods(Run);
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {
+      {"state", "training"},
+      {"iteration", 300},
+      {"workers",
+       {{{"rank", 0}, {"stallFraction", 0.1}},
+        {{"rank", 1}, {"active", false}, {"quarantined", "3 pushes refused, the last not_finite"}}}}};
+  auto quarantines = [&] {
+    std::vector<Json> said;
+    for (const Json& e : api_.All(kube::kEvents)) {
+      if (e.value("reason", "") == api::reason::kWorkerQuarantined) said.push_back(e);
+    }
+    return said;
+  };
+  Reconcile(key);
+  std::vector<Json> said = quarantines();
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0]["type"], "Warning");
+  EXPECT_NE(said[0]["message"].get<std::string>().find(
+                "team-worker-1 on robot-1 is quarantined (3 pushes refused, the last not_finite): the team goes on "
+                "without it"),
+            std::string::npos)
+      << said[0].dump();
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRunning) << "the job carries on";
+  bool shown = false;
+  for (const Json& w : status["workers"]) shown |= w.value("quarantined", "") == "3 pushes refused, the last not_finite";
+  EXPECT_TRUE(shown) << status["workers"].dump();
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  EXPECT_EQ(quarantines().size(), 1u) << "said once";
+}
+
 TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods([](Json& pod) {

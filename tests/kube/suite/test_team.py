@@ -79,7 +79,10 @@ class TeamTest(SiteTestCase):
                     break
             time.sleep(0.05)
         self.assertTrue(seen, "the coordinator's /progress never answered on its pod IP")
-        self.assertIn(seen[-1]["state"], ("training", "succeeded"), seen[-1])
+        if seen[-1]["state"] not in ("training", "succeeded"):
+            logs = {n: self.kubectl.run("logs", n, ok=False).stdout[-1500:] for n in
+                    ("digits-team-coordinator", "digits-team-worker-0", "digits-team-worker-1")}
+            self.fail(f"the team never trained: {seen[-1]}\n" + "\n".join(f"--- {n}\n{t}" for n, t in logs.items()))
         self.assertEqual(len(seen[-1]["workers"]), 2)
         for name in ("digits-team-coordinator", "digits-team-worker-0", "digits-team-worker-1"):
             done = self.wait_pod(name, lambda p: phase(p) in ("Succeeded", "Failed"), timeout=120)
