@@ -47,6 +47,7 @@ inline constexpr const char* kStopped = "Stopped";                  // ended, su
 inline constexpr const char* kWaitingOnLinks = "WaitingOnLinks";
 inline constexpr const char* kLinksHealthy = "LinksHealthy";
 inline constexpr const char* kLinkBelowPlan = "LinkBelowPlan";
+inline constexpr const char* kLinkDown = "LinkDown";  // a worker out of its team, silent for the operator's --link-down-after
 // Complete
 inline constexpr const char* kTargetReached = "TargetReached";
 inline constexpr const char* kBudgetSpent = "BudgetSpent";

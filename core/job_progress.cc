@@ -76,6 +76,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"downlinkMbps", w.downlink_mbps},
                        {"computeSeconds", w.compute_s}});
     if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
+    if (!w.active) workers.back()["silentSeconds"] = w.silent_s;
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -137,7 +138,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("energyJoules", 0.0), w.value("stallSeconds", 0.0),
                            w.value("wallSeconds", 0.0), w.value("heldTeamSeconds", 0.0),
                            w.value("holdingTeam", false), w.value("downlinkMbps", 0.0),
-                           w.value("computeSeconds", 0.0), w.value("quarantined", std::string())});
+                           w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
+                           w.value("silentSeconds", 0.0)});
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");

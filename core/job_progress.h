@@ -45,6 +45,7 @@ struct WorkerProgress {
   // Why the coordinator turned it away for good (pushes it kept refusing);
   // empty: it is not quarantined.
   std::string quarantined{};
+  double silent_s = 0;  // out of the team: how long since it was last heard from; 0 while it is in
 };
 
 struct JobProgress {

@@ -69,6 +69,12 @@ std::vector<CountedOut> TeamMembership::CountOutOverdue(TimePoint now, Staleness
   return out;
 }
 
+Duration TeamMembership::SilentFor(int w, TimePoint now) const {
+  const Member& m = members_[w];
+  if (m.stream > 0) return now - m.deadline.last_arrival();
+  return first_arrival_ ? now - *first_arrival_ : Duration::zero();
+}
+
 int TeamMembership::connected_count() const {
   return static_cast<int>(std::count_if(members_.begin(), members_.end(), [](const Member& m) { return m.connected; }));
 }

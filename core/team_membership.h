@@ -75,6 +75,10 @@ class TeamMembership {
 
   // Workers past their deadline at `now`, counted out.
   std::vector<CountedOut> CountOutOverdue(TimePoint now, StalenessLedger& ledger);
+  // How long `w` has not been heard from at `now`: since its last push, (re)join
+  // or Welcome; one never seen, since the team's first worker came. What tells
+  // a link down (seconds) from a deadline's blip (a fraction of one).
+  Duration SilentFor(int w, TimePoint now) const;
 
   // The rendezvous: whether the team starts at `now` (every worker is here,
   // or the window since the first has passed). Once true, stays true.

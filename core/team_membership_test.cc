@@ -82,6 +82,21 @@ TEST_F(TeamMembershipTest, ASilentWorkerIsCountedOutAndItsNextPushTakesItBackWit
   EXPECT_FALSE(team.owes_welcome(2));
 }
 
+// Silence counts from the last thing heard: a push, a (re)join, a Welcome; a
+// worker never seen is silent since the team's first came.
+TEST_F(TeamMembershipTest, AWorkerIsSilentSinceItWasLastHeardFrom) {
+  EXPECT_EQ(team.SilentFor(1, t0), Duration::zero()) << "no team yet";
+  team.Open(0, t0, ledger);
+  team.Open(1, t0, ledger);
+  team.Push(1, team.welcome(1), t0 + seconds(2), ledger);
+  EXPECT_EQ(team.SilentFor(1, t0 + seconds(14)), seconds(12));
+  EXPECT_EQ(team.SilentFor(2, t0 + seconds(14)), seconds(14)) << "never seen";
+  team.Welcomed(1, t0 + seconds(13));
+  EXPECT_EQ(team.SilentFor(1, t0 + seconds(14)), seconds(1));
+  EXPECT_TRUE(team.Close(1, team.stream(1), ledger));
+  EXPECT_EQ(team.SilentFor(1, t0 + seconds(20)), seconds(7)) << "a closed stream is silent too";
+}
+
 TEST_F(TeamMembershipTest, AWorkerJoinsAtTheTeamsIteration) {
   team.Open(0, t0, ledger);
   team.Open(1, t0, ledger);

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
       {"--renew-deadline", &election.renew_deadline},
       {"--retry-period", &election.retry_period},
       {"--certificate-validity", &options.reconciler.credentials.certificate_validity},
+      {"--link-down-after", &options.reconciler.link_down_after},
   };
   app.add_option("--kubeconfig", kubeconfig,
                  "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
       {"--retry-period", "how often the lease is renewed or tried for (default 2s)"},
       {"--certificate-validity",
        "how long a team's agent certificate lasts; it is replaced two thirds into its life (default 720h)"},
+      {"--link-down-after",
+       "a worker out of its team and silent this long has its link down: BandwidthDegraded, and Stalled when no worker "
+       "is left (default 10s)"},
   };
   for (auto& [name, into] : waits) {
     Duration* target = into;

@@ -190,9 +190,12 @@ JobProgress Coordinator::Progress() {
   std::lock_guard lock(mu_);
   accounts_.TakeMeanLoss();
   JobProgress p = accounts_.Progress(0, ActiveWorkers());
+  const TimePoint now = clock_.Now();
   for (WorkerProgress& w : p.workers) {
     w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
     w.quarantined = QuarantineLocked(w.rank);
+    // Out of the team: for how long says a deadline's blip from a link down.
+    if (!w.active) w.silent_s = ToSeconds(members_.SilentFor(w.rank, now));
   }
   return p;
 }

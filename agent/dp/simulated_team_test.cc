@@ -140,6 +140,13 @@ TEST(SimulatedTeamTest, ACutLinkReleasesTheBoundAndTheWorkerRejoinsWhenItIsBack)
     ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) {
       return IterationOf(p, 0) > stuck_at + 4 + 40 && IterationOf(p, 1) > stuck_at + 4 + 40;
     }));
+    // Its silence grows while it is out: what the operator tells a link down by.
+    JobProgress silent;
+    ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) {
+      silent = p;
+      return p.workers[2].silent_s >= 5;
+    }));
+    EXPECT_EQ(silent.workers[0].silent_s, 0) << "one in the team is not silent";
     t.gate(2).Restore();
     ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
     t.Stop();

@@ -1,9 +1,11 @@
 #include "operator/controller/job_status.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
+#include "api/job_conditions.h"
 #include "core/duration_text.h"
 #include "operator/controller/job_labels.h"
 
@@ -76,7 +78,10 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
       if (auto it = by_rank.find(rank); it != by_rank.end()) {
         const Json& p = *it->second;
         if (p.contains("batchSize")) w["batchSize"] = p["batchSize"];
-        if (p.contains("bandwidthMbps") && p["bandwidthMbps"].is_number()) w["bandwidthMbps"] = p["bandwidthMbps"];
+        // 0 is the coordinator's "not measured yet" (a push too small to time).
+        if (p.contains("bandwidthMbps") && p["bandwidthMbps"].is_number() && p["bandwidthMbps"].get<double>() > 0) {
+          w["bandwidthMbps"] = p["bandwidthMbps"];
+        }
         if (p.contains("stallFraction") && p["stallFraction"].is_number()) w["stallFraction"] = p["stallFraction"];
         if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
       }
@@ -86,21 +91,37 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
   return workers;
 }
 
-LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps) {
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, Duration link_down_after) {
   LinkHealth health;
   if (!progress.contains("workers")) return health;
   double stall_sum = 0;
   int active = 0;
-  std::string below;
+  std::string below, down;
+  int silent = 0;
+  double longest_out = 0;
   for (const Json& w : progress["workers"]) {
-    if (!w.value("active", true)) continue;
+    if (!w.value("active", true)) {
+      // Out of the team: it does not wait, but its link may be down.
+      const double out = w.value("silentSeconds", 0.0);
+      if (out >= ToSeconds(link_down_after) && w.value("quarantined", "").empty()) {
+        char text[160];
+        std::snprintf(text, sizeof text, "%sworker %d silent for %.0f s", down.empty() ? "" : ", ",
+                      w.value("rank", -1), out);
+        down += text;
+        ++silent;
+        longest_out = std::max(longest_out, out);
+      }
+      continue;
+    }
     ++active;
     stall_sum += w.value("stallFraction", 0.0);
     const int rank = w.value("rank", -1);
     if (rank < 0 || rank >= static_cast<int>(planned_mbps.size()) || planned_mbps[rank] <= 0) continue;
     if (!w.contains("bandwidthMbps") || !w["bandwidthMbps"].is_number()) continue;
     const double measured = w["bandwidthMbps"].get<double>();
-    if (measured < kDegradedShare * planned_mbps[rank]) {
+    // 0: not measured yet (pushes too small to time); a link that is down
+    // counts the worker out, which is told above.
+    if (measured > 0 && measured < kDegradedShare * planned_mbps[rank]) {
       char text[160];
       std::snprintf(text, sizeof text, "%sworker %d at %.1f Mbit/s of %.1f planned", below.empty() ? "" : ", ", rank,
                     measured, planned_mbps[rank]);
@@ -115,7 +136,23 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
   }
   if (!below.empty()) {
     health.degraded = true;
+    health.degraded_reason = api::reason::kLinkBelowPlan;
     health.degraded_message = below;
+  }
+  if (!down.empty()) {
+    // A link down says more than one below plan.
+    health.degraded = true;
+    health.degraded_reason = api::reason::kLinkDown;
+    health.degraded_message = down + (silent == 1 ? ": its link is down or it is gone" : ": their links are down or they are gone") +
+                              (below.empty() ? "" : "; " + below);
+    if (active == 0) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "every worker is out of the team, silent for up to %.0f s: the team waits for their links",
+                    longest_out);
+      health.stalled = true;
+      health.stall_message = text;
+    }
   }
   return health;
 }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
+
 namespace edgetrain::operator_ {
 
 using Json = nlohmann::json;
@@ -44,10 +46,14 @@ struct LinkHealth {
   bool stalled = false;
   std::string stall_message;
   bool degraded = false;
+  const char* degraded_reason = "";  // LinkBelowPlan or LinkDown
   std::string degraded_message;
 };
-// `planned_mbps[rank]` is what placement expected of each worker's link (0: unknown).
-LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps);
+// `planned_mbps[rank]` is what placement expected of each worker's link (0:
+// unknown). A worker out of the team and silent for `link_down_after` or longer has its link
+// down (a deadline's blips are shorter): the job is BandwidthDegraded, and
+// Stalled when no worker is left in the team.
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, Duration link_down_after);
 
 // "1m05s" from seconds, for status.progress.eta.
 std::string EtaText(double seconds);

@@ -38,7 +38,7 @@ TEST(JobStatusTest, ProgressIsTheCoordinatorsWithoutWhatItDoesNotHaveYet) {
 TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
   const Json progress = {{"workers",
                           {{{"rank", 0}, {"batchSize", 64}, {"bandwidthMbps", 41.5}, {"stallFraction", 0.12}},
-                           {{"rank", 1}, {"batchSize", 64}, {"bandwidthMbps", nullptr}, {"stallFraction", 0.5}}}}};
+                           {{"rank", 1}, {"batchSize", 64}, {"bandwidthMbps", 0.0}, {"stallFraction", 0.5}}}}};
   const Json workers = WorkersStatusOf({APod("t-coordinator").OfJob("t").Coordinator().On("gateway"),
                                         APod("t-worker-0").OfJob("t").Worker(0).On("robot-1"),
                                         APod("t-worker-1").OfJob("t").Worker(1).On("robot-2")},
@@ -66,14 +66,44 @@ TEST(JobStatusTest, TheTeamIsStalledWhenItWaitsOnLinksAndDegradedWhenALinkFallsF
        false, false},
       {"a link at a third of its plan", Json{{{"rank", 1}, {"stallFraction", 0.1}, {"bandwidthMbps", 10.0}}}, false,
        true},
+      {"a link not measured yet (pushes too small to time)",
+       Json{{{"rank", 1}, {"stallFraction", 0.1}, {"bandwidthMbps", 0.0}}}, false, false},
   };
   for (const Case& c : cases) {
-    const LinkHealth health = LinkHealthOf({{"workers", c.workers}}, {30.0, 30.0});
+    const LinkHealth health = LinkHealthOf({{"workers", c.workers}}, {30.0, 30.0}, std::chrono::seconds(10));
     EXPECT_EQ(health.stalled, c.stalled) << c.story;
     EXPECT_EQ(health.degraded, c.degraded) << c.story;
   }
-  EXPECT_EQ(LinkHealthOf({{"workers", {{{"rank", 1}, {"bandwidthMbps", 10.0}}}}}, {30.0, 30.0}).degraded_message,
+  EXPECT_EQ(LinkHealthOf({{"workers", {{{"rank", 1}, {"bandwidthMbps", 10.0}}}}}, {30.0, 30.0}, std::chrono::seconds(10))
+                .degraded_message,
             "worker 1 at 10.0 Mbit/s of 30.0 planned");
+}
+
+// A worker out of the team and silent long enough has its link down: a deadline's blips of a
+// fraction of a second are not, nor is a worker quarantined; with every worker
+// out the team is stalled.
+TEST(JobStatusTest, AWorkerOutOfTheTeamLongEnoughIsALinkDownAndNoneLeftIsStalled) {
+  const auto after = std::chrono::seconds(10);
+  const Json in = {{"rank", 0}, {"stallFraction", 0.1}, {"bandwidthMbps", 30.0}};
+  const Json blip = {{"rank", 1}, {"active", false}, {"silentSeconds", 0.3}};
+  const Json down = {{"rank", 1}, {"active", false}, {"silentSeconds", 12.0}};
+  const Json quarantined = {{"rank", 1}, {"active", false}, {"silentSeconds", 60.0}, {"quarantined", "3 pushes"}};
+
+  EXPECT_FALSE(LinkHealthOf({{"workers", {in, blip}}}, {30.0, 30.0}, after).degraded);
+  EXPECT_FALSE(LinkHealthOf({{"workers", {in, quarantined}}}, {30.0, 30.0}, after).degraded)
+      << "the Event says that one";
+  LinkHealth one = LinkHealthOf({{"workers", {in, down}}}, {30.0, 30.0}, after);
+  EXPECT_TRUE(one.degraded);
+  EXPECT_STREQ(one.degraded_reason, "LinkDown");
+  EXPECT_EQ(one.degraded_message, "worker 1 silent for 12 s: its link is down or it is gone");
+  EXPECT_FALSE(one.stalled) << "the team goes on without it";
+
+  const Json down0 = {{"rank", 0}, {"active", false}, {"silentSeconds", 11.0}};
+  LinkHealth all = LinkHealthOf({{"workers", {down0, down}}}, {30.0, 30.0}, after);
+  EXPECT_TRUE(all.stalled);
+  EXPECT_EQ(all.stall_message, "every worker is out of the team, silent for up to 12 s: the team waits for their links");
+  EXPECT_TRUE(all.degraded);
+  EXPECT_EQ(all.degraded_message, "worker 0 silent for 11 s, worker 1 silent for 12 s: their links are down or they are gone");
 }
 
 }  // namespace

@@ -800,7 +800,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
           planned[slot.rank] = *node->link_mbps;
         }
       }
-      const LinkHealth health = LinkHealthOf(progress, planned);
+      const LinkHealth health = LinkHealthOf(progress, planned, options_.link_down_after);
       pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
                health.stall_message);
       // A node gone silent is first a fading link: its pods tolerate it for
@@ -819,7 +819,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
       } else {
         pass.Set(condition::kBandwidthDegraded, health.degraded,
-                 health.degraded ? reason::kLinkBelowPlan : reason::kLinksHealthy, health.degraded_message);
+                 health.degraded ? health.degraded_reason : reason::kLinksHealthy, health.degraded_message);
       }
       pass.Requeue(options_.status_interval);
       return Status::Ok();

@@ -59,6 +59,10 @@ struct ReconcilerOptions {
   Duration measurement_interval = std::chrono::minutes(1);
   Duration measurement_max_age = std::chrono::minutes(10);
   CredentialsOptions credentials;  // a team's certificates' lives
+  // A worker out of its team and silent this long has its link down (BandwidthDegraded,
+  // LinkDown; Stalled when none is left in the team): longer than a
+  // deadline's blips, shorter than nodeLossGrace.
+  Duration link_down_after = std::chrono::seconds(10);
 };
 
 // What one reconcile did, for the controller's queue and metrics.

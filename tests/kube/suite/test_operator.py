@@ -37,6 +37,10 @@ CRASH_SEED = int(os.environ.get("EDGETRAIN_CRASH_SEED", "1"))
 # Deployment would start it again. The issue's 30 s against client-go's default
 # deadline of 10 s is the same case, scaled.
 API_PAUSE_S = 3
+# A node's link held at 0 (one worker's, then every worker's): for how long, and how
+# many times. One trial of 6 s in make test; bench/dead-links holds them 30 s, 5 times.
+DEAD_LINK_SECONDS = float(os.environ.get("EDGETRAIN_DEAD_LINK_SECONDS", "6"))
+DEAD_LINK_TRIALS = int(os.environ.get("EDGETRAIN_DEAD_LINK_TRIALS", "1"))
 
 
 def condition_of(job, ctype):
@@ -434,6 +438,77 @@ class OperatorTest(SiteTestCase):
             for body in bodies:
                 self.assertNotIn(body, text, f"key material in the {what}")
             self.assertNotIn("PRIVATE KEY", text, f"a private key in the {what}")
+
+    @unittest.skipUnless(os.geteuid() == 0, "a link held at 0 needs the kernel's links (root)")
+    def test_a_link_held_at_zero_degrades_the_job_and_every_link_at_zero_stalls_it_until_they_are_back(self):
+        # A deadline team of two on the edge site. First one worker's node link is held
+        # at 0 (its trace times 0): the team trains on without it, the job says
+        # BandwidthDegraded (LinkDown, past the operator's --link-down-after of 2 s),
+        # and once the link is back the worker is in the team again and the condition
+        # clears. Then every worker's link is held at 0: nobody is left in the team, the
+        # job says Stalled, and it trains on once they are back. No pod restarts.
+        hold_s = DEAD_LINK_SECONDS
+        self.delete_when_done("faded")
+        # Long enough for every trial; deleted once they are done, not trained to the end.
+        # Three CPUs a pod: the gateway (4, wired) has room for the coordinator and no
+        # worker, so every worker's traffic crosses its own node's link.
+        self.apply(wall_clock_job("faded", f"{int(DEAD_LINK_TRIALS * 2 * (hold_s + 40) + 60)}s",
+                                  parallelism={"workers": 2},
+                                  template={"resources": {"requests": {"cpu": "3", "memory": "256Mi"}}}))
+        self.wait_job("faded", lambda j: phase(j) == "Running", timeout=60)
+        formed = self.log_until("faded-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
+        pods = self.job_pods("faded")
+        hub = pods["faded-coordinator"]["spec"]["nodeName"]
+        nodes = [pods[f"faded-worker-{r}"]["spec"]["nodeName"] for r in (0, 1)]
+        self.assertNotIn(hub, nodes, "each worker's traffic crosses its own node's link")
+        trials = []
+        for _ in range(DEAD_LINK_TRIALS):
+            one = self.hold_links_at_zero("faded", [nodes[1]], hold_s, "BandwidthDegraded", "LinkDown",
+                                          "worker 1 silent for")
+            self.assertGreater(one["iterations_held"], 0, "the team trained on without the worker whose link was down")
+            every = self.hold_links_at_zero("faded", nodes, hold_s, "Stalled", "WaitingOnLinks",
+                                            "every worker is out of the team")
+            trials.append({"one": one, "every": every})
+        log = self.kubectl.run("logs", "faded-coordinator").stdout
+        self.assertGreaterEqual(log.count("worker 1 is back") + log.count("worker 1 joined") - 1, 2 * DEAD_LINK_TRIALS,
+                                "worker 1 came back into the team after each hold: " + log[-2000:])
+        for name, pod in self.job_pods("faded").items():
+            self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0, f"{name} restarted")
+        print("\ndead links: " + json.dumps({"hold_s": hold_s, "nodes": nodes, "trials": trials}))
+
+    def hold_links_at_zero(self, job, nodes, hold_s, ctype, reason, says):
+        """Holds each of `nodes`' links at 0 for hold_s seconds, requiring the job's
+        condition `ctype` True with `reason` and saying `says` meanwhile, and saying it
+        no more once they are back, with the job training on (its iteration past where
+        it was when the links came back). Returns when each happened, seconds after the
+        cut or the restore, and how many iterations the team trained while the links
+        were down. (A team of digits workers waits on rows most of its time even on
+        whole links, so Stalled may hold before and after, for that reason.)"""
+        def saying(j):
+            c = condition_of(j, ctype)
+            return c.get("status") == "True" and c.get("reason") == reason and says in c.get("message", "")
+
+        def iteration(j):
+            return j["status"].get("progress", {}).get("iteration", 0)
+        # Training, and nothing said of an earlier hold.
+        before = self.wait_job(job, lambda j: iteration(j) > 0 and not saying(j), timeout=60)
+        t_cut = time.monotonic()
+        for node in nodes:
+            self.assertEqual(self.api.post(f"/_standin/nodes/{node}/link", None, scale="0").status, 200)
+        try:
+            down = self.wait_job(job, saying, timeout=hold_s + 30)
+            t_said = time.monotonic()
+            self.assertEqual(phase(down), "Running", "a link down is not a node lost")
+            time.sleep(max(0.0, t_cut + hold_s - time.monotonic()))
+            held = self.wait_job(job, lambda j: True)
+        finally:
+            for node in nodes:
+                self.api.post(f"/_standin/nodes/{node}/link", None, scale="1")
+        t_back = time.monotonic()
+        self.wait_job(job, lambda j: not saying(j) and iteration(j) > iteration(held), timeout=60)
+        return {"said_s": round(t_said - t_cut, 1), "cleared_s": round(time.monotonic() - t_back, 1),
+                "iterations_held": iteration(held) - iteration(before)}
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
         # Placement prefers what was measured: the other tests place on the site as
