@@ -18,8 +18,10 @@ struct DownlinkPlannerTest : testing::Test {
   static std::string Floats(std::vector<float> v) {
     return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
   }
-  // The active workers push `rows` after `iteration`, stepping them.
+  // The active workers push `rows` after `iteration`, stepping them. These
+  // tests plan worker 0's downlink; worker 1 is sent every row as it is.
   void Step(int64_t iteration, std::vector<size_t> rows) {
+    for (size_t r = 0; r < layout.size(); ++r) ledger.RecordSent(1, r);
     const std::string g = Floats({1, 1, 1, 1});
     std::vector<PushedRow> pushed;
     for (size_t r : rows) pushed.push_back({r, RowEncoding::kFloat32, 1, g});

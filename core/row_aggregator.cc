@@ -53,6 +53,21 @@ bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {
   return stepped;
 }
 
+Status RowAggregator::CheckIteration(int w, int64_t iteration, const StalenessLedger& ledger) {
+  // A worker computes no iteration past what the rows it was sent allow. A
+  // push beyond it was computed by no worker of this team; applied, it would
+  // set rows' clocks where no honest push is, so that every later push was
+  // dropped as late or the job ended at its epochs. (One behind is harmless:
+  // clocks only go forward, and a round already closed drops it. An honest
+  // worker sends one, too, once a Welcome sets it back to where the team is.)
+  if (const int64_t furthest = ledger.FurthestComputable(w); iteration > furthest) {
+    refusal_ = "future_iteration";
+    return InvalidArgumentError("iteration " + std::to_string(iteration) + " is beyond " +
+                                std::to_string(furthest) + ", the furthest the rows it was sent let it compute");
+  }
+  return Status::Ok();
+}
+
 Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const PushedRow> rows) {
   const size_t first = static_cast<size_t>(w) * layout_.size();
   if (pushed_for_.size() < first + layout_.size()) pushed_for_.resize(first + layout_.size(), -1);
@@ -107,6 +122,7 @@ void RowAggregator::ForgetPushes(int w) {
 
 StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
                                         StalenessLedger& ledger) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckIteration(w, iteration, ledger));
   EDGETRAIN_RETURN_IF_ERROR(DecodePush(w, iteration, rows));
   bool stepped = false;
   size_t at = 0;

@@ -55,17 +55,19 @@ class RowAggregator {
   // Worker `w`'s push after its iteration `iteration`, or a part of one (a
   // push crosses the link in parts, each applied as it arrives): each row's
   // gradient is gathered and recorded in `ledger`, and the rows whose clock
-  // moved step. Returns whether any row stepped. A part with a row that does
-  // not exist, that `w` already pushed for `iteration` (in this part or an
-  // earlier one), that does not decode or that carries a NaN, an infinity or
-  // a value beyond kLargestGradient is refused whole, before any of it is applied: InvalidArgument, and
-  // refusal() says which of those it was.
+  // moved step. Returns whether any row stepped. A part is refused whole,
+  // before any of it is applied (InvalidArgument, and refusal() says why),
+  // when its iteration is beyond what the rows `w` was sent let it compute
+  // (ledger.FurthestComputable), or when it has a
+  // row that does not exist, that `w` already pushed for `iteration` (in this
+  // part or an earlier one), that does not decode or that carries a NaN, an
+  // infinity or a value beyond kLargestGradient.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
   // Worker `w` starts over (a new stream, or back after being counted out):
   // what it pushed before may come again, computed afresh, and is no duplicate.
   void ForgetPushes(int w);
-  // Why the last refused push was: "no_such_row", "row_twice", "undecodable",
-  // "not_finite" or "too_large" (a metric's label).
+  // Why the last refused push was: "future_iteration", "no_such_row",
+  // "row_twice", "undecodable", "not_finite" or "too_large" (a metric's label).
   const std::string& refusal() const { return refusal_; }
 
   // Rounds: steps every row whose clock moved without a push (a worker
@@ -118,6 +120,8 @@ class RowAggregator {
   std::vector<int64_t> pushed_for_;
   std::vector<std::pair<size_t, int64_t>> marked_;  // the part being decoded's rows, and their marks before
   std::string refusal_;
+  // Whether `w` can have computed `iteration`, or why the part is refused.
+  Status CheckIteration(int w, int64_t iteration, const StalenessLedger& ledger);
   // Decodes `rows` into decoded_, or says why the part is refused.
   Status DecodePush(int w, int64_t iteration, std::span<const PushedRow> rows);
 };

@@ -99,7 +99,7 @@ TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {
 // earlier part of the same push carried is refused, so that a worker's
 // gradient counts once in the mean; the same row for the next iteration is not.
 TEST_F(RowAggregatorTest, ARowOfAnEarlierPartOfThePushIsRefusedInALaterOne) {
-  StalenessLedger ledger(1, 2, 0);
+  StalenessLedger ledger(1, 2, 4);  // S = 4: row 0 may run ahead of row 1
   RowAggregator model(layout, sgd, zeros);
   const std::string g = Floats({2, 2});
   const std::vector<PushedRow> row0 = {{0, RowEncoding::kFloat32, 1, g}};
@@ -125,6 +125,37 @@ TEST_F(RowAggregatorTest, ARowOfAnEarlierPartOfThePushIsRefusedInALaterOne) {
   // A worker that starts over (a new stream) may push an iteration again.
   model.ForgetPushes(0);
   EXPECT_TRUE(model.ApplyPush(0, 2, row0, ledger).ok()) << "after a rejoin, not a duplicate";
+}
+
+// No worker computes an iteration past what the rows it was sent allow (each
+// at most S behind it): a push beyond is refused whole, as any bad push,
+// before it moves a clock.
+TEST_F(RowAggregatorTest, AnIterationBeyondWhatTheRowsSentAllowIsRefused) {
+  StalenessLedger ledger(2, 2, 1);
+  RowAggregator model(layout, sgd, zeros);
+  const std::string g = Floats({1, 1});
+  const std::vector<PushedRow> both = {{0, RowEncoding::kFloat32, 1, g}, {1, RowEncoding::kFloat32, 1, g}};
+  // The rows at clock 0: iterations up to 0 + 1 + S = 2 can be computed.
+  EXPECT_EQ(ledger.FurthestComputable(0), 2);
+  for (int64_t iteration : {3LL, 1'000'000'000LL}) {
+    auto refused = model.ApplyPush(0, iteration, both, ledger);
+    ASSERT_FALSE(refused.ok()) << iteration;
+    EXPECT_EQ(model.refusal(), "future_iteration");
+    EXPECT_NE(refused.status().message().find("iteration " + std::to_string(iteration) + " is beyond 2, the furthest " +
+                                              "the rows it was sent let it compute"),
+              std::string::npos)
+        << refused.status().message();
+    EXPECT_EQ(ledger.pushed(0, 0), 0) << "nothing of it recorded";
+    EXPECT_EQ(ledger.iteration(0), 0);
+  }
+  ASSERT_TRUE(model.ApplyPush(0, 2, both, ledger).ok()) << "within the bound";
+  // Both workers in at iteration 2: the rows step and are sent at clock 2, and
+  // worker 0 may now be as far as 2 + 1 + 1.
+  ASSERT_TRUE(model.ApplyPush(1, 2, both, ledger).ok());
+  for (size_t r = 0; r < 2; ++r) ledger.RecordSent(0, r);
+  EXPECT_EQ(ledger.FurthestComputable(0), 4);
+  EXPECT_FALSE(model.ApplyPush(0, 5, both, ledger).ok());
+  EXPECT_TRUE(model.ApplyPush(0, 4, both, ledger).ok());
 }
 
 TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {
@@ -163,6 +194,15 @@ TEST_F(RowAggregatorTest, InRoundsARowStepsOnTheMeanOfWhatReachedItAndALateGradi
   EXPECT_EQ(model.late_rows(), 1);
   EXPECT_EQ(model.version(0), 1);
   EXPECT_FLOAT_EQ(model.row_values(0)[0], -6);
+  // Row 1's round 1 closes too, and both rows go to every worker: round 2
+  // can be computed.
+  const std::vector<PushedRow> row1 = {{1, RowEncoding::kFloat32, 1, g0}};
+  ASSERT_TRUE(model.ApplyPush(0, 1, row1, ledger).ok());
+  ASSERT_TRUE(model.ApplyPush(1, 1, row1, ledger).ok());
+  EXPECT_EQ(model.least_applied_clock(), 1);
+  for (int w = 0; w < 3; ++w) {
+    for (size_t r = 0; r < 2; ++r) ledger.RecordSent(w, r);
+  }
   // Round 2, all three in: the late gradient is not in its mean either.
   ledger.Readmit(2);
   for (int w = 0; w < 3; ++w) ASSERT_TRUE(model.ApplyPush(w, 2, r0, ledger).ok());

@@ -43,6 +43,12 @@ int64_t StalenessLedger::Clock(size_t r) const {
   return most;
 }
 
+int64_t StalenessLedger::FurthestComputable(int w) const {
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (size_t r = 0; r < rows_; ++r) least = std::min(least, copy_[Index(w, r)]);
+  return least + 1 + bound_;  // the job's bound: the one in force is never more
+}
+
 std::vector<size_t> StalenessLedger::SendableMandatory(int w) const {
   std::vector<size_t> rows;
   const int64_t need = Need(iteration_[w] + 1);

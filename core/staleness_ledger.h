@@ -61,6 +61,11 @@ class StalenessLedger {
   // bound in force.
   int64_t Need(int64_t t) const { return t - 1 - BoundInForce(); }
 
+  // The furthest iteration `w` can have computed from what it was sent: the
+  // largest t with copy(w, r) >= t - 1 - S for every row r. A worker that keeps
+  // the bound pushes nothing beyond it.
+  int64_t FurthestComputable(int w) const;
+
   // Rows `w` must receive before it can compute its next iteration and that the
   // coordinator can already send (clock(r) is high enough).
   std::vector<size_t> SendableMandatory(int w) const;

@@ -66,6 +66,9 @@ void ExpectSound(const SimulatedTeam& team, int bound) {
   for (int64_t n : team.push_fates()) fated += n;
   EXPECT_EQ(fated, team.pushes_delivered()) << "every push read is applied or counted with its reason";
   EXPECT_GT(team.push_fates()[static_cast<int>(PushFate::kApplied)], 0);
+  // Honest workers: none of their pushes is refused (an iteration they could
+  // not be at, a row that is no gradient).
+  EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kRefused)], 0) << team.log();
   EXPECT_FALSE(team.progress_went_back());
   ExpectNoRowStalerThan(team.worker_metrics(), bound);
 }

@@ -1,7 +1,7 @@
 // Pushed gradient rows, decoded and applied by the coordinator's model
 // (core/row_aggregator.h): whatever a worker sends, nothing crashes, a push is
 // applied whole or refused whole, and no NaN or infinity ever reaches the
-// model. The input is a script of pushes: each a worker, an iteration and rows
+// model; a push of an iteration its worker cannot be at is refused. The input is a script of pushes: each a worker, an iteration and rows
 // (an id, an encoding, a scale and the bytes of its values) — what a
 // WorkerMessage carries once protobuf has parsed it.
 #include <cmath>
@@ -89,11 +89,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Require(model.version(r) == versions_before[r], "a refused push stepped a row");
       }
     }
-    // Between pushes: rows whose clocks moved step, and under the deadline
-    // policy a round may close without a worker.
+    // Between pushes: rows whose clocks moved step, under the deadline policy
+    // a round may close without a worker, and the coordinator may send every
+    // row to both workers (what was sent bounds the iterations they can push).
     const uint8_t between = script.Byte();
     if (between & 1) model.StepMovedRows(ledger);
     if (between & 2) model.CloseRoundsAtDeadlines();
+    if (between & 4) {
+      for (int w = 0; w < 2; ++w) {
+        for (size_t r = 0; r < layout.size(); ++r) ledger.RecordSent(w, r);
+      }
+    }
     for (float v : model.parameters()) Require(std::isfinite(v), "a NaN or an infinity reached the model");
   }
   return 0;
