@@ -190,6 +190,9 @@ StatusOr<ChildProcess> SpawnAgent(const fs::path& dir, const std::string& job, c
 struct CoordinatorKill {
   int64_t shown = 0;    // at its /progress just before the kill
   int64_t resumed = -1;  // from its checkpoint, by its log
+  // Where the team trained on from: a worker's copy of the model when one was
+  // ahead of the checkpoint (core/model_takeover.h), else the checkpoint.
+  int64_t trained_on_from = -1;
 };
 
 CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
@@ -242,6 +245,11 @@ CoordinatorKill KillTheCoordinatorOnce(const fs::path& dir, int64_t kill_at) {
   if (const size_t at = log.find("at iteration "); at != std::string::npos) {
     outcome.resumed = std::stoll(log.substr(at + 13));
   }
+  outcome.trained_on_from = outcome.resumed;
+  if (const size_t taken = log.find("coordinator: training on from worker "); taken != std::string::npos) {
+    outcome.trained_on_from = std::stoll(log.substr(log.find("at iteration ", taken) + 13));
+    EXPECT_GT(outcome.trained_on_from, outcome.resumed) << "a copy is taken only when ahead of the checkpoint";
+  }
   for (auto& w : workers) EXPECT_EQ(w.Wait(seconds(30)), 0);
   EXPECT_NE(ReadFile(dir / "worker-0.log").find("lost the coordinator; reconnecting"), std::string::npos);
   return outcome;
@@ -262,7 +270,8 @@ TEST(TeamRunTest, AKilledCoordinatorResumesFromItsCheckpoint) {
     const CoordinatorKill kill = KillTheCoordinatorOnce(TestDir(), kill_at);
     EXPECT_GE(kill.resumed, 30) << "resumed from a checkpoint past the first";
     EXPECT_LE(kill.shown - kill.resumed, 30) << "lost more than checkpointEvery of what it had shown";
-    record.push_back({{"shown", kill.shown}, {"resumed", kill.resumed}});
+    EXPECT_LE(kill.shown - kill.trained_on_from, 30);
+    record.push_back({{"shown", kill.shown}, {"resumed", kill.resumed}, {"trainedOnFrom", kill.trained_on_from}});
   }
   std::cout << "coordinator kills: " << record.dump() << std::endl;
 }

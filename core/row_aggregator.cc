@@ -155,6 +155,18 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
   return stepped;
 }
 
+Status RowAggregator::Resume(std::vector<float> parameters, const StalenessLedger& ledger) {
+  if (parameters.size() != params_.size()) return FailedPreconditionError("it holds a different model");
+  params_ = std::move(parameters);
+  std::fill(gathered_.begin(), gathered_.end(), 0.0f);
+  if (rounds_) std::fill(gathered_count_.begin(), gathered_count_.end(), 0);
+  for (size_t r = 0; r < layout_.size(); ++r) {
+    applied_clock_[r] = ledger.Clock(r);
+    ++versions_[r];  // new values: whatever was sent of the row before is not them
+  }
+  return Status::Ok();
+}
+
 RowAggregator::State RowAggregator::Snapshot() const { return {params_, optimizer_.state(), versions_}; }
 
 Status RowAggregator::Restore(State state) {

@@ -95,6 +95,11 @@ class RowAggregator {
     std::vector<int64_t> versions;
   };
   State Snapshot() const;
+  // Trains on from `parameters` (a worker's copy, core/model_takeover.h), each
+  // row's last step where `ledger`'s clock now has it, nothing gathered toward
+  // the next and the optimizer's state kept. FailedPrecondition for another
+  // model's.
+  Status Resume(std::vector<float> parameters, const StalenessLedger& ledger);
   // FailedPrecondition when `state` is of another model or optimizer.
   Status Restore(State state);
 

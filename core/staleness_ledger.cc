@@ -100,6 +100,17 @@ int64_t StalenessLedger::MinActiveIteration() const {
   return active_count() > 0 ? least : least_any;
 }
 
+void StalenessLedger::Resume(const std::vector<int64_t>& clocks) {
+  const int64_t least = clocks.empty() ? 0 : *std::min_element(clocks.begin(), clocks.end());
+  for (int w = 0; w < workers(); ++w) {
+    for (size_t r = 0; r < rows_; ++r) {
+      pushed_[Index(w, r)] = clocks[r];
+      copy_[Index(w, r)] = 0;
+    }
+    iteration_[w] = least;
+  }
+}
+
 int64_t StalenessLedger::Rejoin(int w, bool copy_lost) {
   int64_t team = 0;
   bool any = false;

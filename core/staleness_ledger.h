@@ -98,6 +98,11 @@ class StalenessLedger {
   // lacks. Returns the iteration it resumes after.
   int64_t Rejoin(int w, bool copy_lost = true);
 
+  // The team trains on from a copy of the model whose rows are at `clocks`
+  // (core/model_takeover.h): every worker is credited with every row up to its
+  // clock and is at the least of them, and nothing has been sent to anyone.
+  void Resume(const std::vector<int64_t>& clocks);
+
   // The slowest active worker's iteration (the team's progress), or the slowest
   // of all when none is active.
   int64_t MinActiveIteration() const;

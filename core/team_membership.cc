@@ -69,6 +69,12 @@ std::vector<CountedOut> TeamMembership::CountOutOverdue(TimePoint now, Staleness
   return out;
 }
 
+void TeamMembership::ResumeAll(int64_t iteration) {
+  for (Member& m : members_) {
+    if (m.connected) m.resume_after = iteration;
+  }
+}
+
 Duration TeamMembership::SilentFor(int w, TimePoint now) const {
   const Member& m = members_[w];
   if (m.stream > 0) return now - m.deadline.last_arrival();

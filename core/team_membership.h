@@ -80,6 +80,10 @@ class TeamMembership {
   // a link down (seconds) from a deadline's blip (a fraction of one).
   Duration SilentFor(int w, TimePoint now) const;
 
+  // The team's model was replaced by a copy taken over at `iteration`
+  // (core/model_takeover.h): every worker here resumes after it.
+  void ResumeAll(int64_t iteration);
+
   // The rendezvous: whether the team starts at `now` (every worker is here,
   // or the window since the first has passed). Once true, stays true.
   bool StartsNow(TimePoint now);

@@ -1,6 +1,7 @@
 #include "agent/dp/coordinator.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace edgetrain::agent {
 namespace {
@@ -29,7 +30,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       ledger_(world_, layout_.size(), StalenessBound(plan.spec.sync)),
       aggregator_(layout_, plan.spec.optimizer, model.Parameters()),
       downlink_(layout_, world_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog),
-      members_(world_, plan.spec.fault_tolerance.node_loss_grace),
+      members_(world_, plan.spec.fault_tolerance.node_loss_grace), takeover_(world_),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),
       last_refusal_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
@@ -109,6 +110,7 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
     ledger_.RecordIteration(w, c.ledger->iterations[w]);
   }
   accounts_.Restore(c.samples, c.workers);
+  resumed_iteration_ = c.iteration;
   // Rounds: each row's last step is where the restored ledger's clock has it,
   // with nothing gathered towards the next.
   aggregator_.StepMovedRows(ledger_);
@@ -266,7 +268,7 @@ std::string Coordinator::QuarantineLocked(int w) const {
   return std::to_string(refused_pushes_[w]) + " pushes refused, the last " + last_refusal_[w];
 }
 
-StatusOr<Coordinator::Joined> Coordinator::Join(int w) {
+StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
   std::unique_lock lock(mu_);
   if (stopping_) return CancelledError("the job has ended");
   // FailedPrecondition: the worker gives up rather than ask again.
@@ -281,12 +283,83 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w) {
   downlink_.StreamOpened(w);
   if (stream > 1) metrics_.AddRejoin(w);
   log_ << "coordinator: worker " << w << " joined at iteration " << members_.resume_after(w) << "\n";
+  takeover_.Offered(w, model_clock);
   changed_.NotifyAll();  // Start() counts who is here
-  // Until the team starts, its Welcome waits.
-  changed_.Wait(lock, [&] { return members_.started() || stopping_ || !members_.Current(w, stream); });
-  if (stopping_) return CancelledError("the job has ended");
-  if (!members_.Current(w, stream)) return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
+  // Until the team starts, its Welcome waits; and while a worker is asked
+  // for its copy of the model, whatever the team trains on from is not known.
+  for (;;) {
+    changed_.Wait(lock, [&] {
+      return (members_.started() && !takeover_.asked()) || stopping_ || !members_.Current(w, stream) ||
+             takeover_.asked() == w;
+    });
+    if (stopping_) return CancelledError("the job has ended");
+    if (!members_.Current(w, stream)) {
+      return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
+    }
+    if (takeover_.asked() == w) return Joined{stream, {}, /*send_model=*/true};
+    const int64_t own = OwnModelClock();
+    const std::optional<int> donor = takeover_.Donor(own);
+    if (!donor) break;
+    log_ << "coordinator: worker " << *donor << "'s copy of the model is ahead of ours (iteration " << own
+         << "): asking it for it\n";
+    changed_.NotifyAll();
+  }
   return Joined{stream, MakeWelcome(w, /*whole_model=*/true)};
+}
+
+int64_t Coordinator::OwnModelClock() const {
+  // A checkpoint's rows are at least at its iteration less S; a worker's copy
+  // is taken over only when its least row clock is past the iteration itself:
+  // the checkpoint keeps the optimizer's state too.
+  return std::max(resumed_iteration_, aggregator_.least_applied_clock());
+}
+
+StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const ArrivingCopy& copy) {
+  std::lock_guard lock(mu_);
+  auto pass_over = [&](const std::string& why) {
+    takeover_.Withdrawn(w);
+    changed_.NotifyAll();  // the next is asked, or the Welcomes go
+    log_ << "coordinator: not training on from worker " << w << "'s copy of the model: " << why << "\n";
+    return InvalidArgumentError("its copy of the model: " + why);
+  };
+  if (takeover_.asked() != w || !members_.Current(w, stream)) return pass_over("it was not asked for");
+  if (copy.rows.size() != layout_.size() || copy.clocks.size() != copy.rows.size()) {
+    return pass_over(std::to_string(copy.rows.size()) + " rows, of " + std::to_string(layout_.size()));
+  }
+  std::vector<float> parameters(aggregator_.parameters().size());
+  std::vector<int64_t> clocks(layout_.size(), -1);
+  for (size_t i = 0; i < copy.rows.size(); ++i) {
+    const PushedRow& row = copy.rows[i];
+    if (row.id >= layout_.size() || clocks[row.id] >= 0) {
+      return pass_over("row " + std::to_string(row.id) + " does not exist or comes twice");
+    }
+    if (copy.clocks[i] < 0) return pass_over("row " + std::to_string(row.id) + " has a negative clock");
+    const RowSpan& span = layout_.row(row.id);
+    std::span<float> out(parameters.data() + span.offset, static_cast<size_t>(span.length));
+    if (Status decoded = DecodeRow(row.encoding, row.scale, row.values, out); !decoded.ok()) {
+      return pass_over(decoded.message());
+    }
+    // The team's model from now on: one NaN in it is a NaN in every step.
+    if (!std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); })) {
+      return pass_over("row " + std::to_string(row.id) + " is not finite");
+    }
+    clocks[row.id] = copy.clocks[i];
+  }
+  const int64_t own = OwnModelClock();
+  ledger_.Resume(clocks);
+  if (Status resumed = aggregator_.Resume(std::move(parameters), ledger_); !resumed.ok()) {
+    return pass_over(resumed.message());
+  }
+  takeover_.Taken();
+  const int64_t from = *std::min_element(clocks.begin(), clocks.end());
+  members_.ResumeAll(from);
+  for (int o = 0; o < world_; ++o) {
+    if (members_.connected(o)) accounts_.Resumed(o, from);
+  }
+  log_ << "coordinator: training on from worker " << w << "'s copy of the model at iteration " << from
+       << " (ours was at " << own << ")\n";
+  changed_.NotifyAll();  // the others' Welcomes go
+  return MakeWelcome(w, /*whole_model=*/true);
 }
 
 Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
@@ -413,6 +486,8 @@ void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool 
 
 void Coordinator::Left(int w, uint64_t stream) {
   std::lock_guard lock(mu_);
+  // Asked for its copy of the model and gone before it came: the next is asked.
+  if (takeover_.asked() == w && members_.Current(w, stream)) takeover_.Withdrawn(w);
   if (members_.Close(w, stream, ledger_) && !stopping_) log_ << "coordinator: worker " << w << " left\n";
   FollowTeamChange(clock_.Now());
   changed_.NotifyAll();

@@ -6,6 +6,8 @@
 // a policy of core/:
 //   core/team_membership.h   who is in, from which iteration: the rendezvous,
 //                            counting out, rejoining, stale streams and welcomes
+//   core/model_takeover.h    which worker's copy of the model a coordinator
+//                            that starts behind its team trains on from
 //   core/row_aggregator.h    the global model: gradients gathered row by row,
 //                            the optimizer's step when a row's clock moves
 //   core/round_deadline.h    policy deadline: when a round closes without
@@ -38,6 +40,7 @@
 #include "core/clock.h"
 #include "core/downlink_planner.h"
 #include "core/job_plan.h"
+#include "core/model_takeover.h"
 #include "core/row_aggregator.h"
 #include "core/round_deadline.h"
 #include "core/row_layout.h"
@@ -69,6 +72,13 @@ struct ArrivingPush {
   std::vector<PushedRow> rows;
   std::optional<WorkerReport> report;  // on a push's first part only
   int64_t bytes = 0;                   // on the wire
+};
+
+// A worker's copy of the model, as it arrived (a ModelCopy, asked for by Join):
+// its rows, still encoded, pointing into the message, and each one's clock.
+struct ArrivingCopy {
+  std::vector<PushedRow> rows;
+  std::vector<int64_t> clocks;  // of rows[i]
 };
 
 // What the coordinator sends a worker.
@@ -110,14 +120,24 @@ class Coordinator final : public TrainingEngine {
   void Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
 
-  // The service's side. A stream `stream` of worker `w` is opened by Join,
-  // which waits for the team to start and returns the stream number and the
-  // Welcome to send (Cancelled once the job is over).
+  // The service's side. A stream `stream` of worker `w`, whose Hello says its
+  // copy of the model is at `model_clock` (its least row clock), is opened by
+  // Join, which waits for the team to start and returns the stream number and
+  // the Welcome to send (Cancelled once the job is over) — or, to the worker
+  // whose copy the team is to train on from (core/model_takeover.h),
+  // `send_model`: ask it for its copy, and hand that to TakeModel, which
+  // returns its Welcome. The others' Welcomes wait for that.
   struct Joined {
     uint64_t stream = 0;
     WelcomeMessage welcome;
+    bool send_model = false;
   };
-  StatusOr<Joined> Join(int w);
+  StatusOr<Joined> Join(int w, int64_t model_clock = 0);
+  // The copy Join asked `w` for: the team trains on from it. An error (a row
+  // missing, twice, of another length or not finite) passes `w` over, and the
+  // next worker furthest along is asked, or the coordinator keeps its own; the
+  // service ends w's stream.
+  StatusOr<WelcomeMessage> TakeModel(int w, uint64_t stream, const ArrivingCopy& copy);
   // What arrived on a stream; an error ends the stream (a row that does not exist).
   Status Receive(int w, uint64_t stream, const ArrivingPush& push);
   // The next message for `w`: waits until there is one; nullopt once the
@@ -161,6 +181,9 @@ class Coordinator final : public TrainingEngine {
   // (DownlinkMbps starts from a prior, which is no measurement).
   double MeasuredDownlinkMbps(int w) const;
   WelcomeMessage MakeWelcome(int w, bool whole_model);
+  // How far along the coordinator's own model is: what a worker's copy must
+  // be ahead of to be trained on from.
+  int64_t OwnModelClock() const;
   std::vector<bool> ActiveWorkers() const;
   // Policy deadline: notes the round that opened, and closes one whose
   // deadline has passed, excusing the workers not in.
@@ -187,6 +210,7 @@ class Coordinator final : public TrainingEngine {
   RowAggregator aggregator_;
   DownlinkPlanner downlink_;
   TeamMembership members_;
+  ModelTakeover takeover_;
   TeamAccounts accounts_;
   std::vector<LinkMeters> links_;
   std::optional<RoundDeadline> rounds_;  // policy deadline only
@@ -202,6 +226,7 @@ class Coordinator final : public TrainingEngine {
   std::vector<int64_t> slot_since_;         // per worker: SlotSince of the current plan; guarded by mu_
   std::atomic<int64_t> plan_generation_;    // written under mu_
   bool stopping_ = false;
+  int64_t resumed_iteration_ = 0;  // the checkpoint's, when one was restored
   std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended
   std::atomic<bool> abandon_sends_{false};
 };

@@ -120,7 +120,7 @@ Status CoordinatorService::Admit(const v1::Hello& hello) {
 
 Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   const int w = hello.rank();
-  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w));
+  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w, hello.model_clock()));
   std::atomic<bool> gone{false};
   std::shared_ptr<TraceShaper> downlink;
   {
@@ -133,6 +133,15 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   }
   WorkerStream& stream = shaped ? static_cast<WorkerStream&>(*shaped) : raw_stream;
 
+  if (joined.send_model) {
+    // The team trains on from this worker's copy of the model (core/model_takeover.h).
+    StatusOr<WelcomeMessage> taken = TakeModelOf(w, joined.stream, stream, raw_stream);
+    if (!taken.ok()) {
+      coordinator_.Left(w, joined.stream);
+      return taken.status();
+    }
+    joined.welcome = std::move(*taken);
+  }
   const v1::CoordinatorMessage welcome = ToMessage(joined.welcome, coordinator_.tensor_shapes());
   const TimePoint began = clock_.Now();
   Status sent = stream.Send(welcome);
@@ -154,6 +163,23 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   coordinator_.Left(w, joined.stream);
   sender.Join();
   return Status::Ok();
+}
+
+StatusOr<WelcomeMessage> CoordinatorService::TakeModelOf(int w, uint64_t stream_number, WorkerStream& stream,
+                                                         WorkerStream& raw_stream) {
+  v1::CoordinatorMessage ask;
+  ask.mutable_send_model();
+  EDGETRAIN_RETURN_IF_ERROR(stream.Send(ask));
+  StatusOr<v1::WorkerMessage> answer = raw_stream.Receive();
+  if (!answer.ok()) return answer.status();
+  if (!answer->has_model()) return InvalidArgumentError("asked for its copy of the model, it sent something else");
+  ArrivingCopy copy;
+  copy.rows.reserve(static_cast<size_t>(answer->model().rows_size()));
+  for (const v1::Row& row : answer->model().rows()) {
+    copy.rows.push_back({row.id(), static_cast<RowEncoding>(row.encoding()), row.scale(), row.values()});
+    copy.clocks.push_back(row.clock());
+  }
+  return coordinator_.TakeModel(w, stream_number, copy);
 }
 
 void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& stream) {

@@ -1,7 +1,8 @@
 #pragma once
 // The coordinator's side of its workers' streams: the thin layer between the
 // transport and the team's state (coordinator.h). For each stream it checks
-// the hello, sends the Welcome, then reads pushes on the stream's own thread
+// the hello, asks for the worker's copy of the model when the coordinator
+// would train on from it, sends the Welcome, then reads pushes on the stream's own thread
 // and sends updates from a thread of its own; it turns messages into plain
 // values and back, cuts updates into parts, and shapes each worker's downlink
 // when its link is emulated.
@@ -35,6 +36,9 @@ class CoordinatorService final : public WorkerSessions {
 
  private:
   void SendLoop(int w, uint64_t stream_number, WorkerStream& stream);
+  // Asks `w` for its copy of the model (SendModel, on `stream`), reads the
+  // answer (on `raw_stream`) and hands it to the coordinator: w's Welcome.
+  StatusOr<WelcomeMessage> TakeModelOf(int w, uint64_t stream_number, WorkerStream& stream, WorkerStream& raw_stream);
 
   const JobPlan& plan_;
   Coordinator& coordinator_;

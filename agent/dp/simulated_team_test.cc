@@ -341,10 +341,48 @@ TEST_P(RestartTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersRe
   EXPECT_LT(checkpointed_at, died_at);
   EXPECT_GT(*p.accuracy, 0.9);
   EXPECT_NE(team.log().find("resumed from"), std::string::npos) << team.log();
+  // Its workers' copies are ahead of its checkpoint: it trains on from theirs.
+  EXPECT_NE(team.log().find("(ours was at " + std::to_string(checkpointed_at) + ")"), std::string::npos)
+      << team.log();
   for (int w = 0; w < 3; ++w) {
     ASSERT_TRUE(team.workers()[w].ok());
     EXPECT_GE(team.workers()[w]->reconnects, 1) << "worker " << w;
   }
+}
+
+// A coordinator placed anew (its node lost, its checkpoint with it) starts
+// behind its team: it takes the copy of the model furthest along among its
+// workers (core/model_takeover.h) and trains on from there, losing a few
+// iterations, not the job; one restarted on a checkpoint older than its
+// workers' copies does the same.
+TEST_P(RestartTest, ACoordinatorPlacedAnewTrainsOnFromItsWorkersCopyOfTheModel) {
+  TeamSetup setup = ATeamOf(3);
+  setup.output_dir += "-anew-";
+  setup.output_dir += NameOf(GetParam());
+  setup.policy = GetParam();
+  const int bound = GetParam() == SyncPolicy::kDeadline ? 0 : 4;
+  setup.staleness_bound = bound;
+  setup.budget.epochs = 10;
+  SimulatedTeam team(setup);
+  int64_t died_at = 0;
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 90; }));
+    died_at = t.progress().iteration;
+    t.RestartCoordinator(std::nullopt);
+  });
+  ExpectSound(team, bound);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_FALSE(p.resumed_from_iteration.has_value()) << "no checkpoint to resume from";
+  EXPECT_GT(*p.accuracy, 0.9);
+  const std::string log = team.log();
+  const size_t taken = log.find("coordinator: training on from worker ");
+  ASSERT_NE(taken, std::string::npos) << log;
+  const int64_t from = std::stoll(log.substr(log.find("at iteration ", taken) + 13));
+  EXPECT_GE(from, died_at - bound - 2) << "the copy furthest along is at most S behind the team" << log;
+  EXPECT_LE(from, died_at + 2);
+  EXPECT_NE(log.find("(ours was at 0)"), std::string::npos) << log;
+  EXPECT_NE(log.find("sending the coordinator its copy of the model"), std::string::npos) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),

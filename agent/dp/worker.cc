@@ -80,8 +80,19 @@ class WorkerRun {
 
       v1::WorkerMessage hello;
       *hello.mutable_hello() = MakeHello(plan_.job, plan_.generation, options_.rank);
+      {
+        // How far along our copy of the model is: a coordinator behind its
+        // team trains on from the copy furthest along (core/model_takeover.h).
+        std::lock_guard lock(mu_);
+        if (started_ != TimePoint{}) hello.mutable_hello()->set_model_clock(copy_.LeastClock());
+      }
       auto first = stream->Send(hello).ok() ? stream->Receive()
                                             : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
+      if (first.ok() && first->has_send_model()) {
+        first = stream->Send(CopyOfModel()).ok()
+                    ? stream->Receive()
+                    : StatusOr<v1::CoordinatorMessage>(UnavailableError("copy of the model not sent"));
+      }
       if (!first.ok()) {
         if (first.status().code() == StatusCode::kFailedPrecondition) return first.status();
         if (first.status().code() == StatusCode::kCancelled) {
@@ -349,6 +360,30 @@ class WorkerRun {
                          : sent          ? uplink_estimate_.Mbps()
                                          : measured_uplink_mbps_;
     return std::min(lower, uplink_peak_mbps_);
+  }
+
+  // Our copy of the model, every row float32 with its clock: what a
+  // coordinator that starts behind its team asks for (SendModel).
+  v1::WorkerMessage CopyOfModel() {
+    std::lock_guard lock(mu_);
+    copy_.ApplyStaged(trainer_.Parameters());
+    const std::span<const float> params = trainer_.Parameters();
+    v1::WorkerMessage message;
+    v1::ModelCopy* model = message.mutable_model();
+    for (size_t r = 0; r < layout_.size(); ++r) {
+      const RowSpan& span = layout_.row(r);
+      v1::Row* row = model->add_rows();
+      row->set_id(static_cast<uint32_t>(r));
+      row->set_clock(copy_.clocks()[r]);
+      EncodedRow encoded = EncodeRow(params.subspan(static_cast<size_t>(span.offset), static_cast<size_t>(span.length)),
+                                     RowEncoding::kFloat32);
+      row->set_encoding(static_cast<v1::Encoding>(encoded.encoding));
+      row->set_scale(encoded.scale);
+      row->set_values(std::move(encoded.bytes));
+    }
+    log_ << "worker " << options_.rank << ": sending the coordinator its copy of the model, at iteration "
+         << copy_.LeastClock() << "\n";
+    return message;
   }
 
   // With mu_ held: the push for everything computed up to iteration_.

@@ -119,9 +119,14 @@ void SimulatedTeam::EndCoordinator() {
   coordinator_.reset();
 }
 
-void SimulatedTeam::RestartCoordinator(const std::string& checkpoint) {
+void SimulatedTeam::RestartCoordinator(const std::optional<std::string>& checkpoint) {
   EndCoordinator();
-  if (!WriteFileAtomically(JobDriver::CheckpointPath(plan_), checkpoint).ok()) std::abort();
+  const std::string path = JobDriver::CheckpointPath(plan_);
+  if (checkpoint) {
+    if (!WriteFileAtomically(path, *checkpoint).ok()) std::abort();
+  } else {
+    std::remove(path.c_str());
+  }
   // The new one resumes behind where the old one was: its progress is watched afresh.
   board_.Update([](JobProgress& p) { p = {}; });
   watched_ = {};

@@ -135,8 +135,9 @@ class SimulatedTeam {
   // Ends the job, as SIGTERM to the coordinator does.
   void Stop();
   // The coordinator's process dies and another takes its place, resuming
-  // from `checkpoint` (the file's bytes when it died).
-  void RestartCoordinator(const std::string& checkpoint);
+  // from `checkpoint` (the file's bytes when it died); none: placed anew, its
+  // output folder left behind with its node.
+  void RestartCoordinator(const std::optional<std::string>& checkpoint);
   // The running coordinator is handed `next` (a new plan generation);
   // workers started from now on are of it.
   Status AdoptPlan(const JobPlan& next);
