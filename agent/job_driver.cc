@@ -162,6 +162,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // Training ends here: what finishing takes (a team's workers told to stop)
   // is not training time.
   const TimePoint end = clock_.Now();
+  if (*stop == StopReason::kCancelled) engine_.Interrupted();
   engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent);
   p = engine_.Progress();
   fill(p, end);

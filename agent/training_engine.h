@@ -46,6 +46,10 @@ class TrainingEngine {
   virtual StatusOr<double> Evaluate() = 0;
   // The model's state, for a checkpoint (the driver adds the job's counters).
   virtual void Snapshot(JobCheckpoint& into) = 0;
+  // The job was interrupted (SIGTERM, SIGINT), not ended: said before Finish,
+  // so that a team's workers are told the job resumes, rather than that it is
+  // over (a coordinator placed anew, or restarted, takes them up again).
+  virtual void Interrupted() {}
   // Training is over: nothing changes the model from here on, and a team's
   // workers are told to stop. `final` says which model is kept.
   virtual void Finish(FinalModel final) = 0;

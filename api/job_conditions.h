@@ -60,6 +60,8 @@ inline constexpr const char* kModelCheckFailed = "ModelCheckFailed";  // the mod
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting
 inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node about to leave (a warning acted on)
+inline constexpr const char* kCoordinatorLost = "CoordinatorLost";    // its pod was evicted or its node lost: placed anew
+inline constexpr const char* kCoordinatorMoved = "CoordinatorMoved";  // moved off a node about to leave
 inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
 // (an Event) the coordinator turned a worker away for good: its pushes kept being refused
 inline constexpr const char* kWorkerQuarantined = "WorkerQuarantined";

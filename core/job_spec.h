@@ -129,6 +129,13 @@ struct FaultToleranceSpec {
   Duration ReachGrace() const {
     return node_loss_grace > Duration::zero() ? node_loss_grace : std::chrono::seconds(120);
   }
+  // How long a data-parallel worker keeps trying to reach its coordinator,
+  // which outlives its node: once the node is declared lost (Kubernetes' own
+  // node-monitor grace, 40 s by default, then the node-loss grace) the
+  // operator places it anew, and it trains on from its workers' copy of the
+  // model, which a worker that gave up would take with it. So the grace
+  // twice, and two minutes for the node to be declared lost and a pod to start.
+  Duration CoordinatorPatience() const { return 2 * ReachGrace() + std::chrono::minutes(2); }
 };
 
 struct OutputSpec {

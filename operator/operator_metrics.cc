@@ -33,7 +33,7 @@ struct OperatorMetrics::Impl {
   prometheus::Family<prometheus::Counter>& replans =
       prometheus::BuildCounter()
           .Name("edgetrain_operator_replans_total")
-          .Help("New plans given to running teams, by reason (WorkerLost, WorkerMoved)")
+          .Help("New plans given to running teams, by reason (WorkerLost, WorkerMoved, CoordinatorLost, CoordinatorMoved)")
           .Register(registry);
   prometheus::Histogram& recovery =
       prometheus::BuildHistogram()
@@ -73,7 +73,9 @@ const prometheus::Histogram::BucketBoundaries kReconcileBuckets = {0.001, 0.0025
 OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {
   for (const char* result : {"ok", "error"}) impl_->reconcile.Add({{"result", result}}, kReconcileBuckets);
   for (const char* result : {"placed", "unschedulable"}) impl_->placements.Add({{"result", result}});
-  for (const char* reason : {"WorkerLost", "WorkerMoved"}) impl_->replans.Add({{"reason", reason}});
+  for (const char* reason : {"WorkerLost", "WorkerMoved", "CoordinatorLost", "CoordinatorMoved"}) {
+    impl_->replans.Add({{"reason", reason}});
+  }
 }
 OperatorMetrics::~OperatorMetrics() = default;
 

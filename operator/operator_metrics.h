@@ -19,7 +19,7 @@ class OperatorMetrics {
   void SetQueueDepth(size_t depth);
   void SetJobsInPhase(const std::string& phase, size_t jobs);
   void CountPlacement(const std::string& result);  // "placed" | "unschedulable"
-  void CountReplan(const std::string& reason);     // a running team's new plan: WorkerLost | WorkerMoved
+  void CountReplan(const std::string& reason);     // a running team's new plan: WorkerLost | WorkerMoved | CoordinatorLost | CoordinatorMoved
   void ObserveRecovery(double seconds);            // a recovering team whole again, this long after
   void CountApiError(const std::string& verb, StatusCode code);
   void CountApiRequest(const std::string& verb);

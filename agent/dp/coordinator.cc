@@ -229,6 +229,11 @@ void Coordinator::Snapshot(JobCheckpoint& into) {
   into.workers = accounts_.Totals();
 }
 
+void Coordinator::Interrupted() {
+  std::lock_guard lock(mu_);
+  interrupted_ = true;
+}
+
 void Coordinator::Finish(FinalModel final) {
   std::unique_lock lock(mu_);
   active_at_end_ = ActiveWorkers();
@@ -270,7 +275,7 @@ std::string Coordinator::QuarantineLocked(int w) const {
 
 StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
   std::unique_lock lock(mu_);
-  if (stopping_) return CancelledError("the job has ended");
+  if (stopping_) return StoppingError();
   // FailedPrecondition: the worker gives up rather than ask again.
   if (const std::string why = QuarantineLocked(w); !why.empty()) {
     return FailedPreconditionError("worker " + std::to_string(w) + " is quarantined: " + why);
@@ -292,7 +297,7 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
       return (members_.started() && !takeover_.asked()) || stopping_ || !members_.Current(w, stream) ||
              takeover_.asked() == w;
     });
-    if (stopping_) return CancelledError("the job has ended");
+    if (stopping_) return StoppingError();
     if (!members_.Current(w, stream)) {
       return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
     }
@@ -305,6 +310,13 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
     changed_.NotifyAll();
   }
   return Joined{stream, MakeWelcome(w, /*whole_model=*/true)};
+}
+
+Status Coordinator::StoppingError() const {
+  // Cancelled: the worker stops too; Unavailable: it asks again, of whichever
+  // coordinator resumes the job.
+  return interrupted_ ? UnavailableError("the coordinator was interrupted; the job resumes")
+                      : CancelledError("the job has ended");
 }
 
 int64_t Coordinator::OwnModelClock() const {
@@ -452,7 +464,10 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
     auto over = [&] { return !members_.Current(w, stream) || !members_.connected(w); };
     changed_.Wait(lock, [&] { return over() || stopping_ || HasWork(w); });
     if (over()) return std::nullopt;
-    if (stopping_) return StopMessage{"the job is over"};
+    if (stopping_) {
+      return interrupted_ ? StopMessage{"the coordinator was interrupted; the job resumes", true}
+                          : StopMessage{"the job is over"};
+    }
     if (members_.owes_welcome(w)) return MakeWelcome(w, /*whole_model=*/false);
     const double step_s = accounts_.report(w).step_s;
     const Duration step = step_s > 0 ? FromSeconds(step_s) : timings_.assumed_iteration;

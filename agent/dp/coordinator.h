@@ -97,6 +97,7 @@ struct UpdateMessage {
 };
 struct StopMessage {
   std::string reason;
+  bool resumes = false;  // interrupted, not over: the worker reconnects
 };
 using OutgoingMessage = std::variant<WelcomeMessage, UpdateMessage, StopMessage>;
 
@@ -117,6 +118,7 @@ class Coordinator final : public TrainingEngine {
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
   void Snapshot(JobCheckpoint& into) override;
+  void Interrupted() override;
   void Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
 
@@ -184,6 +186,8 @@ class Coordinator final : public TrainingEngine {
   // How far along the coordinator's own model is: what a worker's copy must
   // be ahead of to be trained on from.
   int64_t OwnModelClock() const;
+  // What a stream opened once the job is stopping is told.
+  Status StoppingError() const;
   std::vector<bool> ActiveWorkers() const;
   // Policy deadline: notes the round that opened, and closes one whose
   // deadline has passed, excusing the workers not in.
@@ -226,6 +230,7 @@ class Coordinator final : public TrainingEngine {
   std::vector<int64_t> slot_since_;         // per worker: SlotSince of the current plan; guarded by mu_
   std::atomic<int64_t> plan_generation_;    // written under mu_
   bool stopping_ = false;
+  bool interrupted_ = false;  // stopping, but the job resumes (Interrupted)
   int64_t resumed_iteration_ = 0;  // the checkpoint's, when one was restored
   std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended
   std::atomic<bool> abandon_sends_{false};

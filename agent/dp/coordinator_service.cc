@@ -190,7 +190,10 @@ void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& s
     } else if (const auto* welcome = std::get_if<WelcomeMessage>(&*next)) {
       parts.push_back(ToMessage(*welcome, coordinator_.tensor_shapes()));
     } else {
-      parts.emplace_back().mutable_stop()->set_reason(std::get<StopMessage>(*next).reason);
+      const StopMessage& stop = std::get<StopMessage>(*next);
+      v1::Stop* message = parts.emplace_back().mutable_stop();
+      message->set_reason(stop.reason);
+      message->set_resumes(stop.resumes);
       (void)stream.Send(parts.back());
       return;
     }

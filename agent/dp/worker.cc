@@ -55,7 +55,7 @@ class WorkerRun {
   }
 
   StatusOr<WorkerSummary> Run() {
-    const Duration grace = plan_.spec.fault_tolerance.ReachGrace();
+    const Duration grace = plan_.spec.fault_tolerance.CoordinatorPatience();
     const std::string where = options_.coordinator->address();
     auto unreachable = [&] {
       return UnavailableError("the coordinator at " + where + " has been unreachable for " +
@@ -210,6 +210,14 @@ class WorkerRun {
       const TimePoint arrived = clock_.Now();  // not after waiting for the lock: that would bunch arrivals
       std::lock_guard lock(mu_);
       if (!message.ok()) {
+        broken_ = true;
+        changed_.NotifyAll();
+        return;
+      }
+      if (message->has_stop() && message->stop().resumes()) {
+        // The coordinator was interrupted, the job not over: whichever
+        // coordinator resumes it is reached as a lost one is.
+        log_ << "worker " << options_.rank << ": " << message->stop().reason() << "\n";
         broken_ = true;
         changed_.NotifyAll();
         return;

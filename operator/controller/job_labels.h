@@ -30,7 +30,12 @@ inline std::string AgentTlsSecretName(const std::string& job) { return job + "-t
 inline std::string AuthoritySecretName(const std::string& job) { return job + "-ca"; }
 // Where an agent's pod mounts the former.
 inline constexpr const char* kTlsMountPath = "/var/run/secrets/edgetrain.dev/tls";
-inline std::string CoordinatorPodName(const std::string& job) { return job + "-coordinator"; }
+// The coordinator's pod, named like a worker's after the plan generation it
+// was given its node at: one placed anew (its node lost or leaving) has a
+// name of its own while the one it replaces may still be Terminating.
+inline std::string CoordinatorPodName(const std::string& job, int64_t since_generation = 1) {
+  return job + "-coordinator" + (since_generation > 1 ? "-g" + std::to_string(since_generation) : std::string());
+}
 // A worker's pod is named after the plan generation its slot was given at, so a
 // replacement has a name of its own while the pod it replaces may still be
 // Terminating on a node that went silent.
@@ -44,7 +49,9 @@ inline constexpr const char* kModelCheckRole = "model-check";
 inline std::string ModelCheckPodName(const std::string& job) { return job + "-model-check"; }
 // Which check a check pod is: a digest of its spec (ModelCheckOf).
 inline constexpr const char* kModelCheckAnnotation = "edgetrain.dev/model-check";
-// Where the plan's coordinator runs, on the plan's ConfigMap.
+// Where the plan's coordinator runs, on the plan's ConfigMap, and the plan
+// generation it was given that node at (none: 1).
 inline constexpr const char* kCoordinatorNodeAnnotation = "edgetrain.dev/coordinator-node";
+inline constexpr const char* kCoordinatorSinceAnnotation = "edgetrain.dev/coordinator-since-generation";
 
 }  // namespace edgetrain::operator_

@@ -99,6 +99,10 @@ Json Metadata(const JobObject& job, const std::string& name, Json labels) {
 
 Json LabelsOf(const JobObject& job) { return {{kJobLabel, job.name}, {kManagedBy, kOperatorName}}; }
 
+bool HasOutputVolume(const JobObject& job) {
+  return Spec(job).contains("/output/volume/persistentVolumeClaim"_json_pointer);
+}
+
 std::string OutputDirOf(const JobObject& job) {
   const auto& path = job.manifest.spec.output.path;
   return path ? *path : "/models/" + job.name;
@@ -156,18 +160,30 @@ Json ServiceFor(const JobObject& job) {
               {{"name", "http"}, {"port", kHttpPort}, {"targetPort", kHttpPort}}}}}}};
 }
 
-Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node) {
+Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   Json labels = LabelsOf(job);
   labels[kGenerationLabel] = std::to_string(plan.generation);
   Json metadata = Metadata(job, PlanConfigMapName(job.name), labels);
-  metadata["annotations"] = {{kCoordinatorNodeAnnotation, coordinator_node}};
+  metadata["annotations"] = {{kCoordinatorNodeAnnotation, coordinator.node}};
+  if (coordinator.since_generation > 1) {
+    metadata["annotations"][kCoordinatorSinceAnnotation] = std::to_string(coordinator.since_generation);
+  }
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata", metadata},
           {"data", {{"plan.json", EncodeJobPlan(plan)}}}};
 }
 
-std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
+CoordinatorSeat CoordinatorSeatOf(const Json& plan_config_map) {
+  const Json annotations = plan_config_map.value("/metadata/annotations"_json_pointer, Json::object());
+  CoordinatorSeat seat;
+  seat.node = annotations.value(kCoordinatorNodeAnnotation, std::string());
+  const std::string since = annotations.value(kCoordinatorSinceAnnotation, std::string("1"));
+  seat.since_generation = std::max<int64_t>(1, std::atoll(since.c_str()));
+  return seat;
+}
+
+std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator,
                           const PodOptions& options) {
   const Json& spec = Spec(job);
   const FileMounts files = FileMountsOf(job);
@@ -264,11 +280,14 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::
   std::vector<Json> pods;
   std::vector<std::string> coordinator_args;
   if (!plan.workers.empty()) coordinator_args.push_back("--listen=$(POD_IP):" + std::to_string(kPeerPort));
-  pods.push_back(pod(CoordinatorPodName(job.name), "coordinator", 0, coordinator_node, coordinator_args));
-  const std::string coordinator = "--coordinator=coordinator." + ServiceName(job.name) + ":" + std::to_string(kPeerPort);
+  pods.push_back(pod(CoordinatorPodName(job.name, coordinator.since_generation), "coordinator", 0, coordinator.node,
+                     coordinator_args));
+  // The coordinator's DNS name (its hostname in the job's Service) follows
+  // whichever pod holds the seat: a coordinator placed anew is found there.
+  const std::string reach = "--coordinator=coordinator." + ServiceName(job.name) + ":" + std::to_string(kPeerPort);
   for (const WorkerSlot& slot : plan.workers) {
     pods.push_back(pod(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)), "worker", slot.rank, slot.node,
-                       {coordinator, "--listen=$(POD_IP):0"}));
+                       {reach, "--listen=$(POD_IP):0"}));
   }
   return pods;
 }

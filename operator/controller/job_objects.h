@@ -50,16 +50,30 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
 // `nodes` (none when the node is not there: no slowdown, the default power).
 void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<NodeView>& nodes);
 
+// Whether the coordinator writes on a claim (spec.output.volume) rather than
+// an emptyDir of its pod's: a claim on a node stays with it.
+bool HasOutputVolume(const JobObject& job);
+
 // Where the coordinator writes checkpoints and the model, inside its pod:
 // spec.output.path, or /models/<job> on an emptyDir when it names none.
 std::string OutputDirOf(const JobObject& job);
 
+// Where a plan's coordinator runs: its node, and the plan generation it was
+// given that node at (its pod is named for it, as a worker's for its slot's).
+// The plan's ConfigMap keeps both, in annotations: the agents need neither.
+struct CoordinatorSeat {
+  std::string node;
+  int64_t since_generation = 1;
+};
+
 Json ServiceFor(const JobObject& job);
-Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node);
-// The coordinator's pod, on `coordinator_node`, then one per worker rank, on
-// its slot's node (named for its slot's generation). A team's pods mount its
-// credentials (Secret NAME-tls) and talk over mutual TLS.
-std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const std::string& coordinator_node,
+Json PlanConfigMapFor(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator);
+// The seat a plan's ConfigMap says.
+CoordinatorSeat CoordinatorSeatOf(const Json& plan_config_map);
+// The coordinator's pod, on its seat's node, then one per worker rank, on
+// its slot's node (each named for the generation it got its node at). A
+// team's pods mount its credentials (Secret NAME-tls) and talk over mutual TLS.
+std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator,
                           const PodOptions& options);
 
 // The pod that loads the job's TorchScript module, checks it and measures its

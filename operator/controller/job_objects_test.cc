@@ -50,7 +50,7 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
   EXPECT_EQ(plan.output_dir, "/models/team");
   EXPECT_EQ(plan.generation, 3);
 
-  const std::vector<Json> pods = PodsFor(job, plan, placement.coordinator_node, PodOptions{});
+  const std::vector<Json> pods = PodsFor(job, plan, {placement.coordinator_node}, PodOptions{});
   ASSERT_EQ(pods.size(), 3u);
   const Json& coordinator = pods[0];
   EXPECT_EQ(coordinator["metadata"]["name"], "team-coordinator");
@@ -110,7 +110,7 @@ TEST(JobObjectsTest, TheServiceIsHeadlessAndThePlanIsWhatAgentsRead) {
 
   const TeamPlacement placement = Placed("gateway", {"robot-1", "robot-2"});
   const JobPlan plan = PlanOf(job, placement, {}, 1);
-  const Json map = PlanConfigMapFor(job, plan, "gateway");
+  const Json map = PlanConfigMapFor(job, plan, {"gateway"});
   EXPECT_EQ(map["metadata"]["annotations"][kCoordinatorNodeAnnotation], "gateway");
   EXPECT_EQ(map["metadata"]["name"], "team-plan");
   StatusOr<JobPlan> decoded = DecodeJobPlan(map["data"]["plan.json"].get<std::string>());
@@ -127,7 +127,7 @@ TEST(JobObjectsTest, AJobOfOneIsOneAgentAndItsOutputVolumeAndImageAreTheManifest
   const JobPlan plan = PlanOf(job, placement, {}, 1);
   EXPECT_TRUE(plan.workers.empty());
   EXPECT_EQ(plan.output_dir, "/out/run-1");
-  const std::vector<Json> pods = PodsFor(job, plan, placement.coordinator_node, PodOptions{});
+  const std::vector<Json> pods = PodsFor(job, plan, {placement.coordinator_node}, PodOptions{});
   ASSERT_EQ(pods.size(), 1u);
   const Json& pod = pods[0];
   EXPECT_TRUE(Has(Args(pod), "--world=1"));
@@ -159,7 +159,7 @@ TEST(JobObjectsTest, OwnFilesAreMountedInEveryPodWhereThePlansPathsPoint) {
   EXPECT_EQ(spec->model.torchscript_path, "/model/net.pt");
   EXPECT_EQ(spec->data.files->train.path, "/data/frames/train.csv");
 
-  const std::vector<Json> pods = PodsFor(job, plan, placement.coordinator_node, PodOptions{});
+  const std::vector<Json> pods = PodsFor(job, plan, {placement.coordinator_node}, PodOptions{});
   ASSERT_EQ(pods.size(), 3u);
   for (const Json& pod : pods) {
     std::map<std::string, Json> volumes, mounts;

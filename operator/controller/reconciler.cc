@@ -287,7 +287,7 @@ namespace {
 struct StoredPlan {
   int64_t generation = 0;
   std::optional<JobPlan> plan;
-  std::string coordinator_node;
+  CoordinatorSeat coordinator;
 };
 
 StatusOr<StoredPlan> ReadPlan(const StatusOr<Json>& map) {
@@ -300,13 +300,12 @@ StatusOr<StoredPlan> ReadPlan(const StatusOr<Json>& map) {
   if (!plan.ok()) return stored;  // edited by hand: placed again
   stored.generation = plan->generation;
   stored.plan = *plan;
-  stored.coordinator_node = map->value("/metadata/annotations"_json_pointer, Json::object())
-                                .value(kCoordinatorNodeAnnotation, std::string());
+  stored.coordinator = CoordinatorSeatOf(*map);
   return stored;
 }
 
-std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan) {
-  std::vector<std::string> names = {CoordinatorPodName(job.name)};
+std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator) {
+  std::vector<std::string> names = {CoordinatorPodName(job.name, coordinator.since_generation)};
   for (const WorkerSlot& slot : plan.workers) {
     names.push_back(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)));
   }
@@ -360,7 +359,7 @@ Status Reconciler::Place(Pass& pass) {
   EDGETRAIN_ASSIGN_OR_RETURN(
       StoredPlan stored, ReadPlan(PlanConfigMap(pass.job, ConditionIs(pass.status, condition::kPlaced, true))));
   if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
-    return Follow(pass, *stored.plan, stored.coordinator_node);
+    return Follow(pass, *stored.plan, stored.coordinator);
   }
   // A status that never said Placed, with pods of the stored plan, and only
   // those: a replica placed the job and died before it wrote the status.
@@ -371,7 +370,7 @@ Status Reconciler::Place(Pass& pass) {
     // Each pod exactly as the plan makes it: its name, its node and its
     // generation (a coordinator's name is the same in every generation).
     std::map<std::string, const Json*> planned;
-    const std::vector<Json> plan_pods = PodsFor(pass.job, *stored.plan, stored.coordinator_node, options_.pods);
+    const std::vector<Json> plan_pods = PodsFor(pass.job, *stored.plan, stored.coordinator, options_.pods);
     for (const Json& pod : plan_pods) planned[pod["metadata"]["name"].get<std::string>()] = &pod;
     const bool all_of_plan = std::all_of(pass.pods.begin(), pass.pods.end(), [&](const Json& pod) {
       const auto it = planned.find(pod.value("/metadata/name"_json_pointer, std::string()));
@@ -381,7 +380,7 @@ Status Reconciler::Place(Pass& pass) {
              pod.value("/metadata/labels"_json_pointer, Json::object()).value(kGenerationLabel, std::string()) ==
                  want["metadata"]["labels"][kGenerationLabel];
     });
-    if (all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator_node);
+    if (all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator);
   }
   // Not placed: pods of an earlier plan go first (they hold their nodes).
   if (!pass.pods.empty()) {
@@ -463,9 +462,10 @@ Status Reconciler::Place(Pass& pass) {
   // Its pods hold what its turn reserved from now, before the informer shows
   // them (assumed before they are made, as kube-scheduler assumes before it
   // binds, so the other worker never sees them unannounced).
-  const std::vector<Json> pods = PodsFor(pass.job, plan, placement.coordinator_node, options_.pods);
+  const CoordinatorSeat coordinator{placement.coordinator_node, 1};
+  const std::vector<Json> pods = PodsFor(pass.job, plan, coordinator, options_.pods);
   line_.Placed(pass.key, pods, wall_now_());
-  if (Status applied = ApplyObjects(pass, plan, placement.coordinator_node, pods); !applied.ok()) {
+  if (Status applied = ApplyObjects(pass, plan, coordinator, pods); !applied.ok()) {
     line_.Forget(pass.key);
     return applied;
   }
@@ -550,17 +550,17 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
   return false;
 }
 
-Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
+Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   // The plan's ConfigMap is there (it was read back); its Service and the
   // output claim's node may not be. Its missing pods are Follow's to make.
   StatusOr<Json> service = client_.Create(kube::kServices, pass.job.namespace_, ServiceFor(pass.job));
   if (!service.ok() && service.status().code() != StatusCode::kAlreadyExists) {
     return service.status().WithContext("creating Service " + pass.job.name);
   }
-  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
+  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   TeamPlacement placement;
-  placement.coordinator_node = coordinator_node;
+  placement.coordinator_node = coordinator.node;
   placement.worker_nodes.resize(plan.workers.size());
   for (const WorkerSlot& slot : plan.workers) placement.worker_nodes.at(static_cast<size_t>(slot.rank)) = slot.node;
   const std::string message = Describe(placement) + " (taken up: plan generation " +
@@ -570,10 +570,10 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const std::string& co
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message);
   pass.outcome.placement = "placed";
-  return Follow(pass, plan, coordinator_node);
+  return Follow(pass, plan, coordinator);
 }
 
-Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                                 const std::vector<Json>& pods) {
   auto create = [&](const kube::ResourceType& type, const Json& object) -> Status {
     StatusOr<Json> made = client_.Create(type, pass.job.namespace_, object);
@@ -582,8 +582,8 @@ Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const std::stri
   };
   EDGETRAIN_RETURN_IF_ERROR(create(kube::kServices, ServiceFor(pass.job)));
   // The plan replaces an earlier generation's.
-  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator_node)));
-  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator_node));
+  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator)));
+  EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
   return Status::Ok();
@@ -642,10 +642,10 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
   return patched.ok() ? Status::Ok() : patched.status();
 }
 
-Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node) {
+Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   // Its agents' certificate renewed under them once due.
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/false));
-  const std::vector<std::string> names = PodNamesOf(pass.job, plan);
+  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   const Gang gang = ObserveGang(pass.pods, names, rules);
@@ -664,9 +664,26 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
     return it == team_nodes.end() ? nullptr : &it->second;
   };
 
+  // A team that has run loses its coordinator's node, or is warned it will:
+  // the coordinator is placed anew, the workers stay (docs/operator.md,
+  // "Recovery"). Its pod failing is its node's doing (an eviction, a node
+  // that refused it): the agent's own failures restart it in place.
+  const bool has_run = pass.status.contains("startTime");
+  if (has_run && gang.state != GangState::kSucceeded && !plan.workers.empty() && !plan.pipeline &&
+      !HasOutputVolume(pass.job)) {
+    const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
+    const NodeView* node = team_node(coordinator.node);
+    std::string loss = LossOf(pod, coordinator.since_generation, plan.generation);
+    if (loss.empty() && !pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
+    if (!loss.empty()) return MoveCoordinator(pass, plan, coordinator, loss, /*moving=*/false);
+    if (node && !node->leaving.empty()) {
+      return MoveCoordinator(pass, plan, coordinator,
+                             "its node " + coordinator.node + " is leaving (" + node->leaving + ")", /*moving=*/true);
+    }
+  }
+
   // A team that has run loses a worker: only that worker is replaced, and the
   // running coordinator adopts the new plan (docs/operator.md, "Recovery").
-  const bool has_run = pass.status.contains("startTime");
   if (has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
     std::map<int, std::string> lost;
     std::set<int> moves;
@@ -686,7 +703,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
         moves.insert(slot.rank);
       }
     }
-    if (!lost.empty()) return Recover(pass, plan, coordinator_node, lost, moves);
+    if (!lost.empty()) return Recover(pass, plan, coordinator, lost, moves);
   }
 
   switch (gang.state) {
@@ -733,7 +750,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
     case GangState::kAbsent:
     case GangState::kStarting: {
       if (has_run) {  // a replacement is starting; the team trains on without it
-        EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator_node, gang));
+        EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator, gang));
         pass.status["phase"] = phase::kRecovering;
         pass.Set(condition::kRunning, false, reason::kRecovering,
                  std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
@@ -756,7 +773,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
         return Status::Ok();
       }
       // A pod of the plan deleted by someone is made again, on its node.
-      EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator_node, gang));
+      EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator, gang));
       pass.status["phase"] = phase::kPlacing;
       pass.Set(condition::kRunning, false, reason::kStarting,
                std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
@@ -791,7 +808,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const std::string& co
       if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
       pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
       ReportQuarantines(pass);
-      PublishMeasuredLinks(pass, plan, coordinator_node, progress);
+      PublishMeasuredLinks(pass, plan, coordinator.node, progress);
       // What placement expected of each link, to tell a fade from a weak link.
       std::vector<double> planned(plan.workers.size(), 0);
       for (const WorkerSlot& slot : plan.workers) {
@@ -854,14 +871,14 @@ void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std
   }
 }
 
-Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                                  const Gang& gang) {
-  if (gang.missing.empty() || coordinator_node.empty()) return Status::Ok();
+  if (gang.missing.empty() || coordinator.node.empty()) return Status::Ok();
   // The pods mount the team's credentials: their Secret must be there, whatever
   // the status says (deleted by hand, or left by an earlier job of the name).
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   std::vector<Json> missing;
-  for (Json& pod : PodsFor(pass.job, plan, coordinator_node, options_.pods)) {
+  for (Json& pod : PodsFor(pass.job, plan, coordinator, options_.pods)) {
     const std::string name = pod["metadata"]["name"];
     if (std::find(gang.missing.begin(), gang.missing.end(), name) != gang.missing.end()) missing.push_back(pod);
   }
@@ -875,7 +892,86 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const std::str
   return Status::Ok();
 }
 
-Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+bool Reconciler::RecoveriesExhausted(Pass& pass, const std::string& what, int recoveries) {
+  const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  if (recoveries <= allowed) return false;
+  const std::string message = what + "; that would be recovery " + std::to_string(recoveries) +
+                              ", more than spec.faultTolerance.maxRecoveries (" + std::to_string(allowed) + ")";
+  pass.status["phase"] = phase::kFailed;
+  pass.status["completionTime"] = pass.now;
+  pass.Set(condition::kFailed, true, reason::kRecoveriesExhausted, message);
+  pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+  events_.Record(pass.object, "Warning", reason::kRecoveriesExhausted, message);
+  log_.Job(pass.key, reason::kRecoveriesExhausted, message);
+  return true;
+}
+
+Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                   const std::string& why, bool moving) {
+  const std::string what = "the coordinator: " + why;
+  // A move ahead of a warning is no failure: only losses count against maxRecoveries.
+  const char* event_reason = moving ? reason::kCoordinatorMoved : reason::kCoordinatorLost;
+  const int recoveries = pass.status.value("recoveries", 0) + (moving ? 0 : 1);
+  if (!moving && RecoveriesExhausted(pass, what, recoveries)) return CleanPods(pass);
+
+  // Anywhere the placement policy would put a coordinator (not the node it
+  // leaves: not ready, or leaving), on what every pod now holds; the workers
+  // stay where they are.
+  StatusOr<TeamRequest> request =
+      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, CheckedSizeOf(pass.status));
+  if (!request.ok()) return request.status();
+  request->solo = false;
+  request->workers = 0;
+  for (const WorkerSlot& slot : plan.workers) ++request->workers_on[slot.node];
+  const TeamPlacement seat = PlaceTeam(line_.Cluster(Measured()), *request);
+  pass.status["phase"] = phase::kRecovering;
+  if (!seat.placed) {
+    const std::string message = what + "; no node for it yet: " + seat.unschedulable;
+    pass.Set(condition::kRunning, false, reason::kRecovering, message);
+    if (FindCondition(pass.stored_status, condition::kRunning) == nullptr ||
+        FindCondition(pass.stored_status, condition::kRunning)->value("message", "") != message) {
+      events_.Record(pass.object, "Warning", event_reason, message);
+      log_.Job(pass.key, event_reason, message);
+    }
+    pass.Requeue(options_.unschedulable_retry);
+    return Status::Ok();
+  }
+
+  // The next generation: every worker keeps its slot (and its stream: its
+  // hello is of a generation the new coordinator admits), the coordinator's
+  // seat is new, and so is its pod's name, while the old one may still be
+  // Terminating on a node that cannot confirm its end.
+  JobPlan next = plan;
+  next.generation = plan.generation + 1;
+  for (WorkerSlot& slot : next.workers) slot.since_generation = SlotSince(plan, slot.rank);
+  const CoordinatorSeat moved{seat.coordinator_node, next.generation};
+  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, moved)));
+  const std::string old_name = CoordinatorPodName(pass.job.name, coordinator.since_generation);
+  const Json* old = PodNamed(pass.pods, old_name);
+  if (old && !old->at("metadata").contains("deletionTimestamp")) {
+    EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, {old_name}));
+  }
+  Gang fresh;
+  fresh.missing.push_back(CoordinatorPodName(pass.job.name, moved.since_generation));
+  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, moved, fresh));
+
+  const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  const std::string message =
+      what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model (plan generation " +
+      std::to_string(next.generation) +
+      (moving ? ", moved ahead of the loss)"
+              : ", recovery " + std::to_string(recoveries) + " of " + std::to_string(allowed) + ")");
+  if (!moving) pass.status["recoveries"] = recoveries;
+  pass.Set(condition::kRunning, false, reason::kRecovering, message);
+  events_.Record(pass.object, moving ? "Normal" : "Warning", event_reason, message);
+  log_.Job(pass.key, event_reason, message);
+  pass.outcome.placement = "placed";
+  pass.outcome.replan = event_reason;
+  pass.Requeue(options_.status_interval);
+  return Status::Ok();
+}
+
+Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                            const std::map<int, std::string>& lost, const std::set<int>& moves) {
   std::string what;
   for (const auto& [rank, why] : lost) what += (what.empty() ? "worker " : "; worker ") + std::to_string(rank) + ": " + why;
@@ -884,17 +980,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   const char* event_reason = only_moves ? reason::kWorkerMoved : reason::kWorkerLost;
   const int recoveries = pass.status.value("recoveries", 0) + (only_moves ? 0 : 1);
   const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
-  if (!only_moves && recoveries > allowed) {
-    const std::string message = what + "; that would be recovery " + std::to_string(recoveries) +
-                                ", more than spec.faultTolerance.maxRecoveries (" + std::to_string(allowed) + ")";
-    pass.status["phase"] = phase::kFailed;
-    pass.status["completionTime"] = pass.now;
-    pass.Set(condition::kFailed, true, reason::kRecoveriesExhausted, message);
-    pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
-    events_.Record(pass.object, "Warning", reason::kRecoveriesExhausted, message);
-    log_.Job(pass.key, reason::kRecoveriesExhausted, message);
-    return CleanPods(pass);
-  }
+  if (!only_moves && RecoveriesExhausted(pass, what, recoveries)) return CleanPods(pass);
 
   // Re-place the lost ranks only: around the survivors, beside the coordinator
   // where it is, on what every pod now holds (the lost ones included, which
@@ -904,7 +990,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(lost.size());
-  request->coordinator_on = coordinator_node;
+  request->coordinator_on = coordinator.node;
   for (const WorkerSlot& slot : plan.workers) {
     if (!lost.count(slot.rank)) ++request->workers_on[slot.node];
   }
@@ -938,7 +1024,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   }
   // The coordinator reads the new plan from its mounted ConfigMap and fences
   // out only the replaced ranks; the survivors train on.
-  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, coordinator_node)));
+  EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, coordinator)));
   // The lost pods that are not already going, go (an evicted pod stays Failed).
   std::vector<std::string> doomed;
   for (const auto& [rank, why] : lost) {
@@ -948,7 +1034,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const std::string& c
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
   Gang fresh;
   for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
-  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator_node, fresh));
+  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
 
   const std::string message =
       what + "; replaced: " + moved + " (plan generation " + std::to_string(next.generation) +

@@ -69,7 +69,7 @@ struct ReconcilerOptions {
 struct ReconcileOutcome {
   std::optional<Duration> requeue_after;  // look again then (level-based: or sooner, on a change)
   std::string placement;                  // "placed", "unschedulable" or empty: no attempt
-  std::string replan;                     // why a running team got a new plan (WorkerLost, WorkerMoved), or empty
+  std::string replan;                     // why a running team got a new plan (WorkerLost, WorkerMoved, CoordinatorLost, CoordinatorMoved), or empty
   // A team whole again after recovering: how long since it stopped being whole.
   std::optional<Duration> recovered_after;
 };
@@ -110,14 +110,23 @@ class Reconciler {
   // followed, or read into the status (placed on the next pass), or it
   // refused the module (the status then says so).
   StatusOr<bool> CheckModel(Pass& pass);
-  Status Follow(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
+  Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   // Takes up a plan whose pods a replica made before it died, without saying
   // so in the status: the missing pods are made, none is made again.
-  Status TakeUp(Pass& pass, const JobPlan& plan, const std::string& coordinator_node);
+  Status TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   // Replaces the workers `lost` (rank -> why) under a new plan generation.
   // `moves` are the ranks among them that are moved ahead of a warning.
-  Status Recover(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+  Status Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                  const std::map<int, std::string>& lost, const std::set<int>& moves);
+  // Places the coordinator anew, under a new plan generation, its workers
+  // staying where they are: its node was lost (`why`), or is leaving
+  // (`moving`, ahead of the loss). The new one trains on from its workers'
+  // copy of the model (core/model_takeover.h).
+  Status MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const std::string& why,
+                         bool moving);
+  // One more recovery, past spec.faultTolerance.maxRecoveries: the job is
+  // Failed (RecoveriesExhausted) and true is returned.
+  bool RecoveriesExhausted(Pass& pass, const std::string& what, int recoveries);
   // A Warning Event for each worker the coordinator quarantined since the
   // status last said so (once: the status then carries it).
   void ReportQuarantines(Pass& pass);
@@ -127,12 +136,12 @@ class Reconciler {
   MeasuredLinks Measured() const { return {wall_now_(), options_.measurement_max_age}; }
   // Creates the pods of `gang.missing` as `plan` places them.
   // They count on their nodes at once (the waiting line assumes them).
-  Status CreateMissing(Pass& pass, const JobPlan& plan, const std::string& coordinator_node, const Gang& gang);
+  Status CreateMissing(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const Gang& gang);
   Status CleanPods(Pass& pass);
   Status DeletePods(Pass& pass, const std::vector<std::string>& names);
   // Every pod of the job not already going.
   Status DeleteAllPods(Pass& pass);
-  Status ApplyObjects(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,
+  Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                       const std::vector<Json>& pods);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   // A team's credentials (job_credentials.h): made sure of before any of its

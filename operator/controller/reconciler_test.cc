@@ -588,6 +588,75 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
       << log_text_.str();
 }
 
+// Its node lost, the coordinator is placed anew under the next plan
+// generation, with a name of its own; the workers stay where they are and
+// keep their slots (the new coordinator admits their hellos and trains on
+// from their copy of the model). Then the worker lost with the node is
+// replaced as any lost worker is, and the coordinator keeps its new seat.
+TEST_F(ReconcilerTest, ACoordinatorWhoseNodeIsLostIsPlacedAnewAndTheWorkersStay) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  ASSERT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+  nodes_.Put(ANode("gateway").NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  EXPECT_EQ(status["recoveries"], 1);
+  EXPECT_NE(FindCondition(status, api::condition::kRunning)
+                ->value("message", "")
+                .find("the coordinator: its pod on gateway failed (Evicted); placed anew on robot-1, to train on "
+                      "from its workers' copy of the model (plan generation 2, recovery 1 of 2)"),
+            std::string::npos)
+      << status.dump();
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator-g2@robot-1", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}))
+      << "the evicted coordinator goes; the new one is on the best node left";
+  const Json map = *api_.Get(kube::kConfigMaps, "default", "team-plan");
+  EXPECT_EQ(CoordinatorSeatOf(map).node, "robot-1");
+  EXPECT_EQ(CoordinatorSeatOf(map).since_generation, 2);
+  StatusOr<JobPlan> plan = DecodeJobPlan(map["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->generation, 2);
+  EXPECT_EQ(SlotSince(*plan, 0), 1) << "every worker keeps its slot";
+  EXPECT_EQ(SlotSince(*plan, 1), 1);
+
+  // The next pass: worker 0 was lost with the node, and is replaced.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-coordinator-g2") Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Job("team")["status"]["recoveries"], 2);
+  const Json after = *api_.Get(kube::kConfigMaps, "default", "team-plan");
+  EXPECT_EQ(CoordinatorSeatOf(after).node, "robot-1") << "the coordinator keeps its new seat";
+  EXPECT_EQ(CoordinatorSeatOf(after).since_generation, 2);
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator-g2@robot-1", "team-worker-0-g3@robot-2",
+                                                  "team-worker-1@robot-1"}));
+}
+
+// Warned that its node is leaving, the coordinator moves before it goes, and
+// that is no recovery.
+TEST_F(ReconcilerTest, ACoordinatorOnANodeAboutToLeaveMovesFirstAndThatIsNoRecovery) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
+  Json warned = ANode("gateway");
+  warned["metadata"]["annotations"]["edgetrain.dev/leaving"] = "maintenance";
+  nodes_.Put(warned);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorMoved);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  EXPECT_FALSE(status.contains("recoveries")) << "a move is not a recovery, even with maxRecoveries 0";
+  EXPECT_NE(log_text_.str().find("reason=CoordinatorMoved the coordinator: its node gateway is leaving (annotation "
+                                 "edgetrain.dev/leaving=maintenance); placed anew on robot-1"),
+            std::string::npos)
+      << log_text_.str();
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator-g2@robot-1", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+}
+
 TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));

@@ -341,6 +341,70 @@ class OperatorTest(SiteTestCase):
               f"(nodeLossGrace 2s), the replacement running at {t_whole - t_lost:.1f} s and in the team "
               f"by {t_joined - t_lost:.1f} s")
 
+    def test_a_coordinator_whose_node_is_lost_or_leaving_is_placed_anew_and_trains_on_from_its_workers(self):
+        # The coordinator's node dies under a running team of two: past nodeLossGrace
+        # the operator places the coordinator anew on another node (a pod of its own,
+        # reseated-coordinator-g2), and it trains on from the copy of the model its
+        # workers hold rather than from the start: its output folder (an emptyDir)
+        # died with the node. Then its new node says it is leaving, and it moves again
+        # before the node goes, which is no recovery. The workers never restart.
+        self.delete_when_done("reseated")
+        # Three CPUs a pod: the gateway (4) holds the coordinator alone.
+        self.apply(wall_clock_job("reseated", "3m", parallelism={"workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s"},
+                                  template={"resources": {"requests": {"cpu": "3", "memory": "256Mi"}}}))
+        self.wait_job("reseated", lambda j: phase(j) == "Running", timeout=60)
+        formed = self.log_until("reseated-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
+        hub = self.job_pods("reseated")["reseated-coordinator"]["spec"]["nodeName"]
+        self.assertEqual(hub, "gateway")
+
+        def iteration(j):
+            return j["status"].get("progress", {}).get("iteration", 0)
+        shown = iteration(self.wait_job("reseated", lambda j: iteration(j) > 50))
+        t_lost = time.monotonic()
+        self.assertEqual(self.api.post(f"/_standin/nodes/{hub}/kill", None).status, 200)
+        try:
+            self.wait_job("reseated", lambda j: phase(j) == "Recovering", timeout=30)
+            t_recovering = time.monotonic()
+            self.wait_job("reseated", lambda j: phase(j) == "Running" and (j["status"].get("recoveries") or 0) == 1,
+                          timeout=60)
+            log = self.log_until("reseated-coordinator-g2", lambda log: "training on from worker" in log, timeout=60)
+            t_trained_on = time.monotonic()
+        finally:
+            self.api.post(f"/_standin/nodes/{hub}/revive", None)
+        self.assertIn("training on from worker", log)
+        taken = int(log[log.index("training on from worker"):].split("at iteration ")[1].split()[0])
+        self.assertGreaterEqual(taken, shown, "trained on from where the team was, not from the start: " + log[-1500:])
+        seat = self.job_pods("reseated")["reseated-coordinator-g2"]["spec"]["nodeName"]
+        self.assertNotEqual(seat, hub)
+        self.assertRegex(self.kubectl.run("describe", "tj", "reseated").stdout, r"Warning\s+CoordinatorLost\s")
+        lost_s = t_trained_on - t_lost
+
+        # Warned: its new node is leaving. It moves first, and that is no recovery.
+        before = iteration(self.wait_job("reseated", lambda j: iteration(j) > taken))
+        t_warned = time.monotonic()
+        self.kubectl.run("annotate", "node", seat, "edgetrain.dev/leaving=battery")
+        try:
+            log = self.log_until("reseated-coordinator-g3", lambda log: "training on from worker" in log, timeout=60)
+            t_moved = time.monotonic()
+            job = self.wait_job("reseated", lambda j: phase(j) == "Running" and iteration(j) > before, timeout=60)
+        finally:
+            self.kubectl.run("annotate", "node", seat, "edgetrain.dev/leaving-")
+        self.assertEqual(job["status"]["recoveries"], 1, "a move ahead of a warning is not a recovery")
+        self.assertIn("training on from worker", log)
+        self.assertNotEqual(self.job_pods("reseated")["reseated-coordinator-g3"]["spec"]["nodeName"], seat)
+        self.assertRegex(self.kubectl.run("describe", "tj", "reseated").stdout, r"Normal\s+CoordinatorMoved\s")
+        moved_from = int(log[log.index("training on from worker"):].split("at iteration ")[1].split()[0])
+        self.assertGreaterEqual(moved_from, before)
+        for name, pod in self.job_pods("reseated").items():
+            if "worker" in name:
+                self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0, f"{name} restarted")
+        print(f"\ncoordinator lost: {hub} killed at iteration {shown}; Recovering after {t_recovering - t_lost:.1f} s "
+              f"(nodeLossGrace 2s), trained on from a worker's copy at iteration {taken}, {lost_s:.1f} s after the "
+              f"kill; moved off {seat} ahead of its leaving at iteration {before}, trained on from {moved_from}, "
+              f"{t_moved - t_warned:.1f} s after the warning")
+
     def test_a_killed_coordinator_restarts_in_its_pod_and_resumes_from_its_checkpoint(self):
         # The coordinator's process dies (SIGKILL, as an OOM kill would have it): its
         # pod (restartPolicy OnFailure) restarts it on its node, it resumes from the
