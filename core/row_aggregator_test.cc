@@ -158,6 +158,23 @@ TEST_F(RowAggregatorTest, AnIterationBeyondWhatTheRowsSentAllowIsRefused) {
   EXPECT_TRUE(model.ApplyPush(0, 4, both, ledger).ok());
 }
 
+// Trained on from a worker's copy: its values, each row's last step at the
+// ledger's clock (so the next push steps it once, not for every iteration
+// since 0), nothing gathered; another model's copy is refused.
+TEST_F(RowAggregatorTest, ResumesFromACopyAtTheLedgersClocks) {
+  StalenessLedger ledger(1, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  ASSERT_TRUE(model.ApplyPush(0, 1, {{{0, RowEncoding::kFloat32, 1, Floats({7, 7})}}}, ledger).ok());
+  ledger.Resume({40, 41});
+  ASSERT_TRUE(model.Resume({1, 2, 3, 4}, ledger).ok());
+  EXPECT_FLOAT_EQ(model.parameters()[3], 4);
+  EXPECT_EQ(model.least_applied_clock(), 40);
+  for (size_t r = 0; r < 2; ++r) ledger.RecordSent(0, r);
+  ASSERT_TRUE(model.ApplyPush(0, 41, {{{0, RowEncoding::kFloat32, 1, Floats({2, 2})}}}, ledger).ok());
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], 1 - 2) << "one step on the push alone: what was gathered before is gone";
+  EXPECT_EQ(model.Resume({1, 2, 3}, ledger).code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {
   StalenessLedger ledger(1, 2, 4);
   RowAggregator model(layout, sgd, zeros);

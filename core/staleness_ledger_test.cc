@@ -197,6 +197,21 @@ TEST(StalenessLedgerTest, ATeamNeverUsesARowMoreThanSStaleAndSurvivesACutLink) {
 
 // Policy deadline: a worker still out when its round's deadline passes is
 // excused, and the rows step without it; back, it never lowers a clock.
+// A team trains on from a worker's copy of the model (core/model_takeover.h):
+// its rows' clocks are the copy's, every worker at the least of them, and
+// nothing is sent yet, so every row is mandatory for everyone.
+TEST(StalenessLedgerTest, ATeamResumedFromACopyHasItsClocksAndNothingSent) {
+  StalenessLedger l(2, 3, 1);
+  l.Resume({12, 10, 11});
+  for (size_t r = 0; r < 3; ++r) EXPECT_EQ(l.Clock(r), std::vector<int64_t>({12, 10, 11})[r]);
+  EXPECT_EQ(l.iteration(0), 10);
+  EXPECT_EQ(l.iteration(1), 10);
+  EXPECT_EQ(l.FurthestComputable(0), 0 + 1 + 1) << "nothing sent: only what the initial model allows";
+  EXPECT_EQ(l.SendableMandatory(0).size(), 3u);
+  for (size_t r = 0; r < 3; ++r) l.RecordSent(0, r);
+  EXPECT_EQ(l.FurthestComputable(0), 10 + 1 + 1);
+}
+
 TEST(StalenessLedgerTest, AnExcusedWorkerLeavesTheClocksUntilItIsReadmitted) {
   StalenessLedger l(3, 2, 0);
   for (int w = 0; w < 3; ++w) {

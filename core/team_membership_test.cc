@@ -97,6 +97,15 @@ TEST_F(TeamMembershipTest, AWorkerIsSilentSinceItWasLastHeardFrom) {
   EXPECT_EQ(team.SilentFor(1, t0 + seconds(20)), seconds(7)) << "a closed stream is silent too";
 }
 
+TEST_F(TeamMembershipTest, AModelTakenOverSetsWhereEveryWorkerHereResumes) {
+  team.Open(0, t0, ledger);
+  team.Open(2, t0, ledger);
+  team.ResumeAll(340);
+  EXPECT_EQ(team.resume_after(0), 340);
+  EXPECT_EQ(team.resume_after(2), 340);
+  EXPECT_EQ(team.resume_after(1), 0) << "not here: it joins where the ledger has the team when it comes";
+}
+
 TEST_F(TeamMembershipTest, AWorkerJoinsAtTheTeamsIteration) {
   team.Open(0, t0, ledger);
   team.Open(1, t0, ledger);

@@ -1060,6 +1060,21 @@ Status Reconciler::WriteStatus(Pass& pass) {
                                                 object);
   // Deleted meanwhile: there is nothing left to write to (the watch removes it).
   if (!written.ok() && written.status().code() == StatusCode::kNotFound) return Status::Ok();
+  if (!written.ok() && written.status().code() == StatusCode::kAborted) {
+    // A conflict: the cache is behind the object. The watch brings it in its
+    // time; taken now (a list of the one name: what the roles grant), the
+    // retry works on it, rather than repeating a write that cannot land for as
+    // long as the cache stays behind (seen under load: minutes of retries).
+    kube::ListOptions one;
+    one.field_selector = "metadata.name=" + pass.object["metadata"].value("name", std::string());
+    StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, pass.object["metadata"].value("namespace", "default"), one);
+    if (fresh.ok() && fresh->contains("items") && (*fresh)["items"].size() == 1) {
+      Json object = (*fresh)["items"][0];
+      object["kind"] = kube::kTrainingJobs.kind;
+      object["apiVersion"] = kube::kTrainingJobs.ApiVersion();
+      jobs_.Refresh(object);
+    }
+  }
   if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);
   // The cache learns of it by the watch; until then, later reconciles of this
   // key see it already (unless the watch removed it first).

@@ -657,6 +657,26 @@ TEST_F(ReconcilerTest, ACoordinatorOnANodeAboutToLeaveMovesFirstAndThatIsNoRecov
                                                   "team-worker-1@robot-1"}));
 }
 
+// A status write that conflicts (the cache behind the object, for as long as
+// the watch does not bring it) fetches the object: the retry writes.
+TEST_F(ReconcilerTest, AStatusWriteThatConflictsTakesTheObjectAsItIsForTheRetry) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
+  // Someone else writes the job; the cache does not hear of it.
+  Json changed = Job("team");
+  changed["metadata"]["labels"]["owner"] = "someone";
+  ASSERT_TRUE(api_.Update(kube::kTrainingJobs, "default", changed).ok());
+  // Something to say: a worker's pod failed and is replaced.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  StatusOr<ReconcileOutcome> first = reconciler_.Reconcile(key);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kAborted);
+  EXPECT_EQ((*jobs_.Get(key))["metadata"]["labels"]["owner"], "someone") << "the cache took the object as it is";
+  EXPECT_TRUE(reconciler_.Reconcile(key).ok()) << "and the retry writes";
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRecovering);
+}
+
 TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));

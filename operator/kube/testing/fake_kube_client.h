@@ -21,11 +21,16 @@ class FakeKubeClient final : public KubeClient {
     if (it == objects_.end()) return NotFoundError(type.plural + " \"" + name + "\" not found");
     return it->second;
   }
-  StatusOr<Json> List(const ResourceType& type, const std::string& ns, const ListOptions&) override {
+  StatusOr<Json> List(const ResourceType& type, const std::string& ns, const ListOptions& options) override {
     std::lock_guard<std::mutex> lock(mu_);
+    // Of field selectors, the one a client uses to list a single object.
+    const std::string kName = "metadata.name=";
+    const std::string name =
+        options.field_selector.rfind(kName, 0) == 0 ? options.field_selector.substr(kName.size()) : "";
     Json items = Json::array();
     for (const auto& [key, object] : objects_) {
-      if (key.rfind(type.plural + "/" + (type.namespaced ? ns : "") + "/", 0) == 0) items.push_back(object);
+      if (key.rfind(type.plural + "/" + (type.namespaced ? ns : "") + "/", 0) != 0) continue;
+      if (name.empty() || object["metadata"].value("name", "") == name) items.push_back(object);
     }
     return Json{{"items", items}, {"metadata", {{"resourceVersion", std::to_string(version_)}}}};
   }
