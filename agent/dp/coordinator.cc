@@ -441,6 +441,19 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   return Status::Ok();
 }
 
+void Coordinator::RefuseOversized(int w, uint64_t stream, int64_t bytes, int64_t largest) {
+  std::lock_guard lock(mu_);
+  if (!members_.Current(w, stream)) return;
+  metrics_.AddRefusedPush(w, "too_big");
+  log_ << "coordinator: refusing worker " << w << "'s message of " << bytes << " bytes (too_big), unread: no worker of "
+       << "this model sends more than " << largest << "\n";
+  ++refused_pushes_[w];
+  last_refusal_[w] = "too_big";
+  if (const std::string why = QuarantineLocked(w); !why.empty()) {
+    log_ << "coordinator: worker " << w << " quarantined (" << why << "): the team goes on without it\n";
+  }
+}
+
 bool Coordinator::HasWork(int w) const {
   return members_.owes_welcome(w) || downlink_.HasWork(w, ledger_, aggregator_);
 }

@@ -142,6 +142,11 @@ class Coordinator final : public TrainingEngine {
   StatusOr<WelcomeMessage> TakeModel(int w, uint64_t stream, const ArrivingCopy& copy);
   // What arrived on a stream; an error ends the stream (a row that does not exist).
   Status Receive(int w, uint64_t stream, const ArrivingPush& push);
+  // A message of `bytes`, larger than any `largest` a worker of this model
+  // sends, arrived on a stream: refused unread, counted as a refused push
+  // (too_big) toward the worker's quarantine; the service ends the stream.
+  void RefuseOversized(int w, uint64_t stream, int64_t bytes, int64_t largest);
+  const RowLayout& layout() const { return layout_; }
   // The next message for `w`: waits until there is one; nullopt once the
   // stream is over (the worker left, or a newer stream replaced it).
   std::optional<OutgoingMessage> Next(int w, uint64_t stream);

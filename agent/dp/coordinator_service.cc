@@ -92,9 +92,16 @@ ArrivingPush ToArriving(const v1::WorkerMessage& message, TimePoint arrived) {
 
 }  // namespace
 
+// Every row float32, each with its id, clock, encoding, scale and the length
+// of its bytes (a few dozen bytes of protobuf at most), and a push's stats.
+int64_t LargestWorkerMessage(const RowLayout& layout) {
+  return 4 * layout.total_floats() + 32 * static_cast<int64_t>(layout.size()) + 64 * 1024;
+}
+
 CoordinatorService::CoordinatorService(const JobPlan& plan, Coordinator& coordinator, Clock& clock,
                                        const std::vector<std::optional<BandwidthTrace>>& downlinks)
-    : plan_(plan), coordinator_(coordinator), clock_(clock),
+    : plan_(plan), coordinator_(coordinator), largest_worker_message_(LargestWorkerMessage(coordinator.layout())),
+      clock_(clock),
       downlinks_(static_cast<size_t>(plan.spec.parallelism.workers)) {
   const TimePoint now = clock.Now();
   for (size_t w = 0; w < downlinks.size() && w < downlinks_.size(); ++w) {
@@ -112,6 +119,8 @@ Status CoordinatorService::AdoptPlan(const JobPlan& next,
   }
   return Status::Ok();
 }
+
+int64_t CoordinatorService::LargestMessageRead() const { return 2 * largest_worker_message_ + 1024 * 1024; }
 
 Status CoordinatorService::Admit(const v1::Hello& hello) {
   return CheckHello(hello, plan_.job, coordinator_.slot_since(hello.rank()), coordinator_.plan_generation(),
@@ -155,6 +164,10 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
       auto message = raw_stream.Receive();
       const TimePoint arrived = clock_.Now();
       if (!message.ok()) break;
+      if (const auto bytes = static_cast<int64_t>(message->ByteSizeLong()); bytes > largest_worker_message_) {
+        coordinator_.RefuseOversized(w, joined.stream, bytes, largest_worker_message_);
+        break;
+      }
       if (!message->has_push()) continue;
       if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }

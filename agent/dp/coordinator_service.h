@@ -29,6 +29,10 @@ class CoordinatorService final : public WorkerSessions {
 
   Status Admit(const v1::Hello& hello) override;
   Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
+  // Twice the largest message a worker of this model sends (LargestWorkerMessage),
+  // and a MiB: what is larger is refused by the transport, uncounted; what
+  // lies between is refused here, counted (too_big).
+  int64_t LargestMessageRead() const override;
 
   // A new generation of the plan (Coordinator::AdoptPlan), with its workers'
   // emulated links: streams opened from now on follow the new ones.
@@ -42,6 +46,9 @@ class CoordinatorService final : public WorkerSessions {
 
   const JobPlan& plan_;
   Coordinator& coordinator_;
+  // The largest message a worker of this model sends: its copy of the model
+  // (every row float32, with its framing), which a push never exceeds.
+  const int64_t largest_worker_message_;
   Clock& clock_;
   std::mutex mu_;
   // Per worker; null: unshaped. Guarded by mu_; a stream keeps the one it opened with.

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "agent/dp/coordinator.h"
@@ -286,6 +288,66 @@ int StreamsJoined(const std::string& coordinator_log) {
 // certificate before its hello is read, and one the job would not have is
 // refused with a status saying why, a log line and a metric, while the team
 // (the positive control: its workers hold the job's certificates) trains on.
+// A message larger than any a worker of the model sends (its copy of the
+// model) is refused unread, counted as a refused push (too_big); one past
+// twice that and a MiB the transport refuses before it is parsed. The team
+// trains on.
+TEST(TeamTest, AMessageLargerThanAnyWorkerSendsIsRefusedAndTheTeamTrainsOn) {
+  Team team(Spec("bsp", R"({"wallClock": "2m", "energyJoules": 0})"), 3, /*start_workers=*/false);
+  team.StartWorker(0);
+  team.StartWorker(1);
+  // Rank 2 is this test's: a hello the job admits, then too much.
+  auto join = [&]() -> std::unique_ptr<CoordinatorStream> {
+    auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));
+    EXPECT_TRUE(stream.ok());
+    if (!stream.ok()) return nullptr;
+    v1::WorkerMessage hello;
+    *hello.mutable_hello() = MakeHello("team-test", 1, 2);
+    EXPECT_TRUE((*stream)->Send(hello).ok());
+    return std::move(*stream);
+  };
+  auto stream = join();
+  ASSERT_TRUE(stream);
+  auto welcome = stream->Receive();
+  ASSERT_TRUE(welcome.ok() && welcome->has_welcome()) << welcome.status().ToString();
+  int64_t floats = 0;
+  for (const v1::TensorShape& t : welcome->welcome().tensors()) {
+    int64_t n = 1;
+    for (int64_t d : t.dims()) n *= d;
+    floats += n;
+  }
+  const int64_t largest = 4 * floats + 32 * welcome->welcome().rows_size() + 64 * 1024;
+  auto push_of = [](int64_t bytes) {
+    v1::WorkerMessage m;
+    m.mutable_push()->set_iteration(1);
+    v1::Row* row = m.mutable_push()->add_rows();
+    row->set_values(std::string(static_cast<size_t>(bytes), '\0'));
+    return m;
+  };
+  ASSERT_TRUE(stream->Send(push_of(largest + 1)).ok());
+  EXPECT_FALSE(stream->Receive().ok()) << "the coordinator ended the stream";
+
+  auto again = join();
+  ASSERT_TRUE(again);
+  (void)again->Receive();  // its Welcome
+  (void)again->Send(push_of(2 * largest + 2 * 1024 * 1024));
+  auto refused = again->Receive();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("larger than max"), std::string::npos) << refused.status().ToString();
+
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 20; }));
+  team.Stop();
+  ASSERT_TRUE(team.Finish().ok());
+  EXPECT_NE(team.log().find("coordinator: refusing worker 2's message of "), std::string::npos) << team.log();
+  EXPECT_NE(team.log().find("(too_big), unread: no worker of this model sends more than " + std::to_string(largest)),
+            std::string::npos)
+      << team.log();
+  EXPECT_TRUE(std::regex_search(team.metrics(),
+                                std::regex("edgetrain_coordinator_refused_pushes_total\\{[^}]*reason=\"too_big\"[^}]*"
+                                           "worker=\"2\"[^}]*\\} 1\n")))
+      << team.metrics();
+}
+
 TEST(TeamTest, OnlyConnectionsWithTheJobsCertificateGetIn) {
   Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return !p.workers.empty() && p.workers[0].iteration >= 1; }));

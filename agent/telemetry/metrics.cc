@@ -201,7 +201,9 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
                        .Add(l)),
       Family(BuildCounter(), "edgetrain_job_checkpoints_total", "Checkpoints written", r).Add(l),
       Family(BuildCounter(), "edgetrain_coordinator_refused_pushes_total",
-             "Pushes refused whole and never applied, by why: no_such_row, row_twice, undecodable, not_finite", r),
+             "Pushes refused whole and never applied, by why: future_iteration, no_such_row, row_twice, undecodable, "
+             "not_finite, too_large, too_big",
+             r),
       job, {}, {}, {}, {}, {}, {}});
   // A job of one (workers 0: no per-worker series) is its own worker.
   Family(BuildGauge(), "edgetrain_job_workers", "Workers the job's plan has", r).Add(l).Set(std::max(workers, 1));

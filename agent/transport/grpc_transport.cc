@@ -215,7 +215,8 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
   int port = 0;
   builder.AddListeningPort(address, ServerCredentials(security), &port);
   builder.RegisterService(service.get());
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(sessions.LargestMessageRead(), WorkerSessions::kLargestTransportMessage)));
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Accept the workers' keepalive pings (below), even on idle streams.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

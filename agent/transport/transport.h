@@ -67,6 +67,12 @@ class WorkerSessions {
   virtual ~WorkerSessions() = default;
   virtual Status Admit(const v1::Hello& hello) = 0;
   virtual Status Serve(const v1::Hello& hello, WorkerStream& stream) = 0;
+  // The largest message the transport reads in from a peer of these
+  // sessions; a larger one it refuses (gRPC: RESOURCE_EXHAUSTED to the
+  // sender) before it is parsed. Whole models and a pipeline's activations
+  // need far more than gRPC's 4 MiB default.
+  virtual int64_t LargestMessageRead() const { return kLargestTransportMessage; }
+  static constexpr int64_t kLargestTransportMessage = 512 * 1024 * 1024;
 };
 
 // Told of each connection the transport refused for its identity: the agent
