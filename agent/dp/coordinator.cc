@@ -374,14 +374,22 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
   return MakeWelcome(w, /*whole_model=*/true);
 }
 
+void Coordinator::CountFateLocked(int w, PushFate fate) {
+  ++push_fates_[static_cast<int>(fate)];
+  if (fate == PushFate::kApplied || fate == PushFate::kRefused) return;  // refusals count with their reason
+  std::string label = NameOf(fate);  // "stale stream": a metric's label is stale_stream
+  std::replace(label.begin(), label.end(), ' ', '_');
+  metrics_.AddDroppedPush(w, label);
+}
+
 Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   std::lock_guard lock(mu_);
   if (!members_.Current(w, stream)) {
-    if (push.report) ++push_fates_[static_cast<int>(PushFate::kStaleStream)];
+    if (push.report) CountFateLocked(w, PushFate::kStaleStream);
     return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
   }
   if (stream_generation_[w] < slot_since_[w]) {
-    if (push.report) ++push_fates_[static_cast<int>(PushFate::kStaleStream)];
+    if (push.report) CountFateLocked(w, PushFate::kStaleStream);
     return AbortedError("fenced out: this stream is of plan generation " + std::to_string(stream_generation_[w]) +
                         ", the job's is " + std::to_string(plan_generation_.load()));
   }
@@ -395,7 +403,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   PushFate fate = members_.Push(w, push.welcome, now, ledger_);
   if (fate == PushFate::kApplied && stopping_) fate = PushFate::kJobOver;  // once stopping, the model is final
   // An applied push's fate is counted once it is (below): it may yet be refused.
-  if (push.report && fate != PushFate::kApplied) ++push_fates_[static_cast<int>(fate)];
+  if (push.report && fate != PushFate::kApplied) CountFateLocked(w, fate);
   // Senders are woken only when there may be something new to send: a push
   // comes in many parts, and most change nothing a sender looks at. The tick
   // wakes them anyway, so a change missed here costs at most a tick.
@@ -412,7 +420,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // An excused worker pushing for the round the team is in counts again.
     if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
     StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
-    if (push.report) ++push_fates_[static_cast<int>(stepped.ok() ? PushFate::kApplied : PushFate::kRefused)];
+    if (push.report) CountFateLocked(w, stepped.ok() ? PushFate::kApplied : PushFate::kRefused);
     if (!stepped.ok()) {
       // This part refused whole, none of it applied (parts before it were,
       // each sound in itself); the worker's stream ends, and it rejoins with

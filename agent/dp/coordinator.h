@@ -231,6 +231,8 @@ class Coordinator final : public TrainingEngine {
   std::vector<int> refused_pushes_;
   std::vector<std::string> last_refusal_;
   std::string QuarantineLocked(int w) const;  // why `w` is quarantined; empty: it is not
+  // A push's fate (counted once, on its first part), and the metric of a dropped one.
+  void CountFateLocked(int w, PushFate fate);
   std::vector<int64_t> stream_generation_;  // per worker: the plan generation its stream opened under
   std::vector<int64_t> slot_since_;         // per worker: SlotSince of the current plan; guarded by mu_
   std::atomic<int64_t> plan_generation_;    // written under mu_

@@ -160,6 +160,10 @@ TEST(SimulatedTeamTest, ACutLinkReleasesTheBoundAndTheWorkerRejoinsWhenItIsBack)
   EXPECT_NE(log.find("worker 2 counted out"), std::string::npos) << log;
   EXPECT_NE(log.find("worker 2 is back"), std::string::npos) << log;
   EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kCountedOut)], 1) << "its first push back";
+  EXPECT_TRUE(std::regex_search(team.coordinator_metrics(),
+                                std::regex("edgetrain_coordinator_dropped_pushes_total\\{[^}]*reason=\"counted_out\"[^}]*"
+                                           "worker=\"2\"[^}]*\\} 1\n")))
+      << team.coordinator_metrics();
 }
 
 TEST(SimulatedTeamTest, AKilledWorkerRestartsAndRejoins) {

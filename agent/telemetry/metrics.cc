@@ -181,6 +181,7 @@ struct CoordinatorMetrics::Handles {
   TotalCounter energy;
   Counter& checkpoints;
   prometheus::Family<Counter>& refused;
+  prometheus::Family<Counter>& dropped;
   std::string job;
   std::vector<Gauge*> downlink;
   std::vector<Counter*> received_bytes, received_rows, sent_bytes, sent_rows, rejoins;
@@ -203,6 +204,9 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
       Family(BuildCounter(), "edgetrain_coordinator_refused_pushes_total",
              "Pushes refused whole and never applied, by why: future_iteration, no_such_row, row_twice, undecodable, "
              "not_finite, too_large, too_big",
+             r),
+      Family(BuildCounter(), "edgetrain_coordinator_dropped_pushes_total",
+             "Pushes dropped unapplied as too old to use, by why: stale_stream, stale_welcome, counted_out, job_over",
              r),
       job, {}, {}, {}, {}, {}, {}});
   // A job of one (workers 0: no per-worker series) is its own worker.
@@ -253,6 +257,9 @@ void CoordinatorMetrics::AddSent(int rank, int64_t bytes, int64_t rows) {
 void CoordinatorMetrics::AddRejoin(int rank) { h_->rejoins[rank]->Increment(); }
 void CoordinatorMetrics::AddRefusedPush(int rank, const std::string& reason) {
   h_->refused.Add({{"trainingjob", h_->job}, {"worker", std::to_string(rank)}, {"reason", reason}}).Increment();
+}
+void CoordinatorMetrics::AddDroppedPush(int rank, const std::string& reason) {
+  h_->dropped.Add({{"trainingjob", h_->job}, {"worker", std::to_string(rank)}, {"reason", reason}}).Increment();
 }
 void CoordinatorMetrics::AddCheckpoint() { h_->checkpoints.Increment(); }
 

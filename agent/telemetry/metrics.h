@@ -80,6 +80,10 @@ class CoordinatorMetrics {
   void AddRejoin(int rank);
   // A push refused whole (RowAggregator::refusal() names why): never applied.
   void AddRefusedPush(int rank, const std::string& reason);
+  // A push dropped unapplied, as sound but too old to use (a replaced
+  // stream's, computed before a Welcome, a counted-out worker's first back,
+  // one after the job ended): `reason` says which.
+  void AddDroppedPush(int rank, const std::string& reason);
   void AddCheckpoint();
 
  private:
