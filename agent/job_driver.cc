@@ -111,7 +111,14 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;
+  int64_t stepped_iteration = p.iteration;
+  TimePoint stepped_at = clock_.Now();
   auto fill = [&](JobProgress& q, TimePoint now) {
+    if (q.iteration != stepped_iteration) {
+      stepped_iteration = q.iteration;
+      stepped_at = now;
+    }
+    q.since_step_s = ToSeconds(now - stepped_at);
     q.elapsed_s = ToSeconds(now - start);
     q.samples_per_second = q.elapsed_s > 0 ? static_cast<double>(q.samples) / q.elapsed_s : 0;
     q.accuracy = accuracy;

@@ -89,6 +89,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"elapsedSeconds", p.elapsed_s},
             {"etaSeconds", Nullable(p.eta_s)},
             {"fraction", p.fraction},
+            {"secondsSinceStep", p.since_step_s},
             {"energyJoules", Nullable(p.energy_joules)},
             {"workers", workers},
             {"resumedFromIteration", Nullable(p.resumed_from_iteration)},
@@ -128,6 +129,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     p.elapsed_s = j.at("elapsedSeconds").get<double>();
     p.eta_s = Optional<double>(j, "etaSeconds");
     p.fraction = j.at("fraction").get<double>();
+    p.since_step_s = j.value("secondsSinceStep", 0.0);
     p.energy_joules = Optional<double>(j, "energyJoules");
     for (const auto& w : j.at("workers")) {
       p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(), w.at("samples").get<int64_t>(),

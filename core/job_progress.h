@@ -60,6 +60,9 @@ struct JobProgress {
   double elapsed_s = 0;
   std::optional<double> eta_s;     // until the budget ends (the target may come sooner)
   double fraction = 0;             // of the budget used, 0..1, for progress bars
+  // Since the job's iteration last moved (a team: its slowest counted
+  // worker's): what tells a stalled team from a slow one.
+  double since_step_s = 0;
   std::optional<double> energy_joules;  // modelled, not measured; null until an energy model runs
   std::vector<WorkerProgress> workers;
   // A pipeline's replays (docs/pipeline.md): null for a team. Each is a step

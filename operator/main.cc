@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
       {"--renew-deadline", &election.renew_deadline},
       {"--retry-period", &election.retry_period},
       {"--certificate-validity", &options.reconciler.credentials.certificate_validity},
-      {"--link-down-after", &options.reconciler.link_down_after},
+      {"--link-down-after", &options.reconciler.links.link_down_after},
+      {"--stalled-after", &options.reconciler.links.stalled_after},
   };
   app.add_option("--kubeconfig", kubeconfig,
                  "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
@@ -104,8 +105,9 @@ int main(int argc, char** argv) {
       {"--certificate-validity",
        "how long a team's agent certificate lasts; it is replaced two thirds into its life (default 720h)"},
       {"--link-down-after",
-       "a worker out of its team and silent this long has its link down: BandwidthDegraded, and Stalled when no worker "
-       "is left (default 10s)"},
+       "a worker out of its team and silent this long has its link down: BandwidthDegraded, LinkDown (default 10s)"},
+      {"--stalled-after",
+       "a team whose iteration has not moved this long is Stalled, naming the workers it waits on (default 30s)"},
   };
   for (auto& [name, into] : waits) {
     Duration* target = into;

@@ -91,48 +91,49 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
   return workers;
 }
 
-LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, Duration link_down_after) {
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, const LinkRules& rules) {
   LinkHealth health;
   if (!progress.contains("workers")) return health;
-  double stall_sum = 0;
-  int active = 0;
-  std::string below, down;
+  std::string below, down, waits_on;
   int silent = 0;
-  double longest_out = 0;
+  auto add = [](std::string& list, const std::string& item) { list += (list.empty() ? "" : ", ") + item; };
+  char text[160];
   for (const Json& w : progress["workers"]) {
+    const int rank = w.value("rank", -1);
     if (!w.value("active", true)) {
       // Out of the team: it does not wait, but its link may be down.
       const double out = w.value("silentSeconds", 0.0);
-      if (out >= ToSeconds(link_down_after) && w.value("quarantined", "").empty()) {
-        char text[160];
-        std::snprintf(text, sizeof text, "%sworker %d silent for %.0f s", down.empty() ? "" : ", ",
-                      w.value("rank", -1), out);
-        down += text;
+      if (out >= ToSeconds(rules.link_down_after) && w.value("quarantined", "").empty()) {
+        std::snprintf(text, sizeof text, "worker %d silent for %.0f s", rank, out);
+        add(down, text);
         ++silent;
-        longest_out = std::max(longest_out, out);
+        std::snprintf(text, sizeof text, "worker %d (out of the team, silent for %.0f s)", rank, out);
+        add(waits_on, text);
       }
       continue;
     }
-    ++active;
-    stall_sum += w.value("stallFraction", 0.0);
-    const int rank = w.value("rank", -1);
-    if (rank < 0 || rank >= static_cast<int>(planned_mbps.size()) || planned_mbps[rank] <= 0) continue;
-    if (!w.contains("bandwidthMbps") || !w["bandwidthMbps"].is_number()) continue;
-    const double measured = w["bandwidthMbps"].get<double>();
-    // 0: not measured yet (pushes too small to time); a link that is down
-    // counts the worker out, which is told above.
-    if (measured > 0 && measured < kDegradedShare * planned_mbps[rank]) {
-      char text[160];
-      std::snprintf(text, sizeof text, "%sworker %d at %.1f Mbit/s of %.1f planned", below.empty() ? "" : ", ", rank,
-                    measured, planned_mbps[rank]);
-      below += text;
+    const bool measured = w.contains("bandwidthMbps") && w["bandwidthMbps"].is_number() &&
+                          w["bandwidthMbps"].get<double>() > 0;  // 0: pushes too small to time
+    if (w.value("holdingTeam", false)) {
+      if (measured) {
+        std::snprintf(text, sizeof text, "worker %d (its link at %.1f Mbit/s)", rank, w["bandwidthMbps"].get<double>());
+      } else {
+        std::snprintf(text, sizeof text, "worker %d (its link not measured)", rank);
+      }
+      add(waits_on, text);
+    }
+    if (!measured || rank < 0 || rank >= static_cast<int>(planned_mbps.size()) || planned_mbps[rank] <= 0) continue;
+    const double mbps = w["bandwidthMbps"].get<double>();
+    if (mbps < kDegradedShare * planned_mbps[rank]) {
+      std::snprintf(text, sizeof text, "worker %d at %.1f Mbit/s of %.1f planned", rank, mbps, planned_mbps[rank]);
+      add(below, text);
     }
   }
-  if (active > 0 && stall_sum / active >= kStalledFraction) {
+  if (const double idle = progress.value("secondsSinceStep", 0.0); idle >= ToSeconds(rules.stalled_after)) {
     health.stalled = true;
-    char text[160];
-    std::snprintf(text, sizeof text, "workers wait for rows %.0f%% of the time", 100 * stall_sum / active);
-    health.stall_message = text;
+    std::snprintf(text, sizeof text, "no step for %.0f s", idle);
+    health.stall_message = text + (waits_on.empty() ? std::string("; no worker holds the team")
+                                                    : "; the team waits on " + waits_on);
   }
   if (!below.empty()) {
     health.degraded = true;
@@ -145,14 +146,6 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
     health.degraded_reason = api::reason::kLinkDown;
     health.degraded_message = down + (silent == 1 ? ": its link is down or it is gone" : ": their links are down or they are gone") +
                               (below.empty() ? "" : "; " + below);
-    if (active == 0) {
-      char text[160];
-      std::snprintf(text, sizeof text,
-                    "every worker is out of the team, silent for up to %.0f s: the team waits for their links",
-                    longest_out);
-      health.stalled = true;
-      health.stall_message = text;
-    }
   }
   return health;
 }

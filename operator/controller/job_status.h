@@ -36,9 +36,6 @@ Json ProgressStatusOf(const Json& progress);
 // batch, bandwidth and stall from /progress (when there is one).
 Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress);
 
-// When the team waits on its links: the mean stall share of active workers at
-// or above this is Stalled.
-inline constexpr double kStalledFraction = 0.5;
 // A link measured below this share of what placement planned for it is degraded.
 inline constexpr double kDegradedShare = 0.5;
 
@@ -49,11 +46,20 @@ struct LinkHealth {
   const char* degraded_reason = "";  // LinkBelowPlan or LinkDown
   std::string degraded_message;
 };
+struct LinkRules {
+  // A worker out of the team and silent this long has its link down: a
+  // deadline's blips are a fraction of a second.
+  Duration link_down_after = std::chrono::seconds(10);
+  // A team whose iteration has not moved this long is stalled: slow links
+  // make a slow team, not a stalled one.
+  Duration stalled_after = std::chrono::seconds(30);
+};
 // `planned_mbps[rank]` is what placement expected of each worker's link (0:
-// unknown). A worker out of the team and silent for `link_down_after` or longer has its link
-// down (a deadline's blips are shorter): the job is BandwidthDegraded, and
-// Stalled when no worker is left in the team.
-LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, Duration link_down_after);
+// unknown). A worker's link is degraded when it is measured below
+// kDegradedShare of that (LinkBelowPlan), or down (LinkDown); the team is
+// Stalled when it has not stepped for `stalled_after`, and the message names
+// the workers it waits on: those holding it, and those out of it and silent.
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, const LinkRules& rules);
 
 // "1m05s" from seconds, for status.progress.eta.
 std::string EtaText(double seconds);

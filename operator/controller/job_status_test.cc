@@ -50,60 +50,77 @@ TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
   EXPECT_FALSE(workers[2].contains("bandwidthMbps")) << "no estimate yet";
 }
 
-TEST(JobStatusTest, TheTeamIsStalledWhenItWaitsOnLinksAndDegradedWhenALinkFallsFarBelowPlan) {
+// Stalled is a team that has not stepped for a while, not a slow one: a
+// team waiting on its links most of the time that still steps is not; one
+// that has not stepped names whom it waits on. A link is degraded far below
+// its plan, not when it is merely not measured yet.
+TEST(JobStatusTest, TheTeamIsStalledWhenItStopsSteppingAndDegradedWhenALinkFallsFarBelowPlan) {
+  const LinkRules rules{std::chrono::seconds(10), std::chrono::seconds(30)};
   struct Case {
     const char* story;
-    Json workers;
+    Json progress;
     bool stalled, degraded;
   } cases[] = {
-      {"healthy", Json{{{"rank", 0}, {"stallFraction", 0.1}, {"bandwidthMbps", 30.0}}}, false, false},
-      {"waiting on rows most of the time",
-       Json{{{"rank", 0}, {"stallFraction", 0.7}, {"bandwidthMbps", 30.0}},
-            {{"rank", 1}, {"stallFraction", 0.4}, {"bandwidthMbps", 30.0}}},
-       true, false},
-      {"a worker counted out does not count", Json{{{"rank", 0}, {"stallFraction", 0.1}},
-                                                   {{"rank", 1}, {"stallFraction", 1.0}, {"active", false}}},
+      {"healthy", {{"secondsSinceStep", 0.1}, {"workers", {{{"rank", 0}, {"bandwidthMbps", 30.0}}}}}, false, false},
+      {"waiting on rows most of the time, and stepping",
+       {{"secondsSinceStep", 0.4},
+        {"workers", {{{"rank", 0}, {"stallFraction", 0.9}, {"bandwidthMbps", 30.0}, {"holdingTeam", true}}}}},
        false, false},
-      {"a link at a third of its plan", Json{{{"rank", 1}, {"stallFraction", 0.1}, {"bandwidthMbps", 10.0}}}, false,
-       true},
-      {"a link not measured yet (pushes too small to time)",
-       Json{{{"rank", 1}, {"stallFraction", 0.1}, {"bandwidthMbps", 0.0}}}, false, false},
+      {"no step for 31 s", {{"secondsSinceStep", 31.0}, {"workers", {{{"rank", 0}, {"bandwidthMbps", 30.0}}}}}, true,
+       false},
+      {"a link at a third of its plan", {{"workers", {{{"rank", 1}, {"bandwidthMbps", 10.0}}}}}, false, true},
+      {"a link not measured yet (pushes too small to time)", {{"workers", {{{"rank", 1}, {"bandwidthMbps", 0.0}}}}},
+       false, false},
   };
   for (const Case& c : cases) {
-    const LinkHealth health = LinkHealthOf({{"workers", c.workers}}, {30.0, 30.0}, std::chrono::seconds(10));
+    const LinkHealth health = LinkHealthOf(c.progress, {30.0, 30.0}, rules);
     EXPECT_EQ(health.stalled, c.stalled) << c.story;
     EXPECT_EQ(health.degraded, c.degraded) << c.story;
   }
-  EXPECT_EQ(LinkHealthOf({{"workers", {{{"rank", 1}, {"bandwidthMbps", 10.0}}}}}, {30.0, 30.0}, std::chrono::seconds(10))
-                .degraded_message,
+  EXPECT_EQ(LinkHealthOf({{"workers", {{{"rank", 1}, {"bandwidthMbps", 10.0}}}}}, {30.0, 30.0}, rules).degraded_message,
             "worker 1 at 10.0 Mbit/s of 30.0 planned");
+  const Json held = {{"secondsSinceStep", 45.0},
+                     {"workers",
+                      {{{"rank", 0}, {"bandwidthMbps", 30.0}},
+                       {{"rank", 1}, {"bandwidthMbps", 0.4}, {"holdingTeam", true}},
+                       {{"rank", 2}, {"holdingTeam", true}}}}};
+  EXPECT_EQ(LinkHealthOf(held, {30.0, 30.0, 30.0}, rules).stall_message,
+            "no step for 45 s; the team waits on worker 1 (its link at 0.4 Mbit/s), worker 2 (its link not measured)");
+  EXPECT_EQ(LinkHealthOf({{"secondsSinceStep", 45.0}, {"workers", Json::array()}}, {}, rules).stall_message,
+            "no step for 45 s; no worker holds the team");
 }
 
-// A worker out of the team and silent long enough has its link down: a deadline's blips of a
-// fraction of a second are not, nor is a worker quarantined; with every worker
-// out the team is stalled.
+// A worker out of the team and silent long enough has its link down: a
+// deadline's blips of a fraction of a second are not, nor is a worker
+// quarantined; with every worker out the team stops stepping, and is stalled
+// waiting on them.
 TEST(JobStatusTest, AWorkerOutOfTheTeamLongEnoughIsALinkDownAndNoneLeftIsStalled) {
-  const auto after = std::chrono::seconds(10);
-  const Json in = {{"rank", 0}, {"stallFraction", 0.1}, {"bandwidthMbps", 30.0}};
+  const LinkRules rules{std::chrono::seconds(10), std::chrono::seconds(30)};
+  const Json in = {{"rank", 0}, {"bandwidthMbps", 30.0}};
   const Json blip = {{"rank", 1}, {"active", false}, {"silentSeconds", 0.3}};
   const Json down = {{"rank", 1}, {"active", false}, {"silentSeconds", 12.0}};
   const Json quarantined = {{"rank", 1}, {"active", false}, {"silentSeconds", 60.0}, {"quarantined", "3 pushes"}};
+  auto of = [&](Json workers, double since_step) {
+    return LinkHealthOf({{"secondsSinceStep", since_step}, {"workers", workers}}, {30.0, 30.0}, rules);
+  };
 
-  EXPECT_FALSE(LinkHealthOf({{"workers", {in, blip}}}, {30.0, 30.0}, after).degraded);
-  EXPECT_FALSE(LinkHealthOf({{"workers", {in, quarantined}}}, {30.0, 30.0}, after).degraded)
-      << "the Event says that one";
-  LinkHealth one = LinkHealthOf({{"workers", {in, down}}}, {30.0, 30.0}, after);
+  EXPECT_FALSE(of({in, blip}, 0.1).degraded);
+  EXPECT_FALSE(of({in, quarantined}, 0.1).degraded) << "the Event says that one";
+  LinkHealth one = of({in, down}, 0.1);
   EXPECT_TRUE(one.degraded);
   EXPECT_STREQ(one.degraded_reason, "LinkDown");
   EXPECT_EQ(one.degraded_message, "worker 1 silent for 12 s: its link is down or it is gone");
   EXPECT_FALSE(one.stalled) << "the team goes on without it";
 
-  const Json down0 = {{"rank", 0}, {"active", false}, {"silentSeconds", 11.0}};
-  LinkHealth all = LinkHealthOf({{"workers", {down0, down}}}, {30.0, 30.0}, after);
+  const Json down0 = {{"rank", 0}, {"active", false}, {"silentSeconds", 31.0}};
+  const Json down1 = {{"rank", 1}, {"active", false}, {"silentSeconds", 32.0}};
+  LinkHealth all = of({down0, down1}, 31.0);
   EXPECT_TRUE(all.stalled);
-  EXPECT_EQ(all.stall_message, "every worker is out of the team, silent for up to 12 s: the team waits for their links");
+  EXPECT_EQ(all.stall_message,
+            "no step for 31 s; the team waits on worker 0 (out of the team, silent for 31 s), worker 1 (out of the "
+            "team, silent for 32 s)");
   EXPECT_TRUE(all.degraded);
-  EXPECT_EQ(all.degraded_message, "worker 0 silent for 11 s, worker 1 silent for 12 s: their links are down or they are gone");
+  EXPECT_EQ(all.degraded_message, "worker 0 silent for 31 s, worker 1 silent for 32 s: their links are down or they are gone");
 }
 
 }  // namespace

@@ -817,7 +817,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
           planned[slot.rank] = *node->link_mbps;
         }
       }
-      const LinkHealth health = LinkHealthOf(progress, planned, options_.link_down_after);
+      const LinkHealth health = LinkHealthOf(progress, planned, options_.links);
       pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
                health.stall_message);
       // A node gone silent is first a fading link: its pods tolerate it for

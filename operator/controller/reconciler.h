@@ -32,6 +32,7 @@
 #include "operator/controller/gang.h"
 #include "operator/controller/job_credentials.h"
 #include "operator/controller/job_objects.h"
+#include "operator/controller/job_status.h"
 #include "operator/controller/line_log.h"
 #include "operator/controller/waiting_line.h"
 #include "operator/kube/informer.h"
@@ -59,10 +60,8 @@ struct ReconcilerOptions {
   Duration measurement_interval = std::chrono::minutes(1);
   Duration measurement_max_age = std::chrono::minutes(10);
   CredentialsOptions credentials;  // a team's certificates' lives
-  // A worker out of its team and silent this long has its link down (BandwidthDegraded,
-  // LinkDown; Stalled when none is left in the team): longer than a
-  // deadline's blips, shorter than nodeLossGrace.
-  Duration link_down_after = std::chrono::seconds(10);
+  // What a team's links and progress say of it (BandwidthDegraded, Stalled).
+  LinkRules links;
 };
 
 // What one reconcile did, for the controller's queue and metrics.

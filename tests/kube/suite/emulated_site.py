@@ -47,8 +47,9 @@ OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "-
                  # A team's certificate lives 24 s and is renewed 16 s in: jobs that run
                  # longer train across a rotation.
                  "--certificate-validity", "24s",
-                 # A worker counted out 2 s has its link down (BandwidthDegraded, LinkDown).
-                 "--link-down-after", "2s"]
+                 # A worker counted out 2 s has its link down (BandwidthDegraded, LinkDown),
+                 # and a team that has not stepped for 2 s is Stalled.
+                 "--link-down-after", "2s", "--stalled-after", "2s"]
 
 # examples/nodes/edge-site.yaml with its traces' paths made absolute, since the class's
 # copy of a profile lives elsewhere.

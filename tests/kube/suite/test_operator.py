@@ -509,8 +509,10 @@ class OperatorTest(SiteTestCase):
         # at 0 (its trace times 0): the team trains on without it, the job says
         # BandwidthDegraded (LinkDown, past the operator's --link-down-after of 2 s),
         # and once the link is back the worker is in the team again and the condition
-        # clears. Then every worker's link is held at 0: nobody is left in the team, the
-        # job says Stalled, and it trains on once they are back. No pod restarts.
+        # clears. Then every worker's link is held at 0: nobody is left in the team, it
+        # stops stepping, the job says Stalled (the operator's --stalled-after of 2 s)
+        # naming the workers it waits on, and it trains on once they are back. No pod
+        # restarts.
         hold_s = DEAD_LINK_SECONDS
         self.delete_when_done("faded")
         # Long enough for every trial; deleted once they are done, not trained to the end.
@@ -532,7 +534,7 @@ class OperatorTest(SiteTestCase):
                                           "worker 1 silent for")
             self.assertGreater(one["iterations_held"], 0, "the team trained on without the worker whose link was down")
             every = self.hold_links_at_zero("faded", nodes, hold_s, "Stalled", "WaitingOnLinks",
-                                            "every worker is out of the team")
+                                            "the team waits on worker 0 (out of the team")
             trials.append({"one": one, "every": every})
         log = self.kubectl.run("logs", "faded-coordinator").stdout
         self.assertGreaterEqual(log.count("worker 1 is back") + log.count("worker 1 joined") - 1, 2 * DEAD_LINK_TRIALS,
@@ -547,8 +549,7 @@ class OperatorTest(SiteTestCase):
         no more once they are back, with the job training on (its iteration past where
         it was when the links came back). Returns when each happened, seconds after the
         cut or the restore, and how many iterations the team trained while the links
-        were down. (A team of digits workers waits on rows most of its time even on
-        whole links, so Stalled may hold before and after, for that reason.)"""
+        were down."""
         def saying(j):
             c = condition_of(j, ctype)
             return c.get("status") == "True" and c.get("reason") == reason and says in c.get("message", "")
