@@ -1060,11 +1060,11 @@ Status Reconciler::WriteStatus(Pass& pass) {
                                                 object);
   // Deleted meanwhile: there is nothing left to write to (the watch removes it).
   if (!written.ok() && written.status().code() == StatusCode::kNotFound) return Status::Ok();
+  const std::string read_version = pass.object["metadata"].value("resourceVersion", std::string());
   if (!written.ok() && written.status().code() == StatusCode::kAborted) {
     // A conflict: the cache is behind the object. The watch brings it in its
     // time; taken now (a list of the one name: what the roles grant), the
-    // retry works on it, rather than repeating a write that cannot land for as
-    // long as the cache stays behind (seen under load: minutes of retries).
+    // retry works on it rather than on what conflicted.
     kube::ListOptions one;
     one.field_selector = "metadata.name=" + pass.object["metadata"].value("name", std::string());
     StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, pass.object["metadata"].value("namespace", "default"), one);
@@ -1072,13 +1072,17 @@ Status Reconciler::WriteStatus(Pass& pass) {
       Json object = (*fresh)["items"][0];
       object["kind"] = kube::kTrainingJobs.kind;
       object["apiVersion"] = kube::kTrainingJobs.ApiVersion();
-      jobs_.Refresh(object);
+      jobs_.Refresh(object, read_version);
     }
   }
   if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);
   // The cache learns of it by the watch; until then, later reconciles of this
-  // key see it already (unless the watch removed it first).
-  jobs_.Refresh(*written);
+  // key see it already (unless the watch removed it, or brought a newer one,
+  // first: a write's answer can come back after the watch's next event, and
+  // put over it, it held the cache behind for good once nothing changed the
+  // job again; every write then conflicted, minutes of retries in a full
+  // make test).
+  jobs_.Refresh(*written, read_version);
   return Status::Ok();
 }
 

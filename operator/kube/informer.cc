@@ -83,11 +83,14 @@ std::vector<Json> Store::ByIndex(const std::string& index, const std::string& va
   return found;
 }
 
-bool Store::Refresh(const Json& object) {
+bool Store::Refresh(const Json& object, const std::string& read_version) {
   std::lock_guard lock(mu_);
   const std::string key = KeyOf(object);
   auto it = objects_.find(key);
   if (it == objects_.end()) return false;
+  // The watch has moved it on since the writer read it: what it holds is at
+  // least as new (a write on an older version would have conflicted).
+  if (it->second["metadata"].value("resourceVersion", "") != read_version) return false;
   Json before = std::move(it->second);
   it->second = object;
   ChangedLocked(key, &before, &it->second);

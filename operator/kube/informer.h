@@ -49,10 +49,12 @@ class Store {
   std::vector<Json> ByIndex(const std::string& index, const std::string& value) const;
 
   // What the writer of an object learned from the API, before the watch
-  // brings it: applied only over an object the store still holds, so that one
-  // the watch has removed meanwhile (deleted) is not brought back, to be
-  // reconciled forever. Returns whether it was applied.
-  bool Refresh(const Json& object);
+  // brings it: applied only over the version the writer read
+  // (`read_version`, its metadata.resourceVersion), so that one the watch has
+  // brought meanwhile (the write's own event, or a later change) is not put
+  // back behind, and one the watch has removed (deleted) is not brought back,
+  // to be reconciled forever. Returns whether it was applied.
+  bool Refresh(const Json& object, const std::string& read_version);
 
   // The informer's side.
   void Put(const Json& object);

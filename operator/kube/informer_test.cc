@@ -172,11 +172,23 @@ TEST(InformerTest, AnIndexFindsObjectsByWhatTheyHold) {
 TEST(InformerTest, AWritersRefreshDoesNotBringBackWhatTheWatchRemoved) {
   Store store;
   store.Put(Pod("a", "1", "gw"));
-  EXPECT_TRUE(store.Refresh(Pod("a", "2", "gw"))) << "an update the watch has not brought yet";
+  EXPECT_TRUE(store.Refresh(Pod("a", "2", "gw"), "1")) << "an update the watch has not brought yet";
   EXPECT_EQ((*store.Get("default/a"))["metadata"]["resourceVersion"], "2");
   store.Remove("default/a");  // deleted, and the watch said so before the writer's answer came
-  EXPECT_FALSE(store.Refresh(Pod("a", "3", "gw")));
+  EXPECT_FALSE(store.Refresh(Pod("a", "3", "gw"), "2"));
   EXPECT_FALSE(store.Get("default/a").has_value()) << "a deleted job reconciled forever";
+}
+
+// A write's answer can come back after the watch has brought the write and a
+// later change: put over them, it would hold the store behind for good once
+// nothing changes the object again (every write of it then conflicts).
+TEST(InformerTest, AWritersRefreshDoesNotPutBackWhatTheWatchMovedOn) {
+  Store store;
+  store.Put(Pod("a", "1", "gw"));
+  store.Put(Pod("a", "2", "gw"));  // the write's own event
+  store.Put(Pod("a", "3", "robot-1"));  // and someone's change after it
+  EXPECT_FALSE(store.Refresh(Pod("a", "2", "gw"), "1")) << "the answer to a write read at version 1";
+  EXPECT_EQ((*store.Get("default/a"))["metadata"]["resourceVersion"], "3");
 }
 
 }  // namespace

@@ -586,11 +586,21 @@ class OperatorTest(SiteTestCase):
                                   cleanPodPolicy="None"))
         self.wait_job("warned", lambda j: phase(j) == "Running", timeout=60)
         node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
+        formed = self.log_until("warned-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
+        t_warned = time.monotonic()
         self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
         try:
+            def replacement_joined(log):
+                adopted = log.find("adopted plan generation 2")
+                return adopted >= 0 and "worker 1 joined" in log[adopted:]
+            self.log_until("warned-coordinator", replacement_joined, timeout=60)
+            t_joined = time.monotonic()
             job = self.wait_job("warned", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
         finally:
             self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving-")
+        print(f"\nmoved: {node} annotated leaving; the replacement in the team {t_joined - t_warned:.1f} s after "
+              f"the warning")
         self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1))
         self.assertNotIn("recoveries", job["status"], "a move ahead of a warning is not a recovery")
         pods = self.job_pods("warned")
