@@ -39,7 +39,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (!stopping && (outcome.interrupted || !outcome.failure.empty())) {
       stopping = true;
       give_up_at = clock_.Now() + times_.interrupt_grace;
-      coordinator_.Signal(SIGTERM);  // it stops the workers, saves the model, reports
+      coordinator_.Signal(SIGTERM);  // it saves the model and reports
+      // The workers too: an interrupted coordinator tells its workers the job
+      // resumes (on a cluster, one placed anew takes them up); here none will.
+      for (auto* w : workers_) w->Signal(SIGTERM);
     }
     auto line = coordinator_.ReadLine(times_.poll_every);
     if (line && line->rfind("result ", 0) == 0) {
@@ -104,8 +107,9 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
 
 void RunSupervisor::StopTeam(Supervision& outcome) {
   outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);
-  // Workers that heard Stop are gone already; one behind a dead link did not
-  // hear it and would keep trying to reconnect: it is told to stop.
+  // Workers that heard Stop (or were signalled with the coordinator) are gone
+  // already; one behind a dead link did not hear it and would keep trying to
+  // reconnect: it is told to stop.
   const TimePoint done_by = clock_.Now() + times_.worker_stop_grace;
   for (auto* w : workers_) {
     if (!w->ExitsWithin(std::max(done_by - clock_.Now(), Duration::zero()))) w->Signal(SIGTERM);

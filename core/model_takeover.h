@@ -42,6 +42,8 @@ class ModelTakeover {
   // The worker asked, until it answers or is passed over: the others'
   // Welcomes wait for it.
   std::optional<int> asked() const { return asked_; }
+  // What `w` offered: its copy's least row clock; -1: nothing.
+  int64_t offer(int w) const { return offers_[w]; }
   // The copy of the worker asked was taken.
   void Taken();
   bool settled() const { return settled_; }

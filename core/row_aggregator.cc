@@ -155,13 +155,15 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
   return stepped;
 }
 
-Status RowAggregator::Resume(std::vector<float> parameters, const StalenessLedger& ledger) {
-  if (parameters.size() != params_.size()) return FailedPreconditionError("it holds a different model");
+Status RowAggregator::Resume(std::vector<float> parameters, std::span<const int64_t> clocks) {
+  if (parameters.size() != params_.size() || clocks.size() != layout_.size()) {
+    return FailedPreconditionError("it holds a different model");
+  }
   params_ = std::move(parameters);
   std::fill(gathered_.begin(), gathered_.end(), 0.0f);
   if (rounds_) std::fill(gathered_count_.begin(), gathered_count_.end(), 0);
   for (size_t r = 0; r < layout_.size(); ++r) {
-    applied_clock_[r] = ledger.Clock(r);
+    applied_clock_[r] = clocks[r];
     ++versions_[r];  // new values: whatever was sent of the row before is not them
   }
   return Status::Ok();

@@ -96,10 +96,10 @@ class RowAggregator {
   };
   State Snapshot() const;
   // Trains on from `parameters` (a worker's copy, core/model_takeover.h), each
-  // row's last step where `ledger`'s clock now has it, nothing gathered toward
-  // the next and the optimizer's state kept. FailedPrecondition for another
-  // model's.
-  Status Resume(std::vector<float> parameters, const StalenessLedger& ledger);
+  // row's last step at its clock in `clocks`, nothing gathered toward the next
+  // and the optimizer's state kept. FailedPrecondition for another model's:
+  // nothing changed.
+  Status Resume(std::vector<float> parameters, std::span<const int64_t> clocks);
   // FailedPrecondition when `state` is of another model or optimizer.
   Status Restore(State state);
 

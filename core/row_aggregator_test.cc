@@ -165,14 +165,15 @@ TEST_F(RowAggregatorTest, ResumesFromACopyAtTheLedgersClocks) {
   StalenessLedger ledger(1, 2, 4);
   RowAggregator model(layout, sgd, zeros);
   ASSERT_TRUE(model.ApplyPush(0, 1, {{{0, RowEncoding::kFloat32, 1, Floats({7, 7})}}}, ledger).ok());
-  ledger.Resume({40, 41});
-  ASSERT_TRUE(model.Resume({1, 2, 3, 4}, ledger).ok());
+  const std::vector<int64_t> clocks = {40, 41};
+  ASSERT_TRUE(model.Resume({1, 2, 3, 4}, clocks).ok());
+  ledger.Resume(clocks);
   EXPECT_FLOAT_EQ(model.parameters()[3], 4);
   EXPECT_EQ(model.least_applied_clock(), 40);
   for (size_t r = 0; r < 2; ++r) ledger.RecordSent(0, r);
   ASSERT_TRUE(model.ApplyPush(0, 41, {{{0, RowEncoding::kFloat32, 1, Floats({2, 2})}}}, ledger).ok());
   EXPECT_FLOAT_EQ(model.row_values(0)[0], 1 - 2) << "one step on the push alone: what was gathered before is gone";
-  EXPECT_EQ(model.Resume({1, 2, 3}, ledger).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(model.Resume({1, 2, 3}, clocks).code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(RowAggregatorTest, RestoresOnlyAStateOfTheSameModel) {

@@ -195,8 +195,6 @@ TEST(StalenessLedgerTest, ATeamNeverUsesARowMoreThanSStaleAndSurvivesACutLink) {
   }
 }
 
-// Policy deadline: a worker still out when its round's deadline passes is
-// excused, and the rows step without it; back, it never lowers a clock.
 // A team trains on from a worker's copy of the model (core/model_takeover.h):
 // its rows' clocks are the copy's, every worker at the least of them, and
 // nothing is sent yet, so every row is mandatory for everyone.
@@ -212,6 +210,8 @@ TEST(StalenessLedgerTest, ATeamResumedFromACopyHasItsClocksAndNothingSent) {
   EXPECT_EQ(l.FurthestComputable(0), 10 + 1 + 1);
 }
 
+// Policy deadline: a worker still out when its round's deadline passes is
+// excused, and the rows step without it; back, it never lowers a clock.
 TEST(StalenessLedgerTest, AnExcusedWorkerLeavesTheClocksUntilItIsReadmitted) {
   StalenessLedger l(3, 2, 0);
   for (int w = 0; w < 3; ++w) {

@@ -293,7 +293,7 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
   // Until the team starts, its Welcome waits; and while a worker is asked
   // for its copy of the model, whatever the team trains on from is not known.
   for (;;) {
-    changed_.Wait(lock, [&] {
+    changed_.WaitUntil(lock, takeover_.asked() ? copy_due_ : kNever, [&] {
       return (members_.started() && !takeover_.asked()) || stopping_ || !members_.Current(w, stream) ||
              takeover_.asked() == w;
     });
@@ -302,9 +302,21 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
       return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
     }
     if (takeover_.asked() == w) return Joined{stream, {}, /*send_model=*/true};
+    if (const std::optional<int> asked = takeover_.asked()) {
+      // A copy that does not come (its link dead, the stream still open)
+      // holds no Welcome for longer than a node's loss would.
+      if (clock_.Now() >= copy_due_) {
+        log_ << "coordinator: worker " << *asked << " sent no copy of the model within "
+             << ToSeconds(plan_.spec.fault_tolerance.ReachGrace()) << " s: passed over\n";
+        takeover_.Withdrawn(*asked);
+        changed_.NotifyAll();
+      }
+      continue;
+    }
     const int64_t own = OwnModelClock();
     const std::optional<int> donor = takeover_.Donor(own);
     if (!donor) break;
+    copy_due_ = clock_.Now() + plan_.spec.fault_tolerance.ReachGrace();
     log_ << "coordinator: worker " << *donor << "'s copy of the model is ahead of ours (iteration " << own
          << "): asking it for it\n";
     changed_.NotifyAll();
@@ -334,7 +346,9 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
     log_ << "coordinator: not training on from worker " << w << "'s copy of the model: " << why << "\n";
     return InvalidArgumentError("its copy of the model: " + why);
   };
-  if (takeover_.asked() != w || !members_.Current(w, stream)) return pass_over("it was not asked for");
+  // An older stream's answer: the worker's newer stream is asked again.
+  if (!members_.Current(w, stream)) return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
+  if (takeover_.asked() != w) return pass_over("it was not asked for (or not in time)");
   if (copy.rows.size() != layout_.size() || copy.clocks.size() != copy.rows.size()) {
     return pass_over(std::to_string(copy.rows.size()) + " rows, of " + std::to_string(layout_.size()));
   }
@@ -357,13 +371,22 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
     }
     clocks[row.id] = copy.clocks[i];
   }
-  const int64_t own = OwnModelClock();
-  ledger_.Resume(clocks);
-  if (Status resumed = aggregator_.Resume(std::move(parameters), ledger_); !resumed.ok()) {
+  // What a worker keeping the bound can hold: rows no further apart than
+  // S + 1, the least of them what it offered (which is why it was asked) and
+  // ahead of ours. Clocks far ahead would set the team where no push is.
+  const auto [least, most] = std::minmax_element(clocks.begin(), clocks.end());
+  const int64_t own = OwnModelClock(), offered = takeover_.offer(w);
+  if (*least != offered || *least <= own || *most - *least > ledger_.bound() + 1) {
+    return pass_over("its rows' clocks run from " + std::to_string(*least) + " to " + std::to_string(*most) +
+                     "; it offered " + std::to_string(offered) + ", ours is " + std::to_string(own) +
+                     ", and rows are at most " + std::to_string(ledger_.bound() + 1) + " apart");
+  }
+  const int64_t from = *least;
+  if (Status resumed = aggregator_.Resume(std::move(parameters), clocks); !resumed.ok()) {
     return pass_over(resumed.message());
   }
+  ledger_.Resume(clocks);
   takeover_.Taken();
-  const int64_t from = *std::min_element(clocks.begin(), clocks.end());
   members_.ResumeAll(from);
   for (int o = 0; o < world_; ++o) {
     if (members_.connected(o)) accounts_.Resumed(o, from);
@@ -452,8 +475,9 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
 void Coordinator::RefuseOversized(int w, uint64_t stream, int64_t bytes, int64_t largest) {
   std::lock_guard lock(mu_);
   if (!members_.Current(w, stream)) return;
+  CountFateLocked(w, PushFate::kRefused);
   metrics_.AddRefusedPush(w, "too_big");
-  log_ << "coordinator: refusing worker " << w << "'s message of " << bytes << " bytes (too_big), unread: no worker of "
+  log_ << "coordinator: refusing worker " << w << "'s message of " << bytes << " bytes (too_big), none of it applied: no worker of "
        << "this model sends more than " << largest << "\n";
   ++refused_pushes_[w];
   last_refusal_[w] = "too_big";

@@ -143,7 +143,7 @@ class Coordinator final : public TrainingEngine {
   // What arrived on a stream; an error ends the stream (a row that does not exist).
   Status Receive(int w, uint64_t stream, const ArrivingPush& push);
   // A message of `bytes`, larger than any `largest` a worker of this model
-  // sends, arrived on a stream: refused unread, counted as a refused push
+  // sends, arrived on a stream: refused, none of it applied, counted as a refused push
   // (too_big) toward the worker's quarantine; the service ends the stream.
   void RefuseOversized(int w, uint64_t stream, int64_t bytes, int64_t largest);
   const RowLayout& layout() const { return layout_; }
@@ -220,6 +220,7 @@ class Coordinator final : public TrainingEngine {
   DownlinkPlanner downlink_;
   TeamMembership members_;
   ModelTakeover takeover_;
+  TimePoint copy_due_{};  // when the worker asked for its copy of the model is passed over
   TeamAccounts accounts_;
   std::vector<LinkMeters> links_;
   std::optional<RoundDeadline> rounds_;  // policy deadline only

@@ -284,14 +284,10 @@ int StreamsJoined(const std::string& coordinator_log) {
   return joins;
 }
 
-// Mutual TLS with the job's identity: a connection is judged by its
-// certificate before its hello is read, and one the job would not have is
-// refused with a status saying why, a log line and a metric, while the team
-// (the positive control: its workers hold the job's certificates) trains on.
 // A message larger than any a worker of the model sends (its copy of the
-// model) is refused unread, counted as a refused push (too_big); one past
-// twice that and a MiB the transport refuses before it is parsed. The team
-// trains on.
+// model) is refused, none of it applied, counted as a refused push
+// (too_big); one past twice that and a MiB the transport refuses before it
+// is parsed. The team trains on.
 TEST(TeamTest, AMessageLargerThanAnyWorkerSendsIsRefusedAndTheTeamTrainsOn) {
   Team team(Spec("bsp", R"({"wallClock": "2m", "energyJoules": 0})"), 3, /*start_workers=*/false);
   team.StartWorker(0);
@@ -339,7 +335,7 @@ TEST(TeamTest, AMessageLargerThanAnyWorkerSendsIsRefusedAndTheTeamTrainsOn) {
   team.Stop();
   ASSERT_TRUE(team.Finish().ok());
   EXPECT_NE(team.log().find("coordinator: refusing worker 2's message of "), std::string::npos) << team.log();
-  EXPECT_NE(team.log().find("(too_big), unread: no worker of this model sends more than " + std::to_string(largest)),
+  EXPECT_NE(team.log().find("(too_big), none of it applied: no worker of this model sends more than " + std::to_string(largest)),
             std::string::npos)
       << team.log();
   EXPECT_TRUE(std::regex_search(team.metrics(),
@@ -348,6 +344,10 @@ TEST(TeamTest, AMessageLargerThanAnyWorkerSendsIsRefusedAndTheTeamTrainsOn) {
       << team.metrics();
 }
 
+// Mutual TLS with the job's identity: a connection is judged by its
+// certificate before its hello is read, and one the job would not have is
+// refused with a status saying why, a log line and a metric, while the team
+// (the positive control: its workers hold the job's certificates) trains on.
 TEST(TeamTest, OnlyConnectionsWithTheJobsCertificateGetIn) {
   Team team(Spec("rog", R"({"wallClock": "2m", "energyJoules": 0})"), 3);
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return !p.workers.empty() && p.workers[0].iteration >= 1; }));

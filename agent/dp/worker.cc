@@ -81,10 +81,14 @@ class WorkerRun {
       v1::WorkerMessage hello;
       *hello.mutable_hello() = MakeHello(plan_.job, plan_.generation, options_.rank);
       {
-        // How far along our copy of the model is: a coordinator behind its
-        // team trains on from the copy furthest along (core/model_takeover.h).
+        // How far along our copy of the model is (as it would be sent, what
+        // was staged in it): a coordinator behind its team trains on from the
+        // copy furthest along (core/model_takeover.h).
         std::lock_guard lock(mu_);
-        if (started_ != TimePoint{}) hello.mutable_hello()->set_model_clock(copy_.LeastClock());
+        if (started_ != TimePoint{}) {
+          copy_.ApplyStaged(trainer_.Parameters());
+          hello.mutable_hello()->set_model_clock(copy_.LeastClock());
+        }
       }
       auto first = stream->Send(hello).ok() ? stream->Receive()
                                             : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));

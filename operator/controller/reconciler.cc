@@ -368,7 +368,7 @@ Status Reconciler::Place(Pass& pass) {
   const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable;
   if (stored.plan && !pass.pods.empty() && never_placed) {
     // Each pod exactly as the plan makes it: its name, its node and its
-    // generation (a coordinator's name is the same in every generation).
+    // generation.
     std::map<std::string, const Json*> planned;
     const std::vector<Json> plan_pods = PodsFor(pass.job, *stored.plan, stored.coordinator, options_.pods);
     for (const Json& pod : plan_pods) planned[pod["metadata"]["name"].get<std::string>()] = &pod;
@@ -673,8 +673,10 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       !HasOutputVolume(pass.job)) {
     const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
     const NodeView* node = team_node(coordinator.node);
-    std::string loss = LossOf(pod, coordinator.since_generation, plan.generation);
-    if (loss.empty() && !pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
+    // Failed by its node, or going; a pod merely gone (deleted by someone) is
+    // made again on its node while that node is ready.
+    std::string loss = pod ? LossOf(pod, coordinator.since_generation, plan.generation) : "";
+    if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
     if (!loss.empty()) return MoveCoordinator(pass, plan, coordinator, loss, /*moving=*/false);
     if (node && !node->leaving.empty()) {
       return MoveCoordinator(pass, plan, coordinator,
@@ -1054,33 +1056,32 @@ Status Reconciler::WriteStatus(Pass& pass) {
   if (pass.status == pass.stored_status) return Status::Ok();
   Json object = pass.object;
   object["status"] = pass.status;
-  StatusOr<Json> written = client_.UpdateStatus(kube::kTrainingJobs, pass.job.namespace_.empty()
-                                                                         ? pass.object["metadata"].value("namespace", "default")
-                                                                         : pass.job.namespace_,
-                                                object);
+  const std::string ns =
+      pass.job.namespace_.empty() ? pass.object["metadata"].value("namespace", "default") : pass.job.namespace_;
+  const std::string read_version = pass.object["metadata"].value("resourceVersion", std::string());
+  StatusOr<Json> written = client_.UpdateStatus(kube::kTrainingJobs, ns, object);
   // Deleted meanwhile: there is nothing left to write to (the watch removes it).
   if (!written.ok() && written.status().code() == StatusCode::kNotFound) return Status::Ok();
-  const std::string read_version = pass.object["metadata"].value("resourceVersion", std::string());
   if (!written.ok() && written.status().code() == StatusCode::kAborted) {
     // A conflict: the cache is behind the object. The watch brings it in its
     // time; taken now (a list of the one name: what the roles grant), the
     // retry works on it rather than on what conflicted.
     kube::ListOptions one;
     one.field_selector = "metadata.name=" + pass.object["metadata"].value("name", std::string());
-    StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, pass.object["metadata"].value("namespace", "default"), one);
+    StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, ns, one);
     if (fresh.ok() && fresh->contains("items") && (*fresh)["items"].size() == 1) {
-      Json object = (*fresh)["items"][0];
-      object["kind"] = kube::kTrainingJobs.kind;
-      object["apiVersion"] = kube::kTrainingJobs.ApiVersion();
-      jobs_.Refresh(object, read_version);
+      Json current = (*fresh)["items"][0];
+      current["kind"] = kube::kTrainingJobs.kind;
+      current["apiVersion"] = kube::kTrainingJobs.ApiVersion();
+      jobs_.Refresh(current, read_version);
     }
   }
   if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);
   // The cache learns of it by the watch; until then, later reconciles of this
-  // key see it already (unless the watch removed it, or brought a newer one,
-  // first: a write's answer can come back after the watch's next event, and
-  // put over it, it held the cache behind for good once nothing changed the
-  // job again; every write then conflicted, minutes of retries in a full
+  // key see it already, unless the watch removed it or brought it, or a newer
+  // one, first: a write's answer can come back after the watch's next event,
+  // and put over it, it held the cache behind for good once nothing changed
+  // the job again (every write then conflicted: minutes of retries in a full
   // make test).
   jobs_.Refresh(*written, read_version);
   return Status::Ok();

@@ -88,8 +88,9 @@ bool Store::Refresh(const Json& object, const std::string& read_version) {
   const std::string key = KeyOf(object);
   auto it = objects_.find(key);
   if (it == objects_.end()) return false;
-  // The watch has moved it on since the writer read it: what it holds is at
-  // least as new (a write on an older version would have conflicted).
+  // The watch has moved it on since the writer read it: what it holds is the
+  // write's own event or a later one (a write on a version the watch had
+  // passed would have conflicted), or it is catching up and will be there.
   if (it->second["metadata"].value("resourceVersion", "") != read_version) return false;
   Json before = std::move(it->second);
   it->second = object;
