@@ -894,6 +894,18 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const Coordina
   return Status::Ok();
 }
 
+Status Reconciler::AwaitRoom(Pass& pass, const char* event_reason, const std::string& message) {
+  pass.Set(condition::kRunning, false, reason::kRecovering, message);
+  // Said once: the message changes when what is missing does.
+  if (FindCondition(pass.stored_status, condition::kRunning) == nullptr ||
+      FindCondition(pass.stored_status, condition::kRunning)->value("message", "") != message) {
+    events_.Record(pass.object, "Warning", event_reason, message);
+    log_.Job(pass.key, event_reason, message);
+  }
+  pass.Requeue(options_.unschedulable_retry);
+  return Status::Ok();
+}
+
 bool Reconciler::RecoveriesExhausted(Pass& pass, const std::string& what, int recoveries) {
   const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   if (recoveries <= allowed) return false;
@@ -927,17 +939,7 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   for (const WorkerSlot& slot : plan.workers) ++request->workers_on[slot.node];
   const TeamPlacement seat = PlaceTeam(line_.Cluster(Measured()), *request);
   pass.status["phase"] = phase::kRecovering;
-  if (!seat.placed) {
-    const std::string message = what + "; no node for it yet: " + seat.unschedulable;
-    pass.Set(condition::kRunning, false, reason::kRecovering, message);
-    if (FindCondition(pass.stored_status, condition::kRunning) == nullptr ||
-        FindCondition(pass.stored_status, condition::kRunning)->value("message", "") != message) {
-      events_.Record(pass.object, "Warning", event_reason, message);
-      log_.Job(pass.key, event_reason, message);
-    }
-    pass.Requeue(options_.unschedulable_retry);
-    return Status::Ok();
-  }
+  if (!seat.placed) return AwaitRoom(pass, event_reason, what + "; no node for it yet: " + seat.unschedulable);
 
   // The next generation: every worker keeps its slot (and its stream: its
   // hello is of a generation the new coordinator admits), the coordinator's
@@ -957,20 +959,9 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   fresh.missing.push_back(CoordinatorPodName(pass.job.name, moved.since_generation));
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, moved, fresh));
 
-  const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
-  const std::string message =
-      what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model (plan generation " +
-      std::to_string(next.generation) +
-      (moving ? ", moved ahead of the loss)"
-              : ", recovery " + std::to_string(recoveries) + " of " + std::to_string(allowed) + ")");
-  if (!moving) pass.status["recoveries"] = recoveries;
-  pass.Set(condition::kRunning, false, reason::kRecovering, message);
-  events_.Record(pass.object, moving ? "Normal" : "Warning", event_reason, message);
-  log_.Job(pass.key, event_reason, message);
-  pass.outcome.placement = "placed";
-  pass.outcome.replan = event_reason;
-  pass.Requeue(options_.status_interval);
-  return Status::Ok();
+  return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
+                   what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model",
+                   next.generation);
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
@@ -981,7 +972,6 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   const bool only_moves = moves.size() == lost.size();
   const char* event_reason = only_moves ? reason::kWorkerMoved : reason::kWorkerLost;
   const int recoveries = pass.status.value("recoveries", 0) + (only_moves ? 0 : 1);
-  const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   if (!only_moves && RecoveriesExhausted(pass, what, recoveries)) return CleanPods(pass);
 
   // Re-place the lost ranks only: around the survivors, beside the coordinator
@@ -1000,15 +990,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   const TeamPlacement replacement = PlaceTeam(nodes, *request);
   pass.status["phase"] = phase::kRecovering;
   if (!replacement.placed) {
-    const std::string message = what + "; no node for a replacement yet: " + replacement.unschedulable;
-    pass.Set(condition::kRunning, false, reason::kRecovering, message);
-    if (FindCondition(pass.stored_status, condition::kRunning) == nullptr ||
-        FindCondition(pass.stored_status, condition::kRunning)->value("message", "") != message) {
-      events_.Record(pass.object, "Warning", event_reason, message);
-      log_.Job(pass.key, event_reason, message);
-    }
-    pass.Requeue(options_.unschedulable_retry);
-    return Status::Ok();
+    return AwaitRoom(pass, event_reason, what + "; no node for a replacement yet: " + replacement.unschedulable);
   }
 
   JobPlan next = plan;
@@ -1038,13 +1020,20 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
 
+  return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
+                   what + "; replaced: " + moved, next.generation);
+}
+
+Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery,
+                             const std::string& what, int64_t generation) {
+  const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   const std::string message =
-      what + "; replaced: " + moved + " (plan generation " + std::to_string(next.generation) +
-      (only_moves ? ", moved ahead of the loss)"
-                  : ", recovery " + std::to_string(recoveries) + " of " + std::to_string(allowed) + ")");
-  if (!only_moves) pass.status["recoveries"] = recoveries;
+      what + " (plan generation " + std::to_string(generation) +
+      (recovery ? ", recovery " + std::to_string(*recovery) + " of " + std::to_string(allowed) + ")"
+                : ", moved ahead of the loss)");
+  if (recovery) pass.status["recoveries"] = *recovery;
   pass.Set(condition::kRunning, false, reason::kRecovering, message);
-  events_.Record(pass.object, only_moves ? "Normal" : "Warning", event_reason, message);
+  events_.Record(pass.object, recovery ? "Warning" : "Normal", event_reason, message);
   log_.Job(pass.key, event_reason, message);
   pass.outcome.placement = "placed";
   pass.outcome.replan = event_reason;

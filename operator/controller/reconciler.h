@@ -123,6 +123,14 @@ class Reconciler {
   // copy of the model (core/model_takeover.h).
   Status MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const std::string& why,
                          bool moving);
+  // A running team given its next plan generation (`what` was lost or moved):
+  // Recovering, with an Event; `recovery` counts against maxRecoveries, none
+  // for a move ahead of a loss.
+  Status Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery, const std::string& what,
+                   int64_t generation);
+  // No node yet for what a recovery must place: Recovering with `message`
+  // (an Event once), looked at again every --unschedulable-retry.
+  Status AwaitRoom(Pass& pass, const char* event_reason, const std::string& message);
   // One more recovery, past spec.faultTolerance.maxRecoveries: the job is
   // Failed (RecoveriesExhausted) and true is returned.
   bool RecoveriesExhausted(Pass& pass, const std::string& what, int recoveries);
