@@ -82,6 +82,8 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        }},
       {"spec.data.partition", "alpha is required for kind dirichlet and allowed only there",
        [](const Json& self) { return Has(self, "alpha") == (self["kind"] == "dirichlet"); }},
+      {"spec.data.partition", "labelsPerWorker is required for kind labels and allowed only there",
+       [](const Json& self) { return Has(self, "labelsPerWorker") == (self["kind"] == "labels"); }},
       {"spec.sync", "stalenessBound applies only to the rog and ssp policies",
        [](const Json& self) {
          return (self["policy"] != "bsp" && self["policy"] != "deadline") || !Has(self, "stalenessBound") ||

@@ -52,6 +52,8 @@ const std::map<std::string, const char*> kBreaking = {
     {"widths applies only to the vgg model", R"({"spec": {"model": {"name": "cnn", "widths": [10]}}})"},
     {"alpha is required for kind dirichlet and allowed only there",
      R"({"spec": {"data": {"partition": {"kind": "dirichlet"}}}})"},
+    {"labelsPerWorker is required for kind labels and allowed only there",
+     R"({"spec": {"data": {"partition": {"kind": "iid", "labelsPerWorker": 2}}}})"},
     {"stalenessBound applies only to the rog and ssp policies",
      R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 4}}})"},
     {"quorum and deadlineSlack apply only to the deadline policy", R"({"spec": {"sync": {"policy": "bsp", "quorum": 0.5}}})"},

@@ -166,8 +166,13 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->option_text("PROFILE.yaml");
   validate->add_flag("--defaulted", line.defaulted, "print the manifest as JSON with the CRD's defaults applied");
 
-  CLI::App* partition = app.add_subcommand("partition", "Print the training samples each worker of the job gets, as JSON.");
+  CLI::App* partition = app.add_subcommand(
+      "partition", "Show how many training samples of each label every worker of the job gets, and which labels no "
+                   "worker sees.");
   AddManifest(*partition, run);
+  partition->add_flag("--json", run.json,
+                      "print one JSON document instead: each worker's label counts and its sample indices, so that "
+                      "another framework trains on exactly the same parts");
 
   PlanOptions& plan = line.plan;
   CLI::App* plan_command = app.add_subcommand(

@@ -19,7 +19,7 @@ enum class Command { kRun, kValidate, kPartition, kEvaluate, kNetnsRun, kNodeLin
 
 struct CommandLine {
   Command command = Command::kRun;
-  RunOptions run;          // run; validate and partition read its manifest_path (and nodes_path)
+  RunOptions run;          // run; validate and partition read its manifest_path (and nodes_path, json)
   bool defaulted = false;  // validate --defaulted
   NetnsRunOptions netns;
   NodeLinksOptions node_links;

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     case Command::kValidate:
       return ValidateManifest(line.run, line.defaulted, std::cout, std::cerr);
     case Command::kPartition:
-      return PrintPartition(line.run.manifest_path, std::cout, std::cerr);
+      return PrintPartition(line.run.manifest_path, line.run.json, std::cout, std::cerr);
     case Command::kPlan:
       return PrintPlan(line.plan, std::cout, std::cerr);
     case Command::kEvaluate:

@@ -1,5 +1,8 @@
 #include "cli/partition_command.h"
 
+#include <algorithm>
+#include <iomanip>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/data/dataset.h"
@@ -7,8 +10,49 @@
 #include "core/partition.h"
 
 namespace edgetrain::cli {
+namespace {
 
-int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ostream& err) {
+// Beyond this many labels a row of counts is too wide to read: each worker's
+// largest labels are listed instead.
+constexpr int kLabelsAsColumns = 20;
+constexpr int kLargestListed = 8;
+
+std::string DescribePartition(const PartitionSpec& p) {
+  std::string text(NameOf(p.kind));
+  if (p.kind == PartitionKind::kDirichlet) text += ", alpha " + nlohmann::json(p.alpha.value_or(1.0)).dump();
+  if (p.kind == PartitionKind::kLabels) text += ", " + std::to_string(p.labels_per_worker.value_or(1)) + " per worker";
+  return text;
+}
+
+void PrintTable(const std::vector<std::vector<int64_t>>& histograms, std::span<const size_t> sizes, std::ostream& out) {
+  const size_t classes = histograms.empty() ? 0 : histograms[0].size();
+  if (classes <= kLabelsAsColumns) {
+    out << "worker  samples  labels 0-" << classes - 1 << "\n";
+    for (size_t w = 0; w < histograms.size(); ++w) {
+      out << std::setw(6) << w << std::setw(9) << sizes[w] << " ";
+      for (int64_t n : histograms[w]) out << std::setw(6) << n;
+      out << "\n";
+    }
+    return;
+  }
+  out << "worker  samples  labels seen  largest (label: samples)\n";
+  for (size_t w = 0; w < histograms.size(); ++w) {
+    const auto& h = histograms[w];
+    std::vector<size_t> order(classes);
+    for (size_t c = 0; c < classes; ++c) order[c] = c;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return h[a] > h[b]; });
+    out << std::setw(6) << w << std::setw(9) << sizes[w] << std::setw(13)
+        << std::count_if(h.begin(), h.end(), [](int64_t n) { return n > 0; }) << " ";
+    for (size_t i = 0; i < std::min<size_t>(kLargestListed, classes) && h[order[i]] > 0; ++i) {
+      out << " " << order[i] << ": " << h[order[i]];
+    }
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+int PrintPartition(const std::string& manifest_path, bool json, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
   api::SupportCheck support;
   if (int code = LoadJob(manifest_path, err, job, support); code != kExitOk) return code;
@@ -17,9 +61,42 @@ int PrintPartition(const std::string& manifest_path, std::ostream& out, std::ost
     err << "error: " << data.status().message() << "\n";
     return kExitFailed;
   }
-  auto parts = PartitionSamples(data->train.labels, data->train.info.classes, job.spec.parallelism.workers,
-                                job.spec.data.partition, job.spec.seed);
-  out << nlohmann::json({{"job", job.name}, {"dataset", DescribeData(job.spec.data)}, {"parts", parts}}).dump() << "\n";
+  const std::vector<int64_t>& labels = data->train.labels;
+  const int classes = data->train.info.classes;
+  auto parts = PartitionSamples(labels, classes, job.spec.parallelism.workers, job.spec.data.partition, job.spec.seed);
+  std::vector<std::vector<int64_t>> histograms;
+  std::vector<size_t> sizes;
+  std::vector<int64_t> seen(static_cast<size_t>(classes), 0);
+  for (const auto& part : parts) {
+    histograms.push_back(LabelHistogram(part, labels, classes));
+    sizes.push_back(part.size());
+    for (int c = 0; c < classes; ++c) seen[c] += histograms.back()[c] > 0 ? 1 : 0;
+  }
+  std::vector<int> unseen;
+  for (int c = 0; c < classes; ++c) {
+    if (seen[c] == 0) unseen.push_back(c);
+  }
+
+  if (json) {
+    out << nlohmann::json({{"job", job.name},
+                           {"dataset", DescribeData(job.spec.data)},
+                           {"partition", DescribePartition(job.spec.data.partition)},
+                           {"labels", histograms},
+                           {"unseenLabels", unseen},
+                           {"parts", parts}})
+               .dump()
+        << "\n";
+    return kExitOk;
+  }
+  out << job.name << ": " << labels.size() << " training samples of " << DescribeData(job.spec.data) << " ("
+      << classes << " labels) among " << parts.size() << " workers, partition "
+      << DescribePartition(job.spec.data.partition) << ", seed " << job.spec.seed << "\n";
+  PrintTable(histograms, sizes, out);
+  if (!unseen.empty()) {
+    out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
+    for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];
+    out << ": the job never trains on them\n";
+  }
   return kExitOk;
 }
 

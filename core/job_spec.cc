@@ -26,8 +26,8 @@ constexpr NameTable<DataFormat, 4> kFormatNames{{{DataFormat::kIdx, "idx"},
                                                  {DataFormat::kCsv, "csv"},
                                                  {DataFormat::kImages, "images"},
                                                  {DataFormat::kNpy, "npy"}}};
-constexpr NameTable<PartitionKind, 2> kPartitionNames{
-    {{PartitionKind::kIid, "iid"}, {PartitionKind::kDirichlet, "dirichlet"}}};
+constexpr NameTable<PartitionKind, 3> kPartitionNames{
+    {{PartitionKind::kIid, "iid"}, {PartitionKind::kDirichlet, "dirichlet"}, {PartitionKind::kLabels, "labels"}}};
 constexpr NameTable<ParallelismMode, 4> kModeNames{{{ParallelismMode::kDataParallel, "dataParallel"},
                                                    {ParallelismMode::kPipeline, "pipeline"},
                                                    {ParallelismMode::kHybrid, "hybrid"},
@@ -169,6 +169,7 @@ void ReadData(Reader data, DataSpec& out) {
   Reader partition = data.Child("partition");
   partition.GetEnum("kind", kPartitionNames, out.partition.kind);
   partition.Get("alpha", out.partition.alpha);
+  partition.Get("labelsPerWorker", out.partition.labels_per_worker);
   if (data.Has("stream")) {
     out.stream.emplace();
     data.Child("stream").Get("ratesPerSecond", out.stream->rates_per_second);

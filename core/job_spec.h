@@ -20,7 +20,7 @@ enum class ModelKind { kMlp, kCnn, kVgg, kTorchScript };
 enum class DatasetName { kFashionMnist, kDigits };
 // How a data set's files lay out samples and labels (docs/own-model.md).
 enum class DataFormat { kIdx, kCsv, kImages, kNpy };
-enum class PartitionKind { kIid, kDirichlet };
+enum class PartitionKind { kIid, kDirichlet, kLabels };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp, kDeadline };
@@ -46,6 +46,7 @@ struct ModelSpec {
 struct PartitionSpec {
   PartitionKind kind = PartitionKind::kIid;
   std::optional<double> alpha;  // dirichlet concentration; smaller = more skewed
+  std::optional<int> labels_per_worker = {};  // labels: how many labels each worker sees
 };
 
 struct StreamSpec {

@@ -5,21 +5,14 @@
 #include <random>
 
 namespace edgetrain {
+namespace {
 
-std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labels, int classes, int workers,
-                                                   const PartitionSpec& spec, uint64_t seed) {
-  std::vector<std::vector<int64_t>> parts(static_cast<size_t>(workers));
-  std::mt19937_64 rng(seed);
-  if (spec.kind == PartitionKind::kIid || workers == 1) {
-    std::vector<int64_t> order(labels.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
-    for (size_t i = 0; i < order.size(); ++i) parts[i % static_cast<size_t>(workers)].push_back(order[i]);
-    return parts;
-  }
-  std::vector<std::vector<int64_t>> by_class(static_cast<size_t>(classes));
-  for (size_t i = 0; i < labels.size(); ++i) by_class[static_cast<size_t>(labels[i])].push_back(static_cast<int64_t>(i));
-  std::gamma_distribution<double> gamma(spec.alpha.value_or(1.0), 1.0);
+using Parts = std::vector<std::vector<int64_t>>;
+
+// Each class's samples shared out by a Dirichlet(alpha) draw over the workers.
+void DealByDirichlet(std::vector<std::vector<int64_t>>& by_class, double alpha, std::mt19937_64& rng, Parts& parts) {
+  const int workers = static_cast<int>(parts.size());
+  std::gamma_distribution<double> gamma(alpha, 1.0);
   for (auto& members : by_class) {
     std::shuffle(members.begin(), members.end(), rng);
     // Dirichlet(alpha) shares as normalised Gamma(alpha, 1) draws.
@@ -35,15 +28,66 @@ std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labe
       for (; given < until; ++given) parts[w].push_back(members[given]);
     }
   }
+}
+
+// Each worker sees k labels, dealt in turn from the classes in a seeded order;
+// each label's samples go round the workers that see it.
+void DealByLabels(std::vector<std::vector<int64_t>>& by_class, int labels_per_worker, std::mt19937_64& rng,
+                  Parts& parts) {
+  const size_t classes = by_class.size();
+  std::vector<size_t> order(classes);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  const size_t k = std::min(static_cast<size_t>(labels_per_worker), classes);
+  std::vector<std::vector<size_t>> seen_by(classes);
+  for (size_t w = 0; w < parts.size(); ++w) {
+    for (size_t j = 0; j < k; ++j) seen_by[order[(w * k + j) % classes]].push_back(w);
+  }
+  for (size_t c = 0; c < classes; ++c) {
+    auto& members = by_class[c];
+    std::shuffle(members.begin(), members.end(), rng);
+    const auto& holders = seen_by[c];
+    if (holders.empty()) continue;
+    for (size_t i = 0; i < members.size(); ++i) parts[holders[i % holders.size()]].push_back(members[i]);
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labels, int classes, int workers,
+                                                   const PartitionSpec& spec, uint64_t seed) {
+  Parts parts(static_cast<size_t>(workers));
+  std::mt19937_64 rng(seed);
+  if (spec.kind == PartitionKind::kIid || workers == 1) {
+    std::vector<int64_t> order(labels.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i = 0; i < order.size(); ++i) parts[i % static_cast<size_t>(workers)].push_back(order[i]);
+    return parts;
+  }
+  std::vector<std::vector<int64_t>> by_class(static_cast<size_t>(classes));
+  for (size_t i = 0; i < labels.size(); ++i) by_class[static_cast<size_t>(labels[i])].push_back(static_cast<int64_t>(i));
+  if (spec.kind == PartitionKind::kLabels) {
+    DealByLabels(by_class, spec.labels_per_worker.value_or(1), rng, parts);
+  } else {
+    DealByDirichlet(by_class, spec.alpha.value_or(1.0), rng, parts);
+  }
   // A worker left empty by the draw takes one sample from the largest part.
   for (auto& part : parts) {
     if (!part.empty()) continue;
     auto largest = std::max_element(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    if (largest->size() < 2) break;  // fewer samples than workers
     part.push_back(largest->back());
     largest->pop_back();
   }
   for (auto& part : parts) std::shuffle(part.begin(), part.end(), rng);
   return parts;
+}
+
+std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<const int64_t> labels, int classes) {
+  std::vector<int64_t> counts(static_cast<size_t>(classes), 0);
+  for (int64_t i : part) ++counts[static_cast<size_t>(labels[static_cast<size_t>(i)])];
+  return counts;
 }
 
 }  // namespace edgetrain

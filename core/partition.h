@@ -13,8 +13,16 @@ namespace edgetrain {
 // The sample indices of each of `workers` parts. iid: a seeded shuffle dealt
 // round-robin. dirichlet: for each class, shares drawn from Dirichlet(alpha)
 // over the workers (smaller alpha, more skewed label mixes), as in the non-IID
-// federated-learning literature; every worker gets at least one sample.
+// federated-learning literature. labels: each worker sees k labels, taken in
+// turn from the classes in a seeded order (worker w the k after worker w-1's,
+// wrapping), and each label's samples are dealt evenly among the workers that
+// see it: ScaDLES's skewed streams, one label per device at k = 1. With fewer
+// than `classes` labels dealt in all some label is seen by no worker, and its
+// samples are in no part. Every worker gets at least one sample.
 std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labels, int classes, int workers,
                                                    const PartitionSpec& spec, uint64_t seed);
+
+// How many samples of each label a part holds: [label] -> count.
+std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<const int64_t> labels, int classes);
 
 }  // namespace edgetrain

@@ -1,5 +1,6 @@
 #include "core/partition.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -65,6 +66,52 @@ TEST(PartitionTest, EveryWorkerGetsSomethingEvenFromATinySet) {
   auto parts = PartitionSamples(labels, 3, 3, {PartitionKind::kDirichlet, 0.01}, 3);
   ExpectDisjointCover(parts, 3);
   for (const auto& p : parts) EXPECT_EQ(p.size(), 1u);
+}
+
+TEST(PartitionTest, LabelsGivesEachWorkerItsKLabelsSharedEvenlyByThoseThatSeeThem) {
+  auto labels = Labels(60, 10);
+  PartitionSpec spec{PartitionKind::kLabels, std::nullopt, 2};
+  auto parts = PartitionSamples(labels, 10, 5, spec, 4);
+  ExpectDisjointCover(parts, 600);  // 5 workers x 2 labels: every label, once
+  for (const auto& part : parts) {
+    std::vector<int64_t> h = LabelHistogram(part, labels, 10);
+    EXPECT_EQ(std::count(h.begin(), h.end(), 60), 2);
+    EXPECT_EQ(std::count(h.begin(), h.end(), 0), 8);
+  }
+  EXPECT_EQ(parts, PartitionSamples(labels, 10, 5, spec, 4));
+  EXPECT_NE(parts, PartitionSamples(labels, 10, 5, spec, 5));
+
+  // 4 workers x 3 labels deal 12 over 10 labels: two are seen by two workers,
+  // and each of those gives both half its samples.
+  auto overlapping = PartitionSamples(labels, 10, 4, {PartitionKind::kLabels, std::nullopt, 3}, 4);
+  ExpectDisjointCover(overlapping, 600);
+  std::vector<int64_t> seen(10, 0);
+  for (const auto& part : overlapping) {
+    std::vector<int64_t> h = LabelHistogram(part, labels, 10);
+    EXPECT_EQ(std::count_if(h.begin(), h.end(), [](int64_t n) { return n > 0; }), 3);
+    for (int c = 0; c < 10; ++c) {
+      if (h[c] == 0) continue;
+      ++seen[c];
+      EXPECT_TRUE(h[c] == 60 || h[c] == 30) << h[c];
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 2), 2);
+}
+
+TEST(PartitionTest, LabelsLeavesOutTheLabelsNoWorkerSeesAndTakesEveryLabelAtKAboveTheClasses) {
+  auto labels = Labels(20, 10);
+  auto one_each = PartitionSamples(labels, 10, 3, {PartitionKind::kLabels, std::nullopt, 1}, 9);
+  size_t total = 0;
+  for (const auto& part : one_each) {
+    std::vector<int64_t> h = LabelHistogram(part, labels, 10);
+    EXPECT_EQ(std::count(h.begin(), h.end(), 20), 1);
+    total += part.size();
+  }
+  EXPECT_EQ(total, 60u);  // 3 of the 10 labels are trained on
+
+  auto every = PartitionSamples(labels, 10, 2, {PartitionKind::kLabels, std::nullopt, 50}, 9);
+  ExpectDisjointCover(every, 200);
+  for (const auto& part : every) EXPECT_EQ(LabelHistogram(part, labels, 10), std::vector<int64_t>(10, 10));
 }
 
 }  // namespace
