@@ -1,90 +1,19 @@
 #include "core/bandwidth_trace.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "core/step_csv.h"
+
 namespace edgetrain {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-bool ParseNumber(std::string_view s, double& out) {
-  s = Trim(s);
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
-}
-
-}  // namespace
 
 StatusOr<BandwidthTrace> BandwidthTrace::Parse(std::string_view csv, std::string source) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<CsvStep> steps, ParseStepCsv(csv, source, "mbps", kMostMbps));
   BandwidthTrace trace;
   trace.source_ = std::move(source);
-  auto error = [&](int line, const std::string& why) {
-    return InvalidArgumentError(trace.source_ + ":" + std::to_string(line) + ": " + why);
-  };
-
-  int line_no = 0;
-  bool seen_header = false;
-  size_t pos = 0;
-  while (pos <= csv.size()) {
-    size_t nl = csv.find('\n', pos);
-    if (nl == std::string_view::npos) nl = csv.size();
-    std::string_view line = Trim(csv.substr(pos, nl - pos));
-    pos = nl + 1;
-    ++line_no;
-    if (line.empty()) continue;
-    if (!seen_header) {
-      if (line != "seconds,mbps") {
-        return error(line_no, "expected the header \"seconds,mbps\", got \"" + std::string(line) + "\"");
-      }
-      seen_header = true;
-      continue;
-    }
-    size_t comma = line.find(',');
-    if (comma == std::string_view::npos || line.find(',', comma + 1) != std::string_view::npos) {
-      return error(line_no, "expected two fields \"seconds,mbps\", got \"" + std::string(line) + "\"");
-    }
-    TracePoint p;
-    if (!ParseNumber(line.substr(0, comma), p.seconds)) {
-      return error(line_no, "seconds is not a number: \"" + std::string(line.substr(0, comma)) + "\"");
-    }
-    if (!ParseNumber(line.substr(comma + 1), p.mbps)) {
-      return error(line_no, "mbps is not a number: \"" + std::string(line.substr(comma + 1)) + "\"");
-    }
-    if (p.mbps < 0) return error(line_no, "mbps must be >= 0 (got " + std::to_string(p.mbps) + ")");
-    // Beyond what any link carries or any run lasts, a value is a typo; and
-    // samples closer than a millisecond (below) would have a shaper step a
-    // hair at a time (tests/fuzz found a trace with a 1e-119 s period).
-    if (p.mbps > kMostMbps) return error(line_no, "mbps must be at most " + std::to_string(kMostMbps));
-    if (p.seconds > kLongestSeconds) {
-      return error(line_no, "seconds must be at most " + std::to_string(kLongestSeconds) + " (a year)");
-    }
-    if (trace.points_.empty() && p.seconds != 0) {
-      return error(line_no, "the first sample must be at 0 seconds (got " + std::to_string(p.seconds) + ")");
-    }
-    if (!trace.points_.empty() && p.seconds <= trace.points_.back().seconds) {
-      return error(line_no, "seconds must increase from row to row (" + std::to_string(p.seconds) +
-                                " after " + std::to_string(trace.points_.back().seconds) + ")");
-    }
-    if (!trace.points_.empty() && p.seconds - trace.points_.back().seconds < kShortestStepSeconds) {
-      return error(line_no, "samples must be at least 1 ms apart (" + std::to_string(p.seconds) + " after " +
-                                std::to_string(trace.points_.back().seconds) + ")");
-    }
-    trace.points_.push_back(p);
-  }
-  if (!seen_header) return InvalidArgumentError(trace.source_ + ": empty trace (expected the header \"seconds,mbps\")");
-  if (trace.points_.empty()) return InvalidArgumentError(trace.source_ + ": the trace has a header but no samples");
-
-  const auto& pts = trace.points_;
-  double last_step = pts.size() > 1 ? pts.back().seconds - pts[pts.size() - 2].seconds : 1.0;
-  trace.period_ = pts.back().seconds + last_step;
+  for (const CsvStep& step : steps) trace.points_.push_back({step.seconds, step.value});
+  trace.period_ = StepCsvPeriod(steps);
   return trace;
 }
 

@@ -19,11 +19,9 @@ struct TracePoint {
 
 class BandwidthTrace {
  public:
-  // What Parse accepts: rates up to 1 Tbit/s, samples up to a year in and at
-  // least a millisecond apart.
+  // What Parse accepts: rates up to 1 Tbit/s, and steps as ParseStepCsv
+  // (core/step_csv.h) takes them.
   static constexpr double kMostMbps = 1e6;
-  static constexpr double kLongestSeconds = 365.0 * 24 * 3600;
-  static constexpr double kShortestStepSeconds = 1e-3;
 
   // `source` names the text in error messages ("wifi-walk-away-1.csv:7: ...").
   static StatusOr<BandwidthTrace> Parse(std::string_view csv, std::string source);

@@ -1,5 +1,6 @@
 #include "core/job_spec.h"
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <utility>
@@ -28,6 +29,8 @@ constexpr NameTable<DataFormat, 4> kFormatNames{{{DataFormat::kIdx, "idx"},
                                                  {DataFormat::kNpy, "npy"}}};
 constexpr NameTable<PartitionKind, 3> kPartitionNames{
     {{PartitionKind::kIid, "iid"}, {PartitionKind::kDirichlet, "dirichlet"}, {PartitionKind::kLabels, "labels"}}};
+constexpr NameTable<StreamBuffer, 2> kStreamBufferNames{
+    {{StreamBuffer::kTruncate, "truncate"}, {StreamBuffer::kPersist, "persist"}}};
 constexpr NameTable<ParallelismMode, 4> kModeNames{{{ParallelismMode::kDataParallel, "dataParallel"},
                                                    {ParallelismMode::kPipeline, "pipeline"},
                                                    {ParallelismMode::kHybrid, "hybrid"},
@@ -172,7 +175,11 @@ void ReadData(Reader data, DataSpec& out) {
   partition.Get("labelsPerWorker", out.partition.labels_per_worker);
   if (data.Has("stream")) {
     out.stream.emplace();
-    data.Child("stream").Get("ratesPerSecond", out.stream->rates_per_second);
+    Reader stream = data.Child("stream");
+    stream.Get("ratesPerSecond", out.stream->rates_per_second);
+    stream.GetEnum("buffer", kStreamBufferNames, out.stream->buffer);
+    stream.Get("bufferCapacity", out.stream->buffer_capacity);
+    stream.Get("minBatchSize", out.stream->min_batch_size);
   }
 }
 
@@ -188,6 +195,16 @@ std::string DescribeData(const DataSpec& data) {
   return std::string(NameOf(data.files->format)) + " data (" + (f.path.empty() ? f.features : f.path) + ")";
 }
 std::string_view NameOf(PartitionKind v) { return Lookup(kPartitionNames, v); }
+std::string_view NameOf(StreamBuffer v) { return Lookup(kStreamBufferNames, v); }
+
+int StreamMinBatch(const StreamSpec& stream, int batch_size) {
+  return std::min(batch_size, stream.min_batch_size.value_or((batch_size + 7) / 8));
+}
+
+int64_t StreamBufferCapacity(const StreamSpec& stream, int batch_size) {
+  if (stream.buffer == StreamBuffer::kTruncate) return batch_size;
+  return std::max<int64_t>(batch_size, stream.buffer_capacity.value_or(int64_t{8} * batch_size));
+}
 std::string_view NameOf(ParallelismMode v) { return Lookup(kModeNames, v); }
 std::string_view NameOf(SyncGranularity v) { return Lookup(kGranularityNames, v); }
 std::string_view NameOf(SyncPolicy v) { return Lookup(kPolicyNames, v); }

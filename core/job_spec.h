@@ -21,6 +21,7 @@ enum class DatasetName { kFashionMnist, kDigits };
 // How a data set's files lay out samples and labels (docs/own-model.md).
 enum class DataFormat { kIdx, kCsv, kImages, kNpy };
 enum class PartitionKind { kIid, kDirichlet, kLabels };
+enum class StreamBuffer { kTruncate, kPersist };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp, kDeadline };
@@ -49,9 +50,20 @@ struct PartitionSpec {
   std::optional<int> labels_per_worker = {};  // labels: how many labels each worker sees
 };
 
+// Samples that arrive as streams (docs/streams.md).
 struct StreamSpec {
   std::vector<double> rates_per_second;  // one per worker
+  // What a worker does with samples that arrive faster than it trains:
+  // truncate keeps one batch's worth, persist up to buffer_capacity.
+  StreamBuffer buffer = StreamBuffer::kPersist;
+  std::optional<int64_t> buffer_capacity = {};  // persist; default StreamBufferCapacity
+  std::optional<int> min_batch_size = {};       // default StreamMinBatch
 };
+
+// A stream's defaults, from the batch size (its cap): a batch is taken once
+// an eighth of one has arrived, and persist keeps eight batches.
+int StreamMinBatch(const StreamSpec& stream, int batch_size);
+int64_t StreamBufferCapacity(const StreamSpec& stream, int batch_size);
 
 // One split's files. Formats that keep features and labels apart (idx, npy)
 // name both; those that keep a sample whole (csv: a file of rows; images: a
@@ -165,6 +177,7 @@ std::string_view NameOf(ModelKind v);
 std::string_view NameOf(DatasetName v);
 std::string_view NameOf(DataFormat v);
 std::string_view NameOf(PartitionKind v);
+std::string_view NameOf(StreamBuffer v);
 std::string_view NameOf(ParallelismMode v);
 std::string_view NameOf(SyncGranularity v);
 std::string_view NameOf(SyncPolicy v);
