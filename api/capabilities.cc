@@ -162,8 +162,15 @@ const std::vector<Capability>& Capabilities() {
       {"spec.sync.compression", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
        "topk is not supported yet (none, fp16, int8 and sign are)"},
-      {"spec.data.stream", Effect::kRefuse, kEverywhere, [](const JobSpec& s, const Json&) { return s.data.stream.has_value(); },
-       "streaming data is not supported yet"},
+      // A stream's batches are taken by the data-parallel worker (agent/dp/worker.cc);
+      // a job of one and a pipeline's first stage read their data set.
+      {"spec.data.stream", Effect::kRefuse, kEverywhere,
+       [](const JobSpec& s, const Json&) {
+         return s.data.stream.has_value() &&
+                (s.parallelism.workers == 1 || s.parallelism.mode != ParallelismMode::kDataParallel);
+       },
+       "streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline read their data "
+       "set"},
       {"spec.budget.energyJoules", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.budget.energy_joules > 0; }, "energy budgets are not supported yet"},
       // Meaningful on a cluster only.

@@ -37,7 +37,9 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
     const char* error;
   } cases[] = {
       {R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "topk"}}})", "spec.sync.compression: topk is not supported yet"},
-      {R"({"spec": {"data": {"stream": {"ratesPerSecond": [5]}}}})", "spec.data.stream: streaming data is not supported yet"},
+      {R"({"spec": {"data": {"stream": {"ratesPerSecond": [5]}}}})",
+       "spec.data.stream: streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline "
+       "read their data set"},
       {R"({"spec": {"budget": {"energyJoules": 100}}})", "spec.budget.energyJoules: energy budgets are not supported yet"},
   };
   for (const auto& c : cases) {

@@ -39,6 +39,8 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return !Has(self["data"], "stream") ||
                 self["data"]["stream"]["ratesPerSecond"].size() == self["parallelism"]["workers"].get<size_t>();
        }},
+      {"spec.data.stream", "bufferCapacity applies only to the persist buffer",
+       [](const Json& self) { return !Has(self, "bufferCapacity") || self["buffer"] == "persist"; }},
       {"spec.model", "give either name (a built-in model) or torchscript (your own), not both",
        [](const Json& self) { return Has(self, "name") != Has(self, "torchscript"); }},
       {"spec.model", "hidden applies only to the mlp model",

@@ -29,6 +29,8 @@ const std::map<std::string, const char*> kBreaking = {
     {"pipeline parallelism needs at least 2 workers", R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 1}}})"},
     {"data.stream.ratesPerSecond needs one rate per worker",
      R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20, 30]}}}})"},
+    {"bufferCapacity applies only to the persist buffer",
+     R"({"spec": {"data": {"stream": {"ratesPerSecond": [10], "buffer": "truncate", "bufferCapacity": 100}}}})"},
     {"give either name (a built-in model) or torchscript (your own), not both",
      R"({"spec": {"model": {"torchscript": {"path": "model.pt"}}}})"},
     {"hidden applies only to the mlp model", R"({"spec": {"model": {"name": "cnn", "hidden": [10]}}})"},

@@ -34,6 +34,25 @@ int64_t BytesReceived(const JobProgress& p) {
   return sum;
 }
 
+// Workers whose samples arrived as streams: what arrived, what they trained
+// on, what their buffers dropped, and how long they waited for samples.
+void PrintStreams(const JobProgress& p, std::ostream& out) {
+  bool any = false;
+  for (const auto& w : p.workers) any = any || w.stream.has_value();
+  if (!any) return;
+  out << "  stream    arrived  trained on    dropped   buffered   waited for samples\n";
+  for (const auto& w : p.workers) {
+    if (!w.stream) continue;
+    const StreamProgress& s = *w.stream;
+    char line[200];
+    std::snprintf(line, sizeof line, "  %6d %10s %11s %10s %10s   %.1f s (%.0f%%)\n", w.rank,
+                  WithThousands(s.arrived).c_str(), WithThousands(w.samples).c_str(),
+                  WithThousands(s.dropped).c_str(), WithThousands(s.backlog).c_str(), s.wait_s,
+                  w.wall_s > 0 ? 100 * s.wait_s / w.wall_s : 0.0);
+    out << line;
+  }
+}
+
 }  // namespace
 
 std::string LogTail(const std::string& path, size_t lines) {
@@ -211,6 +230,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
                     w.energy_joules);
       out << line;
     }
+    PrintStreams(p, out);
   }
   PrintModelLine(p, out);
 }
@@ -237,6 +257,15 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"energy_joules", nullable(p.energy_joules)},
       {"model_path", p.model_path},
   };
+  int64_t arrived = 0, dropped = 0;
+  bool streams = false;
+  for (const auto& w : p.workers) {
+    if (!w.stream) continue;
+    streams = true;
+    arrived += w.stream->arrived;
+    dropped += w.stream->dropped;
+  }
+  if (streams) j["stream"] = {{"arrived", arrived}, {"dropped", dropped}};
   return j.dump();
 }
 

@@ -77,6 +77,12 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"computeSeconds", w.compute_s}});
     if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
     if (!w.active) workers.back()["silentSeconds"] = w.silent_s;
+    if (w.stream) {
+      workers.back()["stream"] = {{"arrived", w.stream->arrived},
+                                  {"dropped", w.stream->dropped},
+                                  {"backlog", w.stream->backlog},
+                                  {"waitSeconds", w.stream->wait_s}};
+    }
   }
   Json j = {{"state", NameOf(p.state)},
             {"iteration", p.iteration},
@@ -142,6 +148,11 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("holdingTeam", false), w.value("downlinkMbps", 0.0),
                            w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
                            w.value("silentSeconds", 0.0)});
+      if (w.contains("stream") && w.at("stream").is_object()) {
+        const Json& st = w.at("stream");
+        p.workers.back().stream = StreamProgress{st.at("arrived").get<int64_t>(), st.at("dropped").get<int64_t>(),
+                                                 st.at("backlog").get<int64_t>(), st.at("waitSeconds").get<double>()};
+      }
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");

@@ -22,6 +22,15 @@ enum class StopReason { kTarget, kEpochs, kWallClock, kCancelled, kFailed };
 std::string_view NameOf(StopReason r);
 std::optional<StopReason> StopReasonNamed(std::string_view name);
 
+// A worker whose samples arrive as a stream (spec.data.stream): totals over
+// its life. What it trained on is its `samples`.
+struct StreamProgress {
+  int64_t arrived = 0;
+  int64_t dropped = 0;  // pushed out of its full buffer, never trained on
+  int64_t backlog = 0;  // in its buffer now
+  double wait_s = 0;    // its compute waited for a batch's minimum to arrive
+};
+
 struct WorkerProgress {
   int rank = 0;
   int batch_size = 0;
@@ -46,6 +55,7 @@ struct WorkerProgress {
   // empty: it is not quarantined.
   std::string quarantined{};
   double silent_s = 0;  // out of the team: how long since it was last heard from; 0 while it is in
+  std::optional<StreamProgress> stream = {};
 };
 
 struct JobProgress {

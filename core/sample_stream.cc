@@ -10,7 +10,9 @@ SampleStream::SampleStream(StreamRate rate, std::vector<int64_t> partition, uint
     : rate_(std::move(rate)), order_(std::move(partition), 1, seed), capacity_(std::max<int64_t>(1, capacity)) {}
 
 void SampleStream::CatchUp(double seconds) {
-  const auto by_now = static_cast<int64_t>(std::floor(rate_.ArrivedBy(seconds)));
+  // A hair of slack: at the time WhenBuffered named, the integral may round
+  // to just under the whole sample it promised.
+  const auto by_now = static_cast<int64_t>(std::floor(rate_.ArrivedBy(seconds) + 1e-9));
   const int64_t fresh = by_now - arrived_;
   if (fresh <= 0) return;
   arrived_ = by_now;

@@ -89,6 +89,18 @@ TEST(SampleStreamTest, SaysWhenABatchsMinimumWillHaveArrived) {
   EXPECT_EQ(stream.counts().backlog, 6);
 }
 
+TEST(SampleStreamTest, AtTheTimeItNamedTheSamplesAreThere) {
+  // Rates whose integrals do not land on whole numbers in binary.
+  for (double per_s : {0.3, 7.1, 33.3, 360.0, 1e5 / 3}) {
+    SampleStream stream(StreamRate::Constant(per_s), Partition(100), 1, 1000);
+    for (int64_t want = 1; want < 400; want += 7) {
+      stream.CatchUp(stream.WhenBuffered(want));
+      ASSERT_GE(stream.counts().backlog, want) << per_s;
+      stream.Take(want);
+    }
+  }
+}
+
 TEST(SampleStreamTest, DefaultsFollowTheBatch) {
   StreamSpec spec;
   EXPECT_EQ(StreamMinBatch(spec, 64), 8);

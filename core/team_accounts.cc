@@ -107,6 +107,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     wp.bytes_sent = k.bytes_sent;
     wp.bytes_received = k.bytes_received;
     wp.active = active[w];
+    wp.stream = k.report.stream;
     wp.energy_joules = k.energy_j + k.report.energy_j;
     wp.held_team_s = k.held_team_s;
     wp.holding_team = k.holding_team;

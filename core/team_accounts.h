@@ -6,6 +6,7 @@
 // worker's own counters again, and what its earlier streams reported is kept.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/clock.h"
@@ -24,6 +25,7 @@ struct WorkerReport {
   // Totals since its stream opened.
   double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
   double step_s = 0;  // a step's compute time, smoothed
+  std::optional<StreamProgress> stream = {};  // a worker on a stream: its totals
 };
 
 // What a worker has done over every stream and run so far: what a checkpoint

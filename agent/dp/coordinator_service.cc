@@ -72,6 +72,10 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   r.wall_s = s.wall_seconds();
   r.energy_j = s.energy_joules();
   r.step_s = s.step_seconds();
+  if (s.has_stream()) {
+    const v1::StreamStats& st = s.stream();
+    r.stream = StreamProgress{st.arrived(), st.dropped(), st.backlog(), st.wait_seconds()};
+  }
   return r;
 }
 

@@ -201,6 +201,30 @@ TEST(TeamTest, BspAndRogTeamsLearnOverRealGrpc) {
   }
 }
 
+// Streams at rates 1:3:9 over real gRPC (the simulated clock's test,
+// SimulatedTeamTest.StreamsAtRatesOneThreeNine…, says more): every worker
+// trains on what arrives, the slowest in small batches, and the team learns.
+TEST(TeamTest, StreamsAtRatesOneThreeNineLearnOverRealGrpc) {
+  std::string spec = Spec("deadline", R"({"wallClock": "6s", "energyJoules": 0})");
+  spec.replace(spec.find(R"("partition": {"kind": "iid"})"), std::string(R"("partition": {"kind": "iid"})").size(),
+               R"("partition": {"kind": "iid"}, "stream": {"ratesPerSecond": [100, 300, 900], "buffer": "persist"})");
+  spec.replace(spec.find(R"(, "stalenessBound": 4)"), std::string(R"(, "stalenessBound": 4)").size(), "");
+  Team team(spec, 3);
+  auto result = team.Finish();
+  ASSERT_TRUE(result.ok()) << result.status().ToString() << "\n" << team.log();
+  EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
+  EXPECT_GT(*result->accuracy, 0.85) << team.log();
+  for (int w = 0; w < 3; ++w) {
+    const WorkerProgress& worker = result->workers[w];
+    ASSERT_TRUE(worker.stream.has_value()) << w;
+    EXPECT_GT(worker.stream->arrived, 0) << w;
+    EXPECT_LE(worker.samples + worker.stream->dropped + worker.stream->backlog, worker.stream->arrived) << w;
+  }
+  // The slowest stream's worker waited for samples; its teammates trained on more.
+  EXPECT_GT(result->workers[0].stream->wait_s, 1.0);
+  EXPECT_GT(result->workers[2].samples, result->workers[0].samples);
+}
+
 // A worker alone has no teammate to be stale towards: its bound in force is 0
 // (core/staleness_ledger.h). With S = 4 it once computed on its own delayed
 // updates, and a team of one ended anywhere from 0.09 to 0.85 on the digits

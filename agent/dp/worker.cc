@@ -14,6 +14,7 @@
 #include "core/partition.h"
 #include "core/push_composer.h"
 #include "core/row_layout.h"
+#include "core/sample_stream.h"
 #include "core/trace_shaper.h"
 
 namespace edgetrain::agent {
@@ -47,8 +48,16 @@ class WorkerRun {
     auto parts = PartitionSamples(train.labels, train.info.classes, plan.spec.parallelism.workers,
                                   plan.spec.data.partition, plan.spec.seed);
     mine_ = std::move(parts[options.rank]);
-    rng_.seed(plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank));
+    const uint64_t seed = plan.spec.seed * 7919 + static_cast<uint64_t>(options.rank);
+    rng_.seed(seed);
     std::shuffle(mine_.begin(), mine_.end(), rng_);
+    if (const auto& stream = plan.spec.data.stream) {
+      const int batch = plan.spec.data.batch_size;
+      samples_.emplace(StreamRate::Constant(stream->rates_per_second.at(static_cast<size_t>(options.rank))), mine_,
+                       seed, StreamBufferCapacity(*stream, batch));
+      min_batch_ = StreamMinBatch(*stream, batch);
+      samples_began_ = clock_.Now();
+    }
     if (options.uplink) uplink_.emplace(*options.uplink, clock_.Now());
     uplink_peak_mbps_ = options.uplink ? std::min(options.link_peak_mbps, options.uplink->PeakMbps())
                                        : options.link_peak_mbps;
@@ -313,20 +322,36 @@ class WorkerRun {
       // How stale each row is as this iteration uses it (the bound: at most S),
       // observed outside the lock, as one observation.
       metrics_.ObserveRowStaleness(used_iteration, used_clocks_);
-      // A batch from this worker's own partition, reshuffled on every pass.
-      for (int64_t k = 0; k < batch; ++k) {
-        if (cursor_ == mine_.size()) {
-          std::shuffle(mine_.begin(), mine_.end(), rng_);
-          cursor_ = 0;
+      int64_t n = batch;
+      if (samples_) {
+        // What has arrived on the stream, once a batch's minimum has.
+        if (!AwaitSamples()) return Status::Ok();
+        const std::vector<int64_t> taken = samples_->Take(batch);
+        n = static_cast<int64_t>(taken.size());
+        for (int64_t k = 0; k < n; ++k) CopySample(taken[k], k, sample);
+        ReportStream();
+      } else {
+        // A batch from this worker's own partition, reshuffled on every pass.
+        for (int64_t k = 0; k < batch; ++k) {
+          if (cursor_ == mine_.size()) {
+            std::shuffle(mine_.begin(), mine_.end(), rng_);
+            cursor_ = 0;
+          }
+          CopySample(mine_[cursor_++], k, sample);
         }
-        int64_t i = mine_[cursor_++];
-        train_.CopySamples(i, 1, batch_x_.data() + k * sample);
-        batch_y_[k] = train_.labels[i];
       }
       const TimePoint began = clock_.Now();
       energy_.BeginCompute(began);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss,
-                                 trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), batch, gradient_));
+                                 trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), n, gradient_));
+      // Weighted by its samples (ScaDLES): the batch's mean gradient counts
+      // n / batch of a full batch's, so that the coordinator's mean over
+      // pushes weighs each by its samples and steps as on the team's
+      // aggregate batch (docs/streams.md).
+      if (n < batch) {
+        const float weight = static_cast<float>(n) / static_cast<float>(batch);
+        for (float& g : gradient_) g *= weight;
+      }
       Duration took = clock_.Now() - began;
       if (slowdown_ > 1) {
         // An emulated slower device: the step takes `slowdown` times as long.
@@ -337,20 +362,53 @@ class WorkerRun {
       energy_.EndCompute(done);
       if (last_done_ != TimePoint{}) metrics_.ObserveIteration(ToSeconds(done - last_done_));
       last_done_ = done;
-      metrics_.AddSamples(batch);
+      metrics_.AddSamples(n);
       metrics_.SetLoss(loss);
       std::lock_guard lock(mu_);
       if (welcome_ != computing_welcome) continue;  // resynchronised meanwhile: a stale step
       pushes_.Accumulate(gradient_);
       ++iteration_;
-      samples_since_push_ += batch;
-      summary_.samples += batch;
+      samples_since_push_ += n;
+      summary_.samples += n;
       loss_sum_ += loss;
       ++loss_count_;
       compute_s_ += ToSeconds(took);
       pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
       changed_.NotifyAll();
     }
+  }
+
+  void CopySample(int64_t i, int64_t k, int64_t sample) {
+    train_.CopySamples(i, 1, batch_x_.data() + k * sample);
+    batch_y_[k] = train_.labels[i];
+  }
+
+  // The compute loop's wait for its stream to hold a batch's minimum, on the
+  // clock, as long as the team trains; false when it stopped meanwhile. The
+  // wait is the stream's, not the team's: counted apart from the stall.
+  bool AwaitSamples() {
+    const TimePoint began = clock_.Now();
+    std::unique_lock lock(mu_);
+    for (;;) {
+      const double now = ToSeconds(clock_.Now() - samples_began_);
+      samples_->CatchUp(now);
+      if (samples_->counts().backlog >= min_batch_) break;
+      if (stop_ || broken_ || cancel_.load()) break;
+      // At least a millisecond: a wait of nothing would spin at one instant of
+      // a simulated clock.
+      const double due = samples_->WhenBuffered(min_batch_) - now;
+      changed_.WaitFor(lock, std::min(options_.timings.stall_recheck, FromSeconds(std::max(due, 1e-3))));
+    }
+    const double waited = ToSeconds(clock_.Now() - began);
+    data_wait_s_ += waited;
+    metrics_.AddDataWait(waited);
+    return samples_->counts().backlog >= min_batch_ && !stop_ && !broken_ && !cancel_.load();
+  }
+
+  void ReportStream() {
+    std::lock_guard lock(mu_);
+    const StreamCounts c = samples_->counts();
+    metrics_.SetStream(c.arrived, c.dropped, c.backlog);
   }
 
   // With mu_ held: what sizes a push. The coordinator's measure of where our
@@ -431,6 +489,14 @@ class WorkerRun {
     stats->set_stall_seconds(stall_s_ + stalling - stream_.stall_s);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
+    if (samples_) {
+      const StreamCounts c = samples_->counts();
+      v1::StreamStats* stream = stats->mutable_stream();
+      stream->set_arrived(c.arrived);
+      stream->set_dropped(c.dropped);
+      stream->set_backlog(c.backlog);
+      stream->set_wait_seconds(data_wait_s_);
+    }
     const EnergySplit e = energy_.Split(clock_.Now());
     stats->set_energy_joules(e.total_j() - stream_.energy_j);
     metrics_.SetEnergy(EnergyState::kCompute, e.compute_j);
@@ -514,6 +580,12 @@ class WorkerRun {
   std::vector<int64_t> mine_;  // this worker's partition, in its current order
   size_t cursor_ = 0;
   std::mt19937_64 rng_;
+  // spec.data.stream: its samples arrive so instead (guarded by mu_), and a
+  // batch is what has arrived, at least min_batch_ and at most a batch.
+  std::optional<SampleStream> samples_;
+  int64_t min_batch_ = 0;
+  TimePoint samples_began_{};
+  double data_wait_s_ = 0;  // guarded by mu_
   TimePoint started_{};
   std::vector<float> gradient_;  // the compute loop's only
   TimePoint last_done_{};        // the compute loop's only

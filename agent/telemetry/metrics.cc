@@ -79,6 +79,10 @@ struct WorkerMetrics::Handles {
   Gauge& loss;
   Counter& samples;
   Counter& rejoins;
+  TotalCounter stream_arrived;
+  TotalCounter stream_dropped;
+  Gauge& stream_backlog;
+  Counter& data_wait;
 };
 
 WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, int rank) {
@@ -113,6 +117,16 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
       Family(BuildGauge(), "edgetrain_loss", "Training loss, smoothed", r).Add(l),
       Family(BuildCounter(), "edgetrain_samples_total", "Training samples consumed", r).Add(l),
       Family(BuildCounter(), "edgetrain_rejoins_total", "Times this worker rejoined its team", r).Add(l),
+      TotalCounter(Family(BuildCounter(), "edgetrain_stream_arrived_samples_total",
+                          "Samples the worker's stream delivered", r)
+                       .Add(l)),
+      TotalCounter(Family(BuildCounter(), "edgetrain_stream_dropped_samples_total",
+                          "Samples pushed out of the worker's full stream buffer, never trained on", r)
+                       .Add(l)),
+      Family(BuildGauge(), "edgetrain_stream_backlog_samples", "Samples in the worker's stream buffer", r).Add(l),
+      Family(BuildCounter(), "edgetrain_data_wait_seconds_total",
+             "Time compute waited for a batch's minimum of samples to arrive on the worker's stream", r)
+          .Add(l),
   });
 }
 
@@ -150,6 +164,12 @@ void WorkerMetrics::SetEnergy(EnergyState state, double joules) {
 void WorkerMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
 void WorkerMetrics::AddSamples(int64_t samples) { h_->samples.Increment(static_cast<double>(samples)); }
 void WorkerMetrics::AddRejoin() { h_->rejoins.Increment(); }
+void WorkerMetrics::SetStream(int64_t arrived, int64_t dropped, int64_t backlog) {
+  h_->stream_arrived.Set(static_cast<double>(arrived));
+  h_->stream_dropped.Set(static_cast<double>(dropped));
+  h_->stream_backlog.Set(static_cast<double>(backlog));
+}
+void WorkerMetrics::AddDataWait(double seconds) { h_->data_wait.Increment(seconds); }
 
 struct ConnectionMetrics::Handles {
   prometheus::Family<Counter>& refused;

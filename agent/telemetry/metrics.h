@@ -50,6 +50,10 @@ class WorkerMetrics {
   void SetLoss(double loss);
   void AddSamples(int64_t samples);
   void AddRejoin();
+  // A worker on a stream of samples: its running totals and its buffer now,
+  // and time its compute waited for a batch's minimum to arrive.
+  void SetStream(int64_t arrived, int64_t dropped, int64_t backlog);
+  void AddDataWait(double seconds);
 
  private:
   struct Handles;

@@ -51,6 +51,7 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
   if (setup_.real) spec.model = setup_.real->spec;
   spec.data.batch_size = setup_.batch_size;
   spec.data.partition = setup_.partition;
+  spec.data.stream = setup_.stream;
   spec.parallelism.workers = setup_.workers;
   if (setup_.sync) {
     spec.sync = *setup_.sync;

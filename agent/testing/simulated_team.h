@@ -52,6 +52,7 @@ struct TeamSetup {
   // The whole of spec.sync, when set: policy, staleness_bound and compression above are then ignored.
   std::optional<SyncSpec> sync;
   PartitionSpec partition;
+  std::optional<StreamSpec> stream;  // samples arrive as streams (rates on the simulated clock)
   OptimizerSpec optimizer{OptimizerKind::kSgd, 0.1, std::nullopt, 0};
   int batch_size = 16;
   int64_t train_samples = 640;
