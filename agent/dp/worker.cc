@@ -325,11 +325,10 @@ class WorkerRun {
       int64_t n = batch;
       if (samples_) {
         // What has arrived on the stream, once a batch's minimum has.
-        if (!AwaitSamples()) return Status::Ok();
-        const std::vector<int64_t> taken = samples_->Take(batch);
+        const std::vector<int64_t> taken = TakeArrived(batch);
+        if (taken.empty()) return Status::Ok();  // the team stopped meanwhile
         n = static_cast<int64_t>(taken.size());
         for (int64_t k = 0; k < n; ++k) CopySample(taken[k], k, sample);
-        ReportStream();
       } else {
         // A batch from this worker's own partition, reshuffled on every pass.
         for (int64_t k = 0; k < batch; ++k) {
@@ -383,17 +382,18 @@ class WorkerRun {
     batch_y_[k] = train_.labels[i];
   }
 
-  // The compute loop's wait for its stream to hold a batch's minimum, on the
-  // clock, as long as the team trains; false when it stopped meanwhile. The
-  // wait is the stream's, not the team's: counted apart from the stall.
-  bool AwaitSamples() {
+  // The next batch from the stream: waits on the clock until a batch's
+  // minimum has arrived, as long as the team trains, and takes what has, up
+  // to `most`; nothing when the team stopped meanwhile. The wait is the
+  // stream's, not the team's: counted apart from the stall.
+  std::vector<int64_t> TakeArrived(int64_t most) {
     const TimePoint began = clock_.Now();
     std::unique_lock lock(mu_);
+    bool ready = false;
     for (;;) {
       const double now = ToSeconds(clock_.Now() - samples_began_);
       samples_->CatchUp(now);
-      if (samples_->counts().backlog >= min_batch_) break;
-      if (stop_ || broken_ || cancel_.load()) break;
+      if ((ready = samples_->counts().backlog >= min_batch_) || stop_ || broken_ || cancel_.load()) break;
       // At least a millisecond: a wait of nothing would spin at one instant of
       // a simulated clock.
       const double due = samples_->WhenBuffered(min_batch_) - now;
@@ -402,13 +402,11 @@ class WorkerRun {
     const double waited = ToSeconds(clock_.Now() - began);
     data_wait_s_ += waited;
     metrics_.AddDataWait(waited);
-    return samples_->counts().backlog >= min_batch_ && !stop_ && !broken_ && !cancel_.load();
-  }
-
-  void ReportStream() {
-    std::lock_guard lock(mu_);
+    std::vector<int64_t> taken;
+    if (ready && !stop_ && !broken_ && !cancel_.load()) taken = samples_->Take(most);
     const StreamCounts c = samples_->counts();
     metrics_.SetStream(c.arrived, c.dropped, c.backlog);
+    return taken;
   }
 
   // With mu_ held: what sizes a push. The coordinator's measure of where our
