@@ -149,9 +149,10 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
 StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   const JobSpec& spec = s.plan.spec;
   // The coordinator evaluates on the test set and needs only the size of the
-  // training set, whose samples are the workers': they go.
+  // training set, whose samples are the workers': they go, unless it keeps
+  // the pool injected samples come from.
   const int64_t train_size = s.data.train.size();
-  s.data.train = {};
+  if (!spec.data.injection) s.data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, ShapedDownlinks(s.plan));
   RealClock clock;
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
@@ -160,6 +161,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   timings.stop_grace = s.flags.stop_grace;
   Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics, timings);
   CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
+  if (spec.data.injection) service.InjectFrom(s.data.train);
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("coordinator", s.log, connections);

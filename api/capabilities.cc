@@ -171,6 +171,12 @@ const std::vector<Capability>& Capabilities() {
        },
        "streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline read their data "
        "set"},
+      {"spec.data.injection", Effect::kRefuse, kEverywhere,
+       [](const JobSpec& s, const Json&) {
+         return s.data.injection.has_value() &&
+                (s.parallelism.workers == 1 || s.parallelism.mode != ParallelismMode::kDataParallel);
+       },
+       "injects samples into the batches of data-parallel teams of 2 or more workers"},
       {"spec.budget.energyJoules", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.budget.energy_joules > 0; }, "energy budgets are not supported yet"},
       // Meaningful on a cluster only.

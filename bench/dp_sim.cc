@@ -30,6 +30,7 @@
 #include "agent/storage/atomic_file.h"
 #include "agent/testing/simulated_team.h"
 #include "agent/torch/trainer.h"
+#include "bench/sim_evaluations.h"
 #include "core/bandwidth_trace.h"
 #include "core/step_cost.h"
 
@@ -107,48 +108,11 @@ struct Options {
   std::string out;
 };
 
-struct Evaluated {
-  double seconds = 0;
-  int64_t iteration = 0;
-  int64_t samples = 0;
-  double accuracy = 0;
-  std::optional<double> energy;
-};
-
-std::vector<Evaluated> ReadEvaluations(const std::string& path) {
-  std::vector<Evaluated> evals;
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::stringstream row(line);
-    std::string cell;
-    std::vector<std::string> cells;
-    while (std::getline(row, cell, ',')) cells.push_back(cell);
-    if (cells.size() < 4) continue;
-    Evaluated e{std::stod(cells[0]), std::stoll(cells[1]), std::stoll(cells[2]), std::stod(cells[3]), std::nullopt};
-    if (cells.size() > 4 && !cells[4].empty()) e.energy = std::stod(cells[4]);
-    evals.push_back(e);
-  }
-  return evals;
-}
-
-// The evaluation at which the mean of the last `window` first reaches `target`.
-std::optional<Evaluated> Sustained(const std::vector<Evaluated>& evals, double target, int window = 5) {
-  for (size_t i = window - 1; i < evals.size(); ++i) {
-    double sum = 0;
-    for (size_t k = i + 1 - window; k <= i; ++k) sum += evals[k].accuracy;
-    if (sum / window >= target) return evals[i];
-  }
-  return std::nullopt;
-}
-
 StatusOr<BandwidthTrace> LoadTrace(const std::string& path) {
   EDGETRAIN_ASSIGN_OR_RETURN(std::string text, agent::ReadWholeFile(path));
   return BandwidthTrace::Parse(text, std::filesystem::path(path).filename().string());
 }
 
-Json Nullable(std::optional<double> v) { return v ? Json(*v) : Json(nullptr); }
 
 struct Setting {
   std::vector<std::optional<BandwidthTrace>> links;  // per worker, both ways; none: unlimited
@@ -255,17 +219,6 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
   run["evaluations"] = Json::array();
   for (const Evaluated& e : evals) run["evaluations"].push_back({e.seconds, e.accuracy});
   return run;
-}
-
-std::optional<double> Median(std::vector<std::optional<double>> values) {
-  std::vector<double> v;
-  for (auto x : values) {
-    if (x) v.push_back(*x);
-  }
-  // null when most runs have none (never reached the target), as bench/dp-links reports
-  if (v.empty() || v.size() * 2 <= values.size()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 int Main(int argc, char** argv) {

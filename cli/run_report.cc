@@ -34,9 +34,15 @@ int64_t BytesReceived(const JobProgress& p) {
   return sum;
 }
 
-// Workers whose samples arrived as streams: what arrived, what they trained
-// on, what their buffers dropped, and how long they waited for samples.
+// Samples injected into workers' batches; and of workers whose samples
+// arrived as streams, what arrived, what they trained on, what their
+// buffers dropped, and how long they waited for samples.
 void PrintStreams(const JobProgress& p, std::ostream& out) {
+  std::string injected;
+  for (const auto& w : p.workers) {
+    if (w.injected > 0) injected += "  worker " + std::to_string(w.rank) + ": " + WithThousands(w.injected);
+  }
+  if (!injected.empty()) out << "  injected samples (of labels their parts lack, from the coordinator):" << injected << "\n";
   bool any = false;
   for (const auto& w : p.workers) any = any || w.stream.has_value();
   if (!any) return;
@@ -46,7 +52,7 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
     const StreamProgress& s = *w.stream;
     char line[200];
     std::snprintf(line, sizeof line, "  %6d %10s %11s %10s %10s   %.1f s (%.0f%%)\n", w.rank,
-                  WithThousands(s.arrived).c_str(), WithThousands(w.samples).c_str(),
+                  WithThousands(s.arrived).c_str(), WithThousands(w.samples - w.injected).c_str(),
                   WithThousands(s.dropped).c_str(), WithThousands(s.backlog).c_str(), s.wait_s,
                   w.wall_s > 0 ? 100 * s.wait_s / w.wall_s : 0.0);
     out << line;

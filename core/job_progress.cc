@@ -77,6 +77,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"computeSeconds", w.compute_s}});
     if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
     if (!w.active) workers.back()["silentSeconds"] = w.silent_s;
+    if (w.injected > 0) workers.back()["injectedSamples"] = w.injected;
     if (w.stream) {
       workers.back()["stream"] = {{"arrived", w.stream->arrived},
                                   {"dropped", w.stream->dropped},
@@ -148,6 +149,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("holdingTeam", false), w.value("downlinkMbps", 0.0),
                            w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
                            w.value("silentSeconds", 0.0)});
+      p.workers.back().injected = w.value("injectedSamples", int64_t{0});
       if (w.contains("stream") && w.at("stream").is_object()) {
         const Json& st = w.at("stream");
         p.workers.back().stream = StreamProgress{st.at("arrived").get<int64_t>(), st.at("dropped").get<int64_t>(),

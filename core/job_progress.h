@@ -56,6 +56,7 @@ struct WorkerProgress {
   std::string quarantined{};
   double silent_s = 0;  // out of the team: how long since it was last heard from; 0 while it is in
   std::optional<StreamProgress> stream = {};
+  int64_t injected = 0;  // data injection: samples of labels its part lacks it trained on
 };
 
 struct JobProgress {

@@ -181,6 +181,12 @@ void ReadData(Reader data, DataSpec& out) {
     stream.Get("bufferCapacity", out.stream->buffer_capacity);
     stream.Get("minBatchSize", out.stream->min_batch_size);
   }
+  if (data.Has("injection")) {
+    out.injection.emplace();
+    Reader injection = data.Child("injection");
+    injection.Get("labelShare", out.injection->label_share);
+    injection.Get("batchShare", out.injection->batch_share);
+  }
 }
 
 }  // namespace

@@ -83,6 +83,14 @@ struct DataSource {
   int classes = 0;               // labels are 0 .. classes-1
 };
 
+// Data injection (ScaDLES; core/injection.h): each batch is topped up with
+// `batch_share` of its size in samples from `label_share` of the labels its
+// worker's part lacks, sent by the coordinator.
+struct InjectionSpec {
+  double label_share = 0.5;
+  double batch_share = 0.1;
+};
+
 // Exactly one of `dataset` (a built-in set) and `files` is set; the CRD's rule
 // refuses a manifest with both or neither.
 struct DataSpec {
@@ -91,6 +99,7 @@ struct DataSpec {
   int batch_size = 0;
   PartitionSpec partition;
   std::optional<StreamSpec> stream;
+  std::optional<InjectionSpec> injection;  // off when absent
 };
 
 struct ParallelismSpec {

@@ -26,6 +26,7 @@ struct WorkerReport {
   double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
   double step_s = 0;  // a step's compute time, smoothed
   std::optional<StreamProgress> stream = {};  // a worker on a stream: its totals
+  int64_t injected = 0;  // injected samples it trained on, over its life
 };
 
 // What a worker has done over every stream and run so far: what a checkpoint

@@ -72,6 +72,7 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   r.wall_s = s.wall_seconds();
   r.energy_j = s.energy_joules();
   r.step_s = s.step_seconds();
+  r.injected = s.injected_samples();
   if (s.has_stream()) {
     const v1::StreamStats& st = s.stream();
     r.stream = StreamProgress{st.arrived(), st.dropped(), st.backlog(), st.wait_seconds()};
@@ -124,6 +125,10 @@ Status CoordinatorService::AdoptPlan(const JobPlan& next,
   return Status::Ok();
 }
 
+void CoordinatorService::InjectFrom(const Dataset& train) {
+  injection_ = std::make_unique<InjectionSender>(plan_, train);
+}
+
 int64_t CoordinatorService::LargestMessageRead() const { return 2 * largest_worker_message_ + 1024 * 1024; }
 
 Status CoordinatorService::Admit(const v1::Hello& hello) {
@@ -173,6 +178,7 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
         break;
       }
       if (!message->has_push()) continue;
+      if (injection_ && message->push().has_stats()) injection_->Wanted(w, message->push().stats().injection_wanted());
       if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }
   }
@@ -204,6 +210,7 @@ void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& s
     std::vector<v1::CoordinatorMessage> parts;
     if (const auto* update = std::get_if<UpdateMessage>(&*next)) {
       parts = ToParts(*update);
+      if (injection_ && !parts.empty()) injection_->Fill(w, *parts.front().mutable_update());
     } else if (const auto* welcome = std::get_if<WelcomeMessage>(&*next)) {
       parts.push_back(ToMessage(*welcome, coordinator_.tensor_shapes()));
     } else {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/dp/coordinator.h"
+#include "agent/dp/injection_sender.h"
 #include "agent/transport/transport.h"
 #include "core/bandwidth_trace.h"
 #include "core/clock.h"
@@ -34,6 +35,10 @@ class CoordinatorService final : public WorkerSessions {
   // lies between is refused here, counted (too_big).
   int64_t LargestMessageRead() const override;
 
+  // Data injection (spec.data.injection): the workers' updates carry samples
+  // from the pool kept of `train`, which outlives this service.
+  void InjectFrom(const Dataset& train);
+
   // A new generation of the plan (Coordinator::AdoptPlan), with its workers'
   // emulated links: streams opened from now on follow the new ones.
   Status AdoptPlan(const JobPlan& next, const std::vector<std::optional<BandwidthTrace>>& downlinks);
@@ -53,6 +58,7 @@ class CoordinatorService final : public WorkerSessions {
   std::mutex mu_;
   // Per worker; null: unshaped. Guarded by mu_; a stream keeps the one it opened with.
   std::vector<std::shared_ptr<TraceShaper>> downlinks_;
+  std::unique_ptr<InjectionSender> injection_;  // set before the first stream is served
 };
 
 }  // namespace edgetrain::agent

@@ -1,6 +1,8 @@
 #include "agent/dp/worker.h"
 
 #include <algorithm>
+#include <cstring>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -10,6 +12,7 @@
 #include "core/arrival_rate.h"
 #include "core/bandwidth_estimator.h"
 #include "core/energy_model.h"
+#include "core/injection.h"
 #include "core/model_copy.h"
 #include "core/partition.h"
 #include "core/push_composer.h"
@@ -26,6 +29,13 @@ constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
 
+// A batch and what injection tops it up with (spec.data.injection).
+int64_t LargestBatch(const JobPlan& plan) {
+  const int64_t batch = plan.spec.data.batch_size;
+  const auto& injection = plan.spec.data.injection;
+  return batch + (injection ? InjectedPerBatch(batch, injection->batch_share) : 0);
+}
+
 const WorkerSlot* SlotOf(const JobPlan& plan, int rank) {
   return static_cast<size_t>(rank) < plan.workers.size() ? &plan.workers[rank] : nullptr;
 }
@@ -41,8 +51,8 @@ class WorkerRun {
         gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),
         pushes_(layout_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog,
                 plan.spec.sync.row_order),
-        copy_(layout_), batch_x_(static_cast<size_t>(plan.spec.data.batch_size * train.SampleSize())),
-        batch_y_(static_cast<size_t>(plan.spec.data.batch_size)),
+        copy_(layout_), batch_x_(static_cast<size_t>(LargestBatch(plan) * train.SampleSize())),
+        batch_y_(static_cast<size_t>(LargestBatch(plan))),
         metrics_(options.metrics ? *options.metrics : own_metrics_, plan.job, options.rank),
         energy_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->power : PowerProfile{}, clock.Now()) {
     auto parts = PartitionSamples(train.labels, train.info.classes, plan.spec.parallelism.workers,
@@ -267,6 +277,7 @@ class WorkerRun {
           broken_ = true;
         }
         for (uint32_t r : update.demanded()) pushes_.Demand(r);
+        if (update.has_injected()) KeepInjectedLocked(update.injected());
         energy_.AddReceive(update.transfer_seconds());
         // An update comes in many parts; the compute loop waits only for the
         // rows its next iteration needs, so it is woken once they are here (its
@@ -339,6 +350,7 @@ class WorkerRun {
           CopySample(mine_[cursor_++], k, sample);
         }
       }
+      if (injection_) n += TopUp(n, sample);
       const TimePoint began = clock_.Now();
       energy_.BeginCompute(began);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss,
@@ -347,7 +359,7 @@ class WorkerRun {
       // n / batch of a full batch's, so that the coordinator's mean over
       // pushes weighs each by its samples and steps as on the team's
       // aggregate batch (docs/streams.md).
-      if (n < batch) {
+      if (n != batch) {
         const float weight = static_cast<float>(n) / static_cast<float>(batch);
         for (float& g : gradient_) g *= weight;
       }
@@ -380,6 +392,57 @@ class WorkerRun {
   void CopySample(int64_t i, int64_t k, int64_t sample) {
     train_.CopySamples(i, 1, batch_x_.data() + k * sample);
     batch_y_[k] = train_.labels[i];
+  }
+
+  // Injected samples (spec.data.injection): the coordinator's are kept, up
+  // to a few batches' worth, for the batches to come. What does not fit a
+  // sample of the data set is left out, and said.
+  void KeepInjectedLocked(const v1::InjectedSamples& injected) {
+    const auto size = static_cast<size_t>(train_.SampleSize());
+    const size_t count = static_cast<size_t>(injected.labels_size());
+    const bool pixels = !injected.pixels().empty();
+    const size_t bytes = pixels ? injected.pixels().size() : injected.features().size();
+    if (bytes != count * size * (pixels ? 1 : sizeof(float))) {
+      log_ << "worker " << options_.rank << ": injected samples of " << bytes << " bytes for " << count
+           << " labels, not samples of this data set: left out\n";
+      return;
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const int64_t label = injected.labels(static_cast<int>(k));
+      if (label < 0 || label >= train_.info.classes) continue;
+      InjectedSample& sample = injected_.emplace_back();
+      sample.label = label;
+      sample.features.resize(size);
+      for (size_t f = 0; f < size; ++f) {
+        if (pixels) {
+          sample.features[f] = static_cast<float>(static_cast<uint8_t>(injected.pixels()[k * size + f])) *
+                               injected.pixel_scale();
+        } else {
+          std::memcpy(&sample.features[f], injected.features().data() + (k * size + f) * sizeof(float), sizeof(float));
+        }
+      }
+    }
+    while (static_cast<int64_t>(injected_.size()) > 4 * InjectedHold()) injected_.pop_front();
+  }
+
+  // How many injected samples it keeps at hand: two batches' worth.
+  int64_t InjectedHold() const {
+    return 2 * InjectedPerBatch(plan_.spec.data.batch_size, injection_->batch_share) + 1;
+  }
+
+  // Tops up the batch of `n` with injected samples after its own: how many.
+  int64_t TopUp(int64_t n, int64_t sample) {
+    std::lock_guard lock(mu_);
+    const int64_t m = std::min(InjectedPerBatch(n, injection_->batch_share), static_cast<int64_t>(injected_.size()));
+    for (int64_t k = 0; k < m; ++k) {
+      const InjectedSample& injected = injected_.front();
+      std::copy(injected.features.begin(), injected.features.end(), batch_x_.data() + (n + k) * sample);
+      batch_y_[n + k] = injected.label;
+      injected_.pop_front();
+    }
+    injected_used_ += m;
+    if (m > 0) metrics_.AddInjected(m);
+    return m;
   }
 
   // The next batch from the stream: waits on the clock until a batch's
@@ -487,6 +550,10 @@ class WorkerRun {
     stats->set_stall_seconds(stall_s_ + stalling - stream_.stall_s);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
+    if (injection_) {
+      stats->set_injection_wanted(static_cast<int32_t>(std::max<int64_t>(0, InjectedHold() - static_cast<int64_t>(injected_.size()))));
+      stats->set_injected_samples(injected_used_);
+    }
     if (samples_) {
       const StreamCounts c = samples_->counts();
       v1::StreamStats* stream = stats->mutable_stream();
@@ -584,6 +651,15 @@ class WorkerRun {
   int64_t min_batch_ = 0;
   TimePoint samples_began_{};
   double data_wait_s_ = 0;  // guarded by mu_
+  // spec.data.injection: samples of labels its part lacks, from the
+  // coordinator, for its batches (guarded by mu_).
+  const std::optional<InjectionSpec> injection_ = plan_.spec.data.injection;
+  struct InjectedSample {
+    std::vector<float> features;
+    int64_t label = 0;
+  };
+  std::deque<InjectedSample> injected_;
+  int64_t injected_used_ = 0;
   TimePoint started_{};
   std::vector<float> gradient_;  // the compute loop's only
   TimePoint last_done_{};        // the compute loop's only

@@ -83,6 +83,7 @@ struct WorkerMetrics::Handles {
   TotalCounter stream_dropped;
   Gauge& stream_backlog;
   Counter& data_wait;
+  Counter& injected;
 };
 
 WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, int rank) {
@@ -127,6 +128,9 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
       Family(BuildCounter(), "edgetrain_data_wait_seconds_total",
              "Time compute waited for a batch's minimum of samples to arrive on the worker's stream", r)
           .Add(l),
+      Family(BuildCounter(), "edgetrain_injected_samples_total",
+             "Samples of labels the worker's part lacks, sent by the coordinator, that it trained on", r)
+          .Add(l),
   });
 }
 
@@ -170,6 +174,7 @@ void WorkerMetrics::SetStream(int64_t arrived, int64_t dropped, int64_t backlog)
   h_->stream_backlog.Set(static_cast<double>(backlog));
 }
 void WorkerMetrics::AddDataWait(double seconds) { h_->data_wait.Increment(seconds); }
+void WorkerMetrics::AddInjected(int64_t samples) { h_->injected.Increment(static_cast<double>(samples)); }
 
 struct ConnectionMetrics::Handles {
   prometheus::Family<Counter>& refused;

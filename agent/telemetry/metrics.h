@@ -54,6 +54,8 @@ class WorkerMetrics {
   // and time its compute waited for a batch's minimum to arrive.
   void SetStream(int64_t arrived, int64_t dropped, int64_t backlog);
   void AddDataWait(double seconds);
+  // Samples of labels its part lacks, from the coordinator, it trained on.
+  void AddInjected(int64_t samples);
 
  private:
   struct Handles;

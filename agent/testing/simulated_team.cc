@@ -26,7 +26,9 @@ struct SimulatedTeam::Incarnation {
       : model(team.MakeTrainer(-1)), metrics(team.registry_, team.plan_.job, team.setup_.workers),
         coordinator(team.plan_, *model, team.data().test, team.data().train.size(), team.clock_, team.log_, metrics),
         service(team.plan_, coordinator, team.clock_, team.setup_.links),
-        driver(team.plan_, coordinator, team.clock_, team.board_, metrics, team.log_) {}
+        driver(team.plan_, coordinator, team.clock_, team.board_, metrics, team.log_) {
+    if (team.plan_.spec.data.injection) service.InjectFrom(team.data().train);
+  }
   std::unique_ptr<Trainer> model;
   CoordinatorMetrics metrics;
   Coordinator coordinator;
@@ -43,6 +45,7 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
   setup_.links.resize(static_cast<size_t>(setup_.workers));
   setup_.slowdowns.resize(static_cast<size_t>(setup_.workers), 1.0);
   setup_.step_times.resize(static_cast<size_t>(setup_.workers), Duration::zero());
+  setup_.sample_times.resize(static_cast<size_t>(setup_.workers), Duration::zero());
   if (!setup_.real) data_ = FakeData(setup_.train_samples, 100, setup_.model.classes);
   plan_.job = "sim-team";
   plan_.output_dir = setup_.output_dir;
@@ -52,6 +55,7 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
   spec.data.batch_size = setup_.batch_size;
   spec.data.partition = setup_.partition;
   spec.data.stream = setup_.stream;
+  spec.data.injection = setup_.injection;
   spec.parallelism.workers = setup_.workers;
   if (setup_.sync) {
     spec.sync = *setup_.sync;
@@ -96,7 +100,7 @@ std::unique_ptr<Trainer> SimulatedTeam::MakeModelTrainer(int rank) {
     std::abort();
   }
   if (rank < 0) return std::move(*made);  // the coordinator computes no steps
-  return std::make_unique<TimedTrainer>(std::move(*made), clock_, setup_.step_times[rank]);
+  return std::make_unique<TimedTrainer>(std::move(*made), clock_, setup_.step_times[rank], setup_.sample_times[rank]);
 }
 
 void SimulatedTeam::StartCoordinator() {

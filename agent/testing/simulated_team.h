@@ -53,6 +53,7 @@ struct TeamSetup {
   std::optional<SyncSpec> sync;
   PartitionSpec partition;
   std::optional<StreamSpec> stream;  // samples arrive as streams (rates on the simulated clock)
+  std::optional<InjectionSpec> injection;
   OptimizerSpec optimizer{OptimizerKind::kSgd, 0.1, std::nullopt, 0};
   int batch_size = 16;
   int64_t train_samples = 640;
@@ -67,6 +68,9 @@ struct TeamSetup {
   // Simulated compute time of one step, per worker (a real model's only; a
   // fake model takes FakeModel::step). None: the slowdown times nothing.
   std::vector<Duration> step_times;
+  // And per sample of its batch (a real model's only): a batch of n samples
+  // costs step_times + n * sample_times, as a batch that follows a stream does.
+  std::vector<Duration> sample_times;
   std::optional<double> evaluate_every_seconds;  // instead of evaluate_every iterations
   // A worker whose every gradient is NaN, as a diverged model's or a hostile
   // one's: its pushes are poison.
@@ -93,18 +97,19 @@ class TrainerDecorator : public Trainer {
 // a device that slow would take.
 class TimedTrainer final : public TrainerDecorator {
  public:
-  TimedTrainer(std::unique_ptr<Trainer> inner, Clock& clock, Duration step)
-      : TrainerDecorator(std::move(inner)), clock_(clock), step_(step) {}
+  TimedTrainer(std::unique_ptr<Trainer> inner, Clock& clock, Duration step, Duration per_sample = {})
+      : TrainerDecorator(std::move(inner)), clock_(clock), step_(step), per_sample_(per_sample) {}
   StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                    std::span<float> gradient) override {
     auto loss = inner_->ComputeGradient(features, labels, n, gradient);
-    clock_.SleepFor(step_);
+    clock_.SleepFor(step_ + per_sample_ * n);
     return loss;
   }
 
  private:
   Clock& clock_;
   Duration step_;
+  Duration per_sample_;
 };
 
 // A trainer whose gradients are all NaN: a worker pushing poison.

@@ -1,0 +1,313 @@
+// bench/streams (built as build/bin/edgetrain-streams-sim; docs/benchmarks.md):
+// a team whose samples arrive as streams, on the simulated clock. The whole
+// data-parallel engine (job driver, coordinator, its service, workers) runs
+// as threads of a DeterministicClock over the in-memory transport
+// (agent/testing/simulated_team.h), training the real model on the real data;
+// each worker's samples arrive at its stream's rate in simulated time, and
+// each batch costs its worker a fixed step plus a time per sample, times the
+// worker's slowdown. A run is a function of its inputs.
+//
+// Modes, the same policy and codec for each:
+//   fixed     conventional synchronous SGD: a worker waits until a whole
+//             batch has arrived (minBatchSize = batchSize);
+//   adaptive  edgetrain's: a batch is what has arrived, from the default
+//             minimum up to batchSize, its gradient weighted by its samples;
+//   injected  adaptive, its batches topped up with samples of labels the
+//             worker lacks, sent by the coordinator (spec.data.injection).
+// Every mode runs with every learning rate of the grid, and its time to the
+// sustained target is its best one's. One JSON line per run goes to stderr,
+// and a final JSON line to stdout.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/data/dataset.h"
+#include "agent/testing/simulated_team.h"
+#include "agent/torch/trainer.h"
+#include "bench/sim_evaluations.h"
+
+namespace edgetrain::bench {
+namespace {
+
+using agent::TrainTestSplit;
+using agent::testing::RealModel;
+using agent::testing::SimulatedTeam;
+using agent::testing::TeamSetup;
+using Json = nlohmann::json;
+
+const std::vector<int> kHidden = {128, 64};
+
+struct Options {
+  std::vector<double> rates = {92, 22, 62, 42};  // ScaDLES's proportions
+  std::vector<double> slowdowns = {1, 2, 4, 8};
+  double rate_scale = 1;
+  double sample_ms = 1;  // a sample's compute at slowdown 1
+  double step_ms = 2;    // a batch's fixed cost at slowdown 1
+  int batch = 32;
+  std::string policy = "bsp";
+  std::string modes = "fixed,adaptive,injected";
+  InjectionSpec injection;  // the injected mode's
+  std::string partitions = "iid,labels2,dirichlet0.3";
+  std::vector<double> lrs = {0.001, 0.002, 0.004};
+  std::map<std::string, double> targets = {{"iid", 0.80}, {"labels2", 0.60}, {"dirichlet0.3", 0.75}};
+  double cap = 300;
+  double budget = 120;
+  double eval_every = 2;
+  uint64_t seed = 1;
+  std::string out;
+};
+
+std::optional<PartitionSpec> PartitionNamed(const std::string& name) {
+  if (name == "iid") return PartitionSpec{};
+  if (name.rfind("labels", 0) == 0 && name.size() > 6) {
+    return PartitionSpec{PartitionKind::kLabels, std::nullopt, std::stoi(name.substr(6))};
+  }
+  if (name.rfind("dirichlet", 0) == 0 && name.size() > 9) {
+    return PartitionSpec{PartitionKind::kDirichlet, std::stod(name.substr(9))};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> Split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+Json RunOne(const std::string& mode, const std::string& partition, double lr, const Options& o,
+            const TrainTestSplit& data) {
+  const int workers = static_cast<int>(o.rates.size());
+  TeamSetup setup;
+  setup.workers = workers;
+  SyncSpec sync;
+  sync.policy = o.policy == "deadline" ? SyncPolicy::kDeadline : SyncPolicy::kBsp;
+  setup.sync = sync;
+  setup.partition = *PartitionNamed(partition);
+  StreamSpec stream;
+  for (double r : o.rates) stream.rates_per_second.push_back(r * o.rate_scale);
+  if (mode == "fixed") stream.min_batch_size = o.batch;
+  setup.stream = stream;
+  if (mode == "injected") setup.injection = o.injection;
+  setup.optimizer = {OptimizerKind::kAdam, lr, std::nullopt, 0};
+  setup.batch_size = o.batch;
+  setup.budget.wall_clock = FromSeconds(o.cap);
+  setup.evaluate_every = 1000000;
+  setup.evaluate_every_seconds = o.eval_every;
+  for (double s : o.slowdowns) {
+    setup.step_times.push_back(FromSeconds(s * o.step_ms / 1000));
+    setup.sample_times.push_back(FromSeconds(s * o.sample_ms / 1000));
+  }
+  RealModel real;
+  real.data = &data;
+  real.dataset = DatasetName::kFashionMnist;
+  real.spec.kind = ModelKind::kMlp;
+  real.spec.hidden = kHidden;
+  real.seed = o.seed;
+  const uint64_t seed = o.seed;
+  real.make = [&data, seed]() { return agent::CreateTrainer({{ModelKind::kMlp, kHidden, {}}, data.train.info, seed, 1}); };
+  setup.real = real;
+  std::ostringstream name;
+  name << mode << "-" << partition << "-lr" << lr;
+  setup.output_dir = o.out + "/" + name.str();
+  std::filesystem::remove_all(setup.output_dir);
+  std::filesystem::create_directories(setup.output_dir);
+
+  const double target = o.targets.at(partition);
+  SimulatedTeam team(setup);
+  const std::string evaluations = setup.output_dir + "/evaluations.csv";
+  std::optional<Evaluated> reached;
+  team.Run([&](SimulatedTeam& t) {
+    for (;;) {
+      t.clock().SleepFor(std::chrono::milliseconds(500));
+      if (t.progress().stop_reason) break;
+      // Past the budget too, for the accuracy there.
+      const std::vector<Evaluated> evals = ReadEvaluations(evaluations);
+      if (!reached) reached = Sustained(evals, target);
+      if (reached && !evals.empty() && evals.back().seconds >= o.budget) {
+        t.Stop();
+        break;
+      }
+    }
+  });
+  std::ofstream(setup.output_dir + "/team.log") << team.log();
+  const std::vector<Evaluated> evals = ReadEvaluations(evaluations);
+  if (!reached) reached = Sustained(evals, target);
+  Json run = {{"mode", mode}, {"partition", partition}, {"lr", lr}, {"target", target}};
+  if (!team.result().ok()) {
+    run["error"] = team.result().status().message();
+    return run;
+  }
+  const JobProgress& p = *team.result();
+  std::optional<double> at_budget;
+  for (const Evaluated& e : evals) {
+    if (e.seconds <= o.budget) at_budget = e.accuracy;
+  }
+  int64_t arrived = 0, dropped = 0, injected = 0;
+  for (const WorkerProgress& w : p.workers) {
+    injected += w.injected;
+    if (!w.stream) continue;
+    arrived += w.stream->arrived;
+    dropped += w.stream->dropped;
+  }
+  run["time_to_target_s"] = reached ? Json(reached->seconds) : Json(nullptr);
+  run["accuracy_at_budget"] = Nullable(at_budget);
+  run["final_accuracy"] = evals.empty() ? Json(nullptr) : Json(evals.back().accuracy);
+  run["elapsed_s"] = p.elapsed_s;
+  run["samples_per_s"] = p.elapsed_s > 0 ? static_cast<double>(p.samples) / p.elapsed_s : 0.0;
+  run["arrived"] = arrived;
+  run["dropped"] = dropped;
+  run["injected"] = injected;
+  run["trained_share"] = arrived > 0 ? static_cast<double>(p.samples) / static_cast<double>(arrived) : 0.0;
+  run["evaluations"] = Json::array();
+  for (const Evaluated& e : evals) run["evaluations"].push_back({e.seconds, e.accuracy});
+  return run;
+}
+
+// The best run of a mode over the learning-rate grid: the soonest to its
+// target, or, when none reached it, the most accurate at the budget.
+const Json& Best(const std::vector<Json>& runs) {
+  auto key = [](const Json& r) {
+    const bool reached = r.contains("time_to_target_s") && r["time_to_target_s"].is_number();
+    const double t = reached ? r["time_to_target_s"].get<double>() : 1e18;
+    const double a = r.contains("accuracy_at_budget") && r["accuracy_at_budget"].is_number()
+                         ? r["accuracy_at_budget"].get<double>()
+                         : 0.0;
+    return std::make_pair(t, -a);
+  };
+  return *std::min_element(runs.begin(), runs.end(), [&](const Json& a, const Json& b) { return key(a) < key(b); });
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  std::string lrs = "0.001,0.002,0.004";
+  CLI::App app{"A team training on streams, on the simulated clock: conventional fixed batches against edgetrain's "
+               "adaptive ones, time to the sustained target per partition"};
+  app.add_option("--rates", o.rates, "samples a second per worker, before --rate-scale")->delimiter(',');
+  app.add_option("--rate-scale", o.rate_scale);
+  app.add_option("--slowdowns", o.slowdowns, "per worker, as many as --rates")->delimiter(',');
+  app.add_option("--sample-ms", o.sample_ms, "a sample's compute at slowdown 1, simulated");
+  app.add_option("--step-ms", o.step_ms, "a batch's fixed compute at slowdown 1, simulated");
+  app.add_option("--batch", o.batch);
+  app.add_option("--policy", o.policy)->check(CLI::IsMember({"bsp", "deadline"}));
+  app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, injected");
+  app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent");
+  app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it");
+  app.add_option("--partitions", o.partitions, "comma-separated: iid, labelsK, dirichletALPHA");
+  app.add_option("--lrs", lrs, "Adam's learning rates, the grid every mode is searched over");
+  app.add_option("--cap", o.cap, "simulated seconds a run may last at most");
+  app.add_option("--budget", o.budget, "the accuracy at this many seconds is reported too");
+  app.add_option("--eval-every", o.eval_every);
+  app.add_option("--seed", o.seed);
+  app.add_option("--out", o.out, "runs' folders")->required();
+  CLI11_PARSE(app, argc, argv);
+  if (o.slowdowns.size() != o.rates.size()) {
+    std::cerr << "--slowdowns needs one per rate\n";
+    return 2;
+  }
+  o.lrs.clear();
+  for (const std::string& lr : Split(lrs)) o.lrs.push_back(std::stod(lr));
+  for (const std::string& p : Split(o.partitions)) {
+    if (!PartitionNamed(p)) {
+      std::cerr << "unknown partition " << p << " (iid, labelsK, dirichletALPHA)\n";
+      return 2;
+    }
+    if (!o.targets.contains(p)) o.targets[p] = o.targets["iid"];
+  }
+
+  auto data = agent::LoadDataset(DatasetName::kFashionMnist, agent::DefaultDataSearchPath());
+  if (!data.ok()) {
+    std::cerr << data.status().message() << "\n";
+    return 1;
+  }
+  double aggregate = 0, slowest = o.rates[0];
+  for (double r : o.rates) {
+    aggregate += r * o.rate_scale;
+    slowest = std::min(slowest, r * o.rate_scale);
+  }
+  // What a fixed batch waiting for the slowest stream consumes is the
+  // slowest rate for every worker: the aggregate rate over that bounds what
+  // any batching can gain by consuming more.
+  const double ceiling = aggregate / (slowest * static_cast<double>(o.rates.size()));
+  Json detail = {{"workers", o.rates.size()},
+                 {"rates", o.rates},
+                 {"rate_scale", o.rate_scale},
+                 {"slowdowns", o.slowdowns},
+                 {"sample_ms", o.sample_ms},
+                 {"step_ms", o.step_ms},
+                 {"batch", o.batch},
+                 {"policy", o.policy},
+                 {"injection", {{"label_share", o.injection.label_share}, {"batch_share", o.injection.batch_share}}},
+                 {"model", "mlp [128, 64] on fashion-mnist"},
+                 {"optimizer", "adam"},
+                 {"lrs", o.lrs},
+                 {"targets", o.targets},
+                 {"cap_s", o.cap},
+                 {"budget_s", o.budget},
+                 {"clock", "simulated (agent/testing/simulated_team.h)"}};
+  std::cerr << "setting: " << detail.dump() << "\n";
+
+  Json summary = {{"detail", detail}, {"ceiling", ceiling}};
+  Json all = Json::object();
+  for (const std::string& partition : Split(o.partitions)) {
+    for (const std::string& mode : Split(o.modes)) {
+      std::vector<Json> runs;
+      for (double lr : o.lrs) {
+        Json run = RunOne(mode, partition, lr, o, *data);
+        Json brief = run;
+        brief.erase("evaluations");
+        std::cerr << brief.dump() << "\n";
+        runs.push_back(std::move(run));
+      }
+      const Json& best = Best(runs);
+      Json m;
+      for (const char* key : {"lr", "time_to_target_s", "accuracy_at_budget", "samples_per_s", "trained_share", "injected"}) {
+        m[key] = best.contains(key) ? best[key] : Json(nullptr);
+      }
+      summary["partitions"][partition][mode] = m;
+      all[partition][mode] = runs;
+    }
+    // Each mode's time to the target against conventional fixed batches,
+    // and that as a share of the ceiling.
+    Json& modes = summary["partitions"][partition];
+    for (const char* mode : {"adaptive", "injected"}) {
+      if (!modes.contains("fixed") || !modes.contains(mode) || !modes["fixed"]["time_to_target_s"].is_number() ||
+          !modes[mode]["time_to_target_s"].is_number()) {
+        continue;
+      }
+      const double speedup =
+          modes["fixed"]["time_to_target_s"].get<double>() / modes[mode]["time_to_target_s"].get<double>();
+      modes["speedup"][mode] = speedup;
+      modes["of_ceiling"][mode] = speedup / ceiling;
+    }
+  }
+  // How much a skewed split costs at equal time (the budget): adaptive
+  // batching's accuracy there on IID data less, for each non-IID partition,
+  // adaptive's and injected's.
+  const Json& parts = summary["partitions"];
+  if (parts.contains("iid") && parts["iid"].contains("adaptive") &&
+      parts["iid"]["adaptive"]["accuracy_at_budget"].is_number()) {
+    const double iid = parts["iid"]["adaptive"]["accuracy_at_budget"].get<double>();
+    for (const auto& [partition, modes] : parts.items()) {
+      if (partition == "iid") continue;
+      for (const char* mode : {"adaptive", "injected"}) {
+        if (!modes.contains(mode) || !modes[mode]["accuracy_at_budget"].is_number()) continue;
+        summary["iid_vs_noniid_gap"][partition][mode] = iid - modes[mode]["accuracy_at_budget"].get<double>();
+      }
+    }
+  }
+  std::ofstream(o.out + "/results.json") << Json{{"summary", summary}, {"runs", all}}.dump(1) << "\n";
+  std::cout << summary.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace edgetrain::bench
+
+int main(int argc, char** argv) { return edgetrain::bench::Main(argc, argv); }
