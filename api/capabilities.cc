@@ -171,6 +171,9 @@ const std::vector<Capability>& Capabilities() {
        },
        "streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline read their data "
        "set"},
+      {"spec.data.stream.ratesPerSecond", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json&) { return s.data.stream && s.data.stream->rates_per_second.empty(); },
+       "is needed on Kubernetes: a cluster profile's node streams are edgetrain run's"},
       {"spec.data.injection", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) {
          return s.data.injection.has_value() &&

@@ -136,6 +136,17 @@ TEST(CapabilitiesTest, PipelinesRunLocallyNotOnKubernetesYet) {
   }
 }
 
+TEST(CapabilitiesTest, AStreamTakesItsRatesFromTheProfileLocallyAndFromTheJobOnKubernetes) {
+  const TrainingJobManifest from_nodes = Job(R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {}}}})");
+  EXPECT_EQ(Joined(CheckSupport(from_nodes, Runner::kLocal)), "");
+  EXPECT_NE(Joined(CheckSupport(from_nodes, Runner::kKubernetes))
+                .find("spec.data.stream.ratesPerSecond: is needed on Kubernetes"),
+            std::string::npos);
+  const TrainingJobManifest given =
+      Job(R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [5, 9]}}}})");
+  EXPECT_EQ(Joined(CheckSupport(given, Runner::kKubernetes)), "");
+}
+
 // `edgetrain plan` holds a job to what the operator does, but plans the
 // parallelism modes the operator does not run yet, and says so.
 TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {

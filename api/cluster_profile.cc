@@ -8,6 +8,7 @@
 #include "api/structural_schema.h"
 #include "api/yaml_json.h"
 #include "core/bandwidth_trace.h"
+#include "core/stream_rate.h"
 #include "core/duration_text.h"
 
 namespace edgetrain::api {
@@ -73,6 +74,25 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       auto parsed = BandwidthTrace::Parse(text.str(), node.link->trace_path);
       if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
       node.link->mean_mbps = parsed->Scaled(node.link->scale).MeanMbps();
+    }
+    if (n.contains("stream")) {
+      const Json& s = n["stream"];
+      if (s.contains("ratePerSecond") == s.contains("rateTrace")) {
+        return InvalidArgumentError(where + ".stream: give either ratePerSecond or rateTrace");
+      }
+      if (s.contains("rateTrace")) {
+        fs::path trace = s["rateTrace"].get<std::string>();
+        if (trace.is_relative()) trace = base / trace;
+        node.stream = StreamSource{0, fs::weakly_canonical(trace).string()};
+        std::ifstream in(node.stream->trace_path);
+        if (!in) return NotFoundError(where + ".stream.rateTrace: cannot read " + node.stream->trace_path);
+        std::stringstream text;
+        text << in.rdbuf();
+        auto parsed = StreamRate::Parse(text.str(), node.stream->trace_path);
+        if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
+      } else {
+        node.stream = StreamSource{s["ratePerSecond"].get<double>(), ""};
+      }
     }
     profile.nodes.push_back(std::move(node));
   }

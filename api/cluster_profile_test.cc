@@ -74,6 +74,24 @@ TEST(ClusterProfileTest, ReadsTheShippedProfiles) {
   EXPECT_FALSE(NodeViewOf(site->nodes[0])->link_mbps.has_value()) << "wired";
 }
 
+TEST(ClusterProfileTest, ANodesStreamIsARateOrARateTraceFromTheProfilesFolder) {
+  const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
+  auto profile = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: a, stream: {ratePerSecond: 92}}\n"
+      "  - {name: b, stream: {rateTrace: ../traces/stream-shift-rate.csv}}\n"
+      "  - {name: c}\n",
+      (dir / "test.yaml").string());
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  ASSERT_TRUE(profile->nodes[0].stream.has_value());
+  EXPECT_EQ(profile->nodes[0].stream->per_second, 92);
+  EXPECT_TRUE(profile->nodes[0].stream->trace_path.empty());
+  ASSERT_TRUE(profile->nodes[1].stream.has_value());
+  EXPECT_EQ(profile->nodes[1].stream->trace_path,
+            fs::weakly_canonical(fs::path(EDGETRAIN_SOURCE_DIR) / "examples/traces/stream-shift-rate.csv").string());
+  EXPECT_FALSE(profile->nodes[2].stream.has_value());
+}
+
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
   const std::string head = "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n";
@@ -91,6 +109,12 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, offset: soon}}\n", "spec.nodes[0].link.offset: must match"},
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 0}}\n", "spec.nodes[0].link.scale: must be > 0"},
       {"  []\n", "spec.nodes: must have at least 1 item(s)"},
+      {"  - {name: a, stream: {ratePerSecond: 5, rateTrace: ../traces/stream-shift-rate.csv}}\n",
+       "spec.nodes[0].stream: give either ratePerSecond or rateTrace"},
+      {"  - {name: a, stream: {}}\n", "spec.nodes[0].stream: give either ratePerSecond or rateTrace"},
+      {"  - {name: a, stream: {rateTrace: ../traces/wifi-indoor-1.csv}}\n",
+       "spec.nodes[0].stream.rateTrace: " },
+      {"  - {name: a, stream: {ratePerSecond: 0}}\n", "spec.nodes[0].stream.ratePerSecond: must be > 0"},
   };
   for (const auto& c : cases) {
     auto profile = ParseClusterProfile(head + c.nodes, (dir / "test.yaml").string());

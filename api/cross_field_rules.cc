@@ -36,7 +36,7 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        }},
       {"spec", "data.stream.ratesPerSecond needs one rate per worker",
        [](const Json& self) {
-         return !Has(self["data"], "stream") ||
+         return !Has(self["data"], "stream") || !Has(self["data"]["stream"], "ratesPerSecond") ||
                 self["data"]["stream"]["ratesPerSecond"].size() == self["parallelism"]["workers"].get<size_t>();
        }},
       {"spec.data.stream", "bufferCapacity applies only to the persist buffer",

@@ -77,6 +77,17 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
         if (slot.link) slot.link->kernel_shaped = true;
       }
     }
+    // A stream's rates come from the job, or else from every worker's node.
+    if (spec.data.stream && spec.data.stream->rates_per_second.empty()) {
+      for (const WorkerSlot& slot : plan.workers) {
+        if (slot.stream) continue;
+        return InvalidArgumentError(
+            "spec.data.stream gives no ratesPerSecond, and " +
+            (profile ? "node " + slot.node + " of the cluster profile " + profile->name + " gives no stream"
+                     : std::string("there is no cluster profile (--nodes) to give each worker's")) +
+            ": give the rates in the job, or a stream (ratePerSecond or rateTrace) for every node");
+      }
+    }
   }
 
   run.memory_mb = EstimatedMemoryMb(spec.data, run.agents);

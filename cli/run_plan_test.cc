@@ -112,6 +112,10 @@ TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
        "--links netns emulates a team's links"},
       {"{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 3}}", Robots(1), Options(),
        "the cluster profile robots has 1 node(s) for 3 workers"},
+      {"{model: {name: mlp}, data: {dataset: digits, stream: {}}, parallelism: {workers: 2}}", std::nullopt, Options(),
+       "spec.data.stream gives no ratesPerSecond, and there is no cluster profile (--nodes) to give each worker's"},
+      {"{model: {name: mlp}, data: {dataset: digits, stream: {}}, parallelism: {workers: 2}}", Robots(2), Options(),
+       "spec.data.stream gives no ratesPerSecond, and node robot-0 of the cluster profile robots gives no stream"},
   };
   RunOptions high_ports = Options();
   high_ports.http_port = 65534;
@@ -125,6 +129,18 @@ TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
     EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(plan.status().message().find(c.error), std::string::npos) << plan.status().message();
   }
+}
+
+TEST(RunPlanTest, AStreamWithoutRatesTakesEachWorkersFromItsNode) {
+  ClusterProfile robots = Robots(2);
+  robots.nodes[0].stream = StreamSource{22, ""};
+  robots.nodes[1].stream = StreamSource{0, "/traces/rate.csv"};
+  auto plan = PlanLocalRun(Job("{model: {name: mlp}, data: {dataset: digits, stream: {}}, parallelism: {workers: 2}}"),
+                           robots, Options(), kCwd, kThisMachine);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->job.workers[0].stream.has_value());
+  EXPECT_EQ(plan->job.workers[0].stream->per_second, 22);
+  EXPECT_EQ(plan->job.workers[1].stream->trace_path, "/traces/rate.csv");
 }
 
 TEST(RunPlanTest, ATeamFarLargerThanTheMachineIsWarnedAbout) {

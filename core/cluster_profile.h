@@ -29,6 +29,13 @@ struct LinkSpec {
   double mean_mbps = 0;
 };
 
+// A device's own stream of samples, for a job whose spec.data.stream names no
+// ratesPerSecond (docs/streams.md): a constant rate, or a rate trace.
+struct StreamSource {
+  double per_second = 0;   // the constant rate, when trace_path is empty
+  std::string trace_path;  // absolute; CSV `seconds,samples_per_s` (core/stream_rate.h)
+};
+
 // Watts in each state, for the energy model. The defaults approximate a Jetson
 // Xavier NX-class robot computer in its 15 W mode (docs/energy.md).
 struct PowerProfile {
@@ -49,6 +56,7 @@ struct NodeProfile {
   int64_t pods = 110;        // pods the Node admits
   std::map<std::string, std::string> labels;  // besides those derived from the fields above
   std::vector<Taint> taints;
+  std::optional<StreamSource> stream = {};  // its own stream of samples, if it has one
 };
 
 struct ClusterProfile {

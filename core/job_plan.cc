@@ -61,6 +61,10 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale},
                       {"shapedBy", w.link->kernel_shaped ? "kernel" : "agents"}};
     }
+    if (w.stream) {
+      slot["stream"] = w.stream->trace_path.empty() ? Json{{"ratePerSecond", w.stream->per_second}}
+                                                    : Json{{"rateTrace", w.stream->trace_path}};
+    }
     workers.push_back(slot);
   }
   Json j = {
@@ -112,6 +116,10 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
         const Json& l = w["link"];
         slot.link = LinkSpec{l.at("trace").get<std::string>(), l.at("offsetSeconds").get<double>(),
                              l.at("scale").get<double>(), l.value("shapedBy", "agents") == "kernel"};
+      }
+      if (w.contains("stream")) {
+        const Json& s = w["stream"];
+        slot.stream = StreamSource{s.value("ratePerSecond", 0.0), s.value("rateTrace", std::string())};
       }
       plan.workers.push_back(slot);
     }

@@ -27,6 +27,7 @@ struct WorkerSlot {
   // they were, so their streams (opened under that generation) stay in the
   // team, while a worker of a replaced slot is fenced out.
   int64_t since_generation = 0;
+  std::optional<StreamSource> stream = {};  // its node's stream, when the job's spec names no rates
 };
 
 // One part of the training set, as one worker of a team of `parts` would hold

@@ -103,6 +103,19 @@ TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {
   EXPECT_EQ(SlotSince(*decoded, 7), 3) << "a rank the plan lacks: only the current generation";
 }
 
+TEST(JobPlanTest, ASlotsStreamRoundTrips) {
+  JobPlan plan = APlan("team");
+  plan.workers = {WorkerSlot{}, WorkerSlot{}, WorkerSlot{}};
+  plan.workers[0].stream = StreamSource{22, ""};
+  plan.workers[1].stream = StreamSource{0, "/traces/rate.csv"};
+  auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(decoded->workers[0].stream.has_value());
+  EXPECT_EQ(decoded->workers[0].stream->per_second, 22);
+  EXPECT_EQ(decoded->workers[1].stream->trace_path, "/traces/rate.csv");
+  EXPECT_FALSE(decoded->workers[2].stream.has_value());
+}
+
 TEST(JobPlanTest, APipelinesStagesRoundTripAndAreChecked) {
   JobPlan plan = APlan("vgg-pipeline");
   for (int r = 0; r < 3; ++r) plan.workers.push_back({r, "node-" + std::to_string(r), 1, std::nullopt, {}});

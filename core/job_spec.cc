@@ -176,7 +176,7 @@ void ReadData(Reader data, DataSpec& out) {
   if (data.Has("stream")) {
     out.stream.emplace();
     Reader stream = data.Child("stream");
-    stream.Get("ratesPerSecond", out.stream->rates_per_second);
+    if (stream.Has("ratesPerSecond")) stream.Get("ratesPerSecond", out.stream->rates_per_second);
     stream.GetEnum("buffer", kStreamBufferNames, out.stream->buffer);
     stream.Get("bufferCapacity", out.stream->buffer_capacity);
     stream.Get("minBatchSize", out.stream->min_batch_size);

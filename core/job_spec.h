@@ -52,7 +52,7 @@ struct PartitionSpec {
 
 // Samples that arrive as streams (docs/streams.md).
 struct StreamSpec {
-  std::vector<double> rates_per_second;  // one per worker
+  std::vector<double> rates_per_second;  // one per worker; empty: each worker's node's (WorkerSlot::stream)
   // What a worker does with samples that arrive faster than it trains:
   // truncate keeps one batch's worth, persist up to buffer_capacity.
   StreamBuffer buffer = StreamBuffer::kPersist;

@@ -18,6 +18,7 @@ StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<
       slot.node = node.name;
       slot.slowdown = node.slowdown;
       slot.link = node.link;
+      slot.stream = node.stream;
       slot.power = node.power;
     } else {
       slot.node = "local-" + std::to_string(rank);

@@ -63,8 +63,10 @@ class WorkerRun {
     std::shuffle(mine_.begin(), mine_.end(), rng_);
     if (const auto& stream = plan.spec.data.stream) {
       const int batch = plan.spec.data.batch_size;
-      samples_.emplace(StreamRate::Constant(stream->rates_per_second.at(static_cast<size_t>(options.rank))), mine_,
-                       seed, StreamBufferCapacity(*stream, batch));
+      samples_.emplace(options.stream_rate
+                           ? *options.stream_rate
+                           : StreamRate::Constant(stream->rates_per_second.at(static_cast<size_t>(options.rank))),
+                       mine_, seed, StreamBufferCapacity(*stream, batch));
       min_batch_ = StreamMinBatch(*stream, batch);
       samples_began_ = clock_.Now();
     }

@@ -23,6 +23,7 @@
 #include "agent/transport/link_gate.h"
 #include "agent/transport/transport.h"
 #include "core/bandwidth_trace.h"
+#include "core/stream_rate.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
 
@@ -49,6 +50,9 @@ struct WorkerOptions {
   // The most its link ever carries, when known (an emulated link's trace
   // peak, whoever shapes it): no estimate of it is reported above this.
   double link_peak_mbps = std::numeric_limits<double>::infinity();
+  // spec.data.stream: the rate its samples arrive at (the job's, or its
+  // node's); none: the job's ratesPerSecond for its rank.
+  std::optional<StreamRate> stream_rate;
   // Fault injection: the worker's uplink passes this gate (tests, drills).
   LinkGate* gate = nullptr;
   // Where its metrics go (served at /metrics); a private registry when null.
