@@ -9,9 +9,12 @@
 namespace edgetrain {
 
 std::vector<int> InjectedLabels(std::span<const int64_t> histogram, double label_share, uint64_t seed) {
+  int64_t total = 0;
+  for (int64_t n : histogram) total += n;
   std::vector<int> lacking;
   for (size_t c = 0; c < histogram.size(); ++c) {
-    if (histogram[c] == 0) lacking.push_back(static_cast<int>(c));
+    // Below half the even share: 2 * n * labels < total.
+    if (2 * histogram[c] * static_cast<int64_t>(histogram.size()) < total) lacking.push_back(static_cast<int>(c));
   }
   if (lacking.empty()) return {};
   const auto k = std::clamp<size_t>(static_cast<size_t>(std::ceil(label_share * static_cast<double>(lacking.size()))), 1,

@@ -17,7 +17,10 @@ namespace edgetrain {
 
 // The labels a worker whose part holds `histogram` (LabelHistogram) is sent
 // samples of: a share `label_share` of those its part lacks (at least one
-// when it lacks any), chosen by `seed`, in increasing order.
+// when it lacks any), chosen by `seed`, in increasing order. A part lacks a
+// label it holds less than half its even share of (1 / labels of its
+// samples): none of it under a `labels` partition, a few stray samples
+// under a skewed Dirichlet one.
 std::vector<int> InjectedLabels(std::span<const int64_t> histogram, double label_share, uint64_t seed);
 
 // The samples injected into a batch of n: `batch_share` of it, rounded (so

@@ -25,6 +25,8 @@ TEST(InjectionTest, AWorkerIsSentAShareOfTheLabelsItLacks) {
   EXPECT_EQ(InjectedLabels(sees_two, 1.0, 1), (std::vector<int>{1, 2, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(InjectedLabels(sees_two, 0.01, 1).size(), 1u);  // at least one
   EXPECT_TRUE(InjectedLabels(std::vector<int64_t>(10, 3), 0.5, 1).empty());  // it lacks none
+  // 100 samples over 4 labels: an even share is 25, and under 12.5 is lacking.
+  EXPECT_EQ(InjectedLabels(std::vector<int64_t>{60, 12, 15, 13}, 1.0, 1), (std::vector<int>{1}));
 }
 
 TEST(InjectionTest, ABatchIsToppedUpByItsShareRounded) {
