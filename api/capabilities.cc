@@ -174,6 +174,12 @@ const std::vector<Capability>& Capabilities() {
       {"spec.data.stream.ratesPerSecond", Effect::kRefuse, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) { return s.data.stream && s.data.stream->rates_per_second.empty(); },
        "is needed on Kubernetes: a cluster profile's node streams are edgetrain run's"},
+      {"spec.data.computeWeighted", Effect::kRefuse, kEverywhere,
+       [](const JobSpec& s, const Json&) {
+         return s.data.compute_weighted &&
+                (s.parallelism.workers == 1 || s.parallelism.mode != ParallelismMode::kDataParallel);
+       },
+       "weighs the batches of data-parallel teams of 2 or more workers"},
       {"spec.data.injection", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) {
          return s.data.injection.has_value() &&

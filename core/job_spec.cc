@@ -181,6 +181,7 @@ void ReadData(Reader data, DataSpec& out) {
     stream.Get("bufferCapacity", out.stream->buffer_capacity);
     stream.Get("minBatchSize", out.stream->min_batch_size);
   }
+  if (data.Has("computeWeighted")) data.Get("computeWeighted", out.compute_weighted);
   if (data.Has("injection")) {
     out.injection.emplace();
     Reader injection = data.Child("injection");

@@ -100,6 +100,9 @@ struct DataSpec {
   PartitionSpec partition;
   std::optional<StreamSpec> stream;
   std::optional<InjectionSpec> injection;  // off when absent
+  // DLion's compute-weighted batches (core/batch_sizing.h): each worker's
+  // batch follows its measured speed, the team's aggregate kept.
+  bool compute_weighted = false;
 };
 
 struct ParallelismSpec {

@@ -107,7 +107,8 @@ CoordinatorService::CoordinatorService(const JobPlan& plan, Coordinator& coordin
                                        const std::vector<std::optional<BandwidthTrace>>& downlinks)
     : plan_(plan), coordinator_(coordinator), largest_worker_message_(LargestWorkerMessage(coordinator.layout())),
       clock_(clock),
-      downlinks_(static_cast<size_t>(plan.spec.parallelism.workers)) {
+      downlinks_(static_cast<size_t>(plan.spec.parallelism.workers)),
+      batch_sizer_(plan.spec.data.compute_weighted ? std::make_unique<BatchSizer>(plan) : nullptr) {
   const TimePoint now = clock.Now();
   for (size_t w = 0; w < downlinks.size() && w < downlinks_.size(); ++w) {
     if (downlinks[w]) downlinks_[w] = std::make_shared<TraceShaper>(*downlinks[w], now);
@@ -178,7 +179,11 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
         break;
       }
       if (!message->has_push()) continue;
-      if (injection_ && message->push().has_stats()) injection_->Wanted(w, message->push().stats().injection_wanted());
+      if (message->push().has_stats()) {
+        const v1::WorkerStats& stats = message->push().stats();
+        if (injection_) injection_->Wanted(w, stats.injection_wanted());
+        if (batch_sizer_) batch_sizer_->Heard(w, stats.sample_seconds());
+      }
       if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }
   }
@@ -211,6 +216,7 @@ void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& s
     if (const auto* update = std::get_if<UpdateMessage>(&*next)) {
       parts = ToParts(*update);
       if (injection_ && !parts.empty()) injection_->Fill(w, *parts.front().mutable_update());
+      if (batch_sizer_ && !parts.empty()) batch_sizer_->Fill(w, *parts.front().mutable_update());
     } else if (const auto* welcome = std::get_if<WelcomeMessage>(&*next)) {
       parts.push_back(ToMessage(*welcome, coordinator_.tensor_shapes()));
     } else {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "agent/dp/batch_sizer.h"
 #include "agent/dp/coordinator.h"
 #include "agent/dp/injection_sender.h"
 #include "agent/transport/transport.h"
@@ -59,6 +60,7 @@ class CoordinatorService final : public WorkerSessions {
   // Per worker; null: unshaped. Guarded by mu_; a stream keeps the one it opened with.
   std::vector<std::shared_ptr<TraceShaper>> downlinks_;
   std::unique_ptr<InjectionSender> injection_;  // set before the first stream is served
+  std::unique_ptr<BatchSizer> batch_sizer_;     // spec.data.computeWeighted
 };
 
 }  // namespace edgetrain::agent

@@ -858,6 +858,44 @@ TEST(SimulatedTeamTest, InjectedSamplesOfTheLabelsAWorkerLacksCrossItsLinkAndWid
   EXPECT_NE(injected->worker_metrics().find("edgetrain_injected_samples_total"), std::string::npos);
 }
 
+TEST(SimulatedTeamTest, ComputeWeightedBatchesFollowEachDevicesSpeedAndTheTeamStepsFaster) {
+  // Slowdowns 1:2:4:8, a step's compute all per sample. With fixed batches a
+  // round waits for the slowest device's batch; weighted, each device's batch
+  // takes it about as long.
+  auto run = [](bool weighted) {
+    TeamSetup setup = ATeamOf(4);
+    setup.output_dir += weighted ? "-weighted" : "-fixed";
+    setup.policy = SyncPolicy::kBsp;
+    setup.staleness_bound = 0;
+    setup.model.step = Duration::zero();
+    setup.model.per_sample = std::chrono::microseconds(500);
+    setup.slowdowns = {1, 2, 4, 8};
+    setup.batch_size = 32;
+    setup.train_samples = 4 * 32 * 20;
+    setup.compute_weighted = weighted;
+    setup.budget = {};
+    setup.budget.wall_clock = seconds(20);
+    auto team = std::make_unique<SimulatedTeam>(setup);
+    team->Run();
+    ExpectSound(*team, 0);
+    return team;
+  };
+  const auto fixed = run(false), weighted = run(true);
+  const JobProgress &f = *fixed->result(), &w = *weighted->result();
+  // The same aggregate batch a round: samples over rounds (a worker's own
+  // iteration count) stay 4 x 32.
+  EXPECT_NEAR(static_cast<double>(w.samples) / static_cast<double>(w.workers[0].iteration), 128, 8);
+  // The fastest device trained on about 8 times the slowest's samples.
+  EXPECT_NEAR(static_cast<double>(w.workers[0].samples) / static_cast<double>(w.workers[3].samples), 8, 1.5);
+  EXPECT_NEAR(static_cast<double>(f.workers[0].samples) / static_cast<double>(f.workers[3].samples), 1, 0.05);
+  // A fixed round takes the slowest device's 32 x 4 ms; a weighted one about
+  // 128 x 0.5 / (8+4+2+1) x 8 ms: 128 ms against about 34. Measured: 20,000
+  // samples in 20 s fixed, 70,775 weighted (the fastest 37,568, the slowest
+  // 4,991), accuracy 0.987 and 0.984.
+  EXPECT_GT(w.samples, 3 * f.samples) << "fixed " << f.samples << ", weighted " << w.samples;
+  EXPECT_GT(*w.accuracy, 0.9);
+}
+
 TEST(SimulatedTeamTest, ATeamOfOneTrainsLikeAJobOfOne) {
   for (SyncPolicy policy : {SyncPolicy::kRog, SyncPolicy::kSsp}) {
     TeamSetup setup = ATeamOf(1);

@@ -10,6 +10,7 @@
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
+#include "core/batch_sizing.h"
 #include "core/bandwidth_estimator.h"
 #include "core/energy_model.h"
 #include "core/injection.h"
@@ -29,9 +30,10 @@ constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
 
-// A batch and what injection tops it up with (spec.data.injection).
+// The largest batch a worker may be given (spec.data.computeWeighted), and
+// what injection tops it up with (spec.data.injection).
 int64_t LargestBatch(const JobPlan& plan) {
-  const int64_t batch = plan.spec.data.batch_size;
+  const int64_t batch = plan.spec.data.batch_size * (plan.spec.data.compute_weighted ? kMostWeightedBatches : 1);
   const auto& injection = plan.spec.data.injection;
   return batch + (injection ? InjectedPerBatch(batch, injection->batch_share) : 0);
 }
@@ -280,6 +282,9 @@ class WorkerRun {
         }
         for (uint32_t r : update.demanded()) pushes_.Demand(r);
         if (update.has_injected()) KeepInjectedLocked(update.injected());
+        if (update.batch_size() > 0) {
+          batch_cap_ = std::min<int64_t>(update.batch_size(), kMostWeightedBatches * plan_.spec.data.batch_size);
+        }
         energy_.AddReceive(update.transfer_seconds());
         // An update comes in many parts; the compute loop waits only for the
         // rows its next iteration needs, so it is woken once they are here (its
@@ -293,6 +298,7 @@ class WorkerRun {
   Status ComputeLoop() {
     int64_t computing_welcome = 0;
     int64_t used_iteration = 0;
+    int64_t cap = 0;  // this iteration's batch at most
     double stalled = 0;
     const int64_t batch = plan_.spec.data.batch_size;
     const int64_t sample = train_.SampleSize();
@@ -330,21 +336,22 @@ class WorkerRun {
         used_clocks_.assign(copy_.clocks().begin(), copy_.clocks().end());
         used_iteration = iteration_;
         computing_welcome = welcome_;
+        cap = batch_cap_;
       }
       metrics_.AddStall(stalled);
       // How stale each row is as this iteration uses it (the bound: at most S),
       // observed outside the lock, as one observation.
       metrics_.ObserveRowStaleness(used_iteration, used_clocks_);
-      int64_t n = batch;
+      int64_t n = cap;
       if (samples_) {
         // What has arrived on the stream, once a batch's minimum has.
-        const std::vector<int64_t> taken = TakeArrived(batch);
+        const std::vector<int64_t> taken = TakeArrived(cap);
         if (taken.empty()) return Status::Ok();  // the team stopped meanwhile
         n = static_cast<int64_t>(taken.size());
         for (int64_t k = 0; k < n; ++k) CopySample(taken[k], k, sample);
       } else {
         // A batch from this worker's own partition, reshuffled on every pass.
-        for (int64_t k = 0; k < batch; ++k) {
+        for (int64_t k = 0; k < cap; ++k) {
           if (cursor_ == mine_.size()) {
             std::shuffle(mine_.begin(), mine_.end(), rng_);
             cursor_ = 0;
@@ -387,6 +394,8 @@ class WorkerRun {
       ++loss_count_;
       compute_s_ += ToSeconds(took);
       pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
+      const double per_sample = ToSeconds(took) / static_cast<double>(n);
+      sample_s_ = sample_s_ <= 0 ? per_sample : sample_s_ + kPaceWeight * (per_sample - sample_s_);
       changed_.NotifyAll();
     }
   }
@@ -552,6 +561,7 @@ class WorkerRun {
     stats->set_stall_seconds(stall_s_ + stalling - stream_.stall_s);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
+    stats->set_sample_seconds(sample_s_);
     if (injection_) {
       stats->set_injection_wanted(static_cast<int32_t>(std::max<int64_t>(0, InjectedHold() - static_cast<int64_t>(injected_.size()))));
       stats->set_injected_samples(injected_used_);
@@ -692,6 +702,9 @@ class WorkerRun {
     double compute_s = 0, stall_s = 0, energy_j = 0;
   } stream_;  // the totals when the current stream opened
   double pace_s_ = 0;  // EWMA of a step's compute time
+  double sample_s_ = 0;  // EWMA of a sample's, what compute-weighted batches deal by
+  // This worker's batch: the job's, or what compute weighting gave it.
+  int64_t batch_cap_ = plan_.spec.data.batch_size;
   BandwidthEstimator uplink_estimate_;
   double measured_uplink_mbps_ = 0;
   ArrivalRateMeter downlink_meter_;

@@ -25,7 +25,7 @@ FakeTrainer::FakeTrainer(const FakeModel& model, Clock& clock) : model_(model), 
 
 StatusOr<double> FakeTrainer::ComputeGradient(const float*, const int64_t* labels, int64_t n,
                                               std::span<float> gradient) {
-  clock_.SleepFor(model_.step);
+  clock_.SleepFor(model_.step + model_.per_sample * n);
   std::fill(gradient.begin(), gradient.end(), 0.0f);
   double loss = 0;
   for (int64_t k = 0; k < n; ++k) {

@@ -24,6 +24,7 @@ struct FakeModel {
   std::vector<std::vector<int64_t>> shapes = {{8, 32}, {32}};  // nine rows of 32 floats
   int classes = 10;
   Duration step = std::chrono::milliseconds(5);  // simulated compute time of a step
+  Duration per_sample{};                         // and of each sample of its batch
   uint64_t seed = 1;
 };
 

@@ -56,6 +56,7 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
   spec.data.partition = setup_.partition;
   spec.data.stream = setup_.stream;
   spec.data.injection = setup_.injection;
+  spec.data.compute_weighted = setup_.compute_weighted;
   spec.parallelism.workers = setup_.workers;
   if (setup_.sync) {
     spec.sync = *setup_.sync;

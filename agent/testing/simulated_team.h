@@ -54,6 +54,7 @@ struct TeamSetup {
   PartitionSpec partition;
   std::optional<StreamSpec> stream;  // samples arrive as streams (rates on the simulated clock)
   std::optional<InjectionSpec> injection;
+  bool compute_weighted = false;
   OptimizerSpec optimizer{OptimizerKind::kSgd, 0.1, std::nullopt, 0};
   int batch_size = 16;
   int64_t train_samples = 640;
