@@ -1,12 +1,11 @@
 #include "agent/dp/worker.h"
 
 #include <algorithm>
-#include <cstring>
-#include <deque>
 #include <limits>
 #include <mutex>
 #include <random>
 
+#include "agent/dp/injected_samples.h"
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
@@ -71,6 +70,9 @@ class WorkerRun {
                        mine_, seed, StreamBufferCapacity(*stream, batch));
       min_batch_ = StreamMinBatch(*stream, batch);
       samples_began_ = clock_.Now();
+    }
+    if (const auto& injection = plan.spec.data.injection) {
+      injected_.emplace(*injection, train.SampleSize(), train.info.classes, plan.spec.data.batch_size);
     }
     if (options.uplink) uplink_.emplace(*options.uplink, clock_.Now());
     uplink_peak_mbps_ = options.uplink ? std::min(options.link_peak_mbps, options.uplink->PeakMbps())
@@ -281,7 +283,11 @@ class WorkerRun {
           broken_ = true;
         }
         for (uint32_t r : update.demanded()) pushes_.Demand(r);
-        if (update.has_injected()) KeepInjectedLocked(update.injected());
+        if (update.has_injected() && injected_) {
+          if (Status kept = injected_->Keep(update.injected()); !kept.ok()) {
+            log_ << "worker " << options_.rank << ": " << kept.message() << ": left out\n";
+          }
+        }
         if (update.batch_size() > 0) {
           batch_cap_ = std::min<int64_t>(update.batch_size(), kMostWeightedBatches * plan_.spec.data.batch_size);
         }
@@ -359,7 +365,7 @@ class WorkerRun {
           CopySample(mine_[cursor_++], k, sample);
         }
       }
-      if (injection_) n += TopUp(n, sample);
+      if (injected_) n += TopUp(n);
       const TimePoint began = clock_.Now();
       energy_.BeginCompute(began);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss,
@@ -405,53 +411,10 @@ class WorkerRun {
     batch_y_[k] = train_.labels[i];
   }
 
-  // Injected samples (spec.data.injection): the coordinator's are kept, up
-  // to a few batches' worth, for the batches to come. What does not fit a
-  // sample of the data set is left out, and said.
-  void KeepInjectedLocked(const v1::InjectedSamples& injected) {
-    const auto size = static_cast<size_t>(train_.SampleSize());
-    const size_t count = static_cast<size_t>(injected.labels_size());
-    const bool pixels = !injected.pixels().empty();
-    const size_t bytes = pixels ? injected.pixels().size() : injected.features().size();
-    if (bytes != count * size * (pixels ? 1 : sizeof(float))) {
-      log_ << "worker " << options_.rank << ": injected samples of " << bytes << " bytes for " << count
-           << " labels, not samples of this data set: left out\n";
-      return;
-    }
-    for (size_t k = 0; k < count; ++k) {
-      const int64_t label = injected.labels(static_cast<int>(k));
-      if (label < 0 || label >= train_.info.classes) continue;
-      InjectedSample& sample = injected_.emplace_back();
-      sample.label = label;
-      sample.features.resize(size);
-      for (size_t f = 0; f < size; ++f) {
-        if (pixels) {
-          sample.features[f] = static_cast<float>(static_cast<uint8_t>(injected.pixels()[k * size + f])) *
-                               injected.pixel_scale();
-        } else {
-          std::memcpy(&sample.features[f], injected.features().data() + (k * size + f) * sizeof(float), sizeof(float));
-        }
-      }
-    }
-    while (static_cast<int64_t>(injected_.size()) > 4 * InjectedHold()) injected_.pop_front();
-  }
-
-  // How many injected samples it keeps at hand: two batches' worth.
-  int64_t InjectedHold() const {
-    return 2 * InjectedPerBatch(plan_.spec.data.batch_size, injection_->batch_share) + 1;
-  }
-
   // Tops up the batch of `n` with injected samples after its own: how many.
-  int64_t TopUp(int64_t n, int64_t sample) {
+  int64_t TopUp(int64_t n) {
     std::lock_guard lock(mu_);
-    const int64_t m = std::min(InjectedPerBatch(n, injection_->batch_share), static_cast<int64_t>(injected_.size()));
-    for (int64_t k = 0; k < m; ++k) {
-      const InjectedSample& injected = injected_.front();
-      std::copy(injected.features.begin(), injected.features.end(), batch_x_.data() + (n + k) * sample);
-      batch_y_[n + k] = injected.label;
-      injected_.pop_front();
-    }
-    injected_used_ += m;
+    const int64_t m = injected_->TopUp(n, batch_x_.data(), batch_y_.data());
     if (m > 0) metrics_.AddInjected(m);
     return m;
   }
@@ -562,9 +525,9 @@ class WorkerRun {
     stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
     stats->set_sample_seconds(sample_s_);
-    if (injection_) {
-      stats->set_injection_wanted(static_cast<int32_t>(std::max<int64_t>(0, InjectedHold() - static_cast<int64_t>(injected_.size()))));
-      stats->set_injected_samples(injected_used_);
+    if (injected_) {
+      stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
+      stats->set_injected_samples(injected_->used());
     }
     if (samples_) {
       const StreamCounts c = samples_->counts();
@@ -665,13 +628,7 @@ class WorkerRun {
   double data_wait_s_ = 0;  // guarded by mu_
   // spec.data.injection: samples of labels its part lacks, from the
   // coordinator, for its batches (guarded by mu_).
-  const std::optional<InjectionSpec> injection_ = plan_.spec.data.injection;
-  struct InjectedSample {
-    std::vector<float> features;
-    int64_t label = 0;
-  };
-  std::deque<InjectedSample> injected_;
-  int64_t injected_used_ = 0;
+  std::optional<InjectedSamples> injected_;
   TimePoint started_{};
   std::vector<float> gradient_;  // the compute loop's only
   TimePoint last_done_{};        // the compute loop's only
