@@ -79,7 +79,7 @@ TEST(ClusterProfileTest, ANodesStreamIsARateOrARateTraceFromTheProfilesFolder) {
   auto profile = ParseClusterProfile(
       "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
       "  - {name: a, stream: {ratePerSecond: 92}}\n"
-      "  - {name: b, stream: {rateTrace: ../traces/stream-shift-rate.csv}}\n"
+      "  - {name: b, stream: {rateTrace: ../stream-rates/shift.csv}}\n"
       "  - {name: c}\n",
       (dir / "test.yaml").string());
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
@@ -88,7 +88,7 @@ TEST(ClusterProfileTest, ANodesStreamIsARateOrARateTraceFromTheProfilesFolder) {
   EXPECT_TRUE(profile->nodes[0].stream->trace_path.empty());
   ASSERT_TRUE(profile->nodes[1].stream.has_value());
   EXPECT_EQ(profile->nodes[1].stream->trace_path,
-            fs::weakly_canonical(fs::path(EDGETRAIN_SOURCE_DIR) / "examples/traces/stream-shift-rate.csv").string());
+            fs::weakly_canonical(fs::path(EDGETRAIN_SOURCE_DIR) / "examples/stream-rates/shift.csv").string());
   EXPECT_FALSE(profile->nodes[2].stream.has_value());
 }
 
@@ -109,7 +109,7 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, offset: soon}}\n", "spec.nodes[0].link.offset: must match"},
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 0}}\n", "spec.nodes[0].link.scale: must be > 0"},
       {"  []\n", "spec.nodes: must have at least 1 item(s)"},
-      {"  - {name: a, stream: {ratePerSecond: 5, rateTrace: ../traces/stream-shift-rate.csv}}\n",
+      {"  - {name: a, stream: {ratePerSecond: 5, rateTrace: ../stream-rates/shift.csv}}\n",
        "spec.nodes[0].stream: give either ratePerSecond or rateTrace"},
       {"  - {name: a, stream: {}}\n", "spec.nodes[0].stream: give either ratePerSecond or rateTrace"},
       {"  - {name: a, stream: {rateTrace: ../traces/wifi-indoor-1.csv}}\n",

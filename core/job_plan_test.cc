@@ -106,6 +106,7 @@ TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {
 TEST(JobPlanTest, ASlotsStreamRoundTrips) {
   JobPlan plan = APlan("team");
   plan.workers = {WorkerSlot{}, WorkerSlot{}, WorkerSlot{}};
+  for (int r = 0; r < 3; ++r) plan.workers[r].rank = r;
   plan.workers[0].stream = StreamSource{22, ""};
   plan.workers[1].stream = StreamSource{0, "/traces/rate.csv"};
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
