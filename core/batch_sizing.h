@@ -2,7 +2,8 @@
 // Compute-weighted batches (DLion; spec.data.computeWeighted): a team's
 // samples each step are dealt to its workers in proportion to their measured
 // speed, so that a fast device is not idle while a slow one holds the team.
-// The team's aggregate batch stays what fixed batches give it.
+// The team's aggregate batch stays what fixed batches give it, unless a
+// batch is held at one of its bounds.
 
 #include <cstdint>
 #include <span>

@@ -288,7 +288,8 @@ class WorkerRun {
             log_ << "worker " << options_.rank << ": " << kept.message() << ": left out\n";
           }
         }
-        if (update.batch_size() > 0) {
+        // Only when the job weighs batches: the buffers are sized for it.
+        if (update.batch_size() > 0 && plan_.spec.data.compute_weighted) {
           batch_cap_ = std::min<int64_t>(update.batch_size(), kMostWeightedBatches * plan_.spec.data.batch_size);
         }
         energy_.AddReceive(update.transfer_seconds());
@@ -309,6 +310,13 @@ class WorkerRun {
     const int64_t batch = plan_.spec.data.batch_size;
     const int64_t sample = train_.SampleSize();
     for (;;) {
+      // A stream's samples are waited for first: the model is then taken as
+      // fresh as it is once they are here, not as it was before the wait.
+      std::vector<int64_t> taken;
+      if (samples_) {
+        taken = TakeArrived();
+        if (taken.empty()) return Status::Ok();  // the team stopped meanwhile
+      }
       {
         std::unique_lock lock(mu_);
         const TimePoint waiting = clock_.Now();
@@ -350,9 +358,6 @@ class WorkerRun {
       metrics_.ObserveRowStaleness(used_iteration, used_clocks_);
       int64_t n = cap;
       if (samples_) {
-        // What has arrived on the stream, once a batch's minimum has.
-        const std::vector<int64_t> taken = TakeArrived(cap);
-        if (taken.empty()) return Status::Ok();  // the team stopped meanwhile
         n = static_cast<int64_t>(taken.size());
         for (int64_t k = 0; k < n; ++k) CopySample(taken[k], k, sample);
       } else {
@@ -421,9 +426,9 @@ class WorkerRun {
 
   // The next batch from the stream: waits on the clock until a batch's
   // minimum has arrived, as long as the team trains, and takes what has, up
-  // to `most`; nothing when the team stopped meanwhile. The wait is the
-  // stream's, not the team's: counted apart from the stall.
-  std::vector<int64_t> TakeArrived(int64_t most) {
+  // to this worker's batch; nothing when the team stopped meanwhile. The
+  // wait is the stream's, not the team's: counted apart from the stall.
+  std::vector<int64_t> TakeArrived() {
     const TimePoint began = clock_.Now();
     std::unique_lock lock(mu_);
     bool ready = false;
@@ -440,7 +445,7 @@ class WorkerRun {
     data_wait_s_ += waited;
     metrics_.AddDataWait(waited);
     std::vector<int64_t> taken;
-    if (ready && !stop_ && !broken_ && !cancel_.load()) taken = samples_->Take(most);
+    if (ready && !stop_ && !broken_ && !cancel_.load()) taken = samples_->Take(batch_cap_);
     const StreamCounts c = samples_->counts();
     metrics_.SetStream(c.arrived, c.dropped, c.backlog);
     return taken;
