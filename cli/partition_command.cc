@@ -95,7 +95,8 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
     for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];
-    out << ": the job never trains on them\n";
+    out << (job.spec.data.injection ? ": the coordinator injects their samples into the workers' batches\n"
+                                    : ": the job never trains on them\n");
   }
   return kExitOk;
 }

@@ -34,6 +34,11 @@ int64_t BytesReceived(const JobProgress& p) {
   return sum;
 }
 
+// Whether a team's batches vary in size: a stream's, compute-weighted or topped up.
+bool VariableBatches(const JobSpec& spec) {
+  return spec.data.stream || spec.data.compute_weighted || spec.data.injection;
+}
+
 // Samples injected into workers' batches; and of workers whose samples
 // arrived as streams, what arrived, what they trained on, what their
 // buffers dropped, and how long they waited for samples.
@@ -189,7 +194,11 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   out << "), " << StoppedBy(p) << "\n";
   out << "  "
       << (plan.job.pipeline ? Counted(p.iteration, "step", "steps") + " (each the whole batch through the stages), "
-          : plan.team       ? Counted(p.iteration, "team iteration", "team iterations") + " (a batch from each of " +
+          : plan.team       ? Counted(p.iteration, "team iteration", "team iterations") +
+                                  // Batches that vary (a stream's, weighted ones) are counted in
+                                  // full batches' worth of samples.
+                                  (VariableBatches(plan.job.spec) ? " (in full batches' worth of samples from each of "
+                                                                  : " (a batch from each of ") +
                                   Counted(workers, "worker", "workers") + "), "
                             : Counted(p.iteration, "iteration", "iterations") + ", ")
       << Counted(p.samples, "sample", "samples") << ", "

@@ -77,6 +77,24 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   EXPECT_NE(rows[2].find("unshaped"), std::string::npos) << rows[2];
 }
 
+TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachStream) {
+  LocalRunPlan plan = Team();
+  plan.job.spec.data.stream = StreamSpec{{20, 60, 180}};
+  JobProgress p = Finished();
+  p.workers[0].stream = StreamProgress{615, 0, 0, 29.7};
+  p.workers[0].samples = 615;
+  p.workers[0].wall_s = 30;
+  p.workers[1].injected = 40;
+  std::ostringstream out;
+  PrintSummary(Job(), plan, p, 66.9, out);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("331 team iterations (in full batches' worth of samples from each of 3 workers)"), std::string::npos)
+      << s;
+  EXPECT_NE(s.find("injected samples (of labels their parts lack, from the coordinator):  worker 1: 40"),
+            std::string::npos) << s;
+  EXPECT_NE(s.find("       0        615         615          0          0   29.7 s (99%)"), std::string::npos) << s;
+}
+
 TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
   JobProgress p = Finished();
   for (auto& w : p.workers) w.held_team_s = 0;
