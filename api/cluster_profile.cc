@@ -25,6 +25,24 @@ StatusOr<Json> ProfileSchema() {
   return schema;
 }
 
+// A trace a profile names, read now: a missing one is the profile's error,
+// not a worker's surprise half-way through a run. `where` is the field.
+struct TraceFile {
+  std::string path;  // absolute
+  std::string text;
+};
+StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, const std::string& where) {
+  fs::path trace = named;
+  if (trace.is_relative()) trace = base / trace;
+  TraceFile file{fs::weakly_canonical(trace).string(), ""};
+  std::ifstream in(file.path);
+  if (!in) return NotFoundError(where + ": cannot read " + file.path);
+  std::stringstream text;
+  text << in.rdbuf();
+  file.text = text.str();
+  return file;
+}
+
 }  // namespace
 
 StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::string& path) {
@@ -60,18 +78,11 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
     }
     if (n.contains("link")) {
       const Json& l = n["link"];
-      fs::path trace = l["trace"].get<std::string>();
-      if (trace.is_relative()) trace = base / trace;
       auto offset = ParseDuration(l["offset"].get<std::string>());
       if (!offset.ok()) return offset.status().WithContext(where + ".link.offset");
-      node.link = LinkSpec{fs::weakly_canonical(trace).string(), ToSeconds(*offset), l["scale"].get<double>()};
-      // Read now: a missing or malformed trace is the profile's error, not a
-      // worker's surprise half-way through a run.
-      std::ifstream in(node.link->trace_path);
-      if (!in) return NotFoundError(where + ".link.trace: cannot read " + node.link->trace_path);
-      std::stringstream text;
-      text << in.rdbuf();
-      auto parsed = BandwidthTrace::Parse(text.str(), node.link->trace_path);
+      EDGETRAIN_ASSIGN_OR_RETURN(TraceFile trace, ReadTrace(base, l["trace"].get<std::string>(), where + ".link.trace"));
+      node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
+      auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
       if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
       node.link->mean_mbps = parsed->Scaled(node.link->scale).MeanMbps();
     }
@@ -81,14 +92,10 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
         return InvalidArgumentError(where + ".stream: give either ratePerSecond or rateTrace");
       }
       if (s.contains("rateTrace")) {
-        fs::path trace = s["rateTrace"].get<std::string>();
-        if (trace.is_relative()) trace = base / trace;
-        node.stream = StreamSource{0, fs::weakly_canonical(trace).string()};
-        std::ifstream in(node.stream->trace_path);
-        if (!in) return NotFoundError(where + ".stream.rateTrace: cannot read " + node.stream->trace_path);
-        std::stringstream text;
-        text << in.rdbuf();
-        auto parsed = StreamRate::Parse(text.str(), node.stream->trace_path);
+        EDGETRAIN_ASSIGN_OR_RETURN(
+            TraceFile trace, ReadTrace(base, s["rateTrace"].get<std::string>(), where + ".stream.rateTrace"));
+        node.stream = StreamSource{0, trace.path};
+        auto parsed = StreamRate::Parse(trace.text, trace.path);
         if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
       } else {
         node.stream = StreamSource{s["ratePerSecond"].get<double>(), ""};

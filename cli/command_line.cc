@@ -92,7 +92,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       "Train a TrainingJob manifest on this machine: the same YAML `kubectl apply` takes. With --nodes, each worker "
       "emulates a node of the cluster profile: its compute slowdown, and its link's bandwidth trace.");
   AddManifest(*run_command, run);
-  run_command->add_option("--nodes", run.nodes_path, "a cluster profile whose devices the workers emulate")
+  run_command->add_option("--nodes", run.nodes_path,
+                          "a cluster profile whose devices the workers emulate (their slowdown, link and, for a job's "
+                          "stream without ratesPerSecond, their stream's rate)")
       ->option_text("PROFILE.yaml");
   run_command
       ->add_option("--links", run.links,

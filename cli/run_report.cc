@@ -272,15 +272,17 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"energy_joules", nullable(p.energy_joules)},
       {"model_path", p.model_path},
   };
-  int64_t arrived = 0, dropped = 0;
+  int64_t arrived = 0, dropped = 0, injected = 0;
   bool streams = false;
   for (const auto& w : p.workers) {
+    injected += w.injected;
     if (!w.stream) continue;
     streams = true;
     arrived += w.stream->arrived;
     dropped += w.stream->dropped;
   }
   if (streams) j["stream"] = {{"arrived", arrived}, {"dropped", dropped}};
+  if (injected > 0) j["injected_samples"] = injected;
   return j.dump();
 }
 
