@@ -94,6 +94,9 @@ class NetnsNetwork:
         self._proc = None
         self.block = self._lock = None
         self.host_address = None
+        # One question to node-links at a time: its answers come back in order on one
+        # pipe, so two threads asking at once could each take the other's answer.
+        self._asking = threading.Lock()
 
     @property
     def dns_address(self):
@@ -157,9 +160,10 @@ class NetnsNetwork:
             yield line
 
     def _ask(self, command):
-        self._proc.stdin.write(command + "\n")
-        self._proc.stdin.flush()
-        answer = next(self._lines(timeout=30), "error: node-links gave no answer")
+        with self._asking:
+            self._proc.stdin.write(command + "\n")
+            self._proc.stdin.flush()
+            answer = next(self._lines(timeout=30), "error: node-links gave no answer")
         if answer.startswith("error:"):
             raise NodeLinksError(answer[len("error: "):])
         return answer

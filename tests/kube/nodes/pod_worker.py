@@ -135,6 +135,12 @@ class PodWorker(threading.Thread):
         except VolumeError as e:
             self.volumes = None
             self._setup_failed("ContainerCreating", str(e), "FailedMount")
+        except OSError as e:
+            # A volume's folder could not be written (a full disk): the pod waits and
+            # tries again, as it would for a missing source, rather than losing its
+            # worker and staying in ContainerCreating for good.
+            self.volumes = None
+            self._setup_failed("ContainerCreating", f"setting up the pod's volumes: {e}", "FailedMount")
 
     def _setup_failed(self, reason, message, event_reason):
         if self.setup_error is None or self.setup_error[1] != message:

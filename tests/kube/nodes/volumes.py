@@ -8,6 +8,7 @@ node its volume's node affinity admits (MountVolume.NodeAffinity, as the kubelet
 import base64
 import os
 import shutil
+import threading
 import time
 
 from apiserver.errors import ApiError
@@ -67,6 +68,10 @@ class PodVolumes:
         self.token = None  # the pod's service-account token, asked for once
         self.node_labels = node_labels  # what volumes' node affinity is checked against
         self.paths = {}                 # volume name -> host directory
+        # The pod's worker sets the volumes up while the kubelet's sync may refresh them
+        # (a source changed, or the periodic sync): two atomic writers in one folder
+        # would race on its ..data link, so one writes at a time.
+        self.lock = threading.Lock()
 
     @property
     def namespace(self):
@@ -84,18 +89,20 @@ class PodVolumes:
         return out
 
     def set_up(self):
-        for v in (self.pod.get("spec") or {}).get("volumes") or []:
-            self.paths[v["name"]] = self._set_up(v)
-        return self.paths
+        with self.lock:
+            for v in (self.pod.get("spec") or {}).get("volumes") or []:
+                self.paths[v["name"]] = self._set_up(v)
+            return self.paths
 
     def refresh(self, pod=None):
         """Rewrites the volumes whose content comes from the API (a kubelet's periodic
         sync); emptyDirs and claims are left alone."""
-        if pod is not None:
-            self.pod = pod
-        for v in (self.pod.get("spec") or {}).get("volumes") or []:
-            if any(k in v for k in ("configMap", "secret", "projected", "downwardAPI")):
-                self._set_up(v)
+        with self.lock:
+            if pod is not None:
+                self.pod = pod
+            for v in (self.pod.get("spec") or {}).get("volumes") or []:
+                if any(k in v for k in ("configMap", "secret", "projected", "downwardAPI")):
+                    self._set_up(v)
 
     def _set_up(self, v):
         path = os.path.join(self.folder, "volumes", v["name"])
