@@ -182,7 +182,7 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
       if (message->push().has_stats()) {
         const v1::WorkerStats& stats = message->push().stats();
         if (injection_) injection_->Wanted(w, stats.injection_wanted());
-        if (batch_sizer_) batch_sizer_->Heard(w, stats.sample_seconds());
+        if (batch_sizer_) batch_sizer_->Heard(w, {stats.step_fixed_seconds(), stats.sample_seconds()});
       }
       if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }

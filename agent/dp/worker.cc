@@ -18,6 +18,7 @@
 #include "core/push_composer.h"
 #include "core/row_layout.h"
 #include "core/sample_stream.h"
+#include "core/step_time_model.h"
 #include "core/trace_shaper.h"
 
 namespace edgetrain::agent {
@@ -405,8 +406,7 @@ class WorkerRun {
       ++loss_count_;
       compute_s_ += ToSeconds(took);
       pace_s_ = pace_s_ <= 0 ? ToSeconds(took) : pace_s_ + kPaceWeight * (ToSeconds(took) - pace_s_);
-      const double per_sample = ToSeconds(took) / static_cast<double>(n);
-      sample_s_ = sample_s_ <= 0 ? per_sample : sample_s_ + kPaceWeight * (per_sample - sample_s_);
+      step_time_.Observe(n, ToSeconds(took));
       changed_.NotifyAll();
     }
   }
@@ -529,7 +529,9 @@ class WorkerRun {
     stats->set_stall_seconds(stall_s_ + stalling - stream_.stall_s);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
-    stats->set_sample_seconds(sample_s_);
+    const StepCost cost = step_time_.cost();
+    stats->set_sample_seconds(cost.sample_seconds);
+    stats->set_step_fixed_seconds(cost.fixed_seconds);
     if (injected_) {
       stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
       stats->set_injected_samples(injected_->used());
@@ -664,7 +666,7 @@ class WorkerRun {
     double compute_s = 0, stall_s = 0, energy_j = 0;
   } stream_;  // the totals when the current stream opened
   double pace_s_ = 0;  // EWMA of a step's compute time
-  double sample_s_ = 0;  // EWMA of a sample's, what compute-weighted batches deal by
+  StepTimeModel step_time_;  // a step's fixed and per-sample cost: what compute-weighted batches deal by
   // This worker's batch: the job's, or what compute weighting gave it.
   int64_t batch_cap_ = plan_.spec.data.batch_size;
   BandwidthEstimator uplink_estimate_;
