@@ -159,9 +159,6 @@ const std::vector<Capability>& Capabilities() {
       // A TorchScript model is cut into stages between the children of its
       // nn.Sequential; any other module is refused, with the reason, when the
       // agent measures its layers for the plan (ScriptedLayers, agent/torch/models.h).
-      {"spec.sync.compression", Effect::kRefuse, kEverywhere,
-       [](const JobSpec& s, const Json&) { return s.sync.compression == Compression::kTopK; },
-       "topk is not supported yet (none, fp16, int8 and sign are)"},
       // A stream's batches are taken by the data-parallel worker (agent/dp/worker.cc);
       // a job of one and a pipeline's first stage read their data set.
       {"spec.data.stream", Effect::kRefuse, kEverywhere,

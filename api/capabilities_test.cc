@@ -36,7 +36,6 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
     const char* patch;
     const char* error;
   } cases[] = {
-      {R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "topk"}}})", "spec.sync.compression: topk is not supported yet"},
       {R"({"spec": {"data": {"stream": {"ratesPerSecond": [5]}}}})",
        "spec.data.stream: streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline "
        "read their data set"},
@@ -161,10 +160,9 @@ TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {
   }
   EXPECT_TRUE(CheckSupport(Job("{}"), Runner::kPlanning).notes.empty());
   // What has not landed otherwise is refused there too, as the operator refuses it.
-  const std::string topk =
-      Joined(CheckSupport(Job(R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "topk"}}})"),
-                          Runner::kPlanning));
-  EXPECT_NE(topk.find("spec.sync.compression: topk is not supported yet"), std::string::npos) << topk;
+  const std::string energy =
+      Joined(CheckSupport(Job(R"({"spec": {"budget": {"energyJoules": 100}}})"), Runner::kPlanning));
+  EXPECT_NE(energy.find("spec.budget.energyJoules: energy budgets are not supported yet"), std::string::npos) << energy;
   // Notes meant for edgetrain run are not its.
   const std::string cluster = Joined(CheckSupport(Job(R"({"spec": {"template": {"image": "x"}}})"), Runner::kPlanning));
   EXPECT_EQ(cluster, "");

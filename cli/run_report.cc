@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/progress_display.h"
+#include "core/encoding_choice.h"
 #include "core/step_cost.h"
 
 namespace edgetrain::cli {
@@ -62,6 +63,27 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
                   w.wall_s > 0 ? 100 * s.wait_s / w.wall_s : 0.0);
     out << line;
   }
+}
+
+// Of workers that choose their compression (adaptive): how often each chose
+// top-k, and what top-k kept of its gradient when it last measured.
+void PrintCompression(const JobProgress& p, std::ostream& out) {
+  std::string line;
+  for (const auto& w : p.workers) {
+    if (!w.compression || w.compression->pushes == 0) continue;
+    const CompressionProgress& c = *w.compression;
+    char part[160];
+    std::snprintf(part, sizeof part, "%s  worker %d: top-k in %.0f%% of pushes, now %s (top-k keeps %.2f of the norm)",
+                  line.empty() ? "" : "\n", w.rank,
+                  100.0 * static_cast<double>(c.topk_pushes) / static_cast<double>(c.pushes), c.encoding.c_str(),
+                  c.topk_kept_norm);
+    line += part;
+  }
+  if (line.empty()) return;
+  char head[120];
+  std::snprintf(head, sizeof head, "  adaptive compression (top-k while it keeps %.1f of the norm, else int8):\n",
+                kTopKKeepsEnough);
+  out << head << line << "\n";
 }
 
 }  // namespace
@@ -246,6 +268,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << line;
     }
     PrintStreams(p, out);
+    PrintCompression(p, out);
   }
   PrintModelLine(p, out);
 }

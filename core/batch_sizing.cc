@@ -6,7 +6,7 @@
 
 namespace edgetrain {
 
-std::vector<int64_t> ComputeWeightedBatches(std::span<const StepCost> costs, int64_t batch, int64_t most) {
+std::vector<int64_t> ComputeWeightedBatches(std::span<const StepTime> costs, int64_t batch, int64_t most) {
   std::vector<int64_t> batches(costs.size(), batch);
   std::vector<size_t> measured;
   for (size_t w = 0; w < costs.size(); ++w) {
@@ -24,7 +24,7 @@ std::vector<int64_t> ComputeWeightedBatches(std::span<const StepCost> costs, int
   for (size_t round = 0; round <= measured.size(); ++round) {
     double left = total, inverse = 0, offset = 0;
     for (size_t i = 0; i < measured.size(); ++i) {
-      const StepCost& c = costs[measured[i]];
+      const StepTime& c = costs[measured[i]];
       if (held[i]) {
         left -= share[i];
       } else {
@@ -37,7 +37,7 @@ std::vector<int64_t> ComputeWeightedBatches(std::span<const StepCost> costs, int
     bool moved = false;
     for (size_t i = 0; i < measured.size(); ++i) {
       if (held[i]) continue;
-      const StepCost& c = costs[measured[i]];
+      const StepTime& c = costs[measured[i]];
       share[i] = (step - c.fixed_seconds) / c.sample_seconds;
       const double bounded = std::clamp(share[i], 1.0, static_cast<double>(most));
       if (bounded != share[i]) {
@@ -62,7 +62,7 @@ std::vector<int64_t> ComputeWeightedBatches(std::span<const StepCost> costs, int
     if (at_one[i]) round = std::max(round, costs[measured[i]].fixed_seconds + costs[measured[i]].sample_seconds);
   }
   for (size_t i = 0; i < measured.size() && round > 0; ++i) {
-    const StepCost& c = costs[measured[i]];
+    const StepTime& c = costs[measured[i]];
     const double fits = (round - c.fixed_seconds) / c.sample_seconds;
     int64_t& b = batches[measured[i]];
     b = std::clamp<int64_t>(std::max(b, static_cast<int64_t>(fits)), 1, most);

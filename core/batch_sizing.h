@@ -25,6 +25,6 @@ inline constexpr int64_t kMostWeightedBatches = 4;
 // in proportion to speed. Where the longest step is still longer than the
 // others' (a batch held at 1), each other batch grows to what fits in it,
 // up to `most`.
-std::vector<int64_t> ComputeWeightedBatches(std::span<const StepCost> costs, int64_t batch, int64_t most);
+std::vector<int64_t> ComputeWeightedBatches(std::span<const StepTime> costs, int64_t batch, int64_t most);
 
 }  // namespace edgetrain

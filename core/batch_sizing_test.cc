@@ -5,8 +5,8 @@
 namespace edgetrain {
 namespace {
 
-std::vector<StepCost> PerSample(std::vector<double> seconds) {
-  std::vector<StepCost> costs;
+std::vector<StepTime> PerSample(std::vector<double> seconds) {
+  std::vector<StepTime> costs;
   for (double s : seconds) costs.push_back({0, s});
   return costs;
 }
@@ -28,7 +28,7 @@ TEST(BatchSizingTest, ADeviceThatOneSampleHoldsPastTheOthersStepsSetsTheRoundAnd
   // Slowdowns 1:4:16 of 2 ms a step and 0.1 ms a sample. In proportion to
   // per-sample speed alone (16:4:1) the slowest device's step would take
   // 16 x (2 + 0.1 x 5) = 40 ms against the fastest's 2 + 0.1 x 81 = 10 ms.
-  const std::vector<StepCost> costs = {{0.002, 0.0001}, {0.008, 0.0004}, {0.032, 0.0016}};
+  const std::vector<StepTime> costs = {{0.002, 0.0001}, {0.008, 0.0004}, {0.032, 0.0016}};
   const std::vector<int64_t> batches = ComputeWeightedBatches(costs, 32, 128);
   // Equal steps would be 10.8 ms (88 and 7 samples), but the slowest device's
   // fixed cost alone is 32 ms: it is held at one sample, and its 33.6 ms is
@@ -41,7 +41,7 @@ TEST(BatchSizingTest, ADeviceThatOneSampleHoldsPastTheOthersStepsSetsTheRoundAnd
 }
 
 TEST(BatchSizingTest, StepsEqualWhenTheFixedCostsLeaveRoom) {
-  const std::vector<StepCost> costs = {{0.001, 0.0001}, {0.002, 0.0002}};
+  const std::vector<StepTime> costs = {{0.001, 0.0001}, {0.002, 0.0002}};
   const std::vector<int64_t> batches = ComputeWeightedBatches(costs, 30, 120);
   // Steps of 5.33 ms: 43.3 and 16.7 samples, whole ones 1 + 4.3 and 2 + 3.4 ms.
   EXPECT_EQ(batches, (std::vector<int64_t>{43, 17}));

@@ -78,6 +78,12 @@ std::string EncodeJobProgress(const JobProgress& p) {
     if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
     if (!w.active) workers.back()["silentSeconds"] = w.silent_s;
     if (w.injected > 0) workers.back()["injectedSamples"] = w.injected;
+    if (w.compression) {
+      workers.back()["compression"] = {{"encoding", w.compression->encoding},
+                                       {"topkKeptNorm", w.compression->topk_kept_norm},
+                                       {"topkPushes", w.compression->topk_pushes},
+                                       {"pushes", w.compression->pushes}};
+    }
     if (w.stream) {
       workers.back()["stream"] = {{"arrived", w.stream->arrived},
                                   {"dropped", w.stream->dropped},
@@ -150,6 +156,12 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
                            w.value("silentSeconds", 0.0)});
       p.workers.back().injected = w.value("injectedSamples", int64_t{0});
+      if (w.contains("compression") && w.at("compression").is_object()) {
+        const Json& c = w.at("compression");
+        p.workers.back().compression =
+            CompressionProgress{c.at("encoding").get<std::string>(), c.at("topkKeptNorm").get<double>(),
+                                c.at("topkPushes").get<int64_t>(), c.at("pushes").get<int64_t>()};
+      }
       if (w.contains("stream") && w.at("stream").is_object()) {
         const Json& st = w.at("stream");
         p.workers.back().stream = StreamProgress{st.at("arrived").get<int64_t>(), st.at("dropped").get<int64_t>(),

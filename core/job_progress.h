@@ -31,6 +31,14 @@ struct StreamProgress {
   double wait_s = 0;    // its compute waited for a batch's minimum to arrive
 };
 
+// A worker of a job with adaptive compression (spec.sync.compression adaptive).
+struct CompressionProgress {
+  std::string encoding;       // what its pushes use now: "topk" or "int8"
+  double topk_kept_norm = 0;  // the share of its gradient's norm top-k kept, last measured
+  int64_t topk_pushes = 0;    // over its life
+  int64_t pushes = 0;
+};
+
 struct WorkerProgress {
   int rank = 0;
   int batch_size = 0;
@@ -57,6 +65,7 @@ struct WorkerProgress {
   double silent_s = 0;  // out of the team: how long since it was last heard from; 0 while it is in
   std::optional<StreamProgress> stream = {};
   int64_t injected = 0;  // data injection: samples of labels its part lacks it trained on
+  std::optional<CompressionProgress> compression = {};
 };
 
 struct JobProgress {

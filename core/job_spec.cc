@@ -42,11 +42,12 @@ constexpr NameTable<SyncPolicy, 4> kPolicyNames{{{SyncPolicy::kRog, "rog"},
                                                   {SyncPolicy::kBsp, "bsp"},
                                                   {SyncPolicy::kSsp, "ssp"},
                                                   {SyncPolicy::kDeadline, "deadline"}}};
-constexpr NameTable<Compression, 5> kCompressionNames{{{Compression::kNone, "none"},
+constexpr NameTable<Compression, 6> kCompressionNames{{{Compression::kNone, "none"},
                                                        {Compression::kFp16, "fp16"},
                                                        {Compression::kInt8, "int8"},
                                                        {Compression::kSign, "sign"},
-                                                       {Compression::kTopK, "topk"}}};
+                                                       {Compression::kTopK, "topk"},
+                                                       {Compression::kAdaptive, "adaptive"}}};
 constexpr NameTable<RowOrder, 2> kRowOrderNames{
     {{RowOrder::kImportance, "importance"}, {RowOrder::kStaleness, "staleness"}}};
 constexpr NameTable<OptimizerKind, 2> kOptimizerNames{

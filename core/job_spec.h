@@ -25,7 +25,9 @@ enum class StreamBuffer { kTruncate, kPersist };
 enum class ParallelismMode { kDataParallel, kPipeline, kHybrid, kAuto };
 enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp, kDeadline };
-enum class Compression { kNone, kFp16, kInt8, kSign, kTopK };
+// kAdaptive: each worker chooses top-k or int8 for its pushes, interval by
+// interval, by what top-k would keep of its gradient (core/compression_choice.h).
+enum class Compression { kNone, kFp16, kInt8, kSign, kTopK, kAdaptive };
 enum class RowOrder { kImportance, kStaleness };
 enum class OptimizerKind { kSgd, kAdam };
 

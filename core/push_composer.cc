@@ -7,8 +7,8 @@
 
 namespace edgetrain {
 
-PushComposer::PushComposer(const RowLayout& layout, RowEncoding encoding, bool budgeted, RowOrder order)
-    : layout_(layout), encoding_(encoding), budgeted_(budgeted), order_(order),
+PushComposer::PushComposer(const RowLayout& layout, Compression compression, bool budgeted, RowOrder order)
+    : layout_(layout), choice_(compression), budgeted_(budgeted), order_(order),
       residual_(static_cast<size_t>(layout.total_floats()), 0.0f), last_pushed_(layout.size(), 0),
       demanded_(layout.size(), false) {}
 
@@ -21,22 +21,25 @@ void PushComposer::Demand(size_t r) {
 }
 
 std::vector<OutgoingRow> PushComposer::Compose(int64_t iteration, int staleness_bound, int64_t budget_bytes) {
+  if (choice_.Due()) choice_.Choose(TopKNormShare(layout_, residual_));
+  choice_.Composed();
+  const RowEncoding encoding = choice_.encoding();
   std::vector<PushCandidate> candidates;
   candidates.reserve(layout_.size());
   for (size_t r = 0; r < layout_.size(); ++r) {
     const RowSpan& span = layout_.row(r);
     double energy = 0;
     for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
-    candidates.push_back({r, energy, EncodedBytes(encoding_, span.length), last_pushed_[r], demanded_[r]});
+    candidates.push_back({r, energy, EncodedBytes(encoding, span.length), last_pushed_[r], demanded_[r]});
   }
   const int64_t budget = budgeted_ ? budget_bytes : std::numeric_limits<int64_t>::max() / 2;
   std::vector<OutgoingRow> rows;
   for (size_t r : SelectPushRows(candidates, iteration, staleness_bound, budget, order_)) {
     const RowSpan& span = layout_.row(r);
     std::span<float> residual(residual_.data() + span.offset, static_cast<size_t>(span.length));
-    EncodedRow encoded = EncodeRow(residual, encoding_);
+    EncodedRow encoded = EncodeRow(residual, encoding);
     // Error feedback: keep what the coordinator will not receive.
-    if (encoding_ == RowEncoding::kFloat32) {
+    if (encoding == RowEncoding::kFloat32) {
       std::fill(residual.begin(), residual.end(), 0.0f);
     } else {
       decoded_.resize(residual.size());

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "core/encoding_choice.h"
 #include "core/job_spec.h"
 #include "core/row_codec.h"
 #include "core/row_layout.h"
@@ -28,7 +29,9 @@ struct OutgoingRow {
 class PushComposer {
  public:
   // `budgeted`: pushes are sized to the uplink (ROG); otherwise every row goes.
-  PushComposer(const RowLayout& layout, RowEncoding encoding, bool budgeted, RowOrder order);
+  // Rows are encoded as `compression` says (adaptive: as the worker chooses
+  // interval by interval, core/encoding_choice.h).
+  PushComposer(const RowLayout& layout, Compression compression, bool budgeted, RowOrder order);
 
   // A step's gradient, flat in the layout's order, joins the residual.
   void Accumulate(std::span<const float> gradient);
@@ -42,9 +45,13 @@ class PushComposer {
   // sent belongs to a model that is gone.
   void Restart(int64_t iteration);
 
+  // How pushes encode their rows now, and (adaptive) the last measure that
+  // chose it.
+  const EncodingChoice& encoding() const { return choice_; }
+
  private:
   const RowLayout& layout_;
-  const RowEncoding encoding_;
+  EncodingChoice choice_;
   const bool budgeted_;
   const RowOrder order_;
   std::vector<float> residual_;

@@ -17,7 +17,7 @@ std::vector<size_t> Ids(const std::vector<OutgoingRow>& rows) {
 }
 
 TEST(PushComposerTest, AnUnbudgetedPushCarriesEveryRowWithSomethingInIt) {
-  PushComposer pushes(kLayout, RowEncoding::kFloat32, /*budgeted=*/false, RowOrder::kImportance);
+  PushComposer pushes(kLayout, Compression::kNone, /*budgeted=*/false, RowOrder::kImportance);
   pushes.Accumulate(std::vector<float>{1, 1, 0, 0, 2, 2});
   auto rows = pushes.Compose(1, 0, 0);
   EXPECT_EQ(Ids(rows), (std::vector<size_t>{0, 1, 2})) << "under BSP (S = 0) every row is mandatory";
@@ -25,7 +25,7 @@ TEST(PushComposerTest, AnUnbudgetedPushCarriesEveryRowWithSomethingInIt) {
 }
 
 TEST(PushComposerTest, ResidualsAddUpUntilTheyAreSent) {
-  PushComposer pushes(kLayout, RowEncoding::kFloat32, /*budgeted=*/true, RowOrder::kImportance);
+  PushComposer pushes(kLayout, Compression::kNone, /*budgeted=*/true, RowOrder::kImportance);
   pushes.Accumulate(std::vector<float>{1, 0, 0, 0, 0, 0});
   pushes.Accumulate(std::vector<float>{2, 0, 3, 0, 0, 0});
   // 8 bytes: one float32 row. Row 1 has 9 of energy, row 0 has 9 too: ties by index.
@@ -39,14 +39,14 @@ TEST(PushComposerTest, ResidualsAddUpUntilTheyAreSent) {
 }
 
 TEST(PushComposerTest, ADemandedRowGoesWhateverItsPriority) {
-  PushComposer pushes(kLayout, RowEncoding::kFloat32, /*budgeted=*/true, RowOrder::kImportance);
+  PushComposer pushes(kLayout, Compression::kNone, /*budgeted=*/true, RowOrder::kImportance);
   pushes.Accumulate(std::vector<float>{5, 5, 0, 0, 0.1f, 0});
   pushes.Demand(2);
   EXPECT_EQ(Ids(pushes.Compose(1, 4, 0)), (std::vector<size_t>{2})) << "a zero budget still carries demands";
 }
 
 TEST(PushComposerTest, CompressionLeavesWhatItDroppedForALaterPush) {
-  PushComposer pushes(kLayout, RowEncoding::kInt8, /*budgeted=*/false, RowOrder::kImportance);
+  PushComposer pushes(kLayout, Compression::kInt8, /*budgeted=*/false, RowOrder::kImportance);
   pushes.Accumulate(std::vector<float>{1.0f, 0.003f, 0, 0, 0, 0});
   auto first = pushes.Compose(1, 0, 0);
   ASSERT_FALSE(first.empty());
@@ -61,7 +61,7 @@ TEST(PushComposerTest, CompressionLeavesWhatItDroppedForALaterPush) {
 }
 
 TEST(PushComposerTest, ARestartDropsWhatWasComputedForTheOldModel) {
-  PushComposer pushes(kLayout, RowEncoding::kFloat32, /*budgeted=*/false, RowOrder::kImportance);
+  PushComposer pushes(kLayout, Compression::kNone, /*budgeted=*/false, RowOrder::kImportance);
   pushes.Accumulate(std::vector<float>{1, 1, 1, 1, 1, 1});
   pushes.Demand(0);
   pushes.Restart(10);

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace edgetrain {
 namespace {
@@ -51,10 +52,50 @@ RowEncoding EncodingFor(Compression c) {
     case Compression::kFp16: return RowEncoding::kFloat16;
     case Compression::kInt8: return RowEncoding::kInt8;
     case Compression::kSign: return RowEncoding::kSign;
-    case Compression::kNone:
-    case Compression::kTopK: return RowEncoding::kFloat32;
+    case Compression::kTopK: return RowEncoding::kTopK;
+    case Compression::kAdaptive: return RowEncoding::kInt8;
+    case Compression::kNone: return RowEncoding::kFloat32;
   }
   return RowEncoding::kFloat32;
+}
+
+RowEncoding DownlinkEncodingFor(Compression c) {
+  return c == Compression::kTopK || c == Compression::kAdaptive ? RowEncoding::kInt8 : EncodingFor(c);
+}
+
+int64_t TopKCount(int64_t length) {
+  return std::min<int64_t>(length, std::max<int64_t>(1, static_cast<int64_t>(
+                                                            std::ceil(static_cast<double>(length) * kTopKShare))));
+}
+
+namespace {
+
+// Indices of the `k` largest magnitudes of `values` (a diverged value, NaN or
+// inf, counts as none), in increasing order so that a decoder writes forwards.
+std::vector<uint32_t> TopIndices(std::span<const float> values, int64_t k) {
+  std::vector<uint32_t> order(values.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto magnitude = [&](uint32_t i) { return std::isfinite(values[i]) ? std::fabs(values[i]) : 0.0f; };
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
+                   [&](uint32_t a, uint32_t b) { return magnitude(a) > magnitude(b); });
+  order.resize(static_cast<size_t>(k));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+}  // namespace
+
+double TopKEnergyShare(std::span<const float> values) {
+  if (values.empty()) return 1;
+  double total = 0, kept = 0;
+  for (float v : values) {
+    if (std::isfinite(v)) total += double{v} * v;
+  }
+  if (total <= 0) return 1;
+  for (uint32_t i : TopIndices(values, TopKCount(static_cast<int64_t>(values.size())))) {
+    kept += double{values[i]} * values[i];
+  }
+  return kept / total;
 }
 
 int64_t EncodedBytes(RowEncoding e, int64_t length) {
@@ -63,6 +104,7 @@ int64_t EncodedBytes(RowEncoding e, int64_t length) {
     case RowEncoding::kFloat16: return 2 * length;
     case RowEncoding::kInt8: return length;
     case RowEncoding::kSign: return (length + 7) / 8;
+    case RowEncoding::kTopK: return 8 * TopKCount(length);
   }
   return 4 * length;
 }
@@ -104,6 +146,16 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
       }
       break;
     }
+    case RowEncoding::kTopK: {
+      char* out = row.bytes.data();
+      for (uint32_t i : TopIndices(values, TopKCount(static_cast<int64_t>(n)))) {
+        const float v = std::isfinite(values[i]) ? values[i] : 0.0f;
+        std::memcpy(out, &i, 4);
+        std::memcpy(out + 4, &v, 4);
+        out += 8;
+      }
+      break;
+    }
   }
   return row;
 }
@@ -115,7 +167,8 @@ namespace {
 template <typename Put>
 Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<float> out, Put put) {
   const size_t n = out.size();
-  if (e != RowEncoding::kFloat32 && e != RowEncoding::kFloat16 && e != RowEncoding::kInt8 && e != RowEncoding::kSign) {
+  if (e != RowEncoding::kFloat32 && e != RowEncoding::kFloat16 && e != RowEncoding::kInt8 && e != RowEncoding::kSign &&
+      e != RowEncoding::kTopK) {
     return InvalidArgumentError("unknown row encoding " + std::to_string(static_cast<int>(e)));
   }
   if (static_cast<int64_t>(bytes.size()) != EncodedBytes(e, static_cast<int64_t>(n))) {
@@ -145,6 +198,23 @@ Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<
     case RowEncoding::kSign:
       for (size_t i = 0; i < n; ++i) put(dst[i], (src[i / 8] >> (i % 8)) & 1 ? scale : -scale);
       break;
+    case RowEncoding::kTopK:
+      // Every index checked before any value lands: a malformed row changes nothing.
+      for (size_t at = 0; at < bytes.size(); at += 8) {
+        uint32_t i;
+        std::memcpy(&i, src + at, 4);
+        if (i >= n) {
+          return InvalidArgumentError("top-k row of " + std::to_string(n) + " values names value " + std::to_string(i));
+        }
+      }
+      for (size_t at = 0; at < bytes.size(); at += 8) {
+        uint32_t i;
+        float v;
+        std::memcpy(&i, src + at, 4);
+        std::memcpy(&v, src + at + 4, 4);
+        put(dst[i], v);
+      }
+      break;
   }
   return Status::Ok();
 }
@@ -152,6 +222,13 @@ Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<
 }  // namespace
 
 Status DecodeRow(RowEncoding e, float scale, std::string_view bytes, std::span<float> out) {
+  if (e == RowEncoding::kTopK) {
+    // Top-k names only the values it keeps: the others are 0.
+    std::vector<float> kept(out.size(), 0.0f);
+    EDGETRAIN_RETURN_IF_ERROR(DecodeInto(e, scale, bytes, kept, [](float& slot, float v) { slot = v; }));
+    std::copy(kept.begin(), kept.end(), out.begin());
+    return Status::Ok();
+  }
   return DecodeInto(e, scale, bytes, out, [](float& slot, float v) { slot = v; });
 }
 

@@ -1,6 +1,7 @@
 #include "core/row_codec.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -22,6 +23,40 @@ TEST(RowCodecTest, SizesOnTheWire) {
   EXPECT_EQ(EncodedBytes(RowEncoding::kFloat16, 100), 200);
   EXPECT_EQ(EncodedBytes(RowEncoding::kInt8, 100), 100);
   EXPECT_EQ(EncodedBytes(RowEncoding::kSign, 100), 13);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kTopK, 100), 8 * 4);  // 100 / 32 kept, rounded up
+  EXPECT_EQ(EncodedBytes(RowEncoding::kTopK, 784), 8 * 25);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kTopK, 5), 8);        // at least one
+}
+
+TEST(RowCodecTest, TopKSendsTheLargestMagnitudesExactlyAndTheRestAsZero) {
+  std::vector<float> row = RandomRow(64, 3);
+  row[7] = 5.0f;
+  row[50] = -7.0f;
+  const EncodedRow enc = EncodeRow(row, RowEncoding::kTopK);
+  ASSERT_EQ(enc.bytes.size(), 16u);  // 2 of 64
+  std::vector<float> back(64, 9.0f);
+  ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, back).ok());
+  for (size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i], i == 7 ? 5.0f : i == 50 ? -7.0f : 0.0f) << i;
+  }
+  // What it keeps of the row's squared norm: nearly all of it here.
+  EXPECT_GT(TopKEnergyShare(row), 0.99);
+  EXPECT_EQ(TopKEnergyShare(std::vector<float>(10, 0.0f)), 1.0);
+  // Evenly spread, 2 of 64 values keep 2/64 of it.
+  EXPECT_NEAR(TopKEnergyShare(std::vector<float>(64, 0.5f)), 2.0 / 64, 1e-9);
+}
+
+TEST(RowCodecTest, ATopKRowNamingAValueOutsideTheRowIsRefusedAndChangesNothing) {
+  std::string bytes(8, '\0');
+  const uint32_t index = 12;
+  const float value = 1;
+  std::memcpy(bytes.data(), &index, 4);
+  std::memcpy(bytes.data() + 4, &value, 4);
+  std::vector<float> row(10, 2.0f);
+  Status s = DecodeRow(RowEncoding::kTopK, 1, bytes, row);
+  EXPECT_EQ(s.message(), "top-k row of 10 values names value 12");
+  EXPECT_EQ(AddDecodedRow(RowEncoding::kTopK, 1, bytes, row).code(), StatusCode::kInvalidArgument);
+  for (float x : row) EXPECT_EQ(x, 2.0f);
 }
 
 TEST(RowCodecTest, RoundTripsWithinEachEncodingsError) {
@@ -101,7 +136,8 @@ TEST(RowCodecTest, RefusesPayloadsOfTheWrongSize) {
 
 TEST(RowCodecTest, AddingDecodesAndAddsInOnePass) {
   const std::vector<float> values = RandomRow(37, 11);  // not a multiple of any vector width
-  for (RowEncoding e : {RowEncoding::kFloat32, RowEncoding::kFloat16, RowEncoding::kInt8, RowEncoding::kSign}) {
+  for (RowEncoding e :
+       {RowEncoding::kFloat32, RowEncoding::kFloat16, RowEncoding::kInt8, RowEncoding::kSign, RowEncoding::kTopK}) {
     EncodedRow encoded = EncodeRow(values, e);
     std::vector<float> decoded(values.size());
     ASSERT_TRUE(DecodeRow(e, encoded.scale, encoded.bytes, decoded).ok());

@@ -16,9 +16,10 @@ double BitsPerValue(Compression c) {
     case Compression::kFp16: return 16;
     case Compression::kInt8: return 8;
     case Compression::kSign: return 1;
-    // Top-k sends an index with each kept value; without a k in the spec the
-    // prediction takes a tenth of the values.
-    case Compression::kTopK: return 0.1 * 64;
+    // Top-k sends a 32-bit index with each kept float32 value, for 1/32 of them.
+    case Compression::kTopK: return 64.0 / 32;
+    // Adaptive falls back to int8: the prediction takes the dearer.
+    case Compression::kAdaptive: return 8;
   }
   return 32;
 }

@@ -15,7 +15,7 @@
 
 namespace edgetrain {
 
-struct StepCost {
+struct StepTime {
   double fixed_seconds = 0;   // a step's, whatever its batch
   double sample_seconds = 0;  // each sample's; 0: not measured yet
 };
@@ -28,13 +28,13 @@ class StepTimeModel {
 
   // A step of `samples` took `seconds` of compute.
   void Observe(int64_t samples, double seconds);
-  StepCost cost() const { return cost_; }
+  StepTime cost() const { return cost_; }
 
  private:
   const double memory_;
   // Weighted sums over the steps seen: of 1, n, t, n^2 and n x t.
   double w_ = 0, n_ = 0, t_ = 0, nn_ = 0, nt_ = 0;
-  StepCost cost_;
+  StepTime cost_;
 };
 
 }  // namespace edgetrain

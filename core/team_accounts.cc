@@ -109,6 +109,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     wp.active = active[w];
     wp.stream = k.report.stream;
     wp.injected = k.report.injected;
+    wp.compression = k.report.compression;
     wp.energy_joules = k.energy_j + k.report.energy_j;
     wp.held_team_s = k.held_team_s;
     wp.holding_team = k.holding_team;

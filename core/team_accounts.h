@@ -27,6 +27,7 @@ struct WorkerReport {
   double step_s = 0;  // a step's compute time, smoothed
   std::optional<StreamProgress> stream = {};  // a worker on a stream: its totals
   int64_t injected = 0;  // injected samples it trained on, over its life
+  std::optional<CompressionProgress> compression = {};  // adaptive compression: its choices
 };
 
 // What a worker has done over every stream and run so far: what a checkpoint

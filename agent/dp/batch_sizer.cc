@@ -7,7 +7,7 @@ namespace edgetrain::agent {
 BatchSizer::BatchSizer(const JobPlan& plan)
     : batch_(plan.spec.data.batch_size), costs_(static_cast<size_t>(plan.spec.parallelism.workers)) {}
 
-void BatchSizer::Heard(int w, const StepCost& cost) {
+void BatchSizer::Heard(int w, const StepTime& cost) {
   std::lock_guard lock(mu_);
   if (w >= 0 && static_cast<size_t>(w) < costs_.size() && cost.sample_seconds > 0) costs_[w] = cost;
 }

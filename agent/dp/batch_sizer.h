@@ -18,14 +18,14 @@ class BatchSizer {
   explicit BatchSizer(const JobPlan& plan);
 
   // Worker `w`'s last push: its step's fixed and per-sample compute seconds.
-  void Heard(int w, const StepCost& cost);
+  void Heard(int w, const StepTime& cost);
   // Worker `w`'s batch, into `update`.
   void Fill(int w, v1::Update& update);
 
  private:
   const int64_t batch_;
   std::mutex mu_;
-  std::vector<StepCost> costs_;  // guarded by mu_
+  std::vector<StepTime> costs_;  // guarded by mu_
 };
 
 }  // namespace edgetrain::agent

@@ -29,7 +29,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       layout_(shapes_, plan.spec.sync.granularity), changed_(clock),
       ledger_(world_, layout_.size(), StalenessBound(plan.spec.sync)),
       aggregator_(layout_, plan.spec.optimizer, model.Parameters()),
-      downlink_(layout_, world_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog),
+      downlink_(layout_, world_, DownlinkEncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog),
       members_(world_, plan.spec.fault_tolerance.node_loss_grace), takeover_(world_),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),

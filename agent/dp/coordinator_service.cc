@@ -73,6 +73,11 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   r.energy_j = s.energy_joules();
   r.step_s = s.step_seconds();
   r.injected = s.injected_samples();
+  if (s.has_compression()) {
+    const v1::CompressionStats& c = s.compression();
+    r.compression = CompressionProgress{c.encoding() == v1::ENCODING_TOPK ? "topk" : "int8", c.topk_kept_norm(),
+                                        c.topk_pushes(), c.pushes()};
+  }
   if (s.has_stream()) {
     const v1::StreamStats& st = s.stream();
     r.stream = StreamProgress{st.arrived(), st.dropped(), st.backlog(), st.wait_seconds()};

@@ -51,7 +51,7 @@ class WorkerRun {
         slowdown_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0),
         rounds_(plan.spec.sync.policy == SyncPolicy::kDeadline),
         gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),
-        pushes_(layout_, EncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog,
+        pushes_(layout_, plan.spec.sync.compression, plan.spec.sync.policy == SyncPolicy::kRog,
                 plan.spec.sync.row_order),
         copy_(layout_), batch_x_(static_cast<size_t>(LargestBatch(plan) * train.SampleSize())),
         batch_y_(static_cast<size_t>(LargestBatch(plan))),
@@ -529,9 +529,17 @@ class WorkerRun {
     stats->set_stall_seconds(stall_s_ + stalling - stream_.stall_s);
     stats->set_wall_seconds(ToSeconds(clock_.Now() - stream_.began));
     stats->set_step_seconds(pace_s_);
-    const StepCost cost = step_time_.cost();
+    const StepTime cost = step_time_.cost();
     stats->set_sample_seconds(cost.sample_seconds);
     stats->set_step_fixed_seconds(cost.fixed_seconds);
+    if (const EncodingChoice& choice = pushes_.encoding(); choice.adaptive()) {
+      v1::CompressionStats* c = stats->mutable_compression();
+      c->set_encoding(static_cast<v1::Encoding>(choice.encoding()));
+      c->set_topk_kept_norm(std::max(0.0, choice.kept_norm_share()));
+      c->set_topk_pushes(choice.topk_pushes());
+      c->set_pushes(choice.pushes());
+      metrics_.SetPushEncoding(choice.encoding() == RowEncoding::kTopK, choice.kept_norm_share());
+    }
     if (injected_) {
       stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
       stats->set_injected_samples(injected_->used());

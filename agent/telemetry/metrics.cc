@@ -84,6 +84,9 @@ struct WorkerMetrics::Handles {
   Gauge& stream_backlog;
   Counter& data_wait;
   Counter& injected;
+  prometheus::Family<Gauge>& push_encoding;
+  prometheus::Family<Gauge>& topk_kept_norm;
+  prometheus::Labels labels;
 };
 
 WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, int rank) {
@@ -131,6 +134,12 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
       Family(BuildCounter(), "edgetrain_injected_samples_total",
              "Samples of labels the worker's part lacks, sent by the coordinator, that it trained on", r)
           .Add(l),
+      Family(BuildGauge(), "edgetrain_push_encoding",
+             "Adaptive compression: 1 for the encoding the worker's pushes use now (topk or int8), 0 for the other",
+             r),
+      Family(BuildGauge(), "edgetrain_topk_kept_norm_ratio",
+             "Adaptive compression: the share of the worker's gradient norm top-k kept, last measured", r),
+      l,
   });
 }
 
@@ -175,6 +184,17 @@ void WorkerMetrics::SetStream(int64_t arrived, int64_t dropped, int64_t backlog)
 }
 void WorkerMetrics::AddDataWait(double seconds) { h_->data_wait.Increment(seconds); }
 void WorkerMetrics::AddInjected(int64_t samples) { h_->injected.Increment(static_cast<double>(samples)); }
+void WorkerMetrics::SetPushEncoding(bool topk, double topk_kept_norm) {
+  // Once an interval, not a step: the label lookups are cheap enough here.
+  auto with = [&](const char* encoding) {
+    prometheus::Labels labels = h_->labels;
+    labels["encoding"] = encoding;
+    return labels;
+  };
+  h_->push_encoding.Add(with("topk")).Set(topk ? 1 : 0);
+  h_->push_encoding.Add(with("int8")).Set(topk ? 0 : 1);
+  if (topk_kept_norm >= 0) h_->topk_kept_norm.Add(h_->labels).Set(topk_kept_norm);
+}
 
 struct ConnectionMetrics::Handles {
   prometheus::Family<Counter>& refused;

@@ -56,6 +56,10 @@ class WorkerMetrics {
   void AddDataWait(double seconds);
   // Samples of labels its part lacks, from the coordinator, it trained on.
   void AddInjected(int64_t samples);
+  // Adaptive compression: whether its pushes use top-k now (else int8), and
+  // the share of its gradient's norm top-k kept when last measured. The
+  // series appear with the first call: a worker of another compression has none.
+  void SetPushEncoding(bool topk, double topk_kept_norm);
 
  private:
   struct Handles;

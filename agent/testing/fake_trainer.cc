@@ -21,6 +21,14 @@ FakeTrainer::FakeTrainer(const FakeModel& model, Clock& clock) : model_(model), 
     t.resize(params_.size());
     for (float& v : t) v = 1.0f + value(rng);  // away from 0, where the model starts
   }
+  if (model.target_density < 1) {
+    // Drawn after the targets, so that a dense model's are what they were.
+    std::bernoulli_distribution kept(model.target_density);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (kept(rng)) continue;
+      for (auto& t : targets_) t[i] = 0;
+    }
+  }
 }
 
 StatusOr<double> FakeTrainer::ComputeGradient(const float*, const int64_t* labels, int64_t n,

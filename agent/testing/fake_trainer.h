@@ -26,6 +26,10 @@ struct FakeModel {
   Duration step = std::chrono::milliseconds(5);  // simulated compute time of a step
   Duration per_sample{};                         // and of each sample of its batch
   uint64_t seed = 1;
+  // The share of coordinates at which the classes' targets are not 0 (the
+  // same ones for every class): below 1, a gradient as sparse as a first
+  // layer's over inputs that are mostly 0, which top-k compression keeps whole.
+  double target_density = 1;
 };
 
 class FakeTrainer final : public Trainer {
