@@ -13,7 +13,11 @@
 //   adaptive  edgetrain's: a batch is what has arrived, from the default
 //             minimum up to batchSize, its gradient weighted by its samples;
 //   injected  adaptive, its batches topped up with samples of labels the
-//             worker lacks, sent by the coordinator (spec.data.injection).
+//             worker lacks, sent by the coordinator (spec.data.injection);
+//   int8, topk, compressed
+//             injected, its pushes int8, top-k, or as each worker chooses
+//             between them (spec.sync.compression adaptive): what the
+//             codec saves shows on links (--link-mbps).
 // Every mode runs with every learning rate of the grid, and its time to the
 // sustained target is its best one's. One JSON line per run goes to stderr,
 // and a final JSON line to stdout.
@@ -22,6 +26,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +57,7 @@ struct Options {
   int batch = 32;
   std::string policy = "bsp";
   std::string modes = "fixed,adaptive,injected";
+  double link_mbps = 0;  // every worker's link, both ways; 0: unshaped
   InjectionSpec injection;  // the injected mode's
   std::string partitions = "iid,labels2,dirichlet0.3";
   std::vector<double> lrs = {0.001, 0.002, 0.004};
@@ -94,7 +100,11 @@ Json RunOne(const std::string& mode, const std::string& partition, double lr, co
   for (double r : o.rates) stream.rates_per_second.push_back(r * o.rate_scale);
   if (mode == "fixed") stream.min_batch_size = o.batch;
   setup.stream = stream;
-  if (mode == "injected") setup.injection = o.injection;
+  const std::map<std::string, Compression> codecs = {
+      {"int8", Compression::kInt8}, {"topk", Compression::kTopK}, {"compressed", Compression::kAdaptive}};
+  if (mode == "injected" || codecs.contains(mode)) setup.injection = o.injection;
+  if (codecs.contains(mode)) setup.sync->compression = codecs.at(mode);
+  if (o.link_mbps > 0) setup.links.assign(static_cast<size_t>(workers), BandwidthTrace::Constant(o.link_mbps));
   setup.optimizer = {OptimizerKind::kAdam, lr, std::nullopt, 0};
   setup.batch_size = o.batch;
   setup.budget.wall_clock = FromSeconds(o.cap);
@@ -164,6 +174,16 @@ Json RunOne(const std::string& mode, const std::string& partition, double lr, co
   run["arrived"] = arrived;
   run["dropped"] = dropped;
   run["injected"] = injected;
+  int64_t up = 0, pushes = 0, topk_pushes = 0;
+  for (const WorkerProgress& w : p.workers) {
+    up += w.bytes_sent;
+    if (!w.compression) continue;
+    pushes += w.compression->pushes;
+    topk_pushes += w.compression->topk_pushes;
+  }
+  run["bytes_up"] = up;
+  // Adaptive compression: the share of the team's pushes that went as top-k.
+  if (pushes > 0) run["topk_share"] = static_cast<double>(topk_pushes) / static_cast<double>(pushes);
   run["trained_share"] = arrived > 0 ? static_cast<double>(p.samples) / static_cast<double>(arrived) : 0.0;
   run["evaluations"] = Json::array();
   for (const Evaluated& e : evals) run["evaluations"].push_back({e.seconds, e.accuracy});
@@ -196,7 +216,8 @@ int Main(int argc, char** argv) {
   app.add_option("--step-ms", o.step_ms, "a batch's fixed compute at slowdown 1, simulated");
   app.add_option("--batch", o.batch);
   app.add_option("--policy", o.policy)->check(CLI::IsMember({"bsp", "deadline"}));
-  app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, injected");
+  app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, injected, int8, topk, compressed");
+  app.add_option("--link-mbps", o.link_mbps, "every worker's link, both ways, in Mbit/s; 0: unshaped");
   app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent");
   app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it");
   app.add_option("--partitions", o.partitions, "comma-separated: iid, labelsK, dirichletALPHA");
@@ -210,6 +231,12 @@ int Main(int argc, char** argv) {
   if (o.slowdowns.size() != o.rates.size()) {
     std::cerr << "--slowdowns needs one per rate\n";
     return 2;
+  }
+  for (const std::string& mode : Split(o.modes)) {
+    if (!std::set<std::string>{"fixed", "adaptive", "injected", "int8", "topk", "compressed"}.contains(mode)) {
+      std::cerr << "--modes: unknown mode " << mode << "\n";
+      return 2;
+    }
   }
   o.lrs.clear();
   for (const std::string& lr : Split(lrs)) o.lrs.push_back(std::stod(lr));
@@ -243,6 +270,7 @@ int Main(int argc, char** argv) {
                  {"step_ms", o.step_ms},
                  {"batch", o.batch},
                  {"policy", o.policy},
+                 {"link_mbps", o.link_mbps},
                  {"injection", {{"label_share", o.injection.label_share}, {"batch_share", o.injection.batch_share}}},
                  {"model", "mlp [128, 64] on fashion-mnist"},
                  {"optimizer", "adam"},
@@ -267,7 +295,9 @@ int Main(int argc, char** argv) {
       }
       const Json& best = Best(runs);
       Json m;
-      for (const char* key : {"lr", "time_to_target_s", "accuracy_at_budget", "samples_per_s", "trained_share", "injected"}) {
+      for (const char* key :
+           {"lr", "time_to_target_s", "accuracy_at_budget", "samples_per_s", "trained_share", "injected", "bytes_up",
+            "topk_share"}) {
         m[key] = best.contains(key) ? best[key] : Json(nullptr);
       }
       summary["partitions"][partition][mode] = m;
@@ -276,7 +306,7 @@ int Main(int argc, char** argv) {
     // Each mode's time to the target against conventional fixed batches,
     // and that as a share of the ceiling.
     Json& modes = summary["partitions"][partition];
-    for (const char* mode : {"adaptive", "injected"}) {
+    for (const char* mode : {"adaptive", "injected", "int8", "topk", "compressed"}) {
       if (!modes.contains("fixed") || !modes.contains(mode) || !modes["fixed"]["time_to_target_s"].is_number() ||
           !modes[mode]["time_to_target_s"].is_number()) {
         continue;
@@ -296,7 +326,7 @@ int Main(int argc, char** argv) {
     const double iid = parts["iid"]["adaptive"]["accuracy_at_budget"].get<double>();
     for (const auto& [partition, modes] : parts.items()) {
       if (partition == "iid") continue;
-      for (const char* mode : {"adaptive", "injected"}) {
+      for (const char* mode : {"adaptive", "injected", "int8", "topk", "compressed"}) {
         if (!modes.contains(mode) || !modes[mode]["accuracy_at_budget"].is_number()) continue;
         summary["iid_vs_noniid_gap"][partition][mode] = iid - modes[mode]["accuracy_at_budget"].get<double>();
       }
