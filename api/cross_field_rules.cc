@@ -39,6 +39,11 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return !Has(self["data"], "stream") || !Has(self["data"]["stream"], "ratesPerSecond") ||
                 self["data"]["stream"]["ratesPerSecond"].size() == self["parallelism"]["workers"].get<size_t>();
        }},
+      {"spec.data", "stream.minBatchSize cannot be more than batchSize: a batch never waits for more than it takes",
+       [](const Json& self) {
+         return !Has(self, "stream") || !Has(self["stream"], "minBatchSize") ||
+                self["stream"]["minBatchSize"].get<int64_t>() <= self["batchSize"].get<int64_t>();
+       }},
       {"spec.data.stream", "bufferCapacity applies only to the persist buffer",
        [](const Json& self) { return !Has(self, "bufferCapacity") || self["buffer"] == "persist"; }},
       {"spec.model", "give either name (a built-in model) or torchscript (your own), not both",
