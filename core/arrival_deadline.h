@@ -25,6 +25,8 @@ class ArrivalDeadline {
     seen_any_ = true;
   }
   Duration Deadline() const;
+  // The least deadline, whatever the learned pace.
+  void set_floor(Duration floor) { floor_ = floor; }
   // Whether, at `now`, the worker is past its deadline.
   bool Overdue(TimePoint now) const { return seen_any_ && now - last_ > Deadline(); }
   TimePoint last_arrival() const { return last_; }

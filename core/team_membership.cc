@@ -57,6 +57,12 @@ PushFate TeamMembership::Push(int w, int64_t welcome, TimePoint now, StalenessLe
 
 void TeamMembership::Welcomed(int w, TimePoint now) { members_[w].deadline.Restart(now); }
 
+void TeamMembership::UplinkMeasured(int w, double mbps, int64_t least_message_bytes) {
+  if (mbps <= 0) return;
+  const Duration message = FromSeconds(static_cast<double>(least_message_bytes) * 8 / (mbps * 1e6));
+  members_[w].deadline.set_floor(std::clamp<Duration>(2 * message, kDeadlineFloor, kMostDeadlineFloor));
+}
+
 std::vector<CountedOut> TeamMembership::CountOutOverdue(TimePoint now, StalenessLedger& ledger) {
   std::vector<CountedOut> out;
   for (int w = 0; w < static_cast<int>(members_.size()); ++w) {

@@ -46,6 +46,11 @@ enum class PushFate {
 inline constexpr int kPushFates = 6;
 const char* NameOf(PushFate fate);
 
+// The deadline's floor: what a worker's silence must last to count it out
+// whatever its link (UplinkMeasured), and the most a slow link raises it to.
+inline constexpr Duration kDeadlineFloor = std::chrono::milliseconds(200);
+inline constexpr Duration kMostDeadlineFloor = std::chrono::seconds(2);
+
 struct CountedOut {
   int worker = 0;
   Duration silent = {};    // since its last push
@@ -72,6 +77,14 @@ class TeamMembership {
   // A Welcome to `w` is being sent (or has gone through, `now`): its deadline
   // counts from here, since a whole model can take seconds on a slow link.
   void Welcomed(int w, TimePoint now);
+  // `w`'s uplink was measured at `mbps`, and the least message it sends is
+  // `least_message_bytes`. Between two pushes it sends small ones every
+  // 20 ms, and its deadline learns that pace; the first message of the next
+  // push takes what its link gives it. On a link so slow that this is past
+  // the 200 ms floor, every push would count the worker out and take it back
+  // in a loop (at 0.5 Mbit/s a 16 kB message takes 0.26 s): the floor is
+  // then twice that message's time, up to kMostDeadlineFloor.
+  void UplinkMeasured(int w, double mbps, int64_t least_message_bytes);
 
   // Workers past their deadline at `now`, counted out.
   std::vector<CountedOut> CountOutOverdue(TimePoint now, StalenessLedger& ledger);
@@ -110,8 +123,9 @@ class TeamMembership {
     int64_t welcome = 0;
     int64_t resume_after = 0;
     // Workers push at least every 20 ms (worker.cc), so a link is judged dead
-    // only after 200 ms of silence, whatever the learned pace.
-    ArrivalDeadline deadline{std::chrono::seconds(10), std::chrono::milliseconds(200)};
+    // only after 200 ms of silence, whatever the learned pace; more on a link
+    // too slow to carry a message in that time (UplinkMeasured).
+    ArrivalDeadline deadline{std::chrono::seconds(10), kDeadlineFloor};
   };
 
   std::vector<Member> members_;

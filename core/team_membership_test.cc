@@ -82,6 +82,37 @@ TEST_F(TeamMembershipTest, ASilentWorkerIsCountedOutAndItsNextPushTakesItBackWit
   EXPECT_FALSE(team.owes_welcome(2));
 }
 
+TEST_F(TeamMembershipTest, OnALinkTooSlowForAMessageIn200MsTheDeadlineWaitsForOne) {
+  // Every worker pushes every 20 ms (small pushes between steps), then each
+  // starts a large one whose first 16 kB message takes what its link gives:
+  // 0.26 s at 0.5 Mbit/s. Measured at 0.5 Mbit/s, worker 0's deadline waits
+  // twice that; worker 1's link (50 Mbit/s) carries it in 2.6 ms, and its
+  // deadline stays 200 ms; worker 2's (0.01 Mbit/s) would wait 26 s, and
+  // waits 2: a link that slow is as good as down.
+  for (int w = 0; w < 3; ++w) team.Open(w, t0, ledger);
+  const double mbps[] = {0.5, 50, 0.01};
+  TimePoint at = t0;
+  for (int k = 1; k <= 40; ++k) {
+    at = t0 + milliseconds(20 * k);
+    for (int w = 0; w < 3; ++w) {
+      team.Push(w, team.welcome(w), at, ledger);
+      team.UplinkMeasured(w, mbps[w], 16 * 1024);
+    }
+  }
+  auto out = team.CountOutOverdue(at + milliseconds(300), ledger);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].worker, 1);
+  EXPECT_EQ(out[0].deadline, kDeadlineFloor);
+  out = team.CountOutOverdue(at + milliseconds(600), ledger);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].worker, 0);
+  EXPECT_NEAR(ToSeconds(out[0].deadline), 2 * 16 * 1024 * 8 / 0.5e6, 1e-6);
+  out = team.CountOutOverdue(at + milliseconds(2100), ledger);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].worker, 2);
+  EXPECT_EQ(out[0].deadline, kMostDeadlineFloor);
+}
+
 // Silence counts from the last thing heard: a push, a (re)join, a Welcome; a
 // worker never seen is silent since the team's first came.
 TEST_F(TeamMembershipTest, AWorkerIsSilentSinceItWasLastHeardFrom) {

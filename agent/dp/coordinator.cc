@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "agent/transport/message_parts.h"
+
 namespace edgetrain::agent {
 namespace {
 
@@ -423,6 +425,15 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   } else {
     links_[w].uplink.Continue(push.arrived, push.bytes);
   }
+  // What its link carries, for the least its deadline may be: measured here
+  // once pushes of several parts came; until then what the worker says of
+  // its uplink, or of its downlink (a push small enough to go whole times
+  // neither end).
+  double link_mbps = links_[w].uplink.Mbps();
+  if (link_mbps <= 0 && push.report) {
+    link_mbps = push.report->uplink_mbps > 0 ? push.report->uplink_mbps : push.report->downlink_mbps;
+  }
+  members_.UplinkMeasured(w, link_mbps, kLeastPartBytes);
   PushFate fate = members_.Push(w, push.welcome, now, ledger_);
   if (fate == PushFate::kApplied && stopping_) fate = PushFate::kJobOver;  // once stopping, the model is final
   // An applied push's fate is counted once it is (below): it may yet be refused.

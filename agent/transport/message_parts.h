@@ -12,16 +12,19 @@
 
 namespace edgetrain::agent {
 
+// The least part of a large message: smaller ones cost more in per-message
+// work than they tell.
+inline constexpr int64_t kLeastPartBytes = 16 * 1024;
+
 // The size of each part of a message of `message_bytes` over a link measured at
 // `link_mbps` (0: not yet measured): about 10 ms of the link, so a slow link
 // still delivers something several times a second; at least 16 KB, as smaller
 // messages cost more in per-message work than they tell; and at most a quarter
 // of the message, so that even on a fast link its parts' arrivals can be timed.
 inline int64_t PartBytes(int64_t message_bytes, double link_mbps) {
-  constexpr int64_t kMinPart = 16 * 1024;
   constexpr double kPartSeconds = 0.010;
   const auto by_link = static_cast<int64_t>(link_mbps * 1e6 / 8 * kPartSeconds);
-  return std::max(kMinPart, std::min(by_link, message_bytes / 4));
+  return std::max(kLeastPartBytes, std::min(by_link, message_bytes / 4));
 }
 
 // Moves `rows` into messages made by `start(part)` (part 0 first), each holding
