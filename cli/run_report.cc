@@ -245,7 +245,11 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     std::vector<std::string> names;
     for (const WorkerSlot& slot : plan.devices) names.push_back(slot.node);
     if (const std::string waited = WhoTheTeamWaitedOn(p, names); !waited.empty()) {
-      out << "  the team waited on " << waited << " (teammates needed rows only they could give)\n";
+      // A stream's worker is often late for want of samples, not of compute or link.
+      const bool streams = std::any_of(p.workers.begin(), p.workers.end(),
+                                       [](const WorkerProgress& w) { return w.stream.has_value(); });
+      out << "  the team waited on " << waited << " (teammates needed rows only they could give"
+          << (streams ? "; how long each waited for its stream's samples is below" : "") << ")\n";
     }
     std::string out_at_end;
     for (const auto& w : p.workers) {
