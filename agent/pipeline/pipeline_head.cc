@@ -141,7 +141,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   link.stream = nullptr;
   if (!finished_) {
     link.lost = true;
-    log_ << "pipeline: stage " << stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
+    Log() << "pipeline: stage " << stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
   }
   changed_.NotifyAll();
   return finished_ ? Status::Ok() : ended;
@@ -201,7 +201,7 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
     *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(out[j]);
     if (Status sent = SendTo(ranks[j], relayed); !sent.ok()) {
       // The neighbour is gone; its own stream says so to the driver.
-      log_ << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
+      Log() << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
     }
   }
   return Status::Ok();
@@ -214,6 +214,8 @@ Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
     group = groups_[stage];
+    // A rank no longer of the group (lost, then heard from late) has no slot.
+    if (std::find(group.begin(), group.end(), rank) == group.end()) return Status::Ok();
     Parts& parts = gradients_[{stage, part.step()}];
     parts.gradients.resize(group.size());
     parts.gradients[std::find(group.begin(), group.end(), rank) - group.begin()] = std::move(*part.mutable_values());
@@ -299,7 +301,7 @@ Status PipelineHead::RegroupLocked() {
     }
     for (int r : group) {
       if (links_[r]->lost) {
-        log_ << "pipeline: stage " << s + 1 << " (rank " << r << ") lost at step " << step_ + 1 << "; "
+        Log() << "pipeline: stage " << s + 1 << " (rank " << r << ") lost at step " << step_ + 1 << "; "
              << kept.size() << " of its devices go on\n";
         members_.erase(std::find(members_.begin(), members_.end(), r));
       }
@@ -375,7 +377,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     row += tensors.size();
     EDGETRAIN_RETURN_IF_ERROR(SendToStage(static_cast<int>(s), welcome));
   }
-  log_ << "pipeline: " << groups_.size() << " stages on " << members_.size() << " devices gathered, "
+  Log() << "pipeline: " << groups_.size() << " stages on " << members_.size() << " devices gathered, "
        << plan_.pipeline->micro_batches
        << " micro-batches a step\n";
   return Status::Ok();
@@ -423,7 +425,7 @@ Status PipelineHead::Advance() {
     ++replays_.count;
     replays_.micro_batches += plan_.pipeline->micro_batches;
     if (metrics_) metrics_->AddReplay(plan_.pipeline->micro_batches);
-    log_ << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
+    Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
          << members_.size() << " devices\n";
   }
   if (lost_at) {
@@ -539,12 +541,12 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
   if (!state.ok() && fetched_) {
     // The stages' state as last fetched, optimizer and all, so that the
     // checkpoint still resumes (parameters alone would be refused).
-    log_ << "pipeline: the checkpoint keeps the stages' state of step " << fetched_step_ << ": "
+    Log() << "pipeline: the checkpoint keeps the stages' state of step " << fetched_step_ << ": "
          << state.status().message() << "\n";
     state = *fetched_;
   }
   if (!state.ok()) {
-    log_ << "pipeline: the checkpoint keeps the model as last fetched: " << state.status().message() << "\n";
+    Log() << "pipeline: the checkpoint keeps the model as last fetched: " << state.status().message() << "\n";
     std::span<const float> params = model_.Parameters();
     into.parameters.assign(params.begin(), params.end());
     return;
@@ -558,7 +560,7 @@ void PipelineHead::Finish(FinalModel final) {
   // driver evaluates and checkpoints the final model after this.
   auto state = StateNow();
   if (!state.ok()) {
-    log_ << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
+    Log() << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
     state = JobCheckpoint{};
     std::span<const float> params = model_.Parameters();
     state->parameters.assign(params.begin(), params.end());

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <vector>
 
 #include "agent/data/dataset.h"
@@ -105,7 +106,30 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   const int64_t train_size_;
   const StageShapes shapes_;
   Clock& clock_;
-  std::ostream& log_;
+  // A line of the log, written whole at the end of the statement that makes
+  // it: a stream shared by threads is corrupted by writes that interleave.
+  class LogLine {
+   public:
+    LogLine(std::mutex& mu, std::ostream& out) : mu_(mu), out_(out) {}
+    ~LogLine() {
+      std::lock_guard lock(mu_);
+      out_ << line_.str();
+    }
+    template <typename T>
+    LogLine& operator<<(const T& value) {
+      line_ << value;
+      return *this;
+    }
+
+   private:
+    std::mutex& mu_;
+    std::ostream& out_;
+    std::ostringstream line_;
+  };
+  LogLine Log() { return LogLine(log_mu_, log_); }
+
+  std::ostream& log_;  // written through Log(): gRPC handlers and the driver write to it
+  std::mutex log_mu_;
 
   mutable std::mutex mu_;
   ClockCondition changed_;

@@ -487,12 +487,15 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   std::atomic<bool> cancel{false};
   std::vector<StatusOr<StageSummary>> summaries(plan.workers.size(), InternalError("not run"));
   std::vector<std::thread> threads;
+  // A log each: a string stream written by threads at once is corrupted (a
+  // double free, once, under load).
+  std::vector<std::ostringstream> stage_logs(plan.workers.size());
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     threads.emplace_back([&, r] {
       StageOptions options;
       options.rank = static_cast<int>(r);
       options.head = connector.get();
-      summaries[r] = RunStage(plan, options, *devices[r], Digits().train, clock, log, cancel);
+      summaries[r] = RunStage(plan, options, *devices[r], Digits().train, clock, stage_logs[r], cancel);
     });
   }
 
