@@ -63,7 +63,7 @@ StatusOr<std::optional<BandwidthTrace>> EmulatedLink(const JobPlan& plan, int ra
 // node's, a constant or a trace read now; none without a stream.
 StatusOr<std::optional<StreamRate>> StreamRateOf(const JobPlan& plan, int rank) {
   const auto& stream = plan.spec.data.stream;
-  if (!stream) return std::optional<StreamRate>();
+  if (!stream || stream->directory) return std::optional<StreamRate>();
   if (static_cast<size_t>(rank) < stream->rates_per_second.size()) {
     return std::optional<StreamRate>(StreamRate::Constant(stream->rates_per_second[rank]));
   }

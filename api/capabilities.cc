@@ -169,8 +169,10 @@ const std::vector<Capability>& Capabilities() {
        "streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline read their data "
        "set"},
       {"spec.data.stream.ratesPerSecond", Effect::kRefuse, {Runner::kKubernetes},
-       [](const JobSpec& s, const Json&) { return s.data.stream && s.data.stream->rates_per_second.empty(); },
-       "is needed on Kubernetes: a cluster profile's node streams are edgetrain run's"},
+       [](const JobSpec& s, const Json&) {
+         return s.data.stream && !s.data.stream->directory && s.data.stream->rates_per_second.empty();
+       },
+       "is needed on Kubernetes, or a directory: a cluster profile's node streams are edgetrain run's"},
       {"spec.data.computeWeighted", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) {
          return s.data.compute_weighted &&
@@ -183,6 +185,12 @@ const std::vector<Capability>& Capabilities() {
                 (s.parallelism.workers == 1 || s.parallelism.mode != ParallelismMode::kDataParallel);
        },
        "injects samples into the batches of data-parallel teams of 2 or more workers"},
+      // What a worker lacks is judged from its partition of the data set,
+      // which a directory's stream does not draw from.
+      {"spec.data.injection", Effect::kRefuse, kEverywhere,
+       [](const JobSpec& s, const Json&) { return s.data.injection && s.data.stream && s.data.stream->directory; },
+       "is not supported yet with a stream from a directory (what a worker lacks is judged from its partition of "
+       "the data set)"},
       {"spec.budget.energyJoules", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) { return s.budget.energy_joules > 0; }, "energy budgets are not supported yet"},
       // Meaningful on a cluster only.

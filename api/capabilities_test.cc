@@ -40,6 +40,9 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
        "spec.data.stream: streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline "
        "read their data set"},
       {R"({"spec": {"budget": {"energyJoules": 100}}})", "spec.budget.energyJoules: energy budgets are not supported yet"},
+      {R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"directory": "in"}, "injection": {}}}})",
+       "spec.data.injection: is not supported yet with a stream from a directory (what a worker lacks is judged "
+       "from its partition of the data set)"},
   };
   for (const auto& c : cases) {
     for (Runner runner : {Runner::kLocal, Runner::kKubernetes}) {

@@ -44,6 +44,8 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return !Has(self, "stream") || !Has(self["stream"], "minBatchSize") ||
                 self["stream"]["minBatchSize"].get<int64_t>() <= self["batchSize"].get<int64_t>();
        }},
+      {"spec.data.stream", "a stream's samples come from a directory or at emulated ratesPerSecond, not both",
+       [](const Json& self) { return !Has(self, "directory") || !Has(self, "ratesPerSecond"); }},
       {"spec.data.stream", "bufferCapacity applies only to the persist buffer",
        [](const Json& self) { return !Has(self, "bufferCapacity") || self["buffer"] == "persist"; }},
       {"spec.model", "give either name (a built-in model) or torchscript (your own), not both",

@@ -32,6 +32,8 @@ const std::map<std::string, const char*> kBreaking = {
     {"stream.minBatchSize cannot be more than batchSize: a batch never waits for more than it takes",
      R"({"spec": {"parallelism": {"workers": 2}, "data": {"batchSize": 16, "stream": {"ratesPerSecond": [10, 20],
                                                                                   "minBatchSize": 17}}}})"},
+    {"a stream's samples come from a directory or at emulated ratesPerSecond, not both",
+     R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20], "directory": "in"}}}})"},
     {"bufferCapacity applies only to the persist buffer",
      R"({"spec": {"data": {"stream": {"ratesPerSecond": [10], "buffer": "truncate", "bufferCapacity": 100}}}})"},
     {"give either name (a built-in model) or torchscript (your own), not both",

@@ -94,6 +94,7 @@ Status ResolveUnder(TrainingJobManifest& job, const std::string& model_folder, c
     if (path.is_relative()) spec[at] = (fs::path(folder) / path).lexically_normal().string();
   };
   resolve("/model/torchscript/path"_json_pointer, model_folder);
+  resolve("/data/stream/directory"_json_pointer, data_folder);
   for (const char* split : {"train", "test"}) {
     for (const char* file : {"path", "features", "labels"}) {
       resolve(Json::json_pointer(std::string("/data/") + split + "/" + file), data_folder);

@@ -78,7 +78,7 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
       }
     }
     // A stream's rates come from the job, or else from every worker's node.
-    if (spec.data.stream && spec.data.stream->rates_per_second.empty()) {
+    if (spec.data.stream && !spec.data.stream->directory && spec.data.stream->rates_per_second.empty()) {
       for (const WorkerSlot& slot : plan.workers) {
         if (slot.stream) continue;
         return InvalidArgumentError(

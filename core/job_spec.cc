@@ -178,6 +178,7 @@ void ReadData(Reader data, DataSpec& out) {
     out.stream.emplace();
     Reader stream = data.Child("stream");
     if (stream.Has("ratesPerSecond")) stream.Get("ratesPerSecond", out.stream->rates_per_second);
+    stream.Get("directory", out.stream->directory);
     stream.GetEnum("buffer", kStreamBufferNames, out.stream->buffer);
     stream.Get("bufferCapacity", out.stream->buffer_capacity);
     stream.Get("minBatchSize", out.stream->min_batch_size);

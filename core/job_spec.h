@@ -55,6 +55,9 @@ struct PartitionSpec {
 // Samples that arrive as streams (docs/streams.md).
 struct StreamSpec {
   std::vector<double> rates_per_second;  // one per worker; empty: each worker's node's (WorkerSlot::stream)
+  // A real source instead of an emulated rate: a folder whose worker-RANK/
+  // sub-folder receives each worker's samples as CSV files (agent/data/sample_directory.h).
+  std::optional<std::string> directory = {};
   // What a worker does with samples that arrive faster than it trains:
   // truncate keeps one batch's worth, persist up to buffer_capacity.
   StreamBuffer buffer = StreamBuffer::kPersist;

@@ -20,13 +20,23 @@ void SampleStream::CatchUp(double seconds) {
   // unseen (a long pause at a high rate draws no more samples than fit).
   const int64_t kept = std::min(fresh, capacity_);
   dropped_ += fresh - kept;
-  for (int64_t i = 0; i < kept; ++i) {
-    if (static_cast<int64_t>(buffer_.size()) == capacity_) {
-      buffer_.pop_front();
-      ++dropped_;
-    }
-    buffer_.push_back(order_.Next()[0]);
+  for (int64_t i = 0; i < kept; ++i) Admit(order_.Next()[0]);
+}
+
+void SampleStream::Arrive(int64_t first, int64_t n) {
+  if (n <= 0) return;
+  arrived_ += n;
+  const int64_t kept = std::min(n, capacity_);
+  dropped_ += n - kept;
+  for (int64_t i = n - kept; i < n; ++i) Admit(first + i);
+}
+
+void SampleStream::Admit(int64_t sample) {
+  if (static_cast<int64_t>(buffer_.size()) == capacity_) {
+    buffer_.pop_front();
+    ++dropped_;
   }
+  buffer_.push_back(sample);
 }
 
 std::vector<int64_t> SampleStream::Take(int64_t most) {

@@ -34,6 +34,9 @@ class SampleStream {
 
   // The samples that arrived by `seconds` join the buffer.
   void CatchUp(double seconds);
+  // Samples [first, first + n) arrived from a real source (a stream of rate 0
+  // otherwise): they join the buffer as the rate's would.
+  void Arrive(int64_t first, int64_t n);
   // Up to `most` samples from the buffer, oldest first (after CatchUp).
   std::vector<int64_t> Take(int64_t most);
   // When the buffer will hold `samples`, if nothing is taken meanwhile: the
@@ -49,6 +52,9 @@ class SampleStream {
   int64_t capacity_;
   std::deque<int64_t> buffer_;
   int64_t arrived_ = 0, dropped_ = 0, consumed_ = 0;
+
+  // One sample into the buffer, pushing out the oldest when it is full.
+  void Admit(int64_t sample);
 };
 
 }  // namespace edgetrain

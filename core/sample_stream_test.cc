@@ -1,5 +1,6 @@
 #include "core/sample_stream.h"
 
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -99,6 +100,22 @@ TEST(SampleStreamTest, AtTheTimeItNamedTheSamplesAreThere) {
       stream.Take(want);
     }
   }
+}
+
+TEST(SampleStreamTest, SamplesFromARealSourceJoinTheBufferAsTheRatesWould) {
+  // A stream of rate 0 fed from outside (a directory): nothing arrives by
+  // itself, and when it is said to be coming is never.
+  SampleStream s(StreamRate::Constant(0), {}, 1, 4);
+  s.CatchUp(100);
+  EXPECT_EQ(s.counts().arrived, 0);
+  EXPECT_EQ(s.WhenBuffered(1), std::numeric_limits<double>::infinity());
+  s.Arrive(10, 3);  // samples 10, 11, 12
+  EXPECT_EQ(s.Take(2), (std::vector<int64_t>{10, 11}));
+  // Six at once into a buffer of four holding one: the oldest go.
+  s.Arrive(13, 6);  // 13..18
+  EXPECT_EQ(s.counts().arrived, 9);
+  EXPECT_EQ(s.counts().dropped, 3);
+  EXPECT_EQ(s.Take(10), (std::vector<int64_t>{15, 16, 17, 18}));
 }
 
 TEST(SampleStreamTest, DefaultsFollowTheBatch) {

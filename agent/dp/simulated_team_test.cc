@@ -828,6 +828,51 @@ TEST(SimulatedTeamTest, StreamsAtRatesOneThreeNineTrainOnWhatArrivesAndConverge)
   EXPECT_NE(metrics.find("edgetrain_data_wait_seconds_total"), std::string::npos);
 }
 
+TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderReceives) {
+  // A real source instead of emulated rates: each worker's samples are the
+  // rows of the CSV files in its folder (a label, then the fake data's one
+  // feature). Worker 0 has two files of 150 samples, worker 1 one of 100 and
+  // one it cannot read.
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(::testing::TempDir()) / "sim-stream-directory";
+  fs::remove_all(folder);
+  auto put = [&](const std::string& file, int rows) {
+    fs::create_directories((folder / file).parent_path());
+    std::ofstream out(folder / file);
+    for (int i = 0; i < rows; ++i) out << i % 10 << ",0.5\n";
+  };
+  put("worker-0/a.csv", 150);
+  put("worker-0/b.csv", 150);
+  put("worker-1/a.csv", 100);
+  std::ofstream(folder / "worker-1" / "broken.csv") << "3,0.5,0.5\n";
+  TeamSetup setup = ATeamOf(2);
+  StreamSpec stream;
+  stream.directory = folder.string();
+  stream.buffer_capacity = 1000;
+  setup.stream = stream;
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(10);
+  SimulatedTeam team(setup);
+  team.Run();
+  ExpectSound(team, 4);
+  const JobProgress& p = *team.result();
+  ASSERT_TRUE(p.workers[0].stream && p.workers[1].stream);
+  EXPECT_EQ(p.workers[0].stream->arrived, 300);
+  EXPECT_EQ(p.workers[1].stream->arrived, 100);
+  // Nothing more comes. Worker 1 trains on all its file held, then waits
+  // for more, and the team with it: worker 0 goes on no further than the
+  // staleness bound lets it go ahead (a source that runs dry holds the team,
+  // as a slow stream does).
+  const WorkerProgress &w0 = p.workers[0], &w1 = p.workers[1];
+  EXPECT_EQ(w1.samples, 100);
+  EXPECT_GE(w0.samples, 100);
+  EXPECT_LE(w0.iteration, w1.iteration + 4 + 1) << "the bound, 4, and the iteration it computes";
+  EXPECT_GT(w1.stream->wait_s, 0.5 * p.elapsed_s) << "a wait still going on counts";
+  for (const auto& w : p.workers) EXPECT_EQ(w.stream->dropped, 0);
+  EXPECT_NE(team.log().find("worker 1: a file of its stream was left out: "), std::string::npos) << team.log();
+  EXPECT_GT(*p.accuracy, 0.5);
+}
+
 class StreamWeightTest : public ::testing::TestWithParam<SyncPolicy> {};
 
 TEST_P(StreamWeightTest, AWorkerWithTwiceTheSamplesCountsTwice) {

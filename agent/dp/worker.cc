@@ -1,10 +1,12 @@
 #include "agent/dp/worker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <mutex>
 #include <random>
 
+#include "agent/data/sample_directory.h"
 #include "agent/dp/injected_samples.h"
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
@@ -65,10 +67,16 @@ class WorkerRun {
     std::shuffle(mine_.begin(), mine_.end(), rng_);
     if (const auto& stream = plan.spec.data.stream) {
       const int batch = plan.spec.data.batch_size;
-      samples_.emplace(options.stream_rate
-                           ? *options.stream_rate
-                           : StreamRate::Constant(stream->rates_per_second.at(static_cast<size_t>(options.rank))),
-                       mine_, seed, StreamBufferCapacity(*stream, batch));
+      if (stream->directory) {
+        // A real source: what arrives is what its files hold, indexed in it.
+        directory_.emplace(*stream->directory + "/worker-" + std::to_string(options.rank), train.info);
+        samples_.emplace(StreamRate::Constant(0), std::vector<int64_t>{}, seed, StreamBufferCapacity(*stream, batch));
+      } else {
+        samples_.emplace(options.stream_rate
+                             ? *options.stream_rate
+                             : StreamRate::Constant(stream->rates_per_second.at(static_cast<size_t>(options.rank))),
+                         mine_, seed, StreamBufferCapacity(*stream, batch));
+      }
       min_batch_ = StreamMinBatch(*stream, batch);
       samples_began_ = clock_.Now();
     }
@@ -412,8 +420,22 @@ class WorkerRun {
   }
 
   void CopySample(int64_t i, int64_t k, int64_t sample) {
-    train_.CopySamples(i, 1, batch_x_.data() + k * sample);
-    batch_y_[k] = train_.labels[i];
+    // A directory's samples are indexed in what was read from it.
+    const Dataset& from = directory_ && samples_ ? directory_->samples() : train_;
+    from.CopySamples(i, 1, batch_x_.data() + k * sample);
+    batch_y_[k] = from.labels[i];
+  }
+
+  // With mu_ held: the files that appeared in the stream's directory join
+  // the buffer. Read under the lock: a sensor's files are small, and the
+  // buffer is the compute loop's and the pusher's alike. With no rate to
+  // say when samples come, the wait between looks is the stall recheck.
+  void LookInDirectory() {
+    const SampleDirectory::Scan scan = directory_->Look();
+    for (const std::string& refused : scan.refused) {
+      log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
+    }
+    samples_->Arrive(scan.first, scan.samples);
   }
 
   // Tops up the batch of `n` with injected samples after its own: how many.
@@ -431,17 +453,23 @@ class WorkerRun {
   std::vector<int64_t> TakeArrived() {
     const TimePoint began = clock_.Now();
     std::unique_lock lock(mu_);
+    data_waiting_since_ = began;
     bool ready = false;
     for (;;) {
       const double now = ToSeconds(clock_.Now() - samples_began_);
       samples_->CatchUp(now);
+      if (directory_) LookInDirectory();
       if ((ready = samples_->counts().backlog >= min_batch_) || stop_ || broken_ || cancel_.load()) break;
       // At least a millisecond: a wait of nothing would spin at one instant of
-      // a simulated clock.
+      // a simulated clock. Never, as for a directory, which says nothing of
+      // when its files come: the stall recheck, between looks.
       const double due = samples_->WhenBuffered(min_batch_) - now;
-      changed_.WaitFor(lock, std::min(options_.timings.stall_recheck, FromSeconds(std::max(due, 1e-3))));
+      changed_.WaitFor(lock, std::isfinite(due)
+                                 ? std::min(options_.timings.stall_recheck, FromSeconds(std::max(due, 1e-3)))
+                                 : options_.timings.stall_recheck);
     }
     const double waited = ToSeconds(clock_.Now() - began);
+    data_waiting_since_.reset();
     data_wait_s_ += waited;
     metrics_.AddDataWait(waited);
     std::vector<int64_t> taken;
@@ -550,7 +578,10 @@ class WorkerRun {
       stream->set_arrived(c.arrived);
       stream->set_dropped(c.dropped);
       stream->set_backlog(c.backlog);
-      stream->set_wait_seconds(data_wait_s_);
+      // A wait still going on counts too: a worker whose source ran dry
+      // would otherwise report none.
+      stream->set_wait_seconds(data_wait_s_ +
+                               (data_waiting_since_ ? ToSeconds(clock_.Now() - *data_waiting_since_) : 0.0));
     }
     const EnergySplit e = energy_.Split(clock_.Now());
     stats->set_energy_joules(e.total_j() - stream_.energy_j);
@@ -638,9 +669,11 @@ class WorkerRun {
   // spec.data.stream: its samples arrive so instead (guarded by mu_), and a
   // batch is what has arrived, at least min_batch_ and at most a batch.
   std::optional<SampleStream> samples_;
+  std::optional<SampleDirectory> directory_;  // a stream's real source, when it has one
   int64_t min_batch_ = 0;
   TimePoint samples_began_{};
   double data_wait_s_ = 0;  // guarded by mu_
+  std::optional<TimePoint> data_waiting_since_;  // guarded by mu_: a wait for samples going on
   // spec.data.injection: samples of labels its part lacks, from the
   // coordinator, for its batches (guarded by mu_).
   std::optional<InjectedSamples> injected_;

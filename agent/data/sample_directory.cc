@@ -1,0 +1,48 @@
+#include "agent/data/sample_directory.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "agent/data/csv_format.h"
+
+namespace edgetrain::agent {
+
+namespace fs = std::filesystem;
+
+SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info) : folder_(std::move(folder)) {
+  samples_.info = info;
+  samples_.info.train_size = samples_.info.test_size = 0;
+}
+
+SampleDirectory::Scan SampleDirectory::Look() {
+  Scan scan;
+  scan.first = samples_.size();
+  std::error_code ec;
+  std::vector<fs::path> fresh;
+  for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || seen_.contains(name)) continue;
+    if (!it->is_regular_file(ec)) continue;
+    fresh.push_back(it->path());
+  }
+  std::sort(fresh.begin(), fresh.end());
+  const int64_t sample = samples_.SampleSize();
+  for (const fs::path& path : fresh) {
+    seen_.insert(path.filename().string());
+    StatusOr<Dataset> read = ReadCsvFile(path.string(), samples_.info);
+    if (!read.ok()) {
+      scan.refused.push_back(read.status().message());
+      continue;
+    }
+    const int64_t n = read->size();
+    const size_t at = samples_.features.size();
+    samples_.features.resize(at + static_cast<size_t>(n * sample));
+    read->CopySamples(0, n, samples_.features.data() + at);
+    samples_.labels.insert(samples_.labels.end(), read->labels.begin(), read->labels.end());
+    scan.samples += n;
+  }
+  return scan;
+}
+
+}  // namespace edgetrain::agent

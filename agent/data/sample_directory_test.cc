@@ -1,0 +1,71 @@
+#include "agent/data/sample_directory.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Samples of two features, three classes.
+const DatasetInfo kInfo{1, 1, 2, 3, 0, 0};
+
+struct SampleDirectoryTest : testing::Test {
+  fs::path folder = fs::path(testing::TempDir()) /
+                    ("sample-directory-" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+  void SetUp() override {
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+  }
+  void Put(const std::string& name, const std::string& text) { std::ofstream(folder / name) << text; }
+};
+
+TEST_F(SampleDirectoryTest, EachFileIsReadOnceWhenItAppearsInNameOrder) {
+  SampleDirectory source(folder.string(), kInfo);
+  EXPECT_EQ(source.Look().samples, 0);
+  Put("b.csv", "2,0.5,0.25\n");
+  Put("a.csv", "label,x,y\n0,1,2\n1,3,4\n");
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.first, 0);
+  EXPECT_EQ(scan.samples, 3);
+  EXPECT_TRUE(scan.refused.empty());
+  EXPECT_EQ(source.samples().labels, (std::vector<int64_t>{0, 1, 2}));  // a.csv first
+  std::vector<float> x(2);
+  source.samples().CopySamples(2, 1, x.data());
+  EXPECT_EQ(x, (std::vector<float>{0.5f, 0.25f}));
+  EXPECT_EQ(source.Look().samples, 0) << "read once";
+  Put("c.csv", "1,7,8\n");
+  scan = source.Look();
+  EXPECT_EQ(scan.first, 3);
+  EXPECT_EQ(scan.samples, 1);
+}
+
+TEST_F(SampleDirectoryTest, AFileBeingWrittenUnderADotNameWaitsAndABadOneIsRefusedOnce) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put(".incoming.csv", "0,1,2\n");
+  Put("bad.csv", "0,1\n");     // a feature short
+  Put("label.csv", "5,1,2\n");  // a label of no class
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 0);
+  ASSERT_EQ(scan.refused.size(), 2u);
+  EXPECT_NE(scan.refused[0].find("bad.csv:1"), std::string::npos) << scan.refused[0];
+  EXPECT_NE(scan.refused[1].find("out of range"), std::string::npos) << scan.refused[1];
+  fs::rename(folder / ".incoming.csv", folder / "incoming.csv");
+  scan = source.Look();
+  EXPECT_EQ(scan.samples, 1);
+  EXPECT_TRUE(scan.refused.empty()) << "a refused file is not tried again";
+}
+
+TEST_F(SampleDirectoryTest, AFolderThatDoesNotExistYetIsEmpty) {
+  SampleDirectory source((folder / "not-yet").string(), kInfo);
+  EXPECT_EQ(source.Look().samples, 0);
+  fs::create_directories(folder / "not-yet");
+  std::ofstream(folder / "not-yet" / "1.csv") << "0,1,2\n";
+  EXPECT_EQ(source.Look().samples, 1);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
