@@ -185,7 +185,8 @@ void WorkerMetrics::SetStream(int64_t arrived, int64_t dropped, int64_t backlog)
 void WorkerMetrics::AddDataWait(double seconds) { h_->data_wait.Increment(seconds); }
 void WorkerMetrics::AddInjected(int64_t samples) { h_->injected.Increment(static_cast<double>(samples)); }
 void WorkerMetrics::SetPushEncoding(bool topk, double topk_kept_norm) {
-  // Once an interval, not a step: the label lookups are cheap enough here.
+  // Set with each push: two label lookups there cost little beside encoding
+  // the push itself.
   auto with = [&](const char* encoding) {
     prometheus::Labels labels = h_->labels;
     labels["encoding"] = encoding;
