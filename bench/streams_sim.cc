@@ -159,12 +159,18 @@ Json RunOne(const std::string& mode, const std::string& partition, double lr, co
   for (const Evaluated& e : evals) {
     if (e.seconds <= o.budget) at_budget = e.accuracy;
   }
-  int64_t arrived = 0, dropped = 0, injected = 0;
+  int64_t arrived = 0, dropped = 0, injected = 0, up = 0, pushes = 0, topk_pushes = 0;
   for (const WorkerProgress& w : p.workers) {
     injected += w.injected;
-    if (!w.stream) continue;
-    arrived += w.stream->arrived;
-    dropped += w.stream->dropped;
+    up += w.bytes_sent;
+    if (w.stream) {
+      arrived += w.stream->arrived;
+      dropped += w.stream->dropped;
+    }
+    if (w.compression) {
+      pushes += w.compression->pushes;
+      topk_pushes += w.compression->topk_pushes;
+    }
   }
   run["time_to_target_s"] = reached ? Json(reached->seconds) : Json(nullptr);
   run["accuracy_at_budget"] = Nullable(at_budget);
@@ -174,13 +180,6 @@ Json RunOne(const std::string& mode, const std::string& partition, double lr, co
   run["arrived"] = arrived;
   run["dropped"] = dropped;
   run["injected"] = injected;
-  int64_t up = 0, pushes = 0, topk_pushes = 0;
-  for (const WorkerProgress& w : p.workers) {
-    up += w.bytes_sent;
-    if (!w.compression) continue;
-    pushes += w.compression->pushes;
-    topk_pushes += w.compression->topk_pushes;
-  }
   run["bytes_up"] = up;
   // Adaptive compression: the share of the team's pushes that went as top-k.
   if (pushes > 0) run["topk_share"] = static_cast<double>(topk_pushes) / static_cast<double>(pushes);

@@ -966,27 +966,35 @@ TEST(SimulatedTeamTest, InjectedSamplesOfTheLabelsAWorkerLacksCrossItsLinkAndWid
   EXPECT_NE(injected->worker_metrics().find("edgetrain_injected_samples_total"), std::string::npos);
 }
 
+// A BSP team of one device per slowdown, 32-sample batches and 20 simulated
+// seconds, its steps costing `step` plus `per_sample` a sample (times the
+// slowdown), with batches fixed or compute-weighted.
+std::unique_ptr<SimulatedTeam> WeightedTeam(bool weighted, std::vector<double> slowdowns, Duration step,
+                                            Duration per_sample) {
+  TeamSetup setup = ATeamOf(static_cast<int>(slowdowns.size()));
+  setup.output_dir += weighted ? "-weighted" : "-fixed";
+  setup.policy = SyncPolicy::kBsp;
+  setup.staleness_bound = 0;
+  setup.model.step = step;
+  setup.model.per_sample = per_sample;
+  setup.train_samples = static_cast<int64_t>(slowdowns.size()) * 32 * 20;
+  setup.slowdowns = std::move(slowdowns);
+  setup.batch_size = 32;
+  setup.compute_weighted = weighted;
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(20);
+  auto team = std::make_unique<SimulatedTeam>(setup);
+  team->Run();
+  ExpectSound(*team, 0);
+  return team;
+}
+
 TEST(SimulatedTeamTest, ComputeWeightedBatchesFollowEachDevicesSpeedAndTheTeamStepsFaster) {
   // Slowdowns 1:2:4:8, a step's compute all per sample. With fixed batches a
   // round waits for the slowest device's batch; weighted, each device's batch
   // takes it about as long.
   auto run = [](bool weighted) {
-    TeamSetup setup = ATeamOf(4);
-    setup.output_dir += weighted ? "-weighted" : "-fixed";
-    setup.policy = SyncPolicy::kBsp;
-    setup.staleness_bound = 0;
-    setup.model.step = Duration::zero();
-    setup.model.per_sample = std::chrono::microseconds(500);
-    setup.slowdowns = {1, 2, 4, 8};
-    setup.batch_size = 32;
-    setup.train_samples = 4 * 32 * 20;
-    setup.compute_weighted = weighted;
-    setup.budget = {};
-    setup.budget.wall_clock = seconds(20);
-    auto team = std::make_unique<SimulatedTeam>(setup);
-    team->Run();
-    ExpectSound(*team, 0);
-    return team;
+    return WeightedTeam(weighted, {1, 2, 4, 8}, Duration::zero(), std::chrono::microseconds(500));
   };
   const auto fixed = run(false), weighted = run(true);
   const JobProgress &f = *fixed->result(), &w = *weighted->result();
@@ -1011,22 +1019,7 @@ TEST(SimulatedTeamTest, ComputeWeightedBatchesTellAStepsFixedCostApartAndFillThe
   // is dealt one sample, its 33.6 ms step sets every bsp round, and the others
   // fill that round rather than idle in it (core/batch_sizing.h).
   auto run = [](bool weighted) {
-    TeamSetup setup = ATeamOf(3);
-    setup.output_dir += weighted ? "-weighted" : "-fixed";
-    setup.policy = SyncPolicy::kBsp;
-    setup.staleness_bound = 0;
-    setup.model.step = std::chrono::milliseconds(2);
-    setup.model.per_sample = std::chrono::microseconds(100);
-    setup.slowdowns = {1, 4, 16};
-    setup.batch_size = 32;
-    setup.train_samples = 3 * 32 * 20;
-    setup.compute_weighted = weighted;
-    setup.budget = {};
-    setup.budget.wall_clock = seconds(20);
-    auto team = std::make_unique<SimulatedTeam>(setup);
-    team->Run();
-    ExpectSound(*team, 0);
-    return team;
+    return WeightedTeam(weighted, {1, 4, 16}, std::chrono::milliseconds(2), std::chrono::microseconds(100));
   };
   const auto fixed = run(false), weighted = run(true);
   const JobProgress &f = *fixed->result(), &w = *weighted->result();

@@ -421,17 +421,20 @@ class WorkerRun {
 
   void CopySample(int64_t i, int64_t k, int64_t sample) {
     // A directory's samples are indexed in what was read from it.
-    const Dataset& from = directory_ && samples_ ? directory_->samples() : train_;
+    const Dataset& from = directory_ ? directory_->samples() : train_;
     from.CopySamples(i, 1, batch_x_.data() + k * sample);
     batch_y_[k] = from.labels[i];
   }
 
-  // With mu_ held: the files that appeared in the stream's directory join
-  // the buffer. Read under the lock: a sensor's files are small, and the
-  // buffer is the compute loop's and the pusher's alike. With no rate to
-  // say when samples come, the wait between looks is the stall recheck.
-  void LookInDirectory() {
+  // With mu_ held (by `lock`): the files that appeared in the stream's
+  // directory join the buffer. They are read with the lock released: the
+  // directory is this compute thread's alone, and the receiver and pusher
+  // need the lock meanwhile. With no rate to say when samples come, the wait
+  // between looks is the stall recheck.
+  void LookInDirectory(std::unique_lock<std::mutex>& lock) {
+    lock.unlock();
     const SampleDirectory::Scan scan = directory_->Look();
+    lock.lock();
     for (const std::string& refused : scan.refused) {
       log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
     }
@@ -458,7 +461,7 @@ class WorkerRun {
     for (;;) {
       const double now = ToSeconds(clock_.Now() - samples_began_);
       samples_->CatchUp(now);
-      if (directory_) LookInDirectory();
+      if (directory_) LookInDirectory(lock);
       if ((ready = samples_->counts().backlog >= min_batch_) || stop_ || broken_ || cancel_.load()) break;
       // At least a millisecond: a wait of nothing would spin at one instant of
       // a simulated clock. Never, as for a directory, which says nothing of
