@@ -301,6 +301,7 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   options.rank = s.flags.rank;
   options.connect_attempt = s.flags.connect_attempt;
   options.connect_timeout = s.plan.spec.fault_tolerance.ReachGrace();
+  options.heartbeat = s.flags.heartbeat;
   auto connector = GrpcConnector(s.flags.coordinator, s.security);
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);

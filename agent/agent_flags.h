@@ -39,6 +39,7 @@ struct AgentFlags {
   Duration stop_grace = std::chrono::seconds(3);              // workers' time to hear Stop
   Duration plan_poll = std::chrono::seconds(1);               // how often the plan file is looked at
   Duration connect_attempt = std::chrono::seconds(1);         // one try to reach the coordinator
+  Duration heartbeat = std::chrono::milliseconds(250);        // a pipeline stage's word that its link is alive
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

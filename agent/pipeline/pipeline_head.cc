@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "agent/pipeline/wire_floats.h"
+#include "core/arrival_deadline.h"
 #include "core/batch_order.h"
 #include "core/row_layout.h"
 
@@ -20,6 +21,11 @@ struct PipelineHead::Link {
   WorkerStream* stream = nullptr;  // while served
   bool sending = false;            // the driver's commands and the relays share the stream
   bool lost = false;
+  TimePoint lost_at{};  // when it was last heard (silent) or its stream ended
+  // When it is overdue mid-step: learned from the gaps between its messages
+  // (its heartbeats, and the passes' outputs, which may take a slow link
+  // longer); until a gap is learned, nodeLossGrace. Set when it says hello.
+  ArrivalDeadline heard;
   int64_t done_step = 0;
   int done_attempt = 0;
   double compute_s = 0;
@@ -101,11 +107,21 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     std::lock_guard lock(mu_);
     link.stream = &stream;
     link.lost = false;
+    // Silent is silent past the gaps it has shown, and never under four of
+    // its heartbeats; a stage that sends none is judged by the grace alone.
+    const double heartbeat_s = hello.heartbeat_seconds();
+    link.heard = ArrivalDeadline(plan_.spec.fault_tolerance.ReachGrace(),
+                                 heartbeat_s > 0 ? 4 * FromSeconds(heartbeat_s) : plan_.spec.fault_tolerance.ReachGrace());
+    link.heard.Restart(clock_.Now());
     changed_.NotifyAll();
   }
   Status ended = Status::Ok();
   while (ended.ok()) {
     auto message = stream.Receive();
+    if (message.ok()) {
+      std::lock_guard lock(mu_);
+      link.heard.Arrived(clock_.Now());  // alive, whatever it sent
+    }
     if (!message.ok()) {
       ended = message.status();
     } else if (message->has_forward() || message->has_backward()) {
@@ -141,6 +157,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   link.stream = nullptr;
   if (!finished_) {
     link.lost = true;
+    link.lost_at = clock_.Now();
     Log() << "pipeline: stage " << stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
   }
   changed_.NotifyAll();
@@ -281,6 +298,35 @@ Status PipelineHead::LostLocked() const {
   return Status::Ok();
 }
 
+TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>& owes) {
+  const TimePoint now = clock_.Now();
+  TimePoint next = kNever;
+  for (int r : members_) {
+    Link& link = *links_[r];
+    if (link.lost || !link.stream || !owes(link)) continue;
+    if (!link.heard.Overdue(now)) {
+      next = std::min(next, link.heard.last_arrival() + link.heard.Deadline() + std::chrono::milliseconds(1));
+      continue;
+    }
+    link.lost = true;
+    link.lost_at = link.heard.last_arrival();
+    Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") silent for "
+          << ToSeconds(now - link.heard.last_arrival()) << " s in step " << step_ + 1 << ", past its deadline of "
+          << ToSeconds(link.heard.Deadline()) << " s: taken for lost\n";
+  }
+  return next;
+}
+
+void PipelineHead::CutLostLocked() {
+  // A relay blocked on the full window of a device taken for lost returns
+  // (its neighbour's messages are read again), and if its link comes back it
+  // finds its stream ended rather than wait in a step given up. Under mu_ the
+  // stream is still there: Serve lets go of it under mu_.
+  for (int r : members_) {
+    if (links_[r]->lost && links_[r]->stream) links_[r]->stream->Cut();
+  }
+}
+
 Status PipelineHead::RegroupLocked() {
   for (size_t s = 0; s < groups_.size(); ++s) {
     std::vector<int>& group = groups_[s];
@@ -399,6 +445,7 @@ Status PipelineHead::Advance() {
       if (Status sent = SendTo(rank, command); !sent.ok()) {
         std::lock_guard relock(mu_);
         links_[rank]->lost = true;
+        links_[rank]->lost_at = clock_.Now();
         changed_.NotifyAll();
       }
     }
@@ -408,7 +455,14 @@ Status PipelineHead::Advance() {
         return links_[r]->done_step >= step && links_[r]->done_attempt == attempt_;
       });
     };
-    changed_.Wait(lock, [&] { return !LostLocked().ok() || all_done(); });
+    for (;;) {
+      // One done with the step owes it nothing; if it is gone, the next step finds out.
+      const TimePoint next_deadline = LoseSilentLocked([&](const Link& l) {
+        return l.done_step < step || l.done_attempt != attempt_;
+      });
+      if (changed_.WaitUntil(lock, next_deadline, [&] { return !LostLocked().ok() || all_done(); })) break;
+    }
+    CutLostLocked();
     // A device lost once the step was done is let go of at the next one.
     if (all_done()) break;
     if (!plan_.spec.fault_tolerance.replay) {
@@ -416,7 +470,13 @@ Status PipelineHead::Advance() {
     }
     // Replay: the step again on the survivors, from the weights before it
     // (no stage has committed it), under an attempt that fences the old one off.
-    if (!lost_at) lost_at = clock_.Now();
+    // Recovery counts from the loss: for a silent device, its last word.
+    if (!lost_at) {
+      lost_at = clock_.Now();
+      for (int r : members_) {
+        if (links_[r]->lost) lost_at = std::min(*lost_at, links_[r]->lost_at);
+      }
+    }
     EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
     ++attempt_;
     parts_.clear();
@@ -489,13 +549,20 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
       if (!SendTo(link->rank, ask).ok()) {
         std::lock_guard relock(mu_);
         link->lost = true;
+        link->lost_at = clock_.Now();
       }
     }
     lock.lock();
-    changed_.Wait(lock, [&] {
-      return !LostLocked().ok() ||
-             std::all_of(speakers.begin(), speakers.end(), [](const Link* l) { return l->state.has_value(); });
-    });
+    auto all_sent = [&] {
+      return std::all_of(speakers.begin(), speakers.end(), [](const Link* l) { return l->state.has_value(); });
+    };
+    for (;;) {
+      const TimePoint next_deadline = LoseSilentLocked([&](const Link& l) {
+        return !l.state && std::find(speakers.begin(), speakers.end(), &l) != speakers.end();
+      });
+      if (changed_.WaitUntil(lock, next_deadline, [&] { return !LostLocked().ok() || all_sent(); })) break;
+    }
+    CutLostLocked();
     if (LostLocked().ok()) break;
   }
   JobCheckpoint whole;

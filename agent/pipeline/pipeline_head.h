@@ -20,11 +20,19 @@
 // attempt number that fences off whatever of the old attempt is still on its
 // way. A stage's only device lost is still the end of the run (Unavailable).
 //
+// A device is lost when its stream ends, or when it goes silent mid-step:
+// nothing heard from it, not even the Heartbeat a stage sends when it has
+// nothing else to send, past a deadline learned from the gaps between its
+// messages (core/arrival_deadline.h), as behind a wall whose link drops
+// everything without closing the stream, which TCP would take minutes to
+// tell. Its stream is then cut.
+//
 // Threads: each device's stream is served on its own (Serve), relaying as it
 // reads; the driver's thread sends commands and waits for the stages' word.
 
 #include <atomic>
 #include <map>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -97,6 +105,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Every lost device out of its stage, the others of which take its share
   // from the next attempt on; Unavailable when it was a stage's only one.
   Status RegroupLocked();
+  // Every member that `owes` the head a word and is silent past its deadline
+  // is lost. Returns when to look again: the earliest deadline of the rest.
+  TimePoint LoseSilentLocked(const std::function<bool(const Link&)>& owes);
+  // Cuts the streams of members lost while their streams are open (silent).
+  void CutLostLocked();
   // What each member is told to run: the step, or its replay on the groups as they now are.
   std::vector<std::pair<int, v1::CoordinatorMessage>> StepCommandsLocked(int64_t step, bool replay) const;
 

@@ -82,8 +82,10 @@ struct SimulatedRun {
   JobProgress progress;
   std::string log;
 };
+// `gates`: each rank's uplink gate, or none; every gate is opened again once
+// the job is over (the links come back).
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
-                         DeterministicClock& clock, int steps) {
+                         DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {}) {
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   InMemoryNetwork network(clock);
   testing::FakeModel whole_model;
@@ -104,6 +106,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         StageOptions options;
         options.rank = static_cast<int>(r);
         options.head = connector.get();
+        if (auto g = gates.find(static_cast<int>(r)); g != gates.end()) options.gate = g->second;
         run.summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
       }));
     }
@@ -122,6 +125,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       run.weights = state.parameters;
     }
     head.Finish(FinalModel::kCurrent);
+    for (const auto& [rank, gate] : gates) gate->Restore();
     for (auto& t : threads) t.Join();
     (*server)->Shutdown();
   });
@@ -268,9 +272,13 @@ TEST(SimulatedPipelineTest, AStageToldToStopLeavesAndTheHeadSaysWhichWasLost) {
 
 // A device that dies at its nth pass, forward or backward, counted over the
 // run: the pass fails, the stage agent ends, and its stream to the head closes.
+// Or (`silent`, its uplink's gate) it goes silent there, its stream open and
+// its heartbeats held, as behind a wall whose link drops everything, and
+// computes on.
 class DyingStageTrainer final : public StageTrainer {
  public:
-  DyingStageTrainer(StageTrainer& device, int dies_at_pass) : device_(device), dies_at_(dies_at_pass) {}
+  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr)
+      : device_(device), dies_at_(dies_at_pass), silent_(silent) {}
   std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
   std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
   int64_t InputSize() const override { return device_.InputSize(); }
@@ -278,16 +286,16 @@ class DyingStageTrainer final : public StageTrainer {
   bool IsFirst() const override { return device_.IsFirst(); }
   bool IsLast() const override { return device_.IsLast(); }
   StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
-    if (++passes_ == dies_at_) return UnavailableError("the device died");
+    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
     return device_.Forward(id, input);
   }
   StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
                                                   double scale) override {
-    if (++passes_ == dies_at_) return UnavailableError("the device died");
+    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
     return device_.BackwardFromLoss(id, labels, scale);
   }
   StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
-    if (++passes_ == dies_at_) return UnavailableError("the device died");
+    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
     return device_.Backward(id, output_gradient);
   }
   int InFlight() const override { return device_.InFlight(); }
@@ -301,12 +309,20 @@ class DyingStageTrainer final : public StageTrainer {
  private:
   StageTrainer& device_;
   const int dies_at_;
+  LinkGate* silent_;
   int passes_ = 0;
+  // Dies, or goes silent and computes on.
+  bool Dies() {
+    if (!silent_) return true;
+    silent_->Cut();
+    return false;
+  }
 };
 
 // A hybrid pipeline of fake stages run `steps` steps on the deterministic
-// clock, devices dying as `dies_at_pass` says (rank -> its nth pass).
-SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps) {
+// clock, devices dying (or, `silent`, going silent) as `dies_at_pass` says
+// (rank -> its nth pass).
+SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false) {
   TrainTestSplit data = testing::FakeData(240, 8, 10);
   // Samples other than zero, so that the weights learn and a step applied
   // twice or on the wrong gradient shows.
@@ -315,6 +331,8 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
   DeterministicClock clock;
   std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
   std::vector<std::unique_ptr<StageTrainer>> dying;
+  std::map<int, LinkGate*> gates;
+  std::vector<std::unique_ptr<LinkGate>> silencers;
   std::vector<StageTrainer*> trainers;
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     const int s = *StageOfRank(*plan.pipeline, static_cast<int>(r));
@@ -322,11 +340,15 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
         testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
     trainers.push_back(fakes.back().get());
     if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
-      dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second));
+      if (silent) {
+        silencers.push_back(std::make_unique<LinkGate>(clock));
+        gates[static_cast<int>(r)] = silencers.back().get();
+      }
+      dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second, silent ? silencers.back().get() : nullptr));
       trainers.back() = dying.back().get();
     }
   }
-  return RunPipeline(plan, trainers, data, clock, steps);
+  return RunPipeline(plan, trainers, data, clock, steps, gates);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -384,6 +406,45 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
   }
 }
 
+// A device that goes silent mid-step, its stream open (its uplink drops
+// everything, heartbeats too), is taken for lost past its learned deadline,
+// never under four heartbeats (1 s): the step is replayed on the others of
+// its stage within seconds, not when the run ends and its link comes back,
+// and the run is the run that lost no one. Only it is taken: the devices
+// waiting on it heartbeat. Its stream is cut, so what it sends when its link
+// is back ends it.
+TEST(SimulatedPipelineTest, ADeviceSilentMidStepIsTakenForLostAndReplayed) {
+  const JobPlan plan = HybridPlan({{0, 1}, {2, 3}, {4, 5}}, 4);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  // Step 3's passes (8 a step) of a device of the first, middle and last stage.
+  for (const auto& [rank, pass] : std::vector<std::pair<int, int>>{{1, 17}, {3, 22}, {4, 20}}) {
+    SCOPED_TRACE("rank " + std::to_string(rank) + " silent from its pass " + std::to_string(pass));
+    const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5, /*silent=*/true);
+    ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+    ASSERT_EQ(run.losses.size(), 5u);
+    for (size_t k = 0; k < 5; ++k) {
+      EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+    }
+    ASSERT_TRUE(run.progress.replays.has_value());
+    EXPECT_EQ(run.progress.replays->count, 1);
+    EXPECT_GE(run.progress.replays->last_recovery_s, 1.0) << "no device is judged silent under four heartbeats";
+    EXPECT_LT(run.progress.replays->last_recovery_s, 3.0) << run.log;
+    EXPECT_NE(run.log.find("(rank " + std::to_string(rank) + ") silent for "), std::string::npos) << run.log;
+    EXPECT_NE(run.log.find("in step 3, past its deadline of "), std::string::npos) << run.log;
+    EXPECT_EQ(run.log.find("silent for "), run.log.rfind("silent for ")) << "one device taken, not its neighbours\n"
+                                                                         << run.log;
+    for (size_t r = 0; r < run.summaries.size(); ++r) {
+      if (static_cast<int>(r) == rank) {
+        EXPECT_FALSE(run.summaries[r].ok()) << "its stream was cut";
+      } else {
+        ASSERT_TRUE(run.summaries[r].ok()) << r << ": " << run.summaries[r].status().ToString();
+        EXPECT_EQ(run.summaries[r]->stop_reason, "the job is over");
+      }
+    }
+  }
+}
+
 // Two devices of a stage of three lost in the same step, and then, a step
 // later, one of another stage: each replays and the run goes on as the run
 // that lost no one. The last device of a stage lost ends the run, saying so,
@@ -430,9 +491,10 @@ double RelativeDifference(std::span<const float> a, std::span<const float> b) {
 // `layout` places them on devices of `slowdowns`, against the whole model on
 // one device drawing the same batches: the same loss at every step and the
 // same weights after, within 1e-4; devices of `dies_at_pass` (rank -> its
-// nth pass) dying on the way, their steps replayed on the others.
+// nth pass) dying on the way (or, `silent`, going silent, their uplinks cut
+// until the job is over), their steps replayed on the others.
 void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<double>& slowdowns,
-                              const std::map<int, int>& dies_at_pass = {}) {
+                              const std::map<int, int>& dies_at_pass = {}, bool silent = false) {
   const std::string model = R"({"name": "mlp", "hidden": [32, 16]})";
   const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
   JobPlan plan = PipelinePlan(Spec(model, "digits", 32, static_cast<int>(slowdowns.size()), adam), 3, 4);
@@ -462,11 +524,13 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
     shapes.push_back(trainers[s.ranks.front()]->ParameterShapes());
   }
   std::vector<std::unique_ptr<StageTrainer>> dying;
+  std::vector<std::unique_ptr<LinkGate>> gates(trainers.size());
   std::vector<StageTrainer*> devices;
   for (size_t r = 0; r < trainers.size(); ++r) {
     devices.push_back(trainers[r].get());
     if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
-      dying.push_back(std::make_unique<DyingStageTrainer>(*trainers[r], d->second));
+      if (silent) gates[r] = std::make_unique<LinkGate>(clock);
+      dying.push_back(std::make_unique<DyingStageTrainer>(*trainers[r], d->second, gates[r].get()));
       devices.back() = dying.back().get();
     }
   }
@@ -495,6 +559,8 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
       StageOptions options;
       options.rank = static_cast<int>(r);
       options.head = connector.get();
+      options.heartbeat = milliseconds(100);  // silent is then 0.4 s, at the least
+      options.gate = gates[r].get();
       summaries[r] = RunStage(plan, options, *devices[r], Digits().train, clock, stage_logs[r], cancel);
     });
   }
@@ -537,11 +603,19 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   EXPECT_LT(RelativeDifference(checkpoint.optimizer.second, optimizer.state().second), 1e-3);
 
   head.Finish(FinalModel::kCurrent);
+  for (auto& gate : gates) {
+    if (gate) gate->Restore();  // the link is back: what it sends meets a stream the head has cut
+  }
   for (auto& t : threads) t.join();
   (*server)->Shutdown();
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     if (dies_at_pass.count(static_cast<int>(r))) {
-      EXPECT_EQ(summaries[r].status().message(), "the device died");
+      if (silent) {
+        EXPECT_EQ(summaries[r].status().code(), StatusCode::kUnavailable) << summaries[r].status().ToString();
+        EXPECT_NE(log.str().find("(rank " + std::to_string(r) + ") silent for "), std::string::npos) << log.str();
+      } else {
+        EXPECT_EQ(summaries[r].status().message(), "the device died");
+      }
       continue;
     }
     ASSERT_TRUE(summaries[r].ok()) << "rank " << r << ": " << summaries[r].status().ToString();
@@ -586,6 +660,13 @@ TEST(PipelineOverGrpcTest, AStageOnTwoDevicesTrainsStepForStepAsOneDevice) {
 // stage alone, and the pipeline still trains as one device.
 TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsReplayedAndThePipelineStillTrainsAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}});
+}
+
+// The same device going silent there instead, its stream open, as behind a
+// wall: the head takes it for lost past its heartbeats, cuts its gRPC stream,
+// and replays the step on the other device of its stage.
+TEST(PipelineOverGrpcTest, ADeviceSilentMidStepIsCutOffAndThePipelineStillTrainsAsOneDevice) {
+  ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}}, /*silent=*/true);
 }
 
 // Plain synchronous data parallelism, as a pipeline of one stage on three devices.

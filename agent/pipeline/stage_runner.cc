@@ -142,16 +142,21 @@ class Outbox {
     closed_ = true;
     changed_.NotifyAll();
   }
-  // Sends until closed and empty, or the stream fails.
-  Status Drain(CoordinatorStream& stream) {
+  // Sends until closed and empty, or the stream fails; a Heartbeat whenever
+  // nothing was sent for `heartbeat`.
+  Status Drain(CoordinatorStream& stream, Duration heartbeat) {
     for (;;) {
       v1::WorkerMessage next;
       {
         std::unique_lock lock(mu_);
-        changed_.Wait(lock, [&] { return !queue_.empty() || closed_; });
-        if (queue_.empty()) return Status::Ok();
-        next = std::move(queue_.front());
-        queue_.pop_front();
+        if (!changed_.WaitFor(lock, heartbeat, [&] { return !queue_.empty() || closed_; })) {
+          next.mutable_heartbeat();
+        } else if (queue_.empty()) {
+          return Status::Ok();
+        } else {
+          next = std::move(queue_.front());
+          queue_.pop_front();
+        }
       }
       EDGETRAIN_RETURN_IF_ERROR(stream.Send(next));
     }
@@ -191,7 +196,7 @@ class Stage {
     });
     Status sent = Status::Ok();
     ClockThread sender = clock_.StartThread("stage sender " + std::to_string(options_.rank),
-                                            [&] { sent = outbox_.Drain(stream); });
+                                            [&] { sent = outbox_.Drain(stream, options_.heartbeat); });
     Status ran = Commands(cancel);
     if (ran.code() == StatusCode::kCancelled) {
       // Told to stop mid-wait: by the head, or by a signal to the agent.
@@ -522,8 +527,10 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     uplink.emplace(*options.uplink, clock.Now());
     stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock);
   }
+  if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
   v1::WorkerMessage hello;
   *hello.mutable_hello() = MakeHello(plan.job, plan.generation, options.rank);
+  hello.mutable_hello()->set_heartbeat_seconds(ToSeconds(options.heartbeat));
   EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));
   EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage first, stream->Receive());
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};

@@ -17,7 +17,8 @@
 // the same weights.
 //
 // Threads: the caller's computes; one receives and files what arrives; one
-// sends, so a transfer on a slow link overlaps the next pass.
+// sends, so a transfer on a slow link overlaps the next pass, and sends a
+// Heartbeat when it has had nothing to send for a while.
 
 #include <atomic>
 #include <optional>
@@ -25,6 +26,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/torch/stage_trainer.h"
+#include "agent/transport/link_gate.h"
 #include "agent/transport/transport.h"
 #include "core/bandwidth_trace.h"
 #include "core/clock.h"
@@ -44,6 +46,13 @@ struct StageOptions {
   // How often a stage waiting for a neighbour looks whether it was told to
   // stop (SIGTERM), which no condition variable hears.
   Duration cancel_recheck = std::chrono::milliseconds(100);
+  // A Heartbeat to the head whenever the stage has sent nothing for this
+  // long (--heartbeat): how the head tells a device behind a dead link, whose
+  // stream TCP would keep open for minutes, from one waiting on a neighbour.
+  Duration heartbeat = std::chrono::milliseconds(250);
+  // A gate on its uplink that a fault-injection test cuts (a device behind a
+  // wall); none: the link is never cut.
+  LinkGate* gate = nullptr;
 };
 
 struct StageSummary {

@@ -88,8 +88,9 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TransportSecu
 
 class GrpcWorkerStream final : public WorkerStream {
  public:
-  explicit GrpcWorkerStream(grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream)
-      : stream_(stream) {}
+  GrpcWorkerStream(grpc::ServerContext& context,
+                   grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream)
+      : context_(context), stream_(stream) {}
   Status Send(const v1::CoordinatorMessage& message) override {
     return stream_->Write(message) ? Status::Ok() : UnavailableError("the worker's stream is closed");
   }
@@ -98,8 +99,10 @@ class GrpcWorkerStream final : public WorkerStream {
     if (!stream_->Read(&message)) return UnavailableError("the worker closed its stream");
     return message;
   }
+  void Cut() override { context_.TryCancel(); }
 
  private:
+  grpc::ServerContext& context_;
   grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream_;
 };
 
@@ -117,7 +120,7 @@ class GrpcTrainService final : public v1::Coordinator::Service {
     if (!stream->Read(&first)) return {grpc::StatusCode::CANCELLED, "the stream ended before its hello"};
     if (!first.has_hello()) return {grpc::StatusCode::FAILED_PRECONDITION, "a stream must open with a hello"};
     if (Status admitted = sessions_.Admit(first.hello()); !admitted.ok()) return ToGrpc(admitted);
-    GrpcWorkerStream worker(stream);
+    GrpcWorkerStream worker(*context, stream);
     return ToGrpc(sessions_.Serve(first.hello(), worker));
   }
 

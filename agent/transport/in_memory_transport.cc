@@ -45,6 +45,7 @@ class InMemoryWorkerStream final : public WorkerStream {
     if (pipe_.tap) pipe_.tap(m);
     return m;
   }
+  void Cut() override { pipe_.Close(CancelledError("the coordinator cut the stream")); }
 
  private:
   Pipe& pipe_;

@@ -48,18 +48,24 @@ class ShapedWorkerStream final : public WorkerStream {
   ShapedWorkerStream(WorkerStream& inner, TraceShaper& downlink, Clock& clock, std::function<bool()> abandon)
       : inner_(inner), downlink_(downlink), clock_(clock), abandon_(std::move(abandon)) {}
   Status Send(const v1::CoordinatorMessage& message) override {
-    if (!PassLink(downlink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, abandon_)) {
-      return CancelledError("the job ended while the link was down");
+    if (!PassLink(downlink_, static_cast<int64_t>(message.ByteSizeLong()), clock_,
+                  [this] { return cut_.load() || abandon_(); })) {
+      return CancelledError("the stream was cut, or the job ended, while the link was down");
     }
     return inner_.Send(message);
   }
   StatusOr<v1::WorkerMessage> Receive() override { return inner_.Receive(); }
+  void Cut() override {
+    cut_ = true;
+    inner_.Cut();
+  }
 
  private:
   WorkerStream& inner_;
   TraceShaper& downlink_;
   Clock& clock_;
   std::function<bool()> abandon_;
+  std::atomic<bool> cut_{false};
 };
 
 }  // namespace edgetrain::agent

@@ -57,6 +57,11 @@ class WorkerStream {
   virtual Status Send(const v1::CoordinatorMessage& message) = 0;
   // Blocks for the next message; an error once the worker has gone.
   virtual StatusOr<v1::WorkerMessage> Receive() = 0;
+  // Ends the stream from this side, for a worker taken for lost while its
+  // stream is still open (silent behind a dead link): a Send blocked on the
+  // worker's full window and a blocked Receive return at once, and a worker
+  // whose link comes back finds its stream ended. Any thread may call it.
+  virtual void Cut() = 0;
 };
 
 // What the coordinator does with a stream: Admit decides on the hello (a non-OK
