@@ -302,6 +302,11 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   options.connect_attempt = s.flags.connect_attempt;
   options.connect_timeout = s.plan.spec.fault_tolerance.ReachGrace();
   options.heartbeat = s.flags.heartbeat;
+  // A lost neighbour's layers, taken on: this device's trainer of more layers.
+  options.take_layers = [&s](int first, int end) {
+    return CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed, s.plan.intra_op_threads,
+                               first, end, SampleShape(s.plan.spec.data)});
+  };
   auto connector = GrpcConnector(s.flags.coordinator, s.security);
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);

@@ -204,9 +204,14 @@ const std::vector<Capability>& Capabilities() {
        "applies on Kubernetes only; edgetrain run ignores it"},
       {"spec.output.volume", Effect::kNote, kLocalOnly, WroteField("spec.output.volume"),
        "applies on Kubernetes only; edgetrain run writes to spec.output.path on this machine"},
-      // nodeLossGrace bounds how long a data-parallel worker waits for a lost coordinator; these wait for pipelines.
-      {"spec.faultTolerance.replicateEvery", Effect::kNote, kLocalOnly, WroteField("spec.faultTolerance.replicateEvery"),
-       "applies to pipelines and Kubernetes; edgetrain run ignores it"},
+      // A pipeline's stages send the head their replicas under edgetrain run as anywhere.
+      {"spec.faultTolerance.replicateEvery", Effect::kNote, kLocalOnly,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode == ParallelismMode::kDataParallel &&
+                !Written(raw, "spec.faultTolerance.replicateEvery").is_null();
+       },
+       "applies to pipelines only: a data-parallel team's coordinator holds the whole model"},
+      // nodeLossGrace bounds how long a data-parallel worker waits for a lost coordinator; this waits for pipelines.
       // edgetrain run replays a pipeline's step without a device lost from a stage of several.
       {"spec.faultTolerance.replay", Effect::kNote, kLocalOnly,
        [](const JobSpec& s, const Json& raw) {

@@ -173,7 +173,7 @@ TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {
 
 TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   const TrainingJobManifest job = Job(R"({"spec": {"placement": {"allowTransient": false}, "template": {"image": "x"},
-                                     "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false},
+                                     "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false, "replicateEvery": 50},
                                      "output": {"path": "/tmp/m", "volume": {"persistentVolumeClaim": {"claimName": "c"}}}}})");
   SupportCheck local = CheckSupport(job, Runner::kLocal);
   EXPECT_TRUE(local.unsupported.empty());
@@ -181,14 +181,17 @@ TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   for (const char* field : {"spec.placement applies on Kubernetes only", "spec.template applies on Kubernetes only",
                             "spec.sync has no effect on a job of one worker",
                             "spec.faultTolerance.replay applies to pipelines only",
+                            "spec.faultTolerance.replicateEvery applies to pipelines only",
                             "spec.output.volume applies on Kubernetes only"}) {
     EXPECT_NE(notes.find(field), std::string::npos) << field << "\n" << notes;
   }
   EXPECT_EQ(notes.find("maxRecoveries"), std::string::npos) << "defaulted, not written: no note";
   const std::string pipeline = Joined(CheckSupport(
-      Job(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3}, "faultTolerance": {"replay": false}}})"),
+      Job(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3},
+                       "faultTolerance": {"replay": false, "replicateEvery": 50}}})"),
       Runner::kLocal));
   EXPECT_EQ(pipeline.find("replay"), std::string::npos) << "edgetrain run honours it for a pipeline\n" << pipeline;
+  EXPECT_EQ(pipeline.find("replicateEvery"), std::string::npos) << "and the replicas too\n" << pipeline;
 
   SupportCheck cluster = CheckSupport(job, Runner::kKubernetes);
   EXPECT_EQ(Joined(cluster), "note: spec.sync has no effect on a job of one worker\n");

@@ -109,7 +109,9 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"replays", p.replays ? Json({{"count", p.replays->count},
                                           {"microBatches", p.replays->micro_batches},
                                           {"lastRecoverySeconds", p.replays->last_recovery_s},
-                                          {"recoverySeconds", p.replays->recovery_s}})
+                                          {"recoverySeconds", p.replays->recovery_s},
+                                          {"restoredStages", p.replays->restored_stages},
+                                          {"stepsLost", p.replays->steps_lost}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -174,7 +176,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       const Json& r = j.at("replays");
       p.replays = JobProgress::Replays{r.at("count").get<int64_t>(), r.at("microBatches").get<int64_t>(),
                                        r.at("lastRecoverySeconds").get<double>(),
-                                       r.at("recoverySeconds").get<double>()};
+                                       r.at("recoverySeconds").get<double>(),
+                                       r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0})};
     }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {

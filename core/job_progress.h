@@ -92,6 +92,11 @@ struct JobProgress {
     int64_t micro_batches = 0;    // run again, over all replays
     double last_recovery_s = 0;   // the last one's: from the loss seen to its step done
     double recovery_s = 0;        // over all replays
+    // Stages whose only device was lost, rebuilt on a neighbour from the
+    // head's replica, and the steps of their layers' updates that lost: those
+    // since the replica.
+    int64_t restored_stages = 0;
+    int64_t steps_lost = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

@@ -55,6 +55,9 @@ PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& t
     groups_.push_back(plan.pipeline->stages[s].ranks);
     members_.insert(members_.end(), groups_.back().begin(), groups_.back().end());
     speeds_.emplace_back();
+    layers_.emplace_back(plan.pipeline->stages[s].first_layer, plan.pipeline->stages[s].end_layer);
+    replicas_.emplace_back();
+    taken_.emplace_back();
     for (int r : groups_.back()) {
       links_[r]->stage = static_cast<int>(s);
       speeds_.back().push_back(1 / plan.workers[r].slowdown);
@@ -102,7 +105,6 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
 Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   const int rank = hello.rank();
   Link& link = *links_[rank];
-  const int stage = link.stage;
   {
     std::lock_guard lock(mu_);
     link.stream = &stream;
@@ -127,10 +129,12 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     } else if (message->has_forward() || message->has_backward()) {
       // Relayed as it is read: the stage's neighbour waits on it.
       const bool forward = message->has_forward();
-      ended = Relay(stage, rank, forward ? stage + 1 : stage - 1, forward,
-                    forward ? std::move(*message->mutable_forward()) : std::move(*message->mutable_backward()));
+      ended = Relay(rank, forward, forward ? std::move(*message->mutable_forward()) : std::move(*message->mutable_backward()));
     } else if (message->has_gradient()) {
-      ended = SumGradient(stage, rank, std::move(*message->mutable_gradient()));
+      ended = SumGradient(rank, std::move(*message->mutable_gradient()));
+    } else if (message->has_replica()) {
+      std::lock_guard lock(mu_);
+      KeepReplicaLocked(link, std::move(*message->mutable_replica()));
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
@@ -158,21 +162,26 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   if (!finished_) {
     link.lost = true;
     link.lost_at = clock_.Now();
-    Log() << "pipeline: stage " << stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
+    Log() << "pipeline: stage " << link.stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
   }
   changed_.NotifyAll();
   return finished_ ? Status::Ok() : ended;
 }
 
-Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroBatch part) {
-  if (to < 0 || to >= static_cast<int>(groups_.size())) {
-    return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
-  }
+Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
   std::vector<v1::MicroBatch> out;
   std::vector<int> ranks;  // of the stage `to`, as they were when the parts were dealt
+  int to;
   {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
+    // The sender's stage as the stages now are (a lost stage's layers taken
+    // by a neighbour renumbers those after it).
+    const int stage = links_[rank]->stage;
+    to = forward ? stage + 1 : stage - 1;
+    if (to < 0 || to >= static_cast<int>(groups_.size())) {
+      return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
+    }
     const std::vector<int>& from = groups_[stage];
     ranks = groups_[to];
     if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(part.values().size()));
@@ -224,12 +233,13 @@ Status PipelineHead::Relay(int stage, int rank, int to, bool forward, v1::MicroB
   return Status::Ok();
 }
 
-Status PipelineHead::SumGradient(int stage, int rank, v1::GroupGradient part) {
+Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
   std::vector<int> group;
   v1::CoordinatorMessage sum;
   {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
+    const int stage = links_[rank]->stage;
     group = groups_[stage];
     // A rank no longer of the group (lost, then heard from late) has no slot.
     if (std::find(group.begin(), group.end(), rank) == group.end()) return Status::Ok();
@@ -328,35 +338,118 @@ void PipelineHead::CutLostLocked() {
 }
 
 Status PipelineHead::RegroupLocked() {
+  std::vector<std::vector<int>> kept(groups_.size());
+  std::vector<std::vector<double>> speeds(groups_.size());
   for (size_t s = 0; s < groups_.size(); ++s) {
-    std::vector<int>& group = groups_[s];
-    std::vector<int> kept;
-    std::vector<double> speeds;
-    for (size_t j = 0; j < group.size(); ++j) {
-      if (!links_[group[j]]->lost) {
-        kept.push_back(group[j]);
-        speeds.push_back(speeds_[s][j]);
+    for (size_t j = 0; j < groups_[s].size(); ++j) {
+      if (!links_[groups_[s][j]]->lost) {
+        kept[s].push_back(groups_[s][j]);
+        speeds[s].push_back(speeds_[s][j]);
       }
     }
-    if (kept.size() == group.size()) continue;
-    if (kept.empty()) {
-      // Its layers are nowhere else yet (replicas are the next part of docs/pipeline.md's replay).
-      return UnavailableError("stage " + std::to_string(s + 1) + " lost its only device" +
-                              (group.size() > 1 ? "s" : "") + " at step " + std::to_string(step_ + 1) +
-                              " (rank " + std::to_string(group.front()) + ")");
+  }
+  // Whether every stage left with no device can be restored, before anything changes.
+  std::vector<size_t> emptied;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    if (!groups_[s].empty() && kept[s].empty()) {
+      EDGETRAIN_RETURN_IF_ERROR(CanRestoreLocked(s, kept, emptied));
+      emptied.push_back(s);
     }
-    for (int r : group) {
-      if (links_[r]->lost) {
+  }
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    if (kept[s].size() == groups_[s].size()) continue;
+    for (int r : groups_[s]) {
+      if (!links_[r]->lost) continue;
+      if (!kept[s].empty()) {
         Log() << "pipeline: stage " << s + 1 << " (rank " << r << ") lost at step " << step_ + 1 << "; "
-             << kept.size() << " of its devices go on\n";
-        members_.erase(std::find(members_.begin(), members_.end(), r));
+              << kept[s].size() << " of its devices go on\n";
       }
+      members_.erase(std::find(members_.begin(), members_.end(), r));
     }
-    group = std::move(kept);
-    speeds_[s] = std::move(speeds);
     regrouped_ = true;
   }
+  const std::vector<std::vector<int>> before = std::move(groups_);
+  groups_ = std::move(kept);
+  speeds_ = std::move(speeds);
+  // From the last, so that the stages before keep their numbers meanwhile.
+  for (auto s = emptied.rbegin(); s != emptied.rend(); ++s) RestoreStageLocked(*s, before[*s]);
   return Status::Ok();
+}
+
+Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<int>>& kept,
+                                      const std::vector<size_t>& emptied) const {
+  const std::vector<int>& lost = groups_[s];
+  const std::string what = "stage " + std::to_string(s + 1) + " lost its only device" + (lost.size() > 1 ? "s" : "") +
+                           " at step " + std::to_string(step_ + 1) + " (rank " + std::to_string(lost.front()) + ")";
+  if (groups_.size() == 1) return UnavailableError(what);
+  if (!replicas_[s]) {
+    return UnavailableError(what + ", and the head has no replica of its layers" +
+                            (plan_.spec.fault_tolerance.replicate_every > 0
+                                 ? " yet (one every " + std::to_string(plan_.spec.fault_tolerance.replicate_every) +
+                                       " steps, spec.faultTolerance.replicateEvery)"
+                                 : " (spec.faultTolerance.replicateEvery is 0)"));
+  }
+  const size_t n = NeighbourOf(s);
+  if (kept[n].empty()) return UnavailableError(what + ", and so did its neighbour, stage " + std::to_string(n + 1));
+  const bool shared = std::any_of(emptied.begin(), emptied.end(), [&](size_t e) { return NeighbourOf(e) == n; });
+  if (shared || taken_[n]) {
+    return UnavailableError(what + ", and stage " + std::to_string(n + 1) + " takes another stage's layers already");
+  }
+  return Status::Ok();
+}
+
+void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
+  const size_t n = NeighbourOf(s);
+  v1::StageLayers taken;
+  taken.set_taken_first_layer(layers_[s].first);
+  taken.set_taken_end_layer(layers_[s].second);
+  *taken.mutable_taken() = replicas_[s]->state();
+  const int64_t replica_step = replicas_[s]->step();
+  layers_[n] = {std::min(layers_[n].first, layers_[s].first), std::max(layers_[n].second, layers_[s].second)};
+  StageShapes::value_type shapes = s < n ? shapes_[s] : shapes_[n];
+  const auto& after = s < n ? shapes_[n] : shapes_[s];
+  shapes.insert(shapes.end(), after.begin(), after.end());
+  shapes_[n] = std::move(shapes);
+  replicas_[n].reset();  // of fewer layers than the stage now holds
+  taken_[n] = std::move(taken);
+  const int host_rank = groups_[n].front();
+  const auto at = static_cast<std::ptrdiff_t>(s);
+  groups_.erase(groups_.begin() + at);
+  speeds_.erase(speeds_.begin() + at);
+  layers_.erase(layers_.begin() + at);
+  shapes_.erase(shapes_.begin() + at);
+  replicas_.erase(replicas_.begin() + at);
+  taken_.erase(taken_.begin() + at);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (int r : groups_[g]) links_[r]->stage = static_cast<int>(g);
+  }
+  relaid_ = true;
+  regrouped_ = true;
+  ++replays_.restored_stages;
+  replays_.steps_lost += step_ - replica_step;
+  if (metrics_) metrics_->AddRestoredStage();
+  const int host = links_[host_rank]->stage;
+  Log() << "pipeline: stage " << s + 1 << " lost its only device" << (lost.size() > 1 ? "s" : "") << " at step "
+        << step_ + 1 << " (rank " << lost.front() << "); its layers " << taken_[host]->taken_first_layer() << "-"
+        << taken_[host]->taken_end_layer() - 1 << " go to stage " << host + 1 << " (now layers "
+        << layers_[host].first << "-" << layers_[host].second - 1 << ", " << groups_.size()
+        << " stages) from the replica of step " << replica_step << ": " << step_ - replica_step
+        << " steps of their updates lost\n";
+}
+
+void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica) {
+  if (metrics_) metrics_->AddReplica(static_cast<int64_t>(replica.ByteSizeLong()));
+  const size_t s = static_cast<size_t>(link.stage);
+  // One sent before its stage took other layers is of layers it no longer holds.
+  int64_t floats = 0;
+  for (const auto& shape : shapes_[s]) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    floats += n;
+  }
+  if (static_cast<int64_t>(replica.state().parameters().size()) != floats * static_cast<int64_t>(sizeof(float))) return;
+  if (replicas_[s] && replicas_[s]->step() >= replica.step()) return;
+  replicas_[s] = std::move(replica);
 }
 
 std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLocked(int64_t step,
@@ -369,6 +462,14 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
       r->set_step(step);
       r->set_attempt(attempt_);
       for (int rank : groups_[s]) r->add_group(rank);
+      if (relaid_) {
+        v1::StageLayers* l = r->mutable_layers();
+        if (taken_[s]) *l = *taken_[s];
+        l->set_stage(static_cast<int32_t>(s));
+        l->set_stages(static_cast<int32_t>(groups_.size()));
+        l->set_first_layer(layers_[s].first);
+        l->set_end_layer(layers_[s].second);
+      }
     } else {
       command.mutable_command()->set_step(step);
     }
@@ -488,6 +589,9 @@ Status PipelineHead::Advance() {
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
          << members_.size() << " devices\n";
   }
+  // Every stage holds the layers it was given: the next replay need not say.
+  relaid_ = false;
+  for (auto& t : taken_) t.reset();
   if (lost_at) {
     replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);
     replays_.recovery_s += replays_.last_recovery_s;

@@ -18,7 +18,12 @@
 // of its stage still hold its layers, and the head has every stage run the
 // step again on the survivors, from the weights before it, under a new
 // attempt number that fences off whatever of the old attempt is still on its
-// way. A stage's only device lost is still the end of the run (Unavailable).
+// way. A stage whose only device is lost is rebuilt on its neighbour (the
+// stage before it, or after the first): those devices take its layers, their
+// own weights kept and its from the replica each stage's first device sends
+// the head every spec.faultTolerance.replicateEvery steps, and the step is
+// replayed on the stages as they now are. What is lost is its layers'
+// updates since the replica. With no replica yet, the run ends (Unavailable).
 //
 // A device is lost when its stream ends, or when it goes silent mid-step:
 // nothing heard from it, not even the Heartbeat a stage sends when it has
@@ -66,8 +71,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Every stage, or Unavailable once nodeLossGrace has passed without one.
   Status Start(const std::atomic<bool>& cancel) override;
   // One step of the whole pipeline: every stage's 1F1B over the batch's
-  // micro-batches, replayed on the survivors as often as a device of a stage
-  // of several is lost. Unavailable when a stage's only device is lost.
+  // micro-batches, replayed on the survivors as often as a device is lost.
+  // Unavailable when a stage's only device is lost and cannot be restored.
   Status Advance() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
@@ -93,9 +98,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   struct Parts;
   Status SendTo(int rank, const v1::CoordinatorMessage& message);
   Status SendToStage(int stage, const v1::CoordinatorMessage& message);
-  // A micro-batch part from `rank` of `stage`, bound for the stage `to`.
-  Status Relay(int stage, int rank, int to, bool forward, v1::MicroBatch part);
-  Status SumGradient(int stage, int rank, v1::GroupGradient part);
+  // A micro-batch part from `rank`, bound for the next stage (forward) or the one before.
+  Status Relay(int rank, bool forward, v1::MicroBatch part);
+  Status SumGradient(int rank, v1::GroupGradient part);
   // Every stage's state, fetched and joined into the whole model's.
   StatusOr<JobCheckpoint> FetchState();
   // FetchState at most once a step: the driver often evaluates and
@@ -103,8 +108,20 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   StatusOr<JobCheckpoint> StateNow();
   Status LostLocked() const;
   // Every lost device out of its stage, the others of which take its share
-  // from the next attempt on; Unavailable when it was a stage's only one.
+  // from the next attempt on; a stage left with none is restored.
   Status RegroupLocked();
+  // Whether stage `s`, whose devices are all lost (`kept`: each stage's
+  // left, `emptied`: the stages before it left with none), can be rebuilt:
+  // Unavailable, saying why, when not.
+  Status CanRestoreLocked(size_t s, const std::vector<std::vector<int>>& kept,
+                          const std::vector<size_t>& emptied) const;
+  // Stage `s`, whose only devices (`lost`) are gone, rebuilt on its
+  // neighbour from the head's replica of it.
+  void RestoreStageLocked(size_t s, const std::vector<int>& lost);
+  // The stage that takes stage `s`'s layers: the one before, or after the first.
+  static size_t NeighbourOf(size_t s) { return s > 0 ? s - 1 : s + 1; }
+  // A stage's replica, kept if it is of the layers the stage holds and newer.
+  void KeepReplicaLocked(const Link& link, v1::StageReplica replica);
   // Every member that `owes` the head a word and is silent past its deadline
   // is lost. Returns when to look again: the earliest deadline of the rest.
   TimePoint LoseSilentLocked(const std::function<bool(const Link&)>& owes);
@@ -117,7 +134,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Trainer& model_;
   const Dataset& test_;
   const int64_t train_size_;
-  const StageShapes shapes_;
+  StageShapes shapes_;  // by stage, as the stages now are
   Clock& clock_;
   // A line of the log, written whole at the end of the statement that makes
   // it: a stream shared by threads is corrupted by writes that interleave.
@@ -150,6 +167,13 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::vector<std::vector<int>> groups_;      // by stage: its ranks
   std::vector<int> members_;                  // every rank in a stage; a plan may leave devices out, a loss take them
   std::vector<std::vector<double>> speeds_;   // by stage: its devices' speeds, which deal micro-batches
+  std::vector<std::pair<int, int>> layers_;   // by stage: its layers [first, end)
+  // By stage: the head's copy of its weights and optimizer state, from its
+  // replicas (spec.faultTolerance.replicateEvery), to rebuild it from.
+  std::vector<std::optional<v1::StageReplica>> replicas_;
+  // By stage: the layers it takes this step, of a stage whose only device was lost.
+  std::vector<std::optional<v1::StageLayers>> taken_;
+  bool relaid_ = false;  // the stages changed this step: its replays say how they now are
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   std::optional<JobCheckpoint> restored_;

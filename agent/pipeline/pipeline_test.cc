@@ -83,9 +83,11 @@ struct SimulatedRun {
   std::string log;
 };
 // `gates`: each rank's uplink gate, or none; every gate is opened again once
-// the job is over (the links come back).
+// the job is over (the links come back). `take_layers`: how a device takes
+// on a lost neighbour's layers, or none.
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
-                         DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {}) {
+                         DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
+                         const LayerTaker& take_layers = {}) {
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   InMemoryNetwork network(clock);
   testing::FakeModel whole_model;
@@ -107,6 +109,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         options.rank = static_cast<int>(r);
         options.head = connector.get();
         if (auto g = gates.find(static_cast<int>(r)); g != gates.end()) options.gate = g->second;
+        options.take_layers = take_layers;
         run.summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
       }));
     }
@@ -348,7 +351,14 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
       trainers.back() = dying.back().get();
     }
   }
-  return RunPipeline(plan, trainers, data, clock, steps, gates);
+  // A device taking a lost neighbour's layers: a fake of all of them, as
+  // slow a layer as its own stage's.
+  const int layers = plan.pipeline->stages.back().end_layer;
+  const LayerTaker take_layers = [&](int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+    return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{first == 0, end == layers, milliseconds(1 + first), milliseconds(2), end - first}, clock));
+  };
+  return RunPipeline(plan, trainers, data, clock, steps, gates, take_layers);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -464,7 +474,10 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   // Both devices of the last stage die at the first pass of step 2.
   const SimulatedRun last = RunReplaying(plan, {{3, 7}, {4, 7}}, 5);
   EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
-  EXPECT_NE(last.ended.message().find("stage 2 lost its only device"), std::string::npos) << last.ended.message();
+  EXPECT_NE(last.ended.message().find("stage 2 lost its only devices at step 2 (rank 3), and the head has no replica "
+                                      "of its layers yet (one every 100 steps"),
+            std::string::npos)
+      << last.ended.message();
   EXPECT_EQ(last.losses.size(), 1u) << "step 1 stands";
 
   // With replay off, the first loss ends the run, to be resumed from its checkpoint.
@@ -474,6 +487,67 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_EQ(off.ended.code(), StatusCode::kUnavailable);
   EXPECT_NE(off.ended.message().find("stage 1 (rank 1) was lost in step 2"), std::string::npos) << off.ended.message();
   EXPECT_NE(off.ended.message().find("spec.faultTolerance.replay is off"), std::string::npos) << off.ended.message();
+}
+
+// A stage's only device lost, in the first, middle or last stage, at the
+// first or last of its passes of step 3: its neighbour (the stage before, or
+// after the first) takes its layers, from the replica its device sent after
+// step 2 (replicateEvery 1), and the step is replayed on two stages. Nothing
+// of the model is lost, so every step's loss and the weights after are the
+// run's that lost no one, within 1e-4.
+TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostIsRebuiltOnItsNeighbourFromItsReplica) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
+  for (int rank : {0, 1, 2}) {
+    for (int pass : {17, 24}) {  // 8 passes a step
+      SCOPED_TRACE("rank " + std::to_string(rank) + " dies at its pass " + std::to_string(pass));
+      const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5);
+      ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+      ASSERT_EQ(run.losses.size(), 5u);
+      for (size_t k = 0; k < 5; ++k) {
+        EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+      }
+      ASSERT_EQ(run.weights.size(), whole_run.weights.size());
+      for (size_t i = 0; i < run.weights.size(); ++i) {
+        EXPECT_NEAR(run.weights[i], whole_run.weights[i], 1e-4 * std::abs(whole_run.weights[i])) << "layer " << i;
+      }
+      ASSERT_TRUE(run.progress.replays.has_value());
+      EXPECT_EQ(run.progress.replays->count, 1);
+      EXPECT_EQ(run.progress.replays->restored_stages, 1);
+      EXPECT_EQ(run.progress.replays->steps_lost, 0);
+      const int host = rank == 0 ? 1 : rank - 1;
+      EXPECT_NE(run.log.find("stage " + std::to_string(rank + 1) + " lost its only device at step 3 (rank " +
+                             std::to_string(rank) + "); its layers " + std::to_string(rank) + "-" +
+                             std::to_string(rank) + " go to stage " + std::to_string(std::min(rank, host) + 1)),
+                std::string::npos)
+          << run.log;
+      EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 2 devices"), std::string::npos) << run.log;
+    }
+  }
+}
+
+// With a replica every 2 steps, the middle stage's device lost in step 4:
+// its layer comes back as it was after step 2, so step 3's update to it is
+// lost and the losses part from the run that lost no one, and the run goes
+// on to its end on two stages.
+TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSince) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 2;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 6);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun run = RunReplaying(plan, {{1, 25}}, 6);  // its first pass of step 4
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ASSERT_EQ(run.losses.size(), 6u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * whole_run.losses[k]);
+  EXPECT_GT(std::abs(run.losses[3] - whole_run.losses[3]), 1e-4 * whole_run.losses[3]) << "step 3's update lost";
+  EXPECT_EQ(run.progress.replays->restored_stages, 1);
+  EXPECT_EQ(run.progress.replays->steps_lost, 1);
+  EXPECT_NE(run.log.find("its layers 1-1 go to stage 1 (now layers 0-1, 2 stages) from the replica of step 2: 1 "
+                         "steps of their updates lost"),
+            std::string::npos)
+      << run.log;
 }
 
 using testing::Digits;
@@ -499,6 +573,8 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
   JobPlan plan = PipelinePlan(Spec(model, "digits", 32, static_cast<int>(slowdowns.size()), adam), 3, 4);
   plan.pipeline = layout;
+  // A replica every step: a stage's only device lost then costs nothing of the model.
+  plan.spec.fault_tolerance.replicate_every = 1;
   plan.workers.clear();
   for (size_t r = 0; r < slowdowns.size(); ++r) {
     plan.workers.push_back({static_cast<int>(r), "device-" + std::to_string(r), slowdowns[r], std::nullopt, {}});
@@ -561,6 +637,9 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
       options.head = connector.get();
       options.heartbeat = milliseconds(100);  // silent is then 0.4 s, at the least
       options.gate = gates[r].get();
+      options.take_layers = [&](int first, int end) {
+        return CreateStageTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1, first, end});
+      };
       summaries[r] = RunStage(plan, options, *devices[r], Digits().train, clock, stage_logs[r], cancel);
     });
   }
@@ -627,6 +706,16 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   const std::string replays = "edgetrain_pipeline_replays_total{trainingjob=\"pipeline-test\"} ";
   ASSERT_NE(text.find(replays), std::string::npos) << text;
   EXPECT_EQ(std::stod(text.substr(text.find(replays) + replays.size())), static_cast<double>(dies_at_pass.size()));
+  // A device alone in its stage has its layers rebuilt on a neighbour from its replica.
+  int alone = 0;
+  for (const auto& [rank, pass] : dies_at_pass) alone += layout.stages[stage_of_rank[rank]].ranks.size() == 1;
+  const std::string restored = "edgetrain_pipeline_restored_stages_total{trainingjob=\"pipeline-test\"} ";
+  ASSERT_NE(text.find(restored), std::string::npos) << text;
+  EXPECT_EQ(std::stod(text.substr(text.find(restored) + restored.size())), alone);
+  EXPECT_NE(text.find("edgetrain_pipeline_replica_bytes_total{trainingjob=\"pipeline-test\"} "), std::string::npos);
+  if (alone > 0) {
+    EXPECT_NE(log.str().find(" go to stage "), std::string::npos) << log.str();
+  }
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     if (dies_at_pass.count(static_cast<int>(r))) continue;
     const std::string series = "edgetrain_stage_compute_seconds_total{stage=\"" + std::to_string(stage_of_rank[r]) +
@@ -667,6 +756,13 @@ TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsReplayedAndThePipelineStillTrains
 // and replays the step on the other device of its stage.
 TEST(PipelineOverGrpcTest, ADeviceSilentMidStepIsCutOffAndThePipelineStillTrainsAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}}, /*silent=*/true);
+}
+
+// Three stages of one device each, the middle one dying at its last backward
+// of step 5: the first stage's device takes its layers from the replica of
+// step 4, and the pipeline of two stages still trains as one device.
+TEST(PipelineOverGrpcTest, AStagesOnlyDeviceLostIsRebuiltOnItsNeighbourAndThePipelineStillTrainsAsOneDevice) {
+  ExpectToTrainAsOneDevice({{{0, 1, {0}}, {1, 2, {1}}, {2, 3, {2}}}, 4}, {1, 1, 1}, {{1, 40}});
 }
 
 // Plain synchronous data parallelism, as a pipeline of one stage on three devices.

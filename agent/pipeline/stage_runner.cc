@@ -174,11 +174,13 @@ class Stage {
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
         Clock& clock, const std::atomic<bool>& cancel)
       : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
+        first_layer_(plan.pipeline->stages[index].first_layer), end_layer_(plan.pipeline->stages[index].end_layer),
         options_(options),
-        trainer_(trainer), train_(train), clock_(clock),
+        trainer_(&trainer), train_(train), clock_(clock),
         slowdown_(plan.workers[options.rank].slowdown),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
-        layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(plan.spec.optimizer, layout_),
+        layout_(std::make_unique<RowLayout>(trainer.ParameterShapes(), SyncGranularity::kLayer)),
+        optimizer_(std::make_unique<RowOptimizer>(plan.spec.optimizer, *layout_)),
         inbox_(clock, cancel, options.cancel_recheck), outbox_(clock) {
     (void)SetGroup(plan.pipeline->stages[index].ranks);  // the plan's group holds this device
   }
@@ -255,6 +257,7 @@ class Stage {
           --step_;
           --summary_.steps;
         }
+        if (command.replay().has_layers()) EDGETRAIN_RETURN_IF_ERROR(TakeLayers(command.replay().layers()));
       }
       if (step != step_ + 1) {
         return FailedPreconditionError("the head asked for step " + std::to_string(step) + " after step " +
@@ -264,8 +267,8 @@ class Stage {
       if (ran.code() == StatusCode::kAborted) {
         // Replayed: what the attempt left here goes (micro-batches not
         // backwarded, its gradient), and the replay is the next command.
-        trainer_.DropInFlight();
-        trainer_.ZeroGradients();
+        trainer_->DropInFlight();
+        trainer_->ZeroGradients();
         held_.clear();
         continue;
       }
@@ -300,24 +303,81 @@ class Stage {
   // pipeline can have the step replayed without it, from the same weights.
   void Commit() {
     if (!pending_step_) return;
-    std::span<float> params = trainer_.Parameters();
-    const std::span<const float> gradient = pending_sum_.empty() ? trainer_.Gradients() : pending_sum_;
-    for (size_t r = 0; r < layout_.size(); ++r) {
-      const RowSpan& row = layout_.row(r);
-      optimizer_.Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
-                       gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
+    std::span<float> params = trainer_->Parameters();
+    const std::span<const float> gradient = pending_sum_.empty() ? trainer_->Gradients() : pending_sum_;
+    for (size_t r = 0; r < layout_->size(); ++r) {
+      const RowSpan& row = layout_->row(r);
+      optimizer_->Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
+                        gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
     }
     DropPending();
   }
   void DropPending() {
-    trainer_.ZeroGradients();
+    trainer_->ZeroGradients();
     pending_sum_.clear();
     pending_step_.reset();
+  }
+
+  // Every replicateEvery steps, the group's first device sends the head its
+  // committed state, the head's copy of these layers should every device of
+  // the stage be lost. From the sending thread: it overlaps the step's passes.
+  void Replicate() {
+    const int every = plan_.spec.fault_tolerance.replicate_every;
+    if (every <= 0 || member_ != 0 || step_ == 0 || step_ % every != 0 || replicated_step_ == step_) return;
+    replicated_step_ = step_;
+    v1::WorkerMessage message;
+    message.mutable_replica()->set_step(step_);
+    *message.mutable_replica()->mutable_state() = State();
+    outbox_.Post(std::move(message));
+  }
+
+  // The stages as they now are: this group's index, and, when it takes the
+  // layers of a neighbouring stage whose only device was lost, a trainer of
+  // its own layers and those, its own weights and optimizer state kept and
+  // theirs from the head's replica.
+  Status TakeLayers(const v1::StageLayers& l) {
+    index_ = l.stage();
+    stages_ = l.stages();
+    if (l.first_layer() == first_layer_ && l.end_layer() == end_layer_) return Status::Ok();  // had them already
+    const bool before = l.taken_end_layer() == first_layer_ && l.taken_first_layer() == l.first_layer() &&
+                        l.end_layer() == end_layer_;
+    const bool after = l.taken_first_layer() == end_layer_ && l.taken_end_layer() == l.end_layer() &&
+                       l.first_layer() == first_layer_;
+    if (!before && !after) {
+      return FailedPreconditionError("the head gave layers " + std::to_string(l.first_layer()) + "-" +
+                                     std::to_string(l.end_layer() - 1) + " to a device of layers " +
+                                     std::to_string(first_layer_) + "-" + std::to_string(end_layer_ - 1));
+    }
+    if (!options_.take_layers) return FailedPreconditionError("this device cannot take other layers");
+    Commit();  // the step before the replayed one stands
+    EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> wider, options_.take_layers(l.first_layer(), l.end_layer()));
+    const v1::StageState mine = State();
+    const v1::StageState& theirs = l.taken();
+    const v1::StageState& head = before ? theirs : mine;
+    const v1::StageState& tail = before ? mine : theirs;
+    v1::StageState joined;
+    joined.set_parameters(head.parameters() + tail.parameters());
+    joined.set_first_moment(head.first_moment() + tail.first_moment());
+    joined.set_second_moment(head.second_moment() + tail.second_moment());
+    for (const auto* part : {&head, &tail}) {
+      joined.mutable_row_steps()->Add(part->row_steps().begin(), part->row_steps().end());
+    }
+    auto layout = std::make_unique<RowLayout>(wider->ParameterShapes(), SyncGranularity::kLayer);
+    auto optimizer = std::make_unique<RowOptimizer>(plan_.spec.optimizer, *layout);
+    owned_ = std::move(wider);
+    trainer_ = owned_.get();
+    layout_ = std::move(layout);
+    optimizer_ = std::move(optimizer);
+    first_layer_ = l.first_layer();
+    end_layer_ = l.end_layer();
+    held_.clear();
+    return Install(joined);
   }
 
   // One attempt at `step`. Aborted when the head replays it meanwhile.
   Status Step(int64_t step, int attempt) {
     Commit();
+    Replicate();
     if (batch_step_ != step) {  // a replay runs the same batch again
       const std::span<const int64_t> next = batches_.Next();
       batch_.assign(next.begin(), next.end());
@@ -338,7 +398,7 @@ class Stage {
       if (pass.kind == PassKind::kForward) {
         std::vector<float> input;
         int64_t n = span.end - span.begin;
-        if (trainer_.IsFirst()) {
+        if (trainer_->IsFirst()) {
           input.resize(static_cast<size_t>(n * train_.SampleSize()));
           for (int64_t k = 0; k < n; ++k) {
             train_.CopySamples(batch[span.begin + k], 1, input.data() + k * train_.SampleSize());
@@ -352,18 +412,18 @@ class Stage {
         std::vector<float> output;
         // A device dealt none of a small micro-batch passes it on empty.
         if (n > 0) {
-          EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_.Forward(pass.micro_batch, input); }));
+          EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_->Forward(pass.micro_batch, input); }));
         }
-        if (!trainer_.IsLast()) Send(true, step, attempt, pass.micro_batch, n, output);
+        if (!trainer_->IsLast()) Send(true, step, attempt, pass.micro_batch, n, output);
       } else {
         const int64_t n = held_[pass.micro_batch];
         std::vector<float> input_gradient;
-        if (trainer_.IsLast()) {
+        if (trainer_->IsLast()) {
           std::vector<int64_t> labels(static_cast<size_t>(n));
           for (int64_t k = 0; k < n; ++k) labels[k] = train_.labels[batch[span.begin + k]];
           if (n > 0) {
             EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed([&] {
-                                         return trainer_.BackwardFromLoss(pass.micro_batch, labels,
+                                         return trainer_->BackwardFromLoss(pass.micro_batch, labels,
                                                                           static_cast<double>(n) / m);
                                        }));
             loss_sum += r.loss * n;
@@ -374,10 +434,10 @@ class Stage {
           EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> output_gradient, FloatsOf(g.values()));
           if (n > 0) {
             EDGETRAIN_ASSIGN_OR_RETURN(input_gradient,
-                                       Computed([&] { return trainer_.Backward(pass.micro_batch, output_gradient); }));
+                                       Computed([&] { return trainer_->Backward(pass.micro_batch, output_gradient); }));
           }
         }
-        if (!trainer_.IsFirst()) Send(false, step, attempt, pass.micro_batch, n, input_gradient);
+        if (!trainer_->IsFirst()) Send(false, step, attempt, pass.micro_batch, n, input_gradient);
       }
     }
     // The flush: every micro-batch's gradient is in, so the weights move
@@ -385,7 +445,7 @@ class Stage {
     if (group_.size() > 1) {
       // The group's devices each hold the gradient of their shares: they step
       // on the sum, alike, and stay one copy of the stage.
-      const std::span<const float> gradient = trainer_.Gradients();
+      const std::span<const float> gradient = trainer_->Gradients();
       v1::WorkerMessage mine;
       mine.mutable_gradient()->set_step(step);
       mine.mutable_gradient()->set_attempt(attempt);
@@ -451,8 +511,8 @@ class Stage {
 
   v1::StageState State() {
     v1::StageState s;
-    s.set_parameters(FloatBytes(trainer_.Parameters()));
-    const OptimizerState& o = optimizer_.state();
+    s.set_parameters(FloatBytes(trainer_->Parameters()));
+    const OptimizerState& o = optimizer_->state();
     s.set_first_moment(FloatBytes(o.first));
     s.set_second_moment(FloatBytes(o.second));
     for (int64_t steps : o.steps) s.add_row_steps(steps);
@@ -461,14 +521,14 @@ class Stage {
 
   Status Install(const v1::StageState& s) {
     EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> params, FloatsOf(s.parameters()));
-    std::span<float> mine = trainer_.Parameters();
-    OptimizerState& o = optimizer_.mutable_state();
+    std::span<float> mine = trainer_->Parameters();
+    OptimizerState& o = optimizer_->mutable_state();
     EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> first, FloatsOf(s.first_moment()));
     EDGETRAIN_ASSIGN_OR_RETURN(std::vector<float> second, FloatsOf(s.second_moment()));
     if (params.size() != mine.size() || first.size() != o.first.size() || second.size() != o.second.size() ||
         static_cast<size_t>(s.row_steps_size()) != o.steps.size()) {
-      return FailedPreconditionError("the head's state for stage " + std::to_string(index_ + 1) +
-                                     " is of another model or optimizer");
+      return FailedPreconditionError("the head's state for layers " + std::to_string(first_layer_) + "-" +
+                                     std::to_string(end_layer_ - 1) + " is of another model or optimizer");
     }
     std::copy(params.begin(), params.end(), mine.begin());
     o.first = std::move(first);
@@ -478,19 +538,22 @@ class Stage {
   }
 
   const JobPlan& plan_;
-  const int index_;
-  const int stages_;
+  int index_;   // of the stages as they now are
+  int stages_;
+  int first_layer_;  // this device's layers: [first_layer_, end_layer_)
+  int end_layer_;
   std::vector<int> group_;       // the devices of this stage, this one among them
   size_t member_ = 0;
   std::vector<double> speeds_;   // of the group's devices, which deal each micro-batch
   const StageOptions& options_;
-  StageTrainer& trainer_;
+  StageTrainer* trainer_;                 // the caller's, or owned_ once it took a lost stage's layers
+  std::unique_ptr<StageTrainer> owned_;
   const Dataset& train_;
   Clock& clock_;
   const double slowdown_;
   BatchOrder batches_;
-  const RowLayout layout_;
-  RowOptimizer optimizer_;
+  std::unique_ptr<RowLayout> layout_;      // one row a tensor, of trainer_'s
+  std::unique_ptr<RowOptimizer> optimizer_;  // over *layout_
   Inbox inbox_;
   Outbox outbox_;
   int64_t step_ = 0;                  // the last step finished here
@@ -498,6 +561,7 @@ class Stage {
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_
   int64_t batch_step_ = -1;
+  int64_t replicated_step_ = 0;       // the step of the last replica sent
   std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
   StageSummary summary_;
   StageSummary reported_;  // as it was at the last StepDone

@@ -21,6 +21,8 @@
 // Heartbeat when it has had nothing to send for a while.
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 
@@ -33,6 +35,10 @@
 #include "core/job_plan.h"
 
 namespace edgetrain::agent {
+
+// Builds a device's trainer of layers [first, end): how it takes on the layers
+// of a neighbouring stage whose only device was lost.
+using LayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int first, int end)>;
 
 struct StageOptions {
   int rank = 0;
@@ -50,6 +56,10 @@ struct StageOptions {
   // long (--heartbeat): how the head tells a device behind a dead link, whose
   // stream TCP would keep open for minutes, from one waiting on a neighbour.
   Duration heartbeat = std::chrono::milliseconds(250);
+  // Builds this device's trainer of layers [first, end) when the head has it
+  // take the layers of a neighbouring stage whose only device was lost; none:
+  // it cannot, and the job ends there.
+  LayerTaker take_layers;
   // A gate on its uplink that a fault-injection test cuts (a device behind a
   // wall); none: the link is never cut.
   LinkGate* gate = nullptr;

@@ -316,6 +316,9 @@ struct PipelineMetrics::Handles {
   Counter& replays;
   Counter& replayed_micro_batches;
   Counter& recovery;
+  Counter& replicas;
+  Counter& replica_bytes;
+  Counter& restored;
 };
 
 PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& job,
@@ -337,6 +340,15 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_recovery_seconds_total",
                               "Seconds from a device's loss seen to the replayed step done", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_replicas_total",
+                              "Stage replicas (weights and optimizer state) the head received", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_replica_bytes_total",
+                              "Bytes of the stage replicas the head received", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_restored_stages_total",
+                              "Stages whose only device was lost, rebuilt on a neighbour from their replica", r)
                            .Add(l)});
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
                          "A stage device's forward and backward passes", r);
@@ -369,5 +381,10 @@ void PipelineMetrics::AddReplay(int micro_batches) {
   h_->replayed_micro_batches.Increment(micro_batches);
 }
 void PipelineMetrics::AddRecovery(double seconds) { h_->recovery.Increment(seconds); }
+void PipelineMetrics::AddReplica(int64_t bytes) {
+  h_->replicas.Increment();
+  h_->replica_bytes.Increment(static_cast<double>(bytes));
+}
+void PipelineMetrics::AddRestoredStage() { h_->restored.Increment(); }
 
 }  // namespace edgetrain::agent

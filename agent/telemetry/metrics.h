@@ -133,6 +133,10 @@ class PipelineMetrics {
   void AddReplay(int micro_batches);
   // A step that lost a device done at last: the seconds since the loss was seen.
   void AddRecovery(double seconds);
+  // A stage's replica the head received, and its bytes.
+  void AddReplica(int64_t bytes);
+  // A stage whose only device was lost, rebuilt on a neighbour from its replica.
+  void AddRestoredStage();
 
  private:
   struct Handles;

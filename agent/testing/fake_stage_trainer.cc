@@ -4,9 +4,11 @@ namespace edgetrain::agent::testing {
 
 StatusOr<std::vector<float>> FakeStageTrainer::Forward(int64_t id, std::span<const float> input) {
   if (inputs_.count(id)) return FailedPreconditionError("micro-batch " + std::to_string(id) + " is already in flight");
-  clock_.SleepFor(stage_.forward * static_cast<int64_t>(input.size()));
+  clock_.SleepFor(stage_.forward * static_cast<int64_t>(input.size()) * stage_.layers);
   std::vector<float> out(input.begin(), input.end());
-  for (float& x : out) x *= weight_;
+  for (float w : weights_) {
+    for (float& x : out) x *= w;
+  }
   inputs_[id].assign(input.begin(), input.end());
   outputs_[id] = out;
   most_in_flight_ = std::max(most_in_flight_, InFlight());
@@ -39,13 +41,20 @@ StatusOr<std::vector<float>> FakeStageTrainer::Back(int64_t id, std::span<const 
   auto in = inputs_.find(id);
   if (in == inputs_.end()) return InvalidArgumentError("micro-batch " + std::to_string(id) + " is not in flight");
   if (output_gradient.size() != in->second.size()) return InvalidArgumentError("gradient of the wrong size");
-  clock_.SleepFor(stage_.backward * static_cast<int64_t>(output_gradient.size()));
-  std::vector<float> input_gradient;
-  for (size_t i = 0; i < output_gradient.size(); ++i) gradient_ += in->second[i] * output_gradient[i];
-  if (!stage_.first) {
-    input_gradient.resize(output_gradient.size());
-    for (size_t i = 0; i < output_gradient.size(); ++i) input_gradient[i] = weight_ * output_gradient[i];
+  clock_.SleepFor(stage_.backward * static_cast<int64_t>(output_gradient.size()) * stage_.layers);
+  // Layer by layer from the last, as stages of one layer each would: the
+  // gradient of a layer's weight is its input times its output's gradient.
+  std::vector<float> g(output_gradient.begin(), output_gradient.end());
+  for (size_t l = weights_.size(); l-- > 0;) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      float x = in->second[i];  // the layer's input: what the layers before it made of the stage's
+      for (size_t k = 0; k < l; ++k) x *= weights_[k];
+      gradients_[l] += x * g[i];
+    }
+    for (float& v : g) v *= weights_[l];
   }
+  std::vector<float> input_gradient;
+  if (!stage_.first) input_gradient = std::move(g);
   inputs_.erase(in);
   outputs_.erase(id);
   return input_gradient;

@@ -1,10 +1,13 @@
 #pragma once
 // A pipeline stage for the runtime's tests on a simulated clock: one weight a
-// stage, a float a sample flowing through (out = weight x in; the last stage's
-// loss is half the squared distance to the label), and each pass taking
-// simulated time per sample, so stages can be made as uneven as a test needs.
+// layer, a float a sample flowing through (out = in x each weight in turn; the
+// last stage's loss is half the squared distance to the label), and each pass
+// taking simulated time per sample, so stages can be made as uneven as a test
+// needs. A stage of two layers computes what two stages of one compute.
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "agent/torch/stage_trainer.h"
 #include "core/clock.h"
@@ -16,11 +19,14 @@ struct FakeStage {
   bool last = false;
   Duration forward = std::chrono::milliseconds(1);  // a sample's
   Duration backward = std::chrono::milliseconds(2);
+  int layers = 1;
 };
 
 class FakeStageTrainer final : public StageTrainer {
  public:
-  FakeStageTrainer(FakeStage stage, Clock& clock) : stage_(stage), clock_(clock) {}
+  FakeStageTrainer(FakeStage stage, Clock& clock)
+      : stage_(stage), clock_(clock), weights_(static_cast<size_t>(stage.layers), 0.5f),
+        gradients_(static_cast<size_t>(stage.layers), 0.0f) {}
 
   std::vector<int64_t> InputShape() const override { return {1}; }
   std::vector<int64_t> OutputShape() const override { return {1}; }
@@ -36,11 +42,13 @@ class FakeStageTrainer final : public StageTrainer {
     inputs_.clear();
     outputs_.clear();
   }
-  std::span<float> Parameters() override { return {&weight_, 1}; }
-  std::span<const float> Gradients() const override { return {&gradient_, 1}; }
-  void ZeroGradients() override { gradient_ = 0; }
-  std::vector<std::vector<int64_t>> ParameterShapes() const override { return {{1}}; }
-  int64_t ParameterCount() const override { return 1; }
+  std::span<float> Parameters() override { return weights_; }
+  std::span<const float> Gradients() const override { return gradients_; }
+  void ZeroGradients() override { std::fill(gradients_.begin(), gradients_.end(), 0.0f); }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override {
+    return std::vector<std::vector<int64_t>>(weights_.size(), std::vector<int64_t>{1});
+  }
+  int64_t ParameterCount() const override { return static_cast<int64_t>(weights_.size()); }
 
   int most_in_flight() const { return most_in_flight_; }
 
@@ -49,8 +57,8 @@ class FakeStageTrainer final : public StageTrainer {
 
   const FakeStage stage_;
   Clock& clock_;
-  float weight_ = 0.5f;
-  float gradient_ = 0;
+  std::vector<float> weights_;  // a layer's each
+  std::vector<float> gradients_;
   std::map<int64_t, std::vector<float>> inputs_;  // in flight
   std::map<int64_t, std::vector<float>> outputs_;
   int most_in_flight_ = 0;
