@@ -196,7 +196,12 @@ def main(argv=None):
     print(f"standin: serving {url} (kubeconfig {args.kubeconfig})", file=sys.stderr)
     print("ready", flush=True)
 
-    stop.wait()
+    # Waited for a slice at a time: a SIGTERM the kernel hands to another
+    # thread only flags its Python handler, which runs when the main thread
+    # next runs bytecode; a main thread blocked in an untimed wait never does
+    # (the stand-in then outlived its stop window, now and then, under load).
+    while not stop.wait(timeout=0.25):
+        pass
     if cluster is not None:
         cluster.stop()  # every pod's processes, the links and namespaces, the DNS
     for s in servers:
