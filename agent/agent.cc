@@ -249,18 +249,28 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   const JobSpec& spec = s.plan.spec;
   const int64_t train_size = s.data.train.size();
   s.data.train = {};  // the stages read their samples; the head only evaluates
-  // What each stage holds, to deal a checkpoint out to them: the stages'
-  // parameter tensors, from the same layers they build.
-  StageShapes shapes;
-  for (const PipelineStagePlan& stage : s.plan.pipeline->stages) {
+  // What each layer holds, and so each stage (to deal a checkpoint out to
+  // them, and to move layers between them): parameter tensors, from the same
+  // layers they build.
+  PipelineHead::Rebalancing rebalancing;
+  rebalancing.every = s.flags.rebalance_every;
+  for (int l = 0; l < s.plan.pipeline->stages.back().end_layer; ++l) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> t,
                                CreateStageTrainer({spec.model, s.data.test.info, spec.seed, s.plan.intra_op_threads,
-                                                   stage.first_layer, stage.end_layer, SampleShape(spec.data)}));
-    shapes.push_back(t->ParameterShapes());
+                                                   l, l + 1, SampleShape(spec.data)}));
+    rebalancing.layer_shapes.push_back(t->ParameterShapes());
+  }
+  StageShapes shapes;
+  for (const PipelineStagePlan& stage : s.plan.pipeline->stages) {
+    shapes.emplace_back();
+    for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+      shapes.back().insert(shapes.back().end(), rebalancing.layer_shapes[l].begin(), rebalancing.layer_shapes[l].end());
+    }
   }
   RealClock clock;
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
   PipelineHead head(s.plan, *s.trainer, s.data.test, train_size, std::move(shapes), clock, s.log);
+  head.SetRebalancing(std::move(rebalancing));
   std::vector<int> stage_of_rank;
   for (size_t r = 0; r < s.plan.workers.size(); ++r) {
     auto stage = StageOfRank(*s.plan.pipeline, static_cast<int>(r));

@@ -27,6 +27,11 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   app->add_option("--rank", flags.rank, "this agent's index")->check(CLI::NonNegativeNumber)->option_text("N");
   app->add_option("--world", flags.world, "the number of agents")->check(CLI::PositiveNumber)->option_text("N");
   app->add_option("--plan", flags.plan, "the plan file")->required()->option_text("FILE");
+  app->add_option("--rebalance-every", flags.rebalance_every,
+                  "a pipeline head measures its stages' compute over this many steps, and moves layers between "
+                  "them when another cut would pace the slowest stage 15% faster (default 100; 0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("STEPS");
   app->add_option("--coordinator", flags.coordinator, "where peers reach the coordinator")->option_text("HOST:PORT");
   app->add_option("--listen", flags.listen, "where this agent accepts peers (port 0: the OS chooses)")
       ->option_text("HOST:PORT");

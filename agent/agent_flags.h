@@ -40,6 +40,9 @@ struct AgentFlags {
   Duration plan_poll = std::chrono::seconds(1);               // how often the plan file is looked at
   Duration connect_attempt = std::chrono::seconds(1);         // one try to reach the coordinator
   Duration heartbeat = std::chrono::milliseconds(250);        // a pipeline stage's word that its link is alive
+  // A pipeline head's: the steps over which it measures its stages before it
+  // may move layers between them (0: it never does).
+  int rebalance_every = 100;
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

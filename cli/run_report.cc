@@ -188,13 +188,19 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
                  std::ostream& out) {
   out << "  " << layout.stages.size() << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step\n" : " micro-batches a step\n");
+  if (p.replays && p.replays->repartitions > 0) {
+    out << "  layers moved between stages " << p.replays->repartitions
+        << (p.replays->repartitions == 1 ? " time" : " times") << " as the devices' pace drifted; as they ended:\n";
+  }
   out << "  stage  layers   device            steps   compute s   bubbles\n";
   for (size_t s = 0; s < layout.stages.size(); ++s) {
     const PipelineStagePlan& stage = layout.stages[s];
     for (int rank : stage.ranks) {
       const auto w = std::find_if(p.workers.begin(), p.workers.end(), [&](const auto& x) { return x.rank == rank; });
       if (w == p.workers.end()) continue;
-      const std::string layers = std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1);
+      // As they ended: layers move between stages as devices drift.
+      const auto [first, end] = w->layers.value_or(std::pair{stage.first_layer, stage.end_layer});
+      const std::string layers = std::to_string(first) + "-" + std::to_string(end - 1);
       const std::string device = static_cast<size_t>(rank) < devices.size() ? devices[rank].node : "rank " + std::to_string(rank);
       char line[200];
       std::snprintf(line, sizeof line, "  %5zu  %-7s  %-14s %8s %11.1f %8.0f%%\n", s + 1, layers.c_str(), device.c_str(),

@@ -84,6 +84,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                        {"topkPushes", w.compression->topk_pushes},
                                        {"pushes", w.compression->pushes}};
     }
+    if (w.layers) workers.back()["layers"] = {{"first", w.layers->first}, {"end", w.layers->second}};
     if (w.stream) {
       workers.back()["stream"] = {{"arrived", w.stream->arrived},
                                   {"dropped", w.stream->dropped},
@@ -111,7 +112,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"lastRecoverySeconds", p.replays->last_recovery_s},
                                           {"recoverySeconds", p.replays->recovery_s},
                                           {"restoredStages", p.replays->restored_stages},
-                                          {"stepsLost", p.replays->steps_lost}})
+                                          {"stepsLost", p.replays->steps_lost},
+                                          {"repartitions", p.replays->repartitions}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -158,6 +160,9 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
                            w.value("silentSeconds", 0.0)});
       p.workers.back().injected = w.value("injectedSamples", int64_t{0});
+      if (w.contains("layers") && w.at("layers").is_object()) {
+        p.workers.back().layers = std::pair{w.at("layers").at("first").get<int>(), w.at("layers").at("end").get<int>()};
+      }
       if (w.contains("compression") && w.at("compression").is_object()) {
         const Json& c = w.at("compression");
         p.workers.back().compression =
@@ -177,7 +182,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.replays = JobProgress::Replays{r.at("count").get<int64_t>(), r.at("microBatches").get<int64_t>(),
                                        r.at("lastRecoverySeconds").get<double>(),
                                        r.at("recoverySeconds").get<double>(),
-                                       r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0})};
+                                       r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0}),
+                                       r.value("repartitions", int64_t{0})};
     }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {

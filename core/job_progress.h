@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,9 @@ struct WorkerProgress {
   std::optional<StreamProgress> stream = {};
   int64_t injected = 0;  // data injection: samples of labels its part lacks it trained on
   std::optional<CompressionProgress> compression = {};
+  // A pipeline stage device's: the layers it holds now, [first, end) (layers
+  // move between stages as devices drift, or to a lost stage's neighbour).
+  std::optional<std::pair<int, int>> layers = {};
 };
 
 struct JobProgress {
@@ -97,6 +101,8 @@ struct JobProgress {
     // since the replica.
     int64_t restored_stages = 0;
     int64_t steps_lost = 0;
+    // Times layers moved between stages as their devices drifted.
+    int64_t repartitions = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

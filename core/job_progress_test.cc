@@ -36,6 +36,19 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.workers[0].quarantined = "3 pushes refused, the last not_finite";
   EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->workers[0].quarantined, "3 pushes refused, the last not_finite");
   p.workers[0].quarantined.clear();
+  // A pipeline's: the layers each device holds, and what its recoveries cost.
+  EXPECT_EQ(EncodeJobProgress(p).find("layers"), std::string::npos) << "a team's worker holds the whole model";
+  p.workers[0].layers = std::pair{2, 5};
+  p.replays = JobProgress::Replays{3, 12, 0.5, 1.25, 1, 40, 2};
+  back = DecodeJobProgress(EncodeJobProgress(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->workers[0].layers, (std::pair{2, 5}));
+  ASSERT_TRUE(back->replays.has_value());
+  EXPECT_EQ(back->replays->restored_stages, 1);
+  EXPECT_EQ(back->replays->steps_lost, 40);
+  EXPECT_EQ(back->replays->repartitions, 2);
+  p.workers[0].layers.reset();
+  p.replays.reset();
 
   p.state = JobState::kSucceeded;
   p.accuracy = 0.86;

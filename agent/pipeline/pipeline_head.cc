@@ -427,7 +427,10 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   regrouped_ = true;
   ++replays_.restored_stages;
   replays_.steps_lost += step_ - replica_step;
-  if (metrics_) metrics_->AddRestoredStage();
+  if (metrics_) {
+    metrics_->AddRestoredStage();
+    metrics_->AddRepartition("stage_lost");
+  }
   const int host = links_[host_rank]->stage;
   Log() << "pipeline: stage " << s + 1 << " lost its only device" << (lost.size() > 1 ? "s" : "") << " at step "
         << step_ + 1 << " (rank " << lost.front() << "); its layers " << taken_[host]->taken_first_layer() << "-"
@@ -532,6 +535,17 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
 
 Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
+  if (proposed_) {
+    // The stages' committed state, between steps, for the layers that move.
+    auto state = StateNow();
+    std::lock_guard lock(mu_);
+    if (state.ok()) {
+      MoveLayersLocked(*state);
+    } else {
+      Log() << "pipeline: layers stay where they are: " << state.status().message() << "\n";
+    }
+    proposed_.reset();
+  }
   std::unique_lock lock(mu_);
   attempt_ = 0;
   std::optional<TimePoint> lost_at;  // the first loss this step
@@ -606,7 +620,102 @@ Status PipelineHead::Advance() {
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   samples_ += samples;
   step_ = step;
+  if (rebalancing_.every > 0) {
+    if (measured_compute_.empty()) {
+      StartMeasureLocked();  // after the first step: loading and warming up are not the stages' pace
+    } else if (step_ - measured_from_ >= rebalancing_.every) {
+      MeasureStagesLocked();
+    }
+  }
   return Status::Ok();
+}
+
+void PipelineHead::StartMeasureLocked() {
+  measured_from_ = step_;
+  measured_compute_.clear();
+  for (const auto& link : links_) measured_compute_.push_back(link->compute_s);
+}
+
+void PipelineHead::MeasureStagesLocked() {
+  const auto steps = static_cast<double>(step_ - measured_from_);
+  std::vector<StageMeasure> stages;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    StageMeasure m{layers_[s].first, layers_[s].second, 0};
+    // A group's devices share each micro-batch by speed: the slowest of them paces it.
+    for (int r : groups_[s]) m.seconds = std::max(m.seconds, (links_[r]->compute_s - measured_compute_[r]) / steps);
+    stages.push_back(m);
+  }
+  StartMeasureLocked();
+  std::vector<double> weights;
+  for (const auto& tensors : rebalancing_.layer_shapes) {
+    double floats = 0;
+    for (const auto& shape : tensors) {
+      double n = 1;
+      for (int64_t d : shape) n *= static_cast<double>(d);
+      floats += n;
+    }
+    weights.push_back(std::max(floats, 1.0));  // a layer without parameters still costs something
+  }
+  proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
+  if (!proposed_) return;
+  std::ostringstream seconds;
+  for (size_t s = 0; s < stages.size(); ++s) seconds << (s ? ", " : "") << stages[s].seconds;
+  Log() << "pipeline: the stages computed " << seconds.str() << " s a step over steps " << step_ - steps + 1 << "-"
+        << step_ << "; moving layers for " << proposed_->predicted_s << " s a step at the slowest\n";
+}
+
+void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
+  // Where each layer's floats and optimizer rows (one a tensor) begin in the whole model's state.
+  std::vector<int64_t> float_at = {0}, row_at = {0};
+  for (const auto& tensors : rebalancing_.layer_shapes) {
+    int64_t floats = 0;
+    for (const auto& shape : tensors) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      floats += n;
+    }
+    float_at.push_back(float_at.back() + floats);
+    row_at.push_back(row_at.back() + static_cast<int64_t>(tensors.size()));
+  }
+  if (float_at.back() != static_cast<int64_t>(state.parameters.size()) ||
+      state.optimizer.first.size() != state.parameters.size() ||
+      row_at.back() != static_cast<int64_t>(state.optimizer.steps.size())) {
+    Log() << "pipeline: layers stay where they are: the stages' state is not the layers' the head was given\n";
+    return;
+  }
+  std::ostringstream was, now;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    const auto [first, end] = proposed_->layers[s];
+    was << (s ? " | " : "") << layers_[s].first << "-" << layers_[s].second - 1;
+    now << (s ? " | " : "") << first << "-" << end - 1;
+    if (std::pair{first, end} == layers_[s]) continue;
+    auto slice = [&](const std::vector<float>& v) {
+      return v.empty() ? std::string() : FloatBytes(std::span<const float>(v).subspan(float_at[first], float_at[end] - float_at[first]));
+    };
+    v1::StageLayers moved;
+    moved.set_taken_first_layer(first);
+    moved.set_taken_end_layer(end);
+    v1::StageState* taken = moved.mutable_taken();
+    taken->set_parameters(slice(state.parameters));
+    taken->set_first_moment(slice(state.optimizer.first));
+    taken->set_second_moment(slice(state.optimizer.second));
+    for (int64_t r = row_at[first]; r < row_at[end]; ++r) taken->add_row_steps(state.optimizer.steps[r]);
+    taken_[s] = std::move(moved);
+    layers_[s] = {first, end};
+    shapes_[s].clear();
+    for (int l = first; l < end; ++l) {
+      shapes_[s].insert(shapes_[s].end(), rebalancing_.layer_shapes[l].begin(), rebalancing_.layer_shapes[l].end());
+    }
+    replicas_[s].reset();  // of the layers it held
+  }
+  relaid_ = true;
+  regrouped_ = true;  // the next step goes as a replay, which carries the layers
+  ++replays_.repartitions;
+  if (metrics_) metrics_->AddRepartition("imbalance");
+  // The next measurement starts afresh, on the layers as they now are.
+  StartMeasureLocked();
+  Log() << "pipeline: layers moved at step " << step_ << ": " << was.str() << " now " << now.str() << ", predicted "
+        << proposed_->predicted_s << " s a step at the slowest stage against " << proposed_->measured_s << "\n";
 }
 
 JobProgress PipelineHead::Progress() {
@@ -631,6 +740,7 @@ JobProgress PipelineHead::Progress() {
     w.stall_s = link->idle_s;
     w.wall_s = link->compute_s + link->idle_s;
     w.stall_fraction = w.wall_s > 0 ? w.stall_s / w.wall_s : 0;
+    w.layers = layers_[static_cast<size_t>(link->stage)];
     p.workers.push_back(w);
   }
   return p;

@@ -51,6 +51,7 @@
 #include "agent/transport/transport.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
+#include "core/stage_rebalance.h"
 
 namespace edgetrain::agent {
 
@@ -82,6 +83,16 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
 
   // Where its per-stage metrics go (set before Start); none: not exported.
   void SetMetrics(PipelineMetrics* metrics) { metrics_ = metrics; }
+
+  // Layers moving between stages as their devices drift (core/stage_rebalance.h).
+  struct Rebalancing {
+    // Each layer's parameter tensors, in order: a stage's are its layers'.
+    std::vector<std::vector<std::vector<int64_t>>> layer_shapes;
+    int every = 0;          // steps each measurement of the stages spans; 0: layers never move
+    double min_gain = 0.15;  // the least a move must promise to cut the slowest stage's time by
+  };
+  // Set before Start.
+  void SetRebalancing(Rebalancing rebalancing) { rebalancing_ = std::move(rebalancing); }
 
   // The mean training loss of the last step's batch.
   double LastStepLoss() const {
@@ -127,6 +138,14 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   TimePoint LoseSilentLocked(const std::function<bool(const Link&)>& owes);
   // Cuts the streams of members lost while their streams are open (silent).
   void CutLostLocked();
+  // A measurement of the stages' compute begins after this step.
+  void StartMeasureLocked();
+  // At the end of a measurement: the stages' compute a step since its start,
+  // and the cuts that would pace them better, if any.
+  void MeasureStagesLocked();
+  // Moves layers to the proposed cuts: each stage whose layers change is
+  // sent their state, as the stages committed it (`state`, the whole model's).
+  void MoveLayersLocked(const JobCheckpoint& state);
   // What each member is told to run: the step, or its replay on the groups as they now are.
   std::vector<std::pair<int, v1::CoordinatorMessage>> StepCommandsLocked(int64_t step, bool replay) const;
 
@@ -174,6 +193,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // By stage: the layers it takes this step, of a stage whose only device was lost.
   std::vector<std::optional<v1::StageLayers>> taken_;
   bool relaid_ = false;  // the stages changed this step: its replays say how they now are
+  Rebalancing rebalancing_;
+  int64_t measured_from_ = 0;            // the step the stages' measurement began after
+  std::vector<double> measured_compute_;  // by rank: its compute seconds then
+  std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   std::optional<JobCheckpoint> restored_;

@@ -83,18 +83,24 @@ struct SimulatedRun {
   std::string log;
 };
 // `gates`: each rank's uplink gate, or none; every gate is opened again once
-// the job is over (the links come back). `take_layers`: how a device takes
-// on a lost neighbour's layers, or none.
+// the job is over (the links come back). `take_layers`: how device `rank`
+// takes on other layers, or none. `rebalance_every`: the head's measurement
+// of its stages, in steps (0: layers never move).
+using RankLayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int rank, int first, int end)>;
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
-                         const LayerTaker& take_layers = {}) {
-  const int stages = static_cast<int>(plan.pipeline->stages.size());
+                         const RankLayerTaker& take_layers = {}, int rebalance_every = 0) {
   InMemoryNetwork network(clock);
+  // One weight a layer, as the fakes hold them.
+  const int layers = plan.pipeline->stages.back().end_layer;
   testing::FakeModel whole_model;
-  whole_model.shapes.assign(stages, {1});
+  whole_model.shapes.assign(layers, {1});
   testing::FakeTrainer whole(whole_model, clock);
+  StageShapes shapes;
+  for (const PipelineStagePlan& s : plan.pipeline->stages) shapes.emplace_back(s.end_layer - s.first_layer, std::vector<int64_t>{1});
   std::ostringstream log;
-  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(stages, {{1}}), clock, log);
+  PipelineHead head(plan, whole, data.test, data.train.size(), shapes, clock, log);
+  head.SetRebalancing({std::vector<std::vector<std::vector<int64_t>>>(layers, {{1}}), rebalance_every});
   SimulatedRun run;
   run.summaries.assign(trainers.size(), InternalError("not run"));
   std::atomic<bool> cancel{false};
@@ -109,7 +115,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         options.rank = static_cast<int>(r);
         options.head = connector.get();
         if (auto g = gates.find(static_cast<int>(r)); g != gates.end()) options.gate = g->second;
-        options.take_layers = take_layers;
+        if (take_layers) options.take_layers = [&, r](int first, int end) { return take_layers(static_cast<int>(r), first, end); };
         run.summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
       }));
     }
@@ -354,7 +360,7 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
   // A device taking a lost neighbour's layers: a fake of all of them, as
   // slow a layer as its own stage's.
   const int layers = plan.pipeline->stages.back().end_layer;
-  const LayerTaker take_layers = [&](int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+  const RankLayerTaker take_layers = [&](int, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
     return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
         testing::FakeStage{first == 0, end == layers, milliseconds(1 + first), milliseconds(2), end - first}, clock));
   };
@@ -548,6 +554,68 @@ TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSinc
                          "steps of their updates lost"),
             std::string::npos)
       << run.log;
+}
+
+// Two stages of two layers each, one device each, their compute even (the
+// first's passes twice as long: the fakes' first stage has half the work),
+// the head measuring them every 4 steps. The second device slows fourfold
+// from its pass 49 (step 7):
+// the head moves one layer to the first stage, once (the cut it then
+// measures is the one it predicted, and no other beats it by 15%), and the
+// run's every step loss is the run's that moved nothing, within 1e-4: layers
+// move with their weights and optimizer state.
+TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStayTheSame) {
+  const TrainTestSplit data = [] {
+    TrainTestSplit d = testing::FakeData(240, 8, 10);
+    for (size_t i = 0; i < d.train.pixels.size(); ++i) d.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
+    return d;
+  }();
+  JobPlan plan = HybridPlan({{0}, {1}}, 4);
+  plan.spec.optimizer = {OptimizerKind::kAdam, 0.01, std::nullopt, 0};  // Adam: its moments move with the layers too
+  plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}};
+  auto run = [&](int rebalance_every, bool slowed) {
+    DeterministicClock clock;
+    testing::FakeDevice devices[2];
+    if (slowed) devices[1] = {0, 49, 4.0};
+    std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+    std::vector<StageTrainer*> trainers;
+    for (int r = 0; r < 2; ++r) {
+      fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{r == 0, r == 1, milliseconds(2 - r), milliseconds(4 - 2 * r), 2, &devices[r]}, clock));
+      trainers.push_back(fakes.back().get());
+    }
+    const RankLayerTaker take_layers = [&](int rank, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+      return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{first == 0, end == 4, milliseconds(2 - rank), milliseconds(4 - 2 * rank), end - first,
+                             &devices[rank]},
+          clock));
+    };
+    return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every);
+  };
+  const SimulatedRun fixed = run(0, false);
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  const SimulatedRun moved = run(4, true);
+  ASSERT_TRUE(moved.ended.ok()) << moved.ended.ToString() << "\n" << moved.log;
+  ASSERT_EQ(moved.losses.size(), 24u);
+  for (size_t k = 0; k < 24; ++k) {
+    EXPECT_NEAR(moved.losses[k], fixed.losses[k], 1e-4 * std::abs(fixed.losses[k])) << "step " << k + 1;
+  }
+  ASSERT_EQ(moved.weights.size(), fixed.weights.size());
+  for (size_t i = 0; i < moved.weights.size(); ++i) {
+    EXPECT_NEAR(moved.weights[i], fixed.weights[i], 1e-4 * std::abs(fixed.weights[i])) << "layer " << i;
+  }
+  ASSERT_TRUE(moved.progress.replays.has_value());
+  EXPECT_EQ(moved.progress.replays->repartitions, 1) << moved.log;
+  EXPECT_NE(moved.log.find("now 0-2 | 3-3"), std::string::npos) << moved.log;
+  ASSERT_EQ(moved.progress.workers.size(), 2u);
+  EXPECT_EQ(moved.progress.workers[0].layers, (std::pair{0, 3})) << "/progress says where the layers are now";
+  EXPECT_EQ(moved.progress.workers[1].layers, (std::pair{3, 4}));
+  // Its steps after the move are faster than step 8's, slowed, before it.
+  EXPECT_LT(moved.step_s.back(), 0.9 * moved.step_s[7]) << moved.log;
+  // Unslowed, the stages are even and nothing moves.
+  const SimulatedRun even = run(4, false);
+  ASSERT_TRUE(even.ended.ok());
+  EXPECT_EQ(even.progress.replays->repartitions, 0) << even.log;
 }
 
 using testing::Digits;

@@ -331,19 +331,21 @@ class Stage {
     outbox_.Post(std::move(message));
   }
 
-  // The stages as they now are: this group's index, and, when it takes the
-  // layers of a neighbouring stage whose only device was lost, a trainer of
-  // its own layers and those, its own weights and optimizer state kept and
-  // theirs from the head's replica.
+  // The stages as they now are: this group's index, and, when its layers
+  // change, a trainer of its new layers. Its own weights and optimizer state
+  // stay, and the layers it takes bring theirs: a lost neighbour's from the
+  // head's replica, just before or after its own; or, when layers move as
+  // devices drift, every layer it now holds, as the stages committed them.
   Status TakeLayers(const v1::StageLayers& l) {
     index_ = l.stage();
     stages_ = l.stages();
     if (l.first_layer() == first_layer_ && l.end_layer() == end_layer_) return Status::Ok();  // had them already
+    const bool whole = l.taken_first_layer() == l.first_layer() && l.taken_end_layer() == l.end_layer();
     const bool before = l.taken_end_layer() == first_layer_ && l.taken_first_layer() == l.first_layer() &&
                         l.end_layer() == end_layer_;
     const bool after = l.taken_first_layer() == end_layer_ && l.taken_end_layer() == l.end_layer() &&
                        l.first_layer() == first_layer_;
-    if (!before && !after) {
+    if (!whole && !before && !after) {
       return FailedPreconditionError("the head gave layers " + std::to_string(l.first_layer()) + "-" +
                                      std::to_string(l.end_layer() - 1) + " to a device of layers " +
                                      std::to_string(first_layer_) + "-" + std::to_string(end_layer_ - 1));
@@ -351,16 +353,19 @@ class Stage {
     if (!options_.take_layers) return FailedPreconditionError("this device cannot take other layers");
     Commit();  // the step before the replayed one stands
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> wider, options_.take_layers(l.first_layer(), l.end_layer()));
-    const v1::StageState mine = State();
-    const v1::StageState& theirs = l.taken();
-    const v1::StageState& head = before ? theirs : mine;
-    const v1::StageState& tail = before ? mine : theirs;
-    v1::StageState joined;
-    joined.set_parameters(head.parameters() + tail.parameters());
-    joined.set_first_moment(head.first_moment() + tail.first_moment());
-    joined.set_second_moment(head.second_moment() + tail.second_moment());
-    for (const auto* part : {&head, &tail}) {
-      joined.mutable_row_steps()->Add(part->row_steps().begin(), part->row_steps().end());
+    v1::StageState joined = l.taken();
+    if (!whole) {
+      const v1::StageState mine = State();
+      const v1::StageState& theirs = l.taken();
+      const v1::StageState& head = before ? theirs : mine;
+      const v1::StageState& tail = before ? mine : theirs;
+      joined.set_parameters(head.parameters() + tail.parameters());
+      joined.set_first_moment(head.first_moment() + tail.first_moment());
+      joined.set_second_moment(head.second_moment() + tail.second_moment());
+      joined.clear_row_steps();
+      for (const auto* part : {&head, &tail}) {
+        joined.mutable_row_steps()->Add(part->row_steps().begin(), part->row_steps().end());
+      }
     }
     auto layout = std::make_unique<RowLayout>(wider->ParameterShapes(), SyncGranularity::kLayer);
     auto optimizer = std::make_unique<RowOptimizer>(plan_.spec.optimizer, *layout);

@@ -319,6 +319,8 @@ struct PipelineMetrics::Handles {
   Counter& replicas;
   Counter& replica_bytes;
   Counter& restored;
+  prometheus::Family<prometheus::Counter>& repartitions;
+  std::string job;
 };
 
 PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& job,
@@ -349,7 +351,10 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_restored_stages_total",
                               "Stages whose only device was lost, rebuilt on a neighbour from their replica", r)
-                           .Add(l)});
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_repartitions_total",
+                              "Times layers moved between stages, by reason", r),
+                       job});
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
                          "A stage device's forward and backward passes", r);
   auto& bubbles = Family(BuildCounter(), "edgetrain_stage_bubble_seconds_total",
@@ -386,5 +391,8 @@ void PipelineMetrics::AddReplica(int64_t bytes) {
   h_->replica_bytes.Increment(static_cast<double>(bytes));
 }
 void PipelineMetrics::AddRestoredStage() { h_->restored.Increment(); }
+void PipelineMetrics::AddRepartition(const std::string& reason) {
+  h_->repartitions.Add({{"trainingjob", h_->job}, {"reason", reason}}).Increment();
+}
 
 }  // namespace edgetrain::agent

@@ -137,6 +137,9 @@ class PipelineMetrics {
   void AddReplica(int64_t bytes);
   // A stage whose only device was lost, rebuilt on a neighbour from its replica.
   void AddRestoredStage();
+  // Layers moved between stages, and why: "imbalance" (the stages' measured
+  // compute), "stage_lost" (a lost stage's layers taken by a neighbour).
+  void AddRepartition(const std::string& reason);
 
  private:
   struct Handles;

@@ -14,12 +14,22 @@
 
 namespace edgetrain::agent::testing {
 
+// A device whose passes slow down from one of them on, by `factor`: it
+// outlives the fakes a device builds as its layers change.
+struct FakeDevice {
+  int passes = 0;
+  int slows_at_pass = 0;  // 0: never
+  double factor = 1;
+  double Pace() { return slows_at_pass > 0 && ++passes >= slows_at_pass ? factor : 1; }
+};
+
 struct FakeStage {
   bool first = false;
   bool last = false;
   Duration forward = std::chrono::milliseconds(1);  // a sample's
   Duration backward = std::chrono::milliseconds(2);
   int layers = 1;
+  FakeDevice* device = nullptr;  // none: its pace never changes
 };
 
 class FakeStageTrainer final : public StageTrainer {

@@ -1,0 +1,72 @@
+#include "core/stage_rebalance.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain {
+namespace {
+
+using Cuts = std::vector<std::pair<int, int>>;
+
+// Two stages of two equal layers each, on devices equally fast: nothing to move.
+TEST(StageRebalanceTest, BalancedStagesStayAsTheyAre) {
+  const std::vector<StageMeasure> stages = {{0, 2, 1.0}, {2, 4, 1.0}};
+  const std::vector<double> weights(4, 1.0);
+  EXPECT_FALSE(RebalanceStages(stages, weights, 0.1).has_value());
+}
+
+// The second stage's device slowed threefold: a layer moves to the first
+// stage, and the step is paced by the slower stage's one layer at its pace.
+TEST(StageRebalanceTest, ASlowedStageGivesLayersToItsNeighbour) {
+  const std::vector<StageMeasure> stages = {{0, 2, 1.0}, {2, 4, 3.0}};
+  const std::vector<double> weights(4, 1.0);
+  auto cuts = RebalanceStages(stages, weights, 0.1);
+  ASSERT_TRUE(cuts.has_value());
+  EXPECT_EQ(cuts->layers, (Cuts{{0, 3}, {3, 4}}));
+  EXPECT_DOUBLE_EQ(cuts->predicted_s, 1.5);  // max(3 layers at 0.5 s, 1 layer at 1.5 s)
+  EXPECT_DOUBLE_EQ(cuts->measured_s, 3.0);
+}
+
+// Moved as proposed, the stages then measure what was predicted, and nothing
+// moves again: one move for one slowdown, not a series.
+TEST(StageRebalanceTest, TheCutsItProposesAreStable) {
+  const std::vector<double> weights = {4, 1, 2, 8, 1, 1};
+  const std::vector<double> paces = {0.1, 0.5, 0.2};  // seconds a unit of weight, each stage's group
+  std::vector<StageMeasure> stages = {{0, 2, 0}, {2, 4, 0}, {4, 6, 0}};
+  auto measure = [&] {
+    for (size_t s = 0; s < stages.size(); ++s) {
+      double w = 0;
+      for (int l = stages[s].first_layer; l < stages[s].end_layer; ++l) w += weights[l];
+      stages[s].seconds = paces[s] * w;
+    }
+  };
+  measure();
+  auto cuts = RebalanceStages(stages, weights, 0.1);
+  ASSERT_TRUE(cuts.has_value());
+  for (size_t s = 0; s < stages.size(); ++s) std::tie(stages[s].first_layer, stages[s].end_layer) = cuts->layers[s];
+  measure();
+  double slowest = 0;
+  for (const auto& s : stages) slowest = std::max(slowest, s.seconds);
+  EXPECT_NEAR(slowest, cuts->predicted_s, 1e-12);
+  EXPECT_FALSE(RebalanceStages(stages, weights, 0.1).has_value());
+}
+
+// A gain inside `min_gain` is not worth a move; every stage keeps a layer.
+TEST(StageRebalanceTest, ASmallGainMovesNothingAndNoStageIsLeftEmpty) {
+  const std::vector<double> weights(4, 1.0);
+  EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 2, 1.0}, {2, 4, 1.1}}, weights, 0.1).has_value());
+  auto cuts = RebalanceStages(std::vector<StageMeasure>{{0, 2, 1.0}, {2, 4, 100.0}}, weights, 0.1);
+  ASSERT_TRUE(cuts.has_value());
+  EXPECT_EQ(cuts->layers, (Cuts{{0, 3}, {3, 4}}));
+}
+
+// What it cannot judge it leaves: a stage that measured nothing, cuts that do
+// not cover the layers.
+TEST(StageRebalanceTest, NothingIsProposedFromMeasuresItCannotUse) {
+  const std::vector<double> weights(4, 1.0);
+  EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 2, 0.0}, {2, 4, 3.0}}, weights, 0.1).has_value());
+  EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 2, 1.0}, {2, 3, 3.0}}, weights, 0.1).has_value());
+  EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 4, 1.0}}, weights, 0.1).has_value());
+}
+
+}  // namespace
+}  // namespace edgetrain
