@@ -197,10 +197,14 @@ def training_dashboard():
              (f"sum by ({by_stage}) (rate(edgetrain_stage_bubble_seconds_total{{{job}}}[{ri}]))",
               "stage {{stage}} (worker {{worker}}) bubbles")],
             "percentunit", PIPELINE_RUN, field_defaults={"min": 0})
-    b.panel("Activations relayed",
-            "Bytes of activations and their gradients the head passes between stages a second.",
+    b.panel("Activations relayed and replicas",
+            "Bytes of activations and their gradients the head passes between stages a second, and of the "
+            "replicas of their weights and optimizer state the stages send it (every replicateEvery steps), "
+            "from which a stage whose only device is lost is rebuilt on its neighbour.",
             [(f"sum by ({by_job}) (rate(edgetrain_pipeline_relayed_bytes_total{{{job}}}[{ri}]))",
-              "{{trainingjob}}")],
+              "{{trainingjob}} activations"),
+             (f"sum by ({by_job}) (rate(edgetrain_pipeline_replica_bytes_total{{{job}}}[{ri}]))",
+              "{{trainingjob}} replicas")],
             "Bps", PIPELINE_RUN)
     return b.json()
 
