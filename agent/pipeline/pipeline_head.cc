@@ -437,7 +437,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
         << taken_[host]->taken_end_layer() - 1 << " go to stage " << host + 1 << " (now layers "
         << layers_[host].first << "-" << layers_[host].second - 1 << ", " << groups_.size()
         << " stages) from the replica of step " << replica_step << ": " << step_ - replica_step
-        << " steps of their updates lost\n";
+        << (step_ - replica_step == 1 ? " step" : " steps") << " of their updates lost\n";
 }
 
 void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica) {
@@ -455,6 +455,26 @@ void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica)
   replicas_[s] = std::move(replica);
 }
 
+v1::StageLayers PipelineHead::LayersOfLocked(size_t s) const {
+  v1::StageLayers l;
+  if (taken_[s]) l = *taken_[s];
+  l.set_stage(static_cast<int32_t>(s));
+  l.set_stages(static_cast<int32_t>(groups_.size()));
+  l.set_first_layer(layers_[s].first);
+  l.set_end_layer(layers_[s].second);
+  return l;
+}
+
+std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::LayersCommandsLocked() const {
+  std::vector<std::pair<int, v1::CoordinatorMessage>> commands;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    v1::CoordinatorMessage command;
+    *command.mutable_command()->mutable_layers() = LayersOfLocked(s);
+    for (int rank : groups_[s]) commands.emplace_back(rank, command);
+  }
+  return commands;
+}
+
 std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLocked(int64_t step,
                                                                                      bool replay) const {
   std::vector<std::pair<int, v1::CoordinatorMessage>> commands;
@@ -465,14 +485,7 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
       r->set_step(step);
       r->set_attempt(attempt_);
       for (int rank : groups_[s]) r->add_group(rank);
-      if (relaid_) {
-        v1::StageLayers* l = r->mutable_layers();
-        if (taken_[s]) *l = *taken_[s];
-        l->set_stage(static_cast<int32_t>(s));
-        l->set_stages(static_cast<int32_t>(groups_.size()));
-        l->set_first_layer(layers_[s].first);
-        l->set_end_layer(layers_[s].second);
-      }
+      if (relaid_) *r->mutable_layers() = LayersOfLocked(s);
     } else {
       command.mutable_command()->set_step(step);
     }
@@ -752,6 +765,22 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
   for (;;) {
     // A device lost between steps leaves its stage's others to speak for it.
     if (!LostLocked().ok()) EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+    if (relaid_) {
+      // A stage rebuilt on its neighbour: its layers are there before they are asked for.
+      const auto commands = LayersCommandsLocked();
+      relaid_ = false;
+      for (auto& t : taken_) t.reset();
+      lock.unlock();
+      for (const auto& [rank, command] : commands) {
+        if (!SendTo(rank, command).ok()) {
+          std::lock_guard relock(mu_);
+          links_[rank]->lost = true;
+          links_[rank]->lost_at = clock_.Now();
+        }
+      }
+      lock.lock();
+      continue;  // a device lost meanwhile is looked at again
+    }
     // A group's devices step alike: each stage's first speaks for it.
     speakers.clear();
     for (const auto& group : groups_) speakers.push_back(links_[group.front()].get());

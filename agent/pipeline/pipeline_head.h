@@ -146,6 +146,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Moves layers to the proposed cuts: each stage whose layers change is
   // sent their state, as the stages committed it (`state`, the whole model's).
   void MoveLayersLocked(const JobCheckpoint& state);
+  // Each stage's place and layers as they now are, with the state of layers it takes.
+  v1::StageLayers LayersOfLocked(size_t s) const;
+  // Between steps, what each member is told of the stages as they now are.
+  std::vector<std::pair<int, v1::CoordinatorMessage>> LayersCommandsLocked() const;
   // What each member is told to run: the step, or its replay on the groups as they now are.
   std::vector<std::pair<int, v1::CoordinatorMessage>> StepCommandsLocked(int64_t step, bool replay) const;
 

@@ -551,9 +551,70 @@ TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSinc
   EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.replays->steps_lost, 1);
   EXPECT_NE(run.log.find("its layers 1-1 go to stage 1 (now layers 0-1, 2 stages) from the replica of step 2: 1 "
-                         "steps of their updates lost"),
+                         "step of their updates lost"),
             std::string::npos)
       << run.log;
+}
+
+// A stage's only device leaving between steps, seen when the head asks the
+// stages for their state (an evaluation): the stage before takes its layer
+// from the replica, the evaluation has every layer, and the run goes on to
+// its steps on two stages.
+TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostBetweenStepsIsRebuiltBeforeTheStateIsFetched) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  DeterministicClock clock;
+  InMemoryNetwork network(clock);
+  std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+  for (int r = 0; r < 3; ++r) fakes.push_back(std::make_unique<testing::FakeStageTrainer>(testing::FakeStage{r == 0, r == 2}, clock));
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(3, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(3, {{1}}), clock, log);
+  std::vector<StatusOr<StageSummary>> summaries(3, InternalError("not run"));
+  std::atomic<bool> cancel[3] = {false, false, false};
+  std::atomic<bool> head_cancel{false};
+  Status evaluated = Status::Ok(), stepped = Status::Ok();
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    std::vector<ClockThread> threads;
+    for (int r = 0; r < 3; ++r) {
+      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+        StageOptions options;
+        options.rank = r;
+        options.head = connector.get();
+        options.take_layers = [&](int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+          return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
+              testing::FakeStage{first == 0, end == 3, milliseconds(1), milliseconds(2), end - first}, clock));
+        };
+        summaries[r] = RunStage(plan, options, *fakes[r], data.train, clock, log, cancel[r]);
+      }));
+    }
+    ASSERT_TRUE(head.Start(head_cancel).ok());
+    for (int step = 0; step < 3; ++step) ASSERT_TRUE(head.Advance().ok()) << log.str();
+    cancel[1] = true;
+    clock.SleepFor(std::chrono::seconds(1));
+    evaluated = head.Evaluate().status();
+    for (int step = 0; step < 2 && stepped.ok(); ++step) stepped = head.Advance();
+    head.Finish(FinalModel::kCurrent);
+    for (auto& t : threads) t.Join();
+    (*server)->Shutdown();
+  });
+  EXPECT_TRUE(evaluated.ok()) << evaluated.ToString() << "\n" << log.str();
+  EXPECT_TRUE(stepped.ok()) << stepped.ToString() << "\n" << log.str();
+  EXPECT_EQ(head.Progress().iteration, 5);
+  // Step 3 stood at the head's next word, which its device did not live to hear.
+  EXPECT_NE(log.str().find("its layers 1-1 go to stage 1 (now layers 0-1, 2 stages) from the replica of step 2: 1 "
+                           "step of their updates lost"),
+            std::string::npos)
+      << log.str();
+  ASSERT_TRUE(summaries[0].ok()) << summaries[0].status().ToString();
+  EXPECT_EQ(summaries[0]->steps, 5);
+  EXPECT_EQ(summaries[0]->stop_reason, "the job is over");
 }
 
 // Two stages of two layers each, one device each, their compute even (the

@@ -238,6 +238,10 @@ class Stage {
       }
       if (!message.has_command()) return FailedPreconditionError("the head sent a stage what only a worker takes");
       const v1::StageCommand& command = message.command();
+      if (command.has_layers()) {
+        EDGETRAIN_RETURN_IF_ERROR(TakeLayers(command.layers()));  // between steps: the last one stands
+        continue;
+      }
       if (command.has_send_state()) {
         Commit();  // the head asks between steps: the last one stands
         v1::WorkerMessage state;
