@@ -426,6 +426,9 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   relaid_ = true;
   regrouped_ = true;
   ++replays_.restored_stages;
+  // The stages' next measurement is of the stages as they now are: a re-cut
+  // over the survivors, if one paces them better, follows it.
+  if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
   replays_.steps_lost += step_ - replica_step;
   if (metrics_) {
     metrics_->AddRestoredStage();
@@ -690,9 +693,12 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
     float_at.push_back(float_at.back() + floats);
     row_at.push_back(row_at.back() + static_cast<int64_t>(tensors.size()));
   }
-  if (float_at.back() != static_cast<int64_t>(state.parameters.size()) ||
-      state.optimizer.first.size() != state.parameters.size() ||
-      row_at.back() != static_cast<int64_t>(state.optimizer.steps.size())) {
+  // Moments are empty for an optimizer without them (plain SGD).
+  auto fits = [&](const std::vector<float>& moment) {
+    return moment.empty() || moment.size() == state.parameters.size();
+  };
+  if (float_at.back() != static_cast<int64_t>(state.parameters.size()) || !fits(state.optimizer.first) ||
+      !fits(state.optimizer.second) || row_at.back() != static_cast<int64_t>(state.optimizer.steps.size())) {
     Log() << "pipeline: layers stay where they are: the stages' state is not the layers' the head was given\n";
     return;
   }

@@ -617,6 +617,57 @@ TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostBetweenStepsIsRebuiltBeforeTheS
   EXPECT_EQ(summaries[0]->stop_reason, "the job is over");
 }
 
+// Three stages of two layers each, one device each, a replica every step
+// and the stages measured every 8 steps: the last stage's device lost in
+// step 6, before any measurement ended, the middle stage takes its layers,
+// and the measurement that starts then, of the two stages left, moves a
+// layer to the first: a re-cut over the survivors. No update was lost, so
+// every step's loss is the run's that lost no one.
+TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
+  const TrainTestSplit data = [] {
+    TrainTestSplit d = testing::FakeData(240, 8, 10);
+    for (size_t i = 0; i < d.train.pixels.size(); ++i) d.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
+    return d;
+  }();
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}, {4, 6, {2}}};
+  auto run = [&](const std::map<int, int>& dies_at_pass, int rebalance_every) {
+    DeterministicClock clock;
+    std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+    std::vector<std::unique_ptr<StageTrainer>> dying;
+    std::vector<StageTrainer*> trainers;
+    for (int r = 0; r < 3; ++r) {
+      fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{r == 0, r == 2, milliseconds(1), milliseconds(2), 2}, clock));
+      trainers.push_back(fakes.back().get());
+      if (auto d = dies_at_pass.find(r); d != dies_at_pass.end()) {
+        dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second));
+        trainers.back() = dying.back().get();
+      }
+    }
+    const RankLayerTaker take_layers = [&](int, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+      return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{first == 0, end == 6, milliseconds(1), milliseconds(2), end - first}, clock));
+    };
+    return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every);
+  };
+  const SimulatedRun whole_run = run({}, 0);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
+  const SimulatedRun survivors = run({{2, 41}}, 8);  // its first pass of step 6
+  ASSERT_TRUE(survivors.ended.ok()) << survivors.ended.ToString() << "\n" << survivors.log;
+  ASSERT_EQ(survivors.losses.size(), 24u);
+  for (size_t k = 0; k < 24; ++k) {
+    EXPECT_NEAR(survivors.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+  }
+  EXPECT_EQ(survivors.progress.replays->restored_stages, 1);
+  EXPECT_EQ(survivors.progress.replays->repartitions, 1) << survivors.log;
+  EXPECT_NE(survivors.log.find("its layers 4-5 go to stage 2 (now layers 2-5, 2 stages)"), std::string::npos)
+      << survivors.log;
+  EXPECT_NE(survivors.log.find("over steps 6-13"), std::string::npos) << "measured afresh\n" << survivors.log;
+  EXPECT_NE(survivors.log.find("0-1 | 2-5 now 0-3 | 4-5"), std::string::npos) << survivors.log;
+}
+
 // Two stages of two layers each, one device each, their compute even (the
 // first's passes twice as long: the fakes' first stage has half the work),
 // the head measuring them every 4 steps. The second device slows fourfold
