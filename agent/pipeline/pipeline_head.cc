@@ -1,6 +1,7 @@
 #include "agent/pipeline/pipeline_head.h"
 
 #include <algorithm>
+#include <array>
 
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
@@ -150,6 +151,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       changed_.NotifyAll();
     } else if (message->has_state()) {
       std::lock_guard lock(mu_);
+      if (message->state().request() != state_request_) continue;  // to a request given up
       link.state = std::move(*message->mutable_state());
       changed_.NotifyAll();
     }
@@ -175,6 +177,7 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
   {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
+    if (!MemberLocked(rank)) return Status::Ok();  // let go of: its stage number is of stages since renumbered
     // The sender's stage as the stages now are (a lost stage's layers taken
     // by a neighbour renumbers those after it).
     const int stage = links_[rank]->stage;
@@ -239,6 +242,7 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
   {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
+    if (!MemberLocked(rank)) return Status::Ok();
     const int stage = links_[rank]->stage;
     group = groups_[stage];
     // A rank no longer of the group (lost, then heard from late) has no slot.
@@ -392,7 +396,11 @@ Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<in
   const size_t n = NeighbourOf(s);
   if (kept[n].empty()) return UnavailableError(what + ", and so did its neighbour, stage " + std::to_string(n + 1));
   const bool shared = std::any_of(emptied.begin(), emptied.end(), [&](size_t e) { return NeighbourOf(e) == n; });
-  if (shared || taken_[n]) {
+  // A stage whose layers moved this step is sent them whole, and takes the
+  // lost one's with them; one that took a lost stage's layers this step cannot take more.
+  const bool took = taken_[n] && !(taken_[n]->taken_first_layer() == layers_[n].first &&
+                                   taken_[n]->taken_end_layer() == layers_[n].second);
+  if (shared || took) {
     return UnavailableError(what + ", and stage " + std::to_string(n + 1) + " takes another stage's layers already");
   }
   return Status::Ok();
@@ -405,6 +413,24 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   taken.set_taken_end_layer(layers_[s].second);
   *taken.mutable_taken() = replicas_[s]->state();
   const int64_t replica_step = replicas_[s]->step();
+  if (taken_[n]) {
+    // Its layers moved this step: it is sent all of them, the lost stage's joined on.
+    const v1::StageState& moved = taken_[n]->taken();
+    const v1::StageState& lost_state = taken.taken();
+    const bool lost_first = s < n;
+    v1::StageState whole;
+    whole.set_parameters(lost_first ? lost_state.parameters() + moved.parameters() : moved.parameters() + lost_state.parameters());
+    whole.set_first_moment(lost_first ? lost_state.first_moment() + moved.first_moment()
+                                      : moved.first_moment() + lost_state.first_moment());
+    whole.set_second_moment(lost_first ? lost_state.second_moment() + moved.second_moment()
+                                       : moved.second_moment() + lost_state.second_moment());
+    for (const auto* part : lost_first ? std::array{&lost_state, &moved} : std::array{&moved, &lost_state}) {
+      whole.mutable_row_steps()->Add(part->row_steps().begin(), part->row_steps().end());
+    }
+    taken.set_taken_first_layer(std::min(layers_[n].first, layers_[s].first));
+    taken.set_taken_end_layer(std::max(layers_[n].second, layers_[s].second));
+    *taken.mutable_taken() = std::move(whole);
+  }
   layers_[n] = {std::min(layers_[n].first, layers_[s].first), std::max(layers_[n].second, layers_[s].second)};
   StageShapes::value_type shapes = s < n ? shapes_[s] : shapes_[n];
   const auto& after = s < n ? shapes_[n] : shapes_[s];
@@ -427,7 +453,9 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   regrouped_ = true;
   ++replays_.restored_stages;
   // The stages' next measurement is of the stages as they now are: a re-cut
-  // over the survivors, if one paces them better, follows it.
+  // over the survivors, if one paces them better, follows it. Cuts proposed
+  // before are of stages that are no more.
+  proposed_.reset();
   if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
   replays_.steps_lost += step_ - replica_step;
   if (metrics_) {
@@ -443,16 +471,16 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
         << (step_ - replica_step == 1 ? " step" : " steps") << " of their updates lost\n";
 }
 
+bool PipelineHead::MemberLocked(int rank) const {
+  return std::find(members_.begin(), members_.end(), rank) != members_.end();
+}
+
 void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica) {
   if (metrics_) metrics_->AddReplica(static_cast<int64_t>(replica.ByteSizeLong()));
+  if (!MemberLocked(link.rank)) return;  // let go of: of a stage that is no more, or renumbered
   const size_t s = static_cast<size_t>(link.stage);
   // One sent before its stage took other layers is of layers it no longer holds.
-  int64_t floats = 0;
-  for (const auto& shape : shapes_[s]) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    floats += n;
-  }
+  const int64_t floats = RowLayout(shapes_[s], SyncGranularity::kLayer).total_floats();
   if (static_cast<int64_t>(replica.state().parameters().size()) != floats * static_cast<int64_t>(sizeof(float))) return;
   if (replicas_[s] && replicas_[s]->step() >= replica.step()) return;
   replicas_[s] = std::move(replica);
@@ -672,8 +700,26 @@ void PipelineHead::MeasureStagesLocked() {
     }
     weights.push_back(std::max(floats, 1.0));  // a layer without parameters still costs something
   }
+  // What each set of cuts measured at the slowest stage: a layer's
+  // parameters are only a guess at its compute (a convolution has few and
+  // costs much), so cuts once measured are judged by their measure, and
+  // layers never move back to cuts that were no faster.
+  std::vector<std::pair<int, int>> now;
+  double slowest = 0;
+  for (const StageMeasure& m : stages) {
+    now.emplace_back(m.first_layer, m.end_layer);
+    slowest = std::max(slowest, m.seconds);
+  }
+  measured_cuts_[now] = slowest;
   proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
   if (!proposed_) return;
+  if (auto before = measured_cuts_.find(proposed_->layers);
+      before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= slowest) {
+    Log() << "pipeline: the stages computed " << slowest << " s a step at the slowest; the cuts that would do better "
+          << "measured " << before->second << " s when tried: layers stay\n";
+    proposed_.reset();
+    return;
+  }
   std::ostringstream seconds;
   for (size_t s = 0; s < stages.size(); ++s) seconds << (s ? ", " : "") << stages[s].seconds;
   Log() << "pipeline: the stages computed " << seconds.str() << " s a step over steps " << step_ - steps + 1 << "-"
@@ -719,13 +765,16 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
     taken->set_first_moment(slice(state.optimizer.first));
     taken->set_second_moment(slice(state.optimizer.second));
     for (int64_t r = row_at[first]; r < row_at[end]; ++r) taken->add_row_steps(state.optimizer.steps[r]);
+    // The state moved is the stage's as committed at step_: its replica too.
+    replicas_[s] = v1::StageReplica();
+    replicas_[s]->set_step(step_);
+    *replicas_[s]->mutable_state() = moved.taken();
     taken_[s] = std::move(moved);
     layers_[s] = {first, end};
     shapes_[s].clear();
     for (int l = first; l < end; ++l) {
       shapes_[s].insert(shapes_[s].end(), rebalancing_.layer_shapes[l].begin(), rebalancing_.layer_shapes[l].end());
     }
-    replicas_[s].reset();  // of the layers it held
   }
   relaid_ = true;
   regrouped_ = true;  // the next step goes as a replay, which carries the layers
@@ -791,9 +840,9 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
     speakers.clear();
     for (const auto& group : groups_) speakers.push_back(links_[group.front()].get());
     for (Link* link : speakers) link->state.reset();
-    lock.unlock();
     v1::CoordinatorMessage ask;
-    ask.mutable_command()->set_send_state(true);
+    ask.mutable_command()->set_send_state(++state_request_);
+    lock.unlock();
     for (Link* link : speakers) {
       if (!SendTo(link->rank, ask).ok()) {
         std::lock_guard relock(mu_);
@@ -815,6 +864,7 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
     if (LostLocked().ok()) break;
   }
   JobCheckpoint whole;
+  // Read under the lock: Serve writes a link's state.
   for (const Link* link : speakers) {
     EDGETRAIN_RETURN_IF_ERROR(AppendFloats(link->state->parameters(), whole.parameters));
     EDGETRAIN_RETURN_IF_ERROR(AppendFloats(link->state->first_moment(), whole.optimizer.first));

@@ -131,6 +131,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void RestoreStageLocked(size_t s, const std::vector<int>& lost);
   // The stage that takes stage `s`'s layers: the one before, or after the first.
   static size_t NeighbourOf(size_t s) { return s > 0 ? s - 1 : s + 1; }
+  // Whether `rank` is still in a stage (not let go of as lost).
+  bool MemberLocked(int rank) const;
   // A stage's replica, kept if it is of the layers the stage holds and newer.
   void KeepReplicaLocked(const Link& link, v1::StageReplica replica);
   // Every member that `owes` the head a word and is silent past its deadline
@@ -200,7 +202,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Rebalancing rebalancing_;
   int64_t measured_from_ = 0;            // the step the stages' measurement began after
   std::vector<double> measured_compute_;  // by rank: its compute seconds then
+  int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
+  // Each set of cuts the stages were measured at: the slowest stage's seconds a step.
+  std::map<std::vector<std::pair<int, int>>, double> measured_cuts_;
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   std::optional<JobCheckpoint> restored_;

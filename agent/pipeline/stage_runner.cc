@@ -246,6 +246,7 @@ class Stage {
         Commit();  // the head asks between steps: the last one stands
         v1::WorkerMessage state;
         *state.mutable_state() = State();
+        state.mutable_state()->set_request(command.send_state());
         outbox_.Post(std::move(state));
         continue;
       }
