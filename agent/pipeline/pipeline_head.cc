@@ -23,6 +23,12 @@ struct PipelineHead::Link {
   bool sending = false;            // the driver's commands and the relays share the stream
   bool lost = false;
   TimePoint lost_at{};  // when it was last heard (silent) or its stream ended
+  // An announced transfer on the way: its bytes, since when, and until when
+  // silence is its time on the wire; the uplink's rate such transfers took.
+  int64_t announced_bytes = 0;
+  TimePoint announced_at{};
+  TimePoint transfer_until{};
+  double uplink_bytes_per_s = 0;
   // When it is overdue mid-step: learned from the gaps between its messages
   // (its heartbeats, and the passes' outputs, which may take a slow link
   // longer); until a gap is learned, nodeLossGrace. Set when it says hello.
@@ -123,7 +129,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     auto message = stream.Receive();
     if (message.ok()) {
       std::lock_guard lock(mu_);
-      link.heard.Arrived(clock_.Now());  // alive, whatever it sent
+      HeardLocked(link, *message);
     }
     if (!message.ok()) {
       ended = message.status();
@@ -318,6 +324,10 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
   for (int r : members_) {
     Link& link = *links_[r];
     if (link.lost || !link.stream || !owes(link)) continue;
+    if (now < link.transfer_until) {  // an announced transfer's time on the wire
+      next = std::min(next, link.transfer_until + std::chrono::milliseconds(1));
+      continue;
+    }
     if (!link.heard.Overdue(now)) {
       next = std::min(next, link.heard.last_arrival() + link.heard.Deadline() + std::chrono::milliseconds(1));
       continue;
@@ -469,6 +479,33 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
         << layers_[host].first << "-" << layers_[host].second - 1 << ", " << groups_.size()
         << " stages) from the replica of step " << replica_step << ": " << step_ - replica_step
         << (step_ - replica_step == 1 ? " step" : " steps") << " of their updates lost\n";
+}
+
+void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
+  const TimePoint now = clock_.Now();
+  link.heard.Arrived(now);  // alive, whatever it sent
+  if (link.announced_bytes > 0 && !message.has_heartbeat()) {
+    // The announced message is in: the time it took is this uplink's rate.
+    const double seconds = ToSeconds(now - link.announced_at);
+    if (seconds > 0) {
+      const double rate = static_cast<double>(link.announced_bytes) / seconds;
+      link.uplink_bytes_per_s = link.uplink_bytes_per_s > 0 ? 0.7 * link.uplink_bytes_per_s + 0.3 * rate : rate;
+    }
+    link.announced_bytes = 0;
+    link.transfer_until = TimePoint{};
+  }
+  if (message.has_heartbeat() && message.heartbeat().next_bytes() > 0) {
+    link.announced_bytes = message.heartbeat().next_bytes();
+    link.announced_at = now;
+    // Twice what it should take at the rate this link has shown, or at the
+    // plan's mean for it; with neither, the grace a device has to arrive.
+    double rate = link.uplink_bytes_per_s;
+    const WorkerSlot& slot = plan_.workers[static_cast<size_t>(link.rank)];
+    if (rate <= 0 && slot.link && slot.link->mean_mbps > 0) rate = slot.link->mean_mbps * 1e6 / 8;
+    const Duration wire = rate > 0 ? FromSeconds(2 * static_cast<double>(link.announced_bytes) / rate)
+                                   : plan_.spec.fault_tolerance.ReachGrace();
+    link.transfer_until = now + wire + link.heard.Deadline();
+  }
 }
 
 bool PipelineHead::MemberLocked(int rank) const {

@@ -131,6 +131,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void RestoreStageLocked(size_t s, const std::vector<int>& lost);
   // The stage that takes stage `s`'s layers: the one before, or after the first.
   static size_t NeighbourOf(size_t s) { return s > 0 ? s - 1 : s + 1; }
+  // A message from `link` arrived: when it was last heard, and what an
+  // announced transfer tells of its uplink.
+  void HeardLocked(Link& link, const v1::WorkerMessage& message);
   // Whether `rank` is still in a stage (not let go of as lost).
   bool MemberLocked(int rank) const;
   // A stage's replica, kept if it is of the layers the stage holds and newer.

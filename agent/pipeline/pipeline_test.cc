@@ -89,15 +89,20 @@ struct SimulatedRun {
 using RankLayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int rank, int first, int end)>;
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
-                         const RankLayerTaker& take_layers = {}, int rebalance_every = 0) {
+                         const RankLayerTaker& take_layers = {}, int rebalance_every = 0,
+                         const std::optional<BandwidthTrace>& uplink = std::nullopt) {
   InMemoryNetwork network(clock);
-  // One weight a layer, as the fakes hold them.
+  // The whole model is the stages' tensors in order (one weight a layer, as
+  // the fakes hold them, and any padding).
   const int layers = plan.pipeline->stages.back().end_layer;
   testing::FakeModel whole_model;
-  whole_model.shapes.assign(layers, {1});
-  testing::FakeTrainer whole(whole_model, clock);
+  whole_model.shapes.clear();
   StageShapes shapes;
-  for (const PipelineStagePlan& s : plan.pipeline->stages) shapes.emplace_back(s.end_layer - s.first_layer, std::vector<int64_t>{1});
+  for (const PipelineStagePlan& s : plan.pipeline->stages) {
+    shapes.push_back(trainers[static_cast<size_t>(s.ranks.front())]->ParameterShapes());
+    whole_model.shapes.insert(whole_model.shapes.end(), shapes.back().begin(), shapes.back().end());
+  }
+  testing::FakeTrainer whole(whole_model, clock);
   std::ostringstream log;
   PipelineHead head(plan, whole, data.test, data.train.size(), shapes, clock, log);
   head.SetRebalancing({std::vector<std::vector<std::vector<int64_t>>>(layers, {{1}}), rebalance_every});
@@ -115,6 +120,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         options.rank = static_cast<int>(r);
         options.head = connector.get();
         if (auto g = gates.find(static_cast<int>(r)); g != gates.end()) options.gate = g->second;
+        options.uplink = uplink;
         if (take_layers) options.take_layers = [&, r](int first, int end) { return take_layers(static_cast<int>(r), first, end); };
         run.summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
       }));
@@ -128,7 +134,8 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       run.losses.push_back(head.LastStepLoss());
     }
     if (run.ended.ok()) {
-      EXPECT_TRUE(head.Evaluate().ok());
+      const auto evaluated = head.Evaluate();
+      EXPECT_TRUE(evaluated.ok()) << evaluated.status().ToString();
       JobCheckpoint state;
       head.Snapshot(state);  // each stage's weights, from the devices left
       run.weights = state.parameters;
@@ -420,6 +427,33 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
       EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 5 devices"), std::string::npos) << run.log;
     }
   }
+}
+
+// A stage whose replica takes 2 s on its uplink (80 kB at 0.32 Mbit/s), twice
+// the least deadline of four heartbeats: the replica is announced, so the
+// head gives it the time it takes on the wire rather than taking the stage,
+// which sends no heartbeat meanwhile, for silent; the run is the run on
+// links without limit, step for step.
+TEST(SimulatedPipelineTest, AStageSendingALargeMessageOnASlowLinkIsNotTakenForSilent) {
+  JobPlan plan = HybridPlan({{0}, {1}}, 2);
+  plan.spec.fault_tolerance.replicate_every = 2;
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  auto run = [&](std::optional<BandwidthTrace> uplink) {
+    DeterministicClock clock;
+    testing::FakeStageTrainer first({true, false, milliseconds(1), milliseconds(2), 1, nullptr, 20000}, clock);
+    testing::FakeStageTrainer last({false, true}, clock);
+    return RunPipeline(plan, {&first, &last}, data, clock, 8, {}, {}, 0, uplink);
+  };
+  const SimulatedRun unlimited = run(std::nullopt);
+  ASSERT_TRUE(unlimited.ended.ok()) << unlimited.ended.ToString();
+  const SimulatedRun slow = run(BandwidthTrace::Constant(0.32));
+  ASSERT_TRUE(slow.ended.ok()) << slow.ended.ToString() << "\n" << slow.log;
+  ASSERT_EQ(slow.losses.size(), 8u);
+  for (size_t k = 0; k < 8; ++k) EXPECT_NEAR(slow.losses[k], unlimited.losses[k], 1e-6) << "step " << k + 1;
+  EXPECT_EQ(slow.log.find("silent for"), std::string::npos) << slow.log;
+  EXPECT_EQ(slow.progress.replays->count, 0);
+  // A replica's steps took longer than the least deadline (1 s), for its time on the wire.
+  EXPECT_GT(*std::max_element(slow.step_s.begin(), slow.step_s.end()), 1.5);
 }
 
 // A device that goes silent mid-step, its stream open (its uplink drops

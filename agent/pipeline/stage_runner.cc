@@ -130,10 +130,14 @@ class Inbox {
 // What a stage sends, in order, from a thread of its own.
 class Outbox {
  public:
-  explicit Outbox(Clock& clock) : changed_(clock) {}
+  // Messages of more than `announce_bytes` go after a Heartbeat that says their size.
+  Outbox(Clock& clock, int64_t announce_bytes) : changed_(clock), announce_bytes_(announce_bytes) {}
 
   void Post(v1::WorkerMessage message) {
     std::lock_guard lock(mu_);
+    if (const auto bytes = static_cast<int64_t>(message.ByteSizeLong()); bytes > announce_bytes_) {
+      queue_.emplace_back().mutable_heartbeat()->set_next_bytes(bytes);
+    }
     queue_.push_back(std::move(message));
     changed_.NotifyAll();
   }
@@ -165,6 +169,7 @@ class Outbox {
  private:
   std::mutex mu_;
   ClockCondition changed_;
+  const int64_t announce_bytes_;
   std::deque<v1::WorkerMessage> queue_;
   bool closed_ = false;
 };
@@ -181,7 +186,7 @@ class Stage {
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(std::make_unique<RowLayout>(trainer.ParameterShapes(), SyncGranularity::kLayer)),
         optimizer_(std::make_unique<RowOptimizer>(plan.spec.optimizer, *layout_)),
-        inbox_(clock, cancel, options.cancel_recheck), outbox_(clock) {
+        inbox_(clock, cancel, options.cancel_recheck), outbox_(clock, options.announce_bytes) {
     (void)SetGroup(plan.pipeline->stages[index].ranks);  // the plan's group holds this device
   }
 

@@ -56,6 +56,10 @@ struct StageOptions {
   // long (--heartbeat): how the head tells a device behind a dead link, whose
   // stream TCP would keep open for minutes, from one waiting on a neighbour.
   Duration heartbeat = std::chrono::milliseconds(250);
+  // A message larger than this is announced by a Heartbeat that says its
+  // size, so that the head does not take the time it is on the wire, when no
+  // heartbeat can be sent, for silence.
+  int64_t announce_bytes = 16 * 1024;
   // Builds this device's trainer of layers [first, end) when the head has it
   // take the layers of a neighbouring stage whose only device was lost; none:
   // it cannot, and the job ends there.

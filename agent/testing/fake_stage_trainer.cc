@@ -8,8 +8,8 @@ StatusOr<std::vector<float>> FakeStageTrainer::Forward(int64_t id, std::span<con
   clock_.SleepFor(std::chrono::duration_cast<Duration>(stage_.forward * static_cast<int64_t>(input.size()) *
                                                        stage_.layers * pace));
   std::vector<float> out(input.begin(), input.end());
-  for (float w : weights_) {
-    for (float& x : out) x *= w;
+  for (int l = 0; l < stage_.layers; ++l) {
+    for (float& x : out) x *= weights_[static_cast<size_t>(l)];
   }
   inputs_[id].assign(input.begin(), input.end());
   outputs_[id] = out;
@@ -49,7 +49,7 @@ StatusOr<std::vector<float>> FakeStageTrainer::Back(int64_t id, std::span<const 
   // Layer by layer from the last, as stages of one layer each would: the
   // gradient of a layer's weight is its input times its output's gradient.
   std::vector<float> g(output_gradient.begin(), output_gradient.end());
-  for (size_t l = weights_.size(); l-- > 0;) {
+  for (size_t l = static_cast<size_t>(stage_.layers); l-- > 0;) {
     for (size_t i = 0; i < g.size(); ++i) {
       float x = in->second[i];  // the layer's input: what the layers before it made of the stage's
       for (size_t k = 0; k < l; ++k) x *= weights_[k];

@@ -30,13 +30,16 @@ struct FakeStage {
   Duration backward = std::chrono::milliseconds(2);
   int layers = 1;
   FakeDevice* device = nullptr;  // none: its pace never changes
+  // Parameters that take no part in the passes (a tensor of their own after
+  // the layers'): a stage whose state is large, to send over a slow link.
+  int64_t padding = 0;
 };
 
 class FakeStageTrainer final : public StageTrainer {
  public:
   FakeStageTrainer(FakeStage stage, Clock& clock)
-      : stage_(stage), clock_(clock), weights_(static_cast<size_t>(stage.layers), 0.5f),
-        gradients_(static_cast<size_t>(stage.layers), 0.0f) {}
+      : stage_(stage), clock_(clock), weights_(static_cast<size_t>(stage.layers + stage.padding), 0.5f),
+        gradients_(static_cast<size_t>(stage.layers + stage.padding), 0.0f) {}
 
   std::vector<int64_t> InputShape() const override { return {1}; }
   std::vector<int64_t> OutputShape() const override { return {1}; }
@@ -56,7 +59,9 @@ class FakeStageTrainer final : public StageTrainer {
   std::span<const float> Gradients() const override { return gradients_; }
   void ZeroGradients() override { std::fill(gradients_.begin(), gradients_.end(), 0.0f); }
   std::vector<std::vector<int64_t>> ParameterShapes() const override {
-    return std::vector<std::vector<int64_t>>(weights_.size(), std::vector<int64_t>{1});
+    std::vector<std::vector<int64_t>> shapes(static_cast<size_t>(stage_.layers), std::vector<int64_t>{1});
+    if (stage_.padding > 0) shapes.push_back({stage_.padding});
+    return shapes;
   }
   int64_t ParameterCount() const override { return static_cast<int64_t>(weights_.size()); }
 
@@ -67,7 +72,7 @@ class FakeStageTrainer final : public StageTrainer {
 
   const FakeStage stage_;
   Clock& clock_;
-  std::vector<float> weights_;  // a layer's each
+  std::vector<float> weights_;  // a layer's each, then the padding
   std::vector<float> gradients_;
   std::map<int64_t, std::vector<float>> inputs_;  // in flight
   std::map<int64_t, std::vector<float>> outputs_;
