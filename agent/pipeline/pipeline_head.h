@@ -30,7 +30,9 @@
 // nothing else to send, past a deadline learned from the gaps between its
 // messages (core/arrival_deadline.h), as behind a wall whose link drops
 // everything without closing the stream, which TCP would take minutes to
-// tell. Its stream is then cut.
+// tell. A stage announces a large message (no heartbeat gets out while it is
+// on the wire), and the head counts no silence for the time such transfers
+// take on its uplink. A silent device's stream is cut.
 //
 // Threads: each device's stream is served on its own (Serve), relaying as it
 // reads; the driver's thread sends commands and waits for the stages' word.
@@ -89,7 +91,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
     // Each layer's parameter tensors, in order: a stage's are its layers'.
     std::vector<std::vector<std::vector<int64_t>>> layer_shapes;
     int every = 0;          // steps each measurement of the stages spans; 0: layers never move
-    double min_gain = 0.15;  // the least a move must promise to cut the slowest stage's time by
+    double min_gain = 0.15;  // the least speed-up a move must promise the slowest stage (0.15: 15% faster)
   };
   // Set before Start.
   void SetRebalancing(Rebalancing rebalancing) { rebalancing_ = std::move(rebalancing); }

@@ -37,7 +37,8 @@
 namespace edgetrain::agent {
 
 // Builds a device's trainer of layers [first, end): how it takes on the layers
-// of a neighbouring stage whose only device was lost.
+// of a neighbouring stage whose only device was lost, or holds other layers
+// when the head moves them between stages.
 using LayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int first, int end)>;
 
 struct StageOptions {
@@ -60,9 +61,9 @@ struct StageOptions {
   // size, so that the head does not take the time it is on the wire, when no
   // heartbeat can be sent, for silence.
   int64_t announce_bytes = 16 * 1024;
-  // Builds this device's trainer of layers [first, end) when the head has it
-  // take the layers of a neighbouring stage whose only device was lost; none:
-  // it cannot, and the job ends there.
+  // Builds this device's trainer of layers [first, end) when the head gives
+  // it other layers (a lost neighbour's, or layers moved between stages);
+  // none: it cannot, and the job ends there.
   LayerTaker take_layers;
   // A gate on its uplink that a fault-injection test cuts (a device behind a
   // wall); none: the link is never cut.
