@@ -23,37 +23,46 @@ std::optional<StageCuts> RebalanceStages(std::span<const StageMeasure> stages, s
     measured = std::max(measured, m.seconds);
   }
   // best[s][e]: the least slowest-stage time of stages 0..s-1 holding layers
-  // [0, e), each at least one layer; cut[s][e] where stage s-1 begins then.
+  // [0, e), each at least one layer.
   constexpr double kNone = std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> best(count + 1, std::vector<double>(layers + 1, kNone));
-  std::vector<std::vector<int>> cut(count + 1, std::vector<int>(layers + 1, 0));
   best[0][0] = 0;
   for (size_t s = 1; s <= count; ++s) {
     for (int e = static_cast<int>(s); e <= layers; ++e) {
       for (int b = static_cast<int>(s) - 1; b < e; ++b) {
         if (best[s - 1][b] == kNone) continue;
-        const double t = std::max(best[s - 1][b], pace[s - 1] * weight(b, e));
-        if (t < best[s][e]) {
-          best[s][e] = t;
-          cut[s][e] = b;
-        }
+        best[s][e] = std::min(best[s][e], std::max(best[s - 1][b], pace[s - 1] * weight(b, e)));
       }
     }
   }
   const double predicted = best[count][layers];
   if (!(predicted * (1 + min_gain) < measured)) return std::nullopt;
+  // Of the cuts that fast, those that move the fewest stages' first layers
+  // (each moved stage is rebuilt and sent its state): moved[s][e], with no
+  // stage over `predicted`; cut[s][e] where stage s-1 begins then.
+  const double bound = predicted * (1 + 1e-12);
+  constexpr int kNoWay = std::numeric_limits<int>::max();
+  std::vector<std::vector<int>> moved(count + 1, std::vector<int>(layers + 1, kNoWay));
+  std::vector<std::vector<int>> cut(count + 1, std::vector<int>(layers + 1, 0));
+  moved[0][0] = 0;
+  for (size_t s = 1; s <= count; ++s) {
+    for (int e = static_cast<int>(s); e <= layers; ++e) {
+      for (int b = static_cast<int>(s) - 1; b < e; ++b) {
+        if (moved[s - 1][b] == kNoWay || pace[s - 1] * weight(b, e) > bound) continue;
+        const int m = moved[s - 1][b] + (b != stages[s - 1].first_layer ? 1 : 0);
+        if (m < moved[s][e]) {
+          moved[s][e] = m;
+          cut[s][e] = b;
+        }
+      }
+    }
+  }
   StageCuts cuts;
   cuts.layers.resize(count);
   for (int s = static_cast<int>(count), e = layers; s > 0; --s) {
     cuts.layers[s - 1] = {cut[s][e], e};
     e = cut[s][e];
   }
-  // The cuts as they are, if no better ones were found (a tie on the slowest stage).
-  bool same = true;
-  for (size_t s = 0; s < count; ++s) {
-    same = same && cuts.layers[s] == std::pair{stages[s].first_layer, stages[s].end_layer};
-  }
-  if (same) return std::nullopt;
   cuts.predicted_s = predicted;
   cuts.measured_s = measured;
   return cuts;

@@ -8,9 +8,10 @@
 // layer's parameters, as the planner's cost falls with them on this site's
 // models), is its group's pace: the seconds it takes a unit of weight. A new
 // cut gives each stage the weight of its new layers at its own pace, and the
-// slowest stage sets the step. The cut that makes the slowest stage fastest is
-// proposed only when it beats the measured slowest stage by more than
-// `min_gain`: a move costs a round trip of state and a rebuild, and the
+// slowest stage sets the step. The cut that makes the slowest stage fastest
+// (of those, the one that moves the fewest cuts: each stage whose layers
+// change is rebuilt and sent their state) is proposed only when it beats the
+// measured slowest stage by more than `min_gain`: a move costs a round trip of state and a rebuild, and the
 // measurements are noisy, so a gain inside the noise must not move layers
 // back and forth.
 

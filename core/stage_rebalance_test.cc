@@ -59,6 +59,17 @@ TEST(StageRebalanceTest, ASmallGainMovesNothingAndNoStageIsLeftEmpty) {
   EXPECT_EQ(cuts->layers, (Cuts{{0, 3}, {3, 4}}));
 }
 
+// Of cuts equally fast, those that move the fewest stages' first layers: a
+// stage whose layers change is rebuilt and sent their state.
+TEST(StageRebalanceTest, OfEquallyFastCutsTheOneThatMovesFewestStages) {
+  const std::vector<double> weights(8, 1.0);
+  const std::vector<StageMeasure> stages = {{0, 1, 1}, {1, 4, 3}, {4, 6, 2}, {6, 8, 8}};  // paces 1, 1, 1, 4
+  auto cuts = RebalanceStages(stages, weights, 0.1);
+  ASSERT_TRUE(cuts.has_value());
+  EXPECT_DOUBLE_EQ(cuts->predicted_s, 4.0);
+  EXPECT_EQ(cuts->layers, (Cuts{{0, 1}, {1, 4}, {4, 7}, {7, 8}})) << "only the last cut moves";
+}
+
 // What it cannot judge it leaves: a stage that measured nothing, cuts that do
 // not cover the layers.
 TEST(StageRebalanceTest, NothingIsProposedFromMeasuresItCannotUse) {

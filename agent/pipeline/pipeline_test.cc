@@ -335,14 +335,31 @@ class DyingStageTrainer final : public StageTrainer {
   }
 };
 
+// Fake data whose samples are not zero, so that the weights learn and a step
+// applied twice or on the wrong gradient shows.
+TrainTestSplit LearningData() {
+  TrainTestSplit data = testing::FakeData(240, 8, 10);
+  for (size_t i = 0; i < data.train.pixels.size(); ++i) data.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
+  return data;
+}
+
+// How a device of a fake pipeline of `layers` layers takes other layers: a
+// fake of them, as slow a layer as a stage of one (`devices`: each rank's
+// pace, or none).
+RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* devices = nullptr,
+                              Duration forward = milliseconds(1), Duration backward = milliseconds(2)) {
+  return [&clock, layers, devices, forward, backward](int rank, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+    return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{first == 0, end == layers, forward, backward, end - first, devices ? &devices[rank] : nullptr},
+        clock));
+  };
+}
+
 // A hybrid pipeline of fake stages run `steps` steps on the deterministic
 // clock, devices dying (or, `silent`, going silent) as `dies_at_pass` says
 // (rank -> its nth pass).
 SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false) {
-  TrainTestSplit data = testing::FakeData(240, 8, 10);
-  // Samples other than zero, so that the weights learn and a step applied
-  // twice or on the wrong gradient shows.
-  for (size_t i = 0; i < data.train.pixels.size(); ++i) data.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
+  const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   DeterministicClock clock;
   std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
@@ -367,11 +384,7 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
   // A device taking a lost neighbour's layers: a fake of all of them, as
   // slow a layer as its own stage's.
   const int layers = plan.pipeline->stages.back().end_layer;
-  const RankLayerTaker take_layers = [&](int, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
-    return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
-        testing::FakeStage{first == 0, end == layers, milliseconds(1 + first), milliseconds(2), end - first}, clock));
-  };
-  return RunPipeline(plan, trainers, data, clock, steps, gates, take_layers);
+  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers));
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -621,10 +634,7 @@ TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostBetweenStepsIsRebuiltBeforeTheS
         StageOptions options;
         options.rank = r;
         options.head = connector.get();
-        options.take_layers = [&](int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
-          return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
-              testing::FakeStage{first == 0, end == 3, milliseconds(1), milliseconds(2), end - first}, clock));
-        };
+        options.take_layers = [&, r](int first, int end) { return FakeLayerTaker(clock, 3)(r, first, end); };
         summaries[r] = RunStage(plan, options, *fakes[r], data.train, clock, log, cancel[r]);
       }));
     }
@@ -658,11 +668,7 @@ TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostBetweenStepsIsRebuiltBeforeTheS
 // layer to the first: a re-cut over the survivors. No update was lost, so
 // every step's loss is the run's that lost no one.
 TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
-  const TrainTestSplit data = [] {
-    TrainTestSplit d = testing::FakeData(240, 8, 10);
-    for (size_t i = 0; i < d.train.pixels.size(); ++i) d.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
-    return d;
-  }();
+  const TrainTestSplit data = LearningData();
   JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
   plan.spec.fault_tolerance.replicate_every = 1;
   plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}, {4, 6, {2}}};
@@ -680,11 +686,7 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
         trainers.back() = dying.back().get();
       }
     }
-    const RankLayerTaker take_layers = [&](int, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
-      return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
-          testing::FakeStage{first == 0, end == 6, milliseconds(1), milliseconds(2), end - first}, clock));
-    };
-    return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every);
+    return RunPipeline(plan, trainers, data, clock, 24, {}, FakeLayerTaker(clock, 6), rebalance_every);
   };
   const SimulatedRun whole_run = run({}, 0);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
@@ -711,11 +713,7 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
 // run's every step loss is the run's that moved nothing, within 1e-4: layers
 // move with their weights and optimizer state.
 TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStayTheSame) {
-  const TrainTestSplit data = [] {
-    TrainTestSplit d = testing::FakeData(240, 8, 10);
-    for (size_t i = 0; i < d.train.pixels.size(); ++i) d.train.features.push_back(0.2f + 0.1f * (i * 37 % 9));
-    return d;
-  }();
+  const TrainTestSplit data = LearningData();
   JobPlan plan = HybridPlan({{0}, {1}}, 4);
   plan.spec.optimizer = {OptimizerKind::kAdam, 0.01, std::nullopt, 0};  // Adam: its moments move with the layers too
   plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}};
