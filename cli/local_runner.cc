@@ -298,7 +298,8 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   watch.earlier_model = earlier_model;
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
-  RunSupervisor supervisor(job.name, *coordinator, team, clock, err);
+  RunSupervisor supervisor(job.name, *coordinator, team, clock, err, {},
+                           plan.job.pipeline ? StopOrder::kCoordinatorFirst : StopOrder::kAllAtOnce);
   std::vector<std::string> nodes;
   for (const WorkerSlot& slot : plan.devices) nodes.push_back(slot.node);
   ProgressDisplay display(err, options.terminal, clock, std::chrono::seconds(5), nodes);

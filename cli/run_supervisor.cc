@@ -5,9 +5,9 @@
 namespace edgetrain::cli {
 
 RunSupervisor::RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers,
-                             Clock& clock, std::ostream& err, SupervisionTimes times)
+                             Clock& clock, std::ostream& err, SupervisionTimes times, StopOrder order)
     : job_(std::move(job)), coordinator_(coordinator), workers_(std::move(workers)), clock_(clock), err_(err),
-      times_(times), reported_(workers_.size(), false) {}
+      times_(times), order_(order), reported_(workers_.size(), false) {}
 
 Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch) {
   Supervision outcome;
@@ -42,7 +42,11 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       coordinator_.Signal(SIGTERM);  // it saves the model and reports
       // The workers too: an interrupted coordinator tells its workers the job
       // resumes (on a cluster, one placed anew takes them up); here none will.
-      for (auto* w : workers_) w->Signal(SIGTERM);
+      // A pipeline's stages are left to the head, which fetches their weights
+      // first; those still there after it exits are stopped then (StopTeam).
+      if (order_ == StopOrder::kAllAtOnce) {
+        for (auto* w : workers_) w->Signal(SIGTERM);
+      }
     }
     auto line = coordinator_.ReadLine(times_.poll_every);
     if (line && line->rfind("result ", 0) == 0) {

@@ -60,10 +60,16 @@ struct RunWatch {
   std::string earlier_model;
 };
 
+// Who is told to stop when the run is interrupted or fails: every agent at
+// once (a data-parallel team: the coordinator holds the model), or the
+// coordinator alone (a pipeline: its stages hold the weights, and the head
+// fetches them before it tells them to stop).
+enum class StopOrder { kAllAtOnce, kCoordinatorFirst };
+
 class RunSupervisor {
  public:
   RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers, Clock& clock,
-                std::ostream& err, SupervisionTimes times = {});
+                std::ostream& err, SupervisionTimes times = {}, StopOrder order = StopOrder::kAllAtOnce);
 
   // Until the coordinator reports or exits, then stops the team.
   Supervision Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch);
@@ -79,6 +85,7 @@ class RunSupervisor {
   Clock& clock_;
   std::ostream& err_;
   SupervisionTimes times_;
+  StopOrder order_;
   std::vector<bool> reported_;  // per worker: its loss was named
   bool said_how_it_started_ = false;
 };

@@ -115,10 +115,10 @@ class RunSupervisorTest : public testing::Test {
     };
   }
 
-  Supervision Run() {
+  Supervision Run(StopOrder order = StopOrder::kAllAtOnce) {
     std::vector<WatchedProcess*> team;
     for (auto& w : workers_) team.push_back(w.get());
-    RunSupervisor supervisor("robots", coordinator_, team, clock_, err_);
+    RunSupervisor supervisor("robots", coordinator_, team, clock_, err_, {}, order);
     return supervisor.Run(interrupted_, display_, watch_);
   }
   // A coordinator that reports and exits `after` it is told to stop.
@@ -169,6 +169,24 @@ TEST_F(RunSupervisorTest, AnInterruptStopsTheCoordinatorWhichReports) {
   EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
   EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM}) << "told once";
   EXPECT_NE(err_.str().find("interrupted: stopping robots and saving where it got to..."), std::string::npos) << err_.str();
+}
+
+// A pipeline's stages hold its weights: interrupted, only the head is told
+// to stop; it fetches them, reports and tells the stages to stop, and they
+// go. With the team's order they were signalled at once and left before the
+// head could fetch a thing (the run failed and saved nothing).
+TEST_F(RunSupervisorTest, AnInterruptedPipelineLeavesItsStagesToTheHead) {
+  ReportsWhenStopped(coordinator_, milliseconds(500));
+  watch_.progress = [this]() -> std::optional<std::string> {
+    if (coordinator_.Elapsed() >= seconds(1)) interrupted_ = true;
+    return kProgress;
+  };
+  for (auto& w : workers_) w->ExitsAt(seconds(1) + milliseconds(700), 0);  // the head's Stop
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst);
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM});
+  for (auto& w : workers_) EXPECT_TRUE(w->signals.empty()) << "left to the head";
 }
 
 TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {

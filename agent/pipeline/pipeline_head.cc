@@ -962,8 +962,16 @@ void PipelineHead::Finish(FinalModel final) {
   // The stages' state, fetched once more before they are told to stop: the
   // driver evaluates and checkpoints the final model after this.
   auto state = StateNow();
-  if (!state.ok()) {
-    Log() << "pipeline: the final model is the one last fetched: " << state.status().message() << "\n";
+  if (!state.ok() && fetched_) {
+    // The stages' state as last fetched, optimizer and all, so that its
+    // checkpoint still resumes (parameters alone would be refused).
+    Log() << "pipeline: the final model is the stages' of step " << fetched_step_ << ": " << state.status().message()
+          << "\n";
+    std::copy(fetched_->parameters.begin(), fetched_->parameters.end(), model_.Parameters().begin());
+    state = *fetched_;
+  } else if (!state.ok()) {
+    Log() << "pipeline: the stages' state was never fetched, and the final model is the one the head started "
+          << "from: " << state.status().message() << "\n";
     state = JobCheckpoint{};
     std::span<const float> params = model_.Parameters();
     state->parameters.assign(params.begin(), params.end());
