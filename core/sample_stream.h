@@ -45,6 +45,7 @@ class SampleStream {
 
   StreamCounts counts() const;
   const StreamRate& rate() const { return rate_; }
+  int64_t capacity() const { return capacity_; }
 
  private:
   StreamRate rate_;

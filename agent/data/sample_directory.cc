@@ -15,7 +15,7 @@ SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info) : 
   samples_.info.train_size = samples_.info.test_size = 0;
 }
 
-SampleDirectory::Scan SampleDirectory::Look() {
+SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   Scan scan;
   scan.first = samples_.size();
   std::error_code ec;
@@ -29,13 +29,18 @@ SampleDirectory::Scan SampleDirectory::Look() {
   std::sort(fresh.begin(), fresh.end());
   const int64_t sample = samples_.SampleSize();
   for (const fs::path& path : fresh) {
-    seen_.insert(path.filename().string());
+    if (scan.samples >= room) break;  // the rest wait on disk for room in the buffer
     StatusOr<Dataset> read = ReadCsvFile(path.string(), samples_.info);
     if (!read.ok()) {
+      seen_.insert(path.filename().string());
       scan.refused.push_back(read.status().message());
       continue;
     }
     const int64_t n = read->size();
+    // One that does not fit waits for room, unless it never would (larger
+    // than the whole buffer): that one is taken, alone, once the buffer is empty.
+    if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) break;
+    seen_.insert(path.filename().string());
     const size_t at = samples_.features.size();
     samples_.features.resize(at + static_cast<size_t>(n * sample));
     read->CopySamples(0, n, samples_.features.data() + at);

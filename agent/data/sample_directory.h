@@ -8,9 +8,13 @@
 // renaming it. Files are kept: what was read is remembered by name.
 //
 // The samples are kept in memory, appended, for the worker's stream buffer
-// (core/sample_stream.h) to index: a buffer of bounded size takes from them,
-// and what it dropped is not read again.
+// (core/sample_stream.h) to index. Files are read only as the buffer has room
+// for them: they wait on disk, where nothing is lost, rather than push
+// samples out of a full buffer (a folder filled before the run would lose
+// all but a buffer's worth).
 
+#include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,9 +36,12 @@ class SampleDirectory {
     // not tried again.
     std::vector<std::string> refused;
   };
-  // Reads the files that appeared since the last look. A folder that does
-  // not exist yet is empty: the source may not have started.
-  Scan Look();
+  // Reads files not read yet, in name order, as long as they fit in `room`
+  // samples (a file is read whole); the rest wait on disk for a later look.
+  // A file larger than `whole` (the buffer's capacity) would never fit: it
+  // is read alone when `room` is the whole buffer. A folder that does not
+  // exist yet is empty: the source may not have started.
+  Scan Look(int64_t room = std::numeric_limits<int64_t>::max(), int64_t whole = std::numeric_limits<int64_t>::max());
 
   const Dataset& samples() const { return samples_; }
   const std::string& folder() const { return folder_; }

@@ -43,6 +43,27 @@ TEST_F(SampleDirectoryTest, EachFileIsReadOnceWhenItAppearsInNameOrder) {
   EXPECT_EQ(scan.samples, 1);
 }
 
+// Files are read as the buffer has room: what does not fit waits on disk
+// for a later look, in name order, rather than push samples out.
+TEST_F(SampleDirectoryTest, FilesAreReadOnlyAsTheBufferHasRoom) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3,4\n");
+  Put("b.csv", "2,5,6\n");
+  Put("c.csv", "1,7,8\n0,9,10\n");
+  EXPECT_EQ(source.Look(0, 4).samples, 0) << "no room: nothing read";
+  EXPECT_EQ(source.Look(1, 4).samples, 0) << "a file is read whole, when it fits";
+  EXPECT_EQ(source.Look(2, 4).samples, 2) << "a.csv";
+  SampleDirectory::Scan scan = source.Look(4, 4);
+  EXPECT_EQ(scan.first, 2);
+  EXPECT_EQ(scan.samples, 3) << "b.csv and c.csv";
+  EXPECT_EQ(source.samples().labels, (std::vector<int64_t>{0, 1, 2, 1, 0}));
+  EXPECT_EQ(source.Look(10, 10).samples, 0) << "each file once";
+  // A file larger than the whole buffer is taken alone once the buffer is empty.
+  Put("d.csv", "0,1,1\n1,2,2\n2,3,3\n");
+  EXPECT_EQ(source.Look(1, 2).samples, 0);
+  EXPECT_EQ(source.Look(2, 2).samples, 3);
+}
+
 TEST_F(SampleDirectoryTest, AFileBeingWrittenUnderADotNameWaitsAndABadOneIsRefusedOnce) {
   SampleDirectory source(folder.string(), kInfo);
   Put(".incoming.csv", "0,1,2\n");

@@ -432,8 +432,10 @@ class WorkerRun {
   // need the lock meanwhile. With no rate to say when samples come, the wait
   // between looks is the stall recheck.
   void LookInDirectory(std::unique_lock<std::mutex>& lock) {
+    // Only as many as the buffer has room for: the rest wait on disk.
+    const int64_t room = samples_->capacity() - samples_->counts().backlog;
     lock.unlock();
-    const SampleDirectory::Scan scan = directory_->Look();
+    const SampleDirectory::Scan scan = directory_->Look(room, samples_->capacity());
     lock.lock();
     for (const std::string& refused : scan.refused) {
       log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
