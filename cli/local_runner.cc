@@ -96,6 +96,25 @@ struct CheckedRun {
   LocalRunPlan plan;
 };
 
+// A stream's folder that has nothing for a worker yet is not an error (the
+// source may start after the run), but a wrong path or layout would train on
+// nothing for the whole budget without a word: say where each worker looks.
+static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
+  const auto& stream = job.spec.data.stream;
+  if (!stream || !stream->directory) return;
+  std::vector<std::string> dry;
+  for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
+    const fs::path folder = fs::path(*stream->directory) / ("worker-" + std::to_string(rank));
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec) || fs::is_empty(folder, ec)) dry.push_back(folder.string());
+  }
+  if (dry.empty()) return;
+  err << "note: nothing to read yet in " << dry.front();
+  if (dry.size() > 1) err << " and " << dry.size() - 1 << " more worker folder" << (dry.size() > 2 ? "s" : "");
+  err << ": worker RANK trains on the CSV files put into " << *stream->directory
+      << "/worker-RANK/ (docs/streams.md), and waits for them\n";
+}
+
 int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   api::SupportCheck support;
   if (int code = LoadJob(options.manifest_path, err, checked.job, support); code != kExitOk) return code;
@@ -104,6 +123,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     if (!checked.profile) return kExitInvalid;
   }
   for (const auto& note : support.notes) err << "note: " << note << "\n";
+  NoteStreamFolders(checked.job, err);
   std::error_code ec;
   auto planned = PlanLocalRun(checked.job, checked.profile, options, fs::current_path(ec), ThisMachine());
   if (!planned.ok()) {

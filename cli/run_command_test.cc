@@ -189,6 +189,29 @@ TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   EXPECT_EQ(result["iterations"], 23);  // ceil(1437 / 64)
 }
 
+// A stream from a folder: a worker folder missing or empty is no error (the
+// source may start after the run), but the runner says where each worker
+// looks, so that a wrong path or layout does not train on nothing unsaid.
+TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
+  fs::create_directories(dir_ / "incoming" / "worker-0");
+  std::string row = "3";  // a digit: its label, then 64 features in 0..1
+  for (int i = 0; i < 64; ++i) row += ",0.5";
+  std::ofstream(dir_ / "incoming" / "worker-0" / "a.csv") << row << "\n" << row << "\n";
+  const std::string job = Manifest("folder", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 8, stream: {directory: incoming}}
+  parallelism: {workers: 2}
+  optimizer: {name: adam, learningRate: 0.01}
+  budget: {wallClock: 2s}
+)");
+  const Outcome run = Execute({"run", job, "--no-curves"});
+  EXPECT_EQ(run.exit, 0) << run.stderr_text;
+  const std::string note = "note: nothing to read yet in " + (dir_ / "incoming" / "worker-1").string() +
+                           ": worker RANK trains on the CSV files put into " + (dir_ / "incoming").string() +
+                           "/worker-RANK/";
+  EXPECT_NE(run.stderr_text.find(note), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("worker-0:"), std::string::npos) << "worker 0 has a file";
+}
+
 TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
   struct Case {
     std::string spec;
