@@ -138,7 +138,13 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
 // A pipeline, hybrid or auto job's stages, from the layers the agent measures
 // here and the planner; said before training starts.
 int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
-  if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) return kExitOk;
+  if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) {
+    if (options.stages != "planned") {
+      err << "note: --stages " << options.stages << " applies to a pipeline, hybrid or auto job; " << checked.job.name
+          << " is data-parallel (spec.parallelism.mode)\n";
+    }
+    return kExitOk;
+  }
   err << "measuring the model's layers on this machine for the pipeline planner\n";
   auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, options.stages, checked.plan);
   if (!chosen.ok()) {

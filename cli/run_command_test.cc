@@ -191,7 +191,8 @@ TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
 
 // A stream from a folder: a worker folder missing or empty is no error (the
 // source may start after the run), but the runner says where each worker
-// looks, so that a wrong path or layout does not train on nothing unsaid.
+// looks, so that a wrong path or layout does not train on nothing unsaid;
+// and --stages on a data-parallel job is said to do nothing.
 TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   fs::create_directories(dir_ / "incoming" / "worker-0");
   std::string row = "3";  // a digit: its label, then 64 features in 0..1
@@ -203,8 +204,12 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   optimizer: {name: adam, learningRate: 0.01}
   budget: {wallClock: 2s}
 )");
-  const Outcome run = Execute({"run", job, "--no-curves"});
+  const Outcome run = Execute({"run", job, "--no-curves", "--stages", "even"});
   EXPECT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("note: --stages even applies to a pipeline, hybrid or auto job; folder is "
+                                 "data-parallel (spec.parallelism.mode)"),
+            std::string::npos)
+      << run.stderr_text;
   const std::string note = "note: nothing to read yet in " + (dir_ / "incoming" / "worker-1").string() +
                            ": worker RANK trains on the CSV files put into " + (dir_ / "incoming").string() +
                            "/worker-RANK/";
