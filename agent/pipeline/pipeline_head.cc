@@ -1,7 +1,6 @@
 #include "agent/pipeline/pipeline_head.h"
 
 #include <algorithm>
-#include <array>
 
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
@@ -13,6 +12,28 @@ namespace {
 
 // Smoothing of the loss shown while training: about the last 50 steps.
 constexpr double kLossSmoothing = 0.02;
+
+}  // namespace
+
+namespace {
+
+// The part of the whole model's state (a checkpoint, the stages' as fetched)
+// that floats [float_at, float_at + floats) and optimizer rows [row_at,
+// row_at + rows) hold: a stage's, as it installs it. Moments empty for an
+// optimizer without them stay empty; rows past the state's are left out.
+v1::StageState SliceOf(const JobCheckpoint& whole, int64_t float_at, int64_t floats, size_t row_at, size_t rows) {
+  auto slice = [&](const std::vector<float>& v) {
+    return v.empty() ? std::string() : FloatBytes(std::span<const float>(v).subspan(float_at, floats));
+  };
+  v1::StageState state;
+  state.set_parameters(slice(whole.parameters));
+  state.set_first_moment(slice(whole.optimizer.first));
+  state.set_second_moment(slice(whole.optimizer.second));
+  for (size_t r = row_at; r < row_at + rows && r < whole.optimizer.steps.size(); ++r) {
+    state.add_row_steps(whole.optimizer.steps[r]);
+  }
+  return state;
+}
 
 }  // namespace
 
@@ -73,6 +94,18 @@ PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& t
 }
 
 PipelineHead::~PipelineHead() = default;
+
+void PipelineHead::SetRebalancing(Rebalancing rebalancing) {
+  rebalancing_ = std::move(rebalancing);
+  // Where each layer's floats and optimizer rows (one a tensor) begin in the whole model's state.
+  layer_float_at_ = {0};
+  layer_row_at_ = {0};
+  for (const auto& tensors : rebalancing_.layer_shapes) {
+    const RowLayout rows(tensors, SyncGranularity::kLayer);
+    layer_float_at_.push_back(layer_float_at_.back() + rows.total_floats());
+    layer_row_at_.push_back(layer_row_at_.back() + static_cast<int64_t>(rows.size()));
+  }
+}
 
 int64_t PipelineHead::IterationsPerEpoch() const {
   const int64_t batch = plan_.spec.data.batch_size;
@@ -285,6 +318,16 @@ Status PipelineHead::SendToStage(int stage, const v1::CoordinatorMessage& messag
   return Status::Ok();
 }
 
+void PipelineHead::SendOrLose(const std::vector<std::pair<int, v1::CoordinatorMessage>>& commands) {
+  for (const auto& [rank, command] : commands) {
+    if (SendTo(rank, command).ok()) continue;
+    std::lock_guard lock(mu_);
+    links_[rank]->lost = true;
+    links_[rank]->lost_at = clock_.Now();
+    changed_.NotifyAll();
+  }
+}
+
 Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
   Link& link = *links_[rank];
   WorkerStream* stream;
@@ -426,17 +469,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   if (taken_[n]) {
     // Its layers moved this step: it is sent all of them, the lost stage's joined on.
     const v1::StageState& moved = taken_[n]->taken();
-    const v1::StageState& lost_state = taken.taken();
-    const bool lost_first = s < n;
-    v1::StageState whole;
-    whole.set_parameters(lost_first ? lost_state.parameters() + moved.parameters() : moved.parameters() + lost_state.parameters());
-    whole.set_first_moment(lost_first ? lost_state.first_moment() + moved.first_moment()
-                                      : moved.first_moment() + lost_state.first_moment());
-    whole.set_second_moment(lost_first ? lost_state.second_moment() + moved.second_moment()
-                                       : moved.second_moment() + lost_state.second_moment());
-    for (const auto* part : lost_first ? std::array{&lost_state, &moved} : std::array{&moved, &lost_state}) {
-      whole.mutable_row_steps()->Add(part->row_steps().begin(), part->row_steps().end());
-    }
+    v1::StageState whole = s < n ? JoinStates(taken.taken(), moved) : JoinStates(moved, taken.taken());
     taken.set_taken_first_layer(std::min(layers_[n].first, layers_[s].first));
     taken.set_taken_end_layer(std::max(layers_[n].second, layers_[s].second));
     *taken.mutable_taken() = std::move(whole);
@@ -591,19 +624,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     w->set_resume_after(step_);
     const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);  // one row a tensor, as the stage's optimizer
     const int64_t floats = tensors.total_floats();
-    if (restored_) {
-      const JobCheckpoint& c = *restored_;
-      auto slice = [&](const std::vector<float>& v) {
-        return v.empty() ? std::string() : FloatBytes(std::span<const float>(v).subspan(offset, floats));
-      };
-      v1::StageState* state = w->mutable_state();
-      state->set_parameters(slice(c.parameters));
-      state->set_first_moment(slice(c.optimizer.first));
-      state->set_second_moment(slice(c.optimizer.second));
-      for (size_t r = 0; r < tensors.size() && row + r < c.optimizer.steps.size(); ++r) {
-        state->add_row_steps(c.optimizer.steps[row + r]);
-      }
-    }
+    if (restored_) *w->mutable_state() = SliceOf(*restored_, offset, floats, row, tensors.size());
     offset += floats;
     row += tensors.size();
     EDGETRAIN_RETURN_IF_ERROR(SendToStage(static_cast<int>(s), welcome));
@@ -637,14 +658,7 @@ Status PipelineHead::Advance() {
     const auto commands = StepCommandsLocked(step, regrouped_);
     regrouped_ = false;
     lock.unlock();
-    for (const auto& [rank, command] : commands) {
-      if (Status sent = SendTo(rank, command); !sent.ok()) {
-        std::lock_guard relock(mu_);
-        links_[rank]->lost = true;
-        links_[rank]->lost_at = clock_.Now();
-        changed_.NotifyAll();
-      }
-    }
+    SendOrLose(commands);
     lock.lock();
     auto all_done = [&] {
       return std::all_of(members_.begin(), members_.end(), [&](int r) {
@@ -728,14 +742,9 @@ void PipelineHead::MeasureStagesLocked() {
   }
   StartMeasureLocked();
   std::vector<double> weights;
-  for (const auto& tensors : rebalancing_.layer_shapes) {
-    double floats = 0;
-    for (const auto& shape : tensors) {
-      double n = 1;
-      for (int64_t d : shape) n *= static_cast<double>(d);
-      floats += n;
-    }
-    weights.push_back(std::max(floats, 1.0));  // a layer without parameters still costs something
+  for (size_t l = 0; l + 1 < layer_float_at_.size(); ++l) {
+    // A layer without parameters still costs something.
+    weights.push_back(std::max(static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]), 1.0));
   }
   // What each set of cuts measured at the slowest stage: a layer's
   // parameters are only a guess at its compute (a convolution has few and
@@ -764,18 +773,8 @@ void PipelineHead::MeasureStagesLocked() {
 }
 
 void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
-  // Where each layer's floats and optimizer rows (one a tensor) begin in the whole model's state.
-  std::vector<int64_t> float_at = {0}, row_at = {0};
-  for (const auto& tensors : rebalancing_.layer_shapes) {
-    int64_t floats = 0;
-    for (const auto& shape : tensors) {
-      int64_t n = 1;
-      for (int64_t d : shape) n *= d;
-      floats += n;
-    }
-    float_at.push_back(float_at.back() + floats);
-    row_at.push_back(row_at.back() + static_cast<int64_t>(tensors.size()));
-  }
+  const std::vector<int64_t>& float_at = layer_float_at_;
+  const std::vector<int64_t>& row_at = layer_row_at_;
   // Moments are empty for an optimizer without them (plain SGD).
   auto fits = [&](const std::vector<float>& moment) {
     return moment.empty() || moment.size() == state.parameters.size();
@@ -791,17 +790,11 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
     was << (s ? " | " : "") << layers_[s].first << "-" << layers_[s].second - 1;
     now << (s ? " | " : "") << first << "-" << end - 1;
     if (std::pair{first, end} == layers_[s]) continue;
-    auto slice = [&](const std::vector<float>& v) {
-      return v.empty() ? std::string() : FloatBytes(std::span<const float>(v).subspan(float_at[first], float_at[end] - float_at[first]));
-    };
     v1::StageLayers moved;
     moved.set_taken_first_layer(first);
     moved.set_taken_end_layer(end);
-    v1::StageState* taken = moved.mutable_taken();
-    taken->set_parameters(slice(state.parameters));
-    taken->set_first_moment(slice(state.optimizer.first));
-    taken->set_second_moment(slice(state.optimizer.second));
-    for (int64_t r = row_at[first]; r < row_at[end]; ++r) taken->add_row_steps(state.optimizer.steps[r]);
+    *moved.mutable_taken() = SliceOf(state, float_at[first], float_at[end] - float_at[first],
+                                     static_cast<size_t>(row_at[first]), static_cast<size_t>(row_at[end] - row_at[first]));
     // The state moved is the stage's as committed at step_: its replica too.
     replicas_[s] = v1::StageReplica();
     replicas_[s]->set_step(step_);
@@ -863,13 +856,7 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
       relaid_ = false;
       for (auto& t : taken_) t.reset();
       lock.unlock();
-      for (const auto& [rank, command] : commands) {
-        if (!SendTo(rank, command).ok()) {
-          std::lock_guard relock(mu_);
-          links_[rank]->lost = true;
-          links_[rank]->lost_at = clock_.Now();
-        }
-      }
+      SendOrLose(commands);
       lock.lock();
       continue;  // a device lost meanwhile is looked at again
     }
@@ -879,14 +866,10 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
     for (Link* link : speakers) link->state.reset();
     v1::CoordinatorMessage ask;
     ask.mutable_command()->set_send_state(++state_request_);
+    std::vector<std::pair<int, v1::CoordinatorMessage>> asks;
+    for (Link* link : speakers) asks.emplace_back(link->rank, ask);
     lock.unlock();
-    for (Link* link : speakers) {
-      if (!SendTo(link->rank, ask).ok()) {
-        std::lock_guard relock(mu_);
-        link->lost = true;
-        link->lost_at = clock_.Now();
-      }
-    }
+    SendOrLose(asks);
     lock.lock();
     auto all_sent = [&] {
       return std::all_of(speakers.begin(), speakers.end(), [](const Link* l) { return l->state.has_value(); });

@@ -94,7 +94,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
     double min_gain = 0.15;  // the least speed-up a move must promise the slowest stage (0.15: 15% faster)
   };
   // Set before Start.
-  void SetRebalancing(Rebalancing rebalancing) { rebalancing_ = std::move(rebalancing); }
+  void SetRebalancing(Rebalancing rebalancing);
 
   // The mean training loss of the last step's batch.
   double LastStepLoss() const {
@@ -110,6 +110,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   struct Link;
   struct Parts;
   Status SendTo(int rank, const v1::CoordinatorMessage& message);
+  // Each (rank, message) sent; a rank whose stream fails is lost. Without mu_.
+  void SendOrLose(const std::vector<std::pair<int, v1::CoordinatorMessage>>& commands);
   Status SendToStage(int stage, const v1::CoordinatorMessage& message);
   // A micro-batch part from `rank`, bound for the next stage (forward) or the one before.
   Status Relay(int rank, bool forward, v1::MicroBatch part);
@@ -205,6 +207,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::vector<std::optional<v1::StageLayers>> taken_;
   bool relaid_ = false;  // the stages changed this step: its replays say how they now are
   Rebalancing rebalancing_;
+  // Where each layer's floats and optimizer rows begin in the whole model's
+  // state, and where the last ends (from rebalancing_.layer_shapes).
+  std::vector<int64_t> layer_float_at_, layer_row_at_;
   int64_t measured_from_ = 0;            // the step the stages' measurement began after
   std::vector<double> measured_compute_;  // by rank: its compute seconds then
   int64_t state_request_ = 0;             // the number of the stages' state last asked for

@@ -363,20 +363,7 @@ class Stage {
     if (!options_.take_layers) return FailedPreconditionError("this device cannot take other layers");
     Commit();  // the step before the replayed one stands
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> wider, options_.take_layers(l.first_layer(), l.end_layer()));
-    v1::StageState joined = l.taken();
-    if (!whole) {
-      const v1::StageState mine = State();
-      const v1::StageState& theirs = l.taken();
-      const v1::StageState& head = before ? theirs : mine;
-      const v1::StageState& tail = before ? mine : theirs;
-      joined.set_parameters(head.parameters() + tail.parameters());
-      joined.set_first_moment(head.first_moment() + tail.first_moment());
-      joined.set_second_moment(head.second_moment() + tail.second_moment());
-      joined.clear_row_steps();
-      for (const auto* part : {&head, &tail}) {
-        joined.mutable_row_steps()->Add(part->row_steps().begin(), part->row_steps().end());
-      }
-    }
+    const v1::StageState joined = whole ? l.taken() : before ? JoinStates(l.taken(), State()) : JoinStates(State(), l.taken());
     auto layout = std::make_unique<RowLayout>(wider->ParameterShapes(), SyncGranularity::kLayer);
     auto optimizer = std::make_unique<RowOptimizer>(plan_.spec.optimizer, *layout);
     owned_ = std::move(wider);

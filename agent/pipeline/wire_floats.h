@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/row_codec.h"
+#include "edgetrain/v1/training.pb.h"
 
 namespace edgetrain::agent {
 
@@ -32,6 +33,19 @@ inline StatusOr<std::vector<float>> FloatsOf(std::string_view bytes) {
   std::vector<float> values;
   EDGETRAIN_RETURN_IF_ERROR(AppendFloats(bytes, values));
   return values;
+}
+
+// The state of two runs of layers, `front` just before `back`, as one:
+// tensor after tensor, one optimizer row a tensor (a stage taking a lost
+// neighbour's layers; the head joining them to layers moved the same step).
+inline v1::StageState JoinStates(const v1::StageState& front, const v1::StageState& back) {
+  v1::StageState whole;
+  whole.set_parameters(front.parameters() + back.parameters());
+  whole.set_first_moment(front.first_moment() + back.first_moment());
+  whole.set_second_moment(front.second_moment() + back.second_moment());
+  whole.mutable_row_steps()->Add(front.row_steps().begin(), front.row_steps().end());
+  whole.mutable_row_steps()->Add(back.row_steps().begin(), back.row_steps().end());
+  return whole;
 }
 
 }  // namespace edgetrain::agent
