@@ -95,6 +95,29 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
   EXPECT_NE(s.find("       0        615         615          0          0   29.7 s (99%)"), std::string::npos) << s;
 }
 
+// A pipeline whose layers moved while it ran: the stage table shows them as
+// they ended (from /progress), not as planned, and says they moved.
+TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
+  LocalRunPlan plan = Team();
+  plan.devices.pop_back();
+  plan.job.pipeline = PipelineLayout{{{0, 2, {0}}, {2, 4, {1}}}, 4};
+  JobProgress p = Finished();
+  p.workers.pop_back();
+  p.workers[0].layers = std::pair{0, 3};
+  p.workers[1].layers = std::pair{3, 4};
+  p.replays = JobProgress::Replays{};
+  p.replays->repartitions = 1;
+  std::ostringstream out;
+  PrintSummary(Job(), plan, p, 66.9, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  layers moved between stages 1 time as the devices' pace drifted; as they ended:\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("      1  0-2      robot-1"), std::string::npos) << text;
+  EXPECT_NE(text.find("      2  3-3      robot-2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0-1 "), std::string::npos) << "not the planned layers\n" << text;
+}
+
 TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
   JobProgress p = Finished();
   for (auto& w : p.workers) w.held_team_s = 0;

@@ -343,6 +343,21 @@ TrainTestSplit LearningData() {
   return data;
 }
 
+// `run` is `reference` step for step: its first `steps` losses, and (with
+// `weights`) its weights after, each within a relative 1e-4.
+void ExpectSameRun(const SimulatedRun& run, const SimulatedRun& reference, size_t steps, bool weights = true) {
+  ASSERT_GE(run.losses.size(), steps);
+  ASSERT_GE(reference.losses.size(), steps);
+  for (size_t k = 0; k < steps; ++k) {
+    EXPECT_NEAR(run.losses[k], reference.losses[k], 1e-4 * std::abs(reference.losses[k])) << "step " << k + 1;
+  }
+  if (!weights) return;
+  ASSERT_EQ(run.weights.size(), reference.weights.size());
+  for (size_t i = 0; i < run.weights.size(); ++i) {
+    EXPECT_NEAR(run.weights[i], reference.weights[i], 1e-4 * std::abs(reference.weights[i])) << "weight " << i;
+  }
+}
+
 // How a device of a fake pipeline of `layers` layers takes other layers: a
 // fake of them, as slow a layer as a stage of one (`devices`: each rank's
 // pace, or none).
@@ -425,13 +440,7 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
       const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5);
       ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
       ASSERT_EQ(run.losses.size(), 5u);
-      for (size_t k = 0; k < 5; ++k) {
-        EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-      }
-      ASSERT_EQ(run.weights.size(), whole_run.weights.size());
-      for (size_t i = 0; i < run.weights.size(); ++i) {
-        EXPECT_NEAR(run.weights[i], whole_run.weights[i], 1e-4 * std::abs(whole_run.weights[i]));
-      }
+      ExpectSameRun(run, whole_run, 5);
       ASSERT_TRUE(run.progress.replays.has_value());
       EXPECT_EQ(run.progress.replays->count, 1);
       EXPECT_EQ(run.progress.replays->micro_batches, 4);
@@ -486,9 +495,7 @@ TEST(SimulatedPipelineTest, ADeviceSilentMidStepIsTakenForLostAndReplayed) {
     const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5, /*silent=*/true);
     ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
     ASSERT_EQ(run.losses.size(), 5u);
-    for (size_t k = 0; k < 5; ++k) {
-      EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-    }
+    ExpectSameRun(run, whole_run, 5, /*weights=*/false);
     ASSERT_TRUE(run.progress.replays.has_value());
     EXPECT_EQ(run.progress.replays->count, 1);
     EXPECT_GE(run.progress.replays->last_recovery_s, 1.0) << "no device is judged silent under four heartbeats";
@@ -518,9 +525,7 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
   const SimulatedRun run = RunReplaying(plan, {{1, 9}, {2, 9}, {4, 20}}, 5);  // 6 passes a step
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
-  for (size_t k = 0; k < 5; ++k) {
-    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-  }
+  ExpectSameRun(run, whole_run, 5, /*weights=*/false);
   EXPECT_GE(run.progress.replays->count, 2);
   EXPECT_EQ(run.progress.workers.size(), 2u);
 
@@ -559,13 +564,7 @@ TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostIsRebuiltOnItsNeighbourFromItsR
       const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5);
       ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
       ASSERT_EQ(run.losses.size(), 5u);
-      for (size_t k = 0; k < 5; ++k) {
-        EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-      }
-      ASSERT_EQ(run.weights.size(), whole_run.weights.size());
-      for (size_t i = 0; i < run.weights.size(); ++i) {
-        EXPECT_NEAR(run.weights[i], whole_run.weights[i], 1e-4 * std::abs(whole_run.weights[i])) << "layer " << i;
-      }
+      ExpectSameRun(run, whole_run, 5);
       ASSERT_TRUE(run.progress.replays.has_value());
       EXPECT_EQ(run.progress.replays->count, 1);
       EXPECT_EQ(run.progress.replays->restored_stages, 1);
@@ -593,7 +592,7 @@ TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSinc
   const SimulatedRun run = RunReplaying(plan, {{1, 25}}, 6);  // its first pass of step 4
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ASSERT_EQ(run.losses.size(), 6u);
-  for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * whole_run.losses[k]);
+  ExpectSameRun(run, whole_run, 3, /*weights=*/false);
   EXPECT_GT(std::abs(run.losses[3] - whole_run.losses[3]), 1e-4 * whole_run.losses[3]) << "step 3's update lost";
   EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.replays->steps_lost, 1);
@@ -693,9 +692,7 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
   const SimulatedRun survivors = run({{2, 41}}, 8);  // its first pass of step 6
   ASSERT_TRUE(survivors.ended.ok()) << survivors.ended.ToString() << "\n" << survivors.log;
   ASSERT_EQ(survivors.losses.size(), 24u);
-  for (size_t k = 0; k < 24; ++k) {
-    EXPECT_NEAR(survivors.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-  }
+  ExpectSameRun(survivors, whole_run, 24, /*weights=*/false);
   EXPECT_EQ(survivors.progress.replays->restored_stages, 1);
   EXPECT_EQ(survivors.progress.replays->repartitions, 1) << survivors.log;
   EXPECT_NE(survivors.log.find("its layers 4-5 go to stage 2 (now layers 2-5, 2 stages)"), std::string::npos)
@@ -741,13 +738,7 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
   const SimulatedRun moved = run(4, true);
   ASSERT_TRUE(moved.ended.ok()) << moved.ended.ToString() << "\n" << moved.log;
   ASSERT_EQ(moved.losses.size(), 24u);
-  for (size_t k = 0; k < 24; ++k) {
-    EXPECT_NEAR(moved.losses[k], fixed.losses[k], 1e-4 * std::abs(fixed.losses[k])) << "step " << k + 1;
-  }
-  ASSERT_EQ(moved.weights.size(), fixed.weights.size());
-  for (size_t i = 0; i < moved.weights.size(); ++i) {
-    EXPECT_NEAR(moved.weights[i], fixed.weights[i], 1e-4 * std::abs(fixed.weights[i])) << "layer " << i;
-  }
+  ExpectSameRun(moved, fixed, 24);
   ASSERT_TRUE(moved.progress.replays.has_value());
   EXPECT_EQ(moved.progress.replays->repartitions, 1) << moved.log;
   EXPECT_NE(moved.log.find("now 0-2 | 3-3"), std::string::npos) << moved.log;
