@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/termination_log.h"
 #include "agent/torch/layer_profile.h"
 #include "core/dataset_info.h"
 #include "core/exit_codes.h"
@@ -10,16 +11,18 @@
 namespace edgetrain::agent {
 namespace {
 
-int Fail(const Status& status, std::ostream& lines, std::ostream& log) {
+int Fail(const Status& status, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
   log << "edgetrain-agent profile-layers: " << status.message() << "\n";
-  lines << "result " << nlohmann::json({{"error", status.message()}}).dump() << std::endl;
+  const std::string result = nlohmann::json({{"error", status.message()}}).dump();
+  lines << "result " << result << std::endl;
+  if (!termination_log.empty()) WriteTerminationLog(termination_log, result.substr(0, kTerminationMessageLimit), log);
   return ExitCodeFor(status);
 }
 
 }  // namespace
 
 int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
-  std::string model_json, data_json;
+  std::string model_json, data_json, termination_log;
   LayerProfileOptions options;
   CLI::App app("edgetrain-agent profile-layers: each layer of a model, timed on this machine",
                "edgetrain-agent profile-layers");
@@ -33,21 +36,30 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   // One, as the agents train and as the reference machine's compute score was
   // measured (core/step_cost.h): the costs are then on the scale of speed 1.
   app.add_option("--threads", options.intra_op_threads, "LibTorch intra-op threads")->check(CLI::Range(1, 256));
+  // The operator's pod for a pipeline job (operator/controller/model_check.h)
+  // reads the layers from its termination message.
+  app.add_option("--termination-log", termination_log,
+                 "where the result's JSON is also written, fitted to a pod's termination message (4096 bytes)");
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
-    return Fail(InvalidArgumentError(e.what()), lines, log);
+    return Fail(InvalidArgumentError(e.what()), termination_log, lines, log);
   }
   StatusOr<ModelSpec> model = DecodeModelSpec(model_json);
-  if (!model.ok()) return Fail(model.status().WithContext("--model"), lines, log);
+  if (!model.ok()) return Fail(model.status().WithContext("--model"), termination_log, lines, log);
   StatusOr<DataSpec> data = DecodeDataSpec(data_json);
-  if (!data.ok()) return Fail(data.status().WithContext("--data"), lines, log);
+  if (!data.ok()) return Fail(data.status().WithContext("--data"), termination_log, lines, log);
   // The samples' shape is all the layers need: random samples of it are timed,
   // so no data file is read.
   options.sample_shape = SampleShape(*data);
   StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options);
-  if (!layers.ok()) return Fail(layers.status(), lines, log);
+  if (!layers.ok()) return Fail(layers.status(), termination_log, lines, log);
   lines << "result " << EncodeLayerCosts(*layers) << std::endl;
+  if (!termination_log.empty()) {
+    StatusOr<std::string> fitted = EncodeLayerCostsWithin(*layers, kTerminationMessageLimit);
+    if (!fitted.ok()) return Fail(fitted.status(), termination_log, lines, log);
+    if (!WriteTerminationLog(termination_log, *fitted, log)) return kExitFailed;
+  }
   return kExitOk;
 }
 

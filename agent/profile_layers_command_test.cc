@@ -1,5 +1,7 @@
 #include "agent/profile_layers_command.h"
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -38,6 +40,28 @@ TEST(ProfileLayersCommandTest, PrintsEachLayerOfTheModelWithItsCosts) {
   EXPECT_EQ((*layers)[0].parameter_bytes, 4 * (4 * 9 + 4));
   EXPECT_EQ((*layers)[0].activation_bytes, 4 * 4 * 8 * 8);
   for (const LayerCost& l : *layers) EXPECT_GT(l.forward_s, 0) << l.name;
+}
+
+// In a pod, the layers are also the termination message, fitted to the
+// kubelet's 4096 bytes, which the operator plans the pipeline from.
+TEST(ProfileLayersCommandTest, WritesTheLayersToATerminationLogWithinItsLimit) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("profile-termination-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed())))
+                               .string();
+  std::filesystem::remove(path);
+  const Printed p = Profile({"--model", R"({"name":"vgg","widths":[16,16,32,32,64,64,128,128]})", "--data",
+                             R"({"dataset":"fashion-mnist","batchSize":64,"partition":{"kind":"iid"}})", "--batch",
+                             "64", "--repetitions", "1", "--termination-log", path});
+  ASSERT_EQ(p.code, 0) << p.result;
+  std::ifstream in(path);
+  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  EXPECT_GT(p.result.size(), 4096u) << "the vgg's whole profile is longer than the limit";
+  EXPECT_LE(message.size(), 4096u);
+  const auto layers = DecodeLayerCosts(message);
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString() << "\n" << message;
+  ASSERT_EQ(layers->size(), 9u);
+  EXPECT_GE((*layers)[0].passes.size(), 2u) << "timed passes kept, fewer of them";
 }
 
 TEST(ProfileLayersCommandTest, BadInputIsAnErrorResultWithExitTwo) {

@@ -81,6 +81,50 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers) {
   return Json{{"layers", list}}.dump();
 }
 
+namespace {
+
+double ThreeFigures(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return seconds;
+  const double scale = std::pow(10.0, 2 - static_cast<int>(std::floor(std::log10(seconds))));
+  return std::round(seconds * scale) / scale;
+}
+
+}  // namespace
+
+StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit) {
+  std::vector<LayerCost> fitted(layers.begin(), layers.end());
+  for (LayerCost& l : fitted) {
+    l.forward_s = ThreeFigures(l.forward_s);
+    l.backward_s = ThreeFigures(l.backward_s);
+    for (LayerPass& p : l.passes) {
+      p.forward_s = ThreeFigures(p.forward_s);
+      p.backward_s = ThreeFigures(p.backward_s);
+    }
+  }
+  for (;;) {
+    std::string json = EncodeLayerCosts(fitted);
+    if (json.size() <= limit) return json;
+    bool thinned = false;
+    for (LayerCost& l : fitted) {
+      if (l.passes.size() <= 2) {
+        thinned = thinned || !l.passes.empty();
+        l.passes.clear();
+        continue;
+      }
+      std::vector<LayerPass> kept;
+      for (size_t i = 0; i < l.passes.size(); i += 2) kept.push_back(l.passes[i]);
+      if (kept.back().samples != l.passes.back().samples) kept.push_back(l.passes.back());
+      thinned = true;
+      l.passes = std::move(kept);
+    }
+    if (!thinned) {
+      return FailedPreconditionError("the model's " + std::to_string(layers.size()) + " layers take " +
+                                    std::to_string(json.size()) + " bytes even without their timed passes, over " +
+                                    std::to_string(limit));
+    }
+  }
+}
+
 StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
   const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("layers: not a JSON object");

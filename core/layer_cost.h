@@ -54,6 +54,12 @@ double PassSeconds(const LayerCost& layer, double samples);
 // "forwardSeconds":..,"backwardSeconds":..},...]},...]}; "passes" may be
 // left out.
 std::string EncodeLayerCosts(std::span<const LayerCost> layers);
+// The same format in at most `limit` bytes, for a pod's termination message
+// (the kubelet keeps 4096): seconds to three significant figures (a pass's
+// time varies more than that from run to run), then every other timed pass
+// left out, the fewest and the most samples always kept, then the passes
+// altogether. FailedPrecondition when even the layers alone are longer.
+StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit);
 // InvalidArgument, naming the field, for anything else (a missing or negative
 // figure, no layers at all).
 StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json);

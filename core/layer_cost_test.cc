@@ -42,6 +42,54 @@ TEST(LayerCostTest, APassCostsWhatWasTimedAndLinearlyBetween) {
   EXPECT_DOUBLE_EQ(PassSeconds(plain, 4), 12e-3);
 }
 
+// A pod's termination message holds 4096 bytes: the layers are written to
+// three figures, then with fewer timed passes (the fewest and most samples
+// kept), then without them, and refused when even that is too long.
+TEST(LayerCostTest, LayersFitALimitByFiguresThenPassesThenNotAtAll) {
+  std::vector<LayerCost> layers;
+  for (int l = 0; l < 12; ++l) {
+    LayerCost layer{"conv" + std::to_string(l + 1), 7.3293125e-06, 8.357109375e-06, 640, 50176, {}};
+    for (int samples = 1; samples <= 64; samples *= 2) {
+      layer.passes.push_back({samples, 6.9243123e-05 * samples, 5.1626987e-05 * samples});
+    }
+    layers.push_back(layer);
+  }
+  const size_t whole = EncodeLayerCosts(layers).size();
+
+  auto fitted = EncodeLayerCostsWithin(layers, whole);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  auto back = DecodeLayerCosts(*fitted);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_LT(fitted->size(), whole) << "to three figures";
+  EXPECT_EQ((*back)[0].passes.size(), 7u);
+  EXPECT_DOUBLE_EQ((*back)[0].forward_s, 7.33e-06);
+  EXPECT_DOUBLE_EQ((*back)[0].passes[2].backward_s, 2.07e-04) << "5.1626987e-05 x 4";
+
+  fitted = EncodeLayerCostsWithin(layers, 4096);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  EXPECT_LE(fitted->size(), 4096u);
+  back = DecodeLayerCosts(*fitted);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 12u);
+  const auto& passes = (*back)[11].passes;
+  ASSERT_GE(passes.size(), 2u);
+  ASSERT_LT(passes.size(), 7u);
+  EXPECT_EQ(passes.front().samples, 1);
+  EXPECT_EQ(passes.back().samples, 64);
+  EXPECT_EQ((*back)[11].parameter_bytes, 640);
+
+  fitted = EncodeLayerCostsWithin(layers, 1500);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  back = DecodeLayerCosts(*fitted);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE((*back)[0].passes.empty()) << "only the per-sample figures fit";
+
+  fitted = EncodeLayerCostsWithin(layers, 200);
+  ASSERT_FALSE(fitted.ok());
+  EXPECT_EQ(fitted.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(fitted.status().message().find("12 layers"), std::string::npos) << fitted.status().message();
+}
+
 TEST(LayerCostTest, AnythingElseIsRefusedNamingTheField) {
   struct Case {
     const char* json;
