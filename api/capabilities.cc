@@ -77,7 +77,6 @@ struct Capability {
 const std::vector<Runner> kEverywhere = {Runner::kLocal, Runner::kKubernetes, Runner::kPlanning};
 const std::vector<Runner> kKubernetesOnly = {Runner::kKubernetes};
 const std::vector<Runner> kLocalOnly = {Runner::kLocal};
-const std::vector<Runner> kPlanningOnly = {Runner::kPlanning};
 
 auto WroteField(const char* path) {
   return [path](const JobSpec&, const Json& raw) { return !Written(raw, path).is_null(); };
@@ -86,13 +85,16 @@ auto WroteField(const char* path) {
 const std::vector<Capability>& Capabilities() {
   static const std::vector<Capability> table = {
       // Pipeline, hybrid and auto jobs are planned (core/parallelism_choice.h)
-      // and run by edgetrain run (agent/pipeline/); the operator does not
-      // make stage pods yet.
+      // from layers an agent measures: by edgetrain run on this machine, by
+      // the operator in a pod of the job's (docs/operator.md). A TorchScript
+      // module's pod measures its size instead, for placement, and one pod
+      // does not yet do both.
       {"spec.parallelism.mode", Effect::kRefuse, kKubernetesOnly,
-       [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; }, ""},
-      {"spec.parallelism.mode", Effect::kNote, kPlanningOnly,
-       [](const JobSpec& s, const Json&) { return s.parallelism.mode != ParallelismMode::kDataParallel; },
-       "runs with edgetrain run; the operator does not run a pipeline, hybrid or auto job yet"},
+       [](const JobSpec& s, const Json&) {
+         return s.parallelism.mode != ParallelismMode::kDataParallel && s.model.kind == ModelKind::kTorchScript;
+       },
+       "is not supported yet for a TorchScript module on Kubernetes: its pipeline runs with edgetrain run, and a "
+       "built-in model's on either"},
       // A user's own model and data. In a cluster the files a manifest names
       // relatively are in spec.data.volume, or a small model in a ConfigMap
       // (ResolveClusterPaths); the operator has an agent load the module to
@@ -242,8 +244,6 @@ SupportCheck CheckSupport(const TrainingJobManifest& job, Runner runner) {
     if (std::find(c.where.begin(), c.where.end(), runner) == c.where.end() || !c.asks(job.spec, job.raw)) continue;
     if (c.effect == Effect::kNote) {
       check.notes.push_back(std::string(c.field) + " " + c.reason);
-    } else if (c.reason.empty()) {  // the mode's name is the reason
-      check.unsupported.push_back({c.field, std::string(NameOf(job.spec.parallelism.mode)) + " is not supported yet"});
     } else {
       check.unsupported.push_back({c.field, c.reason});
     }

@@ -126,15 +126,23 @@ TEST(CapabilitiesTest, OwnModelsAndDataRunEverywhereTheirFilesCanBeRead) {
   }
 }
 
-// edgetrain run runs pipelines; the operator does not make stage pods yet.
-TEST(CapabilitiesTest, PipelinesRunLocallyNotOnKubernetesYet) {
+// Pipelines run under edgetrain run and the operator; a TorchScript module's
+// pipeline under edgetrain run only, since the operator's pod that measures
+// the layers does not also measure the module's size.
+TEST(CapabilitiesTest, PipelinesRunEverywhereButAModulesOnKubernetes) {
   for (const char* mode : {"pipeline", "hybrid", "auto"}) {
     const TrainingJobManifest job =
         Job((std::string(R"({"spec": {"parallelism": {"workers": 2, "mode": ")") + mode + R"("}}})").c_str());
-    EXPECT_EQ(Joined(CheckSupport(job, Runner::kLocal)), "");
-    EXPECT_NE(Joined(CheckSupport(job, Runner::kKubernetes))
-                  .find(std::string("spec.parallelism.mode: ") + mode + " is not supported yet"),
-              std::string::npos);
+    for (Runner runner : {Runner::kLocal, Runner::kKubernetes, Runner::kPlanning}) {
+      EXPECT_EQ(Joined(CheckSupport(job, runner)), "") << mode;
+    }
+    const TrainingJobManifest module = Job((std::string(R"({"spec": {"model": {"name": null, "torchscript":
+        {"path": "/m.pt"}}, "parallelism": {"workers": 2, "mode": ")") + mode + R"("}}})").c_str());
+    EXPECT_EQ(Joined(CheckSupport(module, Runner::kLocal)), "");
+    EXPECT_NE(Joined(CheckSupport(module, Runner::kKubernetes))
+                  .find("spec.parallelism.mode: is not supported yet for a TorchScript module on Kubernetes"),
+              std::string::npos)
+        << Joined(CheckSupport(module, Runner::kKubernetes));
   }
 }
 
@@ -149,18 +157,8 @@ TEST(CapabilitiesTest, AStreamTakesItsRatesFromTheProfileLocallyAndFromTheJobOnK
   EXPECT_EQ(Joined(CheckSupport(given, Runner::kKubernetes)), "");
 }
 
-// `edgetrain plan` holds a job to what the operator does, but plans the
-// parallelism modes the operator does not run yet, and says so.
-TEST(CapabilitiesTest, PlanningAcceptsEveryParallelismModeWithANote) {
-  for (const char* mode : {"pipeline", "hybrid", "auto"}) {
-    const TrainingJobManifest job =
-        Job((std::string(R"({"spec": {"parallelism": {"workers": 2, "mode": ")") + mode + R"("}}})").c_str());
-    SupportCheck planned = CheckSupport(job, Runner::kPlanning);
-    EXPECT_TRUE(planned.unsupported.empty()) << Joined(planned);
-    EXPECT_EQ(Joined(planned),
-              "note: spec.parallelism.mode runs with edgetrain run; the operator does not run a pipeline, hybrid or "
-              "auto job yet\n");
-  }
+// `edgetrain plan` holds a job to what the operator does.
+TEST(CapabilitiesTest, PlanningHoldsAJobToWhatTheOperatorRuns) {
   EXPECT_TRUE(CheckSupport(Job("{}"), Runner::kPlanning).notes.empty());
   // What has not landed otherwise is refused there too, as the operator refuses it.
   const std::string energy =

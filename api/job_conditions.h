@@ -24,6 +24,10 @@ inline constexpr const char* kBandwidthDegraded = "BandwidthDegraded";
 inline constexpr const char* kComplete = "Complete";
 inline constexpr const char* kFailed = "Failed";
 inline constexpr const char* kInvalid = "Invalid";
+// A pipeline's head ran a step again without a lost device, or rebuilt a
+// stage from its replica (docs/pipeline.md): True for the status interval
+// that saw it, its message the totals since the job started.
+inline constexpr const char* kReplaying = "Replaying";
 }  // namespace condition
 
 namespace reason {
@@ -39,6 +43,9 @@ inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, b
 inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kCheckingModel = "CheckingModel";      // an agent is loading the TorchScript module first
 inline constexpr const char* kModelChecked = "ModelChecked";        // (an Event) it loaded, and its size is known
+inline constexpr const char* kCheckingLayers = "CheckingLayers";    // a pipeline's: an agent is timing the model's layers
+inline constexpr const char* kLayersTimed = "LayersTimed";          // (an Event) they were timed: the stages can be cut
+inline constexpr const char* kNoPipelineFits = "NoPipelineFits";    // no plan of the mode fits the placed devices' memory
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
 inline constexpr const char* kTraining = "Training";
@@ -63,6 +70,13 @@ inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node 
 inline constexpr const char* kCoordinatorLost = "CoordinatorLost";    // its pod was evicted or its node lost: placed anew
 inline constexpr const char* kCoordinatorMoved = "CoordinatorMoved";  // moved off a node about to leave
 inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
+// A pipeline's device lost (its pod failed, went, or the head let it go):
+// the head trains on without it, and it is not replaced.
+inline constexpr const char* kStageDeviceLost = "StageDeviceLost";
+// Replaying
+inline constexpr const char* kReplayed = "Replayed";      // (and an Event) a step run again, or a stage rebuilt
+inline constexpr const char* kTrainingOn = "TrainingOn";  // no replay since the last status read
+inline constexpr const char* kNothingLost = "NothingLost";
 // (an Event) the coordinator turned a worker away for good: its pushes kept being refused
 inline constexpr const char* kWorkerQuarantined = "WorkerQuarantined";
 }  // namespace reason

@@ -27,9 +27,10 @@ TEST(JobConditionsTest, EveryPhaseAndConditionTypeIsOneTheCrdAllows) {
   EXPECT_EQ(phases.size(), 7u) << "a phase in the CRD that the operator never writes";
   const auto types = EnumAt(*schema, "/properties/status/properties/conditions/items/properties/type/enum");
   for (const char* t : {condition::kPlaced, condition::kRunning, condition::kStalled, condition::kBandwidthDegraded,
-                        condition::kComplete, condition::kFailed, condition::kInvalid}) {
+                        condition::kComplete, condition::kFailed, condition::kInvalid, condition::kReplaying}) {
     EXPECT_TRUE(types.count(t)) << t;
   }
+  EXPECT_EQ(types.size(), 8u) << "a condition type in the CRD that the operator never writes";
 }
 
 }  // namespace

@@ -34,18 +34,11 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
 
   // auto may keep plain data parallelism: one stage on every device, which
   // the pipeline runs as synchronous data parallelism through its head.
-  const PipelinePlan& plan = stages == "even"                                      ? choice.even_split
-                             : stages == "data-parallel" ||
-                                       choice.chosen == ParallelismMode::kDataParallel ? choice.data_parallel
-                                                                                       : choice.planned.plan;
+  const PipelinePlan& plan = PlanToRun(choice, stages);
   if (!plan.cost.fits) return FailedPreconditionError("the " + stages + " plan does not fit: " + plan.cost.misfit);
-  PipelineLayout layout;
-  layout.micro_batches = plan.micro_batches;
+  PipelineLayout layout = LayoutOf(plan);
   int agents = 1;
-  for (const PipelineStage& stage : plan.stages) {
-    layout.stages.push_back({stage.first_layer, stage.end_layer, stage.devices});
-    agents += static_cast<int>(stage.devices.size());
-  }
+  for (const PipelineStage& stage : plan.stages) agents += static_cast<int>(stage.devices.size());
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(layout, run.job.workers.size()));
   run.job.pipeline = std::move(layout);
   run.agents = agents;

@@ -96,4 +96,17 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
   return choice;
 }
 
+const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages) {
+  if (stages == "even") return choice.even_split;
+  if (stages == "data-parallel" || choice.chosen == ParallelismMode::kDataParallel) return choice.data_parallel;
+  return choice.planned.plan;
+}
+
+PipelineLayout LayoutOf(const PipelinePlan& plan) {
+  PipelineLayout layout;
+  layout.micro_batches = plan.micro_batches;
+  for (const PipelineStage& stage : plan.stages) layout.stages.push_back({stage.first_layer, stage.end_layer, stage.devices});
+  return layout;
+}
+
 }  // namespace edgetrain

@@ -14,7 +14,9 @@
 //             parallelism on every device, else data parallelism.
 
 #include <string>
+#include <string_view>
 
+#include "core/job_plan.h"
 #include "core/job_spec.h"
 #include "core/pipeline_planner.h"
 
@@ -47,5 +49,14 @@ ParallelismMode ModeOf(const PipelineProblem& problem, const PipelinePlan& plan)
 // (dataParallel) or a problem it refuses; FailedPrecondition, saying why, when
 // no plan the mode allows fits the devices' memory.
 StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, ParallelismMode mode);
+
+// The plan a job runs of `choice`: with `stages` "planned", the planner's,
+// or data parallelism where auto picked it; "even" or "data-parallel", the
+// plan of that name it is compared with (`edgetrain run --stages`).
+const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages = "planned");
+
+// `plan` as the plan file holds it: each stage's layers and its devices'
+// ranks, and the micro-batches of a step.
+PipelineLayout LayoutOf(const PipelinePlan& plan);
 
 }  // namespace edgetrain

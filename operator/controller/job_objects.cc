@@ -99,6 +99,8 @@ Json Metadata(const JobObject& job, const std::string& name, Json labels) {
 
 Json LabelsOf(const JobObject& job) { return {{kJobLabel, job.name}, {kManagedBy, kOperatorName}}; }
 
+bool IsPipeline(const JobObject& job) { return job.manifest.spec.parallelism.mode != ParallelismMode::kDataParallel; }
+
 bool HasOutputVolume(const JobObject& job) {
   return Spec(job).contains("/output/volume/persistentVolumeClaim"_json_pointer);
 }
@@ -216,8 +218,9 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
                  std::vector<std::string> role_args) {
     Json labels = LabelsOf(job);
     labels[kRoleLabel] = role;
-    labels[kGenerationLabel] = std::to_string(role == "worker" ? SlotSince(plan, rank) : plan.generation);
-    if (role == "worker") labels[kRankLabel] = std::to_string(rank);
+    const bool peer = role != "coordinator";
+    labels[kGenerationLabel] = std::to_string(peer ? SlotSince(plan, rank) : plan.generation);
+    if (peer) labels[kRankLabel] = std::to_string(rank);
     std::vector<std::string> args = {"--role=" + role, "--job=" + job.name, "--rank=" + std::to_string(rank),
                                      "--world=" + world, "--plan=/etc/edgetrain/plan.json",
                                      "--http=$(POD_IP):" + std::to_string(kHttpPort),
@@ -286,8 +289,10 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
   // whichever pod holds the seat: a coordinator placed anew is found there.
   const std::string reach = "--coordinator=coordinator." + ServiceName(job.name) + ":" + std::to_string(kPeerPort);
   for (const WorkerSlot& slot : plan.workers) {
-    pods.push_back(pod(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)), "worker", slot.rank, slot.node,
-                       {reach, "--listen=$(POD_IP):0"}));
+    // A pipeline's device the plan leaves out (too slow to keep pace) has no pod.
+    if (plan.pipeline && !StageOfRank(*plan.pipeline, slot.rank).ok()) continue;
+    pods.push_back(pod(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)),
+                       plan.pipeline ? "stage" : "worker", slot.rank, slot.node, {reach, "--listen=$(POD_IP):0"}));
   }
   return pods;
 }
@@ -299,11 +304,17 @@ Json ModelCheckPodFor(const JobObject& job, const PodOptions& options) {
   labels[kRoleLabel] = kModelCheckRole;
   // The spec's paths are already the pod's own (api::ResolveClusterPaths,
   // when the reconciler read the job).
+  Json args = {"check-model", "--model=" + spec.at("model").dump(), "--data=" + spec.at("data").dump(),
+               "--termination-log=" + std::string(kTerminationLog)};
+  if (IsPipeline(job)) {
+    // Timed in passes of the job's batch and of fewer samples, as the
+    // planner's micro-batches will be (core/layer_cost.h).
+    args[0] = "profile-layers";
+    args.push_back("--batch=" + std::to_string(job.manifest.spec.data.batch_size));
+  }
   Json container = {{"name", "check"},
                     {"image", ImageOf(job, options)},
-                    {"args",
-                     {"check-model", "--model=" + spec.at("model").dump(), "--data=" + spec.at("data").dump(),
-                      "--termination-log=" + std::string(kTerminationLog)}},
+                    {"args", args},
                     {"resources", ResourcesOf(job, options.defaults)},
                     {"terminationMessagePath", kTerminationLog},
                     {"terminationMessagePolicy", "FallbackToLogsOnError"},

@@ -50,6 +50,12 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
 // `nodes` (none when the node is not there: no slowdown, the default power).
 void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<NodeView>& nodes);
 
+// A pipeline, hybrid or auto job: its coordinator is the pipeline's head and
+// its workers are stages (docs/pipeline.md), cut by the planner from the
+// layers its model check timed. auto's pick of data parallelism runs through
+// the head as one stage on every device, as under edgetrain run.
+bool IsPipeline(const JobObject& job);
+
 // Whether the coordinator writes on a claim (spec.output.volume) rather than
 // an emptyDir of its pod's: a claim on a node stays with it.
 bool HasOutputVolume(const JobObject& job);
@@ -77,7 +83,8 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
                           const PodOptions& options);
 
 // The pod that loads the job's TorchScript module, checks it and measures its
-// step (`edgetrain-agent check-model`), with the files mounted as the team's
+// step (`edgetrain-agent check-model`), or, for a pipeline, times its layers
+// (`edgetrain-agent profile-layers`), with the files mounted as the team's
 // pods will have them; left to the scheduler, within the job's nodeSelector
 // and tolerations, since no team is placed yet (operator/controller/model_check.h).
 // A digest of its spec is written on it (ModelCheckOf): a job edited so that

@@ -73,7 +73,7 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
     Json w = {{"name", pod.value("/metadata/name"_json_pointer, std::string())},
               {"node", pod.value("/spec/nodeName"_json_pointer, std::string())},
               {"role", role}};
-    if (role == "worker") {
+    if (role == "worker" || role == "stage") {
       const int rank = std::atoi(labels.value(kRankLabel, "-1").c_str());
       if (auto it = by_rank.find(rank); it != by_rank.end()) {
         const Json& p = *it->second;
@@ -84,6 +84,11 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
         }
         if (p.contains("stallFraction") && p["stallFraction"].is_number()) w["stallFraction"] = p["stallFraction"];
         if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
+        // A stage's layers as they are now: a lost neighbour's taken on, or moved.
+        if (p.contains("/layers/first"_json_pointer) && p.contains("/layers/end"_json_pointer)) {
+          w["layers"] = std::to_string(p["layers"]["first"].get<int>()) + "-" +
+                        std::to_string(p["layers"]["end"].get<int>() - 1);
+        }
       }
     }
     workers.push_back(w);

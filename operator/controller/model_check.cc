@@ -46,6 +46,15 @@ ModelCheck ReadModelCheck(const Json& pod) {
   const std::string message = ended->value("message", "");
   const int exit_code = ended->value("exitCode", -1);
   const Json result = Json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (phase == "Succeeded" && result.is_object() && result.contains("layers")) {
+    StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(message);
+    if (layers.ok()) {
+      check.state = ModelCheckState::kMeasured;
+      check.layers = std::move(*layers);
+      check.node = pod.value("/spec/nodeName"_json_pointer, std::string());
+      return check;
+    }
+  }
   if (phase == "Succeeded" && result.is_object() && result.contains("parameters") && result.contains("multiplyAdds")) {
     check.state = ModelCheckState::kMeasured;
     check.size.parameters = result.value("parameters", int64_t{0});
@@ -83,6 +92,18 @@ std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& ch
   if (!checked.is_object() || !checked.contains("parameters")) return std::nullopt;
   if (!check.empty() && checked.value("check", "") != check) return std::nullopt;
   return ModelSize{checked.value("parameters", int64_t{0}), checked.value("multiplyAdds", int64_t{0})};
+}
+
+Json LayersCheckStatus(const std::string& check, const std::vector<LayerCost>& layers, const std::string& node) {
+  return {{"check", check}, {"node", node}, {"layers", Json::parse(EncodeLayerCosts(layers))["layers"]}};
+}
+
+std::optional<CheckedLayers> CheckedLayersOf(const Json& status, const std::string& check) {
+  const Json checked = status.value("modelCheck", Json::object());
+  if (!checked.is_object() || !checked.contains("layers") || checked.value("check", "") != check) return std::nullopt;
+  StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(Json{{"layers", checked["layers"]}}.dump());
+  if (!layers.ok()) return std::nullopt;  // written by hand: measured again
+  return CheckedLayers{std::move(*layers), checked.value("node", "")};
 }
 
 }  // namespace edgetrain::operator_

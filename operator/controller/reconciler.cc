@@ -14,6 +14,7 @@
 #include "operator/controller/job_labels.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/model_check.h"
+#include "operator/controller/stage_plan.h"
 
 namespace edgetrain::operator_ {
 
@@ -304,12 +305,41 @@ StatusOr<StoredPlan> ReadPlan(const StatusOr<Json>& map) {
   return stored;
 }
 
-std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator) {
+// Whether rank `rank` of `plan` has a pod: a pipeline's devices that the plan
+// leaves out, or that were lost (`lost`), have none.
+bool HasPod(const JobPlan& plan, int rank, const std::set<int>& lost) {
+  return !plan.pipeline || (StageOfRank(*plan.pipeline, rank).ok() && !lost.count(rank));
+}
+
+std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                    const std::set<int>& lost) {
   std::vector<std::string> names = {CoordinatorPodName(job.name, coordinator.since_generation)};
   for (const WorkerSlot& slot : plan.workers) {
-    names.push_back(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)));
+    if (HasPod(plan, slot.rank, lost)) names.push_back(WorkerPodName(job.name, slot.rank, SlotSince(plan, slot.rank)));
   }
   return names;
+}
+
+// status.pipeline.lostRanks: a pipeline's devices lost so far.
+std::set<int> LostRanksOf(const Json& status) {
+  std::set<int> lost;
+  for (const Json& r : status.value("/pipeline/lostRanks"_json_pointer, Json::array())) {
+    if (r.is_number_integer()) lost.insert(r.get<int>());
+  }
+  return lost;
+}
+
+// status.pipeline as placed: what the planner chose, and its stages.
+Json PipelineStatusOf(const StagePlan& cut) {
+  Json stages = Json::array();
+  for (const PipelineStagePlan& stage : cut.layout.stages) {
+    stages.push_back({{"layers", std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1)},
+                      {"ranks", stage.ranks}});
+  }
+  return {{"plan", cut.reason},
+          {"stages", stages},
+          {"microBatches", cut.layout.micro_batches},
+          {"predictedSamplesPerSecond", std::llround(cut.predicted_samples_per_s)}};
 }
 
 const Json* PodNamed(const std::vector<Json>& pods, const std::string& name) {
@@ -417,7 +447,8 @@ Status Reconciler::Place(Pass& pass) {
     return Status::Ok();
   }
   if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");
-  if (own_module) {
+  const bool pipeline = IsPipeline(pass.job);
+  if (own_module || pipeline) {
     EDGETRAIN_ASSIGN_OR_RETURN(const bool measured, CheckModel(pass));
     if (!measured) return Status::Ok();  // being checked, or refused: the status says which
   }
@@ -458,7 +489,30 @@ Status Reconciler::Place(Pass& pass) {
   const int64_t generation = stored.generation + 1;
   std::vector<std::string> chosen = placement.worker_nodes;
   chosen.push_back(placement.coordinator_node);
-  const JobPlan plan = PlanOf(pass.job, placement, line_.Views(chosen, Measured()), generation);
+  const std::vector<NodeView> views = line_.Views(chosen, Measured());
+  JobPlan plan = PlanOf(pass.job, placement, views, generation);
+  std::string stages;  // a pipeline's, said with where it was placed
+  if (pipeline) {
+    StatusOr<StagePlan> cut = CutStages(pass, placement, views);
+    if (!cut.ok()) {
+      line_.Forget(pass.key);
+      const std::string message = "no " + std::string(NameOf(pass.job.manifest.spec.parallelism.mode)) +
+                                  " plan fits the nodes placement chose (" + Describe(placement) +
+                                  "): " + cut.status().message();
+      const Json* placed = FindCondition(pass.status, condition::kPlaced);
+      if (!placed || placed->value("message", "") != message) {
+        events_.Record(pass.object, "Warning", reason::kNoPipelineFits, message);
+        log_.Job(pass.key, reason::kNoPipelineFits, message);
+      }
+      pass.Set(condition::kPlaced, false, reason::kNoPipelineFits, message);
+      pass.outcome.placement = "unschedulable";
+      pass.Requeue(options_.unschedulable_retry);
+      return Status::Ok();
+    }
+    plan.pipeline = cut->layout;
+    stages = cut->reason;
+    pass.status["pipeline"] = PipelineStatusOf(*cut);
+  }
   // Its pods hold what its turn reserved from now, before the informer shows
   // them (assumed before they are made, as kube-scheduler assumes before it
   // binds, so the other worker never sees them unannounced).
@@ -469,10 +523,9 @@ Status Reconciler::Place(Pass& pass) {
     line_.Forget(pass.key);
     return applied;
   }
-  const std::string message = Describe(placement);
+  const std::string message = Describe(placement) + (stages.empty() ? "" : "; " + stages);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
-  pass.Set(condition::kRunning, false, reason::kStarting,
-           "0/" + std::to_string(1 + placement.worker_nodes.size()) + " pods running");
+  pass.Set(condition::kRunning, false, reason::kStarting, "0/" + std::to_string(pods.size()) + " pods running");
   pass.status["phase"] = phase::kPlacing;
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message + " (plan generation " + std::to_string(generation) + ")");
@@ -482,17 +535,39 @@ Status Reconciler::Place(Pass& pass) {
   return Status::Ok();
 }
 
+StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const TeamPlacement& placement,
+                                          const std::vector<NodeView>& views) {
+  const std::optional<CheckedLayers> checked =
+      CheckedLayersOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)));
+  if (!checked) return FailedPreconditionError("the model's layers have not been timed");
+  auto view_of = [&](const std::string& name) -> const NodeView* {
+    auto it = std::find_if(views.begin(), views.end(), [&](const NodeView& v) { return v.name == name; });
+    return it == views.end() ? nullptr : &*it;
+  };
+  std::vector<NodeView> devices;
+  for (const std::string& node : placement.worker_nodes) {
+    const NodeView* view = view_of(node);
+    if (!view) return FailedPreconditionError("node " + node + " is not known");
+    devices.push_back(*view);
+  }
+  std::vector<NodeView> timed_on = line_.Views({checked->node}, Measured());
+  return PlanStagesOn(pass.job.manifest.spec, devices, checked->layers, timed_on.empty() ? nullptr : &timed_on[0]);
+}
+
 StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
   const Json check_pod = ModelCheckPodFor(pass.job, options_.pods);
   const std::string check = ModelCheckOf(check_pod);
+  // A pipeline's check times the layers of its model, a module's loads it.
+  const bool layers = IsPipeline(pass.job);
   const std::string module = ModuleOf(pass.job.manifest);
   const std::string pod_name = ModelCheckPodName(pass.job.name);
+  const char* checking = layers ? reason::kCheckingLayers : reason::kCheckingModel;
   auto delete_check = [&]() -> Status {
     if (!pass.model_check || pass.model_check->at("metadata").contains("deletionTimestamp")) return Status::Ok();
     return DeletePods(pass, {pod_name});
   };
-  // Measured, and the size in the status: placed by it from here.
-  if (CheckedSizeOf(pass.status, check)) {
+  // Measured, and the size or the layers in the status: placed by them from here.
+  if (layers ? CheckedLayersOf(pass.status, check).has_value() : CheckedSizeOf(pass.status, check).has_value()) {
     EDGETRAIN_RETURN_IF_ERROR(delete_check());
     return true;
   }
@@ -507,19 +582,37 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
     Status made = client_.Create(kube::kPods, pass.job.namespace_, check_pod).status();
     if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
     pass.status.erase("modelCheck");  // another check's
-    const std::string message = "an agent loads the module " + module + " in pod " + pod_name +
-                                " to check it and measure its step before the team is placed";
-    pass.Set(condition::kPlaced, false, reason::kCheckingModel, message);
-    log_.Job(pass.key, reason::kCheckingModel, message);
+    const std::string message =
+        layers ? "an agent times each layer of the model in pod " + pod_name +
+                     ", for the pipeline planner to cut them into stages once the team's nodes are chosen"
+               : "an agent loads the module " + module + " in pod " + pod_name +
+                     " to check it and measure its step before the team is placed";
+    pass.Set(condition::kPlaced, false, checking, message);
+    log_.Job(pass.key, checking, message);
     return false;
   }
   const ModelCheck result = ReadModelCheck(*pass.model_check);
   switch (result.state) {
     case ModelCheckState::kChecking:
-      pass.Set(condition::kPlaced, false, reason::kCheckingModel,
-               "checking the module " + module + ": " + result.message);
+      pass.Set(condition::kPlaced, false, checking,
+               (layers ? "timing the model's layers: " : "checking the module " + module + ": ") + result.message);
       return false;
     case ModelCheckState::kMeasured: {
+      if (layers) {
+        if (result.layers.empty()) {  // a result of another kind: the check pod is not this job's
+          EDGETRAIN_RETURN_IF_ERROR(delete_check());
+          return false;
+        }
+        // Written first, placed on the next pass, as a module's size is.
+        pass.status["modelCheck"] = LayersCheckStatus(check, result.layers, result.node);
+        const std::string message = "the model's " + std::to_string(result.layers.size()) + " layers were timed" +
+                                    (result.node.empty() ? "" : " on " + result.node) +
+                                    ": the pipeline planner cuts them into stages once the team's nodes are chosen";
+        pass.Set(condition::kPlaced, false, checking, message);
+        events_.Record(pass.object, "Normal", reason::kLayersTimed, message);
+        log_.Job(pass.key, reason::kLayersTimed, message);
+        return false;
+      }
       // Written first, placed on the next pass (which the status's change
       // wakes): the waiting line costs the job's turn from the status it
       // reads, which must hold the size.
@@ -645,7 +738,10 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   // Its agents' certificate renewed under them once due.
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/false));
-  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator);
+  // A pipeline's devices lost so far are out of the gang: their pods, if
+  // any are left, go as stale.
+  const std::set<int> lost_stages = plan.pipeline ? LostRanksOf(pass.status) : std::set<int>{};
+  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator, lost_stages);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   const Gang gang = ObserveGang(pass.pods, names, rules);
@@ -684,9 +780,25 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
   }
 
+  // A pipeline that has run loses a device: its head replays the step
+  // without it, or rebuilds its stage from a replica; it is not replaced
+  // (docs/pipeline.md, "Replay").
+  if (plan.pipeline && has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
+    std::map<int, std::string> lost;
+    for (const WorkerSlot& slot : plan.workers) {
+      if (!HasPod(plan, slot.rank, lost_stages)) continue;
+      const int64_t since = SlotSince(plan, slot.rank);
+      const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
+      // Every pod was seen running: one gone now was deleted.
+      const std::string loss = pod ? LossOf(pod, since, plan.generation) : "its pod is gone";
+      if (!loss.empty()) lost[slot.rank] = loss;
+    }
+    if (!lost.empty()) return LoseStageDevices(pass, plan, lost);
+  }
+
   // A team that has run loses a worker: only that worker is replaced, and the
   // running coordinator adopts the new plan (docs/operator.md, "Recovery").
-  if (has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
+  if (!plan.pipeline && has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
     std::map<int, std::string> lost;
     std::set<int> moves;
     for (const WorkerSlot& slot : plan.workers) {
@@ -810,6 +922,21 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
       pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
       ReportQuarantines(pass);
+      if (plan.pipeline && progress.contains("workers") && progress["workers"].is_array() &&
+          !progress["workers"].empty()) {
+        // The head lists the devices it trains with: one it let go of (silent
+        // past its deadline, its stream broken) while its pod runs on is lost.
+        std::set<int> listed;
+        for (const Json& w : progress["workers"]) listed.insert(w.value("rank", -1));
+        std::map<int, std::string> let_go;
+        for (const WorkerSlot& slot : plan.workers) {
+          if (HasPod(plan, slot.rank, lost_stages) && !listed.count(slot.rank)) {
+            let_go[slot.rank] = "the head let it go (silent past its deadline, or its stream broke)";
+          }
+        }
+        if (!let_go.empty()) return LoseStageDevices(pass, plan, let_go);
+      }
+      if (plan.pipeline) ReportReplays(pass, progress);
       PublishMeasuredLinks(pass, plan, coordinator.node, progress);
       // What placement expected of each link, to tell a fade from a weak link.
       std::vector<double> planned(plan.workers.size(), 0);
@@ -845,6 +972,62 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
   }
   return Status::Ok();
+}
+
+Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost) {
+  std::set<int> all = LostRanksOf(pass.status);
+  std::vector<std::string> doomed;
+  for (const auto& [rank, why] : lost) {
+    all.insert(rank);
+    const std::string node = rank < static_cast<int>(plan.workers.size()) ? plan.workers[rank].node : "?";
+    const std::string message = "stage device " + std::to_string(rank) + " on " + node + ": " + why +
+                                "; the head trains on without it (its step replayed, or its stage rebuilt from "
+                                "a replica), and it is not replaced";
+    events_.Record(pass.object, "Warning", reason::kStageDeviceLost, message);
+    log_.Job(pass.key, reason::kStageDeviceLost, message);
+    // Its pod, if it is still there, holds its node for nothing.
+    const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank)));
+    if (pod && !pod->at("metadata").contains("deletionTimestamp")) doomed.push_back((*pod)["metadata"]["name"]);
+  }
+  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
+  pass.status["pipeline"]["lostRanks"] = Json(std::vector<int>(all.begin(), all.end()));
+  // Looked at again soon: the gang without them, and the head's replays.
+  pass.Requeue(std::chrono::seconds(1));
+  return Status::Ok();
+}
+
+void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
+  const Json replays = progress.value("replays", Json());
+  if (!replays.is_object()) return;
+  auto count = [](const Json& r, const char* key) { return r.is_object() ? r.value(key, int64_t{0}) : int64_t{0}; };
+  const Json before = pass.stored_status.value("/pipeline/replays"_json_pointer, Json());
+  const int64_t steps = count(replays, "count"), restored = count(replays, "restoredStages");
+  const bool fresh = steps > count(before, "count") || restored > count(before, "restoredStages");
+  Json kept = Json::object();
+  for (const char* key : {"count", "microBatches", "restoredStages", "stepsLost", "repartitions"}) {
+    kept[key] = count(replays, key);
+  }
+  kept["recoverySeconds"] = replays.value("recoverySeconds", 0.0);
+  pass.status["pipeline"]["replays"] = kept;
+  if (steps == 0 && restored == 0) {
+    pass.Set(condition::kReplaying, false, reason::kNothingLost, "no device lost");
+    return;
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f", kept["recoverySeconds"].get<double>());
+  std::string message = "the head replayed " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s") + " (" +
+                        std::to_string(kept["microBatches"].get<int64_t>()) + " micro-batches run again, " + seconds +
+                        " s of recovery)";
+  if (restored > 0) {
+    message += " and rebuilt " + std::to_string(restored) + " stage" + (restored == 1 ? "" : "s") +
+               " from a replica, losing " + std::to_string(kept["stepsLost"].get<int64_t>()) +
+               " steps of those layers' updates";
+  }
+  pass.Set(condition::kReplaying, fresh, fresh ? reason::kReplayed : reason::kTrainingOn, message);
+  if (fresh) {
+    events_.Record(pass.object, "Warning", reason::kReplayed, message);
+    log_.Job(pass.key, reason::kReplayed, message);
+  }
 }
 
 void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std::string& coordinator_node,

@@ -34,6 +34,7 @@
 #include "operator/controller/job_objects.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/line_log.h"
+#include "operator/controller/stage_plan.h"
 #include "operator/controller/waiting_line.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/kube_client.h"
@@ -109,7 +110,17 @@ class Reconciler {
   // followed, or read into the status (placed on the next pass), or it
   // refused the module (the status then says so).
   StatusOr<bool> CheckModel(Pass& pass);
+  // A pipeline job's stages over the nodes `placement` chose (`views` holds
+  // them), from the layers its check timed (status.modelCheck).
+  StatusOr<StagePlan> CutStages(const Pass& pass, const TeamPlacement& placement, const std::vector<NodeView>& views);
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
+  // A pipeline's devices found lost (rank -> why): the head trains on
+  // without them (replayed, or their stage rebuilt from its replica), so they
+  // are not replaced; status.pipeline.lostRanks keeps them out of the gang.
+  Status LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost);
+  // What a pipeline's head says of its replays: status.pipeline.replays and
+  // the Replaying condition, with an Event for each new one.
+  void ReportReplays(Pass& pass, const Json& progress);
   // Takes up a plan whose pods a replica made before it died, without saying
   // so in the status: the missing pods are made, none is made again.
   Status TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);

@@ -820,9 +820,16 @@ TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {
   EXPECT_EQ(requests, (std::map<std::string, int>{})) << "a placed job whose pods start asks nothing of the API";
 }
 
+// A TorchScript module cut into pipeline stages runs under edgetrain run only.
+Json ModulePipeline() {
+  Json patch = kOwnModule;
+  patch["parallelism"] = {{"mode", "pipeline"}};
+  return patch;
+}
+
 TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {
   AddNode(ANode("gateway"));
-  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  const std::string key = Submit(TrainingJob("piped", ModulePipeline()));
   Reconcile(key);
   const Json status = Job("piped")["status"];
   EXPECT_EQ(status["phase"], api::phase::kFailed);
@@ -835,8 +842,9 @@ TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {
 
 TEST_F(ReconcilerTest, AnInvalidJobIsFinishedSoItsTtlDeletesItAndAFixStartsItAgain) {
   AddNode(ANode("gateway"));
-  const std::string key =
-      Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}, {"ttlSecondsAfterFinished", 60}}));
+  Json piped = ModulePipeline();
+  piped["ttlSecondsAfterFinished"] = 60;
+  const std::string key = Submit(TrainingJob("piped", piped));
   Reconcile(key);
   jobs_.Put(Job("piped"));
   EXPECT_EQ(Job("piped")["status"]["completionTime"], Job("piped")["status"]["conditions"][0]["lastTransitionTime"])
@@ -862,8 +870,7 @@ TEST_F(ReconcilerTest, AnInvalidJobIsFinishedSoItsTtlDeletesItAndAFixStartsItAga
   EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "piped").ok()) << "a running job has no TTL";
 
   // Left invalid, it goes once the TTL has passed.
-  const std::string other =
-      Submit(TrainingJob("left", {{"parallelism", {{"mode", "pipeline"}}}, {"ttlSecondsAfterFinished", 60}}));
+  const std::string other = Submit(TrainingJob("left", piped));
   Reconcile(other);
   jobs_.Put(Job("left"));
   now_ += std::chrono::seconds(60);
@@ -884,6 +891,137 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   EXPECT_TRUE(api_.All(kube::kPods).empty());
   EXPECT_EQ(api_.All(kube::kConfigMaps).size(), 1u);
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
+}
+
+// What edgetrain-agent profile-layers leaves in its pod's termination message:
+// three layers, the last one light.
+constexpr const char* kTimedLayers =
+    R"({"layers":[{"name":"fc1","forwardSeconds":2e-4,"backwardSeconds":4e-4,"parameterBytes":16640,"activationBytes":256},)"
+    R"({"name":"fc2","forwardSeconds":2e-4,"backwardSeconds":4e-4,"parameterBytes":8256,"activationBytes":128},)"
+    R"({"name":"classifier","forwardSeconds":1e-5,"backwardSeconds":2e-5,"parameterBytes":1290,"activationBytes":40}]})";
+
+// Issue 15: a pipeline job's layers are timed in a pod of its own, then its
+// team is placed as any other, the planner cuts the layers into stages over
+// the nodes placement chose, and each stage's device runs --role=stage.
+TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNodes) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  const Json check = *api_.Get(kube::kPods, "default", "piped-model-check");
+  EXPECT_EQ(check["spec"]["containers"][0]["args"][0], "profile-layers");
+  EXPECT_EQ(check["spec"]["containers"][0]["args"].back(), "--batch=64") << check["spec"]["containers"][0]["args"];
+  EXPECT_EQ(FindCondition(Job("piped")["status"], api::condition::kPlaced)->value("reason", ""),
+            api::reason::kCheckingLayers);
+
+  jobs_.Put(Job("piped"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  EXPECT_EQ(Reconcile(key).placement, "");
+  Json job = Job("piped");
+  ASSERT_EQ(job["status"]["modelCheck"]["layers"].size(), 3u) << job["status"];
+  EXPECT_EQ(job["status"]["modelCheck"]["layers"][2]["name"], "classifier");
+  EXPECT_NE(log_text_.str().find("reason=LayersTimed the model's 3 layers were timed"), std::string::npos);
+
+  jobs_.Put(job);
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  job = Job("piped");
+  EXPECT_FALSE(api_.Get(kube::kPods, "default", "piped-model-check").ok()) << "read, then gone";
+  const Json plan_map = *api_.Get(kube::kConfigMaps, "default", "piped-plan");
+  StatusOr<JobPlan> plan = DecodeJobPlan(plan_map["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->pipeline.has_value());
+  ASSERT_EQ(plan->pipeline->stages.size(), 2u) << "pipeline: every stage on a device of its own";
+  EXPECT_EQ(plan->pipeline->stages.front().first_layer, 0);
+  EXPECT_EQ(plan->pipeline->stages.back().end_layer, 3);
+  const Json* placed = FindCondition(job["status"], api::condition::kPlaced);
+  EXPECT_NE(placed->value("message", "").find("; pipeline as asked: layers 0-"), std::string::npos) << *placed;
+  EXPECT_EQ(job["status"]["pipeline"]["stages"].size(), 2u);
+  EXPECT_GT(job["status"]["pipeline"]["predictedSamplesPerSecond"].get<int64_t>(), 0);
+  int stages = 0;
+  for (const Json& pod : api_.All(kube::kPods)) {
+    const std::string name = pod["metadata"]["name"];
+    if (name == "piped-coordinator") continue;
+    ++stages;
+    EXPECT_EQ(pod["metadata"]["labels"]["edgetrain.dev/role"], "stage") << name;
+    EXPECT_EQ(pod["spec"]["containers"][0]["args"][0], "--role=stage") << name;
+  }
+  EXPECT_EQ(stages, 2);
+}
+
+// Issue 16: a pipeline's device lost is not replaced: the head replays its
+// step, or rebuilds its stage from a replica. The operator keeps it out of the
+// gang, deletes what is left of its pod, and says what the head did.
+TEST_F(ReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsReplaysAreReported) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(Run);
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  ASSERT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
+  const std::string head = (*api_.Get(kube::kPods, "default", "piped-coordinator"))["status"]["podIP"];
+  progress_.by_ip[head] = {{"iteration", 40},
+                           {"workers", {{{"rank", 0}, {"layers", {{"first", 0}, {"end", 2}}}}, {{"rank", 1}}}},
+                           {"replays", {{"count", 0}, {"microBatches", 0}, {"restoredStages", 0}}}};
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Json status = Job("piped")["status"];
+  EXPECT_FALSE(ConditionIs(status, api::condition::kReplaying, true));
+  EXPECT_EQ(FindCondition(status, api::condition::kReplaying)->value("reason", ""), api::reason::kNothingLost);
+  for (const Json& w : status["workers"]) {
+    if (w["name"] == "piped-worker-0") {
+      EXPECT_EQ(w["layers"], "0-1");
+    }
+  }
+
+  // Rank 1's pod is evicted: out of the gang, not made again.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "piped-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  api_.ResetWrites();
+  ReconcileOutcome lost = Reconcile(key);
+  EXPECT_EQ(lost.replan, "") << "no new plan: the head trains on";
+  jobs_.Put(Job("piped"));
+  status = Job("piped")["status"];
+  EXPECT_EQ(status["pipeline"]["lostRanks"], Json::array({1}));
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+  EXPECT_EQ(api_.Writes("delete Pod"), 1);
+  EXPECT_NE(log_text_.str().find("reason=StageDeviceLost stage device 1 on robot-1: its pod on robot-1 failed (Evicted)"),
+            std::string::npos)
+      << log_text_.str();
+
+  // The head rebuilt its stage on rank 0 from a replica: Replaying, once.
+  SyncPods();
+  progress_.by_ip[head] = {{"iteration", 41},
+                           {"workers", {{{"rank", 0}, {"layers", {{"first", 0}, {"end", 3}}}}}},
+                           {"replays",
+                            {{"count", 1}, {"microBatches", 4}, {"recoverySeconds", 0.1}, {"restoredStages", 1},
+                             {"stepsLost", 12}}}};
+  api_.ResetWrites();
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  status = Job("piped")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRunning);
+  const Json* replaying = FindCondition(status, api::condition::kReplaying);
+  ASSERT_NE(replaying, nullptr);
+  EXPECT_EQ(replaying->value("status", ""), "True");
+  EXPECT_EQ(replaying->value("message", ""),
+            "the head replayed 1 step (4 micro-batches run again, 0.10 s of recovery) and rebuilt 1 stage from a "
+            "replica, losing 12 steps of those layers' updates");
+  EXPECT_EQ(status["pipeline"]["replays"]["restoredStages"], 1);
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+  EXPECT_EQ(api_.Writes("create Event"), 1);
+  Reconcile(key);
+  EXPECT_EQ(FindCondition(Job("piped")["status"], api::condition::kReplaying)->value("reason", ""),
+            api::reason::kTrainingOn)
+      << "nothing new since";
 }
 
 }  // namespace

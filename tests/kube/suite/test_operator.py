@@ -188,9 +188,12 @@ class OperatorTest(SiteTestCase):
               f"workers on {', '.join(plan['workers'])}")
 
     def test_a_job_the_operator_cannot_run_is_invalid_naming_the_field_and_makes_nothing(self):
-        # Passes the CRD's schema and rules; pipelines have not landed.
+        # Passes the CRD's schema and rules; a TorchScript module's pipeline runs
+        # under edgetrain run only.
         self.delete_when_done("piped", "nowhere")
-        self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2}))
+        self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2},
+                             model={"name": None, "hidden": None,
+                                    "torchscript": {"path": "net.pt", "configMap": "net"}}))
         job = self.wait_job("piped", lambda j: condition_of(j, "Invalid").get("status") == "True")
         invalid = condition_of(job, "Invalid")
         self.assertEqual(invalid["reason"], "NotSupported")
@@ -818,3 +821,99 @@ class OperatorTest(SiteTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+# Two boards alike, wired: a model the pipeline planner splits between them.
+TWO_BOARDS = """\
+apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: two-boards}
+spec:
+  nodes:
+    - {name: board-1, cpu: 4, memory: 8Gi}
+    - {name: board-2, cpu: 4, memory: 8Gi}
+"""
+
+
+@requires_built(OPERATOR)
+class PipelineOperatorTest(SiteTestCase):
+    """A pipeline job under the operator, on a site where a split pays."""
+    profile = TWO_BOARDS
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
+        cls.operator_log = os.path.join(cls.dir, "operator.log")
+        cls.operator, cls.operator_http = start_operator(cls.operator_kubeconfig(), cls.operator_log)
+        cls.addClassCleanup(lambda: stop_operator(cls.operator))
+
+    @classmethod
+    def logs(cls):
+        with open(cls.operator_log) as f:
+            return f.read()[-4000:]
+
+    delete_when_done = OperatorTest.delete_when_done
+    job_pods = OperatorTest.job_pods
+    log_until = OperatorTest.log_until
+
+    def test_a_pipeline_is_cut_into_stages_on_its_nodes_and_trains_on_past_a_lost_stage(self):
+        """Issues 15 and 16 through the front door: a pipeline job applied with kubectl has
+        its layers timed in a pod of its own, its team placed, the layers cut into stages
+        over the placed nodes, and one --role=stage pod per stage. The node of a stage's
+        only device is killed mid-run: the head rebuilds that stage on its neighbour from
+        a replica, the operator replaces nothing, says Replaying, and the job trains to its
+        wall clock."""
+        t0 = time.monotonic()
+        self.delete_when_done("piped")
+        self.apply(wall_clock_job("piped", "40s", model={"hidden": [256, 256]}, data={"batchSize": 64},
+                                  parallelism={"mode": "pipeline", "workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s", "replicateEvery": 10}))
+        job = self.wait_job("piped", lambda j: phase(j) in ("Running", "Failed"), timeout=90)
+        status = job["status"]
+        self.assertEqual(phase(job), "Running", json.dumps(status, indent=1) + self.logs())
+        self.assertEqual([l["name"] for l in status["modelCheck"]["layers"]], ["fc1", "fc2", "classifier"])
+        # Two boards alike, wired: the planner's pipeline gives each a stage (where
+        # it cuts, the layers as timed decide).
+        self.assertRegex(condition_of(job, "Placed")["message"],
+                         r"; pipeline as asked: layers 0-[01] on board-\d, [12]-2 on board-\d; ")
+        self.assertEqual(len(status["pipeline"]["stages"]), 2, status["pipeline"])
+        pods = self.job_pods("piped")
+        self.assertNotIn("piped-model-check", pods, "the check's pod goes once it is read")
+        stages = {n: p for n, p in pods.items() if p["metadata"]["labels"]["edgetrain.dev/role"] == "stage"}
+        self.assertEqual(sorted(stages), ["piped-worker-0", "piped-worker-1"])
+        for p in stages.values():
+            self.assertEqual(p["spec"]["containers"][0]["args"][0], "--role=stage")
+        head_node = pods["piped-coordinator"]["spec"]["nodeName"]
+        gathered = self.log_until("piped-coordinator", lambda log: "pipeline: 2 stages on 2 devices gathered" in log,
+                                  timeout=60)
+        self.assertIn("pipeline: 2 stages on 2 devices gathered", gathered)
+        # Past a replica of each stage, then one stage's node is lost.
+        self.wait_job("piped", lambda j: (j["status"].get("progress", {}).get("iteration") or 0) >= 30, timeout=60)
+        victim = next((n for n, p in sorted(stages.items()) if p["spec"]["nodeName"] != head_node), None)
+        self.assertIsNotNone(victim, f"both stages placed beside the head on {head_node}")
+        rank = int(stages[victim]["metadata"]["labels"]["edgetrain.dev/rank"])
+        node = stages[victim]["spec"]["nodeName"]
+        self.assertEqual(self.api.post(f"/_standin/nodes/{node}/kill", None).status, 200)
+        try:
+            job = self.wait_job("piped", lambda j: condition_of(j, "Replaying").get("reason") in ("Replayed", "TrainingOn")
+                                and rank in (j["status"].get("pipeline", {}).get("lostRanks") or []), timeout=60)
+            log = self.log_until("piped-coordinator", lambda log: "lost its only device" in log, timeout=10)
+        finally:
+            self.api.post(f"/_standin/nodes/{node}/revive", None)
+        self.assertRegex(log, rf"\(rank {rank}\); its layers [0-2]-[0-2] go to stage")
+        replays = job["status"]["pipeline"]["replays"]
+        self.assertEqual(replays["restoredStages"], 1, replays)
+        self.assertIn("rebuilt 1 stage from a replica", condition_of(job, "Replaying")["message"])
+        job = self.wait_job("piped", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
+        status = job["status"]
+        self.assertEqual(phase(job), "Succeeded", json.dumps(status, indent=1) + self.logs())
+        self.assertEqual(condition_of(job, "Complete")["reason"], "BudgetSpent")
+        self.assertGreater(status["progress"]["iteration"], 30)
+        self.assertEqual(status["pipeline"]["lostRanks"], [rank])
+        self.assertFalse([n for n in self.job_pods("piped") if "-g" in n], "nothing is replaced")
+        story = self.kubectl.run("describe", "tj", "piped").stdout
+        for said in (r"Normal\s+LayersTimed\s", r"Warning\s+StageDeviceLost\s", r"Warning\s+Replayed\s"):
+            self.assertRegex(story, said)
+        print(f"\npipeline: applied to Succeeded in {time.monotonic() - t0:.1f} s; stage device {rank} on {node} "
+              f"lost, its stage rebuilt from a replica losing {replays['stepsLost']} steps of its updates; "
+              f"{status['progress']['iteration']} steps, accuracy {status['progress'].get('accuracy')}")

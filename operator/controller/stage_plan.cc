@@ -1,0 +1,68 @@
+#include "operator/controller/stage_plan.h"
+
+#include <cmath>
+
+#include "core/parallelism_choice.h"
+#include "core/pipeline_problem.h"
+
+namespace edgetrain::operator_ {
+namespace {
+
+// Seconds timed on a node of this speed, as a device of speed 1 takes them:
+// a real node's score is its own (a node twice the reference's halves its
+// times), and an emulated node's processes run at the machine's own speed,
+// its score being 1 / its slowdown (docs/cluster-profiles.md).
+double ReferenceFactorOf(const NodeView* node) {
+  if (!node || !(node->compute_score > 0) || !(node->emulated_slowdown > 0)) return 1;
+  return node->compute_score * node->emulated_slowdown;
+}
+
+void Scale(std::vector<LayerCost>& layers, double factor) {
+  for (LayerCost& l : layers) {
+    l.forward_s *= factor;
+    l.backward_s *= factor;
+    for (LayerPass& p : l.passes) {
+      p.forward_s *= factor;
+      p.backward_s *= factor;
+    }
+  }
+}
+
+std::string Rounded(double per_s) { return std::to_string(std::llround(per_s)); }
+
+}  // namespace
+
+StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
+                                 std::vector<LayerCost> layers, const NodeView* timed_on) {
+  Scale(layers, ReferenceFactorOf(timed_on));
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(spec, devices, std::move(layers)));
+  EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, spec.parallelism.mode));
+  const PipelinePlan& plan = PlanToRun(choice);
+  if (!plan.cost.fits) return FailedPreconditionError("no plan fits the devices' memory: " + plan.cost.misfit);
+  StagePlan out;
+  out.layout = LayoutOf(plan);
+  out.predicted_samples_per_s = plan.cost.samples_per_s;
+  EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(out.layout, devices.size()));
+
+  out.reason = choice.asked == ParallelismMode::kAuto ? "auto picks " + std::string(NameOf(choice.chosen))
+                                                      : std::string(NameOf(choice.asked)) + " as asked";
+  out.reason += ": layers";
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PipelineStage& stage = plan.stages[s];
+    out.reason += (s ? ", " : " ") + std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1) +
+                  " on";
+    for (size_t d = 0; d < stage.devices.size(); ++d) {
+      out.reason += (d ? "+" : " ") + devices.at(static_cast<size_t>(stage.devices[d])).name;
+    }
+  }
+  out.reason += "; " + std::to_string(plan.micro_batches) + " micro-batch" + (plan.micro_batches == 1 ? "" : "es") +
+                " of " + std::to_string(plan.micro_batch_size) + "; predicted " + Rounded(plan.cost.samples_per_s) +
+                " samples/s";
+  if (ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
+    out.reason += " against data parallelism's " + Rounded(choice.data_parallel.cost.samples_per_s) +
+                  " on the same devices and links";
+  }
+  return out;
+}
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,35 @@
+#pragma once
+// A pipeline job's stages over the nodes its team was placed on: the pipeline
+// planner (core/parallelism_choice.h) cuts the layers its model check timed
+// into stages, as the job's mode allows, and the plan file gets them, as
+// `edgetrain run` does on one machine (cli/stage_planning.h). Pure.
+
+#include <string>
+#include <vector>
+
+#include "core/job_plan.h"
+#include "core/layer_cost.h"
+#include "core/node_view.h"
+#include "core/status.h"
+
+namespace edgetrain::operator_ {
+
+struct StagePlan {
+  PipelineLayout layout;
+  double predicted_samples_per_s = 0;
+  // What was chosen, for the Placed condition and its Event: "auto picks
+  // pipeline: layers 0-5 on gateway, 6-8 on robot-1; 8 micro-batches of 8;
+  // predicted 715 samples/s against data parallelism's 217 on the same
+  // devices and links".
+  std::string reason;
+};
+
+// `devices` are the workers' nodes in rank order. `layers` were timed on
+// `timed_on` (the check pod's node; null when unknown): they are brought to
+// speed 1 by its compute score and emulated slowdown, as the planner counts
+// a device's speed (core/pipeline_problem.h). FailedPrecondition, saying
+// why, when no plan the mode allows fits the devices' memory.
+StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
+                                 std::vector<LayerCost> layers, const NodeView* timed_on);
+
+}  // namespace edgetrain::operator_

@@ -1,0 +1,85 @@
+#include "operator/controller/stage_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace edgetrain::operator_ {
+namespace {
+
+LayerCost Layer(const std::string& name, double work_ms, int64_t parameter_bytes, int64_t activation_bytes) {
+  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes, {}};
+}
+
+// A vgg's shape: light early layers heavy on activations, heavy late ones
+// light on them.
+std::vector<LayerCost> Layers() {
+  return {Layer("conv1", 2, 2e3, 1e5), Layer("conv2", 8, 4e4, 1e5), Layer("conv3", 8, 1e5, 5e4),
+          Layer("conv4", 8, 3e5, 2e4), Layer("conv5", 6, 1e6, 8e3), Layer("fc", 1, 4e6, 40)};
+}
+
+NodeView Node(const std::string& name, double score, double mbps, double emulated_slowdown = 1) {
+  NodeView node;
+  node.name = name;
+  node.compute_score = score;
+  node.link_mbps = mbps;
+  node.emulated_slowdown = emulated_slowdown;
+  return node;
+}
+
+JobSpec Spec(ParallelismMode mode) {
+  JobSpec spec;
+  spec.data.batch_size = 32;
+  spec.parallelism.mode = mode;
+  spec.parallelism.workers = 2;
+  return spec;
+}
+
+// Two devices on thin links, a pipeline asked for: every layer in one stage
+// or the other, each on one device, said with the nodes' names.
+TEST(StagePlanTest, APipelineCutsEveryLayerIntoStagesOnThePlacedNodes) {
+  const std::vector<NodeView> devices = {Node("gateway", 1, 20), Node("robot-1", 0.5, 20)};
+  auto cut = PlanStagesOn(Spec(ParallelismMode::kPipeline), devices, Layers(), nullptr);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_EQ(cut->layout.stages.size(), 2u);
+  EXPECT_EQ(cut->layout.stages.front().first_layer, 0);
+  EXPECT_EQ(cut->layout.stages.back().end_layer, 6);
+  EXPECT_EQ(cut->layout.stages[0].end_layer, cut->layout.stages[1].first_layer);
+  for (const PipelineStagePlan& stage : cut->layout.stages) EXPECT_EQ(stage.ranks.size(), 1u);
+  EXPECT_GT(cut->predicted_samples_per_s, 0);
+  EXPECT_EQ(cut->reason.rfind("pipeline as asked: layers 0-", 0), 0u) << cut->reason;
+  for (const char* said : {" on gateway", " on robot-1", "micro-batch", "samples/s against data parallelism's"}) {
+    EXPECT_NE(cut->reason.find(said), std::string::npos) << said << " in " << cut->reason;
+  }
+}
+
+// Layers timed on a real node twice the reference's speed took half the
+// reference's time: planned as twice as long. An emulated node runs at the
+// machine's own speed whatever its score says: its times are the reference's.
+TEST(StagePlanTest, LayersAreBroughtToSpeedOneByTheNodeTheyWereTimedOn) {
+  const std::vector<NodeView> devices = {Node("a", 1, 20), Node("b", 1, 20)};
+  const JobSpec spec = Spec(ParallelismMode::kPipeline);
+  auto as_timed = PlanStagesOn(spec, devices, Layers(), nullptr);
+  const NodeView fast = Node("fast", 2, 20);
+  std::vector<LayerCost> halved = Layers();
+  for (LayerCost& l : halved) {
+    l.forward_s /= 2;
+    l.backward_s /= 2;
+  }
+  auto on_fast = PlanStagesOn(spec, devices, halved, &fast);
+  const NodeView emulated = Node("emulated", 0.25, 20, /*emulated_slowdown=*/4);
+  auto on_emulated = PlanStagesOn(spec, devices, Layers(), &emulated);
+  ASSERT_TRUE(as_timed.ok() && on_fast.ok() && on_emulated.ok());
+  EXPECT_NEAR(on_fast->predicted_samples_per_s, as_timed->predicted_samples_per_s,
+              1e-9 * as_timed->predicted_samples_per_s);
+  EXPECT_DOUBLE_EQ(on_emulated->predicted_samples_per_s, as_timed->predicted_samples_per_s);
+}
+
+TEST(StagePlanTest, NoPlanThatFitsTheDevicesMemoryIsRefusedSayingWhy) {
+  std::vector<NodeView> devices = {Node("a", 1, 20), Node("b", 1, 20)};
+  for (NodeView& d : devices) d.allocatable.memory_bytes = 1000;  // far under the 5 MB of weights
+  auto cut = PlanStagesOn(Spec(ParallelismMode::kPipeline), devices, Layers(), nullptr);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), StatusCode::kFailedPrecondition) << cut.status().ToString();
+}
+
+}  // namespace
+}  // namespace edgetrain::operator_
