@@ -105,7 +105,16 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
   testing::FakeTrainer whole(whole_model, clock);
   std::ostringstream log;
   PipelineHead head(plan, whole, data.test, data.train.size(), shapes, clock, log);
-  head.SetRebalancing({std::vector<std::vector<std::vector<int64_t>>>(layers, {{1}}), rebalance_every});
+  // Each layer's tensors: one weight, or, for a stage of one layer, all of
+  // its fake's tensors (its padding with them, so that a replica of it
+  // restores whole).
+  std::vector<std::vector<std::vector<int64_t>>> layer_tensors(static_cast<size_t>(layers), {{1}});
+  for (const PipelineStagePlan& s : plan.pipeline->stages) {
+    if (s.end_layer - s.first_layer == 1) {
+      layer_tensors[static_cast<size_t>(s.first_layer)] = trainers[static_cast<size_t>(s.ranks.front())]->ParameterShapes();
+    }
+  }
+  head.SetRebalancing({layer_tensors, rebalance_every});
   SimulatedRun run;
   run.summaries.assign(trainers.size(), InternalError("not run"));
   std::atomic<bool> cancel{false};
@@ -360,12 +369,17 @@ void ExpectSameRun(const SimulatedRun& run, const SimulatedRun& reference, size_
 
 // How a device of a fake pipeline of `layers` layers takes other layers: a
 // fake of them, as slow a layer as a stage of one (`devices`: each rank's
-// pace, or none).
+// pace, or none), padded as `padding` pads the last of them (a padded
+// layer's floats, which a fake holds after its layers').
 RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* devices = nullptr,
-                              Duration forward = milliseconds(1), Duration backward = milliseconds(2)) {
-  return [&clock, layers, devices, forward, backward](int rank, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+                              Duration forward = milliseconds(1), Duration backward = milliseconds(2),
+                              std::map<int, int64_t> padding = {}) {
+  return [&clock, layers, devices, forward, backward, padding](int rank, int first,
+                                                               int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+    const auto padded = padding.find(end - 1);
     return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
-        testing::FakeStage{first == 0, end == layers, forward, backward, end - first, devices ? &devices[rank] : nullptr},
+        testing::FakeStage{first == 0, end == layers, forward, backward, end - first,
+                           devices ? &devices[rank] : nullptr, padded == padding.end() ? 0 : padded->second},
         clock));
   };
 }
@@ -600,6 +614,55 @@ TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSinc
                          "step of their updates lost"),
             std::string::npos)
       << run.log;
+}
+
+// A stage's only device lost while its replica is on the wire: the middle
+// stage's device sends its replica of step 4 as step 5 begins, on a link so
+// slow that it is still on the wire when the device goes silent (its first
+// pass of step 5). The head never has that replica, so the layer comes back
+// from the one of step 2, and steps 3 and 4's updates to it are lost; on a
+// link without limit the replica of step 4 lands first, and nothing is.
+TEST(SimulatedPipelineTest, ADeviceLostWhileItsReplicaIsOnTheWireIsRebuiltFromTheOneBefore) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 2;
+  const TrainTestSplit data = LearningData();
+  auto run = [&](bool silent, std::optional<BandwidthTrace> uplink) {
+    DeterministicClock clock;
+    std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+    // The middle stage's state is large: its replica takes 2 s on the wire.
+    for (int s = 0; s < 3; ++s) {
+      fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{s == 0, s == 2, milliseconds(1 + s), milliseconds(2), 1, nullptr, s == 1 ? 20000 : 0},
+          clock));
+    }
+    LinkGate gate(clock);
+    DyingStageTrainer dying(*fakes[1], 33, &gate);  // 8 passes a step
+    std::vector<StageTrainer*> trainers = {fakes[0].get(), fakes[1].get(), fakes[2].get()};
+    if (silent) trainers[1] = &dying;
+    std::map<int, LinkGate*> gates;
+    if (silent) gates[1] = &gate;
+    return RunPipeline(plan, trainers, data, clock, 7, gates,
+                       FakeLayerTaker(clock, 3, nullptr, milliseconds(1), milliseconds(2), {{1, 20000}}), 0, uplink);
+  };
+  const BandwidthTrace slow = BandwidthTrace::Constant(0.32);
+  const SimulatedRun whole_run = run(false, slow);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
+  const SimulatedRun lost = run(true, slow);
+  ASSERT_TRUE(lost.ended.ok()) << lost.ended.ToString() << "\n" << lost.log;
+  ASSERT_EQ(lost.losses.size(), 7u);
+  ExpectSameRun(lost, whole_run, 4, /*weights=*/false);
+  EXPECT_EQ(lost.progress.replays->restored_stages, 1);
+  EXPECT_EQ(lost.progress.replays->steps_lost, 2);
+  EXPECT_NE(lost.log.find("stage 2 lost its only device at step 5 (rank 1); its layers 1-1 go to stage 1 (now layers "
+                          "0-1, 2 stages) from the replica of step 2: 2 steps of their updates lost"),
+            std::string::npos)
+      << lost.log;
+
+  const SimulatedRun unlimited = run(true, std::nullopt);
+  ASSERT_TRUE(unlimited.ended.ok()) << unlimited.ended.ToString() << "\n" << unlimited.log;
+  EXPECT_EQ(unlimited.progress.replays->steps_lost, 0);
+  EXPECT_NE(unlimited.log.find("from the replica of step 4: 0 steps of their updates lost"), std::string::npos)
+      << unlimited.log;
 }
 
 // A stage's only device leaving between steps, seen when the head asks the

@@ -589,11 +589,13 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     }
   }
   if (!stream) return StageSummary{.stop_reason = "cancelled"};
+  // The gate under the shaping: a link cut while a message is on the wire
+  // holds what had not arrived, as a wall does, rather than let it land.
+  if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
   if (options.uplink) {
     uplink.emplace(*options.uplink, clock.Now());
     stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock);
   }
-  if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
   v1::WorkerMessage hello;
   *hello.mutable_hello() = MakeHello(plan.job, plan.generation, options.rank);
   hello.mutable_hello()->set_heartbeat_seconds(ToSeconds(options.heartbeat));
