@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/data/dataset.h"
+#include "agent/data/sample_directory.h"
 #include "cli/job_loading.h"
 #include "core/partition.h"
 
@@ -61,9 +62,30 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     err << "error: " << data.status().message() << "\n";
     return kExitFailed;
   }
-  const std::vector<int64_t>& labels = data->train.labels;
+  // A stream from a folder is dealt by its source, not partitioned: worker
+  // RANK trains on what arrives in DIR/worker-RANK/ (docs/streams.md), so
+  // what each worker's folder holds now is what is shown.
+  const auto& stream = job.spec.data.stream;
+  const bool folders = stream && stream->directory;
+  std::vector<int64_t> labels = data->train.labels;
   const int classes = data->train.info.classes;
-  auto parts = PartitionSamples(labels, classes, job.spec.parallelism.workers, job.spec.data.partition, job.spec.seed);
+  std::vector<std::vector<int64_t>> parts;
+  std::vector<std::string> refused;
+  if (folders) {
+    labels.clear();
+    for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
+      agent::SampleDirectory folder(*stream->directory + "/worker-" + std::to_string(rank), data->train.info);
+      const agent::SampleDirectory::Scan scan = folder.Look();
+      refused.insert(refused.end(), scan.refused.begin(), scan.refused.end());
+      parts.emplace_back();
+      for (int64_t label : folder.samples().labels) {
+        parts.back().push_back(static_cast<int64_t>(labels.size()));
+        labels.push_back(label);
+      }
+    }
+  } else {
+    parts = PartitionSamples(labels, classes, job.spec.parallelism.workers, job.spec.data.partition, job.spec.seed);
+  }
   std::vector<std::vector<int64_t>> histograms;
   std::vector<size_t> sizes;
   std::vector<int64_t> seen(static_cast<size_t>(classes), 0);
@@ -78,25 +100,36 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   }
 
   if (json) {
-    out << nlohmann::json({{"job", job.name},
-                           {"dataset", DescribeData(job.spec.data)},
-                           {"partition", DescribePartition(job.spec.data.partition)},
-                           {"labels", histograms},
-                           {"unseenLabels", unseen},
-                           {"parts", parts}})
-               .dump()
-        << "\n";
+    nlohmann::json doc = {{"job", job.name},
+                          {"dataset", DescribeData(job.spec.data)},
+                          {"partition", folders ? "the stream's folders" : DescribePartition(job.spec.data.partition)},
+                          {"labels", histograms},
+                          {"unseenLabels", unseen},
+                          {"parts", parts}};
+    if (folders) {
+      doc["directory"] = *stream->directory;
+      doc["refusedFiles"] = refused;
+    }
+    out << doc.dump() << "\n";
     return kExitOk;
   }
-  out << job.name << ": " << labels.size() << " training samples of " << DescribeData(job.spec.data) << " ("
-      << classes << " labels) among " << parts.size() << " workers, partition "
-      << DescribePartition(job.spec.data.partition) << ", seed " << job.spec.seed << "\n";
+  if (folders) {
+    out << job.name << ": " << labels.size() << " samples (" << classes << " labels) in the CSV files of "
+        << *stream->directory << "/worker-RANK/ now, among " << parts.size()
+        << " workers: a stream from a folder is dealt by its source, so spec.data.partition does not apply\n";
+  } else {
+    out << job.name << ": " << labels.size() << " training samples of " << DescribeData(job.spec.data) << " ("
+        << classes << " labels) among " << parts.size() << " workers, partition "
+        << DescribePartition(job.spec.data.partition) << ", seed " << job.spec.seed << "\n";
+  }
   PrintTable(histograms, sizes, out);
+  for (const std::string& why : refused) out << "left out: " << why << "\n";
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
     for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];
     out << (job.spec.data.injection ? ": the coordinator injects their samples into the workers' batches\n"
-                                    : ": the job never trains on them\n");
+            : folders                 ? ": none has arrived yet\n"
+                                      : ": the job never trains on them\n");
   }
   return kExitOk;
 }

@@ -65,6 +65,44 @@ TEST_F(PartitionCommandTest, JsonHoldsTheCountsAndTheIndicesTheyCount) {
   }
 }
 
+// A stream from a folder is dealt by its source: what each worker's folder
+// holds now is shown, and a file that cannot be read is named.
+TEST_F(PartitionCommandTest, AStreamFromAFolderShowsWhatEachWorkersFolderHolds) {
+  auto csv = [](const fs::path& path, std::initializer_list<int> labels) {
+    std::ofstream f(path);
+    for (int label : labels) {
+      f << label;
+      for (int i = 0; i < 64; ++i) f << ",0.5";
+      f << "\n";
+    }
+  };
+  fs::create_directories(dir_ / "incoming/worker-0");
+  fs::create_directories(dir_ / "incoming/worker-1");
+  csv(dir_ / "incoming/worker-0/a.csv", {0, 0, 1});
+  csv(dir_ / "incoming/worker-1/a.csv", {2});
+  std::ofstream(dir_ / "incoming/worker-1/b.csv") << "3,0.5\n";  // a row too short
+  const fs::path path = dir_ / "job.yaml";
+  std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: folders}\nspec:\n"
+                      << "  model: {name: mlp}\n  data: {dataset: digits, stream: {directory: incoming}}\n"
+                      << "  parallelism: {workers: 2}\n";
+  std::ostringstream out, err;
+  ASSERT_EQ(PrintPartition(path.string(), false, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("folders: 4 samples (10 labels) in the CSV files of"), std::string::npos) << text;
+  EXPECT_NE(text.find("spec.data.partition does not apply"), std::string::npos) << text;
+  EXPECT_NE(text.find("left out: "), std::string::npos) << text;
+  EXPECT_NE(text.find("b.csv"), std::string::npos) << text;
+  EXPECT_NE(text.find("none has arrived yet"), std::string::npos) << text;
+
+  std::ostringstream json, json_err;
+  ASSERT_EQ(PrintPartition(path.string(), true, json, json_err), 0) << json_err.str();
+  const auto doc = nlohmann::json::parse(json.str());
+  EXPECT_EQ(doc["labels"][0][0], 2);
+  EXPECT_EQ(doc["labels"][0][1], 1);
+  EXPECT_EQ(doc["labels"][1][2], 1);
+  EXPECT_EQ(doc["refusedFiles"].size(), 1u);
+}
+
 TEST_F(PartitionCommandTest, ABrokenManifestSaysWhy) {
   std::ostringstream out, err;
   EXPECT_NE(PrintPartition(Job("{kind: labels}", 2).string(), false, out, err), 0);
