@@ -63,6 +63,13 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
                   w.wall_s > 0 ? 100 * s.wait_s / w.wall_s : 0.0);
     out << line;
   }
+  // Files of a stream's folder a worker could not read, said here and not
+  // only in its log: samples the user expected that were never trained on.
+  for (const auto& w : p.workers) {
+    if (!w.stream || w.stream->refused_files == 0) continue;
+    out << "  worker " << w.rank << " left out " << w.stream->refused_files << " file"
+        << (w.stream->refused_files == 1 ? "" : "s") << " of its folder, the last: " << w.stream->last_refused << "\n";
+  }
 }
 
 // Of workers that choose their compression (adaptive): how often each chose
@@ -305,7 +312,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"energy_joules", nullable(p.energy_joules)},
       {"model_path", p.model_path},
   };
-  int64_t arrived = 0, dropped = 0, injected = 0;
+  int64_t arrived = 0, dropped = 0, injected = 0, refused = 0;
   bool streams = false;
   for (const auto& w : p.workers) {
     injected += w.injected;
@@ -313,8 +320,9 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
     streams = true;
     arrived += w.stream->arrived;
     dropped += w.stream->dropped;
+    refused += w.stream->refused_files;
   }
-  if (streams) j["stream"] = {{"arrived", arrived}, {"dropped", dropped}};
+  if (streams) j["stream"] = {{"arrived", arrived}, {"dropped", dropped}, {"refused_files", refused}};
   if (injected > 0) j["injected_samples"] = injected;
   return j.dump();
 }

@@ -93,6 +93,16 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
   EXPECT_NE(s.find("injected samples (of labels their parts lack, from the coordinator):  worker 1: 40"),
             std::string::npos) << s;
   EXPECT_NE(s.find("       0        615         615          0          0   29.7 s (99%)"), std::string::npos) << s;
+  EXPECT_EQ(s.find(" left out "), std::string::npos) << "no folder, nothing left out";
+
+  p.workers[0].stream->refused_files = 2;
+  p.workers[0].stream->last_refused = "incoming/worker-0/b.csv:1: expected 65 values, found 2";
+  std::ostringstream refused;
+  PrintSummary(Job(), plan, p, 66.9, refused);
+  EXPECT_NE(refused.str().find("  worker 0 left out 2 files of its folder, the last: incoming/worker-0/b.csv:1: "
+                               "expected 65 values, found 2\n"),
+            std::string::npos)
+      << refused.str();
 }
 
 // A pipeline whose layers moved while it ran: the stage table shows them as

@@ -90,6 +90,10 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                   {"dropped", w.stream->dropped},
                                   {"backlog", w.stream->backlog},
                                   {"waitSeconds", w.stream->wait_s}};
+      if (w.stream->refused_files > 0) {
+        workers.back()["stream"]["refusedFiles"] = w.stream->refused_files;
+        workers.back()["stream"]["lastRefused"] = w.stream->last_refused;
+      }
     }
   }
   Json j = {{"state", NameOf(p.state)},
@@ -172,7 +176,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       if (w.contains("stream") && w.at("stream").is_object()) {
         const Json& st = w.at("stream");
         p.workers.back().stream = StreamProgress{st.at("arrived").get<int64_t>(), st.at("dropped").get<int64_t>(),
-                                                 st.at("backlog").get<int64_t>(), st.at("waitSeconds").get<double>()};
+                                                 st.at("backlog").get<int64_t>(), st.at("waitSeconds").get<double>(),
+                                                 st.value("refusedFiles", int64_t{0}), st.value("lastRefused", "")};
       }
     }
     p.reached_target = j.at("reachedTarget").get<bool>();

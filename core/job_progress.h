@@ -30,6 +30,10 @@ struct StreamProgress {
   int64_t dropped = 0;  // pushed out of its full buffer, never trained on
   int64_t backlog = 0;  // in its buffer now
   double wait_s = 0;    // its compute waited for a batch's minimum to arrive
+  // A stream from a folder: files left out for good (a row of the wrong
+  // length, a label of no class), and why the last one was.
+  int64_t refused_files = 0;
+  std::string last_refused = {};
 };
 
 // A worker of a job with adaptive compression (spec.sync.compression adaptive).

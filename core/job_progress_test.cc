@@ -49,6 +49,16 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->repartitions, 2);
   p.workers[0].layers.reset();
   p.replays.reset();
+  // A stream from a folder: the files it left out.
+  p.workers[0].stream = StreamProgress{100, 0, 4, 1.5};
+  EXPECT_EQ(EncodeJobProgress(p).find("refusedFiles"), std::string::npos) << "said only of a worker that left one out";
+  p.workers[0].stream->refused_files = 2;
+  p.workers[0].stream->last_refused = "b.csv:1: expected 65 values, found 2";
+  back = DecodeJobProgress(EncodeJobProgress(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->workers[0].stream->refused_files, 2);
+  EXPECT_EQ(back->workers[0].stream->last_refused, "b.csv:1: expected 65 values, found 2");
+  p.workers[0].stream.reset();
 
   p.state = JobState::kSucceeded;
   p.accuracy = 0.86;

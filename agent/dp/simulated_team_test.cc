@@ -870,6 +870,10 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   EXPECT_GT(w1.stream->wait_s, 0.5 * p.elapsed_s) << "a wait still going on counts";
   for (const auto& w : p.workers) EXPECT_EQ(w.stream->dropped, 0);
   EXPECT_NE(team.log().find("worker 1: a file of its stream was left out: "), std::string::npos) << team.log();
+  // And in its progress, for the run's summary: not in its log alone.
+  EXPECT_EQ(w0.stream->refused_files, 0);
+  EXPECT_EQ(w1.stream->refused_files, 1);
+  EXPECT_NE(w1.stream->last_refused.find("broken.csv:1: "), std::string::npos) << w1.stream->last_refused;
   EXPECT_GT(*p.accuracy, 0.5);
 }
 

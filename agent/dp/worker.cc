@@ -438,6 +438,8 @@ class WorkerRun {
     const SampleDirectory::Scan scan = directory_->Look(room, samples_->capacity());
     lock.lock();
     for (const std::string& refused : scan.refused) {
+      ++refused_files_;
+      last_refused_ = refused;
       log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
     }
     samples_->Arrive(scan.first, scan.samples);
@@ -583,6 +585,8 @@ class WorkerRun {
       stream->set_arrived(c.arrived);
       stream->set_dropped(c.dropped);
       stream->set_backlog(c.backlog);
+      stream->set_refused_files(refused_files_);
+      stream->set_last_refused(last_refused_);
       // A wait still going on counts too: a worker whose source ran dry
       // would otherwise report none.
       stream->set_wait_seconds(data_wait_s_ +
@@ -675,6 +679,8 @@ class WorkerRun {
   // batch is what has arrived, at least min_batch_ and at most a batch.
   std::optional<SampleStream> samples_;
   std::optional<SampleDirectory> directory_;  // a stream's real source, when it has one
+  int64_t refused_files_ = 0;                 // of directory_, left out for good
+  std::string last_refused_;
   int64_t min_batch_ = 0;
   TimePoint samples_began_{};
   double data_wait_s_ = 0;  // guarded by mu_
