@@ -73,6 +73,7 @@ inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the t
 // A pipeline's device lost (its pod failed, went, or the head let it go):
 // the head trains on without it, and it is not replaced.
 inline constexpr const char* kStageDeviceLost = "StageDeviceLost";
+inline constexpr const char* kStageDeviceRejoined = "StageDeviceRejoined";  // (an Event) back, in a stage again
 // Replaying
 inline constexpr const char* kReplayed = "Replayed";      // (and an Event) a step run again, or a stage rebuilt
 inline constexpr const char* kTrainingOn = "TrainingOn";  // no replay since the last status read

@@ -117,7 +117,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"recoverySeconds", p.replays->recovery_s},
                                           {"restoredStages", p.replays->restored_stages},
                                           {"stepsLost", p.replays->steps_lost},
-                                          {"repartitions", p.replays->repartitions}})
+                                          {"repartitions", p.replays->repartitions},
+                                          {"rejoined", p.replays->rejoined}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -188,7 +189,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.at("lastRecoverySeconds").get<double>(),
                                        r.at("recoverySeconds").get<double>(),
                                        r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0}),
-                                       r.value("repartitions", int64_t{0})};
+                                       r.value("repartitions", int64_t{0}), r.value("rejoined", int64_t{0})};
     }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {

@@ -107,6 +107,8 @@ struct JobProgress {
     int64_t steps_lost = 0;
     // Times layers moved between stages as their devices drifted.
     int64_t repartitions = 0;
+    // Devices lost and back: each rejoined a stage between steps.
+    int64_t rejoined = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

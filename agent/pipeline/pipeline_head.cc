@@ -131,9 +131,11 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
   if (!stage.ok()) return FailedPreconditionError(stage.status().message());
   std::lock_guard lock(mu_);
   if (finished_) return CancelledError("the job is over");
-  if (std::find(members_.begin(), members_.end(), hello.rank()) == members_.end()) {
+  // A device lost and back (its agent restarted, its link restored) rejoins
+  // between steps, with replay on: the run went on without it.
+  if (!MemberLocked(hello.rank()) && !plan_.spec.fault_tolerance.replay) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) +
-                                   " was lost and its stage runs on without it");
+                                   " was lost, and with spec.faultTolerance.replay off the run does not take it back");
   }
   if (links_[hello.rank()]->stream) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
@@ -622,6 +624,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     v1::CoordinatorMessage welcome;
     v1::StageWelcome* w = welcome.mutable_stage_welcome();
     w->set_resume_after(step_);
+    w->set_order_from(step_);
     const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);  // one row a tensor, as the stage's optimizer
     const int64_t floats = tensors.total_floats();
     if (restored_) *w->mutable_state() = SliceOf(*restored_, offset, floats, row, tensors.size());
@@ -633,6 +636,79 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
        << plan_.pipeline->micro_batches
        << " micro-batches a step\n";
   return Status::Ok();
+}
+
+void PipelineHead::Rejoin() {
+  {
+    std::lock_guard lock(mu_);
+    if (ReturningLocked().empty()) return;
+  }
+  // The stages' committed state, which the device takes its stage's layers from.
+  auto state = StateNow();
+  std::vector<std::pair<int, v1::CoordinatorMessage>> welcomes;
+  {
+    std::lock_guard lock(mu_);
+    if (!state.ok()) {
+      Log() << "pipeline: a device back waits for the next step: " << state.status().message() << "\n";
+      return;
+    }
+    for (int r : ReturningLocked()) {
+      // The stage that now holds the first of the layers it was planned with.
+      const int planned = plan_.pipeline->stages[static_cast<size_t>(*StageOfRank(*plan_.pipeline, r))].first_layer;
+      size_t t = 0;
+      while (t + 1 < layers_.size() && layers_[t].second <= planned) ++t;
+      const auto [first, end] = layers_[t];
+      const v1::StageState layers =
+          SliceOf(*state, layer_float_at_[first], layer_float_at_[end] - layer_float_at_[first],
+                  static_cast<size_t>(layer_row_at_[first]), static_cast<size_t>(layer_row_at_[end] - layer_row_at_[first]));
+      v1::CoordinatorMessage welcome;
+      v1::StageWelcome* w = welcome.mutable_stage_welcome();
+      w->set_resume_after(step_);
+      w->set_order_from(restored_ ? restored_->iteration : 0);
+      // Its stage's place now (stages rebuilt on a neighbour are renumbered),
+      // and its layers: the ones it was planned with, whose state the welcome
+      // brings, or others, which it takes whole.
+      v1::CoordinatorMessage command;
+      v1::StageLayers* l = command.mutable_command()->mutable_layers();
+      l->set_stage(static_cast<int32_t>(t));
+      l->set_stages(static_cast<int32_t>(groups_.size()));
+      l->set_first_layer(first);
+      l->set_end_layer(end);
+      const auto& mine = plan_.pipeline->stages[static_cast<size_t>(*StageOfRank(*plan_.pipeline, r))];
+      if (mine.first_layer == first && mine.end_layer == end) {
+        *w->mutable_state() = layers;
+      } else {
+        l->set_taken_first_layer(first);
+        l->set_taken_end_layer(end);
+        *l->mutable_taken() = layers;
+      }
+      welcomes.emplace_back(r, std::move(welcome));
+      welcomes.emplace_back(r, std::move(command));
+      Link& link = *links_[static_cast<size_t>(r)];
+      link.stage = static_cast<int>(t);
+      link.done_step = step_;
+      link.done_attempt = 0;
+      groups_[t].push_back(r);
+      speeds_[t].push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
+      members_.push_back(r);
+      regrouped_ = true;  // the next step goes as a replay, which carries the groups
+      ++replays_.rejoined;
+      Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
+            << end - 1 << ", now on " << groups_[t].size() << " devices) after step " << step_ << "\n";
+    }
+  }
+  SendOrLose(welcomes);
+}
+
+std::vector<int> PipelineHead::ReturningLocked() const {
+  std::vector<int> back;
+  if (finished_ || layer_float_at_.size() < 2) return back;  // without the layers' offsets no stage's state can be cut out
+  for (const auto& link : links_) {
+    if (link->stream && !link->lost && !MemberLocked(link->rank) && StageOfRank(*plan_.pipeline, link->rank).ok()) {
+      back.push_back(link->rank);
+    }
+  }
+  return back;
 }
 
 Status PipelineHead::Advance() {
@@ -648,6 +724,7 @@ Status PipelineHead::Advance() {
     }
     proposed_.reset();
   }
+  Rejoin();
   std::unique_lock lock(mu_);
   attempt_ = 0;
   std::optional<TimePoint> lost_at;  // the first loss this step

@@ -159,6 +159,13 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   v1::StageLayers LayersOfLocked(size_t s) const;
   // Between steps, what each member is told of the stages as they now are.
   std::vector<std::pair<int, v1::CoordinatorMessage>> LayersCommandsLocked() const;
+  // Devices lost and back, between steps: each joins the stage that now
+  // holds the first of the layers it was planned with, as one more device
+  // of its group, from the stages' committed state; the next step goes to
+  // the groups as they then are.
+  void Rejoin();
+  // Devices connected again that are in no stage.
+  std::vector<int> ReturningLocked() const;
   // What each member is told to run: the step, or its replay on the groups as they now are.
   std::vector<std::pair<int, v1::CoordinatorMessage>> StepCommandsLocked(int64_t step, bool replay) const;
 

@@ -81,16 +81,24 @@ struct SimulatedRun {
   std::vector<float> weights;   // each stage's, from its first device left
   JobProgress progress;
   std::string log;
+  std::map<int, StatusOr<StageSummary>> returned;  // of the devices that came back, by rank
+};
+// A device that comes back: its agent started again once the head has done `after_step`.
+struct ComesBack {
+  int after_step = 0;
+  StageTrainer* trainer = nullptr;
 };
 // `gates`: each rank's uplink gate, or none; every gate is opened again once
 // the job is over (the links come back). `take_layers`: how device `rank`
 // takes on other layers, or none. `rebalance_every`: the head's measurement
-// of its stages, in steps (0: layers never move).
+// of its stages, in steps (0: layers never move). `back`: devices that come
+// back, by rank.
 using RankLayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int rank, int first, int end)>;
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
                          const RankLayerTaker& take_layers = {}, int rebalance_every = 0,
-                         const std::optional<BandwidthTrace>& uplink = std::nullopt) {
+                         const std::optional<BandwidthTrace>& uplink = std::nullopt,
+                         const std::map<int, ComesBack>& back = {}) {
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -123,19 +131,24 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
     ASSERT_TRUE(server.ok());
     auto connector = network.Connector("head");
     std::vector<ClockThread> threads;
-    for (size_t r = 0; r < trainers.size(); ++r) {
-      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+    auto start = [&](int r, StageTrainer& trainer, StatusOr<StageSummary>& summary, bool gated) {
+      threads.push_back(clock.StartThread("device " + std::to_string(r), [&, r, gated] {
         StageOptions options;
-        options.rank = static_cast<int>(r);
+        options.rank = r;
         options.head = connector.get();
-        if (auto g = gates.find(static_cast<int>(r)); g != gates.end()) options.gate = g->second;
+        if (auto g = gates.find(r); gated && g != gates.end()) options.gate = g->second;
         options.uplink = uplink;
-        if (take_layers) options.take_layers = [&, r](int first, int end) { return take_layers(static_cast<int>(r), first, end); };
-        run.summaries[r] = RunStage(plan, options, *trainers[r], data.train, clock, log, cancel);
+        if (take_layers) options.take_layers = [&, r](int first, int end) { return take_layers(r, first, end); };
+        summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
       }));
-    }
+    };
+    for (size_t r = 0; r < trainers.size(); ++r) start(static_cast<int>(r), *trainers[r], run.summaries[r], true);
+    for (const auto& [rank, b] : back) run.returned.emplace(rank, InternalError("not run"));
     ASSERT_TRUE(head.Start(cancel).ok());
     for (int step = 0; step < steps && run.ended.ok(); ++step) {
+      for (const auto& [rank, b] : back) {
+        if (b.after_step == step) start(rank, *b.trainer, run.returned.at(rank), false);
+      }
       const TimePoint began = clock.Now();
       run.ended = head.Advance();
       if (!run.ended.ok()) break;
@@ -386,8 +399,10 @@ RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* dev
 
 // A hybrid pipeline of fake stages run `steps` steps on the deterministic
 // clock, devices dying (or, `silent`, going silent) as `dies_at_pass` says
-// (rank -> its nth pass).
-SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false) {
+// (rank -> its nth pass), and coming back, a fresh agent of the rank on a
+// fresh device, as `back_after` says (rank -> the step after which).
+SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false,
+                          const std::map<int, int>& back_after = {}) {
   const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   DeterministicClock clock;
@@ -410,10 +425,17 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
       trainers.back() = dying.back().get();
     }
   }
+  std::map<int, ComesBack> back;
+  for (const auto& [rank, after] : back_after) {
+    const int s = *StageOfRank(*plan.pipeline, rank);
+    fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
+    back[rank] = {after, fakes.back().get()};
+  }
   // A device taking a lost neighbour's layers: a fake of all of them, as
   // slow a layer as its own stage's.
   const int layers = plan.pipeline->stages.back().end_layer;
-  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers));
+  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), 0, std::nullopt, back);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -614,6 +636,45 @@ TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSinc
                          "step of their updates lost"),
             std::string::npos)
       << run.log;
+}
+
+// Issue 16: a device that comes back rejoins. A device of a stage of two is
+// lost in step 2, and its agent connects again after step 3: between steps
+// the head gives it its stage's committed state and the batches read since,
+// and from step 5 on the stage runs on both again; every step's loss and the
+// weights after are the run's that lost no one. A stage's only device lost
+// and rebuilt on its neighbour, back after step 4, rejoins the stage that now
+// holds its layers (and its neighbour's), taking them whole.
+TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayers) {
+  const JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 7);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun run = RunReplaying(plan, {{1, 10}}, 7, false, {{1, 3}});  // 8 passes a step
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 7);
+  EXPECT_EQ(run.progress.workers.size(), 3u) << run.log;
+  EXPECT_EQ(run.progress.replays->rejoined, 1);
+  EXPECT_NE(run.log.find("pipeline: rank 1 is back and rejoins stage 1 (layers 0-0, now on 2 devices) after step "),
+            std::string::npos)
+      << run.log;
+  ASSERT_TRUE(run.returned.at(1).ok()) << run.returned.at(1).status().ToString();
+  EXPECT_GE(run.returned.at(1)->steps, 2) << "it trained again";
+  EXPECT_EQ(run.returned.at(1)->stop_reason, "the job is over");
+
+  JobPlan alone = HybridPlan({{0}, {1}, {2}}, 4);
+  alone.spec.fault_tolerance.replicate_every = 1;
+  const SimulatedRun whole_alone = RunReplaying(alone, {}, 7);
+  ASSERT_TRUE(whole_alone.ended.ok()) << whole_alone.ended.ToString();
+  const SimulatedRun rebuilt = RunReplaying(alone, {{1, 17}}, 7, false, {{1, 4}});  // its first pass of step 3
+  ASSERT_TRUE(rebuilt.ended.ok()) << rebuilt.ended.ToString() << "\n" << rebuilt.log;
+  ExpectSameRun(rebuilt, whole_alone, 7);
+  EXPECT_EQ(rebuilt.progress.replays->restored_stages, 1);
+  EXPECT_EQ(rebuilt.progress.replays->rejoined, 1);
+  EXPECT_NE(rebuilt.log.find("pipeline: rank 1 is back and rejoins stage 1 (layers 0-1, now on 2 devices)"),
+            std::string::npos)
+      << rebuilt.log;
+  ASSERT_TRUE(rebuilt.returned.at(1).ok()) << rebuilt.returned.at(1).status().ToString();
+  EXPECT_GE(rebuilt.returned.at(1)->steps, 2);
 }
 
 // A stage's only device lost while its replica is on the wire: the middle

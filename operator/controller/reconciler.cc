@@ -738,10 +738,19 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   // Its agents' certificate renewed under them once due.
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/false));
-  // A pipeline's devices lost so far are out of the gang: their pods, if
-  // any are left, go as stale.
+  // A pipeline's devices lost so far whose pods failed or went are out of
+  // the gang: what is left of their pods goes as stale. One the head let go
+  // of while its pod runs on (its agent restarted in place, its link cut)
+  // keeps its pod: it rejoins its stage if it comes back.
   const std::set<int> lost_stages = plan.pipeline ? LostRanksOf(pass.status) : std::set<int>{};
-  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator, lost_stages);
+  std::set<int> gone;
+  for (int rank : lost_stages) {
+    if (rank < 0 || rank >= static_cast<int>(plan.workers.size())) continue;
+    const int64_t since = SlotSince(plan, rank);
+    const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, since));
+    if (!pod || !LossOf(pod, since, plan.generation).empty()) gone.insert(rank);
+  }
+  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator, gone);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   const Gang gang = ObserveGang(pass.pods, names, rules);
@@ -793,7 +802,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       const std::string loss = pod ? LossOf(pod, since, plan.generation) : "its pod is gone";
       if (!loss.empty()) lost[slot.rank] = loss;
     }
-    if (!lost.empty()) return LoseStageDevices(pass, plan, lost);
+    if (!lost.empty()) return LoseStageDevices(pass, plan, lost, /*pods_gone=*/true);
   }
 
   // A team that has run loses a worker: only that worker is replaced, and the
@@ -934,7 +943,20 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
             let_go[slot.rank] = "the head let it go (silent past its deadline, or its stream broke)";
           }
         }
-        if (!let_go.empty()) return LoseStageDevices(pass, plan, let_go);
+        if (!let_go.empty()) return LoseStageDevices(pass, plan, let_go, /*pods_gone=*/false);
+        // And one it lists again is back: it rejoined a stage between steps.
+        std::set<int> still = lost_stages;
+        for (int rank : lost_stages) {
+          if (!listed.count(rank)) continue;
+          still.erase(rank);
+          const std::string message = "stage device " + std::to_string(rank) + " on " + plan.workers[rank].node +
+                                      " is back: it rejoined a stage between steps";
+          events_.Record(pass.object, "Normal", reason::kStageDeviceRejoined, message);
+          log_.Job(pass.key, reason::kStageDeviceRejoined, message);
+        }
+        if (still.size() != lost_stages.size()) {
+          pass.status["pipeline"]["lostRanks"] = Json(std::vector<int>(still.begin(), still.end()));
+        }
       }
       if (plan.pipeline) ReportReplays(pass, progress);
       PublishMeasuredLinks(pass, plan, coordinator.node, progress);
@@ -974,20 +996,24 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   return Status::Ok();
 }
 
-Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost) {
+Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost,
+                                    bool pods_gone) {
   std::set<int> all = LostRanksOf(pass.status);
   std::vector<std::string> doomed;
   for (const auto& [rank, why] : lost) {
     all.insert(rank);
     const std::string node = rank < static_cast<int>(plan.workers.size()) ? plan.workers[rank].node : "?";
-    const std::string message = "stage device " + std::to_string(rank) + " on " + node + ": " + why +
-                                "; the head trains on without it (its step replayed, or its stage rebuilt from "
-                                "a replica), and it is not replaced";
+    const std::string message =
+        "stage device " + std::to_string(rank) + " on " + node + ": " + why +
+        "; the head trains on without it (its step replayed, or its stage rebuilt from a replica)" +
+        (pods_gone ? ", and it is not replaced" : "; its pod stays, and it rejoins a stage if it comes back");
     events_.Record(pass.object, "Warning", reason::kStageDeviceLost, message);
     log_.Job(pass.key, reason::kStageDeviceLost, message);
-    // Its pod, if it is still there, holds its node for nothing.
+    // A failed pod holds its node for nothing.
     const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank)));
-    if (pod && !pod->at("metadata").contains("deletionTimestamp")) doomed.push_back((*pod)["metadata"]["name"]);
+    if (pods_gone && pod && !pod->at("metadata").contains("deletionTimestamp")) {
+      doomed.push_back((*pod)["metadata"]["name"]);
+    }
   }
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
   pass.status["pipeline"]["lostRanks"] = Json(std::vector<int>(all.begin(), all.end()));
@@ -1004,7 +1030,7 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   const int64_t steps = count(replays, "count"), restored = count(replays, "restoredStages");
   const bool fresh = steps > count(before, "count") || restored > count(before, "restoredStages");
   Json kept = Json::object();
-  for (const char* key : {"count", "microBatches", "restoredStages", "stepsLost", "repartitions"}) {
+  for (const char* key : {"count", "microBatches", "restoredStages", "stepsLost", "repartitions", "rejoined"}) {
     kept[key] = count(replays, key);
   }
   kept["recoverySeconds"] = replays.value("recoverySeconds", 0.0);

@@ -116,8 +116,10 @@ class Reconciler {
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   // A pipeline's devices found lost (rank -> why): the head trains on
   // without them (replayed, or their stage rebuilt from its replica), so they
-  // are not replaced; status.pipeline.lostRanks keeps them out of the gang.
-  Status LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost);
+  // are not replaced; status.pipeline.lostRanks keeps them. `pods_gone`:
+  // their pods failed or went, and are out of the gang (what is left of them
+  // deleted); else their pods run on, and they may rejoin.
+  Status LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost, bool pods_gone);
   // What a pipeline's head says of its replays: status.pipeline.replays and
   // the Replaying condition, with an Event for each new one.
   void ReportReplays(Pass& pass, const Json& progress);

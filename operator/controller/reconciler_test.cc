@@ -1024,5 +1024,47 @@ TEST_F(ReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsReplaysAreRep
       << "nothing new since";
 }
 
+// A device the head let go of while its pod runs on (its agent restarted in
+// place, its link cut) keeps its pod, and when the head lists it again it has
+// rejoined: out of status.pipeline.lostRanks, with an Event.
+TEST_F(ReconcilerTest, APipelineDeviceTheHeadLetGoOfKeepsItsPodAndRejoins) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(Run);
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  const std::string head = (*api_.Get(kube::kPods, "default", "piped-coordinator"))["status"]["podIP"];
+  progress_.by_ip[head] = {{"iteration", 40}, {"workers", {{{"rank", 0}}}}};
+  api_.ResetWrites();
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(Job("piped")["status"]["pipeline"]["lostRanks"], Json::array({1}));
+  EXPECT_EQ(api_.Writes("delete Pod"), 0) << "its pod stays";
+  EXPECT_NE(log_text_.str().find("the head let it go (silent past its deadline, or its stream broke); the head trains "
+                                 "on without it (its step replayed, or its stage rebuilt from a replica); its pod "
+                                 "stays, and it rejoins a stage if it comes back"),
+            std::string::npos)
+      << log_text_.str();
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning) << "its pod still runs: the gang is whole";
+  EXPECT_EQ(api_.Writes("delete Pod"), 0);
+
+  progress_.by_ip[head] = {{"iteration", 60}, {"workers", {{{"rank", 0}}, {{"rank", 1}}}}};
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(Job("piped")["status"]["pipeline"]["lostRanks"], Json::array());
+  EXPECT_NE(log_text_.str().find("reason=StageDeviceRejoined stage device 1 on robot-1 is back"), std::string::npos)
+      << log_text_.str();
+}
+
 }  // namespace
 }  // namespace edgetrain::operator_

@@ -898,6 +898,10 @@ class PipelineOperatorTest(SiteTestCase):
             job = self.wait_job("piped", lambda j: condition_of(j, "Replaying").get("reason") in ("Replayed", "TrainingOn")
                                 and rank in (j["status"].get("pipeline", {}).get("lostRanks") or []), timeout=60)
             log = self.log_until("piped-coordinator", lambda log: "lost its only device" in log, timeout=10)
+            # Evicted past nodeLossGrace, and deleted: the node coming back
+            # then brings no agent back (one restarted in its pod rejoins: the
+            # next test).
+            wait_until(lambda: victim not in self.job_pods("piped"), timeout=30, interval=0.2)
         finally:
             self.api.post(f"/_standin/nodes/{node}/revive", None)
         self.assertRegex(log, rf"\(rank {rank}\); its layers [0-2]-[0-2] go to stage")
@@ -917,3 +921,39 @@ class PipelineOperatorTest(SiteTestCase):
         print(f"\npipeline: applied to Succeeded in {time.monotonic() - t0:.1f} s; stage device {rank} on {node} "
               f"lost, its stage rebuilt from a replica losing {replays['stepsLost']} steps of its updates; "
               f"{status['progress']['iteration']} steps, accuracy {status['progress'].get('accuracy')}")
+
+    def test_a_stage_agent_that_crashes_restarts_in_its_pod_and_rejoins(self):
+        """A stage's only agent SIGKILLed (as an out-of-memory kill would have it): the head
+        rebuilds its stage on its neighbour from a replica and trains on; the kubelet
+        restarts the agent in its pod (restartPolicy OnFailure), and between two steps
+        it rejoins the stage that now holds its layers. The operator keeps its pod,
+        says the device was lost and is back, and the job trains to its wall clock."""
+        self.delete_when_done("rejoin")
+        self.apply(wall_clock_job("rejoin", "40s", model={"hidden": [256, 256]}, data={"batchSize": 64},
+                                  parallelism={"mode": "pipeline", "workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s", "replicateEvery": 10}))
+        self.wait_job("rejoin", lambda j: ((j.get("status") or {}).get("progress", {}).get("iteration") or 0) >= 30,
+                      timeout=120)
+        found = subprocess.run(["pgrep", "-f", "--", "--role=stage --job=rejoin --rank=1 "], capture_output=True,
+                               text=True)
+        pids = found.stdout.split()
+        self.assertEqual(len(pids), 1, f"the stage agent of rank 1: {found.stdout!r}")
+        t_killed = time.monotonic()
+        os.kill(int(pids[0]), 9)
+        job = self.wait_job("rejoin", lambda j: (j["status"].get("pipeline", {}).get("replays") or {})
+                            .get("rejoined", 0) >= 1 and not j["status"]["pipeline"].get("lostRanks"), timeout=30)
+        t_back = time.monotonic()
+        log = self.log_until("rejoin-coordinator", lambda log: "is back and rejoins stage" in log, timeout=10)
+        self.assertRegex(log, r"rank 1 is back and rejoins stage 1 \(layers 0-2, now on 2 devices\)")
+        replays = job["status"]["pipeline"]["replays"]
+        self.assertEqual(replays["restoredStages"], 1, replays)
+        pod = self.job_pods("rejoin")["rejoin-worker-1"]
+        self.assertGreaterEqual(pod["status"]["containerStatuses"][0]["restartCount"], 1, "restarted in its pod")
+        job = self.wait_job("rejoin", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        story = self.kubectl.run("describe", "tj", "rejoin").stdout
+        for said in (r"Warning\s+StageDeviceLost\s", r"Normal\s+StageDeviceRejoined\s"):
+            self.assertRegex(story, said)
+        print(f"\npipeline: a stage agent SIGKILLed, its stage rebuilt on its neighbour, and the agent back in a "
+              f"stage {t_back - t_killed:.1f} s after the kill; {job['status']['progress']['iteration']} steps, "
+              f"accuracy {job['status']['progress'].get('accuracy')}")
