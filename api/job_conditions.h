@@ -74,6 +74,7 @@ inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the t
 // the head trains on without it, and it is not replaced.
 inline constexpr const char* kStageDeviceLost = "StageDeviceLost";
 inline constexpr const char* kStageDeviceRejoined = "StageDeviceRejoined";  // (an Event) back, in a stage again
+inline constexpr const char* kStageDeviceReturning = "StageDeviceReturning";  // (an Event) its node is back: its pod made again
 // Replaying
 inline constexpr const char* kReplayed = "Replayed";      // (and an Event) a step run again, or a stage rebuilt
 inline constexpr const char* kTrainingOn = "TrainingOn";  // no replay since the last status read

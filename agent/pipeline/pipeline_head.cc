@@ -141,6 +141,13 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
                                    " is already here");
   }
+  // Lost, and still in its stage until the next step lets it go: taken in
+  // now it would train on with none of its stage's state. It is taken back
+  // once let go of, and says hello again meanwhile.
+  if (MemberLocked(hello.rank()) && links_[hello.rank()]->lost) {
+    return UnavailableError("rank " + std::to_string(hello.rank()) +
+                            " was lost and is let go of at the next step, after which it rejoins: try again");
+  }
   return Status::Ok();
 }
 
@@ -307,16 +314,6 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
     sum.mutable_gradient()->set_values(FloatBytes(total));
   }
   for (int r : group) (void)SendTo(r, sum);
-  return Status::Ok();
-}
-
-Status PipelineHead::SendToStage(int stage, const v1::CoordinatorMessage& message) {
-  std::vector<int> group;
-  {
-    std::lock_guard lock(mu_);
-    group = groups_[stage];
-  }
-  for (int r : group) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, message));
   return Status::Ok();
 }
 
@@ -610,14 +607,28 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     if (cancel.load()) return Status::Ok();
     for (int r : members_) {
       const auto& link = links_[r];
-      if (!link->stream) {
+      // Those here waited on the head, not the other way round: their
+      // silence counts from now.
+      if (link->stream) {
+        link->heard.Restart(clock_.Now());
+        continue;
+      }
+      // A resumed run (its head restarted) whose device was lost before goes
+      // on without it, as the run it resumes did: the device is let go of at
+      // the first step, its stage rebuilt from the checkpoint if it had no other.
+      if (!restored_ || !plan_.spec.fault_tolerance.replay) {
         return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
                                 ") did not arrive within spec.faultTolerance.nodeLossGrace");
       }
+      link->lost = true;
+      link->lost_at = clock_.Now();
+      Log() << "pipeline: stage " << link->stage + 1 << " (rank " << r
+            << ") did not arrive within spec.faultTolerance.nodeLossGrace: the run resumes without it\n";
     }
   }
   // Each stage's slice of the checkpoint, when the job resumes: parameters
-  // and optimizer state in the order of its tensors, one row a tensor.
+  // and optimizer state in the order of its tensors, one row a tensor; also
+  // its replica, to rebuild it from if none of its devices is here.
   int64_t offset = 0;
   size_t row = 0;
   for (size_t s = 0; s < groups_.size(); ++s) {
@@ -627,12 +638,30 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     w->set_order_from(step_);
     const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);  // one row a tensor, as the stage's optimizer
     const int64_t floats = tensors.total_floats();
-    if (restored_) *w->mutable_state() = SliceOf(*restored_, offset, floats, row, tensors.size());
+    if (restored_) {
+      *w->mutable_state() = SliceOf(*restored_, offset, floats, row, tensors.size());
+      std::lock_guard lock(mu_);
+      replicas_[s] = v1::StageReplica();
+      replicas_[s]->set_step(step_);
+      *replicas_[s]->mutable_state() = w->state();
+    }
     offset += floats;
     row += tensors.size();
-    EDGETRAIN_RETURN_IF_ERROR(SendToStage(static_cast<int>(s), welcome));
+    std::vector<int> here;
+    {
+      std::lock_guard lock(mu_);
+      for (int r : groups_[s]) {
+        if (links_[r]->stream) here.push_back(r);
+      }
+    }
+    for (int r : here) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, welcome));
   }
-  Log() << "pipeline: " << groups_.size() << " stages on " << members_.size() << " devices gathered, "
+  int here = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (int r : members_) here += links_[r]->stream ? 1 : 0;
+  }
+  Log() << "pipeline: " << groups_.size() << " stages on " << here << " devices gathered, "
        << plan_.pipeline->micro_batches
        << " micro-batches a step\n";
   return Status::Ok();

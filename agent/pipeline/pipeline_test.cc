@@ -79,6 +79,7 @@ struct SimulatedRun {
   std::vector<double> losses;   // each step's
   Status ended = Status::Ok();  // the step that failed, if one did
   std::vector<float> weights;   // each stage's, from its first device left
+  JobCheckpoint checkpoint;     // the whole model's state at the end, as the head snapshots it
   JobProgress progress;
   std::string log;
   std::map<int, StatusOr<StageSummary>> returned;  // of the devices that came back, by rank
@@ -92,13 +93,15 @@ struct ComesBack {
 // the job is over (the links come back). `take_layers`: how device `rank`
 // takes on other layers, or none. `rebalance_every`: the head's measurement
 // of its stages, in steps (0: layers never move). `back`: devices that come
-// back, by rank.
+// back, by rank. `resume`: the checkpoint the head resumes from, if any.
+// `absent`: devices that never come.
 using RankLayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int rank, int first, int end)>;
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
                          const RankLayerTaker& take_layers = {}, int rebalance_every = 0,
                          const std::optional<BandwidthTrace>& uplink = std::nullopt,
-                         const std::map<int, ComesBack>& back = {}) {
+                         const std::map<int, ComesBack>& back = {}, const JobCheckpoint* resume = nullptr,
+                         const std::set<int>& absent = {}) {
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -142,9 +145,14 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
       }));
     };
-    for (size_t r = 0; r < trainers.size(); ++r) start(static_cast<int>(r), *trainers[r], run.summaries[r], true);
+    for (size_t r = 0; r < trainers.size(); ++r) {
+      if (!absent.count(static_cast<int>(r))) start(static_cast<int>(r), *trainers[r], run.summaries[r], true);
+    }
+    if (resume) {
+      ASSERT_TRUE(head.Restore(*resume).ok());
+    }
     for (const auto& [rank, b] : back) run.returned.emplace(rank, InternalError("not run"));
-    ASSERT_TRUE(head.Start(cancel).ok());
+    run.ended = head.Start(cancel);
     for (int step = 0; step < steps && run.ended.ok(); ++step) {
       for (const auto& [rank, b] : back) {
         if (b.after_step == step) start(rank, *b.trainer, run.returned.at(rank), false);
@@ -161,6 +169,8 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       JobCheckpoint state;
       head.Snapshot(state);  // each stage's weights, from the devices left
       run.weights = state.parameters;
+      state.iteration = static_cast<int64_t>(run.losses.size());
+      run.checkpoint = state;
     }
     head.Finish(FinalModel::kCurrent);
     for (const auto& [rank, gate] : gates) gate->Restore();
@@ -675,6 +685,48 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
       << rebuilt.log;
   ASSERT_TRUE(rebuilt.returned.at(1).ok()) << rebuilt.returned.at(1).status().ToString();
   EXPECT_GE(rebuilt.returned.at(1)->steps, 2);
+}
+
+// A head restarted from its checkpoint after a device was lost (its pod gone
+// for good) resumes without it: the device does not arrive within
+// nodeLossGrace, and its stage, which had no other, is rebuilt on its
+// neighbour from the checkpoint. Every step's loss and the weights after are
+// those of the resumed run that loses nothing.
+TEST(SimulatedPipelineTest, AHeadResumedWithoutADeviceLostBeforeRebuildsItsStageFromTheCheckpoint) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
+  const TrainTestSplit data = LearningData();
+  auto run = [&](bool without_1, const JobCheckpoint* resume, int steps) {
+    DeterministicClock clock;
+    std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+    std::vector<StageTrainer*> trainers;
+    for (int s = 0; s < 3; ++s) {
+      fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{s == 0, s == 2, milliseconds(1 + s), milliseconds(2)}, clock));
+      trainers.push_back(fakes.back().get());
+    }
+    return RunPipeline(plan, trainers, data, clock, steps, {}, FakeLayerTaker(clock, 3), 0, std::nullopt, {}, resume,
+                       without_1 ? std::set<int>{1} : std::set<int>{});
+  };
+  const SimulatedRun before = run(false, nullptr, 3);
+  ASSERT_TRUE(before.ended.ok()) << before.ended.ToString();
+  ASSERT_EQ(before.checkpoint.iteration, 3);
+  const SimulatedRun whole = run(false, &before.checkpoint, 3);
+  ASSERT_TRUE(whole.ended.ok()) << whole.ended.ToString() << "\n" << whole.log;
+  const SimulatedRun without = run(true, &before.checkpoint, 3);
+  ASSERT_TRUE(without.ended.ok()) << without.ended.ToString() << "\n" << without.log;
+  ExpectSameRun(without, whole, 3);
+  EXPECT_EQ(without.progress.replays->restored_stages, 1);
+  EXPECT_EQ(without.progress.replays->steps_lost, 0) << "the checkpoint is where the run resumes from";
+  EXPECT_NE(without.log.find("pipeline: stage 2 (rank 1) did not arrive within spec.faultTolerance.nodeLossGrace: "
+                             "the run resumes without it"),
+            std::string::npos)
+      << without.log;
+
+  // With replay off it is not resumed without it.
+  plan.spec.fault_tolerance.replay = false;
+  const SimulatedRun off = run(true, &before.checkpoint, 3);
+  EXPECT_EQ(off.ended.code(), StatusCode::kUnavailable) << off.log;
 }
 
 // A stage's only device lost while its replica is on the wire: the middle

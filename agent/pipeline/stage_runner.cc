@@ -583,28 +583,46 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   const TimePoint began = clock.Now();
   std::optional<TraceShaper> uplink;  // outlives the stream that shapes with it
   std::unique_ptr<CoordinatorStream> stream;
-  while (!stream && !cancel.load()) {
-    auto connected = options.head->Connect(options.connect_attempt);
-    if (connected.ok()) {
-      stream = std::move(*connected);
-    } else if (clock.Now() - began > options.connect_timeout) {
-      return UnavailableError("the head at " + options.head->address() + " was unreachable for " +
-                              std::to_string(static_cast<int>(ToSeconds(options.connect_timeout))) + " s");
+  v1::CoordinatorMessage first;
+  // Until the head welcomes it: a head that is not up yet, or that asks a
+  // device back from a loss to say hello again once it has let it go
+  // (Unavailable), is tried again, for connect_timeout in all.
+  for (;;) {
+    while (!stream && !cancel.load()) {
+      auto connected = options.head->Connect(options.connect_attempt);
+      if (connected.ok()) {
+        stream = std::move(*connected);
+      } else if (clock.Now() - began > options.connect_timeout) {
+        return UnavailableError("the head at " + options.head->address() + " was unreachable for " +
+                                std::to_string(static_cast<int>(ToSeconds(options.connect_timeout))) + " s");
+      }
     }
+    if (!stream) return StageSummary{.stop_reason = "cancelled"};
+    // The gate under the shaping: a link cut while a message is on the wire
+    // holds what had not arrived, as a wall does, rather than let it land.
+    if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
+    if (options.uplink) {
+      uplink.emplace(*options.uplink, clock.Now());
+      stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock);
+    }
+    v1::WorkerMessage hello;
+    *hello.mutable_hello() = MakeHello(plan.job, plan.generation, options.rank);
+    hello.mutable_hello()->set_heartbeat_seconds(ToSeconds(options.heartbeat));
+    EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));
+    StatusOr<v1::CoordinatorMessage> answer = stream->Receive();
+    if (answer.ok()) {
+      first = std::move(*answer);
+      break;
+    }
+    if (answer.status().code() != StatusCode::kUnavailable || clock.Now() - began > options.connect_timeout ||
+        cancel.load()) {
+      return answer.status();
+    }
+    stream->Close();
+    stream.reset();
+    uplink.reset();
+    clock.SleepFor(options.connect_attempt);
   }
-  if (!stream) return StageSummary{.stop_reason = "cancelled"};
-  // The gate under the shaping: a link cut while a message is on the wire
-  // holds what had not arrived, as a wall does, rather than let it land.
-  if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
-  if (options.uplink) {
-    uplink.emplace(*options.uplink, clock.Now());
-    stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock);
-  }
-  v1::WorkerMessage hello;
-  *hello.mutable_hello() = MakeHello(plan.job, plan.generation, options.rank);
-  hello.mutable_hello()->set_heartbeat_seconds(ToSeconds(options.heartbeat));
-  EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));
-  EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage first, stream->Receive());
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
   Stage stage(plan, index, options, trainer, train, clock, cancel);

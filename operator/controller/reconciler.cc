@@ -320,14 +320,19 @@ std::vector<std::string> PodNamesOf(const JobObject& job, const JobPlan& plan, c
   return names;
 }
 
-// status.pipeline.lostRanks: a pipeline's devices lost so far.
-std::set<int> LostRanksOf(const Json& status) {
-  std::set<int> lost;
-  for (const Json& r : status.value("/pipeline/lostRanks"_json_pointer, Json::array())) {
-    if (r.is_number_integer()) lost.insert(r.get<int>());
+// The ranks listed at `pointer` of `status`.
+std::set<int> RanksAt(const Json& status, const char* pointer) {
+  std::set<int> ranks;
+  const Json list = status.value(Json::json_pointer(pointer), Json::array());
+  if (!list.is_array()) return ranks;
+  for (const Json& r : list) {
+    if (r.is_number_integer()) ranks.insert(r.get<int>());
   }
-  return lost;
+  return ranks;
 }
+
+// status.pipeline.lostRanks: a pipeline's devices lost so far.
+std::set<int> LostRanksOf(const Json& status) { return RanksAt(status, "/pipeline/lostRanks"); }
 
 // status.pipeline as placed: what the planner chose, and its stages.
 Json PipelineStatusOf(const StagePlan& cut) {
@@ -738,23 +743,6 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   // Its agents' certificate renewed under them once due.
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/false));
-  // A pipeline's devices lost so far whose pods failed or went are out of
-  // the gang: what is left of their pods goes as stale. One the head let go
-  // of while its pod runs on (its agent restarted in place, its link cut)
-  // keeps its pod: it rejoins its stage if it comes back.
-  const std::set<int> lost_stages = plan.pipeline ? LostRanksOf(pass.status) : std::set<int>{};
-  std::set<int> gone;
-  for (int rank : lost_stages) {
-    if (rank < 0 || rank >= static_cast<int>(plan.workers.size())) continue;
-    const int64_t since = SlotSince(plan, rank);
-    const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, since));
-    if (!pod || !LossOf(pod, since, plan.generation).empty()) gone.insert(rank);
-  }
-  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator, gone);
-  GangRules rules;
-  rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
-  const Gang gang = ObserveGang(pass.pods, names, rules);
-  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
   // The team's nodes as declared (the waiting line keeps them parsed, once a
   // change): whether one is leaving, ready, and the link placement planned on.
   std::map<std::string, NodeView> team_nodes;
@@ -768,6 +756,45 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     auto it = team_nodes.find(name);
     return it == team_nodes.end() ? nullptr : &it->second;
   };
+  // A pipeline's devices lost so far whose pods failed or went are out of
+  // the gang: what is left of their pods goes as stale. One the head let go
+  // of while its pod runs on (its agent restarted in place, its link cut)
+  // keeps its pod: it rejoins its stage if it comes back. So does one lost
+  // with its node (not ready when its pod went), once the node is back
+  // (ready, not cordoned, not leaving): its pod is made again there, once,
+  // and the device rejoins.
+  const std::set<int> lost_stages = plan.pipeline ? LostRanksOf(pass.status) : std::set<int>{};
+  std::set<int> awaiting = plan.pipeline ? RanksAt(pass.status, "/pipeline/awaitingNodes") : std::set<int>{};
+  std::set<int> gone;
+  std::vector<std::string> returning;
+  for (int rank : lost_stages) {
+    if (rank < 0 || rank >= static_cast<int>(plan.workers.size())) continue;
+    const int64_t since = SlotSince(plan, rank);
+    const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, since));
+    if (pod && LossOf(pod, since, plan.generation).empty()) continue;
+    const NodeView* node = team_node(plan.workers[rank].node);
+    if (pod && (!node || !node->ready) && !awaiting.count(rank)) {  // going with its node
+      awaiting.insert(rank);
+      pass.status["pipeline"]["awaitingNodes"] = Json(std::vector<int>(awaiting.begin(), awaiting.end()));
+    }
+    if (!pod && awaiting.count(rank) && node && node->ready && !node->cordoned && node->leaving.empty()) {
+      returning.push_back("stage device " + std::to_string(rank) + " on " + node->name);
+      awaiting.erase(rank);
+      pass.status["pipeline"]["awaitingNodes"] = Json(std::vector<int>(awaiting.begin(), awaiting.end()));
+      continue;
+    }
+    gone.insert(rank);
+  }
+  const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator, gone);
+  GangRules rules;
+  rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  const Gang gang = ObserveGang(pass.pods, names, rules);
+  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
+  for (const std::string& device : returning) {
+    const std::string message = device + ": its node is back, and its pod is made again there to rejoin a stage";
+    events_.Record(pass.object, "Normal", reason::kStageDeviceReturning, message);
+    log_.Job(pass.key, reason::kStageDeviceReturning, message);
+  }
 
   // A team that has run loses its coordinator's node, or is warned it will:
   // the coordinator is placed anew, the workers stay (docs/operator.md,
@@ -789,6 +816,28 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
   }
 
+  // A pipeline's head lost with its node: the stages hold the model only
+  // together, and a head placed anew cannot gather it from them yet, so the
+  // job fails, saying so, rather than wait for a node that may not come back.
+  // (Its agent's own failures restart it in its pod, from its checkpoint.)
+  if (plan.pipeline && has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
+    const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
+    const NodeView* node = team_node(coordinator.node);
+    std::string loss = pod ? LossOf(pod, coordinator.since_generation, plan.generation) : "";
+    if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
+    if (!loss.empty()) {
+      const std::string message =
+          "the pipeline's head: " + loss + "; a pipeline's head is not placed anew yet, so the job ends here";
+      pass.status["phase"] = phase::kFailed;
+      pass.status["completionTime"] = pass.now;
+      pass.Set(condition::kFailed, true, reason::kCoordinatorLost, message);
+      pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+      events_.Record(pass.object, "Warning", reason::kCoordinatorLost, message);
+      log_.Job(pass.key, reason::kCoordinatorLost, message);
+      return CleanPods(pass);
+    }
+  }
+
   // A pipeline that has run loses a device: its head replays the step
   // without it, or rebuilds its stage from a replica; it is not replaced
   // (docs/pipeline.md, "Replay").
@@ -798,11 +847,25 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       if (!HasPod(plan, slot.rank, lost_stages)) continue;
       const int64_t since = SlotSince(plan, slot.rank);
       const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
-      // Every pod was seen running: one gone now was deleted.
-      const std::string loss = pod ? LossOf(pod, since, plan.generation) : "its pod is gone";
-      if (!loss.empty()) lost[slot.rank] = loss;
+      // One gone that the status saw running was deleted; one it never saw
+      // (just made: after a suspension the job has run before) is not yet in
+      // the cache.
+      const std::string name = WorkerPodName(pass.job.name, slot.rank, since);
+      const Json seen = pass.stored_status.value("workers", Json::array());
+      const bool ran = seen.is_array() && std::any_of(seen.begin(), seen.end(), [&](const Json& w) {
+                         return w.is_object() && w.value("name", "") == name;
+                       });
+      const std::string loss = pod ? LossOf(pod, since, plan.generation) : ran ? "its pod is gone" : "";
+      if (loss.empty()) continue;
+      lost[slot.rank] = loss;
+      // Its node gone silent with it: its pod is made again when it is back.
+      const NodeView* node = team_node(slot.node);
+      if (!node || !node->ready) awaiting.insert(slot.rank);
     }
-    if (!lost.empty()) return LoseStageDevices(pass, plan, lost, /*pods_gone=*/true);
+    if (!lost.empty()) {
+      pass.status["pipeline"]["awaitingNodes"] = Json(std::vector<int>(awaiting.begin(), awaiting.end()));
+      return LoseStageDevices(pass, plan, lost, /*pods_gone=*/true);
+    }
   }
 
   // A team that has run loses a worker: only that worker is replaced, and the
@@ -935,8 +998,11 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
           !progress["workers"].empty()) {
         // The head lists the devices it trains with: one it let go of (silent
         // past its deadline, its stream broken) while its pod runs on is lost.
-        std::set<int> listed;
-        for (const Json& w : progress["workers"]) listed.insert(w.value("rank", -1));
+        std::set<int> listed, active;
+        for (const Json& w : progress["workers"]) {
+          listed.insert(w.value("rank", -1));
+          if (w.value("active", true)) active.insert(w.value("rank", -1));
+        }
         std::map<int, std::string> let_go;
         for (const WorkerSlot& slot : plan.workers) {
           if (HasPod(plan, slot.rank, lost_stages) && !listed.count(slot.rank)) {
@@ -944,10 +1010,12 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
           }
         }
         if (!let_go.empty()) return LoseStageDevices(pass, plan, let_go, /*pods_gone=*/false);
-        // And one it lists again is back: it rejoined a stage between steps.
+        // And one it lists again, connected, whose pod runs, is back: it
+        // rejoined a stage between steps. (A device lost between steps is
+        // listed, not connected, until the head's next step lets it go.)
         std::set<int> still = lost_stages;
         for (int rank : lost_stages) {
-          if (!listed.count(rank)) continue;
+          if (!active.count(rank) || gone.count(rank)) continue;
           still.erase(rank);
           const std::string message = "stage device " + std::to_string(rank) + " on " + plan.workers[rank].node +
                                       " is back: it rejoined a stage between steps";

@@ -997,6 +997,19 @@ TEST_F(ReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsReplaysAreRep
             std::string::npos)
       << log_text_.str();
 
+  // The head still lists it, not connected, until its next step lets it go:
+  // that is no rejoin.
+  SyncPods();
+  progress_.by_ip[head] = {{"iteration", 40},
+                           {"workers", {{{"rank", 0}}, {{"rank", 1}, {"active", false}}}},
+                           {"replays", {{"count", 0}, {"microBatches", 0}, {"restoredStages", 0}}}};
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(Job("piped")["status"]["pipeline"]["lostRanks"], Json::array({1}));
+  EXPECT_EQ(log_text_.str().find("StageDeviceRejoined"), std::string::npos) << log_text_.str();
+
   // The head rebuilt its stage on rank 0 from a replica: Replaying, once.
   SyncPods();
   progress_.by_ip[head] = {{"iteration", 41},
@@ -1064,6 +1077,104 @@ TEST_F(ReconcilerTest, APipelineDeviceTheHeadLetGoOfKeepsItsPodAndRejoins) {
   EXPECT_EQ(Job("piped")["status"]["pipeline"]["lostRanks"], Json::array());
   EXPECT_NE(log_text_.str().find("reason=StageDeviceRejoined stage device 1 on robot-1 is back"), std::string::npos)
       << log_text_.str();
+}
+
+// A device lost with its node (not ready when its pod was evicted) has its pod
+// made again, once, when the node is back, to rejoin a stage.
+TEST_F(ReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainWhenTheNodeIsBack) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(Run);
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "piped-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Json status = Job("piped")["status"];
+  EXPECT_EQ(status["pipeline"]["lostRanks"], Json::array({1}));
+  EXPECT_EQ(status["pipeline"]["awaitingNodes"], Json::array({1}));
+  SyncPods();
+  ASSERT_FALSE(api_.Get(kube::kPods, "default", "piped-worker-1").ok()) << "the evicted pod goes";
+
+  // Still not ready: nothing is made.
+  api_.ResetWrites();
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+
+  // Back: its pod is made again on it, once.
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(api_.Writes("create Pod"), 1);
+  const StatusOr<Json> again = api_.Get(kube::kPods, "default", "piped-worker-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)["spec"]["nodeName"], "robot-1");
+  status = Job("piped")["status"];
+  EXPECT_EQ(status["pipeline"]["awaitingNodes"], Json::array());
+  EXPECT_EQ(status["pipeline"]["lostRanks"], Json::array({1})) << "until the head lists it again";
+  EXPECT_NE(log_text_.str().find("reason=StageDeviceReturning stage device 1 on robot-1: its node is back"),
+            std::string::npos)
+      << log_text_.str();
+
+  // Evicted again on a ready node: gone for good.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "piped-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "OutOfcpu"}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods();
+  api_.ResetWrites();
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+}
+
+// A pipeline's head lost with its node is not placed anew: the job fails,
+// saying why, rather than wait for the node.
+TEST_F(ReconcilerTest, APipelinesHeadLostWithItsNodeEndsTheJobSayingWhy) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  SyncPods(Run);
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  ASSERT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
+  // Its node silent past the grace, its pod deleted (a failed one fails the
+  // job as any coordinator's does).
+  nodes_.Put(ANode("gateway").NotReady());
+  ASSERT_TRUE(api_.Delete(kube::kPods, "default", "piped-coordinator").ok());
+  SyncPods();
+  Reconcile(key);
+  const Json status = Job("piped")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kFailed);
+  const Json* failed = FindCondition(status, api::condition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->value("reason", ""), api::reason::kCoordinatorLost);
+  EXPECT_NE(failed->value("message", "").find("the pipeline's head: its pod is gone, and its node gateway with it; a "
+                                              "pipeline's head is not placed anew yet"),
+            std::string::npos)
+      << *failed;
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ import calendar
 import json
 import os
 import random
+import re
 import subprocess
 import time
 import unittest
@@ -856,13 +857,14 @@ class PipelineOperatorTest(SiteTestCase):
     job_pods = OperatorTest.job_pods
     log_until = OperatorTest.log_until
 
-    def test_a_pipeline_is_cut_into_stages_on_its_nodes_and_trains_on_past_a_lost_stage(self):
+    def test_a_pipeline_is_cut_into_stages_on_its_nodes_and_trains_on_past_a_lost_stage_which_rejoins(self):
         """Issues 15 and 16 through the front door: a pipeline job applied with kubectl has
         its layers timed in a pod of its own, its team placed, the layers cut into stages
         over the placed nodes, and one --role=stage pod per stage. The node of a stage's
         only device is killed mid-run: the head rebuilds that stage on its neighbour from
-        a replica, the operator replaces nothing, says Replaying, and the job trains to its
-        wall clock."""
+        a replica, the operator replaces nothing and says Replaying; when the node is back
+        the device's pod is made again there and it rejoins a stage, and the job trains to
+        its wall clock."""
         t0 = time.monotonic()
         self.delete_when_done("piped")
         self.apply(wall_clock_job("piped", "40s", model={"hidden": [256, 256]}, data={"batchSize": 64},
@@ -898,12 +900,16 @@ class PipelineOperatorTest(SiteTestCase):
             job = self.wait_job("piped", lambda j: condition_of(j, "Replaying").get("reason") in ("Replayed", "TrainingOn")
                                 and rank in (j["status"].get("pipeline", {}).get("lostRanks") or []), timeout=60)
             log = self.log_until("piped-coordinator", lambda log: "lost its only device" in log, timeout=10)
-            # Evicted past nodeLossGrace, and deleted: the node coming back
-            # then brings no agent back (one restarted in its pod rejoins: the
-            # next test).
-            wait_until(lambda: victim not in self.job_pods("piped"), timeout=30, interval=0.2)
         finally:
             self.api.post(f"/_standin/nodes/{node}/revive", None)
+        # The node back: its pod, evicted past nodeLossGrace and deleted once the
+        # node could confirm it, is made again there (or, back before the
+        # eviction, its agent restarts in it), and the device rejoins the stage
+        # that holds its layers now.
+        back = self.wait_job("piped", lambda j: (j["status"]["pipeline"].get("replays") or {}).get("rejoined", 0) >= 1
+                             and not j["status"]["pipeline"].get("lostRanks"), timeout=30)
+        self.assertFalse(back["status"]["pipeline"].get("awaitingNodes"))
+        self.assertEqual(self.job_pods("piped")[victim]["spec"]["nodeName"], node)
         self.assertRegex(log, rf"\(rank {rank}\); its layers [0-2]-[0-2] go to stage")
         replays = job["status"]["pipeline"]["replays"]
         self.assertEqual(replays["restoredStages"], 1, replays)
@@ -913,13 +919,15 @@ class PipelineOperatorTest(SiteTestCase):
         self.assertEqual(phase(job), "Succeeded", json.dumps(status, indent=1) + self.logs())
         self.assertEqual(condition_of(job, "Complete")["reason"], "BudgetSpent")
         self.assertGreater(status["progress"]["iteration"], 30)
-        self.assertEqual(status["pipeline"]["lostRanks"], [rank])
+        self.assertEqual(status["pipeline"]["lostRanks"], [])
         self.assertFalse([n for n in self.job_pods("piped") if "-g" in n], "nothing is replaced")
         story = self.kubectl.run("describe", "tj", "piped").stdout
-        for said in (r"Normal\s+LayersTimed\s", r"Warning\s+StageDeviceLost\s", r"Warning\s+Replayed\s"):
+        for said in (r"Normal\s+LayersTimed\s", r"Warning\s+StageDeviceLost\s", r"Warning\s+Replayed\s",
+                     r"Normal\s+StageDeviceRejoined\s"):
             self.assertRegex(story, said)
         print(f"\npipeline: applied to Succeeded in {time.monotonic() - t0:.1f} s; stage device {rank} on {node} "
-              f"lost, its stage rebuilt from a replica losing {replays['stepsLost']} steps of its updates; "
+              f"lost, its stage rebuilt from a replica losing {replays['stepsLost']} steps of its updates, and back "
+              f"in a stage once its node was; "
               f"{status['progress']['iteration']} steps, accuracy {status['progress'].get('accuracy')}")
 
     def test_a_stage_agent_that_crashes_restarts_in_its_pod_and_rejoins(self):
@@ -951,9 +959,12 @@ class PipelineOperatorTest(SiteTestCase):
         self.assertGreaterEqual(pod["status"]["containerStatuses"][0]["restartCount"], 1, "restarted in its pod")
         job = self.wait_job("rejoin", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
         self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        # The operator reads /progress every 300 ms here: it sees the device out
+        # unless the kubelet restarted it and it rejoined in between, and says
+        # it is back whenever it said it was lost.
         story = self.kubectl.run("describe", "tj", "rejoin").stdout
-        for said in (r"Warning\s+StageDeviceLost\s", r"Normal\s+StageDeviceRejoined\s"):
-            self.assertRegex(story, said)
+        if re.search(r"Warning\s+StageDeviceLost\s", story):
+            self.assertRegex(story, r"Normal\s+StageDeviceRejoined\s")
         print(f"\npipeline: a stage agent SIGKILLed, its stage rebuilt on its neighbour, and the agent back in a "
               f"stage {t_back - t_killed:.1f} s after the kill; {job['status']['progress']['iteration']} steps, "
               f"accuracy {job['status']['progress'].get('accuracy')}")
