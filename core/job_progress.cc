@@ -90,6 +90,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                   {"dropped", w.stream->dropped},
                                   {"backlog", w.stream->backlog},
                                   {"waitSeconds", w.stream->wait_s}};
+      if (!w.stream->read_through.empty()) workers.back()["stream"]["readThrough"] = w.stream->read_through;
       if (w.stream->refused_files > 0) {
         workers.back()["stream"]["refusedFiles"] = w.stream->refused_files;
         workers.back()["stream"]["lastRefused"] = w.stream->last_refused;
@@ -178,7 +179,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
         const Json& st = w.at("stream");
         p.workers.back().stream = StreamProgress{st.at("arrived").get<int64_t>(), st.at("dropped").get<int64_t>(),
                                                  st.at("backlog").get<int64_t>(), st.at("waitSeconds").get<double>(),
-                                                 st.value("refusedFiles", int64_t{0}), st.value("lastRefused", "")};
+                                                 st.value("refusedFiles", int64_t{0}), st.value("lastRefused", ""),
+                                                 st.value("readThrough", "")};
       }
     }
     p.reached_target = j.at("reachedTarget").get<bool>();

@@ -34,6 +34,9 @@ struct StreamProgress {
   // length, a label of no class), and why the last one was.
   int64_t refused_files = 0;
   std::string last_refused = {};
+  // The last file all of whose samples it has taken from its buffer: a
+  // resumed run does not read it, or those before it, again.
+  std::string read_through = {};
 };
 
 // A worker of a job with adaptive compression (spec.sync.compression adaptive).

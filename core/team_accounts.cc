@@ -59,7 +59,14 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
                       k.compute_s + k.report.compute_s, k.stall_s + k.report.stall_s, k.wall_s + k.report.wall_s,
                       k.energy_j + k.report.energy_j, k.held_team_s});
   }
+  for (size_t w = 0; w < workers_.size(); ++w) totals[w].stream_read_through = StreamReadThrough(static_cast<int>(w));
   return totals;
+}
+
+std::string TeamAccounts::StreamReadThrough(int w) const {
+  const Worker& k = workers_[static_cast<size_t>(w)];
+  if (k.report.stream && !k.report.stream->read_through.empty()) return k.report.stream->read_through;
+  return k.stream_read_through;
 }
 
 void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers) {
@@ -78,6 +85,7 @@ void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& wor
     k.wall_s = t.wall_s;
     k.energy_j = t.energy_j;
     k.held_team_s = t.held_team_s;
+    k.stream_read_through = t.stream_read_through;
   }
 }
 

@@ -35,6 +35,7 @@ struct WorkerReport {
 struct WorkerTotals {
   int64_t iteration = 0, samples = 0, rows_sent = 0, bytes_sent = 0, bytes_received = 0;
   double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0, held_team_s = 0;
+  std::string stream_read_through = {};  // a stream from a folder: the last file it had taken all of
 };
 
 class TeamAccounts {
@@ -71,6 +72,9 @@ class TeamAccounts {
   // What a checkpoint keeps, and puts back.
   std::vector<WorkerTotals> Totals() const;
   void Restore(int64_t samples, const std::vector<WorkerTotals>& workers);
+  // A stream from a folder: the last file `w` had taken all the samples of,
+  // as it last reported, or as the checkpoint resumed from kept it.
+  std::string StreamReadThrough(int w) const;
 
  private:
   struct Worker {
@@ -85,6 +89,7 @@ class TeamAccounts {
     bool holding_team = false;
     // Totals of its earlier streams.
     double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
+    std::string stream_read_through;  // as the checkpoint resumed from kept it
   };
 
   std::vector<Worker> workers_;

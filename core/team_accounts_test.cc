@@ -92,6 +92,24 @@ TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
   EXPECT_DOUBLE_EQ(*p.energy_joules, 25);
 }
 
+// A stream from a folder: the last file a worker had taken all of is kept
+// across a resume, and its next report's takes over.
+TEST(TeamAccountsTest, TheLastFileAWorkerTookAllOfOutlivesAResume) {
+  TeamAccounts before(2, 32, 6400);
+  WorkerReport r;
+  r.stream = StreamProgress{};
+  r.stream->read_through = "0007.csv";
+  before.Reported(1, r);
+  EXPECT_EQ(before.StreamReadThrough(1), "0007.csv");
+  EXPECT_EQ(before.StreamReadThrough(0), "");
+  TeamAccounts after(2, 32, 6400);
+  after.Restore(before.samples(), before.Totals());
+  EXPECT_EQ(after.StreamReadThrough(1), "0007.csv");
+  r.stream->read_through = "0009.csv";
+  after.Reported(1, r);
+  EXPECT_EQ(after.Totals()[1].stream_read_through, "0009.csv");
+}
+
 TEST(TeamAccountsTest, DownlinkTimeIsToldToTheWorkerOnce) {
   TeamAccounts team(1, 32, 6400);
   team.Delivered(0, 1000, std::chrono::milliseconds(250));

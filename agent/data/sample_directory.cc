@@ -20,9 +20,15 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   scan.first = samples_.size();
   std::error_code ec;
   std::vector<fs::path> fresh;
+  std::string skip;
+  {
+    std::lock_guard lock(mu_);
+    skip = skip_through_;
+  }
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name[0] == '.' || seen_.contains(name)) continue;
+    if (!skip.empty() && name <= skip) continue;
     if (!it->is_regular_file(ec)) continue;
     fresh.push_back(it->path());
   }
@@ -46,8 +52,25 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     read->CopySamples(0, n, samples_.features.data() + at);
     samples_.labels.insert(samples_.labels.end(), read->labels.begin(), read->labels.end());
     scan.samples += n;
+    std::lock_guard lock(mu_);
+    files_.emplace_back(samples_.size(), path.filename().string());
   }
   return scan;
+}
+
+std::string SampleDirectory::ReadThrough(int64_t taken) const {
+  std::lock_guard lock(mu_);
+  std::string through = skip_through_;
+  for (const auto& [end, name] : files_) {
+    if (end > taken) break;
+    through = name;
+  }
+  return through;
+}
+
+void SampleDirectory::SkipThrough(std::string name) {
+  std::lock_guard lock(mu_);
+  skip_through_ = std::max(skip_through_, std::move(name));
 }
 
 }  // namespace edgetrain::agent

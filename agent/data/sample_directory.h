@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +44,16 @@ class SampleDirectory {
   // exist yet is empty: the source may not have started.
   Scan Look(int64_t room = std::numeric_limits<int64_t>::max(), int64_t whole = std::numeric_limits<int64_t>::max());
 
+  // The last file read all of whose samples are among the first `taken`
+  // that arrived (a buffer hands them out in order); empty: none. A resumed
+  // run's worker need not read it, or the files before it, again.
+  std::string ReadThrough(int64_t taken) const;
+  // Files named `name` or before it are taken as read, now and when they
+  // appear: the run this one resumes trained on them. Files arrive in name
+  // order (docs/streams.md), so one named before it that appears later is
+  // skipped too.
+  void SkipThrough(std::string name);
+
   const Dataset& samples() const { return samples_; }
   const std::string& folder() const { return folder_; }
 
@@ -50,6 +61,10 @@ class SampleDirectory {
   const std::string folder_;
   Dataset samples_;  // every sample read, features as floats
   std::set<std::string> seen_;
+  // ReadThrough and SkipThrough come from other threads than Look's.
+  mutable std::mutex mu_;
+  std::string skip_through_;  // names up to this one are read (SkipThrough)
+  std::vector<std::pair<int64_t, std::string>> files_;  // each file read: where its samples end, and its name
 };
 
 }  // namespace edgetrain::agent

@@ -88,5 +88,28 @@ TEST_F(SampleDirectoryTest, AFolderThatDoesNotExistYetIsEmpty) {
   EXPECT_EQ(source.Look().samples, 1);
 }
 
+// A resumed run's worker is told the last file it had taken all of before:
+// that one and those before it are not read again; the file whose samples
+// it had taken only some of is.
+TEST_F(SampleDirectoryTest, AResumedWorkerSkipsTheFilesItHadTakenAllOf) {
+  SampleDirectory before(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3,4\n");
+  Put("b.csv", "2,5,6\n2,7,8\n");
+  Put("c.csv", "1,9,9\n");
+  ASSERT_EQ(before.Look().samples, 5);
+  EXPECT_EQ(before.ReadThrough(0), "");
+  EXPECT_EQ(before.ReadThrough(2), "a.csv");
+  EXPECT_EQ(before.ReadThrough(3), "a.csv") << "b.csv only in part";
+  EXPECT_EQ(before.ReadThrough(5), "c.csv");
+
+  SampleDirectory resumed(folder.string(), kInfo);
+  resumed.SkipThrough("a.csv");
+  const SampleDirectory::Scan scan = resumed.Look();
+  EXPECT_EQ(scan.samples, 3);
+  EXPECT_EQ(resumed.samples().labels, (std::vector<int64_t>{2, 2, 1}));
+  EXPECT_EQ(resumed.ReadThrough(0), "a.csv") << "what it skipped counts as read";
+  EXPECT_EQ(resumed.ReadThrough(2), "b.csv");
+}
+
 }  // namespace
 }  // namespace edgetrain::agent

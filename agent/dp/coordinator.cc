@@ -266,6 +266,7 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   m.resume_after = members_.resume_after(w);
   m.staleness_bound = ledger_.BoundInForce();
   m.welcome = members_.welcome(w);
+  m.stream_read_through = accounts_.StreamReadThrough(w);
   members_.WelcomeSent(w);
   return m;
 }

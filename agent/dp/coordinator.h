@@ -87,6 +87,7 @@ struct WelcomeMessage {
   int64_t resume_after = 0;  // its next iteration is this + 1
   int staleness_bound = 0;
   int64_t welcome = 0;
+  std::string stream_read_through;  // a stream from a folder: the files it trained on before (a resume)
 };
 struct UpdateMessage {
   DownlinkUpdate update;

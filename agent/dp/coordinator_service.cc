@@ -28,6 +28,7 @@ v1::CoordinatorMessage ToMessage(const WelcomeMessage& m, const std::vector<std:
   welcome->set_resume_after(m.resume_after);
   welcome->set_staleness_bound(m.staleness_bound);
   welcome->set_welcome(m.welcome);
+  welcome->set_stream_read_through(m.stream_read_through);
   return out;
 }
 
@@ -80,8 +81,8 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   }
   if (s.has_stream()) {
     const v1::StreamStats& st = s.stream();
-    r.stream = StreamProgress{st.arrived(), st.dropped(), st.backlog(), st.wait_seconds(), st.refused_files(),
-                              st.last_refused()};
+    r.stream = StreamProgress{st.arrived(),       st.dropped(),      st.backlog(),     st.wait_seconds(),
+                              st.refused_files(), st.last_refused(), st.read_through()};
   }
   return r;
 }

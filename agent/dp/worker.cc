@@ -224,6 +224,8 @@ class WorkerRun {
   // in flight is discarded when it ends (its welcome is no longer current).
   Status InstallLocked(const v1::Welcome& welcome) {
     EDGETRAIN_RETURN_IF_ERROR(Stage(welcome.rows()));
+    // A resumed job's stream from a folder: the files trained on before.
+    if (directory_ && !welcome.stream_read_through().empty()) directory_->SkipThrough(welcome.stream_read_through());
     bound_ = welcome.staleness_bound();
     welcome_ = welcome.welcome();
     iteration_ = welcome.resume_after();
@@ -587,6 +589,7 @@ class WorkerRun {
       stream->set_backlog(c.backlog);
       stream->set_refused_files(refused_files_);
       stream->set_last_refused(last_refused_);
+      if (directory_) stream->set_read_through(directory_->ReadThrough(c.arrived - c.backlog));
       // A wait still going on counts too: a worker whose source ran dry
       // would otherwise report none.
       stream->set_wait_seconds(data_wait_s_ +

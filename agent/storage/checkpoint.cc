@@ -107,6 +107,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     t->set_wall_seconds(w.wall_s);
     t->set_energy_joules(w.energy_j);
     t->set_held_team_seconds(w.held_team_s);
+    t->set_stream_read_through(w.stream_read_through);
   }
   const std::string message = m.SerializeAsString();
   const uint32_t crc = Crc32(message);
@@ -143,7 +144,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   for (const v1::WorkerTotals& t : m.workers()) {
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),
-                         t.held_team_seconds()});
+                         t.held_team_seconds(), t.stream_read_through()});
   }
   if (m.has_team()) {
     c.ledger = LedgerState{m.team().workers(), ToVector<int64_t>(m.team().pushed()),

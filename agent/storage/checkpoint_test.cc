@@ -23,7 +23,7 @@ JobCheckpoint Sample(int64_t iteration) {
   c.ledger = LedgerState{2, {1, 2, 3, 4}, {5, 6}};
   c.versions = {9, 10};
   c.energy_joules = 123.5;
-  c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25}, WorkerTotals{}};
+  c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25, "0003.csv"}, WorkerTotals{}};
   return c;
 }
 
@@ -83,6 +83,7 @@ TEST(CheckpointTest, RoundTrips) {
   ASSERT_EQ(c.workers.size(), 2u);
   EXPECT_EQ(c.workers[0].samples, 448);
   EXPECT_DOUBLE_EQ(c.workers[0].held_team_s, 0.25);
+  EXPECT_EQ(c.workers[0].stream_read_through, "0003.csv");
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
