@@ -59,7 +59,14 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
                       k.compute_s + k.report.compute_s, k.stall_s + k.report.stall_s, k.wall_s + k.report.wall_s,
                       k.energy_j + k.report.energy_j, k.held_team_s});
   }
-  for (size_t w = 0; w < workers_.size(); ++w) totals[w].stream_read_through = StreamReadThrough(static_cast<int>(w));
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    const Worker& k = workers_[w];
+    WorkerTotals& t = totals[w];
+    t.stream_read_through = StreamReadThrough(static_cast<int>(w));
+    t.stream_arrived = k.stream_arrived + (k.report.stream ? k.report.stream->arrived : 0);
+    t.stream_dropped = k.stream_dropped + (k.report.stream ? k.report.stream->dropped : 0);
+    t.stream_wait_s = k.stream_wait_s + (k.report.stream ? k.report.stream->wait_s : 0);
+  }
   return totals;
 }
 
@@ -86,6 +93,9 @@ void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& wor
     k.energy_j = t.energy_j;
     k.held_team_s = t.held_team_s;
     k.stream_read_through = t.stream_read_through;
+    k.stream_arrived = t.stream_arrived;
+    k.stream_dropped = t.stream_dropped;
+    k.stream_wait_s = t.stream_wait_s;
   }
 }
 
@@ -116,6 +126,12 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     wp.bytes_received = k.bytes_received;
     wp.active = active[w];
     wp.stream = k.report.stream;
+    // Counted over every run, as its samples are: a resumed run's table adds up.
+    if (wp.stream) {
+      wp.stream->arrived += k.stream_arrived;
+      wp.stream->dropped += k.stream_dropped;
+      wp.stream->wait_s += k.stream_wait_s;
+    }
     wp.injected = k.report.injected;
     wp.compression = k.report.compression;
     wp.energy_joules = k.energy_j + k.report.energy_j;

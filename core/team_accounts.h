@@ -36,6 +36,10 @@ struct WorkerTotals {
   int64_t iteration = 0, samples = 0, rows_sent = 0, bytes_sent = 0, bytes_received = 0;
   double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0, held_team_s = 0;
   std::string stream_read_through = {};  // a stream from a folder: the last file it had taken all of
+  // A stream's: samples that arrived, that its buffer dropped, and its
+  // compute's wait for them, over every run so far.
+  int64_t stream_arrived = 0, stream_dropped = 0;
+  double stream_wait_s = 0;
 };
 
 class TeamAccounts {
@@ -90,6 +94,9 @@ class TeamAccounts {
     // Totals of its earlier streams.
     double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
     std::string stream_read_through;  // as the checkpoint resumed from kept it
+    // Of its stream in earlier runs (a stream's own counts start at each run).
+    int64_t stream_arrived = 0, stream_dropped = 0;
+    double stream_wait_s = 0;
   };
 
   std::vector<Worker> workers_;

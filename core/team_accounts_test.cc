@@ -110,6 +110,28 @@ TEST(TeamAccountsTest, TheLastFileAWorkerTookAllOfOutlivesAResume) {
   EXPECT_EQ(after.Totals()[1].stream_read_through, "0009.csv");
 }
 
+// A stream's counts start at each run; the job's count over every run, as its
+// samples do, so that a resumed run's table adds up.
+TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
+  TeamAccounts before(1, 32, 6400);
+  WorkerReport r;
+  r.samples = 700;
+  r.stream = StreamProgress{700, 10, 0, 2.5};
+  before.Reported(0, r);
+  TeamAccounts after(1, 32, 6400);
+  after.Restore(before.samples(), before.Totals());
+  r.samples = 50;
+  r.stream = StreamProgress{50, 0, 0, 1.0};  // this run's
+  after.Reported(0, r);
+  const JobProgress p = after.Progress(4, {true});
+  ASSERT_TRUE(p.workers[0].stream.has_value());
+  EXPECT_EQ(p.workers[0].stream->arrived, 750);
+  EXPECT_EQ(p.workers[0].stream->dropped, 10);
+  EXPECT_DOUBLE_EQ(p.workers[0].stream->wait_s, 3.5);
+  EXPECT_EQ(p.workers[0].samples, 750);
+  EXPECT_EQ(after.Totals()[0].stream_arrived, 750);
+}
+
 TEST(TeamAccountsTest, DownlinkTimeIsToldToTheWorkerOnce) {
   TeamAccounts team(1, 32, 6400);
   team.Delivered(0, 1000, std::chrono::milliseconds(250));

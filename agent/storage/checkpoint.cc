@@ -108,6 +108,9 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     t->set_energy_joules(w.energy_j);
     t->set_held_team_seconds(w.held_team_s);
     t->set_stream_read_through(w.stream_read_through);
+    t->set_stream_arrived(w.stream_arrived);
+    t->set_stream_dropped(w.stream_dropped);
+    t->set_stream_wait_seconds(w.stream_wait_s);
   }
   const std::string message = m.SerializeAsString();
   const uint32_t crc = Crc32(message);
@@ -144,7 +147,8 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   for (const v1::WorkerTotals& t : m.workers()) {
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),
-                         t.held_team_seconds(), t.stream_read_through()});
+                         t.held_team_seconds(), t.stream_read_through(), t.stream_arrived(), t.stream_dropped(),
+                         t.stream_wait_seconds()});
   }
   if (m.has_team()) {
     c.ledger = LedgerState{m.team().workers(), ToVector<int64_t>(m.team().pushed()),
