@@ -137,14 +137,20 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) +
                                    " was lost, and with spec.faultTolerance.replay off the run does not take it back");
   }
-  if (links_[hello.rank()]->stream) {
+  const Link& link = *links_[hello.rank()];
+  // Its old stream, lost, may not have ended here yet: it says hello again.
+  if (link.stream && link.lost) {
+    return UnavailableError("rank " + std::to_string(hello.rank()) + "'s earlier stream is still closing: try again");
+  }
+  if (link.stream) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
                                    " is already here");
   }
-  // Lost, and still in its stage until the next step lets it go: taken in
-  // now it would train on with none of its stage's state. It is taken back
-  // once let go of, and says hello again meanwhile.
-  if (MemberLocked(hello.rank()) && links_[hello.rank()]->lost) {
+  // Lost once the stages were welcomed, and still in its stage until the
+  // next step lets it go: taken in now it would train on with none of its
+  // stage's state. It is taken back once let go of, and says hello again
+  // meanwhile. (Before then, one that dropped and came back is simply here.)
+  if (welcomed_ && MemberLocked(hello.rank()) && link.lost) {
     return UnavailableError("rank " + std::to_string(hello.rank()) +
                             " was lost and is let go of at the next step, after which it rejoins: try again");
   }
@@ -158,6 +164,9 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     std::lock_guard lock(mu_);
     link.stream = &stream;
     link.lost = false;
+    // A new session: what an earlier one announced is not on its way.
+    link.announced_bytes = 0;
+    link.transfer_until = TimePoint{};
     // Silent is silent past the gaps it has shown, and never under four of
     // its heartbeats; a stage that sends none is judged by the grace alone.
     const double heartbeat_s = hello.heartbeat_seconds();
@@ -625,6 +634,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       Log() << "pipeline: stage " << link->stage + 1 << " (rank " << r
             << ") did not arrive within spec.faultTolerance.nodeLossGrace: the run resumes without it\n";
     }
+    welcomed_ = true;
   }
   // Each stage's slice of the checkpoint, when the job resumes: parameters
   // and optimizer state in the order of its tensors, one row a tensor; also
@@ -717,11 +727,15 @@ void PipelineHead::Rejoin() {
       link.stage = static_cast<int>(t);
       link.done_step = step_;
       link.done_attempt = 0;
+      // It waited on the head since its hello: its silence counts from now.
+      link.heard.Restart(clock_.Now());
       groups_[t].push_back(r);
       speeds_[t].push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
       members_.push_back(r);
       regrouped_ = true;  // the next step goes as a replay, which carries the groups
       ++replays_.rejoined;
+      // A group of one more device paces differently: measured afresh.
+      if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
       Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
             << end - 1 << ", now on " << groups_[t].size() << " devices) after step " << step_ << "\n";
     }
@@ -1078,7 +1092,15 @@ void PipelineHead::Finish(FinalModel final) {
   }
   v1::CoordinatorMessage stop;
   stop.mutable_stop()->set_reason("the job is over");
-  for (int r : members_) (void)SendTo(r, stop);
+  // Members, and devices back that a step has not taken in yet.
+  std::vector<int> connected;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& link : links_) {
+      if (link->stream) connected.push_back(link->rank);
+    }
+  }
+  for (int r : connected) (void)SendTo(r, stop);
 }
 
 Status PipelineHead::SaveModel(const std::string& path) { return model_.SaveModel(path); }

@@ -229,6 +229,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::optional<JobCheckpoint> fetched_;  // the stages' state as last fetched, at step fetched_step_
   int64_t fetched_step_ = -1;
   bool finished_ = false;
+  bool welcomed_ = false;  // Start has welcomed the stages: a device lost after waits to be let go of
   int64_t step_ = 0;
   int64_t samples_ = 0;
   double smoothed_loss_ = -1;

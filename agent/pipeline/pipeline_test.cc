@@ -723,6 +723,13 @@ TEST(SimulatedPipelineTest, AHeadResumedWithoutADeviceLostBeforeRebuildsItsStage
             std::string::npos)
       << without.log;
 
+  // A fresh run does not start without it: nothing was trained to rebuild from.
+  const SimulatedRun fresh = run(true, nullptr, 3);
+  EXPECT_EQ(fresh.ended.code(), StatusCode::kUnavailable) << fresh.log;
+  EXPECT_NE(fresh.ended.message().find("stage 2 (rank 1) did not arrive within spec.faultTolerance.nodeLossGrace"),
+            std::string::npos)
+      << fresh.ended.message();
+
   // With replay off it is not resumed without it.
   plan.spec.fault_tolerance.replay = false;
   const SimulatedRun off = run(true, &before.checkpoint, 3);
