@@ -261,8 +261,18 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       // A stream's worker is often late for want of samples, not of compute or link.
       const bool streams = std::any_of(p.workers.begin(), p.workers.end(),
                                        [](const WorkerProgress& w) { return w.stream.has_value(); });
-      out << "  the team waited on " << waited << " (teammates needed rows only they could give"
-          << (streams ? "; how long each waited for its stream's samples is below" : "") << ")\n";
+      // Every worker short of samples most of the time: the one the team
+      // waited on was as starved as the rest, and the streams set the pace.
+      const bool starved = streams && std::all_of(p.workers.begin(), p.workers.end(), [](const WorkerProgress& w) {
+                             return w.stream && w.wall_s > 0 && w.stream->wait_s > 0.5 * w.wall_s;
+                           });
+      if (starved) {
+        out << "  every worker waited for its stream's samples most of the time: the streams set the pace, not a "
+               "teammate (each one's wait is below)\n";
+      } else {
+        out << "  the team waited on " << waited << " (teammates needed rows only they could give"
+            << (streams ? "; how long each waited for its stream's samples is below" : "") << ")\n";
+      }
     }
     std::string out_at_end;
     for (const auto& w : p.workers) {

@@ -105,6 +105,28 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
       << refused.str();
 }
 
+// Every worker short of samples most of the time: no teammate is named as
+// what the team waited on (found by a new user's trial, both buffers empty).
+TEST(RunReportTest, StreamsThatStarveEveryWorkerAreSaidToSetThePace) {
+  LocalRunPlan plan = Team();
+  plan.job.spec.data.stream = StreamSpec{{20, 60, 180}};
+  JobProgress p = Finished();
+  for (auto& w : p.workers) {
+    w.wall_s = 30;
+    w.stream = StreamProgress{600, 0, 0, 25};
+  }
+  std::ostringstream out;
+  PrintSummary(Job(), plan, p, 66.9, out);
+  EXPECT_NE(out.str().find("every worker waited for its stream's samples most of the time: the streams set the pace"),
+            std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("the team waited on"), std::string::npos) << out.str();
+  p.workers[0].stream->wait_s = 3;  // one that had samples: the team waited on teammates
+  std::ostringstream one;
+  PrintSummary(Job(), plan, p, 66.9, one);
+  EXPECT_NE(one.str().find("the team waited on robot-2"), std::string::npos) << one.str();
+}
+
 // A pipeline whose layers moved while it ran: the stage table shows them as
 // they ended (from /progress), not as planned, and says they moved.
 TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
