@@ -693,9 +693,9 @@ void PipelineHead::Rejoin() {
     }
     for (int r : ReturningLocked()) {
       // The stage that now holds the first of the layers it was planned with.
-      const int planned = plan_.pipeline->stages[static_cast<size_t>(*StageOfRank(*plan_.pipeline, r))].first_layer;
+      const PipelineStagePlan& mine = plan_.pipeline->stages[static_cast<size_t>(*StageOfRank(*plan_.pipeline, r))];
       size_t t = 0;
-      while (t + 1 < layers_.size() && layers_[t].second <= planned) ++t;
+      while (t + 1 < layers_.size() && layers_[t].second <= mine.first_layer) ++t;
       const auto [first, end] = layers_[t];
       const v1::StageState layers =
           SliceOf(*state, layer_float_at_[first], layer_float_at_[end] - layer_float_at_[first],
@@ -713,7 +713,6 @@ void PipelineHead::Rejoin() {
       l->set_stages(static_cast<int32_t>(groups_.size()));
       l->set_first_layer(first);
       l->set_end_layer(end);
-      const auto& mine = plan_.pipeline->stages[static_cast<size_t>(*StageOfRank(*plan_.pipeline, r))];
       if (mine.first_layer == first && mine.end_layer == end) {
         *w->mutable_state() = layers;
       } else {

@@ -846,11 +846,11 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     for (const WorkerSlot& slot : plan.workers) {
       if (!HasPod(plan, slot.rank, lost_stages)) continue;
       const int64_t since = SlotSince(plan, slot.rank);
-      const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
+      const std::string name = WorkerPodName(pass.job.name, slot.rank, since);
+      const Json* pod = PodNamed(pass.pods, name);
       // One gone that the status saw running was deleted; one it never saw
       // (just made: after a suspension the job has run before) is not yet in
       // the cache.
-      const std::string name = WorkerPodName(pass.job.name, slot.rank, since);
       const Json seen = pass.stored_status.value("workers", Json::array());
       const bool ran = seen.is_array() && std::any_of(seen.begin(), seen.end(), [&](const Json& w) {
                          return w.is_object() && w.value("name", "") == name;
