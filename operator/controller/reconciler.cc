@@ -826,14 +826,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     std::string loss = pod ? LossOf(pod, coordinator.since_generation, plan.generation) : "";
     if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
     if (!loss.empty()) {
-      const std::string message =
-          "the pipeline's head: " + loss + "; a pipeline's head is not placed anew yet, so the job ends here";
-      pass.status["phase"] = phase::kFailed;
-      pass.status["completionTime"] = pass.now;
-      pass.Set(condition::kFailed, true, reason::kCoordinatorLost, message);
-      pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
-      events_.Record(pass.object, "Warning", reason::kCoordinatorLost, message);
-      log_.Job(pass.key, reason::kCoordinatorLost, message);
+      EndFailed(pass, reason::kCoordinatorLost,
+                "the pipeline's head: " + loss + "; a pipeline's head is not placed anew yet, so the job ends here");
       return CleanPods(pass);
     }
   }
@@ -925,12 +919,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       return CleanPods(pass);
     }
     case GangState::kFailed: {
-      pass.status["phase"] = phase::kFailed;
-      pass.status["completionTime"] = pass.now;
-      pass.Set(condition::kFailed, true, gang.failure_reason.c_str(), gang.failure);
-      pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
-      events_.Record(pass.object, "Warning", gang.failure_reason, gang.failure);
-      log_.Job(pass.key, gang.failure_reason, gang.failure);
+      EndFailed(pass, gang.failure_reason.c_str(), gang.failure);
       return CleanPods(pass);
     }
     case GangState::kAbsent:
@@ -1188,13 +1177,17 @@ bool Reconciler::RecoveriesExhausted(Pass& pass, const std::string& what, int re
   if (recoveries <= allowed) return false;
   const std::string message = what + "; that would be recovery " + std::to_string(recoveries) +
                               ", more than spec.faultTolerance.maxRecoveries (" + std::to_string(allowed) + ")";
+  EndFailed(pass, reason::kRecoveriesExhausted, message);
+  return true;
+}
+
+void Reconciler::EndFailed(Pass& pass, const char* why, const std::string& message) {
   pass.status["phase"] = phase::kFailed;
   pass.status["completionTime"] = pass.now;
-  pass.Set(condition::kFailed, true, reason::kRecoveriesExhausted, message);
+  pass.Set(condition::kFailed, true, why, message);
   pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
-  events_.Record(pass.object, "Warning", reason::kRecoveriesExhausted, message);
-  log_.Job(pass.key, reason::kRecoveriesExhausted, message);
-  return true;
+  events_.Record(pass.object, "Warning", why, message);
+  log_.Job(pass.key, why, message);
 }
 
 Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,

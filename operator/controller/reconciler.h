@@ -147,6 +147,9 @@ class Reconciler {
   // One more recovery, past spec.faultTolerance.maxRecoveries: the job is
   // Failed (RecoveriesExhausted) and true is returned.
   bool RecoveriesExhausted(Pass& pass, const std::string& what, int recoveries);
+  // A running team that cannot go on: Failed for `why` (its reason), with a
+  // Warning Event and a log line saying `message`.
+  void EndFailed(Pass& pass, const char* why, const std::string& message);
   // A Warning Event for each worker the coordinator quarantined since the
   // status last said so (once: the status then carries it).
   void ReportQuarantines(Pass& pass);

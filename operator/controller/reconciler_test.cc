@@ -900,6 +900,29 @@ constexpr const char* kTimedLayers =
     R"({"name":"fc2","forwardSeconds":2e-4,"backwardSeconds":4e-4,"parameterBytes":8256,"activationBytes":128},)"
     R"({"name":"classifier","forwardSeconds":1e-5,"backwardSeconds":2e-5,"parameterBytes":1290,"activationBytes":40}]})";
 
+// A pipeline job of two stages, its layers timed, placed on a gateway and a
+// robot, and running: what the tests of its losses start from.
+class PipelineReconcilerTest : public ReconcilerTest {
+ protected:
+  std::string ARunningPipeline() {
+    AddNode(ANode("gateway"));
+    AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+    const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+    Reconcile(key);
+    jobs_.Put(Job("piped"));
+    SyncPods(CheckEnds(0, kTimedLayers));
+    Reconcile(key);
+    jobs_.Put(Job("piped"));
+    Reconcile(key);
+    jobs_.Put(Job("piped"));
+    SyncPods(Run);
+    Reconcile(key);
+    jobs_.Put(Job("piped"));
+    EXPECT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
+    return key;
+  }
+};
+
 // Issue 15: a pipeline job's layers are timed in a pod of its own, then its
 // team is placed as any other, the planner cuts the layers into stages over
 // the nodes placement chose, and each stage's device runs --role=stage.
@@ -951,20 +974,8 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
 // Issue 16: a pipeline's device lost is not replaced: the head replays its
 // step, or rebuilds its stage from a replica. The operator keeps it out of the
 // gang, deletes what is left of its pod, and says what the head did.
-TEST_F(ReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsReplaysAreReported) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(CheckEnds(0, kTimedLayers));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(Run);
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
+TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsReplaysAreReported) {
+  const std::string key = ARunningPipeline();
   ASSERT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
   const std::string head = (*api_.Get(kube::kPods, "default", "piped-coordinator"))["status"]["podIP"];
   progress_.by_ip[head] = {{"iteration", 40},
@@ -1040,20 +1051,8 @@ TEST_F(ReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsReplaysAreRep
 // A device the head let go of while its pod runs on (its agent restarted in
 // place, its link cut) keeps its pod, and when the head lists it again it has
 // rejoined: out of status.pipeline.lostRanks, with an Event.
-TEST_F(ReconcilerTest, APipelineDeviceTheHeadLetGoOfKeepsItsPodAndRejoins) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(CheckEnds(0, kTimedLayers));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(Run);
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
+TEST_F(PipelineReconcilerTest, APipelineDeviceTheHeadLetGoOfKeepsItsPodAndRejoins) {
+  const std::string key = ARunningPipeline();
   const std::string head = (*api_.Get(kube::kPods, "default", "piped-coordinator"))["status"]["podIP"];
   progress_.by_ip[head] = {{"iteration", 40}, {"workers", {{{"rank", 0}}}}};
   api_.ResetWrites();
@@ -1081,20 +1080,8 @@ TEST_F(ReconcilerTest, APipelineDeviceTheHeadLetGoOfKeepsItsPodAndRejoins) {
 
 // A device lost with its node (not ready when its pod was evicted) has its pod
 // made again, once, when the node is back, to rejoin a stage.
-TEST_F(ReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainWhenTheNodeIsBack) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(CheckEnds(0, kTimedLayers));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(Run);
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
+TEST_F(PipelineReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainWhenTheNodeIsBack) {
+  const std::string key = ARunningPipeline();
 
   nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
   SyncPods([](Json& pod) {
@@ -1145,20 +1132,8 @@ TEST_F(ReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainWhenTheNo
 
 // A pipeline's head lost with its node is not placed anew: the job fails,
 // saying why, rather than wait for the node.
-TEST_F(ReconcilerTest, APipelinesHeadLostWithItsNodeEndsTheJobSayingWhy) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(CheckEnds(0, kTimedLayers));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
-  SyncPods(Run);
-  Reconcile(key);
-  jobs_.Put(Job("piped"));
+TEST_F(PipelineReconcilerTest, APipelinesHeadLostWithItsNodeEndsTheJobSayingWhy) {
+  const std::string key = ARunningPipeline();
   ASSERT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
   // Its node silent past the grace, its pod deleted (a failed one fails the
   // job as any coordinator's does).

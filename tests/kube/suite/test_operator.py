@@ -51,9 +51,9 @@ def condition_of(job, ctype):
     return {}
 
 
-@requires_built(OPERATOR)
-class OperatorTest(SiteTestCase):
-    profile = EDGE_SITE
+class OperatorSiteTestCase(SiteTestCase):
+    """An emulated site with the CRDs applied and the real operator running on it, as
+    the chart's ServiceAccount; what its tests read of the jobs and pods."""
 
     @classmethod
     def setUpClass(cls):
@@ -62,6 +62,51 @@ class OperatorTest(SiteTestCase):
         cls.operator_log = os.path.join(cls.dir, "operator.log")
         cls.operator, cls.operator_http = start_operator(cls.operator_kubeconfig(), cls.operator_log)
         cls.addClassCleanup(cls._stop_operator)
+
+    @classmethod
+    def _stop_operator(cls):
+        assert stop_operator(cls.operator) == 0, "the operator exits 0 on SIGTERM"
+
+
+    @classmethod
+    def logs(cls):
+        with open(cls.operator_log) as f:
+            return f.read()[-4000:]
+
+
+    def delete_when_done(self, *jobs):
+        """kubectl delete of these TrainingJobs when the test ends, passed or failed, so
+        that nothing of it is left to the next test."""
+        self.addCleanup(self.kubectl.run, "delete", "tj", *jobs, "--ignore-not-found")
+
+
+    def job_pods(self, name):
+        pods = self.api.get("/api/v1/namespaces/default/pods",
+                            labelSelector=f"edgetrain.dev/job={name}").json["items"]
+        return {p["metadata"]["name"]: p for p in pods}
+
+
+    def log_until(self, pod, holds, timeout):
+        """The pod's log (`kubectl logs`, and what kubectl said on stderr) once holds(log),
+        read every 0.2 s; after timeout seconds, the last one read."""
+        last = [""]
+
+        def read():
+            p = self.kubectl.run("logs", pod, ok=False)
+            last[0] = p.stdout + p.stderr
+            return holds(last[0])
+        wait_until(read, timeout=timeout, interval=0.2)
+        return last[0]
+
+
+
+@requires_built(OPERATOR)
+class OperatorTest(OperatorSiteTestCase):
+    profile = EDGE_SITE
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.ran = set()
         cls.addClassCleanup(cls._every_grant_was_used)
 
@@ -87,40 +132,9 @@ class OperatorTest(SiteTestCase):
               f"{sum(1 for d in records if d['allowed'])} distinct requests allowed, {len(unused)} grants unused")
         assert not unused, "the chart grants what no test's operator used:\n  " + "\n  ".join(unused)
 
-    @classmethod
-    def _stop_operator(cls):
-        assert stop_operator(cls.operator) == 0, "the operator exits 0 on SIGTERM"
-
-    @classmethod
-    def logs(cls):
-        with open(cls.operator_log) as f:
-            return f.read()[-4000:]
-
-    def delete_when_done(self, *jobs):
-        """kubectl delete of these TrainingJobs when the test ends, passed or failed, so
-        that nothing of it is left to the next test."""
-        self.addCleanup(self.kubectl.run, "delete", "tj", *jobs, "--ignore-not-found")
-
     def metrics(self, address=None):
         with urllib.request.urlopen(f"http://{address or self.operator_http}/metrics", timeout=2) as r:
             return r.read().decode()
-
-    def job_pods(self, name):
-        pods = self.api.get("/api/v1/namespaces/default/pods",
-                            labelSelector=f"edgetrain.dev/job={name}").json["items"]
-        return {p["metadata"]["name"]: p for p in pods}
-
-    def log_until(self, pod, holds, timeout):
-        """The pod's log (`kubectl logs`, and what kubectl said on stderr) once holds(log),
-        read every 0.2 s; after timeout seconds, the last one read."""
-        last = [""]
-
-        def read():
-            p = self.kubectl.run("logs", pod, ok=False)
-            last[0] = p.stdout + p.stderr
-            return holds(last[0])
-        wait_until(read, timeout=timeout, interval=0.2)
-        return last[0]
 
     def owned(self, name):
         """Everything the operator made for the job that still exists."""
@@ -836,26 +850,9 @@ spec:
 
 
 @requires_built(OPERATOR)
-class PipelineOperatorTest(SiteTestCase):
+class PipelineOperatorTest(OperatorSiteTestCase):
     """A pipeline job under the operator, on a site where a split pays."""
     profile = TWO_BOARDS
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
-        cls.operator_log = os.path.join(cls.dir, "operator.log")
-        cls.operator, cls.operator_http = start_operator(cls.operator_kubeconfig(), cls.operator_log)
-        cls.addClassCleanup(lambda: stop_operator(cls.operator))
-
-    @classmethod
-    def logs(cls):
-        with open(cls.operator_log) as f:
-            return f.read()[-4000:]
-
-    delete_when_done = OperatorTest.delete_when_done
-    job_pods = OperatorTest.job_pods
-    log_until = OperatorTest.log_until
 
     def test_a_pipeline_is_cut_into_stages_on_its_nodes_and_trains_on_past_a_lost_stage_which_rejoins(self):
         """Issues 15 and 16 through the front door: a pipeline job applied with kubectl has
@@ -867,7 +864,7 @@ class PipelineOperatorTest(SiteTestCase):
         its wall clock."""
         t0 = time.monotonic()
         self.delete_when_done("piped")
-        self.apply(wall_clock_job("piped", "40s", model={"hidden": [256, 256]}, data={"batchSize": 64},
+        self.apply(wall_clock_job("piped", "25s", model={"hidden": [256, 256]}, data={"batchSize": 64},
                                   parallelism={"mode": "pipeline", "workers": 2},
                                   faultTolerance={"nodeLossGrace": "2s", "replicateEvery": 10}))
         job = self.wait_job("piped", lambda j: phase(j) in ("Running", "Failed"), timeout=90)
@@ -937,7 +934,7 @@ class PipelineOperatorTest(SiteTestCase):
         it rejoins the stage that now holds its layers. The operator keeps its pod,
         says the device was lost and is back, and the job trains to its wall clock."""
         self.delete_when_done("rejoin")
-        self.apply(wall_clock_job("rejoin", "40s", model={"hidden": [256, 256]}, data={"batchSize": 64},
+        self.apply(wall_clock_job("rejoin", "25s", model={"hidden": [256, 256]}, data={"batchSize": 64},
                                   parallelism={"mode": "pipeline", "workers": 2},
                                   faultTolerance={"nodeLossGrace": "2s", "replicateEvery": 10}))
         self.wait_job("rejoin", lambda j: ((j.get("status") or {}).get("progress", {}).get("iteration") or 0) >= 30,
