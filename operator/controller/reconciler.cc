@@ -837,6 +837,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   // (docs/pipeline.md, "Replay").
   if (plan.pipeline && has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
     std::map<int, std::string> lost;
+    // The pods the status last saw running.
+    const Json seen = pass.stored_status.value("workers", Json::array());
     for (const WorkerSlot& slot : plan.workers) {
       if (!HasPod(plan, slot.rank, lost_stages)) continue;
       const int64_t since = SlotSince(plan, slot.rank);
@@ -845,7 +847,6 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // One gone that the status saw running was deleted; one it never saw
       // (just made: after a suspension the job has run before) is not yet in
       // the cache.
-      const Json seen = pass.stored_status.value("workers", Json::array());
       const bool ran = seen.is_array() && std::any_of(seen.begin(), seen.end(), [&](const Json& w) {
                          return w.is_object() && w.value("name", "") == name;
                        });
