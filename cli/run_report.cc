@@ -52,16 +52,26 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   bool any = false;
   for (const auto& w : p.workers) any = any || w.stream.has_value();
   if (!any) return;
-  out << "  stream    arrived  trained on    dropped   buffered   waited for samples\n";
+  out << "  stream    arrived  trained on    dropped   buffered  uncounted   waited for samples\n";
+  bool uncounted_any = false;
   for (const auto& w : p.workers) {
     if (!w.stream) continue;
     const StreamProgress& s = *w.stream;
+    const int64_t trained = w.samples - w.injected;
+    // Taken from the buffer into a batch whose gradient no round counted:
+    // shown, so that a row adds up to what arrived.
+    const int64_t uncounted = std::max<int64_t>(0, s.arrived - trained - s.dropped - s.backlog);
+    uncounted_any = uncounted_any || uncounted > 0;
     char line[200];
-    std::snprintf(line, sizeof line, "  %6d %10s %11s %10s %10s   %.1f s (%.0f%%)\n", w.rank,
-                  WithThousands(s.arrived).c_str(), WithThousands(w.samples - w.injected).c_str(),
-                  WithThousands(s.dropped).c_str(), WithThousands(s.backlog).c_str(), s.wait_s,
+    std::snprintf(line, sizeof line, "  %6d %10s %11s %10s %10s %10s   %.1f s (%.0f%%)\n", w.rank,
+                  WithThousands(s.arrived).c_str(), WithThousands(trained).c_str(), WithThousands(s.dropped).c_str(),
+                  WithThousands(s.backlog).c_str(), WithThousands(uncounted).c_str(), s.wait_s,
                   w.wall_s > 0 ? 100 * s.wait_s / w.wall_s : 0.0);
     out << line;
+  }
+  if (uncounted_any) {
+    out << "  uncounted: taken into batches whose gradients no round counted (late for their round, sent over a "
+           "link that broke, or in hand when the run ended)\n";
   }
   // Files of a stream's folder a worker could not read, said here and not
   // only in its log: samples the user expected that were never trained on.
@@ -151,30 +161,56 @@ std::string StoppedBy(const JobProgress& p) {
 
 std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   if (p.workers.empty() || p.iteration <= 0 || p.elapsed_s <= 0) return "";
-  // What bsp with float32 rows would have sent for as many iterations: the
-  // whole model up and down, for each worker, every iteration.
-  const double whole = static_cast<double>(p.iteration) * static_cast<double>(p.workers.size()) * 4.0 *
+  // Batches that vary (a stream's, weighted ones) make the team's iteration a
+  // count of samples, not of rounds: what was sent is set against the rounds
+  // (the furthest any worker pushed for), and the pace is in samples.
+  const bool variable = VariableBatches(spec);
+  int64_t rounds = p.iteration;
+  if (variable) {
+    rounds = 0;
+    for (const auto& w : p.workers) rounds = std::max(rounds, w.iteration);
+  }
+  // What bsp with float32 rows would have sent for as many rounds: the
+  // whole model up and down, for each worker, every round.
+  const double whole = static_cast<double>(rounds) * static_cast<double>(p.workers.size()) * 4.0 *
                        static_cast<double>(StepCostOf(spec).parameters);
   const double up = static_cast<double>(BytesSent(p)), down = static_cast<double>(BytesReceived(p));
-  // The limit: every worker computing without a wait, at its own pace (its
-  // batches over its compute time, which leaves out waits and reconnections).
-  // A team iteration is a batch from each, so the team's rate is the mean of theirs.
+  // The limit: every worker computing without a wait, at its own pace (over
+  // its compute time, which leaves out waits and reconnections). A team
+  // iteration of fixed batches is a batch from each, so the team's rate is
+  // the mean of theirs; the samples of varying batches add up.
   double rate_sum = 0;
   int rated = 0;
   for (const auto& w : p.workers) {
-    const int64_t batches = w.batch_size > 0 ? w.samples / w.batch_size : 0;
-    if (w.compute_s <= 0 || batches <= 0) continue;
-    rate_sum += static_cast<double>(batches) / w.compute_s;
+    const int64_t done = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
+    if (w.compute_s <= 0 || done <= 0) continue;
+    rate_sum += static_cast<double>(done) / w.compute_s;
     ++rated;
   }
   std::string said = "on the wire " + Fixed(up / 1e6, 0) + " MB up and " + Fixed(down / 1e6, 0) + " MB down";
-  if (whole > 0) said += ", " + Fixed(100 * (up + down) / (2 * whole), 0) + "% of float32 rows both ways every iteration";
-  said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; " +
-          Fixed(static_cast<double>(p.iteration) / p.elapsed_s, 1) + " team iterations/s";
+  if (whole > 0) {
+    said += ", " + Fixed(100 * (up + down) / (2 * whole), 0) + "% of float32 rows both ways every " +
+            (variable ? "round" : "iteration");
+  }
+  said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; ";
+  const double pace = static_cast<double>(variable ? p.samples : p.iteration) / p.elapsed_s;
+  said += variable ? WithThousands(std::llround(pace)) + " samples/s" : Fixed(pace, 1) + " team iterations/s";
   if (rated == static_cast<int>(p.workers.size())) {
-    const double limit = rate_sum / rated;
-    said += " against " + Fixed(limit, 1) + " computing alone (" +
-            Fixed(100 * static_cast<double>(p.iteration) / p.elapsed_s / limit, 0) + "%)";
+    const double limit = variable ? rate_sum : rate_sum / rated;
+    said += " against " + (variable ? WithThousands(std::llround(limit)) : Fixed(limit, 1)) + " computing alone (" +
+            Fixed(100 * pace / limit, 0) + "%)";
+  }
+  // Streams bound what a team can train on, whatever its compute.
+  int64_t arrived = 0;
+  bool streams = false;
+  for (const auto& w : p.workers) {
+    if (!w.stream) continue;
+    streams = true;
+    arrived += w.stream->arrived;
+  }
+  if (streams && arrived > 0) {
+    const double arriving = static_cast<double>(arrived) / p.elapsed_s;
+    said += " and " + WithThousands(std::llround(arriving)) + " arriving (" + Fixed(100 * pace / arriving, 0) + "%)";
   }
   return said;
 }
@@ -249,7 +285,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     return;
   }
   if (plan.team) {
-    if (const std::string gained = WhatTheTeamGained(job.spec, p); !gained.empty()) out << "  " << gained << "\n";
+    if (const std::string gained = WhatTheTeamGained(plan.job.spec, p); !gained.empty()) out << "  " << gained << "\n";
   }
   if (p.energy_joules) {
     out << "  energy (modelled, docs/energy.md): " << WithThousands(std::llround(*p.energy_joules)) << " J\n";
@@ -282,10 +318,13 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << "  not in the team at the end: " << out_at_end
           << " (counted out, or gone; its figures stop where it left)\n";
     }
-    out << "  worker  node            batches   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
+    // Batches that vary are counted by what they held: samples.
+    const bool variable = VariableBatches(plan.job.spec);
+    out << "  worker  node           " << (variable ? " samples" : " batches")
+        << "   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
     for (const auto& w : p.workers) {
       const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
-      const int64_t batches = w.batch_size > 0 ? w.samples / w.batch_size : 0;
+      const int64_t batches = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
       char line[200];
       std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %13s %6.0f%% %10.0f\n", w.rank,
                     WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
