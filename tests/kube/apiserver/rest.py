@@ -536,7 +536,9 @@ class Api:
                                   "consistent list result. You can start a new list without "
                                   "the continue parameter.")
             rv = token_rv
-        matching = [s for s in items if filt.matches(s.obj)]
+        # The store has kept to the namespace: with no selector every item matches.
+        matching = items if filt.labels.empty and filt.fields.empty else \
+            [s for s in items if filt.matches(s.obj)]
         if start is not None:
             matching = [s for s in matching if _key(s.obj) > start]
         limit = int(params.get("limit", ["0"])[-1] or 0)
