@@ -36,9 +36,11 @@ struct CredentialsKept {
 
 // Issues the job's credentials when its Secrets are missing, and a new agent
 // certificate when the one there is due for renewal at `now`. An API failure
-// is returned for the reconcile to retry.
+// is returned for the reconcile to retry. `none_issued`: the job's status
+// names none, so its Secrets are made without being read first (those there
+// after all are read once the create finds them).
 StatusOr<CredentialsKept> KeepCredentials(kube::KubeClient& client, const JobObject& job, kube::WallTime now,
-                                          const CredentialsOptions& options);
+                                          const CredentialsOptions& options, bool none_issued = false);
 
 // Whether a job's credentials need looking at by `now`: none issued yet, or
 // past the renewal its status names.

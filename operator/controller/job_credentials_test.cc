@@ -68,6 +68,28 @@ TEST(JobCredentialsTest, ATeamGetsAnAuthorityAndACertificateOfItsJobOwnedByTheJo
   EXPECT_EQ(kept->status.dump().find("PRIVATE"), std::string::npos);
 }
 
+// A job whose status names no credentials has its Secrets made without a
+// read; ones there after all (a reconcile that wrote them and failed to write
+// the status) are found by the create and read, not made twice.
+TEST(JobCredentialsTest, ANewJobsSecretsAreMadeWithoutReadingFirstAndFoundWhenThereAfterAll) {
+  FakeKubeClient api;
+  auto made = KeepCredentials(api, Job(), kNow, Lives(), /*none_issued=*/true);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_EQ(made->reason, "CredentialsIssued");
+  EXPECT_EQ(api.Reads("Secret"), 0);
+  EXPECT_EQ(api.Writes("create Secret"), 2);
+  const std::string issued = Data(*api.Get(kube::kSecrets, "robots", "team-tls"), "tls.crt");
+
+  api.ResetWrites();
+  auto again = KeepCredentials(api, Job(), kNow + hours(1), Lives(), /*none_issued=*/true);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->reason, "") << "the certificate there is kept";
+  EXPECT_EQ(again->status["notAfter"], made->status["notAfter"]);
+  EXPECT_EQ(Data(*api.Get(kube::kSecrets, "robots", "team-tls"), "tls.crt"), issued);
+  EXPECT_EQ(api.Writes("update Secret"), 0);
+  EXPECT_EQ(api.All(kube::kSecrets).size(), 2u);
+}
+
 TEST(JobCredentialsTest, AShortLivedCertificateIsRenewedTwoThirdsIntoItsLife) {
   // The kube suite's operator gives certificates seconds: renewal must not count
   // the clock-skew margin as part of their life.

@@ -709,7 +709,8 @@ Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool mak
   // A running team's Secrets are read only when its status says the
   // certificate is due; before pods are made, always.
   if (!making_pods && !CredentialsDue(pass.status, now)) return Status::Ok();
-  EDGETRAIN_ASSIGN_OR_RETURN(CredentialsKept kept, KeepCredentials(client_, pass.job, now, options_.credentials));
+  EDGETRAIN_ASSIGN_OR_RETURN(CredentialsKept kept, KeepCredentials(client_, pass.job, now, options_.credentials,
+                                                                    !pass.status.contains("credentials")));
   pass.status["credentials"] = kept.status;
   if (!kept.reason.empty()) {
     events_.Record(pass.object, "Normal", kept.reason, kept.message);

@@ -808,9 +808,9 @@ TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {
   StatusOr<ReconcileOutcome> placed = cached.Reconcile(key);
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   EXPECT_EQ(placed->placement, "placed");
-  // A job not yet placed has no plan to read: what it reads is whether its
-  // team's credentials (Secrets NAME-tls and NAME-ca) exist, before making them.
-  EXPECT_EQ(requests["get"], 2);
+  // A job not yet placed has no plan to read, and its team's credentials
+  // (Secrets NAME-tls and NAME-ca) are made without asking whether they exist.
+  EXPECT_EQ(requests["get"], 0);
   EXPECT_EQ(plans.Size(), 1u) << "the plan written is cached before the watch brings it";
 
   jobs_.Put(Job("team"));

@@ -17,6 +17,7 @@ class FakeKubeClient final : public KubeClient {
  public:
   StatusOr<Json> Get(const ResourceType& type, const std::string& ns, const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
+    ++reads_[type.kind];
     auto it = objects_.find(Key(type, ns, name));
     if (it == objects_.end()) return NotFoundError(type.plural + " \"" + name + "\" not found");
     return it->second;
@@ -79,6 +80,12 @@ class FakeKubeClient final : public KubeClient {
     auto it = writes_.find(what);
     return it == writes_.end() ? 0 : it->second;
   }
+  // GETs of a kind, since the last ResetWrites.
+  int Reads(const std::string& kind) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reads_.find(kind);
+    return it == reads_.end() ? 0 : it->second;
+  }
   int AllWrites() const {
     std::lock_guard<std::mutex> lock(mu_);
     int n = 0;
@@ -88,6 +95,7 @@ class FakeKubeClient final : public KubeClient {
   void ResetWrites() {
     std::lock_guard<std::mutex> lock(mu_);
     writes_.clear();
+    reads_.clear();
   }
   // Every object of a kind, for assertions.
   std::vector<Json> All(const ResourceType& type) const {
@@ -125,6 +133,7 @@ class FakeKubeClient final : public KubeClient {
 
   mutable std::mutex mu_;
   std::map<std::string, Json> objects_;
+  std::map<std::string, int> reads_;
   std::map<std::string, int> writes_;
   int64_t version_ = 0;
 };
