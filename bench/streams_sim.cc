@@ -12,6 +12,9 @@
 //             batch has arrived (minBatchSize = batchSize);
 //   adaptive  edgetrain's: a batch is what has arrived, from the default
 //             minimum up to batchSize, its gradient weighted by its samples;
+//   weighted  adaptive, each batch's cap dealt by its device's measured
+//             compute (spec.data.computeWeighted), so that no device's
+//             compute holds the team's round;
 //   injected  adaptive, its batches topped up with samples of labels the
 //             worker lacks, sent by the coordinator (spec.data.injection);
 //   int8, topk, compressed
@@ -55,6 +58,7 @@ struct Options {
   double sample_ms = 1;  // a sample's compute at slowdown 1
   double step_ms = 2;    // a batch's fixed cost at slowdown 1
   int batch = 32;
+  int min_batch = 0;  // the adaptive modes' minBatchSize; 0: the default
   std::string policy = "bsp";
   std::string modes = "fixed,adaptive,injected";
   double link_mbps = 0;  // every worker's link, both ways; 0: unshaped
@@ -98,7 +102,12 @@ Json RunOne(const std::string& mode, const std::string& partition, double lr, co
   setup.partition = *PartitionNamed(partition);
   StreamSpec stream;
   for (double r : o.rates) stream.rates_per_second.push_back(r * o.rate_scale);
-  if (mode == "fixed") stream.min_batch_size = o.batch;
+  if (mode == "fixed") {
+    stream.min_batch_size = o.batch;
+  } else if (o.min_batch > 0) {
+    stream.min_batch_size = o.min_batch;
+  }
+  setup.compute_weighted = mode == "weighted";
   setup.stream = stream;
   const std::map<std::string, Compression> codecs = {
       {"int8", Compression::kInt8}, {"topk", Compression::kTopK}, {"compressed", Compression::kAdaptive}};
@@ -214,8 +223,9 @@ int Main(int argc, char** argv) {
   app.add_option("--sample-ms", o.sample_ms, "a sample's compute at slowdown 1, simulated");
   app.add_option("--step-ms", o.step_ms, "a batch's fixed compute at slowdown 1, simulated");
   app.add_option("--batch", o.batch);
+  app.add_option("--min-batch", o.min_batch, "the adaptive modes' minBatchSize (default: an eighth of --batch)");
   app.add_option("--policy", o.policy)->check(CLI::IsMember({"bsp", "deadline"}));
-  app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, injected, int8, topk, compressed");
+  app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, weighted, injected, int8, topk, compressed");
   app.add_option("--link-mbps", o.link_mbps, "every worker's link, both ways, in Mbit/s; 0: unshaped");
   app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent");
   app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it");
@@ -232,7 +242,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   for (const std::string& mode : Split(o.modes)) {
-    if (!std::set<std::string>{"fixed", "adaptive", "injected", "int8", "topk", "compressed"}.contains(mode)) {
+    if (!std::set<std::string>{"fixed", "adaptive", "weighted", "injected", "int8", "topk", "compressed"}.contains(mode)) {
       std::cerr << "--modes: unknown mode " << mode << "\n";
       return 2;
     }
@@ -268,6 +278,7 @@ int Main(int argc, char** argv) {
                  {"sample_ms", o.sample_ms},
                  {"step_ms", o.step_ms},
                  {"batch", o.batch},
+                 {"min_batch", o.min_batch > 0 ? Json(o.min_batch) : Json("default")},
                  {"policy", o.policy},
                  {"link_mbps", o.link_mbps},
                  {"injection", {{"label_share", o.injection.label_share}, {"batch_share", o.injection.batch_share}}},
@@ -305,7 +316,7 @@ int Main(int argc, char** argv) {
     // Each mode's time to the target against conventional fixed batches,
     // and that as a share of the ceiling.
     Json& modes = summary["partitions"][partition];
-    for (const char* mode : {"adaptive", "injected", "int8", "topk", "compressed"}) {
+    for (const char* mode : {"adaptive", "weighted", "injected", "int8", "topk", "compressed"}) {
       if (!modes.contains("fixed") || !modes.contains(mode) || !modes["fixed"]["time_to_target_s"].is_number() ||
           !modes[mode]["time_to_target_s"].is_number()) {
         continue;
@@ -325,7 +336,7 @@ int Main(int argc, char** argv) {
     const double iid = parts["iid"]["adaptive"]["accuracy_at_budget"].get<double>();
     for (const auto& [partition, modes] : parts.items()) {
       if (partition == "iid") continue;
-      for (const char* mode : {"adaptive", "injected", "int8", "topk", "compressed"}) {
+      for (const char* mode : {"adaptive", "weighted", "injected", "int8", "topk", "compressed"}) {
         if (!modes.contains(mode) || !modes[mode]["accuracy_at_budget"].is_number()) continue;
         summary["iid_vs_noniid_gap"][partition][mode] = iid - modes[mode]["accuracy_at_budget"].get<double>();
       }
