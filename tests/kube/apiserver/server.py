@@ -13,6 +13,7 @@ import random
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
 import uuid
@@ -27,6 +28,9 @@ from .store import Expired, encode
 
 TABLE_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 UNAUTHENTICATED_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+# A request (not a watch or a log's stream) served slower than this is logged: what
+# a benchmark's tail of latencies is read against.
+SLOW_REQUEST_S = 0.1
 
 
 class StandinHTTPServer(ThreadingHTTPServer):
@@ -124,6 +128,16 @@ class RequestHandler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method):
+        started = time.monotonic()
+        try:
+            self._serve(method)
+        finally:
+            took = time.monotonic() - started
+            if took > SLOW_REQUEST_S and "watch=" not in self.path and "/log" not in self.path:
+                print(f"standin: slow request: {method} {self.path} took {took * 1000:.0f} ms",
+                      file=sys.stderr, flush=True)
+
+    def _serve(self, method):
         body = self._read_body()
         url = urlsplit(self.path)
         params = parse_qs(url.query, keep_blank_values=True)
