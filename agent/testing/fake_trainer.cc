@@ -48,6 +48,7 @@ StatusOr<double> FakeTrainer::ComputeGradient(const float*, const int64_t* label
 }
 
 StatusOr<Evaluation> FakeTrainer::Evaluate(const Dataset& data) {
+  if (model_.evaluation > Duration{}) clock_.SleepFor(model_.evaluation);
   std::vector<double> optimum(params_.size(), 0.0);
   for (int64_t label : data.labels) {
     for (size_t i = 0; i < params_.size(); ++i) optimum[i] += targets_[static_cast<size_t>(label)][i];

@@ -25,6 +25,7 @@ struct FakeModel {
   int classes = 10;
   Duration step = std::chrono::milliseconds(5);  // simulated compute time of a step
   Duration per_sample{};                         // and of each sample of its batch
+  Duration evaluation{};                         // simulated time an evaluation takes
   uint64_t seed = 1;
   // The share of coordinates at which the classes' targets are not 0 (the
   // same ones for every class): below 1, a gradient as sparse as a first
