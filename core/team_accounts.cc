@@ -24,11 +24,13 @@ void TeamAccounts::Pushed(int w, int64_t iteration, int rows, int64_t bytes) {
   k.bytes_sent += bytes;
 }
 
-void TeamAccounts::Reported(int w, const WorkerReport& report) {
+void TeamAccounts::Reported(int w, const WorkerReport& report, bool trained) {
   Worker& k = workers_[w];
   k.report = report;
-  k.samples += report.samples;
-  samples_ += report.samples;
+  if (trained) {
+    k.samples += report.samples;
+    samples_ += report.samples;
+  }
   loss_sum_ += report.loss_sum;
   loss_count_ += report.loss_count;
 }

@@ -52,8 +52,10 @@ class TeamAccounts {
   void Resumed(int w, int64_t iteration) { workers_[w].iteration = iteration; }
   // Part of a push of `w` after `iteration` was applied.
   void Pushed(int w, int64_t iteration, int rows, int64_t bytes);
-  // The report on a push's first part: counted even when its rows were not applied.
-  void Reported(int w, const WorkerReport& report);
+  // The report on a push's first part: counted even when its rows were not
+  // applied, but its samples only when they were (`trained`): a push late for
+  // its round trained nothing the team kept.
+  void Reported(int w, const WorkerReport& report, bool trained = true);
   // A message to `w` went through in `took`.
   void Delivered(int w, int64_t bytes, Duration took);
   // Downlink time not yet told to `w`: its radio was receiving, which its energy model charges.

@@ -23,6 +23,24 @@ TEST(TeamAccountsTest, TheTeamsIterationIsItsSamplesOverABatchPerWorker) {
   EXPECT_DOUBLE_EQ(p.samples_per_second, 64);
 }
 
+// A push late for its round (policy deadline) trained nothing the team kept:
+// its loss is heard, its samples are not counted as trained.
+TEST(TeamAccountsTest, ALatePushsSamplesAreNotCountedAsTrained) {
+  TeamAccounts team(2, 32, 6400);
+  WorkerReport r;
+  r.samples = 32;
+  r.loss_sum = 64;
+  r.loss_count = 32;
+  team.Reported(0, r);
+  r.loss_sum = 32;
+  team.Reported(1, r, /*trained=*/false);
+  EXPECT_EQ(team.samples(), 32);
+  EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.5) << "both losses heard";
+  JobProgress p = team.Progress(1.0, {true, true});
+  EXPECT_EQ(p.workers[0].samples, 32);
+  EXPECT_EQ(p.workers[1].samples, 0);
+}
+
 TEST(TeamAccountsTest, AWorkersTotalsSurviveItsRestarts) {
   TeamAccounts team(1, 32, 6400);
   WorkerReport r;

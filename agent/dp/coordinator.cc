@@ -454,6 +454,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   } else if (fate == PushFate::kApplied) {
     // An excused worker pushing for the round the team is in counts again.
     if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
+    const int64_t late_before = aggregator_.late_rows();
     StatusOr<bool> stepped = aggregator_.ApplyPush(w, push.iteration, push.rows, ledger_);
     if (push.report) CountFateLocked(w, stepped.ok() ? PushFate::kApplied : PushFate::kRefused);
     if (!stepped.ok()) {
@@ -476,7 +477,11 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     accounts_.Pushed(w, push.iteration, static_cast<int>(push.rows.size()), push.bytes);
     metrics_.AddReceived(w, push.bytes, static_cast<int64_t>(push.rows.size()));
     // A new iteration: what the team waits for from each worker may have changed.
-    if (push.report) accounts_.Reported(w, *push.report);
+    // A push whose rows all came after their round closed (policy deadline)
+    // trained nothing the team kept: its samples are not counted as trained.
+    const bool late = !push.rows.empty() &&
+                      aggregator_.late_rows() - late_before == static_cast<int64_t>(push.rows.size());
+    if (push.report) accounts_.Reported(w, *push.report, /*trained=*/!late);
     news = *stepped || push.report.has_value();
     FollowRounds(now);
   }
