@@ -310,6 +310,20 @@ int Main(int argc, char** argv) {
             "topk_share"}) {
         m[key] = best.contains(key) ? best[key] : Json(nullptr);
       }
+      // Accuracy at equal time is each mode at its best there: the learning
+      // rate soonest to the target need not be the most accurate at the budget.
+      double at_budget = -1, at_budget_lr = 0;
+      for (const Json& r : runs) {
+        if (!r.contains("accuracy_at_budget") || !r["accuracy_at_budget"].is_number()) continue;
+        if (r["accuracy_at_budget"].get<double>() > at_budget) {
+          at_budget = r["accuracy_at_budget"].get<double>();
+          at_budget_lr = r["lr"].get<double>();
+        }
+      }
+      if (at_budget >= 0) {
+        m["accuracy_at_budget"] = at_budget;
+        m["accuracy_at_budget_lr"] = at_budget_lr;
+      }
       summary["partitions"][partition][mode] = m;
       all[partition][mode] = runs;
     }
