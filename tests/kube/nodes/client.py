@@ -50,7 +50,8 @@ class LocalClient:
         rt = self.rt(plural)
         if not label_selector and not field_selector:
             # Nothing to filter: straight from the store (the emulated controllers list
-            # every node and pod each second; the request path's filter doubled that).
+            # every node and pod each second, and the request path's filter was a good part
+            # of what that cost).
             return [s.obj for s in self.store.list(rt.key, (ns or None) if rt.namespaced else None)[0]]
         params = {"labelSelector": [label_selector], "fieldSelector": [field_selector]}
         return [s.obj for s in self.api.list(rt, ns or "", params)[0]]
