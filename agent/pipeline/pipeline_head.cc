@@ -61,6 +61,9 @@ struct PipelineHead::Link {
   double loss_sum = 0;  // of its last step (the last stage's)
   int64_t step_samples = 0;
   std::optional<v1::StageState> state;
+  // A replica coming in parts: its step and its bytes so far (step -1: none).
+  int64_t replica_step = -1;
+  std::string replica_bytes;
 };
 
 // What the members of a group sent of one micro-batch or one gradient, until
@@ -190,9 +193,9 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       ended = Relay(rank, forward, forward ? std::move(*message->mutable_forward()) : std::move(*message->mutable_backward()));
     } else if (message->has_gradient()) {
       ended = SumGradient(rank, std::move(*message->mutable_gradient()));
-    } else if (message->has_replica()) {
+    } else if (message->has_replica_part()) {
       std::lock_guard lock(mu_);
-      KeepReplicaLocked(link, std::move(*message->mutable_replica()));
+      TakeReplicaPartLocked(link, std::move(*message->mutable_replica_part()));
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
@@ -551,6 +554,26 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
 
 bool PipelineHead::MemberLocked(int rank) const {
   return std::find(members_.begin(), members_.end(), rank) != members_.end();
+}
+
+void PipelineHead::TakeReplicaPartLocked(Link& link, v1::ReplicaPart part) {
+  if (part.offset() == 0) {
+    link.replica_step = part.step();
+    link.replica_bytes.clear();
+  } else if (part.step() != link.replica_step || part.offset() != static_cast<int64_t>(link.replica_bytes.size())) {
+    // A part missed (a stream that ended mid-replica): that replica is given up.
+    link.replica_step = -1;
+    link.replica_bytes.clear();
+    return;
+  }
+  link.replica_bytes += part.data();
+  if (static_cast<int64_t>(link.replica_bytes.size()) < part.total()) return;
+  v1::StageReplica replica;
+  const bool whole = static_cast<int64_t>(link.replica_bytes.size()) == part.total() &&
+                     replica.ParseFromString(link.replica_bytes);
+  link.replica_step = -1;
+  link.replica_bytes.clear();
+  if (whole) KeepReplicaLocked(link, std::move(replica));
 }
 
 void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica) {

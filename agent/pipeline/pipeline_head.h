@@ -139,6 +139,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void HeardLocked(Link& link, const v1::WorkerMessage& message);
   // Whether `rank` is still in a stage (not let go of as lost).
   bool MemberLocked(int rank) const;
+  // A part of a stage's replica: the replica is kept once its parts are all in.
+  void TakeReplicaPartLocked(Link& link, v1::ReplicaPart part);
   // A stage's replica, kept if it is of the layers the stage holds and newer.
   void KeepReplicaLocked(const Link& link, v1::StageReplica replica);
   // Every member that `owes` the head a word and is silent past its deadline

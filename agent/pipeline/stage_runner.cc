@@ -127,7 +127,8 @@ class Inbox {
   Status closed_ = Status::Ok();
 };
 
-// What a stage sends, in order, from a thread of its own.
+// What a stage sends, in order, from a thread of its own; and, below what it
+// must send, parts that go only when nothing else waits.
 class Outbox {
  public:
   // Messages of more than `announce_bytes` go after a Heartbeat that says their size.
@@ -141,25 +142,40 @@ class Outbox {
     queue_.push_back(std::move(message));
     changed_.NotifyAll();
   }
+  // Messages sent one at a time whenever nothing posted waits (each of at
+  // most `announce_bytes`, so none holds a message posted meanwhile for
+  // long). False, and nothing taken, while earlier ones are still going out:
+  // those finish first.
+  bool PostWhenIdle(std::vector<v1::WorkerMessage> parts) {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) return false;
+    idle_.assign(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
+    changed_.NotifyAll();
+    return true;
+  }
   void Close() {
     std::lock_guard lock(mu_);
     closed_ = true;
     changed_.NotifyAll();
   }
   // Sends until closed and empty, or the stream fails; a Heartbeat whenever
-  // nothing was sent for `heartbeat`.
+  // nothing was sent for `heartbeat`. A replica going out when the stage
+  // ends is sent to its end: the head may need it.
   Status Drain(CoordinatorStream& stream, Duration heartbeat) {
     for (;;) {
       v1::WorkerMessage next;
       {
         std::unique_lock lock(mu_);
-        if (!changed_.WaitFor(lock, heartbeat, [&] { return !queue_.empty() || closed_; })) {
+        if (!changed_.WaitFor(lock, heartbeat, [&] { return !queue_.empty() || !idle_.empty() || closed_; })) {
           next.mutable_heartbeat();
-        } else if (queue_.empty()) {
-          return Status::Ok();
-        } else {
+        } else if (!queue_.empty()) {
           next = std::move(queue_.front());
           queue_.pop_front();
+        } else if (!idle_.empty()) {
+          next = std::move(idle_.front());
+          idle_.pop_front();
+        } else {
+          return Status::Ok();
         }
       }
       EDGETRAIN_RETURN_IF_ERROR(stream.Send(next));
@@ -171,6 +187,7 @@ class Outbox {
   ClockCondition changed_;
   const int64_t announce_bytes_;
   std::deque<v1::WorkerMessage> queue_;
+  std::deque<v1::WorkerMessage> idle_;  // sent when queue_ is empty
   bool closed_ = false;
 };
 
@@ -334,15 +351,30 @@ class Stage {
 
   // Every replicateEvery steps, the group's first device sends the head its
   // committed state, the head's copy of these layers should every device of
-  // the stage be lost. From the sending thread: it overlaps the step's passes.
+  // the stage be lost. In parts that go only when the stage has nothing else
+  // to send: on a slow link a replica whole (12 bytes a parameter with Adam)
+  // held the step's activations behind it for seconds. One still going out
+  // when the next is due finishes first, and the next is skipped.
   void Replicate() {
     const int every = plan_.spec.fault_tolerance.replicate_every;
     if (every <= 0 || member_ != 0 || step_ == 0 || step_ % every != 0 || replicated_step_ == step_) return;
     replicated_step_ = step_;
-    v1::WorkerMessage message;
-    message.mutable_replica()->set_step(step_);
-    *message.mutable_replica()->mutable_state() = State();
-    outbox_.Post(std::move(message));
+    v1::StageReplica replica;
+    replica.set_step(step_);
+    *replica.mutable_state() = State();
+    const std::string bytes = replica.SerializeAsString();
+    const auto total = static_cast<int64_t>(bytes.size());
+    // Parts under the size that needs announcing, with room for their fields.
+    const int64_t part_bytes = std::max<int64_t>(1024, options_.announce_bytes - 64);
+    std::vector<v1::WorkerMessage> parts;
+    for (int64_t offset = 0; offset < total; offset += part_bytes) {
+      v1::ReplicaPart& part = *parts.emplace_back().mutable_replica_part();
+      part.set_step(step_);
+      part.set_offset(offset);
+      part.set_total(total);
+      part.set_data(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(std::min(part_bytes, total - offset))));
+    }
+    outbox_.PostWhenIdle(std::move(parts));
   }
 
   // The stages as they now are: this group's index, and, when its layers
