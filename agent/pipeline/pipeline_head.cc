@@ -64,6 +64,7 @@ struct PipelineHead::Link {
   // A replica coming in parts: its step and its bytes so far (step -1: none).
   int64_t replica_step = -1;
   std::string replica_bytes;
+  TimePoint replica_began{};  // when its first part came
 };
 
 // What the members of a group sent of one micro-batch or one gradient, until
@@ -560,6 +561,7 @@ void PipelineHead::TakeReplicaPartLocked(Link& link, v1::ReplicaPart part) {
   if (part.offset() == 0) {
     link.replica_step = part.step();
     link.replica_bytes.clear();
+    link.replica_began = clock_.Now();
   } else if (part.step() != link.replica_step || part.offset() != static_cast<int64_t>(link.replica_bytes.size())) {
     // A part missed (a stream that ended mid-replica): that replica is given up.
     link.replica_step = -1;
@@ -573,11 +575,12 @@ void PipelineHead::TakeReplicaPartLocked(Link& link, v1::ReplicaPart part) {
                      replica.ParseFromString(link.replica_bytes);
   link.replica_step = -1;
   link.replica_bytes.clear();
-  if (whole) KeepReplicaLocked(link, std::move(replica));
+  if (!whole) return;
+  if (metrics_) metrics_->AddReplica(part.total(), ToSeconds(clock_.Now() - link.replica_began));
+  KeepReplicaLocked(link, std::move(replica));
 }
 
 void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica) {
-  if (metrics_) metrics_->AddReplica(static_cast<int64_t>(replica.ByteSizeLong()));
   if (!MemberLocked(link.rank)) return;  // let go of: of a stage that is no more, or renumbered
   const size_t s = static_cast<size_t>(link.stage);
   // One sent before its stage took other layers is of layers it no longer holds.

@@ -1133,6 +1133,7 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   ASSERT_NE(text.find(restored), std::string::npos) << text;
   EXPECT_EQ(std::stod(text.substr(text.find(restored) + restored.size())), alone);
   EXPECT_NE(text.find("edgetrain_pipeline_replica_bytes_total{trainingjob=\"pipeline-test\"} "), std::string::npos);
+  EXPECT_NE(text.find("edgetrain_pipeline_replica_seconds_total{trainingjob=\"pipeline-test\"} "), std::string::npos);
   if (alone > 0) {
     EXPECT_NE(log.str().find(" go to stage "), std::string::npos) << log.str();
   }

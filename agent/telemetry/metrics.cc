@@ -318,6 +318,7 @@ struct PipelineMetrics::Handles {
   Counter& recovery;
   Counter& replicas;
   Counter& replica_bytes;
+  Counter& replica_seconds;
   Counter& restored;
   prometheus::Family<prometheus::Counter>& repartitions;
   std::string job;
@@ -348,6 +349,9 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_replica_bytes_total",
                               "Bytes of the stage replicas the head received", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_replica_seconds_total",
+                              "Seconds the stage replicas took to come in, from their first part to their last", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_restored_stages_total",
                               "Stages whose only device was lost, rebuilt on a neighbour from their replica", r)
@@ -386,9 +390,10 @@ void PipelineMetrics::AddReplay(int micro_batches) {
   h_->replayed_micro_batches.Increment(micro_batches);
 }
 void PipelineMetrics::AddRecovery(double seconds) { h_->recovery.Increment(seconds); }
-void PipelineMetrics::AddReplica(int64_t bytes) {
+void PipelineMetrics::AddReplica(int64_t bytes, double seconds) {
   h_->replicas.Increment();
   h_->replica_bytes.Increment(static_cast<double>(bytes));
+  h_->replica_seconds.Increment(seconds);
 }
 void PipelineMetrics::AddRestoredStage() { h_->restored.Increment(); }
 void PipelineMetrics::AddRepartition(const std::string& reason) {

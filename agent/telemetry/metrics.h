@@ -134,7 +134,8 @@ class PipelineMetrics {
   // A step that lost a device done at last: the seconds since the loss was seen.
   void AddRecovery(double seconds);
   // A stage's replica the head received, and its bytes.
-  void AddReplica(int64_t bytes);
+  // A stage replica in whole at the head: its bytes, and its parts' time coming in.
+  void AddReplica(int64_t bytes, double seconds);
   // A stage whose only device was lost, rebuilt on a neighbour from its replica.
   void AddRestoredStage();
   // Layers moved between stages, and why: "imbalance" (the stages' measured
