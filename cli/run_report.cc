@@ -189,8 +189,8 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   }
   std::string said = "on the wire " + Fixed(up / 1e6, 0) + " MB up and " + Fixed(down / 1e6, 0) + " MB down";
   if (whole > 0) {
-    said += ", " + Fixed(100 * (up + down) / (2 * whole), 0) + "% of float32 rows both ways every " +
-            (variable ? "round" : "iteration");
+    said += ", " + Fixed(100 * (up + down) / (2 * whole), 0) + "% of float32 rows both ways " +
+            (variable ? "in each of " + Counted(rounds, "round", "rounds") : std::string("every iteration"));
   }
   said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; ";
   const double pace = static_cast<double>(variable ? p.samples : p.iteration) / p.elapsed_s;
@@ -200,17 +200,22 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
     said += " against " + (variable ? WithThousands(std::llround(limit)) : Fixed(limit, 1)) + " computing alone (" +
             Fixed(100 * pace / limit, 0) + "%)";
   }
-  // Streams bound what a team can train on, whatever its compute.
-  int64_t arrived = 0;
+  // Streams bound what a team can train on, whatever its compute: the
+  // samples of theirs trained on, against what arrived (injected ones, which
+  // came from the coordinator, are not the streams').
+  int64_t arrived = 0, injected = 0;
   bool streams = false;
   for (const auto& w : p.workers) {
+    injected += w.injected;
     if (!w.stream) continue;
     streams = true;
     arrived += w.stream->arrived;
   }
   if (streams && arrived > 0) {
     const double arriving = static_cast<double>(arrived) / p.elapsed_s;
-    said += " and " + WithThousands(std::llround(arriving)) + " arriving (" + Fixed(100 * pace / arriving, 0) + "%)";
+    const double of_streams = static_cast<double>(p.samples - injected) / p.elapsed_s;
+    said += " and " + WithThousands(std::llround(arriving)) + " arriving (" + Fixed(100 * of_streams / arriving, 0) +
+            "% trained on" + (injected > 0 ? ", injected samples aside" : "") + ")";
   }
   return said;
 }
@@ -306,8 +311,25 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
         out << "  every worker waited for its stream's samples most of the time: the streams set the pace, not a "
                "teammate (each one's wait is below)\n";
       } else {
-        out << "  the team waited on " << waited << " (teammates needed rows only they could give"
-            << (streams ? "; how long each waited for its stream's samples is below" : "") << ")\n";
+        // A worker the team waited on that itself waited for its stream's
+        // samples most of its time: its stream, not its compute or link, set the pace.
+        std::string starved_by_stream;
+        int stream_bound = 0;
+        for (const auto& w : p.workers) {
+          if (!w.stream || w.wall_s <= 0 || w.stream->wait_s <= 0.5 * w.wall_s) continue;
+          if (p.elapsed_s <= 0 || w.held_team_s < 0.05 * p.elapsed_s) continue;
+          starved_by_stream += (starved_by_stream.empty() ? "" : ", ") + WorkerName(w.rank, names) + " waited for " +
+                               "its stream's samples " + Fixed(100 * w.stream->wait_s / w.wall_s, 0) + "% of its time";
+          ++stream_bound;
+        }
+        std::string why;
+        if (stream_bound > 0) {
+          why = "; " + starved_by_stream + (stream_bound == 1 ? ": its stream" : ": their streams") +
+                " set the team's pace";
+        } else if (streams) {
+          why = "; how long each waited for its stream's samples is below";
+        }
+        out << "  the team waited on " << waited << " (teammates needed rows only they could give" << why << ")\n";
       }
     }
     std::string out_at_end;

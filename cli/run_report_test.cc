@@ -141,6 +141,10 @@ TEST(RunReportTest, StreamsThatStarveEveryWorkerAreSaidToSetThePace) {
   std::ostringstream one;
   PrintSummary(Job(), plan, p, 66.9, one);
   EXPECT_NE(one.str().find("the team waited on robot-2"), std::string::npos) << one.str();
+  EXPECT_NE(one.str().find("robot-2 waited for its stream's samples 83% of its time, robot-3 waited for its stream's "
+                           "samples 83% of its time: their streams set the team's pace"),
+            std::string::npos)
+      << "the workers waited on were themselves waiting for their streams (a new user's trial): " << one.str();
 }
 
 // A pipeline whose layers moved while it ran: the stage table shows them as
@@ -231,8 +235,17 @@ TEST(RunReportTest, ATeamOfVaryingBatchesIsMeasuredInRoundsAndSamples) {
     p.workers.push_back(w);
   }
   EXPECT_EQ(WhatTheTeamGained(spec, p),
-            "on the wire 88 MB up and 88 MB down, 100% of float32 rows both ways every round; stalled 50% of the "
-            "time; 256 samples/s against 3,200 computing alone (8%) and 270 arriving (95%)");
+            "on the wire 88 MB up and 88 MB down, 100% of float32 rows both ways in each of 100 rounds; stalled 50% "
+            "of the time; 256 samples/s against 3,200 computing alone (8%) and 270 arriving (95% trained on)");
+  // Injected samples come from the coordinator, not the streams: what
+  // arrived is set against the streams' samples trained on (a new user's
+  // run said 137% of what arrived).
+  p.workers[1].injected = 1'000;
+  p.samples += 1'000;
+  EXPECT_NE(WhatTheTeamGained(spec, p).find("356 samples/s against 3,200 computing alone (11%) and 270 arriving (95% "
+                                            "trained on, injected samples aside)"),
+            std::string::npos)
+      << WhatTheTeamGained(spec, p);
 }
 
 }  // namespace
