@@ -12,15 +12,18 @@ namespace {
 // the last evaluation's, of the model as it was at the iteration named; the
 // result's is the final model's, which training may have moved since.
 std::string Measures(const JobProgress& p, const std::vector<std::string>& names) {
-  // Before its first step there is no loss to show.
-  std::string s = p.iteration > 0 ? "loss " + Fixed(p.loss, 3) : "no step yet";
+  // Before its first step there is no loss or rate to show. (A team of
+  // streams counts iterations in full batches' worth of samples: it has
+  // stepped once it trained on any.)
+  const bool stepped = p.iteration > 0 || p.samples > 0;
+  std::string s = stepped ? "loss " + Fixed(p.loss, 3) : "no step yet";
   if (p.accuracy) {
     s += " acc " + Fixed(*p.accuracy, 3);
     if (p.evaluated_iteration && *p.evaluated_iteration != p.iteration) {
       s += " (it " + WithThousands(*p.evaluated_iteration) + ")";
     }
   }
-  s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
+  if (stepped) s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
   std::string waiting;
   for (const WorkerProgress& w : p.workers) {
     if (!w.holding_team) continue;

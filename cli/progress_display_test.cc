@@ -30,6 +30,20 @@ TEST(ProgressDisplayTest, FormatsBarAndLine) {
   EXPECT_EQ(FormatProgressLine(early), "it 1,200 (40%) loss 0.412 5,820 samples/s elapsed 00:12");
 }
 
+// Before the first step there is neither a loss nor a rate; a team of streams
+// that has trained on samples short of a full batch from each has stepped
+// (a new user's trial saw "it 0 ... no step yet 406 samples/s").
+TEST(ProgressDisplayTest, SaysNoStepYetOnlyBeforeAnySampleAndThenNoRate) {
+  JobProgress p = Sample();
+  p.iteration = 0;
+  p.samples = 0;
+  p.accuracy.reset();
+  p.eta_s.reset();
+  EXPECT_EQ(FormatProgressLine(p), "it 0 (40%) no step yet elapsed 00:12");
+  p.samples = 20;
+  EXPECT_EQ(FormatProgressLine(p), "it 0 (40%) loss 0.412 5,820 samples/s elapsed 00:12");
+}
+
 // An accuracy older than the iteration shown says which model it was of.
 TEST(ProgressDisplayTest, SaysWhichIterationTheAccuracyIsOf) {
   JobProgress p = Sample();
