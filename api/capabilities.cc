@@ -174,7 +174,8 @@ const std::vector<Capability>& Capabilities() {
        [](const JobSpec& s, const Json&) {
          return s.data.stream && !s.data.stream->directory && s.data.stream->rates_per_second.empty();
        },
-       "is needed on Kubernetes, or a directory: a cluster profile's node streams are edgetrain run's"},
+       "is needed on Kubernetes (one rate a worker), or spec.data.stream.directory: only edgetrain run --nodes "
+       "takes each worker's rate from its node in a cluster profile"},
       {"spec.data.computeWeighted", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) {
          return s.data.compute_weighted &&
