@@ -67,7 +67,7 @@ class LocalPathProvisioner(StorageController):
 
     def sync_volume(self, volume):
         if self._to_delete(volume):
-            self._delete(volume)
+            self._delete_volume(volume)
 
     def _wants_volume(self, claim):
         md = claim["metadata"]
@@ -125,7 +125,9 @@ class LocalPathProvisioner(StorageController):
             volume["spec"].get("persistentVolumeReclaimPolicy") == "Delete" and \
             not volume["metadata"].get("deletionTimestamp")
 
-    def _delete(self, volume):
+    # Not `_delete`: this is a threading.Thread, whose own _delete() runs as the thread
+    # ends (the stand-in printed a TypeError for it on every stop).
+    def _delete_volume(self, volume):
         path = (volume["spec"].get("hostPath") or {}).get("path")
         if path and os.path.realpath(path).startswith(os.path.realpath(self.root) + os.sep):
             shutil.rmtree(path, ignore_errors=True)
