@@ -114,7 +114,7 @@ class PodWorker(threading.Thread):
         if self.killed:
             return
         if self.deleting:
-            self._stop()
+            self._stop_containers()
         self._write_status(final=True)
         if self.deleting:
             # What lets the object go: the kubelet's delete with no grace left.
@@ -201,7 +201,8 @@ class PodWorker(threading.Thread):
     def _finished(self, spec):
         return all(c.done for c in self.containers)
 
-    def _stop(self):
+    # Not `_stop`: this is a threading.Thread, whose own _stop() join() and is_alive() call.
+    def _stop_containers(self):
         """SIGTERM, then SIGKILL once the grace period (the deletion's) is over."""
         grace = self.pod["metadata"].get("deletionGracePeriodSeconds")
         if grace is None:
