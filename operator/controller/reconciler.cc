@@ -471,7 +471,8 @@ Status Reconciler::Place(Pass& pass) {
     // A whole pass is the one costly step of placing: say when one was made.
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pass_started).count();
     log_.Job(pass.key, "ReservationPass",
-             "the waiting line placed anew on " + std::to_string(line_.NodeCount()) + " nodes in " +
+             "every job waiting for room given its place anew, in priority order, over " +
+                 std::to_string(line_.NodeCount()) + " nodes, in " +
                  std::to_string(static_cast<int64_t>(std::llround(ms))) + " ms");
   }
   if (!placement.placed) {
