@@ -40,6 +40,14 @@ std::string Pods(const NodeVerdict& v) {
   return pods.empty() ? "-" : pods;
 }
 
+// The samples a second a job's streams deliver, when its rates are its own.
+std::optional<double> StreamRate(const JobSpec& spec) {
+  if (!spec.data.stream || spec.data.stream->rates_per_second.empty()) return std::nullopt;
+  double sum = 0;
+  for (double r : spec.data.stream->rates_per_second) sum += r;
+  return sum;
+}
+
 nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch) {
   nlohmann::json verdicts = nlohmann::json::array();
   for (size_t i = 0; i < p.verdicts.size(); ++i) {
@@ -192,6 +200,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     nlohmann::json doc = ToJson(placement, nodes, batch);
     doc["job"] = job.name;
     doc["site"] = site;
+    if (const std::optional<double> arriving = StreamRate(job.spec)) doc["streamSamplesPerSecond"] = *arriving;
     if (planned) {
       doc["pipeline"] = PipelineChoiceJson((*pipeline)->problem, (*pipeline)->choice);
     } else if (pipeline) {
@@ -211,6 +220,15 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     if (placement.placed && !pipeline_job) {
       out << "predicted: " << WithThousands(std::llround(placement.predicted_samples_per_second))
           << " samples/s for the team; a ranking of nodes, not a promise (docs/placement.md)\n";
+      // A stream's samples come no faster than they arrive: the prediction
+      // is of compute and links (a new user read 2,247,909 samples/s for a
+      // team whose streams deliver 260).
+      if (const std::optional<double> arriving = StreamRate(job.spec)) {
+        out << "  its streams deliver " << WithThousands(std::llround(*arriving))
+            << " samples/s (spec.data.stream.ratesPerSecond): the team trains on no more, wherever it runs\n";
+      } else if (job.spec.data.stream) {
+        out << "  it trains on what its streams deliver, which no prediction here knows\n";
+      }
     }
     if (planned) PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
   }
