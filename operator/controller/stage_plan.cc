@@ -62,6 +62,23 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
     out.reason += " against data parallelism's " + Rounded(choice.data_parallel.cost.samples_per_s) +
                   " on the same devices and links";
   }
+  // The placement named every worker's node: say which the plan leaves out,
+  // since they get no pod (a new user counted 4 workers where 2 pods ran).
+  std::vector<bool> used(devices.size(), false);
+  for (const PipelineStage& stage : plan.stages) {
+    for (int d : stage.devices) used.at(static_cast<size_t>(d)) = true;
+  }
+  std::string left_out;
+  int unused = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (used[d]) continue;
+    left_out += (left_out.empty() ? "" : ", ") + devices[d].name + " (" + std::to_string(d) + ")";
+    ++unused;
+  }
+  if (unused > 0) {
+    out.reason += "; the plan leaves out " + left_out + ": " + (unused == 1 ? "it gets" : "they get") +
+                  " no pod, faster without " + (unused == 1 ? "it" : "them");
+  }
   return out;
 }
 

@@ -73,6 +73,24 @@ TEST(StagePlanTest, LayersAreBroughtToSpeedOneByTheNodeTheyWereTimedOn) {
   EXPECT_DOUBLE_EQ(on_emulated->predicted_samples_per_s, as_timed->predicted_samples_per_s);
 }
 
+// A device so slow, on so thin a link, that the plan runs faster without it
+// gets no pod: the reason names it, since the placement named every worker's
+// node (a new user counted 4 workers where 2 pods ran).
+TEST(StagePlanTest, TheDevicesThePlanLeavesOutAreNamed) {
+  const std::vector<NodeView> devices = {Node("gateway", 1, 100), Node("sensor", 0.01, 0.1)};
+  auto cut = PlanStagesOn(Spec(ParallelismMode::kAuto), devices, Layers(), nullptr);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_EQ(cut->layout.stages.size(), 1u) << cut->reason;
+  EXPECT_EQ(cut->layout.stages[0].ranks, std::vector<int>{0}) << cut->reason;
+  EXPECT_NE(cut->reason.find("; the plan leaves out sensor (1): it gets no pod, faster without it"),
+            std::string::npos)
+      << cut->reason;
+  auto both = PlanStagesOn(Spec(ParallelismMode::kPipeline), {Node("gateway", 1, 20), Node("robot-1", 0.5, 20)},
+                           Layers(), nullptr);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->reason.find("leaves out"), std::string::npos) << both->reason;
+}
+
 TEST(StagePlanTest, NoPlanThatFitsTheDevicesMemoryIsRefusedSayingWhy) {
   std::vector<NodeView> devices = {Node("a", 1, 20), Node("b", 1, 20)};
   for (NodeView& d : devices) d.allocatable.memory_bytes = 1000;  // far under the 5 MB of weights
