@@ -54,6 +54,9 @@ Json ProgressStatusOf(const Json& progress) {
     // A value the coordinator does not have yet is null there, and left out here.
     if (progress.contains(key) && progress[key].is_number()) out[key] = progress[key];
   }
+  // To four places, as `kubectl get tj` shows it (it printed 0.9111111111111111;
+  // a test set's accuracy has no more to say than that).
+  if (out.contains("accuracy")) out["accuracy"] = std::round(out["accuracy"].get<double>() * 1e4) / 1e4;
   if (progress.contains("etaSeconds") && progress["etaSeconds"].is_number()) {
     out["eta"] = EtaText(progress["etaSeconds"].get<double>());
   }

@@ -33,6 +33,8 @@ TEST(JobStatusTest, ProgressIsTheCoordinatorsWithoutWhatItDoesNotHaveYet) {
   const Json status = ProgressStatusOf(progress);
   EXPECT_EQ(status, (Json{{"iteration", 1200}, {"samples", 76800}, {"loss", 0.41}, {"energyJoules", 212.5},
                           {"eta", "1m5s"}}));
+  // To four places, as kubectl shows it (a new user saw 0.9111111111111111).
+  EXPECT_EQ(ProgressStatusOf(Json{{"accuracy", 0.9111111111111111}})["accuracy"], 0.9111);
 }
 
 TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
