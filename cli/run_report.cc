@@ -82,6 +82,19 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   }
 }
 
+// Of a team whose batches follow each worker's measured compute: the batch
+// each was dealt as the run ended (a new user saw no sign of the weighting).
+void PrintDealtBatches(const JobSpec& spec, const JobProgress& p, const std::vector<std::string>& names,
+                       std::ostream& out) {
+  if (!spec.data.compute_weighted || p.workers.empty()) return;
+  std::string dealt;
+  for (const auto& w : p.workers) {
+    dealt += (dealt.empty() ? "" : ", ") + WorkerName(w.rank, names) + " " + WithThousands(w.batch_size);
+  }
+  out << "  batches dealt by measured compute (spec.data.computeWeighted; " << spec.data.batch_size
+      << " a worker until measured), as the run ended: " << dealt << "\n";
+}
+
 // Of workers that choose their compression (adaptive): how often each chose
 // top-k, and what top-k kept of its gradient when it last measured.
 void PrintCompression(const JobProgress& p, std::ostream& out) {
@@ -356,6 +369,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << line;
     }
     PrintStreams(p, out);
+    PrintDealtBatches(plan.job.spec, p, names, out);
     PrintCompression(p, out);
   }
   PrintModelLine(p, out);

@@ -121,6 +121,27 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
       << refused.str();
 }
 
+// Batches dealt by measured compute are shown as they ended: /progress gives
+// each worker's dealt batch (a new user saw no sign of the weighting).
+TEST(RunReportTest, ATeamOfComputeWeightedBatchesShowsWhatEachWasDealt) {
+  LocalRunPlan plan = Team();
+  plan.job.spec.data.compute_weighted = true;
+  plan.job.spec.data.batch_size = 64;
+  JobProgress p = Finished();
+  p.workers[0].batch_size = 128;
+  p.workers[1].batch_size = 64;
+  p.workers[2].batch_size = 1;
+  std::ostringstream out;
+  PrintSummary(Job(), plan, p, 66.9, out);
+  EXPECT_NE(out.str().find("  batches dealt by measured compute (spec.data.computeWeighted; 64 a worker until "
+                           "measured), as the run ended: robot-1 128, robot-2 64, robot-3 1\n"),
+            std::string::npos)
+      << out.str();
+  std::ostringstream fixed;
+  PrintSummary(Job(), Team(), Finished(), 66.9, fixed);
+  EXPECT_EQ(fixed.str().find("batches dealt"), std::string::npos) << fixed.str();
+}
+
 // Every worker short of samples most of the time: no teammate is named as
 // what the team waited on (found by a new user's trial, both buffers empty).
 TEST(RunReportTest, StreamsThatStarveEveryWorkerAreSaidToSetThePace) {

@@ -115,7 +115,8 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     const Worker& k = workers_[w];
     WorkerProgress wp;
     wp.rank = w;
-    wp.batch_size = batch_size_;
+    // The batch it last said it takes (dealt by compute under computeWeighted).
+    wp.batch_size = k.report.batch_size > 0 ? k.report.batch_size : batch_size_;
     wp.samples = k.samples;
     wp.bandwidth_mbps = k.report.uplink_mbps;
     wp.stall_s = k.stall_s + k.report.stall_s;

@@ -553,7 +553,9 @@ class WorkerRun {
       row->set_values(std::move(out.encoded.bytes));
     }
     v1::WorkerStats* stats = push->mutable_stats();
-    stats->set_batch_size(plan_.spec.data.batch_size);
+    // The most it takes a batch now: what the coordinator dealt it under
+    // computeWeighted, the job's batchSize otherwise.
+    stats->set_batch_size(static_cast<int32_t>(batch_cap_));
     stats->set_samples(samples_since_push_);
     stats->set_loss_sum(loss_sum_);
     stats->set_loss_count(loss_count_);
