@@ -170,8 +170,8 @@ class ListAndWatch(StandinTestCase):
         w1 = self.api.watch(self.widgets(), timeoutSeconds=30)
         w2 = self.api.watch(self.core("pods"), timeoutSeconds=30)
         self.api.hook("drop-watches")
-        self.assertEqual(w1.rest(timeout=5), [])
-        self.assertEqual(w2.rest(timeout=5), [])
+        self.assertEqual(w1.rest(), [])
+        self.assertEqual(w2.rest(), [])
 
 
 class Writes(StandinTestCase):
@@ -256,7 +256,7 @@ class Writes(StandinTestCase):
         r = self.api.patch(self.widgets("a"), {"metadata": {"finalizers": None}})
         self.assertEqual(r.status, 200, r)
         self.assertStatus(self.api.get(self.widgets("a")), 404)
-        evs = watch.rest(timeout=5)
+        evs = watch.rest()
         self.assertEqual([e["type"] for e in evs], ["MODIFIED", "MODIFIED", "DELETED"])
         self.assertTrue(evs[-1]["object"]["metadata"]["deletionTimestamp"])
 
