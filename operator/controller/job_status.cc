@@ -87,6 +87,19 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
         }
         if (p.contains("stallFraction") && p["stallFraction"].is_number()) w["stallFraction"] = p["stallFraction"];
         if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
+        // What it trained on, and of a stream what arrived: the counts edgetrain
+        // run's tables give (a new user found none of them on Kubernetes).
+        if (p.contains("samples") && p["samples"].is_number_integer()) w["samples"] = p["samples"];
+        if (p.contains("injectedSamples") && p["injectedSamples"].is_number_integer()) {
+          w["injectedSamples"] = p["injectedSamples"];
+        }
+        if (p.contains("stream") && p["stream"].is_object()) {
+          Json stream = Json::object();
+          for (const char* key : {"arrived", "dropped", "backlog"}) {
+            if (p["stream"].contains(key) && p["stream"][key].is_number_integer()) stream[key] = p["stream"][key];
+          }
+          w["stream"] = stream;
+        }
         // A stage's layers as they are now: a lost neighbour's taken on, or moved.
         if (p.contains("/layers/first"_json_pointer) && p.contains("/layers/end"_json_pointer)) {
           w["layers"] = std::to_string(p["layers"]["first"].get<int>()) + "-" +

@@ -52,6 +52,21 @@ TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
   EXPECT_FALSE(workers[2].contains("bandwidthMbps")) << "no estimate yet";
 }
 
+// A worker's samples, injected ones and its stream's counts are in the
+// status, as edgetrain run's tables give them (a new user found none).
+TEST(JobStatusTest, AWorkerOnAStreamShowsWhatArrivedAndWhatItTrainedOn) {
+  const Json progress = {{"workers",
+                          {{{"rank", 0},
+                            {"samples", 5399},
+                            {"injectedSamples", 120},
+                            {"stream", {{"arrived", 5420}, {"dropped", 0}, {"backlog", 21}, {"waitSeconds", 0.1}}}}}}};
+  const Json workers = WorkersStatusOf({APod("t-worker-0").OfJob("t").Worker(0).On("robot-1")}, progress);
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0]["samples"], 5399);
+  EXPECT_EQ(workers[0]["injectedSamples"], 120);
+  EXPECT_EQ(workers[0]["stream"], (Json{{"arrived", 5420}, {"dropped", 0}, {"backlog", 21}}));
+}
+
 // Stalled is a team that has not stepped for a while, not a slow one: a
 // team waiting on its links most of the time that still steps is not; one
 // that has not stepped names whom it waits on. A link is degraded far below
