@@ -8,6 +8,7 @@
 #include "agent/data/dataset.h"
 #include "agent/data/sample_directory.h"
 #include "cli/job_loading.h"
+#include "core/injection.h"
 #include "core/partition.h"
 
 namespace edgetrain::cli {
@@ -99,6 +100,14 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     if (seen[c] == 0) unseen.push_back(c);
   }
 
+  // The labels the coordinator injects into each worker's batches, chosen as
+  // it chooses them (a new user saw the same table with injection as without).
+  std::vector<std::vector<int>> injected;
+  if (job.spec.data.injection && !folders) {
+    const InjectionPool pool(labels, classes, parts, *job.spec.data.injection, job.spec.seed);
+    for (int w = 0; w < pool.workers(); ++w) injected.push_back(pool.labels(w));
+  }
+
   if (json) {
     nlohmann::json doc = {{"job", job.name},
                           {"dataset", DescribeData(job.spec.data)},
@@ -110,6 +119,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       doc["directory"] = *stream->directory;
       doc["refusedFiles"] = refused;
     }
+    if (!injected.empty()) doc["injectedLabels"] = injected;
     out << doc.dump() << "\n";
     return kExitOk;
   }
@@ -124,6 +134,17 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   }
   PrintTable(histograms, sizes, out);
   for (const std::string& why : refused) out << "left out: " << why << "\n";
+  if (!injected.empty()) {
+    const InjectionSpec& spec = *job.spec.data.injection;
+    out << "injected into each batch (spec.data.injection: labelShare " << spec.label_share << ", batchShare "
+        << spec.batch_share << " of a batch on top), samples of the labels each worker's part lacks:\n";
+    for (size_t w = 0; w < injected.size(); ++w) {
+      out << "  worker " << w << ":";
+      if (injected[w].empty()) out << " none (its part lacks no label)";
+      for (size_t i = 0; i < injected[w].size(); ++i) out << (i ? ", " : " ") << injected[w][i];
+      out << "\n";
+    }
+  }
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
     for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];

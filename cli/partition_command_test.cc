@@ -103,6 +103,36 @@ TEST_F(PartitionCommandTest, AStreamFromAFolderShowsWhatEachWorkersFolderHolds) 
   EXPECT_EQ(doc["refusedFiles"].size(), 1u);
 }
 
+// With injection, each worker's injected labels are shown, chosen as the
+// coordinator chooses them: under labelShare 1, every label its part lacks
+// (a new user saw the same table with injection as without).
+TEST_F(PartitionCommandTest, InjectionShowsTheLabelsEachWorkerIsSent) {
+  const fs::path path = dir_ / "injected.yaml";
+  std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: skewed}\nspec:\n"
+                      << "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: labels, labelsPerWorker: 4},"
+                      << " injection: {}}\n  parallelism: {workers: 3}\n";
+  std::ostringstream json, err;
+  ASSERT_EQ(PrintPartition(path.string(), true, json, err), 0) << err.str();
+  const nlohmann::json doc = nlohmann::json::parse(json.str());
+  ASSERT_EQ(doc["injectedLabels"].size(), 3u) << doc.dump();
+  for (size_t w = 0; w < 3; ++w) {
+    std::vector<int> lacked;
+    for (int c = 0; c < 10; ++c) {
+      if (doc["labels"][w][c].get<int64_t>() == 0) lacked.push_back(c);
+    }
+    EXPECT_EQ(doc["injectedLabels"][w].get<std::vector<int>>(), lacked) << "worker " << w;
+  }
+  std::ostringstream text;
+  ASSERT_EQ(PrintPartition(path.string(), false, text, err), 0) << err.str();
+  EXPECT_NE(text.str().find("injected into each batch (spec.data.injection: labelShare 1, batchShare 0.5 of a batch "
+                            "on top), samples of the labels each worker's part lacks:\n  worker 0: "),
+            std::string::npos)
+      << text.str();
+  std::ostringstream plain;
+  ASSERT_EQ(PrintPartition(Job("{kind: labels, labelsPerWorker: 4}", 3).string(), false, plain, err), 0);
+  EXPECT_EQ(plain.str().find("injected"), std::string::npos) << plain.str();
+}
+
 TEST_F(PartitionCommandTest, ABrokenManifestSaysWhy) {
   std::ostringstream out, err;
   EXPECT_NE(PrintPartition(Job("{kind: labels}", 2).string(), false, out, err), 0);
