@@ -77,7 +77,7 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   }
   if (unused > 0) {
     out.reason += "; the plan leaves out " + left_out + ": " + (unused == 1 ? "it gets" : "they get") +
-                  " no pod, faster without " + (unused == 1 ? "it" : "them");
+                  " no pod, the plan predicted faster without " + (unused == 1 ? "it" : "them");
   }
   return out;
 }
