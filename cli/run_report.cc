@@ -35,6 +35,26 @@ int64_t BytesReceived(const JobProgress& p) {
   return sum;
 }
 
+// The team's stream counts, summed over its workers; `streams`: any worker is
+// on one. Injected samples came from the coordinator, not from a stream.
+struct StreamTotals {
+  bool streams = false;
+  int64_t arrived = 0, dropped = 0, refused_files = 0, injected = 0;
+};
+
+StreamTotals StreamTotalsOf(const JobProgress& p) {
+  StreamTotals t;
+  for (const auto& w : p.workers) {
+    t.injected += w.injected;
+    if (!w.stream) continue;
+    t.streams = true;
+    t.arrived += w.stream->arrived;
+    t.dropped += w.stream->dropped;
+    t.refused_files += w.stream->refused_files;
+  }
+  return t;
+}
+
 // Whether a team's batches vary in size: a stream's, compute-weighted or topped up.
 bool VariableBatches(const JobSpec& spec) {
   return spec.data.stream || spec.data.compute_weighted || spec.data.injection;
@@ -49,9 +69,7 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
     if (w.injected > 0) injected += "  worker " + std::to_string(w.rank) + ": " + WithThousands(w.injected);
   }
   if (!injected.empty()) out << "  injected samples (of labels their parts lack, from the coordinator):" << injected << "\n";
-  bool any = false;
-  for (const auto& w : p.workers) any = any || w.stream.has_value();
-  if (!any) return;
+  if (!StreamTotalsOf(p).streams) return;
   out << "  stream    arrived  trained on    dropped   buffered  uncounted   waited for samples\n";
   bool uncounted_any = false;
   for (const auto& w : p.workers) {
@@ -214,21 +232,13 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
             Fixed(100 * pace / limit, 0) + "%)";
   }
   // Streams bound what a team can train on, whatever its compute: the
-  // samples of theirs trained on, against what arrived (injected ones, which
-  // came from the coordinator, are not the streams').
-  int64_t arrived = 0, injected = 0;
-  bool streams = false;
-  for (const auto& w : p.workers) {
-    injected += w.injected;
-    if (!w.stream) continue;
-    streams = true;
-    arrived += w.stream->arrived;
-  }
-  if (streams && arrived > 0) {
-    const double arriving = static_cast<double>(arrived) / p.elapsed_s;
-    const double of_streams = static_cast<double>(p.samples - injected) / p.elapsed_s;
+  // samples of theirs trained on, against what arrived.
+  const StreamTotals totals = StreamTotalsOf(p);
+  if (totals.streams && totals.arrived > 0) {
+    const double arriving = static_cast<double>(totals.arrived) / p.elapsed_s;
+    const double of_streams = static_cast<double>(p.samples - totals.injected) / p.elapsed_s;
     said += " and " + WithThousands(std::llround(arriving)) + " arriving (" + Fixed(100 * of_streams / arriving, 0) +
-            "% trained on" + (injected > 0 ? ", injected samples aside" : "") + ")";
+            "% trained on" + (totals.injected > 0 ? ", injected samples aside" : "") + ")";
   }
   return said;
 }
@@ -397,18 +407,11 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"energy_joules", nullable(p.energy_joules)},
       {"model_path", p.model_path},
   };
-  int64_t arrived = 0, dropped = 0, injected = 0, refused = 0;
-  bool streams = false;
-  for (const auto& w : p.workers) {
-    injected += w.injected;
-    if (!w.stream) continue;
-    streams = true;
-    arrived += w.stream->arrived;
-    dropped += w.stream->dropped;
-    refused += w.stream->refused_files;
+  const StreamTotals totals = StreamTotalsOf(p);
+  if (totals.streams) {
+    j["stream"] = {{"arrived", totals.arrived}, {"dropped", totals.dropped}, {"refused_files", totals.refused_files}};
   }
-  if (streams) j["stream"] = {{"arrived", arrived}, {"dropped", dropped}, {"refused_files", refused}};
-  if (injected > 0) j["injected_samples"] = injected;
+  if (totals.injected > 0) j["injected_samples"] = totals.injected;
   return j.dump();
 }
 
