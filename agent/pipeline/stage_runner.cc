@@ -153,6 +153,12 @@ class Outbox {
     changed_.NotifyAll();
     return true;
   }
+  // Whether parts posted when idle are still going out (only the sending
+  // thread takes them, so a false answer stays false until the next post).
+  bool SendingWhenIdle() {
+    std::lock_guard lock(mu_);
+    return !idle_.empty();
+  }
   void Close() {
     std::lock_guard lock(mu_);
     closed_ = true;
@@ -359,6 +365,8 @@ class Stage {
     const int every = plan_.spec.fault_tolerance.replicate_every;
     if (every <= 0 || member_ != 0 || step_ == 0 || step_ % every != 0 || replicated_step_ == step_) return;
     replicated_step_ = step_;
+    // Skipped before the state is copied and serialized: the one going out finishes first.
+    if (outbox_.SendingWhenIdle()) return;
     v1::StageReplica replica;
     replica.set_step(step_);
     *replica.mutable_state() = State();
@@ -374,7 +382,7 @@ class Stage {
       part.set_total(total);
       part.set_data(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(std::min(part_bytes, total - offset))));
     }
-    outbox_.PostWhenIdle(std::move(parts));
+    (void)outbox_.PostWhenIdle(std::move(parts));  // nothing else posts when idle: taken
   }
 
   // The stages as they now are: this group's index, and, when its layers
