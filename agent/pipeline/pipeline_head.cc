@@ -667,6 +667,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
   // its replica, to rebuild it from if none of its devices is here.
   int64_t offset = 0;
   size_t row = 0;
+  size_t gathered = 0;
   for (size_t s = 0; s < groups_.size(); ++s) {
     v1::CoordinatorMessage welcome;
     v1::StageWelcome* w = welcome.mutable_stage_welcome();
@@ -691,13 +692,9 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       }
     }
     for (int r : here) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, welcome));
+    gathered += here.size();
   }
-  int here = 0;
-  {
-    std::lock_guard lock(mu_);
-    for (int r : members_) here += links_[r]->stream ? 1 : 0;
-  }
-  Log() << "pipeline: " << groups_.size() << " stages on " << here << " devices gathered, "
+  Log() << "pipeline: " << groups_.size() << " stages on " << gathered << " devices gathered, "
        << plan_.pipeline->micro_batches
        << " micro-batches a step\n";
   return Status::Ok();
