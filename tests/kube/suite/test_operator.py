@@ -98,6 +98,15 @@ class OperatorSiteTestCase(SiteTestCase):
         wait_until(read, timeout=timeout, interval=0.2)
         return last[0]
 
+    def kill_agent(self, args, what):
+        """SIGKILLs the one agent process whose command line holds `args` (as an
+        out-of-memory kill would) and returns when, on the monotonic clock."""
+        found = subprocess.run(["pgrep", "-f", "--", args], capture_output=True, text=True).stdout.split()
+        self.assertEqual(len(found), 1, f"{what}: {found}")
+        killed = time.monotonic()
+        os.kill(int(found[0]), 9)
+        return killed
+
 
 
 @requires_built(OPERATOR)
@@ -439,12 +448,7 @@ class OperatorTest(OperatorSiteTestCase):
         self.apply(wall_clock_job("crashed", "2m", parallelism={"workers": 2}, faultTolerance={"checkpointEvery": 20}))
         before = self.wait_job("crashed", lambda j: (j or {}).get("status", {}).get("progress", {})
                                .get("iteration", 0) >= 60, timeout=60)
-        found = subprocess.run(["pgrep", "-f", "--", "--role=coordinator --job=crashed "], capture_output=True,
-                               text=True)
-        pids = found.stdout.split()
-        self.assertEqual(len(pids), 1, f"the coordinator's process: {found.stdout!r}")
-        t_killed = time.monotonic()
-        os.kill(int(pids[0]), 9)
+        t_killed = self.kill_agent("--role=coordinator --job=crashed ", "the coordinator's process")
         self.wait_pod("crashed-coordinator", lambda p: p is not None and phase(p) == "Running"
                       and p["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=60)
         t_restarted = time.monotonic()
@@ -498,10 +502,7 @@ class OperatorTest(OperatorSiteTestCase):
         # it again, with the files its volume has now.
         first_end = calendar.timegm(time.strptime(first["notAfter"], "%Y-%m-%dT%H:%M:%SZ"))
         time.sleep(max(0.0, first_end + 1 - time.time()))
-        found = subprocess.run(["pgrep", "-f", "--", "--role=worker --job=renewed --rank=1 "], capture_output=True,
-                               text=True).stdout.split()
-        self.assertEqual(len(found), 1, f"worker 1's process: {found}")
-        os.kill(int(found[0]), 9)
+        self.kill_agent("--role=worker --job=renewed --rank=1 ", "worker 1's process")
         self.wait_pod("renewed-worker-1", lambda p: p is not None and phase(p) == "Running"
                       and p["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=60)
         log = self.log_until("renewed-coordinator", lambda log: log.count("worker 1 joined") >= 2, timeout=60)
@@ -939,12 +940,7 @@ class PipelineOperatorTest(OperatorSiteTestCase):
                                   faultTolerance={"nodeLossGrace": "2s", "replicateEvery": 10}))
         self.wait_job("rejoin", lambda j: ((j.get("status") or {}).get("progress", {}).get("iteration") or 0) >= 30,
                       timeout=120)
-        found = subprocess.run(["pgrep", "-f", "--", "--role=stage --job=rejoin --rank=1 "], capture_output=True,
-                               text=True)
-        pids = found.stdout.split()
-        self.assertEqual(len(pids), 1, f"the stage agent of rank 1: {found.stdout!r}")
-        t_killed = time.monotonic()
-        os.kill(int(pids[0]), 9)
+        t_killed = self.kill_agent("--role=stage --job=rejoin --rank=1 ", "the stage agent of rank 1")
         job = self.wait_job("rejoin", lambda j: (j["status"].get("pipeline", {}).get("replays") or {})
                             .get("rejoined", 0) >= 1 and not j["status"]["pipeline"].get("lostRanks"), timeout=30)
         t_back = time.monotonic()
