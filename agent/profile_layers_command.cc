@@ -22,13 +22,15 @@ int Fail(const Status& status, const std::string& termination_log, std::ostream&
 }  // namespace
 
 int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {
-  std::string model_json, data_json, termination_log;
+  std::string model_json, data_json, optimizer_json, termination_log;
   LayerProfileOptions options;
   CLI::App app("edgetrain-agent profile-layers: each layer of a model, timed on this machine",
                "edgetrain-agent profile-layers");
   app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON (a TorchScript one an nn.Sequential)")->required();
   app.add_option("--data", data_json, "the data the model takes, as a manifest's spec.data in JSON (its shape only)")
       ->required();
+  app.add_option("--optimizer", optimizer_json,
+                 "the job's optimizer, as a manifest's spec.optimizer in JSON: each layer's step of it is timed too");
   app.add_option("--batch", options.batch_size, "samples each timed pass runs on (the costs are per sample)")
       ->check(CLI::Range(1, 65536));
   app.add_option("--repetitions", options.repetitions, "timed passes of each layer; the median counts")
@@ -49,6 +51,11 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   if (!model.ok()) return Fail(model.status().WithContext("--model"), termination_log, lines, log);
   StatusOr<DataSpec> data = DecodeDataSpec(data_json);
   if (!data.ok()) return Fail(data.status().WithContext("--data"), termination_log, lines, log);
+  if (!optimizer_json.empty()) {
+    StatusOr<OptimizerSpec> optimizer = DecodeOptimizerSpec(optimizer_json);
+    if (!optimizer.ok()) return Fail(optimizer.status().WithContext("--optimizer"), termination_log, lines, log);
+    options.optimizer = *optimizer;
+  }
   // The samples' shape is all the layers need: random samples of it are timed,
   // so no data file is read.
   options.sample_shape = SampleShape(*data);

@@ -30,8 +30,8 @@ std::string AgentLauncher::HttpFlag(int port_offset) const {
   return "--http=127.0.0.1:" + std::to_string(http_port_ > 0 ? http_port_ + port_offset : 0);
 }
 
-StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command) {
-  EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess agent, ChildProcess::Spawn(command, "/dev/null"));
+StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
+  EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess agent, ChildProcess::Spawn(command, "/dev/null", env));
   std::optional<std::string> result;
   while (auto line = agent.ReadLine(std::chrono::minutes(5))) {
     if (line->rfind("result ", 0) == 0) result = line->substr(7);

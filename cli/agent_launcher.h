@@ -5,6 +5,7 @@
 // announces: where it serves HTTP, where the coordinator listens.
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,8 @@ struct AgentAnswer {
   int exit = 0;
   nlohmann::json result;
 };
-StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command);
+// `env` is set in its environment besides this one's.
+StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env = {});
 
 // Where a person finds one agent's GET /metrics (and the coordinator's /progress).
 struct AgentEndpoint {

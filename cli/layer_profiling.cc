@@ -7,10 +7,14 @@ namespace edgetrain::cli {
 
 StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileRequest& request) {
   const std::string agent = request.agent_binary.empty() ? AgentBeside() : request.agent_binary;
-  auto profiled = AskAgent({agent, "profile-layers", "--model=" + request.model.dump(),
-                            "--data=" + request.data.dump(),
-                            "--batch=" + std::to_string(request.batch_size),
-                            "--repetitions=" + std::to_string(request.repetitions)});
+  std::vector<std::string> command = {agent, "profile-layers", "--model=" + request.model.dump(),
+                                      "--data=" + request.data.dump(),
+                                      "--batch=" + std::to_string(request.batch_size),
+                                      "--repetitions=" + std::to_string(request.repetitions),
+                                      "--threads=" + std::to_string(request.threads)};
+  if (request.optimizer.is_object()) command.push_back("--optimizer=" + request.optimizer.dump());
+  const std::string threads = std::to_string(request.threads);
+  auto profiled = AskAgent(command, {{"OPENBLAS_NUM_THREADS", threads}, {"OMP_NUM_THREADS", threads}});
   if (!profiled.ok()) {
     return profiled.status().WithContext("measuring the model's layers (pass --agent PATH to name the agent binary)");
   }
@@ -24,12 +28,15 @@ StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileReques
   return exit == kExitInvalid ? InvalidArgumentError(said) : InternalError(said);
 }
 
-StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary) {
+StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
+                                                  int threads) {
   LayerProfileRequest request;
   request.agent_binary = agent_binary;
   request.model = job.object["spec"]["model"];
   request.data = job.object["spec"]["data"];
+  request.optimizer = job.object["spec"].value("optimizer", nlohmann::json());
   request.batch_size = job.spec.data.batch_size;
+  request.threads = threads;
   return ProfileLayersWithAgent(request);
 }
 

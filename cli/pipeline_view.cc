@@ -31,13 +31,14 @@ void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
   char line[256];
   out << "layers, per sample in a pass of the batch (" << problem.batch_size
       << "), measured on this machine (edgetrain-agent profile-layers); a pass of one sample, forward and back, "
-         "for how much more a small pass costs:\n";
-  std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %12s %12s\n", "LAYER", "FORWARD ms", "BACKWARD ms",
-                "1-SAMPLE ms", "PARAMETERS", "ACTIVATIONS");
+         "for how much more a small pass costs; the optimizer's step of its weights, once a step:\n";
+  std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %13s %12s %12s\n", "LAYER", "FORWARD ms", "BACKWARD ms",
+                "1-SAMPLE ms", "OPTIMIZER ms", "PARAMETERS", "ACTIVATIONS");
   out << line;
   for (const LayerCost& l : problem.layers) {
-    std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %12s %12s\n", l.name.c_str(), Ms(l.forward_s, 3).c_str(),
-                  Ms(l.backward_s, 3).c_str(), Ms(PassSeconds(l, 1), 3).c_str(),
+    std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %13s %12s %12s\n", l.name.c_str(),
+                  Ms(l.forward_s, 3).c_str(), Ms(l.backward_s, 3).c_str(), Ms(PassSeconds(l, 1), 3).c_str(),
+                  Ms(l.optimizer_s, 3).c_str(),
                   Bytes(static_cast<double>(l.parameter_bytes)).c_str(),
                   Bytes(static_cast<double>(l.activation_bytes)).c_str());
     out << line;
@@ -55,17 +56,17 @@ void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
 
 void PrintStages(const PipelineProblem& problem, const PipelinePlan& plan, std::ostream& out) {
   char line[512];
-  std::snprintf(line, sizeof line, "  %-5s %-22s %-28s %9s %10s %8s %11s  %s\n", "STAGE", "LAYERS", "DEVICES",
-                "PERIOD ms", "COMPUTE ms", "LINK ms", "EXCHANGE ms", "MEMORY/DEVICE");
+  std::snprintf(line, sizeof line, "  %-5s %-22s %-28s %9s %10s %8s %11s %12s  %s\n", "STAGE", "LAYERS", "DEVICES",
+                "PERIOD ms", "COMPUTE ms", "LINK ms", "EXCHANGE ms", "OPTIMIZER ms", "MEMORY/DEVICE");
   out << line;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const StageCost& cost = plan.cost.stages[s];
     std::string memory;
     for (int64_t bytes : cost.memory_bytes) memory += (memory.empty() ? "" : ", ") + Bytes(static_cast<double>(bytes));
-    std::snprintf(line, sizeof line, "  %-5zu %-22s %-28s %9s %10s %8s %11s  %s\n", s + 1,
+    std::snprintf(line, sizeof line, "  %-5zu %-22s %-28s %9s %10s %8s %11s %12s  %s\n", s + 1,
                   StageLayerNames(problem, plan.stages[s]).c_str(), DeviceNames(problem, plan.stages[s]).c_str(),
                   Ms(cost.period_s).c_str(), Ms(cost.compute_s).c_str(), Ms(cost.link_s).c_str(),
-                  Ms(cost.exchange_s).c_str(), memory.c_str());
+                  Ms(cost.exchange_s).c_str(), Ms(cost.commit_s).c_str(), memory.c_str());
     out << line;
   }
 }
@@ -95,6 +96,7 @@ nlohmann::json PlanJson(const PipelineProblem& problem, const PipelinePlan& plan
                       {"computeSeconds", cost.compute_s},
                       {"linkSeconds", cost.link_s},
                       {"exchangeSeconds", cost.exchange_s},
+                      {"optimizerSeconds", cost.commit_s},
                       {"memoryBytes", cost.memory_bytes}});
   }
   nlohmann::json out = {{"description", DescribePlan(problem, plan)},

@@ -192,6 +192,14 @@ void ReadData(Reader data, DataSpec& out) {
   }
 }
 
+// spec.optimizer, read by the job's decoder and alone.
+void ReadOptimizer(Reader optimizer, OptimizerSpec& out) {
+  optimizer.GetEnum("name", kOptimizerNames, out.kind);
+  optimizer.Get("learningRate", out.learning_rate);
+  optimizer.Get("momentum", out.momentum);
+  optimizer.Get("weightDecay", out.weight_decay);
+}
+
 }  // namespace
 
 std::string_view NameOf(ModelKind v) { return Lookup(kModelNames, v); }
@@ -246,10 +254,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   sync.Get("deadlineSlack", spec.sync.deadline_slack);
 
   Reader optimizer = r.Child("optimizer");
-  optimizer.GetEnum("name", kOptimizerNames, spec.optimizer.kind);
-  optimizer.Get("learningRate", spec.optimizer.learning_rate);
-  optimizer.Get("momentum", spec.optimizer.momentum);
-  optimizer.Get("weightDecay", spec.optimizer.weight_decay);
+  ReadOptimizer(optimizer, spec.optimizer);
 
   Reader budget = r.Child("budget");
   budget.GetDuration("wallClock", spec.budget.wall_clock);
@@ -294,6 +299,16 @@ StatusOr<DataSpec> DecodeDataSpec(std::string_view json) {
   ReadData(r, data);  // a copy of r, sharing its status
   if (!r.status().ok()) return r.status();
   return data;
+}
+
+StatusOr<OptimizerSpec> DecodeOptimizerSpec(std::string_view json) {
+  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("optimizer: not a JSON object");
+  OptimizerSpec optimizer;
+  Reader r(root, "optimizer");
+  ReadOptimizer(r, optimizer);
+  if (!r.status().ok()) return r.status();
+  return optimizer;
 }
 
 }  // namespace edgetrain

@@ -215,5 +215,8 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json);
 StatusOr<ModelSpec> DecodeModelSpec(std::string_view json);
 // The data alone, as a manifest's defaulted spec.data.
 StatusOr<DataSpec> DecodeDataSpec(std::string_view json);
+// The optimizer alone, as a manifest's spec.optimizer: what profile-layers
+// times each layer's step of.
+StatusOr<OptimizerSpec> DecodeOptimizerSpec(std::string_view json);
 
 }  // namespace edgetrain

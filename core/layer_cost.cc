@@ -69,6 +69,7 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers) {
                     {"backwardSeconds", l.backward_s},
                     {"parameterBytes", l.parameter_bytes},
                     {"activationBytes", l.activation_bytes}});
+    if (l.optimizer_s > 0) list.back()["optimizerSeconds"] = l.optimizer_s;
     if (!l.passes.empty()) {
       Json passes = Json::array();
       for (const LayerPass& pass : l.passes) {
@@ -96,6 +97,7 @@ StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, 
   for (LayerCost& l : fitted) {
     l.forward_s = ThreeFigures(l.forward_s);
     l.backward_s = ThreeFigures(l.backward_s);
+    l.optimizer_s = ThreeFigures(l.optimizer_s);
     for (LayerPass& p : l.passes) {
       p.forward_s = ThreeFigures(p.forward_s);
       p.backward_s = ThreeFigures(p.backward_s);
@@ -155,6 +157,9 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
     EDGETRAIN_RETURN_IF_ERROR(ReadSeconds(j, at, "backwardSeconds", l.backward_s));
     EDGETRAIN_RETURN_IF_ERROR(bytes("parameterBytes", l.parameter_bytes));
     EDGETRAIN_RETURN_IF_ERROR(bytes("activationBytes", l.activation_bytes));
+    if (j.contains("optimizerSeconds")) {
+      EDGETRAIN_RETURN_IF_ERROR(ReadSeconds(j, at, "optimizerSeconds", l.optimizer_s));
+    }
     if (const auto passes = j.find("passes"); passes != j.end()) {
       EDGETRAIN_ASSIGN_OR_RETURN(l.passes, ReadPasses(*passes, at + ".passes"));
     }

@@ -40,6 +40,11 @@ struct LayerCost {
   // cost model", has the vgg's figures), and a pipeline's micro-batches are
   // small. Empty: in proportion, at the figures above.
   std::vector<LayerPass> passes;
+  // Seconds of the job's optimizer stepping the layer's weights once, on the
+  // device it was measured on: every device of a stage pays it once a step,
+  // after the flush, however many micro-batches the step had. 0 when not
+  // measured.
+  double optimizer_s = 0;
 };
 
 // Seconds of one forward and backward pass of `layer` over `samples` samples
@@ -50,9 +55,9 @@ double PassSeconds(const LayerCost& layer, double samples);
 // The layers as `edgetrain-agent profile-layers` prints them and `edgetrain
 // plan` reads them back, one format on both sides of the process boundary:
 // {"layers":[{"name":"conv1","forwardSeconds":..,"backwardSeconds":..,
-// "parameterBytes":..,"activationBytes":..,"passes":[{"samples":1,
-// "forwardSeconds":..,"backwardSeconds":..},...]},...]}; "passes" may be
-// left out.
+// "parameterBytes":..,"activationBytes":..,"optimizerSeconds":..,
+// "passes":[{"samples":1,"forwardSeconds":..,"backwardSeconds":..},...]},
+// ...]}; "passes" and "optimizerSeconds" may be left out.
 std::string EncodeLayerCosts(std::span<const LayerCost> layers);
 // The same format in at most `limit` bytes, for a pod's termination message
 // (the kubelet keeps 4096): seconds to three significant figures (a pass's

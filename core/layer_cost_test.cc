@@ -8,8 +8,9 @@ namespace edgetrain {
 namespace {
 
 TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
-  const std::vector<LayerCost> layers = {{"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}},
-                                         {"classifier", 5e-7, 0, 5160, 40, {}}};
+  const std::vector<LayerCost> layers = {
+      {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6},
+      {"classifier", 5e-7, 0, 5160, 40, {}}};
   const auto back = DecodeLayerCosts(EncodeLayerCosts(layers));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->size(), 2u);
@@ -19,6 +20,7 @@ TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
     EXPECT_EQ((*back)[i].backward_s, layers[i].backward_s);
     EXPECT_EQ((*back)[i].parameter_bytes, layers[i].parameter_bytes);
     EXPECT_EQ((*back)[i].activation_bytes, layers[i].activation_bytes);
+    EXPECT_EQ((*back)[i].optimizer_s, layers[i].optimizer_s);
     ASSERT_EQ((*back)[i].passes.size(), layers[i].passes.size());
     for (size_t k = 0; k < layers[i].passes.size(); ++k) {
       EXPECT_EQ((*back)[i].passes[k].samples, layers[i].passes[k].samples);
@@ -120,6 +122,9 @@ TEST(LayerCostTest, AnythingElseIsRefusedNamingTheField) {
       {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1,
                        "activationBytes": 1, "passes": [{"samples": 4, "forwardSeconds": 1}]}]})",
        "layers[0].passes[0].backwardSeconds: expected seconds"},
+      {R"({"layers": [{"name": "a", "forwardSeconds": 1, "backwardSeconds": 1, "parameterBytes": 1,
+                       "activationBytes": 1, "optimizerSeconds": "1"}]})",
+       "layers[0].optimizerSeconds: expected seconds"},
   };
   for (const Case& c : cases) {
     const auto decoded = DecodeLayerCosts(c.json);

@@ -29,6 +29,7 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   least_work_s_.assign(n + 1, 0);
   parameters_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
+  optimizer_s_.assign(n + 1, 0);
   for (size_t l = 0; l < n; ++l) {
     const LayerCost& layer = problem.layers[l];
     double least = std::numeric_limits<double>::infinity();
@@ -42,6 +43,7 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
     least_work_s_[l + 1] = least_work_s_[l] + least;
     parameters_[l + 1] = parameters_[l] + layer.parameter_bytes;
     stash_[l + 1] = stash_[l] + layer.activation_bytes;
+    optimizer_s_[l + 1] = optimizer_s_[l] + layer.optimizer_s;
   }
   // Whole samples below the last size (past it, a pass is in proportion to
   // the last and needs no search).
@@ -95,6 +97,10 @@ StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<co
   // Autograd keeps the stage's input and each layer's output until the
   // micro-batch's backward pass.
   rates.stash_bytes = in + (stash_[end_layer] - stash_[first_layer]);
+  // Each device steps its own copy: the slowest holds the stage.
+  for (int d : devices) {
+    rates.commit_s = std::max(rates.commit_s, (optimizer_s_[end_layer] - optimizer_s_[first_layer]) * seconds_a_unit_[d]);
+  }
   if (devices.size() > 1) {
     for (int d : devices) {
       const PipelineDevice& device = problem_.devices[d];
@@ -115,6 +121,7 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
                                    std::span<const int64_t> shares, int in_flight) const {
   StageCost cost;
   cost.exchange_s = rates.exchange_s;
+  cost.commit_s = rates.commit_s;
   cost.max_in_flight = std::numeric_limits<int>::max();
   for (size_t i = 0; i < devices.size(); ++i) {
     const int d = devices[i];
@@ -169,7 +176,7 @@ std::optional<PipelineCost> PipelineCostModel::Plan(std::span<const PipelineStag
   const int b = problem_.batch_size / micro_batches;
   PipelineCost cost;
   cost.fits = true;
-  double max_period = 0, latency = 0, max_exchange = 0;
+  double max_period = 0, latency = 0, max_flush = 0;
   for (int i = 0; i < k; ++i) {
     StageCost stage = Stage(stages[i].first_layer, stages[i].end_layer, stages[i].devices, b,
                             std::min(micro_batches, k - i));
@@ -191,10 +198,10 @@ std::optional<PipelineCost> PipelineCostModel::Plan(std::span<const PipelineStag
       cost.bottleneck_stage = i;
     }
     latency += stage.latency_s;
-    max_exchange = std::max(max_exchange, stage.exchange_s);
+    max_flush = std::max(max_flush, FlushSeconds(stage));
     cost.stages.push_back(std::move(stage));
   }
-  cost.step_s = StepSeconds(micro_batches, max_period, latency, max_exchange);
+  cost.step_s = StepSeconds(micro_batches, max_period, latency, max_flush);
   cost.samples_per_s = cost.step_s > 0 ? problem_.batch_size / cost.step_s : 0;
   return cost;
 }

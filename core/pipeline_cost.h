@@ -24,10 +24,17 @@
 //   exchange   x_s = 0 alone; in a group, max over d of P/up_d + P/down_d for
 //              the stage's parameter bytes P: each pushes its gradient and
 //              receives the mean once a step, after the flush.
+//   commit     o_s = max over d of O(a, e) / speed_d, O being the layers'
+//              measured optimizer step (LayerCost::optimizer_s): every device
+//              of the group steps its copy of the weights once a step, before
+//              the next step's first pass.
 // and for M micro-batches a step:
-//   step       T = (M - 1) · max p_s + Σ t_s + max x_s
+//   step       T = (M - 1) · max p_s + Σ t_s + max (x_s + o_s)
 //              the first micro-batch's way through every stage and back, the
-//              other M - 1 at the slowest stage's pace, then the exchange.
+//              other M - 1 at the slowest stage's pace, then the exchange and
+//              the optimizer's step. The stages step at once, so the slowest
+//              counts; a stage after the first may overlap its own with the
+//              wait for its first micro-batch, which T does not credit.
 //   memory     device d of stage s holds its layers' parameters times the
 //              optimizer's state factor, and the activations of min(M, K - s)
 //              micro-batches in flight (1F1B over K stages) at n_d samples each.
@@ -73,6 +80,7 @@ struct StageCost {
   double period_s = 0;
   double latency_s = 0;
   double exchange_s = 0;
+  double commit_s = 0;  // the optimizer's step, on the group's slowest device
   bool fits = true;  // every device of the group within its memory
   std::vector<int64_t> memory_bytes;  // per device of the group, in its order
   // The most micro-batches in flight every device of the group has memory
@@ -85,6 +93,7 @@ struct StageRates {
   int first_layer = 0;
   int end_layer = 0;
   double exchange_s = 0;  // once a step, whatever the micro-batches
+  double commit_s = 0;    // the same
   double held_bytes = 0;  // parameters and optimizer state, on each device of the group
   double cut_bytes = 0;   // a sample's activations in and out of the stage (in + out)
   double stash_bytes = 0; // a sample's activations kept for its backward pass
@@ -130,10 +139,14 @@ class PipelineCostModel {
   // with none) is std::nullopt.
   std::optional<PipelineCost> Plan(std::span<const PipelineStage> stages, int micro_batches) const;
 
-  // T from the stages' largest period, summed latency and largest exchange.
-  static double StepSeconds(int micro_batches, double max_period_s, double latency_s, double max_exchange_s) {
-    return (micro_batches - 1) * max_period_s + latency_s + max_exchange_s;
+  // T from the stages' largest period, summed latency and largest flush (the
+  // exchange inside a group and the optimizer's step: what a stage does once
+  // a step, after its micro-batches).
+  static double StepSeconds(int micro_batches, double max_period_s, double latency_s, double max_flush_s) {
+    return (micro_batches - 1) * max_period_s + latency_s + max_flush_s;
   }
+  static double FlushSeconds(const StageCost& stage) { return stage.exchange_s + stage.commit_s; }
+  static double FlushSeconds(const StageRates& rates) { return rates.exchange_s + rates.commit_s; }
 
   // Forward and backward passes of layers [first, end) over `samples`
   // samples in one pass, at speed 1.
@@ -171,6 +184,7 @@ class PipelineCostModel {
   std::vector<double> seconds_a_unit_, seconds_a_byte_;
   std::vector<int64_t> parameters_;  // prefix sums of parameter bytes
   std::vector<int64_t> stash_;       // prefix sums of activation bytes
+  std::vector<double> optimizer_s_;  // prefix sums of the optimizer's step
 };
 
 // The micro-batch counts the planner tries: divisors of the batch up to the limit.

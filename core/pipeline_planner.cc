@@ -15,7 +15,7 @@ namespace {
 struct Partial {
   double max_period_s = 0;
   double latency_s = 0;
-  double max_exchange_s = 0;
+  double max_flush_s = 0;  // the exchange inside a group and the optimizer's step
   int from_front = -1;  // the front this one extends, and which of its partials
   int from_partial = -1;
   int first_layer = 0;  // the stage it added
@@ -23,7 +23,7 @@ struct Partial {
 };
 
 bool Dominates(const Partial& a, const Partial& b) {
-  return a.max_period_s <= b.max_period_s && a.latency_s <= b.latency_s && a.max_exchange_s <= b.max_exchange_s;
+  return a.max_period_s <= b.max_period_s && a.latency_s <= b.latency_s && a.max_flush_s <= b.max_flush_s;
 }
 
 // Keeps the partials no other beats on all three of what the step time adds
@@ -211,13 +211,14 @@ std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices
             // The same bound with this stage's compute bounded alike, before
             // it is worked out device by device.
             const double least_s = p.micro_batch_size * model.LeastWorkSeconds(first, end) / capacity[g];
-            if (PipelineCostModel::StepSeconds(p.micro_batches, least_s, least_s + still_s, r->exchange_s) >=
+            if (PipelineCostModel::StepSeconds(p.micro_batches, least_s, least_s + still_s,
+                                               PipelineCostModel::FlushSeconds(*r)) >=
                 best.step_s) {
               continue;
             }
             const StageCost stage = model.Scale(*r, members[g], shares_of(g, c), 1);
             if (PipelineCostModel::StepSeconds(p.micro_batches, stage.period_s, stage.latency_s + still_s,
-                                               stage.exchange_s) >= best.step_s) {
+                                               PipelineCostModel::FlushSeconds(stage)) >= best.step_s) {
               continue;
             }
             for (int k = 0; k < p.depth; ++k) {
@@ -226,10 +227,11 @@ std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices
               for (size_t i = 0; i < p.fronts[from].size(); ++i) {
                 const Partial& before = p.fronts[from][i];
                 Partial q{std::max(before.max_period_s, stage.period_s), before.latency_s + stage.latency_s,
-                          std::max(before.max_exchange_s, stage.exchange_s), from, static_cast<int>(i), first,
+                          std::max(before.max_flush_s, PipelineCostModel::FlushSeconds(stage)), from,
+                          static_cast<int>(i), first,
                           groups[g]};
                 const double bound = PipelineCostModel::StepSeconds(p.micro_batches, q.max_period_s,
-                                                                    q.latency_s + still_s, q.max_exchange_s);
+                                                                    q.latency_s + still_s, q.max_flush_s);
                 if (bound >= best.step_s) continue;
                 const int to = p.Index(first, next, std::min(k + 1, p.depth - 1));
                 ++candidates;
@@ -391,21 +393,30 @@ std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& pla
     out << ". It does not fit: " << cost.misfit;
     return out.str();
   }
-  double exchange = 0;
-  for (const StageCost& s : cost.stages) exchange = std::max(exchange, s.exchange_s);
+  // The stage whose exchange and optimizer's step end the step last.
+  const StageCost* flushing = &cost.stages.front();
+  for (const StageCost& s : cost.stages) {
+    if (PipelineCostModel::FlushSeconds(s) > PipelineCostModel::FlushSeconds(*flushing)) flushing = &s;
+  }
+  const double exchange = flushing->exchange_s, commit = flushing->commit_s;
   auto share = [&](double seconds) { return std::to_string(static_cast<int>(100 * seconds / cost.step_s + 0.5)) + "%"; };
+  auto flush_shares = [&] {
+    std::string said;
+    if (exchange > 0) said += ", exchanging gradients inside groups " + share(exchange);
+    if (commit > 0) said += ", the optimizer's step " + share(commit);
+    return said;
+  };
   if (plan.stages.size() == 1) {
     out << ". A step takes " << Ms(cost.step_s);
-    if (exchange > 0) out << ", " << share(exchange) << " of it exchanging gradients";
+    if (exchange > 0 || commit > 0) out << ": computing " << share(cost.step_s - exchange - commit) << flush_shares();
     return out.str();
   }
   const StageCost& slowest = cost.stages[cost.bottleneck_stage];
   out << ". The slowest stage, " << StageLayerNames(problem, plan.stages[cost.bottleneck_stage]) << ", takes "
       << Ms(slowest.period_s) << " a micro-batch" << (slowest.link_s > slowest.compute_s ? " on its link" : " computing");
-  const double fill = cost.step_s - (plan.micro_batches - 1) * slowest.period_s - exchange;
-  out << "; filling and draining the pipeline is " << share(fill);
-  if (exchange > 0) out << " and the exchange inside groups " << share(exchange);
-  out << " of a " << Ms(cost.step_s) << " step";
+  const double fill = cost.step_s - (plan.micro_batches - 1) * slowest.period_s - exchange - commit;
+  out << "; of a " << Ms(cost.step_s) << " step, filling and draining the pipeline is " << share(fill)
+      << flush_shares();
   return out.str();
 }
 

@@ -236,6 +236,34 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   EXPECT_DOUBLE_EQ(plan->samples_per_s, 6 / plan->step_s);
 }
 
+// Every device of a stage steps its copy of the weights once a step, after
+// the flush: the slowest device's step, after the exchange, ends the step, and
+// the stage with the longest such tail is the one that counts.
+TEST(PipelinePlannerTest, TheOptimizersStepEndsTheStepOnTheSlowestDevice) {
+  PipelineProblem p;
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0.003}, {"b", 0.002, 0.004, 2000, 100, {}, 0.001},
+              {"c", 0.001, 0.001, 4000, 10, {}, 0.0005}};
+  p.devices = {Device("x", 2, 8), Device("y", 1, 8), Device("z", 4)};
+  p.batch_size = 6;
+  const PipelineCostModel model(p);
+  const int both[] = {0, 1}, fast[] = {0};
+  EXPECT_DOUBLE_EQ(model.Stage(1, 3, both, 6, 1).commit_s, 0.0015 / 1) << "y, at speed 1, steps b and c";
+  EXPECT_DOUBLE_EQ(model.Stage(0, 2, fast, 6, 1).commit_s, 0.004 / 2);
+  EXPECT_DOUBLE_EQ(model.Stage(0, 2, fast, 6, 1).exchange_s, 0) << "alone, nothing to exchange";
+  const std::vector<PipelineStage> stages = {{0, 1, {2}}, {1, 3, {0, 1}}};
+  const auto plan = model.Plan(stages, 2);
+  ASSERT_TRUE(plan.has_value());
+  const StageCost& first = plan->stages[0];
+  const StageCost& second = plan->stages[1];
+  EXPECT_DOUBLE_EQ(first.commit_s, 0.003 / 4);
+  EXPECT_DOUBLE_EQ(second.commit_s, 0.0015);
+  EXPECT_GT(second.exchange_s, 0);
+  const double tail = std::max(first.exchange_s + first.commit_s, second.exchange_s + second.commit_s);
+  EXPECT_DOUBLE_EQ(plan->step_s, std::max(first.period_s, second.period_s) + first.latency_s + second.latency_s + tail);
+  const std::string said = DescribePlan(p, {stages, 2, 3, *plan});
+  EXPECT_NE(said.find("the optimizer's step"), std::string::npos) << said;
+}
+
 // Devices are dealt whole samples, as the runtime deals them: a group
 // computes at the pace of the device its share makes slowest, and a pass's
 // time is what was timed for its size, not in proportion to it.

@@ -340,6 +340,12 @@ class Stage {
   // pipeline can have the step replayed without it, from the same weights.
   void Commit() {
     if (!pending_step_) return;
+    // An emulated slower device takes the optimizer's step slowdown times as
+    // long too, as the planner counts it (LayerCost::optimizer_s). Its time
+    // is not in the stage's compute, which is its passes': the last step's
+    // commit comes after its last StepDone, which would leave the head's
+    // count of it short.
+    const TimePoint began = clock_.Now();
     std::span<float> params = trainer_->Parameters();
     const std::span<const float> gradient = pending_sum_.empty() ? trainer_->Gradients() : pending_sum_;
     for (size_t r = 0; r < layout_->size(); ++r) {
@@ -347,6 +353,7 @@ class Stage {
       optimizer_->Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
                         gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
     }
+    if (slowdown_ > 1) clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1)));
     DropPending();
   }
   void DropPending() {

@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "agent/torch/models.h"
+#include "core/row_layout.h"
+#include "core/row_optimizer.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -25,7 +30,10 @@ struct LayerTiming {
   torch::Tensor output;   // the next layer's input
 };
 
-LayerTiming TimeLayer(torch::nn::Sequential& net, const torch::Tensor& input, const Clock& clock, int repetitions) {
+// `between` runs, untimed by the passes, after each: what a device does
+// between two steps' passes of a layer.
+LayerTiming TimeLayer(torch::nn::Sequential& net, const torch::Tensor& input, const Clock& clock, int repetitions,
+                      const std::function<void()>& between) {
   std::vector<torch::Tensor> wrt = net->parameters();
   if (input.requires_grad()) wrt.push_back(input);
   std::vector<double> forward, backward;
@@ -38,12 +46,58 @@ LayerTiming TimeLayer(torch::nn::Sequential& net, const torch::Tensor& input, co
     const TimePoint backward_began = clock.Now();
     if (!wrt.empty()) torch::autograd::grad({output}, wrt, {upstream});
     const TimePoint backwarded = clock.Now();
+    between();
     if (pass == 0) continue;
     forward.push_back(ToSeconds(forwarded - began));
     backward.push_back(ToSeconds(backwarded - backward_began));
   }
   return {Median(forward), Median(backward), output.detach()};
 }
+
+// The optimizer's step over a layer's weights, as a stage's Commit takes it:
+// by layer, on a copy of the weights laid end to end and a gradient of random
+// values, its state growing from nothing as a job's does. Stepped between the
+// layer's timed passes, as a stage steps between its steps' passes: the
+// passes then find the caches as a step leaves them (the weights, their
+// gradient and Adam's two moments streamed through), not as a loop of passes
+// alone keeps them.
+class LayerOptimizer {
+ public:
+  LayerOptimizer(torch::nn::Sequential& net, const OptimizerSpec& spec) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& p : net->parameters()) {
+      shapes.push_back(p.sizes().vec());
+      const torch::Tensor flat = p.detach().contiguous().view(-1);
+      params_.insert(params_.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+    }
+    const torch::Tensor noise = torch::randn({static_cast<int64_t>(params_.size())}) * 1e-3;
+    gradient_.assign(noise.data_ptr<float>(), noise.data_ptr<float>() + noise.numel());
+    layout_ = std::make_unique<RowLayout>(shapes, SyncGranularity::kLayer);
+    optimizer_ = std::make_unique<RowOptimizer>(spec, *layout_);
+  }
+
+  // One step, timed; the first (the state's allocation) is not kept.
+  void Step(const Clock& clock) {
+    const TimePoint began = clock.Now();
+    for (size_t r = 0; r < layout_->size(); ++r) {
+      const RowSpan& row = layout_->row(r);
+      const size_t offset = static_cast<size_t>(row.offset), length = static_cast<size_t>(row.length);
+      optimizer_->Apply(r, std::span<float>(params_).subspan(offset, length),
+                        std::span<const float>(gradient_).subspan(offset, length));
+    }
+    const TimePoint ended = clock.Now();
+    if (warmed_) steps_.push_back(ToSeconds(ended - began));
+    warmed_ = true;
+  }
+  double Seconds() const { return steps_.empty() ? 0 : Median(steps_); }
+
+ private:
+  std::vector<float> params_, gradient_;
+  std::unique_ptr<RowLayout> layout_;
+  std::unique_ptr<RowOptimizer> optimizer_;
+  std::vector<double> steps_;
+  bool warmed_ = false;
+};
 
 Status CheckOptions(const LayerProfileOptions& o) {
   if (o.batch_size < 1) return InvalidArgumentError("layer profile: batch_size must be >= 1");
@@ -85,10 +139,16 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       LayerCost cost;
       cost.name = layer.name;
       torch::Tensor output;
+      std::optional<LayerOptimizer> optimizer;
+      const bool weighted = !layer.net->parameters().empty();
+      if (options.optimizer && weighted) optimizer.emplace(layer.net, *options.optimizer);
+      const std::function<void()> between = [&] {
+        if (optimizer) optimizer->Step(clock);
+      };
       for (int samples : PassSizes(options.batch_size)) {
         // Nothing upstream of the first layer wants the gradient of the images.
         const torch::Tensor part = input.narrow(0, 0, samples).detach().requires_grad_(i > 0);
-        LayerTiming timing = TimeLayer(layer.net, part, clock, options.repetitions);
+        LayerTiming timing = TimeLayer(layer.net, part, clock, options.repetitions, between);
         cost.passes.push_back(
             {samples, timing.forward_s * options.slowdown, timing.backward_s * options.slowdown});
         output = std::move(timing.output);
@@ -97,6 +157,7 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       cost.forward_s = cost.passes.back().forward_s / options.batch_size;
       cost.backward_s = cost.passes.back().backward_s / options.batch_size;
       for (const auto& p : layer.net->parameters()) cost.parameter_bytes += kFloatBytes * p.numel();
+      if (optimizer) cost.optimizer_s = optimizer->Seconds() * options.slowdown;
       cost.activation_bytes = kFloatBytes * (output.numel() / options.batch_size);
       costs.push_back(std::move(cost));
       input = output;

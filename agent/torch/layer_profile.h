@@ -4,6 +4,7 @@
 // LibTorch that lets no torch type through.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/clock.h"
@@ -29,6 +30,10 @@ struct LayerProfileOptions {
   // One sample's shape as the first layer takes it (core/dataset_info.h's
   // SampleShape); empty means [channels, height, width] of the data.
   std::vector<int> sample_shape = {};
+  // The job's optimizer: each layer's step of it is timed too
+  // (LayerCost::optimizer_s), on the weights laid out as a stage lays them.
+  // None: not timed (0).
+  std::optional<OptimizerSpec> optimizer = {};
 };
 
 // The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.
@@ -42,8 +47,10 @@ std::vector<int> PassSizes(int batch);
 // costs more a sample).
 // Backward is the layer's own: the gradients of its parameters and, past the
 // first layer, of its input (what a stage sends upstream), from an upstream
-// gradient of its output's shape. InvalidArgument when the model cannot fit
-// the data or the options are out of range.
+// gradient of its output's shape. With an optimizer, its step over the
+// layer's weights is timed as a stage takes it (RowOptimizer by layer), after
+// the passes. InvalidArgument when the model cannot fit the data or the
+// options are out of range.
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
                                                const LayerProfileOptions& options = {});
 

@@ -132,6 +132,39 @@ TEST(LayerProfileTest, ASlowerDeviceTakesSlowdownTimesTheMeasuredTime) {
   }
 }
 
+OptimizerSpec Adam() {
+  OptimizerSpec adam;
+  adam.kind = OptimizerKind::kAdam;
+  adam.learning_rate = 0.001;
+  return adam;
+}
+
+TEST(LayerProfileTest, TheOptimizersStepIsTimedOnlyWhenNamedAndSlowsWithTheDevice) {
+  const Duration tick = std::chrono::milliseconds(8);
+  LayerProfileOptions options = Quick();
+  TickingClock plain_clock(tick), slow_clock(tick);
+  options.clock = &plain_clock;
+  for (const LayerCost& l : Profile(Mlp({32, 16}), kDigits, options)) EXPECT_EQ(l.optimizer_s, 0) << l.name;
+  options.optimizer = Adam();
+  options.slowdown = 3;
+  options.clock = &slow_clock;
+  for (const LayerCost& l : Profile(Mlp({32, 16}), kDigits, options)) {
+    // A step over every row of the layer reads the clock before and after.
+    EXPECT_DOUBLE_EQ(l.optimizer_s, 3 * 0.008) << l.name;
+  }
+}
+
+TEST(LayerProfileTest, TheOptimizersStepGrowsWithTheLayersWeights) {
+  LayerProfileOptions options = Quick();
+  options.repetitions = 5;
+  options.optimizer = Adam();
+  // fc1 holds 784 x 256 weights, the classifier 128 x 10: 150 times fewer.
+  const std::vector<LayerCost> layers = Profile(Mlp({256, 128}), kFashion, options);
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_GT(layers[2].optimizer_s, 0);
+  EXPECT_GT(layers[0].optimizer_s, 10 * layers[2].optimizer_s);
+}
+
 TEST(LayerProfileTest, PassesAreTimedAtEachPowerOfTwoAndTheWholeBatch) {
   EXPECT_EQ(PassSizes(1), (std::vector<int>{1}));
   EXPECT_EQ(PassSizes(4), (std::vector<int>{1, 2, 4}));

@@ -311,6 +311,8 @@ Json ModelCheckPodFor(const JobObject& job, const PodOptions& options) {
     // planner's micro-batches will be (core/layer_cost.h).
     args[0] = "profile-layers";
     args.push_back("--batch=" + std::to_string(job.manifest.spec.data.batch_size));
+    // A stage steps its layers' weights once a step: the planner counts it.
+    if (spec.contains("optimizer")) args.push_back("--optimizer=" + spec.at("optimizer").dump());
   }
   Json container = {{"name", "check"},
                     {"image", ImageOf(job, options)},
