@@ -48,8 +48,8 @@ std::vector<int> PassSizes(int batch);
 // Backward is the layer's own: the gradients of its parameters and, past the
 // first layer, of its input (what a stage sends upstream), from an upstream
 // gradient of its output's shape. With an optimizer, its step over the
-// layer's weights is timed as a stage takes it (RowOptimizer by layer), after
-// the passes. InvalidArgument when the model cannot fit the data or the
+// layer's weights is timed as a stage takes it (RowOptimizer by layer),
+// stepped between the timed passes as a stage steps between steps. InvalidArgument when the model cannot fit the data or the
 // options are out of range.
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
                                                const LayerProfileOptions& options = {});
