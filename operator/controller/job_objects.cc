@@ -251,7 +251,11 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
         {"ports",
          {{{"name", "peers"}, {"containerPort", kPeerPort}}, {{"name", "http"}, {"containerPort", kHttpPort}}}},
         {"resources", ResourcesOf(job, options.defaults)},
-        {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"periodSeconds", 2}}},
+        // The agent answers /healthz once its libraries are loaded, half a
+        // second after it starts on this project's 2-core machine: a probe at
+        // once would fail, and leave a warning event on every pod it starts.
+        {"readinessProbe",
+         {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"initialDelaySeconds", 1}, {"periodSeconds", 2}}},
         // The agent writes its result here; the kubelet puts it in the pod's status,
         // where the operator reads how the job ended. A crash leaves the log's tail.
         {"terminationMessagePath", kTerminationLog},
