@@ -68,6 +68,33 @@ TEST(ModelCheckTest, TheStatusKeepsTheSizeWithTheCheckThatMeasuredIt) {
   EXPECT_FALSE(CheckedSizeOf(Json::object()).has_value());
 }
 
+// A pipeline's layers go to status with each layer's timed passes on one
+// line, and come back as they were timed.
+TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
+  const std::vector<LayerCost> layers = {
+      {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6},
+      {"classifier", 5e-7, 0, 5160, 40, {}}};
+  const Json status = {{"modelCheck", LayersCheckStatus("0123456789abcdef", layers, "gateway")}};
+  const Json& written = status["modelCheck"]["layers"];
+  ASSERT_TRUE(written[0]["passes"].is_string()) << written;
+  EXPECT_EQ(written[0]["passes"], "1:0.0004:0.0005 8:0.0012:0.0026");
+  EXPECT_FALSE(written[1].contains("passes")) << "none timed, none written";
+  const auto back = CheckedLayersOf(status, "0123456789abcdef");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->node, "gateway");
+  ASSERT_EQ(back->layers.size(), 2u);
+  ASSERT_EQ(back->layers[0].passes.size(), 2u);
+  EXPECT_EQ(back->layers[0].passes[1].samples, 8);
+  EXPECT_EQ(back->layers[0].passes[1].forward_s, 1.2e-3);
+  EXPECT_EQ(back->layers[0].passes[1].backward_s, 2.6e-3);
+  EXPECT_EQ(back->layers[0].optimizer_s, 2.5e-6);
+  EXPECT_FALSE(CheckedLayersOf(status, "fedcba9876543210").has_value()) << "another check measures again";
+
+  Json edited = status;
+  edited["modelCheck"]["layers"][0]["passes"] = "1:0.0004 8:0.0012:0.0026";
+  EXPECT_FALSE(CheckedLayersOf(edited, "0123456789abcdef").has_value()) << "a line written by hand: measured again";
+}
+
 TEST(ModelCheckTest, APodFailedBeforeItsContainerRanIsNoVerdict) {
   Json refused = CheckPod("Failed");
   refused["status"]["reason"] = "OutOfcpu";
