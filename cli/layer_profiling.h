@@ -25,8 +25,8 @@ struct LayerProfileRequest {
   int repetitions = 3;
   // Threads, as the job's agents compute with (`edgetrain run --threads`):
   // LibTorch's, and OpenBLAS's, which reads its count from the environment
-  // and otherwise takes every core. Measured with the cores, a layer's
-  // matrix products ran 1.65x faster than the agents then ran them.
+  // and otherwise takes every core. Measured with both of this machine's,
+  // the MLP's layers ran 1.65x faster than the agents then ran them.
   int threads = 1;
 };
 
