@@ -30,6 +30,11 @@ std::string AgentLauncher::HttpFlag(int port_offset) const {
   return "--http=127.0.0.1:" + std::to_string(http_port_ > 0 ? http_port_ + port_offset : 0);
 }
 
+std::map<std::string, std::string> AgentThreadsEnv(int threads) {
+  const std::string n = std::to_string(threads);
+  return {{"OPENBLAS_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}};
+}
+
 StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
   EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess agent, ChildProcess::Spawn(command, "/dev/null", env));
   std::optional<std::string> result;
@@ -83,8 +88,7 @@ StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flag
   argv.insert(argv.end(), transport_.begin(), transport_.end());
   if (links_) argv = rank < 0 ? links_->InHub(argv) : links_->InWorker(rank, argv);
   // BLAS threads on top of LibTorch's own would oversubscribe the cores.
-  const std::string n = std::to_string(plan_.job.intra_op_threads);
-  return ChildProcess::Spawn(argv, (run_dir_ / log).string(), {{"OPENBLAS_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}});
+  return ChildProcess::Spawn(argv, (run_dir_ / log).string(), AgentThreadsEnv(plan_.job.intra_op_threads));
 }
 
 StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::string& what) {

@@ -31,6 +31,11 @@ struct AgentAnswer {
   int exit = 0;
   nlohmann::json result;
 };
+// The environment that holds an agent's BLAS and OpenMP to `threads`, as
+// LibTorch is held by --threads: OpenBLAS reads its count from there and
+// otherwise takes every core.
+std::map<std::string, std::string> AgentThreadsEnv(int threads);
+
 // `env` is set in its environment besides this one's.
 StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env = {});
 

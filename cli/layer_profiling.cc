@@ -13,8 +13,7 @@ StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileReques
                                       "--repetitions=" + std::to_string(request.repetitions),
                                       "--threads=" + std::to_string(request.threads)};
   if (request.optimizer.is_object()) command.push_back("--optimizer=" + request.optimizer.dump());
-  const std::string threads = std::to_string(request.threads);
-  auto profiled = AskAgent(command, {{"OPENBLAS_NUM_THREADS", threads}, {"OMP_NUM_THREADS", threads}});
+  auto profiled = AskAgent(command, AgentThreadsEnv(request.threads));
   if (!profiled.ok()) {
     return profiled.status().WithContext("measuring the model's layers (pass --agent PATH to name the agent binary)");
   }

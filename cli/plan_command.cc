@@ -41,7 +41,7 @@ std::string Pods(const NodeVerdict& v) {
 }
 
 // The samples a second a job's streams deliver, when its rates are its own.
-std::optional<double> StreamRate(const JobSpec& spec) {
+std::optional<double> StreamsDeliver(const JobSpec& spec) {
   if (!spec.data.stream || spec.data.stream->rates_per_second.empty()) return std::nullopt;
   double sum = 0;
   for (double r : spec.data.stream->rates_per_second) sum += r;
@@ -200,7 +200,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     nlohmann::json doc = ToJson(placement, nodes, batch);
     doc["job"] = job.name;
     doc["site"] = site;
-    if (const std::optional<double> arriving = StreamRate(job.spec)) doc["streamSamplesPerSecond"] = *arriving;
+    if (const std::optional<double> arriving = StreamsDeliver(job.spec)) doc["streamSamplesPerSecond"] = *arriving;
     if (planned) {
       doc["pipeline"] = PipelineChoiceJson((*pipeline)->problem, (*pipeline)->choice);
     } else if (pipeline) {
@@ -223,7 +223,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       // A stream's samples come no faster than they arrive: the prediction
       // is of compute and links (a new user read 2,247,909 samples/s for a
       // team whose streams deliver 260).
-      if (const std::optional<double> arriving = StreamRate(job.spec)) {
+      if (const std::optional<double> arriving = StreamsDeliver(job.spec)) {
         out << "  its streams deliver " << WithThousands(std::llround(*arriving))
             << " samples/s (spec.data.stream.ratesPerSecond): the team trains on no more, wherever it runs\n";
       } else if (job.spec.data.stream) {

@@ -55,6 +55,12 @@ StreamTotals StreamTotalsOf(const JobProgress& p) {
   return t;
 }
 
+// Whether `w` waited for its stream's samples most of its time: short of
+// samples, not of compute or link.
+bool WaitedMostlyForItsStream(const WorkerProgress& w) {
+  return w.stream && w.wall_s > 0 && w.stream->wait_s > 0.5 * w.wall_s;
+}
+
 // Whether a team's batches vary in size: a stream's, compute-weighted or topped up.
 bool VariableBatches(const JobSpec& spec) {
   return spec.data.stream || spec.data.compute_weighted || spec.data.injection;
@@ -323,13 +329,10 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     for (const WorkerSlot& slot : plan.devices) names.push_back(slot.node);
     if (const std::string waited = WhoTheTeamWaitedOn(p, names); !waited.empty()) {
       // A stream's worker is often late for want of samples, not of compute or link.
-      const bool streams = std::any_of(p.workers.begin(), p.workers.end(),
-                                       [](const WorkerProgress& w) { return w.stream.has_value(); });
+      const bool streams = StreamTotalsOf(p).streams;
       // Every worker short of samples most of the time: the one the team
       // waited on was as starved as the rest, and the streams set the pace.
-      const bool starved = streams && std::all_of(p.workers.begin(), p.workers.end(), [](const WorkerProgress& w) {
-                             return w.stream && w.wall_s > 0 && w.stream->wait_s > 0.5 * w.wall_s;
-                           });
+      const bool starved = streams && std::all_of(p.workers.begin(), p.workers.end(), WaitedMostlyForItsStream);
       if (starved) {
         out << "  every worker waited for its stream's samples most of the time: the streams set the pace, not a "
                "teammate (each one's wait is below)\n";
@@ -339,7 +342,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
         std::string starved_by_stream;
         int stream_bound = 0;
         for (const auto& w : p.workers) {
-          if (!w.stream || w.wall_s <= 0 || w.stream->wait_s <= 0.5 * w.wall_s) continue;
+          if (!WaitedMostlyForItsStream(w)) continue;
           if (p.elapsed_s <= 0 || w.held_team_s < 0.05 * p.elapsed_s) continue;
           starved_by_stream += (starved_by_stream.empty() ? "" : ", ") + WorkerName(w.rank, names) + " waited for " +
                                "its stream's samples " + Fixed(100 * w.stream->wait_s / w.wall_s, 0) + "% of its time";

@@ -281,34 +281,29 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   return spec;
 }
 
-StatusOr<ModelSpec> DecodeModelSpec(std::string_view json) {
+namespace {
+
+// One part of a spec alone, as the agent's commands take it: errors name
+// "<field>.<key>".
+template <typename T>
+StatusOr<T> DecodePart(std::string_view json, const std::string& field, void (*read)(Reader, T&)) {
   const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("model: not a JSON object");
-  ModelSpec model;
-  Reader r(root, "model");
-  ReadModel(r, model);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError(field + ": not a JSON object");
+  T part;
+  Reader r(root, field);
+  read(r, part);  // a copy of r, sharing its status
   if (!r.status().ok()) return r.status();
-  return model;
+  return part;
 }
 
-StatusOr<DataSpec> DecodeDataSpec(std::string_view json) {
-  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("data: not a JSON object");
-  DataSpec data;
-  Reader r(root, "data");
-  ReadData(r, data);  // a copy of r, sharing its status
-  if (!r.status().ok()) return r.status();
-  return data;
-}
+}  // namespace
+
+StatusOr<ModelSpec> DecodeModelSpec(std::string_view json) { return DecodePart<ModelSpec>(json, "model", ReadModel); }
+
+StatusOr<DataSpec> DecodeDataSpec(std::string_view json) { return DecodePart<DataSpec>(json, "data", ReadData); }
 
 StatusOr<OptimizerSpec> DecodeOptimizerSpec(std::string_view json) {
-  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("optimizer: not a JSON object");
-  OptimizerSpec optimizer;
-  Reader r(root, "optimizer");
-  ReadOptimizer(r, optimizer);
-  if (!r.status().ok()) return r.status();
-  return optimizer;
+  return DecodePart<OptimizerSpec>(json, "optimizer", ReadOptimizer);
 }
 
 }  // namespace edgetrain

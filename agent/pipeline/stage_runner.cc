@@ -144,14 +144,12 @@ class Outbox {
   }
   // Messages sent one at a time whenever nothing posted waits (each of at
   // most `announce_bytes`, so none holds a message posted meanwhile for
-  // long). False, and nothing taken, while earlier ones are still going out:
+  // long). Posted only once earlier ones are out (SendingWhenIdle false):
   // those finish first.
-  bool PostWhenIdle(std::vector<v1::WorkerMessage> parts) {
+  void PostWhenIdle(std::vector<v1::WorkerMessage> parts) {
     std::lock_guard lock(mu_);
-    if (!idle_.empty()) return false;
     idle_.assign(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
     changed_.NotifyAll();
-    return true;
   }
   // Whether parts posted when idle are still going out (only the sending
   // thread takes them, so a false answer stays false until the next post).
@@ -353,7 +351,7 @@ class Stage {
       optimizer_->Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
                         gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
     }
-    if (slowdown_ > 1) clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1)));
+    SleepSlowdown(began);
     DropPending();
   }
   void DropPending() {
@@ -389,7 +387,7 @@ class Stage {
       part.set_total(total);
       part.set_data(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(std::min(part_bytes, total - offset))));
     }
-    (void)outbox_.PostWhenIdle(std::move(parts));  // nothing else posts when idle: taken
+    outbox_.PostWhenIdle(std::move(parts));
   }
 
   // The stages as they now are: this group's index, and, when its layers
@@ -538,9 +536,14 @@ class Stage {
   auto Computed(F&& pass) -> decltype(pass()) {
     const TimePoint began = clock_.Now();
     auto result = pass();
-    if (slowdown_ > 1) clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1)));
+    SleepSlowdown(began);
     summary_.compute_s += ToSeconds(clock_.Now() - began);
     return result;
+  }
+  // An emulated slower device: what it computed since `began`, slept again
+  // (slowdown - 1) times.
+  void SleepSlowdown(TimePoint began) {
+    if (slowdown_ > 1) clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1)));
   }
 
   StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int attempt, int i) {

@@ -133,7 +133,6 @@ class PipelineMetrics {
   void AddReplay(int micro_batches);
   // A step that lost a device done at last: the seconds since the loss was seen.
   void AddRecovery(double seconds);
-  // A stage's replica the head received, and its bytes.
   // A stage replica in whole at the head: its bytes, and its parts' time coming in.
   void AddReplica(int64_t bytes, double seconds);
   // A stage whose only device was lost, rebuilt on a neighbour from its replica.
