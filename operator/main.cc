@@ -76,8 +76,10 @@ int main(int argc, char** argv) {
   app.add_option("--workers", options.workers, "reconciles at once (default 2)")->check(CLI::PositiveNumber);
   app.add_option("--http", http, "where /metrics, /healthz and /readyz are served (default 0.0.0.0:8081)")
       ->option_text("HOST:PORT");
-  app.add_option("--qps", rest.qps, "client-side limit on API requests a second (default 20)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* qps = app.add_option("--qps", rest.qps,
+                                     "client-side limit on API requests a second; unset, 20 until the API server shows "
+                                     "it does priority and fairness (APF, on since Kubernetes 1.20), then none")
+                          ->check(CLI::PositiveNumber);
   app.add_option("--burst", rest.burst, "requests allowed at once above --qps (default 40)")->check(CLI::PositiveNumber);
   app.add_option("--default-image", options.reconciler.pods.default_image,
                  "the agent's image when spec.template.image names none (default edgetrain/agent:dev)");
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   options.informers.max_watch_timeout = 2 * options.informers.min_watch_timeout;
+  rest.lift_under_flow_control = qps->count() == 0;
   options.reconciler.pods.tls_reload = operator_::TlsReloadFor(options.reconciler.credentials.certificate_validity);
 
   auto env = [](const char* name) -> std::string {
@@ -142,16 +145,23 @@ int main(int argc, char** argv) {
     return ExitCodeFor(config.status());
   }
   RealClock clock;
-  StatusOr<std::unique_ptr<kube::KubeClient>> rest_client = kube::MakeRestKubeClient(*config, rest, clock);
+  operator_::OperatorMetrics metrics;
+  operator_::LineLog log(std::cerr);
+  kube::RestOptions controller_rest = rest;
+  controller_rest.on_limit = [&](double limit) {
+    metrics.SetClientQpsLimit(limit);
+    if (limit == 0) {
+      log.Write("the API server does priority and fairness: requests go without a client-side limit (--qps sets one)");
+    }
+  };
+  StatusOr<std::unique_ptr<kube::KubeClient>> rest_client = kube::MakeRestKubeClient(*config, controller_rest, clock);
   if (!rest_client.ok()) {
     std::cerr << "edgetrain-operator: " << rest_client.status().message() << "\n";
     return ExitCodeFor(rest_client.status());
   }
-  operator_::OperatorMetrics metrics;
   kube::ObservedKubeClient client(
       **rest_client, [&](const std::string& verb, StatusCode code) { metrics.CountApiError(verb, code); },
       [&](const std::string& verb) { metrics.CountApiRequest(verb); });
-  operator_::LineLog log(std::cerr);
   HttpProgress progress;
   operator_::Controller controller(client, clock, progress, metrics, log, [] { return std::chrono::system_clock::now(); },
                                    options);

@@ -46,6 +46,13 @@ struct OperatorMetrics::Impl {
                                   .Help("1 while this replica holds the leader lease and reconciles, else 0")
                                   .Register(registry)
                                   .Add({});
+  prometheus::Gauge& client_qps_limit =
+      prometheus::BuildGauge()
+          .Name("edgetrain_operator_client_qps_limit")
+          .Help("The client-side limit on API requests a second in force; 0 once the API server shows it does "
+                "priority and fairness and --qps was not given")
+          .Register(registry)
+          .Add({});
   prometheus::Family<prometheus::Counter>& api_errors =
       prometheus::BuildCounter()
           .Name("edgetrain_operator_api_errors_total")
@@ -103,6 +110,7 @@ void OperatorMetrics::CountApiRequest(const std::string& verb) {
 }
 void OperatorMetrics::ObserveRecovery(double seconds) { impl_->recovery.Observe(seconds); }
 void OperatorMetrics::SetLeader(bool leading) { impl_->leader.Set(leading ? 1 : 0); }
+void OperatorMetrics::SetClientQpsLimit(double qps) { impl_->client_qps_limit.Set(qps); }
 std::string OperatorMetrics::Render() const {
   return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
 }

@@ -24,6 +24,7 @@ class OperatorMetrics {
   void CountApiError(const std::string& verb, StatusCode code);
   void CountApiRequest(const std::string& verb);
   void SetLeader(bool leading);
+  void SetClientQpsLimit(double qps);  // 0: none (the API server does priority and fairness)
 
   std::string Render() const;
 

@@ -8,6 +8,7 @@ RateLimiter::RateLimiter(double qps, int burst, Clock& clock)
     : qps_(qps), burst_(std::max(1, burst)), clock_(clock), tokens_(burst_), last_(clock.Now()) {}
 
 void RateLimiter::Acquire() {
+  if (lifted_.load()) return;
   TimePoint ready;
   {
     std::lock_guard lock(mu_);
@@ -20,5 +21,7 @@ void RateLimiter::Acquire() {
   }
   clock_.SleepUntil(ready);
 }
+
+bool RateLimiter::Lift() { return !lifted_.exchange(true); }
 
 }  // namespace edgetrain::kube

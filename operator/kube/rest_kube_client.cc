@@ -24,6 +24,23 @@ using http::client::http_client_config;
 constexpr Duration kWatchSlack = std::chrono::seconds(30);
 // How often a blocked watch read looks at the caller's stop flag.
 constexpr Duration kStopCheck = std::chrono::milliseconds(50);
+// What API Priority and Fairness adds to every response it classified.
+constexpr char kFlowSchemaHeader[] = "X-Kubernetes-PF-FlowSchema-UID";
+// The longest Retry-After honoured; past it the request fails as Unavailable
+// and the caller's own back-off takes over.
+constexpr int kMaxRetryAfterSeconds = 60;
+
+// Seconds from a Retry-After header: the delta form, which the API server
+// sends; 1 when absent or a date.
+int RetryAfterSeconds(const web::http::http_headers& headers) {
+  auto it = headers.find("Retry-After");
+  if (it == headers.end()) return 1;
+  try {
+    return std::clamp(std::stoi(it->second), 0, kMaxRetryAfterSeconds);
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
 
 http_client_config ClientConfig(const KubeConfig& kc, Duration timeout) {
   http_client_config config;
@@ -45,7 +62,10 @@ class RestKubeClient final : public KubeClient {
  public:
   RestKubeClient(const KubeConfig& config, const RestOptions& options, Clock& clock)
       : config_(config), clock_(clock), limiter_(options.qps, options.burst, clock),
-        client_(config.server, ClientConfig(config, options.request_timeout)) {}
+        lift_under_flow_control_(options.lift_under_flow_control), on_limit_(options.on_limit),
+        client_(config.server, ClientConfig(config, options.request_timeout)) {
+    if (on_limit_) on_limit_(options.qps);
+  }
 
   StatusOr<Json> Get(const ResourceType& type, const std::string& ns, const std::string& name) override {
     return Call(http::methods::GET, type.ObjectPath(ns, name), {}, nullptr);
@@ -118,6 +138,7 @@ class RestKubeClient final : public KubeClient {
                                                              nullptr, "application/json"),
                                                      cancel.get_token())
                                          .get();
+      NoteFlowControl(response);
       if (response.status_code() != http::status_codes::OK) {
         const std::string body = response.extract_utf8string(true).get();
         return FromHttp(response.status_code(), Json::parse(body, nullptr, false), false);
@@ -159,25 +180,40 @@ class RestKubeClient final : public KubeClient {
   StatusOr<Json> Call(const http::method& method, const std::string& path,
                       const std::vector<std::pair<std::string, std::string>>& query, const Json* body,
                       const std::string& content_type = "application/json", bool creating = false) {
-    limiter_.Acquire();
-    try {
-      http::http_response response = client_.request(Request(method, path, query, body, content_type)).get();
-      const std::string text = response.extract_utf8string(true).get();
-      Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-      const int status = response.status_code();
-      if (status >= 200 && status < 300) {
-        if (json.is_discarded()) return UnavailableError(method + " " + path + ": the answer is not JSON");
-        return json;
+    for (int retries = 0;; ++retries) {
+      limiter_.Acquire();
+      try {
+        http::http_response response = client_.request(Request(method, path, query, body, content_type)).get();
+        NoteFlowControl(response);
+        const std::string text = response.extract_utf8string(true).get();
+        Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+        const int status = response.status_code();
+        if (status >= 200 && status < 300) {
+          if (json.is_discarded()) return UnavailableError(method + " " + path + ": the answer is not JSON");
+          return json;
+        }
+        // A 429 was not carried out, whatever the verb: asking again is safe.
+        if (status == http::status_codes::TooManyRequests && retries < kMaxThrottledRetries) {
+          clock_.SleepFor(std::chrono::seconds(RetryAfterSeconds(response.headers())));
+          continue;
+        }
+        return FromHttp(status, json.is_discarded() ? Json() : json, creating);
+      } catch (const std::exception& e) {
+        return UnavailableError(method + " " + path + ": " + e.what());
       }
-      return FromHttp(status, json.is_discarded() ? Json() : json, creating);
-    } catch (const std::exception& e) {
-      return UnavailableError(method + " " + path + ": " + e.what());
     }
+  }
+
+  void NoteFlowControl(const http::http_response& response) {
+    if (!lift_under_flow_control_ || limiter_.lifted() || !response.headers().has(kFlowSchemaHeader)) return;
+    if (limiter_.Lift() && on_limit_) on_limit_(0);
   }
 
   const KubeConfig config_;
   Clock& clock_;
   RateLimiter limiter_;
+  const bool lift_under_flow_control_;
+  const std::function<void(double)> on_limit_;
   http_client client_;
 };
 

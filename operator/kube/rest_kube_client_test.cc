@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/deterministic_clock.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/testing/standin.h"
 
@@ -180,6 +181,69 @@ TEST_F(RestKubeClientTest, AHungServerTimesOutAsUnavailableAndIsUsableOnceBack) 
   EXPECT_EQ(hung.status().code(), StatusCode::kUnavailable) << hung.status().ToString();
   ASSERT_TRUE(standin_->Hook("resume").ok());
   EXPECT_EQ(client->Get(kConfigMaps, "default", "x").status().code(), StatusCode::kNotFound);
+}
+
+// The client-side limit against a server that does API Priority and Fairness
+// and one that does not, and APF's 429s, timed on the simulated clock: the
+// limiter and Retry-After wait on it, the requests themselves are real.
+class RestKubeClientLimitTest : public RestKubeClientTest {
+ protected:
+  // Seconds of simulated time `requests` GETs took, and the limits reported.
+  double TimeGets(RestOptions options, int requests, std::vector<double>& limits, Status* last = nullptr) {
+    DeterministicClock clock;
+    options.on_limit = [&](double qps) { limits.push_back(qps); };
+    double took = 0;
+    clock.Run("test", [&] {
+      auto client = MakeRestKubeClient(standin_->config(), options, clock);
+      ASSERT_TRUE(client.ok());
+      const TimePoint t0 = clock.Now();
+      for (int i = 0; i < requests; ++i) {
+        Status got = (*client)->Get(kConfigMaps, "default", "x").status();
+        if (last) *last = got;
+      }
+      took = ToSeconds(clock.Now() - t0);
+    });
+    return took;
+  }
+  static RestOptions OnePerSecond() {
+    RestOptions options;
+    options.qps = 1;
+    options.burst = 1;
+    return options;
+  }
+};
+
+TEST_F(RestKubeClientLimitTest, IsLiftedAtTheFirstAnswerFromAServerThatDoesPriorityAndFairness) {
+  std::vector<double> limits;
+  EXPECT_EQ(TimeGets(OnePerSecond(), 5, limits), 0.0) << "the first took the burst's token, the rest none";
+  EXPECT_EQ(limits, (std::vector<double>{1, 0}));
+}
+
+TEST_F(RestKubeClientLimitTest, HoldsAgainstAServerWithoutItOrWhenGiven) {
+  ASSERT_TRUE(standin_->Hook("flow-control?enabled=false").ok());
+  std::vector<double> limits;
+  EXPECT_EQ(TimeGets(OnePerSecond(), 5, limits), 4.0);
+  EXPECT_EQ(limits, (std::vector<double>{1}));
+
+  ASSERT_TRUE(standin_->Hook("flow-control?enabled=true").ok());
+  RestOptions given = OnePerSecond();
+  given.lift_under_flow_control = false;  // --qps given
+  limits.clear();
+  EXPECT_EQ(TimeGets(given, 5, limits), 4.0);
+  EXPECT_EQ(limits, (std::vector<double>{1}));
+}
+
+TEST_F(RestKubeClientLimitTest, ATooManyRequestsIsAskedAgainAfterItsRetryAfter) {
+  std::vector<double> limits;
+  Status last;
+  ASSERT_TRUE(standin_->Hook("throttle?count=2&retryAfterSeconds=3").ok());
+  EXPECT_EQ(TimeGets({}, 1, limits, &last), 6.0);
+  EXPECT_EQ(last.code(), StatusCode::kNotFound) << "answered on the third try: " << last.ToString();
+
+  ASSERT_TRUE(standin_->Hook("throttle?count=100&retryAfterSeconds=1").ok());
+  EXPECT_EQ(TimeGets({}, 1, limits, &last), kMaxThrottledRetries);
+  EXPECT_EQ(last.code(), StatusCode::kUnavailable) << "given up: " << last.ToString();
+  ASSERT_TRUE(standin_->Hook("throttle?count=0").ok());
 }
 
 TEST(RestKubeClientTlsTest, VerifiesTheServerAndProvesWhoItIs) {

@@ -96,7 +96,7 @@ so the operator's own default holds.
 {{- $args = append $args (printf "--namespace=%s" .) -}}
 {{- end -}}
 {{- $args = append $args (printf "--workers=%d" (int $op.workers)) -}}
-{{- $args = append $args (printf "--qps=%v" $op.qps) -}}
+{{- if $op.qps }}{{ $args = append $args (printf "--qps=%v" $op.qps) }}{{ end -}}
 {{- $args = append $args (printf "--burst=%d" (int $op.burst)) -}}
 {{- $args = append $args (printf "--default-image=%s" (include "edgetrain.agentImage" .)) -}}
 {{- $args = append $args (printf "--termination-grace=%d" (int .Values.jobDefaults.terminationGracePeriodSeconds)) -}}

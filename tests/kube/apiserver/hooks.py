@@ -13,6 +13,12 @@ They let tests provoke what is hard to provoke against a real cluster:
   POST /_standin/watch-chunk-bytes?bytes=N  watches opened from now on cut every event into
                                          HTTP chunks of at most N bytes (0: one chunk each),
                                          as a proxy or a slow link may deliver them
+  POST /_standin/flow-control?enabled=false  answer without API Priority and Fairness's
+                                         X-Kubernetes-PF-* headers, as a server before 1.20
+                                         or with the feature off (true: with them, the default)
+  POST /_standin/throttle?count=N&retryAfterSeconds=S  answer the next N requests 429
+                                         TooManyRequests with Retry-After S, as APF does
+                                         when a priority level's queues are full
   GET  /_standin/info                    revision, open watches, whether CEL is enforced
   GET  /_standin/wait-watches?count=N[&resource=R][&timeoutSeconds=T]
                                          block until N watches (on resource R) are open,
@@ -34,6 +40,9 @@ class HookState:
         self.latency = 0.0
         self.bookmark_interval = 60.0
         self.watch_chunk_bytes = 0
+        self.flow_control = True
+        self.throttled = 0          # requests still to be answered 429
+        self._retry_after = 1
         self.watches = {}  # id -> resource plural, of the open watches
         self.opened = {}   # resource plural -> watches opened since the start
         self._next_id = 0
@@ -58,6 +67,20 @@ class HookState:
         if self.latency:
             time.sleep(self.latency)
         return True
+
+    # -- API Priority and Fairness's rejections -----------------------------------------
+
+    def throttle(self, count, retry_after):
+        with self.cond:
+            self.throttled, self._retry_after = count, retry_after
+
+    def take_throttle(self):
+        """Retry-After seconds if this request is to be rejected, else None."""
+        with self.cond:
+            if self.throttled <= 0:
+                return None
+            self.throttled -= 1
+            return self._retry_after
 
     # -- open watches ------------------------------------------------------------------
 

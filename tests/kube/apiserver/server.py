@@ -59,6 +59,12 @@ class StandinHTTPServer(ThreadingHTTPServer):
         return sock, addr
 
 
+# The UIDs a real server gives its FlowSchema and PriorityLevelConfiguration objects;
+# fixed here, since the stand-in serves neither kind.
+FLOW_SCHEMA_UID = "6d3f1c2e-5a4b-4e8f-9c1d-2b7a0e4f8a31"
+PRIORITY_LEVEL_UID = "0c9e8d7f-3b2a-4c1d-8e6f-5a4b3c2d1e0f"
+
+
 class RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "edgetrain-kube-standin"
@@ -92,7 +98,17 @@ class RequestHandler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
-    def _send(self, code, body, content_type="application/json", warnings=()):
+    def send_response(self, code, message=None):
+        super().send_response(code, message)
+        # API Priority and Fairness (on by default since Kubernetes 1.20, GA in 1.29)
+        # names, on every response, the FlowSchema and priority level the request was
+        # classified by. Clients read the headers as "this server protects itself" and
+        # drop their own rate limits (controller-runtime, cert-manager, the operator).
+        if self.server.hooks.flow_control:
+            self.send_header("X-Kubernetes-PF-FlowSchema-UID", FLOW_SCHEMA_UID)
+            self.send_header("X-Kubernetes-PF-PriorityLevel-UID", PRIORITY_LEVEL_UID)
+
+    def _send(self, code, body, content_type="application/json", warnings=(), headers=()):
         if isinstance(body, (dict, list)):
             body = encode(body)
         self.send_response(code)
@@ -102,12 +118,15 @@ class RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Audit-Id", str(uuid.uuid4()))
         for w in warnings:
             self.send_header("Warning", '299 - ' + json.dumps(w))
+        for k, v in headers:
+            self.send_header(k, v)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
 
     def _send_error(self, e):
-        self._send(e.code, e.status())
+        retry = (e.details or {}).get("retryAfterSeconds") if e.code == 429 else None
+        self._send(e.code, e.status(), headers=[("Retry-After", str(retry))] if retry else ())
 
     def do_GET(self):
         self._dispatch("GET")
@@ -151,6 +170,11 @@ class RequestHandler(BaseHTTPRequestHandler):
                 return self._hook(method, path, params)
             if not self.server.hooks.gate():
                 raise ApiError(503, "ServiceUnavailable", "paused")
+            retry_after = self.server.hooks.take_throttle()
+            if retry_after is not None:
+                # what APF answers when a priority level's queues are full
+                raise ApiError(429, "TooManyRequests", "Too many requests, please try again later.",
+                               {"retryAfterSeconds": retry_after})
             if not public:
                 if self.user is None:
                     raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -516,6 +540,10 @@ class RequestHandler(BaseHTTPRequestHandler):
         elif method == "POST" and name == "bookmark-interval":
             hooks.bookmark_interval = float(arg("seconds", "60"))
             store.wake_all()
+        elif method == "POST" and name == "flow-control":
+            hooks.flow_control = arg("enabled", "true") != "false"
+        elif method == "POST" and name == "throttle":
+            hooks.throttle(int(arg("count", "1")), int(arg("retryAfterSeconds", "1")))
         elif method == "POST" and name == "watch-chunk-bytes":
             hooks.watch_chunk_bytes = int(arg("bytes", "0"))
         elif method == "GET" and name == "wait-watches":
@@ -527,7 +555,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise _no_route()
         self._send(200, {"revision": store.revision, "watches": hooks.count(),
                          "opened": dict(hooks.opened), "latencyMs": hooks.latency * 1000,
-                         "paused": hooks.paused, "cel": api.cel.available,
+                         "paused": hooks.paused, "flowControl": hooks.flow_control,
+                         "throttled": hooks.throttled, "cel": api.cel.available,
                          "celUnavailableReason": api.cel.unavailable_reason})
 
     def _authorizations(self, user):

@@ -177,7 +177,7 @@ class Rendering(unittest.TestCase):
         self.assertEqual(one(ha, "Deployment")["spec"]["replicas"], 3)
         self.assertEqual(operator_args(ha), [
             "--http=$(POD_IP):8081", "--leader-elect=true", f"--leader-election-namespace={chart.RELEASE_NAMESPACE}",
-            "--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s", "--workers=2", "--qps=20",
+            "--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s", "--workers=2",
             "--burst=40", "--default-image=edgetrain/agent:0.1.0", "--termination-grace=30"])
 
         single = self.helm.template("-f", os.path.join(CHART, "ci", "single-namespace-values.yaml"))
