@@ -170,12 +170,6 @@ const std::vector<Capability>& Capabilities() {
        },
        "streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline read their data "
        "set"},
-      {"spec.data.stream.ratesPerSecond", Effect::kRefuse, {Runner::kKubernetes},
-       [](const JobSpec& s, const Json&) {
-         return s.data.stream && !s.data.stream->directory && s.data.stream->rates_per_second.empty();
-       },
-       "is needed on Kubernetes (one rate a worker), or spec.data.stream.directory: only edgetrain run --nodes "
-       "takes each worker's rate from its node in a cluster profile"},
       {"spec.data.computeWeighted", Effect::kRefuse, kEverywhere,
        [](const JobSpec& s, const Json&) {
          return s.data.compute_weighted &&

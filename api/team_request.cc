@@ -22,6 +22,8 @@ StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDef
   request.step = measured ? StepCostOf(job.spec, *measured) : StepCostOf(job.spec);
   request.minimise_energy = job.spec.budget.energy_joules > 0;
   request.architectures = defaults.architectures;
+  const auto& stream = job.spec.data.stream;
+  request.workers_need_stream = stream && !stream->directory && stream->rates_per_second.empty();
 
   ResourceAmounts pod = defaults.requests;
   const Json requests = spec.value("/template/resources/requests"_json_pointer, Json::object());

@@ -15,6 +15,8 @@ namespace {
 // network (a site publishes edgetrain.dev/link-mbps for its wireless nodes):
 // Gigabit Ethernet.
 constexpr double kWiredMbps = 1000;
+// Why a node takes no worker of a team whose samples come from its nodes.
+constexpr char kNoStream[] = "no stream of its own";
 
 // Why no pod of the job may run on `node`, as a short category (counted in the
 // unschedulable message) and in full (the node's verdict); both empty if it may.
@@ -193,6 +195,9 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   for (size_t i = 0; i < n; ++i) {
     if (auto it = request.workers_on.find(nodes[i].name); it != request.workers_on.end()) count[i] = it->second;
   }
+  // Where a worker may draw its samples from, when they come from its node.
+  std::vector<bool> streams(n, true);
+  for (size_t i = 0; i < n && request.workers_need_stream; ++i) streams[i] = nodes[i].emulated_stream.has_value();
   // A node's rate does not change while the team is placed: worked out once.
   std::vector<double> rate(n, 0);
   for (size_t i = 0; i < n; ++i) {
@@ -208,13 +213,14 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
                                                                        !v.transient.empty(), nodes[i].name);
     };
     for (size_t i = 0; i < n; ++i) {
-      if (!eligible[i] || MisfitOf(free[i], request.worker_requests)) continue;
+      if (!eligible[i] || !streams[i] || MisfitOf(free[i], request.worker_requests)) continue;
       if (!best || key(i) < key(*best)) best = i;
     }
     if (!best) {
       std::map<std::string, int> misfits = excluded_by;
       for (size_t i = 0; i < n; ++i) {
-        if (eligible[i]) ++misfits[MisfitOf(free[i], request.worker_requests)];  // none fit
+        if (!eligible[i]) continue;
+        ++misfits[streams[i] ? MisfitOf(free[i], request.worker_requests) : kNoStream];  // none fit
       }
       placement.unschedulable = Summarise(std::to_string(rank) + "/" + std::to_string(request.workers) +
                                               " workers fit, beside the coordinator on " + placement.coordinator_node,
@@ -248,7 +254,8 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   for (size_t i = 0; i < n; ++i) {
     NodeVerdict& v = placement.verdicts[i];
     if (eligible[i] && count[i] == 0 && !(request.solo && v.coordinator)) {
-      v.excluded = Shortfall(free[i], request.worker_requests, "a worker").detail;
+      v.excluded = streams[i] ? Shortfall(free[i], request.worker_requests, "a worker").detail
+                              : std::string(kNoStream) + " for a worker (spec.data.stream names no rates)";
     }
   }
   placement.placed = true;

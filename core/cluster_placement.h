@@ -29,6 +29,9 @@ struct TeamRequest {
   bool allow_transient = true;                       // spec.placement.allowTransient
   bool minimise_energy = false;                      // spec.budget.energyJoules is set
   std::vector<std::string> architectures;            // the image's (kubernetes.io/arch); empty: any
+  // spec.data.stream names neither rates nor a folder: each worker's samples
+  // come from its node's own stream, so workers go only where there is one.
+  bool workers_need_stream = false;
   StepCost step;                                     // what a worker's step costs
   // Re-placing lost workers of a running team: its coordinator stays on this
   // node (its requests already counted there), and survivors stay where they

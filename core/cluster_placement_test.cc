@@ -29,6 +29,7 @@ class Node {
   Node& Cordoned() { view_.cordoned = true; return *this; }
   Node& Cpu(const std::string& q) { view_.allocatable.cpu_millis = *ParseQuantityMillis(q); return *this; }
   Node& Busy(const std::string& cpu) { view_.bound.cpu_millis = *ParseQuantityMillis(cpu); view_.bound.pods = 1; return *this; }
+  Node& Streams(double per_second) { view_.emulated_stream = StreamSource{per_second, ""}; return *this; }
   Node& Watts(double compute, double communicate) {
     view_.power.compute_watts = compute;
     view_.power.communicate_watts = communicate;
@@ -186,6 +187,28 @@ TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) 
   p = PlaceTeam({Node("gateway").Busy("3800m"), Node("down").NotReady()}, Team(1));
   EXPECT_EQ(p.unschedulable, "0/2 nodes fit the coordinator: 1 insufficient cpu, 1 not ready");
   EXPECT_EQ(PlaceTeam({}, Team(1)).unschedulable, "0/0 nodes fit the coordinator");
+}
+
+// A stream that names no rates takes each worker's from its node: workers go
+// only where a stream is, the coordinator anywhere (it trains on nothing).
+TEST(ClusterPlacementTest, WorkersOfAStreamFromTheNodesGoOnlyWhereAStreamIs) {
+  TeamRequest team = Team(2);
+  team.workers_need_stream = true;
+  TeamPlacement p = PlaceTeam({Node("gateway"), Node("robot-1").Link(40).Streams(92),
+                               Node("robot-2").Link(40).Streams(22), Node("camera").Link(40)},
+                              team);
+  ASSERT_TRUE(p.placed) << p.unschedulable;
+  EXPECT_EQ(p.coordinator_node, "gateway");
+  std::vector<std::string> workers = p.worker_nodes;
+  std::sort(workers.begin(), workers.end());
+  EXPECT_EQ(workers, (std::vector<std::string>{"robot-1", "robot-2"}));
+  EXPECT_EQ(VerdictOf(p, "camera").excluded, "no stream of its own for a worker (spec.data.stream names no rates)");
+
+  team.workers = 3;
+  p = PlaceTeam({Node("gateway"), Node("robot-1").Link(40).Streams(92).Cpu("1"), Node("camera").Link(40)}, team);
+  EXPECT_FALSE(p.placed);
+  EXPECT_EQ(p.unschedulable,
+            "1/3 workers fit, beside the coordinator on gateway: 1 insufficient cpu, 2 no stream of its own");
 }
 
 TEST(ClusterPlacementTest, WhatIsAlreadyBoundCountsAgainstAllocatable) {

@@ -25,6 +25,7 @@ StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
   view.allocatable = {*cpu, *memory, node.pods};
   view.compute_score = 1 / node.slowdown;
   view.emulated_slowdown = node.slowdown;
+  view.emulated_stream = node.stream;
   if (node.link) view.link_mbps = node.link->mean_mbps;
   view.power = node.power;
   return view;

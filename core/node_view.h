@@ -39,6 +39,11 @@ struct NodeView {
   // node slow themselves down this much, since its processes run at this machine's
   // speed. A real node's compute is its own, and this stays 1.
   double emulated_slowdown = 1;
+  // Set by an emulated site only (edgetrain.dev/emulated-stream-rate), or by
+  // a cluster profile's `stream`: the samples the node's own stream delivers,
+  // for a job whose spec.data.stream names no rates. A real device's samples
+  // arrive in a folder (spec.data.stream.directory) and this stays unset.
+  std::optional<StreamSource> emulated_stream;
   // Why the node is about to leave, if it is: a cloud's interruption notice or
   // out-of-service taint, a cordon (the first step of a drain), or the site's
   // edgetrain.dev/leaving annotation. Empty: not leaving. A job's workers there

@@ -71,6 +71,14 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measure
     if (r.into == &link_value) link = *value;
   }
   view.link_mbps = link;
+  // An emulated node's own stream of samples (the node emulator publishes its
+  // profile's ratePerSecond): what a worker there draws when the job names no rates.
+  if (annotations.contains(kEmulatedStreamRate)) {
+    StatusOr<double> rate = Number(annotations, kEmulatedStreamRate);
+    if (!rate.ok()) return rate.status();
+    if (!(*rate > 0)) return InvalidArgumentError(std::string("annotation ") + kEmulatedStreamRate + " must be > 0");
+    view.emulated_stream = StreamSource{*rate, ""};
+  }
   // A measurement from the field, while fresh, says more than the declaration:
   // the slower direction bounds an exchange.
   if (measured.now != kube::WallTime{} && annotations.contains(kMeasuredAt)) {

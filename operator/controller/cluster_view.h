@@ -24,6 +24,9 @@ using Json = nlohmann::json;
 inline constexpr const char* kMeasuredUplink = "edgetrain.dev/measured-uplink-bps";
 inline constexpr const char* kMeasuredDownlink = "edgetrain.dev/measured-downlink-bps";
 inline constexpr const char* kMeasuredAt = "edgetrain.dev/measured-at";
+// An emulated site's node's own stream of samples a second (the node
+// emulator's, from its cluster profile); a real node has none.
+inline constexpr const char* kEmulatedStreamRate = "edgetrain.dev/emulated-stream-rate";
 
 // Measured links are preferred to the site's declared edgetrain.dev/link-mbps
 // while younger than `max_age` at `now`; older ones are forgotten. With no

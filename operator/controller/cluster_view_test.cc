@@ -15,6 +15,7 @@ TEST(ClusterViewTest, ANodeReadsAsPlacementSeesIt) {
                                                .Scoring(0.5)
                                                .WithLink(30.5)
                                                .EmulatedSlowerBy(2)
+                                               .Streaming(92)
                                                .Annotate("edgetrain.dev/compute-watts", 9)
                                                .Tainted("cloud.google.com/gke-spot", "true", "NoSchedule")
                                                .WithAllocatable("1500m", "2Gi", "8"));
@@ -26,6 +27,8 @@ TEST(ClusterViewTest, ANodeReadsAsPlacementSeesIt) {
   ASSERT_TRUE(view->link_mbps.has_value());
   EXPECT_DOUBLE_EQ(*view->link_mbps, 30.5);
   EXPECT_DOUBLE_EQ(view->emulated_slowdown, 2);
+  ASSERT_TRUE(view->emulated_stream.has_value());
+  EXPECT_DOUBLE_EQ(view->emulated_stream->per_second, 92);
   EXPECT_DOUBLE_EQ(view->power.compute_watts, 9);
   EXPECT_EQ(view->allocatable.cpu_millis, 1500);
   EXPECT_EQ(view->allocatable.memory_bytes, int64_t{2} << 30);
@@ -41,6 +44,8 @@ TEST(ClusterViewTest, ANodeWithoutItsSitesAnnotationsIsAWiredReferenceMachine) {
   EXPECT_DOUBLE_EQ(view->compute_score, 1);
   EXPECT_FALSE(view->link_mbps.has_value());
   EXPECT_DOUBLE_EQ(view->emulated_slowdown, 1);
+  EXPECT_FALSE(view->emulated_stream.has_value());
+  EXPECT_FALSE(NodeViewOfNode(ANode("dry").Streaming(0)).ok()) << "a stream of nothing is no stream";
 }
 
 TEST(ClusterViewTest, ReadinessAndCordonAreTheKubeletsAndKubectlsWord) {

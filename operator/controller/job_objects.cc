@@ -122,6 +122,8 @@ void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<Node
   const NodeView* view = NodeNamed(nodes, node);
   slot.slowdown = view ? view->emulated_slowdown : 1;
   slot.power = view ? view->power : PowerProfile{};
+  // The job's own rates, when it names them, win (the agent reads those first).
+  if (view) slot.stream = view->emulated_stream;
 }
 
 JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::vector<NodeView>& nodes,

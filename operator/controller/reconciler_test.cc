@@ -143,6 +143,39 @@ std::function<void(Json&)> CheckEnds(int code, const std::string& message) {
   };
 }
 
+// A stream that names no rates on an emulated site: each worker goes to a node
+// with a stream of its own and its plan slot carries that node's rate, which
+// its agent draws at (agent.cc, as under edgetrain run --nodes).
+TEST_F(ReconcilerTest, AStreamThatNamesNoRatesTakesEachWorkersFromItsNode) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").WithLink(30).Streaming(92));
+  AddNode(ANode("camera").WithLink(30));
+  AddNode(ANode("robot-2").WithLink(20).Streaming(22));
+  const std::string key = Submit(TrainingJob("team", {{"data", {{"stream", Json::object()}}}}));
+  Reconcile(key);
+  std::vector<std::string> pods = PodNodes();
+  std::sort(pods.begin(), pods.end());
+  ASSERT_EQ(pods.size(), 3u) << Job("team")["status"].dump();
+  EXPECT_EQ(pods[0], "team-coordinator@gateway");
+  StatusOr<JobPlan> plan =
+      DecodeJobPlan((*api_.Get(kube::kConfigMaps, "default", "team-plan"))["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok());
+  for (const WorkerSlot& slot : plan->workers) {
+    ASSERT_TRUE(slot.stream.has_value()) << slot.node;
+    EXPECT_DOUBLE_EQ(slot.stream->per_second, slot.node == "robot-1" ? 92 : 22) << slot.node;
+    EXPECT_NE(slot.node, "camera");
+  }
+
+  // Held to a node with no stream: the job waits, saying why.
+  const std::string dry = Submit(TrainingJob("dry", {{"data", {{"stream", Json::object()}}},
+                                                     {"placement", {{"nodeSelector", {{"kubernetes.io/hostname", "camera"}}}}}}));
+  Reconcile(dry);
+  const Json waiting = Job("dry");
+  const Json* placed = FindCondition(waiting["status"], "Placed");
+  ASSERT_NE(placed, nullptr);
+  EXPECT_NE(placed->value("message", "").find("no stream of its own"), std::string::npos) << *placed;
+}
+
 TEST_F(ReconcilerTest, ATorchScriptModuleIsCheckedInAPodOfItsOwnBeforeItsTeamIsPlaced) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));

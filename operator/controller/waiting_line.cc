@@ -73,7 +73,9 @@ bool SameForPlacement(const NodeView& a, const NodeView& b) {
          a.cordoned == b.cordoned && Same(a.allocatable, b.allocatable) && a.compute_score == b.compute_score &&
          a.link_mbps == b.link_mbps && a.power.compute_watts == b.power.compute_watts &&
          a.power.communicate_watts == b.power.communicate_watts && a.power.idle_watts == b.power.idle_watts &&
-         a.emulated_slowdown == b.emulated_slowdown && a.leaving == b.leaving;
+         a.emulated_slowdown == b.emulated_slowdown && a.leaving == b.leaving &&
+         a.emulated_stream.has_value() == b.emulated_stream.has_value() &&
+         (!a.emulated_stream || a.emulated_stream->per_second == b.emulated_stream->per_second);
 }
 
 WaitingLine::WaitingLine(kube::Store& jobs, kube::Store& pods, kube::Store& nodes, api::PodDefaults defaults,

@@ -30,6 +30,7 @@ class ANode {
   ANode& Scoring(double score) { return Annotate("edgetrain.dev/compute-score", score); }
   ANode& WithLink(double mbps) { return Annotate("edgetrain.dev/link-mbps", mbps); }
   ANode& EmulatedSlowerBy(double slowdown) { return Annotate("edgetrain.dev/emulated-slowdown", slowdown); }
+  ANode& Streaming(double per_second) { return Annotate("edgetrain.dev/emulated-stream-rate", per_second); }
   ANode& Annotate(const std::string& key, double value) {
     json_["metadata"]["annotations"][key] = Json(value).dump();
     return *this;

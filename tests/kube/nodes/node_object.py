@@ -12,6 +12,10 @@ KUBELET_VERSION = "v1.32.0+edgetrain-emulated"
 COMPUTE_SCORE = "edgetrain.dev/compute-score"
 EMULATED_SLOWDOWN = "edgetrain.dev/emulated-slowdown"
 LINK_MBPS = "edgetrain.dev/link-mbps"
+# A node's own stream of samples a second (its profile's stream.ratePerSecond): what a
+# worker there draws when its job's stream names no rates. A rate trace is a file of
+# this machine, which a pod's root file system does not show: such a node publishes none.
+EMULATED_STREAM_RATE = "edgetrain.dev/emulated-stream-rate"
 
 
 def _number(x):
@@ -55,6 +59,9 @@ def node_object(node, net=None, link_factor=1.0):
         "edgetrain.dev/communicate-watts": _number(power["communicateWatts"]),
         "edgetrain.dev/idle-watts": _number(power["idleWatts"]),
     })
+    rate = (node.get("stream") or {}).get("ratePerSecond")
+    if rate is not None:
+        annotations[EMULATED_STREAM_RATE] = _number(rate)
     capacity = {"cpu": str(node["cpu"]), "memory": node["memory"], "pods": str(node["pods"]),
                 "ephemeral-storage": "64Gi"}
     spec = {}

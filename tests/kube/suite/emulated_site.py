@@ -33,6 +33,7 @@ spec:
       arch: arm64
       compute: {slowdown: 4}
       link: {trace: %s/examples/traces/wifi-indoor-1.csv}
+      stream: {ratePerSecond: 30}
     - {name: paper, registeredOnly: true}
 """
 

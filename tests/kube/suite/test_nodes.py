@@ -31,6 +31,8 @@ class NodesTest(SiteTestCase):
         self.assertGreater(float(notes["edgetrain.dev/link-mbps"]), 0)
         self.assertNotIn("edgetrain.dev/link-mbps", nodes["gw"]["metadata"]["annotations"], "wired")
         self.assertEqual(notes["edgetrain.dev/compute-watts"], "15")
+        self.assertEqual(notes["edgetrain.dev/emulated-stream-rate"], "30", "its own stream of samples")
+        self.assertNotIn("edgetrain.dev/emulated-stream-rate", nodes["gw"]["metadata"]["annotations"])
         self.assertEqual(nodes["gw"]["status"]["allocatable"]["cpu"], "4")
         self.assertEqual(nodes["gw"]["status"]["capacity"]["memory"], "8Gi")
         self.assertEqual(condition(robot, "Ready"), "True")

@@ -839,6 +839,45 @@ if __name__ == "__main__":
     unittest.main()
 
 # Two boards alike, wired: a model the pipeline planner splits between them.
+STREAMING_SITE = """\
+apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: streaming-site}
+spec:
+  nodes:
+    - {name: gateway, cpu: 4, memory: 8Gi}
+    - {name: camera-1, cpu: 2, memory: 4Gi, stream: {ratePerSecond: 120}}
+    - {name: camera-2, cpu: 2, memory: 4Gi, stream: {ratePerSecond: 40}}
+"""
+
+
+@requires_built(OPERATOR)
+class StreamOperatorTest(OperatorSiteTestCase):
+    """A team on streams whose job names no rates, on an emulated site whose nodes have
+    streams of their own (docs/streams.md)."""
+    profile = STREAMING_SITE
+
+    def test_a_stream_that_names_no_rates_draws_each_workers_from_its_node(self):
+        self.delete_when_done("streamed")
+        self.apply(wall_clock_job("streamed", "8s", parallelism={"workers": 2}, data={"stream": {}}))
+
+        def arrivals(j):
+            """Each worker's node and the samples its stream brought, once both have some."""
+            workers = [w for w in j.get("status", {}).get("workers", []) if w.get("role") == "worker"]
+            arrived = {w["node"]: w.get("stream", {}).get("arrived", 0) for w in workers}
+            return arrived if len(arrived) == 2 and min(arrived.values()) >= 20 else None
+        job = self.wait_job("streamed", lambda j: arrivals(j) or phase(j) in ("Succeeded", "Failed"), timeout=90)
+        arrived = arrivals(job)
+        self.assertIsNotNone(arrived, json.dumps(job.get("status"), indent=1) + self.logs())
+        self.assertRegex(condition_of(job, "Placed")["message"], r"workers on camera-\d \(\d\), camera-\d \(\d\)")
+        self.assertEqual(sorted(arrived), ["camera-1", "camera-2"])
+        # At 120 and 40 samples a second since each stream opened.
+        self.assertGreater(arrived["camera-1"], 2 * arrived["camera-2"], arrived)
+        job = self.wait_job("streamed", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=60)
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        print(f"\nstreams from the nodes: arrived {arrived} while running")
+
+
 TWO_BOARDS = """\
 apiVersion: edgetrain.dev/v1alpha1
 kind: ClusterProfile
