@@ -29,6 +29,8 @@ constexpr NameTable<DataFormat, 4> kFormatNames{{{DataFormat::kIdx, "idx"},
                                                  {DataFormat::kNpy, "npy"}}};
 constexpr NameTable<PartitionKind, 3> kPartitionNames{
     {{PartitionKind::kIid, "iid"}, {PartitionKind::kDirichlet, "dirichlet"}, {PartitionKind::kLabels, "labels"}}};
+constexpr NameTable<ReplicaMoments, 2> kReplicaMomentsNames{
+    {{ReplicaMoments::kBfloat16, "bfloat16"}, {ReplicaMoments::kFloat32, "float32"}}};
 constexpr NameTable<StreamBuffer, 2> kStreamBufferNames{
     {{StreamBuffer::kTruncate, "truncate"}, {StreamBuffer::kPersist, "persist"}}};
 constexpr NameTable<ParallelismMode, 4> kModeNames{{{ParallelismMode::kDataParallel, "dataParallel"},
@@ -213,6 +215,7 @@ std::string DescribeData(const DataSpec& data) {
 }
 std::string_view NameOf(PartitionKind v) { return Lookup(kPartitionNames, v); }
 std::string_view NameOf(StreamBuffer v) { return Lookup(kStreamBufferNames, v); }
+std::string_view NameOf(ReplicaMoments v) { return Lookup(kReplicaMomentsNames, v); }
 
 int StreamMinBatch(const StreamSpec& stream, int batch_size) {
   return std::min(batch_size, stream.min_batch_size.value_or((batch_size + 7) / 8));
@@ -267,6 +270,10 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
 
   Reader ft = r.Child("faultTolerance");
   ft.Get("replicateEvery", spec.fault_tolerance.replicate_every);
+  // Added after the plans of running jobs were written: absent, the default.
+  if (ft.Has("replicaMoments")) {
+    ft.GetEnum("replicaMoments", kReplicaMomentsNames, spec.fault_tolerance.replica_moments);
+  }
   ft.Get("replay", spec.fault_tolerance.replay);
   ft.Get("checkpointEvery", spec.fault_tolerance.checkpoint_every);
   ft.Get("maxRecoveries", spec.fault_tolerance.max_recoveries);

@@ -5,6 +5,7 @@
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
 #include "core/batch_order.h"
+#include "core/bfloat16.h"
 #include "core/row_layout.h"
 
 namespace edgetrain::agent {
@@ -587,6 +588,17 @@ void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica)
   const int64_t floats = RowLayout(shapes_[s], SyncGranularity::kLayer).total_floats();
   if (static_cast<int64_t>(replica.state().parameters().size()) != floats * static_cast<int64_t>(sizeof(float))) return;
   if (replicas_[s] && replicas_[s]->step() >= replica.step()) return;
+  // Kept as float32, as a stage installs state; a replica that does not
+  // decode is no replica (the one before stays).
+  v1::StageState& state = *replica.mutable_state();
+  if (state.moments_bfloat16()) {
+    StatusOr<std::string> first = Bfloat16ToFloat32Bytes(state.first_moment());
+    StatusOr<std::string> second = Bfloat16ToFloat32Bytes(state.second_moment());
+    if (!first.ok() || !second.ok()) return;
+    state.set_first_moment(std::move(*first));
+    state.set_second_moment(std::move(*second));
+    state.set_moments_bfloat16(false);
+  }
   replicas_[s] = std::move(replica);
 }
 

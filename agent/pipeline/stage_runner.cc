@@ -10,6 +10,7 @@
 #include "agent/pipeline/wire_floats.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
+#include "core/bfloat16.h"
 #include "core/pipeline_schedule.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
@@ -363,8 +364,9 @@ class Stage {
   // Every replicateEvery steps, the group's first device sends the head its
   // committed state, the head's copy of these layers should every device of
   // the stage be lost. In parts that go only when the stage has nothing else
-  // to send: on a slow link a replica whole (12 bytes a parameter with Adam)
-  // held the step's activations behind it for seconds. One still going out
+  // to send: on a slow link a replica whole (12 bytes a parameter with Adam,
+  // 8 with its moments as bfloat16, the default) held the step's activations
+  // behind it for seconds. One still going out
   // when the next is due finishes first, and the next is skipped.
   void Replicate() {
     const int every = plan_.spec.fault_tolerance.replicate_every;
@@ -374,7 +376,13 @@ class Stage {
     if (outbox_.SendingWhenIdle()) return;
     v1::StageReplica replica;
     replica.set_step(step_);
-    *replica.mutable_state() = State();
+    v1::StageState& state = *replica.mutable_state() = State();
+    if (plan_.spec.fault_tolerance.replica_moments == ReplicaMoments::kBfloat16) {
+      const OptimizerState& o = optimizer_->state();
+      state.set_first_moment(EncodeBfloat16(o.first));
+      state.set_second_moment(EncodeBfloat16(o.second));
+      state.set_moments_bfloat16(true);
+    }
     const std::string bytes = replica.SerializeAsString();
     const auto total = static_cast<int64_t>(bytes.size());
     // Parts under the size that needs announcing, with room for their fields.
