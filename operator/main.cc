@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
   // replica may take the Lease. With the controller's client (30 s a request)
   // a 3 s pause of the API went unnoticed while the 2 s Lease expired.
   kube::RestOptions lease_rest = rest;
+  lease_rest.max_throttled_retries = 0;
   const Duration margin = election.lease_duration - election.renew_deadline;
   lease_rest.request_timeout =
       std::max<Duration>(std::chrono::milliseconds(100),

@@ -63,6 +63,7 @@ class RestKubeClient final : public KubeClient {
   RestKubeClient(const KubeConfig& config, const RestOptions& options, Clock& clock)
       : config_(config), clock_(clock), limiter_(options.qps, options.burst, clock),
         lift_under_flow_control_(options.lift_under_flow_control), on_limit_(options.on_limit),
+        max_throttled_retries_(options.max_throttled_retries),
         client_(config.server, ClientConfig(config, options.request_timeout)) {
     if (on_limit_) on_limit_(options.qps);
   }
@@ -193,7 +194,7 @@ class RestKubeClient final : public KubeClient {
           return json;
         }
         // A 429 was not carried out, whatever the verb: asking again is safe.
-        if (status == http::status_codes::TooManyRequests && retries < kMaxThrottledRetries) {
+        if (status == http::status_codes::TooManyRequests && retries < max_throttled_retries_) {
           clock_.SleepFor(std::chrono::seconds(RetryAfterSeconds(response.headers())));
           continue;
         }
@@ -214,6 +215,7 @@ class RestKubeClient final : public KubeClient {
   RateLimiter limiter_;
   const bool lift_under_flow_control_;
   const std::function<void(double)> on_limit_;
+  const int max_throttled_retries_;
   http_client client_;
 };
 

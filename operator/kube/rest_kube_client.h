@@ -27,11 +27,12 @@ struct RestOptions {
   // Told the limit in force, at the start and when it is lifted (0: none).
   std::function<void(double qps)> on_limit;
   Duration request_timeout = std::chrono::seconds(30);
+  // A 429 (APF's answer when a priority level's queues are full) is asked
+  // again after the server's Retry-After, as client-go does, this many times
+  // at most. The Lease's client asks none again: its renewal must end within
+  // the renew deadline, and the elector tries again every retry period.
+  int max_throttled_retries = 10;
 };
-
-// A 429 (APF's answer when a priority level's queues are full) is retried
-// after the server's Retry-After, as client-go does, this many times at most.
-inline constexpr int kMaxThrottledRetries = 10;
 
 StatusOr<std::unique_ptr<KubeClient>> MakeRestKubeClient(const KubeConfig& config, const RestOptions& options,
                                                          Clock& clock);

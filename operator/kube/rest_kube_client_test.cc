@@ -241,8 +241,13 @@ TEST_F(RestKubeClientLimitTest, ATooManyRequestsIsAskedAgainAfterItsRetryAfter) 
   EXPECT_EQ(last.code(), StatusCode::kNotFound) << "answered on the third try: " << last.ToString();
 
   ASSERT_TRUE(standin_->Hook("throttle?count=100&retryAfterSeconds=1").ok());
-  EXPECT_EQ(TimeGets({}, 1, limits, &last), kMaxThrottledRetries);
+  EXPECT_EQ(TimeGets({}, 1, limits, &last), RestOptions{}.max_throttled_retries);
   EXPECT_EQ(last.code(), StatusCode::kUnavailable) << "given up: " << last.ToString();
+
+  RestOptions lease;  // as the Lease's client: no second try
+  lease.max_throttled_retries = 0;
+  EXPECT_EQ(TimeGets(lease, 1, limits, &last), 0.0);
+  EXPECT_EQ(last.code(), StatusCode::kUnavailable) << last.ToString();
   ASSERT_TRUE(standin_->Hook("throttle?count=0").ok());
 }
 
