@@ -36,7 +36,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   // the pipeline runs as synchronous data parallelism through its head.
   const PipelinePlan& plan = PlanToRun(choice, stages);
   if (!plan.cost.fits) return FailedPreconditionError("the " + stages + " plan does not fit: " + plan.cost.misfit);
-  PipelineLayout layout = LayoutOf(plan);
+  PipelineLayout layout = LayoutOf(plan, problem);
   int agents = 1;
   for (const PipelineStage& stage : plan.stages) agents += static_cast<int>(stage.devices.size());
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(layout, run.job.workers.size()));

@@ -43,6 +43,19 @@ Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers) {
     }
     next = s.end_layer;
   }
+  if (const auto& from = layout.planned_from) {
+    if (from->devices.size() != workers) {
+      return InvalidArgumentError("plan: pipeline.plannedFrom has " + std::to_string(from->devices.size()) +
+                                  " devices for " + std::to_string(workers) + " workers");
+    }
+    if (static_cast<int>(from->layers.size()) != next) {
+      return InvalidArgumentError("plan: pipeline.plannedFrom has " + std::to_string(from->layers.size()) +
+                                  " layers, the stages " + std::to_string(next));
+    }
+    for (const PipelineDevice& d : from->devices) {
+      if (!(d.speed > 0)) return InvalidArgumentError("plan: pipeline.plannedFrom: device " + d.name + " has no speed");
+    }
+  }
   return Status::Ok();
 }
 
@@ -84,8 +97,29 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       stages.push_back({{"firstLayer", s.first_layer}, {"endLayer", s.end_layer}, {"ranks", s.ranks}});
     }
     j["pipeline"] = {{"stages", stages}, {"microBatches", plan.pipeline->micro_batches}};
+    if (const auto& from = plan.pipeline->planned_from) {
+      Json devices = Json::array();
+      for (const PipelineDevice& d : from->devices) {
+        devices.push_back({{"name", d.name}, {"speed", d.speed}, {"memoryBytes", d.memory_bytes},
+                           {"upBytesPerSecond", d.up_bytes_per_s}, {"downBytesPerSecond", d.down_bytes_per_s}});
+      }
+      j["pipeline"]["plannedFrom"] = {{"layers", Json::parse(EncodeLayerCosts(from->layers))["layers"]},
+                                      {"devices", devices},
+                                      {"stateFactor", from->state_factor},
+                                      {"maxMicroBatches", from->max_micro_batches}};
+    }
   }
   return j.dump(2) + "\n";
+}
+
+PipelineProblem ProblemOf(const PlannedFrom& from, const JobSpec& spec) {
+  PipelineProblem problem;
+  problem.layers = from.layers;
+  problem.devices = from.devices;
+  problem.batch_size = spec.data.batch_size;
+  problem.state_factor = from.state_factor;
+  problem.max_micro_batches = from.max_micro_batches;
+  return problem;
 }
 
 StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
@@ -129,6 +163,21 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       for (const auto& s : j["pipeline"].at("stages")) {
         layout.stages.push_back(
             {s.at("firstLayer").get<int>(), s.at("endLayer").get<int>(), s.at("ranks").get<std::vector<int>>()});
+      }
+      if (j["pipeline"].contains("plannedFrom")) {
+        const Json& f = j["pipeline"]["plannedFrom"];
+        PlannedFrom from;
+        StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(Json{{"layers", f.at("layers")}}.dump());
+        if (!layers.ok()) return layers.status().WithContext("plan: pipeline.plannedFrom");
+        from.layers = std::move(*layers);
+        for (const auto& d : f.at("devices")) {
+          from.devices.push_back({d.at("name").get<std::string>(), d.at("speed").get<double>(),
+                                  d.at("memoryBytes").get<int64_t>(), d.at("upBytesPerSecond").get<double>(),
+                                  d.at("downBytesPerSecond").get<double>()});
+        }
+        from.state_factor = f.at("stateFactor").get<double>();
+        from.max_micro_batches = f.at("maxMicroBatches").get<int>();
+        layout.planned_from = std::move(from);
       }
       plan.pipeline = std::move(layout);
     }

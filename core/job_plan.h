@@ -11,6 +11,7 @@
 
 #include "core/cluster_profile.h"
 #include "core/job_spec.h"
+#include "core/pipeline_cost.h"
 #include "core/status.h"
 
 namespace edgetrain {
@@ -46,10 +47,24 @@ struct PipelineStagePlan {
   int end_layer = 0;
   std::vector<int> ranks;
 };
+// What a layout was planned from (a PipelineProblem less the batch, which
+// the spec has): the layers as timed and each device by rank, so that the head
+// can plan the micro-batches again for the devices left when some are lost.
+struct PlannedFrom {
+  std::vector<LayerCost> layers;
+  std::vector<PipelineDevice> devices;  // devices[r] is rank r's
+  double state_factor = 4;
+  int max_micro_batches = 32;
+};
+
 struct PipelineLayout {
   std::vector<PipelineStagePlan> stages;
   int micro_batches = 1;
+  std::optional<PlannedFrom> planned_from = {};  // none: a layout given by hand
 };
+
+// The planner's problem a layout was planned from, for `spec`'s batch.
+PipelineProblem ProblemOf(const PlannedFrom& from, const JobSpec& spec);
 
 struct JobPlan {
   std::string job;          // the TrainingJob's name

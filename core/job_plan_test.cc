@@ -117,6 +117,40 @@ TEST(JobPlanTest, ASlotsStreamRoundTrips) {
   EXPECT_FALSE(decoded->workers[2].stream.has_value());
 }
 
+// What the layout was planned from goes with it, for the head to plan again.
+TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
+  JobPlan plan = APlan("vgg-pipeline");
+  for (int r = 0; r < 2; ++r) plan.workers.push_back({r, "node-" + std::to_string(r), 1, std::nullopt, {}});
+  PlannedFrom from;
+  from.layers = {{"conv1", 1e-4, 2e-4, 1000, 400, {{8, 1e-3, 2e-3}, {64, 7e-3, 1.5e-2}}, 3e-5},
+                 {"fc", 2e-5, 3e-5, 5000, 40, {}, 0}};
+  from.devices = {{"gateway", 1, 0, 0, 0}, {"board", 0.25, int64_t{1} << 30, 5e6, 6e6}};
+  from.state_factor = 4;
+  from.max_micro_batches = 16;
+  plan.pipeline = PipelineLayout{{{0, 1, {0}}, {1, 2, {1}}}, 4, from};
+  auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(decoded->pipeline->planned_from.has_value());
+  const PlannedFrom& back = *decoded->pipeline->planned_from;
+  ASSERT_EQ(back.layers.size(), 2u);
+  EXPECT_EQ(back.layers[0].name, "conv1");
+  ASSERT_EQ(back.layers[0].passes.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.layers[0].passes[1].backward_s, 1.5e-2);
+  EXPECT_DOUBLE_EQ(back.layers[0].optimizer_s, 3e-5);
+  ASSERT_EQ(back.devices.size(), 2u);
+  EXPECT_EQ(back.devices[1].name, "board");
+  EXPECT_DOUBLE_EQ(back.devices[1].speed, 0.25);
+  EXPECT_EQ(back.devices[1].memory_bytes, int64_t{1} << 30);
+  EXPECT_DOUBLE_EQ(back.devices[1].down_bytes_per_s, 6e6);
+  EXPECT_EQ(back.max_micro_batches, 16);
+  const PipelineProblem problem = ProblemOf(back, decoded->spec);
+  EXPECT_EQ(problem.batch_size, decoded->spec.data.batch_size);
+
+  plan.pipeline->planned_from->devices.pop_back();
+  EXPECT_NE(DecodeJobPlan(EncodeJobPlan(plan)).status().message().find("plannedFrom has 1 devices for 2 workers"),
+            std::string::npos);
+}
+
 TEST(JobPlanTest, APipelinesStagesRoundTripAndAreChecked) {
   JobPlan plan = APlan("vgg-pipeline");
   for (int r = 0; r < 3; ++r) plan.workers.push_back({r, "node-" + std::to_string(r), 1, std::nullopt, {}});

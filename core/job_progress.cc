@@ -119,7 +119,9 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"restoredStages", p.replays->restored_stages},
                                           {"stepsLost", p.replays->steps_lost},
                                           {"repartitions", p.replays->repartitions},
-                                          {"rejoined", p.replays->rejoined}})
+                                          {"rejoined", p.replays->rejoined},
+                                          {"replannedMicroBatches", p.replays->replanned_micro_batches},
+                                          {"predictedSamplesPerSecond", p.replays->replanned_samples_per_s}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -191,7 +193,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.at("lastRecoverySeconds").get<double>(),
                                        r.at("recoverySeconds").get<double>(),
                                        r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0}),
-                                       r.value("repartitions", int64_t{0}), r.value("rejoined", int64_t{0})};
+                                       r.value("repartitions", int64_t{0}), r.value("rejoined", int64_t{0}),
+                                       r.value("replannedMicroBatches", 0), r.value("predictedSamplesPerSecond", 0.0)};
     }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {

@@ -112,6 +112,12 @@ struct JobProgress {
     int64_t repartitions = 0;
     // Devices lost and back: each rejoined a stage between steps.
     int64_t rejoined = 0;
+    // The last re-plan over the devices left (a plan the job came with has
+    // what it was planned from): the micro-batches a step is now cut into,
+    // and the samples a second the cost model predicts the pipeline as it now
+    // is to train. 0: none yet.
+    int replanned_micro_batches = 0;
+    double replanned_samples_per_s = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

@@ -102,10 +102,11 @@ const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view 
   return choice.planned.plan;
 }
 
-PipelineLayout LayoutOf(const PipelinePlan& plan) {
+PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem) {
   PipelineLayout layout;
   layout.micro_batches = plan.micro_batches;
   for (const PipelineStage& stage : plan.stages) layout.stages.push_back({stage.first_layer, stage.end_layer, stage.devices});
+  layout.planned_from = PlannedFrom{problem.layers, problem.devices, problem.state_factor, problem.max_micro_batches};
   return layout;
 }
 

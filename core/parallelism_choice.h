@@ -56,7 +56,8 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
 const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages = "planned");
 
 // `plan` as the plan file holds it: each stage's layers and its devices'
-// ranks, and the micro-batches of a step.
-PipelineLayout LayoutOf(const PipelinePlan& plan);
+// ranks, the micro-batches of a step, and the `problem` it was planned from
+// (its devices in rank order).
+PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem);
 
 }  // namespace edgetrain

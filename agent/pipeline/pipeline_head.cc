@@ -5,6 +5,7 @@
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
 #include "core/batch_order.h"
+#include "core/pipeline_planner.h"
 #include "core/bfloat16.h"
 #include "core/row_layout.h"
 
@@ -96,6 +97,8 @@ PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& t
       speeds_.back().push_back(1 / plan.workers[r].slowdown);
     }
   }
+  micro_batches_ = plan.pipeline->micro_batches;
+  if (plan.pipeline->planned_from) problem_ = ProblemOf(*plan.pipeline->planned_from, plan.spec);
 }
 
 PipelineHead::~PipelineHead() = default;
@@ -443,7 +446,26 @@ Status PipelineHead::RegroupLocked() {
   speeds_ = std::move(speeds);
   // From the last, so that the stages before keep their numbers meanwhile.
   for (auto s = emptied.rbegin(); s != emptied.rend(); ++s) RestoreStageLocked(*s, before[*s]);
+  if (regrouped_) ReplanLocked();
   return Status::Ok();
+}
+
+void PipelineHead::ReplanLocked() {
+  if (!problem_) return;
+  std::vector<PipelineStage> stages;
+  for (size_t s = 0; s < groups_.size(); ++s) stages.push_back({layers_[s].first, layers_[s].second, groups_[s]});
+  const PipelinePlan plan = AtBestMicroBatches(*problem_, stages);
+  if (!plan.cost.fits) {
+    Log() << "pipeline: no micro-batch count fits the devices left (" << plan.cost.misfit << "); " << micro_batches_
+          << " a step, as before\n";
+    return;
+  }
+  Log() << "pipeline: planned again for the devices left (" << members_.size() << "): " << plan.micro_batches
+        << " micro-batches of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
+        << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s\n";
+  micro_batches_ = plan.micro_batches;
+  replays_.replanned_micro_batches = plan.micro_batches;
+  replays_.replanned_samples_per_s = plan.cost.samples_per_s;
 }
 
 Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<int>>& kept,
@@ -633,6 +655,7 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
       r->set_attempt(attempt_);
       for (int rank : groups_[s]) r->add_group(rank);
       if (relaid_) *r->mutable_layers() = LayersOfLocked(s);
+      r->set_micro_batches(micro_batches_);
     } else {
       command.mutable_command()->set_step(step);
     }
@@ -707,8 +730,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     gathered += here.size();
   }
   Log() << "pipeline: " << groups_.size() << " stages on " << gathered << " devices gathered, "
-       << plan_.pipeline->micro_batches
-       << " micro-batches a step\n";
+       << micro_batches_ << " micro-batches a step\n";
   return Status::Ok();
 }
 
@@ -847,8 +869,8 @@ Status PipelineHead::Advance() {
     gradients_.clear();
     in_flight_ = 0;
     ++replays_.count;
-    replays_.micro_batches += plan_.pipeline->micro_batches;
-    if (metrics_) metrics_->AddReplay(plan_.pipeline->micro_batches);
+    replays_.micro_batches += micro_batches_;
+    if (metrics_) metrics_->AddReplay(micro_batches_);
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
          << members_.size() << " devices\n";
   }

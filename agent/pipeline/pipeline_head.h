@@ -53,6 +53,7 @@
 #include "agent/transport/transport.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
+#include "core/pipeline_cost.h"
 #include "core/stage_rebalance.h"
 
 namespace edgetrain::agent {
@@ -169,6 +170,12 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::vector<int> ReturningLocked() const;
   // What each member is told to run: the step, or its replay on the groups as they now are.
   std::vector<std::pair<int, v1::CoordinatorMessage>> StepCommandsLocked(int64_t step, bool replay) const;
+  // Once devices are lost, with what the plan was planned from: the
+  // micro-batches a step is cut into chosen again by the planner's cost model
+  // for the groups and layers as they now are, and its prediction for them.
+  // A one-stage pipeline left of two no longer fills and drains, and its
+  // passes of a few samples each would pay their fixed costs for nothing.
+  void ReplanLocked();
 
   const JobPlan& plan_;
   Trainer& model_;
@@ -214,6 +221,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // By stage: the layers it takes this step, of a stage whose only device was lost.
   std::vector<std::optional<v1::StageLayers>> taken_;
   bool relaid_ = false;  // the stages changed this step: its replays say how they now are
+  // What the plan was planned from, for re-planning; none: a layout by hand.
+  std::optional<PipelineProblem> problem_;
+  int micro_batches_ = 1;  // a step's, as last planned
   Rebalancing rebalancing_;
   // Where each layer's floats and optimizer rows begin in the whole model's
   // state, and where the last ends (from rebalancing_.layer_shapes).

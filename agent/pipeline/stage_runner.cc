@@ -294,6 +294,8 @@ class Stage {
           --summary_.steps;
         }
         if (command.replay().has_layers()) EDGETRAIN_RETURN_IF_ERROR(TakeLayers(command.replay().layers()));
+        // As the head planned them again for the devices left.
+        if (command.replay().micro_batches() > 0) micro_batches_ = command.replay().micro_batches();
       }
       if (step != step_ + 1) {
         return FailedPreconditionError("the head asked for step " + std::to_string(step) + " after step " +
@@ -444,7 +446,7 @@ class Stage {
     }
     const std::span<const int64_t> batch = batch_;
     const int64_t m = static_cast<int64_t>(batch.size());
-    const std::vector<MicroBatchSpan> spans = SplitBatch(m, plan_.pipeline->micro_batches);
+    const std::vector<MicroBatchSpan> spans = SplitBatch(m, micro_batches_);
     const int count = static_cast<int>(spans.size());
     v1::StepDone done;
     done.set_step(step);
@@ -626,6 +628,7 @@ class Stage {
   std::vector<int64_t> batch_;        // the batch of step batch_step_
   int64_t batch_step_ = -1;
   int64_t replicated_step_ = 0;       // the step of the last replica sent
+  int micro_batches_ = plan_.pipeline->micro_batches;  // a step's, as the head last said
   std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
   StageSummary summary_;
   StageSummary reported_;  // as it was at the last StepDone

@@ -40,7 +40,7 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   const PipelinePlan& plan = PlanToRun(choice);
   if (!plan.cost.fits) return FailedPreconditionError("no plan fits the devices' memory: " + plan.cost.misfit);
   StagePlan out;
-  out.layout = LayoutOf(plan);
+  out.layout = LayoutOf(plan, problem);
   out.predicted_samples_per_s = plan.cost.samples_per_s;
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(out.layout, devices.size()));
 
