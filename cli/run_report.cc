@@ -265,6 +265,24 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
                  std::ostream& out) {
   out << "  " << layout.stages.size() << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step\n" : " micro-batches a step\n");
+  // What devices lost mid-run cost, and what the head made of the devices left.
+  if (p.replays && p.replays->count > 0) {
+    const JobProgress::Replays& r = *p.replays;
+    out << "  devices lost: " << r.count << (r.count == 1 ? " step" : " steps") << " run again on the devices left ("
+        << r.micro_batches << " micro-batch" << (r.micro_batches == 1 ? "" : "es") << ", "
+        << Fixed(r.recovery_s, 2) << " s from the losses to those steps done)";
+    if (r.restored_stages > 0) {
+      out << "; " << r.restored_stages << (r.restored_stages == 1 ? " stage" : " stages")
+          << " rebuilt on a neighbour from the head's replica, " << WithThousands(r.steps_lost)
+          << (r.steps_lost == 1 ? " step" : " steps") << " of its layers' updates lost";
+    }
+    out << "\n";
+    if (r.replanned_micro_batches > 0) {
+      out << "  planned again for the devices left: " << r.replanned_micro_batches << " micro-batch"
+          << (r.replanned_micro_batches == 1 ? "" : "es") << " a step, predicted "
+          << WithThousands(std::llround(r.replanned_samples_per_s)) << " samples/s\n";
+    }
+  }
   if (p.replays && p.replays->repartitions > 0) {
     out << "  layers moved between stages " << p.replays->repartitions
         << (p.replays->repartitions == 1 ? " time" : " times") << " as the devices' pace drifted; as they ended:\n";

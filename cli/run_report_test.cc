@@ -191,6 +191,36 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   EXPECT_EQ(text.find("0-1 "), std::string::npos) << "not the planned layers\n" << text;
 }
 
+// A pipeline that lost devices says what that cost and what the head
+// planned for the devices left.
+TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain) {
+  LocalRunPlan plan = Team();
+  plan.devices.pop_back();
+  plan.job.pipeline = PipelineLayout{{{0, 2, {0}}, {2, 4, {1}}}, 8};
+  JobProgress p = Finished();
+  p.workers.pop_back();
+  p.replays = JobProgress::Replays{};
+  p.replays->count = 1;
+  p.replays->micro_batches = 8;
+  p.replays->recovery_s = 0.104;
+  p.replays->restored_stages = 1;
+  p.replays->steps_lost = 76;
+  p.replays->replanned_micro_batches = 2;
+  p.replays->replanned_samples_per_s = 1468.2;
+  std::ostringstream out;
+  PrintSummary(Job(), plan, p, 66.9, out);
+  EXPECT_NE(out.str().find("  devices lost: 1 step run again on the devices left (8 micro-batches, 0.10 s from the "
+                           "losses to those steps done); 1 stage rebuilt on a neighbour from the head's replica, 76 "
+                           "steps of its layers' updates lost\n"
+                           "  planned again for the devices left: 2 micro-batches a step, predicted 1,468 samples/s\n"),
+            std::string::npos)
+      << out.str();
+  p.replays = JobProgress::Replays{};
+  std::ostringstream none;
+  PrintSummary(Job(), plan, p, 66.9, none);
+  EXPECT_EQ(none.str().find("devices lost"), std::string::npos) << none.str();
+}
+
 TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
   JobProgress p = Finished();
   for (auto& w : p.workers) w.held_team_s = 0;
