@@ -245,6 +245,11 @@ def operator_dashboard():
             [(f"sum by (result) (rate(edgetrain_operator_placements_total{{{op}}}[{ri}])) * 60", "placement {{result}}"),
              (f"sum by (reason) (rate(edgetrain_operator_replans_total{{{op}}}[{ri}])) * 60", "re-plan {{reason}}")],
             "none", OPERATOR_RUN)
+    b.panel("API requests/s", "Kubernetes API requests a second, by verb (edgetrain_operator_client_qps_limit "
+                              "says whether a client-side limit holds them: none once the API server has shown it "
+                              "does priority and fairness and --qps was not given).",
+            [(f"sum by (verb) (rate(edgetrain_operator_api_requests_total{{{op}}}[{ri}]))", "{{verb}}")],
+            "reqps", OPERATOR_RUN)
     b.panel("API errors", "Kubernetes API requests that failed, a minute, by verb and code.",
             [(f"sum by (verb, code) (rate(edgetrain_operator_api_errors_total{{{op}}}[{ri}])) * 60",
               "{{verb}} {{code}}")],
