@@ -84,17 +84,6 @@ auto WroteField(const char* path) {
 
 const std::vector<Capability>& Capabilities() {
   static const std::vector<Capability> table = {
-      // Pipeline, hybrid and auto jobs are planned (core/parallelism_choice.h)
-      // from layers an agent measures: by edgetrain run on this machine, by
-      // the operator in a pod of the job's (docs/operator.md). A TorchScript
-      // module's pod measures its size instead, for placement, and one pod
-      // does not yet do both.
-      {"spec.parallelism.mode", Effect::kRefuse, kKubernetesOnly,
-       [](const JobSpec& s, const Json&) {
-         return s.parallelism.mode != ParallelismMode::kDataParallel && s.model.kind == ModelKind::kTorchScript;
-       },
-       "is not supported yet for a TorchScript module on Kubernetes: its pipeline runs with edgetrain run, and a "
-       "built-in model's on either"},
       // A user's own model and data. In a cluster the files a manifest names
       // relatively are in spec.data.volume, or a small model in a ConfigMap
       // (ResolveClusterPaths); the operator has an agent load the module to

@@ -426,10 +426,8 @@ Status Reconciler::Place(Pass& pass) {
   }
 
   const bool own_module = pass.job.manifest.spec.model.kind == ModelKind::kTorchScript;
-  StatusOr<TeamRequest> request = api::TeamRequestOf(
-      pass.job.manifest, options_.pods.defaults,
-      own_module ? CheckedSizeOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)))
-                 : std::nullopt);
+  StatusOr<TeamRequest> request =
+      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) {  // the schema admits only quantities; kept for objects stored before it
     pass.Set(condition::kInvalid, true, reason::kInvalidSpec, request.status().message());
     pass.status["phase"] = phase::kFailed;
@@ -539,6 +537,18 @@ Status Reconciler::Place(Pass& pass) {
   // Its pods' changes wake it; else the gang timeout is when to look again.
   pass.Requeue(GangTimeoutOf(pass.job));
   return Status::Ok();
+}
+
+std::optional<ModelSize> Reconciler::MeasuredSizeOf(const Pass& pass) {
+  if (pass.job.manifest.spec.model.kind != ModelKind::kTorchScript) return std::nullopt;  // the spec says
+  const std::string check = ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods));
+  if (!IsPipeline(pass.job)) return CheckedSizeOf(pass.status, check);
+  // A pipeline's check timed the module's layers: its size from them.
+  const std::optional<CheckedLayers> checked = CheckedLayersOf(pass.status, check);
+  if (!checked) return std::nullopt;
+  const std::vector<NodeView> timed_on = line_.Views({checked->node}, Measured());
+  return SizeOfLayers(checked->layers, pass.job.manifest.spec.data.batch_size,
+                      timed_on.empty() ? nullptr : &timed_on[0]);
 }
 
 StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const TeamPlacement& placement,
@@ -1205,7 +1215,7 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   // leaves: not ready, or leaving), on what every pod now holds; the workers
   // stay where they are.
   StatusOr<TeamRequest> request =
-      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, CheckedSizeOf(pass.status));
+      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = 0;
@@ -1251,7 +1261,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   // where it is, on what every pod now holds (the lost ones included, which
   // still hold a silent node until they are gone).
   StatusOr<TeamRequest> request =
-      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, CheckedSizeOf(pass.status));
+      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(lost.size());

@@ -112,6 +112,10 @@ class Reconciler {
   StatusOr<bool> CheckModel(Pass& pass);
   // A pipeline job's stages over the nodes `placement` chose (`views` holds
   // them), from the layers its check timed (status.modelCheck).
+  // A user's module's size, for placement: as its check measured it, or from
+  // its layers as a pipeline's check timed them; none for a built-in model,
+  // whose size the spec says, or before the check.
+  std::optional<ModelSize> MeasuredSizeOf(const Pass& pass);
   StatusOr<StagePlan> CutStages(const Pass& pass, const TeamPlacement& placement, const std::vector<NodeView>& views);
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   // A pipeline's devices found lost (rank -> why): the head trains on

@@ -854,29 +854,26 @@ TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {
   EXPECT_EQ(requests, (std::map<std::string, int>{})) << "a placed job whose pods start asks nothing of the API";
 }
 
-// A TorchScript module cut into pipeline stages runs under edgetrain run only.
-Json ModulePipeline() {
-  Json patch = kOwnModule;
-  patch["parallelism"] = {{"mode", "pipeline"}};
-  return patch;
-}
+// A job writing its model among the files the operator mounts in its pods
+// (/data): under edgetrain run it may, on Kubernetes not.
+Json OutputAmongItsFiles() { return {{"output", {{"path", "/data/out"}}}}; }
 
 TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {
   AddNode(ANode("gateway"));
-  const std::string key = Submit(TrainingJob("piped", ModulePipeline()));
+  const std::string key = Submit(TrainingJob("piped", OutputAmongItsFiles()));
   Reconcile(key);
   const Json status = Job("piped")["status"];
   EXPECT_EQ(status["phase"], api::phase::kFailed);
   const Json* invalid = FindCondition(status, api::condition::kInvalid);
   ASSERT_NE(invalid, nullptr);
   EXPECT_EQ(invalid->value("reason", ""), api::reason::kNotSupported);
-  EXPECT_NE(invalid->value("message", "").find("spec.parallelism.mode"), std::string::npos) << *invalid;
+  EXPECT_NE(invalid->value("message", "").find("spec.output.path"), std::string::npos) << *invalid;
   EXPECT_EQ(api_.Writes("create Pod") + api_.Writes("create Service") + api_.Writes("create ConfigMap"), 0);
 }
 
 TEST_F(ReconcilerTest, AnInvalidJobIsFinishedSoItsTtlDeletesItAndAFixStartsItAgain) {
   AddNode(ANode("gateway"));
-  Json piped = ModulePipeline();
+  Json piped = OutputAmongItsFiles();
   piped["ttlSecondsAfterFinished"] = 60;
   const std::string key = Submit(TrainingJob("piped", piped));
   Reconcile(key);
@@ -890,7 +887,7 @@ TEST_F(ReconcilerTest, AnInvalidJobIsFinishedSoItsTtlDeletesItAndAFixStartsItAga
 
   // Fixed within its TTL: it is no longer finished, and runs.
   Json fixed = Job("piped");
-  fixed["spec"]["parallelism"] = {{"workers", 1}};
+  fixed["spec"]["output"]["path"] = "/models/out";
   fixed["metadata"]["generation"] = 2;
   StatusOr<Json> updated = api_.Update(kube::kTrainingJobs, "default", fixed);
   ASSERT_TRUE(updated.ok()) << updated.status().ToString();
@@ -933,6 +930,42 @@ constexpr const char* kTimedLayers =
     R"({"layers":[{"name":"fc1","forwardSeconds":2e-4,"backwardSeconds":4e-4,"parameterBytes":16640,"activationBytes":256},)"
     R"({"name":"fc2","forwardSeconds":2e-4,"backwardSeconds":4e-4,"parameterBytes":8256,"activationBytes":128},)"
     R"({"name":"classifier","forwardSeconds":1e-5,"backwardSeconds":2e-5,"parameterBytes":1290,"activationBytes":40}]})";
+
+// A user's TorchScript module in a pipeline: its check pod times the module's
+// layers (no separate size check: placement takes the size from them), and
+// its stages run the module from its ConfigMap, as a data-parallel team's
+// workers do.
+TEST_F(ReconcilerTest, AModulesPipelineHasItsLayersTimedThenItsStagesRunTheModule) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const Json module = {{"name", nullptr}, {"hidden", nullptr}, {"torchscript", {{"path", "net.pt"}, {"configMap", "net"}}}};
+  const std::string key = Submit(TrainingJob("piped", {{"model", module}, {"parallelism", {{"mode", "pipeline"}}}}));
+  Reconcile(key);
+  const Json check = *api_.Get(kube::kPods, "default", "piped-model-check");
+  const Json& args = check["spec"]["containers"][0]["args"];
+  EXPECT_EQ(args[0], "profile-layers");
+  EXPECT_TRUE(std::any_of(args.begin(), args.end(), [](const Json& a) {
+    return a.get<std::string>().starts_with("--model={") && a.get<std::string>().find("/model/net.pt") != std::string::npos;
+  })) << args;
+  jobs_.Put(Job("piped"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_EQ(Reconcile(key).placement, "placed") << Job("piped")["status"].dump();
+  StatusOr<JobPlan> plan =
+      DecodeJobPlan((*api_.Get(kube::kConfigMaps, "default", "piped-plan"))["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->pipeline.has_value());
+  ASSERT_TRUE(plan->pipeline->planned_from.has_value()) << "what the head plans again from";
+  EXPECT_EQ(plan->pipeline->planned_from->layers.size(), 3u);
+  int stages = 0;
+  for (const Json& pod : api_.All(kube::kPods)) {
+    if (pod["metadata"]["labels"].value(kRoleLabel, "") != "stage") continue;
+    ++stages;
+    EXPECT_NE(pod["spec"]["volumes"].dump().find("\"net\""), std::string::npos) << "the module's ConfigMap\n" << pod;
+  }
+  EXPECT_GE(stages, 1);
+}
 
 // A pipeline job of two stages, its layers timed, placed on a gateway and a
 // robot, and running: what the tests of its losses start from.

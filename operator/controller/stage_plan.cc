@@ -1,5 +1,6 @@
 #include "operator/controller/stage_plan.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/parallelism_choice.h"
@@ -31,6 +32,20 @@ void Scale(std::vector<LayerCost>& layers, double factor) {
 std::string Rounded(double per_s) { return std::to_string(std::llround(per_s)); }
 
 }  // namespace
+
+ModelSize SizeOfLayers(const std::vector<LayerCost>& layers, int batch, const NodeView* timed_on) {
+  ModelSize size;
+  double seconds = 0;  // a sample's forward and backward, on the reference machine
+  for (const LayerCost& l : layers) {
+    size.parameters += l.parameter_bytes / static_cast<int64_t>(sizeof(float));
+    seconds += (l.forward_s + l.backward_s) * ReferenceFactorOf(timed_on);
+  }
+  // PredictStep's count: 6 flops a multiply-add of each sample, 4 a parameter a step.
+  const double flops = seconds * kReferenceFlopsPerSecond;
+  const double multiply_adds = (flops - 4.0 * static_cast<double>(size.parameters) / std::max(batch, 1)) / 6.0;
+  size.multiply_adds = std::max<int64_t>(0, std::llround(multiply_adds));
+  return size;
+}
 
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on) {

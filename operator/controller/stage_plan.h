@@ -10,6 +10,7 @@
 #include "core/job_plan.h"
 #include "core/layer_cost.h"
 #include "core/node_view.h"
+#include "core/step_cost.h"
 #include "core/status.h"
 
 namespace edgetrain::operator_ {
@@ -31,5 +32,12 @@ struct StagePlan {
 // why, when no plan the mode allows fits the devices' memory.
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on);
+
+// A user's module's size as placement ranks nodes by (core/step_cost.h), from
+// its layers as timed on `timed_on` for `batch`: the parameters they hold, and
+// the multiply-adds a sample that a dense layer taking the same time on the
+// reference machine would do. A pipeline's check times the layers rather than
+// load the module as a data-parallel team's does; this is its size from them.
+ModelSize SizeOfLayers(const std::vector<LayerCost>& layers, int batch, const NodeView* timed_on);
 
 }  // namespace edgetrain::operator_

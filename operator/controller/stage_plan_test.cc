@@ -99,5 +99,23 @@ TEST(StagePlanTest, NoPlanThatFitsTheDevicesMemoryIsRefusedSayingWhy) {
   EXPECT_EQ(cut.status().code(), StatusCode::kFailedPrecondition) << cut.status().ToString();
 }
 
+// A module's size from its layers as timed: their parameters, and the
+// multiply-adds of the reference machine's time for a sample, that machine
+// being as fast as the node they were timed on (slowdown 4 emulated there
+// makes each second a quarter of one).
+TEST(StagePlanTest, AModulesSizeComesFromItsLayersAsTimed) {
+  const std::vector<LayerCost> layers = {Layer("fc1", 3, 4000, 100), Layer("fc2", 3, 2000, 40)};
+  const ModelSize size = SizeOfLayers(layers, 32, nullptr);
+  EXPECT_EQ(size.parameters, 1500);
+  // 6 ms of work a sample: 3.9e8 flops at 6.5e10 a second, less 4 a parameter
+  // a step (188 a sample), over 6 a multiply-add.
+  EXPECT_NEAR(size.multiply_adds, (6e-3 * kReferenceFlopsPerSecond - 4.0 * 1500 / 32) / 6, 1);
+  const NodeView emulated = Node("robot", 0.25, 20, 4);  // its processes run at this machine's speed
+  EXPECT_EQ(SizeOfLayers(layers, 32, &emulated).multiply_adds, size.multiply_adds);
+  const NodeView slow = Node("robot", 0.5, 20);  // a real node half as fast: its seconds are half
+  EXPECT_NEAR(SizeOfLayers(layers, 32, &slow).multiply_adds, (3e-3 * kReferenceFlopsPerSecond - 4.0 * 1500 / 32) / 6,
+              1);
+}
+
 }  // namespace
 }  // namespace edgetrain::operator_

@@ -212,16 +212,14 @@ class OperatorTest(OperatorSiteTestCase):
               f"workers on {', '.join(plan['workers'])}")
 
     def test_a_job_the_operator_cannot_run_is_invalid_naming_the_field_and_makes_nothing(self):
-        # Passes the CRD's schema and rules; a TorchScript module's pipeline runs
-        # under edgetrain run only.
+        # Passes the CRD's schema and rules; a model written among the files the
+        # operator mounts in its pods (/data) is for edgetrain run only.
         self.delete_when_done("piped", "nowhere")
-        self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2},
-                             model={"name": None, "hidden": None,
-                                    "torchscript": {"path": "net.pt", "configMap": "net"}}))
+        self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2}, output={"path": "/data/out"}))
         job = self.wait_job("piped", lambda j: condition_of(j, "Invalid").get("status") == "True")
         invalid = condition_of(job, "Invalid")
         self.assertEqual(invalid["reason"], "NotSupported")
-        self.assertIn("spec.parallelism.mode", invalid["message"])
+        self.assertIn("spec.output.path", invalid["message"])
         self.assertEqual(phase(job), "Failed")
         # A selector no node matches.
         self.apply(small_job("nowhere", placement={"nodeSelector": {"edgetrain.dev/site": "moon"}}))
@@ -893,6 +891,33 @@ spec:
 class PipelineOperatorTest(OperatorSiteTestCase):
     """A pipeline job under the operator, on a site where a split pays."""
     profile = TWO_BOARDS
+
+    def test_a_users_module_is_cut_into_stages_from_its_configmap(self):
+        """A TorchScript nn.Sequential in a ConfigMap, as a pipeline: the check pod times
+        its layers (not its size), the stages cut between its children run the module
+        from the ConfigMap, and the job trains to its wall clock."""
+        work = os.path.join(self.dir, "split-model")
+        os.makedirs(work, exist_ok=True)
+        subprocess.run(["/usr/bin/python3", os.path.join(REPO_ROOT, "examples", "own-model", "export_model.py"),
+                        os.path.join(work, "net.pt"), "--input-shape", "64", "--hidden", "32", "--classes", "10"],
+                       check=True, capture_output=True)
+        self.kubectl.run("create", "configmap", "split-net", f"--from-file=net.pt={os.path.join(work, 'net.pt')}")
+        self.addCleanup(self.kubectl.run, "delete", "configmap", "split-net", "--ignore-not-found")
+        self.delete_when_done("modsplit")
+        self.apply(wall_clock_job("modsplit", "8s", parallelism={"mode": "pipeline", "workers": 2},
+                                  model={"name": None, "hidden": None,
+                                         "torchscript": {"path": "net.pt", "configMap": "split-net"}}))
+        job = self.wait_job("modsplit", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
+        status = job["status"]
+        self.assertEqual(phase(job), "Succeeded", json.dumps(status, indent=1) + self.logs())
+        # Flatten, Linear(64, 32), ReLU, Linear(32, 10): its children, by place and class.
+        self.assertEqual([l["name"] for l in status["modelCheck"]["layers"]],
+                         ["0.Flatten", "1.Linear", "2.ReLU", "3.Linear"], status["modelCheck"])
+        self.assertNotIn("parameters", status["modelCheck"], "the layers were timed, not the module loaded")
+        self.assertIn("; pipeline as asked: layers ", condition_of(job, "Placed")["message"])
+        self.assertGreater(status["progress"]["iteration"], 0)
+        print(f"\nmodule as a pipeline: {condition_of(job, 'Placed')['message']}; "
+              f"{status['progress']['iteration']} steps, accuracy {status['model']['accuracy']:.3f}")
 
     def test_a_pipeline_is_cut_into_stages_on_its_nodes_and_trains_on_past_a_lost_stage_which_rejoins(self):
         """Issues 15 and 16 through the front door: a pipeline job applied with kubectl has
