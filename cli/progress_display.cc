@@ -44,16 +44,6 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-std::string WithThousands(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
 std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names) {
   int filled = static_cast<int>(std::lround(p.fraction * bar_width));
   std::string bar = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] ";

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/job_progress.h"
+#include "core/number_text.h"
 
 namespace edgetrain::cli {
 
@@ -20,8 +21,6 @@ std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::ve
 std::string FormatProgressLine(const JobProgress& p, const std::vector<std::string>& names = {});
 // The node worker `rank` runs on, or "worker N".
 std::string WorkerName(int rank, const std::vector<std::string>& names);
-// 1234567 -> "1,234,567"
-std::string WithThousands(int64_t n);
 // (0.87254, 3) -> "0.873"
 std::string Fixed(double v, int digits);
 

@@ -65,14 +65,6 @@ TEST(ProgressDisplayTest, NamesTheWorkersTheTeamWaitsOn) {
   EXPECT_NE(FormatProgressLine(p).find("waiting on worker 1, worker 2"), std::string::npos);
 }
 
-TEST(ProgressDisplayTest, GroupsThousands) {
-  EXPECT_EQ(WithThousands(0), "0");
-  EXPECT_EQ(WithThousands(999), "999");
-  EXPECT_EQ(WithThousands(1000), "1,000");
-  EXPECT_EQ(WithThousands(1234567), "1,234,567");
-  EXPECT_EQ(WithThousands(-4200), "-4,200");
-}
-
 TEST(ProgressDisplayTest, TerminalRedrawsOneLine) {
   std::ostringstream out;
   SimulatedClock clock;

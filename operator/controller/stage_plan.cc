@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/number_text.h"
 #include "core/parallelism_choice.h"
 #include "core/pipeline_problem.h"
 
@@ -29,7 +30,7 @@ void Scale(std::vector<LayerCost>& layers, double factor) {
   }
 }
 
-std::string Rounded(double per_s) { return std::to_string(std::llround(per_s)); }
+std::string Rounded(double per_s) { return WithThousands(std::llround(per_s)); }
 
 }  // namespace
 
