@@ -34,6 +34,7 @@ struct LocalRunPlan {
   bool kernel_links = false;  // --links netns: links shaped by the kernel, not the agents
   int agents = 1;             // processes that will run
   int64_t memory_mb = 0;      // about what they need together
+  double predicted_samples_per_s = 0;  // a planned pipeline's, from the cost model; 0: none
   std::vector<std::string> warnings;  // printed before anything starts
 };
 

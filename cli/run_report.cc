@@ -261,10 +261,17 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 
 // A pipeline's stages: what each device held and how its time went, its
 // bubbles being the time it waited in a step for a neighbour's micro-batch.
-void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, const JobProgress& p,
-                 std::ostream& out) {
+void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, double predicted_samples_per_s,
+                 const JobProgress& p, std::ostream& out) {
   out << "  " << layout.stages.size() << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
-      << (layout.micro_batches == 1 ? " micro-batch a step\n" : " micro-batches a step\n");
+      << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
+  // How far the run was from the plan's cost model, which counts the passes,
+  // links and optimizer but not the runtime's own messages.
+  if (predicted_samples_per_s > 0 && p.samples_per_second > 0) {
+    out << "; trained at " << std::llround(100 * p.samples_per_second / predicted_samples_per_s)
+        << "% of the plan's predicted " << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s";
+  }
+  out << "\n";
   // What devices lost mid-run cost, and what the head made of the devices left.
   if (p.replays && p.replays->count > 0) {
     const JobProgress::Replays& r = *p.replays;
@@ -332,7 +339,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   }
   out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
   if (plan.job.pipeline) {
-    PrintStages(*plan.job.pipeline, plan.devices, p, out);
+    PrintStages(*plan.job.pipeline, plan.devices, plan.predicted_samples_per_s, p, out);
     PrintModelLine(p, out);
     return;
   }

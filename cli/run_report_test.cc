@@ -207,8 +207,13 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   p.replays->steps_lost = 76;
   p.replays->replanned_micro_batches = 2;
   p.replays->replanned_samples_per_s = 1468.2;
+  p.samples_per_second = 734;
+  plan.predicted_samples_per_s = 1468;
   std::ostringstream out;
   PrintSummary(Job(), plan, p, 66.9, out);
+  EXPECT_NE(out.str().find("  2 stages, 8 micro-batches a step; trained at 50% of the plan's predicted 1,468 samples/s\n"),
+            std::string::npos)
+      << out.str();
   EXPECT_NE(out.str().find("  devices lost: 1 step run again on the devices left (8 micro-batches, 0.10 s from the "
                            "losses to those steps done); 1 stage rebuilt on a neighbour from the head's replica, 76 "
                            "steps of its layers' updates lost\n"

@@ -41,6 +41,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   for (const PipelineStage& stage : plan.stages) agents += static_cast<int>(stage.devices.size());
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(layout, run.job.workers.size()));
   run.job.pipeline = std::move(layout);
+  run.predicted_samples_per_s = plan.cost.samples_per_s;
   run.agents = agents;
   run.memory_mb = EstimatedMemoryMb(job.spec.data, agents);
   // One prediction each, both from the same cost model: what runs, and data
