@@ -204,7 +204,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   }
   p.reached_target = budget.TargetReached(*p.accuracy);
   p.stop_reason = *stop;
-  p.state = JobState::kSucceeded;
+  p.state = interrupted ? JobState::kInterrupted : JobState::kSucceeded;
   p.fraction = budget.Fraction(end, p.iteration);
   p.eta_s = 0;
   Publish(p);

@@ -129,6 +129,7 @@ TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) 
   auto first = Run(milliseconds(123));  // interrupted after 24 steps
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->stop_reason, StopReason::kCancelled);
+  EXPECT_EQ(first->state, JobState::kInterrupted) << "not finished: resumed when run again";
   EXPECT_EQ(first->iteration, 25);
   auto second = Run();
   ASSERT_TRUE(second.ok()) << second.status().ToString();

@@ -27,6 +27,33 @@ void PrintLines(std::ostream& err, const std::string& text) {
   for (std::string line; std::getline(lines, line);) err << "  " << line << "\n";
 }
 
+namespace {
+
+// The files a manifest names, each there on this machine: a missing one is
+// found now, naming its field, not after the data has loaded (a new user's
+// trial: "training failed: .../trainn: no such folder", once the run had
+// started). What is in them the agents check as they read it.
+std::vector<std::string> MissingFiles(const api::TrainingJobManifest& job) {
+  std::vector<std::string> missing;
+  auto check = [&](const std::string& field, const std::string& file) {
+    std::error_code ec;
+    if (!file.empty() && !fs::exists(file, ec)) missing.push_back(field + ": " + file + ": no such file or folder");
+  };
+  const JobSpec& s = job.spec;
+  if (s.model.kind == ModelKind::kTorchScript) check("spec.model.torchscript.path", s.model.torchscript_path);
+  if (s.data.files) {
+    for (const auto& [split, files] : {std::pair{"train", &s.data.files->train}, {"test", &s.data.files->test}}) {
+      const std::string at = std::string("spec.data.") + split;
+      check(at + ".path", files->path);
+      check(at + ".features", files->features);
+      check(at + ".labels", files->labels);
+    }
+  }
+  return missing;
+}
+
+}  // namespace
+
 int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, api::SupportCheck& support,
             api::Runner runner) {
   auto text = ReadText(path);
@@ -47,6 +74,12 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
     if (Status resolved = api::ResolveFilePaths(job, fs::absolute(path).parent_path().string()); !resolved.ok()) {
       err << "error: " << path << ": " << resolved.message() << "\n";
       return ExitCodeFor(resolved);
+    }
+    if (const std::vector<std::string> missing = MissingFiles(job); !missing.empty()) {
+      err << "error: " << path << " names files this machine does not have (relative paths are read beside the "
+          << "manifest):\n";
+      for (const std::string& m : missing) err << "  " << m << "\n";
+      return kExitInvalid;
     }
   }
   support = api::CheckSupport(job, runner);

@@ -331,7 +331,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   ProgressDisplay display(err, options.terminal, clock, std::chrono::seconds(5), nodes);
   Supervision outcome = supervisor.Run(interrupted, display, watch);
   if (!outcome.failure.empty()) return failed(outcome.failure);
-  if (outcome.result->state != JobState::kSucceeded) {
+  if (outcome.result->state != JobState::kSucceeded && outcome.result->state != JobState::kInterrupted) {
     const int code = failed("training failed: " + outcome.result->error);
     // A data file or model the agent refused is the manifest's fault, not the run's.
     return outcome.coordinator_exit == kExitInvalid ? kExitInvalid : code;

@@ -113,7 +113,8 @@ def draw(snapshots, evaluations, out, title, names):
         ax.plot(t, acc, "o-", color="tab:blue", markersize=3, label="test accuracy")
     ax.set_ylabel("test accuracy", color="tab:blue")
     loss_ax = ax.twinx()
-    trained = [p for p in snapshots if p.get("iteration", 0) > 0]
+    # A resumed run reports its checkpoint's iteration before any loss of its own (0).
+    trained = [p for p in snapshots if p.get("iteration", 0) > 0 and p.get("loss", 0) > 0]
     loss_ax.plot([p["elapsedSeconds"] for p in trained], [p["loss"] for p in trained], color="tab:orange",
                  linewidth=1)
     loss_ax.set_ylabel("training loss", color="tab:orange")

@@ -16,7 +16,9 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
   // streams counts iterations in full batches' worth of samples: it has
   // stepped once it trained on any.)
   const bool stepped = p.iteration > 0 || p.samples > 0;
-  std::string s = stepped ? "loss " + Fixed(p.loss, 3) : "no step yet";
+  // A resumed run's first moments carry its checkpoint's iteration but no
+  // loss of this run yet (0): "loss -" rather than a loss of nothing.
+  std::string s = !stepped ? "no step yet" : p.loss > 0 ? "loss " + Fixed(p.loss, 3) : "loss -";
   if (p.accuracy) {
     s += " acc " + Fixed(*p.accuracy, 3);
     if (p.evaluated_iteration && *p.evaluated_iteration != p.iteration) {

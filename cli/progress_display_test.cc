@@ -42,6 +42,10 @@ TEST(ProgressDisplayTest, SaysNoStepYetOnlyBeforeAnySampleAndThenNoRate) {
   EXPECT_EQ(FormatProgressLine(p), "it 0 (40%) no step yet elapsed 00:12");
   p.samples = 20;
   EXPECT_EQ(FormatProgressLine(p), "it 0 (40%) loss 0.412 5,820 samples/s elapsed 00:12");
+  // Resumed at its checkpoint's iteration, before a loss of its own (a new user's trial saw "loss 0.000").
+  p.iteration = 419;
+  p.loss = 0;
+  EXPECT_EQ(FormatProgressLine(p), "it 419 (40%) loss - 5,820 samples/s elapsed 00:12");
 }
 
 // An accuracy older than the iteration shown says which model it was of.

@@ -296,6 +296,28 @@ TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
   EXPECT_NE(ok.stdout_lines[0].find("valid; fashion-mlp: mlp on fashion-mnist"), std::string::npos);
 }
 
+// The files a manifest names are looked for before anything starts, each
+// missing one named by its field (a new user's trial: validate said "valid",
+// and run failed once the data had loaded, naming no field).
+TEST_F(RunCommandTest, MissingFilesAreNamedByTheirFieldsBeforeAnythingStarts) {
+  const std::string spec =
+      "  model: {torchscript: {path: net.pt}}\n"
+      "  data: {format: csv, inputShape: [64], classes: 10, train: {path: trainn.csv}, test: {path: test.csv}}\n";
+  std::ofstream(dir_ / "test.csv") << "0,1\n";
+  for (const char* command : {"validate", "run"}) {
+    Outcome out = Execute({command, Manifest("files", spec)});
+    EXPECT_EQ(out.exit, 2) << command;
+    EXPECT_NE(out.stderr_text.find("names files this machine does not have"), std::string::npos) << out.stderr_text;
+    EXPECT_NE(out.stderr_text.find("spec.model.torchscript.path: " + (dir_ / "net.pt").string() + ": no such file"),
+              std::string::npos)
+        << out.stderr_text;
+    EXPECT_NE(out.stderr_text.find("spec.data.train.path: " + (dir_ / "trainn.csv").string()), std::string::npos)
+        << out.stderr_text;
+    EXPECT_EQ(out.stderr_text.find("spec.data.test.path"), std::string::npos) << "it is there\n" << out.stderr_text;
+    EXPECT_EQ(out.stderr_text.find("training "), std::string::npos) << "nothing started\n" << out.stderr_text;
+  }
+}
+
 TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
   const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
   Outcome ok = Execute({"validate", examples / "robot-team.yaml", "--nodes", examples / "nodes/robot-team.yaml"});

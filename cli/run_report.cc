@@ -387,7 +387,9 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     for (const auto& w : p.workers) {
       if (!w.active) out_at_end += (out_at_end.empty() ? "" : ", ") + WorkerName(w.rank, names);
     }
-    if (!out_at_end.empty()) {
+    // Interrupted, every worker left because it was told to: no news.
+    const bool interrupted = p.stop_reason == StopReason::kCancelled;
+    if (!out_at_end.empty() && !interrupted) {
       out << "  not in the team at the end: " << out_at_end
           << " (counted out, or gone; its figures stop where it left)\n";
     }

@@ -9,10 +9,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::array<std::pair<JobState, std::string_view>, 4> kStateNames{{
+constexpr std::array<std::pair<JobState, std::string_view>, 5> kStateNames{{
     {JobState::kStarting, "starting"},
     {JobState::kTraining, "training"},
     {JobState::kSucceeded, "succeeded"},
+    {JobState::kInterrupted, "interrupted"},
     {JobState::kFailed, "failed"},
 }};
 

@@ -14,7 +14,9 @@
 
 namespace edgetrain {
 
-enum class JobState { kStarting, kTraining, kSucceeded, kFailed };
+// Interrupted: stopped by a signal (Ctrl-C, a pod deleted) with its model
+// and checkpoint saved, to be resumed; not finished, and not failed.
+enum class JobState { kStarting, kTraining, kSucceeded, kInterrupted, kFailed };
 std::string_view NameOf(JobState s);
 
 // Why training ended: a budget limit (core/budget.h), an interruption, or a
