@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <string_view>
 
 namespace edgetrain::api {
 namespace {
@@ -150,7 +151,11 @@ class Validator {
     if (schema.contains("pattern")) {
       const std::string pattern = schema["pattern"].get<std::string>();
       if (!std::regex_search(s, std::regex(pattern, std::regex::ECMAScript))) {
-        Error(path, "must match the pattern " + pattern + " (got \"" + s + "\")");
+        // The CRD's durations share one pattern; a person reads an example better than a regex.
+        constexpr std::string_view kDuration = R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)";
+        Error(path, pattern == kDuration
+                        ? "must be a duration such as 500ms, 30s, 5m or 1h30m (got \"" + s + "\")"
+                        : "must match the pattern " + pattern + " (got \"" + s + "\")");
       }
     }
   }
