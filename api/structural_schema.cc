@@ -5,6 +5,8 @@
 #include <set>
 #include <string_view>
 
+#include "core/edit_distance.h"
+
 namespace edgetrain::api {
 namespace {
 
@@ -42,20 +44,6 @@ std::string Article(const std::string& type) {
   if (type == "array") return "a list";
   if (type == "integer" || type == "object") return "an " + type;
   return "a " + type;
-}
-
-// Levenshtein distance, to suggest the field a typo meant.
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 std::string Suggestion(const std::string& key, const Json& properties) {

@@ -6,6 +6,7 @@
 
 #include "cli/job_loading.h"
 #include "core/duration_text.h"
+#include "core/edit_distance.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -68,10 +69,21 @@ void AddManifest(CLI::App& command, RunOptions& run) {
   command.add_option("JOB.yaml", run.manifest_path, "a TrainingJob manifest")->required();
 }
 
-// What the user typed that no option of `command` takes, as one line.
-std::string Unexpected(const std::vector<std::string>& extras) {
+// What the user typed that no option of `command` takes, as one line, with
+// the option it was closest to when one is a typo away (--node: --nodes).
+std::string Unexpected(const std::vector<std::string>& extras, const CLI::App& command) {
   const std::string& first = extras.front();
-  return first.rfind("-", 0) == 0 ? "unknown option " + first : "unexpected argument \"" + first + "\"";
+  if (first.rfind("-", 0) != 0) return "unexpected argument \"" + first + "\"";
+  const std::string typed = first.substr(0, first.find('='));
+  std::string best;
+  size_t best_distance = 3;  // a close match only
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      const size_t d = EditDistance(typed, "--" + name);
+      if (d < best_distance) best_distance = d, best = "--" + name;
+    }
+  }
+  return "unknown option " + first + (best.empty() ? "" : " (did you mean " + best + "?)");
 }
 
 }  // namespace
@@ -296,7 +308,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
     return kExitInvalid;
   }
   if (!extras.empty()) {
-    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << Unexpected(extras)
+    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << Unexpected(extras, *command)
         << hint(command) << "\n";
     return kExitInvalid;
   }

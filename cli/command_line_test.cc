@@ -114,6 +114,9 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
     const char* error;
   } cases[] = {
       {{"run", "a.yaml", "--frobnicate"}, "edgetrain run: unknown option --frobnicate (see edgetrain run --help)"},
+      // A typo of an option's name: the option meant (a new user's trial).
+      {{"run", "a.yaml", "--node", "n.yaml"},
+       "edgetrain run: unknown option --node (did you mean --nodes?) (see edgetrain run --help)"},
       {{"run", "a.yaml", "b.yaml"}, "edgetrain run: unexpected argument \"b.yaml\" (see edgetrain run --help)"},
       {{"run"}, "edgetrain run: JOB.yaml is required (see edgetrain run --help)"},
       {{"run", "a.yaml", "--threads", "0"}, "edgetrain run: --threads: expected a whole number from 1 to 256, got \"0\""},
