@@ -104,6 +104,9 @@ int RunCheckModel(const std::vector<std::string>& args, std::ostream& lines, std
                  "where the result's JSON is also written (a pod's termination message)");
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {  // --help: what a person asked for, not a failure
+    lines << app.help();
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
     return Fail(InvalidArgumentError(e.what()), termination_log, lines, log);
   }

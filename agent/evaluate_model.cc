@@ -61,6 +61,9 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   app.add_option("--data-dir", data_dir, "where data sets are looked for first");
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {  // --help: what a person asked for, not a failure
+    lines << app.help();
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
     return ReportFailure(InvalidArgumentError(e.what()), lines, log);
   }

@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   using namespace edgetrain::agent;
   KeepFreedTensorMemory();
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << AgentUsage();
+    return edgetrain::kExitOk;
+  }
   if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args[0] == "profile-layers") {
     return RunProfileLayers({args.begin() + 1, args.end()}, std::cout, std::cerr);

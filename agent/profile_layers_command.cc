@@ -5,6 +5,7 @@
 
 #include "agent/termination_log.h"
 #include "agent/torch/layer_profile.h"
+#include "agent/transport/transport_probe.h"
 #include "core/dataset_info.h"
 #include "core/exit_codes.h"
 
@@ -44,6 +45,9 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
                  "where the result's JSON is also written, fitted to a pod's termination message (4096 bytes)");
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {  // --help: what a person asked for, not a failure
+    lines << app.help();
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
     return Fail(InvalidArgumentError(e.what()), termination_log, lines, log);
   }
@@ -61,9 +65,19 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   options.sample_shape = SampleShape(*data);
   StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options);
   if (!layers.ok()) return Fail(layers.status(), termination_log, lines, log);
-  lines << "result " << EncodeLayerCosts(*layers) << std::endl;
+  // The runtime's messages, on this machine as its layers: a planner that
+  // counted compute alone put a stage of the MLP at half its time a step.
+  // Not measured is counted as free, not an error: the layers still plan.
+  TransportCost transport;
+  if (StatusOr<TransportCost> measured = MeasureTransport(); measured.ok()) {
+    transport = *measured;
+  } else {
+    log << "edgetrain-agent profile-layers: messages not timed (" << measured.status().message()
+        << "); the planner will count them as free\n";
+  }
+  lines << "result " << EncodeLayerCosts(*layers, transport) << std::endl;
   if (!termination_log.empty()) {
-    StatusOr<std::string> fitted = EncodeLayerCostsWithin(*layers, kTerminationMessageLimit);
+    StatusOr<std::string> fitted = EncodeLayerCostsWithin(*layers, kTerminationMessageLimit, transport);
     if (!fitted.ok()) return Fail(fitted.status(), termination_log, lines, log);
     if (!WriteTerminationLog(termination_log, *fitted, log)) return kExitFailed;
   }

@@ -5,7 +5,7 @@
 
 namespace edgetrain::cli {
 
-StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileRequest& request) {
+StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& request) {
   const std::string agent = request.agent_binary.empty() ? AgentBeside() : request.agent_binary;
   std::vector<std::string> command = {agent, "profile-layers", "--model=" + request.model.dump(),
                                       "--data=" + request.data.dump(),
@@ -18,7 +18,13 @@ StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileReques
     return profiled.status().WithContext("measuring the model's layers (pass --agent PATH to name the agent binary)");
   }
   const int exit = profiled->exit;
-  if (exit == kExitOk && profiled->result.is_object()) return DecodeLayerCosts(profiled->result.dump());
+  if (exit == kExitOk && profiled->result.is_object()) {
+    const std::string result = profiled->result.dump();
+    ProfiledModel model;
+    EDGETRAIN_ASSIGN_OR_RETURN(model.layers, DecodeLayerCosts(result));
+    EDGETRAIN_ASSIGN_OR_RETURN(model.transport, DecodeTransportCost(result));
+    return model;
+  }
   const std::string why = profiled->result.is_object() ? profiled->result.value("error", "") : "";
   if (why.empty()) {
     return InternalError(agent + " profile-layers exited (status " + std::to_string(exit) + ") without a result");
@@ -27,7 +33,7 @@ StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileReques
   return exit == kExitInvalid ? InvalidArgumentError(said) : InternalError(said);
 }
 
-StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
+StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
                                                   int threads) {
   LayerProfileRequest request;
   request.agent_binary = agent_binary;

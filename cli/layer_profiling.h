@@ -30,13 +30,20 @@ struct LayerProfileRequest {
   int threads = 1;
 };
 
+// What the agent measured: each layer, and its own messages on a loopback
+// stream (core/transport_cost.h).
+struct ProfiledModel {
+  std::vector<LayerCost> layers;
+  TransportCost transport;
+};
+
 // The agent's layers, or why not: InvalidArgument when it refused the model
 // (its own words), else the failure to start it or its exit without a result.
-StatusOr<std::vector<LayerCost>> ProfileLayersWithAgent(const LayerProfileRequest& request);
+StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& request);
 
 // A job's model on its data set, at its batch size, with its optimizer and the
 // threads its agents compute with: what the planner plans with.
-StatusOr<std::vector<LayerCost>> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
+StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
                                                   int threads = 1);
 
 }  // namespace edgetrain::cli

@@ -156,17 +156,20 @@ nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const Parallel
   nlohmann::json plan = PlanJson(problem, choice.planned.plan);
   plan["mode"] = NameOf(choice.plan_mode);
   plan["exact"] = choice.planned.exact;
-  return {{"mode", NameOf(choice.asked)},
+  const nlohmann::json measured = nlohmann::json::parse(EncodeLayerCosts(problem.layers, problem.transport));
+  nlohmann::json out = {{"mode", NameOf(choice.asked)},
           {"chosen", NameOf(choice.chosen)},
           {"reason", choice.reason},
           {"batchSize", problem.batch_size},
-          {"layers", nlohmann::json::parse(EncodeLayerCosts(problem.layers))["layers"]},
+          {"layers", measured["layers"]},
           {"devices", devices},
           {"plan", plan},
           {"evenSplit", PlanJson(problem, choice.even_split)},
           {"dataParallel", PlanJson(problem, choice.data_parallel)},
           {"fastestAlone", PlanJson(problem, choice.fastest_alone)},
           {"idealSamplesPerSecond", choice.ideal_samples_per_s}};
+  if (measured.contains("transport")) out["transport"] = measured["transport"];
+  return out;
 }
 
 }  // namespace edgetrain::cli

@@ -138,9 +138,10 @@ std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vecto
 // placement chose, its layers measured by the agent at the job's batch size.
 StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const TeamPlacement& placement,
                                           const std::vector<NodeView>& nodes, const std::string& agent) {
-  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileJobLayers(job, agent));
+  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent));
   PlannedPipeline planned;
-  EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes), std::move(layers)));
+  EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes),
+                                                                std::move(measured.layers), measured.transport));
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
   return planned;
 }

@@ -249,17 +249,21 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
       << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
-// A pipeline job: the agent measures its layers, the planner splits them
-// into one stage a device, a head and a stage agent per device train it, and
-// the model comes out as a job of one's would (it evaluates again the same).
+// A pipeline job: the agent measures its layers, the planner plans, the even
+// split asked for instead cuts them into one stage a device (the planner,
+// counting the agent's messages, keeps this small MLP on one device), a head
+// and a stage agent per device train it, and the model comes out as a job of
+// one's would (it evaluates again the same).
 TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   const std::string spec =
       "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
       "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
       "  budget: {epochs: 3}\n";
-  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--output", (dir_ / "out").string()});
+  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--stages", "even", "--output",
+                         (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("parallelism: pipeline as asked, predicted"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("parallelism: --stages even instead of the planner's, predicted"), std::string::npos)
+      << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("samples/s against data parallelism's"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("3 stages"), std::string::npos) << run.stderr_text;
   auto result = nlohmann::json::parse(run.stdout_lines.back());

@@ -28,8 +28,9 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     EDGETRAIN_ASSIGN_OR_RETURN(NodeView view, NodeViewOf(node));
     devices.push_back(std::move(view));
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<LayerCost> layers, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
-  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(job.spec, devices, std::move(layers)));
+  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
+                             PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport));
   EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, job.spec.parallelism.mode));
 
   // auto may keep plain data parallelism: one stage on every device, which

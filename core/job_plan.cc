@@ -107,6 +107,10 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                                       {"devices", devices},
                                       {"stateFactor", from->state_factor},
                                       {"maxMicroBatches", from->max_micro_batches}};
+      if (from->transport.message_s > 0 || from->transport.bytes_per_s > 0) {
+        j["pipeline"]["plannedFrom"]["transport"] = {{"messageSeconds", from->transport.message_s},
+                                                     {"bytesPerSecond", from->transport.bytes_per_s}};
+      }
     }
   }
   return j.dump(2) + "\n";
@@ -119,6 +123,7 @@ PipelineProblem ProblemOf(const PlannedFrom& from, const JobSpec& spec) {
   problem.batch_size = spec.data.batch_size;
   problem.state_factor = from.state_factor;
   problem.max_micro_batches = from.max_micro_batches;
+  problem.transport = from.transport;
   return problem;
 }
 
@@ -177,6 +182,9 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
         }
         from.state_factor = f.at("stateFactor").get<double>();
         from.max_micro_batches = f.at("maxMicroBatches").get<int>();
+        StatusOr<TransportCost> transport = DecodeTransportCost(f.dump());
+        if (!transport.ok()) return transport.status().WithContext("plan: pipeline.plannedFrom");
+        from.transport = *transport;
         layout.planned_from = std::move(from);
       }
       plan.pipeline = std::move(layout);

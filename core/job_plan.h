@@ -55,6 +55,7 @@ struct PlannedFrom {
   std::vector<PipelineDevice> devices;  // devices[r] is rank r's
   double state_factor = 4;
   int max_micro_batches = 32;
+  TransportCost transport;  // the agent's messages, as timed beside the layers
 };
 
 struct PipelineLayout {

@@ -127,6 +127,7 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   from.devices = {{"gateway", 1, 0, 0, 0}, {"board", 0.25, int64_t{1} << 30, 5e6, 6e6}};
   from.state_factor = 4;
   from.max_micro_batches = 16;
+  from.transport = {3.5e-5, 1.4e9};
   plan.pipeline = PipelineLayout{{{0, 1, {0}}, {1, 2, {1}}}, 4, from};
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
@@ -143,7 +144,10 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   EXPECT_EQ(back.devices[1].memory_bytes, int64_t{1} << 30);
   EXPECT_DOUBLE_EQ(back.devices[1].down_bytes_per_s, 6e6);
   EXPECT_EQ(back.max_micro_batches, 16);
+  EXPECT_DOUBLE_EQ(back.transport.message_s, 3.5e-5);
+  EXPECT_DOUBLE_EQ(back.transport.bytes_per_s, 1.4e9);
   const PipelineProblem problem = ProblemOf(back, decoded->spec);
+  EXPECT_DOUBLE_EQ(problem.transport.message_s, 3.5e-5);
   EXPECT_EQ(problem.batch_size, decoded->spec.data.batch_size);
 
   plan.pipeline->planned_from->devices.pop_back();

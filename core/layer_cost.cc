@@ -61,7 +61,7 @@ double PassSeconds(const LayerCost& layer, double samples) {
   return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
 }
 
-std::string EncodeLayerCosts(std::span<const LayerCost> layers) {
+std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportCost& transport) {
   Json list = Json::array();
   for (const LayerCost& l : layers) {
     list.push_back({{"name", l.name},
@@ -79,7 +79,11 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers) {
       list.back()["passes"] = passes;
     }
   }
-  return Json{{"layers", list}}.dump();
+  Json root{{"layers", list}};
+  if (transport.message_s > 0 || transport.bytes_per_s > 0) {
+    root["transport"] = {{"messageSeconds", transport.message_s}, {"bytesPerSecond", transport.bytes_per_s}};
+  }
+  return root.dump();
 }
 
 namespace {
@@ -92,7 +96,9 @@ double ThreeFigures(double seconds) {
 
 }  // namespace
 
-StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit) {
+StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit,
+                                             const TransportCost& transport) {
+  const TransportCost rounded{ThreeFigures(transport.message_s), ThreeFigures(transport.bytes_per_s)};
   std::vector<LayerCost> fitted(layers.begin(), layers.end());
   for (LayerCost& l : fitted) {
     l.forward_s = ThreeFigures(l.forward_s);
@@ -104,7 +110,7 @@ StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, 
     }
   }
   for (;;) {
-    std::string json = EncodeLayerCosts(fitted);
+    std::string json = EncodeLayerCosts(fitted, rounded);
     if (json.size() <= limit) return json;
     bool thinned = false;
     for (LayerCost& l : fitted) {
@@ -166,6 +172,25 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
     layers.push_back(std::move(l));
   }
   return layers;
+}
+
+StatusOr<TransportCost> DecodeTransportCost(std::string_view json) {
+  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("layers: not a JSON object");
+  TransportCost cost;
+  const auto t = root.find("transport");
+  if (t == root.end()) return cost;
+  if (!t->is_object()) return InvalidArgumentError("transport: expected an object");
+  for (auto [key, out] : {std::pair<const char*, double*>{"messageSeconds", &cost.message_s},
+                          std::pair<const char*, double*>{"bytesPerSecond", &cost.bytes_per_s}}) {
+    const auto v = t->find(key);
+    if (v == t->end()) continue;
+    if (!v->is_number() || !(v->get<double>() >= 0) || !std::isfinite(v->get<double>())) {
+      return InvalidArgumentError(std::string("transport.") + key + ": expected a number >= 0");
+    }
+    *out = v->get<double>();
+  }
+  return cost;
 }
 
 }  // namespace edgetrain

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/transport_cost.h"
 
 namespace edgetrain {
 
@@ -57,16 +58,22 @@ double PassSeconds(const LayerCost& layer, double samples);
 // {"layers":[{"name":"conv1","forwardSeconds":..,"backwardSeconds":..,
 // "parameterBytes":..,"activationBytes":..,"optimizerSeconds":..,
 // "passes":[{"samples":1,"forwardSeconds":..,"backwardSeconds":..},...]},
-// ...]}; "passes" and "optimizerSeconds" may be left out.
-std::string EncodeLayerCosts(std::span<const LayerCost> layers);
+// ...],"transport":{"messageSeconds":..,"bytesPerSecond":..}}; "passes",
+// "optimizerSeconds" and "transport" (the agent's messages, timed beside
+// the layers) may be left out, and are when not measured.
+std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportCost& transport = {});
 // The same format in at most `limit` bytes, for a pod's termination message
 // (the kubelet keeps 4096): seconds to three significant figures (a pass's
 // time varies more than that from run to run), then every other timed pass
 // left out, the fewest and the most samples always kept, then the passes
 // altogether. FailedPrecondition when even the layers alone are longer.
-StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit);
+StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit,
+                                             const TransportCost& transport = {});
 // InvalidArgument, naming the field, for anything else (a missing or negative
 // figure, no layers at all).
 StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json);
+// The same format's "transport": zeros (not measured) when left out;
+// InvalidArgument, naming the field, for a figure that is not >= 0.
+StatusOr<TransportCost> DecodeTransportCost(std::string_view json);
 
 }  // namespace edgetrain

@@ -30,6 +30,28 @@ TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
   }
 }
 
+// The agent's messages, timed beside the layers, travel with them; a profile
+// without them (an older agent's) plans them as free; a figure that is not a
+// time or a rate is refused by its name.
+TEST(LayerCostTest, TheTransportsFiguresTravelWithTheLayers) {
+  const std::vector<LayerCost> layers = {{"fc", 5e-7, 1e-6, 5160, 40, {}}};
+  const auto back = DecodeTransportCost(EncodeLayerCosts(layers, {3.4e-5, 1.36e9}));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->message_s, 3.4e-5);
+  EXPECT_EQ(back->bytes_per_s, 1.36e9);
+  const auto fitted = EncodeLayerCostsWithin(layers, 4096, {3.4567e-5, 1.36789e9});
+  ASSERT_TRUE(fitted.ok());
+  EXPECT_DOUBLE_EQ(DecodeTransportCost(*fitted)->message_s, 3.46e-5) << *fitted;
+  const auto none = DecodeTransportCost(EncodeLayerCosts(layers));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->message_s, 0);
+  EXPECT_EQ(none->bytes_per_s, 0);
+  EXPECT_EQ(EncodeLayerCosts(layers).find("transport"), std::string::npos);
+  const auto bad = DecodeTransportCost(R"({"layers":[],"transport":{"messageSeconds":-1}})");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("transport.messageSeconds"), std::string::npos) << bad.status().ToString();
+}
+
 // Linear between the passes timed, in proportion outside them; a layer whose
 // passes were not timed is in proportion at its per-sample figures.
 TEST(LayerCostTest, APassCostsWhatWasTimedAndLinearlyBetween) {

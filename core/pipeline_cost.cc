@@ -53,7 +53,9 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   }
   for (const PipelineDevice& device : problem.devices) {
     seconds_a_unit_.push_back(1 / device.speed);
-    seconds_a_byte_.push_back(std::max(Over(1, device.up_bytes_per_s), Over(1, device.down_bytes_per_s)));
+    // The stream's own rate on top of the link's: the bytes cross both.
+    seconds_a_byte_.push_back(std::max(Over(1, device.up_bytes_per_s), Over(1, device.down_bytes_per_s)) +
+                              Over(1, problem.transport.bytes_per_s));
   }
 }
 
@@ -101,13 +103,18 @@ StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<co
   for (int d : devices) {
     rates.commit_s = std::max(rates.commit_s, (optimizer_s_[end_layer] - optimizer_s_[first_layer]) * seconds_a_unit_[d]);
   }
+  const TransportCost& transport = problem_.transport;
   if (devices.size() > 1) {
     for (int d : devices) {
       const PipelineDevice& device = problem_.devices[d];
       rates.exchange_s =
           std::max(rates.exchange_s, Over(parameters, device.up_bytes_per_s) + Over(parameters, device.down_bytes_per_s));
     }
+    // The gradient to the head and the sum back: two messages on the stream.
+    rates.exchange_s += 2 * (transport.message_s + Over(parameters, transport.bytes_per_s));
   }
+  rates.orders_s = 2 * transport.message_s;
+  if (first_layer > 0) rates.messages_s = 4 * transport.message_s;
   return rates;
 }
 
@@ -122,6 +129,8 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
   StageCost cost;
   cost.exchange_s = rates.exchange_s;
   cost.commit_s = rates.commit_s;
+  cost.orders_s = rates.orders_s;
+  cost.messages_s = rates.messages_s;
   cost.max_in_flight = std::numeric_limits<int>::max();
   for (size_t i = 0; i < devices.size(); ++i) {
     const int d = devices[i];
@@ -141,7 +150,9 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
     }
   }
   cost.period_s = std::max(cost.compute_s, cost.link_s);
-  cost.latency_s = cost.compute_s + 2 * cost.link_s;
+  // Messages wait on one another, not on compute: they lengthen a
+  // micro-batch's way through, not the pace stages keep once full.
+  cost.latency_s = cost.compute_s + 2 * cost.link_s + rates.messages_s;
   cost.fits = in_flight <= cost.max_in_flight;
   return cost;
 }

@@ -24,12 +24,20 @@
 //   exchange   x_s = 0 alone; in a group, max over d of P/up_d + P/down_d for
 //              the stage's parameter bytes P: each pushes its gradient and
 //              receives the mean once a step, after the flush.
+//   messages   α each, the runtime's own cost of one (TransportCost::message_s,
+//              core/transport_cost.h). Every message goes through the head,
+//              so a micro-batch entering a stage after the first adds 4 to t_s
+//              (its activations in, their gradient back, each to the head and
+//              on); a group's exchange 2 to x_s; and the head's word to every
+//              stage and its answer, 2 a step, to every stage's flush (the 2α
+//              of T). Bytes pay the stream's own rate on top of the link's,
+//              in l_s and x_s.
 //   commit     o_s = max over d of O(a, e) / speed_d, O being the layers'
 //              measured optimizer step (LayerCost::optimizer_s): every device
 //              of the group steps its copy of the weights once a step, before
 //              the next step's first pass.
 // and for M micro-batches a step:
-//   step       T = (M - 1) · max p_s + Σ t_s + max (x_s + o_s)
+//   step       T = (M - 1) · max p_s + Σ t_s + max (x_s + o_s + 2α)
 //              the first micro-batch's way through every stage and back, the
 //              other M - 1 at the slowest stage's pace, then the exchange and
 //              the optimizer's step. The stages step at once, so the slowest
@@ -46,6 +54,7 @@
 #include <vector>
 
 #include "core/layer_cost.h"
+#include "core/transport_cost.h"
 
 namespace edgetrain {
 
@@ -65,6 +74,7 @@ struct PipelineProblem {
   // optimizer's state (Adam: 4, SGD with momentum: 3, plain SGD: 2).
   double state_factor = 4;
   int max_micro_batches = 32;  // the planner tries each divisor of batch_size up to this
+  TransportCost transport;
 };
 
 // Layers [first_layer, end_layer) on `devices` (indices into the problem's).
@@ -81,6 +91,8 @@ struct StageCost {
   double latency_s = 0;
   double exchange_s = 0;
   double commit_s = 0;  // the optimizer's step, on the group's slowest device
+  double orders_s = 0;  // the head's word to the stage each step, and the stage's answer
+  double messages_s = 0;  // of latency_s: a micro-batch's messages in and out through the head
   bool fits = true;  // every device of the group within its memory
   std::vector<int64_t> memory_bytes;  // per device of the group, in its order
   // The most micro-batches in flight every device of the group has memory
@@ -94,6 +106,10 @@ struct StageRates {
   int end_layer = 0;
   double exchange_s = 0;  // once a step, whatever the micro-batches
   double commit_s = 0;    // the same
+  double orders_s = 0;    // the same
+  // The messages a micro-batch's way through the stage waits for, forward
+  // and back: its input from the stage before and its gradient back to it.
+  double messages_s = 0;
   double held_bytes = 0;  // parameters and optimizer state, on each device of the group
   double cut_bytes = 0;   // a sample's activations in and out of the stage (in + out)
   double stash_bytes = 0; // a sample's activations kept for its backward pass
@@ -145,8 +161,8 @@ class PipelineCostModel {
   static double StepSeconds(int micro_batches, double max_period_s, double latency_s, double max_flush_s) {
     return (micro_batches - 1) * max_period_s + latency_s + max_flush_s;
   }
-  static double FlushSeconds(const StageCost& stage) { return stage.exchange_s + stage.commit_s; }
-  static double FlushSeconds(const StageRates& rates) { return rates.exchange_s + rates.commit_s; }
+  static double FlushSeconds(const StageCost& stage) { return stage.exchange_s + stage.commit_s + stage.orders_s; }
+  static double FlushSeconds(const StageRates& rates) { return rates.exchange_s + rates.commit_s + rates.orders_s; }
 
   // Forward and backward passes of layers [first, end) over `samples`
   // samples in one pass, at speed 1.

@@ -399,22 +399,32 @@ std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& pla
     if (PipelineCostModel::FlushSeconds(s) > PipelineCostModel::FlushSeconds(*flushing)) flushing = &s;
   }
   const double exchange = flushing->exchange_s, commit = flushing->commit_s;
+  // The runtime's messages through the head: the stages' answers once a
+  // step, and each micro-batch's in and out of the stages after the first
+  // while the pipeline fills and drains.
+  double messages = flushing->orders_s;
+  for (const StageCost& s : cost.stages) messages += s.messages_s;
   auto share = [&](double seconds) { return std::to_string(static_cast<int>(100 * seconds / cost.step_s + 0.5)) + "%"; };
   auto flush_shares = [&] {
     std::string said;
     if (exchange > 0) said += ", exchanging gradients inside groups " + share(exchange);
     if (commit > 0) said += ", the optimizer's step " + share(commit);
+    // A share that rounds to nothing is not worth a word (the vgg's steps
+    // are tens of milliseconds against tens of microseconds a message).
+    if (messages > 0 && share(messages) != "0%") said += ", messages through the head " + share(messages);
     return said;
   };
   if (plan.stages.size() == 1) {
     out << ". A step takes " << Ms(cost.step_s);
-    if (exchange > 0 || commit > 0) out << ": computing " << share(cost.step_s - exchange - commit) << flush_shares();
+    if (exchange > 0 || commit > 0 || messages > 0) {
+      out << ": computing " << share(cost.step_s - exchange - commit - messages) << flush_shares();
+    }
     return out.str();
   }
   const StageCost& slowest = cost.stages[cost.bottleneck_stage];
   out << ". The slowest stage, " << StageLayerNames(problem, plan.stages[cost.bottleneck_stage]) << ", takes "
       << Ms(slowest.period_s) << " a micro-batch" << (slowest.link_s > slowest.compute_s ? " on its link" : " computing");
-  const double fill = cost.step_s - (plan.micro_batches - 1) * slowest.period_s - exchange - commit;
+  const double fill = cost.step_s - (plan.micro_batches - 1) * slowest.period_s - exchange - commit - messages;
   out << "; of a " << Ms(cost.step_s) << " step, filling and draining the pipeline is " << share(fill)
       << flush_shares();
   return out.str();

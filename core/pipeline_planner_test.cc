@@ -236,6 +236,41 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   EXPECT_DOUBLE_EQ(plan->samples_per_s, 6 / plan->step_s);
 }
 
+// The runtime's messages all go through the head: a stage after the first
+// waits for 4 a micro-batch on its way (its input in, its gradient back, each
+// to the head and on), every stage for the head's word and its answer once a
+// step, a group for its gradient and the sum; and every byte pays the
+// stream's rate on top of its link's.
+TEST(PipelinePlannerTest, TheRuntimesMessagesAndBytesAreCounted) {
+  PipelineProblem p;
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
+  p.devices = {Device("x", 2, 8), Device("y", 1, 8), Device("z", 1)};  // x, y: 1 MB/s each way; z: not limited
+  p.batch_size = 6;
+  const std::vector<PipelineStage> stages = {{0, 1, {2}}, {1, 3, {0, 1}}};
+  const auto free = PipelineCostModel(p).Plan(stages, 2);
+  p.transport = {0.0002, 4e6};
+  const PipelineCostModel model(p);
+  const auto paid = model.Plan(stages, 2);
+  ASSERT_TRUE(free && paid);
+  const StageCost &first = paid->stages[0], &second = paid->stages[1];
+  EXPECT_DOUBLE_EQ(first.messages_s, 0) << "the first stage reads its input itself";
+  EXPECT_DOUBLE_EQ(second.messages_s, 4 * 0.0002);
+  EXPECT_DOUBLE_EQ(first.orders_s, 2 * 0.0002);
+  EXPECT_DOUBLE_EQ(second.orders_s, 2 * 0.0002);
+  // z's link is not limited: its cut's 500 bytes a sample, 3 samples, pay the stream alone.
+  EXPECT_DOUBLE_EQ(first.link_s, 3 * 500 / 4e6);
+  // x's link of 1 MB/s and the stream of 4 MB/s, one after the other.
+  EXPECT_DOUBLE_EQ(second.link_s, 2 * 500 * (1 / 1e6 + 1 / 4e6));
+  EXPECT_DOUBLE_EQ(second.exchange_s, free->stages[1].exchange_s + 2 * (0.0002 + 6000 / 4e6));
+  EXPECT_DOUBLE_EQ(second.latency_s, second.compute_s + 2 * second.link_s + 4 * 0.0002);
+  EXPECT_DOUBLE_EQ(paid->step_s, std::max(first.period_s, second.period_s) + first.latency_s + second.latency_s +
+                                     std::max(PipelineCostModel::FlushSeconds(first),
+                                              PipelineCostModel::FlushSeconds(second)));
+  EXPECT_GT(paid->step_s, free->step_s);
+  const std::string said = DescribePlan(p, {stages, 2, 3, *paid});
+  EXPECT_NE(said.find("messages through the head"), std::string::npos) << said;
+}
+
 // Every device of a stage steps its copy of the weights once a step, after
 // the flush: the slowest device's step, after the exchange, ends the step, and
 // the stage with the longest such tail is the one that counts.

@@ -18,7 +18,7 @@ double StateFactorOf(const OptimizerSpec& optimizer) {
 }
 
 StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
-                                            std::vector<LayerCost> layers) {
+                                            std::vector<LayerCost> layers, const TransportCost& transport) {
   if (spec.data.batch_size < 1) return InvalidArgumentError("spec.data.batchSize must be at least 1");
   if (nodes.empty()) return InvalidArgumentError("there are no nodes to plan on");
   if (layers.empty()) return InvalidArgumentError("the model has no layers to plan");
@@ -26,6 +26,7 @@ StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const
   problem.layers = std::move(layers);
   problem.batch_size = spec.data.batch_size;
   problem.state_factor = StateFactorOf(spec.optimizer);
+  problem.transport = transport;
   for (const NodeView& node : nodes) {
     PipelineDevice device;
     device.name = node.name;

@@ -22,10 +22,11 @@ double StateFactorOf(const OptimizerSpec& optimizer);
 
 // One device per node, in the order given (the even split deals layers out in
 // it). `layers` were measured on this machine at speed 1 (`edgetrain-agent
-// profile-layers`, which does not emulate a slowdown). InvalidArgument, naming
-// the node, for a node placement would never choose: no compute, or a link
-// measured at nothing; or for a job without a batch, no nodes, or no layers.
+// profile-layers`, which does not emulate a slowdown), and `transport`, the
+// agent's messages, timed beside them. InvalidArgument, naming the node, for
+// a node placement would never choose: no compute, or a link measured at
+// nothing; or for a job without a batch, no nodes, or no layers.
 StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
-                                            std::vector<LayerCost> layers);
+                                            std::vector<LayerCost> layers, const TransportCost& transport = {});
 
 }  // namespace edgetrain

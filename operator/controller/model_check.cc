@@ -50,9 +50,11 @@ ModelCheck ReadModelCheck(const Json& pod) {
   const Json result = Json::parse(message, nullptr, /*allow_exceptions=*/false);
   if (phase == "Succeeded" && result.is_object() && result.contains("layers")) {
     StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(message);
-    if (layers.ok()) {
+    StatusOr<TransportCost> transport = DecodeTransportCost(message);
+    if (layers.ok() && transport.ok()) {
       check.state = ModelCheckState::kMeasured;
       check.layers = std::move(*layers);
+      check.transport = *transport;
       check.node = pod.value("/spec/nodeName"_json_pointer, std::string());
       return check;
     }
@@ -129,12 +131,16 @@ Json PassesOfLine(const std::string& line) {
 
 }  // namespace
 
-Json LayersCheckStatus(const std::string& check, const std::vector<LayerCost>& layers, const std::string& node) {
-  Json list = Json::parse(EncodeLayerCosts(layers))["layers"];
+Json LayersCheckStatus(const std::string& check, const std::vector<LayerCost>& layers, const TransportCost& transport,
+                       const std::string& node) {
+  Json encoded = Json::parse(EncodeLayerCosts(layers, transport));
+  Json list = encoded["layers"];
   for (Json& layer : list) {
     if (layer.contains("passes")) layer["passes"] = PassesLine(layer["passes"]);
   }
-  return {{"check", check}, {"node", node}, {"layers", list}};
+  Json status = {{"check", check}, {"node", node}, {"layers", list}};
+  if (encoded.contains("transport")) status["transport"] = encoded["transport"];
+  return status;
 }
 
 std::optional<CheckedLayers> CheckedLayersOf(const Json& status, const std::string& check) {
@@ -148,8 +154,9 @@ std::optional<CheckedLayers> CheckedLayersOf(const Json& status, const std::stri
     if (layer["passes"].is_null()) return std::nullopt;  // written by hand: measured again
   }
   StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(Json{{"layers", list}}.dump());
-  if (!layers.ok()) return std::nullopt;  // written by hand: measured again
-  return CheckedLayers{std::move(*layers), checked.value("node", "")};
+  StatusOr<TransportCost> transport = DecodeTransportCost(checked.dump());
+  if (!layers.ok() || !transport.ok()) return std::nullopt;  // written by hand: measured again
+  return CheckedLayers{std::move(*layers), *transport, checked.value("node", "")};
 }
 
 }  // namespace edgetrain::operator_

@@ -74,7 +74,7 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   const std::vector<LayerCost> layers = {
       {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6},
       {"classifier", 5e-7, 0, 5160, 40, {}}};
-  const Json status = {{"modelCheck", LayersCheckStatus("0123456789abcdef", layers, "gateway")}};
+  const Json status = {{"modelCheck", LayersCheckStatus("0123456789abcdef", layers, {3.4e-5, 1.4e9}, "gateway")}};
   const Json& written = status["modelCheck"]["layers"];
   ASSERT_TRUE(written[0]["passes"].is_string()) << written;
   EXPECT_EQ(written[0]["passes"], "1:0.0004:0.0005 8:0.0012:0.0026");
@@ -88,6 +88,8 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   EXPECT_EQ(back->layers[0].passes[1].forward_s, 1.2e-3);
   EXPECT_EQ(back->layers[0].passes[1].backward_s, 2.6e-3);
   EXPECT_EQ(back->layers[0].optimizer_s, 2.5e-6);
+  EXPECT_EQ(back->transport.message_s, 3.4e-5) << "the agent's messages come back with the layers";
+  EXPECT_EQ(back->transport.bytes_per_s, 1.4e9);
   EXPECT_FALSE(CheckedLayersOf(status, "fedcba9876543210").has_value()) << "another check measures again";
 
   Json edited = status;

@@ -567,7 +567,8 @@ StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const TeamPlacement&
     devices.push_back(*view);
   }
   std::vector<NodeView> timed_on = line_.Views({checked->node}, Measured());
-  return PlanStagesOn(pass.job.manifest.spec, devices, checked->layers, timed_on.empty() ? nullptr : &timed_on[0]);
+  return PlanStagesOn(pass.job.manifest.spec, devices, checked->layers, timed_on.empty() ? nullptr : &timed_on[0],
+                      checked->transport);
 }
 
 StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
@@ -620,7 +621,7 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
           return false;
         }
         // Written first, placed on the next pass, as a module's size is.
-        pass.status["modelCheck"] = LayersCheckStatus(check, result.layers, result.node);
+        pass.status["modelCheck"] = LayersCheckStatus(check, result.layers, result.transport, result.node);
         const std::string message = "the model's " + std::to_string(result.layers.size()) + " layers were timed" +
                                     (result.node.empty() ? "" : " on " + result.node) +
                                     ": the pipeline planner cuts them into stages once the team's nodes are chosen";

@@ -49,9 +49,10 @@ ModelSize SizeOfLayers(const std::vector<LayerCost>& layers, int batch, const No
 }
 
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
-                                 std::vector<LayerCost> layers, const NodeView* timed_on) {
+                                 std::vector<LayerCost> layers, const NodeView* timed_on,
+                                 const TransportCost& transport) {
   Scale(layers, ReferenceFactorOf(timed_on));
-  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(spec, devices, std::move(layers)));
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(spec, devices, std::move(layers), transport));
   EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, spec.parallelism.mode));
   const PipelinePlan& plan = PlanToRun(choice);
   if (!plan.cost.fits) return FailedPreconditionError("no plan fits the devices' memory: " + plan.cost.misfit);
