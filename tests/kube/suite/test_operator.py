@@ -976,7 +976,7 @@ class PipelineOperatorTest(OperatorSiteTestCase):
                              and not j["status"]["pipeline"].get("lostRanks"), timeout=30)
         self.assertFalse(back["status"]["pipeline"].get("awaitingNodes"))
         self.assertEqual(self.job_pods("piped")[victim]["spec"]["nodeName"], node)
-        self.assertRegex(log, rf"\(rank {rank}\); its layers [0-2]-[0-2] go to stage")
+        self.assertRegex(log, rf"\(rank {rank}\); its layers [0-3]-[0-3] go to stage")
         replays = job["status"]["pipeline"]["replays"]
         self.assertEqual(replays["restoredStages"], 1, replays)
         self.assertIn("rebuilt 1 stage from a replica", condition_of(job, "Replaying")["message"])
