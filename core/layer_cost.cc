@@ -176,7 +176,7 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
 
 StatusOr<TransportCost> DecodeTransportCost(std::string_view json) {
   const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("layers: not a JSON object");
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("the layers' profile: not a JSON object");
   TransportCost cost;
   const auto t = root.find("transport");
   if (t == root.end()) return cost;
