@@ -1,6 +1,7 @@
 // edgetrain-agent: the training runtime on every node. Thin: flags in, RunAgent out.
 #include <malloc.h>
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 
@@ -36,16 +37,17 @@ int main(int argc, char** argv) {
   using namespace edgetrain::agent;
   KeepFreedTensorMemory();
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << AgentUsage();
-    return edgetrain::kExitOk;
-  }
   if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args[0] == "profile-layers") {
     return RunProfileLayers({args.begin() + 1, args.end()}, std::cout, std::cerr);
   }
   if (!args.empty() && args[0] == "check-model") {
     return RunCheckModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
+  }
+  // --help among the flags is what a person asked for, not a failure to parse.
+  if (std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; })) {
+    std::cout << AgentUsage();
+    return edgetrain::kExitOk;
   }
   auto flags = ParseAgentFlags(args);
   if (!flags.ok()) {

@@ -103,14 +103,13 @@ std::string EncodeJobPlan(const JobPlan& plan) {
         devices.push_back({{"name", d.name}, {"speed", d.speed}, {"memoryBytes", d.memory_bytes},
                            {"upBytesPerSecond", d.up_bytes_per_s}, {"downBytesPerSecond", d.down_bytes_per_s}});
       }
-      j["pipeline"]["plannedFrom"] = {{"layers", Json::parse(EncodeLayerCosts(from->layers))["layers"]},
+      // The layers and the transport in the agent's own format (core/layer_cost.h).
+      const Json measured = Json::parse(EncodeLayerCosts(from->layers, from->transport));
+      j["pipeline"]["plannedFrom"] = {{"layers", measured["layers"]},
                                       {"devices", devices},
                                       {"stateFactor", from->state_factor},
                                       {"maxMicroBatches", from->max_micro_batches}};
-      if (from->transport.message_s > 0 || from->transport.bytes_per_s > 0) {
-        j["pipeline"]["plannedFrom"]["transport"] = {{"messageSeconds", from->transport.message_s},
-                                                     {"bytesPerSecond", from->transport.bytes_per_s}};
-      }
+      if (measured.contains("transport")) j["pipeline"]["plannedFrom"]["transport"] = measured["transport"];
     }
   }
   return j.dump(2) + "\n";

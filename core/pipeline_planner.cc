@@ -404,14 +404,15 @@ std::string DescribePlan(const PipelineProblem& problem, const PipelinePlan& pla
   // while the pipeline fills and drains.
   double messages = flushing->orders_s;
   for (const StageCost& s : cost.stages) messages += s.messages_s;
-  auto share = [&](double seconds) { return std::to_string(static_cast<int>(100 * seconds / cost.step_s + 0.5)) + "%"; };
+  auto percent = [&](double seconds) { return static_cast<int>(100 * seconds / cost.step_s + 0.5); };
+  auto share = [&](double seconds) { return std::to_string(percent(seconds)) + "%"; };
   auto flush_shares = [&] {
     std::string said;
     if (exchange > 0) said += ", exchanging gradients inside groups " + share(exchange);
     if (commit > 0) said += ", the optimizer's step " + share(commit);
     // A share that rounds to nothing is not worth a word (the vgg's steps
     // are tens of milliseconds against tens of microseconds a message).
-    if (messages > 0 && share(messages) != "0%") said += ", messages through the head " + share(messages);
+    if (percent(messages) > 0) said += ", messages through the head " + share(messages);
     return said;
   };
   if (plan.stages.size() == 1) {

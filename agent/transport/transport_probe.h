@@ -4,13 +4,13 @@
 // messages travel: posted by one thread to a sending thread, received by a
 // receiving thread that wakes the one waiting (agent/pipeline/stage_runner.cc),
 // answered by the other end's serving thread. The pipeline planner counts it
-// beside the layers' compute (core/pipeline_cost.h, TransportCost): on this
-// 2-core machine the MLP's stages compute a micro-batch in under a
-// millisecond, and the messages around it cost about as much.
+// beside the layers' compute (core/transport_cost.h). Timed on an idle
+// machine, it misses what the runtime spends around its messages when every
+// agent computes at once (docs/pipeline.md, the cost model).
 
 #include <cstdint>
 
-#include "core/pipeline_cost.h"
+#include "core/transport_cost.h"
 #include "core/status.h"
 
 namespace edgetrain::agent {
