@@ -599,7 +599,7 @@ void PipelineHead::TakeReplicaPartLocked(Link& link, v1::ReplicaPart part) {
   link.replica_step = -1;
   link.replica_bytes.clear();
   if (!whole) return;
-  if (metrics_) metrics_->AddReplica(part.total(), ToSeconds(clock_.Now() - link.replica_began));
+  if (metrics_) metrics_->AddReplica(link.stage, part.total(), ToSeconds(clock_.Now() - link.replica_began));
   KeepReplicaLocked(link, std::move(replica));
 }
 

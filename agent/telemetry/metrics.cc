@@ -316,9 +316,10 @@ struct PipelineMetrics::Handles {
   Counter& replays;
   Counter& replayed_micro_batches;
   Counter& recovery;
-  Counter& replicas;
-  Counter& replica_bytes;
-  Counter& replica_seconds;
+  // By the stage the replica is of: a stage's replicas are all of one size.
+  prometheus::Family<prometheus::Counter>& replicas;
+  prometheus::Family<prometheus::Counter>& replica_bytes;
+  prometheus::Family<prometheus::Counter>& replica_seconds;
   Counter& restored;
   prometheus::Family<prometheus::Counter>& repartitions;
   std::string job;
@@ -345,14 +346,11 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                               "Seconds from a device's loss seen to the replayed step done", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_replicas_total",
-                              "Stage replicas (weights and optimizer state) the head received", r)
-                           .Add(l),
+                              "Stage replicas (weights and optimizer state) the head received", r),
                        Family(BuildCounter(), "edgetrain_pipeline_replica_bytes_total",
-                              "Bytes of the stage replicas the head received", r)
-                           .Add(l),
+                              "Bytes of the stage replicas the head received", r),
                        Family(BuildCounter(), "edgetrain_pipeline_replica_seconds_total",
-                              "Seconds the stage replicas took to come in, from their first part to their last", r)
-                           .Add(l),
+                              "Seconds the stage replicas took to come in, from their first part to their last", r),
                        Family(BuildCounter(), "edgetrain_pipeline_restored_stages_total",
                               "Stages whose only device was lost, rebuilt on a neighbour from their replica", r)
                            .Add(l),
@@ -390,10 +388,11 @@ void PipelineMetrics::AddReplay(int micro_batches) {
   h_->replayed_micro_batches.Increment(micro_batches);
 }
 void PipelineMetrics::AddRecovery(double seconds) { h_->recovery.Increment(seconds); }
-void PipelineMetrics::AddReplica(int64_t bytes, double seconds) {
-  h_->replicas.Increment();
-  h_->replica_bytes.Increment(static_cast<double>(bytes));
-  h_->replica_seconds.Increment(seconds);
+void PipelineMetrics::AddReplica(int stage, int64_t bytes, double seconds) {
+  const prometheus::Labels ls = {{"trainingjob", h_->job}, {"stage", std::to_string(stage)}};
+  h_->replicas.Add(ls).Increment();
+  h_->replica_bytes.Add(ls).Increment(static_cast<double>(bytes));
+  h_->replica_seconds.Add(ls).Increment(seconds);
 }
 void PipelineMetrics::AddRestoredStage() { h_->restored.Increment(); }
 void PipelineMetrics::AddRepartition(const std::string& reason) {

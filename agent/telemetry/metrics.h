@@ -133,8 +133,8 @@ class PipelineMetrics {
   void AddReplay(int micro_batches);
   // A step that lost a device done at last: the seconds since the loss was seen.
   void AddRecovery(double seconds);
-  // A stage replica in whole at the head: its bytes, and its parts' time coming in.
-  void AddReplica(int64_t bytes, double seconds);
+  // A replica of `stage` in whole at the head: its bytes, and its parts' time coming in.
+  void AddReplica(int stage, int64_t bytes, double seconds);
   // A stage whose only device was lost, rebuilt on a neighbour from its replica.
   void AddRestoredStage();
   // Layers moved between stages, and why: "imbalance" (the stages' measured
