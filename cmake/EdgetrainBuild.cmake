@@ -47,5 +47,10 @@ function(edgetrain_test name)
   target_compile_definitions(${name} PRIVATE
     EDGETRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     EDGETRAIN_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  # Test files are a third of a cold build, and their time goes to optimising the
+  # code GoogleTest's macros expand to, not to parsing headers (a precompiled header
+  # saved nothing measurable). -O1 compiles them ~20% faster; the code under test
+  # keeps -O2 in its libraries.
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O1>)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 endfunction()
