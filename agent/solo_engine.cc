@@ -39,9 +39,12 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
   iteration_ = c.iteration;
   samples_ = c.samples;
   energy_before_j_ = c.energy_joules;
-  // The interrupted epoch is not replayed: the resumed run starts a new pass,
-  // in an order of its own.
-  batches_.Restart(spec_.seed + static_cast<uint64_t>(iteration_));
+  // The data go on where the interrupted run was: its seeded order drawn
+  // again up to the checkpoint's iteration (a shuffle an epoch), so that the
+  // resumed run trains on the batches the uninterrupted one would have, to
+  // the same weights. A new pass drawn from the iteration instead had the
+  // interrupted epoch's last batch whole, and its samples out of step.
+  for (int64_t i = 0; i < iteration_; ++i) batches_.Next();
   return Status::Ok();
 }
 

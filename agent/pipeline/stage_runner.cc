@@ -244,9 +244,10 @@ class Stage {
   Status Welcome(const v1::StageWelcome& welcome) {
     if (welcome.has_state()) EDGETRAIN_RETURN_IF_ERROR(Install(welcome.state()));
     step_ = welcome.resume_after();
-    // A resumed job starts a new pass over the data, as a job of one does;
-    // a device rejoining mid-run catches up with the batches its stage's
-    // others have read since, so that its share is of the same batch.
+    // The job's order of batches drawn up to where the stage goes on: a
+    // resumed job reads the batches it would have uninterrupted, as a job of
+    // one does, and a device rejoining mid-run the ones its stage's others
+    // read, so that its share is of the same batch.
     const int64_t from = welcome.order_from();
     if (from > 0) batches_.Restart(plan_.spec.seed + static_cast<uint64_t>(from));
     for (int64_t s = from; s < step_; ++s) batches_.Next();
