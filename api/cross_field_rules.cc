@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/duration_text.h"
+
 namespace edgetrain::api {
 namespace {
 
@@ -104,6 +106,12 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        }},
       {"spec.optimizer", "momentum applies only to the sgd optimizer",
        [](const Json& self) { return self["name"] == "sgd" || !Has(self, "momentum"); }},
+      {"spec.budget", "wallClock must be longer than 0",
+       [](const Json& self) {
+         if (!Has(self, "wallClock") || !self["wallClock"].is_string()) return true;
+         const StatusOr<Duration> d = ParseDuration(self["wallClock"].get<std::string>());
+         return !d.ok() || *d > Duration::zero();  // one that does not parse is the pattern's to refuse
+       }},
       {"spec.output", "volume needs path, where it is mounted",
        [](const Json& self) { return !Has(self, "volume") || Has(self, "path"); }},
   };

@@ -63,6 +63,7 @@ const std::map<std::string, const char*> kBreaking = {
      R"({"spec": {"data": {"partition": {"kind": "iid", "labelsPerWorker": 2}}}})"},
     {"stalenessBound applies only to the rog and ssp policies",
      R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 4}}})"},
+    {"wallClock must be longer than 0", R"({"spec": {"budget": {"wallClock": "0s"}}})"},
     {"quorum and deadlineSlack apply only to the deadline policy", R"({"spec": {"sync": {"policy": "bsp", "quorum": 0.5}}})"},
     {"momentum applies only to the sgd optimizer", R"({"spec": {"optimizer": {"name": "adam", "momentum": 0.9}}})"},
     {"volume needs path, where it is mounted",

@@ -326,6 +326,8 @@ class TrainingJobRules(KubectlTestCase):
         "widths-ok": ({"model": {"name": "vgg", "widths": [4, 4, 8]}}, None),
         "pipeline": ({"parallelism": {"mode": "pipeline", "workers": 1}},
                      "pipeline parallelism needs at least 2 workers"),
+        "wall-clock": ({"budget": {"wallClock": "0m0s"}}, "wallClock must be longer than 0"),
+        "wall-clock-ok": ({"budget": {"wallClock": "1m30s"}}, None),
     }
 
     def test_rules_of_the_real_crd(self):
