@@ -251,9 +251,25 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
 
 namespace {
 
+// What a team's iteration was, counted: a round of a batch from each worker
+// (of deadline, one closed without a worker whose link fell behind), or of
+// varying batches, full batches' worth of samples.
+std::string TeamIterations(const JobSpec& spec, int64_t iterations, int workers) {
+  const std::string counted = Counted(iterations, "team iteration", "team iterations");
+  const std::string each = Counted(workers, "worker", "workers");
+  if (VariableBatches(spec)) return counted + " (in full batches' worth of samples from each of " + each + ")";
+  if (spec.sync.policy == SyncPolicy::kDeadline) {
+    return counted + " (rounds of a batch from each of " + each + ", closed without one late)";
+  }
+  return counted + " (a batch from each of " + each + ")";
+}
+
 void PrintModelLine(const JobProgress& p, std::ostream& out) {
-  if (p.model_path.empty()) {
-    out << "  model: none written by this run (interrupted: run it again to resume; an earlier model is kept)\n";
+  if (p.model_path.empty() && p.iteration <= 0) {
+    out << "  model: none written by this run (nothing trained; a model.pt already there is kept)\n";
+  } else if (p.model_path.empty()) {
+    out << "  model: none written by this run (interrupted: run it again to resume; a model.pt already there is "
+           "kept)\n";
   } else {
     out << "  model: " << p.model_path << "\n";
   }
@@ -317,19 +333,20 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out) {
   const int workers = job.spec.parallelism.workers;
-  out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4) << " (final model";
-  if (job.spec.budget.target_accuracy) {
-    out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
+  if (p.iteration <= 0) {
+    // Stopped before its first step (Ctrl-C while it loaded or connected):
+    // an untrained model's accuracy says nothing.
+    out << job.name << ": nothing trained, " << StoppedBy(p) << "\n";
+  } else {
+    out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4) << " (final model";
+    if (job.spec.budget.target_accuracy) {
+      out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
+    }
+    out << "), " << StoppedBy(p) << "\n";
   }
-  out << "), " << StoppedBy(p) << "\n";
   out << "  "
       << (plan.job.pipeline ? Counted(p.iteration, "step", "steps") + " (each the whole batch through the stages), "
-          : plan.team       ? Counted(p.iteration, "team iteration", "team iterations") +
-                                  // Batches that vary (a stream's, weighted ones) are counted in
-                                  // full batches' worth of samples.
-                                  (VariableBatches(plan.job.spec) ? " (in full batches' worth of samples from each of "
-                                                                  : " (a batch from each of ") +
-                                  Counted(workers, "worker", "workers") + "), "
+          : plan.team       ? TeamIterations(plan.job.spec, p.iteration, workers) + ", "
                             : Counted(p.iteration, "iteration", "iterations") + ", ")
       << Counted(p.samples, "sample", "samples") << ", "
       << WithThousands(static_cast<int64_t>(std::llround(p.samples_per_second))) << " samples/s; "

@@ -52,6 +52,26 @@ JobProgress Finished() {
   return p;
 }
 
+// Ctrl-C while the team loaded or connected: no accuracy of an untrained
+// model, and no promise of a checkpoint to resume from (a new user's trial).
+TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
+  JobProgress p = Finished();
+  p.state = JobState::kInterrupted;
+  p.iteration = 0;
+  p.samples = 0;
+  p.accuracy = 0.0998;
+  p.stop_reason = StopReason::kCancelled;
+  std::ostringstream out;
+  PrintSummary(Job(), Team(), p, 5.6, out);
+  const std::string s = out.str();
+  EXPECT_EQ(s.find("test accuracy"), std::string::npos) << s;
+  EXPECT_NE(s.find("robot-team: nothing trained, "), std::string::npos) << s;
+  EXPECT_NE(s.find("model: none written by this run (nothing trained; a model.pt already there is kept)"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("resume"), std::string::npos) << s;
+}
+
 TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   std::ostringstream out;
   PrintSummary(Job(), Team(), Finished(), 66.9, out);
@@ -60,7 +80,9 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
                    "wall-clock budget"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("331 team iterations (a batch from each of 3 workers)"), std::string::npos) << s;
+  EXPECT_NE(s.find("331 team iterations (rounds of a batch from each of 3 workers, closed without one late)"),
+            std::string::npos)
+      << "deadline's rounds, the default's: " << s;
   EXPECT_NE(s.find("the team waited on robot-2 for 31.2 s and robot-3 for 12.0 s"), std::string::npos) << s;
   EXPECT_NE(s.find("batches"), std::string::npos) << s;
   EXPECT_NE(s.find("\n  on the wire "), std::string::npos) << "what the team's synchronising bought: " << s;

@@ -97,7 +97,9 @@ void RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
 }
 
 void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display) {
-  if (said_how_it_started_ || p.state == JobState::kStarting) return;
+  // A job that failed before it trained (a checkpoint of another model, say)
+  // neither resumed nor started afresh: its error says what happened.
+  if (said_how_it_started_ || p.state == JobState::kStarting || p.state == JobState::kFailed) return;
   said_how_it_started_ = true;
   if (p.resumed_from_iteration) {
     display.Finish();

@@ -257,10 +257,13 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
     std::optional<int64_t> resumed_from;
     std::string earlier_model;
     std::string said;  // empty: nothing
+    JobState state = JobState::kTraining;
   } cases[] = {
       {120, "/out/model.pt", "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"},
       {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
       {std::nullopt, "", ""},
+      // Refused its checkpoint (another model): not "starts afresh" before the error.
+      {std::nullopt, "/out/model.pt", "", JobState::kFailed},
   };
   for (const auto& c : cases) {
     SimulatedClock clock;
@@ -268,9 +271,11 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
     std::ostringstream err, shown;
     ProgressDisplay display(shown, false, clock);
     JobProgress starting, training;
-    training.state = JobState::kTraining;
+    training.state = c.state;
     training.resumed_from_iteration = c.resumed_from;
-    coordinator.Says(seconds(3), kResult).ExitsAt(seconds(3), 0);
+    const bool failed = c.state == JobState::kFailed;
+    coordinator.Says(seconds(3), failed ? "result " + Encoded(JobState::kFailed, 0, 0, StopReason::kFailed) : kResult)
+        .ExitsAt(seconds(3), failed ? 1 : 0);
     RunWatch watch;
     int reads = 0;
     watch.progress = [&]() -> std::optional<std::string> {
