@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/progress_display.h"
+#include "core/bandwidth_estimator.h"
 #include "core/encoding_choice.h"
 #include "core/step_cost.h"
 
@@ -328,6 +329,33 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   }
 }
 
+// What the table cannot show by itself: a link not timed, and figures a
+// worker last sent well before the end (its link down, or its pushes all
+// dropped), which the team's totals stop at too.
+void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::vector<std::string>& names,
+                     std::ostream& out) {
+  bool untimed = false;
+  std::string behind;
+  for (const auto& w : p.workers) {
+    const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
+    untimed = untimed || LinkColumn(w, device) == "-";
+    // Against the job's training time; a worker's own clock starts a little
+    // before it, so only a gap of seconds and a tenth of the run counts.
+    const double gap = p.elapsed_s - w.wall_s;
+    if (w.active && w.wall_s > 0 && gap > std::max(3.0, 0.1 * p.elapsed_s)) {
+      behind += (behind.empty() ? "" : ", ") + WorkerName(w.rank, names) + " " + Fixed(gap, 1) + " s";
+    }
+  }
+  if (untimed) {
+    out << "  link -: not timed: a message must be " << kLeastTimedBytes / 1024
+        << " KiB or more to time a link, smaller ones passing a shaper's burst at once\n";
+  }
+  if (!behind.empty() && p.stop_reason != StopReason::kCancelled) {
+    out << "  figures as of each worker's last report, which came before the end from " << behind
+        << " (nothing reached the coordinator since)\n";
+  }
+}
+
 }  // namespace
 
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
@@ -425,6 +453,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
                     w.energy_joules);
       out << line;
     }
+    PrintTableNotes(p, plan, names, out);
     PrintStreams(p, out);
     PrintDealtBatches(plan.job.spec, p, names, out);
     PrintCompression(p, out);

@@ -72,6 +72,23 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   EXPECT_EQ(s.find("resume"), std::string::npos) << s;
 }
 
+// A worker in the team whose reports stopped well before the end (its link
+// down at the end of a new user's run): its row, and the team's totals, stop
+// there, and the summary says so.
+TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
+  JobProgress p = Finished();
+  for (auto& w : p.workers) w.wall_s = 59.6;
+  p.workers[1].wall_s = 46.2;
+  p.workers[2].wall_s = 30;  // counted out: said otherwise
+  std::ostringstream out;
+  PrintSummary(Job(), Team(), p, 66.9, out);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("figures as of each worker's last report, which came before the end from robot-2 13.8 s"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("robot-3 30.0 s"), std::string::npos) << s;
+}
+
 TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   std::ostringstream out;
   PrintSummary(Job(), Team(), Finished(), 66.9, out);
@@ -87,6 +104,9 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   EXPECT_NE(s.find("batches"), std::string::npos) << s;
   EXPECT_NE(s.find("\n  on the wire "), std::string::npos) << "what the team's synchronising bought: " << s;
   EXPECT_NE(s.find("not in the team at the end: robot-3"), std::string::npos) << s;
+  EXPECT_NE(s.find("link -: not timed: a message must be 32 KiB or more to time a link"), std::string::npos)
+      << "robot-1's emulated link, too little used to time: " << s;
+  EXPECT_EQ(s.find("figures as of"), std::string::npos) << "every worker reported to the end: " << s;
   std::istringstream lines(s);
   std::vector<std::string> rows;
   for (std::string line; std::getline(lines, line);) {

@@ -11,6 +11,10 @@
 
 namespace edgetrain {
 
+// Messages smaller than this say more about latency and a shaper's burst
+// (tbf's, TraceShaper's: 16 KiB) than about bandwidth: they are not timed.
+constexpr int64_t kLeastTimedBytes = 32 * 1024;
+
 class BandwidthEstimator {
  public:
   // `prior_mbps` is believed before any measurement; `weight` is the share of

@@ -6,8 +6,11 @@ namespace edgetrain {
 
 StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
   if (profile && static_cast<int>(profile->nodes.size()) < workers) {
+    // On one machine each worker emulates a node of its own; on Kubernetes the
+    // operator may put several on a node (edgetrain plan shows where).
     return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
-                                " node(s) for " + std::to_string(workers) + " workers");
+                                " node(s) for " + std::to_string(workers) +
+                                " workers: run here, each worker emulates a node of its own");
   }
   std::vector<WorkerSlot> slots;
   for (int rank = 0; rank < workers; ++rank) {

@@ -63,7 +63,8 @@ TEST(PlacementTest, TooFewNodesForTheTeamIsInvalid) {
   auto slots = PlaceWorkers(3, tiny);
   ASSERT_FALSE(slots.ok());
   EXPECT_EQ(slots.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(slots.status().message(), "the cluster profile tiny has 1 node(s) for 3 workers");
+  EXPECT_EQ(slots.status().message(),
+            "the cluster profile tiny has 1 node(s) for 3 workers: run here, each worker emulates a node of its own");
 }
 
 }  // namespace

@@ -8,10 +8,6 @@
 namespace edgetrain::agent {
 namespace {
 
-// Messages smaller than this say more about latency and the shaper's burst than
-// about bandwidth; they are not measured.
-constexpr int64_t kMinMeasuredBytes = 32 * 1024;
-
 // Refused pushes after which a worker is quarantined: a count, not a wait. A
 // bad message is refused and its worker rejoins with a fresh copy; three in
 // one job are no fluke.
@@ -555,7 +551,7 @@ void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool 
   if (opened_stream) {
     // A whole model can take seconds on a slow link: its deadline counts from now.
     members_.Welcomed(w, clock_.Now());
-  } else if (bytes >= kMinMeasuredBytes) {
+  } else if (bytes >= kLeastTimedBytes) {
     links_[w].downlink.Observe(bytes, took);
   }
   metrics_.SetDownlinkMbps(w, MeasuredDownlinkMbps(w));  // as progress says it: a measurement, or 0

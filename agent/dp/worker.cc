@@ -26,9 +26,6 @@
 namespace edgetrain::agent {
 namespace {
 
-// Messages smaller than this say more about latency and the shaper's burst than
-// about bandwidth; they are not measured.
-constexpr int64_t kMinMeasuredBytes = 32 * 1024;
 // Smoothing of the iteration time that sizes a push.
 constexpr double kPaceWeight = 0.2;
 
@@ -658,7 +655,7 @@ class WorkerRun {
         changed_.NotifyAll();
         return;
       }
-      if (bytes >= kMinMeasuredBytes) uplink_estimate_.Observe(bytes, end - began);
+      if (bytes >= kLeastTimedBytes) uplink_estimate_.Observe(bytes, end - began);
       metrics_.SetUplinkMbps(MeasuredUplinkMbps());
       summary_.bytes_sent += bytes;
     }
