@@ -114,7 +114,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                    "in its own network namespace behind tbf qdiscs (netns)")
       ->option_text("process|netns")
       ->check(CLI::IsMember({"process", "netns"}));
-  run_command->add_flag("--json", run.json, "end with one JSON line of the result");
+  run_command->add_flag("--json", run.json,
+                        "end with one JSON line of the result (of a run that failed: its job, stop_reason "
+                        "\"failed\" and error)");
   run_command->add_option("--output", run.output_dir,
                           "where the model goes; overrides spec.output.path (default ./edgetrain-output/NAME)")
       ->option_text("DIR");

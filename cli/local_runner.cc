@@ -248,6 +248,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     const std::string log = (folder->path() / log_name).string();
     err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15)
         << "logs: " << folder->path().string() << "\n";
+    if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
     folder->Keep();
     return interrupted.load() ? kExitInterrupted : kExitFailed;
   };

@@ -345,10 +345,16 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
 }
 
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
-  Outcome run = Execute({"run", Manifest("digits-dead-agent", kDigitsSpec), "--agent", "/bin/false"});
+  Outcome run = Execute({"run", Manifest("digits-dead-agent", kDigitsSpec), "--agent", "/bin/false", "--json"});
   EXPECT_EQ(run.exit, 1);
   EXPECT_NE(run.stderr_text.find("the agent exited before it printed `http`"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("logs: "), std::string::npos);
+  // --json ends with a line a script reads the failure from, as it reads a result.
+  ASSERT_FALSE(run.stdout_lines.empty()) << run.stderr_text;
+  const auto last = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(last["job"], "digits-dead-agent");
+  EXPECT_EQ(last["stop_reason"], "failed");
+  EXPECT_NE(last["error"].get<std::string>().find("the agent exited before it printed `http`"), std::string::npos);
 }
 
 constexpr const char* kLongSpec = R"(  model: {name: mlp}

@@ -491,4 +491,8 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
   return j.dump();
 }
 
+std::string FailureJsonLine(const std::string& job, const std::string& error) {
+  return nlohmann::json{{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}}.dump();
+}
+
 }  // namespace edgetrain::cli

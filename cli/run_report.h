@@ -30,6 +30,9 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);
 // The summary as one line of JSON, for scripts and benchmarks.
 std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s);
+// The same line for a run that failed before it had a result (--json): the
+// job, and the error the run printed, so that a script reads why.
+std::string FailureJsonLine(const std::string& job, const std::string& error);
 // The last `lines` lines of a log, indented with "  | ".
 std::string LogTail(const std::string& path, size_t lines);
 
