@@ -76,7 +76,9 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
 
 void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch, std::ostream& out) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-16s %-24s %6s %11s %12s %10s  %s\n", "NODE", "PODS", "SCORE", "LINK Mbit/s",
+  // COMPUTE: the node's speed against the fastest's (its compute score);
+  // SAMPLES/S: a worker there, its link counted too, which is what placement ranks by.
+  std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", "NODE", "PODS", "COMPUTE", "LINK Mbit/s",
                 "SAMPLES/S", "mJ/SAMPLE", "NOTE");
   out << line;
   for (size_t i = 0; i < p.verdicts.size(); ++i) {
@@ -84,7 +86,11 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     const bool judged = v.excluded.empty() || !v.ranks.empty() || v.coordinator;
     std::string note = v.excluded;
     if (note.empty() && !v.transient.empty()) note = "transient (" + v.transient + ")";
-    std::snprintf(line, sizeof line, "%-16s %-24s %6s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
+    // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more.
+    if (note.empty() && v.ranks.empty() && !v.coordinator) {
+      note = "unused: the team went where predicted as fast or faster";
+    }
+    std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
                   Fixed(nodes[i].compute_score, 2).c_str(),
                   nodes[i].link_mbps ? Fixed(*nodes[i].link_mbps, 1).c_str() : "wired",
                   judged ? WithThousands(std::llround(v.step.samples_per_second(batch))).c_str() : "-",
