@@ -52,6 +52,12 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
     return InvalidArgumentError(path + ": expected one ClusterProfile, found " + std::to_string(docs.size()) + " documents");
   }
   Json doc = docs[0];
+  // Another kind of document (a TrainingJob given as --nodes, say): its
+  // every field would be unknown here, which says less than its kind.
+  if (doc.is_object() && doc.contains("kind") && doc["kind"].is_string() && doc["kind"] != "ClusterProfile") {
+    return InvalidArgumentError(path + " is a " + doc["kind"].get<std::string>() +
+                                ", not a ClusterProfile (docs/cluster-profiles.md)");
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(Json schema, ProfileSchema());
   std::vector<FieldError> errors = ValidateAndDefault(schema, doc, "");
   if (!errors.empty()) return ToStatus(errors).WithContext(path + " is not a valid ClusterProfile");

@@ -124,8 +124,14 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   }
   auto wrong_kind = ParseClusterProfile("apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\nspec: {nodes: [{name: a}]}\n", "k.yaml");
   ASSERT_FALSE(wrong_kind.ok());
-  EXPECT_NE(wrong_kind.status().message().find("kind: must be one of \"ClusterProfile\""), std::string::npos)
-      << wrong_kind.status().message();
+  // Named by its kind alone: not a list of its fields as unknown ones (a new
+  // user gave a TrainingJob as --nodes and read "spec.model: unknown field").
+  EXPECT_EQ(wrong_kind.status().message(), "k.yaml is a TrainingJob, not a ClusterProfile (docs/cluster-profiles.md)");
+  auto no_kind = ParseClusterProfile("apiVersion: edgetrain.dev/v1alpha1\nmetadata: {name: x}\nspec: {nodes: [{name: a}]}\n",
+                                     "k.yaml");
+  ASSERT_FALSE(no_kind.ok());
+  EXPECT_NE(no_kind.status().message().find("kind: required field is missing"), std::string::npos)
+      << no_kind.status().message();
 }
 
 }  // namespace

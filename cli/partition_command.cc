@@ -126,10 +126,11 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   if (folders) {
     out << job.name << ": " << labels.size() << " samples (" << classes << " labels) in the CSV files of "
         << *stream->directory << "/worker-RANK/ now, among " << parts.size()
-        << " workers: a stream from a folder is dealt by its source, so spec.data.partition does not apply\n";
+        << (parts.size() == 1 ? " worker" : " workers") << ": a stream from a folder is dealt by its source, so spec.data.partition does not apply\n";
   } else {
     out << job.name << ": " << labels.size() << " training samples of " << DescribeData(job.spec.data) << " ("
-        << classes << " labels) among " << parts.size() << " workers, partition "
+        << classes << " labels) among " << parts.size() << (parts.size() == 1 ? " worker" : " workers")
+        << ", partition "
         << DescribePartition(job.spec.data.partition) << ", seed " << job.spec.seed << "\n";
   }
   PrintTable(histograms, sizes, out);
