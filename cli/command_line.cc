@@ -50,7 +50,7 @@ class WrappingFormatter : public CLI::Formatter {
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 success (also when the budget ends before the target; see reached_target), 1 runtime failure, "
-    "2 invalid manifest or command line, 130 interrupted.";
+    "2 invalid manifest or command line, 130 interrupted (143 by SIGTERM).";
 
 // An integer in [min, max], named as such when it is not one at all.
 CLI::Validator WholeNumber(int min, int max) {

@@ -13,7 +13,18 @@
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-void OnSignal(int) { g_interrupted.store(true); }
+std::atomic<int> g_signal{0};  // the first stop asked for
+void OnSignal(int signal) {
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal);
+  g_interrupted.store(true);
+}
+
+// An interrupted run ends as a shell reports the signal that stopped it:
+// 130 for Ctrl-C, 143 for SIGTERM (a supervisor's, a container runtime's).
+int EndedBy(int code) {
+  return code == edgetrain::kExitInterrupted && g_signal.load() == SIGTERM ? edgetrain::kExitTerminated : code;
+}
 
 }  // namespace
 
@@ -44,7 +55,7 @@ int main(int argc, char** argv) {
     case Command::kNetnsRun:
       std::signal(SIGINT, OnSignal);
       std::signal(SIGTERM, OnSignal);
-      return RunInNamespaces(line.netns, std::cout, std::cerr, g_interrupted);
+      return EndedBy(RunInNamespaces(line.netns, std::cout, std::cerr, g_interrupted));
     case Command::kNodeLinks:
       std::signal(SIGINT, OnSignal);
       std::signal(SIGTERM, OnSignal);
@@ -53,7 +64,7 @@ int main(int argc, char** argv) {
       line.run.terminal = ::isatty(STDERR_FILENO);
       std::signal(SIGINT, OnSignal);
       std::signal(SIGTERM, OnSignal);
-      return RunLocal(line.run, std::cout, std::cerr, g_interrupted);
+      return EndedBy(RunLocal(line.run, std::cout, std::cerr, g_interrupted));
   }
   return kExitInvalid;
 }
