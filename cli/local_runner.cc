@@ -31,6 +31,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The output folder made if need be, and a file written in it and removed.
+Status CheckWritableFolder(const std::string& folder) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return FailedPreconditionError("cannot make the output folder " + folder + ": " + ec.message());
+  const fs::path probe = fs::path(folder) / (".edgetrain-write-check-" + std::to_string(::getpid()));
+  {
+    std::ofstream file(probe);
+    if (!(file << "ok") || !file.flush()) {
+      return FailedPreconditionError("cannot write in the output folder " + folder);
+    }
+  }
+  fs::remove(probe, ec);
+  return Status::Ok();
+}
+
 constexpr std::chrono::seconds kStopGrace{15};
 // Drawing a run of days takes seconds; past this the picture is given up.
 constexpr std::chrono::seconds kDrawGrace{60};
@@ -186,6 +202,12 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     err << "error: --observe scrapes the agents over this machine's loopback, and under --links netns each agent's "
            "loopback is its own namespace's: observe a run with --links process (the links are shaped alike)\n";
     return kExitInvalid;
+  }
+  // Before loading data or measuring layers: a folder the model cannot go to
+  // fails the run now, not after it.
+  if (Status writable = CheckWritableFolder(plan.job.output_dir); !writable.ok()) {
+    err << "error: " << writable.message() << " (spec.output.path, or --output)\n";
+    return ExitCodeFor(writable);
   }
   // After what refuses a run at once: measuring the layers takes seconds.
   if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;

@@ -344,6 +344,17 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
   EXPECT_NE(broken.stderr_text.find("spec.nodes[0].compute.slowdown"), std::string::npos) << broken.stderr_text;
 }
 
+// Refused before the data load or any agent starts (a new user's trial saw
+// it refused only after).
+TEST_F(RunCommandTest, AnOutputFolderThatCannotBeWrittenFailsTheRunAtOnce) {
+  Outcome run = Execute({"run", Manifest("digits-nowhere", kDigitsSpec), "--output", "/proc/edgetrain-nowhere"});
+  EXPECT_EQ(run.exit, 1);
+  EXPECT_NE(run.stderr_text.find("error: cannot make the output folder /proc/edgetrain-nowhere: "), std::string::npos)
+      << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("(spec.output.path, or --output)"), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("training digits-nowhere"), std::string::npos) << run.stderr_text;
+}
+
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
   Outcome run = Execute({"run", Manifest("digits-dead-agent", kDigitsSpec), "--agent", "/bin/false", "--json"});
   EXPECT_EQ(run.exit, 1);
