@@ -87,7 +87,7 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     std::string note = v.excluded;
     if (note.empty() && !v.transient.empty()) note = "transient (" + v.transient + ")";
     // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more.
-    if (note.empty() && v.ranks.empty() && !v.coordinator) {
+    if (p.placed && note.empty() && v.ranks.empty() && !v.coordinator) {
       note = "unused: the team went where predicted as fast or faster";
     }
     std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
