@@ -372,7 +372,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
       err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
     }
   }
-  if (options.json) out << JsonLine(job, *outcome.result, wall_s) << "\n";
+  if (options.json) out << JsonLine(job, plan, *outcome.result, wall_s) << "\n";
   if (options.keep_logs) {
     err << "logs: " << folder->path().string() << "\n";
     folder->Keep();

@@ -6,6 +6,7 @@
 #include <deque>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -461,7 +462,14 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   PrintModelLine(p, out);
 }
 
-std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s) {
+std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,
+                     double wall_s) {
+  int devices = job.spec.parallelism.workers;
+  if (plan.job.pipeline) {
+    std::set<int> ranks;
+    for (const PipelineStagePlan& stage : plan.job.pipeline->stages) ranks.insert(stage.ranks.begin(), stage.ranks.end());
+    devices = static_cast<int>(ranks.size());
+  }
   auto nullable = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j = {
       {"job", job.name},
@@ -477,6 +485,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, 
       {"target_accuracy", nullable(job.spec.budget.target_accuracy)},
       {"stop_reason", p.stop_reason ? NameOf(*p.stop_reason) : ""},
       {"workers", job.spec.parallelism.workers},
+      {"devices", devices},
       {"stall_fraction", MeanStallFraction(p)},
       {"bytes_sent", BytesSent(p)},
       {"bytes_received", BytesReceived(p)},

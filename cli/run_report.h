@@ -29,7 +29,10 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
 // "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);
 // The summary as one line of JSON, for scripts and benchmarks.
-std::string JsonLine(const api::TrainingJobManifest& job, const JobProgress& p, double wall_s);
+// `devices`: those the run trained on, which a pipeline's plan may make fewer
+// than the job's workers.
+std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,
+                     double wall_s);
 // The same line for a run that failed before it had a result (--json): the
 // job, and the error the run printed, so that a script reads why.
 std::string FailureJsonLine(const std::string& job, const std::string& error);

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace edgetrain::cli {
 namespace {
@@ -87,6 +88,17 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("robot-3 30.0 s"), std::string::npos) << s;
+}
+
+// A pipeline's plan may leave devices out: the JSON line says how many
+// trained beside the workers the job asked for.
+TEST(RunReportTest, TheJsonLineCountsTheDevicesThatTrained) {
+  LocalRunPlan plan = Team();
+  plan.job.pipeline = PipelineLayout{{{0, 3, {0}}}, 2};
+  const auto line = nlohmann::json::parse(JsonLine(Job(), plan, Finished(), 66.9));
+  EXPECT_EQ(line["workers"], 3);
+  EXPECT_EQ(line["devices"], 1);
+  EXPECT_EQ(nlohmann::json::parse(JsonLine(Job(), Team(), Finished(), 66.9))["devices"], 3);
 }
 
 TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
