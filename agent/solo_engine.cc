@@ -39,12 +39,10 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
   iteration_ = c.iteration;
   samples_ = c.samples;
   energy_before_j_ = c.energy_joules;
-  // The data go on where the interrupted run was: its seeded order drawn
-  // again up to the checkpoint's iteration (a shuffle an epoch), so that the
-  // resumed run trains on the batches the uninterrupted one would have, to
-  // the same weights. A new pass drawn from the iteration instead had the
-  // interrupted epoch's last batch whole, and its samples out of step.
-  for (int64_t i = 0; i < iteration_; ++i) batches_.Next();
+  // The data go on where the interrupted run was, so that it ends at the
+  // weights the uninterrupted one would have (a new pass from here had the
+  // interrupted epoch's last batch whole, and its samples out of step).
+  batches_.Skip(iteration_);
   return Status::Ok();
 }
 

@@ -19,9 +19,8 @@ int64_t BatchOrder::BatchesPerEpoch() const {
   return (static_cast<int64_t>(order_.size()) + batch_size_ - 1) / batch_size_;
 }
 
-void BatchOrder::Restart(uint64_t seed) {
-  rng_.seed(seed);
-  cursor_ = 0;
+void BatchOrder::Skip(int64_t batches) {
+  for (int64_t i = 0; i < batches; ++i) Next();
 }
 
 std::vector<MicroBatchSpan> SplitBatch(int64_t n, int micro_batches) {

@@ -21,9 +21,10 @@ class BatchOrder {
   std::span<const int64_t> Next();
   // Steps that make an epoch.
   int64_t BatchesPerEpoch() const;
-  // Starts a new epoch in an order drawn from `seed`: a resumed job does not
-  // replay the epoch it was interrupted in.
-  void Restart(uint64_t seed);
+  // Passes over the next `batches` batches as Next would draw them: a job
+  // resumed after that many steps goes on with the batches it would have had
+  // uninterrupted (a shuffle an epoch; nothing copied).
+  void Skip(int64_t batches);
 
  private:
   std::vector<int64_t> order_;

@@ -42,6 +42,19 @@ TEST(BatchOrderTest, TwoOrdersFromOneSeedAgreeOnEveryBatch) {
   EXPECT_TRUE(differs);
 }
 
+// A resumed job skips the batches it trained on, across epochs and their
+// short last batch, and goes on with those it would have had uninterrupted.
+TEST(BatchOrderTest, SkippingGoesOnWithTheBatchesThatWouldHaveCome) {
+  BatchOrder whole(Range(50), 8, 7), resumed(Range(50), 8, 7);
+  for (int step = 0; step < 17; ++step) whole.Next();  // two epochs of 7 batches and 3 more
+  resumed.Skip(17);
+  for (int step = 0; step < 10; ++step) {
+    auto x = whole.Next();
+    auto y = resumed.Next();
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << "step " << 17 + step;
+  }
+}
+
 TEST(BatchOrderTest, MicroBatchesSplitABatchNearEvenly) {
   auto spans = SplitBatch(10, 4);
   ASSERT_EQ(spans.size(), 4u);

@@ -707,7 +707,6 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     v1::CoordinatorMessage welcome;
     v1::StageWelcome* w = welcome.mutable_stage_welcome();
     w->set_resume_after(step_);
-    w->set_order_from(0);  // the job's order from its start, advanced to step_: as it would have gone
     const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);  // one row a tensor, as the stage's optimizer
     const int64_t floats = tensors.total_floats();
     if (restored_) {
@@ -760,7 +759,6 @@ void PipelineHead::Rejoin() {
       v1::CoordinatorMessage welcome;
       v1::StageWelcome* w = welcome.mutable_stage_welcome();
       w->set_resume_after(step_);
-      w->set_order_from(0);
       // Its stage's place now (stages rebuilt on a neighbour are renumbered),
       // and its layers: the ones it was planned with, whose state the welcome
       // brings, or others, which it takes whole.

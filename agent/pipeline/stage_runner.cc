@@ -244,13 +244,11 @@ class Stage {
   Status Welcome(const v1::StageWelcome& welcome) {
     if (welcome.has_state()) EDGETRAIN_RETURN_IF_ERROR(Install(welcome.state()));
     step_ = welcome.resume_after();
-    // The job's order of batches drawn up to where the stage goes on: a
-    // resumed job reads the batches it would have uninterrupted, as a job of
-    // one does, and a device rejoining mid-run the ones its stage's others
-    // read, so that its share is of the same batch.
-    const int64_t from = welcome.order_from();
-    if (from > 0) batches_.Restart(plan_.spec.seed + static_cast<uint64_t>(from));
-    for (int64_t s = from; s < step_; ++s) batches_.Next();
+    // The job's order of batches from its start, up to where the stage goes
+    // on: a resumed job reads the batches it would have uninterrupted, as a
+    // job of one does, and a device rejoining mid-run the ones its stage's
+    // others read, so that its share is of the same batch.
+    batches_.Skip(step_);
     return Status::Ok();
   }
 
