@@ -234,10 +234,17 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; ";
   const double pace = static_cast<double>(variable ? p.samples : p.iteration) / p.elapsed_s;
   said += variable ? WithThousands(std::llround(pace)) + " samples/s" : Fixed(pace, 1) + " team iterations/s";
-  if (rated == static_cast<int>(p.workers.size())) {
+  // A worker none of whose batches a round counted (all late, its link in a
+  // dip) has no pace to read; the team's, a mean, is then that of the others.
+  // Not for varying batches, whose limit is a sum over every worker.
+  const bool all_rated = rated == static_cast<int>(p.workers.size());
+  if (all_rated || (!variable && rated > 0)) {
     const double limit = variable ? rate_sum : rate_sum / rated;
     said += " against " + (variable ? WithThousands(std::llround(limit)) : Fixed(limit, 1)) + " computing alone (" +
-            Fixed(100 * pace / limit, 0) + "%)";
+            Fixed(100 * pace / limit, 0) + "%" +
+            (all_rated ? std::string() : ", the pace of the " + Counted(rated, "worker", "workers") +
+                                             " with a batch counted") +
+            ")";
   }
   // Streams bound what a team can train on, whatever its compute: the
   // samples of theirs trained on, against what arrived.

@@ -312,6 +312,15 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
   EXPECT_EQ(WhatTheTeamGained(spec, p),
             "on the wire 2 MB up and 4 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
             "time; 10.0 team iterations/s against 100.0 computing alone (10%)");
+  // A worker whose every batch came late for its round (make run's robot-4,
+  // its link out for most of the run) has no pace to read: the team's limit
+  // is the others', said so (it was left out of the summary).
+  p.workers[1].samples = 0;
+  p.workers[1].compute_s = 0.3;
+  EXPECT_EQ(WhatTheTeamGained(spec, p),
+            "on the wire 2 MB up and 4 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
+            "time; 10.0 team iterations/s against 100.0 computing alone (10%, the pace of the 1 worker with a "
+            "batch counted)");
   p.iteration = 0;
   EXPECT_EQ(WhatTheTeamGained(spec, p), "") << "nothing to say before the first iteration";
 }

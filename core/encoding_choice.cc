@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/float_sums.h"
+
 namespace edgetrain {
 
 double TopKNormShare(const RowLayout& layout, std::span<const float> values) {
@@ -9,10 +11,7 @@ double TopKNormShare(const RowLayout& layout, std::span<const float> values) {
   for (size_t r = 0; r < layout.size(); ++r) {
     const RowSpan& span = layout.row(r);
     const std::span<const float> row = values.subspan(static_cast<size_t>(span.offset), static_cast<size_t>(span.length));
-    double energy = 0;
-    for (float v : row) {
-      if (std::isfinite(v)) energy += double{v} * v;
-    }
+    const double energy = FiniteSquaredNorm(row);
     if (energy <= 0) continue;
     total += energy;
     kept += energy * TopKEnergyShare(row);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/float_sums.h"
 #include "core/row_scheduler.h"
 
 namespace edgetrain {
@@ -28,8 +29,8 @@ std::vector<OutgoingRow> PushComposer::Compose(int64_t iteration, int staleness_
   candidates.reserve(layout_.size());
   for (size_t r = 0; r < layout_.size(); ++r) {
     const RowSpan& span = layout_.row(r);
-    double energy = 0;
-    for (int64_t i = span.offset; i < span.offset + span.length; ++i) energy += double{residual_[i]} * residual_[i];
+    const double energy =
+        SquaredNorm(std::span<const float>(residual_.data() + span.offset, static_cast<size_t>(span.length)));
     candidates.push_back({r, energy, EncodedBytes(encoding, span.length), last_pushed_[r], demanded_[r]});
   }
   const int64_t budget = budgeted_ ? budget_bytes : std::numeric_limits<int64_t>::max() / 2;

@@ -1,48 +1,82 @@
 #include "core/row_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
+
+#include "core/float_sums.h"
 
 namespace edgetrain {
 namespace {
 
-// IEEE 754 binary16, round to nearest even; enough range for gradients and weights.
-uint16_t ToHalf(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exponent = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mantissa = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
-  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  if (exponent <= 0) {
-    if (exponent < -10) return static_cast<uint16_t>(sign);
-    mantissa |= 0x800000;
-    uint32_t shift = static_cast<uint32_t>(14 - exponent);
-    uint32_t half = mantissa >> shift;
-    uint32_t rest = mantissa & ((1u << shift) - 1);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
-  uint32_t rest = mantissa & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: correct
-  return static_cast<uint16_t>(half);
+// IEEE 754 binary16, round to nearest even; enough range for gradients and
+// weights. Each case is computed and one selected, with integer compares
+// only, so that the loops over a row are vectorised (a branch a value made
+// fp16 the slowest codec but top-k; core/row_codec_test.cc holds the
+// branching definitions these must match bit for bit).
+inline uint16_t ToHalf(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t a = x & 0x7fffffffu;  // |f|
+  // From 2^16 up (65520 and over round up to it): infinity; a NaN stays one, quiet.
+  const uint32_t beyond = a > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  // Under 2^-14, a half subnormal, in steps of 2^-24: added to 0.5, whose
+  // float steps are 2^-24 too, |f| is rounded by the addition itself, and
+  // the half's bits are what the sum has beyond 0.5 (0x400 when it rounds up
+  // to the least normal half, which is that half's bits).
+  const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3f000000u;
+  // A normal half: the exponent rebased, the 13 mantissa bits that go
+  // rounded to nearest even (0xfff, plus the kept bit's oddness), a carry
+  // running on into the exponent, to infinity at the top.
+  const uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  // Selected by masks, not ?:, which let the compiler move the float addition
+  // into a branch of its own (it may not be run for a value that does not
+  // need it, as it may trap) and so keep the loop from being vectorised.
+  const uint32_t is_beyond = 0u - static_cast<uint32_t>(a >= 0x47800000u);
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(a < 0x38800000u);
+  const uint32_t half = (beyond & is_beyond) | (subnormal & is_subnormal) | (normal & ~(is_beyond | is_subnormal));
+  return static_cast<uint16_t>(sign | half);
 }
 
-float FromHalf(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0) {
-    float v = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -v : v;
-  }
-  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000 | (mantissa << 13));
-  return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
+inline float FromHalf(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t bits = (h & 0x7fffu) << 13;  // exponent and mantissa where a float has them
+  const uint32_t exponent = bits & 0x0f800000u;
+  // Infinity and NaN keep an all-ones exponent; a normal half's is rebased;
+  // a subnormal's value, m * 2^-24, is 2^-14 * (1 + m/1024) less 2^-14, exact.
+  const uint32_t special = bits | 0x7f800000u;
+  const uint32_t normal = bits + 0x38000000u;
+  const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(bits + 0x38800000u) - 6.103515625e-05f);
+  const uint32_t is_special = 0u - static_cast<uint32_t>(exponent == 0x0f800000u);
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(exponent == 0);
+  const uint32_t magnitude = (special & is_special) | (subnormal & is_subnormal) | (normal & ~(is_special | is_subnormal));
+  return std::bit_cast<float>(sign | magnitude);
+}
+
+// Round to the nearest whole number, ties to even, for |q| <= 2^22: adding and
+// taking away 1.5 * 2^23 leaves no fraction bits to keep, so the addition
+// rounds as the FPU does by default, as std::nearbyint would, without its call
+// (which, below SSE4.1, is not inlined). Exact only without -ffast-math, which
+// may fold the two away; the build never sets it.
+inline int RoundToNearestEven(float q) {
+  constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23
+  return static_cast<int>((q + kShifter) - kShifter);
+}
+
+// Each byte's eight signs as +-1, bit j for value j.
+const std::array<std::array<float, 8>, 256>& SignTable() {
+  static const auto table = [] {
+    std::array<std::array<float, 8>, 256> t{};
+    for (unsigned byte = 0; byte < 256; ++byte) {
+      for (unsigned j = 0; j < 8; ++j) t[byte][j] = (byte >> j) & 1 ? 1.0f : -1.0f;
+    }
+    return t;
+  }();
+  return table;
 }
 
 }  // namespace
@@ -73,25 +107,25 @@ namespace {
 // Indices of the `k` largest magnitudes of `values` (a diverged value, NaN or
 // inf, counts as none), in increasing order so that a decoder writes forwards.
 std::vector<uint32_t> TopIndices(std::span<const float> values, int64_t k) {
-  std::vector<uint32_t> order(values.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto magnitude = [&](uint32_t i) { return std::isfinite(values[i]) ? std::fabs(values[i]) : 0.0f; };
+  // Each magnitude computed once, beside its index, rather than twice in
+  // every comparison the selection makes.
+  std::vector<std::pair<float, uint32_t>> order(values.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = {IsFiniteBits(values[i]) ? std::fabs(values[i]) : 0.0f, i};
   std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
-                   [&](uint32_t a, uint32_t b) { return magnitude(a) > magnitude(b); });
-  order.resize(static_cast<size_t>(k));
-  std::sort(order.begin(), order.end());
-  return order;
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<uint32_t> top(static_cast<size_t>(k));
+  for (size_t i = 0; i < top.size(); ++i) top[i] = order[i].second;
+  std::sort(top.begin(), top.end());
+  return top;
 }
 
 }  // namespace
 
 double TopKEnergyShare(std::span<const float> values) {
   if (values.empty()) return 1;
-  double total = 0, kept = 0;
-  for (float v : values) {
-    if (std::isfinite(v)) total += double{v} * v;
-  }
+  const double total = FiniteSquaredNorm(values);
   if (total <= 0) return 1;
+  double kept = 0;
   for (uint32_t i : TopIndices(values, TopKCount(static_cast<int64_t>(values.size())))) {
     kept += double{values[i]} * values[i];
   }
@@ -118,32 +152,57 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
     case RowEncoding::kFloat32:
       std::memcpy(row.bytes.data(), values.data(), 4 * n);
       break;
-    case RowEncoding::kFloat16:
+    case RowEncoding::kFloat16: {
+      const float* __restrict in = values.data();
+      char* __restrict out = row.bytes.data();
       for (size_t i = 0; i < n; ++i) {
-        uint16_t h = ToHalf(values[i]);
-        std::memcpy(row.bytes.data() + 2 * i, &h, 2);
+        const uint16_t h = ToHalf(in[i]);
+        std::memcpy(out + 2 * i, &h, 2);
       }
       break;
+    }
     case RowEncoding::kInt8: {
-      float max_abs = 0;
-      for (float v : values) {
-        if (std::isfinite(v)) max_abs = std::max(max_abs, std::fabs(v));
-      }
-      row.scale = max_abs > 0 ? max_abs / 127.0f : 1.0f;
-      for (size_t i = 0; i < n; ++i) {
-        // A diverged gradient (NaN, inf) must not reach a float-to-int cast.
-        float q = std::isfinite(values[i]) ? std::nearbyint(values[i] / row.scale) : 0.0f;
-        row.bytes[i] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+      const float max_abs = LargestFiniteMagnitude(values);
+      const float scale = max_abs > 0 ? max_abs / 127.0f : 1.0f;
+      row.scale = scale;
+      // Through locals: a store through a char pointer may alias anything, and
+      // would have the loop read row.scale again for every value.
+      signed char* __restrict out = reinterpret_cast<signed char*>(row.bytes.data());
+      const float* __restrict in = values.data();
+      // A diverged gradient (NaN, inf) is sent as 0: it must not reach a
+      // float-to-int cast. With a normal scale every finite value's quotient
+      // is within 127 * (1 + 2^-23) of 0 and rounds to at most 127, so the
+      // loop needs no clamp, whose ordered compares (they may trap on a NaN)
+      // would keep it from being vectorised.
+      if (scale >= std::numeric_limits<float>::min()) {
+        for (size_t i = 0; i < n; ++i) {
+          const float v = IsFiniteBits(in[i]) ? in[i] : 0.0f;
+          out[i] = static_cast<signed char>(RoundToNearestEven(v / scale));
+        }
+      } else {  // a subnormal scale: quotients may pass 127, or be infinite
+        for (size_t i = 0; i < n; ++i) {
+          const float v = in[i];
+          out[i] = static_cast<signed char>(
+              RoundToNearestEven(IsFiniteBits(v) ? std::clamp(v / scale, -127.0f, 127.0f) : 0.0f));
+        }
       }
       break;
     }
     case RowEncoding::kSign: {
-      double sum_abs = 0;
-      for (float v : values) sum_abs += std::fabs(v);
-      row.scale = n ? static_cast<float>(sum_abs / static_cast<double>(n)) : 0.0f;
-      for (size_t i = 0; i < n; ++i) {
-        if (values[i] >= 0) row.bytes[i / 8] = static_cast<char>(row.bytes[i / 8] | (1 << (i % 8)));
+      row.scale = n ? static_cast<float>(SumOfMagnitudes(values) / static_cast<double>(n)) : 0.0f;
+      // Eight values a byte, bit j for value j, set where the value is not
+      // negative (a NaN reads as negative), without a branch a value.
+      const float* __restrict in = values.data();
+      char* __restrict out = row.bytes.data();
+      const size_t whole = n / 8;
+      for (size_t b = 0; b < whole; ++b) {
+        unsigned bits = 0;
+        for (unsigned j = 0; j < 8; ++j) bits |= static_cast<unsigned>(in[8 * b + j] >= 0.0f) << j;
+        out[b] = static_cast<char>(bits);
       }
+      unsigned tail = 0;
+      for (size_t i = 8 * whole; i < n; ++i) tail |= static_cast<unsigned>(in[i] >= 0.0f) << (i % 8);
+      if (n % 8) out[whole] = static_cast<char>(tail);
       break;
     }
     case RowEncoding::kTopK: {
@@ -195,9 +254,18 @@ Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<
     case RowEncoding::kInt8:
       for (size_t i = 0; i < n; ++i) put(dst[i], static_cast<float>(static_cast<int8_t>(src[i])) * scale);
       break;
-    case RowEncoding::kSign:
-      for (size_t i = 0; i < n; ++i) put(dst[i], (src[i / 8] >> (i % 8)) & 1 ? scale : -scale);
+    case RowEncoding::kSign: {
+      // A byte's eight signs from a table, times the scale: exact (a product
+      // with +-1), and eight values a step the compiler can vectorise.
+      const auto& signs = SignTable();
+      const size_t whole = n / 8;
+      for (size_t b = 0; b < whole; ++b) {
+        const std::array<float, 8>& s = signs[static_cast<unsigned char>(src[b])];
+        for (size_t j = 0; j < 8; ++j) put(dst[8 * b + j], s[j] * scale);
+      }
+      for (size_t i = 8 * whole; i < n; ++i) put(dst[i], (src[i / 8] >> (i % 8)) & 1 ? scale : -scale);
       break;
+    }
     case RowEncoding::kTopK:
       // Every index checked before any value lands: a malformed row changes nothing.
       for (size_t at = 0; at < bytes.size(); at += 8) {

@@ -1,5 +1,7 @@
 #include "core/row_codec.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -145,6 +147,162 @@ TEST(RowCodecTest, AddingDecodesAndAddsInOnePass) {
     const std::vector<float> before = sum;
     ASSERT_TRUE(AddDecodedRow(e, encoded.scale, encoded.bytes, sum).ok());
     for (size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], before[i] + decoded[i]) << static_cast<int>(e) << " " << i;
+  }
+}
+
+// The int8 and sign codecs as defined, a value at a time: the codec's loops,
+// written to be vectorised, must give exactly these bytes and values.
+EncodedRow Int8AsDefined(std::span<const float> values) {
+  EncodedRow row{RowEncoding::kInt8, 1.0f, std::string(values.size(), '\0')};
+  float max_abs = 0;
+  for (float v : values) {
+    if (std::isfinite(v)) max_abs = std::max(max_abs, std::fabs(v));
+  }
+  row.scale = max_abs > 0 ? max_abs / 127.0f : 1.0f;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float q = std::isfinite(values[i]) ? std::nearbyint(values[i] / row.scale) : 0.0f;
+    row.bytes[i] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+  }
+  return row;
+}
+
+EncodedRow SignAsDefined(std::span<const float> values) {
+  EncodedRow row{RowEncoding::kSign, 0.0f, std::string((values.size() + 7) / 8, '\0')};
+  double sum = 0;
+  for (float v : values) sum += std::fabs(v);
+  row.scale = values.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(values.size()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] >= 0) row.bytes[i / 8] = static_cast<char>(row.bytes[i / 8] | (1 << (i % 8)));
+  }
+  return row;
+}
+
+// Rows of every length up to past a vector's width, of ordinary values and of
+// the awkward ones: signed zeros, NaN, infinities, subnormals, exact halves.
+std::vector<std::vector<float>> AwkwardRows() {
+  std::vector<std::vector<float>> rows;
+  std::mt19937_64 rng(7);
+  const float special[] = {0.0f, -0.0f, std::nanf(""), -std::nanf(""), std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+                           -1e-40f, 0.5f, -2.5f, 127.0f};
+  for (size_t n = 0; n <= 70; ++n) {
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<float> row = RandomRow(n, 1000 + n * 3 + static_cast<size_t>(kind));
+      if (kind == 1) {  // sprinkled with special values
+        for (size_t i = 0; i < n; i += 3) row[i] = special[rng() % std::size(special)];
+      }
+      if (kind == 2) {  // only subnormals: a subnormal int8 scale
+        for (float& v : row) v = static_cast<float>(static_cast<int>(rng() % 201) - 100) * 1e-44f;
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  // Quotients that land exactly between two steps: ties go to even.
+  std::vector<float> ties;
+  for (int k = -254; k <= 254; ++k) ties.push_back(static_cast<float>(k) / 2.0f);
+  rows.push_back(std::move(ties));
+  return rows;
+}
+
+// fp16 as defined, a value at a time, with a branch a case.
+uint16_t HalfAsDefined(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exponent = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00);
+  if (exponent <= 0) {
+    if (exponent < -10) return static_cast<uint16_t>(sign);
+    mantissa |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - exponent);
+    uint32_t half = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;  // may carry into the exponent: correct
+  return static_cast<uint16_t>(half);
+}
+
+float FromHalfAsDefined(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  if (exponent == 0) {
+    float v = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -v : v;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000 | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
+}
+
+TEST(RowCodecTest, Float16GivesExactlyWhatItsDefinitionGives) {
+  // Every half decodes to its definition's float, bit for bit.
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const uint16_t bits = static_cast<uint16_t>(h);
+    float back = 0;
+    ASSERT_TRUE(DecodeRow(RowEncoding::kFloat16, 1, std::string_view(reinterpret_cast<const char*>(&bits), 2),
+                          std::span<float>(&back, 1))
+                    .ok());
+    ASSERT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(FromHalfAsDefined(bits))) << std::hex << h;
+  }
+  // Floats encode as defined: every float whose low bits are those of a
+  // stride through all 2^32, and every float near the cases' edges (under
+  // 2^-25, 2^-24, 2^-14, 65504, 65520, 2^16, infinity), both signs.
+  std::vector<float> floats;
+  for (uint64_t x = 0; x <= 0xffffffffull; x += 4093) floats.push_back(std::bit_cast<float>(static_cast<uint32_t>(x)));
+  for (float edge : {0.0f, 2.9802322e-08f, 5.9604645e-08f, 6.1035156e-05f, 65504.0f, 65520.0f, 65536.0f,
+                     std::numeric_limits<float>::infinity()}) {
+    const uint32_t at = std::bit_cast<uint32_t>(edge);
+    for (uint32_t d = 0; d < 4096; ++d) {
+      for (uint32_t sign : {0u, 0x80000000u}) {
+        floats.push_back(std::bit_cast<float>((at + d) | sign));
+        if (at >= d) floats.push_back(std::bit_cast<float>((at - d) | sign));
+      }
+    }
+  }
+  const EncodedRow encoded = EncodeRow(floats, RowEncoding::kFloat16);
+  for (size_t i = 0; i < floats.size(); ++i) {
+    uint16_t got;
+    std::memcpy(&got, encoded.bytes.data() + 2 * i, 2);
+    ASSERT_EQ(got, HalfAsDefined(floats[i])) << std::hex << std::bit_cast<uint32_t>(floats[i]);
+  }
+}
+
+// Equal, or both NaN (a sign row with a NaN has a NaN scale, refused later by
+// the coordinator as not finite).
+::testing::AssertionResult Same(float a, float b) {
+  if (a == b || (std::isnan(a) && std::isnan(b))) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << a << " against " << b;
+}
+
+TEST(RowCodecTest, Int8AndSignGiveExactlyWhatTheirDefinitionsGive) {
+  for (const std::vector<float>& row : AwkwardRows()) {
+    const EncodedRow int8 = EncodeRow(row, RowEncoding::kInt8), int8_defined = Int8AsDefined(row);
+    EXPECT_EQ(int8.scale, int8_defined.scale) << "row of " << row.size();
+    EXPECT_EQ(int8.bytes, int8_defined.bytes) << "row of " << row.size();
+    const EncodedRow sign = EncodeRow(row, RowEncoding::kSign), sign_defined = SignAsDefined(row);
+    EXPECT_EQ(sign.bytes, sign_defined.bytes) << "row of " << row.size();
+    // The scale's sum runs in eight lanes: the same up to the double's
+    // rounding, which a float seldom shows.
+    if (std::isfinite(sign_defined.scale)) {
+      EXPECT_FLOAT_EQ(sign.scale, sign_defined.scale) << "row of " << row.size();
+    } else {
+      EXPECT_TRUE(Same(sign.scale, sign_defined.scale)) << "row of " << row.size();
+    }
+
+    std::vector<float> back(row.size(), 3.0f), sum(row.size(), 0.25f);
+    ASSERT_TRUE(DecodeRow(RowEncoding::kSign, sign.scale, sign.bytes, back).ok());
+    ASSERT_TRUE(AddDecodedRow(RowEncoding::kSign, sign.scale, sign.bytes, sum).ok());
+    for (size_t i = 0; i < row.size(); ++i) {
+      const float defined = (sign.bytes[i / 8] >> (i % 8)) & 1 ? sign.scale : -sign.scale;
+      EXPECT_TRUE(Same(back[i], defined)) << i;
+      EXPECT_TRUE(Same(sum[i], 0.25f + defined)) << i;
+    }
   }
 }
 
