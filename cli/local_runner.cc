@@ -6,12 +6,15 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
+#include <string_view>
 
 #include "http/http_client.h"
 #include "api/trainingjob.h"
 #include "cli/agent_launcher.h"
 #include "cli/ephemeral_credentials.h"
 #include "cli/child_process.h"
+#include "cli/job_loading.h"
 #include "cli/netns_links.h"
 #include "cli/progress_display.h"
 #include "cli/run_curves.h"
@@ -186,7 +189,10 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
   return kExitOk;
 }
 
-int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
+namespace {
+
+// The run itself; RunLocal adds --json's failure line for a run refused early.
+int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
   RealClock clock;
   const TimePoint started = clock.Now();
   CheckedRun checked;
@@ -208,6 +214,16 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (Status writable = CheckWritableFolder(plan.job.output_dir); !writable.ok()) {
     err << "error: " << writable.message() << " (spec.output.path, or --output)\n";
     return ExitCodeFor(writable);
+  }
+  // So too the progress log (it failed only once the agents had started, and
+  // left them a checkpoint to resume from).
+  std::ofstream progress_log;
+  if (!options.progress_log.empty()) {
+    progress_log.open(options.progress_log, std::ios::trunc);
+    if (!progress_log) {
+      err << "error: cannot write " << options.progress_log << " (--progress-log)\n";
+      return kExitInvalid;
+    }
   }
   // After what refuses a run at once: measuring the layers takes seconds.
   if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;
@@ -317,11 +333,6 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     }
   }
 
-  std::ofstream progress_log;
-  if (!options.progress_log.empty()) {
-    progress_log.open(options.progress_log, std::ios::trunc);
-    if (!progress_log) return failed("cannot write " + options.progress_log);
-  }
   const std::string http = launcher.coordinator_http();
   auto progress = [&]() -> std::optional<std::string> {
     // The coordinator's HTTP endpoint lives in the hub's namespace under --links netns.
@@ -360,8 +371,12 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
     return outcome.coordinator_exit == kExitInvalid ? kExitInvalid : code;
   }
 
-  // The coordinator's final word, with the final model's evaluation, ends the curves.
-  (void)curves.Record(ToSeconds(clock.Now() - links_started), *outcome.result, EncodeJobProgress(*outcome.result));
+  // The coordinator's final word, with the final model's evaluation, ends the
+  // curves and the progress log (whose last line was the last one polled).
+  const std::string final_word = EncodeJobProgress(*outcome.result);
+  const double ended_s = ToSeconds(clock.Now() - links_started);
+  (void)curves.Record(ended_s, *outcome.result, final_word);
+  if (progress_log.is_open()) progress_log << SnapshotLine(ended_s, final_word) << std::flush;
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out);
   if (options.curves) {
@@ -382,6 +397,78 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   out << std::flush;
   if (observer && !outcome.interrupted) ServeAfterTheRun(*observer, options, interrupted, clock, err);
   return outcome.interrupted ? kExitInterrupted : kExitOk;
+}
+
+// Passes what is written on to `to`, keeping count of it and the last line
+// that began "error: ": what --json's failure line says when a run is refused
+// before it starts.
+class RecordingBuffer : public std::streambuf {
+ public:
+  explicit RecordingBuffer(std::streambuf* to) : to_(to) {}
+  int64_t written() const { return written_; }
+  const std::string& last_error() const { return last_error_; }
+
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    Record(static_cast<char>(c));
+    return to_->sputc(static_cast<char>(c));
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    for (std::streamsize i = 0; i < n; ++i) Record(s[i]);
+    return to_->sputn(s, n);
+  }
+  int sync() override { return to_->pubsync(); }
+
+ private:
+  void Record(char c) {
+    ++written_;
+    if (c != '\n') {
+      line_ += c;
+      return;
+    }
+    // An error's indented lines below it are part of it ("error: --nodes:",
+    // then what was wrong with the file).
+    constexpr std::string_view kError = "error: ";
+    if (line_.starts_with(kError)) {
+      last_error_ = line_.substr(kError.size());
+      in_error_ = true;
+    } else if (in_error_ && line_.starts_with("  ")) {
+      last_error_ += " " + line_.substr(line_.find_first_not_of(' '));
+    } else {
+      in_error_ = false;
+    }
+    line_.clear();
+  }
+  std::streambuf* to_;
+  int64_t written_ = 0;
+  std::string line_, last_error_;
+  bool in_error_ = false;
+};
+
+}  // namespace
+
+int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
+  if (!options.json) return RunJob(options, out, err, interrupted);
+  // A run refused before it starts (a manifest, a profile, a folder) ends with
+  // the same failure line as one that fails later: a script reading stdout
+  // gets one JSON line either way.
+  RecordingBuffer out_buffer(out.rdbuf()), err_buffer(err.rdbuf());
+  std::ostream recorded_out(&out_buffer), recorded_err(&err_buffer);
+  const int code = RunJob(options, recorded_out, recorded_err, interrupted);
+  recorded_out.flush();
+  recorded_err.flush();
+  if (code != kExitOk && code != kExitInterrupted && out_buffer.written() == 0) {
+    api::TrainingJobManifest job;
+    api::SupportCheck support;
+    std::ostringstream quiet;
+    const std::string name = LoadJob(options.manifest_path, quiet, job, support) == kExitOk ? job.name : "";
+    out << FailureJsonLine(name, err_buffer.last_error().empty() ? "exit " + std::to_string(code)
+                                                                  : err_buffer.last_error())
+        << "\n"
+        << std::flush;
+  }
+  return code;
 }
 
 }  // namespace edgetrain::cli

@@ -124,8 +124,17 @@ constexpr const char* kDigitsSpec = R"(  model: {name: mlp, hidden: [64]}
 )";
 
 TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
-  Outcome run = Execute({"run", Manifest("digits-ok", kDigitsSpec), "--json", "--no-curves", "--output", (dir_ / "out").string()});
+  const fs::path log = dir_ / "progress-log.jsonl";
+  Outcome run = Execute({"run", Manifest("digits-ok", kDigitsSpec), "--json", "--no-curves", "--output",
+                         (dir_ / "out").string(), "--progress-log", log.string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  // The progress log ends with the run's final word, not the last one polled
+  // (a new user's log of a one-second job was empty).
+  std::ifstream logged(log);
+  std::string line, last;
+  while (std::getline(logged, line)) last = line;
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(nlohmann::json::parse(last)["progress"]["state"], "succeeded") << last;
   ASSERT_FALSE(run.stdout_lines.empty());
   auto result = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(result["job"], "digits-ok");
@@ -353,6 +362,33 @@ TEST_F(RunCommandTest, AnOutputFolderThatCannotBeWrittenFailsTheRunAtOnce) {
       << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("(spec.output.path, or --output)"), std::string::npos) << run.stderr_text;
   EXPECT_EQ(run.stderr_text.find("training digits-nowhere"), std::string::npos) << run.stderr_text;
+}
+
+// A script reading --json's stdout gets its one line however the run fails,
+// refused before it starts included (stdout was empty then), and a progress
+// log that cannot be written refuses the run before any agent starts.
+TEST_F(RunCommandTest, ARunRefusedBeforeItStartsStillEndsWithItsJsonLine) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string job, error;
+  } cases[] = {
+      {{"run", (dir_ / "nowhere.yaml").string(), "--json"}, "", "cannot read "},
+      {{"run", Manifest("digits-no-nodes", kDigitsSpec), "--nodes", (dir_ / "nope.yaml").string(), "--json"},
+       "digits-no-nodes", "--nodes: cannot read "},
+      {{"run", Manifest("digits-no-log", kDigitsSpec), "--progress-log", (dir_ / "no" / "such" / "x.jsonl").string(),
+        "--json"},
+       "digits-no-log", "cannot write "},
+  };
+  for (const Case& c : cases) {
+    Outcome run = Execute(c.args);
+    EXPECT_EQ(run.exit, 2) << run.stderr_text;
+    ASSERT_EQ(run.stdout_lines.size(), 1u) << run.stderr_text;
+    const auto line = nlohmann::json::parse(run.stdout_lines.back());
+    EXPECT_EQ(line["job"], c.job);
+    EXPECT_EQ(line["stop_reason"], "failed");
+    EXPECT_EQ(line["error"].get<std::string>().rfind(c.error, 0), 0u) << line.dump();
+    EXPECT_EQ(run.stderr_text.find("training "), std::string::npos) << run.stderr_text;
+  }
 }
 
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
