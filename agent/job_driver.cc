@@ -139,7 +139,11 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     return Status::Ok();
   };
 
+  // Interrupted while the team gathered: not one step (a pipeline's head
+  // would send the first to stages it never welcomed, and take one not yet
+  // there for lost).
   std::optional<StopReason> stop;
+  if (cancel.load(std::memory_order_relaxed)) stop = StopReason::kCancelled;
   TimePoint published{};
   while (!stop) {
     EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
@@ -177,10 +181,14 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent);
   p = engine_.Progress();
   fill(p, end);
-  // The result always reports the final model's accuracy on the full test set.
-  if (*stop != StopReason::kTarget && evaluated_iteration != p.iteration) EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
   const bool interrupted = *stop == StopReason::kCancelled;
-  if (interrupted && p.iteration == first_iteration) {
+  const bool untrained = interrupted && p.iteration == first_iteration;
+  // The result always reports the final model's accuracy on the full test
+  // set; of a model that never trained, there is none to report.
+  if (*stop != StopReason::kTarget && evaluated_iteration != p.iteration && !untrained) {
+    EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
+  }
+  if (untrained) {
     // Stopped before it trained at all (loading, gathering): nothing is
     // written, and whatever the folder held stays as it was.
     log_ << plan_.job << ": interrupted before training; nothing was written\n";

@@ -241,15 +241,25 @@ TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {
   DeterministicClock clock;
   StatusOr<JobProgress> result = InternalError("not run");
   clock.Run("test", [&] {
-    // As a team's coordinator whose workers never came: no step is ever taken.
+    // As a team's coordinator whose workers never came: no step is ever
+    // taken, nor asked for (a pipeline's head, asked, sent its first step to
+    // stages it had not welcomed and took one not yet there for lost), and
+    // the model that never trained is not evaluated.
     class NeverStarted final : public TrainingEngine {
      public:
       int64_t IterationsPerEpoch() const override { return 10; }
       Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
       Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
-      Status Advance() override { return Status::Ok(); }
+      Status Advance() override {
+        ++advanced;
+        return Status::Ok();
+      }
       JobProgress Progress() override { return {}; }
-      StatusOr<double> Evaluate() override { return 0.1; }
+      StatusOr<double> Evaluate() override {
+        ++evaluated;
+        return 0.1;
+      }
+      int advanced = 0, evaluated = 0;
       void Snapshot(JobCheckpoint&) override {}
       void Finish(FinalModel) override {}
       Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "untrained"); }
@@ -257,9 +267,12 @@ TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {
     MetricsRegistry registry;
     CoordinatorMetrics metrics(registry, plan.job, 1);
     result = JobDriver(plan, idle, clock, board, metrics, log).Run(cancel);
+    EXPECT_EQ(idle.advanced, 0);
+    EXPECT_EQ(idle.evaluated, 0);
   });
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stop_reason, StopReason::kCancelled);
+  EXPECT_FALSE(result->accuracy.has_value());
   EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/model.pt"));
   EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/checkpoint.bin"));
 }

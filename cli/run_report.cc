@@ -275,7 +275,7 @@ std::string TeamIterations(const JobSpec& spec, int64_t iterations, int workers)
 
 void PrintModelLine(const JobProgress& p, std::ostream& out) {
   if (p.model_path.empty() && p.iteration <= 0) {
-    out << "  model: none written by this run (nothing trained; a model.pt already there is kept)\n";
+    out << "  model: none written by this run (nothing trained; a model.pt already there, if any, is as it was)\n";
   } else if (p.model_path.empty()) {
     out << "  model: none written by this run (interrupted: run it again to resume; a model.pt already there is "
            "kept)\n";

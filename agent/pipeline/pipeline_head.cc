@@ -1117,8 +1117,15 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
 
 void PipelineHead::Finish(FinalModel final) {
   // The stages' state, fetched once more before they are told to stop: the
-  // driver evaluates and checkpoints the final model after this.
-  auto state = StateNow();
+  // driver evaluates and checkpoints the final model after this. Stages never
+  // welcomed (the job stopped while they gathered) hold nothing to fetch.
+  bool welcomed;
+  {
+    std::lock_guard lock(mu_);
+    welcomed = welcomed_;
+  }
+  StatusOr<JobCheckpoint> state =
+      welcomed ? StateNow() : StatusOr<JobCheckpoint>(CancelledError("the job stopped before the stages were welcomed"));
   if (!state.ok() && fetched_) {
     // The stages' state as last fetched, optimizer and all, so that its
     // checkpoint still resumes (parameters alone would be refused).
