@@ -213,6 +213,23 @@ const std::vector<Capability>& Capabilities() {
        "applies to pipelines only; a data-parallel team trains on without a lost worker"},
       {"spec.faultTolerance.maxRecoveries", Effect::kNote, kLocalOnly, WroteField("spec.faultTolerance.maxRecoveries"),
        "applies to pipelines and Kubernetes; edgetrain run ignores it"},
+      // A pipeline's stages (and auto's data parallelism, one stage on every
+      // device) step together on uncompressed gradients summed at the head,
+      // on batches of the whole data set: the data-parallel engine's
+      // synchronisation and partitions are not theirs.
+      {"spec.sync", Effect::kNote, kEverywhere,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode != ParallelismMode::kDataParallel && s.parallelism.workers > 1 &&
+                !Written(raw, "spec.sync").is_null();
+       },
+       "applies to data-parallel teams only: a pipeline's devices step together on uncompressed gradients "
+       "(docs/pipeline.md)"},
+      {"spec.data.partition", Effect::kNote, kEverywhere,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode != ParallelismMode::kDataParallel && s.parallelism.workers > 1 &&
+                !Written(raw, "spec.data.partition").is_null();
+       },
+       "applies to data-parallel teams only: a pipeline deals each batch of the whole data set among its devices"},
       // Without effect on a job of one worker, anywhere.
       {"spec.sync", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) { return s.parallelism.workers == 1 && !Written(raw, "spec.sync").is_null(); },

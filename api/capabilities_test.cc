@@ -192,5 +192,30 @@ TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   EXPECT_EQ(Joined(cluster), "note: spec.sync has no effect on a job of one worker\n");
 }
 
+// A pipeline, hybrid or auto job's devices step together on uncompressed
+// gradients over batches of the whole data set: a sync policy, compression
+// or partition written for it is named as not its own, everywhere (a new
+// user's robot team with mode pipeline kept sign rows and a Dirichlet split
+// without a word).
+TEST(CapabilitiesTest, ASplitModelsJobNamesTheDataParallelFieldsItIgnores) {
+  for (const char* mode : {"pipeline", "hybrid", "auto"}) {
+    const std::string text = std::string(R"({"spec": {"parallelism": {"mode": ")") + mode +
+                             R"(", "workers": 4}, "sync": {"policy": "deadline", "compression": "sign"},
+                             "data": {"dataset": "fashion-mnist", "partition": {"kind": "dirichlet", "alpha": 0.5}}}})";
+    const TrainingJobManifest job = Job(text.c_str());
+    for (Runner runner : {Runner::kLocal, Runner::kKubernetes}) {
+      const std::string notes = Joined(CheckSupport(job, runner));
+      EXPECT_NE(notes.find("spec.sync applies to data-parallel teams only"), std::string::npos) << mode << "\n" << notes;
+      EXPECT_NE(notes.find("spec.data.partition applies to data-parallel teams only"), std::string::npos)
+          << mode << "\n" << notes;
+    }
+  }
+  const std::string team = Joined(CheckSupport(
+      Job(R"({"spec": {"parallelism": {"workers": 4}, "sync": {"compression": "sign"},
+                       "data": {"dataset": "fashion-mnist", "partition": {"kind": "dirichlet", "alpha": 0.5}}}})"),
+      Runner::kLocal));
+  EXPECT_EQ(team, "") << "a data-parallel team's own fields";
+}
+
 }  // namespace
 }  // namespace edgetrain::api

@@ -1,6 +1,9 @@
 #include "core/parallelism_choice.h"
 
+#include <cmath>
 #include <cstdio>
+
+#include "core/number_text.h"
 
 namespace edgetrain {
 namespace {
@@ -11,11 +14,7 @@ std::string Times(double ratio) {
   return text;
 }
 
-std::string SamplesPerSecond(double rate) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.0f samples/s", rate);
-  return text;
-}
+std::string SamplesPerSecond(double rate) { return WithThousands(std::llround(rate)) + " samples/s"; }
 
 // The plan against data parallelism on every device, as the reason says it.
 std::string AgainstDataParallelism(const PipelinePlan& plan, const PipelinePlan& data_parallel) {
