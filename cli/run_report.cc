@@ -319,7 +319,7 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     out << "  layers moved between stages " << p.replays->repartitions
         << (p.replays->repartitions == 1 ? " time" : " times") << " as the devices' pace drifted; as they ended:\n";
   }
-  out << "  stage  layers   device            steps   compute s   bubbles\n";
+  out << "  stage  layers   device            steps   compute s   bubbles    MB sent   MB recv\n";
   for (size_t s = 0; s < layout.stages.size(); ++s) {
     const PipelineStagePlan& stage = layout.stages[s];
     for (int rank : stage.ranks) {
@@ -330,8 +330,11 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
       const std::string layers = std::to_string(first) + "-" + std::to_string(end - 1);
       const std::string device = static_cast<size_t>(rank) < devices.size() ? devices[rank].node : "rank " + std::to_string(rank);
       char line[200];
-      std::snprintf(line, sizeof line, "  %5zu  %-7s  %-14s %8s %11.1f %8.0f%%\n", s + 1, layers.c_str(), device.c_str(),
-                    WithThousands(w->iteration).c_str(), w->compute_s, 100 * w->stall_fraction);
+      // Over the device's link to the head, both ways: activations and
+      // gradients relayed, its group's gradient exchange, replicas.
+      std::snprintf(line, sizeof line, "  %5zu  %-7s  %-14s %8s %11.1f %8.0f%% %10.1f %9.1f\n", s + 1, layers.c_str(),
+                    device.c_str(), WithThousands(w->iteration).c_str(), w->compute_s, 100 * w->stall_fraction,
+                    static_cast<double>(w->bytes_sent) / 1e6, static_cast<double>(w->bytes_received) / 1e6);
       out << line;
     }
   }

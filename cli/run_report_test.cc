@@ -232,11 +232,17 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   p.workers.pop_back();
   p.workers[0].layers = std::pair{0, 3};
   p.workers[1].layers = std::pair{3, 4};
+  // What went over each device's link to the head (a new user saw 0 bytes
+  // for every stage in --json and a flat curve).
+  p.workers[0].bytes_sent = 5'150'025;
+  p.workers[0].bytes_received = 4'680'659;
   p.replays = JobProgress::Replays{};
   p.replays->repartitions = 1;
   std::ostringstream out;
   PrintSummary(Job(), plan, p, 66.9, out);
   const std::string text = out.str();
+  EXPECT_NE(text.find("bubbles    MB sent   MB recv\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  layers moved between stages 1 time as the devices' pace drifted; as they ended:\n"),
             std::string::npos)
       << text;

@@ -60,6 +60,11 @@ struct PipelineHead::Link {
   int done_attempt = 0;
   double compute_s = 0;
   double idle_s = 0;
+  // What went over its link, as the head's stream with it saw it: all it
+  // sent the head (activations or gradients to relay, its group's
+  // gradients, replicas, state) and all the head sent it.
+  int64_t bytes_up = 0;
+  int64_t bytes_down = 0;
   double loss_sum = 0;  // of its last step (the last stage's)
   int64_t step_samples = 0;
   std::optional<v1::StageState> state;
@@ -362,6 +367,7 @@ Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
   Status sent = stream->Send(message);
   std::lock_guard lock(mu_);
   link.sending = false;
+  if (sent.ok()) link.bytes_down += static_cast<int64_t>(message.ByteSizeLong());
   changed_.NotifyAll();
   return sent;
 }
@@ -551,6 +557,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
 
 void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
   const TimePoint now = clock_.Now();
+  link.bytes_up += static_cast<int64_t>(message.ByteSizeLong());
   link.heard.Arrived(now);  // alive, whatever it sent
   if (link.announced_bytes > 0 && !message.has_heartbeat()) {
     // The announced message is in: the time it took is this uplink's rate.
@@ -1013,6 +1020,8 @@ JobProgress PipelineHead::Progress() {
     w.wall_s = link->compute_s + link->idle_s;
     w.stall_fraction = w.wall_s > 0 ? w.stall_s / w.wall_s : 0;
     w.layers = layers_[static_cast<size_t>(link->stage)];
+    w.bytes_sent = link->bytes_up;
+    w.bytes_received = link->bytes_down;
     p.workers.push_back(w);
   }
   return p;
