@@ -185,6 +185,19 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
       out << "\n" << options.nodes_path << ": valid; " << DescribePlacement(checked.plan, *checked.profile);
     }
     out << "\n";
+    // validate does not load LibTorch: what is in the files is not its to
+    // judge (a new user read "valid" for a state_dict and for arrays of the
+    // wrong shape, which run then refused).
+    const JobSpec& spec = checked.job.spec;
+    const bool own_model = !spec.model.torchscript_path.empty(), own_data = spec.data.files.has_value();
+    if (own_model || own_data) {
+      err << "note: " << (own_model && own_data ? "the model's and the data's files are there"
+                          : own_model          ? "the model's file is there"
+                                               : "the data's files are there")
+          << "; what is in them (" << (own_model ? "a TorchScript module of that input and output" : "")
+          << (own_model && own_data ? "; " : "") << (own_data ? "samples of that shape, labels of those classes" : "")
+          << ") is checked by edgetrain run before it trains, not here\n";
+    }
   }
   return kExitOk;
 }

@@ -307,6 +307,21 @@ TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
   EXPECT_EQ(ok.exit, 0) << ok.stderr_text;
   ASSERT_EQ(ok.stdout_lines.size(), 1u);
   EXPECT_NE(ok.stdout_lines[0].find("valid; fashion-mlp: mlp on fashion-mnist"), std::string::npos);
+  EXPECT_EQ(ok.stderr_text.find("note:"), std::string::npos) << ok.stderr_text;
+  // Of a job's own files it checks that they are there, and says that what
+  // is in them is run's to check (a new user read "valid" for a state_dict).
+  const std::string spec =
+      "  model: {torchscript: {path: net.pt, inputShape: [64], classes: 10}}\n"
+      "  data: {format: csv, inputShape: [64], classes: 10, train: {path: train.csv}, test: {path: train.csv}}\n";
+  std::ofstream(dir_ / "net.pt") << "not a module";
+  std::ofstream(dir_ / "train.csv") << "0,1\n";
+  Outcome own = Execute({"validate", Manifest("own-files", spec)});
+  EXPECT_EQ(own.exit, 0) << own.stderr_text;
+  EXPECT_NE(own.stderr_text.find("note: the model's and the data's files are there; what is in them"),
+            std::string::npos)
+      << own.stderr_text;
+  EXPECT_NE(own.stderr_text.find("is checked by edgetrain run before it trains, not here"), std::string::npos)
+      << own.stderr_text;
 }
 
 // The files a manifest names are looked for before anything starts, each
