@@ -274,7 +274,7 @@ std::string TeamIterations(const JobSpec& spec, int64_t iterations, int workers)
 }
 
 void PrintModelLine(const JobProgress& p, std::ostream& out) {
-  if (p.model_path.empty() && p.iteration <= 0) {
+  if (p.model_path.empty() && p.samples <= 0) {
     out << "  model: none written by this run (nothing trained; a model.pt already there, if any, is as it was)\n";
   } else if (p.model_path.empty()) {
     out << "  model: none written by this run (interrupted: run it again to resume; a model.pt already there is "
@@ -292,7 +292,10 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
   // How far the run was from the plan's cost model, which counts the passes,
   // links and optimizer but not the runtime's own messages.
-  if (predicted_samples_per_s > 0 && p.samples_per_second > 0) {
+  // Not for a resumed run: its rate is over the runs it resumed too, which
+  // may have run another plan (a new user's read 44% where this run alone
+  // trained at about 80%).
+  if (predicted_samples_per_s > 0 && p.samples_per_second > 0 && !p.resumed_from_iteration) {
     out << "; trained at " << std::llround(100 * p.samples_per_second / predicted_samples_per_s)
         << "% of the plan's predicted " << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s";
   }
@@ -372,9 +375,11 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
                   std::ostream& out) {
   const int workers = job.spec.parallelism.workers;
-  if (p.iteration <= 0) {
+  if (p.samples <= 0) {
     // Stopped before its first step (Ctrl-C while it loaded or connected):
-    // an untrained model's accuracy says nothing.
+    // an untrained model's accuracy says nothing. Counted in samples: a
+    // team's iterations are whole rounds' worth, and half a round trained
+    // something (a summary said "nothing trained" beside "32 samples").
     out << job.name << ": nothing trained, " << StoppedBy(p) << "\n";
   } else {
     out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4) << " (final model";

@@ -71,6 +71,17 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("resume"), std::string::npos) << s;
+
+  // Samples short of a whole team iteration trained something: its accuracy
+  // is said, not "nothing trained" beside "32 samples".
+  p.samples = 32;
+  p.state = JobState::kSucceeded;
+  p.stop_reason = StopReason::kWallClock;
+  p.model_path = "/tmp/out/model.pt";
+  std::ostringstream partial;
+  PrintSummary(Job(), Team(), p, 8.0, partial);
+  EXPECT_NE(partial.str().find("robot-team: test accuracy 0.0998"), std::string::npos) << partial.str();
+  EXPECT_EQ(partial.str().find("nothing trained"), std::string::npos) << partial.str();
 }
 
 // A worker in the team whose reports stopped well before the end (its link
