@@ -8,6 +8,7 @@
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
 #include "core/exit_codes.h"
+#include "core/number_text.h"
 
 namespace edgetrain::cli {
 
@@ -36,7 +37,7 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
     return ExitCodeFor(evaluated.status());
   }
   const int exit = evaluated->exit;
-  const nlohmann::json& json = evaluated->result;
+  nlohmann::json json = evaluated->result;
   if (exit != kExitOk || !json.contains("accuracy")) {
     const std::string why = json.is_object() ? json.value("error", "") : "";
     err << "error: " << (why.empty() ? "the agent exited (status " + std::to_string(exit) + ") without a result" : why)
@@ -44,12 +45,15 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
     return exit != kExitOk ? exit : kExitFailed;
   }
   if (options.json) {
+    // The agent names a data set by its training files; what was evaluated
+    // is the test split (a new user's --json named the train folder).
+    json["dataset"] = described;
     out << json.dump() << "\n";
   } else {
     char line[512];
-    std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%lld test samples), loss %.4f\n",
+    std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%s test samples), loss %.4f\n",
                   json["accuracy"].get<double>(), described.c_str(),
-                  static_cast<long long>(json["samples"].get<int64_t>()), json["loss"].get<double>());
+                  WithThousands(json["samples"].get<int64_t>()).c_str(), json["loss"].get<double>());
     out << options.model_path << line;
   }
   return kExitOk;

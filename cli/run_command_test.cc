@@ -162,6 +162,12 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   auto result = nlohmann::json::parse(evaluated.stdout_lines[0]);
   EXPECT_EQ(result["accuracy"].get<double>(), trained) << "the run's summary evaluates the same model on the same 360";
   EXPECT_EQ(result["samples"], 360);
+  EXPECT_EQ(result["dataset"], "digits");
+  // A job's own files: the test split's, named as such (--json named the
+  // training files, which the agent describes a data set by).
+  Outcome by_job = Execute({"evaluate", model, "--job", Manifest("digits-evaluated", kDigitsSpec), "--json"});
+  ASSERT_EQ(by_job.exit, 0) << by_job.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(by_job.stdout_lines.at(0))["dataset"], "digits") << by_job.stdout_lines.at(0);
 
   Outcome said = Execute({"evaluate", model, "--dataset", "digits"});
   ASSERT_EQ(said.exit, 0);
