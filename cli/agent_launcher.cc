@@ -52,12 +52,11 @@ StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {
   std::ofstream(plan_path_) << EncodeJobPlan(plan_.job);
   if (!fs::exists(plan_path_)) return FailedPreconditionError("cannot write " + plan_path_);
   const JobPlan& plan = plan_.job;
-  EDGETRAIN_ASSIGN_OR_RETURN(
-      ChildProcess coordinator,
-      Start({"--role=coordinator", "--job=" + plan.job, "--rank=0",
-             "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
-             links_ ? "--listen=0.0.0.0:0" : "--listen=127.0.0.1:0", HttpFlag(0)},
-            coordinator_log_, -1));
+  std::vector<std::string> flags = {"--role=coordinator", "--job=" + plan.job, "--rank=0",
+                                    "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
+                                    links_ ? "--listen=0.0.0.0:0" : "--listen=127.0.0.1:0", HttpFlag(0)};
+  if (plan.pipeline && plan_.fixed_stages) flags.push_back("--rebalance-every=0");
+  EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess coordinator, Start(flags, coordinator_log_, -1));
   EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(coordinator, "http"));
   endpoints_.push_back({"coordinator", http, links_ ? links_->hub() : ""});
   if (plan_.team) {

@@ -146,7 +146,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->add_option("--stages", run.stages,
                    "a pipeline, hybrid or auto job's stages: the planner's (planned, the default), or for comparison "
                    "one device a stage with the layers dealt evenly (even), or one stage on every device "
-                   "(data-parallel)")
+                   "(data-parallel); those two are kept as given, no layers moved between stages")
       ->option_text("planned|even|data-parallel")
       ->check(CLI::IsMember({"planned", "even", "data-parallel"}));
   CLI::Option* observe = run_command->add_flag("--observe", run.observe,

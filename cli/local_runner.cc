@@ -171,6 +171,9 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     return ExitCodeFor(chosen.status());
   }
   err << "parallelism: " << *chosen << "\n";
+  // A comparison's stages stay as given (a new user's --stages even ended
+  // with layers moved, no longer the even split).
+  checked.plan.fixed_stages = options.stages != "planned";
   return kExitOk;
 }
 
