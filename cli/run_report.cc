@@ -267,7 +267,7 @@ std::string TeamIterations(const JobSpec& spec, int64_t iterations, int workers)
   const std::string counted = Counted(iterations, "team iteration", "team iterations");
   const std::string each = Counted(workers, "worker", "workers");
   if (VariableBatches(spec)) return counted + " (in full batches' worth of samples from each of " + each + ")";
-  if (spec.sync.policy == SyncPolicy::kDeadline) {
+  if (spec.sync.policy == SyncPolicy::kDeadline && workers > 1) {  // one worker is never late for its own round
     return counted + " (rounds of a batch from each of " + each + ", closed without one late)";
   }
   return counted + " (a batch from each of " + each + ")";
@@ -349,10 +349,13 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
 void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::vector<std::string>& names,
                      std::ostream& out) {
   bool untimed = false;
-  std::string behind;
+  std::string behind, uncounted;
   for (const auto& w : p.workers) {
     const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
     untimed = untimed || LinkColumn(w, device) == "-";
+    // It pushed, and no round counted a batch of it: each came after its
+    // round had closed (a new user read 0 batches beside 38,130 rows sent).
+    if (w.samples == 0 && w.rows_sent > 0) uncounted += (uncounted.empty() ? "" : ", ") + WorkerName(w.rank, names);
     // Against the job's training time; a worker's own clock starts a little
     // before it, so only a gap of seconds and a tenth of the run counts.
     const double gap = p.elapsed_s - w.wall_s;
@@ -363,6 +366,10 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   if (untimed) {
     out << "  link -: not timed: a message must be " << kLeastTimedBytes / 1024
         << " KiB or more to time a link, smaller ones passing a shaper's burst at once\n";
+  }
+  if (!uncounted.empty()) {
+    out << "  batches 0 beside rows sent (" << uncounted << "): every push came after its round had closed, and "
+        << "rounds count only the batches that made them\n";
   }
   if (!behind.empty() && p.stop_reason != StopReason::kCancelled) {
     out << "  figures as of each worker's last report, which came before the end from " << behind

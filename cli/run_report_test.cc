@@ -99,6 +99,16 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("robot-3 30.0 s"), std::string::npos) << s;
+  EXPECT_EQ(s.find("batches 0 beside rows sent"), std::string::npos) << s;
+
+  // A worker that pushed and had no batch counted: every push late for its round.
+  p.workers[1].samples = 0;
+  p.workers[1].rows_sent = 38'130;
+  std::ostringstream late;
+  PrintSummary(Job(), Team(), p, 66.9, late);
+  EXPECT_NE(late.str().find("batches 0 beside rows sent (robot-2): every push came after its round had closed"),
+            std::string::npos)
+      << late.str();
 }
 
 // A pipeline's plan may leave devices out: the JSON line says how many
