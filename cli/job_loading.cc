@@ -84,7 +84,10 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
   }
   support = api::CheckSupport(job, runner);
   if (!support.unsupported.empty()) {
-    err << "error: " << path << " asks for what " << (runner == api::Runner::kLocal ? "edgetrain run" : "the operator")
+    err << "error: " << path << " asks for what "
+        << (runner == api::Runner::kLocal      ? "edgetrain run"
+            : runner == api::Runner::kPlanning ? "edgetrain plan"
+                                               : "the operator")
         << " cannot do yet:\n";
     for (const auto& e : support.unsupported) err << "  " << e.ToString() << "\n";
     return kExitInvalid;
@@ -107,7 +110,9 @@ std::string DescribeJob(const api::TrainingJobManifest& job) {
   const JobSpec& s = job.spec;
   std::string budget;
   if (s.budget.wall_clock) budget += FormatDuration(*s.budget.wall_clock) + " of wall clock";
-  if (s.budget.epochs) budget += (budget.empty() ? "" : ", ") + std::to_string(*s.budget.epochs) + " epochs";
+  if (s.budget.epochs) {
+    budget += (budget.empty() ? "" : ", ") + std::to_string(*s.budget.epochs) + (*s.budget.epochs == 1 ? " epoch" : " epochs");
+  }
   if (s.budget.target_accuracy) {
     std::ostringstream t;
     t << "target accuracy " << *s.budget.target_accuracy;

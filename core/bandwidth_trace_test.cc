@@ -81,8 +81,8 @@ TEST(BandwidthTraceTest, MalformedTracesNameTheLineAndTheReason) {
       {"seconds,mbps\nzero,1\n", "bad.csv:2: seconds is not a number"},
       {"seconds,mbps\n0,-1\n", "bad.csv:2: mbps must be >= 0"},
       {"seconds,mbps\n0,nan\n", "bad.csv:2: mbps is not a number"},
-      {"seconds,mbps\n1,5\n", "bad.csv:2: the first sample must be at 0 seconds"},
-      {"seconds,mbps\n0,5\n2,5\n2,6\n", "bad.csv:4: seconds must increase"},
+      {"seconds,mbps\n1,5\n", "bad.csv:2: the first sample must be at 0 seconds (got 1)"},
+      {"seconds,mbps\n0,5\n2.5,5\n2,6\n", "bad.csv:4: seconds must increase from row to row (2 after 2.5)"},
   };
   for (const auto& c : cases) {
     auto trace = BandwidthTrace::Parse(c.csv, "bad.csv");

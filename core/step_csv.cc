@@ -2,9 +2,17 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace edgetrain {
 namespace {
+
+// A figure as written, not to six places: "3", "0.25", "1e+06".
+std::string Shown(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", v);
+  return text;
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -55,24 +63,24 @@ StatusOr<std::vector<CsvStep>> ParseStepCsv(std::string_view csv, const std::str
     if (!ParseNumber(line.substr(comma + 1), p.value)) {
       return error(line_no, name + " is not a number: \"" + std::string(line.substr(comma + 1)) + "\"");
     }
-    if (p.value < 0) return error(line_no, name + " must be >= 0 (got " + std::to_string(p.value) + ")");
+    if (p.value < 0) return error(line_no, name + " must be >= 0 (got " + Shown(p.value) + ")");
     // Beyond what any link carries or any run lasts, a value is a typo; and
     // steps closer than a millisecond (below) would have a shaper step a hair
     // at a time (tests/fuzz found a trace with a 1e-119 s period).
-    if (p.value > most) return error(line_no, name + " must be at most " + std::to_string(most));
+    if (p.value > most) return error(line_no, name + " must be at most " + Shown(most));
     if (p.seconds > kLongestStepCsvSeconds) {
-      return error(line_no, "seconds must be at most " + std::to_string(kLongestStepCsvSeconds) + " (a year)");
+      return error(line_no, "seconds must be at most " + Shown(kLongestStepCsvSeconds) + " (a year)");
     }
     if (steps.empty() && p.seconds != 0) {
-      return error(line_no, "the first sample must be at 0 seconds (got " + std::to_string(p.seconds) + ")");
+      return error(line_no, "the first sample must be at 0 seconds (got " + Shown(p.seconds) + ")");
     }
     if (!steps.empty() && p.seconds <= steps.back().seconds) {
-      return error(line_no, "seconds must increase from row to row (" + std::to_string(p.seconds) + " after " +
-                                std::to_string(steps.back().seconds) + ")");
+      return error(line_no, "seconds must increase from row to row (" + Shown(p.seconds) + " after " +
+                                Shown(steps.back().seconds) + ")");
     }
     if (!steps.empty() && p.seconds - steps.back().seconds < kShortestCsvStepSeconds) {
-      return error(line_no, "samples must be at least 1 ms apart (" + std::to_string(p.seconds) + " after " +
-                                std::to_string(steps.back().seconds) + ")");
+      return error(line_no, "samples must be at least 1 ms apart (" + Shown(p.seconds) + " after " +
+                                Shown(steps.back().seconds) + ")");
     }
     steps.push_back(p);
   }
