@@ -318,6 +318,18 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   coordinator.emplace(std::move(*started_coordinator));
   err << "training " << DescribeJob(job) << (profile ? " on the devices of " + profile->name : "") << "\n";
+  if (plan.job.pipeline) {
+    // The plan may leave devices out (a model on one device of four): say
+    // which trains, beside the workers the job asked for.
+    int devices = 0;
+    for (const PipelineStagePlan& stage : plan.job.pipeline->stages) devices += static_cast<int>(stage.ranks.size());
+    if (devices < job.spec.parallelism.workers) {
+      err << "  as planned, " << devices << " of its " << job.spec.parallelism.workers << " workers' devices "
+          << (devices == 1 ? "trains (" : "train (")
+          << plan.job.pipeline->stages.size() << (plan.job.pipeline->stages.size() == 1 ? " stage" : " stages")
+          << "); the others stay idle\n";
+    }
+  }
   if (plan.team) {
     err << "  " << plan.agents << " agents, about " << plan.memory_mb << " MB of memory\n";
   }
