@@ -500,8 +500,11 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
       {"iterations", p.iteration},
       {"samples", p.samples},
       {"epochs", p.epoch},
+      // This run's wall clock; training time over it and the runs it
+      // resumed, so that a resumed run's train_s may pass its wall_s.
       {"wall_s", wall_s},
       {"train_s", p.elapsed_s},
+      {"resumed_from_iteration", p.resumed_from_iteration ? nlohmann::json(*p.resumed_from_iteration) : nullptr},
       {"samples_per_s", p.samples_per_second},
       {"reached_target", p.reached_target},
       {"target_accuracy", nullable(job.spec.budget.target_accuracy)},

@@ -120,6 +120,12 @@ TEST(RunReportTest, TheJsonLineCountsTheDevicesThatTrained) {
   EXPECT_EQ(line["workers"], 3);
   EXPECT_EQ(line["devices"], 1);
   EXPECT_EQ(nlohmann::json::parse(JsonLine(Job(), Team(), Finished(), 66.9))["devices"], 3);
+  // A resumed run says from where: its train_s spans the runs it resumed, its
+  // wall_s only this one (a new user read train_s 37.5 beside wall_s 29.1).
+  EXPECT_TRUE(line["resumed_from_iteration"].is_null());
+  JobProgress resumed = Finished();
+  resumed.resumed_from_iteration = 1200;
+  EXPECT_EQ(nlohmann::json::parse(JsonLine(Job(), Team(), resumed, 29.1))["resumed_from_iteration"], 1200);
 }
 
 TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
