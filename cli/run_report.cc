@@ -406,7 +406,13 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     out << " over this run and those it resumed (from iteration " << WithThousands(*p.resumed_from_iteration) << ")";
   }
   out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
+  auto energy = [&] {
+    if (p.energy_joules) {
+      out << "  energy (modelled, docs/energy.md): " << WithThousands(std::llround(*p.energy_joules)) << " J\n";
+    }
+  };
   if (plan.job.pipeline) {
+    energy();
     PrintStages(*plan.job.pipeline, plan.devices, plan.predicted_samples_per_s, p, out);
     PrintModelLine(p, out);
     return;
@@ -414,9 +420,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   if (plan.team) {
     if (const std::string gained = WhatTheTeamGained(plan.job.spec, p); !gained.empty()) out << "  " << gained << "\n";
   }
-  if (p.energy_joules) {
-    out << "  energy (modelled, docs/energy.md): " << WithThousands(std::llround(*p.energy_joules)) << " J\n";
-  }
+  energy();
   if (!plan.devices.empty()) {
     std::vector<std::string> names;
     for (const WorkerSlot& slot : plan.devices) names.push_back(slot.node);

@@ -263,12 +263,14 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   // for every stage in --json and a flat curve).
   p.workers[0].bytes_sent = 5'150'025;
   p.workers[0].bytes_received = 4'680'659;
+  p.energy_joules = 123.4;
   p.replays = JobProgress::Replays{};
   p.replays->repartitions = 1;
   std::ostringstream out;
   PrintSummary(Job(), plan, p, 66.9, out);
   const std::string text = out.str();
   EXPECT_NE(text.find("bubbles    MB sent   MB recv\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  energy (modelled, docs/energy.md): 123 J\n"), std::string::npos) << text;
   EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  layers moved between stages 1 time as the devices' pace drifted; as they ended:\n"),
             std::string::npos)

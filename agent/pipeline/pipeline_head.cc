@@ -65,6 +65,7 @@ struct PipelineHead::Link {
   // gradients, replicas, state) and all the head sent it.
   int64_t bytes_up = 0;
   int64_t bytes_down = 0;
+  double energy_j = 0;  // modelled, as its StepDones report it
   double loss_sum = 0;  // of its last step (the last stage's)
   int64_t step_samples = 0;
   std::optional<v1::StageState> state;
@@ -212,6 +213,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       // The device's time counts whatever attempt it was spent on.
       link.compute_s += d.compute_seconds();
       link.idle_s += d.idle_seconds();
+      link.energy_j += d.energy_joules();
       if (metrics_) metrics_->SetStageSeconds(rank, link.compute_s, link.idle_s);
       if (d.attempt() != attempt_) continue;  // of an attempt given up
       link.done_step = d.step();
@@ -1022,8 +1024,14 @@ JobProgress PipelineHead::Progress() {
     w.layers = layers_[static_cast<size_t>(link->stage)];
     w.bytes_sent = link->bytes_up;
     w.bytes_received = link->bytes_down;
+    w.energy_joules = link->energy_j;
     p.workers.push_back(w);
   }
+  // The team's energy: of every device that trained, those lost mid-run
+  // included (their joules were spent).
+  double energy_j = 0;
+  for (const auto& link : links_) energy_j += link->energy_j;
+  p.energy_joules = energy_j;
   return p;
 }
 

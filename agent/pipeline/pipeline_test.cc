@@ -192,10 +192,15 @@ SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<test
   EXPECT_EQ(run.progress.iteration, 3);
   // Every device's link carried its micro-batches both ways, as the head
   // counts them (every stage's bytes were 0).
+  // And its modelled energy, the team's the sum of its devices'.
+  double energy_j = 0;
   for (const WorkerProgress& w : run.progress.workers) {
     EXPECT_GT(w.bytes_sent, 0) << "rank " << w.rank;
     EXPECT_GT(w.bytes_received, 0) << "rank " << w.rank;
+    EXPECT_GT(w.energy_joules, 0) << "rank " << w.rank;
+    energy_j += w.energy_joules;
   }
+  EXPECT_DOUBLE_EQ(run.progress.energy_joules.value_or(-1), energy_j);
   return run;
 }
 

@@ -11,6 +11,7 @@
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
 #include "core/bfloat16.h"
+#include "core/energy_model.h"
 #include "core/pipeline_schedule.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
@@ -166,7 +167,7 @@ class Outbox {
   // Sends until closed and empty, or the stream fails; a Heartbeat whenever
   // nothing was sent for `heartbeat`. A replica going out when the stage
   // ends is sent to its end: the head may need it.
-  Status Drain(CoordinatorStream& stream, Duration heartbeat) {
+  Status Drain(CoordinatorStream& stream, Duration heartbeat, Clock& clock, EnergyMeter& energy) {
     for (;;) {
       v1::WorkerMessage next;
       {
@@ -183,7 +184,12 @@ class Outbox {
           return Status::Ok();
         }
       }
-      EDGETRAIN_RETURN_IF_ERROR(stream.Send(next));
+      // The radio's time, for the energy model: a send returns once the
+      // stream has taken the message, a slow link holding it back.
+      energy.BeginSend(clock.Now());
+      Status sent = stream.Send(next);
+      energy.EndSend(clock.Now());
+      EDGETRAIN_RETURN_IF_ERROR(sent);
     }
   }
 
@@ -208,7 +214,8 @@ class Stage {
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(std::make_unique<RowLayout>(trainer.ParameterShapes(), SyncGranularity::kLayer)),
         optimizer_(std::make_unique<RowOptimizer>(plan.spec.optimizer, *layout_)),
-        inbox_(clock, cancel, options.cancel_recheck), outbox_(clock, options.announce_bytes) {
+        inbox_(clock, cancel, options.cancel_recheck), outbox_(clock, options.announce_bytes),
+        energy_(plan.workers[options.rank].power, clock.Now()) {
     (void)SetGroup(plan.pipeline->stages[index].ranks);  // the plan's group holds this device
   }
 
@@ -225,7 +232,7 @@ class Stage {
     });
     Status sent = Status::Ok();
     ClockThread sender = clock_.StartThread("stage sender " + std::to_string(options_.rank),
-                                            [&] { sent = outbox_.Drain(stream, options_.heartbeat); });
+                                            [&] { sent = outbox_.Drain(stream, options_.heartbeat, clock_, energy_); });
     Status ran = Commands(cancel);
     if (ran.code() == StatusCode::kCancelled) {
       // Told to stop mid-wait: by the head, or by a signal to the agent.
@@ -244,6 +251,9 @@ class Stage {
   Status Welcome(const v1::StageWelcome& welcome) {
     if (welcome.has_state()) EDGETRAIN_RETURN_IF_ERROR(Install(welcome.state()));
     step_ = welcome.resume_after();
+    // Its energy counts from training, not from loading its data.
+    energy_.Restart(clock_.Now());
+    reported_energy_j_ = 0;
     // The job's order of batches from its start, up to where the stage goes
     // on: a resumed job reads the batches it would have uninterrupted, as a
     // job of one does, and a device rejoining mid-run the ones its stage's
@@ -523,6 +533,9 @@ class Stage {
     // Since the last StepDone: the time of an attempt given up counts too.
     done.set_compute_seconds(summary_.compute_s - reported_.compute_s);
     done.set_idle_seconds(summary_.idle_s - reported_.idle_s);
+    const double energy_j = energy_.Split(clock_.Now()).total_j();
+    done.set_energy_joules(energy_j - reported_energy_j_);
+    reported_energy_j_ = energy_j;
     reported_ = summary_;
     v1::WorkerMessage message;
     *message.mutable_step_done() = std::move(done);
@@ -544,9 +557,12 @@ class Stage {
   template <typename F>
   auto Computed(F&& pass) -> decltype(pass()) {
     const TimePoint began = clock_.Now();
+    energy_.BeginCompute(began);
     auto result = pass();
     SleepSlowdown(began);
-    summary_.compute_s += ToSeconds(clock_.Now() - began);
+    const TimePoint done = clock_.Now();
+    energy_.EndCompute(done);
+    summary_.compute_s += ToSeconds(done - began);
     return result;
   }
   // An emulated slower device: what it computed since `began`, slept again
@@ -621,6 +637,8 @@ class Stage {
   std::unique_ptr<RowOptimizer> optimizer_;  // over *layout_
   Inbox inbox_;
   Outbox outbox_;
+  EnergyMeter energy_;                // thread-safe: the passes here, the sends on the sending thread
+  double reported_energy_j_ = 0;      // its total at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
