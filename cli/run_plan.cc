@@ -57,8 +57,13 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                                 std::to_string(options.http_port + run.agents - 1) + ", past 65535");
   }
 
+  // A path on the command line, or the default, is the working folder's; one
+  // written in the manifest is the manifest's folder's, as its data's and
+  // model's are (run from elsewhere, the job went to a new folder and started
+  // afresh rather than resume).
+  const fs::path manifest_folder = (cwd / options.manifest_path).parent_path();
   const fs::path output = !options.output_dir.empty() ? fs::path(options.output_dir)
-                          : spec.output.path          ? fs::path(*spec.output.path)
+                          : spec.output.path          ? manifest_folder / *spec.output.path
                                                       : fs::path("edgetrain-output") / job.name;
   JobPlan& plan = run.job;
   plan.job = job.name;

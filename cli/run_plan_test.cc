@@ -97,6 +97,17 @@ TEST(RunPlanTest, TheOutputFolderIsTheCommandLinesThenTheManifestsThenADefault) 
     EXPECT_EQ(plan->job.output_dir, c.want) << c.spec << " --output " << c.output;
     EXPECT_EQ(plan->job.fresh, options.fresh);
   }
+  // A relative path in the manifest is beside it, as its data's are,
+  // wherever the run starts from (it was the working folder's, and a run
+  // from elsewhere started afresh in a new folder).
+  for (const char* manifest : {"jobs/j.yaml", "/home/me/jobs/j.yaml"}) {
+    RunOptions options = Options();
+    options.manifest_path = manifest;
+    auto plan = PlanLocalRun(Job("{model: {name: mlp}, data: {dataset: digits}, output: {path: out/j}}"), std::nullopt,
+                             options, kCwd, kThisMachine);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->job.output_dir, "/home/me/jobs/out/j") << manifest;
+  }
 }
 
 TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
