@@ -181,7 +181,13 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
   CheckedRun checked;
   if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
   if (defaulted) {
-    out << checked.job.object.dump() << "\n";
+    // The manifest as the API server would store it: its paths as written,
+    // not made this machine's (a relative path is the volume's on a cluster;
+    // a new user read /tmp/... beside spec.data.volume).
+    auto text = ReadText(options.manifest_path);
+    auto as_written = text.ok() ? api::ParseTrainingJob(*text, options.manifest_path)
+                                : StatusOr<api::TrainingJobManifest>(text.status());
+    out << (as_written.ok() ? as_written->object : checked.job.object).dump() << "\n";
   } else {
     out << options.manifest_path << ": valid; " << DescribeJob(checked.job);
     if (checked.profile) {

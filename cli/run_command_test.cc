@@ -332,6 +332,14 @@ TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
       << own.stderr_text;
   EXPECT_NE(own.stderr_text.find("is checked by edgetrain run before it trains, not here"), std::string::npos)
       << own.stderr_text;
+  // --defaulted: the defaults applied, the paths as written (on a cluster a
+  // relative path is the volume's, not this machine's folder).
+  Outcome defaulted = Execute({"validate", Manifest("own-files", spec), "--defaulted"});
+  ASSERT_EQ(defaulted.exit, 0) << defaulted.stderr_text;
+  const auto object = nlohmann::json::parse(defaulted.stdout_lines.at(0));
+  EXPECT_EQ(object["spec"]["model"]["torchscript"]["path"], "net.pt") << object.dump();
+  EXPECT_EQ(object["spec"]["data"]["train"]["path"], "train.csv") << object.dump();
+  EXPECT_TRUE(object["spec"].contains("optimizer")) << "defaulted\n" << object.dump();
 }
 
 // The files a manifest names are looked for before anything starts, each
