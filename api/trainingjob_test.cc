@@ -139,7 +139,11 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"model": {"name": "vgg", "widths": []}}})"), "spec.model.widths: must have at least 1 item(s) (got 0)"},
       {With(R"({"spec": {"model": {"name": "mlp", "widths": [8]}}})"), "spec.model: widths applies only to the vgg model"},
       {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "m.pt", "inputShape": [1, 28, 28]}}}})"),
-       "spec.model.torchscript.inputShape: [1, 28, 28] (channels, height, width) differs from the data's [1, 8, 8]"},
+       "spec.model.torchscript.inputShape: [1, 28, 28] (channels, height, width), differs from the data's [1, 8, 8]"},
+      // A shape of one number, as written and as read (it was said as [1, 1, 64] only).
+      {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "m.pt", "inputShape": [64]}}}})"),
+       "spec.model.torchscript.inputShape: [64], read as [1, 1, 64] (channels, height, width), differs from the data's "
+       "[1, 8, 8]"},
       {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "m.pt", "classes": 5}}}})"),
        "spec.model.torchscript.classes: 5 differs from the data's 10 classes"},
       {With(R"({"spec": {"model": {"name": null, "torchscript": {"path": ""}}}})"),

@@ -63,8 +63,16 @@ Status CheckTorchScript(const ModelSpec& spec, const DatasetInfo& data) {
     declared.input_shape = spec.torchscript_input_shape;
     const DatasetInfo d = InfoOf(declared);
     if (d.channels != data.channels || d.height != data.height || d.width != data.width) {
-      return InvalidArgumentError("spec.model.torchscript.inputShape: " + ShapeText(d) +
-                                  " (channels, height, width) differs from the data's " + ShapeText(data));
+      // As written first: a shape of one or two numbers is read as the
+      // image it stands for ([64] as [1, 1, 64]), which the user never wrote.
+      std::string written = "[";
+      for (size_t i = 0; i < spec.torchscript_input_shape.size(); ++i) {
+        written += (i ? ", " : "") + std::to_string(spec.torchscript_input_shape[i]);
+      }
+      written += "]";
+      return InvalidArgumentError("spec.model.torchscript.inputShape: " + written +
+                                  (written == ShapeText(d) ? "" : ", read as " + ShapeText(d)) +
+                                  " (channels, height, width), differs from the data's " + ShapeText(data));
     }
   }
   if (spec.torchscript_classes && *spec.torchscript_classes != data.classes) {
