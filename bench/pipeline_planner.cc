@@ -13,19 +13,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/median.h"
 #include "core/pipeline_planner.h"
 #include "core/testing/pipeline_oracle.h"
-
-namespace edgetrain {
-namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
-}  // namespace edgetrain
 
 int main(int argc, char** argv) {
   using namespace edgetrain;
@@ -48,7 +38,7 @@ int main(int argc, char** argv) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count());
     if (verdict.ok()) candidates += verdict->candidates;
   }
-  const double median_ms = Median(ms), max_ms = *std::max_element(ms.begin(), ms.end());
+  const double median_ms = bench::Median(ms), max_ms = *std::max_element(ms.begin(), ms.end());
   std::printf("16 devices x 64 layers: median %.1f ms, slowest %.1f ms over %d instances\n", median_ms, max_ms, repeats);
 
   // Loss: the relaxed program (runs of devices in speed order) against the

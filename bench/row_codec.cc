@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/median.h"
 #include "core/row_codec.h"
 
 namespace edgetrain {
@@ -35,11 +36,6 @@ std::vector<int> MlpRowLengths() {
   return rows;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Microseconds for one pass of `code` over the model, the median of `repeats`.
 template <typename Code>
 double TimePass(int repeats, Code code) {
@@ -49,7 +45,7 @@ double TimePass(int repeats, Code code) {
     code();
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - began).count());
   }
-  return Median(us);
+  return bench::Median(us);
 }
 
 }  // namespace

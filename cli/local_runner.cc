@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "http/http_client.h"
@@ -171,14 +170,19 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     return ExitCodeFor(chosen.status());
   }
   err << "parallelism: " << *chosen << "\n";
-  // The cost model's devices compute side by side; emulated here, they take
-  // turns on this machine's cores (a new user's 4-stage run trained at 22% of
-  // its prediction, on 2 cores, and nothing said why).
   if (checked.plan.job.pipeline) {
-    int devices = 0;
-    for (const PipelineStagePlan& stage : checked.plan.job.pipeline->stages) {
-      devices += static_cast<int>(stage.ranks.size());
+    const int devices = TrainingDevices(checked.plan), workers = checked.job.spec.parallelism.workers;
+    // The plan may leave devices out (a model on one device of four): say
+    // which train, beside the workers the job asked for.
+    if (devices < workers) {
+      const size_t stages = checked.plan.job.pipeline->stages.size();
+      err << "  as planned, " << devices << " of its " << workers << " workers' devices "
+          << (devices == 1 ? "trains (" : "train (") << stages << (stages == 1 ? " stage" : " stages")
+          << "); the others stay idle\n";
     }
+    // The cost model's devices compute side by side; emulated here, they take
+    // turns on this machine's cores (a new user's 4-stage run trained at 22%
+    // of its prediction, on 2 cores, and nothing said why).
     const int cores = ThisMachine().cores;
     if (cores > 0 && devices > cores) {
       err << "note: the plan's " << devices << " devices are emulated on this machine's " << cores
@@ -229,11 +233,15 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
 namespace {
 
 // The run itself; RunLocal adds --json's failure line for a run refused early.
-int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
+// `job_name` is set once the manifest is read, for a failure line.
+int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted,
+           std::string& job_name) {
   RealClock clock;
   const TimePoint started = clock.Now();
   CheckedRun checked;
-  if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
+  const int checked_code = CheckRun(options, err, checked);
+  job_name = checked.job.name;
+  if (checked_code != kExitOk) return checked_code;
   const api::TrainingJobManifest& job = checked.job;
   const std::optional<ClusterProfile>& profile = checked.profile;
   LocalRunPlan& plan = checked.plan;
@@ -339,18 +347,6 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   coordinator.emplace(std::move(*started_coordinator));
   err << "training " << DescribeJob(job) << (profile ? " on the devices of " + profile->name : "") << "\n";
-  if (plan.job.pipeline) {
-    // The plan may leave devices out (a model on one device of four): say
-    // which trains, beside the workers the job asked for.
-    int devices = 0;
-    for (const PipelineStagePlan& stage : plan.job.pipeline->stages) devices += static_cast<int>(stage.ranks.size());
-    if (devices < job.spec.parallelism.workers) {
-      err << "  as planned, " << devices << " of its " << job.spec.parallelism.workers << " workers' devices "
-          << (devices == 1 ? "trains (" : "train (")
-          << plan.job.pipeline->stages.size() << (plan.job.pipeline->stages.size() == 1 ? " stage" : " stages")
-          << "); the others stay idle\n";
-    }
-  }
   if (plan.team) {
     err << "  " << plan.agents << " agents, about " << plan.memory_mb << " MB of memory\n";
   }
@@ -498,22 +494,19 @@ class RecordingBuffer : public std::streambuf {
 }  // namespace
 
 int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
-  if (!options.json) return RunJob(options, out, err, interrupted);
+  std::string job_name;
+  if (!options.json) return RunJob(options, out, err, interrupted, job_name);
   // A run refused before it starts (a manifest, a profile, a folder) ends with
   // the same failure line as one that fails later: a script reading stdout
   // gets one JSON line either way.
   RecordingBuffer out_buffer(out.rdbuf()), err_buffer(err.rdbuf());
   std::ostream recorded_out(&out_buffer), recorded_err(&err_buffer);
-  const int code = RunJob(options, recorded_out, recorded_err, interrupted);
+  const int code = RunJob(options, recorded_out, recorded_err, interrupted, job_name);
   recorded_out.flush();
   recorded_err.flush();
   if (code != kExitOk && code != kExitInterrupted && out_buffer.written() == 0) {
-    api::TrainingJobManifest job;
-    api::SupportCheck support;
-    std::ostringstream quiet;
-    const std::string name = LoadJob(options.manifest_path, quiet, job, support) == kExitOk ? job.name : "";
-    out << FailureJsonLine(name, err_buffer.last_error().empty() ? "exit " + std::to_string(code)
-                                                                  : err_buffer.last_error())
+    out << FailureJsonLine(job_name, err_buffer.last_error().empty() ? "exit " + std::to_string(code)
+                                                                      : err_buffer.last_error())
         << "\n"
         << std::flush;
   }

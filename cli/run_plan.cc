@@ -1,5 +1,7 @@
 #include "cli/run_plan.h"
 
+#include <set>
+
 #include "core/dataset_info.h"
 #include "core/placement.h"
 
@@ -27,6 +29,13 @@ int64_t EstimatedMemoryMb(const DataSpec& data, int agents) {
   const int64_t shared = digits ? 172 : 130;
   const int64_t per_agent = digits ? 67 : 146;
   return shared + per_agent * agents;
+}
+
+int TrainingDevices(const LocalRunPlan& plan) {
+  if (!plan.job.pipeline) return plan.job.spec.parallelism.workers;
+  std::set<int> ranks;
+  for (const PipelineStagePlan& stage : plan.job.pipeline->stages) ranks.insert(stage.ranks.begin(), stage.ranks.end());
+  return static_cast<int>(ranks.size());
 }
 
 std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& profile) {

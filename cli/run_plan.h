@@ -47,6 +47,10 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                                     const RunOptions& options, const std::filesystem::path& cwd,
                                     const MachineSize& machine);
 
+// The devices that train: a pipeline's plan may leave some of the job's
+// workers out (a model planned onto one device of four).
+int TrainingDevices(const LocalRunPlan& plan);
+
 // "robot-team, 4 node(s): ranks on robot-1, robot-2, robot-3 (robot-4 spare)"
 std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& profile);
 

@@ -490,12 +490,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
 
 std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,
                      double wall_s) {
-  int devices = job.spec.parallelism.workers;
-  if (plan.job.pipeline) {
-    std::set<int> ranks;
-    for (const PipelineStagePlan& stage : plan.job.pipeline->stages) ranks.insert(stage.ranks.begin(), stage.ranks.end());
-    devices = static_cast<int>(ranks.size());
-  }
+  const int devices = plan.job.pipeline ? TrainingDevices(plan) : job.spec.parallelism.workers;
   auto nullable = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j = {
       {"job", job.name},
