@@ -7,6 +7,7 @@ once its progress deadline has passed."""
 
 import socket
 import threading
+import time
 import unittest
 
 from emulated_site import SiteTestCase, condition
@@ -47,6 +48,7 @@ class History(threading.Thread):
 
     def __init__(self, api, path, selector):
         super().__init__(daemon=True)
+        self.api, self.path, self.selector = api, path, selector
         listed = api.get(path, labelSelector=selector).json
         self.objects = {o["metadata"]["name"]: o for o in listed["items"]}
         self.states = [dict(self.objects)]
@@ -63,13 +65,30 @@ class History(threading.Thread):
             if ev is None:
                 return
             name = ev["object"]["metadata"]["name"]
+            objects = dict(self.objects)
             if ev["type"] == "DELETED":
-                self.objects.pop(name, None)
+                objects.pop(name, None)
             else:
-                self.objects[name] = ev["object"]
-            self.states.append(dict(self.objects))
+                objects[name] = ev["object"]
+            self.states.append(objects)
+            self.objects = objects  # after the state, for catch_up()
+
+    def catch_up(self, timeout=10):
+        """Waits until the watch has delivered every write the API server has made so far:
+        a rollout can be complete before the events of its last deletions reach this
+        thread, and the last state would then be one the server has already left."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listed = self.api.get(self.path, labelSelector=self.selector).json["items"]
+            seen = self.objects
+            if ({o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in listed} ==
+                    {name: o["metadata"]["resourceVersion"] for name, o in seen.items()}):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the watch did not reach the listed state in {timeout} s")
 
     def stop(self):
+        self.catch_up()
         self.watch.conn.sock.shutdown(socket.SHUT_RDWR)  # ends the read in run() at once
         self.join(5)
         self.watch.close()
