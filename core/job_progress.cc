@@ -122,7 +122,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"repartitions", p.replays->repartitions},
                                           {"rejoined", p.replays->rejoined},
                                           {"replannedMicroBatches", p.replays->replanned_micro_batches},
-                                          {"predictedSamplesPerSecond", p.replays->replanned_samples_per_s}})
+                                          {"predictedSamplesPerSecond", p.replays->replanned_samples_per_s},
+                                          {"ordersSeconds", p.replays->replanned_orders_s}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -195,7 +196,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.at("recoverySeconds").get<double>(),
                                        r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0}),
                                        r.value("repartitions", int64_t{0}), r.value("rejoined", int64_t{0}),
-                                       r.value("replannedMicroBatches", 0), r.value("predictedSamplesPerSecond", 0.0)};
+                                       r.value("replannedMicroBatches", 0), r.value("predictedSamplesPerSecond", 0.0),
+                                       r.value("ordersSeconds", 0.0)};
     }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {

@@ -120,6 +120,9 @@ struct JobProgress {
     // is to train. 0: none yet.
     int replanned_micro_batches = 0;
     double replanned_samples_per_s = 0;
+    // What that prediction counted for the head's word to the stages and
+    // their answers a step: as the run's steps took them, once learned.
+    double replanned_orders_s = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

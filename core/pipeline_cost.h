@@ -30,7 +30,8 @@
 //              (its activations in, their gradient back, each to the head and
 //              on); a group's exchange 2 to x_s; and the head's word to every
 //              stage and its answer, 2 a step, to every stage's flush (the 2α
-//              of T). Bytes pay the stream's own rate on top of the link's,
+//              of T; in a run, the head re-plans with what they took its
+//              steps, TransportCost::orders_s). Bytes pay the stream's own rate on top of the link's,
 //              in l_s and x_s.
 //   commit     o_s = max over d of O(a, e) / speed_d, O being the layers'
 //              measured optimizer step (LayerCost::optimizer_s): every device

@@ -12,6 +12,10 @@ namespace edgetrain {
 struct TransportCost {
   double message_s = 0;    // a message, from the sender's thread to the receiver's, its bytes aside
   double bytes_per_s = 0;  // what a stream moves a second with no link to limit it; 0: not limited
+  // The head's word to a stage each step and its answer, as a run paid them
+  // (core/step_orders.h): learned by the head for its re-plans, never in a
+  // profile. 0: two messages at message_s.
+  double orders_s = 0;
 };
 
 }  // namespace edgetrain

@@ -1,6 +1,7 @@
 #include "agent/pipeline/pipeline_head.h"
 
 #include <algorithm>
+#include <iomanip>
 
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
@@ -14,6 +15,17 @@ namespace {
 
 // Smoothing of the loss shown while training: about the last 50 steps.
 constexpr double kLossSmoothing = 0.02;
+
+// What a re-plan counted for the head's word and the stages' answers, when it
+// learned them from the run's steps: for the log beside its prediction.
+std::string OrdersNote(const TransportCost& transport, size_t steps) {
+  if (transport.orders_s <= 0) return "";
+  std::ostringstream note;
+  note << std::fixed << std::setprecision(2) << " (the head's word and the stages' answers "
+       << transport.orders_s * 1e3 << " ms a step, as the run's last " << std::min<size_t>(steps, 64)
+       << " steps took them; two messages as profiled, " << 2 * transport.message_s * 1e3 << " ms)";
+  return note.str();
+}
 
 }  // namespace
 
@@ -58,6 +70,8 @@ struct PipelineHead::Link {
   ArrivalDeadline heard;
   int64_t done_step = 0;
   int done_attempt = 0;
+  TimePoint done_at{};  // when its answer to the step came
+  double held_s = 0;    // what it spent between taking the step's word and answering (StepDone)
   double compute_s = 0;
   double idle_s = 0;
   // What went over its link, as the head's stream with it saw it: all it
@@ -218,6 +232,8 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       if (d.attempt() != attempt_) continue;  // of an attempt given up
       link.done_step = d.step();
       link.done_attempt = d.attempt();
+      link.done_at = clock_.Now();
+      link.held_s = d.held_seconds();
       link.loss_sum = d.loss_sum();
       link.step_samples = d.samples();
       changed_.NotifyAll();
@@ -462,7 +478,11 @@ void PipelineHead::ReplanLocked() {
   if (!problem_) return;
   std::vector<PipelineStage> stages;
   for (size_t s = 0; s < groups_.size(); ++s) stages.push_back({layers_[s].first, layers_[s].second, groups_[s]});
-  const PipelinePlan plan = AtBestMicroBatches(*problem_, stages);
+  // The head's word and the stages' answers as the run's last steps paid
+  // them, where the profile timed two messages on a quiet stream.
+  PipelineProblem problem = *problem_;
+  problem.transport.orders_s = orders_.Seconds();
+  const PipelinePlan plan = AtBestMicroBatches(problem, stages);
   if (!plan.cost.fits) {
     Log() << "pipeline: no micro-batch count fits the devices left (" << plan.cost.misfit << "); " << micro_batches_
           << " a step, as before\n";
@@ -470,10 +490,13 @@ void PipelineHead::ReplanLocked() {
   }
   Log() << "pipeline: planned again for the devices left (" << members_.size() << "): " << plan.micro_batches
         << " micro-batches of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
-        << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s\n";
+        << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
+        << OrdersNote(problem.transport, orders_.steps()) << "\n";
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
+  replays_.replanned_orders_s = problem.transport.orders_s > 0 ? problem.transport.orders_s
+                                                               : 2 * problem.transport.message_s;
 }
 
 Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<int>>& kept,
@@ -819,6 +842,7 @@ std::vector<int> PipelineHead::ReturningLocked() const {
 
 Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
+  const bool moved = proposed_.has_value();
   if (proposed_) {
     // The stages' committed state, between steps, for the layers that move.
     auto state = StateNow();
@@ -830,16 +854,26 @@ Status PipelineHead::Advance() {
     }
     proposed_.reset();
   }
+  const int64_t rejoined = replays_.rejoined;
   Rejoin();
   std::unique_lock lock(mu_);
+  // The last step's period measures the orders only when nothing but the
+  // step happened between its word and this one.
+  bool plain = last_word_at_.has_value() && !moved && replays_.rejoined == rejoined;
   attempt_ = 0;
   std::optional<TimePoint> lost_at;  // the first loss this step
+  TimePoint word_at{};
   for (;;) {
     // A device lost between steps is let go of now; the step is then sent
     // as a replay too, which carries the groups.
     if (!LostLocked().ok()) EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+    plain = plain && !regrouped_;
     const auto commands = StepCommandsLocked(step, regrouped_);
     regrouped_ = false;
+    if (!lost_at) {
+      word_at = clock_.Now();
+      if (plain) orders_.Observe(ToSeconds(word_at - *last_word_at_), last_held_s_);
+    }
     lock.unlock();
     SendOrLose(commands);
     lock.lock();
@@ -884,6 +918,15 @@ Status PipelineHead::Advance() {
   // Every stage holds the layers it was given: the next replay need not say.
   relaid_ = false;
   for (auto& t : taken_) t.reset();
+  // The stage that answered last paced the step: the rest of its period,
+  // measured at the next word, is the orders'.
+  last_word_at_.reset();
+  if (!lost_at) {
+    last_word_at_ = word_at;
+    const auto last = std::max_element(members_.begin(), members_.end(),
+                                       [&](int a, int b) { return links_[a]->done_at < links_[b]->done_at; });
+    last_held_s_ = links_[*last]->held_s;
+  }
   if (lost_at) {
     replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);
     replays_.recovery_s += replays_.last_recovery_s;

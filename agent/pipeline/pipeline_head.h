@@ -55,6 +55,7 @@
 #include "core/job_plan.h"
 #include "core/pipeline_cost.h"
 #include "core/stage_rebalance.h"
+#include "core/step_orders.h"
 
 namespace edgetrain::agent {
 
@@ -249,6 +250,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int in_flight_ = 0;  // micro-batches between the first stage's forward and its backward
   int attempt_ = 0;    // of step_ + 1: what the stages send of another is dropped
   bool regrouped_ = false;  // since the last step: the next is sent as a replay, with the groups
+  // What the head's word and the stages' answers cost a step in this run,
+  // learned from the steps run without a loss or a change between them.
+  StepOrders orders_;
+  std::optional<TimePoint> last_word_at_;  // the last step's word, that step run plainly
+  double last_held_s_ = 0;                 // that step's, of the stage that answered last
   JobProgress::Replays replays_;
   PipelineMetrics* metrics_ = nullptr;
 };

@@ -95,14 +95,15 @@ struct ComesBack {
 // takes on other layers, or none. `rebalance_every`: the head's measurement
 // of its stages, in steps (0: layers never move). `back`: devices that come
 // back, by rank. `resume`: the checkpoint the head resumes from, if any.
-// `absent`: devices that never come.
+// `absent`: devices that never come. `between_steps`: the driver's own turn
+// between steps (its bookkeeping, a slow head's), slept after each.
 using RankLayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int rank, int first, int end)>;
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
                          const RankLayerTaker& take_layers = {}, int rebalance_every = 0,
                          const std::optional<BandwidthTrace>& uplink = std::nullopt,
                          const std::map<int, ComesBack>& back = {}, const JobCheckpoint* resume = nullptr,
-                         const std::set<int>& absent = {}) {
+                         const std::set<int>& absent = {}, Duration between_steps = {}) {
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -163,6 +164,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       if (!run.ended.ok()) break;
       run.step_s.push_back(ToSeconds(clock.Now() - began));
       run.losses.push_back(head.LastStepLoss());
+      if (between_steps > Duration::zero()) clock.SleepFor(between_steps);
     }
     if (run.ended.ok()) {
       const auto evaluated = head.Evaluate();
@@ -424,7 +426,7 @@ RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* dev
 // (rank -> its nth pass), and coming back, a fresh agent of the rank on a
 // fresh device, as `back_after` says (rank -> the step after which).
 SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false,
-                          const std::map<int, int>& back_after = {}) {
+                          const std::map<int, int>& back_after = {}, Duration between_steps = {}) {
   const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   DeterministicClock clock;
@@ -457,7 +459,8 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
   // A device taking a lost neighbour's layers: a fake of all of them, as
   // slow a layer as its own stage's.
   const int layers = plan.pipeline->stages.back().end_layer;
-  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), 0, std::nullopt, back);
+  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), 0, std::nullopt, back,
+                     nullptr, {}, between_steps);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -554,6 +557,40 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadPlanTheMicroBatchesAgainForTheDevices
   for (size_t k = 3; k < 6; ++k) before += as_planned.step_s[k], after += replanned.step_s[k];
   EXPECT_LT(after, before);
   EXPECT_NEAR(after / 3, 24 / best.cost.samples_per_s, 0.05 * after / 3);
+}
+
+// The head learns what its word to the stages and their answers cost a step
+// from the steps before a loss, here its own turn between steps (100 ms, a
+// third of a step's compute, of which the profile's messages know nothing),
+// and its re-plan counts them: the steps after the loss take the predicted
+// time with that turn, within 5%.
+TEST(SimulatedPipelineTest, AReplanCountsTheOrdersAsTheRunsStepsTookThem) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  PlannedFrom from;
+  for (int s = 0; s < 2; ++s) from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0});
+  for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
+  from.state_factor = 2;
+  from.transport.message_s = 50e-6;  // as profiled, where the run's messages are instant
+  plan.pipeline->planned_from = from;
+  constexpr auto kTurn = milliseconds(100);
+  // Rank 0 dies at its first forward of step 13, after 12 plain steps.
+  const SimulatedRun run = RunReplaying(plan, {{0, 12 * 8 + 1}}, 16, false, {}, kTurn);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ASSERT_TRUE(run.progress.replays.has_value());
+  const JobProgress::Replays& r = *run.progress.replays;
+  EXPECT_NEAR(r.replanned_orders_s, 0.1, 1e-6) << run.log;
+  EXPECT_NE(run.log.find("the head's word and the stages' answers 100.00 ms a step, as the run's last 12 steps took "
+                         "them; two messages as profiled, 0.10 ms"),
+            std::string::npos)
+      << run.log;
+  // Steps 14 to 16, each with the head's turn after it.
+  double after = 0;
+  for (size_t k = 13; k < 16; ++k) after += run.step_s[k] + ToSeconds(kTurn);
+  EXPECT_NEAR(after / 3, 24 / r.replanned_samples_per_s, 0.05 * after / 3);
+  // Without what the run taught it, the prediction is off by more than that.
+  PipelineProblem profiled = ProblemOf(from, plan.spec);
+  const edgetrain::PipelinePlan as_profiled = AtBestMicroBatches(profiled, {{0, 1, {1}}, {1, 2, {2}}});
+  EXPECT_GT(std::abs(after / 3 - 24 / as_profiled.cost.samples_per_s), 0.2 * after / 3);
 }
 
 // A group whose gradient takes 2 s on each device's uplink (80 kB at 0.32

@@ -272,6 +272,7 @@ class Stage {
   Status Commands(const std::atomic<bool>& cancel) {
     while (!cancel.load()) {
       EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage message, inbox_.NextCommand());
+      word_at_ = clock_.Now();
       if (message.has_stop()) {
         summary_.stop_reason = message.stop().reason();
         return Status::Ok();
@@ -535,6 +536,7 @@ class Stage {
     done.set_idle_seconds(summary_.idle_s - reported_.idle_s);
     const double energy_j = energy_.Split(clock_.Now()).total_j();
     done.set_energy_joules(energy_j - reported_energy_j_);
+    done.set_held_seconds(ToSeconds(clock_.Now() - word_at_));
     reported_energy_j_ = energy_j;
     reported_ = summary_;
     v1::WorkerMessage message;
@@ -640,6 +642,7 @@ class Stage {
   EnergyMeter energy_;                // thread-safe: the passes here, the sends on the sending thread
   double reported_energy_j_ = 0;      // its total at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
+  TimePoint word_at_{};               // when the head's last word was taken off the inbox
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_

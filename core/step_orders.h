@@ -1,0 +1,39 @@
+#pragma once
+// What the head's word to the stages and their answer cost a step, as the
+// run pays it. The planner counts them at the transport's α, timed by
+// profile-layers as a round trip between two threads that have just run; in
+// a run the word and the answer each pass a chain of threads to wake at both
+// ends beside the step's own work (docs/pipeline.md, "The cost model"), and
+// on this machine cost three times that. The head learns the figure from its
+// steps: a step's period, from its word to the next step's, less what the
+// stage that answered last spent between taking the word and answering it.
+// That stage paced the step, so the rest is the orders' round trip and the
+// head's own turn between steps. The median of the last steps keeps out the
+// few a checkpoint or an evaluation lengthened.
+
+#include <cstddef>
+#include <vector>
+
+namespace edgetrain {
+
+class StepOrders {
+ public:
+  // Steps observed before the figure is given: fewer say too little.
+  static constexpr size_t kMinSteps = 8;
+
+  explicit StepOrders(size_t window = 64) : window_(window) {}
+
+  // A step run from one word to the next without a replay or a change of the
+  // stages: its period, and the held seconds of the stage that answered last.
+  void Observe(double period_s, double last_held_s);
+  // The median of the last steps' orders (never below 0), or 0 before kMinSteps.
+  double Seconds() const;
+  size_t steps() const { return seen_; }
+
+ private:
+  size_t window_;
+  std::vector<double> last_;  // a ring of the last window_ steps' orders
+  size_t seen_ = 0;
+};
+
+}  // namespace edgetrain
