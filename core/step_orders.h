@@ -8,8 +8,10 @@
 // steps: a step's period, from its word to the next step's, less what the
 // stage that answered last spent between taking the word and answering it.
 // That stage paced the step, so the rest is the orders' round trip and the
-// head's own turn between steps. The median of the last steps keeps out the
-// few a checkpoint or an evaluation lengthened.
+// head's own turn between steps. The head leaves out the steps a loss, a
+// device back, or a fetch of the stages' state (an evaluation, a checkpoint)
+// lengthened; the median of the last steps keeps out the odd one the machine
+// slowed.
 
 #include <cstddef>
 #include <vector>

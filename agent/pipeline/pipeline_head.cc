@@ -858,7 +858,8 @@ Status PipelineHead::Advance() {
   Rejoin();
   std::unique_lock lock(mu_);
   // The last step's period measures the orders only when nothing but the
-  // step happened between its word and this one.
+  // step happened between its word and this one (a fetch of the stages'
+  // state, for an evaluation, a checkpoint or layers moved, forgets it).
   bool plain = last_word_at_.has_value() && !moved && replays_.rejoined == rejoined;
   attempt_ = 0;
   std::optional<TimePoint> lost_at;  // the first loss this step
@@ -1135,6 +1136,12 @@ StatusOr<JobCheckpoint> PipelineHead::FetchState() {
 
 StatusOr<JobCheckpoint> PipelineHead::StateNow() {
   if (fetched_ && fetched_step_ == step_) return *fetched_;
+  {
+    // The next step's period holds this fetch (and an evaluation, a
+    // checkpoint or layers moved with it): not the orders' to learn from.
+    std::lock_guard lock(mu_);
+    last_word_at_.reset();
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, FetchState());
   fetched_ = state;
   fetched_step_ = step_;
