@@ -39,7 +39,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   // A pipeline's: the layers each device holds, and what its recoveries cost.
   EXPECT_EQ(EncodeJobProgress(p).find("layers"), std::string::npos) << "a team's worker holds the whole model";
   p.workers[0].layers = std::pair{2, 5};
-  p.replays = JobProgress::Replays{3, 12, 0.5, 1.25, 1, 40, 2};
+  p.replays = JobProgress::Replays{3, 12, 0.5, 1.25, 1, 40, 2, 1, 1, 48000, 4.25e-4};
   back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->workers[0].layers, (std::pair{2, 5}));
@@ -47,6 +47,9 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->restored_stages, 1);
   EXPECT_EQ(back->replays->steps_lost, 40);
   EXPECT_EQ(back->replays->repartitions, 2);
+  EXPECT_EQ(back->replays->replanned_micro_batches, 1);
+  EXPECT_DOUBLE_EQ(back->replays->replanned_samples_per_s, 48000);
+  EXPECT_DOUBLE_EQ(back->replays->replanned_orders_s, 4.25e-4);
   p.workers[0].layers.reset();
   p.replays.reset();
   // A stream from a folder: the files it left out.

@@ -31,6 +31,8 @@ class StepOrders {
   // The median of the last steps' orders (never below 0), or 0 before kMinSteps.
   double Seconds() const;
   size_t steps() const { return seen_; }
+  // Of those, the last ones the figure is the median of (at most the window).
+  size_t counted() const { return last_.size(); }
 
  private:
   size_t window_;

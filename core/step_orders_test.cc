@@ -25,6 +25,7 @@ TEST(StepOrders, KeepsOnlyTheLastWindowOfSteps) {
   for (int i = 0; i < 8; ++i) orders.Observe(2e-3, 1e-3);  // 1 ms, once it is not
   EXPECT_NEAR(orders.Seconds(), 1e-3, 1e-12);
   EXPECT_EQ(orders.steps(), 16u);
+  EXPECT_EQ(orders.counted(), 8u);
 }
 
 TEST(StepOrders, AStageHeldLongerThanThePeriodCountsAsNoOrders) {

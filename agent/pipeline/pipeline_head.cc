@@ -22,7 +22,7 @@ std::string OrdersNote(const TransportCost& transport, size_t steps) {
   if (transport.orders_s <= 0) return "";
   std::ostringstream note;
   note << std::fixed << std::setprecision(2) << " (the head's word and the stages' answers "
-       << transport.orders_s * 1e3 << " ms a step, as the run's last " << std::min<size_t>(steps, 64)
+       << transport.orders_s * 1e3 << " ms a step, as the run's last " << steps
        << " steps took them; two messages as profiled, " << 2 * transport.message_s * 1e3 << " ms)";
   return note.str();
 }
@@ -491,7 +491,7 @@ void PipelineHead::ReplanLocked() {
   Log() << "pipeline: planned again for the devices left (" << members_.size() << "): " << plan.micro_batches
         << " micro-batches of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
         << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
-        << OrdersNote(problem.transport, orders_.steps()) << "\n";
+        << OrdersNote(problem.transport, orders_.counted()) << "\n";
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
