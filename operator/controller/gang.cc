@@ -88,6 +88,19 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
           return gang;
         }
       }
+      for (bool last : {false, true}) {
+        const Json* ended = Terminated(*agent, last);
+        if (rules.restart_cannot_mend.empty() || !ended || ended->value("exitCode", 0) == 0) continue;
+        gang.state = GangState::kFailed;
+        gang.failure_reason = api::reason::kCoordinatorFailed;
+        gang.failure = "the coordinator failed, " + Describe(*ended);
+        if (auto result = ResultOf(*ended); result && result->contains("error")) {
+          gang.failure += ": " + (*result)["error"].get<std::string>();
+        }
+        gang.failure += "; restarting it cannot help: " + rules.restart_cannot_mend;
+        gang.result = ResultOf(*ended);
+        return gang;
+      }
       if (agent->value("restartCount", 0) > rules.max_restarts) {
         gang.state = GangState::kFailed;
         gang.failure_reason = api::reason::kCoordinatorFailed;

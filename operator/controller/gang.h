@@ -21,7 +21,7 @@ enum class GangState {
   kStarting,   // some pods exist, not all are running
   kRunning,    // every pod of the gang runs
   kSucceeded,  // the coordinator ended well (exit 0): the job is done
-  kFailed,     // the coordinator cannot go on: bad input, or out of restarts
+  kFailed,     // the coordinator cannot go on: bad input, out of restarts, or nothing to restart for
 };
 
 struct Gang {
@@ -43,6 +43,11 @@ struct GangRules {
   // A coordinator restarted more than this many times has failed
   // (spec.faultTolerance.maxRecoveries).
   int max_restarts = 5;
+  // Set when restarting the coordinator cannot mend its failing: a pipeline
+  // whose head failed after losing devices that are not replaced (their
+  // pods gone) would wait for them again at every restart, the job shown
+  // running meanwhile. Its first failure is then the job's.
+  std::string restart_cannot_mend;  // why not, for the message; empty: restarts may mend it
 };
 
 // `expected_pods` are the names the plan makes, the coordinator first (a

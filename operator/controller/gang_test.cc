@@ -45,11 +45,33 @@ TEST(GangTest, TheGangIsWhatItsPodsShow) {
        {APod("team-coordinator").OfJob("team").Coordinator().Running().BeingDeleted()}, GangState::kAbsent, 0},
   };
   for (const Case& c : cases) {
-    const Gang gang = ObserveGang(c.pods, kTeam, GangRules{5});
+    const Gang gang = ObserveGang(c.pods, kTeam, GangRules{5, ""});
     EXPECT_EQ(gang.state, c.state) << c.story;
     EXPECT_EQ(gang.running, c.running) << c.story;
     EXPECT_EQ(gang.expected, 3) << c.story;
   }
+}
+
+// A pipeline's head that failed after losing devices that are not replaced
+// would wait for them at every restart: its first failure ends the job, with
+// the head's own words.
+TEST(GangTest, AFailureRestartingCannotMendIsTheJobsAtOnce) {
+  const Json failed = {{"state", "failed"}, {"error", "stage 1 lost its only device at step 812 (rank 0)"}};
+  GangRules rules{5, "stage device 0 is lost for good (its pod is gone), and pipeline devices are not replaced"};
+  const Gang once = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 1, failed)}, kTeam,
+                                rules);
+  EXPECT_EQ(once.state, GangState::kFailed);
+  EXPECT_EQ(once.failure,
+            "the coordinator failed, exit code 1 (Error): stage 1 lost its only device at step 812 (rank 0); restarting it "
+            "cannot help: stage device 0 is lost for good (its pod is gone), and pipeline devices are not replaced");
+  // Without that, a crash is restarted, as any coordinator's.
+  EXPECT_NE(ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 1, failed)}, kTeam,
+                        GangRules{5, ""})
+                .state,
+            GangState::kFailed);
+  // And a head running on is not failed for what it might do.
+  EXPECT_NE(ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Running()}, kTeam, rules).state,
+            GangState::kFailed);
 }
 
 TEST(GangTest, HowItEndedIsReadFromTheCoordinatorsTerminationMessage) {

@@ -331,6 +331,24 @@ std::set<int> RanksAt(const Json& status, const char* pointer) {
   return ranks;
 }
 
+// Why a pipeline cannot train on, restarted, without the devices `gone`
+// (lost for good: pipeline devices are not replaced): a stage of its plan has
+// none of its devices left, and a restarted head starts from the plan, with
+// no replica of that stage to rebuild it from. Empty when every stage has one.
+std::string StageLeftWithoutDevices(const PipelineLayout& pipeline, const std::set<int>& gone) {
+  for (size_t s = 0; s < pipeline.stages.size(); ++s) {
+    const std::vector<int>& ranks = pipeline.stages[s].ranks;
+    if (ranks.empty() || !std::all_of(ranks.begin(), ranks.end(), [&](int r) { return gone.count(r) > 0; })) continue;
+    std::string names;
+    for (int r : ranks) names += (names.empty() ? "" : ", ") + std::to_string(r);
+    return "stage " + std::to_string(s + 1) + " of the plan has no device left (" +
+           (ranks.size() == 1 ? "rank " + names + " lost for good, its pod gone"
+                              : "ranks " + names + " lost for good, their pods gone") +
+           "), and a pipeline's lost devices are not replaced; delete the job and apply it again to start over";
+  }
+  return "";
+}
+
 // status.pipeline.lostRanks: a pipeline's devices lost so far.
 std::set<int> LostRanksOf(const Json& status) { return RanksAt(status, "/pipeline/lostRanks"); }
 
@@ -801,6 +819,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   const std::vector<std::string> names = PodNamesOf(pass.job, plan, coordinator, gone);
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  rules.restart_cannot_mend = plan.pipeline ? StageLeftWithoutDevices(*plan.pipeline, gone) : "";
   const Gang gang = ObserveGang(pass.pods, names, rules);
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
   for (const std::string& device : returning) {
@@ -1070,13 +1089,19 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
 Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost,
                                     bool pods_gone) {
   std::set<int> all = LostRanksOf(pass.status);
+  for (const auto& [rank, why] : lost) all.insert(rank);
+  // Whether any device of the plan is left for the head to train on.
+  bool any_left = false;
+  for (const PipelineStagePlan& stage : plan.pipeline->stages) {
+    for (int r : stage.ranks) any_left = any_left || !all.count(r);
+  }
   std::vector<std::string> doomed;
   for (const auto& [rank, why] : lost) {
-    all.insert(rank);
     const std::string node = rank < static_cast<int>(plan.workers.size()) ? plan.workers[rank].node : "?";
     const std::string message =
         "stage device " + std::to_string(rank) + " on " + node + ": " + why +
-        "; the head trains on without it (its step replayed, or its stage rebuilt from a replica)" +
+        (any_left ? "; the head trains on without it (its step replayed, or its stage rebuilt from a replica)"
+                  : "; no device of the pipeline is left, and the head cannot train on without it") +
         (pods_gone ? ", and it is not replaced" : "; its pod stays, and it rejoins a stage if it comes back");
     events_.Record(pass.object, "Warning", reason::kStageDeviceLost, message);
     log_.Job(pass.key, reason::kStageDeviceLost, message);

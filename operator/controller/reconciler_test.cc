@@ -1120,6 +1120,44 @@ TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsRepla
       << "nothing new since";
 }
 
+// A stage left with no device, whose head then fails (no replica to rebuild
+// it from): a restarted head would start from the plan and wait for a device
+// that is never made again, while the job showed Running. Its first failure
+// fails the job, with the head's words and why no restart can help.
+TEST_F(PipelineReconcilerTest, AHeadThatFailsForAStageLeftWithoutDevicesFailsTheJobAtOnce) {
+  const std::string key = ARunningPipeline();
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "piped-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_NE(log_text_.str().find("its stage rebuilt from a replica"), std::string::npos)
+      << "rank 0 is left: the head may rebuild stage 2 on it\n" << log_text_.str();
+  const Json failed = {{"state", "failed"},
+                       {"error", "stage 2 lost its only device at step 41 (rank 1), and the head has no replica of "
+                                 "its layers yet"}};
+  SyncPods([&](Json& pod) {
+    if (pod["metadata"]["name"] != "piped-coordinator") return;
+    const Json ended = {{"exitCode", 1}, {"reason", "Error"}, {"message", failed.dump()}};
+    const Json agent = {{"name", "agent"},
+                        {"restartCount", 1},
+                        {"state", {{"running", Json::object()}}},
+                        {"lastState", {{"terminated", ended}}}};
+    pod["status"]["containerStatuses"] = Json::array({agent});
+  });
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  const Json status = Job("piped")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kFailed);
+  const Json* why = FindCondition(status, api::condition::kFailed);
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->value("message", ""),
+            "the coordinator failed, exit code 1 (Error): stage 2 lost its only device at step 41 (rank 1), and the "
+            "head has no replica of its layers yet; restarting it cannot help: stage 2 of the plan has no device left "
+            "(rank 1 lost for good, its pod gone), and a pipeline's lost devices are not replaced; delete the job and "
+            "apply it again to start over");
+}
+
 // A device the head let go of while its pod runs on (its agent restarted in
 // place, its link cut) keeps its pod, and when the head lists it again it has
 // rejoined: out of status.pipeline.lostRanks, with an Event.

@@ -106,11 +106,14 @@ class APod {
                        {"containerStatuses", {{{"name", "agent"}, {"restartCount", 0}, {"state", {{"terminated", terminated}}}}}}};
     return *this;
   }
-  // Running again after `restarts` crashes, the last with `exit_code`.
-  APod& Restarted(int restarts, int exit_code) {
+  // Running again after `restarts` crashes, the last with `exit_code` (and
+  // the agent's result as its termination message).
+  APod& Restarted(int restarts, int exit_code, const Json& result = nullptr) {
     Running();
     json_["status"]["containerStatuses"][0]["restartCount"] = restarts;
-    json_["status"]["containerStatuses"][0]["lastState"] = {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}};
+    Json terminated = {{"exitCode", exit_code}, {"reason", "Error"}};
+    if (!result.is_null()) terminated["message"] = result.dump();
+    json_["status"]["containerStatuses"][0]["lastState"] = {{"terminated", terminated}};
     return *this;
   }
   APod& BeingDeleted() {
