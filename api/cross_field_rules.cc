@@ -29,6 +29,15 @@ const Json* At(const Json& root, std::string_view path) {
 
 }  // namespace
 
+// Whether `self`'s duration `key`, when given, holds `test`: one absent, or
+// not a string or not a duration, is the schema's and its pattern's to refuse.
+template <typename Test>
+bool DurationHolds(const Json& self, const char* key, Test test) {
+  if (!Has(self, key) || !self[key].is_string()) return true;
+  const StatusOr<Duration> d = ParseDuration(self[key].get<std::string>());
+  return !d.ok() || test(*d);
+}
+
 const std::vector<CrossFieldRule>& CrossFieldRules() {
   static const std::vector<CrossFieldRule> rules = {
       {"spec", "pipeline parallelism needs at least 2 workers",
@@ -107,10 +116,12 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
       {"spec.optimizer", "momentum applies only to the sgd optimizer",
        [](const Json& self) { return self["name"] == "sgd" || !Has(self, "momentum"); }},
       {"spec.budget", "wallClock must be longer than 0",
+       [](const Json& self) { return DurationHolds(self, "wallClock", [](Duration d) { return d > Duration::zero(); }); }},
+      {"spec.placement",
+       "gangTimeout must be at least 1s: pods take seconds to start, and a shorter timeout tears down every gang it "
+       "places",
        [](const Json& self) {
-         if (!Has(self, "wallClock") || !self["wallClock"].is_string()) return true;
-         const StatusOr<Duration> d = ParseDuration(self["wallClock"].get<std::string>());
-         return !d.ok() || *d > Duration::zero();  // one that does not parse is the pattern's to refuse
+         return DurationHolds(self, "gangTimeout", [](Duration d) { return d >= std::chrono::seconds(1); });
        }},
       {"spec.output", "volume needs path, where it is mounted",
        [](const Json& self) { return !Has(self, "volume") || Has(self, "path"); }},

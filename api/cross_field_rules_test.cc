@@ -64,6 +64,9 @@ const std::map<std::string, const char*> kBreaking = {
     {"stalenessBound applies only to the rog and ssp policies",
      R"({"spec": {"sync": {"policy": "bsp", "stalenessBound": 4}}})"},
     {"wallClock must be longer than 0", R"({"spec": {"budget": {"wallClock": "0s"}}})"},
+    {"gangTimeout must be at least 1s: pods take seconds to start, and a shorter timeout tears down every gang it "
+     "places",
+     R"({"spec": {"placement": {"gangTimeout": "999ms"}}})"},
     {"quorum and deadlineSlack apply only to the deadline policy", R"({"spec": {"sync": {"policy": "bsp", "quorum": 0.5}}})"},
     {"momentum applies only to the sgd optimizer", R"({"spec": {"optimizer": {"name": "adam", "momentum": 0.9}}})"},
     {"volume needs path, where it is mounted",
@@ -117,6 +120,7 @@ TEST(CrossFieldRulesTest, ManifestsThatKeepTheRulesPass) {
       R"({"spec": {"sync": {"policy": "deadline", "quorum": 0.5, "deadlineSlack": 2}}})",
       R"({"spec": {"sync": {"policy": "deadline", "compression": "int8"}}})",
       R"({"spec": {"optimizer": {"name": "sgd", "momentum": 0.9}}})",
+      R"({"spec": {"placement": {"gangTimeout": "1s"}}})",
       R"({"spec": {"output": {"path": "/models", "volume": {"persistentVolumeClaim": {"claimName": "m"}}}}})",
   };
   for (const char* patch : patches) {
