@@ -66,6 +66,8 @@ def write_kubeconfig(path, server_url, ca_pem=None, token=None, namespace="defau
               "    user: standin", f"    namespace: {namespace}", "current-context: standin",
               "preferences: {}", "users:", "- name: standin"]
     lines += ["  user:", f"    token: {token}"] if token else ["  user: {}"]
+    # A path in a folder not made yet (the README's /tmp/edge/kubeconfig in a fresh shell).
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -89,7 +89,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(KUBE_DIR))
 
 def hold_workdir():
     """A temporary folder held by a lock for this process's life. Folders whose lock
-    nobody holds were left by a stand-in that was killed: removed, and said so."""
+    nobody holds were left by a stand-in that was killed or crashed: removed, and said so."""
     for old in glob.glob(os.path.join(tempfile.gettempdir(), "kube-standin-*")):
         try:
             # "r+": a folder whose lock file is not there yet belongs to a
@@ -97,7 +97,7 @@ def hold_workdir():
             with open(os.path.join(old, "lock"), "r+") as f:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 shutil.rmtree(old, ignore_errors=True)
-                print(f"standin: removed {old}, left by a stand-in that was killed",
+                print(f"standin: removed {old}, left by a stand-in that was killed or crashed",
                       file=sys.stderr)
         except OSError:
             pass  # held (in use), or no lock in it (not ours to judge)
