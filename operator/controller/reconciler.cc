@@ -1014,7 +1014,18 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         if (read.ok()) progress = *read;
       }
       if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
-      pass.status["workers"] = WorkersStatusOf(pass.pods, progress);
+      // The gang's pods: not a replaced worker's old pod, still Terminating on
+      // a node gone silent, which would be listed with its replacement's
+      // figures and keep BandwidthDegraded on for a node the team has left.
+      std::vector<Json> gang_pods;
+      for (const Json& pod : pass.pods) {
+        const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
+        if (std::find(names.begin(), names.end(), name) != names.end() &&
+            !pod.at("metadata").contains("deletionTimestamp")) {
+          gang_pods.push_back(pod);
+        }
+      }
+      pass.status["workers"] = WorkersStatusOf(gang_pods, progress);
       ReportQuarantines(pass);
       if (plan.pipeline && progress.contains("workers") && progress["workers"].is_array() &&
           !progress["workers"].empty()) {
@@ -1064,7 +1075,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // A node gone silent is first a fading link: its pods tolerate it for
       // nodeLossGrace, and the team's deadline leaves its worker out meanwhile.
       std::string silent;
-      for (const Json& pod : pass.pods) {
+      for (const Json& pod : gang_pods) {
         const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
         const NodeView* view = team_node(node);
         if (view && !view->ready) {

@@ -571,6 +571,19 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   EXPECT_NE(log_text_.str().find("reason=Training all 3 pods of the gang run again, 4s after the team stopped being whole"),
             std::string::npos)
       << log_text_.str();
+  // The lost pod may stay Terminating on its silent node for long (its
+  // kubelet cannot confirm): it is not the team's, neither in the workers'
+  // status nor as a node the team waits out.
+  pods_.Put(testing::APod("team-worker-1").OfJob("team").Worker(1).On("robot-1").Running().BeingDeleted());
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  status = Job("team")["status"];
+  std::vector<std::string> listed;
+  for (const Json& w : status["workers"]) listed.push_back(w["name"]);
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, (std::vector<std::string>{"team-coordinator", "team-worker-0", "team-worker-1-g2"}));
+  EXPECT_NE(FindCondition(status, api::condition::kBandwidthDegraded)->value("reason", ""), api::reason::kNodeNotReady)
+      << status.dump();
 
   // A second loss is one more than maxRecoveries allows.
   SyncPods([](Json& pod) {
