@@ -81,6 +81,9 @@ inline constexpr const char* kTrainingOn = "TrainingOn";  // no replay since the
 inline constexpr const char* kNothingLost = "NothingLost";
 // (an Event) the coordinator turned a worker away for good: its pushes kept being refused
 inline constexpr const char* kWorkerQuarantined = "WorkerQuarantined";
+// (an Event) the API server refused what the operator asked for the job (a
+// PriorityClass that does not exist, a quota, its own RBAC): retried with back-off
+inline constexpr const char* kRequestRefused = "RequestRefused";
 }  // namespace reason
 
 }  // namespace edgetrain::api

@@ -134,10 +134,27 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   } else {
     done = Place(pass);
   }
+  ReportRefusal(pass, done);
   if (!done.ok()) return done;
   pass.status["observedGeneration"] = pass.generation;
   EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
   return pass.outcome;
+}
+
+void Reconciler::ReportRefusal(const Pass& pass, const Status& done) {
+  std::lock_guard lock(refused_mu_);
+  // Refused (403, 400, 422): what the job asks, or the operator's rights, and
+  // not a passing trouble (a conflict, a server busy), which back-off mends.
+  const bool refused = done.code() == StatusCode::kFailedPrecondition || done.code() == StatusCode::kInvalidArgument;
+  if (!refused) {
+    if (done.ok()) refused_.erase(pass.key);
+    return;
+  }
+  std::string& said = refused_[pass.key];
+  if (said == done.message()) return;  // one Event a refusal, not one a retry
+  said = done.message();
+  events_.Record(pass.object, "Warning", reason::kRequestRefused,
+                 "the API server refused a request for this job, retried with back-off: " + done.message());
 }
 
 // The same validation as `edgetrain validate`: an object stored under an older

@@ -198,6 +198,12 @@ class Reconciler {
   WaitingLine line_;
   kube::Store* plans_;  // the operator's ConfigMaps; null: read with a GET
   std::mutex published_mu_;
+  // A reconcile that failed for a request the API server refused says so on
+  // the job, once a refusal: `kubectl describe tj` showed nothing of a
+  // PriorityClass that does not exist, the job stuck with no phase.
+  void ReportRefusal(const Pass& pass, const Status& done);
+  std::mutex refused_mu_;
+  std::map<std::string, std::string> refused_;  // by job key: the refusal last said
   std::map<std::string, kube::WallTime> published_;  // node -> when its link was last published
 };
 

@@ -530,6 +530,36 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
       << "cleanPodPolicy Running: the workers still running go, the finished coordinator stays";
 }
 
+// A pod the API server refuses for what the job asks (a PriorityClass that
+// does not exist) used to be only in the operator's log, the job stuck with
+// no phase: it is a Warning Event on the job, once however often the
+// reconcile is retried, and again only for a new refusal.
+TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", {{"placement", {{"priorityClassName", "nope"}}}}));
+  api_.RefuseCreates("Pod", FailedPreconditionError("pods \"team-coordinator\" is forbidden: no PriorityClass with "
+                                                    "name nope was found"));
+  auto refusals = [&] {
+    std::vector<std::string> said;
+    for (const Json& e : api_.All(kube::kEvents)) {
+      if (e.value("reason", "") == api::reason::kRequestRefused) said.push_back(e.value("message", ""));
+    }
+    return said;
+  };
+  for (int retry = 0; retry < 3; ++retry) {
+    EXPECT_FALSE(reconciler_.Reconcile(key).ok());
+    jobs_.Put(Job("team"));
+  }
+  EXPECT_EQ(refusals(), (std::vector<std::string>{
+                            "the API server refused a request for this job, retried with back-off: creating Pod "
+                            "team-coordinator: pods \"team-coordinator\" is forbidden: no PriorityClass with name nope was found"}));
+  // A conflict is back-off's to mend, not the user's to hear of.
+  api_.RefuseCreates("Pod", AbortedError("the object has been modified"));
+  EXPECT_FALSE(reconciler_.Reconcile(key).ok());
+  EXPECT_EQ(refusals().size(), 1u);
+}
+
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 

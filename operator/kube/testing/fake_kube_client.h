@@ -35,9 +35,18 @@ class FakeKubeClient final : public KubeClient {
     }
     return Json{{"items", items}, {"metadata", {{"resourceVersion", std::to_string(version_)}}}};
   }
+  // Every create of `kind` from now on is refused with `why`, as an
+  // admission check or RBAC refuses it; an OK status lifts it.
+  void RefuseCreates(const std::string& kind, Status why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_[kind] = std::move(why);
+  }
   StatusOr<Json> Create(const ResourceType& type, const std::string& ns, const Json& object) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++writes_["create " + type.kind];
+    if (auto refused = refused_.find(type.kind); refused != refused_.end() && !refused->second.ok()) {
+      return refused->second;
+    }
     const std::string key = Key(type, ns, object.at("metadata").at("name"));
     if (objects_.count(key)) return Status(StatusCode::kAlreadyExists, key + " already exists");
     Json stored = object;
@@ -135,6 +144,7 @@ class FakeKubeClient final : public KubeClient {
   std::map<std::string, Json> objects_;
   std::map<std::string, int> reads_;
   std::map<std::string, int> writes_;
+  std::map<std::string, Status> refused_;  // by kind: what a create is refused with
   int64_t version_ = 0;
 };
 
