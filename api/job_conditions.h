@@ -66,6 +66,7 @@ inline constexpr const char* kModelCheckFailed = "ModelCheckFailed";  // the mod
 // Recovering
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting
+inline constexpr const char* kResuming = "Resuming";        // back from spec.suspend: its pods start again, no recovery
 inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node about to leave (a warning acted on)
 inline constexpr const char* kCoordinatorLost = "CoordinatorLost";    // its pod was evicted or its node lost: placed anew
 inline constexpr const char* kCoordinatorMoved = "CoordinatorMoved";  // moved off a node about to leave

@@ -283,7 +283,13 @@ Status Reconciler::DeleteAllPods(Pass& pass) {
 Status Reconciler::Suspend(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
   if (pass.Phase() != phase::kSuspended) {
-    const std::string message = "spec.suspend is true: no pods; it resumes from its checkpoint when set to false";
+    // Its checkpoint outlives its pods only on a claim: on the default
+    // emptyDir it goes with them.
+    const std::string message =
+        HasOutputVolume(pass.job)
+            ? "spec.suspend is true: no pods; it resumes from its checkpoint when set to false"
+            : "spec.suspend is true: no pods; it starts over when set to false (its checkpoint went with its pods: "
+              "give spec.output.volume a claim to resume from it)";
     events_.Record(pass.object, "Normal", reason::kSuspended, message);
     log_.Job(pass.key, reason::kSuspended, message);
   }
@@ -976,8 +982,14 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     case GangState::kStarting: {
       if (has_run) {  // a replacement is starting; the team trains on without it
         EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator, gang));
-        pass.status["phase"] = phase::kRecovering;
-        pass.Set(condition::kRunning, false, reason::kRecovering,
+        // Back from a suspension, placed anew, its pods start again: no member
+        // was lost, and the time it was suspended is no recovery's. (A team
+        // that has run is placed anew only then: a loss keeps its plan.)
+        const Json* running = FindCondition(pass.status, condition::kRunning);
+        const std::string was = running ? running->value("reason", "") : "";
+        const bool resuming = was == reason::kSuspended || was == reason::kResuming || was == reason::kStarting;
+        pass.status["phase"] = resuming ? phase::kPlacing : phase::kRecovering;
+        pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering,
                  std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
         pass.Requeue(options_.status_interval);
         return Status::Ok();

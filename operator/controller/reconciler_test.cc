@@ -958,6 +958,9 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   const std::string key = Submit(TrainingJob("team"));
   Reconcile(key);
   SyncPods(Run);
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kRunning) << "the team has run";
   Json job = Job("team");
   job["spec"]["suspend"] = true;
   jobs_.Put(job);
@@ -965,6 +968,34 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   EXPECT_TRUE(api_.All(kube::kPods).empty());
   EXPECT_EQ(api_.All(kube::kConfigMaps).size(), 1u);
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
+  EXPECT_NE(log_text_.str().find("it starts over when set to false (its checkpoint went with its pods"),
+            std::string::npos)
+      << "on emptyDir nothing is resumed from\n" << log_text_.str();
+
+  // An hour later it is resumed: its pods start again, which is no recovery,
+  // and the hour suspended is not recovery time.
+  now_ += std::chrono::hours(1);
+  job = Job("team");
+  job["spec"]["suspend"] = false;
+  jobs_.Put(job);
+  std::vector<std::string> phases;
+  // Its pods are made, then reconciled while they start, then they run.
+  for (int pass = 0; pass < 4 && Job("team")["status"]["phase"] != api::phase::kRunning; ++pass) {
+    if (pass >= 2) {
+      SyncPods(Run);
+    } else {
+      SyncPods();
+    }
+    const ReconcileOutcome outcome = Reconcile(key);
+    jobs_.Put(Job("team"));
+    const Json status = Job("team")["status"];
+    phases.push_back(status["phase"].get<std::string>() + "/" +
+                     FindCondition(status, api::condition::kRunning)->value("reason", ""));
+    EXPECT_EQ(outcome.recovered_after, std::nullopt);
+  }
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+  for (const std::string& p : phases) EXPECT_EQ(p.find("Recovering"), std::string::npos) << p;
+  EXPECT_EQ(log_text_.str().find("after the team stopped being whole"), std::string::npos) << log_text_.str();
 }
 
 // What edgetrain-agent profile-layers leaves in its pod's termination message:
