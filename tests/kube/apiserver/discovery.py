@@ -178,9 +178,15 @@ def openapi_document(registry, group, version):
             if request:
                 o["requestBody"] = request
             return o
-        patch_body = {"content": {m: {"schema": {"type": "object"}} for m in
-                                  ("application/json-patch+json", "application/merge-patch+json",
-                                   "application/strategic-merge-patch+json")}, "required": True}
+        # A custom resource takes no strategic merge patch (it has no patch
+        # merge keys), and its patch operation does not offer one: kubectl
+        # reads that and sends a JSON merge patch. Offered, kubectl tried to
+        # compute one from the schema and warned at every re-apply.
+        patch_types = ("application/json-patch+json", "application/merge-patch+json",
+                       "application/apply-patch+yaml") if t.crd is not None else (
+            "application/json-patch+json", "application/merge-patch+json",
+            "application/strategic-merge-patch+json", "application/apply-patch+yaml")
+        patch_body = {"content": {m: {"schema": {"type": "object"}} for m in patch_types}, "required": True}
         scope = [_param("namespace", "path", True)] if t.namespaced else []
         paths[coll] = {"get": op("list", [_param("labelSelector"), _param("fieldSelector"),
                                           _param("watch")]),
