@@ -40,6 +40,18 @@ std::optional<Json> ResultOf(const Json& terminated) {
   return j;
 }
 
+// Why the agent's container waits, when that is worth saying: not the
+// ordinary start (ContainerCreating, PodInitializing).
+std::string WaitingFor(const Json& pod) {
+  const Json* agent = AgentStatus(pod);
+  if (!agent || !agent->contains("state") || !(*agent)["state"].contains("waiting")) return "";
+  const Json& waiting = (*agent)["state"]["waiting"];
+  const std::string reason = waiting.value("reason", "");
+  if (reason.empty() || reason == "ContainerCreating" || reason == "PodInitializing") return "";
+  const std::string message = waiting.value("message", "");
+  return message.empty() ? reason : reason + " (" + message + ")";
+}
+
 }  // namespace
 
 Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods, const GangRules& rules) {
@@ -122,7 +134,11 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
   for (const auto& [name, pod] : current) {
     const std::string phase = pod->value("/status/phase"_json_pointer, std::string());
     // A worker that ended well (the coordinator told it to stop) counts as done.
-    if (phase == "Running" || (phase == "Succeeded" && name != coordinator_name)) ++gang.running;
+    if (phase == "Running" || (phase == "Succeeded" && name != coordinator_name)) {
+      ++gang.running;
+    } else if (std::string why = WaitingFor(*pod); !why.empty()) {
+      gang.held.push_back(name + ": " + why);
+    }
   }
   if (gang.present == 0) {
     gang.state = GangState::kAbsent;

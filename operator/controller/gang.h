@@ -31,6 +31,10 @@ struct Gang {
   int running = 0;
   std::vector<std::string> missing;  // pods of the plan with no object
   std::vector<std::string> stale;    // the job's pods the plan does not name: to delete
+  // Why pods of the gang that are not running wait, where the kubelet says
+  // (an image that cannot be pulled, a crash loop, a config error): "NAME:
+  // REASON (message)", for the Running condition, which otherwise only counted.
+  std::vector<std::string> held;
   // Why the gang failed, for the Failed condition's message.
   std::string failure;
   std::string failure_reason;  // api::reason::kCoordinatorFailed

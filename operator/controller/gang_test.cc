@@ -74,6 +74,24 @@ TEST(GangTest, AFailureRestartingCannotMendIsTheJobsAtOnce) {
             GangState::kFailed);
 }
 
+// A pod that cannot start says why where the kubelet does; the ordinary
+// start says nothing.
+TEST(GangTest, WhyAPodWaitsIsReadFromItsContainer) {
+  Json pulling = APod("team-worker-0").OfJob("team").Worker(0);
+  pulling["status"] = {{"phase", "Pending"},
+                       {"containerStatuses",
+                        {{{"name", "agent"},
+                          {"state", {{"waiting", {{"reason", "ImagePullBackOff"},
+                                                  {"message", "image nosuch/image:1 not found"}}}}}}}}};
+  Json creating = APod("team-worker-1").OfJob("team").Worker(1);
+  creating["status"] = {{"phase", "Pending"},
+                        {"containerStatuses", {{{"name", "agent"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}}}}};
+  const Gang gang = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Running(), pulling, creating},
+                                kTeam, {});
+  EXPECT_EQ(gang.state, GangState::kStarting);
+  EXPECT_EQ(gang.held, (std::vector<std::string>{"team-worker-0: ImagePullBackOff (image nosuch/image:1 not found)"}));
+}
+
 TEST(GangTest, HowItEndedIsReadFromTheCoordinatorsTerminationMessage) {
   const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}, {"modelPath", "/m/model.pt"}};
   Gang done = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result)}, kTeam, {});

@@ -354,6 +354,15 @@ std::set<int> RanksAt(const Json& status, const char* pointer) {
   return ranks;
 }
 
+// "2/3 pods running", and why the others wait where the kubelet says: an
+// image that cannot be pulled was seen only on the pods.
+std::string StartingMessage(const Gang& gang) {
+  std::string message = std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running";
+  for (size_t i = 0; i < gang.held.size() && i < 3; ++i) message += (i ? "; " : ": ") + gang.held[i];
+  if (gang.held.size() > 3) message += "; and " + std::to_string(gang.held.size() - 3) + " more";
+  return message;
+}
+
 // Why a pipeline cannot train on, restarted, without the devices `gone`
 // (lost for good: pipeline devices are not replaced): a stage of its plan has
 // none of its devices left, and a restarted head starts from the plan, with
@@ -990,7 +999,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         const bool resuming = was == reason::kSuspended || was == reason::kResuming || was == reason::kStarting;
         pass.status["phase"] = resuming ? phase::kPlacing : phase::kRecovering;
         pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering,
-                 std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
+                 StartingMessage(gang));
         pass.Requeue(options_.status_interval);
         return Status::Ok();
       }
@@ -1012,8 +1021,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // A pod of the plan deleted by someone is made again, on its node.
       EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator, gang));
       pass.status["phase"] = phase::kPlacing;
-      pass.Set(condition::kRunning, false, reason::kStarting,
-               std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running");
+      pass.Set(condition::kRunning, false, reason::kStarting, StartingMessage(gang));
       // Any change of its pods wakes it, so it need not poll: looking at 1,000
       // placed jobs every status interval kept a 5,000-node site's operator
       // busy enough to slow the placing of the rest several times over.
