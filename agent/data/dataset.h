@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/byte_scale.h"
 #include "core/dataset_info.h"
 #include "core/job_spec.h"
 #include "core/status.h"
@@ -33,8 +35,8 @@ struct Dataset {
       std::copy_n(features.data() + first * SampleSize(), n * SampleSize(), out);
       return;
     }
-    const uint8_t* in = pixels.data() + first * SampleSize();
-    for (int64_t i = 0; i < n * SampleSize(); ++i) out[i] = static_cast<float>(in[i]) * pixel_scale;
+    ScaleBytes(std::span<const uint8_t>(pixels.data() + first * SampleSize(), static_cast<size_t>(n * SampleSize())),
+               pixel_scale, out);
   }
 };
 
