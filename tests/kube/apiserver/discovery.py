@@ -128,6 +128,32 @@ def aggregated(registry, core):
             "metadata": {}, "items": items}
 
 
+# -- OpenAPI v2 -----------------------------------------------------------------------
+
+# What a real server answers with (kubectl asks for "...spec.v2@v1.0+protobuf",
+# but Go's mime parser refuses an "@" in a Content-Type).
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _proto_string(field, text):
+    data = text.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+def openapi_v2(accept):
+    """A Swagger 2.0 document with no schemas in it, as protobuf (what kubectl asks
+    for) or JSON: the stand-in publishes its schemas in OpenAPI v3 only. kubectl
+    reads v2 when v3 does not know a kind (a typo in `kind:`), and a 404 there
+    became "failed to download openapi" where a real server's answer lets
+    kubectl say that no such kind exists."""
+    if "protobuf" in accept:
+        info = _proto_string(1, "Kubernetes") + _proto_string(2, "v1.32.0")
+        # openapi_v2.Document: swagger = 1, info = 2 (title = 1, version = 2).
+        return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info, OPENAPI_V2_PROTOBUF
+    return json.dumps({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
+                       "paths": {}, "definitions": {}}).encode(), "application/json"
+
+
 # -- OpenAPI v3 -----------------------------------------------------------------------
 
 def _gv_path(group, version):

@@ -207,6 +207,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             return self._send(200, discovery.SERVER_VERSION)
         if parts[:2] == ["openapi", "v3"]:
             return self._openapi(parts[2:])
+        if parts == ["openapi", "v2"]:
+            return self._send(200, *discovery.openapi_v2(accept))
         if parts[:1] == ["openapi"]:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if parts == ["api"]:

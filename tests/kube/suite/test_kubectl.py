@@ -114,7 +114,9 @@ class ApplyCrdsAndExamples(KubectlTestCase):
         changed = os.path.join(k.cache, "changed.json")
         with open(changed, "w") as f:
             json.dump(obj, f)
-        self.assertRegex(k.run("apply", "-f", changed).stdout, rf"{name} configured")
+        p = k.run("apply", "-f", changed)
+        self.assertRegex(p.stdout, rf"{name} configured")
+        self.assertNotIn("warning", p.stderr.lower(), "no strategic merge patch tried on a custom resource")
         live = self.api.get(f"{TJ}/{name}").json
         self.assertEqual(live["metadata"]["labels"]["edgetrain.dev/test"], "configured")
         self.assertIn("kubectl.kubernetes.io/last-applied-configuration",
@@ -122,6 +124,15 @@ class ApplyCrdsAndExamples(KubectlTestCase):
         self.assertEqual(live["metadata"]["generation"], 1, "labels are not spec")
         for other in OTHER_EXAMPLES:
             self.assertRegex(k.run("apply", "-f", other).stdout, r" created")
+        # A typo in kind: kubectl says so, as against a real server (it had
+        # said "failed to download openapi" for want of a v2 document).
+        typo = os.path.join(k.cache, "typo.json")
+        obj["kind"] = "Trainingjob"
+        with open(typo, "w") as f:
+            json.dump(obj, f)
+        p = k.run("apply", "-f", typo, ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('no matches for kind "Trainingjob" in version "edgetrain.dev/v1alpha1"', p.stderr)
 
 
 class TrainingJobs(KubectlTestCase):

@@ -587,7 +587,17 @@ class Discovery(StandinTestCase):
             "patch"]
         self.assertEqual(patch["x-kubernetes-group-version-kind"]["kind"], "Widget")
         self.assertIn("fieldValidation", [p["name"] for p in patch["parameters"]])
-        self.assertEqual(self.api.get("/openapi/v2").status, 404)
+        # A custom resource's patch offers no strategic merge patch, as a real
+        # server's does not: kubectl then sends a merge patch, without a warning.
+        self.assertNotIn("application/strategic-merge-patch+json", patch["requestBody"]["content"])
+        self.assertIn("application/merge-patch+json", patch["requestBody"]["content"])
+        # v2 is served, with no schemas: kubectl falls back to it for a kind v3
+        # does not know, and says "no matches for kind" as against a real server.
+        v2 = self.api.get("/openapi/v2")
+        self.assertEqual(v2.status, 200)
+        self.assertEqual(v2.json["swagger"], "2.0")
+        self.assertEqual(v2.json["definitions"], {})
+
 
     def test_tables_for_kubectl_get(self):
         w = widget("a", size=7, color="green")
