@@ -85,6 +85,8 @@ inline constexpr const char* kWorkerQuarantined = "WorkerQuarantined";
 // (an Event) the API server refused what the operator asked for the job (a
 // PriorityClass that does not exist, a quota, its own RBAC): retried with back-off
 inline constexpr const char* kRequestRefused = "RequestRefused";
+// (an Event) what edgetrain validate says of the spec as a note, once a generation
+inline constexpr const char* kSpecNote = "SpecNote";
 }  // namespace reason
 
 }  // namespace edgetrain::api

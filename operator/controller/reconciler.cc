@@ -164,11 +164,12 @@ Status Reconciler::Validate(Pass& pass) {
   manifest.erase("status");
   StatusOr<api::TrainingJobManifest> parsed = api::ParseTrainingJob(manifest.dump(), pass.key);
   std::string invalid, why;
+  api::SupportCheck support;
   if (!parsed.ok()) {
     invalid = parsed.status().message();
     why = reason::kInvalidSpec;
   } else {
-    api::SupportCheck support = api::CheckSupport(*parsed, api::Runner::kKubernetes);
+    support = api::CheckSupport(*parsed, api::Runner::kKubernetes);
     if (!support.unsupported.empty()) {
       why = reason::kNotSupported;
       for (const api::FieldError& e : support.unsupported) invalid += (invalid.empty() ? "" : "; ") + e.ToString();
@@ -188,6 +189,15 @@ Status Reconciler::Validate(Pass& pass) {
       log_.Job(pass.key, why, invalid);
     }
     return Status::Ok();  // pass.job stays unnamed: nothing more to do
+  }
+  // What edgetrain validate and run say of the spec as notes (a field that
+  // does not apply to its mode, say), said once a generation: on a cluster
+  // they went unsaid.
+  if (pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation) {
+    for (const std::string& note : support.notes) {
+      events_.Record(pass.object, "Normal", reason::kSpecNote, note);
+      log_.Job(pass.key, reason::kSpecNote, note);
+    }
   }
   // A module an agent refused (or whose check crashed) is the spec's fault
   // until the spec changes: then it is checked again.

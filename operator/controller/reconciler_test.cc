@@ -560,6 +560,29 @@ TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   EXPECT_EQ(refusals().size(), 1u);
 }
 
+// What edgetrain validate says as a note is said on the cluster too, as a
+// Normal Event, once a generation.
+TEST_F(ReconcilerTest, ASpecNoteIsAnEventOnceAGeneration) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(
+      TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}, {"workers", 2}}}, {"sync", {{"policy", "bsp"}}}}));
+  auto notes = [&] {
+    std::vector<std::string> said;
+    for (const Json& e : api_.All(kube::kEvents)) {
+      if (e.value("reason", "") == api::reason::kSpecNote) said.push_back(e.value("message", ""));
+    }
+    return said;
+  };
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  ASSERT_EQ(notes().size(), 1u);
+  EXPECT_NE(notes()[0].find("spec.sync"), std::string::npos) << notes()[0];
+  EXPECT_NE(notes()[0].find("applies to data-parallel teams only"), std::string::npos) << notes()[0];
+}
+
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 
