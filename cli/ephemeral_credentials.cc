@@ -1,9 +1,5 @@
 #include "cli/ephemeral_credentials.h"
 
-#include <stdlib.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include "pki/tls_folder.h"
@@ -12,12 +8,12 @@ namespace edgetrain::cli {
 
 StatusOr<EphemeralCredentials> EphemeralCredentials::Make(const std::string& job, Duration validity) {
   std::error_code ec;
-  std::string pattern = (std::filesystem::temp_directory_path(ec) / ("edgetrain-tls-" + job + "-XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr) {  // 0700: the key is the runner's user's alone
-    return UnavailableError("cannot make a folder for the run's TLS credentials (" + pattern +
-                            "): " + std::strerror(errno));
+  // edgetrain-tls-JOB-XXXXXX, 0700 (mkdtemp): the key is the runner's user's alone.
+  StatusOr<RunFolder> folder = RunFolder::Create(std::filesystem::temp_directory_path(ec), "tls-" + job);
+  if (!folder.ok()) {
+    return UnavailableError("cannot make a folder for the run's TLS credentials: " + folder.status().message());
   }
-  EphemeralCredentials made(pattern);
+  EphemeralCredentials made(std::move(*folder));
   const auto now = std::chrono::system_clock::now();
   EDGETRAIN_RETURN_IF_ERROR(pki::WriteNewJobCredentials(
       made.dir_, job, now - std::chrono::hours(1),
@@ -25,14 +21,14 @@ StatusOr<EphemeralCredentials> EphemeralCredentials::Make(const std::string& job
   return made;
 }
 
-EphemeralCredentials::EphemeralCredentials(EphemeralCredentials&& other) noexcept : dir_(std::move(other.dir_)) {
+EphemeralCredentials::EphemeralCredentials(EphemeralCredentials&& other) noexcept
+    : folder_(std::move(other.folder_)), dir_(std::move(other.dir_)) {
+  other.folder_.reset();
   other.dir_.clear();
 }
 
 EphemeralCredentials::~EphemeralCredentials() {
-  if (dir_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  if (folder_) folder_->Remove();
 }
 
 }  // namespace edgetrain::cli

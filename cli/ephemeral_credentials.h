@@ -2,10 +2,15 @@
 // The local runner's mutual TLS for one run (pki/job_identity.h): an authority
 // made in memory for the job and dropped (its key is never written), and one
 // certificate from it that every agent of the run presents, in a folder of the
-// runner's own (mode 0700) that goes when the run ends.
+// runner's own (mode 0700) that goes when the run ends. The folder is a run
+// folder (cli/run_folder.h), locked while the runner lives: a runner killed
+// outright leaves it, key and all, and the next one removes it, as it does
+// the run's other folder.
 
+#include <optional>
 #include <string>
 
+#include "cli/run_folder.h"
 #include "core/clock.h"
 #include "core/status.h"
 
@@ -25,7 +30,8 @@ class EphemeralCredentials {
   const std::string& dir() const { return dir_; }
 
  private:
-  explicit EphemeralCredentials(std::string dir) : dir_(std::move(dir)) {}
+  explicit EphemeralCredentials(RunFolder folder) : folder_(std::move(folder)), dir_(folder_->path().string()) {}
+  std::optional<RunFolder> folder_;  // empty once moved from
   std::string dir_;
 };
 

@@ -149,6 +149,20 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   restored_ = c;
   step_ = c.iteration;
   samples_ = c.samples;
+  // What each device did in the runs before, which this one goes on from: a
+  // resumed run's energy, bytes and compute were this run's alone, beside
+  // steps and time over every run.
+  if (c.workers.size() == links_.size()) {
+    for (size_t r = 0; r < links_.size(); ++r) {
+      Link& link = *links_[r];
+      const WorkerTotals& t = c.workers[r];
+      link.compute_s = t.compute_s;
+      link.idle_s = t.stall_s;
+      link.bytes_up = t.bytes_sent;
+      link.bytes_down = t.bytes_received;
+      link.energy_j = t.energy_j;
+    }
+  }
   return Status::Ok();
 }
 
@@ -1159,6 +1173,22 @@ StatusOr<double> PipelineHead::Evaluate() {
 }
 
 void PipelineHead::Snapshot(JobCheckpoint& into) {
+  {
+    // Each device's totals over every run so far, for a resumed run to go on from.
+    std::lock_guard lock(mu_);
+    into.workers.clear();
+    for (const auto& link : links_) {
+      WorkerTotals t;
+      t.iteration = link->done_step;
+      t.compute_s = link->compute_s;
+      t.stall_s = link->idle_s;
+      t.wall_s = link->compute_s + link->idle_s;
+      t.bytes_sent = link->bytes_up;
+      t.bytes_received = link->bytes_down;
+      t.energy_j = link->energy_j;
+      into.workers.push_back(t);
+    }
+  }
   if (final_) {
     into.parameters = final_->parameters;
     into.optimizer = final_->optimizer;
