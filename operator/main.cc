@@ -135,6 +135,17 @@ int main(int argc, char** argv) {
   rest.lift_under_flow_control = qps->count() == 0;
   options.reconciler.pods.tls_reload = operator_::TlsReloadFor(options.reconciler.credentials.certificate_validity);
 
+  // As client-go insists: a leader must stop leading (renew deadline) before
+  // a standby may take the Lease (lease duration), and try more than once in
+  // between; else two replicas can lead at once.
+  if (leader_elect && !(election.lease_duration > election.renew_deadline &&
+                        election.renew_deadline > election.retry_period)) {
+    std::cerr << "edgetrain-operator: --lease-duration (" << FormatDuration(election.lease_duration)
+              << ") must be longer than --renew-deadline (" << FormatDuration(election.renew_deadline)
+              << "), and that longer than --retry-period (" << FormatDuration(election.retry_period)
+              << "): else a standby may take the Lease while the leader still leads\n";
+    return kExitInvalid;
+  }
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
     return v ? v : "";

@@ -51,6 +51,14 @@ def condition_of(job, ctype):
     return {}
 
 
+
+class LeaseTimingsTest(unittest.TestCase):
+    def test_lease_timings_that_let_two_replicas_lead_are_refused_as_it_starts(self):
+        p = subprocess.run([OPERATOR, "--lease-duration=20s", "--renew-deadline=30s",
+                            "--kubeconfig", "/nonexistent"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--lease-duration (20s) must be longer than --renew-deadline (30s)", p.stderr)
+
 class OperatorSiteTestCase(SiteTestCase):
     """An emulated site with the CRDs applied and the real operator running on it, as
     the chart's ServiceAccount; what its tests read of the jobs and pods."""
