@@ -113,7 +113,7 @@ StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<co
     // The gradient to the head and the sum back: two messages on the stream.
     rates.exchange_s += 2 * (transport.message_s + Over(parameters, transport.bytes_per_s));
   }
-  rates.orders_s = transport.orders_s > 0 ? transport.orders_s : 2 * transport.message_s;
+  rates.orders_s = transport.OrdersSeconds();
   if (first_layer > 0) rates.messages_s = 4 * transport.message_s;
   return rates;
 }

@@ -16,6 +16,9 @@ struct TransportCost {
   // (core/step_orders.h): learned by the head for its re-plans, never in a
   // profile. 0: two messages at message_s.
   double orders_s = 0;
+
+  // What the word and the answer cost a step: as learned, else two messages.
+  double OrdersSeconds() const { return orders_s > 0 ? orders_s : 2 * message_s; }
 };
 
 }  // namespace edgetrain

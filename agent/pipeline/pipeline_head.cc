@@ -509,8 +509,7 @@ void PipelineHead::ReplanLocked() {
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
-  replays_.replanned_orders_s = problem.transport.orders_s > 0 ? problem.transport.orders_s
-                                                               : 2 * problem.transport.message_s;
+  replays_.replanned_orders_s = problem.transport.OrdersSeconds();
 }
 
 Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<int>>& kept,
@@ -856,7 +855,6 @@ std::vector<int> PipelineHead::ReturningLocked() const {
 
 Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
-  const bool moved = proposed_.has_value();
   if (proposed_) {
     // The stages' committed state, between steps, for the layers that move.
     auto state = StateNow();
@@ -868,13 +866,13 @@ Status PipelineHead::Advance() {
     }
     proposed_.reset();
   }
-  const int64_t rejoined = replays_.rejoined;
   Rejoin();
   std::unique_lock lock(mu_);
   // The last step's period measures the orders only when nothing but the
-  // step happened between its word and this one (a fetch of the stages'
-  // state, for an evaluation, a checkpoint or layers moved, forgets it).
-  bool plain = last_word_at_.has_value() && !moved && replays_.rejoined == rejoined;
+  // step happened between its word and this one: a fetch of the stages'
+  // state (for an evaluation, a checkpoint, layers moved or a device back:
+  // StateNow) forgets that word, and so does a loss.
+  bool plain = last_word_at_.has_value();
   attempt_ = 0;
   std::optional<TimePoint> lost_at;  // the first loss this step
   TimePoint word_at{};

@@ -54,6 +54,12 @@ std::string WaitingFor(const Json& pod) {
 
 }  // namespace
 
+bool InGang(const Json& pod, const std::vector<std::string>& expected_pods) {
+  const Json& meta = pod.at("metadata");
+  return !meta.contains("deletionTimestamp") &&
+         std::find(expected_pods.begin(), expected_pods.end(), meta.value("name", "")) != expected_pods.end();
+}
+
 Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods, const GangRules& rules) {
   Gang gang;
   gang.expected = static_cast<int>(expected_pods.size());
@@ -61,13 +67,11 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
   for (const Json& pod : pods) {
     const Json& meta = pod.at("metadata");
     const std::string name = meta.value("name", "");
-    const bool ours = std::find(expected_pods.begin(), expected_pods.end(), name) != expected_pods.end();
-    if (!ours) {
-      if (!meta.contains("deletionTimestamp")) gang.stale.push_back(name);
-      continue;
+    if (InGang(pod, expected_pods)) {
+      current[name] = &pod;
+    } else if (!meta.contains("deletionTimestamp")) {  // not the plan's: to delete
+      gang.stale.push_back(name);
     }
-    if (meta.contains("deletionTimestamp")) continue;
-    current[name] = &pod;
   }
   for (const std::string& name : expected_pods) {
     if (!current.count(name)) gang.missing.push_back(name);

@@ -54,6 +54,11 @@ struct GangRules {
   std::string restart_cannot_mend;  // why not, for the message; empty: restarts may mend it
 };
 
+// Whether `pod` is of the gang: a pod the plan names (`expected_pods`), not
+// being deleted. A replaced worker's old pod, Terminating on a silent node,
+// is not.
+bool InGang(const Json& pod, const std::vector<std::string>& expected_pods);
+
 // `expected_pods` are the names the plan makes, the coordinator first (a
 // worker's name carries its slot's generation, so a pod of a replaced slot is
 // not among them).

@@ -100,7 +100,11 @@ Status Reconciler::WritePlanConfigMap(Pass& pass, const Json& config_map) {
 StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   std::optional<Json> object = jobs_.Get(key);
   // Gone: its pods, Service and ConfigMap go by their ownerReferences.
-  if (!object || object->at("metadata").contains("deletionTimestamp")) return ReconcileOutcome{};
+  if (!object || object->at("metadata").contains("deletionTimestamp")) {
+    std::lock_guard lock(refused_mu_);
+    refused_.erase(key);  // a refusal said of a job gone
+    return ReconcileOutcome{};
+  }
   Pass pass;
   pass.key = key;
   pass.object = *object;
@@ -1066,11 +1070,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // figures and keep BandwidthDegraded on for a node the team has left.
       std::vector<Json> gang_pods;
       for (const Json& pod : pass.pods) {
-        const std::string name = pod.value("/metadata/name"_json_pointer, std::string());
-        if (std::find(names.begin(), names.end(), name) != names.end() &&
-            !pod.at("metadata").contains("deletionTimestamp")) {
-          gang_pods.push_back(pod);
-        }
+        if (InGang(pod, names)) gang_pods.push_back(pod);
       }
       pass.status["workers"] = WorkersStatusOf(gang_pods, progress);
       ReportQuarantines(pass);
