@@ -101,8 +101,9 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   std::optional<Json> object = jobs_.Get(key);
   // Gone: its pods, Service and ConfigMap go by their ownerReferences.
   if (!object || object->at("metadata").contains("deletionTimestamp")) {
-    std::lock_guard lock(refused_mu_);
-    refused_.erase(key);  // a refusal said of a job gone
+    std::lock_guard lock(said_mu_);
+    refused_.erase(key);  // what was said of a job gone
+    noted_.erase(key);
     return ReconcileOutcome{};
   }
   Pass pass;
@@ -146,7 +147,7 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
 }
 
 void Reconciler::ReportRefusal(const Pass& pass, const Status& done) {
-  std::lock_guard lock(refused_mu_);
+  std::lock_guard lock(said_mu_);
   // Refused (403, 400, 422): what the job asks, or the operator's rights, and
   // not a passing trouble (a conflict, a server busy), which back-off mends.
   const bool refused = done.code() == StatusCode::kFailedPrecondition || done.code() == StatusCode::kInvalidArgument;
@@ -196,8 +197,17 @@ Status Reconciler::Validate(Pass& pass) {
   }
   // What edgetrain validate and run say of the spec as notes (a field that
   // does not apply to its mode, say), said once a generation: on a cluster
-  // they went unsaid.
-  if (pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation) {
+  // they went unsaid. The status's observedGeneration keeps that across an
+  // operator's restart; noted_ across the retries of a reconcile that fails
+  // before it writes the status.
+  bool say_notes = pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation;
+  if (say_notes && !support.notes.empty()) {
+    std::lock_guard lock(said_mu_);
+    auto [it, first] = noted_.try_emplace(pass.key, pass.generation);
+    say_notes = first || it->second != pass.generation;
+    it->second = pass.generation;
+  }
+  if (say_notes) {
     for (const std::string& note : support.notes) {
       events_.Record(pass.object, "Normal", reason::kSpecNote, note);
       log_.Job(pass.key, reason::kSpecNote, note);

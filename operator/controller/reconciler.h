@@ -202,8 +202,11 @@ class Reconciler {
   // the job, once a refusal: `kubectl describe tj` showed nothing of a
   // PriorityClass that does not exist, the job stuck with no phase.
   void ReportRefusal(const Pass& pass, const Status& done);
-  std::mutex refused_mu_;
+  // What was said of a job before its status could record it: a reconcile
+  // that fails is retried, and would say it again at every retry.
+  std::mutex said_mu_;
   std::map<std::string, std::string> refused_;  // by job key: the refusal last said
+  std::map<std::string, int64_t> noted_;        // by job key: the generation its notes were said of
   std::map<std::string, kube::WallTime> published_;  // node -> when its link was last published
 };
 

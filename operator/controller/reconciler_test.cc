@@ -537,7 +537,11 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
 TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  const std::string key = Submit(TrainingJob("team", {{"placement", {{"priorityClassName", "nope"}}}}));
+  // spec.sync on a job of one worker: a note, said once however often the
+  // reconcile fails before it writes the status.
+  const std::string key =
+      Submit(TrainingJob("team", {{"placement", {{"priorityClassName", "nope"}}},
+                                  {"parallelism", {{"workers", 1}}}, {"sync", {{"policy", "bsp"}}}}));
   api_.RefuseCreates("Pod", FailedPreconditionError("pods \"team-coordinator\" is forbidden: no PriorityClass with "
                                                     "name nope was found"));
   auto refusals = [&] {
@@ -554,6 +558,11 @@ TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   EXPECT_EQ(refusals(), (std::vector<std::string>{
                             "the API server refused a request for this job, retried with back-off: creating Pod "
                             "team-coordinator: pods \"team-coordinator\" is forbidden: no PriorityClass with name nope was found"}));
+  std::vector<std::string> notes;
+  for (const Json& e : api_.All(kube::kEvents)) {
+    if (e.value("reason", "") == api::reason::kSpecNote) notes.push_back(e.value("message", ""));
+  }
+  EXPECT_EQ(notes.size(), 1u) << "once, not once a retry";
   // A conflict is back-off's to mend, not the user's to hear of.
   api_.RefuseCreates("Pod", AbortedError("the object has been modified"));
   EXPECT_FALSE(reconciler_.Reconcile(key).ok());
