@@ -86,6 +86,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                        {"pushes", w.compression->pushes}};
     }
     if (w.layers) workers.back()["layers"] = {{"first", w.layers->first}, {"end", w.layers->second}};
+    if (w.pace) workers.back()["pace"] = *w.pace;
     if (w.stream) {
       workers.back()["stream"] = {{"arrived", w.stream->arrived},
                                   {"dropped", w.stream->dropped},
@@ -170,6 +171,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
                            w.value("silentSeconds", 0.0)});
       p.workers.back().injected = w.value("injectedSamples", int64_t{0});
+      if (w.contains("pace") && w.at("pace").is_number()) p.workers.back().pace = w.at("pace").get<double>();
       if (w.contains("layers") && w.at("layers").is_object()) {
         p.workers.back().layers = std::pair{w.at("layers").at("first").get<int>(), w.at("layers").at("end").get<int>()};
       }

@@ -79,6 +79,11 @@ struct WorkerProgress {
   // A pipeline stage device's: the layers it holds now, [first, end) (layers
   // move between stages as devices drift, or to a lost stage's neighbour).
   std::optional<std::pair<int, int>> layers = {};
+  // A pipeline stage device's own work a step, as the run's last steps
+  // measured it, over what the cost model predicts from the profile (1.2: a
+  // fifth slower): what the head's re-plan after a loss plans it at
+  // (core/device_pace.h). None until learned.
+  std::optional<double> pace = {};
 };
 
 struct JobProgress {

@@ -43,6 +43,10 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->workers[0].layers, (std::pair{2, 5}));
+  EXPECT_FALSE(back->workers[0].pace.has_value()) << "not learned yet";
+  p.workers[0].pace = 1.19;
+  EXPECT_DOUBLE_EQ(*DecodeJobProgress(EncodeJobProgress(p))->workers[0].pace, 1.19);
+  p.workers[0].pace.reset();
   ASSERT_TRUE(back->replays.has_value());
   EXPECT_EQ(back->replays->restored_stages, 1);
   EXPECT_EQ(back->replays->steps_lost, 40);

@@ -73,6 +73,13 @@ double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t sa
   return static_cast<double>(samples) * at(last) / sizes_[last];
 }
 
+double PipelineCostModel::DeviceStepSeconds(int first_layer, int end_layer, int device,
+                                            std::span<const int64_t> passes) const {
+  double s = optimizer_s_[end_layer] - optimizer_s_[first_layer];
+  for (int64_t n : passes) s += WorkSeconds(first_layer, end_layer, n);
+  return s * seconds_a_unit_[static_cast<size_t>(device)];
+}
+
 double PipelineCostModel::BestWorkSeconds(int first_layer, int end_layer) const {
   const size_t row = problem_.layers.size() + 1;
   double best = std::numeric_limits<double>::infinity();

@@ -168,6 +168,11 @@ class PipelineCostModel {
   // Forward and backward passes of layers [first, end) over `samples`
   // samples in one pass, at speed 1.
   double WorkSeconds(int first_layer, int end_layer, int64_t samples) const;
+  // What device `device` computes a step of layers [first, end) in passes of
+  // `passes` samples each (its share of each micro-batch), its optimizer's
+  // step included, at its speed: its own part of the step, which a stage's
+  // answer reports as it ran (StepDone.work_seconds; core/device_pace.h).
+  double DeviceStepSeconds(int first_layer, int end_layer, int device, std::span<const int64_t> passes) const;
   // The least a sample of layers [first, end) costs at speed 1, in a pass of
   // any size: samples · this bounds WorkSeconds from below, which is what the
   // planner prunes by.

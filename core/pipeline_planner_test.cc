@@ -236,6 +236,21 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   EXPECT_DOUBLE_EQ(plan->samples_per_s, 6 / plan->step_s);
 }
 
+// A device's own part of a step, which the head sets against what its stage
+// reports to learn its pace (core/device_pace.h): its passes over its shares
+// and its optimizer's step, at its speed.
+TEST(PipelinePlannerTest, ADevicesStepIsItsPassesAndItsOptimizersStep) {
+  PipelineProblem p;
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0.010}, {"b", 0.002, 0.004, 2000, 100, {}, 0.020}};
+  p.devices = {Device("x", 2, 8), Device("y", 1, 8)};
+  p.batch_size = 8;
+  const PipelineCostModel model(p);
+  const std::vector<int64_t> shares = {3, 3, 1};
+  EXPECT_DOUBLE_EQ(model.DeviceStepSeconds(1, 2, 0, shares), (7 * 0.006 + 0.020) / 2);
+  EXPECT_DOUBLE_EQ(model.DeviceStepSeconds(0, 2, 1, shares), 7 * 0.009 + 0.030);
+  EXPECT_DOUBLE_EQ(model.DeviceStepSeconds(0, 1, 1, std::vector<int64_t>{0, 0}), 0.010) << "dealt no sample";
+}
+
 // The runtime's messages all go through the head: a stage after the first
 // waits for 4 a micro-batch on its way (its input in, its gradient back, each
 // to the head and on), every stage for the head's word and its answer once a

@@ -14,7 +14,8 @@
 // slowed.
 
 #include <cstddef>
-#include <vector>
+
+#include "core/recent_median.h"
 
 namespace edgetrain {
 
@@ -23,21 +24,19 @@ class StepOrders {
   // Steps observed before the figure is given: fewer say too little.
   static constexpr size_t kMinSteps = 8;
 
-  explicit StepOrders(size_t window = 64) : window_(window) {}
+  explicit StepOrders(size_t window = 64) : last_(window) {}
 
   // A step run from one word to the next without a replay or a change of the
   // stages: its period, and the held seconds of the stage that answered last.
   void Observe(double period_s, double last_held_s);
   // The median of the last steps' orders (never below 0), or 0 before kMinSteps.
   double Seconds() const;
-  size_t steps() const { return seen_; }
+  size_t steps() const { return last_.seen(); }
   // Of those, the last ones the figure is the median of (at most the window).
-  size_t counted() const { return last_.size(); }
+  size_t counted() const { return last_.counted(); }
 
  private:
-  size_t window_;
-  std::vector<double> last_;  // a ring of the last window_ steps' orders
-  size_t seen_ = 0;
+  RecentMedian last_;  // the last steps' orders
 };
 
 }  // namespace edgetrain

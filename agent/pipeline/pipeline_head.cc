@@ -72,6 +72,7 @@ struct PipelineHead::Link {
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
   double held_s = 0;    // what it spent between taking the step's word and answering (StepDone)
+  double work_s = 0;    // of that, its own work: the rest it waited for its neighbours
   double compute_s = 0;
   double idle_s = 0;
   // What went over its link, as the head's stream with it saw it: all it
@@ -118,7 +119,10 @@ PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& t
     }
   }
   micro_batches_ = plan.pipeline->micro_batches;
-  if (plan.pipeline->planned_from) problem_ = ProblemOf(*plan.pipeline->planned_from, plan.spec);
+  if (plan.pipeline->planned_from) {
+    problem_ = ProblemOf(*plan.pipeline->planned_from, plan.spec);
+    cost_model_.emplace(*problem_);
+  }
 }
 
 PipelineHead::~PipelineHead() = default;
@@ -248,6 +252,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.done_attempt = d.attempt();
       link.done_at = clock_.Now();
       link.held_s = d.held_seconds();
+      link.work_s = d.work_seconds();
       link.loss_sum = d.loss_sum();
       link.step_samples = d.samples();
       changed_.NotifyAll();
@@ -496,6 +501,15 @@ void PipelineHead::ReplanLocked() {
   // them, where the profile timed two messages on a quiet stream.
   PipelineProblem problem = *problem_;
   problem.transport.orders_s = orders_.Seconds();
+  // Each device left as it has run its part of the steps, where the profile
+  // timed its layers alone.
+  std::ostringstream paces;
+  for (int r : members_) {
+    if (!pace_.Learned(r)) continue;
+    problem.devices[static_cast<size_t>(r)].speed /= pace_.Of(r);
+    paces << (paces.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2)
+          << pace_.Of(r) << "x";
+  }
   const PipelinePlan plan = AtBestMicroBatches(problem, stages);
   if (!plan.cost.fits) {
     Log() << "pipeline: no micro-batch count fits the devices left (" << plan.cost.misfit << "); " << micro_batches_
@@ -505,11 +519,34 @@ void PipelineHead::ReplanLocked() {
   Log() << "pipeline: planned again for the devices left (" << members_.size() << "): " << plan.micro_batches
         << " micro-batches of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
         << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
-        << OrdersNote(problem.transport, orders_.counted()) << "\n";
+        << OrdersNote(problem.transport, orders_.counted())
+        << (paces.tellp() > 0 ? "; each device at its pace in the run's steps against the profile's prediction: " +
+                                    paces.str()
+                              : std::string())
+        << "\n";
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
   replays_.replanned_orders_s = problem.transport.OrdersSeconds();
+}
+
+void PipelineHead::ObservePaceLocked(int64_t samples) {
+  if (!cost_model_ || samples <= 0) return;
+  // The micro-batches as the stages cut the batch, each dealt among a
+  // group's devices by speed, as they deal it.
+  const std::vector<MicroBatchSpan> spans = SplitBatch(samples, micro_batches_);
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    std::vector<std::vector<int64_t>> passes(groups_[s].size());
+    for (const MicroBatchSpan& span : spans) {
+      const std::vector<int64_t> shares = ShareOut(span.end - span.begin, speeds_[s]);
+      for (size_t j = 0; j < passes.size(); ++j) passes[j].push_back(shares[j]);
+    }
+    for (size_t j = 0; j < passes.size(); ++j) {
+      const int r = groups_[s][j];
+      pace_.Observe(r, links_[r]->work_s,
+                    cost_model_->DeviceStepSeconds(layers_[s].first, layers_[s].second, r, passes[j]));
+    }
+  }
 }
 
 Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<int>>& kept,
@@ -939,6 +976,8 @@ Status PipelineHead::Advance() {
     const auto last = std::max_element(members_.begin(), members_.end(),
                                        [&](int a, int b) { return links_[a]->done_at < links_[b]->done_at; });
     last_held_s_ = links_[*last]->held_s;
+    // The step's commit (the last one's, which its word brought) was in it.
+    if (plain) ObservePaceLocked(links_[groups_.back().front()]->step_samples);
   }
   if (lost_at) {
     replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);
@@ -1081,6 +1120,7 @@ JobProgress PipelineHead::Progress() {
     w.bytes_sent = link->bytes_up;
     w.bytes_received = link->bytes_down;
     w.energy_joules = link->energy_j;
+    if (pace_.Learned(r)) w.pace = pace_.Of(r);
     p.workers.push_back(w);
   }
   // The team's energy: of every device that trained, those lost mid-run

@@ -53,6 +53,7 @@
 #include "agent/transport/transport.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
+#include "core/device_pace.h"
 #include "core/pipeline_cost.h"
 #include "core/stage_rebalance.h"
 #include "core/step_orders.h"
@@ -177,6 +178,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A one-stage pipeline left of two no longer fills and drains, and its
   // passes of a few samples each would pay their fixed costs for nothing.
   void ReplanLocked();
+  // A step run plainly of `samples`: each member's work, as its answer said,
+  // against the cost model's prediction for its layers and shares.
+  void ObservePaceLocked(int64_t samples);
 
   const JobPlan& plan_;
   Trainer& model_;
@@ -224,6 +228,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   bool relaid_ = false;  // the stages changed this step: its replays say how they now are
   // What the plan was planned from, for re-planning; none: a layout by hand.
   std::optional<PipelineProblem> problem_;
+  std::optional<PipelineCostModel> cost_model_;  // of *problem_, which it refers to
   int micro_batches_ = 1;  // a step's, as last planned
   Rebalancing rebalancing_;
   // Where each layer's floats and optimizer rows begin in the whole model's
@@ -255,6 +260,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   StepOrders orders_;
   std::optional<TimePoint> last_word_at_;  // the last step's word, that step run plainly
   double last_held_s_ = 0;                 // that step's, of the stage that answered last
+  // How each device has run its own part of the steps against the cost
+  // model's prediction, learned from the same steps, for the re-plans too.
+  DevicePace pace_;
   JobProgress::Replays replays_;
   PipelineMetrics* metrics_ = nullptr;
 };

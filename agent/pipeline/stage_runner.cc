@@ -273,6 +273,7 @@ class Stage {
     while (!cancel.load()) {
       EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage message, inbox_.NextCommand());
       word_at_ = clock_.Now();
+      waited_s_ = 0;
       if (message.has_stop()) {
         summary_.stop_reason = message.stop().reason();
         return Status::Ok();
@@ -522,7 +523,10 @@ class Stage {
       mine.mutable_gradient()->set_attempt(attempt);
       mine.mutable_gradient()->set_values(FloatBytes(gradient));
       outbox_.Post(std::move(mine));
-      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, inbox_.AwaitGradient(step, attempt));
+      const TimePoint began = clock_.Now();
+      StatusOr<v1::GroupGradient> awaited = inbox_.AwaitGradient(step, attempt);
+      waited_s_ += ToSeconds(clock_.Now() - began);
+      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, std::move(awaited));
       EDGETRAIN_ASSIGN_OR_RETURN(pending_sum_, FloatsOf(summed.values()));
       if (pending_sum_.size() != gradient.size()) {
         return FailedPreconditionError("the head summed a gradient of another size");
@@ -536,7 +540,9 @@ class Stage {
     done.set_idle_seconds(summary_.idle_s - reported_.idle_s);
     const double energy_j = energy_.Split(clock_.Now()).total_j();
     done.set_energy_joules(energy_j - reported_energy_j_);
-    done.set_held_seconds(ToSeconds(clock_.Now() - word_at_));
+    const double held_s = ToSeconds(clock_.Now() - word_at_);
+    done.set_held_seconds(held_s);
+    done.set_work_seconds(std::max(0.0, held_s - waited_s_));
     reported_energy_j_ = energy_j;
     reported_ = summary_;
     v1::WorkerMessage message;
@@ -576,7 +582,9 @@ class Stage {
   StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int attempt, int i) {
     const TimePoint began = clock_.Now();
     auto m = inbox_.Await(forward, step, attempt, i);
-    summary_.idle_s += ToSeconds(clock_.Now() - began);
+    const double waited_s = ToSeconds(clock_.Now() - began);
+    summary_.idle_s += waited_s;
+    waited_s_ += waited_s;
     return m;
   }
 
@@ -643,6 +651,7 @@ class Stage {
   double reported_energy_j_ = 0;      // its total at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
+  double waited_s_ = 0;               // since then, for micro-batches and the group's sum
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_
