@@ -1,6 +1,7 @@
 #include "agent/evaluate_model.h"
 
 #include <filesystem>
+#include <cmath>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -80,6 +81,14 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   int64_t samples = 0;
   auto evaluation = Evaluate(model_path, data, data_dir, samples);
   if (!evaluation.ok()) return ReportFailure(evaluation.status(), lines, log);
+  if (!std::isfinite(evaluation->loss)) {
+    // Its accuracy means nothing: every class's score NaN picks class 0.
+    return ReportFailure(InvalidArgumentError(model_path + ": the model's loss on the test samples is " +
+                                              (std::isnan(evaluation->loss) ? "NaN" : "infinite") +
+                                              ": its outputs are not finite (weights that diverged, or a forward that "
+                                              "computes NaN or infinity), so its accuracy means nothing"),
+                         lines, log);
+  }
   lines << "result "
         << nlohmann::json({{"model", model_path},
                            {"dataset", DescribeData(data)},

@@ -2,6 +2,7 @@
 // deterministic clock: budgets, schedules, the final model, and resuming.
 #include "agent/job_driver.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,7 @@
 
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
+#include "agent/storage/checkpoint.h"
 #include "agent/testing/fake_trainer.h"
 #include "core/deterministic_clock.h"
 
@@ -122,6 +124,26 @@ TEST_F(JobDriverTest, AnEvaluationDueAtTheWallClocksEndDoesNotRunPastIt) {
   ASSERT_TRUE(result->accuracy.has_value());
   const std::string csv = Evaluations();
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "steps 5 and 10, and the header: " << csv;
+}
+
+// A learning rate the model diverges at (plain SGD at 3: each step doubles
+// the distance to the optimum, the other way) overflows to infinity after a
+// hundred-odd steps. The job fails there, saying so and what to change,
+// before the weights move: the checkpoint keeps finite ones. It ran on to
+// "succeed" with NaN weights and a loss shown as 0 (a new user's trial).
+TEST_F(JobDriverTest, AJobWhoseLossIsNoLongerFiniteFailsThereWithItsLastFiniteWeights) {
+  plan.spec.optimizer = {OptimizerKind::kSgd, 3.0, std::nullopt, 0};
+  plan.spec.budget.epochs = 100;
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  auto result = Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << "running again diverges again";
+  EXPECT_NE(result.status().message().find("at step "), std::string::npos) << result.status().message();
+  EXPECT_NE(result.status().message().find("spec.optimizer.learningRate"), std::string::npos);
+  auto checkpoint = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
+  ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
+  EXPECT_GT((*checkpoint)->iteration, 50) << "it trained a while before it diverged";
+  for (float w : (*checkpoint)->parameters) ASSERT_TRUE(std::isfinite(w));
 }
 
 TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) {

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/finite_step.h"
+
 namespace edgetrain::agent {
 namespace {
 
 // Smoothing of the loss shown while training: about the last 50 steps.
-constexpr double kLossSmoothing = 0.02;
 
 std::vector<int64_t> AllOf(const Dataset& d) {
   std::vector<int64_t> all(static_cast<size_t>(d.size()));
@@ -58,6 +59,7 @@ Status SoloEngine::Advance() {
   const TimePoint began = clock_.Now();
   energy_.BeginCompute(began);
   EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(x_.data(), y_.data(), m, gradient_));
+  EDGETRAIN_RETURN_IF_ERROR(FiniteStep(iteration_ + 1, loss, gradient_));  // before the weights move
   std::span<float> params = trainer_.Parameters();
   for (size_t r = 0; r < layout_.size(); ++r) {
     const RowSpan& row = layout_.row(r);

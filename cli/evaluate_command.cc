@@ -1,6 +1,7 @@
 #include "cli/evaluate_command.h"
 
 #include <cstdio>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -53,7 +54,9 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
     char line[512];
     std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%s test samples), loss %.4f\n",
                   json["accuracy"].get<double>(), described.c_str(),
-                  WithThousands(json["samples"].get<int64_t>()).c_str(), json["loss"].get<double>());
+                  WithThousands(json["samples"].get<int64_t>()).c_str(),
+                  // JSON has no NaN: an agent that wrote one wrote null.
+                  json["loss"].is_number() ? json["loss"].get<double>() : std::nan(""));
     out << options.model_path << line;
   }
   return kExitOk;

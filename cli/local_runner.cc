@@ -409,7 +409,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   for (const WorkerSlot& slot : plan.devices) nodes.push_back(slot.node);
   ProgressDisplay display(err, options.terminal, clock, std::chrono::seconds(5), nodes);
   Supervision outcome = supervisor.Run(interrupted, display, watch);
-  if (!outcome.failure.empty()) return failed(outcome.failure);
+  if (!outcome.failure.empty()) return failed(outcome.failure, outcome.failure_log);
   if (outcome.result->state != JobState::kSucceeded && outcome.result->state != JobState::kInterrupted) {
     const int code = failed("training failed: " + outcome.result->error);
     // A data file or model the agent refused is the manifest's fault, not the run's.

@@ -424,36 +424,35 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   if (!plan.devices.empty()) {
     std::vector<std::string> names;
     for (const WorkerSlot& slot : plan.devices) names.push_back(slot.node);
-    if (const std::string waited = WhoTheTeamWaitedOn(p, names); !waited.empty()) {
-      // A stream's worker is often late for want of samples, not of compute or link.
-      const bool streams = StreamTotalsOf(p).streams;
-      // Every worker short of samples most of the time: the one the team
-      // waited on was as starved as the rest, and the streams set the pace.
-      const bool starved = streams && std::all_of(p.workers.begin(), p.workers.end(), WaitedMostlyForItsStream);
-      if (starved) {
-        out << "  every worker waited for its stream's samples most of the time: the streams set the pace, not a "
-               "teammate (each one's wait is below)\n";
-      } else {
-        // A worker the team waited on that itself waited for its stream's
-        // samples most of its time: its stream, not its compute or link, set the pace.
-        std::string starved_by_stream;
-        int stream_bound = 0;
-        for (const auto& w : p.workers) {
-          if (!WaitedMostlyForItsStream(w)) continue;
-          if (p.elapsed_s <= 0 || w.held_team_s < 0.05 * p.elapsed_s) continue;
-          starved_by_stream += (starved_by_stream.empty() ? "" : ", ") + WorkerName(w.rank, names) + " waited for " +
-                               "its stream's samples " + Fixed(100 * w.stream->wait_s / w.wall_s, 0) + "% of its time";
-          ++stream_bound;
-        }
-        std::string why;
-        if (stream_bound > 0) {
-          why = "; " + starved_by_stream + (stream_bound == 1 ? ": its stream" : ": their streams") +
-                " set the team's pace";
-        } else if (streams) {
-          why = "; how long each waited for its stream's samples is below";
-        }
-        out << "  the team waited on " << waited << " (teammates needed rows only they could give" << why << ")\n";
+    // A stream's worker is often late for want of samples, not of compute or link.
+    const bool streams = StreamTotalsOf(p).streams;
+    // Every worker short of samples most of the time: the streams set the
+    // pace, whether or not a teammate held the others meanwhile (none did,
+    // as a new user's team of two starved streams had it, and nothing was said).
+    const bool starved = streams && std::all_of(p.workers.begin(), p.workers.end(), WaitedMostlyForItsStream);
+    if (starved) {
+      out << "  every worker waited for its stream's samples most of the time: the streams set the pace, not a "
+             "teammate (each one's wait is below)\n";
+    } else if (const std::string waited = WhoTheTeamWaitedOn(p, names); !waited.empty()) {
+      // A worker the team waited on that itself waited for its stream's
+      // samples most of its time: its stream, not its compute or link, set the pace.
+      std::string starved_by_stream;
+      int stream_bound = 0;
+      for (const auto& w : p.workers) {
+        if (!WaitedMostlyForItsStream(w)) continue;
+        if (p.elapsed_s <= 0 || w.held_team_s < 0.05 * p.elapsed_s) continue;
+        starved_by_stream += (starved_by_stream.empty() ? "" : ", ") + WorkerName(w.rank, names) + " waited for " +
+                             "its stream's samples " + Fixed(100 * w.stream->wait_s / w.wall_s, 0) + "% of its time";
+        ++stream_bound;
       }
+      std::string why;
+      if (stream_bound > 0) {
+        why = "; " + starved_by_stream + (stream_bound == 1 ? ": its stream" : ": their streams") +
+              " set the team's pace";
+      } else if (streams) {
+        why = "; how long each waited for its stream's samples is below";
+      }
+      out << "  the team waited on " << waited << " (teammates needed rows only they could give" << why << ")\n";
     }
     std::string out_at_end;
     for (const auto& w : p.workers) {

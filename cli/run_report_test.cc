@@ -239,6 +239,17 @@ TEST(RunReportTest, StreamsThatStarveEveryWorkerAreSaidToSetThePace) {
             std::string::npos)
       << out.str();
   EXPECT_EQ(out.str().find("the team waited on"), std::string::npos) << out.str();
+  // Nobody held the team: the streams set the pace all the same (a new
+  // user's two starved streams had nothing said).
+  for (auto& w : p.workers) w.held_team_s = 0;
+  std::ostringstream unheld;
+  PrintSummary(Job(), plan, p, 66.9, unheld);
+  EXPECT_NE(unheld.str().find("the streams set the pace"), std::string::npos) << unheld.str();
+  p = Finished();
+  for (auto& w : p.workers) {
+    w.wall_s = 30;
+    w.stream = StreamProgress{600, 0, 0, 25};
+  }
   p.workers[0].stream->wait_s = 3;  // one that had samples: the team waited on teammates
   std::ostringstream one;
   PrintSummary(Job(), plan, p, 66.9, one);

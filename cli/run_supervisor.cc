@@ -1,5 +1,6 @@
 #include "cli/run_supervisor.h"
 
+#include <algorithm>
 #include <csignal>
 
 namespace edgetrain::cli {
@@ -60,7 +61,18 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       break;
     }
     if (!line && coordinator_.stdout_closed()) break;
-    NoteLostWorkers(display);
+    // A team's coordinator waits for its workers to come back, and here no
+    // one starts them again, as the operator would on a cluster: the run
+    // ended at its budget, 'nothing trained', exit 0 (a new user's trial,
+    // both workers' losses NaN). A pipeline's head fails once its stages
+    // are gone, saying which.
+    if (NoteLostWorkers(display) && order_ == StopOrder::kAllAtOnce && !stopping && outcome.failure.empty()) {
+      outcome.failure = "every worker exited: the team has no one left to train";
+      outcome.failure_log = "worker-0.log";
+      display.Finish();
+      err_ << "error: " << outcome.failure << "; stopping " << job_ << "\n";
+      continue;
+    }
     if (auto body = watch.progress()) {
       auto p = DecodeJobProgress(*body);
       if (p.ok()) {
@@ -83,7 +95,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   return outcome;
 }
 
-void RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
+bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     // A worker told to stop exits with 0; anything else is a loss the team absorbs.
     auto status = workers_[i]->Poll();
@@ -94,6 +106,7 @@ void RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
            << ".log); the team trains on without it\n";
     }
   }
+  return !workers_.empty() && std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; });
 }
 
 void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display) {

@@ -42,6 +42,8 @@ struct Supervision {
   std::string failure;                // why the run failed, with or without a result
   bool interrupted = false;           // the person interrupted the run
   int coordinator_exit = 0;
+  // The agent's log that says why it failed; empty: the coordinator's.
+  std::string failure_log;
 };
 
 // What supervision reads and tells besides the agents' own lines.
@@ -75,7 +77,9 @@ class RunSupervisor {
   Supervision Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch);
 
  private:
-  void NoteLostWorkers(ProgressDisplay& display);
+  // Warns of each worker that exited other than told to; true once every
+  // worker has: the team has no one left to train.
+  bool NoteLostWorkers(ProgressDisplay& display);
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   void StopTeam(Supervision& outcome);
 

@@ -220,6 +220,30 @@ TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
   EXPECT_EQ(said.find("worker 1"), std::string::npos);
 }
 
+// Here no one starts a team's workers again: once every one has exited, the
+// run stops and fails, its coordinator told to save and report, rather than
+// wait out its budget to end 'nothing trained' with 0 (a new user's trial).
+TEST_F(RunSupervisorTest, ATeamWhoseWorkersHaveAllExitedStopsAndFails) {
+  workers_[0]->ExitsAt(seconds(1), 2);
+  workers_[1]->ExitsAt(seconds(2), 2);
+  ReportsWhenStopped(coordinator_, seconds(1));
+  Supervision outcome = Run();
+  EXPECT_EQ(outcome.failure, "every worker exited: the team has no one left to train");
+  EXPECT_EQ(outcome.failure_log, "worker-0.log");
+  EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM});
+  EXPECT_LT(coordinator_.Elapsed(), seconds(4));
+}
+
+// A pipeline's head fails by itself once its stages are gone, saying which.
+TEST_F(RunSupervisorTest, APipelineWhoseStagesHaveAllExitedIsLeftToItsHead) {
+  for (auto& w : workers_) w->ExitsAt(seconds(1), 1);
+  coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3), 0);
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst);
+  EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
+  EXPECT_TRUE(outcome.result.has_value());
+  EXPECT_TRUE(coordinator_.signals.empty());
+}
+
 TEST_F(RunSupervisorTest, ACoordinatorThatDiesWithoutAResultFailsTheRun) {
   coordinator_.ExitsAt(seconds(2), 1);
   for (auto& w : workers_) w->ExitsAt(seconds(2), 0);

@@ -86,6 +86,10 @@ struct WorkerProgress {
   std::optional<double> pace = {};
 };
 
+// The training loss a job shows is smoothed over about its last 50 batches:
+// each batch moves it by this share of the way to its own loss.
+constexpr double kLossSmoothing = 0.02;
+
 struct JobProgress {
   JobState state = JobState::kStarting;
   int64_t iteration = 0;

@@ -1,6 +1,7 @@
 #include "core/team_accounts.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace edgetrain {
 
@@ -31,8 +32,12 @@ void TeamAccounts::Reported(int w, const WorkerReport& report, bool trained) {
     k.samples += report.samples;
     samples_ += report.samples;
   }
-  loss_sum_ += report.loss_sum;
-  loss_count_ += report.loss_count;
+  if (report.loss_count > 0) {
+    // Each of the report's batches moves it as one step of a job of one does.
+    const double mean = report.loss_sum / static_cast<double>(report.loss_count);
+    const double share = 1 - std::pow(1 - kLossSmoothing, static_cast<double>(report.loss_count));
+    smoothed_loss_ = smoothed_loss_ < 0 ? mean : smoothed_loss_ + share * (mean - smoothed_loss_);
+  }
 }
 
 void TeamAccounts::Delivered(int w, int64_t bytes, Duration took) {
@@ -45,13 +50,6 @@ double TeamAccounts::TakeTransferSeconds(int w) { return std::exchange(workers_[
 void TeamAccounts::Holding(int w, bool holding, Duration for_) {
   workers_[w].holding_team = holding;
   if (holding) workers_[w].held_team_s += ToSeconds(for_);
-}
-
-double TeamAccounts::TakeMeanLoss() {
-  if (loss_count_ > 0) last_loss_ = loss_sum_ / static_cast<double>(loss_count_);
-  loss_sum_ = 0;
-  loss_count_ = 0;
-  return last_loss_;
 }
 
 std::vector<WorkerTotals> TeamAccounts::Totals() const {
@@ -107,7 +105,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
   p.iteration = team_iteration();
   p.samples = samples_;
   p.epoch = static_cast<int>(samples_ / std::max<int64_t>(1, train_size_));
-  p.loss = last_loss_;
+  p.loss = loss();
   p.elapsed_s = elapsed_s;
   p.samples_per_second = elapsed_s > 0 ? static_cast<double>(samples_) / elapsed_s : 0;
   double energy = 0;

@@ -69,8 +69,12 @@ class TeamAccounts {
   // Iterations of the whole team, in steps of one batch per worker. Each
   // worker's own count differs: a fast one makes more than a slow one.
   int64_t team_iteration() const { return samples_ / (int64_t{batch_size_} * static_cast<int64_t>(workers_.size())); }
-  // Mean training loss of the reports since the last call, or the last mean when none came.
-  double TakeMeanLoss();
+  // The training loss of the batches reported, smoothed as a job of one's is
+  // (kLossSmoothing, about the last 50 batches): the mean of the reports
+  // since the last look swung with how few came between two looks, and the
+  // run's result gave another loss than its last progress line (a new
+  // user's trial). 0 before any.
+  double loss() const { return std::max(0.0, smoothed_loss_); }
 
   // The job's progress at `elapsed_s` of training; `active[w]`: w is in the team's waits.
   JobProgress Progress(double elapsed_s, const std::vector<bool>& active) const;
@@ -105,9 +109,7 @@ class TeamAccounts {
   const int batch_size_;
   const int64_t train_size_;
   int64_t samples_ = 0;
-  double loss_sum_ = 0;
-  int64_t loss_count_ = 0;
-  double last_loss_ = 0;
+  double smoothed_loss_ = -1;  // none yet
 };
 
 }  // namespace edgetrain

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace edgetrain {
 namespace {
 
@@ -35,7 +37,7 @@ TEST(TeamAccountsTest, ALatePushsSamplesAreNotCountedAsTrained) {
   r.loss_sum = 32;
   team.Reported(1, r, /*trained=*/false);
   EXPECT_EQ(team.samples(), 32);
-  EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.5) << "both losses heard";
+  EXPECT_DOUBLE_EQ(team.loss(), 2 + (1 - 2) * (1 - std::pow(0.98, 32))) << "both losses heard";
   JobProgress p = team.Progress(1.0, {true, true});
   EXPECT_EQ(p.workers[0].samples, 32);
   EXPECT_EQ(p.workers[1].samples, 0);
@@ -61,17 +63,21 @@ TEST(TeamAccountsTest, AWorkersTotalsSurviveItsRestarts) {
   EXPECT_DOUBLE_EQ(*p.energy_joules, 55);
 }
 
-TEST(TeamAccountsTest, LossIsTheMeanSinceTheLastLookAndKeptWhenNothingCame) {
+TEST(TeamAccountsTest, LossIsSmoothedOverAboutTheLastFiftyBatchesAsAJobOfOnesIs) {
   TeamAccounts team(2, 32, 6400);
+  EXPECT_EQ(team.loss(), 0) << "nothing reported";
   WorkerReport r;
   r.loss_sum = 3;
   r.loss_count = 2;
   team.Reported(0, r);
+  EXPECT_DOUBLE_EQ(team.loss(), 1.5) << "the first report as it is";
   r.loss_sum = 1;
   r.loss_count = 2;
   team.Reported(1, r);
-  EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.0);
-  EXPECT_DOUBLE_EQ(team.TakeMeanLoss(), 1.0);
+  // Two batches of 0.5: each moves it 2% of the way.
+  EXPECT_NEAR(team.loss(), 0.5 + (1.5 - 0.5) * 0.98 * 0.98, 1e-12);
+  EXPECT_DOUBLE_EQ(team.Progress(1.0, {true, true}).loss, team.loss()) << "and looking does not change it";
+  EXPECT_DOUBLE_EQ(team.Progress(1.0, {true, true}).loss, team.loss());
 }
 
 TEST(TeamAccountsTest, TimeTheTeamWaitedOnAWorkerAddsUp) {

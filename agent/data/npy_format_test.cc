@@ -49,7 +49,7 @@ TEST(NpyFormatTest, RefusesWhatItCannotRead) {
       {v1.substr(0, 40), "x.npy: truncated npy header"},
       {Npy("<f4", "(3,)", four_floats), "x.npy: header promises 12 bytes of data, file has 16"},
       {Npy("<f4", "(5,)", four_floats), "x.npy: header promises 20 bytes of data, file has 16"},
-      {Npy("<c8", "(2,)", four_floats), "x.npy: dtype '<c8' is not supported (integers or float32, float64)"},
+      {Npy("<c8", "(2,)", four_floats), "x.npy: dtype '<c8' is not supported: features are float32, float64 or uint8, labels integers (int8-int64, uint8-uint64)"},
       {Npy("<f2", "(8,)", four_floats), "x.npy: dtype '<f2' is not supported"},
       {Npy("|O", "(2,)", ""), "x.npy: dtype '|O' is not supported"},
       {Npy("<f4", "(2, 2)", four_floats, true),

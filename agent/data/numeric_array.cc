@@ -65,7 +65,7 @@ Status SetFeatures(const NumericArray& a, const std::string& path, Dataset& d) {
   }
   if (!IsFloat(a.type)) {
     return InvalidArgumentError(path + ": features of type " + std::string(NameOf(a.type)) +
-                                " are not supported (float32, float64 or uint8)");
+                                " are not supported: features are float32, float64 or uint8");
   }
   const int64_t n = ElementCount(a.dims);
   d.features.resize(static_cast<size_t>(n));
@@ -83,7 +83,8 @@ Status SetFeatures(const NumericArray& a, const std::string& path, Dataset& d) {
 
 Status SetLabels(const NumericArray& a, const std::string& path, Dataset& d) {
   if (IsFloat(a.type)) {
-    return InvalidArgumentError(path + ": labels of type " + std::string(NameOf(a.type)) + " are not integers");
+    return InvalidArgumentError(path + ": labels of type " + std::string(NameOf(a.type)) +
+                                " are not integers (int8-int64, uint8-uint64: the class of each sample)");
   }
   const int64_t n = a.dims.empty() ? 0 : a.dims[0];
   const int64_t classes = d.info.classes;

@@ -188,7 +188,6 @@ std::vector<bool> Coordinator::ActiveWorkers() const {
 
 JobProgress Coordinator::Progress() {
   std::lock_guard lock(mu_);
-  accounts_.TakeMeanLoss();
   JobProgress p = accounts_.Progress(0, ActiveWorkers());
   const TimePoint now = clock_.Now();
   for (WorkerProgress& w : p.workers) {

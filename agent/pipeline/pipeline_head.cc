@@ -6,6 +6,7 @@
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
 #include "core/batch_order.h"
+#include "core/finite_step.h"
 #include "core/pipeline_planner.h"
 #include "core/bfloat16.h"
 #include "core/row_layout.h"
@@ -14,7 +15,6 @@ namespace edgetrain::agent {
 namespace {
 
 // Smoothing of the loss shown while training: about the last 50 steps.
-constexpr double kLossSmoothing = 0.02;
 
 // What a re-plan counted for the head's word and the stages' answers, when it
 // learned them from the run's steps: for the log beside its prediction.
@@ -989,6 +989,8 @@ Status PipelineHead::Advance() {
   for (int r : groups_.back()) loss_sum += links_[r]->loss_sum;
   const int64_t samples = links_[groups_.back().front()]->step_samples;
   const double loss = samples > 0 ? loss_sum / samples : 0;
+  // Not committed yet: the stages' weights stay those before the step.
+  EDGETRAIN_RETURN_IF_ERROR(FiniteStep(step, loss));
   last_step_loss_ = loss;
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   samples_ += samples;

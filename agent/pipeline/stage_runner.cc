@@ -273,7 +273,9 @@ class Stage {
     while (!cancel.load()) {
       EDGETRAIN_ASSIGN_OR_RETURN(v1::CoordinatorMessage message, inbox_.NextCommand());
       word_at_ = clock_.Now();
-      waited_s_ = 0;
+      work_at_word_ = WorkClock();
+      not_work_s_ = 0;
+      slept_s_ = 0;
       if (message.has_stop()) {
         summary_.stop_reason = message.stop().reason();
         return Status::Ok();
@@ -516,21 +518,22 @@ class Stage {
     // once, when the head's next word commits the step.
     if (group_.size() > 1) {
       // The group's devices each hold the gradient of their shares: they step
-      // on the sum, alike, and stay one copy of the stage.
+      // on the sum, alike, and stay one copy of the stage. The exchange is
+      // not the device's work: the cost model counts it apart, and a device
+      // left alone does none.
+      const double exchange_began = WorkClock();
       const std::span<const float> gradient = trainer_->Gradients();
       v1::WorkerMessage mine;
       mine.mutable_gradient()->set_step(step);
       mine.mutable_gradient()->set_attempt(attempt);
       mine.mutable_gradient()->set_values(FloatBytes(gradient));
       outbox_.Post(std::move(mine));
-      const TimePoint began = clock_.Now();
-      StatusOr<v1::GroupGradient> awaited = inbox_.AwaitGradient(step, attempt);
-      waited_s_ += ToSeconds(clock_.Now() - began);
-      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, std::move(awaited));
+      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, inbox_.AwaitGradient(step, attempt));
       EDGETRAIN_ASSIGN_OR_RETURN(pending_sum_, FloatsOf(summed.values()));
       if (pending_sum_.size() != gradient.size()) {
         return FailedPreconditionError("the head summed a gradient of another size");
       }
+      not_work_s_ += WorkClock() - exchange_began;
     }
     pending_step_ = step;
     ++summary_.steps;
@@ -542,7 +545,9 @@ class Stage {
     done.set_energy_joules(energy_j - reported_energy_j_);
     const double held_s = ToSeconds(clock_.Now() - word_at_);
     done.set_held_seconds(held_s);
-    done.set_work_seconds(std::max(0.0, held_s - waited_s_));
+    // On the thread's CPU clock the slowdown's sleeps are not in it: added.
+    const double slept_s = options_.thread_cpu_seconds ? slept_s_ : 0;
+    done.set_work_seconds(std::max(0.0, WorkClock() - work_at_word_ - not_work_s_ + slept_s));
     reported_energy_j_ = energy_j;
     reported_ = summary_;
     v1::WorkerMessage message;
@@ -576,15 +581,18 @@ class Stage {
   // An emulated slower device: what it computed since `began`, slept again
   // (slowdown - 1) times.
   void SleepSlowdown(TimePoint began) {
-    if (slowdown_ > 1) clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1)));
+    if (slowdown_ <= 1) return;
+    const auto extra = std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1));
+    clock_.SleepFor(extra);
+    slept_s_ += ToSeconds(extra);
   }
 
   StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int attempt, int i) {
     const TimePoint began = clock_.Now();
+    const double work_began = WorkClock();
     auto m = inbox_.Await(forward, step, attempt, i);
-    const double waited_s = ToSeconds(clock_.Now() - began);
-    summary_.idle_s += waited_s;
-    waited_s_ += waited_s;
+    summary_.idle_s += ToSeconds(clock_.Now() - began);
+    not_work_s_ += WorkClock() - work_began;
     return m;
   }
 
@@ -651,7 +659,15 @@ class Stage {
   double reported_energy_j_ = 0;      // its total at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
-  double waited_s_ = 0;               // since then, for micro-batches and the group's sum
+  // What a step's work (StepDone.work_seconds) is measured on: the
+  // computing thread's CPU clock, or else the clock's seconds.
+  double WorkClock() const {
+    return options_.thread_cpu_seconds ? options_.thread_cpu_seconds()
+                                       : ToSeconds(clock_.Now().time_since_epoch());
+  }
+  double work_at_word_ = 0;           // WorkClock() when the head's last word was taken
+  double not_work_s_ = 0;             // of it since then, the waits for micro-batches and the group's exchange
+  double slept_s_ = 0;                // since then, the emulated slowdown's
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_

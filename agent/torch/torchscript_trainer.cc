@@ -88,6 +88,14 @@ class TorchScriptTrainer final : public Trainer {
                                   ", expected [2, " + std::to_string(classes_) +
                                   "]: one logit for each of spec.data's " + std::to_string(classes_) + " classes");
     }
+    // The loss takes floating-point logits; integers would fail only at the
+    // first step, as a kernel LibTorch lacks (a new user's trial).
+    if (!out.is_floating_point()) {
+      return InvalidArgumentError(std::string(kModel) + ": its output is " +
+                                  std::string(c10::toString(out.scalar_type())) +
+                                  ", expected float32 logits (a forward that ends in .long(), .int() or argmax "
+                                  "gives integers, through which no gradient flows)");
+    }
     flat_ = FlattenParameters(trainable_);
     return Status::Ok();
   }

@@ -115,6 +115,7 @@ TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField
       {"float64.pt", "spec.model.torchscript: a parameter of shape [16, 64] holds Double; edgetrain trains float32"},
       {"fashion_input.pt", "spec.model.torchscript: its forward fails on a batch of the data's samples, of shape [1, 8, 8]: RuntimeError: mat1 and mat2"},
       {"five_classes.pt", "spec.model.torchscript: its output for a batch of 2 is [2, 5], expected [2, 10]"},
+      {"long_output.pt", "spec.model.torchscript: its output is Long, expected float32 logits"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.file);

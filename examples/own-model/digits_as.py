@@ -75,4 +75,8 @@ def main(form, out, digits=None):
 
 
 if __name__ == "__main__":
+    if not 3 <= len(sys.argv) <= 4:
+        print("usage: /usr/bin/python3 digits_as.py FORMAT OUT_DIR [DIGITS.csv.gz]\n"
+              f"  FORMAT: one of {', '.join(WRITERS)}", file=sys.stderr)
+        sys.exit(2)
     main(*sys.argv[1:4])

@@ -30,6 +30,17 @@ class TwoPaths(nn.Module):
         return self.out(x + torch.relu(self.hidden(x)))
 
 
+class WholeNumbers(nn.Module):
+    """Ends its forward in integers: no loss has a gradient through them."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+
+    def forward(self, x):
+        return (self.layers(x) * 100).long()
+
+
 def main(out):
     torch.manual_seed(0)
     save = lambda module, name: torch.jit.save(torch.jit.script(module), os.path.join(out, name))
@@ -37,6 +48,7 @@ def main(out):
     save(mlp(784, 10), "fashion_input.pt")  # forward fails on 8x8 digits
     save(mlp(64, 5), "five_classes.pt")
     save(TwoPaths(64, 10), "two_paths.pt")
+    save(WholeNumbers(64, 10), "long_output.pt")
     # Scripted after other Sequentials, its class is saved as
     # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
     save(nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16), nn.ReLU()), nn.Linear(16, 10)), "nested.pt")

@@ -1,0 +1,36 @@
+#include "core/finite_step.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <vector>
+
+namespace edgetrain {
+namespace {
+
+TEST(FiniteStep, AFiniteStepIsOk) {
+  const std::vector<float> gradient = {0.5f, -2.0f, 0.0f};
+  EXPECT_TRUE(FiniteStep(3, 0.7, gradient).ok());
+  EXPECT_TRUE(FiniteStep(3, 0.7).ok());
+}
+
+TEST(FiniteStep, ANaNLossSaysSoAndWhatToChange) {
+  const Status s = FiniteStep(12, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("the training loss is NaN at step 12"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("spec.optimizer.learningRate"), std::string::npos) << s.message();
+  EXPECT_NE(FiniteStep(1, std::numeric_limits<double>::infinity()).message().find("is infinite"), std::string::npos);
+}
+
+TEST(FiniteStep, AGradientWithAnInfinityUnderAFiniteLossIsCaught) {
+  std::vector<float> gradient(1000, 0.1f);
+  gradient[777] = std::numeric_limits<float>::infinity();
+  const Status s = FiniteStep(5, 0.3, gradient);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("the gradient has a NaN or an infinity in it at step 5"), std::string::npos) << s.message();
+  gradient[777] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(FiniteStep(5, 0.3, gradient).ok());
+}
+
+}  // namespace
+}  // namespace edgetrain
