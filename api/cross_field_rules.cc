@@ -55,6 +55,13 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return !Has(self, "stream") || !Has(self["stream"], "minBatchSize") ||
                 self["stream"]["minBatchSize"].get<int64_t>() <= self["batchSize"].get<int64_t>();
        }},
+      {"spec.data", "stream.bufferCapacity cannot be less than batchSize: the buffer holds at least the batch a worker takes from it",
+       [](const Json& self) {
+         // It was raised to a batch without a word, and the stream's table
+         // then showed more samples held than the capacity asked for.
+         return !Has(self, "stream") || !Has(self["stream"], "bufferCapacity") ||
+                self["stream"]["bufferCapacity"].get<int64_t>() >= self["batchSize"].get<int64_t>();
+       }},
       {"spec.data.stream", "a stream's samples come from a directory or at emulated ratesPerSecond, not both",
        [](const Json& self) { return !Has(self, "directory") || !Has(self, "ratesPerSecond"); }},
       {"spec.data.stream", "bufferCapacity applies only to the persist buffer",

@@ -34,6 +34,8 @@ const std::map<std::string, const char*> kBreaking = {
                                                                                   "minBatchSize": 17}}}})"},
     {"a stream's samples come from a directory or at emulated ratesPerSecond, not both",
      R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20], "directory": "in"}}}})"},
+    {"stream.bufferCapacity cannot be less than batchSize: the buffer holds at least the batch a worker takes from it",
+     R"({"spec": {"data": {"batchSize": 32, "stream": {"ratesPerSecond": [10], "buffer": "persist", "bufferCapacity": 8}}}})"},
     {"bufferCapacity applies only to the persist buffer",
      R"({"spec": {"data": {"stream": {"ratesPerSecond": [10], "buffer": "truncate", "bufferCapacity": 100}}}})"},
     {"give either name (a built-in model) or torchscript (your own), not both",

@@ -401,6 +401,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   };
   if (links) watch.health = [&] { return links->health(); };
   watch.earlier_model = earlier_model;
+  if (job.spec.data.stream && job.spec.data.stream->directory) {
+    // A resumed run reads only files past those it trained on; a fresh one
+    // has no record of them (a new user fed old files in again unawares).
+    watch.afresh_also = "its workers read every file in " + *job.spec.data.stream->directory +
+                        " again, those earlier runs trained on included";
+  }
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
   RunSupervisor supervisor(job.name, *coordinator, team, clock, err, {},

@@ -8,6 +8,9 @@
 namespace edgetrain::cli {
 namespace {
 
+// Training time a rate is shown after.
+constexpr double kLeastSecondsForARate = 1;
+
 // The parts both formats share, after the iteration count. The accuracy is
 // the last evaluation's, of the model as it was at the iteration named; the
 // result's is the final model's, which training may have moved since.
@@ -25,7 +28,12 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
       s += " (it " + WithThousands(*p.evaluated_iteration) + ")";
     }
   }
-  if (stepped) s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
+  // A rate over less than a second of training is a few batches over a
+  // sliver of time: a new user's first line said 13,236 samples/s of a run
+  // that trained at 200.
+  if (stepped && p.elapsed_s >= kLeastSecondsForARate) {
+    s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
+  }
   std::string waiting;
   for (const WorkerProgress& w : p.workers) {
     if (!w.holding_team) continue;

@@ -48,6 +48,15 @@ TEST(ProgressDisplayTest, SaysNoStepYetOnlyBeforeAnySampleAndThenNoRate) {
   EXPECT_EQ(FormatProgressLine(p), "it 419 (40%) loss - 5,820 samples/s elapsed 00:12");
 }
 
+// Within the first second, a rate is a few batches over a sliver of time.
+TEST(ProgressDisplayTest, ShowsNoRateBeforeASecondOfTraining) {
+  JobProgress p = Sample();
+  p.elapsed_s = 0.002;
+  p.samples_per_second = 13236;
+  p.eta_s.reset();
+  EXPECT_EQ(FormatProgressLine(p), "it 1,200 (40%) loss 0.412 acc 0.853 elapsed 00:00");
+}
+
 // An accuracy older than the iteration shown says which model it was of.
 TEST(ProgressDisplayTest, SaysWhichIterationTheAccuracyIsOf) {
   JobProgress p = Sample();

@@ -120,7 +120,8 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
          << " (edgetrain run --fresh starts over)\n";
   } else if (!watch.earlier_model.empty()) {
     display.Finish();
-    err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model << "\n";
+    err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model
+         << (watch.afresh_also.empty() ? "" : "; " + watch.afresh_also) << "\n";
   }
 }
 

@@ -60,6 +60,8 @@ struct RunWatch {
   // The model.pt an earlier run left where this one writes; empty when none.
   // Unless the job resumes, it is replaced, and a person hears so.
   std::string earlier_model;
+  // What else starting afresh means for this job, said with it; empty: nothing.
+  std::string afresh_also;
 };
 
 // Who is told to stop when the run is interrupted or fails: every agent at

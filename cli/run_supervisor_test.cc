@@ -282,12 +282,16 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
     std::string earlier_model;
     std::string said;  // empty: nothing
     JobState state = JobState::kTraining;
+    std::string afresh_also = "";
   } cases[] = {
       {120, "/out/model.pt", "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"},
       {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
       {std::nullopt, "", ""},
       // Refused its checkpoint (another model): not "starts afresh" before the error.
       {std::nullopt, "/out/model.pt", "", JobState::kFailed},
+      {std::nullopt, "/out/model.pt",
+       "note: robots starts afresh; its model will replace /out/model.pt; its workers read every file in in/ again\n",
+       JobState::kTraining, "its workers read every file in in/ again"},
   };
   for (const auto& c : cases) {
     SimulatedClock clock;
@@ -306,6 +310,7 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
       return EncodeJobProgress(++reads < 3 ? starting : training);  // loading data first
     };
     watch.earlier_model = c.earlier_model;
+    watch.afresh_also = c.afresh_also;
     RunSupervisor supervisor("robots", coordinator, {}, clock, err);
     Supervision outcome = supervisor.Run(interrupted_, display, watch);
     ASSERT_TRUE(outcome.result.has_value());

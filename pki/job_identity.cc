@@ -183,7 +183,8 @@ const char* ReasonOf(PeerVerdict verdict) {
   return "untrusted";
 }
 
-PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const std::string& ca_pem, WallTime now) {
+PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const std::string& ca_pem, WallTime now,
+                    PeerRole role) {
   ClearOpenSslErrors clear;
   if (peer_pem.empty()) return {PeerVerdict::kNoCertificate, "it presented no certificate"};
   Certificate peer = ParseCertificate(peer_pem);
@@ -198,7 +199,7 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
     return {PeerVerdict::kUntrusted, "cannot check its certificate: " + OpenSslError()};
   }
   X509_STORE_CTX_set_time(ctx.get(), 0, std::chrono::system_clock::to_time_t(now));
-  X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_SSL_CLIENT);
+  X509_STORE_CTX_set_purpose(ctx.get(), role == PeerRole::kWorker ? X509_PURPOSE_SSL_CLIENT : X509_PURPOSE_SSL_SERVER);
   const bool verified = X509_verify_cert(ctx.get()) == 1;
   const int error = X509_STORE_CTX_get_error(ctx.get());
   ERR_clear_error();

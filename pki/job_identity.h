@@ -54,10 +54,16 @@ struct PeerCheck {
   bool accepted() const { return verdict == PeerVerdict::kAccepted; }
 };
 
+// What the peer is to the agent that judges it: a worker that connected (its
+// certificate's use as a client is checked), or the coordinator it dialled
+// (its use as a server).
+enum class PeerRole { kWorker, kCoordinator };
+
 // Judges the certificate a peer presented (PEM; empty when it presented none)
 // for `job`, whose authority is `ca_pem`, at time `now`. The TLS handshake has
 // already proven the peer holds the certificate's key.
-PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const std::string& ca_pem, WallTime now);
+PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const std::string& ca_pem, WallTime now,
+                    PeerRole role = PeerRole::kWorker);
 
 // Whether `pair` is a certificate and the private key of its public key; the
 // error says which of tls.crt and tls.key is at fault.

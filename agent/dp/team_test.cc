@@ -475,7 +475,9 @@ class NoSessions final : public WorkerSessions, public RefusalObserver {
 
 // Workers check their coordinator too: a server whose certificate is of the
 // job's authority but names another job (an authority shared by jobs), or of
-// another authority, never completes the handshake; the job's own does.
+// another authority, never completes the handshake, and the worker is told
+// why at once (it retried for its whole grace, saying nothing); the job's
+// own does.
 TEST(TeamTest, AWorkerTalksOnlyToACoordinatorOfItsJob) {
   const pki::JobAuthority authority = Authority("team-test");
   const std::string folder = ::testing::TempDir() + "/team-coordinator-identity";
@@ -484,19 +486,32 @@ TEST(TeamTest, AWorkerTalksOnlyToACoordinatorOfItsJob) {
   struct Case {
     const char* name;
     TransportSecurity server;
-    bool reached;
+    const char* refused;  // what the worker says; null: reached
   } cases[] = {
-      {"the job's", Credentials(authority, authority.ca.cert_pem, folder + "/own"), true},
+      {"the job's", Credentials(authority, authority.ca.cert_pem, folder + "/own"), nullptr},
       {"another job's name, the same authority",
-       Credentials(pki::JobAuthority{"imposter", authority.ca}, authority.ca.cert_pem, folder + "/renamed"), false},
-      {"another authority", Credentials(Authority("team-test"), authority.ca.cert_pem, folder + "/forged"), false},
+       Credentials(pki::JobAuthority{"imposter", authority.ca}, authority.ca.cert_pem, folder + "/renamed"),
+       "it holds a certificate of job \"imposter\", not of job \"team-test\"; this agent's --tls-dir ("},
+      {"another authority", Credentials(Authority("team-test"), authority.ca.cert_pem, folder + "/forged"),
+       "it holds a certificate of job \"team-test\" not issued by this job's authority"},
+      {"expired", Credentials(authority, authority.ca.cert_pem, folder + "/expired", std::chrono::hours(-3),
+                              std::chrono::hours(-1)),
+       "it holds a certificate of job \"team-test\" that expired at "},
   };
   for (const Case& c : cases) {
     NoSessions sessions;
     auto server = StartTrainingServer("127.0.0.1:0", c.server, sessions, sessions);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     auto stream = GrpcConnector((*server)->address(), worker)->Connect(seconds(2));
-    EXPECT_EQ(stream.ok(), c.reached) << c.name << ": " << (stream.ok() ? "reached" : stream.status().ToString());
+    if (!c.refused) {
+      EXPECT_TRUE(stream.ok()) << c.name << ": " << stream.status().ToString();
+    } else {
+      ASSERT_FALSE(stream.ok()) << c.name << ": reached";
+      EXPECT_EQ(stream.status().code(), StatusCode::kInvalidArgument) << c.name << ": " << stream.status().ToString();
+      EXPECT_NE(stream.status().message().find("refused the coordinator at " + (*server)->address() + ": " + c.refused),
+                std::string::npos)
+          << c.name << ": " << stream.status().message();
+    }
     (*server)->Shutdown();
   }
 }

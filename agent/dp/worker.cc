@@ -101,6 +101,8 @@ class WorkerRun {
         auto connected = options_.coordinator->Connect(options_.timings.connect_attempt);
         if (connected.ok()) {
           stream = std::move(*connected);
+        } else if (connected.status().code() != StatusCode::kUnavailable) {
+          return connected.status();  // refused its certificate: trying again gives the same
         } else if (clock_.Now() - gone_since > grace) {
           return unreachable();
         }

@@ -698,6 +698,8 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
       auto connected = options.head->Connect(options.connect_attempt);
       if (connected.ok()) {
         stream = std::move(*connected);
+      } else if (connected.status().code() != StatusCode::kUnavailable) {
+        return connected.status();  // refused its certificate: trying again gives the same
       } else if (clock.Now() - began > options.connect_timeout) {
         return UnavailableError("the head at " + options.head->address() + " was unreachable for " +
                                 std::to_string(static_cast<int>(ToSeconds(options.connect_timeout))) + " s");

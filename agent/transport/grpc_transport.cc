@@ -5,7 +5,10 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "agent/transport/transport.h"
 #include "pki/job_identity.h"
@@ -73,16 +76,77 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TransportSecuri
   return grpc::experimental::TlsServerCredentials(options);
 }
 
-std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TransportSecurity& security) {
+// Why a worker last refused the coordinator it dialled, if it did: set by
+// the verifier on gRPC's threads, taken by the connector once the attempt
+// has failed.
+class CoordinatorRefusal {
+ public:
+  void Set(pki::PeerCheck check) {
+    std::lock_guard lock(mu_);
+    last_ = std::move(check);
+  }
+  bool Refused() {
+    std::lock_guard lock(mu_);
+    return last_.has_value();
+  }
+  std::optional<pki::PeerCheck> Take() {
+    std::lock_guard lock(mu_);
+    return std::exchange(last_, std::nullopt);
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<pki::PeerCheck> last_;
+};
+
+// The coordinator must hold a certificate of this job's authority that names
+// the job, whatever address was dialled. It is judged as the coordinator
+// judges a worker's (pki::CheckPeer, against the authority as its file holds
+// it now) in place of gRPC's own check, which fails the handshake without
+// saying why: a worker given another job's credentials retried for its
+// whole grace with nothing but gRPC's "certificate verify failed" in its log
+// (a new user's trial).
+class CoordinatorCertificateCheck final : public grpc::experimental::ExternalCertificateVerifier {
+ public:
+  CoordinatorCertificateCheck(TransportSecurity security, std::shared_ptr<CoordinatorRefusal> refusal)
+      : security_(std::move(security)), refusal_(std::move(refusal)) {}
+
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request, std::function<void(grpc::Status)>,
+              grpc::Status* sync_status) override {
+    StatusOr<std::string> ca_pem = pki::ReadAuthority(security_.files);
+    if (!ca_pem.ok()) {  // this agent's own files: no fault of the coordinator's
+      *sync_status = grpc::Status(grpc::StatusCode::UNAVAILABLE, ca_pem.status().message());
+      return true;
+    }
+    const grpc::string_ref pem = request->peer_cert();
+    pki::PeerCheck check = pki::CheckPeer(std::string(pem.data(), pem.size()), security_.job, *ca_pem,
+                                          std::chrono::system_clock::now(), pki::PeerRole::kCoordinator);
+    if (check.accepted()) {
+      *sync_status = grpc::Status::OK;
+    } else {
+      *sync_status = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, check.detail);
+      refusal_->Set(std::move(check));
+    }
+    return true;  // judged synchronously
+  }
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
+
+ private:
+  const TransportSecurity security_;
+  std::shared_ptr<CoordinatorRefusal> refusal_;
+};
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TransportSecurity& security,
+                                                             std::shared_ptr<CoordinatorRefusal> refusal) {
   if (!security.tls) return grpc::InsecureChannelCredentials();
   grpc::experimental::TlsChannelCredentialsOptions options;
   options.set_certificate_provider(WatchFiles(security));
   options.watch_root_certs();
   if (!security.files.cert_path.empty()) options.watch_identity_key_cert_pairs();
-  // The coordinator must hold a certificate of this job's authority that names
-  // the job (pki::TlsServerName), whatever address was dialled.
-  options.set_verify_server_certs(true);
-  options.set_certificate_verifier(std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
+  // The chain, its dates and the job's name are all CoordinatorCertificateCheck's.
+  options.set_verify_server_certs(false);
+  options.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<CoordinatorCertificateCheck>(security, std::move(refusal)));
   return grpc::experimental::TlsCredentials(options);
 }
 
@@ -235,7 +299,8 @@ namespace {
 
 StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
     const std::string& address, const TransportSecurity& security,
-    const std::shared_ptr<grpc::ChannelCredentials>& credentials, Duration connect_timeout) {
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials, CoordinatorRefusal& refusal,
+    Duration connect_timeout) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -250,7 +315,26 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
   if (security.tls) args.SetSslTargetNameOverride(pki::TlsServerName(security.job));
   auto channel = grpc::CreateCustomChannel(address, credentials, args);
   auto deadline = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout);
-  if (!channel->WaitForConnected(deadline)) {
+  // Connected, refused, or the deadline: a refusal ends the wait at once.
+  bool connected = false;
+  for (grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);;) {
+    if (state == GRPC_CHANNEL_READY) {
+      connected = true;
+      break;
+    }
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && refusal.Refused()) break;
+    if (!channel->WaitForStateChange(state, deadline)) break;
+    state = channel->GetState(/*try_to_connect=*/true);
+  }
+  if (!connected) {
+    // Refused, trying again gives the same until someone hands out other
+    // credentials: said at once, naming what the certificate was.
+    if (std::optional<pki::PeerCheck> refused = refusal.Take()) {
+      return InvalidArgumentError("refused the coordinator at " + address + ": it holds " + refused->detail +
+                                  "; this agent's --tls-dir (" +
+                                  std::filesystem::path(security.files.ca_path).parent_path().string() +
+                                  ") and the coordinator's must both hold job \"" + security.job + "\"'s credentials");
+    }
     return UnavailableError("cannot reach the coordinator at " + address);
   }
   auto stub = v1::Coordinator::NewStub(channel);
@@ -260,15 +344,19 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
 class GrpcCoordinatorConnector final : public CoordinatorConnector {
  public:
   GrpcCoordinatorConnector(std::string address, TransportSecurity security)
-      : address_(std::move(address)), security_(std::move(security)), credentials_(ChannelCredentials(security_)) {}
+      : address_(std::move(address)),
+        security_(std::move(security)),
+        refusal_(std::make_shared<CoordinatorRefusal>()),
+        credentials_(ChannelCredentials(security_, refusal_)) {}
   StatusOr<std::unique_ptr<CoordinatorStream>> Connect(Duration timeout) override {
-    return ConnectToCoordinator(address_, security_, credentials_, timeout);
+    return ConnectToCoordinator(address_, security_, credentials_, *refusal_, timeout);
   }
   const std::string& address() const override { return address_; }
 
  private:
   std::string address_;
   TransportSecurity security_;
+  std::shared_ptr<CoordinatorRefusal> refusal_;  // shared with the credentials' verifier
   // Made once: its file watcher follows a rotation for every reconnection.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };

@@ -107,7 +107,9 @@ class CoordinatorConnector {
  public:
   virtual ~CoordinatorConnector() = default;
   // Opens a stream, waiting up to `timeout` for the coordinator to be
-  // reachable. The caller sends the Hello.
+  // reachable. The caller sends the Hello. Unavailable: not reachable now,
+  // worth trying again; InvalidArgument: this agent refused what the
+  // coordinator's certificate is, which trying again does not change.
   virtual StatusOr<std::unique_ptr<CoordinatorStream>> Connect(Duration timeout) = 0;
   // Where the coordinator is, for messages.
   virtual const std::string& address() const = 0;
