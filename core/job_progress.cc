@@ -21,6 +21,12 @@ template <typename T>
 Json Nullable(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
+// By rank, as a list: JSON's keys are strings.
+Json ReplannedPaces(const std::map<int, double>& paces) {
+  Json list = Json::array();
+  for (const auto& [rank, pace] : paces) list.push_back({{"rank", rank}, {"pace", pace}});
+  return list;
+}
 template <typename T>
 std::optional<T> Optional(const Json& j, const char* key) {
   auto it = j.find(key);
@@ -124,7 +130,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"rejoined", p.replays->rejoined},
                                           {"replannedMicroBatches", p.replays->replanned_micro_batches},
                                           {"predictedSamplesPerSecond", p.replays->replanned_samples_per_s},
-                                          {"ordersSeconds", p.replays->replanned_orders_s}})
+                                          {"ordersSeconds", p.replays->replanned_orders_s},
+                                          {"replannedPaces", ReplannedPaces(p.replays->replanned_paces)}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -200,6 +207,11 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.value("repartitions", int64_t{0}), r.value("rejoined", int64_t{0}),
                                        r.value("replannedMicroBatches", 0), r.value("predictedSamplesPerSecond", 0.0),
                                        r.value("ordersSeconds", 0.0)};
+      if (r.contains("replannedPaces") && r.at("replannedPaces").is_array()) {
+        for (const Json& e : r.at("replannedPaces")) {
+          p.replays->replanned_paces[e.at("rank").get<int>()] = e.at("pace").get<double>();
+        }
+      }
     }
     const std::string stop = j.at("stopReason").get<std::string>();
     if (!stop.empty()) {

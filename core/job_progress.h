@@ -4,6 +4,7 @@
 // documented in docs/launch-contract.md.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <utility>
 #include <string>
@@ -132,6 +133,9 @@ struct JobProgress {
     // What that prediction counted for the head's word to the stages and
     // their answers a step: as the run's steps took them, once learned.
     double replanned_orders_s = 0;
+    // And the pace it planned each device left at (WorkerProgress::pace, as
+    // learned then), by rank: its devices' pace moves on after it.
+    std::map<int, double> replanned_paces = {};
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

@@ -54,6 +54,9 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->replanned_micro_batches, 1);
   EXPECT_DOUBLE_EQ(back->replays->replanned_samples_per_s, 48000);
   EXPECT_DOUBLE_EQ(back->replays->replanned_orders_s, 4.25e-4);
+  EXPECT_TRUE(back->replays->replanned_paces.empty());
+  p.replays->replanned_paces = {{0, 1.93}, {2, 1.1}};
+  EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->replays->replanned_paces, p.replays->replanned_paces);
   p.workers[0].layers.reset();
   p.replays.reset();
   // A stream from a folder: the files it left out.

@@ -504,9 +504,11 @@ void PipelineHead::ReplanLocked() {
   // Each device left as it has run its part of the steps, where the profile
   // timed its layers alone.
   std::ostringstream paces;
+  replays_.replanned_paces.clear();
   for (int r : members_) {
     if (!pace_.Learned(r)) continue;
     problem.devices[static_cast<size_t>(r)].speed /= pace_.Of(r);
+    replays_.replanned_paces[r] = pace_.Of(r);
     paces << (paces.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2)
           << pace_.Of(r) << "x";
   }

@@ -621,6 +621,7 @@ TEST(SimulatedPipelineTest, AReplanPlansEachDeviceLeftAtItsPaceInTheRun) {
                          "rank 2 1.50x"),
             std::string::npos)
       << run.log;
+  for (int rank : {1, 2}) EXPECT_NEAR(run.progress.replays->replanned_paces.at(rank), 1.5, 0.01) << rank;
   const double replanned = run.progress.replays->replanned_samples_per_s;
   double after = 0;  // steps 14 to 16
   for (size_t k = 13; k < 16; ++k) after += run.step_s[k];
