@@ -8,8 +8,6 @@
 namespace edgetrain::agent {
 namespace {
 
-// Smoothing of the loss shown while training: about the last 50 steps.
-
 std::vector<int64_t> AllOf(const Dataset& d) {
   std::vector<int64_t> all(static_cast<size_t>(d.size()));
   std::iota(all.begin(), all.end(), 0);

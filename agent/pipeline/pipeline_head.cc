@@ -14,8 +14,6 @@
 namespace edgetrain::agent {
 namespace {
 
-// Smoothing of the loss shown while training: about the last 50 steps.
-
 // What a re-plan counted for the head's word and the stages' answers, when it
 // learned them from the run's steps: for the log beside its prediction.
 std::string OrdersNote(const TransportCost& transport, size_t steps) {
