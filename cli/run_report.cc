@@ -373,7 +373,8 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   }
   if (!behind.empty() && p.stop_reason != StopReason::kCancelled) {
     out << "  figures as of each worker's last report, which came before the end from " << behind
-        << " (nothing reached the coordinator since)\n";
+        << " (nothing reached the coordinator since; its own /metrics count on, the energy it spent since "
+           "included, which the team's total leaves out)\n";
   }
 }
 
