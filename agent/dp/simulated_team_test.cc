@@ -15,6 +15,10 @@
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/data/dataset.h"
+#include "agent/dp/worker.h"
+#include "agent/testing/fake_trainer.h"
+#include "agent/transport/in_memory_transport.h"
+#include "core/deterministic_clock.h"
 #include "agent/testing/digits.h"
 #include "agent/testing/simulated_team.h"
 #include "agent/torch/trainer.h"
@@ -194,6 +198,39 @@ TEST(SimulatedTeamTest, AKilledWorkerRestartsAndRejoins) {
   size_t joined = 0;
   for (size_t at = 0; (at = log.find("worker 1 joined", at)) != std::string::npos; ++at) ++joined;
   EXPECT_EQ(joined, 2u) << "joined once, and once more after its restart\n" << log;
+}
+
+// A worker whose coordinator never answers (a wrong address, a plaintext
+// worker before a TLS coordinator) says so once, at its first try, rather
+// than nothing until its grace ran out, and then gives up saying why.
+TEST(SimulatedTeamTest, AWorkerWhoseCoordinatorNeverAnswersSaysSoOnceAndGivesUpAtItsGrace) {
+  JobPlan plan;
+  plan.job = "lonely";
+  plan.spec.parallelism.workers = 2;
+  plan.spec.data.batch_size = 8;
+  for (int r = 0; r < 2; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0, std::nullopt, {}});
+  DeterministicClock clock;
+  const TrainTestSplit data = FakeData(64, 8, 10);
+  std::ostringstream log;
+  std::atomic<bool> cancel{false};
+  StatusOr<WorkerSummary> summary = InternalError("not run");
+  clock.Run("worker", [&] {
+    InMemoryNetwork network(clock);
+    const std::unique_ptr<CoordinatorConnector> nowhere = network.Connector("nowhere");
+    FakeTrainer trainer(FakeModel{}, clock);
+    WorkerOptions options;
+    options.rank = 1;
+    options.coordinator = nowhere.get();
+    summary = RunWorker(plan, options, trainer, data.train, clock, log, cancel);
+  });
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(summary.status().message().find("the coordinator at nowhere has been unreachable for"), std::string::npos)
+      << summary.status().message();
+  const std::string said = "worker 1: cannot reach the coordinator at nowhere yet; trying for up to ";
+  const std::string text = log.str();
+  ASSERT_NE(text.find(said), std::string::npos) << text;
+  EXPECT_EQ(text.find(said, text.find(said) + 1), std::string::npos) << "said once:\n" << text;
 }
 
 // A worker whose gradients are NaN (a diverged model, or a hostile one): each

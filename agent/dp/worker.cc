@@ -94,6 +94,7 @@ class WorkerRun {
     };
     // (Re)connect, as long as the coordinator has been gone less than the grace.
     TimePoint gone_since = clock_.Now();
+    bool said_waiting = false;  // that the coordinator does not answer: once a run
     while (!cancel_.load()) {
       if (clock_.Now() - gone_since > grace) return unreachable();
       std::unique_ptr<CoordinatorStream> stream;
@@ -105,6 +106,13 @@ class WorkerRun {
           return connected.status();  // refused its certificate: trying again gives the same
         } else if (clock_.Now() - gone_since > grace) {
           return unreachable();
+        } else if (!said_waiting) {
+          // A worker that never gets in (a plaintext one before a TLS
+          // coordinator, a wrong address) said nothing until its grace ran
+          // out (a new user's trial).
+          said_waiting = true;
+          log_ << "worker " << options_.rank << ": " << connected.status().message() << " yet; trying for up to "
+               << static_cast<int>(ToSeconds(grace)) << " s\n";
         }
       }
       if (!stream) break;
