@@ -275,6 +275,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
           },
           "how long the certificate lasts (default 720h)")
       ->option_text("DURATION");
+  credentials_command->add_flag("--replace", credentials.replace,
+                                "write over credentials the folder holds already (agents that hold them then refuse "
+                                "the new ones)");
 
   CLI::App* version_command = app.add_subcommand("version", "Print the version.");
   for (CLI::App* command : {&app, run_command, validate, partition, plan_command, evaluate_command, node_links_command,

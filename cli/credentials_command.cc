@@ -1,5 +1,7 @@
 #include "cli/credentials_command.h"
 
+#include <filesystem>
+
 #include "core/exit_codes.h"
 #include "core/status.h"
 #include "pki/tls_folder.h"
@@ -23,6 +25,17 @@ int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::o
   if (!IsJobName(options.job)) {
     err << "edgetrain credentials: \"" << options.job
         << "\" is not a job's name: lower-case letters, digits and '-', at most 63, as metadata.name\n";
+    return kExitInvalid;
+  }
+  // A new authority over the old one turns away every agent that holds the
+  // old: a second run over the same folder replaced a running team's trust
+  // without a word (a new user's trial).
+  const pki::TlsFolder files = pki::TlsFolderAt(options.dir);
+  std::error_code ec;
+  if (!options.replace && (std::filesystem::exists(files.ca_path, ec) || std::filesystem::exists(files.cert_path, ec))) {
+    err << "edgetrain credentials: " << options.dir
+        << " holds credentials already; agents that hold them would refuse a new authority's. Pass --replace to "
+           "write over them\n";
     return kExitInvalid;
   }
   const auto now = std::chrono::system_clock::now();

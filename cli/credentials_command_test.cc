@@ -29,6 +29,22 @@ TEST(CredentialsCommandTest, WritesWhatAHandStartedTeamsAgentsPresent) {
   EXPECT_FALSE(std::filesystem::exists(dir / "ca.key")) << "the authority's key is not kept";
 }
 
+// Run twice over a folder, it does not replace the authority agents may hold.
+TEST(CredentialsCommandTest, AFolderThatHoldsCredentialsIsReplacedOnlyWhenAsked) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "credentials-twice" / "tls";
+  std::filesystem::remove_all(dir.parent_path());
+  std::ostringstream out, err;
+  ASSERT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(2)}, out, err), kExitOk) << err.str();
+  auto first = pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(2)}, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find("holds credentials already"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("--replace"), std::string::npos) << err.str();
+  EXPECT_EQ(pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()))->ca_pem, first->ca_pem) << "left as it was";
+  ASSERT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(2), /*replace=*/true}, out, err), kExitOk);
+  EXPECT_NE(pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()))->ca_pem, first->ca_pem);
+}
+
 TEST(CredentialsCommandTest, ANameThatIsNoJobsIsRefused) {
   std::ostringstream out, err;
   EXPECT_EQ(MakeCredentials({"Robots_1", testing::TempDir() + "/never", std::chrono::hours(1)}, out, err),

@@ -1,7 +1,9 @@
 #include "cli/evaluate_command.h"
 
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,18 @@
 #include "core/number_text.h"
 
 namespace edgetrain::cli {
+namespace {
+
+// What the run that saved `model_path` trained it on, as its model.json
+// beside it says; empty when there is none to read.
+std::string TrainedOn(const std::string& model_path) {
+  std::ifstream in(std::filesystem::path(model_path).parent_path() / "model.json");
+  if (!in) return "";
+  const nlohmann::json card = nlohmann::json::parse(in, nullptr, false);
+  return card.is_object() ? card.value("dataset", "") : "";
+}
+
+}  // namespace
 
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
   if (options.dataset.empty() == options.job_path.empty()) {
@@ -29,6 +43,18 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
       described = job.name + "'s test files (" + (files->test.path.empty() ? files->test.features : files->test.path) + ")";
     } else {
       described = DescribeData(job.spec.data);
+    }
+  }
+  if (!options.dataset.empty()) {
+    // A built-in model of another set's shape is refused by its weights; a
+    // model of files whose samples are shaped alike is not (a new user's
+    // model of the walkthrough's image folders scored 0.9667 on digits
+    // against 0.9415 on its own test files, without a word).
+    const std::string trained_on = TrainedOn(options.model_path);
+    if (!trained_on.empty() && trained_on != options.dataset) {
+      err << "note: " << options.model_path << " was trained on " << trained_on
+          << " (model.json), not on " << options.dataset
+          << ": this measures it on other data (--job JOB.yaml evaluates it on its job's test data)\n";
     }
   }
   const std::string agent = options.agent_binary.empty() ? AgentBeside() : options.agent_binary;

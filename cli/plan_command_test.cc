@@ -123,6 +123,9 @@ TEST_F(PlanCommandTest, ThePipelineJsonPredictsThePlanTheEvenSplitAndDataParalle
   const double planned = p["plan"]["predictedSamplesPerSecond"], dp = p["dataParallel"]["predictedSamplesPerSecond"];
   EXPECT_GE(planned, dp * (1 - 1e-9));
   EXPECT_EQ(p["chosen"], planned > dp ? p["plan"]["mode"] : nlohmann::json("dataParallel")) << p.dump(2);
+  // The job's prediction, at the top, is the plan it runs, not placement's.
+  EXPECT_DOUBLE_EQ(doc["predictedSamplesPerSecond"].get<double>(), std::max(planned, dp));
+  EXPECT_GT(doc["placementPredictedSamplesPerSecond"].get<double>(), 0);
   EXPECT_FALSE(p["reason"].get<std::string>().empty());
 }
 

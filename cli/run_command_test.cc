@@ -182,6 +182,21 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   EXPECT_NE(wrong.stderr_text.find("does not fit fashion-mnist's samples: it was trained on digits (model.json)"),
             std::string::npos)
       << wrong.stderr_text;
+  EXPECT_EQ(said.stderr_text.find("note:"), std::string::npos) << "trained on digits: " << said.stderr_text;
+  // A model of other data of the same shape is measured, and said to be (a
+  // new user's model of image folders scored on digits without a word).
+  {
+    const std::string card = (dir_ / "out" / "model.json").string();
+    nlohmann::json json = nlohmann::json::parse(std::ifstream(card));
+    json["dataset"] = "images data (folders/train)";
+    std::ofstream(card) << json.dump(2);
+  }
+  Outcome other = Execute({"evaluate", model, "--dataset", "digits"});
+  EXPECT_EQ(other.exit, 0) << other.stderr_text;
+  EXPECT_NE(other.stderr_text.find("note: " + model + " was trained on images data (folders/train) (model.json), "
+                                   "not on digits: this measures it on other data"),
+            std::string::npos)
+      << other.stderr_text;
   Outcome missing = Execute({"evaluate", (dir_ / "absent.pt").string(), "--dataset", "digits"});
   EXPECT_EQ(missing.exit, 2);
   EXPECT_NE(missing.stderr_text.find("no model at " + (dir_ / "absent.pt").string()), std::string::npos)

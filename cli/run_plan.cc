@@ -117,9 +117,13 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                            "emulates");
   }
   // Unknown (0) for data from files until an agent reads them.
-  const int64_t per_worker = InfoOf(spec.data).train_size / workers;
-  if (InfoOf(spec.data).train_size > 0 && per_worker < spec.data.batch_size) {
-    run.warnings.push_back("each worker holds about " + std::to_string(per_worker) + " training samples, fewer than its batch of " +
+  const int64_t train_size = InfoOf(spec.data).train_size;
+  const int64_t per_worker = train_size / workers;
+  if (train_size > 0 && per_worker < spec.data.batch_size) {
+    // Dealt whole: some hold one more than others (1,437 over 60: 23 or 24).
+    const std::string held = train_size % workers == 0 ? std::to_string(per_worker)
+                                                       : std::to_string(per_worker) + " or " + std::to_string(per_worker + 1);
+    run.warnings.push_back("each worker holds " + held + " training samples, fewer than its batch of " +
                            std::to_string(spec.data.batch_size) + ": every step repeats samples");
   }
   return run;

@@ -260,15 +260,18 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
 
 namespace {
 
-// What a team's iteration was, counted: a round of a batch from each worker
-// (of deadline, one closed without a worker whose link fell behind), or of
-// varying batches, full batches' worth of samples.
+// What a team's iteration was, counted: a batch from each worker's worth of
+// samples. Under deadline a round may close without a worker whose link fell
+// behind, and counts for the batches it had: a new user read "540 rounds of
+// a batch from each of 4 workers" beside workers of 720 batches each and one
+// of 1.
 std::string TeamIterations(const JobSpec& spec, int64_t iterations, int workers) {
   const std::string counted = Counted(iterations, "team iteration", "team iterations");
   const std::string each = Counted(workers, "worker", "workers");
   if (VariableBatches(spec)) return counted + " (in full batches' worth of samples from each of " + each + ")";
   if (spec.sync.policy == SyncPolicy::kDeadline && workers > 1) {  // one worker is never late for its own round
-    return counted + " (rounds of a batch from each of " + each + ", closed without one late)";
+    return counted + " (each the samples of a batch from each of " + each +
+           "; a round closed without a late worker counts for the batches it had)";
   }
   return counted + " (a batch from each of " + each + ")";
 }

@@ -136,7 +136,8 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
                    "wall-clock budget"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("331 team iterations (rounds of a batch from each of 3 workers, closed without one late)"),
+  EXPECT_NE(s.find("331 team iterations (each the samples of a batch from each of 3 workers; a round closed without a "
+                   "late worker counts for the batches it had)"),
             std::string::npos)
       << "deadline's rounds, the default's: " << s;
   EXPECT_NE(s.find("the team waited on robot-2 for 31.2 s and robot-3 for 12.0 s"), std::string::npos) << s;

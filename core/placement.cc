@@ -10,7 +10,9 @@ StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<
     // operator may put several on a node (edgetrain plan shows where).
     return InvalidArgumentError("the cluster profile " + profile->name + " has " + std::to_string(profile->nodes.size()) +
                                 " node(s) for " + std::to_string(workers) +
-                                " workers: run here, each worker emulates a node of its own");
+                                " workers: on this machine each worker emulates a node of its own, so give the "
+                                "profile a node a worker or lower spec.parallelism.workers (on Kubernetes, several "
+                                "share a node: edgetrain plan shows where)");
   }
   std::vector<WorkerSlot> slots;
   for (int rank = 0; rank < workers; ++rank) {

@@ -64,7 +64,9 @@ TEST(PlacementTest, TooFewNodesForTheTeamIsInvalid) {
   ASSERT_FALSE(slots.ok());
   EXPECT_EQ(slots.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(slots.status().message(),
-            "the cluster profile tiny has 1 node(s) for 3 workers: run here, each worker emulates a node of its own");
+            "the cluster profile tiny has 1 node(s) for 3 workers: on this machine each worker emulates a node of its "
+            "own, so give the profile a node a worker or lower spec.parallelism.workers (on Kubernetes, several "
+            "share a node: edgetrain plan shows where)");
 }
 
 }  // namespace
