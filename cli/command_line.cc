@@ -49,6 +49,11 @@ class WrappingFormatter : public CLI::Formatter {
 };
 
 constexpr const char* kExitCodes =
+    "Exit codes: 0 success, 1 runtime failure, 2 invalid manifest, profile or command line, 130 interrupted (143 by "
+    "SIGTERM).";
+// edgetrain run's: what it means for training (every other command said so
+// too, credentials and validate included: a new user's trial).
+constexpr const char* kRunExitCodes =
     "Exit codes: 0 success (also when the budget ends before the target; see reached_target), 1 runtime failure, "
     "2 invalid manifest or command line, 130 interrupted (143 by SIGTERM).";
 
@@ -103,6 +108,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       "run",
       "Train a TrainingJob manifest on this machine: the same YAML `kubectl apply` takes. With --nodes, each worker "
       "emulates a node of the cluster profile: its compute slowdown, and its link's bandwidth trace.");
+  run_command->footer(Wrap(kRunExitCodes, kColumns));
   AddManifest(*run_command, run);
   run_command->add_option("--nodes", run.nodes_path,
                           "a cluster profile whose devices the workers emulate (their slowdown, link and, for a job's "

@@ -143,6 +143,19 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
   }
 }
 
+// Only training has budgets and targets to say its exit codes by.
+TEST(CommandLineTest, OnlyRunsHelpSaysABudgetEndingBeforeTheTargetIsASuccess) {
+  Parsed run = Parse({"run", "--help"});
+  ASSERT_EQ(run.exit(), kExitOk);
+  EXPECT_NE(run.out.find("reached_target"), std::string::npos) << run.out;
+  for (const char* command : {"credentials", "validate", "evaluate"}) {
+    Parsed help = Parse({command, "--help"});
+    ASSERT_EQ(help.exit(), kExitOk) << command;
+    EXPECT_NE(help.out.find("Exit codes: 0 success, 1 runtime failure"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("reached_target"), std::string::npos) << help.out;
+  }
+}
+
 TEST(CommandLineTest, TheHelpNamesEveryFlagAndFitsEightyColumns) {
   Parsed help = Parse({"--help"});
   ASSERT_EQ(help.exit(), kExitOk);
