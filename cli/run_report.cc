@@ -325,7 +325,20 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     out << "  layers moved between stages " << p.replays->repartitions
         << (p.replays->repartitions == 1 ? " time" : " times") << " as the devices' pace drifted; as they ended:\n";
   }
-  out << "  stage  layers   device            steps   compute s   bubbles    MB sent   MB recv\n";
+  // Layers by the names the plan gave them (conv1-classifier), where it
+  // has them; a layout given by hand, by their places (0-8).
+  auto layer_name = [&](int l) {
+    const auto& from = layout.planned_from;
+    return from && static_cast<size_t>(l) < from->layers.size() ? from->layers[static_cast<size_t>(l)].name
+                                                                 : std::to_string(l);
+  };
+  struct Row {
+    size_t stage;
+    std::string layers, device;
+    const WorkerProgress* worker;
+  };
+  std::vector<Row> rows;
+  size_t width = std::string("layers").size();
   for (size_t s = 0; s < layout.stages.size(); ++s) {
     const PipelineStagePlan& stage = layout.stages[s];
     for (int rank : stage.ranks) {
@@ -333,16 +346,24 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
       if (w == p.workers.end()) continue;
       // As they ended: layers move between stages as devices drift.
       const auto [first, end] = w->layers.value_or(std::pair{stage.first_layer, stage.end_layer});
-      const std::string layers = std::to_string(first) + "-" + std::to_string(end - 1);
+      const std::string layers = end - first == 1 ? layer_name(first) : layer_name(first) + "-" + layer_name(end - 1);
       const std::string device = static_cast<size_t>(rank) < devices.size() ? devices[rank].node : "rank " + std::to_string(rank);
-      char line[200];
-      // Over the device's link to the head, both ways: activations and
-      // gradients relayed, its group's gradient exchange, replicas.
-      std::snprintf(line, sizeof line, "  %5zu  %-7s  %-14s %8s %11.1f %8.0f%% %10.1f %9.1f\n", s + 1, layers.c_str(),
-                    device.c_str(), WithThousands(w->iteration).c_str(), w->compute_s, 100 * w->stall_fraction,
-                    static_cast<double>(w->bytes_sent) / 1e6, static_cast<double>(w->bytes_received) / 1e6);
-      out << line;
+      rows.push_back({s, layers, device, &*w});
+      width = std::max(width, layers.size());
     }
+  }
+  out << "  stage  " << std::string("layers").append(width - 6, ' ')
+      << "  device            steps   compute s   bubbles    MB sent   MB recv\n";
+  for (const Row& row : rows) {
+    const WorkerProgress& w = *row.worker;
+    char line[300];
+    // Over the device's link to the head, both ways: activations and
+    // gradients relayed, its group's gradient exchange, replicas.
+    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %8s %11.1f %8.0f%% %10.1f %9.1f\n", row.stage + 1,
+                  static_cast<int>(width), row.layers.c_str(), row.device.c_str(), WithThousands(w.iteration).c_str(),
+                  w.compute_s, 100 * w.stall_fraction, static_cast<double>(w.bytes_sent) / 1e6,
+                  static_cast<double>(w.bytes_received) / 1e6);
+    out << line;
   }
 }
 

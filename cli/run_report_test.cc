@@ -287,9 +287,19 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   EXPECT_NE(text.find("  layers moved between stages 1 time as the devices' pace drifted; as they ended:\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("      1  0-2      robot-1"), std::string::npos) << text;
-  EXPECT_NE(text.find("      2  3-3      robot-2"), std::string::npos) << text;
+  EXPECT_NE(text.find("      1  0-2     robot-1"), std::string::npos) << text;
+  EXPECT_NE(text.find("      2  3       robot-2"), std::string::npos) << text;
   EXPECT_EQ(text.find("0-1 "), std::string::npos) << "not the planned layers\n" << text;
+  // A plan's layers by the names the planner gave them (a new user read 0-8
+  // where edgetrain plan had said conv1-classifier).
+  PlannedFrom from;
+  for (const char* name : {"conv1", "conv2", "conv3", "classifier"}) from.layers.push_back({name, 1e-3, 1e-3, 4, 4, {}, 0});
+  plan.job.pipeline->planned_from = from;
+  std::ostringstream named;
+  PrintSummary(Job(), plan, p, 66.9, named);
+  EXPECT_NE(named.str().find("  stage  layers       device"), std::string::npos) << named.str();
+  EXPECT_NE(named.str().find("      1  conv1-conv3  robot-1"), std::string::npos) << named.str();
+  EXPECT_NE(named.str().find("      2  classifier   robot-2"), std::string::npos) << named.str();
 }
 
 // A pipeline that lost devices says what that cost and what the head
