@@ -27,6 +27,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     }
     if (interrupted.load() && !outcome.interrupted) {
       outcome.interrupted = true;
+      // Stopped before it said how it started: an interrupted run that
+      // trained nothing replaces no model, and the note came after
+      // "interrupted" (a new user's trial); its summary says what it kept.
+      said_how_it_started_ = true;
       display.Finish();
       err_ << "interrupted: stopping " << job_ << " and saving where it got to...\n";
     }

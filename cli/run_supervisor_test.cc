@@ -171,6 +171,23 @@ TEST_F(RunSupervisorTest, AnInterruptStopsTheCoordinatorWhichReports) {
   EXPECT_NE(err_.str().find("interrupted: stopping robots and saving where it got to..."), std::string::npos) << err_.str();
 }
 
+// Ctrl-C before the job had started training: it replaces no model, and
+// the note that it would came after "interrupted" (a new user's trial).
+TEST_F(RunSupervisorTest, AnInterruptBeforeTrainingSaysNothingOfStartingAfresh) {
+  ReportsWhenStopped(coordinator_, milliseconds(500));
+  watch_.earlier_model = "/out/model.pt";
+  JobProgress starting, training;
+  training.state = JobState::kTraining;
+  watch_.progress = [&]() -> std::optional<std::string> {
+    if (coordinator_.Elapsed() >= milliseconds(300)) interrupted_ = true;
+    return EncodeJobProgress(coordinator_.Elapsed() < seconds(1) ? starting : training);
+  };
+  for (auto& w : workers_) w->ExitsAt(seconds(10), 0);
+  Supervision outcome = Run();
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_EQ(err_.str().find("starts afresh"), std::string::npos) << err_.str();
+}
+
 // A pipeline's stages hold its weights: interrupted, only the head is told
 // to stop; it fetches them, reports and tells the stages to stop, and they
 // go. With the team's order they were signalled at once and left before the
