@@ -82,8 +82,22 @@ def worker_series(snapshots, key, zero_is_unknown=False):
     return series
 
 
-def both_ways(ax, up, down, scale, name, ylabel, title, alone):
+def top_above(ax, values, room=1.1):
+    """The y axis from 0 to a little above the largest value: a flat line at
+    its top otherwise sat on the frame, out of sight (a new user's trial)."""
+    largest = max(values, default=0)
+    if largest > 0:
+        ax.set_ylim(0, largest * room)
+    else:
+        ax.set_ylim(bottom=0)
+
+
+def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
     """Each worker's uplink series (solid) and downlink series (dashed, same colour)."""
+    if up and untimed and not any(v for _, v in up.values()):
+        # Workers, but no figure for any link: say why rather than draw empty axes.
+        up = {}
+        alone = untimed
     for rank, (t, v) in sorted(up.items()):
         line, = ax.plot(t, [x * scale for x in v], label=f"{name(rank)} up", linewidth=1)
         dt, dv = down.get(rank, ([], []))
@@ -124,14 +138,15 @@ def draw(snapshots, evaluations, out, title, names):
     t, v = rates(times, [p.get("samples", 0) for p in snapshots])
     ax.plot(t, v, color="tab:green")
     ax.set_ylabel("samples/s")
-    ax.set_ylim(bottom=0)
+    top_above(ax, v)
     ax.set_title("samples a second, the whole job")
 
     # A link's estimate is 0 until something large enough was timed, and while it is
     # down: drawn as a gap rather than as a dead link.
     both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
               worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
-              "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links")
+              "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links",
+              "no link timed: unshaped, or no message large enough to time")
 
     ax = axes[1][1]
     stalls = worker_series(snapshots, "stallSeconds")
@@ -163,7 +178,7 @@ def draw(snapshots, evaluations, out, title, names):
         wt, wv = rates(list(t), list(joules))
         watts_ax.plot(wt, wv, color="tab:purple", linewidth=1)
         watts_ax.set_ylabel("W", color="tab:purple")
-        watts_ax.set_ylim(bottom=0)  # from 0: a tenth of a watt must not look like a swing
+        top_above(watts_ax, wv)  # from 0: a tenth of a watt must not look like a swing
     else:
         ax.text(0.5, 0.5, "no energy model in this run", ha="center", transform=ax.transAxes)
     ax.set_ylabel("J, modelled", color="tab:red")
