@@ -177,6 +177,11 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // Training ends here: what finishing takes (a team's workers told to stop)
   // is not training time.
   const TimePoint end = clock_.Now();
+  // Said while it finishes, which over a link in an outage takes seconds (a
+  // team's workers get --stop-grace to hear Stop): progress said "training,
+  // eta 0" for 6 s past a budget (a new user's trial).
+  p.stop_reason = *stop;
+  Publish(p);
   if (*stop == StopReason::kCancelled) engine_.Interrupted();
   engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent);
   p = engine_.Progress();

@@ -11,6 +11,19 @@ namespace {
 // Training time a rate is shown after.
 constexpr double kLeastSecondsForARate = 1;
 
+// Training has stopped and the job is finishing; empty while it trains.
+std::string Stopping(const JobProgress& p) {
+  if (!p.stop_reason || p.state != JobState::kTraining) return "";
+  switch (*p.stop_reason) {
+    case StopReason::kTarget: return "- target reached: finishing";
+    case StopReason::kEpochs:
+    case StopReason::kWallClock: return "- budget spent: finishing";
+    case StopReason::kCancelled: return "- stopping";
+    case StopReason::kFailed: return "";
+  }
+  return "";
+}
+
 // The parts both formats share, after the iteration count. The accuracy is
 // the last evaluation's, of the model as it was at the iteration named; the
 // result's is the final model's, which training may have moved since.
@@ -61,14 +74,22 @@ std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::ve
   std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(std::lround(p.fraction * 100)));
   std::string s = bar + percent + " it " + WithThousands(p.iteration) + " " + Measures(p, names) + " " +
                   FormatClock(FromSeconds(p.elapsed_s));
-  if (p.eta_s) s += " ETA " + FormatClock(FromSeconds(*p.eta_s));
+  if (const std::string stopping = Stopping(p); !stopping.empty()) {
+    s += " " + stopping;
+  } else if (p.eta_s) {
+    s += " ETA " + FormatClock(FromSeconds(*p.eta_s));
+  }
   return s;
 }
 
 std::string FormatProgressLine(const JobProgress& p, const std::vector<std::string>& names) {
   std::string s = "it " + WithThousands(p.iteration) + " (" + std::to_string(std::lround(p.fraction * 100)) + "%) " +
                   Measures(p, names) + " elapsed " + FormatClock(FromSeconds(p.elapsed_s));
-  if (p.eta_s) s += " eta " + FormatClock(FromSeconds(*p.eta_s));
+  if (const std::string stopping = Stopping(p); !stopping.empty()) {
+    s += " " + stopping;
+  } else if (p.eta_s) {
+    s += " eta " + FormatClock(FromSeconds(*p.eta_s));
+  }
   return s;
 }
 

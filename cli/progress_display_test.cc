@@ -48,6 +48,18 @@ TEST(ProgressDisplayTest, SaysNoStepYetOnlyBeforeAnySampleAndThenNoRate) {
   EXPECT_EQ(FormatProgressLine(p), "it 419 (40%) loss - 5,820 samples/s elapsed 00:12");
 }
 
+// Training over, the job finishing (its workers told to stop over a link in
+// an outage takes seconds): said, in place of an eta of 0.
+TEST(ProgressDisplayTest, SaysTheJobIsFinishingOnceTrainingHasStopped) {
+  JobProgress p = Sample();
+  p.stop_reason = StopReason::kWallClock;
+  p.eta_s = 0.0097;
+  EXPECT_EQ(FormatProgressLine(p), "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 - budget spent: "
+                                   "finishing");
+  p.stop_reason = StopReason::kTarget;
+  EXPECT_NE(FormatProgressBar(p, 10).find("00:12 - target reached: finishing"), std::string::npos);
+}
+
 // Within the first second, a rate is a few batches over a sliver of time.
 TEST(ProgressDisplayTest, ShowsNoRateBeforeASecondOfTraining) {
   JobProgress p = Sample();

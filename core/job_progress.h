@@ -142,6 +142,9 @@ struct JobProgress {
   std::optional<int64_t> resumed_from_iteration;
   // Set when the job has ended.
   bool reached_target = false;
+  // Set once training has stopped: while the job finishes (its last
+  // evaluation, its model saved, a team's workers told to stop) its state is
+  // still kTraining.
   std::optional<StopReason> stop_reason;
   std::string error;               // what failed, when stop_reason is kFailed
   std::string model_path;
