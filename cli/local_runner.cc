@@ -5,8 +5,11 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "http/http_client.h"
 #include "api/trainingjob.h"
@@ -422,6 +425,21 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     return outcome.coordinator_exit == kExitInvalid ? kExitInvalid : code;
   }
 
+  if (plan.team && !plan.job.pipeline) {
+    // Each worker's own account, printed as it exited: what it spent after
+    // its last report reached the coordinator is in it.
+    std::map<int, double> own;
+    for (size_t rank = 0; rank < workers.size(); ++rank) {
+      while (std::optional<std::string> line = workers[rank].ReadLine(Duration::zero())) {
+        if (line->rfind("result ", 0) != 0) continue;
+        const nlohmann::json result = nlohmann::json::parse(line->substr(7), nullptr, false);
+        if (result.is_object() && result.contains("energyJoules") && result["energyJoules"].is_number()) {
+          own[static_cast<int>(rank)] = result["energyJoules"].get<double>();
+        }
+      }
+    }
+    TakeWorkersOwnEnergy(*outcome.result, own);
+  }
   // The coordinator's final word, with the final model's evaluation, ends the
   // curves and the progress log (whose last line was the last one polled).
   const std::string final_word = EncodeJobProgress(*outcome.result);

@@ -397,8 +397,7 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   }
   if (!behind.empty() && p.stop_reason != StopReason::kCancelled) {
     out << "  figures as of each worker's last report, which came before the end from " << behind
-        << " (nothing reached the coordinator since; its own /metrics count on, the energy it spent since "
-           "included, which the team's total leaves out)\n";
+        << " (nothing reached the coordinator since; a fresh run's energy is each worker's own count to its end)\n";
   }
 }
 
@@ -510,6 +509,17 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     PrintCompression(p, out);
   }
   PrintModelLine(p, out);
+}
+
+void TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own) {
+  if (p.resumed_from_iteration) return;
+  for (WorkerProgress& w : p.workers) {
+    const auto it = own.find(w.rank);
+    if (it == own.end() || !(it->second > w.energy_joules)) continue;
+    const double unreported = it->second - w.energy_joules;
+    w.energy_joules = it->second;
+    if (p.energy_joules) *p.energy_joules += unreported;
+  }
 }
 
 std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,

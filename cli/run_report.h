@@ -2,6 +2,7 @@
 // What a local run tells a person when it ends: the summary (and with --json,
 // one JSON line), or why it failed with the last lines of the agent's log.
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
 // Who the team waited on a twentieth of its time or more, longest first:
 // "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);
+// A fresh team run's energy, each worker's as its own meter counted it to its
+// end (`own`, by rank: the energyJoules of the result it printed on exiting).
+// The coordinator counts what reached it: a worker's energy after its last
+// report, or while its link was down, never did (a new user's robot-4 had
+// 115 J by its own metrics beside 50 J in the summary). Of a resumed run,
+// whose figures carry the runs before, nothing changes.
+void TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own);
 // The summary as one line of JSON, for scripts and benchmarks.
 // `devices`: those the run trained on, which a pipeline's plan may make fewer
 // than the job's workers.

@@ -337,6 +337,26 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   EXPECT_EQ(none.str().find("devices lost"), std::string::npos) << none.str();
 }
 
+// A worker's energy after its last report reached the coordinator (its link
+// in an outage at the end) is in its own count: a fresh run takes that.
+TEST(RunReportTest, AFreshTeamRunsEnergyIsEachWorkersOwnCountToItsEnd) {
+  JobProgress p = Finished();
+  p.workers[0].energy_joules = 100;
+  p.workers[1].energy_joules = 50;
+  p.energy_joules = 150 + p.workers[2].energy_joules;
+  const double before = *p.energy_joules;
+  TakeWorkersOwnEnergy(p, {{0, 100}, {1, 115}});  // rank 2 printed no result
+  EXPECT_DOUBLE_EQ(p.workers[0].energy_joules, 100);
+  EXPECT_DOUBLE_EQ(p.workers[1].energy_joules, 115);
+  EXPECT_DOUBLE_EQ(*p.energy_joules, before + 65);
+  // A resumed run's figures carry the runs before: its workers' own counts are of this run alone.
+  JobProgress resumed = Finished();
+  resumed.resumed_from_iteration = 40;
+  resumed.workers[1].energy_joules = 50;
+  TakeWorkersOwnEnergy(resumed, {{1, 115}});
+  EXPECT_DOUBLE_EQ(resumed.workers[1].energy_joules, 50);
+}
+
 TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
   JobProgress p = Finished();
   for (auto& w : p.workers) w.held_team_s = 0;
