@@ -7,6 +7,7 @@
 #include "agent/storage/atomic_file.h"
 #include "agent/storage/evaluation_log.h"
 #include "core/budget.h"
+#include "core/finite_step.h"
 #include "core/training_schedule.h"
 
 namespace edgetrain::agent {
@@ -61,6 +62,11 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.energy_joules = p.energy_joules.value_or(0);
   engine_.Snapshot(c);
   return c;
+}
+
+Status JobDriver::SaveFiniteCheckpoint(const JobCheckpoint& c) {
+  EDGETRAIN_RETURN_IF_ERROR(FiniteWeights(c.iteration, c.parameters));
+  return SaveCheckpoint(CheckpointPath(plan_), c);
 }
 
 Status JobDriver::WriteModelCard(const JobProgress& p) {
@@ -151,7 +157,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     p = engine_.Progress();
     fill(p, now);
     if (schedule.CheckpointDue(p.iteration)) {
-      EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), Checkpoint(p)));
+      EDGETRAIN_RETURN_IF_ERROR(SaveFiniteCheckpoint(Checkpoint(p)));
       metrics_.AddCheckpoint();
       schedule.Checkpointed(p.iteration);
     }
@@ -202,7 +208,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     JobCheckpoint last = Checkpoint(p);
     // An interrupted job is not over: run again, it resumes from here.
     last.complete = !interrupted;
-    EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), last));
+    EDGETRAIN_RETURN_IF_ERROR(SaveFiniteCheckpoint(last));
     if (interrupted && earlier_model && !resumed) {
       // A finished run's model is not replaced by one interrupted early:
       // the checkpoint resumes this run, and its model comes when it ends.

@@ -39,6 +39,9 @@ class JobDriver {
   // when it starts afresh.
   StatusOr<std::optional<JobCheckpoint>> Resume();
   JobCheckpoint Checkpoint(const JobProgress& p);
+  // Writes `c`, unless its weights are no longer finite: what is kept is
+  // never of a model that diverged (core/finite_step.h).
+  Status SaveFiniteCheckpoint(const JobCheckpoint& c);
   Status WriteModelCard(const JobProgress& p);
   void Publish(const JobProgress& p);
 

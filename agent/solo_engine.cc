@@ -57,7 +57,7 @@ Status SoloEngine::Advance() {
   const TimePoint began = clock_.Now();
   energy_.BeginCompute(began);
   EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(x_.data(), y_.data(), m, gradient_));
-  EDGETRAIN_RETURN_IF_ERROR(FiniteStep(iteration_ + 1, loss, gradient_));  // before the weights move
+  EDGETRAIN_RETURN_IF_ERROR(FiniteStep(iteration_ + 1, loss));  // before the weights move
   std::span<float> params = trainer_.Parameters();
   for (size_t r = 0; r < layout_.size(); ++r) {
     const RowSpan& row = layout_.row(r);

@@ -7,19 +7,25 @@
 
 namespace edgetrain {
 
-Status FiniteStep(int64_t step, double loss, std::span<const float> gradient) {
-  std::string what;
-  if (!std::isfinite(loss)) {
-    what = std::string("the training loss is ") + (std::isnan(loss) ? "NaN" : "infinite");
-  } else if (std::isinf(MagnitudeBound(gradient))) {
-    what = "the gradient has a NaN or an infinity in it";
-  } else {
-    return Status::Ok();
-  }
+namespace {
+
+Status Diverged(const std::string& what, int64_t step) {
   return InvalidArgumentError(what + " at step " + std::to_string(step) +
                               ": the model diverged or computes a value that is not finite, and no step trains it "
                               "back; lower spec.optimizer.learningRate, or look at the model's forward (a log or a "
                               "division of 0). Nothing of that step is kept: a checkpoint holds the weights from before it");
+}
+
+}  // namespace
+
+Status FiniteStep(int64_t step, double loss) {
+  if (std::isfinite(loss)) return Status::Ok();
+  return Diverged(std::string("the training loss is ") + (std::isnan(loss) ? "NaN" : "infinite"), step);
+}
+
+Status FiniteWeights(int64_t step, std::span<const float> weights) {
+  if (!std::isinf(MagnitudeBound(weights))) return Status::Ok();
+  return Diverged("the weights hold a NaN or an infinity", step);
 }
 
 }  // namespace edgetrain

@@ -9,9 +9,9 @@ namespace edgetrain {
 namespace {
 
 TEST(FiniteStep, AFiniteStepIsOk) {
-  const std::vector<float> gradient = {0.5f, -2.0f, 0.0f};
-  EXPECT_TRUE(FiniteStep(3, 0.7, gradient).ok());
+  const std::vector<float> weights = {0.5f, -2.0f, 0.0f};
   EXPECT_TRUE(FiniteStep(3, 0.7).ok());
+  EXPECT_TRUE(FiniteWeights(3, weights).ok());
 }
 
 TEST(FiniteStep, ANaNLossSaysSoAndWhatToChange) {
@@ -22,14 +22,14 @@ TEST(FiniteStep, ANaNLossSaysSoAndWhatToChange) {
   EXPECT_NE(FiniteStep(1, std::numeric_limits<double>::infinity()).message().find("is infinite"), std::string::npos);
 }
 
-TEST(FiniteStep, AGradientWithAnInfinityUnderAFiniteLossIsCaught) {
-  std::vector<float> gradient(1000, 0.1f);
-  gradient[777] = std::numeric_limits<float>::infinity();
-  const Status s = FiniteStep(5, 0.3, gradient);
+TEST(FiniteStep, WeightsWithAnInfinityOrANaNAreNotKept) {
+  std::vector<float> weights(1000, 0.1f);
+  weights[777] = std::numeric_limits<float>::infinity();
+  const Status s = FiniteWeights(5, weights);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("the gradient has a NaN or an infinity in it at step 5"), std::string::npos) << s.message();
-  gradient[777] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(FiniteStep(5, 0.3, gradient).ok());
+  EXPECT_NE(s.message().find("the weights hold a NaN or an infinity at step 5"), std::string::npos) << s.message();
+  weights[777] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(FiniteWeights(5, weights).ok());
 }
 
 }  // namespace

@@ -587,6 +587,13 @@ class Stage {
     slept_s_ += ToSeconds(extra);
   }
 
+  // What a step's work (StepDone.work_seconds) is measured on: the
+  // computing thread's CPU clock, or else the clock's seconds.
+  double WorkClock() const {
+    return options_.thread_cpu_seconds ? options_.thread_cpu_seconds()
+                                       : ToSeconds(clock_.Now().time_since_epoch());
+  }
+
   StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int attempt, int i) {
     const TimePoint began = clock_.Now();
     const double work_began = WorkClock();
@@ -659,12 +666,6 @@ class Stage {
   double reported_energy_j_ = 0;      // its total at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
-  // What a step's work (StepDone.work_seconds) is measured on: the
-  // computing thread's CPU clock, or else the clock's seconds.
-  double WorkClock() const {
-    return options_.thread_cpu_seconds ? options_.thread_cpu_seconds()
-                                       : ToSeconds(clock_.Now().time_since_epoch());
-  }
   double work_at_word_ = 0;           // WorkClock() when the head's last word was taken
   double not_work_s_ = 0;             // of it since then, the waits for micro-batches and the group's exchange
   double slept_s_ = 0;                // since then, the emulated slowdown's
