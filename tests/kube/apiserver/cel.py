@@ -55,16 +55,24 @@ class CelBridge:
                         "messageExpression": message_expression, "schema": _strip(schema)})
         return (True, r.get("usesOldSelf", False)) if r.get("ok") else (False, r.get("error"))
 
-    def evaluate(self, rule_id, self_value, old_value):
-        """Returns (True, valid, message) or (False, error, None)."""
+    def evaluate_all(self, evals):
+        """evals: (rule_id, self_value, old_value) each, old_value MISSING where
+        the rule does not see oldSelf. Returns, in order and from one round trip
+        to the bridge, (True, valid, message) or (False, error, None) for each."""
         from .schema import MISSING
-        req = {"op": "eval", "id": rule_id, "self": self_value}
-        if old_value is not MISSING:
-            req["oldSelf"] = old_value
-        r = self._call(req)
+        if not evals:
+            return []
+        reqs = []
+        for rule_id, self_value, old_value in evals:
+            req = {"id": rule_id, "self": self_value}
+            if old_value is not MISSING:
+                req["oldSelf"] = old_value
+            reqs.append(req)
+        r = self._call({"op": "evalAll", "evals": reqs})
         if not r.get("ok"):
-            return False, r.get("error"), None
-        return True, r["valid"], r.get("message")
+            return [(False, r.get("error"), None)] * len(evals)
+        return [(True, x["valid"], x.get("message")) if x.get("ok") else (False, x.get("error"), None)
+                for x in r["results"]]
 
     def close(self):
         if self._proc is not None:

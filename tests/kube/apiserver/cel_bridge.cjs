@@ -10,6 +10,10 @@
 //       -> {"ok":true,"usesOldSelf":B} | {"ok":false,"error":E}
 //   {"op":"eval","id":K,"self":V,"oldSelf":V?}
 //       -> {"ok":true,"valid":B,"message":M?} | {"ok":false,"error":E}
+//   {"op":"evalAll","evals":[{"id":K,"self":V,"oldSelf":V?}, ...]}
+//       -> {"ok":true,"results":[<an eval's reply>, ...]}
+//       every rule an object's write runs, in one round trip (a TrainingJob's
+//       are about twenty; one line each cost the stand-in a third of a create)
 // S is the OpenAPI schema of the node the rule sits on. JSON cannot tell 5 from 5.0,
 // but CEL can (int vs double), so values are typed here from the schema exactly as
 // the real API server types them: `integer` -> int, `number` -> double.
@@ -154,12 +158,28 @@ function evaluate(req) {
   return reply;
 }
 
+function evaluateAll(req) {
+  if (!Array.isArray(req.evals)) return { ok: false, error: "evalAll without evals" };
+  return {
+    ok: true,
+    results: req.evals.map((e) => {
+      try {
+        return evaluate(e);
+      } catch (err) {
+        return { ok: false, error: String(err && err.message ? err.message : err) };
+      }
+    }),
+  };
+}
+
+const OPS = { compile, eval: evaluate, evalAll: evaluateAll };
+
 const rl = readline.createInterface({ input: process.stdin, terminal: false });
 rl.on("line", (line) => {
   let reply;
   try {
     const req = JSON.parse(line);
-    reply = req.op === "compile" ? compile(req) : req.op === "eval" ? evaluate(req) : { ok: false, error: "unknown op" };
+    reply = OPS[req.op] ? OPS[req.op](req) : { ok: false, error: "unknown op" };
   } catch (e) {
     reply = { ok: false, error: String(e && e.message ? e.message : e) };
   }

@@ -11,6 +11,7 @@ import faulthandler
 import fcntl
 import gc
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -109,6 +110,9 @@ def hold_workdir():
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.profile and importlib.util.find_spec("yappi") is None:
+        # Checked before anything starts: not a crash after "ready".
+        sys.exit("standin: --profile needs python3-yappi (apt-get install python3-yappi)")
     workdir, _lock = hold_workdir()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

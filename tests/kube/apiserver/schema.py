@@ -164,7 +164,22 @@ class StructuralSchema:
     def validate(self, obj, old=MISSING):
         errors = []
         self._validate(obj, old, self.root, "", errors, root=True)
-        return errors
+        # The walk left a _RuleCheck where each CEL rule's error would go: all
+        # are evaluated at once, and each becomes its error or nothing, in place.
+        checks = [e for e in errors if isinstance(e, _RuleCheck)]
+        if not checks:
+            return errors
+        outcomes = iter(self.cel.evaluate_all(
+            [(c.rule_id, c.value, c.old if c.uses_old_self else MISSING) for c in checks]))
+        resolved = []
+        for e in errors:
+            if not isinstance(e, _RuleCheck):
+                resolved.append(e)
+                continue
+            fe = e.error(*next(outcomes))
+            if fe is not None:
+                resolved.append(fe)
+        return resolved
 
     def _validate(self, v, old, s, path, errors, root=False):
         # Ratcheting: an unchanged value is not re-validated (KEP-4008, on by default).
@@ -358,24 +373,34 @@ class StructuralSchema:
         for rule, rid, uses_old_self in self.rules.get(id(s), ()):
             if uses_old_self and old is MISSING:
                 continue  # transition rules only run on updates with a correlated old value
-            ok, valid, message = self.cel.evaluate(rid, v, old if uses_old_self else MISSING)
-            if ok and valid:
-                continue
-            fpath = path
-            if rule.get("fieldPath"):
-                fpath = path + rule["fieldPath"] if rule["fieldPath"].startswith(("[", ".")) \
-                    else _join(path, rule["fieldPath"])
-            if not ok:
-                errors.append(FieldError("invalid", fpath or "<root>",
-                                         f"{rule.get('rule')}: {valid}", value=type_name(v)))
-                continue
-            text = message or rule.get("message") or f"failed rule: {rule.get('rule')}"
-            kind = {"FieldValueRequired": "required", "FieldValueForbidden": "forbidden",
-                    "FieldValueDuplicate": "duplicate"}.get(rule.get("reason"), "invalid")
-            fe = FieldError(kind, fpath or "<root>", text, value=type_name(v))
-            if kind in ("required", "forbidden"):
-                fe.show_value = False
-            errors.append(fe)
+            errors.append(_RuleCheck(rule, rid, uses_old_self, v, old, path))
+
+
+class _RuleCheck:
+    """A CEL rule to evaluate on a value, kept where its error belongs among
+    the schema's until validate evaluates every rule of the object at once."""
+
+    def __init__(self, rule, rule_id, uses_old_self, value, old, path):
+        self.rule, self.rule_id, self.uses_old_self = rule, rule_id, uses_old_self
+        self.value, self.old, self.path = value, old, path
+
+    def error(self, ok, valid, message):
+        """The FieldError of the bridge's outcome, or None where the rule held."""
+        if ok and valid:
+            return None
+        rule, v, fpath = self.rule, self.value, self.path
+        if rule.get("fieldPath"):
+            fpath = fpath + rule["fieldPath"] if rule["fieldPath"].startswith(("[", ".")) \
+                else _join(fpath, rule["fieldPath"])
+        if not ok:
+            return FieldError("invalid", fpath or "<root>", f"{rule.get('rule')}: {valid}", value=type_name(v))
+        text = message or rule.get("message") or f"failed rule: {rule.get('rule')}"
+        kind = {"FieldValueRequired": "required", "FieldValueForbidden": "forbidden",
+                "FieldValueDuplicate": "duplicate"}.get(rule.get("reason"), "invalid")
+        fe = FieldError(kind, fpath or "<root>", text, value=type_name(v))
+        if kind in ("required", "forbidden"):
+            fe.show_value = False
+        return fe
 
 
 class FieldErrorValue(str):
