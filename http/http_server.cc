@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstring>
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 
 #include "http/socket_address.h"
@@ -26,6 +28,14 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addre
   auto server = std::make_unique<httplib::Server>();
   server->set_read_timeout(kClientTimeout);
   server->set_write_timeout(kClientTimeout);
+  // cpp-httplib's default sets SO_REUSEPORT, with which a second process
+  // binds a port already served and the kernel splits the connections
+  // between them: a second operator's /metrics and probes answered for the
+  // first's. SO_REUSEADDR alone still rebinds a port left in TIME_WAIT.
+  server->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   const int bound = port == 0 ? server->bind_to_any_port(hp.host) : (server->bind_to_port(hp.host, port) ? port : -1);
   if (bound < 0) return UnavailableError("cannot serve HTTP on " + address + ": " + std::strerror(errno));
   const std::string host = hp.host.find(':') != std::string::npos ? "[" + hp.host + "]" : hp.host;

@@ -65,6 +65,16 @@ int StalledClient(const std::string& address) {
   return fd;
 }
 
+TEST(HttpServerTest, APortAlreadyServedIsRefusedNotShared) {
+  auto first = HttpServer::Start("127.0.0.1:0");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string taken = (*first)->address();
+  auto second = HttpServer::Start(taken);
+  ASSERT_FALSE(second.ok()) << "a second server bound " << taken;
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status().ToString();
+}
+
 TEST(HttpServerTest, SlowClientsDoNotStallAnotherRequest) {
   auto server = HttpServer::Start("127.0.0.1:0");
   ASSERT_TRUE(server.ok());

@@ -128,8 +128,13 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own exit codes (105, 109, ...) mean nothing to a pod's restart
+    // policy or a script: a bad flag is a usage error, as everywhere else.
+    std::cerr << "edgetrain-operator: " << e.what() << "\n";
+    return kExitInvalid;
   }
   options.informers.max_watch_timeout = 2 * options.informers.min_watch_timeout;
   rest.lift_under_flow_control = qps->count() == 0;

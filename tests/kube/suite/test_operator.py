@@ -59,6 +59,13 @@ class LeaseTimingsTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("--lease-duration (20s) must be longer than --renew-deadline (30s)", p.stderr)
 
+    def test_a_flag_it_cannot_read_is_a_usage_error(self):
+        for args, says in ((["--bogus"], "--bogus"), (["--status-interval", "5"], "--status-interval")):
+            p = subprocess.run([OPERATOR, *args, "--kubeconfig", "/nonexistent"], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(says, p.stderr)
+
 class OperatorSiteTestCase(SiteTestCase):
     """An emulated site with the CRDs applied and the real operator running on it, as
     the chart's ServiceAccount; what its tests read of the jobs and pods."""
