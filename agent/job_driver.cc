@@ -110,7 +110,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
 
   EDGETRAIN_RETURN_IF_ERROR(engine_.Start(cancel));
   // The job's clock: training time, over every run of it.
-  const TimePoint start = clock_.Now() - FromSeconds(elapsed_before);
+  TimePoint start = clock_.Now() - FromSeconds(elapsed_before);
   Budget budget(spec.budget, engine_.IterationsPerEpoch(), start);
   JobProgress p = engine_.Progress();
   const int64_t first_iteration = p.iteration;
@@ -153,6 +153,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   TimePoint published{};
   while (!stop) {
     EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
+    if (const std::optional<TimePoint> began = engine_.JobClockStart(); began && *began < start) {
+      start = *began;  // the team's clock, taken over with its model
+      budget = Budget(spec.budget, engine_.IterationsPerEpoch(), start);
+    }
     const TimePoint now = clock_.Now();
     p = engine_.Progress();
     fill(p, now);

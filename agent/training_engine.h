@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "agent/storage/checkpoint.h"
+#include "core/clock.h"
 #include "core/job_progress.h"
 #include "core/status.h"
 
@@ -39,6 +41,12 @@ class TrainingEngine {
   // Moves training on: a job of one trains a step; a coordinator lets a tick
   // pass while its workers train.
   virtual Status Advance() = 0;
+  // When the job's training clock read 0, where training taught the engine
+  // better than the driver's checkpoint did: a coordinator placed anew that
+  // trained on from a worker's copy of the model took the job's clock with
+  // it (core/model_takeover.h), which the budget then counts from. None: the
+  // driver's own.
+  virtual std::optional<TimePoint> JobClockStart() { return std::nullopt; }
   // The job's progress so far: iteration, samples, loss, energy, workers. The
   // driver adds accuracy, timing and the end.
   virtual JobProgress Progress() = 0;

@@ -5,10 +5,14 @@
 namespace edgetrain {
 
 ModelTakeover::ModelTakeover(int workers)
-    : offers_(static_cast<size_t>(workers), -1), passed_over_(static_cast<size_t>(workers), false) {}
+    : offers_(static_cast<size_t>(workers), -1),
+      elapsed_s_(static_cast<size_t>(workers), 0),
+      passed_over_(static_cast<size_t>(workers), false) {}
 
-void ModelTakeover::Offered(int w, int64_t clock) {
-  if (!settled_ && !passed_over_[w]) offers_[w] = clock;
+void ModelTakeover::Offered(int w, int64_t clock, double job_elapsed_s) {
+  if (settled_ || passed_over_[w]) return;
+  offers_[w] = clock;
+  elapsed_s_[w] = job_elapsed_s;
 }
 
 void ModelTakeover::Withdrawn(int w) {

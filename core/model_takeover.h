@@ -29,8 +29,9 @@ class ModelTakeover {
  public:
   explicit ModelTakeover(int workers);
 
-  // Worker `w`'s Hello: its copy's least row clock.
-  void Offered(int w, int64_t clock);
+  // Worker `w`'s Hello: its copy's least row clock, and the job's training
+  // time as it last heard it, counted on since.
+  void Offered(int w, int64_t clock, double job_elapsed_s = 0);
   // What `w` offered cannot be had (its stream ended, or its copy was
   // refused): it is passed over, whatever it offers again.
   void Withdrawn(int w);
@@ -44,12 +45,16 @@ class ModelTakeover {
   std::optional<int> asked() const { return asked_; }
   // What `w` offered: its copy's least row clock; -1: nothing.
   int64_t offer(int w) const { return offers_[w]; }
+  // The job's training time `w` offered with its copy: the taken copy's
+  // becomes the job's clock.
+  double offered_elapsed_s(int w) const { return elapsed_s_[w]; }
   // The copy of the worker asked was taken.
   void Taken();
   bool settled() const { return settled_; }
 
  private:
   std::vector<int64_t> offers_;  // per worker: its copy's clock; -1: none to take
+  std::vector<double> elapsed_s_;  // per worker: the job's training time it offered
   std::vector<bool> passed_over_;
   std::optional<int> asked_;
   bool settled_ = false;

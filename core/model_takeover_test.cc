@@ -30,6 +30,15 @@ TEST(ModelTakeoverTest, TheCopyFurthestAlongIsAskedForOnlyWhenItIsAheadOfTheCoor
   }
 }
 
+TEST(ModelTakeoverTest, EachOfferKeepsTheJobsTimeItCameWith) {
+  ModelTakeover takeover(2);
+  takeover.Offered(0, 340, 41.5);
+  takeover.Offered(1, 352, 42.0);
+  EXPECT_EQ(takeover.Donor(0), 1);
+  EXPECT_DOUBLE_EQ(takeover.offered_elapsed_s(1), 42.0);
+  EXPECT_DOUBLE_EQ(takeover.offered_elapsed_s(0), 41.5);
+}
+
 TEST(ModelTakeoverTest, AWorkerThatCannotDeliverIsPassedOverForTheNext) {
   ModelTakeover takeover(3);
   takeover.Offered(0, 200);

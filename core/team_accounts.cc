@@ -76,6 +76,10 @@ std::string TeamAccounts::StreamReadThrough(int w) const {
   return k.stream_read_through;
 }
 
+void TeamAccounts::ResumeTeamAt(int64_t iteration) {
+  samples_ = std::max(samples_, iteration * batch_size_ * static_cast<int64_t>(workers_.size()));
+}
+
 void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers) {
   samples_ = samples;
   for (size_t w = 0; w < workers.size() && w < workers_.size(); ++w) {

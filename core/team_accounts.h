@@ -50,6 +50,11 @@ class TeamAccounts {
   void StreamOpened(int w, int64_t iteration);
   // `w` was taken back after being counted out and resumes after `iteration`.
   void Resumed(int w, int64_t iteration) { workers_[w].iteration = iteration; }
+  // The team trains on from a worker's copy of the model at `iteration`
+  // (core/model_takeover.h): the team's count goes on from there, never back.
+  // A copy does not say how many samples made it; the team's iterations are
+  // whole batches of every worker, and so many are counted.
+  void ResumeTeamAt(int64_t iteration);
   // Part of a push of `w` after `iteration` was applied.
   void Pushed(int w, int64_t iteration, int rows, int64_t bytes);
   // The report on a push's first part: counted even when its rows were not

@@ -25,6 +25,21 @@ TEST(TeamAccountsTest, TheTeamsIterationIsItsSamplesOverABatchPerWorker) {
   EXPECT_DOUBLE_EQ(p.samples_per_second, 64);
 }
 
+// A coordinator placed anew trains on from a worker's copy: the team's count
+// goes on from the copy's iteration, and never back.
+TEST(TeamAccountsTest, ATeamResumedFromACopyCountsOnFromItsIteration) {
+  TeamAccounts team(2, 32, 6400);
+  team.ResumeTeamAt(2900);
+  EXPECT_EQ(team.team_iteration(), 2900);
+  EXPECT_EQ(team.samples(), 2900 * 64);
+  WorkerReport r;
+  r.samples = 64;
+  team.Reported(0, r);
+  EXPECT_EQ(team.team_iteration(), 2901);
+  team.ResumeTeamAt(100);
+  EXPECT_EQ(team.team_iteration(), 2901) << "a copy behind the team's count moves it back";
+}
+
 // A push late for its round (policy deadline) trained nothing the team kept:
 // its loss is heard, its samples are not counted as trained.
 TEST(TeamAccountsTest, ALatePushsSamplesAreNotCountedAsTrained) {

@@ -109,6 +109,7 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   }
   accounts_.Restore(c.samples, c.workers);
   resumed_iteration_ = c.iteration;
+  restored_elapsed_s_ = c.elapsed_s;
   // Rounds: each row's last step is where the restored ledger's clock has it,
   // with nothing gathered towards the next.
   aggregator_.StepMovedRows(ledger_);
@@ -123,6 +124,8 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
     const TimePoint now = clock_.Now();
     if (members_.StartsNow(now)) {
       const int here = members_.connected_count();
+      // As the driver starts the job's clock, once this returns.
+      job_clock_start_ = now - FromSeconds(restored_elapsed_s_);
       log_ << "coordinator: the team starts with " << here << " of " << world_ << " workers";
       if (here < world_) log_ << "; the others join when they come";
       log_ << "\n";
@@ -142,6 +145,15 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
   }
   changed_.NotifyAll();  // the Welcomes may go
   return Status::Ok();
+}
+
+std::optional<TimePoint> Coordinator::JobClockStart() {
+  std::lock_guard lock(mu_);
+  return clock_taken_over_ ? job_clock_start_ : std::nullopt;
+}
+
+double Coordinator::JobElapsedLocked() const {
+  return job_clock_start_ ? std::max(0.0, ToSeconds(clock_.Now() - *job_clock_start_)) : restored_elapsed_s_;
 }
 
 Status Coordinator::Advance() {
@@ -262,6 +274,7 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   m.staleness_bound = ledger_.BoundInForce();
   m.welcome = members_.welcome(w);
   m.stream_read_through = accounts_.StreamReadThrough(w);
+  m.job_elapsed_s = JobElapsedLocked();
   members_.WelcomeSent(w);
   return m;
 }
@@ -271,7 +284,7 @@ std::string Coordinator::QuarantineLocked(int w) const {
   return std::to_string(refused_pushes_[w]) + " pushes refused, the last " + last_refusal_[w];
 }
 
-StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
+StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, double job_elapsed_s) {
   std::unique_lock lock(mu_);
   if (stopping_) return StoppingError();
   // FailedPrecondition: the worker gives up rather than ask again.
@@ -286,7 +299,7 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock) {
   downlink_.StreamOpened(w);
   if (stream > 1) metrics_.AddRejoin(w);
   log_ << "coordinator: worker " << w << " joined at iteration " << members_.resume_after(w) << "\n";
-  takeover_.Offered(w, model_clock);
+  takeover_.Offered(w, model_clock, job_elapsed_s);
   changed_.NotifyAll();  // Start() counts who is here
   // Until the team starts, its Welcome waits; and while a worker is asked
   // for its copy of the model, whatever the team trains on from is not known.
@@ -389,8 +402,20 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
   for (int o = 0; o < world_; ++o) {
     if (members_.connected(o)) accounts_.Resumed(o, from);
   }
+  // The team's count and the job's clock go on from the copy's, not from
+  // this coordinator's start: a coordinator moved 8 s into a 100 s budget
+  // had trained 111 s, its iteration shown back at 25 with its workers past
+  // 8,000 (a new user's trial). The clock counts the move's gap: it is wall
+  // time the job spent.
+  accounts_.ResumeTeamAt(from);
+  const double offered_s = takeover_.offered_elapsed_s(w);
+  const TimePoint now = clock_.Now();
+  if (!job_clock_start_ || offered_s > ToSeconds(now - *job_clock_start_)) {
+    job_clock_start_ = now - FromSeconds(offered_s);
+    clock_taken_over_ = true;
+  }
   log_ << "coordinator: training on from worker " << w << "'s copy of the model at iteration " << from
-       << " (ours was at " << own << ")\n";
+       << " (ours was at " << own << "), " << std::lround(offered_s) << " s into the job\n";
   changed_.NotifyAll();  // the others' Welcomes go
   return MakeWelcome(w, /*whole_model=*/true);
 }

@@ -88,6 +88,7 @@ struct WelcomeMessage {
   int staleness_bound = 0;
   int64_t welcome = 0;
   std::string stream_read_through;  // a stream from a folder: the files it trained on before (a resume)
+  double job_elapsed_s = 0;         // the job's training time, over every coordinator it has had
 };
 struct UpdateMessage {
   DownlinkUpdate update;
@@ -116,6 +117,7 @@ class Coordinator final : public TrainingEngine {
   // The rendezvous: every worker, or nodeLossGrace after the first.
   Status Start(const std::atomic<bool>& cancel) override;
   Status Advance() override;
+  std::optional<TimePoint> JobClockStart() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
   void Snapshot(JobCheckpoint& into) override;
@@ -135,7 +137,7 @@ class Coordinator final : public TrainingEngine {
     WelcomeMessage welcome;
     bool send_model = false;
   };
-  StatusOr<Joined> Join(int w, int64_t model_clock = 0);
+  StatusOr<Joined> Join(int w, int64_t model_clock = 0, double job_elapsed_s = 0);
   // The copy Join asked `w` for: the team trains on from it. An error (a row
   // missing, twice, of another length or not finite) passes `w` over, and the
   // next worker furthest along is asked, or the coordinator keeps its own; the
@@ -241,6 +243,13 @@ class Coordinator final : public TrainingEngine {
   bool stopping_ = false;
   bool interrupted_ = false;  // stopping, but the job resumes (Interrupted)
   int64_t resumed_iteration_ = 0;  // the checkpoint's, when one was restored
+  // When the job's training clock read 0: the checkpoint's time before the
+  // team started; a worker's copy taken over brings its own (Welcomes say it,
+  // a new coordinator's takeover reads it back).
+  double restored_elapsed_s_ = 0;
+  std::optional<TimePoint> job_clock_start_;  // set once the team starts
+  bool clock_taken_over_ = false;
+  double JobElapsedLocked() const;
   std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended
   std::atomic<bool> abandon_sends_{false};
 };

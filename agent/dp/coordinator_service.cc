@@ -26,6 +26,7 @@ v1::CoordinatorMessage ToMessage(const WelcomeMessage& m, const std::vector<std:
   }
   for (const DownlinkRow& row : m.rows) SetRow(row, *welcome->add_rows());
   welcome->set_resume_after(m.resume_after);
+  welcome->set_job_elapsed_seconds(m.job_elapsed_s);
   welcome->set_staleness_bound(m.staleness_bound);
   welcome->set_welcome(m.welcome);
   welcome->set_stream_read_through(m.stream_read_through);
@@ -146,7 +147,7 @@ Status CoordinatorService::Admit(const v1::Hello& hello) {
 
 Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   const int w = hello.rank();
-  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w, hello.model_clock()));
+  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w, hello.model_clock(), hello.job_elapsed_seconds()));
   std::atomic<bool> gone{false};
   std::shared_ptr<TraceShaper> downlink;
   {

@@ -429,6 +429,39 @@ TEST_P(RestartTest, ACoordinatorPlacedAnewTrainsOnFromItsWorkersCopyOfTheModel) 
   EXPECT_NE(log.find("sending the coordinator its copy of the model"), std::string::npos) << log;
 }
 
+// The job's count and clock go on with the model taken over: a coordinator
+// moved 8 s into a 100 s budget had trained 111 s, its iteration shown back
+// at 25 with its workers past 8,000 (a new user's trial).
+TEST_P(RestartTest, ACoordinatorPlacedAnewKeepsTheJobsIterationAndClock) {
+  TeamSetup setup = ATeamOf(3);
+  setup.output_dir += "-clock-";
+  setup.output_dir += NameOf(GetParam());
+  setup.policy = GetParam();
+  setup.staleness_bound = GetParam() == SyncPolicy::kDeadline ? 0 : 4;
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(3);
+  SimulatedTeam team(setup);
+  double elapsed_before = 0;
+  int64_t iteration_before = 0;
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.elapsed_s >= 1.0; }));
+    elapsed_before = t.progress().elapsed_s;
+    iteration_before = t.progress().iteration;
+    t.RestartCoordinator(std::nullopt);
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration > 0; }));
+    const JobProgress after = t.progress();
+    EXPECT_GE(after.iteration, iteration_before - setup.staleness_bound - 2) << "counted again from 0";
+    EXPECT_GE(after.elapsed_s, elapsed_before) << "the job's clock started over";
+  });
+  ExpectSound(team, setup.staleness_bound);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kWallClock);
+  EXPECT_GE(p.elapsed_s, 3.0);
+  EXPECT_LT(p.elapsed_s, 3.0 + 0.5) << "the budget started over with the new coordinator";
+  EXPECT_GT(p.iteration, iteration_before);
+  EXPECT_NE(team.log().find("s into the job"), std::string::npos) << team.log();
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),
                          [](const auto& info) { return std::string(NameOf(info.param)); });
 

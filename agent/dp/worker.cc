@@ -129,6 +129,8 @@ class WorkerRun {
         if (started_ != TimePoint{}) {
           copy_.ApplyStaged(trainer_.Parameters());
           hello.mutable_hello()->set_model_clock(copy_.LeastClock());
+          hello.mutable_hello()->set_job_elapsed_seconds(job_elapsed_at_welcome_s_ +
+                                                         ToSeconds(clock_.Now() - welcomed_at_));
         }
       }
       auto first = stream->Send(hello).ok() ? stream->Receive()
@@ -237,6 +239,8 @@ class WorkerRun {
     welcome_ = welcome.welcome();
     iteration_ = welcome.resume_after();
     pushed_iteration_ = iteration_;
+    job_elapsed_at_welcome_s_ = welcome.job_elapsed_seconds();
+    welcomed_at_ = clock_.Now();
     DropUnsentLocked(iteration_);
     return Status::Ok();
   }
@@ -718,6 +722,10 @@ class WorkerRun {
   EnergyMeter energy_;      // thread-safe
   int bound_ = 0;
   int64_t iteration_ = 0;
+  // The job's training time as the last Welcome said it, and when that came:
+  // what a Hello offers a coordinator placed anew with this copy of the model.
+  double job_elapsed_at_welcome_s_ = 0;
+  TimePoint welcomed_at_{};
   int64_t pushed_iteration_ = 0;
   int64_t samples_since_push_ = 0;
   double loss_sum_ = 0;
