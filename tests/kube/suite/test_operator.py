@@ -444,6 +444,10 @@ class OperatorTest(OperatorSiteTestCase):
         self.assertRegex(self.kubectl.run("describe", "tj", "reseated").stdout, r"Normal\s+CoordinatorMoved\s")
         moved_from = int(log[log.index("training on from worker"):].split("at iteration ")[1].split()[0])
         self.assertGreaterEqual(moved_from, before)
+        # The job's clock went on through both moves, the first's gap included:
+        # a budget that started over with each coordinator ran 111 s of 100.
+        into_job = int(log.split(" s into the job")[0].rsplit(", ", 1)[1])
+        self.assertGreaterEqual(into_job, int(t_warned - t_lost) - 1, log[-1500:])
         for name, pod in self.job_pods("reseated").items():
             if "worker" in name:
                 self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0, f"{name} restarted")
