@@ -443,6 +443,16 @@ std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation) {
   return "";
 }
 
+// A loss that is the leaving node's own doing: a pod deleted or gone, not
+// failed, on a node still ready that said it is leaving. `kubectl drain`
+// cordons the node and evicts its pods a moment later; both often reach the
+// same reconcile, and the eviction was counted a loss against maxRecoveries
+// where the cordon alone was a move (a new user's trial).
+bool LeavingsOwnDoing(const Json* pod, const NodeView* node) {
+  const bool failed = pod && pod->value("/status/phase"_json_pointer, std::string()) == "Failed";
+  return !failed && node && node->ready && !node->leaving.empty();
+}
+
 // spec.placement.gangTimeout (the CRD defaults it, and its pattern is a duration).
 Duration GangTimeoutOf(const JobObject& job) {
   const std::string text =
@@ -897,6 +907,11 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     // made again on its node while that node is ready.
     std::string loss = pod ? LossOf(pod, coordinator.since_generation, plan.generation) : "";
     if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
+    if (!loss.empty() && LeavingsOwnDoing(pod, node)) {
+      return MoveCoordinator(pass, plan, coordinator,
+                             loss + "; its node " + coordinator.node + " is leaving (" + node->leaving + ")",
+                             /*moving=*/true);
+    }
     if (!loss.empty()) return MoveCoordinator(pass, plan, coordinator, loss, /*moving=*/false);
     if (node && !node->leaving.empty()) {
       return MoveCoordinator(pass, plan, coordinator,
@@ -958,15 +973,19 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     std::set<int> moves;
     for (const WorkerSlot& slot : plan.workers) {
       const int64_t since = SlotSince(plan, slot.rank);
-      const std::string loss = LossOf(PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since)), since,
-                                      plan.generation);
+      const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
+      const std::string loss = LossOf(pod, since, plan.generation);
+      const NodeView* node = team_node(slot.node);
       if (!loss.empty()) {
         lost[slot.rank] = loss;
+        if (LeavingsOwnDoing(pod, node)) {
+          lost[slot.rank] += "; its node " + slot.node + " is leaving (" + node->leaving + ")";
+          moves.insert(slot.rank);
+        }
         continue;
       }
       // Warned: the worker moves before its node goes, which costs a rejoin
       // instead of the work since its last push and nodeLossGrace of waiting.
-      const NodeView* node = team_node(slot.node);
       if (node && !node->leaving.empty()) {
         lost[slot.rank] = "its node " + slot.node + " is leaving (" + node->leaving + ")";
         moves.insert(slot.rank);

@@ -75,6 +75,14 @@ class ReconcilerTest : public ::testing::Test {
     }
     pods_.Replace(api_.All(kube::kPods));
   }
+  // Pods evicted as a drain evicts them: being deleted, their grace running.
+  void EvictPods(const std::function<bool(const Json&)>& which) {
+    std::vector<Json> pods = api_.All(kube::kPods);
+    for (Json& pod : pods) {
+      if (which(pod)) pod["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:30Z";
+    }
+    pods_.Replace(pods);
+  }
   ReconcileOutcome Reconcile(const std::string& key) {
     StatusOr<ReconcileOutcome> outcome = reconciler_.Reconcile(key);
     EXPECT_TRUE(outcome.ok()) << outcome.status().ToString();
@@ -695,6 +703,31 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
                                  "edgetrain.dev/leaving=battery)"),
             std::string::npos)
       << log_text_.str();
+}
+
+// kubectl drain: the node cordoned, its pods evicted a moment later, both
+// seen by one reconcile. The eviction is the warning's move, not a loss
+// against maxRecoveries, for a worker and for the coordinator.
+TEST_F(ReconcilerTest, APodEvictedFromANodeBeingDrainedIsMovedAndThatIsNoRecovery) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).Cordoned());
+  EvictPods([](const Json& pod) { return pod["spec"]["nodeName"] == "robot-1"; });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerMoved);
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
+  EXPECT_NE(status["phase"], api::phase::kFailed) << status.dump();
+  EXPECT_FALSE(status.contains("recoveries")) << "a drain is not a recovery, even with maxRecoveries 0";
+  EXPECT_NE(log_text_.str().find("reason=WorkerMoved worker 1: its pod on robot-1 is being deleted; its node "
+                                 "robot-1 is leaving"),
+            std::string::npos)
+      << log_text_.str();
+
+  nodes_.Put(ANode("gateway").Cordoned());
+  EvictPods([](const Json& pod) { return pod["metadata"]["name"] == "team-coordinator"; });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorMoved);
+  jobs_.Put(Job("team"));
+  status = Job("team")["status"];
+  EXPECT_FALSE(status.contains("recoveries")) << status.dump();
 }
 
 // Its node lost, the coordinator is placed anew under the next plan
