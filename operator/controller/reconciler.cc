@@ -461,6 +461,15 @@ Duration GangTimeoutOf(const JobObject& job) {
   return d.ok() ? *d : std::chrono::minutes(5);
 }
 
+// Where a plan's pods go, as placement said it.
+TeamPlacement PlacementOf(const JobPlan& plan, const CoordinatorSeat& coordinator) {
+  TeamPlacement placement;
+  placement.coordinator_node = coordinator.node;
+  placement.worker_nodes.resize(plan.workers.size());
+  for (const WorkerSlot& slot : plan.workers) placement.worker_nodes.at(static_cast<size_t>(slot.rank)) = slot.node;
+  return placement;
+}
+
 std::string Describe(const TeamPlacement& placement) {
   std::string text = "coordinator on " + placement.coordinator_node;
   if (!placement.worker_nodes.empty()) {
@@ -753,11 +762,7 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   }
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
-  TeamPlacement placement;
-  placement.coordinator_node = coordinator.node;
-  placement.worker_nodes.resize(plan.workers.size());
-  for (const WorkerSlot& slot : plan.workers) placement.worker_nodes.at(static_cast<size_t>(slot.rank)) = slot.node;
-  const std::string message = Describe(placement) + " (taken up: plan generation " +
+  const std::string message = Describe(PlacementOf(plan, coordinator)) + " (taken up: plan generation " +
                               std::to_string(plan.generation) +
                               ", placed by a replica that stopped before it said so)";
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
@@ -1357,7 +1362,7 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
                    what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model",
-                   next.generation);
+                   next, moved);
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
@@ -1417,12 +1422,17 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
 
   return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
-                   what + "; replaced: " + moved, next.generation);
+                   what + "; replaced: " + moved, next, coordinator);
 }
 
 Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery,
-                             const std::string& what, int64_t generation) {
+                             const std::string& what, const JobPlan& next, const CoordinatorSeat& coordinator) {
   const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
+  const int64_t generation = next.generation;
+  // Where the team is now: Placed said where the first plan put it, and
+  // stayed so through every move and replacement (a new user's trial).
+  pass.Set(condition::kPlaced, true, reason::kPlaced,
+           Describe(PlacementOf(next, coordinator)) + " (plan generation " + std::to_string(generation) + ")");
   const std::string message =
       what + " (plan generation " + std::to_string(generation) +
       (recovery ? ", recovery " + std::to_string(*recovery) + " of " + std::to_string(allowed) + ")"

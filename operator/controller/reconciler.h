@@ -141,10 +141,10 @@ class Reconciler {
   Status MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const std::string& why,
                          bool moving);
   // A running team given its next plan generation (`what` was lost or moved):
-  // Recovering, with an Event; `recovery` counts against maxRecoveries, none
-  // for a move ahead of a loss.
+  // Recovering, with an Event, and Placed saying where `next` puts the team;
+  // `recovery` counts against maxRecoveries, none for a move ahead of a loss.
   Status Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery, const std::string& what,
-                   int64_t generation);
+                   const JobPlan& next, const CoordinatorSeat& coordinator);
   // No node yet for what a recovery must place: Recovering with `message`
   // (an Event once), looked at again every --unschedulable-retry.
   Status AwaitRoom(Pass& pass, const char* event_reason, const std::string& message);

@@ -699,6 +699,9 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
                                                   "team-worker-1-g2@robot-2"}))
       << "the worker left robot-1 before it went, and nothing new goes there";
+  EXPECT_EQ(FindCondition(status, api::condition::kPlaced)->value("message", ""),
+            "coordinator on gateway; workers on gateway (0), robot-2 (1) (plan generation 2)")
+      << "Placed says where the team is now";
   EXPECT_NE(log_text_.str().find("reason=WorkerMoved worker 1: its node robot-1 is leaving (annotation "
                                  "edgetrain.dev/leaving=battery)"),
             std::string::npos)
