@@ -35,6 +35,7 @@ namespace reason {
 inline constexpr const char* kInvalidSpec = "InvalidSpec";          // schema or cross-field rule; the message names the field
 inline constexpr const char* kNotSupported = "NotSupported";        // valid, but asks what has not landed
 inline constexpr const char* kNoMatchingNode = "NoMatchingNode";    // spec.placement.nodeSelector matches no node at all
+inline constexpr const char* kNoPriorityClass = "NoPriorityClass";  // spec.placement.priorityClassName names none
 inline constexpr const char* kInvalidModel = "InvalidModel";        // an agent loaded the module and refused it
 // Placed
 inline constexpr const char* kPlaced = "Placed";

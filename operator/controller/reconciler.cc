@@ -532,7 +532,11 @@ Status Reconciler::Place(Pass& pass) {
   if (!request->node_selector.empty() && !line_.AnyNodeMatches(request->node_selector)) {
     const std::string message = "spec.placement.nodeSelector matches none of the cluster's " +
                                 std::to_string(line_.NodeCount()) + " nodes";
-    if (!ConditionIs(pass.status, condition::kInvalid, true)) {
+    // Said once: the stored status, since this reconcile's cleared Invalid
+    // before it looked (NoMatchingNode came three times for one apply, a new
+    // user's trial).
+    const Json* said = FindCondition(pass.stored_status, condition::kInvalid);
+    if (!said || said->value("reason", "") != reason::kNoMatchingNode) {
       events_.Record(pass.object, "Warning", reason::kNoMatchingNode, message);
       log_.Job(pass.key, reason::kNoMatchingNode, message);
     }
@@ -541,6 +545,28 @@ Status Reconciler::Place(Pass& pass) {
     pass.Set(condition::kPlaced, false, reason::kUnschedulable, message);
     pass.Requeue(options_.unschedulable_retry);
     return Status::Ok();
+  }
+  // A PriorityClass that does not exist: the API server would refuse every
+  // pod, after the plan was written. The job had no phase at all, and each
+  // retry placed it again under a new plan generation (a new user's trial).
+  if (const std::string name = pass.object.value("/spec/placement/priorityClassName"_json_pointer, std::string());
+      !name.empty()) {
+    StatusOr<Json> found = client_.Get(kube::kPriorityClasses, "", name);
+    if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+      const std::string message = "spec.placement.priorityClassName: no PriorityClass named " + name +
+                                  " exists, and the API server refuses pods that name one; create it, or change "
+                                  "the field";
+      const Json* said = FindCondition(pass.stored_status, condition::kInvalid);
+      if (!said || said->value("reason", "") != reason::kNoPriorityClass) {
+        events_.Record(pass.object, "Warning", reason::kNoPriorityClass, message);
+        log_.Job(pass.key, reason::kNoPriorityClass, message);
+      }
+      // Not final: the class may be created. PriorityClasses are not watched.
+      pass.Set(condition::kInvalid, true, reason::kNoPriorityClass, message);
+      pass.Set(condition::kPlaced, false, reason::kUnschedulable, message);
+      pass.Requeue(options_.unschedulable_retry);
+      return Status::Ok();
+    }
   }
   if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");
   const bool pipeline = IsPipeline(pass.job);

@@ -307,10 +307,16 @@ TEST_F(ReconcilerTest, AModuleIsNotCheckedForAJobNoNodeCanTake) {
   Json spec = kOwnModule;
   spec["placement"] = {{"nodeSelector", {{"edgetrain.dev/site", "moon"}}}};
   const std::string key = Submit(TrainingJob("team", spec));
-  Reconcile(key);
+  for (int look = 0; look < 3; ++look) {
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+  }
   EXPECT_EQ(api_.Writes("create Pod"), 0);
   EXPECT_EQ(FindCondition(Job("team")["status"], api::condition::kInvalid)->value("reason", ""),
             api::reason::kNoMatchingNode);
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kNoMatchingNode;
+  EXPECT_EQ(said, 1) << "once, not once a look";
 }
 
 TEST_F(ReconcilerTest, SuspendingAJobWhileItsModuleIsCheckedLeavesNoPod) {
@@ -548,10 +554,9 @@ TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   // spec.sync on a job of one worker: a note, said once however often the
   // reconcile fails before it writes the status.
   const std::string key =
-      Submit(TrainingJob("team", {{"placement", {{"priorityClassName", "nope"}}},
-                                  {"parallelism", {{"workers", 1}}}, {"sync", {{"policy", "bsp"}}}}));
-  api_.RefuseCreates("Pod", FailedPreconditionError("pods \"team-coordinator\" is forbidden: no PriorityClass with "
-                                                    "name nope was found"));
+      Submit(TrainingJob("team", {{"parallelism", {{"workers", 1}}}, {"sync", {{"policy", "bsp"}}}}));
+  api_.RefuseCreates("Pod", FailedPreconditionError("pods \"team-coordinator\" is forbidden: exceeded quota: "
+                                                    "compute, requested: pods=1, used: pods=10, limited: pods=10"));
   auto refusals = [&] {
     std::vector<std::string> said;
     for (const Json& e : api_.All(kube::kEvents)) {
@@ -565,7 +570,8 @@ TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   }
   EXPECT_EQ(refusals(), (std::vector<std::string>{
                             "the API server refused a request for this job, retried with back-off: creating Pod "
-                            "team-coordinator: pods \"team-coordinator\" is forbidden: no PriorityClass with name nope was found"}));
+                            "team-coordinator: pods \"team-coordinator\" is forbidden: exceeded quota: compute, "
+                            "requested: pods=1, used: pods=10, limited: pods=10"}));
   std::vector<std::string> notes;
   for (const Json& e : api_.All(kube::kEvents)) {
     if (e.value("reason", "") == api::reason::kSpecNote) notes.push_back(e.value("message", ""));
@@ -575,6 +581,33 @@ TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   api_.RefuseCreates("Pod", AbortedError("the object has been modified"));
   EXPECT_FALSE(reconciler_.Reconcile(key).ok());
   EXPECT_EQ(refusals().size(), 1u);
+}
+
+// A PriorityClass that does not exist: the job waits Pending, saying so,
+// with nothing made and no plan generation spent, until the class is made.
+TEST_F(ReconcilerTest, APriorityClassThatDoesNotExistKeepsTheJobPendingSayingSo) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", {{"placement", {{"priorityClassName", "urgent"}}}}));
+  for (int retry = 0; retry < 3; ++retry) {
+    EXPECT_EQ(Reconcile(key).placement, "");
+    jobs_.Put(Job("team"));
+  }
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending);
+  EXPECT_EQ(FindCondition(status, api::condition::kInvalid)->value("reason", ""), api::reason::kNoPriorityClass);
+  EXPECT_EQ(FindCondition(status, api::condition::kPlaced)->value("status", ""), "False");
+  EXPECT_TRUE(api_.All(kube::kPods).empty());
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kNoPriorityClass;
+  EXPECT_EQ(said, 1) << "once, not once a retry";
+
+  ASSERT_TRUE(api_.Create(kube::kPriorityClasses, "", {{"metadata", {{"name", "urgent"}}}, {"value", 1000}}).ok());
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  jobs_.Put(Job("team"));
+  status = Job("team")["status"];
+  EXPECT_EQ(FindCondition(status, api::condition::kInvalid)->value("status", ""), "False");
+  EXPECT_NE(log_text_.str().find("(plan generation 1)"), std::string::npos) << "no generation spent on the wait";
 }
 
 // What edgetrain validate says as a note is said on the cluster too, as a
