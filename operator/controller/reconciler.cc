@@ -470,6 +470,15 @@ TeamPlacement PlacementOf(const JobPlan& plan, const CoordinatorSeat& coordinato
   return placement;
 }
 
+// How long a job whose gang timed out `timeouts` times in a row waits,
+// Pending and holding nothing, before it is placed again: one gangTimeout,
+// doubling with each, up to eight. A gang that cannot start (an image that
+// cannot be pulled) was placed again at once, every gangTimeout, forever (a
+// new user's trial); a cluster short of room a while gets it back in time.
+Duration GangBackOff(Duration timeout, int64_t timeouts) {
+  return timeout * (int64_t{1} << std::clamp<int64_t>(timeouts - 1, 0, 3));
+}
+
 std::string Describe(const TeamPlacement& placement) {
   std::string text = "coordinator on " + placement.coordinator_node;
   if (!placement.worker_nodes.empty()) {
@@ -516,6 +525,16 @@ Status Reconciler::Place(Pass& pass) {
     pass.status["phase"] = phase::kPending;
     pass.Requeue(std::chrono::seconds(1));
     return Status::Ok();
+  }
+  // After a gang timeout: its back-off first.
+  if (placed && placed->value("reason", "") == reason::kGangTimeout) {
+    const Duration backoff = GangBackOff(GangTimeoutOf(pass.job), pass.status.value("gangTimeouts", int64_t{1}));
+    const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(backoff);
+    if (waited < backoff) {
+      pass.status["phase"] = phase::kPending;
+      pass.Requeue(backoff - waited);
+      return Status::Ok();
+    }
   }
 
   const bool own_module = pass.job.manifest.spec.model.kind == ModelKind::kTorchScript;
@@ -1081,9 +1100,14 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(Duration::zero());
       if (waited >= timeout) {
         EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
-        const std::string message = std::to_string(gang.running) + "/" + std::to_string(gang.expected) +
-                                    " pods running after spec.placement.gangTimeout (" + FormatDuration(timeout) +
-                                    "): torn down, holding nothing, to be placed again";
+        const int64_t timeouts = pass.status.value("gangTimeouts", int64_t{0}) + 1;
+        pass.status["gangTimeouts"] = timeouts;
+        // Why the others waited, in the kubelet's words: the event said only
+        // "0/4 pods running" of an image that could not be pulled.
+        const std::string message = StartingMessage(gang) + " after spec.placement.gangTimeout (" +
+                                    FormatDuration(timeout) + "): torn down, holding nothing, to be placed again in " +
+                                    FormatDuration(GangBackOff(timeout, timeouts)) + " (timed out " +
+                                    std::to_string(timeouts) + (timeouts == 1 ? " time" : " times in a row") + ")";
         pass.status["phase"] = phase::kPending;
         pass.Set(condition::kPlaced, false, reason::kGangTimeout, message);
         pass.Set(condition::kRunning, false, reason::kGangTimeout, message);
@@ -1117,6 +1141,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         log_.Job(pass.key, reason::kTraining, message);
       }
       pass.status["phase"] = phase::kRunning;
+      pass.status.erase("gangTimeouts");  // its back-off starts over
       if (!pass.status.contains("startTime")) pass.status["startTime"] = pass.now;
       pass.Set(condition::kRunning, true, reason::kTraining, "every agent runs");
       Json progress = Json::object();

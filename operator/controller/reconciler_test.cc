@@ -896,6 +896,58 @@ TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingN
       << *placed;
 }
 
+// A gang that cannot start (an image that cannot be pulled) is torn down
+// saying why, and waits a back-off that doubles before it is placed again:
+// it was placed again at once, every gangTimeout, forever.
+TEST_F(ReconcilerTest, AGangThatTimesOutSaysWhyAndBacksOffBeforeItIsPlacedAgain) {
+  const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "1m"}}}});
+  auto cannot_pull = [](Json& pod) {
+    pod["status"] = {{"phase", "Pending"},
+                     {"containerStatuses",
+                      {{{"name", "agent"},
+                        {"state", {{"waiting", {{"reason", "ErrImagePull"}, {"message", "nope:1.0 not found"}}}}}}}}};
+  };
+  auto time_out = [&] {
+    SyncPods(cannot_pull);
+    now_ += std::chrono::minutes(1);
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+    pods_.Replace(api_.All(kube::kPods));
+  };
+  time_out();
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["gangTimeouts"], 1);
+  const std::string said = FindCondition(status, api::condition::kPlaced)->value("message", "");
+  EXPECT_NE(said.find("ErrImagePull (nope:1.0 not found)"), std::string::npos) << said;
+  EXPECT_NE(said.find("to be placed again in 1m"), std::string::npos) << said;
+
+  now_ += std::chrono::seconds(30);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_TRUE(api_.All(kube::kPods).empty()) << "placed again within its back-off";
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kPending);
+  now_ += std::chrono::seconds(30);
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  jobs_.Put(Job("team"));
+  pods_.Replace(api_.All(kube::kPods));
+
+  time_out();
+  status = Job("team")["status"];
+  EXPECT_EQ(status["gangTimeouts"], 2);
+  EXPECT_NE(FindCondition(status, api::condition::kPlaced)->value("message", "").find("placed again in 2m"),
+            std::string::npos);
+  now_ += std::chrono::seconds(90);
+  Reconcile(key);
+  EXPECT_TRUE(api_.All(kube::kPods).empty()) << "the second back-off is twice the first";
+  now_ += std::chrono::seconds(30);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  jobs_.Put(Job("team"));
+  SyncPods(Run);
+  Reconcile(key);
+  EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "a gang that runs starts its back-off over";
+}
+
 TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
   // Room for one job of one at a time.
   AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));
