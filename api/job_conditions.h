@@ -84,10 +84,12 @@ inline constexpr const char* kNothingLost = "NothingLost";
 // (an Event) the coordinator turned a worker away for good: its pushes kept being refused
 inline constexpr const char* kWorkerQuarantined = "WorkerQuarantined";
 // (an Event) the API server refused what the operator asked for the job (a
-// PriorityClass that does not exist, a quota, its own RBAC): retried with back-off
+// quota, its own RBAC): retried with back-off
 inline constexpr const char* kRequestRefused = "RequestRefused";
 // (an Event) what edgetrain validate says of the spec as a note, once a generation
 inline constexpr const char* kSpecNote = "SpecNote";
+// (an Event) the spec of a job that runs was changed: not applied until it is placed again
+inline constexpr const char* kSpecNotApplied = "SpecNotApplied";
 }  // namespace reason
 
 }  // namespace edgetrain::api

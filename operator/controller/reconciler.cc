@@ -132,9 +132,11 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   }
   Status done;
   const std::string current = pass.Phase();
+  const bool suspending = pass.job.manifest.object.at("spec").value("suspend", false);
+  SayIfSpecNotApplied(pass, suspending);
   if (current == phase::kSucceeded || current == phase::kFailed) {
     done = Finished(pass);
-  } else if (pass.job.manifest.object.at("spec").value("suspend", false)) {
+  } else if (suspending) {
     done = Suspend(pass);
   } else {
     done = Place(pass);
@@ -144,6 +146,22 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   pass.status["observedGeneration"] = pass.generation;
   EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
   return pass.outcome;
+}
+
+void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
+  const std::string current = pass.Phase();
+  const int64_t observed = pass.stored_status.value("observedGeneration", int64_t{0});
+  const bool placed = current == phase::kPlacing || current == phase::kRunning || current == phase::kRecovering;
+  if (!placed || suspending || observed == 0 || observed == pass.generation) return;
+  // Its team was planned from the spec it had: workers, model, data and
+  // budget are in every agent's plan. An edit was silently ignored while
+  // observedGeneration said it was seen (a new user's trial).
+  const std::string message = "spec changed (generation " + std::to_string(pass.generation) +
+                              ") while the job runs: it keeps the spec it was placed with until it is placed "
+                              "again; to apply the change now, suspend and resume it (spec.suspend), or delete "
+                              "it and apply it again";
+  events_.Record(pass.object, "Warning", reason::kSpecNotApplied, message);
+  log_.Job(pass.key, reason::kSpecNotApplied, message);
 }
 
 void Reconciler::ReportRefusal(const Pass& pass, const Status& done) {

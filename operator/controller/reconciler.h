@@ -202,6 +202,8 @@ class Reconciler {
   // the job, once a refusal: `kubectl describe tj` showed nothing of a
   // PriorityClass that does not exist, the job stuck with no phase.
   void ReportRefusal(const Pass& pass, const Status& done);
+  // A placed job's spec edited: said once a generation (SpecNotApplied).
+  void SayIfSpecNotApplied(Pass& pass, bool suspending);
   // What was said of a job before its status could record it: a reconcile
   // that fails is retried, and would say it again at every retry.
   std::mutex said_mu_;

@@ -633,6 +633,27 @@ TEST_F(ReconcilerTest, ASpecNoteIsAnEventOnceAGeneration) {
   EXPECT_NE(notes()[0].find("applies to data-parallel teams only"), std::string::npos) << notes()[0];
 }
 
+// An edit of a running job's spec is not applied to its team, and says so,
+// once a generation: observedGeneration had moved on in silence.
+TEST_F(ReconcilerTest, AnEditOfARunningJobsSpecSaysItIsNotApplied) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  auto said = [&] {
+    int n = 0;
+    for (const Json& e : api_.All(kube::kEvents)) n += e.value("reason", "") == api::reason::kSpecNotApplied;
+    return n;
+  };
+  EXPECT_EQ(said(), 0);
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}}, {"spec", {{"parallelism", {{"workers", 3}}}}}})
+                  .ok());
+  for (int look = 0; look < 2; ++look) {
+    jobs_.Put(Job("team"));
+    Reconcile(key);
+  }
+  EXPECT_EQ(said(), 1);
+  EXPECT_EQ(api_.All(kube::kPods).size(), 3u) << "the team is as it was placed";
+}
+
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 
