@@ -50,7 +50,7 @@ inline constexpr const char* kNoPipelineFits = "NoPipelineFits";    // no plan o
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
 inline constexpr const char* kTraining = "Training";
-inline constexpr const char* kStopped = "Stopped";                  // ended, suspended or not started
+inline constexpr const char* kStopped = "Stopped";                  // the job has ended
 // Stalled, BandwidthDegraded
 inline constexpr const char* kWaitingOnLinks = "WaitingOnLinks";
 inline constexpr const char* kLinksHealthy = "LinksHealthy";
@@ -67,6 +67,7 @@ inline constexpr const char* kModelCheckFailed = "ModelCheckFailed";  // the mod
 // Recovering
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting
+inline constexpr const char* kRestarting = "Restarting";  // a pod runs, its agent is restarted in place by the kubelet
 inline constexpr const char* kResuming = "Resuming";        // back from spec.suspend: its pods start again, no recovery
 inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node about to leave (a warning acted on)
 inline constexpr const char* kCoordinatorLost = "CoordinatorLost";    // its pod was evicted or its node lost: placed anew

@@ -140,6 +140,9 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
     // A worker that ended well (the coordinator told it to stop) counts as done.
     if (phase == "Running" || (phase == "Succeeded" && name != coordinator_name)) {
       ++gang.running;
+      if (phase == "Running") {
+        if (std::string why = WaitingFor(*pod); !why.empty()) gang.restarting.push_back(name + ": " + why);
+      }
     } else if (std::string why = WaitingFor(*pod); !why.empty()) {
       gang.held.push_back(name + ": " + why);
     }

@@ -35,6 +35,10 @@ struct Gang {
   // (an image that cannot be pulled, a crash loop, a config error): "NAME:
   // REASON (message)", for the Running condition, which otherwise only counted.
   std::vector<std::string> held;
+  // Pods counted running whose agent is not: its process ended and the
+  // kubelet restarts it in place (CrashLoopBackOff between tries). Not a
+  // loss, and not "every agent runs" either: "NAME: REASON (message)".
+  std::vector<std::string> restarting;
   // Why the gang failed, for the Failed condition's message.
   std::string failure;
   std::string failure_reason;  // api::reason::kCoordinatorFailed

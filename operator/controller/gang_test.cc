@@ -92,6 +92,22 @@ TEST(GangTest, WhyAPodWaitsIsReadFromItsContainer) {
   EXPECT_EQ(gang.held, (std::vector<std::string>{"team-worker-0: ImagePullBackOff (image nosuch/image:1 not found)"}));
 }
 
+// A pod that runs while its agent is restarted in place (its process
+// killed, the kubelet backing off) still counts as running, and says why.
+TEST(GangTest, ARunningPodWhoseAgentIsRestartedSaysSo) {
+  Json looping = APod("team-coordinator").OfJob("team").Coordinator().Running();
+  looping["status"]["containerStatuses"] = {
+      {{"name", "agent"},
+       {"restartCount", 1},
+       {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s restarting"}}}}}}};
+  const Gang gang = ObserveGang({looping, APod("team-worker-0").OfJob("team").Worker(0).Running(),
+                                 APod("team-worker-1").OfJob("team").Worker(1).Running()},
+                                kTeam, {});
+  EXPECT_EQ(gang.state, GangState::kRunning);
+  EXPECT_EQ(gang.restarting,
+            (std::vector<std::string>{"team-coordinator: CrashLoopBackOff (back-off 10s restarting)"}));
+}
+
 TEST(GangTest, HowItEndedIsReadFromTheCoordinatorsTerminationMessage) {
   const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}, {"modelPath", "/m/model.pt"}};
   Gang done = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result)}, kTeam, {});

@@ -1161,7 +1161,15 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       pass.status["phase"] = phase::kRunning;
       pass.status.erase("gangTimeouts");  // its back-off starts over
       if (!pass.status.contains("startTime")) pass.status["startTime"] = pass.now;
-      pass.Set(condition::kRunning, true, reason::kTraining, "every agent runs");
+      if (gang.restarting.empty()) {
+        pass.Set(condition::kRunning, true, reason::kTraining, "every agent runs");
+      } else {
+        // Its pod runs, its agent does not: shown as training while the
+        // coordinator was in CrashLoopBackOff (a new user's trial).
+        std::string message = "restarting in place: " + gang.restarting.front();
+        for (size_t i = 1; i < gang.restarting.size(); ++i) message += "; " + gang.restarting[i];
+        pass.Set(condition::kRunning, false, reason::kRestarting, message);
+      }
       Json progress = Json::object();
       if (!gang.coordinator_ip.empty()) {
         StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort);
