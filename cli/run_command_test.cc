@@ -391,6 +391,8 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
   ASSERT_EQ(ok.stdout_lines.size(), 2u);
   EXPECT_NE(ok.stdout_lines[1].find("robot-team.yaml: valid; robot-team, 5 node(s): ranks on robot-1, robot-2, robot-3, robot-4 (robot-5 spare)"), std::string::npos)
       << ok.stdout_lines[1];
+  EXPECT_NE(ok.stdout_lines[1].find("in the profile's order, as edgetrain run runs them"), std::string::npos)
+      << "not the operator's placement: " << ok.stdout_lines[1];
 
   std::ofstream(dir_ / "tiny.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
                                        "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";

@@ -43,7 +43,11 @@ std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& pr
   for (const auto& slot : plan.job.workers) out += (slot.rank > 0 ? ", " : "") + slot.node;
   std::string spare;
   for (size_t i = plan.job.workers.size(); i < profile.nodes.size(); ++i) spare += (spare.empty() ? "" : ", ") + profile.nodes[i].name;
-  return spare.empty() ? out : out + " (" + spare + " spare)";
+  if (!spare.empty()) out += " (" + spare + " spare)";
+  // Not the operator's placement, which a new user took it for: edgetrain
+  // plan put a worker on jetson-1 where this said robot-1.
+  return out + ", in the profile's order, as edgetrain run runs them (where the operator would place them: "
+               "edgetrain plan)";
 }
 
 StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,

@@ -461,6 +461,38 @@ std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation) {
   return "";
 }
 
+// When the team stopped being whole, by the cluster's own word: a lost pod's
+// delete asked for (its deletionTimestamp less its grace), its agent's end
+// (a failed pod's finishedAt), a node of the team gone silent (the
+// NodeNotReady the status has said since). None: nothing earlier than now.
+// A recovery timed from when this operator saw it was shown as 0.65 s when
+// the team had been short a worker for 17 s (a new user's trial: the loss
+// came while no replica led).
+std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std::vector<const Json*>& lost_pods) {
+  std::optional<kube::WallTime> earliest;
+  auto consider = [&](const std::string& text, std::chrono::seconds less = std::chrono::seconds(0)) {
+    if (std::optional<kube::WallTime> t = kube::ParseKubeTime(text)) {
+      const kube::WallTime at = *t - less;
+      if (!earliest || at < *earliest) earliest = at;
+    }
+  };
+  for (const Json* pod : lost_pods) {
+    if (!pod) continue;
+    const Json& meta = pod->at("metadata");
+    if (meta.contains("deletionTimestamp")) {
+      consider(meta.value("deletionTimestamp", ""), std::chrono::seconds(meta.value("deletionGracePeriodSeconds", 0)));
+    }
+    for (const Json& c : pod->value("/status/containerStatuses"_json_pointer, Json::array())) {
+      consider(c.value("/state/terminated/finishedAt"_json_pointer, std::string()));
+    }
+  }
+  if (const Json* degraded = FindCondition(stored_status, condition::kBandwidthDegraded);
+      degraded && degraded->value("status", "") == "True" && degraded->value("reason", "") == reason::kNodeNotReady) {
+    consider(degraded->value("lastTransitionTime", ""));
+  }
+  return earliest;
+}
+
 // A loss that is the leaving node's own doing: a pod deleted or gone, not
 // failed, on a node still ready that said it is leaving. `kubectl drain`
 // cordons the node and evicts its pods a moment later; both often reach the
@@ -1439,7 +1471,7 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
                    what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model",
-                   next, moved);
+                   next, moved, LossEvidence(pass.stored_status, {old}));
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
@@ -1498,12 +1530,17 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
 
+  std::vector<const Json*> lost_pods;
+  for (const auto& [rank, why] : lost) {
+    lost_pods.push_back(PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank))));
+  }
   return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
-                   what + "; replaced: " + moved, next, coordinator);
+                   what + "; replaced: " + moved, next, coordinator, LossEvidence(pass.stored_status, lost_pods));
 }
 
 Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery,
-                             const std::string& what, const JobPlan& next, const CoordinatorSeat& coordinator) {
+                             const std::string& what, const JobPlan& next, const CoordinatorSeat& coordinator,
+                             std::optional<kube::WallTime> lost_since) {
   const int allowed = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   const int64_t generation = next.generation;
   // Where the team is now: Placed said where the first plan put it, and
@@ -1515,7 +1552,19 @@ Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional
       (recovery ? ", recovery " + std::to_string(*recovery) + " of " + std::to_string(allowed) + ")"
                 : ", moved ahead of the loss)");
   if (recovery) pass.status["recoveries"] = *recovery;
+  const bool was_running = ConditionIs(pass.stored_status, condition::kRunning, true);
   pass.Set(condition::kRunning, false, reason::kRecovering, message);
+  // The team stopped being whole when the cluster says it did, not when this
+  // reconcile saw it: the recovery's time (its Event, its histogram) counts
+  // from there. Never before the team last ran whole.
+  const Json* running = FindCondition(pass.stored_status, condition::kRunning);
+  const std::optional<kube::WallTime> ran_since =
+      running ? kube::ParseKubeTime(running->value("lastTransitionTime", "")) : std::nullopt;
+  if (was_running && lost_since && *lost_since < wall_now_() && (!ran_since || *lost_since >= *ran_since)) {
+    for (Json& c : pass.status["conditions"]) {
+      if (c.value("type", "") == condition::kRunning) c["lastTransitionTime"] = kube::FormatKubeTime(*lost_since);
+    }
+  }
   events_.Record(pass.object, recovery ? "Warning" : "Normal", event_reason, message);
   log_.Job(pass.key, event_reason, message);
   pass.outcome.placement = "placed";

@@ -143,8 +143,11 @@ class Reconciler {
   // A running team given its next plan generation (`what` was lost or moved):
   // Recovering, with an Event, and Placed saying where `next` puts the team;
   // `recovery` counts against maxRecoveries, none for a move ahead of a loss.
+  // `lost_since`: when the cluster says the team stopped being whole, which
+  // the Running condition's transition (and so the recovery's time) keeps.
   Status Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery, const std::string& what,
-                   const JobPlan& next, const CoordinatorSeat& coordinator);
+                   const JobPlan& next, const CoordinatorSeat& coordinator,
+                   std::optional<kube::WallTime> lost_since = std::nullopt);
   // No node yet for what a recovery must place: Recovering with `message`
   // (an Event once), looked at again every --unschedulable-retry.
   Status AwaitRoom(Pass& pass, const char* event_reason, const std::string& message);
