@@ -1077,7 +1077,9 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       const std::string loss = LossOf(pod, since, plan.generation);
       const NodeView* node = team_node(slot.node);
       if (!loss.empty()) {
-        lost[slot.rank] = loss;
+        // Said first when it is the cause: "its pod is being deleted" of a
+        // killed node read as if someone had deleted it (a new user's trial).
+        lost[slot.rank] = (node && !node->ready ? "its node " + slot.node + " is lost; " : std::string()) + loss;
         if (LeavingsOwnDoing(pod, node)) {
           lost[slot.rank] += "; its node " + slot.node + " is leaving (" + node->leaving + ")";
           moves.insert(slot.rank);
@@ -1178,7 +1180,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
     case GangState::kRunning: {
       if (pass.Phase() != phase::kRunning) {
-        std::string message = "all " + std::to_string(gang.expected) + " pods of the gang run";
+        std::string message = gang.expected == 2 ? std::string("both pods of the gang run")
+                                                 : "all " + std::to_string(gang.expected) + " pods of the gang run";
         // Since the Running condition turned False: the loss, or the move, was
         // seen. Without that time (a status written by hand) nothing is said.
         if (pass.Phase() == phase::kRecovering) {
@@ -1344,7 +1347,7 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   if (restored > 0) {
     message += " and rebuilt " + std::to_string(restored) + " stage" + (restored == 1 ? "" : "s") +
                " from a replica, losing " + std::to_string(kept["stepsLost"].get<int64_t>()) +
-               " steps of those layers' updates";
+               (kept["stepsLost"].get<int64_t>() == 1 ? " step" : " steps") + " of those layers' updates";
   }
   pass.Set(condition::kReplaying, fresh, fresh ? reason::kReplayed : reason::kTrainingOn, message);
   if (fresh) {

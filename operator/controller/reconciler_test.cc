@@ -669,7 +669,7 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   EXPECT_EQ(status["phase"], api::phase::kRecovering);
   EXPECT_EQ(status["recoveries"], 1);
   const Json* running = FindCondition(status, api::condition::kRunning);
-  EXPECT_NE(running->value("message", "").find("worker 1: its pod on robot-1 failed (Evicted); replaced: worker 1 to "
+  EXPECT_NE(running->value("message", "").find("worker 1: its node robot-1 is lost; its pod on robot-1 failed (Evicted); replaced: worker 1 to "
                                                "robot-2 (plan generation 2, recovery 1 of 1)"),
             std::string::npos)
       << *running;

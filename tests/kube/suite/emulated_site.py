@@ -43,7 +43,11 @@ JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 # edgetrain-operator with every wait short (docs/operator.md, "Waits").
 OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
                  "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
-                 "--termination-grace", "5", "--lease-duration", "2s", "--renew-deadline", "1500ms",
+                 # The Lease: a standby leads 3 s after a leader's crash. A leader that
+                 # cannot renew for 2 s stops leading and exits, as client-go's does;
+                 # 1.5 s was within a slow moment of a stand-in sharing 2 cores with
+                 # make test's other suites.
+                 "--termination-grace", "5", "--lease-duration", "3s", "--renew-deadline", "2s",
                  "--retry-period", "300ms", "--measurement-interval", "1s",
                  # A team's certificate lives 24 s and is renewed 16 s in: jobs that run
                  # longer train across a rotation.

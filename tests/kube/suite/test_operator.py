@@ -800,7 +800,14 @@ class OperatorTest(OperatorSiteTestCase):
             leader.stdout.close()
             made = len(self.owned(name))  # how far its reconciles had got: pods, Service, plan
             self.restart_operator()
-            job = self.wait_job(name, lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
+            try:
+                job = self.wait_job(name, lambda j: phase(j) in ("Succeeded", "Failed"), timeout=90)
+            except AssertionError:
+                alive = type(self).operator.poll() is None
+                print(f"\ntrial {trial}, killed {delay:.3f} s after apply; the new replica "
+                      f"{'runs' if alive else 'exited ' + str(type(self).operator.returncode)}; its log ends:\n"
+                      f"{self.logs()}")
+                raise
             self.assertEqual(phase(job), "Succeeded", f"trial {trial}, killed {delay:.3f} s after apply: " +
                              json.dumps(job["status"], indent=1) + self.logs())
             self.assertFalse(job["status"].get("recoveries"), "no worker was lost")
@@ -846,7 +853,7 @@ class OperatorTest(OperatorSiteTestCase):
                                  "/leases/edgetrain-operator").json
             self.assertGreaterEqual(lease["spec"]["leaseTransitions"], 1)
             print(f"\nfailover: the standby led and finished a new job {took:.1f} s after the leader was killed "
-                  f"(lease 2s)")
+                  f"(lease 3s)")
         finally:
             # The standby is the class's operator now, stopped (and checked) at the end.
             type(self).operator, type(self).operator_http, type(self).operator_log = standby, standby_http, standby_log
