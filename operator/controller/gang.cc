@@ -88,6 +88,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
       if (const Json* done = Terminated(*agent, false); done && phase == "Succeeded") {
         gang.state = GangState::kSucceeded;
         gang.result = ResultOf(*done);
+        if (done->contains("finishedAt") && (*done)["finishedAt"].is_string()) gang.ended_at = (*done)["finishedAt"];
         return gang;
       }
       // Exit 2 is the agent saying its input is wrong: restarting cannot help.

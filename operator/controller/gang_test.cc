@@ -110,9 +110,12 @@ TEST(GangTest, ARunningPodWhoseAgentIsRestartedSaysSo) {
 
 TEST(GangTest, HowItEndedIsReadFromTheCoordinatorsTerminationMessage) {
   const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}, {"modelPath", "/m/model.pt"}};
-  Gang done = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result)}, kTeam, {});
+  Json ended = APod("team-coordinator").OfJob("team").Coordinator().Ended(0, result);
+  ended["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "2026-11-29T11:47:35Z";
+  Gang done = ObserveGang({ended}, kTeam, {});
   ASSERT_TRUE(done.result.has_value());
   EXPECT_EQ((*done.result)["modelPath"], "/m/model.pt");
+  EXPECT_EQ(done.ended_at, "2026-11-29T11:47:35Z") << "the job's completionTime: when it ended, not when seen";
 
   Gang refused = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 2)}, kTeam, {});
   EXPECT_EQ(refused.failure_reason, "CoordinatorFailed");

@@ -1111,7 +1111,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         message += text;
       }
       pass.status["phase"] = phase::kSucceeded;
-      pass.status["completionTime"] = pass.now;
+      pass.status["completionTime"] = gang.ended_at.empty() ? pass.now : gang.ended_at;
       pass.Set(condition::kComplete, true, why, message);
       pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
       if (!result.empty()) {
