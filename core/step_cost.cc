@@ -98,9 +98,12 @@ PredictedStep PredictStep(const StepCost& cost, double compute_score, double lin
   // Forward 2 flops per multiply-add, backward twice that, and the update's few per
   // parameter: 6 per multiply-add, and the parameters' share of the update.
   double flops = 6.0 * static_cast<double>(cost.multiply_adds) * cost.batch_size + 4.0 * cost.parameters;
-  step.compute_seconds = compute_score > 0 ? flops / (kReferenceFlopsPerSecond * compute_score)
-                                          : std::numeric_limits<double>::infinity();
-  step.communicate_seconds = link_mbps > 0 ? cost.bits_per_exchange / (link_mbps * 1e6) : 0;
+  step.compute_seconds = compute_score > 0
+                             ? (kStepOverheadSeconds + flops / kReferenceFlopsPerSecond) / compute_score
+                             : std::numeric_limits<double>::infinity();
+  // The coordinator's own device crosses no link, but exchanges all the same.
+  step.communicate_seconds =
+      kExchangeOverheadSeconds + (link_mbps > 0 ? cost.bits_per_exchange / (link_mbps * 1e6) : 0);
   return step;
 }
 

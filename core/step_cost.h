@@ -35,11 +35,27 @@ StepCost StepCostOf(const JobSpec& spec, const ModelSize& measured);
 
 // A device of compute score 1 (this project's reference machine: a 2-core x86-64
 // VM, one intra-op thread) sustains this many floating-point operations a second
-// on the built-in models. Calibrated with a job of one: fashion-mnist, mlp
-// [128, 64] (109,386 parameters), batch 64, turned 91,000-105,000 samples/s over
-// three 4 s runs, at 6 flops per multiply-add (forward, backward) and 4 per
-// parameter (the update) per step.
-inline constexpr double kReferenceFlopsPerSecond = 6.5e10;
+// on the built-in models, past a step's own cost below. Calibrated with jobs of
+// one, 8 s each, Adam (2026-11-29): fashion-mnist, mlp [128, 64] (109,386
+// parameters), batch 64, turned 96,900 samples/s (661 us a step; predicted
+// 657), and mlp [256, 128], batch 64, 49,500 (1,293 us; predicted 1,328), at 6
+// flops per multiply-add (forward, backward) and 4 per parameter (the update)
+// per step. Convolutions run at other rates: a digits cnn [16, 32] took 732 us
+// a step against 302 predicted, a fashion-mnist vgg 44 ms against 51.
+inline constexpr double kReferenceFlopsPerSecond = 7.3e10;
+// What a step costs whatever its arithmetic, on the reference machine: the
+// passes' and the optimizer's dispatch, the batch's assembly. A digits mlp [32]
+// of batch 32 (some 460,000 flops) took 85 us a step, 376,000 samples/s, which
+// the flops alone had put at 4.5 million (a new user's trial read the plan's
+// 4,479,901 samples/s against 10,000-21,000 measured).
+inline constexpr double kStepOverheadSeconds = 80e-6;
+// What one exchange of a data-parallel step costs past its bits on the link:
+// the push's and the update's encoding, the RPCs, the coordinator's turn.
+// Measured with a team of two digits mlp [32] workers and their coordinator
+// on this machine, links unshaped: 0.77 ms a worker's step, against 85 us of
+// compute alone. On real devices each has its own cores, which this machine's
+// three agents shared: an upper figure.
+inline constexpr double kExchangeOverheadSeconds = 0.69e-3;
 
 struct PredictedStep {
   double compute_seconds = 0;
