@@ -57,6 +57,8 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
     if (nodes[i].link_mbps) j["linkMbps"] = *nodes[i].link_mbps;
     if (!v.transient.empty()) j["transient"] = v.transient;
     if (!v.excluded.empty()) j["excluded"] = v.excluded;
+    if (!v.misfit.empty()) j["misfit"] = v.misfit;
+    if (v.would_hold_coordinator) j["wouldHoldCoordinator"] = true;
     if (v.excluded.empty() || !v.ranks.empty() || v.coordinator) {
       j["predictedSamplesPerSecond"] = v.step.samples_per_second(batch);
       j["joulesPerSample"] = v.joules_per_sample;
@@ -89,6 +91,10 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more.
     if (p.placed && note.empty() && v.ranks.empty() && !v.coordinator) {
       note = "unused: the team went where predicted as fast or faster";
+    }
+    if (!p.placed && note.empty()) {
+      if (v.would_hold_coordinator) note = "the coordinator's, were the team to fit";
+      if (!v.misfit.empty()) note += (note.empty() ? "" : "; ") + ("no worker: " + v.misfit);
     }
     std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
                   Fixed(nodes[i].compute_score, 2).c_str(),

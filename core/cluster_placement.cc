@@ -227,9 +227,16 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
                                           misfits);
       placement.coordinator_node.clear();
       placement.worker_nodes.clear();
-      for (NodeVerdict& v : placement.verdicts) {
+      // Each node's own reason, which the summary only counts: every node's
+      // verdict was blank where a new user looked for it.
+      for (size_t i = 0; i < n; ++i) {
+        NodeVerdict& v = placement.verdicts[i];
+        v.would_hold_coordinator = v.coordinator;
         v.coordinator = false;
         v.ranks.clear();
+        if (!eligible[i]) continue;
+        const char* misfit = streams[i] ? MisfitOf(free[i], request.worker_requests) : kNoStream;
+        v.misfit = misfit ? misfit : "";
       }
       return placement;
     }

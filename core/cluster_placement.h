@@ -46,6 +46,11 @@ struct NodeVerdict {
   std::string excluded;      // why no pod of the job may run there; empty if eligible
   std::string transient;     // the label that makes it transient; empty if stable
   bool coordinator = false;  // the coordinator runs here
+  // A team that does not fit: why no further worker fits on this eligible
+  // node ("insufficient cpu"), and whether the coordinator was to go here
+  // (the scheduler-style reason names its node). Empty when placed.
+  std::string misfit;
+  bool would_hold_coordinator = false;
   std::vector<int> ranks;    // the workers that run here
   // For an eligible node: one worker's predicted step there (alone on the node).
   PredictedStep step;

@@ -183,6 +183,11 @@ TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) 
   EXPECT_TRUE(p.worker_nodes.empty()) << "all or nothing";
   EXPECT_EQ(p.unschedulable,
             "1/3 workers fit, beside the coordinator on gateway: 2 insufficient cpu, 1 not ready, 1 transient");
+  // And each node says its own reason, the coordinator's node that it was to be.
+  EXPECT_TRUE(p.verdicts[0].would_hold_coordinator);
+  EXPECT_EQ(p.verdicts[0].misfit, "insufficient cpu");
+  EXPECT_EQ(p.verdicts[1].misfit, "insufficient cpu");
+  EXPECT_FALSE(p.verdicts[1].would_hold_coordinator);
 
   p = PlaceTeam({Node("gateway").Busy("3800m"), Node("down").NotReady()}, Team(1));
   EXPECT_EQ(p.unschedulable, "0/2 nodes fit the coordinator: 1 insufficient cpu, 1 not ready");
