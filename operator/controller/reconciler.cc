@@ -1218,7 +1218,21 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       for (const Json& pod : pass.pods) {
         if (InGang(pod, names)) gang_pods.push_back(pod);
       }
-      pass.status["workers"] = WorkersStatusOf(gang_pods, progress);
+      Json workers = WorkersStatusOf(gang_pods, progress);
+      // No progress read (the coordinator ending, a slow answer): each pod
+      // keeps what was last read of it. The job's last status lost every
+      // worker's batch, samples and stall as it ended (a new user's trial).
+      if (progress.empty() && pass.stored_status.contains("workers") && pass.stored_status["workers"].is_array()) {
+        for (Json& w : workers) {
+          for (const Json& was : pass.stored_status["workers"]) {
+            if (!was.is_object() || was.value("name", "") != w.value("name", "")) continue;
+            for (const auto& [key, value] : was.items()) {
+              if (!w.contains(key)) w[key] = value;
+            }
+          }
+        }
+      }
+      pass.status["workers"] = std::move(workers);
       ReportQuarantines(pass);
       if (plan.pipeline && progress.contains("workers") && progress["workers"].is_array() &&
           !progress["workers"].empty()) {

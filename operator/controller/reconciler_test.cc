@@ -482,6 +482,15 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
   api_.ResetWrites();
   Reconcile(key);
   EXPECT_EQ(api_.Writes("patch Node"), 0) << "at most once a measurement interval";
+
+  // The coordinator ending: no progress read; each worker keeps what was last read.
+  progress_.by_ip.erase(coordinator_ip);
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  const Json after = Job("team")["status"]["workers"];
+  bool kept = false;
+  for (const Json& w : after) kept |= w.value("batchSize", 0) == 64 && w.value("stallFraction", 0.0) == 0.2;
+  EXPECT_TRUE(kept) << after.dump();
 }
 
 // Issue 19: a worker whose pushes the coordinator kept refusing is turned
