@@ -3,6 +3,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -269,7 +270,10 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
     }
   }
   RealClock clock;
-  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
+  std::set<int> devices;  // those the plan gives a stage: the others get no pod
+  for (const PipelineStagePlan& stage : s.plan.pipeline->stages) devices.insert(stage.ranks.begin(), stage.ranks.end());
+  CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, static_cast<int>(devices.size()),
+                             spec.budget.energy_joules, /*links=*/false);
   PipelineHead head(s.plan, *s.trainer, s.data.test, train_size, std::move(shapes), clock, s.log);
   head.SetRebalancing(std::move(rebalancing));
   std::vector<int> stage_of_rank;

@@ -1,5 +1,6 @@
 #include "agent/job_driver.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +90,12 @@ Status JobDriver::WriteModelCard(const JobProgress& p) {
 }
 
 void JobDriver::Publish(const JobProgress& p) {
+  // Who trains now, as the engine says: a pipeline's head keeps no ledger,
+  // and its devices were shown as none active of all planned.
+  if (!p.workers.empty()) {
+    metrics_.SetActiveWorkers(static_cast<int>(
+        std::count_if(p.workers.begin(), p.workers.end(), [](const WorkerProgress& w) { return w.active; })));
+  }
   metrics_.SetLoss(p.loss);
   metrics_.SetSamples(p.samples);
   metrics_.SetEnergy(p.energy_joules.value_or(0));

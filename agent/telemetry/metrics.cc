@@ -234,7 +234,7 @@ struct CoordinatorMetrics::Handles {
 };
 
 CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers,
-                                       double energy_budget_joules) {
+                                       double energy_budget_joules, bool links) {
   prometheus::Registry& r = registry.impl().registry;
   const prometheus::Labels l = {{"trainingjob", job}};
   h_.reset(new Handles{
@@ -270,7 +270,7 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
   auto& sbytes = Family(BuildCounter(), "edgetrain_coordinator_sent_bytes_total", "Bytes sent to a worker", r);
   auto& srows = Family(BuildCounter(), "edgetrain_coordinator_sent_rows_total", "Parameter rows sent to a worker", r);
   auto& rejoins = Family(BuildCounter(), "edgetrain_job_rejoins_total", "Times a worker rejoined after being counted out or restarting", r);
-  for (int w = 0; w < workers; ++w) {
+  for (int w = 0; w < (links ? workers : 0); ++w) {
     prometheus::Labels lw = {{"trainingjob", job}, {"worker", std::to_string(w)}};
     prometheus::Labels down = lw;
     down["direction"] = "down";

@@ -72,9 +72,12 @@ class CoordinatorMetrics {
  public:
   // `workers`: the team's planned size (0 for a job of one, which has no
   // per-worker series); `energy_budget_joules`: the job's
-  // spec.budget.energyJoules (0: none).
+  // spec.budget.energyJoules (0: none). `links`: whether the workers are a
+  // data-parallel team's, each with a link to this coordinator; a
+  // pipeline's head has devices, and none of the per-worker series (they
+  // stayed at 0, and the shipped alerts said every device's link was down).
   CoordinatorMetrics(MetricsRegistry& registry, const std::string& job, int workers,
-                     double energy_budget_joules = 0);
+                     double energy_budget_joules = 0, bool links = true);
   ~CoordinatorMetrics();
 
   void SetAccuracy(double accuracy);

@@ -85,6 +85,13 @@ TEST(MetricsTest, CoordinatorExportsTotalsPlanAndBudget) {
   EXPECT_TRUE(Has(text, "edgetrain_job_energy_budget_joules{trainingjob=\"j\"} 5000")) << text;
   EXPECT_TRUE(Has(text, "edgetrain_job_workers{trainingjob=\"j\"} 3")) << text;
   EXPECT_TRUE(Has(text, "edgetrain_coordinator_sent_bytes_total{trainingjob=\"j\",worker=\"2\"} 0")) << text;
+
+  // A pipeline's head: its devices counted, no link series of a team.
+  MetricsRegistry head_registry;
+  CoordinatorMetrics head(head_registry, "p", 2, 0, /*links=*/false);
+  const std::string head_text = head_registry.Render();
+  EXPECT_TRUE(Has(head_text, "edgetrain_job_workers{trainingjob=\"p\"} 2")) << head_text;
+  EXPECT_EQ(head_text.find("edgetrain_coordinator_received_bytes_total{"), std::string::npos) << head_text;
 }
 
 }  // namespace
