@@ -59,6 +59,7 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
     if (!v.excluded.empty()) j["excluded"] = v.excluded;
     if (!v.misfit.empty()) j["misfit"] = v.misfit;
     if (v.would_hold_coordinator) j["wouldHoldCoordinator"] = true;
+    if (!v.would_hold_ranks.empty()) j["wouldHoldRanks"] = v.would_hold_ranks;
     if (v.excluded.empty() || !v.ranks.empty() || v.coordinator) {
       j["predictedSamplesPerSecond"] = v.step.samples_per_second(batch);
       j["joulesPerSample"] = v.joules_per_sample;
@@ -92,9 +93,14 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     if (p.placed && note.empty() && v.ranks.empty() && !v.coordinator) {
       note = "unused: the team went where predicted as fast or faster";
     }
-    if (!p.placed && note.empty()) {
-      if (v.would_hold_coordinator) note = "the coordinator's, were the team to fit";
-      if (!v.misfit.empty()) note += (note.empty() ? "" : "; ") + ("no worker: " + v.misfit);
+    if (!p.placed && v.excluded.empty()) {
+      // What it would hold, then why no more: "no worker" of a node that
+      // held one read as a contradiction of "3/4 workers fit" (a new user's trial).
+      std::string held = v.would_hold_coordinator ? "the coordinator" : "";
+      for (int rank : v.would_hold_ranks) held += (held.empty() ? "" : ", ") + ("worker " + std::to_string(rank));
+      std::string verdict = held.empty() ? "" : "would hold " + held;
+      if (!v.misfit.empty()) verdict += (held.empty() ? "no worker: " : "; no more: ") + v.misfit;
+      if (!verdict.empty()) note = note.empty() ? verdict : note + "; " + verdict;
     }
     std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
                   Fixed(nodes[i].compute_score, 2).c_str(),

@@ -232,6 +232,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
       for (size_t i = 0; i < n; ++i) {
         NodeVerdict& v = placement.verdicts[i];
         v.would_hold_coordinator = v.coordinator;
+        v.would_hold_ranks = std::move(v.ranks);
         v.coordinator = false;
         v.ranks.clear();
         if (!eligible[i]) continue;

@@ -47,9 +47,11 @@ struct NodeVerdict {
   std::string transient;     // the label that makes it transient; empty if stable
   bool coordinator = false;  // the coordinator runs here
   // A team that does not fit: why no further worker fits on this eligible
-  // node ("insufficient cpu"), and whether the coordinator was to go here
-  // (the scheduler-style reason names its node). Empty when placed.
+  // node ("insufficient cpu"), once the workers that did fit were given
+  // theirs; those it would have held; and whether the coordinator was to go
+  // here (the scheduler-style reason names its node). Empty when placed.
   std::string misfit;
+  std::vector<int> would_hold_ranks;
   bool would_hold_coordinator = false;
   std::vector<int> ranks;    // the workers that run here
   // For an eligible node: one worker's predicted step there (alone on the node).

@@ -185,6 +185,7 @@ TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) 
             "1/3 workers fit, beside the coordinator on gateway: 2 insufficient cpu, 1 not ready, 1 transient");
   // And each node says its own reason, the coordinator's node that it was to be.
   EXPECT_TRUE(p.verdicts[0].would_hold_coordinator);
+  EXPECT_EQ(p.verdicts[0].would_hold_ranks, std::vector<int>{0}) << "the worker that fitted";
   EXPECT_EQ(p.verdicts[0].misfit, "insufficient cpu");
   EXPECT_EQ(p.verdicts[1].misfit, "insufficient cpu");
   EXPECT_FALSE(p.verdicts[1].would_hold_coordinator);
