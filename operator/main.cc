@@ -255,6 +255,14 @@ int main(int argc, char** argv) {
         metrics.SetLeader(false);
       });
   // A Lease lost while leading has ended the process already (above).
-  log.Write(stepped_down ? "stopped; the Lease is released" : "stopped");
+  // Said as it went: "released" was logged of a release the API refused.
+  if (!stepped_down) {
+    log.Write("stopped");
+  } else if (elector.released().ok()) {
+    log.Write("stopped; the Lease is released");
+  } else {
+    log.Write("stopped; the Lease could not be released (" + elector.released().message() +
+              "): a standby leads once it expires, " + FormatDuration(election.lease_duration) + " after its last renewal");
+  }
   return 0;
 }

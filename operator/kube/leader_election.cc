@@ -73,14 +73,16 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   return true;
 }
 
-void LeaderElector::Release() {
+Status LeaderElector::Release() {
   StatusOr<Json> lease = client_.Get(kLeases, options_.namespace_, options_.name);
-  if (!lease.ok() || lease->value("/spec/holderIdentity"_json_pointer, std::string()) != options_.identity) return;
+  if (!lease.ok()) return lease.status();
+  // Another replica's already: nothing of ours to release.
+  if (lease->value("/spec/holderIdentity"_json_pointer, std::string()) != options_.identity) return Status::Ok();
   Json released = *lease;
   released["spec"]["holderIdentity"] = "";
   released["spec"]["leaseDurationSeconds"] = 1;
   released["spec"]["renewTime"] = MicroTime(wall_now_());
-  (void)client_.Update(kLeases, options_.namespace_, released);
+  return client_.Update(kLeases, options_.namespace_, released).status();
 }
 
 bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void()>& on_leading,
@@ -108,7 +110,7 @@ bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void(
   }
   leading_ = false;
   on_stopping();
-  Release();
+  released_ = Release();
   return true;
 }
 

@@ -43,6 +43,10 @@ class LeaderElector {
            const std::function<void()>& on_stopping = [] {});
 
   bool leading() const { return leading_.load(); }
+  // After Run returned true: whether the lease was released, or why not (the
+  // API refused: a chart uninstalled takes the ServiceAccount first, and the
+  // Lease stays held until it expires).
+  const Status& released() const { return released_; }
   const std::string& identity() const { return options_.identity; }
 
  private:
@@ -50,8 +54,9 @@ class LeaderElector {
   // renewal is abandoned rather than written once `give_up_at` has passed
   // (the renew deadline: leading after it risks two leaders).
   bool TryAcquireOrRenew(std::optional<TimePoint> give_up_at = std::nullopt);
-  void Release();
+  Status Release();
 
+  Status released_ = Status::Ok();
   KubeClient& client_;
   Clock& clock_;
   std::function<WallTime()> wall_now_;

@@ -98,6 +98,25 @@ TEST(LeaderElectionTest, OneLeadsTheOtherWaitsAndTakesOverAtOnceWhenTheLeaderSte
       << "a released the lease: b took it at its next try, not a lease duration later";
   EXPECT_EQ(LeaseOf(api)["spec"]["leaseTransitions"], 1);
   EXPECT_EQ(LeaseOf(api)["spec"]["holderIdentity"], "") << "b released it too, when it stopped";
+  EXPECT_TRUE(a.released().ok()) << a.released().ToString();
+}
+
+// A release the API refuses says so: the operator had logged "the Lease is
+// released" of one its uninstalled ServiceAccount could no longer write.
+TEST(LeaderElectionTest, AReleaseThatFailsSaysWhy) {
+  testing::FakeKubeClient api;
+  DeterministicClock clock;
+  LeaderElector a(api, clock, WallOf(clock), As("a"));
+  std::atomic<bool> stop{false};
+  clock.Run("test", [&] {
+    ClockThread ta = clock.StartThread("a", [&] { EXPECT_TRUE(a.Run(stop, [] {})); });
+    clock.SleepFor(seconds(5));
+    ASSERT_TRUE(a.leading());
+    ASSERT_TRUE(api.Delete(kLeases, "default", "edgetrain-operator").ok());
+    stop = true;
+    ta.Join();
+  });
+  EXPECT_FALSE(a.released().ok());
 }
 
 TEST(LeaderElectionTest, ALeaderThatVanishesIsReplacedOnceItsLeaseRunsOutByTheCandidatesOwnClock) {
