@@ -81,8 +81,13 @@ int main(int argc, char** argv) {
                                      "it does priority and fairness (APF, on since Kubernetes 1.20), then none")
                           ->check(CLI::PositiveNumber);
   app.add_option("--burst", rest.burst, "requests allowed at once above --qps (default 40)")->check(CLI::PositiveNumber);
+  // The agent of this operator's own version, as docs/images.md tags it:
+  // ":dev", which no build makes, left pods of an operator run without
+  // the chart unable to pull (a new user's trial).
+  options.reconciler.pods.default_image = "edgetrain/agent:" EDGETRAIN_VERSION;
   app.add_option("--default-image", options.reconciler.pods.default_image,
-                 "the agent's image when spec.template.image names none (default edgetrain/agent:dev)");
+                 "the agent's image when spec.template.image names none (default edgetrain/agent:" EDGETRAIN_VERSION
+                 ", this operator's version)");
   app.add_option("--leader-elect", leader_elect,
                  "only the replica holding the Lease reconciles; true by default, for more than one replica")
       ->option_text("BOOL");
