@@ -101,16 +101,24 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
                                std::to_string(kStartupTimeout.count()) + " s");
 }
 
-std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints) {
-  std::string out = "metrics: GET /metrics of every agent, /progress of the coordinator";
+std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints, bool pipeline) {
+  // A stage agent's /metrics is empty: listing it as metrics sent a new user
+  // to empty pages and empty dashboard panels.
+  std::string out = pipeline ? "metrics: GET /metrics and /progress of the head, which serves every stage's"
+                             : "metrics: GET /metrics of every agent, /progress of the coordinator";
   const bool namespaced = !endpoints.empty() && !endpoints.front().netns.empty();
   // The agents' loopback is their namespace's own: reached from inside it.
   out += namespaced ? ", each from inside its network namespace:\n" : ":\n";
   for (const auto& e : endpoints) {
+    if (pipeline && e.agent != "coordinator") continue;
     std::string agent = e.agent;
     agent.resize(std::max<size_t>(agent.size(), 12), ' ');
-    const std::string url = "http://" + e.http + (e.agent == "coordinator" ? "/progress" : "/metrics");
-    out += "  " + agent + " " + (e.netns.empty() ? url : "ip netns exec " + e.netns + " curl -s " + url) + "\n";
+    std::vector<std::string> paths = {e.agent == "coordinator" ? "/progress" : "/metrics"};
+    if (pipeline) paths.push_back("/metrics");
+    for (const std::string& path : paths) {
+      const std::string url = "http://" + e.http + path;
+      out += "  " + agent + " " + (e.netns.empty() ? url : "ip netns exec " + e.netns + " curl -s " + url) + "\n";
+    }
   }
   return out;
 }

@@ -90,6 +90,8 @@ class AgentLauncher {
 
 // "metrics: GET /metrics of every agent, /progress of the coordinator", and a
 // line per agent; under --links netns, how to reach them with `ip netns exec`.
-std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints);
+// A pipeline's: its head serves every stage's metrics, its stage agents
+// nothing of their own yet.
+std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints, bool pipeline = false);
 
 }  // namespace edgetrain::cli

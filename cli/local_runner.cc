@@ -366,7 +366,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     }
     workers.push_back(std::move(*worker));
   }
-  err << DescribeEndpoints(launcher.endpoints());
+  err << DescribeEndpoints(launcher.endpoints(), plan.job.pipeline.has_value());
   if (observer) {
     std::vector<ScrapeTarget> targets;
     // Labelled with the pod names the operator gives the same agents, so the

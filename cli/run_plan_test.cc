@@ -1,3 +1,4 @@
+#include "cli/agent_launcher.h"
 #include "cli/run_plan.h"
 
 #include <gtest/gtest.h>
@@ -197,6 +198,19 @@ TEST(RunPlanTest, MemoryGrowsWithTheTeamFromWhatLibTorchSharesOnce) {
     EXPECT_NEAR(static_cast<double>(estimate), static_cast<double>(c.measured_mb), 0.05 * static_cast<double>(c.measured_mb))
         << NameOf(c.dataset) << " x" << c.agents;
   }
+}
+
+// A pipeline's stage agents serve no metrics of their own yet: the runner
+// names the head's, where every stage's are, and not the stages' empty pages.
+TEST(DescribeEndpointsTest, APipelinesMetricsAreTheHeads) {
+  const std::vector<AgentEndpoint> endpoints = {{"coordinator", "127.0.0.1:9000", "", -1},
+                                                {"worker 0", "127.0.0.1:9001", "", 0}};
+  const std::string team = DescribeEndpoints(endpoints);
+  EXPECT_NE(team.find("http://127.0.0.1:9001/metrics"), std::string::npos) << team;
+  const std::string pipeline = DescribeEndpoints(endpoints, /*pipeline=*/true);
+  EXPECT_NE(pipeline.find("http://127.0.0.1:9000/metrics"), std::string::npos) << pipeline;
+  EXPECT_NE(pipeline.find("http://127.0.0.1:9000/progress"), std::string::npos) << pipeline;
+  EXPECT_EQ(pipeline.find("9001"), std::string::npos) << pipeline;
 }
 
 }  // namespace
