@@ -353,13 +353,16 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     }
   }
   out << "  stage  " << std::string("layers").append(width - 6, ' ')
-      << "  device            steps   compute s   bubbles    MB sent   MB recv\n";
+      << "  device         last step   compute s   bubbles    MB sent   MB recv\n";
   for (const Row& row : rows) {
     const WorkerProgress& w = *row.worker;
     char line[300];
     // Over the device's link to the head, both ways: activations and
     // gradients relayed, its group's gradient exchange, replicas.
-    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %8s %11.1f %8.0f%% %10.1f %9.1f\n", row.stage + 1,
+    // The step it last took part in, over every run of the job: a count of
+    // its steps read as such after a resume gave this run's devices the
+    // whole job's (a new user's trial).
+    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %9s %11.1f %8.0f%% %10.1f %9.1f\n", row.stage + 1,
                   static_cast<int>(width), row.layers.c_str(), row.device.c_str(), WithThousands(w.iteration).c_str(),
                   w.compute_s, 100 * w.stall_fraction, static_cast<double>(w.bytes_sent) / 1e6,
                   static_cast<double>(w.bytes_received) / 1e6);
