@@ -148,6 +148,22 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   return pass.outcome;
 }
 
+Status Reconciler::WaitInvalid(Pass& pass, const char* why, const std::string& message) {
+  // Said once: by the stored status, since this reconcile cleared Invalid
+  // before it looked (NoMatchingNode came three times for one apply, a new
+  // user's trial).
+  const Json* said = FindCondition(pass.stored_status, condition::kInvalid);
+  if (!said || said->value("reason", "") != why) {
+    events_.Record(pass.object, "Warning", why, message);
+    log_.Job(pass.key, why, message);
+  }
+  pass.status["phase"] = phase::kPending;
+  pass.Set(condition::kInvalid, true, why, message);
+  pass.Set(condition::kPlaced, false, reason::kUnschedulable, message);
+  pass.Requeue(options_.unschedulable_retry);
+  return Status::Ok();
+}
+
 void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
   const std::string current = pass.Phase();
   const int64_t observed = pass.stored_status.value("observedGeneration", int64_t{0});
@@ -599,21 +615,10 @@ Status Reconciler::Place(Pass& pass) {
 
   pass.status["phase"] = phase::kPending;
   if (!request->node_selector.empty() && !line_.AnyNodeMatches(request->node_selector)) {
-    const std::string message = "spec.placement.nodeSelector matches none of the cluster's " +
-                                std::to_string(line_.NodeCount()) + " nodes";
-    // Said once: the stored status, since this reconcile's cleared Invalid
-    // before it looked (NoMatchingNode came three times for one apply, a new
-    // user's trial).
-    const Json* said = FindCondition(pass.stored_status, condition::kInvalid);
-    if (!said || said->value("reason", "") != reason::kNoMatchingNode) {
-      events_.Record(pass.object, "Warning", reason::kNoMatchingNode, message);
-      log_.Job(pass.key, reason::kNoMatchingNode, message);
-    }
     // Not final: a node labelled so may join; any Node change looks again.
-    pass.Set(condition::kInvalid, true, reason::kNoMatchingNode, message);
-    pass.Set(condition::kPlaced, false, reason::kUnschedulable, message);
-    pass.Requeue(options_.unschedulable_retry);
-    return Status::Ok();
+    return WaitInvalid(pass, reason::kNoMatchingNode,
+                       "spec.placement.nodeSelector matches none of the cluster's " +
+                           std::to_string(line_.NodeCount()) + " nodes");
   }
   // A PriorityClass that does not exist: the API server would refuse every
   // pod, after the plan was written. The job had no phase at all, and each
@@ -622,19 +627,10 @@ Status Reconciler::Place(Pass& pass) {
       !name.empty()) {
     StatusOr<Json> found = client_.Get(kube::kPriorityClasses, "", name);
     if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
-      const std::string message = "spec.placement.priorityClassName: no PriorityClass named " + name +
-                                  " exists, and the API server refuses pods that name one; create it, or change "
-                                  "the field";
-      const Json* said = FindCondition(pass.stored_status, condition::kInvalid);
-      if (!said || said->value("reason", "") != reason::kNoPriorityClass) {
-        events_.Record(pass.object, "Warning", reason::kNoPriorityClass, message);
-        log_.Job(pass.key, reason::kNoPriorityClass, message);
-      }
       // Not final: the class may be created. PriorityClasses are not watched.
-      pass.Set(condition::kInvalid, true, reason::kNoPriorityClass, message);
-      pass.Set(condition::kPlaced, false, reason::kUnschedulable, message);
-      pass.Requeue(options_.unschedulable_retry);
-      return Status::Ok();
+      return WaitInvalid(pass, reason::kNoPriorityClass,
+                         "spec.placement.priorityClassName: no PriorityClass named " + name +
+                             " exists, and the API server refuses pods that name one; create it, or change the field");
     }
   }
   if (FindCondition(pass.status, condition::kInvalid)) pass.Set(condition::kInvalid, false, "Valid", "");

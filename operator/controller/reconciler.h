@@ -205,6 +205,11 @@ class Reconciler {
   // the job, once a refusal: `kubectl describe tj` showed nothing of a
   // PriorityClass that does not exist, the job stuck with no phase.
   void ReportRefusal(const Pass& pass, const Status& done);
+  // A job that cannot be placed as its spec stands, and may be once the
+  // cluster changes (a node labelled, a PriorityClass made): Pending,
+  // Invalid for `why`, said once as a Warning Event, looked at again every
+  // --unschedulable-retry.
+  Status WaitInvalid(Pass& pass, const char* why, const std::string& message);
   // A placed job's spec edited: said once a generation (SpecNotApplied).
   void SayIfSpecNotApplied(Pass& pass, bool suspending);
   // What was said of a job before its status could record it: a reconcile
