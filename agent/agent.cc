@@ -12,6 +12,7 @@
 #include "agent/dp/coordinator.h"
 #include "agent/dp/coordinator_service.h"
 #include "agent/dp/worker.h"
+#include "agent/emulated_device.h"
 #include "agent/failure_report.h"
 #include "agent/job_driver.h"
 #include "agent/pipeline/pipeline_head.h"
@@ -163,7 +164,8 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
   // A job of one is its own worker: no per-worker series of a team.
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 0, spec.budget.energy_joules);
   metrics.SetActiveWorkers(1);
-  SoloEngine engine(spec, *s.trainer, s.data, std::move(samples), {s.plan.slowdown, PowerProfile{}}, clock);
+  SoloEngine engine(spec, *s.trainer, s.data, std::move(samples),
+                    {s.plan.slowdown, PowerProfile{}, PassCpuClock(s.plan.intra_op_threads)}, clock);
   return JobDriver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log).Run(cancel);
 }
 
@@ -212,6 +214,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   options.coordinator = connector.get();
   options.metrics = &s.endpoint.metrics();
   options.timings.connect_attempt = s.flags.connect_attempt;
+  options.thread_cpu_seconds = PassCpuClock(s.plan.intra_op_threads);
   auto fail = [&](Status status) {
     // Refused by the coordinator (another job, an older generation): this
     // worker's plan is not the job's, which is bad input, as bad flags are.
@@ -322,16 +325,10 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
     return CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed, s.plan.intra_op_threads,
                                first, end, SampleShape(s.plan.spec.data)});
   };
-  // One intra-op thread (and one OpenBLAS thread, as edgetrain run and the
-  // image set): the passes run on the computing thread, whose CPU clock
-  // then measures the device's work without its neighbours' on shared cores.
-  if (s.plan.intra_op_threads == 1) {
-    options.thread_cpu_seconds = [] {
-      timespec t{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-      return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-    };
-  }
+  // One intra-op thread: the passes run on the computing thread, whose CPU
+  // clock then measures the device's work without its neighbours' on shared
+  // cores.
+  options.thread_cpu_seconds = PassCpuClock(s.plan.intra_op_threads);
   auto connector = GrpcConnector(s.flags.coordinator, s.security);
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);

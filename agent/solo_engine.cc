@@ -19,6 +19,7 @@ std::vector<int64_t> AllOf(const Dataset& d) {
 SoloEngine::SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSplit& data,
                        std::vector<int64_t> samples, SoloDevice device, Clock& clock)
     : spec_(spec), trainer_(trainer), data_(data), device_(device), clock_(clock),
+      emulated_(clock, device.slowdown, device.thread_cpu_seconds),
       // One row per tensor: every row steps at every step, as one optimizer would.
       layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(spec.optimizer, layout_),
       batches_(samples.empty() ? AllOf(data.train) : std::move(samples), spec.data.batch_size, spec.seed),
@@ -54,8 +55,8 @@ Status SoloEngine::Advance() {
     y_[k] = data_.train.labels[batch[k]];
   }
 
-  const TimePoint began = clock_.Now();
-  energy_.BeginCompute(began);
+  const EmulatedDevice::Mark began = emulated_.Begin();
+  energy_.BeginCompute(began.at);
   EDGETRAIN_ASSIGN_OR_RETURN(double loss, trainer_.ComputeGradient(x_.data(), y_.data(), m, gradient_));
   EDGETRAIN_RETURN_IF_ERROR(FiniteStep(iteration_ + 1, loss));  // before the weights move
   std::span<float> params = trainer_.Parameters();
@@ -65,9 +66,7 @@ Status SoloEngine::Advance() {
                      std::span<const float>(gradient_).subspan(static_cast<size_t>(row.offset),
                                                                static_cast<size_t>(row.length)));
   }
-  if (device_.slowdown > 1) {
-    clock_.SleepFor(std::chrono::duration_cast<Duration>((clock_.Now() - began) * (device_.slowdown - 1)));
-  }
+  emulated_.Finish(began);
   energy_.EndCompute(clock_.Now());
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   ++iteration_;

@@ -4,10 +4,12 @@
 // (core/row_optimizer.h), so a job of one and a team of one train alike and
 // checkpoint alike.
 
+#include <functional>
 #include <random>
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "agent/emulated_device.h"
 #include "agent/torch/trainer.h"
 #include "agent/training_engine.h"
 #include "core/clock.h"
@@ -23,6 +25,8 @@ namespace edgetrain::agent {
 struct SoloDevice {
   double slowdown = 1;  // an emulated slower device: each step takes this many times as long
   PowerProfile power;   // for the energy model (docs/energy.md)
+  // What a step is costed on for the slowdown (agent/emulated_device.h); none: the clock.
+  std::function<double()> thread_cpu_seconds;
 };
 
 class SoloEngine final : public TrainingEngine {
@@ -47,6 +51,7 @@ class SoloEngine final : public TrainingEngine {
   const TrainTestSplit& data_;
   const SoloDevice device_;
   Clock& clock_;
+  EmulatedDevice emulated_;
   const RowLayout layout_;
   RowOptimizer optimizer_;
   BatchOrder batches_;

@@ -8,6 +8,7 @@
 
 #include "agent/data/sample_directory.h"
 #include "agent/dp/injected_samples.h"
+#include "agent/emulated_device.h"
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/arrival_rate.h"
@@ -47,7 +48,8 @@ class WorkerRun {
             std::ostream& log, const std::atomic<bool>& cancel)
       : plan_(plan), options_(options), trainer_(trainer), train_(train), clock_(clock), log_(log), cancel_(cancel),
         layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
-        slowdown_(SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0),
+        device_(clock, SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0,
+                options.thread_cpu_seconds),
         rounds_(plan.spec.sync.policy == SyncPolicy::kDeadline),
         gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),
         pushes_(layout_, plan.spec.sync.compression, plan.spec.sync.policy == SyncPolicy::kRog,
@@ -393,8 +395,8 @@ class WorkerRun {
         }
       }
       if (injected_) n += TopUp(n);
-      const TimePoint began = clock_.Now();
-      energy_.BeginCompute(began);
+      const EmulatedDevice::Mark began = device_.Begin();
+      energy_.BeginCompute(began.at);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss,
                                  trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), n, gradient_));
       // Weighted by its samples (ScaDLES): the batch's mean gradient counts
@@ -405,13 +407,9 @@ class WorkerRun {
         const float weight = static_cast<float>(n) / static_cast<float>(batch);
         for (float& g : gradient_) g *= weight;
       }
-      Duration took = clock_.Now() - began;
-      if (slowdown_ > 1) {
-        // An emulated slower device: the step takes `slowdown` times as long.
-        clock_.SleepFor(std::chrono::duration_cast<Duration>(took * (slowdown_ - 1)));
-        took = clock_.Now() - began;
-      }
+      device_.Finish(began);  // an emulated slower device: the step takes `slowdown` times as long
       const TimePoint done = clock_.Now();
+      const Duration took = done - began.at;
       energy_.EndCompute(done);
       if (last_done_ != TimePoint{}) metrics_.ObserveIteration(ToSeconds(done - last_done_));
       last_done_ = done;
@@ -683,7 +681,7 @@ class WorkerRun {
   std::ostream& log_;
   const std::atomic<bool>& cancel_;
   const RowLayout layout_;
-  const double slowdown_;
+  EmulatedDevice device_;
   const bool rounds_;  // policy deadline: rounds may close without this worker
   std::optional<TraceShaper> uplink_;
   // What its link carries at most, when known (both ways follow the same trace).

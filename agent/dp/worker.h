@@ -12,6 +12,7 @@
 // Threads: the caller's computes (Run); one receives updates; one sends pushes.
 
 #include <atomic>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <ostream>
@@ -58,6 +59,9 @@ struct WorkerOptions {
   // Where its metrics go (served at /metrics); a private registry when null.
   MetricsRegistry* metrics = nullptr;
   WorkerTimings timings;
+  // What its emulated device costs a step on (agent/emulated_device.h): the
+  // computing thread's CPU clock; none: the clock's time.
+  std::function<double()> thread_cpu_seconds;
 };
 
 struct WorkerSummary {

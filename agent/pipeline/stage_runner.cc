@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "agent/emulated_device.h"
 #include "agent/pipeline/wire_floats.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
@@ -210,7 +211,7 @@ class Stage {
         first_layer_(plan.pipeline->stages[index].first_layer), end_layer_(plan.pipeline->stages[index].end_layer),
         options_(options),
         trainer_(&trainer), train_(train), clock_(clock),
-        slowdown_(plan.workers[options.rank].slowdown),
+        device_(clock, plan.workers[options.rank].slowdown, options.thread_cpu_seconds),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(std::make_unique<RowLayout>(trainer.ParameterShapes(), SyncGranularity::kLayer)),
         optimizer_(std::make_unique<RowOptimizer>(plan.spec.optimizer, *layout_)),
@@ -275,7 +276,7 @@ class Stage {
       word_at_ = clock_.Now();
       work_at_word_ = WorkClock();
       not_work_s_ = 0;
-      slept_s_ = 0;
+      beyond_cpu_s_ = 0;
       if (message.has_stop()) {
         summary_.stop_reason = message.stop().reason();
         return Status::Ok();
@@ -359,7 +360,7 @@ class Stage {
     // is not in the stage's compute, which is its passes': the last step's
     // commit comes after its last StepDone, which would leave the head's
     // count of it short.
-    const TimePoint began = clock_.Now();
+    const EmulatedDevice::Mark began = device_.Begin();
     std::span<float> params = trainer_->Parameters();
     const std::span<const float> gradient = pending_sum_.empty() ? trainer_->Gradients() : pending_sum_;
     for (size_t r = 0; r < layout_->size(); ++r) {
@@ -367,7 +368,7 @@ class Stage {
       optimizer_->Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
                         gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
     }
-    SleepSlowdown(began);
+    Slowed(began);
     DropPending();
   }
   void DropPending() {
@@ -545,9 +546,9 @@ class Stage {
     done.set_energy_joules(energy_j - reported_energy_j_);
     const double held_s = ToSeconds(clock_.Now() - word_at_);
     done.set_held_seconds(held_s);
-    // On the thread's CPU clock the slowdown's sleeps are not in it: added.
-    const double slept_s = options_.thread_cpu_seconds ? slept_s_ : 0;
-    done.set_work_seconds(std::max(0.0, WorkClock() - work_at_word_ - not_work_s_ + slept_s));
+    // On the thread's CPU clock a pass counts its CPU only: what the device
+    // took beyond it is added.
+    done.set_work_seconds(std::max(0.0, WorkClock() - work_at_word_ - not_work_s_ + beyond_cpu_s_));
     reported_energy_j_ = energy_j;
     reported_ = summary_;
     v1::WorkerMessage message;
@@ -566,25 +567,23 @@ class Stage {
     return {begin, begin + shares[member_]};
   }
 
-  // A pass, timed as compute, the emulated device's slowdown slept on top.
+  // A pass, timed as compute, on the emulated device (its slowdown slept
+  // after it).
   template <typename F>
   auto Computed(F&& pass) -> decltype(pass()) {
-    const TimePoint began = clock_.Now();
-    energy_.BeginCompute(began);
+    const EmulatedDevice::Mark began = device_.Begin();
+    energy_.BeginCompute(began.at);
     auto result = pass();
-    SleepSlowdown(began);
+    Slowed(began);
     const TimePoint done = clock_.Now();
     energy_.EndCompute(done);
-    summary_.compute_s += ToSeconds(done - began);
+    summary_.compute_s += ToSeconds(done - began.at);
     return result;
   }
-  // An emulated slower device: what it computed since `began`, slept again
-  // (slowdown - 1) times.
-  void SleepSlowdown(TimePoint began) {
-    if (slowdown_ <= 1) return;
-    const auto extra = std::chrono::duration_cast<Duration>((clock_.Now() - began) * (slowdown_ - 1));
-    clock_.SleepFor(extra);
-    slept_s_ += ToSeconds(extra);
+  // Work begun at `began`, slowed as the emulated device computes it.
+  void Slowed(const EmulatedDevice::Mark& began) {
+    const EmulatedPass emulated = device_.Finish(began);
+    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.device_s - emulated.cost_s;
   }
 
   // What a step's work (StepDone.work_seconds) is measured on: the
@@ -656,7 +655,7 @@ class Stage {
   std::unique_ptr<StageTrainer> owned_;
   const Dataset& train_;
   Clock& clock_;
-  const double slowdown_;
+  EmulatedDevice device_;
   BatchOrder batches_;
   std::unique_ptr<RowLayout> layout_;      // one row a tensor, of trainer_'s
   std::unique_ptr<RowOptimizer> optimizer_;  // over *layout_
@@ -668,7 +667,7 @@ class Stage {
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
   double work_at_word_ = 0;           // WorkClock() when the head's last word was taken
   double not_work_s_ = 0;             // of it since then, the waits for micro-batches and the group's exchange
-  double slept_s_ = 0;                // since then, the emulated slowdown's
+  double beyond_cpu_s_ = 0;           // since then, what the device's passes took beyond their CPU (CPU clock only)
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_

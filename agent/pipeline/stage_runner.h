@@ -69,14 +69,16 @@ struct StageOptions {
   // wall); none: the link is never cut.
   LinkGate* gate = nullptr;
   // The CPU time the calling thread has used so far, in seconds, where the
-  // passes run on it alone (one intra-op thread, the default). A step's work
-  // (StepDone.work_seconds, what the head learns the device's pace from) is
-  // then measured on it, with the emulated slowdown's sleeps: on one machine
-  // whose cores several emulated devices share, their wall time counts the
-  // others' work as this one's (a stage beside two other agents on 2 cores
-  // held its steps 2.2 times what the profile predicted; alone, 1.3), and it
-  // is the CPU time that moves with the device. None: the clock's seconds
-  // (the simulated clock's tests, and passes spread over several threads).
+  // passes run on it alone (one intra-op thread, the default: PassCpuClock).
+  // The emulated device slows a pass by its cost on it (core/emulated_pass.h),
+  // and a step's work (StepDone.work_seconds, what the head learns the
+  // device's pace from) is measured on it, with what the device took beyond
+  // it: on one machine whose cores several emulated devices share, their wall
+  // time counts the others' work as this one's (a stage beside two other
+  // agents on 2 cores held its steps 2.2 times what the profile predicted;
+  // alone, 1.3), and it is the CPU time that moves with the device. None: the
+  // clock's seconds (the simulated clock's tests, and passes spread over
+  // several threads).
   std::function<double()> thread_cpu_seconds;
 };
 

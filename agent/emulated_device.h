@@ -1,0 +1,54 @@
+#pragma once
+// The emulated slower device each engine computes on: a pass is begun,
+// computed here, then finished, which sleeps what the device would have taken
+// more (core/emulated_pass.h says how much, and why on the thread's CPU).
+
+#include <functional>
+#include <optional>
+
+#include "core/clock.h"
+#include "core/emulated_pass.h"
+
+namespace edgetrain::agent {
+
+// The calling thread's CPU time, in seconds.
+double CallingThreadCpuSeconds();
+
+// What a pass's cost is measured on: the computing thread's CPU clock when
+// the agent computes on one intra-op thread (LibTorch then runs a pass on the
+// thread that calls it, and edgetrain run and the image hold OpenBLAS to one
+// thread too); none with more, whose work is spread over threads: the clock's
+// time is then the cost.
+std::function<double()> PassCpuClock(int intra_op_threads);
+
+class EmulatedDevice {
+ public:
+  // `cpu_seconds`: PassCpuClock's; none: passes are costed on `clock`.
+  EmulatedDevice(Clock& clock, double slowdown, std::function<double()> cpu_seconds = {})
+      : clock_(clock), slowdown_(slowdown), cpu_seconds_(std::move(cpu_seconds)) {}
+
+  struct Mark {
+    TimePoint at;
+    double cpu_s = 0;
+  };
+  Mark Begin() const { return {clock_.Now(), cpu_seconds_ ? cpu_seconds_() : 0}; }
+
+  // Sleeps out the pass begun at `began`, on the thread that computed it.
+  EmulatedPass Finish(const Mark& began) {
+    std::optional<double> cpu_s;
+    if (cpu_seconds_) cpu_s = cpu_seconds_() - began.cpu_s;
+    const EmulatedPass pass = EmulatePass(slowdown_, ToSeconds(clock_.Now() - began.at), cpu_s);
+    if (pass.sleep_s > 0) clock_.SleepFor(FromSeconds(pass.sleep_s));
+    return pass;
+  }
+
+  double slowdown() const { return slowdown_; }
+  bool costs_on_cpu() const { return static_cast<bool>(cpu_seconds_); }
+
+ private:
+  Clock& clock_;
+  const double slowdown_;
+  const std::function<double()> cpu_seconds_;
+};
+
+}  // namespace edgetrain::agent

@@ -1,0 +1,42 @@
+#pragma once
+// A device `slowdown` times slower than this machine (a cluster profile's
+// compute.slowdown) is emulated by sleeping after each pass it computes here,
+// until the pass has taken `slowdown` times what it cost this machine.
+//
+// What it cost is the computing thread's CPU time where that is known (the
+// pass ran on that thread alone: one intra-op thread). The pass's time on the
+// clock also counts whatever while the thread waited for a core that other
+// agents held; every emulated device of a team shares this machine's two
+// cores, where on a cluster each has its own, and a wait multiplied by the
+// slowdown made each device slower the more others computed beside it: a
+// pipeline's stage learned a pace of 1.73-2.64 times its profile with its
+// neighbours computing, and ran at 1.23-1.67 once alone (docs/pipeline.md).
+// Measured on its CPU, the device takes the same time with or without
+// neighbours, unless a wait outlasts the whole emulated pass. Where no CPU
+// time is known (more threads, the simulated clock), the clock's time is it.
+
+#include <algorithm>
+#include <optional>
+
+namespace edgetrain {
+
+struct EmulatedPass {
+  double cost_s = 0;    // what the pass cost this machine
+  double device_s = 0;  // what it takes on the emulated device: at least the pass's own time
+  double sleep_s = 0;   // what is slept after it: device_s less the pass's own time
+};
+
+// `wall_s`: the pass's time on the clock; `cpu_s`: its computing thread's CPU
+// time, when known.
+inline EmulatedPass EmulatePass(double slowdown, double wall_s, std::optional<double> cpu_s) {
+  EmulatedPass p;
+  wall_s = std::max(0.0, wall_s);
+  // A thread's CPU time cannot exceed its time on the clock but for the two
+  // clocks' granularity: no more than the wall time is counted.
+  p.cost_s = cpu_s ? std::clamp(*cpu_s, 0.0, wall_s) : wall_s;
+  p.device_s = std::max(wall_s, std::max(1.0, slowdown) * p.cost_s);
+  p.sleep_s = p.device_s - wall_s;
+  return p;
+}
+
+}  // namespace edgetrain
