@@ -26,7 +26,18 @@ JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, 
 
 StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   const std::string path = CheckpointPath(plan_);
-  EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> checkpoint, LoadCheckpoint(path));
+  StatusOr<std::optional<JobCheckpoint>> loaded = LoadCheckpoint(path);
+  if (!loaded.ok()) {
+    // Asked to start afresh, a checkpoint that cannot be read is replaced
+    // like any other: --fresh said so, and it failed on one (a new user's trial).
+    if (plan_.fresh) {
+      log_ << plan_.job << ": starting afresh as asked; " << loaded.status().message() << " will be replaced\n";
+      return std::optional<JobCheckpoint>();
+    }
+    return Status(loaded.status().code(), loaded.status().message() +
+                                              "; move it away, or start afresh (edgetrain run --fresh)");
+  }
+  std::optional<JobCheckpoint> checkpoint = std::move(*loaded);
   if (!checkpoint) return checkpoint;
   const JobCheckpoint& c = *checkpoint;
   if (c.job != plan_.job) {
@@ -44,8 +55,10 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
     return std::optional<JobCheckpoint>();
   }
   if (Status restored = engine_.Restore(c); !restored.ok()) {
-    return FailedPreconditionError(path + " " + restored.message() +
-                                   "; move it away, or start afresh (edgetrain run --fresh)");
+    // The manifest and the folder disagree: running again unchanged gives the
+    // same, which is exit 2's meaning, and the operator does not restart it.
+    return InvalidArgumentError(path + " " + restored.message() +
+                                "; move it away, or start afresh (edgetrain run --fresh)");
   }
   // Only the runner's own line names `edgetrain run --fresh`: on a cluster this log is a pod's.
   log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples
@@ -113,7 +126,8 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> resumed, Resume());
   const double elapsed_before = resumed ? resumed->elapsed_s : 0;
   EDGETRAIN_ASSIGN_OR_RETURN(EvaluationLog evaluations,
-                             EvaluationLog::Open(plan_.output_dir + "/evaluations.csv", resumed.has_value()));
+                             EvaluationLog::Open(plan_.output_dir + "/evaluations.csv",
+                                                 resumed ? std::optional<int64_t>(resumed->iteration) : std::nullopt));
 
   EDGETRAIN_RETURN_IF_ERROR(engine_.Start(cancel));
   // The job's clock: training time, over every run of it.
@@ -157,6 +171,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // there for lost).
   std::optional<StopReason> stop;
   if (cancel.load(std::memory_order_relaxed)) stop = StopReason::kCancelled;
+  // A resumed job whose budget was spent already (its model then could not
+  // be written, or its manifest now asks for fewer epochs) takes no step
+  // past it: one step was always taken before the budget was looked at.
+  if (!stop) stop = budget.Exhausted(clock_.Now(), p.iteration);
   TimePoint published{};
   while (!stop) {
     EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
@@ -217,8 +235,12 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     p.model_path = "";
   } else {
     JobCheckpoint last = Checkpoint(p);
-    // An interrupted job is not over: run again, it resumes from here.
-    last.complete = !interrupted;
+    // An interrupted job is not over: run again, it resumes from here. A
+    // finished one is marked so only once its model is written: marked
+    // first, a disk that filled while the model was written left a
+    // checkpoint that the next run took for a finished job's, and it
+    // started over (a new user's trial).
+    last.complete = false;
     EDGETRAIN_RETURN_IF_ERROR(SaveFiniteCheckpoint(last));
     if (interrupted && earlier_model && !resumed) {
       // A finished run's model is not replaced by one interrupted early:
@@ -230,6 +252,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       p.model_path = model_path;
       EDGETRAIN_RETURN_IF_ERROR(engine_.SaveModel(p.model_path));
       EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(p));
+      if (!interrupted) {
+        last.complete = true;
+        EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), last));
+      }
     }
   }
   p.reached_target = budget.TargetReached(*p.accuracy);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -219,7 +220,7 @@ TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
   model.shapes = {{4, 4}};
   auto again = Run();
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument) << "the manifest's fault: exit 2";
   EXPECT_NE(again.status().message().find("holds a different model, optimizer or team; move it away, or start "
                                           "afresh (edgetrain run --fresh)"),
             std::string::npos)
@@ -232,6 +233,58 @@ TEST_F(JobDriverTest, ADamagedCheckpointIsDataLossNotAFreshStart) {
   auto result = Run();
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(result.status().message().find("; move it away, or start afresh (edgetrain run --fresh)"),
+            std::string::npos)
+      << result.status().message();
+  // --fresh replaces it as it would any other: it failed on one (a new user's trial).
+  plan.fresh = true;
+  auto fresh = Run();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(fresh->iteration, 40);
+  EXPECT_NE(log.str().find("starting afresh as asked; " + plan.output_dir + "/checkpoint.bin: damaged checkpoint"),
+            std::string::npos)
+      << log.str();
+}
+
+// A crash after a checkpoint loses the iterations past it, which the resumed
+// run trains again: their evaluations are not kept twice.
+TEST_F(JobDriverTest, AResumedJobDropsTheEvaluationsOfIterationsItTrainsAgain) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  ASSERT_TRUE(Run(milliseconds(123)).ok());  // its checkpoint at 25
+  {
+    std::ofstream csv(plan.output_dir + "/evaluations.csv", std::ios::app);
+    csv << "0.15,30,480,0.5,\n0.175,35,560,0.5,\n0.18,3";  // as a crash at 36 left it, its last row cut
+  }
+  auto resumed = Run();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->resumed_from_iteration, 25);
+  std::istringstream rows(Evaluations());
+  std::string row;
+  std::getline(rows, row);
+  EXPECT_EQ(row, "seconds,iteration,samples,accuracy,energy_joules");
+  std::vector<int64_t> iterations;
+  while (std::getline(rows, row)) iterations.push_back(std::stoll(row.substr(row.find(',') + 1)));
+  EXPECT_EQ(iterations, (std::vector<int64_t>{5, 10, 15, 20, 25, 30, 35, 40}));
+}
+
+// A finished job's checkpoint says so only once its model is written: a full
+// disk while writing the model left one marked finished, and the next run
+// started over, the trained model lost (a new user's trial).
+TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
+  fs::create_directories(plan.output_dir + "/model.pt");  // renaming over it fails
+  auto failed = Run();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("model.pt"), std::string::npos) << failed.status().message();
+  EXPECT_FALSE(fs::exists(plan.output_dir + "/model.pt.tmp")) << "a part written is not left to fill the disk";
+  fs::remove(plan.output_dir + "/model.pt");
+  auto again = Run();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->resumed_from_iteration, 40) << "it resumes where it ended, not afresh";
+  EXPECT_EQ(again->iteration, 40);
+  EXPECT_TRUE(fs::is_regular_file(plan.output_dir + "/model.pt"));
+  auto checkpoint = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
+  ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
+  EXPECT_TRUE((*checkpoint)->complete);
 }
 
 }  // namespace

@@ -36,6 +36,14 @@ int DecodeWaitStatus(int status) {
 
 }  // namespace
 
+std::string DescribeExitStatus(int status) {
+  if (status > 128 && status < 128 + NSIG) {
+    const char* name = sigabbrev_np(status - 128);
+    return "killed by " + (name ? "SIG" + std::string(name) : "signal " + std::to_string(status - 128));
+  }
+  return "exit " + std::to_string(status);
+}
+
 StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv, const std::string& log_path,
                                            const std::map<std::string, std::string>& env) {
   if (argv.empty()) return InvalidArgumentError("no command to start");

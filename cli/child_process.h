@@ -72,4 +72,8 @@ class ChildProcess final : public WatchedProcess {
   std::optional<int> exit_status_;
 };
 
+// What an exit status, as Poll and Wait give it, means to a person: "exit 1",
+// or "killed by SIGKILL" for 137 (128 + 9).
+std::string DescribeExitStatus(int status);
+
 }  // namespace edgetrain::cli

@@ -1,8 +1,11 @@
 #include "cli/local_runner.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,13 +45,14 @@ Status CheckWritableFolder(const std::string& folder) {
   fs::create_directories(folder, ec);
   if (ec) return FailedPreconditionError("cannot make the output folder " + folder + ": " + ec.message());
   const fs::path probe = fs::path(folder) / (".edgetrain-write-check-" + std::to_string(::getpid()));
-  {
-    std::ofstream file(probe);
-    if (!(file << "ok") || !file.flush()) {
-      return FailedPreconditionError("cannot write in the output folder " + folder);
-    }
-  }
+  // With the system's reason (a read-only folder and a full disk read
+  // alike), and the probe removed whether or not it could be written.
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const bool written = fd >= 0 && ::write(fd, "ok", 2) == 2 && ::fsync(fd) == 0;
+  const std::string why = written ? "" : std::strerror(errno);
+  if (fd >= 0) ::close(fd);
   fs::remove(probe, ec);
+  if (!written) return FailedPreconditionError("cannot write in the output folder " + folder + ": " + why);
   return Status::Ok();
 }
 
@@ -334,6 +338,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     const std::string log = (folder->path() / log_name).string();
     err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15)
         << "logs: " << folder->path().string() << "\n";
+    // What a person most needs after a crash: whether the work is lost.
+    if (std::error_code exists; fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", exists)) {
+      err << "the job's checkpoint in " << plan.job.output_dir
+          << " is kept: run the same command again to resume from it (--fresh starts over)\n";
+    }
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
     folder->Keep();
     return interrupted.load() ? kExitInterrupted : kExitFailed;
@@ -465,7 +474,16 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   out << std::flush;
   if (observer && !outcome.interrupted) ServeAfterTheRun(*observer, options, interrupted, clock, err);
-  return outcome.interrupted ? kExitInterrupted : kExitOk;
+  if (outcome.interrupted) return kExitInterrupted;
+  // Stopped by a signal this run did not send (to the coordinator's agent,
+  // by a person or a supervisor): not done, and resumable. It exited 0, as
+  // if the job had ended (a new user's trial).
+  if (outcome.result->state == JobState::kInterrupted) {
+    err << "interrupted: " << job.name << "'s coordinator was stopped by a signal this run did not send; "
+        << "run the same command again to resume\n";
+    return kExitTerminated;
+  }
+  return kExitOk;
 }
 
 // Passes what is written on to `to`, keeping count of it and the last line

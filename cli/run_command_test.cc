@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -25,7 +26,8 @@ using std::chrono::seconds;
 const std::string kEdgetrain = std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain";
 
 // Whether any live process was started with `needle` in its command line.
-bool ProcessRunningWith(const std::string& needle) {
+// The pid of a live process whose command line holds `needle`, if any.
+std::optional<pid_t> ProcessWith(const std::string& needle) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -33,10 +35,12 @@ bool ProcessRunningWith(const std::string& needle) {
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     std::string stat = ReadFile(entry.path() / "stat");
     bool zombie = stat.find(") Z ") != std::string::npos;
-    if (!zombie && cmdline.find(needle) != std::string::npos) return true;
+    if (!zombie && cmdline.find(needle) != std::string::npos) return static_cast<pid_t>(std::stol(name));
   }
-  return false;
+  return std::nullopt;
 }
+
+bool ProcessRunningWith(const std::string& needle) { return ProcessWith(needle).has_value(); }
 
 struct Outcome {
   int exit = -1;
@@ -506,6 +510,39 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
     while (rerun->ReadLine(seconds(60))) {
     }
     EXPECT_EQ(rerun->Wait(seconds(30)), exit);
+  }
+}
+
+// Its agent stopped by someone else: the job is not done, and the runner
+// does not exit 0 (it did); killed, the runner says by what, and that the
+// checkpoint it left resumes the job.
+TEST_F(RunCommandTest, AnAgentStoppedFromOutsideIsNotASuccess) {
+  const std::string manifest = Manifest("digits-outside", std::string(kLongSpec) + "  faultTolerance: {checkpointEvery: 5}\n");
+  struct Stop {
+    int signal;
+    int exit;
+    std::vector<std::string> said;
+  };
+  const Stop stops[] = {
+      {SIGTERM, 143, {"interrupted: digits-outside's coordinator was stopped by a signal this run did not send; "
+                      "run the same command again to resume"}},
+      {SIGKILL, 1, {"error: the coordinator ended (killed by SIGKILL) without a result",
+                    "the job's checkpoint in " + (dir_ / "out").string() + " is kept: run the same command again"}}};
+  for (const auto& [signal, exit, said] : stops) {
+    fs::remove(dir_ / "stderr.log");  // this run's /progress address is the one there
+    auto child = Start({"run", manifest, "--output", (dir_ / "out").string()});
+    ASSERT_TRUE(child.ok());
+    ASSERT_TRUE(StderrShows("training digits-outside", seconds(60)));
+    ASSERT_TRUE(Trained(10, seconds(60)));
+    const std::optional<pid_t> agent = ProcessWith("--job=digits-outside");
+    ASSERT_TRUE(agent.has_value());
+    ASSERT_EQ(::kill(*agent, signal), 0);
+    while (child->ReadLine(seconds(60))) {
+    }
+    EXPECT_EQ(child->Wait(seconds(30)), exit) << ReadFile(dir_ / "stderr.log");
+    for (const std::string& line : said) {
+      EXPECT_NE(ReadFile(dir_ / "stderr.log").find(line), std::string::npos) << ReadFile(dir_ / "stderr.log");
+    }
   }
 }
 

@@ -415,8 +415,16 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     // team's iterations are whole rounds' worth, and half a round trained
     // something (a summary said "nothing trained" beside "32 samples").
     out << job.name << ": nothing trained, " << StoppedBy(p) << "\n";
+  } else if (!p.accuracy) {
+    // Resumed, and stopped again before this run's first step: its model
+    // is the checkpoint's, not evaluated (it read "test accuracy 0.0000").
+    out << job.name << ": "
+        << (p.resumed_from_iteration && p.iteration == *p.resumed_from_iteration
+                ? "no step this run, its checkpoint as it was"
+                : "test accuracy not measured")
+        << ", " << StoppedBy(p) << "\n";
   } else {
-    out << job.name << ": test accuracy " << Fixed(p.accuracy.value_or(0), 4) << " (final model";
+    out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4) << " (final model";
     if (job.spec.budget.target_accuracy) {
       out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
     }
@@ -532,7 +540,8 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
   nlohmann::json j = {
       {"job", job.name},
       {"accuracy", nullable(p.accuracy)},
-      {"loss", p.loss},
+      // No step of this run, no loss (it read 0.0).
+      {"loss", p.iteration > p.resumed_from_iteration.value_or(0) ? nlohmann::json(p.loss) : nlohmann::json(nullptr)},
       {"iterations", p.iteration},
       {"samples", p.samples},
       {"epochs", p.epoch},

@@ -89,12 +89,18 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   display.Finish();
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
-    outcome.failure = "the coordinator exited (status " + std::to_string(outcome.coordinator_exit) + ") without a result";
+    outcome.failure = "the coordinator ended (" + DescribeExitStatus(outcome.coordinator_exit) + ") without a result";
   }
-  // A Ctrl-C that came as the job was ending still means the run was interrupted.
+  // A Ctrl-C that came as the job was ending: a job that had finished lost
+  // nothing to it, and its run is not interrupted; exit 130 there had a
+  // script resume a job the next run started afresh (a new user's trial).
   if (interrupted.load() && !outcome.interrupted) {
-    outcome.interrupted = true;
-    err_ << "interrupted: " << job_ << " had already stopped; its model is saved\n";
+    if (outcome.result && outcome.result->state == JobState::kSucceeded) {
+      err_ << "interrupted after " << job_ << " had finished: nothing was lost, its model is saved\n";
+    } else {
+      outcome.interrupted = true;
+      err_ << "interrupted: " << job_ << " had already stopped; what it trained is saved\n";
+    }
   }
   return outcome;
 }
@@ -106,7 +112,7 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
     if (status && *status != 0 && !reported_[i]) {
       reported_[i] = true;
       display.Finish();
-      err_ << "warning: worker " << i << " exited (status " << *status << "; log worker-" << i
+      err_ << "warning: worker " << i << " ended (" << DescribeExitStatus(*status) << "; log worker-" << i
            << ".log); the team trains on without it\n";
     }
   }

@@ -231,7 +231,7 @@ TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
   Supervision outcome = Run();
   ASSERT_TRUE(outcome.result.has_value());
   const std::string said = err_.str();
-  const std::string warning = "warning: worker 0 exited (status 1; log worker-0.log); the team trains on without it";
+  const std::string warning = "warning: worker 0 ended (exit 1; log worker-0.log); the team trains on without it";
   ASSERT_NE(said.find(warning), std::string::npos) << said;
   EXPECT_EQ(said.find(warning, said.find(warning) + 1), std::string::npos) << "named once:\n" << said;
   EXPECT_EQ(said.find("worker 1"), std::string::npos);
@@ -266,7 +266,7 @@ TEST_F(RunSupervisorTest, ACoordinatorThatDiesWithoutAResultFailsTheRun) {
   for (auto& w : workers_) w->ExitsAt(seconds(2), 0);
   Supervision outcome = Run();
   EXPECT_FALSE(outcome.result.has_value());
-  EXPECT_EQ(outcome.failure, "the coordinator exited (status 1) without a result");
+  EXPECT_EQ(outcome.failure, "the coordinator ended (exit 1) without a result");
   EXPECT_EQ(outcome.coordinator_exit, 1);
 }
 
@@ -335,7 +335,9 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
   }
 }
 
-TEST_F(RunSupervisorTest, AnInterruptAsTheJobEndsStillCountsAsOne) {
+// The job had finished when Ctrl-C came: nothing was interrupted, and the
+// run does not exit 130 (a script took it for a job to resume).
+TEST_F(RunSupervisorTest, AnInterruptAfterTheJobFinishedChangesNothing) {
   coordinator_.Says(seconds(1), kResult).ExitsAt(seconds(1), 0);
   workers_[0]->ExitsAt(seconds(1), 0);
   // Ctrl-C lands while the runner stops the team, after the result.
@@ -345,8 +347,17 @@ TEST_F(RunSupervisorTest, AnInterruptAsTheJobEndsStillCountsAsOne) {
   });
   Supervision outcome = Run();
   ASSERT_TRUE(outcome.result.has_value());
-  EXPECT_TRUE(outcome.interrupted);
-  EXPECT_NE(err_.str().find("interrupted: robots had already stopped; its model is saved"), std::string::npos) << err_.str();
+  EXPECT_FALSE(outcome.interrupted);
+  EXPECT_NE(err_.str().find("interrupted after robots had finished: nothing was lost, its model is saved"),
+            std::string::npos)
+      << err_.str();
+}
+
+TEST_F(RunSupervisorTest, ACoordinatorKilledIsSaidToBe) {
+  coordinator_.ExitsAt(seconds(1), 128 + SIGKILL);
+  Supervision outcome = Run();
+  EXPECT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.failure, "the coordinator ended (killed by SIGKILL) without a result");
 }
 
 }  // namespace

@@ -39,13 +39,30 @@ Status CommitFile(const std::string& tmp_path, const std::string& path) {
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) return InternalError("cannot write " + tmp);
+  // Written with the system's calls, whose errno says why (a full disk: the
+  // stream's failure said only "cannot write"), and a part written removed:
+  // left behind, it kept the disk full for the next attempt.
+  auto failed = [&](const char* doing, int fd) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return InternalError(std::string("cannot ") + doing + " " + tmp + ": " + why);
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return failed("create", -1);
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return failed("write", fd);
+    done += static_cast<size_t>(n);
   }
-  return CommitFile(tmp, path);
+  if (::fsync(fd) != 0) return failed("flush", fd);
+  if (::close(fd) != 0) return failed("close", -1);
+  if (Status committed = CommitFile(tmp, path); !committed.ok()) {
+    ::unlink(tmp.c_str());
+    return committed;
+  }
+  return Status::Ok();
 }
 
 StatusOr<std::string> ReadWholeFile(const std::string& path) {

@@ -1,14 +1,50 @@
 #include "agent/storage/evaluation_log.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
+
+#include "agent/storage/atomic_file.h"
 
 namespace edgetrain::agent {
 
-StatusOr<EvaluationLog> EvaluationLog::Open(const std::string& path, bool resume) {
-  const bool fresh = !resume || !std::filesystem::exists(path);
+namespace {
+
+constexpr const char* kHeader = "seconds,iteration,samples,accuracy,energy_joules\n";
+
+// The file with only its header and the rows of iterations up to `last`.
+Status DropRowsPast(const std::string& path, int64_t last) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+  std::istringstream lines(text);
+  std::string kept, line;
+  bool header = true, dropped = false;
+  while (std::getline(lines, line)) {
+    if (!header) {
+      const size_t comma = line.find(',');
+      int64_t iteration = 0;
+      // A row the crash cut short (the file's last, with no end of line) is
+      // dropped too.
+      const bool torn = lines.eof() || std::count(line.begin(), line.end(), ',') != 4;
+      if (torn || comma == std::string::npos || !(std::istringstream(line.substr(comma + 1)) >> iteration) ||
+          iteration > last) {
+        dropped = true;
+        continue;
+      }
+    }
+    header = false;
+    kept += line + "\n";
+  }
+  return dropped ? WriteFileAtomically(path, kept) : Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<EvaluationLog> EvaluationLog::Open(const std::string& path, std::optional<int64_t> resumed_at) {
+  const bool fresh = !resumed_at || !std::filesystem::exists(path);
+  if (!fresh) EDGETRAIN_RETURN_IF_ERROR(DropRowsPast(path, *resumed_at));
   std::ofstream out(path, fresh ? std::ios::trunc : std::ios::app);
   if (!out) return FailedPreconditionError("cannot write " + path);
-  if (fresh) out << "seconds,iteration,samples,accuracy,energy_joules\n" << std::flush;
+  if (fresh) out << kHeader << std::flush;
   return EvaluationLog(std::move(out));
 }
 

@@ -13,8 +13,11 @@ namespace edgetrain::agent {
 
 class EvaluationLog {
  public:
-  // Starts `path` afresh with its header, or appends when `resume` (a resumed job).
-  static StatusOr<EvaluationLog> Open(const std::string& path, bool resume);
+  // Starts `path` afresh with its header, or, for a job resumed from its
+  // checkpoint at iteration `resumed_at`, appends to it: rows of iterations
+  // past the checkpoint, which a crash lost and the run trains again, are
+  // dropped first, so that no iteration has two rows.
+  static StatusOr<EvaluationLog> Open(const std::string& path, std::optional<int64_t> resumed_at);
   void Record(double seconds, int64_t iteration, int64_t samples, double accuracy, std::optional<double> energy_joules);
 
  private:

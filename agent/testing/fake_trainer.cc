@@ -4,6 +4,8 @@
 #include <fstream>
 #include <random>
 
+#include "agent/storage/atomic_file.h"
+
 namespace edgetrain::agent::testing {
 
 FakeTrainer::FakeTrainer(const FakeModel& model, Clock& clock) : model_(model), clock_(clock) {
@@ -63,9 +65,8 @@ StatusOr<Evaluation> FakeTrainer::Evaluate(const Dataset& data) {
 }
 
 Status FakeTrainer::SaveModel(const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(params_.data()), static_cast<std::streamsize>(params_.size() * 4));
-  return out ? Status::Ok() : InternalError("cannot write " + path);
+  // Written as the real trainers write theirs.
+  return WriteFileAtomically(path, std::string_view(reinterpret_cast<const char*>(params_.data()), params_.size() * 4));
 }
 
 TrainTestSplit FakeData(int64_t train, int64_t test, int classes) {

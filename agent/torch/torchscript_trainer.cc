@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/batch_passes.h"
@@ -132,18 +133,20 @@ class TorchScriptTrainer final : public Trainer {
   // Each parameter is saved owning its storage — as views of one flat tensor
   // they would load in Python as views of it too — and then made a view
   // again. Called between steps, as every Trainer method is.
+  // Serialised in memory, then written as any file is (a full disk aborted
+  // LibTorch's own file writer: see trainer.cc).
   Status SaveModel(const std::string& path) override {
-    const std::string tmp = path + ".tmp";
+    std::ostringstream bytes;
     try {
       torch::NoGradGuard no_grad;
       for (torch::Tensor& p : trainable_) p.set_data(p.detach().clone());
-      module_.save(tmp);
+      module_.save(bytes);
       ViewParametersIn(flat_, trainable_);
     } catch (const std::exception& e) {
       ViewParametersIn(flat_, trainable_);
-      return InternalError("cannot write " + tmp + ": " + Reason(e));
+      return InternalError("cannot serialise " + path + ": " + Reason(e));
     }
-    return CommitFile(tmp, path);
+    return WriteFileAtomically(path, std::move(bytes).str());
   }
 
   Status LoadModel(const std::string& path) override {

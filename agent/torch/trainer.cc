@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <sstream>
 
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/batch_passes.h"
@@ -88,17 +89,20 @@ class TorchTrainer final : public Trainer {
     };
   }
 
+  // Serialised in memory, then written as any file is: LibTorch's own file
+  // writer, on a full disk, threw from a destructor and aborted the agent
+  // with the trained model unsaved (a new user's trial).
   template <typename Fill>
   Status Save(const std::string& path, Fill fill) {
-    const std::string tmp = path + ".tmp";
+    std::ostringstream bytes;
     try {
       torch::serialize::OutputArchive archive;
       fill(archive);
-      archive.save_to(tmp);
+      archive.save_to(bytes);
     } catch (const c10::Error& e) {
-      return InternalError("cannot write " + tmp + ": " + e.what_without_backtrace());
+      return InternalError("cannot serialise " + path + ": " + e.what_without_backtrace());
     }
-    return CommitFile(tmp, path);
+    return WriteFileAtomically(path, std::move(bytes).str());
   }
 
   torch::nn::Sequential model_;
