@@ -56,6 +56,8 @@ inline constexpr const char* kWaitingOnLinks = "WaitingOnLinks";
 inline constexpr const char* kLinksHealthy = "LinksHealthy";
 inline constexpr const char* kLinkBelowPlan = "LinkBelowPlan";
 inline constexpr const char* kLinkDown = "LinkDown";  // a worker out of its team, silent for the operator's --link-down-after
+// The coordinator's /progress unanswered for --stalled-after: nothing says the team steps
+inline constexpr const char* kProgressUnreadable = "ProgressUnreadable";
 // Complete
 inline constexpr const char* kTargetReached = "TargetReached";
 inline constexpr const char* kBudgetSpent = "BudgetSpent";

@@ -1,6 +1,7 @@
 #include "api/team_request.h"
 
 #include "core/quantity.h"
+#include "core/round_deadline.h"
 
 namespace edgetrain::api {
 namespace {
@@ -21,6 +22,9 @@ StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDef
   request.workers = request.solo ? 0 : job.spec.parallelism.workers;
   request.step = measured ? StepCostOf(job.spec, *measured) : StepCostOf(job.spec);
   request.minimise_energy = job.spec.budget.energy_joules > 0;
+  if (job.spec.sync.policy == SyncPolicy::kDeadline) {
+    request.round_quorum = job.spec.sync.quorum.value_or(kDefaultQuorum);
+  }
   request.architectures = defaults.architectures;
   const auto& stream = job.spec.data.stream;
   request.workers_need_stream = stream && !stream->directory && stream->rates_per_second.empty();

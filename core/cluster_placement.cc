@@ -252,10 +252,21 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
     placement.predicted_samples_per_second =
         placement.verdicts[*coordinator].step.samples_per_second(request.step.batch_size);
   }
-  for (size_t i = 0; i < n; ++i) {
-    if (count[i] > 0) {
-      placement.predicted_samples_per_second +=
-          placement.verdicts[i].step.samples_per_second(request.step.batch_size);
+  if (!request.solo && request.workers > 0) {
+    // Each worker's step, its node's compute and link shared by the workers
+    // there; a round lasts until the last worker it waits for has pushed.
+    std::vector<double> steps;
+    for (size_t i = 0; i < n; ++i) {
+      for (int k = 0; k < count[i]; ++k) steps.push_back(placement.verdicts[i].step.seconds() * count[i]);
+    }
+    std::sort(steps.begin(), steps.end());
+    const double quorum = std::clamp(request.round_quorum, 0.0, 1.0);
+    const size_t waits_for = std::clamp<size_t>(
+        static_cast<size_t>(std::ceil(quorum * static_cast<double>(steps.size()) - 1e-9)), 1, steps.size());
+    const double round_s = steps[waits_for - 1];
+    if (round_s > 0) {
+      placement.predicted_samples_per_second =
+          static_cast<double>(request.step.batch_size) * static_cast<double>(steps.size()) / round_s;
     }
   }
   // Eligible nodes left out for room say so.

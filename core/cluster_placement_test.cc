@@ -82,7 +82,17 @@ TEST(ClusterPlacementTest, TheCoordinatorGoesToTheStableNodeWithTheBestLinkAndWo
   // exchange, so the robots on the best links (61, 43 Mbit/s) come before spot-2's
   // faster compute on 24 Mbit/s.
   EXPECT_EQ(p.worker_nodes, (std::vector<std::string>{"gateway", "robot-2", "robot-1"}));
-  EXPECT_GT(p.predicted_samples_per_second, 0);
+  // The team's rounds wait for its slowest worker (robot-1's, on 43 Mbit/s):
+  // three batches a round of that worker's step, not the sum of each
+  // worker's rate alone, which was 20-28 times what a team trained.
+  const double slowest = VerdictOf(p, "robot-1").step.seconds();
+  EXPECT_GT(slowest, VerdictOf(p, "gateway").step.seconds());
+  EXPECT_NEAR(p.predicted_samples_per_second, 3 * 32 / slowest, 1e-9);
+  // A deadline's round waits for its quorum: of three, two at 0.5.
+  TeamRequest deadline = Team(3);
+  deadline.round_quorum = 0.5;
+  const TeamPlacement q = PlaceTeam(EdgeSite(), deadline);
+  EXPECT_NEAR(q.predicted_samples_per_second, 3 * 32 / VerdictOf(q, "robot-2").step.seconds(), 1e-9);
   EXPECT_EQ(VerdictOf(p, "spot-1").excluded,
             "taint cloud.google.com/gke-spot=true:NoSchedule not tolerated (spec.template.tolerations)");
   EXPECT_EQ(VerdictOf(p, "spot-2").transient, "eks.amazonaws.com/capacityType=SPOT");

@@ -37,10 +37,15 @@ Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& p
   }
   jobs_.store().AddListener([this](const std::string& key, const Json* job) { CountPhase(key, job); });
   jobs_.OnChange([this](kube::WatchEventType, const Json& job) { queue_.Add(kube::KeyOf(job)); });
-  pods_.OnChange([this](kube::WatchEventType, const Json& pod) {
+  pods_.OnChange([this](kube::WatchEventType type, const Json& pod) {
     for (const std::string& key : PodsByJobIndex()(pod)) {
       if (options_.namespace_.empty() || key.rfind(options_.namespace_ + "/", 0) == 0) queue_.Add(key);
     }
+    // A pod of ours gone or ended leaves room: jobs waiting for it look again
+    // now, not at the next --unschedulable-retry (a job waited 25 s for room
+    // freed by one deleted: a new user's trial).
+    const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+    if (type == kube::WatchEventType::kDeleted || phase == "Succeeded" || phase == "Failed") EnqueueWaitingJobs();
   });
   // Room may have appeared (or gone): jobs waiting for it look again.
   nodes_.OnChange([this](kube::WatchEventType, const Json&) { EnqueueWaitingJobs(); });

@@ -1070,8 +1070,12 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     for (const WorkerSlot& slot : plan.workers) {
       const int64_t since = SlotSince(plan, slot.rank);
       const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
-      const std::string loss = LossOf(pod, since, plan.generation);
+      std::string loss = LossOf(pod, since, plan.generation);
       const NodeView* node = team_node(slot.node);
+      // Its pod gone with its Node object (deleted, the pod garbage-collected
+      // after it): made again, it was bound to a node that no longer exists,
+      // collected again, and so on every second (a new user's trial).
+      if (loss.empty() && !pod && !node) loss = "its pod is gone, and its node " + slot.node + " with it";
       if (!loss.empty()) {
         // Said first when it is the cause: "its pod is being deleted" of a
         // killed node read as if someone had deleted it (a new user's trial).
@@ -1202,11 +1206,19 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         pass.Set(condition::kRunning, false, reason::kRestarting, message);
       }
       Json progress = Json::object();
+      std::string unread;  // why /progress did not answer
       if (!gang.coordinator_ip.empty()) {
         StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort);
-        if (read.ok()) progress = *read;
+        if (read.ok()) {
+          progress = *read;
+        } else {
+          unread = read.status().message();
+        }
       }
-      if (!progress.empty()) pass.status["progress"] = ProgressStatusOf(progress);
+      if (!progress.empty()) {
+        pass.status["progress"] = ProgressStatusOf(progress);
+        pass.status["progress"]["readTime"] = pass.now;
+      }
       // The gang's pods: not a replaced worker's old pod, still Terminating on
       // a node gone silent, which would be listed with its replacement's
       // figures and keep BandwidthDegraded on for a node the team has left.
@@ -1272,9 +1284,30 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
           planned[slot.rank] = *node->link_mbps;
         }
       }
+      // Unanswered, /progress says nothing of the team: the conditions stay
+      // as last read, and past --stalled-after the team is not known to
+      // step. They said every link was healthy while the coordinator's node
+      // was dead, its figures 47 s old (a new user's trial).
+      const std::optional<kube::WallTime> read_at =
+          progress.empty()
+              ? kube::ParseKubeTime(pass.stored_status.value("/progress/readTime"_json_pointer, std::string()))
+              : std::nullopt;
+      const bool unanswered = read_at.has_value();  // it answered before, not now
+      if (unanswered) {
+        const std::optional<kube::WallTime> now = kube::ParseKubeTime(pass.now);
+        if (now && *now - *read_at >= options_.links.stalled_after) {
+          const auto silent = std::chrono::duration_cast<std::chrono::seconds>(*now - *read_at);
+          pass.Set(condition::kStalled, true, reason::kProgressUnreadable,
+                   "the coordinator's /progress has not answered for " + std::to_string(silent.count()) + " s (" +
+                       (unread.empty() ? "no address" : unread) + "); status.progress is as read at " +
+                       pass.stored_status.value("/progress/readTime"_json_pointer, std::string()));
+        }
+      }
       const LinkHealth health = LinkHealthOf(progress, planned, options_.links);
-      pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
-               health.stall_message);
+      if (!unanswered) {
+        pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
+                 health.stall_message);
+      }
       // A node gone silent is first a fading link: its pods tolerate it for
       // nodeLossGrace, and the team's deadline leaves its worker out meanwhile.
       std::string silent;
@@ -1289,7 +1322,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       }
       if (!silent.empty()) {
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
-      } else {
+      } else if (!unanswered) {
         pass.Set(condition::kBandwidthDegraded, health.degraded,
                  health.degraded ? health.degraded_reason : reason::kLinksHealthy, health.degraded_message);
       }

@@ -491,6 +491,29 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
   bool kept = false;
   for (const Json& w : after) kept |= w.value("batchSize", 0) == 64 && w.value("stallFraction", 0.0) == 0.2;
   EXPECT_TRUE(kept) << after.dump();
+
+  // Unanswered for --stalled-after (its node dead, its link cut): what was
+  // read stays, said to be as of then, and nothing says the team steps. The
+  // conditions had said every link was healthy (a new user's trial).
+  EXPECT_EQ(Job("team")["status"]["progress"]["readTime"], "2026-11-22T19:01:53Z");
+  now_ += std::chrono::seconds(10);
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  EXPECT_TRUE(ConditionIs(Job("team")["status"], api::condition::kStalled, false)) << "10 s: not yet";
+  EXPECT_TRUE(ConditionIs(Job("team")["status"], api::condition::kBandwidthDegraded, true)) << "as last read";
+  now_ += std::chrono::seconds(21);
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  const Json status_unread = Job("team")["status"];
+  EXPECT_EQ(status_unread["progress"]["iteration"], 300);
+  const Json* stalled = FindCondition(status_unread, api::condition::kStalled);
+  ASSERT_NE(stalled, nullptr);
+  EXPECT_EQ(stalled->value("status", ""), "True");
+  EXPECT_EQ(stalled->value("reason", ""), api::reason::kProgressUnreadable);
+  EXPECT_EQ(stalled->value("message", "").rfind("the coordinator's /progress has not answered for 31 s (", 0), 0u)
+      << *stalled;
+  EXPECT_NE(stalled->value("message", "").find("status.progress is as read at 2026-11-22T19:01:53Z"), std::string::npos)
+      << *stalled;
 }
 
 // Issue 19: a worker whose pushes the coordinator kept refusing is turned
@@ -726,6 +749,31 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kFailed);
   EXPECT_EQ(FindCondition(status, api::condition::kFailed)->value("reason", ""), api::reason::kRecoveriesExhausted);
+}
+
+// `kubectl delete node`: the pod garbage collector deletes its pods at once,
+// leaving no failed pod and no deletionTimestamp behind. The worker is lost
+// and placed anew, not made again on a Node that no longer exists (it was,
+// collected again, every second: a new user's trial).
+TEST_F(ReconcilerTest, AWorkerWhoseNodeWasDeletedIsReplacedElsewhereOnce) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  nodes_.Remove("robot-1");  // a Node's key: its name
+  ASSERT_TRUE(api_.Delete(kube::kPods, "default", "team-worker-1").ok());
+  pods_.Replace(api_.All(kube::kPods));
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  EXPECT_NE(running->value("message", "").find("worker 1: its pod is gone, and its node robot-1 with it"),
+            std::string::npos)
+      << *running;
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1-g2@robot-2"}));
+  api_.ResetWrites();
+  SyncPods(Run);
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("create Pod"), 0) << "nothing more made";
+  EXPECT_EQ(Job("team")["status"]["recoveries"], 1);
 }
 
 TEST_F(ReconcilerTest, AReplacementHoldsItsNodeBeforeThePodInformerHasIt) {
