@@ -88,9 +88,16 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     const NodeVerdict& v = p.verdicts[i];
     const bool judged = v.excluded.empty() || !v.ranks.empty() || v.coordinator;
     std::string note = v.excluded;
-    if (note.empty() && !v.transient.empty()) note = "transient (" + v.transient + ")";
+    const bool holds = !v.ranks.empty() || v.coordinator;
+    // Transient and eligible: said the same whether the node held pods or
+    // was left out (a new user's trial), so each says which.
+    if (note.empty() && !v.transient.empty()) {
+      note = holds ? "transient (" + v.transient + "): its pods move if it warns before it leaves"
+                   : p.placed ? "unused: the team went where predicted as fast or faster; transient (" + v.transient + ")"
+                              : "transient (" + v.transient + ")";
+    }
     // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more.
-    if (p.placed && note.empty() && v.ranks.empty() && !v.coordinator) {
+    if (p.placed && note.empty() && !holds) {
       note = "unused: the team went where predicted as fast or faster";
     }
     if (!p.placed && v.excluded.empty()) {

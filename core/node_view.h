@@ -29,6 +29,7 @@ struct NodeView {
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   bool ready = true;
+  std::string not_ready_since;  // while not ready: its Ready condition's lastTransitionTime (RFC 3339)
   bool cordoned = false;  // spec.unschedulable
   ResourceAmounts allocatable;
   ResourceAmounts bound;  // requests of the pods already bound there, other than the job's own

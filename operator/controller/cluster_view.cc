@@ -45,7 +45,9 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measure
   // silent) - takes no new pods.
   view.ready = false;
   for (const Json& c : status.value("conditions", Json::array())) {
-    if (c.value("type", "") == "Ready") view.ready = c.value("status", "") == "True";
+    if (c.value("type", "") != "Ready") continue;
+    view.ready = c.value("status", "") == "True";
+    if (!view.ready) view.not_ready_since = c.value("lastTransitionTime", "");
   }
   const Json allocatable = status.value("allocatable", status.value("capacity", Json::object()));
   view.allocatable = {Amount(allocatable, "cpu", true), Amount(allocatable, "memory", false),

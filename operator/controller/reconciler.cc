@@ -484,7 +484,8 @@ std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation) {
 // A recovery timed from when this operator saw it was shown as 0.65 s when
 // the team had been short a worker for 17 s (a new user's trial: the loss
 // came while no replica led).
-std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std::vector<const Json*>& lost_pods) {
+std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std::vector<const Json*>& lost_pods,
+                                           const std::vector<NodeView>& lost_nodes) {
   std::optional<kube::WallTime> earliest;
   auto consider = [&](const std::string& text, std::chrono::seconds less = std::chrono::seconds(0)) {
     if (std::optional<kube::WallTime> t = kube::ParseKubeTime(text)) {
@@ -505,6 +506,12 @@ std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std:
   if (const Json* degraded = FindCondition(stored_status, condition::kBandwidthDegraded);
       degraded && degraded->value("status", "") == "True" && degraded->value("reason", "") == reason::kNodeNotReady) {
     consider(degraded->value("lastTransitionTime", ""));
+  }
+  // The node's own word: a condition that was already True for a link down
+  // kept its time, and an eviction after nodeLossGrace was taken for the
+  // start of a loss whose node had gone silent 15 s before (a new user's trial).
+  for (const NodeView& node : lost_nodes) {
+    if (!node.ready) consider(node.not_ready_since);
   }
   return earliest;
 }
@@ -1145,6 +1152,14 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         pass.status["phase"] = resuming ? phase::kPlacing : phase::kRecovering;
         pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering,
                  StartingMessage(gang));
+        // The team trains on meanwhile: its figures stood still for the 22 s
+        // a replacement took to start (a new user's trial).
+        if (!gang.coordinator_ip.empty()) {
+          if (StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort); read.ok()) {
+            pass.status["progress"] = ProgressStatusOf(*read);
+            pass.status["progress"]["readTime"] = pass.now;
+          }
+        }
         pass.Requeue(options_.status_interval);
         return Status::Ok();
       }
@@ -1517,7 +1532,7 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
                    what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model",
-                   next, moved, LossEvidence(pass.stored_status, {old}));
+                   next, moved, LossEvidence(pass.stored_status, {old}, line_.Views({coordinator.node}, MeasuredLinks{})));
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
@@ -1577,11 +1592,14 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
 
   std::vector<const Json*> lost_pods;
+  std::vector<std::string> lost_nodes;
   for (const auto& [rank, why] : lost) {
     lost_pods.push_back(PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank))));
+    lost_nodes.push_back(plan.workers[static_cast<size_t>(rank)].node);
   }
   return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
-                   what + "; replaced: " + moved, next, coordinator, LossEvidence(pass.stored_status, lost_pods));
+                   what + "; replaced: " + moved, next, coordinator,
+                   LossEvidence(pass.stored_status, lost_pods, line_.Views(lost_nodes, MeasuredLinks{})));
 }
 
 Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery,

@@ -869,6 +869,32 @@ TEST_F(ReconcilerTest, ARecoveryCountsFromTheLossTheClusterRecorded) {
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(17)));
 }
 
+// A node gone silent, its pod evicted after nodeLossGrace: the recovery
+// counts from the node's own NotReady, not from the eviction 15 s later.
+TEST_F(ReconcilerTest, ARecoveryFromASilentNodeCountsFromItsNotReady) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  now_ += std::chrono::seconds(5);
+  Json silent = ANode("robot-1").Scoring(0.5).WithLink(30).NotReady();
+  silent["status"]["conditions"][0]["lastTransitionTime"] = kube::FormatKubeTime(now_);
+  nodes_.Put(silent);
+  now_ += std::chrono::seconds(15);  // nodeLossGrace out: the pod is evicted
+  std::vector<Json> pods = api_.All(kube::kPods);
+  for (Json& pod : pods) {
+    if (pod["metadata"]["name"] == "team-worker-1") {
+      pod["metadata"]["deletionTimestamp"] = kube::FormatKubeTime(now_ + std::chrono::seconds(30));
+      pod["metadata"]["deletionGracePeriodSeconds"] = 30;
+    }
+  }
+  pods_.Replace(pods);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(2);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(17)));
+}
+
 // Its node lost, the coordinator is placed anew under the next plan
 // generation, with a name of its own; the workers stay where they are and
 // keep their slots (the new coordinator admits their hellos and trains on
