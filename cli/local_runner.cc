@@ -279,6 +279,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   // After what refuses a run at once: measuring the layers takes seconds.
   if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;
+  // Ctrl-C while the layers were measured: nothing has started, nothing is
+  // to save. The plan was printed and three agents started before the
+  // interrupt was heard, 6.6 s after it (a new user's trial).
+  if (interrupted.load()) {
+    err << "interrupted: " << job.name << " had not started; nothing was written\n";
+    return kExitInterrupted;
+  }
   RemoveLeftovers(err);
   // Before the agents, so that a missing prometheus or a port in use fails the
   // run before it trains.
