@@ -22,6 +22,10 @@ namespace phase = api::phase;
 namespace condition = api::condition;
 namespace reason = api::reason;
 
+// Readings of a node's link (one a status read) averaged before the first is
+// published: one alone can be a fading link's peak or trough.
+constexpr int kLinkReadingsToPublish = 3;
+
 kube::Store::IndexFunc PodsByJobIndex() {
   return [](const Json& pod) -> std::vector<std::string> {
     const Json& meta = pod.at("metadata");
@@ -1443,15 +1447,23 @@ void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std
     if (node == coordinator_node) continue;
     const double up = w.value("bandwidthMbps", 0.0), down = w.value("downlinkMbps", 0.0);
     if (!(up > 0) && !(down > 0)) continue;
+    double up_mean = 0, down_mean = 0;
     {
       std::lock_guard<std::mutex> lock(published_mu_);
-      auto it = published_.find(node);
-      if (it != published_.end() && now - it->second < options_.measurement_interval) continue;
-      published_[node] = now;
+      LinkReadings& r = published_[node];
+      if (up > 0 && std::isfinite(up)) r.up_sum += up, ++r.up_n;
+      if (down > 0 && std::isfinite(down)) r.down_sum += down, ++r.down_n;
+      // A few readings first, then at most once a measurement interval.
+      if (std::max(r.up_n, r.down_n) < kLinkReadingsToPublish || now - r.published < options_.measurement_interval) {
+        continue;
+      }
+      up_mean = r.up_n ? r.up_sum / r.up_n : 0;
+      down_mean = r.down_n ? r.down_sum / r.down_n : 0;
+      r = LinkReadings{now};
     }
     Json annotations = {{kMeasuredAt, kube::FormatKubeTime(now)}};
-    if (up > 0) annotations[kMeasuredUplink] = std::to_string(std::llround(up * 1e6));
-    if (down > 0) annotations[kMeasuredDownlink] = std::to_string(std::llround(down * 1e6));
+    if (up_mean > 0) annotations[kMeasuredUplink] = std::to_string(std::llround(up_mean * 1e6));
+    if (down_mean > 0) annotations[kMeasuredDownlink] = std::to_string(std::llround(down_mean * 1e6));
     StatusOr<Json> patched = client_.MergePatch(kube::kNodes, "", node, {{"metadata", {{"annotations", annotations}}}});
     if (!patched.ok()) log_.Job(pass.key, "LinkNotPublished", node + ": " + patched.status().message());
   }

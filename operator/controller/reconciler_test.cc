@@ -465,6 +465,15 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
                                                                                      {"stallFraction", 0.2}}}}};
   ReconcileOutcome outcome = Reconcile(key);
   ASSERT_TRUE(outcome.requeue_after.has_value()) << "progress is read again";
+  // A link's readings are averaged before they are published: 9, 12, then 6.
+  EXPECT_FALSE((*api_.Get(kube::kNodes, "", "robot-1"))["metadata"].value("annotations", Json::object()).contains(
+      kMeasuredUplink))
+      << "one reading alone is not published";
+  progress_.by_ip[coordinator_ip]["workers"][0]["bandwidthMbps"] = 12.0;
+  Reconcile(key);
+  progress_.by_ip[coordinator_ip]["workers"][0]["bandwidthMbps"] = 6.0;
+  Reconcile(key);
+  progress_.by_ip[coordinator_ip]["workers"][0]["bandwidthMbps"] = 9.0;
   const Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kRunning);
   EXPECT_EQ(status["progress"]["iteration"], 300);
