@@ -1528,16 +1528,32 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   const int recoveries = pass.status.value("recoveries", 0) + (moving ? 0 : 1);
   if (!moving && RecoveriesExhausted(pass, what, recoveries)) return CleanPods(pass);
 
+  // Workers lost with it, on its node: placed anew in the same plan, one
+  // loss and one recovery. The node's loss counted twice against
+  // maxRecoveries, a plan generation each (a new user's trial).
+  std::set<int> fellows;
+  if (!moving) {
+    for (const WorkerSlot& slot : plan.workers) {
+      if (slot.node != coordinator.node) continue;
+      const int64_t since = SlotSince(plan, slot.rank);
+      const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
+      if (!pod || !LossOf(pod, since, plan.generation).empty()) fellows.insert(slot.rank);
+    }
+  }
+
   // Anywhere the placement policy would put a coordinator (not the node it
   // leaves: not ready, or leaving), on what every pod now holds; the workers
-  // stay where they are.
+  // stay where they are, but those lost with it.
   StatusOr<TeamRequest> request =
       api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) return request.status();
   request->solo = false;
-  request->workers = 0;
-  for (const WorkerSlot& slot : plan.workers) ++request->workers_on[slot.node];
-  const TeamPlacement seat = PlaceTeam(line_.Cluster(Measured()), *request);
+  request->workers = static_cast<int>(fellows.size());
+  for (const WorkerSlot& slot : plan.workers) {
+    if (!fellows.count(slot.rank)) ++request->workers_on[slot.node];
+  }
+  const std::vector<NodeView> nodes = line_.Cluster(Measured());
+  const TeamPlacement seat = PlaceTeam(nodes, *request);
   pass.status["phase"] = phase::kRecovering;
   if (!seat.placed) return AwaitRoom(pass, event_reason, what + "; no node for it yet: " + seat.unschedulable);
 
@@ -1547,21 +1563,37 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   // Terminating on a node that cannot confirm its end.
   JobPlan next = plan;
   next.generation = plan.generation + 1;
-  for (WorkerSlot& slot : next.workers) slot.since_generation = SlotSince(plan, slot.rank);
+  size_t placed = 0;
+  std::string with_it;
+  for (WorkerSlot& slot : next.workers) {
+    if (!fellows.count(slot.rank)) {
+      slot.since_generation = SlotSince(plan, slot.rank);
+      continue;
+    }
+    PutSlotOn(slot, seat.worker_nodes[placed++], nodes);
+    slot.since_generation = next.generation;
+    with_it += (with_it.empty() ? "" : ", ") + std::string("worker ") + std::to_string(slot.rank) + " to " + slot.node;
+  }
   const CoordinatorSeat moved{seat.coordinator_node, next.generation};
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, moved)));
+  std::vector<std::string> doomed;
+  std::vector<const Json*> lost_pods;
   const std::string old_name = CoordinatorPodName(pass.job.name, coordinator.since_generation);
-  const Json* old = PodNamed(pass.pods, old_name);
-  if (old && !old->at("metadata").contains("deletionTimestamp")) {
-    EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, {old_name}));
+  lost_pods.push_back(PodNamed(pass.pods, old_name));
+  for (int rank : fellows) lost_pods.push_back(PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank))));
+  for (const Json* pod : lost_pods) {
+    if (pod && !pod->at("metadata").contains("deletionTimestamp")) doomed.push_back((*pod)["metadata"]["name"]);
   }
+  EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
   Gang fresh;
   fresh.missing.push_back(CoordinatorPodName(pass.job.name, moved.since_generation));
+  for (int rank : fellows) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, moved, fresh));
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
-                   what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model",
-                   next, moved, LossEvidence(pass.stored_status, {old}, line_.Views({coordinator.node}, MeasuredLinks{})));
+                   what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model" +
+                       (with_it.empty() ? "" : "; lost with it and replaced: " + with_it),
+                   next, moved, LossEvidence(pass.stored_status, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{})));
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
