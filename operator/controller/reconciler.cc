@@ -1031,6 +1031,9 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     // made again on its node while that node is ready.
     std::string loss = pod ? LossOf(pod, coordinator.since_generation, plan.generation) : "";
     if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
+    // The cause said first, as of a worker ("its pod is being deleted" of a
+    // killed node read as if someone had deleted it: a new user's trial).
+    if (!loss.empty() && pod && node && !node->ready) loss = "its node " + coordinator.node + " is lost; " + loss;
     if (!loss.empty() && LeavingsOwnDoing(pod, node)) {
       return MoveCoordinator(pass, plan, coordinator,
                              loss + "; its node " + coordinator.node + " is leaving (" + node->leaving + ")",

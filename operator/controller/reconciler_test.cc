@@ -924,7 +924,8 @@ TEST_F(ReconcilerTest, ACoordinatorWhoseNodeIsLostIsPlacedAnewAndTheWorkersStay)
   EXPECT_EQ(status["recoveries"], 1);
   EXPECT_NE(FindCondition(status, api::condition::kRunning)
                 ->value("message", "")
-                .find("the coordinator: its pod on gateway failed (Evicted); placed anew on robot-1, to train on "
+                .find("the coordinator: its node gateway is lost; its pod on gateway failed (Evicted); placed anew "
+                      "on robot-1, to train on "
                       "from its workers' copy of the model; lost with it and replaced: worker 0 to robot-2 (plan "
                       "generation 2, recovery 1 of 2)"),
             std::string::npos)
