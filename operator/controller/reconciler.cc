@@ -356,6 +356,9 @@ Status Reconciler::Suspend(Pass& pass) {
     log_.Job(pass.key, reason::kSuspended, message);
   }
   pass.status["phase"] = phase::kSuspended;
+  // No pods, no workers: it listed the deleted pods with their figures (a
+  // new user's trial). An ended job keeps its list: what each worker did.
+  pass.status.erase("workers");
   pass.Set(condition::kPlaced, false, reason::kSuspended, "suspended");
   pass.Set(condition::kRunning, false, reason::kSuspended, "suspended");
   return Status::Ok();

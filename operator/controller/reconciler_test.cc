@@ -1259,6 +1259,7 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   EXPECT_TRUE(api_.All(kube::kPods).empty());
   EXPECT_EQ(api_.All(kube::kConfigMaps).size(), 1u);
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
+  EXPECT_FALSE(Job("team")["status"].contains("workers")) << "no pods, no workers listed";
   EXPECT_NE(log_text_.str().find("it starts over when set to false (its checkpoint went with its pods"),
             std::string::npos)
       << "on emptyDir nothing is resumed from\n" << log_text_.str();
