@@ -41,6 +41,14 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   if (!checkpoint) return checkpoint;
   const JobCheckpoint& c = *checkpoint;
   if (c.job != plan_.job) {
+    // Another job's unfinished work is not replaced unasked: it was, with
+    // only a note (a new user's trial). A finished one's may be.
+    if (!c.complete && !plan_.fresh) {
+      return InvalidArgumentError(path + " holds job " + c.job + "'s unfinished checkpoint, at iteration " +
+                                  std::to_string(c.iteration) +
+                                  "; give this job another output folder, or start afresh over it "
+                                  "(edgetrain run --fresh)");
+    }
     log_ << plan_.job << ": " << path << " is job " << c.job << "'s; starting afresh and replacing it\n";
     return std::optional<JobCheckpoint>();
   }

@@ -215,6 +215,23 @@ TEST_F(JobDriverTest, FreshStartsOverWhateverTheCheckpointSays) {
       << log.str();
 }
 
+// A folder holding another job's unfinished work: refused unless --fresh;
+// it was replaced with a note (a new user's trial).
+TEST_F(JobDriverTest, AnotherJobsUnfinishedCheckpointIsNotReplacedUnasked) {
+  ASSERT_TRUE(Run(milliseconds(52)).ok());  // "solo", interrupted
+  plan.job = "other";
+  auto refused = Run();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("holds job solo's unfinished checkpoint, at iteration "),
+            std::string::npos)
+      << refused.status().message();
+  plan.fresh = true;
+  auto fresh = Run();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_FALSE(fresh->resumed_from_iteration.has_value());
+}
+
 TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
   ASSERT_TRUE(Run(milliseconds(52)).ok());
   model.shapes = {{4, 4}};

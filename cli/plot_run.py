@@ -216,7 +216,18 @@ def main():
     except ImportError:
         print("edgetrain-plot-run: python3-matplotlib is not installed", file=sys.stderr)
         return 3
-    draw(snapshots, evaluations, args.out, args.title, args.worker)
+    try:
+        draw(snapshots, evaluations, args.out, args.title, args.worker)
+    except OSError as e:
+        # A full disk: one line that says so, not matplotlib's traceback
+        # (a new user's trial), and no part of a picture left behind.
+        print(f"edgetrain-plot-run: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        try:
+            if os.path.isfile(args.out):
+                os.remove(args.out)
+        except OSError:
+            pass
+        return 1
     return 0
 
 

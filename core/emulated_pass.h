@@ -22,8 +22,9 @@ namespace edgetrain {
 
 struct EmulatedPass {
   double cost_s = 0;    // what the pass cost this machine
-  double device_s = 0;  // what it takes on the emulated device: at least the pass's own time
-  double sleep_s = 0;   // what is slept after it: device_s less the pass's own time
+  double own_s = 0;     // what it takes on a device of its own: slowdown times cost_s
+  double device_s = 0;  // what it took here: own_s, or the pass's time on the clock if longer
+  double sleep_s = 0;   // what is slept after it: device_s less the pass's time on the clock
 };
 
 // `wall_s`: the pass's time on the clock; `cpu_s`: its computing thread's CPU
@@ -34,7 +35,8 @@ inline EmulatedPass EmulatePass(double slowdown, double wall_s, std::optional<do
   // A thread's CPU time cannot exceed its time on the clock but for the two
   // clocks' granularity: no more than the wall time is counted.
   p.cost_s = cpu_s ? std::clamp(*cpu_s, 0.0, wall_s) : wall_s;
-  p.device_s = std::max(wall_s, std::max(1.0, slowdown) * p.cost_s);
+  p.own_s = std::max(1.0, slowdown) * p.cost_s;
+  p.device_s = std::max(wall_s, p.own_s);
   p.sleep_s = p.device_s - wall_s;
   return p;
 }

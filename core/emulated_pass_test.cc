@@ -27,6 +27,7 @@ TEST(EmulatedPass, AWaitLongerThanTheEmulatedPassIsNotUndone) {
   // what the clock saw.
   const EmulatedPass p = EmulatePass(2, 0.050, 0.010);
   EXPECT_DOUBLE_EQ(p.device_s, 0.050);
+  EXPECT_DOUBLE_EQ(p.own_s, 0.020) << "on a device of its own: no wait";
   EXPECT_DOUBLE_EQ(p.sleep_s, 0);
 }
 

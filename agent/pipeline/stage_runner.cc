@@ -583,7 +583,10 @@ class Stage {
   // Work begun at `began`, slowed as the emulated device computes it.
   void Slowed(const EmulatedDevice::Mark& began) {
     const EmulatedPass emulated = device_.Finish(began);
-    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.device_s - emulated.cost_s;
+    // Its own device's time, not this machine's waits for a core, which a
+    // device of its own does not have: the pace the head learns is the
+    // device's.
+    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.own_s - emulated.cost_s;
   }
 
   // What a step's work (StepDone.work_seconds) is measured on: the
@@ -667,7 +670,7 @@ class Stage {
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
   double work_at_word_ = 0;           // WorkClock() when the head's last word was taken
   double not_work_s_ = 0;             // of it since then, the waits for micro-batches and the group's exchange
-  double beyond_cpu_s_ = 0;           // since then, what the device's passes took beyond their CPU (CPU clock only)
+  double beyond_cpu_s_ = 0;           // since then, what the device's own passes took beyond their CPU (CPU clock only)
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_

@@ -72,13 +72,13 @@ struct StageOptions {
   // passes run on it alone (one intra-op thread, the default: PassCpuClock).
   // The emulated device slows a pass by its cost on it (core/emulated_pass.h),
   // and a step's work (StepDone.work_seconds, what the head learns the
-  // device's pace from) is measured on it, with what the device took beyond
-  // it: on one machine whose cores several emulated devices share, their wall
-  // time counts the others' work as this one's (a stage beside two other
-  // agents on 2 cores held its steps 2.2 times what the profile predicted;
-  // alone, 1.3), and it is the CPU time that moves with the device. None: the
-  // clock's seconds (the simulated clock's tests, and passes spread over
-  // several threads).
+  // device's pace from) is measured on it, with what a device of its own
+  // would take beyond it (its slowdown's share): on one machine whose cores
+  // several emulated devices share, their wall time counts the others' work
+  // as this one's (a stage beside two other agents on 2 cores held its steps
+  // 2.2 times what the profile predicted; alone, 1.3), and it is the CPU time
+  // that moves with the device. None: the clock's seconds (the simulated
+  // clock's tests, and passes spread over several threads).
   std::function<double()> thread_cpu_seconds;
 };
 
