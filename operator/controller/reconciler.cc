@@ -1457,8 +1457,14 @@ void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std
     {
       std::lock_guard<std::mutex> lock(published_mu_);
       LinkReadings& r = published_[node];
-      if (up > 0 && std::isfinite(up)) r.up_sum += up, ++r.up_n;
-      if (down > 0 && std::isfinite(down)) r.down_sum += down, ++r.down_n;
+      if (up > 0 && std::isfinite(up)) {
+        r.up_sum += up;
+        ++r.up_n;
+      }
+      if (down > 0 && std::isfinite(down)) {
+        r.down_sum += down;
+        ++r.down_n;
+      }
       // A few readings first, then at most once a measurement interval.
       if (std::max(r.up_n, r.down_n) < kLinkReadingsToPublish || now - r.published < options_.measurement_interval) {
         continue;
