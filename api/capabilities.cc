@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <functional>
 
+#include "api/crd.h"
+#include "api/structural_schema.h"
 #include "api/trainingjob.h"
 
 namespace edgetrain::api {
@@ -27,6 +29,29 @@ const Json& Written(const Json& raw, const std::string& path) {
     start = dot + 1;
   }
   return *at;
+}
+
+// Written, and not merely the CRD's default: a cluster's API server fills the
+// defaults in before the operator reads a job, and every pipeline job got
+// notes for a spec.sync and a partition its manifest never named (a new
+// user's trial). An object written as its defaults is taken as not written.
+bool WrittenBeyondDefault(const Json& raw, const std::string& path) {
+  const Json& written = Written(raw, path);
+  if (written.is_null()) return false;
+  static const StatusOr<Json> schema = TrainingJobSchema();
+  if (!schema.ok() || !written.is_object()) return true;
+  const Json* at = &*schema;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = std::min(path.find('.', start), path.size());
+    const std::string key = path.substr(start, dot - start);
+    if (!at->contains("properties") || !(*at)["properties"].contains(key)) return true;
+    at = &(*at)["properties"][key];
+    start = dot + 1;
+  }
+  Json defaults = Json::object();
+  (void)ValidateAndDefault(*at, defaults, path);
+  return written != defaults;
 }
 
 // The relative paths of a data set from files: in a cluster, each is in spec.data.volume.
@@ -211,8 +236,14 @@ const std::vector<Capability>& Capabilities() {
                 !Written(raw, "spec.faultTolerance.replay").is_null();
        },
        "applies to pipelines only; a data-parallel team trains on without a lost worker"},
-      {"spec.faultTolerance.maxRecoveries", Effect::kNote, kLocalOnly, WroteField("spec.faultTolerance.maxRecoveries"),
-       "applies to pipelines and Kubernetes; edgetrain run ignores it"},
+      // A pipeline's head counts its losses under edgetrain run too: the note
+      // told a pipeline job that edgetrain run ignores it (a new user's trial).
+      {"spec.faultTolerance.maxRecoveries", Effect::kNote, kLocalOnly,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode == ParallelismMode::kDataParallel &&
+                WrittenBeyondDefault(raw, "spec.faultTolerance.maxRecoveries");
+       },
+       "applies to pipelines and Kubernetes; edgetrain run ignores it for a data-parallel team"},
       // A pipeline's stages (and auto's data parallelism, one stage on every
       // device) step together on uncompressed gradients summed at the head,
       // on batches of the whole data set: the data-parallel engine's
@@ -220,23 +251,23 @@ const std::vector<Capability>& Capabilities() {
       {"spec.sync", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) {
          return s.parallelism.mode != ParallelismMode::kDataParallel && s.parallelism.workers > 1 &&
-                !Written(raw, "spec.sync").is_null();
+                WrittenBeyondDefault(raw, "spec.sync");
        },
        "applies to data-parallel teams only: a pipeline's devices step together on uncompressed gradients "
        "(docs/pipeline.md)"},
       {"spec.data.partition", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) {
          return s.parallelism.mode != ParallelismMode::kDataParallel && s.parallelism.workers > 1 &&
-                !Written(raw, "spec.data.partition").is_null();
+                WrittenBeyondDefault(raw, "spec.data.partition");
        },
        "applies to data-parallel teams only: a pipeline deals each batch of the whole data set among its devices"},
       // Without effect on a job of one worker, anywhere.
       {"spec.sync", Effect::kNote, kEverywhere,
-       [](const JobSpec& s, const Json& raw) { return s.parallelism.workers == 1 && !Written(raw, "spec.sync").is_null(); },
+       [](const JobSpec& s, const Json& raw) { return s.parallelism.workers == 1 && WrittenBeyondDefault(raw, "spec.sync"); },
        "has no effect on a job of one worker"},
       {"spec.data.partition", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) {
-         return s.parallelism.workers == 1 && !Written(raw, "spec.data.partition").is_null();
+         return s.parallelism.workers == 1 && WrittenBeyondDefault(raw, "spec.data.partition");
        },
        "has no effect on a job of one worker: it trains on all the data"},
   };

@@ -197,6 +197,18 @@ TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
 // or partition written for it is named as not its own, everywhere (a new
 // user's robot team with mode pipeline kept sign rows and a Dirichlet split
 // without a word).
+// On a cluster the API server fills the CRD's defaults in before the
+// operator reads the job: a pipeline that named neither spec.sync nor a
+// partition is not told they do not apply (every one was, a new user's trial).
+TEST(CapabilitiesTest, TheDefaultsAClusterFillsInAreNotTakenForWhatTheManifestWrote) {
+  const TrainingJobManifest as_written = Job(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3}}})");
+  const TrainingJobManifest as_served = ParseTrainingJob(as_written.object.dump(), "served.yaml").value();
+  ASSERT_TRUE(as_served.raw["spec"].contains("sync")) << "the defaults are in what the cluster serves";
+  const std::string notes = Joined(CheckSupport(as_served, Runner::kKubernetes));
+  EXPECT_EQ(notes.find("spec.sync"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("spec.data.partition"), std::string::npos) << notes;
+}
+
 TEST(CapabilitiesTest, ASplitModelsJobNamesTheDataParallelFieldsItIgnores) {
   for (const char* mode : {"pipeline", "hybrid", "auto"}) {
     const std::string text = std::string(R"({"spec": {"parallelism": {"mode": ")") + mode +

@@ -14,6 +14,11 @@
 namespace edgetrain::agent {
 namespace {
 
+// "1 stage", "2 stages": the head's log read "1 stages" (a new user's trial).
+std::string Count(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 // What a re-plan counted for the head's word and the stages' answers, when it
 // learned them from the run's steps: for the log beside its prediction.
 std::string OrdersNote(const TransportCost& transport, size_t steps) {
@@ -516,8 +521,8 @@ void PipelineHead::ReplanLocked() {
           << " a step, as before\n";
     return;
   }
-  Log() << "pipeline: planned again for the devices left (" << members_.size() << "): " << plan.micro_batches
-        << " micro-batches of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
+  Log() << "pipeline: planned again for the devices left (" << members_.size() << "): "
+        << Count(static_cast<size_t>(plan.micro_batches), "micro-batch", "micro-batches") << " of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
         << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
         << OrdersNote(problem.transport, orders_.counted())
         << (paces.tellp() > 0 ? "; each device at its pace in the run's steps against the profile's prediction: " +
@@ -625,8 +630,8 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   Log() << "pipeline: stage " << s + 1 << " lost its only device" << (lost.size() > 1 ? "s" : "") << " at step "
         << step_ + 1 << " (rank " << lost.front() << "); its layers " << taken_[host]->taken_first_layer() << "-"
         << taken_[host]->taken_end_layer() - 1 << " go to stage " << host + 1 << " (now layers "
-        << layers_[host].first << "-" << layers_[host].second - 1 << ", " << groups_.size()
-        << " stages) from the replica of step " << replica_step << ": " << step_ - replica_step
+        << layers_[host].first << "-" << layers_[host].second - 1 << ", " << Count(groups_.size(), "stage", "stages")
+        << ") from the replica of step " << replica_step << ": " << step_ - replica_step
         << (step_ - replica_step == 1 ? " step" : " steps") << " of their updates lost\n";
 }
 
@@ -810,8 +815,8 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     for (int r : here) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, welcome));
     gathered += here.size();
   }
-  Log() << "pipeline: " << groups_.size() << " stages on " << gathered << " devices gathered, "
-       << micro_batches_ << " micro-batches a step\n";
+  Log() << "pipeline: " << Count(groups_.size(), "stage", "stages") << " on " << Count(gathered, "device", "devices")
+        << " gathered, " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
   return Status::Ok();
 }
 
@@ -873,7 +878,7 @@ void PipelineHead::Rejoin() {
       // A group of one more device paces differently: measured afresh.
       if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
       Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
-            << end - 1 << ", now on " << groups_[t].size() << " devices) after step " << step_ << "\n";
+            << end - 1 << ", now on " << Count(groups_[t].size(), "device", "devices") << ") after step " << step_ << "\n";
     }
   }
   SendOrLose(welcomes);
@@ -963,7 +968,7 @@ Status PipelineHead::Advance() {
     replays_.micro_batches += micro_batches_;
     if (metrics_) metrics_->AddReplay(micro_batches_);
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
-         << members_.size() << " devices\n";
+          << Count(members_.size(), "device", "devices") << "\n";
   }
   // Every stage holds the layers it was given: the next replay need not say.
   relaid_ = false;

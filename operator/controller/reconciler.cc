@@ -1427,7 +1427,9 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", kept["recoverySeconds"].get<double>());
   std::string message = "the head replayed " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s") + " (" +
-                        std::to_string(kept["microBatches"].get<int64_t>()) + " micro-batches run again, " + seconds +
+                        std::to_string(kept["microBatches"].get<int64_t>()) +
+                        (kept["microBatches"].get<int64_t>() == 1 ? " micro-batch run again, " : " micro-batches run again, ") +
+                        seconds +
                         " s of recovery)";
   if (restored > 0) {
     message += " and rebuilt " + std::to_string(restored) + " stage" + (restored == 1 ? "" : "s") +
