@@ -627,10 +627,13 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
     metrics_->AddRepartition("stage_lost");
   }
   const int host = links_[host_rank]->stage;
+  // The host named as it was numbered when the loss came, and as it is now:
+  // "stage 1 ... go to stage 1" named two stages alike (a new user's trial).
+  const size_t host_was = n;
   Log() << "pipeline: stage " << s + 1 << " lost its only device" << (lost.size() > 1 ? "s" : "") << " at step "
         << step_ + 1 << " (rank " << lost.front() << "); its layers " << taken_[host]->taken_first_layer() << "-"
-        << taken_[host]->taken_end_layer() - 1 << " go to stage " << host + 1 << " (now layers "
-        << layers_[host].first << "-" << layers_[host].second - 1 << ", " << Count(groups_.size(), "stage", "stages")
+        << taken_[host]->taken_end_layer() - 1 << " go to stage " << host_was + 1 << ", now stage " << host + 1
+        << " of " << groups_.size() << " (layers " << layers_[host].first << "-" << layers_[host].second - 1
         << ") from the replica of step " << replica_step << ": " << step_ - replica_step
         << (step_ - replica_step == 1 ? " step" : " steps") << " of their updates lost\n";
 }

@@ -786,7 +786,8 @@ TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostIsRebuiltOnItsNeighbourFromItsR
       const int host = rank == 0 ? 1 : rank - 1;
       EXPECT_NE(run.log.find("stage " + std::to_string(rank + 1) + " lost its only device at step 3 (rank " +
                              std::to_string(rank) + "); its layers " + std::to_string(rank) + "-" +
-                             std::to_string(rank) + " go to stage " + std::to_string(std::min(rank, host) + 1)),
+                             std::to_string(rank) + " go to stage " + std::to_string(host + 1) + ", now stage " +
+                             std::to_string(std::min(rank, host) + 1) + " of 2"),
                 std::string::npos)
           << run.log;
       EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 2 devices"), std::string::npos) << run.log;
@@ -810,7 +811,7 @@ TEST(SimulatedPipelineTest, AReplicaOlderThanTheStepCostsItsLayersTheUpdatesSinc
   EXPECT_GT(std::abs(run.losses[3] - whole_run.losses[3]), 1e-4 * whole_run.losses[3]) << "step 3's update lost";
   EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.replays->steps_lost, 1);
-  EXPECT_NE(run.log.find("its layers 1-1 go to stage 1 (now layers 0-1, 2 stages) from the replica of step 2: 1 "
+  EXPECT_NE(run.log.find("its layers 1-1 go to stage 1, now stage 1 of 2 (layers 0-1) from the replica of step 2: 1 "
                          "step of their updates lost"),
             std::string::npos)
       << run.log;
@@ -954,8 +955,8 @@ TEST(SimulatedPipelineTest, ADeviceLostWhileItsReplicaIsOnTheWireIsRebuiltFromTh
   ExpectSameRun(lost, whole_run, 4, /*weights=*/false);
   EXPECT_EQ(lost.progress.replays->restored_stages, 1);
   EXPECT_EQ(lost.progress.replays->steps_lost, 2);
-  EXPECT_NE(lost.log.find("stage 2 lost its only device at step 5 (rank 1); its layers 1-1 go to stage 1 (now layers "
-                          "0-1, 2 stages) from the replica of step 2: 2 steps of their updates lost"),
+  EXPECT_NE(lost.log.find("stage 2 lost its only device at step 5 (rank 1); its layers 1-1 go to stage 1, now stage 1 "
+                          "of 2 (layers 0-1) from the replica of step 2: 2 steps of their updates lost"),
             std::string::npos)
       << lost.log;
 
@@ -1015,7 +1016,7 @@ TEST(SimulatedPipelineTest, AStagesOnlyDeviceLostBetweenStepsIsRebuiltBeforeTheS
   EXPECT_TRUE(stepped.ok()) << stepped.ToString() << "\n" << log.str();
   EXPECT_EQ(head.Progress().iteration, 5);
   // Step 3 stood at the head's next word, which its device did not live to hear.
-  EXPECT_NE(log.str().find("its layers 1-1 go to stage 1 (now layers 0-1, 2 stages) from the replica of step 2: 1 "
+  EXPECT_NE(log.str().find("its layers 1-1 go to stage 1, now stage 1 of 2 (layers 0-1) from the replica of step 2: 1 "
                            "step of their updates lost"),
             std::string::npos)
       << log.str();
@@ -1059,7 +1060,7 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
   ExpectSameRun(survivors, whole_run, 24, /*weights=*/false);
   EXPECT_EQ(survivors.progress.replays->restored_stages, 1);
   EXPECT_EQ(survivors.progress.replays->repartitions, 1) << survivors.log;
-  EXPECT_NE(survivors.log.find("its layers 4-5 go to stage 2 (now layers 2-5, 2 stages)"), std::string::npos)
+  EXPECT_NE(survivors.log.find("its layers 4-5 go to stage 2, now stage 2 of 2 (layers 2-5)"), std::string::npos)
       << survivors.log;
   EXPECT_NE(survivors.log.find("over steps 6-13"), std::string::npos) << "measured afresh\n" << survivors.log;
   EXPECT_NE(survivors.log.find("0-1 | 2-5 now 0-3 | 4-5"), std::string::npos) << survivors.log;
