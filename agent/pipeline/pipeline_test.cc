@@ -692,6 +692,29 @@ TEST(SimulatedPipelineTest, AReplicaOnASlowLinkDoesNotHoldThePipeline) {
             *std::max_element(none.step_s.begin(), none.step_s.end()) + 0.45);
 }
 
+// A pipeline of one stage has no neighbour to rebuild it on: its devices
+// send no replicas, which it could never use (a one-stage MLP sent 239 MB of
+// them in 15 s: a new user's trial). What each device sends is as when
+// replicateEvery is 0.
+TEST(SimulatedPipelineTest, APipelineOfOneStageSendsNoReplicas) {
+  JobPlan plan = HybridPlan({{0, 1}}, 2);
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  auto sent = [&](int replicate_every) {
+    plan.spec.fault_tolerance.replicate_every = replicate_every;
+    DeterministicClock clock;
+    testing::FakeStageTrainer a({true, true, milliseconds(20), milliseconds(20), 1, nullptr, 20000}, clock);
+    testing::FakeStageTrainer b({true, true, milliseconds(20), milliseconds(20), 1, nullptr, 20000}, clock);
+    const SimulatedRun run = RunPipeline(plan, {&a, &b}, data, clock, 6);
+    EXPECT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+    int64_t bytes = 0;
+    for (const WorkerProgress& w : run.progress.workers) bytes += w.bytes_sent;
+    return bytes;
+  };
+  const int64_t none = sent(0);
+  EXPECT_GT(none, 0);
+  EXPECT_EQ(sent(1), none);
+}
+
 // A device that goes silent mid-step, its stream open (its uplink drops
 // everything, heartbeats too), is taken for lost past its learned deadline,
 // never under four heartbeats (1 s): the step is replayed on the others of
