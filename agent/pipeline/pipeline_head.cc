@@ -86,6 +86,12 @@ struct PipelineHead::Link {
   double energy_j = 0;  // modelled, as its StepDones report it
   double loss_sum = 0;  // of its last step (the last stage's)
   int64_t step_samples = 0;
+  // Its own share of the steps, as its stage dealt them among its group:
+  // the samples it trained on, over every run, and its share of the last
+  // step's batch. Every device of a group showed the whole job's (a new
+  // user's trial).
+  int64_t samples = 0;
+  int64_t batch_share = 0;
   std::optional<v1::StageState> state;
   // A replica coming in parts: its step and its bytes so far (step -1: none).
   int64_t replica_step = -1;
@@ -168,6 +174,7 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
       link.bytes_up = t.bytes_sent;
       link.bytes_down = t.bytes_received;
       link.energy_j = t.energy_j;
+      link.samples = t.samples;
     }
   }
   return Status::Ok();
@@ -535,17 +542,39 @@ void PipelineHead::ReplanLocked() {
   replays_.replanned_orders_s = problem.transport.OrdersSeconds();
 }
 
-void PipelineHead::ObservePaceLocked(int64_t samples) {
-  if (!cost_model_ || samples <= 0) return;
+std::vector<std::vector<std::vector<int64_t>>> PipelineHead::PassesLocked(int64_t samples) const {
   // The micro-batches as the stages cut the batch, each dealt among a
   // group's devices by speed, as they deal it.
   const std::vector<MicroBatchSpan> spans = SplitBatch(samples, micro_batches_);
+  std::vector<std::vector<std::vector<int64_t>>> passes(groups_.size());
   for (size_t s = 0; s < groups_.size(); ++s) {
-    std::vector<std::vector<int64_t>> passes(groups_[s].size());
+    passes[s].resize(groups_[s].size());
     for (const MicroBatchSpan& span : spans) {
       const std::vector<int64_t> shares = ShareOut(span.end - span.begin, speeds_[s]);
-      for (size_t j = 0; j < passes.size(); ++j) passes[j].push_back(shares[j]);
+      for (size_t j = 0; j < shares.size() && j < passes[s].size(); ++j) passes[s][j].push_back(shares[j]);
     }
+  }
+  return passes;
+}
+
+void PipelineHead::CountSharesLocked(int64_t samples) {
+  const auto passes = PassesLocked(samples);
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    for (size_t j = 0; j < groups_[s].size(); ++j) {
+      int64_t share = 0;
+      for (int64_t n : passes[s][j]) share += n;
+      Link& link = *links_[groups_[s][j]];
+      link.samples += share;
+      link.batch_share = share;
+    }
+  }
+}
+
+void PipelineHead::ObservePaceLocked(int64_t samples) {
+  if (!cost_model_ || samples <= 0) return;
+  const auto all = PassesLocked(samples);
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    const std::vector<std::vector<int64_t>>& passes = all[s];
     for (size_t j = 0; j < passes.size(); ++j) {
       const int r = groups_[s][j];
       pace_.Observe(r, links_[r]->work_s,
@@ -1002,6 +1031,7 @@ Status PipelineHead::Advance() {
   last_step_loss_ = loss;
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   samples_ += samples;
+  CountSharesLocked(samples);
   step_ = step;
   if (rebalancing_.every > 0) {
     if (measured_compute_.empty()) {
@@ -1117,9 +1147,9 @@ JobProgress PipelineHead::Progress() {
     const auto& link = links_[r];
     WorkerProgress w;
     w.rank = link->rank;
-    w.batch_size = plan_.spec.data.batch_size;
+    w.batch_size = link->batch_share > 0 ? link->batch_share : plan_.spec.data.batch_size;
     w.iteration = link->done_step;
-    w.samples = samples_;
+    w.samples = link->samples;
     w.active = link->stream != nullptr;
     w.compute_s = link->compute_s;
     // A stage's stall is its bubbles: waiting in a step for a neighbour.
@@ -1234,6 +1264,7 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
       t.bytes_sent = link->bytes_up;
       t.bytes_received = link->bytes_down;
       t.energy_j = link->energy_j;
+      t.samples = link->samples;
       into.workers.push_back(t);
     }
   }

@@ -181,6 +181,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A step run plainly of `samples`: each member's work, as its answer said,
   // against the cost model's prediction for its layers and shares.
   void ObservePaceLocked(int64_t samples);
+  // A step of `samples`, as the stages deal it: by stage, by device of its
+  // group, the samples of each micro-batch it passes.
+  std::vector<std::vector<std::vector<int64_t>>> PassesLocked(int64_t samples) const;
+  // Each device's share of a step of `samples`, counted on its link.
+  void CountSharesLocked(int64_t samples);
 
   const JobPlan& plan_;
   Trainer& model_;

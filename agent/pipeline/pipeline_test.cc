@@ -715,6 +715,28 @@ TEST(SimulatedPipelineTest, APipelineOfOneStageSendsNoReplicas) {
   EXPECT_EQ(sent(1), none);
 }
 
+// The devices of a group each report their own share: its samples and its
+// part of a batch, as the group dealt them; a device alone in its stage the
+// whole. Every device showed the whole job's (a new user's trial).
+TEST(SimulatedPipelineTest, EachDeviceOfAGroupReportsItsOwnShare) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 2);
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  DeterministicClock clock;
+  testing::FakeStageTrainer a({true, false}, clock), b({true, false}, clock), c({false, true}, clock);
+  const SimulatedRun run = RunPipeline(plan, {&a, &b, &c}, data, clock, 5);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  std::map<int, WorkerProgress> by_rank;
+  for (const WorkerProgress& w : run.progress.workers) by_rank[w.rank] = w;
+  ASSERT_EQ(by_rank.size(), 3u);
+  EXPECT_EQ(run.progress.samples, 5 * 24);
+  EXPECT_EQ(by_rank[0].samples + by_rank[1].samples, run.progress.samples) << "the group's shares make the whole";
+  EXPECT_GT(by_rank[0].samples, 0);
+  EXPECT_GT(by_rank[1].samples, 0);
+  EXPECT_EQ(by_rank[0].batch_size + by_rank[1].batch_size, 24);
+  EXPECT_EQ(by_rank[2].samples, run.progress.samples) << "alone in its stage: every sample";
+  EXPECT_EQ(by_rank[2].batch_size, 24);
+}
+
 // A device that goes silent mid-step, its stream open (its uplink drops
 // everything, heartbeats too), is taken for lost past its learned deadline,
 // never under four heartbeats (1 s): the step is replayed on the others of
