@@ -1387,11 +1387,18 @@ Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::
   std::vector<std::string> doomed;
   for (const auto& [rank, why] : lost) {
     const std::string node = rank < static_cast<int>(plan.workers.size()) ? plan.workers[rank].node : "?";
+    // Lost with its node, its pod is made again there once the node is
+    // back, evicted or not: "its pod stays" and "it is not replaced" were
+    // both said of a device whose node was killed (a new user's trial).
+    const std::vector<NodeView> views = line_.Views({node}, MeasuredLinks{});
+    const bool node_lost = views.empty() || !views.front().ready;
     const std::string message =
         "stage device " + std::to_string(rank) + " on " + node + ": " + why +
         (any_left ? "; the head trains on without it (its step replayed, or its stage rebuilt from a replica)"
                   : "; no device of the pipeline is left, and the head cannot train on without it") +
-        (pods_gone ? ", and it is not replaced" : "; its pod stays, and it rejoins a stage if it comes back");
+        (node_lost   ? "; its node is not ready: its pod is made again there once it is back, and it rejoins a stage"
+         : pods_gone ? ", and it is not replaced"
+                     : "; its pod stays, and it rejoins a stage if it comes back");
     events_.Record(pass.object, "Warning", reason::kStageDeviceLost, message);
     log_.Job(pass.key, reason::kStageDeviceLost, message);
     // A failed pod holds its node for nothing.

@@ -1568,6 +1568,10 @@ TEST_F(PipelineReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainW
   Json status = Job("piped")["status"];
   EXPECT_EQ(status["pipeline"]["lostRanks"], Json::array({1}));
   EXPECT_EQ(status["pipeline"]["awaitingNodes"], Json::array({1}));
+  EXPECT_NE(log_text_.str().find("its node is not ready: its pod is made again there once it is back, and it "
+                                 "rejoins a stage"),
+            std::string::npos)
+      << log_text_.str();
   SyncPods();
   ASSERT_FALSE(api_.Get(kube::kPods, "default", "piped-worker-1").ok()) << "the evicted pod goes";
 
