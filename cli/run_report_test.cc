@@ -82,6 +82,22 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   PrintSummary(Job(), Team(), p, 8.0, partial);
   EXPECT_NE(partial.str().find("robot-team: test accuracy 0.0998"), std::string::npos) << partial.str();
   EXPECT_EQ(partial.str().find("nothing trained"), std::string::npos) << partial.str();
+
+  // Resumed, and interrupted before this run's first step: its checkpoint's
+  // model is not evaluated, and no accuracy of 0 is made up for it (it read
+  // "test accuracy 0.0000", a new user's trial); nor a loss.
+  p.state = JobState::kInterrupted;
+  p.stop_reason = StopReason::kCancelled;
+  p.samples = 1704 * 64;
+  p.iteration = 1704;
+  p.resumed_from_iteration = 1704;
+  p.accuracy.reset();
+  std::ostringstream resumed;
+  PrintSummary(Job(), Team(), p, 0.4, resumed);
+  EXPECT_NE(resumed.str().find("robot-team: no step this run, its checkpoint as it was, "), std::string::npos)
+      << resumed.str();
+  EXPECT_EQ(resumed.str().find("test accuracy"), std::string::npos) << resumed.str();
+  EXPECT_TRUE(nlohmann::json::parse(JsonLine(Job(), Team(), p, 0.4))["loss"].is_null());
 }
 
 // A worker in the team whose reports stopped well before the end (its link
