@@ -42,7 +42,6 @@ class EmulatedDevice {
     return pass;
   }
 
-  double slowdown() const { return slowdown_; }
   bool costs_on_cpu() const { return static_cast<bool>(cpu_seconds_); }
 
  private:

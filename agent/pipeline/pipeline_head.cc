@@ -542,11 +542,11 @@ void PipelineHead::ReplanLocked() {
   replays_.replanned_orders_s = problem.transport.OrdersSeconds();
 }
 
-std::vector<std::vector<std::vector<int64_t>>> PipelineHead::PassesLocked(int64_t samples) const {
+PipelineHead::Passes PipelineHead::PassesLocked(int64_t samples) const {
   // The micro-batches as the stages cut the batch, each dealt among a
   // group's devices by speed, as they deal it.
   const std::vector<MicroBatchSpan> spans = SplitBatch(samples, micro_batches_);
-  std::vector<std::vector<std::vector<int64_t>>> passes(groups_.size());
+  Passes passes(groups_.size());
   for (size_t s = 0; s < groups_.size(); ++s) {
     passes[s].resize(groups_[s].size());
     for (const MicroBatchSpan& span : spans) {
@@ -557,8 +557,7 @@ std::vector<std::vector<std::vector<int64_t>>> PipelineHead::PassesLocked(int64_
   return passes;
 }
 
-void PipelineHead::CountSharesLocked(int64_t samples) {
-  const auto passes = PassesLocked(samples);
+void PipelineHead::CountSharesLocked(const Passes& passes) {
   for (size_t s = 0; s < groups_.size(); ++s) {
     for (size_t j = 0; j < groups_[s].size(); ++j) {
       int64_t share = 0;
@@ -570,9 +569,8 @@ void PipelineHead::CountSharesLocked(int64_t samples) {
   }
 }
 
-void PipelineHead::ObservePaceLocked(int64_t samples) {
-  if (!cost_model_ || samples <= 0) return;
-  const auto all = PassesLocked(samples);
+void PipelineHead::ObservePaceLocked(const Passes& all) {
+  if (!cost_model_) return;
   for (size_t s = 0; s < groups_.size(); ++s) {
     const std::vector<std::vector<int64_t>>& passes = all[s];
     for (size_t j = 0; j < passes.size(); ++j) {
@@ -1005,6 +1003,10 @@ Status PipelineHead::Advance() {
   // Every stage holds the layers it was given: the next replay need not say.
   relaid_ = false;
   for (auto& t : taken_) t.reset();
+  // The step as the stages dealt it, by stage and device: for each device's
+  // pace and its share of the samples.
+  const int64_t samples = links_[groups_.back().front()]->step_samples;
+  const auto passes = PassesLocked(samples);
   // The stage that answered last paced the step: the rest of its period,
   // measured at the next word, is the orders'.
   last_word_at_.reset();
@@ -1014,7 +1016,7 @@ Status PipelineHead::Advance() {
                                        [&](int a, int b) { return links_[a]->done_at < links_[b]->done_at; });
     last_held_s_ = links_[*last]->held_s;
     // The step's commit (the last one's, which its word brought) was in it.
-    if (plain) ObservePaceLocked(links_[groups_.back().front()]->step_samples);
+    if (plain && samples > 0) ObservePaceLocked(passes);
   }
   if (lost_at) {
     replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);
@@ -1024,14 +1026,13 @@ Status PipelineHead::Advance() {
   // The last stage's devices each computed the loss of their share.
   double loss_sum = 0;
   for (int r : groups_.back()) loss_sum += links_[r]->loss_sum;
-  const int64_t samples = links_[groups_.back().front()]->step_samples;
   const double loss = samples > 0 ? loss_sum / samples : 0;
   // Not committed yet: the stages' weights stay those before the step.
   EDGETRAIN_RETURN_IF_ERROR(FiniteStep(step, loss));
   last_step_loss_ = loss;
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   samples_ += samples;
-  CountSharesLocked(samples);
+  CountSharesLocked(passes);
   step_ = step;
   if (rebalancing_.every > 0) {
     if (measured_compute_.empty()) {

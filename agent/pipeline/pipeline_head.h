@@ -180,12 +180,13 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void ReplanLocked();
   // A step run plainly of `samples`: each member's work, as its answer said,
   // against the cost model's prediction for its layers and shares.
-  void ObservePaceLocked(int64_t samples);
-  // A step of `samples`, as the stages deal it: by stage, by device of its
-  // group, the samples of each micro-batch it passes.
-  std::vector<std::vector<std::vector<int64_t>>> PassesLocked(int64_t samples) const;
-  // Each device's share of a step of `samples`, counted on its link.
-  void CountSharesLocked(int64_t samples);
+  // A step as the stages deal it: by stage, by device of its group, the
+  // samples of each micro-batch it passes.
+  using Passes = std::vector<std::vector<std::vector<int64_t>>>;
+  Passes PassesLocked(int64_t samples) const;
+  void ObservePaceLocked(const Passes& passes);
+  // Each device's share of the step, counted on its link.
+  void CountSharesLocked(const Passes& passes);
 
   const JobPlan& plan_;
   Trainer& model_;

@@ -18,14 +18,9 @@ std::string DirectoryOf(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-}  // namespace
-
-Status CommitFile(const std::string& tmp_path, const std::string& path) {
-  int fd = ::open(tmp_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return InternalError("cannot reopen " + tmp_path + " to flush it: " + std::strerror(errno));
-  bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) return InternalError("cannot flush " + tmp_path + ": " + std::strerror(errno));
+// `tmp_path`, written and flushed, renamed over `path`, and the directory
+// flushed so the rename itself survives a power cut.
+Status RenameIntoPlace(const std::string& tmp_path, const std::string& path) {
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
     return InternalError("cannot rename " + tmp_path + " to " + path + ": " + std::strerror(errno));
   }
@@ -36,6 +31,8 @@ Status CommitFile(const std::string& tmp_path, const std::string& path) {
   }
   return Status::Ok();
 }
+
+}  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
   const std::string tmp = path + ".tmp";
@@ -58,7 +55,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
   }
   if (::fsync(fd) != 0) return failed("flush", fd);
   if (::close(fd) != 0) return failed("close", -1);
-  if (Status committed = CommitFile(tmp, path); !committed.ok()) {
+  if (Status committed = RenameIntoPlace(tmp, path); !committed.ok()) {
     ::unlink(tmp.c_str());
     return committed;
   }

@@ -11,9 +11,6 @@
 
 namespace edgetrain::agent {
 
-// Flushes `tmp_path` (already written and closed) and renames it over `path`.
-Status CommitFile(const std::string& tmp_path, const std::string& path);
-
 // Writes `content` to `path` atomically.
 Status WriteFileAtomically(const std::string& path, std::string_view content);
 

@@ -501,6 +501,26 @@ std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation) {
   return "";
 }
 
+// The next plan generation: the ranks `replaced` placed on `to` (in rank
+// order), every other worker keeping its slot and stream. `said`: where each
+// went, "worker 1 to robot-2, worker 3 to spot-1".
+JobPlan NextGeneration(const JobPlan& plan, const std::set<int>& replaced, const std::vector<std::string>& to,
+                       const std::vector<NodeView>& nodes, std::string& said) {
+  JobPlan next = plan;
+  next.generation = plan.generation + 1;
+  size_t placed = 0;
+  for (WorkerSlot& slot : next.workers) {
+    if (!replaced.count(slot.rank)) {
+      slot.since_generation = SlotSince(plan, slot.rank);
+      continue;
+    }
+    PutSlotOn(slot, to[placed++], nodes);
+    slot.since_generation = next.generation;
+    said += (said.empty() ? "" : ", ") + std::string("worker ") + std::to_string(slot.rank) + " to " + slot.node;
+  }
+  return next;
+}
+
 // When the team stopped being whole, by the cluster's own word: a lost pod's
 // delete asked for (its deletionTimestamp less its grace), its agent's end
 // (a failed pod's finishedAt), a node of the team gone silent (the
@@ -1181,12 +1201,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
                  StartingMessage(gang));
         // The team trains on meanwhile: its figures stood still for the 22 s
         // a replacement took to start (a new user's trial).
-        if (!gang.coordinator_ip.empty()) {
-          if (StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort); read.ok()) {
-            pass.status["progress"] = ProgressStatusOf(*read);
-            pass.status["progress"]["readTime"] = pass.now;
-          }
-        }
+        (void)ReadProgress(pass, gang);
         pass.Requeue(options_.status_interval);
         return Status::Ok();
       }
@@ -1247,20 +1262,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         for (size_t i = 1; i < gang.restarting.size(); ++i) message += "; " + gang.restarting[i];
         pass.Set(condition::kRunning, false, reason::kRestarting, message);
       }
-      Json progress = Json::object();
       std::string unread;  // why /progress did not answer
-      if (!gang.coordinator_ip.empty()) {
-        StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort);
-        if (read.ok()) {
-          progress = *read;
-        } else {
-          unread = read.status().message();
-        }
-      }
-      if (!progress.empty()) {
-        pass.status["progress"] = ProgressStatusOf(progress);
-        pass.status["progress"]["readTime"] = pass.now;
-      }
+      const Json progress = ReadProgress(pass, gang, &unread);
       // The gang's pods: not a replaced worker's old pod, still Terminating on
       // a node gone silent, which would be listed with its replacement's
       // figures and keep BandwidthDegraded on for a node the team has left.
@@ -1373,6 +1376,18 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
   }
   return Status::Ok();
+}
+
+Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread) {
+  if (gang.coordinator_ip.empty()) return Json::object();
+  StatusOr<Json> read = progress_.Progress(gang.coordinator_ip, kHttpPort);
+  if (!read.ok()) {
+    if (unread) *unread = read.status().message();
+    return Json::object();
+  }
+  pass.status["progress"] = ProgressStatusOf(*read);
+  pass.status["progress"]["readTime"] = pass.now;  // its figures are as of then, should it stop answering
+  return std::move(*read);
 }
 
 Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost,
@@ -1582,19 +1597,8 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   // hello is of a generation the new coordinator admits), the coordinator's
   // seat is new, and so is its pod's name, while the old one may still be
   // Terminating on a node that cannot confirm its end.
-  JobPlan next = plan;
-  next.generation = plan.generation + 1;
-  size_t placed = 0;
   std::string with_it;
-  for (WorkerSlot& slot : next.workers) {
-    if (!fellows.count(slot.rank)) {
-      slot.since_generation = SlotSince(plan, slot.rank);
-      continue;
-    }
-    PutSlotOn(slot, seat.worker_nodes[placed++], nodes);
-    slot.since_generation = next.generation;
-    with_it += (with_it.empty() ? "" : ", ") + std::string("worker ") + std::to_string(slot.rank) + " to " + slot.node;
-  }
+  const JobPlan next = NextGeneration(plan, fellows, seat.worker_nodes, nodes, with_it);
   const CoordinatorSeat moved{seat.coordinator_node, next.generation};
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, moved)));
   std::vector<std::string> doomed;
@@ -1646,19 +1650,10 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
     return AwaitRoom(pass, event_reason, what + "; no node for a replacement yet: " + replacement.unschedulable);
   }
 
-  JobPlan next = plan;
-  next.generation = plan.generation + 1;
-  size_t i = 0;
+  std::set<int> replaced;
+  for (const auto& [rank, why] : lost) replaced.insert(rank);
   std::string moved;
-  for (WorkerSlot& slot : next.workers) {
-    if (!lost.count(slot.rank)) {
-      slot.since_generation = SlotSince(plan, slot.rank);
-      continue;
-    }
-    PutSlotOn(slot, replacement.worker_nodes[i++], nodes);
-    slot.since_generation = next.generation;
-    moved += (moved.empty() ? "" : ", ") + std::string("worker ") + std::to_string(slot.rank) + " to " + slot.node;
-  }
+  const JobPlan next = NextGeneration(plan, replaced, replacement.worker_nodes, nodes, moved);
   // The coordinator reads the new plan from its mounted ConfigMap and fences
   // out only the replaced ranks; the survivors train on.
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, next, coordinator)));

@@ -124,6 +124,9 @@ class Reconciler {
   // their pods failed or went, and are out of the gang (what is left of them
   // deleted); else their pods run on, and they may rejoin.
   Status LoseStageDevices(Pass& pass, const JobPlan& plan, const std::map<int, std::string>& lost, bool pods_gone);
+  // The coordinator's /progress, into status.progress with its readTime when
+  // it answers; an empty object, and why in `unread`, when it does not.
+  Json ReadProgress(Pass& pass, const Gang& gang, std::string* unread = nullptr);
   // What a pipeline's head says of its replays: status.pipeline.replays and
   // the Replaying condition, with an Event for each new one.
   void ReportReplays(Pass& pass, const Json& progress);

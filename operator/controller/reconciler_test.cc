@@ -75,6 +75,17 @@ class ReconcilerTest : public ::testing::Test {
     }
     pods_.Replace(api_.All(kube::kPods));
   }
+  // Pod `name`'s delete asked for at `asked` with a grace of 30 s, as the
+  // API server records it: deletionTimestamp is when the grace runs out.
+  void DeletePodAt(const std::string& name, kube::WallTime asked) {
+    std::vector<Json> pods = api_.All(kube::kPods);
+    for (Json& pod : pods) {
+      if (pod["metadata"]["name"] != name) continue;
+      pod["metadata"]["deletionTimestamp"] = kube::FormatKubeTime(asked + std::chrono::seconds(30));
+      pod["metadata"]["deletionGracePeriodSeconds"] = 30;
+    }
+    pods_.Replace(pods);
+  }
   // Pods evicted as a drain evicts them: being deleted, their grace running.
   void EvictPods(const std::function<bool(const Json&)>& which) {
     std::vector<Json> pods = api_.All(kube::kPods);
@@ -859,15 +870,7 @@ TEST_F(ReconcilerTest, APodEvictedFromANodeBeingDrainedIsMovedAndThatIsNoRecover
 TEST_F(ReconcilerTest, ARecoveryCountsFromTheLossTheClusterRecorded) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
   now_ += std::chrono::seconds(5);
-  const kube::WallTime deleted_at = now_;
-  std::vector<Json> pods = api_.All(kube::kPods);
-  for (Json& pod : pods) {
-    if (pod["metadata"]["name"] == "team-worker-1") {
-      pod["metadata"]["deletionTimestamp"] = kube::FormatKubeTime(deleted_at + std::chrono::seconds(30));
-      pod["metadata"]["deletionGracePeriodSeconds"] = 30;
-    }
-  }
-  pods_.Replace(pods);
+  DeletePodAt("team-worker-1", now_);
   now_ += std::chrono::seconds(15);  // the operator sees it 15 s later
   EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
   jobs_.Put(Job("team"));
@@ -887,14 +890,7 @@ TEST_F(ReconcilerTest, ARecoveryFromASilentNodeCountsFromItsNotReady) {
   silent["status"]["conditions"][0]["lastTransitionTime"] = kube::FormatKubeTime(now_);
   nodes_.Put(silent);
   now_ += std::chrono::seconds(15);  // nodeLossGrace out: the pod is evicted
-  std::vector<Json> pods = api_.All(kube::kPods);
-  for (Json& pod : pods) {
-    if (pod["metadata"]["name"] == "team-worker-1") {
-      pod["metadata"]["deletionTimestamp"] = kube::FormatKubeTime(now_ + std::chrono::seconds(30));
-      pod["metadata"]["deletionGracePeriodSeconds"] = 30;
-    }
-  }
-  pods_.Replace(pods);
+  DeletePodAt("team-worker-1", now_);
   EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
   jobs_.Put(Job("team"));
   now_ += std::chrono::seconds(2);
