@@ -4,6 +4,8 @@
 #include <cctype>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
 
 #include "api/crd.h"
 #include "api/structural_schema.h"
@@ -35,23 +37,36 @@ const Json& Written(const Json& raw, const std::string& path) {
 // defaults in before the operator reads a job, and every pipeline job got
 // notes for a spec.sync and a partition its manifest never named (a new
 // user's trial). An object written as its defaults is taken as not written.
-bool WrittenBeyondDefault(const Json& raw, const std::string& path) {
-  const Json& written = Written(raw, path);
-  if (written.is_null()) return false;
+// What the CRD fills an object at `path` written as {} with; null where the
+// schema has no object there.
+Json DefaultsAt(const std::string& path) {
   static const StatusOr<Json> schema = TrainingJobSchema();
-  if (!schema.ok() || !written.is_object()) return true;
+  if (!schema.ok()) return nullptr;
   const Json* at = &*schema;
   size_t start = 0;
   while (start <= path.size()) {
     const size_t dot = std::min(path.find('.', start), path.size());
     const std::string key = path.substr(start, dot - start);
-    if (!at->contains("properties") || !(*at)["properties"].contains(key)) return true;
+    if (!at->contains("properties") || !(*at)["properties"].contains(key)) return nullptr;
     at = &(*at)["properties"][key];
     start = dot + 1;
   }
   Json defaults = Json::object();
   (void)ValidateAndDefault(*at, defaults, path);
-  return written != defaults;
+  return defaults;
+}
+
+bool WrittenBeyondDefault(const Json& raw, const std::string& path) {
+  const Json& written = Written(raw, path);
+  if (written.is_null()) return false;
+  if (!written.is_object()) return true;
+  // Worked out once a path: the operator checks every job at every reconcile.
+  static std::mutex mu;
+  static std::map<std::string, Json> defaults;
+  std::lock_guard lock(mu);
+  auto it = defaults.find(path);
+  if (it == defaults.end()) it = defaults.emplace(path, DefaultsAt(path)).first;
+  return it->second.is_null() || written != it->second;
 }
 
 // The relative paths of a data set from files: in a cluster, each is in spec.data.volume.
