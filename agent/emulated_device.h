@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/clock.h"
+#include "core/device_slowdown.h"
 #include "core/emulated_pass.h"
 
 namespace edgetrain::agent {
@@ -23,9 +24,12 @@ std::function<double()> PassCpuClock(int intra_op_threads);
 
 class EmulatedDevice {
  public:
-  // `cpu_seconds`: PassCpuClock's; none: passes are costed on `clock`.
+  // `cpu_seconds`: PassCpuClock's; none: passes are costed on `clock`. The
+  // slowdown's changes count from now.
+  EmulatedDevice(Clock& clock, DeviceSlowdown slowdown, std::function<double()> cpu_seconds = {})
+      : clock_(clock), slowdown_(std::move(slowdown)), started_(clock.Now()), cpu_seconds_(std::move(cpu_seconds)) {}
   EmulatedDevice(Clock& clock, double slowdown, std::function<double()> cpu_seconds = {})
-      : clock_(clock), slowdown_(slowdown), cpu_seconds_(std::move(cpu_seconds)) {}
+      : EmulatedDevice(clock, DeviceSlowdown{slowdown, {}}, std::move(cpu_seconds)) {}
 
   struct Mark {
     TimePoint at;
@@ -37,7 +41,9 @@ class EmulatedDevice {
   EmulatedPass Finish(const Mark& began) {
     std::optional<double> cpu_s;
     if (cpu_seconds_) cpu_s = cpu_seconds_() - began.cpu_s;
-    const EmulatedPass pass = EmulatePass(slowdown_, ToSeconds(clock_.Now() - began.at), cpu_s);
+    // At the slowdown of the time it began: a change mid-pass takes the next.
+    const EmulatedPass pass =
+        EmulatePass(slowdown_.At(ToSeconds(began.at - started_)), ToSeconds(clock_.Now() - began.at), cpu_s);
     if (pass.sleep_s > 0) clock_.SleepFor(FromSeconds(pass.sleep_s));
     return pass;
   }
@@ -46,7 +52,8 @@ class EmulatedDevice {
 
  private:
   Clock& clock_;
-  const double slowdown_;
+  const DeviceSlowdown slowdown_;
+  const TimePoint started_;
   const std::function<double()> cpu_seconds_;
 };
 

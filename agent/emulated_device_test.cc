@@ -42,6 +42,26 @@ TEST(EmulatedDevice, WithoutACpuClockThePassIsCostedOnTheClock) {
   });
 }
 
+// A cluster profile's compute.changes: 4x for the first second, 10x after.
+TEST(EmulatedDevice, APassTakesTheSlowdownOfTheTimeItBegan) {
+  DeterministicClock clock;
+  double cpu_s = 0;
+  EmulatedDevice device(clock, DeviceSlowdown{4, {{1.0, 10}}}, [&cpu_s] { return cpu_s; });
+  clock.Run("device", [&] {
+    auto pass = [&] {
+      const TimePoint start = clock.Now();
+      const EmulatedDevice::Mark began = device.Begin();
+      SharedCorePass(clock, cpu_s);
+      device.Finish(began);
+      return ToSeconds(clock.Now() - start);
+    };
+    EXPECT_NEAR(pass(), 0.040, 1e-9);
+    clock.SleepFor(std::chrono::milliseconds(950));  // begins at 0.99 s: still 4x
+    EXPECT_NEAR(pass(), 0.040, 1e-9);
+    EXPECT_NEAR(pass(), 0.100, 1e-9);
+  });
+}
+
 TEST(EmulatedDevice, TheCallingThreadsCpuClockCountsItsOwnWorkOnly) {
   EXPECT_FALSE(PassCpuClock(2));
   const auto cpu = PassCpuClock(1);

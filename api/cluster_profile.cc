@@ -71,6 +71,17 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
     NodeProfile node;
     node.name = n["name"].get<std::string>();
     node.slowdown = n["compute"]["slowdown"].get<double>();
+    const Json changes = n["compute"].value("changes", Json::array());
+    for (size_t c = 0; c < changes.size(); ++c) {
+      const std::string at_field = where + ".compute.changes[" + std::to_string(c) + "].at";
+      auto at = ParseDuration(changes[c]["at"].get<std::string>());
+      if (!at.ok()) return at.status().WithContext(at_field);
+      if (!node.slowdown_changes.empty() && ToSeconds(*at) <= node.slowdown_changes.back().at_s) {
+        return InvalidArgumentError(at_field + ": " + changes[c]["at"].get<std::string>() +
+                                    " is not after the change before it; list the changes in the order of their times");
+      }
+      node.slowdown_changes.push_back({ToSeconds(*at), changes[c]["slowdown"].get<double>()});
+    }
     node.memory = n.value("memory", "");
     node.arch = n.value("arch", "");
     node.transient = n["transient"].get<bool>();

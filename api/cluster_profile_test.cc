@@ -92,6 +92,20 @@ TEST(ClusterProfileTest, ANodesStreamIsARateOrARateTraceFromTheProfilesFolder) {
   EXPECT_FALSE(profile->nodes[2].stream.has_value());
 }
 
+TEST(ClusterProfileTest, ANodesSlowdownMayChangeAtTimesInTheRun) {
+  auto profile = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: a, compute: {slowdown: 4, changes: [{at: 90s, slowdown: 12}, {at: 3m, slowdown: 6}]}}\n"
+      "  - {name: b}\n",
+      "test.yaml");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  ASSERT_EQ(profile->nodes[0].slowdown_changes.size(), 2u);
+  EXPECT_EQ(profile->nodes[0].slowdown_changes[0].at_s, 90);
+  EXPECT_EQ(profile->nodes[0].slowdown_changes[0].slowdown, 12);
+  EXPECT_EQ(profile->nodes[0].slowdown_changes[1].at_s, 180);
+  EXPECT_TRUE(profile->nodes[1].slowdown_changes.empty());
+}
+
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
   const std::string head = "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n";
@@ -101,6 +115,12 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   } cases[] = {
       {"  - {name: a, compute: {slowdown: 0.5}}\n", "spec.nodes[0].compute.slowdown: must be >= 1 (got 0.5)"},
       {"  - {name: a, gpus: 4}\n", "spec.nodes[0].gpus: unknown field"},
+      {"  - {name: a, compute: {changes: [{at: 10s, slowdown: 0.5}]}}\n",
+       "spec.nodes[0].compute.changes[0].slowdown: must be >= 1"},
+      {"  - {name: a, compute: {changes: [{slowdown: 2}]}}\n", "spec.nodes[0].compute.changes[0].at: required field is missing"},
+      {"  - {name: a, compute: {changes: [{at: later, slowdown: 2}]}}\n", "spec.nodes[0].compute.changes[0].at"},
+      {"  - {name: a, compute: {changes: [{at: 2m, slowdown: 2}, {at: 60s, slowdown: 3}]}}\n",
+       "spec.nodes[0].compute.changes[1].at: 60s is not after the change before it"},
       {"  - {name: a, taints: [{key: k, effect: Sometimes}]}\n", "spec.nodes[0].taints[0].effect: must be one of"},
       {"  - {name: a}\n  - {name: a}\n", "spec.nodes[1]: duplicate entry with name=\"a\""},
       {"  - {name: A_1}\n", "spec.nodes[0].name: must match the pattern"},

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_slowdown.h"
 #include "core/taint.h"
 
 namespace edgetrain {
@@ -47,6 +48,7 @@ struct PowerProfile {
 struct NodeProfile {
   std::string name;
   double slowdown = 1;       // 10: a step takes ten times as long as on this machine
+  std::vector<SlowdownChange> slowdown_changes;  // compute.changes: the slowdown from a time on
   std::string memory;        // a Kubernetes quantity, e.g. "4Gi": the Node's memory capacity
   std::string arch;          // e.g. "arm64"
   bool transient = false;    // spot or otherwise liable to vanish

@@ -70,6 +70,11 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                    {"communicateWatts", w.power.communicate_watts},
                    {"idleWatts", w.power.idle_watts}}}};
     if (w.since_generation > 0) slot["sinceGeneration"] = w.since_generation;
+    if (!w.slowdown_changes.empty()) {
+      Json changes = Json::array();
+      for (const SlowdownChange& c : w.slowdown_changes) changes.push_back({{"atSeconds", c.at_s}, {"slowdown", c.slowdown}});
+      slot["slowdownChanges"] = changes;
+    }
     if (w.link) {
       slot["link"] = {{"trace", w.link->trace_path}, {"offsetSeconds", w.link->offset_s}, {"scale", w.link->scale},
                       {"shapedBy", w.link->kernel_shaped ? "kernel" : "agents"}};
@@ -145,6 +150,9 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       slot.node = w.at("node").get<std::string>();
       slot.slowdown = w.at("slowdown").get<double>();
       slot.since_generation = w.value("sinceGeneration", int64_t{0});
+      for (const auto& c : w.value("slowdownChanges", Json::array())) {
+        slot.slowdown_changes.push_back({c.at("atSeconds").get<double>(), c.at("slowdown").get<double>()});
+      }
       if (w.contains("power")) {
         const Json& p = w["power"];
         slot.power = {p.at("computeWatts").get<double>(), p.at("communicateWatts").get<double>(),
@@ -199,6 +207,12 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
   for (size_t i = 0; i < plan.workers.size(); ++i) {
     if (plan.workers[i].rank != static_cast<int>(i)) return InvalidArgumentError("plan: workers must be listed by rank");
     if (plan.workers[i].slowdown < 1) return InvalidArgumentError("plan: a worker's slowdown must be >= 1");
+    double after = 0;
+    for (const SlowdownChange& c : plan.workers[i].slowdown_changes) {
+      if (c.slowdown < 1) return InvalidArgumentError("plan: a worker's slowdown must be >= 1");
+      if (c.at_s < after) return InvalidArgumentError("plan: a worker's slowdown changes must be in the order of their times");
+      after = c.at_s;
+    }
   }
   if (plan.pipeline) EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(*plan.pipeline, plan.workers.size()));
   EDGETRAIN_ASSIGN_OR_RETURN(plan.spec, DecodeJobSpec(plan.spec_json));

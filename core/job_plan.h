@@ -29,6 +29,9 @@ struct WorkerSlot {
   // team, while a worker of a replaced slot is fenced out.
   int64_t since_generation = 0;
   std::optional<StreamSource> stream = {};  // its node's stream, when the job's spec names no rates
+  std::vector<SlowdownChange> slowdown_changes = {};  // its node's compute.changes: the slowdown from a time on
+
+  DeviceSlowdown Slowdown() const { return {slowdown, slowdown_changes}; }
 };
 
 // One part of the training set, as one worker of a team of `parts` would hold

@@ -117,6 +117,21 @@ TEST(JobPlanTest, ASlotsStreamRoundTrips) {
   EXPECT_FALSE(decoded->workers[2].stream.has_value());
 }
 
+TEST(JobPlanTest, ASlotsSlowdownChangesRoundTripInTheOrderOfTheirTimes) {
+  JobPlan plan = APlan("team");
+  plan.workers = {WorkerSlot{}, WorkerSlot{}};
+  for (int r = 0; r < 2; ++r) plan.workers[r].rank = r;
+  plan.workers[1].slowdown = 2;
+  plan.workers[1].slowdown_changes = {{30, 8}, {60, 3}};
+  auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->workers[0].slowdown_changes.empty());
+  EXPECT_EQ(decoded->workers[1].Slowdown().At(45), 8);
+  EXPECT_EQ(decoded->workers[1].Slowdown().At(61), 3);
+  plan.workers[1].slowdown_changes = {{60, 8}, {30, 3}};
+  EXPECT_NE(DecodeJobPlan(EncodeJobPlan(plan)).status().message().find("in the order of their times"), std::string::npos);
+}
+
 // What the layout was planned from goes with it, for the head to plan again.
 TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   JobPlan plan = APlan("vgg-pipeline");

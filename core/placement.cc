@@ -22,6 +22,7 @@ StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<
       const NodeProfile& node = profile->nodes[static_cast<size_t>(rank)];
       slot.node = node.name;
       slot.slowdown = node.slowdown;
+      slot.slowdown_changes = node.slowdown_changes;
       slot.link = node.link;
       slot.stream = node.stream;
       slot.power = node.power;

@@ -48,7 +48,7 @@ class WorkerRun {
             std::ostream& log, const std::atomic<bool>& cancel)
       : plan_(plan), options_(options), trainer_(trainer), train_(train), clock_(clock), log_(log), cancel_(cancel),
         layout_(trainer.ParameterShapes(), plan.spec.sync.granularity),
-        device_(clock, SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->slowdown : 1.0,
+        device_(clock, SlotOf(plan, options.rank) ? SlotOf(plan, options.rank)->Slowdown() : DeviceSlowdown{},
                 options.thread_cpu_seconds),
         rounds_(plan.spec.sync.policy == SyncPolicy::kDeadline),
         gradient_(static_cast<size_t>(layout_.total_floats())), changed_(clock),

@@ -1112,40 +1112,43 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
 }
 
 // Two stages of two layers each, one device each, their compute even (the
-// first's passes twice as long: the fakes' first stage has half the work),
-// the head measuring them every 4 steps. The second device slows fourfold
-// from its pass 49 (step 7):
-// the head moves one layer to the first stage, once (the cut it then
-// measures is the one it predicted, and no other beats it by 15%), and the
-// run's every step loss is the run's that moved nothing, within 1e-4: layers
-// move with their weights and optimizer state.
-TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStayTheSame) {
+// first's passes twice as long: the fakes' first stage has half the work,
+// and its device is twice as fast), the head measuring them every
+// `rebalance_every` steps (0: never). `slowed`: the second device's fake
+// slowing; `changes`: its slowdown's from the plan (a cluster profile's
+// compute.changes), which the stage's emulated device applies.
+SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = {},
+                              std::vector<SlowdownChange> changes = {}) {
   const TrainTestSplit data = LearningData();
   JobPlan plan = HybridPlan({{0}, {1}}, 4);
   plan.spec.optimizer = {OptimizerKind::kAdam, 0.01, std::nullopt, 0};  // Adam: its moments move with the layers too
   plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}};
-  auto run = [&](int rebalance_every, bool slowed) {
-    DeterministicClock clock;
-    testing::FakeDevice devices[2];
-    if (slowed) devices[1] = {0, 49, 4.0};
-    std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
-    std::vector<StageTrainer*> trainers;
-    for (int r = 0; r < 2; ++r) {
-      fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
-          testing::FakeStage{r == 0, r == 1, milliseconds(2 - r), milliseconds(4 - 2 * r), 2, &devices[r]}, clock));
-      trainers.push_back(fakes.back().get());
-    }
-    const RankLayerTaker take_layers = [&](int rank, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
-      return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
-          testing::FakeStage{first == 0, end == 4, milliseconds(2 - rank), milliseconds(4 - 2 * rank), end - first,
-                             &devices[rank]},
-          clock));
-    };
-    return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every);
+  plan.workers[1].slowdown_changes = std::move(changes);
+  DeterministicClock clock;
+  testing::FakeDevice devices[2];
+  devices[1] = slowed;
+  std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+  std::vector<StageTrainer*> trainers;
+  for (int r = 0; r < 2; ++r) {
+    fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{r == 0, r == 1, milliseconds(2 - r), milliseconds(4 - 2 * r), 2, &devices[r]}, clock));
+    trainers.push_back(fakes.back().get());
+  }
+  const RankLayerTaker take_layers = [&](int rank, int first, int end) -> StatusOr<std::unique_ptr<StageTrainer>> {
+    return std::unique_ptr<StageTrainer>(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{first == 0, end == 4, milliseconds(2 - rank), milliseconds(4 - 2 * rank), end - first,
+                           &devices[rank]},
+        clock));
   };
-  const SimulatedRun fixed = run(0, false);
-  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
-  const SimulatedRun moved = run(4, true);
+  return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every);
+}
+
+// A run whose second device was slowed fourfold from step 7 on has one
+// layer moved off it, once (the cut it then measures is the one it
+// predicted, and no other beats it by 15%), and its every step's loss is the
+// run's that moved nothing, within 1e-4: layers move with their weights and
+// optimizer state.
+void ExpectOneLayerMovedOffTheSlowedDevice(const SimulatedRun& moved, const SimulatedRun& fixed) {
   ASSERT_TRUE(moved.ended.ok()) << moved.ended.ToString() << "\n" << moved.log;
   ASSERT_EQ(moved.losses.size(), 24u);
   ExpectSameRun(moved, fixed, 24);
@@ -1157,10 +1160,31 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
   EXPECT_EQ(moved.progress.workers[1].layers, (std::pair{3, 4}));
   // Its steps after the move are faster than step 8's, slowed, before it.
   EXPECT_LT(moved.step_s.back(), 0.9 * moved.step_s[7]) << moved.log;
+}
+
+// The second device slowed fourfold from its pass 49 (step 7) by a fake.
+TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStayTheSame) {
+  const SimulatedRun fixed = RunTwoEvenStages(0);
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages(4, {0, 49, 4.0}), fixed);
   // Unslowed, the stages are even and nothing moves.
-  const SimulatedRun even = run(4, false);
+  const SimulatedRun even = RunTwoEvenStages(4);
   ASSERT_TRUE(even.ended.ok());
   EXPECT_EQ(even.progress.replays->repartitions, 0) << even.log;
+}
+
+// The same drift from the plan, as a cluster profile's compute.changes gives
+// it: the second device's slowdown goes from 2 to 8 at the time its step 7
+// begins, and the stage's emulated device slows from then on.
+TEST(SimulatedPipelineTest, ADeviceSlowedByItsProfileMidRunHasALayerMovedOffItOnce) {
+  const SimulatedRun fixed = RunTwoEvenStages(0);
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  double step_7_at = 0;
+  for (int s = 0; s < 6; ++s) step_7_at += fixed.step_s[s];
+  const SimulatedRun moved = RunTwoEvenStages(4, {}, {{step_7_at, 8.0}});
+  EXPECT_NEAR(moved.step_s[5], fixed.step_s[5], 1e-9) << "not slowed before";
+  EXPECT_GT(moved.step_s[7], 1.5 * fixed.step_s[7]) << "slowed at its time";
+  ExpectOneLayerMovedOffTheSlowedDevice(moved, fixed);
 }
 
 using testing::Digits;

@@ -211,7 +211,7 @@ class Stage {
         first_layer_(plan.pipeline->stages[index].first_layer), end_layer_(plan.pipeline->stages[index].end_layer),
         options_(options),
         trainer_(&trainer), train_(train), clock_(clock),
-        device_(clock, plan.workers[options.rank].slowdown, options.thread_cpu_seconds),
+        device_(clock, plan.workers[options.rank].Slowdown(), options.thread_cpu_seconds),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(std::make_unique<RowLayout>(trainer.ParameterShapes(), SyncGranularity::kLayer)),
         optimizer_(std::make_unique<RowOptimizer>(plan.spec.optimizer, *layout_)),
