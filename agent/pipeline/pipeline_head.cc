@@ -499,29 +499,39 @@ Status PipelineHead::RegroupLocked() {
   speeds_ = std::move(speeds);
   // From the last, so that the stages before keep their numbers meanwhile.
   for (auto s = emptied.rbegin(); s != emptied.rend(); ++s) RestoreStageLocked(*s, before[*s]);
-  if (regrouped_) ReplanLocked();
+  if (regrouped_) {
+    ReplanLocked();
+    regroup_due_ = true;
+  }
   return Status::Ok();
 }
 
-void PipelineHead::ReplanLocked() {
-  if (!problem_) return;
-  std::vector<PipelineStage> stages;
-  for (size_t s = 0; s < groups_.size(); ++s) stages.push_back({layers_[s].first, layers_[s].second, groups_[s]});
+PipelineProblem PipelineHead::PacedProblemLocked(std::string& paces) {
   // The head's word and the stages' answers as the run's last steps paid
   // them, where the profile timed two messages on a quiet stream.
   PipelineProblem problem = *problem_;
   problem.transport.orders_s = orders_.Seconds();
   // Each device left as it has run its part of the steps, where the profile
   // timed its layers alone.
-  std::ostringstream paces;
+  std::ostringstream said;
   replays_.replanned_paces.clear();
   for (int r : members_) {
     if (!pace_.Learned(r)) continue;
     problem.devices[static_cast<size_t>(r)].speed /= pace_.Of(r);
     replays_.replanned_paces[r] = pace_.Of(r);
-    paces << (paces.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2)
-          << pace_.Of(r) << "x";
+    said << (said.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2) << pace_.Of(r)
+         << "x";
   }
+  paces = said.str();
+  return problem;
+}
+
+void PipelineHead::ReplanLocked() {
+  if (!problem_) return;
+  std::vector<PipelineStage> stages;
+  for (size_t s = 0; s < groups_.size(); ++s) stages.push_back({layers_[s].first, layers_[s].second, groups_[s]});
+  std::string paces;
+  const PipelineProblem problem = PacedProblemLocked(paces);
   const PipelinePlan plan = AtBestMicroBatches(problem, stages);
   if (!plan.cost.fits) {
     Log() << "pipeline: no micro-batch count fits the devices left (" << plan.cost.misfit << "); " << micro_batches_
@@ -532,9 +542,8 @@ void PipelineHead::ReplanLocked() {
         << Count(static_cast<size_t>(plan.micro_batches), "micro-batch", "micro-batches") << " of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
         << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
         << OrdersNote(problem.transport, orders_.counted())
-        << (paces.tellp() > 0 ? "; each device at its pace in the run's steps against the profile's prediction: " +
-                                    paces.str()
-                              : std::string())
+        << (!paces.empty() ? "; each device at its pace in the run's steps against the profile's prediction: " + paces
+                           : std::string())
         << "\n";
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
@@ -905,6 +914,7 @@ void PipelineHead::Rejoin() {
       members_.push_back(r);
       regrouped_ = true;  // the next step goes as a replay, which carries the groups
       ++replays_.rejoined;
+      regroup_due_ = true;
       // A group of one more device paces differently: measured afresh.
       if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
       Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
@@ -918,7 +928,8 @@ std::vector<int> PipelineHead::ReturningLocked() const {
   std::vector<int> back;
   if (finished_ || layer_float_at_.size() < 2) return back;  // without the layers' offsets no stage's state can be cut out
   for (const auto& link : links_) {
-    if (link->stream && !link->lost && !MemberLocked(link->rank) && StageOfRank(*plan_.pipeline, link->rank).ok()) {
+    if (link->stream && !link->lost && !MemberLocked(link->rank) && !benched_.count(link->rank) &&
+        StageOfRank(*plan_.pipeline, link->rank).ok()) {
       back.push_back(link->rank);
     }
   }
@@ -939,6 +950,7 @@ Status PipelineHead::Advance() {
     proposed_.reset();
   }
   Rejoin();
+  RegroupByThePlanner();
   std::unique_lock lock(mu_);
   // The last step's period measures the orders only when nothing but the
   // step happened between its word and this one: a fetch of the stages'
@@ -1091,15 +1103,19 @@ void PipelineHead::MeasureStagesLocked() {
         << step_ << "; moving layers for " << proposed_->predicted_s << " s a step at the slowest\n";
 }
 
-void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
-  const std::vector<int64_t>& float_at = layer_float_at_;
-  const std::vector<int64_t>& row_at = layer_row_at_;
+bool PipelineHead::FitsLayersLocked(const JobCheckpoint& state) const {
   // Moments are empty for an optimizer without them (plain SGD).
   auto fits = [&](const std::vector<float>& moment) {
     return moment.empty() || moment.size() == state.parameters.size();
   };
-  if (float_at.back() != static_cast<int64_t>(state.parameters.size()) || !fits(state.optimizer.first) ||
-      !fits(state.optimizer.second) || row_at.back() != static_cast<int64_t>(state.optimizer.steps.size())) {
+  return layer_float_at_.back() == static_cast<int64_t>(state.parameters.size()) && fits(state.optimizer.first) &&
+         fits(state.optimizer.second) && layer_row_at_.back() == static_cast<int64_t>(state.optimizer.steps.size());
+}
+
+void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
+  const std::vector<int64_t>& float_at = layer_float_at_;
+  const std::vector<int64_t>& row_at = layer_row_at_;
+  if (!FitsLayersLocked(state)) {
     Log() << "pipeline: layers stay where they are: the stages' state is not the layers' the head was given\n";
     return;
   }
@@ -1133,6 +1149,147 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   StartMeasureLocked();
   Log() << "pipeline: layers moved at step " << step_ << ": " << was.str() << " now " << now.str() << ", predicted "
         << proposed_->predicted_s << " s a step at the slowest stage against " << proposed_->measured_s << "\n";
+}
+
+void PipelineHead::RegroupByThePlanner() {
+  std::optional<PipelinePlan> better;
+  {
+    std::lock_guard lock(mu_);
+    if (!regroup_due_) return;
+    regroup_due_ = false;
+    better = BetterPlanLocked();
+  }
+  if (!better) return;
+  // The stages' committed state, which every device takes its new layers from.
+  auto state = StateNow();
+  std::lock_guard lock(mu_);
+  if (!state.ok()) {
+    Log() << "pipeline: the stages stay as they are: " << state.status().message() << "\n";
+    return;
+  }
+  if (!LostLocked().ok()) {
+    // The step lets it go and replays; the planner runs again after it.
+    Log() << "pipeline: the stages stay as they are this step: " << LostLocked().message() << "\n";
+    return;
+  }
+  LayOutLocked(*better, *state);
+}
+
+std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
+  if (!problem_ || rebalancing_.every <= 0 || layer_float_at_.size() < 2) return std::nullopt;
+  std::string paces;
+  const PipelineProblem problem = PacedProblemLocked(paces);
+  // The same problem over the members alone: the planner numbers them from 0.
+  PipelineProblem left = problem;
+  left.devices.clear();
+  std::vector<int> ranks;
+  for (int r : members_) {
+    left.devices.push_back(problem.devices[static_cast<size_t>(r)]);
+    ranks.push_back(r);
+  }
+  auto verdict = PlanPipeline(left, {.one_device_per_stage = plan_.spec.parallelism.mode == ParallelismMode::kPipeline});
+  if (!verdict.ok()) {
+    Log() << "pipeline: the planner has no plan over the devices left: " << verdict.status().message() << "\n";
+    return std::nullopt;
+  }
+  PipelinePlan best = std::move(verdict->plan);
+  for (PipelineStage& stage : best.stages) {
+    for (int& d : stage.devices) d = ranks[static_cast<size_t>(d)];
+  }
+  std::vector<PipelineStage> now;
+  for (size_t s = 0; s < groups_.size(); ++s) now.push_back({layers_[s].first, layers_[s].second, groups_[s]});
+  const PipelinePlan as_they_are = AtBestMicroBatches(problem, now);
+  // A re-plan costs every layer's state sent out once; one inside the
+  // cost model's error would move the layers for nothing.
+  const bool better = best.cost.samples_per_s > (1 + rebalancing_.min_gain) * as_they_are.cost.samples_per_s;
+  Log() << "pipeline: the planner over the devices left (" << members_.size() << "): " << DescribePlan(problem, best)
+        << "; predicted " << static_cast<int64_t>(best.cost.samples_per_s + 0.5) << " samples/s against "
+        << static_cast<int64_t>(as_they_are.cost.samples_per_s + 0.5) << " for the stages as they are"
+        << (better ? ": laid out so" : ", not " + std::to_string(static_cast<int>(rebalancing_.min_gain * 100 + 0.5)) +
+                                           "% more: they stay")
+        << (!paces.empty() ? " (each device at its pace in the run's steps: " + paces + ")" : std::string()) << "\n";
+  if (!better) return std::nullopt;
+  return best;
+}
+
+void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state) {
+  if (!FitsLayersLocked(state)) {
+    Log() << "pipeline: the stages stay as they are: the stages' state is not the layers' the head was given\n";
+    return;
+  }
+  std::vector<std::vector<int>> groups;
+  std::vector<std::vector<double>> speeds;
+  std::vector<std::pair<int, int>> layers;
+  StageShapes shapes;
+  std::vector<std::optional<v1::StageReplica>> replicas;
+  std::vector<std::optional<v1::StageLayers>> taken;
+  std::vector<int> members;
+  for (const PipelineStage& stage : plan.stages) {
+    const int first = stage.first_layer, end = stage.end_layer;
+    groups.push_back(stage.devices);
+    speeds.emplace_back();
+    for (int r : stage.devices) {
+      speeds.back().push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
+      links_[static_cast<size_t>(r)]->stage = static_cast<int>(groups.size() - 1);
+      members.push_back(r);
+    }
+    layers.emplace_back(first, end);
+    shapes.emplace_back();
+    for (int l = first; l < end; ++l) {
+      shapes.back().insert(shapes.back().end(), rebalancing_.layer_shapes[l].begin(), rebalancing_.layer_shapes[l].end());
+    }
+    // Every device of the stage is sent its layers whole: one that had
+    // them keeps its own, the same as committed.
+    v1::StageLayers whole;
+    whole.set_taken_first_layer(first);
+    whole.set_taken_end_layer(end);
+    *whole.mutable_taken() =
+        SliceOf(state, layer_float_at_[first], layer_float_at_[end] - layer_float_at_[first],
+                static_cast<size_t>(layer_row_at_[first]), static_cast<size_t>(layer_row_at_[end] - layer_row_at_[first]));
+    // The state sent is the stage's as committed at step_: its replica too.
+    replicas.emplace_back(v1::StageReplica());
+    replicas.back()->set_step(step_);
+    *replicas.back()->mutable_state() = whole.taken();
+    taken.push_back(std::move(whole));
+  }
+  for (int r : members_) {
+    if (std::find(members.begin(), members.end(), r) != members.end()) continue;
+    // Connected, and told nothing until the job ends: in no stage, it is
+    // not taken back as a device that returns either.
+    benched_.insert(r);
+    Log() << "pipeline: rank " << r << " is left out of the stages, as the planner's best has it\n";
+  }
+  const std::string was = DescribeStagesLocked();
+  members_ = std::move(members);
+  groups_ = std::move(groups);
+  speeds_ = std::move(speeds);
+  layers_ = std::move(layers);
+  shapes_ = std::move(shapes);
+  replicas_ = std::move(replicas);
+  taken_ = std::move(taken);
+  micro_batches_ = plan.micro_batches;
+  replays_.replanned_micro_batches = plan.micro_batches;
+  replays_.replanned_samples_per_s = plan.cost.samples_per_s;
+  relaid_ = true;
+  regrouped_ = true;  // the next step goes as a replay, which carries the groups and layers
+  ++replays_.repartitions;
+  if (metrics_) metrics_->AddRepartition("replan");
+  // Cuts measured or proposed were of stages that are no more.
+  proposed_.reset();
+  measured_cuts_.clear();
+  StartMeasureLocked();
+  Log() << "pipeline: stages laid out anew after step " << step_ << ": " << was << " now " << DescribeStagesLocked()
+        << ", " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
+}
+
+std::string PipelineHead::DescribeStagesLocked() const {
+  std::ostringstream out;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    out << (s ? " | " : "") << "layers " << layers_[s].first << "-" << layers_[s].second - 1 << " on rank"
+        << (groups_[s].size() > 1 ? "s " : " ");
+    for (size_t j = 0; j < groups_[s].size(); ++j) out << (j ? "," : "") << groups_[s][j];
+  }
+  return out.str();
 }
 
 JobProgress PipelineHead::Progress() {

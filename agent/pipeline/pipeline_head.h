@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -178,6 +179,26 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A one-stage pipeline left of two no longer fills and drains, and its
   // passes of a few samples each would pay their fixed costs for nothing.
   void ReplanLocked();
+  // The planner's problem for the devices as they have run: each at its pace
+  // in the run's steps against the profile's prediction, and the head's word
+  // to the stages as the steps took it. `paces` says which paces it counted.
+  PipelineProblem PacedProblemLocked(std::string& paces);
+  // After a loss or a device back, between steps: the planner over the
+  // devices in the stages (groups and cuts, which a loss otherwise leaves as
+  // the plan had them, a lost stage's layers on its neighbour), and, if its
+  // best promises more than the stages as they are by the least gain a layer
+  // move must (Rebalancing::min_gain), the stages laid out so: every device
+  // sent its new stage's layers whole, as the stages committed them.
+  void RegroupByThePlanner();
+  // The planner's best over the members, its devices named by rank, if it
+  // beats the stages as they are; none without what the plan was planned
+  // from, or with layers that never move (Rebalancing::every 0).
+  std::optional<PipelinePlan> BetterPlanLocked();
+  void LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state);
+  // "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
+  std::string DescribeStagesLocked() const;
+  // Whether `state` is the whole model's, as the layers' offsets say.
+  bool FitsLayersLocked(const JobCheckpoint& state) const;
   // A step run plainly of `samples`: each member's work, as its answer said,
   // against the cost model's prediction for its layers and shares.
   // A step as the stages deal it: by stage, by device of its group, the
@@ -244,6 +265,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::vector<double> measured_compute_;  // by rank: its compute seconds then
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
+  bool regroup_due_ = false;  // a loss or a device back since the last step: the planner runs again before the next
+  std::set<int> benched_;     // left out by the planner's re-plan: connected, and in no stage
   // Each set of cuts the stages were measured at: the slowest stage's seconds a step.
   std::map<std::vector<std::pair<int, int>>, double> measured_cuts_;
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)

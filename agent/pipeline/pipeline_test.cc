@@ -426,7 +426,8 @@ RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* dev
 // (rank -> its nth pass), and coming back, a fresh agent of the rank on a
 // fresh device, as `back_after` says (rank -> the step after which).
 SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false,
-                          const std::map<int, int>& back_after = {}, Duration between_steps = {}) {
+                          const std::map<int, int>& back_after = {}, Duration between_steps = {},
+                          int rebalance_every = 0) {
   const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   DeterministicClock clock;
@@ -459,8 +460,8 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
   // A device taking a lost neighbour's layers: a fake of all of them, as
   // slow a layer as its own stage's.
   const int layers = plan.pipeline->stages.back().end_layer;
-  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), 0, std::nullopt, back,
-                     nullptr, {}, between_steps);
+  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), rebalance_every,
+                     std::nullopt, back, nullptr, {}, between_steps);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -557,6 +558,53 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadPlanTheMicroBatchesAgainForTheDevices
   for (size_t k = 3; k < 6; ++k) before += as_planned.step_s[k], after += replanned.step_s[k];
   EXPECT_LT(after, before);
   EXPECT_NEAR(after / 3, 24 / best.cost.samples_per_s, 0.05 * after / 3);
+}
+
+// What the plan was planned from, for fake stages as RunReplaying builds
+// them: the stage of layer s takes s + 1 ms forward and 2 ms backward a
+// sample on a device of speed 1, each device as slow as its slot.
+PlannedFrom FakesPlannedFrom(const JobPlan& plan) {
+  PlannedFrom from;
+  for (int s = 0; s < plan.pipeline->stages.back().end_layer; ++s) {
+    from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0});
+  }
+  for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
+  from.state_factor = 2;
+  return from;
+}
+
+// With layers that may move, a loss has the head run the planner over the
+// devices left, groups and cuts: the fastest device of the first stage lost,
+// the stages as they are (layer 0 on rank 1, of speed 1/2; layer 1, the
+// heavier, on rank 2, of 1/3) are predicted at 82 samples/s, and the
+// planner's best, the two devices swapped, at 107. The head lays them out so
+// before the next step, each device sent its new layers as the stages
+// committed them. Every loss is the run's that lost no one, and the steps
+// after are faster than those of the same loss with layers that never move.
+TEST(SimulatedPipelineTest, ALossHasTheHeadRunThePlannerOverTheDevicesLeft) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  plan.pipeline->planned_from = FakesPlannedFrom(plan);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 6);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun kept = RunReplaying(plan, {{0, 17}}, 6);  // rank 0's first forward of step 3
+  ASSERT_TRUE(kept.ended.ok()) << kept.ended.ToString() << "\n" << kept.log;
+  EXPECT_EQ(kept.progress.replays->repartitions, 0) << "layers that never move: the stages stay";
+  const SimulatedRun regrouped = RunReplaying(plan, {{0, 17}}, 6, false, {}, {}, /*rebalance_every=*/1000);
+  ASSERT_TRUE(regrouped.ended.ok()) << regrouped.ended.ToString() << "\n" << regrouped.log;
+  ExpectSameRun(regrouped, whole_run, 6);
+  ASSERT_TRUE(regrouped.progress.replays.has_value());
+  EXPECT_EQ(regrouped.progress.replays->repartitions, 1) << regrouped.log;
+  EXPECT_NE(regrouped.log.find("stages laid out anew after step 3: layers 0-0 on rank 1 | layers 1-1 on rank 2 now "
+                                "layers 0-0 on rank 2 | layers 1-1 on rank 1"),
+            std::string::npos)
+      << regrouped.log;
+  ASSERT_EQ(regrouped.progress.workers.size(), 2u);
+  for (const WorkerProgress& w : regrouped.progress.workers) {
+    EXPECT_EQ(w.layers, (w.rank == 2 ? std::pair{0, 1} : std::pair{1, 2})) << w.rank;
+  }
+  double before = 0, after = 0;
+  for (size_t k = 4; k < 6; ++k) before += kept.step_s[k], after += regrouped.step_s[k];
+  EXPECT_LT(after, 0.8 * before) << regrouped.log;
 }
 
 // The head learns what its word to the stages and their answers cost a step
@@ -1206,13 +1254,18 @@ double RelativeDifference(std::span<const float> a, std::span<const float> b) {
 // until the job is over), their steps replayed on the others. Replicas carry
 // `moments` (float32 unless told: a restored stage then continues exactly),
 // and `replica_bytes`, if given, gets the size of one of the first stage's.
+// `planned_from`: what the layout was planned from, the head's layers free
+// to move; a loss then has the head run the planner over the devices left,
+// which must lay the stages out anew.
 void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<double>& slowdowns,
                               const std::map<int, int>& dies_at_pass = {}, bool silent = false,
-                              ReplicaMoments moments = ReplicaMoments::kFloat32, double* replica_bytes = nullptr) {
+                              ReplicaMoments moments = ReplicaMoments::kFloat32, double* replica_bytes = nullptr,
+                              const std::optional<PlannedFrom>& planned_from = std::nullopt) {
   const std::string model = R"({"name": "mlp", "hidden": [32, 16]})";
   const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
   JobPlan plan = PipelinePlan(Spec(model, "digits", 32, static_cast<int>(slowdowns.size()), adam), 3, 4);
   plan.pipeline = layout;
+  plan.pipeline->planned_from = planned_from;
   // A replica every step: a stage's only device lost then costs nothing of the model.
   plan.spec.fault_tolerance.replicate_every = 1;
   plan.spec.fault_tolerance.replica_moments = moments;
@@ -1256,6 +1309,16 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   }
   std::ostringstream log;
   PipelineHead head(plan, **whole, Digits().test, Digits().train.size(), shapes, clock, log);
+  if (planned_from) {
+    PipelineHead::Rebalancing rebalancing;
+    rebalancing.every = 1000;  // the stages never measured in 12 steps: only a loss moves layers
+    for (int l = 0; l < *layers; ++l) {
+      auto layer = CreateStageTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1, l, l + 1});
+      ASSERT_TRUE(layer.ok());
+      rebalancing.layer_shapes.push_back((*layer)->ParameterShapes());
+    }
+    head.SetRebalancing(rebalancing);
+  }
   MetricsRegistry registry;
   std::vector<int> stage_of_rank;
   for (size_t r = 0; r < slowdowns.size(); ++r) stage_of_rank.push_back(*StageOfRank(layout, static_cast<int>(r)));
@@ -1373,6 +1436,9 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   if (alone > 0) {
     EXPECT_NE(log.str().find(" go to stage "), std::string::npos) << log.str();
   }
+  if (planned_from && !dies_at_pass.empty()) {
+    EXPECT_NE(log.str().find("stages laid out anew"), std::string::npos) << log.str();
+  }
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     if (dies_at_pass.count(static_cast<int>(r))) continue;
     const std::string series = "edgetrain_stage_compute_seconds_total{stage=\"" + std::to_string(stage_of_rank[r]) +
@@ -1434,6 +1500,22 @@ TEST(PipelineOverGrpcTest, AStageRebuiltFromAReplicaOfBfloat16MomentsTrainsOnAsO
                            ReplicaMoments::kBfloat16, &compact);
   ASSERT_GT(exact, 0);
   EXPECT_NEAR(compact / exact, 8.0 / 12, 0.02) << compact << " bytes against " << exact;
+}
+
+// Three stages of one device each, the middle one dying at its last
+// backward of step 5: the first stage's device takes its layers, and the
+// head then runs the planner over the two devices left. By the costs the
+// layout says it was planned from (the first layer as heavy as the other
+// two), the first stage holding two layers paces the pipeline; the planner's
+// best is faster by more than 15%, and every device is sent its new layers,
+// LibTorch's, with their weights and Adam's state. The pipeline still trains
+// as one device.
+TEST(PipelineOverGrpcTest, AfterALossThePlannersLayoutOverTheDevicesLeftStillTrainsAsOneDevice) {
+  PlannedFrom from;
+  for (int l = 0; l < 3; ++l) from.layers.push_back({"layer" + std::to_string(l), (3 - l) * 1e-3, (3 - l) * 1e-3, 4000, 400, {}, 0});
+  for (int r = 0; r < 3; ++r) from.devices.push_back({"device-" + std::to_string(r), 1, 0, 0, 0});
+  ExpectToTrainAsOneDevice({{{0, 1, {0}}, {1, 2, {1}}, {2, 3, {2}}}, 4}, {1, 1, 1}, {{1, 40}}, false,
+                           ReplicaMoments::kFloat32, nullptr, from);
 }
 
 // Plain synchronous data parallelism, as a pipeline of one stage on three devices.
