@@ -106,7 +106,8 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       Json devices = Json::array();
       for (const PipelineDevice& d : from->devices) {
         devices.push_back({{"name", d.name}, {"speed", d.speed}, {"memoryBytes", d.memory_bytes},
-                           {"upBytesPerSecond", d.up_bytes_per_s}, {"downBytesPerSecond", d.down_bytes_per_s}});
+                           {"upBytesPerSecond", d.up_bytes_per_s}, {"downBytesPerSecond", d.down_bytes_per_s},
+                           {"transient", d.transient}});
       }
       // The layers and the transport in the agent's own format (core/layer_cost.h).
       const Json measured = Json::parse(EncodeLayerCosts(from->layers, from->transport));
@@ -185,7 +186,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
         for (const auto& d : f.at("devices")) {
           from.devices.push_back({d.at("name").get<std::string>(), d.at("speed").get<double>(),
                                   d.at("memoryBytes").get<int64_t>(), d.at("upBytesPerSecond").get<double>(),
-                                  d.at("downBytesPerSecond").get<double>()});
+                                  d.at("downBytesPerSecond").get<double>(), d.value("transient", false)});
         }
         from.state_factor = f.at("stateFactor").get<double>();
         from.max_micro_batches = f.at("maxMicroBatches").get<int>();

@@ -73,11 +73,14 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
   choice.fastest_alone = FastestAlone(problem);
   choice.ideal_samples_per_s = IdealSamplesPerSecond(problem);
   const PipelinePlan& dp = choice.data_parallel;
+  // Why the plan is not the fastest the planner found, when it is not.
+  const std::string note = choice.planned.transient_note.empty() ? "" : "; " + choice.planned.transient_note;
   if (mode != ParallelismMode::kAuto) {
     choice.chosen = mode;
     choice.reason = choice.plan_mode == ParallelismMode::kDataParallel
                         ? "no split is predicted faster than one stage on every device: as data parallelism"
                         : AgainstDataParallelism(plan, dp);
+    choice.reason += note;
     return choice;
   }
   // The plan's prediction against data parallelism's, on the same problem; a
@@ -92,6 +95,7 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
     choice.reason = "no split is predicted faster than data parallelism on the same devices and links (" +
                     SamplesPerSecond(dp.cost.samples_per_s) + ")";
   }
+  choice.reason += note;
   return choice;
 }
 

@@ -65,6 +65,9 @@ struct PipelineDevice {
   int64_t memory_bytes = 0;  // what training may use on it; 0: not limited
   double up_bytes_per_s = 0;    // its link, each way; 0: not limited (a wired head)
   double down_bytes_per_s = 0;
+  // Liable to vanish (a spot VM, edgetrain.dev/transient): the planner keeps
+  // it company in its stage where that costs little (PlannerOptions).
+  bool transient = false;
 };
 
 struct PipelineProblem {

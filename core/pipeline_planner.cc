@@ -1,6 +1,7 @@
 #include "core/pipeline_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <cstdio>
 #include <limits>
@@ -146,7 +147,7 @@ struct Best {
 // `incumbent_s` are looked for.
 template <typename Devices>
 std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices& devices, double incumbent_s,
-                                   bool one_device_per_stage, int64_t& candidates) {
+                                   bool one_device_per_stage, bool transient_company, int64_t& candidates) {
   const PipelineProblem& problem = model.problem();
   const int layers = static_cast<int>(problem.layers.size());
   const int states = devices.States();
@@ -197,6 +198,7 @@ std::optional<PipelinePlan> Search(const PipelineCostModel& model, const Devices
       for (int first = end - 1; first >= 0; --first) {
         devices.ForEachGroup(state, [&](size_t g, int next) {
           if (one_device_per_stage && members[g].size() > 1) return;
+          if (transient_company && members[g].size() == 1 && problem.devices[members[g][0]].transient) return;
           if (first > 0 && devices.free_capacity[next] <= 0) return;  // no device left for the layers before
           std::optional<StageRates>& r = rates[first * groups.size() + g];
           if (!r) r = model.Rates(first, end, members[g]);
@@ -301,21 +303,25 @@ std::string StageLayerNames(const PipelineProblem& problem, const PipelineStage&
   return stage.end_layer - stage.first_layer == 1 ? first : first + "-" + problem.layers[stage.end_layer - 1].name;
 }
 
-StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const PlannerOptions& options) {
-  if (problem.layers.empty()) return InvalidArgumentError("the model has no layers to plan");
-  if (problem.devices.empty()) return InvalidArgumentError("there are no devices to plan on");
-  if (problem.devices.size() > 64) return InvalidArgumentError("the planner takes at most 64 devices");
-  if (problem.batch_size < 1) return InvalidArgumentError("the batch must hold at least one sample");
-  for (const PipelineDevice& d : problem.devices) {
-    if (!(d.speed > 0)) return InvalidArgumentError("device " + d.name + " has no speed");
-  }
+bool KeepsTransientCompany(const PipelineProblem& problem, const PipelinePlan& plan) {
+  return std::none_of(plan.stages.begin(), plan.stages.end(), [&](const PipelineStage& stage) {
+    return stage.devices.size() == 1 && problem.devices[stage.devices[0]].transient;
+  });
+}
 
+namespace {
+
+// The fastest plan that fits; with `transient_company`, of those in which no
+// stage is a transient device alone. None when none fits.
+std::optional<PipelinePlan> Fastest(const PipelineProblem& problem, const PlannerOptions& options,
+                                    bool transient_company, PlannerVerdict& verdict) {
   const PipelineCostModel model(problem);
-  PlannerVerdict verdict;
-  verdict.exact = static_cast<int>(problem.devices.size()) <= options.exact_devices;
   std::optional<PipelinePlan> best;
   auto consider = [&](std::optional<PipelinePlan> plan) {
-    if (plan && plan->cost.fits && Faster(*plan, best)) best = std::move(plan);
+    if (plan && plan->cost.fits && (!transient_company || KeepsTransientCompany(problem, *plan)) &&
+        Faster(*plan, best)) {
+      best = std::move(plan);
+    }
   };
   auto incumbent = [&] { return best ? best->cost.step_s : std::numeric_limits<double>::infinity(); };
   // Plans the search would find anyway, scored first so that it looks only
@@ -331,7 +337,8 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
     consider(AtBestMicroBatches(problem, {{0, static_cast<int>(problem.layers.size()), {d}}}));
   }
   if (verdict.exact) {
-    consider(Search(model, SubsetsOfDevices(problem), incumbent(), options.one_device_per_stage, verdict.candidates));
+    consider(Search(model, SubsetsOfDevices(problem), incumbent(), options.one_device_per_stage, transient_company,
+                    verdict.candidates));
   } else {
     std::vector<int> order(problem.devices.size());
     std::iota(order.begin(), order.end(), 0);
@@ -347,9 +354,27 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
     std::vector<int> by_link = order;
     std::stable_sort(by_link.begin(), by_link.end(), [&](int a, int b) { return link(a) > link(b); });
     for (const std::vector<int>& o : {order, std::vector<int>(order.rbegin(), order.rend()), by_link}) {
-      consider(Search(model, RunsOfDevices(problem, o), incumbent(), options.one_device_per_stage, verdict.candidates));
+      consider(Search(model, RunsOfDevices(problem, o), incumbent(), options.one_device_per_stage, transient_company,
+                      verdict.candidates));
     }
   }
+  return best;
+}
+
+}  // namespace
+
+StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const PlannerOptions& options) {
+  if (problem.layers.empty()) return InvalidArgumentError("the model has no layers to plan");
+  if (problem.devices.empty()) return InvalidArgumentError("there are no devices to plan on");
+  if (problem.devices.size() > 64) return InvalidArgumentError("the planner takes at most 64 devices");
+  if (problem.batch_size < 1) return InvalidArgumentError("the batch must hold at least one sample");
+  for (const PipelineDevice& d : problem.devices) {
+    if (!(d.speed > 0)) return InvalidArgumentError("device " + d.name + " has no speed");
+  }
+
+  PlannerVerdict verdict;
+  verdict.exact = static_cast<int>(problem.devices.size()) <= options.exact_devices;
+  std::optional<PipelinePlan> best = Fastest(problem, options, /*transient_company=*/false, verdict);
   if (!best && options.one_device_per_stage) {
     return FailedPreconditionError("no plan of one device a stage fits the devices' memory: as the even split, " +
                                    EvenSplitPlan(problem).cost.misfit);
@@ -358,6 +383,28 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
     const PipelinePlan alone = DataParallelPlan(problem);
     return FailedPreconditionError("no plan fits the devices' memory: even as one stage on every device, " +
                                    alone.cost.misfit);
+  }
+  if (options.transient_slack > 0 && !KeepsTransientCompany(problem, *best)) {
+    std::vector<int> alone;
+    for (const PipelineStage& stage : best->stages) {
+      if (stage.devices.size() == 1 && problem.devices[stage.devices[0]].transient) alone.push_back(stage.devices[0]);
+    }
+    const std::string who = Names(problem, alone) + ", transient,";
+    auto safe = Fastest(problem, options, /*transient_company=*/true, verdict);
+    const int slower =
+        safe ? static_cast<int>(std::lround(100 * (1 - safe->cost.samples_per_s / best->cost.samples_per_s))) : 0;
+    if (safe && safe->cost.samples_per_s >= (1 - options.transient_slack) * best->cost.samples_per_s) {
+      verdict.transient_note = "no transient device alone in a stage: " + std::to_string(slower) +
+                               "% slower than the fastest plan, which had " + Names(problem, alone) + " alone";
+      best = std::move(safe);
+    } else {
+      const int slack = static_cast<int>(std::lround(100 * options.transient_slack));
+      verdict.transient_note =
+          who + " alone in a stage: its loss costs the updates since its stage's replica; " +
+          (safe ? "the fastest plan without that is " + std::to_string(slower) + "% slower, more than " +
+                      std::to_string(slack) + "%"
+                : std::string("no plan that fits is without that"));
+    }
   }
   verdict.plan = std::move(*best);
   return verdict;

@@ -100,6 +100,58 @@ TEST(PipelinePlannerTest, OneDeviceAStageFindsTheBruteForceOptimumOfSuchPlans) {
 
 // Past `exact_devices` groups are runs in speed order: never better than the
 // optimum, and what it gives up is measured by bench/pipeline-planner.
+// Transient devices: over the plans in which no stage is a transient device
+// alone, the planner's search finds the brute force's optimum, exact and
+// relaxed never better; and it takes that plan over the fastest exactly when
+// it is within the slack of it, saying why.
+TEST(PipelinePlannerTest, KeepsTransientDevicesCompanyWhereItCostsLittle) {
+  std::mt19937_64 random(29);
+  int compared = 0, kept = 0, fastest_kept = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const bool full = trial % 50 == 0;
+    const int layers = full ? 8 : 1 + static_cast<int>(random() % 6);
+    const int devices = full ? 6 : 2 + static_cast<int>(random() % 3);
+    PipelineProblem p = RandomPipelineProblem(random, layers, devices);
+    for (PipelineDevice& d : p.devices) d.transient = random() % 2 == 0;
+    const auto fastest = BruteForcePipelineStep(p);
+    const auto safe = BruteForcePipelineStep(p, false, /*transient_company=*/true);
+    const auto verdict = PlanPipeline(p);
+    if (!fastest) continue;
+    ASSERT_TRUE(verdict.ok()) << "trial " << trial << ": " << verdict.status().ToString();
+    const PipelinePlan& plan = verdict->plan;
+    const double batch = p.batch_size;
+    if (safe && batch / *safe >= 0.9 * (batch / *fastest) * (1 - 1e-12)) {
+      EXPECT_TRUE(KeepsTransientCompany(p, plan)) << "trial " << trial << ": " << DescribePlan(p, plan);
+      EXPECT_NEAR(plan.cost.step_s, *safe, 1e-9 * *safe) << "trial " << trial << ": " << DescribePlan(p, plan);
+      if (*safe > *fastest * (1 + 1e-9)) {
+        EXPECT_NE(verdict->transient_note.find("no transient device alone in a stage"), std::string::npos)
+            << "trial " << trial;
+        ++kept;
+      } else {
+        ++fastest_kept;
+      }
+    } else {
+      EXPECT_NEAR(plan.cost.step_s, *fastest, 1e-9 * *fastest) << "trial " << trial << ": " << DescribePlan(p, plan);
+      // The risk taken is said.
+      EXPECT_EQ(verdict->transient_note.find(", transient, alone in a stage") != std::string::npos,
+                !KeepsTransientCompany(p, plan))
+          << "trial " << trial << ": " << verdict->transient_note;
+    }
+    // Never faster than the optimum, relaxed; with no slack, the fastest.
+    if (const auto relaxed = PlanPipeline(p, {.exact_devices = 0}); relaxed.ok() && safe &&
+                                                                     KeepsTransientCompany(p, relaxed->plan)) {
+      EXPECT_GE(relaxed->plan.cost.step_s, *safe * (1 - 1e-9)) << "trial " << trial;
+    }
+    const auto reckless = PlanPipeline(p, {.transient_slack = 0});
+    ASSERT_TRUE(reckless.ok());
+    EXPECT_NEAR(reckless->plan.cost.step_s, *fastest, 1e-9 * *fastest) << "trial " << trial;
+    ++compared;
+  }
+  EXPECT_GT(compared, 130);
+  EXPECT_GT(kept, 0) << "a slower plan was never taken for company: the instances do not test it";
+  EXPECT_GT(fastest_kept, 0);
+}
+
 TEST(PipelinePlannerTest, TheRelaxedProgramNeverBeatsTheOptimum) {
   std::mt19937_64 random(11);
   for (int trial = 0; trial < 100; ++trial) {

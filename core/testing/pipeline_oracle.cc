@@ -44,7 +44,8 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
   return p;
 }
 
-std::optional<double> BruteForcePipelineStep(const PipelineProblem& p, bool one_device_per_stage) {
+std::optional<double> BruteForcePipelineStep(const PipelineProblem& p, bool one_device_per_stage,
+                                             bool transient_company) {
   const PipelineCostModel model(p);
   const int layers = static_cast<int>(p.layers.size()), devices = static_cast<int>(p.devices.size());
   std::optional<double> best;
@@ -66,8 +67,10 @@ std::optional<double> BruteForcePipelineStep(const PipelineProblem& p, bool one_
         if (where[d] > 0) stages[where[d] - 1].devices.push_back(d);
       }
       const size_t most = one_device_per_stage ? 1 : p.devices.size();
-      if (std::all_of(stages.begin(), stages.end(),
-                      [&](auto& s) { return !s.devices.empty() && s.devices.size() <= most; })) {
+      if (std::all_of(stages.begin(), stages.end(), [&](auto& s) {
+            return !s.devices.empty() && s.devices.size() <= most &&
+                   !(transient_company && s.devices.size() == 1 && p.devices[s.devices[0]].transient);
+          })) {
         for (int m : MicroBatchCounts(p)) {
           const auto cost = model.Plan(stages, m);
           if (cost->fits && (!best || cost->step_s < *best)) best = cost->step_s;

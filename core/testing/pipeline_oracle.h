@@ -19,6 +19,8 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
 // them or to none, at every micro-batch count, scored by the same cost
 // model. None when nothing fits. Exponential: up to 8 layers and 6 devices.
 // `one_device_per_stage`: only assignments that give each stage one device.
-std::optional<double> BruteForcePipelineStep(const PipelineProblem& problem, bool one_device_per_stage = false);
+// `transient_company`: only plans in which no stage is a transient device alone.
+std::optional<double> BruteForcePipelineStep(const PipelineProblem& problem, bool one_device_per_stage = false,
+                                             bool transient_company = false);
 
 }  // namespace edgetrain::testing
