@@ -1,5 +1,7 @@
 #include "cli/command_line.h"
 
+#include "core/parallelism_choice.h"
+
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -152,9 +154,22 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->add_option("--stages", run.stages,
                    "a pipeline, hybrid or auto job's stages: the planner's (planned, the default), or for comparison "
                    "one device a stage with the layers dealt evenly (even), or one stage on every device "
-                   "(data-parallel); those two are kept as given, no layers moved between stages")
-      ->option_text("planned|even|data-parallel")
-      ->check(CLI::IsMember({"planned", "even", "data-parallel"}));
+                   "(data-parallel); or a layout by hand, each stage's layers and ranks, e.g. 0-1:0,1/2:2 "
+                   "(layers 0-1 on ranks 0 and 1, layer 2 on rank 2); all but planned are kept as given, no layers "
+                   "moved between stages")
+      ->option_text("planned|even|data-parallel|LAYOUT")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return NamesAPlan(v) || v.find(':') != std::string::npos
+                       ? std::string()
+                       : "--stages: planned, even, data-parallel, or a layout such as 0-1:0,1/2:2";
+          },
+          "", ""));
+  run_command
+      ->add_option("--micro-batches", run.micro_batches,
+                   "a pipeline job's micro-batches a step, in place of the cost model's best for its stages")
+      ->option_text("N")
+      ->check(CLI::Range(1, 1 << 20));
   CLI::Option* observe = run_command->add_flag("--observe", run.observe,
                         "start a local Prometheus scraping every agent each second, with the labels the dashboards "
                         "of dashboards/ query; after the run it serves the run's series until Ctrl-C");

@@ -164,14 +164,16 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
 // here and the planner; said before training starts.
 int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) {
-    if (options.stages != "planned") {
-      err << "note: --stages " << options.stages << " applies to a pipeline, hybrid or auto job; " << checked.job.name
+    if (options.stages != "planned" || options.micro_batches > 0) {
+      err << "note: " << (options.micro_batches > 0 ? "--micro-batches" : "--stages " + options.stages)
+          << " applies to a pipeline, hybrid or auto job; " << checked.job.name
           << " is data-parallel (spec.parallelism.mode)\n";
     }
     return kExitOk;
   }
   err << "measuring the model's layers on this machine for the pipeline planner\n";
-  auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, options.stages, checked.plan);
+  auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, options.stages, options.micro_batches,
+                           checked.plan);
   if (!chosen.ok()) {
     err << "error: " << checked.job.name << ": " << chosen.status().message() << "\n";
     return ExitCodeFor(chosen.status());

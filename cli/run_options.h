@@ -36,8 +36,12 @@ struct RunOptions {
   int http_port = 0;
   // A pipeline, hybrid or auto job's stages: the planner's ("planned"), or one
   // of the plans it is compared with, for benchmarks: "even" (one device a
-  // stage, the layers dealt evenly) or "data-parallel" (one stage on every device).
+  // stage, the layers dealt evenly) or "data-parallel" (one stage on every
+  // device); or a layout by hand, "0-1:0,1/2:2" (core/parallelism_choice.h).
   std::string stages = "planned";
+  // The micro-batches a pipeline's step is cut into, in place of the
+  // cost model's best for the stages; 0: its best.
+  int micro_batches = 0;
   // A local Prometheus scraping every agent (cli/run_observer.h), on this port
   // (0: one the OS gives); after the run it serves the run's series until the
   // person interrupts, or for observe_keep when that is set.

@@ -11,7 +11,8 @@
 namespace edgetrain::cli {
 
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const std::string& stages, LocalRunPlan& run) {
+                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
+                                 LocalRunPlan& run) {
   // The devices, in rank order, as placement gave them: a profile's nodes, or
   // this machine's emulated ones without one.
   std::vector<NodeView> devices;
@@ -35,7 +36,22 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
 
   // auto may keep plain data parallelism: one stage on every device, which
   // the pipeline runs as synchronous data parallelism through its head.
-  const PipelinePlan& plan = PlanToRun(choice, stages);
+  PipelinePlan plan;
+  if (NamesAPlan(stages)) {
+    plan = PlanToRun(choice, stages);
+  } else {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<PipelineStage> by_hand, ParseStageLayout(stages, problem));
+    plan = AtBestMicroBatches(problem, by_hand);
+  }
+  if (micro_batches > 0) {
+    if (micro_batches > job.spec.data.batch_size) {
+      return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " is more than the batch of " +
+                                  std::to_string(job.spec.data.batch_size) + " samples");
+    }
+    plan.micro_batches = micro_batches;
+    plan.micro_batch_size = job.spec.data.batch_size / micro_batches;
+    plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
+  }
   if (!plan.cost.fits) return FailedPreconditionError("the " + stages + " plan does not fit: " + plan.cost.misfit);
   PipelineLayout layout = LayoutOf(plan, problem);
   int agents = 1;
@@ -51,6 +67,9 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   std::string out;
   if (stages != "planned") {
     out = "--stages " + stages + " instead of the planner's";
+    if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);
+  } else if (micro_batches > 0) {
+    out = "the planner's stages at --micro-batches " + std::to_string(micro_batches);
   } else if (choice.asked == ParallelismMode::kAuto) {
     out = "auto picks " + std::string(NameOf(choice.chosen));
   } else {

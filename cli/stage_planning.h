@@ -20,8 +20,11 @@ namespace edgetrain::cli {
 // then the plan (DescribePlan).
 // FailedPrecondition when no plan fits the devices' memory.
 // `stages` (RunOptions::stages) trains one of the plans the planner's is
-// compared with instead.
+// compared with instead, or a layout given by hand (InvalidArgument if it is
+// not one of this model and these devices); `micro_batches`, above 0, cuts
+// its steps so rather than at the cost model's best.
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const std::string& stages, LocalRunPlan& run);
+                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
+                                 LocalRunPlan& run);
 
 }  // namespace edgetrain::cli

@@ -136,6 +136,11 @@ struct JobProgress {
     // And the pace it planned each device left at (WorkerProgress::pace, as
     // learned then), by rank: its devices' pace moves on after it.
     std::map<int, double> replanned_paces = {};
+    // The micro-batches in flight in the pipeline when each loss came (past
+    // the first stage's forward, short of its backward), over all replays:
+    // what a replay of only those would have run again. micro_batches is
+    // what the replays did run again: every one of the step's.
+    int64_t in_flight_micro_batches = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

@@ -1,7 +1,10 @@
 #include "core/parallelism_choice.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "core/number_text.h"
 
@@ -103,6 +106,79 @@ const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view 
   if (stages == "even") return choice.even_split;
   if (stages == "data-parallel" || choice.chosen == ParallelismMode::kDataParallel) return choice.data_parallel;
   return choice.planned.plan;
+}
+
+bool NamesAPlan(std::string_view stages) {
+  return stages == "planned" || stages == "even" || stages == "data-parallel";
+}
+
+namespace {
+
+// A whole number of `text`, or none.
+std::optional<int> Whole(std::string_view text) {
+  if (text.empty() || text.size() > 6 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoi(std::string(text));
+}
+
+std::vector<std::string_view> Split(std::string_view text, char by) {
+  std::vector<std::string_view> parts;
+  for (size_t from = 0;;) {
+    const size_t at = text.find(by, from);
+    parts.push_back(text.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+    if (at == std::string_view::npos) return parts;
+    from = at + 1;
+  }
+}
+
+}  // namespace
+
+StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem) {
+  const int layers = static_cast<int>(problem.layers.size());
+  const int devices = static_cast<int>(problem.devices.size());
+  const std::string said = "--stages " + std::string(text);
+  const std::string form = " (stages as LAYERS:RANKS separated by /, e.g. 0-1:0,1/2:2; or planned, even, data-parallel)";
+  std::vector<PipelineStage> stages;
+  std::vector<bool> taken(static_cast<size_t>(devices), false);
+  for (std::string_view part : Split(text, '/')) {
+    const size_t colon = part.find(':');
+    if (colon == std::string_view::npos) return InvalidArgumentError(said + ": \"" + std::string(part) + "\" has no ':'" + form);
+    const std::string_view span = part.substr(0, colon);
+    const size_t dash = span.find('-');
+    const auto first = Whole(span.substr(0, dash));
+    const auto last = dash == std::string_view::npos ? first : Whole(span.substr(dash + 1));
+    if (!first || !last) return InvalidArgumentError(said + ": \"" + std::string(span) + "\" is not layers" + form);
+    const int next = stages.empty() ? 0 : stages.back().end_layer;
+    if (*first != next || *last < *first) {
+      return InvalidArgumentError(said + ": stage " + std::to_string(stages.size() + 1) + " must begin at layer " +
+                                  std::to_string(next) + (stages.empty() ? "" : ", where the one before ends") +
+                                  ", and end no earlier than it begins");
+    }
+    if (*last >= layers) {
+      return InvalidArgumentError(said + ": the model has layers 0-" + std::to_string(layers - 1) +
+                                  " (edgetrain plan lists them)");
+    }
+    PipelineStage stage{*first, *last + 1, {}};
+    for (std::string_view r : Split(part.substr(colon + 1), ',')) {
+      const auto rank = Whole(r);
+      if (!rank || *rank >= devices) {
+        return InvalidArgumentError(said + ": \"" + std::string(r) + "\" is not a rank of the job's " +
+                                    std::to_string(devices) + " devices (0-" + std::to_string(devices - 1) + ")");
+      }
+      if (taken[static_cast<size_t>(*rank)]) {
+        return InvalidArgumentError(said + ": rank " + std::to_string(*rank) + " is in two stages, or twice in one");
+      }
+      taken[static_cast<size_t>(*rank)] = true;
+      stage.devices.push_back(*rank);
+    }
+    stages.push_back(std::move(stage));
+  }
+  if (stages.back().end_layer != layers) {
+    return InvalidArgumentError(said + ": layers " + std::to_string(stages.back().end_layer) + "-" +
+                                std::to_string(layers - 1) + " are in no stage");
+  }
+  return stages;
 }
 
 PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem) {

@@ -55,6 +55,18 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
 // plan of that name it is compared with (`edgetrain run --stages`).
 const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages = "planned");
 
+// Whether `stages` names a plan (planned, even, data-parallel) rather than
+// giving a layout.
+bool NamesAPlan(std::string_view stages);
+
+// A layout given by hand (`edgetrain run --stages`): stages separated by
+// '/', each its layers, FIRST-LAST or one, and the ranks it runs on after a
+// ':', separated by ','. "0-1:0,1/2:2" holds layers 0 and 1 on ranks 0 and
+// 1, layer 2 on rank 2. InvalidArgument, saying what is wrong, for layers
+// that do not follow on from 0 to the model's last, a rank that is not a
+// device of `problem` or is given twice, or text that is not a layout.
+StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem);
+
 // `plan` as the plan file holds it: each stage's layers and its devices'
 // ranks, the micro-batches of a step, and the `problem` it was planned from
 // (its devices in rank order).

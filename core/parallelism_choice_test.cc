@@ -89,5 +89,44 @@ TEST(ParallelismChoiceTest, DataParallelIsNotThePlannersAndMemoryMayHoldNoPlan) 
   EXPECT_EQ(ChooseParallelism(tight, ParallelismMode::kPipeline).status().code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(ParallelismChoiceTest, AStageLayoutGivenByHandIsReadOrRefusedSayingWhy) {
+  const PipelineProblem site = Site(100);  // 6 layers, 4 devices
+  auto stages = ParseStageLayout("0-3:0,1/4-5:2", site);
+  ASSERT_TRUE(stages.ok()) << stages.status().ToString();
+  ASSERT_EQ(stages->size(), 2u);
+  EXPECT_EQ((*stages)[0].first_layer, 0);
+  EXPECT_EQ((*stages)[0].end_layer, 4);
+  EXPECT_EQ((*stages)[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ((*stages)[1].first_layer, 4);
+  EXPECT_EQ((*stages)[1].end_layer, 6);
+  EXPECT_EQ((*stages)[1].devices, (std::vector<int>{2}));
+  auto one_layer_each = ParseStageLayout("0:3/1-5:0", site);
+  ASSERT_TRUE(one_layer_each.ok()) << one_layer_each.status().ToString();
+  EXPECT_EQ((*one_layer_each)[0].end_layer, 1);
+  EXPECT_TRUE(NamesAPlan("even"));
+  EXPECT_FALSE(NamesAPlan("0-5:0"));
+  struct Case {
+    const char* text;
+    const char* error;
+  } cases[] = {
+      {"sideways", "\"sideways\" has no ':'"},
+      {"0-3:0/5:1", "stage 2 must begin at layer 4, where the one before ends"},
+      {"1-5:0", "stage 1 must begin at layer 0"},
+      {"0-3:0", "layers 4-5 are in no stage"},
+      {"0-9:0", "the model has layers 0-5"},
+      {"0-3:0,0/4-5:1", "rank 0 is in two stages, or twice in one"},
+      {"0-3:0/4-5:0", "rank 0 is in two stages"},
+      {"0-3:4/4-5:1", "\"4\" is not a rank of the job's 4 devices (0-3)"},
+      {"0-3:/4-5:1", "\"\" is not a rank"},
+      {"a-3:0/4-5:1", "\"a-3\" is not layers"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseStageLayout(c.text, site);
+    ASSERT_FALSE(parsed.ok()) << c.text;
+    EXPECT_NE(parsed.status().message().find(c.error), std::string::npos)
+        << c.text << ": " << parsed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace edgetrain

@@ -1001,14 +1001,20 @@ Status PipelineHead::Advance() {
         if (links_[r]->lost) lost_at = std::min(*lost_at, links_[r]->lost_at);
       }
     }
+    // In flight when the loss was seen: what a finer replay would run again
+    // at the least. Every micro-batch of the attempt given up is run again,
+    // as many as it was cut into (the re-plan below may cut the replay into
+    // fewer).
+    const int in_flight = in_flight_, given_up = micro_batches_;
     EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+    replays_.in_flight_micro_batches += in_flight;
+    replays_.micro_batches += given_up;
+    if (metrics_) metrics_->AddReplay(given_up);
     ++attempt_;
     parts_.clear();
     gradients_.clear();
     in_flight_ = 0;
     ++replays_.count;
-    replays_.micro_batches += micro_batches_;
-    if (metrics_) metrics_->AddReplay(micro_batches_);
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
           << Count(members_.size(), "device", "devices") << "\n";
   }

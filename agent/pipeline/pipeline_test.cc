@@ -506,6 +506,17 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
       ASSERT_TRUE(run.progress.replays.has_value());
       EXPECT_EQ(run.progress.replays->count, 1);
       EXPECT_EQ(run.progress.replays->micro_batches, 4);
+      // What was in flight: at most the step's; none when the first stage's
+      // device dies before its first forward leaves it; the last micro-batch
+      // when the last stage's dies at its last backward.
+      const int64_t in_flight = run.progress.replays->in_flight_micro_batches;
+      EXPECT_LE(in_flight, 4);
+      if (rank == 0 && pass == 17) {
+        EXPECT_EQ(in_flight, 0);
+      }
+      if (rank == 5 && pass == 24) {
+        EXPECT_EQ(in_flight, 1);
+      }
       EXPECT_GT(run.progress.replays->last_recovery_s, 0);
       EXPECT_EQ(run.progress.workers.size(), 5u) << "the lost device is out of the team";
       EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 5 devices"), std::string::npos) << run.log;
