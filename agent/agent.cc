@@ -205,6 +205,14 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   return result;
 }
 
+
+// A worker or stage that stopped because this agent was signalled, not
+// because its coordinator said the job is over: not a success. It exited 0
+// before, and a run whose stage was SIGTERMed went on without a word (a new
+// user's trial); 143 (130 for SIGINT: main.cc) lets its supervisor say so.
+bool StoppedFromOutside(const std::string& stop_reason, const std::atomic<bool>& cancel) {
+  return cancel.load() && stop_reason == "cancelled";
+}
 // A worker of a data-parallel team: its partition, its gradients, its link.
 int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   s.data.test = {};  // a worker never evaluates
@@ -245,7 +253,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                            {"energyJoules", summary->energy_joules},
                            {"stopReason", summary->stop_reason}};
   s.lines << "result " << result.dump() << std::endl;
-  return kExitOk;
+  return StoppedFromOutside(summary->stop_reason, cancel) ? kExitTerminated : kExitOk;
 }
 
 // The head of a pipeline (docs/pipeline.md): the job's driver, and the relay
@@ -259,6 +267,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   // layers they build.
   PipelineHead::Rebalancing rebalancing;
   rebalancing.every = s.flags.rebalance_every;
+  rebalancing.within = s.flags.rebalance_within;
   for (int l = 0; l < s.plan.pipeline->stages.back().end_layer; ++l) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> t,
                                CreateStageTrainer({spec.model, s.data.test.info, spec.seed, s.plan.intra_op_threads,
@@ -301,7 +310,11 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
 }
 
 // A stage of a pipeline: its layers of the model, on its share of each
-// micro-batch.
+// micro-batch. Cut off by the head (taken for lost while silent: paused, its
+// link out a while), it says hello again with a fresh trainer of its planned
+// layers: with replay on, the head takes it back between steps and brings
+// it the stages' state (docs/pipeline.md); a head that refuses, or is gone
+// past spec.faultTolerance.reachGrace, ends it as before.
 int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   s.data.test = {};  // a stage never evaluates
   auto fail = [&](Status status) {
@@ -338,6 +351,15 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
         << (*trainer)->ParameterCount() << " parameters) with head " << s.flags.coordinator << "\n";
   RealClock clock;
   auto summary = RunStage(s.plan, options, **trainer, s.data.train, clock, s.log, cancel);
+  while (!summary.ok() && summary.status().code() == StatusCode::kUnavailable && !cancel.load() &&
+         s.plan.spec.fault_tolerance.replay) {
+    s.log << "stage agent " << s.flags.rank << ": " << summary.status().message()
+          << "; saying hello again, to rejoin\n";
+    trainer = CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed, s.plan.intra_op_threads,
+                                  mine.first_layer, mine.end_layer, SampleShape(s.plan.spec.data)});
+    if (!trainer.ok()) return fail(trainer.status());
+    summary = RunStage(s.plan, options, **trainer, s.data.train, clock, s.log, cancel);
+  }
   if (!summary.ok()) return fail(summary.status());
   nlohmann::json result = {{"rank", s.flags.rank},
                            {"stage", *index},
@@ -347,7 +369,7 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                            {"activationBytesSent", summary->activation_bytes_sent},
                            {"stopReason", summary->stop_reason}};
   s.lines << "result " << result.dump() << std::endl;
-  return kExitOk;
+  return StoppedFromOutside(summary->stop_reason, cancel) ? kExitTerminated : kExitOk;
 }
 
 // Which part this agent plays, from its flags and its plan: a plan that

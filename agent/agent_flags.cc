@@ -68,6 +68,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   wait("--plan-poll", flags.plan_poll, "how often a coordinator looks at its plan file for a new generation (default 1s)");
   wait("--tls-reload", flags.tls_reload, "how often --tls-dir is read again for rotated credentials (default 60s)");
   wait("--connect-attempt", flags.connect_attempt, "how long one try of a worker to reach its coordinator (or a stage its head) lasts (default 1s)");
+  wait("--rebalance-within", flags.rebalance_within,
+       "a pipeline head's measurement of its stages also ends after this long, if its --rebalance-every steps take "
+       "longer (default 20s; at least two steps)");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

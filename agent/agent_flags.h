@@ -43,6 +43,9 @@ struct AgentFlags {
   // A pipeline head's: the steps over which it measures its stages before it
   // may move layers between them (0: it never does).
   int rebalance_every = 100;
+  // ... or over this long, whichever ends first (at least two steps): a
+  // device slowed eightfold stretched 100 steps past the rest of a run.
+  Duration rebalance_within = std::chrono::seconds(20);
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

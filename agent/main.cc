@@ -14,7 +14,15 @@
 
 namespace {
 std::atomic<bool> g_cancel{false};
-void OnSignal(int) { g_cancel.store(true); }
+volatile std::sig_atomic_t g_signal = 0;
+void OnSignal(int signal) {
+  g_signal = signal;
+  g_cancel.store(true);
+}
+// A worker or stage stopped by a signal exits 143 (RunAgent); Ctrl-C's is 130.
+int ForSignal(int code) {
+  return code == edgetrain::kExitTerminated && g_signal == SIGINT ? edgetrain::kExitInterrupted : code;
+}
 
 // Every pass allocates its activations and gradients afresh, hundreds of kB
 // to MBs each. glibc serves blocks that large with mmap and returns them to
@@ -59,9 +67,9 @@ int main(int argc, char** argv) {
   // the model trained so far is still evaluated and saved.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  if (flags->termination_log.empty()) return RunAgent(*flags, std::cout, std::cerr, g_cancel);
+  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, std::cerr, g_cancel));
   ResultCapture capture(std::cout);
-  const int code = RunAgent(*flags, capture.stream(), std::cerr, g_cancel);
+  const int code = ForSignal(RunAgent(*flags, capture.stream(), std::cerr, g_cancel));
   capture.stream().flush();
   if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
   return code;

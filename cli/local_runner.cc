@@ -351,6 +351,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (std::error_code exists; fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", exists)) {
       err << "the job's checkpoint in " << plan.job.output_dir
           << " is kept: run the same command again to resume from it (--fresh starts over)\n";
+    } else {
+      const int every = plan.job.spec.fault_tolerance.checkpoint_every;
+      err << "no checkpoint was written in " << plan.job.output_dir
+          << (every > 0 ? " (one every " + std::to_string(every) + " iterations, spec.faultTolerance.checkpointEvery)"
+                        : " (spec.faultTolerance.checkpointEvery is 0)")
+          << ": a run again starts over\n";
     }
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
     folder->Keep();
@@ -475,7 +481,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     }
   }
   if (options.json) out << JsonLine(job, plan, *outcome.result, wall_s) << "\n";
-  if (options.keep_logs) {
+  if (options.keep_logs || outcome.lost_workers > 0) {
     err << "logs: " << folder->path().string() << "\n";
     folder->Keep();
   } else {

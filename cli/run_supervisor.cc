@@ -70,7 +70,8 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     // ended at its budget, 'nothing trained', exit 0 (a new user's trial,
     // both workers' losses NaN). A pipeline's head fails once its stages
     // are gone, saying which.
-    if (NoteLostWorkers(display) && order_ == StopOrder::kAllAtOnce && !stopping && outcome.failure.empty()) {
+    // Once this run stops the team, its workers' ends are its own doing.
+    if (!stopping && NoteLostWorkers(display) && order_ == StopOrder::kAllAtOnce && outcome.failure.empty()) {
       outcome.failure = "every worker exited: the team has no one left to train";
       outcome.failure_log = "worker-0.log";
       display.Finish();
@@ -87,6 +88,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     }
   }
   display.Finish();
+  outcome.lost_workers = static_cast<int>(std::count(reported_.begin(), reported_.end(), true));
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
     outcome.failure = "the coordinator ended (" + DescribeExitStatus(outcome.coordinator_exit) + ") without a result";
@@ -112,8 +114,8 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
     if (status && *status != 0 && !reported_[i]) {
       reported_[i] = true;
       display.Finish();
-      err_ << "warning: worker " << i << " ended (" << DescribeExitStatus(*status) << "; log worker-" << i
-           << ".log); the team trains on without it\n";
+      err_ << "warning: worker " << i << " ended (" << DescribeExitStatus(*status) << "; its log, worker-" << i
+           << ".log, is kept with the run's logs); the team trains on without it\n";
     }
   }
   return !workers_.empty() && std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; });

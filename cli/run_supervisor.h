@@ -44,6 +44,9 @@ struct Supervision {
   int coordinator_exit = 0;
   // The agent's log that says why it failed; empty: the coordinator's.
   std::string failure_log;
+  // Workers that ended on their own mid-run (killed, failed, stopped by a
+  // signal this run did not send): their logs are worth keeping.
+  int lost_workers = 0;
 };
 
 // What supervision reads and tells besides the agents' own lines.

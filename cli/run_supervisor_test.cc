@@ -231,10 +231,12 @@ TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
   Supervision outcome = Run();
   ASSERT_TRUE(outcome.result.has_value());
   const std::string said = err_.str();
-  const std::string warning = "warning: worker 0 ended (exit 1; log worker-0.log); the team trains on without it";
+  const std::string warning =
+      "warning: worker 0 ended (exit 1; its log, worker-0.log, is kept with the run's logs); the team trains on without it";
   ASSERT_NE(said.find(warning), std::string::npos) << said;
   EXPECT_EQ(said.find(warning, said.find(warning) + 1), std::string::npos) << "named once:\n" << said;
   EXPECT_EQ(said.find("worker 1"), std::string::npos);
+  EXPECT_EQ(outcome.lost_workers, 1) << "its log is kept";
 }
 
 // Here no one starts a team's workers again: once every one has exited, the

@@ -990,7 +990,7 @@ Status PipelineHead::Advance() {
     // A device lost once the step was done is let go of at the next one.
     if (all_done()) break;
     if (!plan_.spec.fault_tolerance.replay) {
-      return UnavailableError(LostLocked().message() + " (spec.faultTolerance.replay is off: resume from the checkpoint)");
+      return UnavailableError(LostLocked().message() + " (spec.faultTolerance.replay is off: the job fails rather than run the step again without it)");
     }
     // Replay: the step again on the survivors, from the weights before it
     // (no stage has committed it), under an attempt that fences the old one off.
@@ -1055,7 +1055,9 @@ Status PipelineHead::Advance() {
   if (rebalancing_.every > 0) {
     if (measured_compute_.empty()) {
       StartMeasureLocked();  // after the first step: loading and warming up are not the stages' pace
-    } else if (step_ - measured_from_ >= rebalancing_.every) {
+    } else if (const int64_t steps = step_ - measured_from_;
+               steps >= rebalancing_.every || (rebalancing_.within > Duration::zero() && steps >= 2 &&
+                                               clock_.Now() - measured_since_ >= rebalancing_.within)) {
       MeasureStagesLocked();
     }
   }
@@ -1064,6 +1066,7 @@ Status PipelineHead::Advance() {
 
 void PipelineHead::StartMeasureLocked() {
   measured_from_ = step_;
+  measured_since_ = clock_.Now();
   measured_compute_.clear();
   for (const auto& link : links_) measured_compute_.push_back(link->compute_s);
 }

@@ -95,6 +95,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
     // Each layer's parameter tensors, in order: a stage's are its layers'.
     std::vector<std::vector<std::vector<int64_t>>> layer_shapes;
     int every = 0;          // steps each measurement of the stages spans; 0: layers never move
+    // ... unless this long passes first (at least two steps): a device
+    // slowed eightfold made 100 steps outlast the rest of a run (a new
+    // user's trial); zero: steps alone.
+    Duration within = Duration::zero();
     double min_gain = 0.15;  // the least speed-up a move must promise the slowest stage (0.15: 15% faster)
   };
   // Set before Start.
@@ -262,6 +266,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // state, and where the last ends (from rebalancing_.layer_shapes).
   std::vector<int64_t> layer_float_at_, layer_row_at_;
   int64_t measured_from_ = 0;            // the step the stages' measurement began after
+  TimePoint measured_since_{};           // and when
   std::vector<double> measured_compute_;  // by rank: its compute seconds then
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step

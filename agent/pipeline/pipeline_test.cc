@@ -103,7 +103,8 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
                          const RankLayerTaker& take_layers = {}, int rebalance_every = 0,
                          const std::optional<BandwidthTrace>& uplink = std::nullopt,
                          const std::map<int, ComesBack>& back = {}, const JobCheckpoint* resume = nullptr,
-                         const std::set<int>& absent = {}, Duration between_steps = {}) {
+                         const std::set<int>& absent = {}, Duration between_steps = {},
+                         Duration rebalance_within = {}) {
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -127,7 +128,11 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       layer_tensors[static_cast<size_t>(s.first_layer)] = trainers[static_cast<size_t>(s.ranks.front())]->ParameterShapes();
     }
   }
-  head.SetRebalancing({layer_tensors, rebalance_every});
+  PipelineHead::Rebalancing rebalancing;
+  rebalancing.layer_shapes = layer_tensors;
+  rebalancing.every = rebalance_every;
+  rebalancing.within = rebalance_within;
+  head.SetRebalancing(rebalancing);
   SimulatedRun run;
   run.summaries.assign(trainers.size(), InternalError("not run"));
   std::atomic<bool> cancel{false};
@@ -847,14 +852,21 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_GE(run.progress.replays->count, 2);
   EXPECT_EQ(run.progress.workers.size(), 2u);
 
-  // Both devices of the last stage die at the first pass of step 2.
-  const SimulatedRun last = RunReplaying(plan, {{3, 7}, {4, 7}}, 5);
+  // Both devices of the last stage die at the first pass of step 1, before
+  // the stage's first replica (after its first step).
+  const SimulatedRun last = RunReplaying(plan, {{3, 1}, {4, 1}}, 5);
   EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
-  EXPECT_NE(last.ended.message().find("stage 2 lost its only devices at step 2 (rank 3), and the head has no replica "
+  EXPECT_NE(last.ended.message().find("stage 2 lost its only devices at step 1 (rank 3), and the head has no replica "
                                       "of its layers yet (one every 100 steps"),
             std::string::npos)
       << last.ended.message();
-  EXPECT_EQ(last.losses.size(), 1u) << "step 1 stands";
+  EXPECT_TRUE(last.losses.empty());
+  // At the first pass of step 2 it has one, of step 1, though replicas come
+  // every 100 steps: the stage is rebuilt from it, and the run goes on.
+  const SimulatedRun second = RunReplaying(plan, {{3, 7}, {4, 7}}, 5);
+  ASSERT_TRUE(second.ended.ok()) << second.ended.ToString() << "\n" << second.log;
+  EXPECT_EQ(second.progress.replays->restored_stages, 1);
+  EXPECT_EQ(second.progress.replays->steps_lost, 0) << "the replica is of the step before";
 
   // With replay off, the first loss ends the run, to be resumed from its checkpoint.
   JobPlan no_replay = plan;
@@ -1177,7 +1189,7 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
 // slowing; `changes`: its slowdown's from the plan (a cluster profile's
 // compute.changes), which the stage's emulated device applies.
 SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = {},
-                              std::vector<SlowdownChange> changes = {}) {
+                              std::vector<SlowdownChange> changes = {}, Duration rebalance_within = {}) {
   const TrainTestSplit data = LearningData();
   JobPlan plan = HybridPlan({{0}, {1}}, 4);
   plan.spec.optimizer = {OptimizerKind::kAdam, 0.01, std::nullopt, 0};  // Adam: its moments move with the layers too
@@ -1199,7 +1211,8 @@ SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = 
                            &devices[rank]},
         clock));
   };
-  return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every);
+  return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every, std::nullopt, {}, nullptr, {},
+                     {}, rebalance_within);
 }
 
 // A run whose second device was slowed fourfold from step 7 on has one
@@ -1230,6 +1243,18 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
   const SimulatedRun even = RunTwoEvenStages(4);
   ASSERT_TRUE(even.ended.ok());
   EXPECT_EQ(even.progress.replays->repartitions, 0) << even.log;
+}
+
+// A measurement of the stages ends after --rebalance-within too: with 1,000
+// steps a measurement, which a run of 24 never reaches, measurements of 3 s
+// (about eight steps before the slowing, three after) move the layer once.
+TEST(SimulatedPipelineTest, AMeasurementThatOutlastsItsTimeEndsThenAndLayersMove) {
+  const SimulatedRun fixed = RunTwoEvenStages(0);
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  const SimulatedRun by_steps = RunTwoEvenStages(1000, {0, 49, 4.0});
+  ASSERT_TRUE(by_steps.ended.ok());
+  EXPECT_EQ(by_steps.progress.replays->repartitions, 0) << "1,000 steps never end";
+  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages(1000, {0, 49, 4.0}, {}, std::chrono::seconds(3)), fixed);
 }
 
 // The same drift from the plan, as a cluster profile's compute.changes gives

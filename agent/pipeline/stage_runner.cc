@@ -383,14 +383,19 @@ class Stage {
   // to send: on a slow link a replica whole (12 bytes a parameter with Adam,
   // 8 with its moments as bfloat16, the default) held the step's activations
   // behind it for seconds. One still going out
-  // when the next is due finishes first, and the next is skipped.
+  // when the next is due finishes first, and the next is skipped. The first
+  // goes after the first step: until then a stage whose device was lost had
+  // no replica, and its job failed (an even split of the vgg, a step a
+  // second, lost a stage at step 12 of a replica every 100: a new user's trial).
   void Replicate() {
     const int every = plan_.spec.fault_tolerance.replicate_every;
     // A pipeline of one stage has no neighbour to rebuild it on: losing its
     // every device ends the job, and its replicas were never used (a one-stage
     // MLP sent 239 MB of them in 15 s: a new user's trial).
     if (stages_ < 2) return;
-    if (every <= 0 || member_ != 0 || step_ == 0 || step_ % every != 0 || replicated_step_ == step_) return;
+    if (every <= 0 || member_ != 0 || step_ == 0 || (step_ % every != 0 && step_ != 1) || replicated_step_ == step_) {
+      return;
+    }
     replicated_step_ = step_;
     // Skipped before the state is copied and serialized: the one going out finishes first.
     if (outbox_.SendingWhenIdle()) return;
