@@ -291,7 +291,10 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 // bubbles being the time it waited in a step for a neighbour's micro-batch.
 void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, double predicted_samples_per_s,
                  const JobProgress& p, std::ostream& out) {
-  out << "  " << layout.stages.size() << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
+  // The plan's: a loss or a move changes the stages, said below and in the table.
+  const bool changed = p.replays && (p.replays->count > 0 || p.replays->repartitions > 0);
+  out << "  " << (changed ? "as planned, " : "") << layout.stages.size()
+      << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
   // How far the run was from the plan's cost model, which counts the passes,
   // links and optimizer but not the runtime's own messages.
@@ -333,7 +336,7 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
                                                                  : std::to_string(l);
   };
   struct Row {
-    size_t stage;
+    int first_layer;
     std::string layers, device;
     const WorkerProgress* worker;
   };
@@ -348,10 +351,18 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
       const auto [first, end] = w->layers.value_or(std::pair{stage.first_layer, stage.end_layer});
       const std::string layers = end - first == 1 ? layer_name(first) : layer_name(first) + "-" + layer_name(end - 1);
       const std::string device = static_cast<size_t>(rank) < devices.size() ? devices[rank].node : "rank " + std::to_string(rank);
-      rows.push_back({s, layers, device, &*w});
+      rows.push_back({first, layers, device, &*w});
       width = std::max(width, layers.size());
     }
   }
+  // Stages numbered as they ended, by their first layer: a stage rebuilt on
+  // its neighbour, or devices laid out anew, renumber those after (the table
+  // read 1, 2, 4 after a loss, where the log said "now stage 2 of 3").
+  std::vector<int> firsts;
+  for (const Row& row : rows) firsts.push_back(row.first_layer);
+  std::sort(firsts.begin(), firsts.end());
+  firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.first_layer < b.first_layer; });
   out << "  stage  " << std::string("layers").append(width - 6, ' ')
       << "  device         last step   compute s   bubbles    MB sent   MB recv\n";
   for (const Row& row : rows) {
@@ -362,7 +373,8 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     // The step it last took part in, over every run of the job: a count of
     // its steps read as such after a resume gave this run's devices the
     // whole job's (a new user's trial).
-    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %9s %11.1f %8.0f%% %10.1f %9.1f\n", row.stage + 1,
+    const auto stage = static_cast<size_t>(std::lower_bound(firsts.begin(), firsts.end(), row.first_layer) - firsts.begin());
+    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %9s %11.1f %8.0f%% %10.1f %9.1f\n", stage + 1,
                   static_cast<int>(width), row.layers.c_str(), row.device.c_str(), WithThousands(w.iteration).c_str(),
                   w.compute_s, 100 * w.stall_fraction, static_cast<double>(w.bytes_sent) / 1e6,
                   static_cast<double>(w.bytes_received) / 1e6);

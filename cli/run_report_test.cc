@@ -338,7 +338,8 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   plan.predicted_samples_per_s = 1468;
   std::ostringstream out;
   PrintSummary(Job(), plan, p, 66.9, out);
-  EXPECT_NE(out.str().find("  2 stages, 8 micro-batches a step; trained at 50% of the plan's predicted 1,468 samples/s\n"),
+  EXPECT_NE(out.str().find("  as planned, 2 stages, 8 micro-batches a step; trained at 50% of the plan's predicted "
+                           "1,468 samples/s\n"),
             std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("  devices lost: 1 step run again on the devices left (8 micro-batches, 0.10 s from the "
@@ -347,10 +348,25 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                            "  planned again for the devices left: 2 micro-batches a step, predicted 1,468 samples/s\n"),
             std::string::npos)
       << out.str();
+  // Three stages of a device each, the middle one lost and its layers taken
+  // by the first: the table numbers the stages as they ended, 1 and 2, not
+  // as planned, 1 and 3.
+  LocalRunPlan three = Team();
+  three.job.pipeline = PipelineLayout{{{0, 1, {0}}, {1, 2, {1}}, {2, 4, {2}}}, 8};
+  JobProgress lost = Finished();
+  lost.workers.erase(lost.workers.begin() + 1);
+  lost.workers[0].layers = std::pair{0, 2};
+  lost.workers[1].layers = std::pair{2, 4};
+  lost.replays = p.replays;
+  std::ostringstream renumbered;
+  PrintSummary(Job(), three, lost, 66.9, renumbered);
+  EXPECT_NE(renumbered.str().find("      1  0-1     robot-1"), std::string::npos) << renumbered.str();
+  EXPECT_NE(renumbered.str().find("      2  2-3     robot-3"), std::string::npos) << renumbered.str();
   p.replays = JobProgress::Replays{};
   std::ostringstream none;
   PrintSummary(Job(), plan, p, 66.9, none);
   EXPECT_EQ(none.str().find("devices lost"), std::string::npos) << none.str();
+  EXPECT_NE(none.str().find("  2 stages, 8 micro-batches a step"), std::string::npos) << "nothing changed the plan's";
 }
 
 // A worker's energy after its last report reached the coordinator (its link
