@@ -350,9 +350,18 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   s.log << "stage " << *index + 1 << " (layers " << mine.first_layer << "-" << mine.end_layer - 1 << ", "
         << (*trainer)->ParameterCount() << " parameters) with head " << s.flags.coordinator << "\n";
   RealClock clock;
+  // Its link's trace and its slowdown's changes count from here, whatever
+  // sessions it has.
+  options.started = clock.Now();
+  bool welcomed = false;
+  options.on_welcome = [&welcomed] { welcomed = true; };
   auto summary = RunStage(s.plan, options, **trainer, s.data.train, clock, s.log, cancel);
-  while (!summary.ok() && summary.status().code() == StatusCode::kUnavailable && !cancel.load() &&
+  // Only a session the head took it into, ended by a broken stream: a head
+  // never reached, or that refuses it, ends it (DeadlineExceeded past
+  // reachGrace, or the refusal), as before.
+  while (!summary.ok() && summary.status().code() == StatusCode::kUnavailable && welcomed && !cancel.load() &&
          s.plan.spec.fault_tolerance.replay) {
+    welcomed = false;
     s.log << "stage agent " << s.flags.rank << ": " << summary.status().message()
           << "; saying hello again, to rejoin\n";
     trainer = CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed, s.plan.intra_op_threads,

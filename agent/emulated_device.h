@@ -25,9 +25,13 @@ std::function<double()> PassCpuClock(int intra_op_threads);
 class EmulatedDevice {
  public:
   // `cpu_seconds`: PassCpuClock's; none: passes are costed on `clock`. The
-  // slowdown's changes count from now.
-  EmulatedDevice(Clock& clock, DeviceSlowdown slowdown, std::function<double()> cpu_seconds = {})
-      : clock_(clock), slowdown_(std::move(slowdown)), started_(clock.Now()), cpu_seconds_(std::move(cpu_seconds)) {}
+  // slowdown's changes count from `started`, or from now.
+  EmulatedDevice(Clock& clock, DeviceSlowdown slowdown, std::function<double()> cpu_seconds = {},
+                 std::optional<TimePoint> started = std::nullopt)
+      : clock_(clock),
+        slowdown_(std::move(slowdown)),
+        started_(started.value_or(clock.Now())),
+        cpu_seconds_(std::move(cpu_seconds)) {}
   EmulatedDevice(Clock& clock, double slowdown, std::function<double()> cpu_seconds = {})
       : EmulatedDevice(clock, DeviceSlowdown{slowdown, {}}, std::move(cpu_seconds)) {}
 

@@ -98,7 +98,10 @@ Status JobDriver::WriteModelCard(const JobProgress& p) {
       {"model", NameOf(spec.model.kind)},
       {"dataset", DescribeData(spec.data)},
       {"workers", spec.parallelism.workers},
-      {"policy", spec.parallelism.workers > 1 ? nlohmann::json(NameOf(spec.sync.policy)) : nlohmann::json(nullptr)},
+      // A pipeline's stages synchronise as its 1F1B schedule does: spec.sync
+      // is a data-parallel team's (a new user's pipeline said "deadline").
+      {"policy", spec.parallelism.workers > 1 && !plan_.pipeline ? nlohmann::json(NameOf(spec.sync.policy))
+                                                                 : nlohmann::json(nullptr)},
       {"iteration", p.iteration},
       {"samples", p.samples},
       {"accuracy", p.accuracy ? nlohmann::json(*p.accuracy) : nlohmann::json(nullptr)},

@@ -44,9 +44,10 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     plan = AtBestMicroBatches(problem, by_hand);
   }
   if (micro_batches > 0) {
-    if (micro_batches > job.spec.data.batch_size) {
-      return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " is more than the batch of " +
-                                  std::to_string(job.spec.data.batch_size) + " samples");
+    // The cost model, and so the prediction said, takes micro-batches of one size.
+    if (job.spec.data.batch_size % micro_batches != 0) {
+      return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " must divide the batch of " +
+                                  std::to_string(job.spec.data.batch_size) + " samples (spec.data.batchSize)");
     }
     plan.micro_batches = micro_batches;
     plan.micro_batch_size = job.spec.data.batch_size / micro_batches;

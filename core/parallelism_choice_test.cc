@@ -119,6 +119,10 @@ TEST(ParallelismChoiceTest, AStageLayoutGivenByHandIsReadOrRefusedSayingWhy) {
       {"0-3:4/4-5:1", "\"4\" is not a rank of the job's 4 devices (0-3)"},
       {"0-3:/4-5:1", "\"\" is not a rank"},
       {"a-3:0/4-5:1", "\"a-3\" is not layers"},
+      {"3-2:0", "stage 1 must begin at layer 0"},
+      {"0-2:0/3-2:1", "end no earlier than it begins"},
+      {"0-5:0/", "\"\" has no ':'"},
+      {"0-1234567:0", "\"0-1234567\" is not layers"},
   };
   for (const Case& c : cases) {
     auto parsed = ParseStageLayout(c.text, site);

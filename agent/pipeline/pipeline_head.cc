@@ -506,32 +506,42 @@ Status PipelineHead::RegroupLocked() {
   return Status::Ok();
 }
 
-PipelineProblem PipelineHead::PacedProblemLocked(std::string& paces) {
+PipelineProblem PipelineHead::PacedProblemLocked(std::map<int, double>& paces) const {
   // The head's word and the stages' answers as the run's last steps paid
   // them, where the profile timed two messages on a quiet stream.
   PipelineProblem problem = *problem_;
   problem.transport.orders_s = orders_.Seconds();
   // Each device left as it has run its part of the steps, where the profile
   // timed its layers alone.
-  std::ostringstream said;
-  replays_.replanned_paces.clear();
+  paces.clear();
   for (int r : members_) {
     if (!pace_.Learned(r)) continue;
     problem.devices[static_cast<size_t>(r)].speed /= pace_.Of(r);
-    replays_.replanned_paces[r] = pace_.Of(r);
-    said << (said.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2) << pace_.Of(r)
-         << "x";
+    paces[r] = pace_.Of(r);
   }
-  paces = said.str();
   return problem;
 }
+
+namespace {
+
+// "rank 0 1.93x, rank 2 1.10x".
+std::string SayPaces(const std::map<int, double>& paces) {
+  std::ostringstream said;
+  for (const auto& [r, pace] : paces) {
+    said << (said.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2) << pace << "x";
+  }
+  return said.str();
+}
+
+}  // namespace
 
 void PipelineHead::ReplanLocked() {
   if (!problem_) return;
   std::vector<PipelineStage> stages;
   for (size_t s = 0; s < groups_.size(); ++s) stages.push_back({layers_[s].first, layers_[s].second, groups_[s]});
-  std::string paces;
-  const PipelineProblem problem = PacedProblemLocked(paces);
+  std::map<int, double> learned;
+  const PipelineProblem problem = PacedProblemLocked(learned);
+  const std::string paces = SayPaces(learned);
   const PipelinePlan plan = AtBestMicroBatches(problem, stages);
   if (!plan.cost.fits) {
     Log() << "pipeline: no micro-batch count fits the devices left (" << plan.cost.misfit << "); " << micro_batches_
@@ -549,6 +559,7 @@ void PipelineHead::ReplanLocked() {
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
   replays_.replanned_orders_s = problem.transport.OrdersSeconds();
+  replays_.replanned_paces = std::move(learned);
 }
 
 PipelineHead::Passes PipelineHead::PassesLocked(int64_t samples) const {
@@ -928,8 +939,7 @@ std::vector<int> PipelineHead::ReturningLocked() const {
   std::vector<int> back;
   if (finished_ || layer_float_at_.size() < 2) return back;  // without the layers' offsets no stage's state can be cut out
   for (const auto& link : links_) {
-    if (link->stream && !link->lost && !MemberLocked(link->rank) && !benched_.count(link->rank) &&
-        StageOfRank(*plan_.pipeline, link->rank).ok()) {
+    if (link->stream && !link->lost && !MemberLocked(link->rank) && StageOfRank(*plan_.pipeline, link->rank).ok()) {
       back.push_back(link->rank);
     }
   }
@@ -1173,12 +1183,20 @@ void PipelineHead::RegroupByThePlanner() {
   auto state = StateNow();
   std::lock_guard lock(mu_);
   if (!state.ok()) {
-    Log() << "pipeline: the stages stay as they are: " << state.status().message() << "\n";
+    Log() << "pipeline: the stages stay as they are this step: " << state.status().message() << "\n";
+    regroup_due_ = true;
     return;
   }
-  if (!LostLocked().ok()) {
-    // The step lets it go and replays; the planner runs again after it.
-    Log() << "pipeline: the stages stay as they are this step: " << LostLocked().message() << "\n";
+  // A device lost meanwhile (the fetch lets go of one lost between steps):
+  // the plan was of devices that are no longer all there. The step replays
+  // without it, and the planner runs again after.
+  const bool all_there = std::all_of(better->stages.begin(), better->stages.end(), [&](const PipelineStage& stage) {
+    return std::all_of(stage.devices.begin(), stage.devices.end(),
+                       [&](int r) { return MemberLocked(r) && !links_[static_cast<size_t>(r)]->lost; });
+  });
+  if (!all_there || !LostLocked().ok()) {
+    Log() << "pipeline: the stages stay as they are this step: a device was lost while the planner ran\n";
+    regroup_due_ = true;
     return;
   }
   LayOutLocked(*better, *state);
@@ -1186,8 +1204,9 @@ void PipelineHead::RegroupByThePlanner() {
 
 std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
   if (!problem_ || rebalancing_.every <= 0 || layer_float_at_.size() < 2) return std::nullopt;
-  std::string paces;
-  const PipelineProblem problem = PacedProblemLocked(paces);
+  std::map<int, double> learned;
+  const PipelineProblem problem = PacedProblemLocked(learned);
+  const std::string paces = SayPaces(learned);
   // The same problem over the members alone: the planner numbers them from 0.
   PipelineProblem left = problem;
   left.devices.clear();
@@ -1210,14 +1229,24 @@ std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
   const PipelinePlan as_they_are = AtBestMicroBatches(problem, now);
   // A re-plan costs every layer's state sent out once; one inside the
   // cost model's error would move the layers for nothing.
-  const bool better = best.cost.samples_per_s > (1 + rebalancing_.min_gain) * as_they_are.cost.samples_per_s;
+  const bool faster = best.cost.samples_per_s > (1 + rebalancing_.min_gain) * as_they_are.cost.samples_per_s;
+  // A device the plan leaves out would sit idle in no stage, its batches
+  // and steps falling behind the job's, with no way back in but a restart:
+  // such a plan is not laid out.
+  size_t used = 0;
+  for (const PipelineStage& stage : best.stages) used += stage.devices.size();
+  const bool everyone = used == members_.size();
+  std::string said = ": laid out so";
+  if (!faster) {
+    said = ", not " + std::to_string(static_cast<int>(rebalancing_.min_gain * 100 + 0.5)) + "% more: they stay";
+  } else if (!everyone) {
+    said = ", but it leaves devices out: they stay";
+  }
   Log() << "pipeline: the planner over the devices left (" << members_.size() << "): " << DescribePlan(problem, best)
         << "; predicted " << static_cast<int64_t>(best.cost.samples_per_s + 0.5) << " samples/s against "
-        << static_cast<int64_t>(as_they_are.cost.samples_per_s + 0.5) << " for the stages as they are"
-        << (better ? ": laid out so" : ", not " + std::to_string(static_cast<int>(rebalancing_.min_gain * 100 + 0.5)) +
-                                           "% more: they stay")
+        << static_cast<int64_t>(as_they_are.cost.samples_per_s + 0.5) << " for the stages as they are" << said
         << (!paces.empty() ? " (each device at its pace in the run's steps: " + paces + ")" : std::string()) << "\n";
-  if (!better) return std::nullopt;
+  if (!faster || !everyone) return std::nullopt;
   return best;
 }
 
@@ -1261,13 +1290,6 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
     *replicas.back()->mutable_state() = whole.taken();
     taken.push_back(std::move(whole));
   }
-  for (int r : members_) {
-    if (std::find(members.begin(), members.end(), r) != members.end()) continue;
-    // Connected, and told nothing until the job ends: in no stage, it is
-    // not taken back as a device that returns either.
-    benched_.insert(r);
-    Log() << "pipeline: rank " << r << " is left out of the stages, as the planner's best has it\n";
-  }
   const std::string was = DescribeStagesLocked();
   members_ = std::move(members);
   groups_ = std::move(groups);
@@ -1279,6 +1301,7 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
+  PacedProblemLocked(replays_.replanned_paces);
   relaid_ = true;
   regrouped_ = true;  // the next step goes as a replay, which carries the groups and layers
   ++replays_.repartitions;

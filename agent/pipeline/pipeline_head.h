@@ -39,7 +39,6 @@
 
 #include <atomic>
 #include <map>
-#include <set>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -185,14 +184,15 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void ReplanLocked();
   // The planner's problem for the devices as they have run: each at its pace
   // in the run's steps against the profile's prediction, and the head's word
-  // to the stages as the steps took it. `paces` says which paces it counted.
-  PipelineProblem PacedProblemLocked(std::string& paces);
+  // to the stages as the steps took it. `paces`: the paces it counted, by rank.
+  PipelineProblem PacedProblemLocked(std::map<int, double>& paces) const;
   // After a loss or a device back, between steps: the planner over the
   // devices in the stages (groups and cuts, which a loss otherwise leaves as
   // the plan had them, a lost stage's layers on its neighbour), and, if its
   // best promises more than the stages as they are by the least gain a layer
-  // move must (Rebalancing::min_gain), the stages laid out so: every device
-  // sent its new stage's layers whole, as the stages committed them.
+  // move must (Rebalancing::min_gain) and uses every device in the stages,
+  // the stages laid out so: every device sent its new stage's layers whole,
+  // as the stages committed them.
   void RegroupByThePlanner();
   // The planner's best over the members, its devices named by rank, if it
   // beats the stages as they are; none without what the plan was planned
@@ -271,7 +271,6 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
   bool regroup_due_ = false;  // a loss or a device back since the last step: the planner runs again before the next
-  std::set<int> benched_;     // left out by the planner's re-plan: connected, and in no stage
   // Each set of cuts the stages were measured at: the slowest stage's seconds a step.
   std::map<std::vector<std::pair<int, int>>, double> measured_cuts_;
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)

@@ -621,6 +621,14 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadRunThePlannerOverTheDevicesLeft) {
   double before = 0, after = 0;
   for (size_t k = 4; k < 6; ++k) before += kept.step_s[k], after += regrouped.step_s[k];
   EXPECT_LT(after, 0.8 * before) << regrouped.log;
+  // The second stage's device lost: its layer goes to the first stage's
+  // group, one stage of both layers on ranks 0 and 1, which is already the
+  // planner's best over them. The stages stay.
+  const SimulatedRun rebuilt = RunReplaying(plan, {{2, 17}}, 6, false, {}, {}, /*rebalance_every=*/1000);
+  ASSERT_TRUE(rebuilt.ended.ok()) << rebuilt.ended.ToString() << "\n" << rebuilt.log;
+  EXPECT_EQ(rebuilt.progress.replays->restored_stages, 1) << rebuilt.log;
+  EXPECT_NE(rebuilt.log.find("for the stages as they are, not 15% more: they stay"), std::string::npos) << rebuilt.log;
+  EXPECT_EQ(rebuilt.log.find("laid out anew"), std::string::npos) << rebuilt.log;
 }
 
 // The head learns what its word to the stages and their answers cost a step

@@ -206,12 +206,12 @@ class Outbox {
 class Stage {
  public:
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
-        Clock& clock, const std::atomic<bool>& cancel)
+        Clock& clock, const std::atomic<bool>& cancel, TimePoint started)
       : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
         first_layer_(plan.pipeline->stages[index].first_layer), end_layer_(plan.pipeline->stages[index].end_layer),
         options_(options),
         trainer_(&trainer), train_(train), clock_(clock),
-        device_(clock, plan.workers[options.rank].Slowdown(), options.thread_cpu_seconds),
+        device_(clock, plan.workers[options.rank].Slowdown(), options.thread_cpu_seconds, started),
         batches_(All(train), plan.spec.data.batch_size, plan.spec.seed),
         layout_(std::make_unique<RowLayout>(trainer.ParameterShapes(), SyncGranularity::kLayer)),
         optimizer_(std::make_unique<RowOptimizer>(plan.spec.optimizer, *layout_)),
@@ -699,6 +699,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   if (!plan.pipeline) return FailedPreconditionError("the plan has no pipeline for a stage to take part in");
   EDGETRAIN_ASSIGN_OR_RETURN(int index, StageOfRank(*plan.pipeline, options.rank));
   const TimePoint began = clock.Now();
+  const TimePoint started = options.started.value_or(began);
   std::optional<TraceShaper> uplink;  // outlives the stream that shapes with it
   std::unique_ptr<CoordinatorStream> stream;
   v1::CoordinatorMessage first;
@@ -713,8 +714,8 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
       } else if (connected.status().code() != StatusCode::kUnavailable) {
         return connected.status();  // refused its certificate: trying again gives the same
       } else if (clock.Now() - began > options.connect_timeout) {
-        return UnavailableError("the head at " + options.head->address() + " was unreachable for " +
-                                std::to_string(static_cast<int>(ToSeconds(options.connect_timeout))) + " s");
+        return DeadlineExceededError("the head at " + options.head->address() + " was unreachable for " +
+                                     std::to_string(static_cast<int>(ToSeconds(options.connect_timeout))) + " s");
       }
     }
     if (!stream) return StageSummary{.stop_reason = "cancelled"};
@@ -722,7 +723,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     // holds what had not arrived, as a wall does, rather than let it land.
     if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
     if (options.uplink) {
-      uplink.emplace(*options.uplink, clock.Now());
+      uplink.emplace(*options.uplink, started);
       stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock);
     }
     v1::WorkerMessage hello;
@@ -745,8 +746,9 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   }
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
-  Stage stage(plan, index, options, trainer, train, clock, cancel);
+  Stage stage(plan, index, options, trainer, train, clock, cancel, started);
   EDGETRAIN_RETURN_IF_ERROR(stage.Welcome(first.stage_welcome()));
+  if (options.on_welcome) options.on_welcome();
   log << "stage " << index + 1 << " of " << plan.pipeline->stages.size() << " (rank " << options.rank << ", layers "
       << plan.pipeline->stages[index].first_layer << "-" << plan.pipeline->stages[index].end_layer - 1
       << ") joined the pipeline\n";

@@ -80,6 +80,13 @@ struct StageOptions {
   // that moves with the device. None: the clock's seconds (the simulated
   // clock's tests, and passes spread over several threads).
   std::function<double()> thread_cpu_seconds;
+  // When the device's run began, which its link's trace and its profile's
+  // slowdown changes count from; none: when RunStage is called. An agent
+  // that says hello again after the head cut it off keeps its own.
+  std::optional<TimePoint> started;
+  // Told once the head has welcomed this device (its hello answered): an
+  // agent says hello again only after a session the head took it into.
+  std::function<void()> on_welcome;
 };
 
 struct StageSummary {
