@@ -347,7 +347,8 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     const PipelineStagePlan& stage = layout.stages[s];
     for (int rank : stage.ranks) {
       const auto w = std::find_if(p.workers.begin(), p.workers.end(), [&](const auto& x) { return x.rank == rank; });
-      if (w == p.workers.end()) continue;
+      // A device in no stage at the end holds no layers: said below the table.
+      if (w == p.workers.end() || (!w->active && !w->layers)) continue;
       // As they ended: layers move between stages as devices drift.
       const auto [first, end] = w->layers.value_or(std::pair{stage.first_layer, stage.end_layer});
       const std::string layers = end - first == 1 ? layer_name(first) : layer_name(first) + "-" + layer_name(end - 1);
@@ -381,6 +382,14 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
                   static_cast<double>(w.bytes_received) / 1e6);
     out << line;
   }
+  std::string gone;
+  for (const WorkerProgress& w : p.workers) {
+    if (w.active || w.layers) continue;
+    const std::string device =
+        static_cast<size_t>(w.rank) < devices.size() ? devices[w.rank].node : "rank " + std::to_string(w.rank);
+    gone += (gone.empty() ? "" : ", ") + device + " (its last step " + WithThousands(w.iteration) + ")";
+  }
+  if (!gone.empty()) out << "  not in the pipeline at the end: " << gone << "\n";
 }
 
 // What the table cannot show by itself: a link not timed, and figures a

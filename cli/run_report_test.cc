@@ -354,14 +354,19 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   LocalRunPlan three = Team();
   three.job.pipeline = PipelineLayout{{{0, 1, {0}}, {1, 2, {1}}, {2, 4, {2}}}, 8};
   JobProgress lost = Finished();
-  lost.workers.erase(lost.workers.begin() + 1);
   lost.workers[0].layers = std::pair{0, 2};
-  lost.workers[1].layers = std::pair{2, 4};
+  lost.workers[1].active = false;  // the head lists it, in no stage
+  lost.workers[1].iteration = 204;
+  lost.workers[2].active = true;
+  lost.workers[2].layers = std::pair{2, 4};
   lost.replays = p.replays;
   std::ostringstream renumbered;
   PrintSummary(Job(), three, lost, 66.9, renumbered);
   EXPECT_NE(renumbered.str().find("      1  0-1     robot-1"), std::string::npos) << renumbered.str();
   EXPECT_NE(renumbered.str().find("      2  2-3     robot-3"), std::string::npos) << renumbered.str();
+  EXPECT_EQ(renumbered.str().find("robot-2   "), std::string::npos) << "no row for the device lost\n" << renumbered.str();
+  EXPECT_NE(renumbered.str().find("  not in the pipeline at the end: robot-2 (its last step 204)\n"), std::string::npos)
+      << renumbered.str();
   p.replays = JobProgress::Replays{};
   std::ostringstream none;
   PrintSummary(Job(), plan, p, 66.9, none);

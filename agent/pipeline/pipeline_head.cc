@@ -1333,20 +1333,26 @@ JobProgress PipelineHead::Progress() {
   p.epoch = static_cast<int>(step_ / std::max<int64_t>(1, IterationsPerEpoch()));
   p.loss = std::max(0.0, smoothed_loss_);
   p.replays = replays_;
-  for (int r : members_) {
-    const auto& link = links_[r];
+  // Every device of the plan: those in no stage now (lost, or not yet back)
+  // as not active, their figures where they stopped, as a team's counted-out
+  // workers are; a dashboard could not tell a lost device from one never
+  // planned (a new user's trial).
+  for (const auto& link : links_) {
+    const int r = link->rank;
+    if (!StageOfRank(*plan_.pipeline, r).ok()) continue;
+    const bool member = MemberLocked(r);
     WorkerProgress w;
     w.rank = link->rank;
     w.batch_size = link->batch_share > 0 ? link->batch_share : plan_.spec.data.batch_size;
     w.iteration = link->done_step;
     w.samples = link->samples;
-    w.active = link->stream != nullptr;
+    w.active = member && link->stream != nullptr;
     w.compute_s = link->compute_s;
     // A stage's stall is its bubbles: waiting in a step for a neighbour.
     w.stall_s = link->idle_s;
     w.wall_s = link->compute_s + link->idle_s;
     w.stall_fraction = w.wall_s > 0 ? w.stall_s / w.wall_s : 0;
-    w.layers = layers_[static_cast<size_t>(link->stage)];
+    if (member) w.layers = layers_[static_cast<size_t>(link->stage)];
     w.bytes_sent = link->bytes_up;
     w.bytes_received = link->bytes_down;
     w.energy_joules = link->energy_j;

@@ -523,7 +523,11 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
         EXPECT_EQ(in_flight, 1);
       }
       EXPECT_GT(run.progress.replays->last_recovery_s, 0);
-      EXPECT_EQ(run.progress.workers.size(), 5u) << "the lost device is out of the team";
+      ASSERT_EQ(run.progress.workers.size(), 6u) << "every device of the plan";
+      EXPECT_EQ(std::count_if(run.progress.workers.begin(), run.progress.workers.end(),
+                              [&](const WorkerProgress& w) { return !w.active && !w.layers && w.rank == rank; }),
+                1)
+          << "the lost device is out of the stages, and listed so";
       EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 5 devices"), std::string::npos) << run.log;
     }
   }
@@ -614,8 +618,12 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadRunThePlannerOverTheDevicesLeft) {
                                 "layers 0-0 on rank 2 | layers 1-1 on rank 1"),
             std::string::npos)
       << regrouped.log;
-  ASSERT_EQ(regrouped.progress.workers.size(), 2u);
+  ASSERT_EQ(regrouped.progress.workers.size(), 3u);
   for (const WorkerProgress& w : regrouped.progress.workers) {
+    if (w.rank == 0) {
+      EXPECT_FALSE(w.active || w.layers) << "lost: in no stage";
+      continue;
+    }
     EXPECT_EQ(w.layers, (w.rank == 2 ? std::pair{0, 1} : std::pair{1, 2})) << w.rank;
   }
   double before = 0, after = 0;
@@ -684,8 +692,9 @@ TEST(SimulatedPipelineTest, AReplanPlansEachDeviceLeftAtItsPaceInTheRun) {
   const SimulatedRun run = RunReplaying(plan, {{0, 12 * 8 + 1}}, 16);
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ASSERT_TRUE(run.progress.replays.has_value());
-  ASSERT_EQ(run.progress.workers.size(), 2u) << "ranks 1 and 2, rank 0 lost";
+  ASSERT_EQ(run.progress.workers.size(), 3u) << "ranks 1 and 2, and rank 0 lost";
   for (const WorkerProgress& w : run.progress.workers) {
+    if (w.rank == 0) continue;
     ASSERT_TRUE(w.pace.has_value()) << "rank " << w.rank;
     EXPECT_NEAR(*w.pace, 1.5, 0.01) << "rank " << w.rank;
   }
@@ -858,7 +867,10 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ExpectSameRun(run, whole_run, 5, /*weights=*/false);
   EXPECT_GE(run.progress.replays->count, 2);
-  EXPECT_EQ(run.progress.workers.size(), 2u);
+  EXPECT_EQ(std::count_if(run.progress.workers.begin(), run.progress.workers.end(),
+                          [](const WorkerProgress& w) { return w.layers.has_value(); }),
+            2)
+      << "two of five devices in the stages at the end";
 
   // Both devices of the last stage die at the first pass of step 1, before
   // the stage's first replica (after its first step).

@@ -1289,16 +1289,20 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       ReportQuarantines(pass);
       if (plan.pipeline && progress.contains("workers") && progress["workers"].is_array() &&
           !progress["workers"].empty()) {
-        // The head lists the devices it trains with: one it let go of (silent
-        // past its deadline, its stream broken) while its pod runs on is lost.
-        std::set<int> listed, active;
+        // The head lists the devices it trains with, with their layers, and
+        // the others of its plan as not active with none: one it let go of
+        // (silent past its deadline, its stream broken) while its pod runs on
+        // is lost. (One not connected with layers is still in its stage,
+        // until the head's next step lets it go.)
+        std::set<int> in_stages, active;
         for (const Json& w : progress["workers"]) {
-          listed.insert(w.value("rank", -1));
-          if (w.value("active", true)) active.insert(w.value("rank", -1));
+          const bool on = w.value("active", true);
+          if (on || w.contains("layers")) in_stages.insert(w.value("rank", -1));
+          if (on) active.insert(w.value("rank", -1));
         }
         std::map<int, std::string> let_go;
         for (const WorkerSlot& slot : plan.workers) {
-          if (HasPod(plan, slot.rank, lost_stages) && !listed.count(slot.rank)) {
+          if (HasPod(plan, slot.rank, lost_stages) && !in_stages.count(slot.rank)) {
             let_go[slot.rank] = "the head let it go (silent past its deadline, or its stream broke)";
           }
         }

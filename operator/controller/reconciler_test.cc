@@ -1526,7 +1526,10 @@ TEST_F(PipelineReconcilerTest, AHeadThatFailsForAStageLeftWithoutDevicesFailsThe
 TEST_F(PipelineReconcilerTest, APipelineDeviceTheHeadLetGoOfKeepsItsPodAndRejoins) {
   const std::string key = ARunningPipeline();
   const std::string head = (*api_.Get(kube::kPods, "default", "piped-coordinator"))["status"]["podIP"];
-  progress_.by_ip[head] = {{"iteration", 40}, {"workers", {{{"rank", 0}}}}};
+  // The head lists the device it let go of as not active and in no stage.
+  progress_.by_ip[head] = {{"iteration", 40},
+                           {"workers",
+                            {{{"rank", 0}, {"layers", {{"first", 0}, {"end", 3}}}}, {{"rank", 1}, {"active", false}}}}};
   api_.ResetWrites();
   Reconcile(key);
   jobs_.Put(Job("piped"));
