@@ -1462,6 +1462,18 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
                " from a replica, losing " + std::to_string(kept["stepsLost"].get<int64_t>()) +
                (kept["stepsLost"].get<int64_t>() == 1 ? " step" : " steps") + " of those layers' updates";
   }
+  // A pass that read nothing new of the head (its progress as the last
+  // read left it) keeps what that read said: a replay's True was written
+  // over by the next write, milliseconds later, and no one saw it (a new
+  // user's trial). It turns False at the next read that shows none new.
+  const std::string read_now = pass.status.value("/progress/readTime"_json_pointer, std::string());
+  const Json* said = FindCondition(pass.stored_status, condition::kReplaying);
+  const bool same_read =
+      !read_now.empty() && read_now == pass.stored_status.value("/progress/readTime"_json_pointer, std::string());
+  if (!fresh && same_read && said && said->value("status", "") == "True") {
+    pass.Set(condition::kReplaying, true, reason::kReplayed, message);
+    return;
+  }
   pass.Set(condition::kReplaying, fresh, fresh ? reason::kReplayed : reason::kTrainingOn, message);
   if (fresh) {
     events_.Record(pass.object, "Warning", reason::kReplayed, message);

@@ -1476,10 +1476,18 @@ TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsRepla
   EXPECT_EQ(status["pipeline"]["replays"]["restoredStages"], 1);
   EXPECT_EQ(api_.Writes("create Pod"), 0);
   EXPECT_EQ(api_.Writes("create Event"), 1);
+  // A pass that reads the head no newer keeps it True: the next write
+  // turned it False milliseconds later, and no one saw it (a new user's trial).
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  EXPECT_TRUE(ConditionIs(Job("piped")["status"], api::condition::kReplaying, true)) << "the same read";
+  // The next read that shows nothing new turns it False.
+  now_ += std::chrono::seconds(5);
   Reconcile(key);
   EXPECT_EQ(FindCondition(Job("piped")["status"], api::condition::kReplaying)->value("reason", ""),
             api::reason::kTrainingOn)
       << "nothing new since";
+  EXPECT_EQ(api_.Writes("create Event"), 1) << "the replay's Event once";
 }
 
 // A stage left with no device, whose head then fails (no replica to rebuild
