@@ -350,25 +350,15 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   s.log << "stage " << *index + 1 << " (layers " << mine.first_layer << "-" << mine.end_layer - 1 << ", "
         << (*trainer)->ParameterCount() << " parameters) with head " << s.flags.coordinator << "\n";
   RealClock clock;
-  // Its link's trace and its slowdown's changes count from here, whatever
-  // sessions it has.
-  options.started = clock.Now();
-  bool welcomed = false;
-  options.on_welcome = [&welcomed] { welcomed = true; };
-  auto summary = RunStage(s.plan, options, **trainer, s.data.train, clock, s.log, cancel);
-  // Only a session the head took it into, ended by a broken stream: a head
-  // never reached, or that refuses it, ends it (DeadlineExceeded past
-  // reachGrace, or the refusal), as before.
-  while (!summary.ok() && summary.status().code() == StatusCode::kUnavailable && welcomed && !cancel.load() &&
-         s.plan.spec.fault_tolerance.replay) {
-    welcomed = false;
-    s.log << "stage agent " << s.flags.rank << ": " << summary.status().message()
-          << "; saying hello again, to rejoin\n";
-    trainer = CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed, s.plan.intra_op_threads,
-                                  mine.first_layer, mine.end_layer, SampleShape(s.plan.spec.data)});
-    if (!trainer.ok()) return fail(trainer.status());
-    summary = RunStage(s.plan, options, **trainer, s.data.train, clock, s.log, cancel);
-  }
+  // Its first trainer, built above to say its size, is the first session's.
+  std::unique_ptr<StageTrainer> first = std::move(*trainer);
+  const TrainerMaker fresh_trainer = [&]() -> StatusOr<std::unique_ptr<StageTrainer>> {
+    if (first) return std::move(first);
+    return CreateStageTrainer({s.plan.spec.model, s.data.train.info, s.plan.spec.seed, s.plan.intra_op_threads,
+                               mine.first_layer, mine.end_layer, SampleShape(s.plan.spec.data)});
+  };
+  auto summary =
+      RunStageRejoining(s.plan, options, fresh_trainer, s.data.train, clock, s.log, cancel, s.flags.head_return_grace);
   if (!summary.ok()) return fail(summary.status());
   nlohmann::json result = {{"rank", s.flags.rank},
                            {"stage", *index},

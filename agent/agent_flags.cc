@@ -71,6 +71,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   wait("--rebalance-within", flags.rebalance_within,
        "a pipeline head's measurement of its stages also ends after this long, if its --rebalance-every steps take "
        "longer (default 20s; at least two steps)");
+  wait("--head-return-grace", flags.head_return_grace,
+       "how long a pipeline stage whose head went away keeps trying to reach it again (default 2m; at least "
+       "spec.faultTolerance.reachGrace)");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

@@ -46,6 +46,11 @@ struct AgentFlags {
   // ... or over this long, whichever ends first (at least two steps): a
   // device slowed eightfold stretched 100 steps past the rest of a run.
   Duration rebalance_within = std::chrono::seconds(20);
+  // How long a pipeline stage whose head went away (its stream broken after
+  // the head took it in) keeps trying to reach it again: a head restarted in
+  // its pod comes back after the kubelet's back-off, 10 s and more, and
+  // stages that gave up after reachGrace crash-looped out of step with it.
+  Duration head_return_grace = std::chrono::minutes(2);
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

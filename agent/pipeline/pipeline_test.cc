@@ -85,6 +85,64 @@ struct SimulatedRun {
   std::string log;
   std::map<int, StatusOr<StageSummary>> returned;  // of the devices that came back, by rank
 };
+// A device that dies at its nth pass, forward or backward, counted over the
+// run: the pass fails, the stage agent ends, and its stream to the head closes.
+// Or (`silent`, its uplink's gate) it goes silent there, its stream open and
+// its heartbeats held, as behind a wall whose link drops everything, and
+// computes on.
+class DyingStageTrainer final : public StageTrainer {
+ public:
+  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr)
+      : device_(device), dies_at_(dies_at_pass), silent_(silent) {}
+  std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
+  std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
+  int64_t InputSize() const override { return device_.InputSize(); }
+  int64_t OutputSize() const override { return device_.OutputSize(); }
+  bool IsFirst() const override { return device_.IsFirst(); }
+  bool IsLast() const override { return device_.IsLast(); }
+  StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
+    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
+    return device_.Forward(id, input);
+  }
+  StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
+                                                  double scale) override {
+    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
+    return device_.BackwardFromLoss(id, labels, scale);
+  }
+  StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
+    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
+    return device_.Backward(id, output_gradient);
+  }
+  int InFlight() const override { return device_.InFlight(); }
+  void DropInFlight() override { device_.DropInFlight(); }
+  std::span<float> Parameters() override { return device_.Parameters(); }
+  std::span<const float> Gradients() const override { return device_.Gradients(); }
+  void ZeroGradients() override { device_.ZeroGradients(); }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
+  int64_t ParameterCount() const override { return device_.ParameterCount(); }
+
+ private:
+  StageTrainer& device_;
+  const int dies_at_;
+  LinkGate* silent_;
+  int passes_ = 0;
+  // Dies, or goes silent and computes on.
+  bool Dies() {
+    if (!silent_) return true;
+    silent_->Cut();
+    return false;
+  }
+};
+
+// Devices that say hello again, as an agent does, once a session the head
+// took them into ends with their stream cut (RunStageRejoining): `fresh`
+// makes each rank's trainer of its planned layers for the sessions after its
+// first; `reopen_after`, each rank's gate opened again once the head has done
+// that step (its link back).
+struct Rejoining {
+  std::function<std::unique_ptr<StageTrainer>(int rank)> fresh;
+  std::map<int, int> reopen_after;
+};
 // A device that comes back: its agent started again once the head has done `after_step`.
 struct ComesBack {
   int after_step = 0;
@@ -104,7 +162,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
                          const std::optional<BandwidthTrace>& uplink = std::nullopt,
                          const std::map<int, ComesBack>& back = {}, const JobCheckpoint* resume = nullptr,
                          const std::set<int>& absent = {}, Duration between_steps = {},
-                         Duration rebalance_within = {}) {
+                         Duration rebalance_within = {}, const Rejoining& rejoining = {}) {
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -149,7 +207,17 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         if (auto g = gates.find(r); gated && g != gates.end()) options.gate = g->second;
         options.uplink = uplink;
         if (take_layers) options.take_layers = [&, r](int first, int end) { return take_layers(r, first, end); };
-        summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
+        if (rejoining.fresh) {
+          bool first = true;
+          const TrainerMaker sessions = [&, r]() -> StatusOr<std::unique_ptr<StageTrainer>> {
+            if (!first) return rejoining.fresh(r);
+            first = false;
+            return std::unique_ptr<StageTrainer>(std::make_unique<DyingStageTrainer>(trainer, 0));  // never dies
+          };
+          summary = RunStageRejoining(plan, options, sessions, data.train, clock, log, cancel, std::chrono::seconds(30));
+        } else {
+          summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
+        }
       }));
     };
     for (size_t r = 0; r < trainers.size(); ++r) {
@@ -163,6 +231,9 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
     for (int step = 0; step < steps && run.ended.ok(); ++step) {
       for (const auto& [rank, b] : back) {
         if (b.after_step == step) start(rank, *b.trainer, run.returned.at(rank), false);
+      }
+      for (const auto& [rank, after] : rejoining.reopen_after) {
+        if (after == step) gates.at(rank)->Restore();
       }
       const TimePoint began = clock.Now();
       run.ended = head.Advance();
@@ -337,54 +408,6 @@ TEST(SimulatedPipelineTest, AStageToldToStopLeavesAndTheHeadSaysWhichWasLost) {
   EXPECT_EQ(summaries[0]->stop_reason, "the job is over");
 }
 
-// A device that dies at its nth pass, forward or backward, counted over the
-// run: the pass fails, the stage agent ends, and its stream to the head closes.
-// Or (`silent`, its uplink's gate) it goes silent there, its stream open and
-// its heartbeats held, as behind a wall whose link drops everything, and
-// computes on.
-class DyingStageTrainer final : public StageTrainer {
- public:
-  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr)
-      : device_(device), dies_at_(dies_at_pass), silent_(silent) {}
-  std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
-  std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
-  int64_t InputSize() const override { return device_.InputSize(); }
-  int64_t OutputSize() const override { return device_.OutputSize(); }
-  bool IsFirst() const override { return device_.IsFirst(); }
-  bool IsLast() const override { return device_.IsLast(); }
-  StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
-    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
-    return device_.Forward(id, input);
-  }
-  StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
-                                                  double scale) override {
-    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
-    return device_.BackwardFromLoss(id, labels, scale);
-  }
-  StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
-    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
-    return device_.Backward(id, output_gradient);
-  }
-  int InFlight() const override { return device_.InFlight(); }
-  void DropInFlight() override { device_.DropInFlight(); }
-  std::span<float> Parameters() override { return device_.Parameters(); }
-  std::span<const float> Gradients() const override { return device_.Gradients(); }
-  void ZeroGradients() override { device_.ZeroGradients(); }
-  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
-  int64_t ParameterCount() const override { return device_.ParameterCount(); }
-
- private:
-  StageTrainer& device_;
-  const int dies_at_;
-  LinkGate* silent_;
-  int passes_ = 0;
-  // Dies, or goes silent and computes on.
-  bool Dies() {
-    if (!silent_) return true;
-    silent_->Cut();
-    return false;
-  }
-};
 
 // Fake data whose samples are not zero, so that the weights learn and a step
 // applied twice or on the wrong gradient shows.
@@ -432,7 +455,7 @@ RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* dev
 // fresh device, as `back_after` says (rank -> the step after which).
 SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false,
                           const std::map<int, int>& back_after = {}, Duration between_steps = {},
-                          int rebalance_every = 0) {
+                          int rebalance_every = 0, const std::map<int, int>& reopen_after = {}) {
   const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   DeterministicClock clock;
@@ -465,8 +488,19 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
   // A device taking a lost neighbour's layers: a fake of all of them, as
   // slow a layer as its own stage's.
   const int layers = plan.pipeline->stages.back().end_layer;
+  // Silent devices whose links come back say hello again, each session on a
+  // fresh fake of its planned layers.
+  Rejoining rejoining;
+  if (!reopen_after.empty()) {
+    rejoining.reopen_after = reopen_after;
+    rejoining.fresh = [&](int r) -> std::unique_ptr<StageTrainer> {
+      const int s = *StageOfRank(*plan.pipeline, r);
+      return std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock);
+    };
+  }
   return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), rebalance_every,
-                     std::nullopt, back, nullptr, {}, between_steps);
+                     std::nullopt, back, nullptr, {}, between_steps, {}, rejoining);
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -483,6 +517,28 @@ JobPlan HybridPlan(const std::vector<std::vector<int>>& groups, int micro_batche
     plan.pipeline->stages.push_back({static_cast<int>(s), static_cast<int>(s) + 1, groups[s]});
   }
   return plan;
+}
+
+// A device of a two-device stage goes silent in step 3 (behind a wall, its
+// stream open): the head takes it for lost and cuts its stream. Its link back
+// after step 5, its agent says hello again by itself (RunStageRejoining, as
+// the agent runs a stage), and rejoins its stage between steps; every step's
+// loss is the run's that lost no one.
+TEST(SimulatedPipelineTest, ADeviceCutOffWhileSilentSaysHelloAgainByItselfAndRejoins) {
+  const JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun run = RunReplaying(plan, {{1, 17}}, 8, /*silent=*/true, {}, {}, 0, {{1, 5}});
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 8, /*weights=*/false);
+  ASSERT_TRUE(run.progress.replays.has_value());
+  EXPECT_EQ(run.progress.replays->count, 1);
+  EXPECT_EQ(run.progress.replays->rejoined, 1) << run.log;
+  EXPECT_NE(run.log.find("stage agent 1: the stream to the head broke"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("saying hello again, to rejoin"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("rank 1 is back and rejoins stage 1"), std::string::npos) << run.log;
+  ASSERT_TRUE(run.summaries[1].ok()) << run.summaries[1].status().ToString();
+  EXPECT_EQ(run.summaries[1]->stop_reason, "the job is over") << "it ended with the job";
 }
 
 // A device of a stage of several, lost at any pass of a step (its first

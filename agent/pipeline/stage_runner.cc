@@ -755,4 +755,26 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   return stage.Run(*stream, cancel);
 }
 
+StatusOr<StageSummary> RunStageRejoining(const JobPlan& plan, StageOptions options, const TrainerMaker& fresh_trainer,
+                                         const Dataset& train, Clock& clock, std::ostream& log,
+                                         const std::atomic<bool>& cancel, Duration head_return_grace) {
+  if (!options.started) options.started = clock.Now();
+  bool welcomed = false;
+  options.on_welcome = [&welcomed] { welcomed = true; };
+  for (;;) {
+    EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> trainer, fresh_trainer());
+    welcomed = false;
+    StatusOr<StageSummary> summary = RunStage(plan, options, *trainer, train, clock, log, cancel);
+    // Only a session the head took it into, ended by a broken stream.
+    if (summary.ok() || summary.status().code() != StatusCode::kUnavailable || !welcomed || cancel.load() ||
+        !plan.spec.fault_tolerance.replay) {
+      return summary;
+    }
+    // Its head may be what went away: restarted in its pod, it is back
+    // after the kubelet's back-off.
+    options.connect_timeout = std::max(options.connect_timeout, head_return_grace);
+    log << "stage agent " << options.rank << ": " << summary.status().message() << "; saying hello again, to rejoin\n";
+  }
+}
+
 }  // namespace edgetrain::agent

@@ -104,4 +104,18 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
                                 const Dataset& train, Clock& clock, std::ostream& log,
                                 const std::atomic<bool>& cancel);
 
+// RunStage, and again whenever a session the head took it into ends with
+// its stream broken (taken for lost while silent and cut off, or its head
+// gone): with spec.faultTolerance.replay on, it says hello again on a fresh
+// trainer of its planned layers (`fresh_trainer`), and the head takes it
+// back between steps (docs/pipeline.md). A head never reached, or that
+// refuses it, ends it as RunStage does; after a session, the head is tried
+// for `head_return_grace` (at least options.connect_timeout), which a head
+// restarted in its pod outlasts. `options.started`, unset, is set to now, so
+// that its link and slowdown count from its first session.
+using TrainerMaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>()>;
+StatusOr<StageSummary> RunStageRejoining(const JobPlan& plan, StageOptions options, const TrainerMaker& fresh_trainer,
+                                         const Dataset& train, Clock& clock, std::ostream& log,
+                                         const std::atomic<bool>& cancel, Duration head_return_grace);
+
 }  // namespace edgetrain::agent
