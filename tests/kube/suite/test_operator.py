@@ -1057,3 +1057,28 @@ class PipelineOperatorTest(OperatorSiteTestCase):
         print(f"\npipeline: a stage agent SIGKILLed, its stage rebuilt on its neighbour, and the agent back in a "
               f"stage {t_back - t_killed:.1f} s after the kill; {job['status']['progress']['iteration']} steps, "
               f"accuracy {job['status']['progress'].get('accuracy')}")
+
+    def test_a_head_agent_that_crashes_restarts_in_its_pod_and_its_stages_wait_for_it(self):
+        """The head's agent SIGKILLed: the kubelet restarts it in its pod after its back-off,
+        and its stages, their streams broken, keep trying to reach it (--head-return-grace)
+        rather than give up after reachGrace (2 s here) and crash-loop out of step with it,
+        as they did (a new user's trial: three pods in CrashLoopBackOff for 3 minutes). The
+        stages' pods never restart, and the job trains to its wall clock."""
+        self.delete_when_done("headkill")
+        self.apply(wall_clock_job("headkill", "25s", model={"hidden": [256, 256, 256]}, data={"batchSize": 512},
+                                  parallelism={"mode": "pipeline", "workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s"}))
+        self.wait_job("headkill", lambda j: ((j.get("status") or {}).get("progress", {}).get("iteration") or 0) >= 20,
+                      timeout=120)
+        self.kill_agent("--role=coordinator --job=headkill ", "the head's agent")
+        job = self.wait_job("headkill", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
+        self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
+        pods = self.job_pods("headkill")
+        self.assertGreaterEqual(pods["headkill-coordinator"]["status"]["containerStatuses"][0]["restartCount"], 1,
+                                "the head restarted in its pod")
+        for name, pod in pods.items():
+            if name.startswith("headkill-worker-"):
+                self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0,
+                                 f"{name} waited for its head rather than exit")
+        print(f"\npipeline: the head's agent SIGKILLed and restarted in its pod, its stages waiting for it; "
+              f"{job['status']['progress']['iteration']} steps, accuracy {job['status']['progress'].get('accuracy')}")
