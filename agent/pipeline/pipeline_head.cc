@@ -71,6 +71,14 @@ struct PipelineHead::Link {
   // (its heartbeats, and the passes' outputs, which may take a slow link
   // longer); until a gap is learned, nodeLossGrace. Set when it says hello.
   ArrivalDeadline heard;
+  // The least silence it is taken for lost after: four heartbeats (the
+  // grace, without heartbeats). A stage's only device is given twice that:
+  // taken for lost, its layers come back from a replica, less the updates
+  // since (up to replicateEvery steps), where a device of a group costs a
+  // step replayed; on 2 cores shared with a cluster's stand-in a stage fell
+  // silent 1.08 s at the end of a run with no fault, and lost 60 steps of
+  // updates (a new user's trial).
+  Duration silent_floor{};
   int64_t done_step = 0;
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
@@ -226,8 +234,8 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     // Silent is silent past the gaps it has shown, and never under four of
     // its heartbeats; a stage that sends none is judged by the grace alone.
     const double heartbeat_s = hello.heartbeat_seconds();
-    link.heard = ArrivalDeadline(plan_.spec.fault_tolerance.ReachGrace(),
-                                 heartbeat_s > 0 ? 4 * FromSeconds(heartbeat_s) : plan_.spec.fault_tolerance.ReachGrace());
+    link.silent_floor = heartbeat_s > 0 ? 4 * FromSeconds(heartbeat_s) : plan_.spec.fault_tolerance.ReachGrace();
+    link.heard = ArrivalDeadline(plan_.spec.fault_tolerance.ReachGrace(), link.silent_floor);
     link.heard.Restart(clock_.Now());
     changed_.NotifyAll();
   }
@@ -440,15 +448,17 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
       next = std::min(next, link.transfer_until + std::chrono::milliseconds(1));
       continue;
     }
-    if (!link.heard.Overdue(now)) {
-      next = std::min(next, link.heard.last_arrival() + link.heard.Deadline() + std::chrono::milliseconds(1));
+    const bool alone = groups_[static_cast<size_t>(link.stage)].size() == 1;
+    const Duration allowed = alone ? std::max(link.heard.Deadline(), 2 * link.silent_floor) : link.heard.Deadline();
+    if (!link.heard.Overdue(now) || now - link.heard.last_arrival() <= allowed) {
+      next = std::min(next, link.heard.last_arrival() + allowed + std::chrono::milliseconds(1));
       continue;
     }
     link.lost = true;
     link.lost_at = link.heard.last_arrival();
     Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") silent for "
           << ToSeconds(now - link.heard.last_arrival()) << " s in step " << step_ + 1 << ", past its deadline of "
-          << ToSeconds(link.heard.Deadline()) << " s: taken for lost\n";
+          << ToSeconds(allowed) << " s" << (alone ? " (its stage's only device)" : "") << ": taken for lost\n";
   }
   return next;
 }

@@ -1151,6 +1151,11 @@ TEST(SimulatedPipelineTest, ADeviceLostWhileItsReplicaIsOnTheWireIsRebuiltFromTh
                           "of 2 (layers 0-1) from the replica of step 2: 2 steps of their updates lost"),
             std::string::npos)
       << lost.log;
+  // Its stage's only device: silent at least twice four heartbeats (2 s)
+  // before it is taken, its layers' updates since the replica being what
+  // its loss costs.
+  EXPECT_NE(lost.log.find(", past its deadline of 2 s (its stage's only device): taken for lost"), std::string::npos)
+      << lost.log;
 
   const SimulatedRun unlimited = run(true, std::nullopt);
   ASSERT_TRUE(unlimited.ended.ok()) << unlimited.ended.ToString() << "\n" << unlimited.log;
