@@ -57,6 +57,10 @@ Json ProgressStatusOf(const Json& progress) {
   // To four places, as `kubectl get tj` shows it (it printed 0.9111111111111111;
   // a test set's accuracy has no more to say than that).
   if (out.contains("accuracy")) out["accuracy"] = std::round(out["accuracy"].get<double>() * 1e4) / 1e4;
+  // To the joule's tenth, the model's resolution at best (kubectl describe
+  // showed 999.4560457439998: a new user's trial); the loss to four places.
+  if (out.contains("energyJoules")) out["energyJoules"] = std::round(out["energyJoules"].get<double>() * 10) / 10;
+  if (out.contains("loss")) out["loss"] = std::round(out["loss"].get<double>() * 1e4) / 1e4;
   if (progress.contains("etaSeconds") && progress["etaSeconds"].is_number()) {
     out["eta"] = EtaText(progress["etaSeconds"].get<double>());
   }

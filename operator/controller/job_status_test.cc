@@ -35,6 +35,8 @@ TEST(JobStatusTest, ProgressIsTheCoordinatorsWithoutWhatItDoesNotHaveYet) {
                           {"eta", "1m5s"}}));
   // To four places, as kubectl shows it (a new user saw 0.9111111111111111).
   EXPECT_EQ(ProgressStatusOf(Json{{"accuracy", 0.9111111111111111}})["accuracy"], 0.9111);
+  EXPECT_EQ(ProgressStatusOf(Json{{"energyJoules", 999.4560457439998}})["energyJoules"], 999.5);
+  EXPECT_EQ(ProgressStatusOf(Json{{"loss", 0.31234567}})["loss"], 0.3123);
 }
 
 TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
