@@ -900,9 +900,7 @@ void PipelineHead::Rejoin() {
       size_t t = 0;
       while (t + 1 < layers_.size() && layers_[t].second <= mine.first_layer) ++t;
       const auto [first, end] = layers_[t];
-      const v1::StageState layers =
-          SliceOf(*state, layer_float_at_[first], layer_float_at_[end] - layer_float_at_[first],
-                  static_cast<size_t>(layer_row_at_[first]), static_cast<size_t>(layer_row_at_[end] - layer_row_at_[first]));
+      const v1::StageState layers = LayersStateLocked(*state, first, end);
       v1::CoordinatorMessage welcome;
       v1::StageWelcome* w = welcome.mutable_stage_welcome();
       w->set_resume_after(step_);
@@ -1132,6 +1130,35 @@ void PipelineHead::MeasureStagesLocked() {
         << step_ << "; moving layers for " << proposed_->predicted_s << " s a step at the slowest\n";
 }
 
+v1::StageState PipelineHead::LayersStateLocked(const JobCheckpoint& state, int first, int end) const {
+  return SliceOf(state, layer_float_at_[first], layer_float_at_[end] - layer_float_at_[first],
+                 static_cast<size_t>(layer_row_at_[first]), static_cast<size_t>(layer_row_at_[end] - layer_row_at_[first]));
+}
+
+v1::StageLayers PipelineHead::WholeLayersLocked(const JobCheckpoint& state, int first, int end) const {
+  v1::StageLayers whole;
+  whole.set_taken_first_layer(first);
+  whole.set_taken_end_layer(end);
+  *whole.mutable_taken() = LayersStateLocked(state, first, end);
+  return whole;
+}
+
+v1::StageReplica PipelineHead::ReplicaNowLocked(const v1::StageState& committed) const {
+  // The state a stage is sent is the stage's as committed at step_: its replica too.
+  v1::StageReplica replica;
+  replica.set_step(step_);
+  *replica.mutable_state() = committed;
+  return replica;
+}
+
+StageShapes::value_type PipelineHead::ShapesOfLayers(int first, int end) const {
+  StageShapes::value_type shapes;
+  for (int l = first; l < end; ++l) {
+    shapes.insert(shapes.end(), rebalancing_.layer_shapes[l].begin(), rebalancing_.layer_shapes[l].end());
+  }
+  return shapes;
+}
+
 bool PipelineHead::FitsLayersLocked(const JobCheckpoint& state) const {
   // Moments are empty for an optimizer without them (plain SGD).
   auto fits = [&](const std::vector<float>& moment) {
@@ -1142,8 +1169,6 @@ bool PipelineHead::FitsLayersLocked(const JobCheckpoint& state) const {
 }
 
 void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
-  const std::vector<int64_t>& float_at = layer_float_at_;
-  const std::vector<int64_t>& row_at = layer_row_at_;
   if (!FitsLayersLocked(state)) {
     Log() << "pipeline: layers stay where they are: the stages' state is not the layers' the head was given\n";
     return;
@@ -1154,21 +1179,10 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
     was << (s ? " | " : "") << layers_[s].first << "-" << layers_[s].second - 1;
     now << (s ? " | " : "") << first << "-" << end - 1;
     if (std::pair{first, end} == layers_[s]) continue;
-    v1::StageLayers moved;
-    moved.set_taken_first_layer(first);
-    moved.set_taken_end_layer(end);
-    *moved.mutable_taken() = SliceOf(state, float_at[first], float_at[end] - float_at[first],
-                                     static_cast<size_t>(row_at[first]), static_cast<size_t>(row_at[end] - row_at[first]));
-    // The state moved is the stage's as committed at step_: its replica too.
-    replicas_[s] = v1::StageReplica();
-    replicas_[s]->set_step(step_);
-    *replicas_[s]->mutable_state() = moved.taken();
-    taken_[s] = std::move(moved);
+    taken_[s] = WholeLayersLocked(state, first, end);
+    replicas_[s] = ReplicaNowLocked(taken_[s]->taken());
     layers_[s] = {first, end};
-    shapes_[s].clear();
-    for (int l = first; l < end; ++l) {
-      shapes_[s].insert(shapes_[s].end(), rebalancing_.layer_shapes[l].begin(), rebalancing_.layer_shapes[l].end());
-    }
+    shapes_[s] = ShapesOfLayers(first, end);
   }
   relaid_ = true;
   regrouped_ = true;  // the next step goes as a replay, which carries the layers
@@ -1282,23 +1296,11 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
       members.push_back(r);
     }
     layers.emplace_back(first, end);
-    shapes.emplace_back();
-    for (int l = first; l < end; ++l) {
-      shapes.back().insert(shapes.back().end(), rebalancing_.layer_shapes[l].begin(), rebalancing_.layer_shapes[l].end());
-    }
+    shapes.push_back(ShapesOfLayers(first, end));
     // Every device of the stage is sent its layers whole: one that had
     // them keeps its own, the same as committed.
-    v1::StageLayers whole;
-    whole.set_taken_first_layer(first);
-    whole.set_taken_end_layer(end);
-    *whole.mutable_taken() =
-        SliceOf(state, layer_float_at_[first], layer_float_at_[end] - layer_float_at_[first],
-                static_cast<size_t>(layer_row_at_[first]), static_cast<size_t>(layer_row_at_[end] - layer_row_at_[first]));
-    // The state sent is the stage's as committed at step_: its replica too.
-    replicas.emplace_back(v1::StageReplica());
-    replicas.back()->set_step(step_);
-    *replicas.back()->mutable_state() = whole.taken();
-    taken.push_back(std::move(whole));
+    taken.push_back(WholeLayersLocked(state, first, end));
+    replicas.push_back(ReplicaNowLocked(taken.back()->taken()));
   }
   const std::string was = DescribeStagesLocked();
   members_ = std::move(members);

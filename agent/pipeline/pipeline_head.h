@@ -201,6 +201,14 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state);
   // "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
   std::string DescribeStagesLocked() const;
+  // Layers [first, end)'s part of `state` (the whole model's), one row a tensor.
+  v1::StageState LayersStateLocked(const JobCheckpoint& state, int first, int end) const;
+  // Those layers, for a device to take whole.
+  v1::StageLayers WholeLayersLocked(const JobCheckpoint& state, int first, int end) const;
+  // A replica of `committed`, of the step last committed.
+  v1::StageReplica ReplicaNowLocked(const v1::StageState& committed) const;
+  // The parameter tensors of layers [first, end).
+  StageShapes::value_type ShapesOfLayers(int first, int end) const;
   // Whether `state` is the whole model's, as the layers' offsets say.
   bool FitsLayersLocked(const JobCheckpoint& state) const;
   // A step run plainly of `samples`: each member's work, as its answer said,
