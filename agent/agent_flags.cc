@@ -32,6 +32,11 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
                   "them when another cut would pace the slowest stage 15% faster (default 100; 0: never)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("STEPS");
+  app->add_option("--hung-pass-factor", flags.hung_pass_factor,
+                  "a pipeline head takes a stage for hung when the pass its heartbeats say is under way has run "
+                  "this many times what its passes have taken (default 8), and at least --hung-pass-floor")
+      ->check(CLI::Range(1.0, 1e6))
+      ->option_text("X");
   app->add_option("--coordinator", flags.coordinator, "where peers reach the coordinator")->option_text("HOST:PORT");
   app->add_option("--listen", flags.listen, "where this agent accepts peers (port 0: the OS chooses)")
       ->option_text("HOST:PORT");
@@ -74,6 +79,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   wait("--head-return-grace", flags.head_return_grace,
        "how long a pipeline stage whose head went away keeps trying to reach it again (default 2m; at least "
        "spec.faultTolerance.reachGrace)");
+  wait("--hung-pass-floor", flags.hung_pass_floor,
+       "the least a pipeline stage's pass runs before its head may take it for hung (default 10s); before the "
+       "stage's first step, spec.faultTolerance.reachGrace if longer");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

@@ -51,6 +51,11 @@ struct AgentFlags {
   // its pod comes back after the kubelet's back-off, 10 s and more, and
   // stages that gave up after reachGrace crash-looped out of step with it.
   Duration head_return_grace = std::chrono::minutes(2);
+  // A pipeline head takes a stage whose pass has run this many times what
+  // its passes have taken, and at least hung_pass_floor, for hung: its
+  // compute stuck while its heartbeats still come (core/pass_deadline.h).
+  double hung_pass_factor = 8;
+  Duration hung_pass_floor = std::chrono::seconds(10);
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

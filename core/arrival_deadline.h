@@ -7,6 +7,7 @@
 // fixed timeout to tune per cluster.
 
 #include "core/clock.h"
+#include "core/smoothed_spread.h"
 
 namespace edgetrain {
 
@@ -31,16 +32,14 @@ class ArrivalDeadline {
   bool Overdue(TimePoint now) const { return seen_any_ && now - last_ > Deadline(); }
   TimePoint last_arrival() const { return last_; }
   // The learned mean gap between pushes, or `fallback` before one is learned.
-  Duration MeanGap(Duration fallback) const { return learned_ ? FromSeconds(mean_s_) : fallback; }
+  Duration MeanGap(Duration fallback) const { return gaps_.learned() ? FromSeconds(gaps_.mean()) : fallback; }
 
  private:
   Duration initial_;
   Duration floor_;
   bool seen_any_ = false;
-  bool learned_ = false;
   TimePoint last_{};
-  double mean_s_ = 0;
-  double deviation_s_ = 0;
+  SmoothedSpread gaps_;  // seconds between pushes
 };
 
 }  // namespace edgetrain

@@ -132,7 +132,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"predictedSamplesPerSecond", p.replays->replanned_samples_per_s},
                                           {"ordersSeconds", p.replays->replanned_orders_s},
                                           {"replannedPaces", ReplannedPaces(p.replays->replanned_paces)},
-                                          {"inFlightMicroBatches", p.replays->in_flight_micro_batches}})
+                                          {"inFlightMicroBatches", p.replays->in_flight_micro_batches},
+                                          {"hung", p.replays->hung}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -209,6 +210,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.value("replannedMicroBatches", 0), r.value("predictedSamplesPerSecond", 0.0),
                                        r.value("ordersSeconds", 0.0)};
       p.replays->in_flight_micro_batches = r.value("inFlightMicroBatches", int64_t{0});
+      p.replays->hung = r.value("hung", int64_t{0});
       if (r.contains("replannedPaces") && r.at("replannedPaces").is_array()) {
         for (const Json& e : r.at("replannedPaces")) {
           p.replays->replanned_paces[e.at("rank").get<int>()] = e.at("pace").get<double>();

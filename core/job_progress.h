@@ -141,6 +141,9 @@ struct JobProgress {
     // what a replay of only those would have run again. micro_batches is
     // what the replays did run again: every one of the step's.
     int64_t in_flight_micro_batches = 0;
+    // Devices taken for lost because a pass ran past its deadline while
+    // their heartbeats still came: hung (core/pass_deadline.h).
+    int64_t hung = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

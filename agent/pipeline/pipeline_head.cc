@@ -5,6 +5,7 @@
 
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
+#include "core/pass_deadline.h"
 #include "core/batch_order.h"
 #include "core/finite_step.h"
 #include "core/pipeline_planner.h"
@@ -79,6 +80,11 @@ struct PipelineHead::Link {
   // silent 1.08 s at the end of a run with no fault, and lost 60 steps of
   // updates (a new user's trial).
   Duration silent_floor{};
+  // When the pass its last heartbeat said was under way began; none: no
+  // pass, or a message since. How long a pass may run (HungPasses), from
+  // the longest of each step's passes.
+  std::optional<TimePoint> busy_since;
+  PassDeadline passes;
   int64_t done_step = 0;
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
@@ -237,6 +243,8 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     link.silent_floor = heartbeat_s > 0 ? 4 * FromSeconds(heartbeat_s) : plan_.spec.fault_tolerance.ReachGrace();
     link.heard = ArrivalDeadline(plan_.spec.fault_tolerance.ReachGrace(), link.silent_floor);
     link.heard.Restart(clock_.Now());
+    link.busy_since.reset();
+    link.passes = PassDeadline(plan_.spec.fault_tolerance.ReachGrace(), hung_.floor, hung_.factor);
     changed_.NotifyAll();
   }
   Status ended = Status::Ok();
@@ -264,6 +272,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.compute_s += d.compute_seconds();
       link.idle_s += d.idle_seconds();
       link.energy_j += d.energy_joules();
+      link.passes.Observed(d.longest_pass_seconds());
       if (metrics_) metrics_->SetStageSeconds(rank, link.compute_s, link.idle_s);
       if (d.attempt() != attempt_) continue;  // of an attempt given up
       link.done_step = d.step();
@@ -447,6 +456,21 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
     if (now < link.transfer_until) {  // an announced transfer's time on the wire
       next = std::min(next, link.transfer_until + std::chrono::milliseconds(1));
       continue;
+    }
+    if (link.busy_since) {
+      const Duration ran = now - *link.busy_since;
+      const Duration hung_after = link.passes.Deadline();
+      if (ran > hung_after) {
+        link.lost = true;
+        link.lost_at = *link.busy_since;
+        ++replays_.hung;
+        Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") has computed one pass for "
+              << ToSeconds(ran) << " s in step " << step_ + 1 << ", past its deadline of " << ToSeconds(hung_after)
+              << " s (" << (link.passes.learned() ? "from its passes so far" : "before a step of it was learned")
+              << "), its heartbeats still coming: taken for hung, and lost\n";
+        continue;
+      }
+      next = std::min(next, *link.busy_since + hung_after + std::chrono::milliseconds(1));
     }
     const bool alone = groups_[static_cast<size_t>(link.stage)].size() == 1;
     const Duration allowed = alone ? std::max(link.heard.Deadline(), 2 * link.silent_floor) : link.heard.Deadline();
@@ -699,6 +723,14 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
   const TimePoint now = clock_.Now();
   link.bytes_up += static_cast<int64_t>(message.ByteSizeLong());
   link.heard.Arrived(now);  // alive, whatever it sent
+  // A pass is under way as long as its heartbeats say so; whatever else it
+  // sends, a pass ended before it.
+  const bool idle_word = message.has_heartbeat() && message.heartbeat().next_bytes() == 0;
+  if (idle_word && message.heartbeat().busy_seconds() > 0) {
+    link.busy_since = now - FromSeconds(message.heartbeat().busy_seconds());
+  } else {
+    link.busy_since.reset();
+  }
   if (link.announced_bytes > 0 && !message.has_heartbeat()) {
     // The announced message is in: the time it took is this uplink's rate.
     const double seconds = ToSeconds(now - link.announced_at);

@@ -25,7 +25,9 @@
 // replayed on the stages as they now are. What is lost is its layers'
 // updates since the replica. With no replica yet, the run ends (Unavailable).
 //
-// A device is lost when its stream ends, or when it goes silent mid-step:
+// A device is lost when its stream ends, when its pass runs far past what
+// its passes have taken while its heartbeats still come (hung: a compute
+// stuck behind a link that lives), or when it goes silent mid-step:
 // nothing heard from it, not even the Heartbeat a stage sends when it has
 // nothing else to send, past a deadline learned from the gaps between its
 // messages (core/arrival_deadline.h), as behind a wall whose link drops
@@ -102,6 +104,17 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   };
   // Set before Start.
   void SetRebalancing(Rebalancing rebalancing);
+
+  // When a device whose heartbeats still come is taken for hung: the pass
+  // its heartbeats say is under way has run past its deadline
+  // (core/pass_deadline.h), `factor` times what its passes have taken and
+  // at least `floor`; the grace (or the floor, if longer) before its first
+  // step. Set before Start.
+  struct HungPasses {
+    double factor = 8;
+    Duration floor = std::chrono::seconds(10);
+  };
+  void SetHungPasses(HungPasses hung) { hung_ = hung; }
 
   // The mean training loss of the last step's batch.
   double LastStepLoss() const {
@@ -270,6 +283,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::optional<PipelineCostModel> cost_model_;  // of *problem_, which it refers to
   int micro_batches_ = 1;  // a step's, as last planned
   Rebalancing rebalancing_;
+  HungPasses hung_;
   // Where each layer's floats and optimizer rows begin in the whole model's
   // state, and where the last ends (from rebalancing_.layer_shapes).
   std::vector<int64_t> layer_float_at_, layer_row_at_;

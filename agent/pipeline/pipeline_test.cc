@@ -85,15 +85,20 @@ struct SimulatedRun {
   std::string log;
   std::map<int, StatusOr<StageSummary>> returned;  // of the devices that came back, by rank
 };
+// How a device fails: it dies, its stream closing; it goes silent, its
+// stream open and its heartbeats held, as behind a wall whose link drops
+// everything, and computes on; or its compute hangs, its link alive and its
+// heartbeats going out.
+enum class Fault { kDies, kSilent, kHangs };
+
 // A device that dies at its nth pass, forward or backward, counted over the
 // run: the pass fails, the stage agent ends, and its stream to the head closes.
-// Or (`silent`, its uplink's gate) it goes silent there, its stream open and
-// its heartbeats held, as behind a wall whose link drops everything, and
-// computes on.
+// Or (`silent`, its uplink's gate) it goes silent there and computes on; or
+// (`hangs_on`, the clock) that pass takes an hour.
 class DyingStageTrainer final : public StageTrainer {
  public:
-  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr)
-      : device_(device), dies_at_(dies_at_pass), silent_(silent) {}
+  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr, Clock* hangs_on = nullptr)
+      : device_(device), dies_at_(dies_at_pass), silent_(silent), hangs_on_(hangs_on) {}
   std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
   std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
   int64_t InputSize() const override { return device_.InputSize(); }
@@ -125,9 +130,14 @@ class DyingStageTrainer final : public StageTrainer {
   StageTrainer& device_;
   const int dies_at_;
   LinkGate* silent_;
+  Clock* hangs_on_;
   int passes_ = 0;
-  // Dies, or goes silent and computes on.
+  // Dies, or goes silent or hangs, and computes on.
   bool Dies() {
+    if (hangs_on_) {
+      hangs_on_->SleepFor(std::chrono::hours(1));
+      return false;
+    }
     if (!silent_) return true;
     silent_->Cut();
     return false;
@@ -450,10 +460,11 @@ RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* dev
 }
 
 // A hybrid pipeline of fake stages run `steps` steps on the deterministic
-// clock, devices dying (or, `silent`, going silent) as `dies_at_pass` says
-// (rank -> its nth pass), and coming back, a fresh agent of the rank on a
-// fresh device, as `back_after` says (rank -> the step after which).
-SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, bool silent = false,
+// clock, devices failing (dying, going silent or hanging, as `fault` says)
+// as `dies_at_pass` says (rank -> its nth pass), and coming back, a fresh
+// agent of the rank on a fresh device, as `back_after` says (rank -> the
+// step after which).
+SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, Fault fault = Fault::kDies,
                           const std::map<int, int>& back_after = {}, Duration between_steps = {},
                           int rebalance_every = 0, const std::map<int, int>& reopen_after = {}) {
   const TrainTestSplit data = LearningData();
@@ -470,11 +481,14 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
         testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
     trainers.push_back(fakes.back().get());
     if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
+      const bool silent = fault == Fault::kSilent;
       if (silent) {
         silencers.push_back(std::make_unique<LinkGate>(clock));
         gates[static_cast<int>(r)] = silencers.back().get();
       }
-      dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second, silent ? silencers.back().get() : nullptr));
+      dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second,
+                                                          silent ? silencers.back().get() : nullptr,
+                                                          fault == Fault::kHangs ? &clock : nullptr));
       trainers.back() = dying.back().get();
     }
   }
@@ -528,7 +542,7 @@ TEST(SimulatedPipelineTest, ADeviceCutOffWhileSilentSaysHelloAgainByItselfAndRej
   const JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
   const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
-  const SimulatedRun run = RunReplaying(plan, {{1, 17}}, 8, /*silent=*/true, {}, {}, 0, {{1, 5}});
+  const SimulatedRun run = RunReplaying(plan, {{1, 17}}, 8, Fault::kSilent, {}, {}, 0, {{1, 5}});
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ExpectSameRun(run, whole_run, 8, /*weights=*/false);
   ASSERT_TRUE(run.progress.replays.has_value());
@@ -665,7 +679,7 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadRunThePlannerOverTheDevicesLeft) {
   const SimulatedRun kept = RunReplaying(plan, {{0, 17}}, 6);  // rank 0's first forward of step 3
   ASSERT_TRUE(kept.ended.ok()) << kept.ended.ToString() << "\n" << kept.log;
   EXPECT_EQ(kept.progress.replays->repartitions, 0) << "layers that never move: the stages stay";
-  const SimulatedRun regrouped = RunReplaying(plan, {{0, 17}}, 6, false, {}, {}, /*rebalance_every=*/1000);
+  const SimulatedRun regrouped = RunReplaying(plan, {{0, 17}}, 6, Fault::kDies, {}, {}, /*rebalance_every=*/1000);
   ASSERT_TRUE(regrouped.ended.ok()) << regrouped.ended.ToString() << "\n" << regrouped.log;
   ExpectSameRun(regrouped, whole_run, 6);
   ASSERT_TRUE(regrouped.progress.replays.has_value());
@@ -688,7 +702,7 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadRunThePlannerOverTheDevicesLeft) {
   // The second stage's device lost: its layer goes to the first stage's
   // group, one stage of both layers on ranks 0 and 1, which is already the
   // planner's best over them. The stages stay.
-  const SimulatedRun rebuilt = RunReplaying(plan, {{2, 17}}, 6, false, {}, {}, /*rebalance_every=*/1000);
+  const SimulatedRun rebuilt = RunReplaying(plan, {{2, 17}}, 6, Fault::kDies, {}, {}, /*rebalance_every=*/1000);
   ASSERT_TRUE(rebuilt.ended.ok()) << rebuilt.ended.ToString() << "\n" << rebuilt.log;
   EXPECT_EQ(rebuilt.progress.replays->restored_stages, 1) << rebuilt.log;
   EXPECT_NE(rebuilt.log.find("for the stages as they are, not 15% more: they stay"), std::string::npos) << rebuilt.log;
@@ -710,7 +724,7 @@ TEST(SimulatedPipelineTest, AReplanCountsTheOrdersAsTheRunsStepsTookThem) {
   plan.pipeline->planned_from = from;
   constexpr auto kTurn = milliseconds(100);
   // Rank 0 dies at its first forward of step 13, after 12 plain steps.
-  const SimulatedRun run = RunReplaying(plan, {{0, 12 * 8 + 1}}, 16, false, {}, kTurn);
+  const SimulatedRun run = RunReplaying(plan, {{0, 12 * 8 + 1}}, 16, Fault::kDies, {}, kTurn);
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ASSERT_TRUE(run.progress.replays.has_value());
   const JobProgress::Replays& r = *run.progress.replays;
@@ -888,7 +902,7 @@ TEST(SimulatedPipelineTest, ADeviceSilentMidStepIsTakenForLostAndReplayed) {
   // Step 3's passes (8 a step) of a device of the first, middle and last stage.
   for (const auto& [rank, pass] : std::vector<std::pair<int, int>>{{1, 17}, {3, 22}, {4, 20}}) {
     SCOPED_TRACE("rank " + std::to_string(rank) + " silent from its pass " + std::to_string(pass));
-    const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5, /*silent=*/true);
+    const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5, Fault::kSilent);
     ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
     ASSERT_EQ(run.losses.size(), 5u);
     ExpectSameRun(run, whole_run, 5, /*weights=*/false);
@@ -908,6 +922,39 @@ TEST(SimulatedPipelineTest, ADeviceSilentMidStepIsTakenForLostAndReplayed) {
         EXPECT_EQ(run.summaries[r]->stop_reason, "the job is over");
       }
     }
+  }
+}
+
+// A device whose compute hangs mid-step while its link lives (its
+// heartbeats going out, each saying how long its pass has run) is taken for
+// hung once that pass outruns its deadline: 10 s here, the floor, its passes
+// so far taking milliseconds. The step is replayed on the others of its
+// stage, or a stage of one is rebuilt on its neighbour from its replica
+// (of every step here), and the run is the run that lost no one. Without the pass its heartbeats
+// report, the head waited on it for the hour it hung.
+TEST(SimulatedPipelineTest, ADeviceWhoseComputeHangsWhileItsHeartbeatsComeIsTakenForHung) {
+  JobPlan plan = HybridPlan({{0, 1}, {2, 3}, {4}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 1;  // the lone stage's replica is of the step before: nothing lost
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  // Step 3's passes (8 a step) of a device of the first and middle stage, and the last stage's only one.
+  for (const auto& [rank, pass] : std::vector<std::pair<int, int>>{{1, 17}, {3, 22}, {4, 20}}) {
+    SCOPED_TRACE("rank " + std::to_string(rank) + " hangs at its pass " + std::to_string(pass));
+    const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5, Fault::kHangs);
+    ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+    ASSERT_EQ(run.losses.size(), 5u);
+    ExpectSameRun(run, whole_run, 5, /*weights=*/false);
+    ASSERT_TRUE(run.progress.replays.has_value());
+    EXPECT_EQ(run.progress.replays->count, 1);
+    EXPECT_EQ(run.progress.replays->hung, 1);
+    EXPECT_EQ(run.progress.replays->restored_stages, rank == 4 ? 1 : 0);
+    EXPECT_GE(run.progress.replays->last_recovery_s, 10.0) << "not before its floor";
+    EXPECT_LT(run.progress.replays->last_recovery_s, 11.0) << run.log;
+    EXPECT_NE(run.log.find("(rank " + std::to_string(rank) + ") has computed one pass for "), std::string::npos)
+        << run.log;
+    EXPECT_NE(run.log.find("its heartbeats still coming: taken for hung"), std::string::npos) << run.log;
+    EXPECT_EQ(run.log.find("silent for "), std::string::npos) << "its heartbeats came\n" << run.log;
+    EXPECT_FALSE(run.summaries[static_cast<size_t>(rank)].ok()) << "its stream was cut";
   }
 }
 
@@ -1020,7 +1067,7 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
   const JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
   const SimulatedRun whole_run = RunReplaying(plan, {}, 7);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
-  const SimulatedRun run = RunReplaying(plan, {{1, 10}}, 7, false, {{1, 3}});  // 8 passes a step
+  const SimulatedRun run = RunReplaying(plan, {{1, 10}}, 7, Fault::kDies, {{1, 3}});  // 8 passes a step
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ExpectSameRun(run, whole_run, 7);
   EXPECT_EQ(run.progress.workers.size(), 3u) << run.log;
@@ -1036,7 +1083,7 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
   alone.spec.fault_tolerance.replicate_every = 1;
   const SimulatedRun whole_alone = RunReplaying(alone, {}, 7);
   ASSERT_TRUE(whole_alone.ended.ok()) << whole_alone.ended.ToString();
-  const SimulatedRun rebuilt = RunReplaying(alone, {{1, 17}}, 7, false, {{1, 4}});  // its first pass of step 3
+  const SimulatedRun rebuilt = RunReplaying(alone, {{1, 17}}, 7, Fault::kDies, {{1, 4}});  // its first pass of step 3
   ASSERT_TRUE(rebuilt.ended.ok()) << rebuilt.ended.ToString() << "\n" << rebuilt.log;
   ExpectSameRun(rebuilt, whole_alone, 7);
   EXPECT_EQ(rebuilt.progress.replays->restored_stages, 1);

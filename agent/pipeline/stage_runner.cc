@@ -130,6 +130,38 @@ class Inbox {
   Status closed_ = Status::Ok();
 };
 
+// The pass a stage is computing, if any, and the longest since it last
+// said: its heartbeats, sent from another thread, tell the head how long the
+// pass has run, so that a device whose compute hangs while its link lives is
+// told from one that is merely slow (docs/pipeline.md).
+class PassWatch {
+ public:
+  void Began(TimePoint at) {
+    std::lock_guard lock(mu_);
+    began_ = at;
+  }
+  void Ended(TimePoint at) {
+    std::lock_guard lock(mu_);
+    if (began_) longest_s_ = std::max(longest_s_, ToSeconds(at - *began_));
+    began_.reset();
+  }
+  // How long the pass under way at `now` has run; 0: none is.
+  double BusySeconds(TimePoint now) {
+    std::lock_guard lock(mu_);
+    return began_ ? std::max(0.0, ToSeconds(now - *began_)) : 0.0;
+  }
+  // The longest pass since the last call.
+  double TakeLongest() {
+    std::lock_guard lock(mu_);
+    return std::exchange(longest_s_, 0.0);
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<TimePoint> began_;
+  double longest_s_ = 0;
+};
+
 // What a stage sends, in order, from a thread of its own; and, below what it
 // must send, parts that go only when nothing else waits.
 class Outbox {
@@ -166,15 +198,16 @@ class Outbox {
     changed_.NotifyAll();
   }
   // Sends until closed and empty, or the stream fails; a Heartbeat whenever
-  // nothing was sent for `heartbeat`. A replica going out when the stage
-  // ends is sent to its end: the head may need it.
-  Status Drain(CoordinatorStream& stream, Duration heartbeat, Clock& clock, EnergyMeter& energy) {
+  // nothing was sent for `heartbeat`, saying how long the pass `passes`
+  // computes has run. A replica going out when the stage ends is sent to its
+  // end: the head may need it.
+  Status Drain(CoordinatorStream& stream, Duration heartbeat, Clock& clock, EnergyMeter& energy, PassWatch& passes) {
     for (;;) {
       v1::WorkerMessage next;
       {
         std::unique_lock lock(mu_);
         if (!changed_.WaitFor(lock, heartbeat, [&] { return !queue_.empty() || !idle_.empty() || closed_; })) {
-          next.mutable_heartbeat();
+          next.mutable_heartbeat()->set_busy_seconds(passes.BusySeconds(clock.Now()));
         } else if (!queue_.empty()) {
           next = std::move(queue_.front());
           queue_.pop_front();
@@ -233,7 +266,7 @@ class Stage {
     });
     Status sent = Status::Ok();
     ClockThread sender = clock_.StartThread("stage sender " + std::to_string(options_.rank),
-                                            [&] { sent = outbox_.Drain(stream, options_.heartbeat, clock_, energy_); });
+                                            [&] { sent = outbox_.Drain(stream, options_.heartbeat, clock_, energy_, passes_); });
     Status ran = Commands(cancel);
     if (ran.code() == StatusCode::kCancelled) {
       // Told to stop mid-wait: by the head, or by a signal to the agent.
@@ -361,6 +394,7 @@ class Stage {
     // commit comes after its last StepDone, which would leave the head's
     // count of it short.
     const EmulatedDevice::Mark began = device_.Begin();
+    passes_.Began(began.at);
     std::span<float> params = trainer_->Parameters();
     const std::span<const float> gradient = pending_sum_.empty() ? trainer_->Gradients() : pending_sum_;
     for (size_t r = 0; r < layout_->size(); ++r) {
@@ -369,6 +403,7 @@ class Stage {
                         gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
     }
     Slowed(began);
+    passes_.Ended(clock_.Now());
     DropPending();
   }
   void DropPending() {
@@ -558,6 +593,7 @@ class Stage {
     // On the thread's CPU clock a pass counts its CPU only: what the device
     // took beyond it is added.
     done.set_work_seconds(std::max(0.0, WorkClock() - work_at_word_ - not_work_s_ + beyond_cpu_s_));
+    done.set_longest_pass_seconds(passes_.TakeLongest());
     reported_energy_j_ = energy_j;
     reported_ = summary_;
     v1::WorkerMessage message;
@@ -582,9 +618,11 @@ class Stage {
   auto Computed(F&& pass) -> decltype(pass()) {
     const EmulatedDevice::Mark began = device_.Begin();
     energy_.BeginCompute(began.at);
+    passes_.Began(began.at);
     auto result = pass();
     Slowed(began);
     const TimePoint done = clock_.Now();
+    passes_.Ended(done);
     energy_.EndCompute(done);
     summary_.compute_s += ToSeconds(done - began.at);
     return result;
@@ -673,6 +711,7 @@ class Stage {
   std::unique_ptr<RowOptimizer> optimizer_;  // over *layout_
   Inbox inbox_;
   Outbox outbox_;
+  PassWatch passes_;  // the computing thread's passes, as its heartbeats tell them
   EnergyMeter energy_;                // thread-safe: the passes here, the sends on the sending thread
   double reported_energy_j_ = 0;      // its total at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
