@@ -289,6 +289,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   PipelineHead head(s.plan, *s.trainer, s.data.test, train_size, std::move(shapes), clock, s.log);
   head.SetRebalancing(std::move(rebalancing));
   head.SetHungPasses({s.flags.hung_pass_factor, s.flags.hung_pass_floor});
+  head.SetStragglers({s.flags.straggler_factor, s.flags.straggler_rejoin_after});
   std::vector<int> stage_of_rank;
   for (size_t r = 0; r < s.plan.workers.size(); ++r) {
     auto stage = StageOfRank(*s.plan.pipeline, static_cast<int>(r));

@@ -37,6 +37,11 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
                   "this many times what its passes have taken (default 8), and at least --hung-pass-floor")
       ->check(CLI::Range(1.0, 1e6))
       ->option_text("X");
+  app->add_option("--straggler-factor", flags.straggler_factor,
+                  "a pipeline head lets go of a device of a group that runs its share this many times slower than "
+                  "the group's fastest, for the speeds the shares are dealt by, in two steps running (default 8)")
+      ->check(CLI::Range(1.0, 1e6))
+      ->option_text("X");
   app->add_option("--coordinator", flags.coordinator, "where peers reach the coordinator")->option_text("HOST:PORT");
   app->add_option("--listen", flags.listen, "where this agent accepts peers (port 0: the OS chooses)")
       ->option_text("HOST:PORT");
@@ -82,6 +87,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   wait("--hung-pass-floor", flags.hung_pass_floor,
        "the least a pipeline stage's pass runs before its head may take it for hung (default 10s); before the "
        "stage's first step, spec.faultTolerance.reachGrace if longer");
+  wait("--straggler-rejoin-after", flags.straggler_rejoin_after,
+       "how long a pipeline device let go of as a straggler, or taken for hung, waits before it may rejoin "
+       "(default 1m; twice that each time after)");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

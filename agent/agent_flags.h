@@ -56,6 +56,12 @@ struct AgentFlags {
   // compute stuck while its heartbeats still come (core/pass_deadline.h).
   double hung_pass_factor = 8;
   Duration hung_pass_floor = std::chrono::seconds(10);
+  // A pipeline head lets go of a device of a group that runs its share this
+  // many times slower than the group's fastest, in two steps running; it,
+  // or one taken for hung, may rejoin after straggler_rejoin_after, twice
+  // that the next time.
+  double straggler_factor = 8;
+  Duration straggler_rejoin_after = std::chrono::minutes(1);
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

@@ -325,6 +325,18 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
           << WithThousands(std::llround(r.replanned_samples_per_s)) << " samples/s\n";
     }
   }
+  // Devices let go of for how they ran rather than lost to a link or a crash.
+  if (p.replays && p.replays->hung + p.replays->stragglers > 0) {
+    const JobProgress::Replays& r = *p.replays;
+    out << "  let go of for how they ran:";
+    if (r.hung > 0) out << " " << r.hung << " taken for hung (a pass far past its deadline, its heartbeats still coming)";
+    if (r.hung > 0 && r.stragglers > 0) out << ";";
+    if (r.stragglers > 0) {
+      out << " " << r.stragglers << (r.stragglers == 1 ? " straggler" : " stragglers")
+          << " (ran a share far slower than its group's fastest)";
+    }
+    out << "\n";
+  }
   if (p.replays && p.replays->repartitions > 0) {
     out << "  layers moved between stages " << p.replays->repartitions
         << (p.replays->repartitions == 1 ? " time" : " times") << " as the devices' pace drifted; as they ended:\n";

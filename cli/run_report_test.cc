@@ -348,6 +348,17 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                            "  planned again for the devices left: 2 micro-batches a step, predicted 1,468 samples/s\n"),
             std::string::npos)
       << out.str();
+  EXPECT_EQ(out.str().find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
+  // One taken for hung, two stragglers: said apart from the losses.
+  p.replays->hung = 1;
+  p.replays->stragglers = 2;
+  std::ostringstream let_go;
+  PrintSummary(Job(), plan, p, 66.9, let_go);
+  EXPECT_NE(let_go.str().find("  let go of for how they ran: 1 taken for hung (a pass far past its deadline, its "
+                              "heartbeats still coming); 2 stragglers (ran a share far slower than its group's "
+                              "fastest)\n"),
+            std::string::npos)
+      << let_go.str();
   // Three stages of a device each, the middle one lost and its layers taken
   // by the first: the table numbers the stages as they ended, 1 and 2, not
   // as planned, 1 and 3.

@@ -36,6 +36,9 @@ class DevicePace {
   double Of(int device) const;
   // Whether its pace is learned (kMinSteps steps seen).
   bool Learned(int device) const;
+  // What was learned of `device`: it comes back from a fault (a restart, a
+  // hang) that may have changed it, and is learned afresh.
+  void Forget(int device) { devices_.erase(device); }
 
  private:
   size_t window_;

@@ -133,7 +133,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"ordersSeconds", p.replays->replanned_orders_s},
                                           {"replannedPaces", ReplannedPaces(p.replays->replanned_paces)},
                                           {"inFlightMicroBatches", p.replays->in_flight_micro_batches},
-                                          {"hung", p.replays->hung}})
+                                          {"hung", p.replays->hung},
+                                          {"stragglers", p.replays->stragglers}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -211,6 +212,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.value("ordersSeconds", 0.0)};
       p.replays->in_flight_micro_batches = r.value("inFlightMicroBatches", int64_t{0});
       p.replays->hung = r.value("hung", int64_t{0});
+      p.replays->stragglers = r.value("stragglers", int64_t{0});
       if (r.contains("replannedPaces") && r.at("replannedPaces").is_array()) {
         for (const Json& e : r.at("replannedPaces")) {
           p.replays->replanned_paces[e.at("rank").get<int>()] = e.at("pace").get<double>();

@@ -144,6 +144,9 @@ struct JobProgress {
     // Devices taken for lost because a pass ran past its deadline while
     // their heartbeats still came: hung (core/pass_deadline.h).
     int64_t hung = 0;
+    // Devices of a group let go of for running their share far slower
+    // than its fastest (PipelineHead::Stragglers).
+    int64_t stragglers = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

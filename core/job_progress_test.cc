@@ -42,6 +42,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.replays = JobProgress::Replays{3, 12, 0.5, 1.25, 1, 40, 2, 1, 1, 48000, 4.25e-4};
   p.replays->in_flight_micro_batches = 5;
   p.replays->hung = 1;
+  p.replays->stragglers = 2;
   back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->workers[0].layers, (std::pair{2, 5}));
@@ -58,6 +59,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_DOUBLE_EQ(back->replays->replanned_orders_s, 4.25e-4);
   EXPECT_EQ(back->replays->in_flight_micro_batches, 5);
   EXPECT_EQ(back->replays->hung, 1);
+  EXPECT_EQ(back->replays->stragglers, 2);
   EXPECT_TRUE(back->replays->replanned_paces.empty());
   p.replays->replanned_paces = {{0, 1.93}, {2, 1.1}};
   EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->replays->replanned_paces, p.replays->replanned_paces);

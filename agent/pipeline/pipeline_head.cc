@@ -85,6 +85,12 @@ struct PipelineHead::Link {
   // the longest of each step's passes.
   std::optional<TimePoint> busy_since;
   PassDeadline passes;
+  // Steps running in which it ran its share a straggler's pace; when it was
+  // let go of for how it ran (hung, a straggler) may rejoin no sooner than
+  // back_after, and how many times it was.
+  int slow_steps = 0;
+  TimePoint back_after{};
+  int held_back = 0;
   int64_t done_step = 0;
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
@@ -464,6 +470,7 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
         link.lost = true;
         link.lost_at = *link.busy_since;
         ++replays_.hung;
+        HoldBackLocked(link);
         Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") has computed one pass for "
               << ToSeconds(ran) << " s in step " << step_ + 1 << ", past its deadline of " << ToSeconds(hung_after)
               << " s (" << (link.passes.learned() ? "from its passes so far" : "before a step of it was learned")
@@ -495,6 +502,52 @@ void PipelineHead::CutLostLocked() {
   for (int r : members_) {
     if (links_[r]->lost && links_[r]->stream) links_[r]->stream->Cut();
   }
+}
+
+void PipelineHead::HoldBackLocked(Link& link) {
+  const Duration wait = stragglers_.rejoin_after * (int64_t{1} << std::min(link.held_back, 10));
+  ++link.held_back;
+  link.back_after = clock_.Now() + wait;
+  Log() << "pipeline: rank " << link.rank << " may rejoin no sooner than " << ToSeconds(wait) << " s from now\n";
+}
+
+void PipelineHead::LetGoOfStragglersLocked(const Passes& passes) {
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    if (groups_[s].size() < 2) continue;  // alone, its layers would be lost with it: they move off it instead
+    // Each device's seconds of work a sample of its share, times the speed
+    // its share was dealt by: alike across a group that runs as planned.
+    std::vector<double> paces(groups_[s].size(), 0);
+    double fastest = 0;
+    for (size_t j = 0; j < groups_[s].size(); ++j) {
+      int64_t samples = 0;
+      for (int64_t n : passes[s][j]) samples += n;
+      const Link& link = *links_[static_cast<size_t>(groups_[s][j])];
+      if (samples == 0 || !(link.work_s > 0)) continue;
+      paces[j] = link.work_s / static_cast<double>(samples) * speeds_[s][j];
+      if (fastest == 0 || paces[j] < fastest) fastest = paces[j];
+    }
+    if (fastest == 0) continue;
+    for (size_t j = 0; j < groups_[s].size(); ++j) {
+      Link& link = *links_[static_cast<size_t>(groups_[s][j])];
+      link.slow_steps = paces[j] > stragglers_.factor * fastest ? link.slow_steps + 1 : 0;
+      if (link.slow_steps < 2) continue;
+      // The group keeps one device at the least: the slowest of two goes,
+      // not both.
+      const auto left = std::count_if(groups_[s].begin(), groups_[s].end(),
+                                      [&](int r) { return !links_[static_cast<size_t>(r)]->lost; });
+      if (left < 2) continue;
+      link.lost = true;
+      link.lost_at = clock_.Now();
+      link.slow_steps = 0;
+      ++replays_.stragglers;
+      Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") ran its share " << std::fixed
+            << std::setprecision(1) << paces[j] / fastest << std::defaultfloat << " times slower than its group's "
+            << "fastest, for the speeds the shares are dealt by, in two steps running: let go of as a straggler, "
+            << "the others of its group take its share\n";
+      HoldBackLocked(link);
+    }
+  }
+  CutLostLocked();
 }
 
 Status PipelineHead::RegroupLocked() {
@@ -960,6 +1013,8 @@ void PipelineHead::Rejoin() {
       link.done_attempt = 0;
       // It waited on the head since its hello: its silence counts from now.
       link.heard.Restart(clock_.Now());
+      link.slow_steps = 0;
+      pace_.Forget(r);  // whatever it went through, it is learned afresh
       groups_[t].push_back(r);
       speeds_[t].push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
       members_.push_back(r);
@@ -979,7 +1034,8 @@ std::vector<int> PipelineHead::ReturningLocked() const {
   std::vector<int> back;
   if (finished_ || layer_float_at_.size() < 2) return back;  // without the layers' offsets no stage's state can be cut out
   for (const auto& link : links_) {
-    if (link->stream && !link->lost && !MemberLocked(link->rank) && StageOfRank(*plan_.pipeline, link->rank).ok()) {
+    if (link->stream && !link->lost && !MemberLocked(link->rank) && StageOfRank(*plan_.pipeline, link->rank).ok() &&
+        clock_.Now() >= link->back_after) {
       back.push_back(link->rank);
     }
   }
@@ -1085,6 +1141,7 @@ Status PipelineHead::Advance() {
     last_held_s_ = links_[*last]->held_s;
     // The step's commit (the last one's, which its word brought) was in it.
     if (plain && samples > 0) ObservePaceLocked(passes);
+    if (samples > 0) LetGoOfStragglersLocked(passes);
   }
   if (lost_at) {
     replays_.last_recovery_s = ToSeconds(clock_.Now() - *lost_at);

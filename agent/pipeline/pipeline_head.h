@@ -116,6 +116,19 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   };
   void SetHungPasses(HungPasses hung) { hung_ = hung; }
 
+  // A device of a group that runs its share `factor` times slower than the
+  // group's fastest, against the speeds the shares are dealt by, in two
+  // steps running, holds its whole stage back: it is let go of, as lost,
+  // and the others of its group take its share (no layer is lost). It, or a
+  // device taken for hung, may rejoin no sooner than `rejoin_after` later,
+  // twice that after a second time, and so on: one that comes back as slow
+  // would otherwise hold the stages back again at once. Set before Start.
+  struct Stragglers {
+    double factor = 8;
+    Duration rejoin_after = std::chrono::minutes(1);
+  };
+  void SetStragglers(Stragglers stragglers) { stragglers_ = stragglers; }
+
   // The mean training loss of the last step's batch.
   double LastStepLoss() const {
     std::lock_guard lock(mu_);
@@ -168,6 +181,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   TimePoint LoseSilentLocked(const std::function<bool(const Link&)>& owes);
   // Cuts the streams of members lost while their streams are open (silent).
   void CutLostLocked();
+  // A device let go of for how it ran (hung, or a straggler): when it may
+  // rejoin, each time twice as late (Stragglers::rejoin_after).
+  void HoldBackLocked(Link& link);
   // A measurement of the stages' compute begins after this step.
   void StartMeasureLocked();
   // At the end of a measurement: the stages' compute a step since its start,
@@ -231,6 +247,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   using Passes = std::vector<std::vector<std::vector<int64_t>>>;
   Passes PassesLocked(int64_t samples) const;
   void ObservePaceLocked(const Passes& passes);
+  // After a step done without a loss: every device of a group that ran its
+  // share far slower than its group's fastest in two steps running is let
+  // go of (Stragglers), its stream cut.
+  void LetGoOfStragglersLocked(const Passes& passes);
   // Each device's share of the step, counted on its link.
   void CountSharesLocked(const Passes& passes);
 
@@ -284,6 +304,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int micro_batches_ = 1;  // a step's, as last planned
   Rebalancing rebalancing_;
   HungPasses hung_;
+  Stragglers stragglers_;
   // Where each layer's floats and optimizer rows begin in the whole model's
   // state, and where the last ends (from rebalancing_.layer_shapes).
   std::vector<int64_t> layer_float_at_, layer_row_at_;

@@ -958,6 +958,36 @@ TEST(SimulatedPipelineTest, ADeviceWhoseComputeHangsWhileItsHeartbeatsComeIsTake
   }
 }
 
+// A device of a group slowed fiftyfold by its profile from step 3 on (its
+// slowdown from 2 to 100) runs its share far slower than the other's, which
+// the shares are dealt against: after two such steps the head lets it go of
+// as a straggler, between steps, and the other takes its share. The steps
+// after take what they took before the slowing, give or take the one device's
+// share, and every loss is the run's that lost no one: no step is replayed.
+TEST(SimulatedPipelineTest, ADeviceFarSlowerThanItsGroupIsLetGoOfAndTheOthersTakeItsShare) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  EXPECT_EQ(whole_run.progress.replays->stragglers, 0) << "devices of unlike speeds, dealt by them, are not stragglers";
+  double step_3_at = 0;
+  for (int s = 0; s < 2; ++s) step_3_at += whole_run.step_s[s];
+  plan.workers[1].slowdown_changes = {{step_3_at, 100.0}};
+  const SimulatedRun run = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ASSERT_EQ(run.losses.size(), 8u);
+  ExpectSameRun(run, whole_run, 8, /*weights=*/false);
+  EXPECT_EQ(run.progress.replays->stragglers, 1) << run.log;
+  EXPECT_EQ(run.progress.replays->count, 0) << "let go of between steps: nothing replayed";
+  EXPECT_NE(run.log.find("(rank 1) ran its share "), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("let go of as a straggler"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("rank 1 may rejoin no sooner than 60 s from now"), std::string::npos) << run.log;
+  EXPECT_GT(run.step_s[2], 5 * whole_run.step_s[2]) << "slowed";
+  EXPECT_GT(run.step_s[3], 5 * whole_run.step_s[3]) << "slowed, the second step running";
+  EXPECT_LT(run.step_s.back(), 2 * whole_run.step_s.back()) << "the device left runs the stage alone\n" << run.log;
+  ASSERT_EQ(run.progress.workers.size(), 3u);
+  EXPECT_FALSE(run.progress.workers[1].active);
+}
+
 // Two devices of a stage of three lost in the same step, and then, a step
 // later, one of another stage: each replays and the run goes on as the run
 // that lost no one. The last device of a stage lost ends the run, saying so,
