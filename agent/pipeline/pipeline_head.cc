@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <iterator>
+#include <set>
 
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
@@ -91,6 +93,11 @@ struct PipelineHead::Link {
   int slow_steps = 0;
   TimePoint back_after{};
   int held_back = 0;
+  // What its hello offered of its planned layers: the step committed (0:
+  // nothing), whether the next is pending too, and the job's clock then.
+  int64_t offered_step = 0;
+  bool offered_pending = false;
+  double offered_elapsed_s = 0;
   int64_t done_step = 0;
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
@@ -249,6 +256,9 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     link.silent_floor = heartbeat_s > 0 ? 4 * FromSeconds(heartbeat_s) : plan_.spec.fault_tolerance.ReachGrace();
     link.heard = ArrivalDeadline(plan_.spec.fault_tolerance.ReachGrace(), link.silent_floor);
     link.heard.Restart(clock_.Now());
+    link.offered_step = hello.model_clock();
+    link.offered_pending = hello.stage_step_pending();
+    link.offered_elapsed_s = hello.job_elapsed_seconds();
     link.busy_since.reset();
     link.passes = PassDeadline(plan_.spec.fault_tolerance.ReachGrace(), hung_.floor, hung_.factor);
     changed_.NotifyAll();
@@ -928,6 +938,48 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
             << ") did not arrive within spec.faultTolerance.nodeLossGrace: the run resumes without it\n";
     }
     welcomed_ = true;
+    job_clock_start_ = clock_.Now() - FromSeconds(restored_ ? restored_->elapsed_s : 0);
+    if (const std::optional<int64_t> at = TakeoverStepLocked()) {
+      Log() << "pipeline: the stages hold the model at step " << *at << ", past the head's own (step " << step_
+            << "): training on from theirs\n";
+      // A device here that cannot train on from that step (its agent
+      // restarted, or a step behind) rejoins at the first step, from the
+      // stages' state.
+      double elapsed_s = 0;
+      for (size_t s = 0; s < groups_.size(); ++s) {
+        std::vector<int> kept;
+        std::vector<double> speeds;
+        for (size_t j = 0; j < groups_[s].size(); ++j) {
+          const Link& link = *links_[static_cast<size_t>(groups_[s][j])];
+          const bool holds = link.stream && link.offered_step > 0 &&
+                             (link.offered_step == *at || (link.offered_pending && link.offered_step + 1 == *at));
+          if (holds) {
+            kept.push_back(groups_[s][j]);
+            speeds.push_back(speeds_[s][j]);
+            elapsed_s = std::max(elapsed_s, link.offered_elapsed_s);
+          } else {
+            members_.erase(std::find(members_.begin(), members_.end(), groups_[s][j]));
+            regrouped_ = true;  // the first step goes as a replay, which carries the groups
+          }
+        }
+        groups_[s] = std::move(kept);
+        speeds_[s] = std::move(speeds);
+      }
+      step_ = *at;
+      // A stage does not say how many samples its steps had: a step a batch.
+      samples_ = step_ * plan_.spec.data.batch_size;
+      job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
+      taken_over_ = true;
+      restored_.reset();  // older than the stages' state: no stage is welcomed with it, nor rebuilt from it
+      for (auto& replica : replicas_) replica.reset();
+    } else {
+      int64_t furthest = 0;
+      for (int r : members_) furthest = std::max(furthest, links_[static_cast<size_t>(r)]->offered_step);
+      if (furthest > step_) {
+        Log() << "pipeline: devices here hold layers up to step " << furthest << ", but not every stage has a device "
+              << "at one step past the head's own (step " << step_ << "): training on from the head's\n";
+      }
+    }
   }
   // Each stage's slice of the checkpoint, when the job resumes: parameters
   // and optimizer state in the order of its tensors, one row a tensor; also
@@ -939,6 +991,11 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     v1::CoordinatorMessage welcome;
     v1::StageWelcome* w = welcome.mutable_stage_welcome();
     w->set_resume_after(step_);
+    w->set_keep_held(taken_over_);
+    {
+      std::lock_guard lock(mu_);
+      w->set_job_elapsed_seconds(JobElapsedLocked());
+    }
     const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);  // one row a tensor, as the stage's optimizer
     const int64_t floats = tensors.total_floats();
     if (restored_) {
@@ -962,7 +1019,52 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
   }
   Log() << "pipeline: " << Count(groups_.size(), "stage", "stages") << " on " << Count(gathered, "device", "devices")
         << " gathered, " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
+  if (taken_over_) {
+    // The replicas to rebuild a stage from, should its only device be lost
+    // before its next: the state the stages trained on from. The model's
+    // weights too, for an evaluation before the next fetch.
+    auto state = StateNow();
+    if (!state.ok()) return state.status().WithContext("fetching the stages' state to train on from");
+    std::lock_guard lock(mu_);
+    int64_t offset = 0;
+    size_t row = 0;
+    for (size_t s = 0; s < groups_.size(); ++s) {
+      const RowLayout tensors(shapes_[s], SyncGranularity::kLayer);
+      replicas_[s] = ReplicaNowLocked(SliceOf(*state, offset, tensors.total_floats(), row, tensors.size()));
+      offset += tensors.total_floats();
+      row += tensors.size();
+    }
+  }
   return Status::Ok();
+}
+
+std::optional<TimePoint> PipelineHead::JobClockStart() {
+  std::lock_guard lock(mu_);
+  if (!taken_over_) return std::nullopt;
+  return job_clock_start_;
+}
+
+std::optional<int64_t> PipelineHead::TakeoverStepLocked() const {
+  // The steps each stage can train on from: those its devices here offer.
+  std::optional<std::set<int64_t>> common;
+  for (const std::vector<int>& group : groups_) {
+    std::set<int64_t> steps;
+    for (int r : group) {
+      const Link& link = *links_[static_cast<size_t>(r)];
+      if (!link.stream || link.offered_step <= 0) continue;
+      steps.insert(link.offered_step);
+      if (link.offered_pending) steps.insert(link.offered_step + 1);
+    }
+    if (!common) {
+      common = std::move(steps);
+    } else {
+      std::set<int64_t> both;
+      std::set_intersection(common->begin(), common->end(), steps.begin(), steps.end(), std::inserter(both, both.end()));
+      common = std::move(both);
+    }
+  }
+  if (!common || common->empty() || *common->rbegin() <= step_) return std::nullopt;
+  return *common->rbegin();
 }
 
 void PipelineHead::Rejoin() {
@@ -989,6 +1091,7 @@ void PipelineHead::Rejoin() {
       v1::CoordinatorMessage welcome;
       v1::StageWelcome* w = welcome.mutable_stage_welcome();
       w->set_resume_after(step_);
+      w->set_job_elapsed_seconds(JobElapsedLocked());
       // Its stage's place now (stages rebuilt on a neighbour are renumbered),
       // and its layers: the ones it was planned with, whose state the welcome
       // brings, or others, which it takes whole.

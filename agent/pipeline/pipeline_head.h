@@ -36,6 +36,12 @@
 // on the wire), and the head counts no silence for the time such transfers
 // take on its uplink. A silent device's stream is cut.
 //
+// A head that starts behind its stages (placed anew, or restarted on an
+// older checkpoint) trains on from what they hold: each stage keeps its
+// committed state across a head that went away and offers it in its hello,
+// and when every stage has a device at the same step, past the head's own,
+// the head takes theirs, and the job's clock with it.
+//
 // Threads: each device's stream is served on its own (Serve), relaying as it
 // reads; the driver's thread sends commands and waits for the stages' word.
 
@@ -78,6 +84,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Status Restore(const JobCheckpoint& checkpoint) override;
   // Every stage, or Unavailable once nodeLossGrace has passed without one.
   Status Start(const std::atomic<bool>& cancel) override;
+  // The job's clock as the stages it took over from counted it; none: it
+  // took over from none.
+  std::optional<TimePoint> JobClockStart() override;
   // One step of the whole pipeline: every stage's 1F1B over the batch's
   // micro-batches, replayed on the survivors as often as a device is lost.
   // Unavailable when a stage's only device is lost and cannot be restored.
@@ -154,6 +163,15 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // checkpoints at the same step, and Finish follows the last one.
   StatusOr<JobCheckpoint> StateNow();
   Status LostLocked() const;
+  // Whether the stages here hold the model further along than the head
+  // (placed anew, or restarted on an older checkpoint or none): the step
+  // every stage has a device to train on from, the latest such, if past
+  // step_. Each device offers the step its planned layers were committed at,
+  // or the one after, its gradient pending (Hello.model_clock).
+  std::optional<int64_t> TakeoverStepLocked() const;
+  // The job's training time now: the checkpoint's, or the stages' taken
+  // over, counted on.
+  double JobElapsedLocked() const { return ToSeconds(clock_.Now() - job_clock_start_); }
   // Every lost device out of its stage, the others of which take its share
   // from the next attempt on; a stage left with none is restored.
   Status RegroupLocked();
@@ -324,6 +342,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int64_t fetched_step_ = -1;
   bool finished_ = false;
   bool welcomed_ = false;  // Start has welcomed the stages: a device lost after waits to be let go of
+  TimePoint job_clock_start_{};  // when the job's training clock read 0, as Start found it
+  bool taken_over_ = false;      // Start trained on from the stages' state, and their clock
   int64_t step_ = 0;
   int64_t samples_ = 0;
   double smoothed_loss_ = -1;

@@ -1125,6 +1125,102 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
   EXPECT_GE(rebuilt.returned.at(1)->steps, 2);
 }
 
+// A head that went away after step 4 (its stages' streams broken, each stage
+// holding step 3 committed and step 4 finished, its gradient pending) is
+// replaced by one that starts with no checkpoint, or with the checkpoint of
+// step 2: the stages say hello again offering what they hold, and the new
+// head trains on from step 4, the stages' state and the job's clock taken
+// over. Steps 5 to 8 are those of the run that never lost its head, within
+// 1e-4: the pending step is applied once, neither lost nor twice.
+TEST(SimulatedPipelineTest, AHeadThatStartsBehindItsStagesTrainsOnFromTheirState) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(10);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const TrainTestSplit data = LearningData();
+  for (const bool with_old_checkpoint : {false, true}) {
+    SCOPED_TRACE(with_old_checkpoint ? "the new head restores step 2's checkpoint" : "the new head has none");
+    DeterministicClock clock;
+    InMemoryNetwork network(clock);
+    auto fake = [&](int r) {
+      const int s = r < 2 ? 0 : 1;
+      return std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{s == 0, s == 1, milliseconds(1 + s), milliseconds(2)}, clock);
+    };
+    StageShapes shapes{fake(0)->ParameterShapes(), fake(2)->ParameterShapes()};
+    testing::FakeModel whole_model;
+    whole_model.shapes.clear();
+    for (const auto& stage : shapes) whole_model.shapes.insert(whole_model.shapes.end(), stage.begin(), stage.end());
+    testing::FakeTrainer whole_a(whole_model, clock), whole_b(whole_model, clock);
+    std::ostringstream log;
+    std::vector<double> losses;
+    std::optional<JobProgress> progress;
+    std::atomic<bool> cancel{false};
+    clock.Run("test", [&] {
+      auto connector = network.Connector("head");
+      std::vector<ClockThread> stages;
+      for (int r = 0; r < 3; ++r) {
+        stages.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+          StageOptions options;
+          options.rank = r;
+          options.head = connector.get();
+          const TrainerMaker sessions = [&, r]() -> StatusOr<std::unique_ptr<StageTrainer>> {
+            return std::unique_ptr<StageTrainer>(fake(r));
+          };
+          auto summary = RunStageRejoining(plan, options, sessions, data.train, clock, log, cancel, std::chrono::seconds(30));
+          EXPECT_TRUE(summary.ok()) << "rank " << r << ": " << summary.status().ToString();
+        }));
+      }
+      JobCheckpoint step_2;
+      {
+        PipelineHead head(plan, whole_a, data.test, data.train.size(), shapes, clock, log);
+        auto server = network.Serve("head", head);
+        ASSERT_TRUE(server.ok());
+        ASSERT_TRUE(head.Start(cancel).ok());
+        for (int step = 1; step <= 4; ++step) {
+          ASSERT_TRUE(head.Advance().ok()) << log.str();
+          losses.push_back(head.LastStepLoss());
+          if (step == 2) {
+            head.Snapshot(step_2);
+            step_2.iteration = 2;
+            step_2.samples = 2 * plan.spec.data.batch_size;
+          }
+        }
+        // Gone without a word: its streams end, as its node's do.
+        (*server)->Shutdown();
+      }
+      clock.SleepFor(std::chrono::seconds(1));
+      PipelineHead head(plan, whole_b, data.test, data.train.size(), shapes, clock, log);
+      if (with_old_checkpoint) {
+        ASSERT_TRUE(head.Restore(step_2).ok());
+      }
+      auto server = network.Serve("head", head);
+      ASSERT_TRUE(server.ok());
+      ASSERT_TRUE(head.Start(cancel).ok()) << log.str();
+      EXPECT_EQ(head.Progress().iteration, 4) << log.str();
+      ASSERT_TRUE(head.JobClockStart().has_value()) << "the job's clock is the stages'";
+      for (int step = 5; step <= 8; ++step) {
+        ASSERT_TRUE(head.Advance().ok()) << log.str();
+        losses.push_back(head.LastStepLoss());
+      }
+      progress = head.Progress();
+      head.Finish(FinalModel::kCurrent);
+      for (auto& t : stages) t.Join();
+      (*server)->Shutdown();
+    });
+    ASSERT_EQ(losses.size(), 8u) << log.str();
+    for (size_t k = 0; k < 8; ++k) {
+      EXPECT_NEAR(losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+    }
+    EXPECT_NE(log.str().find("the stages hold the model at step 4, past the head's own (step " +
+                             std::string(with_old_checkpoint ? "2" : "0") + "): training on from theirs"),
+              std::string::npos)
+        << log.str();
+    ASSERT_TRUE(progress.has_value());
+    EXPECT_EQ(progress->iteration, 8);
+  }
+}
+
 // A head restarted from its checkpoint after a device was lost (its pod gone
 // for good) resumes without it: the device does not arrive within
 // nodeLossGrace, and its stage, which had no other, is rebuilt on its

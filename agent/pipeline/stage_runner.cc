@@ -277,6 +277,7 @@ class Stage {
     sender.Join();
     stream.Close();
     receiver.Join();
+    KeepHeld();
     if (!ran.ok()) return ran;
     if (!sent.ok()) return sent;
     return summary_;
@@ -284,7 +285,10 @@ class Stage {
 
   Status Welcome(const v1::StageWelcome& welcome) {
     if (welcome.has_state()) EDGETRAIN_RETURN_IF_ERROR(Install(welcome.state()));
+    if (welcome.keep_held()) EDGETRAIN_RETURN_IF_ERROR(InstallHeld(welcome.resume_after()));
     step_ = welcome.resume_after();
+    job_elapsed_s_ = welcome.job_elapsed_seconds();
+    job_elapsed_at_ = clock_.Now();
     // Its energy counts from training, not from loading its data.
     energy_.Restart(clock_.Now());
     reported_energy_j_ = 0;
@@ -664,6 +668,49 @@ class Stage {
     outbox_.Post(std::move(message));
   }
 
+  // The state of its planned layers it held from a session before, as the
+  // head that took it over asks: at the step committed then, or the step
+  // after, its gradient applied at the first step's commit as any pending one.
+  Status InstallHeld(int64_t at) {
+    const HeldLayers* held = options_.held;
+    const bool pending = held && !held->pending_gradient.empty();
+    if (!held || held->step == 0 || at < held->step || at > held->step + (pending ? 1 : 0)) {
+      return FailedPreconditionError("the head asked this stage to train on from its state at step " +
+                                     std::to_string(at) + ", which it does not hold");
+    }
+    EDGETRAIN_RETURN_IF_ERROR(Install(held->state));
+    if (at == held->step + 1) {
+      if (held->pending_gradient.size() != trainer_->Gradients().size()) {
+        return FailedPreconditionError("the gradient this stage held is of other layers");
+      }
+      pending_sum_ = held->pending_gradient;
+      pending_step_ = at;
+    }
+    return Status::Ok();
+  }
+
+  // At the end of a session: what it holds of its planned layers, for a
+  // head that starts behind it. Layers other than those planned (a lost
+  // neighbour's taken, or layers moved) are not offered.
+  void KeepHeld() {
+    HeldLayers* held = options_.held;
+    if (!held) return;
+    *held = HeldLayers{};
+    const PipelineStagePlan& planned = plan_.pipeline->stages[static_cast<size_t>(
+        *StageOfRank(*plan_.pipeline, options_.rank))];
+    if (first_layer_ != planned.first_layer || end_layer_ != planned.end_layer) return;
+    // The trainer's weights are those committed: a pending step moves them
+    // only at its commit.
+    held->step = pending_step_ ? *pending_step_ - 1 : step_;
+    if (held->step == 0) return;
+    held->state = State();
+    if (pending_step_) {
+      const std::span<const float> g = pending_sum_.empty() ? trainer_->Gradients() : pending_sum_;
+      held->pending_gradient.assign(g.begin(), g.end());
+    }
+    held->job_elapsed_s = job_elapsed_s_ + ToSeconds(clock_.Now() - job_elapsed_at_);
+  }
+
   v1::StageState State() {
     v1::StageState s;
     s.set_parameters(FloatBytes(trainer_->Parameters()));
@@ -726,6 +773,8 @@ class Stage {
   int64_t replicated_step_ = 0;       // the step of the last replica sent
   int micro_batches_ = plan_.pipeline->micro_batches;  // a step's, as the head last said
   std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
+  double job_elapsed_s_ = 0;     // the job's training time, as the head's welcome said it
+  TimePoint job_elapsed_at_{};   // and when
   StageSummary summary_;
   StageSummary reported_;  // as it was at the last StepDone
 };
@@ -768,6 +817,11 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     v1::WorkerMessage hello;
     *hello.mutable_hello() = MakeHello(plan.job, plan.generation, options.rank);
     hello.mutable_hello()->set_heartbeat_seconds(ToSeconds(options.heartbeat));
+    if (options.held && options.held->step > 0) {
+      hello.mutable_hello()->set_model_clock(options.held->step);
+      hello.mutable_hello()->set_stage_step_pending(!options.held->pending_gradient.empty());
+      hello.mutable_hello()->set_job_elapsed_seconds(options.held->job_elapsed_s);
+    }
     EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));
     StatusOr<v1::CoordinatorMessage> answer = stream->Receive();
     if (answer.ok()) {
@@ -798,6 +852,9 @@ StatusOr<StageSummary> RunStageRejoining(const JobPlan& plan, StageOptions optio
                                          const Dataset& train, Clock& clock, std::ostream& log,
                                          const std::atomic<bool>& cancel, Duration head_return_grace) {
   if (!options.started) options.started = clock.Now();
+  // What it held of its layers when a session ended, offered to the head next.
+  HeldLayers held;
+  if (!options.held) options.held = &held;
   bool welcomed = false;
   options.on_welcome = [&welcomed] { welcomed = true; };
   for (;;) {

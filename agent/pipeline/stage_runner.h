@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <vector>
 
 #include "agent/data/dataset.h"
 #include "agent/torch/stage_trainer.h"
@@ -40,6 +41,18 @@ namespace edgetrain::agent {
 // of a neighbouring stage whose only device was lost, or holds other layers
 // when the head moves them between stages.
 using LayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int first, int end)>;
+
+// What a stage holds of its planned layers when its session with the head
+// ends: the state committed at `step` and, if it had finished the next step
+// and not yet been told to apply it, that step's gradient. A head that starts
+// behind the stages (placed anew, or restarted on an older checkpoint)
+// trains on from it (docs/pipeline.md, "A head that starts behind").
+struct HeldLayers {
+  int64_t step = 0;  // 0: nothing held
+  v1::StageState state;
+  std::vector<float> pending_gradient;  // empty: no step pending
+  double job_elapsed_s = 0;  // the job's training time when the session ended, as the head last said and counted on
+};
 
 struct StageOptions {
   int rank = 0;
@@ -87,6 +100,10 @@ struct StageOptions {
   // Told once the head has welcomed this device (its hello answered): an
   // agent says hello again only after a session the head took it into.
   std::function<void()> on_welcome;
+  // What it holds of its planned layers from a session before, offered in
+  // its hello; at the end of this session, what it then holds. None: a
+  // stage that keeps nothing across sessions.
+  HeldLayers* held = nullptr;
 };
 
 struct StageSummary {
@@ -107,8 +124,9 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
 // RunStage, and again whenever a session the head took it into ends with
 // its stream broken (taken for lost while silent and cut off, or its head
 // gone): with spec.faultTolerance.replay on, it says hello again on a fresh
-// trainer of its planned layers (`fresh_trainer`), and the head takes it
-// back between steps (docs/pipeline.md). A head never reached, or that
+// trainer of its planned layers (`fresh_trainer`), offering the state it
+// held of them, and the head takes it back between steps, or, a head that
+// started behind, trains on from that state (docs/pipeline.md). A head never reached, or that
 // refuses it, ends it as RunStage does; after a session, the head is tried
 // for `head_return_grace` (at least options.connect_timeout), which a head
 // restarted in its pod outlasts. `options.started`, unset, is set to now, so
