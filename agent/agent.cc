@@ -360,7 +360,10 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                                mine.first_layer, mine.end_layer, SampleShape(s.plan.spec.data)});
   };
   auto summary =
-      RunStageRejoining(s.plan, options, fresh_trainer, s.data.train, clock, s.log, cancel, s.flags.head_return_grace);
+      RunStageRejoining(s.plan, options, fresh_trainer, s.data.train, clock, s.log, cancel,
+                        // A head lost with its node is placed anew, as a team's coordinator is: its
+                        // stages wait for it as long as a team's workers wait for theirs.
+                        std::max(s.flags.head_return_grace, s.plan.spec.fault_tolerance.CoordinatorPatience()));
   if (!summary.ok()) return fail(summary.status());
   nlohmann::json result = {{"rank", s.flags.rank},
                            {"stage", *index},

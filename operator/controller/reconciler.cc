@@ -1044,10 +1044,11 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   // A team that has run loses its coordinator's node, or is warned it will:
   // the coordinator is placed anew, the workers stay (docs/operator.md,
   // "Recovery"). Its pod failing is its node's doing (an eviction, a node
-  // that refused it): the agent's own failures restart it in place.
+  // that refused it): the agent's own failures restart it in place. A
+  // pipeline's head likewise: the new head trains on from the state its
+  // stages hold (docs/pipeline.md, "A head that starts behind").
   const bool has_run = pass.status.contains("startTime");
-  if (has_run && gang.state != GangState::kSucceeded && !plan.workers.empty() && !plan.pipeline &&
-      !HasOutputVolume(pass.job)) {
+  if (has_run && gang.state != GangState::kSucceeded && !plan.workers.empty() && !HasOutputVolume(pass.job)) {
     const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
     const NodeView* node = team_node(coordinator.node);
     // Failed by its node, or going; a pod merely gone (deleted by someone) is
@@ -1069,18 +1070,20 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
   }
 
-  // A pipeline's head lost with its node: the stages hold the model only
-  // together, and a head placed anew cannot gather it from them yet, so the
-  // job fails, saying so, rather than wait for a node that may not come back.
-  // (Its agent's own failures restart it in its pod, from its checkpoint.)
-  if (plan.pipeline && has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed) {
+  // A pipeline's head lost with its node, its output on a claim that does
+  // not follow it to another node: the job fails, saying so, rather than
+  // wait for a node that may not come back. (Its agent's own failures
+  // restart it in its pod.)
+  if (plan.pipeline && HasOutputVolume(pass.job) && has_run && gang.state != GangState::kSucceeded &&
+      gang.state != GangState::kFailed) {
     const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
     const NodeView* node = team_node(coordinator.node);
     std::string loss = pod ? LossOf(pod, coordinator.since_generation, plan.generation) : "";
     if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
     if (!loss.empty()) {
       EndFailed(pass, reason::kCoordinatorLost,
-                "the pipeline's head: " + loss + "; a pipeline's head is not placed anew yet, so the job ends here");
+                "the pipeline's head: " + loss + "; its output is on a claim (spec.output.volume), which does not "
+                "follow it to another node, so the job ends here");
       return CleanPods(pass);
     }
   }
@@ -1583,8 +1586,10 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   // Workers lost with it, on its node: placed anew in the same plan, one
   // loss and one recovery. The node's loss counted twice against
   // maxRecoveries, a plan generation each (a new user's trial).
+  // A pipeline's stage devices lost with it are not: its head replays
+  // without them, or rebuilds their stages, as for any device lost.
   std::set<int> fellows;
-  if (!moving) {
+  if (!moving && !plan.pipeline) {
     for (const WorkerSlot& slot : plan.workers) {
       if (slot.node != coordinator.node) continue;
       const int64_t since = SlotSince(plan, slot.rank);
@@ -1632,7 +1637,9 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, moved, fresh));
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
-                   what + "; placed anew on " + moved.node + ", to train on from its workers' copy of the model" +
+                   what + "; placed anew on " + moved.node +
+                       (plan.pipeline ? ", to train on from the state its stages hold"
+                                      : ", to train on from its workers' copy of the model") +
                        (with_it.empty() ? "" : "; lost with it and replaced: " + with_it),
                    next, moved, LossEvidence(pass.stored_status, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{})));
 }

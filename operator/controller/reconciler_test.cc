@@ -1617,26 +1617,51 @@ TEST_F(PipelineReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainW
   EXPECT_EQ(api_.Writes("create Pod"), 0);
 }
 
-// A pipeline's head lost with its node is not placed anew: the job fails,
-// saying why, rather than wait for the node.
-TEST_F(PipelineReconcilerTest, APipelinesHeadLostWithItsNodeEndsTheJobSayingWhy) {
+// A pipeline's head lost with its node is placed anew under the next plan
+// generation, as a team's coordinator is; the stage devices elsewhere keep
+// their pods and slots (the new head trains on from the state they hold),
+// and the one lost with the node is not replaced: the head goes on without
+// it, as for any device lost.
+TEST_F(PipelineReconcilerTest, APipelinesHeadLostWithItsNodeIsPlacedAnewAndItsStagesStay) {
   const std::string key = ARunningPipeline();
   ASSERT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
-  // Its node silent past the grace, its pod deleted (a failed one fails the
-  // job as any coordinator's does).
+  const std::vector<std::string> before = PodNodes();
+  ASSERT_NE(std::find(before.begin(), before.end(), "piped-coordinator@gateway"), before.end()) << ::testing::PrintToString(before);
+  ASSERT_EQ(std::count_if(before.begin(), before.end(),
+                          [](const std::string& p) { return p.starts_with("piped-worker-") && p.ends_with("@robot-1"); }),
+            1)
+      << "a stage's device elsewhere: " << ::testing::PrintToString(before);
+  // Its node silent past the grace, its pod deleted.
   nodes_.Put(ANode("gateway").NotReady());
   ASSERT_TRUE(api_.Delete(kube::kPods, "default", "piped-coordinator").ok());
   SyncPods();
-  Reconcile(key);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+  jobs_.Put(Job("piped"));
   const Json status = Job("piped")["status"];
-  EXPECT_EQ(status["phase"], api::phase::kFailed);
-  const Json* failed = FindCondition(status, api::condition::kFailed);
-  ASSERT_NE(failed, nullptr);
-  EXPECT_EQ(failed->value("reason", ""), api::reason::kCoordinatorLost);
-  EXPECT_NE(failed->value("message", "").find("the pipeline's head: its pod is gone, and its node gateway with it; a "
-                                              "pipeline's head is not placed anew yet"),
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  EXPECT_EQ(FindCondition(status, api::condition::kFailed), nullptr) << status.dump();
+  EXPECT_NE(FindCondition(status, api::condition::kRunning)
+                ->value("message", "")
+                .find("placed anew on robot-1, to train on from the state its stages hold (plan generation 2"),
             std::string::npos)
-      << *failed;
+      << status.dump();
+  const std::vector<std::string> after = PodNodes();
+  EXPECT_NE(std::find(after.begin(), after.end(), "piped-coordinator-g2@robot-1"), after.end())
+      << ::testing::PrintToString(after);
+  for (const std::string& pod : before) {
+    if (pod.starts_with("piped-worker-") && pod.ends_with("@robot-1")) {
+      EXPECT_NE(std::find(after.begin(), after.end(), pod), after.end()) << pod << " stays";
+    }
+  }
+  EXPECT_EQ(std::count_if(after.begin(), after.end(), [](const std::string& p) { return p.find("-g2") != std::string::npos; }),
+            1)
+      << "only the head is made anew: " << ::testing::PrintToString(after);
+  const Json map = *api_.Get(kube::kConfigMaps, "default", "piped-plan");
+  EXPECT_EQ(CoordinatorSeatOf(map).node, "robot-1");
+  StatusOr<JobPlan> plan = DecodeJobPlan(map["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(plan->pipeline.has_value()) << "the stages as they were";
+  for (const WorkerSlot& slot : plan->workers) EXPECT_EQ(SlotSince(*plan, slot.rank), 1) << "rank " << slot.rank;
 }
 
 }  // namespace

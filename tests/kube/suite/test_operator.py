@@ -1070,7 +1070,13 @@ class PipelineOperatorTest(OperatorSiteTestCase):
                                   faultTolerance={"nodeLossGrace": "2s"}))
         self.wait_job("headkill", lambda j: ((j.get("status") or {}).get("progress", {}).get("iteration") or 0) >= 20,
                       timeout=120)
+        shown = self.wait_job("headkill", lambda j: True)["status"]["progress"]["iteration"]
         self.kill_agent("--role=coordinator --job=headkill ", "the head's agent")
+        # Restarted with no checkpoint (checkpointEvery 0), it trains on from
+        # the state its stages hold rather than from the start.
+        log = self.log_until("headkill-coordinator", lambda log: "training on from theirs" in log, timeout=150)
+        taken = int(log.split("the stages hold the model at step ")[1].split(",")[0])
+        self.assertGreaterEqual(taken, shown, log[-1500:])
         job = self.wait_job("headkill", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
         self.assertEqual(phase(job), "Succeeded", json.dumps(job["status"], indent=1) + self.logs())
         pods = self.job_pods("headkill")
@@ -1080,5 +1086,73 @@ class PipelineOperatorTest(OperatorSiteTestCase):
             if name.startswith("headkill-worker-"):
                 self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0,
                                  f"{name} waited for its head rather than exit")
-        print(f"\npipeline: the head's agent SIGKILLed and restarted in its pod, its stages waiting for it; "
+        print(f"\npipeline: the head's agent SIGKILLed at step {shown} or after and restarted in its pod, its "
+              f"stages waiting for it; it trained on from their state at step {taken}; "
               f"{job['status']['progress']['iteration']} steps, accuracy {job['status']['progress'].get('accuracy')}")
+
+
+FOUR_BOARDS = """\
+apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: four-boards}
+spec:
+  nodes:
+    - {name: board-1, cpu: 4, memory: 8Gi}
+    - {name: board-2, cpu: 4, memory: 8Gi}
+    - {name: board-3, cpu: 4, memory: 8Gi}
+    - {name: board-4, cpu: 4, memory: 8Gi}
+"""
+
+
+@requires_built(OPERATOR)
+class PipelineHeadPlacedAnewTest(OperatorSiteTestCase):
+    """A pipeline's head lost with its node, under the operator."""
+    profile = FOUR_BOARDS
+
+    def test_a_pipelines_head_lost_with_its_node_is_placed_anew_and_trains_on_from_its_stages(self):
+        """Issue 16's "losing the head itself": the node of a pipeline's head dies (three CPUs
+        a pod: the head has a board of its own). Past nodeLossGrace the operator places the
+        head anew on the board left, and the new head, its output folder gone with the
+        node, trains on from the state its two stages hold rather than from the start.
+        The stages' pods never restart, and the job trains to its wall clock."""
+        self.delete_when_done("reheaded")
+        self.apply(wall_clock_job("reheaded", "60s", model={"hidden": [256, 256, 256]}, data={"batchSize": 512},
+                                  parallelism={"mode": "pipeline", "workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s"},
+                                  template={"resources": {"requests": {"cpu": "3", "memory": "256Mi"}}}))
+
+        def iteration(j):
+            return ((j.get("status") or {}).get("progress") or {}).get("iteration") or 0
+        shown = iteration(self.wait_job("reheaded", lambda j: iteration(j) >= 20, timeout=120))
+        pods = self.job_pods("reheaded")
+        hub = pods["reheaded-coordinator"]["spec"]["nodeName"]
+        stage_nodes = {p["spec"]["nodeName"] for n, p in pods.items() if n.startswith("reheaded-worker-")}
+        self.assertNotIn(hub, stage_nodes, "the head has a node of its own")
+        t_lost = time.monotonic()
+        self.assertEqual(self.api.post(f"/_standin/nodes/{hub}/kill", None).status, 200)
+        self.addCleanup(self.api.post, f"/_standin/nodes/{hub}/revive", None)
+        self.wait_job("reheaded", lambda j: phase(j) == "Recovering", timeout=30)
+        try:
+            log = self.log_until("reheaded-coordinator-g2", lambda log: "training on from theirs" in log, timeout=120)
+        except AssertionError:
+            for name, pod in self.job_pods("reheaded").items():
+                p = self.kubectl.run("logs", name, ok=False)
+                print(f"\n== {name} on {pod['spec'].get('nodeName')}:\n{p.stdout[-2500:]}{p.stderr[-300:]}")
+            raise
+        t_trained_on = time.monotonic()
+        taken = int(log.split("the stages hold the model at step ")[1].split(",")[0])
+        self.assertGreaterEqual(taken, shown, log[-1500:])
+        seat = self.job_pods("reheaded")["reheaded-coordinator-g2"]["spec"]["nodeName"]
+        self.assertNotIn(seat, (hub, *stage_nodes))
+        job = self.wait_job("reheaded", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
+        status = job["status"]
+        self.assertEqual(phase(job), "Succeeded", json.dumps(status, indent=1) + self.logs())
+        self.assertEqual(status["recoveries"], 1)
+        self.assertGreater(iteration(job), taken)
+        self.assertRegex(self.kubectl.run("describe", "tj", "reheaded").stdout, r"Warning\s+CoordinatorLost\s")
+        for name, pod in self.job_pods("reheaded").items():
+            if name.startswith("reheaded-worker-"):
+                self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0, f"{name} restarted")
+        print(f"\npipeline: the head's node {hub} killed at step {shown} or after; the head placed anew on {seat} "
+              f"trained on from its stages' state at step {taken}, {t_trained_on - t_lost:.1f} s after the kill; "
+              f"{iteration(job)} steps, accuracy {status['progress'].get('accuracy')}")
