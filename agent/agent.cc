@@ -290,6 +290,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   head.SetRebalancing(std::move(rebalancing));
   head.SetHungPasses({s.flags.hung_pass_factor, s.flags.hung_pass_floor});
   head.SetStragglers({s.flags.straggler_factor, s.flags.straggler_rejoin_after});
+  head.SetRestartGather(s.flags.restart_gather);
   std::vector<int> stage_of_rank;
   for (size_t r = 0; r < s.plan.workers.size(); ++r) {
     auto stage = StageOfRank(*s.plan.pipeline, static_cast<int>(r));

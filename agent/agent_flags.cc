@@ -91,6 +91,10 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   wait("--straggler-rejoin-after", flags.straggler_rejoin_after,
        "how long a pipeline device let go of as a straggler, or taken for hung, waits before it may rejoin "
        "(default 1m; twice that each time after)");
+  wait("--restart-gather", flags.restart_gather,
+       "how much longer than spec.faultTolerance.nodeLossGrace a pipeline head that starts again (a checkpoint "
+       "to resume, or placed anew) waits for its stages, which hear of their old head's end by gRPC keepalive, "
+       "20 s (default 30s)");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

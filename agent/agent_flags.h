@@ -60,6 +60,9 @@ struct AgentFlags {
   // many times slower than the group's fastest, in two steps running; it,
   // or one taken for hung, may rejoin after straggler_rejoin_after, twice
   // that the next time.
+  // How much longer than nodeLossGrace a pipeline head that starts again
+  // (a checkpoint to resume, or placed anew) waits for its stages.
+  Duration restart_gather = std::chrono::seconds(30);
   double straggler_factor = 8;
   Duration straggler_rejoin_after = std::chrono::minutes(1);
 };

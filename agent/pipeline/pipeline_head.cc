@@ -98,6 +98,8 @@ struct PipelineHead::Link {
   int64_t offered_step = 0;
   bool offered_pending = false;
   double offered_elapsed_s = 0;
+  // And the neighbouring stages' replicas it keeps: by their layers, their steps.
+  std::map<std::pair<int, int>, int64_t> offered_replicas;
   int64_t done_step = 0;
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
@@ -259,6 +261,10 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     link.offered_step = hello.model_clock();
     link.offered_pending = hello.stage_step_pending();
     link.offered_elapsed_s = hello.job_elapsed_seconds();
+    link.offered_replicas.clear();
+    for (const v1::KeptReplica& kept : hello.kept_replicas()) {
+      link.offered_replicas[{kept.first_layer(), kept.end_layer()}] = kept.step();
+    }
     link.busy_since.reset();
     link.passes = PassDeadline(plan_.spec.fault_tolerance.ReachGrace(), hung_.floor, hung_.factor);
     changed_.NotifyAll();
@@ -279,8 +285,19 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     } else if (message->has_gradient()) {
       ended = SumGradient(rank, std::move(*message->mutable_gradient()));
     } else if (message->has_replica_part()) {
-      std::lock_guard lock(mu_);
-      TakeReplicaPartLocked(link, std::move(*message->mutable_replica_part()));
+      // Kept here, and relayed to the devices that would take these layers
+      // should the stage lose its every device: they keep it too, for a head
+      // lost with the stage's device to rebuild it from.
+      v1::CoordinatorMessage relayed;
+      std::vector<int> keepers;
+      {
+        std::lock_guard lock(mu_);
+        keepers = ReplicaKeepersLocked(link);
+        if (!keepers.empty()) *relayed.mutable_replica_part() = message->replica_part();
+        TakeReplicaPartLocked(link, std::move(*message->mutable_replica_part()));
+      }
+      // A keeper whose stream fails is found lost by its own reads.
+      for (int r : keepers) (void)SendTo(r, relayed);
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
@@ -729,9 +746,13 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   v1::StageLayers taken;
   taken.set_taken_first_layer(layers_[s].first);
   taken.set_taken_end_layer(layers_[s].second);
-  *taken.mutable_taken() = replicas_[s]->state();
+  // A replica without state is one the neighbour's devices keep, as a head
+  // that started behind found them (Start): they take the layers from it.
+  const bool kept_there = replicas_[s]->state().parameters().empty();
+  taken.set_taken_from_held(kept_there);
+  if (!kept_there) *taken.mutable_taken() = replicas_[s]->state();
   const int64_t replica_step = replicas_[s]->step();
-  if (taken_[n]) {
+  if (taken_[n] && !kept_there) {
     // Its layers moved this step: it is sent all of them, the lost stage's joined on.
     const v1::StageState& moved = taken_[n]->taken();
     v1::StageState whole = s < n ? JoinStates(taken.taken(), moved) : JoinStates(moved, taken.taken());
@@ -822,6 +843,15 @@ bool PipelineHead::MemberLocked(int rank) const {
   return std::find(members_.begin(), members_.end(), rank) != members_.end();
 }
 
+std::vector<int> PipelineHead::ReplicaKeepersLocked(const Link& link) const {
+  if (!welcomed_ || finished_ || groups_.size() < 2 || !MemberLocked(link.rank)) return {};
+  std::vector<int> keepers;
+  for (int r : groups_[NeighbourOf(static_cast<size_t>(link.stage))]) {
+    if (links_[static_cast<size_t>(r)]->stream && !links_[static_cast<size_t>(r)]->lost) keepers.push_back(r);
+  }
+  return keepers;
+}
+
 void PipelineHead::TakeReplicaPartLocked(Link& link, v1::ReplicaPart part) {
   if (part.offset() == 0) {
     link.replica_step = part.step();
@@ -907,7 +937,9 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
 }
 
 Status PipelineHead::Start(const std::atomic<bool>& cancel) {
-  const TimePoint deadline = clock_.Now() + plan_.spec.fault_tolerance.node_loss_grace;
+  const bool again = restored_.has_value() || plan_.generation > 1;
+  const TimePoint deadline =
+      clock_.Now() + plan_.spec.fault_tolerance.node_loss_grace + (again ? restart_gather_ : Duration::zero());
   {
     std::unique_lock lock(mu_);
     auto all_here = [&] {
@@ -917,6 +949,8 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       changed_.WaitFor(lock, std::chrono::milliseconds(100));
     }
     if (cancel.load()) return Status::Ok();
+    job_clock_start_ = clock_.Now() - FromSeconds(restored_ ? restored_->elapsed_s : 0);
+    const std::optional<Takeover> takeover = TakeoverLocked();
     for (int r : members_) {
       const auto& link = links_[r];
       // Those here waited on the head, not the other way round: their
@@ -927,8 +961,11 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       }
       // A resumed run (its head restarted) whose device was lost before goes
       // on without it, as the run it resumes did: the device is let go of at
-      // the first step, its stage rebuilt from the checkpoint if it had no other.
-      if (!restored_ || !plan_.spec.fault_tolerance.replay) {
+      // the first step, its stage rebuilt from the checkpoint if it had no
+      // other, or from the replica its neighbour keeps when the head trains
+      // on from the stages'.
+      const bool rebuilt = takeover && takeover->rebuilt.count(static_cast<size_t>(link->stage));
+      if (!rebuilt && (!restored_ || !plan_.spec.fault_tolerance.replay)) {
         return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
                                 ") did not arrive within spec.faultTolerance.nodeLossGrace");
       }
@@ -938,22 +975,26 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
             << ") did not arrive within spec.faultTolerance.nodeLossGrace: the run resumes without it\n";
     }
     welcomed_ = true;
-    job_clock_start_ = clock_.Now() - FromSeconds(restored_ ? restored_->elapsed_s : 0);
-    if (const std::optional<int64_t> at = TakeoverStepLocked()) {
-      Log() << "pipeline: the stages hold the model at step " << *at << ", past the head's own (step " << step_
-            << "): training on from theirs\n";
+    if (takeover) {
+      Log() << "pipeline: the stages hold the model at step " << takeover->step << ", past the head's own (step "
+            << step_ << "): training on from theirs\n";
       // A device here that cannot train on from that step (its agent
       // restarted, or a step behind) rejoins at the first step, from the
       // stages' state.
       double elapsed_s = 0;
       for (size_t s = 0; s < groups_.size(); ++s) {
+        if (takeover->rebuilt.count(s)) continue;  // its devices are lost: the first step rebuilds it
+        // A stage that takes a rebuilt neighbour's layers: its devices that keep that replica.
+        std::optional<size_t> hosted;
+        for (const auto& [lost, replica_step] : takeover->rebuilt) {
+          if (NeighbourOf(lost) == s) hosted = lost;
+        }
+        const int64_t replica_step = hosted ? takeover->rebuilt.at(*hosted) : 0;
         std::vector<int> kept;
         std::vector<double> speeds;
         for (size_t j = 0; j < groups_[s].size(); ++j) {
           const Link& link = *links_[static_cast<size_t>(groups_[s][j])];
-          const bool holds = link.stream && link.offered_step > 0 &&
-                             (link.offered_step == *at || (link.offered_pending && link.offered_step + 1 == *at));
-          if (holds) {
+          if (HoldsLocked(link, takeover->step, hosted, replica_step)) {
             kept.push_back(groups_[s][j]);
             speeds.push_back(speeds_[s][j]);
             elapsed_s = std::max(elapsed_s, link.offered_elapsed_s);
@@ -965,19 +1006,31 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
         groups_[s] = std::move(kept);
         speeds_[s] = std::move(speeds);
       }
-      step_ = *at;
+      step_ = takeover->step;
       // A stage does not say how many samples its steps had: a step a batch.
       samples_ = step_ * plan_.spec.data.batch_size;
       job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
       taken_over_ = true;
       restored_.reset();  // older than the stages' state: no stage is welcomed with it, nor rebuilt from it
       for (auto& replica : replicas_) replica.reset();
+      // A stage to rebuild: its replica is its neighbour's devices' to take
+      // the layers from (a replica without state, RestoreStageLocked).
+      for (const auto& [lost, replica_step] : takeover->rebuilt) {
+        replicas_[lost] = v1::StageReplica();
+        replicas_[lost]->set_step(replica_step);
+        replicas_[lost]->set_first_layer(layers_[lost].first);
+        replicas_[lost]->set_end_layer(layers_[lost].second);
+        Log() << "pipeline: stage " << lost + 1 << " (layers " << layers_[lost].first << "-"
+              << layers_[lost].second - 1 << ") is rebuilt on stage " << NeighbourOf(lost) + 1
+              << " from the replica of step " << replica_step << " its devices keep\n";
+      }
     } else {
       int64_t furthest = 0;
       for (int r : members_) furthest = std::max(furthest, links_[static_cast<size_t>(r)]->offered_step);
       if (furthest > step_) {
         Log() << "pipeline: devices here hold layers up to step " << furthest << ", but not every stage has a device "
-              << "at one step past the head's own (step " << step_ << "): training on from the head's\n";
+              << "at one step past the head's own (step " << step_ << "), nor a replica of its layers on its "
+              << "neighbour: training on from the head's\n";
       }
     }
   }
@@ -1044,16 +1097,31 @@ std::optional<TimePoint> PipelineHead::JobClockStart() {
   return job_clock_start_;
 }
 
-std::optional<int64_t> PipelineHead::TakeoverStepLocked() const {
+bool PipelineHead::HoldsLocked(const Link& link, int64_t at, std::optional<size_t> s, int64_t replica_step) const {
+  if (!link.stream || link.offered_step <= 0) return false;
+  if (link.offered_step != at && !(link.offered_pending && link.offered_step + 1 == at)) return false;
+  if (!s) return true;
+  const auto kept = link.offered_replicas.find(layers_[*s]);
+  return kept != link.offered_replicas.end() && kept->second == replica_step;
+}
+
+std::optional<PipelineHead::Takeover> PipelineHead::TakeoverLocked() const {
   // The steps each stage can train on from: those its devices here offer.
   std::optional<std::set<int64_t>> common;
-  for (const std::vector<int>& group : groups_) {
+  std::vector<size_t> absent;  // stages none of whose devices is here
+  for (size_t s = 0; s < groups_.size(); ++s) {
     std::set<int64_t> steps;
-    for (int r : group) {
+    bool here = false;
+    for (int r : groups_[s]) {
       const Link& link = *links_[static_cast<size_t>(r)];
+      here = here || link.stream != nullptr;
       if (!link.stream || link.offered_step <= 0) continue;
       steps.insert(link.offered_step);
       if (link.offered_pending) steps.insert(link.offered_step + 1);
+    }
+    if (!here) {
+      absent.push_back(s);
+      continue;
     }
     if (!common) {
       common = std::move(steps);
@@ -1064,7 +1132,24 @@ std::optional<int64_t> PipelineHead::TakeoverStepLocked() const {
     }
   }
   if (!common || common->empty() || *common->rbegin() <= step_) return std::nullopt;
-  return *common->rbegin();
+  Takeover takeover{*common->rbegin(), {}};
+  // Each stage none of whose devices came: rebuilt on its neighbour, from the
+  // latest replica of its layers that devices there keep (at most the step).
+  for (size_t s : absent) {
+    const size_t n = NeighbourOf(s);
+    if (groups_.size() < 2 || std::find(absent.begin(), absent.end(), n) != absent.end()) return std::nullopt;
+    int64_t replica_step = 0;
+    for (int r : groups_[n]) {
+      const Link& link = *links_[static_cast<size_t>(r)];
+      const auto kept = link.offered_replicas.find(layers_[s]);
+      if (HoldsLocked(link, takeover.step) && kept != link.offered_replicas.end() && kept->second <= takeover.step) {
+        replica_step = std::max(replica_step, kept->second);
+      }
+    }
+    if (replica_step <= 0) return std::nullopt;
+    takeover.rebuilt[s] = replica_step;
+  }
+  return takeover;
 }
 
 void PipelineHead::Rejoin() {

@@ -138,6 +138,12 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   };
   void SetStragglers(Stragglers stragglers) { stragglers_ = stragglers; }
 
+  // How much longer than nodeLossGrace a head that starts again (a
+  // checkpoint to resume, or a plan of a later generation: placed anew)
+  // waits for its stages at Start: a stage whose old head's node died hears
+  // of it only when its stream fails, by gRPC keepalive (20 s). Set before Start.
+  void SetRestartGather(Duration more) { restart_gather_ = more; }
+
   // The mean training loss of the last step's batch.
   double LastStepLoss() const {
     std::lock_guard lock(mu_);
@@ -167,8 +173,20 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // (placed anew, or restarted on an older checkpoint or none): the step
   // every stage has a device to train on from, the latest such, if past
   // step_. Each device offers the step its planned layers were committed at,
-  // or the one after, its gradient pending (Hello.model_clock).
-  std::optional<int64_t> TakeoverStepLocked() const;
+  // or the one after, its gradient pending (Hello.model_clock). A stage none
+  // of whose devices is here (lost with the old head) is rebuilt on its
+  // neighbour from the replica of it the neighbour's devices keep: `rebuilt`,
+  // by stage, that replica's step.
+  struct Takeover {
+    int64_t step = 0;
+    std::map<size_t, int64_t> rebuilt;
+  };
+  std::optional<Takeover> TakeoverLocked() const;
+  // Whether `link` can train on from step `at`, and, if stage `s` is to be
+  // rebuilt on its stage from the replica it keeps, keeps that one (of step
+  // `replica_step`).
+  bool HoldsLocked(const Link& link, int64_t at, std::optional<size_t> s = std::nullopt,
+                   int64_t replica_step = 0) const;
   // The job's training time now: the checkpoint's, or the stages' taken
   // over, counted on.
   double JobElapsedLocked() const { return ToSeconds(clock_.Now() - job_clock_start_); }
@@ -192,6 +210,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   bool MemberLocked(int rank) const;
   // A part of a stage's replica: the replica is kept once its parts are all in.
   void TakeReplicaPartLocked(Link& link, v1::ReplicaPart part);
+  // The devices that keep a copy of `link`'s stage's replicas: those of the
+  // stage that would take its layers (NeighbourOf), once the stages are welcomed.
+  std::vector<int> ReplicaKeepersLocked(const Link& link) const;
   // A stage's replica, kept if it is of the layers the stage holds and newer.
   void KeepReplicaLocked(const Link& link, v1::StageReplica replica);
   // Every member that `owes` the head a word and is silent past its deadline
@@ -323,6 +344,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Rebalancing rebalancing_;
   HungPasses hung_;
   Stragglers stragglers_;
+  Duration restart_gather_ = std::chrono::seconds(30);
   // Where each layer's floats and optimizer rows begin in the whole model's
   // state, and where the last ends (from rebalancing_.layer_shapes).
   std::vector<int64_t> layer_float_at_, layer_row_at_;

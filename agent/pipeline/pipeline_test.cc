@@ -1125,6 +1125,102 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
   EXPECT_GE(rebuilt.returned.at(1)->steps, 2);
 }
 
+// A pipeline of fake stages (one layer a stage, as RunReplaying builds them)
+// whose head goes away after step 4, its stages' streams broken as its node's
+// are, and the devices of `lost_with_head` with it; another head then starts,
+// with step 2's checkpoint if `old_checkpoint`, and trains steps 5 to 8.
+struct HeadReplaced {
+  std::vector<double> losses;  // steps 1-8
+  std::string log;
+  JobProgress progress;        // the second head's
+};
+HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, const std::set<int>& lost_with_head = {}) {
+  const TrainTestSplit data = LearningData();
+  const int stages = static_cast<int>(plan.pipeline->stages.size());
+  const int devices = static_cast<int>(plan.workers.size());
+  DeterministicClock clock;
+  InMemoryNetwork network(clock);
+  auto fake = [&](int r) {
+    const int s = *StageOfRank(*plan.pipeline, r);
+    return std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock);
+  };
+  StageShapes shapes;
+  testing::FakeModel whole_model;
+  whole_model.shapes.clear();
+  for (const PipelineStagePlan& stage : plan.pipeline->stages) {
+    shapes.push_back(fake(stage.ranks.front())->ParameterShapes());
+    whole_model.shapes.insert(whole_model.shapes.end(), shapes.back().begin(), shapes.back().end());
+  }
+  testing::FakeTrainer whole_a(whole_model, clock), whole_b(whole_model, clock);
+  const RankLayerTaker take_layers = FakeLayerTaker(clock, plan.pipeline->stages.back().end_layer);
+  std::ostringstream log;
+  HeadReplaced run;
+  std::atomic<bool> cancel{false};
+  std::vector<std::unique_ptr<std::atomic<bool>>> gone;  // by rank: its agent goes with the first head
+  for (int r = 0; r < devices; ++r) gone.push_back(std::make_unique<std::atomic<bool>>(false));
+  clock.Run("test", [&] {
+    auto connector = network.Connector("head");
+    std::vector<ClockThread> agents;
+    for (int r = 0; r < devices; ++r) {
+      agents.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
+        StageOptions options;
+        options.rank = r;
+        options.head = connector.get();
+        options.take_layers = [&, r](int first, int end) { return take_layers(r, first, end); };
+        const TrainerMaker sessions = [&, r]() -> StatusOr<std::unique_ptr<StageTrainer>> {
+          return std::unique_ptr<StageTrainer>(fake(r));
+        };
+        auto summary =
+            RunStageRejoining(plan, options, sessions, data.train, clock, log, *gone[r], std::chrono::seconds(30));
+        EXPECT_TRUE(summary.ok()) << "rank " << r << ": " << summary.status().ToString();
+      }));
+    }
+    JobCheckpoint step_2;
+    {
+      PipelineHead head(plan, whole_a, data.test, data.train.size(), shapes, clock, log);
+      auto server = network.Serve("head", head);
+      ASSERT_TRUE(server.ok());
+      ASSERT_TRUE(head.Start(cancel).ok());
+      for (int step = 1; step <= 4; ++step) {
+        ASSERT_TRUE(head.Advance().ok()) << log.str();
+        run.losses.push_back(head.LastStepLoss());
+        if (step == 2) {
+          head.Snapshot(step_2);
+          step_2.iteration = 2;
+          step_2.samples = 2 * plan.spec.data.batch_size;
+        }
+      }
+      // Gone without a word, and the devices on its node with it: their
+      // streams end, as a node's do.
+      for (int r : lost_with_head) gone[r]->store(true);
+      clock.SleepFor(std::chrono::milliseconds(500));
+      (*server)->Shutdown();
+    }
+    clock.SleepFor(std::chrono::seconds(1));
+    PipelineHead head(plan, whole_b, data.test, data.train.size(), shapes, clock, log);
+    if (old_checkpoint) {
+      ASSERT_TRUE(head.Restore(step_2).ok());
+    }
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    const Status started = head.Start(cancel);
+    ASSERT_TRUE(started.ok()) << started.ToString() << "\n" << log.str();
+    EXPECT_EQ(head.Progress().iteration, 4) << log.str();
+    EXPECT_TRUE(head.JobClockStart().has_value()) << "the job's clock is the stages'";
+    for (int step = 5; step <= 8; ++step) {
+      ASSERT_TRUE(head.Advance().ok()) << log.str();
+      run.losses.push_back(head.LastStepLoss());
+    }
+    run.progress = head.Progress();
+    head.Finish(FinalModel::kCurrent);
+    for (auto& t : agents) t.Join();
+    (*server)->Shutdown();
+  });
+  run.log = log.str();
+  return run;
+}
+
 // A head that went away after step 4 (its stages' streams broken, each stage
 // holding step 3 committed and step 4 finished, its gradient pending) is
 // replaced by one that starts with no checkpoint, or with the checkpoint of
@@ -1137,88 +1233,50 @@ TEST(SimulatedPipelineTest, AHeadThatStartsBehindItsStagesTrainsOnFromTheirState
   plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(10);
   const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
-  const TrainTestSplit data = LearningData();
   for (const bool with_old_checkpoint : {false, true}) {
     SCOPED_TRACE(with_old_checkpoint ? "the new head restores step 2's checkpoint" : "the new head has none");
-    DeterministicClock clock;
-    InMemoryNetwork network(clock);
-    auto fake = [&](int r) {
-      const int s = r < 2 ? 0 : 1;
-      return std::make_unique<testing::FakeStageTrainer>(
-          testing::FakeStage{s == 0, s == 1, milliseconds(1 + s), milliseconds(2)}, clock);
-    };
-    StageShapes shapes{fake(0)->ParameterShapes(), fake(2)->ParameterShapes()};
-    testing::FakeModel whole_model;
-    whole_model.shapes.clear();
-    for (const auto& stage : shapes) whole_model.shapes.insert(whole_model.shapes.end(), stage.begin(), stage.end());
-    testing::FakeTrainer whole_a(whole_model, clock), whole_b(whole_model, clock);
-    std::ostringstream log;
-    std::vector<double> losses;
-    std::optional<JobProgress> progress;
-    std::atomic<bool> cancel{false};
-    clock.Run("test", [&] {
-      auto connector = network.Connector("head");
-      std::vector<ClockThread> stages;
-      for (int r = 0; r < 3; ++r) {
-        stages.push_back(clock.StartThread("device " + std::to_string(r), [&, r] {
-          StageOptions options;
-          options.rank = r;
-          options.head = connector.get();
-          const TrainerMaker sessions = [&, r]() -> StatusOr<std::unique_ptr<StageTrainer>> {
-            return std::unique_ptr<StageTrainer>(fake(r));
-          };
-          auto summary = RunStageRejoining(plan, options, sessions, data.train, clock, log, cancel, std::chrono::seconds(30));
-          EXPECT_TRUE(summary.ok()) << "rank " << r << ": " << summary.status().ToString();
-        }));
-      }
-      JobCheckpoint step_2;
-      {
-        PipelineHead head(plan, whole_a, data.test, data.train.size(), shapes, clock, log);
-        auto server = network.Serve("head", head);
-        ASSERT_TRUE(server.ok());
-        ASSERT_TRUE(head.Start(cancel).ok());
-        for (int step = 1; step <= 4; ++step) {
-          ASSERT_TRUE(head.Advance().ok()) << log.str();
-          losses.push_back(head.LastStepLoss());
-          if (step == 2) {
-            head.Snapshot(step_2);
-            step_2.iteration = 2;
-            step_2.samples = 2 * plan.spec.data.batch_size;
-          }
-        }
-        // Gone without a word: its streams end, as its node's do.
-        (*server)->Shutdown();
-      }
-      clock.SleepFor(std::chrono::seconds(1));
-      PipelineHead head(plan, whole_b, data.test, data.train.size(), shapes, clock, log);
-      if (with_old_checkpoint) {
-        ASSERT_TRUE(head.Restore(step_2).ok());
-      }
-      auto server = network.Serve("head", head);
-      ASSERT_TRUE(server.ok());
-      ASSERT_TRUE(head.Start(cancel).ok()) << log.str();
-      EXPECT_EQ(head.Progress().iteration, 4) << log.str();
-      ASSERT_TRUE(head.JobClockStart().has_value()) << "the job's clock is the stages'";
-      for (int step = 5; step <= 8; ++step) {
-        ASSERT_TRUE(head.Advance().ok()) << log.str();
-        losses.push_back(head.LastStepLoss());
-      }
-      progress = head.Progress();
-      head.Finish(FinalModel::kCurrent);
-      for (auto& t : stages) t.Join();
-      (*server)->Shutdown();
-    });
-    ASSERT_EQ(losses.size(), 8u) << log.str();
+    const HeadReplaced run = ReplaceTheHeadAfterStep4(plan, with_old_checkpoint);
+    ASSERT_EQ(run.losses.size(), 8u) << run.log;
     for (size_t k = 0; k < 8; ++k) {
-      EXPECT_NEAR(losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+      EXPECT_NEAR(run.losses[k], whole_run.losses[k], 1e-4 * std::abs(whole_run.losses[k])) << "step " << k + 1;
     }
-    EXPECT_NE(log.str().find("the stages hold the model at step 4, past the head's own (step " +
-                             std::string(with_old_checkpoint ? "2" : "0") + "): training on from theirs"),
+    EXPECT_NE(run.log.find("the stages hold the model at step 4, past the head's own (step " +
+                           std::string(with_old_checkpoint ? "2" : "0") + "): training on from theirs"),
               std::string::npos)
-        << log.str();
-    ASSERT_TRUE(progress.has_value());
-    EXPECT_EQ(progress->iteration, 8);
+        << run.log;
+    EXPECT_EQ(run.progress.iteration, 8);
   }
+}
+
+// The head's node held the only device of the first of three stages too:
+// gone with the head. The second stage's device keeps the replicas of the
+// first's layers that the head relayed to it (one a step here), and the new
+// head, with no checkpoint, has it take layer 0 from the one it keeps (of
+// step 3: the head went before step 4's): trained on from step 4, one step of
+// layer 0's updates lost, and the run goes on to step 8, its loss that of
+// the run that lost nothing within 1%.
+TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromTheReplicaItsNeighbourKeeps) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const HeadReplaced run = ReplaceTheHeadAfterStep4(plan, /*old_checkpoint=*/false, /*lost_with_head=*/{0});
+  ASSERT_EQ(run.losses.size(), 8u) << run.log;
+  for (size_t k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(run.losses[k], whole_run.losses[k]) << "step " << k + 1;
+  for (size_t k = 4; k < 8; ++k) {
+    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 0.01 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+  }
+  EXPECT_NE(run.log.find("the stages hold the model at step 4, past the head's own (step 0): training on from theirs"),
+            std::string::npos)
+      << run.log;
+  EXPECT_NE(run.log.find("stage 1 (layers 0-0) is rebuilt on stage 2 from the replica of step 3 its devices keep"),
+            std::string::npos)
+      << run.log;
+  ASSERT_TRUE(run.progress.replays.has_value());
+  EXPECT_EQ(run.progress.replays->restored_stages, 1);
+  EXPECT_EQ(run.progress.replays->steps_lost, 1);
+  EXPECT_EQ(run.progress.iteration, 8);
 }
 
 // A head restarted from its checkpoint after a device was lost (its pod gone

@@ -36,6 +36,9 @@ class Inbox {
       const v1::MicroBatch& m = message.has_forward() ? message.forward() : message.backward();
       if (Superseded(m.step(), m.attempt())) return;  // relayed before the replay, for the attempt dropped
       micro_batches_[{message.has_forward(), m.step(), m.attempt(), m.micro_batch()}] = std::move(message);
+    } else if (message.has_replica_part()) {
+      KeepReplicaPartLocked(message.replica_part());
+      return;
     } else if (message.has_gradient()) {
       const v1::GroupGradient& g = message.gradient();
       if (Superseded(g.step(), g.attempt())) return;
@@ -61,6 +64,11 @@ class Inbox {
     std::lock_guard lock(mu_);
     closed_ = std::move(why);
     arrived_.NotifyAll();
+  }
+  // The neighbouring stages' replicas, the last one whole of each, by their layers.
+  std::map<std::pair<int, int>, HeldLayers::Replica> KeptReplicas() {
+    std::lock_guard lock(mu_);
+    return kept_replicas_;
   }
 
   // The micro-batch `forward` (or backward) `step`/`i` of `attempt`, once it
@@ -99,6 +107,31 @@ class Inbox {
   }
 
  private:
+  // A part of a neighbouring stage's replica, relayed by the head: kept
+  // once whole; a part missed gives that replica up. The parts of one
+  // replica come one after another: a stage's replicas go in order, and the
+  // head relays each as it comes.
+  void KeepReplicaPartLocked(const v1::ReplicaPart& part) {
+    if (part.offset() == 0) {
+      replica_step_ = part.step();
+      replica_bytes_.clear();
+    } else if (part.step() != replica_step_ || part.offset() != static_cast<int64_t>(replica_bytes_.size())) {
+      replica_step_ = -1;
+      replica_bytes_.clear();
+      return;
+    }
+    replica_bytes_ += part.data();
+    if (static_cast<int64_t>(replica_bytes_.size()) < part.total()) return;
+    v1::StageReplica replica;
+    if (static_cast<int64_t>(replica_bytes_.size()) == part.total() && replica.ParseFromString(replica_bytes_) &&
+        replica.end_layer() > replica.first_layer()) {
+      kept_replicas_[{replica.first_layer(), replica.end_layer()}] =
+          HeldLayers::Replica{replica.step(), std::move(replica_bytes_)};
+    }
+    replica_step_ = -1;
+    replica_bytes_.clear();
+  }
+
   // Until `holds`, or the stage is cancelled: looked at every cancel_recheck_,
   // since a signal handler cannot notify a condition.
   template <typename Predicate>
@@ -128,6 +161,9 @@ class Inbox {
   std::optional<std::string> stopped_;  // the head's Stop, once it came
   std::deque<v1::CoordinatorMessage> commands_;
   Status closed_ = Status::Ok();
+  int64_t replica_step_ = -1;  // of the neighbour's replica coming in parts
+  std::string replica_bytes_;
+  std::map<std::pair<int, int>, HeldLayers::Replica> kept_replicas_;
 };
 
 // The pass a stage is computing, if any, and the longest since it last
@@ -440,6 +476,8 @@ class Stage {
     if (outbox_.SendingWhenIdle()) return;
     v1::StageReplica replica;
     replica.set_step(step_);
+    replica.set_first_layer(first_layer_);
+    replica.set_end_layer(end_layer_);
     v1::StageState& state = *replica.mutable_state() = State();
     if (plan_.spec.fault_tolerance.replica_moments == ReplicaMoments::kBfloat16) {
       const OptimizerState& o = optimizer_->state();
@@ -482,9 +520,14 @@ class Stage {
                                      std::to_string(first_layer_) + "-" + std::to_string(end_layer_ - 1));
     }
     if (!options_.take_layers) return FailedPreconditionError("this device cannot take other layers");
+    v1::StageState from_held;
+    if (l.taken_from_held()) {
+      EDGETRAIN_ASSIGN_OR_RETURN(from_held, HeldReplicaOf(l.taken_first_layer(), l.taken_end_layer()));
+    }
+    const v1::StageState& taken = l.taken_from_held() ? from_held : l.taken();
     Commit();  // the step before the replayed one stands
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> wider, options_.take_layers(l.first_layer(), l.end_layer()));
-    const v1::StageState joined = whole ? l.taken() : before ? JoinStates(l.taken(), State()) : JoinStates(State(), l.taken());
+    const v1::StageState joined = whole ? taken : before ? JoinStates(taken, State()) : JoinStates(State(), taken);
     auto layout = std::make_unique<RowLayout>(wider->ParameterShapes(), SyncGranularity::kLayer);
     auto optimizer = std::make_unique<RowOptimizer>(plan_.spec.optimizer, *layout);
     owned_ = std::move(wider);
@@ -689,13 +732,39 @@ class Stage {
     return Status::Ok();
   }
 
+  // The state of layers [first, end) from the neighbour's replica this
+  // device kept (this session's, or one before), its moments as float32.
+  StatusOr<v1::StageState> HeldReplicaOf(int first, int end) {
+    std::map<std::pair<int, int>, HeldLayers::Replica> kept = inbox_.KeptReplicas();
+    if (options_.held) kept.insert(options_.held->replicas.begin(), options_.held->replicas.end());  // this session's first
+    const auto found = kept.find({first, end});
+    v1::StageReplica replica;
+    if (found == kept.end() || !replica.ParseFromString(found->second.bytes)) {
+      return FailedPreconditionError("the head asked this device to take layers " + std::to_string(first) + "-" +
+                                     std::to_string(end - 1) + " from a replica of them it does not keep");
+    }
+    v1::StageState& state = *replica.mutable_state();
+    if (state.moments_bfloat16()) {
+      EDGETRAIN_ASSIGN_OR_RETURN(std::string first_moment, Bfloat16ToFloat32Bytes(state.first_moment()));
+      EDGETRAIN_ASSIGN_OR_RETURN(std::string second_moment, Bfloat16ToFloat32Bytes(state.second_moment()));
+      state.set_first_moment(std::move(first_moment));
+      state.set_second_moment(std::move(second_moment));
+      state.set_moments_bfloat16(false);
+    }
+    return std::move(state);
+  }
+
   // At the end of a session: what it holds of its planned layers, for a
   // head that starts behind it. Layers other than those planned (a lost
-  // neighbour's taken, or layers moved) are not offered.
+  // neighbour's taken, or layers moved) are not offered. The neighbour's
+  // replica it keeps is this session's, or the one before.
   void KeepHeld() {
     HeldLayers* held = options_.held;
     if (!held) return;
+    std::map<std::pair<int, int>, HeldLayers::Replica> replicas = inbox_.KeptReplicas();
+    replicas.insert(std::make_move_iterator(held->replicas.begin()), std::make_move_iterator(held->replicas.end()));
     *held = HeldLayers{};
+    held->replicas = std::move(replicas);
     const PipelineStagePlan& planned = plan_.pipeline->stages[static_cast<size_t>(
         *StageOfRank(*plan_.pipeline, options_.rank))];
     if (first_layer_ != planned.first_layer || end_layer_ != planned.end_layer) return;
@@ -821,6 +890,14 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
       hello.mutable_hello()->set_model_clock(options.held->step);
       hello.mutable_hello()->set_stage_step_pending(!options.held->pending_gradient.empty());
       hello.mutable_hello()->set_job_elapsed_seconds(options.held->job_elapsed_s);
+    }
+    if (options.held) {
+      for (const auto& [layers, replica] : options.held->replicas) {
+        v1::KeptReplica& kept = *hello.mutable_hello()->add_kept_replicas();
+        kept.set_first_layer(layers.first);
+        kept.set_end_layer(layers.second);
+        kept.set_step(replica.step);
+      }
     }
     EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));
     StatusOr<v1::CoordinatorMessage> answer = stream->Receive();

@@ -22,9 +22,11 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "agent/data/dataset.h"
@@ -52,6 +54,15 @@ struct HeldLayers {
   v1::StageState state;
   std::vector<float> pending_gradient;  // empty: no step pending
   double job_elapsed_s = 0;  // the job's training time when the session ended, as the head last said and counted on
+  // The replicas of neighbouring stages' layers it keeps, as the head
+  // relayed them (each a serialized StageReplica), by their layers [first,
+  // end): a head that starts behind rebuilds such a stage from one when the
+  // stage's device was lost with the old head.
+  struct Replica {
+    int64_t step = 0;
+    std::string bytes;
+  };
+  std::map<std::pair<int, int>, Replica> replicas;
 };
 
 struct StageOptions {

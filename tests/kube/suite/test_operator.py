@@ -1110,49 +1110,54 @@ class PipelineHeadPlacedAnewTest(OperatorSiteTestCase):
     profile = FOUR_BOARDS
 
     def test_a_pipelines_head_lost_with_its_node_is_placed_anew_and_trains_on_from_its_stages(self):
-        """Issue 16's "losing the head itself": the node of a pipeline's head dies (three CPUs
-        a pod: the head has a board of its own). Past nodeLossGrace the operator places the
-        head anew on the board left, and the new head, its output folder gone with the
-        node, trains on from the state its two stages hold rather than from the start.
-        The stages' pods never restart, and the job trains to its wall clock."""
+        """Issue 16's "losing the head itself": the node of a pipeline's head dies, and with
+        it the only device of one of the two stages (two CPUs a pod: the head and a stage
+        share a board). Past nodeLossGrace the operator places the head anew on a board
+        left, and the new head, its output folder gone with the node, trains on from the
+        state the other stage holds, rebuilding the lost stage on it from the replica of
+        those layers it keeps (replicateEvery 10), rather than from the start. The
+        surviving stage's pod never restarts, and the job trains to its wall clock."""
         self.delete_when_done("reheaded")
         self.apply(wall_clock_job("reheaded", "60s", model={"hidden": [256, 256, 256]}, data={"batchSize": 512},
                                   parallelism={"mode": "pipeline", "workers": 2},
-                                  faultTolerance={"nodeLossGrace": "2s"},
-                                  template={"resources": {"requests": {"cpu": "3", "memory": "256Mi"}}}))
+                                  faultTolerance={"nodeLossGrace": "2s", "replicateEvery": 10},
+                                  template={"resources": {"requests": {"cpu": "2", "memory": "256Mi"}}}))
 
         def iteration(j):
             return ((j.get("status") or {}).get("progress") or {}).get("iteration") or 0
-        shown = iteration(self.wait_job("reheaded", lambda j: iteration(j) >= 20, timeout=120))
+        shown = iteration(self.wait_job("reheaded", lambda j: iteration(j) >= 30, timeout=120))
         pods = self.job_pods("reheaded")
         hub = pods["reheaded-coordinator"]["spec"]["nodeName"]
-        stage_nodes = {p["spec"]["nodeName"] for n, p in pods.items() if n.startswith("reheaded-worker-")}
-        self.assertNotIn(hub, stage_nodes, "the head has a node of its own")
+        stages = {n: p["spec"]["nodeName"] for n, p in pods.items() if n.startswith("reheaded-worker-")}
+        self.assertIn(hub, stages.values(), f"a stage beside the head: {stages}")
+        survivor = next(n for n, node in stages.items() if node != hub)
         t_lost = time.monotonic()
         self.assertEqual(self.api.post(f"/_standin/nodes/{hub}/kill", None).status, 200)
         self.addCleanup(self.api.post, f"/_standin/nodes/{hub}/revive", None)
         self.wait_job("reheaded", lambda j: phase(j) == "Recovering", timeout=30)
-        try:
-            log = self.log_until("reheaded-coordinator-g2", lambda log: "training on from theirs" in log, timeout=120)
-        except AssertionError:
+        log = self.log_until("reheaded-coordinator-g2", lambda log: "training on from theirs" in log, timeout=120)
+        if "training on from theirs" not in log:
             for name, pod in self.job_pods("reheaded").items():
                 p = self.kubectl.run("logs", name, ok=False)
                 print(f"\n== {name} on {pod['spec'].get('nodeName')}:\n{p.stdout[-2500:]}{p.stderr[-300:]}")
-            raise
+            self.fail("the new head did not train on from its stages")
         t_trained_on = time.monotonic()
+        print(f"\n== pods after the takeover: {sorted(self.job_pods('reheaded'))}")
         taken = int(log.split("the stages hold the model at step ")[1].split(",")[0])
         self.assertGreaterEqual(taken, shown, log[-1500:])
+        self.assertRegex(log, r"is rebuilt on stage \d from the replica of step \d+ its devices keep")
         seat = self.job_pods("reheaded")["reheaded-coordinator-g2"]["spec"]["nodeName"]
-        self.assertNotIn(seat, (hub, *stage_nodes))
+        self.assertNotEqual(seat, hub)
         job = self.wait_job("reheaded", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
         status = job["status"]
         self.assertEqual(phase(job), "Succeeded", json.dumps(status, indent=1) + self.logs())
         self.assertEqual(status["recoveries"], 1)
         self.assertGreater(iteration(job), taken)
         self.assertRegex(self.kubectl.run("describe", "tj", "reheaded").stdout, r"Warning\s+CoordinatorLost\s")
-        for name, pod in self.job_pods("reheaded").items():
-            if name.startswith("reheaded-worker-"):
-                self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0, f"{name} restarted")
-        print(f"\npipeline: the head's node {hub} killed at step {shown} or after; the head placed anew on {seat} "
-              f"trained on from its stages' state at step {taken}, {t_trained_on - t_lost:.1f} s after the kill; "
+        pods = self.job_pods("reheaded")
+        self.assertIn(survivor, pods, sorted(pods))
+        self.assertEqual(pods[survivor]["status"]["containerStatuses"][0]["restartCount"], 0, f"{survivor} restarted")
+        print(f"\npipeline: the head's node {hub} killed at step {shown} or after, a stage's only device with it; "
+              f"the head placed anew on {seat} trained on from its stages' state at step {taken}, the lost stage "
+              f"rebuilt from its neighbour's replica, {t_trained_on - t_lost:.1f} s after the kill; "
               f"{iteration(job)} steps, accuracy {status['progress'].get('accuracy')}")
