@@ -106,7 +106,8 @@ class Endpoint {
     EDGETRAIN_ASSIGN_OR_RETURN(server_, http::HttpServer::Start(address));
     if (serve_progress) {
       server_->Handle("/progress", [this] {
-        return http::HttpResponse{200, "application/json", EncodeJobProgress(board_.Snapshot()) + "\n"};
+        // The job driver's clock is the real one: what it published ages by it.
+        return http::HttpResponse{200, "application/json", EncodeJobProgress(board_.SnapshotAt(RealClock().Now())) + "\n"};
       });
     }
     server_->Handle("/metrics", [this] { return http::HttpResponse{200, kPrometheusText, metrics_.Render()}; });

@@ -123,7 +123,7 @@ void JobDriver::Publish(const JobProgress& p) {
   metrics_.SetLoss(p.loss);
   metrics_.SetSamples(p.samples);
   metrics_.SetEnergy(p.energy_joules.value_or(0));
-  board_.Update([&](JobProgress& shown) { shown = p; });
+  board_.Publish(p, clock_.Now());
 }
 
 StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/progress_board.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/storage/checkpoint.h"
@@ -302,6 +303,29 @@ TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
   auto checkpoint = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
   ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
   EXPECT_TRUE((*checkpoint)->complete);
+}
+
+// What the driver published between steps ages as a reader reads it: a
+// pipeline's step of seconds showed the job's clock and its seconds since a
+// step frozen, and a stall was never seen. A job that has stopped is not aged.
+TEST(ProgressBoardTest, AReaderSeesTheJobsClockAndItsSecondsSinceAStepMoveOn) {
+  ProgressBoard board;
+  JobProgress p;
+  p.state = JobState::kTraining;
+  p.elapsed_s = 10;
+  p.since_step_s = 0;
+  p.samples = 1000;
+  p.eta_s = 50;
+  const TimePoint at{};
+  board.Publish(p, at);
+  const JobProgress later = board.SnapshotAt(at + std::chrono::seconds(5));
+  EXPECT_DOUBLE_EQ(later.elapsed_s, 15);
+  EXPECT_DOUBLE_EQ(later.since_step_s, 5);
+  EXPECT_DOUBLE_EQ(later.samples_per_second, 1000.0 / 15);
+  EXPECT_DOUBLE_EQ(*later.eta_s, 45);
+  p.stop_reason = StopReason::kWallClock;
+  board.Publish(p, at);
+  EXPECT_DOUBLE_EQ(board.SnapshotAt(at + std::chrono::seconds(5)).elapsed_s, 10) << "stopped: its clock stands";
 }
 
 }  // namespace

@@ -497,17 +497,18 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
         link.lost = true;
         link.lost_at = *link.busy_since;
         ++replays_.hung;
-        HoldBackLocked(link);
         Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") has computed one pass for "
               << ToSeconds(ran) << " s in step " << step_ + 1 << ", past its deadline of " << ToSeconds(hung_after)
               << " s (" << (link.passes.learned() ? "from its passes so far" : "before a step of it was learned")
               << "), its heartbeats still coming: taken for hung, and lost\n";
+        HoldBackLocked(link);
         continue;
       }
       next = std::min(next, *link.busy_since + hung_after + std::chrono::milliseconds(1));
     }
     const bool alone = groups_[static_cast<size_t>(link.stage)].size() == 1;
-    const Duration allowed = alone ? std::max(link.heard.Deadline(), 2 * link.silent_floor) : link.heard.Deadline();
+    const Duration allowed = alone ? std::max({link.heard.Deadline(), 2 * link.silent_floor, LossCostLocked(link)})
+                                   : link.heard.Deadline();
     if (!link.heard.Overdue(now) || now - link.heard.last_arrival() <= allowed) {
       next = std::min(next, link.heard.last_arrival() + allowed + std::chrono::milliseconds(1));
       continue;
@@ -519,6 +520,15 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
           << ToSeconds(allowed) << " s" << (alone ? " (its stage's only device)" : "") << ": taken for lost\n";
   }
   return next;
+}
+
+Duration PipelineHead::LossCostLocked(const Link& link) const {
+  const auto s = static_cast<size_t>(link.stage);
+  const Duration grace = plan_.spec.fault_tolerance.ReachGrace();
+  // Nothing to rebuild it from, or nowhere: its loss ends the job.
+  if (groups_.size() < 2 || !replicas_[s]) return grace;
+  const double redo_s = static_cast<double>(std::max<int64_t>(0, step_ - replicas_[s]->step())) * step_s_;
+  return std::min(grace, FromSeconds(redo_s));
 }
 
 void PipelineHead::CutLostLocked() {
@@ -557,7 +567,11 @@ void PipelineHead::LetGoOfStragglersLocked(const Passes& passes) {
     for (size_t j = 0; j < groups_[s].size(); ++j) {
       Link& link = *links_[static_cast<size_t>(groups_[s][j])];
       link.slow_steps = paces[j] > stragglers_.factor * fastest ? link.slow_steps + 1 : 0;
-      if (link.slow_steps < 2) continue;
+      // Two steps running, or one of a device slower by the factor twice
+      // over: a device back from a hang still slowed a thousandfold held two
+      // steps of 13 and 17 s (a new user's trial).
+      const bool far = paces[j] > stragglers_.factor * stragglers_.factor * fastest;
+      if (link.slow_steps < 2 && !far) continue;
       // The group keeps one device at the least: the slowest of two goes,
       // not both.
       const auto left = std::count_if(groups_[s].begin(), groups_[s].end(),
@@ -569,7 +583,8 @@ void PipelineHead::LetGoOfStragglersLocked(const Passes& passes) {
       ++replays_.stragglers;
       Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") ran its share " << std::fixed
             << std::setprecision(1) << paces[j] / fastest << std::defaultfloat << " times slower than its group's "
-            << "fastest, for the speeds the shares are dealt by, in two steps running: let go of as a straggler, "
+            << "fastest, for the speeds the shares are dealt by, " << (far ? "in its last step" : "in two steps running")
+            << ": let go of as a straggler, "
             << "the others of its group take its share\n";
       HoldBackLocked(link);
     }
@@ -1214,6 +1229,10 @@ void PipelineHead::Rejoin() {
       Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
             << end - 1 << ", now on " << Count(groups_[t].size(), "device", "devices") << ") after step " << step_ << "\n";
     }
+    // The micro-batches a step is cut into, for the groups as they now are:
+    // a device back kept the count planned for the stages without it, which
+    // trained at a third of that plan's rate (a new user's trial).
+    if (!welcomes.empty()) ReplanLocked();
   }
   SendOrLose(welcomes);
 }
@@ -1232,6 +1251,7 @@ std::vector<int> PipelineHead::ReturningLocked() const {
 
 Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
+  const TimePoint advance_began = clock_.Now();
   if (proposed_) {
     // The stages' committed state, between steps, for the layers that move.
     auto state = StateNow();
@@ -1347,6 +1367,10 @@ Status PipelineHead::Advance() {
   samples_ += samples;
   CountSharesLocked(passes);
   step_ = step;
+  // What a step takes, the time between steps included: what a stage's
+  // updates since its replica would take to train again.
+  const double took_s = ToSeconds(clock_.Now() - advance_began);
+  step_s_ = step_s_ > 0 ? 0.9 * step_s_ + 0.1 * took_s : took_s;
   if (rebalancing_.every > 0) {
     if (measured_compute_.empty()) {
       StartMeasureLocked();  // after the first step: loading and warming up are not the stages' pace

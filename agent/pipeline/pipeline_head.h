@@ -220,6 +220,13 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   TimePoint LoseSilentLocked(const std::function<bool(const Link&)>& owes);
   // Cuts the streams of members lost while their streams are open (silent).
   void CutLostLocked();
+  // What losing `link`, its stage's only device, would cost, as a silence
+  // worth waiting out: the time its stage's updates since its replica took
+  // to train (they are lost with it), at most the grace; the grace when its
+  // loss would end the job (no replica, or no other stage to rebuild it on).
+  // A 5 s pause of the only device of a one-stage pipeline failed the job
+  // (a new user's trial).
+  Duration LossCostLocked(const Link& link) const;
   // A device let go of for how it ran (hung, or a straggler): when it may
   // rejoin, each time twice as late (Stragglers::rejoin_after).
   void HoldBackLocked(Link& link);
@@ -341,6 +348,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::optional<PipelineProblem> problem_;
   std::optional<PipelineCostModel> cost_model_;  // of *problem_, which it refers to
   int micro_batches_ = 1;  // a step's, as last planned
+  double step_s_ = 0;      // what a step has taken, smoothed
   Rebalancing rebalancing_;
   HungPasses hung_;
   Stragglers stragglers_;

@@ -89,16 +89,19 @@ struct SimulatedRun {
 // stream open and its heartbeats held, as behind a wall whose link drops
 // everything, and computes on; or its compute hangs, its link alive and its
 // heartbeats going out.
-enum class Fault { kDies, kSilent, kHangs };
+enum class Fault { kDies, kSilent, kHangs, kPauses };
 
 // A device that dies at its nth pass, forward or backward, counted over the
 // run: the pass fails, the stage agent ends, and its stream to the head closes.
 // Or (`silent`, its uplink's gate) it goes silent there and computes on; or
-// (`hangs_on`, the clock) that pass takes an hour.
+// (`hangs_on`, the clock) that pass takes an hour; or, both given and
+// `pause`, it stops whole for that long, link and compute, as a SIGSTOP
+// would have it, and goes on.
 class DyingStageTrainer final : public StageTrainer {
  public:
-  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr, Clock* hangs_on = nullptr)
-      : device_(device), dies_at_(dies_at_pass), silent_(silent), hangs_on_(hangs_on) {}
+  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr, Clock* hangs_on = nullptr,
+                    Duration pause = Duration::zero())
+      : device_(device), dies_at_(dies_at_pass), silent_(silent), hangs_on_(hangs_on), pause_(pause) {}
   std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
   std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
   int64_t InputSize() const override { return device_.InputSize(); }
@@ -131,9 +134,16 @@ class DyingStageTrainer final : public StageTrainer {
   const int dies_at_;
   LinkGate* silent_;
   Clock* hangs_on_;
+  Duration pause_;
   int passes_ = 0;
-  // Dies, or goes silent or hangs, and computes on.
+  // Dies, or goes silent, hangs or pauses, and computes on.
   bool Dies() {
+    if (silent_ && hangs_on_ && pause_ > Duration::zero()) {
+      silent_->Cut();
+      hangs_on_->SleepFor(pause_);
+      silent_->Restore();
+      return false;
+    }
     if (hangs_on_) {
       hangs_on_->SleepFor(std::chrono::hours(1));
       return false;
@@ -481,14 +491,15 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
         testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
     trainers.push_back(fakes.back().get());
     if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
-      const bool silent = fault == Fault::kSilent;
+      const bool silent = fault == Fault::kSilent || fault == Fault::kPauses;
       if (silent) {
         silencers.push_back(std::make_unique<LinkGate>(clock));
         gates[static_cast<int>(r)] = silencers.back().get();
       }
-      dying.push_back(std::make_unique<DyingStageTrainer>(*fakes.back(), d->second,
-                                                          silent ? silencers.back().get() : nullptr,
-                                                          fault == Fault::kHangs ? &clock : nullptr));
+      dying.push_back(std::make_unique<DyingStageTrainer>(
+          *fakes.back(), d->second, silent ? silencers.back().get() : nullptr,
+          fault == Fault::kHangs || fault == Fault::kPauses ? &clock : nullptr,
+          fault == Fault::kPauses ? std::chrono::seconds(5) : Duration::zero()));
       trainers.back() = dying.back().get();
     }
   }
@@ -958,12 +969,39 @@ TEST(SimulatedPipelineTest, ADeviceWhoseComputeHangsWhileItsHeartbeatsComeIsTake
   }
 }
 
+// The only device of a one-stage pipeline stops whole for 5 s mid-step (as
+// SIGSTOP and SIGCONT would have it), link and compute: its loss would end
+// the job, so the head waits it out, up to the grace, rather than take it
+// for lost after eight heartbeats; the run is the run that paused nothing.
+// With two stages and a replica every step, its loss costs a step's updates
+// at most, and it is taken for lost after eight heartbeats, as before.
+TEST(SimulatedPipelineTest, AnOnlyDeviceWhoseLossWouldCostMoreThanItsPauseIsWaitedFor) {
+  const JobPlan alone = HybridPlan({{0}}, 4);
+  const SimulatedRun whole_run = RunReplaying(alone, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun paused = RunReplaying(alone, {{0, 17}}, 5, Fault::kPauses);  // in step 3
+  ASSERT_TRUE(paused.ended.ok()) << paused.ended.ToString() << "\n" << paused.log;
+  ExpectSameRun(paused, whole_run, 5);
+  EXPECT_EQ(paused.progress.replays->count, 0) << paused.log;
+  EXPECT_GE(paused.step_s[2], 5.0) << "the step waited for it";
+  EXPECT_EQ(paused.log.find("taken for lost"), std::string::npos) << paused.log;
+
+  JobPlan two = HybridPlan({{0}, {1}}, 4);
+  two.spec.fault_tolerance.replicate_every = 1;
+  const SimulatedRun lost = RunReplaying(two, {{1, 17}}, 5, Fault::kPauses);
+  ASSERT_TRUE(lost.ended.ok()) << lost.ended.ToString() << "\n" << lost.log;
+  EXPECT_EQ(lost.progress.replays->restored_stages, 1) << lost.log;
+  EXPECT_NE(lost.log.find("past its deadline of 2 s (its stage's only device): taken for lost"), std::string::npos)
+      << lost.log;
+}
+
 // A device of a group slowed fiftyfold by its profile from step 3 on (its
 // slowdown from 2 to 100) runs its share far slower than the other's, which
 // the shares are dealt against: after two such steps the head lets it go of
 // as a straggler, between steps, and the other takes its share. The steps
 // after take what they took before the slowing, give or take the one device's
 // share, and every loss is the run's that lost no one: no step is replayed.
+// Slowed two hundredfold, past the factor twice over, it goes after one step.
 TEST(SimulatedPipelineTest, ADeviceFarSlowerThanItsGroupIsLetGoOfAndTheOthersTakeItsShare) {
   JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
   const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
@@ -986,6 +1024,15 @@ TEST(SimulatedPipelineTest, ADeviceFarSlowerThanItsGroupIsLetGoOfAndTheOthersTak
   EXPECT_LT(run.step_s.back(), 2 * whole_run.step_s.back()) << "the device left runs the stage alone\n" << run.log;
   ASSERT_EQ(run.progress.workers.size(), 3u);
   EXPECT_FALSE(run.progress.workers[1].active);
+  // Two hundredfold, past the factor twice over: let go of after one such step.
+  plan.workers[1].slowdown_changes = {{step_3_at, 400.0}};
+  const SimulatedRun far = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(far.ended.ok()) << far.ended.ToString() << "\n" << far.log;
+  ExpectSameRun(far, whole_run, 8, /*weights=*/false);
+  EXPECT_EQ(far.progress.replays->stragglers, 1) << far.log;
+  EXPECT_NE(far.log.find("in its last step: let go of as a straggler"), std::string::npos) << far.log;
+  EXPECT_GT(far.step_s[2], 5 * whole_run.step_s[2]) << "slowed";
+  EXPECT_LT(far.step_s[3], 2 * whole_run.step_s[3]) << "the step after runs without it\n" << far.log;
 }
 
 // Two devices of a stage of three lost in the same step, and then, a step
