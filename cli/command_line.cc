@@ -160,16 +160,27 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->option_text("planned|even|data-parallel|LAYOUT")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
+            // CLI11 names the option before this.
             return NamesAPlan(v) || v.find(':') != std::string::npos
                        ? std::string()
-                       : "--stages: planned, even, data-parallel, or a layout such as 0-1:0,1/2:2";
+                       : "expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"" + v + "\"";
           },
           "", ""));
   run_command
       ->add_option("--micro-batches", run.micro_batches,
                    "a pipeline job's micro-batches a step, in place of the cost model's best for its stages")
       ->option_text("N")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // A word said to be "not in range 1 to 1048576" read as if it were a number (a new user's trial).
+            const bool whole = !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](char c) {
+              return std::isdigit(static_cast<unsigned char>(c)) != 0;
+            });
+            return whole && std::stoi(v) >= 1 && std::stoi(v) <= (1 << 20)
+                       ? std::string()
+                       : "expected a whole number from 1 to 1048576, got \"" + v + "\"";
+          },
+          "", ""));
   CLI::Option* observe = run_command->add_flag("--observe", run.observe,
                         "start a local Prometheus scraping every agent each second, with the labels the dashboards "
                         "of dashboards/ query; after the run it serves the run's series until Ctrl-C");

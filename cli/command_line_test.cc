@@ -121,6 +121,11 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"run"}, "edgetrain run: JOB.yaml is required (see edgetrain run --help)"},
       {{"run", "a.yaml", "--threads", "0"}, "edgetrain run: --threads: expected a whole number from 1 to 256, got \"0\""},
       {{"run", "a.yaml", "--links", "kernel"}, "edgetrain run: --links: "},
+      // A word was said to be "not in range 1 to 1048576", and --stages named itself twice (a new user's trial).
+      {{"run", "a.yaml", "--micro-batches", "abc"},
+       "edgetrain run: --micro-batches: expected a whole number from 1 to 1048576, got \"abc\""},
+      {{"run", "a.yaml", "--stages", ""},
+       "edgetrain run: --stages: expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"\""},
       {{"netns-run", "--nodes", "n.yaml", "--workers", "abc", "--", "true"},
        "edgetrain netns-run: --workers: expected a whole number from 1 to 250, got \"abc\""},
       {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},

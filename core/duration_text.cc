@@ -18,7 +18,7 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
   while (i < text.size()) {
     size_t start = i;
     while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-    if (i == start) return bad("expected a number");
+    if (i == start) return bad(text[i] == '-' ? "a duration is not negative" : "expected a number");
     double number = 0;
     auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, number);
     if (ec != std::errc() || end != text.data() + i) return bad("malformed number");

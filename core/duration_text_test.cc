@@ -24,6 +24,8 @@ TEST(ParseDurationTest, RejectsMalformedDurationsWithExamples) {
     ASSERT_FALSE(d.ok()) << text;
     EXPECT_NE(d.status().message().find("examples: 90s"), std::string::npos) << d.status().message();
   }
+  // "-5s" is a number, only negative (a new user's trial).
+  EXPECT_NE(ParseDuration("-5s").status().message().find("a duration is not negative"), std::string::npos);
 }
 
 TEST(FormatDurationTest, WritesDurationsAsManifestsDo) {
