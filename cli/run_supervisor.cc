@@ -82,6 +82,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       auto p = DecodeJobProgress(*body);
       if (p.ok()) {
         NoteHowItStarted(*p, watch, display);
+        NoteDeviceEvents(*p, display);
         display.Show(*p);
       }
       if (watch.sink) watch.sink(*body, p.ok() ? &*p : nullptr);
@@ -135,6 +136,46 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
     err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model
          << (watch.afresh_also.empty() ? "" : "; " + watch.afresh_also) << "\n";
   }
+}
+
+void RunSupervisor::NoteDeviceEvents(const JobProgress& p, ProgressDisplay& display) {
+  if (!p.replays) return;
+  // The ranks that left the stages, and those back in them, since the last read.
+  std::vector<int> left, back;
+  for (const WorkerProgress& w : p.workers) {
+    const auto seen = seen_active_.find(w.rank);
+    if (seen != seen_active_.end() && seen->second && !w.active) left.push_back(w.rank);
+    if (seen != seen_active_.end() && !seen->second && w.active) back.push_back(w.rank);
+    seen_active_[w.rank] = w.active;
+  }
+  const JobProgress::Replays was = seen_replays_.value_or(JobProgress::Replays{});
+  const JobProgress::Replays& now = *p.replays;
+  seen_replays_ = now;
+  auto ranks = [](const std::vector<int>& rs) {
+    std::string said;
+    for (int r : rs) said += (said.empty() ? "" : ", ") + std::to_string(r);
+    return rs.empty() ? std::string() : (rs.size() == 1 ? " (rank " : " (ranks ") + said + ")";
+  };
+  std::vector<std::string> notes;
+  if (now.hung > was.hung) {
+    notes.push_back("a device taken for hung" + ranks(left) +
+                    ": a pass ran far past what its passes take, its heartbeats still coming");
+  }
+  if (now.stragglers > was.stragglers) {
+    notes.push_back("a device let go of as a straggler" + ranks(left) +
+                    ": it ran its share far slower than its group's fastest; the others take it");
+  }
+  if (now.restored_stages > was.restored_stages) {
+    notes.push_back("a stage lost its only device" + (now.hung > was.hung || now.stragglers > was.stragglers ? "" : ranks(left)) +
+                    "; rebuilt on its neighbour from a replica, " + std::to_string(now.steps_lost - was.steps_lost) +
+                    " steps of its updates lost");
+  } else if (now.count > was.count && now.hung == was.hung) {
+    notes.push_back("a device lost mid-step" + ranks(left) + "; the step ran again on the devices left");
+  }
+  if (now.rejoined > was.rejoined) notes.push_back("a device is back in a stage" + ranks(back));
+  if (notes.empty()) return;
+  display.Finish();
+  for (const std::string& note : notes) err_ << "note: " << job_ << ": " << note << "\n";
 }
 
 void RunSupervisor::StopTeam(Supervision& outcome) {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -86,6 +87,10 @@ class RunSupervisor {
   // worker has: the team has no one left to train.
   bool NoteLostWorkers(ProgressDisplay& display);
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
+  // A pipeline's devices lost, let go of, or back, as its head's /progress
+  // counts them: said on the terminal as they come, where they were seen
+  // only in the head's log, kept only with --keep-logs (a new user's trial).
+  void NoteDeviceEvents(const JobProgress& p, ProgressDisplay& display);
   void StopTeam(Supervision& outcome);
 
   std::string job_;
@@ -97,6 +102,8 @@ class RunSupervisor {
   StopOrder order_;
   std::vector<bool> reported_;  // per worker: its loss was named
   bool said_how_it_started_ = false;
+  std::optional<JobProgress::Replays> seen_replays_;  // as last read
+  std::map<int, bool> seen_active_;                   // each device's, by rank, as last read
 };
 
 }  // namespace edgetrain::cli

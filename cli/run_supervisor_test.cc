@@ -337,6 +337,48 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
   }
 }
 
+// A pipeline's devices taken for hung, let go of as stragglers, lost or
+// back, as its head's /progress counts them, are said on the terminal as
+// they come, naming their ranks; a read that shows nothing new says nothing.
+TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
+  auto progress = [](int hung, int stragglers, int restored, int steps_lost, int rejoined, std::vector<bool> active) {
+    JobProgress p;
+    p.state = JobState::kTraining;
+    p.replays = JobProgress::Replays{};
+    p.replays->hung = hung;
+    p.replays->count = hung;
+    p.replays->stragglers = stragglers;
+    p.replays->restored_stages = restored;
+    p.replays->steps_lost = steps_lost;
+    p.replays->rejoined = rejoined;
+    for (size_t r = 0; r < active.size(); ++r) {
+      WorkerProgress w;
+      w.rank = static_cast<int>(r);
+      w.active = active[r];
+      p.workers.push_back(w);
+    }
+    return EncodeJobProgress(p);
+  };
+  const std::vector<std::string> reads = {
+      progress(0, 0, 0, 0, 0, {true, true, true}),   progress(0, 0, 0, 0, 0, {true, true, true}),
+      progress(1, 0, 1, 44, 0, {true, true, false}), progress(1, 0, 1, 44, 0, {true, true, false}),
+      progress(1, 1, 1, 44, 0, {true, false, false}), progress(1, 1, 1, 44, 1, {true, false, true}),
+  };
+  size_t read = 0;
+  watch_.progress = [&]() -> std::optional<std::string> { return reads[std::min(read++, reads.size() - 1)]; };
+  coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3), 0);
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst);
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_EQ(err_.str(),
+            "note: robots: a device taken for hung (rank 2): a pass ran far past what its passes take, its heartbeats "
+            "still coming\n"
+            "note: robots: a stage lost its only device; rebuilt on its neighbour from a replica, 44 steps of its "
+            "updates lost\n"
+            "note: robots: a device let go of as a straggler (rank 1): it ran its share far slower than its group's "
+            "fastest; the others take it\n"
+            "note: robots: a device is back in a stage (rank 2)\n");
+}
+
 // The job had finished when Ctrl-C came: nothing was interrupted, and the
 // run does not exit 130 (a script took it for a job to resume).
 TEST_F(RunSupervisorTest, AnInterruptAfterTheJobFinishedChangesNothing) {
