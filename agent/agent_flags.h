@@ -57,14 +57,14 @@ struct AgentFlags {
   double hung_pass_factor = 8;
   Duration hung_pass_floor = std::chrono::seconds(10);
   // A pipeline head lets go of a device of a group that runs its share this
-  // many times slower than the group's fastest, in two steps running; it,
-  // or one taken for hung, may rejoin after straggler_rejoin_after, twice
-  // that the next time.
+  // many times slower than the group's fastest, in two steps running (this
+  // squared in one); it, or one taken for hung, may rejoin after
+  // straggler_rejoin_after, twice that the next time.
+  double straggler_factor = 8;
+  Duration straggler_rejoin_after = std::chrono::minutes(1);
   // How much longer than nodeLossGrace a pipeline head that starts again
   // (a checkpoint to resume, or placed anew) waits for its stages.
   Duration restart_gather = std::chrono::seconds(30);
-  double straggler_factor = 8;
-  Duration straggler_rejoin_after = std::chrono::minutes(1);
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

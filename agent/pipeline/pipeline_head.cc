@@ -91,6 +91,7 @@ struct PipelineHead::Link {
   // let go of for how it ran (hung, a straggler) may rejoin no sooner than
   // back_after, and how many times it was.
   int slow_steps = 0;
+  int64_t joined_after = 0;  // the step after which it last joined a stage (0: from the start)
   TimePoint back_after{};
   int held_back = 0;
   // What its hello offered of its planned layers: the step committed (0:
@@ -163,7 +164,29 @@ PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& t
   }
 }
 
-PipelineHead::~PipelineHead() = default;
+PipelineHead::~PipelineHead() { EndRelays(); }
+
+void PipelineHead::EndRelays() {
+  {
+    std::lock_guard lock(mu_);
+    relays_end_ = true;
+    changed_.NotifyAll();
+  }
+  if (relayer_.joinable()) relayer_.Join();
+}
+
+void PipelineHead::RelayReplicas() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    changed_.Wait(lock, [&] { return relays_end_ || !relays_.empty(); });
+    if (relays_end_) return;
+    Relayed next = std::move(relays_.front());
+    relays_.pop_front();
+    lock.unlock();
+    (void)SendTo(next.rank, next.message);  // a keeper whose stream fails is found lost by its own reads
+    lock.lock();
+  }
+}
 
 void PipelineHead::SetRebalancing(Rebalancing rebalancing) {
   rebalancing_ = std::move(rebalancing);
@@ -266,7 +289,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.offered_replicas[{kept.first_layer(), kept.end_layer()}] = kept.step();
     }
     link.busy_since.reset();
-    link.passes = PassDeadline(plan_.spec.fault_tolerance.ReachGrace(), hung_.floor, hung_.factor);
+    RelearnPassesLocked(link);
     changed_.NotifyAll();
   }
   Status ended = Status::Ok();
@@ -288,16 +311,15 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       // Kept here, and relayed to the devices that would take these layers
       // should the stage lose its every device: they keep it too, for a head
       // lost with the stage's device to rebuild it from.
-      v1::CoordinatorMessage relayed;
-      std::vector<int> keepers;
-      {
-        std::lock_guard lock(mu_);
-        keepers = ReplicaKeepersLocked(link);
-        if (!keepers.empty()) *relayed.mutable_replica_part() = message->replica_part();
-        TakeReplicaPartLocked(link, std::move(*message->mutable_replica_part()));
+      std::lock_guard lock(mu_);
+      for (int r : ReplicaKeepersLocked(link)) {
+        // Past the queue's bound, a part is dropped, and with it that replica at its keeper.
+        if (relays_.size() >= kRelaysQueued) break;
+        relays_.push_back({r, {}});
+        *relays_.back().message.mutable_replica_part() = message->replica_part();
       }
-      // A keeper whose stream fails is found lost by its own reads.
-      for (int r : keepers) (void)SendTo(r, relayed);
+      changed_.NotifyAll();
+      TakeReplicaPartLocked(link, std::move(*message->mutable_replica_part()));
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
@@ -492,7 +514,10 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
     }
     if (link.busy_since) {
       const Duration ran = now - *link.busy_since;
-      const Duration hung_after = link.passes.Deadline();
+      // A stage's only device, like a silent one, as long as its loss would cost.
+      const bool alone_in_stage = groups_[static_cast<size_t>(link.stage)].size() == 1;
+      const Duration hung_after =
+          alone_in_stage ? std::max(link.passes.Deadline(), LossCostLocked(link)) : link.passes.Deadline();
       if (ran > hung_after) {
         link.lost = true;
         link.lost_at = *link.busy_since;
@@ -520,6 +545,10 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
           << ToSeconds(allowed) << " s" << (alone ? " (its stage's only device)" : "") << ": taken for lost\n";
   }
   return next;
+}
+
+void PipelineHead::RelearnPassesLocked(Link& link) const {
+  link.passes = PassDeadline(plan_.spec.fault_tolerance.ReachGrace(), hung_.floor, hung_.factor);
 }
 
 Duration PipelineHead::LossCostLocked(const Link& link) const {
@@ -566,6 +595,8 @@ void PipelineHead::LetGoOfStragglersLocked(const Passes& passes) {
     if (fastest == 0) continue;
     for (size_t j = 0; j < groups_[s].size(); ++j) {
       Link& link = *links_[static_cast<size_t>(groups_[s][j])];
+      // A device's first step in a session warms its trainer up: not its pace.
+      if (step_ <= link.joined_after + 1) continue;
       link.slow_steps = paces[j] > stragglers_.factor * fastest ? link.slow_steps + 1 : 0;
       // Two steps running, or one of a device slower by the factor twice
       // over: a device back from a hang still slowed a thousandfold held two
@@ -782,6 +813,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   shapes_[n] = std::move(shapes);
   replicas_[n].reset();  // of fewer layers than the stage now holds
   taken_[n] = std::move(taken);
+  for (int r : groups_[n]) RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
   const int host_rank = groups_[n].front();
   const auto at = static_cast<std::ptrdiff_t>(s);
   groups_.erase(groups_.begin() + at);
@@ -952,6 +984,7 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
 }
 
 Status PipelineHead::Start(const std::atomic<bool>& cancel) {
+  if (!relayer_.joinable()) relayer_ = clock_.StartThread("replica relayer", [this] { RelayReplicas(); });
   const bool again = restored_.has_value() || plan_.generation > 1;
   const TimePoint deadline =
       clock_.Now() + plan_.spec.fault_tolerance.node_loss_grace + (again ? restart_gather_ : Duration::zero());
@@ -980,7 +1013,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       // other, or from the replica its neighbour keeps when the head trains
       // on from the stages'.
       const bool rebuilt = takeover && takeover->rebuilt.count(static_cast<size_t>(link->stage));
-      if (!rebuilt && (!restored_ || !plan_.spec.fault_tolerance.replay)) {
+      if (!rebuilt && (!plan_.spec.fault_tolerance.replay || (!restored_ && !takeover))) {
         return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
                                 ") did not arrive within spec.faultTolerance.nodeLossGrace");
       }
@@ -998,7 +1031,19 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       // stages' state.
       double elapsed_s = 0;
       for (size_t s = 0; s < groups_.size(); ++s) {
-        if (takeover->rebuilt.count(s)) continue;  // its devices are lost: the first step rebuilds it
+        if (takeover->rebuilt.count(s)) {
+          // Its devices are lost: the stages' state fetched below rebuilds
+          // it. One here that holds nothing (its agent made again) rejoins
+          // the stage that then holds its layers, at the first step.
+          for (int r : groups_[s]) {
+            Link& link = *links_[static_cast<size_t>(r)];
+            if (!link.stream) continue;
+            link.lost = true;
+            link.lost_at = clock_.Now();
+            rejoin_after_rebuild_.push_back(r);
+          }
+          continue;
+        }
         // A stage that takes a rebuilt neighbour's layers: its devices that keep that replica.
         std::optional<size_t> hosted;
         for (const auto& [lost, replica_step] : takeover->rebuilt) {
@@ -1079,7 +1124,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     {
       std::lock_guard lock(mu_);
       for (int r : groups_[s]) {
-        if (links_[r]->stream) here.push_back(r);
+        if (links_[r]->stream && !links_[r]->lost) here.push_back(r);
       }
     }
     for (int r : here) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, welcome));
@@ -1094,6 +1139,9 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     auto state = StateNow();
     if (!state.ok()) return state.status().WithContext("fetching the stages' state to train on from");
     std::lock_guard lock(mu_);
+    // Let go of with their stage when it was rebuilt: here, and back at the first step.
+    for (int r : rejoin_after_rebuild_) links_[static_cast<size_t>(r)]->lost = false;
+    rejoin_after_rebuild_.clear();
     int64_t offset = 0;
     size_t row = 0;
     for (size_t s = 0; s < groups_.size(); ++s) {
@@ -1126,15 +1174,15 @@ std::optional<PipelineHead::Takeover> PipelineHead::TakeoverLocked() const {
   std::vector<size_t> absent;  // stages none of whose devices is here
   for (size_t s = 0; s < groups_.size(); ++s) {
     std::set<int64_t> steps;
-    bool here = false;
     for (int r : groups_[s]) {
       const Link& link = *links_[static_cast<size_t>(r)];
-      here = here || link.stream != nullptr;
       if (!link.stream || link.offered_step <= 0) continue;
       steps.insert(link.offered_step);
       if (link.offered_pending) steps.insert(link.offered_step + 1);
     }
-    if (!here) {
+    // No device here holds its layers (none came, or only agents made again
+    // that hold nothing): rebuilt from its neighbour's kept replica, if any.
+    if (steps.empty()) {
       absent.push_back(s);
       continue;
     }
@@ -1153,6 +1201,10 @@ std::optional<PipelineHead::Takeover> PipelineHead::TakeoverLocked() const {
   for (size_t s : absent) {
     const size_t n = NeighbourOf(s);
     if (groups_.size() < 2 || std::find(absent.begin(), absent.end(), n) != absent.end()) return std::nullopt;
+    // Two stages rebuilt on one neighbour: it takes one lost stage's layers a step.
+    if (std::count_if(absent.begin(), absent.end(), [&](size_t a) { return NeighbourOf(a) == n; }) > 1) {
+      return std::nullopt;
+    }
     int64_t replica_step = 0;
     for (int r : groups_[n]) {
       const Link& link = *links_[static_cast<size_t>(r)];
@@ -1217,6 +1269,7 @@ void PipelineHead::Rejoin() {
       // It waited on the head since its hello: its silence counts from now.
       link.heard.Restart(clock_.Now());
       link.slow_steps = 0;
+      link.joined_after = step_;
       pace_.Forget(r);  // whatever it went through, it is learned afresh
       groups_[t].push_back(r);
       speeds_[t].push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
@@ -1480,6 +1533,7 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
     was << (s ? " | " : "") << layers_[s].first << "-" << layers_[s].second - 1;
     now << (s ? " | " : "") << first << "-" << end - 1;
     if (std::pair{first, end} == layers_[s]) continue;
+    for (int r : groups_[s]) RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
     taken_[s] = WholeLayersLocked(state, first, end);
     replicas_[s] = ReplicaNowLocked(taken_[s]->taken());
     layers_[s] = {first, end};
@@ -1592,6 +1646,7 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
     groups.push_back(stage.devices);
     speeds.emplace_back();
     for (int r : stage.devices) {
+      RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
       speeds.back().push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
       links_[static_cast<size_t>(r)]->stage = static_cast<int>(groups.size() - 1);
       members.push_back(r);
@@ -1836,6 +1891,7 @@ void PipelineHead::Finish(FinalModel final) {
     std::lock_guard lock(mu_);
     finished_ = true;
   }
+  EndRelays();
   v1::CoordinatorMessage stop;
   stop.mutable_stop()->set_reason("the job is over");
   // Members, and devices back that a step has not taken in yet.

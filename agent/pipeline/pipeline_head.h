@@ -46,6 +46,7 @@
 // reads; the driver's thread sends commands and waits for the stages' word.
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <functional>
 #include <mutex>
@@ -127,7 +128,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
 
   // A device of a group that runs its share `factor` times slower than the
   // group's fastest, against the speeds the shares are dealt by, in two
-  // steps running, holds its whole stage back: it is let go of, as lost,
+  // steps running (or `factor` squared in one), holds its whole stage back: it is let go of, as lost,
   // and the others of its group take its share (no layer is lost). It, or a
   // device taken for hung, may rejoin no sooner than `rejoin_after` later,
   // twice that after a second time, and so on: one that comes back as slow
@@ -227,6 +228,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A 5 s pause of the only device of a one-stage pipeline failed the job
   // (a new user's trial).
   Duration LossCostLocked(const Link& link) const;
+  // What `link`'s passes take is learned afresh: its layers changed, or a
+  // new session began (the grace until a step of it is learned).
+  void RelearnPassesLocked(Link& link) const;
   // A device let go of for how it ran (hung, or a straggler): when it may
   // rejoin, each time twice as late (Stragglers::rejoin_after).
   void HoldBackLocked(Link& link);
@@ -294,7 +298,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Passes PassesLocked(int64_t samples) const;
   void ObservePaceLocked(const Passes& passes);
   // After a step done without a loss: every device of a group that ran its
-  // share far slower than its group's fastest in two steps running is let
+  // share far slower than its group's fastest in two steps running (or far
+  // slower still in one; not in its first steps of a session) is let
   // go of (Stragglers), its stream cut.
   void LetGoOfStragglersLocked(const Passes& passes);
   // Each device's share of the step, counted on its link.
@@ -374,6 +379,23 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   bool welcomed_ = false;  // Start has welcomed the stages: a device lost after waits to be let go of
   TimePoint job_clock_start_{};  // when the job's training clock read 0, as Start found it
   bool taken_over_ = false;      // Start trained on from the stages' state, and their clock
+  std::vector<int> rejoin_after_rebuild_;  // Start's: devices here of a stage it rebuilt, which rejoin after
+  // Replica parts on their way to the devices that keep them, sent by a
+  // thread of their own (RelayReplicas), at most kRelaysQueued at once: sent
+  // from the Serve thread of the stage whose replica it is, a keeper's slow
+  // or dead link held that thread, its stage's messages went unread, and
+  // that stage was taken for lost in its keeper's place.
+  struct Relayed {
+    int rank = 0;
+    v1::CoordinatorMessage message;
+  };
+  static constexpr size_t kRelaysQueued = 256;
+  std::deque<Relayed> relays_;
+  bool relays_end_ = false;
+  ClockThread relayer_;
+  void RelayReplicas();
+  // Ends the relayer's thread, and waits for it (without mu_).
+  void EndRelays();
   int64_t step_ = 0;
   int64_t samples_ = 0;
   double smoothed_loss_ = -1;

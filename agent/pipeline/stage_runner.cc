@@ -108,28 +108,26 @@ class Inbox {
 
  private:
   // A part of a neighbouring stage's replica, relayed by the head: kept
-  // once whole; a part missed gives that replica up. The parts of one
-  // replica come one after another: a stage's replicas go in order, and the
-  // head relays each as it comes.
+  // once whole; a part missed gives that replica up. Each neighbour's parts
+  // come in order, the two neighbours' interleaved: put together apart.
   void KeepReplicaPartLocked(const v1::ReplicaPart& part) {
+    const std::pair<int, int> layers{part.first_layer(), part.end_layer()};
+    if (layers.second <= layers.first) return;
+    Coming& coming = coming_[layers];
     if (part.offset() == 0) {
-      replica_step_ = part.step();
-      replica_bytes_.clear();
-    } else if (part.step() != replica_step_ || part.offset() != static_cast<int64_t>(replica_bytes_.size())) {
-      replica_step_ = -1;
-      replica_bytes_.clear();
+      coming = {part.step(), {}};
+    } else if (part.step() != coming.step || part.offset() != static_cast<int64_t>(coming.bytes.size())) {
+      coming_.erase(layers);
       return;
     }
-    replica_bytes_ += part.data();
-    if (static_cast<int64_t>(replica_bytes_.size()) < part.total()) return;
+    coming.bytes += part.data();
+    if (static_cast<int64_t>(coming.bytes.size()) < part.total()) return;
     v1::StageReplica replica;
-    if (static_cast<int64_t>(replica_bytes_.size()) == part.total() && replica.ParseFromString(replica_bytes_) &&
-        replica.end_layer() > replica.first_layer()) {
-      kept_replicas_[{replica.first_layer(), replica.end_layer()}] =
-          HeldLayers::Replica{replica.step(), std::move(replica_bytes_)};
+    if (static_cast<int64_t>(coming.bytes.size()) == part.total() && replica.ParseFromString(coming.bytes) &&
+        std::pair{replica.first_layer(), replica.end_layer()} == layers) {
+      kept_replicas_[layers] = HeldLayers::Replica{replica.step(), std::move(coming.bytes)};
     }
-    replica_step_ = -1;
-    replica_bytes_.clear();
+    coming_.erase(layers);
   }
 
   // Until `holds`, or the stage is cancelled: looked at every cancel_recheck_,
@@ -161,8 +159,11 @@ class Inbox {
   std::optional<std::string> stopped_;  // the head's Stop, once it came
   std::deque<v1::CoordinatorMessage> commands_;
   Status closed_ = Status::Ok();
-  int64_t replica_step_ = -1;  // of the neighbour's replica coming in parts
-  std::string replica_bytes_;
+  struct Coming {
+    int64_t step = -1;
+    std::string bytes;
+  };
+  std::map<std::pair<int, int>, Coming> coming_;  // neighbours' replicas coming in parts, by their layers
   std::map<std::pair<int, int>, HeldLayers::Replica> kept_replicas_;
 };
 
@@ -322,6 +323,12 @@ class Stage {
   Status Welcome(const v1::StageWelcome& welcome) {
     if (welcome.has_state()) EDGETRAIN_RETURN_IF_ERROR(Install(welcome.state()));
     if (welcome.keep_held()) EDGETRAIN_RETURN_IF_ERROR(InstallHeld(welcome.resume_after()));
+    // Replicas kept of steps past where the job now goes on are of a run the
+    // head gave up (it resumed an older checkpoint): a later takeover must
+    // not rebuild a stage from them.
+    if (options_.held) {
+      std::erase_if(options_.held->replicas, [&](const auto& kept) { return kept.second.step > welcome.resume_after(); });
+    }
     step_ = welcome.resume_after();
     job_elapsed_s_ = welcome.job_elapsed_seconds();
     job_elapsed_at_ = clock_.Now();
@@ -493,6 +500,8 @@ class Stage {
     for (int64_t offset = 0; offset < total; offset += part_bytes) {
       v1::ReplicaPart& part = *parts.emplace_back().mutable_replica_part();
       part.set_step(step_);
+      part.set_first_layer(first_layer_);
+      part.set_end_layer(end_layer_);
       part.set_offset(offset);
       part.set_total(total);
       part.set_data(bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(std::min(part_bytes, total - offset))));
