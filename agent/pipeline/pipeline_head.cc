@@ -1067,8 +1067,11 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
         speeds_[s] = std::move(speeds);
       }
       step_ = takeover->step;
-      // A stage does not say how many samples its steps had: a step a batch.
-      samples_ = step_ * plan_.spec.data.batch_size;
+      // A stage does not say how many samples its steps had: the batches'
+      // sizes say it, each epoch's last short of a batch where the batch
+      // does not divide the data (core/batch_order.h).
+      const int64_t per_epoch = IterationsPerEpoch();
+      samples_ = step_ / per_epoch * train_size_ + step_ % per_epoch * plan_.spec.data.batch_size;
       job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
       taken_over_ = true;
       restored_.reset();  // older than the stages' state: no stage is welcomed with it, nor rebuilt from it

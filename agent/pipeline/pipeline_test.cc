@@ -1292,6 +1292,7 @@ TEST(SimulatedPipelineTest, AHeadThatStartsBehindItsStagesTrainsOnFromTheirState
               std::string::npos)
         << run.log;
     EXPECT_EQ(run.progress.iteration, 8);
+    EXPECT_EQ(run.progress.samples, whole_run.progress.samples) << "the batches' samples, the epochs' short last ones too";
   }
 }
 
