@@ -1717,7 +1717,7 @@ JobProgress PipelineHead::Progress() {
     w.batch_size = link->batch_share > 0 ? link->batch_share : plan_.spec.data.batch_size;
     w.iteration = link->done_step;
     w.samples = link->samples;
-    w.active = member && link->stream != nullptr;
+    w.active = member && link->stream != nullptr && !link->lost;  // a device lost is out before the next step lets it go
     w.compute_s = link->compute_s;
     // A stage's stall is its bubbles: waiting in a step for a neighbour.
     w.stall_s = link->idle_s;
