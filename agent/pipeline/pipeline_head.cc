@@ -512,12 +512,11 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
       next = std::min(next, link.transfer_until + std::chrono::milliseconds(1));
       continue;
     }
+    // Hung or silent, a device is given at least what its loss would cost.
+    const Duration loss_cost = LossCostLocked(link);
     if (link.busy_since) {
       const Duration ran = now - *link.busy_since;
-      // A stage's only device, like a silent one, as long as its loss would cost.
-      const bool alone_in_stage = groups_[static_cast<size_t>(link.stage)].size() == 1;
-      const Duration hung_after =
-          alone_in_stage ? std::max(link.passes.Deadline(), LossCostLocked(link)) : link.passes.Deadline();
+      const Duration hung_after = std::max(link.passes.Deadline(), loss_cost);
       if (ran > hung_after) {
         link.lost = true;
         link.lost_at = *link.busy_since;
@@ -532,8 +531,7 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
       next = std::min(next, *link.busy_since + hung_after + std::chrono::milliseconds(1));
     }
     const bool alone = groups_[static_cast<size_t>(link.stage)].size() == 1;
-    const Duration allowed = alone ? std::max({link.heard.Deadline(), 2 * link.silent_floor, LossCostLocked(link)})
-                                   : link.heard.Deadline();
+    const Duration allowed = std::max({link.heard.Deadline(), alone ? 2 * link.silent_floor : Duration::zero(), loss_cost});
     if (!link.heard.Overdue(now) || now - link.heard.last_arrival() <= allowed) {
       next = std::min(next, link.heard.last_arrival() + allowed + std::chrono::milliseconds(1));
       continue;
@@ -553,6 +551,8 @@ void PipelineHead::RelearnPassesLocked(Link& link) const {
 
 Duration PipelineHead::LossCostLocked(const Link& link) const {
   const auto s = static_cast<size_t>(link.stage);
+  // One of a group: the others hold its layers, and its loss costs a step replayed.
+  if (groups_[s].size() > 1) return Duration::zero();
   const Duration grace = plan_.spec.fault_tolerance.ReachGrace();
   // Nothing to rebuild it from, or nowhere: its loss ends the job.
   if (groups_.size() < 2 || !replicas_[s]) return grace;
@@ -1024,69 +1024,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     }
     welcomed_ = true;
     if (takeover) {
-      Log() << "pipeline: the stages hold the model at step " << takeover->step << ", past the head's own (step "
-            << step_ << "): training on from theirs\n";
-      // A device here that cannot train on from that step (its agent
-      // restarted, or a step behind) rejoins at the first step, from the
-      // stages' state.
-      double elapsed_s = 0;
-      for (size_t s = 0; s < groups_.size(); ++s) {
-        if (takeover->rebuilt.count(s)) {
-          // Its devices are lost: the stages' state fetched below rebuilds
-          // it. One here that holds nothing (its agent made again) rejoins
-          // the stage that then holds its layers, at the first step.
-          for (int r : groups_[s]) {
-            Link& link = *links_[static_cast<size_t>(r)];
-            if (!link.stream) continue;
-            link.lost = true;
-            link.lost_at = clock_.Now();
-            rejoin_after_rebuild_.push_back(r);
-          }
-          continue;
-        }
-        // A stage that takes a rebuilt neighbour's layers: its devices that keep that replica.
-        std::optional<size_t> hosted;
-        for (const auto& [lost, replica_step] : takeover->rebuilt) {
-          if (NeighbourOf(lost) == s) hosted = lost;
-        }
-        const int64_t replica_step = hosted ? takeover->rebuilt.at(*hosted) : 0;
-        std::vector<int> kept;
-        std::vector<double> speeds;
-        for (size_t j = 0; j < groups_[s].size(); ++j) {
-          const Link& link = *links_[static_cast<size_t>(groups_[s][j])];
-          if (HoldsLocked(link, takeover->step, hosted, replica_step)) {
-            kept.push_back(groups_[s][j]);
-            speeds.push_back(speeds_[s][j]);
-            elapsed_s = std::max(elapsed_s, link.offered_elapsed_s);
-          } else {
-            members_.erase(std::find(members_.begin(), members_.end(), groups_[s][j]));
-            regrouped_ = true;  // the first step goes as a replay, which carries the groups
-          }
-        }
-        groups_[s] = std::move(kept);
-        speeds_[s] = std::move(speeds);
-      }
-      step_ = takeover->step;
-      // A stage does not say how many samples its steps had: the batches'
-      // sizes say it, each epoch's last short of a batch where the batch
-      // does not divide the data (core/batch_order.h).
-      const int64_t per_epoch = IterationsPerEpoch();
-      samples_ = step_ / per_epoch * train_size_ + step_ % per_epoch * plan_.spec.data.batch_size;
-      job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
-      taken_over_ = true;
-      restored_.reset();  // older than the stages' state: no stage is welcomed with it, nor rebuilt from it
-      for (auto& replica : replicas_) replica.reset();
-      // A stage to rebuild: its replica is its neighbour's devices' to take
-      // the layers from (a replica without state, RestoreStageLocked).
-      for (const auto& [lost, replica_step] : takeover->rebuilt) {
-        replicas_[lost] = v1::StageReplica();
-        replicas_[lost]->set_step(replica_step);
-        replicas_[lost]->set_first_layer(layers_[lost].first);
-        replicas_[lost]->set_end_layer(layers_[lost].second);
-        Log() << "pipeline: stage " << lost + 1 << " (layers " << layers_[lost].first << "-"
-              << layers_[lost].second - 1 << ") is rebuilt on stage " << NeighbourOf(lost) + 1
-              << " from the replica of step " << replica_step << " its devices keep\n";
-      }
+      TakeOverLocked(*takeover);
     } else {
       int64_t furthest = 0;
       for (int r : members_) furthest = std::max(furthest, links_[static_cast<size_t>(r)]->offered_step);
@@ -1155,6 +1093,72 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
     }
   }
   return Status::Ok();
+}
+
+void PipelineHead::TakeOverLocked(const Takeover& takeover) {
+  Log() << "pipeline: the stages hold the model at step " << takeover.step << ", past the head's own (step "
+        << step_ << "): training on from theirs\n";
+  // A device here that cannot train on from that step (its agent
+  // restarted, or a step behind) rejoins at the first step, from the
+  // stages' state.
+  double elapsed_s = 0;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    if (takeover.rebuilt.count(s)) {
+      // Its devices are lost: the stages' state Start fetches next rebuilds
+      // it. One here that holds nothing (its agent made again) rejoins
+      // the stage that then holds its layers, at the first step.
+      for (int r : groups_[s]) {
+        Link& link = *links_[static_cast<size_t>(r)];
+        if (!link.stream) continue;
+        link.lost = true;
+        link.lost_at = clock_.Now();
+        rejoin_after_rebuild_.push_back(r);
+      }
+      continue;
+    }
+    // A stage that takes a rebuilt neighbour's layers: its devices that keep that replica.
+    std::optional<size_t> hosted;
+    for (const auto& [lost, replica_step] : takeover.rebuilt) {
+      if (NeighbourOf(lost) == s) hosted = lost;
+    }
+    const int64_t replica_step = hosted ? takeover.rebuilt.at(*hosted) : 0;
+    std::vector<int> kept;
+    std::vector<double> speeds;
+    for (size_t j = 0; j < groups_[s].size(); ++j) {
+      const Link& link = *links_[static_cast<size_t>(groups_[s][j])];
+      if (HoldsLocked(link, takeover.step, hosted, replica_step)) {
+        kept.push_back(groups_[s][j]);
+        speeds.push_back(speeds_[s][j]);
+        elapsed_s = std::max(elapsed_s, link.offered_elapsed_s);
+      } else {
+        members_.erase(std::find(members_.begin(), members_.end(), groups_[s][j]));
+        regrouped_ = true;  // the first step goes as a replay, which carries the groups
+      }
+    }
+    groups_[s] = std::move(kept);
+    speeds_[s] = std::move(speeds);
+  }
+  step_ = takeover.step;
+  // A stage does not say how many samples its steps had: the batches'
+  // sizes say it, each epoch's last short of a batch where the batch
+  // does not divide the data (core/batch_order.h).
+  const int64_t per_epoch = IterationsPerEpoch();
+  samples_ = step_ / per_epoch * train_size_ + step_ % per_epoch * plan_.spec.data.batch_size;
+  job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
+  taken_over_ = true;
+  restored_.reset();  // older than the stages' state: no stage is welcomed with it, nor rebuilt from it
+  for (auto& replica : replicas_) replica.reset();
+  // A stage to rebuild: its replica is its neighbour's devices' to take
+  // the layers from (a replica without state, RestoreStageLocked).
+  for (const auto& [lost, replica_step] : takeover.rebuilt) {
+    replicas_[lost] = v1::StageReplica();
+    replicas_[lost]->set_step(replica_step);
+    replicas_[lost]->set_first_layer(layers_[lost].first);
+    replicas_[lost]->set_end_layer(layers_[lost].second);
+    Log() << "pipeline: stage " << lost + 1 << " (layers " << layers_[lost].first << "-"
+          << layers_[lost].second - 1 << ") is rebuilt on stage " << NeighbourOf(lost) + 1
+          << " from the replica of step " << replica_step << " its devices keep\n";
+  }
 }
 
 std::optional<TimePoint> PipelineHead::JobClockStart() {

@@ -183,6 +183,12 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
     std::map<size_t, int64_t> rebuilt;
   };
   std::optional<Takeover> TakeoverLocked() const;
+  // Trains on from the stages' state at `takeover`'s step (Start, the
+  // stages gathered): its step, samples and clock are the stages', each
+  // group keeps the devices that hold that step (and, hosting a stage to
+  // rebuild, its replica), and the stages to rebuild are rebuilt from the
+  // replica their neighbours keep when their state is next fetched.
+  void TakeOverLocked(const Takeover& takeover);
   // Whether `link` can train on from step `at`, and, if stage `s` is to be
   // rebuilt on its stage from the replica it keeps, keeps that one (of step
   // `replica_step`).
@@ -221,8 +227,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   TimePoint LoseSilentLocked(const std::function<bool(const Link&)>& owes);
   // Cuts the streams of members lost while their streams are open (silent).
   void CutLostLocked();
-  // What losing `link`, its stage's only device, would cost, as a silence
-  // worth waiting out: the time its stage's updates since its replica took
+  // What losing `link` would cost, as a silence (or a pass) worth waiting
+  // out: nothing for one of a group, whose others hold its layers; for a
+  // stage's only device, the time its stage's updates since its replica took
   // to train (they are lost with it), at most the grace; the grace when its
   // loss would end the job (no replica, or no other stage to rebuild it on).
   // A 5 s pause of the only device of a one-stage pipeline failed the job

@@ -904,15 +904,13 @@ class StreamOperatorTest(OperatorSiteTestCase):
         print(f"\nstreams from the nodes: arrived {arrived} while running")
 
 
-TWO_BOARDS = """\
-apiVersion: edgetrain.dev/v1alpha1
-kind: ClusterProfile
-metadata: {name: two-boards}
-spec:
-  nodes:
-    - {name: board-1, cpu: 4, memory: 8Gi}
-    - {name: board-2, cpu: 4, memory: 8Gi}
-"""
+def boards(count, name):
+    """A cluster profile of `count` wired boards alike, board-1 on, 4 CPUs and 8 GiB each."""
+    nodes = "".join(f"    - {{name: board-{i}, cpu: 4, memory: 8Gi}}\n" for i in range(1, count + 1))
+    return f"apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {{name: {name}}}\nspec:\n  nodes:\n{nodes}"
+
+
+TWO_BOARDS = boards(2, "two-boards")
 
 
 @requires_built(OPERATOR)
@@ -1091,17 +1089,7 @@ class PipelineOperatorTest(OperatorSiteTestCase):
               f"{job['status']['progress']['iteration']} steps, accuracy {job['status']['progress'].get('accuracy')}")
 
 
-FOUR_BOARDS = """\
-apiVersion: edgetrain.dev/v1alpha1
-kind: ClusterProfile
-metadata: {name: four-boards}
-spec:
-  nodes:
-    - {name: board-1, cpu: 4, memory: 8Gi}
-    - {name: board-2, cpu: 4, memory: 8Gi}
-    - {name: board-3, cpu: 4, memory: 8Gi}
-    - {name: board-4, cpu: 4, memory: 8Gi}
-"""
+FOUR_BOARDS = boards(4, "four-boards")
 
 
 @requires_built(OPERATOR)
