@@ -5,13 +5,13 @@
 #include <iterator>
 #include <set>
 
+#include "agent/pipeline/replica_parts.h"
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
 #include "core/pass_deadline.h"
 #include "core/batch_order.h"
 #include "core/finite_step.h"
 #include "core/pipeline_planner.h"
-#include "core/bfloat16.h"
 #include "core/row_layout.h"
 
 namespace edgetrain::agent {
@@ -123,9 +123,8 @@ struct PipelineHead::Link {
   int64_t samples = 0;
   int64_t batch_share = 0;
   std::optional<v1::StageState> state;
-  // A replica coming in parts: its step and its bytes so far (step -1: none).
-  int64_t replica_step = -1;
-  std::string replica_bytes;
+  // A replica coming in parts, put together.
+  ReplicaAssembly replica;
   TimePoint replica_began{};  // when its first part came
 };
 
@@ -900,26 +899,11 @@ std::vector<int> PipelineHead::ReplicaKeepersLocked(const Link& link) const {
 }
 
 void PipelineHead::TakeReplicaPartLocked(Link& link, v1::ReplicaPart part) {
-  if (part.offset() == 0) {
-    link.replica_step = part.step();
-    link.replica_bytes.clear();
-    link.replica_began = clock_.Now();
-  } else if (part.step() != link.replica_step || part.offset() != static_cast<int64_t>(link.replica_bytes.size())) {
-    // A part missed (a stream that ended mid-replica): that replica is given up.
-    link.replica_step = -1;
-    link.replica_bytes.clear();
-    return;
-  }
-  link.replica_bytes += part.data();
-  if (static_cast<int64_t>(link.replica_bytes.size()) < part.total()) return;
-  v1::StageReplica replica;
-  const bool whole = static_cast<int64_t>(link.replica_bytes.size()) == part.total() &&
-                     replica.ParseFromString(link.replica_bytes);
-  link.replica_step = -1;
-  link.replica_bytes.clear();
-  if (!whole) return;
+  if (part.offset() == 0) link.replica_began = clock_.Now();
+  std::optional<v1::StageReplica> replica = link.replica.Add(part);
+  if (!replica) return;
   if (metrics_) metrics_->AddReplica(link.stage, part.total(), ToSeconds(clock_.Now() - link.replica_began));
-  KeepReplicaLocked(link, std::move(replica));
+  KeepReplicaLocked(link, std::move(*replica));
 }
 
 void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica) {
@@ -931,15 +915,7 @@ void PipelineHead::KeepReplicaLocked(const Link& link, v1::StageReplica replica)
   if (replicas_[s] && replicas_[s]->step() >= replica.step()) return;
   // Kept as float32, as a stage installs state; a replica that does not
   // decode is no replica (the one before stays).
-  v1::StageState& state = *replica.mutable_state();
-  if (state.moments_bfloat16()) {
-    StatusOr<std::string> first = Bfloat16ToFloat32Bytes(state.first_moment());
-    StatusOr<std::string> second = Bfloat16ToFloat32Bytes(state.second_moment());
-    if (!first.ok() || !second.ok()) return;
-    state.set_first_moment(std::move(*first));
-    state.set_second_moment(std::move(*second));
-    state.set_moments_bfloat16(false);
-  }
+  if (!MomentsToFloat32(*replica.mutable_state()).ok()) return;
   replicas_[s] = std::move(replica);
 }
 

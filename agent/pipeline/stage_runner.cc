@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "agent/emulated_device.h"
+#include "agent/pipeline/replica_parts.h"
 #include "agent/pipeline/wire_floats.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
@@ -66,7 +67,7 @@ class Inbox {
     arrived_.NotifyAll();
   }
   // The neighbouring stages' replicas, the last one whole of each, by their layers.
-  std::map<std::pair<int, int>, HeldLayers::Replica> KeptReplicas() {
+  std::map<std::pair<int, int>, v1::StageReplica> KeptReplicas() {
     std::lock_guard lock(mu_);
     return kept_replicas_;
   }
@@ -113,21 +114,10 @@ class Inbox {
   void KeepReplicaPartLocked(const v1::ReplicaPart& part) {
     const std::pair<int, int> layers{part.first_layer(), part.end_layer()};
     if (layers.second <= layers.first) return;
-    Coming& coming = coming_[layers];
-    if (part.offset() == 0) {
-      coming = {part.step(), {}};
-    } else if (part.step() != coming.step || part.offset() != static_cast<int64_t>(coming.bytes.size())) {
-      coming_.erase(layers);
-      return;
+    std::optional<v1::StageReplica> replica = coming_[layers].Add(part);
+    if (replica && std::pair{replica->first_layer(), replica->end_layer()} == layers) {
+      kept_replicas_[layers] = std::move(*replica);
     }
-    coming.bytes += part.data();
-    if (static_cast<int64_t>(coming.bytes.size()) < part.total()) return;
-    v1::StageReplica replica;
-    if (static_cast<int64_t>(coming.bytes.size()) == part.total() && replica.ParseFromString(coming.bytes) &&
-        std::pair{replica.first_layer(), replica.end_layer()} == layers) {
-      kept_replicas_[layers] = HeldLayers::Replica{replica.step(), std::move(coming.bytes)};
-    }
-    coming_.erase(layers);
   }
 
   // Until `holds`, or the stage is cancelled: looked at every cancel_recheck_,
@@ -159,12 +149,8 @@ class Inbox {
   std::optional<std::string> stopped_;  // the head's Stop, once it came
   std::deque<v1::CoordinatorMessage> commands_;
   Status closed_ = Status::Ok();
-  struct Coming {
-    int64_t step = -1;
-    std::string bytes;
-  };
-  std::map<std::pair<int, int>, Coming> coming_;  // neighbours' replicas coming in parts, by their layers
-  std::map<std::pair<int, int>, HeldLayers::Replica> kept_replicas_;
+  std::map<std::pair<int, int>, ReplicaAssembly> coming_;  // neighbours' replicas coming in parts, by their layers
+  std::map<std::pair<int, int>, v1::StageReplica> kept_replicas_;
 };
 
 // The pass a stage is computing, if any, and the longest since it last
@@ -327,7 +313,8 @@ class Stage {
     // head gave up (it resumed an older checkpoint): a later takeover must
     // not rebuild a stage from them.
     if (options_.held) {
-      std::erase_if(options_.held->replicas, [&](const auto& kept) { return kept.second.step > welcome.resume_after(); });
+      std::erase_if(options_.held->replicas,
+                    [&](const auto& kept) { return kept.second.step() > welcome.resume_after(); });
     }
     step_ = welcome.resume_after();
     job_elapsed_s_ = welcome.job_elapsed_seconds();
@@ -744,23 +731,16 @@ class Stage {
   // The state of layers [first, end) from the neighbour's replica this
   // device kept (this session's, or one before), its moments as float32.
   StatusOr<v1::StageState> HeldReplicaOf(int first, int end) {
-    std::map<std::pair<int, int>, HeldLayers::Replica> kept = inbox_.KeptReplicas();
+    std::map<std::pair<int, int>, v1::StageReplica> kept = inbox_.KeptReplicas();
     if (options_.held) kept.insert(options_.held->replicas.begin(), options_.held->replicas.end());  // this session's first
     const auto found = kept.find({first, end});
-    v1::StageReplica replica;
-    if (found == kept.end() || !replica.ParseFromString(found->second.bytes)) {
+    if (found == kept.end()) {
       return FailedPreconditionError("the head asked this device to take layers " + std::to_string(first) + "-" +
                                      std::to_string(end - 1) + " from a replica of them it does not keep");
     }
-    v1::StageState& state = *replica.mutable_state();
-    if (state.moments_bfloat16()) {
-      EDGETRAIN_ASSIGN_OR_RETURN(std::string first_moment, Bfloat16ToFloat32Bytes(state.first_moment()));
-      EDGETRAIN_ASSIGN_OR_RETURN(std::string second_moment, Bfloat16ToFloat32Bytes(state.second_moment()));
-      state.set_first_moment(std::move(first_moment));
-      state.set_second_moment(std::move(second_moment));
-      state.set_moments_bfloat16(false);
-    }
-    return std::move(state);
+    v1::StageState state = found->second.state();
+    EDGETRAIN_RETURN_IF_ERROR(MomentsToFloat32(state));
+    return state;
   }
 
   // At the end of a session: what it holds of its planned layers, for a
@@ -770,7 +750,7 @@ class Stage {
   void KeepHeld() {
     HeldLayers* held = options_.held;
     if (!held) return;
-    std::map<std::pair<int, int>, HeldLayers::Replica> replicas = inbox_.KeptReplicas();
+    std::map<std::pair<int, int>, v1::StageReplica> replicas = inbox_.KeptReplicas();
     replicas.insert(std::make_move_iterator(held->replicas.begin()), std::make_move_iterator(held->replicas.end()));
     *held = HeldLayers{};
     held->replicas = std::move(replicas);
@@ -905,7 +885,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
         v1::KeptReplica& kept = *hello.mutable_hello()->add_kept_replicas();
         kept.set_first_layer(layers.first);
         kept.set_end_layer(layers.second);
-        kept.set_step(replica.step);
+        kept.set_step(replica.step());
       }
     }
     EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));

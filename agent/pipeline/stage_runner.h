@@ -26,7 +26,6 @@
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <string>
 #include <vector>
 
 #include "agent/data/dataset.h"
@@ -55,14 +54,10 @@ struct HeldLayers {
   std::vector<float> pending_gradient;  // empty: no step pending
   double job_elapsed_s = 0;  // the job's training time when the session ended, as the head last said and counted on
   // The replicas of neighbouring stages' layers it keeps, as the head
-  // relayed them (each a serialized StageReplica), by their layers [first,
-  // end): a head that starts behind rebuilds such a stage from one when the
-  // stage's device was lost with the old head.
-  struct Replica {
-    int64_t step = 0;
-    std::string bytes;
-  };
-  std::map<std::pair<int, int>, Replica> replicas;
+  // relayed them, by their layers [first, end): a head that starts behind
+  // rebuilds such a stage from one when the stage's device was lost with the
+  // old head.
+  std::map<std::pair<int, int>, v1::StageReplica> replicas;
 };
 
 struct StageOptions {
