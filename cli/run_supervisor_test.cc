@@ -341,12 +341,15 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
 // back, as its head's /progress counts them, are said on the terminal as
 // they come, naming their ranks; a read that shows nothing new says nothing.
 TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
-  auto progress = [](int hung, int stragglers, int restored, int steps_lost, int rejoined, std::vector<bool> active) {
+  auto progress = [](int hung, int stragglers, int restored, int steps_lost, int rejoined, std::vector<bool> active,
+                     int covered = 0) {
     JobProgress p;
     p.state = JobState::kTraining;
     p.replays = JobProgress::Replays{};
     p.replays->hung = hung;
-    p.replays->count = hung;
+    p.replays->count = hung + covered;
+    p.replays->covered = covered;
+    p.replays->covered_shares = 4 * covered;
     p.replays->stragglers = stragglers;
     p.replays->restored_stages = restored;
     p.replays->steps_lost = steps_lost;
@@ -363,6 +366,7 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
       progress(0, 0, 0, 0, 0, {true, true, true}),   progress(0, 0, 0, 0, 0, {true, true, true}),
       progress(1, 0, 1, 44, 0, {true, true, false}), progress(1, 0, 1, 44, 0, {true, true, false}),
       progress(1, 1, 1, 44, 0, {true, false, false}), progress(1, 1, 1, 44, 1, {true, false, true}),
+      progress(1, 1, 1, 44, 1, {false, false, true}, 1),
   };
   size_t read = 0;
   watch_.progress = [&]() -> std::optional<std::string> { return reads[std::min(read++, reads.size() - 1)]; };
@@ -376,7 +380,9 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
             "updates lost\n"
             "note: robots: a device let go of as a straggler (rank 1): it ran its share far slower than its group's "
             "fastest; the others take it\n"
-            "note: robots: a device is back in a stage (rank 2)\n");
+            "note: robots: a device is back in a stage (rank 2)\n"
+            "note: robots: a device lost mid-step (rank 0); another of its group computed its 4 shares of the step, "
+            "nothing else ran again\n");
 }
 
 // The job had finished when Ctrl-C came: nothing was interrupted, and the

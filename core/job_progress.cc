@@ -134,7 +134,9 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"replannedPaces", ReplannedPaces(p.replays->replanned_paces)},
                                           {"inFlightMicroBatches", p.replays->in_flight_micro_batches},
                                           {"hung", p.replays->hung},
-                                          {"stragglers", p.replays->stragglers}})
+                                          {"stragglers", p.replays->stragglers},
+                                          {"covered", p.replays->covered},
+                                          {"coveredShares", p.replays->covered_shares}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -213,6 +215,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.replays->in_flight_micro_batches = r.value("inFlightMicroBatches", int64_t{0});
       p.replays->hung = r.value("hung", int64_t{0});
       p.replays->stragglers = r.value("stragglers", int64_t{0});
+      p.replays->covered = r.value("covered", int64_t{0});
+      p.replays->covered_shares = r.value("coveredShares", int64_t{0});
       if (r.contains("replannedPaces") && r.at("replannedPaces").is_array()) {
         for (const Json& e : r.at("replannedPaces")) {
           p.replays->replanned_paces[e.at("rank").get<int>()] = e.at("pace").get<double>();

@@ -137,9 +137,9 @@ struct JobProgress {
     // learned then), by rank: its devices' pace moves on after it.
     std::map<int, double> replanned_paces = {};
     // The micro-batches in flight in the pipeline when each loss came (past
-    // the first stage's forward, short of its backward), over all replays:
-    // what a replay of only those would have run again. micro_batches is
-    // what the replays did run again: every one of the step's.
+    // the first stage's forward, short of its backward), over all replays.
+    // micro_batches is what replays of the whole step ran again on every
+    // stage: every one of the step's.
     int64_t in_flight_micro_batches = 0;
     // Devices taken for lost because a pass ran past its deadline while
     // their heartbeats still came: hung (core/pass_deadline.h).
@@ -147,6 +147,14 @@ struct JobProgress {
     // Devices of a group let go of for running their share far slower
     // than its fastest (PipelineHead::Stragglers).
     int64_t stragglers = 0;
+    // Devices of a group lost mid-step whose shares of the step another of
+    // their group computed again, the rest of the pipeline going on (each
+    // counted in `count` too, with no micro-batch run again on every
+    // stage), or whose shares were all in already (not counted in `count`);
+    // and the shares computed again: a share of each micro-batch they were
+    // dealt.
+    int64_t covered = 0;
+    int64_t covered_shares = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

@@ -43,6 +43,8 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.replays->in_flight_micro_batches = 5;
   p.replays->hung = 1;
   p.replays->stragglers = 2;
+  p.replays->covered = 3;
+  p.replays->covered_shares = 11;
   back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->workers[0].layers, (std::pair{2, 5}));
@@ -60,6 +62,8 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->in_flight_micro_batches, 5);
   EXPECT_EQ(back->replays->hung, 1);
   EXPECT_EQ(back->replays->stragglers, 2);
+  EXPECT_EQ(back->replays->covered, 3);
+  EXPECT_EQ(back->replays->covered_shares, 11);
   EXPECT_TRUE(back->replays->replanned_paces.empty());
   p.replays->replanned_paces = {{0, 1.93}, {2, 1.1}};
   EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->replays->replanned_paces, p.replays->replanned_paces);

@@ -64,6 +64,10 @@ struct PipelineHead::Link {
   bool sending = false;            // the driver's commands and the relays share the stream
   bool lost = false;
   TimePoint lost_at{};  // when it was last heard (silent) or its stream ended
+  // Lost mid-step, and its shares of the step computed by another of its
+  // group (or all of them in already): the step goes on without it, and it
+  // leaves its group once the step is done.
+  bool covered = false;
   // An announced transfer on the way: its bytes, since when, and until when
   // silence is its time on the wire; the uplink's rate such transfers took.
   int64_t announced_bytes = 0;
@@ -360,12 +364,15 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
 
 Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
   std::vector<v1::MicroBatch> out;
-  std::vector<int> ranks;  // of the stage `to`, as they were when the parts were dealt
+  std::vector<int> targets;  // the rank each of `out` goes to
   int to;
   {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
     if (!MemberLocked(rank)) return Status::Ok();  // let go of: its stage number is of stages since renumbered
+    // A device lost mid-step is covered by another of its group: what it
+    // still sends, the cover sends too (covers_ keeps the first).
+    if (links_[rank]->lost) return Status::Ok();
     // The sender's stage as the stages now are (a lost stage's layers taken
     // by a neighbour renumbers those after it).
     const int stage = links_[rank]->stage;
@@ -373,18 +380,28 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
     if (to < 0 || to >= static_cast<int>(groups_.size())) {
       return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
     }
+    // Whose share it is: the sender's own, or a lost device's it covers.
+    int of = rank;
+    if (part.has_share_of()) {
+      if (covers_.CoverOf(part.share_of()) != rank) return Status::Ok();  // of a cover given up
+      of = part.share_of();
+      part.clear_share_of();
+    }
     const std::vector<int>& from = groups_[stage];
-    ranks = groups_[to];
+    const std::vector<int>& next = groups_[to];
     if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(part.values().size()));
-    if (from.size() == 1 && groups_[to].size() == 1) {
+    if (from.size() == 1 && next.size() == 1) {
       out.push_back(std::move(part));
+      targets.push_back(next.front());
     } else {
       // Join the group's parts in member order, then deal the whole out to
       // the next group by its devices' speeds, as each of them deals it.
+      const size_t member = std::find(from.begin(), from.end(), of) - from.begin();
+      if (member == from.size()) return Status::Ok();  // from a device its stage has let go of
+      // A lost device's part that came before its loss, sent again by its cover.
+      if (!covers_.FirstSent(forward, part.micro_batch(), stage, member)) return Status::Ok();
       Parts& parts = parts_[{forward, part.step(), part.micro_batch(), to}];
       parts.micro_batches.resize(from.size());
-      const size_t member = std::find(from.begin(), from.end(), rank) - from.begin();
-      if (member == from.size()) return Status::Ok();  // from a device its stage has let go of
       parts.micro_batches[member] = std::move(part);
       if (std::any_of(parts.micro_batches.begin(), parts.micro_batches.end(), [](auto& p) { return !p; })) {
         return Status::Ok();
@@ -400,11 +417,22 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
       parts_.erase({forward, whole.step(), whole.micro_batch(), to});
       const size_t per_sample = samples > 0 ? values.size() / static_cast<size_t>(samples) : 0;
       size_t offset = 0;
-      for (int64_t n : ShareOut(samples, speeds_[to])) {
+      const std::vector<int64_t> shares = ShareOut(samples, speeds_[to]);
+      for (size_t j = 0; j < shares.size(); ++j) {
         v1::MicroBatch share = whole;
-        share.set_samples(static_cast<int32_t>(n));
-        share.set_values(values.substr(offset, static_cast<size_t>(n) * per_sample));
-        offset += static_cast<size_t>(n) * per_sample;
+        share.set_samples(static_cast<int32_t>(shares[j]));
+        share.set_values(values.substr(offset, static_cast<size_t>(shares[j]) * per_sample));
+        offset += static_cast<size_t>(shares[j]) * per_sample;
+        // Kept for the step, for a device of the group that covers this
+        // one should it be lost; a lost one's goes to its cover.
+        targets.push_back(next[j]);
+        if (next.size() > 1) {
+          covers_.Dealt(forward, share.micro_batch(), to, j, share);
+          if (const std::optional<int> cover = covers_.CoverOf(next[j])) {
+            share.set_share_of(next[j]);
+            targets.back() = *cover;
+          }
+        }
         out.push_back(std::move(share));
       }
     }
@@ -416,7 +444,7 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
   for (size_t j = 0; j < out.size(); ++j) {
     v1::CoordinatorMessage relayed;
     *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(out[j]);
-    if (Status sent = SendTo(ranks[j], relayed); !sent.ok()) {
+    if (Status sent = SendTo(targets[j], relayed); !sent.ok()) {
       // The neighbour is gone; its own stream says so to the driver.
       Log() << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
     }
@@ -430,28 +458,52 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
   {
     std::lock_guard lock(mu_);
     if (part.step() != step_ + 1 || part.attempt() != attempt_) return Status::Ok();  // of an attempt given up
-    if (!MemberLocked(rank)) return Status::Ok();
+    if (!MemberLocked(rank) || links_[rank]->lost) return Status::Ok();
     const int stage = links_[rank]->stage;
     group = groups_[stage];
-    // A rank no longer of the group (lost, then heard from late) has no slot.
-    if (std::find(group.begin(), group.end(), rank) == group.end()) return Status::Ok();
+    // The group's slots it fills: its own, and those of lost devices it
+    // covered. A rank no longer of the group (lost, then heard from late)
+    // has no slot.
+    std::vector<size_t> slots;
+    const std::vector<int> of = part.shares_of().empty()
+                                    ? std::vector<int>{rank}
+                                    : std::vector<int>(part.shares_of().begin(), part.shares_of().end());
+    for (int o : of) {
+      if (o != rank && covers_.CoverOf(o) != rank) return Status::Ok();  // of a cover given up
+      const auto at = std::find(group.begin(), group.end(), o);
+      if (at == group.end()) return Status::Ok();
+      slots.push_back(static_cast<size_t>(at - group.begin()));
+    }
     Parts& parts = gradients_[{stage, part.step()}];
     parts.gradients.resize(group.size());
-    parts.gradients[std::find(group.begin(), group.end(), rank) - group.begin()] = std::move(*part.mutable_values());
+    for (size_t j : slots) {
+      if (parts.gradients[j]) {  // the head covers a device only while its gradient is not in
+        Log() << "pipeline: stage " << stage + 1 << " had rank " << group[j]
+              << "'s shares of the gradient already; dropped those rank " << rank << " sent\n";
+        return Status::Ok();
+      }
+    }
+    // The values go in the first slot; the others' shares are summed in them.
+    parts.gradients[slots.front()] = std::move(*part.mutable_values());
+    for (size_t k = 1; k < slots.size(); ++k) parts.gradients[slots[k]] = std::string();
     if (std::any_of(parts.gradients.begin(), parts.gradients.end(), [](auto& g) { return !g; })) return Status::Ok();
     // Summed in member order, with the row codec the data-parallel engine
     // gathers gradients with: every member steps on the same bytes.
-    std::vector<float> total(parts.gradients.front()->size() / sizeof(float), 0.0f);
+    std::vector<float> total;
     for (const auto& g : parts.gradients) {
+      if (g->empty()) continue;
+      if (total.empty()) total.assign(g->size() / sizeof(float), 0.0f);
       if (!AddDecodedRow(RowEncoding::kFloat32, 1, *g, total).ok()) {  // it checks the size
         return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
                                        " sent gradients of different sizes");
       }
     }
     gradients_.erase({stage, part.step()});
+    covers_.Summed(stage);
     sum.mutable_gradient()->set_step(part.step());
     sum.mutable_gradient()->set_attempt(part.attempt());
     sum.mutable_gradient()->set_values(FloatBytes(total));
+    std::erase_if(group, [&](int r) { return links_[r]->lost; });
   }
   for (int r : group) (void)SendTo(r, sum);
   return Status::Ok();
@@ -493,7 +545,7 @@ Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
 Status PipelineHead::LostLocked() const {
   for (int r : members_) {
     const Link& link = *links_[r];
-    if (link.lost) {
+    if (link.lost && !link.covered) {
       return UnavailableError("stage " + std::to_string(link.stage + 1) + " (rank " + std::to_string(link.rank) +
                               ") was lost in step " + std::to_string(step_ + 1));
     }
@@ -663,6 +715,88 @@ Status PipelineHead::RegroupLocked() {
     regroup_due_ = true;
   }
   return Status::Ok();
+}
+
+std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead::CoverLostLocked(int64_t step) {
+  struct Covering {
+    Link* lost;
+    std::optional<int> by;  // none: all it owed is in
+  };
+  std::vector<Covering> covering;
+  for (int r : members_) {
+    Link& link = *links_[r];
+    if (!link.lost || link.covered) continue;
+    // Its loss takes the shares it covered with it: the whole step again.
+    if (covers_.Covers(r)) return std::nullopt;
+    const auto s = static_cast<size_t>(link.stage);
+    const std::vector<int>& group = groups_[s];
+    // Done with this attempt: all it computed is in, its loss of the step too.
+    const bool answered = link.done_step >= step && link.done_attempt == attempt_;
+    // Its group's gradient in (summed, or its own part at the head): every
+    // share it computed went on before it. Only its answer is missing,
+    // which in the last stage carries its shares' loss.
+    const size_t member = std::find(group.begin(), group.end(), r) - group.begin();
+    const auto parts = gradients_.find({static_cast<int>(s), step});
+    const bool sent_all = covers_.WasSummed(static_cast<int>(s)) ||
+                          (parts != gradients_.end() && member < parts->second.gradients.size() &&
+                           parts->second.gradients[member].has_value());
+    if (group.size() > 1 && (answered || (sent_all && s + 1 < groups_.size()))) {
+      covering.push_back({&link, std::nullopt});
+      continue;
+    }
+    // A stage's only device: its layers come back from a replica, and the step runs again.
+    if (group.size() < 2 || sent_all) return std::nullopt;
+    // The fastest of its group left computes its shares.
+    std::optional<size_t> by;
+    for (size_t j = 0; j < group.size(); ++j) {
+      if (links_[group[j]]->lost) continue;
+      if (!by || speeds_[s][j] > speeds_[s][*by]) by = j;
+    }
+    if (!by) return std::nullopt;
+    covering.push_back({&link, group[*by]});
+  }
+  if (covering.empty()) return std::nullopt;
+  std::vector<std::pair<int, v1::CoordinatorMessage>> sends;
+  for (const Covering& c : covering) {
+    c.lost->covered = true;
+    ++replays_.covered;
+    if (!c.by) {
+      Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
+            << ", all its shares of the step in; it leaves its group after the step\n";
+      continue;
+    }
+    covers_.Cover(c.lost->rank, *c.by);
+    v1::CoordinatorMessage command;
+    v1::StageCover& cover = *command.mutable_command()->mutable_cover();
+    cover.set_step(step);
+    cover.set_attempt(attempt_);
+    cover.set_rank(c.lost->rank);
+    sends.emplace_back(*c.by, std::move(command));
+    // What it had been dealt, sent again as its share (the first stage's
+    // devices read their samples themselves).
+    const std::vector<int>& group = groups_[static_cast<size_t>(c.lost->stage)];
+    const size_t member = std::find(group.begin(), group.end(), c.lost->rank) - group.begin();
+    for (auto [forward, share] : covers_.DealtTo(c.lost->stage, member)) {
+      share.set_share_of(c.lost->rank);
+      v1::CoordinatorMessage relayed;
+      *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(share);
+      sends.emplace_back(*c.by, std::move(relayed));
+    }
+    // Its shares of the step, each of a micro-batch: what is computed again.
+    int shares = 0;
+    for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
+      if (ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(c.lost->stage)])[member] > 0) ++shares;
+    }
+    ++replays_.count;
+    replays_.covered_shares += shares;
+    replays_.in_flight_micro_batches += in_flight_;
+    if (metrics_) metrics_->AddCover(shares);
+    Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
+          << "; rank " << *c.by << " of its group computes its " << Count(static_cast<size_t>(shares), "share", "shares")
+          << " of the step (" << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
+          << " in flight), the rest of the pipeline going on\n";
+  }
+  return sends;
 }
 
 PipelineProblem PipelineHead::PacedProblemLocked(std::map<int, double>& paces) const {
@@ -1308,6 +1442,7 @@ Status PipelineHead::Advance() {
   // StateNow) forgets that word, and so does a loss.
   bool plain = last_word_at_.has_value();
   attempt_ = 0;
+  covers_.Clear();
   std::optional<TimePoint> lost_at;  // the first loss this step
   TimePoint word_at{};
   for (;;) {
@@ -1324,33 +1459,46 @@ Status PipelineHead::Advance() {
     lock.unlock();
     SendOrLose(commands);
     lock.lock();
+    // Every member has answered this attempt, but one lost and covered.
     auto all_done = [&] {
       return std::all_of(members_.begin(), members_.end(), [&](int r) {
-        return links_[r]->done_step >= step && links_[r]->done_attempt == attempt_;
+        return links_[r]->covered || (links_[r]->done_step >= step && links_[r]->done_attempt == attempt_);
       });
+    };
+    // Recovery counts from the loss: for a silent device, its last word.
+    auto note_loss = [&] {
+      if (lost_at) return;
+      lost_at = clock_.Now();
+      for (int r : members_) {
+        if (links_[r]->lost) lost_at = std::min(*lost_at, links_[r]->lost_at);
+      }
     };
     for (;;) {
       // One done with the step owes it nothing; if it is gone, the next step finds out.
       const TimePoint next_deadline = LoseSilentLocked([&](const Link& l) {
-        return l.done_step < step || l.done_attempt != attempt_;
+        return !l.covered && (l.done_step < step || l.done_attempt != attempt_);
       });
-      if (changed_.WaitUntil(lock, next_deadline, [&] { return !LostLocked().ok() || all_done(); })) break;
+      if (!changed_.WaitUntil(lock, next_deadline, [&] { return !LostLocked().ok() || all_done(); })) continue;
+      CutLostLocked();
+      // A device lost once the step was done is let go of at the next one.
+      if (all_done() || !plan_.spec.fault_tolerance.replay) break;
+      // A device of a group lost mid-step: another of its group computes
+      // its shares, and the rest of the pipeline goes on.
+      auto covering = CoverLostLocked(step);
+      if (!covering) break;
+      note_loss();
+      lock.unlock();
+      SendOrLose(*covering);
+      lock.lock();
     }
-    CutLostLocked();
-    // A device lost once the step was done is let go of at the next one.
     if (all_done()) break;
     if (!plan_.spec.fault_tolerance.replay) {
       return UnavailableError(LostLocked().message() + " (spec.faultTolerance.replay is off: the job fails rather than run the step again without it)");
     }
     // Replay: the step again on the survivors, from the weights before it
     // (no stage has committed it), under an attempt that fences the old one off.
-    // Recovery counts from the loss: for a silent device, its last word.
-    if (!lost_at) {
-      lost_at = clock_.Now();
-      for (int r : members_) {
-        if (links_[r]->lost) lost_at = std::min(*lost_at, links_[r]->lost_at);
-      }
-    }
+    note_loss();
+    for (int r : members_) links_[r]->covered = false;  // lost: out of their groups now
     // In flight when the loss was seen: what a finer replay would run again
     // at the least. Every micro-batch of the attempt given up is run again,
     // as many as it was cut into (the re-plan below may cut the replay into
@@ -1363,6 +1511,7 @@ Status PipelineHead::Advance() {
     ++attempt_;
     parts_.clear();
     gradients_.clear();
+    covers_.Clear();
     in_flight_ = 0;
     ++replays_.count;
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
@@ -1371,9 +1520,24 @@ Status PipelineHead::Advance() {
   // Every stage holds the layers it was given: the next replay need not say.
   relaid_ = false;
   for (auto& t : taken_) t.reset();
+  // The last stage's devices that answered this attempt each computed the
+  // loss of their shares, and of those of a device they covered.
+  int64_t samples = 0;
+  double loss_sum = 0;
+  for (int r : groups_.back()) {
+    const Link& link = *links_[r];
+    if (link.done_step < step || link.done_attempt != attempt_) continue;  // lost and covered
+    samples = link.step_samples;
+    loss_sum += link.loss_sum;
+  }
+  // Devices lost and covered leave their groups now; the next step goes to
+  // the groups as they then are, the micro-batches planned again for them.
+  if (std::any_of(members_.begin(), members_.end(), [&](int r) { return links_[r]->covered; })) {
+    for (int r : members_) links_[r]->covered = false;
+    EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
+  }
   // The step as the stages dealt it, by stage and device: for each device's
   // pace and its share of the samples.
-  const int64_t samples = links_[groups_.back().front()]->step_samples;
   const auto passes = PassesLocked(samples);
   // The stage that answered last paced the step: the rest of its period,
   // measured at the next word, is the orders'.
@@ -1392,9 +1556,6 @@ Status PipelineHead::Advance() {
     replays_.recovery_s += replays_.last_recovery_s;
     if (metrics_) metrics_->AddRecovery(replays_.last_recovery_s);
   }
-  // The last stage's devices each computed the loss of their share.
-  double loss_sum = 0;
-  for (int r : groups_.back()) loss_sum += links_[r]->loss_sum;
   const double loss = samples > 0 ? loss_sum / samples : 0;
   // Not committed yet: the stages' weights stay those before the step.
   EDGETRAIN_RETURN_IF_ERROR(FiniteStep(step, loss));

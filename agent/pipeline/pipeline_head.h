@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "agent/pipeline/step_covers.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/training_engine.h"
@@ -200,6 +201,13 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Every lost device out of its stage, the others of which take its share
   // from the next attempt on; a stage left with none is restored.
   Status RegroupLocked();
+  // Devices of a group lost mid-step of `step`, each covered by the fastest
+  // of its group left: what to send it (the StageCover, then what the lost
+  // one was dealt so far); a device that had sent all it owed is covered by
+  // none. None when a loss cannot be covered, and the step runs again on
+  // every stage: a stage's only device, one covering another, or one of the
+  // last stage whose shares' loss went with it.
+  std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> CoverLostLocked(int64_t step);
   // Whether stage `s`, whose devices are all lost (`kept`: each stage's
   // left, `emptied`: the stages before it left with none), can be rebuilt:
   // Unavailable, saying why, when not.
@@ -378,6 +386,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::map<std::vector<std::pair<int, int>>, double> measured_cuts_;
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
+  StepCovers covers_;  // of this attempt: what was dealt and sent, and who covers a device lost
   std::optional<JobCheckpoint> restored_;
   std::optional<JobCheckpoint> final_;  // the model and optimizer kept once finished
   std::optional<JobCheckpoint> fetched_;  // the stages' state as last fetched, at step fetched_step_

@@ -568,12 +568,13 @@ TEST(SimulatedPipelineTest, ADeviceCutOffWhileSilentSaysHelloAgainByItselfAndRej
 
 // A device of a stage of several, lost at any pass of a step (its first
 // forward of the step to its last backward, in the first stage, the middle
-// one or the last), has the step replayed on the others of its stage, and
-// the run goes on: every step's loss and the weights after are those of the
-// run that lost no one, within 1e-4, since no stage commits a step before the
-// head's next word, not even the stages that finished it before the loss
-// (a first-stage device dying at its last backward). The loss shows in
-// /progress's replays.
+// one or the last), has its shares of the step computed again by the other
+// of its stage, from what the head had dealt it, while the rest of the
+// pipeline goes on: no device of another stage computes a pass again (each
+// one's compute is the run's that lost no one, to the simulated
+// microsecond), and every step's loss and the weights after are those of
+// the run that lost no one, within 1e-4. The loss shows in /progress's
+// replays.
 TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
   const JobPlan plan = HybridPlan({{0, 1}, {2, 3}, {4, 5}}, 4);
   const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
@@ -591,7 +592,18 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
       ExpectSameRun(run, whole_run, 5);
       ASSERT_TRUE(run.progress.replays.has_value());
       EXPECT_EQ(run.progress.replays->count, 1);
-      EXPECT_EQ(run.progress.replays->micro_batches, 4);
+      EXPECT_EQ(run.progress.replays->micro_batches, 0) << "no micro-batch ran again on every stage";
+      EXPECT_EQ(run.progress.replays->covered, 1);
+      EXPECT_EQ(run.progress.replays->covered_shares, 4) << "its share of each micro-batch of the step";
+      const int stage = rank / 2, cover = rank % 2 == 0 ? rank + 1 : rank - 1;
+      for (int r = 0; r < 6; ++r) {
+        if (r / 2 == stage) continue;
+        ASSERT_TRUE(run.summaries[r].ok() && whole_run.summaries[r].ok()) << "rank " << r;
+        EXPECT_DOUBLE_EQ(run.summaries[r]->compute_s, whole_run.summaries[r]->compute_s)
+            << "rank " << r << " of another stage ran a pass again";
+      }
+      ASSERT_TRUE(run.summaries[cover].ok());
+      EXPECT_GT(run.summaries[cover]->compute_s, whole_run.summaries[cover]->compute_s) << "it took the lost one's shares";
       // What was in flight: at most the step's; none when the first stage's
       // device dies before its first forward leaves it; the last micro-batch
       // when the last stage's dies at its last backward.
@@ -609,7 +621,11 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
                               [&](const WorkerProgress& w) { return !w.active && !w.layers && w.rank == rank; }),
                 1)
           << "the lost device is out of the stages, and listed so";
-      EXPECT_NE(run.log.find("replaying step 3 (attempt 2) on 5 devices"), std::string::npos) << run.log;
+      EXPECT_NE(run.log.find("lost in step 3; rank " + std::to_string(cover) +
+                             " of its group computes its 4 shares of the step"),
+                std::string::npos)
+          << run.log;
+      EXPECT_EQ(run.log.find("replaying step"), std::string::npos) << run.log;
     }
   }
 }
@@ -1075,6 +1091,26 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_EQ(off.ended.code(), StatusCode::kUnavailable);
   EXPECT_NE(off.ended.message().find("stage 1 (rank 1) was lost in step 2"), std::string::npos) << off.ended.message();
   EXPECT_NE(off.ended.message().find("spec.faultTolerance.replay is off"), std::string::npos) << off.ended.message();
+}
+
+// The device covering a lost one of its group is lost in the same step: the
+// gradients of both their shares went with it, so the step runs again on
+// every stage, on the device left of their group; every loss is still the
+// run's that lost no one.
+TEST(SimulatedPipelineTest, ADeviceLostWhileCoveringAnotherHasTheWholeStepRunAgain) {
+  const JobPlan plan = HybridPlan({{0, 1, 2}, {3}}, 3);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  // Six passes a step: rank 1 dies at the third of step 2, rank 0, the
+  // fastest left, covers it, and dies at its last pass of the step.
+  const SimulatedRun run = RunReplaying(plan, {{1, 9}, {0, 12}}, 5);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 5, /*weights=*/false);
+  EXPECT_NE(run.log.find("(rank 1) lost in step 2; rank 0 of its group computes its"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("replaying step 2 (attempt 2) on 2 devices"), std::string::npos) << run.log;
+  EXPECT_EQ(run.progress.replays->covered, 1);
+  EXPECT_EQ(run.progress.replays->count, 2);
+  EXPECT_EQ(run.progress.replays->micro_batches, 3) << "the whole step, once";
 }
 
 // A stage's only device lost, in the first, middle or last stage, at the
@@ -1864,15 +1900,16 @@ TEST(PipelineOverGrpcTest, AStageOnTwoDevicesTrainsStepForStepAsOneDevice) {
 
 // The faster device of the two-device first stage dies at its last backward
 // of step 5 (its 40th pass; eight a step), when the last stage has finished
-// the step: the step is replayed on the other device, which then carries the
-// stage alone, and the pipeline still trains as one device.
+// the step: the other device computes its shares of the step again, from
+// what the head had dealt it, the last stage's done passes standing; it then
+// carries the stage alone, and the pipeline still trains as one device.
 TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsReplayedAndThePipelineStillTrainsAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}});
 }
 
 // The same device going silent there instead, its stream open, as behind a
 // wall: the head takes it for lost past its heartbeats, cuts its gRPC stream,
-// and replays the step on the other device of its stage.
+// and has the other device of its stage compute its shares.
 TEST(PipelineOverGrpcTest, ADeviceSilentMidStepIsCutOffAndThePipelineStillTrainsAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}}, /*silent=*/true);
 }

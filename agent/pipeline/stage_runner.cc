@@ -36,7 +36,8 @@ class Inbox {
     if (message.has_forward() || message.has_backward()) {
       const v1::MicroBatch& m = message.has_forward() ? message.forward() : message.backward();
       if (Superseded(m.step(), m.attempt())) return;  // relayed before the replay, for the attempt dropped
-      micro_batches_[{message.has_forward(), m.step(), m.attempt(), m.micro_batch()}] = std::move(message);
+      micro_batches_[{message.has_forward(), m.step(), m.attempt(), m.micro_batch(),
+                      m.has_share_of() ? m.share_of() : kOwn}] = std::move(message);
     } else if (message.has_replica_part()) {
       KeepReplicaPartLocked(message.replica_part());
       return;
@@ -44,6 +45,11 @@ class Inbox {
       const v1::GroupGradient& g = message.gradient();
       if (Superseded(g.step(), g.attempt())) return;
       gradients_[{g.step(), g.attempt()}] = std::move(*message.mutable_gradient());
+    } else if (message.has_command() && message.command().has_cover()) {
+      // Mid-step: taken up by the step's waits, not between steps.
+      const v1::StageCover& c = message.command().cover();
+      if (Superseded(c.step(), c.attempt())) return;
+      covers_.push_back(c);
     } else {
       if (message.has_command() && message.command().has_replay()) {
         // Ends a wait of the attempt it replaces at once; what that attempt
@@ -54,6 +60,7 @@ class Inbox {
           return Superseded(std::get<1>(m.first), std::get<2>(m.first));
         });
         std::erase_if(gradients_, [&](const auto& g) { return Superseded(g.first.first, g.first.second); });
+        std::erase_if(covers_, [&](const v1::StageCover& c) { return Superseded(c.step(), c.attempt()); });
       }
       // A Stop ends a step still waiting for a neighbour that is gone.
       if (message.has_stop()) stopped_ = message.stop().reason();
@@ -72,30 +79,53 @@ class Inbox {
     return kept_replicas_;
   }
 
-  // The micro-batch `forward` (or backward) `step`/`i` of `attempt`, once it
-  // is there; Aborted once the head replays the step.
-  StatusOr<v1::MicroBatch> Await(bool forward, int64_t step, int attempt, int i) {
-    std::unique_lock lock(mu_);
-    const Key key{forward, step, attempt, i};
-    Wait(lock, [&] {
-      return micro_batches_.count(key) > 0 || !closed_.ok() || stopped_ || Superseded(step, attempt);
-    });
+  // A micro-batch: forward (or backward), step, attempt, micro-batch, and
+  // whose share it is (kOwn, or a lost device's this stage covers).
+  using Key = std::tuple<bool, int64_t, int, int, int>;
+  static constexpr int kOwn = -1;
+
+  // The micro-batch `key`, taken, if it is here.
+  std::optional<v1::MicroBatch> Take(const Key& key) {
+    std::lock_guard lock(mu_);
     auto found = micro_batches_.find(key);
-    if (found == micro_batches_.end()) return Ended(step, attempt);
-    v1::MicroBatch m = forward ? std::move(*found->second.mutable_forward()) : std::move(*found->second.mutable_backward());
+    if (found == micro_batches_.end()) return std::nullopt;
+    v1::MicroBatch m = std::get<0>(key) ? std::move(*found->second.mutable_forward())
+                                        : std::move(*found->second.mutable_backward());
     micro_batches_.erase(found);
     return m;
   }
-  // The group's summed gradient of `step`, once the head has sent it.
-  StatusOr<v1::GroupGradient> AwaitGradient(int64_t step, int attempt) {
-    std::unique_lock lock(mu_);
-    const std::pair<int64_t, int> key{step, attempt};
-    Wait(lock, [&] { return gradients_.count(key) > 0 || !closed_.ok() || stopped_ || Superseded(step, attempt); });
-    auto found = gradients_.find(key);
-    if (found == gradients_.end()) return Ended(step, attempt);
+  // The group's summed gradient of `step`, taken, if the head has sent it.
+  std::optional<v1::GroupGradient> TakeGradient(int64_t step, int attempt) {
+    std::lock_guard lock(mu_);
+    auto found = gradients_.find({step, attempt});
+    if (found == gradients_.end()) return std::nullopt;
     v1::GroupGradient g = std::move(found->second);
     gradients_.erase(found);
     return g;
+  }
+  // The devices lost mid-step whose shares of `step`'s `attempt` the head
+  // has since asked this stage to compute (StageCover), each once.
+  std::vector<v1::StageCover> TakeCovers(int64_t step, int attempt) {
+    std::lock_guard lock(mu_);
+    std::vector<v1::StageCover> taken;
+    for (v1::StageCover& c : covers_) {
+      if (c.step() == step && c.attempt() == attempt) taken.push_back(std::move(c));
+    }
+    covers_.clear();  // those of other steps are of attempts given up
+    return taken;
+  }
+  // Until one of `keys` is here, a cover has come, or (`gradient`) the
+  // group's summed gradient of `step`: Ok. Aborted once the head replays
+  // the step; Cancelled once it says stop or the stage is cancelled.
+  Status AwaitAny(const std::vector<Key>& keys, int64_t step, int attempt, bool gradient) {
+    std::unique_lock lock(mu_);
+    auto ready = [&] {
+      return !covers_.empty() || (gradient && gradients_.count({step, attempt}) > 0) ||
+             std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return micro_batches_.count(k) > 0; });
+    };
+    Wait(lock, [&] { return ready() || !closed_.ok() || stopped_ || Superseded(step, attempt); });
+    if (ready() && !Superseded(step, attempt)) return Status::Ok();
+    return Ended(step, attempt);
   }
   // The head's next word: a command or Stop.
   StatusOr<v1::CoordinatorMessage> NextCommand() {
@@ -138,7 +168,6 @@ class Inbox {
     return step == replayed_.first && attempt < replayed_.second;
   }
 
-  using Key = std::tuple<bool, int64_t, int, int>;  // forward, step, attempt, micro-batch
   std::mutex mu_;
   ClockCondition arrived_;
   const std::atomic<bool>& cancel_;
@@ -148,6 +177,7 @@ class Inbox {
   std::pair<int64_t, int> replayed_{-1, 0};  // the newest replay's step and attempt
   std::optional<std::string> stopped_;  // the head's Stop, once it came
   std::deque<v1::CoordinatorMessage> commands_;
+  std::vector<v1::StageCover> covers_;  // come mid-step, not yet taken up
   Status closed_ = Status::Ok();
   std::map<std::pair<int, int>, ReplicaAssembly> coming_;  // neighbours' replicas coming in parts, by their layers
   std::map<std::pair<int, int>, v1::StageReplica> kept_replicas_;
@@ -389,6 +419,7 @@ class Stage {
         trainer_->DropInFlight();
         trainer_->ZeroGradients();
         held_.clear();
+        covered_.clear();
         continue;
       }
       EDGETRAIN_RETURN_IF_ERROR(ran);
@@ -545,61 +576,31 @@ class Stage {
       batch_.assign(next.begin(), next.end());
       batch_step_ = step;
     }
-    const std::span<const int64_t> batch = batch_;
-    const int64_t m = static_cast<int64_t>(batch.size());
-    const std::vector<MicroBatchSpan> spans = SplitBatch(m, micro_batches_);
-    const int count = static_cast<int>(spans.size());
+    now_step_ = step;
+    now_attempt_ = attempt;
+    spans_ = SplitBatch(static_cast<int64_t>(batch_.size()), micro_batches_);
+    loss_sum_ = 0;
+    covered_.clear();
     v1::StepDone done;
     done.set_step(step);
     done.set_attempt(attempt);
-    done.set_samples(m);
-    double loss_sum = 0;
-    for (const Pass& pass : OneForwardOneBackward(index_, stages_, count)) {
+    done.set_samples(static_cast<int64_t>(batch_.size()));
+    for (const Pass& pass : OneForwardOneBackward(index_, stages_, static_cast<int>(spans_.size()))) {
+      const int i = pass.micro_batch;
       // This device's share of the micro-batch, where it reads samples itself.
-      const MicroBatchSpan span = Mine(spans[pass.micro_batch]);
+      const MicroBatchSpan span = ShareOf(spans_[i], member_);
       if (pass.kind == PassKind::kForward) {
-        std::vector<float> input;
-        int64_t n = span.end - span.begin;
-        if (trainer_->IsFirst()) {
-          input.resize(static_cast<size_t>(n * train_.SampleSize()));
-          for (int64_t k = 0; k < n; ++k) {
-            train_.CopySamples(batch[span.begin + k], 1, input.data() + k * train_.SampleSize());
-          }
-        } else {
-          EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch in, Awaited(true, step, attempt, pass.micro_batch));
-          n = in.samples();
-          EDGETRAIN_ASSIGN_OR_RETURN(input, FloatsOf(in.values()));
+        std::optional<v1::MicroBatch> in;
+        if (!trainer_->IsFirst()) {
+          EDGETRAIN_ASSIGN_OR_RETURN(in, Awaited(true, i));
         }
-        held_[pass.micro_batch] = n;
-        std::vector<float> output;
-        // A device dealt none of a small micro-batch passes it on empty.
-        if (n > 0) {
-          EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_->Forward(pass.micro_batch, input); }));
-        }
-        if (!trainer_->IsLast()) Send(true, step, attempt, pass.micro_batch, n, output);
+        EDGETRAIN_ASSIGN_OR_RETURN(held_[i], ForwardPass(i, i, span, in ? &*in : nullptr, Inbox::kOwn));
       } else {
-        const int64_t n = held_[pass.micro_batch];
-        std::vector<float> input_gradient;
-        if (trainer_->IsLast()) {
-          std::vector<int64_t> labels(static_cast<size_t>(n));
-          for (int64_t k = 0; k < n; ++k) labels[k] = train_.labels[batch[span.begin + k]];
-          if (n > 0) {
-            EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed([&] {
-                                         return trainer_->BackwardFromLoss(pass.micro_batch, labels,
-                                                                          static_cast<double>(n) / m);
-                                       }));
-            loss_sum += r.loss * n;
-            input_gradient = std::move(r.input_gradient);
-          }
-        } else {
-          EDGETRAIN_ASSIGN_OR_RETURN(v1::MicroBatch g, Awaited(false, step, attempt, pass.micro_batch));
-          EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> output_gradient, FloatsOf(g.values()));
-          if (n > 0) {
-            EDGETRAIN_ASSIGN_OR_RETURN(input_gradient,
-                                       Computed([&] { return trainer_->Backward(pass.micro_batch, output_gradient); }));
-          }
+        std::optional<v1::MicroBatch> gradient;
+        if (!trainer_->IsLast()) {
+          EDGETRAIN_ASSIGN_OR_RETURN(gradient, Awaited(false, i));
         }
-        if (!trainer_->IsFirst()) Send(false, step, attempt, pass.micro_batch, n, input_gradient);
+        EDGETRAIN_RETURN_IF_ERROR(BackwardPass(i, i, span, held_[i], gradient ? &*gradient : nullptr, Inbox::kOwn));
       }
     }
     // The flush: every micro-batch's gradient is in, so the weights move
@@ -608,24 +609,13 @@ class Stage {
       // The group's devices each hold the gradient of their shares: they step
       // on the sum, alike, and stay one copy of the stage. The exchange is
       // not the device's work: the cost model counts it apart, and a device
-      // left alone does none.
-      const double exchange_began = WorkClock();
-      const std::span<const float> gradient = trainer_->Gradients();
-      v1::WorkerMessage mine;
-      mine.mutable_gradient()->set_step(step);
-      mine.mutable_gradient()->set_attempt(attempt);
-      mine.mutable_gradient()->set_values(FloatBytes(gradient));
-      outbox_.Post(std::move(mine));
-      EDGETRAIN_ASSIGN_OR_RETURN(v1::GroupGradient summed, inbox_.AwaitGradient(step, attempt));
-      EDGETRAIN_ASSIGN_OR_RETURN(pending_sum_, FloatsOf(summed.values()));
-      if (pending_sum_.size() != gradient.size()) {
-        return FailedPreconditionError("the head summed a gradient of another size");
-      }
-      not_work_s_ += WorkClock() - exchange_began;
+      // left alone does none. A lost device's shares it covers are.
+      EDGETRAIN_RETURN_IF_ERROR(FinishCovers());
+      EDGETRAIN_RETURN_IF_ERROR(ExchangeGradients());
     }
     pending_step_ = step;
     ++summary_.steps;
-    done.set_loss_sum(loss_sum);
+    done.set_loss_sum(loss_sum_);
     // Since the last StepDone: the time of an attempt given up counts too.
     done.set_compute_seconds(summary_.compute_s - reported_.compute_s);
     done.set_idle_seconds(summary_.idle_s - reported_.idle_s);
@@ -645,14 +635,197 @@ class Stage {
     return Status::Ok();
   }
 
-  // Where this device reads its share of a micro-batch of the batch: the
+  // The forward of micro-batch `i`'s share `span` (as trainer micro-batch
+  // `id`): its samples read from the data on the first stage, else `in`, the
+  // previous stage's output; its output sent on, as `share_of`'s share.
+  // Returns its samples.
+  StatusOr<int64_t> ForwardPass(int i, int64_t id, MicroBatchSpan span, const v1::MicroBatch* in, int share_of) {
+    std::vector<float> input;
+    int64_t n = span.end - span.begin;
+    if (trainer_->IsFirst()) {
+      input.resize(static_cast<size_t>(n * train_.SampleSize()));
+      for (int64_t k = 0; k < n; ++k) {
+        train_.CopySamples(batch_[static_cast<size_t>(span.begin + k)], 1, input.data() + k * train_.SampleSize());
+      }
+    } else {
+      n = in->samples();
+      EDGETRAIN_ASSIGN_OR_RETURN(input, FloatsOf(in->values()));
+    }
+    std::vector<float> output;
+    // A device dealt none of a small micro-batch passes it on empty.
+    if (n > 0) {
+      EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_->Forward(id, input); }));
+    }
+    if (!trainer_->IsLast()) Send(true, i, n, output, share_of);
+    return n;
+  }
+
+  // Its backward, of its `n` samples: from the loss on the labels of `span`
+  // on the last stage, else from `gradient`, the next stage's; its input's
+  // gradient sent back.
+  Status BackwardPass(int i, int64_t id, MicroBatchSpan span, int64_t n, const v1::MicroBatch* gradient, int share_of) {
+    std::vector<float> input_gradient;
+    if (trainer_->IsLast()) {
+      std::vector<int64_t> labels(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) labels[k] = train_.labels[batch_[static_cast<size_t>(span.begin + k)]];
+      if (n > 0) {
+        const auto m = static_cast<double>(batch_.size());
+        EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed([&] {
+                                     return trainer_->BackwardFromLoss(id, labels, static_cast<double>(n) / m);
+                                   }));
+        loss_sum_ += r.loss * static_cast<double>(n);
+        input_gradient = std::move(r.input_gradient);
+      }
+    } else {
+      EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> output_gradient, FloatsOf(gradient->values()));
+      if (n > 0) {
+        EDGETRAIN_ASSIGN_OR_RETURN(input_gradient, Computed([&] { return trainer_->Backward(id, output_gradient); }));
+      }
+    }
+    if (!trainer_->IsFirst()) Send(false, i, n, input_gradient, share_of);
+    return Status::Ok();
+  }
+
+  // A lost device's shares of the step in progress, which this device
+  // computes in its stead (StageCover): each micro-batch's forward, then its
+  // backward, whenever their inputs are here, between its own passes.
+  struct Covered {
+    int rank = 0;
+    size_t member = 0;             // its place in the group the step is dealt by
+    std::vector<int> passes;       // by micro-batch: 0 none yet, 1 its forward, 2 its backward too
+    std::vector<int64_t> samples;  // by micro-batch: of its share, once forwarded
+    bool in_gradient = false;      // its gradient went to the head in one of this device's
+    bool Done() const { return std::all_of(passes.begin(), passes.end(), [](int p) { return p == 2; }); }
+  };
+
+  // The covers the head has asked for since, taken up.
+  Status TakeCovers() {
+    for (const v1::StageCover& c : inbox_.TakeCovers(now_step_, now_attempt_)) {
+      const auto at = std::find(group_.begin(), group_.end(), c.rank());
+      if (at == group_.end() || c.rank() == options_.rank) {
+        return FailedPreconditionError("the head asked rank " + std::to_string(options_.rank) +
+                                       " to compute the shares of rank " + std::to_string(c.rank()) +
+                                       ", not another of its group");
+      }
+      Covered& covered = covered_.emplace_back();
+      covered.rank = c.rank();
+      covered.member = static_cast<size_t>(at - group_.begin());
+      covered.passes.assign(spans_.size(), 0);
+      covered.samples.assign(spans_.size(), 0);
+    }
+    return Status::Ok();
+  }
+
+  // A pass of a covered share whose input is here, run: false if none is.
+  // As its own, a covered share's micro-batch is one id of the trainer's,
+  // apart from its own: ids from (member + 1) * 2^20 on.
+  StatusOr<bool> CoverOnePass() {
+    EDGETRAIN_RETURN_IF_ERROR(TakeCovers());
+    for (Covered& c : covered_) {
+      for (size_t k = 0; k < spans_.size(); ++k) {
+        const int i = static_cast<int>(k);
+        const int64_t id = (static_cast<int64_t>(c.member) + 1) * (int64_t{1} << 20) + i;
+        const MicroBatchSpan span = ShareOf(spans_[k], c.member);
+        if (c.passes[k] == 0) {
+          std::optional<v1::MicroBatch> in;
+          if (!trainer_->IsFirst() && !(in = inbox_.Take({true, now_step_, now_attempt_, i, c.rank}))) continue;
+          EDGETRAIN_ASSIGN_OR_RETURN(c.samples[k], ForwardPass(i, id, span, in ? &*in : nullptr, c.rank));
+          c.passes[k] = 1;
+          return true;
+        }
+        if (c.passes[k] == 1) {
+          std::optional<v1::MicroBatch> gradient;
+          if (!trainer_->IsLast() && !(gradient = inbox_.Take({false, now_step_, now_attempt_, i, c.rank}))) continue;
+          EDGETRAIN_RETURN_IF_ERROR(BackwardPass(i, id, span, c.samples[k], gradient ? &*gradient : nullptr, c.rank));
+          c.passes[k] = 2;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // What the covered shares' passes wait for.
+  std::vector<Inbox::Key> CoverKeys() const {
+    std::vector<Inbox::Key> keys;
+    for (const Covered& c : covered_) {
+      for (size_t k = 0; k < spans_.size(); ++k) {
+        const int i = static_cast<int>(k);
+        if (c.passes[k] == 0 && !trainer_->IsFirst()) keys.emplace_back(true, now_step_, now_attempt_, i, c.rank);
+        if (c.passes[k] == 1 && !trainer_->IsLast()) keys.emplace_back(false, now_step_, now_attempt_, i, c.rank);
+      }
+    }
+    return keys;
+  }
+
+  // Every pass of the covered shares run, their inputs waited for.
+  Status FinishCovers() {
+    for (;;) {
+      EDGETRAIN_ASSIGN_OR_RETURN(const bool ran, CoverOnePass());
+      if (ran) continue;
+      if (std::all_of(covered_.begin(), covered_.end(), [](const Covered& c) { return c.Done(); })) {
+        return Status::Ok();
+      }
+      EDGETRAIN_RETURN_IF_ERROR(Waited(CoverKeys()));
+    }
+  }
+
+  // The group's exchange, not the device's work: this device's gradient,
+  // with its covered shares', to the head, and the group's sum back. A
+  // cover that comes while it waits (a device of its group lost after this
+  // one's gradient went) is computed then, as work, its gradient sent alone.
+  Status ExchangeGradients() {
+    SendGradient(true);
+    for (;;) {
+      if (std::optional<v1::GroupGradient> summed = inbox_.TakeGradient(now_step_, now_attempt_)) {
+        EDGETRAIN_ASSIGN_OR_RETURN(pending_sum_, FloatsOf(summed->values()));
+        if (pending_sum_.size() != trainer_->Gradients().size()) {
+          return FailedPreconditionError("the head summed a gradient of another size");
+        }
+        return Status::Ok();
+      }
+      const size_t covers = covered_.size();
+      EDGETRAIN_RETURN_IF_ERROR(TakeCovers());
+      if (covered_.size() > covers) {
+        trainer_->ZeroGradients();  // its own went: the covered shares' go alone
+        EDGETRAIN_RETURN_IF_ERROR(FinishCovers());
+        SendGradient(false);
+        continue;
+      }
+      const double began = WorkClock();
+      const Status waited = inbox_.AwaitAny({}, now_step_, now_attempt_, /*gradient=*/true);
+      not_work_s_ += WorkClock() - began;
+      EDGETRAIN_RETURN_IF_ERROR(waited);
+    }
+  }
+  // The gradient the trainer holds, to the head: of its own shares
+  // (`own`), and of those covered not sent yet.
+  void SendGradient(bool own) {
+    const double began = WorkClock();
+    v1::WorkerMessage mine;
+    v1::GroupGradient& g = *mine.mutable_gradient();
+    g.set_step(now_step_);
+    g.set_attempt(now_attempt_);
+    g.set_values(FloatBytes(trainer_->Gradients()));
+    if (own) g.add_shares_of(options_.rank);
+    for (Covered& c : covered_) {
+      if (c.in_gradient) continue;
+      g.add_shares_of(c.rank);
+      c.in_gradient = true;
+    }
+    if (own && g.shares_of_size() == 1) g.clear_shares_of();  // its own alone
+    outbox_.Post(std::move(mine));
+    not_work_s_ += WorkClock() - began;  // the exchange's
+  }
+
+  // The share of micro-batch `whole` of the group's member `member`: the
   // group's devices deal it by speed, as the head does.
-  MicroBatchSpan Mine(MicroBatchSpan whole) const {
+  MicroBatchSpan ShareOf(MicroBatchSpan whole, size_t member) const {
     if (group_.size() == 1) return whole;
     const std::vector<int64_t> shares = ShareOut(whole.end - whole.begin, speeds_);
     int64_t begin = whole.begin;
-    for (size_t j = 0; j < member_; ++j) begin += shares[j];
-    return {begin, begin + shares[member_]};
+    for (size_t j = 0; j < member; ++j) begin += shares[j];
+    return {begin, begin + shares[member]};
   }
 
   // A pass, timed as compute, on the emulated device (its slowdown slept
@@ -686,23 +859,41 @@ class Stage {
                                        : ToSeconds(clock_.Now().time_since_epoch());
   }
 
-  StatusOr<v1::MicroBatch> Awaited(bool forward, int64_t step, int attempt, int i) {
-    const TimePoint began = clock_.Now();
-    const double work_began = WorkClock();
-    auto m = inbox_.Await(forward, step, attempt, i);
-    summary_.idle_s += ToSeconds(clock_.Now() - began);
-    not_work_s_ += WorkClock() - work_began;
-    return m;
+  // This device's own micro-batch `i` of the step in progress, forward (or
+  // backward), once it is here: covered shares whose inputs come meanwhile
+  // are computed while it waits.
+  StatusOr<v1::MicroBatch> Awaited(bool forward, int i) {
+    const Inbox::Key key{forward, now_step_, now_attempt_, i, Inbox::kOwn};
+    for (;;) {
+      if (std::optional<v1::MicroBatch> m = inbox_.Take(key)) return std::move(*m);
+      EDGETRAIN_ASSIGN_OR_RETURN(const bool ran, CoverOnePass());
+      if (ran) continue;
+      std::vector<Inbox::Key> keys = CoverKeys();
+      keys.push_back(key);
+      EDGETRAIN_RETURN_IF_ERROR(Waited(keys));
+    }
   }
 
-  void Send(bool forward, int64_t step, int attempt, int i, int64_t n, std::span<const float> values) {
+  // A wait for a micro-batch, a cover or the group's sum: the pipeline's
+  // bubbles, and not the device's work.
+  Status Waited(const std::vector<Inbox::Key>& keys) {
+    const TimePoint began = clock_.Now();
+    const double work_began = WorkClock();
+    Status waited = inbox_.AwaitAny(keys, now_step_, now_attempt_, /*gradient=*/false);
+    summary_.idle_s += ToSeconds(clock_.Now() - began);
+    not_work_s_ += WorkClock() - work_began;
+    return waited;
+  }
+
+  void Send(bool forward, int i, int64_t n, std::span<const float> values, int share_of) {
     v1::WorkerMessage message;
     v1::MicroBatch* m = forward ? message.mutable_forward() : message.mutable_backward();
-    m->set_step(step);
-    m->set_attempt(attempt);
+    m->set_step(now_step_);
+    m->set_attempt(now_attempt_);
     m->set_micro_batch(i);
     m->set_samples(static_cast<int32_t>(n));
     m->set_values(FloatBytes(values));
+    if (share_of != Inbox::kOwn) m->set_share_of(share_of);
     summary_.activation_bytes_sent += static_cast<int64_t>(values.size() * sizeof(float));
     outbox_.Post(std::move(message));
   }
@@ -831,6 +1022,14 @@ class Stage {
   int64_t replicated_step_ = 0;       // the step of the last replica sent
   int micro_batches_ = plan_.pipeline->micro_batches;  // a step's, as the head last said
   std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
+  // The step in progress: its attempt, its micro-batches, the loss of the
+  // shares computed here (the last stage's), and the lost devices' shares
+  // this device covers.
+  int64_t now_step_ = 0;
+  int now_attempt_ = 0;
+  std::vector<MicroBatchSpan> spans_;
+  double loss_sum_ = 0;
+  std::vector<Covered> covered_;
   double job_elapsed_s_ = 0;     // the job's training time, as the head's welcome said it
   TimePoint job_elapsed_at_{};   // and when
   StageSummary summary_;

@@ -315,6 +315,7 @@ struct PipelineMetrics::Handles {
   Gauge& in_flight;
   Counter& replays;
   Counter& replayed_micro_batches;
+  Counter& covered_shares;
   Counter& recovery;
   // By the stage the replica is of: a stage's replicas are all of one size.
   prometheus::Family<prometheus::Counter>& replicas;
@@ -337,10 +338,15 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                               "Micro-batches between the first stage's forward and its backward", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_replays_total",
-                              "Steps run again on the survivors of a device lost mid-step", r)
+                              "Steps run again on the survivors of a device lost mid-step, or a lost device's shares of one "
+                              "computed again by another of its group", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_replayed_micro_batches_total",
                               "Micro-batches run again by replays", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_covered_shares_total",
+                              "Shares of micro-batches a device lost mid-step was dealt, computed again by "
+                              "another of its group while the rest of the pipeline went on", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_recovery_seconds_total",
                               "Seconds from a device's loss seen to the replayed step done", r)
@@ -386,6 +392,10 @@ void PipelineMetrics::SetInFlight(int micro_batches) { h_->in_flight.Set(micro_b
 void PipelineMetrics::AddReplay(int micro_batches) {
   h_->replays.Increment();
   h_->replayed_micro_batches.Increment(micro_batches);
+}
+void PipelineMetrics::AddCover(int shares) {
+  h_->replays.Increment();
+  h_->covered_shares.Increment(shares);
 }
 void PipelineMetrics::AddRecovery(double seconds) { h_->recovery.Increment(seconds); }
 void PipelineMetrics::AddReplica(int stage, int64_t bytes, double seconds) {

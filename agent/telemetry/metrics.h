@@ -134,6 +134,9 @@ class PipelineMetrics {
   void SetInFlight(int micro_batches);
   // A step replayed without a lost device, and the micro-batches it ran again.
   void AddReplay(int micro_batches);
+  // A device of a group lost mid-step, its `shares` of the step computed
+  // again by another of its group, the rest of the pipeline going on.
+  void AddCover(int shares);
   // A step that lost a device done at last: the seconds since the loss was seen.
   void AddRecovery(double seconds);
   // A replica of `stage` in whole at the head: its bytes, and its parts' time coming in.

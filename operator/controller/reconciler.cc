@@ -1444,7 +1444,8 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   const int64_t steps = count(replays, "count"), restored = count(replays, "restoredStages");
   const bool fresh = steps > count(before, "count") || restored > count(before, "restoredStages");
   Json kept = Json::object();
-  for (const char* key : {"count", "microBatches", "restoredStages", "stepsLost", "repartitions", "rejoined"}) {
+  for (const char* key :
+       {"count", "microBatches", "restoredStages", "stepsLost", "repartitions", "rejoined", "covered", "coveredShares"}) {
     kept[key] = count(replays, key);
   }
   kept["recoverySeconds"] = replays.value("recoverySeconds", 0.0);
@@ -1455,11 +1456,19 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   }
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", kept["recoverySeconds"].get<double>());
-  std::string message = "the head replayed " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s") + " (" +
-                        std::to_string(kept["microBatches"].get<int64_t>()) +
-                        (kept["microBatches"].get<int64_t>() == 1 ? " micro-batch run again, " : " micro-batches run again, ") +
-                        seconds +
-                        " s of recovery)";
+  auto counted = [&](const char* key, const char* one, const char* many) {
+    const int64_t n = kept[key].get<int64_t>();
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  // A device of a group lost mid-step has its shares computed again by its
+  // group, nothing else run again; other losses run the step again on every stage.
+  std::string message = "the head recovered from " + counted("count", "loss", "losses") + " mid-step (" +
+                        counted("microBatches", "micro-batch", "micro-batches") + " run again on every stage, ";
+  if (kept["covered"].get<int64_t>() > 0) {
+    message += counted("coveredShares", "share", "shares") + " of " + counted("covered", "lost device", "lost devices") +
+               " computed again by their groups, ";
+  }
+  message += std::string(seconds) + " s of recovery)";
   if (restored > 0) {
     message += " and rebuilt " + std::to_string(restored) + " stage" + (restored == 1 ? "" : "s") +
                " from a replica, losing " + std::to_string(kept["stepsLost"].get<int64_t>()) +

@@ -1471,8 +1471,8 @@ TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsRepla
   ASSERT_NE(replaying, nullptr);
   EXPECT_EQ(replaying->value("status", ""), "True");
   EXPECT_EQ(replaying->value("message", ""),
-            "the head replayed 1 step (4 micro-batches run again, 0.10 s of recovery) and rebuilt 1 stage from a "
-            "replica, losing 12 steps of those layers' updates");
+            "the head recovered from 1 loss mid-step (4 micro-batches run again on every stage, 0.10 s of recovery) "
+            "and rebuilt 1 stage from a replica, losing 12 steps of those layers' updates");
   EXPECT_EQ(status["pipeline"]["replays"]["restoredStages"], 1);
   EXPECT_EQ(api_.Writes("create Pod"), 0);
   EXPECT_EQ(api_.Writes("create Event"), 1);
@@ -1488,6 +1488,25 @@ TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsRepla
             api::reason::kTrainingOn)
       << "nothing new since";
   EXPECT_EQ(api_.Writes("create Event"), 1) << "the replay's Event once";
+
+  // A device of a group lost mid-step, its shares computed again by its group.
+  progress_.by_ip[head]["iteration"] = 60;
+  progress_.by_ip[head]["replays"]["count"] = 2;
+  progress_.by_ip[head]["replays"]["covered"] = 1;
+  progress_.by_ip[head]["replays"]["coveredShares"] = 4;
+  progress_.by_ip[head]["replays"]["recoverySeconds"] = 0.15;
+  now_ += std::chrono::seconds(5);
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  status = Job("piped")["status"];
+  replaying = FindCondition(status, api::condition::kReplaying);
+  ASSERT_NE(replaying, nullptr);
+  EXPECT_EQ(replaying->value("status", ""), "True");
+  EXPECT_EQ(replaying->value("message", ""),
+            "the head recovered from 2 losses mid-step (4 micro-batches run again on every stage, 4 shares of 1 lost "
+            "device computed again by their groups, 0.15 s of recovery) and rebuilt 1 stage from a replica, losing "
+            "12 steps of those layers' updates");
+  EXPECT_EQ(status["pipeline"]["replays"]["coveredShares"], 4);
 }
 
 // A stage left with no device, whose head then fails (no replica to rebuild
