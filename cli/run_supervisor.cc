@@ -169,14 +169,15 @@ void RunSupervisor::NoteDeviceEvents(const JobProgress& p, ProgressDisplay& disp
     notes.push_back("a stage lost its only device" + (now.hung > was.hung || now.stragglers > was.stragglers ? "" : ranks(left)) +
                     "; rebuilt on its neighbour from a replica, " + std::to_string(now.steps_lost - was.steps_lost) +
                     " steps of its updates lost");
+  } else if (now.micro_batches > was.micro_batches && now.hung == was.hung) {
+    notes.push_back("a device lost mid-step" + ranks(left) + "; the step ran again on the devices left");
   } else if (now.covered > was.covered && now.hung == was.hung) {
+    // Covered by its group, the step's other passes standing.
     const int64_t shares = now.covered_shares - was.covered_shares;
     notes.push_back("a device lost mid-step" + ranks(left) +
                     (shares > 0 ? "; another of its group computed its " + std::to_string(shares) +
                                       (shares == 1 ? " share" : " shares") + " of the step, nothing else ran again"
                                 : "; all it computed of the step was in, nothing ran again"));
-  } else if (now.count > was.count && now.hung == was.hung) {
-    notes.push_back("a device lost mid-step" + ranks(left) + "; the step ran again on the devices left");
   }
   if (now.rejoined > was.rejoined) notes.push_back("a device is back in a stage" + ranks(back));
   if (notes.empty()) return;

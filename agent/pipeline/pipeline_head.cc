@@ -389,8 +389,9 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
     }
     const std::vector<int>& from = groups_[stage];
     const std::vector<int>& next = groups_[to];
-    if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(part.values().size()));
+    const auto bytes = static_cast<int64_t>(part.values().size());
     if (from.size() == 1 && next.size() == 1) {
+      if (metrics_) metrics_->AddRelayedBytes(bytes);
       out.push_back(std::move(part));
       targets.push_back(next.front());
     } else {
@@ -400,6 +401,7 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
       if (member == from.size()) return Status::Ok();  // from a device its stage has let go of
       // A lost device's part that came before its loss, sent again by its cover.
       if (!covers_.FirstSent(forward, part.micro_batch(), stage, member)) return Status::Ok();
+      if (metrics_) metrics_->AddRelayedBytes(bytes);
       Parts& parts = parts_[{forward, part.step(), part.micro_batch(), to}];
       parts.micro_batches.resize(from.size());
       parts.micro_batches[member] = std::move(part);
@@ -477,10 +479,12 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
     Parts& parts = gradients_[{stage, part.step()}];
     parts.gradients.resize(group.size());
     for (size_t j : slots) {
-      if (parts.gradients[j]) {  // the head covers a device only while its gradient is not in
-        Log() << "pipeline: stage " << stage + 1 << " had rank " << group[j]
-              << "'s shares of the gradient already; dropped those rank " << rank << " sent\n";
-        return Status::Ok();
+      // The head covers a device only while its gradient is not in: a
+      // second gradient of the same shares would leave another slot empty,
+      // and the group waiting for it for ever. Its sender is lost instead.
+      if (parts.gradients[j]) {
+        return FailedPreconditionError("stage " + std::to_string(stage + 1) + " was sent the gradient of rank " +
+                                       std::to_string(group[j]) + "'s shares twice");
       }
     }
     // The values go in the first slot; the others' shares are summed in them.
@@ -726,8 +730,6 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
   for (int r : members_) {
     Link& link = *links_[r];
     if (!link.lost || link.covered) continue;
-    // Its loss takes the shares it covered with it: the whole step again.
-    if (covers_.Covers(r)) return std::nullopt;
     const auto s = static_cast<size_t>(link.stage);
     const std::vector<int>& group = groups_[s];
     // Done with this attempt: all it computed is in, its loss of the step too.
@@ -744,8 +746,10 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
       covering.push_back({&link, std::nullopt});
       continue;
     }
-    // A stage's only device: its layers come back from a replica, and the step runs again.
-    if (group.size() < 2 || sent_all) return std::nullopt;
+    // A stage's only device: its layers come back from a replica, and the
+    // step runs again. One covering another takes that one's shares with
+    // it too: the step runs again.
+    if (group.size() < 2 || sent_all || covers_.Covers(r)) return std::nullopt;
     // The fastest of its group left computes its shares.
     std::optional<size_t> by;
     for (size_t j = 0; j < group.size(); ++j) {
@@ -777,6 +781,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     const std::vector<int>& group = groups_[static_cast<size_t>(c.lost->stage)];
     const size_t member = std::find(group.begin(), group.end(), c.lost->rank) - group.begin();
     for (auto [forward, share] : covers_.DealtTo(c.lost->stage, member)) {
+      if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(share.values().size()));
       share.set_share_of(c.lost->rank);
       v1::CoordinatorMessage relayed;
       *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(share);
@@ -871,13 +876,18 @@ PipelineHead::Passes PipelineHead::PassesLocked(int64_t samples) const {
 }
 
 void PipelineHead::CountSharesLocked(const Passes& passes) {
+  for (const std::vector<int>& group : groups_) {
+    for (int r : group) links_[r]->batch_share = 0;
+  }
   for (size_t s = 0; s < groups_.size(); ++s) {
     for (size_t j = 0; j < groups_[s].size(); ++j) {
       int64_t share = 0;
       for (int64_t n : passes[s][j]) share += n;
-      Link& link = *links_[groups_[s][j]];
+      // A lost device's shares, computed by its cover, are the cover's.
+      const int r = covers_.CoverOf(groups_[s][j]).value_or(groups_[s][j]);
+      Link& link = *links_[r];
       link.samples += share;
-      link.batch_share = share;
+      link.batch_share += share;
     }
   }
 }
@@ -1530,15 +1540,16 @@ Status PipelineHead::Advance() {
     samples = link.step_samples;
     loss_sum += link.loss_sum;
   }
+  // The step as the stages dealt it, by stage and device: for each device's
+  // pace and its share of the samples, a lost one's counted to its cover.
+  const auto passes = PassesLocked(samples);
+  CountSharesLocked(passes);
   // Devices lost and covered leave their groups now; the next step goes to
   // the groups as they then are, the micro-batches planned again for them.
   if (std::any_of(members_.begin(), members_.end(), [&](int r) { return links_[r]->covered; })) {
     for (int r : members_) links_[r]->covered = false;
     EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
   }
-  // The step as the stages dealt it, by stage and device: for each device's
-  // pace and its share of the samples.
-  const auto passes = PassesLocked(samples);
   // The stage that answered last paced the step: the rest of its period,
   // measured at the next word, is the orders'.
   last_word_at_.reset();
@@ -1562,7 +1573,6 @@ Status PipelineHead::Advance() {
   last_step_loss_ = loss;
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   samples_ += samples;
-  CountSharesLocked(passes);
   step_ = step;
   // What a step takes, the time between steps included: what a stage's
   // updates since its replica would take to train again.

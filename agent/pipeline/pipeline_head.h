@@ -317,7 +317,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // slower still in one; not in its first steps of a session) is let
   // go of (Stragglers), its stream cut.
   void LetGoOfStragglersLocked(const Passes& passes);
-  // Each device's share of the step, counted on its link.
+  // Each device's share of the step, counted on its link; a lost device's
+  // that another of its group covered, on the cover's.
   void CountSharesLocked(const Passes& passes);
 
   const JobPlan& plan_;

@@ -575,7 +575,7 @@ TEST(SimulatedPipelineTest, ADeviceCutOffWhileSilentSaysHelloAgainByItselfAndRej
 // microsecond), and every step's loss and the weights after are those of
 // the run that lost no one, within 1e-4. The loss shows in /progress's
 // replays.
-TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
+TEST(SimulatedPipelineTest, ADeviceLostMidStepHasItsSharesComputedByTheOtherOfItsStage) {
   const JobPlan plan = HybridPlan({{0, 1}, {2, 3}, {4, 5}}, 4);
   const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
@@ -604,6 +604,16 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepIsReplayedOnTheOthersOfItsStage) {
       }
       ASSERT_TRUE(run.summaries[cover].ok());
       EXPECT_GT(run.summaries[cover]->compute_s, whole_run.summaries[cover]->compute_s) << "it took the lost one's shares";
+      // The samples each trained on: the lost one's of steps 1 and 2, its
+      // cover the rest of their stage's.
+      const auto samples = [](const SimulatedRun& r, int rank) {
+        for (const WorkerProgress& w : r.progress.workers) {
+          if (w.rank == rank) return w.samples;
+        }
+        return int64_t{-1};
+      };
+      EXPECT_EQ(samples(run, rank), 2 * samples(whole_run, rank) / 5);
+      EXPECT_EQ(samples(run, rank) + samples(run, cover), run.progress.samples);
       // What was in flight: at most the step's; none when the first stage's
       // device dies before its first forward leaves it; the last micro-batch
       // when the last stage's dies at its last backward.
@@ -1903,7 +1913,7 @@ TEST(PipelineOverGrpcTest, AStageOnTwoDevicesTrainsStepForStepAsOneDevice) {
 // the step: the other device computes its shares of the step again, from
 // what the head had dealt it, the last stage's done passes standing; it then
 // carries the stage alone, and the pipeline still trains as one device.
-TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsReplayedAndThePipelineStillTrainsAsOneDevice) {
+TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsCoveredAndThePipelineStillTrainsAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}});
 }
 

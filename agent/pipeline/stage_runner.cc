@@ -580,6 +580,7 @@ class Stage {
     now_attempt_ = attempt;
     spans_ = SplitBatch(static_cast<int64_t>(batch_.size()), micro_batches_);
     loss_sum_ = 0;
+    own_forwards_ = 0;
     covered_.clear();
     v1::StepDone done;
     done.set_step(step);
@@ -595,6 +596,7 @@ class Stage {
           EDGETRAIN_ASSIGN_OR_RETURN(in, Awaited(true, i));
         }
         EDGETRAIN_ASSIGN_OR_RETURN(held_[i], ForwardPass(i, i, span, in ? &*in : nullptr, Inbox::kOwn));
+        ++own_forwards_;
       } else {
         std::optional<v1::MicroBatch> gradient;
         if (!trainer_->IsLast()) {
@@ -689,13 +691,16 @@ class Stage {
   // A lost device's shares of the step in progress, which this device
   // computes in its stead (StageCover): each micro-batch's forward, then its
   // backward, whenever their inputs are here, between its own passes.
+  enum class Covering { kForwardDue, kBackwardDue, kDone };
   struct Covered {
     int rank = 0;
-    size_t member = 0;             // its place in the group the step is dealt by
-    std::vector<int> passes;       // by micro-batch: 0 none yet, 1 its forward, 2 its backward too
-    std::vector<int64_t> samples;  // by micro-batch: of its share, once forwarded
-    bool in_gradient = false;      // its gradient went to the head in one of this device's
-    bool Done() const { return std::all_of(passes.begin(), passes.end(), [](int p) { return p == 2; }); }
+    size_t member = 0;               // its place in the group the step is dealt by
+    std::vector<Covering> passes;    // by micro-batch
+    std::vector<int64_t> samples;    // by micro-batch: of its share, once forwarded
+    bool in_gradient = false;        // its gradient went to the head in one of this device's
+    bool Done() const {
+      return std::all_of(passes.begin(), passes.end(), [](Covering p) { return p == Covering::kDone; });
+    }
   };
 
   // The covers the head has asked for since, taken up.
@@ -710,15 +715,18 @@ class Stage {
       Covered& covered = covered_.emplace_back();
       covered.rank = c.rank();
       covered.member = static_cast<size_t>(at - group_.begin());
-      covered.passes.assign(spans_.size(), 0);
+      covered.passes.assign(spans_.size(), Covering::kForwardDue);
       covered.samples.assign(spans_.size(), 0);
     }
     return Status::Ok();
   }
 
   // A pass of a covered share whose input is here, run: false if none is.
-  // As its own, a covered share's micro-batch is one id of the trainer's,
-  // apart from its own: ids from (member + 1) * 2^20 on.
+  // A covered share's micro-batch is one id of the trainer's, apart from
+  // its own: ids from (member + 1) * 2^20 on. Its forward goes no sooner
+  // than this device's own of the same micro-batch: on the first stage,
+  // whose forwards wait for nothing, a cover ran all of them at once and
+  // held every activation of the step besides 1F1B's own.
   StatusOr<bool> CoverOnePass() {
     EDGETRAIN_RETURN_IF_ERROR(TakeCovers());
     for (Covered& c : covered_) {
@@ -726,18 +734,18 @@ class Stage {
         const int i = static_cast<int>(k);
         const int64_t id = (static_cast<int64_t>(c.member) + 1) * (int64_t{1} << 20) + i;
         const MicroBatchSpan span = ShareOf(spans_[k], c.member);
-        if (c.passes[k] == 0) {
+        if (c.passes[k] == Covering::kForwardDue && i < own_forwards_) {
           std::optional<v1::MicroBatch> in;
           if (!trainer_->IsFirst() && !(in = inbox_.Take({true, now_step_, now_attempt_, i, c.rank}))) continue;
           EDGETRAIN_ASSIGN_OR_RETURN(c.samples[k], ForwardPass(i, id, span, in ? &*in : nullptr, c.rank));
-          c.passes[k] = 1;
+          c.passes[k] = Covering::kBackwardDue;
           return true;
         }
-        if (c.passes[k] == 1) {
+        if (c.passes[k] == Covering::kBackwardDue) {
           std::optional<v1::MicroBatch> gradient;
           if (!trainer_->IsLast() && !(gradient = inbox_.Take({false, now_step_, now_attempt_, i, c.rank}))) continue;
           EDGETRAIN_RETURN_IF_ERROR(BackwardPass(i, id, span, c.samples[k], gradient ? &*gradient : nullptr, c.rank));
-          c.passes[k] = 2;
+          c.passes[k] = Covering::kDone;
           return true;
         }
       }
@@ -745,14 +753,19 @@ class Stage {
     return false;
   }
 
-  // What the covered shares' passes wait for.
+  // What the covered shares' passes that may go wait for (a forward ahead
+  // of its own, whose input came, would wake every wait for nothing).
   std::vector<Inbox::Key> CoverKeys() const {
     std::vector<Inbox::Key> keys;
     for (const Covered& c : covered_) {
       for (size_t k = 0; k < spans_.size(); ++k) {
         const int i = static_cast<int>(k);
-        if (c.passes[k] == 0 && !trainer_->IsFirst()) keys.emplace_back(true, now_step_, now_attempt_, i, c.rank);
-        if (c.passes[k] == 1 && !trainer_->IsLast()) keys.emplace_back(false, now_step_, now_attempt_, i, c.rank);
+        if (c.passes[k] == Covering::kForwardDue && !trainer_->IsFirst() && i < own_forwards_) {
+          keys.emplace_back(true, now_step_, now_attempt_, i, c.rank);
+        }
+        if (c.passes[k] == Covering::kBackwardDue && !trainer_->IsLast()) {
+          keys.emplace_back(false, now_step_, now_attempt_, i, c.rank);
+        }
       }
     }
     return keys;
@@ -874,8 +887,8 @@ class Stage {
     }
   }
 
-  // A wait for a micro-batch, a cover or the group's sum: the pipeline's
-  // bubbles, and not the device's work.
+  // A wait for a micro-batch or a cover: the pipeline's bubbles, and not
+  // the device's work.
   Status Waited(const std::vector<Inbox::Key>& keys) {
     const TimePoint began = clock_.Now();
     const double work_began = WorkClock();
@@ -1029,6 +1042,7 @@ class Stage {
   int now_attempt_ = 0;
   std::vector<MicroBatchSpan> spans_;
   double loss_sum_ = 0;
+  int own_forwards_ = 0;  // this device's own forwards of the step so far (1F1B's are in order)
   std::vector<Covered> covered_;
   double job_elapsed_s_ = 0;     // the job's training time, as the head's welcome said it
   TimePoint job_elapsed_at_{};   // and when

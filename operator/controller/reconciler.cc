@@ -1442,7 +1442,8 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   auto count = [](const Json& r, const char* key) { return r.is_object() ? r.value(key, int64_t{0}) : int64_t{0}; };
   const Json before = pass.stored_status.value("/pipeline/replays"_json_pointer, Json());
   const int64_t steps = count(replays, "count"), restored = count(replays, "restoredStages");
-  const bool fresh = steps > count(before, "count") || restored > count(before, "restoredStages");
+  const bool fresh = steps > count(before, "count") || restored > count(before, "restoredStages") ||
+                     count(replays, "covered") > count(before, "covered");
   Json kept = Json::object();
   for (const char* key :
        {"count", "microBatches", "restoredStages", "stepsLost", "repartitions", "rejoined", "covered", "coveredShares"}) {
@@ -1450,7 +1451,7 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   }
   kept["recoverySeconds"] = replays.value("recoverySeconds", 0.0);
   pass.status["pipeline"]["replays"] = kept;
-  if (steps == 0 && restored == 0) {
+  if (steps == 0 && restored == 0 && kept["covered"].get<int64_t>() == 0) {
     pass.Set(condition::kReplaying, false, reason::kNothingLost, "no device lost");
     return;
   }
