@@ -1222,12 +1222,17 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
 // whose head goes away after step 4, its stages' streams broken as its node's
 // are, and the devices of `lost_with_head` with it; another head then starts,
 // with step 2's checkpoint if `old_checkpoint`, and trains steps 5 to 8.
+// `padding`: floats the fakes of the first and the last stage hold besides
+// their weight, so that their replicas go in several parts (only the last
+// stage's layers can then be rebuilt on its neighbour: a fake holds its
+// padding after its layers).
 struct HeadReplaced {
   std::vector<double> losses;  // steps 1-8
   std::string log;
   JobProgress progress;        // the second head's
 };
-HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, const std::set<int>& lost_with_head = {}) {
+HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, const std::set<int>& lost_with_head = {},
+                                      int64_t padding = 0) {
   const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   const int devices = static_cast<int>(plan.workers.size());
@@ -1236,7 +1241,9 @@ HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, 
   auto fake = [&](int r) {
     const int s = *StageOfRank(*plan.pipeline, r);
     return std::make_unique<testing::FakeStageTrainer>(
-        testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock);
+        testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2), 1, nullptr,
+                           s == 0 || s == stages - 1 ? padding : 0},
+        clock);
   };
   StageShapes shapes;
   testing::FakeModel whole_model;
@@ -1246,7 +1253,9 @@ HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, 
     whole_model.shapes.insert(whole_model.shapes.end(), shapes.back().begin(), shapes.back().end());
   }
   testing::FakeTrainer whole_a(whole_model, clock), whole_b(whole_model, clock);
-  const RankLayerTaker take_layers = FakeLayerTaker(clock, plan.pipeline->stages.back().end_layer);
+  const int layers = plan.pipeline->stages.back().end_layer;
+  const RankLayerTaker take_layers = FakeLayerTaker(clock, layers, nullptr, milliseconds(1), milliseconds(2),
+                                                    {{layers - 1, padding}});
   std::ostringstream log;
   HeadReplaced run;
   std::atomic<bool> cancel{false};
@@ -1370,6 +1379,34 @@ TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromTheReplicaItsNeigh
   ASSERT_TRUE(run.progress.replays.has_value());
   EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.replays->steps_lost, 1);
+  EXPECT_EQ(run.progress.iteration, 8);
+}
+
+// The head's node held the only device of the last of three stages: gone
+// with it. The middle stage's device keeps the replicas of both its
+// neighbours' layers, which the head relayed to it as they came, each in
+// several parts (their state padded past 16 kB; the simulated clock sends
+// one neighbour's parts after the other's). The new head has it take layer
+// 2 from the one it keeps (of step 3), and the run goes on to step 8, its
+// loss that of the run that lost nothing within 1%.
+TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromAReplicaItsNeighbourKeptInParts) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const HeadReplaced run = ReplaceTheHeadAfterStep4(plan, /*old_checkpoint=*/false, /*lost_with_head=*/{2},
+                                                    /*padding=*/10000);
+  ASSERT_EQ(run.losses.size(), 8u) << run.log;
+  for (size_t k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(run.losses[k], whole_run.losses[k]) << "step " << k + 1;
+  for (size_t k = 4; k < 8; ++k) {
+    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 0.01 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+  }
+  EXPECT_NE(run.log.find("stage 3 (layers 2-2) is rebuilt on stage 2 from the replica of step 3 its devices keep"),
+            std::string::npos)
+      << run.log;
+  ASSERT_TRUE(run.progress.replays.has_value());
+  EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.iteration, 8);
 }
 
