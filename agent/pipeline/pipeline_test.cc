@@ -168,21 +168,36 @@ struct ComesBack {
   int after_step = 0;
   StageTrainer* trainer = nullptr;
 };
-// `gates`: each rank's uplink gate, or none; every gate is opened again once
-// the job is over (the links come back). `take_layers`: how device `rank`
-// takes on other layers, or none. `rebalance_every`: the head's measurement
-// of its stages, in steps (0: layers never move). `back`: devices that come
-// back, by rank. `resume`: the checkpoint the head resumes from, if any.
-// `absent`: devices that never come. `between_steps`: the driver's own turn
-// between steps (its bookkeeping, a slow head's), slept after each.
 using RankLayerTaker = std::function<StatusOr<std::unique_ptr<StageTrainer>>(int rank, int first, int end)>;
+// What a simulated pipeline run has besides its plan and devices; each
+// field's default is a run where nothing of it happens.
+struct Disturbances {
+  // Each rank's uplink gate, or none; every gate is opened again once the
+  // job is over (the links come back).
+  std::map<int, LinkGate*> gates{};
+  // How device `rank` takes on other layers, or none.
+  RankLayerTaker take_layers{};
+  // The head's measurement of its stages, in steps (0: layers never move),
+  // and the longest it may take.
+  int rebalance_every = 0;
+  Duration rebalance_within{};
+  // Every device's emulated uplink.
+  std::optional<BandwidthTrace> uplink{};
+  // Devices that come back, by rank.
+  std::map<int, ComesBack> back{};
+  // The checkpoint the head resumes from, if any.
+  const JobCheckpoint* resume = nullptr;
+  // Devices that never come.
+  std::set<int> absent{};
+  // The driver's own turn between steps (its bookkeeping, a slow head's),
+  // slept after each.
+  Duration between_steps{};
+  Rejoining rejoining{};
+};
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
-                         DeterministicClock& clock, int steps, const std::map<int, LinkGate*>& gates = {},
-                         const RankLayerTaker& take_layers = {}, int rebalance_every = 0,
-                         const std::optional<BandwidthTrace>& uplink = std::nullopt,
-                         const std::map<int, ComesBack>& back = {}, const JobCheckpoint* resume = nullptr,
-                         const std::set<int>& absent = {}, Duration between_steps = {},
-                         Duration rebalance_within = {}, const Rejoining& rejoining = {}) {
+                         DeterministicClock& clock, int steps, const Disturbances& disturbances = {}) {
+  const auto& [gates, take_layers, rebalance_every, rebalance_within, uplink, back, resume, absent, between_steps,
+               rejoining] = disturbances;
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -524,8 +539,13 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
           testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock);
     };
   }
-  return RunPipeline(plan, trainers, data, clock, steps, gates, FakeLayerTaker(clock, layers), rebalance_every,
-                     std::nullopt, back, nullptr, {}, between_steps, {}, rejoining);
+  return RunPipeline(plan, trainers, data, clock, steps,
+                     {.gates = gates,
+                      .take_layers = FakeLayerTaker(clock, layers),
+                      .rebalance_every = rebalance_every,
+                      .back = back,
+                      .between_steps = between_steps,
+                      .rejoining = rejoining});
 }
 
 // A plan of fake stages: `groups` the ranks of each stage, device r as slow as r + 1.
@@ -832,7 +852,7 @@ TEST(SimulatedPipelineTest, AStageSendingALargeMessageOnASlowLinkIsNotTakenForSi
     const testing::FakeStage large{true, false, milliseconds(1), milliseconds(2), 1, nullptr, 20000};
     testing::FakeStageTrainer first(large, clock), second(large, clock);
     testing::FakeStageTrainer last({false, true}, clock);
-    return RunPipeline(plan, {&first, &second, &last}, data, clock, 4, {}, {}, 0, uplink);
+    return RunPipeline(plan, {&first, &second, &last}, data, clock, 4, {.uplink = uplink});
   };
   const SimulatedRun unlimited = run(std::nullopt);
   ASSERT_TRUE(unlimited.ended.ok()) << unlimited.ended.ToString();
@@ -861,7 +881,7 @@ TEST(SimulatedPipelineTest, AReplicaOnASlowLinkDoesNotHoldThePipeline) {
     DeterministicClock clock;
     testing::FakeStageTrainer first({true, false, milliseconds(20), milliseconds(20), 1, nullptr, 20000}, clock);
     testing::FakeStageTrainer last({false, true}, clock);
-    return RunPipeline(plan, {&first, &last}, data, clock, 20, {}, {}, 0, BandwidthTrace::Constant(0.32));
+    return RunPipeline(plan, {&first, &last}, data, clock, 20, {.uplink = BandwidthTrace::Constant(0.32)});
   };
   const SimulatedRun none = run(0);
   ASSERT_TRUE(none.ended.ok()) << none.ended.ToString() << "\n" << none.log;
@@ -1428,8 +1448,10 @@ TEST(SimulatedPipelineTest, AHeadResumedWithoutADeviceLostBeforeRebuildsItsStage
           testing::FakeStage{s == 0, s == 2, milliseconds(1 + s), milliseconds(2)}, clock));
       trainers.push_back(fakes.back().get());
     }
-    return RunPipeline(plan, trainers, data, clock, steps, {}, FakeLayerTaker(clock, 3), 0, std::nullopt, {}, resume,
-                       without_1 ? std::set<int>{1} : std::set<int>{});
+    return RunPipeline(plan, trainers, data, clock, steps,
+                       {.take_layers = FakeLayerTaker(clock, 3),
+                        .resume = resume,
+                        .absent = without_1 ? std::set<int>{1} : std::set<int>{}});
   };
   const SimulatedRun before = run(false, nullptr, 3);
   ASSERT_TRUE(before.ended.ok()) << before.ended.ToString();
@@ -1497,8 +1519,11 @@ TEST(SimulatedPipelineTest, ADeviceLostWhileItsReplicaIsOnTheWireIsRebuiltFromTh
     if (silent) trainers[1] = &dying;
     std::map<int, LinkGate*> gates;
     if (silent) gates[1] = &gate;
-    return RunPipeline(plan, trainers, data, clock, 7, gates,
-                       FakeLayerTaker(clock, 3, nullptr, milliseconds(1), milliseconds(2), {{1, 20000}}), 0, uplink);
+    return RunPipeline(
+        plan, trainers, data, clock, 7,
+        {.gates = gates,
+         .take_layers = FakeLayerTaker(clock, 3, nullptr, milliseconds(1), milliseconds(2), {{1, 20000}}),
+         .uplink = uplink});
   };
   const BandwidthTrace slow = BandwidthTrace::Constant(0.32);
   const SimulatedRun whole_run = run(false, slow);
@@ -1609,7 +1634,8 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
         trainers.back() = dying.back().get();
       }
     }
-    return RunPipeline(plan, trainers, data, clock, 24, {}, FakeLayerTaker(clock, 6), rebalance_every);
+    return RunPipeline(plan, trainers, data, clock, 24,
+                       {.take_layers = FakeLayerTaker(clock, 6), .rebalance_every = rebalance_every});
   };
   const SimulatedRun whole_run = run({}, 0);
   ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
@@ -1654,8 +1680,8 @@ SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = 
                            &devices[rank]},
         clock));
   };
-  return RunPipeline(plan, trainers, data, clock, 24, {}, take_layers, rebalance_every, std::nullopt, {}, nullptr, {},
-                     {}, rebalance_within);
+  return RunPipeline(plan, trainers, data, clock, 24,
+                     {.take_layers = take_layers, .rebalance_every = rebalance_every, .rebalance_within = rebalance_within});
 }
 
 // A run whose second device was slowed fourfold from step 7 on has one
