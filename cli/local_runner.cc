@@ -195,8 +195,8 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     const int cores = ThisMachine().cores;
     if (cores > 0 && devices > cores) {
       err << "note: the plan's " << devices << " devices are emulated on this machine's " << cores
-          << (cores == 1 ? " core" : " cores") << ": their passes take turns, and the run trains slower than "
-          << "predicted\n";
+          << (cores == 1 ? " core" : " cores") << ": their passes take turns, which the prediction does not "
+          << "count\n";
     }
   }
   // A comparison's stages stay as given (a new user's --stages even ended
@@ -336,6 +336,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
                          links.get(), options.http_port, std::move(transport), clock);
   std::optional<ChildProcess> coordinator;
   std::vector<ChildProcess> workers;
+  std::vector<int> worker_ranks;  // each worker's rank: a pipeline's plan may leave devices out
   // `log`: the agent whose log says why (the coordinator's unless a worker failed).
   auto failed = [&](const std::string& why, std::string log_name = "") {
     for (auto& w : workers) w.Signal(SIGTERM);
@@ -389,6 +390,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
                     "worker-" + std::to_string(rank) + ".log");
     }
     workers.push_back(std::move(*worker));
+    worker_ranks.push_back(rank);
   }
   err << DescribeEndpoints(launcher.endpoints(), plan.job.pipeline.has_value());
   if (observer) {
@@ -437,7 +439,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
   RunSupervisor supervisor(job.name, *coordinator, team, clock, err, {},
-                           plan.job.pipeline ? StopOrder::kCoordinatorFirst : StopOrder::kAllAtOnce);
+                           plan.job.pipeline ? StopOrder::kCoordinatorFirst : StopOrder::kAllAtOnce, worker_ranks);
   std::vector<std::string> nodes;
   for (const WorkerSlot& slot : plan.devices) nodes.push_back(slot.node);
   ProgressDisplay display(err, options.terminal, clock, std::chrono::seconds(5), nodes);

@@ -308,11 +308,21 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   }
   out << "\n";
   // What devices lost mid-run cost, and what the head made of the devices left.
-  if (p.replays && p.replays->count > 0) {
+  if (p.replays && (p.replays->count > 0 || p.replays->covered > 0)) {
     const JobProgress::Replays& r = *p.replays;
-    out << "  devices lost: " << r.count << (r.count == 1 ? " step" : " steps") << " run again on the devices left ("
-        << r.micro_batches << " micro-batch" << (r.micro_batches == 1 ? "" : "es") << ", "
-        << Fixed(r.recovery_s, 2) << " s from the losses to those steps done)";
+    // A device of a group is covered by its group, the step's other passes
+    // standing; other losses run the step again on every stage.
+    out << "  devices lost:";
+    if (r.covered > 0) {
+      out << " " << r.covered << (r.covered == 1 ? " covered by its group (" : " covered by their groups (")
+          << r.covered_shares << (r.covered_shares == 1 ? " share" : " shares") << " computed again)";
+    }
+    if (r.replayed_steps > 0) {
+      out << (r.covered > 0 ? ";" : "") << " " << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps")
+          << " run again on the devices left (" << r.micro_batches << " micro-batch"
+          << (r.micro_batches == 1 ? "" : "es") << ")";
+    }
+    out << "; " << Fixed(r.recovery_s, 2) << " s from the losses to their steps done";
     if (r.restored_stages > 0) {
       out << "; " << r.restored_stages << (r.restored_stages == 1 ? " stage" : " stages")
           << " rebuilt on a neighbour from the head's replica, " << WithThousands(r.steps_lost)

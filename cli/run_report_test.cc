@@ -328,6 +328,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   p.workers.pop_back();
   p.replays = JobProgress::Replays{};
   p.replays->count = 1;
+  p.replays->replayed_steps = 1;
   p.replays->micro_batches = 8;
   p.replays->recovery_s = 0.104;
   p.replays->restored_stages = 1;
@@ -342,13 +343,24 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                            "1,468 samples/s\n"),
             std::string::npos)
       << out.str();
-  EXPECT_NE(out.str().find("  devices lost: 1 step run again on the devices left (8 micro-batches, 0.10 s from the "
-                           "losses to those steps done); 1 stage rebuilt on a neighbour from the head's replica, 76 "
+  EXPECT_NE(out.str().find("  devices lost: 1 step run again on the devices left (8 micro-batches); 0.10 s from the "
+                           "losses to their steps done; 1 stage rebuilt on a neighbour from the head's replica, 76 "
                            "steps of its layers' updates lost\n"
                            "  planned again for the devices left: 2 micro-batches a step, predicted 1,468 samples/s\n"),
             std::string::npos)
       << out.str();
   EXPECT_EQ(out.str().find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
+  // A device of a group covered by its group as well: no step run again for it.
+  JobProgress covered = p;
+  covered.replays->count = 2;
+  covered.replays->covered = 1;
+  covered.replays->covered_shares = 4;
+  std::ostringstream both;
+  PrintSummary(Job(), plan, covered, 66.9, both);
+  EXPECT_NE(both.str().find("  devices lost: 1 covered by its group (4 shares computed again); 1 step run again on "
+                            "the devices left (8 micro-batches); 0.10 s from the losses to their steps done;"),
+            std::string::npos)
+      << both.str();
   // One taken for hung, two stragglers: said apart from the losses.
   p.replays->hung = 1;
   p.replays->stragglers = 2;

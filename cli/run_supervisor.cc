@@ -6,9 +6,15 @@
 namespace edgetrain::cli {
 
 RunSupervisor::RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers,
-                             Clock& clock, std::ostream& err, SupervisionTimes times, StopOrder order)
+                             Clock& clock, std::ostream& err, SupervisionTimes times, StopOrder order,
+                             std::vector<int> worker_ranks)
     : job_(std::move(job)), coordinator_(coordinator), workers_(std::move(workers)), clock_(clock), err_(err),
-      times_(times), order_(order), reported_(workers_.size(), false) {}
+      times_(times), order_(order), ranks_(std::move(worker_ranks)), reported_(workers_.size(), false) {
+  if (ranks_.size() != workers_.size()) {
+    ranks_.resize(workers_.size());
+    for (size_t i = 0; i < ranks_.size(); ++i) ranks_[i] = static_cast<int>(i);
+  }
+}
 
 Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch) {
   Supervision outcome;
@@ -89,6 +95,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     }
   }
   display.Finish();
+  // A worker killed just before the coordinator ended (a pipeline of one
+  // stage fails with its device) is named too; one that merely exited may
+  // be answering the coordinator's end.
+  if (!stopping) NoteLostWorkers(display, /*killed_only=*/true);
   outcome.lost_workers = static_cast<int>(std::count(reported_.begin(), reported_.end(), true));
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
@@ -108,16 +118,17 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   return outcome;
 }
 
-bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display) {
+bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, bool killed_only) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     // A worker told to stop exits with 0; anything else is a loss the team absorbs.
     auto status = workers_[i]->Poll();
-    if (status && *status != 0 && !reported_[i]) {
-      reported_[i] = true;
-      display.Finish();
-      err_ << "warning: worker " << i << " ended (" << DescribeExitStatus(*status) << "; its log, worker-" << i
-           << ".log, is kept with the run's logs); the team trains on without it\n";
-    }
+    if (!status || *status == 0 || reported_[i] || (killed_only && !(*status > 128))) continue;
+    reported_[i] = true;
+    display.Finish();
+    const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
+    err_ << "warning: " << (pipeline ? "the stage agent of rank " : "worker ") << ranks_[i] << " ended ("
+         << DescribeExitStatus(*status) << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs); "
+         << (pipeline ? "the pipeline trains on without it where it can\n" : "the team trains on without it\n");
   }
   return !workers_.empty() && std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; });
 }

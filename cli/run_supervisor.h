@@ -76,16 +76,19 @@ enum class StopOrder { kAllAtOnce, kCoordinatorFirst };
 
 class RunSupervisor {
  public:
+  // `worker_ranks`: each worker's rank (a pipeline's plan may leave devices
+  // out); none: their places in `workers`.
   RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers, Clock& clock,
-                std::ostream& err, SupervisionTimes times = {}, StopOrder order = StopOrder::kAllAtOnce);
+                std::ostream& err, SupervisionTimes times = {}, StopOrder order = StopOrder::kAllAtOnce,
+                std::vector<int> worker_ranks = {});
 
   // Until the coordinator reports or exits, then stops the team.
   Supervision Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch);
 
  private:
-  // Warns of each worker that exited other than told to; true once every
-  // worker has: the team has no one left to train.
-  bool NoteLostWorkers(ProgressDisplay& display);
+  // Warns of each worker that exited other than told to (`killed_only`: by
+  // a signal); true once every worker has: the team has no one left to train.
+  bool NoteLostWorkers(ProgressDisplay& display, bool killed_only = false);
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   // A pipeline's devices lost, let go of, or back, as its head's /progress
   // counts them: said on the terminal as they come, where they were seen
@@ -100,6 +103,7 @@ class RunSupervisor {
   std::ostream& err_;
   SupervisionTimes times_;
   StopOrder order_;
+  std::vector<int> ranks_;       // per worker: its rank
   std::vector<bool> reported_;  // per worker: its loss was named
   bool said_how_it_started_ = false;
   std::optional<JobProgress::Replays> seen_replays_;  // as last read

@@ -115,10 +115,10 @@ class RunSupervisorTest : public testing::Test {
     };
   }
 
-  Supervision Run(StopOrder order = StopOrder::kAllAtOnce) {
+  Supervision Run(StopOrder order = StopOrder::kAllAtOnce, std::vector<int> ranks = {}) {
     std::vector<WatchedProcess*> team;
     for (auto& w : workers_) team.push_back(w.get());
-    RunSupervisor supervisor("robots", coordinator_, team, clock_, err_, {}, order);
+    RunSupervisor supervisor("robots", coordinator_, team, clock_, err_, {}, order, std::move(ranks));
     return supervisor.Run(interrupted_, display_, watch_);
   }
   // A coordinator that reports and exits `after` it is told to stop.
@@ -237,6 +237,25 @@ TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
   EXPECT_EQ(said.find(warning, said.find(warning) + 1), std::string::npos) << "named once:\n" << said;
   EXPECT_EQ(said.find("worker 1"), std::string::npos);
   EXPECT_EQ(outcome.lost_workers, 1) << "its log is kept";
+}
+
+// A pipeline's stage agent killed, and its head failing at once for it (a
+// pipeline of one stage has nothing to rebuild it on): the kill is named,
+// by the device's rank (the plan left rank 0 out), though the head's end
+// came before the runner looked at its stages again (a new user's trial saw
+// only the head's error).
+TEST_F(RunSupervisorTest, AStageAgentKilledAsItsHeadFailsIsNamedByItsRank) {
+  workers_[0]->ExitsAt(seconds(2), 128 + SIGKILL);
+  coordinator_.Says(seconds(2), "result " + Encoded(JobState::kFailed, 40, 0.5, std::nullopt))
+      .ExitsAt(seconds(2) + milliseconds(2), 1);
+  workers_[1]->OnSignal(SIGTERM, [](ScriptedAgent& self) { self.ExitsAt(self.Elapsed(), 0); });
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {1, 2});
+  EXPECT_NE(err_.str().find("warning: the stage agent of rank 1 ended (killed by SIGKILL; its log, worker-1.log, is "
+                            "kept with the run's logs); the pipeline trains on without it where it can"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_EQ(err_.str().find("rank 2"), std::string::npos) << "it was stopped, not lost:\n" << err_.str();
+  EXPECT_EQ(outcome.lost_workers, 1);
 }
 
 // Here no one starts a team's workers again: once every one has exited, the

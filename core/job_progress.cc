@@ -136,7 +136,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"hung", p.replays->hung},
                                           {"stragglers", p.replays->stragglers},
                                           {"covered", p.replays->covered},
-                                          {"coveredShares", p.replays->covered_shares}})
+                                          {"coveredShares", p.replays->covered_shares},
+                                          {"replayedSteps", p.replays->replayed_steps}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
@@ -217,6 +218,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.replays->stragglers = r.value("stragglers", int64_t{0});
       p.replays->covered = r.value("covered", int64_t{0});
       p.replays->covered_shares = r.value("coveredShares", int64_t{0});
+      p.replays->replayed_steps = r.value("replayedSteps", int64_t{0});
       if (r.contains("replannedPaces") && r.at("replannedPaces").is_array()) {
         for (const Json& e : r.at("replannedPaces")) {
           p.replays->replanned_paces[e.at("rank").get<int>()] = e.at("pace").get<double>();

@@ -155,6 +155,8 @@ struct JobProgress {
     // dealt.
     int64_t covered = 0;
     int64_t covered_shares = 0;
+    // Of `count`, the steps run again on every stage's survivors.
+    int64_t replayed_steps = 0;
   };
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.

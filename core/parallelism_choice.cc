@@ -140,8 +140,11 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
   const std::string said = "--stages " + std::string(text);
   const std::string form = " (stages as LAYERS:RANKS separated by /, e.g. 0-1:0,1/2:2; or planned, even, data-parallel)";
   std::vector<PipelineStage> stages;
-  std::vector<bool> taken(static_cast<size_t>(devices), false);
+  std::vector<int> stage_of(static_cast<size_t>(devices), -1);  // by rank: the stage it is in, from 1
   for (std::string_view part : Split(text, '/')) {
+    if (part.empty()) {
+      return InvalidArgumentError(said + ": stage " + std::to_string(stages.size() + 1) + " is empty" + form);
+    }
     const size_t colon = part.find(':');
     if (colon == std::string_view::npos) return InvalidArgumentError(said + ": \"" + std::string(part) + "\" has no ':'" + form);
     const std::string_view span = part.substr(0, colon);
@@ -166,10 +169,17 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
         return InvalidArgumentError(said + ": \"" + std::string(r) + "\" is not a rank of the job's " +
                                     std::to_string(devices) + " devices (0-" + std::to_string(devices - 1) + ")");
       }
-      if (taken[static_cast<size_t>(*rank)]) {
-        return InvalidArgumentError(said + ": rank " + std::to_string(*rank) + " is in two stages, or twice in one");
+      int& in = stage_of[static_cast<size_t>(*rank)];
+      const int here = static_cast<int>(stages.size()) + 1;
+      if (in == here) {
+        return InvalidArgumentError(said + ": rank " + std::to_string(*rank) + " is twice in stage " +
+                                    std::to_string(here));
       }
-      taken[static_cast<size_t>(*rank)] = true;
+      if (in > 0) {
+        return InvalidArgumentError(said + ": rank " + std::to_string(*rank) + " is in stage " + std::to_string(in) +
+                                    " and stage " + std::to_string(here) + "; a device holds one stage's layers");
+      }
+      in = here;
       stage.devices.push_back(*rank);
     }
     stages.push_back(std::move(stage));

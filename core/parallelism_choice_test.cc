@@ -114,14 +114,15 @@ TEST(ParallelismChoiceTest, AStageLayoutGivenByHandIsReadOrRefusedSayingWhy) {
       {"1-5:0", "stage 1 must begin at layer 0"},
       {"0-3:0", "layers 4-5 are in no stage"},
       {"0-9:0", "the model has layers 0-5"},
-      {"0-3:0,0/4-5:1", "rank 0 is in two stages, or twice in one"},
-      {"0-3:0/4-5:0", "rank 0 is in two stages"},
+      {"0-3:0,0/4-5:1", "rank 0 is twice in stage 1"},
+      {"0-3:0/4-5:0", "rank 0 is in stage 1 and stage 2; a device holds one stage's layers"},
       {"0-3:4/4-5:1", "\"4\" is not a rank of the job's 4 devices (0-3)"},
       {"0-3:/4-5:1", "\"\" is not a rank"},
       {"a-3:0/4-5:1", "\"a-3\" is not layers"},
       {"3-2:0", "stage 1 must begin at layer 0"},
       {"0-2:0/3-2:1", "end no earlier than it begins"},
-      {"0-5:0/", "\"\" has no ':'"},
+      {"0-5:0/", "stage 2 is empty"},
+      {"0-4:0,1//5:2", "stage 2 is empty"},
       {"0-1234567:0", "\"0-1234567\" is not layers"},
   };
   for (const Case& c : cases) {

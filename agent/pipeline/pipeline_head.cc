@@ -703,7 +703,7 @@ Status PipelineHead::RegroupLocked() {
       if (!links_[r]->lost) continue;
       if (!kept[s].empty()) {
         Log() << "pipeline: stage " << s + 1 << " (rank " << r << ") lost at step " << step_ + 1 << "; "
-              << kept[s].size() << " of its devices go on\n";
+              << kept[s].size() << (kept[s].size() == 1 ? " of its devices goes on\n" : " of its devices go on\n");
       }
       members_.erase(std::find(members_.begin(), members_.end(), r));
     }
@@ -876,19 +876,18 @@ PipelineHead::Passes PipelineHead::PassesLocked(int64_t samples) const {
 }
 
 void PipelineHead::CountSharesLocked(const Passes& passes) {
-  for (const std::vector<int>& group : groups_) {
-    for (int r : group) links_[r]->batch_share = 0;
-  }
+  std::map<int, int64_t> shares;  // by rank
   for (size_t s = 0; s < groups_.size(); ++s) {
     for (size_t j = 0; j < groups_[s].size(); ++j) {
-      int64_t share = 0;
+      // A lost device's shares, computed by its cover, are the cover's; its
+      // own figures stay where they stopped.
+      int64_t& share = shares[covers_.CoverOf(groups_[s][j]).value_or(groups_[s][j])];
       for (int64_t n : passes[s][j]) share += n;
-      // A lost device's shares, computed by its cover, are the cover's.
-      const int r = covers_.CoverOf(groups_[s][j]).value_or(groups_[s][j]);
-      Link& link = *links_[r];
-      link.samples += share;
-      link.batch_share += share;
     }
+  }
+  for (const auto& [r, share] : shares) {
+    links_[r]->samples += share;
+    links_[r]->batch_share = share;
   }
 }
 
@@ -909,7 +908,11 @@ Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<in
   const std::vector<int>& lost = groups_[s];
   const std::string what = "stage " + std::to_string(s + 1) + " lost its only device" + (lost.size() > 1 ? "s" : "") +
                            " at step " + std::to_string(step_ + 1) + " (rank " + std::to_string(lost.front()) + ")";
-  if (groups_.size() == 1) return UnavailableError(what);
+  if (groups_.size() == 1) {
+    return UnavailableError(what + ": a pipeline of one stage has no other stage to rebuild it on, so it ends with " +
+                            (lost.size() > 1 ? "them" : "it") +
+                            " (more devices in the stage, or more stages, let a run train on without one)");
+  }
   if (!replicas_[s]) {
     return UnavailableError(what + ", and the head has no replica of its layers" +
                             (plan_.spec.fault_tolerance.replicate_every > 0
@@ -1524,6 +1527,7 @@ Status PipelineHead::Advance() {
     covers_.Clear();
     in_flight_ = 0;
     ++replays_.count;
+    ++replays_.replayed_steps;
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
           << Count(members_.size(), "device", "devices") << "\n";
   }
@@ -1607,10 +1611,23 @@ void PipelineHead::MeasureStagesLocked() {
     stages.push_back(m);
   }
   StartMeasureLocked();
+  // Each layer's share of a stage's compute: its passes and its optimizer's
+  // step as the plan's profile timed them, where the plan says what it was
+  // planned from; else its parameters. A convolution has few parameters
+  // and costs much: a board slowed tenfold kept the vgg's conv1 alone, its
+  // compute taken for next to nothing, and trained at 5.5 times the step
+  // the move predicted (a new user's trial).
   std::vector<double> weights;
-  for (size_t l = 0; l + 1 < layer_float_at_.size(); ++l) {
-    // A layer without parameters still costs something.
-    weights.push_back(std::max(static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]), 1.0));
+  const size_t layers = layer_float_at_.size() - 1;
+  const bool timed = problem_ && problem_->layers.size() == layers;
+  for (size_t l = 0; l < layers; ++l) {
+    double weight = static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]);
+    if (timed) {
+      const LayerCost& c = problem_->layers[l];
+      weight = c.forward_s + c.backward_s + c.optimizer_s / std::max(1, plan_.spec.data.batch_size);
+    }
+    // A layer without parameters, or timed at nothing, still costs something.
+    weights.push_back(timed ? std::max(weight, 1e-9) : std::max(weight, 1.0));
   }
   // What each set of cuts measured at the slowest stage: a layer's
   // parameters are only a guess at its compute (a convolution has few and

@@ -634,6 +634,12 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepHasItsSharesComputedByTheOtherOfIt
       };
       EXPECT_EQ(samples(run, rank), 2 * samples(whole_run, rank) / 5);
       EXPECT_EQ(samples(run, rank) + samples(run, cover), run.progress.samples);
+      // And its share of a batch, where it stopped.
+      for (const WorkerProgress& w : run.progress.workers) {
+        if (w.rank == rank) {
+          EXPECT_EQ(w.batch_size, samples(run, rank) / 2);
+        }
+      }
       // What was in flight: at most the step's; none when the first stage's
       // device dies before its first forward leaves it; the last micro-batch
       // when the last stage's dies at its last backward.
@@ -1657,12 +1663,24 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
 // `rebalance_every` steps (0: never). `slowed`: the second device's fake
 // slowing; `changes`: its slowdown's from the plan (a cluster profile's
 // compute.changes), which the stage's emulated device applies.
+// `layer_seconds`: each layer's forward and backward a sample, as the plan's
+// profile timed them (the plan then says what it was planned from); none:
+// a layout by hand.
 SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = {},
-                              std::vector<SlowdownChange> changes = {}, Duration rebalance_within = {}) {
+                              std::vector<SlowdownChange> changes = {}, Duration rebalance_within = {},
+                              std::vector<double> layer_seconds = {}) {
   const TrainTestSplit data = LearningData();
   JobPlan plan = HybridPlan({{0}, {1}}, 4);
   plan.spec.optimizer = {OptimizerKind::kAdam, 0.01, std::nullopt, 0};  // Adam: its moments move with the layers too
   plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}};
+  if (!layer_seconds.empty()) {
+    PlannedFrom from;
+    for (size_t l = 0; l < layer_seconds.size(); ++l) {
+      from.layers.push_back({"layer" + std::to_string(l), layer_seconds[l] / 3, 2 * layer_seconds[l] / 3, 4, 4, {}, 0});
+    }
+    for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
+    plan.pipeline->planned_from = std::move(from);
+  }
   plan.workers[1].slowdown_changes = std::move(changes);
   DeterministicClock clock;
   testing::FakeDevice devices[2];
@@ -1712,6 +1730,21 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
   const SimulatedRun even = RunTwoEvenStages(4);
   ASSERT_TRUE(even.ended.ok());
   EXPECT_EQ(even.progress.replays->repartitions, 0) << even.log;
+}
+
+// A plan that says what it was planned from gives each layer its share of a
+// stage's compute as its profile timed it, not by its parameters (one weight
+// a layer here): timed alike, the slowed device has a layer moved off it as
+// above; with its first layer timed ten times the second, moving that one
+// would give the first stage twelve of its own units of compute where it
+// has two, slower than the slowed stage is now, and nothing moves.
+TEST(SimulatedPipelineTest, LayersMoveByTheirTimedComputeWhereThePlanSaysIt) {
+  const SimulatedRun fixed = RunTwoEvenStages(0);
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages(4, {0, 49, 4.0}, {}, {}, {1e-3, 1e-3, 1e-3, 1e-3}), fixed);
+  const SimulatedRun heavy = RunTwoEvenStages(4, {0, 49, 4.0}, {}, {}, {1e-3, 1e-3, 1e-2, 1e-3});
+  ASSERT_TRUE(heavy.ended.ok()) << heavy.ended.ToString() << "\n" << heavy.log;
+  EXPECT_EQ(heavy.progress.replays->repartitions, 0) << heavy.log;
 }
 
 // A measurement of the stages ends after --rebalance-within too: with 1,000
