@@ -1611,20 +1611,23 @@ void PipelineHead::MeasureStagesLocked() {
     stages.push_back(m);
   }
   StartMeasureLocked();
-  // Each layer's share of a stage's compute: its passes and its optimizer's
-  // step as the plan's profile timed them, where the plan says what it was
-  // planned from; else its parameters. A convolution has few parameters
-  // and costs much: a board slowed tenfold kept the vgg's conv1 alone, its
-  // compute taken for next to nothing, and trained at 5.5 times the step
-  // the move predicted (a new user's trial).
+  // Each layer's share of a stage's compute: a step's passes of it, in the
+  // step's micro-batches, and its optimizer's step, as the plan's profile
+  // timed them, where the plan says what it was planned from; else its
+  // parameters. A convolution has few parameters and costs much: a board
+  // slowed tenfold kept the vgg's conv1 alone, its compute taken for next to
+  // nothing, and trained at 5.5 times the step the move predicted (a new
+  // user's trial); and a pass of a few samples pays its fixed costs, which a
+  // time a sample leaves out.
   std::vector<double> weights;
   const size_t layers = layer_float_at_.size() - 1;
   const bool timed = problem_ && problem_->layers.size() == layers;
+  const double micro_batch = static_cast<double>(plan_.spec.data.batch_size) / std::max(1, micro_batches_);
   for (size_t l = 0; l < layers; ++l) {
     double weight = static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]);
     if (timed) {
       const LayerCost& c = problem_->layers[l];
-      weight = c.forward_s + c.backward_s + c.optimizer_s / std::max(1, plan_.spec.data.batch_size);
+      weight = PassSeconds(c, micro_batch) * micro_batches_ + c.optimizer_s;
     }
     // A layer without parameters, or timed at nothing, still costs something.
     weights.push_back(timed ? std::max(weight, 1e-9) : std::max(weight, 1.0));
