@@ -243,6 +243,12 @@ const std::vector<Capability>& Capabilities() {
                 !Written(raw, "spec.faultTolerance.replicaMoments").is_null();
        },
        "applies to pipelines only, as replicateEvery"},
+      {"spec.faultTolerance.replicateCentralEvery", Effect::kNote, kLocalOnly,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode == ParallelismMode::kDataParallel &&
+                !Written(raw, "spec.faultTolerance.replicateCentralEvery").is_null();
+       },
+       "applies to pipelines only, as replicateEvery"},
       // nodeLossGrace bounds how long a data-parallel worker waits for a lost coordinator; this waits for pipelines.
       // edgetrain run replays a pipeline's step without a device lost from a stage of several.
       {"spec.faultTolerance.replay", Effect::kNote, kLocalOnly,

@@ -168,7 +168,7 @@ TEST(CapabilitiesTest, PlanningHoldsAJobToWhatTheOperatorRuns) {
 
 TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   const TrainingJobManifest job = Job(R"({"spec": {"placement": {"allowTransient": false}, "template": {"image": "x"},
-                                     "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false, "replicateEvery": 50},
+                                     "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false, "replicateEvery": 50, "replicateCentralEvery": 5},
                                      "output": {"path": "/tmp/m", "volume": {"persistentVolumeClaim": {"claimName": "c"}}}}})");
   SupportCheck local = CheckSupport(job, Runner::kLocal);
   EXPECT_TRUE(local.unsupported.empty());
@@ -177,6 +177,7 @@ TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
                             "spec.sync has no effect on a job of one worker",
                             "spec.faultTolerance.replay applies to pipelines only",
                             "spec.faultTolerance.replicateEvery applies to pipelines only",
+                            "spec.faultTolerance.replicateCentralEvery applies to pipelines only",
                             "spec.output.volume applies on Kubernetes only"}) {
     EXPECT_NE(notes.find(field), std::string::npos) << field << "\n" << notes;
   }

@@ -292,7 +292,7 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, double predicted_samples_per_s,
                  const JobProgress& p, std::ostream& out) {
   // The plan's: a loss or a move changes the stages, said below and in the table.
-  const bool changed = p.replays && (p.replays->count > 0 || p.replays->repartitions > 0 ||
+  const bool changed = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
                                      p.replays->restored_stages > 0 || p.replays->rejoined > 0);
   out << "  " << (changed ? "as planned, " : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches

@@ -16,7 +16,7 @@ constexpr const char* kSpec = R"({
   "optimizer": {"name": "sgd", "learningRate": 0.1, "momentum": 0.9, "weightDecay": 0},
   "budget": {"wallClock": "2m", "epochs": 3, "targetAccuracy": 0.9, "energyJoules": 0},
   "evaluation": {"everyIterations": 50},
-  "faultTolerance": {"replicateEvery": 100, "replay": true, "checkpointEvery": 0,
+  "faultTolerance": {"replicateEvery": 100, "replicateCentralEvery": 10, "replay": true, "checkpointEvery": 0,
                      "maxRecoveries": 5, "nodeLossGrace": "120s"},
   "output": {"path": "/tmp/out"},
   "seed": 7
@@ -59,6 +59,8 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(s.budget.target_accuracy, 0.9);
   EXPECT_EQ(s.evaluation.every_iterations, 50);
   EXPECT_EQ(s.fault_tolerance.node_loss_grace, std::chrono::seconds(120));
+  EXPECT_EQ(s.fault_tolerance.replicate_every, 100);
+  EXPECT_EQ(s.fault_tolerance.CentralEvery(), 10);
   EXPECT_EQ(s.output.path, "/tmp/out");
   EXPECT_EQ(s.seed, 7u);
 }

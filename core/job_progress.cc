@@ -1,5 +1,6 @@
 #include "core/job_progress.h"
 
+#include <algorithm>
 #include <array>
 
 #include <nlohmann/json.hpp>
@@ -218,7 +219,9 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.replays->stragglers = r.value("stragglers", int64_t{0});
       p.replays->covered = r.value("covered", int64_t{0});
       p.replays->covered_shares = r.value("coveredShares", int64_t{0});
-      p.replays->replayed_steps = r.value("replayedSteps", int64_t{0});
+      // A head before the field: its replays were all of whole steps but those covered.
+      p.replays->replayed_steps =
+          r.value("replayedSteps", std::max<int64_t>(0, p.replays->count - p.replays->covered));
       if (r.contains("replannedPaces") && r.at("replannedPaces").is_array()) {
         for (const Json& e : r.at("replannedPaces")) {
           p.replays->replanned_paces[e.at("rank").get<int>()] = e.at("pace").get<double>();

@@ -270,6 +270,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
 
   Reader ft = r.Child("faultTolerance");
   ft.Get("replicateEvery", spec.fault_tolerance.replicate_every);
+  ft.Get("replicateCentralEvery", spec.fault_tolerance.replicate_central_every);
   // Added after the plans of running jobs were written: absent, the default.
   if (ft.Has("replicaMoments")) {
     ft.GetEnum("replicaMoments", kReplicaMomentsNames, spec.fault_tolerance.replica_moments);

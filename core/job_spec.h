@@ -160,6 +160,11 @@ enum class ReplicaMoments { kBfloat16, kFloat32 };
 
 struct FaultToleranceSpec {
   int replicate_every = 0;
+  // The head's own copies of each stage (spec.faultTolerance.
+  // replicateCentralEvery); none: as replicate_every, which then paces only
+  // the copies relayed on to the neighbouring stage (docs/pipeline.md).
+  std::optional<int> replicate_central_every;
+  int CentralEvery() const { return replicate_central_every.value_or(replicate_every); }
   ReplicaMoments replica_moments = ReplicaMoments::kBfloat16;
   bool replay = true;
   int checkpoint_every = 0;  // 0: no periodic checkpoints

@@ -315,7 +315,12 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       // should the stage lose its every device: they keep it too, for a head
       // lost with the stage's device to rebuild it from.
       std::lock_guard lock(mu_);
-      for (int r : ReplicaKeepersLocked(link)) {
+      // Relayed only at its own period (replicateEvery): the head keeps
+      // those at replicateCentralEvery too.
+      const int every = plan_.spec.fault_tolerance.replicate_every;
+      const int64_t of = message->replica_part().step();
+      const bool relayed = of == 1 || (every > 0 && of % every == 0);
+      for (int r : relayed ? ReplicaKeepersLocked(link) : std::vector<int>{}) {
         // Past the queue's bound, a part is dropped, and with it that replica at its keeper.
         if (relays_.size() >= kRelaysQueued) break;
         relays_.push_back({r, {}});
@@ -1612,8 +1617,8 @@ void PipelineHead::MeasureStagesLocked() {
   }
   StartMeasureLocked();
   // Each layer's share of a stage's compute: a step's passes of it, in the
-  // step's micro-batches, and its optimizer's step, as the plan's profile
-  // timed them, where the plan says what it was planned from; else its
+  // step's micro-batches, as the plan's profile timed them, where the plan
+  // says what it was planned from; else its
   // parameters. A convolution has few parameters and costs much: a board
   // slowed tenfold kept the vgg's conv1 alone, its compute taken for next to
   // nothing, and trained at 5.5 times the step the move predicted (a new
@@ -1627,7 +1632,7 @@ void PipelineHead::MeasureStagesLocked() {
     double weight = static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]);
     if (timed) {
       const LayerCost& c = problem_->layers[l];
-      weight = PassSeconds(c, micro_batch) * micro_batches_ + c.optimizer_s;
+      weight = PassSeconds(c, micro_batch) * micro_batches_;  // a stage's measured compute is its passes alone
     }
     // A layer without parameters, or timed at nothing, still costs something.
     weights.push_back(timed ? std::max(weight, 1e-9) : std::max(weight, 1.0));

@@ -1129,6 +1129,17 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_NE(off.ended.message().find("spec.faultTolerance.replay is off"), std::string::npos) << off.ended.message();
 }
 
+// A pipeline of one stage whose only device dies ends, saying why: there is
+// no other stage to rebuild its layers on.
+TEST(SimulatedPipelineTest, APipelineOfOneStageEndsWithItsOnlyDeviceAndSaysWhy) {
+  const SimulatedRun run = RunReplaying(HybridPlan({{0}}, 2), {{0, 5}}, 4);
+  EXPECT_EQ(run.ended.code(), StatusCode::kUnavailable);
+  EXPECT_NE(run.ended.message().find("stage 1 lost its only device at step 2 (rank 0): a pipeline of one stage has no "
+                                     "other stage to rebuild it on"),
+            std::string::npos)
+      << run.ended.message();
+}
+
 // The device covering a lost one of its group is lost in the same step: the
 // gradients of both their shares went with it, so the step runs again on
 // every stage, on the device left of their group; every loss is still the
@@ -1434,6 +1445,34 @@ TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromAReplicaItsNeighbo
   ASSERT_TRUE(run.progress.replays.has_value());
   EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.iteration, 8);
+}
+
+// The head's own copies every step (replicateCentralEvery 1), those it
+// relays on to the neighbouring stage every 100 (replicateEvery): the middle
+// stage's device lost in step 4 comes back from the head's copy of step 3,
+// nothing of its updates lost, and every step's loss and the weights after
+// are the run's that lost no one. The neighbour keeps only the relayed ones:
+// a head lost after step 4 with the first stage's device is rebuilt from the
+// replica of step 1.
+TEST(SimulatedPipelineTest, TheHeadKeepsItsCopiesAtItsOwnPaceAndRelaysThemOnAtReplicateEvery) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.replicate_every = 100;
+  plan.spec.fault_tolerance.replicate_central_every = 1;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 6);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun run = RunReplaying(plan, {{1, 25}}, 6);  // its first pass of step 4
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 6);
+  EXPECT_EQ(run.progress.replays->restored_stages, 1);
+  EXPECT_EQ(run.progress.replays->steps_lost, 0);
+  EXPECT_NE(run.log.find("from the replica of step 3"), std::string::npos) << run.log;
+
+  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
+  const HeadReplaced head_lost = ReplaceTheHeadAfterStep4(plan, /*old_checkpoint=*/false, /*lost_with_head=*/{0});
+  ASSERT_EQ(head_lost.losses.size(), 8u) << head_lost.log;
+  EXPECT_NE(head_lost.log.find("stage 1 (layers 0-0) is rebuilt on stage 2 from the replica of step 1 its devices keep"),
+            std::string::npos)
+      << head_lost.log;
 }
 
 // A head restarted from its checkpoint after a device was lost (its pod gone

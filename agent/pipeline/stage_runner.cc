@@ -477,9 +477,10 @@ class Stage {
     pending_step_.reset();
   }
 
-  // Every replicateEvery steps, the group's first device sends the head its
-  // committed state, the head's copy of these layers should every device of
-  // the stage be lost. In parts that go only when the stage has nothing else
+  // Every replicateCentralEvery steps (the head's copy of these layers,
+  // should every device of the stage be lost) and every replicateEvery (the
+  // copy it relays on to the neighbouring stage, should the head be lost
+  // with them), the group's first device sends the head its committed state. In parts that go only when the stage has nothing else
   // to send: on a slow link a replica whole (12 bytes a parameter with Adam,
   // 8 with its moments as bfloat16, the default) held the step's activations
   // behind it for seconds. One still going out
@@ -488,12 +489,17 @@ class Stage {
   // no replica, and its job failed (an even split of the vgg, a step a
   // second, lost a stage at step 12 of a replica every 100: a new user's trial).
   void Replicate() {
+    // Due for the head's own copy, or for the one it relays on to the
+    // neighbouring stage: each a multiple of its own period.
     const int every = plan_.spec.fault_tolerance.replicate_every;
+    const int central = plan_.spec.fault_tolerance.CentralEvery();
+    const auto due = [&](int period) { return period > 0 && step_ % period == 0; };
     // A pipeline of one stage has no neighbour to rebuild it on: losing its
     // every device ends the job, and its replicas were never used (a one-stage
     // MLP sent 239 MB of them in 15 s: a new user's trial).
     if (stages_ < 2) return;
-    if (every <= 0 || member_ != 0 || step_ == 0 || (step_ % every != 0 && step_ != 1) || replicated_step_ == step_) {
+    if ((every <= 0 && central <= 0) || member_ != 0 || step_ == 0 || (!due(every) && !due(central) && step_ != 1) ||
+        replicated_step_ == step_) {
       return;
     }
     replicated_step_ = step_;
