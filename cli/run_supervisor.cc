@@ -129,7 +129,9 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, bool killed_only) 
     err_ << "warning: " << (pipeline ? "the stage agent of rank " : "worker ") << ranks_[i] << " ended ("
          << DescribeExitStatus(*status) << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
     // Once the coordinator has ended (killed_only), nothing trains on.
-    if (!killed_only) err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");
+    if (!killed_only) {
+      err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");
+    }
     err_ << "\n";
   }
   return !workers_.empty() && std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; });

@@ -802,7 +802,8 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     replays_.in_flight_micro_batches += in_flight_;
     if (metrics_) metrics_->AddCover(shares);
     Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
-          << "; rank " << *c.by << " of its group computes its " << Count(static_cast<size_t>(shares), "share", "shares")
+          << "; rank " << *c.by << " of its group computes its "
+          << Count(static_cast<size_t>(shares), "share", "shares")
           << " of the step (" << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
           << " in flight), the rest of the pipeline going on\n";
   }

@@ -480,9 +480,10 @@ class Stage {
   // Every replicateCentralEvery steps (the head's copy of these layers,
   // should every device of the stage be lost) and every replicateEvery (the
   // copy it relays on to the neighbouring stage, should the head be lost
-  // with them), the group's first device sends the head its committed state. In parts that go only when the stage has nothing else
-  // to send: on a slow link a replica whole (12 bytes a parameter with Adam,
-  // 8 with its moments as bfloat16, the default) held the step's activations
+  // with them), the group's first device sends the head its committed
+  // state. In parts that go only when the stage has nothing else to send:
+  // on a slow link a replica whole (12 bytes a parameter with Adam, 8 with
+  // its moments as bfloat16, the default) held the step's activations
   // behind it for seconds. One still going out
   // when the next is due finishes first, and the next is skipped. The first
   // goes after the first step: until then a stage whose device was lost had
