@@ -291,6 +291,12 @@ const std::vector<Capability>& Capabilities() {
          return s.parallelism.workers == 1 && WrittenBeyondDefault(raw, "spec.data.partition");
        },
        "has no effect on a job of one worker: it trains on all the data"},
+      // A user's hybrid of one worker was taken, and said to be "as asked" (a new user's trial).
+      {"spec.parallelism.mode", Effect::kNote, kEverywhere,
+       [](const JobSpec& s, const Json&) {
+         return s.parallelism.workers == 1 && s.parallelism.mode == ParallelismMode::kHybrid;
+       },
+       "has nothing to split over one worker: its one device holds every layer"},
   };
   return table;
 }

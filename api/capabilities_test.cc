@@ -166,6 +166,17 @@ TEST(CapabilitiesTest, PlanningHoldsAJobToWhatTheOperatorRuns) {
   EXPECT_EQ(cluster, "");
 }
 
+// A hybrid of one worker has nothing to split, and is told so (a pipeline
+// of one is refused: it needs two workers).
+TEST(CapabilitiesTest, AHybridOfOneWorkerIsNoted) {
+  const std::string one = Joined(
+      CheckSupport(Job(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 1}}})"), Runner::kLocal));
+  EXPECT_NE(one.find("spec.parallelism.mode has nothing to split over one worker"), std::string::npos) << one;
+  const std::string two = Joined(
+      CheckSupport(Job(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2}}})"), Runner::kLocal));
+  EXPECT_EQ(two.find("nothing to split"), std::string::npos) << two;
+}
+
 TEST(CapabilitiesTest, ClusterFieldsAreNamedLocallyOnlyAndOnlyWhenWritten) {
   const TrainingJobManifest job = Job(R"({"spec": {"placement": {"allowTransient": false}, "template": {"image": "x"},
                                      "sync": {"policy": "bsp"}, "faultTolerance": {"replay": false, "replicateEvery": 50, "replicateCentralEvery": 5},

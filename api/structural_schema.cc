@@ -170,7 +170,8 @@ class Validator {
       for (size_t i = 0; i < n; ++i) {
         std::string key;
         for (const auto& k : schema["x-kubernetes-list-map-keys"]) {
-          key += k.get<std::string>() + "=" + (value[i].is_object() ? value[i].value(k.get<std::string>(), Json()).dump() : "") + " ";
+          key += (key.empty() ? "" : " ") + k.get<std::string>() + "=" +
+                 (value[i].is_object() ? value[i].value(k.get<std::string>(), Json()).dump() : "");
         }
         if (!seen.insert(key).second) Error(path + "[" + std::to_string(i) + "]", "duplicate entry with " + key);
       }

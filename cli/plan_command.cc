@@ -240,7 +240,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     out << doc.dump() << "\n";
   } else {
     const int workers = job.spec.parallelism.workers;
-    out << job.name << " on " << site << " (" << nodes.size() << " nodes): "
+    out << job.name << " on " << site << " (" << nodes.size() << (nodes.size() == 1 ? " node): " : " nodes): ")
         << (request->solo ? "a job of one, trained by its coordinator"
                           : "a coordinator and " + std::to_string(workers) + " workers")
         << "\n\n";

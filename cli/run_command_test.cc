@@ -324,6 +324,26 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   EXPECT_TRUE(RunFolders().empty()) << "a run that succeeds leaves no folder";
 }
 
+// A plan shaped by a transient device (kept company in its stage, or alone
+// in one because company costs too much) says so as the run starts, as
+// edgetrain plan does (a new user's trial saw it said only there).
+TEST_F(RunCommandTest, APipelineRunSaysWhereATransientDeviceShapedItsPlan) {
+  std::ofstream(dir_ / "spot.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                       "metadata: {name: spot}\nspec:\n  nodes:\n"
+                                       "    - {name: spot-vm, transient: true}\n"
+                                       "    - {name: board, compute: {slowdown: 8}}\n";
+  const std::string spec =
+      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
+      "  parallelism: {mode: pipeline, workers: 2}\n  budget: {epochs: 1}\n";
+  Outcome run = Execute({"run", Manifest("digits-spot", spec), "--nodes", (dir_ / "spot.yaml").string(), "--json",
+                         "--no-curves", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  const size_t said = run.stderr_text.find("parallelism: ");
+  ASSERT_NE(said, std::string::npos) << run.stderr_text;
+  const std::string line = run.stderr_text.substr(said, run.stderr_text.find('\n', said) - said);
+  EXPECT_NE(line.find("transient"), std::string::npos) << line;
+}
+
 TEST_F(RunCommandTest, HelpAfterACommandPrintsItsOptions) {
   for (const char* help : {"--help", "-h"}) {
     Outcome run = Execute({"run", help});

@@ -84,6 +84,10 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   } else if (stages == "planned") {
     out += ": no split is predicted faster on the same devices and links";
   }
+  // Why the plan is not the fastest the planner found (a transient device
+  // kept company in its stage), as edgetrain plan says it (a new user's trial
+  // found it said there and not here).
+  if (stages == "planned" && !choice.planned.transient_note.empty()) out += "; " + choice.planned.transient_note;
   return out + "\n  " + DescribePlan(problem, plan);
 }
 
