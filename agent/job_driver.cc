@@ -149,6 +149,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;
+  double evaluating_s = 0;  // this run's evaluations, which the team waits through
   int64_t stepped_iteration = p.iteration;
   TimePoint stepped_at = clock_.Now();
   auto fill = [&](JobProgress& q, TimePoint now) {
@@ -159,6 +160,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     q.since_step_s = ToSeconds(now - stepped_at);
     q.elapsed_s = ToSeconds(now - start);
     q.samples_per_second = q.elapsed_s > 0 ? static_cast<double>(q.samples) / q.elapsed_s : 0;
+    q.evaluation_s = evaluating_s;
     q.accuracy = accuracy;
     q.evaluated_iteration = evaluated_iteration;
     if (resumed) q.resumed_from_iteration = resumed->iteration;
@@ -167,7 +169,9 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     q.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;
   };
   auto evaluate = [&](JobProgress& q) -> Status {
+    const TimePoint began = clock_.Now();
     EDGETRAIN_ASSIGN_OR_RETURN(double a, engine_.Evaluate());
+    evaluating_s += ToSeconds(clock_.Now() - began);
     accuracy = a;
     evaluated_iteration = q.iteration;
     q.accuracy = a;

@@ -122,6 +122,7 @@ TEST_F(JobDriverTest, AnEvaluationDueAtTheWallClocksEndDoesNotRunPastIt) {
   EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
   EXPECT_EQ(result->iteration, 10);
   EXPECT_DOUBLE_EQ(result->elapsed_s, 0.1) << "was 0.15: the evaluation at step 10 counted as training";
+  EXPECT_DOUBLE_EQ(result->evaluation_s, 0.05) << "of that, the evaluation at step 5; the final one's is after";
   EXPECT_EQ(result->evaluated_iteration, 10) << "the final model is still evaluated";
   ASSERT_TRUE(result->accuracy.has_value());
   const std::string csv = Evaluations();

@@ -350,6 +350,16 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
             std::string::npos)
       << out.str();
   EXPECT_EQ(out.str().find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
+  // Its evaluations' pauses left out of the rate set against the prediction:
+  // 63,552 samples over the 54 s of 60 it trained.
+  JobProgress evaluated = p;
+  evaluated.evaluation_s = 6;
+  std::ostringstream paused;
+  PrintSummary(Job(), plan, evaluated, 66.9, paused);
+  EXPECT_NE(paused.str().find("; trained at 80% of the plan's predicted 1,468 samples/s (its 6.0 s of evaluations "
+                              "left out)\n"),
+            std::string::npos)
+      << paused.str();
   // A device of a group covered by its group as well: no step run again for it.
   JobProgress covered = p;
   covered.replays->count = 2;

@@ -115,6 +115,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"evaluatedAtIteration", Nullable(p.evaluated_iteration)},
             {"samplesPerSecond", p.samples_per_second},
             {"elapsedSeconds", p.elapsed_s},
+            {"evaluationSeconds", p.evaluation_s},
             {"etaSeconds", Nullable(p.eta_s)},
             {"fraction", p.fraction},
             {"secondsSinceStep", p.since_step_s},
@@ -169,6 +170,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     p.evaluated_iteration = Optional<int64_t>(j, "evaluatedAtIteration");
     p.samples_per_second = j.at("samplesPerSecond").get<double>();
     p.elapsed_s = j.at("elapsedSeconds").get<double>();
+    p.evaluation_s = j.value("evaluationSeconds", 0.0);
     p.eta_s = Optional<double>(j, "etaSeconds");
     p.fraction = j.at("fraction").get<double>();
     p.since_step_s = j.value("secondsSinceStep", 0.0);

@@ -101,6 +101,9 @@ struct JobProgress {
   std::optional<int64_t> evaluated_iteration;  // the iteration that evaluation was of
   double samples_per_second = 0;
   double elapsed_s = 0;
+  // Of elapsed_s, the test-set evaluations': the team waits through them, so
+  // a rate against a prediction of training leaves them out.
+  double evaluation_s = 0;
   std::optional<double> eta_s;     // until the budget ends (the target may come sooner)
   double fraction = 0;             // of the budget used, 0..1, for progress bars
   // Since the job's iteration last moved (a team: its slowest counted

@@ -46,6 +46,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.replays->covered = 3;
   p.replays->covered_shares = 11;
   p.replays->replayed_steps = 2;
+  p.evaluation_s = 3.5;
   back = DecodeJobProgress(EncodeJobProgress(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->workers[0].layers, (std::pair{2, 5}));
@@ -66,6 +67,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->covered, 3);
   EXPECT_EQ(back->replays->covered_shares, 11);
   EXPECT_EQ(back->replays->replayed_steps, 2);
+  EXPECT_DOUBLE_EQ(back->evaluation_s, 3.5);
   EXPECT_TRUE(back->replays->replanned_paces.empty());
   p.replays->replanned_paces = {{0, 1.93}, {2, 1.1}};
   EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->replays->replanned_paces, p.replays->replanned_paces);
