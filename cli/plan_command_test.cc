@@ -82,6 +82,25 @@ TEST_F(PlanCommandTest, ThePipelineExampleShowsItsStagesAgainstTheEvenSplitAndDa
   EXPECT_EQ(plan.err.find("note:"), std::string::npos) << "the operator runs it too: " << plan.err;
 }
 
+// A device the plan gives no work is named, though the placement above it
+// lists it as a worker: 250 times slower than its peers, the snail gets no
+// layer in any plan the planner could prefer.
+TEST_F(PlanCommandTest, ADeviceThePlanLeavesOutIsNamed) {
+  const fs::path site = Write("snail.yaml", "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                            "metadata: {name: snail-site}\nspec:\n  nodes:\n"
+                                            "    - {name: gw, compute: {slowdown: 2}}\n"
+                                            "    - {name: board, compute: {slowdown: 2}}\n"
+                                            "    - {name: snail, compute: {slowdown: 500}}\n");
+  const fs::path job = Team("snailed", "  parallelism: {mode: auto, workers: 3}\n");
+  Printed plan = Plan(job, site, /*json=*/false);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const size_t said = plan.out.find("\nleft out: ");
+  ASSERT_NE(said, std::string::npos) << plan.out;
+  const std::string line = plan.out.substr(said + 1, plan.out.find('\n', said + 1) - said - 1);
+  EXPECT_NE(line.find("snail (rank 2)"), std::string::npos) << line;
+  EXPECT_NE(line.find(": the plan is predicted faster without"), std::string::npos) << line;
+}
+
 TEST_F(PlanCommandTest, ThePipelineJsonPredictsThePlanTheEvenSplitAndDataParallelism) {
   Printed plan = Plan(vgg_, uneven_site_, /*json=*/true);
   ASSERT_EQ(plan.code, 0) << plan.err;
