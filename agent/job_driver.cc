@@ -149,7 +149,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;
-  double evaluating_s = 0;  // this run's evaluations, which the team waits through
+  double evaluating_s = 0;  // this run's evaluations: a pipeline or a job of one waits through them
   int64_t stepped_iteration = p.iteration;
   TimePoint stepped_at = clock_.Now();
   auto fill = [&](JobProgress& q, TimePoint now) {

@@ -291,8 +291,10 @@ const std::vector<Capability>& Capabilities() {
          return s.parallelism.workers == 1 && WrittenBeyondDefault(raw, "spec.data.partition");
        },
        "has no effect on a job of one worker: it trains on all the data"},
-      // A user's hybrid of one worker was taken, and said to be "as asked" (a new user's trial).
-      {"spec.parallelism.mode", Effect::kNote, kEverywhere,
+      // A user's hybrid of one worker was taken, and said to be "as asked" (a
+      // new user's trial). Not the operator's: a job of one gets no worker
+      // pod there, and the planner none to plan on.
+      {"spec.parallelism.mode", Effect::kNote, {Runner::kLocal, Runner::kPlanning},
        [](const JobSpec& s, const Json&) {
          return s.parallelism.workers == 1 && s.parallelism.mode == ParallelismMode::kHybrid;
        },

@@ -124,20 +124,21 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
       << (choice.planned.exact ? "; every subset of devices searched" : "; devices searched in runs, not exact")
       << "):\n  " << NameOf(choice.plan_mode) << ", " << DescribePlan(problem, plan) << "\n";
   PrintStages(problem, plan, out);
-  // The devices it gives no work: the placement above still lists them as
-  // workers (a new user's trial read on for a device that sits idle).
+  // The devices it gives no work: the placement above still lists their
+  // workers (a new user's trial read on for a device that sits idle). A
+  // device here is a node, which may hold more than one worker.
   std::vector<bool> used(problem.devices.size(), false);
   for (const PipelineStage& stage : plan.stages) {
     for (int d : stage.devices) used[static_cast<size_t>(d)] = true;
   }
   std::string idle;
   for (size_t d = 0; d < used.size(); ++d) {
-    if (!used[d]) idle += (idle.empty() ? "" : ", ") + problem.devices[d].name + " (rank " + std::to_string(d) + ")";
+    if (!used[d]) idle += (idle.empty() ? "" : ", ") + problem.devices[d].name;
   }
   if (!idle.empty()) {
-    const char* them = idle.find(", ") == std::string::npos ? "it" : "them";
-    out << "left out: " << idle << ": the plan is predicted faster without " << them << "; edgetrain run leaves "
-        << them << " idle\n";
+    const bool one = idle.find(", ") == std::string::npos;
+    out << "left out: " << idle << ": the plan is predicted faster without " << (one ? "it" : "them")
+        << "; no layer goes to " << (one ? "its workers" : "their workers") << "\n";
   }
   out << "predicted: " << WithThousands(std::llround(plan.cost.samples_per_s)) << " samples/s, a step of "
       << Ms(plan.cost.step_s) << " ms; the cost model's, not a promise (docs/pipeline.md)\n\n";

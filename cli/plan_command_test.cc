@@ -97,7 +97,7 @@ TEST_F(PlanCommandTest, ADeviceThePlanLeavesOutIsNamed) {
   const size_t said = plan.out.find("\nleft out: ");
   ASSERT_NE(said, std::string::npos) << plan.out;
   const std::string line = plan.out.substr(said + 1, plan.out.find('\n', said + 1) - said - 1);
-  EXPECT_NE(line.find("snail (rank 2)"), std::string::npos) << line;
+  EXPECT_NE(line.find("snail"), std::string::npos) << line;
   EXPECT_NE(line.find(": the plan is predicted faster without"), std::string::npos) << line;
 }
 

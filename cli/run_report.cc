@@ -310,7 +310,7 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     const double rate = paused ? static_cast<double>(p.samples) / training_s : p.samples_per_second;
     out << "; trained at " << std::llround(100 * rate / predicted_samples_per_s) << "% of the plan's predicted "
         << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s";
-    if (paused) out << " (its " << Fixed(p.evaluation_s, 1) << " s of evaluations left out)";
+    if (paused) out << " (its " << Fixed(p.evaluation_s, p.evaluation_s < 0.1 ? 2 : 1) << " s of evaluations left out)";
   }
   out << "\n";
   // What devices lost mid-run cost, and what the head made of the devices left.

@@ -353,6 +353,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   // Its evaluations' pauses left out of the rate set against the prediction:
   // 63,552 samples over the 54 s of 60 it trained.
   JobProgress evaluated = p;
+  evaluated.samples_per_second = static_cast<double>(p.samples) / p.elapsed_s;  // as the driver fills it
   evaluated.evaluation_s = 6;
   std::ostringstream paused;
   PrintSummary(Job(), plan, evaluated, 66.9, paused);
