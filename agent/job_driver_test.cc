@@ -329,12 +329,6 @@ TEST(ProgressBoardTest, AReaderSeesTheJobsClockAndItsSecondsSinceAStepMoveOn) {
   EXPECT_DOUBLE_EQ(board.SnapshotAt(at + std::chrono::seconds(5)).elapsed_s, 10) << "stopped: its clock stands";
 }
 
-}  // namespace
-}  // namespace edgetrain::agent
-
-namespace edgetrain::agent {
-namespace {
-
 // Ctrl-C soon after starting again over a finished job's folder must not
 // replace its trained model with one barely trained.
 TEST_F(JobDriverTest, AnInterruptedRunKeepsAFinishedRunsModelAndResumesFromItsCheckpoint) {

@@ -729,6 +729,7 @@ Status PipelineHead::RegroupLocked() {
 std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead::CoverLostLocked(int64_t step) {
   struct Covering {
     Link* lost;
+    size_t member;          // its place in its group, which the step was dealt by
     std::optional<int> by;  // none: all it owed is in
   };
   std::vector<Covering> covering;
@@ -748,7 +749,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
                           (parts != gradients_.end() && member < parts->second.gradients.size() &&
                            parts->second.gradients[member].has_value());
     if (group.size() > 1 && (answered || (sent_all && s + 1 < groups_.size()))) {
-      covering.push_back({&link, std::nullopt});
+      covering.push_back({&link, member, std::nullopt});
       continue;
     }
     // A stage's only device: its layers come back from a replica, and the
@@ -762,7 +763,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
       if (!by || speeds_[s][j] > speeds_[s][*by]) by = j;
     }
     if (!by) return std::nullopt;
-    covering.push_back({&link, group[*by]});
+    covering.push_back({&link, member, group[*by]});
   }
   if (covering.empty()) return std::nullopt;
   std::vector<std::pair<int, v1::CoordinatorMessage>> sends;
@@ -783,9 +784,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     sends.emplace_back(*c.by, std::move(command));
     // What it had been dealt, sent again as its share (the first stage's
     // devices read their samples themselves).
-    const std::vector<int>& group = groups_[static_cast<size_t>(c.lost->stage)];
-    const size_t member = std::find(group.begin(), group.end(), c.lost->rank) - group.begin();
-    for (auto [forward, share] : covers_.DealtTo(c.lost->stage, member)) {
+    for (auto [forward, share] : covers_.DealtTo(c.lost->stage, c.member)) {
       if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(share.values().size()));
       share.set_share_of(c.lost->rank);
       v1::CoordinatorMessage relayed;
@@ -795,7 +794,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     // Its shares of the step, each of a micro-batch: what is computed again.
     int shares = 0;
     for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
-      if (ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(c.lost->stage)])[member] > 0) ++shares;
+      if (ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(c.lost->stage)])[c.member] > 0) ++shares;
     }
     ++replays_.count;
     replays_.covered_shares += shares;

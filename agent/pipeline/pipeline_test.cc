@@ -1388,6 +1388,34 @@ TEST(SimulatedPipelineTest, AHeadThatStartsBehindItsStagesTrainsOnFromTheirState
   }
 }
 
+// Three stages of one device each, a replica a step: the head goes away
+// after step 4 with the device of rank `lost` (its stage's only one), whose
+// fakes hold `padding` floats besides their weights, and a new head with no
+// checkpoint rebuilds that stage on its neighbour from the replica of step 3
+// the neighbour keeps (`rebuilt`, its log line): steps 1-4 are the run that
+// lost nothing's, and 5-8 within 1% of them, one step of its updates lost.
+HeadReplaced ExpectRebuiltFromItsNeighboursReplica(int lost, int64_t padding, const std::string& rebuilt) {
+  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
+  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
+  EXPECT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const HeadReplaced run = ReplaceTheHeadAfterStep4(plan, /*old_checkpoint=*/false, {lost}, padding);
+  EXPECT_EQ(run.losses.size(), 8u) << run.log;
+  if (run.losses.size() != 8u || whole_run.losses.size() < 8u) return run;
+  for (size_t k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(run.losses[k], whole_run.losses[k]) << "step " << k + 1;
+  for (size_t k = 4; k < 8; ++k) {
+    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 0.01 * std::abs(whole_run.losses[k])) << "step " << k + 1;
+  }
+  EXPECT_NE(run.log.find(rebuilt), std::string::npos) << run.log;
+  EXPECT_TRUE(run.progress.replays.has_value());
+  if (run.progress.replays) {
+    EXPECT_EQ(run.progress.replays->restored_stages, 1);
+  }
+  EXPECT_EQ(run.progress.iteration, 8);
+  return run;
+}
+
 // The head's node held the only device of the first of three stages too:
 // gone with the head. The second stage's device keeps the replicas of the
 // first's layers that the head relayed to it (one a step here), and the new
@@ -1396,27 +1424,13 @@ TEST(SimulatedPipelineTest, AHeadThatStartsBehindItsStagesTrainsOnFromTheirState
 // layer 0's updates lost, and the run goes on to step 8, its loss that of
 // the run that lost nothing within 1%.
 TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromTheReplicaItsNeighbourKeeps) {
-  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
-  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
-  plan.spec.fault_tolerance.replicate_every = 1;
-  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
-  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
-  const HeadReplaced run = ReplaceTheHeadAfterStep4(plan, /*old_checkpoint=*/false, /*lost_with_head=*/{0});
-  ASSERT_EQ(run.losses.size(), 8u) << run.log;
-  for (size_t k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(run.losses[k], whole_run.losses[k]) << "step " << k + 1;
-  for (size_t k = 4; k < 8; ++k) {
-    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 0.01 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-  }
+  const HeadReplaced run = ExpectRebuiltFromItsNeighboursReplica(
+      0, 0, "stage 1 (layers 0-0) is rebuilt on stage 2 from the replica of step 3 its devices keep");
   EXPECT_NE(run.log.find("the stages hold the model at step 4, past the head's own (step 0): training on from theirs"),
             std::string::npos)
       << run.log;
-  EXPECT_NE(run.log.find("stage 1 (layers 0-0) is rebuilt on stage 2 from the replica of step 3 its devices keep"),
-            std::string::npos)
-      << run.log;
   ASSERT_TRUE(run.progress.replays.has_value());
-  EXPECT_EQ(run.progress.replays->restored_stages, 1);
   EXPECT_EQ(run.progress.replays->steps_lost, 1);
-  EXPECT_EQ(run.progress.iteration, 8);
 }
 
 // The head's node held the only device of the last of three stages: gone
@@ -1427,24 +1441,8 @@ TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromTheReplicaItsNeigh
 // 2 from the one it keeps (of step 3), and the run goes on to step 8, its
 // loss that of the run that lost nothing within 1%.
 TEST(SimulatedPipelineTest, AStageLostWithItsHeadIsRebuiltFromAReplicaItsNeighbourKeptInParts) {
-  JobPlan plan = HybridPlan({{0}, {1}, {2}}, 4);
-  plan.spec.fault_tolerance.node_loss_grace = std::chrono::seconds(2);
-  plan.spec.fault_tolerance.replicate_every = 1;
-  const SimulatedRun whole_run = RunReplaying(plan, {}, 8);
-  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
-  const HeadReplaced run = ReplaceTheHeadAfterStep4(plan, /*old_checkpoint=*/false, /*lost_with_head=*/{2},
-                                                    /*padding=*/10000);
-  ASSERT_EQ(run.losses.size(), 8u) << run.log;
-  for (size_t k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(run.losses[k], whole_run.losses[k]) << "step " << k + 1;
-  for (size_t k = 4; k < 8; ++k) {
-    EXPECT_NEAR(run.losses[k], whole_run.losses[k], 0.01 * std::abs(whole_run.losses[k])) << "step " << k + 1;
-  }
-  EXPECT_NE(run.log.find("stage 3 (layers 2-2) is rebuilt on stage 2 from the replica of step 3 its devices keep"),
-            std::string::npos)
-      << run.log;
-  ASSERT_TRUE(run.progress.replays.has_value());
-  EXPECT_EQ(run.progress.replays->restored_stages, 1);
-  EXPECT_EQ(run.progress.iteration, 8);
+  ExpectRebuiltFromItsNeighboursReplica(
+      2, 10000, "stage 3 (layers 2-2) is rebuilt on stage 2 from the replica of step 3 its devices keep");
 }
 
 // The head's own copies every step (replicateCentralEvery 1), those it
