@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace edgetrain {
 namespace {
 
@@ -77,6 +79,65 @@ TEST(StageRebalanceTest, NothingIsProposedFromMeasuresItCannotUse) {
   EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 2, 0.0}, {2, 4, 3.0}}, weights, 0.1).has_value());
   EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 2, 1.0}, {2, 3, 3.0}}, weights, 0.1).has_value());
   EXPECT_FALSE(RebalanceStages(std::vector<StageMeasure>{{0, 4, 1.0}}, weights, 0.1).has_value());
+}
+
+// Four layers alike (3 ms a sample forward and back; the third's output
+// `third_out` bytes a sample), a batch of 8 in 4 micro-batches, two stages
+// of two layers on devices of speeds 1 and `second_speed`, the second's link
+// `second_link` bytes a second each way (0: not limited).
+PipelineProblem TwoDeviceProblem(double second_speed, double second_link, int64_t third_out) {
+  PipelineProblem problem;
+  for (int l = 0; l < 4; ++l) {
+    problem.layers.push_back({"layer" + std::to_string(l), 1e-3, 2e-3, 400, l == 2 ? third_out : 10, {}, 0});
+  }
+  problem.devices = {{"fast", 1, 0, 0, 0}, {"slowed", second_speed, 0, second_link, second_link}};
+  problem.batch_size = 8;
+  return problem;
+}
+
+const std::vector<PipelineStage> kTwoByTwo = {{0, 2, {0}}, {2, 4, {1}}};
+
+// The second device measured at a quarter of its speed: the cost model moves
+// a layer off it, as compute alone would, and predicts the whole step.
+TEST(StageRecutTest, ASlowedStageGivesALayerToItsNeighbourByTheCostModel) {
+  const PipelineProblem problem = TwoDeviceProblem(0.25, 0, 10);
+  const PipelineCostModel model(problem);
+  auto cuts = RecutStages(model, kTwoByTwo, 4, 0.1);
+  ASSERT_TRUE(cuts.has_value());
+  EXPECT_EQ(cuts->layers, (Cuts{{0, 3}, {3, 4}}));
+  std::vector<PipelineStage> moved = kTwoByTwo;
+  moved[0].end_layer = moved[1].first_layer = 3;
+  EXPECT_DOUBLE_EQ(cuts->predicted_s, model.Plan(moved, 4)->step_s);
+  EXPECT_DOUBLE_EQ(cuts->measured_s, model.Plan(kTwoByTwo, 4)->step_s);
+  EXPECT_LT(cuts->predicted_s, 0.6 * cuts->measured_s);
+  // Moved, nothing moves again.
+  EXPECT_FALSE(RecutStages(model, moved, 4, 0.1).has_value());
+}
+
+// The same device on a thin link, where cutting after the third layer would
+// send its outputs, 10 kB a sample, and their gradients over it: compute
+// alone moves the layer (RebalanceStages), the cost model keeps it.
+TEST(StageRecutTest, ACutThatWouldSendMoreThanTheLinkCarriesIsNotProposed) {
+  const PipelineProblem problem = TwoDeviceProblem(0.25, 1e4, 10'000);
+  const PipelineCostModel model(problem);
+  EXPECT_FALSE(RecutStages(model, kTwoByTwo, 4, 0.1).has_value());
+  const std::vector<StageMeasure> measured = {{0, 2, 1.0}, {2, 4, 4.0}};
+  EXPECT_TRUE(RebalanceStages(measured, std::vector<double>(4, 1.0), 0.1).has_value()) << "compute alone would";
+  // With the third layer's outputs as small as the others', it moves.
+  const PipelineProblem small = TwoDeviceProblem(0.25, 1e4, 10);
+  ASSERT_TRUE(RecutStages(PipelineCostModel(small), kTwoByTwo, 4, 0.1).has_value());
+}
+
+// Balanced stages stay; stages that do not cover the layers, or a
+// micro-batch count that does not divide the batch, propose nothing.
+TEST(StageRecutTest, NothingIsProposedForBalancedStagesOrWhatItCannotScore) {
+  const PipelineProblem problem = TwoDeviceProblem(1, 0, 10);
+  const PipelineCostModel model(problem);
+  EXPECT_FALSE(RecutStages(model, kTwoByTwo, 4, 0.1).has_value());
+  const PipelineProblem slowed = TwoDeviceProblem(0.25, 0, 10);
+  const PipelineCostModel slowed_model(slowed);
+  EXPECT_FALSE(RecutStages(slowed_model, kTwoByTwo, 3, 0.1).has_value());
+  EXPECT_FALSE(RecutStages(slowed_model, std::vector<PipelineStage>{{0, 2, {0}}, {2, 3, {1}}}, 4, 0.1).has_value());
 }
 
 }  // namespace

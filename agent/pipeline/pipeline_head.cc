@@ -836,6 +836,13 @@ std::string SayPaces(const std::map<int, double>& paces) {
   return said.str();
 }
 
+// "0.012, 0.048": each stage's measured compute a step.
+std::string SayStageSeconds(std::span<const StageMeasure> stages) {
+  std::ostringstream said;
+  for (size_t s = 0; s < stages.size(); ++s) said << (s ? ", " : "") << stages[s].seconds;
+  return said.str();
+}
+
 }  // namespace
 
 void PipelineHead::ReplanLocked() {
@@ -1587,6 +1594,7 @@ Status PipelineHead::Advance() {
   // updates since its replica would take to train again.
   const double took_s = ToSeconds(clock_.Now() - advance_began);
   step_s_ = step_s_ > 0 ? 0.9 * step_s_ + 0.1 * took_s : took_s;
+  measured_step_s_ += took_s;
   if (rebalancing_.every > 0) {
     if (measured_compute_.empty()) {
       StartMeasureLocked();  // after the first step: loading and warming up are not the stages' pace
@@ -1602,65 +1610,95 @@ Status PipelineHead::Advance() {
 void PipelineHead::StartMeasureLocked() {
   measured_from_ = step_;
   measured_since_ = clock_.Now();
+  measured_step_s_ = 0;
   measured_compute_.clear();
   for (const auto& link : links_) measured_compute_.push_back(link->compute_s);
 }
 
 void PipelineHead::MeasureStagesLocked() {
   const auto steps = static_cast<double>(step_ - measured_from_);
+  const double step_s = measured_step_s_ / steps;  // a step of this window, as the head saw it
   std::vector<StageMeasure> stages;
+  std::map<int, double> computed;  // by rank: a step's compute in this window
   for (size_t s = 0; s < groups_.size(); ++s) {
     StageMeasure m{layers_[s].first, layers_[s].second, 0};
     // A group's devices share each micro-batch by speed: the slowest of them paces it.
-    for (int r : groups_[s]) m.seconds = std::max(m.seconds, (links_[r]->compute_s - measured_compute_[r]) / steps);
+    for (int r : groups_[s]) {
+      computed[r] = (links_[r]->compute_s - measured_compute_[r]) / steps;
+      m.seconds = std::max(m.seconds, computed[r]);
+    }
     stages.push_back(m);
   }
   StartMeasureLocked();
-  // Each layer's share of a stage's compute: a step's passes of it, in the
-  // step's micro-batches, as the plan's profile timed them, where the plan
-  // says what it was planned from; else its
-  // parameters. A convolution has few parameters and costs much: a board
-  // slowed tenfold kept the vgg's conv1 alone, its compute taken for next to
-  // nothing, and trained at 5.5 times the step the move predicted (a new
-  // user's trial); and a pass of a few samples pays its fixed costs, which a
-  // time a sample leaves out.
-  std::vector<double> weights;
-  const size_t layers = layer_float_at_.size() - 1;
-  const bool timed = problem_ && problem_->layers.size() == layers;
-  const double micro_batch = static_cast<double>(plan_.spec.data.batch_size) / std::max(1, micro_batches_);
-  for (size_t l = 0; l < layers; ++l) {
-    double weight = static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]);
-    if (timed) {
-      const LayerCost& c = problem_->layers[l];
-      weight = PassSeconds(c, micro_batch) * micro_batches_;  // a stage's measured compute is its passes alone
-    }
-    // A layer without parameters, or timed at nothing, still costs something.
-    weights.push_back(timed ? std::max(weight, 1e-9) : std::max(weight, 1.0));
-  }
-  // What each set of cuts measured at the slowest stage: a layer's
-  // parameters are only a guess at its compute (a convolution has few and
-  // costs much), so cuts once measured are judged by their measure, and
-  // layers never move back to cuts that were no faster.
+  // What each set of cuts measured a step: a prediction is only a model, so
+  // cuts once measured are judged by their measure, and layers never move
+  // back to cuts that were no faster.
   std::vector<std::pair<int, int>> now;
-  double slowest = 0;
-  for (const StageMeasure& m : stages) {
-    now.emplace_back(m.first_layer, m.end_layer);
-    slowest = std::max(slowest, m.seconds);
+  for (const StageMeasure& m : stages) now.emplace_back(m.first_layer, m.end_layer);
+  measured_cuts_[now] = step_s;
+  const size_t layers = layer_float_at_.size() - 1;
+  const bool timed = cost_model_ && problem_->layers.size() == layers;
+  std::string paces;
+  if (timed) {
+    // The planner's cost model, each device at the pace its compute ran in
+    // this window against the profile's time for its passes: it counts the
+    // activations a new cut sends over its link, which compute alone does
+    // not (a board slowed tenfold was given the vgg's conv1 alone, and its
+    // 3.2 MB of activations a step each way over Wi-Fi kept the step where
+    // it was; a new user's trial).
+    PipelineProblem paced = *problem_;
+    paced.transport.orders_s = orders_.Seconds();
+    const Passes passes = PassesLocked(plan_.spec.data.batch_size);
+    std::map<int, double> drift;
+    for (size_t s = 0; s < groups_.size(); ++s) {
+      for (size_t j = 0; j < groups_[s].size(); ++j) {
+        const int r = groups_[s][j];
+        PipelineDevice& device = paced.devices[static_cast<size_t>(r)];
+        double profiled = 0;
+        for (int64_t n : passes[s][j]) profiled += cost_model_->WorkSeconds(layers_[s].first, layers_[s].second, n);
+        profiled /= device.speed;
+        if (profiled <= 0 || computed[r] <= 0) continue;  // dealt nothing: its pace says nothing
+        drift[r] = computed[r] / profiled;
+        device.speed /= drift[r];
+      }
+    }
+    paces = SayPaces(drift);
+    std::vector<PipelineStage> groups;
+    for (size_t s = 0; s < groups_.size(); ++s) groups.push_back({layers_[s].first, layers_[s].second, groups_[s]});
+    proposed_ = RecutStages(PipelineCostModel(paced), groups, micro_batches_, rebalancing_.min_gain);
+    // Said once for these cuts, where the stages' compute came apart: why
+    // layers stay.
+    const auto [least, most] = std::minmax_element(
+        stages.begin(), stages.end(), [](const StageMeasure& a, const StageMeasure& b) { return a.seconds < b.seconds; });
+    if (!proposed_ && said_stay_for_ != now && most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
+      said_stay_for_ = now;
+      Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " s a step over steps "
+            << step_ - steps + 1 << "-" << step_ << " (each device at its pace against the profile: " << paces
+            << "); no other cut between the same groups is predicted "
+            << static_cast<int>(rebalancing_.min_gain * 100 + 0.5) << "% faster, links counted: layers stay\n";
+    }
+  } else {
+    // A layout by hand knows of its layers only their parameters: each
+    // layer's share of a stage's compute is taken as its share of them.
+    std::vector<double> weights;
+    for (size_t l = 0; l < layers; ++l) {
+      weights.push_back(std::max(static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]), 1.0));
+    }
+    proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
   }
-  measured_cuts_[now] = slowest;
-  proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
   if (!proposed_) return;
   if (auto before = measured_cuts_.find(proposed_->layers);
-      before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= slowest) {
-    Log() << "pipeline: the stages computed " << slowest << " s a step at the slowest; the cuts that would do better "
-          << "measured " << before->second << " s when tried: layers stay\n";
+      before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
+    Log() << "pipeline: the stages took " << step_s << " s a step; the cuts that would do better measured "
+          << before->second << " s when tried: layers stay\n";
     proposed_.reset();
     return;
   }
-  std::ostringstream seconds;
-  for (size_t s = 0; s < stages.size(); ++s) seconds << (s ? ", " : "") << stages[s].seconds;
-  Log() << "pipeline: the stages computed " << seconds.str() << " s a step over steps " << step_ - steps + 1 << "-"
-        << step_ << "; moving layers for " << proposed_->predicted_s << " s a step at the slowest\n";
+  Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " s a step over steps " << step_ - steps + 1 << "-"
+        << step_ << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
+        << "; moving layers for " << proposed_->predicted_s
+        << (timed ? " s a step, links counted, against " : " s a step at the slowest stage, computing, against ")
+        << proposed_->measured_s << "\n";
 }
 
 v1::StageState PipelineHead::LayersStateLocked(const JobCheckpoint& state, int first, int end) const {
@@ -1725,7 +1763,7 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   // The next measurement starts afresh, on the layers as they now are.
   StartMeasureLocked();
   Log() << "pipeline: layers moved at step " << step_ << ": " << was.str() << " now " << now.str() << ", predicted "
-        << proposed_->predicted_s << " s a step at the slowest stage against " << proposed_->measured_s << "\n";
+        << proposed_->predicted_s << " s a step against " << proposed_->measured_s << ", as proposed above\n";
 }
 
 void PipelineHead::RegroupByThePlanner() {

@@ -380,11 +380,13 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int64_t measured_from_ = 0;            // the step the stages' measurement began after
   TimePoint measured_since_{};           // and when
   std::vector<double> measured_compute_;  // by rank: its compute seconds then
+  double measured_step_s_ = 0;            // the steps' own seconds since
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
   bool regroup_due_ = false;  // a loss or a device back since the last step: the planner runs again before the next
-  // Each set of cuts the stages were measured at: the slowest stage's seconds a step.
+  // Each set of cuts the stages were measured at: their seconds a step.
   std::map<std::vector<std::pair<int, int>>, double> measured_cuts_;
+  std::vector<std::pair<int, int>> said_stay_for_;  // the cuts the log last said stay, and why
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)
   StepCovers covers_;  // of this attempt: what was dealt and sent, and who covers a device lost

@@ -1697,31 +1697,45 @@ TEST(SimulatedPipelineTest, AfterAStageIsRebuiltTheSurvivorsAreCutAnew) {
 // Two stages of two layers each, one device each, their compute even (the
 // first's passes twice as long: the fakes' first stage has half the work,
 // and its device is twice as fast), the head measuring them every
-// `rebalance_every` steps (0: never). `slowed`: the second device's fake
-// slowing; `changes`: its slowdown's from the plan (a cluster profile's
-// compute.changes), which the stage's emulated device applies.
-// `layer_seconds`: each layer's forward and backward a sample, as the plan's
-// profile timed them (the plan then says what it was planned from); none:
-// a layout by hand.
-SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = {},
-                              std::vector<SlowdownChange> changes = {}, Duration rebalance_within = {},
-                              std::vector<double> layer_seconds = {}) {
+// `rebalance_every` steps (0: never).
+struct TwoEvenStages {
+  int rebalance_every = 0;
+  testing::FakeDevice slowed = {};  // the second device's fake slowing
+  // The second device's slowdown's changes from the plan (a cluster
+  // profile's compute.changes), which the stage's emulated device applies.
+  std::vector<SlowdownChange> changes = {};
+  Duration rebalance_within = {};
+  // Each layer's forward and backward a sample, as the plan's profile timed
+  // them (the plan then says what it was planned from); none: a layout by hand.
+  std::vector<double> layer_seconds = {};
+  // With layer_seconds: the second device's link each way, bytes a second
+  // (0: not limited), and the third layer's output, bytes a sample (the
+  // others' are 4).
+  double second_link = 0;
+  int64_t third_out = 4;
+};
+
+SimulatedRun RunTwoEvenStages(const TwoEvenStages& run) {
   const TrainTestSplit data = LearningData();
   JobPlan plan = HybridPlan({{0}, {1}}, 4);
   plan.spec.optimizer = {OptimizerKind::kAdam, 0.01, std::nullopt, 0};  // Adam: its moments move with the layers too
   plan.pipeline->stages = {{0, 2, {0}}, {2, 4, {1}}};
-  if (!layer_seconds.empty()) {
+  if (!run.layer_seconds.empty()) {
     PlannedFrom from;
-    for (size_t l = 0; l < layer_seconds.size(); ++l) {
-      from.layers.push_back({"layer" + std::to_string(l), layer_seconds[l] / 3, 2 * layer_seconds[l] / 3, 4, 4, {}, 0});
+    for (size_t l = 0; l < run.layer_seconds.size(); ++l) {
+      from.layers.push_back({"layer" + std::to_string(l), run.layer_seconds[l] / 3, 2 * run.layer_seconds[l] / 3, 4,
+                             l == 2 ? run.third_out : 4, {}, 0});
     }
-    for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
+    for (size_t r = 0; r < plan.workers.size(); ++r) {
+      const double link = r == 1 ? run.second_link : 0;
+      from.devices.push_back({plan.workers[r].node, 1 / plan.workers[r].slowdown, 0, link, link});
+    }
     plan.pipeline->planned_from = std::move(from);
   }
-  plan.workers[1].slowdown_changes = std::move(changes);
+  plan.workers[1].slowdown_changes = run.changes;
   DeterministicClock clock;
   testing::FakeDevice devices[2];
-  devices[1] = slowed;
+  devices[1] = run.slowed;
   std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
   std::vector<StageTrainer*> trainers;
   for (int r = 0; r < 2; ++r) {
@@ -1736,7 +1750,9 @@ SimulatedRun RunTwoEvenStages(int rebalance_every, testing::FakeDevice slowed = 
         clock));
   };
   return RunPipeline(plan, trainers, data, clock, 24,
-                     {.take_layers = take_layers, .rebalance_every = rebalance_every, .rebalance_within = rebalance_within});
+                     {.take_layers = take_layers,
+                      .rebalance_every = run.rebalance_every,
+                      .rebalance_within = run.rebalance_within});
 }
 
 // A run whose second device was slowed fourfold from step 7 on has one
@@ -1760,51 +1776,84 @@ void ExpectOneLayerMovedOffTheSlowedDevice(const SimulatedRun& moved, const Simu
 
 // The second device slowed fourfold from its pass 49 (step 7) by a fake.
 TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStayTheSame) {
-  const SimulatedRun fixed = RunTwoEvenStages(0);
+  const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
-  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages(4, {0, 49, 4.0}), fixed);
+  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}}), fixed);
   // Unslowed, the stages are even and nothing moves.
-  const SimulatedRun even = RunTwoEvenStages(4);
+  const SimulatedRun even = RunTwoEvenStages({.rebalance_every = 4});
   ASSERT_TRUE(even.ended.ok());
   EXPECT_EQ(even.progress.replays->repartitions, 0) << even.log;
 }
 
-// A plan that says what it was planned from gives each layer its share of a
-// stage's compute as its profile timed it, not by its parameters (one weight
-// a layer here): timed alike, the slowed device has a layer moved off it as
-// above; with its first layer timed ten times the second, moving that one
-// would give the first stage twelve of its own units of compute where it
-// has two, slower than the slowed stage is now, and nothing moves.
+// A plan that says what it was planned from has its cuts judged by the
+// planner's cost model, each device at the pace its compute measured
+// against the profile: timed alike, the slowed device has a layer moved off
+// it as above; with the third layer timed ten times the others, moving one
+// would give the first stage twelve units of compute where it has two,
+// slower than the slowed stage is now, and nothing moves.
 TEST(SimulatedPipelineTest, LayersMoveByTheirTimedComputeWhereThePlanSaysIt) {
-  const SimulatedRun fixed = RunTwoEvenStages(0);
+  const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
-  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages(4, {0, 49, 4.0}, {}, {}, {1e-3, 1e-3, 1e-3, 1e-3}), fixed);
-  const SimulatedRun heavy = RunTwoEvenStages(4, {0, 49, 4.0}, {}, {}, {1e-3, 1e-3, 1e-2, 1e-3});
+  const SimulatedRun alike =
+      RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}, .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3}});
+  ExpectOneLayerMovedOffTheSlowedDevice(alike, fixed);
+  EXPECT_NE(alike.log.find("links counted"), std::string::npos) << alike.log;
+  const SimulatedRun heavy =
+      RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}, .layer_seconds = {1e-3, 1e-3, 1e-2, 1e-3}});
   ASSERT_TRUE(heavy.ended.ok()) << heavy.ended.ToString() << "\n" << heavy.log;
   EXPECT_EQ(heavy.progress.replays->repartitions, 0) << heavy.log;
+}
+
+// The same layers timed alike, the slowed device on a link of 10 kB/s each
+// way, and the third layer's output 10 kB a sample: the cut that moves a
+// layer off the slowed device would send that output and its gradient over
+// the link, each micro-batch's taking seconds where its compute takes
+// milliseconds, and nothing moves. Compute alone moved it (a board slowed
+// tenfold given the vgg's conv1, its activations then crossing Wi-Fi every
+// step: a new user's trial).
+TEST(SimulatedPipelineTest, LayersStayWhereTheNewCutWouldSendMoreThanItsLinkCarries) {
+  const SimulatedRun thin = RunTwoEvenStages({.rebalance_every = 4,
+                                              .slowed = {0, 49, 4.0},
+                                              .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3},
+                                              .second_link = 1e4,
+                                              .third_out = 10'000});
+  ASSERT_TRUE(thin.ended.ok()) << thin.ended.ToString() << "\n" << thin.log;
+  EXPECT_EQ(thin.progress.replays->repartitions, 0) << thin.log;
+  EXPECT_NE(thin.log.find("links counted: layers stay"), std::string::npos) << thin.log;
+  ASSERT_EQ(thin.progress.workers.size(), 2u);
+  EXPECT_EQ(thin.progress.workers[1].layers, (std::pair{2, 4}));
+  // On the same link with outputs of 4 bytes, the layer moves.
+  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages({.rebalance_every = 4,
+                                                          .slowed = {0, 49, 4.0},
+                                                          .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3},
+                                                          .second_link = 1e4}),
+                                        RunTwoEvenStages({}));
 }
 
 // A measurement of the stages ends after --rebalance-within too: with 1,000
 // steps a measurement, which a run of 24 never reaches, measurements of 3 s
 // (about eight steps before the slowing, three after) move the layer once.
 TEST(SimulatedPipelineTest, AMeasurementThatOutlastsItsTimeEndsThenAndLayersMove) {
-  const SimulatedRun fixed = RunTwoEvenStages(0);
+  const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
-  const SimulatedRun by_steps = RunTwoEvenStages(1000, {0, 49, 4.0});
+  const SimulatedRun by_steps = RunTwoEvenStages({.rebalance_every = 1000, .slowed = {0, 49, 4.0}});
   ASSERT_TRUE(by_steps.ended.ok());
   EXPECT_EQ(by_steps.progress.replays->repartitions, 0) << "1,000 steps never end";
-  ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages(1000, {0, 49, 4.0}, {}, std::chrono::seconds(3)), fixed);
+  ExpectOneLayerMovedOffTheSlowedDevice(
+      RunTwoEvenStages(
+          {.rebalance_every = 1000, .slowed = {0, 49, 4.0}, .rebalance_within = std::chrono::seconds(3)}),
+      fixed);
 }
 
 // The same drift from the plan, as a cluster profile's compute.changes gives
 // it: the second device's slowdown goes from 2 to 8 at the time its step 7
 // begins, and the stage's emulated device slows from then on.
 TEST(SimulatedPipelineTest, ADeviceSlowedByItsProfileMidRunHasALayerMovedOffItOnce) {
-  const SimulatedRun fixed = RunTwoEvenStages(0);
+  const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
   double step_7_at = 0;
   for (int s = 0; s < 6; ++s) step_7_at += fixed.step_s[s];
-  const SimulatedRun moved = RunTwoEvenStages(4, {}, {{step_7_at, 8.0}});
+  const SimulatedRun moved = RunTwoEvenStages({.rebalance_every = 4, .changes = {{step_7_at, 8.0}}});
   EXPECT_NEAR(moved.step_s[5], fixed.step_s[5], 1e-9) << "not slowed before";
   EXPECT_GT(moved.step_s[7], 1.5 * fixed.step_s[7]) << "slowed at its time";
   ExpectOneLayerMovedOffTheSlowedDevice(moved, fixed);
