@@ -219,7 +219,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   s.data.test = {};  // a worker never evaluates
   WorkerOptions options;
   options.rank = s.flags.rank;
-  auto connector = GrpcConnector(s.flags.coordinator, s.security);
+  auto connector = GrpcConnector(s.flags.coordinator, s.security, s.flags.keepalive);
   options.coordinator = connector.get();
   options.metrics = &s.endpoint.metrics();
   options.timings.connect_attempt = s.flags.connect_attempt;
@@ -291,7 +291,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   head.SetRebalancing(std::move(rebalancing));
   head.SetHungPasses({s.flags.hung_pass_factor, s.flags.hung_pass_floor});
   head.SetStragglers({s.flags.straggler_factor, s.flags.straggler_rejoin_after});
-  head.SetRestartGather(s.flags.restart_gather);
+  head.SetRestartGather(s.flags.RestartGather());
   std::vector<int> stage_of_rank;
   for (size_t r = 0; r < s.plan.workers.size(); ++r) {
     auto stage = StageOfRank(*s.plan.pipeline, static_cast<int>(r));
@@ -346,7 +346,7 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   // clock then measures the device's work without its neighbours' on shared
   // cores.
   options.thread_cpu_seconds = PassCpuClock(s.plan.intra_op_threads);
-  auto connector = GrpcConnector(s.flags.coordinator, s.security);
+  auto connector = GrpcConnector(s.flags.coordinator, s.security, s.flags.keepalive);
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);
   if (!uplink.ok()) return fail(uplink.status());

@@ -1,5 +1,6 @@
 #include "agent/agent_flags.h"
 
+#include <functional>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -59,18 +60,22 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
       ->option_text("DIR");
   app->add_flag("--insecure", flags.insecure,
                 "plaintext between the team's agents, with no identity checked: for a run on loopback only");
-  auto wait = [&](const char* name, Duration& into, const char* what) {
+  // A positive duration, into `set`.
+  auto wait_into = [&](const char* name, std::function<void(Duration)> set, const char* what) {
     app->add_option_function<std::string>(
            name,
-           [&into, name](const std::string& text) {
+           [set = std::move(set), name](const std::string& text) {
              auto d = ParseDuration(text);
              if (!d.ok() || *d <= Duration::zero()) {
                throw CLI::ValidationError(name, "expected a duration such as 500ms or 2m, got \"" + text + "\"");
              }
-             into = *d;
+             set(*d);
            },
            what)
         ->option_text("DURATION");
+  };
+  auto wait = [&](const char* name, Duration& into, const char* what) {
+    wait_into(name, [&into](Duration d) { into = d; }, what);
   };
   wait("--first-worker-timeout", flags.first_worker_timeout,
        "a coordinator that no worker reaches within this fails (default 120s)");
@@ -91,10 +96,14 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   wait("--straggler-rejoin-after", flags.straggler_rejoin_after,
        "how long a pipeline device let go of as a straggler, or taken for hung, waits before it may rejoin "
        "(default 1m; twice that each time after)");
-  wait("--restart-gather", flags.restart_gather,
+  wait_into("--restart-gather", [&flags](Duration d) { flags.restart_gather = d; },
        "how much longer than spec.faultTolerance.nodeLossGrace a pipeline head that starts again (a checkpoint "
-       "to resume, or placed anew) waits for its stages, which hear of their old head's end by gRPC keepalive, "
-       "20 s (default 30s)");
+       "to resume, or placed anew) waits for its stages, which hear of their old head's end when --keepalive "
+       "gives up on their streams (default twice --keepalive and 10s: 30s)");
+  wait("--keepalive", flags.keepalive,
+       "how long a stream to the coordinator (or a stage's to its head) goes without a word before it is "
+       "pinged, and as long for the answer: a peer whose node died without closing the connection is found "
+       "gone after twice this (default 10s)");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

@@ -2,6 +2,7 @@
 // The agent's launch contract (docs/launch-contract.md): one command line used
 // alike by the local runner, the operator's pods and the node emulator.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,20 @@ struct AgentFlags {
   // straggler_rejoin_after, twice that the next time.
   double straggler_factor = 8;
   Duration straggler_rejoin_after = std::chrono::minutes(1);
+  // How long a stream to the coordinator (or head) may go without a word
+  // before it is pinged, and as long again for the answer: a node that dies
+  // or drops off the network without closing its connections ends them then,
+  // where TCP would wait about 15 minutes.
+  Duration keepalive = std::chrono::seconds(10);
   // How much longer than nodeLossGrace a pipeline head that starts again
-  // (a checkpoint to resume, or placed anew) waits for its stages.
-  Duration restart_gather = std::chrono::seconds(30);
+  // (a checkpoint to resume, or placed anew) waits for its stages; none:
+  // RestartGather().
+  std::optional<Duration> restart_gather;
+
+  // Its stages hear of their old head's end when keepalive gives up on the
+  // stream, two keepalives after the last word, then reach the new head:
+  // those and 10 s more unless told (30 s at the default keepalive).
+  Duration RestartGather() const { return restart_gather.value_or(2 * keepalive + std::chrono::seconds(10)); }
 };
 
 // Parses the launch contract's `--name=value` (or `--name value`) flags; errors

@@ -42,6 +42,23 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_TRUE(ParseAgentFlags({"--role=worker", "--job=j", "--plan=p", "--insecure"})->insecure);
 }
 
+// A pipeline head placed anew waits for stages that hear of their old head's
+// end by keepalive: unless told otherwise, as long as two keepalives and 10 s.
+TEST(AgentFlagsTest, TheRestartGatherFollowsTheKeepaliveUnlessGiven) {
+  auto defaults = ParseAgentFlags({"--role=stage", "--job=j", "--plan=p"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->keepalive, std::chrono::seconds(10));
+  EXPECT_EQ(defaults->RestartGather(), std::chrono::seconds(30));
+  auto short_keepalive = ParseAgentFlags({"--role=stage", "--job=j", "--plan=p", "--keepalive=1s"});
+  ASSERT_TRUE(short_keepalive.ok()) << short_keepalive.status().ToString();
+  EXPECT_EQ(short_keepalive->keepalive, std::chrono::seconds(1));
+  EXPECT_EQ(short_keepalive->RestartGather(), std::chrono::seconds(12));
+  auto given = ParseAgentFlags({"--role=stage", "--job=j", "--plan=p", "--keepalive=1s", "--restart-gather=3s"});
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(given->RestartGather(), std::chrono::seconds(3));
+  EXPECT_FALSE(ParseAgentFlags({"--role=stage", "--job=j", "--plan=p", "--keepalive=0s"}).ok());
+}
+
 TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
   struct Case {
     std::vector<std::string> args;
@@ -73,7 +90,7 @@ TEST(AgentFlagsTest, TheUsageNamesEveryFlag) {
   const std::string usage = AgentUsage();
   for (const char* flag : {"--role", "--job", "--rank", "--world", "--plan", "--coordinator", "--listen", "--http",
                            "--data-dir", "--first-worker-timeout", "--stop-grace", "--plan-poll", "--connect-attempt",
-                           "--tls-dir", "--insecure", "--tls-reload"}) {
+                           "--tls-dir", "--insecure", "--tls-reload", "--keepalive", "--restart-gather"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
 }

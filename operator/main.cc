@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
       {"--certificate-validity", &options.reconciler.credentials.certificate_validity},
       {"--link-down-after", &options.reconciler.links.link_down_after},
       {"--stalled-after", &options.reconciler.links.stalled_after},
+      {"--agent-keepalive", &options.reconciler.pods.agent_keepalive},
   };
   app.add_option("--kubeconfig", kubeconfig,
                  "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
        "a worker out of its team and silent this long has its link down: BandwidthDegraded, LinkDown (default 10s)"},
       {"--stalled-after",
        "a team whose iteration has not moved this long is Stalled, naming the workers it waits on (default 30s)"},
+      {"--agent-keepalive",
+       "how long a team's agent lets its stream to the coordinator go silent before pinging it, and as long for "
+       "the answer (its --keepalive): a node that dies is heard of after twice this (default 10s)"},
   };
   for (auto& [name, into] : waits) {
     Duration* target = into;

@@ -143,7 +143,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // How much longer than nodeLossGrace a head that starts again (a
   // checkpoint to resume, or a plan of a later generation: placed anew)
   // waits for its stages at Start: a stage whose old head's node died hears
-  // of it only when its stream fails, by gRPC keepalive (20 s). Set before Start.
+  // of it only when its stream fails, by gRPC keepalive
+  // (AgentFlags::RestartGather). Set before Start.
   void SetRestartGather(Duration more) { restart_gather_ = more; }
 
   // The mean training loss of the last step's batch.

@@ -300,17 +300,19 @@ namespace {
 StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
     const std::string& address, const TransportSecurity& security,
     const std::shared_ptr<grpc::ChannelCredentials>& credentials, CoordinatorRefusal& refusal,
-    Duration connect_timeout) {
+    Duration connect_timeout, Duration keepalive) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // Reconnect quickly after a coordinator restart; our own deadlines judge links.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // A network that silently drops everything would otherwise leave a stream
-  // open until TCP gives up, about 15 minutes later: ping every 10 s.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  // A network that silently drops everything, or a node that died without
+  // closing its connections, would otherwise leave a stream open until TCP
+  // gives up, about 15 minutes later: ping after `keepalive` of silence.
+  const auto keepalive_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(keepalive).count());
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   if (security.tls) args.SetSslTargetNameOverride(pki::TlsServerName(security.job));
   auto channel = grpc::CreateCustomChannel(address, credentials, args);
@@ -343,19 +345,21 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
 
 class GrpcCoordinatorConnector final : public CoordinatorConnector {
  public:
-  GrpcCoordinatorConnector(std::string address, TransportSecurity security)
+  GrpcCoordinatorConnector(std::string address, TransportSecurity security, Duration keepalive)
       : address_(std::move(address)),
         security_(std::move(security)),
+        keepalive_(keepalive),
         refusal_(std::make_shared<CoordinatorRefusal>()),
         credentials_(ChannelCredentials(security_, refusal_)) {}
   StatusOr<std::unique_ptr<CoordinatorStream>> Connect(Duration timeout) override {
-    return ConnectToCoordinator(address_, security_, credentials_, *refusal_, timeout);
+    return ConnectToCoordinator(address_, security_, credentials_, *refusal_, timeout, keepalive_);
   }
   const std::string& address() const override { return address_; }
 
  private:
   std::string address_;
   TransportSecurity security_;
+  Duration keepalive_;
   std::shared_ptr<CoordinatorRefusal> refusal_;  // shared with the credentials' verifier
   // Made once: its file watcher follows a rotation for every reconnection.
   std::shared_ptr<grpc::ChannelCredentials> credentials_;
@@ -363,8 +367,9 @@ class GrpcCoordinatorConnector final : public CoordinatorConnector {
 
 }  // namespace
 
-std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, TransportSecurity security) {
-  return std::make_unique<GrpcCoordinatorConnector>(std::move(address), std::move(security));
+std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, TransportSecurity security,
+                                                    Duration keepalive) {
+  return std::make_unique<GrpcCoordinatorConnector>(std::move(address), std::move(security), keepalive);
 }
 
 }  // namespace edgetrain::agent

@@ -115,8 +115,11 @@ class CoordinatorConnector {
   virtual const std::string& address() const = 0;
 };
 
-// The coordinator at `address` (HOST:PORT), over gRPC.
-std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, TransportSecurity security);
+// The coordinator at `address` (HOST:PORT), over gRPC. A stream with no word
+// for `keepalive` is pinged, and ends when no answer comes within as long
+// again (AgentFlags::keepalive).
+std::unique_ptr<CoordinatorConnector> GrpcConnector(std::string address, TransportSecurity security,
+                                                    Duration keepalive = std::chrono::seconds(10));
 
 // The hello this build speaks, and the check every coordinator applies to one.
 v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank);

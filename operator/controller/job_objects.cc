@@ -234,6 +234,7 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
       // The job's identity: readable by the agent's group (fsGroup) alone.
       args.push_back(std::string("--tls-dir=") + kTlsMountPath);
       args.push_back("--tls-reload=" + FormatDuration(options.tls_reload));
+      args.push_back("--keepalive=" + FormatDuration(options.agent_keepalive));
       mounts.push_back({{"name", "tls"}, {"mountPath", kTlsMountPath}, {"readOnly", true}});
       volumes.push_back({{"name", "tls"}, {"secret", {{"secretName", AgentTlsSecretName(job.name)}, {"defaultMode", 0440}}}});
     }

@@ -28,6 +28,11 @@ struct PodOptions {
   // How often a team's agents read their mounted credentials again
   // (TlsReloadFor the certificates' life): a rotation reaches them by then.
   Duration tls_reload = std::chrono::seconds(60);
+  // How long a team's agent lets its stream to the coordinator (a stage's to
+  // its head) go silent before pinging it, and as long for the answer
+  // (the agent's --keepalive): a head lost with its node is heard of by its
+  // stages after twice this, and its successor waits about as long for them.
+  Duration agent_keepalive = std::chrono::seconds(10);
   // What a container requests when spec.template says nothing: the very
   // amounts placement counts, so that its fit and the scheduler's agree.
   api::PodDefaults defaults;

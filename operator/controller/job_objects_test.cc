@@ -86,6 +86,8 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
     // only their own group may read.
     EXPECT_TRUE(Has(Args(pod), "--tls-dir=/var/run/secrets/edgetrain.dev/tls"));
     EXPECT_TRUE(Has(Args(pod), "--tls-reload=1m"));
+    // A head lost with its node is heard of by its stages after two of these.
+    EXPECT_TRUE(Has(Args(pod), "--keepalive=10s"));
     EXPECT_EQ(pod["spec"]["volumes"][1],
               (Json{{"name", "tls"}, {"secret", {{"secretName", "team-tls"}, {"defaultMode", 0440}}}}));
     EXPECT_EQ(container["volumeMounts"][1],

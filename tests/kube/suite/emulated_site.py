@@ -54,7 +54,10 @@ OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "-
                  "--certificate-validity", "24s",
                  # A worker counted out 2 s has its link down (BandwidthDegraded, LinkDown),
                  # and a team that has not stepped for 2 s is Stalled.
-                 "--link-down-after", "2s", "--stalled-after", "2s"]
+                 "--link-down-after", "2s", "--stalled-after", "2s",
+                 # A pipeline's stages hear of a head lost with its node after 2 s,
+                 # and a head placed anew waits 12 s past nodeLossGrace for them.
+                 "--agent-keepalive", "1s"]
 
 # examples/nodes/edge-site.yaml with its traces' paths made absolute, since the class's
 # copy of a profile lives elsewhere.

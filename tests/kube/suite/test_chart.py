@@ -185,7 +185,8 @@ class Rendering(unittest.TestCase):
         for a in ("--namespace=training", "--workers=4", "--qps=10.5", "--burst=20", "--http=$(POD_IP):9090",
                   "--default-image=registry.example.org/edge/edgetrain-agent:0.1.0-arm64",
                   "--termination-grace=60", "--status-interval=2s", "--unschedulable-retry=10s",
-                  "--watch-timeout=2m", "--measurement-interval=30s", "--measurement-max-age=5m"):
+                  "--watch-timeout=2m", "--measurement-interval=30s", "--measurement-max-age=5m",
+                  "--agent-keepalive=5s"):
             self.assertIn(a, args)
         container = one(single, "Deployment")["spec"]["template"]["spec"]["containers"][0]
         self.assertEqual(container["image"], "registry.example.org/edge/edgetrain-operator:0.1.0")
