@@ -89,7 +89,7 @@ std::optional<StageCuts> RebalanceStages(std::span<const StageMeasure> stages, s
   }
   auto cuts = LeastSlowestCuts(stages, layers, [&](size_t s, int b, int e) { return pace[s] * weight(b, e); });
   if (!cuts || !(cuts->predicted_s * (1 + min_gain) < measured)) return std::nullopt;
-  cuts->measured_s = measured;
+  cuts->now_s = measured;
   return cuts;
 }
 
@@ -105,14 +105,14 @@ std::optional<StageCuts> RecutStages(const PipelineCostModel& model, std::span<c
   if (!as_they_are) return std::nullopt;
   const int micro_batch = problem.batch_size / micro_batches;
   // A stage's own part of a step, cut at [b, e): its micro-batches at its
-  // period (the busier of its compute and its link), then its exchange and
-  // its optimizer's step. The slowest stage's paces the step but for the
+  // period (the busier of its compute and its link), then its flush (its
+  // exchange, its optimizer's step, the head's word and its answer). The slowest stage's paces the step but for the
   // pipeline's filling and draining, which the whole step's figure below
   // counts when the cuts are judged.
   auto seconds = [&](size_t s, int b, int e) {
     const StageCost c = model.Stage(b, e, stages[s].devices, micro_batch, std::min(micro_batches, count - static_cast<int>(s)));
     if (!c.fits) return std::numeric_limits<double>::infinity();
-    return micro_batches * c.period_s + c.exchange_s + c.commit_s;
+    return micro_batches * c.period_s + PipelineCostModel::FlushSeconds(c);
   };
   auto cuts = LeastSlowestCuts(now, layers, seconds);
   if (!cuts) return std::nullopt;
@@ -121,7 +121,7 @@ std::optional<StageCuts> RecutStages(const PipelineCostModel& model, std::span<c
   const auto then = model.Plan(recut, micro_batches);
   if (!then || !then->fits || !(then->step_s * (1 + min_gain) < as_they_are->step_s)) return std::nullopt;
   cuts->predicted_s = then->step_s;
-  cuts->measured_s = as_they_are->step_s;
+  cuts->now_s = as_they_are->step_s;
   return cuts;
 }
 

@@ -36,9 +36,10 @@ struct StageCuts {
   std::vector<std::pair<int, int>> layers;  // each stage's [first, end), in order
   // What the cuts were chosen by, so cut and as the stages are now:
   // RebalanceStages', the slowest stage's compute a step (now: as measured);
-  // RecutStages', the whole step the cost model predicts.
+  // RecutStages', the whole step the cost model predicts (now: predicted
+  // too, each device at its measured pace).
   double predicted_s = 0;
-  double measured_s = 0;
+  double now_s = 0;
 };
 
 // The better cuts for `stages` (contiguous, in order, covering every layer of

@@ -25,7 +25,7 @@ TEST(StageRebalanceTest, ASlowedStageGivesLayersToItsNeighbour) {
   ASSERT_TRUE(cuts.has_value());
   EXPECT_EQ(cuts->layers, (Cuts{{0, 3}, {3, 4}}));
   EXPECT_DOUBLE_EQ(cuts->predicted_s, 1.5);  // max(3 layers at 0.5 s, 1 layer at 1.5 s)
-  EXPECT_DOUBLE_EQ(cuts->measured_s, 3.0);
+  EXPECT_DOUBLE_EQ(cuts->now_s, 3.0);
 }
 
 // Moved as proposed, the stages then measure what was predicted, and nothing
@@ -108,8 +108,8 @@ TEST(StageRecutTest, ASlowedStageGivesALayerToItsNeighbourByTheCostModel) {
   std::vector<PipelineStage> moved = kTwoByTwo;
   moved[0].end_layer = moved[1].first_layer = 3;
   EXPECT_DOUBLE_EQ(cuts->predicted_s, model.Plan(moved, 4)->step_s);
-  EXPECT_DOUBLE_EQ(cuts->measured_s, model.Plan(kTwoByTwo, 4)->step_s);
-  EXPECT_LT(cuts->predicted_s, 0.6 * cuts->measured_s);
+  EXPECT_DOUBLE_EQ(cuts->now_s, model.Plan(kTwoByTwo, 4)->step_s);
+  EXPECT_LT(cuts->predicted_s, 0.6 * cuts->now_s);
   // Moved, nothing moves again.
   EXPECT_FALSE(RecutStages(model, moved, 4, 0.1).has_value());
 }

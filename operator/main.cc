@@ -149,6 +149,13 @@ int main(int argc, char** argv) {
   rest.lift_under_flow_control = qps->count() == 0;
   options.reconciler.pods.tls_reload = operator_::TlsReloadFor(options.reconciler.credentials.certificate_validity);
 
+  // The agents read it in milliseconds at the finest; a pod given "0s" would
+  // refuse it and crash-loop.
+  if (options.reconciler.pods.agent_keepalive < std::chrono::milliseconds(1)) {
+    std::cerr << "edgetrain-operator: --agent-keepalive must be at least 1ms\n";
+    return kExitInvalid;
+  }
+
   // As client-go insists: a leader must stop leading (renew deadline) before
   // a standby may take the Lease (lease duration), and try more than once in
   // between; else two replicas can lead at once.

@@ -845,10 +845,15 @@ std::string SayStageSeconds(std::span<const StageMeasure> stages) {
 
 }  // namespace
 
-void PipelineHead::ReplanLocked() {
-  if (!problem_) return;
+std::vector<PipelineStage> PipelineHead::StagesLocked() const {
   std::vector<PipelineStage> stages;
   for (size_t s = 0; s < groups_.size(); ++s) stages.push_back({layers_[s].first, layers_[s].second, groups_[s]});
+  return stages;
+}
+
+void PipelineHead::ReplanLocked() {
+  if (!problem_) return;
+  const std::vector<PipelineStage> stages = StagesLocked();
   std::map<int, double> learned;
   const PipelineProblem problem = PacedProblemLocked(learned);
   const std::string paces = SayPaces(learned);
@@ -1460,6 +1465,10 @@ Status PipelineHead::Advance() {
   }
   Rejoin();
   RegroupByThePlanner();
+  // What the step takes without what came before it between steps (a
+  // device back, fetching the stages' state): the stages' measurement
+  // judges cuts by their steps.
+  const TimePoint stepping_from = clock_.Now();
   std::unique_lock lock(mu_);
   // The last step's period measures the orders only when nothing but the
   // step happened between its word and this one: a fetch of the stages'
@@ -1594,10 +1603,12 @@ Status PipelineHead::Advance() {
   // updates since its replica would take to train again.
   const double took_s = ToSeconds(clock_.Now() - advance_began);
   step_s_ = step_s_ > 0 ? 0.9 * step_s_ + 0.1 * took_s : took_s;
-  measured_step_s_ += took_s;
+  measured_step_s_ += ToSeconds(clock_.Now() - stepping_from);
   if (rebalancing_.every > 0) {
     if (measured_compute_.empty()) {
-      StartMeasureLocked();  // after the first step: loading and warming up are not the stages' pace
+      // After the first step (loading and warming up) or one that carried
+      // moved layers (their rebuild): neither is the stages' pace.
+      StartMeasureLocked();
     } else if (const int64_t steps = step_ - measured_from_;
                steps >= rebalancing_.every || (rebalancing_.within > Duration::zero() && steps >= 2 &&
                                                clock_.Now() - measured_since_ >= rebalancing_.within)) {
@@ -1646,35 +1657,39 @@ void PipelineHead::MeasureStagesLocked() {
     // not (a board slowed tenfold was given the vgg's conv1 alone, and its
     // 3.2 MB of activations a step each way over Wi-Fi kept the step where
     // it was; a new user's trial).
-    PipelineProblem paced = *problem_;
-    paced.transport.orders_s = orders_.Seconds();
+    // (The pace the re-plans use, learned from a device's whole part of its
+    // steps over the run, moves too slowly for a drift: this is the
+    // window's, of its passes alone.)
+    std::map<int, double> learned;
+    PipelineProblem paced = PacedProblemLocked(learned);
     const Passes passes = PassesLocked(plan_.spec.data.batch_size);
     std::map<int, double> drift;
     for (size_t s = 0; s < groups_.size(); ++s) {
       for (size_t j = 0; j < groups_[s].size(); ++j) {
         const int r = groups_[s][j];
-        PipelineDevice& device = paced.devices[static_cast<size_t>(r)];
+        const double speed = problem_->devices[static_cast<size_t>(r)].speed;
         double profiled = 0;
         for (int64_t n : passes[s][j]) profiled += cost_model_->WorkSeconds(layers_[s].first, layers_[s].second, n);
-        profiled /= device.speed;
+        profiled /= speed;
         if (profiled <= 0 || computed[r] <= 0) continue;  // dealt nothing: its pace says nothing
         drift[r] = computed[r] / profiled;
-        device.speed /= drift[r];
+        paced.devices[static_cast<size_t>(r)].speed = speed / drift[r];
       }
     }
     paces = SayPaces(drift);
-    std::vector<PipelineStage> groups;
-    for (size_t s = 0; s < groups_.size(); ++s) groups.push_back({layers_[s].first, layers_[s].second, groups_[s]});
-    proposed_ = RecutStages(PipelineCostModel(paced), groups, micro_batches_, rebalancing_.min_gain);
+    proposed_ = RecutStages(PipelineCostModel(paced), StagesLocked(), micro_batches_, rebalancing_.min_gain);
     // Said once for these cuts, where the stages' compute came apart: why
     // layers stay.
     const auto [least, most] = std::minmax_element(
         stages.begin(), stages.end(), [](const StageMeasure& a, const StageMeasure& b) { return a.seconds < b.seconds; });
-    if (!proposed_ && said_stay_for_ != now && most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
+    const bool scored = plan_.spec.data.batch_size % micro_batches_ == 0;  // else RecutStages judges nothing
+    if (!proposed_ && scored && said_stay_for_ != now &&
+        most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
       said_stay_for_ = now;
       Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " s a step over steps "
-            << step_ - steps + 1 << "-" << step_ << " (each device at its pace against the profile: " << paces
-            << "); no other cut between the same groups is predicted "
+            << step_ - steps + 1 << "-" << step_
+            << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
+            << "; no other cut between the same groups that fits is predicted "
             << static_cast<int>(rebalancing_.min_gain * 100 + 0.5) << "% faster, links counted: layers stay\n";
     }
   } else {
@@ -1697,8 +1712,8 @@ void PipelineHead::MeasureStagesLocked() {
   Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " s a step over steps " << step_ - steps + 1 << "-"
         << step_ << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
         << "; moving layers for " << proposed_->predicted_s
-        << (timed ? " s a step, links counted, against " : " s a step at the slowest stage, computing, against ")
-        << proposed_->measured_s << "\n";
+        << (timed ? " s a step, links counted, against a predicted " : " s a step at the slowest stage, computing, against ")
+        << proposed_->now_s << "\n";
 }
 
 v1::StageState PipelineHead::LayersStateLocked(const JobCheckpoint& state, int first, int end) const {
@@ -1760,10 +1775,11 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   regrouped_ = true;  // the next step goes as a replay, which carries the layers
   ++replays_.repartitions;
   if (metrics_) metrics_->AddRepartition("imbalance");
-  // The next measurement starts afresh, on the layers as they now are.
-  StartMeasureLocked();
+  // The next measurement starts afresh, on the layers as they now are,
+  // after the step that carries them: the stages' rebuild is not their pace.
+  measured_compute_.clear();
   Log() << "pipeline: layers moved at step " << step_ << ": " << was.str() << " now " << now.str() << ", predicted "
-        << proposed_->predicted_s << " s a step against " << proposed_->measured_s << ", as proposed above\n";
+        << proposed_->predicted_s << " s a step against " << proposed_->now_s << ", as proposed above\n";
 }
 
 void PipelineHead::RegroupByThePlanner() {
@@ -1820,9 +1836,7 @@ std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
   for (PipelineStage& stage : best.stages) {
     for (int& d : stage.devices) d = ranks[static_cast<size_t>(d)];
   }
-  std::vector<PipelineStage> now;
-  for (size_t s = 0; s < groups_.size(); ++s) now.push_back({layers_[s].first, layers_[s].second, groups_[s]});
-  const PipelinePlan as_they_are = AtBestMicroBatches(problem, now);
+  const PipelinePlan as_they_are = AtBestMicroBatches(problem, StagesLocked());
   // A re-plan costs every layer's state sent out once; one inside the
   // cost model's error would move the layers for nothing.
   const bool faster = best.cost.samples_per_s > (1 + rebalancing_.min_gain) * as_they_are.cost.samples_per_s;
@@ -1894,7 +1908,7 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   // Cuts measured or proposed were of stages that are no more.
   proposed_.reset();
   measured_cuts_.clear();
-  StartMeasureLocked();
+  measured_compute_.clear();  // measured afresh after the step that carries the new layout
   Log() << "pipeline: stages laid out anew after step " << step_ << ": " << was << " now " << DescribeStagesLocked()
         << ", " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
 }

@@ -143,8 +143,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // How much longer than nodeLossGrace a head that starts again (a
   // checkpoint to resume, or a plan of a later generation: placed anew)
   // waits for its stages at Start: a stage whose old head's node died hears
-  // of it only when its stream fails, by gRPC keepalive
-  // (AgentFlags::RestartGather). Set before Start.
+  // of it only when its stream fails, by gRPC keepalive (AgentFlags::keepalive;
+  // the gather's default is AgentFlags::RestartGather). Set before Start.
   void SetRestartGather(Duration more) { restart_gather_ = more; }
 
   // The mean training loss of the last step's batch.
@@ -277,6 +277,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A one-stage pipeline left of two no longer fills and drains, and its
   // passes of a few samples each would pay their fixed costs for nothing.
   void ReplanLocked();
+  // The stages as they are now: each one's layers and group.
+  std::vector<PipelineStage> StagesLocked() const;
   // The planner's problem for the devices as they have run: each at its pace
   // in the run's steps against the profile's prediction, and the head's word
   // to the stages as the steps took it. `paces`: the paces it counted, by rank.

@@ -1791,7 +1791,7 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
 // it as above; with the third layer timed ten times the others, moving one
 // would give the first stage twelve units of compute where it has two,
 // slower than the slowed stage is now, and nothing moves.
-TEST(SimulatedPipelineTest, LayersMoveByTheirTimedComputeWhereThePlanSaysIt) {
+TEST(SimulatedPipelineTest, LayersMoveByTheCostModelWhereThePlanSaysWhatTheyCost) {
   const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
   const SimulatedRun alike =

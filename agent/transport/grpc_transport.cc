@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -310,7 +311,8 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
   // A network that silently drops everything, or a node that died without
   // closing its connections, would otherwise leave a stream open until TCP
   // gives up, about 15 minutes later: ping after `keepalive` of silence.
-  const auto keepalive_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(keepalive).count());
+  const auto keepalive_ms = static_cast<int>(std::clamp<int64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(keepalive).count(), 1, std::numeric_limits<int>::max()));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
