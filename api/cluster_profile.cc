@@ -76,6 +76,12 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       const std::string at_field = where + ".compute.changes[" + std::to_string(c) + "].at";
       auto at = ParseDuration(changes[c]["at"].get<std::string>());
       if (!at.ok()) return at.status().WithContext(at_field);
+      // The planner, placement and the node emulator read compute.slowdown:
+      // a change at the start would have them plan for a device it is not.
+      if (*at <= Duration::zero()) {
+        return InvalidArgumentError(at_field + ": a change at " + changes[c]["at"].get<std::string>() +
+                                    " is the node's slowdown from the start: give it as compute.slowdown");
+      }
       if (!node.slowdown_changes.empty() && ToSeconds(*at) <= node.slowdown_changes.back().at_s) {
         return InvalidArgumentError(at_field + ": " + changes[c]["at"].get<std::string>() +
                                     " is not after the change before it; list the changes in the order of their times");

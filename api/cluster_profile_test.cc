@@ -121,6 +121,9 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       {"  - {name: a, compute: {changes: [{at: later, slowdown: 2}]}}\n", "spec.nodes[0].compute.changes[0].at"},
       {"  - {name: a, compute: {changes: [{at: 2m, slowdown: 2}, {at: 60s, slowdown: 3}]}}\n",
        "spec.nodes[0].compute.changes[1].at: 60s is not after the change before it"},
+      {"  - {name: a, compute: {changes: [{at: 0s, slowdown: 20}]}}\n",
+       "spec.nodes[0].compute.changes[0].at: a change at 0s is the node's slowdown from the start: give it as "
+       "compute.slowdown"},
       {"  - {name: a, taints: [{key: k, effect: Sometimes}]}\n", "spec.nodes[0].taints[0].effect: must be one of"},
       {"  - {name: a}\n  - {name: a}\n", "spec.nodes[1]: duplicate entry with name=\"a\""},
       {"  - {name: A_1}\n", "spec.nodes[0].name: must match the pattern"},

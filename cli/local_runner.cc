@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -157,6 +158,18 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   }
   checked.plan = std::move(*planned);
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
+  // A drift the run will see and no prediction before it counts (a new
+  // user's trial: nothing said the profile's change was there).
+  std::set<std::string> drifting;
+  for (const WorkerSlot& w : checked.plan.job.workers) {
+    if (w.slowdown_changes.empty() || !drifting.insert(w.node).second) continue;
+    err << "note: " << w.node << "'s compute changes during the run (" << w.Slowdown().Said()
+        << "): what is predicted before it starts counts its slowdown at the start"
+        << (checked.job.spec.parallelism.mode != ParallelismMode::kDataParallel
+                ? "; a pipeline's head moves layers once it measures the drift"
+                : "")
+        << "\n";
+  }
   return kExitOk;
 }
 

@@ -14,6 +14,7 @@
 #include "cli/pipeline_view.h"
 #include "cli/progress_display.h"
 #include "core/cluster_placement.h"
+#include "core/device_slowdown.h"
 #include "core/exit_codes.h"
 #include "core/node_view.h"
 #include "core/parallelism_choice.h"
@@ -202,6 +203,11 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     if (!profile) return kExitInvalid;
     site = profile->name;
     for (const NodeProfile& node : profile->nodes) {
+      if (!node.slowdown_changes.empty()) {
+        err << "note: " << node.name << "'s compute changes during a run ("
+            << DeviceSlowdown{node.slowdown, node.slowdown_changes}.Said()
+            << "): placed and planned by its slowdown at the start\n";
+      }
       StatusOr<NodeView> view = NodeViewOf(node);
       if (!view.ok()) {
         err << "error: --nodes: " << view.status().message() << "\n";
@@ -262,6 +268,19 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       }
     }
     if (planned) PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
+  }
+  // A pipeline's stages name the devices placement chose, which edgetrain
+  // run --nodes does not use (a new user's plan said "conv1-conv4 on
+  // gateway" and the run put them on board).
+  if (pipeline_job && placement.placed && !options.nodes_path.empty()) {
+    bool in_order = true;
+    for (size_t r = 0; r < placement.worker_nodes.size(); ++r) {
+      in_order = in_order && r < nodes.size() && placement.worker_nodes[r] == nodes[r].name;
+    }
+    if (!in_order) {
+      err << "note: these are the devices the operator would place the workers on; edgetrain run --nodes puts "
+             "worker i on the profile's node i and plans its stages on those, which may differ\n";
+    }
   }
   for (const std::string& note : support.notes) err << "note: " << note << "\n";
   if (!placement.placed) {

@@ -107,8 +107,14 @@ void ProgressDisplay::Show(const JobProgress& p) {
   }
   TimePoint now = clock_.Now();
   if (last_line_ != TimePoint{} && now - last_line_ < every_) return;
+  // Once training has stopped its line stands still while the job finishes
+  // (the final evaluation, the model saved): said once, not every period
+  // (a new user's trial saw "budget spent: finishing" five times).
+  std::string line = FormatProgressLine(p, names_);
+  if (line == last_text_) return;
   last_line_ = now;
-  out_ << FormatProgressLine(p, names_) << "\n" << std::flush;
+  out_ << line << "\n" << std::flush;
+  last_text_ = std::move(line);
 }
 
 void ProgressDisplay::Finish() {

@@ -41,6 +41,7 @@ class ProgressDisplay {
   Duration every_;
   std::vector<std::string> names_;
   TimePoint last_line_{};
+  std::string last_text_;  // the last line printed
   bool drawn_ = false;
 };
 

@@ -110,13 +110,31 @@ TEST(ProgressDisplayTest, LogsPrintALineEveryPeriod) {
   JobProgress starting;
   display.Show(starting);  // nothing to show before training starts
   for (int second = 0; second <= 12; ++second) {
-    display.Show(Sample());
+    JobProgress p = Sample();
+    p.elapsed_s = second;
+    display.Show(p);
     clock.Advance(std::chrono::seconds(1));
   }
   display.Finish();
   std::string s = out.str();
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 3);  // at 0, 5 and 10 s
   EXPECT_EQ(s.find('\r'), std::string::npos);
+}
+
+// Finishing, the line stands still: it is printed once, not every period.
+TEST(ProgressDisplayTest, ALineThatStandsStillIsPrintedOnce) {
+  std::ostringstream out;
+  SimulatedClock clock;
+  ProgressDisplay display(out, /*terminal=*/false, clock, std::chrono::seconds(5));
+  JobProgress p = Sample();
+  p.stop_reason = StopReason::kWallClock;
+  for (int second = 0; second <= 20; ++second) {
+    display.Show(p);
+    clock.Advance(std::chrono::seconds(1));
+  }
+  const std::string s = out.str();
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1) << s;
+  EXPECT_NE(s.find("budget spent: finishing"), std::string::npos);
 }
 
 }  // namespace

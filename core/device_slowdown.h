@@ -5,6 +5,8 @@
 // takes), as a cluster profile's compute.changes describes it. Times count
 // from the device's agent's start, as its link's trace does.
 
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace edgetrain {
@@ -27,6 +29,16 @@ struct DeviceSlowdown {
       now = c.slowdown;
     }
     return now;
+  }
+
+  // "slowdown 3, then 30 from 15s, 4 from 90s".
+  std::string Said() const {
+    std::ostringstream said;
+    said << "slowdown " << initial;
+    for (size_t i = 0; i < changes.size(); ++i) {
+      said << (i == 0 ? ", then " : ", ") << changes[i].slowdown << " from " << changes[i].at_s << "s";
+    }
+    return said.str();
   }
 };
 

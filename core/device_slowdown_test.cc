@@ -15,6 +15,11 @@ TEST(DeviceSlowdown, EachChangeHoldsFromItsTimeUntilTheNext) {
   EXPECT_EQ(device.At(1e6), 6);
 }
 
+TEST(DeviceSlowdown, SaysItsChangesInOrder) {
+  EXPECT_EQ((DeviceSlowdown{3, {{15, 30}, {90, 4.5}}}).Said(), "slowdown 3, then 30 from 15s, 4.5 from 90s");
+  EXPECT_EQ((DeviceSlowdown{2, {}}).Said(), "slowdown 2");
+}
+
 TEST(DeviceSlowdown, WithoutChangesItIsTheInitialOne) {
   EXPECT_EQ((DeviceSlowdown{2.5, {}}).At(100), 2.5);
 }

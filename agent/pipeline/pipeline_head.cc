@@ -358,7 +358,9 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   std::unique_lock lock(mu_);
   changed_.Wait(lock, [&] { return !link.sending; });
   link.stream = nullptr;
-  if (!finished_) {
+  // A device the head let go of or took for lost had its stream cut by the
+  // head, which said why then: its "worker closed its stream" is the cut's.
+  if (!finished_ && !link.lost) {
     link.lost = true;
     link.lost_at = clock_.Now();
     Log() << "pipeline: stage " << link.stage + 1 << " (rank " << rank << ") left: " << ended.message() << "\n";
@@ -836,10 +838,19 @@ std::string SayPaces(const std::map<int, double>& paces) {
   return said.str();
 }
 
-// "0.012, 0.048": each stage's measured compute a step.
+// "1.39": seconds to three figures, as a measurement of them is good for.
+std::string Seconds3(double seconds) {
+  std::ostringstream said;
+  said << std::setprecision(3) << seconds;
+  return said.str();
+}
+
+// "stage 1 0.0121 s, stage 2 0.0483 s": each stage's measured compute a step.
 std::string SayStageSeconds(std::span<const StageMeasure> stages) {
   std::ostringstream said;
-  for (size_t s = 0; s < stages.size(); ++s) said << (s ? ", " : "") << stages[s].seconds;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    said << (s ? ", " : "") << "stage " << s + 1 << " " << Seconds3(stages[s].seconds) << " s";
+  }
   return said.str();
 }
 
@@ -1686,7 +1697,7 @@ void PipelineHead::MeasureStagesLocked() {
     if (!proposed_ && scored && said_stay_for_ != now &&
         most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
       said_stay_for_ = now;
-      Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " s a step over steps "
+      Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
             << step_ - steps + 1 << "-" << step_
             << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
             << "; no other cut between the same groups that fits is predicted "
@@ -1704,16 +1715,16 @@ void PipelineHead::MeasureStagesLocked() {
   if (!proposed_) return;
   if (auto before = measured_cuts_.find(proposed_->layers);
       before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
-    Log() << "pipeline: the stages took " << step_s << " s a step; the cuts that would do better measured "
-          << before->second << " s when tried: layers stay\n";
+    Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the cuts that would do better measured "
+          << Seconds3(before->second) << " s when tried: layers stay\n";
     proposed_.reset();
     return;
   }
-  Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " s a step over steps " << step_ - steps + 1 << "-"
-        << step_ << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
-        << "; moving layers for " << proposed_->predicted_s
+  Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps " << step_ - steps + 1
+        << "-" << step_ << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
+        << "; moving layers for " << Seconds3(proposed_->predicted_s)
         << (timed ? " s a step, links counted, against a predicted " : " s a step at the slowest stage, computing, against ")
-        << proposed_->now_s << "\n";
+        << Seconds3(proposed_->now_s) << "\n";
 }
 
 v1::StageState PipelineHead::LayersStateLocked(const JobCheckpoint& state, int first, int end) const {
@@ -1759,11 +1770,9 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
     Log() << "pipeline: layers stay where they are: the stages' state is not the layers' the head was given\n";
     return;
   }
-  std::ostringstream was, now;
+  const std::string was = CutsSaidLocked(layers_);
   for (size_t s = 0; s < groups_.size(); ++s) {
     const auto [first, end] = proposed_->layers[s];
-    was << (s ? " | " : "") << layers_[s].first << "-" << layers_[s].second - 1;
-    now << (s ? " | " : "") << first << "-" << end - 1;
     if (std::pair{first, end} == layers_[s]) continue;
     for (int r : groups_[s]) RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
     taken_[s] = WholeLayersLocked(state, first, end);
@@ -1778,8 +1787,9 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   // The next measurement starts afresh, on the layers as they now are,
   // after the step that carries them: the stages' rebuild is not their pace.
   measured_compute_.clear();
-  Log() << "pipeline: layers moved at step " << step_ << ": " << was.str() << " now " << now.str() << ", predicted "
-        << proposed_->predicted_s << " s a step against " << proposed_->now_s << ", as proposed above\n";
+  Log() << "pipeline: layers moved at step " << step_ << ": " << was << " now " << CutsSaidLocked(layers_)
+        << ", predicted " << Seconds3(proposed_->predicted_s) << " s a step against " << Seconds3(proposed_->now_s)
+        << ", as proposed above\n";
 }
 
 void PipelineHead::RegroupByThePlanner() {
@@ -1911,6 +1921,17 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   measured_compute_.clear();  // measured afresh after the step that carries the new layout
   Log() << "pipeline: stages laid out anew after step " << step_ << ": " << was << " now " << DescribeStagesLocked()
         << ", " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
+}
+
+std::string PipelineHead::CutsSaidLocked(const std::vector<std::pair<int, int>>& cuts) const {
+  std::ostringstream out, names;
+  const bool named = problem_ && problem_->layers.size() + 1 == layer_float_at_.size();
+  for (size_t s = 0; s < cuts.size(); ++s) {
+    out << (s ? " | " : "") << cuts[s].first << "-" << cuts[s].second - 1;
+    if (named) names << (s ? " | " : "") << StageLayerNames(*problem_, {cuts[s].first, cuts[s].second, {}});
+  }
+  if (named) out << " (" << names.str() << ")";
+  return out.str();
 }
 
 std::string PipelineHead::DescribeStagesLocked() const {

@@ -277,6 +277,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A one-stage pipeline left of two no longer fills and drains, and its
   // passes of a few samples each would pay their fixed costs for nothing.
   void ReplanLocked();
+  // "0-3 | 4-8 (conv1-conv4 | conv5-classifier)": each stage's layers, first
+  // and last, and their names where the plan's profile gives them.
+  std::string CutsSaidLocked(const std::vector<std::pair<int, int>>& cuts) const;
   // The stages as they are now: each one's layers and group.
   std::vector<PipelineStage> StagesLocked() const;
   // The planner's problem for the devices as they have run: each at its pace
