@@ -293,6 +293,7 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
                  const JobProgress& p, std::ostream& out) {
   // The plan's: a loss or a move changes the stages, said below and in the table.
   const bool changed = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
+                                     p.replays->redealt > 0 ||
                                      p.replays->restored_stages > 0 || p.replays->rejoined > 0);
   out << "  " << (changed ? "as planned, " : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
@@ -352,6 +353,10 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
           << " (ran a share far slower than its group's fastest)";
     }
     out << "\n";
+  }
+  if (p.replays && p.replays->redealt > 0) {
+    out << "  micro-batches dealt anew within groups " << p.replays->redealt
+        << (p.replays->redealt == 1 ? " time" : " times") << ", by what their devices computed a second\n";
   }
   if (p.replays && p.replays->repartitions > 0) {
     out << "  layers moved between stages " << p.replays->repartitions

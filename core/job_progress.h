@@ -150,6 +150,9 @@ struct JobProgress {
     // Devices of a group let go of for running their share far slower
     // than its fastest (PipelineHead::Stragglers).
     int64_t stragglers = 0;
+    // Times a group's micro-batches were dealt anew by what its devices
+    // computed a second, once that drifted from their speeds as planned.
+    int64_t redealt = 0;
     // Devices of a group lost mid-step whose shares of the step another of
     // their group computed again, the rest of the pipeline going on (each
     // counted in `count` too, with no micro-batch run again on every

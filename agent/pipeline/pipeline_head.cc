@@ -838,6 +838,12 @@ std::string SayPaces(const std::map<int, double>& paces) {
   return said.str();
 }
 
+// " (ended as rank 1's compute changed: its steps since count)", or nothing.
+std::string DriftNote(std::optional<int> drifted) {
+  if (!drifted) return "";
+  return " (ended as rank " + std::to_string(*drifted) + "'s compute changed: its steps since count)";
+}
+
 // "1.39": seconds to three figures, as a measurement of them is good for.
 std::string Seconds3(double seconds) {
   std::ostringstream said;
@@ -1124,6 +1130,7 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
       r->set_step(step);
       r->set_attempt(attempt_);
       for (int rank : groups_[s]) r->add_group(rank);
+      for (double speed : speeds_[s]) r->add_speeds(speed);
       if (relaid_) *r->mutable_layers() = LayersOfLocked(s);
       r->set_micro_batches(micro_batches_);
     } else {
@@ -1620,10 +1627,30 @@ Status PipelineHead::Advance() {
       // After the first step (loading and warming up) or one that carried
       // moved layers (their rebuild): neither is the stages' pace.
       StartMeasureLocked();
-    } else if (const int64_t steps = step_ - measured_from_;
-               steps >= rebalancing_.every || (rebalancing_.within > Duration::zero() && steps >= 2 &&
-                                               clock_.Now() - measured_since_ >= rebalancing_.within)) {
-      MeasureStagesLocked();
+    } else {
+      for (int r : members_) {
+        Link& link = *links_[static_cast<size_t>(r)];
+        window_steps_[static_cast<size_t>(r)].Add(link.compute_s - last_compute_[static_cast<size_t>(r)]);
+        last_compute_[static_cast<size_t>(r)] = link.compute_s;
+      }
+      // A device whose compute changed within the measurement ends it at
+      // once: what it takes now is known, and a longer wait only delays the
+      // move.
+      const auto drifted = std::find_if(members_.begin(), members_.end(), [&](int r) {
+        return window_steps_[static_cast<size_t>(r)].Drifted(DriftFactor());
+      });
+      // After a drift the next measurement is short: the first steps of a
+      // change (a pass begun before it, a share dealt by a pace caught
+      // mid-change) make what was acted on a first guess, which the
+      // steps after it confirm or correct.
+      const int64_t every = after_drift_ ? static_cast<int64_t>(2 * StepWindow::kRecent) : rebalancing_.every;
+      if (const int64_t steps = step_ - measured_from_;
+          drifted != members_.end() || steps >= every ||
+          (rebalancing_.within > Duration::zero() && steps >= 2 &&
+           clock_.Now() - measured_since_ >= rebalancing_.within)) {
+        after_drift_ = drifted != members_.end();
+        MeasureStagesLocked(after_drift_ ? std::optional<int>(*drifted) : std::nullopt);
+      }
     }
   }
   return Status::Ok();
@@ -1635,9 +1662,63 @@ void PipelineHead::StartMeasureLocked() {
   measured_step_s_ = 0;
   measured_compute_.clear();
   for (const auto& link : links_) measured_compute_.push_back(link->compute_s);
+  last_compute_ = measured_compute_;
+  window_steps_.assign(links_.size(), StepWindow());
 }
 
-void PipelineHead::MeasureStagesLocked() {
+bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double>& computed) {
+  bool redealt = false;
+  for (size_t s = 0; s < groups_.size(); ++s) {
+    const std::vector<int>& group = groups_[s];
+    if (group.size() < 2) continue;
+    // Each device's samples a second of the stage's layers, as it computed
+    // its shares in the window.
+    std::vector<double> rates;
+    double samples = 0, rate = 0, slowest = 0;
+    for (size_t j = 0; j < group.size(); ++j) {
+      double n = 0;
+      for (int64_t share : passes[s][j]) n += static_cast<double>(share);
+      const auto t = computed.find(group[j]);
+      if (n <= 0 || t == computed.end() || t->second <= 0) break;  // dealt nothing, or not measured: unknown
+      rates.push_back(n / t->second);
+      samples += n;
+      rate += rates.back();
+      slowest = std::max(slowest, t->second);
+    }
+    if (rates.size() != group.size()) continue;
+    // Dealt by these rates in whole samples, as the stages deal them: what
+    // the group's slowest would compute a step.
+    std::vector<double> speeds;
+    double planned = 0;
+    for (double v : speeds_[s]) planned += v;
+    for (double r : rates) speeds.push_back(r * planned / rate);  // the group's speeds keep their sum
+    std::vector<double> predicted(group.size(), 0.0);
+    bool differs = false;
+    for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
+      const std::vector<int64_t> now = ShareOut(span.end - span.begin, speeds_[s]);
+      const std::vector<int64_t> then = ShareOut(span.end - span.begin, speeds);
+      for (size_t j = 0; j < group.size(); ++j) predicted[j] += static_cast<double>(then[j]) / rates[j];
+      differs = differs || now != then;
+    }
+    const double balanced = *std::max_element(predicted.begin(), predicted.end());
+    if (!differs || !(slowest > (1 + rebalancing_.min_gain) * balanced)) continue;
+    std::ostringstream said;
+    for (size_t j = 0; j < group.size(); ++j) {
+      said << (j ? ", " : "") << "rank " << group[j] << " " << static_cast<int64_t>(rates[j] + 0.5);
+    }
+    speeds_[s] = std::move(speeds);
+    regrouped_ = true;  // the next step goes as a replay, which carries the speeds
+    ++replays_.redealt;
+    if (metrics_) metrics_->AddRepartition("shares");
+    Log() << "pipeline: stage " << s + 1 << "'s devices computed " << said.str()
+          << " samples/s of its layers: its micro-batches are dealt by those from the next step, its compute "
+          << "predicted " << Seconds3(balanced) << " s a step against " << Seconds3(slowest) << "\n";
+    redealt = true;
+  }
+  return redealt;
+}
+
+void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
   const auto steps = static_cast<double>(step_ - measured_from_);
   const double step_s = measured_step_s_ / steps;  // a step of this window, as the head saw it
   std::vector<StageMeasure> stages;
@@ -1646,12 +1727,19 @@ void PipelineHead::MeasureStagesLocked() {
     StageMeasure m{layers_[s].first, layers_[s].second, 0};
     // A group's devices share each micro-batch by speed: the slowest of them paces it.
     for (int r : groups_[s]) {
-      computed[r] = (links_[r]->compute_s - measured_compute_[r]) / steps;
+      // What it takes a step now: after a drift, its steps since.
+      const StepWindow& window = window_steps_[static_cast<size_t>(r)];
+      computed[r] = window.size() > 0 ? window.Now(DriftFactor())
+                                      : (links_[r]->compute_s - measured_compute_[r]) / steps;
       m.seconds = std::max(m.seconds, computed[r]);
     }
     stages.push_back(m);
   }
   StartMeasureLocked();
+  // The shares this window's steps were dealt, before any are dealt anew.
+  const Passes passes = PassesLocked(plan_.spec.data.batch_size);
+  // One change at a time: cuts are judged once the shares dealt anew are measured.
+  if (RedealLocked(passes, computed)) return;
   // What each set of cuts measured a step: a prediction is only a model, so
   // cuts once measured are judged by their measure, and layers never move
   // back to cuts that were no faster.
@@ -1673,7 +1761,6 @@ void PipelineHead::MeasureStagesLocked() {
     // window's, of its passes alone.)
     std::map<int, double> learned;
     PipelineProblem paced = PacedProblemLocked(learned);
-    const Passes passes = PassesLocked(plan_.spec.data.batch_size);
     std::map<int, double> drift;
     for (size_t s = 0; s < groups_.size(); ++s) {
       for (size_t j = 0; j < groups_[s].size(); ++j) {
@@ -1698,7 +1785,7 @@ void PipelineHead::MeasureStagesLocked() {
         most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
       said_stay_for_ = now;
       Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
-            << step_ - steps + 1 << "-" << step_
+            << step_ - steps + 1 << "-" << step_ << DriftNote(drifted)
             << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
             << "; no other cut between the same groups that fits is predicted "
             << static_cast<int>(rebalancing_.min_gain * 100 + 0.5) << "% faster, links counted: layers stay\n";
@@ -1721,7 +1808,7 @@ void PipelineHead::MeasureStagesLocked() {
     return;
   }
   Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps " << step_ - steps + 1
-        << "-" << step_ << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
+        << "-" << step_ << DriftNote(drifted) << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
         << "; moving layers for " << Seconds3(proposed_->predicted_s)
         << (timed ? " s a step, links counted, against a predicted " : " s a step at the slowest stage, computing, against ")
         << Seconds3(proposed_->now_s) << "\n";

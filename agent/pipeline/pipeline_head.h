@@ -66,6 +66,7 @@
 #include "core/device_pace.h"
 #include "core/pipeline_cost.h"
 #include "core/stage_rebalance.h"
+#include "core/step_window.h"
 #include "core/step_orders.h"
 
 namespace edgetrain::agent {
@@ -250,11 +251,15 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A device let go of for how it ran (hung, or a straggler): when it may
   // rejoin, each time twice as late (Stragglers::rejoin_after).
   void HoldBackLocked(Link& link);
+  // How far a device's compute must move within a measurement to end it:
+  // twice the least gain a move must promise (drift, not noise).
+  double DriftFactor() const { return 1 + 2 * rebalancing_.min_gain; }
   // A measurement of the stages' compute begins after this step.
   void StartMeasureLocked();
-  // At the end of a measurement: the stages' compute a step since its start,
-  // and the cuts that would pace them better, if any.
-  void MeasureStagesLocked();
+  // At the end of a measurement: the stages' compute a step since its start
+  // (since `drifted`'s compute changed, when that ended it), and the cuts
+  // that would pace them better, if any.
+  void MeasureStagesLocked(std::optional<int> drifted);
   // Moves layers to the proposed cuts: each stage whose layers change is
   // sent their state, as the stages committed it (`state`, the whole model's).
   void MoveLayersLocked(const JobCheckpoint& state);
@@ -311,13 +316,21 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   StageShapes::value_type ShapesOfLayers(int first, int end) const;
   // Whether `state` is the whole model's, as the layers' offsets say.
   bool FitsLayersLocked(const JobCheckpoint& state) const;
-  // A step run plainly of `samples`: each member's work, as its answer said,
-  // against the cost model's prediction for its layers and shares.
   // A step as the stages deal it: by stage, by device of its group, the
   // samples of each micro-batch it passes.
   using Passes = std::vector<std::vector<std::vector<int64_t>>>;
   Passes PassesLocked(int64_t samples) const;
+  // A step run plainly of `samples`: each member's work, as its answer said,
+  // against the cost model's prediction for its layers and shares.
   void ObservePaceLocked(const Passes& passes);
+  // At the end of a measurement, for each group of several devices whose
+  // compute in the window (`computed`, by rank) of the shares they were
+  // dealt (`passes`) says that dealing by what each computed a second would
+  // make the group's slowest more than Rebalancing::min_gain faster: its
+  // micro-batches are dealt so from the next step (a device slowed fourfold
+  // in a group, under the straggler factor, paced its whole stage; a new
+  // user's trial). Whether any was.
+  bool RedealLocked(const Passes& passes, const std::map<int, double>& computed);
   // After a step done without a loss: every device of a group that ran its
   // share far slower than its group's fastest in two steps running (or far
   // slower still in one; not in its first steps of a session) is let
@@ -387,6 +400,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   TimePoint measured_since_{};           // and when
   std::vector<double> measured_compute_;  // by rank: its compute seconds then
   double measured_step_s_ = 0;            // the steps' own seconds since
+  std::vector<double> last_compute_;      // by rank: its compute seconds at the last step's end
+  std::vector<StepWindow> window_steps_;  // by rank: its compute each step since the measurement began
+  bool after_drift_ = false;              // the last measurement was ended by a drift
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
   bool regroup_due_ = false;  // a loss or a device back since the last step: the planner runs again before the next

@@ -564,6 +564,34 @@ JobPlan HybridPlan(const std::vector<std::vector<int>>& groups, int micro_batche
   return plan;
 }
 
+// A device of a two-device stage slowed sixfold from step 3, under the
+// straggler factor, paces the whole pipeline: the head's measurement of the
+// stages (every 4 steps) deals the stage's micro-batches anew by what each
+// device computed a second, once (dealt so, in whole samples, nothing
+// better is left), the steps after run faster than those slowed, and every
+// step's loss is the run's that was never slowed: the group's gradient is
+// the same sum, however its micro-batches are dealt.
+TEST(SimulatedPipelineTest, AGroupDealsItsMicroBatchesAnewWhenADeviceDrifts) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  plan.workers[2].slowdown = 1;  // the second stage quick: the first paces the steps
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 16, Fault::kDies, {}, {}, 4);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  EXPECT_EQ(whole_run.progress.replays->redealt, 0) << "dealt by their speeds as planned\n" << whole_run.log;
+  double step_3_at = 0;
+  for (int s = 0; s < 2; ++s) step_3_at += whole_run.step_s[s];
+  plan.workers[1].slowdown_changes = {{step_3_at, 6 * plan.workers[1].slowdown}};
+  const SimulatedRun run = RunReplaying(plan, {}, 16, Fault::kDies, {}, {}, 4);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ASSERT_EQ(run.losses.size(), 16u);
+  ExpectSameRun(run, whole_run, 16, /*weights=*/false);
+  EXPECT_EQ(run.progress.replays->stragglers, 0) << run.log;
+  EXPECT_EQ(run.progress.replays->redealt, 1) << run.log;
+  EXPECT_EQ(run.progress.replays->repartitions, 0) << "no layer moved\n" << run.log;
+  EXPECT_NE(run.log.find("stage 1's devices computed rank 0 "), std::string::npos) << run.log;
+  EXPECT_GT(run.step_s[4], 1.5 * whole_run.step_s[4]) << "slowed\n" << run.log;
+  EXPECT_LT(run.step_s.back(), 0.8 * run.step_s[4]) << "dealt anew\n" << run.log;
+}
+
 // A device of a two-device stage goes silent in step 3 (behind a wall, its
 // stream open): the head takes it for lost and cuts its stream. Its link back
 // after step 5, its agent says hello again by itself (RunStageRejoining, as
@@ -1830,19 +1858,44 @@ TEST(SimulatedPipelineTest, LayersStayWhereTheNewCutWouldSendMoreThanItsLinkCarr
                                         RunTwoEvenStages({}));
 }
 
-// A measurement of the stages ends after --rebalance-within too: with 1,000
-// steps a measurement, which a run of 24 never reaches, measurements of 3 s
-// (about eight steps before the slowing, three after) move the layer once.
+// A measurement of the stages ends after --rebalance-within too: the second
+// device four times slower from its first pass (no drift inside a
+// measurement to end it), 1,000 steps a measurement, which a run of 24 never
+// reaches, never moves a layer; measurements of 3 s move one, once, and
+// every step's loss is the run's that moved nothing.
 TEST(SimulatedPipelineTest, AMeasurementThatOutlastsItsTimeEndsThenAndLayersMove) {
   const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
-  const SimulatedRun by_steps = RunTwoEvenStages({.rebalance_every = 1000, .slowed = {0, 49, 4.0}});
+  const SimulatedRun by_steps = RunTwoEvenStages({.rebalance_every = 1000, .slowed = {0, 1, 4.0}});
   ASSERT_TRUE(by_steps.ended.ok());
-  EXPECT_EQ(by_steps.progress.replays->repartitions, 0) << "1,000 steps never end";
-  ExpectOneLayerMovedOffTheSlowedDevice(
-      RunTwoEvenStages(
-          {.rebalance_every = 1000, .slowed = {0, 49, 4.0}, .rebalance_within = std::chrono::seconds(3)}),
-      fixed);
+  EXPECT_EQ(by_steps.progress.replays->repartitions, 0) << "1,000 steps never end\n" << by_steps.log;
+  const SimulatedRun within = RunTwoEvenStages(
+      {.rebalance_every = 1000, .slowed = {0, 1, 4.0}, .rebalance_within = std::chrono::seconds(3)});
+  ASSERT_TRUE(within.ended.ok()) << within.ended.ToString() << "\n" << within.log;
+  ExpectSameRun(within, fixed, 24);
+  EXPECT_EQ(within.progress.replays->repartitions, 1) << within.log;
+  EXPECT_NE(within.log.find("now 0-2 | 3-3"), std::string::npos) << within.log;
+}
+
+// A device whose compute changes within a measurement ends it once the
+// median of its last StepWindow::kRecent steps shows it, however long the measurement
+// was to be (1,000 steps here), and its steps since set its pace, not those
+// before, which are most of the window: the second device slowed fourfold in
+// step 15 has a layer moved off it by step 19, once, and the losses stay
+// the same.
+TEST(SimulatedPipelineTest, ADriftEndsItsMeasurementAtOnceAndLayersMove) {
+  const SimulatedRun fixed = RunTwoEvenStages({});
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  const SimulatedRun drifted = RunTwoEvenStages({.rebalance_every = 1000, .slowed = {0, 8 * 14 + 1, 4.0}});
+  ASSERT_TRUE(drifted.ended.ok()) << drifted.ended.ToString() << "\n" << drifted.log;
+  ExpectSameRun(drifted, fixed, 24);
+  EXPECT_EQ(drifted.progress.replays->repartitions, 1) << drifted.log;
+  EXPECT_NE(drifted.log.find("ended as rank 1's compute changed"), std::string::npos) << drifted.log;
+  EXPECT_NE(drifted.log.find("now 0-2 | 3-3"), std::string::npos) << drifted.log;
+  const size_t at = drifted.log.find("layers moved at step ");
+  ASSERT_NE(at, std::string::npos) << drifted.log;
+  EXPECT_LE(std::stoi(drifted.log.substr(at + 21)), 19) << drifted.log;
+  EXPECT_LT(drifted.step_s.back(), 0.9 * drifted.step_s[14]) << "faster than step 15, slowed\n" << drifted.log;
 }
 
 // The same drift from the plan, as a cluster profile's compute.changes gives

@@ -397,7 +397,8 @@ class Stage {
       if (command.has_replay()) {
         step = command.replay().step();
         attempt = command.replay().attempt();
-        EDGETRAIN_RETURN_IF_ERROR(SetGroup({command.replay().group().begin(), command.replay().group().end()}));
+        EDGETRAIN_RETURN_IF_ERROR(SetGroup({command.replay().group().begin(), command.replay().group().end()},
+                                           {command.replay().speeds().begin(), command.replay().speeds().end()}));
         if (step == step_ && pending_step_ == step_) {
           // Finished here before a device elsewhere was lost: run again, uncommitted.
           DropPending();
@@ -429,18 +430,25 @@ class Stage {
     return Status::Ok();
   }
 
-  // The group this device is in from now on, and the speeds it deals by.
-  Status SetGroup(std::vector<int> group) {
+  // The group this device is in from now on, and the speeds it deals by:
+  // `speeds` where the head gives them, else the plan's.
+  Status SetGroup(std::vector<int> group, std::vector<double> speeds = {}) {
     const auto at = std::find(group.begin(), group.end(), options_.rank);
     if (at == group.end()) {
       return FailedPreconditionError("the head put rank " + std::to_string(options_.rank) + " in a group without it");
     }
-    std::vector<double> speeds;
-    for (int r : group) {
+    if (!speeds.empty() && speeds.size() != group.size()) {
+      return FailedPreconditionError("the head gave " + std::to_string(speeds.size()) + " speeds for a group of " +
+                                     std::to_string(group.size()));
+    }
+    const bool planned = speeds.empty();
+    for (size_t j = 0; j < group.size(); ++j) {
+      const int r = group[j];
       if (r < 0 || static_cast<size_t>(r) >= plan_.workers.size()) {
         return FailedPreconditionError("the head named rank " + std::to_string(r) + ", which the plan has not");
       }
-      speeds.push_back(1 / plan_.workers[r].slowdown);
+      if (planned) speeds.push_back(1 / plan_.workers[r].slowdown);
+      if (!(speeds[j] > 0)) return FailedPreconditionError("the head gave rank " + std::to_string(r) + " no speed");
     }
     member_ = static_cast<size_t>(at - group.begin());
     speeds_ = std::move(speeds);

@@ -1,0 +1,33 @@
+#include "core/step_window.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace edgetrain {
+namespace {
+
+double Median(std::vector<double>::const_iterator first, std::vector<double>::const_iterator last) {
+  std::vector<double> sorted(first, last);
+  if (sorted.empty()) return 0;
+  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), middle, sorted.end());
+  return *middle;
+}
+
+}  // namespace
+
+bool StepWindow::Drifted(double factor) const {
+  if (steps_.size() < 2 * kRecent) return false;
+  const auto split = steps_.end() - static_cast<std::ptrdiff_t>(kRecent);
+  const double before = Median(steps_.begin(), split), recent = Median(split, steps_.end());
+  if (before <= 0 || recent <= 0) return false;
+  return recent > factor * before || before > factor * recent;
+}
+
+double StepWindow::Now(double factor) const {
+  const size_t counted =
+      Drifted(factor) ? kRecent : std::min(steps_.size(), std::max(kRecent, steps_.size() / 2));
+  return Median(steps_.end() - static_cast<std::ptrdiff_t>(counted), steps_.end());
+}
+
+}  // namespace edgetrain
