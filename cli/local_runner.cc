@@ -166,7 +166,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     err << "note: " << w.node << "'s compute changes during the run (" << w.Slowdown().Said()
         << "): what is predicted before it starts counts its slowdown at the start"
         << (checked.job.spec.parallelism.mode != ParallelismMode::kDataParallel
-                ? "; a pipeline's head moves layers once it measures the drift"
+                ? "; the pipeline's head moves layers, or deals a group's micro-batches anew, once it measures the drift"
                 : "")
         << "\n";
   }

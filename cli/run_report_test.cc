@@ -382,6 +382,17 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                               "fastest)\n"),
             std::string::npos)
       << let_go.str();
+  // A group's micro-batches dealt anew as a device drifted: said, no layer having moved.
+  JobProgress redealt = Finished();
+  redealt.replays = JobProgress::Replays{};
+  redealt.replays->redealt = 2;
+  std::ostringstream dealt;
+  PrintSummary(Job(), plan, redealt, 66.9, dealt);
+  EXPECT_NE(dealt.str().find("  micro-batches dealt anew within groups 2 times, by what their devices computed a "
+                             "second\n"),
+            std::string::npos)
+      << dealt.str();
+  EXPECT_EQ(dealt.str().find("layers moved"), std::string::npos) << dealt.str();
   // Three stages of a device each, the middle one lost and its layers taken
   // by the first: the table numbers the stages as they ended, 1 and 2, not
   // as planned, 1 and 3.

@@ -19,9 +19,13 @@ double Median(std::vector<double>::const_iterator first, std::vector<double>::co
 bool StepWindow::Drifted(double factor) const {
   if (steps_.size() < 2 * kRecent) return false;
   const auto split = steps_.end() - static_cast<std::ptrdiff_t>(kRecent);
-  const double before = Median(steps_.begin(), split), recent = Median(split, steps_.end());
-  if (before <= 0 || recent <= 0) return false;
-  return recent > factor * before || before > factor * recent;
+  const double before = Median(steps_.begin(), split);
+  if (before <= 0) return false;
+  // All but one of the recent steps past the bound, the same way.
+  std::vector<double> recent(split, steps_.end());
+  std::sort(recent.begin(), recent.end());
+  const double second_least = recent[1], second_most = recent[recent.size() - 2];
+  return second_least > factor * before || (second_most > 0 && before > factor * second_most);
 }
 
 double StepWindow::Now(double factor) const {

@@ -22,9 +22,10 @@ class StepWindow {
   void Clear() { steps_.clear(); }
   size_t size() const { return steps_.size(); }
 
-  // Whether the median of the last kRecent steps lies more than `factor`
-  // times above or below the median of the steps before them, kRecent of
-  // them at least.
+  // Whether all but one of the last kRecent steps lie more than `factor`
+  // times above (or all but one below) the median of the steps before
+  // them, kRecent of them at least: two slow steps (a checkpoint written)
+  // are not a drift.
   bool Drifted(double factor) const;
   // What it takes a step now: the median of its last kRecent steps once it
   // has Drifted(factor), else of its last half, and of kRecent at least (all

@@ -20,6 +20,8 @@ TEST(StepWindowTest, AChangeThatLastedItsStepsIsADriftAndItsPaceIsTheNewOne) {
   // Half of a longer window still before the change: its last steps count.
   EXPECT_EQ(Of({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 10, 10, 10, 10}).Now(1.3), 10);
   const StepWindow odd = Of({1, 1.1, 0.9, 1, 1, 1, 10, 1, 1});
+  EXPECT_FALSE(Of({1, 1.1, 0.9, 1, 1, 1, 1, 10, 10}).Drifted(1.3)) << "two odd steps";
+  EXPECT_TRUE(Of({1, 1.1, 0.9, 1, 1, 1, 10, 10, 10}).Drifted(1.3)) << "three of four";
   EXPECT_FALSE(odd.Drifted(1.3));
   EXPECT_EQ(odd.Now(1.3), 1);
   // Sped up counts as much as slowed down.

@@ -255,7 +255,7 @@ TEST(TeamTest, RefusesHellosThatDoNotMatchWithAClearStatus) {
          h.set_protocol_version(99);
          return h;
        }(),
-       "protocol version 99 is not this coordinator's 1"},
+       "protocol version 99 is not this coordinator's 2"},
   };
   for (const auto& c : cases) {
     auto stream = GrpcConnector(team.address(), team.security())->Connect(seconds(5));

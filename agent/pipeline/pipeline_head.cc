@@ -724,6 +724,8 @@ Status PipelineHead::RegroupLocked() {
   if (regrouped_) {
     ReplanLocked();
     regroup_due_ = true;
+    // The survivors' steps change with the groups: not a drift of theirs.
+    if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
   }
   return Status::Ok();
 }
@@ -1702,6 +1704,27 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
     }
     const double balanced = *std::max_element(predicted.begin(), predicted.end());
     if (!differs || !(slowest > (1 + rebalancing_.min_gain) * balanced)) continue;
+    // A device that would be dealt nothing would have no pace to measure
+    // and stay idle in its group, though it came back to speed: it is let
+    // go of as a straggler instead, and may rejoin as stragglers do.
+    if (const auto idle = std::find(predicted.begin(), predicted.end(), 0.0); idle != predicted.end()) {
+      const auto j = static_cast<size_t>(idle - predicted.begin());
+      Link& link = *links_[static_cast<size_t>(group[j])];
+      const auto fastest = std::max_element(rates.begin(), rates.end());
+      link.lost = true;
+      link.lost_at = clock_.Now();
+      link.slow_steps = 0;
+      ++replays_.stragglers;
+      Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") computed "
+            << static_cast<int64_t>(rates[j] + 0.5) << " samples/s of its layers against "
+            << static_cast<int64_t>(*fastest + 0.5) << " for rank " << group[static_cast<size_t>(fastest - rates.begin())]
+            << ", too few for a sample of a micro-batch dealt by them: let go of as a straggler, the others of its "
+            << "group take its share\n";
+      HoldBackLocked(link);
+      CutLostLocked();
+      redealt = true;
+      continue;
+    }
     std::ostringstream said;
     for (size_t j = 0; j < group.size(); ++j) {
       said << (j ? ", " : "") << "rank " << group[j] << " " << static_cast<int64_t>(rates[j] + 0.5);
@@ -1745,7 +1768,9 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
   // back to cuts that were no faster.
   std::vector<std::pair<int, int>> now;
   for (const StageMeasure& m : stages) now.emplace_back(m.first_layer, m.end_layer);
-  measured_cuts_[now] = step_s;
+  // A window a drift ended is mostly steps from before it: its mean is not
+  // these cuts' pace now.
+  if (!drifted) measured_cuts_[now] = step_s;
   const size_t layers = layer_float_at_.size() - 1;
   const bool timed = cost_model_ && problem_->layers.size() == layers;
   std::string paces;
@@ -1800,8 +1825,9 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
   }
   if (!proposed_) return;
+  // (After a drift, what other cuts measured was of devices as they were.)
   if (auto before = measured_cuts_.find(proposed_->layers);
-      before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
+      !drifted && before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
     Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the cuts that would do better measured "
           << Seconds3(before->second) << " s when tried: layers stay\n";
     proposed_.reset();

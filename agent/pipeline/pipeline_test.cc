@@ -564,13 +564,15 @@ JobPlan HybridPlan(const std::vector<std::vector<int>>& groups, int micro_batche
   return plan;
 }
 
-// A device of a two-device stage slowed sixfold from step 3, under the
+// A device of a two-device stage slowed fourfold from step 3, under the
 // straggler factor, paces the whole pipeline: the head's measurement of the
 // stages (every 4 steps) deals the stage's micro-batches anew by what each
 // device computed a second, once (dealt so, in whole samples, nothing
 // better is left), the steps after run faster than those slowed, and every
 // step's loss is the run's that was never slowed: the group's gradient is
-// the same sum, however its micro-batches are dealt.
+// the same sum, however its micro-batches are dealt. Slowed sixfold, dealt
+// so it would compute nothing of a micro-batch of 6: let go of as a
+// straggler instead, since idle in its group it could not be measured again.
 TEST(SimulatedPipelineTest, AGroupDealsItsMicroBatchesAnewWhenADeviceDrifts) {
   JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
   plan.workers[2].slowdown = 1;  // the second stage quick: the first paces the steps
@@ -579,7 +581,8 @@ TEST(SimulatedPipelineTest, AGroupDealsItsMicroBatchesAnewWhenADeviceDrifts) {
   EXPECT_EQ(whole_run.progress.replays->redealt, 0) << "dealt by their speeds as planned\n" << whole_run.log;
   double step_3_at = 0;
   for (int s = 0; s < 2; ++s) step_3_at += whole_run.step_s[s];
-  plan.workers[1].slowdown_changes = {{step_3_at, 6 * plan.workers[1].slowdown}};
+  const double planned = plan.workers[1].slowdown;
+  plan.workers[1].slowdown_changes = {{step_3_at, 4 * planned}};
   const SimulatedRun run = RunReplaying(plan, {}, 16, Fault::kDies, {}, {}, 4);
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ASSERT_EQ(run.losses.size(), 16u);
@@ -590,6 +593,39 @@ TEST(SimulatedPipelineTest, AGroupDealsItsMicroBatchesAnewWhenADeviceDrifts) {
   EXPECT_NE(run.log.find("stage 1's devices computed rank 0 "), std::string::npos) << run.log;
   EXPECT_GT(run.step_s[4], 1.5 * whole_run.step_s[4]) << "slowed\n" << run.log;
   EXPECT_LT(run.step_s.back(), 0.8 * run.step_s[4]) << "dealt anew\n" << run.log;
+
+  plan.workers[1].slowdown_changes = {{step_3_at, 6 * planned}};
+  const SimulatedRun idle = RunReplaying(plan, {}, 16, Fault::kDies, {}, {}, 4);
+  ASSERT_TRUE(idle.ended.ok()) << idle.ended.ToString() << "\n" << idle.log;
+  ExpectSameRun(idle, whole_run, 16, /*weights=*/false);
+  EXPECT_EQ(idle.progress.replays->stragglers, 1) << idle.log;
+  EXPECT_EQ(idle.progress.replays->redealt, 0) << "let go of, not dealt anew\n" << idle.log;
+  EXPECT_NE(idle.log.find("too few for a sample of a micro-batch dealt by them: let go of as a straggler"),
+            std::string::npos)
+      << idle.log;
+  EXPECT_LT(idle.step_s.back(), 0.8 * idle.step_s[4]) << idle.log;
+}
+
+// The fourfold slowing in step 8 of a run whose measurements were to last 1,000
+// steps: the drift ends the measurement once three of the device's last
+// four steps show it, the group's micro-batches are dealt anew after step
+// 10, and the short measurement that follows, of the shares dealt anew,
+// finds nothing better: once.
+TEST(SimulatedPipelineTest, AGroupDealsItsMicroBatchesAnewAsSoonAsADeviceDrifts) {
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  plan.workers[2].slowdown = 1;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 24, Fault::kDies, {}, {}, 1000);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  double step_8_at = 0;
+  for (int s = 0; s < 7; ++s) step_8_at += whole_run.step_s[s];
+  plan.workers[1].slowdown_changes = {{step_8_at, 4 * plan.workers[1].slowdown}};
+  const SimulatedRun run = RunReplaying(plan, {}, 24, Fault::kDies, {}, {}, 1000);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 24, /*weights=*/false);
+  EXPECT_EQ(run.progress.replays->redealt, 1) << run.log;
+  EXPECT_GT(run.step_s[8], 1.5 * whole_run.step_s[8]) << "slowed\n" << run.log;
+  EXPECT_LT(run.step_s[11], 0.8 * run.step_s[8]) << "dealt anew after step 10\n" << run.log;
+  EXPECT_LT(run.step_s.back(), 0.8 * run.step_s[8]) << run.log;
 }
 
 // A device of a two-device stage goes silent in step 3 (behind a wall, its
@@ -1877,11 +1913,11 @@ TEST(SimulatedPipelineTest, AMeasurementThatOutlastsItsTimeEndsThenAndLayersMove
   EXPECT_NE(within.log.find("now 0-2 | 3-3"), std::string::npos) << within.log;
 }
 
-// A device whose compute changes within a measurement ends it once the
-// median of its last StepWindow::kRecent steps shows it, however long the measurement
+// A device whose compute changes within a measurement ends it once three of
+// its last StepWindow::kRecent steps show it, however long the measurement
 // was to be (1,000 steps here), and its steps since set its pace, not those
 // before, which are most of the window: the second device slowed fourfold in
-// step 15 has a layer moved off it by step 19, once, and the losses stay
+// step 15 has a layer moved off it after step 17, once, and the losses stay
 // the same.
 TEST(SimulatedPipelineTest, ADriftEndsItsMeasurementAtOnceAndLayersMove) {
   const SimulatedRun fixed = RunTwoEvenStages({});

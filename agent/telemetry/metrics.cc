@@ -361,7 +361,8 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                               "Stages whose only device was lost, rebuilt on a neighbour from their replica", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_repartitions_total",
-                              "Times layers moved between stages, by reason", r),
+                              "Times the stages changed (layers moved, or a group's micro-batches dealt anew), by reason",
+                              r),
                        job});
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
                          "A stage device's forward and backward passes", r);

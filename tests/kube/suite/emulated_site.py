@@ -54,10 +54,7 @@ OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "-
                  "--certificate-validity", "24s",
                  # A worker counted out 2 s has its link down (BandwidthDegraded, LinkDown),
                  # and a team that has not stepped for 2 s is Stalled.
-                 "--link-down-after", "2s", "--stalled-after", "2s",
-                 # A pipeline's stages hear of a head lost with its node after 2 s,
-                 # and a head placed anew waits 12 s past nodeLossGrace for them.
-                 "--agent-keepalive", "1s"]
+                 "--link-down-after", "2s", "--stalled-after", "2s"]
 
 # examples/nodes/edge-site.yaml with its traces' paths made absolute, since the class's
 # copy of a profile lives elsewhere.
@@ -194,15 +191,15 @@ def http_status(address, path):
         return None
 
 
-def start_operator(kubeconfig, log_path, ready=True, timeout=20):
+def start_operator(kubeconfig, log_path, ready=True, timeout=20, extra=()):
     """An edgetrain-operator replica on the API at kubeconfig (SiteTestCase.operator_kubeconfig:
     as the chart's ServiceAccount, its Lease in the chart's namespace as the chart's
-    Deployment says), every wait short (OPERATOR_FAST), its log in log_path: (process,
-    its HTTP address). With ready, it returns once /readyz says the caches are filled,
-    which only a leader's are: a standby is started with ready=False."""
+    Deployment says), every wait short (OPERATOR_FAST) and `extra` flags after, its log in
+    log_path: (process, its HTTP address). With ready, it returns once /readyz says the
+    caches are filled, which only a leader's are: a standby is started with ready=False."""
     with open(log_path, "w") as log:
         proc = subprocess.Popen([OPERATOR, "--kubeconfig", kubeconfig, "--http", "127.0.0.1:0", *OPERATOR_FAST,
-                                 "--leader-election-namespace", chart.RELEASE_NAMESPACE],
+                                 "--leader-election-namespace", chart.RELEASE_NAMESPACE, *extra],
                                 stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline()
     address = line.split()[1] if line.startswith("http ") else None

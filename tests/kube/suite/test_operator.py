@@ -70,12 +70,15 @@ class OperatorSiteTestCase(SiteTestCase):
     """An emulated site with the CRDs applied and the real operator running on it, as
     the chart's ServiceAccount; what its tests read of the jobs and pods."""
 
+    operator_args = ()  # the class's own flags, after OPERATOR_FAST
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         cls.kubectl.run("apply", "-f", os.path.join(REPO_ROOT, "crds"))
         cls.operator_log = os.path.join(cls.dir, "operator.log")
-        cls.operator, cls.operator_http = start_operator(cls.operator_kubeconfig(), cls.operator_log)
+        cls.operator, cls.operator_http = start_operator(cls.operator_kubeconfig(), cls.operator_log,
+                                                         extra=cls.operator_args)
         cls.addClassCleanup(cls._stop_operator)
 
     @classmethod
@@ -712,7 +715,8 @@ class OperatorTest(OperatorSiteTestCase):
         cls = type(self)
         cls.replicas = getattr(cls, "replicas", 1) + 1
         cls.operator_log = os.path.join(cls.dir, f"operator-{cls.replicas}.log")
-        cls.operator, cls.operator_http = start_operator(self.operator_kubeconfig(), cls.operator_log)
+        cls.operator, cls.operator_http = start_operator(self.operator_kubeconfig(), cls.operator_log,
+                                                         extra=cls.operator_args)
 
     def pods_made(self, watch):
         """The pods a watch (opened on a job's pods before it was applied) saw made, by
@@ -1096,6 +1100,10 @@ FOUR_BOARDS = boards(4, "four-boards")
 class PipelineHeadPlacedAnewTest(OperatorSiteTestCase):
     """A pipeline's head lost with its node, under the operator."""
     profile = FOUR_BOARDS
+    # The stages hear of a head lost with its node after 2 s, and the head placed
+    # anew waits 12 s past nodeLossGrace for them. (Not the whole suite's: on its
+    # slower shaped links a ping queued behind a push can take longer than 1 s.)
+    operator_args = ("--agent-keepalive", "1s")
 
     def test_a_pipelines_head_lost_with_its_node_is_placed_anew_and_trains_on_from_its_stages(self):
         """Issue 16's "losing the head itself": the node of a pipeline's head dies, and with
