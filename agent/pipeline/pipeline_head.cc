@@ -2001,7 +2001,9 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
     speeds.emplace_back();
     for (int r : stage.devices) {
       RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
-      speeds.back().push_back(1 / plan_.workers[static_cast<size_t>(r)].slowdown);
+      // Dealt as the planner planned it: each device at its pace in the run.
+      const double pace = pace_.Of(r) > 0 ? pace_.Of(r) : 1;
+      speeds.back().push_back(1 / (plan_.workers[static_cast<size_t>(r)].slowdown * pace));
       links_[static_cast<size_t>(r)]->stage = static_cast<int>(groups.size() - 1);
       members.push_back(r);
     }
