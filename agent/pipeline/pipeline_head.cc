@@ -670,19 +670,23 @@ void PipelineHead::LetGoOfStragglersLocked(const Passes& passes) {
       const auto left = std::count_if(groups_[s].begin(), groups_[s].end(),
                                       [&](int r) { return !links_[static_cast<size_t>(r)]->lost; });
       if (left < 2) continue;
-      link.lost = true;
-      link.lost_at = clock_.Now();
-      link.slow_steps = 0;
-      ++replays_.stragglers;
+      LetGoLocked(link);
       Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") ran its share " << std::fixed
             << std::setprecision(1) << paces[j] / fastest << std::defaultfloat << " times slower than its group's "
             << "fastest, for the speeds the shares are dealt by, " << (far ? "in its last step" : "in two steps running")
             << ": let go of as a straggler, "
             << "the others of its group take its share\n";
-      HoldBackLocked(link);
     }
   }
   CutLostLocked();
+}
+
+void PipelineHead::LetGoLocked(Link& link) {
+  link.lost = true;
+  link.lost_at = clock_.Now();
+  link.slow_steps = 0;
+  ++replays_.stragglers;
+  HoldBackLocked(link);
 }
 
 Status PipelineHead::RegroupLocked() {
@@ -1711,16 +1715,12 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
       const auto j = static_cast<size_t>(idle - predicted.begin());
       Link& link = *links_[static_cast<size_t>(group[j])];
       const auto fastest = std::max_element(rates.begin(), rates.end());
-      link.lost = true;
-      link.lost_at = clock_.Now();
-      link.slow_steps = 0;
-      ++replays_.stragglers;
+      LetGoLocked(link);
       Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") computed "
             << static_cast<int64_t>(rates[j] + 0.5) << " samples/s of its layers against "
             << static_cast<int64_t>(*fastest + 0.5) << " for rank " << group[static_cast<size_t>(fastest - rates.begin())]
             << ", too few for a sample of a micro-batch dealt by them: let go of as a straggler, the others of its "
             << "group take its share\n";
-      HoldBackLocked(link);
       CutLostLocked();
       redealt = true;
       continue;
@@ -1834,7 +1834,8 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     return;
   }
   Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps " << step_ - steps + 1
-        << "-" << step_ << DriftNote(drifted) << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
+        << "-" << step_ << DriftNote(drifted)
+        << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
         << "; moving layers for " << Seconds3(proposed_->predicted_s)
         << (timed ? " s a step, links counted, against a predicted " : " s a step at the slowest stage, computing, against ")
         << Seconds3(proposed_->now_s) << "\n";

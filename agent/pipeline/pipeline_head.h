@@ -251,6 +251,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A device let go of for how it ran (hung, or a straggler): when it may
   // rejoin, each time twice as late (Stragglers::rejoin_after).
   void HoldBackLocked(Link& link);
+  // `link` let go of as a straggler, from now, and held back; its stream is
+  // cut by the next CutLostLocked.
+  void LetGoLocked(Link& link);
   // How far a device's compute must move within a measurement to end it:
   // twice the least gain a move must promise (drift, not noise).
   double DriftFactor() const { return 1 + 2 * rebalancing_.min_gain; }
