@@ -106,11 +106,13 @@ std::optional<StageCuts> RecutStages(const PipelineCostModel& model, std::span<c
   const int micro_batch = problem.batch_size / micro_batches;
   // A stage's own part of a step, cut at [b, e): its micro-batches at its
   // period (the busier of its compute and its link), then its flush (its
-  // exchange, its optimizer's step, the head's word and its answer). The slowest stage's paces the step but for the
-  // pipeline's filling and draining, which the whole step's figure below
-  // counts when the cuts are judged.
+  // exchange, its optimizer's step, the head's word and its answer). The
+  // slowest stage's paces the step but for the pipeline's filling and
+  // draining, which the whole step's figure below counts when the cuts are
+  // judged.
   auto seconds = [&](size_t s, int b, int e) {
-    const StageCost c = model.Stage(b, e, stages[s].devices, micro_batch, std::min(micro_batches, count - static_cast<int>(s)));
+    const int in_flight = std::min(micro_batches, count - static_cast<int>(s));
+    const StageCost c = model.Stage(b, e, stages[s].devices, micro_batch, in_flight);
     if (!c.fits) return std::numeric_limits<double>::infinity();
     return micro_batches * c.period_s + PipelineCostModel::FlushSeconds(c);
   };

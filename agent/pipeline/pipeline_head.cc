@@ -1714,11 +1714,11 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
     if (const auto idle = std::find(predicted.begin(), predicted.end(), 0.0); idle != predicted.end()) {
       const auto j = static_cast<size_t>(idle - predicted.begin());
       Link& link = *links_[static_cast<size_t>(group[j])];
-      const auto fastest = std::max_element(rates.begin(), rates.end());
+      const auto fastest = static_cast<size_t>(std::max_element(rates.begin(), rates.end()) - rates.begin());
       LetGoLocked(link);
       Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") computed "
             << static_cast<int64_t>(rates[j] + 0.5) << " samples/s of its layers against "
-            << static_cast<int64_t>(*fastest + 0.5) << " for rank " << group[static_cast<size_t>(fastest - rates.begin())]
+            << static_cast<int64_t>(rates[fastest] + 0.5) << " for rank " << group[fastest]
             << ", too few for a sample of a micro-batch dealt by them: let go of as a straggler, the others of its "
             << "group take its share\n";
       CutLostLocked();
@@ -1803,8 +1803,9 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     proposed_ = RecutStages(PipelineCostModel(paced), StagesLocked(), micro_batches_, rebalancing_.min_gain);
     // Said once for these cuts, where the stages' compute came apart: why
     // layers stay.
-    const auto [least, most] = std::minmax_element(
-        stages.begin(), stages.end(), [](const StageMeasure& a, const StageMeasure& b) { return a.seconds < b.seconds; });
+    const auto [least, most] = std::minmax_element(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
+      return a.seconds < b.seconds;
+    });
     const bool scored = plan_.spec.data.batch_size % micro_batches_ == 0;  // else RecutStages judges nothing
     if (!proposed_ && scored && said_stay_for_ != now &&
         most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
@@ -1837,7 +1838,8 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
         << "-" << step_ << DriftNote(drifted)
         << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
         << "; moving layers for " << Seconds3(proposed_->predicted_s)
-        << (timed ? " s a step, links counted, against a predicted " : " s a step at the slowest stage, computing, against ")
+        << (timed ? " s a step, links counted, against a predicted "
+                  : " s a step at the slowest stage, computing, against ")
         << Seconds3(proposed_->now_s) << "\n";
 }
 
