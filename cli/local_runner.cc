@@ -165,9 +165,10 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     if (w.slowdown_changes.empty() || !drifting.insert(w.node).second) continue;
     err << "note: " << w.node << "'s compute changes during the run (" << w.Slowdown().Said()
         << "): what is predicted before it starts counts its slowdown at the start"
-        << (checked.job.spec.parallelism.mode != ParallelismMode::kDataParallel
-                ? "; the pipeline's head moves layers, or deals a group's micro-batches anew, once it measures the drift"
-                : "")
+        << (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel ? ""
+            : options.stages != "planned"
+                ? "; --stages " + options.stages + " keeps its stages and shares as given"
+                : "; the pipeline's head moves layers, or deals a group's micro-batches anew, once it measures the drift")
         << "\n";
   }
   return kExitOk;

@@ -298,6 +298,7 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   out << "  " << (changed ? "as planned, " : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
+
   // How far the run was from the plan's cost model, which counts the passes,
   // links and optimizer but not the runtime's own messages.
   // Not for a resumed run: its rate is over the runs it resumed too, which
@@ -336,11 +337,6 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
           << (r.steps_lost == 1 ? " step" : " steps") << " of its layers' updates lost";
     }
     out << "\n";
-    if (r.replanned_micro_batches > 0) {
-      out << "  planned again for the devices left: " << r.replanned_micro_batches << " micro-batch"
-          << (r.replanned_micro_batches == 1 ? "" : "es") << " a step, predicted "
-          << WithThousands(std::llround(r.replanned_samples_per_s)) << " samples/s\n";
-    }
   }
   // Devices let go of for how they ran rather than lost to a link or a crash.
   if (p.replays && p.replays->hung + p.replays->stragglers > 0) {
@@ -353,6 +349,15 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
           << " (ran a share far slower than its group's fastest)";
     }
     out << "\n";
+  }
+  // The head's re-plan over the devices left, after a loss or a device let
+  // go of (a new user read "16 micro-batches" above where the log said 32
+  // since a straggler went).
+  if (p.replays && p.replays->replanned_micro_batches > 0) {
+    const JobProgress::Replays& r = *p.replays;
+    out << "  planned again for the devices left: " << r.replanned_micro_batches << " micro-batch"
+        << (r.replanned_micro_batches == 1 ? "" : "es") << " a step, predicted "
+        << WithThousands(std::llround(r.replanned_samples_per_s)) << " samples/s\n";
   }
   if (p.replays && p.replays->redealt > 0) {
     out << "  micro-batches dealt anew within groups " << p.replays->redealt

@@ -386,6 +386,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   JobProgress redealt = Finished();
   redealt.replays = JobProgress::Replays{};
   redealt.replays->redealt = 2;
+  redealt.replays->replanned_micro_batches = 16;  // cut anew after a loss
   std::ostringstream dealt;
   PrintSummary(Job(), plan, redealt, 66.9, dealt);
   EXPECT_NE(dealt.str().find("  micro-batches dealt anew within groups 2 times, by what their devices computed a "
@@ -393,6 +394,9 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
             std::string::npos)
       << dealt.str();
   EXPECT_EQ(dealt.str().find("layers moved"), std::string::npos) << dealt.str();
+  EXPECT_NE(dealt.str().find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
+      << "said without a loss too (a straggler let go of)\n"
+      << dealt.str();
   // Three stages of a device each, the middle one lost and its layers taken
   // by the first: the table numbers the stages as they ended, 1 and 2, not
   // as planned, 1 and 3.

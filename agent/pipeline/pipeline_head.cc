@@ -1676,7 +1676,10 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
   bool redealt = false;
   for (size_t s = 0; s < groups_.size(); ++s) {
     const std::vector<int>& group = groups_[s];
-    if (group.size() < 2) continue;
+    // A group with a device let go of or lost is regrouped before the next
+    // step, and measured afresh then.
+    const bool whole = std::none_of(group.begin(), group.end(), [&](int r) { return links_[r]->lost; });
+    if (group.size() < 2 || !whole) continue;
     // Each device's samples a second of the stage's layers, as it computed
     // its shares in the window.
     std::vector<double> rates;
@@ -1769,8 +1772,14 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
   std::vector<std::pair<int, int>> now;
   for (const StageMeasure& m : stages) now.emplace_back(m.first_layer, m.end_layer);
   // A window a drift ended is mostly steps from before it: its mean is not
-  // these cuts' pace now.
-  if (!drifted) measured_cuts_[now] = step_s;
+  // these cuts' pace now; and what other cuts measured was of devices as
+  // they were (a board slowed and back to speed never had its first cuts
+  // back, measured while it was slow; a new user's trial).
+  if (drifted) {
+    measured_cuts_.clear();
+  } else {
+    measured_cuts_[now] = step_s;
+  }
   const size_t layers = layer_float_at_.size() - 1;
   const bool timed = cost_model_ && problem_->layers.size() == layers;
   std::string paces;
@@ -1826,9 +1835,8 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
   }
   if (!proposed_) return;
-  // (After a drift, what other cuts measured was of devices as they were.)
   if (auto before = measured_cuts_.find(proposed_->layers);
-      !drifted && before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
+      before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
     Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the cuts that would do better measured "
           << Seconds3(before->second) << " s when tried: layers stay\n";
     proposed_.reset();

@@ -604,6 +604,16 @@ TEST(SimulatedPipelineTest, AGroupDealsItsMicroBatchesAnewWhenADeviceDrifts) {
             std::string::npos)
       << idle.log;
   EXPECT_LT(idle.step_s.back(), 0.8 * idle.step_s[4]) << idle.log;
+  // Slowed twentyfold, past the straggler factor: let go of by its pace,
+  // and once; its group is not dealt anew with it (a new user's trial
+  // counted one device twice).
+  plan.workers[1].slowdown_changes = {{step_3_at, 20 * planned}};
+  const SimulatedRun far = RunReplaying(plan, {}, 16, Fault::kDies, {}, {}, 4);
+  ASSERT_TRUE(far.ended.ok()) << far.ended.ToString() << "\n" << far.log;
+  EXPECT_EQ(far.progress.replays->stragglers, 1) << far.log;
+  EXPECT_EQ(far.progress.replays->redealt, 0) << far.log;
+  EXPECT_NE(far.log.find("(rank 1) ran its share "), std::string::npos) << far.log;
+  EXPECT_EQ(far.log.find("too few for a sample"), std::string::npos) << far.log;
 }
 
 // The fourfold slowing in step 8 of a run whose measurements were to last 1,000
