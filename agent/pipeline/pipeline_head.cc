@@ -1641,9 +1641,13 @@ Status PipelineHead::Advance() {
       }
       // A device whose compute changed within the measurement ends it at
       // once: what it takes now is known, and a longer wait only delays the
-      // move.
+      // move. Not before a quarter of --rebalance-within: steps of a few
+      // milliseconds end their measurement of --rebalance-every as soon, and
+      // four of them on a shared machine are noise (an MLP's head took one
+      // for a drift and moved layers for nothing).
+      const bool long_enough = clock_.Now() - measured_since_ >= rebalancing_.within / 4;
       const auto drifted = std::find_if(members_.begin(), members_.end(), [&](int r) {
-        return window_steps_[static_cast<size_t>(r)].Drifted(DriftFactor());
+        return long_enough && window_steps_[static_cast<size_t>(r)].Drifted(DriftFactor());
       });
       // After a drift the next measurement is short: the first steps of a
       // change (a pass begun before it, a share dealt by a pace caught
