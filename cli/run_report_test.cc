@@ -53,6 +53,13 @@ JobProgress Finished() {
   return p;
 }
 
+// What PrintSummary prints of `p` for `plan`, `wall_s` seconds in all.
+std::string Summary(const LocalRunPlan& plan, const JobProgress& p, double wall_s = 66.9) {
+  std::ostringstream out;
+  PrintSummary(Job(), plan, p, wall_s, out);
+  return out.str();
+}
+
 // Ctrl-C while the team loaded or connected: no accuracy of an untrained
 // model, and no promise of a checkpoint to resume from (a new user's trial).
 TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
@@ -62,9 +69,8 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   p.samples = 0;
   p.accuracy = 0.0998;
   p.stop_reason = StopReason::kCancelled;
-  std::ostringstream out;
-  PrintSummary(Job(), Team(), p, 5.6, out);
-  const std::string s = out.str();
+  const std::string out = Summary(Team(), p, 5.6);
+  const std::string s = out;
   EXPECT_EQ(s.find("test accuracy"), std::string::npos) << s;
   EXPECT_NE(s.find("robot-team: nothing trained, "), std::string::npos) << s;
   EXPECT_NE(s.find("model: none written by this run (nothing trained; a model.pt already there, if any, is as it was)"),
@@ -78,10 +84,9 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   p.state = JobState::kSucceeded;
   p.stop_reason = StopReason::kWallClock;
   p.model_path = "/tmp/out/model.pt";
-  std::ostringstream partial;
-  PrintSummary(Job(), Team(), p, 8.0, partial);
-  EXPECT_NE(partial.str().find("robot-team: test accuracy 0.0998"), std::string::npos) << partial.str();
-  EXPECT_EQ(partial.str().find("nothing trained"), std::string::npos) << partial.str();
+  const std::string partial = Summary(Team(), p, 8.0);
+  EXPECT_NE(partial.find("robot-team: test accuracy 0.0998"), std::string::npos) << partial;
+  EXPECT_EQ(partial.find("nothing trained"), std::string::npos) << partial;
 
   // Resumed, and interrupted before this run's first step: its checkpoint's
   // model is not evaluated, and no accuracy of 0 is made up for it (it read
@@ -92,11 +97,10 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   p.iteration = 1704;
   p.resumed_from_iteration = 1704;
   p.accuracy.reset();
-  std::ostringstream resumed;
-  PrintSummary(Job(), Team(), p, 0.4, resumed);
-  EXPECT_NE(resumed.str().find("robot-team: no step this run, its checkpoint as it was, "), std::string::npos)
-      << resumed.str();
-  EXPECT_EQ(resumed.str().find("test accuracy"), std::string::npos) << resumed.str();
+  const std::string resumed = Summary(Team(), p, 0.4);
+  EXPECT_NE(resumed.find("robot-team: no step this run, its checkpoint as it was, "), std::string::npos)
+      << resumed;
+  EXPECT_EQ(resumed.find("test accuracy"), std::string::npos) << resumed;
   EXPECT_TRUE(nlohmann::json::parse(JsonLine(Job(), Team(), p, 0.4))["loss"].is_null());
 }
 
@@ -108,9 +112,8 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
   for (auto& w : p.workers) w.wall_s = 59.6;
   p.workers[1].wall_s = 46.2;
   p.workers[2].wall_s = 30;  // counted out: said otherwise
-  std::ostringstream out;
-  PrintSummary(Job(), Team(), p, 66.9, out);
-  const std::string s = out.str();
+  const std::string out = Summary(Team(), p);
+  const std::string s = out;
   EXPECT_NE(s.find("figures as of each worker's last report, which came before the end from robot-2 13.8 s"),
             std::string::npos)
       << s;
@@ -120,11 +123,10 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
   // A worker that pushed and had no batch counted: every push late for its round.
   p.workers[1].samples = 0;
   p.workers[1].rows_sent = 38'130;
-  std::ostringstream late;
-  PrintSummary(Job(), Team(), p, 66.9, late);
-  EXPECT_NE(late.str().find("batches 0 beside rows sent (robot-2): every push came after its round had closed"),
+  const std::string late = Summary(Team(), p);
+  EXPECT_NE(late.find("batches 0 beside rows sent (robot-2): every push came after its round had closed"),
             std::string::npos)
-      << late.str();
+      << late;
 }
 
 // A pipeline's plan may leave devices out: the JSON line says how many
@@ -145,9 +147,8 @@ TEST(RunReportTest, TheJsonLineCountsTheDevicesThatTrained) {
 }
 
 TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
-  std::ostringstream out;
-  PrintSummary(Job(), Team(), Finished(), 66.9, out);
-  const std::string s = out.str();
+  const std::string out = Summary(Team(), Finished());
+  const std::string s = out;
   EXPECT_NE(s.find("robot-team: test accuracy 0.7139 (final model; target 0.85 not reached), stopped at its "
                    "wall-clock budget"),
             std::string::npos)
@@ -183,9 +184,8 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
   p.workers[0].samples = 615;
   p.workers[0].wall_s = 30;
   p.workers[1].injected = 40;
-  std::ostringstream out;
-  PrintSummary(Job(), plan, p, 66.9, out);
-  const std::string s = out.str();
+  const std::string out = Summary(plan, p);
+  const std::string s = out;
   EXPECT_NE(s.find("331 team iterations (in full batches' worth of samples from each of 3 workers)"), std::string::npos)
       << s;
   EXPECT_NE(s.find("injected samples (of labels their parts lack, from the coordinator):  worker 1: 40"),
@@ -200,23 +200,21 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
   // A batch taken from the buffer whose push no round took (late, or in
   // hand at the end): its samples are in the row, so that it adds up.
   p.workers[0].stream->arrived = 650;
-  std::ostringstream late;
-  PrintSummary(Job(), plan, p, 66.9, late);
-  EXPECT_NE(late.str().find("       0        650         615          0          0         35   29.7 s (99%)"),
+  const std::string late = Summary(plan, p);
+  EXPECT_NE(late.find("       0        650         615          0          0         35   29.7 s (99%)"),
             std::string::npos)
-      << late.str();
-  EXPECT_NE(late.str().find("  uncounted: taken into batches whose gradients no round counted"), std::string::npos)
-      << late.str();
+      << late;
+  EXPECT_NE(late.find("  uncounted: taken into batches whose gradients no round counted"), std::string::npos)
+      << late;
   p.workers[0].stream->arrived = 615;
 
   p.workers[0].stream->refused_files = 2;
   p.workers[0].stream->last_refused = "incoming/worker-0/b.csv:1: expected 65 values, found 2";
-  std::ostringstream refused;
-  PrintSummary(Job(), plan, p, 66.9, refused);
-  EXPECT_NE(refused.str().find("  worker 0 left out 2 files of its folder, the last: incoming/worker-0/b.csv:1: "
+  const std::string refused = Summary(plan, p);
+  EXPECT_NE(refused.find("  worker 0 left out 2 files of its folder, the last: incoming/worker-0/b.csv:1: "
                                "expected 65 values, found 2\n"),
             std::string::npos)
-      << refused.str();
+      << refused;
 }
 
 // Batches dealt by measured compute are shown as they ended: /progress gives
@@ -229,15 +227,13 @@ TEST(RunReportTest, ATeamOfComputeWeightedBatchesShowsWhatEachWasDealt) {
   p.workers[0].batch_size = 128;
   p.workers[1].batch_size = 64;
   p.workers[2].batch_size = 1;
-  std::ostringstream out;
-  PrintSummary(Job(), plan, p, 66.9, out);
-  EXPECT_NE(out.str().find("  batches dealt by measured compute (spec.data.computeWeighted; 64 a worker until "
+  const std::string out = Summary(plan, p);
+  EXPECT_NE(out.find("  batches dealt by measured compute (spec.data.computeWeighted; 64 a worker until "
                            "measured), as the run ended: robot-1 128, robot-2 64, robot-3 1\n"),
             std::string::npos)
-      << out.str();
-  std::ostringstream fixed;
-  PrintSummary(Job(), Team(), Finished(), 66.9, fixed);
-  EXPECT_EQ(fixed.str().find("batches dealt"), std::string::npos) << fixed.str();
+      << out;
+  const std::string fixed = Summary(Team(), Finished());
+  EXPECT_EQ(fixed.find("batches dealt"), std::string::npos) << fixed;
 }
 
 // Every worker short of samples most of the time: no teammate is named as
@@ -250,31 +246,28 @@ TEST(RunReportTest, StreamsThatStarveEveryWorkerAreSaidToSetThePace) {
     w.wall_s = 30;
     w.stream = StreamProgress{600, 0, 0, 25};
   }
-  std::ostringstream out;
-  PrintSummary(Job(), plan, p, 66.9, out);
-  EXPECT_NE(out.str().find("every worker waited for its stream's samples most of the time: the streams set the pace"),
+  const std::string out = Summary(plan, p);
+  EXPECT_NE(out.find("every worker waited for its stream's samples most of the time: the streams set the pace"),
             std::string::npos)
-      << out.str();
-  EXPECT_EQ(out.str().find("the team waited on"), std::string::npos) << out.str();
+      << out;
+  EXPECT_EQ(out.find("the team waited on"), std::string::npos) << out;
   // Nobody held the team: the streams set the pace all the same (a new
   // user's two starved streams had nothing said).
   for (auto& w : p.workers) w.held_team_s = 0;
-  std::ostringstream unheld;
-  PrintSummary(Job(), plan, p, 66.9, unheld);
-  EXPECT_NE(unheld.str().find("the streams set the pace"), std::string::npos) << unheld.str();
+  const std::string unheld = Summary(plan, p);
+  EXPECT_NE(unheld.find("the streams set the pace"), std::string::npos) << unheld;
   p = Finished();
   for (auto& w : p.workers) {
     w.wall_s = 30;
     w.stream = StreamProgress{600, 0, 0, 25};
   }
   p.workers[0].stream->wait_s = 3;  // one that had samples: the team waited on teammates
-  std::ostringstream one;
-  PrintSummary(Job(), plan, p, 66.9, one);
-  EXPECT_NE(one.str().find("the team waited on robot-2"), std::string::npos) << one.str();
-  EXPECT_NE(one.str().find("robot-2 waited for its stream's samples 83% of its time, robot-3 waited for its stream's "
+  const std::string one = Summary(plan, p);
+  EXPECT_NE(one.find("the team waited on robot-2"), std::string::npos) << one;
+  EXPECT_NE(one.find("robot-2 waited for its stream's samples 83% of its time, robot-3 waited for its stream's "
                            "samples 83% of its time: their streams set the team's pace"),
             std::string::npos)
-      << "the workers waited on were themselves waiting for their streams (a new user's trial): " << one.str();
+      << "the workers waited on were themselves waiting for their streams (a new user's trial): " << one;
 }
 
 // A pipeline whose layers moved while it ran: the stage table shows them as
@@ -294,9 +287,8 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   p.energy_joules = 123.4;
   p.replays = JobProgress::Replays{};
   p.replays->repartitions = 1;
-  std::ostringstream out;
-  PrintSummary(Job(), plan, p, 66.9, out);
-  const std::string text = out.str();
+  const std::string out = Summary(plan, p);
+  const std::string text = out;
   EXPECT_NE(text.find("bubbles    MB sent   MB recv\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  energy (modelled, docs/energy.md): 123 J\n"), std::string::npos) << text;
   EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
@@ -311,11 +303,10 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   PlannedFrom from;
   for (const char* name : {"conv1", "conv2", "conv3", "classifier"}) from.layers.push_back({name, 1e-3, 1e-3, 4, 4, {}, 0});
   plan.job.pipeline->planned_from = from;
-  std::ostringstream named;
-  PrintSummary(Job(), plan, p, 66.9, named);
-  EXPECT_NE(named.str().find("  stage  layers       device"), std::string::npos) << named.str();
-  EXPECT_NE(named.str().find("      1  conv1-conv3  robot-1"), std::string::npos) << named.str();
-  EXPECT_NE(named.str().find("      2  classifier   robot-2"), std::string::npos) << named.str();
+  const std::string named = Summary(plan, p);
+  EXPECT_NE(named.find("  stage  layers       device"), std::string::npos) << named;
+  EXPECT_NE(named.find("      1  conv1-conv3  robot-1"), std::string::npos) << named;
+  EXPECT_NE(named.find("      2  classifier   robot-2"), std::string::npos) << named;
 }
 
 // A pipeline that lost devices says what that cost and what the head
@@ -337,66 +328,61 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   p.replays->replanned_samples_per_s = 1468.2;
   p.samples_per_second = 734;
   plan.predicted_samples_per_s = 1468;
-  std::ostringstream out;
-  PrintSummary(Job(), plan, p, 66.9, out);
-  EXPECT_NE(out.str().find("  as planned, 2 stages, 8 micro-batches a step; trained at 50% of the plan's predicted "
+  const std::string out = Summary(plan, p);
+  EXPECT_NE(out.find("  as planned, 2 stages, 8 micro-batches a step; trained at 50% of the plan's predicted "
                            "1,468 samples/s\n"),
             std::string::npos)
-      << out.str();
-  EXPECT_NE(out.str().find("  devices lost: 1 step run again on the devices left (8 micro-batches); 0.10 s from the "
+      << out;
+  EXPECT_NE(out.find("  devices lost: 1 step run again on the devices left (8 micro-batches); 0.10 s from the "
                            "losses to their steps done; 1 stage rebuilt on a neighbour from the head's replica, 76 "
                            "steps of its layers' updates lost\n"
                            "  planned again for the devices left: 2 micro-batches a step, predicted 1,468 samples/s\n"),
             std::string::npos)
-      << out.str();
-  EXPECT_EQ(out.str().find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
+      << out;
+  EXPECT_EQ(out.find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
   // Its evaluations' pauses left out of the rate set against the prediction:
   // 63,552 samples over the 54 s of 60 it trained.
   JobProgress evaluated = p;
   evaluated.samples_per_second = static_cast<double>(p.samples) / p.elapsed_s;  // as the driver fills it
   evaluated.evaluation_s = 6;
-  std::ostringstream paused;
-  PrintSummary(Job(), plan, evaluated, 66.9, paused);
-  EXPECT_NE(paused.str().find("; trained at 80% of the plan's predicted 1,468 samples/s (its 6.0 s of evaluations "
+  const std::string paused = Summary(plan, evaluated);
+  EXPECT_NE(paused.find("; trained at 80% of the plan's predicted 1,468 samples/s (its 6.0 s of evaluations "
                               "left out)\n"),
             std::string::npos)
-      << paused.str();
+      << paused;
   // A device of a group covered by its group as well: no step run again for it.
   JobProgress covered = p;
   covered.replays->count = 2;
   covered.replays->covered = 1;
   covered.replays->covered_shares = 4;
-  std::ostringstream both;
-  PrintSummary(Job(), plan, covered, 66.9, both);
-  EXPECT_NE(both.str().find("  devices lost: 1 covered by its group (4 shares computed again); 1 step run again on "
+  const std::string both = Summary(plan, covered);
+  EXPECT_NE(both.find("  devices lost: 1 covered by its group (4 shares computed again); 1 step run again on "
                             "the devices left (8 micro-batches); 0.10 s from the losses to their steps done;"),
             std::string::npos)
-      << both.str();
+      << both;
   // One taken for hung, two stragglers: said apart from the losses.
   p.replays->hung = 1;
   p.replays->stragglers = 2;
-  std::ostringstream let_go;
-  PrintSummary(Job(), plan, p, 66.9, let_go);
-  EXPECT_NE(let_go.str().find("  let go of for how they ran: 1 taken for hung (a pass far past its deadline, its "
+  const std::string let_go = Summary(plan, p);
+  EXPECT_NE(let_go.find("  let go of for how they ran: 1 taken for hung (a pass far past its deadline, its "
                               "heartbeats still coming); 2 stragglers (ran a share far slower than its group's "
                               "fastest)\n"),
             std::string::npos)
-      << let_go.str();
+      << let_go;
   // A group's micro-batches dealt anew as a device drifted: said, no layer having moved.
   JobProgress redealt = Finished();
   redealt.replays = JobProgress::Replays{};
   redealt.replays->redealt = 2;
   redealt.replays->replanned_micro_batches = 16;  // cut anew after a loss
-  std::ostringstream dealt;
-  PrintSummary(Job(), plan, redealt, 66.9, dealt);
-  EXPECT_NE(dealt.str().find("  micro-batches dealt anew within groups 2 times, by what their devices computed a "
+  const std::string dealt = Summary(plan, redealt);
+  EXPECT_NE(dealt.find("  micro-batches dealt anew within groups 2 times, by what their devices computed a "
                              "second\n"),
             std::string::npos)
-      << dealt.str();
-  EXPECT_EQ(dealt.str().find("layers moved"), std::string::npos) << dealt.str();
-  EXPECT_NE(dealt.str().find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
+      << dealt;
+  EXPECT_EQ(dealt.find("layers moved"), std::string::npos) << dealt;
+  EXPECT_NE(dealt.find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
       << "said without a loss too (a straggler let go of)\n"
-      << dealt.str();
+      << dealt;
   // Three stages of a device each, the middle one lost and its layers taken
   // by the first: the table numbers the stages as they ended, 1 and 2, not
   // as planned, 1 and 3.
@@ -409,18 +395,16 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   lost.workers[2].active = true;
   lost.workers[2].layers = std::pair{2, 4};
   lost.replays = p.replays;
-  std::ostringstream renumbered;
-  PrintSummary(Job(), three, lost, 66.9, renumbered);
-  EXPECT_NE(renumbered.str().find("      1  0-1     robot-1"), std::string::npos) << renumbered.str();
-  EXPECT_NE(renumbered.str().find("      2  2-3     robot-3"), std::string::npos) << renumbered.str();
-  EXPECT_EQ(renumbered.str().find("robot-2   "), std::string::npos) << "no row for the device lost\n" << renumbered.str();
-  EXPECT_NE(renumbered.str().find("  not in the pipeline at the end: robot-2 (its last step 204)\n"), std::string::npos)
-      << renumbered.str();
+  const std::string renumbered = Summary(three, lost);
+  EXPECT_NE(renumbered.find("      1  0-1     robot-1"), std::string::npos) << renumbered;
+  EXPECT_NE(renumbered.find("      2  2-3     robot-3"), std::string::npos) << renumbered;
+  EXPECT_EQ(renumbered.find("robot-2   "), std::string::npos) << "no row for the device lost\n" << renumbered;
+  EXPECT_NE(renumbered.find("  not in the pipeline at the end: robot-2 (its last step 204)\n"), std::string::npos)
+      << renumbered;
   p.replays = JobProgress::Replays{};
-  std::ostringstream none;
-  PrintSummary(Job(), plan, p, 66.9, none);
-  EXPECT_EQ(none.str().find("devices lost"), std::string::npos) << none.str();
-  EXPECT_NE(none.str().find("  2 stages, 8 micro-batches a step"), std::string::npos) << "nothing changed the plan's";
+  const std::string none = Summary(plan, p);
+  EXPECT_EQ(none.find("devices lost"), std::string::npos) << none;
+  EXPECT_NE(none.find("  2 stages, 8 micro-batches a step"), std::string::npos) << "nothing changed the plan's";
 }
 
 // A worker's energy after its last report reached the coordinator (its link
