@@ -19,7 +19,8 @@ double Median(std::vector<double>::const_iterator first, std::vector<double>::co
 bool StepWindow::Drifted(double factor) const {
   if (steps_.size() < 2 * kRecent) return false;
   const auto split = steps_.end() - static_cast<std::ptrdiff_t>(kRecent);
-  const double before = Median(steps_.begin(), split);
+  const auto from = split - static_cast<std::ptrdiff_t>(std::min(steps_.size() - kRecent, kBefore));
+  const double before = Median(from, split);
   if (before <= 0) return false;
   // All but one of the recent steps past the bound, the same way.
   std::vector<double> recent(split, steps_.end());

@@ -22,10 +22,15 @@ class StepWindow {
   void Clear() { steps_.clear(); }
   size_t size() const { return steps_.size(); }
 
+  // The steps before those a drift is judged against, at most: the head asks
+  // every step, and a measurement of 20 s of millisecond steps holds
+  // thousands.
+  static constexpr size_t kBefore = 32;
+
   // Whether all but one of the last kRecent steps lie more than `factor`
-  // times above (or all but one below) the median of the steps before
-  // them, kRecent of them at least: two slow steps (a checkpoint written)
-  // are not a drift.
+  // times above (or all but one below) the median of the (up to kBefore)
+  // steps before them, kRecent of them at least: two slow steps (a
+  // checkpoint written) are not a drift.
   bool Drifted(double factor) const;
   // What it takes a step now: the median of its last kRecent steps once it
   // has Drifted(factor), else of its last half, and of kRecent at least (all

@@ -26,6 +26,11 @@ TEST(StepWindowTest, AChangeThatLastedItsStepsIsADriftAndItsPaceIsTheNewOne) {
   EXPECT_EQ(odd.Now(1.3), 1);
   // Sped up counts as much as slowed down.
   EXPECT_TRUE(Of({10, 10, 10, 10, 1, 1, 1, 1}).Drifted(1.3));
+  // Judged against the steps just before, however many the window holds.
+  StepWindow long_one;
+  for (int i = 0; i < 1000; ++i) long_one.Add(1);
+  for (size_t i = 0; i < StepWindow::kBefore; ++i) long_one.Add(10);
+  EXPECT_FALSE(long_one.Drifted(1.3)) << "10 for the last kBefore steps: what it takes now";
 }
 
 // Steady, it is the median of its last half; with fewer than two recent
