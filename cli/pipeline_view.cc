@@ -132,11 +132,14 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
     for (int d : stage.devices) used[static_cast<size_t>(d)] = true;
   }
   std::string idle;
+  size_t idle_devices = 0;
   for (size_t d = 0; d < used.size(); ++d) {
-    if (!used[d]) idle += (idle.empty() ? "" : ", ") + problem.devices[d].name;
+    if (used[d]) continue;
+    idle += (idle.empty() ? "" : ", ") + problem.devices[d].name;
+    ++idle_devices;
   }
-  if (!idle.empty()) {
-    const bool one = idle.find(", ") == std::string::npos;
+  if (idle_devices > 0) {
+    const bool one = idle_devices == 1;
     out << "left out: " << idle << ": the plan is predicted faster without " << (one ? "it" : "them")
         << "; no layer goes to " << (one ? "its workers" : "their workers") << "\n";
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <iterator>
+#include <numeric>
 #include <set>
 
 #include "agent/pipeline/replica_parts.h"
@@ -1689,8 +1690,7 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
     std::vector<double> rates;
     double samples = 0, rate = 0, slowest = 0;
     for (size_t j = 0; j < group.size(); ++j) {
-      double n = 0;
-      for (int64_t share : passes[s][j]) n += static_cast<double>(share);
+      const auto n = static_cast<double>(std::accumulate(passes[s][j].begin(), passes[s][j].end(), int64_t{0}));
       const auto t = computed.find(group[j]);
       if (n <= 0 || t == computed.end() || t->second <= 0) break;  // dealt nothing, or not measured: unknown
       rates.push_back(n / t->second);
@@ -1702,9 +1702,8 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
     // Dealt by these rates in whole samples, as the stages deal them: what
     // the group's slowest would compute a step.
     std::vector<double> speeds;
-    double planned = 0;
-    for (double v : speeds_[s]) planned += v;
-    for (double r : rates) speeds.push_back(r * planned / rate);  // the group's speeds keep their sum
+    const double sum = std::accumulate(speeds_[s].begin(), speeds_[s].end(), 0.0);
+    for (double r : rates) speeds.push_back(r * sum / rate);  // the group's speeds keep their sum
     std::vector<double> predicted(group.size(), 0.0);
     bool differs = false;
     for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
