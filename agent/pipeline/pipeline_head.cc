@@ -730,7 +730,7 @@ Status PipelineHead::RegroupLocked() {
     ReplanLocked();
     regroup_due_ = true;
     // The survivors' steps change with the groups: not a drift of theirs.
-    if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
+    if (rebalancing_.every > 0 && !last_compute_.empty()) StartMeasureLocked();
   }
   return Status::Ok();
 }
@@ -1019,7 +1019,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   // over the survivors, if one paces them better, follows it. Cuts proposed
   // before are of stages that are no more.
   proposed_.reset();
-  if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
+  if (rebalancing_.every > 0 && !last_compute_.empty()) StartMeasureLocked();
   replays_.steps_lost += step_ - replica_step;
   if (metrics_) {
     metrics_->AddRestoredStage();
@@ -1450,7 +1450,7 @@ void PipelineHead::Rejoin() {
       ++replays_.rejoined;
       regroup_due_ = true;
       // A group of one more device paces differently: measured afresh.
-      if (rebalancing_.every > 0 && !measured_compute_.empty()) StartMeasureLocked();
+      if (rebalancing_.every > 0 && !last_compute_.empty()) StartMeasureLocked();
       Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
             << end - 1 << ", now on " << Count(groups_[t].size(), "device", "devices") << ") after step " << step_ << "\n";
     }
@@ -1630,7 +1630,7 @@ Status PipelineHead::Advance() {
   step_s_ = step_s_ > 0 ? 0.9 * step_s_ + 0.1 * took_s : took_s;
   measured_step_s_ += ToSeconds(clock_.Now() - stepping_from);
   if (rebalancing_.every > 0) {
-    if (measured_compute_.empty()) {
+    if (last_compute_.empty()) {
       // After the first step (loading and warming up) or one that carried
       // moved layers (their rebuild): neither is the stages' pace.
       StartMeasureLocked();
@@ -1671,9 +1671,8 @@ void PipelineHead::StartMeasureLocked() {
   measured_from_ = step_;
   measured_since_ = clock_.Now();
   measured_step_s_ = 0;
-  measured_compute_.clear();
-  for (const auto& link : links_) measured_compute_.push_back(link->compute_s);
-  last_compute_ = measured_compute_;
+  last_compute_.clear();
+  for (const auto& link : links_) last_compute_.push_back(link->compute_s);
   window_steps_.assign(links_.size(), StepWindow());
 }
 
@@ -1758,8 +1757,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     for (int r : groups_[s]) {
       // What it takes a step now: after a drift, its steps since.
       const StepWindow& window = window_steps_[static_cast<size_t>(r)];
-      computed[r] = window.size() > 0 ? window.Now(DriftFactor())
-                                      : (links_[r]->compute_s - measured_compute_[r]) / steps;
+      computed[r] = window.Now(DriftFactor());  // 0 for a device with no step in it: not judged
       m.seconds = std::max(m.seconds, computed[r]);
     }
     stages.push_back(m);
@@ -1913,7 +1911,7 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   if (metrics_) metrics_->AddRepartition("imbalance");
   // The next measurement starts afresh, on the layers as they now are,
   // after the step that carries them: the stages' rebuild is not their pace.
-  measured_compute_.clear();
+  last_compute_.clear();
   Log() << "pipeline: layers moved at step " << step_ << ": " << was << " now " << CutsSaidLocked(layers_)
         << ", predicted " << Seconds3(proposed_->predicted_s) << " s a step against " << Seconds3(proposed_->now_s)
         << ", as proposed above\n";
@@ -2047,7 +2045,7 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   // Cuts measured or proposed were of stages that are no more.
   proposed_.reset();
   measured_cuts_.clear();
-  measured_compute_.clear();  // measured afresh after the step that carries the new layout
+  last_compute_.clear();  // measured afresh after the step that carries the new layout
   Log() << "pipeline: stages laid out anew after step " << step_ << ": " << was << " now " << DescribeStagesLocked()
         << ", " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
 }

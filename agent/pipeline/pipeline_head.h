@@ -401,9 +401,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::vector<int64_t> layer_float_at_, layer_row_at_;
   int64_t measured_from_ = 0;            // the step the stages' measurement began after
   TimePoint measured_since_{};           // and when
-  std::vector<double> measured_compute_;  // by rank: its compute seconds then
   double measured_step_s_ = 0;            // the steps' own seconds since
-  std::vector<double> last_compute_;      // by rank: its compute seconds at the last step's end
+  // By rank: its compute seconds at the last step's end; empty while no
+  // measurement runs (before the first step's end, and after a move until
+  // the step that carries it has run).
+  std::vector<double> last_compute_;
   std::vector<StepWindow> window_steps_;  // by rank: its compute each step since the measurement began
   bool after_drift_ = false;              // the last measurement was ended by a drift
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
