@@ -339,15 +339,22 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     out << "\n";
   }
   // Devices let go of for how they ran rather than lost to a link or a crash.
-  if (p.replays && p.replays->hung + p.replays->stragglers > 0) {
+  if (p.replays && p.replays->hung + p.replays->stragglers + p.replays->left_out > 0) {
     const JobProgress::Replays& r = *p.replays;
-    out << "  let go of for how they ran:";
-    if (r.hung > 0) out << " " << r.hung << " taken for hung (a pass far past its deadline, its heartbeats still coming)";
-    if (r.hung > 0 && r.stragglers > 0) out << ";";
-    if (r.stragglers > 0) {
-      out << " " << r.stragglers << (r.stragglers == 1 ? " straggler" : " stragglers")
-          << " (ran a share far slower than its group's fastest)";
+    std::vector<std::string> said;
+    if (r.hung > 0) {
+      said.push_back(std::to_string(r.hung) + " taken for hung (a pass far past its deadline, its heartbeats still coming)");
     }
+    if (r.stragglers > 0) {
+      said.push_back(std::to_string(r.stragglers) + (r.stragglers == 1 ? " straggler" : " stragglers") +
+                     " (ran a share far slower than its group's fastest)");
+    }
+    if (r.left_out > 0) {
+      said.push_back(std::to_string(r.left_out) + " left out of the stages laid out anew (at the pace measured, " +
+                     "predicted faster without " + (r.left_out == 1 ? "it)" : "them)"));
+    }
+    out << "  let go of for how they ran:";
+    for (size_t i = 0; i < said.size(); ++i) out << (i ? "; " : " ") << said[i];
     out << "\n";
   }
   // The head's re-plan over the devices left, after a loss or a device let

@@ -369,6 +369,13 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                               "fastest)\n"),
             std::string::npos)
       << let_go;
+  // And one left out of a measurement's layout by the planner.
+  p.replays->left_out = 1;
+  const std::string left_out = Summary(plan, p);
+  EXPECT_NE(left_out.find("fastest); 1 left out of the stages laid out anew (at the pace measured, predicted faster "
+                          "without it)\n"),
+            std::string::npos)
+      << left_out;
   // A group's micro-batches dealt anew as a device drifted: said, no layer having moved.
   JobProgress redealt = Finished();
   redealt.replays = JobProgress::Replays{};

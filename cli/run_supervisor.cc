@@ -180,8 +180,13 @@ void RunSupervisor::NoteDeviceEvents(const JobProgress& p, ProgressDisplay& disp
     notes.push_back("a device let go of as a straggler" + ranks(left) +
                     ": it ran its share far slower than its group's fastest; the others take it");
   }
+  if (now.left_out > was.left_out) {
+    notes.push_back("a device left out of the stages laid out anew" + ranks(left) +
+                    ": at the pace it measured, the pipeline is predicted faster without it; it may rejoin later");
+  }
+  const bool let_go = now.hung > was.hung || now.stragglers > was.stragglers || now.left_out > was.left_out;
   if (now.restored_stages > was.restored_stages) {
-    notes.push_back("a stage lost its only device" + (now.hung > was.hung || now.stragglers > was.stragglers ? "" : ranks(left)) +
+    notes.push_back("a stage lost its only device" + (let_go ? "" : ranks(left)) +
                     "; rebuilt on its neighbour from a replica, " + std::to_string(now.steps_lost - was.steps_lost) +
                     " steps of its updates lost");
   } else if (now.micro_batches > was.micro_batches && now.hung == was.hung) {

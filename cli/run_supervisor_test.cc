@@ -356,12 +356,12 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
   }
 }
 
-// A pipeline's devices taken for hung, let go of as stragglers, lost or
-// back, as its head's /progress counts them, are said on the terminal as
+// A pipeline's devices taken for hung, let go of as stragglers, lost, back
+// or left out of a layout, as its head's /progress counts them, are said on the terminal as
 // they come, naming their ranks; a read that shows nothing new says nothing.
 TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
   auto progress = [](int hung, int stragglers, int restored, int steps_lost, int rejoined, std::vector<bool> active,
-                     int covered = 0) {
+                     int covered = 0, int left_out = 0) {
     JobProgress p;
     p.state = JobState::kTraining;
     p.replays = JobProgress::Replays{};
@@ -370,6 +370,7 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
     p.replays->covered = covered;
     p.replays->covered_shares = 4 * covered;
     p.replays->stragglers = stragglers;
+    p.replays->left_out = left_out;
     p.replays->restored_stages = restored;
     p.replays->steps_lost = steps_lost;
     p.replays->rejoined = rejoined;
@@ -386,6 +387,7 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
       progress(1, 0, 1, 44, 0, {true, true, false}), progress(1, 0, 1, 44, 0, {true, true, false}),
       progress(1, 1, 1, 44, 0, {true, false, false}), progress(1, 1, 1, 44, 1, {true, false, true}),
       progress(1, 1, 1, 44, 1, {false, false, true}, 1),
+      progress(1, 1, 1, 44, 1, {false, false, false}, 1, 1),
   };
   size_t read = 0;
   watch_.progress = [&]() -> std::optional<std::string> { return reads[std::min(read++, reads.size() - 1)]; };
@@ -401,7 +403,9 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
             "fastest; the others take it\n"
             "note: robots: a device is back in a stage (rank 2)\n"
             "note: robots: a device lost mid-step (rank 0); another of its group computed its 4 shares of the step, "
-            "nothing else ran again\n");
+            "nothing else ran again\n"
+            "note: robots: a device left out of the stages laid out anew (rank 2): at the pace it measured, the "
+            "pipeline is predicted faster without it; it may rejoin later\n");
 }
 
 // The job had finished when Ctrl-C came: nothing was interrupted, and the

@@ -137,6 +137,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"inFlightMicroBatches", p.replays->in_flight_micro_batches},
                                           {"hung", p.replays->hung},
                                           {"stragglers", p.replays->stragglers},
+                                          {"leftOut", p.replays->left_out},
                                           {"redealt", p.replays->redealt},
                                           {"covered", p.replays->covered},
                                           {"coveredShares", p.replays->covered_shares},
@@ -220,6 +221,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.replays->in_flight_micro_batches = r.value("inFlightMicroBatches", int64_t{0});
       p.replays->hung = r.value("hung", int64_t{0});
       p.replays->stragglers = r.value("stragglers", int64_t{0});
+      p.replays->left_out = r.value("leftOut", int64_t{0});
       p.replays->redealt = r.value("redealt", int64_t{0});
       p.replays->covered = r.value("covered", int64_t{0});
       p.replays->covered_shares = r.value("coveredShares", int64_t{0});

@@ -150,6 +150,10 @@ struct JobProgress {
     // Devices of a group let go of for running their share far slower
     // than its fastest (PipelineHead::Stragglers).
     int64_t stragglers = 0;
+    // Devices a measurement's layout by the planner left out: at the pace
+    // they measured, the pipeline was predicted faster without them. They
+    // may rejoin as stragglers do.
+    int64_t left_out = 0;
     // Times a group's micro-batches were dealt anew by what its devices
     // computed a second, once that drifted from their speeds as planned.
     int64_t redealt = 0;

@@ -43,6 +43,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.replays->in_flight_micro_batches = 5;
   p.replays->hung = 1;
   p.replays->stragglers = 2;
+  p.replays->left_out = 1;
   p.replays->redealt = 3;
   p.replays->covered = 3;
   p.replays->covered_shares = 11;
@@ -65,6 +66,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->in_flight_micro_batches, 5);
   EXPECT_EQ(back->replays->hung, 1);
   EXPECT_EQ(back->replays->stragglers, 2);
+  EXPECT_EQ(back->replays->left_out, 1);
   EXPECT_EQ(back->replays->redealt, 3);
   EXPECT_EQ(back->replays->covered, 3);
   EXPECT_EQ(back->replays->covered_shares, 11);

@@ -672,6 +672,7 @@ void PipelineHead::LetGoOfStragglersLocked(const Passes& passes) {
                                       [&](int r) { return !links_[static_cast<size_t>(r)]->lost; });
       if (left < 2) continue;
       LetGoLocked(link);
+      ++replays_.stragglers;
       Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") ran its share " << std::fixed
             << std::setprecision(1) << paces[j] / fastest << std::defaultfloat << " times slower than its group's "
             << "fastest, for the speeds the shares are dealt by, " << (far ? "in its last step" : "in two steps running")
@@ -686,7 +687,6 @@ void PipelineHead::LetGoLocked(Link& link) {
   link.lost = true;
   link.lost_at = clock_.Now();
   link.slow_steps = 0;
-  ++replays_.stragglers;
   HoldBackLocked(link);
 }
 
@@ -1477,16 +1477,23 @@ std::vector<int> PipelineHead::ReturningLocked() const {
 Status PipelineHead::Advance() {
   const int64_t step = step_ + 1;
   const TimePoint advance_began = clock_.Now();
-  if (proposed_) {
+  if (proposed_ || relayout_) {
     // The stages' committed state, between steps, for the layers that move.
     auto state = StateNow();
     std::lock_guard lock(mu_);
-    if (state.ok()) {
-      MoveLayersLocked(*state);
-    } else {
+    if (!state.ok()) {
       Log() << "pipeline: layers stay where they are: " << state.status().message() << "\n";
+    } else if (proposed_) {
+      MoveLayersLocked(*state);
+    } else if (LostLocked().ok()) {
+      LayOutLocked(relayout_->plan, *state, relayout_->paces);
+    } else {
+      // The layout was planned over devices no longer all there: the step
+      // regroups without the one lost, and the stages are measured again.
+      Log() << "pipeline: the stages stay as they are: a device was lost since the planner laid them out\n";
     }
     proposed_.reset();
+    relayout_.reset();
   }
   Rejoin();
   RegroupByThePlanner();
@@ -1721,6 +1728,7 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
       Link& link = *links_[static_cast<size_t>(group[j])];
       const auto fastest = static_cast<size_t>(std::max_element(rates.begin(), rates.end()) - rates.begin());
       LetGoLocked(link);
+      ++replays_.stragglers;
       Log() << "pipeline: stage " << s + 1 << " (rank " << link.rank << ") computed "
             << static_cast<int64_t>(rates[j] + 0.5) << " samples/s of its layers against "
             << static_cast<int64_t>(rates[fastest] + 0.5) << " for rank " << group[fastest]
@@ -1767,20 +1775,35 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
   const Passes passes = PassesLocked(plan_.spec.data.batch_size);
   // One change at a time: cuts are judged once the shares dealt anew are measured.
   if (RedealLocked(passes, computed)) return;
-  // What each set of cuts measured a step: a prediction is only a model, so
-  // cuts once measured are judged by their measure, and layers never move
-  // back to cuts that were no faster.
+  // What each layout measured a step: a prediction is only a model, so
+  // layouts once measured are judged by their measure, and layers never move
+  // back to one that was no faster.
+  const std::vector<PipelineStage> as_they_are = StagesLocked();
   std::vector<std::pair<int, int>> now;
   for (const StageMeasure& m : stages) now.emplace_back(m.first_layer, m.end_layer);
   // A window a drift ended is mostly steps from before it: its mean is not
-  // these cuts' pace now; and what other cuts measured was of devices as
-  // they were (a board slowed and back to speed never had its first cuts
+  // this layout's pace now; and what other layouts measured was of devices
+  // as they were (a board slowed and back to speed never had its first cuts
   // back, measured while it was slow; a new user's trial).
   if (drifted) {
-    measured_cuts_.clear();
+    measured_layouts_.clear();
   } else {
-    measured_cuts_[now] = step_s;
+    measured_layouts_[LayoutOf(as_they_are, micro_batches_)] = step_s;
   }
+  auto measured_no_faster = [&](const Layout& layout) {
+    const auto before = measured_layouts_.find(layout);
+    return before != measured_layouts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s;
+  };
+  // Cuts proposed that were tried and measured no faster are not moved to.
+  auto unless_tried = [&] {
+    if (!proposed_) return;
+    std::vector<PipelineStage> recut = as_they_are;
+    for (size_t s = 0; s < recut.size(); ++s) std::tie(recut[s].first_layer, recut[s].end_layer) = proposed_->layers[s];
+    if (!measured_no_faster(LayoutOf(recut, micro_batches_))) return;
+    Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the cuts that would do better measured "
+          << Seconds3(measured_layouts_[LayoutOf(recut, micro_batches_)]) << " s when tried: layers stay\n";
+    proposed_.reset();
+  };
   const size_t layers = layer_float_at_.size() - 1;
   const bool timed = cost_model_ && problem_->layers.size() == layers;
   std::string paces;
@@ -1810,7 +1833,44 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       }
     }
     paces = SayPaces(drift);
-    proposed_ = RecutStages(PipelineCostModel(paced), StagesLocked(), micro_batches_, rebalancing_.min_gain);
+    const PipelineCostModel model(paced);
+    proposed_ = RecutStages(model, as_they_are, micro_batches_, rebalancing_.min_gain);
+    unless_tried();
+    // The planner over the same devices at the same paces: it may regroup
+    // them, and leave out one too slow for any layers its link would carry,
+    // which cuts moved between the same groups never do (a board slowed
+    // tenfold beside a gateway kept the vgg's conv1, its activations crossing
+    // Wi-Fi each step, 0.9-1.2 s a step where the gateway alone would take
+    // a few tenths; a new user's trial). Laid out when it beats the best of
+    // those cuts by the least gain a move must promise: it sends every
+    // layer's state.
+    const auto kept = model.Plan(as_they_are, micro_batches_);
+    if (auto best = PlanOverMembersLocked(paced); best && kept && kept->fits) {
+      const double cut_s = proposed_ ? proposed_->predicted_s : kept->step_s;
+      if (best->cost.fits && best->cost.step_s * (1 + rebalancing_.min_gain) < cut_s &&
+          !measured_no_faster(LayoutOf(best->stages, best->micro_batches))) {
+        std::map<int, double> at = learned;
+        for (const auto& [r, pace] : drift) at[r] = pace;
+        std::ostringstream left_out;
+        for (int r : members_) {
+          const bool used = std::any_of(best->stages.begin(), best->stages.end(), [&](const PipelineStage& stage) {
+            return std::find(stage.devices.begin(), stage.devices.end(), r) != stage.devices.end();
+          });
+          if (!used) left_out << (left_out.tellp() > 0 ? ", " : "") << "rank " << r;
+        }
+        Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
+              << step_ - steps + 1 << "-" << step_ << DriftNote(drifted)
+              << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
+              << "; the planner over these devices: " << DescribePlan(paced, *best) << ", predicted "
+              << Seconds3(best->cost.step_s) << " s a step against " << Seconds3(cut_s)
+              << (proposed_ ? " for the best cut between the same groups" : " as they are")
+              << (left_out.tellp() > 0 ? ", leaving " + left_out.str() + " out" : "")
+              << ": laid out before the next step\n";
+        proposed_.reset();
+        relayout_ = Relayout{std::move(*best), std::move(at)};
+        return;
+      }
+    }
     // Said once for these cuts, where the stages' compute came apart: why
     // layers stay.
     const auto [least, most] = std::minmax_element(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
@@ -1823,8 +1883,9 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
             << step_ - steps + 1 << "-" << step_ << DriftNote(drifted)
             << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
-            << "; no other cut between the same groups that fits is predicted "
-            << static_cast<int>(rebalancing_.min_gain * 100 + 0.5) << "% faster, links counted: layers stay\n";
+            << "; no other cut between the same groups that fits, nor the planner's layout of these devices, is "
+            << "predicted " << static_cast<int>(rebalancing_.min_gain * 100 + 0.5)
+            << "% faster, or faster than it measured, links counted: layers stay\n";
     }
   } else {
     // A layout by hand knows of its layers only their parameters: each
@@ -1834,15 +1895,9 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       weights.push_back(std::max(static_cast<double>(layer_float_at_[l + 1] - layer_float_at_[l]), 1.0));
     }
     proposed_ = RebalanceStages(stages, weights, rebalancing_.min_gain);
+    unless_tried();
   }
   if (!proposed_) return;
-  if (auto before = measured_cuts_.find(proposed_->layers);
-      before != measured_cuts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s) {
-    Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the cuts that would do better measured "
-          << Seconds3(before->second) << " s when tried: layers stay\n";
-    proposed_.reset();
-    return;
-  }
   Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps " << step_ - steps + 1
         << "-" << step_ << DriftNote(drifted)
         << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
@@ -1850,6 +1905,12 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
         << (timed ? " s a step, links counted, against a predicted "
                   : " s a step at the slowest stage, computing, against ")
         << Seconds3(proposed_->now_s) << "\n";
+}
+
+PipelineHead::Layout PipelineHead::LayoutOf(std::span<const PipelineStage> stages, int micro_batches) {
+  Layout layout{micro_batches, {}};
+  for (const PipelineStage& stage : stages) layout.second.emplace_back(stage.first_layer, stage.end_layer, stage.devices);
+  return layout;
 }
 
 v1::StageState PipelineHead::LayersStateLocked(const JobCheckpoint& state, int first, int end) const {
@@ -1946,14 +2007,12 @@ void PipelineHead::RegroupByThePlanner() {
     regroup_due_ = true;
     return;
   }
-  LayOutLocked(*better, *state);
+  std::map<int, double> learned;
+  PacedProblemLocked(learned);
+  LayOutLocked(*better, *state, learned);
 }
 
-std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
-  if (!problem_ || rebalancing_.every <= 0 || layer_float_at_.size() < 2) return std::nullopt;
-  std::map<int, double> learned;
-  const PipelineProblem problem = PacedProblemLocked(learned);
-  const std::string paces = SayPaces(learned);
+std::optional<PipelinePlan> PipelineHead::PlanOverMembersLocked(const PipelineProblem& problem) {
   // The same problem over the members alone: the planner numbers them from 0.
   PipelineProblem left = problem;
   left.devices.clear();
@@ -1964,13 +2023,24 @@ std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
   }
   auto verdict = PlanPipeline(left, {.one_device_per_stage = plan_.spec.parallelism.mode == ParallelismMode::kPipeline});
   if (!verdict.ok()) {
-    Log() << "pipeline: the planner has no plan over the devices left: " << verdict.status().message() << "\n";
+    Log() << "pipeline: the planner has no plan over the devices in the stages: " << verdict.status().message() << "\n";
     return std::nullopt;
   }
   PipelinePlan best = std::move(verdict->plan);
   for (PipelineStage& stage : best.stages) {
     for (int& d : stage.devices) d = ranks[static_cast<size_t>(d)];
   }
+  return best;
+}
+
+std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
+  if (!problem_ || rebalancing_.every <= 0 || layer_float_at_.size() < 2) return std::nullopt;
+  std::map<int, double> learned;
+  const PipelineProblem problem = PacedProblemLocked(learned);
+  const std::string paces = SayPaces(learned);
+  std::optional<PipelinePlan> found = PlanOverMembersLocked(problem);
+  if (!found) return std::nullopt;
+  PipelinePlan best = std::move(*found);
   const PipelinePlan as_they_are = AtBestMicroBatches(problem, StagesLocked());
   // A re-plan costs every layer's state sent out once; one inside the
   // cost model's error would move the layers for nothing.
@@ -1995,11 +2065,27 @@ std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
   return best;
 }
 
-void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state) {
+void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state,
+                                const std::map<int, double>& paces) {
   if (!FitsLayersLocked(state)) {
     Log() << "pipeline: the stages stay as they are: the stages' state is not the layers' the head was given\n";
     return;
   }
+  // A member in no stage of the plan would sit idle, its batches and steps
+  // falling behind the job's: it is let go of as a straggler, its stream
+  // cut, and may rejoin as stragglers do, measured again then.
+  for (int r : members_) {
+    const bool used = std::any_of(plan.stages.begin(), plan.stages.end(), [&](const PipelineStage& stage) {
+      return std::find(stage.devices.begin(), stage.devices.end(), r) != stage.devices.end();
+    });
+    if (used) continue;
+    Link& link = *links_[static_cast<size_t>(r)];
+    Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") is in no stage of the new layout: let go "
+          << "of, as a straggler is\n";
+    LetGoLocked(link);
+    ++replays_.left_out;
+  }
+  CutLostLocked();
   std::vector<std::vector<int>> groups;
   std::vector<std::vector<double>> speeds;
   std::vector<std::pair<int, int>> layers;
@@ -2013,8 +2099,9 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
     speeds.emplace_back();
     for (int r : stage.devices) {
       RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
-      // Dealt as the planner planned it: each device at its pace in the run.
-      const double pace = pace_.Of(r) > 0 ? pace_.Of(r) : 1;
+      // Dealt as the planner planned it: each device at the pace it was planned at.
+      const auto found = paces.find(r);
+      const double pace = found != paces.end() && found->second > 0 ? found->second : 1;
       speeds.back().push_back(1 / (plan_.workers[static_cast<size_t>(r)].slowdown * pace));
       links_[static_cast<size_t>(r)]->stage = static_cast<int>(groups.size() - 1);
       members.push_back(r);
@@ -2037,14 +2124,16 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
-  PacedProblemLocked(replays_.replanned_paces);
+  replays_.replanned_paces.clear();
+  for (int r : members_) {
+    if (const auto found = paces.find(r); found != paces.end()) replays_.replanned_paces[r] = found->second;
+  }
   relaid_ = true;
   regrouped_ = true;  // the next step goes as a replay, which carries the groups and layers
   ++replays_.repartitions;
   if (metrics_) metrics_->AddRepartition("replan");
-  // Cuts measured or proposed were of stages that are no more.
+  // Cuts proposed were of stages that are no more.
   proposed_.reset();
-  measured_cuts_.clear();
   last_compute_.clear();  // measured afresh after the step that carries the new layout
   Log() << "pipeline: stages laid out anew after step " << step_ << ": " << was << " now " << DescribeStagesLocked()
         << ", " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";

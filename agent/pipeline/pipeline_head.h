@@ -52,7 +52,9 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "agent/data/dataset.h"
@@ -251,8 +253,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A device let go of for how it ran (hung, or a straggler): when it may
   // rejoin, each time twice as late (Stragglers::rejoin_after).
   void HoldBackLocked(Link& link);
-  // `link` let go of as a straggler, from now, and held back; its stream is
-  // cut by the next CutLostLocked.
+  // `link` let go of for how it ran (a straggler, or left out of a layout),
+  // from now, and held back; its stream is cut by the next CutLostLocked.
   void LetGoLocked(Link& link);
   // How far a device's compute must move within a measurement to end it:
   // twice the least gain a move must promise (drift, not noise).
@@ -306,7 +308,14 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // beats the stages as they are; none without what the plan was planned
   // from, or with layers that never move (Rebalancing::every 0).
   std::optional<PipelinePlan> BetterPlanLocked();
-  void LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state);
+  // The planner's best over the members of `problem` (the devices in the
+  // stages), its devices named by rank; none, said why, if it has none.
+  std::optional<PipelinePlan> PlanOverMembersLocked(const PipelineProblem& problem);
+  // The stages laid out as `plan` says, every device sent its new stage's
+  // layers whole from `state` and dealt micro-batches at its pace in
+  // `paces` (by rank; 1 where none); a member the plan leaves out is let go
+  // of as a straggler, and may rejoin as stragglers do.
+  void LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state, const std::map<int, double>& paces);
   // "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
   std::string DescribeStagesLocked() const;
   // Layers [first, end)'s part of `state` (the whole model's), one row a tensor.
@@ -410,9 +419,20 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   bool after_drift_ = false;              // the last measurement was ended by a drift
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
+  // A measurement's layout by the planner, to lay out before the next step,
+  // with the paces it was planned at, by rank.
+  struct Relayout {
+    PipelinePlan plan;
+    std::map<int, double> paces;
+  };
+  std::optional<Relayout> relayout_;
   bool regroup_due_ = false;  // a loss or a device back since the last step: the planner runs again before the next
-  // Each set of cuts the stages were measured at: their seconds a step.
-  std::map<std::vector<std::pair<int, int>>, double> measured_cuts_;
+  // Each layout the stages were measured in since the last drift: their
+  // seconds a step. A layout is the micro-batches a step is cut into, and
+  // each stage's layers [first, end) and group.
+  using Layout = std::pair<int, std::vector<std::tuple<int, int, std::vector<int>>>>;
+  static Layout LayoutOf(std::span<const PipelineStage> stages, int micro_batches);
+  std::map<Layout, double> measured_layouts_;
   std::vector<std::pair<int, int>> said_stay_for_;  // the cuts the log last said stay, and why
   std::map<std::tuple<bool, int64_t, int, int>, Parts> parts_;  // (forward, step, micro-batch, to stage)
   std::map<std::pair<int, int64_t>, Parts> gradients_;          // (stage, step)

@@ -1804,6 +1804,9 @@ SimulatedRun RunTwoEvenStages(const TwoEvenStages& run) {
       const double link = r == 1 ? run.second_link : 0;
       from.devices.push_back({plan.workers[r].node, 1 / plan.workers[r].slowdown, 0, link, link});
     }
+    // The plan's own count at most: the fakes' passes have no fixed cost,
+    // and the planner would cut a step into micro-batches of a sample.
+    from.max_micro_batches = 4;
     plan.pipeline->planned_from = std::move(from);
   }
   plan.workers[1].slowdown_changes = run.changes;
@@ -1861,47 +1864,58 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
 
 // A plan that says what it was planned from has its cuts judged by the
 // planner's cost model, each device at the pace its compute measured
-// against the profile: timed alike, the slowed device has a layer moved off
-// it as above; with the third layer timed ten times the others, moving one
-// would give the first stage twelve units of compute where it has two,
-// slower than the slowed stage is now, and nothing moves.
+// against the profile: timed alike, the slowed device (threefold: slowed
+// fourfold, the first device alone beats any cut, and the planner leaves the
+// second out, below) has a layer moved off it as above; with the third layer
+// timed ten times the others, moving one would give the first stage twelve
+// units of compute where it has two, slower than the slowed stage is now,
+// no layout of the planner's beats it, and nothing moves.
 TEST(SimulatedPipelineTest, LayersMoveByTheCostModelWhereThePlanSaysWhatTheyCost) {
   const SimulatedRun fixed = RunTwoEvenStages({});
   ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
   const SimulatedRun alike =
-      RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}, .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3}});
+      RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 3.0}, .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3}});
   ExpectOneLayerMovedOffTheSlowedDevice(alike, fixed);
   EXPECT_NE(alike.log.find("links counted"), std::string::npos) << alike.log;
   const SimulatedRun heavy =
-      RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}, .layer_seconds = {1e-3, 1e-3, 1e-2, 1e-3}});
+      RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 3.0}, .layer_seconds = {1e-3, 1e-3, 1e-2, 1e-3}});
   ASSERT_TRUE(heavy.ended.ok()) << heavy.ended.ToString() << "\n" << heavy.log;
   EXPECT_EQ(heavy.progress.replays->repartitions, 0) << heavy.log;
+  EXPECT_NE(heavy.log.find("links counted: layers stay"), std::string::npos) << "said why, once\n" << heavy.log;
 }
 
 // The same layers timed alike, the slowed device on a link of 10 kB/s each
 // way, and the third layer's output 10 kB a sample: the cut that moves a
 // layer off the slowed device would send that output and its gradient over
 // the link, each micro-batch's taking seconds where its compute takes
-// milliseconds, and nothing moves. Compute alone moved it (a board slowed
+// milliseconds, and is not moved to (compute alone moved it: a board slowed
 // tenfold given the vgg's conv1, its activations then crossing Wi-Fi every
-// step: a new user's trial).
-TEST(SimulatedPipelineTest, LayersStayWhereTheNewCutWouldSendMoreThanItsLinkCarries) {
+// step; a new user's trial). The planner's layout over the same devices
+// is: the slowed device first, with the first layer alone, whose output of
+// 4 bytes is all its link carries; and the losses stay the same.
+TEST(SimulatedPipelineTest, LayersGoWhereTheirActivationsCrossNoThinLink) {
+  const SimulatedRun fixed = RunTwoEvenStages({});
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
   const SimulatedRun thin = RunTwoEvenStages({.rebalance_every = 4,
-                                              .slowed = {0, 49, 4.0},
+                                              .slowed = {0, 49, 3.0},
                                               .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3},
                                               .second_link = 1e4,
                                               .third_out = 10'000});
   ASSERT_TRUE(thin.ended.ok()) << thin.ended.ToString() << "\n" << thin.log;
-  EXPECT_EQ(thin.progress.replays->repartitions, 0) << thin.log;
-  EXPECT_NE(thin.log.find("links counted: layers stay"), std::string::npos) << thin.log;
+  ExpectSameRun(thin, fixed, 24);
+  EXPECT_EQ(thin.progress.replays->repartitions, 1) << thin.log;
+  EXPECT_EQ(thin.log.find("now 0-2 | 3-3"), std::string::npos) << thin.log;
+  EXPECT_NE(thin.log.find("now layers 0-0 on rank 1 | layers 1-3 on rank 0"), std::string::npos) << thin.log;
   ASSERT_EQ(thin.progress.workers.size(), 2u);
-  EXPECT_EQ(thin.progress.workers[1].layers, (std::pair{2, 4}));
-  // On the same link with outputs of 4 bytes, the layer moves.
+  EXPECT_EQ(thin.progress.workers[0].layers, (std::pair{1, 4}));
+  EXPECT_EQ(thin.progress.workers[1].layers, (std::pair{0, 1}));
+  EXPECT_LT(thin.step_s.back(), 0.9 * thin.step_s[7]) << thin.log;
+  // On the same link with outputs of 4 bytes, the cut moves a layer.
   ExpectOneLayerMovedOffTheSlowedDevice(RunTwoEvenStages({.rebalance_every = 4,
-                                                          .slowed = {0, 49, 4.0},
+                                                          .slowed = {0, 49, 3.0},
                                                           .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3},
                                                           .second_link = 1e4}),
-                                        RunTwoEvenStages({}));
+                                        fixed);
 }
 
 // A measurement of the stages ends after --rebalance-within too: the second
@@ -1956,6 +1970,32 @@ TEST(SimulatedPipelineTest, ADeviceSlowedByItsProfileMidRunHasALayerMovedOffItOn
   EXPECT_NEAR(moved.step_s[5], fixed.step_s[5], 1e-9) << "not slowed before";
   EXPECT_GT(moved.step_s[7], 1.5 * fixed.step_s[7]) << "slowed at its time";
   ExpectOneLayerMovedOffTheSlowedDevice(moved, fixed);
+}
+
+// The second device slowed fiftyfold from step 7, its link 10 kB/s each
+// way: cuts moved between the same groups would leave it a layer, its
+// stage's one layer then slower than the whole model on the first device
+// (a board slowed tenfold beside a gateway kept the vgg's conv1; a new
+// user's trial). The planner over the same devices at their measured paces
+// lays the stages out on the first alone, the second let go of as a
+// straggler, once, and every step's loss is the run's that moved nothing.
+TEST(SimulatedPipelineTest, ADeviceSlowedPastUseIsLeftOutByThePlannersLayout) {
+  const SimulatedRun fixed = RunTwoEvenStages({});
+  ASSERT_TRUE(fixed.ended.ok()) << fixed.ended.ToString() << "\n" << fixed.log;
+  const SimulatedRun out = RunTwoEvenStages(
+      {.rebalance_every = 4, .slowed = {0, 49, 50.0}, .layer_seconds = {1e-3, 1e-3, 1e-3, 1e-3}, .second_link = 1e4});
+  ASSERT_TRUE(out.ended.ok()) << out.ended.ToString() << "\n" << out.log;
+  ASSERT_EQ(out.losses.size(), 24u);
+  ExpectSameRun(out, fixed, 24);
+  ASSERT_TRUE(out.progress.replays.has_value());
+  EXPECT_EQ(out.progress.replays->repartitions, 1) << out.log;
+  EXPECT_EQ(out.progress.replays->left_out, 1) << out.log;
+  EXPECT_EQ(out.progress.replays->stragglers, 0) << "left out, not for running slower than its group\n" << out.log;
+  EXPECT_NE(out.log.find("leaving rank 1 out"), std::string::npos) << out.log;
+  ASSERT_EQ(out.progress.workers.size(), 2u);
+  EXPECT_EQ(out.progress.workers[0].layers, (std::pair{0, 4})) << out.log;
+  EXPECT_FALSE(out.progress.workers[1].active);
+  EXPECT_LT(out.step_s.back(), 0.5 * out.step_s[7]) << "faster than step 8, slowed\n" << out.log;
 }
 
 using testing::Digits;
