@@ -1885,7 +1885,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
             << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
             << "; no other cut between the same groups that fits, nor the planner's layout of these devices, is "
             << "predicted " << static_cast<int>(rebalancing_.min_gain * 100 + 0.5)
-            << "% faster, or faster than it measured, links counted: layers stay\n";
+            << "% faster, links counted: layers stay\n";
     }
   } else {
     // A layout by hand knows of its layers only their parameters: each
