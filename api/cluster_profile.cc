@@ -86,7 +86,16 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
         return InvalidArgumentError(at_field + ": " + changes[c]["at"].get<std::string>() +
                                     " is not after the change before it; list the changes in the order of their times");
       }
-      node.slowdown_changes.push_back({ToSeconds(*at), changes[c]["slowdown"].get<double>()});
+      // A change to the slowdown the node already has is no change: most
+      // likely a slip in the profile, and the run would show none.
+      const double slowdown = changes[c]["slowdown"].get<double>();
+      const double was = node.slowdown_changes.empty() ? node.slowdown : node.slowdown_changes.back().slowdown;
+      if (slowdown == was) {
+        return InvalidArgumentError(where + ".compute.changes[" + std::to_string(c) + "].slowdown: " +
+                                    changes[c]["slowdown"].dump() + " is the slowdown the node already has then: " +
+                                    "a change must change it");
+      }
+      node.slowdown_changes.push_back({ToSeconds(*at), slowdown});
     }
     node.memory = n.value("memory", "");
     node.arch = n.value("arch", "");

@@ -124,6 +124,10 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       {"  - {name: a, compute: {changes: [{at: 0s, slowdown: 20}]}}\n",
        "spec.nodes[0].compute.changes[0].at: a change at 0s is the node's slowdown from the start: give it as "
        "compute.slowdown"},
+      {"  - {name: a, compute: {slowdown: 3, changes: [{at: 10s, slowdown: 3}]}}\n",
+       "spec.nodes[0].compute.changes[0].slowdown: 3 is the slowdown the node already has then"},
+      {"  - {name: a, compute: {slowdown: 3, changes: [{at: 10s, slowdown: 6}, {at: 20s, slowdown: 6}]}}\n",
+       "spec.nodes[0].compute.changes[1].slowdown: 6 is the slowdown the node already has then"},
       {"  - {name: a, taints: [{key: k, effect: Sometimes}]}\n", "spec.nodes[0].taints[0].effect: must be one of"},
       {"  - {name: a}\n  - {name: a}\n", "spec.nodes[1]: duplicate entry with name=\"a\""},
       {"  - {name: A_1}\n", "spec.nodes[0].name: must match the pattern"},

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
+#include "core/duration_text.h"
+
 namespace edgetrain {
 
 struct SlowdownChange {
@@ -31,12 +34,13 @@ struct DeviceSlowdown {
     return now;
   }
 
-  // "slowdown 3, then 30 from 15s, 4 from 90s".
+  // "slowdown 3, then 30 from 15s, 4 from 1m30s": times as a profile writes
+  // them (a change 100,000 hours in was shown "3.6e+08s").
   std::string Said() const {
     std::ostringstream said;
     said << "slowdown " << initial;
     for (size_t i = 0; i < changes.size(); ++i) {
-      said << (i == 0 ? ", then " : ", ") << changes[i].slowdown << " from " << changes[i].at_s << "s";
+      said << (i == 0 ? ", then " : ", ") << changes[i].slowdown << " from " << FormatDuration(FromSeconds(changes[i].at_s));
     }
     return said.str();
   }

@@ -16,7 +16,8 @@ TEST(DeviceSlowdown, EachChangeHoldsFromItsTimeUntilTheNext) {
 }
 
 TEST(DeviceSlowdown, SaysItsChangesInOrder) {
-  EXPECT_EQ((DeviceSlowdown{3, {{15, 30}, {90, 4.5}}}).Said(), "slowdown 3, then 30 from 15s, 4.5 from 90s");
+  EXPECT_EQ((DeviceSlowdown{3, {{15, 30}, {90, 4.5}}}).Said(), "slowdown 3, then 30 from 15s, 4.5 from 1m30s");
+  EXPECT_EQ((DeviceSlowdown{3, {{3.6e8, 30}}}).Said(), "slowdown 3, then 30 from 100000h");
   EXPECT_EQ((DeviceSlowdown{2, {}}).Said(), "slowdown 2");
 }
 

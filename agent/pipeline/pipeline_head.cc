@@ -858,6 +858,17 @@ std::string Seconds3(double seconds) {
   return said.str();
 }
 
+// "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
+std::string DescribeStagesOf(std::span<const PipelineStage> stages) {
+  std::ostringstream out;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    out << (s ? " | " : "") << "layers " << stages[s].first_layer << "-" << stages[s].end_layer - 1 << " on rank"
+        << (stages[s].devices.size() > 1 ? "s " : " ");
+    for (size_t j = 0; j < stages[s].devices.size(); ++j) out << (j ? "," : "") << stages[s].devices[j];
+  }
+  return out.str();
+}
+
 // "stage 1 0.0121 s, stage 2 0.0483 s": each stage's measured compute a step.
 std::string SayStageSeconds(std::span<const StageMeasure> stages) {
   std::ostringstream said;
@@ -1485,11 +1496,12 @@ Status PipelineHead::Advance() {
       Log() << "pipeline: layers stay where they are: " << state.status().message() << "\n";
     } else if (proposed_) {
       MoveLayersLocked(*state);
-    } else if (LostLocked().ok()) {
+    } else if (AllThereLocked(relayout_->plan)) {
       LayOutLocked(relayout_->plan, *state, relayout_->paces);
     } else {
-      // The layout was planned over devices no longer all there: the step
-      // regroups without the one lost, and the stages are measured again.
+      // The layout was planned over devices no longer all there (the fetch
+      // lets go of one lost between steps): the stages are measured again
+      // as they now are.
       Log() << "pipeline: the stages stay as they are: a device was lost since the planner laid them out\n";
     }
     proposed_.reset();
@@ -1795,6 +1807,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     return before != measured_layouts_.end() && before->second * (1 + rebalancing_.min_gain) >= step_s;
   };
   // Cuts proposed that were tried and measured no faster are not moved to.
+  bool tried = false;  // and the log said so
   auto unless_tried = [&] {
     if (!proposed_) return;
     std::vector<PipelineStage> recut = as_they_are;
@@ -1803,6 +1816,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the cuts that would do better measured "
           << Seconds3(measured_layouts_[LayoutOf(recut, micro_batches_)]) << " s when tried: layers stay\n";
     proposed_.reset();
+    tried = true;
   };
   const size_t layers = layer_float_at_.size() - 1;
   const bool timed = cost_model_ && problem_->layers.size() == layers;
@@ -1844,20 +1858,31 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     // a few tenths; a new user's trial). Laid out when it beats the best of
     // those cuts by the least gain a move must promise: it sends every
     // layer's state.
+    // Not over a device lost since it answered the step (it leaves its
+    // stage at the next): the stages are measured again without it.
     const auto kept = model.Plan(as_they_are, micro_batches_);
-    if (auto best = PlanOverMembersLocked(paced); best && kept && kept->fits) {
+    std::optional<PipelinePlan> best;
+    if (LostLocked().ok() && kept && kept->fits) best = PlanOverMembersLocked(paced);
+    if (best && best->cost.fits) {
       const double cut_s = proposed_ ? proposed_->predicted_s : kept->step_s;
-      if (best->cost.fits && best->cost.step_s * (1 + rebalancing_.min_gain) < cut_s &&
-          !measured_no_faster(LayoutOf(best->stages, best->micro_batches))) {
+      const bool faster = best->cost.step_s * (1 + rebalancing_.min_gain) < cut_s;
+      const Layout best_layout = LayoutOf(best->stages, best->micro_batches);
+      std::ostringstream left_out;
+      for (int r : LeftOutLocked(*best)) left_out << (left_out.tellp() > 0 ? ", " : "") << "rank " << r;
+      if (faster && measured_no_faster(best_layout)) {
+        Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the planner's layout, "
+              << DescribeStagesOf(best->stages) << ", measured " << Seconds3(measured_layouts_[best_layout])
+              << " s when tried: the stages stay\n";
+        tried = true;
+      } else if (faster && left_out.tellp() > 0 && !plan_.spec.fault_tolerance.replay) {
+        // A device left out may rejoin only by saying hello again, which
+        // with spec.faultTolerance.replay off the head refuses.
+        Log() << "pipeline: the planner's layout, " << DescribeStagesOf(best->stages) << ", leaves " << left_out.str()
+              << " out, which could not rejoin with spec.faultTolerance.replay off: the stages stay\n";
+        tried = true;
+      } else if (faster) {
         std::map<int, double> at = learned;
         for (const auto& [r, pace] : drift) at[r] = pace;
-        std::ostringstream left_out;
-        for (int r : members_) {
-          const bool used = std::any_of(best->stages.begin(), best->stages.end(), [&](const PipelineStage& stage) {
-            return std::find(stage.devices.begin(), stage.devices.end(), r) != stage.devices.end();
-          });
-          if (!used) left_out << (left_out.tellp() > 0 ? ", " : "") << "rank " << r;
-        }
         Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
               << step_ - steps + 1 << "-" << step_ << DriftNote(drifted)
               << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
@@ -1877,7 +1902,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       return a.seconds < b.seconds;
     });
     const bool scored = plan_.spec.data.batch_size % micro_batches_ == 0;  // else RecutStages judges nothing
-    if (!proposed_ && scored && said_stay_for_ != now &&
+    if (!proposed_ && !tried && scored && said_stay_for_ != now &&
         most->seconds > (1 + rebalancing_.min_gain) * least->seconds) {
       said_stay_for_ = now;
       Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
@@ -1909,7 +1934,12 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
 
 PipelineHead::Layout PipelineHead::LayoutOf(std::span<const PipelineStage> stages, int micro_batches) {
   Layout layout{micro_batches, {}};
-  for (const PipelineStage& stage : stages) layout.second.emplace_back(stage.first_layer, stage.end_layer, stage.devices);
+  for (const PipelineStage& stage : stages) {
+    // A group is its devices whatever their order (a device back is added last).
+    std::vector<int> group = stage.devices;
+    std::sort(group.begin(), group.end());
+    layout.second.emplace_back(stage.first_layer, stage.end_layer, std::move(group));
+  }
   return layout;
 }
 
@@ -1998,11 +2028,7 @@ void PipelineHead::RegroupByThePlanner() {
   // A device lost meanwhile (the fetch lets go of one lost between steps):
   // the plan was of devices that are no longer all there. The step replays
   // without it, and the planner runs again after.
-  const bool all_there = std::all_of(better->stages.begin(), better->stages.end(), [&](const PipelineStage& stage) {
-    return std::all_of(stage.devices.begin(), stage.devices.end(),
-                       [&](int r) { return MemberLocked(r) && !links_[static_cast<size_t>(r)]->lost; });
-  });
-  if (!all_there || !LostLocked().ok()) {
+  if (!AllThereLocked(*better)) {
     Log() << "pipeline: the stages stay as they are this step: a device was lost while the planner ran\n";
     regroup_due_ = true;
     return;
@@ -2010,6 +2036,25 @@ void PipelineHead::RegroupByThePlanner() {
   std::map<int, double> learned;
   PacedProblemLocked(learned);
   LayOutLocked(*better, *state, learned);
+}
+
+std::vector<int> PipelineHead::LeftOutLocked(const PipelinePlan& plan) const {
+  std::vector<int> out;
+  for (int r : members_) {
+    const bool used = std::any_of(plan.stages.begin(), plan.stages.end(), [&](const PipelineStage& stage) {
+      return std::find(stage.devices.begin(), stage.devices.end(), r) != stage.devices.end();
+    });
+    if (!used) out.push_back(r);
+  }
+  return out;
+}
+
+bool PipelineHead::AllThereLocked(const PipelinePlan& plan) const {
+  const bool all_there = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const PipelineStage& stage) {
+    return std::all_of(stage.devices.begin(), stage.devices.end(),
+                       [&](int r) { return MemberLocked(r) && !links_[static_cast<size_t>(r)]->lost; });
+  });
+  return all_there && LostLocked().ok();
 }
 
 std::optional<PipelinePlan> PipelineHead::PlanOverMembersLocked(const PipelineProblem& problem) {
@@ -2045,23 +2090,22 @@ std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
   // A re-plan costs every layer's state sent out once; one inside the
   // cost model's error would move the layers for nothing.
   const bool faster = best.cost.samples_per_s > (1 + rebalancing_.min_gain) * as_they_are.cost.samples_per_s;
-  // A device the plan leaves out would sit idle in no stage, its batches
-  // and steps falling behind the job's, with no way back in but a restart:
-  // such a plan is not laid out.
-  size_t used = 0;
-  for (const PipelineStage& stage : best.stages) used += stage.devices.size();
-  const bool everyone = used == members_.size();
-  std::string said = ": laid out so";
+  // A device the plan leaves out is let go of, and may rejoin by saying
+  // hello again, which with spec.faultTolerance.replay off the head refuses:
+  // there such a plan is not laid out.
+  const bool everyone = LeftOutLocked(best).empty();
+  const bool allowed = everyone || plan_.spec.fault_tolerance.replay;
+  std::string said = everyone ? ": laid out so" : ": laid out so, the devices in no stage let go of";
   if (!faster) {
     said = ", not " + std::to_string(static_cast<int>(rebalancing_.min_gain * 100 + 0.5)) + "% more: they stay";
-  } else if (!everyone) {
-    said = ", but it leaves devices out: they stay";
+  } else if (!allowed) {
+    said = ", but it leaves devices out, which could not rejoin with spec.faultTolerance.replay off: they stay";
   }
   Log() << "pipeline: the planner over the devices left (" << members_.size() << "): " << DescribePlan(problem, best)
         << "; predicted " << static_cast<int64_t>(best.cost.samples_per_s + 0.5) << " samples/s against "
         << static_cast<int64_t>(as_they_are.cost.samples_per_s + 0.5) << " for the stages as they are" << said
         << (!paces.empty() ? " (each device at its pace in the run's steps: " + paces + ")" : std::string()) << "\n";
-  if (!faster || !everyone) return std::nullopt;
+  if (!faster || !allowed) return std::nullopt;
   return best;
 }
 
@@ -2074,11 +2118,7 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   // A member in no stage of the plan would sit idle, its batches and steps
   // falling behind the job's: it is let go of as a straggler, its stream
   // cut, and may rejoin as stragglers do, measured again then.
-  for (int r : members_) {
-    const bool used = std::any_of(plan.stages.begin(), plan.stages.end(), [&](const PipelineStage& stage) {
-      return std::find(stage.devices.begin(), stage.devices.end(), r) != stage.devices.end();
-    });
-    if (used) continue;
+  for (int r : LeftOutLocked(plan)) {
     Link& link = *links_[static_cast<size_t>(r)];
     Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") is in no stage of the new layout: let go "
           << "of, as a straggler is\n";
@@ -2124,6 +2164,8 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
+  std::map<int, double> learned;
+  replays_.replanned_orders_s = PacedProblemLocked(learned).transport.OrdersSeconds();
   replays_.replanned_paces.clear();
   for (int r : members_) {
     if (const auto found = paces.find(r); found != paces.end()) replays_.replanned_paces[r] = found->second;
@@ -2150,15 +2192,7 @@ std::string PipelineHead::CutsSaidLocked(const std::vector<std::pair<int, int>>&
   return out.str();
 }
 
-std::string PipelineHead::DescribeStagesLocked() const {
-  std::ostringstream out;
-  for (size_t s = 0; s < groups_.size(); ++s) {
-    out << (s ? " | " : "") << "layers " << layers_[s].first << "-" << layers_[s].second - 1 << " on rank"
-        << (groups_[s].size() > 1 ? "s " : " ");
-    for (size_t j = 0; j < groups_[s].size(); ++j) out << (j ? "," : "") << groups_[s][j];
-  }
-  return out.str();
-}
+std::string PipelineHead::DescribeStagesLocked() const { return DescribeStagesOf(StagesLocked()); }
 
 JobProgress PipelineHead::Progress() {
   std::lock_guard lock(mu_);

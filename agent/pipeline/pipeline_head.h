@@ -263,7 +263,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void StartMeasureLocked();
   // At the end of a measurement: the stages' compute a step since its start
   // (since `drifted`'s compute changed, when that ended it), and the cuts
-  // that would pace them better, if any.
+  // that would pace them better (proposed_), or the planner's layout over
+  // the same devices at the paces they measured, when it beats those cuts
+  // (relayout_), if any.
   void MeasureStagesLocked(std::optional<int> drifted);
   // Moves layers to the proposed cuts: each stage whose layers change is
   // sent their state, as the stages committed it (`state`, the whole model's).
@@ -311,6 +313,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // The planner's best over the members of `problem` (the devices in the
   // stages), its devices named by rank; none, said why, if it has none.
   std::optional<PipelinePlan> PlanOverMembersLocked(const PipelineProblem& problem);
+  // The members in no stage of `plan`.
+  std::vector<int> LeftOutLocked(const PipelinePlan& plan) const;
+  // Whether every device of `plan` is a member, none lost, and no member lost.
+  bool AllThereLocked(const PipelinePlan& plan) const;
   // The stages laid out as `plan` says, every device sent its new stage's
   // layers whole from `state` and dealt micro-batches at its pace in
   // `paces` (by rank; 1 where none); a member the plan leaves out is let go
