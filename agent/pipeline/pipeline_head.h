@@ -313,6 +313,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // The planner's best over the members of `problem` (the devices in the
   // stages), its devices named by rank; none, said why, if it has none.
   std::optional<PipelinePlan> PlanOverMembersLocked(const PipelineProblem& problem);
+  // The layout measured fastest since the last drift, if it measured faster
+  // than `now_s` a step by the least gain a move must promise and its
+  // devices are all members, as a plan (its cost `model`'s).
+  std::optional<PipelinePlan> FastestMeasuredLocked(const PipelineCostModel& model, double now_s) const;
   // The members in no stage of `plan`.
   std::vector<int> LeftOutLocked(const PipelinePlan& plan) const;
   // Whether every device of `plan` is a member, none lost, and no member lost.

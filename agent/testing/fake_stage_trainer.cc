@@ -5,8 +5,8 @@ namespace edgetrain::agent::testing {
 StatusOr<std::vector<float>> FakeStageTrainer::Forward(int64_t id, std::span<const float> input) {
   if (inputs_.count(id)) return FailedPreconditionError("micro-batch " + std::to_string(id) + " is already in flight");
   const double pace = stage_.device ? stage_.device->Pace() : 1;
-  clock_.SleepFor(std::chrono::duration_cast<Duration>(stage_.forward * static_cast<int64_t>(input.size()) *
-                                                       stage_.layers * pace));
+  clock_.SleepFor(std::chrono::duration_cast<Duration>(
+      (stage_.forward * static_cast<int64_t>(input.size()) * stage_.layers + stage_.per_pass) * pace));
   std::vector<float> out(input.begin(), input.end());
   for (int l = 0; l < stage_.layers; ++l) {
     for (float& x : out) x *= weights_[static_cast<size_t>(l)];
@@ -44,8 +44,8 @@ StatusOr<std::vector<float>> FakeStageTrainer::Back(int64_t id, std::span<const 
   if (in == inputs_.end()) return InvalidArgumentError("micro-batch " + std::to_string(id) + " is not in flight");
   if (output_gradient.size() != in->second.size()) return InvalidArgumentError("gradient of the wrong size");
   const double pace = stage_.device ? stage_.device->Pace() : 1;
-  clock_.SleepFor(std::chrono::duration_cast<Duration>(stage_.backward * static_cast<int64_t>(output_gradient.size()) *
-                                                       stage_.layers * pace));
+  clock_.SleepFor(std::chrono::duration_cast<Duration>(
+      (stage_.backward * static_cast<int64_t>(output_gradient.size()) * stage_.layers + stage_.per_pass) * pace));
   // Layer by layer from the last, as stages of one layer each would: the
   // gradient of a layer's weight is its input times its output's gradient.
   std::vector<float> g(output_gradient.begin(), output_gradient.end());

@@ -33,6 +33,9 @@ struct FakeStage {
   // Parameters that take no part in the passes (a tensor of their own after
   // the layers'): a stage whose state is large, to send over a slow link.
   int64_t padding = 0;
+  // What every pass costs besides its samples' (a kernel's launch, a
+  // message's framing), which a profile timed per sample may not know.
+  Duration per_pass{};
 };
 
 class FakeStageTrainer final : public StageTrainer {
