@@ -1878,9 +1878,8 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     // Wi-Fi each step, 0.9-1.2 s a step where the gateway alone would take
     // a few tenths; a new user's trial). Laid out when it beats the best of
     // those cuts by the least gain a move must promise: it sends every
-    // layer's state.
-    // Not over a device lost since it answered the step (it leaves its
-    // stage at the next): the stages are measured again without it.
+    // layer's state. Not over a device lost since it answered the step (it
+    // leaves its stage at the next): the stages are measured again without it.
     const auto kept = model.Plan(as_they_are, micro_batches_);
     std::optional<PipelinePlan> best;
     if (LostLocked().ok() && kept && kept->fits) best = PlanOverMembersLocked(paced);
@@ -2067,6 +2066,8 @@ std::optional<PipelinePlan> PipelineHead::FastestMeasuredLocked(const PipelineCo
     plan.micro_batches = layout.first;
     for (const auto& [first, end, group] : layout.second) plan.stages.push_back({first, end, group});
     if (!AllThereLocked(plan)) continue;  // of a device lost or let go of since
+    // One that leaves a device out, which with replay off could not rejoin.
+    if (!plan_.spec.fault_tolerance.replay && !LeftOutLocked(plan).empty()) continue;
     const auto cost = model.Plan(plan.stages, plan.micro_batches);
     if (!cost || !cost->fits) continue;
     plan.micro_batch_size = plan_.spec.data.batch_size / plan.micro_batches;
