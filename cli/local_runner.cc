@@ -161,14 +161,23 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   // A drift the run will see and no prediction before it counts (a new
   // user's trial: nothing said the profile's change was there).
   std::set<std::string> drifting;
+  const std::optional<Duration> wall_clock = checked.job.spec.budget.wall_clock;
   for (const WorkerSlot& w : checked.plan.job.workers) {
     if (w.slowdown_changes.empty() || !drifting.insert(w.node).second) continue;
+    // A change past the wall clock is never reached (a new user's trial: a
+    // change at 10m in a run of 50 s was said to come "during the run").
+    if (wall_clock && FromSeconds(w.slowdown_changes.front().at_s) >= *wall_clock) {
+      err << "note: " << w.node << "'s compute changes only after the run's " << FormatDuration(*wall_clock)
+          << " of wall clock (" << w.Slowdown().Said() << "): this run never sees it\n";
+      continue;
+    }
     err << "note: " << w.node << "'s compute changes during the run (" << w.Slowdown().Said()
         << "): what is predicted before it starts counts its slowdown at the start"
         << (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel ? ""
             : options.stages != "planned"
                 ? "; --stages " + options.stages + " keeps its stages and shares as given"
-                : "; the pipeline's head moves layers, or deals a group's micro-batches anew, once it measures the drift")
+                : "; if the plan gives it a stage, the pipeline's head moves layers, deals a group's micro-batches "
+                  "anew, or leaves the device out, once it measures the drift")
         << "\n";
   }
   return kExitOk;

@@ -2245,10 +2245,11 @@ JobProgress PipelineHead::Progress() {
   p.epoch = static_cast<int>(step_ / std::max<int64_t>(1, IterationsPerEpoch()));
   p.loss = std::max(0.0, smoothed_loss_);
   p.replays = replays_;
-  // Every device of the plan: those in no stage now (lost, or not yet back)
-  // as not active, their figures where they stopped, as a team's counted-out
-  // workers are; a dashboard could not tell a lost device from one never
-  // planned (a new user's trial).
+  // Every device the plan gave a stage: those in no stage now (lost, let go
+  // of, or not yet back) as not active, their figures where they stopped, as
+  // a team's counted-out workers are; a dashboard could not tell a lost
+  // device from one never planned (a new user's trial). One the plan left
+  // out from the start has no agent, and is not listed.
   for (const auto& link : links_) {
     const int r = link->rank;
     if (!StageOfRank(*plan_.pipeline, r).ok()) continue;
