@@ -88,7 +88,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       auto p = DecodeJobProgress(*body);
       if (p.ok()) {
         NoteHowItStarted(*p, watch, display);
-        NoteDeviceEvents(*p, display);
+        NoteDeviceEvents(*p, watch, display);
         display.Show(*p);
       }
       if (watch.sink) watch.sink(*body, p.ok() ? &*p : nullptr);
@@ -153,7 +153,7 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
   }
 }
 
-void RunSupervisor::NoteDeviceEvents(const JobProgress& p, ProgressDisplay& display) {
+void RunSupervisor::NoteDeviceEvents(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display) {
   if (!p.replays) return;
   // The ranks that left the stages, and those back in them, since the last read.
   std::vector<int> left, back;
@@ -166,9 +166,14 @@ void RunSupervisor::NoteDeviceEvents(const JobProgress& p, ProgressDisplay& disp
   const JobProgress::Replays was = seen_replays_.value_or(JobProgress::Replays{});
   const JobProgress::Replays& now = *p.replays;
   seen_replays_ = now;
-  auto ranks = [](const std::vector<int>& rs) {
+  // " (rank 1 on board)", " (ranks 0 on gateway, 1 on board)", or without
+  // their nodes where the watch names none.
+  auto ranks = [&](const std::vector<int>& rs) {
     std::string said;
-    for (int r : rs) said += (said.empty() ? "" : ", ") + std::to_string(r);
+    for (int r : rs) {
+      const auto node = watch.nodes.find(r);
+      said += (said.empty() ? "" : ", ") + std::to_string(r) + (node != watch.nodes.end() ? " on " + node->second : "");
+    }
     return rs.empty() ? std::string() : (rs.size() == 1 ? " (rank " : " (ranks ") + said + ")";
   };
   std::vector<std::string> notes;

@@ -66,6 +66,9 @@ struct RunWatch {
   std::string earlier_model;
   // What else starting afresh means for this job, said with it; empty: nothing.
   std::string afresh_also;
+  // Each device's node, by rank, to name it where a note names the rank
+  // (a new user could not tell which device "rank 0" was); optional.
+  std::map<int, std::string> nodes;
 };
 
 // Who is told to stop when the run is interrupted or fails: every agent at
@@ -93,7 +96,7 @@ class RunSupervisor {
   // A pipeline's devices lost, let go of, or back, as its head's /progress
   // counts them: said on the terminal as they come, where they were seen
   // only in the head's log, kept only with --keep-logs (a new user's trial).
-  void NoteDeviceEvents(const JobProgress& p, ProgressDisplay& display);
+  void NoteDeviceEvents(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   void StopTeam(Supervision& outcome);
 
   std::string job_;

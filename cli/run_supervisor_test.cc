@@ -391,6 +391,7 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
   };
   size_t read = 0;
   watch_.progress = [&]() -> std::optional<std::string> { return reads[std::min(read++, reads.size() - 1)]; };
+  watch_.nodes = {{1, "board-2"}};  // a device named by its node where the watch knows it
   coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3), 0);
   Supervision outcome = Run(StopOrder::kCoordinatorFirst);
   ASSERT_TRUE(outcome.result.has_value());
@@ -399,8 +400,8 @@ TEST_F(RunSupervisorTest, APipelinesDevicesLostLetGoOfOrBackAreSaidAsTheyCome) {
             "still coming\n"
             "note: robots: a stage lost its only device; rebuilt on its neighbour from a replica, 44 steps of its "
             "updates lost\n"
-            "note: robots: a device let go of as a straggler (rank 1): it ran its share far slower than its group's "
-            "fastest; the others take it\n"
+            "note: robots: a device let go of as a straggler (rank 1 on board-2): it ran its share far slower than its "
+            "group's fastest; the others take it\n"
             "note: robots: a device is back in a stage (rank 2)\n"
             "note: robots: a device lost mid-step (rank 0); another of its group computed its 4 shares of the step, "
             "nothing else ran again\n"
