@@ -858,6 +858,13 @@ std::string Seconds3(double seconds) {
   return said.str();
 }
 
+// ", leaving rank 1, rank 3 out", or nothing for no ranks.
+std::string LeavingOut(const std::vector<int>& ranks) {
+  std::ostringstream said;
+  for (int r : ranks) said << (said.tellp() > 0 ? ", " : "") << "rank " << r;
+  return ranks.empty() ? std::string() : ", leaving " + said.str() + " out";
+}
+
 // "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
 std::string DescribeStagesOf(std::span<const PipelineStage> stages) {
   std::ostringstream out;
@@ -1497,7 +1504,7 @@ Status PipelineHead::Advance() {
     } else if (proposed_) {
       MoveLayersLocked(*state);
     } else if (AllThereLocked(relayout_->plan)) {
-      LayOutLocked(relayout_->plan, *state, relayout_->paces);
+      LayOutLocked(*relayout_, *state);
     } else {
       // The layout was planned over devices no longer all there (the fetch
       // lets go of one lost between steps): the stages are measured again
@@ -1856,17 +1863,14 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
     // two stages of the plan again, predicted at 0.084 s a step; they took
     // 0.165, where the gateway alone had taken 0.095, and the model, at the
     // paces measured, still said they were the best; a new user's trial.)
-    if (auto back = FastestMeasuredLocked(model, step_s); back && LostLocked().ok()) {
+    if (auto back = FastestMeasuredLocked(model, step_s)) {
       const Layout layout = LayoutOf(back->stages, back->micro_batches);
-      std::ostringstream left_out;
-      for (int r : LeftOutLocked(*back)) left_out << (left_out.tellp() > 0 ? ", " : "") << "rank " << r;
       Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step over steps " << step_ - steps + 1 << "-"
             << step_ << "; " << DescribeStagesOf(back->stages) << ", "
             << Count(static_cast<size_t>(back->micro_batches), "micro-batch", "micro-batches") << " a step, measured "
-            << Seconds3(measured_layouts_[layout]) << " s when tried"
-            << (left_out.tellp() > 0 ? ", leaving " + left_out.str() + " out" : "")
+            << Seconds3(measured_layouts_[layout]) << " s when tried" << LeavingOut(LeftOutLocked(*back))
             << ": laid back out so before the next step\n";
-      relayout_ = Relayout{std::move(*back), std::move(at)};
+      relayout_ = Relayout{std::move(*back), std::move(at), paced.transport.OrdersSeconds()};
       return;
     }
     proposed_ = RecutStages(model, as_they_are, micro_batches_, rebalancing_.min_gain);
@@ -1887,19 +1891,18 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       const double cut_s = proposed_ ? proposed_->predicted_s : kept->step_s;
       const bool faster = best->cost.step_s * (1 + rebalancing_.min_gain) < cut_s;
       const Layout best_layout = LayoutOf(best->stages, best->micro_batches);
-      std::ostringstream left_out;
-      for (int r : LeftOutLocked(*best)) left_out << (left_out.tellp() > 0 ? ", " : "") << "rank " << r;
+      const std::vector<int> left_out = LeftOutLocked(*best);
       if (faster && measured_no_faster(best_layout)) {
         Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the planner's layout, "
               << DescribeStagesOf(best->stages) << ", "
               << Count(static_cast<size_t>(best->micro_batches), "micro-batch", "micro-batches")
               << " a step, measured " << Seconds3(measured_layouts_[best_layout]) << " s when tried: the stages stay\n";
         tried = true;
-      } else if (faster && left_out.tellp() > 0 && !plan_.spec.fault_tolerance.replay) {
+      } else if (faster && !left_out.empty() && !plan_.spec.fault_tolerance.replay) {
         // A device left out may rejoin only by saying hello again, which
         // with spec.faultTolerance.replay off the head refuses.
-        Log() << "pipeline: the planner's layout, " << DescribeStagesOf(best->stages) << ", leaves " << left_out.str()
-              << " out, which could not rejoin with spec.faultTolerance.replay off: the stages stay\n";
+        Log() << "pipeline: the planner's layout, " << DescribeStagesOf(best->stages) << LeavingOut(left_out)
+              << ": with spec.faultTolerance.replay off no device left out could rejoin, so the stages stay\n";
         tried = true;
       } else if (faster) {
         Log() << "pipeline: the stages computed " << SayStageSeconds(stages) << " a step over steps "
@@ -1907,11 +1910,10 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
               << (paces.empty() ? "" : " (each device at its pace against the profile: " + paces + ")")
               << "; the planner over these devices: " << DescribePlan(paced, *best) << ", predicted "
               << Seconds3(best->cost.step_s) << " s a step against " << Seconds3(cut_s)
-              << (proposed_ ? " for the best cut between the same groups" : " as they are")
-              << (left_out.tellp() > 0 ? ", leaving " + left_out.str() + " out" : "")
+              << (proposed_ ? " for the best cut between the same groups" : " as they are") << LeavingOut(left_out)
               << ": laid out before the next step\n";
         proposed_.reset();
-        relayout_ = Relayout{std::move(*best), std::move(at)};
+        relayout_ = Relayout{std::move(*best), std::move(at), paced.transport.OrdersSeconds()};
         return;
       }
     }
@@ -2028,7 +2030,7 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
 }
 
 void PipelineHead::RegroupByThePlanner() {
-  std::optional<PipelinePlan> better;
+  std::optional<Relayout> better;
   {
     std::lock_guard lock(mu_);
     if (!regroup_due_) return;
@@ -2047,14 +2049,12 @@ void PipelineHead::RegroupByThePlanner() {
   // A device lost meanwhile (the fetch lets go of one lost between steps):
   // the plan was of devices that are no longer all there. The step replays
   // without it, and the planner runs again after.
-  if (!AllThereLocked(*better)) {
+  if (!AllThereLocked(better->plan)) {
     Log() << "pipeline: the stages stay as they are this step: a device was lost while the planner ran\n";
     regroup_due_ = true;
     return;
   }
-  std::map<int, double> learned;
-  PacedProblemLocked(learned);
-  LayOutLocked(*better, *state, learned);
+  LayOutLocked(*better, *state);
 }
 
 std::optional<PipelinePlan> PipelineHead::FastestMeasuredLocked(const PipelineCostModel& model, double now_s) const {
@@ -2118,7 +2118,7 @@ std::optional<PipelinePlan> PipelineHead::PlanOverMembersLocked(const PipelinePr
   return best;
 }
 
-std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
+std::optional<PipelineHead::Relayout> PipelineHead::BetterPlanLocked() {
   if (!problem_ || rebalancing_.every <= 0 || layer_float_at_.size() < 2) return std::nullopt;
   std::map<int, double> learned;
   const PipelineProblem problem = PacedProblemLocked(learned);
@@ -2148,11 +2148,12 @@ std::optional<PipelinePlan> PipelineHead::BetterPlanLocked() {
         << static_cast<int64_t>(as_they_are.cost.samples_per_s + 0.5) << " for the stages as they are" << said
         << (!paces.empty() ? " (each device at its pace in the run's steps: " + paces + ")" : std::string()) << "\n";
   if (!faster || !everyone) return std::nullopt;
-  return best;
+  return Relayout{std::move(best), std::move(learned), problem.transport.OrdersSeconds()};
 }
 
-void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state,
-                                const std::map<int, double>& paces) {
+void PipelineHead::LayOutLocked(const Relayout& relayout, const JobCheckpoint& state) {
+  const PipelinePlan& plan = relayout.plan;
+  const std::map<int, double>& paces = relayout.paces;
   if (!FitsLayersLocked(state)) {
     Log() << "pipeline: the stages stay as they are: the stages' state is not the layers' the head was given\n";
     return;
@@ -2206,8 +2207,7 @@ void PipelineHead::LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& s
   micro_batches_ = plan.micro_batches;
   replays_.replanned_micro_batches = plan.micro_batches;
   replays_.replanned_samples_per_s = plan.cost.samples_per_s;
-  std::map<int, double> learned;
-  replays_.replanned_orders_s = PacedProblemLocked(learned).transport.OrdersSeconds();
+  replays_.replanned_orders_s = relayout.orders_s;
   replays_.replanned_paces.clear();
   for (int r : members_) {
     if (const auto found = paces.find(r); found != paces.end()) replays_.replanned_paces[r] = found->second;

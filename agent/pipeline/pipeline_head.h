@@ -306,10 +306,18 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // the stages laid out so: every device sent its new stage's layers whole,
   // as the stages committed them.
   void RegroupByThePlanner();
+  // A layout the planner (or a measurement) chose: the plan, the pace it
+  // planned each device at, by rank, which deals its micro-batches, and
+  // what it counted for the head's word and the stages' answers a step.
+  struct Relayout {
+    PipelinePlan plan;
+    std::map<int, double> paces;
+    double orders_s = 0;
+  };
   // The planner's best over the members, its devices named by rank, if it
   // beats the stages as they are; none without what the plan was planned
   // from, or with layers that never move (Rebalancing::every 0).
-  std::optional<PipelinePlan> BetterPlanLocked();
+  std::optional<Relayout> BetterPlanLocked();
   // The planner's best over the members of `problem` (the devices in the
   // stages), its devices named by rank; none, said why, if it has none.
   std::optional<PipelinePlan> PlanOverMembersLocked(const PipelineProblem& problem);
@@ -321,11 +329,11 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::vector<int> LeftOutLocked(const PipelinePlan& plan) const;
   // Whether every device of `plan` is a member, none lost, and no member lost.
   bool AllThereLocked(const PipelinePlan& plan) const;
-  // The stages laid out as `plan` says, every device sent its new stage's
-  // layers whole from `state` and dealt micro-batches at its pace in
-  // `paces` (by rank; 1 where none); a member the plan leaves out is let go
-  // of as a straggler, and may rejoin as stragglers do.
-  void LayOutLocked(const PipelinePlan& plan, const JobCheckpoint& state, const std::map<int, double>& paces);
+  // The stages laid out as `relayout`'s plan says, every device sent its new
+  // stage's layers whole from `state` and dealt micro-batches at its pace
+  // there (1 where none); a member the plan leaves out is let go of as a
+  // straggler, and may rejoin as stragglers do.
+  void LayOutLocked(const Relayout& relayout, const JobCheckpoint& state);
   // "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
   std::string DescribeStagesLocked() const;
   // Layers [first, end)'s part of `state` (the whole model's), one row a tensor.
@@ -429,13 +437,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   bool after_drift_ = false;              // the last measurement was ended by a drift
   int64_t state_request_ = 0;             // the number of the stages' state last asked for
   std::optional<StageCuts> proposed_;     // cuts to move layers to before the next step
-  // A measurement's layout by the planner, to lay out before the next step,
-  // with the paces it was planned at, by rank.
-  struct Relayout {
-    PipelinePlan plan;
-    std::map<int, double> paces;
-  };
-  std::optional<Relayout> relayout_;
+  std::optional<Relayout> relayout_;  // a measurement's layout, to lay out before the next step
   bool regroup_due_ = false;  // a loss or a device back since the last step: the planner runs again before the next
   // Each layout the stages were measured in since the last drift: their
   // seconds a step. A layout is the micro-batches a step is cut into, and
