@@ -129,6 +129,24 @@ TEST_F(JobDriverTest, AnEvaluationDueAtTheWallClocksEndDoesNotRunPastIt) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "steps 5 and 10, and the header: " << csv;
 }
 
+// Nor does one due closer to the end than the last evaluation took: it
+// would end past the budget, and the final model's comes anyway.
+TEST_F(JobDriverTest, AnEvaluationDueCloserToTheEndThanOneTakesIsLeftToTheFinalOne) {
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  plan.spec.evaluation.every_iterations = 4;
+  model.evaluation = milliseconds(40);  // at step 4, 20 ms in: 60 ms; due at step 8, 80 ms in, 20 ms left
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
+  EXPECT_EQ(result->iteration, 12) << "steps 9-12 trained where the evaluation at step 8 would have run";
+  EXPECT_DOUBLE_EQ(result->elapsed_s, 0.1) << "the evaluation at step 8 would have ended at 0.12";
+  EXPECT_DOUBLE_EQ(result->evaluation_s, 0.04) << "step 4's";
+  EXPECT_EQ(result->evaluated_iteration, 12) << "the final model is still evaluated";
+  const std::string csv = Evaluations();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "steps 4 and 12, and the header: " << csv;
+}
+
 // A learning rate the model diverges at (plain SGD at 3: each step doubles
 // the distance to the optimum, the other way) overflows to infinity after a
 // hundred-odd steps. The job fails there, saying so and what to change,
