@@ -119,6 +119,10 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
        "spec.nodes[0].compute.changes[0].slowdown: must be >= 1"},
       {"  - {name: a, compute: {changes: [{slowdown: 2}]}}\n", "spec.nodes[0].compute.changes[0].at: required field is missing"},
       {"  - {name: a, compute: {changes: [{at: later, slowdown: 2}]}}\n", "spec.nodes[0].compute.changes[0].at"},
+      // A bare number lacks only its unit (a new user's trial wrote `at: 15`).
+      {"  - {name: a, compute: {changes: [{at: 15, slowdown: 2}]}}\n",
+       "spec.nodes[0].compute.changes[0].at: must be a string (got integer 15); a duration takes its unit: write "
+       "\"15s\" for 15 seconds"},
       {"  - {name: a, compute: {changes: [{at: 2m, slowdown: 2}, {at: 60s, slowdown: 3}]}}\n",
        "spec.nodes[0].compute.changes[1].at: 60s is not after the change before it"},
       {"  - {name: a, compute: {changes: [{at: 0s, slowdown: 20}]}}\n",
