@@ -61,8 +61,21 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(s.fault_tolerance.node_loss_grace, std::chrono::seconds(120));
   EXPECT_EQ(s.fault_tolerance.replicate_every, 100);
   EXPECT_EQ(s.fault_tolerance.CentralEvery(), 10);
+  EXPECT_FALSE(s.fault_tolerance.CentralPaced()) << "set: every 10 steps, not paced by their cost";
   EXPECT_EQ(s.output.path, "/tmp/out");
   EXPECT_EQ(s.seed, 7u);
+}
+
+// Unset, the head's copies of a stage are due every step and paced by their
+// cost (stage_runner.cc); with no replicas at all, none.
+TEST(JobPlanTest, TheHeadsCopiesUnsetAreDueEveryStepAndPacedByTheirCost) {
+  FaultToleranceSpec ft;
+  ft.replicate_every = 100;
+  EXPECT_EQ(ft.CentralEvery(), 1);
+  EXPECT_TRUE(ft.CentralPaced());
+  ft.replicate_every = 0;
+  EXPECT_EQ(ft.CentralEvery(), 0);
+  EXPECT_FALSE(ft.CentralPaced());
 }
 
 // kSpec with another model.

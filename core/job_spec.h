@@ -161,10 +161,14 @@ enum class ReplicaMoments { kBfloat16, kFloat32 };
 struct FaultToleranceSpec {
   int replicate_every = 0;
   // The head's own copies of each stage (spec.faultTolerance.
-  // replicateCentralEvery); none: as replicate_every, which then paces only
-  // the copies relayed on to the neighbouring stage (docs/pipeline.md).
+  // replicateCentralEvery); replicate_every paces only the copies relayed on
+  // to the neighbouring stage (docs/pipeline.md). Unset, a copy is due
+  // every step and paced by what it costs the stage's device
+  // (CentralPaced): a stage's only device lost cost 63-85 steps of its
+  // layers' updates at one every 100 (bench/recovery).
   std::optional<int> replicate_central_every;
-  int CentralEvery() const { return replicate_central_every.value_or(replicate_every); }
+  int CentralEvery() const { return replicate_central_every.value_or(replicate_every > 0 ? 1 : 0); }
+  bool CentralPaced() const { return !replicate_central_every && replicate_every > 0; }
   ReplicaMoments replica_moments = ReplicaMoments::kBfloat16;
   bool replay = true;
   int checkpoint_every = 0;  // 0: no periodic checkpoints

@@ -1040,7 +1040,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   if (rebalancing_.every > 0 && !last_compute_.empty()) StartMeasureLocked();
   replays_.steps_lost += step_ - replica_step;
   if (metrics_) {
-    metrics_->AddRestoredStage();
+    metrics_->AddRestoredStage(step_ - replica_step);
     metrics_->AddRepartition("stage_lost");
   }
   const int host = links_[host_rank]->stage;

@@ -322,6 +322,7 @@ struct PipelineMetrics::Handles {
   prometheus::Family<prometheus::Counter>& replica_bytes;
   prometheus::Family<prometheus::Counter>& replica_seconds;
   Counter& restored;
+  Counter& steps_lost;
   prometheus::Family<prometheus::Counter>& repartitions;
   std::string job;
 };
@@ -359,6 +360,9 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                               "Seconds the stage replicas took to come in, from their first part to their last", r),
                        Family(BuildCounter(), "edgetrain_pipeline_restored_stages_total",
                               "Stages whose only device was lost, rebuilt on a neighbour from their replica", r)
+                           .Add(l),
+                       Family(BuildCounter(), "edgetrain_pipeline_steps_lost_total",
+                              "Steps of a rebuilt stage's updates lost with its device: those since its replica", r)
                            .Add(l),
                        Family(BuildCounter(), "edgetrain_pipeline_repartitions_total",
                               "Times the stages changed (layers moved, or a group's micro-batches dealt anew), by reason",
@@ -405,7 +409,10 @@ void PipelineMetrics::AddReplica(int stage, int64_t bytes, double seconds) {
   h_->replica_bytes.Add(ls).Increment(static_cast<double>(bytes));
   h_->replica_seconds.Add(ls).Increment(seconds);
 }
-void PipelineMetrics::AddRestoredStage() { h_->restored.Increment(); }
+void PipelineMetrics::AddRestoredStage(int64_t steps_lost) {
+  h_->restored.Increment();
+  h_->steps_lost.Increment(static_cast<double>(steps_lost));
+}
 void PipelineMetrics::AddRepartition(const std::string& reason) {
   h_->repartitions.Add({{"trainingjob", h_->job}, {"reason", reason}}).Increment();
 }

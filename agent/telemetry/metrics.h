@@ -141,8 +141,10 @@ class PipelineMetrics {
   void AddRecovery(double seconds);
   // A replica of `stage` in whole at the head: its bytes, and its parts' time coming in.
   void AddReplica(int stage, int64_t bytes, double seconds);
-  // A stage whose only device was lost, rebuilt on a neighbour from its replica.
-  void AddRestoredStage();
+  // A stage whose only device was lost, rebuilt on a neighbour from its
+  // replica, and the steps of its layers' updates lost with the device:
+  // those since that replica.
+  void AddRestoredStage(int64_t steps_lost);
   // Layers moved between stages, and why: "imbalance" (the stages' measured
   // compute), "stage_lost" (a lost stage's layers taken by a neighbour).
   void AddRepartition(const std::string& reason);
