@@ -217,8 +217,9 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // would one due closer to its end than the last evaluation took (a 35 s
     // pipeline trained 36.8 s, its evaluation at step 200 begun 3 s before
     // the end).
-    const std::optional<Duration> left = budget.Eta(now, p.iteration);
-    const bool runs_past = left && ToSeconds(*left) < evaluation_s;
+    // By the wall clock only: an evaluation does not run an epoch's
+    // iterations past their limit, and an epoch's end is a guess at the pace.
+    const bool runs_past = spec.budget.wall_clock && ToSeconds(*spec.budget.wall_clock - (now - start)) < evaluation_s;
     if (!exhausted && !runs_past && schedule.EvaluationDue(p.iteration, now)) {
       EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
       schedule.Evaluated(p.iteration, now);

@@ -13,6 +13,7 @@
 #include "core/batch_order.h"
 #include "core/finite_step.h"
 #include "core/pipeline_planner.h"
+#include "core/replica_relay.h"
 #include "core/row_layout.h"
 
 namespace edgetrain::agent {
@@ -106,6 +107,10 @@ struct PipelineHead::Link {
   double offered_elapsed_s = 0;
   // And the neighbouring stages' replicas it keeps: by their layers, their steps.
   std::map<std::pair<int, int>, int64_t> offered_replicas;
+  // Of the replicas it sends, those the head relays on to the neighbours,
+  // and the step of the one whose parts are being relayed (-1: none).
+  ReplicaRelay relay;
+  int64_t relaying_step = -1;
   int64_t done_step = 0;
   int done_attempt = 0;
   TimePoint done_at{};  // when its answer to the step came
@@ -316,11 +321,14 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       // should the stage lose its every device: they keep it too, for a head
       // lost with the stage's device to rebuild it from.
       std::lock_guard lock(mu_);
-      // Relayed only at its own period (replicateEvery): the head keeps
-      // those at replicateCentralEvery too.
-      const int every = plan_.spec.fault_tolerance.replicate_every;
-      const int64_t of = message->replica_part().step();
-      const bool relayed = of == 1 || (every > 0 && of % every == 0);
+      // Relayed only at its own period (replicateEvery, core/replica_relay.h);
+      // the head keeps the others too.
+      const v1::ReplicaPart& part = message->replica_part();
+      if (part.offset() == 0) {
+        link.relaying_step =
+            link.relay.Relays(part.step(), plan_.spec.fault_tolerance.replicate_every) ? part.step() : -1;
+      }
+      const bool relayed = link.relaying_step == part.step();
       for (int r : relayed ? ReplicaKeepersLocked(link) : std::vector<int>{}) {
         // Past the queue's bound, a part is dropped, and with it that replica at its keeper.
         if (relays_.size() >= kRelaysQueued) break;
@@ -975,8 +983,7 @@ Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<in
   if (!replicas_[s]) {
     return UnavailableError(what + ", and the head has no replica of its layers" +
                             (plan_.spec.fault_tolerance.replicate_every > 0
-                                 ? " yet (one every " + std::to_string(plan_.spec.fault_tolerance.replicate_every) +
-                                       " steps, spec.faultTolerance.replicateEvery)"
+                                 ? " yet (the first goes after the first step)"
                                  : " (spec.faultTolerance.replicateEvery is 0)"));
   }
   const size_t n = NeighbourOf(s);

@@ -972,7 +972,8 @@ TEST(SimulatedPipelineTest, AReplicaOnASlowLinkDoesNotHoldThePipeline) {
   double without = 0, with = 0;
   for (double t : none.step_s) without += t;
   for (double t : replicated.step_s) with += t;
-  // 20 steps took 19.2 s without replicas, 21.6 s with replicas in parts,
+  // 20 steps took 19.2 s without replicas, 21.6 s with replicas in parts
+  // (22.3 s once the head's copies were paced between those relayed),
   // and 29.9 s when each replica went whole ahead of the activations (its
   // longest step 2.15 s against 0.96 s).
   EXPECT_LT(with, 1.2 * without);
@@ -987,7 +988,7 @@ TEST(SimulatedPipelineTest, AReplicaOnASlowLinkDoesNotHoldThePipeline) {
   ASSERT_TRUE(paced.ended.ok()) << paced.ended.ToString() << "\n" << paced.log;
   double paced_s = 0;
   for (double t : paced.step_s) paced_s += t;
-  EXPECT_LT(paced_s, 1.05 * without) << with;
+  EXPECT_LT(paced_s, 1.05 * without) << paced_s;
 }
 
 // A pipeline of one stage has no neighbour to rebuild it on: its devices
@@ -1193,7 +1194,7 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   const SimulatedRun last = RunReplaying(plan, {{3, 1}, {4, 1}}, 5);
   EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
   EXPECT_NE(last.ended.message().find("stage 2 lost its only devices at step 1 (rank 3), and the head has no replica "
-                                      "of its layers yet (one every 100 steps"),
+                                      "of its layers yet (the first goes after the first step)"),
             std::string::npos)
       << last.ended.message();
   EXPECT_TRUE(last.losses.empty());

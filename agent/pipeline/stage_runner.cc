@@ -26,9 +26,9 @@ namespace {
 // unset): after one took a stage's device t to make and send, the next
 // waits this many times t from its last part sent. What the head spends
 // keeping them, and the gRPC stream receiving them, the device does not
-// see: at 20, on 2 cores shared with the head, the vgg's three stages (a
-// copy every step or so) trained 9-14% slower than with one every 100
-// steps.
+// see: at 20 (counting the making alone, then with the sending too), on 2
+// cores shared with the head, the vgg's three stages (a copy every step or
+// so) trained 9-14% slower than with one every 100 steps.
 constexpr int kPacedReplicaSpacing = 100;
 
 // What a stage was sent and has not used yet: micro-batches arrive whenever
@@ -241,27 +241,23 @@ class Outbox {
   }
   // Messages sent one at a time whenever nothing posted waits (each of at
   // most `announce_bytes`, so none holds a message posted meanwhile for
-  // long). Posted only once earlier ones are out (SendingWhenIdle false):
+  // long). Posted only once earlier ones are out (LastIdleSent says when):
   // those finish first.
   void PostWhenIdle(std::vector<v1::WorkerMessage> parts) {
     std::lock_guard lock(mu_);
     idle_.assign(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
     changed_.NotifyAll();
   }
-  // Whether parts posted when idle are still going out (only the sending
-  // thread takes them, so a false answer stays false until the next post).
-  bool SendingWhenIdle() {
-    std::lock_guard lock(mu_);
-    return !idle_.empty();
-  }
-  // The last parts posted when idle, all sent: when the last went, and how
-  // long the link spent sending them (not their waits for it to be idle).
+  // The last parts posted when idle, once all are sent: when the last went,
+  // and how long sending them took (not their waits for the link to be
+  // idle). None while some are still going out.
   struct IdleSent {
     TimePoint at{};
     Duration busy{};
   };
-  IdleSent LastIdleSent() {
+  std::optional<IdleSent> LastIdleSent() {
     std::lock_guard lock(mu_);
+    if (!idle_.empty()) return std::nullopt;
     return last_idle_;
   }
   void Close() {
@@ -526,8 +522,9 @@ class Stage {
   // state. In parts that go only when the stage has nothing else to send:
   // on a slow link a replica whole (12 bytes a parameter with Adam, 8 with
   // its moments as bfloat16, the default) held the step's activations
-  // behind it for seconds. One still going out
-  // when the next is due finishes first, and the next is skipped. The first
+  // behind it for seconds. One still going out when the next is due
+  // finishes first, and the next is skipped (one to relay is made once it
+  // is out). The first
   // goes after the first step: until then a stage whose device was lost had
   // no replica, and its job failed (an even split of the vgg, a step a
   // second, lost a stage at step 12 of a replica every 100: a new user's trial).
@@ -539,7 +536,10 @@ class Stage {
   // lost then costs few steps of its layers' updates where making and
   // sending a copy is short against a step, more where it is not (a
   // millisecond's step, a thin link), and the copies take at most about a
-  // hundredth of the device's sending and its link.
+  // hundredth of the device's time making them and of its link's time, as
+  // far as a send blocks for its link (a shaped link, or gRPC's flow
+  // control). Over an unlimited link only their making counts: the vgg's
+  // last stage then sent about as many bytes of copies as of its own.
   void Replicate() {
     // Due for the head's own copy, or for the one it relays on to the
     // neighbouring stage: each a multiple of its own period.
@@ -551,19 +551,25 @@ class Stage {
     // every device ends the job, and its replicas were never used (a one-stage
     // MLP sent 239 MB of them in 15 s: a new user's trial).
     if (stages_ < 2) return;
-    const bool relayed = step_ == 1 || due(every);
+    // One the head relays on: due at step 1 and each multiple of
+    // replicateEvery, and owed until made when the copy before it is still
+    // going out then (the head relays the first at or after each multiple:
+    // core/replica_relay.h).
+    if (step_ == 1 || due(every)) relay_owed_ = true;
+    const bool relayed = relay_owed_;
     if ((every <= 0 && central <= 0) || member_ != 0 || step_ == 0 || (!relayed && !due(central)) ||
         replicated_step_ == step_) {
       return;
     }
-    // The head's copy alone, paced by its cost: not yet.
-    if (!relayed && ft.CentralPaced()) {
-      const Outbox::IdleSent sent = outbox_.LastIdleSent();
-      if (clock_.Now() < sent.at + (replica_making_ + sent.busy) * kPacedReplicaSpacing) return;
+    // Skipped before the state is copied and serialized: the one going out
+    // finishes first. And the head's copy alone, paced by its cost: not yet.
+    const std::optional<Outbox::IdleSent> sent = outbox_.LastIdleSent();
+    if (!sent) return;
+    if (!relayed && ft.CentralPaced() && clock_.Now() < sent->at + (replica_making_ + sent->busy) * kPacedReplicaSpacing) {
+      return;
     }
     replicated_step_ = step_;
-    // Skipped before the state is copied and serialized: the one going out finishes first.
-    if (outbox_.SendingWhenIdle()) return;
+    relay_owed_ = false;
     const TimePoint making = clock_.Now();
     v1::StageReplica replica;
     replica.set_step(step_);
@@ -1101,6 +1107,7 @@ class Stage {
   int64_t batch_step_ = -1;
   int64_t replicated_step_ = 0;       // the step of the last replica sent
   Duration replica_making_{};         // what the last replica took to copy and serialize here
+  bool relay_owed_ = false;           // one the head relays on is due (Replicate)
   int micro_batches_ = plan_.pipeline->micro_batches;  // a step's, as the head last said
   std::map<int, int64_t> held_;  // samples of each micro-batch in flight here
   // The step in progress: its attempt, its micro-batches, the loss of the
