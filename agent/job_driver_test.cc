@@ -147,6 +147,23 @@ TEST_F(JobDriverTest, AnEvaluationDueCloserToTheEndThanOneTakesIsLeftToTheFinalO
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "steps 4 and 12, and the header: " << csv;
 }
 
+// Before any evaluation has said how long one takes, one due in the wall
+// clock's last tenth is left to the final one too.
+TEST_F(JobDriverTest, AFirstEvaluationDueInTheWallClocksLastTenthIsLeftToTheFinalOne) {
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  plan.spec.evaluation.every_iterations = 19;  // due at 95 ms, 5 ms left
+  model.evaluation = milliseconds(40);
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->iteration, 20);
+  EXPECT_DOUBLE_EQ(result->elapsed_s, 0.1) << "the evaluation at step 19 would have ended at 0.135";
+  EXPECT_DOUBLE_EQ(result->evaluation_s, 0) << "none but the final one, after training";
+  EXPECT_EQ(result->evaluated_iteration, 20);
+  const std::string csv = Evaluations();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2) << "step 20's, and the header: " << csv;
+}
+
 // A learning rate the model diverges at (plain SGD at 3: each step doubles
 // the distance to the optimum, the other way) overflows to infinity after a
 // hundred-odd steps. The job fails there, saying so and what to change,

@@ -62,7 +62,10 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
                                         (doc.contains("apiVersion") ? doc["apiVersion"].dump() : "nothing") + ")"});
   }
   if (doc.value("kind", Json()) != kKind) {
-    errors.push_back({"kind", "must be \"TrainingJob\" (got " + (doc.contains("kind") ? doc["kind"].dump() : "nothing") + ")"});
+    // A cluster profile given as the job: say where it goes (a new user's trial).
+    const bool profile = doc.value("kind", Json()) == "ClusterProfile";
+    errors.push_back({"kind", "must be \"TrainingJob\" (got " + (doc.contains("kind") ? doc["kind"].dump() : "nothing") +
+                                  ")" + (profile ? "; a ClusterProfile is given with --nodes, after the job" : "")});
   }
   CheckMetadata(doc.value("metadata", Json()), errors);
   if (!errors.empty()) return ToStatus(errors);

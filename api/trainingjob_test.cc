@@ -126,6 +126,8 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.sync.deadlineSlack: must be >= 0 (got -1)"},
       {With(R"({"apiVersion": "edgetrain.dev/v1"})"), "apiVersion: must be \"edgetrain.dev/v1alpha1\" (got \"edgetrain.dev/v1\")"},
       {With(R"({"kind": "Job"})"), "kind: must be \"TrainingJob\" (got \"Job\")"},
+      {With(R"({"kind": "ClusterProfile"})"),
+       "kind: must be \"TrainingJob\" (got \"ClusterProfile\"); a ClusterProfile is given with --nodes, after the job"},
       {With(R"({"metadata": null})"), "metadata: required field is missing"},
       {With(R"({"metadata": {"name": null}})"), "metadata.name: required field is missing"},
       {With(R"({"metadata": {"name": "Fashion_MLP"}})"), "metadata.name: must be lower-case letters"},

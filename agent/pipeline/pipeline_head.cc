@@ -2267,6 +2267,11 @@ JobProgress PipelineHead::Progress() {
     w.iteration = link->done_step;
     w.samples = link->samples;
     w.active = member && link->stream != nullptr && !link->lost;  // a device lost is out before the next step lets it go
+    // Out: how long since it was last heard from, as a team's worker out of
+    // it (a lost device showed 0 for minutes: a new user's trial).
+    if (!w.active && link->heard.last_arrival() != TimePoint{}) {
+      w.silent_s = ToSeconds(clock_.Now() - link->heard.last_arrival());
+    }
     w.compute_s = link->compute_s;
     // A stage's stall is its bubbles: waiting in a step for a neighbour.
     w.stall_s = link->idle_s;

@@ -2012,6 +2012,7 @@ TEST(SimulatedPipelineTest, ADeviceSlowedPastUseIsLeftOutByThePlannersLayout) {
   ASSERT_EQ(out.progress.workers.size(), 2u);
   EXPECT_EQ(out.progress.workers[0].layers, (std::pair{0, 4})) << out.log;
   EXPECT_FALSE(out.progress.workers[1].active);
+  EXPECT_GT(out.progress.workers[1].silent_s, 0) << "out, and silent since it was let go of";
   EXPECT_LT(out.step_s.back(), 0.5 * out.step_s[7]) << "faster than step 8, slowed\n" << out.log;
 }
 
@@ -2228,6 +2229,10 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   const std::string restored = "edgetrain_pipeline_restored_stages_total{trainingjob=\"pipeline-test\"} ";
   ASSERT_NE(text.find(restored), std::string::npos) << text;
   EXPECT_EQ(std::stod(text.substr(text.find(restored) + restored.size())), alone);
+  // Every reason a repartition may have is a series from the start.
+  EXPECT_NE(text.find("edgetrain_pipeline_repartitions_total{reason=\"imbalance\",trainingjob=\"pipeline-test\"} "),
+            std::string::npos)
+      << text;
   // And the updates of their layers lost with them, those since the replica,
   // as /progress counts them.
   const std::string steps_lost = "edgetrain_pipeline_steps_lost_total{trainingjob=\"pipeline-test\"} ";

@@ -23,13 +23,18 @@ namespace edgetrain::agent {
 namespace {
 
 // The head's copies of a stage, paced by their cost (replicateCentralEvery
-// unset): after one took a stage's device t to make and send, the next
-// waits this many times t from its last part sent. What the head spends
-// keeping them, and the gRPC stream receiving them, the device does not
-// see: at 20 (counting the making alone, then with the sending too), on 2
-// cores shared with the head, the vgg's three stages (a copy every step or
-// so) trained 9-14% slower than with one every 100 steps.
-constexpr int kPacedReplicaSpacing = 100;
+// unset): after one took a stage's device t to make, and its parts s on the
+// link, the next waits kPacedReplicaMaking times t and kPacedReplicaLink
+// times s from its last part sent. The device's time is dear: what the head
+// spends keeping the copies, and the gRPC stream receiving them, it does
+// not see (at 20 times the making, on 2 cores shared with the head, the
+// vgg's three stages, a copy every step or so, trained 9-14% slower than
+// with one every 100 steps). The link's is mostly the idle moments parts
+// go in: at 100 times, a new user's vgg stage on Wi-Fi, 0.53 s a copy, kept
+// only its first in a 45 s run and lost 66 steps of its updates with its
+// device.
+constexpr int kPacedReplicaMaking = 100;
+constexpr int kPacedReplicaLink = 10;
 
 // What a stage was sent and has not used yet: micro-batches arrive whenever
 // their neighbour is done with them, not in the order 1F1B takes them.
@@ -530,16 +535,14 @@ class Stage {
   // second, lost a stage at step 12 of a replica every 100: a new user's trial).
   //
   // With replicateCentralEvery not set, the head's copy is due every step
-  // and paced by what the last cost: the next is not made until
-  // kPacedReplicaSpacing times the last one's making and its parts' time on
-  // the link has passed since its last part went. A stage's only device
-  // lost then costs few steps of its layers' updates where making and
-  // sending a copy is short against a step, more where it is not (a
-  // millisecond's step, a thin link), and the copies take at most about a
-  // hundredth of the device's time making them and of its link's time, as
-  // far as a send blocks for its link (a shaped link, or gRPC's flow
-  // control). Over an unlimited link only their making counts: the vgg's
-  // last stage then sent about as many bytes of copies as of its own.
+  // and paced by what the last cost (kPacedReplicaMaking, kPacedReplicaLink).
+  // A stage's only device lost then costs few steps of its layers' updates
+  // where making and sending a copy is short against a step, more where it
+  // is not (a millisecond's step, a thin link), and the copies take at most
+  // about a hundredth of the device's time making them and a tenth of its
+  // link's, as far as a send blocks for its link (a shaped link, or gRPC's
+  // flow control). Over an unlimited link only their making counts: the
+  // vgg's last stage then sent about as many bytes of copies as of its own.
   void Replicate() {
     // Due for the head's own copy, or for the one it relays on to the
     // neighbouring stage: each a multiple of its own period.
@@ -565,7 +568,8 @@ class Stage {
     // finishes first. And the head's copy alone, paced by its cost: not yet.
     const std::optional<Outbox::IdleSent> sent = outbox_.LastIdleSent();
     if (!sent) return;
-    if (!relayed && ft.CentralPaced() && clock_.Now() < sent->at + (replica_making_ + sent->busy) * kPacedReplicaSpacing) {
+    if (!relayed && ft.CentralPaced() &&
+        clock_.Now() < sent->at + replica_making_ * kPacedReplicaMaking + sent->busy * kPacedReplicaLink) {
       return;
     }
     replicated_step_ = step_;

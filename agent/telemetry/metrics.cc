@@ -368,6 +368,11 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                               "Times the stages changed (layers moved, or a group's micro-batches dealt anew), by reason",
                               r),
                        job});
+  // Every reason from the start, at 0: a family with no series until its
+  // first repartition left dashboards and alerts with no data (a new user's trial).
+  for (const char* reason : {"imbalance", "replan", "shares", "stage_lost"}) {
+    h_->repartitions.Add({{"trainingjob", job}, {"reason", reason}});
+  }
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
                          "A stage device's forward and backward passes", r);
   auto& bubbles = Family(BuildCounter(), "edgetrain_stage_bubble_seconds_total",
