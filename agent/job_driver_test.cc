@@ -2,6 +2,7 @@
 // deterministic clock: budgets, schedules, the final model, and resuming.
 #include "agent/job_driver.h"
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -56,7 +57,19 @@ struct JobDriverTest : ::testing::Test {
           cancel = true;
         });
       }
+      // A reader of the board every simulated millisecond, as /progress.
+      std::atomic<bool> done{false};
+      ClockThread reader;
+      if (read_elapsed) {
+        reader = clock.StartThread("reader", [&] {
+          while (!done) {
+            elapsed_read.push_back(board.SnapshotAt(clock.Now()).elapsed_s);
+            clock.SleepFor(milliseconds(1));
+          }
+        });
+      }
       result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
+      done = true;
     });
     return result;
   }
@@ -72,6 +85,8 @@ struct JobDriverTest : ::testing::Test {
   TrainTestSplit data = testing::FakeData(160, 50, 10);
   ProgressBoard board;
   std::ostringstream log;
+  bool read_elapsed = false;
+  std::vector<double> elapsed_read;  // the job's clock as the reader saw it
 };
 
 TEST_F(JobDriverTest, TrainsToItsEpochsEvaluatingOnItsMarksAndSavesTheModel) {
@@ -127,6 +142,21 @@ TEST_F(JobDriverTest, AnEvaluationDueAtTheWallClocksEndDoesNotRunPastIt) {
   ASSERT_TRUE(result->accuracy.has_value());
   const std::string csv = Evaluations();
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "steps 5 and 10, and the header: " << csv;
+}
+
+// A reader sees the job's clock move on through an evaluation, and not go
+// back once it is done.
+TEST_F(JobDriverTest, TheJobsClockAsReadNeverGoesBackAfterAnEvaluation) {
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(200);
+  model.evaluation = milliseconds(50);
+  read_elapsed = true;
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  ASSERT_GT(elapsed_read.size(), 150u);
+  for (size_t i = 1; i < elapsed_read.size(); ++i) {
+    ASSERT_GE(elapsed_read[i] + 1e-9, elapsed_read[i - 1]) << "read " << i;
+  }
 }
 
 // Nor does one due closer to the end than the last evaluation took: it
