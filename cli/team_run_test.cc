@@ -428,7 +428,11 @@ TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stop_reason, StopReason::kEpochs) << ReadFile(dir / "coordinator.log");
   ASSERT_TRUE(result->replays.has_value());
-  EXPECT_EQ(result->replays->count, 2);
+  // Rank 1 covered by its group: its shares computed again, a replay,
+  // unless the kill fell once all it computed of the step was in (under
+  // make test's load, once in four runs); then stage 2's step run again.
+  EXPECT_EQ(result->replays->covered, 1);
+  EXPECT_EQ(result->replays->count, 1 + (result->replays->covered_shares > 0 ? 1 : 0));
   EXPECT_EQ(result->replays->restored_stages, 1);
   EXPECT_LT(result->replays->steps_lost, 100) << "its updates since the last replica";
   EXPECT_GT(*result->accuracy, 0.75) << "it learned across the losses (chance is 0.1)";
