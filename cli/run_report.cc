@@ -289,13 +289,15 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 
 // A pipeline's stages: what each device held and how its time went, its
 // bubbles being the time it waited in a step for a neighbour's micro-batch.
-void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices, double predicted_samples_per_s,
-                 const JobProgress& p, std::ostream& out) {
-  // The plan's: a loss or a move changes the stages, said below and in the table.
+void PrintStages(const PipelineLayout& layout, bool given, const std::vector<WorkerSlot>& devices,
+                 double predicted_samples_per_s, const JobProgress& p, std::ostream& out) {
+  // The plan's, or the layout given by hand (--stages): a loss or a move
+  // changes the stages, said below and in the table. A hand layout read
+  // "as planned" (a new user's trial).
   const bool changed = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
                                      p.replays->redealt > 0 ||
                                      p.replays->restored_stages > 0 || p.replays->rejoined > 0);
-  out << "  " << (changed ? "as planned, " : "") << layout.stages.size()
+  out << "  " << (changed ? (given ? "as given (--stages), " : "as planned, ") : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
 
@@ -310,7 +312,8 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     const double training_s = p.elapsed_s - p.evaluation_s;
     const bool paused = p.evaluation_s > 0 && training_s > 0;
     const double rate = paused ? static_cast<double>(p.samples) / training_s : p.samples_per_second;
-    out << "; trained at " << std::llround(100 * rate / predicted_samples_per_s) << "% of the plan's predicted "
+    out << "; trained at " << std::llround(100 * rate / predicted_samples_per_s)
+        << (given ? "% of the cost model's predicted " : "% of the plan's predicted ")
         << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s";
     if (paused) out << " (its " << Fixed(p.evaluation_s, p.evaluation_s < 0.1 ? 2 : 1) << " s of evaluations left out)";
   }
@@ -515,7 +518,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   };
   if (plan.job.pipeline) {
     energy();
-    PrintStages(*plan.job.pipeline, plan.devices, plan.predicted_samples_per_s, p, out);
+    PrintStages(*plan.job.pipeline, plan.fixed_stages, plan.devices, plan.predicted_samples_per_s, p, out);
     PrintModelLine(p, out);
     return;
   }

@@ -340,6 +340,15 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
+  // Stages given by hand (--stages) are not the plan's (a new user's trial
+  // read "as planned" for them).
+  LocalRunPlan given = plan;
+  given.fixed_stages = true;
+  const std::string by_hand = Summary(given, p);
+  EXPECT_NE(by_hand.find("  as given (--stages), 2 stages, 8 micro-batches a step; trained at 50% of the cost "
+                         "model's predicted 1,468 samples/s\n"),
+            std::string::npos)
+      << by_hand;
   // Its evaluations' pauses left out of the rate set against the prediction:
   // 63,552 samples over the 54 s of 60 it trained.
   JobProgress evaluated = p;
