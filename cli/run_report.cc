@@ -360,6 +360,12 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
     for (size_t i = 0; i < said.size(); ++i) out << (i ? "; " : " ") << said[i];
     out << "\n";
   }
+  // Devices back in a stage, lost or let go of before: the terminal's note
+  // said one was back, and the summary nothing (a new user's trial).
+  if (p.replays && p.replays->rejoined > 0) {
+    out << "  back in a stage: " << p.replays->rejoined << (p.replays->rejoined == 1 ? " device" : " devices")
+        << " lost or let go of before, each rejoining between steps\n";
+  }
   // The head's re-plan over the devices left, after a loss or a device let
   // go of (a new user read "16 micro-batches" above where the log said 32
   // since a straggler went).

@@ -340,6 +340,13 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
+  EXPECT_EQ(out.find("back in a stage"), std::string::npos) << "none came back";
+  JobProgress back = p;
+  back.replays->rejoined = 1;
+  EXPECT_NE(Summary(plan, back).find("  back in a stage: 1 device lost or let go of before, each rejoining between "
+                                     "steps\n"),
+            std::string::npos)
+      << Summary(plan, back);
   // Stages given by hand (--stages) are not the plan's (a new user's trial
   // read "as planned" for them).
   LocalRunPlan given = plan;
