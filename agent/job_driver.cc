@@ -222,9 +222,9 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // epoch's iterations past their limit, and an epoch's end is a guess at
     // the pace.
     bool runs_past = false;
-    if (spec.budget.wall_clock) {
-      const double left_s = ToSeconds(*spec.budget.wall_clock - (now - start));
-      runs_past = evaluation_s > 0 ? left_s < evaluation_s : left_s < 0.1 * ToSeconds(*spec.budget.wall_clock);
+    if (const std::optional<Duration> left = budget.WallClockLeft(now)) {
+      runs_past = evaluation_s > 0 ? ToSeconds(*left) < evaluation_s
+                                   : ToSeconds(*left) < 0.1 * ToSeconds(*spec.budget.wall_clock);
     }
     if (!exhausted && !runs_past && schedule.EvaluationDue(p.iteration, now)) {
       EDGETRAIN_RETURN_IF_ERROR(evaluate(p));

@@ -29,10 +29,14 @@ double Budget::Fraction(TimePoint now, int64_t iteration) const {
   return std::clamp(f, 0.0, 1.0);
 }
 
+std::optional<Duration> Budget::WallClockLeft(TimePoint now) const {
+  if (!spec_.wall_clock) return std::nullopt;
+  return std::max(Duration::zero(), *spec_.wall_clock - (now - start_));
+}
+
 std::optional<Duration> Budget::Eta(TimePoint now, int64_t iteration) const {
-  std::optional<Duration> eta;
+  std::optional<Duration> eta = WallClockLeft(now);
   Duration elapsed = now - start_;
-  if (spec_.wall_clock) eta = std::max(Duration::zero(), *spec_.wall_clock - elapsed);
   if (auto max = MaxIterations(); max && iteration > 0) {
     Duration by_epochs = elapsed * (*max - std::min(iteration, *max)) / iteration;
     eta = eta ? std::min(*eta, by_epochs) : by_epochs;

@@ -25,6 +25,8 @@ class Budget {
 
   // The share of the budget used, 0..1: the larger of the time and epoch shares.
   double Fraction(TimePoint now, int64_t iteration) const;
+  // The wall clock's time left (0 once spent); none without a wall clock.
+  std::optional<Duration> WallClockLeft(TimePoint now) const;
   // Time left until the nearest limit at the pace so far; nullopt before the
   // first step when only epochs bound the run.
   std::optional<Duration> Eta(TimePoint now, int64_t iteration) const;

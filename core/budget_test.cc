@@ -37,6 +37,16 @@ TEST(BudgetTest, EndsAtWhicheverLimitComesFirst) {
   }
 }
 
+// The wall clock's time left, whatever the epochs say; none without one.
+TEST(BudgetTest, TheWallClocksTimeLeftIsItsAloneAndNeverBelowZero) {
+  const TimePoint start{};
+  const Budget both(Spec(60, 1, std::nullopt), 100, start);
+  EXPECT_EQ(both.WallClockLeft(start + seconds(45)), seconds(15));
+  EXPECT_EQ(both.WallClockLeft(start + seconds(75)), Duration::zero());
+  const Budget epochs(Spec(std::nullopt, 1, std::nullopt), 100, start);
+  EXPECT_FALSE(epochs.WallClockLeft(start + seconds(1)).has_value());
+}
+
 TEST(BudgetTest, TargetIsReachedAtOrAboveIt) {
   Budget with(Spec(60, std::nullopt, 0.85), 10, TimePoint{});
   EXPECT_FALSE(with.TargetReached(0.8499));

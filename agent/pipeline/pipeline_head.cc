@@ -1048,7 +1048,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   replays_.steps_lost += step_ - replica_step;
   if (metrics_) {
     metrics_->AddRestoredStage(step_ - replica_step);
-    metrics_->AddRepartition("stage_lost");
+    metrics_->AddRepartition(RepartitionReason::kStageLost);
   }
   const int host = links_[host_rank]->stage;
   // The host named as it was numbered when the loss came, and as it is now:
@@ -1771,7 +1771,7 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
     speeds_[s] = std::move(speeds);
     regrouped_ = true;  // the next step goes as a replay, which carries the speeds
     ++replays_.redealt;
-    if (metrics_) metrics_->AddRepartition("shares");
+    if (metrics_) metrics_->AddRepartition(RepartitionReason::kShares);
     Log() << "pipeline: stage " << s + 1 << "'s devices computed " << said.str()
           << " samples/s of its layers: its micro-batches are dealt by those from the next step, its compute "
           << "predicted " << Seconds3(balanced) << " s a step against " << Seconds3(slowest) << "\n";
@@ -2027,7 +2027,7 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   relaid_ = true;
   regrouped_ = true;  // the next step goes as a replay, which carries the layers
   ++replays_.repartitions;
-  if (metrics_) metrics_->AddRepartition("imbalance");
+  if (metrics_) metrics_->AddRepartition(RepartitionReason::kImbalance);
   // The next measurement starts afresh, on the layers as they now are,
   // after the step that carries them: the stages' rebuild is not their pace.
   last_compute_.clear();
@@ -2222,7 +2222,7 @@ void PipelineHead::LayOutLocked(const Relayout& relayout, const JobCheckpoint& s
   relaid_ = true;
   regrouped_ = true;  // the next step goes as a replay, which carries the groups and layers
   ++replays_.repartitions;
-  if (metrics_) metrics_->AddRepartition("replan");
+  if (metrics_) metrics_->AddRepartition(RepartitionReason::kReplan);
   // Cuts proposed were of stages that are no more.
   proposed_.reset();
   last_compute_.clear();  // measured afresh after the step that carries the new layout

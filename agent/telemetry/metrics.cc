@@ -309,6 +309,19 @@ void CoordinatorMetrics::AddDroppedPush(int rank, const std::string& reason) {
 }
 void CoordinatorMetrics::AddCheckpoint() { h_->checkpoints.Increment(); }
 
+namespace {
+// The `reason` label of edgetrain_pipeline_repartitions_total.
+const char* ReasonLabel(RepartitionReason reason) {
+  switch (reason) {
+    case RepartitionReason::kImbalance: return "imbalance";
+    case RepartitionReason::kReplan: return "replan";
+    case RepartitionReason::kShares: return "shares";
+    case RepartitionReason::kStageLost: return "stage_lost";
+  }
+  return "unknown";
+}
+}  // namespace
+
 struct PipelineMetrics::Handles {
   std::vector<std::unique_ptr<TotalCounter>> compute, bubbles;  // by rank; null: no stage
   Counter& relayed;
@@ -370,8 +383,9 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                        job});
   // Every reason from the start, at 0: a family with no series until its
   // first repartition left dashboards and alerts with no data (a new user's trial).
-  for (const char* reason : {"imbalance", "replan", "shares", "stage_lost"}) {
-    h_->repartitions.Add({{"trainingjob", job}, {"reason", reason}});
+  for (RepartitionReason reason : {RepartitionReason::kImbalance, RepartitionReason::kReplan,
+                                   RepartitionReason::kShares, RepartitionReason::kStageLost}) {
+    h_->repartitions.Add({{"trainingjob", job}, {"reason", ReasonLabel(reason)}});
   }
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
                          "A stage device's forward and backward passes", r);
@@ -418,8 +432,8 @@ void PipelineMetrics::AddRestoredStage(int64_t steps_lost) {
   h_->restored.Increment();
   h_->steps_lost.Increment(static_cast<double>(steps_lost));
 }
-void PipelineMetrics::AddRepartition(const std::string& reason) {
-  h_->repartitions.Add({{"trainingjob", h_->job}, {"reason", reason}}).Increment();
+void PipelineMetrics::AddRepartition(RepartitionReason reason) {
+  h_->repartitions.Add({{"trainingjob", h_->job}, {"reason", ReasonLabel(reason)}}).Increment();
 }
 
 }  // namespace edgetrain::agent

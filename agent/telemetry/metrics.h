@@ -122,6 +122,12 @@ class ConnectionMetrics {
 // its compute and its bubbles (waiting in a step for a neighbour); and for
 // the job, the activations and gradients the head relayed and the
 // micro-batches in flight between the first stage's forward and its backward.
+// Why a pipeline's stages changed: the stages' measured compute
+// (imbalance), the planner's or a measured layout (replan), a group's
+// micro-batches dealt anew by its devices' pace (shares), a lost stage's
+// layers taken by a neighbour (stage_lost).
+enum class RepartitionReason { kImbalance, kReplan, kShares, kStageLost };
+
 class PipelineMetrics {
  public:
   // `stage_of_rank[r]`: rank r's stage, or -1 for a device the plan leaves out.
@@ -145,9 +151,9 @@ class PipelineMetrics {
   // replica, and the steps of its layers' updates lost with the device:
   // those since that replica.
   void AddRestoredStage(int64_t steps_lost);
-  // Layers moved between stages, and why: "imbalance" (the stages' measured
-  // compute), "stage_lost" (a lost stage's layers taken by a neighbour).
-  void AddRepartition(const std::string& reason);
+  // Layers moved between stages, or a group's micro-batches dealt anew, and
+  // why (docs/metrics.md); each reason a series from the start, at 0.
+  void AddRepartition(RepartitionReason reason);
 
  private:
   struct Handles;
