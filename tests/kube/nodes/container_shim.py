@@ -16,7 +16,8 @@ is read-only. As root the program then runs as runAsUser/runAsGroup.
 
 Nothing outlives its kubelet: the shim gets SIGKILL when the kubelet thread that started
 it ends (PR_SET_PDEATHSIG), PID 1 gets SIGKILL when the shim ends, and when PID 1 ends
-the kernel kills every other process of its PID namespace. A failure before the exec is
+the kernel kills every other process of its PID namespace (a shim killed before PID 1
+held on to it is seen as the end of a pipe only the shim held). A failure before the exec is
 written to ERROR_FD, which the kubelet reads as the container's start error."""
 
 import ctypes
@@ -145,7 +146,19 @@ def home_of(uid):
         return "/"
 
 
-def container_process(spec, error_fd):
+def shim_gone(shim_alive_fd):
+    """True once the shim has ended: the pipe's only write end was the shim's, and the
+    kernel closes it before it sends the parent-death signal, so a shim that died before
+    our prctl shows here as end of file (its signal went to no one; pid 1 of a PID
+    namespace cannot ask getppid, which is 0 for it)."""
+    os.set_blocking(shim_alive_fd, False)
+    try:
+        return os.read(shim_alive_fd, 1) == b""
+    except BlockingIOError:
+        return False
+
+
+def container_process(spec, error_fd, shim_alive_fd):
     """PID 1 of the pod's PID namespace: build the root, drop to the pod's user, exec."""
     try:
         die_with_parent()
@@ -156,6 +169,8 @@ def container_process(spec, error_fd):
         become_user(spec, env)
         env.setdefault("HOME", home_of(os.getuid()))
         die_with_parent()  # a change of credentials clears it
+        if shim_gone(shim_alive_fd):  # killed before we held on to it: nothing may outlive it
+            os._exit(137)
         argv = spec["argv"]
         os.set_inheritable(error_fd, False)  # closes at the exec: the kubelet reads EOF
         os.execvpe(argv[0], argv, env)
@@ -195,9 +210,12 @@ def main():
     except OSError as e:
         os.write(error_fd, f"creating the pod's namespaces: {e.strerror}".encode())
         sys.exit(128)
+    shim_alive_r, shim_alive_w = os.pipe()  # the write end stays open until we end
     child = os.fork()
     if child == 0:
-        container_process(spec, error_fd)
+        os.close(shim_alive_w)
+        container_process(spec, error_fd, shim_alive_r)
+    os.close(shim_alive_r)
     os.close(error_fd)
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
               signal.SIGUSR2):
