@@ -108,10 +108,12 @@ TEST(ClusterProfileTest, ANodesSlowdownMayChangeAtTimesInTheRun) {
 
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
+  const fs::path dead = fs::path(::testing::TempDir()) / "dead-link.csv";
+  std::ofstream(dead) << "seconds,mbps\n0,0\n5,0\n";
   const std::string head = "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n";
   struct Case {
     std::string nodes;
-    const char* error;
+    std::string error;
   } cases[] = {
       {"  - {name: a, compute: {slowdown: 0.5}}\n", "spec.nodes[0].compute.slowdown: must be >= 1 (got 0.5)"},
       {"  - {name: a, gpus: 4}\n", "spec.nodes[0].gpus: unknown field"},
@@ -146,6 +148,12 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       {"  - {name: a, stream: {rateTrace: ../traces/wifi-indoor-1.csv}}\n",
        "spec.nodes[0].stream.rateTrace: " },
       {"  - {name: a, stream: {ratePerSecond: 0}}\n", "spec.nodes[0].stream.ratePerSecond: must be > 0"},
+      // Refused by validate and run too, as plan refused them (a new user's trial).
+      {"  - {name: a, cpu: two}\n", "spec.nodes[0].cpu: quantity \"two\": no number; a Kubernetes quantity of CPU"},
+      {"  - {name: a, cpu: \"0\"}\n", "spec.nodes[0].cpu: \"0\" is no CPU"},
+      {"  - {name: a, memory: \"0\"}\n", "spec.nodes[0].memory: \"0\" is no memory"},
+      {"  - {name: a, link: {trace: " + dead.string() + "}}\n",
+       "spec.nodes[0].link.trace: " + dead.string() + " is 0 Mbit/s throughout"},
   };
   for (const auto& c : cases) {
     auto profile = ParseClusterProfile(head + c.nodes, (dir / "test.yaml").string());

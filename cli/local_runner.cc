@@ -361,7 +361,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   std::vector<ChildProcess> workers;
   std::vector<int> worker_ranks;  // each worker's rank: a pipeline's plan may leave devices out
   // `log`: the agent whose log says why (the coordinator's unless a worker failed).
-  auto failed = [&](const std::string& why, std::string log_name = "") {
+  // `inputs_at_fault`: the agent refused the manifest's files or the
+  // checkpoint, so running the same command again would fail the same way.
+  auto failed = [&](const std::string& why, std::string log_name = "", bool inputs_at_fault = false) {
     for (auto& w : workers) w.Signal(SIGTERM);
     if (coordinator) {
       coordinator->Signal(SIGTERM);
@@ -369,12 +371,22 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     }
     if (log_name.empty()) log_name = launcher.coordinator_log();
     const std::string log = (folder->path() / log_name).string();
-    err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15)
-        << "logs: " << folder->path().string() << "\n";
+    err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15);
+    // The log's tail above says what the input's fault was; a folder kept
+    // for each refused input only piles up (a new user's trial found four).
+    if (!inputs_at_fault) err << "logs: " << folder->path().string() << "\n";
     // What a person most needs after a crash: whether the work is lost.
-    if (std::error_code exists; fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", exists)) {
+    std::error_code unreadable;
+    const bool checkpointed = fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable);
+    if (checkpointed && inputs_at_fault) {
+      err << "the job's checkpoint in " << plan.job.output_dir
+          << " is kept, as it was: once what the error says is mended, a run resumes from it (--fresh starts over)\n";
+    } else if (checkpointed) {
       err << "the job's checkpoint in " << plan.job.output_dir
           << " is kept: run the same command again to resume from it (--fresh starts over)\n";
+    } else if (inputs_at_fault) {
+      err << "no checkpoint was written in " << plan.job.output_dir
+          << ": once what the error says is mended, a run starts over\n";
     } else {
       const int every = plan.job.spec.fault_tolerance.checkpoint_every;
       err << "no checkpoint was written in " << plan.job.output_dir
@@ -383,8 +395,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
           << ": a run again starts over\n";
     }
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
-    folder->Keep();
-    return interrupted.load() ? kExitInterrupted : kExitFailed;
+    if (inputs_at_fault) {
+      folder->Remove();
+    } else {
+      folder->Keep();
+    }
+    return interrupted.load() ? kExitInterrupted : inputs_at_fault ? kExitInvalid : kExitFailed;
   };
 
   auto started_coordinator = launcher.StartCoordinator();
@@ -470,9 +486,8 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   Supervision outcome = supervisor.Run(interrupted, display, watch);
   if (!outcome.failure.empty()) return failed(outcome.failure, outcome.failure_log);
   if (outcome.result->state != JobState::kSucceeded && outcome.result->state != JobState::kInterrupted) {
-    const int code = failed("training failed: " + outcome.result->error);
-    // A data file or model the agent refused is the manifest's fault, not the run's.
-    return outcome.coordinator_exit == kExitInvalid ? kExitInvalid : code;
+    // A data file, model or checkpoint the agent refused is the inputs' fault, not the run's.
+    return failed("training failed: " + outcome.result->error, "", outcome.coordinator_exit == kExitInvalid);
   }
 
   if (plan.team && !plan.job.pipeline) {
@@ -515,7 +530,15 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   out << std::flush;
   if (observer && !outcome.interrupted) ServeAfterTheRun(*observer, options, interrupted, clock, err);
-  if (outcome.interrupted) return kExitInterrupted;
+  if (outcome.interrupted) {
+    // Said where the run ends, as a failure's note says it: the first line
+    // ("saving where it got to") did not say that running again resumes.
+    if (std::error_code unreadable; fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable)) {
+      err << "interrupted: the job's checkpoint in " << plan.job.output_dir
+          << " is kept: run the same command again to resume from it (--fresh starts over)\n";
+    }
+    return kExitInterrupted;
+  }
   // Stopped by a signal this run did not send (to the coordinator's agent,
   // by a person or a supervisor): not done, and resumable. It exited 0, as
   // if the job had ended (a new user's trial).

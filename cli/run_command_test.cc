@@ -502,10 +502,35 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   EXPECT_EQ(child->Wait(seconds(30)), 130);
   EXPECT_NE(ReadFile(dir_ / "stderr.log").find("interrupted: stopping digits-interrupted"), std::string::npos)
       << ReadFile(dir_ / "stderr.log");
+  EXPECT_NE(ReadFile(dir_ / "stderr.log")
+                .find("interrupted: the job's checkpoint in " + (dir_ / "out").string() +
+                      " is kept: run the same command again to resume from it"),
+            std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines[0].find(", interrupted"), std::string::npos) << lines[0];
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
   EXPECT_FALSE(ProcessRunningWith("--job=digits-interrupted"));
+
+  // Another model's manifest on the same folder: the checkpoint is refused and
+  // kept, and the runner does not say to run the same command again, which
+  // would fail the same way (a new user's trial), nor keep a run folder.
+  const size_t folders = RunFolders().size();
+  const fs::path narrower = dir_ / "narrower.yaml";
+  std::ofstream(narrower) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: "
+                             "digits-interrupted\nspec:\n  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits}\n"
+                             "  budget: {wallClock: 10m, epochs: 100000}\n";
+  Outcome refused = Execute({"run", narrower.string(), "--output", (dir_ / "out").string()});
+  EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("holds a different model, optimizer or team"), std::string::npos)
+      << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("is kept, as it was: once what the error says is mended, a run resumes from it"),
+            std::string::npos)
+      << refused.stderr_text;
+  const size_t refusal = refused.stderr_text.find("holds a different model");  // the log holds earlier runs' too
+  EXPECT_EQ(refused.stderr_text.find("run the same command again", refusal), std::string::npos) << refused.stderr_text;
+  EXPECT_EQ(RunFolders().size(), folders);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "checkpoint.bin"));
 
   // Run again, it resumes from where the interrupt left it, and says so; with
   // --fresh it starts over, and says what it replaces. Stopped by SIGTERM (a
