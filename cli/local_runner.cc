@@ -423,6 +423,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   const TimePoint links_started = clock.Now();
   for (int rank = 0; plan.team && rank < job.spec.parallelism.workers; ++rank) {
     if (plan.job.pipeline && !StageOfRank(*plan.job.pipeline, rank).ok()) continue;  // a device the plan leaves out
+    // Each start waits for the agent to load its data: a Ctrl-C during them
+    // stops the team as it is (the rest, started, added seconds to the stop).
+    if (interrupted.load()) break;
     auto worker = launcher.StartWorker(rank);
     if (!worker.ok()) {
       return failed("worker " + std::to_string(rank) + ": " + worker.status().message(),
