@@ -156,10 +156,16 @@ std::string LogTail(const std::string& path, size_t lines) {
   return out;
 }
 
+// The worker's estimate of its uplink, then the coordinator's of its
+// downlink: a team pushing small messages (sign rows) has only the second
+// timed, and one column of the uplink alone read "-" on every row of the
+// robot team (a new user's trial).
+// Loopback's estimates say nothing of a device: an unshaped one says so.
 std::string LinkColumn(const WorkerProgress& w, const WorkerSlot* device) {
-  if (w.bandwidth_mbps > 0) return Fixed(w.bandwidth_mbps, 1);
   if (device && !device->link) return "unshaped";
-  return "-";  // emulated, but too little went through it to time
+  if (w.bandwidth_mbps <= 0 && w.downlink_mbps <= 0) return "-";  // emulated, too little through it to time
+  auto either = [](double mbps) { return mbps > 0 ? Fixed(mbps, 1) : std::string("-"); };
+  return either(w.bandwidth_mbps) + "/" + either(w.downlink_mbps);
 }
 
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names) {
@@ -455,7 +461,7 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   std::string behind, uncounted;
   for (const auto& w : p.workers) {
     const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
-    untimed = untimed || LinkColumn(w, device) == "-";
+    untimed = untimed || LinkColumn(w, device).find('-') != std::string::npos;
     // It pushed, and no round counted a batch of it: each came after its
     // round had closed (a new user read 0 batches beside 38,130 rows sent).
     if (w.samples == 0 && w.rows_sent > 0) uncounted += (uncounted.empty() ? "" : ", ") + WorkerName(w.rank, names);
@@ -467,7 +473,7 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
     }
   }
   if (untimed) {
-    out << "  link -: not timed: a message must be " << kLeastTimedBytes / 1024
+    out << "  up/down -: not timed: a message must be " << kLeastTimedBytes / 1024
         << " KiB or more to time a link, smaller ones passing a shaper's burst at once\n";
   }
   if (!uncounted.empty()) {
@@ -578,12 +584,12 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     // Batches that vary are counted by what they held: samples.
     const bool variable = VariableBatches(plan.job.spec);
     out << "  worker  node           " << (variable ? " samples" : " batches")
-        << "   rows sent    MB sent   MB recv   link Mbit/s   stall   energy J\n";
+        << "   rows sent    MB sent   MB recv  up/down Mbit/s   stall   energy J\n";
     for (const auto& w : p.workers) {
       const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
       const int64_t batches = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
       char line[200];
-      std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %13s %6.0f%% %10.0f\n", w.rank,
+      std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %15s %6.0f%% %10.0f\n", w.rank,
                     WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
                     WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
                     static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(), 100 * w.stall_fraction,

@@ -47,6 +47,7 @@ JobProgress Finished() {
     p.workers.push_back(w);
   }
   p.workers[1].bandwidth_mbps = 41.5;
+  p.workers[1].downlink_mbps = 38.2;
   p.workers[1].held_team_s = 31.2;
   p.workers[2].held_team_s = 12.04;
   p.workers[0].held_team_s = 2.0;  // under a twentieth: not worth a word
@@ -161,7 +162,7 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   EXPECT_NE(s.find("batches"), std::string::npos) << s;
   EXPECT_NE(s.find("\n  on the wire "), std::string::npos) << "what the team's synchronising bought: " << s;
   EXPECT_NE(s.find("not in the team at the end: robot-3"), std::string::npos) << s;
-  EXPECT_NE(s.find("link -: not timed: a message must be 32 KiB or more to time a link"), std::string::npos)
+  EXPECT_NE(s.find("up/down -: not timed: a message must be 32 KiB or more to time a link"), std::string::npos)
       << "robot-1's emulated link, too little used to time: " << s;
   EXPECT_EQ(s.find("figures as of"), std::string::npos) << "every worker reported to the end: " << s;
   std::istringstream lines(s);
@@ -172,8 +173,13 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   ASSERT_EQ(rows.size(), 3u) << s;
   EXPECT_NE(rows[0].find(" - "), std::string::npos) << "emulated, not yet timed: " << rows[0];
   EXPECT_NE(rows[0].find(" 300 "), std::string::npos) << "the batches it computed: " << rows[0];
-  EXPECT_NE(rows[1].find("41.5"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[1].find(" 41.5/38.2 "), std::string::npos) << "its uplink, then its downlink: " << rows[1];
   EXPECT_NE(rows[2].find("unshaped"), std::string::npos) << rows[2];
+  // Small pushes (sign rows) time no uplink; the downlink still shows.
+  JobProgress down_only = Finished();
+  down_only.workers[0].downlink_mbps = 15.4;
+  const std::string d = Summary(Team(), down_only);
+  EXPECT_NE(d.find(" -/15.4 "), std::string::npos) << d;
 }
 
 TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachStream) {
