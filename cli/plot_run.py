@@ -22,6 +22,7 @@ import os
 import sys
 
 RATE_WINDOW_S = 3.0  # the least time a rate is taken over
+ENERGY_STEP_S = 0.5  # the job's energy is drawn at these steps from its workers' reports
 
 
 def load(path):
@@ -68,6 +69,58 @@ def rates(times, totals):
             out_v.append(max(0.0, totals[j] - totals[i]) / dt)
             i = j
     return out_t, out_v
+
+
+def team_energy(snapshots):
+    """(times, joules) of the whole job, each worker's energy placed at the job time it
+    was spent rather than when its report reached the coordinator: a robot whose
+    link was out for 18 s reported nothing new meanwhile, then all of it at once,
+    and the job's total drew 160 W, above what the devices can draw. A worker's
+    report is placed at its own wallSeconds plus the least gap seen between the
+    job's elapsed time and it, over the snapshots of one run (a resumed run
+    starts its workers' clocks again, and a clock going back starts a new run).
+    Between two reports its energy is spread evenly. Without per-worker figures
+    (a job of one), the job's total, as it came."""
+    reports = {}  # rank -> runs, each a list of (wallSeconds, energyJoules, elapsedSeconds)
+    for p in snapshots:
+        for w in p.get("workers", []):
+            if w.get("energyJoules") is None or w.get("wallSeconds") is None:
+                continue
+            runs = reports.setdefault(w["rank"], [[]])
+            run = runs[-1]
+            if run and w["wallSeconds"] < run[-1][0]:
+                run = []
+                runs.append(run)
+            if not run or w["wallSeconds"] > run[-1][0]:
+                run.append((w["wallSeconds"], w["energyJoules"], p["elapsedSeconds"]))
+    placed = {}  # rank -> [(job time, energy)]
+    for rank, runs in reports.items():
+        points = placed.setdefault(rank, [])
+        for run in runs:
+            if not run:
+                continue
+            gap = min(elapsed - wall for wall, _, elapsed in run)
+            points.extend((wall + gap, joules) for wall, joules, _ in run)
+    if not placed:
+        energy = [(p["elapsedSeconds"], p["energyJoules"]) for p in snapshots if p.get("energyJoules") is not None]
+        return [t for t, _ in energy], [j for _, j in energy]
+
+    def energy_at(points, t):
+        """Linear between reports; before the first, its figure; after the last, the last."""
+        if t <= points[0][0]:
+            return points[0][1]
+        for (t0, e0), (t1, e1) in zip(points, points[1:]):
+            if t <= t1:
+                return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e1
+        return points[-1][1]
+
+    start = min(points[0][0] for points in placed.values() if points)
+    end = max(points[-1][0] for points in placed.values() if points)
+    times = [start]
+    while times[-1] + ENERGY_STEP_S < end:
+        times.append(times[-1] + ENERGY_STEP_S)
+    times.append(end)
+    return times, [sum(energy_at(points, t) for points in placed.values() if points) for t in times]
 
 
 def worker_series(snapshots, key, zero_is_unknown=False):
@@ -170,12 +223,11 @@ def draw(snapshots, evaluations, out, title, names):
         ax.text(0.5, 0.5, "a job of one: never waits", ha="center", transform=ax.transAxes)
 
     ax = axes[2][0]
-    energy = [(p["elapsedSeconds"], p["energyJoules"]) for p in snapshots if p.get("energyJoules") is not None]
-    if energy:
-        t, joules = zip(*energy)
+    t, joules = team_energy(snapshots)
+    if t:
         ax.plot(t, joules, color="tab:red")
         watts_ax = ax.twinx()
-        wt, wv = rates(list(t), list(joules))
+        wt, wv = rates(t, joules)
         watts_ax.plot(wt, wv, color="tab:purple", linewidth=1)
         watts_ax.set_ylabel("W", color="tab:purple")
         top_above(watts_ax, wv)  # from 0: a tenth of a watt must not look like a swing
