@@ -332,7 +332,8 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   std::error_code ec;
   const fs::path model = fs::path(plan.job.output_dir) / "model.pt";
   const std::string earlier_model = fs::exists(model, ec) ? model.string() : "";
-  // The run folder holds the plan and the agents' logs; kept when a run fails.
+  // The run folder holds the plan and the agents' logs; kept when a run fails,
+  // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
   if (!folder.ok()) {
     err << "error: " << folder.status().message() << "\n";
@@ -361,9 +362,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   std::vector<ChildProcess> workers;
   std::vector<int> worker_ranks;  // each worker's rank: a pipeline's plan may leave devices out
   // `log`: the agent whose log says why (the coordinator's unless a worker failed).
-  // `inputs_at_fault`: the agent refused the manifest's files or the
-  // checkpoint, so running the same command again would fail the same way.
-  auto failed = [&](const std::string& why, std::string log_name = "", bool inputs_at_fault = false) {
+  // `inputs_at_fault`: the agent refused the manifest's files, its checkpoint
+  // or its numbers (a loss gone non-finite), so running the same command
+  // again would fail the same way; `refused_at_start`: before anything
+  // trained, when the log's tail printed here says all there is.
+  auto failed = [&](const std::string& why, std::string log_name = "", bool inputs_at_fault = false,
+                    bool refused_at_start = false) {
+    const bool drop_logs = refused_at_start && !options.keep_logs;
     for (auto& w : workers) w.Signal(SIGTERM);
     if (coordinator) {
       coordinator->Signal(SIGTERM);
@@ -372,21 +377,21 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (log_name.empty()) log_name = launcher.coordinator_log();
     const std::string log = (folder->path() / log_name).string();
     err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15);
-    // The log's tail above says what the input's fault was; a folder kept
-    // for each refused input only piles up (a new user's trial found four).
-    if (!inputs_at_fault) err << "logs: " << folder->path().string() << "\n";
+    // A folder kept for each input refused at the start only piles up (a new
+    // user's trial found four): the log's tail above says what was wrong.
+    if (!drop_logs) err << "logs: " << folder->path().string() << "\n";
     // What a person most needs after a crash: whether the work is lost.
     std::error_code unreadable;
     const bool checkpointed = fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable);
     if (checkpointed && inputs_at_fault) {
       err << "the job's checkpoint in " << plan.job.output_dir
-          << " is kept, as it was: once what the error says is mended, a run resumes from it (--fresh starts over)\n";
+          << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
     } else if (checkpointed) {
       err << "the job's checkpoint in " << plan.job.output_dir
           << " is kept: run the same command again to resume from it (--fresh starts over)\n";
     } else if (inputs_at_fault) {
       err << "no checkpoint was written in " << plan.job.output_dir
-          << ": once what the error says is mended, a run starts over\n";
+          << "; the same command fails the same way until what the error says is dealt with\n";
     } else {
       const int every = plan.job.spec.fault_tolerance.checkpoint_every;
       err << "no checkpoint was written in " << plan.job.output_dir
@@ -395,12 +400,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
           << ": a run again starts over\n";
     }
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
-    if (inputs_at_fault) {
+    if (drop_logs) {
       folder->Remove();
     } else {
       folder->Keep();
     }
-    return interrupted.load() ? kExitInterrupted : inputs_at_fault ? kExitInvalid : kExitFailed;
+    return inputs_at_fault ? kExitInvalid : interrupted.load() ? kExitInterrupted : kExitFailed;
   };
 
   auto started_coordinator = launcher.StartCoordinator();
@@ -423,8 +428,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   const TimePoint links_started = clock.Now();
   for (int rank = 0; plan.team && rank < job.spec.parallelism.workers; ++rank) {
     if (plan.job.pipeline && !StageOfRank(*plan.job.pipeline, rank).ok()) continue;  // a device the plan leaves out
-    // Each start waits for the agent to load its data: a Ctrl-C during them
-    // stops the team as it is (the rest, started, added seconds to the stop).
+    // Each start waits for the agent to come up and say its address: a Ctrl-C
+    // during them stops the team as it is (starting the rest first, then
+    // stopping them, took the robot team 5.7 s).
     if (interrupted.load()) break;
     auto worker = launcher.StartWorker(rank);
     if (!worker.ok()) {
@@ -490,7 +496,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (!outcome.failure.empty()) return failed(outcome.failure, outcome.failure_log);
   if (outcome.result->state != JobState::kSucceeded && outcome.result->state != JobState::kInterrupted) {
     // A data file, model or checkpoint the agent refused is the inputs' fault, not the run's.
-    return failed("training failed: " + outcome.result->error, "", outcome.coordinator_exit == kExitInvalid);
+    const bool inputs_at_fault = outcome.coordinator_exit == kExitInvalid;
+    return failed("training failed: " + outcome.result->error, "", inputs_at_fault,
+                  inputs_at_fault && outcome.result->iteration == 0 && outcome.lost_workers == 0);
   }
 
   if (plan.team && !plan.job.pipeline) {
@@ -536,7 +544,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (outcome.interrupted) {
     // Said where the run ends, as a failure's note says it: the first line
     // ("saving where it got to") did not say that running again resumes.
-    if (std::error_code unreadable; fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable)) {
+    // Only of a checkpoint this run wrote or resumed from: one left by a
+    // finished run, on which this one was stopped before training, is not
+    // taken up again (the next run starts over).
+    const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->resumed_from_iteration);
+    if (std::error_code unreadable;
+        its_own && fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable)) {
       err << "interrupted: the job's checkpoint in " << plan.job.output_dir
           << " is kept: run the same command again to resume from it (--fresh starts over)\n";
     }

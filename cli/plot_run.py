@@ -16,13 +16,15 @@ install it).
 """
 
 import argparse
+import bisect
 import csv
 import json
 import os
 import sys
 
 RATE_WINDOW_S = 3.0  # the least time a rate is taken over
-ENERGY_STEP_S = 0.5  # the job's energy is drawn at these steps from its workers' reports
+ENERGY_STEP_S = 0.5  # the job's energy is drawn at these steps from its workers' reports,
+MOST_ENERGY_STEPS = 4000  # and in no more of them: a day's run draws in a second
 
 
 def load(path):
@@ -72,55 +74,58 @@ def rates(times, totals):
 
 
 def team_energy(snapshots):
-    """(times, joules) of the whole job, each worker's energy placed at the job time it
-    was spent rather than when its report reached the coordinator: a robot whose
-    link was out for 18 s reported nothing new meanwhile, then all of it at once,
-    and the job's total drew 160 W, above what the devices can draw. A worker's
-    report is placed at its own wallSeconds plus the least gap seen between the
-    job's elapsed time and it, over the snapshots of one run (a resumed run
-    starts its workers' clocks again, and a clock going back starts a new run).
-    Between two reports its energy is spread evenly. Without per-worker figures
-    (a job of one), the job's total, as it came."""
-    reports = {}  # rank -> runs, each a list of (wallSeconds, energyJoules, elapsedSeconds)
+    """(times, joules) of the whole job, each team worker's energy placed at the job
+    time it was spent rather than when its report reached the coordinator: a robot
+    whose link was out for 18 s reported nothing new meanwhile, then all of it at
+    once, and the job's total drew 72.8 W on four devices of 15 W.
+
+    A report first seen at job time E with the worker's own clock at W is placed at
+    W plus the least E - W of it and every later report (no later than E): the
+    gap between the two clocks only grows (a worker's clock leaves out the time
+    between a lost stream and its reconnect), and a stale report's E - W is too
+    large by how late it came, while a later fresh one's is not. Between two
+    reports a worker's energy is spread evenly. A job of one (its clock stays 0)
+    and a pipeline (a stage's clock is its busy time, not the job's) are drawn
+    from the job's total, as it came."""
+    reports = {}  # rank -> [(wallSeconds, energyJoules, elapsedSeconds first seen)], wall rising
+    staged = False
     for p in snapshots:
         for w in p.get("workers", []):
-            if w.get("energyJoules") is None or w.get("wallSeconds") is None:
+            staged = staged or "layers" in w
+            wall, joules = w.get("wallSeconds"), w.get("energyJoules")
+            if wall is None or joules is None or wall <= 0:
                 continue
-            runs = reports.setdefault(w["rank"], [[]])
-            run = runs[-1]
-            if run and w["wallSeconds"] < run[-1][0]:
-                run = []
-                runs.append(run)
-            if not run or w["wallSeconds"] > run[-1][0]:
-                run.append((w["wallSeconds"], w["energyJoules"], p["elapsedSeconds"]))
-    placed = {}  # rank -> [(job time, energy)]
-    for rank, runs in reports.items():
-        points = placed.setdefault(rank, [])
-        for run in runs:
-            if not run:
-                continue
-            gap = min(elapsed - wall for wall, _, elapsed in run)
-            points.extend((wall + gap, joules) for wall, joules, _ in run)
-    if not placed:
+            run = reports.setdefault(w["rank"], [])
+            if not run or wall > run[-1][0]:
+                run.append((wall, joules, p["elapsedSeconds"]))
+    if staged or not reports:
         energy = [(p["elapsedSeconds"], p["energyJoules"]) for p in snapshots if p.get("energyJoules") is not None]
         return [t for t, _ in energy], [j for _, j in energy]
+    placed = []  # per worker: [(job time, energy)], time rising
+    for run in reports.values():
+        points, gap = [], float("inf")
+        for wall, joules, seen in reversed(run):
+            gap = min(gap, seen - wall)
+            points.append((min(seen, wall + gap), joules))
+        points.reverse()
+        placed.append(points)
+    start = min(points[0][0] for points in placed)
+    end = max(points[-1][0] for points in placed)
+    steps = max(1, min(int((end - start) / ENERGY_STEP_S), MOST_ENERGY_STEPS))
+    times = [start + (end - start) * i / steps for i in range(steps + 1)]
+    return times, [sum(energy_at(points, t) for points in placed) for t in times]
 
-    def energy_at(points, t):
-        """Linear between reports; before the first, its figure; after the last, the last."""
-        if t <= points[0][0]:
-            return points[0][1]
-        for (t0, e0), (t1, e1) in zip(points, points[1:]):
-            if t <= t1:
-                return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e1
+
+def energy_at(points, t):
+    """A worker's energy at job time t: linear between its reports; before the
+    first, the first's; after the last, the last's."""
+    i = bisect.bisect_left(points, (t,))
+    if i == 0:
+        return points[0][1]
+    if i == len(points):
         return points[-1][1]
-
-    start = min(points[0][0] for points in placed.values() if points)
-    end = max(points[-1][0] for points in placed.values() if points)
-    times = [start]
-    while times[-1] + ENERGY_STEP_S < end:
-        times.append(times[-1] + ENERGY_STEP_S)
-    times.append(end)
-    return times, [sum(energy_at(points, t) for points in placed.values() if points) for t in times]
+    (t0, e0), (t1, e1) = points[i - 1], points[i]
+    return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e1
 
 
 def worker_series(snapshots, key, zero_is_unknown=False):

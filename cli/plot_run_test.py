@@ -35,22 +35,37 @@ class TeamEnergyTest(unittest.TestCase):
             self.assertAlmostEqual(w, 20.0, delta=1e-6)
         self.assertAlmostEqual(joules[-1], 600.0)
 
-    def test_a_resumed_run_starts_its_workers_clocks_again(self):
-        # 10 s at 5 W, then a resumed run whose worker's clock starts at 0 and
-        # whose energy carries on from 50 J; the job's time goes on from 10 s.
-        first = [snapshot(t, [(0, t, 5.0 * t)]) for t in range(1, 11)]
-        second = [snapshot(10 + t, [(0, t, 50 + 5.0 * t)]) for t in range(1, 11)]
-        times, joules = plot_run.team_energy(first + second)
-        self.assertAlmostEqual(times[-1], 20.0)
-        self.assertAlmostEqual(joules[-1], 100.0)
-        _, watts = plot_run.rates(times, joules)
-        for w in watts:
-            self.assertAlmostEqual(w, 5.0, delta=1e-6)
+    def test_a_worker_whose_stream_was_lost_for_a_while_is_placed_after_the_gap(self):
+        # 10 W; its stream lost from 10 s to 15 s of the job: its own clock leaves
+        # those 5 s out (as a team's wall time does), and it spent nothing then.
+        snapshots = []
+        for t in range(1, 31):
+            wall = t if t <= 10 else max(10, t - 5)
+            snapshots.append(snapshot(t, [(0, wall, 10.0 * wall)]))
+        times, joules = plot_run.team_energy(snapshots)
+        at = dict(zip(times, joules))
+        self.assertAlmostEqual(plot_run.energy_at(list(zip(times, joules)), 10.0), 100.0)
+        self.assertAlmostEqual(plot_run.energy_at(list(zip(times, joules)), 30.0), 250.0)
+        self.assertAlmostEqual(at[times[-1]], 250.0)
+        self.assertAlmostEqual(times[-1], 30.0)
 
-    def test_a_job_of_one_draws_its_total_as_it_came(self):
-        snapshots = [{"elapsedSeconds": t, "energyJoules": 2.0 * t} for t in range(1, 6)]
-        self.assertEqual(plot_run.team_energy(snapshots), ([1, 2, 3, 4, 5], [2.0, 4.0, 6.0, 8.0, 10.0]))
+    def test_a_job_of_one_and_a_pipeline_draw_the_jobs_total_as_it_came(self):
+        # A job of one reports one worker whose clock stays 0; a pipeline's stages
+        # report their busy time (and their layers), not the job's clock.
+        alone = [{"elapsedSeconds": t, "energyJoules": 2.0 * t,
+                  "workers": [{"rank": 0, "wallSeconds": 0.0, "energyJoules": 2.0 * t}]} for t in range(1, 6)]
+        self.assertEqual(plot_run.team_energy(alone), ([1, 2, 3, 4, 5], [2.0, 4.0, 6.0, 8.0, 10.0]))
+        staged = [{"elapsedSeconds": t, "energyJoules": 3.0 * t,
+                   "workers": [{"rank": 0, "wallSeconds": 0.7 * t, "energyJoules": 3.0 * t, "layers": "0-1"}]}
+                  for t in range(1, 6)]
+        self.assertEqual(plot_run.team_energy(staged), ([1, 2, 3, 4, 5], [3.0, 6.0, 9.0, 12.0, 15.0]))
         self.assertEqual(plot_run.team_energy([{"elapsedSeconds": 1}]), ([], []))
+
+    def test_a_long_run_is_drawn_in_a_bounded_number_of_steps(self):
+        snapshots = [snapshot(t, [(0, t, 1.0 * t)]) for t in range(1, 86400, 60)]
+        times, joules = plot_run.team_energy(snapshots)
+        self.assertLessEqual(len(times), plot_run.MOST_ENERGY_STEPS + 1)
+        self.assertAlmostEqual(joules[-1], snapshots[-1]["energyJoules"])
 
 
 if __name__ == "__main__":
