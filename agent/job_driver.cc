@@ -25,7 +25,7 @@ JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, 
     : plan_(plan), engine_(engine), clock_(clock), board_(board), metrics_(metrics), log_(log) {}
 
 StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
-  const std::string path = CheckpointPath(plan_);
+  const std::string path = plan_.CheckpointPath();
   StatusOr<std::optional<JobCheckpoint>> loaded = LoadCheckpoint(path);
   if (!loaded.ok()) {
     // Asked to start afresh, a checkpoint that cannot be read is replaced
@@ -88,7 +88,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
 
 Status JobDriver::SaveFiniteCheckpoint(const JobCheckpoint& c) {
   EDGETRAIN_RETURN_IF_ERROR(FiniteWeights(c.iteration, c.parameters));
-  return SaveCheckpoint(CheckpointPath(plan_), c);
+  return SaveCheckpoint(plan_.CheckpointPath(), c);
 }
 
 Status JobDriver::WriteModelCard(const JobProgress& p) {
@@ -131,7 +131,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   std::error_code ec;
   std::filesystem::create_directories(plan_.output_dir, ec);
   if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
-  const std::string model_path = plan_.output_dir + "/model.pt";
+  const std::string model_path = plan_.ModelPath();
   // A model left by an earlier run, which an interrupted run must not replace.
   const bool earlier_model = std::filesystem::exists(model_path, ec);
   EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> resumed, Resume());
@@ -281,7 +281,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       // A finished run's model is not replaced by one interrupted early:
       // the checkpoint resumes this run, and its model comes when it ends.
       log_ << plan_.job << ": interrupted; " << model_path << " is kept as the earlier run left it, and "
-           << CheckpointPath(plan_) << " resumes this one\n";
+           << plan_.CheckpointPath() << " resumes this one\n";
       p.model_path = "";
     } else {
       p.model_path = model_path;
@@ -289,7 +289,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(p));
       if (!interrupted) {
         last.complete = true;
-        EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(CheckpointPath(plan_), last));
+        EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(plan_.CheckpointPath(), last));
       }
     }
   }

@@ -32,8 +32,6 @@ class JobDriver {
   // The final progress, with the model's path; an error if the job failed.
   StatusOr<JobProgress> Run(const std::atomic<bool>& cancel);
 
-  static std::string CheckpointPath(const JobPlan& plan) { return plan.output_dir + "/checkpoint.bin"; }
-
  private:
   // The checkpoint this run resumes from, restored into the engine; nullopt
   // when it starts afresh.

@@ -110,10 +110,12 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       return InvalidArgumentError(where + ".cpu: " + (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
                                   "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m");
     }
-    if (StatusOr<int64_t> memory = ParseQuantityUnits(node.memory); !node.memory.empty() && (!memory.ok() || *memory <= 0)) {
-      return InvalidArgumentError(where + ".memory: " +
-                                  (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
-                                  "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
+    if (!node.memory.empty()) {  // none: not limited
+      if (StatusOr<int64_t> memory = ParseQuantityUnits(node.memory); !memory.ok() || *memory <= 0) {
+        return InvalidArgumentError(where + ".memory: " +
+                                    (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
+                                    "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
+      }
     }
     node.pods = n["pods"].get<int64_t>();
     if (n.contains("labels")) node.labels = n["labels"].get<std::map<std::string, std::string>>();
@@ -128,13 +130,14 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
       auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
       if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
+      const BandwidthTrace scaled = parsed->Scaled(node.link->scale);
       // As a stream's all-zero rate is refused: a team with such a link
       // trained nothing for its whole budget and exited 0 (a new user's trial).
-      if (!(parsed->Scaled(node.link->scale).PeakMbps() > 0)) {
+      if (!(scaled.PeakMbps() > 0)) {
         return InvalidArgumentError(where + ".link.trace: " + trace.path + " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
                                     "a link that is out for a while has 0 in some of its rows");
       }
-      node.link->mean_mbps = parsed->Scaled(node.link->scale).MeanMbps();
+      node.link->mean_mbps = scaled.MeanMbps();
     }
     if (n.contains("stream")) {
       const Json& s = n["stream"];

@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "core/exit_codes.h"
+
 namespace edgetrain::cli {
 namespace {
 
@@ -11,6 +13,8 @@ namespace fs = std::filesystem;
 
 constexpr std::chrono::milliseconds kPollEvery{200};
 constexpr std::chrono::seconds kStartupTimeout{60};
+// How long an agent that closed its stdout has to end, for its exit code.
+constexpr std::chrono::seconds kExitGrace{5};
 
 }  // namespace
 
@@ -95,7 +99,17 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
   while (clock_.Now() < deadline) {
     auto line = agent.ReadLine(kPollEvery);
     if (line && line->rfind(what + " ", 0) == 0) return line->substr(what.size() + 1);
-    if (!line && agent.stdout_closed()) return UnavailableError("the agent exited before it printed `" + what + "`");
+    if (!line && agent.stdout_closed()) {
+      // An agent that refused its inputs (a data file, a model, a checkpoint)
+      // says so by its exit code: the run is then invalid, not failed, and
+      // running it again fails the same way (a team's coordinator loads its
+      // data before it listens).
+      const std::string ended = "the agent exited before it printed `" + what + "`";
+      if (agent.ExitsWithin(kExitGrace) && agent.Poll() == kExitInvalid) {
+        return InvalidArgumentError(ended + ": it refused its inputs (exit " + std::to_string(kExitInvalid) + ")");
+      }
+      return UnavailableError(ended);
+    }
   }
   return DeadlineExceededError("the agent did not print `" + what + "` within " +
                                std::to_string(kStartupTimeout.count()) + " s");

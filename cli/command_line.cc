@@ -139,7 +139,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   run_command->add_flag("--fresh", run.fresh,
                         "start over, even where the output folder holds a checkpoint of an interrupted run of the "
                         "job (which is resumed otherwise)");
-  run_command->add_flag("--keep-logs", run.keep_logs, "keep the run folder with the plan and every agent's log");
+  run_command->add_flag("--keep-logs", run.keep_logs,
+                        "keep the run folder with the plan and every agent's log (a failed run keeps it anyway, "
+                        "unless its inputs were refused before it trained)");
   run_command->add_flag("--insecure", run.insecure,
                         "a team's agents talk in plaintext instead of mutual TLS with the run's own certificates: "
                         "anyone who reaches their ports could join; for loopback only");

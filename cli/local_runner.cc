@@ -330,8 +330,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     links = std::move(*created);
   }
   std::error_code ec;
-  const fs::path model = fs::path(plan.job.output_dir) / "model.pt";
-  const std::string earlier_model = fs::exists(model, ec) ? model.string() : "";
+  const std::string model = plan.job.ModelPath();
+  const std::string earlier_model = fs::exists(model, ec) ? model : "";
+  auto checkpointed = [&] {
+    std::error_code unreadable;
+    return fs::exists(plan.job.CheckpointPath(), unreadable);
+  };
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
@@ -381,12 +385,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // user's trial found four): the log's tail above says what was wrong.
     if (!drop_logs) err << "logs: " << folder->path().string() << "\n";
     // What a person most needs after a crash: whether the work is lost.
-    std::error_code unreadable;
-    const bool checkpointed = fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable);
-    if (checkpointed && inputs_at_fault) {
+    const bool checkpoint = checkpointed();
+    if (checkpoint && inputs_at_fault) {
       err << "the job's checkpoint in " << plan.job.output_dir
           << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
-    } else if (checkpointed) {
+    } else if (checkpoint) {
       err << "the job's checkpoint in " << plan.job.output_dir
           << " is kept: run the same command again to resume from it (--fresh starts over)\n";
     } else if (inputs_at_fault) {
@@ -415,7 +418,8 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       folder->Remove();  // nothing ran: nothing to keep, and no lock to mistake for a killed runner's
       return ExitCodeFor(started_coordinator.status());
     }
-    return failed(started_coordinator.status().message());
+    const bool refused = started_coordinator.status().code() == StatusCode::kInvalidArgument;
+    return failed(started_coordinator.status().message(), "", refused, refused);
   }
   coordinator.emplace(std::move(*started_coordinator));
   err << "training " << DescribeJob(job) << (profile ? " on the devices of " + profile->name : "") << "\n";
@@ -434,8 +438,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (interrupted.load()) break;
     auto worker = launcher.StartWorker(rank);
     if (!worker.ok()) {
+      const bool refused = worker.status().code() == StatusCode::kInvalidArgument;
       return failed("worker " + std::to_string(rank) + ": " + worker.status().message(),
-                    "worker-" + std::to_string(rank) + ".log");
+                    "worker-" + std::to_string(rank) + ".log", refused, refused);
     }
     workers.push_back(std::move(*worker));
     worker_ranks.push_back(rank);
@@ -548,8 +553,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // finished run, on which this one was stopped before training, is not
     // taken up again (the next run starts over).
     const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->resumed_from_iteration);
-    if (std::error_code unreadable;
-        its_own && fs::exists(fs::path(plan.job.output_dir) / "checkpoint.bin", unreadable)) {
+    if (its_own && checkpointed()) {
       err << "interrupted: the job's checkpoint in " << plan.job.output_dir
           << " is kept: run the same command again to resume from it (--fresh starts over)\n";
     }

@@ -43,10 +43,10 @@ class TeamEnergyTest(unittest.TestCase):
             wall = t if t <= 10 else max(10, t - 5)
             snapshots.append(snapshot(t, [(0, wall, 10.0 * wall)]))
         times, joules = plot_run.team_energy(snapshots)
-        at = dict(zip(times, joules))
-        self.assertAlmostEqual(plot_run.energy_at(list(zip(times, joules)), 10.0), 100.0)
-        self.assertAlmostEqual(plot_run.energy_at(list(zip(times, joules)), 30.0), 250.0)
-        self.assertAlmostEqual(at[times[-1]], 250.0)
+        drawn = list(zip(times, joules))
+        self.assertAlmostEqual(plot_run.energy_at(drawn, 10.0), 100.0)
+        self.assertAlmostEqual(plot_run.energy_at(drawn, 30.0), 250.0)
+        self.assertAlmostEqual(joules[-1], 250.0)
         self.assertAlmostEqual(times[-1], 30.0)
 
     def test_a_job_of_one_and_a_pipeline_draw_the_jobs_total_as_it_came(self):

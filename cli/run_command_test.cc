@@ -408,6 +408,33 @@ TEST_F(RunCommandTest, MissingFilesAreNamedByTheirFieldsBeforeAnythingStarts) {
   }
 }
 
+// A team's coordinator loads its data before it listens: a file it refuses
+// is the input's fault (exit 2), as for a job of one, not a runtime failure
+// that running again would mend (found in review), and no run folder stays.
+TEST_F(RunCommandTest, ATeamWhoseDataItsAgentRefusesIsInvalidInput) {
+  std::ofstream train(dir_ / "train.csv");
+  for (int i = 0; i < 40; ++i) train << (i == 30 ? 7 : i % 3) << ",0.1,0.2,0.3," << i % 5 << "\n";
+  train.close();
+  std::ofstream(dir_ / "test.csv") << "0,0.1,0.2,0.3,0.4\n1,0.4,0.3,0.2,0.1\n";
+  const size_t folders = RunFolders().size();
+  Outcome run = Execute({"run",
+                         Manifest("refused-data", "  model: {name: mlp}\n"
+                                                  "  data: {format: csv, inputShape: [4], classes: 3, batchSize: 8,"
+                                                  " train: {path: train.csv}, test: {path: test.csv}}\n"
+                                                  "  parallelism: {workers: 2}\n"
+                                                  "  budget: {wallClock: 10s}\n"),
+                         "--insecure", "--json"});
+  EXPECT_EQ(run.exit, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("train.csv:31: label 7 is out of range [0, 3)"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("the same command fails the same way until what the error says is dealt with"),
+            std::string::npos)
+      << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("logs: "), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(RunFolders().size(), folders);
+  ASSERT_FALSE(run.stdout_lines.empty()) << run.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(run.stdout_lines.back())["stop_reason"], "failed");
+}
+
 TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
   const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
   Outcome ok = Execute({"validate", examples / "robot-team.yaml", "--nodes", examples / "nodes/robot-team.yaml"});

@@ -156,13 +156,15 @@ std::string LogTail(const std::string& path, size_t lines) {
   return out;
 }
 
+// Loopback's estimates say nothing of a device: an unshaped one says so.
+bool Unshaped(const WorkerSlot* device) { return device && !device->link; }
+
 // The worker's estimate of its uplink, then the coordinator's of its
 // downlink: a team pushing small messages (sign rows) has only the second
 // timed, and one column of the uplink alone read "-" on every row of the
 // robot team (a new user's trial).
-// Loopback's estimates say nothing of a device: an unshaped one says so.
 std::string LinkColumn(const WorkerProgress& w, const WorkerSlot* device) {
-  if (device && !device->link) return "unshaped";
+  if (Unshaped(device)) return "unshaped";
   if (w.bandwidth_mbps <= 0 && w.downlink_mbps <= 0) return "-";  // emulated, too little through it to time
   auto either = [](double mbps) { return mbps > 0 ? Fixed(mbps, 1) : std::string("-"); };
   return either(w.bandwidth_mbps) + "/" + either(w.downlink_mbps);
@@ -461,7 +463,7 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   std::string behind, uncounted;
   for (const auto& w : p.workers) {
     const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
-    untimed = untimed || LinkColumn(w, device).find('-') != std::string::npos;
+    untimed = untimed || (!Unshaped(device) && (w.bandwidth_mbps <= 0 || w.downlink_mbps <= 0));
     // It pushed, and no round counted a batch of it: each came after its
     // round had closed (a new user read 0 batches beside 38,130 rows sent).
     if (w.samples == 0 && w.rows_sent > 0) uncounted += (uncounted.empty() ? "" : ", ") + WorkerName(w.rank, names);

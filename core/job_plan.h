@@ -85,6 +85,11 @@ struct JobPlan {
   // Start afresh even if the output folder holds a checkpoint of this job
   // that did not complete (which the job otherwise resumes from).
   bool fresh = false;
+
+  // What the job keeps in output_dir, as the agents write them and the
+  // runner looks for them (docs/using-the-model.md).
+  std::string CheckpointPath() const { return output_dir + "/checkpoint.bin"; }
+  std::string ModelPath() const { return output_dir + "/model.pt"; }
 };
 
 // The oldest plan generation whose worker may hold rank `rank`'s slot.

@@ -369,7 +369,7 @@ TEST_P(RestartTest, ARestartedCoordinatorResumesFromItsCheckpointAndTheWorkersRe
   int64_t died_at = 0, checkpointed_at = 0;
   team.Run([&](SimulatedTeam& t) {
     ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 90; }));
-    auto checkpoint = ReadWholeFile(JobDriver::CheckpointPath(t.plan()));
+    auto checkpoint = ReadWholeFile(t.plan().CheckpointPath());
     ASSERT_TRUE(checkpoint.ok());
     auto decoded = DecodeCheckpoint(*checkpoint, "checkpoint.bin");
     ASSERT_TRUE(decoded.ok());

@@ -383,8 +383,7 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                        job});
   // Every reason from the start, at 0: a family with no series until its
   // first repartition left dashboards and alerts with no data (a new user's trial).
-  for (RepartitionReason reason : {RepartitionReason::kImbalance, RepartitionReason::kReplan,
-                                   RepartitionReason::kShares, RepartitionReason::kStageLost}) {
+  for (RepartitionReason reason : kRepartitionReasons) {
     h_->repartitions.Add({{"trainingjob", job}, {"reason", ReasonLabel(reason)}});
   }
   auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",

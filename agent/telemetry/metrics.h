@@ -127,6 +127,8 @@ class ConnectionMetrics {
 // micro-batches dealt anew by its devices' pace (shares), a lost stage's
 // layers taken by a neighbour (stage_lost).
 enum class RepartitionReason { kImbalance, kReplan, kShares, kStageLost };
+inline constexpr RepartitionReason kRepartitionReasons[] = {RepartitionReason::kImbalance, RepartitionReason::kReplan,
+                                                            RepartitionReason::kShares, RepartitionReason::kStageLost};
 
 class PipelineMetrics {
  public:

@@ -127,7 +127,7 @@ void SimulatedTeam::EndCoordinator() {
 
 void SimulatedTeam::RestartCoordinator(const std::optional<std::string>& checkpoint) {
   EndCoordinator();
-  const std::string path = JobDriver::CheckpointPath(plan_);
+  const std::string path = plan_.CheckpointPath();
   if (checkpoint) {
     if (!WriteFileAtomically(path, *checkpoint).ok()) std::abort();
   } else {
