@@ -9,6 +9,7 @@
 #include "agent/storage/evaluation_log.h"
 #include "core/budget.h"
 #include "core/finite_step.h"
+#include "core/spec_changes.h"
 #include "core/training_schedule.h"
 
 namespace edgetrain::agent {
@@ -34,8 +35,12 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
       log_ << plan_.job << ": starting afresh as asked; " << loaded.status().message() << " will be replaced\n";
       return std::optional<JobCheckpoint>();
     }
-    return Status(loaded.status().code(), loaded.status().message() +
-                                              "; move it away, or start afresh (edgetrain run --fresh)");
+    // A damaged file is the input at fault, as another model's checkpoint
+    // is: read again, it is as damaged (exit 2, which the operator does not
+    // restart, and after which the runner does not say to run again).
+    const StatusCode code =
+        loaded.status().code() == StatusCode::kDataLoss ? StatusCode::kInvalidArgument : loaded.status().code();
+    return Status(code, loaded.status().message() + "; move it away, or start afresh (edgetrain run --fresh)");
   }
   std::optional<JobCheckpoint> checkpoint = std::move(*loaded);
   if (!checkpoint) return checkpoint;
@@ -71,6 +76,10 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   // Only the runner's own line names `edgetrain run --fresh`: on a cluster this log is a pod's.
   log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples
        << " samples, " << c.elapsed_s << " s of training\n";
+  changed_since_checkpoint_ = SpecChanges(c.spec_json, plan_.spec_json);
+  for (const std::string& change : changed_since_checkpoint_) {
+    log_ << plan_.job << ": its manifest changed since the checkpoint: " << change << "\n";
+  }
   return checkpoint;
 }
 
@@ -82,6 +91,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.samples = p.samples;
   c.elapsed_s = p.elapsed_s;
   c.energy_joules = p.energy_joules.value_or(0);
+  c.spec_json = plan_.spec_json;
   engine_.Snapshot(c);
   return c;
 }
@@ -166,7 +176,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     q.evaluation_s = evaluating_s;
     q.accuracy = accuracy;
     q.evaluated_iteration = evaluated_iteration;
-    if (resumed) q.resumed_from_iteration = resumed->iteration;
+    if (resumed) {
+      q.resumed_from_iteration = resumed->iteration;
+      q.resumed_with_changes = changed_since_checkpoint_;
+    }
     q.fraction = budget.Fraction(now, q.iteration);
     auto eta = budget.Eta(now, q.iteration);
     q.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <optional>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "agent/progress_board.h"
 #include "agent/telemetry/metrics.h"
@@ -49,6 +51,8 @@ class JobDriver {
   ProgressBoard& board_;
   CoordinatorMetrics& metrics_;
   std::ostream& log_;
+  // Resume's: what of the spec changed since the checkpoint it resumed from.
+  std::vector<std::string> changed_since_checkpoint_;
 };
 
 }  // namespace edgetrain::agent

@@ -216,14 +216,22 @@ TEST_F(JobDriverTest, AJobWhoseLossIsNoLongerFiniteFailsThereWithItsLastFiniteWe
 
 TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) {
   plan.spec.fault_tolerance.checkpoint_every = 10;
+  plan.spec_json = R"({"budget": {"epochs": 2}, "optimizer": {"learningRate": 0.1}})";
   auto first = Run(milliseconds(123));  // interrupted after 24 steps
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->stop_reason, StopReason::kCancelled);
   EXPECT_EQ(first->state, JobState::kInterrupted) << "not finished: resumed when run again";
   EXPECT_EQ(first->iteration, 25);
+  EXPECT_TRUE(first->resumed_with_changes.empty());
+  // Its manifest edited in between: trained on under the new one, and said.
+  plan.spec_json = R"({"budget": {"epochs": 2}, "optimizer": {"learningRate": 0.05}})";
   auto second = Run();
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_EQ(second->resumed_from_iteration, 25) << "the checkpoint written when it stopped";
+  EXPECT_EQ(second->resumed_with_changes, std::vector<std::string>{"spec.optimizer.learningRate: 0.1 -> 0.05"});
+  EXPECT_NE(log.str().find("solo: its manifest changed since the checkpoint: spec.optimizer.learningRate: 0.1 -> 0.05"),
+            std::string::npos)
+      << log.str();
   EXPECT_EQ(second->iteration, 40);
   EXPECT_EQ(second->stop_reason, StopReason::kEpochs);
   EXPECT_DOUBLE_EQ(second->elapsed_s, 40 * 0.005) << "training time over both runs";
@@ -311,12 +319,13 @@ TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
       << again.status().message();
 }
 
-TEST_F(JobDriverTest, ADamagedCheckpointIsDataLossNotAFreshStart) {
+TEST_F(JobDriverTest, ADamagedCheckpointIsRefusedNotAFreshStart) {
   fs::create_directories(plan.output_dir);
   std::ofstream(plan.output_dir + "/checkpoint.bin") << "EDGETRAIN-CHECKPOINT 2\ntorn";
   auto result = Run();
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << "read again, it is as damaged: exit 2";
+  EXPECT_NE(result.status().message().find("damaged checkpoint"), std::string::npos) << result.status().message();
   EXPECT_NE(result.status().message().find("; move it away, or start afresh (edgetrain run --fresh)"),
             std::string::npos)
       << result.status().message();

@@ -435,6 +435,24 @@ TEST_F(RunCommandTest, ATeamWhoseDataItsAgentRefusesIsInvalidInput) {
   EXPECT_EQ(nlohmann::json::parse(run.stdout_lines.back())["stop_reason"], "failed");
 }
 
+// A checkpoint torn (a disk full, a card pulled) is refused as the input's
+// fault: running again reads it as damaged, so the runner says what to do
+// rather than to run again (it did: a new user's trial), and keeps it.
+TEST_F(RunCommandTest, ADamagedCheckpointIsRefusedAndKeptWithWhatToDo) {
+  fs::create_directories(dir_ / "out");
+  std::ofstream(dir_ / "out" / "checkpoint.bin") << "EDGETRAIN-CHECKPOINT 2\ntorn";
+  Outcome run = Execute({"run", Manifest("digits-torn", "  model: {name: mlp}\n  data: {dataset: digits}\n"),
+                         "--output", (dir_ / "out").string()});
+  EXPECT_EQ(run.exit, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("checkpoint.bin: damaged checkpoint"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("move it away, or start afresh (edgetrain run --fresh)"), std::string::npos)
+      << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("is kept as it was; the same command fails the same way"), std::string::npos)
+      << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("run the same command again"), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(ReadFile(dir_ / "out" / "checkpoint.bin"), "EDGETRAIN-CHECKPOINT 2\ntorn");
+}
+
 TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
   const fs::path examples = fs::path(EDGETRAIN_SOURCE_DIR) / "examples";
   Outcome ok = Execute({"validate", examples / "robot-team.yaml", "--nodes", examples / "nodes/robot-team.yaml"});

@@ -146,6 +146,12 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
     display.Finish();
     err_ << "resuming " << job_ << " from its checkpoint at iteration " << WithThousands(*p.resumed_from_iteration)
          << " (edgetrain run --fresh starts over)\n";
+    // A manifest edited since (a learning rate, a budget): trained on under
+    // the new one, and said so, not silently (a new user's trial).
+    if (!p.resumed_with_changes.empty()) {
+      err_ << "  its manifest changed since that checkpoint; training on under the new one:\n";
+      for (const std::string& change : p.resumed_with_changes) err_ << "    " << change << "\n";
+    }
   } else if (!watch.earlier_model.empty()) {
     display.Finish();
     err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model

@@ -321,8 +321,15 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
     std::string said;  // empty: nothing
     JobState state = JobState::kTraining;
     std::string afresh_also = "";
+    std::vector<std::string> changes = {};
   } cases[] = {
       {120, "/out/model.pt", "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"},
+      // Its manifest edited since: trained on under the new one, and said so.
+      {120, "/out/model.pt",
+       "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"
+       "  its manifest changed since that checkpoint; training on under the new one:\n"
+       "    spec.optimizer.learningRate: 0.001 -> 0.002\n",
+       JobState::kTraining, "", {"spec.optimizer.learningRate: 0.001 -> 0.002"}},
       {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
       {std::nullopt, "", ""},
       // Refused its checkpoint (another model): not "starts afresh" before the error.
@@ -339,6 +346,7 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
     JobProgress starting, training;
     training.state = c.state;
     training.resumed_from_iteration = c.resumed_from;
+    training.resumed_with_changes = c.changes;
     const bool failed = c.state == JobState::kFailed;
     coordinator.Says(seconds(3), failed ? "result " + Encoded(JobState::kFailed, 0, 0, StopReason::kFailed) : kResult)
         .ExitsAt(seconds(3), failed ? 1 : 0);

@@ -122,6 +122,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"energyJoules", Nullable(p.energy_joules)},
             {"workers", workers},
             {"resumedFromIteration", Nullable(p.resumed_from_iteration)},
+            {"resumedWithChanges", p.resumed_with_changes},
             {"replays", p.replays ? Json({{"count", p.replays->count},
                                           {"microBatches", p.replays->micro_batches},
                                           {"lastRecoverySeconds", p.replays->last_recovery_s},
@@ -209,6 +210,9 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");
+    if (j.contains("resumedWithChanges")) {
+      p.resumed_with_changes = j.at("resumedWithChanges").get<std::vector<std::string>>();
+    }
     if (j.contains("replays") && j.at("replays").is_object()) {
       const Json& r = j.at("replays");
       p.replays = JobProgress::Replays{r.at("count").get<int64_t>(), r.at("microBatches").get<int64_t>(),

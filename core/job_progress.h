@@ -171,6 +171,9 @@ struct JobProgress {
   std::optional<Replays> replays;
   // Set when the job resumed from a checkpoint: the iteration it resumed at.
   std::optional<int64_t> resumed_from_iteration;
+  // And what of its manifest's spec changed since that checkpoint was
+  // written, each "path: before -> after" (core/spec_changes.h).
+  std::vector<std::string> resumed_with_changes;
   // Set when the job has ended.
   bool reached_target = false;
   // Set once training has stopped: while the job finishes (its last

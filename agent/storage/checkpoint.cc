@@ -95,6 +95,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     team->mutable_iterations()->Add(c.ledger->iterations.begin(), c.ledger->iterations.end());
   }
   m.set_energy_joules(c.energy_joules);
+  m.set_spec_json(c.spec_json);
   for (const WorkerTotals& w : c.workers) {
     v1::WorkerTotals* t = m.add_workers();
     t->set_iteration(w.iteration);
@@ -144,6 +145,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.optimizer.steps = ToVector<int64_t>(m.optimizer().steps());
   c.versions = ToVector<int64_t>(m.versions());
   c.energy_joules = m.energy_joules();
+  c.spec_json = m.spec_json();
   for (const v1::WorkerTotals& t : m.workers()) {
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),

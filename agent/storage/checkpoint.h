@@ -40,6 +40,7 @@ struct JobCheckpoint {
   std::optional<LedgerState> ledger;  // a team's only
   double energy_joules = 0;           // modelled, over every run so far
   std::vector<WorkerTotals> workers;  // a team's: what each has done
+  std::string spec_json;              // the spec it was written under; empty in older checkpoints
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);

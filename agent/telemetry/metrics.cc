@@ -220,7 +220,10 @@ void ConnectionMetrics::AddRefused(const std::string& reason) {
 }
 
 struct CoordinatorMetrics::Handles {
-  Gauge& accuracy;
+  // Added at the first evaluation: before it there is no accuracy, and a
+  // series at 0 read as a model that knows nothing (a new user's trial).
+  prometheus::Family<Gauge>& accuracy_family;
+  Gauge* accuracy = nullptr;
   Gauge& loss;
   TotalCounter samples;
   Gauge& active;
@@ -238,7 +241,9 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
   prometheus::Registry& r = registry.impl().registry;
   const prometheus::Labels l = {{"trainingjob", job}};
   h_.reset(new Handles{
-      Family(BuildGauge(), "edgetrain_job_accuracy", "Test accuracy of the job's model at its last evaluation", r).Add(l),
+      Family(BuildGauge(), "edgetrain_job_accuracy",
+             "Test accuracy of the job's model at its last evaluation (none before the first)", r),
+      nullptr,
       Family(BuildGauge(), "edgetrain_job_loss", "The team's training loss, smoothed", r).Add(l),
       TotalCounter(Family(BuildCounter(), "edgetrain_job_samples_total", "Training samples the team has consumed", r)
                        .Add(l)),
@@ -284,7 +289,10 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
 }
 
 CoordinatorMetrics::~CoordinatorMetrics() = default;
-void CoordinatorMetrics::SetAccuracy(double accuracy) { h_->accuracy.Set(accuracy); }
+void CoordinatorMetrics::SetAccuracy(double accuracy) {
+  if (!h_->accuracy) h_->accuracy = &h_->accuracy_family.Add({{"trainingjob", h_->job}});
+  h_->accuracy->Set(accuracy);
+}
 void CoordinatorMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
 void CoordinatorMetrics::SetSamples(int64_t samples) { h_->samples.Set(static_cast<double>(samples)); }
 void CoordinatorMetrics::SetActiveWorkers(int n) { h_->active.Set(n); }

@@ -85,6 +85,9 @@ TEST(MetricsTest, CoordinatorExportsTotalsPlanAndBudget) {
   EXPECT_TRUE(Has(text, "edgetrain_job_energy_budget_joules{trainingjob=\"j\"} 5000")) << text;
   EXPECT_TRUE(Has(text, "edgetrain_job_workers{trainingjob=\"j\"} 3")) << text;
   EXPECT_TRUE(Has(text, "edgetrain_coordinator_sent_bytes_total{trainingjob=\"j\",worker=\"2\"} 0")) << text;
+  EXPECT_EQ(text.find("edgetrain_job_accuracy{"), std::string::npos) << "no evaluation yet: no accuracy\n" << text;
+  c.SetAccuracy(0.75);
+  EXPECT_TRUE(Has(registry.Render(), "edgetrain_job_accuracy{trainingjob=\"j\"} 0.75")) << registry.Render();
 
   // A pipeline's head: its devices counted, no link series of a team.
   MetricsRegistry head_registry;
