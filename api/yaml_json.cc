@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
@@ -21,6 +24,63 @@ using Json = nlohmann::json;
 
 std::string Where(const std::string& source, const YAML::Mark& mark) {
   return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// The parser finds an unclosed `{`, `[` or quote only where the text ends
+// or stops making sense, lines after it (a new user's trial read the error
+// one line late and looked there): the opener left open before `mark`, as
+// " (the `{` at line 5, column 10 is never closed)", or nothing. A quote
+// counts where a scalar may begin (a line's start, after `: `, `- `, `{`,
+// `[` or `,`), not as an apostrophe inside a plain scalar.
+std::string UnclosedBefore(std::string_view text, const YAML::Mark& mark) {
+  struct Open {
+    char c;
+    int line, column;
+  };
+  std::vector<Open> open;
+  char quote = 0;
+  Open quoted{};
+  char before = '\n';  // the last character outside spaces, '\n' at a line's start
+  int line = 0, column = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (line > mark.line || (line == mark.line && column >= mark.column)) break;
+    const char c = text[i];
+    if (quote) {
+      if (c == '\\' && quote == '"') {
+        ++i, ++column;  // its escaped character
+      } else if (c == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i, ++column;  // '' inside single quotes
+        } else {
+          quote = 0;
+          before = c;
+        }
+      }
+    } else if (c == '#' && (before == '\n' || column == 0 || text[i - 1] == ' ')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;  // a comment
+    } else if ((c == '"' || c == '\'') && std::string_view("\n:-{[,").find(before) != std::string_view::npos) {
+      quote = c;
+      quoted = {c, line, column};
+    } else if (c == '{' || c == '[') {
+      open.push_back({c, line, column});
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      before = '\n';
+      continue;
+    }
+    if (!quote && c != ' ' && c != '\t') before = c;
+    ++column;
+  }
+  const std::optional<Open> left = quote ? std::optional<Open>(quoted)
+                                   : open.empty() ? std::nullopt
+                                                  : std::optional<Open>(open.back());
+  if (!left || left->line >= mark.line) return "";  // on the line named: no news
+  return std::string(" (the `") + left->c + "` at line " + std::to_string(left->line + 1) + ", column " +
+         std::to_string(left->column + 1) + " is never closed)";
 }
 
 Json ResolvePlainScalar(const std::string& s) {
@@ -178,7 +238,7 @@ StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std:
     EDGETRAIN_RETURN_IF_ERROR(CheckDocumentsEnd(std::string(text), source));
     nodes = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg);
+    return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg + UnclosedBefore(text, e.mark));
   }
   std::vector<Json> documents;
   for (const auto& node : nodes) {

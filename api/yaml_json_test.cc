@@ -51,6 +51,19 @@ TEST(YamlJsonTest, SyntaxErrorsNameLineAndColumn) {
   EXPECT_EQ(docs.status().message().rfind("bad.yaml:", 0), 0u) << docs.status().message();
   EXPECT_NE(docs.status().message().find("bad.yaml:3:"), std::string::npos) << docs.status().message();
 
+  // The parser notices an unclosed bracket or quote lines later: the error
+  // names where it was opened (a new user read it one line late).
+  EXPECT_NE(docs.status().message().find("(the `[` at line 2, column 10 is never closed)"), std::string::npos)
+      << docs.status().message();
+  auto quote = ParseYamlDocuments("spec:\n  model: {name: \"mlp}\n  data: {dataset: digits}\n", "quote.yaml");
+  ASSERT_FALSE(quote.ok());
+  EXPECT_NE(quote.status().message().find("(the `\"` at line 2, column 17 is never closed)"), std::string::npos)
+      << quote.status().message();
+  auto apostrophe = ParseYamlDocuments("a: robot's team\nb: {c: 1\nd: 2\n", "apostrophe.yaml");
+  ASSERT_FALSE(apostrophe.ok());
+  EXPECT_NE(apostrophe.status().message().find("(the `{` at line 2, column 4 is never closed)"), std::string::npos)
+      << apostrophe.status().message();
+
   auto tabs = ParseYamlDocuments("a: 1\n\tb: 2\n", "tabs.yaml");
   ASSERT_FALSE(tabs.ok());
   EXPECT_NE(tabs.status().message().find("tabs.yaml:2:"), std::string::npos) << tabs.status().message();
