@@ -84,7 +84,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                        {"downlinkMbps", w.downlink_mbps},
                        {"computeSeconds", w.compute_s}});
     if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
-    if (!w.active) workers.back()["silentSeconds"] = w.silent_s;
+    if (!w.active || w.silent_s > 0) workers.back()["silentSeconds"] = w.silent_s;
     if (w.injected > 0) workers.back()["injectedSamples"] = w.injected;
     if (w.compression) {
       workers.back()["compression"] = {{"encoding", w.compression->encoding},

@@ -73,7 +73,10 @@ struct WorkerProgress {
   // Why the coordinator turned it away for good (pushes it kept refusing);
   // empty: it is not quarantined.
   std::string quarantined{};
-  double silent_s = 0;  // out of the team: how long since it was last heard from; 0 while it is in
+  // How long since it was last heard from: a team's workers always (its
+  // figures are as of then: seconds while its link is out, before it is
+  // counted out), a pipeline's devices once out of the stages; 0 otherwise.
+  double silent_s = 0;
   std::optional<StreamProgress> stream = {};
   int64_t injected = 0;  // data injection: samples of labels its part lacks it trained on
   std::optional<CompressionProgress> compression = {};

@@ -205,8 +205,10 @@ JobProgress Coordinator::Progress() {
   for (WorkerProgress& w : p.workers) {
     w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
     w.quarantined = QuarantineLocked(w.rank);
-    // Out of the team: for how long says a deadline's blip from a link down.
-    if (!w.active) w.silent_s = ToSeconds(members_.SilentFor(w.rank, now));
+    // Out of the team, for how long says a deadline's blip from a link down;
+    // in it, that its figures here are seconds old (its link out, not yet
+    // counted out), which they did not say.
+    w.silent_s = ToSeconds(members_.SilentFor(w.rank, now));
   }
   return p;
 }
