@@ -10,6 +10,8 @@ namespace {
 
 // Training time a rate is shown after.
 constexpr double kLeastSecondsForARate = 1;
+// A team worker's silence worth a word: a live link's pushes come every 20 ms.
+constexpr double kSilentWorthSaying = 2;
 
 // Training has stopped and the job is finishing; empty while it trains.
 std::string Stopping(const JobProgress& p) {
@@ -47,12 +49,21 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
   if (stepped && p.elapsed_s >= kLeastSecondsForARate) {
     s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
   }
-  std::string waiting;
+  std::string waiting, silent;
   for (const WorkerProgress& w : p.workers) {
-    if (!w.holding_team) continue;
-    waiting += (waiting.empty() ? " waiting on " : ", ") + WorkerName(w.rank, names);
+    // Still in the team and not heard from for seconds: its link is likely
+    // out, and the figures it last sent are as old as that.
+    const std::string quiet = w.active && w.silent_s >= kSilentWorthSaying
+                                  ? "silent " + std::to_string(static_cast<int>(w.silent_s)) + " s"
+                                  : "";
+    if (w.holding_team) {
+      waiting += (waiting.empty() ? " waiting on " : ", ") + WorkerName(w.rank, names) +
+                 (quiet.empty() ? "" : " (" + quiet + ")");
+    } else if (!quiet.empty()) {
+      silent += (silent.empty() ? "" : ", ") + WorkerName(w.rank, names) + " " + quiet;
+    }
   }
-  return s + waiting;
+  return s + waiting + (silent.empty() ? "" : (waiting.empty() ? " " : "; ") + silent);
 }
 
 }  // namespace

@@ -88,6 +88,19 @@ TEST(ProgressDisplayTest, NamesTheWorkersTheTeamWaitsOn) {
   EXPECT_EQ(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}),
             "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s waiting on robot-2, robot-3 elapsed 00:12 eta 00:18");
   EXPECT_NE(FormatProgressLine(p).find("waiting on worker 1, worker 2"), std::string::npos);
+  // One still in the team but silent for seconds (its link out): its figures are that old.
+  p.workers[2].silent_s = 6.4;
+  p.workers[1].silent_s = 0.02;
+  EXPECT_NE(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"})
+                .find("waiting on robot-2, robot-3 (silent 6 s) elapsed"),
+            std::string::npos)
+      << FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"});
+  p.workers[2].holding_team = false;
+  EXPECT_NE(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}).find("waiting on robot-2; robot-3 silent 6 s elapsed"),
+            std::string::npos)
+      << FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"});
+  p.workers[2].active = false;  // counted out: the table below the run says so
+  EXPECT_EQ(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}).find("silent"), std::string::npos);
 }
 
 TEST(ProgressDisplayTest, TerminalRedrawsOneLine) {
