@@ -186,6 +186,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   };
   auto evaluate = [&](JobProgress& q) -> Status {
     const TimePoint began = clock_.Now();
+    // Said before it starts: a vgg's test set through a pipeline's head takes seconds.
+    q.evaluating = true;
+    Publish(q);
+    q.evaluating = false;
     EDGETRAIN_ASSIGN_OR_RETURN(double a, engine_.Evaluate());
     evaluation_s = ToSeconds(clock_.Now() - began);
     evaluating_s += evaluation_s;

@@ -63,7 +63,9 @@ struct JobDriverTest : ::testing::Test {
       if (read_elapsed) {
         reader = clock.StartThread("reader", [&] {
           while (!done) {
-            elapsed_read.push_back(board.SnapshotAt(clock.Now()).elapsed_s);
+            const JobProgress read = board.SnapshotAt(clock.Now());
+            elapsed_read.push_back(read.elapsed_s);
+            if (read.evaluating) evaluation_read.push_back(read.evaluation_s);
             clock.SleepFor(milliseconds(1));
           }
         });
@@ -87,6 +89,7 @@ struct JobDriverTest : ::testing::Test {
   std::ostringstream log;
   bool read_elapsed = false;
   std::vector<double> elapsed_read;  // the job's clock as the reader saw it
+  std::vector<double> evaluation_read;  // evaluationSeconds while it said it evaluated
 };
 
 TEST_F(JobDriverTest, TrainsToItsEpochsEvaluatingOnItsMarksAndSavesTheModel) {
@@ -157,6 +160,10 @@ TEST_F(JobDriverTest, TheJobsClockAsReadNeverGoesBackAfterAnEvaluation) {
   for (size_t i = 1; i < elapsed_read.size(); ++i) {
     ASSERT_GE(elapsed_read[i] + 1e-9, elapsed_read[i - 1]) << "read " << i;
   }
+  // While it evaluates it says so, and its evaluation's seconds count up.
+  ASSERT_GT(evaluation_read.size(), 40u) << "evaluations of 50 ms, read every millisecond";
+  EXPECT_GT(*std::max_element(evaluation_read.begin(), evaluation_read.end()), 0.045);
+  EXPECT_FALSE(board.Snapshot().evaluating) << "not once it is done";
 }
 
 // Nor does one due closer to the end than the last evaluation took: it

@@ -45,6 +45,7 @@ class ProgressBoard {
     const double since = ToSeconds(now - *published_at_);
     p.elapsed_s += since;
     p.since_step_s += since;
+    if (p.evaluating) p.evaluation_s += since;  // the one under way, so far
     if (p.elapsed_s > 0) p.samples_per_second = static_cast<double>(p.samples) / p.elapsed_s;
     if (p.eta_s) p.eta_s = std::max(0.0, *p.eta_s - since);
     return p;

@@ -87,6 +87,8 @@ std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::ve
                   FormatClock(FromSeconds(p.elapsed_s));
   if (const std::string stopping = Stopping(p); !stopping.empty()) {
     s += " " + stopping;
+  } else if (p.evaluating) {
+    s += " - evaluating on the test set";
   } else if (p.eta_s) {
     s += " ETA " + FormatClock(FromSeconds(*p.eta_s));
   }
@@ -98,6 +100,8 @@ std::string FormatProgressLine(const JobProgress& p, const std::vector<std::stri
                   Measures(p, names) + " elapsed " + FormatClock(FromSeconds(p.elapsed_s));
   if (const std::string stopping = Stopping(p); !stopping.empty()) {
     s += " " + stopping;
+  } else if (p.evaluating) {
+    s += " - evaluating on the test set";
   } else if (p.eta_s) {
     s += " eta " + FormatClock(FromSeconds(*p.eta_s));
   }

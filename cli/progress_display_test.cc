@@ -79,6 +79,13 @@ TEST(ProgressDisplayTest, SaysWhichIterationTheAccuracyIsOf) {
   EXPECT_EQ(FormatProgressLine(p), "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 eta 00:18");
 }
 
+TEST(ProgressDisplayTest, SaysWhileTheTestSetIsEvaluated) {
+  JobProgress p = Sample();
+  p.evaluating = true;
+  EXPECT_EQ(FormatProgressLine(p),
+            "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s elapsed 00:12 - evaluating on the test set");
+}
+
 TEST(ProgressDisplayTest, NamesTheWorkersTheTeamWaitsOn) {
   JobProgress p = Sample();
   p.workers.resize(3);

@@ -116,6 +116,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"samplesPerSecond", p.samples_per_second},
             {"elapsedSeconds", p.elapsed_s},
             {"evaluationSeconds", p.evaluation_s},
+            {"evaluating", p.evaluating},
             {"etaSeconds", Nullable(p.eta_s)},
             {"fraction", p.fraction},
             {"secondsSinceStep", p.since_step_s},
@@ -174,6 +175,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     p.samples_per_second = j.at("samplesPerSecond").get<double>();
     p.elapsed_s = j.at("elapsedSeconds").get<double>();
     p.evaluation_s = j.value("evaluationSeconds", 0.0);
+    p.evaluating = j.value("evaluating", false);
     p.eta_s = Optional<double>(j, "etaSeconds");
     p.fraction = j.at("fraction").get<double>();
     p.since_step_s = j.value("secondsSinceStep", 0.0);

@@ -107,6 +107,10 @@ struct JobProgress {
   // Of elapsed_s, the test-set evaluations': the team waits through them, so
   // a rate against a prediction of training leaves them out.
   double evaluation_s = 0;
+  // The test set is being evaluated now: a pipeline's stages and a job of one
+  // wait through it, and a reader saw its steps stop for seconds with no
+  // word why (evaluation_s then counts this one as it goes).
+  bool evaluating = false;
   std::optional<double> eta_s;     // until the budget ends (the target may come sooner)
   double fraction = 0;             // of the budget used, 0..1, for progress bars
   // Since the job's iteration last moved (a team: its slowest counted
