@@ -114,6 +114,15 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       outcome.interrupted = true;
       err_ << "interrupted: " << job_ << " had already stopped; what it trained is saved\n";
     }
+  } else if (outcome.interrupted && outcome.result && outcome.result->state == JobState::kSucceeded) {
+    // Told to stop once training had ended by itself (its budget spent, its
+    // target reached), during the final evaluation or as the model was
+    // written: the job finished as it would have, its checkpoint marked
+    // complete. Exit 130 and "run again to resume" had the next run start
+    // afresh over its model (a new user's trial).
+    outcome.interrupted = false;
+    err_ << "the interrupt came after " << job_ << " had stopped training by itself (its budget spent or its "
+         << "target reached): it finished as it would have, and its model is saved\n";
   }
   return outcome;
 }

@@ -103,6 +103,8 @@ std::string Encoded(JobState state, int64_t iteration, double fraction, std::opt
 }
 const std::string kResult = "result " + Encoded(JobState::kSucceeded, 40, 1, StopReason::kEpochs);
 const std::string kProgress = Encoded(JobState::kTraining, 10, 0.25, std::nullopt);
+// What a coordinator stopped mid-training reports.
+const std::string kInterruptedResult = "result " + Encoded(JobState::kInterrupted, 10, 0.25, StopReason::kCancelled);
 
 // A team of a coordinator and `workers` workers, watched on a simulated clock.
 class RunSupervisorTest : public testing::Test {
@@ -121,10 +123,10 @@ class RunSupervisorTest : public testing::Test {
     RunSupervisor supervisor("robots", coordinator_, team, clock_, err_, {}, order, std::move(ranks));
     return supervisor.Run(interrupted_, display_, watch_);
   }
-  // A coordinator that reports and exits `after` it is told to stop.
-  static void ReportsWhenStopped(ScriptedAgent& c, Duration after) {
-    c.OnSignal(SIGTERM, [after](ScriptedAgent& self) {
-      self.Says(self.Elapsed() + after, kResult).ExitsAt(self.Elapsed() + after + milliseconds(10), 0);
+  // A coordinator that reports `result` and exits `after` it is told to stop.
+  static void ReportsWhenStopped(ScriptedAgent& c, Duration after, const std::string& result = kInterruptedResult) {
+    c.OnSignal(SIGTERM, [after, result](ScriptedAgent& self) {
+      self.Says(self.Elapsed() + after, result).ExitsAt(self.Elapsed() + after + milliseconds(10), 0);
     });
   }
 
@@ -431,6 +433,26 @@ TEST_F(RunSupervisorTest, AnInterruptAfterTheJobFinishedChangesNothing) {
   ASSERT_TRUE(outcome.result.has_value());
   EXPECT_FALSE(outcome.interrupted);
   EXPECT_NE(err_.str().find("interrupted after robots had finished: nothing was lost, its model is saved"),
+            std::string::npos)
+      << err_.str();
+}
+
+// Ctrl-C once training had ended by itself, during the final evaluation:
+// the job finishes as it would have (its checkpoint marked complete), so the
+// run is not interrupted; exit 130 and "run again to resume" had the next
+// run start afresh over its model (a new user's trial).
+TEST_F(RunSupervisorTest, AnInterruptDuringTheFinalEvaluationLetsTheJobFinish) {
+  ReportsWhenStopped(coordinator_, milliseconds(500), kResult);
+  watch_.progress = [this]() -> std::optional<std::string> {
+    if (coordinator_.Elapsed() >= seconds(1)) interrupted_ = true;
+    return Encoded(JobState::kTraining, 40, 1, StopReason::kEpochs);  // finishing
+  };
+  for (auto& w : workers_) w->ExitsAt(seconds(10), 0);
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_FALSE(outcome.interrupted);
+  EXPECT_NE(err_.str().find("the interrupt came after robots had stopped training by itself (its budget spent or "
+                            "its target reached): it finished as it would have, and its model is saved"),
             std::string::npos)
       << err_.str();
 }
