@@ -43,6 +43,12 @@ class JobDriver {
   // never of a model that diverged (core/finite_step.h).
   Status SaveFiniteCheckpoint(const JobCheckpoint& c);
   Status WriteModelCard(const JobProgress& p);
+  // How long the first evaluation may take, before one has said: the longer
+  // of the wall-clock budget's last tenth and the test set passed forward at
+  // the pace training has had. Rough (a pipeline's head evaluates the whole
+  // model on one device, at no emulated slowdown), and only to leave one
+  // that would run past the budget's end to the final model's.
+  double FirstEvaluationGuess(const JobProgress& p) const;
   void Publish(const JobProgress& p);
 
   const JobPlan& plan_;

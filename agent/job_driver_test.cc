@@ -201,6 +201,29 @@ TEST_F(JobDriverTest, AFirstEvaluationDueInTheWallClocksLastTenthIsLeftToTheFina
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2) << "step 20's, and the header: " << csv;
 }
 
+// Nor one that the test set's size says would run past the end, at the pace
+// training has had: a vgg pipeline of 12 s trained 17.7 s, its first
+// evaluation begun at 7 s taking 11 s (a new user's trial).
+TEST_F(JobDriverTest, AFirstEvaluationTheTestSetsSizeSaysWouldRunPastTheEndIsLeftToTheFinalOne) {
+  data = testing::FakeData(160, 1000, 10);
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  plan.spec.evaluation.every_iterations = 12;  // due at 60 ms, 40 ms left
+  model.evaluation = milliseconds(100);
+  // Guessed: 60 ms over 192 samples, a third of it forward, times 1,000: 104 ms.
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->iteration, 20);
+  EXPECT_DOUBLE_EQ(result->elapsed_s, 0.1) << "the evaluation at step 12 would have ended at 0.16";
+  EXPECT_DOUBLE_EQ(result->evaluation_s, 0) << "none but the final one, after training";
+  // With a test set a tenth of that (10 ms guessed), it is made.
+  data = testing::FakeData(160, 100, 10);
+  fs::remove_all(plan.output_dir);
+  auto small = Run();
+  ASSERT_TRUE(small.ok());
+  EXPECT_DOUBLE_EQ(small->evaluation_s, 0.1) << "step 12's";
+}
+
 // A learning rate the model diverges at (plain SGD at 3: each step doubles
 // the distance to the optimum, the other way) overflows to infinity after a
 // hundred-odd steps. The job fails there, saying so and what to change,
@@ -451,6 +474,7 @@ TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {
         ++evaluated;
         return 0.1;
       }
+      int64_t TestSamples() const override { return 10; }
       int advanced = 0, evaluated = 0;
       void Snapshot(JobCheckpoint&) override {}
       void Finish(FinalModel) override {}

@@ -52,6 +52,9 @@ class TrainingEngine {
   virtual JobProgress Progress() = 0;
   // The model's test-set accuracy as it is now.
   virtual StatusOr<double> Evaluate() = 0;
+  // How many samples Evaluate passes through the model: what the driver
+  // guesses an evaluation's length from before the first has taken one.
+  virtual int64_t TestSamples() const = 0;
   // The model's state, for a checkpoint (the driver adds the job's counters).
   virtual void Snapshot(JobCheckpoint& into) = 0;
   // The job was interrupted (SIGTERM, SIGINT), not ended: said before Finish,

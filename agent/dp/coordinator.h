@@ -120,6 +120,7 @@ class Coordinator final : public TrainingEngine {
   std::optional<TimePoint> JobClockStart() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
+  int64_t TestSamples() const override { return test_.size(); }
   void Snapshot(JobCheckpoint& into) override;
   void Interrupted() override;
   void Finish(FinalModel final) override;

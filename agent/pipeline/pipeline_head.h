@@ -98,6 +98,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Status Advance() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
+  int64_t TestSamples() const override { return test_.size(); }
   void Snapshot(JobCheckpoint& into) override;
   void Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
