@@ -22,7 +22,7 @@ struct LayerProfileRequest {
   nlohmann::json data;       // a manifest's spec.data, defaulted: its samples' shape
   nlohmann::json optimizer;  // a manifest's spec.optimizer: its step is timed; null: not timed
   int batch_size = 32;
-  int repetitions = 3;
+  int repetitions = 5;  // as the agent's default (agent/torch/layer_profile.h)
   // Threads, as the job's agents compute with (`edgetrain run --threads`):
   // LibTorch's, and OpenBLAS's, which reads its count from the environment
   // and otherwise takes every core. Measured with both of this machine's,
