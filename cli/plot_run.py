@@ -86,7 +86,11 @@ def team_energy(snapshots):
     large by how late it came, while a later fresh one's is not. Between two
     reports a worker's energy is spread evenly. A job of one (its clock stays 0)
     and a pipeline (a stage's clock is its busy time, not the job's) are drawn
-    from the job's total, as it came."""
+    from the job's total, each new figure where it first came and spread evenly
+    back to the one before: a pipeline's head evaluating for 12 s reported no
+    new energy meanwhile, then the stages' idle watts at once, and the power
+    line fell to 0 W, below every device's idle power, then spiked (a new
+    user's trial)."""
     reports = {}  # rank -> [(wallSeconds, energyJoules, elapsedSeconds first seen)], wall rising
     staged = False
     for p in snapshots:
@@ -100,7 +104,8 @@ def team_energy(snapshots):
                 run.append((wall, joules, p["elapsedSeconds"]))
     if staged or not reports:
         energy = [(p["elapsedSeconds"], p["energyJoules"]) for p in snapshots if p.get("energyJoules") is not None]
-        return [t for t, _ in energy], [j for _, j in energy]
+        changed = [e for i, e in enumerate(energy) if i == 0 or e[1] != energy[i - 1][1] or i == len(energy) - 1]
+        return [t for t, _ in changed], [j for _, j in changed]
     placed = []  # per worker: [(job time, energy)], time rising
     for run in reports.values():
         points, gap = [], float("inf")
@@ -150,9 +155,15 @@ def top_above(ax, values, room=1.1):
         ax.set_ylim(bottom=0)
 
 
+def timed(series):
+    """Whether any worker's series holds a figure (0 and gaps are none)."""
+    return any(x > 0 for _, v in series.values() for x in v if x == x)
+
+
 def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
     """Each worker's uplink series (solid) and downlink series (dashed, same colour)."""
-    if up and untimed and not any(v for _, v in up.values()):
+    # Series of gaps alone drew empty axes: every pipeline's report (a new user's trial).
+    if up and untimed and not timed(up) and not timed(down):
         # Workers, but no figure for any link: say why rather than draw empty axes.
         up = {}
         alone = untimed
@@ -201,10 +212,12 @@ def draw(snapshots, evaluations, out, title, names):
 
     # A link's estimate is 0 until something large enough was timed, and while it is
     # down: drawn as a gap rather than as a dead link.
+    staged = any("layers" in w for p in snapshots for w in p.get("workers", []))
     both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
               worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
               "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links",
-              "no link timed: unshaped, or no message large enough to time")
+              "a pipeline: its stages' links are not timed\n(the bytes each moved are in the run's summary)"
+              if staged else "no link timed: unshaped, or no message large enough to time")
 
     ax = axes[1][1]
     stalls = worker_series(snapshots, "stallSeconds")

@@ -60,6 +60,20 @@ class TeamEnergyTest(unittest.TestCase):
                   for t in range(1, 6)]
         self.assertEqual(plot_run.team_energy(staged), ([1, 2, 3, 4, 5], [3.0, 6.0, 9.0, 12.0, 15.0]))
         self.assertEqual(plot_run.team_energy([{"elapsedSeconds": 1}]), ([], []))
+        # An evaluation of 3 s reported nothing new, then its idle joules at once:
+        # spread back over it, not a flat line and a spike.
+        evaluating = [{"elapsedSeconds": t, "energyJoules": j, "workers": [{"rank": 0, "layers": "0-1"}]}
+                      for t, j in [(1, 3.0), (2, 6.0), (3, 6.0), (4, 6.0), (5, 12.0), (6, 15.0), (7, 15.0)]]
+        self.assertEqual(plot_run.team_energy(evaluating), ([1, 2, 5, 6, 7], [3.0, 6.0, 12.0, 15.0, 15.0]))
+
+    def test_a_link_is_timed_only_by_a_figure_above_zero(self):
+        # A pipeline's stages report 0 both ways: drawn as gaps, which are no figure.
+        staged = [{"elapsedSeconds": t, "workers": [{"rank": 0, "bandwidthMbps": 0.0, "layers": "0-1"}]}
+                  for t in range(1, 4)]
+        self.assertFalse(plot_run.timed(plot_run.worker_series(staged, "bandwidthMbps", zero_is_unknown=True)))
+        staged[1]["workers"][0]["bandwidthMbps"] = 12.5
+        self.assertTrue(plot_run.timed(plot_run.worker_series(staged, "bandwidthMbps", zero_is_unknown=True)))
+        self.assertFalse(plot_run.timed({}))
 
     def test_a_long_run_is_drawn_in_a_bounded_number_of_steps(self):
         snapshots = [snapshot(t, [(0, t, 1.0 * t)]) for t in range(1, 86400, 60)]
