@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 
@@ -204,8 +205,18 @@ std::optional<PipelineCost> PipelineCostModel::Plan(std::span<const PipelineStag
         const PipelineDevice& device = problem_.devices[stages[i].devices[j]];
         if (device.memory_bytes > 0 && stage.memory_bytes[j] > device.memory_bytes) {
           std::ostringstream why;
-          why << device.name << " would hold " << stage.memory_bytes[j] << " bytes of stage " << i + 1 << ", over its "
-              << device.memory_bytes;
+          // In binary units, as a profile gives memory: raw bytes were read
+          // digit by digit (a new user's trial).
+          auto readable = [](double bytes) {
+            static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB"};
+            int unit = 0;
+            while (unit < 3 && bytes >= 1024) bytes /= 1024, ++unit;
+            std::ostringstream text;
+            text << std::fixed << std::setprecision(unit == 0 ? 0 : 1) << bytes << " " << kUnits[unit];
+            return text.str();
+          };
+          why << device.name << " would hold " << readable(static_cast<double>(stage.memory_bytes[j])) << " of stage "
+              << i + 1 << ", over its " << readable(static_cast<double>(device.memory_bytes));
           cost.misfit = why.str();
           break;
         }
