@@ -308,7 +308,7 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   // The even split for comparison stays the even split.
   std::string summary;
   for (const auto& l : run.stdout_lines) summary += l + "\n";
-  EXPECT_EQ(summary.find("layers moved between stages"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("stages laid out anew"), std::string::npos) << summary;
   auto result = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(result["stop_reason"], "epochs");
   EXPECT_EQ(result["iterations"], 3 * 45) << "45 batches of 32 an epoch of 1,437 samples";

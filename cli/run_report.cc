@@ -388,8 +388,11 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
         << (p.replays->redealt == 1 ? " time" : " times") << ", by what their devices computed a second\n";
   }
   if (p.replays && p.replays->repartitions > 0) {
-    out << "  layers moved between stages " << p.replays->repartitions
-        << (p.replays->repartitions == 1 ? " time" : " times") << " as the devices' pace drifted; as they ended:\n";
+    // A layout anew may move no layer and leave a device out: "layers moved"
+    // beside the planned layers read as a contradiction (a new user's trial).
+    out << "  stages laid out anew " << p.replays->repartitions
+        << (p.replays->repartitions == 1 ? " time" : " times")
+        << " as the devices' pace drifted (layers moved, or devices left out); as they ended:\n";
   }
   // Layers by the names the plan gave them (conv1-classifier), where it
   // has them; a layout given by hand, by their places (0-8).

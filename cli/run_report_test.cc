@@ -298,7 +298,8 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   EXPECT_NE(text.find("bubbles    MB sent   MB recv\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  energy (modelled, docs/energy.md): 123 J\n"), std::string::npos) << text;
   EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  layers moved between stages 1 time as the devices' pace drifted; as they ended:\n"),
+  EXPECT_NE(text.find("  stages laid out anew 1 time as the devices' pace drifted (layers moved, or devices left out); as they "
+                      "ended:\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("      1  0-2     robot-1"), std::string::npos) << text;
@@ -408,7 +409,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                              "second\n"),
             std::string::npos)
       << dealt;
-  EXPECT_EQ(dealt.find("layers moved"), std::string::npos) << dealt;
+  EXPECT_EQ(dealt.find("laid out anew"), std::string::npos) << dealt;
   EXPECT_NE(dealt.find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
       << "said without a loss too (a straggler let go of)\n"
       << dealt;
