@@ -137,11 +137,14 @@ void JobDriver::Publish(const JobProgress& p) {
 }
 
 double JobDriver::FirstEvaluationGuess(const JobProgress& p) const {
-  const double tenth = 0.1 * ToSeconds(*plan_.spec.budget.wall_clock);
+  const double tenth = 0.1 * ToSeconds(plan_.spec.budget.wall_clock.value_or(Duration::zero()));
   if (p.samples <= 0 || p.elapsed_s <= 0) return tenth;
   // A sample forward is about a third of its training step (backward takes
-  // about twice the forward), at the pace training has had so far.
-  const double forward_s = p.elapsed_s / static_cast<double>(p.samples) / 3;
+  // about twice the forward), at one device's pace: the job's over its
+  // devices (a team's workers and a pipeline's stages compute side by side,
+  // and the coordinator or head evaluates alone).
+  const double devices = static_cast<double>(std::max<size_t>(1, p.workers.size()));
+  const double forward_s = p.elapsed_s * devices / static_cast<double>(p.samples) / 3;
   return std::max(tenth, forward_s * static_cast<double>(engine_.TestSamples()));
 }
 
@@ -195,11 +198,20 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   };
   auto evaluate = [&](JobProgress& q) -> Status {
     const TimePoint began = clock_.Now();
-    // Said before it starts: a vgg's test set through a pipeline's head takes seconds.
-    q.evaluating = true;
-    Publish(q);
-    q.evaluating = false;
-    EDGETRAIN_ASSIGN_OR_RETURN(double a, engine_.Evaluate());
+    // Said before it starts: a vgg's test set through a pipeline's head
+    // takes seconds. With the job's clock as it now is (a checkpoint may
+    // have been written since the step), unless training has stopped,
+    // when the clock shown stays at its end.
+    JobProgress shown = q;
+    if (!shown.stop_reason) fill(shown, began);
+    shown.evaluating = true;
+    Publish(shown);
+    StatusOr<double> evaluated = engine_.Evaluate();
+    if (!evaluated.ok()) {
+      Publish(q);  // no longer evaluating: a failed job's result says so
+      return evaluated.status();
+    }
+    const double a = *evaluated;
     evaluation_s = ToSeconds(clock_.Now() - began);
     evaluating_s += evaluation_s;
     accuracy = a;
@@ -283,6 +295,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent);
   p = engine_.Progress();
   fill(p, end);
+  // Still finishing, as published above: the final evaluation's publish
+  // without it let the job's clock as read run on past the budget's end,
+  // then go back (found in review).
+  p.stop_reason = *stop;
   const bool interrupted = *stop == StopReason::kCancelled;
   const bool untrained = interrupted && p.iteration == first_iteration;
   // The result always reports the final model's accuracy on the full test

@@ -45,9 +45,10 @@ class JobDriver {
   Status WriteModelCard(const JobProgress& p);
   // How long the first evaluation may take, before one has said: the longer
   // of the wall-clock budget's last tenth and the test set passed forward at
-  // the pace training has had. Rough (a pipeline's head evaluates the whole
-  // model on one device, at no emulated slowdown), and only to leave one
-  // that would run past the budget's end to the final model's.
+  // one device's pace in training so far. Rough (the coordinator or head
+  // evaluates at no emulated slowdown, a pipeline's head the whole model),
+  // and only to leave one that would run past the budget's end to the final
+  // model's. Of a job with a wall-clock budget.
   double FirstEvaluationGuess(const JobProgress& p) const;
   void Publish(const JobProgress& p);
 

@@ -66,6 +66,7 @@ struct JobDriverTest : ::testing::Test {
             const JobProgress read = board.SnapshotAt(clock.Now());
             elapsed_read.push_back(read.elapsed_s);
             if (read.evaluating) evaluation_read.push_back(read.evaluation_s);
+            if (read.evaluating && read.stop_reason) stopped_while_evaluating = true;
             clock.SleepFor(milliseconds(1));
           }
         });
@@ -90,6 +91,7 @@ struct JobDriverTest : ::testing::Test {
   bool read_elapsed = false;
   std::vector<double> elapsed_read;  // the job's clock as the reader saw it
   std::vector<double> evaluation_read;  // evaluationSeconds while it said it evaluated
+  bool stopped_while_evaluating = false;  // a read of the final evaluation said training had stopped
 };
 
 TEST_F(JobDriverTest, TrainsToItsEpochsEvaluatingOnItsMarksAndSavesTheModel) {
@@ -160,6 +162,10 @@ TEST_F(JobDriverTest, TheJobsClockAsReadNeverGoesBackAfterAnEvaluation) {
   for (size_t i = 1; i < elapsed_read.size(); ++i) {
     ASSERT_GE(elapsed_read[i] + 1e-9, elapsed_read[i - 1]) << "read " << i;
   }
+  // Nor past the budget's end while the final model is evaluated: training
+  // has stopped, and says so (found in review).
+  EXPECT_LE(*std::max_element(elapsed_read.begin(), elapsed_read.end()), result->elapsed_s + 1e-9);
+  EXPECT_TRUE(stopped_while_evaluating) << "the final evaluation's reads say training stopped";
   // While it evaluates it says so, and its evaluation's seconds count up.
   ASSERT_GT(evaluation_read.size(), 40u) << "evaluations of 50 ms, read every millisecond";
   EXPECT_GT(*std::max_element(evaluation_read.begin(), evaluation_read.end()), 0.045);

@@ -28,56 +28,64 @@ std::string Where(const std::string& source, const YAML::Mark& mark) {
 
 // The parser finds an unclosed `{`, `[` or quote only where the text ends
 // or stops making sense, lines after it (a new user's trial read the error
-// one line late and looked there): the opener left open before `mark`, as
-// " (the `{` at line 5, column 10 is never closed)", or nothing. A quote
-// counts where a scalar may begin (a line's start, after `: `, `- `, `{`,
-// `[` or `,`), not as an apostrophe inside a plain scalar.
+// one line late and looked there): an opener before `mark`'s line that the
+// whole text never closes, as " (the `{` at line 5, column 10 is never
+// closed)", or nothing (an error inside brackets that do close, a missing
+// comma, is not theirs). A quote counts where a scalar may begin (a line's
+// start, after `: `, `- `, `{`, `[` or `,`), not as an apostrophe inside a
+// plain scalar.
 std::string UnclosedBefore(std::string_view text, const YAML::Mark& mark) {
   struct Open {
     char c;
     int line, column;
   };
   std::vector<Open> open;
-  char quote = 0;
-  Open quoted{};
+  std::optional<Open> quoted;  // open now
   char before = '\n';  // the last character outside spaces, '\n' at a line's start
   int line = 0, column = 0;
+  auto advance = [&](char c) {
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      before = '\n';
+    } else {
+      ++column;
+    }
+  };
   for (size_t i = 0; i < text.size(); ++i) {
-    if (line > mark.line || (line == mark.line && column >= mark.column)) break;
     const char c = text[i];
-    if (quote) {
-      if (c == '\\' && quote == '"') {
-        ++i, ++column;  // its escaped character
-      } else if (c == quote) {
-        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
-          ++i, ++column;  // '' inside single quotes
-        } else {
-          quote = 0;
-          before = c;
-        }
+    if (quoted) {
+      if (c == '\\' && quoted->c == '"' && i + 1 < text.size()) {
+        advance(c);
+        advance(text[++i]);  // its escaped character, a line's end too
+        continue;
       }
-    } else if (c == '#' && (before == '\n' || column == 0 || text[i - 1] == ' ')) {
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i, ++column;  // a comment
+      if (c == quoted->c) {
+        if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          advance(c);
+          advance(text[++i]);  // '' inside single quotes
+          continue;
+        }
+        quoted.reset();
+        before = c;
+      }
+    } else if (c == '#' && (before == '\n' || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') advance(text[i++]);  // a comment
     } else if ((c == '"' || c == '\'') && std::string_view("\n:-{[,").find(before) != std::string_view::npos) {
-      quote = c;
-      quoted = {c, line, column};
+      quoted = Open{c, line, column};
     } else if (c == '{' || c == '[') {
       open.push_back({c, line, column});
     } else if ((c == '}' || c == ']') && !open.empty()) {
       open.pop_back();
     }
-    if (c == '\n') {
-      ++line;
-      column = 0;
-      before = '\n';
-      continue;
-    }
-    if (!quote && c != ' ' && c != '\t') before = c;
-    ++column;
+    if (!quoted && c != ' ' && c != '\t' && c != '\n') before = c;
+    advance(c);
   }
-  const std::optional<Open> left = quote ? std::optional<Open>(quoted)
-                                   : open.empty() ? std::nullopt
-                                                  : std::optional<Open>(open.back());
+  // A quote left open swallowed the brackets after it: it is the one to name.
+  std::optional<Open> left = quoted;
+  for (auto o = open.rbegin(); !left && o != open.rend(); ++o) {
+    if (o->line < mark.line) left = *o;
+  }
   if (!left || left->line >= mark.line) return "";  // on the line named: no news
   return std::string(" (the `") + left->c + "` at line " + std::to_string(left->line + 1) + ", column " +
          std::to_string(left->column + 1) + " is never closed)";

@@ -64,6 +64,11 @@ TEST(YamlJsonTest, SyntaxErrorsNameLineAndColumn) {
   EXPECT_NE(apostrophe.status().message().find("(the `{` at line 2, column 4 is never closed)"), std::string::npos)
       << apostrophe.status().message();
 
+  // An error inside brackets that do close (a missing comma) names none.
+  auto comma = ParseYamlDocuments("{\"spec\": {\"model\": {\"name\": \"mlp\"}\n \"data\": {}}}\n", "comma.yaml");
+  ASSERT_FALSE(comma.ok());
+  EXPECT_EQ(comma.status().message().find("never closed"), std::string::npos) << comma.status().message();
+
   auto tabs = ParseYamlDocuments("a: 1\n\tb: 2\n", "tabs.yaml");
   ASSERT_FALSE(tabs.ok());
   EXPECT_NE(tabs.status().message().find("tabs.yaml:2:"), std::string::npos) << tabs.status().message();

@@ -545,7 +545,10 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     folder->Remove();
   }
   out << std::flush;
-  if (observer && !outcome.interrupted) ServeAfterTheRun(*observer, options, interrupted, clock, err);
+  // Not after a Ctrl-C that came once training had stopped: it said to stop.
+  if (observer && !outcome.interrupted && !interrupted.load()) {
+    ServeAfterTheRun(*observer, options, interrupted, clock, err);
+  }
   if (outcome.interrupted) {
     // Said where the run ends, as a failure's note says it: the first line
     // ("saving where it got to") did not say that running again resumes.

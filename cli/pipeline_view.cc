@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/progress_display.h"
+#include "core/number_text.h"
 #include "core/pipeline_planner.h"
 
 namespace edgetrain::cli {
@@ -11,12 +12,7 @@ namespace {
 
 constexpr double kMbpsPerBytePerSecond = 8 / 1e6;
 
-std::string Bytes(double bytes) {
-  if (bytes < 1024) return Fixed(bytes, 0) + " B";
-  if (bytes < 1024 * 1024) return Fixed(bytes / 1024, 1) + " KiB";
-  if (bytes < 1024.0 * 1024 * 1024) return Fixed(bytes / (1024 * 1024), 1) + " MiB";
-  return Fixed(bytes / (1024.0 * 1024 * 1024), 1) + " GiB";
-}
+std::string Bytes(double bytes) { return BinaryBytes(bytes); }
 
 std::string Ms(double seconds, int decimals = 1) { return Fixed(seconds * 1000, decimals); }
 

@@ -52,8 +52,9 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
   std::string waiting, silent;
   for (const WorkerProgress& w : p.workers) {
     // Still in the team and not heard from for seconds: its link is likely
-    // out, and the figures it last sent are as old as that.
-    const std::string quiet = w.active && w.silent_s >= kSilentWorthSaying
+    // out, and the figures it last sent are as old as that. Not once
+    // training has stopped, when every worker falls silent.
+    const std::string quiet = !p.stop_reason && w.active && w.silent_s >= kSilentWorthSaying
                                   ? "silent " + std::to_string(static_cast<int>(w.silent_s)) + " s"
                                   : "";
     if (w.holding_team) {

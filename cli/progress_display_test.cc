@@ -106,6 +106,9 @@ TEST(ProgressDisplayTest, NamesTheWorkersTheTeamWaitsOn) {
   EXPECT_NE(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}).find("waiting on robot-2; robot-3 silent 6 s elapsed"),
             std::string::npos)
       << FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"});
+  p.stop_reason = StopReason::kWallClock;  // finishing: every worker falls silent
+  EXPECT_EQ(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}).find("silent"), std::string::npos);
+  p.stop_reason.reset();
   p.workers[2].active = false;  // counted out: the table below the run says so
   EXPECT_EQ(FormatProgressLine(p, {"robot-1", "robot-2", "robot-3"}).find("silent"), std::string::npos);
 }

@@ -1,5 +1,7 @@
 #include "core/number_text.h"
 
+#include <cstdio>
+
 namespace edgetrain {
 
 std::string WithThousands(int64_t n) {
@@ -10,6 +12,20 @@ std::string WithThousands(int64_t n) {
     out += digits[i];
   }
   return n < 0 ? "-" + out : out;
+}
+
+std::string BinaryBytes(double bytes, int decimals) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  char text[48];
+  if (bytes < 1024) {
+    std::snprintf(text, sizeof text, "%.0f B", bytes);
+    return text;
+  }
+  int unit = 0;
+  bytes /= 1024;
+  while (unit < 3 && bytes >= 1024) bytes /= 1024, ++unit;
+  std::snprintf(text, sizeof text, "%.*f %s", decimals, bytes, kUnits[unit]);
+  return text;
 }
 
 }  // namespace edgetrain

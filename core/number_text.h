@@ -9,4 +9,8 @@ namespace edgetrain {
 // 1234567 -> "1,234,567"
 std::string WithThousands(int64_t n);
 
+// Bytes in the largest binary unit under which they stay 1 or more:
+// 1850368 -> "1.8 MiB" (`decimals` 1), 1000 -> "1000 B".
+std::string BinaryBytes(double bytes, int decimals = 1);
+
 }  // namespace edgetrain

@@ -5,6 +5,14 @@
 namespace edgetrain {
 namespace {
 
+TEST(NumberTextTest, BytesInTheirLargestBinaryUnit) {
+  EXPECT_EQ(BinaryBytes(1000), "1000 B");
+  EXPECT_EQ(BinaryBytes(1850368), "1.8 MiB");
+  EXPECT_EQ(BinaryBytes(1.04 * 1048576, 2), "1.04 MiB");
+  EXPECT_EQ(BinaryBytes(3.0 * 1024 * 1024 * 1024), "3.0 GiB");
+  EXPECT_EQ(BinaryBytes(2048), "2.0 KiB");
+}
+
 TEST(NumberTextTest, GroupsThousands) {
   EXPECT_EQ(WithThousands(0), "0");
   EXPECT_EQ(WithThousands(999), "999");

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <limits>
 #include <sstream>
 
 #include "core/batch_order.h"
+#include "core/number_text.h"
 
 namespace edgetrain {
 namespace {
@@ -206,17 +206,10 @@ std::optional<PipelineCost> PipelineCostModel::Plan(std::span<const PipelineStag
         if (device.memory_bytes > 0 && stage.memory_bytes[j] > device.memory_bytes) {
           std::ostringstream why;
           // In binary units, as a profile gives memory: raw bytes were read
-          // digit by digit (a new user's trial).
-          auto readable = [](double bytes) {
-            static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB"};
-            int unit = 0;
-            while (unit < 3 && bytes >= 1024) bytes /= 1024, ++unit;
-            std::ostringstream text;
-            text << std::fixed << std::setprecision(unit == 0 ? 0 : 1) << bytes << " " << kUnits[unit];
-            return text.str();
-          };
-          why << device.name << " would hold " << readable(static_cast<double>(stage.memory_bytes[j])) << " of stage "
-              << i + 1 << ", over its " << readable(static_cast<double>(device.memory_bytes));
+          // digit by digit (a new user's trial); two decimals, so that the
+          // two never read alike.
+          why << device.name << " would hold " << BinaryBytes(static_cast<double>(stage.memory_bytes[j]), 2)
+              << " of stage " << i + 1 << ", over its " << BinaryBytes(static_cast<double>(device.memory_bytes), 2);
           cost.misfit = why.str();
           break;
         }

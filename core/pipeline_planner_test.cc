@@ -214,7 +214,7 @@ TEST(PipelinePlannerTest, MemoryThatHoldsNoPlanIsSaidWithTheDeviceShort) {
   ASSERT_EQ(verdict.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(verdict.status().message().find("no plan fits the devices' memory"), std::string::npos);
   EXPECT_NE(verdict.status().message().find("fast would hold"), std::string::npos) << verdict.status().message();
-  EXPECT_NE(verdict.status().message().find("over its 1000 bytes"), std::string::npos) << verdict.status().message();
+  EXPECT_NE(verdict.status().message().find("over its 1000 B"), std::string::npos) << verdict.status().message();
 }
 
 TEST(PipelinePlannerTest, MemoryMovesTheCutsAndMicroBatchesRatherThanFailing) {

@@ -9,25 +9,32 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A value as a person reads it in the manifest: text without its quotes.
-std::string Shown(const Json* value) {
+// A value as a person reads it in the manifest: text without its quotes,
+// unless the other side is not text ("0.1" -> 0.1 would read as no change).
+std::string Shown(const Json* value, const Json* other) {
   if (!value) return "(none)";
-  return value->is_string() ? value->get<std::string>() : value->dump();
+  const bool quoted = other && other->type() != value->type();
+  return value->is_string() && !quoted ? value->get<std::string>() : value->dump();
 }
 
+// An object added or taken away is said field by field, as a changed one is.
 void Compare(const Json* before, const Json* after, const std::string& path, std::vector<std::string>& out) {
-  if (before && after && before->is_object() && after->is_object()) {
-    for (const auto& [key, value] : after->items()) {
-      const auto was = before->find(key);
-      Compare(was == before->end() ? nullptr : &*was, &value, path + "." + key, out);
+  const bool objects = (!before || before->is_object()) && (!after || after->is_object());
+  if (objects && (before || after)) {
+    static const Json kNone = Json::object();
+    const Json& b = before ? *before : kNone;
+    const Json& a = after ? *after : kNone;
+    for (const auto& [key, value] : a.items()) {
+      const auto was = b.find(key);
+      Compare(was == b.end() ? nullptr : &*was, &value, path + "." + key, out);
     }
-    for (const auto& [key, value] : before->items()) {
-      if (!after->contains(key)) Compare(&value, nullptr, path + "." + key, out);
+    for (const auto& [key, value] : b.items()) {
+      if (!a.contains(key)) Compare(&value, nullptr, path + "." + key, out);
     }
     return;
   }
   if (before && after && *before == *after) return;
-  out.push_back(path + ": " + Shown(before) + " -> " + Shown(after));
+  out.push_back(path + ": " + Shown(before, after) + " -> " + Shown(after, before));
 }
 
 }  // namespace

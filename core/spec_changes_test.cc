@@ -20,6 +20,17 @@ TEST(SpecChangesTest, EachChangedFieldByItsPathWithBothValues) {
                                                "spec.optimizer.name: adam -> sgd"}));
 }
 
+TEST(SpecChangesTest, ASectionAddedOrTakenAwayIsSaidFieldByField) {
+  EXPECT_EQ(SpecChanges(R"({"data": {"dataset": "digits"}})",
+                        R"({"data": {"dataset": "digits"}, "injection": {"batchShare": 0.5, "every": 2}})"),
+            (std::vector<std::string>{"spec.injection.batchShare: (none) -> 0.5", "spec.injection.every: (none) -> 2"}));
+  EXPECT_EQ(SpecChanges(R"({"stream": {"rate": 3}})", "{}"), std::vector<std::string>{"spec.stream.rate: 3 -> (none)"});
+}
+
+TEST(SpecChangesTest, TextAgainstANumberKeepsItsQuotes) {
+  EXPECT_EQ(SpecChanges(R"({"lr": "0.1"})", R"({"lr": 0.1})"), std::vector<std::string>{"spec.lr: \"0.1\" -> 0.1"});
+}
+
 TEST(SpecChangesTest, AListDiffersAsAWhole) {
   EXPECT_EQ(SpecChanges(R"({"model": {"hidden": [128, 64]}})", R"({"model": {"hidden": [128, 32]}})"),
             (std::vector<std::string>{"spec.model.hidden: [128,64] -> [128,32]"}));

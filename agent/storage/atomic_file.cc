@@ -67,6 +67,10 @@ StatusOr<std::string> ReadWholeFile(const std::string& path) {
   if (!in) return NotFoundError("cannot read " + path);
   std::stringstream s;
   s << in.rdbuf();
+  // A read that failed midway (a network volume gone) is not a damaged file:
+  // its bytes, cut short, would fail a checkpoint's CRC and be refused for
+  // good (exit 2) where reading again may succeed (exit 1).
+  if (in.bad()) return UnavailableError("reading " + path + " failed midway");
   return s.str();
 }
 

@@ -15,7 +15,7 @@ namespace edgetrain::agent {
 namespace {
 
 constexpr int64_t kFloatBytes = 4;
-// Untimed passes of the whole model before any layer is timed.
+// Untimed passes of each layer at the whole batch before it is timed.
 constexpr int kWarmUpPasses = 3;
 
 double Median(std::vector<double> values) {
@@ -134,21 +134,6 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
     std::vector<int64_t> shape = FirstLayerSampleShape(options.sample_shape, data);
     shape.insert(shape.begin(), options.batch_size);
     torch::Tensor input = torch::rand(shape);
-    // The process's first passes pay for growing its heap to what the
-    // passes hold and for lazy initialisation, for several passes, not one:
-    // the first layer's 1-sample backward, timed first, measured 2.8-3.6 ms
-    // against 0.06-0.1 ms once warm (an MLP's fc1, a new user's trial). The
-    // whole model forward and back at the full batch, untimed, first.
-    for (int warm = 0; warm < kWarmUpPasses; ++warm) {
-      torch::Tensor x = input;
-      std::vector<torch::Tensor> weights;
-      for (ModelLayer& layer : layers) {
-        layer.net->train();
-        x = layer.net->forward(x);
-        for (const auto& p : layer.net->parameters()) weights.push_back(p);
-      }
-      if (!weights.empty()) torch::autograd::grad({x.sum()}, weights);
-    }
     std::vector<LayerCost> costs;
     for (size_t i = 0; i < layers.size(); ++i) {
       ModelLayer& layer = layers[i];
@@ -162,6 +147,17 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       const std::function<void()> between = [&] {
         if (optimizer) optimizer->Step(clock);
       };
+      // The first passes pay for growing the heap to what they hold and for
+      // lazy initialisation, for several passes, not one: the first layer's
+      // 1-sample backward, timed first, measured 2.8-3.6 ms against
+      // 0.13-0.2 ms once warm (an MLP's fc1, a new user's trial). The layer
+      // at the whole batch first, untimed: what its timed passes hold at
+      // most, and no more (a whole model's activations at once would not fit
+      // where a model is split for want of memory; found in review).
+      {
+        const torch::Tensor whole = input.detach().requires_grad_(i > 0);
+        (void)TimeLayer(layer.net, whole, clock, kWarmUpPasses, [] {});
+      }
       for (int samples : PassSizes(options.batch_size)) {
         // Nothing upstream of the first layer wants the gradient of the images.
         const torch::Tensor part = input.narrow(0, 0, samples).detach().requires_grad_(i > 0);

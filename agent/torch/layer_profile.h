@@ -17,7 +17,8 @@ namespace edgetrain::agent {
 
 struct LayerProfileOptions {
   int batch_size = 32;  // the most samples a timed pass runs on: the job's batch
-  // Timed passes of each layer after one untimed warm-up; the median counts.
+  // Timed passes of each layer, at each size after an untimed one (and each
+  // layer after three untimed passes at the whole batch); the median counts.
   // Of 3, a pass of 3 ms in a layer's 0.1 ms came two in three at one size
   // in run after run (fc1's 2-sample backward); of 5, in none.
   int repetitions = 5;
