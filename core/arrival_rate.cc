@@ -1,5 +1,7 @@
 #include "core/arrival_rate.h"
 
+#include <algorithm>
+
 namespace edgetrain {
 
 void ArrivalRateMeter::Begin(TimePoint at) {
@@ -16,8 +18,19 @@ void ArrivalRateMeter::Continue(TimePoint at, int64_t bytes) {
 }
 
 void ArrivalRateMeter::Close() {
-  if (open_ && bytes_ >= min_bytes_ && last_ > first_) estimate_.Observe(bytes_, last_ - first_);
+  if (open_ && bytes_ >= min_bytes_ && last_ > first_) {
+    recent_[measured_ % kBursts] = static_cast<double>(bytes_) * 8 / 1e6 / ToSeconds(last_ - first_);
+    ++measured_;
+  }
   open_ = false;
+}
+
+double ArrivalRateMeter::Mbps() const {
+  const size_t n = std::min(measured_, kBursts);
+  if (n == 0) return 0;
+  std::array<double, kBursts> sorted = recent_;
+  std::sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n));
+  return sorted[(n - 1) / 2];  // the lower median: of two, the slower
 }
 
 }  // namespace edgetrain
