@@ -67,6 +67,18 @@ Json ProgressStatusOf(const Json& progress) {
   return out;
 }
 
+void KeepWhatWasRead(Json& workers, const Json& stored) {
+  if (!stored.is_array()) return;
+  for (Json& w : workers) {
+    for (const Json& was : stored) {
+      if (!was.is_object() || was.value("name", "") != w.value("name", "")) continue;
+      for (const auto& [key, value] : was.items()) {
+        if (!w.contains(key)) w[key] = value;
+      }
+    }
+  }
+}
+
 Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
   std::map<int, const Json*> by_rank;
   if (progress.contains("workers")) {

@@ -35,6 +35,9 @@ Json ProgressStatusOf(const Json& progress);
 // status.workers: the coordinator and each worker, their nodes from the pods,
 // batch, bandwidth and stall from /progress (when there is one).
 Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress);
+// Each of `workers` (WorkersStatusOf's) keeps, of its entry by name in the
+// status before (`stored`, an array), whatever it has no figure for now.
+void KeepWhatWasRead(Json& workers, const Json& stored);
 
 // A link measured below this share of what placement planned for it is degraded.
 inline constexpr double kDegradedShare = 0.5;

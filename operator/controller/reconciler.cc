@@ -1173,6 +1173,20 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
       if (!result.empty()) {
         pass.status["progress"] = ProgressStatusOf(result);
+        // Each worker's figures as the result gives them, which the job's
+        // totals are of: the last /progress read left them seconds behind
+        // (a team's samples summed to 1,307,392 under a total of 1,353,600;
+        // a job of 3 s had none; a new user's trial). A result too long
+        // for a termination message leaves its workers out: then as read.
+        if (result.contains("workers") && result["workers"].is_array() && !result["workers"].empty()) {
+          std::vector<Json> gang_pods;
+          for (const Json& pod : pass.pods) {
+            if (InGang(pod, names)) gang_pods.push_back(pod);
+          }
+          Json workers = WorkersStatusOf(gang_pods, result);
+          KeepWhatWasRead(workers, pass.stored_status.value("workers", Json::array()));
+          pass.status["workers"] = std::move(workers);
+        }
         Json model = Json::object();
         if (result.contains("modelPath") && !result["modelPath"].get<std::string>().empty()) {
           model["path"] = result["modelPath"];
@@ -1278,16 +1292,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // No progress read (the coordinator ending, a slow answer): each pod
       // keeps what was last read of it. The job's last status lost every
       // worker's batch, samples and stall as it ended (a new user's trial).
-      if (progress.empty() && pass.stored_status.contains("workers") && pass.stored_status["workers"].is_array()) {
-        for (Json& w : workers) {
-          for (const Json& was : pass.stored_status["workers"]) {
-            if (!was.is_object() || was.value("name", "") != w.value("name", "")) continue;
-            for (const auto& [key, value] : was.items()) {
-              if (!w.contains(key)) w[key] = value;
-            }
-          }
-        }
-      }
+      if (progress.empty()) KeepWhatWasRead(workers, pass.stored_status.value("workers", Json::array()));
       pass.status["workers"] = std::move(workers);
       ReportQuarantines(pass);
       if (plan.pipeline && progress.contains("workers") && progress["workers"].is_array() &&

@@ -580,7 +580,9 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
   SyncPods([](Json& pod) {
     if (pod["metadata"]["name"] != "team-coordinator") return Run(pod);
     const Json result = {{"state", "succeeded"}, {"reachedTarget", true}, {"stopReason", "target"},
-                         {"accuracy", 0.93},     {"iteration", 140},      {"modelPath", "/models/team/model.pt"}};
+                         {"accuracy", 0.93},     {"iteration", 140},      {"modelPath", "/models/team/model.pt"},
+                         {"workers", {{{"rank", 0}, {"samples", 4480}, {"batchSize", 32}, {"stallFraction", 0.25}},
+                                      {{"rank", 1}, {"samples", 4480}, {"batchSize", 32}, {"stallFraction", 0.5}}}}};
     pod["status"] = {{"phase", "Succeeded"},
                      {"containerStatuses",
                       {{{"name", "agent"},
@@ -591,6 +593,14 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
   EXPECT_EQ(status["phase"], api::phase::kSucceeded);
   EXPECT_EQ(status["model"]["path"], "/models/team/model.pt");
   EXPECT_EQ(status["model"]["accuracy"], 0.93);
+  // Each worker's figures as the result gives them, which its totals are of.
+  int with_result = 0;
+  for (const Json& w : status["workers"]) {
+    if (w.value("role", "") != "worker") continue;
+    EXPECT_EQ(w.value("samples", 0), 4480) << status["workers"].dump();
+    ++with_result;
+  }
+  EXPECT_GT(with_result, 0) << status["workers"].dump();
   EXPECT_EQ(FindCondition(status, api::condition::kComplete)->value("reason", ""), api::reason::kTargetReached);
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway"}))
       << "cleanPodPolicy Running: the workers still running go, the finished coordinator stays";
