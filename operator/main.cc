@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
       {"--certificate-validity",
        "how long a team's agent certificate lasts; it is replaced two thirds into its life (default 720h)"},
       {"--link-down-after",
-       "a worker out of its team and silent this long has its link down: BandwidthDegraded, LinkDown (default 10s)"},
+       "a worker silent this long, counted out of its team or not yet, has its link down: BandwidthDegraded, "
+       "LinkDown (default 10s)"},
       {"--stalled-after",
        "a team whose iteration has not moved this long is Stalled, naming the workers it waits on (default 30s)"},
       {"--agent-keepalive",

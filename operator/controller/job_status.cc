@@ -137,14 +137,29 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
   char text[160];
   for (const Json& w : progress["workers"]) {
     const int rank = w.value("rank", -1);
+    const double out = w.value("silentSeconds", 0.0);
+    const bool gone_quiet = out >= ToSeconds(rules.link_down_after) && w.value("quarantined", "").empty();
     if (!w.value("active", true)) {
       // Out of the team: it does not wait, but its link may be down.
-      const double out = w.value("silentSeconds", 0.0);
-      if (out >= ToSeconds(rules.link_down_after) && w.value("quarantined", "").empty()) {
+      if (gone_quiet) {
         std::snprintf(text, sizeof text, "worker %d silent for %.0f s", rank, out);
         add(down, text);
         ++silent;
         std::snprintf(text, sizeof text, "worker %d (out of the team, silent for %.0f s)", rank, out);
+        add(waits_on, text);
+      }
+      continue;
+    }
+    if (gone_quiet) {
+      // Still in the team, not yet counted out, and as silent: its link is
+      // down as surely (LinkDown came 23 s after a cut, once the
+      // coordinator had counted it out; a new user's trial), and its other
+      // figures are as old as its silence.
+      std::snprintf(text, sizeof text, "worker %d silent for %.0f s", rank, out);
+      add(down, text);
+      ++silent;
+      if (w.value("holdingTeam", false)) {
+        std::snprintf(text, sizeof text, "worker %d (silent for %.0f s)", rank, out);
         add(waits_on, text);
       }
       continue;

@@ -130,6 +130,13 @@ TEST(JobStatusTest, AWorkerOutOfTheTeamLongEnoughIsALinkDownAndNoneLeftIsStalled
   EXPECT_STREQ(one.degraded_reason, "LinkDown");
   EXPECT_EQ(one.degraded_message, "worker 1 silent for 12 s: its link is down or it is gone");
   EXPECT_FALSE(one.stalled) << "the team goes on without it";
+  // Still in the team, not yet counted out, and as silent: as surely down.
+  const Json in_but_silent = {{"rank", 1}, {"active", true}, {"silentSeconds", 11.0}, {"holdingTeam", true}};
+  const Json in_and_heard = {{"rank", 1}, {"active", true}, {"silentSeconds", 0.02}, {"bandwidthMbps", 30.0}};
+  EXPECT_FALSE(of({in, in_and_heard}, 0.1).degraded);
+  LinkHealth quiet = of({in, in_but_silent}, 11.0);
+  EXPECT_STREQ(quiet.degraded_reason, "LinkDown");
+  EXPECT_EQ(quiet.degraded_message, "worker 1 silent for 11 s: its link is down or it is gone");
 
   const Json down0 = {{"rank", 0}, {"active", false}, {"silentSeconds", 31.0}};
   const Json down1 = {{"rank", 1}, {"active", false}, {"silentSeconds", 32.0}};
