@@ -73,6 +73,11 @@ def rates(times, totals):
     return out_t, out_v
 
 
+def staged(snapshots):
+    """Whether the run is a pipeline's: its stages report the layers they hold."""
+    return any("layers" in w for p in snapshots for w in p.get("workers", []))
+
+
 def team_energy(snapshots):
     """(times, joules) of the whole job, each team worker's energy placed at the job
     time it was spent rather than when its report reached the coordinator: a robot
@@ -92,17 +97,15 @@ def team_energy(snapshots):
     line fell to 0 W, below every device's idle power, then spiked (a new
     user's trial)."""
     reports = {}  # rank -> [(wallSeconds, energyJoules, elapsedSeconds first seen)], wall rising
-    staged = False
     for p in snapshots:
         for w in p.get("workers", []):
-            staged = staged or "layers" in w
             wall, joules = w.get("wallSeconds"), w.get("energyJoules")
             if wall is None or joules is None or wall <= 0:
                 continue
             run = reports.setdefault(w["rank"], [])
             if not run or wall > run[-1][0]:
                 run.append((wall, joules, p["elapsedSeconds"]))
-    if staged or not reports:
+    if staged(snapshots) or not reports:
         energy = [(p["elapsedSeconds"], p["energyJoules"]) for p in snapshots if p.get("energyJoules") is not None]
         changed = [e for i, e in enumerate(energy) if i == 0 or e[1] != energy[i - 1][1] or i == len(energy) - 1]
         return [t for t, _ in changed], [j for _, j in changed]
@@ -212,12 +215,11 @@ def draw(snapshots, evaluations, out, title, names):
 
     # A link's estimate is 0 until something large enough was timed, and while it is
     # down: drawn as a gap rather than as a dead link.
-    staged = any("layers" in w for p in snapshots for w in p.get("workers", []))
     both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
               worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
               "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links",
               "a pipeline: its stages' links are not timed\n(the bytes each moved are in the run's summary)"
-              if staged else "no link timed: unshaped, or no message large enough to time")
+              if staged(snapshots) else "no link timed: unshaped, or no message large enough to time")
 
     ax = axes[1][1]
     stalls = worker_series(snapshots, "stallSeconds")

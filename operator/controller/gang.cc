@@ -60,6 +60,14 @@ bool InGang(const Json& pod, const std::vector<std::string>& expected_pods) {
          std::find(expected_pods.begin(), expected_pods.end(), meta.value("name", "")) != expected_pods.end();
 }
 
+std::vector<Json> GangPods(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods) {
+  std::vector<Json> gang;
+  for (const Json& pod : pods) {
+    if (InGang(pod, expected_pods)) gang.push_back(pod);
+  }
+  return gang;
+}
+
 Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods, const GangRules& rules) {
   Gang gang;
   gang.expected = static_cast<int>(expected_pods.size());

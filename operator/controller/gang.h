@@ -65,6 +65,8 @@ struct GangRules {
 // being deleted. A replaced worker's old pod, Terminating on a silent node,
 // is not.
 bool InGang(const Json& pod, const std::vector<std::string>& expected_pods);
+// Of `pods`, those InGang: not a replaced member's old pod, still Terminating.
+std::vector<Json> GangPods(const std::vector<Json>& pods, const std::vector<std::string>& expected_pods);
 
 // `expected_pods` are the names the plan makes, the coordinator first (a
 // worker's name carries its slot's generation, so a pod of a replaced slot is

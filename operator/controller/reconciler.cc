@@ -1179,11 +1179,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         // a job of 3 s had none; a new user's trial). A result too long
         // for a termination message leaves its workers out: then as read.
         if (result.contains("workers") && result["workers"].is_array() && !result["workers"].empty()) {
-          std::vector<Json> gang_pods;
-          for (const Json& pod : pass.pods) {
-            if (InGang(pod, names)) gang_pods.push_back(pod);
-          }
-          Json workers = WorkersStatusOf(gang_pods, result);
+          Json workers = WorkersStatusOf(GangPods(pass.pods, names), result);
           KeepWhatWasRead(workers, pass.stored_status.value("workers", Json::array()));
           pass.status["workers"] = std::move(workers);
         }
@@ -1284,10 +1280,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // The gang's pods: not a replaced worker's old pod, still Terminating on
       // a node gone silent, which would be listed with its replacement's
       // figures and keep BandwidthDegraded on for a node the team has left.
-      std::vector<Json> gang_pods;
-      for (const Json& pod : pass.pods) {
-        if (InGang(pod, names)) gang_pods.push_back(pod);
-      }
+      const std::vector<Json> gang_pods = GangPods(pass.pods, names);
       Json workers = WorkersStatusOf(gang_pods, progress);
       // No progress read (the coordinator ending, a slow answer): each pod
       // keeps what was last read of it. The job's last status lost every
