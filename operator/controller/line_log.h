@@ -8,11 +8,11 @@
 // workers never interleave.
 
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <mutex>
 #include <ostream>
 #include <string>
+
+#include "operator/kube/kube_time.h"
 
 namespace edgetrain::operator_ {
 
@@ -23,26 +23,13 @@ class LineLog {
     Write("job=" + key + " reason=" + reason + " " + message);
   }
   void Write(const std::string& line) {
-    const std::string stamp = Now();
+    const std::string stamp = kube::FormatKubeTimeMillis(std::chrono::system_clock::now());
     std::lock_guard<std::mutex> lock(mu_);
     out_ << "time=" << stamp << " " << line << "\n";
     out_.flush();
   }
 
  private:
-  // The wall clock in UTC to the millisecond, as RFC 3339 writes it.
-  static std::string Now() {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char text[40];
-    const size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-    std::snprintf(text + n, sizeof text - n, ".%03dZ", static_cast<int>(ms));
-    return text;
-  }
-
   std::mutex mu_;
   std::ostream& out_;
 };

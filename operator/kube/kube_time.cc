@@ -14,6 +14,15 @@ std::string FormatKubeTime(WallTime t) {
   return text;
 }
 
+std::string FormatKubeTimeMillis(WallTime t) {
+  std::string text = FormatKubeTime(t);  // "...:53Z"
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03dZ", static_cast<int>(ms));
+  text.pop_back();
+  return text + fraction;
+}
+
 std::optional<WallTime> ParseKubeTime(const std::string& text) {
   std::tm tm{};
   int consumed = 0;

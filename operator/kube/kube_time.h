@@ -12,6 +12,9 @@ namespace edgetrain::kube {
 using WallTime = std::chrono::system_clock::time_point;
 
 std::string FormatKubeTime(WallTime t);
+// To the millisecond, as MicroTime writes fractions: "2026-11-22T19:01:53.123Z"
+// (the operator's log lines, whose decisions come many to a second).
+std::string FormatKubeTimeMillis(WallTime t);
 // Also reads fractional seconds and "+hh:mm" offsets (MicroTime, other writers).
 std::optional<WallTime> ParseKubeTime(const std::string& text);
 
