@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <cstdio>
 #include <cstdlib>
 
@@ -18,6 +19,7 @@
 #include "core/exit_codes.h"
 #include "core/node_view.h"
 #include "core/parallelism_choice.h"
+#include "core/pipeline_planner.h"
 #include "core/pipeline_problem.h"
 #include "operator/controller/cluster_view.h"
 #include "operator/kube/kube_config.h"
@@ -49,7 +51,31 @@ std::optional<double> StreamsDeliver(const JobSpec& spec) {
   return sum;
 }
 
-nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch) {
+// A pipeline job's figures for each node: the whole model on that device
+// alone, by the planner's cost model over the layers the agent measured, and
+// its compute's joules a sample at that pace. Placement's own figures are of
+// a data-parallel worker by the model's flops (docs/placement.md), which
+// contradicted the planner's below them: 646 samples/s on the gateway in the
+// table, 1,042 for the same device alone in the comparison (a new user's trial).
+struct AloneOnNode {
+  bool planned = false;      // false: a node the planner refuses (no compute, a cut link)
+  double samples_per_s = 0;  // 0: the whole model does not fit the device
+  double joules_per_sample = 0;
+};
+
+// The figures a node's row shows: placement's, or the planner's of the device alone.
+struct RowFigures {
+  double samples_per_s = 0;
+  double joules_per_sample = 0;
+};
+
+RowFigures FiguresOf(const NodeVerdict& v, int batch, const std::vector<AloneOnNode>& alone, size_t i) {
+  if (i < alone.size() && alone[i].planned) return {alone[i].samples_per_s, alone[i].joules_per_sample};
+  return {v.step.samples_per_second(batch), v.joules_per_sample};
+}
+
+nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch,
+                      const std::vector<AloneOnNode>& alone) {
   nlohmann::json verdicts = nlohmann::json::array();
   for (size_t i = 0; i < p.verdicts.size(); ++i) {
     const NodeVerdict& v = p.verdicts[i];
@@ -64,6 +90,11 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
     if (v.excluded.empty() || !v.ranks.empty() || v.coordinator) {
       j["predictedSamplesPerSecond"] = v.step.samples_per_second(batch);
       j["joulesPerSample"] = v.joules_per_sample;
+      // A pipeline job's: the whole model on the device alone, as the planner costs it.
+      if (i < alone.size() && alone[i].planned) {
+        j["aloneSamplesPerSecond"] = alone[i].samples_per_s;
+        j["aloneJoulesPerSample"] = alone[i].joules_per_sample;
+      }
     }
     verdicts.push_back(j);
   }
@@ -78,10 +109,12 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
   return out;
 }
 
-void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch, std::ostream& out) {
+void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch,
+                const std::vector<AloneOnNode>& alone, std::ostream& out) {
   char line[512];
   // COMPUTE: the node's speed against the fastest's (its compute score);
-  // SAMPLES/S: a worker there, its link counted too, which is what placement ranks by.
+  // SAMPLES/S: a worker there, its link counted too, which is what placement
+  // ranks by; of a pipeline job, the whole model on the device alone.
   std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", "NODE", "PODS", "COMPUTE", "LINK Mbit/s",
                 "SAMPLES/S", "mJ/SAMPLE", "NOTE");
   out << line;
@@ -110,11 +143,13 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
       if (!v.misfit.empty()) verdict += (held.empty() ? "no worker: " : "; no more: ") + v.misfit;
       if (!verdict.empty()) note = note.empty() ? verdict : note + "; " + verdict;
     }
+    const RowFigures figures = FiguresOf(v, batch, alone, i);
+    const bool shown = judged && figures.samples_per_s > 0;  // a device the whole model does not fit: "-"
     std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
                   Fixed(nodes[i].compute_score, 2).c_str(),
                   nodes[i].link_mbps ? Fixed(*nodes[i].link_mbps, 1).c_str() : "wired",
-                  judged ? WithThousands(std::llround(v.step.samples_per_second(batch))).c_str() : "-",
-                  judged ? Fixed(v.joules_per_sample * 1000, 3).c_str() : "-", note.c_str());
+                  shown ? WithThousands(std::llround(figures.samples_per_s)).c_str() : "-",
+                  shown ? Fixed(figures.joules_per_sample * 1000, 3).c_str() : "-", note.c_str());
     out << line;
   }
 }
@@ -170,6 +205,32 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
                                                                 std::move(measured.layers), measured.transport));
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
   return planned;
+}
+
+// Each node's device alone with the whole model, on the layers `problem` was
+// planned with. A node the planner refuses (no compute, a cut link) is left
+// out of every plan, and keeps placement's figures.
+std::vector<AloneOnNode> AloneOnEachNode(const JobSpec& spec, const PipelineProblem& problem,
+                                         const std::vector<NodeView>& nodes) {
+  std::vector<AloneOnNode> alone;
+  const int layers = static_cast<int>(problem.layers.size());
+  for (const NodeView& node : nodes) {
+    StatusOr<PipelineProblem> one = PipelineProblemOf(spec, std::span(&node, 1), problem.layers, problem.transport);
+    AloneOnNode figures;
+    if (!one.ok()) {
+      alone.push_back(figures);
+      continue;
+    }
+    figures.planned = true;
+    const PipelinePlan plan = AtBestMicroBatches(*one, {{0, layers, {0}}});
+    if (plan.cost.fits && plan.cost.samples_per_s > 0) {
+      figures.samples_per_s = plan.cost.samples_per_s;
+      // Alone, a device only computes: its radio carries nothing.
+      figures.joules_per_sample = node.power.compute_watts / plan.cost.samples_per_s;
+    }
+    alone.push_back(figures);
+  }
+  return alone;
 }
 
 }  // namespace
@@ -228,8 +289,10 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   std::optional<StatusOr<PlannedPipeline>> pipeline;
   if (pipeline_job && placement.placed) pipeline = PlanPipelineJob(job, placement, nodes, options.agent_binary);
   const bool planned = pipeline && pipeline->ok();
+  const std::vector<AloneOnNode> alone =
+      planned ? AloneOnEachNode(job.spec, (*pipeline)->problem, nodes) : std::vector<AloneOnNode>{};
   if (options.json) {
-    nlohmann::json doc = ToJson(placement, nodes, batch);
+    nlohmann::json doc = ToJson(placement, nodes, batch, alone);
     doc["job"] = job.name;
     doc["site"] = site;
     if (const std::optional<double> arriving = StreamsDeliver(job.spec)) doc["streamSamplesPerSecond"] = *arriving;
@@ -250,7 +313,11 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
         << (request->solo ? "a job of one, trained by its coordinator"
                           : "a coordinator and " + std::to_string(workers) + " workers")
         << "\n\n";
-    PrintTable(placement, nodes, batch, out);
+    PrintTable(placement, nodes, batch, alone, out);
+    if (!alone.empty()) {
+      out << "SAMPLES/S and mJ/SAMPLE: the whole model on that device alone, by the planner's cost model over the "
+             "layers measured below (\"-\": it does not fit the device's memory)\n";
+    }
     out << "\n";
     // A pipeline job's prediction is the planner's, below: placement's, of a
     // data-parallel team, would contradict it.
