@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "api/job_conditions.h"
 #include "core/duration_text.h"
@@ -42,6 +43,50 @@ void SetCondition(Json& status, const ConditionUpdate& update, const std::string
                                   {"message", update.message},
                                   {"lastTransitionTime", now},
                                   {"observedGeneration", generation}});
+}
+
+PhaseReason PhaseReasonOf(const Json& status) {
+  namespace condition = api::condition;
+  namespace phase = api::phase;
+  const std::string current = status.value("phase", "");
+  // The first of `types` whose condition has `value` and a reason.
+  auto first = [&](std::initializer_list<const char*> types, bool value) -> std::optional<PhaseReason> {
+    for (const char* type : types) {
+      const Json* c = FindCondition(status, type);
+      if (c && c->value("status", "") == (value ? "True" : "False") && !c->value("reason", "").empty()) {
+        return PhaseReason{c->value("reason", ""), c->value("message", "")};
+      }
+    }
+    return std::nullopt;
+  };
+  std::optional<PhaseReason> why;
+  if (current == phase::kFailed) {
+    why = first({condition::kFailed, condition::kInvalid}, true);
+  } else if (current == phase::kSucceeded) {
+    why = first({condition::kComplete}, true);
+  } else if (current == phase::kPending || current == phase::kSuspended) {
+    // Refused until the spec or the cluster changes, or not placed yet.
+    why = first({condition::kInvalid}, true);
+    if (!why) why = first({condition::kPlaced}, false);
+  } else if (current == phase::kPlacing || current == phase::kRecovering) {
+    why = first({condition::kRunning}, false);  // Starting, Resuming; Recovering, with what was lost
+  } else if (current == phase::kRunning) {
+    // What holds the team before what merely slows it, and a replay after both.
+    why = first({condition::kStalled, condition::kBandwidthDegraded, condition::kReplaying}, true);
+    if (!why) why = first({condition::kRunning}, true);
+  }
+  return why.value_or(PhaseReason{});
+}
+
+void SetPhaseReason(Json& status) {
+  const PhaseReason why = PhaseReasonOf(status);
+  if (why.reason.empty()) {
+    status.erase("reason");
+    status.erase("message");
+    return;
+  }
+  status["reason"] = why.reason;
+  status["message"] = why.message;
 }
 
 std::string EtaText(double seconds) {

@@ -29,6 +29,19 @@ void SetCondition(Json& status, const ConditionUpdate& update, const std::string
 const Json* FindCondition(const Json& status, const std::string& type);
 bool ConditionIs(const Json& status, const std::string& type, bool value);
 
+// Why the job is in its phase, as one of its conditions says it: the reason
+// and message `kubectl get tj` shows beside the phase (status.reason and
+// status.message, as a Pod has). A Pending job's placement or invalid spec, a
+// Running one's stall or failing link, a Succeeded one's target or budget, a
+// Failed one's cause; empty when no condition says more than the phase.
+struct PhaseReason {
+  std::string reason;
+  std::string message;
+};
+PhaseReason PhaseReasonOf(const Json& status);
+// Sets status.reason and status.message from PhaseReasonOf, or removes them.
+void SetPhaseReason(Json& status);
+
 // status.progress from the coordinator's /progress (docs/launch-contract.md).
 Json ProgressStatusOf(const Json& progress);
 

@@ -27,6 +27,59 @@ TEST(JobStatusTest, AConditionKeepsItsTransitionTimeUntilItFlips) {
   EXPECT_EQ(status["conditions"].size(), 1u);
 }
 
+// kubectl get tj's Reason column: the condition that says why the job is
+// in its phase (a new user's trial had only the phase to go by).
+TEST(JobStatusTest, ThePhasesReasonIsTheConditionThatExplainsIt) {
+  const std::string now = "2026-11-30T10:00:00Z";
+  Json status = {{"phase", "Pending"}};
+  SetCondition(status, {"Placed", false, "Unschedulable", "0/5 nodes fit: insufficient memory"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "Unschedulable");
+  EXPECT_EQ(status["message"], "0/5 nodes fit: insufficient memory");
+
+  // An invalid spec says more than not being placed.
+  SetCondition(status, {"Invalid", true, "NoMatchingNode", "spec.placement.nodeSelector matches none"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "NoMatchingNode");
+
+  status["phase"] = "Running";
+  SetCondition(status, {"Invalid", false, "Valid", ""}, now, 1);
+  SetCondition(status, {"Placed", true, "Placed", "on robot-1, robot-2"}, now, 1);
+  SetCondition(status, {"Running", true, "Training", "every agent runs"}, now, 1);
+  SetCondition(status, {"BandwidthDegraded", false, "LinksHealthy", ""}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "Training");
+  SetCondition(status, {"BandwidthDegraded", true, "LinkDown", "worker 1 silent 12 s"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "LinkDown") << "a link down says more than training";
+  EXPECT_EQ(status["message"], "worker 1 silent 12 s");
+  SetCondition(status, {"Stalled", true, "WaitingOnLinks", "no step for 31 s"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "WaitingOnLinks") << "a team that does not step, before a link that fails";
+
+  status["phase"] = "Recovering";
+  SetCondition(status, {"Running", false, "Recovering", "worker 1: its node was lost; replaced: robot-3"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "Recovering");
+  EXPECT_EQ(status["message"], "worker 1: its node was lost; replaced: robot-3");
+
+  status["phase"] = "Succeeded";
+  SetCondition(status, {"Complete", true, "TargetReached", "accuracy 0.9139 held"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "TargetReached");
+
+  status["phase"] = "Failed";
+  SetCondition(status, {"Failed", true, "RecoveriesExhausted", "3 losses, 2 allowed"}, now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "RecoveriesExhausted");
+
+  // No condition says more than the phase: nothing is shown, nothing stale kept.
+  Json bare = {{"phase", "Pending"}, {"reason", "Unschedulable"}, {"message", "old"}};
+  SetPhaseReason(bare);
+  EXPECT_FALSE(bare.contains("reason"));
+  EXPECT_FALSE(bare.contains("message"));
+}
+
 TEST(JobStatusTest, ProgressIsTheCoordinatorsWithoutWhatItDoesNotHaveYet) {
   const Json progress = {{"iteration", 1200}, {"samples", 76800}, {"loss", 0.41}, {"accuracy", nullptr},
                          {"energyJoules", 212.5}, {"etaSeconds", 65.4}, {"state", "training"}};

@@ -1746,6 +1746,7 @@ Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional
 }
 
 Status Reconciler::WriteStatus(Pass& pass) {
+  SetPhaseReason(pass.status);  // what kubectl get tj shows beside the phase
   if (pass.status == pass.stored_status) return Status::Ok();
   Json object = pass.object;
   object["status"] = pass.status;

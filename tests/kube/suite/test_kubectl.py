@@ -165,13 +165,18 @@ class TrainingJobs(KubectlTestCase):
         return r.json
 
     def test_get_prints_printer_columns(self):
-        self.set_status(self.name, {"phase": "Running", "progress": {"accuracy": 0.5}})
+        self.set_status(self.name, {"phase": "Running", "reason": "LinkDown",
+                                    "message": "worker 1 silent for 12 s", "progress": {"accuracy": 0.5}})
         lines = self.kubectl.run("get", "tj").stdout.splitlines()
-        self.assertEqual(lines[0].split(), ["NAME", "PHASE", "MODE", "WORKERS", "ACCURACY", "AGE"])
+        self.assertEqual(lines[0].split(), ["NAME", "PHASE", "REASON", "MODE", "WORKERS", "ACCURACY", "AGE"])
         row = next(line.split() for line in lines[1:] if line.split()[0] == self.name)
-        self.assertEqual(row[1], "Running")
-        self.assertEqual(row[4], "0.5")
-        self.assertRegex(row[5], r"^\d+s$")
+        self.assertEqual(row[1:3], ["Running", "LinkDown"])
+        self.assertEqual(row[5], "0.5")
+        self.assertRegex(row[6], r"^\d+s$")
+        # The condition's message only with -o wide: it may be long.
+        wide = self.kubectl.run("get", "tj", self.name, "-o", "wide").stdout.splitlines()
+        self.assertEqual(wide[0].split()[-1], "MESSAGE")
+        self.assertTrue(wide[1].endswith("worker 1 silent for 12 s"), wide)
 
     def test_get_yaml_shows_defaults_and_server_fields(self):
         out = self.kubectl.run("get", "tj", self.name, "-o", "yaml").stdout

@@ -212,7 +212,8 @@ class OperatorTest(OperatorSiteTestCase):
                          {n: p["spec"]["nodeName"] for n, p in pods.items()})
 
         table = self.kubectl.run("get", "tj", "digits-team").stdout
-        self.assertRegex(table, r"digits-team\s+Succeeded\s+dataParallel\s+2\s+0\.9")
+        self.assertRegex(table, r"digits-team\s+Succeeded\s+TargetReached\s+dataParallel\s+2\s+0\.9")
+        self.assertEqual(status["reason"], "TargetReached")
         story = self.kubectl.run("describe", "tj", "digits-team").stdout
         for reason in ("Placed", "Training", "TargetReached"):
             self.assertRegex(story, rf"Normal\s+{reason}\s", story)
