@@ -12,6 +12,7 @@
 #include "agent/torch/torchscript_trainer.h"
 #include "agent/torch/trainer.h"
 #include "core/exit_codes.h"
+#include "core/finite_step.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -81,13 +82,8 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   int64_t samples = 0;
   auto evaluation = Evaluate(model_path, data, data_dir, samples);
   if (!evaluation.ok()) return ReportFailure(evaluation.status(), lines, log);
-  if (!std::isfinite(evaluation->loss)) {
-    // Its accuracy means nothing: every class's score NaN picks class 0.
-    return ReportFailure(InvalidArgumentError(model_path + ": the model's loss on the test samples is " +
-                                              (std::isnan(evaluation->loss) ? "NaN" : "infinite") +
-                                              ": its outputs are not finite (weights that diverged, or a forward that "
-                                              "computes NaN or infinity), so its accuracy means nothing"),
-                         lines, log);
+  if (Status finite = FiniteEvaluation(evaluation->loss); !finite.ok()) {
+    return ReportFailure(InvalidArgumentError(model_path + ": " + finite.message()), lines, log);
   }
   lines << "result "
         << nlohmann::json({{"model", model_path},

@@ -93,6 +93,7 @@ JobProgress SoloEngine::Progress() {
 
 StatusOr<double> SoloEngine::Evaluate() {
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, trainer_.Evaluate(data_.test));
+  EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;
 }
 

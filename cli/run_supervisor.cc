@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <csignal>
 
+#include "core/exit_codes.h"
+
 namespace edgetrain::cli {
 
 RunSupervisor::RunSupervisor(std::string job, WatchedProcess& coordinator, std::vector<WatchedProcess*> workers,
@@ -44,7 +46,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       if (Status health = watch.health(); !health.ok()) {
         outcome.failure = health.message();
         display.Finish();
-        err_ << "error: " << health.message() << "; stopping " << job_ << "\n";
+        err_ << "stopping " << job_ << ", saving where it got to...\n";  // the error follows, with a log's tail
       }
     }
     if (!stopping && (outcome.interrupted || !outcome.failure.empty())) {
@@ -78,10 +80,19 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     // are gone, saying which.
     // Once this run stops the team, its workers' ends are its own doing.
     if (!stopping && NoteLostWorkers(display) && order_ == StopOrder::kAllAtOnce && outcome.failure.empty()) {
-      outcome.failure = "every worker exited: the team has no one left to train";
+      // Each refused what the job gave it (exit 2): its model or data, which
+      // a run again meets the same way.
+      outcome.inputs_at_fault = std::all_of(workers_.begin(), workers_.end(), [](WatchedProcess* w) {
+        const std::optional<int> status = w->Poll();
+        return status && *status == kExitInvalid;
+      });
+      outcome.failure = outcome.inputs_at_fault
+                            ? "every worker stopped on an error of the job's own (exit 2; worker-0.log's last "
+                              "lines below say which): the team has no one left to train"
+                            : "every worker exited: the team has no one left to train";
       outcome.failure_log = "worker-0.log";
       display.Finish();
-      err_ << "error: " << outcome.failure << "; stopping " << job_ << "\n";
+      err_ << "stopping " << job_ << ", saving where it got to...\n";  // the error follows, with a log's tail
       continue;
     }
     if (auto body = watch.progress()) {

@@ -45,6 +45,9 @@ struct Supervision {
   int coordinator_exit = 0;
   // The agent's log that says why it failed; empty: the coordinator's.
   std::string failure_log;
+  // The failure is the job's own (a model that computes NaN, a data file
+  // refused): every worker exited 2. The same command fails the same way.
+  bool inputs_at_fault = false;
   // Workers that ended on their own mid-run (killed, failed, stopped by a
   // signal this run did not send): their logs are worth keeping.
   int lost_workers = 0;

@@ -264,14 +264,32 @@ TEST_F(RunSupervisorTest, AStageAgentKilledAsItsHeadFailsIsNamedByItsRank) {
 // run stops and fails, its coordinator told to save and report, rather than
 // wait out its budget to end 'nothing trained' with 0 (a new user's trial).
 TEST_F(RunSupervisorTest, ATeamWhoseWorkersHaveAllExitedStopsAndFails) {
-  workers_[0]->ExitsAt(seconds(1), 2);
+  workers_[0]->ExitsAt(seconds(1), 1);
   workers_[1]->ExitsAt(seconds(2), 2);
   ReportsWhenStopped(coordinator_, seconds(1));
   Supervision outcome = Run();
   EXPECT_EQ(outcome.failure, "every worker exited: the team has no one left to train");
+  EXPECT_FALSE(outcome.inputs_at_fault) << "worker 0's end was not the job's fault";
   EXPECT_EQ(outcome.failure_log, "worker-0.log");
   EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM});
   EXPECT_LT(coordinator_.Elapsed(), seconds(4));
+  // Said once, as an error, by the runner with the log's tail; here only that it stops.
+  EXPECT_EQ(err_.str().find("error:"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("stopping "), std::string::npos) << err_.str();
+}
+
+// Every worker refused what the job gave it (exit 2: its model computes NaN,
+// say): the job's own fault, which a run again meets the same way. The run
+// said exit 1 and "a run again starts over" (a new user's trial).
+TEST_F(RunSupervisorTest, ATeamWhoseWorkersAllRefusedTheJobFailsAsTheJobsFault) {
+  workers_[0]->ExitsAt(seconds(1), 2);
+  workers_[1]->ExitsAt(seconds(2), 2);
+  ReportsWhenStopped(coordinator_, seconds(1));
+  Supervision outcome = Run();
+  EXPECT_TRUE(outcome.inputs_at_fault);
+  EXPECT_NE(outcome.failure.find("every worker stopped on an error of the job's own (exit 2"), std::string::npos)
+      << outcome.failure;
+  EXPECT_EQ(outcome.failure_log, "worker-0.log");
 }
 
 // A pipeline's head fails by itself once its stages are gone, saying which.

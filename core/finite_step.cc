@@ -23,6 +23,14 @@ Status FiniteStep(int64_t step, double loss) {
   return Diverged(std::string("the training loss is ") + (std::isnan(loss) ? "NaN" : "infinite"), step);
 }
 
+Status FiniteEvaluation(double loss) {
+  if (std::isfinite(loss)) return Status::Ok();
+  return InvalidArgumentError(std::string("the model's loss on the test samples is ") +
+                              (std::isnan(loss) ? "NaN" : "infinite") +
+                              ": its outputs are not finite (weights that diverged, or a forward that computes NaN or "
+                              "infinity), so its accuracy means nothing");
+}
+
 Status FiniteWeights(int64_t step, std::span<const float> weights) {
   if (!std::isinf(MagnitudeBound(weights))) return Status::Ok();
   return Diverged("the weights hold a NaN or an infinity", step);

@@ -28,5 +28,10 @@ Status FiniteStep(int64_t step, double loss);
 // says so, the weights kept would be of no use to resume from. Checked
 // where they are written, whose copy costs as much.
 Status FiniteWeights(int64_t step, std::span<const float> weights);
+// The same of a model's loss on the test set: outputs that are not finite
+// score every class NaN, which picks the first class, and an accuracy of the
+// first class's share was reported as the model's, exit 0 (a new user's
+// trial: a forward that computes NaN only when evaluating).
+Status FiniteEvaluation(double loss);
 
 }  // namespace edgetrain

@@ -22,6 +22,15 @@ TEST(FiniteStep, ANaNLossSaysSoAndWhatToChange) {
   EXPECT_NE(FiniteStep(1, std::numeric_limits<double>::infinity()).message().find("is infinite"), std::string::npos);
 }
 
+TEST(FiniteStep, AnEvaluationWhoseLossIsNotFiniteHasNoAccuracy) {
+  EXPECT_TRUE(FiniteEvaluation(0.42).ok());
+  const Status nan = FiniteEvaluation(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(nan.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(nan.message().find("the model's loss on the test samples is NaN"), std::string::npos) << nan.message();
+  EXPECT_NE(nan.message().find("its accuracy means nothing"), std::string::npos) << nan.message();
+  EXPECT_NE(FiniteEvaluation(std::numeric_limits<double>::infinity()).message().find("is infinite"), std::string::npos);
+}
+
 TEST(FiniteStep, WeightsWithAnInfinityOrANaNAreNotKept) {
   std::vector<float> weights(1000, 0.1f);
   weights[777] = std::numeric_limits<float>::infinity();

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "agent/transport/message_parts.h"
+#include "core/finite_step.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -220,6 +221,7 @@ StatusOr<double> Coordinator::Evaluate() {
     std::copy(params.begin(), params.end(), model_.Parameters().begin());
   }
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
+  EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;
 }
 

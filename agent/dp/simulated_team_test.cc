@@ -273,6 +273,26 @@ TEST(SimulatedTeamTest, AWorkerThatPushesPoisonIsRefusedThenQuarantinedAndTheTea
   EXPECT_EQ(p.workers[0].quarantined, "");
 }
 
+// A worker whose loss is NaN stops at that step, as a job of one does, with
+// the job's fault (exit 2) and what to change, and pushes nothing: every
+// worker of a team whose model computed NaN ended "lost the coordinator",
+// turned away as the coordinator refused its rows (a new user's trial).
+TEST(SimulatedTeamTest, AWorkerWhoseLossIsNaNStopsSayingSoAndPushesNothing) {
+  TeamSetup setup = ATeamOf(3);
+  setup.policy = SyncPolicy::kBsp;
+  setup.diverged_worker = 2;
+  SimulatedTeam team(setup);
+  team.Run();
+  ASSERT_TRUE(team.result().ok()) << team.result().status().ToString() << "\n" << team.log();
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kEpochs) << "the others train on";
+  ASSERT_FALSE(team.workers()[2].ok());
+  EXPECT_EQ(team.workers()[2].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(team.workers()[2].status().message().find("the training loss is NaN at step 1"), std::string::npos)
+      << team.workers()[2].status().ToString();
+  EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kRefused)], 0) << "nothing of it reached the coordinator";
+  for (int w : {0, 1}) EXPECT_TRUE(team.workers()[w].ok()) << team.workers()[w].status().ToString();
+}
+
 TEST(SimulatedTeamTest, AWorkerThatNeverArrivesIsANodeLostAtTheStart) {
   TeamSetup setup = ATeamOf(3);
   setup.node_loss_grace = seconds(30);

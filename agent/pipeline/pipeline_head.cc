@@ -2368,6 +2368,7 @@ StatusOr<double> PipelineHead::Evaluate() {
     std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
   }
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
+  EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;
 }
 

@@ -90,6 +90,7 @@ SimulatedTeam::~SimulatedTeam() = default;
 std::unique_ptr<Trainer> SimulatedTeam::MakeTrainer(int rank) {
   std::unique_ptr<Trainer> trainer = MakeModelTrainer(rank);
   if (rank >= 0 && setup_.poisoned_worker == rank) return std::make_unique<PoisonedTrainer>(std::move(trainer));
+  if (rank >= 0 && setup_.diverged_worker == rank) return std::make_unique<DivergedTrainer>(std::move(trainer));
   return trainer;
 }
 

@@ -73,9 +73,11 @@ struct TeamSetup {
   // costs step_times + n * sample_times, as a batch that follows a stream does.
   std::vector<Duration> sample_times;
   std::optional<double> evaluate_every_seconds;  // instead of evaluate_every iterations
-  // A worker whose every gradient is NaN, as a diverged model's or a hostile
+  // A worker whose every gradient is NaN under a finite loss, as a hostile
   // one's: its pushes are poison.
   std::optional<int> poisoned_worker;
+  // A worker whose loss and gradients are NaN, as a diverged model's.
+  std::optional<int> diverged_worker;
   std::string output_dir;  // a fresh folder per test when empty
 };
 
@@ -122,6 +124,20 @@ class PoisonedTrainer final : public TrainerDecorator {
     auto loss = inner_->ComputeGradient(features, labels, n, gradient);
     std::fill(gradient.begin(), gradient.end(), std::numeric_limits<float>::quiet_NaN());
     return loss;
+  }
+};
+
+// A trainer whose loss and gradients are all NaN: a model that diverged, or
+// that computes NaN.
+class DivergedTrainer final : public TrainerDecorator {
+ public:
+  using TrainerDecorator::TrainerDecorator;
+  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
+                                   std::span<float> gradient) override {
+    auto loss = inner_->ComputeGradient(features, labels, n, gradient);
+    if (!loss.ok()) return loss;
+    std::fill(gradient.begin(), gradient.end(), std::numeric_limits<float>::quiet_NaN());
+    return std::numeric_limits<double>::quiet_NaN();
   }
 };
 

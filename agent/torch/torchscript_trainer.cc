@@ -36,6 +36,22 @@ std::string Reason(const std::exception& e) {
   return what.substr(0, what.find('\n'));
 }
 
+// A module that passed its check and then failed on a batch: its own code
+// (a raise, a shape it cannot take), which fails the same way when the job
+// runs again, so the job's fault (exit 2); the runner said "a run again starts
+// over" of a module that raised on every epoch's short last batch (a new
+// user's trial). Memory that ran out is the machine's: exit 1.
+Status ModuleFailed(const std::string& what, const std::exception& e, int64_t samples) {
+  const std::string reason = Reason(e);
+  if (reason.find("can't allocate memory") != std::string::npos ||
+      reason.find("out of memory") != std::string::npos) {
+    return InternalError(what + ": " + reason);
+  }
+  return InvalidArgumentError(what + ": " + reason + " (the module's own code, on a batch of " +
+                              std::to_string(samples) +
+                              " samples; it fails the same way when run again: look at its forward)");
+}
+
 StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return InvalidArgumentError(std::string(kPath) + ": no file at " + path);
@@ -108,7 +124,7 @@ class TorchScriptTrainer final : public Trainer {
       for (torch::Tensor& p : trainable_) p.mutable_grad() = torch::Tensor();
       return BackwardInto(Forward(), trainable_, features, labels, n, gradient);
     } catch (const std::exception& e) {
-      return InternalError(std::string("gradient computation failed: ") + Reason(e));
+      return ModuleFailed("gradient computation failed", e, n);
     }
   }
 

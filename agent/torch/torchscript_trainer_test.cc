@@ -126,6 +126,24 @@ TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField
   }
 }
 
+// A module that passed its check and raises on a batch fails the same way
+// when run again: the job's fault (exit 2), said so, with the module's words.
+TEST_F(TorchScriptTrainerTest, AModuleThatRaisesOnABatchIsTheJobsFault) {
+  auto trainer = Load(Module("raises_on_three.pt"));
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  const Dataset& d = digits_->train;
+  std::vector<float> gradient(static_cast<size_t>((*trainer)->ParameterCount()));
+  std::vector<float> x(static_cast<size_t>(4 * d.SampleSize()));
+  d.CopySamples(0, 4, x.data());
+  ASSERT_TRUE((*trainer)->ComputeGradient(x.data(), d.labels.data(), 4, gradient).ok());
+  auto failed = (*trainer)->ComputeGradient(x.data(), d.labels.data(), 3, gradient);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.status().message().find("a batch of 3"), std::string::npos) << failed.status().message();
+  EXPECT_NE(failed.status().message().find("it fails the same way when run again"), std::string::npos)
+      << failed.status().message();
+}
+
 TEST_F(TorchScriptTrainerTest, TheTrainedModuleIsSavedAsTorchScriptThatLoadsWithItsWeights) {
   auto trainer = Load(Module("digits_mlp.pt"));
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();

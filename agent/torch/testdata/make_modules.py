@@ -41,6 +41,20 @@ class WholeNumbers(nn.Module):
         return (self.layers(x) * 100).long()
 
 
+class RaisesOnThree(nn.Module):
+    """Passes its check (a batch of 2) and raises on a batch of 3, as a user's
+    module that cannot take an epoch's short last batch does."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+
+    def forward(self, x):
+        if x.size(0) == 3:
+            raise RuntimeError("a batch of 3")
+        return self.layers(x)
+
+
 def main(out):
     torch.manual_seed(0)
     save = lambda module, name: torch.jit.save(torch.jit.script(module), os.path.join(out, name))
@@ -49,6 +63,7 @@ def main(out):
     save(mlp(64, 5), "five_classes.pt")
     save(TwoPaths(64, 10), "two_paths.pt")
     save(WholeNumbers(64, 10), "long_output.pt")
+    save(RaisesOnThree(64, 10), "raises_on_three.pt")
     # Scripted after other Sequentials, its class is saved as
     # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
     save(nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16), nn.ReLU()), nn.Linear(16, 10)), "nested.pt")
