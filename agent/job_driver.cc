@@ -92,6 +92,8 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.elapsed_s = p.elapsed_s;
   c.energy_joules = p.energy_joules.value_or(0);
   c.spec_json = plan_.spec_json;
+  c.accuracy = p.accuracy;
+  c.evaluated_iteration = p.evaluated_iteration;
   engine_.Snapshot(c);
   return c;
 }
@@ -169,8 +171,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   JobProgress p = engine_.Progress();
   const int64_t first_iteration = p.iteration;
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
-  std::optional<double> accuracy;
-  std::optional<int64_t> evaluated_iteration;
+  // A resumed job's last evaluation, until it evaluates again.
+  std::optional<double> accuracy = resumed ? resumed->accuracy : std::nullopt;
+  std::optional<int64_t> evaluated_iteration = resumed ? resumed->evaluated_iteration : std::nullopt;
+  if (accuracy) metrics_.SetAccuracy(*accuracy);
   double evaluating_s = 0;  // this run's evaluations: a pipeline or a job of one waits through them
   // The last evaluation's length: one due less than that before the
   // budget's end would run past it, and is left to the final model's.

@@ -259,6 +259,13 @@ TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) 
   EXPECT_EQ(first->state, JobState::kInterrupted) << "not finished: resumed when run again";
   EXPECT_EQ(first->iteration, 25);
   EXPECT_TRUE(first->resumed_with_changes.empty());
+  // Its last evaluation is kept with it, for the resumed job to show until it
+  // evaluates again (its /progress said null where this run had said 0.494).
+  auto kept = LoadCheckpoint(plan.CheckpointPath());
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  ASSERT_TRUE(first->accuracy.has_value());
+  EXPECT_EQ((*kept)->accuracy, first->accuracy);
+  EXPECT_EQ((*kept)->evaluated_iteration, first->evaluated_iteration);
   // Its manifest edited in between: trained on under the new one, and said.
   plan.spec_json = R"({"budget": {"epochs": 2}, "optimizer": {"learningRate": 0.05}})";
   auto second = Run();

@@ -57,6 +57,27 @@ Status CheckWritableFolder(const std::string& folder) {
   return Status::Ok();
 }
 
+// The output folder, when this run made it: left empty (a run refused
+// before it wrote anything), it goes when the run ends. Every refused run
+// left an empty folder behind (a new user's trial).
+class MadeOutputFolder {
+ public:
+  explicit MadeOutputFolder(std::string folder) : folder_(std::move(folder)) {
+    std::error_code ec;
+    made_ = !fs::exists(folder_, ec) && !ec;
+  }
+  MadeOutputFolder(const MadeOutputFolder&) = delete;
+  MadeOutputFolder& operator=(const MadeOutputFolder&) = delete;
+  ~MadeOutputFolder() {
+    std::error_code ec;
+    if (made_ && fs::is_empty(folder_, ec) && !ec) fs::remove(folder_, ec);
+  }
+
+ private:
+  std::string folder_;
+  bool made_ = false;
+};
+
 constexpr std::chrono::seconds kStopGrace{15};
 // Drawing a run of days takes seconds; past this the picture is given up.
 constexpr std::chrono::seconds kDrawGrace{60};
@@ -288,6 +309,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   // Before loading data or measuring layers: a folder the model cannot go to
   // fails the run now, not after it.
+  const MadeOutputFolder made_output(plan.job.output_dir);
   if (Status writable = CheckWritableFolder(plan.job.output_dir); !writable.ok()) {
     err << "error: " << writable.message() << " (spec.output.path, or --output)\n";
     return ExitCodeFor(writable);
@@ -498,7 +520,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   for (const WorkerSlot& slot : plan.devices) nodes.push_back(slot.node);
   ProgressDisplay display(err, options.terminal, clock, std::chrono::seconds(5), nodes);
   Supervision outcome = supervisor.Run(interrupted, display, watch);
-  if (!outcome.failure.empty()) return failed(outcome.failure, outcome.failure_log);
+  if (!outcome.failure.empty()) return failed(outcome.failure, outcome.failure_log, outcome.inputs_at_fault);
   if (outcome.result->state != JobState::kSucceeded && outcome.result->state != JobState::kInterrupted) {
     // A data file, model or checkpoint the agent refused is the inputs' fault, not the run's.
     const bool inputs_at_fault = outcome.coordinator_exit == kExitInvalid;

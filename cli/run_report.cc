@@ -234,7 +234,13 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
     rate_sum += static_cast<double>(done) / w.compute_s;
     ++rated;
   }
-  std::string said = "on the wire " + Fixed(up / 1e6, 0) + " MB up and " + Fixed(down / 1e6, 0) + " MB down";
+  // Megabytes as the table gives them, to as many places as a small total
+  // needs: "0 MB up" was said of 148,955 bytes, which the table gave as 0.1.
+  auto megabytes = [](double bytes) {
+    return bytes >= 10e6 ? Fixed(bytes / 1e6, 0) + " MB" : bytes >= 0.1e6 ? Fixed(bytes / 1e6, 1) + " MB"
+                                                                            : Fixed(bytes / 1e3, 0) + " kB";
+  };
+  std::string said = "on the wire " + megabytes(up) + " up and " + megabytes(down) + " down";
   if (whole > 0) {
     said += ", " + Fixed(100 * (up + down) / (2 * whole), 0) + "% of float32 rows both ways " +
             (variable ? "in each of " + Counted(rounds, "round", "rounds") : std::string("every iteration"));

@@ -487,7 +487,7 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
   }
   // bsp with float32 rows: 100 iterations x 2 workers x 437,544 bytes each way.
   EXPECT_EQ(WhatTheTeamGained(spec, p),
-            "on the wire 2 MB up and 4 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
+            "on the wire 2.0 MB up and 4.0 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
             "time; 10.0 team iterations/s against 100.0 computing alone (10%)");
   // A worker whose every batch came late for its round (make run's robot-4,
   // its link out for most of the run) has no pace to read: the team's limit
@@ -495,9 +495,15 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
   p.workers[1].samples = 0;
   p.workers[1].compute_s = 0.3;
   EXPECT_EQ(WhatTheTeamGained(spec, p),
-            "on the wire 2 MB up and 4 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
+            "on the wire 2.0 MB up and 4.0 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
             "time; 10.0 team iterations/s against 100.0 computing alone (10%, the pace of the 1 worker with a "
             "batch counted)");
+  // A small total in as many places as it needs: "0 MB up" was said of 148,955 bytes.
+  p.workers[0].bytes_sent = 148'955;
+  p.workers[1].bytes_sent = 0;
+  p.workers[0].bytes_received = 30'000;
+  p.workers[1].bytes_received = 30'000;
+  EXPECT_EQ(WhatTheTeamGained(spec, p).substr(0, 36), "on the wire 0.1 MB up and 60 kB down");
   p.iteration = 0;
   EXPECT_EQ(WhatTheTeamGained(spec, p), "") << "nothing to say before the first iteration";
 }

@@ -96,6 +96,10 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
   }
   m.set_energy_joules(c.energy_joules);
   m.set_spec_json(c.spec_json);
+  if (c.accuracy && c.evaluated_iteration) {
+    m.set_accuracy(*c.accuracy);
+    m.set_evaluated_iteration(*c.evaluated_iteration);
+  }
   for (const WorkerTotals& w : c.workers) {
     v1::WorkerTotals* t = m.add_workers();
     t->set_iteration(w.iteration);
@@ -146,6 +150,10 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.versions = ToVector<int64_t>(m.versions());
   c.energy_joules = m.energy_joules();
   c.spec_json = m.spec_json();
+  if (m.has_accuracy() && m.has_evaluated_iteration()) {
+    c.accuracy = m.accuracy();
+    c.evaluated_iteration = m.evaluated_iteration();
+  }
   for (const v1::WorkerTotals& t : m.workers()) {
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),

@@ -41,6 +41,9 @@ struct JobCheckpoint {
   double energy_joules = 0;           // modelled, over every run so far
   std::vector<WorkerTotals> workers;  // a team's: what each has done
   std::string spec_json;              // the spec it was written under; empty in older checkpoints
+  // The last evaluation before it was written, and of which iteration; none in older checkpoints.
+  std::optional<double> accuracy;
+  std::optional<int64_t> evaluated_iteration;
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);

@@ -23,6 +23,8 @@ JobCheckpoint Sample(int64_t iteration) {
   c.ledger = LedgerState{2, {1, 2, 3, 4}, {5, 6}};
   c.versions = {9, 10};
   c.energy_joules = 123.5;
+  c.accuracy = 0.494;
+  c.evaluated_iteration = iteration - 10;
   c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25, "0003.csv"}, WorkerTotals{}};
   return c;
 }
@@ -80,6 +82,8 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.ledger->iterations, (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(c.versions, (std::vector<int64_t>{9, 10}));
   EXPECT_DOUBLE_EQ(c.energy_joules, 123.5);
+  EXPECT_EQ(c.accuracy, 0.494) << "the last evaluation, shown again by a resumed job";
+  EXPECT_EQ(c.evaluated_iteration, 30);
   ASSERT_EQ(c.workers.size(), 2u);
   EXPECT_EQ(c.workers[0].samples, 448);
   EXPECT_DOUBLE_EQ(c.workers[0].held_team_s, 0.25);
@@ -96,6 +100,13 @@ TEST(CheckpointTest, AJobOfOneHasNoLedger) {
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_FALSE(decoded->ledger.has_value());
   EXPECT_EQ(decoded->iteration, 7);
+  // Written before any evaluation: none, not an accuracy of 0.
+  solo.accuracy.reset();
+  solo.evaluated_iteration.reset();
+  decoded = DecodeCheckpoint(EncodeCheckpoint(solo), "c.bin");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_FALSE(decoded->accuracy.has_value());
+  EXPECT_FALSE(decoded->evaluated_iteration.has_value());
 }
 
 TEST(CheckpointTest, TheFirstFormatIsStillRead) {
