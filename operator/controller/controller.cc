@@ -1,13 +1,21 @@
 #include "operator/controller/controller.h"
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "api/job_conditions.h"
+#include "operator/controller/cluster_view.h"
 #include "operator/controller/job_labels.h"
 #include "operator/controller/job_status.h"
 
 namespace edgetrain::operator_ {
+namespace {
+
+// The pod cache's index of pods by the node they are bound to.
+constexpr const char* kPodsByNode = "node";
+
+}  // namespace
 
 Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& progress, OperatorMetrics& metrics,
                        LineLog& log, std::function<kube::WallTime()> wall_now, ControllerOptions options)
@@ -36,7 +44,9 @@ Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& p
     metrics_.SetJobsInPhase(phase, 0);
   }
   jobs_.store().AddListener([this](const std::string& key, const Json* job) { CountPhase(key, job); });
-  jobs_.OnChange([this](kube::WatchEventType, const Json& job) { queue_.Add(kube::KeyOf(job)); });
+  jobs_.OnChange([this](kube::WatchEventType type, const Json& job) {
+    if (ChangedBeyondStatus(type, job)) queue_.Add(kube::KeyOf(job));
+  });
   pods_.OnChange([this](kube::WatchEventType type, const Json& pod) {
     for (const std::string& key : PodsByJobIndex()(pod)) {
       if (options_.namespace_.empty() || key.rfind(options_.namespace_ + "/", 0) == 0) queue_.Add(key);
@@ -47,8 +57,15 @@ Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& p
     const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
     if (type == kube::WatchEventType::kDeleted || phase == "Succeeded" || phase == "Failed") EnqueueWaitingJobs();
   });
+  pods_.store().AddIndex(kPodsByNode, [](const Json& pod) -> std::vector<std::string> {
+    const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+    return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
+  });
   // Room may have appeared (or gone): jobs waiting for it look again.
-  nodes_.OnChange([this](kube::WatchEventType, const Json&) { EnqueueWaitingJobs(); });
+  nodes_.OnChange([this](kube::WatchEventType type, const Json& node) {
+    EnqueueWaitingJobs();
+    EnqueueJobsOnNode(type, node);
+  });
 }
 
 Controller::~Controller() { queue_.ShutDown(); }
@@ -63,6 +80,58 @@ void Controller::EnqueueWaitingJobs() {
     }
   });
   for (const std::string& key : waiting) queue_.Add(key);
+}
+
+bool Controller::ChangedBeyondStatus(kube::WatchEventType type, const Json& job) {
+  const std::string key = kube::KeyOf(job);
+  std::lock_guard lock(jobs_mu_);
+  if (type == kube::WatchEventType::kDeleted) {
+    job_fingerprint_.erase(key);
+    return true;
+  }
+  // All of it but what every write changes (its status, its version, who
+  // wrote which field): its spec, labels, annotations, deletion, owners.
+  Json rest = job;
+  rest.erase("status");
+  if (rest.contains("metadata") && rest["metadata"].is_object()) {
+    rest["metadata"].erase("resourceVersion");
+    rest["metadata"].erase("managedFields");
+  }
+  std::string fingerprint = rest.dump();
+  auto [it, added] = job_fingerprint_.try_emplace(key, fingerprint);
+  if (added) return true;
+  if (it->second == fingerprint) return false;
+  it->second = std::move(fingerprint);
+  return true;
+}
+
+void Controller::EnqueueJobsOnNode(kube::WatchEventType type, const Json& node) {
+  const std::string name = node.value("/metadata/name"_json_pointer, std::string());
+  std::string state;  // gone: none
+  if (type != kube::WatchEventType::kDeleted) {
+    StatusOr<NodeView> view = NodeViewOfNode(node);
+    if (!view.ok()) return;  // unreadable: placement leaves it out and says so
+    state = std::string(view->ready ? "ready" : "not ready") + "|" + view->leaving;
+  }
+  {
+    std::lock_guard lock(nodes_mu_);
+    auto [it, added] = node_state_.try_emplace(name, state);
+    // A node first seen has no change for its jobs to act on.
+    if (added || it->second == state) return;
+    it->second = state;
+    if (state.empty()) node_state_.erase(it);
+  }
+  // A running job reads its nodes on its own only every --status-interval: a
+  // coordinator's node gone silent said NodeNotReady only with the recovery
+  // that followed, and a worker on a node that warned it is leaving was moved
+  // up to an interval later, of the notice it had (a new user's trial).
+  std::set<std::string> keys;
+  for (const Json& pod : pods_.store().ByIndex(kPodsByNode, name)) {
+    for (const std::string& key : PodsByJobIndex()(pod)) {
+      if (options_.namespace_.empty() || key.rfind(options_.namespace_ + "/", 0) == 0) keys.insert(key);
+    }
+  }
+  for (const std::string& key : keys) queue_.Add(key);
 }
 
 void Controller::CountPhase(const std::string& key, const Json* job) {

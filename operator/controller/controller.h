@@ -1,7 +1,9 @@
 #pragma once
 // The TrainingJob controller: informers on TrainingJobs, Pods and Nodes feed a
 // rate-limited work queue of job keys, and reconcile workers drain it. A job
-// is queued when it changes, when one of its pods changes, and - while it
+// is queued when anything of it but its status changes (the status is the
+// operator's own to write), when one of its pods changes, when a Node it has
+// pods on turns ready or not or warns that it is leaving, and - while it
 // waits to be placed - when any Node changes; a reconcile may ask to look again
 // later (requeueAfter); a failed one backs off per job.
 
@@ -45,6 +47,16 @@ class Controller {
  private:
   void Work();
   void EnqueueWaitingJobs();
+  // Whether the job changed in more than its status since it was last seen.
+  // Its status is the operator's to write, and each write came back by the
+  // watch to be reconciled again: its coordinator's /progress read again and,
+  // moved on, written again, up to five times a read, the /progress read
+  // every 2-3 s against --status-interval 5 s (a new user's trial). A
+  // reconcile that needs another look asks for it (requeueAfter).
+  bool ChangedBeyondStatus(kube::WatchEventType type, const Json& job);
+  // The jobs with a pod on `node`, when what their reconcile reads of it
+  // changed: whether it is ready, and whether it is leaving.
+  void EnqueueJobsOnNode(kube::WatchEventType type, const Json& node);
   // The jobs-by-phase gauges, kept as the job cache changes: counting every
   // job after every reconcile was O(jobs) a reconcile, under the cache's lock.
   void CountPhase(const std::string& key, const Json* job);
@@ -65,6 +77,10 @@ class Controller {
   std::mutex phases_mu_;
   std::map<std::string, std::string> phase_of_;  // job key -> its phase; guarded by phases_mu_
   std::map<std::string, size_t> in_phase_;       // phase -> jobs; guarded by phases_mu_
+  std::mutex jobs_mu_;
+  std::map<std::string, std::string> job_fingerprint_;  // job key -> all of it but its status; guarded by jobs_mu_
+  std::mutex nodes_mu_;
+  std::map<std::string, std::string> node_state_;  // node -> "ready|leaving" as last seen; guarded by nodes_mu_
 };
 
 }  // namespace edgetrain::operator_

@@ -863,11 +863,12 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
         pass.Set(condition::kPlaced, false, checking, message);
         events_.Record(pass.object, "Normal", reason::kLayersTimed, message);
         log_.Job(pass.key, reason::kLayersTimed, message);
+        pass.Requeue(Duration::zero());
         return false;
       }
-      // Written first, placed on the next pass (which the status's change
-      // wakes): the waiting line costs the job's turn from the status it
-      // reads, which must hold the size.
+      // Written first, placed on the next pass, asked for now (a change of
+      // its status alone wakes no reconcile): the waiting line costs the
+      // job's turn from the status it reads, which must hold the size.
       pass.status["modelCheck"] = ModelCheckStatus(module, check, result.size);
       const std::string message = "the module " + module + " trains: " + std::to_string(result.size.parameters) +
                                   " parameters, as costly as " + std::to_string(result.size.multiply_adds) +
@@ -875,6 +876,7 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
       pass.Set(condition::kPlaced, false, reason::kCheckingModel, message);
       events_.Record(pass.object, "Normal", reason::kModelChecked, message);
       log_.Job(pass.key, reason::kModelChecked, message);
+      pass.Requeue(Duration::zero());
       return false;
     }
     case ModelCheckState::kRefused:

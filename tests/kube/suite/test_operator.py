@@ -23,7 +23,7 @@ import unittest
 import urllib.request
 
 import chart
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
+from emulated_site import EDGE_SITE, JOBS, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
 
 # What the example reaches: its target (0.9) holds on digits' test set.
@@ -878,6 +878,59 @@ spec:
     - {name: camera-1, cpu: 2, memory: 4Gi, stream: {ratePerSecond: 120}}
     - {name: camera-2, cpu: 2, memory: 4Gi, stream: {ratePerSecond: 40}}
 """
+
+
+@requires_built(OPERATOR)
+class LongStatusIntervalTest(OperatorSiteTestCase):
+    """The operator looking at a running job only every 30 s of its own accord, as a
+    site that reads its coordinators rarely would: what reaches the job between two
+    looks is what changed around it, not the operator's own status writes."""
+    profile = EDGE_SITE
+    operator_args = ("--status-interval", "30s")
+
+    def reconciles(self):
+        """The operator's reconciles so far that ended well, by its /metrics."""
+        with urllib.request.urlopen(f"http://{self.operator_http}/metrics", timeout=2) as r:
+            text = r.read().decode()
+        return sum(int(n) for n in re.findall(
+            r'edgetrain_operator_reconcile_duration_seconds_count\{[^}]*result="ok"[^}]*\} (\d+)', text))
+
+    def test_a_running_job_is_reconciled_once_a_change_and_a_leaving_node_is_acted_on_at_once(self):
+        self.delete_when_done("quiet")
+        self.apply(wall_clock_job("quiet", "2m", parallelism={"workers": 2},
+                                  faultTolerance={"nodeLossGrace": "2s"}))
+        self.wait_job("quiet", lambda j: phase(j) == "Running", timeout=60)
+        formed = self.log_until("quiet-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
+        # Each status written came back by the watch and was reconciled again, its
+        # coordinator's /progress read again and, moved on, written again: the
+        # /progress was read every 2-3 s against --status-interval 5 s, and the
+        # status written up to five times a read (a new user's trial). One change
+        # (the job's annotation), once its start has settled, is one reconcile.
+        time.sleep(1.5)
+        before = self.reconciles()
+        self.kubectl.run("annotate", "tj", "quiet", "edgetrain.dev/poked=1")
+        time.sleep(2)
+        reconciled = self.reconciles() - before
+        self.assertEqual(reconciled, 1, "the job was reconciled again for its own status write")
+
+        # A node of the team that warns it is leaving moves its worker as the warning
+        # comes, not at the next look (30 s here): a node's change woke only the
+        # jobs waiting for room, and a warning changes no pod.
+        node = self.job_pods("quiet")["quiet-worker-1"]["spec"]["nodeName"]
+        self.assertNotEqual(node, "gateway", "the coordinator's node is not the one to warn here")
+        t_warned = time.monotonic()
+        self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving=battery")
+        try:
+            self.wait_job("quiet", lambda j: "(plan generation 2)" in (condition_of(j, "Placed") or {}).get("message", ""),
+                          timeout=20)
+            moved_s = time.monotonic() - t_warned
+        finally:
+            self.kubectl.run("annotate", "node", node, "edgetrain.dev/leaving-")
+        self.assertLess(moved_s, 10, "moved only at the next look")
+        self.assertRegex(self.kubectl.run("describe", "tj", "quiet").stdout, r"Normal\s+WorkerMoved\s")
+        print(f"\nlong status interval: {reconciled} reconcile for one change of a running job; worker 1 moved "
+              f"off {node} {moved_s:.1f} s after its warning (--status-interval 30s)")
 
 
 @requires_built(OPERATOR)
