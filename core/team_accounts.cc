@@ -66,6 +66,9 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
     t.stream_arrived = k.stream_arrived + (k.report.stream ? k.report.stream->arrived : 0);
     t.stream_dropped = k.stream_dropped + (k.report.stream ? k.report.stream->dropped : 0);
     t.stream_wait_s = k.stream_wait_s + (k.report.stream ? k.report.stream->wait_s : 0);
+    t.stream_refused_files = k.stream_refused_files + (k.report.stream ? k.report.stream->refused_files : 0);
+    t.stream_last_refused = k.report.stream && !k.report.stream->last_refused.empty() ? k.report.stream->last_refused
+                                                                                      : k.stream_last_refused;
   }
   return totals;
 }
@@ -100,6 +103,8 @@ void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& wor
     k.stream_arrived = t.stream_arrived;
     k.stream_dropped = t.stream_dropped;
     k.stream_wait_s = t.stream_wait_s;
+    k.stream_refused_files = t.stream_refused_files;
+    k.stream_last_refused = t.stream_last_refused;
   }
 }
 
@@ -136,6 +141,8 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
       wp.stream->arrived += k.stream_arrived;
       wp.stream->dropped += k.stream_dropped;
       wp.stream->wait_s += k.stream_wait_s;
+      wp.stream->refused_files += k.stream_refused_files;
+      if (wp.stream->last_refused.empty()) wp.stream->last_refused = k.stream_last_refused;
     }
     wp.injected = k.report.injected;
     wp.compression = k.report.compression;

@@ -40,6 +40,10 @@ struct WorkerTotals {
   // compute's wait for them, over every run so far.
   int64_t stream_arrived = 0, stream_dropped = 0;
   double stream_wait_s = 0;
+  // A stream from a folder: the files it left out, and the last, over every
+  // run so far (a resumed run said 0 of a file its first run had refused).
+  int64_t stream_refused_files = 0;
+  std::string stream_last_refused = {};
 };
 
 class TeamAccounts {
@@ -108,6 +112,8 @@ class TeamAccounts {
     // Of its stream in earlier runs (a stream's own counts start at each run).
     int64_t stream_arrived = 0, stream_dropped = 0;
     double stream_wait_s = 0;
+    int64_t stream_refused_files = 0;
+    std::string stream_last_refused;
   };
 
   std::vector<Worker> workers_;

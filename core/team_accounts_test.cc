@@ -171,6 +171,27 @@ TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
   EXPECT_EQ(after.Totals()[0].stream_arrived, 750);
 }
 
+// A file a worker's folder left out in one run is skipped by the next, which
+// read past it: the left-out count goes on over the runs (a resumed run said
+// 0 and dropped the note, a new user's trial).
+TEST(TeamAccountsTest, AFoldersLeftOutFilesAddUpOverAResume) {
+  TeamAccounts before(1, 32, 6400);
+  WorkerReport r;
+  r.stream = StreamProgress{100, 0, 0, 0.5};
+  r.stream->refused_files = 1;
+  r.stream->last_refused = "incoming/worker-0/bad.csv:1: expected 65 values, found 2";
+  before.Reported(0, r);
+  TeamAccounts after(1, 32, 6400);
+  after.Restore(before.samples(), before.Totals());
+  r.stream = StreamProgress{50, 0, 0, 0.2};  // this run's: nothing refused
+  after.Reported(0, r);
+  const JobProgress p = after.Progress(4, {true});
+  ASSERT_TRUE(p.workers[0].stream.has_value());
+  EXPECT_EQ(p.workers[0].stream->refused_files, 1);
+  EXPECT_EQ(p.workers[0].stream->last_refused, "incoming/worker-0/bad.csv:1: expected 65 values, found 2");
+  EXPECT_EQ(after.Totals()[0].stream_refused_files, 1);
+}
+
 TEST(TeamAccountsTest, DownlinkTimeIsToldToTheWorkerOnce) {
   TeamAccounts team(1, 32, 6400);
   team.Delivered(0, 1000, std::chrono::milliseconds(250));

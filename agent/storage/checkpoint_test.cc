@@ -26,6 +26,8 @@ JobCheckpoint Sample(int64_t iteration) {
   c.accuracy = 0.494;
   c.evaluated_iteration = iteration - 10;
   c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25, "0003.csv"}, WorkerTotals{}};
+  c.workers[0].stream_refused_files = 2;
+  c.workers[0].stream_last_refused = "bad.csv:1: expected 65 values, found 2";
   return c;
 }
 
@@ -88,6 +90,8 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.workers[0].samples, 448);
   EXPECT_DOUBLE_EQ(c.workers[0].held_team_s, 0.25);
   EXPECT_EQ(c.workers[0].stream_read_through, "0003.csv");
+  EXPECT_EQ(c.workers[0].stream_refused_files, 2);
+  EXPECT_EQ(c.workers[0].stream_last_refused, "bad.csv:1: expected 65 values, found 2");
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
