@@ -30,9 +30,12 @@
 #include "cli/run_report.h"
 #include "cli/run_supervisor.h"
 #include "cli/stage_planning.h"
+#include "api/team_request.h"
+#include "core/cluster_placement.h"
 #include "core/duration_text.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
+#include "core/node_view.h"
 #include "operator/controller/job_labels.h"
 
 namespace edgetrain::cli {
@@ -162,6 +165,30 @@ static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream&
       << "/worker-RANK/ (docs/streams.md), and waits for them\n";
 }
 
+// A profile's node that placement would give no worker of the job (too
+// little memory for a worker's pod, transient where the job allows none):
+// edgetrain run puts worker i on node i whatever, so it trains there, and the
+// same profile under the operator, or `edgetrain plan --nodes`, would not (a
+// new user's node of 2Mi trained here and was refused by plan).
+static void NoteNodesPlacementRefuses(const api::TrainingJobManifest& job, const ClusterProfile& profile,
+                                      const LocalRunPlan& plan, std::ostream& err) {
+  StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{});
+  if (!request.ok()) return;
+  std::vector<NodeView> nodes;
+  for (const NodeProfile& node : profile.nodes) {
+    StatusOr<NodeView> view = NodeViewOf(node);
+    if (!view.ok()) return;  // the plan read the profile; a node it could not is said there
+    nodes.push_back(*view);
+  }
+  std::set<std::string> used;
+  for (const WorkerSlot& slot : plan.devices) used.insert(slot.node);
+  for (const NodeVerdict& v : PlaceTeam(nodes, *request).verdicts) {
+    if (v.excluded.empty() || !used.count(v.node)) continue;
+    err << "note: " << v.node << " would hold no worker of " << job.name << " on a cluster (" << v.excluded
+        << "; edgetrain plan --nodes says the same); edgetrain run trains there anyway, on this machine\n";
+  }
+}
+
 int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   api::SupportCheck support;
   if (int code = LoadJob(options.manifest_path, err, checked.job, support); code != kExitOk) return code;
@@ -179,6 +206,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   }
   checked.plan = std::move(*planned);
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
+  if (checked.profile && checked.plan.team) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
   // A drift the run will see and no prediction before it counts (a new
   // user's trial: nothing said the profile's change was there).
   std::set<std::string> drifting;

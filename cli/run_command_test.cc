@@ -464,6 +464,19 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
       << ok.stdout_lines[1];
   EXPECT_NE(ok.stdout_lines[1].find("in the profile's order, as edgetrain run runs them"), std::string::npos)
       << "not the operator's placement: " << ok.stdout_lines[1];
+  EXPECT_EQ(ok.stderr_text.find("would hold no worker"), std::string::npos) << ok.stderr_text;
+
+  // A node placement would give no worker (too little memory for a worker's
+  // pod) is said of, as run trains there anyway (plan refused it unsaid).
+  std::ofstream(dir_ / "short.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                        "metadata: {name: short}\nspec: {nodes: [{name: a, memory: 2Mi}, {name: b}, "
+                                        "{name: c}, {name: d}]}\n";
+  Outcome short_of_memory = Execute({"validate", examples / "robot-team.yaml", "--nodes", dir_ / "short.yaml"});
+  EXPECT_EQ(short_of_memory.exit, 0) << short_of_memory.stderr_text;
+  EXPECT_NE(short_of_memory.stderr_text.find("note: a would hold no worker of robot-team on a cluster (insufficient "
+                                             "memory: 2Mi free, a worker asks 512Mi"),
+            std::string::npos)
+      << short_of_memory.stderr_text;
 
   std::ofstream(dir_ / "tiny.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
                                        "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";
