@@ -94,6 +94,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.spec_json = plan_.spec_json;
   c.accuracy = p.accuracy;
   c.evaluated_iteration = p.evaluated_iteration;
+  if (p.loss > 0) c.loss = p.loss;  // 0: no batch trained yet
   engine_.Snapshot(c);
   return c;
 }

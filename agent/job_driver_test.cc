@@ -266,6 +266,7 @@ TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) 
   ASSERT_TRUE(first->accuracy.has_value());
   EXPECT_EQ((*kept)->accuracy, first->accuracy);
   EXPECT_EQ((*kept)->evaluated_iteration, first->evaluated_iteration);
+  EXPECT_EQ((*kept)->loss, first->loss) << "the loss shown goes on from it, not from the first batch's";
   // Its manifest edited in between: trained on under the new one, and said.
   plan.spec_json = R"({"budget": {"epochs": 2}, "optimizer": {"learningRate": 0.05}})";
   auto second = Run();

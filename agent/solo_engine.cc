@@ -39,6 +39,7 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
   iteration_ = c.iteration;
   samples_ = c.samples;
   energy_before_j_ = c.energy_joules;
+  if (c.loss) smoothed_loss_ = *c.loss;  // the loss shown goes on, not from the first batch's
   // The data go on where the interrupted run was, so that it ends at the
   // weights the uninterrupted one would have (a new pass from here had the
   // interrupted epoch's last batch whole, and its samples out of step).

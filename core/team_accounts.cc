@@ -83,8 +83,9 @@ void TeamAccounts::ResumeTeamAt(int64_t iteration) {
   samples_ = std::max(samples_, iteration * batch_size_ * static_cast<int64_t>(workers_.size()));
 }
 
-void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers) {
+void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers, std::optional<double> loss) {
   samples_ = samples;
+  if (loss) smoothed_loss_ = *loss;
   for (size_t w = 0; w < workers.size() && w < workers_.size(); ++w) {
     const WorkerTotals& t = workers[w];
     Worker& k = workers_[w];

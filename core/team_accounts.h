@@ -90,7 +90,9 @@ class TeamAccounts {
 
   // What a checkpoint keeps, and puts back.
   std::vector<WorkerTotals> Totals() const;
-  void Restore(int64_t samples, const std::vector<WorkerTotals>& workers);
+  // `loss`: the loss as smoothed then, which the one shown goes on from.
+  void Restore(int64_t samples, const std::vector<WorkerTotals>& workers,
+               std::optional<double> loss = std::nullopt);
   // A stream from a folder: the last file `w` had taken all the samples of,
   // as it last reported, or as the checkpoint resumed from kept it.
   std::string StreamReadThrough(int w) const;

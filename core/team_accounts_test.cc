@@ -158,7 +158,8 @@ TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
   r.stream = StreamProgress{700, 10, 0, 2.5};
   before.Reported(0, r);
   TeamAccounts after(1, 32, 6400);
-  after.Restore(before.samples(), before.Totals());
+  after.Restore(before.samples(), before.Totals(), 0.7);
+  EXPECT_DOUBLE_EQ(after.loss(), 0.7) << "the loss shown goes on from the checkpoint's";
   r.samples = 50;
   r.stream = StreamProgress{50, 0, 0, 1.0};  // this run's
   after.Reported(0, r);

@@ -223,6 +223,7 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   restored_ = c;
   step_ = c.iteration;
   samples_ = c.samples;
+  if (c.loss) smoothed_loss_ = *c.loss;  // the loss shown goes on, not from the first step's
   // What each device did in the runs before, which this one goes on from: a
   // resumed run's energy, bytes and compute were this run's alone, beside
   // steps and time over every run.

@@ -100,6 +100,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     m.set_accuracy(*c.accuracy);
     m.set_evaluated_iteration(*c.evaluated_iteration);
   }
+  if (c.loss) m.set_loss(*c.loss);
   for (const WorkerTotals& w : c.workers) {
     v1::WorkerTotals* t = m.add_workers();
     t->set_iteration(w.iteration);
@@ -156,6 +157,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
     c.accuracy = m.accuracy();
     c.evaluated_iteration = m.evaluated_iteration();
   }
+  if (m.has_loss()) c.loss = m.loss();
   for (const v1::WorkerTotals& t : m.workers()) {
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),

@@ -44,6 +44,7 @@ struct JobCheckpoint {
   // The last evaluation before it was written, and of which iteration; none in older checkpoints.
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;
+  std::optional<double> loss;  // the training loss as smoothed when it was written; none before any step
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);

@@ -24,6 +24,7 @@ JobCheckpoint Sample(int64_t iteration) {
   c.versions = {9, 10};
   c.energy_joules = 123.5;
   c.accuracy = 0.494;
+  c.loss = 0.41;
   c.evaluated_iteration = iteration - 10;
   c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25, "0003.csv"}, WorkerTotals{}};
   c.workers[0].stream_refused_files = 2;
@@ -86,6 +87,7 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_DOUBLE_EQ(c.energy_joules, 123.5);
   EXPECT_EQ(c.accuracy, 0.494) << "the last evaluation, shown again by a resumed job";
   EXPECT_EQ(c.evaluated_iteration, 30);
+  EXPECT_EQ(c.loss, 0.41);
   ASSERT_EQ(c.workers.size(), 2u);
   EXPECT_EQ(c.workers[0].samples, 448);
   EXPECT_DOUBLE_EQ(c.workers[0].held_team_s, 0.25);
