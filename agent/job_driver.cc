@@ -175,6 +175,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // A resumed job's last evaluation, until it evaluates again.
   std::optional<double> accuracy = resumed ? resumed->accuracy : std::nullopt;
   std::optional<int64_t> evaluated_iteration = resumed ? resumed->evaluated_iteration : std::nullopt;
+  // The iteration this run last evaluated at: the final evaluation is left
+  // out only for it. One from before the checkpoint may be of another test
+  // set or model (a manifest changed since).
+  std::optional<int64_t> evaluated_here;
   if (accuracy) metrics_.SetAccuracy(*accuracy);
   double evaluating_s = 0;  // this run's evaluations: a pipeline or a job of one waits through them
   // The last evaluation's length: one due less than that before the
@@ -221,6 +225,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     evaluating_s += evaluation_s;
     accuracy = a;
     evaluated_iteration = q.iteration;
+    evaluated_here = q.iteration;
     q.accuracy = a;
     q.evaluated_iteration = q.iteration;
     metrics_.SetAccuracy(a);
@@ -307,8 +312,9 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   const bool interrupted = *stop == StopReason::kCancelled;
   const bool untrained = interrupted && p.iteration == first_iteration;
   // The result always reports the final model's accuracy on the full test
-  // set; of a model that never trained, there is none to report.
-  if (*stop != StopReason::kTarget && evaluated_iteration != p.iteration && !untrained) {
+  // set; of a model that never trained in this run, the last evaluation's
+  // before its checkpoint, if any.
+  if (*stop != StopReason::kTarget && evaluated_here != p.iteration && !untrained) {
     EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
   }
   if (untrained) {
@@ -341,7 +347,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       }
     }
   }
-  p.reached_target = budget.TargetReached(*p.accuracy);
+  p.reached_target = p.accuracy && budget.TargetReached(*p.accuracy);
   p.stop_reason = *stop;
   p.state = interrupted ? JobState::kInterrupted : JobState::kSucceeded;
   p.fraction = budget.Fraction(end, p.iteration);

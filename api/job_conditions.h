@@ -66,6 +66,7 @@ inline constexpr const char* kEnded = "Ended";  // exit 0, but no result to say 
 inline constexpr const char* kCoordinatorFailed = "CoordinatorFailed";
 inline constexpr const char* kRecoveriesExhausted = "RecoveriesExhausted";  // more losses than maxRecoveries
 inline constexpr const char* kModelCheckFailed = "ModelCheckFailed";  // the module's check crashed, with no verdict
+inline constexpr const char* kWorkersRefused = "WorkersRefused";  // every worker exited 2: its input is wrong (a NaN loss)
 // Recovering
 inline constexpr const char* kWorkerLost = "WorkerLost";    // a worker's pod failed, was evicted or its node lost
 inline constexpr const char* kRecovering = "Recovering";    // a replacement is starting

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http/http_client.h"
+#include "api/team_request.h"
 #include "api/trainingjob.h"
 #include "cli/agent_launcher.h"
 #include "cli/ephemeral_credentials.h"
@@ -30,7 +31,6 @@
 #include "cli/run_report.h"
 #include "cli/run_supervisor.h"
 #include "cli/stage_planning.h"
-#include "api/team_request.h"
 #include "core/cluster_placement.h"
 #include "core/duration_text.h"
 #include "core/job_plan.h"
@@ -65,20 +65,27 @@ Status CheckWritableFolder(const std::string& folder) {
 // left an empty folder behind (a new user's trial).
 class MadeOutputFolder {
  public:
-  explicit MadeOutputFolder(std::string folder) : folder_(std::move(folder)) {
+  // The folders of `folder`'s path that do not exist yet, the deepest first:
+  // the run makes them all (--output a/b/c).
+  explicit MadeOutputFolder(const std::string& folder) {
     std::error_code ec;
-    made_ = !fs::exists(folder_, ec) && !ec;
+    for (fs::path p = fs::absolute(folder, ec); !ec && !p.empty() && !fs::exists(p, ec) && !ec;
+         p = p.parent_path()) {
+      made_.push_back(p);
+      if (p == p.parent_path()) break;
+    }
   }
   MadeOutputFolder(const MadeOutputFolder&) = delete;
   MadeOutputFolder& operator=(const MadeOutputFolder&) = delete;
   ~MadeOutputFolder() {
-    std::error_code ec;
-    if (made_ && fs::is_empty(folder_, ec) && !ec) fs::remove(folder_, ec);
+    for (const fs::path& p : made_) {
+      std::error_code ec;
+      if (!fs::is_empty(p, ec) || ec || !fs::remove(p, ec)) return;
+    }
   }
 
  private:
-  std::string folder_;
-  bool made_ = false;
+  std::vector<fs::path> made_;
 };
 
 constexpr std::chrono::seconds kStopGrace{15};
@@ -174,6 +181,8 @@ static void NoteNodesPlacementRefuses(const api::TrainingJobManifest& job, const
                                       const LocalRunPlan& plan, std::ostream& err) {
   StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{});
   if (!request.ok()) return;
+  // Under run the coordinator is this machine's: it takes no node's room.
+  request->coordinator_requests = {};
   std::vector<NodeView> nodes;
   for (const NodeProfile& node : profile.nodes) {
     StatusOr<NodeView> view = NodeViewOf(node);

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
-#include <span>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -69,8 +69,9 @@ struct RowFigures {
   double joules_per_sample = 0;
 };
 
+// A node the planner refuses has no figure of its own: 0, shown "-".
 RowFigures FiguresOf(const NodeVerdict& v, int batch, const std::vector<AloneOnNode>& alone, size_t i) {
-  if (i < alone.size() && alone[i].planned) return {alone[i].samples_per_s, alone[i].joules_per_sample};
+  if (i < alone.size()) return {alone[i].samples_per_s, alone[i].joules_per_sample};
   return {v.step.samples_per_second(batch), v.joules_per_sample};
 }
 
@@ -130,9 +131,12 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
                    : p.placed ? "unused: the team went where predicted as fast or faster; transient (" + v.transient + ")"
                               : "transient (" + v.transient + ")";
     }
-    // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more.
+    // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more
+    // (as a data-parallel worker, its link counted: a pipeline job's figures here are another prediction's).
     if (p.placed && note.empty() && !holds) {
-      note = "unused: the team went where predicted as fast or faster";
+      note = alone.empty() ? "unused: the team went where predicted as fast or faster"
+                           : "unused: placement put the workers where a worker is predicted as fast or faster, links "
+                             "counted";
     }
     if (!p.placed && v.excluded.empty()) {
       // What it would hold, then why no more: "no worker" of a node that
@@ -209,7 +213,7 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
 
 // Each node's device alone with the whole model, on the layers `problem` was
 // planned with. A node the planner refuses (no compute, a cut link) is left
-// out of every plan, and keeps placement's figures.
+// out of every plan, and has none.
 std::vector<AloneOnNode> AloneOnEachNode(const JobSpec& spec, const PipelineProblem& problem,
                                          const std::vector<NodeView>& nodes) {
   std::vector<AloneOnNode> alone;
@@ -316,7 +320,8 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     PrintTable(placement, nodes, batch, alone, out);
     if (!alone.empty()) {
       out << "SAMPLES/S and mJ/SAMPLE: the whole model on that device alone, by the planner's cost model over the "
-             "layers measured below (\"-\": it does not fit the device's memory)\n";
+             "layers measured below (\"-\": it does not fit the device's memory, or the planner takes no device "
+             "there)\n";
     }
     out << "\n";
     // A pipeline job's prediction is the planner's, below: placement's, of a

@@ -40,6 +40,11 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     if (!read.ok()) {
       seen_.insert(path.filename().string());
       scan.refused.push_back(read.status().message());
+      // In the order of the files, with no samples: read through once the
+      // files before it are, so that a resumed run does not refuse it again
+      // (its refusal is counted over the runs, core/team_accounts.h).
+      std::lock_guard lock(mu_);
+      files_.emplace_back(samples_.size(), path.filename().string());
       continue;
     }
     const int64_t n = read->size();

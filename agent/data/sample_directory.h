@@ -64,7 +64,8 @@ class SampleDirectory {
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;
   std::string skip_through_;  // names up to this one are read (SkipThrough)
-  std::vector<std::pair<int64_t, std::string>> files_;  // each file read: where its samples end, and its name
+  // Each file read or refused, in the order read: where its samples end, and its name.
+  std::vector<std::pair<int64_t, std::string>> files_;
 };
 
 }  // namespace edgetrain::agent

@@ -111,5 +111,20 @@ TEST_F(SampleDirectoryTest, AResumedWorkerSkipsTheFilesItHadTakenAllOf) {
   EXPECT_EQ(resumed.ReadThrough(2), "b.csv");
 }
 
+// A refused file is read through with the files before it, holding no
+// samples: a resumed run does not refuse it again, and count it twice.
+TEST_F(SampleDirectoryTest, ARefusedFileIsReadThroughOnceTheFilesBeforeItAre) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3,4\n");
+  Put("b.csv", "0,1\n");  // a feature short
+  Put("c.csv", "1,9,9\n");
+  const SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 3);
+  EXPECT_EQ(scan.refused.size(), 1u);
+  EXPECT_EQ(source.ReadThrough(1), "") << "a.csv only in part";
+  EXPECT_EQ(source.ReadThrough(2), "b.csv") << "a.csv, and b.csv's nothing";
+  EXPECT_EQ(source.ReadThrough(3), "c.csv");
+}
+
 }  // namespace
 }  // namespace edgetrain::agent

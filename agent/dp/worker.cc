@@ -400,12 +400,6 @@ class WorkerRun {
       energy_.BeginCompute(began.at);
       EDGETRAIN_ASSIGN_OR_RETURN(double loss,
                                  trainer_.ComputeGradient(batch_x_.data(), batch_y_.data(), n, gradient_));
-      // Not pushed: the coordinator would refuse its rows as not finite until
-      // it turned the worker away, and every worker of a team whose model
-      // computes NaN ended "lost the coordinator", the run exit 1 saying only
-      // that every worker exited (a new user's trial). A job of one says the
-      // same, at the same step.
-      EDGETRAIN_RETURN_IF_ERROR(FiniteStep(used_iteration + 1, loss));
       // Weighted by its samples (ScaDLES): the batch's mean gradient counts
       // n / batch of a full batch's, so that the coordinator's mean over
       // pushes weighs each by its samples and steps as on the team's
@@ -424,6 +418,13 @@ class WorkerRun {
       metrics_.SetLoss(loss);
       std::lock_guard lock(mu_);
       if (welcome_ != computing_welcome) continue;  // resynchronised meanwhile: a stale step
+      // Not pushed: the coordinator would refuse its rows as not finite until
+      // it turned the worker away, and every worker of a team whose model
+      // computes NaN ended "lost the coordinator", the run exit 1 saying only
+      // that every worker exited (a new user's trial). A job of one says the
+      // same, at the same step. (A stale step's loss, computed on a model
+      // since replaced, is dropped above with it.)
+      EDGETRAIN_RETURN_IF_ERROR(FiniteStep(used_iteration + 1, loss));
       pushes_.Accumulate(gradient_);
       ++iteration_;
       samples_since_push_ += n;

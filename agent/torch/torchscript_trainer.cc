@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <new>
 #include <sstream>
 
 #include "agent/storage/atomic_file.h"
@@ -43,7 +44,7 @@ std::string Reason(const std::exception& e) {
 // user's trial). Memory that ran out is the machine's: exit 1.
 Status ModuleFailed(const std::string& what, const std::exception& e, int64_t samples) {
   const std::string reason = Reason(e);
-  if (reason.find("can't allocate memory") != std::string::npos ||
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr || reason.find("can't allocate memory") != std::string::npos ||
       reason.find("out of memory") != std::string::npos) {
     return InternalError(what + ": " + reason);
   }

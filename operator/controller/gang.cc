@@ -144,6 +144,37 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
       return gang;
     }
   }
+  // Every worker refused its input (exit 2: a model that computes NaN, a
+  // part of the data it cannot read) and is not running again: restarting
+  // cannot help, and they crash-looped while the job was shown running.
+  if (expected_pods.size() > 1) {
+    std::string said;
+    bool every_one = true;
+    for (size_t i = 1; i < expected_pods.size() && every_one; ++i) {
+      const auto it = current.find(expected_pods[i]);
+      const Json* agent = it == current.end() ? nullptr : AgentStatus(*it->second);
+      const Json* refused = nullptr;
+      if (agent && !(agent->contains("state") && (*agent)["state"].contains("running"))) {
+        for (bool last : {false, true}) {
+          const Json* ended = Terminated(*agent, last);
+          if (ended && ended->value("exitCode", 0) == 2 && !refused) refused = ended;
+        }
+      }
+      every_one = refused != nullptr;
+      if (refused && said.empty()) {
+        said = expected_pods[i] + " " + Describe(*refused);
+        if (auto result = ResultOf(*refused); result && result->contains("error")) {
+          said += ": " + (*result)["error"].get<std::string>();
+        }
+      }
+    }
+    if (every_one) {
+      gang.state = GangState::kFailed;
+      gang.failure_reason = api::reason::kWorkersRefused;
+      gang.failure = "every worker refused its input (exit 2), which restarting cannot mend; " + said;
+      return gang;
+    }
+  }
   for (const auto& [name, pod] : current) {
     const std::string phase = pod->value("/status/phase"_json_pointer, std::string());
     // A worker that ended well (the coordinator told it to stop) counts as done.

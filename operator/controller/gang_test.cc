@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/job_conditions.h"
 #include "operator/controller/testing/cluster_fixtures.h"
 
 namespace edgetrain::operator_ {
@@ -72,6 +73,31 @@ TEST(GangTest, AFailureRestartingCannotMendIsTheJobsAtOnce) {
   // And a head running on is not failed for what it might do.
   EXPECT_NE(ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Running()}, kTeam, rules).state,
             GangState::kFailed);
+}
+
+// Every worker refused its input (exit 2: its model computes NaN) and
+// crash-loops: restarting them cannot help, and the job fails saying why. On
+// a cluster they crash-looped while the job was shown running.
+TEST(GangTest, EveryWorkerRefusingItsInputFailsTheJob) {
+  const Json nan = {{"state", "failed"}, {"error", "the training loss is NaN at step 1: the model diverged"}};
+  const Gang refused = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Running(),
+                                    APod("team-worker-0").OfJob("team").Worker(0).CrashLooping(2, 2, nan),
+                                    APod("team-worker-1").OfJob("team").Worker(1).Ended(2, nan)},
+                                   kTeam, GangRules{5, ""});
+  EXPECT_EQ(refused.state, GangState::kFailed);
+  EXPECT_EQ(refused.failure_reason, api::reason::kWorkersRefused);
+  EXPECT_NE(refused.failure.find("every worker refused its input (exit 2)"), std::string::npos) << refused.failure;
+  EXPECT_NE(refused.failure.find("team-worker-0 exit code 2 (Error): the training loss is NaN at step 1"),
+            std::string::npos)
+      << refused.failure;
+  // One worker still running (its part is sound), or running again: the team trains on.
+  for (const Json& other : {Json(APod("team-worker-1").OfJob("team").Worker(1).Running()),
+                            Json(APod("team-worker-1").OfJob("team").Worker(1).Restarted(1, 2, nan))}) {
+    const Gang on = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Running(),
+                                 APod("team-worker-0").OfJob("team").Worker(0).CrashLooping(2, 2, nan), other},
+                                kTeam, GangRules{5, ""});
+    EXPECT_NE(on.state, GangState::kFailed) << other.dump();
+  }
 }
 
 // A pod that cannot start says why where the kubelet does; the ordinary

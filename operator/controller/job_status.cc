@@ -73,7 +73,9 @@ PhaseReason PhaseReasonOf(const Json& status) {
   } else if (current == phase::kRunning) {
     // What holds the team before what merely slows it, and a replay after both.
     why = first({condition::kStalled, condition::kBandwidthDegraded, condition::kReplaying}, true);
+    // Training; or Restarting, an agent restarted in place while its pod runs.
     if (!why) why = first({condition::kRunning}, true);
+    if (!why) why = first({condition::kRunning}, false);
   }
   return why.value_or(PhaseReason{});
 }

@@ -49,6 +49,12 @@ TEST(JobStatusTest, ThePhasesReasonIsTheConditionThatExplainsIt) {
   SetCondition(status, {"BandwidthDegraded", false, "LinksHealthy", ""}, now, 1);
   SetPhaseReason(status);
   EXPECT_EQ(status["reason"], "Training");
+  // An agent restarted in place: the pod runs, the phase stays Running.
+  SetCondition(status, {"Running", false, "Restarting", "restarting in place: team-coordinator: CrashLoopBackOff"},
+               now, 1);
+  SetPhaseReason(status);
+  EXPECT_EQ(status["reason"], "Restarting");
+  SetCondition(status, {"Running", true, "Training", "every agent runs"}, now, 1);
   SetCondition(status, {"BandwidthDegraded", true, "LinkDown", "worker 1 silent 12 s"}, now, 1);
   SetPhaseReason(status);
   EXPECT_EQ(status["reason"], "LinkDown") << "a link down says more than training";

@@ -147,6 +147,11 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   }
   ReportRefusal(pass, done);
   if (!done.ok()) return done;
+  // Ended in this pass: the next one (Finished) deletes its pods by
+  // cleanPodPolicy and counts its TTL down. A change of its status alone
+  // wakes no reconcile, and a job whose pods had all ended changes none.
+  const std::string now_in = pass.Phase();
+  if (now_in != current && (now_in == phase::kSucceeded || now_in == phase::kFailed)) pass.Requeue(Duration::zero());
   pass.status["observedGeneration"] = pass.generation;
   EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
   return pass.outcome;

@@ -116,6 +116,14 @@ class APod {
     json_["status"]["containerStatuses"][0]["lastState"] = {{"terminated", terminated}};
     return *this;
   }
+  // Crashed `restarts` times, the last with `exit_code`, and waiting to be
+  // started again (CrashLoopBackOff).
+  APod& CrashLooping(int restarts, int exit_code, const Json& result = nullptr) {
+    Restarted(restarts, exit_code, result);
+    json_["status"]["containerStatuses"][0]["state"] = {
+        {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s restarting failed container"}}}};
+    return *this;
+  }
   APod& BeingDeleted() {
     json_["metadata"]["deletionTimestamp"] = "2026-11-22T10:00:00Z";
     return *this;

@@ -23,7 +23,7 @@ import unittest
 import urllib.request
 
 import chart
-from emulated_site import EDGE_SITE, JOBS, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
+from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
 
 # What the example reaches: its target (0.9) holds on digits' test set.
@@ -910,7 +910,8 @@ class LongStatusIntervalTest(OperatorSiteTestCase):
         time.sleep(1.5)
         before = self.reconciles()
         self.kubectl.run("annotate", "tj", "quiet", "edgetrain.dev/poked=1")
-        time.sleep(2)
+        wait_until(lambda: self.reconciles() > before, timeout=10, interval=0.05)
+        time.sleep(1.5)  # its own write's event would have come back by now
         reconciled = self.reconciles() - before
         self.assertEqual(reconciled, 1, "the job was reconciled again for its own status write")
 
