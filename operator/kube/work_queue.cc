@@ -28,7 +28,13 @@ void WorkQueue::Add(const std::string& key) {
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {
   std::lock_guard lock(mu_);
   if (delay <= Duration::zero()) return AddLocked(key);
-  waiting_.emplace(clock_.Now() + delay, key);
+  const TimePoint when = clock_.Now() + delay;
+  if (auto it = waiting_at_.find(key); it != waiting_at_.end()) {
+    if (it->second->first <= when) return;  // already due as soon or sooner
+    waiting_.erase(it->second);
+    waiting_at_.erase(it);
+  }
+  waiting_at_[key] = waiting_.emplace(when, key);
   ++delays_added_;
   changed_.NotifyAll();
 }
@@ -70,6 +76,7 @@ std::optional<std::string> WorkQueue::Get() {
     const TimePoint now = clock_.Now();
     while (!waiting_.empty() && waiting_.begin()->first <= now) {
       AddLocked(waiting_.begin()->second);
+      waiting_at_.erase(waiting_.begin()->second);
       waiting_.erase(waiting_.begin());
     }
     if (!queue_.empty()) {

@@ -4,6 +4,7 @@
 //     it is queued again when that worker is Done (so no two workers ever
 //     reconcile the same object at once, and no change is missed);
 //   - AddAfter queues a key once a delay has passed (a reconcile's requeueAfter);
+//     a key waits at most once, for the earliest time it was asked for;
 //   - AddRateLimited queues it after that key's own back-off (5 ms doubling up
 //     to 1000 s, reset by Forget) or the queue-wide rate (10/s, burst 100),
 //     whichever is later: a failing object backs off without starving others.
@@ -61,6 +62,11 @@ class WorkQueue {
   std::set<std::string> processing_;
   std::set<std::string> dirty_;            // added while processing
   std::multimap<TimePoint, std::string> waiting_;  // delayed adds, by when
+  // Each key's one delayed add: a second one keeps the earlier time. Kept
+  // apart, a reconcile's requeueAfter and each extra pass's (a pod's change)
+  // made parallel chains that never merged: a running job was read every
+  // 2-3 s in bursts, against --status-interval 5 s (a new user's trial).
+  std::map<std::string, std::multimap<TimePoint, std::string>::iterator> waiting_at_;
   std::map<std::string, int> failures_;    // per key, since Forget
   double tokens_;                          // the queue-wide bucket
   TimePoint tokens_at_;

@@ -46,6 +46,30 @@ TEST(WorkQueueTest, ADelayedKeyComesWhenItsTimeHasComeEvenIfAnEarlierOneIsAddedM
   });
 }
 
+// A key waits once, for the earliest time asked: a running job's requeue
+// after every extra reconcile (a pod's change) made chains of reconciles
+// that never merged, a job read every 2-3 s against an interval of 5 s.
+TEST(WorkQueueTest, AKeyDelayedTwiceComesOnceAtTheEarlierTime) {
+  DeterministicClock clock;
+  const TimePoint start = clock.Now();
+  clock.Run("test", [&] {
+    WorkQueue q(clock);
+    q.AddAfter("job", seconds(5));
+    q.AddAfter("job", seconds(8));  // later: the earlier stands
+    q.AddAfter("job", seconds(3));  // sooner: it moves up
+    q.AddAfter("other", seconds(6));
+    EXPECT_EQ(q.Get(), "job");
+    EXPECT_EQ(clock.Now() - start, seconds(3));
+    q.Done("job");
+    EXPECT_EQ(q.Get(), "other") << "the job's other delays are gone, not due at 5 s and 8 s";
+    EXPECT_EQ(clock.Now() - start, seconds(6));
+    q.Done("other");
+    q.AddAfter("job", seconds(1));
+    EXPECT_EQ(q.Get(), "job") << "delayed again once its wait was over";
+    EXPECT_EQ(clock.Now() - start, seconds(7));
+  });
+}
+
 TEST(WorkQueueTest, AFailingKeyBacksOffOnItsOwnUntilForgotten) {
   DeterministicClock clock;
   clock.Run("test", [&] {

@@ -935,6 +935,32 @@ class LongStatusIntervalTest(OperatorSiteTestCase):
 
 
 @requires_built(OPERATOR)
+class StatusIntervalTest(OperatorSiteTestCase):
+    """A running job looked at every --status-interval, as the docs say: not more."""
+    profile = EDGE_SITE
+    operator_args = ("--status-interval", "2s")
+    reconciles = LongStatusIntervalTest.reconciles
+
+    def test_a_running_job_is_looked_at_once_an_interval(self):
+        self.delete_when_done("paced")
+        self.apply(wall_clock_job("paced", "2m", parallelism={"workers": 2}))
+        self.wait_job("paced", lambda j: phase(j) == "Running", timeout=60)
+        formed = self.log_until("paced-coordinator", lambda log: "the team starts with 2 of 2" in log, timeout=60)
+        self.assertIn("the team starts with 2 of 2", formed)
+        time.sleep(1)
+        # Each extra reconcile of its start (a pod's change) asked for its own look
+        # an interval later, and those chains never merged: a running job was read
+        # every 2-3 s in bursts of two or three against an interval of 5 s (a new
+        # user's trial). Over 8 s of an interval of 2 s: four looks, five at most.
+        before = self.reconciles()
+        time.sleep(8)
+        looks = self.reconciles() - before
+        self.assertLessEqual(looks, 5, "looked at more often than every --status-interval")
+        self.assertGreaterEqual(looks, 3, "not looked at every --status-interval")
+        print(f"\nstatus interval: {looks} looks at a running job in 8 s of an interval of 2 s")
+
+
+@requires_built(OPERATOR)
 class StreamOperatorTest(OperatorSiteTestCase):
     """A team on streams whose job names no rates, on an emulated site whose nodes have
     streams of their own (docs/streams.md)."""
