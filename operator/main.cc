@@ -247,6 +247,7 @@ int main(int argc, char** argv) {
   kube::ObservedKubeClient lease_client(
       **lease_rest_client, [&](const std::string& verb, StatusCode code) { metrics.CountApiError(verb, code); },
       [&](const std::string& verb) { metrics.CountApiRequest(verb); });
+  election.note = [&](const std::string& why) { log.Write("campaigning: " + why); };
   kube::LeaderElector elector(lease_client, clock, [] { return std::chrono::system_clock::now(); }, election);
   log.Write("campaigning for the Lease " + election.namespace_ + "/" + election.name + " as " + election.identity);
   std::atomic<bool> stop_leading{false};

@@ -27,9 +27,13 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   const std::string stamp = MicroTime(wall_now_());
   const int64_t seconds = std::max<int64_t>(
       1, std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
+  not_taken_.clear();
   StatusOr<Json> lease = client_.Get(kLeases, options_.namespace_, options_.name);
   if (!lease.ok()) {
-    if (lease.status().code() != StatusCode::kNotFound) return false;
+    if (lease.status().code() != StatusCode::kNotFound) {
+      not_taken_ = "cannot read the Lease: " + lease.status().message();
+      return false;
+    }
     Json fresh = {{"apiVersion", "coordination.k8s.io/v1"},
                   {"kind", "Lease"},
                   {"metadata", {{"name", options_.name}, {"namespace", options_.namespace_}}},
@@ -40,7 +44,10 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
                     {"renewTime", stamp},
                     {"leaseTransitions", 0}}}};
     StatusOr<Json> made = client_.Create(kLeases, options_.namespace_, fresh);
-    if (!made.ok()) return false;
+    if (!made.ok()) {
+      not_taken_ = "cannot make the Lease: " + made.status().message();
+      return false;
+    }
     observed_ = (*made)["spec"];
     observed_at_ = now;
     return true;
@@ -54,7 +61,10 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   const Duration held_for =
       std::chrono::seconds(spec.value("leaseDurationSeconds", seconds));
   // Another holder's lease is good until we have seen it unrenewed that long.
-  if (!holder.empty() && holder != options_.identity && now < observed_at_ + held_for) return false;
+  if (!holder.empty() && holder != options_.identity && now < observed_at_ + held_for) {
+    not_taken_ = "the Lease is held by " + holder + ": standing by";
+    return false;
+  }
 
   Json next = *lease;
   next["spec"]["holderIdentity"] = options_.identity;
@@ -67,7 +77,10 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   // The Get may have taken a while on an API in trouble.
   if (give_up_at && clock_.Now() >= *give_up_at) return false;
   StatusOr<Json> updated = client_.Update(kLeases, options_.namespace_, next);
-  if (!updated.ok()) return false;  // a conflict: someone else wrote first
+  if (!updated.ok()) {  // a conflict: someone else wrote first; or the API's refusal
+    not_taken_ = "cannot take the Lease: " + updated.status().message();
+    return false;
+  }
   observed_ = (*updated)["spec"];
   observed_at_ = now;
   return true;
@@ -88,8 +101,11 @@ Status LeaderElector::Release() {
 bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void()>& on_leading,
                         const std::function<void()>& on_stopping) {
   // Campaign.
+  std::string said;
   while (!stop.load()) {
     if (TryAcquireOrRenew()) break;
+    if (options_.note && not_taken_ != said) options_.note(not_taken_);
+    said = not_taken_;
     clock_.SleepFor(options_.retry_period);
   }
   if (stop.load()) return false;

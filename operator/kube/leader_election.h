@@ -22,6 +22,10 @@ struct LeaderElectionOptions {
   std::string namespace_ = "default";
   std::string name = "edgetrain-operator";
   std::string identity;  // this replica's: hostname and a random part
+  // Told why the campaign goes on, each time that changes: the API's error
+  // (an operator on a server it could not reach campaigned in silence, its
+  // log ending at "campaigning", a new user's trial), or who holds the Lease.
+  std::function<void(const std::string&)> note = {};
   // client-go's defaults.
   Duration lease_duration = std::chrono::seconds(15);
   Duration renew_deadline = std::chrono::seconds(10);
@@ -55,6 +59,8 @@ class LeaderElector {
   // (the renew deadline: leading after it risks two leaders).
   bool TryAcquireOrRenew(std::optional<TimePoint> give_up_at = std::nullopt);
   Status Release();
+  // Why the last try did not take the lease, for `note`: empty when it did.
+  std::string not_taken_;
 
   Status released_ = Status::Ok();
   KubeClient& client_;

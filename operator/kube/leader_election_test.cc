@@ -119,6 +119,39 @@ TEST(LeaderElectionTest, AReleaseThatFailsSaysWhy) {
   EXPECT_FALSE(a.released().ok());
 }
 
+// A candidate says why it does not lead, each time that changes: an
+// operator on an API it could not reach campaigned in silence (a new user's
+// trial), and a standby did not say whose Lease it waits on.
+TEST(LeaderElectionTest, ACandidateSaysWhyItDoesNotLeadYet) {
+  testing::FakeKubeClient api;
+  Reachable flaky(api);
+  DeterministicClock clock;
+  std::vector<std::string> a_said, b_said;
+  LeaderElectionOptions a_options = As("a"), b_options = As("b");
+  a_options.note = [&](const std::string& why) { a_said.push_back(why); };
+  b_options.note = [&](const std::string& why) { b_said.push_back(why); };
+  LeaderElector a(flaky, clock, WallOf(clock), a_options), b(api, clock, WallOf(clock), b_options);
+  std::atomic<bool> stop_a{false}, stop_b{false};
+  flaky.down = true;
+  clock.Run("test", [&] {
+    ClockThread ta = clock.StartThread("a", [&] { a.Run(stop_a, [] {}); });
+    clock.SleepFor(seconds(10));  // five tries, one note
+    EXPECT_FALSE(a.leading());
+    flaky.down = false;
+    clock.SleepFor(seconds(3));
+    EXPECT_TRUE(a.leading());
+    ClockThread tb = clock.StartThread("b", [&] { b.Run(stop_b, [] {}); });
+    clock.SleepFor(seconds(10));
+    EXPECT_FALSE(b.leading());
+    stop_b = true;
+    tb.Join();
+    stop_a = true;
+    ta.Join();
+  });
+  EXPECT_EQ(a_said, std::vector<std::string>{"cannot read the Lease: the API is down"});
+  EXPECT_EQ(b_said, std::vector<std::string>{"the Lease is held by a: standing by"});
+}
+
 TEST(LeaderElectionTest, ALeaderThatVanishesIsReplacedOnceItsLeaseRunsOutByTheCandidatesOwnClock) {
   testing::FakeKubeClient api;
   ASSERT_TRUE(api.Create(kLeases, "default",
