@@ -186,6 +186,7 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
     const int rank = w.value("rank", -1);
     const double out = w.value("silentSeconds", 0.0);
     const bool gone_quiet = out >= ToSeconds(rules.link_down_after) && w.value("quarantined", "").empty();
+    if (gone_quiet) health.silent_s = std::max(health.silent_s, out);
     if (!w.value("active", true)) {
       // Out of the team: it does not wait, but its link may be down.
       if (gone_quiet) {

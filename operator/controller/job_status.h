@@ -61,6 +61,9 @@ struct LinkHealth {
   bool degraded = false;
   const char* degraded_reason = "";  // LinkBelowPlan or LinkDown
   std::string degraded_message;
+  // LinkDown's: the longest a worker called down has been silent, as of the
+  // read. The link went down then, not when the operator saw it.
+  double silent_s = 0;
 };
 struct LinkRules {
   // A worker out of the team and silent this long has its link down: a

@@ -529,7 +529,8 @@ JobPlan NextGeneration(const JobPlan& plan, const std::set<int>& replaced, const
 // When the team stopped being whole, by the cluster's own word: a lost pod's
 // delete asked for (its deletionTimestamp less its grace), its agent's end
 // (a failed pod's finishedAt), a node of the team gone silent (the
-// NodeNotReady the status has said since). None: nothing earlier than now.
+// NodeNotReady the status has said since), or a worker (the LinkDown the
+// status has said since, from when it went silent). None: nothing earlier than now.
 // A recovery timed from when this operator saw it was shown as 0.65 s when
 // the team had been short a worker for 17 s (a new user's trial: the loss
 // came while no replica led).
@@ -553,8 +554,18 @@ std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std:
     }
   }
   if (const Json* degraded = FindCondition(stored_status, condition::kBandwidthDegraded);
-      degraded && degraded->value("status", "") == "True" && degraded->value("reason", "") == reason::kNodeNotReady) {
-    consider(degraded->value("lastTransitionTime", ""));
+      degraded && degraded->value("status", "") == "True") {
+    const std::string why = degraded->value("reason", ""), message = degraded->value("message", "");
+    // A link down is evidence of this loss when it names a lost worker.
+    bool names_a_lost_worker = false;
+    for (const Json* pod : lost_pods) {
+      const std::string rank =
+          pod ? pod->value("/metadata/labels"_json_pointer, Json::object()).value(kRankLabel, std::string()) : "";
+      if (!rank.empty() && message.find("worker " + rank + " silent") != std::string::npos) names_a_lost_worker = true;
+    }
+    if (why == reason::kNodeNotReady || (why == reason::kLinkDown && names_a_lost_worker)) {
+      consider(degraded->value("lastTransitionTime", ""));
+    }
   }
   // The node's own word: a condition that was already True for a link down
   // kept its time, and an eviction after nodeLossGrace was taken for the
@@ -1380,8 +1391,22 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       if (!silent.empty()) {
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
       } else if (!unanswered) {
+        const bool was_degraded = ConditionIs(pass.stored_status, condition::kBandwidthDegraded, true);
         pass.Set(condition::kBandwidthDegraded, health.degraded,
                  health.degraded ? health.degraded_reason : reason::kLinksHealthy, health.degraded_message);
+        // A link down since its worker went silent, not since this read: the
+        // loss that may follow counts from there (a recovery was timed from
+        // the LinkDown seen 10 s after a node's kill, 30.7 s of 40.7; a new
+        // user's trial).
+        const std::optional<kube::WallTime> read_at = kube::ParseKubeTime(pass.now);
+        if (!was_degraded && health.degraded && health.degraded_reason == std::string(reason::kLinkDown) && read_at) {
+          for (Json& c : pass.status["conditions"]) {
+            if (c.value("type", "") != condition::kBandwidthDegraded) continue;
+            c["lastTransitionTime"] = kube::FormatKubeTime(
+                *read_at - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                               std::chrono::duration<double>(health.silent_s)));
+          }
+        }
       }
       pass.Requeue(options_.status_interval);
       return Status::Ok();

@@ -910,6 +910,38 @@ TEST_F(ReconcilerTest, ARecoveryFromASilentNodeCountsFromItsNotReady) {
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(17)));
 }
 
+// A worker gone silent is a link down from when it went silent, not from when
+// the operator read so, and a loss that follows counts from there: a
+// recovery was timed from a LinkDown seen 10 s after its node's kill, 30.7 s
+// of 40.7 (a new user's trial).
+TEST_F(ReconcilerTest, ARecoveryFromAWorkerGoneSilentCountsFromItsSilence) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  const kube::WallTime silent_from = now_;
+  now_ += std::chrono::seconds(12);
+  progress_.by_ip[coordinator_ip] = {{"state", "training"},
+                                     {"iteration", 300},
+                                     {"samples", 19200},
+                                     {"workers", {{{"rank", 0}, {"batchSize", 64}, {"silentSeconds", 0.0}},
+                                                  {{"rank", 1}, {"batchSize", 64}, {"silentSeconds", 12.0}}}}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  const Json* degraded = FindCondition(status, api::condition::kBandwidthDegraded);
+  ASSERT_NE(degraded, nullptr);
+  EXPECT_EQ(degraded->value("reason", ""), api::reason::kLinkDown);
+  EXPECT_EQ(degraded->value("lastTransitionTime", ""), kube::FormatKubeTime(silent_from)) << *degraded;
+  now_ += std::chrono::seconds(15);  // nodeLossGrace out: the pod is evicted
+  DeletePodAt("team-worker-1", now_);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(2);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(29)));
+}
+
 // Its node lost, the coordinator is placed anew under the next plan
 // generation, with a name of its own; the workers stay where they are and
 // keep their slots (the new coordinator admits their hellos and trains on
