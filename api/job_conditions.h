@@ -47,6 +47,7 @@ inline constexpr const char* kModelChecked = "ModelChecked";        // (an Event
 inline constexpr const char* kCheckingLayers = "CheckingLayers";    // a pipeline's: an agent is timing the model's layers
 inline constexpr const char* kLayersTimed = "LayersTimed";          // (an Event) they were timed: the stages can be cut
 inline constexpr const char* kNoPipelineFits = "NoPipelineFits";    // no plan of the mode fits the placed devices' memory
+inline constexpr const char* kPodsEnding = "PodsEnding";            // pods of an earlier plan (or a deleted job) still end
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
 inline constexpr const char* kTraining = "Training";

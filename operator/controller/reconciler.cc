@@ -635,7 +635,8 @@ Status Reconciler::Place(Pass& pass) {
   // those: a replica placed the job and died before it wrote the status.
   // Deleting them and placing anew would start the team again for nothing.
   const Json* placed = FindCondition(pass.status, condition::kPlaced);
-  const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable;
+  const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable ||
+                            placed->value("reason", "") == reason::kPodsEnding;
   if (stored.plan && !pass.pods.empty() && never_placed) {
     // Each pod exactly as the plan makes it: its name, its node and its
     // generation.
@@ -656,6 +657,19 @@ Status Reconciler::Place(Pass& pass) {
   if (!pass.pods.empty()) {
     EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
     pass.status["phase"] = phase::kPending;
+    // Said: a job applied again right after it was deleted waited out its
+    // old pods' grace (30 s) with no condition, event or log line (a new
+    // user's trial).
+    std::string names;
+    for (const Json& pod : pass.pods) {
+      names += (names.empty() ? "" : ", ") + pod["metadata"].value("name", std::string());
+    }
+    // (After a gang timeout, its reason stays: its back-off counts from it.)
+    if (!placed || placed->value("reason", "") != reason::kGangTimeout)
+      pass.Set(condition::kPlaced, false, reason::kPodsEnding,
+             "waiting for " + std::to_string(pass.pods.size()) + " pod" + (pass.pods.size() == 1 ? "" : "s") +
+                 " of an earlier plan, or of a job of this name deleted before, to end and free their nodes (" +
+                 names + ")");
     pass.Requeue(std::chrono::seconds(1));
     return Status::Ok();
   }

@@ -461,6 +461,19 @@ TEST_F(ReconcilerTest, PodsNotExactlyThePlansOrAGangTornDownAreNotTakenUp) {
     Reconcile(key);
     EXPECT_EQ(api_.Writes("delete Pod"), 3) << "torn down, not taken up";
     EXPECT_EQ(log_text_.str().find("taken up"), std::string::npos) << log_text_.str();
+    // Waiting for them is said (a job applied again after a delete waited
+    // out its old pods' grace unsaid); a gang timeout's reason stays.
+    jobs_.Put(Job(name));
+    const Json status = Job(name)["status"];
+    const Json* placed = FindCondition(status, api::condition::kPlaced);
+    ASSERT_NE(placed, nullptr);
+    if (name == "timed-out") {
+      EXPECT_EQ(placed->value("reason", ""), api::reason::kGangTimeout);
+    } else {
+      EXPECT_EQ(placed->value("reason", ""), api::reason::kPodsEnding);
+      EXPECT_NE(placed->value("message", "").find("waiting for 3 pods of an earlier plan"), std::string::npos)
+          << *placed;
+    }
   }
 }
 
