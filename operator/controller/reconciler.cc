@@ -1203,6 +1203,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       pass.status["completionTime"] = gang.ended_at.empty() ? pass.now : gang.ended_at;
       pass.Set(condition::kComplete, true, why, message);
       pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+      SettleLinkConditions(pass);
       if (!result.empty()) {
         pass.status["progress"] = ProgressStatusOf(result);
         // Each worker's figures as the result gives them, which the job's
@@ -1242,8 +1243,15 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         const std::string was = running ? running->value("reason", "") : "";
         const bool resuming = was == reason::kSuspended || was == reason::kResuming || was == reason::kStarting;
         pass.status["phase"] = resuming ? phase::kPlacing : phase::kRecovering;
-        pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering,
-                 StartingMessage(gang));
+        // What was lost stays said, with how far its replacement is: it
+        // became "2/3 pods running" a moment after the loss (a new user's trial).
+        std::string message = StartingMessage(gang);
+        if (!resuming && running && was == reason::kRecovering) {
+          const std::string before = running->value("message", "");
+          const std::string lost = before.substr(0, before.find("; now "));
+          if (!lost.empty()) message = lost + "; now " + message;
+        }
+        pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering, message);
         // The team trains on meanwhile: its figures stood still for the 22 s
         // a replacement took to start (a new user's trial).
         (void)ReadProgress(pass, gang);
@@ -1620,11 +1628,24 @@ bool Reconciler::RecoveriesExhausted(Pass& pass, const std::string& what, int re
   return true;
 }
 
+void Reconciler::SettleLinkConditions(Pass& pass) {
+  // What the last read said of the team's links is of a team no longer
+  // training: a job that succeeded kept "worker 1 silent for 43 s: its link
+  // is down" of a worker replaced seconds before the end (a new user's trial).
+  for (const char* type : {condition::kStalled, condition::kBandwidthDegraded}) {
+    const Json* c = FindCondition(pass.status, type);
+    if (!c || c->value("status", "") != "True") continue;
+    const std::string last = c->value("reason", "") + ": " + c->value("message", "");
+    pass.Set(type, false, reason::kStopped, "the job has ended; the last read said " + last);
+  }
+}
+
 void Reconciler::EndFailed(Pass& pass, const char* why, const std::string& message) {
   pass.status["phase"] = phase::kFailed;
   pass.status["completionTime"] = pass.now;
   pass.Set(condition::kFailed, true, why, message);
   pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+  SettleLinkConditions(pass);
   events_.Record(pass.object, "Warning", why, message);
   log_.Job(pass.key, why, message);
 }

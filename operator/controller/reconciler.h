@@ -160,6 +160,8 @@ class Reconciler {
   // A running team that cannot go on: Failed for `why` (its reason), with a
   // Warning Event and a log line saying `message`.
   void EndFailed(Pass& pass, const char* why, const std::string& message);
+  // A job that ended: Stalled and BandwidthDegraded no longer hold, and say what they last said.
+  void SettleLinkConditions(Pass& pass);
   // A Warning Event for each worker the coordinator quarantined since the
   // status last said so (once: the status then carries it).
   void ReportQuarantines(Pass& pass);

@@ -948,11 +948,37 @@ TEST_F(ReconcilerTest, ARecoveryFromAWorkerGoneSilentCountsFromItsSilence) {
   DeletePodAt("team-worker-1", now_);
   EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
   jobs_.Put(Job("team"));
+  // While its replacement starts, what was lost stays said (it became "2/3
+  // pods running" a moment after the loss; a new user's trial).
+  SyncPods();
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json recovering = Job("team")["status"];
+  const Json* running = FindCondition(recovering, api::condition::kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->value("message", "").rfind("worker 1: ", 0), 0u) << *running;
+  EXPECT_NE(running->value("message", "").find("; now 2/3 pods running"), std::string::npos) << *running;
   now_ += std::chrono::seconds(2);
   SyncPods([](Json& pod) {
     if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
   });
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(29)));
+  jobs_.Put(Job("team"));
+  // Ended, the team's links are no longer its status's: the last read's
+  // LinkDown was kept through Succeeded (a new user's trial).
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] != "team-coordinator") return;
+    const Json result = {{"state", "succeeded"}, {"stopReason", "wallClock"}, {"accuracy", 0.9}, {"iteration", 400}};
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses",
+                      {{{"name", "agent"},
+                        {"state", {{"terminated", {{"exitCode", 0}, {"message", result.dump()}}}}}}}}};
+  });
+  Reconcile(key);
+  const Json ended = Job("team")["status"];
+  EXPECT_EQ(ended["phase"], api::phase::kSucceeded);
+  EXPECT_TRUE(ConditionIs(ended, api::condition::kBandwidthDegraded, false)) << ended.dump(1);
+  EXPECT_EQ(FindCondition(ended, api::condition::kBandwidthDegraded)->value("reason", ""), api::reason::kStopped);
 }
 
 // Its node lost, the coordinator is placed anew under the next plan
