@@ -173,6 +173,17 @@ StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, cons
   EDGETRAIN_ASSIGN_OR_RETURN(nlohmann::json nodes, client->List(kube::kNodes, "", {}));
   EDGETRAIN_ASSIGN_OR_RETURN(nlohmann::json pods, client->List(kube::kPods, "", {}));
   site = config.server;
+  // As the operator refuses it (NoPriorityClass): plan placed a team the
+  // operator kept Pending (a new user's trial).
+  if (const std::string name = job.object.value("/spec/placement/priorityClassName"_json_pointer, std::string());
+      !name.empty()) {
+    StatusOr<nlohmann::json> found = client->Get(kube::kPriorityClasses, "", name);
+    if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+      return InvalidArgumentError("spec.placement.priorityClassName: no PriorityClass named " + name +
+                                  " exists on the cluster, and the API server refuses pods that name one: the "
+                                  "operator keeps the job Pending (NoPriorityClass) until it is made");
+    }
+  }
   const std::string ns = job.namespace_.empty() ? config.namespace_ : job.namespace_;
   return operator_::ClusterViewOf(nodes.value("items", std::vector<nlohmann::json>{}),
                                   pods.value("items", std::vector<nlohmann::json>{}), ns, job.name,
@@ -256,7 +267,10 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   if (!options.kubeconfig.empty()) {
     StatusOr<operator_::ClusterView> cluster = ReadCluster(options.kubeconfig, job, site);
     if (!cluster.ok()) {
-      err << "error: --kubeconfig " << options.kubeconfig << ": " << cluster.status().message() << "\n";
+      // The job's own field the cluster refuses is the manifest's to mend.
+      const bool the_jobs = cluster.status().message().rfind("spec.", 0) == 0;
+      err << "error: " << (the_jobs ? options.manifest_path : "--kubeconfig " + options.kubeconfig) << ": "
+          << cluster.status().message() << "\n";
       // A cluster that does not answer is the moment's (1); a kubeconfig that
       // cannot be read or is refused is the input's (2).
       return cluster.status().code() == StatusCode::kUnavailable ? kExitFailed : kExitInvalid;

@@ -313,6 +313,15 @@ class OperatorTest(OperatorSiteTestCase):
         # names the coordinator's node on the claim.
         self.addCleanup(self.kubectl.run, "delete", "pvc", "waiter-out", "--wait=false", "--ignore-not-found")
         self.addCleanup(self.kubectl.run, "delete", "priorityclass", "edge-urgent", "--ignore-not-found")
+        # Before the class is made, `edgetrain plan` refuses the job as the operator
+        # does (it placed a team the operator kept Pending: a new user's trial).
+        manifest = os.path.join(self.dir, "waiter.json")
+        with open(manifest, "w") as f:
+            json.dump(small_job("waiter", placement={"priorityClassName": "edge-urgent"}), f)
+        planned = subprocess.run([EDGETRAIN, "plan", manifest, "--kubeconfig", self.server.kubeconfig],
+                                 capture_output=True, text=True)
+        self.assertEqual(planned.returncode, 2, planned.stderr)
+        self.assertIn("no PriorityClass named edge-urgent exists", planned.stderr)
         self.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "edge-urgent"},
                     "value": 1000},
                    {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "waiter-out"},
