@@ -633,8 +633,11 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
   nlohmann::json j = {
       {"job", job.name},
       {"accuracy", nullable(p.accuracy)},
-      // No step of this run, no loss (it read 0.0).
-      {"loss", p.iteration > p.resumed_from_iteration.value_or(0) ? nlohmann::json(p.loss) : nlohmann::json(nullptr)},
+      // No batch trained, no loss (it read 0.0). By the loss itself, not the
+      // iteration: a team's counts whole batches of every worker, and one that
+      // trained 32 samples of its 64 said null where its progress line had
+      // shown 1.517 (a new user's trial). A resumed run's goes on from its checkpoint's.
+      {"loss", p.loss > 0 ? nlohmann::json(p.loss) : nlohmann::json(nullptr)},
       {"iterations", p.iteration},
       {"samples", p.samples},
       {"epochs", p.epoch},

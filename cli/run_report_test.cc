@@ -103,6 +103,13 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
       << resumed;
   EXPECT_EQ(resumed.find("test accuracy"), std::string::npos) << resumed;
   EXPECT_TRUE(nlohmann::json::parse(JsonLine(Job(), Team(), p, 0.4))["loss"].is_null());
+  // A team that trained less than a batch of every worker: no team iteration,
+  // but a loss, which the progress line showed (it said null).
+  p.resumed_from_iteration.reset();
+  p.iteration = 0;
+  p.samples = 32;
+  p.loss = 1.517;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(JsonLine(Job(), Team(), p, 0.4))["loss"].get<double>(), 1.517);
 }
 
 // A worker in the team whose reports stopped well before the end (its link
