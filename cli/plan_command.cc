@@ -160,8 +160,9 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
 
 // The live cluster as the operator reads it: every Node, and the requests of the
 // pods bound to each (other than this job's own, which a re-plan may move).
+// `job_refused`: the error is the job's own field the cluster refuses.
 StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, const api::TrainingJobManifest& job,
-                                             std::string& site) {
+                                             std::string& site, bool& job_refused) {
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
     return v ? v : "";
@@ -179,6 +180,7 @@ StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, cons
       !name.empty()) {
     StatusOr<nlohmann::json> found = client->Get(kube::kPriorityClasses, "", name);
     if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+      job_refused = true;
       return InvalidArgumentError("spec.placement.priorityClassName: no PriorityClass named " + name +
                                   " exists on the cluster, and the API server refuses pods that name one: the "
                                   "operator keeps the job Pending (NoPriorityClass) until it is made");
@@ -265,10 +267,9 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   std::string site;
   std::vector<NodeView> nodes;
   if (!options.kubeconfig.empty()) {
-    StatusOr<operator_::ClusterView> cluster = ReadCluster(options.kubeconfig, job, site);
+    bool the_jobs = false;  // the job's own field the cluster refuses: the manifest's to mend
+    StatusOr<operator_::ClusterView> cluster = ReadCluster(options.kubeconfig, job, site, the_jobs);
     if (!cluster.ok()) {
-      // The job's own field the cluster refuses is the manifest's to mend.
-      const bool the_jobs = cluster.status().message().rfind("spec.", 0) == 0;
       err << "error: " << (the_jobs ? options.manifest_path : "--kubeconfig " + options.kubeconfig) << ": "
           << cluster.status().message() << "\n";
       // A cluster that does not answer is the moment's (1); a kubeconfig that

@@ -126,7 +126,8 @@ void KeepWhatWasRead(Json& workers, const Json& stored) {
   }
 }
 
-Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
+Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::optional<kube::WallTime> read_at,
+                     Duration silent_after) {
   std::map<int, const Json*> by_rank;
   if (progress.contains("workers")) {
     for (const Json& w : progress["workers"]) by_rank[w.value("rank", -1)] = &w;
@@ -150,6 +151,13 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress) {
         }
         if (p.contains("stallFraction") && p["stallFraction"].is_number()) w["stallFraction"] = p["stallFraction"];
         if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
+        // When it went silent, not when the operator read so: a recovery was
+        // timed 30.7 s of 40.7, from a LinkDown seen 10 s after its node's
+        // kill (a new user's trial).
+        if (const double silent = p.value("silentSeconds", 0.0); read_at && silent >= ToSeconds(silent_after)) {
+          w["silentSince"] = kube::FormatKubeTime(*read_at - std::chrono::duration_cast<kube::WallTime::duration>(
+                                                                 std::chrono::duration<double>(silent)));
+        }
         // What it trained on, and of a stream what arrived: the counts edgetrain
         // run's tables give (a new user found none of them on Kubernetes).
         if (p.contains("samples") && p["samples"].is_number_integer()) w["samples"] = p["samples"];
@@ -186,7 +194,6 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
     const int rank = w.value("rank", -1);
     const double out = w.value("silentSeconds", 0.0);
     const bool gone_quiet = out >= ToSeconds(rules.link_down_after) && w.value("quarantined", "").empty();
-    if (gone_quiet) health.silent_s = std::max(health.silent_s, out);
     if (!w.value("active", true)) {
       // Out of the team: it does not wait, but its link may be down.
       if (gone_quiet) {

@@ -4,12 +4,14 @@
 // and each agent's node, role, batch, bandwidth and stall. Computed in memory; the
 // reconciler writes it once, only when it differs from what is stored.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "operator/kube/kube_time.h"
 
 namespace edgetrain::operator_ {
 
@@ -46,8 +48,12 @@ void SetPhaseReason(Json& status);
 Json ProgressStatusOf(const Json& progress);
 
 // status.workers: the coordinator and each worker, their nodes from the pods,
-// batch, bandwidth and stall from /progress (when there is one).
-Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress);
+// batch, bandwidth and stall from /progress (when there is one). A worker
+// silent for `silent_after` or more as of `read_at` has `silentSince`: when it
+// went silent, which a loss that follows counts its recovery from.
+Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress,
+                     std::optional<kube::WallTime> read_at = std::nullopt,
+                     Duration silent_after = std::chrono::seconds(10));
 // Each of `workers` (WorkersStatusOf's) keeps, of its entry by name in the
 // status before (`stored`, an array), whatever it has no figure for now.
 void KeepWhatWasRead(Json& workers, const Json& stored);
@@ -61,9 +67,6 @@ struct LinkHealth {
   bool degraded = false;
   const char* degraded_reason = "";  // LinkBelowPlan or LinkDown
   std::string degraded_message;
-  // LinkDown's: the longest a worker called down has been silent, as of the
-  // read. The link went down then, not when the operator saw it.
-  double silent_s = 0;
 };
 struct LinkRules {
   // A worker out of the team and silent this long has its link down: a

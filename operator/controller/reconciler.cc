@@ -529,12 +529,13 @@ JobPlan NextGeneration(const JobPlan& plan, const std::set<int>& replaced, const
 // When the team stopped being whole, by the cluster's own word: a lost pod's
 // delete asked for (its deletionTimestamp less its grace), its agent's end
 // (a failed pod's finishedAt), a node of the team gone silent (the
-// NodeNotReady the status has said since), or a worker (the LinkDown the
-// status has said since, from when it went silent). None: nothing earlier than now.
+// NodeNotReady the status has said since), a lost worker gone silent
+// (its silentSince in the status). None: nothing earlier than now.
 // A recovery timed from when this operator saw it was shown as 0.65 s when
 // the team had been short a worker for 17 s (a new user's trial: the loss
 // came while no replica led).
-std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std::vector<const Json*>& lost_pods,
+std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std::vector<std::string>& lost_names,
+                                           const std::vector<const Json*>& lost_pods,
                                            const std::vector<NodeView>& lost_nodes) {
   std::optional<kube::WallTime> earliest;
   auto consider = [&](const std::string& text, std::chrono::seconds less = std::chrono::seconds(0)) {
@@ -554,17 +555,14 @@ std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std:
     }
   }
   if (const Json* degraded = FindCondition(stored_status, condition::kBandwidthDegraded);
-      degraded && degraded->value("status", "") == "True") {
-    const std::string why = degraded->value("reason", ""), message = degraded->value("message", "");
-    // A link down is evidence of this loss when it names a lost worker.
-    bool names_a_lost_worker = false;
-    for (const Json* pod : lost_pods) {
-      const std::string rank =
-          pod ? pod->value("/metadata/labels"_json_pointer, Json::object()).value(kRankLabel, std::string()) : "";
-      if (!rank.empty() && message.find("worker " + rank + " silent") != std::string::npos) names_a_lost_worker = true;
-    }
-    if (why == reason::kNodeNotReady || (why == reason::kLinkDown && names_a_lost_worker)) {
-      consider(degraded->value("lastTransitionTime", ""));
+      degraded && degraded->value("status", "") == "True" && degraded->value("reason", "") == reason::kNodeNotReady) {
+    consider(degraded->value("lastTransitionTime", ""));
+  }
+  // A lost worker silent since (status.workers' silentSince, its last read):
+  // by name, for a pod already gone from the cache has no labels to read.
+  for (const std::string& name : lost_names) {
+    for (const Json& w : stored_status.value("workers", Json::array())) {
+      if (w.value("name", "") == name) consider(w.value("silentSince", ""));
     }
   }
   // The node's own word: a condition that was already True for a link down
@@ -745,7 +743,10 @@ Status Reconciler::Place(Pass& pass) {
     // After a gang timeout, the reason stays GangTimeout until placed again.
     const bool timed_out = placed && placed->value("reason", "") == reason::kGangTimeout;
     pass.Set(condition::kPlaced, false, timed_out ? reason::kGangTimeout : reason::kUnschedulable,
-             timed_out ? placed->value("message", "") + "; now: " + message : message);
+             // Of the timeout's own words, once: each retry appended its "now" to the last.
+             timed_out ? placed->value("message", "").substr(0, placed->value("message", "").find("; now: ")) +
+                             "; now: " + message
+                       : message);
     if (news && !timed_out) {
       events_.Record(pass.object, "Warning", reason::kUnschedulable, message);
       log_.Job(pass.key, reason::kUnschedulable, message);
@@ -1249,7 +1250,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         if (!resuming && running && was == reason::kRecovering) {
           const std::string before = running->value("message", "");
           const std::string lost = before.substr(0, before.find("; now "));
-          if (!lost.empty()) message = lost + "; now " + message;
+          // Only what a loss said (Replanned's, AwaitRoom's), never a count of pods.
+          if (!lost.empty() && lost.find(" pods running") == std::string::npos) message = lost + "; now " + message;
         }
         pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering, message);
         // The team trains on meanwhile: its figures stood still for the 22 s
@@ -1321,7 +1323,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // a node gone silent, which would be listed with its replacement's
       // figures and keep BandwidthDegraded on for a node the team has left.
       const std::vector<Json> gang_pods = GangPods(pass.pods, names);
-      Json workers = WorkersStatusOf(gang_pods, progress);
+      Json workers = WorkersStatusOf(gang_pods, progress, kube::ParseKubeTime(pass.now), options_.links.link_down_after);
       // No progress read (the coordinator ending, a slow answer): each pod
       // keeps what was last read of it. The job's last status lost every
       // worker's batch, samples and stall as it ended (a new user's trial).
@@ -1413,22 +1415,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       if (!silent.empty()) {
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
       } else if (!unanswered) {
-        const bool was_degraded = ConditionIs(pass.stored_status, condition::kBandwidthDegraded, true);
         pass.Set(condition::kBandwidthDegraded, health.degraded,
                  health.degraded ? health.degraded_reason : reason::kLinksHealthy, health.degraded_message);
-        // A link down since its worker went silent, not since this read: the
-        // loss that may follow counts from there (a recovery was timed from
-        // the LinkDown seen 10 s after a node's kill, 30.7 s of 40.7; a new
-        // user's trial).
-        const std::optional<kube::WallTime> read_at = kube::ParseKubeTime(pass.now);
-        if (!was_degraded && health.degraded && health.degraded_reason == std::string(reason::kLinkDown) && read_at) {
-          for (Json& c : pass.status["conditions"]) {
-            if (c.value("type", "") != condition::kBandwidthDegraded) continue;
-            c["lastTransitionTime"] = kube::FormatKubeTime(
-                *read_at - std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                               std::chrono::duration<double>(health.silent_s)));
-          }
-        }
       }
       pass.Requeue(options_.status_interval);
       return Status::Ok();
@@ -1700,8 +1688,9 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   std::vector<std::string> doomed;
   std::vector<const Json*> lost_pods;
   const std::string old_name = CoordinatorPodName(pass.job.name, coordinator.since_generation);
-  lost_pods.push_back(PodNamed(pass.pods, old_name));
-  for (int rank : fellows) lost_pods.push_back(PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank))));
+  std::vector<std::string> lost_names = {old_name};
+  for (int rank : fellows) lost_names.push_back(WorkerPodName(pass.job.name, rank, SlotSince(plan, rank)));
+  for (const std::string& name : lost_names) lost_pods.push_back(PodNamed(pass.pods, name));
   for (const Json* pod : lost_pods) {
     if (pod && !pod->at("metadata").contains("deletionTimestamp")) doomed.push_back((*pod)["metadata"]["name"]);
   }
@@ -1716,7 +1705,8 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
                        (plan.pipeline ? ", to train on from the state its stages hold"
                                       : ", to train on from its workers' copy of the model") +
                        (with_it.empty() ? "" : "; lost with it and replaced: " + with_it),
-                   next, moved, LossEvidence(pass.stored_status, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{})));
+                   next, moved,
+                   LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{})));
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
@@ -1767,14 +1757,15 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
 
   std::vector<const Json*> lost_pods;
-  std::vector<std::string> lost_nodes;
+  std::vector<std::string> lost_names, lost_nodes;
   for (const auto& [rank, why] : lost) {
-    lost_pods.push_back(PodNamed(pass.pods, WorkerPodName(pass.job.name, rank, SlotSince(plan, rank))));
+    lost_names.push_back(WorkerPodName(pass.job.name, rank, SlotSince(plan, rank)));
+    lost_pods.push_back(PodNamed(pass.pods, lost_names.back()));
     lost_nodes.push_back(plan.workers[static_cast<size_t>(rank)].node);
   }
   return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
                    what + "; replaced: " + moved, next, coordinator,
-                   LossEvidence(pass.stored_status, lost_pods, line_.Views(lost_nodes, MeasuredLinks{})));
+                   LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views(lost_nodes, MeasuredLinks{})));
 }
 
 Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery,

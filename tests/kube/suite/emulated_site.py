@@ -198,9 +198,10 @@ def start_operator(kubeconfig, log_path, ready=True, timeout=20, extra=()):
     log_path: (process, its HTTP address). With ready, it returns once /readyz says the
     caches are filled, which only a leader's are: a standby is started with ready=False."""
     # A flag of `extra` replaces OPERATOR_FAST's (a flag given twice is refused).
-    replaced = {a for a in extra if a.startswith("--")}
+    replaced = {a.split("=", 1)[0] for a in extra if a.startswith("--")}
     fast = [a for i, a in enumerate(OPERATOR_FAST)
-            if not (a in replaced or (i > 0 and OPERATOR_FAST[i - 1] in replaced and not a.startswith("--")))]
+            if not (a.split("=", 1)[0] in replaced
+                    or (i > 0 and OPERATOR_FAST[i - 1] in replaced and not a.startswith("--")))]
     with open(log_path, "w") as log:
         proc = subprocess.Popen([OPERATOR, "--kubeconfig", kubeconfig, "--http", "127.0.0.1:0", *fast,
                                  "--leader-election-namespace", chart.RELEASE_NAMESPACE, *extra],
