@@ -117,14 +117,14 @@ void Controller::EnqueueJobsOnNode(kube::WatchEventType type, const Json& node) 
     std::lock_guard lock(nodes_mu_);
     auto [it, added] = node_state_.try_emplace(name, state);
     // A node first seen has no change for its jobs to act on.
+    if (added && state.empty()) node_state_.erase(it);
     if (added || it->second == state) return;
     it->second = state;
     if (state.empty()) node_state_.erase(it);
   }
-  // A running job reads its nodes on its own only every --status-interval: a
-  // coordinator's node gone silent said NodeNotReady only with the recovery
-  // that followed, and a worker on a node that warned it is leaving was moved
-  // up to an interval later, of the notice it had (a new user's trial).
+  // A running job reads its nodes on its own only every --status-interval,
+  // and a node's warning that it leaves changes none of its pods: a worker
+  // there was moved up to an interval later, out of the notice it had.
   std::set<std::string> keys;
   for (const Json& pod : pods_.store().ByIndex(kPodsByNode, name)) {
     for (const std::string& key : PodsByJobIndex()(pod)) {

@@ -663,11 +663,12 @@ Status Reconciler::Place(Pass& pass) {
       names += (names.empty() ? "" : ", ") + pod["metadata"].value("name", std::string());
     }
     // (After a gang timeout, its reason stays: its back-off counts from it.)
-    if (!placed || placed->value("reason", "") != reason::kGangTimeout)
+    if (!placed || placed->value("reason", "") != reason::kGangTimeout) {
       pass.Set(condition::kPlaced, false, reason::kPodsEnding,
-             "waiting for " + std::to_string(pass.pods.size()) + " pod" + (pass.pods.size() == 1 ? "" : "s") +
-                 " of an earlier plan, or of a job of this name deleted before, to end and free their nodes (" +
-                 names + ")");
+               "waiting for " + std::to_string(pass.pods.size()) + " pod" + (pass.pods.size() == 1 ? "" : "s") +
+                   " of an earlier plan, or of a job of this name deleted before, to end and free their nodes (" +
+                   names + ")");
+    }
     pass.Requeue(std::chrono::seconds(1));
     return Status::Ok();
   }
