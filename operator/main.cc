@@ -264,7 +264,9 @@ int main(int argc, char** argv) {
           // The Lease is lost: another replica may lead already. Waiting for
           // the controller's requests in flight (30 s each) would let their
           // writes land under it, so stop now, as client-go's controllers do.
-          log.Write("lost the Lease: stopping, so that another replica leads alone");
+          log.Write("lost the Lease (" + (elector.not_taken().empty() ? std::string("no renewal within the deadline")
+                                                                       : elector.not_taken()) +
+                    "): stopping, so that another replica leads alone");
           std::cerr.flush();
           std::_Exit(1);
         }

@@ -75,7 +75,10 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
     next["spec"]["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
   }
   // The Get may have taken a while on an API in trouble.
-  if (give_up_at && clock_.Now() >= *give_up_at) return false;
+  if (give_up_at && clock_.Now() >= *give_up_at) {
+    not_taken_ = "the renewal's read of the Lease outlasted the renew deadline";
+    return false;
+  }
   StatusOr<Json> updated = client_.Update(kLeases, options_.namespace_, next);
   if (!updated.ok()) {  // a conflict: someone else wrote first; or the API's refusal
     not_taken_ = "cannot take the Lease: " + updated.status().message();

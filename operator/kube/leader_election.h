@@ -52,6 +52,9 @@ class LeaderElector {
   // Lease stays held until it expires).
   const Status& released() const { return released_; }
   const std::string& identity() const { return options_.identity; }
+  // Why the last try did not take or renew the lease: after leading ends by
+  // losing it, why the last renewal failed. Empty when the last try held it.
+  const std::string& not_taken() const { return not_taken_; }
 
  private:
   // One try to take or renew the lease; true while this replica holds it. A

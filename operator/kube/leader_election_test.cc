@@ -214,6 +214,7 @@ TEST(LeaderElectionTest, ALeaderThatCannotRenewWithinItsDeadlineStopsLeading) {
   EXPECT_FALSE(a.leading());
   EXPECT_GE(loss.after, seconds(8)) << "the last renewal was at most a retry period before the cut";
   EXPECT_LE(loss.after, seconds(12));
+  EXPECT_EQ(a.not_taken(), "cannot read the Lease: the API is down") << "why, for the log";
 }
 
 // A renewal whose read of the Lease outlasts the renew deadline is not
