@@ -89,8 +89,9 @@ SimulatedTeam::~SimulatedTeam() = default;
 
 std::unique_ptr<Trainer> SimulatedTeam::MakeTrainer(int rank) {
   std::unique_ptr<Trainer> trainer = MakeModelTrainer(rank);
-  if (rank >= 0 && setup_.poisoned_worker == rank) return std::make_unique<PoisonedTrainer>(std::move(trainer));
-  if (rank >= 0 && setup_.diverged_worker == rank) return std::make_unique<DivergedTrainer>(std::move(trainer));
+  if (rank >= 0 && (setup_.poisoned_worker == rank || setup_.diverged_worker == rank)) {
+    return std::make_unique<PoisonedTrainer>(std::move(trainer), /*loss_too=*/setup_.diverged_worker == rank);
+  }
   return trainer;
 }
 

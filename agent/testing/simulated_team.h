@@ -115,30 +115,22 @@ class TimedTrainer final : public TrainerDecorator {
   Duration per_sample_;
 };
 
-// A trainer whose gradients are all NaN: a worker pushing poison.
+// A trainer whose gradients are all NaN: a worker pushing poison under a
+// finite loss, or (`loss_too`) a model that diverged or computes NaN.
 class PoisonedTrainer final : public TrainerDecorator {
  public:
-  using TrainerDecorator::TrainerDecorator;
+  PoisonedTrainer(std::unique_ptr<Trainer> inner, bool loss_too)
+      : TrainerDecorator(std::move(inner)), loss_too_(loss_too) {}
   StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                    std::span<float> gradient) override {
     auto loss = inner_->ComputeGradient(features, labels, n, gradient);
     std::fill(gradient.begin(), gradient.end(), std::numeric_limits<float>::quiet_NaN());
+    if (loss.ok() && loss_too_) return std::numeric_limits<double>::quiet_NaN();
     return loss;
   }
-};
 
-// A trainer whose loss and gradients are all NaN: a model that diverged, or
-// that computes NaN.
-class DivergedTrainer final : public TrainerDecorator {
- public:
-  using TrainerDecorator::TrainerDecorator;
-  StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
-                                   std::span<float> gradient) override {
-    auto loss = inner_->ComputeGradient(features, labels, n, gradient);
-    if (!loss.ok()) return loss;
-    std::fill(gradient.begin(), gradient.end(), std::numeric_limits<float>::quiet_NaN());
-    return std::numeric_limits<double>::quiet_NaN();
-  }
+ private:
+  const bool loss_too_;
 };
 
 class SimulatedTeam {
