@@ -142,14 +142,17 @@ def training_dashboard():
             "none", TEAM_RUN)
     b.row("Links")
     b.panel("Uplink: estimate against bytes sent",
-            "Each worker's estimate of its uplink, and the rate at which it actually pushed gradients.",
-            [(f'max by ({by_worker}) (edgetrain_link_bandwidth_bytes_per_second{{{worker}, direction="up"}})',
+            "Each worker's estimate of its uplink, and the rate at which it actually pushed gradients. "
+            "No estimate is drawn until one is measured: pushes under 32 kB are not timed, and a flat 0 "
+            "read as a dead link.",
+            [(f'max by ({by_worker}) (edgetrain_link_bandwidth_bytes_per_second{{{worker}, direction="up"}}) > 0',
               "worker {{worker}} estimate"),
              (f"sum by ({by_worker}) (rate(edgetrain_sent_bytes_total{{{worker}}}[{ri}]))", "worker {{worker}} sent")],
             "Bps", TEAM_RUN)
     b.panel("Downlink: estimate against bytes sent",
-            "The coordinator's estimate of each worker's downlink, and the rate at which it sent that worker rows.",
-            [(f'max by ({by_worker}) (edgetrain_link_bandwidth_bytes_per_second{{{worker}, direction="down"}})',
+            "The coordinator's estimate of each worker's downlink, and the rate at which it sent that worker rows. "
+            "No estimate is drawn until one is measured.",
+            [(f'max by ({by_worker}) (edgetrain_link_bandwidth_bytes_per_second{{{worker}, direction="down"}}) > 0',
               "worker {{worker}} estimate"),
              (f"sum by ({by_worker}) (rate(edgetrain_coordinator_sent_bytes_total{{{worker}}}[{ri}]))",
               "worker {{worker}} sent")],

@@ -128,7 +128,10 @@ int main(int argc, char** argv) {
            name,
            [target, flag](const std::string& text) {
              auto d = ParseDuration(text);
-             if (!d.ok() || *d <= Duration::zero()) {
+             if (d.ok() && *d <= Duration::zero()) {
+               throw CLI::ValidationError(flag, "must be longer than 0, got \"" + text + "\"");
+             }
+             if (!d.ok()) {
                throw CLI::ValidationError(flag, "expected a duration such as 500ms or 2m, got \"" + text + "\"");
              }
              *target = *d;
@@ -174,8 +177,12 @@ int main(int argc, char** argv) {
   };
   StatusOr<kube::KubeConfig> config = kube::LoadKubeConfig(kubeconfig, env);
   if (!config.ok()) {
-    std::cerr << "edgetrain-operator: " << config.status().message() << "\n";
-    return ExitCodeFor(config.status());
+    // No kubeconfig to read, or one that says nothing usable, is the input's to
+    // mend (2), as `edgetrain plan --kubeconfig` says; a server that does not
+    // answer comes later, and is the moment's (1).
+    std::cerr << "edgetrain-operator: " << (kubeconfig.empty() ? "" : "--kubeconfig " + kubeconfig + ": ")
+              << config.status().message() << "\n";
+    return kExitInvalid;
   }
   RealClock clock;
   operator_::OperatorMetrics metrics;

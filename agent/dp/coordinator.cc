@@ -533,15 +533,17 @@ bool Coordinator::HasWork(int w) const {
 
 double Coordinator::MeasuredDownlinkMbps(int w) const {
   // The worker's own measure of what arrives, once it has one; until then what
-  // our sends took, which is right when the link is shaped in our transport.
+  // our sends took, when the link is shaped in our transport (Delivered).
   const double reported = accounts_.report(w).downlink_mbps;
   if (reported > 0) return reported;
-  return links_[w].downlink.observations() > 0 ? links_[w].downlink.Mbps() : 0;
+  const LinkMeters& link = links_[w];
+  return link.downlink_shaped_here && link.downlink.observations() > 0 ? link.downlink.Mbps() : 0;
 }
 
 double Coordinator::DownlinkMbps(int w) const {
-  const double measured = MeasuredDownlinkMbps(w);
-  return measured > 0 ? measured : links_[w].downlink.Mbps();  // the estimator's prior until then
+  // Our sends' times, or the estimator's prior, until the worker has measured.
+  const double reported = accounts_.report(w).downlink_mbps;
+  return reported > 0 ? reported : links_[w].downlink.Mbps();
 }
 
 std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
@@ -572,7 +574,7 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
   }
 }
 
-void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool opened_stream) {
+void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool opened_stream, bool shaped_here) {
   metrics_.AddSent(w, bytes, rows);
   std::lock_guard lock(mu_);
   accounts_.Delivered(w, bytes, took);
@@ -581,6 +583,7 @@ void Coordinator::Delivered(int w, int64_t bytes, int rows, Duration took, bool 
     members_.Welcomed(w, clock_.Now());
   } else if (bytes >= kLeastTimedBytes) {
     links_[w].downlink.Observe(bytes, took);
+    links_[w].downlink_shaped_here = shaped_here;
   }
   metrics_.SetDownlinkMbps(w, MeasuredDownlinkMbps(w));  // as progress says it: a measurement, or 0
 }

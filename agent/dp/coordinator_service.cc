@@ -175,9 +175,9 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   ClockThread sender;
   if (sent.ok()) {
     coordinator_.Delivered(w, static_cast<int64_t>(welcome.ByteSizeLong()), welcome.welcome().rows_size(),
-                           clock_.Now() - began, /*opened_stream=*/true);
+                           clock_.Now() - began, /*opened_stream=*/true, /*shaped_here=*/shaped.has_value());
     sender = clock_.StartThread("coordinator sender " + std::to_string(w),
-                                [&] { SendLoop(w, joined.stream, stream); });
+                                [&] { SendLoop(w, joined.stream, stream, shaped.has_value()); });
     for (;;) {
       auto message = raw_stream.Receive();
       const TimePoint arrived = clock_.Now();
@@ -218,7 +218,7 @@ StatusOr<WelcomeMessage> CoordinatorService::TakeModelOf(int w, uint64_t stream_
   return coordinator_.TakeModel(w, stream_number, copy);
 }
 
-void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& stream) {
+void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& stream, bool shaped_here) {
   while (std::optional<OutgoingMessage> next = coordinator_.Next(w, stream_number)) {
     std::vector<v1::CoordinatorMessage> parts;
     if (const auto* update = std::get_if<UpdateMessage>(&*next)) {
@@ -243,7 +243,7 @@ void CoordinatorService::SendLoop(int w, uint64_t stream_number, WorkerStream& s
       rows += part.has_update() ? part.update().rows_size() : part.welcome().rows_size();
       if (!stream.Send(part).ok()) return;
     }
-    coordinator_.Delivered(w, bytes, rows, clock_.Now() - began);
+    coordinator_.Delivered(w, bytes, rows, clock_.Now() - began, /*opened_stream=*/false, shaped_here);
   }
 }
 

@@ -45,7 +45,7 @@ class CoordinatorService final : public WorkerSessions {
   Status AdoptPlan(const JobPlan& next, const std::vector<std::optional<BandwidthTrace>>& downlinks);
 
  private:
-  void SendLoop(int w, uint64_t stream_number, WorkerStream& stream);
+  void SendLoop(int w, uint64_t stream_number, WorkerStream& stream, bool shaped_here);
   // Asks `w` for its copy of the model (SendModel, on `stream`), reads the
   // answer (on `raw_stream`) and hands it to the coordinator: w's Welcome.
   StatusOr<WelcomeMessage> TakeModelOf(int w, uint64_t stream_number, WorkerStream& stream, WorkerStream& raw_stream);

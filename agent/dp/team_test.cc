@@ -185,6 +185,38 @@ class Team {
   std::vector<std::thread> workers_;
 };
 
+// What a send took is the link's time only when our transport shapes the link.
+// Under the kernel's shaping (a cluster's, the node emulator's) a send ends once
+// the socket takes it: a coordinator reported 3,334 Mbit/s of a link of at most
+// 65, and the operator published that as the node's downlink (a new user's
+// trial). Such a time is no measurement; the worker's own, when it has one, is.
+TEST(TeamTest, SendsTimeTheDownlinkOnlyWhereTheyAreShapedHere) {
+  JobPlan plan;
+  plan.job = "team-test";
+  plan.spec_json = Spec("deadline", R"({"wallClock": "6s", "energyJoules": 0})", 2);
+  auto spec = DecodeJobSpec(plan.spec_json);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  plan.spec = *spec;
+  for (int w = 0; w < 2; ++w) plan.workers.push_back({w, "local-" + std::to_string(w), 1, std::nullopt, {}});
+  auto trainer = CreateTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1});
+  ASSERT_TRUE(trainer.ok());
+  RealClock clock;
+  MetricsRegistry registry;
+  CoordinatorMetrics metrics{registry, "team-test", 2};
+  std::ostringstream log;
+  Coordinator coordinator(plan, **trainer, Digits().test, Digits().train.size(), clock, log, metrics);
+  constexpr int64_t kMegabyte = 1'000'000;  // 8,000 Mbit/s in a millisecond: a socket's buffer
+  coordinator.Delivered(0, kMegabyte, 10, milliseconds(1), /*opened_stream=*/false, /*shaped_here=*/false);
+  coordinator.Delivered(1, kMegabyte, 10, milliseconds(1), /*opened_stream=*/false, /*shaped_here=*/true);
+  const JobProgress p = coordinator.Progress();
+  ASSERT_EQ(p.workers.size(), 2u);
+  EXPECT_EQ(p.workers[0].downlink_mbps, 0) << "a send into the kernel's buffer reported as the link";
+  EXPECT_NEAR(p.workers[1].downlink_mbps, 8000, 1);
+  EXPECT_NE(registry.Render().find(R"(edgetrain_link_bandwidth_bytes_per_second{direction="down",trainingjob="team-test",worker="0"} 0)"),
+            std::string::npos)
+      << registry.Render();
+}
+
 // Both kinds of team learn over real gRPC. How close rog comes to bsp is
 // compared on the deterministic clock (SimulatedTeamTest.RogLandsWithinThree…):
 // here how stale each row is depends on how the threads are scheduled, and on

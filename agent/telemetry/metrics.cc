@@ -118,7 +118,7 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
       TotalCounter(energy.Add(with({{"state", "compute"}}))),
       TotalCounter(energy.Add(with({{"state", "communicate"}}))),
       TotalCounter(energy.Add(with({{"state", "idle"}}))),
-      Family(BuildGauge(), "edgetrain_loss", "Training loss, smoothed", r).Add(l),
+      Family(BuildGauge(), "edgetrain_loss", "The last step's training loss", r).Add(l),
       Family(BuildCounter(), "edgetrain_samples_total", "Training samples consumed", r).Add(l),
       Family(BuildCounter(), "edgetrain_rejoins_total", "Times this worker rejoined its team", r).Add(l),
       TotalCounter(Family(BuildCounter(), "edgetrain_stream_arrived_samples_total",
@@ -219,6 +219,17 @@ void ConnectionMetrics::AddRefused(const std::string& reason) {
   h_->refused.Add({{"trainingjob", h_->job}, {"reason", reason}}).Increment();
 }
 
+namespace {
+// Why a coordinator refuses or drops a push (docs/metrics.md). Every worker's
+// series of each is there from the start, at 0, as the refused connections'
+// are: a documented counter absent from a healthy coordinator's /metrics read
+// as one that is not exported, and `rate()` of a series that appears at its
+// first event misses that event (a new user's trial).
+constexpr const char* kRefusedPushReasons[] = {"future_iteration", "no_such_row", "row_twice", "undecodable",
+                                               "not_finite",       "too_large",   "too_big"};
+constexpr const char* kDroppedPushReasons[] = {"stale_stream", "stale_welcome", "counted_out", "job_over"};
+}  // namespace
+
 struct CoordinatorMetrics::Handles {
   // Added at the first evaluation: before it there is no accuracy, and a
   // series at 0 read as a model that knows nothing (a new user's trial).
@@ -285,6 +296,16 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
     h_->sent_bytes.push_back(&sbytes.Add(lw));
     h_->sent_rows.push_back(&srows.Add(lw));
     h_->rejoins.push_back(&rejoins.Add(lw));
+    for (const char* reason : kRefusedPushReasons) {
+      prometheus::Labels why = lw;
+      why["reason"] = reason;
+      h_->refused.Add(why);
+    }
+    for (const char* reason : kDroppedPushReasons) {
+      prometheus::Labels why = lw;
+      why["reason"] = reason;
+      h_->dropped.Add(why);
+    }
   }
 }
 

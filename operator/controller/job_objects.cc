@@ -255,10 +255,13 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
          {{{"name", "peers"}, {"containerPort", kPeerPort}}, {{"name", "http"}, {"containerPort", kHttpPort}}}},
         {"resources", ResourcesOf(job, options.defaults)},
         // The agent answers /healthz once its libraries are loaded, half a
-        // second after it starts on this project's 2-core machine: a probe at
-        // once would fail, and leave a warning event on every pod it starts.
+        // second after it starts on this project's idle 2-core machine and
+        // over a second on a busy one: a probe sooner fails, and leaves a
+        // warning event on the pod (a new user's trial saw one on every agent
+        // at 1 s). Readiness gates nothing of the team's (the Service
+        // publishes addresses not ready), so waiting longer costs nothing.
         {"readinessProbe",
-         {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"initialDelaySeconds", 1}, {"periodSeconds", 2}}},
+         {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}}, {"initialDelaySeconds", 3}, {"periodSeconds", 2}}},
         // The agent writes its result here; the kubelet puts it in the pod's status,
         // where the operator reads how the job ended. A crash leaves the log's tail.
         {"terminationMessagePath", kTerminationLog},

@@ -98,7 +98,7 @@ TEST(JobObjectsTest, ATeamIsACoordinatorAndAPodPerWorkerBoundWhereItWasPlaced) {
     EXPECT_TRUE(container["securityContext"]["readOnlyRootFilesystem"]);
     EXPECT_FALSE(container["securityContext"]["allowPrivilegeEscalation"]);
     EXPECT_EQ(container["readinessProbe"]["httpGet"]["path"], "/healthz");
-    EXPECT_EQ(container["readinessProbe"]["initialDelaySeconds"], 1) << "not before the agent can answer";
+    EXPECT_EQ(container["readinessProbe"]["initialDelaySeconds"], 3) << "not before the agent can answer";
     EXPECT_TRUE(pod["spec"]["securityContext"]["runAsNonRoot"]);
     EXPECT_EQ(pod["spec"]["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
   }

@@ -95,6 +95,12 @@ std::string EtaText(double seconds) {
   return FormatDuration(std::chrono::seconds(static_cast<int64_t>(std::llround(std::max(0.0, seconds)))));
 }
 
+double ToSignificantDigits(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const double scale = std::pow(10.0, digits - static_cast<int>(std::ceil(std::log10(std::fabs(x)))));
+  return std::round(x * scale) / scale;
+}
+
 Json ProgressStatusOf(const Json& progress) {
   Json out = Json::object();
   for (const char* key : {"iteration", "samples", "loss", "accuracy", "energyJoules"}) {
@@ -105,9 +111,11 @@ Json ProgressStatusOf(const Json& progress) {
   // a test set's accuracy has no more to say than that).
   if (out.contains("accuracy")) out["accuracy"] = std::round(out["accuracy"].get<double>() * 1e4) / 1e4;
   // To the joule's tenth, the model's resolution at best (kubectl describe
-  // showed 999.4560457439998: a new user's trial); the loss to four places.
+  // showed 999.4560457439998: a new user's trial); the loss to four
+  // significant digits, not places: a job trained well read "Loss: 0" where
+  // its metric said 0.00077 (another trial).
   if (out.contains("energyJoules")) out["energyJoules"] = std::round(out["energyJoules"].get<double>() * 10) / 10;
-  if (out.contains("loss")) out["loss"] = std::round(out["loss"].get<double>() * 1e4) / 1e4;
+  if (out.contains("loss")) out["loss"] = ToSignificantDigits(out["loss"].get<double>(), 4);
   if (progress.contains("etaSeconds") && progress["etaSeconds"].is_number()) {
     out["eta"] = EtaText(progress["etaSeconds"].get<double>());
   }

@@ -96,6 +96,10 @@ TEST(JobStatusTest, ProgressIsTheCoordinatorsWithoutWhatItDoesNotHaveYet) {
   EXPECT_EQ(ProgressStatusOf(Json{{"accuracy", 0.9111111111111111}})["accuracy"], 0.9111);
   EXPECT_EQ(ProgressStatusOf(Json{{"energyJoules", 999.4560457439998}})["energyJoules"], 999.5);
   EXPECT_EQ(ProgressStatusOf(Json{{"loss", 0.31234567}})["loss"], 0.3123);
+  // A small loss keeps its digits: 0.00077 had read 0.
+  EXPECT_DOUBLE_EQ(ProgressStatusOf(Json{{"loss", 0.000771234}})["loss"].get<double>(), 0.0007712);
+  EXPECT_DOUBLE_EQ(ProgressStatusOf(Json{{"loss", 12.34567}})["loss"].get<double>(), 12.35);
+  EXPECT_EQ(ProgressStatusOf(Json{{"loss", 0.0}})["loss"], 0.0);
 }
 
 TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {

@@ -29,17 +29,40 @@ class NodeNet:
         self.address, self.pod_cidr, self.namespace = address, pod_cidr, namespace
 
 
+class _BlockLock:
+    """An address block held by this emulator: an flock on a file named for it, so that
+    emulators of concurrent tests take different blocks. The file goes when the block
+    is given back; an emulator that locked it just before finds it unlinked and takes
+    another (each holder checks that its file is still the one the name points to)."""
+
+    def __init__(self, path, file):
+        self.path, self._file = path, file
+
+    def close(self):
+        if self._file is None:
+            return
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self._file.close()  # the flock goes with it, after the name
+        self._file = None
+
+
 def _reserve_block(skip=()):
-    """(block, lock file) of the first block no other emulator holds."""
+    """(block, _BlockLock) of the first block no other emulator holds."""
     for b in BLOCKS:
         if b in skip:
             continue
-        f = open(os.path.join(tempfile.gettempdir(), f"kube-standin-block-{b}.lock"), "w")
+        path = os.path.join(tempfile.gettempdir(), f"kube-standin-block-{b}.lock")
+        f = open(path, "w")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return b, f
-        except OSError:
-            f.close()
+            if os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+                return b, _BlockLock(path, f)
+        except OSError:  # held; or unlinked by its holder as we locked it
+            pass
+        f.close()
     raise RuntimeError("every address block is held by another emulator")
 
 

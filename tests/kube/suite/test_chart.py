@@ -496,7 +496,11 @@ class OnTheStandin(KubectlTestCase):
         ns = "refused"
         for args, message in ((("--set", "operator.replicas=two"), "Invalid type. Expected: integer"),
                               (("--set", "operator.replicas=3", "--set", "operator.leaderElection.enabled=false"),
-                               "operator.replicas is 3 but operator.leaderElection.enabled is false")):
+                               "operator.replicas is 3 but operator.leaderElection.enabled is false"),
+                              (("--set", "jobDefaults.agentKeepalive=0s"), "jobDefaults.agentKeepalive: Does not match"),
+                              # a Role there fails part-way, the ClusterRole rewritten without the job rules
+                              (("--set", "operator.watchNamespace=nowhere"),
+                               'operator.watchNamespace: the namespace "nowhere" does not exist; create it first')):
             with self.subTest(args=args):
                 p = self.helm.run("install", "bad", CHART, "--namespace", ns, "--create-namespace", *args, ok=False)
                 self.assertNotEqual(p.returncode, 0)

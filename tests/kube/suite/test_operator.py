@@ -66,6 +66,12 @@ class LeaseTimingsTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertIn(says, p.stderr)
 
+    def test_a_kubeconfig_it_cannot_read_is_the_inputs_to_mend(self):
+        # exit 1 said "try again later" of a path mistyped (a new user's trial)
+        p = subprocess.run([OPERATOR, "--kubeconfig", "/nonexistent"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--kubeconfig /nonexistent: cannot read /nonexistent", p.stderr)
+
 class OperatorSiteTestCase(SiteTestCase):
     """An emulated site with the CRDs applied and the real operator running on it, as
     the chart's ServiceAccount; what its tests read of the jobs and pods."""
