@@ -50,6 +50,13 @@ class JobDriver {
   // and only to leave one that would run past the budget's end to the final
   // model's. Of a job with a wall-clock budget.
   double FirstEvaluationGuess(const JobProgress& p) const;
+  // The test set passed forward at one device's pace in training so far (0
+  // before a step): an upper bound at small batches, each pass's own cost
+  // counted a sample.
+  double ForwardGuess(const JobProgress& p) const;
+  // An interrupted run evaluates its final model only when that takes no
+  // longer than this.
+  static constexpr double kPromptEvaluationSeconds = 2.0;
   void Publish(const JobProgress& p);
 
   const JobPlan& plan_;

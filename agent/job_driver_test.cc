@@ -230,6 +230,57 @@ TEST_F(JobDriverTest, AFirstEvaluationTheTestSetsSizeSaysWouldRunPastTheEndIsLef
   EXPECT_DOUBLE_EQ(small->evaluation_s, 0.1) << "step 12's";
 }
 
+// With more than half the wall clock left, the first evaluation is made
+// whatever the guess says: it is the training pace's, mostly each pass's own
+// cost at small batches, and at batches of 1 and 4 it left out every
+// evaluation of a vgg, so that a target could never end the run (a new
+// user's trial). That one then says how long the others take.
+TEST_F(JobDriverTest, AFirstEvaluationInTheWallClocksFirstHalfIsMadeWhateverTheGuess) {
+  data = testing::FakeData(160, 1000, 10);
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  plan.spec.evaluation.every_iterations = 6;  // due at 30 ms, 70 ms left
+  model.evaluation = milliseconds(20);
+  // Guessed: 30 ms over 96 samples, a third of it forward, times 1,000: 104 ms.
+  auto result = Run();
+  ASSERT_TRUE(result.ok());
+  const std::string csv = Evaluations();
+  EXPECT_NE(csv.find("\n0.03,6,"), std::string::npos) << csv;
+  EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
+}
+
+// Interrupted, the final model is not evaluated when evaluating takes longer
+// than a person should wait (a vgg's test set through a pipeline's head held
+// a Ctrl-C 17-23 s: a new user's trial): the run that resumes evaluates. The
+// result keeps the last evaluation, at its iteration; the model's card says
+// none of the model written.
+TEST_F(JobDriverTest, AnInterruptedRunLeavesASlowFinalEvaluationToTheRunThatResumes) {
+  plan.spec.budget.epochs = 100;
+  plan.spec.evaluation.every_iterations = 30;  // at 150 ms, to 2.65 s
+  model.evaluation = milliseconds(2500);
+  auto result = Run(milliseconds(2700));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->state, JobState::kInterrupted);
+  EXPECT_GT(result->iteration, 30);
+  EXPECT_EQ(result->evaluated_iteration, 30);
+  EXPECT_TRUE(result->accuracy.has_value()) << "step 30's";
+  EXPECT_NE(log.str().find("the final model's evaluation (about 2.5 s) is left to the run that resumes"),
+            std::string::npos)
+      << log.str();
+  const StatusOr<std::string> card = ReadWholeFile(plan.output_dir + "/model.json");
+  ASSERT_TRUE(card.ok());
+  EXPECT_NE(card->find("\"accuracy\": null"), std::string::npos) << *card;
+  auto kept = LoadCheckpoint(plan.CheckpointPath());
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_EQ((*kept)->iteration, result->iteration) << "where it stopped";
+  // A prompt one is still made.
+  fs::remove_all(plan.output_dir);
+  model.evaluation = milliseconds(500);
+  auto prompt = Run(milliseconds(700));
+  ASSERT_TRUE(prompt.ok());
+  EXPECT_EQ(prompt->evaluated_iteration, prompt->iteration);
+}
+
 // A learning rate the model diverges at (plain SGD at 3: each step doubles
 // the distance to the optimum, the other way) overflows to infinity after a
 // hundred-odd steps. The job fails there, saying so and what to change,
@@ -442,6 +493,12 @@ TEST(ProgressBoardTest, AReaderSeesTheJobsClockAndItsSecondsSinceAStepMoveOn) {
   EXPECT_DOUBLE_EQ(later.since_step_s, 5);
   EXPECT_DOUBLE_EQ(later.samples_per_second, 1000.0 / 15);
   EXPECT_DOUBLE_EQ(*later.eta_s, 45);
+  // Of a wall-clock budget, its share moves on too (a slow step's snapshot
+  // read 0.62 beside 22.7 s of 30).
+  p.fraction = 0.2;
+  board.SetWallClock(std::chrono::seconds(60));
+  board.Publish(p, at);
+  EXPECT_DOUBLE_EQ(board.SnapshotAt(at + std::chrono::seconds(5)).fraction, 0.25);
   p.stop_reason = StopReason::kWallClock;
   board.Publish(p, at);
   EXPECT_DOUBLE_EQ(board.SnapshotAt(at + std::chrono::seconds(5)).elapsed_s, 10) << "stopped: its clock stands";

@@ -36,8 +36,16 @@ class ProgressBoard {
     std::lock_guard lock(mu_);
     return progress_;
   }
+  // The job's wall-clock budget, which a reader's fraction of the budget
+  // moves on by as well: a slow step's snapshot read fraction 0.62 beside
+  // 22.7 s elapsed of 30 (a new user's trial).
+  void SetWallClock(std::optional<Duration> budget) {
+    std::lock_guard lock(mu_);
+    wall_clock_s_ = budget ? std::optional<double>(ToSeconds(*budget)) : std::nullopt;
+  }
   // As of `now`: while the job trains, its elapsed time, its seconds since
-  // the last step and its ETA move on from what was published.
+  // the last step, its ETA and its fraction of a wall-clock budget move on
+  // from what was published.
   JobProgress SnapshotAt(TimePoint now) const {
     std::lock_guard lock(mu_);
     JobProgress p = progress_;
@@ -48,6 +56,7 @@ class ProgressBoard {
     if (p.evaluating) p.evaluation_s += since;  // the one under way, so far
     if (p.elapsed_s > 0) p.samples_per_second = static_cast<double>(p.samples) / p.elapsed_s;
     if (p.eta_s) p.eta_s = std::max(0.0, *p.eta_s - since);
+    if (wall_clock_s_ && *wall_clock_s_ > 0) p.fraction = std::max(p.fraction, std::min(1.0, p.elapsed_s / *wall_clock_s_));
     return p;
   }
 
@@ -55,6 +64,7 @@ class ProgressBoard {
   mutable std::mutex mu_;
   JobProgress progress_;                   // guarded by mu_
   std::optional<TimePoint> published_at_;  // when progress_ was published, on the loop's clock
+  std::optional<double> wall_clock_s_;     // the budget's, if it has one
 };
 
 }  // namespace edgetrain::agent

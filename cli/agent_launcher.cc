@@ -61,10 +61,10 @@ StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {
                                     links_ ? "--listen=0.0.0.0:0" : "--listen=127.0.0.1:0", HttpFlag(0)};
   if (plan.pipeline && plan_.fixed_stages) flags.push_back("--rebalance-every=0");
   EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess coordinator, Start(flags, coordinator_log_, -1));
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(coordinator, "http"));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(coordinator, "http", coordinator_log_));
   endpoints_.push_back({"coordinator", http, links_ ? links_->hub() : ""});
   if (plan_.team) {
-    EDGETRAIN_ASSIGN_OR_RETURN(std::string listening, Await(coordinator, "listening"));
+    EDGETRAIN_ASSIGN_OR_RETURN(std::string listening, Await(coordinator, "listening", coordinator_log_));
     coordinator_port_ = listening.substr(listening.rfind(':') + 1);
   }
   return coordinator;
@@ -74,13 +74,14 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
   const JobPlan& plan = plan_.job;
   // Through its namespace's link, a worker reaches the coordinator at the hub.
   const std::string coordinator = (links_ ? links_->HubAddress(rank) : "127.0.0.1") + ":" + coordinator_port_;
+  const std::string log = "worker-" + std::to_string(rank) + ".log";
   EDGETRAIN_ASSIGN_OR_RETURN(
       ChildProcess worker,
       Start({plan.pipeline ? "--role=stage" : "--role=worker", "--job=" + plan.job, "--rank=" + std::to_string(rank),
              "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
              "--coordinator=" + coordinator, HttpFlag(1 + rank)},
-            "worker-" + std::to_string(rank) + ".log", rank));
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(worker, "http"));
+            log, rank));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(worker, "http", log));
   endpoints_.push_back({"worker " + std::to_string(rank), http, links_ ? links_->WorkerNamespace(rank) : "", rank});
   return worker;
 }
@@ -94,7 +95,21 @@ StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flag
   return ChildProcess::Spawn(argv, (run_dir_ / log).string(), AgentThreadsEnv(plan_.job.intra_op_threads));
 }
 
-StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::string& what) {
+namespace {
+// The last line of `path` that says something, trimmed; empty if none.
+std::string LastLogLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string last;
+  for (std::string line; std::getline(in, line);) {
+    const size_t begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos) continue;
+    last = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
+  }
+  return last;
+}
+}  // namespace
+
+StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::string& what, const std::string& log) {
   const TimePoint deadline = clock_.Now() + kStartupTimeout;
   while (clock_.Now() < deadline) {
     auto line = agent.ReadLine(kPollEvery);
@@ -104,7 +119,13 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       // says so by its exit code: the run is then invalid, not failed, and
       // running it again fails the same way (a team's coordinator loads its
       // data before it listens).
-      const std::string ended = "the agent exited before it printed `" + what + "`";
+      // With its last words: a port taken (--http-port) read only "exited
+      // before it printed `http`", the cause in the log's tail below it (a
+      // new user's trial), and in no --json error.
+      std::string ended = "the agent exited before it printed `" + what + "`";
+      if (const std::string last = LastLogLine((run_dir_ / log).string()); !last.empty()) {
+        ended += " (its log's last line: " + last + ")";
+      }
       if (agent.ExitsWithin(kExitGrace) && agent.Poll() == kExitInvalid) {
         return InvalidArgumentError(ended + ": it refused its inputs (exit " + std::to_string(kExitInvalid) + ")");
       }

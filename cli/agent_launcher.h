@@ -72,7 +72,9 @@ class AgentLauncher {
  private:
   StatusOr<ChildProcess> Start(const std::vector<std::string>& flags, const std::string& log, int rank);
   // Waits for the launch contract's line starting with `what ` from `agent`.
-  StatusOr<std::string> Await(ChildProcess& agent, const std::string& what);
+  // `log`: the agent's log in the run folder, whose last line says why it
+  // exited, if it did.
+  StatusOr<std::string> Await(ChildProcess& agent, const std::string& what, const std::string& log);
   std::string HttpFlag(int port_offset) const;
 
   std::string agent_binary_;

@@ -191,7 +191,15 @@ static void NoteNodesPlacementRefuses(const api::TrainingJobManifest& job, const
   }
   std::set<std::string> used;
   for (const WorkerSlot& slot : plan.devices) used.insert(slot.node);
-  for (const NodeVerdict& v : PlaceTeam(nodes, *request).verdicts) {
+  const TeamPlacement placement = PlaceTeam(nodes, *request);
+  if (!placement.placed) {
+    // No node would do (every one of 2Mi): said too, not only of some nodes.
+    err << "note: " << job.name << " would not be placed on these nodes on a cluster ("
+        << placement.unschedulable << "; edgetrain plan --nodes says the same); edgetrain run trains there anyway, "
+        << "on this machine\n";
+    return;
+  }
+  for (const NodeVerdict& v : placement.verdicts) {
     if (v.excluded.empty() || !used.count(v.node)) continue;
     err << "note: " << v.node << " would hold no worker of " << job.name << " on a cluster (" << v.excluded
         << "; edgetrain plan --nodes says the same); edgetrain run trains there anyway, on this machine\n";
@@ -215,7 +223,9 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   }
   checked.plan = std::move(*planned);
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
-  if (checked.profile && checked.plan.team) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
+  if (checked.profile && (checked.plan.team || checked.plan.job.pipeline)) {
+    NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
+  }
   // A drift the run will see and no prediction before it counts (a new
   // user's trial: nothing said the profile's change was there).
   std::set<std::string> drifting;
@@ -368,6 +378,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // interrupt was heard, 6.6 s after it (a new user's trial).
   if (interrupted.load()) {
     err << "interrupted: " << job.name << " had not started; nothing was written\n";
+    if (options.json) {
+      // The final line --json promises, as after an interrupt a moment later.
+      JobProgress none;
+      none.state = JobState::kInterrupted;
+      none.stop_reason = StopReason::kCancelled;
+      out << JsonLine(job, plan, none, ToSeconds(clock.Now() - started)) << "\n" << std::flush;
+    }
     return kExitInterrupted;
   }
   RemoveLeftovers(err);

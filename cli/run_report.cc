@@ -511,11 +511,21 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   } else if (!p.accuracy) {
     // Resumed, and stopped again before this run's first step: its model
     // is the checkpoint's, not evaluated (it read "test accuracy 0.0000").
+    // Interrupted, its evaluation may be left to the run that resumes.
+    const bool interrupted = p.stop_reason == StopReason::kCancelled;
     out << job.name << ": "
         << (p.resumed_from_iteration && p.iteration == *p.resumed_from_iteration
                 ? "no step this run, its checkpoint as it was"
-                : "test accuracy not measured")
+            : interrupted ? "test accuracy not measured (left to the run that resumes)"
+                          : "test accuracy not measured")
         << ", " << StoppedBy(p) << "\n";
+  } else if (p.stop_reason == StopReason::kCancelled && p.evaluated_iteration &&
+             *p.evaluated_iteration != p.iteration) {
+    // Interrupted: the final model's evaluation, a slow one, is left to the
+    // run that resumes (agent/job_driver.cc); the accuracy is an earlier model's.
+    out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4) << " at "
+        << (plan.job.pipeline ? "step " : "iteration ") << *p.evaluated_iteration
+        << " (the final model's evaluation left to the run that resumes), " << StoppedBy(p) << "\n";
   } else {
     out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4) << " (final model";
     if (job.spec.budget.target_accuracy) {
@@ -633,6 +643,9 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
   nlohmann::json j = {
       {"job", job.name},
       {"accuracy", nullable(p.accuracy)},
+      // The iteration the accuracy is of: an interrupted run may leave its
+      // final model's evaluation to the run that resumes.
+      {"evaluated_iteration", p.evaluated_iteration ? nlohmann::json(*p.evaluated_iteration) : nullptr},
       // No batch trained, no loss (it read 0.0). By the loss itself, not the
       // iteration: a team's counts whole batches of every worker, and one that
       // trained 32 samples of its 64 said null where its progress line had

@@ -112,6 +112,25 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(JsonLine(Job(), Team(), p, 0.4))["loss"].get<double>(), 1.517);
 }
 
+// Interrupted, a slow final evaluation is left to the run that resumes
+// (agent/job_driver.cc): the accuracy said is the last evaluation's, at its
+// iteration, not the final model's.
+TEST(RunReportTest, AnInterruptedRunsAccuracyIsSaidAtTheIterationItWasMeasured) {
+  JobProgress p = Finished();
+  p.state = JobState::kInterrupted;
+  p.stop_reason = StopReason::kCancelled;
+  p.evaluated_iteration = 300;
+  const std::string s = Summary(Team(), p);
+  EXPECT_NE(s.find("robot-team: test accuracy 0.7139 at iteration 300 (the final model's evaluation left to the run "
+                   "that resumes), interrupted"),
+            std::string::npos)
+      << s;
+  p.accuracy.reset();
+  p.evaluated_iteration.reset();
+  EXPECT_NE(Summary(Team(), p).find("robot-team: test accuracy not measured (left to the run that resumes)"),
+            std::string::npos);
+}
+
 // A worker in the team whose reports stopped well before the end (its link
 // down at the end of a new user's run): its row, and the team's totals, stop
 // there, and the summary says so.

@@ -219,7 +219,7 @@ void RunSupervisor::NoteDeviceEvents(const JobProgress& p, const RunWatch& watch
   if (now.restored_stages > was.restored_stages) {
     notes.push_back("a stage lost its only device" + (let_go ? "" : ranks(left)) +
                     "; rebuilt on its neighbour from a replica, " + std::to_string(now.steps_lost - was.steps_lost) +
-                    " steps of its updates lost");
+                    (now.steps_lost - was.steps_lost == 1 ? " step" : " steps") + " of its updates lost");
   } else if (now.micro_batches > was.micro_batches && now.hung == was.hung) {
     notes.push_back("a device lost mid-step" + ranks(left) + "; the step ran again on the devices left");
   } else if (now.covered > was.covered && now.hung == was.hung) {
@@ -242,10 +242,25 @@ void RunSupervisor::StopTeam(Supervision& outcome) {
   // already; one behind a dead link did not hear it and would keep trying to
   // reconnect: it is told to stop.
   const TimePoint done_by = clock_.Now() + times_.worker_stop_grace;
-  for (auto* w : workers_) {
-    if (!w->ExitsWithin(std::max(done_by - clock_.Now(), Duration::zero()))) w->Signal(SIGTERM);
+  std::vector<bool> told(workers_.size(), false);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i]->ExitsWithin(std::max(done_by - clock_.Now(), Duration::zero()))) continue;
+    workers_[i]->Signal(SIGTERM);
+    told[i] = true;
   }
-  for (auto* w : workers_) w->Wait(times_.stop_grace);
+  const TimePoint killed_by = clock_.Now() + times_.worker_stop_grace;
+  std::vector<int> killed;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const int status = workers_[i]->Wait(std::max(killed_by - clock_.Now(), Duration::zero()));
+    if (told[i] && status == 128 + SIGKILL) killed.push_back(ranks_[i]);
+  }
+  if (killed.empty()) return;
+  const bool pipeline = order_ == StopOrder::kCoordinatorFirst, several = killed.size() > 1;
+  err_ << "killed " << (pipeline ? (several ? "the stage agents of ranks" : "the stage agent of rank")
+                                 : (several ? "workers" : "worker"));
+  for (size_t k = 0; k < killed.size(); ++k) err_ << (k == 0 ? " " : ", ") << killed[k];
+  err_ << ": still running " << std::chrono::duration_cast<std::chrono::seconds>(2 * times_.worker_stop_grace).count()
+       << " s after the job ended, and told to stop " << (several ? "they" : "it") << " did not (a link down?)\n";
 }
 
 }  // namespace edgetrain::cli

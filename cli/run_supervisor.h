@@ -34,7 +34,10 @@ struct SupervisionTimes {
   Duration interrupt_grace = std::chrono::seconds(30);
   // How long the coordinator, then each worker, has to exit before SIGKILL.
   Duration stop_grace = std::chrono::seconds(15);
-  // Workers get this long after the coordinator's exit to have left by themselves.
+  // Workers get this long after the coordinator's exit to have left by themselves,
+  // and as long again once told to, before SIGKILL: the job is over, and
+  // nothing of theirs is wanted. One behind a link still down took 15 s to
+  // heed SIGTERM, the run silent meanwhile (a new user's trial).
   Duration worker_stop_grace = std::chrono::seconds(2);
 };
 

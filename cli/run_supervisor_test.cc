@@ -154,6 +154,24 @@ TEST_F(RunSupervisorTest, TheResultEndsTheRunAndAWorkerBehindADeadLinkIsToldToSt
   EXPECT_EQ(workers_[1]->signals, std::vector<int>{SIGTERM});
   // Told 2 s after the coordinator's exit, not before.
   EXPECT_EQ(coordinator_.Elapsed(), seconds(3) + milliseconds(100) + seconds(2));
+}
+
+// One that does not heed SIGTERM either (a stage agent whose link is down took
+// 15 s, the run silent meanwhile: a new user's trial) is killed as long again
+// after: the job is over, nothing of its is wanted.
+TEST_F(RunSupervisorTest, AStageAgentThatOutstaysTheEndIsKilledSoonAfter) {
+  coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3) + milliseconds(100), 0);
+  workers_[0]->ExitsAt(seconds(3) + milliseconds(500), 0);
+  workers_[1]->OnSignal(SIGTERM, [](ScriptedAgent&) {});  // deaf to it
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {0, 2});
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
+  EXPECT_EQ(workers_[1]->signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_EQ(coordinator_.Elapsed(), seconds(3) + milliseconds(100) + seconds(4));
+  EXPECT_NE(err_.str().find("killed the stage agent of rank 2: still running 4 s after the job ended, and told to "
+                            "stop it did not"),
+            std::string::npos)
+      << err_.str();
   EXPECT_GE(progress_reads_, 14) << "polled every 200 ms for 3 s";
   EXPECT_NE(display_text_.str().find("it 10 (25%)"), std::string::npos) << display_text_.str();
 }

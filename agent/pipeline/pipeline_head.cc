@@ -1606,6 +1606,9 @@ Status PipelineHead::Advance() {
     gradients_.clear();
     covers_.Clear();
     in_flight_ = 0;
+    // Said too: a pipeline replayed on one stage relays nothing, and the gauge
+    // stayed at the 1 or 2 it read at the loss (a new user's trial).
+    if (metrics_) metrics_->SetInFlight(0);
     ++replays_.count;
     ++replays_.replayed_steps;
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "

@@ -2310,6 +2310,14 @@ TEST(PipelineOverGrpcTest, AStagesOnlyDeviceLostIsRebuiltOnItsNeighbourAndThePip
   ExpectToTrainAsOneDevice({{{0, 1, {0}}, {1, 2, {1}}, {2, 3, {2}}}, 4}, {1, 1, 1}, {{1, 40}});
 }
 
+// Two stages of one device each, the second dying mid-step: the first
+// stage's device takes its layers, and the pipeline of one stage trains on as
+// one device; no micro-batch is shown in flight after (the gauge stayed at
+// the 1 or 2 it read at the loss: a new user's trial).
+TEST(PipelineOverGrpcTest, APipelineLeftWithOneStageShowsNoMicroBatchInFlight) {
+  ExpectToTrainAsOneDevice({{{0, 2, {0}}, {2, 3, {1}}}, 4}, {1, 1}, {{1, 40}});
+}
+
 // The same with replicas as they go by default, their optimizer's moments as
 // bfloat16: two thirds of the bytes (8 a parameter with Adam, not 12), every
 // step's loss still the run's that lost no one within 1e-4, the weights after
