@@ -281,7 +281,9 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // where the test set goes through in chunks of 1,000; at batches of 1 and
     // 4 it left out every evaluation of a vgg on fashion-mnist, silently, and
     // a target could never end the run (a new user's trial). One evaluation
-    // then says how long they take.
+    // then says how long they take. The price: that first one, of a length
+    // not yet known, may run past the budget's end when it takes more than
+    // half of it.
     bool runs_past = false;
     if (const std::optional<Duration> left = budget.WallClockLeft(now)) {
       const double left_s = ToSeconds(*left);
@@ -333,11 +335,14 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // after a Ctrl-C, the terminal silent, and a second Ctrl-C did nothing (a
   // new user's trial). The run resumed evaluates; this one's result keeps
   // the last evaluation, at its iteration.
+  // (Not when it is evaluated already, a Ctrl-C during a scheduled
+  // evaluation, nor when nothing trained: nothing is written to resume.)
   const double final_evaluation_s = evaluation_s > 0 ? evaluation_s : ForwardGuess(p);
-  const bool left_to_resume = interrupted && final_evaluation_s > kPromptEvaluationSeconds;
+  const bool left_to_resume = interrupted && !untrained && evaluated_here != p.iteration &&
+                              final_evaluation_s > kPromptEvaluationSeconds;
   if (left_to_resume) {
-    log_ << plan_.job << ": interrupted; the final model's evaluation (about " << final_evaluation_s
-         << " s) is left to the run that resumes\n";
+    log_ << plan_.job << ": interrupted; the final model's evaluation (about "
+         << std::lround(final_evaluation_s * 10) / 10.0 << " s) is left to the run that resumes\n";
   }
   if (*stop != StopReason::kTarget && evaluated_here != p.iteration && !untrained && !left_to_resume) {
     EDGETRAIN_RETURN_IF_ERROR(evaluate(p));

@@ -48,7 +48,8 @@ class JobDriver {
   // one device's pace in training so far. Rough (the coordinator or head
   // evaluates at no emulated slowdown, a pipeline's head the whole model),
   // and only to leave one that would run past the budget's end to the final
-  // model's. Of a job with a wall-clock budget.
+  // model's, in the budget's second half (Run). Of a job with a wall-clock
+  // budget.
   double FirstEvaluationGuess(const JobProgress& p) const;
   // The test set passed forward at one device's pace in training so far (0
   // before a step): an upper bound at small batches, each pass's own cost

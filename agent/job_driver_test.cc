@@ -273,6 +273,18 @@ TEST_F(JobDriverTest, AnInterruptedRunLeavesASlowFinalEvaluationToTheRunThatResu
   auto kept = LoadCheckpoint(plan.CheckpointPath());
   ASSERT_TRUE(kept.ok() && kept->has_value());
   EXPECT_EQ((*kept)->iteration, result->iteration) << "where it stopped";
+  // Interrupted during a slow scheduled evaluation, the model is evaluated
+  // at the step it stops at: nothing is left out, and the card says so.
+  fs::remove_all(plan.output_dir);
+  log.str("");
+  auto during = Run(milliseconds(1000));  // evaluating step 30, from 150 ms to 2.65 s
+  ASSERT_TRUE(during.ok());
+  EXPECT_EQ(during->iteration, 30);
+  EXPECT_EQ(during->evaluated_iteration, 30);
+  EXPECT_EQ(log.str().find("left to the run that resumes"), std::string::npos) << log.str();
+  const StatusOr<std::string> evaluated_card = ReadWholeFile(plan.output_dir + "/model.json");
+  ASSERT_TRUE(evaluated_card.ok());
+  EXPECT_EQ(evaluated_card->find("\"accuracy\": null"), std::string::npos) << *evaluated_card;
   // A prompt one is still made.
   fs::remove_all(plan.output_dir);
   model.evaluation = milliseconds(500);

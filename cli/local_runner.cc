@@ -223,9 +223,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   }
   checked.plan = std::move(*planned);
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
-  if (checked.profile && (checked.plan.team || checked.plan.job.pipeline)) {
-    NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
-  }
+  if (checked.profile && checked.plan.team) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
   // A drift the run will see and no prediction before it counts (a new
   // user's trial: nothing said the profile's change was there).
   std::set<std::string> drifting;

@@ -485,7 +485,11 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   }
   if (untimed) {
     out << "  up/down -: not timed: a message must be " << kLeastTimedBytes / 1024
-        << " KiB or more to time a link, smaller ones passing a shaper's burst at once\n";
+        << " KiB or more to time a link, smaller ones passing a shaper's burst at once"
+        << (plan.kernel_links ? "; under the kernel's shaping the downlink is timed by the worker, on an update's "
+                                "parts after its first"
+                              : "")
+        << "\n";
   }
   if (!uncounted.empty()) {
     out << "  batches 0 beside rows sent (" << uncounted << "): every push came after its round had closed, and "
@@ -511,8 +515,10 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   } else if (!p.accuracy) {
     // Resumed, and stopped again before this run's first step: its model
     // is the checkpoint's, not evaluated (it read "test accuracy 0.0000").
-    // Interrupted, its evaluation may be left to the run that resumes.
-    const bool interrupted = p.stop_reason == StopReason::kCancelled;
+    // Interrupted once it trained, its evaluation may be left to the run that
+    // resumes from its checkpoint.
+    const bool interrupted = p.stop_reason == StopReason::kCancelled &&
+                             p.iteration > p.resumed_from_iteration.value_or(0);
     out << job.name << ": "
         << (p.resumed_from_iteration && p.iteration == *p.resumed_from_iteration
                 ? "no step this run, its checkpoint as it was"

@@ -248,19 +248,26 @@ void RunSupervisor::StopTeam(Supervision& outcome) {
     workers_[i]->Signal(SIGTERM);
     told[i] = true;
   }
-  const TimePoint killed_by = clock_.Now() + times_.worker_stop_grace;
+  // A pipeline's stage agents only once more: the head has every stage's
+  // weights, and nothing of theirs is read after. A team's workers as long
+  // as --stop-grace: one finishing its step (at a slowdown of 20, seconds)
+  // prints its own account of its energy after it, which the summary reads.
+  const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
+  const TimePoint killed_by = clock_.Now() + (pipeline ? times_.worker_stop_grace : times_.stop_grace);
   std::vector<int> killed;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const int status = workers_[i]->Wait(std::max(killed_by - clock_.Now(), Duration::zero()));
     if (told[i] && status == 128 + SIGKILL) killed.push_back(ranks_[i]);
   }
   if (killed.empty()) return;
-  const bool pipeline = order_ == StopOrder::kCoordinatorFirst, several = killed.size() > 1;
+  // Their logs say why: kept.
+  outcome.lost_workers += static_cast<int>(killed.size());
+  const bool several = killed.size() > 1;
   err_ << "killed " << (pipeline ? (several ? "the stage agents of ranks" : "the stage agent of rank")
                                  : (several ? "workers" : "worker"));
   for (size_t k = 0; k < killed.size(); ++k) err_ << (k == 0 ? " " : ", ") << killed[k];
-  err_ << ": still running " << std::chrono::duration_cast<std::chrono::seconds>(2 * times_.worker_stop_grace).count()
-       << " s after the job ended, and told to stop " << (several ? "they" : "it") << " did not (a link down?)\n";
+  err_ << ": still running after the coordinator had ended, " << (several ? "they" : "it")
+       << " did not stop when told to (a link down?)\n";
 }
 
 }  // namespace edgetrain::cli

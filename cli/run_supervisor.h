@@ -32,12 +32,14 @@ struct SupervisionTimes {
   Duration poll_every = std::chrono::milliseconds(200);
   // After an interrupt the coordinator saves and reports; past this, all are killed.
   Duration interrupt_grace = std::chrono::seconds(30);
-  // How long the coordinator, then each worker, has to exit before SIGKILL.
+  // How long the coordinator, then a team's workers told to stop, have to
+  // exit before SIGKILL.
   Duration stop_grace = std::chrono::seconds(15);
-  // Workers get this long after the coordinator's exit to have left by themselves,
-  // and as long again once told to, before SIGKILL: the job is over, and
-  // nothing of theirs is wanted. One behind a link still down took 15 s to
-  // heed SIGTERM, the run silent meanwhile (a new user's trial).
+  // Workers get this long after the coordinator's exit to have left by
+  // themselves; a pipeline's stage agents as long again once told to, before
+  // SIGKILL: the head has their weights, and nothing of theirs is read. One
+  // behind a link still down took 15 s to heed SIGTERM, the run silent
+  // meanwhile (a new user's trial).
   Duration worker_stop_grace = std::chrono::seconds(2);
 };
 

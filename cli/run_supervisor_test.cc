@@ -154,6 +154,8 @@ TEST_F(RunSupervisorTest, TheResultEndsTheRunAndAWorkerBehindADeadLinkIsToldToSt
   EXPECT_EQ(workers_[1]->signals, std::vector<int>{SIGTERM});
   // Told 2 s after the coordinator's exit, not before.
   EXPECT_EQ(coordinator_.Elapsed(), seconds(3) + milliseconds(100) + seconds(2));
+  EXPECT_GE(progress_reads_, 14) << "polled every 200 ms for 3 s";
+  EXPECT_NE(display_text_.str().find("it 10 (25%)"), std::string::npos) << display_text_.str();
 }
 
 // One that does not heed SIGTERM either (a stage agent whose link is down took
@@ -168,12 +170,24 @@ TEST_F(RunSupervisorTest, AStageAgentThatOutstaysTheEndIsKilledSoonAfter) {
   EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
   EXPECT_EQ(workers_[1]->signals, (std::vector<int>{SIGTERM, SIGKILL}));
   EXPECT_EQ(coordinator_.Elapsed(), seconds(3) + milliseconds(100) + seconds(4));
-  EXPECT_NE(err_.str().find("killed the stage agent of rank 2: still running 4 s after the job ended, and told to "
-                            "stop it did not"),
+  EXPECT_NE(err_.str().find("killed the stage agent of rank 2: still running after the coordinator had ended, it "
+                            "did not stop when told to"),
             std::string::npos)
       << err_.str();
-  EXPECT_GE(progress_reads_, 14) << "polled every 200 ms for 3 s";
-  EXPECT_NE(display_text_.str().find("it 10 (25%)"), std::string::npos) << display_text_.str();
+  EXPECT_EQ(outcome.lost_workers, 1) << "its log is kept";
+}
+
+// A team's worker gets --stop-grace once told: it may be finishing a step (at
+// a slowdown of 20, seconds), after which it prints its own account of its
+// energy, which the summary reads.
+TEST_F(RunSupervisorTest, ATeamsWorkerFinishingItsStepIsGivenItsStopGrace) {
+  coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3) + milliseconds(100), 0);
+  workers_[0]->ExitsAt(seconds(3) + milliseconds(500), 0);
+  workers_[1]->OnSignal(SIGTERM, [](ScriptedAgent& self) { self.ExitsAt(self.Elapsed() + seconds(10), 0); });
+  Supervision outcome = Run(StopOrder::kAllAtOnce);
+  EXPECT_EQ(workers_[1]->signals, std::vector<int>{SIGTERM}) << "not killed: it stopped within --stop-grace";
+  EXPECT_EQ(outcome.lost_workers, 0);
+  EXPECT_EQ(err_.str().find("killed"), std::string::npos) << err_.str();
 }
 
 TEST_F(RunSupervisorTest, AnInterruptStopsTheCoordinatorWhichReports) {

@@ -400,12 +400,13 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
     } else {
       const int slack = static_cast<int>(std::lround(100 * options.transient_slack));
       // A pipeline of one stage keeps no replica: no other stage holds one,
-      // and its device lost ends the job, which resumes from its checkpoint
-      // (a new user's plan said "since its stage's replica" of one).
+      // and its device lost ends the job, to resume from its checkpoint (as
+      // the operator does; `edgetrain run` again) (a new user's plan said
+      // "since its stage's replica" of one).
       const bool only_stage = best->stages.size() == 1;
       verdict.transient_note =
           who +
-          (only_stage ? " alone in the only stage: its loss ends the job, which resumes from its checkpoint; "
+          (only_stage ? " alone in the only stage: its loss ends the job, to resume from its checkpoint; "
                       : " alone in a stage: its loss costs the updates since its stage's replica; ") +
           (safe ? "the fastest plan without that is " + std::to_string(slower) + "% slower, more than " +
                       std::to_string(slack) + "%"

@@ -212,7 +212,7 @@ TEST(TeamTest, SendsTimeTheDownlinkOnlyWhereTheyAreShapedHere) {
   ASSERT_EQ(p.workers.size(), 2u);
   EXPECT_EQ(p.workers[0].downlink_mbps, 0) << "a send into the kernel's buffer reported as the link";
   EXPECT_NEAR(p.workers[1].downlink_mbps, 8000, 1);
-  EXPECT_NE(registry.Render().find(R"(edgetrain_link_bandwidth_bytes_per_second{direction="down",trainingjob="team-test",worker="0"} 0)"),
+  EXPECT_NE(registry.Render().find(R"(edgetrain_link_bandwidth_bytes_per_second{direction="down",trainingjob="team-test",worker="0"} 0)" "\n"),
             std::string::npos)
       << registry.Render();
 }

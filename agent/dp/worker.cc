@@ -358,7 +358,8 @@ class WorkerRun {
           credit_stall();
           copy_.ApplyStaged(trainer_.Parameters());
           if (stop_ || broken_ || cancel_.load()) {
-            stall_s_ += ToSeconds(clock_.Now() - waiting);
+            credit_stall();
+            stall_s_ += ToSeconds(credited - waiting);  // the metric's figure, to the same instant
             stalled_since_.reset();
             return Status::Ok();
           }
@@ -378,7 +379,7 @@ class WorkerRun {
         }
         stalled_since_.reset();
         credit_stall();
-        stall_s_ += ToSeconds(clock_.Now() - waiting);
+        stall_s_ += ToSeconds(credited - waiting);
         // The rows' clocks as this iteration uses them, for the staleness
         // histogram once the lock is released.
         used_clocks_.assign(copy_.clocks().begin(), copy_.clocks().end());
