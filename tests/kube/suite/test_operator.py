@@ -23,7 +23,8 @@ import unittest
 import urllib.request
 
 import chart
-from emulated_site import EDGE_SITE, SiteTestCase, phase, small_job, start_operator, stop_operator, wall_clock_job
+from emulated_site import (EDGE_SITE, SiteTestCase, condition, phase, small_job, start_operator, stop_operator,
+                           wall_clock_job)
 from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
 
 # What the example reaches: its target (0.9) holds on digits' test set.
@@ -925,6 +926,12 @@ class LongStatusIntervalTest(OperatorSiteTestCase):
         # (the job's annotation), once its start has settled, is one reconcile. Three
         # changes, so that one unrelated reconcile under load (a pod's or a node's own
         # change; a full ctest run saw one) is told from the echo, which doubles each.
+        # Settled: every pod Ready, a pod's readiness being a change of its own (the
+        # probe's first look at 3 s came inside the window under load: 5 for 3).
+        def all_ready():
+            pods = [p for p in self.job_pods("quiet").values() if p["status"].get("phase") == "Running"]
+            return len(pods) == 3 and all(condition(p, "Ready") == "True" for p in pods)
+        self.assertTrue(wait_until(all_ready, timeout=30, interval=0.2), "the job's pods never all Ready")
         time.sleep(1.5)
         before = self.reconciles()
         for poke in range(3):
