@@ -1162,7 +1162,8 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     if (options.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options.gate);
     if (options.uplink) {
       uplink.emplace(*options.uplink, started);
-      stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock);
+      stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink, clock,
+                                                         [&cancel] { return cancel.load(); });
     }
     v1::WorkerMessage hello;
     *hello.mutable_hello() = MakeHello(plan.job, plan.generation, options.rank);

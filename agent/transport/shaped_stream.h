@@ -21,11 +21,17 @@ bool PassLink(TraceShaper& link, int64_t bytes, Clock& clock, const std::functio
 
 class ShapedCoordinatorStream final : public CoordinatorStream {
  public:
-  ShapedCoordinatorStream(std::unique_ptr<CoordinatorStream> inner, TraceShaper& uplink, Clock& clock)
-      : inner_(std::move(inner)), uplink_(uplink), clock_(clock) {}
+  // `abandon()`, if given, ends a wait on a link that is down too (the agent
+  // told to stop: a stage agent whose link was held at 0 heeded SIGTERM only
+  // once it was killed, 15 s on, its sender waiting for the link and its
+  // stream closed only after: a new user's trial).
+  ShapedCoordinatorStream(std::unique_ptr<CoordinatorStream> inner, TraceShaper& uplink, Clock& clock,
+                          std::function<bool()> abandon = nullptr)
+      : inner_(std::move(inner)), uplink_(uplink), clock_(clock), abandon_(std::move(abandon)) {}
   Status Send(const v1::WorkerMessage& message) override {
-    if (!PassLink(uplink_, static_cast<int64_t>(message.ByteSizeLong()), clock_, [this] { return closed_.load(); })) {
-      return CancelledError("the stream was closed while its link was down");
+    if (!PassLink(uplink_, static_cast<int64_t>(message.ByteSizeLong()), clock_,
+                  [this] { return closed_.load() || (abandon_ && abandon_()); })) {
+      return CancelledError("the stream was closed, or the agent told to stop, while its link was down");
     }
     return inner_->Send(message);
   }
@@ -39,6 +45,7 @@ class ShapedCoordinatorStream final : public CoordinatorStream {
   std::unique_ptr<CoordinatorStream> inner_;
   TraceShaper& uplink_;
   Clock& clock_;
+  std::function<bool()> abandon_;
   std::atomic<bool> closed_{false};
 };
 
