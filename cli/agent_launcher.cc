@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "cli/run_report.h"
 #include "core/exit_codes.h"
 
 namespace edgetrain::cli {
@@ -95,20 +96,6 @@ StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flag
   return ChildProcess::Spawn(argv, (run_dir_ / log).string(), AgentThreadsEnv(plan_.job.intra_op_threads));
 }
 
-namespace {
-// The last line of `path` that says something, trimmed; empty if none.
-std::string LastLogLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string last;
-  for (std::string line; std::getline(in, line);) {
-    const size_t begin = line.find_first_not_of(" \t\r");
-    if (begin == std::string::npos) continue;
-    last = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
-  }
-  return last;
-}
-}  // namespace
-
 StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::string& what, const std::string& log) {
   const TimePoint deadline = clock_.Now() + kStartupTimeout;
   while (clock_.Now() < deadline) {
@@ -123,8 +110,9 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       // before it printed `http`", the cause in the log's tail below it (a
       // new user's trial), and in no --json error.
       std::string ended = "the agent exited before it printed `" + what + "`";
-      if (const std::string last = LastLogLine((run_dir_ / log).string()); !last.empty()) {
-        ended += " (its log's last line: " + last + ")";
+      if (const std::vector<std::string> last = LastLines((run_dir_ / log).string(), 1);
+          !last.empty() && !last.front().empty()) {
+        ended += " (its log's last line: " + last.front() + ")";
       }
       if (agent.ExitsWithin(kExitGrace) && agent.Poll() == kExitInvalid) {
         return InvalidArgumentError(ended + ": it refused its inputs (exit " + std::to_string(kExitInvalid) + ")");

@@ -144,15 +144,19 @@ void PrintCompression(const JobProgress& p, std::ostream& out) {
 
 }  // namespace
 
-std::string LogTail(const std::string& path, size_t lines) {
+std::vector<std::string> LastLines(const std::string& path, size_t lines) {
   std::ifstream in(path);
   std::deque<std::string> tail;
   for (std::string line; std::getline(in, line);) {
     tail.push_back(line);
     if (tail.size() > lines) tail.pop_front();
   }
+  return {tail.begin(), tail.end()};
+}
+
+std::string LogTail(const std::string& path, size_t lines) {
   std::string out;
-  for (const auto& l : tail) out += "  | " + l + "\n";
+  for (const auto& l : LastLines(path, lines)) out += "  | " + l + "\n";
   return out;
 }
 

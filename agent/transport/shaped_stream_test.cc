@@ -60,44 +60,33 @@ TEST(ShapedStreamTest, SendsTakeAsLongAsTheTraceSays) {
   EXPECT_NEAR(ToSeconds(arrivals[1] - t0), 1.0 + 1.0 + (2 * size / 1e6 - 1.0), 1e-6);
 }
 
-TEST(ShapedStreamTest, ClosingEndsAWaitOnADeadLink) {
-  SimulatedClock clock;
-  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,0\n", "dead.csv");
-  ASSERT_TRUE(trace.ok());
-  TraceShaper uplink(*trace, clock.Now(), 0);
-  std::vector<TimePoint> arrivals;
-  ShapedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), uplink, clock);
-  Status sent;
-  std::thread sender([&] { sent = stream.Send(MessageOf(1000)); });
-  while (clock.sleepers() == 0) std::this_thread::yield();
-  stream.Close();
-  clock.Advance(milliseconds(60));
-  sender.join();
-  EXPECT_EQ(sent.code(), StatusCode::kCancelled);
-  EXPECT_TRUE(arrivals.empty());
-}
-
-// An agent told to stop (SIGTERM) gives up a send waiting on a dead link
-// without its stream being closed first: a stage agent's sender, joined
-// before its stream closed, held the agent 15 s past the job's end (a new
-// user's trial).
-TEST(ShapedStreamTest, AnAgentToldToStopEndsAWaitOnADeadLink) {
-  SimulatedClock clock;
-  auto trace = BandwidthTrace::Parse("seconds,mbps\n0,0\n", "dead.csv");
-  ASSERT_TRUE(trace.ok());
-  TraceShaper uplink(*trace, clock.Now(), 0);
-  std::vector<TimePoint> arrivals;
-  std::atomic<bool> told{false};
-  ShapedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), uplink, clock,
-                                 [&] { return told.load(); });
-  Status sent;
-  std::thread sender([&] { sent = stream.Send(MessageOf(1000)); });
-  while (clock.sleepers() == 0) std::this_thread::yield();
-  told = true;
-  clock.Advance(milliseconds(60));
-  sender.join();
-  EXPECT_EQ(sent.code(), StatusCode::kCancelled);
-  EXPECT_TRUE(arrivals.empty());
+// A wait on a dead link ends when the stream closes, and when the agent is
+// told to stop (SIGTERM) without its stream closed first: a stage agent's
+// sender, joined before its stream closed, held the agent 15 s past the job's
+// end (a new user's trial).
+TEST(ShapedStreamTest, ClosingOrBeingToldToStopEndsAWaitOnADeadLink) {
+  for (const bool by_closing : {true, false}) {
+    SimulatedClock clock;
+    auto trace = BandwidthTrace::Parse("seconds,mbps\n0,0\n", "dead.csv");
+    ASSERT_TRUE(trace.ok());
+    TraceShaper uplink(*trace, clock.Now(), 0);
+    std::vector<TimePoint> arrivals;
+    std::atomic<bool> told{false};
+    ShapedCoordinatorStream stream(std::make_unique<RecordingStream>(clock, arrivals), uplink, clock,
+                                   [&] { return told.load(); });
+    Status sent;
+    std::thread sender([&] { sent = stream.Send(MessageOf(1000)); });
+    while (clock.sleepers() == 0) std::this_thread::yield();
+    if (by_closing) {
+      stream.Close();
+    } else {
+      told = true;
+    }
+    clock.Advance(milliseconds(60));
+    sender.join();
+    EXPECT_EQ(sent.code(), StatusCode::kCancelled) << (by_closing ? "closed" : "told to stop");
+    EXPECT_TRUE(arrivals.empty());
+  }
 }
 
 TEST(ShapedStreamTest, AnAbandonedSendGivesTheLinkBack) {

@@ -95,11 +95,14 @@ std::string EtaText(double seconds) {
   return FormatDuration(std::chrono::seconds(static_cast<int64_t>(std::llround(std::max(0.0, seconds)))));
 }
 
+namespace {
+// `x` rounded to `digits` significant digits (0, NaN and infinities as they are).
 double ToSignificantDigits(double x, int digits) {
   if (x == 0 || !std::isfinite(x)) return x;
   const double scale = std::pow(10.0, digits - static_cast<int>(std::ceil(std::log10(std::fabs(x)))));
   return std::round(x * scale) / scale;
 }
+}  // namespace
 
 Json ProgressStatusOf(const Json& progress) {
   Json out = Json::object();

@@ -44,8 +44,6 @@ PhaseReason PhaseReasonOf(const Json& status);
 // Sets status.reason and status.message from PhaseReasonOf, or removes them.
 void SetPhaseReason(Json& status);
 
-// `x` rounded to `digits` significant digits (0, NaN and infinities as they are).
-double ToSignificantDigits(double x, int digits);
 // status.progress from the coordinator's /progress (docs/launch-contract.md).
 Json ProgressStatusOf(const Json& progress);
 

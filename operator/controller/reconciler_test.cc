@@ -131,6 +131,13 @@ class ReconcilerTest : public ::testing::Test {
     EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
     return key;
   }
+  // The pod as the kubelet leaves it when its agent exits 0 with `result`.
+  static void Succeed(Json& pod, const Json& result) {
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses",
+                      {{{"name", "agent"},
+                        {"state", {{"terminated", {{"exitCode", 0}, {"message", result.dump()}}}}}}}}};
+  }
   static void Run(Json& pod) {
     static int address = 10;
     pod["status"] = {{"phase", "Running"},
@@ -596,10 +603,7 @@ TEST_F(ReconcilerTest, TheCoordinatorsEndEndsTheJobAndRunningPodsAreCleaned) {
                          {"accuracy", 0.93},     {"iteration", 140},      {"modelPath", "/models/team/model.pt"},
                          {"workers", {{{"rank", 0}, {"samples", 4480}, {"batchSize", 32}, {"stallFraction", 0.25}},
                                       {{"rank", 1}, {"samples", 4480}, {"batchSize", 32}, {"stallFraction", 0.5}}}}};
-    pod["status"] = {{"phase", "Succeeded"},
-                     {"containerStatuses",
-                      {{{"name", "agent"},
-                        {"state", {{"terminated", {{"exitCode", 0}, {"message", result.dump()}}}}}}}}};
+    Succeed(pod, result);
   });
   Reconcile(key);
   const Json status = Job("team")["status"];
@@ -972,11 +976,7 @@ TEST_F(ReconcilerTest, ARecoveryFromAWorkerGoneSilentCountsFromItsSilence) {
   // LinkDown was kept through Succeeded (a new user's trial).
   SyncPods([](Json& pod) {
     if (pod["metadata"]["name"] != "team-coordinator") return;
-    const Json result = {{"state", "succeeded"}, {"stopReason", "wallClock"}, {"accuracy", 0.9}, {"iteration", 400}};
-    pod["status"] = {{"phase", "Succeeded"},
-                     {"containerStatuses",
-                      {{{"name", "agent"},
-                        {"state", {{"terminated", {{"exitCode", 0}, {"message", result.dump()}}}}}}}}};
+    Succeed(pod, {{"state", "succeeded"}, {"stopReason", "wallClock"}, {"accuracy", 0.9}, {"iteration", 400}});
   });
   Reconcile(key);
   const Json ended = Job("team")["status"];
