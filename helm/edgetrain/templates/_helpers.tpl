@@ -76,6 +76,12 @@ what to change. Included once, by the Deployment's template.
 {{- if and .Values.prometheusRule.enabled (not .Values.prometheusRule.edgetrainAlerts) (not .Values.prometheusRule.groups) -}}
 {{- fail "prometheusRule.enabled is true but prometheusRule.edgetrainAlerts is false and prometheusRule.groups is empty: the PrometheusRule would have no rules. Turn edgetrainAlerts on, give groups, or leave it disabled." -}}
 {{- end -}}
+{{- /* The schema's duration takes any length over 0; the agents read a keepalive in milliseconds, and the operator refuses less. */ -}}
+{{- with .Values.jobDefaults.agentKeepalive -}}
+{{- if regexMatch "^0*(\\.[0-9]*)?ms$" . -}}
+{{- fail (printf "jobDefaults.agentKeepalive is %s, under 1ms: the agents read their keepalive in milliseconds, and the operator refuses less. Give 1ms or more, or leave it empty for the operator's default (10s)." .) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*

@@ -498,6 +498,8 @@ class OnTheStandin(KubectlTestCase):
                               (("--set", "operator.replicas=3", "--set", "operator.leaderElection.enabled=false"),
                                "operator.replicas is 3 but operator.leaderElection.enabled is false"),
                               (("--set", "jobDefaults.agentKeepalive=0s"), "jobDefaults.agentKeepalive: Does not match"),
+                              (("--set", "jobDefaults.agentKeepalive=0.5ms"),
+                               "jobDefaults.agentKeepalive is 0.5ms, under 1ms"),
                               # a Role there fails part-way, the ClusterRole rewritten without the job rules
                               (("--set", "operator.watchNamespace=nowhere"),
                                'operator.watchNamespace: the namespace "nowhere" does not exist; create it first')):
