@@ -226,18 +226,18 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   if (c.loss) smoothed_loss_ = *c.loss;  // the loss shown goes on, not from the first step's
   // What each device did in the runs before, which this one goes on from: a
   // resumed run's energy, bytes and compute were this run's alone, beside
-  // steps and time over every run.
-  if (c.workers.size() == links_.size()) {
-    for (size_t r = 0; r < links_.size(); ++r) {
-      Link& link = *links_[r];
-      const WorkerTotals& t = c.workers[r];
-      link.compute_s = t.compute_s;
-      link.idle_s = t.stall_s;
-      link.bytes_up = t.bytes_sent;
-      link.bytes_down = t.bytes_received;
-      link.energy_j = t.energy_j;
-      link.samples = t.samples;
-    }
+  // steps and time over every run. A rank the runs before had not (the
+  // profile's devices changed) starts at 0, and one they had and this run
+  // has not is left out, as a team's accounts do.
+  for (size_t r = 0; r < links_.size() && r < c.workers.size(); ++r) {
+    Link& link = *links_[r];
+    const WorkerTotals& t = c.workers[r];
+    link.compute_s = t.compute_s;
+    link.idle_s = t.stall_s;
+    link.bytes_up = t.bytes_sent;
+    link.bytes_down = t.bytes_received;
+    link.energy_j = t.energy_j;
+    link.samples = t.samples;
   }
   return Status::Ok();
 }

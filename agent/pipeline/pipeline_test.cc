@@ -1600,6 +1600,19 @@ TEST(SimulatedPipelineTest, AHeadResumedWithoutADeviceLostBeforeRebuildsItsStage
   }
   ASSERT_TRUE(whole.progress.energy_joules && before.progress.energy_joules);
   EXPECT_GT(*whole.progress.energy_joules, 1.5 * *before.progress.energy_joules);
+  // A checkpoint of a run on a device fewer (the profile changed in
+  // between) carries the ranks it had; the device it lacked starts at 0.
+  JobCheckpoint fewer = before.checkpoint;
+  fewer.workers.pop_back();
+  const SimulatedRun grown = run(false, &fewer, 3);
+  ASSERT_TRUE(grown.ended.ok()) << grown.ended.ToString() << "\n" << grown.log;
+  ASSERT_EQ(grown.progress.workers.size(), before.progress.workers.size());
+  for (size_t r = 0; r < grown.progress.workers.size(); ++r) {
+    const double times = r + 1 < grown.progress.workers.size() ? 2 : 1;
+    EXPECT_NEAR(grown.progress.workers[r].compute_s, times * before.progress.workers[r].compute_s,
+                1e-6 * before.progress.workers[r].compute_s)
+        << "rank " << r;
+  }
   const SimulatedRun without = run(true, &before.checkpoint, 3);
   ASSERT_TRUE(without.ended.ok()) << without.ended.ToString() << "\n" << without.log;
   ExpectSameRun(without, whole, 3);
