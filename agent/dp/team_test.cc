@@ -7,6 +7,7 @@
 // certificate before any hello. (Reconnecting over real gRPC, to a killed
 // coordinator's successor, is cli/team_run_test.cc's.)
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -118,18 +119,26 @@ class Team {
     return std::move(*t);
   }
 
-  void StartWorker(int rank) {
+  // `uplink`: the worker shapes its link to the coordinator so, as an agent
+  // given a cluster profile's link does.
+  void StartWorker(int rank, std::optional<BandwidthTrace> uplink = std::nullopt) {
     *worker_cancel_[rank] = false;
+    worker_ended_[rank] = false;
     auto trainer = std::shared_ptr<Trainer>(MakeTrainer());
-    workers_.emplace_back([this, rank, trainer] {
+    workers_.emplace_back([this, rank, trainer, uplink] {
       WorkerOptions options;
       options.rank = rank;
       options.coordinator = connector_.get();
+      options.uplink = uplink;
       std::ostringstream log;
       auto summary = RunWorker(plan_, options, *trainer, Digits().train, clock_, log, *worker_cancel_[rank]);
       EXPECT_TRUE(summary.ok()) << "worker " << rank << ": " << summary.status().ToString();
+      worker_ended_[rank] = true;
     });
   }
+  // As an agent's SIGTERM: the worker is told to stop.
+  void StopWorker(int rank) { *worker_cancel_[rank] = true; }
+  bool WorkerEnded(int rank) const { return worker_ended_[rank].load(); }
 
   // Waits (polling the coordinator's progress, never sleeping blindly) for `ok`.
   bool WaitFor(const std::function<bool(const JobProgress&)>& ok, seconds timeout = seconds(30)) {
@@ -182,6 +191,7 @@ class Team {
   std::thread run_;
   StatusOr<JobProgress> result_ = InternalError("not finished");
   std::vector<std::unique_ptr<std::atomic<bool>>> worker_cancel_;
+  std::array<std::atomic<bool>, 8> worker_ended_{};
   std::vector<std::thread> workers_;
 };
 
@@ -215,6 +225,29 @@ TEST(TeamTest, SendsTimeTheDownlinkOnlyWhereTheyAreShapedHere) {
   EXPECT_NE(registry.Render().find(R"(edgetrain_link_bandwidth_bytes_per_second{direction="down",trainingjob="team-test",worker="0"} 0)" "\n"),
             std::string::npos)
       << registry.Render();
+}
+
+// A worker told to stop while its push waits on a link that is down gives the
+// push up and ends (its stream closed first frees the sender), rather than
+// waiting out the outage: a stage agent did not, and was killed at the end of
+// its stop grace, the run's end waiting that long (a new user's trial).
+TEST(TeamTest, AWorkerToldToStopGivesUpASendOverALinkThatIsDown) {
+  Team team(Spec("deadline", R"({"wallClock": "60s", "energyJoules": 0})", 2), 2, /*start_workers=*/false);
+  auto out = BandwidthTrace::Parse("seconds,mbps\n0,50\n1,0\n61,0\n", "out-after-1s.csv");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  team.StartWorker(0);
+  team.StartWorker(1, *out);
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 1; })) << "the team never stepped";
+  std::this_thread::sleep_for(milliseconds(1500));  // its link is out from the first second
+  ASSERT_FALSE(team.WorkerEnded(1));
+  const auto told = std::chrono::steady_clock::now();
+  team.StopWorker(1);
+  while (!team.WorkerEnded(1) && std::chrono::steady_clock::now() - told < seconds(10)) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(team.WorkerEnded(1)) << "still sending over a link that is out";
+  EXPECT_LT(std::chrono::steady_clock::now() - told, seconds(1));
+  team.Stop();
 }
 
 // Both kinds of team learn over real gRPC. How close rog comes to bsp is
