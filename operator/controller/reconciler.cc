@@ -424,6 +424,13 @@ std::set<int> RanksAt(const Json& status, const char* pointer) {
   return ranks;
 }
 
+// A condition's message that keeps what it first said and how things stand
+// now: "FIRST<separator>NOW". Each retry replaces the last "now" rather than
+// appending its own to it.
+std::string FirstWordsAndNow(const std::string& before, const std::string& separator, const std::string& now) {
+  return before.substr(0, before.find(separator)) + separator + now;
+}
+
 // "2/3 pods running", and why the others wait where the kubelet says: an
 // image that cannot be pulled was seen only on the pods.
 std::string StartingMessage(const Gang& gang) {
@@ -744,10 +751,7 @@ Status Reconciler::Place(Pass& pass) {
     // After a gang timeout, the reason stays GangTimeout until placed again.
     const bool timed_out = placed && placed->value("reason", "") == reason::kGangTimeout;
     pass.Set(condition::kPlaced, false, timed_out ? reason::kGangTimeout : reason::kUnschedulable,
-             // Of the timeout's own words, once: each retry appended its "now" to the last.
-             timed_out ? placed->value("message", "").substr(0, placed->value("message", "").find("; now: ")) +
-                             "; now: " + message
-                       : message);
+             timed_out ? FirstWordsAndNow(placed->value("message", ""), "; now: ", message) : message);
     if (news && !timed_out) {
       events_.Record(pass.object, "Warning", reason::kUnschedulable, message);
       log_.Job(pass.key, reason::kUnschedulable, message);
@@ -1252,7 +1256,9 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
           const std::string before = running->value("message", "");
           const std::string lost = before.substr(0, before.find("; now "));
           // Only what a loss said (Replanned's, AwaitRoom's), never a count of pods.
-          if (!lost.empty() && lost.find(" pods running") == std::string::npos) message = lost + "; now " + message;
+          if (!lost.empty() && lost.find(" pods running") == std::string::npos) {
+            message = FirstWordsAndNow(before, "; now ", message);
+          }
         }
         pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering, message);
         // The team trains on meanwhile: its figures stood still for the 22 s
