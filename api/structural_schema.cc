@@ -81,6 +81,10 @@ class Validator {
     if (schema.value("x-kubernetes-int-or-string", false)) {
       if (!value.is_string() && !value.is_number_integer() && !value.is_number_unsigned()) {
         Error(path, "must be an integer or a string (got " + Show(value) + ")");
+      } else if (value.is_string()) {
+        CheckString(schema, value.get<std::string>(), path);  // its pattern: a quantity's, say
+      } else {
+        CheckRange(schema, value, path);
       }
       return;
     }
@@ -139,11 +143,14 @@ class Validator {
     if (schema.contains("pattern")) {
       const std::string pattern = schema["pattern"].get<std::string>();
       if (!std::regex_search(s, std::regex(pattern, std::regex::ECMAScript))) {
-        // The CRD's durations share one pattern; a person reads an example better than a regex.
+        // The CRD's durations share one pattern, and its quantities another; a
+        // person reads an example better than a regex.
         constexpr std::string_view kDuration = R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)";
-        Error(path, pattern == kDuration
-                        ? "must be a duration such as 500ms, 30s, 5m or 1h30m (got \"" + s + "\")"
-                        : "must match the pattern " + pattern + " (got \"" + s + "\")");
+        const bool quantity = pattern.rfind(R"(^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i))", 0) == 0;
+        Error(path, pattern == kDuration ? "must be a duration such as 500ms, 30s, 5m or 1h30m (got \"" + s + "\")"
+                    : quantity           ? "must be a quantity of 0 or more, such as 500m, 2, 256Mi or 1.5Gi (got \"" +
+                                     s + "\")"
+                                         : "must match the pattern " + pattern + " (got \"" + s + "\")");
       }
     }
   }

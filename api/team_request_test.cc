@@ -83,9 +83,12 @@ TEST(TeamRequestTest, ATorchScriptModuleIsCostedByItsMeasuredSize) {
   EXPECT_GT(measured->step.bits_per_exchange, 0);
 }
 
+// The schema refuses such a request now (TrainingJobTest); an object stored
+// before it was is still named by its field, not taken for a default.
 TEST(TeamRequestTest, ARequestThatIsNoQuantityNamesItsField) {
-  StatusOr<TeamRequest> request =
-      TeamRequestOf(Job(R"({"template": {"resources": {"requests": {"memory": "lots"}}}})"), PodDefaults{});
+  TrainingJobManifest stored_before = Job("{}");
+  stored_before.object["spec"]["template"]["resources"]["requests"]["memory"] = "lots";
+  StatusOr<TeamRequest> request = TeamRequestOf(stored_before, PodDefaults{});
   ASSERT_FALSE(request.ok());
   EXPECT_EQ(request.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(request.status().message().find("spec.template.resources.requests.memory"), std::string::npos)

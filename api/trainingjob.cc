@@ -1,6 +1,7 @@
 #include "api/trainingjob.h"
 
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include "api/crd.h"
@@ -8,6 +9,7 @@
 #include "api/structural_schema.h"
 #include "api/yaml_json.h"
 #include "core/model_shape.h"
+#include "core/quantity.h"
 
 namespace edgetrain::api {
 namespace {
@@ -33,6 +35,33 @@ void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
   if (!std::regex_match(name, kLabel) || name.size() > 52) {
     errors.push_back({"metadata.name", "must be lower-case letters, digits and '-', start and end with a "
                                        "letter or digit, at most 52 characters (got \"" + name + "\")"});
+  }
+}
+
+// The pod template's requests and limits as the Pod API judges them, which the
+// schema's pattern cannot: an amount past what placement counts in (9.2e15
+// units), and a request above its limit. Either would have every pod refused
+// after the job was placed.
+void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
+  const Json resources = spec.value("/template/resources"_json_pointer, Json::object());
+  std::map<std::string, std::pair<int64_t, std::string>> limits;  // name -> amount, as written
+  for (const char* kind : {"limits", "requests"}) {
+    const auto of_kind = resources.find(kind);
+    if (of_kind == resources.end() || !of_kind->is_object()) continue;
+    for (auto it = of_kind->begin(); it != of_kind->end(); ++it) {
+      const std::string& name = it.key();
+      const Json& value = it.value();
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      const std::string path = std::string("spec.template.resources.") + kind + "." + name;
+      StatusOr<int64_t> amount = ParseQuantityMillis(text);
+      if (!amount.ok()) {
+        errors.push_back({path, amount.status().message()});
+      } else if (kind == std::string_view("limits")) {
+        limits[name] = {*amount, text};
+      } else if (auto limit = limits.find(name); limit != limits.end() && *amount > limit->second.first) {
+        errors.push_back({path, "must be no more than its limit, " + limit->second.second + " (got " + text + ")"});
+      }
+    }
   }
 }
 
@@ -77,6 +106,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   errors = ValidateAndDefault(schema, manifest.object, "");
   // Cross-field rules assume a well-typed object, as CEL does.
   if (errors.empty()) errors = CheckCrossFieldRules(manifest.object);
+  if (errors.empty()) CheckResources(manifest.object["spec"], errors);
   if (!errors.empty()) return ToStatus(errors);
 
   manifest.name = doc["metadata"]["name"].get<std::string>();

@@ -160,6 +160,19 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"model": {"name": "cnn"}, "data": {"dataset": null, "format": "csv", "train": {"path": "a.csv"},
                                   "test": {"path": "b.csv"}, "inputShape": [12], "classes": 3}}})"),
        "spec.model.channels: 2 conv blocks would halve the 1x12 images below 1x1; use at most 0"},
+      // Requests the pods would be refused with (a new user's "lots" went Failed
+      // on the cluster with no reason given, and edgetrain validate said valid).
+      {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "lots"}}}}})"),
+       "spec.template.resources.requests.cpu: must be a quantity of 0 or more, such as 500m, 2, 256Mi or 1.5Gi (got "
+       "\"lots\")"},
+      {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "-1"}}}}})"),
+       "spec.template.resources.requests.cpu: must be a quantity of 0 or more"},
+      {With(R"({"spec": {"template": {"resources": {"limits": {"memory": -1}}}}})"),
+       "spec.template.resources.limits.memory: must be >= 0 (got -1)"},
+      {With(R"({"spec": {"template": {"resources": {"requests": {"memory": "1e30"}}}}})"),
+       "spec.template.resources.requests.memory: quantity \"1e30\""},
+      {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}}}})"),
+       "spec.template.resources.requests.cpu: must be no more than its limit, 1500m (got 2)"},
       {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
       {"# only a comment\n", "job.yaml: the manifest is empty"},
       {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},
@@ -173,6 +186,14 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
     EXPECT_NE(job.status().message().find(c.error), std::string::npos)
         << "wanted: " << c.error << "\ngot:    " << job.status().message();
   }
+}
+
+TEST(TrainingJobTest, TakesRequestsAndLimitsAsThePodApiDoes) {
+  auto job = ParseTrainingJob(With(R"({"spec": {"template": {"resources": {
+                                 "requests": {"cpu": "500m", "memory": "256Mi", "nvidia.com/gpu": 1},
+                                 "limits": {"cpu": 1, "memory": "0.5Gi", "nvidia.com/gpu": "1"}}}}})"),
+                              "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
 }
 
 TEST(TrainingJobTest, OwnModelAndDataDecodeAndTheirRelativePathsAreTheManifestFolders) {

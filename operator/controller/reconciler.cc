@@ -693,9 +693,18 @@ Status Reconciler::Place(Pass& pass) {
   const bool own_module = pass.job.manifest.spec.model.kind == ModelKind::kTorchScript;
   StatusOr<TeamRequest> request =
       api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
-  if (!request.ok()) {  // the schema admits only quantities; kept for objects stored before it
-    pass.Set(condition::kInvalid, true, reason::kInvalidSpec, request.status().message());
+  if (!request.ok()) {
+    // The schema and edgetrain validate admit only quantities; an object
+    // stored before they did fails as an invalid spec does (Validate), so that
+    // fixing it starts it again. It had said Invalid alone, which the next
+    // pass read as valid: Failed for good, with no reason.
+    const std::string& why = request.status().message();
+    pass.Set(condition::kInvalid, true, reason::kInvalidSpec, why);
+    pass.Set(condition::kFailed, true, reason::kInvalidSpec, why);
     pass.status["phase"] = phase::kFailed;
+    pass.status["completionTime"] = pass.now;
+    events_.Record(pass.object, "Warning", reason::kInvalidSpec, why);
+    log_.Job(pass.key, reason::kInvalidSpec, why);
     return Status::Ok();
   }
   for (const std::string& bad : line_.Unreadable()) log_.Job(pass.key, "NodeUnreadable", bad);

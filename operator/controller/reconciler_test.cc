@@ -294,6 +294,40 @@ TEST_F(ReconcilerTest, AModuleTheAgentRefusesMakesTheJobInvalidUntilItsSpecChang
   EXPECT_NE(api_.Get(kube::kPods, "default", "team-model-check")->dump().find("/data/fixed.pt"), std::string::npos);
 }
 
+// A request the pods would be refused with is an invalid spec, said with its
+// field, and fixing it starts the job (a new user's "lots" went Failed with no
+// reason, and stayed so once fixed).
+TEST_F(ReconcilerTest, ARequestThatIsNoQuantityFailsTheJobUntilItIsFixed) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", {{"template", {{"resources", {{"requests", {{"cpu", "lots"}}}}}}}}));
+  Reconcile(key);
+  Json job = Job("team");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kFailed);
+  const Json* failed = FindCondition(job["status"], api::condition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->value("reason", ""), api::reason::kInvalidSpec);
+  EXPECT_NE(failed->value("message", "").find("spec.template.resources.requests.cpu: must be a quantity"),
+            std::string::npos)
+      << *failed;
+  EXPECT_TRUE(job["status"].contains("completionTime"));
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+  jobs_.Put(job);
+  Reconcile(key);
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kFailed) << "as written it stays refused";
+
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}},
+                               {"spec", {{"template", {{"resources", {{"requests", {{"cpu", "500m"}}}}}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  job = Job("team");
+  EXPECT_NE(job["status"]["phase"], api::phase::kFailed) << job["status"].dump();
+  EXPECT_FALSE(ConditionIs(job["status"], api::condition::kInvalid, true));
+  EXPECT_GT(api_.Writes("create Pod"), 0) << "placed once fixed";
+}
+
 // The measured size decides where the team goes, as a built-in model's layers
 // would: a module light to compute and costly to send goes to the fast link,
 // one heavy to compute to the fast device.

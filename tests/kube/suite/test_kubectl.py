@@ -344,6 +344,13 @@ class TrainingJobRules(KubectlTestCase):
                      "pipeline parallelism needs at least 2 workers"),
         "wall-clock": ({"budget": {"wallClock": "0m0s"}}, "wallClock must be longer than 0"),
         "wall-clock-ok": ({"budget": {"wallClock": "1m30s"}}, None),
+        # Quantities as the Pod API takes them, refused before the job is stored.
+        "quantity": ({"template": {"resources": {"requests": {"cpu": "lots"}}}},
+                     "spec.template.resources.requests.cpu in body should match"),
+        "quantity-negative": ({"template": {"resources": {"limits": {"memory": -1}}}},
+                              "spec.template.resources.limits.memory in body should be greater than or equal to 0"),
+        "quantity-ok": ({"template": {"resources": {"requests": {"cpu": "500m", "memory": "256Mi",
+                                                                 "nvidia.com/gpu": 1}}}}, None),
     }
 
     def test_rules_of_the_real_crd(self):
