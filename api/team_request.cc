@@ -41,6 +41,14 @@ StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDef
     if (!memory.ok()) return memory.status().WithContext("spec.template.resources.requests.memory");
     pod.memory_bytes = *memory;
   }
+  // A GPU or ephemeral storage asked for: placement counts it against each
+  // node's (a node that lists none has none).
+  for (auto it = requests.begin(); it != requests.end(); ++it) {
+    if (it.key() == "cpu" || it.key() == "memory") continue;
+    StatusOr<int64_t> amount = ParseQuantityMillis(QuantityText(it.value()));
+    if (!amount.ok()) return amount.status().WithContext("spec.template.resources.requests." + it.key());
+    if (*amount > 0) pod.AddOther(it.key(), *amount);
+  }
   // The template is the workers' and the coordinator's alike: the coordinator
   // trains nothing, but aggregates every worker's rows.
   request.worker_requests = pod;

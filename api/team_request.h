@@ -19,7 +19,7 @@ namespace edgetrain::api {
 struct PodDefaults {
   // An agent training a built-in model: one core, and room for LibTorch and a
   // data set.
-  ResourceAmounts requests{1000, int64_t{512} << 20, 1};
+  ResourceAmounts requests{.cpu_millis = 1000, .memory_bytes = int64_t{512} << 20, .pods = 1};
   // The platforms the agent's image is built for (kubernetes.io/arch).
   std::vector<std::string> architectures{"amd64", "arm64"};
 };

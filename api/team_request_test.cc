@@ -83,6 +83,16 @@ TEST(TeamRequestTest, ATorchScriptModuleIsCostedByItsMeasuredSize) {
   EXPECT_GT(measured->step.bits_per_exchange, 0);
 }
 
+TEST(TeamRequestTest, AGpuAskedForIsCountedBesideCpuAndMemory) {
+  StatusOr<TeamRequest> request =
+      TeamRequestOf(Job(R"({"template": {"resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": 1}}}})"),
+                    PodDefaults{});
+  ASSERT_TRUE(request.ok()) << request.status().ToString();
+  EXPECT_EQ(request->worker_requests.cpu_millis, 500);
+  EXPECT_EQ(request->worker_requests.Other("nvidia.com/gpu"), 1000);
+  EXPECT_EQ(request->coordinator_requests.Other("nvidia.com/gpu"), 1000);
+}
+
 // The schema refuses such a request now (TrainingJobTest); an object stored
 // before it was is still named by its field, not taken for a default.
 TEST(TeamRequestTest, ARequestThatIsNoQuantityNamesItsField) {

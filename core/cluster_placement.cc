@@ -60,8 +60,9 @@ Exclusion Exclude(const NodeView& node, const TeamRequest& request, const std::s
 }
 
 ResourceAmounts Free(const NodeView& node) {
-  return {node.allocatable.cpu_millis - node.bound.cpu_millis, node.allocatable.memory_bytes - node.bound.memory_bytes,
-          node.allocatable.pods - node.bound.pods};
+  ResourceAmounts free = node.allocatable;
+  free.Add(node.bound, -1);
+  return free;
 }
 
 // Whether `asked` fits in `free`, as a category of the scheduler's words
@@ -72,6 +73,9 @@ const char* MisfitOf(const ResourceAmounts& free, const ResourceAmounts& asked) 
   if (free.pods < 1) return "too many pods";
   if (asked.cpu_millis > free.cpu_millis) return "insufficient cpu";
   if (asked.memory_bytes > free.memory_bytes) return "insufficient memory";
+  for (const OtherResource& o : asked.others) {
+    if (o.millis > 0 && o.millis > free.Other(o.name)) return o.misfit.c_str();  // `asked` outlives the word
+  }
   return nullptr;
 }
 
@@ -85,14 +89,22 @@ Exclusion Shortfall(const ResourceAmounts& free, const ResourceAmounts& asked, c
     return {misfit, "insufficient cpu: " + FormatCpuMillis(std::max<int64_t>(free.cpu_millis, 0)) + " free, " + who +
                         " asks " + FormatCpuMillis(asked.cpu_millis)};
   }
-  return {misfit, "insufficient memory: " + FormatBytes(std::max<int64_t>(free.memory_bytes, 0)) + " free, " + who +
-                      " asks " + FormatBytes(asked.memory_bytes)};
+  if (category == "insufficient memory") {
+    return {misfit, "insufficient memory: " + FormatBytes(std::max<int64_t>(free.memory_bytes, 0)) + " free, " + who +
+                        " asks " + FormatBytes(asked.memory_bytes)};
+  }
+  for (const OtherResource& o : asked.others) {
+    if (o.misfit != category) continue;
+    return {misfit, category + ": " + FormatQuantityMillis(std::max<int64_t>(free.Other(o.name), 0)) + " free, " +
+                        who + " asks " + FormatQuantityMillis(o.millis)};
+  }
+  return {misfit, category};
 }
 
 void Take(ResourceAmounts& free, const ResourceAmounts& asked) {
-  free.cpu_millis -= asked.cpu_millis;
-  free.memory_bytes -= asked.memory_bytes;
-  free.pods -= 1;
+  ResourceAmounts one = asked;
+  one.pods = 1;  // a pod, whatever the request says of pods
+  free.Add(one, -1);
 }
 
 // "0/7 nodes fit the coordinator: 2 not ready, 1 transient."

@@ -15,7 +15,7 @@ class Node {
   explicit Node(std::string name) {
     view_.name = std::move(name);
     view_.labels = {{"kubernetes.io/arch", "amd64"}, {"kubernetes.io/hostname", view_.name}};
-    view_.allocatable = {4000, int64_t{8} << 30, 110};
+    view_.allocatable = {.cpu_millis = 4000, .memory_bytes = int64_t{8} << 30, .pods = 110};
   }
   Node& Score(double s) { view_.compute_score = s; return *this; }
   Node& Link(double mbps) { view_.link_mbps = mbps; return *this; }
@@ -29,6 +29,7 @@ class Node {
   Node& Cordoned() { view_.cordoned = true; return *this; }
   Node& Cpu(const std::string& q) { view_.allocatable.cpu_millis = *ParseQuantityMillis(q); return *this; }
   Node& Busy(const std::string& cpu) { view_.bound.cpu_millis = *ParseQuantityMillis(cpu); view_.bound.pods = 1; return *this; }
+  Node& Gpus(int n) { view_.allocatable.AddOther("nvidia.com/gpu", n * 1000); return *this; }
   Node& Streams(double per_second) { view_.emulated_stream = StreamSource{per_second, ""}; return *this; }
   Node& Watts(double compute, double communicate) {
     view_.power.compute_watts = compute;
@@ -45,8 +46,8 @@ class Node {
 TeamRequest Team(int workers) {
   TeamRequest r;
   r.workers = workers;
-  r.coordinator_requests = {500, int64_t{256} << 20, 1};
-  r.worker_requests = {1000, int64_t{512} << 20, 1};
+  r.coordinator_requests = {.cpu_millis = 500, .memory_bytes = int64_t{256} << 20, .pods = 1};
+  r.worker_requests = {.cpu_millis = 1000, .memory_bytes = int64_t{512} << 20, .pods = 1};
   JobSpec spec;
   spec.data.dataset = DatasetName::kDigits;
   spec.data.batch_size = 32;
@@ -72,6 +73,32 @@ const NodeVerdict& VerdictOf(const TeamPlacement& p, const std::string& node) {
   auto it = std::find_if(p.verdicts.begin(), p.verdicts.end(), [&](const NodeVerdict& v) { return v.node == node; });
   EXPECT_NE(it, p.verdicts.end()) << node;
   return *it;
+}
+
+// A GPU asked for is counted as the kubelet counts it: a node that lists none
+// has none (a new user's job asking nvidia.com/gpu: 1 was placed on a gateway
+// without one), and one GPU holds one pod.
+TEST(ClusterPlacementTest, AResourceANodeHasNoneOfIsNotThere) {
+  TeamRequest team = Team(2);
+  team.coordinator_requests.AddOther("nvidia.com/gpu", 1000);
+  team.worker_requests.AddOther("nvidia.com/gpu", 1000);
+  TeamPlacement none = PlaceTeam(EdgeSite(), team);
+  ASSERT_FALSE(none.placed);
+  EXPECT_EQ(none.unschedulable, "0/7 nodes fit the coordinator: 6 insufficient nvidia.com/gpu, 1 untolerated taint");
+
+  std::vector<NodeView> site = EdgeSite();
+  site[0] = Node("gateway").Score(1).Gpus(1);
+  site[1] = Node("robot-1").Score(0.5).Link(43).Gpus(1);
+  TeamPlacement two = PlaceTeam(site, team);
+  ASSERT_FALSE(two.placed) << "three pods for two GPUs";
+  EXPECT_NE(two.unschedulable.find("1/2 workers fit"), std::string::npos) << two.unschedulable;
+  EXPECT_EQ(VerdictOf(two, "robot-2").misfit, "insufficient nvidia.com/gpu");
+
+  site[2] = Node("robot-2").Score(0.5).Link(61).Gpus(2);
+  TeamPlacement three = PlaceTeam(site, team);
+  ASSERT_TRUE(three.placed) << three.unschedulable;
+  for (const std::string& node : three.worker_nodes) EXPECT_NE(node, three.coordinator_node);
+  EXPECT_EQ(VerdictOf(three, "robot-3").excluded, "insufficient nvidia.com/gpu: 0 free, a worker asks 1");
 }
 
 TEST(ClusterPlacementTest, TheCoordinatorGoesToTheStableNodeWithTheBestLinkAndWorkersSpreadByPredictedThroughput) {

@@ -9,6 +9,30 @@
 
 namespace edgetrain {
 
+int64_t ResourceAmounts::Other(const std::string& name) const {
+  for (const OtherResource& o : others) {
+    if (o.name == name) return o.millis;
+  }
+  return 0;
+}
+
+void ResourceAmounts::AddOther(const std::string& name, int64_t millis) {
+  for (OtherResource& o : others) {
+    if (o.name == name) {
+      o.millis += millis;
+      return;
+    }
+  }
+  others.push_back({name, millis, "insufficient " + name});
+}
+
+void ResourceAmounts::Add(const ResourceAmounts& r, int sign) {
+  cpu_millis += sign * r.cpu_millis;
+  memory_bytes += sign * r.memory_bytes;
+  pods += sign * r.pods;
+  for (const OtherResource& o : r.others) AddOther(o.name, sign * o.millis);
+}
+
 StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
   NodeView view;
   view.name = node.name;
@@ -22,7 +46,7 @@ StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
   if (!cpu.ok()) return cpu.status().WithContext(node.name + ": cpu");
   StatusOr<int64_t> memory = ParseQuantityUnits(node.memory.empty() ? "4Gi" : node.memory);
   if (!memory.ok()) return memory.status().WithContext(node.name + ": memory");
-  view.allocatable = {*cpu, *memory, node.pods};
+  view.allocatable = {.cpu_millis = *cpu, .memory_bytes = *memory, .pods = node.pods};
   view.compute_score = 1 / node.slowdown;
   view.emulated_slowdown = node.slowdown;
   view.emulated_stream = node.stream;

@@ -17,11 +17,34 @@
 
 namespace edgetrain {
 
+// A resource other than CPU, memory and pods that a pod may ask for and a
+// node may have (ephemeral-storage, nvidia.com/gpu), in milli-units.
+struct OtherResource {
+  std::string name;
+  int64_t millis = 0;
+  // "insufficient NAME": placement's word when it does not fit, made once
+  // here, not every time a node is judged.
+  std::string misfit;
+  bool operator==(const OtherResource&) const = default;
+};
+
 // Amounts as the scheduler counts them: CPU in millicores, memory in bytes.
 struct ResourceAmounts {
   int64_t cpu_millis = 0;
   int64_t memory_bytes = 0;
   int64_t pods = 0;
+  // Every other resource named, by name. A node that lists none of one has
+  // none: a pod asking for a GPU fits no node without one, as its kubelet
+  // would refuse it (a new user's GPU job was placed on a gateway with none).
+  std::vector<OtherResource> others{};
+
+  // How much of `name` (milli-units); 0 for one not named.
+  int64_t Other(const std::string& name) const;
+  // Adds `millis` of `name` (negative takes away).
+  void AddOther(const std::string& name, int64_t millis);
+  // Adds `r`, or takes it away (sign -1).
+  void Add(const ResourceAmounts& r, int sign = 1);
+  bool operator==(const ResourceAmounts&) const = default;
 };
 
 struct NodeView {

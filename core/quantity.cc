@@ -129,10 +129,12 @@ StatusOr<int64_t> ParseQuantityUnits(std::string_view text) {
   return m / 1000 + (m % 1000 > 0 ? 1 : 0);
 }
 
-std::string FormatCpuMillis(int64_t millis) {
+std::string FormatQuantityMillis(int64_t millis) {
   if (millis % 1000 == 0) return std::to_string(millis / 1000);
   return std::to_string(millis) + "m";
 }
+
+std::string FormatCpuMillis(int64_t millis) { return FormatQuantityMillis(millis); }
 
 std::string FormatBytes(int64_t bytes) {
   static constexpr std::array<std::pair<std::string_view, int>, 5> kUnits{

@@ -20,7 +20,9 @@ StatusOr<int64_t> ParseQuantityMillis(std::string_view text);
 // what is counted in units (bytes, pods).
 StatusOr<int64_t> ParseQuantityUnits(std::string_view text);
 
-// CPU as people write it: "1500m" -> "1500m", 2000 -> "2".
+// A quantity in milli-units as people write it: 1500 -> "1500m", 2000 -> "2".
+std::string FormatQuantityMillis(int64_t millis);
+// CPU so: "1500m" -> "1500m", 2000 -> "2".
 std::string FormatCpuMillis(int64_t millis);
 // Bytes in the largest binary unit that divides them: "8Gi", "512Mi", "1000".
 std::string FormatBytes(int64_t bytes);

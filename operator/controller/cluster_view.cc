@@ -18,6 +18,18 @@ int64_t Amount(const Json& resources, const char* name, bool millis) {
   return amount.ok() ? *amount : 0;
 }
 
+// Every resource of `resources` but CPU, memory and pods, added to `into`
+// (milli-units): a GPU, ephemeral storage.
+void AddOthers(const Json& resources, ResourceAmounts& into) {
+  for (auto it = resources.begin(); it != resources.end(); ++it) {
+    const std::string& name = it.key();
+    if (name == "cpu" || name == "memory" || name == "pods") continue;
+    const Json& v = it.value();
+    StatusOr<int64_t> amount = ParseQuantityMillis(v.is_string() ? v.get<std::string>() : v.dump());
+    if (amount.ok() && *amount != 0) into.AddOther(name, *amount);
+  }
+}
+
 StatusOr<double> Number(const Json& annotations, const std::string& key) {
   const std::string text = annotations.at(key).get<std::string>();
   char* end = nullptr;
@@ -50,8 +62,10 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measure
     if (!view.ready) view.not_ready_since = c.value("lastTransitionTime", "");
   }
   const Json allocatable = status.value("allocatable", status.value("capacity", Json::object()));
-  view.allocatable = {Amount(allocatable, "cpu", true), Amount(allocatable, "memory", false),
-                      Amount(allocatable, "pods", false)};
+  view.allocatable = {.cpu_millis = Amount(allocatable, "cpu", true),
+                      .memory_bytes = Amount(allocatable, "memory", false),
+                      .pods = Amount(allocatable, "pods", false)};
+  AddOthers(allocatable, view.allocatable);
 
   const Json annotations = meta.value("annotations", Json::object());
   struct Read {
@@ -104,11 +118,12 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measure
 }
 
 ResourceAmounts PodRequests(const Json& pod) {
-  ResourceAmounts sum{0, 0, 1};
+  ResourceAmounts sum{.pods = 1};
   for (const Json& c : pod.at("spec").value("containers", Json::array())) {
     const Json requests = c.value("/resources/requests"_json_pointer, Json::object());
     sum.cpu_millis += Amount(requests, "cpu", true);
     sum.memory_bytes += Amount(requests, "memory", false);
+    AddOthers(requests, sum);
   }
   return sum;
 }
@@ -130,11 +145,7 @@ ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json
         meta.value("/labels"_json_pointer, Json::object()).value(kJobLabel, "") == except_job) {
       continue;
     }
-    ResourceAmounts r = PodRequests(pod);
-    ResourceAmounts& b = bound[pod["spec"]["nodeName"].get<std::string>()];
-    b.cpu_millis += r.cpu_millis;
-    b.memory_bytes += r.memory_bytes;
-    b.pods += r.pods;
+    bound[pod["spec"]["nodeName"].get<std::string>()].Add(PodRequests(pod));
   }
   ClusterView view;
   for (const Json& node : nodes) {

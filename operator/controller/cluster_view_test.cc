@@ -117,5 +117,19 @@ TEST(ClusterViewTest, WhatOtherPodsHoldCountsAndTheJobsOwnAndFinishedPodsDoNot) 
   EXPECT_EQ(view.nodes[0].bound.pods, 2);
 }
 
+// A GPU, or any resource beside CPU, memory and pods, is read from the Node's
+// allocatable and from what its pods ask, for placement to count.
+TEST(ClusterViewTest, OtherResourcesAreReadFromTheNodeAndItsPods) {
+  Json node = ANode("gateway");
+  node["status"]["allocatable"]["nvidia.com/gpu"] = "2";
+  Json pod = APod("other").On("gateway").Requesting("500m", "1Gi").Running();
+  pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = 1;
+  ClusterView view = ClusterViewOf({node}, {pod}, "default", "team");
+  ASSERT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.nodes[0].allocatable.Other("nvidia.com/gpu"), 2000);
+  EXPECT_EQ(view.nodes[0].bound.Other("nvidia.com/gpu"), 1000);
+  EXPECT_EQ(view.nodes[0].bound.Other("example.com/fpga"), 0);
+}
+
 }  // namespace
 }  // namespace edgetrain::operator_

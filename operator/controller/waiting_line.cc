@@ -28,15 +28,6 @@ bool Waits(const Json& job) {
          !ConditionIs(status, condition::kInvalid, true) && !job.value("/spec/suspend"_json_pointer, false);
 }
 
-bool Same(const ResourceAmounts& a, const ResourceAmounts& b) {
-  return a.cpu_millis == b.cpu_millis && a.memory_bytes == b.memory_bytes && a.pods == b.pods;
-}
-
-void Add(ResourceAmounts& into, const ResourceAmounts& r, int sign) {
-  into.cpu_millis += sign * r.cpu_millis;
-  into.memory_bytes += sign * r.memory_bytes;
-  into.pods += sign * r.pods;
-}
 
 // First in line: the higher priority, then the older, then the key.
 bool Before(int pa, const std::string& ca, const std::string& ka, int pb, const std::string& cb,
@@ -49,7 +40,7 @@ void Reserve(std::vector<NodeView>& nodes, const std::map<std::string, size_t>& 
              const TeamPlacement& placement, const TeamRequest& request) {
   auto hold = [&](const std::string& node, const ResourceAmounts& r) {
     auto it = index.find(node);
-    if (it != index.end()) Add(nodes[it->second].bound, r, 1);
+    if (it != index.end()) nodes[it->second].bound.Add(r);
   };
   hold(placement.coordinator_node, request.coordinator_requests);
   for (const std::string& node : placement.worker_nodes) hold(node, request.worker_requests);
@@ -70,7 +61,7 @@ bool SameForPlacement(const NodeView& a, const NodeView& b) {
     return out;
   };
   return a.name == b.name && a.labels == b.labels && taints(a.taints) == taints(b.taints) && a.ready == b.ready &&
-         a.cordoned == b.cordoned && Same(a.allocatable, b.allocatable) && a.compute_score == b.compute_score &&
+         a.cordoned == b.cordoned && a.allocatable == b.allocatable && a.compute_score == b.compute_score &&
          a.link_mbps == b.link_mbps && a.power.compute_watts == b.power.compute_watts &&
          a.power.communicate_watts == b.power.communicate_watts && a.power.idle_watts == b.power.idle_watts &&
          a.emulated_slowdown == b.emulated_slowdown && a.leaving == b.leaving &&
@@ -188,7 +179,7 @@ void WaitingLine::ApplyNode(const std::string& name, const CachedNode* node) {
   if (!same) stale_ = true;
 }
 
-void WaitingLine::Hold(const Holding& h, int sign) { Add(bound_[h.node], h.requests, sign); }
+void WaitingLine::Hold(const Holding& h, int sign) { bound_[h.node].Add(h.requests, sign); }
 
 void WaitingLine::ApplyPod(const std::string& key, const PodSeen& pod) {
   const std::optional<Holding>& now = pod.holding;
@@ -209,7 +200,7 @@ void WaitingLine::ApplyPod(const std::string& key, const PodSeen& pod) {
       Hold(*now, 1);
       holdings_[key] = *now;
     }
-    if (had || !now || now->node != expected.node || !Same(now->requests, expected.requests)) stale_ = true;
+    if (had || !now || now->node != expected.node || now->requests != expected.requests) stale_ = true;
     return;
   }
   if (assumed != assumed_.end()) {  // gone before it was seen
@@ -219,7 +210,7 @@ void WaitingLine::ApplyPod(const std::string& key, const PodSeen& pod) {
   }
   auto old = holdings_.find(key);
   const bool had = old != holdings_.end();
-  if (had && now && old->second.node == now->node && Same(old->second.requests, now->requests)) return;
+  if (had && now && old->second.node == now->node && old->second.requests == now->requests) return;
   if (!had && !now) return;  // holds nothing, before or after (a pending or finished pod's status)
   if (had) {
     Hold(old->second, -1);
