@@ -25,6 +25,7 @@
 // sustained target is its best one's. One JSON line per run goes to stderr,
 // and a final JSON line to stdout.
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -217,23 +218,38 @@ int Main(int argc, char** argv) {
   std::string lrs = "0.001,0.002,0.004";
   CLI::App app{"A team training on streams, on the simulated clock: conventional fixed batches against edgetrain's "
                "adaptive ones, time to the sustained target per partition"};
-  app.add_option("--rates", o.rates, "samples a second per worker, before --rate-scale")->delimiter(',');
-  app.add_option("--rate-scale", o.rate_scale);
-  app.add_option("--slowdowns", o.slowdowns, "per worker, as many as --rates")->delimiter(',');
-  app.add_option("--sample-ms", o.sample_ms, "a sample's compute at slowdown 1, simulated");
-  app.add_option("--step-ms", o.step_ms, "a batch's fixed compute at slowdown 1, simulated");
-  app.add_option("--batch", o.batch);
-  app.add_option("--min-batch", o.min_batch, "the adaptive modes' minBatchSize (default: an eighth of --batch)");
+  // Out-of-range values are refused here: a batch of 0 divided by zero, and
+  // runs of no time reported figures of nothing, exit 0 (a sceptic's trial).
+  const CLI::Validator positive(
+      [](std::string& text) {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        return ec == std::errc() && end == text.data() + text.size() && v > 0 ? std::string()
+                                                                            : "must be more than 0, not " + text;
+      },
+      "POSITIVE");
+  app.add_option("--rates", o.rates, "samples a second per worker, before --rate-scale")
+      ->delimiter(',')
+      ->check(positive);
+  app.add_option("--rate-scale", o.rate_scale)->check(positive);
+  app.add_option("--slowdowns", o.slowdowns, "per worker, as many as --rates")->delimiter(',')->check(CLI::Range(1.0, 1e6));
+  app.add_option("--sample-ms", o.sample_ms, "a sample's compute at slowdown 1, simulated")->check(CLI::NonNegativeNumber);
+  app.add_option("--step-ms", o.step_ms, "a batch's fixed compute at slowdown 1, simulated")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", o.batch)->check(CLI::Range(1, 1 << 20));
+  app.add_option("--min-batch", o.min_batch, "the adaptive modes' minBatchSize (default: an eighth of --batch)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--policy", o.policy)->check(CLI::IsMember({"bsp", "deadline"}));
   app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, weighted, injected, int8, topk, compressed");
-  app.add_option("--link-mbps", o.link_mbps, "every worker's link, both ways, in Mbit/s; 0: unshaped");
+  app.add_option("--link-mbps", o.link_mbps, "every worker's link, both ways, in Mbit/s; 0: unshaped")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent");
   app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it");
   app.add_option("--partitions", o.partitions, "comma-separated: iid, labelsK, dirichletALPHA");
   app.add_option("--lrs", lrs, "Adam's learning rates, the grid every mode is searched over");
-  app.add_option("--cap", o.cap, "simulated seconds a run may last at most");
-  app.add_option("--budget", o.budget, "the accuracy at this many seconds is reported too");
-  app.add_option("--eval-every", o.eval_every);
+  app.add_option("--cap", o.cap, "simulated seconds a run may last at most")->check(positive);
+  app.add_option("--budget", o.budget, "the accuracy at this many seconds is reported too (at most --cap)")
+      ->check(positive);
+  app.add_option("--eval-every", o.eval_every)->check(positive);
   app.add_option("--seed", o.seed);
   app.add_option("--out", o.out, "runs' folders")->required();
   CLI11_PARSE(app, argc, argv);
@@ -247,8 +263,21 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  if (o.budget > o.cap && app.count("--budget") > 0) {
+    std::cerr << "--budget " << o.budget << " is past --cap " << o.cap << ": no run lasts that long\n";
+    return 2;
+  }
+  o.budget = std::min(o.budget, o.cap);  // the default's 120 s, under a shorter cap
   o.lrs.clear();
-  for (const std::string& lr : Split(lrs)) o.lrs.push_back(std::stod(lr));
+  for (const std::string& lr : Split(lrs)) {
+    double rate = 0;
+    const auto [end, ec] = std::from_chars(lr.data(), lr.data() + lr.size(), rate);
+    if (ec != std::errc() || end != lr.data() + lr.size() || !(rate > 0)) {
+      std::cerr << "--lrs: " << lr << " is no learning rate above 0\n";
+      return 2;
+    }
+    o.lrs.push_back(rate);
+  }
   for (const std::string& p : Split(o.partitions)) {
     if (!PartitionNamed(p)) {
       std::cerr << "unknown partition " << p << " (iid, labelsK, dirichletALPHA)\n";
