@@ -214,8 +214,9 @@ int main(int argc, char** argv) {
   (*server)->Handle("/metrics", [&] { return http::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()}; });
   (*server)->Handle("/healthz", [] { return http::HttpResponse{200, "text/plain", "ok\n"}; });
   (*server)->Handle("/readyz", [&] {
-    return controller.Synced() ? http::HttpResponse{200, "text/plain", "ok\n"}
-                               : http::HttpResponse{503, "text/plain", "caches are being filled\n"};
+    if (controller.Synced()) return http::HttpResponse{200, "text/plain", "ok\n"};
+    const std::string waiting = controller.Waiting();
+    return http::HttpResponse{503, "text/plain", (waiting.empty() ? "caches are being filled" : waiting) + "\n"};
   });
   std::cout << "http " << (*server)->address() << std::endl;
   log.Write("watching TrainingJobs" + (options.namespace_.empty() ? std::string(" in every namespace")

@@ -176,9 +176,21 @@ void Controller::Run(const std::atomic<bool>& stop) {
   threads.push_back(clock_.StartThread("plan informer", [&] { plans_.Run(stop); }));
   // Reconciling on a half-filled cache would place on nodes it has not seen yet.
   for (kube::Informer* informer : {&jobs_, &pods_, &nodes_, &plans_}) {
+    std::string said;
     while (!stop.load() && !informer->WaitForSync(clock_.Now() + std::chrono::milliseconds(200))) {
+      // Why it waits, each time that changes: an operator started before its
+      // CRD was applied waited in silence, /readyz saying "caches are being
+      // filled" for ever (a new user's trial).
+      const Status failed = informer->LastListError();
+      if (failed.ok() || failed.message() == said) continue;
+      said = failed.message();
+      const bool no_crd = failed.code() == StatusCode::kNotFound && informer == &jobs_;
+      SetWaiting("cannot list " + informer->type().plural + " yet: " + said +
+                 (no_crd ? " (is the TrainingJob CRD installed? kubectl apply -f crds/)" : ""));
+      log_.Write(Waiting());
     }
   }
+  SetWaiting("");
   if (!stop.load()) {
     synced_ = true;
     log_.Write("caches filled: " + std::to_string(jobs_.store().Size()) + " TrainingJobs, " +

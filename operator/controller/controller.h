@@ -43,6 +43,12 @@ class Controller {
   void Run(const std::atomic<bool>& stop);
   // Every informer has listed once: /readyz.
   bool Synced() const { return synced_.load(); }
+  // While not synced, why, when a list has failed ("cannot list trainingjobs
+  // yet: ..."); else empty.
+  std::string Waiting() const {
+    std::lock_guard lock(waiting_mu_);
+    return waiting_;
+  }
 
  private:
   void Work();
@@ -74,6 +80,12 @@ class Controller {
   EventRecorder events_;
   Reconciler reconciler_;
   std::atomic<bool> synced_{false};
+  void SetWaiting(std::string why) {
+    std::lock_guard lock(waiting_mu_);
+    waiting_ = std::move(why);
+  }
+  mutable std::mutex waiting_mu_;
+  std::string waiting_;  // guarded by waiting_mu_
   std::mutex phases_mu_;
   std::map<std::string, std::string> phase_of_;  // job key -> its phase; guarded by phases_mu_
   std::map<std::string, size_t> in_phase_;       // phase -> jobs; guarded by phases_mu_

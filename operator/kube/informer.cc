@@ -238,7 +238,12 @@ void Informer::Run(const std::atomic<bool>& stop) {
   bool need_list = true;
   while (!stop.load()) {
     if (need_list) {
-      if (!Relist().ok()) {
+      Status listed = Relist();
+      {
+        std::lock_guard lock(mu_);
+        last_list_error_ = listed;
+      }
+      if (!listed.ok()) {
         Pause(backoff.Failed(clock_.Now()), stop);
         continue;
       }
@@ -255,6 +260,11 @@ void Informer::Run(const std::atomic<bool>& stop) {
       need_list = *relist;
     }
   }
+}
+
+Status Informer::LastListError() const {
+  std::lock_guard lock(mu_);
+  return last_list_error_;
 }
 
 bool Informer::WaitForSync(TimePoint deadline) {

@@ -99,6 +99,9 @@ class Informer {
   void Run(const std::atomic<bool>& stop);
   // Whether the first list has filled the store; waits until `deadline`.
   bool WaitForSync(TimePoint deadline);
+  // Why the last list failed; Ok once one has succeeded since.
+  Status LastListError() const;
+  const ResourceType& type() const { return type_; }
 
   // For tests and metrics.
   int lists() const { return lists_.load(); }
@@ -122,9 +125,10 @@ class Informer {
   std::vector<Handler> handlers_;
   std::mt19937_64 random_;
   std::string resource_version_;  // Run's thread only
-  std::mutex mu_;
+  mutable std::mutex mu_;
   ClockCondition synced_changed_;
-  bool synced_ = false;  // guarded by mu_
+  bool synced_ = false;                   // guarded by mu_
+  Status last_list_error_ = Status::Ok();  // guarded by mu_
   std::atomic<int> lists_{0}, watches_{0};
 };
 

@@ -141,6 +141,24 @@ TEST(InformerTest, FailuresBackOffFromPoint8SecondsDoubling) {
                                          milliseconds(6400)}));
 }
 
+// Why it has not listed yet is there to say (the operator's log and /readyz:
+// a CRD not applied), until a list succeeds.
+TEST(InformerTest, AFailedListIsThereToSayUntilOneSucceeds) {
+  DeterministicClock clock;
+  ScriptedClient client(clock);
+  client.lists.push_back(NotFoundError("the server could not find the requested resource"));
+  client.lists.push_back(List({}, "1"));
+  Informer informer(client, kPods, "default", clock);
+  EXPECT_TRUE(informer.LastListError().ok()) << "nothing tried yet";
+  Status seen = Status::Ok();
+  RunUntil(clock, informer, [&] {
+    if (!informer.LastListError().ok()) seen = informer.LastListError();
+    return informer.WaitForSync(clock.Now());
+  });
+  EXPECT_EQ(seen.code(), StatusCode::kNotFound);
+  EXPECT_TRUE(informer.LastListError().ok());
+}
+
 TEST(InformerTest, WatchTimeoutsAreSpreadBetweenFiveAndTenMinutes) {
   DeterministicClock clock;
   ScriptedClient client(clock);
