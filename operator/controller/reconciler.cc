@@ -537,13 +537,15 @@ JobPlan NextGeneration(const JobPlan& plan, const std::set<int>& replaced, const
 // delete asked for (its deletionTimestamp less its grace), its agent's end
 // (a failed pod's finishedAt), a node of the team gone silent (the
 // NodeNotReady the status has said since), a lost worker gone silent
-// (its silentSince in the status). None: nothing earlier than now.
+// (its silentSince in the status), a lost coordinator's /progress unanswered
+// since its last read (Stalled, ProgressUnreadable). None: nothing earlier
+// than now.
 // A recovery timed from when this operator saw it was shown as 0.65 s when
 // the team had been short a worker for 17 s (a new user's trial: the loss
 // came while no replica led).
 std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std::vector<std::string>& lost_names,
                                            const std::vector<const Json*>& lost_pods,
-                                           const std::vector<NodeView>& lost_nodes) {
+                                           const std::vector<NodeView>& lost_nodes, bool coordinator_lost) {
   std::optional<kube::WallTime> earliest;
   auto consider = [&](const std::string& text, std::chrono::seconds less = std::chrono::seconds(0)) {
     if (std::optional<kube::WallTime> t = kube::ParseKubeTime(text)) {
@@ -577,6 +579,13 @@ std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std:
   // start of a loss whose node had gone silent 15 s before (a new user's trial).
   for (const NodeView& node : lost_nodes) {
     if (!node.ready) consider(node.not_ready_since);
+  }
+  // A coordinator whose node died: its /progress went unanswered from its
+  // last read, 40 s before its node was called NotReady. Its recovery was
+  // counted 12 s where the team had stood 50 s (a new user's trial).
+  if (coordinator_lost && ConditionIs(stored_status, condition::kStalled, true) &&
+      FindCondition(stored_status, condition::kStalled)->value("reason", "") == reason::kProgressUnreadable) {
+    consider(stored_status.value("/progress/readTime"_json_pointer, std::string()));
   }
   return earliest;
 }
@@ -1722,7 +1731,8 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
                                       : ", to train on from its workers' copy of the model") +
                        (with_it.empty() ? "" : "; lost with it and replaced: " + with_it),
                    next, moved,
-                   LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{})));
+                   LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{}),
+                                /*coordinator_lost=*/true));
 }
 
 Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
@@ -1781,7 +1791,8 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   }
   return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
                    what + "; replaced: " + moved, next, coordinator,
-                   LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views(lost_nodes, MeasuredLinks{})));
+                   LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views(lost_nodes, MeasuredLinks{}),
+                                /*coordinator_lost=*/false));
 }
 
 Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional<int> recovery,

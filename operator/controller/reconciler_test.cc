@@ -590,6 +590,36 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
       << *stalled;
 }
 
+// A coordinator's node that dies is called NotReady only tens of seconds
+// later; its /progress went unanswered from its last read, and the
+// recovery counts from there (it was counted 12 s where the team had stood
+// 50 s: a new user's trial).
+TEST_F(ReconcilerTest, ACoordinatorsRecoveryCountsFromItsLastAnsweredProgress) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  progress_.by_ip.erase(coordinator_ip);  // its node dies
+  now_ += std::chrono::seconds(31);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_EQ(FindCondition(Job("team")["status"], api::condition::kStalled)->value("reason", ""),
+            api::reason::kProgressUnreadable);
+  now_ += std::chrono::seconds(10);
+  nodes_.Put(ANode("gateway").NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(2);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"].get<std::string>().ends_with("-g2")) Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(43)));
+}
+
 // Issue 19: a worker whose pushes the coordinator kept refusing is turned
 // away for good, and the job carries on; the operator says so with a Warning
 // Event, once, and in the worker's status.
