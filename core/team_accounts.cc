@@ -79,8 +79,8 @@ std::string TeamAccounts::StreamReadThrough(int w) const {
   return k.stream_read_through;
 }
 
-void TeamAccounts::ResumeTeamAt(int64_t iteration) {
-  samples_ = std::max(samples_, iteration * batch_size_ * static_cast<int64_t>(workers_.size()));
+void TeamAccounts::TrainedOnFromCopy(int64_t own_clock, int64_t copy_clock) {
+  samples_ += std::max<int64_t>(0, copy_clock - own_clock) * batch_size_ * static_cast<int64_t>(workers_.size());
 }
 
 void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers, std::optional<double> loss) {

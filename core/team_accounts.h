@@ -54,11 +54,17 @@ class TeamAccounts {
   void StreamOpened(int w, int64_t iteration);
   // `w` was taken back after being counted out and resumes after `iteration`.
   void Resumed(int w, int64_t iteration) { workers_[w].iteration = iteration; }
-  // The team trains on from a worker's copy of the model at `iteration`
-  // (core/model_takeover.h): the team's count goes on from there, never back.
-  // A copy does not say how many samples made it; the team's iterations are
-  // whole batches of every worker, and so many are counted.
-  void ResumeTeamAt(int64_t iteration);
+  // The team trains on from a worker's copy of the model whose rows are at
+  // round `copy_clock`, where this coordinator's own were at `own_clock`
+  // (core/model_takeover.h): the rounds between were trained while it was
+  // away. A copy does not say how many samples made them; so many whole
+  // batches of every worker are counted, on top of what the coordinator
+  // counted itself (its checkpoint's). Rounds are not the team's iteration
+  // (whole batches): a round closed without a worker, or an epoch's short
+  // last batch, trained fewer. Counting the copy's round as the iteration
+  // made a resumed coordinator's count jump by half, 57,800 to 87,171, its
+  // samples with it (a new user's trial).
+  void TrainedOnFromCopy(int64_t own_clock, int64_t copy_clock);
   // Part of a push of `w` after `iteration` was applied.
   void Pushed(int w, int64_t iteration, int rows, int64_t bytes);
   // The report on a push's first part: counted even when its rows were not

@@ -26,18 +26,25 @@ TEST(TeamAccountsTest, TheTeamsIterationIsItsSamplesOverABatchPerWorker) {
 }
 
 // A coordinator placed anew trains on from a worker's copy: the team's count
-// goes on from the copy's iteration, and never back.
-TEST(TeamAccountsTest, ATeamResumedFromACopyCountsOnFromItsIteration) {
+// goes on by the rounds the copy is ahead of its own model, and never back.
+TEST(TeamAccountsTest, ATeamResumedFromACopyCountsOnByTheRoundsItIsAhead) {
   TeamAccounts team(2, 32, 6400);
-  team.ResumeTeamAt(2900);
+  team.TrainedOnFromCopy(0, 2900);  // a coordinator with nothing of its own
   EXPECT_EQ(team.team_iteration(), 2900);
   EXPECT_EQ(team.samples(), 2900 * 64);
   WorkerReport r;
   r.samples = 64;
   team.Reported(0, r);
   EXPECT_EQ(team.team_iteration(), 2901);
-  team.ResumeTeamAt(100);
-  EXPECT_EQ(team.team_iteration(), 2901) << "a copy behind the team's count moves it back";
+  team.TrainedOnFromCopy(3000, 100);
+  EXPECT_EQ(team.team_iteration(), 2901) << "a copy behind the team's own model moves nothing back";
+  // Resumed from a checkpoint of 1,000 iterations (whole batches) whose rows
+  // were at round 1,500 (rounds closed without a worker): a copy at round
+  // 1,530 is 30 rounds on, not 1,530 iterations.
+  TeamAccounts resumed(2, 32, 6400);
+  resumed.Restore(1000 * 64, {}, std::nullopt);
+  resumed.TrainedOnFromCopy(1500, 1530);
+  EXPECT_EQ(resumed.team_iteration(), 1030);
 }
 
 // A push late for its round (policy deadline) trained nothing the team kept:

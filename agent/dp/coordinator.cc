@@ -411,7 +411,7 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
   // had trained 111 s, its iteration shown back at 25 with its workers past
   // 8,000 (a new user's trial). The clock counts the move's gap: it is wall
   // time the job spent.
-  accounts_.ResumeTeamAt(from);
+  accounts_.TrainedOnFromCopy(own, from);
   const double offered_s = takeover_.offered_elapsed_s(w);
   const TimePoint now = clock_.Now();
   if (!job_clock_start_ || offered_s > ToSeconds(now - *job_clock_start_)) {
