@@ -146,7 +146,9 @@ class Validator {
         // The CRD's durations share one pattern, and its quantities another; a
         // person reads an example better than a regex.
         constexpr std::string_view kDuration = R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)";
-        const bool quantity = pattern.rfind(R"(^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i))", 0) == 0;
+        constexpr std::string_view kQuantity =
+            R"(^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$)";
+        const bool quantity = pattern == kQuantity;
         Error(path, pattern == kDuration ? "must be a duration such as 500ms, 30s, 5m or 1h30m (got \"" + s + "\")"
                     : quantity           ? "must be a quantity of 0 or more, such as 500m, 2, 256Mi or 1.5Gi (got \"" +
                                      s + "\")"

@@ -30,7 +30,11 @@ StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDef
   request.workers_need_stream = stream && !stream->directory && stream->rates_per_second.empty();
 
   ResourceAmounts pod = defaults.requests;
-  const Json requests = spec.value("/template/resources/requests"_json_pointer, Json::object());
+  // What the pods ask: a request left out is its limit, as the Pod API
+  // defaults it (a GPU is given as a limit alone, as NVIDIA's device plugin
+  // documents it).
+  Json requests = spec.value("/template/resources/limits"_json_pointer, Json::object());
+  requests.update(spec.value("/template/resources/requests"_json_pointer, Json::object()));
   if (requests.contains("cpu")) {
     StatusOr<int64_t> cpu = ParseQuantityMillis(QuantityText(requests["cpu"]));
     if (!cpu.ok()) return cpu.status().WithContext("spec.template.resources.requests.cpu");
@@ -41,10 +45,13 @@ StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDef
     if (!memory.ok()) return memory.status().WithContext("spec.template.resources.requests.memory");
     pod.memory_bytes = *memory;
   }
-  // A GPU or ephemeral storage asked for: placement counts it against each
-  // node's (a node that lists none has none).
+  // A GPU or any extended resource (a name with its vendor's domain) asked
+  // for: placement counts it against each node's (a node that lists none has
+  // none). Ephemeral storage and huge pages are not counted, as before: every
+  // node lists them, and carrying them through placement cost an allocation
+  // a node each time a team is placed.
   for (auto it = requests.begin(); it != requests.end(); ++it) {
-    if (it.key() == "cpu" || it.key() == "memory") continue;
+    if (!IsExtendedResource(it.key())) continue;
     StatusOr<int64_t> amount = ParseQuantityMillis(QuantityText(it.value()));
     if (!amount.ok()) return amount.status().WithContext("spec.template.resources.requests." + it.key());
     if (*amount > 0) pod.AddOther(it.key(), *amount);

@@ -83,12 +83,15 @@ TEST(TeamRequestTest, ATorchScriptModuleIsCostedByItsMeasuredSize) {
   EXPECT_GT(measured->step.bits_per_exchange, 0);
 }
 
+// A GPU given as a limit alone, as NVIDIA documents it: the Pod API makes it
+// the request too, and placement counts it so; a CPU limit alone likewise.
 TEST(TeamRequestTest, AGpuAskedForIsCountedBesideCpuAndMemory) {
-  StatusOr<TeamRequest> request =
-      TeamRequestOf(Job(R"({"template": {"resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": 1}}}})"),
-                    PodDefaults{});
+  StatusOr<TeamRequest> request = TeamRequestOf(
+      Job(R"({"template": {"resources": {"limits": {"cpu": "500m", "nvidia.com/gpu": 1, "ephemeral-storage": "1Gi"}}}})"),
+      PodDefaults{});
   ASSERT_TRUE(request.ok()) << request.status().ToString();
   EXPECT_EQ(request->worker_requests.cpu_millis, 500);
+  EXPECT_EQ(request->worker_requests.others.size(), 1u) << "ephemeral storage is not counted";
   EXPECT_EQ(request->worker_requests.Other("nvidia.com/gpu"), 1000);
   EXPECT_EQ(request->coordinator_requests.Other("nvidia.com/gpu"), 1000);
 }

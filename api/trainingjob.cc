@@ -9,6 +9,7 @@
 #include "api/structural_schema.h"
 #include "api/yaml_json.h"
 #include "core/model_shape.h"
+#include "core/node_view.h"
 #include "core/quantity.h"
 
 namespace edgetrain::api {
@@ -56,9 +57,18 @@ void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
       StatusOr<int64_t> amount = ParseQuantityMillis(text);
       if (!amount.ok()) {
         errors.push_back({path, amount.status().message()});
+      } else if (IsExtendedResource(name) && *amount % 1000 != 0) {
+        errors.push_back({path, "must be a whole number: " + name + " is counted in whole units (got " + text + ")"});
       } else if (kind == std::string_view("limits")) {
         limits[name] = {*amount, text};
-      } else if (auto limit = limits.find(name); limit != limits.end() && *amount > limit->second.first) {
+      } else if (auto limit = limits.find(name); IsExtendedResource(name) && limit == limits.end()) {
+        // The Pod API overcommits no extended resource: it takes a GPU as a
+        // limit (the request then defaults to it), or as both, equal.
+        errors.push_back({path, "needs limits." + name + " too, equal to it: a GPU or other extended resource is "
+                                "given as a limit (got a request of " + text + " alone)"});
+      } else if (limit != limits.end() && IsExtendedResource(name) && *amount != limit->second.first) {
+        errors.push_back({path, "must equal its limit, " + limit->second.second + " (got " + text + ")"});
+      } else if (limit != limits.end() && *amount > limit->second.first) {
         errors.push_back({path, "must be no more than its limit, " + limit->second.second + " (got " + text + ")"});
       }
     }

@@ -173,6 +173,13 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.template.resources.requests.memory: quantity \"1e30\""},
       {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}}}})"),
        "spec.template.resources.requests.cpu: must be no more than its limit, 1500m (got 2)"},
+      // Extended resources as the Pod API takes them: whole, never overcommitted.
+      {With(R"({"spec": {"template": {"resources": {"requests": {"nvidia.com/gpu": 1}}}}})"),
+       "spec.template.resources.requests.nvidia.com/gpu: needs limits.nvidia.com/gpu too, equal to it"},
+      {With(R"({"spec": {"template": {"resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}}}})"),
+       "spec.template.resources.requests.nvidia.com/gpu: must equal its limit, 2 (got 1)"},
+      {With(R"({"spec": {"template": {"resources": {"limits": {"nvidia.com/gpu": "500m"}}}}})"),
+       "spec.template.resources.limits.nvidia.com/gpu: must be a whole number"},
       {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
       {"# only a comment\n", "job.yaml: the manifest is empty"},
       {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},

@@ -26,6 +26,7 @@
 // and a final JSON line to stdout.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -224,7 +225,7 @@ int Main(int argc, char** argv) {
       [](std::string& text) {
         double v = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        return ec == std::errc() && end == text.data() + text.size() && v > 0 ? std::string()
+        return ec == std::errc() && end == text.data() + text.size() && v > 0 && std::isfinite(v) ? std::string()
                                                                             : "must be more than 0, not " + text;
       },
       "POSITIVE");

@@ -17,8 +17,13 @@
 
 namespace edgetrain {
 
-// A resource other than CPU, memory and pods that a pod may ask for and a
-// node may have (ephemeral-storage, nvidia.com/gpu), in milli-units.
+// An extended resource, named with its vendor's domain ("nvidia.com/gpu"),
+// which only the Pod API's native ones (cpu, memory, ephemeral-storage,
+// hugepages-*) are not.
+inline bool IsExtendedResource(const std::string& name) { return name.find('/') != std::string::npos; }
+
+// An extended resource that a pod may ask for and a node may have
+// (nvidia.com/gpu), in milli-units.
 struct OtherResource {
   std::string name;
   int64_t millis = 0;
@@ -33,8 +38,8 @@ struct ResourceAmounts {
   int64_t cpu_millis = 0;
   int64_t memory_bytes = 0;
   int64_t pods = 0;
-  // Every other resource named, by name. A node that lists none of one has
-  // none: a pod asking for a GPU fits no node without one, as its kubelet
+  // Every extended resource named, by name. A node that lists none of one
+  // has none: a pod asking for a GPU fits no node without one, as its kubelet
   // would refuse it (a new user's GPU job was placed on a gateway with none).
   std::vector<OtherResource> others{};
 

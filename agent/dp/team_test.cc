@@ -246,7 +246,8 @@ TEST(TeamTest, AWorkerToldToStopGivesUpASendOverALinkThatIsDown) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_TRUE(team.WorkerEnded(1)) << "still sending over a link that is out";
-  EXPECT_LT(std::chrono::steady_clock::now() - told, seconds(1));
+  // Well short of the outage's 60 s, on a loaded machine too.
+  EXPECT_LT(std::chrono::steady_clock::now() - told, seconds(5));
   team.Stop();
 }
 

@@ -18,12 +18,11 @@ int64_t Amount(const Json& resources, const char* name, bool millis) {
   return amount.ok() ? *amount : 0;
 }
 
-// Every resource of `resources` but CPU, memory and pods, added to `into`
-// (milli-units): a GPU, ephemeral storage.
+// Every extended resource of `resources` (a GPU), added to `into` (milli-units).
 void AddOthers(const Json& resources, ResourceAmounts& into) {
   for (auto it = resources.begin(); it != resources.end(); ++it) {
     const std::string& name = it.key();
-    if (name == "cpu" || name == "memory" || name == "pods") continue;
+    if (!IsExtendedResource(name)) continue;
     const Json& v = it.value();
     StatusOr<int64_t> amount = ParseQuantityMillis(v.is_string() ? v.get<std::string>() : v.dump());
     if (amount.ok() && *amount != 0) into.AddOther(name, *amount);

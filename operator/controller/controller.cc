@@ -182,6 +182,7 @@ void Controller::Run(const std::atomic<bool>& stop) {
       // CRD was applied waited in silence, /readyz saying "caches are being
       // filled" for ever (a new user's trial).
       const Status failed = informer->LastListError();
+      if (failed.ok()) SetWaiting("");  // listed: the next one's words, if any
       if (failed.ok() || failed.message() == said) continue;
       said = failed.message();
       const bool no_crd = failed.code() == StatusCode::kNotFound && informer == &jobs_;

@@ -24,8 +24,15 @@ Json ResourcesOf(const JobObject& job, const api::PodDefaults& defaults) {
   Json resources = Spec(job).value("/template/resources"_json_pointer, Json::object());
   Json& requests = resources["requests"];
   if (!requests.is_object()) requests = Json::object();
-  if (!requests.contains("cpu")) requests["cpu"] = FormatCpuMillis(defaults.requests.cpu_millis);
-  if (!requests.contains("memory")) requests["memory"] = FormatBytes(defaults.requests.memory_bytes);
+  // A request left out is its limit, as the Pod API defaults it (placement
+  // counts it so: api::TeamRequestOf); else placement's default.
+  const Json limits = resources.value("limits", Json::object());
+  if (!requests.contains("cpu")) {
+    requests["cpu"] = limits.contains("cpu") ? limits["cpu"] : Json(FormatCpuMillis(defaults.requests.cpu_millis));
+  }
+  if (!requests.contains("memory")) {
+    requests["memory"] = limits.contains("memory") ? limits["memory"] : Json(FormatBytes(defaults.requests.memory_bytes));
+  }
   return resources;
 }
 

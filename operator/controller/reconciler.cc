@@ -205,6 +205,21 @@ void Reconciler::ReportRefusal(const Pass& pass, const Status& done) {
                  "the API server refused a request for this job, retried with back-off: " + done.message());
 }
 
+void Reconciler::FailInvalid(Pass& pass, const std::string& why, const std::string& invalid) {
+  const bool news = !ConditionIs(pass.status, condition::kInvalid, true) ||
+                    pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation;
+  pass.Set(condition::kInvalid, true, why.c_str(), invalid);
+  pass.Set(condition::kFailed, true, why.c_str(), invalid);
+  pass.status["phase"] = phase::kFailed;
+  // Failed, so finished: ttlSecondsAfterFinished counts from here.
+  if (news || !pass.status.contains("completionTime")) pass.status["completionTime"] = pass.now;
+  pass.status["observedGeneration"] = pass.generation;
+  if (news) {
+    events_.Record(pass.object, "Warning", why, invalid);
+    log_.Job(pass.key, why, invalid);
+  }
+}
+
 // The same validation as `edgetrain validate`: an object stored under an older
 // CRD, or one that asks what the operator cannot run, is Invalid and makes nothing.
 Status Reconciler::Validate(Pass& pass) {
@@ -224,18 +239,7 @@ Status Reconciler::Validate(Pass& pass) {
     }
   }
   if (!invalid.empty()) {
-    const bool news = !ConditionIs(pass.status, condition::kInvalid, true) ||
-                      pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation;
-    pass.Set(condition::kInvalid, true, why.c_str(), invalid);
-    pass.Set(condition::kFailed, true, why.c_str(), invalid);
-    pass.status["phase"] = phase::kFailed;
-    // Failed, so finished: ttlSecondsAfterFinished counts from here.
-    if (news || !pass.status.contains("completionTime")) pass.status["completionTime"] = pass.now;
-    pass.status["observedGeneration"] = pass.generation;
-    if (news) {
-      events_.Record(pass.object, "Warning", why, invalid);
-      log_.Job(pass.key, why, invalid);
-    }
+    FailInvalid(pass, why, invalid);
     return Status::Ok();  // pass.job stays unnamed: nothing more to do
   }
   // What edgetrain validate and run say of the spec as notes (a field that
@@ -703,17 +707,11 @@ Status Reconciler::Place(Pass& pass) {
   StatusOr<TeamRequest> request =
       api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) {
-    // The schema and edgetrain validate admit only quantities; an object
-    // stored before they did fails as an invalid spec does (Validate), so that
-    // fixing it starts it again. It had said Invalid alone, which the next
-    // pass read as valid: Failed for good, with no reason.
-    const std::string& why = request.status().message();
-    pass.Set(condition::kInvalid, true, reason::kInvalidSpec, why);
-    pass.Set(condition::kFailed, true, reason::kInvalidSpec, why);
-    pass.status["phase"] = phase::kFailed;
-    pass.status["completionTime"] = pass.now;
-    events_.Record(pass.object, "Warning", reason::kInvalidSpec, why);
-    log_.Job(pass.key, reason::kInvalidSpec, why);
+    // Validate reads every request first, with the same parser; kept so that
+    // a request it ever lets through fails as an invalid spec does, and
+    // fixing it starts the job again (Invalid alone had been read as valid
+    // by the next pass: Failed for good, with no reason).
+    FailInvalid(pass, reason::kInvalidSpec, request.status().message());
     return Status::Ok();
   }
   for (const std::string& bad : line_.Unreadable()) log_.Job(pass.key, "NodeUnreadable", bad);

@@ -96,6 +96,9 @@ class Reconciler {
  private:
   struct Pass;  // one reconcile's state
   Status Validate(Pass& pass);
+  // The job fails for what its spec says (`why`: InvalidSpec, NotSupported),
+  // Invalid until the spec changes; said in an Event once a generation.
+  void FailInvalid(Pass& pass, const std::string& why, const std::string& invalid);
   Status Finished(Pass& pass);
   // A finished job (Succeeded, Failed, or Failed as invalid) is deleted once
   // `spec`'s ttlSecondsAfterFinished has passed since its completionTime.

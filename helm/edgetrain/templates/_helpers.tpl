@@ -78,7 +78,7 @@ what to change. Included once, by the Deployment's template.
 {{- end -}}
 {{- /* The schema's duration takes any length over 0; the agents read a keepalive in milliseconds, and the operator refuses less. */ -}}
 {{- with .Values.jobDefaults.agentKeepalive -}}
-{{- if regexMatch "^0*(\\.[0-9]*)?ms$" . -}}
+{{- if or (regexMatch "^0*(\\.[0-9]*)?ms$" .) (regexMatch "^0*\\.000[0-9]*s$" .) -}}
 {{- fail (printf "jobDefaults.agentKeepalive is %s, under 1ms: the agents read their keepalive in milliseconds, and the operator refuses less. Give 1ms or more, or leave it empty for the operator's default (10s)." .) -}}
 {{- end -}}
 {{- end -}}

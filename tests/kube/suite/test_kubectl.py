@@ -349,8 +349,8 @@ class TrainingJobRules(KubectlTestCase):
                      "spec.template.resources.requests.cpu in body should match"),
         "quantity-negative": ({"template": {"resources": {"limits": {"memory": -1}}}},
                               "spec.template.resources.limits.memory in body should be greater than or equal to 0"),
-        "quantity-ok": ({"template": {"resources": {"requests": {"cpu": "500m", "memory": "256Mi",
-                                                                 "nvidia.com/gpu": 1}}}}, None),
+        "quantity-ok": ({"template": {"resources": {"requests": {"cpu": "500m", "memory": "256Mi"},
+                                                    "limits": {"nvidia.com/gpu": 1}}}}, None),
     }
 
     def test_rules_of_the_real_crd(self):
