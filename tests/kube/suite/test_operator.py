@@ -656,7 +656,9 @@ class OperatorTest(OperatorSiteTestCase):
                         "edgetrain.dev/measured-downlink-bps-", "edgetrain.dev/measured-at-")
         self.delete_when_done("warned")
         # A wider model: its pushes (150 kB) are large enough for the agents to time.
-        self.apply(wall_clock_job("warned", "15s", parallelism={"workers": 2}, model={"name": "mlp", "hidden": [512]},
+        # 25 s: the moved worker's link is published once two readings of it
+        # are in; under a full ctest run the job of 15 s once ended first.
+        self.apply(wall_clock_job("warned", "25s", parallelism={"workers": 2}, model={"name": "mlp", "hidden": [512]},
                                   cleanPodPolicy="None"))
         self.wait_job("warned", lambda j: phase(j) == "Running", timeout=60)
         node = self.job_pods("warned")["warned-worker-1"]["spec"]["nodeName"]
