@@ -102,9 +102,8 @@ Exclusion Shortfall(const ResourceAmounts& free, const ResourceAmounts& asked, c
 }
 
 void Take(ResourceAmounts& free, const ResourceAmounts& asked) {
-  ResourceAmounts one = asked;
-  one.pods = 1;  // a pod, whatever the request says of pods
-  free.Add(one, -1);
+  free.Add(asked, -1);
+  free.pods += asked.pods - 1;  // a pod, whatever the request says of pods
 }
 
 // "0/7 nodes fit the coordinator: 2 not ready, 1 transient."

@@ -123,7 +123,7 @@ class Team {
   // given a cluster profile's link does.
   void StartWorker(int rank, std::optional<BandwidthTrace> uplink = std::nullopt) {
     *worker_cancel_[rank] = false;
-    worker_ended_[rank] = false;
+    worker_ended_.at(rank) = false;
     auto trainer = std::shared_ptr<Trainer>(MakeTrainer());
     workers_.emplace_back([this, rank, trainer, uplink] {
       WorkerOptions options;
@@ -138,7 +138,7 @@ class Team {
   }
   // As an agent's SIGTERM: the worker is told to stop.
   void StopWorker(int rank) { *worker_cancel_[rank] = true; }
-  bool WorkerEnded(int rank) const { return worker_ended_[rank].load(); }
+  bool WorkerEnded(int rank) const { return worker_ended_.at(rank).load(); }
 
   // Waits (polling the coordinator's progress, never sleeping blindly) for `ok`.
   bool WaitFor(const std::function<bool(const JobProgress&)>& ok, seconds timeout = seconds(30)) {
