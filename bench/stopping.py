@@ -8,15 +8,18 @@ is taken as SIGINT is. Before, a SIGTERM left the run training on with nothing
 said, and a Ctrl-C had Python SIGKILL it a quarter of a second later, leaving
 its run and TLS folders behind.
 """
+import contextlib
 import signal
 import subprocess
+import sys
+import time
 
 # The signal that stopped the benchmark, once one has: its exit code is 128 + it.
 STOPPED_BY = {"signal": None}
 
 
 def _interrupt(signum, _frame):
-    STOPPED_BY["signal"] = signum
+    STOPPED_BY["signal"] = STOPPED_BY["signal"] or signum
     raise KeyboardInterrupt
 
 
@@ -30,30 +33,87 @@ def exit_code():
     return 128 + (STOPPED_BY["signal"] or signal.SIGINT)
 
 
+class Held:
+    """SIGINT and SIGTERM noted rather than raised, until the block ends."""
+
+    def __enter__(self):
+        self.caught = None
+
+        def note(signum, _frame):
+            self.caught = self.caught or signum
+        self.previous = [signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)]
+        return self
+
+    def __exit__(self, *_):
+        signal.signal(signal.SIGINT, self.previous[0])
+        signal.signal(signal.SIGTERM, self.previous[1])
+        return False
+
+    def raise_if_caught(self):
+        if self.caught:
+            _interrupt(self.caught, None)
+
+
+def _say(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def stop_all(procs, grace_s=60, say=_say):
+    """SIGINT to each run still going, then SIGKILL to any not ended `grace_s` later.
+    A signal to the benchmark meanwhile does not cut the stop short."""
+    with Held():
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + grace_s
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                say(f"  pid {proc.pid} did not stop within {grace_s} s of SIGINT: killed")
+                proc.kill()
+                proc.wait()
+
+
 def stop(proc, grace_s=60):
-    """SIGINT to a run still going, then SIGKILL to one not ended `grace_s` later."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_all([proc], grace_s)
+
+
+def start(cmd, **kwargs):
+    """A run in a session of its own. A signal while it starts is held until the
+    run exists, then stops it: there is no moment at which it could be left behind."""
+    with Held() as held:
+        proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    if held.caught:
+        stop(proc)
+        held.raise_if_caught()
+    return proc
 
 
 def run(cmd, **kwargs):
     """subprocess.run's result, the child stopped as above if the benchmark is."""
-    proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    proc = start(cmd, **kwargs)
     try:
         out, err = proc.communicate()
     except BaseException:
-        # Signals stay deferred while it stops: a second Ctrl-C does not cut it short.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        try:
-            stop(proc)
-        finally:
-            signal.signal(signal.SIGINT, previous[0])
-            signal.signal(signal.SIGTERM, previous[1])
+        stop(proc)
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def supervise(procs, cap_s, overrun_s, label, done=None, say=_say):
+    """Waits for `procs` (each from start()), checking every second: once done()
+    holds (the target is held, say), or `overrun_s` past `cap_s`, those still
+    running are stopped as Ctrl-C stops them; a signal to the benchmark stops
+    them too, and its KeyboardInterrupt goes on."""
+    began = time.monotonic()
+    try:
+        while any(proc.poll() is None for proc in procs):
+            time.sleep(1)
+            if done is not None and done():
+                break
+            if time.monotonic() - began > cap_s + overrun_s:
+                say(f"  {label} overran its cap by {overrun_s:.0f} s: stopped")
+                break
+    finally:
+        stop_all(procs, say=say)
