@@ -76,9 +76,14 @@ what to change. Included once, by the Deployment's template.
 {{- if and .Values.prometheusRule.enabled (not .Values.prometheusRule.edgetrainAlerts) (not .Values.prometheusRule.groups) -}}
 {{- fail "prometheusRule.enabled is true but prometheusRule.edgetrainAlerts is false and prometheusRule.groups is empty: the PrometheusRule would have no rules. Turn edgetrainAlerts on, give groups, or leave it disabled." -}}
 {{- end -}}
-{{- /* The schema's duration takes any length over 0; the agents read a keepalive in milliseconds, and the operator refuses less. */ -}}
+{{- /* The schema's duration takes any length over 0; the agents read a keepalive in milliseconds, and the operator refuses less. Its parts are summed, so that 0s0.5ms is as short as 0.5ms. */ -}}
 {{- with .Values.jobDefaults.agentKeepalive -}}
-{{- if or (regexMatch "^0*(\\.[0-9]*)?ms$" .) (regexMatch "^0*\\.000[0-9]*s$" .) -}}
+{{- $ms := 0.0 -}}
+{{- $unitMs := dict "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ms|s|m|h)" . -1 -}}
+{{- $ms = addf $ms (mulf (regexFind "^[0-9]+(\\.[0-9]+)?" . | float64) (get $unitMs (regexFind "(ms|s|m|h)$" .))) -}}
+{{- end -}}
+{{- if lt $ms 1.0 -}}
 {{- fail (printf "jobDefaults.agentKeepalive is %s, under 1ms: the agents read their keepalive in milliseconds, and the operator refuses less. Give 1ms or more, or leave it empty for the operator's default (10s)." .) -}}
 {{- end -}}
 {{- end -}}

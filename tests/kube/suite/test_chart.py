@@ -500,6 +500,8 @@ class OnTheStandin(KubectlTestCase):
                               (("--set", "jobDefaults.agentKeepalive=0s"), "jobDefaults.agentKeepalive: Does not match"),
                               (("--set", "jobDefaults.agentKeepalive=0.5ms"),
                                "jobDefaults.agentKeepalive is 0.5ms, under 1ms"),
+                              (("--set", "jobDefaults.agentKeepalive=0s0.5ms"),  # parts summed
+                               "jobDefaults.agentKeepalive is 0s0.5ms, under 1ms"),
                               # a Role there fails part-way, the ClusterRole rewritten without the job rules
                               (("--set", "operator.watchNamespace=nowhere"),
                                'operator.watchNamespace: the namespace "nowhere" does not exist; create it first')):
