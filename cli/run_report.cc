@@ -690,7 +690,9 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
 }
 
 std::string FailureJsonLine(const std::string& job, const std::string& error) {
-  return nlohmann::json{{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}}.dump();
+  // The error may quote bytes that are not UTF-8 (a path, a file's line): replaced, not thrown.
+  return nlohmann::json{{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace edgetrain::cli

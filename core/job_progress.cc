@@ -149,7 +149,9 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"stopReason", p.stop_reason ? Json(NameOf(*p.stop_reason)) : Json("")},
             {"error", p.error},
             {"modelPath", p.model_path}};
-  return j.dump();
+  // An error quotes what it was given (a file's bytes, a path): a byte that is
+  // not UTF-8 becomes U+FFFD rather than an exception that aborts the agent.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {

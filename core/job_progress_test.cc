@@ -126,6 +126,15 @@ TEST(JobProgressTest, AFailureIsAReasonAndAMessageNotAStringToParse) {
   EXPECT_FALSE(StopReasonNamed("tired").has_value());
 }
 
+TEST(JobProgressTest, AnErrorQuotingBytesThatAreNotUtf8IsEncodedNotThrown) {
+  JobProgress p;
+  p.state = JobState::kFailed;
+  p.error = "/data/caf\xe9.csv: no such file";  // a Latin-1 file name
+  auto back = DecodeJobProgress(EncodeJobProgress(p));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->error, "/data/caf\xEF\xBF\xBD.csv: no such file") << "the byte replaced by U+FFFD";
+}
+
 TEST(JobProgressTest, RefusesUnknownStates) {
   auto p = DecodeJobProgress(R"({"state": "dancing"})");
   ASSERT_FALSE(p.ok());

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "agent/data/gzip_file.h"
@@ -28,6 +29,38 @@ bool ParseNumber(std::string_view field, double& out) {
   if (field.empty()) return false;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
   return ec == std::errc() && end == field.data() + field.size();
+}
+
+// A field as an error quotes it: a byte that is not printable ASCII as \xNN (a
+// file in another encoding: the message goes on as UTF-8, into JSON, where a
+// Latin-1 byte had aborted the agent), and a long one cut (a line of another
+// separator is one field).
+std::string Quoted(std::string_view field) {
+  constexpr size_t kShown = 40;
+  std::string out = "'";
+  for (size_t i = 0; i < field.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(field[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02X", c);
+      out += escaped;
+    }
+  }
+  out += "'";
+  if (field.size() > kShown) out += " (cut at " + std::to_string(kShown) + " of its " + std::to_string(field.size()) + " bytes)";
+  return out;
+}
+
+// Why a field that is not a number may not be one: a file of another separator.
+std::string SeparatorHint(std::string_view field) {
+  for (char c : {';', '\t', '|'}) {
+    if (field.find(c) != std::string_view::npos) {
+      return std::string("; fields are separated by commas, and this one holds ") + (c == '\t' ? "tabs" : std::string("'") + c + "'");
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -76,7 +109,7 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
     first = false;
     if (not_a_number < fields.size()) {
       if (header) continue;
-      return bad("'" + std::string(fields[not_a_number]) + "' is not a number");
+      return bad(Quoted(fields[not_a_number]) + " is not a number" + SeparatorHint(fields[not_a_number]));
     }
     if (fields.size() != columns) {
       return bad("expected " + std::to_string(columns) + " values, found " + std::to_string(fields.size()));
@@ -84,7 +117,7 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
 
     const double label = values[static_cast<size_t>(label_column)];
     if (!std::isfinite(label) || label != std::floor(label)) {
-      return bad("label '" + std::string(fields[static_cast<size_t>(label_column)]) + "' is not an integer");
+      return bad("label " + Quoted(fields[static_cast<size_t>(label_column)]) + " is not an integer");
     }
     if (label < 0 || label >= info.classes) {
       return bad("label " + std::string(fields[static_cast<size_t>(label_column)]) + " is out of range [0, " +
@@ -96,13 +129,13 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
       const double v = values[i];
       if (options.max_level > 0) {
         if (v < 0 || v > options.max_level || v != std::floor(v)) {
-          return bad("value '" + std::string(fields[i]) + "' is not a whole number from 0 to " +
+          return bad("value " + Quoted(fields[i]) + " is not a whole number from 0 to " +
                      std::to_string(options.max_level));
         }
         d.pixels.push_back(static_cast<uint8_t>(v));
       } else {
         // A NaN or an infinity would only show up later as a loss that is NaN.
-        if (!std::isfinite(v)) return bad("'" + std::string(fields[i]) + "' is not a finite number");
+        if (!std::isfinite(v)) return bad(Quoted(fields[i]) + " is not a finite number");
         d.features.push_back(static_cast<float>(v));
       }
     }

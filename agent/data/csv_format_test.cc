@@ -65,6 +65,14 @@ TEST(CsvFormatTest, RefusesBadRows) {
       {"1,2,3,4\n1,2,3,4,5\n", {}, "t.csv:2: expected 4 values, found 5"},
       {"1,2,3,4\n1,2,x,4\n", {}, "t.csv:2: 'x' is not a number"},
       {"1,2,3,4\n1,2,,4\n", {}, "t.csv:2: '' is not a number"},
+      // Another encoding's byte is escaped, so that the message stays UTF-8 (it goes into JSON).
+      {"1,2,3,4\n1,caf\xe9,3,4\n", {}, "t.csv:2: 'caf\\xE9' is not a number"},
+      // A file of another separator: its line is one long field.
+      {"1;2;3;4\n1;2;3;4\n", {}, "t.csv:2: '1;2;3;4' is not a number; fields are separated by commas, and this one holds ';'"},
+      {"1\t2\t3\t4\n1\t2\t3\t4\n", {}, "t.csv:2: '1\\x092\\x093\\x094' is not a number; fields are separated by commas, "
+                                         "and this one holds tabs"},
+      {"1,2,3,4\n1,2,abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrs,4\n", {},
+       "t.csv:2: 'abcdefghijklmnopqrstuvwxyzabcdefghijklmn' (cut at 40 of its 45 bytes) is not a number"},
       {"1.5,2,3,4\n", {}, "t.csv:1: label '1.5' is not an integer"},
       {"4,2,3,4\n", {}, "t.csv:1: label 4 is out of range [0, 4)"},
       {"-1,2,3,4\n", {}, "t.csv:1: label -1 is out of range [0, 4)"},
