@@ -151,6 +151,16 @@ int ReportJob(const StatusOr<JobProgress>& result, Endpoint& endpoint, std::ostr
   return ReportFailure(result.status(), lines, log, endpoint.board().Snapshot());
 }
 
+// What only the data read says: a built-in set's size edgetrain run knows
+// before it starts (cli/run_plan.cc), one from files is known once read.
+// `holders`: among how many its training samples are dealt.
+void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriver& driver) {
+  if (!s.plan.spec.data.files) return;
+  if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {
+    driver.Warn(warning);
+  }
+}
+
 // A job of one agent: the whole job trained in this process.
 StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   const JobSpec& spec = s.plan.spec;
@@ -167,7 +177,9 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
   metrics.SetActiveWorkers(1);
   SoloEngine engine(spec, *s.trainer, s.data, std::move(samples),
                     {s.plan.slowdown, PowerProfile{}, PassCpuClock(s.plan.intra_op_threads)}, clock);
-  return JobDriver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log).Run(cancel);
+  JobDriver driver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log);
+  WarnOfItsData(s, s.data.train.size(), s.plan.shard ? s.plan.shard->parts : 1, driver);
+  return driver.Run(cancel);
 }
 
 // The coordinator of a data-parallel team: ROG's parameter server. It prints
@@ -189,6 +201,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
   if (spec.data.injection) service.InjectFrom(s.data.train);
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
+  WarnOfItsData(s, train_size, spec.parallelism.workers, driver);
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("coordinator", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
@@ -300,6 +313,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   PipelineMetrics pipeline_metrics(s.endpoint.metrics(), s.plan.job, stage_of_rank);
   head.SetMetrics(&pipeline_metrics);
   JobDriver driver(s.plan, head, clock, s.endpoint.board(), metrics, s.log);
+  WarnOfItsData(s, train_size, 1, driver);  // a pipeline's batch is the whole set's
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("head", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,

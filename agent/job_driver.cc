@@ -155,6 +155,11 @@ double JobDriver::FirstEvaluationGuess(const JobProgress& p) const {
   return std::max(tenth, ForwardGuess(p));
 }
 
+void JobDriver::Warn(const std::string& warning) {
+  log_ << plan_.job << ": warning: " << warning << "\n";
+  warnings_.push_back(warning);
+}
+
 StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   const JobSpec& spec = plan_.spec;
   std::error_code ec;
@@ -202,6 +207,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     q.evaluation_s = evaluating_s;
     q.accuracy = accuracy;
     q.evaluated_iteration = evaluated_iteration;
+    q.warnings = warnings_;
     if (resumed) {
       q.resumed_from_iteration = resumed->iteration;
       q.resumed_with_changes = changed_since_checkpoint_;

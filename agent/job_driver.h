@@ -33,6 +33,8 @@ class JobDriver {
 
   // The final progress, with the model's path; an error if the job failed.
   StatusOr<JobProgress> Run(const std::atomic<bool>& cancel);
+  // Said in the job's log and, from its first report on, in its progress.
+  void Warn(const std::string& warning);
 
  private:
   // The checkpoint this run resumes from, restored into the engine; nullopt
@@ -68,6 +70,7 @@ class JobDriver {
   std::ostream& log_;
   // Resume's: what of the spec changed since the checkpoint it resumed from.
   std::vector<std::string> changed_since_checkpoint_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace edgetrain::agent

@@ -66,7 +66,7 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        [](const Json& self) { return !Has(self, "directory") || !Has(self, "ratesPerSecond"); }},
       {"spec.data.stream", "bufferCapacity applies only to the persist buffer",
        [](const Json& self) { return !Has(self, "bufferCapacity") || self["buffer"] == "persist"; }},
-      {"spec.model", "give either name (a built-in model) or torchscript (your own), not both",
+      {"spec.model", "give one of name (a built-in model) and torchscript (your own): not both, nor neither",
        [](const Json& self) { return Has(self, "name") != Has(self, "torchscript"); }},
       {"spec.model", "hidden applies only to the mlp model",
        [](const Json& self) { return !Has(self, "hidden") || (Has(self, "name") && self["name"] == "mlp"); }},
@@ -74,7 +74,7 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        [](const Json& self) { return !Has(self, "channels") || (Has(self, "name") && self["name"] == "cnn"); }},
       {"spec.model", "widths applies only to the vgg model",
        [](const Json& self) { return !Has(self, "widths") || (Has(self, "name") && self["name"] == "vgg"); }},
-      {"spec.data", "give either dataset (a built-in set) or format (your own files), not both",
+      {"spec.data", "give one of dataset (a built-in set) and format (your own files): not both, nor neither",
        [](const Json& self) { return Has(self, "dataset") != Has(self, "format"); }},
       {"spec.data", "data from files needs train, test, inputShape and classes",
        [](const Json& self) {

@@ -29,27 +29,43 @@ void PrintLines(std::ostream& err, const std::string& text) {
 
 namespace {
 
-// The files a manifest names, each there on this machine: a missing one is
-// found now, naming its field, not after the data has loaded (a new user's
-// trial: "training failed: .../trainn: no such folder", once the run had
-// started). What is in them the agents check as they read it.
-std::vector<std::string> MissingFiles(const api::TrainingJobManifest& job) {
-  std::vector<std::string> missing;
-  auto check = [&](const std::string& field, const std::string& file) {
+// The files a manifest names, each there on this machine and of the kind its
+// field takes (a file, or the images' folder): a wrong one is found now,
+// naming its field, not after the data has loaded (a new user's trial:
+// "training failed: .../trainn: no such folder", once the run had started;
+// and `validate` said the files were there for a model path that was a
+// folder, and an images path that was a CSV file). What is in them the
+// agents check as they read it.
+std::vector<std::string> MisnamedFiles(const api::TrainingJobManifest& job) {
+  std::vector<std::string> wrong;
+  enum class Kind { kFile, kFolder };
+  auto check = [&](const std::string& field, const std::string& path, Kind kind, const char* why = "") {
+    if (path.empty()) return;
     std::error_code ec;
-    if (!file.empty() && !fs::exists(file, ec)) missing.push_back(field + ": " + file + ": no such file or folder");
+    const fs::file_status status = fs::status(path, ec);
+    if (!fs::exists(status)) {
+      wrong.push_back(field + ": " + path + ": no such file or folder");
+    } else if (kind == Kind::kFile && fs::is_directory(status)) {
+      wrong.push_back(field + ": " + path + ": a folder, not a file" + why);
+    } else if (kind == Kind::kFolder && !fs::is_directory(status)) {
+      wrong.push_back(field + ": " + path + ": a file, not a folder" + why);
+    }
   };
   const JobSpec& s = job.spec;
-  if (s.model.kind == ModelKind::kTorchScript) check("spec.model.torchscript.path", s.model.torchscript_path);
+  if (s.model.kind == ModelKind::kTorchScript) {
+    check("spec.model.torchscript.path", s.model.torchscript_path, Kind::kFile, " (a module saved with torch.jit.save)");
+  }
   if (s.data.files) {
+    const bool images = s.data.files->format == DataFormat::kImages;
     for (const auto& [split, files] : {std::pair{"train", &s.data.files->train}, {"test", &s.data.files->test}}) {
       const std::string at = std::string("spec.data.") + split;
-      check(at + ".path", files->path);
-      check(at + ".features", files->features);
-      check(at + ".labels", files->labels);
+      check(at + ".path", files->path, images ? Kind::kFolder : Kind::kFile,
+            images ? " (format images reads a folder of class folders)" : "");
+      check(at + ".features", files->features, Kind::kFile);
+      check(at + ".labels", files->labels, Kind::kFile);
     }
   }
-  return missing;
+  return wrong;
 }
 
 }  // namespace
@@ -75,10 +91,10 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
       err << "error: " << path << ": " << resolved.message() << "\n";
       return ExitCodeFor(resolved);
     }
-    if (const std::vector<std::string> missing = MissingFiles(job); !missing.empty()) {
-      err << "error: " << path << " names files this machine does not have (relative paths are read beside the "
-          << "manifest):\n";
-      for (const std::string& m : missing) err << "  " << m << "\n";
+    if (const std::vector<std::string> wrong = MisnamedFiles(job); !wrong.empty()) {
+      err << "error: " << path << " names files this machine does not have as named (relative paths are read "
+          << "beside the manifest):\n";
+      for (const std::string& w : wrong) err << "  " << w << "\n";
       return kExitInvalid;
     }
   }

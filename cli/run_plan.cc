@@ -120,15 +120,11 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                            " core(s): each step waits its turn, and the run will be far slower than the devices it "
                            "emulates");
   }
-  // Unknown (0) for data from files until an agent reads them.
-  const int64_t train_size = InfoOf(spec.data).train_size;
-  const int64_t per_worker = train_size / workers;
-  if (train_size > 0 && per_worker < spec.data.batch_size) {
-    // Dealt whole: some hold one more than others (1,437 over 60: 23 or 24).
-    const std::string held = train_size % workers == 0 ? std::to_string(per_worker)
-                                                       : std::to_string(per_worker) + " or " + std::to_string(per_worker + 1);
-    run.warnings.push_back("each worker holds " + held + " training samples, fewer than its batch of " +
-                           std::to_string(spec.data.batch_size) + ": every step repeats samples");
+  // Unknown (0) for data from files until an agent reads them: its
+  // coordinator says it then, in /progress.
+  if (std::string warning = BatchOverShareWarning(InfoOf(spec.data).train_size, workers, spec.data.batch_size);
+      !warning.empty()) {
+    run.warnings.push_back(warning);
   }
   return run;
 }

@@ -66,6 +66,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       auto decoded = DecodeJobProgress(line->substr(7));
       if (decoded.ok()) {
         NoteHowItStarted(*decoded, watch, display);
+        NoteWarnings(*decoded, display);
         outcome.result = std::move(*decoded);
       } else if (outcome.failure.empty()) {
         outcome.failure = "unreadable result from the coordinator: " + decoded.status().message();
@@ -99,6 +100,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       auto p = DecodeJobProgress(*body);
       if (p.ok()) {
         NoteHowItStarted(*p, watch, display);
+        NoteWarnings(*p, display);
         NoteDeviceEvents(*p, watch, display);
         display.Show(*p);
       }
@@ -176,6 +178,14 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
     display.Finish();
     err_ << "note: " << job_ << " starts afresh; its model will replace " << watch.earlier_model
          << (watch.afresh_also.empty() ? "" : "; " + watch.afresh_also) << "\n";
+  }
+}
+
+void RunSupervisor::NoteWarnings(const JobProgress& p, ProgressDisplay& display) {
+  if (p.warnings.size() <= warnings_said_) return;
+  display.Finish();
+  for (; warnings_said_ < p.warnings.size(); ++warnings_said_) {
+    err_ << "warning: " << job_ << ": " << p.warnings[warnings_said_] << "\n";
   }
 }
 

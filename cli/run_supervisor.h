@@ -101,6 +101,8 @@ class RunSupervisor {
   // a signal); true once every worker has: the team has no one left to train.
   bool NoteLostWorkers(ProgressDisplay& display, bool killed_only = false);
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
+  // The job's warnings once its data was read, each said once.
+  void NoteWarnings(const JobProgress& p, ProgressDisplay& display);
   // A pipeline's devices lost, let go of, or back, as its head's /progress
   // counts them: said on the terminal as they come, where they were seen
   // only in the head's log, kept only with --keep-logs (a new user's trial).
@@ -117,6 +119,7 @@ class RunSupervisor {
   std::vector<int> ranks_;       // per worker: its rank
   std::vector<bool> reported_;  // per worker: its loss was named
   bool said_how_it_started_ = false;
+  size_t warnings_said_ = 0;
   std::optional<JobProgress::Replays> seen_replays_;  // as last read
   std::map<int, bool> seen_active_;                   // each device's, by rank, as last read
 };

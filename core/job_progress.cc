@@ -124,6 +124,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"workers", workers},
             {"resumedFromIteration", Nullable(p.resumed_from_iteration)},
             {"resumedWithChanges", p.resumed_with_changes},
+            {"warnings", p.warnings},
             {"replays", p.replays ? Json({{"count", p.replays->count},
                                           {"microBatches", p.replays->micro_batches},
                                           {"lastRecoverySeconds", p.replays->last_recovery_s},
@@ -214,6 +215,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     }
     p.reached_target = j.at("reachedTarget").get<bool>();
     p.resumed_from_iteration = Optional<int64_t>(j, "resumedFromIteration");
+    if (j.contains("warnings")) p.warnings = j.at("warnings").get<std::vector<std::string>>();
     if (j.contains("resumedWithChanges")) {
       p.resumed_with_changes = j.at("resumedWithChanges").get<std::vector<std::string>>();
     }

@@ -181,6 +181,10 @@ struct JobProgress {
   // And what of its manifest's spec changed since that checkpoint was
   // written, each "path: before -> after" (core/spec_changes.h).
   std::vector<std::string> resumed_with_changes;
+  // What the job's agents found worth a word once its data was read (a batch
+  // larger than a worker's share of data from files), each said once by
+  // edgetrain run as it appears.
+  std::vector<std::string> warnings;
   // Set when the job has ended.
   bool reached_target = false;
   // Set once training has stopped: while the job finishes (its last
