@@ -152,7 +152,7 @@ double JobDriver::ForwardGuess(const JobProgress& p) const {
 
 double JobDriver::FirstEvaluationGuess(const JobProgress& p) const {
   const double tenth = 0.1 * ToSeconds(plan_.spec.budget.wall_clock.value_or(Duration::zero()));
-  return std::max(tenth, ForwardGuess(p));
+  return std::max(tenth, engine_.EvaluationGuess().value_or(ForwardGuess(p)));
 }
 
 void JobDriver::Warn(const std::string& warning) {
@@ -194,6 +194,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // The last evaluation's length: one due less than that before the
   // budget's end would run past it, and is left to the final model's.
   double evaluation_s = 0;
+  bool said_left_to_final = false;
   int64_t stepped_iteration = p.iteration;
   TimePoint stepped_at = clock_.Now();
   auto fill = [&](JobProgress& q, TimePoint now) {
@@ -298,6 +299,13 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
                   : left_s > wall_s / 2 ? false
                                         : left_s < FirstEvaluationGuess(p);
     }
+    if (runs_past && !said_left_to_final && !exhausted && schedule.EvaluationDue(p.iteration, now)) {
+      // Said once, so that a run whose evaluations.csv ends with the final
+      // row alone says why (a new user's trial found them "silently skipped").
+      log_ << plan_.job << ": the evaluation due at iteration " << p.iteration
+           << " is left to the final one: the wall clock's end is nearer than an evaluation takes\n";
+      said_left_to_final = true;
+    }
     if (!exhausted && !runs_past && schedule.EvaluationDue(p.iteration, now)) {
       EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
       schedule.Evaluated(p.iteration, now);
@@ -343,7 +351,8 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // the last evaluation, at its iteration.
   // (Not when it is evaluated already, a Ctrl-C during a scheduled
   // evaluation, nor when nothing trained: nothing is written to resume.)
-  const double final_evaluation_s = evaluation_s > 0 ? evaluation_s : ForwardGuess(p);
+  const double final_evaluation_s =
+      evaluation_s > 0 ? evaluation_s : engine_.EvaluationGuess().value_or(ForwardGuess(p));
   const bool left_to_resume = interrupted && !untrained && evaluated_here != p.iteration &&
                               final_evaluation_s > kPromptEvaluationSeconds;
   if (left_to_resume) {

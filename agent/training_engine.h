@@ -55,6 +55,11 @@ class TrainingEngine {
   // How many samples Evaluate passes through the model: what the driver
   // guesses an evaluation's length from before the first has taken one.
   virtual int64_t TestSamples() const = 0;
+  // Seconds an evaluation will take, where the engine knows better than the
+  // driver's guess from the pace of training: a pipeline's head from its
+  // layers as profiled (its training pace is its slowest devices' and its
+  // bubbles', not its own forward).
+  virtual std::optional<double> EvaluationGuess() const { return std::nullopt; }
   // The model's state, for a checkpoint (the driver adds the job's counters).
   virtual void Snapshot(JobCheckpoint& into) = 0;
   // The job was interrupted (SIGTERM, SIGINT), not ended: said before Finish,

@@ -2365,6 +2365,17 @@ StatusOr<JobCheckpoint> PipelineHead::StateNow() {
   return state;
 }
 
+std::optional<double> PipelineHead::EvaluationGuess() const {
+  // The whole model forward over the test set, at this machine's speed (the
+  // head evaluates as it was profiled, not slowed as a device). Its stages'
+  // weights fetched first are not counted: milliseconds on these links.
+  if (!plan_.pipeline || !plan_.pipeline->planned_from) return std::nullopt;
+  double forward_s = 0;
+  for (const LayerCost& layer : plan_.pipeline->planned_from->layers) forward_s += layer.forward_s;
+  if (forward_s <= 0) return std::nullopt;
+  return forward_s * static_cast<double>(test_.size());
+}
+
 StatusOr<double> PipelineHead::Evaluate() {
   // Once finished the stages are gone, and the head's model is the final one.
   if (!final_) {

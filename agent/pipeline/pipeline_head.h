@@ -99,6 +99,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
   int64_t TestSamples() const override { return test_.size(); }
+  std::optional<double> EvaluationGuess() const override;
   void Snapshot(JobCheckpoint& into) override;
   void Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
