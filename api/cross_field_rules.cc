@@ -40,11 +40,8 @@ bool DurationHolds(const Json& self, const char* key, Test test) {
 
 const std::vector<CrossFieldRule>& CrossFieldRules() {
   static const std::vector<CrossFieldRule> rules = {
-      {"spec", "pipeline parallelism needs at least 2 workers",
-       [](const Json& self) {
-         const Json& p = self["parallelism"];
-         return p["mode"] != "pipeline" || p["workers"].get<int>() >= 2;
-       }},
+      {"spec.parallelism", "pipeline parallelism needs at least 2 workers",
+       [](const Json& self) { return self["mode"] != "pipeline" || self["workers"].get<int>() >= 2; }},
       {"spec", "data.stream.ratesPerSecond needs one rate per worker",
        [](const Json& self) {
          return !Has(self["data"], "stream") || !Has(self["data"]["stream"], "ratesPerSecond") ||

@@ -278,6 +278,16 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
           << (devices == 1 ? "trains (" : "train (") << stages << (stages == 1 ? " stage" : " stages")
           << "); the others stay idle\n";
     }
+    // Nothing else holds its layers: said before it trains, not learned from
+    // the error when its device goes (a new user's trial).
+    if (checked.plan.job.pipeline->stages.size() == 1 && checked.plan.job.pipeline->stages[0].ranks.size() == 1) {
+      const int every = checked.job.spec.fault_tolerance.checkpoint_every;
+      err << "  one stage on one device: losing it ends the job, with no other stage to rebuild it on; a run again "
+          << (every > 0 ? "resumes from the last checkpoint (every " + std::to_string(every) +
+                              " steps, spec.faultTolerance.checkpointEvery)"
+                        : std::string("starts over (spec.faultTolerance.checkpointEvery is 0)"))
+          << "\n";
+    }
     // The cost model's devices compute side by side; emulated here, they take
     // turns on this machine's cores (a new user's 4-stage run trained at 22%
     // of its prediction, on 2 cores, and nothing said why).

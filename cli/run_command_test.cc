@@ -259,7 +259,7 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
       {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {workers: 0}\n",
        "spec.parallelism.workers: must be >= 1 (got 0)"},
       {"  model: {name: mlp}\n  data: {dataset: digits}\n  parallelism: {mode: pipeline, workers: 1}\n",
-       "pipeline parallelism needs at least 2 workers"},
+       "spec.parallelism: pipeline parallelism needs at least 2 workers"},
       {"  model: {name: mlp\n", "is not a valid TrainingJob:\n  "},
   };
   for (const auto& c : cases) {
