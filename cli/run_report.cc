@@ -326,7 +326,14 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
   // trained at about 80%).
   // Nor the evaluations' pauses, which the prediction of training leaves
   // out: a steady 99% read 87% with one 3 s evaluation (a new user's trial).
-  if (predicted_samples_per_s > 0 && p.samples_per_second > 0 && !p.resumed_from_iteration) {
+  // Nor once the layout changed mid-run (a loss, a move): the run's rate
+  // spans the plan and what came after it (a new user read 67% of the plan
+  // where the run had trained at about 36% of it before a loss and at twice
+  // the re-plan's prediction after).
+  if (changed && predicted_samples_per_s > 0) {
+    out << (given ? "; the cost model predicted " : "; the plan predicted ")
+        << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s, its layout changed mid-run (below)";
+  } else if (predicted_samples_per_s > 0 && p.samples_per_second > 0 && !p.resumed_from_iteration) {
     const double training_s = p.elapsed_s - p.evaluation_s;
     const bool paused = p.evaluation_s > 0 && training_s > 0;
     const double rate = paused ? static_cast<double>(p.samples) / training_s : p.samples_per_second;
