@@ -13,6 +13,12 @@ namespace edgetrain::cli {
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                  const std::string& agent_binary, const std::string& stages, int micro_batches,
                                  LocalRunPlan& run) {
+  // The cost model, and so the prediction said, takes micro-batches of one
+  // size. Refused before the layers are measured (seconds), not after.
+  if (micro_batches > 0 && job.spec.data.batch_size % micro_batches != 0) {
+    return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " must divide the batch of " +
+                                std::to_string(job.spec.data.batch_size) + " samples (spec.data.batchSize)");
+  }
   // The devices, in rank order, as placement gave them: a profile's nodes, or
   // this machine's emulated ones without one.
   std::vector<NodeView> devices;
@@ -44,11 +50,6 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     plan = AtBestMicroBatches(problem, by_hand);
   }
   if (micro_batches > 0) {
-    // The cost model, and so the prediction said, takes micro-batches of one size.
-    if (job.spec.data.batch_size % micro_batches != 0) {
-      return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " must divide the batch of " +
-                                  std::to_string(job.spec.data.batch_size) + " samples (spec.data.batchSize)");
-    }
     plan.micro_batches = micro_batches;
     plan.micro_batch_size = job.spec.data.batch_size / micro_batches;
     plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
