@@ -285,7 +285,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // the pace.
     // Not the guess while more than half the wall clock is left: it is the
     // training pace's, which at small batches is mostly each pass's own cost,
-    // where the test set goes through in chunks of 1,000; at batches of 1 and
+    // where the test set goes through in chunks of many samples; at batches of 1 and
     // 4 it left out every evaluation of a vgg on fashion-mnist, silently, and
     // a target could never end the run (a new user's trial). One evaluation
     // then says how long they take. The price: that first one, of a length
