@@ -1,14 +1,16 @@
 """How a benchmark and the runs it starts stop together.
 
 Each run is started in a session of its own, so that a Ctrl-C at the terminal
-reaches the benchmark alone; the benchmark then stops the run as Ctrl-C stops
-`edgetrain run` (SIGINT: it stops its agents and removes what it made), and
-SIGKILLs it only if it has not ended a minute later. SIGTERM to the benchmark
-is taken as SIGINT is. Before, a SIGTERM left the run training on with nothing
+reaches the benchmark alone; the benchmark then stops the run as a Ctrl-C at
+the terminal would, SIGINT to its whole process group (`edgetrain run` stops
+its agents and removes what it made; a test's stand-in and operator, which
+`unittest` does not stop on its way out, stop themselves), and SIGKILLs what
+of the group has not ended a minute later. SIGTERM to the benchmark is taken
+as SIGINT is. Before, a SIGTERM left the run training on with nothing
 said, and a Ctrl-C had Python SIGKILL it a quarter of a second later, leaving
 its run and TLS folders behind.
 """
-import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -58,21 +60,52 @@ def _say(line):
     print(line, file=sys.stderr, flush=True)
 
 
+def _signal_group(proc, signum):
+    """`signum` to the process group `proc` leads (start() made it a session's)."""
+    try:
+        os.killpg(proc.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(proc):
+    """Whether a process of `proc`'s group still runs. Zombies do not count: an
+    init that reaps no orphans (a container's) leaves them in the group."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == proc.pid and fields[0] != "Z":
+            return True
+    return False
+
+
 def stop_all(procs, grace_s=60, say=_say):
-    """SIGINT to each run still going, then SIGKILL to any not ended `grace_s` later.
-    A signal to the benchmark meanwhile does not cut the stop short."""
-    with Held():
+    """SIGINT to each run's process group, then SIGKILL to what of it has not
+    ended `grace_s` later. A signal to the benchmark meanwhile does not cut the
+    stop short; once it is done, that signal stops the benchmark."""
+    with Held() as held:
         for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
+            _signal_group(proc, signal.SIGINT)
         deadline = time.monotonic() + grace_s
         for proc in procs:
             try:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                say(f"  pid {proc.pid} did not stop within {grace_s} s of SIGINT: killed")
-                proc.kill()
+                pass
+            # Its group too: what the run started may outlive it (a test's stand-in).
+            while _group_alive(proc) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if proc.poll() is None or _group_alive(proc):
+                say(f"  process group {proc.pid} did not stop within {grace_s} s of SIGINT: killed")
+                _signal_group(proc, signal.SIGKILL)
                 proc.wait()
+    held.raise_if_caught()
 
 
 def stop(proc, grace_s=60):
@@ -81,7 +114,8 @@ def stop(proc, grace_s=60):
 
 def start(cmd, **kwargs):
     """A run in a session of its own. A signal while it starts is held until the
-    run exists, then stops it: there is no moment at which it could be left behind."""
+    run exists, then stops it. The caller keeps it from then on (a signal before
+    its `try` leaves it running: keep nothing between the two)."""
     with Held() as held:
         proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
     if held.caught:
@@ -99,6 +133,12 @@ def run(cmd, **kwargs):
         stop(proc)
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def exit_stopped(bench, what="nothing is reported"):
+    """The benchmark's last words once a signal stopped it, and its exit code."""
+    print(f"{bench}: stopped by signal {STOPPED_BY['signal'] or signal.SIGINT}; {what}", file=sys.stderr, flush=True)
+    sys.exit(exit_code())
 
 
 def supervise(procs, cap_s, overrun_s, label, done=None, say=_say):
