@@ -72,15 +72,8 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);
   } else if (micro_batches > 0) {
     out = "the planner's stages at --micro-batches " + std::to_string(micro_batches);
-  } else if (choice.asked == ParallelismMode::kAuto) {
-    out = "auto picks " + std::string(NameOf(choice.chosen));
   } else {
-    out = std::string(NameOf(choice.asked)) + " as asked";
-    // The plan is named by its shape: a hybrid whose best has one device a
-    // stage is a pipeline's (a new user read "hybrid as asked" of one).
-    if (const ParallelismMode shape = ModeOf(problem, plan); shape != choice.asked) {
-      out += " (planned as " + std::string(NameOf(shape)) + ")";
-    }
+    out = HowChosen(choice);
   }
   out += ", predicted " + per_s(plan) + " samples/s";
   // What the plan is, not which object holds it: the planner's best may itself

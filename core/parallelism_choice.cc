@@ -102,6 +102,13 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
   return choice;
 }
 
+std::string HowChosen(const ParallelismChoice& choice) {
+  if (choice.asked == ParallelismMode::kAuto) return "auto picks " + std::string(NameOf(choice.chosen));
+  std::string said = std::string(NameOf(choice.asked)) + " as asked";
+  if (choice.plan_mode != choice.asked) said += " (planned as " + std::string(NameOf(choice.plan_mode)) + ")";
+  return said;
+}
+
 const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages) {
   if (stages == "even") return choice.even_split;
   if (stages == "data-parallel" || choice.chosen == ParallelismMode::kDataParallel) return choice.data_parallel;

@@ -55,6 +55,12 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
 // plan of that name it is compared with (`edgetrain run --stages`).
 const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages = "planned");
 
+// How the planned plan came of the mode asked: "auto picks pipeline",
+// "hybrid as asked", or, where the plan's shape is not the mode asked,
+// "hybrid as asked (planned as pipeline)": a plan is named by its shape (a
+// new user read "hybrid as asked" of one with one device a stage).
+std::string HowChosen(const ParallelismChoice& choice);
+
 // Whether `stages` names a plan (planned, even, data-parallel) rather than
 // giving a layout.
 bool NamesAPlan(std::string_view stages);

@@ -61,8 +61,7 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   out.predicted_samples_per_s = plan.cost.samples_per_s;
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(out.layout, devices.size()));
 
-  out.reason = choice.asked == ParallelismMode::kAuto ? "auto picks " + std::string(NameOf(choice.chosen))
-                                                      : std::string(NameOf(choice.asked)) + " as asked";
+  out.reason = HowChosen(choice);
   out.reason += ": layers";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PipelineStage& stage = plan.stages[s];
