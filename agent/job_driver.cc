@@ -139,7 +139,8 @@ void JobDriver::Publish(const JobProgress& p) {
   board_.Publish(p, clock_.Now());
 }
 
-double JobDriver::ForwardGuess(const JobProgress& p) const {
+double JobDriver::EvaluationGuess(const JobProgress& p) const {
+  if (const std::optional<double> engines = engine_.EvaluationGuess()) return *engines;
   if (p.samples <= 0 || p.elapsed_s <= 0) return 0;
   // A sample forward is about a third of its training step (backward takes
   // about twice the forward), at one device's pace: the job's over its
@@ -152,7 +153,7 @@ double JobDriver::ForwardGuess(const JobProgress& p) const {
 
 double JobDriver::FirstEvaluationGuess(const JobProgress& p) const {
   const double tenth = 0.1 * ToSeconds(plan_.spec.budget.wall_clock.value_or(Duration::zero()));
-  return std::max(tenth, engine_.EvaluationGuess().value_or(ForwardGuess(p)));
+  return std::max(tenth, EvaluationGuess(p));
 }
 
 void JobDriver::Warn(const std::string& warning) {
@@ -351,8 +352,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // the last evaluation, at its iteration.
   // (Not when it is evaluated already, a Ctrl-C during a scheduled
   // evaluation, nor when nothing trained: nothing is written to resume.)
-  const double final_evaluation_s =
-      evaluation_s > 0 ? evaluation_s : engine_.EvaluationGuess().value_or(ForwardGuess(p));
+  const double final_evaluation_s = evaluation_s > 0 ? evaluation_s : EvaluationGuess(p);
   const bool left_to_resume = interrupted && !untrained && evaluated_here != p.iteration &&
                               final_evaluation_s > kPromptEvaluationSeconds;
   if (left_to_resume) {

@@ -53,10 +53,11 @@ class JobDriver {
   // model's, in the budget's second half (Run). Of a job with a wall-clock
   // budget.
   double FirstEvaluationGuess(const JobProgress& p) const;
-  // The test set passed forward at one device's pace in training so far (0
-  // before a step): an upper bound at small batches, each pass's own cost
+  // What an evaluation will take: the engine's own guess where it has one,
+  // else the test set passed forward at one device's pace in training so far
+  // (0 before a step), an upper bound at small batches, each pass's own cost
   // counted a sample.
-  double ForwardGuess(const JobProgress& p) const;
+  double EvaluationGuess(const JobProgress& p) const;
   // An interrupted run evaluates its final model only when that takes no
   // longer than this.
   static constexpr double kPromptEvaluationSeconds = 2.0;
