@@ -121,8 +121,10 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                            "emulates");
   }
   // Unknown (0) for data from files until an agent reads them: its
-  // coordinator says it then, in /progress.
-  if (std::string warning = BatchOverShareWarning(InfoOf(spec.data).train_size, workers, spec.data.batch_size);
+  // coordinator says it then, in /progress. A pipeline's batch is drawn from
+  // the whole set and dealt among its devices, as its head counts it.
+  const int holders = spec.parallelism.mode == ParallelismMode::kDataParallel ? workers : 1;
+  if (std::string warning = BatchOverShareWarning(InfoOf(spec.data).train_size, holders, spec.data.batch_size);
       !warning.empty()) {
     run.warnings.push_back(warning);
   }

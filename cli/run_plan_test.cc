@@ -170,6 +170,14 @@ TEST(RunPlanTest, ATeamFarLargerThanTheMachineIsWarnedAbout) {
        {"17 agents need about 2612 MB of memory; this machine has 1024 MB"}},
       {"{model: {name: mlp}, data: {dataset: digits, batchSize: 512}, parallelism: {workers: 3}}", {2, 24000},
        {"each worker holds 479 training samples, fewer than its batch of 512"}},
+      // 1,437 over 60: 57 workers hold 24, a batch, and 3 hold 23.
+      {"{model: {name: mlp}, data: {dataset: digits, batchSize: 24}, parallelism: {workers: 60}}", {64, 24000},
+       {"some workers hold 23 training samples, fewer than their batch of 24: their steps repeat samples"}},
+      {"{model: {name: mlp}, data: {dataset: digits, batchSize: 2048}, parallelism: {workers: 1}}", {2, 24000},
+       {"the job holds 1437 training samples, fewer than its batch of 2048"}},
+      // A pipeline draws its batch from the whole set, dealt among its devices.
+      {"{model: {name: mlp}, data: {dataset: digits, batchSize: 512}, parallelism: {mode: pipeline, workers: 3}}",
+       {2, 24000}, {}},
   };
   for (const auto& c : cases) {
     auto plan = PlanLocalRun(Job(c.spec), std::nullopt, Options(), kCwd, c.machine);

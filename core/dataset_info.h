@@ -43,18 +43,24 @@ inline DatasetInfo InfoOf(const DataSource& files) {
 inline DatasetInfo InfoOf(const DataSpec& data) { return data.files ? InfoOf(*data.files) : InfoOf(data.dataset); }
 
 // What to say when a worker's share of the training set is smaller than its
-// batch, so that every step repeats samples; empty when it is not. Shares
-// are dealt whole: some hold one more than others (1,437 over 60: 23 or 24).
-// (A new user's batch of 65,536 over 1,438 samples of their own trained to
-// 0.15, its one step counted 131,072 samples, and nothing was said.)
+// batch, so that its steps repeat samples; empty when none is. Shares as an
+// even partition deals them, whole: some hold one more than others (1,437
+// over 60: 23 or 24); a partition by label deals some fewer, which this does
+// not know. (A new user's batch of 65,536 over 1,438 samples of their own
+// trained to 0.15, its one step counted 131,072 samples, and nothing was
+// said.)
 inline std::string BatchOverShareWarning(int64_t train_size, int workers, int batch_size) {
   if (train_size <= 0 || workers <= 0) return "";
-  const int64_t share = train_size / workers;
-  if (share >= batch_size) return "";
-  const std::string held =
-      train_size % workers == 0 ? std::to_string(share) : std::to_string(share) + " or " + std::to_string(share + 1);
-  return (workers == 1 ? "the job holds " : "each worker holds ") + held + " training samples, fewer than its batch of " +
-         std::to_string(batch_size) + ": every step repeats samples";
+  const int64_t fewest = train_size / workers;
+  if (fewest >= batch_size) return "";
+  const bool uneven = train_size % workers != 0;
+  // Those dealt one more may hold a batch (1,437 over 60 at 24: 57 do).
+  const bool every = !uneven || fewest + 1 < batch_size;
+  const std::string held = every && uneven ? std::to_string(fewest) + " or " + std::to_string(fewest + 1)
+                                           : std::to_string(fewest);
+  const std::string who = workers == 1 ? "the job holds " : every ? "each worker holds " : "some workers hold ";
+  return who + held + " training samples, fewer than " + (workers == 1 || every ? "its" : "their") + " batch of " +
+         std::to_string(batch_size) + ": " + (every ? "every step repeats" : "their steps repeat") + " samples";
 }
 
 // One sample's shape as a model's forward takes it, without the batch
