@@ -312,9 +312,11 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
   // The plan's, or the layout given by hand (--stages): a loss or a move
   // changes the stages, said below and in the table. A hand layout read
   // "as planned" (a new user's trial).
-  const bool changed = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
-                                     p.replays->redealt > 0 ||
-                                     p.replays->restored_stages > 0 || p.replays->rejoined > 0);
+  // Relaid: its stages or their devices changed mid-run; a redeal within a
+  // group keeps both, its shares dealt by what each device computed.
+  const bool relaid = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
+                                    p.replays->restored_stages > 0 || p.replays->rejoined > 0);
+  const bool changed = relaid || (p.replays && p.replays->redealt > 0);
   out << "  " << (changed ? (given ? "as given (--stages), " : "as planned, ") : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
@@ -330,7 +332,7 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
   // spans the plan and what came after it (a new user read 67% of the plan
   // where the run had trained at about 36% of it before a loss and at twice
   // the re-plan's prediction after).
-  if (changed && predicted_samples_per_s > 0) {
+  if (relaid && predicted_samples_per_s > 0) {
     out << (given ? "; the cost model predicted " : "; the plan predicted ")
         << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s, its layout changed mid-run (below)";
   } else if (predicted_samples_per_s > 0 && p.samples_per_second > 0 && !p.resumed_from_iteration) {

@@ -438,6 +438,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
             std::string::npos)
       << dealt;
   EXPECT_EQ(dealt.find("laid out anew"), std::string::npos) << dealt;
+  EXPECT_EQ(dealt.find("layout changed mid-run"), std::string::npos) << "its stages are the plan's\n" << dealt;
   EXPECT_NE(dealt.find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
       << "said without a loss too (a straggler let go of)\n"
       << dealt;
