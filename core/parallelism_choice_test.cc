@@ -81,6 +81,18 @@ TEST(ParallelismChoiceTest, ModeOfSaysWhatAPlanIs) {
   EXPECT_EQ(ModeOf(p, plan({{0, 6, {0, 1}}})), ParallelismMode::kHybrid) << "one stage on some of the devices";
 }
 
+TEST(ParallelismChoiceTest, HowChosenNamesThePlanByItsShape) {
+  ParallelismChoice choice;
+  choice.asked = ParallelismMode::kAuto;
+  choice.chosen = ParallelismMode::kPipeline;
+  EXPECT_EQ(HowChosen(choice), "auto picks pipeline");
+  choice.asked = ParallelismMode::kHybrid;
+  choice.plan_mode = ParallelismMode::kHybrid;
+  EXPECT_EQ(HowChosen(choice), "hybrid as asked");
+  choice.plan_mode = ParallelismMode::kPipeline;  // one device a stage
+  EXPECT_EQ(HowChosen(choice), "hybrid as asked (planned as pipeline)");
+}
+
 TEST(ParallelismChoiceTest, DataParallelIsNotThePlannersAndMemoryMayHoldNoPlan) {
   EXPECT_EQ(ChooseParallelism(Site(100), ParallelismMode::kDataParallel).status().code(), StatusCode::kInvalidArgument);
   PipelineProblem tight = Site(100);
