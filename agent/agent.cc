@@ -20,6 +20,7 @@
 #include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
 #include "agent/refusal_report.h"
+#include "agent/result_json.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "http/http_server.h"
@@ -266,7 +267,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                            {"reconnects", summary->reconnects},
                            {"energyJoules", summary->energy_joules},
                            {"stopReason", summary->stop_reason}};
-  s.lines << "result " << result.dump() << std::endl;
+  s.lines << "result " << ResultJson(result) << std::endl;
   return StoppedFromOutside(summary->stop_reason, cancel) ? kExitTerminated : kExitOk;
 }
 
@@ -388,7 +389,7 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                            {"idleSeconds", summary->idle_s},
                            {"activationBytesSent", summary->activation_bytes_sent},
                            {"stopReason", summary->stop_reason}};
-  s.lines << "result " << result.dump() << std::endl;
+  s.lines << "result " << ResultJson(result) << std::endl;
   return StoppedFromOutside(summary->stop_reason, cancel) ? kExitTerminated : kExitOk;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "agent/result_json.h"
 #include "agent/termination_log.h"
 #include "agent/torch/trainer.h"
 #include "core/dataset_info.h"
@@ -65,7 +66,7 @@ double Median(std::vector<double> v) {
 }
 
 int Finish(const Json& result, int code, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
-  const std::string json = result.dump();
+  const std::string json = ResultJson(result);
   lines << "result " << json << std::endl;
   if (!termination_log.empty()) WriteTerminationLog(termination_log, FitTerminationMessage(json), log);
   return code;

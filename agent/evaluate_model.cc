@@ -8,6 +8,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/failure_report.h"
+#include "agent/result_json.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/torchscript_trainer.h"
 #include "agent/torch/trainer.h"
@@ -86,12 +87,11 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
     return ReportFailure(InvalidArgumentError(model_path + ": " + finite.message()), lines, log);
   }
   lines << "result "
-        << nlohmann::json({{"model", model_path},
+        << ResultJson(nlohmann::json({{"model", model_path},
                            {"dataset", DescribeData(data)},
                            {"accuracy", evaluation->accuracy},
                            {"loss", evaluation->loss},
-                           {"samples", samples}})
-               .dump()
+                           {"samples", samples}}))
         << std::endl;
   return kExitOk;
 }

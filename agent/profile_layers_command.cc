@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/result_json.h"
 #include "agent/termination_log.h"
 #include "agent/torch/layer_profile.h"
 #include "agent/transport/transport_probe.h"
@@ -14,7 +15,7 @@ namespace {
 
 int Fail(const Status& status, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
   log << "edgetrain-agent profile-layers: " << status.message() << "\n";
-  const std::string result = nlohmann::json({{"error", status.message()}}).dump();
+  const std::string result = ResultJson({{"error", status.message()}});
   lines << "result " << result << std::endl;
   if (!termination_log.empty()) WriteTerminationLog(termination_log, result.substr(0, kTerminationMessageLimit), log);
   return ExitCodeFor(status);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/result_json.h"
+
 namespace edgetrain::agent {
 
 class ResultCapture::Buffer : public std::streambuf {
@@ -47,7 +49,7 @@ std::string FitTerminationMessage(const std::string& result) {
   if (j.is_object() && j.contains("workers")) {
     j["workersOmitted"] = j["workers"].size();
     j.erase("workers");
-    std::string shorter = j.dump();
+    std::string shorter = ResultJson(j);
     if (shorter.size() <= kTerminationMessageLimit) return shorter;
   }
   return result.substr(0, kTerminationMessageLimit);

@@ -11,6 +11,7 @@
 #include "core/stream_rate.h"
 #include "core/duration_text.h"
 #include "core/quantity.h"
+#include "core/utf8.h"
 
 namespace edgetrain::api {
 namespace {
@@ -36,6 +37,8 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
   fs::path trace = named;
   if (trace.is_relative()) trace = base / trace;
   TraceFile file{fs::weakly_canonical(trace).string(), ""};
+  // Its path goes to a worker in the run's plan, which is JSON.
+  EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(file.path, where));
   std::ifstream in(file.path);
   if (!in) return NotFoundError(where + ": cannot read " + file.path);
   std::stringstream text;

@@ -1,5 +1,6 @@
 #include "api/trainingjob.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -11,6 +12,7 @@
 #include "core/model_shape.h"
 #include "core/node_view.h"
 #include "core/quantity.h"
+#include "core/utf8.h"
 
 namespace edgetrain::api {
 namespace {
@@ -131,10 +133,16 @@ namespace {
 Status ResolveUnder(TrainingJobManifest& job, const std::string& model_folder, const std::string& data_folder) {
   namespace fs = std::filesystem;
   Json& spec = job.object["spec"];
+  std::vector<FieldError> errors;
   auto resolve = [&](const Json::json_pointer& at, const std::string& folder) {
     if (!spec.contains(at) || !spec[at].is_string()) return;
     const fs::path path = spec[at].get<std::string>();
     if (path.is_relative()) spec[at] = (fs::path(folder) / path).lexically_normal().string();
+    // The manifest's text is UTF-8 (ParseTrainingJob checks it); the folder
+    // it was joined to may not be, and the agents are handed it in JSON.
+    std::string field = "spec" + at.to_string();
+    std::replace(field.begin(), field.end(), '/', '.');
+    if (Status utf8 = CheckUtf8Path(spec[at].get<std::string>(), field); !utf8.ok()) errors.push_back({"", utf8.message()});
   };
   resolve("/model/torchscript/path"_json_pointer, model_folder);
   resolve("/data/stream/directory"_json_pointer, data_folder);
@@ -143,6 +151,7 @@ Status ResolveUnder(TrainingJobManifest& job, const std::string& model_folder, c
       resolve(Json::json_pointer(std::string("/data/") + split + "/" + file), data_folder);
     }
   }
+  if (!errors.empty()) return ToStatus(errors);
   // The spec is what the object says: decoded again, not edited beside it.
   EDGETRAIN_ASSIGN_OR_RETURN(job.spec, DecodeJobSpec(job.SpecJson()));
   return Status::Ok();

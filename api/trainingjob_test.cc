@@ -231,6 +231,23 @@ TEST(TrainingJobTest, OwnModelAndDataDecodeAndTheirRelativePathsAreTheManifestFo
   EXPECT_TRUE(handed->data.files->test.path.empty());
 }
 
+// A manifest's text is UTF-8, but the folder it lies in may not be, and the
+// resolved paths go to the agents in JSON (`edgetrain run --output` in a
+// Latin-1 folder aborted on the encoder's exception).
+TEST(TrainingJobTest, APathResolvedIntoAFolderThatIsNotUtf8IsRefusedByItsField) {
+  auto job = ParseTrainingJob(With(R"({"spec": {"model": {"name": null, "torchscript": {"path": "net.pt"}},
+      "data": {"dataset": null, "format": "csv", "inputShape": [4], "classes": 3,
+               "train": {"path": "train.csv"}, "test": {"path": "/data/test.csv"}}}})"),
+                              "own.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const Status resolved = ResolveFilePaths(*job, "/home/caf\xE9");
+  EXPECT_EQ(resolved.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(resolved.message().find("spec.model.torchscript.path: /home/caf\\xE9/net.pt is not UTF-8"), std::string::npos)
+      << resolved.message();
+  EXPECT_NE(resolved.message().find("spec.data.train.path: /home/caf\\xE9/train.csv is not UTF-8"), std::string::npos);
+  EXPECT_EQ(resolved.message().find("spec.data.test.path"), std::string::npos) << "an absolute path is not the folder's";
+}
+
 TEST(TrainingJobTest, OnAClusterRelativePathsAreInTheDataVolumeOrTheModelsConfigMap) {
   const std::string data = R"("data": {"dataset": null, "format": "csv", "inputShape": [4], "classes": 3,
                "volume": {"persistentVolumeClaim": {"claimName": "robot-frames"}},

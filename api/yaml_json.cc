@@ -17,6 +17,8 @@
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/utf8.h"
+
 namespace edgetrain::api {
 namespace {
 
@@ -163,30 +165,6 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source) {
     }
   }
   return Json(nullptr);
-}
-
-// Where `text` stops being UTF-8 (YAML's and JSON's encoding, and what the
-// API server accepts), or npos. A byte that is not would reach the JSON
-// written from it, whose encoder throws on it (found by tests/fuzz).
-size_t FirstInvalidUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    const size_t length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    if (length == 0 || i + length > text.size() || (length == 2 && b < 0xC2)) return i;
-    uint32_t code = length == 1 ? b : b & (0x7F >> length);
-    for (size_t k = 1; k < length; ++k) {
-      const auto c = static_cast<unsigned char>(text[i + k]);
-      if ((c >> 6) != 0x2) return i;
-      code = code << 6 | (c & 0x3F);
-    }
-    // Overlong forms, UTF-16's surrogates, and beyond Unicode.
-    if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF)) ||
-        (code >= 0xD800 && code <= 0xDFFF)) {
-      return i;
-    }
-    i += length;
-  }
-  return std::string_view::npos;
 }
 
 Status CheckUtf8(std::string_view text, const std::string& source) {

@@ -75,7 +75,7 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
     // The agent names a data set by its training files; what was evaluated
     // is the test split (a new user's --json named the train folder).
     json["dataset"] = described;
-    out << json.dump() << "\n";
+    out << json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     char line[512];
     std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%s test samples), loss %.4f\n",

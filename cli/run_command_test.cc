@@ -180,6 +180,21 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   EXPECT_EQ(said.stdout_lines.at(0), model + ": test accuracy " + accuracy + " on digits (360 test samples), loss " +
                                          said.stdout_lines.at(0).substr(said.stdout_lines.at(0).rfind(' ') + 1));
 
+  // A model in a folder whose name is not UTF-8 (Latin-1's café) is read; the
+  // agent's result line, JSON, echoes its path, and that aborted the agent.
+  const fs::path latin1 = dir_ / "caf\xE9";
+  fs::create_directories(latin1);
+  fs::copy_file(model, latin1 / "model.pt");
+  Outcome elsewhere = Execute({"evaluate", (latin1 / "model.pt").string(), "--dataset", "digits", "--json"});
+  ASSERT_EQ(elsewhere.exit, 0) << elsewhere.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(elsewhere.stdout_lines.at(0))["accuracy"].get<double>(), trained);
+  // A run cannot hand such a folder on to its agents, and says so first.
+  Outcome refused = Execute({"run", Manifest("digits-evaluated", kDigitsSpec), "--output", (latin1 / "out").string()});
+  EXPECT_EQ(refused.exit, 2);
+  EXPECT_NE(refused.stderr_text.find("--output: " + (dir_ / "caf\\xE9" / "out").string() + " is not UTF-8"),
+            std::string::npos)
+      << refused.stderr_text;
+
   // A model of 8x8 digits cannot read 28x28 clothes.
   Outcome wrong = Execute({"evaluate", model, "--dataset", "fashion-mnist"});
   EXPECT_EQ(wrong.exit, 2) << wrong.stderr_text;

@@ -4,6 +4,7 @@
 
 #include "core/dataset_info.h"
 #include "core/placement.h"
+#include "core/utf8.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -83,6 +84,9 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   plan.spec_json = job.SpecJson();
   plan.spec = spec;
   plan.output_dir = (cwd / output).lexically_normal().string();
+  EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(plan.output_dir, !options.output_dir.empty() ? "--output"
+                                                           : spec.output.path        ? "spec.output.path"
+                                                                                      : "the output folder"));
   // One LibTorch thread per agent unless asked: measured on the example MLP, two
   // threads on two cores ran at half the samples/s of one (13.8k vs 25.7k).
   plan.intra_op_threads = options.threads > 0 ? options.threads : 1;

@@ -109,6 +109,14 @@ TEST(RunPlanTest, TheOutputFolderIsTheCommandLinesThenTheManifestsThenADefault) 
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->job.output_dir, "/home/me/jobs/out/j") << manifest;
   }
+  // The folder goes to the agents in the plan, which is JSON: one whose name
+  // is not UTF-8 is refused by the field that named it (it aborted the run).
+  RunOptions latin1 = Options();
+  latin1.output_dir = "/home/caf\xE9";
+  auto refused = PlanLocalRun(Job("{model: {name: mlp}, data: {dataset: digits}}"), std::nullopt, latin1, kCwd, kThisMachine);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message().rfind("--output: /home/caf\\xE9 is not UTF-8", 0), 0u) << refused.status().message();
 }
 
 TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
