@@ -613,7 +613,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (progress_log.is_open()) progress_log << SnapshotLine(ended_s, final_word) << std::flush;
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out);
-  if (options.curves) {
+  // Nothing trained, nothing to draw: a picture of empty axes would only
+  // replace one an earlier run of the job left.
+  if (options.curves && outcome.result->samples > 0) {
     if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);
         drawn.ok()) {
       out << "curves: " << curves.picture_path().string() << "\n";

@@ -345,6 +345,9 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
     if (paused) out << " (its " << Fixed(p.evaluation_s, p.evaluation_s < 0.1 ? 2 : 1) << " s of evaluations left out)";
   }
   out << "\n";
+  // Stopped before its first step: a table of zeros says nothing the plan,
+  // printed as the run started, did not (a new user's Ctrl-C).
+  if (p.samples <= 0) return;
   // What devices lost mid-run cost, and what the head made of the devices left.
   if (p.replays && (p.replays->count > 0 || p.replays->covered > 0)) {
     const JobProgress::Replays& r = *p.replays;

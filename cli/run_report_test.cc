@@ -340,6 +340,17 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   EXPECT_NE(named.find("  stage  layers       device"), std::string::npos) << named;
   EXPECT_NE(named.find("      1  conv1-conv3  robot-1"), std::string::npos) << named;
   EXPECT_NE(named.find("      2  classifier   robot-2"), std::string::npos) << named;
+
+  // Stopped before its first step: the stages as planned, no table of zeros.
+  p.iteration = 0;
+  p.samples = 0;
+  p.replays.reset();
+  p.state = JobState::kInterrupted;
+  p.stop_reason = StopReason::kCancelled;
+  const std::string untrained = Summary(plan, p);
+  EXPECT_NE(untrained.find("robot-team: nothing trained, interrupted\n  0 steps"), std::string::npos) << untrained;
+  EXPECT_NE(untrained.find("  2 stages, 4 micro-batches a step\n"), std::string::npos) << untrained;
+  EXPECT_EQ(untrained.find("stage  layers"), std::string::npos) << untrained;
 }
 
 // A pipeline that lost devices says what that cost and what the head
