@@ -1,5 +1,7 @@
 #include "agent/data/csv_format.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -63,6 +65,29 @@ std::string SeparatorHint(std::string_view field) {
   return "";
 }
 
+// A header's name for the label's column, lower-cased: where a header names
+// one, the column it names is the label's.
+bool NamesTheLabel(std::string_view field) {
+  std::string name(field);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name == "label" || name == "labels" || name == "class" || name == "target";
+}
+
+// A header whose label is in another column than the one read: a file with
+// its label last, as pandas and many exporters write it, trained on its first
+// feature as the label, with no word said (a new user's trial).
+std::string LabelElsewhere(const std::vector<std::string_view>& header, int64_t label_column) {
+  if (label_column < int64_t(header.size()) && NamesTheLabel(header[static_cast<size_t>(label_column)])) return "";
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (!NamesTheLabel(header[i])) continue;
+    return "the header names column " + std::to_string(i + 1) + " of " + std::to_string(header.size()) + " " +
+           Quoted(header[i]) + ", but each sample's label is read from its " +
+           (label_column == 0 ? std::string("first column") : "column " + std::to_string(label_column + 1)) +
+           ": write the label first, then the features (docs/own-model.md)";
+  }
+  return "";
+}
+
 }  // namespace
 
 StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const CsvOptions& options,
@@ -108,7 +133,10 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
     const bool header = first;
     first = false;
     if (not_a_number < fields.size()) {
-      if (header) continue;
+      if (header) {
+        if (const std::string elsewhere = LabelElsewhere(fields, label_column); !elsewhere.empty()) return bad(elsewhere);
+        continue;
+      }
       return bad(Quoted(fields[not_a_number]) + " is not a number" + SeparatorHint(fields[not_a_number]));
     }
     if (fields.size() != columns) {

@@ -30,6 +30,15 @@ TEST(CsvFormatTest, SkipsAHeaderAndBlankLinesAndReadsSpreadsheetsQuirks) {
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->labels, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(d->features, (std::vector<float>{2, 3, 4, 5, 6, 7}));
+  // A header naming the label where it is read, or naming no label, is a header.
+  for (const char* header : {"target,a,b,c\n", "x,y,z,w\n"}) {
+    auto named = ParseCsv(std::string(header) + "1,2,3,4\n", kThreeFeatures, {}, "t.csv");
+    ASSERT_TRUE(named.ok()) << header << named.status().ToString();
+    EXPECT_EQ(named->labels, (std::vector<int64_t>{1}));
+  }
+  auto last = ParseCsv("a,b,c,label\n2,3,4,1\n", kThreeFeatures, {.label_column = -1}, "t.csv");
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->labels, (std::vector<int64_t>{1}));
 }
 
 TEST(CsvFormatTest, ALabelColumnAndLevelsKeepBytes) {
@@ -73,6 +82,14 @@ TEST(CsvFormatTest, RefusesBadRows) {
                                          "and this one holds tabs"},
       {"1,2,3,4\n1,2,abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrs,4\n", {},
        "t.csv:2: 'abcdefghijklmnopqrstuvwxyzabcdefghijklmn' (cut at 40 of its 45 bytes) is not a number"},
+      // A header that puts the label elsewhere: read from the first column, the
+      // file would train on its first feature as the label.
+      {"a,b,c,label\n0,1,2,3\n", {}, "t.csv:1: the header names column 4 of 4 'label', but each sample's label is "
+                                      "read from its first column: write the label first, then the features "
+                                      "(docs/own-model.md)"},
+      {"x,Class,y,z\n0,1,2,3\n", {}, "t.csv:1: the header names column 2 of 4 'Class', but each sample's label is "
+                                      "read from its first column: write the label first, then the features "
+                                      "(docs/own-model.md)"},
       {"1.5,2,3,4\n", {}, "t.csv:1: label '1.5' is not an integer"},
       {"4,2,3,4\n", {}, "t.csv:1: label 4 is out of range [0, 4)"},
       {"-1,2,3,4\n", {}, "t.csv:1: label -1 is out of range [0, 4)"},
