@@ -123,7 +123,11 @@ StatusOr<KubeConfig> LoadKubeConfig(const std::string& explicit_path, const Envi
   if (!explicit_path.empty()) return from_file(explicit_path);
   if (const std::string path = env("KUBECONFIG"); !path.empty()) {
     // A list of files: the first one holds the context (merging is not done).
-    return from_file(path.substr(0, path.find(':')));
+    // Named as where it came from: a user who gave no flag read "cannot read"
+    // of a path they had set in their shell and forgotten.
+    StatusOr<KubeConfig> config = from_file(path.substr(0, path.find(':')));
+    if (!config.ok()) return config.status().WithContext("$KUBECONFIG");
+    return config;
   }
   const std::string host = env("KUBERNETES_SERVICE_HOST"), port = env("KUBERNETES_SERVICE_PORT");
   if (!host.empty() && !port.empty()) return InClusterConfig(service_account_dir, host, port);

@@ -106,6 +106,10 @@ TEST(KubeConfigTest, FindsItsConfigurationInClientGosOrder) {
   EXPECT_EQ(in_cluster->namespace_, "jobs");
   vars["KUBECONFIG"] = (dir / "explicit").string();
   EXPECT_EQ(LoadKubeConfig("", env, (dir / "sa").string())->server, "https://10.0.0.1:6443") << "$KUBECONFIG first";
+  // A file the variable names but that is not there yet says where its name came from.
+  vars["KUBECONFIG"] = (dir / "not-yet").string();
+  EXPECT_EQ(LoadKubeConfig("", env, (dir / "sa").string()).status().message(),
+            "$KUBECONFIG: cannot read " + (dir / "not-yet").string());
   vars.clear();
   vars["HOME"] = (dir / "home").string();
   EXPECT_EQ(LoadKubeConfig("", env, (dir / "sa").string())->source, (dir / "home/.kube/config").string());

@@ -7,6 +7,7 @@ and removes its temporary files.
 """
 
 import argparse
+import contextlib
 import faulthandler
 import fcntl
 import gc
@@ -113,6 +114,11 @@ def main(argv=None):
     if args.profile and importlib.util.find_spec("yappi") is None:
         # Checked before anything starts: not a crash after "ready".
         sys.exit("standin: --profile needs python3-yappi (apt-get install python3-yappi)")
+    # A kubeconfig an earlier stand-in left names a server that is gone: it goes
+    # now, so that whoever waits for the file (the README's first lines) waits
+    # for this one's, written once it serves.
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(args.kubeconfig)
     workdir, _lock = hold_workdir()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -302,6 +302,18 @@ def wait_until(predicate, timeout=10, interval=0.02):
     return predicate()
 
 
+def readme_commands(section):
+    """The command lines of the first sh block under README.md's `## section`: what a
+    new user pastes, which a test runs as written."""
+    with open(os.path.join(REPO_ROOT, "README.md")) as f:
+        text = f.read()
+    part = text[text.index(f"\n## {section}\n"):]
+    part = part[:part.find("\n## ", 1)]
+    block = re.search(r"```sh\n(.*?)```", part, re.S)
+    assert block, f"README.md's {section} has no sh block"
+    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
 def find_kubectl():
     """kubectl 1.32: the Cloud SDK build, else the one the npm package carries."""
     candidates = [os.environ.get("KUBECTL_1_32", ""),

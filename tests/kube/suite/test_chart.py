@@ -25,14 +25,13 @@ import yaml
 import chart
 from chart import CHART, HELM, Helm, requires_helm
 from emulated_site import EDGE_SITE, JOBS, SiteTestCase, phase, small_job, start_operator, stop_operator
-from harness import AGENT, EXAMPLE, OPERATOR, REPO_ROOT, find_kubectl, requires_built, wait_until
+from harness import AGENT, EXAMPLE, OPERATOR, REPO_ROOT, find_kubectl, readme_commands, requires_built, wait_until
 from test_kubectl import KubectlTestCase, read_line
 
 CI_VALUES = sorted(glob.glob(os.path.join(CHART, "ci", "*.yaml")))
 CRDS = os.path.join(REPO_ROOT, "crds")
 OPERATOR_DOC = os.path.join(REPO_ROOT, "docs", "operator.md")
 OPERATOR_MAIN = os.path.join(REPO_ROOT, "operator", "main.cc")
-README = os.path.join(REPO_ROOT, "README.md")
 KUBECTL = find_kubectl()
 # The operator's Deployment in the suites' release: the chart's full name, -operator.
 OPERATOR_DEPLOYMENT = f"{chart.RELEASE}-edgetrain-operator"
@@ -646,17 +645,6 @@ class RolesAreEnforced(KubectlTestCase):
         p = self.kubectl.run("--token", account.token, "auth", "can-i", "update", "trainingjobs", "--subresource=status",
                              ok=False)
         self.assertEqual((p.returncode, p.stdout.strip()), (1, "no"))
-
-
-def readme_commands(section):
-    """The command lines of the first sh block under README.md's `## section`."""
-    with open(README) as f:
-        text = f.read()
-    part = text[text.index(f"\n## {section}\n"):]
-    part = part[:part.find("\n## ", 1)]
-    block = re.search(r"```sh\n(.*?)```", part, re.S)
-    assert block, f"README.md's {section} has no sh block"
-    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
 @on_the_edge_site

@@ -17,7 +17,11 @@ import json
 import os
 import random
 import re
+import shlex
+import shutil
+import signal
 import subprocess
+import tempfile
 import time
 import unittest
 import urllib.request
@@ -25,7 +29,9 @@ import urllib.request
 import chart
 from emulated_site import (EDGE_SITE, SiteTestCase, condition, phase, small_job, start_operator, stop_operator,
                            wall_clock_job)
-from harness import EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, requires_built, wait_until
+from harness import BIN, EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, find_kubectl, readme_commands, requires_built, wait_until
+
+KUBECTL = find_kubectl()
 
 # What the example reaches: its target (0.9) holds on digits' test set.
 ACCURACY_BAR = 0.9
@@ -1285,3 +1291,103 @@ class PipelineHeadPlacedAnewTest(OperatorSiteTestCase):
               f"the head placed anew on {seat} trained on from its stages' state at step {taken}, the lost stage "
               f"rebuilt from its neighbour's replica, {t_trained_on - t_lost:.1f} s after the kill; "
               f"{iteration(job)} steps, accuracy {status['progress'].get('accuracy')}")
+
+
+@requires_built(OPERATOR, EDGETRAIN)
+class TheReadmesRunItOnKubernetes(unittest.TestCase):
+    """README's "Run it on Kubernetes" block run as one bash script, as a new user pastes
+    it (the stand-in took 1.3 s to serve, and every line after it failed: its trial).
+    Only what a test must change is changed: the folder, the build's programs, an HTTP
+    port the OS chooses for the operator, kubectl 1.32 on the PATH, and the watch, which
+    never ends by itself, as `kubectl wait` for the phase it says the job reaches."""
+
+    WATCH = "kubectl get tj -w"
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="readme-k8s-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def script(self):
+        lines = readme_commands("Run it on Kubernetes")
+        watch = [i for i, line in enumerate(lines) if line.startswith(self.WATCH)]
+        self.assertEqual(len(watch), 1, f"one '{self.WATCH}' line: {lines}")
+        lines[watch[0]] = "kubectl wait --for=jsonpath='{.status.phase}'=Succeeded tj/digits-team --timeout=120s"
+        operator = [i for i, line in enumerate(lines) if line.startswith("build/bin/edgetrain-operator &")]
+        self.assertEqual(len(operator), 1, lines)
+        lines[operator[0]] = lines[operator[0]].replace("edgetrain-operator &", "edgetrain-operator --http 127.0.0.1:0 &")
+        text = "\n".join(lines).replace("/tmp/edge/", self.dir + "/edge/").replace("build/bin/", BIN + "/")
+        tools = os.path.join(self.dir, "bin")
+        os.makedirs(tools)
+        os.symlink(KUBECTL, os.path.join(tools, "kubectl"))
+        return "set -e\nexport PATH=" + shlex.quote(tools) + ":$PATH\n" + text + "\n"
+
+    def test_the_block_pasted_whole_trains_the_example_and_stops_everything(self):
+        if KUBECTL is None:
+            self.skipTest("kubectl 1.32 not found (tests/kube/setup installs it)")
+        script = self.script()
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        env["KUBECACHEDIR"] = os.path.join(self.dir, "kube-cache")  # HOME stays: the data sets are under it
+        t0 = time.monotonic()
+        log_path = os.path.join(self.dir, "out")
+        with open(log_path, "w") as log:
+            # Its output to a file: the stand-in, started in the background,
+            # holds the script's stdout open after the script ends.
+            proc = subprocess.Popen(["bash", "-c", script], cwd=REPO_ROOT, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self.addCleanup(stop_session, proc.pid)
+        try:
+            proc.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            pass
+        with open(log_path) as f:
+            out = f.read()
+        took = time.monotonic() - t0
+        self.assertEqual(proc.returncode, 0, f"the block failed:\n{script}\n{out}")
+        self.assertIn("customresourcedefinition.apiextensions.k8s.io/trainingjobs.edgetrain.dev created", out)
+        self.assertIn("trainingjob.edgetrain.dev/digits-team created", out)
+        self.assertIn("trainingjob.edgetrain.dev/digits-team condition met", out)
+        self.assertRegex(out, r"Events:(.|\n)*TargetReached", "kubectl describe tells the story")
+        self.assertIn('trainingjob.edgetrain.dev "digits-team" deleted', out)
+        self.assertNotIn("connection refused", out)
+        # The last line stops the operator and then the stand-in, which stops every
+        # node's pods: nothing the block started is left running.
+        stopped = wait_until(lambda: not session_processes(proc.pid), timeout=30, interval=0.2)
+        self.assertTrue(stopped, f"still running: {[process_name(p) for p in session_processes(proc.pid)]}")
+        print(f"\nREADME's Run it on Kubernetes: {len(script.splitlines())} lines pasted whole, the example "
+              f"Succeeded and everything stopped in {took:.1f} s")
+
+
+def stop_session(sid):
+    """Whatever the block left running when it failed, stopped as its last line would."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        for pid in session_processes(sid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if wait_until(lambda: not session_processes(sid), timeout=wait, interval=0.2):
+            return
+
+
+def process_name(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return str(pid)
+
+
+def session_processes(sid):
+    """The live processes of session `sid` (zombies left out: nothing here reaps orphans)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(int(entry))
+    return found
