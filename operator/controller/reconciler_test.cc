@@ -1231,6 +1231,33 @@ TEST_F(ReconcilerTest, AGangThatTimesOutSaysWhyAndBacksOffBeforeItIsPlacedAgain)
   EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "a gang that runs starts its back-off over";
 }
 
+// A spec mended after its gang timed out (the image it could not pull) is
+// placed at once, its row of timeouts starting over: it had waited out the
+// back-off, its status naming the old image meanwhile (a new user's trial).
+TEST_F(ReconcilerTest, ASpecChangedAfterAGangTimeoutIsPlacedWithoutWaitingOutTheBackOff) {
+  const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "1m"}}}});
+  SyncPods();  // placed, never running
+  now_ += std::chrono::minutes(1);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  pods_.Replace(api_.All(kube::kPods));
+  ASSERT_EQ(Job("team")["status"]["gangTimeouts"], 1);
+  now_ += std::chrono::seconds(10);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_TRUE(api_.All(kube::kPods).empty()) << "the same spec waits out its back-off";
+
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}},
+                               {"spec", {{"template", {{"image", "edgetrain/agent:mended"}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(1);
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  EXPECT_EQ(api_.All(kube::kPods).size(), 3u);
+  EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "a new spec starts a new row";
+}
+
 TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
   // Room for one job of one at a time.
   AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));
