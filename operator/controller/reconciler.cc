@@ -1045,7 +1045,30 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
   return patched.ok() ? Status::Ok() : patched.status();
 }
 
+bool Reconciler::DeletedAtTheServer(const Pass& pass) {
+  const std::string ns = pass.object["metadata"].value("namespace", "default");
+  kube::ListOptions one;  // a list of the one name: what the roles grant
+  one.field_selector = "metadata.name=" + pass.object["metadata"].value("name", std::string());
+  StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, ns, one);
+  if (!fresh.ok() || !fresh->contains("items")) return false;  // unknown: acted on as the cache says
+  const Json& items = (*fresh)["items"];
+  // Gone, going, or another job of its name made since.
+  return items.empty() || items[0]["metadata"].contains("deletionTimestamp") ||
+         items[0]["metadata"].value("uid", "") != pass.object["metadata"].value("uid", "");
+}
+
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
+  // A job deleted mid-run: the garbage collector deletes its pods and Secrets
+  // once it is gone, and the pods' watch can bring that before the jobs'
+  // watch brings the deletion, the cache still holding the job. Followed
+  // then, its credentials were issued again and a worker whose pod was going
+  // replaced (a WorkerLost event, a recovery counted: a new user's trial, 1
+  // delete in 10). A pod going is rare: the server is asked whether the job
+  // is.
+  const bool pod_going = std::any_of(pass.pods.begin(), pass.pods.end(), [](const Json& pod) {
+    return pod.at("metadata").contains("deletionTimestamp");
+  });
+  if (pod_going && DeletedAtTheServer(pass)) return Status::Ok();
   // Its agents' certificate renewed under them once due.
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/false));
   // The team's nodes as declared (the waiting line keeps them parsed, once a

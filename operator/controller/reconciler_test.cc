@@ -972,6 +972,21 @@ TEST_F(ReconcilerTest, ARecoveryCountsFromTheLossTheClusterRecorded) {
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(17)));
 }
 
+// A job deleted mid-run: the garbage collector deletes its pods, and the
+// pods' watch brought that before the jobs' watch brought the deletion. The
+// job the cache still holds is not recovered: a new user's deleted job got a
+// WorkerLost event, its credentials again and a recovery counted.
+TEST_F(ReconcilerTest, ADeletedJobWhosePodsGoBeforeTheCacheKnowsIsNotRecovered) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  ASSERT_TRUE(api_.Delete(kube::kTrainingJobs, "default", "team").ok());  // jobs_, the cache, still holds it
+  now_ += std::chrono::seconds(1);
+  EvictPods([](const Json&) { return true; });
+  api_.ResetWrites();
+  EXPECT_EQ(Reconcile(key).replan, "");
+  EXPECT_EQ(api_.AllWrites(), 0) << "nothing made, nothing written";
+  // (A pod going of a job that is there is a loss: the tests above.)
+}
+
 // A node gone silent, its pod evicted after nodeLossGrace: the recovery
 // counts from the node's own NotReady, not from the eviction 15 s later.
 TEST_F(ReconcilerTest, ARecoveryFromASilentNodeCountsFromItsNotReady) {
