@@ -112,12 +112,19 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
 
 void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch,
                 const std::vector<AloneOnNode>& alone, std::ostream& out) {
-  char line[512];
+  char line[1024];
+  // The names' columns as wide as their longest: a node holding three pods
+  // pushed the figures after it out of their columns (a new user's trial).
+  int node_width = 16, pods_width = 24;
+  for (const NodeVerdict& v : p.verdicts) {
+    node_width = std::max(node_width, static_cast<int>(v.node.size()));
+    pods_width = std::max(pods_width, static_cast<int>(Pods(v).size()));
+  }
   // COMPUTE: the node's speed against the fastest's (its compute score);
   // SAMPLES/S: a worker there, its link counted too, which is what placement
   // ranks by; of a pipeline job, the whole model on the device alone.
-  std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", "NODE", "PODS", "COMPUTE", "LINK Mbit/s",
-                "SAMPLES/S", "mJ/SAMPLE", "NOTE");
+  std::snprintf(line, sizeof line, "%-*s %-*s %7s %11s %12s %10s  %s\n", node_width, "NODE", pods_width, "PODS", "COMPUTE",
+                "LINK Mbit/s", "SAMPLES/S", "mJ/SAMPLE", "NOTE");
   out << line;
   for (size_t i = 0; i < p.verdicts.size(); ++i) {
     const NodeVerdict& v = p.verdicts[i];
@@ -149,7 +156,8 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     }
     const RowFigures figures = FiguresOf(v, batch, alone, i);
     const bool shown = judged && figures.samples_per_s > 0;  // a device the whole model does not fit: "-"
-    std::snprintf(line, sizeof line, "%-16s %-24s %7s %11s %12s %10s  %s\n", v.node.c_str(), Pods(v).c_str(),
+    std::snprintf(line, sizeof line, "%-*s %-*s %7s %11s %12s %10s  %s\n", node_width, v.node.c_str(), pods_width,
+                  Pods(v).c_str(),
                   Fixed(nodes[i].compute_score, 2).c_str(),
                   nodes[i].link_mbps ? Fixed(*nodes[i].link_mbps, 1).c_str() : "wired",
                   shown ? WithThousands(std::llround(figures.samples_per_s)).c_str() : "-",

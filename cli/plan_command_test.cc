@@ -272,6 +272,31 @@ TEST_F(PlanCommandTest, TheRobotTeamGoesWhereItsLinksAndComputeAreBest) {
   EXPECT_NE(table.out.find("predicted: "), std::string::npos) << table.out;
 }
 
+// A node holding many pods widens the PODS column rather than push the
+// figures after it out of theirs (a new user's trial: 12 workers).
+TEST_F(PlanCommandTest, ANodeHoldingManyPodsKeepsTheColumnsAligned) {
+  Printed table = Plan(Team("many", "  parallelism: {workers: 12}\n"), site_, /*json=*/false);
+  ASSERT_EQ(table.code, 0) << table.err;
+  std::istringstream lines(table.out);
+  std::string line;
+  size_t compute_end = std::string::npos, rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("NODE ", 0) == 0) {
+      compute_end = line.find("COMPUTE") + 7;
+      continue;
+    }
+    if (compute_end == std::string::npos) continue;  // above the table
+    if (line.empty() || line.size() < compute_end) break;
+    // The compute score, as 1.00, ends where its header does.
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(line[compute_end - 1])) && line[compute_end - 3] == '.' &&
+                line[compute_end] == ' ')
+        << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 7u) << table.out;
+  EXPECT_NE(table.out.find("worker 0, worker"), std::string::npos) << "some node holds three pods or more\n" << table.out;
+}
+
 // A team on streams trains on no more than they deliver, whatever its
 // placement predicts (a new user read 2,247,909 samples/s for streams of 260).
 TEST_F(PlanCommandTest, ATeamOnStreamsIsToldItsStreamsBoundItsPace) {
