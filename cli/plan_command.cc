@@ -285,6 +285,14 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       return cluster.status().code() == StatusCode::kUnavailable ? kExitFailed : kExitInvalid;
     }
     for (const std::string& bad : cluster->unreadable) err << "note: node " << bad << "; left out\n";
+    // A job already placed: its own pods are left out of what the nodes hold,
+    // as a re-plan counts them, so the plan is where it would go now, not
+    // where it is (a new user's trial read it as the latter).
+    if (cluster->own_pods > 0) {
+      err << "note: " << job.name << " has " << cluster->own_pods << (cluster->own_pods == 1 ? " pod" : " pods")
+          << " on the cluster already, left out of what the nodes hold: this is where it would be placed now, "
+             "not where it is (kubectl get pods -o wide)\n";
+    }
     nodes = cluster->nodes;
   } else {
     std::optional<ClusterProfile> profile = LoadProfile(options.nodes_path, err);

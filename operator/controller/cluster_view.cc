@@ -137,16 +137,17 @@ ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json
                           const std::string& except_namespace, const std::string& except_job,
                           const MeasuredLinks& measured) {
   std::map<std::string, ResourceAmounts> bound;
+  ClusterView view;
   for (const Json& pod : pods) {
     if (!HoldsNode(pod)) continue;
     const Json& meta = pod.at("metadata");
     if (meta.value("namespace", "") == except_namespace &&
         meta.value("/labels"_json_pointer, Json::object()).value(kJobLabel, "") == except_job) {
+      ++view.own_pods;
       continue;
     }
     bound[pod["spec"]["nodeName"].get<std::string>()].Add(PodRequests(pod));
   }
-  ClusterView view;
   for (const Json& node : nodes) {
     StatusOr<NodeView> v = NodeViewOfNode(node, measured);
     if (!v.ok()) {

@@ -55,6 +55,9 @@ bool HoldsNode(const Json& pod);
 struct ClusterView {
   std::vector<NodeView> nodes;
   std::vector<std::string> unreadable;  // "NAME: why"
+  // The job's own pods bound to nodes, left out of what the nodes hold: a
+  // re-plan may move them.
+  int own_pods = 0;
 };
 ClusterView ClusterViewOf(const std::vector<Json>& nodes, const std::vector<Json>& pods,
                           const std::string& except_namespace, const std::string& except_job,

@@ -115,6 +115,7 @@ TEST(ClusterViewTest, WhatOtherPodsHoldCountsAndTheJobsOwnAndFinishedPodsDoNot) 
   EXPECT_EQ(view.nodes[0].bound.cpu_millis, 750);
   EXPECT_EQ(view.nodes[0].bound.memory_bytes, (int64_t{1} << 30) + (int64_t{256} << 20));
   EXPECT_EQ(view.nodes[0].bound.pods, 2);
+  EXPECT_EQ(view.own_pods, 1) << "counted, for edgetrain plan to say it left them out";
 }
 
 // A GPU, or any resource beside CPU, memory and pods, is read from the Node's
