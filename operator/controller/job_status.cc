@@ -194,7 +194,8 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::o
   return workers;
 }
 
-LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, const LinkRules& rules) {
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, const LinkRules& rules,
+                        const std::map<int, double>& pod_age_s) {
   LinkHealth health;
   if (!progress.contains("workers")) return health;
   std::string below, down, waits_on;
@@ -203,7 +204,8 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
   char text[160];
   for (const Json& w : progress["workers"]) {
     const int rank = w.value("rank", -1);
-    const double out = w.value("silentSeconds", 0.0);
+    double out = w.value("silentSeconds", 0.0);
+    if (auto age = pod_age_s.find(rank); age != pod_age_s.end()) out = std::min(out, age->second);
     const bool gone_quiet = out >= ToSeconds(rules.link_down_after) && w.value("quarantined", "").empty();
     if (!w.value("active", true)) {
       // Out of the team: it does not wait, but its link may be down.

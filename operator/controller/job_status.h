@@ -4,6 +4,7 @@
 // and each agent's node, role, batch, bandwidth and stall. Computed in memory; the
 // reconciler writes it once, only when it differs from what is stored.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,7 +82,12 @@ struct LinkRules {
 // kDegradedShare of that (LinkBelowPlan), or down (LinkDown); the team is
 // Stalled when it has not stepped for `stalled_after`, and the message names
 // the workers it waits on: those holding it, and those out of it and silent.
-LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, const LinkRules& rules);
+// `pod_age_s[rank]`, where known, is how long its worker's pod has existed: no
+// worker has been silent longer. Until a replacement joins, its coordinator
+// reports the silence of the worker it replaced (LinkDown, "silent for 36 s",
+// came right after a recovery: new users' trials).
+LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned_mbps, const LinkRules& rules,
+                        const std::map<int, double>& pod_age_s = {});
 
 // "1m05s" from seconds, for status.progress.eta.
 std::string EtaText(double seconds);

@@ -172,6 +172,22 @@ TEST(JobStatusTest, TheTeamIsStalledWhenItStopsSteppingAndDegradedWhenALinkFalls
             "no step for 45 s; no worker holds the team");
 }
 
+// A replacement's coordinator reports the silence of the worker it replaced
+// until it joins: no worker has been silent longer than its pod has existed
+// (LinkDown, "worker 1 silent for 36 s", followed every recovery: new users'
+// trials).
+TEST(JobStatusTest, NoWorkerIsSilentLongerThanItsPodHasExisted) {
+  const LinkRules rules{std::chrono::seconds(10), std::chrono::seconds(30)};
+  const Json replaced = {{"workers",
+                          {{{"rank", 0}, {"bandwidthMbps", 30.0}},
+                           {{"rank", 1}, {"active", false}, {"silentSeconds", 36.0}}}}};
+  EXPECT_TRUE(LinkHealthOf(replaced, {30.0, 30.0}, rules).degraded) << "as the coordinator says it";
+  EXPECT_FALSE(LinkHealthOf(replaced, {30.0, 30.0}, rules, {{0, 60.0}, {1, 2.0}}).degraded) << "its pod is 2 s old";
+  const LinkHealth silent_since = LinkHealthOf(replaced, {30.0, 30.0}, rules, {{0, 60.0}, {1, 12.0}});
+  EXPECT_EQ(silent_since.degraded_message, "worker 1 silent for 12 s: its link is down or it is gone")
+      << "a replacement silent since it was made";
+}
+
 // A worker out of the team and silent long enough has its link down: a
 // deadline's blips of a fraction of a second are not, nor is a worker
 // quarantined; with every worker out the team stops stepping, and is stalled

@@ -1448,7 +1448,17 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
                        pass.stored_status.value("/progress/readTime"_json_pointer, std::string()));
         }
       }
-      const LinkHealth health = LinkHealthOf(progress, planned, options_.links);
+      std::map<int, double> pod_age_s;
+      if (const std::optional<kube::WallTime> now = kube::ParseKubeTime(pass.now)) {
+        for (const Json& pod : gang_pods) {
+          const std::string rank = pod.value("/metadata/labels"_json_pointer, Json::object()).value(kRankLabel, "");
+          const std::optional<kube::WallTime> made =
+              kube::ParseKubeTime(pod.value("/metadata/creationTimestamp"_json_pointer, std::string()));
+          if (rank.empty() || !made) continue;
+          pod_age_s[std::atoi(rank.c_str())] = std::max(0.0, ToSeconds(*now - *made));
+        }
+      }
+      const LinkHealth health = LinkHealthOf(progress, planned, options_.links, pod_age_s);
       if (!unanswered) {
         pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
                  health.stall_message);

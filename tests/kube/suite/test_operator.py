@@ -133,7 +133,14 @@ class OperatorSiteTestCase(SiteTestCase):
         """SIGKILLs the one agent process whose command line holds `args` (as an
         out-of-memory kill would) and returns when, on the monotonic clock."""
         found = subprocess.run(["pgrep", "-f", "--", args], capture_output=True, text=True).stdout.split()
-        self.assertEqual(len(found), 1, f"{what}: {found}")
+        if len(found) != 1:
+            # Which agents there were, and the plan they ran: a stage left out
+            # (the planner judging a split not to pay under load) reads here.
+            agents = subprocess.run(["pgrep", "-af", "edgetrain-agent"], capture_output=True, text=True).stdout
+            jobs = self.kubectl.run("get", "tj", "-o", "json", ok=False).stdout
+            stages = [(j["metadata"]["name"], (j.get("status") or {}).get("pipeline", {}).get("stages"))
+                      for j in json.loads(jobs or '{"items": []}').get("items", [])]
+            self.fail(f"{what}: {found} (agents: {agents}; stages: {stages})")
         killed = time.monotonic()
         os.kill(int(found[0]), 9)
         return killed
