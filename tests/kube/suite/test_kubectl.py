@@ -340,6 +340,9 @@ class TrainingJobRules(KubectlTestCase):
         "hidden": ({"model": {"name": "cnn", "hidden": [3]}}, "hidden applies only to the mlp"),
         "widths": ({"model": {"name": "cnn", "widths": [3]}}, "widths applies only to the vgg"),
         "widths-ok": ({"model": {"name": "vgg", "widths": [4, 4, 8]}}, None),
+        # A misspelt name is refused by its enum alone, not also told its hidden
+        # "applies only to the mlp model" (a new user's trial).
+        "misspelt": ({"model": {"name": "mpl", "hidden": [3]}}, 'Unsupported value: "mpl"'),
         "pipeline": ({"parallelism": {"mode": "pipeline", "workers": 1}},
                      "pipeline parallelism needs at least 2 workers"),
         "wall-clock": ({"budget": {"wallClock": "0m0s"}}, "wallClock must be longer than 0"),
@@ -367,6 +370,8 @@ class TrainingJobRules(KubectlTestCase):
                 else:
                     self.assertEqual(r.status, 422, r)
                     self.assertIn(message, r.json["message"])
+                    if name == "misspelt":
+                        self.assertNotIn("applies only", r.json["message"])
 
 
 class NodesAndPods(KubectlTestCase):
