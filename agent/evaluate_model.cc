@@ -86,13 +86,12 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   if (Status finite = FiniteEvaluation(evaluation->loss); !finite.ok()) {
     return ReportFailure(InvalidArgumentError(model_path + ": " + finite.message()), lines, log);
   }
-  lines << "result "
-        << ResultJson(nlohmann::json({{"model", model_path},
-                           {"dataset", DescribeData(data)},
-                           {"accuracy", evaluation->accuracy},
-                           {"loss", evaluation->loss},
-                           {"samples", samples}}))
-        << std::endl;
+  const nlohmann::json result = {{"model", model_path},
+                                 {"dataset", DescribeData(data)},
+                                 {"accuracy", evaluation->accuracy},
+                                 {"loss", evaluation->loss},
+                                 {"samples", samples}};
+  lines << "result " << ResultJson(result) << std::endl;
   return kExitOk;
 }
 

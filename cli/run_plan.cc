@@ -84,9 +84,10 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   plan.spec_json = job.SpecJson();
   plan.spec = spec;
   plan.output_dir = (cwd / output).lexically_normal().string();
+  // Handed to the agents in the plan, which is JSON.
   EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(plan.output_dir, !options.output_dir.empty() ? "--output"
-                                                           : spec.output.path        ? "spec.output.path"
-                                                                                      : "the output folder"));
+                                                           : spec.output.path ? "spec.output.path"
+                                                                              : "the default output folder (--output names another)"));
   // One LibTorch thread per agent unless asked: measured on the example MLP, two
   // threads on two cores ran at half the samples/s of one (13.8k vs 25.7k).
   plan.intra_op_threads = options.threads > 0 ? options.threads : 1;
