@@ -296,6 +296,18 @@ spec:
   ASSERT_EQ(job->size(), 1u) << "the coordinator, as the training dashboard's job panels read it";
   EXPECT_GT(job->begin()->second, 0);
 
+  // A second observed run on the port this one's Prometheus still serves is
+  // refused before it trains: the serving Prometheus answered its readiness
+  // check, and its series went nowhere (a new user's trial).
+  const std::string port = prometheus.substr(prometheus.rfind(':') + 1);
+  auto second = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--output",
+                                     (dir / "second").string(), "--observe", "--observe-port", port},
+                                    (dir / "second.log").string(), {{"TMPDIR", dir.string()}});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->Wait(seconds(60)), 1);
+  EXPECT_NE(ReadFile(dir / "second.log").find(prometheus + " already answers HTTP"), std::string::npos)
+      << ReadFile(dir / "second.log");
+
   run->Signal(SIGINT);
   EXPECT_EQ(run->Wait(seconds(30)), 0) << "the run had ended well before the person stopped Prometheus";
   EXPECT_FALSE(http::HttpGet(prometheus, "/-/ready").ok()) << "Prometheus stops with the runner";

@@ -57,6 +57,14 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
   if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
   if (port == 0) port = http::FreeLoopbackPort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
+  // Something that answers there already (an earlier run's Prometheus,
+  // serving its series until Ctrl-C) would answer the readiness check below
+  // for this one, which cannot bind the port: the run then said it was
+  // observed while its series went nowhere (a new user's trial).
+  if (auto answered = http::HttpGet(address, "/-/ready"); answered.ok()) {
+    return UnavailableError(address + " already answers HTTP (an earlier run's --observe, still serving its series?)"
+                            "\n--observe-port PORT takes another port (0: one the OS gives)");
+  }
   const fs::path targets = dir / "targets.json";
   std::ofstream(targets) << "[]\n";
   std::ofstream(dir / "prometheus.yml") << Config(targets, rules_path);
@@ -81,7 +89,8 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
                               log.string() + "):\n" + said + hint);
     }
     auto ready = http::HttpGet(address, "/-/ready");
-    if (ready.ok() && ready->status == 200) break;
+    // Ready, and ours: one that lost a race for the port exits.
+    if (ready.ok() && ready->status == 200 && !server->Poll()) break;
     if (clock.Now() >= deadline) {
       server->Signal(SIGKILL);
       server->Wait(ready_timeout);
