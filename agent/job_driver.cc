@@ -182,6 +182,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   board_.SetWallClock(spec.budget.wall_clock);
   JobProgress p = engine_.Progress();
   const int64_t first_iteration = p.iteration;
+  const int64_t first_samples = p.samples;
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
   // A resumed job's last evaluation, until it evaluates again.
   std::optional<double> accuracy = resumed ? resumed->accuracy : std::nullopt;
@@ -189,7 +190,15 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // The iteration this run last evaluated at: the final evaluation is left
   // out only for it. One from before the checkpoint may be of another test
   // set or model (a manifest changed since).
-  std::optional<int64_t> evaluated_here;
+  // The model this run last evaluated, by its iteration and samples: a
+  // team's model moves between iterations as late pushes land (a stream's
+  // team interrupted at the iteration of its last evaluation kept that
+  // evaluation as the final model's, 0.5806 where its model.pt scored 0.5972:
+  // a new user's trial).
+  std::optional<std::pair<int64_t, int64_t>> evaluated_here;
+  auto evaluated_now = [&](const JobProgress& q) {
+    return evaluated_here == std::pair{q.iteration, q.samples};
+  };
   if (accuracy) metrics_.SetAccuracy(*accuracy);
   double evaluating_s = 0;  // this run's evaluations: a pipeline or a job of one waits through them
   // The last evaluation's length: one due less than that before the
@@ -238,7 +247,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     evaluating_s += evaluation_s;
     accuracy = a;
     evaluated_iteration = q.iteration;
-    evaluated_here = q.iteration;
+    evaluated_here = std::pair{q.iteration, q.samples};
     q.accuracy = a;
     q.evaluated_iteration = q.iteration;
     metrics_.SetAccuracy(a);
@@ -342,7 +351,13 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // then go back (found in review).
   p.stop_reason = *stop;
   const bool interrupted = *stop == StopReason::kCancelled;
-  const bool untrained = interrupted && p.iteration == first_iteration;
+  // Not one step this run: nothing is written, interrupted or at its budget
+  // (a stream's team whose folder held nothing replaced a trained model.pt
+  // with its untrained one: a new user's trial). A resumed job whose budget
+  // was spent already still writes its checkpoint's model, which its run
+  // may not have written.
+  const bool stepped = p.iteration != first_iteration || p.samples != first_samples;
+  const bool untrained = !stepped && (interrupted || !resumed);
   // The result reports the final model's accuracy on the full test set; of
   // a model that never trained in this run, the last evaluation's before its
   // checkpoint, if any. Interrupted, not when evaluating would keep the
@@ -353,19 +368,20 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // (Not when it is evaluated already, a Ctrl-C during a scheduled
   // evaluation, nor when nothing trained: nothing is written to resume.)
   const double final_evaluation_s = evaluation_s > 0 ? evaluation_s : EvaluationGuess(p);
-  const bool left_to_resume = interrupted && !untrained && evaluated_here != p.iteration &&
+  const bool left_to_resume = interrupted && !untrained && !evaluated_now(p) &&
                               final_evaluation_s > kPromptEvaluationSeconds;
   if (left_to_resume) {
     log_ << plan_.job << ": interrupted; the final model's evaluation (about "
          << std::lround(final_evaluation_s * 10) / 10.0 << " s) is left to the run that resumes\n";
   }
-  if (*stop != StopReason::kTarget && evaluated_here != p.iteration && !untrained && !left_to_resume) {
+  if (*stop != StopReason::kTarget && !evaluated_now(p) && !untrained && !left_to_resume) {
     EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
   }
   if (untrained) {
     // Stopped before it trained at all (loading, gathering): nothing is
     // written, and whatever the folder held stays as it was.
-    log_ << plan_.job << ": interrupted before training; nothing was written\n";
+    log_ << plan_.job << (interrupted ? ": interrupted before training" : ": nothing trained before its budget ended")
+         << "; nothing was written\n";
     p.model_path = "";
   } else {
     JobCheckpoint last = Checkpoint(p);

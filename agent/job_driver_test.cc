@@ -624,6 +624,52 @@ TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/checkpoint.bin"));
 }
 
+// A team that takes no step before its budget ends (a stream's folder that
+// held nothing) writes nothing either: its untrained model replaced a
+// finished run's model.pt, exit 0 (a new user's trial).
+TEST_F(JobDriverTest, AJobThatTookNoStepBeforeItsBudgetEndedWritesNothing) {
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(500);
+  std::atomic<bool> cancel{false};
+  DeterministicClock clock;
+  StatusOr<JobProgress> result = InternalError("not run");
+  clock.Run("test", [&] {
+    class Starved final : public TrainingEngine {
+     public:
+      explicit Starved(Clock& clock) : clock_(clock) {}
+      int64_t IterationsPerEpoch() const override { return 10; }
+      Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
+      Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
+      Status Advance() override {
+        clock_.SleepFor(milliseconds(100));  // waiting for samples that never come
+        return Status::Ok();
+      }
+      JobProgress Progress() override { return {}; }
+      StatusOr<double> Evaluate() override {
+        ++evaluated;
+        return 0.1;
+      }
+      int64_t TestSamples() const override { return 10; }
+      void Snapshot(JobCheckpoint&) override {}
+      void Finish(FinalModel) override {}
+      Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "untrained"); }
+      int evaluated = 0;
+
+     private:
+      Clock& clock_;
+    } starved(clock);
+    MetricsRegistry registry;
+    CoordinatorMetrics metrics(registry, plan.job, 1);
+    result = JobDriver(plan, starved, clock, board, metrics, log).Run(cancel);
+    EXPECT_EQ(starved.evaluated, 0) << "a model that never trained is not evaluated";
+  });
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
+  EXPECT_TRUE(result->model_path.empty());
+  EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/model.pt"));
+  EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/checkpoint.bin"));
+}
+
 TEST_F(JobDriverTest, AResumedJobCountsItsEnergyOverBothRuns) {
   auto whole = Run();
   ASSERT_TRUE(whole.ok());
