@@ -70,7 +70,15 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   if (Status restored = engine_.Restore(c); !restored.ok()) {
     // The manifest and the folder disagree: running again unchanged gives the
     // same, which is exit 2's meaning, and the operator does not restart it.
-    return InvalidArgumentError(path + " " + restored.message() +
+    // What changed is said, as a resume that takes the change says it (a
+    // new user's team of 3 resumed as 2 was told only "a different model,
+    // optimizer or team").
+    std::string changed;
+    for (const std::string& change : SpecChanges(c.spec_json, plan_.spec_json)) {
+      changed += (changed.empty() ? " (the manifest changed since it was written: " : "; ") + change;
+    }
+    if (!changed.empty()) changed += ")";
+    return InvalidArgumentError(path + " " + restored.message() + changed +
                                 "; move it away, or start afresh (edgetrain run --fresh)");
   }
   // Only the runner's own line names `edgetrain run --fresh`: on a cluster this log is a pod's.

@@ -653,6 +653,10 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
   EXPECT_NE(refused.stderr_text.find("holds a different model, optimizer or team"), std::string::npos)
       << refused.stderr_text;
+  // What changed is named (a team of 3 resumed as 2 was told no more than the line above).
+  EXPECT_NE(refused.stderr_text.find("(the manifest changed since it was written: spec.model.hidden: "),
+            std::string::npos)
+      << refused.stderr_text;
   EXPECT_NE(refused.stderr_text.find("is kept as it was; the same command fails the same way until what the error "
                                      "says is dealt with"),
             std::string::npos)
