@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/dataset_info.h"
+#include "core/partition.h"
 #include "core/placement.h"
 #include "core/utf8.h"
 
@@ -131,6 +132,11 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   const int holders = spec.parallelism.mode == ParallelismMode::kDataParallel ? workers : 1;
   if (std::string warning = BatchOverShareWarning(InfoOf(spec.data).train_size, holders, spec.data.batch_size);
       !warning.empty()) {
+    run.warnings.push_back(warning);
+  }
+  // A team's parts only: a pipeline draws its batches from the whole set.
+  if (std::string warning = UnseenLabelsWarning(spec.data, InfoOf(spec.data).classes, workers);
+      spec.parallelism.mode == ParallelismMode::kDataParallel && !warning.empty()) {
     run.warnings.push_back(warning);
   }
   return run;

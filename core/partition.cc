@@ -90,4 +90,17 @@ std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<con
   return counts;
 }
 
+std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers) {
+  const PartitionSpec& p = data.partition;
+  // A stream from a folder is dealt by its source, not partitioned.
+  if (p.kind != PartitionKind::kLabels || data.injection || (data.stream && data.stream->directory)) return "";
+  const int k = p.labels_per_worker.value_or(1);
+  const int64_t dealt = int64_t{k} * workers;
+  if (classes <= 0 || dealt >= classes) return "";
+  return "spec.data.partition gives each of " + std::to_string(workers) + (workers == 1 ? " worker " : " workers ") +
+         std::to_string(k) + (k == 1 ? " label" : " labels") + ": " + std::to_string(dealt) + " of the " +
+         std::to_string(classes) + " labels are trained on, and the other " + std::to_string(classes - dealt) +
+         " never (edgetrain partition JOB.yaml names them; spec.data.injection brings their samples in)";
+}
+
 }  // namespace edgetrain

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/job_spec.h"
@@ -21,6 +22,13 @@ namespace edgetrain {
 // samples are in no part. Every worker gets at least one sample.
 std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labels, int classes, int workers,
                                                    const PartitionSpec& spec, uint64_t seed);
+
+// When a `labels` partition deals fewer labels in all than there are classes
+// (workers x labelsPerWorker < classes) and nothing injects the others: which
+// part of the labels the job never trains on, for a warning before it runs;
+// else empty. (A new user's team of 2 with 4 labels each never trained on 2
+// of 10, and only `edgetrain partition` said so.)
+std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers);
 
 // How many samples of each label a part holds: [label] -> count.
 std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<const int64_t> labels, int classes);

@@ -114,5 +114,21 @@ TEST(PartitionTest, LabelsLeavesOutTheLabelsNoWorkerSeesAndTakesEveryLabelAtKAbo
   for (const auto& part : every) EXPECT_EQ(LabelHistogram(part, labels, 10), std::vector<int64_t>(10, 10));
 }
 
+// Fewer labels dealt in all than there are classes is said before the job
+// runs, unless injection brings the others in or a folder deals the samples.
+TEST(PartitionTest, LabelsNoWorkerSeesAreWarnedOfUnlessInjected) {
+  DataSpec data;
+  data.partition = {PartitionKind::kLabels, std::nullopt, 4};
+  EXPECT_EQ(UnseenLabelsWarning(data, 10, 2),
+            "spec.data.partition gives each of 2 workers 4 labels: 8 of the 10 labels are trained on, and the other 2 "
+            "never (edgetrain partition JOB.yaml names them; spec.data.injection brings their samples in)");
+  EXPECT_EQ(UnseenLabelsWarning(data, 10, 3), "") << "12 dealt: every label is seen";
+  data.injection = InjectionSpec{};
+  EXPECT_EQ(UnseenLabelsWarning(data, 10, 2), "");
+  data.injection.reset();
+  data.partition = {PartitionKind::kDirichlet, 0.1, std::nullopt};
+  EXPECT_EQ(UnseenLabelsWarning(data, 10, 2), "") << "only the labels partition deals labels";
+}
+
 }  // namespace
 }  // namespace edgetrain
