@@ -571,8 +571,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (job.spec.data.stream && job.spec.data.stream->directory) {
     // A resumed run reads only files past those it trained on; a fresh one
     // has no record of them (a new user fed old files in again unawares).
+    // (Not "again": an earlier run may have read another folder.)
     watch.afresh_also = "its workers read every file in " + *job.spec.data.stream->directory +
-                        " again, those earlier runs trained on included";
+                        " from the first, any an earlier run of it trained on included";
   }
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
