@@ -107,6 +107,7 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
   std::vector<double> values;
   int line_no = 0;
   bool first = true;
+  std::string header_line;  // the first line, when it was taken for a header
   for (size_t pos = 0; pos < text.size();) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -135,6 +136,7 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
     if (not_a_number < fields.size()) {
       if (header) {
         if (const std::string elsewhere = LabelElsewhere(fields, label_column); !elsewhere.empty()) return bad(elsewhere);
+        header_line = Quoted(line);
         continue;
       }
       return bad(Quoted(fields[not_a_number]) + " is not a number" + SeparatorHint(fields[not_a_number]));
@@ -168,7 +170,12 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
       }
     }
   }
-  if (d.labels.empty()) return InvalidArgumentError(std::string(source) + ": no samples");
+  if (d.labels.empty()) {
+    // A file of one bad row read as "no samples", as if that row were a
+    // header (a new user's trial): the line taken for one is shown.
+    return InvalidArgumentError(std::string(source) + ": no samples" +
+                                (header_line.empty() ? "" : " (its first line, taken for a header: " + header_line + ")"));
+  }
   return d;
 }
 
