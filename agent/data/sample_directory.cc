@@ -1,7 +1,9 @@
 #include "agent/data/sample_directory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "agent/data/csv_format.h"
@@ -9,6 +11,30 @@
 namespace edgetrain::agent {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// How long a file whose last line is unfinished waits for the rest.
+constexpr auto kSettle = std::chrono::seconds(2);
+
+// A file its writer may still be writing, in place rather than under a dot
+// name: its last line unfinished (no newline), written to within kSettle. Its
+// first rows were read and the rest lost, unsaid (a new user's trial). One
+// that stays so, a file written whole without a final newline, is read once
+// it has settled.
+bool StillBeingWritten(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() <= 0) return false;
+  in.seekg(-1, std::ios::end);
+  char last = '\n';
+  in.get(last);
+  if (last == '\n') return false;
+  std::error_code ec;
+  const fs::file_time_type written = fs::last_write_time(path, ec);
+  return !ec && fs::file_time_type::clock::now() - written < kSettle;
+}
+
+}  // namespace
 
 SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info) : folder_(std::move(folder)) {
   samples_.info = info;
@@ -36,6 +62,9 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   const int64_t sample = samples_.SampleSize();
   for (const fs::path& path : fresh) {
     if (scan.samples >= room) break;  // the rest wait on disk for room in the buffer
+    // It and those after it wait for a later look: files are taken in name
+    // order, which a resumed run's skipping by name relies on.
+    if (StillBeingWritten(path)) break;
     StatusOr<Dataset> read = ReadCsvFile(path.string(), samples_.info);
     if (!read.ok()) {
       seen_.insert(path.filename().string());

@@ -2,7 +2,8 @@
 // A real stream source (spec.data.stream.directory): a folder that a sensor
 // process, a camera's uploader or a message-queue consumer drops samples into
 // as CSV files, a label and then the features a row (agent/data/csv_format.h).
-// Each file is read once, when it is first seen, in name order; a name
+// Each file is read once, when it is first seen, in name order (one whose
+// last line is unfinished, written to just now, waits for the rest); a name
 // starting with a dot is left alone, so a writer puts a file in whole by
 // writing it under such a name (or elsewhere on the file system) and
 // renaming it. Files are kept: what was read is remembered by name.

@@ -80,6 +80,26 @@ TEST_F(SampleDirectoryTest, AFileBeingWrittenUnderADotNameWaitsAndABadOneIsRefus
   EXPECT_TRUE(scan.refused.empty()) << "a refused file is not tried again";
 }
 
+// A writer that writes in place rather than under a dot name: a file whose
+// last line is unfinished and that was written to just now waits, and those
+// named after it with it; finished, it is read whole (its first rows were
+// read and the rest lost: a new user's trial). One that stays unfinished is
+// read once it has settled.
+TEST_F(SampleDirectoryTest, AFileStillBeingWrittenInPlaceWaitsForItsLastLine) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3");
+  Put("b.csv", "2,5,6\n");
+  EXPECT_EQ(source.Look().samples, 0) << "a.csv is being written; b.csv waits behind it";
+  Put("a.csv", "0,1,2\n1,3,4\n");
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 3);
+  EXPECT_TRUE(scan.refused.empty());
+  Put("c.csv", "0,7,8");  // no final newline, and left so
+  EXPECT_EQ(source.Look().samples, 0);
+  fs::last_write_time(folder / "c.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  EXPECT_EQ(source.Look().samples, 1) << "settled: read as it is";
+}
+
 TEST_F(SampleDirectoryTest, AFolderThatDoesNotExistYetIsEmpty) {
   SampleDirectory source((folder / "not-yet").string(), kInfo);
   EXPECT_EQ(source.Look().samples, 0);
