@@ -130,6 +130,14 @@ void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const st
   observer.Stop(kStopGrace);
 }
 
+// Where the series stay once the run's Prometheus has stopped: an interrupted
+// run stopped it at once, and nothing said they were kept (a new user's
+// trial found them by starting a Prometheus on a copy).
+void SayWhereTheSeriesStay(const RunObserver& observer, std::ostream& err) {
+  err << "observe: the run's series stay in " << (observer.dir() / "data").string()
+      << " (prometheus --storage.tsdb.path=" << (observer.dir() / "data").string() << " serves them again)\n";
+}
+
 }  // namespace
 
 void RemoveLeftovers(std::ostream& err) {
@@ -636,6 +644,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (observer && !outcome.interrupted && !interrupted.load()) {
     ServeAfterTheRun(*observer, options, interrupted, clock, err);
   }
+  if (observer) SayWhereTheSeriesStay(*observer, err);
   if (outcome.interrupted) {
     // Said where the run ends, as a failure's note says it: the first line
     // ("saving where it got to") did not say that running again resumes.

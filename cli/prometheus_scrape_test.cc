@@ -312,6 +312,9 @@ spec:
   EXPECT_EQ(run->Wait(seconds(30)), 0) << "the run had ended well before the person stopped Prometheus";
   EXPECT_FALSE(http::HttpGet(prometheus, "/-/ready").ok()) << "Prometheus stops with the runner";
   EXPECT_TRUE(fs::exists(dir / "out" / "prometheus" / "data")) << "the run's series stay for a later look";
+  EXPECT_NE(ReadFile(dir / "stderr.log").find("observe: the run's series stay in " + (dir / "out" / "prometheus" / "data").string()),
+            std::string::npos)
+      << "and it says so";
 }
 
 }  // namespace
