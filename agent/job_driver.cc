@@ -195,14 +195,13 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // A resumed job's last evaluation, until it evaluates again.
   std::optional<double> accuracy = resumed ? resumed->accuracy : std::nullopt;
   std::optional<int64_t> evaluated_iteration = resumed ? resumed->evaluated_iteration : std::nullopt;
-  // The iteration this run last evaluated at: the final evaluation is left
-  // out only for it. One from before the checkpoint may be of another test
-  // set or model (a manifest changed since).
-  // The model this run last evaluated, by its iteration and samples: a
-  // team's model moves between iterations as late pushes land (a stream's
-  // team interrupted at the iteration of its last evaluation kept that
-  // evaluation as the final model's, 0.5806 where its model.pt scored 0.5972:
-  // a new user's trial).
+  // The model this run last evaluated, by its iteration and samples: the
+  // final evaluation is left out only for it. By samples too: a team's model
+  // moves between iterations as late pushes land (a stream's team
+  // interrupted at the iteration of its last evaluation kept that evaluation
+  // as the final model's, 0.5806 where its model.pt scored 0.5972: a new
+  // user's trial). One from before the checkpoint may be of another test set
+  // or model (a manifest changed since).
   std::optional<std::pair<int64_t, int64_t>> evaluated_here;
   auto evaluated_now = [&](const JobProgress& q) {
     return evaluated_here == std::pair{q.iteration, q.samples};
