@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -47,6 +48,33 @@ class GuessingEngine final : public TrainingEngine {
  private:
   TrainingEngine& inner_;
   std::optional<double> guess_;
+};
+
+// An engine whose steps a test writes, for what a job of one never does (no
+// step at all, a model that moves between iterations): each Advance runs
+// `advance` on the progress it reports; each evaluation is counted and scored
+// by `score` (1 for the first).
+class ScriptedEngine final : public TrainingEngine {
+ public:
+  std::function<void(JobProgress&)> advance = [](JobProgress&) {};
+  std::function<double(int)> score = [](int) { return 0.1; };
+  JobProgress progress;
+  int advanced = 0, evaluated = 0;
+
+  int64_t IterationsPerEpoch() const override { return 10; }
+  Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
+  Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
+  Status Advance() override {
+    ++advanced;
+    advance(progress);
+    return Status::Ok();
+  }
+  JobProgress Progress() override { return progress; }
+  StatusOr<double> Evaluate() override { return score(++evaluated); }
+  int64_t TestSamples() const override { return 10; }
+  void Snapshot(JobCheckpoint&) override {}
+  void Finish(FinalModel) override {}
+  Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "scripted"); }
 };
 
 struct JobDriverTest : ::testing::Test {
@@ -98,6 +126,16 @@ struct JobDriverTest : ::testing::Test {
       }
       result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
       done = true;
+    });
+    return result;
+  }
+  // Runs the job on `engine`, whose steps may sleep on `clock`.
+  StatusOr<JobProgress> RunOn(TrainingEngine& engine, DeterministicClock& clock, const std::atomic<bool>& cancel) {
+    StatusOr<JobProgress> result = InternalError("not run");
+    clock.Run("test", [&] {
+      MetricsRegistry registry;
+      CoordinatorMetrics metrics(registry, plan.job, 1);
+      result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
     });
     return result;
   }
@@ -583,40 +621,16 @@ TEST_F(JobDriverTest, AnInterruptedRunKeepsAFinishedRunsModelAndResumesFromItsCh
 }
 
 TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {
+  // As a team's coordinator whose workers never came: no step is ever
+  // taken, nor asked for (a pipeline's head, asked, sent its first step to
+  // stages it had not welcomed and took one not yet there for lost), and
+  // the model that never trained is not evaluated.
   std::atomic<bool> cancel{true};
   DeterministicClock clock;
-  StatusOr<JobProgress> result = InternalError("not run");
-  clock.Run("test", [&] {
-    // As a team's coordinator whose workers never came: no step is ever
-    // taken, nor asked for (a pipeline's head, asked, sent its first step to
-    // stages it had not welcomed and took one not yet there for lost), and
-    // the model that never trained is not evaluated.
-    class NeverStarted final : public TrainingEngine {
-     public:
-      int64_t IterationsPerEpoch() const override { return 10; }
-      Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
-      Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
-      Status Advance() override {
-        ++advanced;
-        return Status::Ok();
-      }
-      JobProgress Progress() override { return {}; }
-      StatusOr<double> Evaluate() override {
-        ++evaluated;
-        return 0.1;
-      }
-      int64_t TestSamples() const override { return 10; }
-      int advanced = 0, evaluated = 0;
-      void Snapshot(JobCheckpoint&) override {}
-      void Finish(FinalModel) override {}
-      Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "untrained"); }
-    } idle;
-    MetricsRegistry registry;
-    CoordinatorMetrics metrics(registry, plan.job, 1);
-    result = JobDriver(plan, idle, clock, board, metrics, log).Run(cancel);
-    EXPECT_EQ(idle.advanced, 0);
-    EXPECT_EQ(idle.evaluated, 0);
-  });
+  ScriptedEngine idle;
+  auto result = RunOn(idle, clock, cancel);
+  EXPECT_EQ(idle.advanced, 0);
+  EXPECT_EQ(idle.evaluated, 0);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stop_reason, StopReason::kCancelled);
   EXPECT_FALSE(result->accuracy.has_value());
@@ -632,37 +646,10 @@ TEST_F(JobDriverTest, AJobThatTookNoStepBeforeItsBudgetEndedWritesNothing) {
   plan.spec.budget.wall_clock = milliseconds(500);
   std::atomic<bool> cancel{false};
   DeterministicClock clock;
-  StatusOr<JobProgress> result = InternalError("not run");
-  clock.Run("test", [&] {
-    class Starved final : public TrainingEngine {
-     public:
-      explicit Starved(Clock& clock) : clock_(clock) {}
-      int64_t IterationsPerEpoch() const override { return 10; }
-      Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
-      Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
-      Status Advance() override {
-        clock_.SleepFor(milliseconds(100));  // waiting for samples that never come
-        return Status::Ok();
-      }
-      JobProgress Progress() override { return {}; }
-      StatusOr<double> Evaluate() override {
-        ++evaluated;
-        return 0.1;
-      }
-      int64_t TestSamples() const override { return 10; }
-      void Snapshot(JobCheckpoint&) override {}
-      void Finish(FinalModel) override {}
-      Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "untrained"); }
-      int evaluated = 0;
-
-     private:
-      Clock& clock_;
-    } starved(clock);
-    MetricsRegistry registry;
-    CoordinatorMetrics metrics(registry, plan.job, 1);
-    result = JobDriver(plan, starved, clock, board, metrics, log).Run(cancel);
-    EXPECT_EQ(starved.evaluated, 0) << "a model that never trained is not evaluated";
-  });
+  ScriptedEngine starved;
+  starved.advance = [&](JobProgress&) { clock.SleepFor(milliseconds(100)); };  // samples that never come
+  auto result = RunOn(starved, clock, cancel);
+  EXPECT_EQ(starved.evaluated, 0) << "a model that never trained is not evaluated";
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stop_reason, StopReason::kWallClock);
   EXPECT_TRUE(result->model_path.empty());
@@ -677,50 +664,19 @@ TEST_F(JobDriverTest, AJobThatTookNoStepBeforeItsBudgetEndedWritesNothing) {
 TEST_F(JobDriverTest, AModelMovedSinceItsLastEvaluationAtTheSameIterationIsEvaluatedAgain) {
   std::atomic<bool> cancel{false};
   DeterministicClock clock;
-  StatusOr<JobProgress> result = InternalError("not run");
-  int evaluated = 0;
-  clock.Run("test", [&] {
-    class LatePushes final : public TrainingEngine {
-     public:
-      LatePushes(Clock& clock, std::atomic<bool>& cancel, int& evaluated)
-          : clock_(clock), cancel_(cancel), evaluated_(evaluated) {}
-      int64_t IterationsPerEpoch() const override { return 10; }
-      Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
-      Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
-      Status Advance() override {
-        clock_.SleepFor(milliseconds(10));
-        if (++advances_ <= 5) ++iteration_;  // rounds close up to iteration 5...
-        samples_ += 16;                      // ...and pushes land after it
-        if (advances_ == 8) cancel_ = true;
-        return Status::Ok();
-      }
-      JobProgress Progress() override {
-        JobProgress q;
-        q.iteration = iteration_;
-        q.samples = samples_;
-        return q;
-      }
-      StatusOr<double> Evaluate() override { return ++evaluated_ == 1 ? 0.58 : 0.60; }
-      int64_t TestSamples() const override { return 10; }
-      void Snapshot(JobCheckpoint&) override {}
-      void Finish(FinalModel) override {}
-      Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "moved"); }
-
-     private:
-      Clock& clock_;
-      std::atomic<bool>& cancel_;
-      int& evaluated_;
-      int advances_ = 0;
-      int64_t iteration_ = 0, samples_ = 0;
-    } engine(clock, cancel, evaluated);
-    MetricsRegistry registry;
-    CoordinatorMetrics metrics(registry, plan.job, 1);
-    result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
-  });
+  ScriptedEngine late;
+  late.advance = [&](JobProgress& p) {
+    clock.SleepFor(milliseconds(10));
+    if (late.advanced <= 5) ++p.iteration;  // rounds close up to iteration 5...
+    p.samples += 16;                        // ...and pushes land after it
+    if (late.advanced == 8) cancel = true;
+  };
+  late.score = [](int nth) { return nth == 1 ? 0.58 : 0.60; };
+  auto result = RunOn(late, clock, cancel);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->stop_reason, StopReason::kCancelled);
   EXPECT_EQ(result->iteration, 5);
-  EXPECT_EQ(evaluated, 2) << "at iteration 5, and the model moved since";
+  EXPECT_EQ(late.evaluated, 2) << "at iteration 5, and the model moved since";
   ASSERT_TRUE(result->accuracy.has_value());
   EXPECT_DOUBLE_EQ(*result->accuracy, 0.60);
 }
