@@ -68,9 +68,10 @@ def _signal_group(proc, signum):
         pass
 
 
-def _group_alive(proc):
-    """Whether a process of `proc`'s group still runs. Zombies do not count: an
+def group_processes(pgid):
+    """The pids of process group `pgid` that still run. Zombies do not count: an
     init that reaps no orphans (a container's) leaves them in the group."""
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -80,9 +81,14 @@ def _group_alive(proc):
                 fields = f.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[2]) == proc.pid and fields[0] != "Z":
-            return True
-    return False
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def _group_alive(proc):
+    """Whether a process of the group `proc` leads still runs."""
+    return bool(group_processes(proc.pid))
 
 
 def stop_all(procs, grace_s=60, say=_say):

@@ -19,8 +19,8 @@ import random
 import re
 import shlex
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -30,6 +30,9 @@ import chart
 from emulated_site import (EDGE_SITE, SiteTestCase, condition, phase, small_job, start_operator, stop_operator,
                            wall_clock_job)
 from harness import BIN, EDGETRAIN, EXAMPLE, OPERATOR, REPO_ROOT, find_kubectl, readme_commands, requires_built, wait_until
+
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+import stopping  # noqa: E402  (how a run and all it started are stopped, and found)
 
 KUBECTL = find_kubectl()
 
@@ -1341,7 +1344,8 @@ class TheReadmesRunItOnKubernetes(unittest.TestCase):
             # holds the script's stdout open after the script ends.
             proc = subprocess.Popen(["bash", "-c", script], cwd=REPO_ROOT, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
-        self.addCleanup(stop_session, proc.pid)
+        # Whatever the block left running when it failed, stopped as a Ctrl-C would.
+        self.addCleanup(stopping.stop, proc, 20)
         try:
             proc.wait(timeout=240)
         except subprocess.TimeoutExpired:
@@ -1358,22 +1362,11 @@ class TheReadmesRunItOnKubernetes(unittest.TestCase):
         self.assertNotIn("connection refused", out)
         # The last line stops the operator and then the stand-in, which stops every
         # node's pods: nothing the block started is left running.
-        stopped = wait_until(lambda: not session_processes(proc.pid), timeout=30, interval=0.2)
-        self.assertTrue(stopped, f"still running: {[process_name(p) for p in session_processes(proc.pid)]}")
+        # (The block's background jobs are in its shell's process group.)
+        stopped = wait_until(lambda: not stopping.group_processes(proc.pid), timeout=30, interval=0.2)
+        self.assertTrue(stopped, f"still running: {[process_name(p) for p in stopping.group_processes(proc.pid)]}")
         print(f"\nREADME's Run it on Kubernetes: {len(script.splitlines())} lines pasted whole, the example "
               f"Succeeded and everything stopped in {took:.1f} s")
-
-
-def stop_session(sid):
-    """Whatever the block left running when it failed, stopped as its last line would."""
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-        for pid in session_processes(sid):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        if wait_until(lambda: not session_processes(sid), timeout=wait, interval=0.2):
-            return
 
 
 def process_name(pid):
@@ -1382,19 +1375,3 @@ def process_name(pid):
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return str(pid)
-
-
-def session_processes(sid):
-    """The live processes of session `sid` (zombies left out: nothing here reaps orphans)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[3]) == sid:
-            found.append(int(entry))
-    return found
