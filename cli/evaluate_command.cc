@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/result_json.h"
 #include "cli/agent_launcher.h"
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
@@ -75,7 +76,7 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
     // The agent names a data set by its training files; what was evaluated
     // is the test split (a new user's --json named the train folder).
     json["dataset"] = described;
-    out << json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << agent::ResultJson(json) << "\n";  // the model's path, as given, may not be UTF-8
   } else {
     char line[512];
     std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%s test samples), loss %.4f\n",

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/result_json.h"
 #include "cli/progress_display.h"
 #include "core/bandwidth_estimator.h"
 #include "core/encoding_choice.h"
@@ -703,8 +704,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
 
 std::string FailureJsonLine(const std::string& job, const std::string& error) {
   // The error may quote bytes that are not UTF-8 (a path, a file's line): replaced, not thrown.
-  return nlohmann::json{{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return agent::ResultJson({{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}});
 }
 
 }  // namespace edgetrain::cli
