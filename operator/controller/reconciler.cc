@@ -696,17 +696,19 @@ Status Reconciler::Place(Pass& pass) {
   // since it timed out. A user who mended the image it could not pull had
   // waited out the back-off, the status naming the old image meanwhile (a new
   // user's trial: 37 s at a gangTimeout of 20 s; minutes at the default's).
-  if (placed && placed->value("reason", "") == reason::kGangTimeout &&
-      placed->value("observedGeneration", pass.generation) != pass.generation) {
-    pass.status.erase("gangTimeouts");  // a new spec starts a new row
-    log_.Job(pass.key, "SpecChanged", "its spec changed since its gang timed out: placed again now, not after the back-off");
-  } else if (placed && placed->value("reason", "") == reason::kGangTimeout) {
-    const Duration backoff = GangBackOff(GangTimeoutOf(pass.job), pass.status.value("gangTimeouts", int64_t{1}));
-    const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(backoff);
-    if (waited < backoff) {
-      pass.status["phase"] = phase::kPending;
-      pass.Requeue(backoff - waited);
-      return Status::Ok();
+  if (placed && placed->value("reason", "") == reason::kGangTimeout) {
+    if (placed->value("observedGeneration", pass.generation) != pass.generation) {
+      pass.status.erase("gangTimeouts");  // a new spec starts a new row
+      log_.Job(pass.key, "SpecChanged",
+               "its spec changed since its gang timed out: placed again now, not after the back-off");
+    } else {
+      const Duration backoff = GangBackOff(GangTimeoutOf(pass.job), pass.status.value("gangTimeouts", int64_t{1}));
+      const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(backoff);
+      if (waited < backoff) {
+        pass.status["phase"] = phase::kPending;
+        pass.Requeue(backoff - waited);
+        return Status::Ok();
+      }
     }
   }
 
