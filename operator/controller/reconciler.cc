@@ -1047,16 +1047,24 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
   return patched.ok() ? Status::Ok() : patched.status();
 }
 
-bool Reconciler::DeletedAtTheServer(const Pass& pass) {
-  const std::string ns = pass.object["metadata"].value("namespace", "default");
+StatusOr<std::optional<Json>> Reconciler::JobAtTheServer(const Pass& pass) {
   kube::ListOptions one;  // a list of the one name: what the roles grant
   one.field_selector = "metadata.name=" + pass.object["metadata"].value("name", std::string());
-  StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, ns, one);
-  if (!fresh.ok() || !fresh->contains("items")) return false;  // unknown: acted on as the cache says
-  const Json& items = (*fresh)["items"];
+  EDGETRAIN_ASSIGN_OR_RETURN(Json fresh, client_.List(kube::kTrainingJobs,
+                                                      pass.object["metadata"].value("namespace", "default"), one));
+  if (!fresh.contains("items") || fresh["items"].empty()) return std::optional<Json>();
+  Json current = fresh["items"][0];
+  current["kind"] = kube::kTrainingJobs.kind;  // a list's items carry neither
+  current["apiVersion"] = kube::kTrainingJobs.ApiVersion();
+  return std::optional<Json>(std::move(current));
+}
+
+bool Reconciler::DeletedAtTheServer(const Pass& pass) {
+  StatusOr<std::optional<Json>> current = JobAtTheServer(pass);
+  if (!current.ok()) return false;  // unknown: acted on as the cache says
   // Gone, going, or another job of its name made since.
-  return items.empty() || items[0]["metadata"].contains("deletionTimestamp") ||
-         items[0]["metadata"].value("uid", "") != pass.object["metadata"].value("uid", "");
+  return !*current || (**current)["metadata"].contains("deletionTimestamp") ||
+         (**current)["metadata"].value("uid", "") != pass.object["metadata"].value("uid", "");
 }
 
 Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
@@ -1883,16 +1891,9 @@ Status Reconciler::WriteStatus(Pass& pass) {
   if (!written.ok() && written.status().code() == StatusCode::kNotFound) return Status::Ok();
   if (!written.ok() && written.status().code() == StatusCode::kAborted) {
     // A conflict: the cache is behind the object. The watch brings it in its
-    // time; taken now (a list of the one name: what the roles grant), the
-    // retry works on it rather than on what conflicted.
-    kube::ListOptions one;
-    one.field_selector = "metadata.name=" + pass.object["metadata"].value("name", std::string());
-    StatusOr<Json> fresh = client_.List(kube::kTrainingJobs, ns, one);
-    if (fresh.ok() && fresh->contains("items") && (*fresh)["items"].size() == 1) {
-      Json current = (*fresh)["items"][0];
-      current["kind"] = kube::kTrainingJobs.kind;
-      current["apiVersion"] = kube::kTrainingJobs.ApiVersion();
-      jobs_.Refresh(current, read_version);
+    // time; taken now, the retry works on it rather than on what conflicted.
+    if (StatusOr<std::optional<Json>> current = JobAtTheServer(pass); current.ok() && *current) {
+      jobs_.Refresh(**current, read_version);
     }
   }
   if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);

@@ -121,8 +121,10 @@ class Reconciler {
   std::optional<ModelSize> MeasuredSizeOf(const Pass& pass);
   StatusOr<StagePlan> CutStages(const Pass& pass, const TeamPlacement& placement, const std::vector<NodeView>& views);
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
-  // Whether the job is deleted or being deleted, asked of the API server, not
-  // the cache (which the pods' watch can outrun).
+  // The job as the API server has it now, not the cache (which the pods'
+  // watch can outrun); nullopt once it is gone.
+  StatusOr<std::optional<Json>> JobAtTheServer(const Pass& pass);
+  // Whether it is deleted, being deleted, or another job of its name.
   bool DeletedAtTheServer(const Pass& pass);
   // A pipeline's devices found lost (rank -> why): the head trains on
   // without them (replayed, or their stage rebuilt from its replica), so they
