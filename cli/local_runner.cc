@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http/http_client.h"
+#include "agent/data/sample_directory.h"
 #include "api/team_request.h"
 #include "api/trainingjob.h"
 #include "cli/agent_launcher.h"
@@ -170,8 +172,26 @@ static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream&
   std::vector<std::string> dry;
   for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
     const fs::path folder = fs::path(*stream->directory) / ("worker-" + std::to_string(rank));
+    // Files of other names are left alone (agent/data/sample_directory.h):
+    // a user who dropped data.txt there is told, not left to wait on it.
+    bool readable = false;
+    std::vector<std::string> other;
     std::error_code ec;
-    if (!fs::is_directory(folder, ec) || fs::is_empty(folder, ec)) dry.push_back(folder.string());
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (agent::IsStreamFileName(name)) {
+        readable = true;
+      } else if (name[0] != '.') {
+        other.push_back(name);
+      }
+    }
+    if (!readable) dry.push_back(folder.string());
+    if (other.empty()) continue;
+    std::sort(other.begin(), other.end());
+    err << "note: " << folder.string() << " holds " << other.size() << " file" << (other.size() > 1 ? "s" : "")
+        << " not named NAME.csv, left alone: " << other.front();
+    if (other.size() > 1) err << " and " << other.size() - 1 << " more";
+    err << "\n";
   }
   if (dry.empty()) return;
   err << "note: nothing to read yet in " << dry.front();

@@ -137,15 +137,35 @@ def energy_at(points, t):
 
 
 def worker_series(snapshots, key, zero_is_unknown=False):
-    """Per worker rank: (times, values of `key`); with zero_is_unknown, 0 is a gap."""
+    """Per worker rank: (times, values of `key`, or of key(worker) for a function); with
+    zero_is_unknown, 0 is a gap."""
     series = {}
     for p in snapshots:
         for w in p.get("workers", []):
             t, v = series.setdefault(w["rank"], ([], []))
             t.append(p["elapsedSeconds"])
-            value = w.get(key, 0)
+            value = key(w) if callable(key) else w.get(key, 0)
             v.append(float("nan") if zero_is_unknown and not value else value)
     return series
+
+
+def stream_waits(snapshots):
+    """Per worker rank on a stream: (times, the seconds it has waited for samples)."""
+    on_stream = {w["rank"] for p in snapshots for w in p.get("workers", []) if "stream" in w}
+    series = worker_series(snapshots, lambda w: w.get("stream", {}).get("waitSeconds", 0))
+    return {rank: values for rank, values in series.items() if rank in on_stream}
+
+
+def windowed_share(t, part, whole):
+    """The share part/whole over windows of at least RATE_WINDOW_S, clamped to 0..1."""
+    points_t, points_v = [], []
+    i = 0
+    for j in range(1, len(t)):
+        if t[j] - t[i] >= RATE_WINDOW_S and whole[j] > whole[i]:
+            points_t.append(t[j])
+            points_v.append(min(1.0, max(0.0, (part[j] - part[i]) / (whole[j] - whole[i]))))
+            i = j
+    return points_t, points_v
 
 
 def top_above(ax, values, room=1.1):
@@ -224,19 +244,19 @@ def draw(snapshots, evaluations, out, title, names):
     ax = axes[1][1]
     stalls = worker_series(snapshots, "stallSeconds")
     walls = worker_series(snapshots, "wallSeconds")
+    # A worker on a stream waits for its samples too, which is not the team's
+    # doing: drawn dashed beside its stall (a stream-bound worker read 0% alone).
+    waits = stream_waits(snapshots)
     for rank, (t, stall) in sorted(stalls.items()):
         _, wall = walls[rank]
-        points_t, points_v = [], []
-        i = 0
-        for j in range(1, len(t)):
-            if t[j] - t[i] >= RATE_WINDOW_S and wall[j] > wall[i]:
-                points_t.append(t[j])
-                points_v.append(min(1.0, max(0.0, (stall[j] - stall[i]) / (wall[j] - wall[i]))))
-                i = j
-        ax.plot(points_t, points_v, label=name(rank), linewidth=1)
+        line, = ax.plot(*windowed_share(t, stall, wall), label=name(rank), linewidth=1)
+        if rank in waits:
+            # Above the stall lines: a stream-bound worker's wait lies where the others' stalls do.
+            ax.plot(*windowed_share(t, waits[rank][1], wall), linestyle="--", linewidth=1.5, color=line.get_color(),
+                    zorder=3, label=f"{name(rank)}, waiting for samples")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel("share of the time waiting on the team")
-    ax.set_title("stall")
+    ax.set_ylabel("share of the time waiting")
+    ax.set_title("stall: waiting on the team" + (" (dashed: for its stream's samples)" if waits else ""))
     if stalls:
         ax.legend(fontsize=7)
     else:

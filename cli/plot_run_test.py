@@ -82,5 +82,23 @@ class TeamEnergyTest(unittest.TestCase):
         self.assertAlmostEqual(joules[-1], snapshots[-1]["energyJoules"])
 
 
+class StallTest(unittest.TestCase):
+    def test_a_worker_on_a_stream_shows_its_wait_for_samples_beside_its_stall(self):
+        # Worker 0 on a stream waits half its time for samples and never on the
+        # team; worker 1 has no stream. Its stall alone read 0% (a new user's trial).
+        snapshots = [{"elapsedSeconds": t, "workers": [
+            {"rank": 0, "wallSeconds": t, "stallSeconds": 0.0, "stream": {"waitSeconds": 0.5 * t}},
+            {"rank": 1, "wallSeconds": t, "stallSeconds": 0.25 * t}]} for t in range(0, 13)]
+        waits = plot_run.stream_waits(snapshots)
+        self.assertEqual(list(waits), [0])
+        times, wait = waits[0]
+        _, wall = plot_run.worker_series(snapshots, "wallSeconds")[0]
+        shares_t, shares = plot_run.windowed_share(times, wait, wall)
+        self.assertEqual(shares_t, [3, 6, 9, 12])
+        self.assertEqual(shares, [0.5] * 4)
+        _, stall = plot_run.worker_series(snapshots, "stallSeconds")[1]
+        self.assertEqual(plot_run.windowed_share(times, stall, wall)[1], [0.25] * 4)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -240,13 +240,16 @@ TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
 
 // A stream from a folder: a worker folder missing or empty is no error (the
 // source may start after the run), but the runner says where each worker
-// looks, so that a wrong path or layout does not train on nothing unsaid;
-// and --stages on a data-parallel job is said to do nothing.
+// looks, so that a wrong path or layout does not train on nothing unsaid,
+// and names the files it leaves alone for their names; and --stages on a data-parallel job is said to do nothing.
 TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   fs::create_directories(dir_ / "incoming" / "worker-0");
   std::string row = "3";  // a digit: its label, then 64 features in 0..1
   for (int i = 0; i < 64; ++i) row += ",0.5";
   std::ofstream(dir_ / "incoming" / "worker-0" / "a.csv") << row << "\n" << row << "\n";
+  // Worker 1's rows under a name the stream does not read.
+  fs::create_directories(dir_ / "incoming" / "worker-1");
+  std::ofstream(dir_ / "incoming" / "worker-1" / "rows.txt") << row << "\n";
   const std::string job = Manifest("folder", R"(  model: {name: mlp, hidden: [16]}
   data: {dataset: digits, batchSize: 8, stream: {directory: incoming}}
   parallelism: {workers: 2}
@@ -263,6 +266,10 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
                            ": worker RANK trains on the CSV files put into " + (dir_ / "incoming").string() +
                            "/worker-RANK/";
   EXPECT_NE(run.stderr_text.find(note), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("note: " + (dir_ / "incoming" / "worker-1").string() +
+                                 " holds 1 file not named NAME.csv, left alone: rows.txt\n"),
+            std::string::npos)
+      << run.stderr_text;
   EXPECT_EQ(run.stderr_text.find("worker-0:"), std::string::npos) << "worker 0 has a file";
 }
 

@@ -1,9 +1,11 @@
 #include "agent/data/sample_directory.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include "agent/data/csv_format.h"
@@ -36,6 +38,13 @@ bool StillBeingWritten(const fs::path& path) {
 
 }  // namespace
 
+bool IsStreamFileName(const std::string& name) {
+  constexpr std::string_view kSuffix = ".csv";
+  if (name.size() <= kSuffix.size() || name[0] == '.') return false;
+  return std::equal(kSuffix.begin(), kSuffix.end(), name.end() - kSuffix.size(),
+                    [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+}
+
 SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info) : folder_(std::move(folder)) {
   samples_.info = info;
   samples_.info.train_size = samples_.info.test_size = 0;
@@ -53,7 +62,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   }
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || seen_.contains(name)) continue;
+    if (!IsStreamFileName(name) || seen_.contains(name)) continue;
     if (!skip.empty() && name <= skip) continue;
     if (!it->is_regular_file(ec)) continue;
     fresh.push_back(it->path());

@@ -2,11 +2,12 @@
 // A real stream source (spec.data.stream.directory): a folder that a sensor
 // process, a camera's uploader or a message-queue consumer drops samples into
 // as CSV files, a label and then the features a row (agent/data/csv_format.h).
-// Each file is read once, when it is first seen, in name order (one whose
-// last line is unfinished, written to just now, waits for the rest); a name
-// starting with a dot is left alone, so a writer puts a file in whole by
-// writing it under such a name (or elsewhere on the file system) and
-// renaming it. Files are kept: what was read is remembered by name.
+// Each file named NAME.csv is read once, when it is first seen, in name order
+// (one whose last line is unfinished, written to just now, waits for the
+// rest). Other names are left alone: a writer puts a file in whole by writing
+// it under a dot name or as NAME.csv.tmp (or elsewhere on the file system)
+// and renaming it, and a README beside the files is not a sample. Files are
+// kept: what was read is remembered by name.
 //
 // The samples are kept in memory, appended, for the worker's stream buffer
 // (core/sample_stream.h) to index. Files are read only as the buffer has room
@@ -25,6 +26,11 @@
 #include "core/status.h"
 
 namespace edgetrain::agent {
+
+// A name the stream reads: NAME.csv, the suffix in any case, not starting
+// with a dot. Every other name was read as CSV too: a writer's
+// batch.csv.tmp before its rename was then read twice, under both names.
+bool IsStreamFileName(const std::string& name);
 
 class SampleDirectory {
  public:

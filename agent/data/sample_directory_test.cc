@@ -80,6 +80,28 @@ TEST_F(SampleDirectoryTest, AFileBeingWrittenUnderADotNameWaitsAndABadOneIsRefus
   EXPECT_TRUE(scan.refused.empty()) << "a refused file is not tried again";
 }
 
+// Only NAME.csv is read: a writer's NAME.csv.tmp renamed once written was
+// read under both names, its samples trained on twice, and a README beside
+// the files was refused as a bad sample file.
+TEST_F(SampleDirectoryTest, OnlyFilesNamedCsvAreRead) {
+  EXPECT_TRUE(IsStreamFileName("a.csv"));
+  EXPECT_TRUE(IsStreamFileName("A.CSV"));
+  EXPECT_FALSE(IsStreamFileName(".a.csv"));
+  EXPECT_FALSE(IsStreamFileName(".csv"));
+  EXPECT_FALSE(IsStreamFileName("a.csv.tmp"));
+  EXPECT_FALSE(IsStreamFileName("README.txt"));
+  EXPECT_FALSE(IsStreamFileName("batch-0001"));
+  SampleDirectory source(folder.string(), kInfo);
+  Put("batch-1.csv.tmp", "0,1,2\n1,3,4\n");
+  Put("README.txt", "samples from the line camera\n");
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 0);
+  EXPECT_TRUE(scan.refused.empty()) << scan.refused.front();
+  fs::rename(folder / "batch-1.csv.tmp", folder / "batch-1.csv");
+  EXPECT_EQ(source.Look().samples, 2);
+  EXPECT_EQ(source.Look().samples, 0);
+}
+
 // A writer that writes in place rather than under a dot name: a file whose
 // last line is unfinished and that was written to just now waits, and those
 // named after it with it; finished, it is read whole (its first rows were
