@@ -648,6 +648,11 @@ TEST_F(JobDriverTest, AJobThatTookNoStepBeforeItsBudgetEndedWritesNothing) {
   DeterministicClock clock;
   ScriptedEngine starved;
   starved.advance = [&](JobProgress&) { clock.SleepFor(milliseconds(100)); };  // samples that never come
+  // An earlier run's evaluations stay, with the model they describe (they
+  // were replaced by a header alone).
+  std::filesystem::create_directories(plan.output_dir);
+  const std::string earlier = "seconds,iteration,samples,accuracy,energy_joules\n3.5,40,2560,0.81,\n";
+  std::ofstream(plan.output_dir + "/evaluations.csv") << earlier;
   auto result = RunOn(starved, clock, cancel);
   EXPECT_EQ(starved.evaluated, 0) << "a model that never trained is not evaluated";
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -655,6 +660,8 @@ TEST_F(JobDriverTest, AJobThatTookNoStepBeforeItsBudgetEndedWritesNothing) {
   EXPECT_TRUE(result->model_path.empty());
   EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/model.pt"));
   EXPECT_FALSE(std::filesystem::exists(plan.output_dir + "/checkpoint.bin"));
+  std::ifstream kept(plan.output_dir + "/evaluations.csv");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), earlier);
 }
 
 // A team's model moves between iterations as late pushes land: interrupted

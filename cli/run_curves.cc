@@ -39,19 +39,28 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
   // (nor has it anything to draw): the history is started, or gone on with, from
   // its first snapshot of training.
   if (progress.state == JobState::kStarting) return Status::Ok();
-  if (started_ && progress.state == last_state_ && !Due(progress.elapsed_s)) return Status::Ok();
-  if (!started_) {
+  const bool first = pending_.empty() && !history_.is_open();
+  if (!first && progress.state == last_state_ && !Due(progress.elapsed_s)) return Status::Ok();
+  last_elapsed_s_ = progress.elapsed_s;
+  last_state_ = progress.state;
+  const bool resumed = progress.resumed_from_iteration.has_value();
+  // A fresh run's history replaces the earlier one's only once it has
+  // trained: one that took no step (a stream that brought nothing) leaves
+  // the earlier history, as it leaves the model and picture drawn from it.
+  if (!history_.is_open() && !resumed && progress.samples == 0) {
+    pending_ += SnapshotLine(t, body);
+    return Status::Ok();
+  }
+  if (!history_.is_open()) {
     std::error_code ec;
     fs::create_directories(output_dir_, ec);
-    const bool resumed = progress.resumed_from_iteration.has_value();
     history_.open(history_path(), resumed ? std::ios::app : std::ios::trunc);
     if (!history_) return UnavailableError("cannot write " + history_path().string());
-    started_ = true;
+    history_ << pending_;
+    pending_.clear();
   }
   history_ << SnapshotLine(t, body) << std::flush;
   if (!history_) return UnavailableError("cannot write " + history_path().string());
-  last_elapsed_s_ = progress.elapsed_s;
-  last_state_ = progress.state;
   return Status::Ok();
 }
 

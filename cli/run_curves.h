@@ -28,19 +28,20 @@ class RunCurves {
   std::filesystem::path history_path() const { return output_dir_ / "progress.jsonl"; }
   std::filesystem::path picture_path() const { return output_dir_ / "report.png"; }
 
-  // A /progress body read `t` seconds into the run. The first one of a job
-  // training decides whether the history starts over or goes on: on, when the
-  // job resumed from a checkpoint. Fails only when the history cannot be written.
+  // A /progress body read `t` seconds into the run. The history goes on when
+  // the job resumed from a checkpoint; otherwise it starts over once the job
+  // has trained on a sample, the snapshots before then kept until it has.
+  // Fails only when the history cannot be written.
   Status Record(double t, const JobProgress& progress, const std::string& body);
-  // Whether anything was recorded.
-  bool empty() const { return !started_; }
+  // Whether anything was written to the history.
+  bool empty() const { return !history_.is_open(); }
 
  private:
   bool Due(double elapsed_s) const;
 
   std::filesystem::path output_dir_;
   std::ofstream history_;
-  bool started_ = false;
+  std::string pending_;  // snapshots of a fresh run before its first sample
   double last_elapsed_s_ = 0;
   JobState last_state_ = JobState::kStarting;
 };

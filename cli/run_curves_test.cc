@@ -79,6 +79,7 @@ TEST(RunCurvesTest, ALongRunKeepsAboutSixHundredSnapshotsADoubling) {
   // bare one spares encoding and decoding 43,200 of them.
   JobProgress p;
   p.state = JobState::kTraining;
+  p.samples = 64;  // trained: kept from the first
   for (double t = 0; t <= 86400; t += 2) {
     p.elapsed_s = t;
     ASSERT_TRUE(curves.Record(t, p, "{}").ok());
@@ -105,10 +106,23 @@ TEST(RunCurvesTest, AResumedRunDrawsOnFromTheEarlierOneAndAFreshOneStartsOver) {
   }
   EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 15);
   {
+    // A fresh run that took no step (a stream that brought nothing) leaves
+    // the history, as it leaves the model and the picture drawn from it.
+    RunCurves idle(dir / "out");
+    for (int t = 0; t < 3; ++t) ASSERT_TRUE(Keep(idle, t, Snapshot(0)).ok());
+    ASSERT_TRUE(Keep(idle, 3, Snapshot(0, JobState::kSucceeded)).ok());
+    EXPECT_TRUE(idle.empty());
+  }
+  EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 15);
+  {
+    // One that trains starts it over, with its snapshots from before its first sample.
     RunCurves fresh(dir / "out");
     ASSERT_TRUE(Keep(fresh, 0, Snapshot(0)).ok());
+    EXPECT_TRUE(fresh.empty());
+    ASSERT_TRUE(Keep(fresh, 1, Snapshot(1)).ok());
+    EXPECT_FALSE(fresh.empty());
   }
-  EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 1);
+  EXPECT_EQ(Lines(dir / "out" / "progress.jsonl"), 2);
 }
 
 TEST(RunCurvesTest, TheRealPlotterDrawsAPicture) {
@@ -130,7 +144,7 @@ TEST(RunCurvesTest, WhatCannotBeDrawnIsSaid) {
   EXPECT_EQ(DrawRunCurves(nothing, kPlotter, "", {}, seconds(60)).message(), "no progress was recorded");
 
   RunCurves curves(dir / "out");
-  ASSERT_TRUE(Keep(curves, 0, Snapshot(0)).ok());
+  ASSERT_TRUE(Keep(curves, 1, Snapshot(1)).ok());
   Status missing = DrawRunCurves(curves, (dir / "absent-plotter").string(), "", {}, seconds(60));
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
 

@@ -1,5 +1,7 @@
 #include "agent/storage/evaluation_log.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -40,16 +42,28 @@ Status DropRowsPast(const std::string& path, int64_t last) {
 }  // namespace
 
 StatusOr<EvaluationLog> EvaluationLog::Open(const std::string& path, std::optional<int64_t> resumed_at) {
-  const bool fresh = !resumed_at || !std::filesystem::exists(path);
-  if (!fresh) EDGETRAIN_RETURN_IF_ERROR(DropRowsPast(path, *resumed_at));
-  std::ofstream out(path, fresh ? std::ios::trunc : std::ios::app);
-  if (!out) return FailedPreconditionError("cannot write " + path);
-  if (fresh) out << kHeader << std::flush;
-  return EvaluationLog(std::move(out));
+  if (resumed_at && std::filesystem::exists(path)) {
+    EDGETRAIN_RETURN_IF_ERROR(DropRowsPast(path, *resumed_at));
+    std::ofstream out(path, std::ios::app);
+    if (!out) return FailedPreconditionError("cannot write " + path);
+    return EvaluationLog(path, std::move(out));
+  }
+  // Whether it could be written is known now, not at the first evaluation
+  // (its folder or the file itself read-only), without touching it.
+  const std::filesystem::path at(path);
+  const std::string writable = std::filesystem::exists(at) ? path : at.parent_path().string();
+  if (::access(writable.empty() ? "." : writable.c_str(), W_OK) != 0) {
+    return FailedPreconditionError("cannot write " + path);
+  }
+  return EvaluationLog(path, std::ofstream());
 }
 
 void EvaluationLog::Record(double seconds, int64_t iteration, int64_t samples, double accuracy,
                            std::optional<double> energy_joules) {
+  if (!out_.is_open()) {
+    out_.open(path_, std::ios::trunc);
+    out_ << kHeader;
+  }
   out_ << seconds << ',' << iteration << ',' << samples << ',' << accuracy << ',';
   if (energy_joules) out_ << *energy_joules;
   out_ << '\n' << std::flush;

@@ -13,16 +13,19 @@ namespace edgetrain::agent {
 
 class EvaluationLog {
  public:
-  // Starts `path` afresh with its header, or, for a job resumed from its
-  // checkpoint at iteration `resumed_at`, appends to it: rows of iterations
-  // past the checkpoint, which a crash lost and the run trains again, are
-  // dropped first, so that no iteration has two rows.
+  // Starts `path` afresh with its header at the first Record, or, for a job
+  // resumed from its checkpoint at iteration `resumed_at`, appends to it:
+  // rows of iterations past the checkpoint, which a crash lost and the run
+  // trains again, are dropped first, so that no iteration has two rows.
+  // Afresh, an earlier run's file stays until then: a run that evaluates
+  // nothing (it took no step) leaves it, with the model it describes.
   static StatusOr<EvaluationLog> Open(const std::string& path, std::optional<int64_t> resumed_at);
   void Record(double seconds, int64_t iteration, int64_t samples, double accuracy, std::optional<double> energy_joules);
 
  private:
-  explicit EvaluationLog(std::ofstream out) : out_(std::move(out)) {}
-  std::ofstream out_;
+  EvaluationLog(std::string path, std::ofstream out) : path_(std::move(path)), out_(std::move(out)) {}
+  std::string path_;
+  std::ofstream out_;  // open once appending, or once the fresh file is started
 };
 
 }  // namespace edgetrain::agent
