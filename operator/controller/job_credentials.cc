@@ -66,14 +66,22 @@ Json StatusOf(const std::string& job, const pki::Validity& validity) {
 // What a Secret not read is taken for: one that is not there.
 StatusOr<Json> Absent(const std::string& name) { return NotFoundError("Secret " + name + " taken for absent"); }
 
+// The refusal a Secret that is not the job's to write (JobMayWrite) makes.
+Status Taken(const Json& secret, const JobObject& job, std::string* taken) {
+  *taken = NameTakenMessage("Secret", secret, job);
+  return Status(StatusCode::kAlreadyExists, *taken);
+}
+
 // The job's authority: read from its Secret, or made and stored when there is
 // none (`absent`: taken to be none without asking; a create that finds one
-// fails AlreadyExists).
+// fails AlreadyExists). A Secret of its name that is another's is left
+// alone, said in `taken`.
 StatusOr<pki::JobAuthority> AuthorityOf(kube::KubeClient& client, const JobObject& job, kube::WallTime now,
-                                        const CredentialsOptions& options, bool absent) {
+                                        const CredentialsOptions& options, bool absent, std::string* taken) {
   const std::string name = AuthoritySecretName(job.name);
   StatusOr<Json> stored = absent ? Absent(name) : client.Get(kube::kSecrets, job.namespace_, name);
   if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
+  if (stored.ok() && !JobMayWrite(*stored, job)) return Taken(*stored, job, taken);
   if (!stored.ok() || !OwnedBy(*stored, job)) {
     // None, or an earlier job's of the same name: a new job has a new authority.
     EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority made,
@@ -109,6 +117,11 @@ StatusOr<CredentialsKept> Keep(kube::KubeClient& client, const JobObject& job, k
   const std::string name = AgentTlsSecretName(job.name);
   StatusOr<Json> current = absent ? Absent(name) : client.Get(kube::kSecrets, job.namespace_, name);
   if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
+  std::string taken;
+  if (current.ok() && !JobMayWrite(*current, job)) {
+    (void)Taken(*current, job, &taken);
+    return CredentialsKept{Json(), "", "", taken};
+  }
   const bool ours = current.ok() && OwnedBy(*current, job);
   if (ours) {
     StatusOr<std::string> cert = Field(*current, "tls.crt");
@@ -117,7 +130,9 @@ StatusOr<CredentialsKept> Keep(kube::KubeClient& client, const JobObject& job, k
     // cannot be read is replaced like one that is due.
     if (validity.ok() && now < RenewalOf(*validity)) return CredentialsKept{StatusOf(job.name, *validity), "", ""};
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority authority, AuthorityOf(client, job, now, options, absent));
+  StatusOr<pki::JobAuthority> authority_read = AuthorityOf(client, job, now, options, absent, &taken);
+  if (!taken.empty()) return CredentialsKept{Json(), "", "", taken};
+  EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority authority, std::move(authority_read));
   // No certificate outlives the authority that vouches for it.
   EDGETRAIN_ASSIGN_OR_RETURN(pki::Validity authority_life, pki::ValidityOf(authority.ca.cert_pem));
   const kube::WallTime until = std::min(now + options.certificate_validity, authority_life.not_after);

@@ -32,6 +32,9 @@ struct CredentialsKept {
   Json status;
   std::string reason;  // CredentialsIssued | CertificateRotated | ""
   std::string message;
+  // A Secret of the job's names is another's (JobMayWrite): nothing was
+  // written, and this says so; `status` is then empty.
+  std::string name_taken = {};
 };
 
 // Issues the job's credentials when its Secrets are missing, and a new agent

@@ -104,6 +104,24 @@ Json Metadata(const JobObject& job, const std::string& name, Json labels) {
           {"ownerReferences", Json::array({OwnerReference(job)})}};
 }
 
+bool JobMayWrite(const Json& found, const JobObject& job) {
+  for (const Json& owner : found.value("/metadata/ownerReferences"_json_pointer, Json::array())) {
+    const std::string api_version = owner.value("apiVersion", "");
+    if (owner.value("kind", "") == "TrainingJob" && owner.value("name", "") == job.name &&
+        owner.value("controller", false) && api_version.rfind("edgetrain.dev/", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string NameTakenMessage(const std::string& kind, const Json& found, const JobObject& job) {
+  const std::string name = found.value("/metadata/name"_json_pointer, std::string());
+  return kind + " " + name + " is already in namespace " + job.namespace_ + " and is not a TrainingJob " + job.name +
+         "'s: the job's objects take that name, and the operator leaves it alone; apply the job under another "
+         "name (or remove the " + kind + " first, then delete the job and apply it again)";
+}
+
 Json LabelsOf(const JobObject& job) { return {{kJobLabel, job.name}, {kManagedBy, kOperatorName}}; }
 
 bool IsPipeline(const JobObject& job) { return job.manifest.spec.parallelism.mode != ParallelismMode::kDataParallel; }

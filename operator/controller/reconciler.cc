@@ -46,6 +46,9 @@ struct Reconciler::Pass {
   std::vector<Json> pods;            // the team's, not the model check's
   std::optional<Json> model_check;   // the pod checking a TorchScript module
   ReconcileOutcome outcome;
+  // An object under a name of the job's is another's (JobMayWrite): what
+  // was being made stops, and the job fails NameTaken.
+  std::string name_taken;
 
   std::string Phase() const { return status.value("phase", ""); }
   void Requeue(Duration d) {
@@ -83,6 +86,7 @@ Status Reconciler::WritePlanConfigMap(Pass& pass, const Json& config_map) {
   if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) return existing.status();
   auto write = [&](const StatusOr<Json>& current) -> StatusOr<Json> {
     if (!current.ok()) return client_.Create(kube::kConfigMaps, pass.job.namespace_, config_map);
+    if (!JobMayWrite(*current, pass.job)) return NameTaken(pass, kube::kConfigMaps, *current);
     Json updated = config_map;
     updated["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
     return client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
@@ -144,6 +148,13 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
     done = Suspend(pass);
   } else {
     done = Place(pass);
+  }
+  if (!pass.name_taken.empty()) {
+    // Nothing of the other's is written, and the job cannot run under its
+    // name: it fails, as a spec refused does, and says whose the name is.
+    line_.Forget(pass.key);
+    FailInvalid(pass, reason::kNameTaken, pass.name_taken);
+    done = Status::Ok();
   }
   ReportRefusal(pass, done);
   if (!done.ok()) return done;
@@ -892,8 +903,7 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
     return false;
   }
   if (!pass.model_check) {
-    Status made = client_.Create(kube::kPods, pass.job.namespace_, check_pod).status();
-    if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
+    EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kPods, check_pod));
     pass.status.erase("modelCheck");  // another check's
     const std::string message =
         layers ? "an agent times each layer of the model in pod " + pod_name +
@@ -961,10 +971,7 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
 Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   // The plan's ConfigMap is there (it was read back); its Service and the
   // output claim's node may not be. Its missing pods are Follow's to make.
-  StatusOr<Json> service = client_.Create(kube::kServices, pass.job.namespace_, ServiceFor(pass.job));
-  if (!service.ok() && service.status().code() != StatusCode::kAlreadyExists) {
-    return service.status().WithContext("creating Service " + pass.job.name);
-  }
+  EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kServices, ServiceFor(pass.job)));
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   const std::string message = Describe(PlacementOf(plan, coordinator)) + " (taken up: plan generation " +
@@ -979,18 +986,33 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat
 
 Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                                 const std::vector<Json>& pods) {
-  auto create = [&](const kube::ResourceType& type, const Json& object) -> Status {
-    StatusOr<Json> made = client_.Create(type, pass.job.namespace_, object);
-    if (made.ok() || made.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
-    return made.status().WithContext("creating " + type.kind + " " + object["metadata"]["name"].get<std::string>());
-  };
-  EDGETRAIN_RETURN_IF_ERROR(create(kube::kServices, ServiceFor(pass.job)));
+  EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kServices, ServiceFor(pass.job)));
   // The plan replaces an earlier generation's.
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator)));
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
-  for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(create(kube::kPods, pod));
+  for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kPods, pod));
   return Status::Ok();
+}
+
+Status Reconciler::CreateOwn(Pass& pass, const kube::ResourceType& type, const Json& object) {
+  const std::string name = object["metadata"]["name"];
+  StatusOr<Json> made = client_.Create(type, pass.job.namespace_, object);
+  if (made.ok()) return Status::Ok();
+  if (made.status().code() != StatusCode::kAlreadyExists) {
+    return made.status().WithContext("creating " + type.kind + " " + name);
+  }
+  // Made by an earlier pass, or left by an earlier job of the name: the
+  // job's. Anything else's is left alone.
+  StatusOr<Json> found = client_.Get(type, pass.job.namespace_, name);
+  if (!found.ok()) return found.status().WithContext("reading " + type.kind + " " + name);
+  if (JobMayWrite(*found, pass.job)) return Status::Ok();
+  return NameTaken(pass, type, *found);
+}
+
+Status Reconciler::NameTaken(Pass& pass, const kube::ResourceType& type, const Json& found) {
+  pass.name_taken = NameTakenMessage(type.kind, found, pass.job);
+  return Status(StatusCode::kAlreadyExists, pass.name_taken);
 }
 
 void Reconciler::ReportQuarantines(Pass& pass) {
@@ -1017,6 +1039,10 @@ Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool mak
   if (!making_pods && !CredentialsDue(pass.status, now)) return Status::Ok();
   EDGETRAIN_ASSIGN_OR_RETURN(CredentialsKept kept, KeepCredentials(client_, pass.job, now, options_.credentials,
                                                                     !pass.status.contains("credentials")));
+  if (!kept.name_taken.empty()) {
+    pass.name_taken = kept.name_taken;
+    return Status(StatusCode::kAlreadyExists, pass.name_taken);
+  }
   pass.status["credentials"] = kept.status;
   if (!kept.reason.empty()) {
     events_.Record(pass.object, "Normal", kept.reason, kept.message);
@@ -1661,10 +1687,7 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const Coordina
   // Counted on their nodes before they are made, so that a waiting job's turn
   // is not given the room they take.
   line_.Placed(pass.key, missing, wall_now_());
-  for (const Json& pod : missing) {
-    StatusOr<Json> made = client_.Create(kube::kPods, pass.job.namespace_, pod);
-    if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
-  }
+  for (const Json& pod : missing) EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kPods, pod));
   return Status::Ok();
 }
 

@@ -121,6 +121,12 @@ class Reconciler {
   std::optional<ModelSize> MeasuredSizeOf(const Pass& pass);
   StatusOr<StagePlan> CutStages(const Pass& pass, const TeamPlacement& placement, const std::vector<NodeView>& views);
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
+  // Creates `object`, one of the job's objects. One of its name already
+  // there is taken as made when it is the job's to write (JobMayWrite);
+  // another's is left alone, and the pass marked NameTaken.
+  Status CreateOwn(Pass& pass, const kube::ResourceType& type, const Json& object);
+  // Marks the pass: `found`, under a name of the job's, is another's.
+  Status NameTaken(Pass& pass, const kube::ResourceType& type, const Json& found);
   // The job as the API server has it now, not the cache (which the pods'
   // watch can outrun); nullopt once it is gone.
   StatusOr<std::optional<Json>> JobAtTheServer(const Pass& pass);

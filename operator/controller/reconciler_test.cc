@@ -436,6 +436,68 @@ TEST_F(ReconcilerTest, AGangIsPlacedWholeAndASecondReconcileMakesNothingTwice) {
   EXPECT_EQ(api_.AllWrites(), 0) << "the world is as the job wants it: nothing to write";
 }
 
+// An object already under a name the job's objects take, and not a
+// TrainingJob's of the job's name, is left alone: the job fails NameTaken
+// with nothing of the other's written and no pod made. The operator had
+// written over a user's Secret named NAME-tls, taken it for the job's and
+// deleted it with the job, so that a user allowed only TrainingJobs could
+// replace and delete a Secret they could not touch (a security review).
+// One left by an earlier job of the name is the job's, as before.
+TEST_F(ReconcilerTest, AnObjectUnderAJobsNameThatIsAnothersIsLeftAloneAndTheJobFailsNameTaken) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  struct Case {
+    kube::ResourceType type;
+    std::string name;
+  } cases[] = {{kube::kSecrets, "team-tls"}, {kube::kSecrets, "team-ca"}, {kube::kConfigMaps, "team-plan"},
+               {kube::kServices, "team"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.type.kind + " " + c.name);
+    const Json theirs = {{"apiVersion", "v1"},
+                         {"kind", c.type.kind},
+                         {"metadata", {{"name", c.name}, {"namespace", "default"}}},
+                         {"data", {{"note", "keep me"}}}};
+    ASSERT_TRUE(api_.Create(c.type, "default", theirs).ok());
+    const std::string key = Submit(TrainingJob("team"));
+    Reconcile(key);
+    const Json status = Job("team")["status"];
+    EXPECT_EQ(status["phase"], api::phase::kFailed);
+    const Json* failed = FindCondition(status, api::condition::kFailed);
+    ASSERT_NE(failed, nullptr);
+    EXPECT_EQ(failed->value("reason", ""), api::reason::kNameTaken);
+    EXPECT_EQ(failed->value("message", ""),
+              c.type.kind + " " + c.name + " is already in namespace default and is not a TrainingJob team's: the "
+              "job's objects take that name, and the operator leaves it alone; apply the job under another name (or "
+              "remove the " + c.type.kind + " first, then delete the job and apply it again)");
+    const Json kept = *api_.Get(c.type, "default", c.name);
+    EXPECT_EQ(kept["data"], theirs["data"]) << "not written over";
+    EXPECT_FALSE(kept["metadata"].contains("ownerReferences")) << "not taken for the job's";
+    EXPECT_TRUE(api_.All(kube::kPods).empty());
+    bool said = false;
+    for (const Json& e : api_.All(kube::kEvents)) said |= e.value("reason", "") == api::reason::kNameTaken;
+    EXPECT_TRUE(said);
+    // Cleared for the next case, as the garbage collector would the job's own.
+    for (const auto& type : {kube::kSecrets, kube::kConfigMaps, kube::kServices, kube::kTrainingJobs, kube::kEvents}) {
+      for (const Json& o : api_.All(type)) {
+        ASSERT_TRUE(api_.Delete(type, "default", o["metadata"]["name"].get<std::string>()).ok());
+      }
+    }
+  }
+  // A Secret an earlier job of the name left, owned by it: the job's to replace.
+  Json earlier = {{"apiVersion", "v1"},
+                  {"kind", "Secret"},
+                  {"metadata",
+                   {{"name", "team-tls"},
+                    {"namespace", "default"},
+                    {"ownerReferences", {{{"apiVersion", "edgetrain.dev/v1alpha1"}, {"kind", "TrainingJob"},
+                                          {"name", "team"}, {"uid", "an-earlier-job"}, {"controller", true}}}}}},
+                  {"data", {{"tls.crt", "old"}}}};
+  ASSERT_TRUE(api_.Create(kube::kSecrets, "default", earlier).ok());
+  const std::string key = Submit(TrainingJob("team"));
+  EXPECT_EQ(Reconcile(key).placement, "placed");
+  EXPECT_NE((*api_.Get(kube::kSecrets, "default", "team-tls"))["data"]["tls.crt"], "old");
+}
+
 // A replica that made a job's plan and some of its pods and died before it
 // wrote the status: the next one takes the plan up, makes the pod missing and
 // none again, where it used to delete them all and place the job anew.
