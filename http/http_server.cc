@@ -1,10 +1,18 @@
 #include "http/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
-
-#include <sys/socket.h>
+#include <deque>
+#include <vector>
 
 #include <httplib.h>
 
@@ -13,8 +21,222 @@
 namespace edgetrain::http {
 namespace {
 
-// A client that stops sending (or reading) is dropped after this long.
-constexpr std::chrono::seconds kClientTimeout{2};
+using Clock = std::chrono::steady_clock;
+
+// A client has this long to send its whole request head, and each write to
+// it may wait this long for room.
+constexpr auto kClientTimeout = std::chrono::seconds(2);
+// Connections whose request is not all in, at once: past this, the one that
+// has waited longest is dropped for the newcomer, so that a flood of them
+// keeps out no request that comes whole at once (a probe's, a scrape's).
+constexpr size_t kMostWaiting = 256;
+constexpr size_t kMostHead = 8192;  // a GET's head, at most
+constexpr size_t kWorkers = 4;      // requests all in, served at once
+
+std::string AddressOf(int fd, bool remote, int& port) {
+  sockaddr_storage at{};
+  socklen_t size = sizeof at;
+  const int got = remote ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&at), &size)
+                         : ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size);
+  char text[INET6_ADDRSTRLEN] = "";
+  port = 0;
+  if (got != 0) return "";
+  if (at.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&at);
+    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+    port = ntohs(v4->sin_port);
+  } else if (at.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&at);
+    ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+    port = ntohs(v6->sin6_port);
+  }
+  return text;
+}
+
+// Whether `fd` is ready for `events` within `timeout`.
+bool Ready(int fd, short events, Clock::duration timeout) {
+  pollfd p{fd, events, 0};
+  const int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+  int n;
+  do n = ::poll(&p, 1, ms); while (n < 0 && errno == EINTR);
+  return n > 0;
+}
+
+// A connection whose request head is all in (`head`, read already), for
+// httplib to parse and answer: what follows the head is read from the socket.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int fd, std::string head) : fd_(fd), head_(std::move(head)) {}
+  bool is_readable() const override { return at_ < head_.size() || Ready(fd_, POLLIN, kClientTimeout); }
+  bool is_writable() const override { return Ready(fd_, POLLOUT, kClientTimeout); }
+  ssize_t read(char* ptr, size_t size) override {
+    if (at_ < head_.size()) {
+      const size_t n = std::min(size, head_.size() - at_);
+      std::memcpy(ptr, head_.data() + at_, n);
+      at_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    if (!Ready(fd_, POLLIN, kClientTimeout)) return -1;
+    return ::recv(fd_, ptr, size, MSG_DONTWAIT);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    return ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = AddressOf(fd_, true, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = AddressOf(fd_, false, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  int fd_;
+  std::string head_;
+  size_t at_ = 0;
+};
+
+// httplib serves each connection on a thread of its pool from the moment it
+// is accepted, reading its request a little at a time: 60 clients that sent
+// half a request line held the operator's 8 pool threads, its /healthz went
+// unanswered, and its liveness probe restarted it (a security review); a
+// client sending a byte a second held one for good. Here a connection is
+// taken from the listening loop at once, one thread waits on every one whose
+// request head is not all in yet (a poll over them, each for at most
+// kClientTimeout from its connecting), and the workers get only requests
+// that are in. A slow or silent client holds a slot in the poll, never a
+// worker. Each connection serves one request.
+class GuardedServer final : public httplib::Server {
+ public:
+  GuardedServer() : wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), workers_(kWorkers) {
+    // The listening loop hands each connection over at once, on its own thread.
+    new_task_queue = [] { return new InlineQueue; };
+    waiter_ = std::thread([this] { Wait(); });
+  }
+  // httplib listens with a backlog of 5: connections past it, in a burst,
+  // waited a second for the kernel to retry them (300 took 1.04 s). Their
+  // handing over is quick; the kernel may queue as many as it allows.
+  void DeepenBacklog() { ::listen(svr_sock_, SOMAXCONN); }
+
+  ~GuardedServer() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    Wake();
+    waiter_.join();
+    workers_.shutdown();
+    for (const Waiting& w : admitted_) ::close(w.fd);
+    ::close(wake_);
+  }
+
+ private:
+  struct InlineQueue final : httplib::TaskQueue {
+    void enqueue(std::function<void()> fn) override { fn(); }
+    void shutdown() override {}
+  };
+  struct Waiting {
+    int fd;
+    Clock::time_point deadline;
+    std::string head;
+  };
+
+  // Called by the listening loop for each connection it accepts.
+  bool process_and_close_socket(socket_t sock) override {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) {
+        ::close(sock);
+        return false;
+      }
+      admitted_.push_back({sock, Clock::now() + kClientTimeout, {}});
+    }
+    Wake();
+    return true;
+  }
+
+  void Wake() {
+    const uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+  }
+
+  void Serve(int fd, std::string head) {
+    ConnectionStream stream(fd, std::move(head));
+    bool closed = false;
+    process_request(stream, /*close_connection=*/true, closed, [](httplib::Request&) {});
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+  }
+
+  // The waiting thread: reads each connection's request head as it comes,
+  // hands those complete to the workers, drops those past their deadline.
+  void Wait() {
+    std::vector<Waiting> waiting;
+    std::vector<pollfd> polled;
+    char chunk[4096];
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) break;
+        for (Waiting& w : admitted_) waiting.push_back(std::move(w));
+        admitted_.clear();
+      }
+      // The longest waiting go first, for the newest.
+      while (waiting.size() > kMostWaiting) {
+        ::close(waiting.front().fd);
+        waiting.erase(waiting.begin());
+      }
+      const Clock::time_point now = Clock::now();
+      std::vector<Waiting> kept;
+      for (Waiting& w : waiting) {
+        if (now >= w.deadline) {
+          ::close(w.fd);
+        } else {
+          kept.push_back(std::move(w));
+        }
+      }
+      waiting = std::move(kept);
+      Clock::time_point next = now + kClientTimeout;
+      polled.assign(1, pollfd{wake_, POLLIN, 0});
+      for (const Waiting& w : waiting) {
+        polled.push_back({w.fd, POLLIN, 0});
+        next = std::min(next, w.deadline);
+      }
+      const int ms = static_cast<int>(
+          std::chrono::ceil<std::chrono::milliseconds>(next - now).count());
+      if (::poll(polled.data(), polled.size(), ms) < 0 && errno != EINTR) break;
+      if (polled[0].revents & POLLIN) {
+        uint64_t count;
+        (void)!::read(wake_, &count, sizeof count);
+      }
+      for (size_t i = waiting.size(); i-- > 0;) {
+        if (polled[i + 1].revents == 0) continue;
+        Waiting& w = waiting[i];
+        const ssize_t n = ::recv(w.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        bool done = n <= 0;  // gone, or failed
+        if (!done) {
+          w.head.append(chunk, static_cast<size_t>(n));
+          if (w.head.find("\r\n\r\n") != std::string::npos) {
+            workers_.enqueue([this, fd = w.fd, head = std::move(w.head)]() mutable { Serve(fd, std::move(head)); });
+            waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+            continue;
+          }
+          done = w.head.size() > kMostHead;
+        }
+        if (done) {
+          ::close(w.fd);
+          waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+      }
+    }
+    for (const Waiting& w : waiting) ::close(w.fd);
+  }
+
+  const int wake_;
+  httplib::ThreadPool workers_;
+  std::mutex mu_;
+  bool stopping_ = false;           // guarded by mu_
+  std::vector<Waiting> admitted_;   // guarded by mu_: accepted, not yet waited on
+  std::thread waiter_;
+};
 
 }  // namespace
 
@@ -25,9 +247,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addre
   if (ec != std::errc() || end != hp.port.data() + hp.port.size() || port < 0 || port > 65535) {
     return InvalidArgumentError("cannot serve HTTP on " + address + ": the port is not a number from 0 to 65535");
   }
-  auto server = std::make_unique<httplib::Server>();
-  server->set_read_timeout(kClientTimeout);
-  server->set_write_timeout(kClientTimeout);
+  auto server = std::make_unique<GuardedServer>();
   // cpp-httplib's default sets SO_REUSEPORT, with which a second process
   // binds a port already served and the kernel splits the connections
   // between them: a second operator's /metrics and probes answered for the
@@ -38,6 +258,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addre
   });
   const int bound = port == 0 ? server->bind_to_any_port(hp.host) : (server->bind_to_port(hp.host, port) ? port : -1);
   if (bound < 0) return UnavailableError("cannot serve HTTP on " + address + ": " + std::strerror(errno));
+  server->DeepenBacklog();
   const std::string host = hp.host.find(':') != std::string::npos ? "[" + hp.host + "]" : hp.host;
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(server), host + ":" + std::to_string(bound)));
 }

@@ -10,9 +10,10 @@
 // std::threads with the default stack; measured in a program linked with
 // LibTorch after a training step: it started, and answered GET /metrics in
 // 3.0 ms beside three clients stalled half-way through their request line.
-// Each connection has a pool thread of its own (8 of them), and a client that
-// stops sending is dropped after 2 s, so one slow scraper cannot stall
-// /metrics or /progress.
+// A connection is served by a worker only once its request head is all in; a
+// client has 2 s to send it, waited for by one thread over all of them, so
+// slow or silent clients, one or hundreds, cannot stall /metrics, /progress
+// or a liveness probe's /healthz (http_server.cc says how).
 
 #include <atomic>
 #include <functional>

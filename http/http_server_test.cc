@@ -90,6 +90,24 @@ TEST(HttpServerTest, SlowClientsDoNotStallAnotherRequest) {
   EXPECT_EQ(reply->body, "edgetrain_up 1\n");
 }
 
+// Hundreds of clients that send half a request and wait hold no worker: 60
+// had held all 8 of the pool's threads, 2 s each and again as they came back,
+// and the operator's liveness probe went unanswered (a security review).
+// Past the most that may wait at once, the longest waiting are dropped, so
+// a request sent whole still gets in.
+TEST(HttpServerTest, HundredsOfStalledClientsDoNotStallARequestSentWhole) {
+  auto server = HttpServer::Start("127.0.0.1:0");
+  ASSERT_TRUE(server.ok());
+  (*server)->Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+  std::vector<int> stalled;
+  for (int i = 0; i < 300; ++i) stalled.push_back(StalledClient((*server)->address()));
+  auto reply = HttpGet((*server)->address(), "/healthz");
+  for (int fd : stalled) ::close(fd);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "ok\n");
+}
+
 TEST(HttpServerTest, AServerDestroyedAtOnceStops) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(HttpServer::Start("127.0.0.1:0").ok());
 }
