@@ -103,6 +103,33 @@ bool UnderFileMounts(const std::string& path) {
   return false;
 }
 
+// Whether `path`, written as it is, names one folder: absolute, with no '.'
+// or '..' step and no empty one. In the coordinator's pod it is a mount
+// point: a relative one, or one that climbs, is no place the job chose.
+bool IsPlainAbsolute(std::string path) {
+  if (path.size() > 1 && path.back() == '/') path.pop_back();  // "/models/" is a folder's name too
+  if (path.empty() || path[0] != '/') return false;
+  for (const fs::path& step : fs::path(path).relative_path()) {
+    if (step == "." || step == ".." || step.empty()) return false;
+  }
+  return path.find("//") == std::string::npos;
+}
+
+// Whether a volume mounted at `path` would hide what the agent's container
+// needs: the root, the image's system folders, or the kernel's, and with
+// them the agent's own mounts (its plan in /etc/edgetrain, its credentials
+// under /var/run/secrets). A coordinator whose output was / or /etc failed
+// to start again and again while the job showed Running (a security review).
+bool OverSystemFolders(const std::string& path) {
+  if (fs::path(path).lexically_normal() == "/") return true;
+  for (const char* folder : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin",
+                             "/sys", "/usr", "/var/run"}) {
+    const std::string f = folder;
+    if (path == f || path.rfind(f + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
 enum class Effect { kRefuse, kNote };
 
 struct Capability {
@@ -181,6 +208,17 @@ const std::vector<Capability>& Capabilities() {
       {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) { return s.output.path && UnderFileMounts(*s.output.path); },
        "is where the job's own files are mounted in a cluster (/data, /model): write the output elsewhere"},
+      {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json&) { return s.output.path && !IsPlainAbsolute(*s.output.path); },
+       "is where the output volume is mounted in the coordinator's pod in a cluster: an absolute path with no '.' "
+       "or '..' step (/models/NAME, say)"},
+      {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
+       [](const JobSpec& s, const Json&) {
+         return s.output.path && IsPlainAbsolute(*s.output.path) && OverSystemFolders(*s.output.path);
+       },
+       "would be mounted over the agent image's own folders (/, /bin, /dev, /etc, /lib, /proc, /run, /sbin, /sys, "
+       "/usr, /var/run; its plan and credentials are mounted under /etc and /var/run): write the output in a folder "
+       "of its own, such as /models/NAME"},
       {"spec.data.volume", Effect::kNote, {Runner::kLocal},
        [](const JobSpec&, const Json& raw) { return !Written(raw, "spec.data.volume").is_null(); },
        "has no effect under edgetrain run: relative paths are read beside the manifest"},

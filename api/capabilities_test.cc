@@ -108,6 +108,24 @@ TEST(CapabilitiesTest, OwnModelsAndDataRunEverywhereTheirFilesCanBeRead) {
        "images data, a folder of folders, needs a persistentVolumeClaim"},
       {R"({"spec": {"output": {"path": "/data/out"}}})",
        "spec.output.path: is where the job's own files are mounted in a cluster"},
+      // The output's volume is mounted at its path: no system folder, and one
+      // plain absolute path (a security review mounted it at /, /etc,
+      // /etc/edgetrain and ../../../tmp).
+      {R"({"spec": {"output": {"path": "/models/run-1"}}})", ""},
+      {R"({"spec": {"output": {"path": "/models/run-1/"}}})", ""},
+      {R"({"spec": {"output": {"path": "/var/lib/edgetrain"}}})", ""},
+      {R"({"spec": {"output": {"path": "/etcetera"}}})", ""},
+      {R"({"spec": {"output": {"path": "../../../tmp/escape"}}})",
+       "spec.output.path: is where the output volume is mounted in the coordinator's pod in a cluster: an absolute "
+       "path with no '.' or '..' step"},
+      {R"({"spec": {"output": {"path": "/models/../../etc"}}})", "an absolute path with no '.' or '..' step"},
+      {R"({"spec": {"output": {"path": "/models//a"}}})", "an absolute path with no '.' or '..' step"},
+      {R"({"spec": {"output": {"path": "/"}}})", "spec.output.path: would be mounted over the agent image's own"},
+      {R"({"spec": {"output": {"path": "/etc"}}})", "would be mounted over the agent image's own"},
+      {R"({"spec": {"output": {"path": "/etc/edgetrain"}}})", "would be mounted over the agent image's own"},
+      {R"({"spec": {"output": {"path": "/var/run/secrets/edgetrain.dev/tls"}}})",
+       "would be mounted over the agent image's own"},
+      {R"({"spec": {"output": {"path": "/usr/share/models"}}})", "would be mounted over the agent image's own"},
   };
   for (const Case& c : cases) {
     const TrainingJobManifest job = Job(c.patch);
