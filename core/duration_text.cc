@@ -31,6 +31,9 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
     else if (unit == "h") seconds += number * 3600;
     else return bad(unit.empty() ? "missing unit" : "unknown unit");
   }
+  // Past what a Duration holds, it wrapped negative and was refused as "not
+  // longer than 0" (a security review).
+  if (seconds >= ToSeconds(Duration::max())) return bad("longer than can be counted (at most 2562047h, 292 years)");
   return FromSeconds(seconds);
 }
 

@@ -26,6 +26,14 @@ TEST(ParseDurationTest, RejectsMalformedDurationsWithExamples) {
   }
   // "-5s" is a number, only negative (a new user's trial).
   EXPECT_NE(ParseDuration("-5s").status().message().find("a duration is not negative"), std::string::npos);
+  // Past what a Duration holds, as Kubernetes' own limit: it wrapped negative
+  // and was refused as "not longer than 0" (a security review).
+  EXPECT_TRUE(ParseDuration("2562047h").ok());
+  for (const char* text : {"2562048h", "99999999999999999999h"}) {
+    EXPECT_NE(ParseDuration(text).status().message().find("longer than can be counted (at most 2562047h"),
+              std::string::npos)
+        << text;
+  }
 }
 
 TEST(FormatDurationTest, WritesDurationsAsManifestsDo) {
