@@ -24,6 +24,7 @@
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
 #include "http/http_server.h"
+#include "http/socket_address.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/stage_trainer.h"
 #include "agent/torch/trainer.h"
@@ -436,6 +437,18 @@ StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::
     log << "WARNING: --insecure: this team's gradients and model travel in plaintext, and anyone who reaches "
         << (flags.role == Role::kCoordinator ? "its port" : "the coordinator's port")
         << " can join the job or impersonate its coordinator; for a run on loopback only\n";
+    // Said again, louder, where it is not on loopback (a security review
+    // listened on 0.0.0.0 with only the line above).
+    const bool coordinator = flags.role == Role::kCoordinator;
+    const std::string& peer = coordinator ? flags.listen : flags.coordinator;
+    StatusOr<http::HostPort> at = http::SplitHostPort(peer);
+    if (at.ok() && !http::IsLoopbackHost(at->host)) {
+      log << "WARNING: --insecure " << (coordinator ? "--listen=" : "--coordinator=") << peer
+          << " is not a loopback address: "
+          << (coordinator ? "any host that reaches it can push gradients into this job"
+                          : "this worker's gradients and the model cross the network in plaintext")
+          << "; give the job's credentials (--tls-dir) instead\n";
+    }
     return TransportSecurity::Insecure();
   }
   if (flags.tls_dir.empty()) {

@@ -180,6 +180,16 @@ TEST_F(AgentTest, ATeamsAgentNeedsTheJobsCredentialsOrInsecure) {
   EXPECT_NE(log.str().find("WARNING: --insecure: this team's gradients and model travel in plaintext"),
             std::string::npos)
       << log.str();
+  EXPECT_EQ(log.str().find("is not a loopback address"), std::string::npos) << log.str();
+  // Louder off loopback (a security review listened on 0.0.0.0 told only the above).
+  flags.listen = "0.0.0.0:0";
+  log.str("");
+  EXPECT_EQ(Run(), kExitFailed);
+  EXPECT_NE(log.str().find("WARNING: --insecure --listen=0.0.0.0:0 is not a loopback address: any host that "
+                           "reaches it can push gradients into this job; give the job's credentials (--tls-dir) "
+                           "instead"),
+            std::string::npos)
+      << log.str();
 }
 
 }  // namespace

@@ -33,4 +33,8 @@ int FreeLoopbackPort() {
   return port;
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 }  // namespace edgetrain::http

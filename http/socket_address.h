@@ -13,6 +13,10 @@ struct HostPort {
 };
 StatusOr<HostPort> SplitHostPort(const std::string& address);
 
+// Whether `host` (as SplitHostPort gives it) is this machine's loopback:
+// localhost, 127.0.0.0/8 or ::1.
+bool IsLoopbackHost(const std::string& host);
+
 // A loopback port the OS says is free now, for another process to be told to
 // use; it may be taken before that process binds it, so that process's failure
 // to bind must be said. 0 when the OS gave none.
