@@ -38,6 +38,17 @@ int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::o
            "write over them\n";
     return kExitInvalid;
   }
+  // Anyone who may write in the folder may swap the authority or the key
+  // the team trusts: one writable by all was used without a word (a
+  // security review). A sticky one (/tmp) lets no one replace another's files.
+  namespace fs = std::filesystem;
+  const fs::perms mode = fs::status(options.dir, ec).permissions();
+  if (!ec && (mode & fs::perms::others_write) != fs::perms::none && (mode & fs::perms::sticky_bit) == fs::perms::none) {
+    err << "edgetrain credentials: " << options.dir
+        << " is writable by every user of this machine, who could replace the job's authority or key there; "
+           "give a folder of your own (it is made, mode 0700), or chmod o-w it\n";
+    return kExitInvalid;
+  }
   const auto now = std::chrono::system_clock::now();
   // Valid from an hour ago: a machine whose clock is a little behind takes them too.
   const auto until = now + std::chrono::duration_cast<std::chrono::system_clock::duration>(options.validity);

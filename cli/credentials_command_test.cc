@@ -45,6 +45,22 @@ TEST(CredentialsCommandTest, AFolderThatHoldsCredentialsIsReplacedOnlyWhenAsked)
   EXPECT_NE(pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()))->ca_pem, first->ca_pem);
 }
 
+// A folder every user may write in is refused: any of them could swap the
+// authority the team trusts (a security review); a sticky one is not.
+TEST(CredentialsCommandTest, AFolderEveryUserMayWriteInIsRefused) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "credentials-open";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);
+  std::ostringstream out, err;
+  EXPECT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(1)}, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find(dir.string() + " is writable by every user of this machine"), std::string::npos)
+      << err.str();
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::permissions(dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  EXPECT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(1)}, out, err), kExitOk) << err.str();
+}
+
 TEST(CredentialsCommandTest, ANameThatIsNoJobsIsRefused) {
   std::ostringstream out, err;
   EXPECT_EQ(MakeCredentials({"Robots_1", testing::TempDir() + "/never", std::chrono::hours(1)}, out, err),
