@@ -1003,11 +1003,22 @@ Status Reconciler::CreateOwn(Pass& pass, const kube::ResourceType& type, const J
     return made.status().WithContext("creating " + type.kind + " " + name);
   }
   // Made by an earlier pass, or left by an earlier job of the name: the
-  // job's. Anything else's is left alone.
-  StatusOr<Json> found = client_.Get(type, pass.job.namespace_, name);
-  if (!found.ok()) return found.status().WithContext("reading " + type.kind + " " + name);
-  if (JobMayWrite(*found, pass.job)) return Status::Ok();
-  return NameTaken(pass, type, *found);
+  // job's. Anything else's is left alone. Pods are read from the informer,
+  // which holds every pod (the operator may not get one); one it does not
+  // hold yet was made just now, by an earlier pass that the watch has not
+  // caught up with: anyone else's was listed long before.
+  Json found;
+  if (type.plural == kube::kPods.plural) {
+    std::optional<Json> cached = pods_.Get(pass.job.namespace_ + "/" + name);
+    if (!cached) return Status::Ok();
+    found = std::move(*cached);
+  } else {
+    StatusOr<Json> read = client_.Get(type, pass.job.namespace_, name);
+    if (!read.ok()) return read.status().WithContext("reading " + type.kind + " " + name);
+    found = std::move(*read);
+  }
+  if (JobMayWrite(found, pass.job)) return Status::Ok();
+  return NameTaken(pass, type, found);
 }
 
 Status Reconciler::NameTaken(Pass& pass, const kube::ResourceType& type, const Json& found) {

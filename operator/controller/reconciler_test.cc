@@ -483,6 +483,25 @@ TEST_F(ReconcilerTest, AnObjectUnderAJobsNameThatIsAnothersIsLeftAloneAndTheJobF
       }
     }
   }
+  // A pod of one of the job's names, read from the cache (the operator may not get a pod).
+  const Json their_pod = {{"apiVersion", "v1"},
+                          {"kind", "Pod"},
+                          {"metadata", {{"name", "team-coordinator"}, {"namespace", "default"}}},
+                          {"spec", {{"containers", {{{"name", "web"}, {"image", "nginx"}}}}}}};
+  ASSERT_TRUE(api_.Create(kube::kPods, "default", their_pod).ok());
+  SyncPods();
+  Reconcile(Submit(TrainingJob("team")));
+  const Json taken = Job("team")["status"];
+  const Json* failed = FindCondition(taken, api::condition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->value("reason", ""), api::reason::kNameTaken);
+  EXPECT_EQ(api_.All(kube::kPods).size(), 1u) << "theirs alone: no pod of the job's made beside it";
+  for (const auto& type : {kube::kPods, kube::kSecrets, kube::kConfigMaps, kube::kServices, kube::kTrainingJobs}) {
+    for (const Json& o : api_.All(type)) {
+      ASSERT_TRUE(api_.Delete(type, "default", o["metadata"]["name"].get<std::string>()).ok());
+    }
+  }
+  SyncPods();
   // A Secret an earlier job of the name left, owned by it: the job's to replace.
   Json earlier = {{"apiVersion", "v1"},
                   {"kind", "Secret"},

@@ -133,10 +133,10 @@ so the operator's own default holds.
 - apiGroups: [""]
   resources: [pods]
   verbs: [create, delete]
-# a job's headless Service
+# a job's headless Service; one of its name already there is read, to leave another's alone
 - apiGroups: [""]
   resources: [services]
-  verbs: [create]
+  verbs: [get, create]
 # a job's plan, and its next generations
 - apiGroups: [""]
   resources: [configmaps]
