@@ -52,6 +52,7 @@ inline constexpr const char* kPodsEnding = "PodsEnding";            // pods of a
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
 inline constexpr const char* kTraining = "Training";
+inline constexpr const char* kWaitingForTeam = "WaitingForTeam";  // every pod runs; the coordinator waits for its workers to connect
 inline constexpr const char* kStopped = "Stopped";                  // the job has ended
 // Stalled, BandwidthDegraded
 inline constexpr const char* kWaitingOnLinks = "WaitingOnLinks";

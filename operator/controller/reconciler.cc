@@ -1419,6 +1419,16 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       }
       std::string unread;  // why /progress did not answer
       const Json progress = ReadProgress(pass, gang, &unread);
+      // Every pod runs, but the coordinator has not started the team: its
+      // workers are not all in (nodeLossGrace after the first). Shown as
+      // Training, a team whose workers could not reach the coordinator
+      // trained nothing for 52 s unsaid (a security review).
+      if (gang.restarting.empty() && progress.value("state", "") == "starting" && !plan.workers.empty()) {
+        pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
+                 "every agent runs; the coordinator waits for its workers to connect before the team starts (up to "
+                 "spec.faultTolerance.nodeLossGrace after the first; a worker that cannot reach it says why in its "
+                 "log)");
+      }
       // The gang's pods: not a replaced worker's old pod, still Terminating on
       // a node gone silent, which would be listed with its replacement's
       // figures and keep BandwidthDegraded on for a node the team has left.

@@ -603,6 +603,18 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);
   const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  // Every pod runs, and the coordinator still waits for its workers: not
+  // Training yet (a team whose workers could not reach it showed Training).
+  progress_.by_ip[coordinator_ip] = {{"state", "starting"}};
+  Reconcile(key);
+  {
+    const Json waiting = Job("team")["status"];
+    const Json* running = FindCondition(waiting, api::condition::kRunning);
+    ASSERT_NE(running, nullptr);
+    EXPECT_EQ(running->value("reason", ""), api::reason::kWaitingForTeam);
+    EXPECT_EQ(waiting["phase"], api::phase::kRunning);
+  }
+  jobs_.Put(Job("team"));
   progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200},
                                      {"accuracy", 0.8},     {"etaSeconds", 12},  {"workers",
                                                                                    {{{"rank", 1},
