@@ -126,6 +126,9 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
   std::snprintf(line, sizeof line, "%-*s %-*s %7s %11s %12s %10s  %s\n", node_width, "NODE", pods_width, "PODS", "COMPUTE",
                 "LINK Mbit/s", "SAMPLES/S", "mJ/SAMPLE", "NOTE");
   out << line;
+  // A job of one is its coordinator alone: no team went anywhere.
+  const char* went = p.worker_nodes.empty() ? "the job went where a step is predicted as quick or quicker"
+                                            : "the team went where predicted as fast or faster";
   for (size_t i = 0; i < p.verdicts.size(); ++i) {
     const NodeVerdict& v = p.verdicts[i];
     const bool judged = v.excluded.empty() || !v.ranks.empty() || v.coordinator;
@@ -135,13 +138,13 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
     // was left out (a new user's trial), so each says which.
     if (note.empty() && !v.transient.empty()) {
       note = holds ? "transient (" + v.transient + "): its pods move if it warns before it leaves"
-                   : p.placed ? "unused: the team went where predicted as fast or faster; transient (" + v.transient + ")"
+                   : p.placed ? "unused: " + std::string(went) + "; transient (" + v.transient + ")"
                               : "transient (" + v.transient + ")";
     }
     // Eligible and left empty: the team went where it is predicted to turn as many samples a second or more
     // (as a data-parallel worker, its link counted: a pipeline job's figures here are another prediction's).
     if (p.placed && note.empty() && !holds) {
-      note = alone.empty() ? "unused: the team went where predicted as fast or faster"
+      note = alone.empty() ? "unused: " + std::string(went)
                            : "unused: placement put the workers where a worker is predicted as fast or faster, links "
                              "counted";
     }
@@ -359,7 +362,8 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     // data-parallel team, would contradict it.
     if (placement.placed && !pipeline_job) {
       out << "predicted: " << WithThousands(std::llround(placement.predicted_samples_per_second))
-          << " samples/s for the team; a ranking of nodes, not a promise (docs/placement.md)\n";
+          << " samples/s for the " << (placement.worker_nodes.empty() ? "job" : "team")
+          << "; a ranking of nodes, not a promise (docs/placement.md)\n";
       // A stream's samples come no faster than they arrive: the prediction
       // is of compute and links (a new user read 2,247,909 samples/s for a
       // team whose streams deliver 260).
