@@ -125,6 +125,12 @@ StatusOr<RunObserver> StartObserver(const RunOptions& options, const LocalRunPla
 void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const std::atomic<bool>& interrupted,
                       Clock& clock, std::ostream& err) {
   const std::optional<Duration>& keep = options.observe_keep;
+  // A run over within Prometheus's first scrapes (a digits team of 2 s) left
+  // no series, and this line said it served them (a new user's trial).
+  if (StatusOr<bool> held = observer.Holds("edgetrain_job_samples_total"); held.ok() && !*held) {
+    err << "observe: the run ended before Prometheus scraped it (it scrapes each second, from a second or two "
+           "after the agents start): it holds no series of this run; watch a run of tens of seconds\n";
+  }
   err << "observe: Prometheus at " << observer.url() << " serves the run's series; "
       << (keep ? "for " + FormatDuration(*keep) : std::string("Ctrl-C stops it")) << "\n";
   const TimePoint until = keep ? clock.Now() + *keep : kNever;

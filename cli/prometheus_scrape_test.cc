@@ -20,6 +20,8 @@
 #include "http/http_client.h"
 #include "cli/child_process.h"
 #include "cli/child_process_testing.h"
+#include "cli/run_observer.h"
+#include "core/clock.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -307,6 +309,8 @@ spec:
   EXPECT_EQ(second->Wait(seconds(60)), 1);
   EXPECT_NE(ReadFile(dir / "second.log").find(prometheus + " already answers HTTP"), std::string::npos)
       << ReadFile(dir / "second.log");
+  EXPECT_FALSE(fs::exists(dir / "second" / "prometheus")) << "no empty folder left by the refused run";
+  EXPECT_EQ(said.find("ended before Prometheus scraped it"), std::string::npos) << "it was scraped";
 
   run->Signal(SIGINT);
   EXPECT_EQ(run->Wait(seconds(30)), 0) << "the run had ended well before the person stopped Prometheus";
@@ -315,6 +319,22 @@ spec:
   EXPECT_NE(ReadFile(dir / "stderr.log").find("observe: the run's series stay in " + (dir / "out" / "prometheus" / "data").string()),
             std::string::npos)
       << "and it says so";
+}
+
+// A run over within Prometheus's first scrapes leaves no series, which the
+// runner then says, where it said it served them (a new user's trial: a
+// digits team of 2 s). Whether any was scraped is asked of Prometheus itself:
+// here one that scraped nothing (the observed run above asserts the other way).
+TEST(PrometheusScrapeTest, APrometheusThatScrapedNothingHoldsNoSeriesOfTheRun) {
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-unscraped";
+  fs::remove_all(dir);
+  RealClock clock;
+  auto observer = RunObserver::Start("/usr/bin/prometheus", dir, 0, "", clock, seconds(60));
+  ASSERT_TRUE(observer.ok()) << observer.status().ToString();
+  StatusOr<bool> held = observer->Holds("edgetrain_job_samples_total");
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_FALSE(*held);
+  observer->Stop(seconds(10));
 }
 
 }  // namespace

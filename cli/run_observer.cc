@@ -53,8 +53,6 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
   }
   const std::string rules_path = rules.empty() ? "" : fs::absolute(rules, ec).string();
   if (!rules.empty() && !fs::is_regular_file(rules_path, ec)) return InvalidArgumentError("no rules file at " + rules);
-  fs::create_directories(dir, ec);
-  if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
   if (port == 0) port = http::FreeLoopbackPort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   // Something that answers there already (an earlier run's Prometheus,
@@ -65,6 +63,9 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
     return UnavailableError(address + " already answers HTTP (an earlier run's --observe, still serving its series?)"
                             "\n--observe-port PORT takes another port (0: one the OS gives)");
   }
+  // Made only once it will be used: a run refused above left an empty one.
+  fs::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
   const fs::path targets = dir / "targets.json";
   std::ofstream(targets) << "[]\n";
   std::ofstream(dir / "prometheus.yml") << Config(targets, rules_path);
@@ -114,6 +115,18 @@ Status RunObserver::Scrape(const std::vector<ScrapeTarget>& targets, const std::
   // Prometheus watches the file: written whole, then renamed over it.
   const fs::path file = dir_ / "targets.json";
   return agent::WriteFileAtomically(file.string(), groups.dump(2) + "\n");
+}
+
+StatusOr<bool> RunObserver::Holds(const std::string& metric) const {
+  // count(last_over_time(METRIC[1h])), its brackets escaped for the URL.
+  EDGETRAIN_ASSIGN_OR_RETURN(http::HttpReply reply,
+                             http::HttpGet(address_, "/api/v1/query?query=count(last_over_time(" + metric +
+                                                         "%5B1h%5D))"));
+  const nlohmann::json answer = nlohmann::json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  if (reply.status != 200 || !answer.is_object() || !answer.contains("/data/result"_json_pointer)) {
+    return UnavailableError("Prometheus answered " + std::to_string(reply.status) + " to a query");
+  }
+  return !answer["data"]["result"].empty();
 }
 
 void RunObserver::Stop(Duration grace) {

@@ -45,6 +45,9 @@ class RunObserver {
   const std::filesystem::path& dir() const { return dir_; }
   // The agents to scrape, all of them, labelled with the job's `namespace_name`.
   Status Scrape(const std::vector<ScrapeTarget>& targets, const std::string& namespace_name);
+  // Whether Prometheus holds any sample of `metric` (a name, no selector)
+  // from the last hour: a run over within its first scrapes leaves none.
+  StatusOr<bool> Holds(const std::string& metric) const;
   // Stops Prometheus (SIGTERM: it flushes its data), SIGKILL past `grace`.
   void Stop(Duration grace);
 
