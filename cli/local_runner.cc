@@ -148,6 +148,15 @@ void SayWhereTheSeriesStay(const RunObserver& observer, std::ostream& err) {
 
 }  // namespace
 
+// How a person resumes a job whose checkpoint is kept: the same command,
+// unless it asked to start afresh, which would start afresh again (a new
+// user's trial ran --fresh, had its coordinator killed, and was told to run
+// the same command).
+static std::string HowToResume(const RunOptions& options) {
+  return options.fresh ? "run the command again without --fresh to resume from it"
+                       : "run the same command again to resume from it (--fresh starts over)";
+}
+
 void RemoveLeftovers(std::ostream& err) {
   std::error_code ec;
   for (const auto& folder : RemoveAbandonedRunFolders(fs::temp_directory_path(ec))) {
@@ -508,8 +517,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       err << "the job's checkpoint in " << plan.job.output_dir
           << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
     } else if (checkpoint) {
-      err << "the job's checkpoint in " << plan.job.output_dir
-          << " is kept: run the same command again to resume from it (--fresh starts over)\n";
+      err << "the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options) << "\n";
     } else if (inputs_at_fault) {
       err << "no checkpoint was written in " << plan.job.output_dir
           << "; the same command fails the same way until what the error says is dealt with\n";
@@ -679,8 +687,8 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // taken up again (the next run starts over).
     const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->resumed_from_iteration);
     if (its_own && checkpointed()) {
-      err << "interrupted: the job's checkpoint in " << plan.job.output_dir
-          << " is kept: run the same command again to resume from it (--fresh starts over)\n";
+      err << "interrupted: the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options)
+          << "\n";
     }
     return kExitInterrupted;
   }
@@ -689,7 +697,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // if the job had ended (a new user's trial).
   if (outcome.result->state == JobState::kInterrupted) {
     err << "interrupted: " << job.name << "'s coordinator was stopped by a signal this run did not send; "
-        << "run the same command again to resume\n";
+        << (options.fresh ? "run the command again without --fresh to resume\n" : "run the same command again to resume\n");
     return kExitTerminated;
   }
   return kExitOk;

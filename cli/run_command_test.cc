@@ -626,7 +626,9 @@ constexpr const char* kLongSpec = R"(  model: {name: mlp}
 
 TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   const std::string manifest = Manifest("digits-interrupted", kLongSpec);
-  auto child = Start({"run", manifest, "--output", (dir_ / "out").string()});
+  // Run with --fresh, which running it again would start afresh again: the
+  // runner says to run it without (it said to run the same command).
+  auto child = Start({"run", manifest, "--output", (dir_ / "out").string(), "--fresh"});
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
   ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
@@ -640,7 +642,7 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
       << ReadFile(dir_ / "stderr.log");
   EXPECT_NE(ReadFile(dir_ / "stderr.log")
                 .find("interrupted: the job's checkpoint in " + (dir_ / "out").string() +
-                      " is kept: run the same command again to resume from it"),
+                      " is kept: run the command again without --fresh to resume from it"),
             std::string::npos)
       << ReadFile(dir_ / "stderr.log");
   ASSERT_FALSE(lines.empty());
