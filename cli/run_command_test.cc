@@ -290,6 +290,11 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
     EXPECT_NE(run.stderr_text.find(c.error), std::string::npos) << run.stderr_text;
     EXPECT_TRUE(run.stdout_lines.empty());
   }
+  // --json's failure line names the job of a manifest the schema refused,
+  // read as written (it gave "job": "").
+  Outcome refused = Execute({"run", Manifest("bad", cases[0].spec), "--json"});
+  ASSERT_EQ(refused.stdout_lines.size(), 1u) << refused.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(refused.stdout_lines[0])["job"], "bad");
   Outcome missing = Execute({"run", (dir_ / "absent.yaml").string()});
   EXPECT_EQ(missing.exit, 2);
   EXPECT_NE(missing.stderr_text.find("no such file"), std::string::npos) << missing.stderr_text;
