@@ -412,6 +412,14 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       // was left to the run that resumes.
       JobProgress carded = p;
       if (left_to_resume) carded.accuracy.reset();
+      // At its target the job keeps the model that reached it, not the
+      // rounds that closed while it stopped: the card names that model's
+      // iteration and samples (it said 2,209 of a model evaluated at 2,202:
+      // a new user's trial).
+      if (*stop == StopReason::kTarget && evaluated_here) {
+        carded.iteration = evaluated_here->first;
+        carded.samples = evaluated_here->second;
+      }
       EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(carded));
       if (!interrupted) {
         last.complete = true;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "agent/progress_board.h"
 #include "agent/solo_engine.h"
@@ -73,7 +74,8 @@ class ScriptedEngine final : public TrainingEngine {
   StatusOr<double> Evaluate() override { return score(++evaluated); }
   int64_t TestSamples() const override { return 10; }
   void Snapshot(JobCheckpoint&) override {}
-  void Finish(FinalModel) override {}
+  std::function<void(JobProgress&, FinalModel)> finish = [](JobProgress&, FinalModel) {};
+  void Finish(FinalModel final) override { finish(progress, final); }
   Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "scripted"); }
 };
 
@@ -618,6 +620,39 @@ TEST_F(JobDriverTest, AnInterruptedRunKeepsAFinishedRunsModelAndResumesFromItsCh
   ASSERT_TRUE(resumed.ok());
   EXPECT_EQ(resumed->resumed_from_iteration, 5);
   EXPECT_EQ(resumed->model_path, plan.output_dir + "/model.pt");
+}
+
+// A team at its target keeps the model that reached it, while rounds went on
+// closing as it stopped: its card names that model's iteration and samples,
+// not the team's count at the end (it said 2,209 of a model evaluated at
+// 2,202: a new user's trial).
+TEST_F(JobDriverTest, AModelCardAtTheTargetNamesTheEvaluatedModelsIteration) {
+  plan.spec.budget.target_accuracy = 0.5;
+  std::atomic<bool> cancel{false};
+  DeterministicClock clock;
+  ScriptedEngine team;
+  team.advance = [&](JobProgress& p) {
+    clock.SleepFor(milliseconds(10));
+    ++p.iteration;
+    p.samples += 16;
+  };
+  team.score = [](int) { return 0.6; };
+  FinalModel kept = FinalModel::kCurrent;
+  team.finish = [&](JobProgress& p, FinalModel final) {
+    kept = final;
+    p.iteration += 7;  // rounds that closed while the workers were told to stop
+    p.samples += 7 * 16;
+  };
+  auto result = RunOn(team, clock, cancel);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, StopReason::kTarget);
+  EXPECT_EQ(kept, FinalModel::kLastEvaluated);
+  EXPECT_EQ(result->evaluated_iteration, 5);
+  EXPECT_EQ(result->iteration, 12) << "the team's count of what it trained";
+  std::ifstream in(plan.output_dir + "/model.json");
+  const nlohmann::json card = nlohmann::json::parse(in);
+  EXPECT_EQ(card["iteration"], 5);
+  EXPECT_EQ(card["samples"], 80);
 }
 
 TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {

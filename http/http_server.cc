@@ -9,9 +9,7 @@
 
 #include <cerrno>
 #include <charconv>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <vector>
 
 #include <httplib.h>
@@ -97,7 +95,8 @@ class ConnectionStream final : public httplib::Stream {
 // is accepted, reading its request a little at a time: 60 clients that sent
 // half a request line held the operator's 8 pool threads, its /healthz went
 // unanswered, and its liveness probe restarted it (a security review); a
-// client sending a byte a second held one for good. Here a connection is
+// client sending a byte a second, within each read's timeout, would hold one
+// for as long as it kept on. Here a connection is
 // taken from the listening loop at once, one thread waits on every one whose
 // request head is not all in yet (a poll over them, each for at most
 // kClientTimeout from its connecting), and the workers get only requests

@@ -272,6 +272,35 @@ class OperatorTest(OperatorSiteTestCase):
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
 
+    def test_a_secret_or_service_under_a_jobs_names_that_is_anothers_is_left_alone_and_the_job_fails(self):
+        # A user's ingress certificate named as a job's agents' Secret, and a
+        # Service named as a job: the operator wrote over the first, owned it and
+        # deleted it with the job (a security review), and used the second.
+        self.delete_when_done("clash", "shop")
+        self.addCleanup(self.kubectl.run, "delete", "secret", "clash-tls", "--ignore-not-found")
+        self.addCleanup(self.kubectl.run, "delete", "service", "shop", "--ignore-not-found")
+        self.kubectl.run("create", "secret", "generic", "clash-tls", "--from-literal=note=keep me")
+        self.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shop"},
+                    "spec": {"ports": [{"port": 80}]}})
+        self.apply(small_job("clash", parallelism={"workers": 2}), small_job("shop", parallelism={"workers": 2}))
+        for name, kind, taken in (("clash", "Secret", "clash-tls"), ("shop", "Service", "shop")):
+            job = self.wait_job(name, lambda j: condition_of(j, "Failed").get("status") == "True")
+            failed = condition_of(job, "Failed")
+            self.assertEqual(failed["reason"], "NameTaken", failed)
+            self.assertIn(f"{kind} {taken} is already in namespace default and is not a TrainingJob {name}'s",
+                          failed["message"])
+            self.assertRegex(self.kubectl.run("describe", "tj", name).stdout, r"Warning\s+NameTaken\s")
+            self.assertEqual([o for o in self.owned(name) if o.lower().startswith("pod")], [], "no pod made")
+        secret = self.api.get("/api/v1/namespaces/default/secrets/clash-tls").json
+        self.assertEqual(base64.b64decode(secret["data"]["note"]).decode(), "keep me")
+        self.assertNotIn("ownerReferences", secret["metadata"])
+        self.kubectl.run("delete", "tj", "clash", "shop")
+        self.wait_job("clash", lambda j: j is None)
+        self.wait_job("shop", lambda j: j is None)
+        self.assertEqual(self.api.get("/api/v1/namespaces/default/secrets/clash-tls").status, 200,
+                         "still there once the job is gone")
+        self.assertEqual(self.api.get("/api/v1/namespaces/default/services/shop").status, 200)
+
     def test_your_own_module_and_data_on_a_volume_train_and_a_module_that_cannot_is_refused(self):
         """A user's TorchScript module and CSV files on a volume (a PersistentVolume over
         a folder that holds them, as an NFS export would): an agent loads the module in a
