@@ -58,4 +58,17 @@ StreamCounts SampleStream::counts() const {
   return {arrived_, dropped_, consumed_, static_cast<int64_t>(buffer_.size())};
 }
 
+StreamCounts SampleStream::CountsAt(double seconds) const {
+  StreamCounts c = counts();
+  const auto by_now = static_cast<int64_t>(std::floor(rate_.ArrivedBy(seconds) + 1e-9));
+  const int64_t fresh = by_now - arrived_;
+  if (fresh <= 0) return c;
+  // As CatchUp: the buffer keeps the newest `capacity_`, the rest dropped.
+  const int64_t held = std::min(c.backlog + fresh, capacity_);
+  c.dropped += c.backlog + fresh - held;
+  c.arrived = by_now;
+  c.backlog = held;
+  return c;
+}
+
 }  // namespace edgetrain

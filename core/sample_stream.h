@@ -44,6 +44,10 @@ class SampleStream {
   double WhenBuffered(int64_t samples) const;
 
   StreamCounts counts() const;
+  // The counts as CatchUp(seconds) would leave them, without drawing a
+  // sample: what a scrape is told while the worker is busy elsewhere (its
+  // counters stood still through a wait on the team, then jumped).
+  StreamCounts CountsAt(double seconds) const;
   const StreamRate& rate() const { return rate_; }
   int64_t capacity() const { return capacity_; }
 

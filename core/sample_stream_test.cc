@@ -69,8 +69,15 @@ TEST(SampleStreamTest, PersistCarriesTheSurplusOverUpToItsCapacity) {
   stream.CatchUp(0.3);  // 30: all kept
   EXPECT_EQ(stream.Take(16).size(), 16u);
   EXPECT_EQ(stream.counts().backlog, 14);
+  // Told before the worker looks: as CatchUp will leave it, nothing drawn.
+  const StreamCounts told = stream.CountsAt(0.6);
+  EXPECT_EQ(stream.counts().arrived, 30) << "nothing drawn";
   stream.CatchUp(0.6);  // 30 more onto 14: 44 over a capacity of 40, the 4 oldest go
   StreamCounts c = stream.counts();
+  EXPECT_EQ(told.arrived, c.arrived);
+  EXPECT_EQ(told.dropped, c.dropped);
+  EXPECT_EQ(told.backlog, c.backlog);
+  EXPECT_EQ(stream.CountsAt(0.6).dropped, c.dropped) << "caught up: the same";
   EXPECT_EQ(c.backlog, 40);
   EXPECT_EQ(c.dropped, 4);
   EXPECT_EQ(c.arrived, c.dropped + c.consumed + c.backlog);

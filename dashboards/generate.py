@@ -29,6 +29,8 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 # The runs that feed panels (tests/kube/suite/test_dashboards.py runs each).
 TEAM_RUN = "data-parallel training run (edgetrain run --observe of examples/k8s/digits-team.yaml)"
 PIPELINE_RUN = "pipeline run (edgetrain run --observe of a digits mlp in three stages)"
+STREAM_RUN = ("stream run (edgetrain run --observe --nodes of a digits team whose two cameras' streams swing "
+              "between a trickle and a burst)")
 OPERATOR_RUN = "the operator's reconcile (the operator on the API stand-in)"
 
 
@@ -187,6 +189,26 @@ def training_dashboard():
              (f"sum by ({by_worker}, state) (rate(edgetrain_energy_joules_total{{{worker}}}[{ri}]))",
               "worker {{worker}} {{state}}")],
             "watt", TEAM_RUN)
+    # A team on streams (docs/streams.md): what arrives, what its buffer
+    # drops, what waits in it, and how long each worker waited for samples,
+    # which is not the team's doing (the stall).
+    b.row("Streams")
+    b.panel("Stream samples a second",
+            "Samples each worker's stream delivered a second, and those its full buffer pushed out unseen "
+            "(spec.data.stream.buffer, bufferCapacity): a stream faster than its worker trains.",
+            [(f"sum by ({by_worker}) (rate(edgetrain_stream_arrived_samples_total{{{worker}}}[{ri}]))",
+              "worker {{worker}} arrived"),
+             (f"sum by ({by_worker}) (rate(edgetrain_stream_dropped_samples_total{{{worker}}}[{ri}]))",
+              "worker {{worker}} dropped")],
+            "none", STREAM_RUN)
+    b.panel("Waiting for samples",
+            "The share of time each worker's compute waited for a batch's minimum of samples to arrive "
+            "(spec.data.stream.minBatchSize): its stream, not the team, set its pace.",
+            [(f"sum by ({by_worker}) (rate(edgetrain_data_wait_seconds_total{{{worker}}}[{ri}]))", "worker {{worker}}")],
+            "percentunit", STREAM_RUN, field_defaults={"min": 0, "max": 1})
+    b.panel("Stream backlog", "Samples waiting in each worker's stream buffer.",
+            [(f"max by ({by_worker}) (edgetrain_stream_backlog_samples{{{worker}}})", "worker {{worker}}")],
+            "none", STREAM_RUN)
     # A pipeline's head exports its stages' series (docs/pipeline.md); a stage
     # is named by its number and the rank of the device it runs on.
     by_stage = "namespace, trainingjob, stage, worker"

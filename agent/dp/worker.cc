@@ -353,6 +353,7 @@ class WorkerRun {
           const TimePoint now = clock_.Now();
           metrics_.AddStall(ToSeconds(now - credited));
           credited = now;
+          if (samples_) PublishStreamLocked();  // its samples go on arriving meanwhile
         };
         for (;;) {
           credit_stall();
@@ -489,11 +490,21 @@ class WorkerRun {
     const TimePoint began = clock_.Now();
     std::unique_lock lock(mu_);
     data_waiting_since_ = began;
+    // The wait's counter grows as the wait goes on, as the stall's does: a
+    // stream that ran dry read 0% waiting until its wait ended, then a lump.
+    TimePoint credited = began;
+    auto credit_wait = [&] {
+      const TimePoint at = clock_.Now();
+      metrics_.AddDataWait(ToSeconds(at - credited));
+      credited = at;
+    };
     bool ready = false;
     for (;;) {
       const double now = ToSeconds(clock_.Now() - samples_began_);
       samples_->CatchUp(now);
       if (directory_) LookInDirectory(lock);
+      PublishStreamLocked();
+      credit_wait();
       if ((ready = samples_->counts().backlog >= min_batch_) || stop_ || broken_ || cancel_.load()) break;
       // At least a millisecond: a wait of nothing would spin at one instant of
       // a simulated clock. Never, as for a directory, which says nothing of
@@ -503,15 +514,22 @@ class WorkerRun {
                                  ? std::min(options_.timings.stall_recheck, FromSeconds(std::max(due, 1e-3)))
                                  : options_.timings.stall_recheck);
     }
-    const double waited = ToSeconds(clock_.Now() - began);
+    credit_wait();
     data_waiting_since_.reset();
-    data_wait_s_ += waited;
-    metrics_.AddDataWait(waited);
+    data_wait_s_ += ToSeconds(credited - began);  // the metric's figure, to the same instant
     std::vector<int64_t> taken;
     if (ready && !stop_ && !broken_ && !cancel_.load()) taken = samples_->Take(batch_cap_);
-    const StreamCounts c = samples_->counts();
-    metrics_.SetStream(c.arrived, c.dropped, c.backlog);
+    PublishStreamLocked();
     return taken;
+  }
+
+  // With mu_ held: the stream's gauges and counters as they are now, the
+  // samples that arrived since the worker last looked counted but not drawn:
+  // while it waited on the team they stood still, the backlog read 0 at
+  // every scrape, and then jumped.
+  void PublishStreamLocked() {
+    const StreamCounts c = samples_->CountsAt(ToSeconds(clock_.Now() - samples_began_));
+    metrics_.SetStream(c.arrived, c.dropped, c.backlog);
   }
 
   // With mu_ held: what sizes a push. The coordinator's measure of where our

@@ -55,8 +55,9 @@ SCRAPE_INTERVAL_S = 1
 RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL_S}s"
 TEAM_RUN = "data-parallel training run"
 PIPELINE_RUN = "pipeline run"
+STREAM_RUN = "stream run"
 OPERATOR_RUN = "the operator's reconcile"
-RUNS = (TEAM_RUN, PIPELINE_RUN, OPERATOR_RUN)
+RUNS = (TEAM_RUN, PIPELINE_RUN, STREAM_RUN, OPERATOR_RUN)
 
 
 def free_port():
@@ -319,6 +320,46 @@ class PipelineDashboard(DashboardCase, unittest.TestCase):
         self.prom = run.prom
         self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-stages", "worker": ".*"}
         print(f"\npipeline run: {self.end - self.start:.0f} s")
+        self.check_dashboard()
+
+
+@requires_observe
+class StreamDashboard(DashboardCase, unittest.TestCase):
+    dashboard_file = "edgetrain-training.json"
+    feeds = STREAM_RUN
+    expected_variable_values = {"namespace": {"default"}, "job": {"digits-streams"}, "worker": {"0", "1"}}
+
+    def test_every_stream_panel_shows_the_stream_run(self):
+        workdir = tempfile.mkdtemp(prefix="dashboards-streams-")
+        self.addCleanup(shutil.rmtree, workdir, True)
+        # Two cameras whose streams swing, out of step, every 2 s between a
+        # trickle (the worker waits for samples) and a burst (its buffer of one
+        # batch fills and drops): every panel has each worker's data.
+        for name, first in (("a", 0), ("b", 1)):
+            with open(os.path.join(workdir, f"swing-{name}.csv"), "w") as f:
+                f.write("seconds,samples_per_s\n")
+                for t in range(0, 60, 2):
+                    f.write(f"{t},{3000 if (t // 2 + first) % 2 else 20}\n")
+        profile = os.path.join(workdir, "nodes.yaml")
+        with open(profile, "w") as f:
+            yaml.safe_dump({"apiVersion": "edgetrain.dev/v1alpha1", "kind": "ClusterProfile",
+                            "metadata": {"name": "swings"},
+                            "spec": {"nodes": [{"name": f"camera-{n}", "stream": {"rateTrace": f"swing-{n}.csv"}}
+                                               for n in ("a", "b")]}}, f)
+        job = {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "digits-streams"},
+               "spec": {"model": {"name": "mlp", "hidden": [32]},
+                        "data": {"dataset": "digits", "batchSize": 32,
+                                 "stream": {"buffer": "persist", "bufferCapacity": 32, "minBatchSize": 16}},
+                        "parallelism": {"workers": 2},
+                        "optimizer": {"name": "adam", "learningRate": 0.003},
+                        "budget": {"wallClock": "10s"}}}
+        self.start = time.time()
+        run = ObservedRun(self, job, workdir, "--nodes", profile)
+        self.end = time.time()
+        self.prom = run.prom
+        self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-streams",
+                          "worker": ".*"}
+        print(f"\nstream run: {self.end - self.start:.0f} s")
         self.check_dashboard()
 
 
