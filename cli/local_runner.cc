@@ -197,7 +197,7 @@ static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream&
       const std::string name = it->path().filename().string();
       if (agent::IsStreamFileName(name)) {
         readable = true;
-      } else if (name[0] != '.') {
+      } else if (name[0] != '.' && it->is_regular_file(ec)) {
         other.push_back(name);
       }
     }
