@@ -244,6 +244,24 @@ class DashboardCase:
             with self.subTest(alert_series=name):
                 self.assertTrue(self.prom.query_range(name, self.start, self.end), f"{name} was never scraped")
 
+    def make_workdir(self):
+        workdir = tempfile.mkdtemp(prefix=f"dashboards-{self.feeds.replace(' ', '-')}-")
+        self.addCleanup(shutil.rmtree, workdir, True)
+        return workdir
+
+    def observe(self, job, workdir, *flags):
+        """`edgetrain run --observe` of `job` (with `flags`), then every panel this run
+        feeds and the dashboard's variables checked against its Prometheus."""
+        meta = job["metadata"]
+        self.start = time.time()
+        run = ObservedRun(self, job, workdir, *flags)
+        self.end = time.time()
+        self.prom = run.prom
+        self.variables = {"datasource": "prometheus", "namespace": meta.get("namespace", "default"),
+                          "job": meta["name"], "worker": ".*"}
+        print(f"\n{self.feeds}: {self.end - self.start:.0f} s")
+        self.check_dashboard()
+
     def check_dashboard(self):
         dashboard = load_dashboard(self.dashboard_file)
         checked = 0
@@ -274,8 +292,6 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
     expected_variable_values = {"namespace": {"edgetrain-live"}, "job": {"digits-live"}, "worker": {"0", "1"}}
 
     def test_every_panel_shows_the_team_run(self):
-        workdir = tempfile.mkdtemp(prefix="dashboards-team-")
-        self.addCleanup(shutil.rmtree, workdir, True)
         with open(EXAMPLE) as f:
             job = yaml.safe_load(f)
         # The example, shorter and with no target, so that it trains for the whole
@@ -286,14 +302,7 @@ class TrainingDashboard(DashboardCase, unittest.TestCase):
         job["metadata"]["namespace"] = "edgetrain-live"
         job["spec"]["model"] = {"name": "mlp", "hidden": [256, 128]}
         job["spec"]["budget"] = {"wallClock": "15s"}
-        self.start = time.time()
-        run = ObservedRun(self, job, workdir)
-        self.end = time.time()
-        self.prom = run.prom
-        self.variables = {"datasource": "prometheus", "namespace": "edgetrain-live", "job": "digits-live",
-                          "worker": ".*"}
-        print(f"\nteam run: {self.end - self.start:.0f} s")
-        self.check_dashboard()
+        self.observe(job, self.make_workdir())
         self.check_alert_series(operator=False)
 
 
@@ -304,23 +313,15 @@ class PipelineDashboard(DashboardCase, unittest.TestCase):
     expected_variable_values = {"namespace": {"default"}, "job": {"digits-stages"}, "worker": {"0", "1", "2"}}
 
     def test_every_pipeline_panel_shows_the_pipeline_run(self):
-        workdir = tempfile.mkdtemp(prefix="dashboards-pipeline-")
-        self.addCleanup(shutil.rmtree, workdir, True)
         job = {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "digits-stages"},
                "spec": {"model": {"name": "mlp", "hidden": [64, 32]}, "data": {"dataset": "digits", "batchSize": 32},
                         "parallelism": {"mode": "pipeline", "workers": 3},
                         "optimizer": {"name": "adam", "learningRate": 0.003},
                         "budget": {"wallClock": "10s"}}}
-        self.start = time.time()
         # One stage a device, as every pipeline panel needs stages to relay
         # between: the planner, counting the agent's messages, keeps this small
         # MLP on one device.
-        run = ObservedRun(self, job, workdir, "--stages", "even")
-        self.end = time.time()
-        self.prom = run.prom
-        self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-stages", "worker": ".*"}
-        print(f"\npipeline run: {self.end - self.start:.0f} s")
-        self.check_dashboard()
+        self.observe(job, self.make_workdir(), "--stages", "even")
 
 
 @requires_observe
@@ -330,8 +331,7 @@ class StreamDashboard(DashboardCase, unittest.TestCase):
     expected_variable_values = {"namespace": {"default"}, "job": {"digits-streams"}, "worker": {"0", "1"}}
 
     def test_every_stream_panel_shows_the_stream_run(self):
-        workdir = tempfile.mkdtemp(prefix="dashboards-streams-")
-        self.addCleanup(shutil.rmtree, workdir, True)
+        workdir = self.make_workdir()
         # Two cameras whose streams swing, out of step, every 2 s between a
         # trickle (the worker waits for samples) and a burst (its buffer of one
         # batch fills and drops): every panel has each worker's data.
@@ -353,14 +353,7 @@ class StreamDashboard(DashboardCase, unittest.TestCase):
                         "parallelism": {"workers": 2},
                         "optimizer": {"name": "adam", "learningRate": 0.003},
                         "budget": {"wallClock": "10s"}}}
-        self.start = time.time()
-        run = ObservedRun(self, job, workdir, "--nodes", profile)
-        self.end = time.time()
-        self.prom = run.prom
-        self.variables = {"datasource": "prometheus", "namespace": "default", "job": "digits-streams",
-                          "worker": ".*"}
-        print(f"\nstream run: {self.end - self.start:.0f} s")
-        self.check_dashboard()
+        self.observe(job, workdir, "--nodes", profile)
 
 
 @requires_observe
