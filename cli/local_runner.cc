@@ -658,8 +658,15 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out);
   // Nothing trained, nothing to draw: a picture of empty axes would only
-  // replace one an earlier run of the job left.
-  if (options.curves && outcome.result->samples > 0) {
+  // replace one an earlier run of the job left. Interrupted beside a finished
+  // run's model, which it keeps, neither: the picture stays that model's (the
+  // folder held one run's model and another's picture: a new user's trial),
+  // and this run's is drawn when it resumes and ends.
+  const bool kept_earlier_model = outcome.result->model_path.empty() && outcome.result->samples > 0;
+  if (options.curves && kept_earlier_model && fs::exists(curves.picture_path())) {
+    err << "note: " << curves.picture_path().string()
+        << " is left as the earlier run drew it, beside its model; this run's is drawn once it resumes and ends\n";
+  } else if (options.curves && outcome.result->samples > 0) {
     if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);
         drawn.ok()) {
       out << "curves: " << curves.picture_path().string() << "\n";

@@ -704,6 +704,12 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
     }
     EXPECT_EQ(rerun->Wait(seconds(30)), exit);
   }
+  // Started afresh and interrupted, it kept the earlier run's model, and the
+  // picture drawn of it (the folder held one run's model and another's picture).
+  EXPECT_NE(ReadFile(dir_ / "stderr.log").find((dir_ / "out" / "report.png").string() +
+                                               " is left as the earlier run drew it, beside its model"),
+            std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
 }
 
 // Its agent stopped by someone else: the job is not done, and the runner
