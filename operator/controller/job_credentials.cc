@@ -81,7 +81,7 @@ StatusOr<pki::JobAuthority> AuthorityOf(kube::KubeClient& client, const JobObjec
   const std::string name = AuthoritySecretName(job.name);
   StatusOr<Json> stored = absent ? Absent(name) : client.Get(kube::kSecrets, job.namespace_, name);
   if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
-  if (stored.ok() && !JobMayWrite(*stored, job)) return Taken(*stored, job, taken);
+  if (stored.ok() && !JobMayWrite(*stored, job.name)) return Taken(*stored, job, taken);
   if (!stored.ok() || !OwnedBy(*stored, job)) {
     // None, or an earlier job's of the same name: a new job has a new authority.
     EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority made,
@@ -118,7 +118,7 @@ StatusOr<CredentialsKept> Keep(kube::KubeClient& client, const JobObject& job, k
   StatusOr<Json> current = absent ? Absent(name) : client.Get(kube::kSecrets, job.namespace_, name);
   if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
   std::string taken;
-  if (current.ok() && !JobMayWrite(*current, job)) {
+  if (current.ok() && !JobMayWrite(*current, job.name)) {
     (void)Taken(*current, job, &taken);
     return CredentialsKept{Json(), "", "", taken};
   }

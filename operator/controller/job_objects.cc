@@ -104,10 +104,10 @@ Json Metadata(const JobObject& job, const std::string& name, Json labels) {
           {"ownerReferences", Json::array({OwnerReference(job)})}};
 }
 
-bool JobMayWrite(const Json& found, const JobObject& job) {
+bool JobMayWrite(const Json& found, const std::string& job) {
   for (const Json& owner : found.value("/metadata/ownerReferences"_json_pointer, Json::array())) {
     const std::string api_version = owner.value("apiVersion", "");
-    if (owner.value("kind", "") == "TrainingJob" && owner.value("name", "") == job.name &&
+    if (owner.value("kind", "") == "TrainingJob" && owner.value("name", "") == job &&
         owner.value("controller", false) && api_version.rfind("edgetrain.dev/", 0) == 0) {
       return true;
     }

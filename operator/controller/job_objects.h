@@ -105,14 +105,15 @@ Json LabelsOf(const JobObject& job);
 Json Metadata(const JobObject& job, const std::string& name, Json labels);
 
 // Whether `found`, an object under a name the job's objects take (its
-// Service, plan ConfigMap, Secrets, pods), is the job's to write: controlled
-// by a TrainingJob of the job's name, this one or an earlier one whose
-// objects the garbage collector has not taken yet. Anything else is left
-// alone: the operator wrote over a user's Secret named NAME-tls, took it for
-// the job's, and deleted it with the job, so that a user allowed to create
-// TrainingJobs alone could replace and delete a Secret they had no right to
-// touch (a security review).
-bool JobMayWrite(const Json& found, const JobObject& job);
+// Service, plan ConfigMap, Secrets, pods) or with its job label, is the
+// job's to write or delete: controlled by a TrainingJob named `job`, this one
+// or an earlier one whose objects the garbage collector has not taken yet.
+// Anything else is left alone: the operator wrote over a user's Secret named
+// NAME-tls, took it for the job's, and deleted it with the job, and it
+// deleted pods that only carried the job's label, so that a user allowed to
+// create TrainingJobs alone could replace and delete what they had no right
+// to touch (two security reviews).
+bool JobMayWrite(const Json& found, const std::string& job);
 // What the job's status and Event say when one is not: `kind` NAME is taken.
 std::string NameTakenMessage(const std::string& kind, const Json& found, const JobObject& job);
 

@@ -30,7 +30,11 @@ kube::Store::IndexFunc PodsByJobIndex() {
   return [](const Json& pod) -> std::vector<std::string> {
     const Json& meta = pod.at("metadata");
     const std::string job = meta.value("/labels"_json_pointer, Json::object()).value(kJobLabel, "");
-    if (job.empty()) return {};
+    // The job's pods are those a TrainingJob of its name controls: a pod that
+    // only carried the label (a hand-written team's, anyone's) was counted
+    // among them, and deleted with them on suspend, at the job's end and
+    // before it was placed again (a security review).
+    if (job.empty() || !JobMayWrite(pod, job)) return {};
     return {meta.value("namespace", "") + "/" + job};
   };
 }
@@ -86,7 +90,7 @@ Status Reconciler::WritePlanConfigMap(Pass& pass, const Json& config_map) {
   if (!existing.ok() && existing.status().code() != StatusCode::kNotFound) return existing.status();
   auto write = [&](const StatusOr<Json>& current) -> StatusOr<Json> {
     if (!current.ok()) return client_.Create(kube::kConfigMaps, pass.job.namespace_, config_map);
-    if (!JobMayWrite(*current, pass.job)) return NameTaken(pass, kube::kConfigMaps, *current);
+    if (!JobMayWrite(*current, pass.job.name)) return NameTaken(pass, kube::kConfigMaps, *current);
     Json updated = config_map;
     updated["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
     return client_.Update(kube::kConfigMaps, pass.job.namespace_, updated);
@@ -1017,7 +1021,7 @@ Status Reconciler::CreateOwn(Pass& pass, const kube::ResourceType& type, const J
     if (!read.ok()) return read.status().WithContext("reading " + type.kind + " " + name);
     found = std::move(*read);
   }
-  if (JobMayWrite(found, pass.job)) return Status::Ok();
+  if (JobMayWrite(found, pass.job.name)) return Status::Ok();
   return NameTaken(pass, type, found);
 }
 

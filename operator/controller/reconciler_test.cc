@@ -1532,10 +1532,24 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   jobs_.Put(Job("team"));
   Reconcile(key);
   ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kRunning) << "the team has run";
+  // A pod that only carries the job's label is not the job's: it was deleted
+  // with the job's pods (a security review).
+  ASSERT_TRUE(api_.Create(kube::kPods, "default",
+                          {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"metadata", {{"name", "innocent"}, {"namespace", "default"},
+                                         {"labels", {{kJobLabel, "team"}}}}},
+                           {"spec", {{"containers", {{{"name", "web"}, {"image", "nginx"}}}}}}})
+                  .ok());
+  SyncPods();
   Json job = Job("team");
   job["spec"]["suspend"] = true;
   jobs_.Put(job);
   Reconcile(key);
+  ASSERT_EQ(api_.All(kube::kPods).size(), 1u) << "the job's gone, the other left";
+  EXPECT_EQ(api_.All(kube::kPods)[0]["metadata"]["name"], "innocent");
+  ASSERT_TRUE(api_.Delete(kube::kPods, "default", "innocent").ok());
+  SyncPods();
   EXPECT_TRUE(api_.All(kube::kPods).empty());
   EXPECT_EQ(api_.All(kube::kConfigMaps).size(), 1u);
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
