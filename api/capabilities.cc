@@ -122,6 +122,11 @@ bool IsPlainAbsolute(std::string path) {
 // to start again and again while the job showed Running (a security review).
 bool OverSystemFolders(const std::string& path) {
   if (fs::path(path).lexically_normal() == "/") return true;
+  // A folder that holds one of the agent's own mounts: /var, over the
+  // credentials under /var/run, crash-looped the coordinator (a security review).
+  for (const char* mount : {kDataMountPath, kModelMountPath, kPlanMountPath, kTlsMountPath}) {
+    if (std::string(mount).rfind(path + "/", 0) == 0) return true;
+  }
   for (const char* folder : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin",
                              "/sys", "/usr", "/var/run"}) {
     const std::string f = folder;
@@ -217,8 +222,8 @@ const std::vector<Capability>& Capabilities() {
          return s.output.path && IsPlainAbsolute(*s.output.path) && OverSystemFolders(*s.output.path);
        },
        "would be mounted over the agent image's own folders (/, /bin, /dev, /etc, /lib, /proc, /run, /sbin, /sys, "
-       "/usr, /var/run; its plan and credentials are mounted under /etc and /var/run): write the output in a folder "
-       "of its own, such as /models/NAME"},
+       "/usr, /var/run) or over a folder that holds its own mounts (/var: its credentials are mounted under "
+       "/var/run): write the output in a folder of its own, such as /models/NAME"},
       {"spec.data.volume", Effect::kNote, {Runner::kLocal},
        [](const JobSpec&, const Json& raw) { return !Written(raw, "spec.data.volume").is_null(); },
        "has no effect under edgetrain run: relative paths are read beside the manifest"},

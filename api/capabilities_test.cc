@@ -126,6 +126,8 @@ TEST(CapabilitiesTest, OwnModelsAndDataRunEverywhereTheirFilesCanBeRead) {
       {R"({"spec": {"output": {"path": "/var/run/secrets/edgetrain.dev/tls"}}})",
        "would be mounted over the agent image's own"},
       {R"({"spec": {"output": {"path": "/usr/share/models"}}})", "would be mounted over the agent image's own"},
+      {R"({"spec": {"output": {"path": "/var"}}})", "would be mounted over the agent image's own"},
+      {R"({"spec": {"output": {"path": "/var/run/secrets"}}})", "would be mounted over the agent image's own"},
   };
   for (const Case& c : cases) {
     const TrainingJobManifest job = Job(c.patch);

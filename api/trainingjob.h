@@ -37,6 +37,10 @@ Status ResolveFilePaths(TrainingJobManifest& job, const std::string& folder);
 // kDataMountPath, spec.model.torchscript.configMap at kModelMountPath.
 inline constexpr const char* kDataMountPath = "/data";
 inline constexpr const char* kModelMountPath = "/model";
+// And what the operator mounts in every agent's pod of its own: the plan's
+// ConfigMap, and a team's credentials (operator/controller/job_objects.h).
+inline constexpr const char* kPlanMountPath = "/etc/edgetrain";
+inline constexpr const char* kTlsMountPath = "/var/run/secrets/edgetrain.dev/tls";
 
 // ResolveFilePaths for the operator's pods: the data's relative paths under
 // kDataMountPath, the module's under kModelMountPath when a ConfigMap holds it,

@@ -28,8 +28,7 @@ inline std::string PlanConfigMapName(const std::string& job) { return job + "-pl
 // which no pod mounts.
 inline std::string AgentTlsSecretName(const std::string& job) { return job + "-tls"; }
 inline std::string AuthoritySecretName(const std::string& job) { return job + "-ca"; }
-// Where an agent's pod mounts the former.
-inline constexpr const char* kTlsMountPath = "/var/run/secrets/edgetrain.dev/tls";
+// (An agent's pod mounts the former at api::kTlsMountPath.)
 // The coordinator's pod, named like a worker's after the plan generation it
 // was given its node at: one placed anew (its node lost or leaving) has a
 // name of its own while the one it replaces may still be Terminating.

@@ -253,14 +253,14 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
                                      "--http=$(POD_IP):" + std::to_string(kHttpPort),
                                      "--termination-log=" + std::string(kTerminationLog)};
     args.insert(args.end(), role_args.begin(), role_args.end());
-    Json mounts = Json::array({{{"name", "plan"}, {"mountPath", "/etc/edgetrain"}, {"readOnly", true}}});
+    Json mounts = Json::array({{{"name", "plan"}, {"mountPath", api::kPlanMountPath}, {"readOnly", true}}});
     Json volumes = Json::array({{{"name", "plan"}, {"configMap", {{"name", PlanConfigMapName(job.name)}}}}});
     if (team) {
       // The job's identity: readable by the agent's group (fsGroup) alone.
-      args.push_back(std::string("--tls-dir=") + kTlsMountPath);
+      args.push_back(std::string("--tls-dir=") + api::kTlsMountPath);
       args.push_back("--tls-reload=" + FormatDuration(options.tls_reload));
       args.push_back("--keepalive=" + FormatDuration(options.agent_keepalive));
-      mounts.push_back({{"name", "tls"}, {"mountPath", kTlsMountPath}, {"readOnly", true}});
+      mounts.push_back({{"name", "tls"}, {"mountPath", api::kTlsMountPath}, {"readOnly", true}});
       volumes.push_back({{"name", "tls"}, {"secret", {{"secretName", AgentTlsSecretName(job.name)}, {"defaultMode", 0440}}}});
     }
     if (role == "coordinator") {
