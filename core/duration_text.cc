@@ -31,9 +31,13 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
     else if (unit == "h") seconds += number * 3600;
     else return bad(unit.empty() ? "missing unit" : "unknown unit");
   }
-  // Past what a Duration holds, it wrapped negative and was refused as "not
-  // longer than 0" (a security review).
-  if (seconds >= ToSeconds(Duration::max())) return bad("longer than can be counted (at most 2562047h, 292 years)");
+  // Past what a Duration holds (2562047h), it wrapped negative and was
+  // refused as "not longer than 0"; and durations are added to the clock and
+  // doubled (a worker waits for its coordinator twice the node-loss grace and
+  // more), which overflowed from 1,300,000h: a worker then gave up at once,
+  // "unreachable for -2147483648 s" (two security reviews). Eleven years is
+  // longer than any budget or grace, and leaves that arithmetic room.
+  if (seconds > ToSeconds(kLongestDuration)) return bad("longer than edgetrain counts (at most 100000h, 11 years)");
   return FromSeconds(seconds);
 }
 

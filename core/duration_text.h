@@ -12,6 +12,8 @@ namespace edgetrain {
 
 // Units: ms, s, m, h; each number may have a fraction. "0" alone is zero.
 StatusOr<Duration> ParseDuration(std::string_view text);
+// The longest ParseDuration takes: 100000h.
+inline constexpr Duration kLongestDuration = std::chrono::hours(100000);
 
 // Whole seconds as MM:SS, or H:MM:SS from one hour on: a time shown running.
 std::string FormatClock(Duration d);

@@ -26,11 +26,11 @@ TEST(ParseDurationTest, RejectsMalformedDurationsWithExamples) {
   }
   // "-5s" is a number, only negative (a new user's trial).
   EXPECT_NE(ParseDuration("-5s").status().message().find("a duration is not negative"), std::string::npos);
-  // Past what a Duration holds, as Kubernetes' own limit: it wrapped negative
-  // and was refused as "not longer than 0" (a security review).
-  EXPECT_TRUE(ParseDuration("2562047h").ok());
-  for (const char* text : {"2562048h", "99999999999999999999h"}) {
-    EXPECT_NE(ParseDuration(text).status().message().find("longer than can be counted (at most 2562047h"),
+  // Past what a Duration holds it wrapped negative, and past 1,300,000h a
+  // node-loss grace doubled overflowed (two security reviews): 100000h at most.
+  EXPECT_TRUE(ParseDuration("100000h").ok());
+  for (const char* text : {"100000h1s", "1300000h", "2562048h", "99999999999999999999h"}) {
+    EXPECT_NE(ParseDuration(text).status().message().find("longer than edgetrain counts (at most 100000h, 11 years)"),
               std::string::npos)
         << text;
   }
