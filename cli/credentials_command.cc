@@ -38,15 +38,13 @@ int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::o
            "write over them\n";
     return kExitInvalid;
   }
-  // Anyone who may write in the folder may swap the authority or the key
-  // the team trusts: one writable by all was used without a word (a
-  // security review). A sticky one (/tmp) lets no one replace another's files.
-  namespace fs = std::filesystem;
-  const fs::perms mode = fs::status(options.dir, ec).permissions();
-  if (!ec && (mode & fs::perms::others_write) != fs::perms::none && (mode & fs::perms::sticky_bit) == fs::perms::none) {
-    err << "edgetrain credentials: " << options.dir
-        << " is writable by every user of this machine, who could replace the job's authority or key there; "
-           "give a folder of your own (it is made, mode 0700), or chmod o-w it\n";
+  // Anyone who may replace the folder, or write in it, may swap the
+  // authority or the key the team trusts: one writable by all was used
+  // without a word, then one inside such a folder and one owned by another
+  // user (two security reviews).
+  if (const std::string unsafe = pki::WhoElseMayReplace(options.dir); !unsafe.empty()) {
+    err << "edgetrain credentials: " << unsafe << ", who could replace the job's authority or key in "
+        << options.dir << "; give a folder of your own, in folders of your own (it is made, mode 0700)\n";
     return kExitInvalid;
   }
   const auto now = std::chrono::system_clock::now();

@@ -1,5 +1,7 @@
 #include "cli/credentials_command.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -46,19 +48,35 @@ TEST(CredentialsCommandTest, AFolderThatHoldsCredentialsIsReplacedOnlyWhenAsked)
 }
 
 // A folder every user may write in is refused: any of them could swap the
-// authority the team trusts (a security review); a sticky one is not.
-TEST(CredentialsCommandTest, AFolderEveryUserMayWriteInIsRefused) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "credentials-open";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::filesystem::permissions(dir, std::filesystem::perms::all);
+// authority the team trusts (a security review); so is one inside such a
+// folder, and one another user owns (another review). A sticky one is not.
+TEST(CredentialsCommandTest, AFolderAnotherUserMayReplaceIsRefused) {
+  namespace fs = std::filesystem;
+  const auto open = fs::path(testing::TempDir()) / "credentials-open";
+  fs::remove_all(open);
+  fs::create_directories(open);
+  fs::permissions(open, fs::perms::all);
   std::ostringstream out, err;
-  EXPECT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(1)}, out, err), kExitInvalid);
-  EXPECT_NE(err.str().find(dir.string() + " is writable by every user of this machine"), std::string::npos)
+  for (const fs::path& dir : {open, open / "sub"}) {
+    err.str("");
+    EXPECT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(1)}, out, err), kExitInvalid) << dir;
+    EXPECT_NE(err.str().find(open.string() + " may be written by every user of this machine, who could replace"),
+              std::string::npos)
+        << err.str();
+  }
+  EXPECT_TRUE(fs::is_empty(open));
+  // Another user's folder: made as root, given to nobody.
+  const auto theirs = fs::path(testing::TempDir()) / "credentials-theirs";
+  fs::remove_all(theirs);
+  fs::create_directories(theirs);
+  if (::geteuid() == 0 && ::chown(theirs.c_str(), 65534, 65534) == 0) {
+    err.str("");
+    EXPECT_EQ(MakeCredentials({"robots", theirs.string(), std::chrono::hours(1)}, out, err), kExitInvalid);
+    EXPECT_NE(err.str().find(theirs.string() + " belongs to another user (uid 65534)"), std::string::npos) << err.str();
+  }
+  fs::permissions(open, fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_EQ(MakeCredentials({"robots", (open / "mine").string(), std::chrono::hours(1)}, out, err), kExitOk)
       << err.str();
-  EXPECT_TRUE(std::filesystem::is_empty(dir));
-  std::filesystem::permissions(dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
-  EXPECT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(1)}, out, err), kExitOk) << err.str();
 }
 
 TEST(CredentialsCommandTest, ANameThatIsNoJobsIsRefused) {

@@ -8,8 +8,16 @@ namespace edgetrain::cli {
 
 StatusOr<EphemeralCredentials> EphemeralCredentials::Make(const std::string& job, Duration validity) {
   std::error_code ec;
+  const std::filesystem::path temporary = std::filesystem::temp_directory_path(ec);
+  // Its folder is the user's alone, but one it sits in that another may
+  // write without the sticky bit lets them rename it and put their own in
+  // its place (a security review ran with TMPDIR a folder of mode 0777).
+  if (const std::string unsafe = pki::WhoElseMayReplace(temporary.string()); !unsafe.empty()) {
+    return FailedPreconditionError("the run's TLS credentials go in the temporary folder " + temporary.string() +
+                                   ", and " + unsafe + ", who could swap them; set TMPDIR to a folder of your own");
+  }
   // edgetrain-tls-JOB-XXXXXX, 0700 (mkdtemp): the key is the runner's user's alone.
-  StatusOr<RunFolder> folder = RunFolder::Create(std::filesystem::temp_directory_path(ec), "tls-" + job);
+  StatusOr<RunFolder> folder = RunFolder::Create(temporary, "tls-" + job);
   if (!folder.ok()) {
     return UnavailableError("cannot make a folder for the run's TLS credentials: " + folder.status().message());
   }

@@ -52,5 +52,22 @@ TEST(EphemeralCredentialsTest, ATlsFolderGoesWithItsRunOrWithTheNextRunnersSweep
   ::unsetenv("TMPDIR");
 }
 
+// A temporary folder another user may write in, without the sticky bit:
+// they could rename the run's folder and put their own credentials in its
+// place, so none are made there (a security review's TMPDIR of mode 0777).
+TEST(EphemeralCredentialsTest, NoneAreMadeWhereAnotherUserCouldSwapThem) {
+  const fs::path parent = FreshTestDir("ephemeral-credentials-open");
+  fs::permissions(parent, fs::perms::all);
+  ASSERT_EQ(::setenv("TMPDIR", parent.c_str(), 1), 0);
+  auto made = EphemeralCredentials::Make("team", std::chrono::hours(1));
+  ::unsetenv("TMPDIR");
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find(parent.string() + " may be written by every user of this machine, who "
+                                                           "could swap them; set TMPDIR to a folder of your own"),
+            std::string::npos)
+      << made.status().message();
+  EXPECT_TRUE(fs::is_empty(parent));
+}
+
 }  // namespace
 }  // namespace edgetrain::cli

@@ -483,6 +483,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     auto made = EphemeralCredentials::Make(plan.job.job, kCredentialsValidity);
     if (!made.ok()) {
       err << "error: " << made.status().message() << "\n";
+      folder->Remove();  // nothing ran: no logs to keep
       return ExitCodeFor(made.status());
     }
     credentials.emplace(std::move(*made));

@@ -54,6 +54,25 @@ TlsFolder TlsFolderAt(const std::string& dir) {
   return {(d / kAuthorityFile).string(), (d / kCertificateFile).string(), (d / kKeyFile).string()};
 }
 
+std::string WhoElseMayReplace(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path whole = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
+  if (ec) return "";
+  const uid_t me = ::geteuid();
+  for (std::filesystem::path at = whole;; at = at.parent_path()) {
+    struct stat st {};
+    if (::stat(at.c_str(), &st) == 0) {
+      if (st.st_uid != me && st.st_uid != 0) {
+        return at.string() + " belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+      }
+      if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        return at.string() + " may be written by every user of this machine";
+      }
+    }
+    if (at == at.parent_path()) return "";
+  }
+}
+
 Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {

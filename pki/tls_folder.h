@@ -24,6 +24,13 @@ TlsFolder TlsFolderAt(const std::string& dir);
 // whole by a rename; the key is readable by its owner alone.
 Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent);
 
+// Why another user of this machine could swap credentials kept in `dir`, or
+// "" when none could: it, or a folder above it, is owned by someone other
+// than this user and root, or may be written by every user without the
+// sticky bit (which keeps each entry its owner's). As ssh's StrictModes
+// judges a key's folders; a folder not made yet is judged by those above it.
+std::string WhoElseMayReplace(const std::string& dir);
+
 // A new authority of `job` and one agent certificate of it, valid over
 // [not_before, not_after), written into `dir` (WriteTlsFolder). The
 // authority's key is not kept: the folder's certificate is the only one it
