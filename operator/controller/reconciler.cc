@@ -1520,7 +1520,11 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         }
       }
       const LinkHealth health = LinkHealthOf(progress, planned, options_.links, pod_age_s);
-      if (!unanswered) {
+      // Before the team starts its workers' links are not known either: they
+      // read LinksHealthy for 2.5 minutes while no worker could reach the
+      // coordinator (a security review). Said once the team trains.
+      const bool judged = !unanswered && progress.value("state", "") != "starting";
+      if (judged) {
         pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
                  health.stall_message);
       }
@@ -1538,7 +1542,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       }
       if (!silent.empty()) {
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
-      } else if (!unanswered) {
+      } else if (judged) {
         pass.Set(condition::kBandwidthDegraded, health.degraded,
                  health.degraded ? health.degraded_reason : reason::kLinksHealthy, health.degraded_message);
       }

@@ -613,6 +613,9 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
     ASSERT_NE(running, nullptr);
     EXPECT_EQ(running->value("reason", ""), api::reason::kWaitingForTeam);
     EXPECT_EQ(waiting["phase"], api::phase::kRunning);
+    EXPECT_EQ(FindCondition(waiting, api::condition::kBandwidthDegraded), nullptr)
+        << "its links are not known yet: not said to be healthy";
+    EXPECT_EQ(FindCondition(waiting, api::condition::kStalled), nullptr);
   }
   jobs_.Put(Job("team"));
   progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200},
