@@ -95,12 +95,13 @@ bool LeavesItsFolder(const std::string& path) {
 }
 
 // Whether `path` is where a job's own files are mounted, or inside it.
+// Whether `path` is `folder` or inside it.
+bool Within(const std::string& path, const std::string& folder) {
+  return path == folder || path.rfind(folder + "/", 0) == 0;
+}
+
 bool UnderFileMounts(const std::string& path) {
-  for (const char* mount : {kDataMountPath, kModelMountPath}) {
-    const std::string m = mount;
-    if (path == m || path.rfind(m + "/", 0) == 0) return true;
-  }
-  return false;
+  return Within(path, kDataMountPath) || Within(path, kModelMountPath);
 }
 
 // Whether `path`, written as it is, names one folder: absolute, with no '.'
@@ -125,12 +126,11 @@ bool OverSystemFolders(const std::string& path) {
   // A folder that holds one of the agent's own mounts: /var, over the
   // credentials under /var/run, crash-looped the coordinator (a security review).
   for (const char* mount : {kDataMountPath, kModelMountPath, kPlanMountPath, kTlsMountPath}) {
-    if (std::string(mount).rfind(path + "/", 0) == 0) return true;
+    if (mount != path && Within(mount, path)) return true;  // a folder above it; /data itself is refused above
   }
   for (const char* folder : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin",
                              "/sys", "/usr", "/var/run"}) {
-    const std::string f = folder;
-    if (path == f || path.rfind(f + "/", 0) == 0) return true;
+    if (Within(path, folder)) return true;
   }
   return false;
 }
