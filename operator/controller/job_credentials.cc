@@ -66,12 +66,6 @@ Json StatusOf(const std::string& job, const pki::Validity& validity) {
 // What a Secret not read is taken for: one that is not there.
 StatusOr<Json> Absent(const std::string& name) { return NotFoundError("Secret " + name + " taken for absent"); }
 
-// The refusal a Secret that is not the job's to write (JobMayWrite) makes.
-Status Taken(const Json& secret, const JobObject& job, std::string* taken) {
-  *taken = NameTakenMessage("Secret", secret, job);
-  return Status(StatusCode::kAlreadyExists, *taken);
-}
-
 // The job's authority: read from its Secret, or made and stored when there is
 // none (`absent`: taken to be none without asking; a create that finds one
 // fails AlreadyExists). A Secret of its name that is another's is left
@@ -81,7 +75,10 @@ StatusOr<pki::JobAuthority> AuthorityOf(kube::KubeClient& client, const JobObjec
   const std::string name = AuthoritySecretName(job.name);
   StatusOr<Json> stored = absent ? Absent(name) : client.Get(kube::kSecrets, job.namespace_, name);
   if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
-  if (stored.ok() && !JobMayWrite(*stored, job.name)) return Taken(*stored, job, taken);
+  if (stored.ok() && !JobMayWrite(*stored, job.name)) {
+    *taken = NameTakenMessage("Secret", *stored, job);
+    return Status(StatusCode::kAlreadyExists, *taken);
+  }
   if (!stored.ok() || !OwnedBy(*stored, job)) {
     // None, or an earlier job's of the same name: a new job has a new authority.
     EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority made,
@@ -117,10 +114,8 @@ StatusOr<CredentialsKept> Keep(kube::KubeClient& client, const JobObject& job, k
   const std::string name = AgentTlsSecretName(job.name);
   StatusOr<Json> current = absent ? Absent(name) : client.Get(kube::kSecrets, job.namespace_, name);
   if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
-  std::string taken;
   if (current.ok() && !JobMayWrite(*current, job.name)) {
-    (void)Taken(*current, job, &taken);
-    return CredentialsKept{Json(), "", "", taken};
+    return CredentialsKept{Json(), "", "", NameTakenMessage("Secret", *current, job)};
   }
   const bool ours = current.ok() && OwnedBy(*current, job);
   if (ours) {
@@ -130,6 +125,7 @@ StatusOr<CredentialsKept> Keep(kube::KubeClient& client, const JobObject& job, k
     // cannot be read is replaced like one that is due.
     if (validity.ok() && now < RenewalOf(*validity)) return CredentialsKept{StatusOf(job.name, *validity), "", ""};
   }
+  std::string taken;
   StatusOr<pki::JobAuthority> authority_read = AuthorityOf(client, job, now, options, absent, &taken);
   if (!taken.empty()) return CredentialsKept{Json(), "", "", taken};
   EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority authority, std::move(authority_read));
