@@ -1427,7 +1427,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // workers are not all in (nodeLossGrace after the first). Shown as
       // Training, a team whose workers could not reach the coordinator
       // trained nothing for 52 s unsaid (a security review).
-      if (gang.restarting.empty() && progress.value("state", "") == "starting" && !plan.workers.empty()) {
+      const bool team_waiting = progress.value("state", "") == "starting";
+      if (gang.restarting.empty() && team_waiting && !plan.workers.empty()) {
         pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
                  "every agent runs; the coordinator waits for its workers to connect before the team starts (up to "
                  "spec.faultTolerance.nodeLossGrace after the first; a worker that cannot reach it says why in its "
@@ -1523,7 +1524,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // Before the team starts its workers' links are not known either: they
       // read LinksHealthy for 2.5 minutes while no worker could reach the
       // coordinator (a security review). Said once the team trains.
-      const bool judged = !unanswered && progress.value("state", "") != "starting";
+      const bool judged = !unanswered && !team_waiting;
       if (judged) {
         pass.Set(condition::kStalled, health.stalled, health.stalled ? reason::kWaitingOnLinks : reason::kLinksHealthy,
                  health.stall_message);
