@@ -706,7 +706,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // if the job had ended (a new user's trial).
   if (outcome.result->state == JobState::kInterrupted) {
     err << "interrupted: " << job.name << "'s coordinator was stopped by a signal this run did not send; "
-        << (options.fresh ? "run the command again without --fresh to resume\n" : "run the same command again to resume\n");
+        << HowToResume(options) << "\n";
     return kExitTerminated;
   }
   return kExitOk;
