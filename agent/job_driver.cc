@@ -19,6 +19,10 @@ namespace {
 // enough that copying the progress costs nothing next to a training step.
 constexpr Duration kPublishEvery = std::chrono::milliseconds(100);
 
+// What the budget counts of the job's progress; its energy is 0 until an
+// energy model has reported.
+BudgetUse UseOf(const JobProgress& p) { return {p.iteration, p.energy_joules.value_or(0)}; }
+
 }  // namespace
 
 JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, ProgressBoard& board,
@@ -230,8 +234,8 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       q.resumed_from_iteration = resumed->iteration;
       q.resumed_with_changes = changed_since_checkpoint_;
     }
-    q.fraction = budget.Fraction(now, q.iteration);
-    auto eta = budget.Eta(now, q.iteration);
+    q.fraction = budget.Fraction(now, UseOf(q));
+    auto eta = budget.Eta(now, UseOf(q));
     q.eta_s = eta ? std::optional<double>(ToSeconds(*eta)) : std::nullopt;
   };
   auto evaluate = [&](JobProgress& q) -> Status {
@@ -270,7 +274,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // A resumed job whose budget was spent already (its model then could not
   // be written, or its manifest now asks for fewer epochs) takes no step
   // past it: one step was always taken before the budget was looked at.
-  if (!stop) stop = budget.Exhausted(clock_.Now(), p.iteration);
+  if (!stop) stop = budget.Exhausted(clock_.Now(), UseOf(p));
   TimePoint published{};
   while (!stop) {
     EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
@@ -286,7 +290,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       metrics_.AddCheckpoint();
       schedule.Checkpointed(p.iteration);
     }
-    const std::optional<StopReason> exhausted = budget.Exhausted(now, p.iteration);
+    const std::optional<StopReason> exhausted = budget.Exhausted(now, UseOf(p));
     bool evaluated = false;
     // At the budget's end the final model is evaluated once training has
     // stopped: one due now would only have run past the budget (a pipeline's
@@ -430,7 +434,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   p.reached_target = p.accuracy && budget.TargetReached(*p.accuracy);
   p.stop_reason = *stop;
   p.state = interrupted ? JobState::kInterrupted : JobState::kSucceeded;
-  p.fraction = budget.Fraction(end, p.iteration);
+  p.fraction = budget.Fraction(end, UseOf(p));
   p.eta_s = 0;
   Publish(p);
   return p;

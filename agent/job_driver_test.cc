@@ -196,6 +196,23 @@ TEST_F(JobDriverTest, StopsAtItsWallClock) {
   EXPECT_EQ(result->iteration, 20);
 }
 
+// The device draws 15 W computing (the default power profile, docs/energy.md)
+// and a step computes 5 ms: 0.075 J a step, so 1.5 J is spent at step 20,
+// before the epochs' 400; the model it stopped with is evaluated.
+TEST_F(JobDriverTest, StopsOnceItsModelledEnergyReachesItsEnergyBudget) {
+  plan.spec.budget.epochs = 40;
+  plan.spec.budget.energy_joules = 1.5;
+  plan.spec.evaluation.every_iterations = 1000;  // evaluations would draw joules too
+  auto result = Run();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->stop_reason, StopReason::kEnergy);
+  EXPECT_EQ(result->iteration, 20);
+  ASSERT_TRUE(result->energy_joules.has_value());
+  EXPECT_NEAR(*result->energy_joules, 1.5, 1e-9);
+  EXPECT_DOUBLE_EQ(result->fraction, 1.0);
+  EXPECT_EQ(result->evaluated_iteration, 20) << "the final model is evaluated";
+}
+
 // An evaluation due when the budget runs out is the final model's, made once
 // training has stopped: it does not lengthen the training past the budget (a
 // pipeline's ran 0.9-3.6 s over, found by a new user's trial).

@@ -260,8 +260,6 @@ const std::vector<Capability>& Capabilities() {
        [](const JobSpec& s, const Json&) { return s.data.injection && s.data.stream && s.data.stream->directory; },
        "is not supported yet with a stream from a directory (what a worker lacks is judged from its partition of "
        "the data set)"},
-      {"spec.budget.energyJoules", Effect::kRefuse, kEverywhere,
-       [](const JobSpec& s, const Json&) { return s.budget.energy_joules > 0; }, "energy budgets are not supported yet"},
       // Meaningful on a cluster only.
       {"spec.placement", Effect::kNote, kLocalOnly, WroteField("spec.placement"),
        "applies on Kubernetes only; edgetrain run ignores it"},

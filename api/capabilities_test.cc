@@ -39,7 +39,6 @@ TEST(CapabilitiesTest, WhatHasNotLandedIsRefusedEverywhere) {
       {R"({"spec": {"data": {"stream": {"ratesPerSecond": [5]}}}})",
        "spec.data.stream: streaming data trains data-parallel teams of 2 or more workers; a job of one and a pipeline "
        "read their data set"},
-      {R"({"spec": {"budget": {"energyJoules": 100}}})", "spec.budget.energyJoules: energy budgets are not supported yet"},
       {R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"directory": "in"}, "injection": {}}}})",
        "spec.data.injection: is not supported yet with a stream from a directory (what a worker lacks is judged "
        "from its partition of the data set)"},
@@ -178,9 +177,10 @@ TEST(CapabilitiesTest, AStreamTakesItsRatesFromTheJobOrFromItsNodesEverywhere) {
 TEST(CapabilitiesTest, PlanningHoldsAJobToWhatTheOperatorRuns) {
   EXPECT_TRUE(CheckSupport(Job("{}"), Runner::kPlanning).notes.empty());
   // What has not landed otherwise is refused there too, as the operator refuses it.
-  const std::string energy =
-      Joined(CheckSupport(Job(R"({"spec": {"budget": {"energyJoules": 100}}})"), Runner::kPlanning));
-  EXPECT_NE(energy.find("spec.budget.energyJoules: energy budgets are not supported yet"), std::string::npos) << energy;
+  const std::string injection = Joined(CheckSupport(
+      Job(R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"directory": "in"}, "injection": {}}}})"),
+      Runner::kPlanning));
+  EXPECT_NE(injection.find("spec.data.injection: is not supported yet"), std::string::npos) << injection;
   // Notes meant for edgetrain run are not its.
   const std::string cluster = Joined(CheckSupport(Job(R"({"spec": {"template": {"image": "x"}}})"), Runner::kPlanning));
   EXPECT_EQ(cluster, "");

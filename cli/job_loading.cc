@@ -129,6 +129,11 @@ std::string DescribeJob(const api::TrainingJobManifest& job) {
   if (s.budget.epochs) {
     budget += (budget.empty() ? "" : ", ") + std::to_string(*s.budget.epochs) + (*s.budget.epochs == 1 ? " epoch" : " epochs");
   }
+  if (s.budget.energy_joules > 0) {
+    std::ostringstream e;
+    e << s.budget.energy_joules << " J of modelled energy";
+    budget += (budget.empty() ? "" : ", ") + e.str();
+  }
   if (s.budget.target_accuracy) {
     std::ostringstream t;
     t << "target accuracy " << *s.budget.target_accuracy;

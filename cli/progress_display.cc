@@ -19,7 +19,8 @@ std::string Stopping(const JobProgress& p) {
   switch (*p.stop_reason) {
     case StopReason::kTarget: return "- target reached: finishing";
     case StopReason::kEpochs:
-    case StopReason::kWallClock: return "- budget spent: finishing";
+    case StopReason::kWallClock:
+    case StopReason::kEnergy: return "- budget spent: finishing";
     case StopReason::kCancelled: return "- stopping";
     case StopReason::kFailed: return "";
   }

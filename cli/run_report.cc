@@ -203,6 +203,7 @@ std::string StoppedBy(const JobProgress& p) {
     case StopReason::kTarget: return "stopped at its target";
     case StopReason::kEpochs: return "stopped after its epochs";
     case StopReason::kWallClock: return "stopped at its wall-clock budget";
+    case StopReason::kEnergy: return "stopped at its energy budget";
     case StopReason::kCancelled: return "interrupted";
     case StopReason::kFailed: return "failed";
   }

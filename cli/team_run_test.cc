@@ -120,6 +120,43 @@ spec:
   EXPECT_NE(said.find("  worker 1     " + url(2, "/metrics")), std::string::npos) << said;
 }
 
+// An energy budget ends a team once the joules its workers' devices have
+// drawn, as their pushes report them to the coordinator, reach it: at the
+// default profile's 5 to 15 W a device, 20 J are about a second of two
+// workers, far short of the 200 epochs. The final count is each worker's
+// own to its end, so at least the budget.
+TEST(TeamRunTest, ATeamStopsOnceItsModelledEnergyReachesItsBudget) {
+  fs::path dir = TestDir();
+  std::ofstream(dir / "job.yaml") << R"(apiVersion: edgetrain.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: thrifty}
+spec:
+  model: {name: mlp, hidden: [32]}
+  data: {dataset: digits, batchSize: 32}
+  parallelism: {workers: 2}
+  sync: {policy: deadline, compression: int8}
+  budget: {wallClock: 2m, epochs: 200, energyJoules: 20}
+)";
+  auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--json", "--no-curves",
+                                  "--output", (dir / "out").string()},
+                                 (dir / "stderr.log").string());
+  ASSERT_TRUE(run.ok());
+  std::vector<std::string> lines;
+  while (auto line = run->ReadLine(seconds(120))) lines.push_back(*line);
+  ASSERT_EQ(run->Wait(seconds(30)), 0) << ReadFile(dir / "stderr.log");
+  ASSERT_FALSE(lines.empty());
+  auto result = nlohmann::json::parse(lines.back());
+  EXPECT_EQ(result["stop_reason"], "energyJoules");
+  EXPECT_GE(result["energy_joules"].get<double>(), 20.0);
+  EXPECT_LT(result["epochs"].get<int64_t>(), 200);
+  EXPECT_EQ(result["evaluated_iteration"], result["iterations"]) << "the model it stopped with is evaluated";
+  const std::string said = ReadFile(dir / "stderr.log");
+  EXPECT_NE(said.find("until 2m of wall clock, 200 epochs, 20 J of modelled energy"), std::string::npos) << said;
+  std::string summary;
+  for (const auto& l : lines) summary += l + "\n";
+  EXPECT_NE(summary.find("stopped at its energy budget"), std::string::npos) << summary;
+}
+
 TEST(TeamRunTest, AProfileWithTooFewNodesIsRefused) {
   fs::path dir = TestDir();
   std::ofstream(dir / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"

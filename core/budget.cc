@@ -12,9 +12,10 @@ std::optional<int64_t> Budget::MaxIterations() const {
   return int64_t{*spec_.epochs} * iterations_per_epoch_;
 }
 
-std::optional<StopReason> Budget::Exhausted(TimePoint now, int64_t iteration) const {
-  if (auto max = MaxIterations(); max && iteration >= *max) return StopReason::kEpochs;
+std::optional<StopReason> Budget::Exhausted(TimePoint now, BudgetUse use) const {
+  if (auto max = MaxIterations(); max && use.iteration >= *max) return StopReason::kEpochs;
   if (spec_.wall_clock && now - start_ >= *spec_.wall_clock) return StopReason::kWallClock;
+  if (HasEnergyLimit() && use.energy_j >= spec_.energy_joules) return StopReason::kEnergy;
   return std::nullopt;
 }
 
@@ -22,10 +23,11 @@ bool Budget::TargetReached(double accuracy) const {
   return spec_.target_accuracy && accuracy >= *spec_.target_accuracy;
 }
 
-double Budget::Fraction(TimePoint now, int64_t iteration) const {
+double Budget::Fraction(TimePoint now, BudgetUse use) const {
   double f = 0;
-  if (auto max = MaxIterations()) f = std::max(f, static_cast<double>(iteration) / static_cast<double>(*max));
+  if (auto max = MaxIterations()) f = std::max(f, static_cast<double>(use.iteration) / static_cast<double>(*max));
   if (spec_.wall_clock && spec_.wall_clock->count() > 0) f = std::max(f, ToSeconds(now - start_) / ToSeconds(*spec_.wall_clock));
+  if (HasEnergyLimit()) f = std::max(f, use.energy_j / spec_.energy_joules);
   return std::clamp(f, 0.0, 1.0);
 }
 
@@ -34,12 +36,18 @@ std::optional<Duration> Budget::WallClockLeft(TimePoint now) const {
   return std::max(Duration::zero(), *spec_.wall_clock - (now - start_));
 }
 
-std::optional<Duration> Budget::Eta(TimePoint now, int64_t iteration) const {
+std::optional<Duration> Budget::Eta(TimePoint now, BudgetUse use) const {
   std::optional<Duration> eta = WallClockLeft(now);
-  Duration elapsed = now - start_;
-  if (auto max = MaxIterations(); max && iteration > 0) {
-    Duration by_epochs = elapsed * (*max - std::min(iteration, *max)) / iteration;
-    eta = eta ? std::min(*eta, by_epochs) : by_epochs;
+  const Duration elapsed = now - start_;
+  auto nearest = [&](Duration d) { eta = eta ? std::min(*eta, d) : d; };
+  if (auto max = MaxIterations(); max && use.iteration > 0) {
+    nearest(elapsed * (*max - std::min(use.iteration, *max)) / use.iteration);
+  }
+  // At the pace the job has drawn energy so far: a team's idle devices draw
+  // less than computing ones, so the pace moves with its stall.
+  if (HasEnergyLimit() && use.energy_j > 0) {
+    const double left = std::max(0.0, spec_.energy_joules - use.energy_j) / use.energy_j;
+    nearest(std::chrono::duration_cast<Duration>(elapsed * left));
   }
   return eta;
 }

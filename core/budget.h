@@ -1,7 +1,7 @@
 #pragma once
 // When training ends: at whichever of the budget's limits comes first — wall
-// clock, epochs, or a test-set evaluation reaching the target accuracy — and how
-// far along it is, for progress bars and ETAs.
+// clock, epochs, modelled energy, or a test-set evaluation reaching the target
+// accuracy — and how far along it is, for progress bars and ETAs.
 
 #include <cstdint>
 #include <optional>
@@ -13,26 +13,35 @@
 
 namespace edgetrain {
 
+// How far a job has gone, in the units its budget counts besides time.
+struct BudgetUse {
+  int64_t iteration = 0;  // completed steps
+  // Modelled energy (docs/energy.md) over every run of the job, as its
+  // checkpoints carry it: a resumed job's budget is the whole job's.
+  double energy_j = 0;
+};
 
 class Budget {
  public:
   // `iterations_per_epoch` is how many steps one pass over the data takes.
   Budget(const BudgetSpec& spec, int64_t iterations_per_epoch, TimePoint start);
 
-  // Checked after every iteration; `iteration` counts completed steps.
-  std::optional<StopReason> Exhausted(TimePoint now, int64_t iteration) const;
+  // Checked after every iteration.
+  std::optional<StopReason> Exhausted(TimePoint now, BudgetUse use) const;
   bool TargetReached(double accuracy) const;
 
-  // The share of the budget used, 0..1: the larger of the time and epoch shares.
-  double Fraction(TimePoint now, int64_t iteration) const;
+  // The share of the budget used, 0..1: the largest of the time, epoch and
+  // energy shares.
+  double Fraction(TimePoint now, BudgetUse use) const;
   // The wall clock's time left (0 once spent); none without a wall clock.
   std::optional<Duration> WallClockLeft(TimePoint now) const;
   // Time left until the nearest limit at the pace so far; nullopt before the
-  // first step when only epochs bound the run.
-  std::optional<Duration> Eta(TimePoint now, int64_t iteration) const;
+  // first step (or the first joule) when only epochs (or energy) bound the run.
+  std::optional<Duration> Eta(TimePoint now, BudgetUse use) const;
 
  private:
   std::optional<int64_t> MaxIterations() const;
+  bool HasEnergyLimit() const { return spec_.energy_joules > 0; }
 
   BudgetSpec spec_;
   int64_t iterations_per_epoch_;

@@ -32,7 +32,7 @@ TEST(BudgetTest, EndsAtWhicheverLimitComesFirst) {
   };
   for (const auto& c : cases) {
     Budget budget(c.spec, 100, start);
-    EXPECT_EQ(budget.Exhausted(start + seconds(c.advance_s), c.iteration), c.want)
+    EXPECT_EQ(budget.Exhausted(start + seconds(c.advance_s), {c.iteration}), c.want)
         << c.advance_s << " s, iteration " << c.iteration;
   }
 }
@@ -60,16 +60,43 @@ TEST(BudgetTest, FractionAndEtaFollowTheNearestLimit) {
   Budget budget(Spec(100, 1, std::nullopt), 1000, start);
   // 10 s in, 50 of 1000 iterations: time says 10%, epochs 5%; the pace says
   // 190 s more for the epoch, the clock 90 s.
-  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), 50), 0.10);
-  EXPECT_EQ(budget.Eta(start + seconds(10), 50), seconds(90));
+  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), {50}), 0.10);
+  EXPECT_EQ(budget.Eta(start + seconds(10), {50}), seconds(90));
   // 10 s in, 500 iterations: epochs say 50%, 10 s more.
-  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), 500), 0.5);
-  EXPECT_EQ(budget.Eta(start + seconds(10), 500), seconds(10));
+  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), {500}), 0.5);
+  EXPECT_EQ(budget.Eta(start + seconds(10), {500}), seconds(10));
 
   Budget epochs_only(Spec(std::nullopt, 2, std::nullopt), 100, start);
-  EXPECT_FALSE(epochs_only.Eta(start, 0).has_value());
-  EXPECT_EQ(epochs_only.Eta(start + seconds(4), 100), seconds(4));
-  EXPECT_DOUBLE_EQ(epochs_only.Fraction(start + seconds(4), 300), 1.0);
+  EXPECT_FALSE(epochs_only.Eta(start, {0}).has_value());
+  EXPECT_EQ(epochs_only.Eta(start + seconds(4), {100}), seconds(4));
+  EXPECT_DOUBLE_EQ(epochs_only.Fraction(start + seconds(4), {300}), 1.0);
+}
+
+// An energy budget ends the job once its modelled energy reaches it, and
+// its share and pace count in the fraction and the ETA like the others'.
+TEST(BudgetTest, AnEnergyBudgetEndsTheJobAtItsJoulesAndSetsThePaceWhenNearest) {
+  const TimePoint start{};
+  BudgetSpec spec = Spec(100, std::nullopt, std::nullopt);
+  spec.energy_joules = 500;
+  const Budget budget(spec, 100, start);
+  EXPECT_EQ(budget.Exhausted(start + seconds(10), {10, 499.9}), std::nullopt);
+  EXPECT_EQ(budget.Exhausted(start + seconds(10), {10, 500}), StopReason::kEnergy);
+  // 10 s in, 200 J of 500: energy says 40%, the clock 10%; at 20 J a
+  // second, 15 s more, where the clock has 90.
+  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), {10, 200}), 0.4);
+  EXPECT_EQ(budget.Eta(start + seconds(10), {10, 200}), seconds(15));
+  // Nothing drawn yet: no pace, so the clock's ETA alone.
+  EXPECT_EQ(budget.Eta(start + seconds(10), {10, 0}), seconds(90));
+  // Spent past it (the last push's report came late): 100%, nothing left.
+  EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(30), {30, 650}), 1.0);
+  EXPECT_EQ(budget.Eta(start + seconds(30), {30, 650}), Duration::zero());
+  // The wall clock, spent at once with the energy, is the reason given.
+  EXPECT_EQ(budget.Exhausted(start + seconds(100), {100, 900}), StopReason::kWallClock);
+
+  // 0 is no energy limit, whatever is drawn.
+  const Budget unlimited(Spec(100, std::nullopt, std::nullopt), 100, start);
+  EXPECT_EQ(unlimited.Exhausted(start + seconds(10), {10, 1e9}), std::nullopt);
+  EXPECT_DOUBLE_EQ(unlimited.Fraction(start + seconds(10), {10, 1e9}), 0.1);
 }
 
 }  // namespace

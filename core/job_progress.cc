@@ -35,10 +35,11 @@ std::optional<T> Optional(const Json& j, const char* key) {
   return it->get<T>();
 }
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 5> kStopReasonNames{{
+constexpr std::array<std::pair<StopReason, std::string_view>, 6> kStopReasonNames{{
     {StopReason::kTarget, "target"},
     {StopReason::kEpochs, "epochs"},
     {StopReason::kWallClock, "wallClock"},
+    {StopReason::kEnergy, "energyJoules"},
     {StopReason::kCancelled, "cancelled"},
     {StopReason::kFailed, "failed"},
 }};

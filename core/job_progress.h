@@ -22,7 +22,7 @@ std::string_view NameOf(JobState s);
 
 // Why training ended: a budget limit (core/budget.h), an interruption, or a
 // failure (whose message is JobProgress::error).
-enum class StopReason { kTarget, kEpochs, kWallClock, kCancelled, kFailed };
+enum class StopReason { kTarget, kEpochs, kWallClock, kEnergy, kCancelled, kFailed };
 std::string_view NameOf(StopReason r);
 std::optional<StopReason> StopReasonNamed(std::string_view name);
 

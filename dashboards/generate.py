@@ -340,10 +340,10 @@ def alert_groups():
                   "{{ $labels.trainingjob }} has spent over 90% of its energy budget",
                   "The modelled energy of {{ $labels.namespace }}/{{ $labels.trainingjob }} is "
                   "{{ $value | humanizePercentage }} of spec.budget.energyJoules; the job stops at its budget.",
-                  "It cannot fire yet: energy budgets are not supported, so edgetrain and the operator refuse "
-                  "spec.budget.energyJoules (api/capabilities.cc) and every job exports a budget of 0. Once they are: "
-                  "raise spec.budget.energyJoules if the job should go on; otherwise expect it to end "
-                  "Succeeded/BudgetSpent with the model it has."),
+                  "Raise spec.budget.energyJoules if the job should go on (a job resumed from its checkpoint "
+                  "counts its joules over every run); otherwise expect it to end Succeeded/BudgetSpent, stop "
+                  "reason energyJoules, with the model it has. The joules are modelled (docs/energy.md), not "
+                  "metered: a profile's power block sets each node's watts."),
         ]},
         {"name": "edgetrain-operator", "rules": [
             alert("EdgetrainJobFailed",
