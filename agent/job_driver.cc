@@ -21,7 +21,7 @@ constexpr Duration kPublishEvery = std::chrono::milliseconds(100);
 
 // What the budget counts of the job's progress; its energy is 0 until an
 // energy model has reported.
-BudgetUse UseOf(const JobProgress& p) { return {p.iteration, p.energy_joules.value_or(0)}; }
+BudgetUse UseOf(const JobProgress& p) { return {p.samples, p.energy_joules.value_or(0)}; }
 
 }  // namespace
 
@@ -190,7 +190,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   EDGETRAIN_RETURN_IF_ERROR(engine_.Start(cancel));
   // The job's clock: training time, over every run of it.
   TimePoint start = clock_.Now() - FromSeconds(elapsed_before);
-  Budget budget(spec.budget, engine_.IterationsPerEpoch(), start);
+  Budget budget(spec.budget, engine_.SamplesPerEpoch(), start);
   board_.SetWallClock(spec.budget.wall_clock);
   JobProgress p = engine_.Progress();
   const int64_t first_iteration = p.iteration;
@@ -280,7 +280,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
     if (const std::optional<TimePoint> began = engine_.JobClockStart(); began && *began < start) {
       start = *began;  // the team's clock, taken over with its model
-      budget = Budget(spec.budget, engine_.IterationsPerEpoch(), start);
+      budget = Budget(spec.budget, engine_.SamplesPerEpoch(), start);
     }
     const TimePoint now = clock_.Now();
     p = engine_.Progress();

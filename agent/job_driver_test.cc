@@ -33,7 +33,7 @@ class GuessingEngine final : public TrainingEngine {
  public:
   GuessingEngine(TrainingEngine& inner, std::optional<double> guess) : inner_(inner), guess_(guess) {}
   std::optional<double> EvaluationGuess() const override { return guess_; }
-  int64_t IterationsPerEpoch() const override { return inner_.IterationsPerEpoch(); }
+  int64_t SamplesPerEpoch() const override { return inner_.SamplesPerEpoch(); }
   Status Restore(const JobCheckpoint& checkpoint) override { return inner_.Restore(checkpoint); }
   Status Start(const std::atomic<bool>& cancel) override { return inner_.Start(cancel); }
   Status Advance() override { return inner_.Advance(); }
@@ -62,7 +62,7 @@ class ScriptedEngine final : public TrainingEngine {
   JobProgress progress;
   int advanced = 0, evaluated = 0;
 
-  int64_t IterationsPerEpoch() const override { return 10; }
+  int64_t SamplesPerEpoch() const override { return 160; }  // ten steps of 16
   Status Restore(const JobCheckpoint&) override { return Status::Ok(); }
   Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
   Status Advance() override {
@@ -453,6 +453,29 @@ TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) 
   // The evaluations of both runs are in one file.
   const std::string csv = Evaluations();
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
+}
+
+// Its batch size changed before it is resumed, a job's epochs are still
+// passes over its samples: counted in steps of the new size, a job resumed
+// at 4x its batch was over its epochs at once and said it had made 2,249 of
+// 2,000 where it had made 600 (a new user's trial).
+TEST_F(JobDriverTest, AJobResumedAtAnotherBatchSizeCountsItsEpochsBySamples) {
+  plan.spec_json = R"({"data": {"batchSize": 16}})";
+  auto first = Run(milliseconds(123));  // 25 steps of 16: 400 samples, 2.5 epochs
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->samples, 400);
+  EXPECT_EQ(first->epoch, 2);
+  plan.spec.data.batch_size = 32;
+  plan.spec_json = R"({"data": {"batchSize": 32}})";
+  auto second = Run();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->resumed_from_iteration, 25);
+  EXPECT_EQ(second->stop_reason, StopReason::kEpochs);
+  EXPECT_EQ(second->samples, 640) << "four passes over 160 samples";
+  EXPECT_EQ(second->epoch, 4);
+  // The third epoch's last 80 samples in batches of 32, 32 and 16, where
+  // the first run left it, then the fourth's 160 in five.
+  EXPECT_EQ(second->iteration, 33);
 }
 
 // Interrupted and run again, a job ends where it would have uninterrupted:

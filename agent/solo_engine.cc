@@ -23,7 +23,7 @@ SoloEngine::SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSpl
       // One row per tensor: every row steps at every step, as one optimizer would.
       layout_(trainer.ParameterShapes(), SyncGranularity::kLayer), optimizer_(spec.optimizer, layout_),
       batches_(samples.empty() ? AllOf(data.train) : std::move(samples), spec.data.batch_size, spec.seed),
-      steps_per_epoch_(batches_.BatchesPerEpoch()), x_(static_cast<size_t>(spec.data.batch_size * data.train.SampleSize())),
+      x_(static_cast<size_t>(spec.data.batch_size * data.train.SampleSize())),
       y_(static_cast<size_t>(spec.data.batch_size)), gradient_(static_cast<size_t>(layout_.total_floats())),
       energy_(device.power, clock.Now()) {}
 
@@ -43,7 +43,7 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
   // The data go on where the interrupted run was, so that it ends at the
   // weights the uninterrupted one would have (a new pass from here had the
   // interrupted epoch's last batch whole, and its samples out of step).
-  batches_.Skip(iteration_);
+  batches_.SkipSamples(samples_);
   return Status::Ok();
 }
 
@@ -80,7 +80,7 @@ JobProgress SoloEngine::Progress() {
   p.state = JobState::kTraining;
   p.iteration = iteration_;
   p.samples = samples_;
-  p.epoch = static_cast<int>(iteration_ / std::max<int64_t>(1, steps_per_epoch_));
+  p.epoch = static_cast<int>(samples_ / std::max<int64_t>(1, batches_.SamplesPerEpoch()));
   p.loss = std::max(0.0, smoothed_loss_);
   p.energy_joules = energy_before_j_ + energy_.Split(clock_.Now()).total_j();
   WorkerProgress w;

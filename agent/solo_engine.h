@@ -35,7 +35,7 @@ class SoloEngine final : public TrainingEngine {
   SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSplit& data, std::vector<int64_t> samples,
              SoloDevice device, Clock& clock);
 
-  int64_t IterationsPerEpoch() const override { return steps_per_epoch_; }
+  int64_t SamplesPerEpoch() const override { return batches_.SamplesPerEpoch(); }
   Status Restore(const JobCheckpoint& checkpoint) override;
   Status Start(const std::atomic<bool>&) override { return Status::Ok(); }
   Status Advance() override;
@@ -56,7 +56,6 @@ class SoloEngine final : public TrainingEngine {
   const RowLayout layout_;
   RowOptimizer optimizer_;
   BatchOrder batches_;
-  const int64_t steps_per_epoch_;
   // Allocated once; each step gathers its samples into these.
   std::vector<float> x_;
   std::vector<int64_t> y_;

@@ -29,8 +29,11 @@ class TrainingEngine {
  public:
   virtual ~TrainingEngine() = default;
 
-  // Iterations that make an epoch, the budget's unit.
-  virtual int64_t IterationsPerEpoch() const = 0;
+  // The samples one pass over the training data trains: an epochs budget
+  // counts passes by samples, so that a batch size changed before a resume
+  // keeps the passes already made (counted in steps of the new size, a job
+  // resumed at 4x its batch was over its epochs at once: a new user's trial).
+  virtual int64_t SamplesPerEpoch() const = 0;
 
   // Puts the model and counters back as a checkpoint of this job left them.
   // FailedPrecondition when the checkpoint is of another model or team.

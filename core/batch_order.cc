@@ -23,6 +23,16 @@ void BatchOrder::Skip(int64_t batches) {
   for (int64_t i = 0; i < batches; ++i) Next();
 }
 
+void BatchOrder::SkipSamples(int64_t samples) {
+  const int64_t n = static_cast<int64_t>(order_.size());
+  while (n > 0 && samples > 0) {
+    if (cursor_ == 0) std::shuffle(order_.begin(), order_.end(), rng_);  // as Next would
+    const int64_t m = std::min(samples, n - cursor_);
+    cursor_ = cursor_ + m == n ? 0 : cursor_ + m;
+    samples -= m;
+  }
+}
+
 std::vector<MicroBatchSpan> SplitBatch(int64_t n, int micro_batches) {
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(micro_batches, n));
   std::vector<MicroBatchSpan> spans;

@@ -19,12 +19,16 @@ class BatchOrder {
 
   // The next batch's samples (indices into the data set); valid until the next call.
   std::span<const int64_t> Next();
-  // Steps that make an epoch.
+  // Steps that make an epoch, and the samples.
   int64_t BatchesPerEpoch() const;
+  int64_t SamplesPerEpoch() const { return static_cast<int64_t>(order_.size()); }
   // Passes over the next `batches` batches as Next would draw them: a job
   // resumed after that many steps goes on with the batches it would have had
   // uninterrupted (a shuffle an epoch; nothing copied).
   void Skip(int64_t batches);
+  // The same over the next `samples` samples, whatever batches drew them: a
+  // job resumed at another batch size goes on from the sample it was at.
+  void SkipSamples(int64_t samples);
 
  private:
   std::vector<int64_t> order_;

@@ -55,6 +55,29 @@ TEST(BatchOrderTest, SkippingGoesOnWithTheBatchesThatWouldHaveCome) {
   }
 }
 
+// Resumed at another batch size, a job goes on from the sample it was at:
+// the same samples in the same order, dealt in batches of the new size.
+TEST(BatchOrderTest, SkippingSamplesGoesOnFromTheSampleReachedWhateverTheBatch) {
+  BatchOrder whole(Range(50), 8, 7);
+  std::vector<int64_t> dealt;
+  for (int step = 0; step < 30; ++step) {
+    auto x = whole.Next();
+    dealt.insert(dealt.end(), x.begin(), x.end());
+  }
+  // 17 batches of 8: two epochs of 50 and 24 samples of the third.
+  BatchOrder same(Range(50), 8, 7), larger(Range(50), 20, 7);
+  same.SkipSamples(124);
+  auto next = same.Next();
+  EXPECT_TRUE(std::equal(next.begin(), next.end(), dealt.begin() + 124, dealt.begin() + 132)) << "as Skip(17)";
+  larger.SkipSamples(124);
+  auto first = larger.Next();  // 20 more of the third epoch
+  auto rest = std::vector<int64_t>(first.begin(), first.end());
+  auto second = larger.Next();  // its last 6, a short batch
+  rest.insert(rest.end(), second.begin(), second.end());
+  ASSERT_EQ(rest.size(), 26u);
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), dealt.begin() + 124, dealt.begin() + 150));
+}
+
 TEST(BatchOrderTest, MicroBatchesSplitABatchNearEvenly) {
   auto spans = SplitBatch(10, 4);
   ASSERT_EQ(spans.size(), 4u);

@@ -4,16 +4,16 @@
 
 namespace edgetrain {
 
-Budget::Budget(const BudgetSpec& spec, int64_t iterations_per_epoch, TimePoint start)
-    : spec_(spec), iterations_per_epoch_(std::max<int64_t>(1, iterations_per_epoch)), start_(start) {}
+Budget::Budget(const BudgetSpec& spec, int64_t samples_per_epoch, TimePoint start)
+    : spec_(spec), samples_per_epoch_(std::max<int64_t>(1, samples_per_epoch)), start_(start) {}
 
-std::optional<int64_t> Budget::MaxIterations() const {
+std::optional<int64_t> Budget::MaxSamples() const {
   if (!spec_.epochs) return std::nullopt;
-  return int64_t{*spec_.epochs} * iterations_per_epoch_;
+  return int64_t{*spec_.epochs} * samples_per_epoch_;
 }
 
 std::optional<StopReason> Budget::Exhausted(TimePoint now, BudgetUse use) const {
-  if (auto max = MaxIterations(); max && use.iteration >= *max) return StopReason::kEpochs;
+  if (auto max = MaxSamples(); max && use.samples >= *max) return StopReason::kEpochs;
   if (spec_.wall_clock && now - start_ >= *spec_.wall_clock) return StopReason::kWallClock;
   if (HasEnergyLimit() && use.energy_j >= spec_.energy_joules) return StopReason::kEnergy;
   return std::nullopt;
@@ -25,7 +25,7 @@ bool Budget::TargetReached(double accuracy) const {
 
 double Budget::Fraction(TimePoint now, BudgetUse use) const {
   double f = 0;
-  if (auto max = MaxIterations()) f = std::max(f, static_cast<double>(use.iteration) / static_cast<double>(*max));
+  if (auto max = MaxSamples()) f = std::max(f, static_cast<double>(use.samples) / static_cast<double>(*max));
   if (spec_.wall_clock && spec_.wall_clock->count() > 0) f = std::max(f, ToSeconds(now - start_) / ToSeconds(*spec_.wall_clock));
   if (HasEnergyLimit()) f = std::max(f, use.energy_j / spec_.energy_joules);
   return std::clamp(f, 0.0, 1.0);
@@ -40,8 +40,8 @@ std::optional<Duration> Budget::Eta(TimePoint now, BudgetUse use) const {
   std::optional<Duration> eta = WallClockLeft(now);
   const Duration elapsed = now - start_;
   auto nearest = [&](Duration d) { eta = eta ? std::min(*eta, d) : d; };
-  if (auto max = MaxIterations(); max && use.iteration > 0) {
-    nearest(elapsed * (*max - std::min(use.iteration, *max)) / use.iteration);
+  if (auto max = MaxSamples(); max && use.samples > 0) {
+    nearest(elapsed * (*max - std::min(use.samples, *max)) / use.samples);
   }
   // At the pace the job has drawn energy so far: a team's idle devices draw
   // less than computing ones, so the pace moves with its stall.

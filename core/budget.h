@@ -15,7 +15,10 @@ namespace edgetrain {
 
 // How far a job has gone, in the units its budget counts besides time.
 struct BudgetUse {
-  int64_t iteration = 0;  // completed steps
+  // Trained on: an epoch is a pass over the training data by samples,
+  // whatever batches made it (a batch changed on resume changes the steps
+  // an epoch takes, not the passes made).
+  int64_t samples = 0;
   // Modelled energy (docs/energy.md) over every run of the job, as its
   // checkpoints carry it: a resumed job's budget is the whole job's.
   double energy_j = 0;
@@ -23,8 +26,8 @@ struct BudgetUse {
 
 class Budget {
  public:
-  // `iterations_per_epoch` is how many steps one pass over the data takes.
-  Budget(const BudgetSpec& spec, int64_t iterations_per_epoch, TimePoint start);
+  // `samples_per_epoch`: how many samples one pass over the data trains.
+  Budget(const BudgetSpec& spec, int64_t samples_per_epoch, TimePoint start);
 
   // Checked after every iteration.
   std::optional<StopReason> Exhausted(TimePoint now, BudgetUse use) const;
@@ -36,15 +39,15 @@ class Budget {
   // The wall clock's time left (0 once spent); none without a wall clock.
   std::optional<Duration> WallClockLeft(TimePoint now) const;
   // Time left until the nearest limit at the pace so far; nullopt before the
-  // first step (or the first joule) when only epochs (or energy) bound the run.
+  // first sample (or the first joule) when only epochs (or energy) bound the run.
   std::optional<Duration> Eta(TimePoint now, BudgetUse use) const;
 
  private:
-  std::optional<int64_t> MaxIterations() const;
+  std::optional<int64_t> MaxSamples() const;
   bool HasEnergyLimit() const { return spec_.energy_joules > 0; }
 
   BudgetSpec spec_;
-  int64_t iterations_per_epoch_;
+  int64_t samples_per_epoch_;
   TimePoint start_;
 };
 

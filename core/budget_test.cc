@@ -21,19 +21,19 @@ TEST(BudgetTest, EndsAtWhicheverLimitComesFirst) {
   struct Case {
     BudgetSpec spec;
     int advance_s;
-    int64_t iteration;
+    int64_t samples;
     std::optional<StopReason> want;
   } cases[] = {
       {Spec(60, std::nullopt, std::nullopt), 59, 10'000, std::nullopt},
       {Spec(60, std::nullopt, std::nullopt), 60, 10, StopReason::kWallClock},
-      {Spec(60, 2, std::nullopt), 10, 199, std::nullopt},  // 100 iterations per epoch
+      {Spec(60, 2, std::nullopt), 10, 199, std::nullopt},  // 100 samples an epoch
       {Spec(60, 2, std::nullopt), 10, 200, StopReason::kEpochs},
       {Spec(std::nullopt, 1, 0.9), 1000, 50, std::nullopt},
   };
   for (const auto& c : cases) {
     Budget budget(c.spec, 100, start);
-    EXPECT_EQ(budget.Exhausted(start + seconds(c.advance_s), {c.iteration}), c.want)
-        << c.advance_s << " s, iteration " << c.iteration;
+    EXPECT_EQ(budget.Exhausted(start + seconds(c.advance_s), {c.samples}), c.want)
+        << c.advance_s << " s, " << c.samples << " samples";
   }
 }
 
@@ -58,11 +58,11 @@ TEST(BudgetTest, TargetIsReachedAtOrAboveIt) {
 TEST(BudgetTest, FractionAndEtaFollowTheNearestLimit) {
   TimePoint start{};
   Budget budget(Spec(100, 1, std::nullopt), 1000, start);
-  // 10 s in, 50 of 1000 iterations: time says 10%, epochs 5%; the pace says
+  // 10 s in, 50 of 1000 samples: time says 10%, epochs 5%; the pace says
   // 190 s more for the epoch, the clock 90 s.
   EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), {50}), 0.10);
   EXPECT_EQ(budget.Eta(start + seconds(10), {50}), seconds(90));
-  // 10 s in, 500 iterations: epochs say 50%, 10 s more.
+  // 10 s in, 500 samples: epochs say 50%, 10 s more.
   EXPECT_DOUBLE_EQ(budget.Fraction(start + seconds(10), {500}), 0.5);
   EXPECT_EQ(budget.Eta(start + seconds(10), {500}), seconds(10));
 

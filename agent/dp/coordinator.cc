@@ -87,11 +87,6 @@ void Coordinator::FollowTeamChange(TimePoint now) {
 
 Coordinator::~Coordinator() = default;
 
-int64_t Coordinator::IterationsPerEpoch() const {
-  const int64_t per_iteration = int64_t{plan_.spec.data.batch_size} * world_;
-  return (train_size_ + per_iteration - 1) / per_iteration;
-}
-
 Status Coordinator::Restore(const JobCheckpoint& c) {
   std::lock_guard lock(mu_);
   if (!c.ledger || c.ledger->workers != world_ ||

@@ -112,7 +112,7 @@ class Coordinator final : public TrainingEngine {
   ~Coordinator() override;
 
   // TrainingEngine.
-  int64_t IterationsPerEpoch() const override;
+  int64_t SamplesPerEpoch() const override { return train_size_; }
   Status Restore(const JobCheckpoint& checkpoint) override;
   // The rendezvous: every worker, or nodeLossGrace after the first.
   Status Start(const std::atomic<bool>& cancel) override;

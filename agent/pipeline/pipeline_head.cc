@@ -209,7 +209,7 @@ void PipelineHead::SetRebalancing(Rebalancing rebalancing) {
   }
 }
 
-int64_t PipelineHead::IterationsPerEpoch() const {
+int64_t PipelineHead::StepsPerEpoch() const {
   const int64_t batch = plan_.spec.data.batch_size;
   return (train_size_ + batch - 1) / batch;
 }
@@ -1333,7 +1333,7 @@ void PipelineHead::TakeOverLocked(const Takeover& takeover) {
   // A stage does not say how many samples its steps had: the batches'
   // sizes say it, each epoch's last short of a batch where the batch
   // does not divide the data (core/batch_order.h).
-  const int64_t per_epoch = IterationsPerEpoch();
+  const int64_t per_epoch = StepsPerEpoch();
   samples_ = step_ / per_epoch * train_size_ + step_ % per_epoch * plan_.spec.data.batch_size;
   job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
   taken_over_ = true;
@@ -2253,7 +2253,7 @@ JobProgress PipelineHead::Progress() {
   p.state = JobState::kTraining;
   p.iteration = step_;
   p.samples = samples_;
-  p.epoch = static_cast<int>(step_ / std::max<int64_t>(1, IterationsPerEpoch()));
+  p.epoch = static_cast<int>(samples_ / std::max<int64_t>(1, train_size_));
   p.loss = std::max(0.0, smoothed_loss_);
   p.replays = replays_;
   // Every device the plan gave a stage: those in no stage now (lost, let go

@@ -85,7 +85,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   ~PipelineHead() override;
 
   // TrainingEngine.
-  int64_t IterationsPerEpoch() const override;
+  int64_t SamplesPerEpoch() const override { return train_size_; }
   Status Restore(const JobCheckpoint& checkpoint) override;
   // Every stage, or Unavailable once nodeLossGrace has passed without one.
   Status Start(const std::atomic<bool>& cancel) override;
@@ -165,6 +165,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
  private:
   struct Link;
   struct Parts;
+  // Steps that make an epoch, each epoch's last short where the batch does
+  // not divide the data (core/batch_order.h).
+  int64_t StepsPerEpoch() const;
   Status SendTo(int rank, const v1::CoordinatorMessage& message);
   // Each (rank, message) sent; a rank whose stream fails is lost. Without mu_.
   void SendOrLose(const std::vector<std::pair<int, v1::CoordinatorMessage>>& commands);
