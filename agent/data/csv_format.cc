@@ -166,7 +166,12 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
       } else {
         // A NaN or an infinity would only show up later as a loss that is NaN.
         if (!std::isfinite(v)) return bad(Quoted(fields[i]) + " is not a finite number");
-        d.features.push_back(static_cast<float>(v));
+        // Features are float32: 1e39 read as a double became an infinity
+        // there, and the loss NaN, blamed on the learning rate (a new
+        // user's trial).
+        const auto f = static_cast<float>(v);
+        if (!std::isfinite(f)) return bad(Quoted(fields[i]) + " is beyond float32's range (3.4e38), which features are kept in");
+        d.features.push_back(f);
       }
     }
   }

@@ -190,6 +190,9 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
       {Files(DataFormat::kNpy, Pair(Write(dir / "xnan.npy", Npy("<f4", "(2, 2)", Bytes<float>(std::vector<float>{1, 2, 3, NAN}))), y),
              Pair(x, y), {2}, 2),
        d + "/xnan.npy: sample 1 has a value that is not finite (nan)"},
+      {Files(DataFormat::kNpy, Pair(Write(dir / "xbig.npy", Npy("<f8", "(2, 2)", Bytes<double>(std::vector<double>{1, 2, 1e39, 4}))), y),
+             Pair(x, y), {2}, 2),
+       d + "/xbig.npy: sample 1 has a value beyond float32's range (1e+39), which features are kept in"},
       // image folders
       {Files(DataFormat::kImages, Path(d + "/images-with-an-empty-class"), Path(d + "/images"), {2, 2}, 2),
        d + "/images-with-an-empty-class/b: empty class folder"},

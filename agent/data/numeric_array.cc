@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "agent/data/gzip_file.h"
 
@@ -76,7 +77,15 @@ Status SetFeatures(const NumericArray& a, const std::string& path, Dataset& d) {
       return InvalidArgumentError(path + ": sample " + std::to_string(i / d.SampleSize()) + " has a value that is not finite (" +
                                   (std::isnan(v) ? "nan" : "inf") + ")");
     }
-    d.features[static_cast<size_t>(i)] = static_cast<float>(v);
+    // Features are float32: a float64 beyond its range would be an infinity.
+    const auto f = static_cast<float>(v);
+    if (!std::isfinite(f)) {
+      std::ostringstream value;
+      value << v;
+      return InvalidArgumentError(path + ": sample " + std::to_string(i / d.SampleSize()) +
+                                  " has a value beyond float32's range (" + value.str() + "), which features are kept in");
+    }
+    d.features[static_cast<size_t>(i)] = f;
   }
   return Status::Ok();
 }
