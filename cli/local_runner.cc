@@ -611,6 +611,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   };
   if (links) watch.health = [&] { return links->health(); };
   for (const WorkerSlot& slot : plan.job.workers) watch.nodes[slot.rank] = slot.node;
+  watch.last_words = [&](int rank) {
+    const std::vector<std::string> last =
+        LastLines((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string(), 1);
+    return last.empty() ? std::string() : last.front();
+  };
   watch.earlier_model = earlier_model;
   if (job.spec.data.stream && job.spec.data.stream->directory) {
     // A resumed run reads only files past those it trained on; a fresh one

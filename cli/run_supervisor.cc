@@ -80,7 +80,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     // both workers' losses NaN). A pipeline's head fails once its stages
     // are gone, saying which.
     // Once this run stops the team, its workers' ends are its own doing.
-    if (!stopping && NoteLostWorkers(display) && order_ == StopOrder::kAllAtOnce && outcome.failure.empty()) {
+    if (!stopping && NoteLostWorkers(display, watch) && order_ == StopOrder::kAllAtOnce && outcome.failure.empty()) {
       // Each refused what the job gave it (exit 2): its model or data, which
       // a run again meets the same way.
       outcome.inputs_at_fault = std::all_of(workers_.begin(), workers_.end(), [](WatchedProcess* w) {
@@ -109,9 +109,11 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   }
   display.Finish();
   // A worker killed just before the coordinator ended (a pipeline of one
-  // stage fails with its device) is named too; one that merely exited may
-  // be answering the coordinator's end.
-  if (!stopping) NoteLostWorkers(display, /*killed_only=*/true);
+  // stage fails with its device) is named too, and one stopped by an error
+  // of the job's own (a NaN loss) in a job over before the next look (a
+  // new user's team of one epoch ended with exit 0 and the worker's end
+  // unsaid); one that merely exited may be answering the coordinator's end.
+  if (!stopping) NoteLostWorkers(display, watch, /*at_end=*/true);
   outcome.lost_workers = static_cast<int>(std::count(reported_.begin(), reported_.end(), true));
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
@@ -140,18 +142,26 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   return outcome;
 }
 
-bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, bool killed_only) {
+bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& watch, bool at_end) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     // A worker told to stop exits with 0; anything else is a loss the team absorbs.
     auto status = workers_[i]->Poll();
-    if (!status || *status == 0 || reported_[i] || (killed_only && !(*status > 128))) continue;
+    if (!status || *status == 0 || reported_[i]) continue;
+    const bool own_error = *status == kExitInvalid;
+    if (at_end && !(*status > 128) && !own_error) continue;
     reported_[i] = true;
     display.Finish();
     const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
     err_ << "warning: " << (pipeline ? "the stage agent of rank " : "worker ") << ranks_[i] << " ended ("
-         << DescribeExitStatus(*status) << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
-    // Once the coordinator has ended (killed_only), nothing trains on.
-    if (!killed_only) {
+         << DescribeExitStatus(*status);
+    // Why, where the job's own input made it stop: the reason was in a log
+    // that a run over without a loss it saw deletes.
+    if (const std::string why = own_error && watch.last_words ? watch.last_words(ranks_[i]) : ""; !why.empty()) {
+      err_ << ", an error of the job's own: " << why;
+    }
+    err_ << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
+    // Once the coordinator has ended, nothing trains on.
+    if (!at_end) {
       err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");
     }
     err_ << "\n";

@@ -77,6 +77,9 @@ struct RunWatch {
   // Each device's node, by rank, to name it where a note names the rank
   // (a new user could not tell which device "rank 0" was); optional.
   std::map<int, std::string> nodes;
+  // The last line of an agent's log, by rank: why one that stopped on an
+  // error of the job's own (exit 2) stopped; optional.
+  std::function<std::string(int rank)> last_words;
 };
 
 // Who is told to stop when the run is interrupted or fails: every agent at
@@ -97,9 +100,10 @@ class RunSupervisor {
   Supervision Run(const std::atomic<bool>& interrupted, ProgressDisplay& display, const RunWatch& watch);
 
  private:
-  // Warns of each worker that exited other than told to (`killed_only`: by
-  // a signal); true once every worker has: the team has no one left to train.
-  bool NoteLostWorkers(ProgressDisplay& display, bool killed_only = false);
+  // Warns of each worker that exited other than told to (`at_end`, once the
+  // coordinator has ended: only by a signal, or on an error of the job's
+  // own); true once every worker has: the team has no one left to train.
+  bool NoteLostWorkers(ProgressDisplay& display, const RunWatch& watch, bool at_end = false);
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   // The job's warnings once its data was read, each said once.
   void NoteWarnings(const JobProgress& p, ProgressDisplay& display);

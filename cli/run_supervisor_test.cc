@@ -273,6 +273,27 @@ TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
   EXPECT_EQ(outcome.lost_workers, 1) << "its log is kept";
 }
 
+// A worker stopped by an error of the job's own (exit 2: its loss NaN on a
+// sample of its part) is named with its log's last words, even when the job
+// ended before the runner looked again: a team of one epoch ended exit 0
+// with the worker's end unsaid and its log deleted (a new user's trial).
+TEST_F(RunSupervisorTest, AWorkerStoppedByTheJobsOwnErrorIsNamedWithWhyEvenAtTheEnd) {
+  workers_[0]->ExitsAt(milliseconds(100), 2);
+  coordinator_.Says(milliseconds(150), kResult).ExitsAt(milliseconds(150), 0);
+  workers_[1]->ExitsAt(milliseconds(160), 0);
+  watch_.last_words = [](int rank) {
+    return rank == 0 ? "worker 0: the training loss is NaN at step 1 (...)" : "worker 1: done";
+  };
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_NE(err_.str().find("warning: worker 0 ended (exit 2, an error of the job's own: worker 0: the training loss "
+                            "is NaN at step 1 (...); its log, worker-0.log, is kept with the run's logs)\n"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_EQ(err_.str().find("worker 1"), std::string::npos) << err_.str();
+  EXPECT_EQ(outcome.lost_workers, 1) << "its log is kept";
+}
+
 // A pipeline's stage agent killed, and its head failing at once for it (a
 // pipeline of one stage has nothing to rebuild it on): the kill is named,
 // by the device's rank (the plan left rank 0 out), though the head's end
