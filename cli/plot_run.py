@@ -9,7 +9,9 @@ progress being the coordinator's GET /progress (docs/launch-contract.md); the
 test accuracy comes from evaluations.csv beside it when the run wrote one. The
 x axis is the job's training time (elapsedSeconds), which goes on across a
 resumed run. Rates (samples/s, stall, watts) are taken between snapshots at
-least a few seconds apart, so that one late poll does not draw a spike.
+least a few seconds apart, so that one late poll does not draw a spike; over
+an eighth of the run where that is less, so that a run of a few seconds,
+polled every second, has rates to draw.
 
 Exit codes: 0 drawn; 2 bad input; 3 matplotlib missing (the runner says how to
 install it).
@@ -22,7 +24,8 @@ import json
 import os
 import sys
 
-RATE_WINDOW_S = 3.0  # the least time a rate is taken over
+RATE_WINDOW_S = 3.0  # the least time a rate is taken over, in runs long enough
+RATES_A_RUN = 8  # at the least, where the run is shorter than that many windows
 ENERGY_STEP_S = 0.5  # the job's energy is drawn at these steps from its workers' reports,
 MOST_ENERGY_STEPS = 4000  # and in no more of them: a day's run draws in a second
 
@@ -60,17 +63,34 @@ def load_evaluations(path):
         raise ValueError(f"{path}: not an evaluations file ({e})") from None
 
 
+def rate_window(times):
+    """The least time a rate is taken over: RATE_WINDOW_S, or an RATES_A_RUN-th
+    of the run where that is less (a job of 4 s drew no rate at all: a new
+    user's trial)."""
+    span = times[-1] - times[0] if times else 0
+    return min(RATE_WINDOW_S, span / RATES_A_RUN) if span > 0 else RATE_WINDOW_S
+
+
 def rates(times, totals):
-    """(t, d total / d t) over windows of at least RATE_WINDOW_S."""
+    """(t, d total / d t) over windows of at least rate_window(times)."""
+    window = rate_window(times)
     out_t, out_v = [], []
     i = 0
     for j in range(1, len(times)):
         dt = times[j] - times[i]
-        if dt >= RATE_WINDOW_S:
+        if dt >= window:
             out_t.append(times[j])
             out_v.append(max(0.0, totals[j] - totals[i]) / dt)
             i = j
     return out_t, out_v
+
+
+def alone(snapshots):
+    """Whether the run is a job of one: its single worker, with no clock of its
+    own (a team's counts its wall time), waits on no team and crosses no link."""
+    workers = [w for p in snapshots for w in p.get("workers", [])]
+    return (all(len(p.get("workers", [])) <= 1 for p in snapshots) and not staged(snapshots)
+            and not any(w.get("wallSeconds", 0) > 0 for w in workers))
 
 
 def staged(snapshots):
@@ -157,11 +177,12 @@ def stream_waits(snapshots):
 
 
 def windowed_share(t, part, whole):
-    """The share part/whole over windows of at least RATE_WINDOW_S, clamped to 0..1."""
+    """The share part/whole over windows of at least rate_window(t), clamped to 0..1."""
+    window = rate_window(t)
     points_t, points_v = [], []
     i = 0
     for j in range(1, len(t)):
-        if t[j] - t[i] >= RATE_WINDOW_S and whole[j] > whole[i]:
+        if t[j] - t[i] >= window and whole[j] > whole[i]:
             points_t.append(t[j])
             points_v.append(min(1.0, max(0.0, (part[j] - part[i]) / (whole[j] - whole[i]))))
             i = j
@@ -211,6 +232,9 @@ def draw(snapshots, evaluations, out, title, names):
         return names[rank] if rank < len(names) else f"worker {rank}"
 
     times = [p["elapsedSeconds"] for p in snapshots]
+    one = alone(snapshots)
+    # A few points drawn as a line alone are hard to see, one not at all.
+    few = {"marker": "."} if len(snapshots) < 30 else {}
     fig, axes = plt.subplots(3, 2, figsize=(13, 11))
     fig.suptitle(title)
     ax = axes[0][0]
@@ -228,28 +252,28 @@ def draw(snapshots, evaluations, out, title, names):
 
     ax = axes[0][1]
     t, v = rates(times, [p.get("samples", 0) for p in snapshots])
-    ax.plot(t, v, color="tab:green")
+    ax.plot(t, v, color="tab:green", **few)
     ax.set_ylabel("samples/s")
     top_above(ax, v)
     ax.set_title("samples a second, the whole job")
 
     # A link's estimate is 0 until something large enough was timed, and while it is
     # down: drawn as a gap rather than as a dead link.
-    both_ways(axes[1][0], worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
+    both_ways(axes[1][0], {} if one else worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
               worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
               "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links",
               "a pipeline: its stages' links are not timed\n(the bytes each moved are in the run's summary)"
               if staged(snapshots) else "no link timed: unshaped, or no message large enough to time")
 
     ax = axes[1][1]
-    stalls = worker_series(snapshots, "stallSeconds")
+    stalls = {} if one else worker_series(snapshots, "stallSeconds")
     walls = worker_series(snapshots, "wallSeconds")
     # A worker on a stream waits for its samples too, which is not the team's
     # doing: drawn dashed beside its stall (a stream-bound worker read 0% alone).
     waits = stream_waits(snapshots)
     for rank, (t, stall) in sorted(stalls.items()):
         _, wall = walls[rank]
-        line, = ax.plot(*windowed_share(t, stall, wall), label=name(rank), linewidth=1)
+        line, = ax.plot(*windowed_share(t, stall, wall), label=name(rank), linewidth=1, **few)
         if rank in waits:
             # Above the stall lines: a stream-bound worker's wait lies where the others' stalls do.
             ax.plot(*windowed_share(t, waits[rank][1], wall), linestyle="--", linewidth=1.5, color=line.get_color(),
@@ -268,7 +292,7 @@ def draw(snapshots, evaluations, out, title, names):
         ax.plot(t, joules, color="tab:red")
         watts_ax = ax.twinx()
         wt, wv = rates(t, joules)
-        watts_ax.plot(wt, wv, color="tab:purple", linewidth=1)
+        watts_ax.plot(wt, wv, color="tab:purple", linewidth=1, **few)
         watts_ax.set_ylabel("W", color="tab:purple")
         top_above(watts_ax, wv)  # from 0: a tenth of a watt must not look like a swing
     else:
@@ -276,7 +300,8 @@ def draw(snapshots, evaluations, out, title, names):
     ax.set_ylabel("J, modelled", color="tab:red")
     ax.set_title("energy (docs/energy.md)")
 
-    both_ways(axes[2][1], worker_series(snapshots, "bytesSent"), worker_series(snapshots, "bytesReceived"), 1e-6,
+    both_ways(axes[2][1], {} if one else worker_series(snapshots, "bytesSent"),
+              worker_series(snapshots, "bytesReceived"), 1e-6,
               name, "MB", "bytes on the wire", "a job of one: nothing sent")
 
     for row in axes:

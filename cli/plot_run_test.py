@@ -94,10 +94,34 @@ class StallTest(unittest.TestCase):
         times, wait = waits[0]
         _, wall = plot_run.worker_series(snapshots, "wallSeconds")[0]
         shares_t, shares = plot_run.windowed_share(times, wait, wall)
-        self.assertEqual(shares_t, [3, 6, 9, 12])
-        self.assertEqual(shares, [0.5] * 4)
+        self.assertEqual(shares_t, [2, 4, 6, 8, 10, 12], "over an eighth of its 12 s, 1.5 s, in whole seconds")
+        self.assertEqual(shares, [0.5] * 6)
         _, stall = plot_run.worker_series(snapshots, "stallSeconds")[1]
-        self.assertEqual(plot_run.windowed_share(times, stall, wall)[1], [0.25] * 4)
+        self.assertEqual(plot_run.windowed_share(times, stall, wall)[1], [0.25] * 6)
+
+
+class ShortRunTest(unittest.TestCase):
+    def test_a_run_of_a_few_seconds_has_rates_to_draw(self):
+        # Fashion-MNIST alone: 4.4 s, polled every second. Windows of 3 s drew
+        # one point, which a line does not show (a new user's trial).
+        times = [0.4, 1.4, 2.4, 3.4, 4.4]
+        t, v = plot_run.rates(times, [60000 * x for x in times])
+        self.assertEqual(t, times[1:])
+        for rate in v:
+            self.assertAlmostEqual(rate, 60000)
+        # A long run keeps its windows of 3 s.
+        long = list(range(0, 61))
+        self.assertEqual(plot_run.rates(long, long)[0], list(range(3, 61, 3)))
+
+    def test_a_job_of_one_waits_on_no_team_and_sends_nothing(self):
+        solo = [{"elapsedSeconds": t, "workers": [{"rank": 0, "wallSeconds": 0.0, "stallSeconds": 0.0}]}
+                for t in range(1, 5)]
+        self.assertTrue(plot_run.alone(solo))
+        # A team of one (edgetrain run --nodes) syncs with its coordinator over its link.
+        team_of_one = [{"elapsedSeconds": t, "workers": [{"rank": 0, "wallSeconds": 1.0 * t}]} for t in range(1, 5)]
+        self.assertFalse(plot_run.alone(team_of_one))
+        staged = [{"elapsedSeconds": t, "workers": [{"rank": 0, "layers": "0-3"}]} for t in range(1, 5)]
+        self.assertFalse(plot_run.alone(staged), "a pipeline of one stage is a pipeline")
 
 
 if __name__ == "__main__":
