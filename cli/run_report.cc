@@ -556,7 +556,13 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
         << (plan.job.pipeline ? "step " : "iteration ") << *p.evaluated_iteration
         << " (the final model's evaluation left to the run that resumes), " << StoppedBy(p) << "\n";
   } else {
-    out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4) << " (final model";
+    // Interrupted beside an earlier run's model.pt, which it keeps: what was
+    // measured is this run's model, which only its checkpoint holds ("final
+    // model" beside "model: none written" read as the kept one's: a new
+    // user's trial).
+    const bool kept_earlier = p.model_path.empty() && p.stop_reason == StopReason::kCancelled;
+    out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4)
+        << (kept_earlier ? " (this run's model, which its checkpoint holds" : " (final model");
     if (job.spec.budget.target_accuracy) {
       out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
     }

@@ -61,6 +61,22 @@ std::string Summary(const LocalRunPlan& plan, const JobProgress& p, double wall_
   return out.str();
 }
 
+// Interrupted beside an earlier run's model, which it keeps: the accuracy
+// measured is this run's model's, in its checkpoint, not the kept one's.
+TEST(RunReportTest, AnInterruptedRunBesideAKeptModelSaysWhoseAccuracyItIs) {
+  JobProgress p = Finished();
+  p.state = JobState::kInterrupted;
+  p.stop_reason = StopReason::kCancelled;
+  p.evaluated_iteration = p.iteration;
+  p.model_path.clear();
+  const std::string s = Summary(Team(), p);
+  EXPECT_NE(s.find("robot-team: test accuracy 0.7139 (this run's model, which its checkpoint holds; target 0.85 not "
+                   "reached), interrupted"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("model: none written by this run (interrupted"), std::string::npos) << s;
+}
+
 // Ctrl-C while the team loaded or connected: no accuracy of an untrained
 // model, and no promise of a checkpoint to resume from (a new user's trial).
 TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
