@@ -182,7 +182,18 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
     // the new one, and said so, not silently (a new user's trial).
     if (!p.resumed_with_changes.empty()) {
       err_ << "  its manifest changed since that checkpoint; training on under the new one:\n";
-      for (const std::string& change : p.resumed_with_changes) err_ << "    " << change << "\n";
+      bool model_changed = false;
+      for (const std::string& change : p.resumed_with_changes) {
+        err_ << "    " << change << "\n";
+        model_changed = model_changed || change.rfind("spec.model.", 0) == 0;
+      }
+      // A model changed to one whose parameters have the same shapes resumes
+      // with the checkpoint's weights, not the new one's (a new user's
+      // module swapped in trained on from the old weights, unsaid).
+      if (model_changed) {
+        err_ << "  the changed model trains on from the checkpoint's weights (its parameters have their shapes), "
+                "not from its own: edgetrain run --fresh starts from those\n";
+      }
     }
   } else if (!watch.earlier_model.empty()) {
     display.Finish();

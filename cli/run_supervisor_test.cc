@@ -403,6 +403,14 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
        "  its manifest changed since that checkpoint; training on under the new one:\n"
        "    spec.optimizer.learningRate: 0.001 -> 0.002\n",
        JobState::kTraining, "", {"spec.optimizer.learningRate: 0.001 -> 0.002"}},
+      // Its model swapped for one of the same shapes: the checkpoint's weights go on in it.
+      {120, "/out/model.pt",
+       "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"
+       "  its manifest changed since that checkpoint; training on under the new one:\n"
+       "    spec.model.torchscript.path: a.pt -> b.pt\n"
+       "  the changed model trains on from the checkpoint's weights (its parameters have their shapes), not from "
+       "its own: edgetrain run --fresh starts from those\n",
+       JobState::kTraining, "", {"spec.model.torchscript.path: a.pt -> b.pt"}},
       {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
       {std::nullopt, "", ""},
       // Refused its checkpoint (another model): not "starts afresh" before the error.
