@@ -18,6 +18,17 @@
 namespace edgetrain::agent {
 namespace {
 
+// What the run that saved `model_path` trained it on, as its model.json
+// beside it says, for a model that does not fit the data it is given.
+std::string WhatItWasTrainedOn(const std::string& model_path) {
+  std::string trained_on;
+  if (auto card = ReadWholeFile((std::filesystem::path(model_path).parent_path() / "model.json").string()); card.ok()) {
+    trained_on = nlohmann::json::parse(*card, nullptr, false).value("dataset", "");
+  }
+  return trained_on.empty() ? ": was it trained on another data set?"
+                            : ": it was trained on " + trained_on + " (model.json)";
+}
+
 StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& data_spec, const std::string& data_dir,
                               int64_t& samples) {
   // A TorchScript module (a user's own model, trained or not) runs its own
@@ -30,24 +41,26 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& dat
   } else {
     EDGETRAIN_ASSIGN_OR_RETURN(spec, ReadModelSpec(model_path));
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit data, LoadData(data_spec, SearchPathWith(data_dir)));
-  data.train = {};
-  EDGETRAIN_ASSIGN_OR_RETURN(auto trainer, CreateTrainer({spec, data.test.info, 0, 1, SampleShape(data_spec)}));
+  EDGETRAIN_ASSIGN_OR_RETURN(Dataset test, LoadTestData(data_spec, SearchPathWith(data_dir)));
+  StatusOr<std::unique_ptr<Trainer>> created = CreateTrainer({spec, test.info, 0, 1, SampleShape(data_spec)});
+  if (!created.ok()) {
+    // The model model.pt's weights name does not fit these samples at all: a
+    // cnn of digits on rows of 64 said "spec.model.channels: 2 conv blocks
+    // would halve the 1x64 images below 1x1", a field the job did not have
+    // (a new user's trial).
+    return InvalidArgumentError(model_path + " holds a " + std::string(NameOf(spec.kind)) + " that does not fit " +
+                                DescribeData(data_spec) + "'s samples (" + created.status().message() + ")" +
+                                WhatItWasTrainedOn(model_path));
+  }
+  std::unique_ptr<Trainer> trainer = std::move(*created);
   // A module was loaded with its weights; a built-in model was built, and takes them now.
   if (Status loaded = spec.kind == ModelKind::kTorchScript ? Status::Ok() : trainer->LoadModel(model_path);
       !loaded.ok()) {
-    // The run's model.json, beside it, says what it was trained on.
-    std::string trained_on;
-    if (auto card = ReadWholeFile((std::filesystem::path(model_path).parent_path() / "model.json").string());
-        card.ok()) {
-      trained_on = nlohmann::json::parse(*card, nullptr, false).value("dataset", "");
-    }
     return InvalidArgumentError(model_path + " does not fit " + DescribeData(data_spec) + "'s samples" +
-                                (trained_on.empty() ? ": was it trained on another data set?"
-                                                    : ": it was trained on " + trained_on + " (model.json)"));
+                                WhatItWasTrainedOn(model_path));
   }
-  samples = data.test.size();
-  return trainer->Evaluate(data.test);
+  samples = test.size();
+  return trainer->Evaluate(test);
 }
 
 }  // namespace

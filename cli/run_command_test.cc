@@ -226,6 +226,41 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
       << not_a_model.stderr_text;
 }
 
+// `evaluate --job` measures a model on the job's test files: a wrong
+// training file is no reason not to; and a model whose layers cannot take
+// the job's samples at all is said to be the model's, not a field of the
+// job's (a cnn of 8x8 digits on rows of 64 read "spec.model.channels: 2
+// conv blocks would halve the 1x64 images below 1x1": a new user's trial).
+TEST_F(RunCommandTest, EvaluateOnAJobsFilesReadsItsTestFileAlone) {
+  Outcome mlp = Execute({"run", Manifest("digits-mlp", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits}
+  budget: {epochs: 1}
+)"), "--no-curves", "--output", (dir_ / "mlp").string()});
+  ASSERT_EQ(mlp.exit, 0) << mlp.stderr_text;
+  std::string row = "3";
+  for (int i = 0; i < 64; ++i) row += ",0.5";
+  std::ofstream(dir_ / "test.csv") << row << "\n" << row << "\n";
+  std::ofstream(dir_ / "train.csv") << "10" << row.substr(1) << "\n";  // a label out of range
+  const std::string job = Manifest("rows", R"(  model: {name: mlp, hidden: [16]}
+  data: {format: csv, train: {path: train.csv}, test: {path: test.csv}, inputShape: [64], classes: 10}
+)");
+  Outcome by_job = Execute({"evaluate", (dir_ / "mlp" / "model.pt").string(), "--job", job, "--json"});
+  ASSERT_EQ(by_job.exit, 0) << by_job.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(by_job.stdout_lines.at(0))["samples"], 2);
+
+  Outcome cnn = Execute({"run", Manifest("digits-cnn", R"(  model: {name: cnn}
+  data: {dataset: digits}
+  budget: {epochs: 1}
+)"), "--no-curves", "--output", (dir_ / "cnn").string()});
+  ASSERT_EQ(cnn.exit, 0) << cnn.stderr_text;
+  const std::string model = (dir_ / "cnn" / "model.pt").string();
+  Outcome misfit = Execute({"evaluate", model, "--job", job});
+  EXPECT_EQ(misfit.exit, 2);
+  EXPECT_NE(misfit.stderr_text.find("error: " + model + " holds a cnn that does not fit csv data"), std::string::npos)
+      << misfit.stderr_text;
+  EXPECT_NE(misfit.stderr_text.find("it was trained on digits (model.json)"), std::string::npos) << misfit.stderr_text;
+}
+
 TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
   data: {dataset: digits}

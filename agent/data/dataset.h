@@ -71,4 +71,11 @@ StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& sea
 // is an InvalidArgument naming the file and what is wrong with it.
 StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& search);
 
+// Its test split alone, to measure a saved model on: a training file that is
+// wrong is no reason not to (`edgetrain evaluate --job` refused a good test
+// file for its training file's label: a new user's trial). Image folders and
+// built-in sets are read whole: the training folders' names set each class's
+// label, and a built-in set's files are the project's own.
+StatusOr<Dataset> LoadTestData(const DataSpec& data, const DataSearchPath& search);
+
 }  // namespace edgetrain::agent

@@ -146,6 +146,36 @@ StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& se
   return split;
 }
 
+StatusOr<Dataset> LoadTestData(const DataSpec& data, const DataSearchPath& search) {
+  if (!data.files || data.files->format == DataFormat::kImages) {
+    EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit split, LoadData(data, search));
+    return std::move(split.test);
+  }
+  const DataSource& files = *data.files;
+  const DatasetInfo info = InfoOf(files);
+  if (info.channels < 1 || info.height < 1 || info.width < 1 || info.classes < 1) {
+    return InvalidArgumentError("spec.data: inputShape and classes must be positive");
+  }
+  TrainTestSplit split;
+  switch (files.format) {
+    case DataFormat::kIdx: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadIdxFiles(files.test.features, files.test.labels, info));
+      break;
+    }
+    case DataFormat::kNpy: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadNpyFiles(files.test.features, files.test.labels, info));
+      break;
+    }
+    case DataFormat::kCsv: {
+      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadCsvFile(files.test.path, info));
+      break;
+    }
+    case DataFormat::kImages: break;  // read whole, above
+  }
+  SetSizes(split);
+  return std::move(split.test);
+}
+
 StatusOr<TrainTestSplit> LoadDataset(DatasetName name, const DataSearchPath& search) {
   switch (name) {
     case DatasetName::kFashionMnist: return LoadFashionMnist(search);
