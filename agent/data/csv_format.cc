@@ -128,10 +128,16 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
     }
     values.resize(fields.size());
     size_t not_a_number = fields.size();
-    for (size_t i = 0; i < fields.size() && not_a_number == fields.size(); ++i) {
-      if (!ParseNumber(fields[i], values[i])) not_a_number = i;
+    size_t names = 0;  // fields that are not numbers
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (ParseNumber(fields[i], values[i])) continue;
+      if (not_a_number == fields.size()) not_a_number = i;
+      ++names;
     }
-    const bool header = first;
+    // A header names its columns: a first line of numbers with a typo in
+    // one of them is a sample, refused as any other line would be (it was
+    // dropped as a header, unsaid: a new user's trial).
+    const bool header = first && names * 2 > fields.size();
     first = false;
     if (not_a_number < fields.size()) {
       if (header) {
