@@ -213,9 +213,13 @@ int main(int argc, char** argv) {
   }
   (*server)->Handle("/metrics", [&] { return http::HttpResponse{200, "text/plain; version=0.0.4", metrics.Render()}; });
   (*server)->Handle("/healthz", [] { return http::HttpResponse{200, "text/plain", "ok\n"}; });
+  // A standby's caches are filled once it leads: until then it says so
+  // (it said "caches are being filled", for ever: a new user's trial).
+  std::atomic<bool> leads{!leader_elect};
   (*server)->Handle("/readyz", [&] {
-    if (controller.Synced()) return http::HttpResponse{200, "text/plain", "ok\n"};
+    if (!leads.load()) return http::HttpResponse{503, "text/plain", "standing by: another replica leads\n"};
     const std::string waiting = controller.Waiting();
+    if (controller.Synced() && waiting.empty()) return http::HttpResponse{200, "text/plain", "ok\n"};
     return http::HttpResponse{503, "text/plain", (waiting.empty() ? "caches are being filled" : waiting) + "\n"};
   });
   std::cout << "http " << (*server)->address() << std::endl;
@@ -265,6 +269,7 @@ int main(int argc, char** argv) {
       [&] {
         log.Write("leading: this replica reconciles");
         metrics.SetLeader(true);
+        leads = true;
         leading = clock.StartThread("controller", [&] { controller.Run(stop_leading); });
       },
       [&] {
@@ -281,6 +286,7 @@ int main(int argc, char** argv) {
         stop_leading = true;
         if (leading.joinable()) leading.Join();
         metrics.SetLeader(false);
+        leads = false;
       });
   // A Lease lost while leading has ended the process already (above).
   // Said as it went: "released" was logged of a release the API refused.

@@ -168,6 +168,17 @@ void Controller::Work() {
   }
 }
 
+std::string Controller::ListFailure() const {
+  for (const kube::Informer* informer : {&jobs_, &pods_, &nodes_, &plans_}) {
+    const Status failed = informer->LastListError();
+    if (failed.ok()) continue;
+    const bool no_crd = failed.code() == StatusCode::kNotFound && informer == &jobs_;
+    return "cannot list " + informer->type().plural + ", its cache kept as last listed: " + failed.message() +
+           (no_crd ? " (is the TrainingJob CRD installed? kubectl apply -f crds/)" : "");
+  }
+  return "";
+}
+
 void Controller::Run(const std::atomic<bool>& stop) {
   std::vector<ClockThread> threads;
   threads.push_back(clock_.StartThread("trainingjob informer", [&] { jobs_.Run(stop); }));
@@ -192,6 +203,7 @@ void Controller::Run(const std::atomic<bool>& stop) {
     }
   }
   SetWaiting("");
+  std::string said;  // the list failure said last, once the caches were filled
   if (!stop.load()) {
     synced_ = true;
     log_.Write("caches filled: " + std::to_string(jobs_.store().Size()) + " TrainingJobs, " +
@@ -202,7 +214,18 @@ void Controller::Run(const std::atomic<bool>& stop) {
       threads.push_back(clock_.StartThread("reconcile worker", [this] { Work(); }));
     }
   }
-  while (!stop.load()) clock_.SleepFor(std::chrono::milliseconds(100));
+  while (!stop.load()) {
+    clock_.SleepFor(std::chrono::milliseconds(100));
+    // A list that fails once the caches are filled (the CRD deleted, the
+    // operator's rights taken away) leaves them as they were: said, as it
+    // was before they filled, and again once it lists (it went unsaid in the
+    // log and /readyz: a new user's trial).
+    const std::string failing = ListFailure();
+    if (failing == said) continue;
+    log_.Write(failing.empty() ? std::string("every informer lists again") : failing);
+    said = failing;
+    SetWaiting(failing);
+  }
   queue_.ShutDown();
   for (ClockThread& t : threads) t.Join();
 }

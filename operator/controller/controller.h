@@ -43,14 +43,17 @@ class Controller {
   void Run(const std::atomic<bool>& stop);
   // Every informer has listed once: /readyz.
   bool Synced() const { return synced_.load(); }
-  // While not synced, why, when a list has failed ("cannot list trainingjobs
-  // yet: ..."); else empty.
+  // Why a list fails, while one does: before the caches are filled
+  // ("cannot list trainingjobs yet: ..."), or after, when a relist fails
+  // and a cache stays as it was; else empty. /readyz.
   std::string Waiting() const {
     std::lock_guard lock(waiting_mu_);
     return waiting_;
   }
 
  private:
+  // The first informer's whose last list failed, and why; empty: none.
+  std::string ListFailure() const;
   void Work();
   void EnqueueWaitingJobs();
   // Whether the job changed in more than its status since it was last seen.

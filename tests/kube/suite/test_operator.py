@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 import chart
@@ -1034,6 +1035,36 @@ class StatusIntervalTest(OperatorSiteTestCase):
         self.assertLessEqual(looks, 10, "looked at more often than every --status-interval")
         self.assertGreaterEqual(looks, 3, "not looked at every --status-interval")
         print(f"\nstatus interval: {looks} looks at a running job in 12 s of an interval of 2 s")
+
+
+@requires_built(OPERATOR)
+class CrdGoneTest(OperatorSiteTestCase):
+    """The CRD deleted under a running operator, then applied again: said in its log
+    and at /readyz, as a list failing before its caches were filled is (it went
+    unsaid, /readyz answering ok: a new user's trial)."""
+    profile = EDGE_SITE
+
+    def readyz(self):
+        try:
+            with urllib.request.urlopen(f"http://{self.operator_http}/readyz", timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def test_a_crd_deleted_and_applied_again_is_said_in_the_log_and_at_readyz(self):
+        self.assertEqual(self.readyz(), (200, "ok\n"))
+        crds = os.path.join(REPO_ROOT, "crds")
+        self.kubectl.run("delete", "crd", "trainingjobs.edgetrain.dev")
+        self.addCleanup(self.kubectl.run, "apply", "-f", crds)
+        said = "cannot list trainingjobs, its cache kept as last listed: "
+        self.assertTrue(wait_until(lambda: said in self.logs(), timeout=30), self.logs())
+        self.assertIn("(is the TrainingJob CRD installed? kubectl apply -f crds/)", self.logs())
+        status, body = self.readyz()
+        self.assertEqual(status, 503)
+        self.assertIn(said, body)
+        self.kubectl.run("apply", "-f", crds)
+        self.assertTrue(wait_until(lambda: "every informer lists again" in self.logs(), timeout=30), self.logs())
+        self.assertTrue(wait_until(lambda: self.readyz()[0] == 200, timeout=10), self.readyz())
 
 
 @requires_built(OPERATOR)
