@@ -49,6 +49,7 @@ inline constexpr const char* kCheckingLayers = "CheckingLayers";    // a pipelin
 inline constexpr const char* kLayersTimed = "LayersTimed";          // (an Event) they were timed: the stages can be cut
 inline constexpr const char* kNoPipelineFits = "NoPipelineFits";    // no plan of the mode fits the placed devices' memory
 inline constexpr const char* kPodsEnding = "PodsEnding";            // pods of an earlier plan (or a deleted job) still end
+inline constexpr const char* kPlanDeleted = "PlanDeleted";          // (an Event) a placed job's plan ConfigMap is gone: placed again
 // Running
 inline constexpr const char* kStarting = "Starting";                // pods bound, not all running
 inline constexpr const char* kTraining = "Training";

@@ -237,7 +237,8 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
         ++misfits[streams[i] ? MisfitOf(free[i], request.worker_requests) : kNoStream];  // none fit
       }
       placement.unschedulable = Summarise(std::to_string(rank) + "/" + std::to_string(request.workers) +
-                                              " workers fit, beside the coordinator on " + placement.coordinator_node,
+                                              " workers fit, beside the coordinator on " + placement.coordinator_node +
+                                              "; nodes that take no more",
                                           misfits);
       placement.coordinator_node.clear();
       placement.worker_nodes.clear();

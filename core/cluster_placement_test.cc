@@ -219,7 +219,8 @@ TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) 
   EXPECT_EQ(p.coordinator_node, "");
   EXPECT_TRUE(p.worker_nodes.empty()) << "all or nothing";
   EXPECT_EQ(p.unschedulable,
-            "1/3 workers fit, beside the coordinator on gateway: 2 insufficient cpu, 1 not ready, 1 transient");
+            "1/3 workers fit, beside the coordinator on gateway; nodes that take no more: 2 insufficient cpu, 1 not "
+            "ready, 1 transient");
   // And each node says its own reason, the coordinator's node that it was to be.
   EXPECT_TRUE(p.verdicts[0].would_hold_coordinator);
   EXPECT_EQ(p.verdicts[0].would_hold_ranks, std::vector<int>{0}) << "the worker that fitted";
@@ -251,7 +252,8 @@ TEST(ClusterPlacementTest, WorkersOfAStreamFromTheNodesGoOnlyWhereAStreamIs) {
   p = PlaceTeam({Node("gateway"), Node("robot-1").Link(40).Streams(92).Cpu("1"), Node("camera").Link(40)}, team);
   EXPECT_FALSE(p.placed);
   EXPECT_EQ(p.unschedulable,
-            "1/3 workers fit, beside the coordinator on gateway: 1 insufficient cpu, 2 no stream of its own");
+            "1/3 workers fit, beside the coordinator on gateway; nodes that take no more: 1 insufficient cpu, 2 no "
+            "stream of its own");
 }
 
 TEST(ClusterPlacementTest, WhatIsAlreadyBoundCountsAgainstAllocatable) {

@@ -371,8 +371,11 @@ Status Reconciler::Suspend(Pass& pass) {
   if (pass.Phase() != phase::kSuspended) {
     // Its checkpoint outlives its pods only on a claim: on the default
     // emptyDir it goes with them.
+    // One that never ran has no checkpoint to speak of (it was told its
+    // checkpoint went with its pods: a new user's trial).
     const std::string message =
-        HasOutputVolume(pass.job)
+        !pass.status.contains("startTime") ? "spec.suspend is true: no pods; it is placed when set to false"
+        : HasOutputVolume(pass.job)
             ? "spec.suspend is true: no pods; it resumes from its checkpoint when set to false"
             : "spec.suspend is true: no pods; it starts over when set to false (its checkpoint went with its pods: "
               "give spec.output.volume a claim to resume from it)";
@@ -697,12 +700,31 @@ Status Reconciler::Place(Pass& pass) {
     for (const Json& pod : pass.pods) {
       names += (names.empty() ? "" : ", ") + pod["metadata"].value("name", std::string());
     }
+    // A placed job whose plan ConfigMap went (deleted by hand): its own
+    // team, which reads the plan, ends, and the job is placed again. Said as
+    // such: "pods of an earlier plan" read as someone else's, and no Event
+    // said why a running team was torn down (a new user's trial).
+    const bool just_deleted = !stored.plan && ConditionIs(pass.status, condition::kPlaced, true);
+    const std::string kPlanGone = "its plan ConfigMap ";
+    const bool plan_deleted = just_deleted || (placed && placed->value("reason", "") == reason::kPodsEnding &&
+                                               placed->value("message", "").rfind(kPlanGone, 0) == 0);
+    const std::string what = plan_deleted ? kPlanGone + PlanConfigMapName(pass.job.name) +
+                                                " is gone, and its team, which reads it, ends: waiting for its " +
+                                                std::to_string(pass.pods.size()) + " pod" +
+                                                (pass.pods.size() == 1 ? "" : "s") + " to end before it is placed "
+                                                "again (what they trained goes with them unless spec.output.volume "
+                                                "keeps its checkpoint)"
+                                          : "waiting for " + std::to_string(pass.pods.size()) + " pod" +
+                                                (pass.pods.size() == 1 ? "" : "s") +
+                                                " of an earlier plan, or of a job of this name deleted before, to "
+                                                "end and free their nodes";
+    if (just_deleted) {
+      events_.Record(pass.object, "Warning", reason::kPlanDeleted, what);
+      log_.Job(pass.key, reason::kPlanDeleted, what);
+    }
     // (After a gang timeout, its reason stays: its back-off counts from it.)
     if (!placed || placed->value("reason", "") != reason::kGangTimeout) {
-      pass.Set(condition::kPlaced, false, reason::kPodsEnding,
-               "waiting for " + std::to_string(pass.pods.size()) + " pod" + (pass.pods.size() == 1 ? "" : "s") +
-                   " of an earlier plan, or of a job of this name deleted before, to end and free their nodes (" +
-                   names + ")");
+      pass.Set(condition::kPlaced, false, reason::kPodsEnding, what + " (" + names + ")");
     }
     pass.Requeue(std::chrono::seconds(1));
     return Status::Ok();
@@ -1396,8 +1418,9 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
     case GangState::kRunning: {
       if (pass.Phase() != phase::kRunning) {
-        std::string message = gang.expected == 2 ? std::string("both pods of the gang run")
-                                                 : "all " + std::to_string(gang.expected) + " pods of the gang run";
+        std::string message = gang.expected == 1   ? std::string("its pod runs")
+                              : gang.expected == 2 ? std::string("both pods of the gang run")
+                                                   : "all " + std::to_string(gang.expected) + " pods of the gang run";
         // Since the Running condition turned False: the loss, or the move, was
         // seen. Without that time (a status written by hand) nothing is said.
         if (pass.Phase() == phase::kRecovering) {
@@ -1428,11 +1451,17 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // Training, a team whose workers could not reach the coordinator
       // trained nothing for 52 s unsaid (a security review).
       const bool team_waiting = progress.value("state", "") == "starting";
-      if (gang.restarting.empty() && team_waiting && !plan.workers.empty()) {
+      // Nothing read yet of a job that never said how it goes (the
+      // coordinator not serving yet): not Training either, which it read
+      // for a moment before WaitingForTeam, then Training (a new user's
+      // trial).
+      const bool never_read = progress.empty() && !pass.stored_status.contains("progress");
+      if (gang.restarting.empty() && (team_waiting || never_read) && !plan.workers.empty()) {
         pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
-                 "every agent runs; the coordinator waits for its workers to connect before the team starts (up to "
-                 "spec.faultTolerance.nodeLossGrace after the first; a worker that cannot reach it says why in its "
-                 "log)");
+                 team_waiting ? "every agent runs; the coordinator waits for its workers to connect before the team "
+                                "starts (up to spec.faultTolerance.nodeLossGrace after the first; a worker that cannot "
+                                "reach it says why in its log)"
+                              : "every agent runs; the coordinator has not said yet that its team has started");
       }
       // The gang's pods: not a replaced worker's old pod, still Terminating on
       // a node gone silent, which would be listed with its replacement's
@@ -1777,13 +1806,22 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   // maxRecoveries, a plan generation each (a new user's trial).
   // A pipeline's stage devices lost with it are not: its head replays
   // without them, or rebuilds their stages, as for any device lost.
+  // Its node lost (not ready past the grace, or gone) takes them all, their
+  // pods' own losses seen or not yet: the cluster marks a dead node's pods
+  // one at a time, and a worker whose pod was not yet marked was lost a
+  // moment later as a second recovery, in a plan generation of its own
+  // (a new user's trial).
+  const std::vector<NodeView> nodes = line_.Cluster(Measured());
+  const auto its_node = std::find_if(nodes.begin(), nodes.end(),
+                                     [&](const NodeView& n) { return n.name == coordinator.node; });
+  const bool node_lost = its_node == nodes.end() || !its_node->ready;
   std::set<int> fellows;
   if (!moving && !plan.pipeline) {
     for (const WorkerSlot& slot : plan.workers) {
       if (slot.node != coordinator.node) continue;
       const int64_t since = SlotSince(plan, slot.rank);
       const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, slot.rank, since));
-      if (!pod || !LossOf(pod, since, plan.generation).empty()) fellows.insert(slot.rank);
+      if (node_lost || !pod || !LossOf(pod, since, plan.generation).empty()) fellows.insert(slot.rank);
     }
   }
 
@@ -1798,7 +1836,6 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   for (const WorkerSlot& slot : plan.workers) {
     if (!fellows.count(slot.rank)) ++request->workers_on[slot.node];
   }
-  const std::vector<NodeView> nodes = line_.Cluster(Measured());
   const TeamPlacement seat = PlaceTeam(nodes, *request);
   pass.status["phase"] = phase::kRecovering;
   if (!seat.placed) return AwaitRoom(pass, event_reason, what + "; no node for it yet: " + seat.unschedulable);

@@ -551,6 +551,29 @@ TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) 
   EXPECT_EQ(map["metadata"]["labels"]["edgetrain.dev/plan-generation"], "1");
 }
 
+// A running job's plan ConfigMap deleted by hand: its own team, which reads
+// it, ends, and it is placed again; said as such, with a Warning Event (it
+// read "waiting for 3 pods of an earlier plan", no Event saying why a
+// running team was torn down: a new user's trial).
+TEST_F(ReconcilerTest, ARunningJobWhosePlanWasDeletedSaysSoAsItsTeamEnds) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  ASSERT_TRUE(api_.Delete(kube::kConfigMaps, "default", "team-plan").ok());
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  const Json* placed = FindCondition(status, api::condition::kPlaced);
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->value("reason", ""), api::reason::kPodsEnding);
+  EXPECT_EQ(placed->value("message", "").rfind("its plan ConfigMap team-plan is gone, and its team, which reads it, "
+                                               "ends: waiting for its 3 pods to end before it is placed again",
+                                               0),
+            0u)
+      << *placed;
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kPlanDeleted;
+  EXPECT_EQ(said, 1);
+}
+
 // Only pods exactly as the stored plan makes them are taken up: a gang torn
 // down for its timeout is not, and neither is a pod on another node than the
 // plan's (the plan was edited, or the pod is someone else's): those are
@@ -1158,6 +1181,29 @@ TEST_F(ReconcilerTest, ARecoveryFromAWorkerGoneSilentCountsFromItsSilence) {
   EXPECT_EQ(ended["phase"], api::phase::kSucceeded);
   EXPECT_TRUE(ConditionIs(ended, api::condition::kBandwidthDegraded, false)) << ended.dump(1);
   EXPECT_EQ(FindCondition(ended, api::condition::kBandwidthDegraded)->value("reason", ""), api::reason::kStopped);
+}
+
+// The cluster marks a lost node's pods one at a time: the coordinator's
+// evicted while worker 0's, on the same node, is not yet. Its node's loss is
+// theirs both, one recovery and one plan generation (worker 0 was lost a
+// moment later as recovery 2, in generation 3: a new user's trial).
+TEST_F(ReconcilerTest, AWorkerOnTheLostCoordinatorsNodeGoesWithItBeforeItsPodIsMarked) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  nodes_.Put(ANode("gateway").NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-coordinator") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["recoveries"], 1);
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator-g2@robot-1", "team-worker-0-g2@robot-2",
+                                                  "team-worker-1@robot-1"}));
+  StatusOr<JobPlan> plan =
+      DecodeJobPlan((*api_.Get(kube::kConfigMaps, "default", "team-plan"))["data"]["plan.json"].get<std::string>());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->generation, 2);
+  EXPECT_EQ(SlotSince(*plan, 0), 2) << "worker 0 placed anew with the coordinator";
 }
 
 // Its node lost, the coordinator is placed anew under the next plan
