@@ -100,6 +100,27 @@ StatusOr<TrainTestSplit> LoadDigits(const DataSearchPath& search) {
   return split;
 }
 
+// spec.data's shape, checked: a sample's and its labels'.
+StatusOr<DatasetInfo> ShapeOf(const DataSource& files) {
+  const DatasetInfo info = InfoOf(files);
+  if (info.channels < 1 || info.height < 1 || info.width < 1 || info.classes < 1) {
+    return InvalidArgumentError("spec.data: inputShape and classes must be positive");
+  }
+  return info;
+}
+
+// One split's files, in a format read a split at a time: all but image
+// folders, whose test split takes its labels from the training folders' names.
+StatusOr<Dataset> ReadPart(DataFormat format, const DataFiles& part, const DatasetInfo& info) {
+  switch (format) {
+    case DataFormat::kIdx: return ReadIdxFiles(part.features, part.labels, info);
+    case DataFormat::kNpy: return ReadNpyFiles(part.features, part.labels, info);
+    case DataFormat::kCsv: return ReadCsvFile(part.path, info);
+    case DataFormat::kImages: break;
+  }
+  return InternalError("image folders are read with their training folders' classes");
+}
+
 }  // namespace
 
 DataSearchPath SearchPathWith(const std::string& data_dir) {
@@ -113,34 +134,16 @@ DataSearchPath SearchPathWith(const std::string& data_dir) {
 StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& search) {
   if (!data.files) return LoadDataset(data.dataset, search);
   const DataSource& files = *data.files;
-  const DatasetInfo info = InfoOf(files);
-  if (info.channels < 1 || info.height < 1 || info.width < 1 || info.classes < 1) {
-    return InvalidArgumentError("spec.data: inputShape and classes must be positive");
-  }
+  EDGETRAIN_ASSIGN_OR_RETURN(const DatasetInfo info, ShapeOf(files));
   TrainTestSplit split;
-  switch (files.format) {
-    case DataFormat::kIdx: {
-      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadIdxFiles(files.train.features, files.train.labels, info));
-      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadIdxFiles(files.test.features, files.test.labels, info));
-      break;
-    }
-    case DataFormat::kNpy: {
-      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadNpyFiles(files.train.features, files.train.labels, info));
-      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadNpyFiles(files.test.features, files.test.labels, info));
-      break;
-    }
-    case DataFormat::kCsv: {
-      EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadCsvFile(files.train.path, info));
-      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadCsvFile(files.test.path, info));
-      break;
-    }
-    case DataFormat::kImages: {
-      EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders train, ReadImageFolders(files.train.path, info));
-      EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders test, ReadImageFolders(files.test.path, info, train.classes));
-      split.train = std::move(train.data);
-      split.test = std::move(test.data);
-      break;
-    }
+  if (files.format == DataFormat::kImages) {
+    EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders train, ReadImageFolders(files.train.path, info));
+    EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders test, ReadImageFolders(files.test.path, info, train.classes));
+    split.train = std::move(train.data);
+    split.test = std::move(test.data);
+  } else {
+    EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadPart(files.format, files.train, info));
+    EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadPart(files.format, files.test, info));
   }
   SetSizes(split);
   return split;
@@ -151,27 +154,9 @@ StatusOr<Dataset> LoadTestData(const DataSpec& data, const DataSearchPath& searc
     EDGETRAIN_ASSIGN_OR_RETURN(TrainTestSplit split, LoadData(data, search));
     return std::move(split.test);
   }
-  const DataSource& files = *data.files;
-  const DatasetInfo info = InfoOf(files);
-  if (info.channels < 1 || info.height < 1 || info.width < 1 || info.classes < 1) {
-    return InvalidArgumentError("spec.data: inputShape and classes must be positive");
-  }
+  EDGETRAIN_ASSIGN_OR_RETURN(const DatasetInfo info, ShapeOf(*data.files));
   TrainTestSplit split;
-  switch (files.format) {
-    case DataFormat::kIdx: {
-      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadIdxFiles(files.test.features, files.test.labels, info));
-      break;
-    }
-    case DataFormat::kNpy: {
-      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadNpyFiles(files.test.features, files.test.labels, info));
-      break;
-    }
-    case DataFormat::kCsv: {
-      EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadCsvFile(files.test.path, info));
-      break;
-    }
-    case DataFormat::kImages: break;  // read whole, above
-  }
+  EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadPart(data.files->format, data.files->test, info));
   SetSizes(split);
   return std::move(split.test);
 }
