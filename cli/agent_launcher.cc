@@ -1,5 +1,7 @@
 #include "cli/agent_launcher.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <optional>
 
 #include <fstream>
@@ -109,14 +111,19 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       // With its last words: a port taken (--http-port) read only "exited
       // before it printed `http`", the cause in the log's tail below it (a
       // new user's trial), and in no --json error.
-      std::string ended = "the agent exited before it printed `" + what + "`";
-      if (const std::vector<std::string> last = LastLines((run_dir_ / log).string(), 1);
-          !last.empty() && !last.front().empty()) {
-        ended += " (its log's last line: " + last.front() + ")";
-      }
+      const std::vector<std::string> last = LastLines((run_dir_ / log).string(), 1);
+      const std::string words = last.empty() ? "" : last.front();
       if (agent.ExitsWithin(kExitGrace) && agent.Poll() == kExitInvalid) {
-        return InvalidArgumentError(ended + ": it refused its inputs (exit " + std::to_string(kExitInvalid) + ")");
+        // Named as the run names its agents, its reason first: "the agent
+        // exited before it printed `listening`" read as the runner's own
+        // trouble (a new user's trial).
+        std::string agent_name = std::filesystem::path(log).stem().string();
+        std::replace(agent_name.begin(), agent_name.end(), '-', ' ');
+        return InvalidArgumentError(agent_name + " refused its inputs (exit " + std::to_string(kExitInvalid) + ")" +
+                                    (words.empty() ? "" : ": " + words));
       }
+      std::string ended = "the agent exited before it printed `" + what + "`";
+      if (!words.empty()) ended += " (its log's last line: " + words + ")";
       return UnavailableError(ended);
     }
   }
