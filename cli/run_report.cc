@@ -637,6 +637,16 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << "  not in the team at the end: " << out_at_end
           << " (counted out, or gone; its figures stop where it left)\n";
     }
+    // Pushes the coordinator refused, none of them applied: gradients no
+    // model that trains has (a feature of 3e38 in a worker's part), said
+    // here and not only in the coordinator's log (a worker trained 2 batches
+    // of the team's 12, unsaid: a new user's trial).
+    for (const auto& w : p.workers) {
+      if (w.refused_pushes == 0) continue;
+      out << "  " << WorkerName(w.rank, names) << ": " << Counted(w.refused_pushes, "push", "pushes")
+          << " refused by the coordinator, none of it applied; the last " << w.last_refusal
+          << (w.quarantined.empty() ? "" : "; quarantined, the team went on without it") << "\n";
+    }
     // Batches that vary are counted by what they held: samples.
     const bool variable = VariableBatches(plan.job.spec);
     out << "  worker  node           " << (variable ? " samples" : " batches")

@@ -61,6 +61,27 @@ std::string Summary(const LocalRunPlan& plan, const JobProgress& p, double wall_
   return out.str();
 }
 
+// A worker whose pushes the coordinator refused (its gradients beyond what a
+// model that trains has) is said to be, with the last refusal's words.
+TEST(RunReportTest, AWorkersRefusedPushesAreSaidWithTheLastOnesWords) {
+  JobProgress p = Finished();
+  p.workers[0].refused_pushes = 1;
+  p.workers[0].last_refusal = "too_large: row 1 carries a value beyond 1e+15: no gradient of a model that trains";
+  p.workers[2].refused_pushes = 3;
+  p.workers[2].last_refusal = "not_finite: row 4 carries a NaN";
+  p.workers[2].quarantined = "3 pushes refused, the last not_finite";
+  const std::string s = Summary(Team(), p);
+  EXPECT_NE(s.find("  robot-1: 1 push refused by the coordinator, none of it applied; the last too_large: row 1 "
+                   "carries a value beyond 1e+15: no gradient of a model that trains\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("  robot-3: 3 pushes refused by the coordinator, none of it applied; the last not_finite: row 4 "
+                   "carries a NaN; quarantined, the team went on without it\n"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(Summary(Team(), Finished()).find("refused by the coordinator"), std::string::npos);
+}
+
 // Interrupted beside an earlier run's model, which it keeps: the accuracy
 // measured is this run's model's, in its checkpoint, not the kept one's.
 TEST(RunReportTest, AnInterruptedRunBesideAKeptModelSaysWhoseAccuracyItIs) {

@@ -87,6 +87,10 @@ std::string EncodeJobProgress(const JobProgress& p) {
     if (!w.quarantined.empty()) workers.back()["quarantined"] = w.quarantined;
     if (!w.active || w.silent_s > 0) workers.back()["silentSeconds"] = w.silent_s;
     if (w.injected > 0) workers.back()["injectedSamples"] = w.injected;
+    if (w.refused_pushes > 0) {
+      workers.back()["refusedPushes"] = w.refused_pushes;
+      workers.back()["lastRefusal"] = w.last_refusal;
+    }
     if (w.compression) {
       workers.back()["compression"] = {{"encoding", w.compression->encoding},
                                        {"topkKeptNorm", w.compression->topk_kept_norm},
@@ -196,6 +200,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                            w.value("computeSeconds", 0.0), w.value("quarantined", std::string()),
                            w.value("silentSeconds", 0.0)});
       p.workers.back().injected = w.value("injectedSamples", int64_t{0});
+      p.workers.back().refused_pushes = w.value("refusedPushes", int64_t{0});
+      p.workers.back().last_refusal = w.value("lastRefusal", std::string());
       if (w.contains("pace") && w.at("pace").is_number()) p.workers.back().pace = w.at("pace").get<double>();
       if (w.contains("layers") && w.at("layers").is_object()) {
         p.workers.back().layers = std::pair{w.at("layers").at("first").get<int>(), w.at("layers").at("end").get<int>()};

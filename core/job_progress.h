@@ -79,6 +79,11 @@ struct WorkerProgress {
   double silent_s = 0;
   std::optional<StreamProgress> stream = {};
   int64_t injected = 0;  // data injection: samples of labels its part lacks it trained on
+  // Its pushes the coordinator refused, none of them applied (a value no
+  // gradient of a model that trains holds, a message larger than any of its
+  // model's), and the last one's code and words; 0 and empty: none.
+  int64_t refused_pushes = 0;
+  std::string last_refusal = {};
   std::optional<CompressionProgress> compression = {};
   // A pipeline stage device's: the layers it holds now, [first, end) (layers
   // move between stages as devices drift, or to a lost stage's neighbour).

@@ -36,6 +36,14 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   p.workers[0].quarantined = "3 pushes refused, the last not_finite";
   EXPECT_EQ(DecodeJobProgress(EncodeJobProgress(p))->workers[0].quarantined, "3 pushes refused, the last not_finite");
   p.workers[0].quarantined.clear();
+  EXPECT_EQ(EncodeJobProgress(p).find("refusedPushes"), std::string::npos) << "said only of a worker refused";
+  p.workers[0].refused_pushes = 2;
+  p.workers[0].last_refusal = "too_big: 9000000 bytes";
+  const StatusOr<JobProgress> refused = DecodeJobProgress(EncodeJobProgress(p));
+  EXPECT_EQ(refused->workers[0].refused_pushes, 2);
+  EXPECT_EQ(refused->workers[0].last_refusal, "too_big: 9000000 bytes");
+  p.workers[0].refused_pushes = 0;
+  p.workers[0].last_refusal.clear();
   // A pipeline's: the layers each device holds, and what its recoveries cost.
   EXPECT_EQ(EncodeJobProgress(p).find("layers"), std::string::npos) << "a team's worker holds the whole model";
   p.workers[0].layers = std::pair{2, 5};

@@ -32,7 +32,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       members_(world_, plan.spec.fault_tolerance.node_loss_grace), takeover_(world_),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),
-      last_refusal_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
+      last_refusal_(static_cast<size_t>(world_)), last_refusal_why_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
       plan_generation_(plan.generation) {
   for (int w = 0; w < world_; ++w) slot_since_.push_back(SlotSince(plan, w));
   // Workers join the ledger when their stream arrives (Join), not before: the
@@ -201,6 +201,10 @@ JobProgress Coordinator::Progress() {
   for (WorkerProgress& w : p.workers) {
     w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
     w.quarantined = QuarantineLocked(w.rank);
+    w.refused_pushes = refused_pushes_[static_cast<size_t>(w.rank)];
+    if (w.refused_pushes > 0) {
+      w.last_refusal = last_refusal_[static_cast<size_t>(w.rank)] + ": " + last_refusal_why_[static_cast<size_t>(w.rank)];
+    }
     // Out of the team, for how long says a deadline's blip from a link down;
     // in it, that its figures here are seconds old (its link out, not yet
     // counted out), which they did not say.
@@ -487,6 +491,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
       // a diverged model, or means harm: the team goes on without it.
       ++refused_pushes_[w];
       last_refusal_[w] = aggregator_.refusal();
+      last_refusal_why_[w] = std::string(stepped.status().message());
       if (const std::string why = QuarantineLocked(w); !why.empty()) {
         log_ << "coordinator: worker " << w << " quarantined (" << why << "): the team goes on without it\n";
       }
@@ -517,6 +522,8 @@ void Coordinator::RefuseOversized(int w, uint64_t stream, int64_t bytes, int64_t
        << "this model sends more than " << largest << "\n";
   ++refused_pushes_[w];
   last_refusal_[w] = "too_big";
+  last_refusal_why_[w] = std::to_string(bytes) + " bytes, where no worker of this model sends more than " +
+                         std::to_string(largest);
   if (const std::string why = QuarantineLocked(w); !why.empty()) {
     log_ << "coordinator: worker " << w << " quarantined (" << why << "): the team goes on without it\n";
   }

@@ -243,6 +243,7 @@ class Coordinator final : public TrainingEngine {
   // kRefusalsToQuarantine on.
   std::vector<int> refused_pushes_;
   std::vector<std::string> last_refusal_;
+  std::vector<std::string> last_refusal_why_;  // the last refusal's words, for /progress
   std::string QuarantineLocked(int w) const;  // why `w` is quarantined; empty: it is not
   // A push's fate (counted once, on its first part), and the metric of a dropped one.
   void CountFateLocked(int w, PushFate fate);
