@@ -112,8 +112,9 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
         return refuse("not_finite", "row " + std::to_string(row.id) + " carries a NaN or an infinity");
       }
       if (std::fabs(v) > kLargestGradient) {
-        return refuse("too_large", "row " + std::to_string(row.id) + " carries a value beyond " +
-                                       std::to_string(kLargestGradient) + ": no gradient of a model that trains");
+        static_assert(kLargestGradient == 1e15f, "the words below name it");
+        return refuse("too_large", "row " + std::to_string(row.id) + " carries a value beyond 1e15, which no "
+                                       "gradient of a model that trains holds");
       }
     }
     at += out.size();
