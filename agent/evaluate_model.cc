@@ -18,6 +18,15 @@
 namespace edgetrain::agent {
 namespace {
 
+// Whose samples a model is measured on: a built-in set's, or a job's test
+// files' (its training files named here read as if they were measured on: a
+// new user's trial).
+std::string MeasuredOn(const DataSpec& data) {
+  if (!data.files) return DescribeData(data) + "'s";
+  const DataFiles& test = data.files->test;
+  return "the test files' (" + (test.path.empty() ? test.features : test.path) + ")";
+}
+
 // What the run that saved `model_path` trained it on, as its model.json
 // beside it says, for a model that does not fit the data it is given.
 std::string WhatItWasTrainedOn(const std::string& model_path) {
@@ -49,14 +58,14 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& dat
     // would halve the 1x64 images below 1x1", a field the job did not have
     // (a new user's trial).
     return InvalidArgumentError(model_path + " holds a " + std::string(NameOf(spec.kind)) + " that does not fit " +
-                                DescribeData(data_spec) + "'s samples (" + created.status().message() + ")" +
+                                MeasuredOn(data_spec) + " samples (" + created.status().message() + ")" +
                                 WhatItWasTrainedOn(model_path));
   }
   std::unique_ptr<Trainer> trainer = std::move(*created);
   // A module was loaded with its weights; a built-in model was built, and takes them now.
   if (Status loaded = spec.kind == ModelKind::kTorchScript ? Status::Ok() : trainer->LoadModel(model_path);
       !loaded.ok()) {
-    return InvalidArgumentError(model_path + " does not fit " + DescribeData(data_spec) + "'s samples" +
+    return InvalidArgumentError(model_path + " does not fit " + MeasuredOn(data_spec) + " samples" +
                                 WhatItWasTrainedOn(model_path));
   }
   samples = test.size();

@@ -38,7 +38,9 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
   if (!options.job_path.empty()) {
     api::TrainingJobManifest job;
     api::SupportCheck support;
-    if (int code = LoadJob(options.job_path, err, job, support); code != kExitOk) return code;
+    if (int code = LoadJob(options.job_path, err, job, support, api::Runner::kLocal, JobFiles::kTest); code != kExitOk) {
+      return code;
+    }
     data = "--data=" + job.object["spec"]["data"].dump();
     if (const auto& files = job.spec.data.files) {
       described = job.name + "'s test files (" + (files->test.path.empty() ? files->test.features : files->test.path) + ")";

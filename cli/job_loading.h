@@ -21,10 +21,14 @@ StatusOr<std::string> ReadText(const std::string& path);
 // Prints each line of `text`, indented.
 void PrintLines(std::ostream& err, const std::string& text);
 
+// The files of a job a command reads: all, or those that measure a model
+// (`edgetrain evaluate --job`: a training file missing is no reason not to).
+enum class JobFiles { kAll, kTest };
+
 // Reads, validates and checks a manifest can run where `runner` says; prints
 // what is wrong and returns the exit code, or kExitOk with `job` filled in.
 int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest& job, api::SupportCheck& support,
-            api::Runner runner = api::Runner::kLocal);
+            api::Runner runner = api::Runner::kLocal, JobFiles needed = JobFiles::kAll);
 
 // A cluster profile, or nullopt (its errors printed) when it cannot be read.
 std::optional<ClusterProfile> LoadProfile(const std::string& path, std::ostream& err);

@@ -111,7 +111,7 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
 }
 
 void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int batch,
-                const std::vector<AloneOnNode>& alone, std::ostream& out) {
+                const std::vector<AloneOnNode>& alone, bool by_energy, std::ostream& out) {
   char line[1024];
   // The names' columns as wide as their longest: a node holding three pods
   // pushed the figures after it out of their columns (a new user's trial).
@@ -126,9 +126,16 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
   std::snprintf(line, sizeof line, "%-*s %-*s %7s %11s %12s %10s  %s\n", node_width, "NODE", pods_width, "PODS", "COMPUTE",
                 "LINK Mbit/s", "SAMPLES/S", "mJ/SAMPLE", "NOTE");
   out << line;
-  // A job of one is its coordinator alone: no team went anywhere.
-  const char* went = p.worker_nodes.empty() ? "the job went where a step is predicted as quick or quicker"
-                                            : "the team went where predicted as fast or faster";
+  // A job of one is its coordinator alone: no team went anywhere. One with
+  // an energy budget went by joules a sample (it was said to go where a step
+  // is quicker, beside a quicker node it left: a new user's trial).
+  const char* went = by_energy ? (p.worker_nodes.empty()
+                                      ? "the job, which has an energy budget, went where a sample is predicted to "
+                                        "cost as few mJ or fewer"
+                                      : "the team, which has an energy budget, went where a sample is predicted to "
+                                        "cost as few mJ or fewer")
+                     : p.worker_nodes.empty() ? "the job went where a step is predicted as quick or quicker"
+                                              : "the team went where predicted as fast or faster";
   for (size_t i = 0; i < p.verdicts.size(); ++i) {
     const NodeVerdict& v = p.verdicts[i];
     const bool judged = v.excluded.empty() || !v.ranks.empty() || v.coordinator;
@@ -351,7 +358,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
         << (request->solo ? "a job of one, trained by its coordinator"
                           : "a coordinator and " + std::to_string(workers) + " workers")
         << "\n\n";
-    PrintTable(placement, nodes, batch, alone, out);
+    PrintTable(placement, nodes, batch, alone, request->minimise_energy, out);
     if (!alone.empty()) {
       out << "SAMPLES/S and mJ/SAMPLE: the whole model on that device alone, by the planner's cost model over the "
              "layers measured below (\"-\": it does not fit the device's memory, or the planner takes no device "

@@ -343,6 +343,13 @@ TEST_F(PlanCommandTest, AJobOfOneIsPlacedAsOneAgent) {
       << table.out;
   EXPECT_EQ(table.out.find("the team went"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("samples/s for the job;"), std::string::npos) << table.out;
+  // With an energy budget it went by joules a sample, and says so.
+  Printed thrifty = Plan(Team("thrifty", "  budget: {energyJoules: 500}\n"), site_, /*json=*/false);
+  ASSERT_EQ(thrifty.code, 0) << thrifty.err;
+  EXPECT_NE(thrifty.out.find("unused: the job, which has an energy budget, went where a sample is predicted to cost "
+                             "as few mJ or fewer"),
+            std::string::npos)
+      << thrifty.out;
 }
 
 TEST_F(PlanCommandTest, BadInputExitsTwoNamingTheFile) {

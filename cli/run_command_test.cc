@@ -247,6 +247,9 @@ TEST_F(RunCommandTest, EvaluateOnAJobsFilesReadsItsTestFileAlone) {
   Outcome by_job = Execute({"evaluate", (dir_ / "mlp" / "model.pt").string(), "--job", job, "--json"});
   ASSERT_EQ(by_job.exit, 0) << by_job.stderr_text;
   EXPECT_EQ(nlohmann::json::parse(by_job.stdout_lines.at(0))["samples"], 2);
+  fs::remove(dir_ / "train.csv");  // nor a training file that is not there
+  Outcome no_train = Execute({"evaluate", (dir_ / "mlp" / "model.pt").string(), "--job", job, "--json"});
+  ASSERT_EQ(no_train.exit, 0) << no_train.stderr_text;
 
   Outcome cnn = Execute({"run", Manifest("digits-cnn", R"(  model: {name: cnn}
   data: {dataset: digits}
@@ -256,7 +259,9 @@ TEST_F(RunCommandTest, EvaluateOnAJobsFilesReadsItsTestFileAlone) {
   const std::string model = (dir_ / "cnn" / "model.pt").string();
   Outcome misfit = Execute({"evaluate", model, "--job", job});
   EXPECT_EQ(misfit.exit, 2);
-  EXPECT_NE(misfit.stderr_text.find("error: " + model + " holds a cnn that does not fit csv data"), std::string::npos)
+  EXPECT_NE(misfit.stderr_text.find("error: " + model + " holds a cnn that does not fit the test files' (" +
+                                    (dir_ / "test.csv").string() + ") samples"),
+            std::string::npos)
       << misfit.stderr_text;
   EXPECT_NE(misfit.stderr_text.find("it was trained on digits (model.json)"), std::string::npos) << misfit.stderr_text;
 }
