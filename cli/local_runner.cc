@@ -662,7 +662,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   (void)curves.Record(ended_s, *outcome.result, final_word);
   if (progress_log.is_open()) progress_log << SnapshotLine(ended_s, final_word) << std::flush;
   const double wall_s = ToSeconds(clock.Now() - started);
-  PrintSummary(job, plan, *outcome.result, wall_s, out);
+  PrintSummary(job, plan, *outcome.result, wall_s, out, outcome.ended);
   // Nothing trained, nothing to draw: a picture of empty axes would only
   // replace one an earlier run of the job left. Interrupted beside a finished
   // run's model, which it keeps, neither: the picture stays that model's (the

@@ -527,7 +527,7 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
 }  // namespace
 
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
-                  std::ostream& out) {
+                  std::ostream& out, const std::map<int, std::string>& ended) {
   const int workers = job.spec.parallelism.workers;
   if (p.samples <= 0) {
     // Stopped before its first step (Ctrl-C while it loaded or connected):
@@ -627,15 +627,26 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       }
       out << "  the team waited on " << waited << " (teammates needed rows only they could give" << why << ")\n";
     }
+    // Those whose process ended on its own are said with how (the summary
+    // said only "counted out, or gone" of a worker stopped by a NaN loss on
+    // its data, and the run exited 0: a new user's trial).
     std::string out_at_end;
+    bool unexplained = false;
     for (const auto& w : p.workers) {
-      if (!w.active) out_at_end += (out_at_end.empty() ? "" : ", ") + WorkerName(w.rank, names);
+      if (w.active) continue;
+      out_at_end += (out_at_end.empty() ? "" : ", ") + WorkerName(w.rank, names);
+      if (const auto how = ended.find(w.rank); how != ended.end()) {
+        out_at_end += " (its agent ended: " + how->second + ")";
+      } else {
+        unexplained = true;
+      }
     }
     // Interrupted, every worker left because it was told to: no news.
     const bool interrupted = p.stop_reason == StopReason::kCancelled;
     if (!out_at_end.empty() && !interrupted) {
       out << "  not in the team at the end: " << out_at_end
-          << " (counted out, or gone; its figures stop where it left)\n";
+          << (unexplained ? " (counted out, or gone; its figures stop where it left)" : "; its figures stop where it left")
+          << "\n";
     }
     // Pushes the coordinator refused, none of them applied: gradients no
     // model that trains has (a feature of 3e38 in a worker's part), said

@@ -18,9 +18,11 @@ namespace edgetrain::cli {
 // by target", the counts (a team's iterations named as the team's: each
 // worker's own count differs), the modelled energy, whom the team waited on,
 // a table of the workers (a link too little used to time shows "-", one not
-// emulated "unshaped"), the model's path.
+// emulated "unshaped"), the model's path. `ended`: by rank, how each worker
+// that ended on its own mid-run ended ("exit 2, an error of the job's own:
+// ..."), said of it where it is out of the team at the end.
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
-                  std::ostream& out);
+                  std::ostream& out, const std::map<int, std::string>& ended = {});
 // What a team's way of synchronising bought, on one line: bytes on the wire
 // (and their share of bsp's float32 rows both ways every iteration), the
 // workers' stall, and the team's iteration rate against the rate of the same

@@ -61,6 +61,23 @@ std::string Summary(const LocalRunPlan& plan, const JobProgress& p, double wall_
   return out.str();
 }
 
+// A worker out of the team at the end whose agent ended on its own is said
+// with how it ended, not as "counted out, or gone".
+TEST(RunReportTest, AWorkerWhoseAgentEndedOnItsOwnIsSaidWithHow) {
+  JobProgress p = Finished();  // worker 2 is out of the team at the end
+  const std::string said =
+      [&] {
+        std::ostringstream out;
+        PrintSummary(Job(), Team(), p, 66.9, out, {{2, "exit 2, an error of the job's own: the loss is NaN"}});
+        return out.str();
+      }();
+  EXPECT_NE(said.find("  not in the team at the end: robot-3 (its agent ended: exit 2, an error of the job's own: the "
+                      "loss is NaN); its figures stop where it left\n"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(Summary(Team(), p).find("not in the team at the end: robot-3 (counted out, or gone;"), std::string::npos);
+}
+
 // A worker whose pushes the coordinator refused (its gradients beyond what a
 // model that trains has) is said to be, with the last refusal's words.
 TEST(RunReportTest, AWorkersRefusedPushesAreSaidWithTheLastOnesWords) {

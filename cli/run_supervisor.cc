@@ -115,6 +115,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   // unsaid); one that merely exited may be answering the coordinator's end.
   if (!stopping) NoteLostWorkers(display, watch, /*at_end=*/true);
   outcome.lost_workers = static_cast<int>(std::count(reported_.begin(), reported_.end(), true));
+  outcome.ended = ended_;
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
     outcome.failure = "the coordinator ended (" + DescribeExitStatus(outcome.coordinator_exit) + ") without a result";
@@ -152,14 +153,15 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
     reported_[i] = true;
     display.Finish();
     const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
-    err_ << "warning: " << (pipeline ? "the stage agent of rank " : "worker ") << ranks_[i] << " ended ("
-         << DescribeExitStatus(*status);
     // Why, where the job's own input made it stop: the reason was in a log
     // that a run over without a loss it saw deletes.
+    std::string how = DescribeExitStatus(*status);
     if (const std::string why = own_error && watch.last_words ? watch.last_words(ranks_[i]) : ""; !why.empty()) {
-      err_ << ", an error of the job's own: " << why;
+      how += ", an error of the job's own: " + why;
     }
-    err_ << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
+    ended_[ranks_[i]] = how;
+    err_ << "warning: " << (pipeline ? "the stage agent of rank " : "worker ") << ranks_[i] << " ended (" << how
+         << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
     // Once the coordinator has ended, nothing trains on.
     if (!at_end) {
       err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");

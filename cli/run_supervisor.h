@@ -54,8 +54,10 @@ struct Supervision {
   // refused): every worker exited 2. The same command fails the same way.
   bool inputs_at_fault = false;
   // Workers that ended on their own mid-run (killed, failed, stopped by a
-  // signal this run did not send): their logs are worth keeping.
+  // signal this run did not send): their logs are worth keeping. By rank,
+  // how each ended, as the warning said it.
   int lost_workers = 0;
+  std::map<int, std::string> ended;
 };
 
 // What supervision reads and tells besides the agents' own lines.
@@ -104,6 +106,7 @@ class RunSupervisor {
   // coordinator has ended: only by a signal, or on an error of the job's
   // own); true once every worker has: the team has no one left to train.
   bool NoteLostWorkers(ProgressDisplay& display, const RunWatch& watch, bool at_end = false);
+  std::map<int, std::string> ended_;  // by rank, how each worker that ended on its own ended
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   // The job's warnings once its data was read, each said once.
   void NoteWarnings(const JobProgress& p, ProgressDisplay& display);
