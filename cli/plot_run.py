@@ -204,6 +204,14 @@ def timed(series):
     return any(x > 0 for _, v in series.values() for x in v if x == x)
 
 
+def said_instead(ax, words):
+    """A panel with nothing to draw says why, on no scale: empty axes of 0 to 1
+    against a run of 4 s read as a reading (a new user's trial)."""
+    ax.text(0.5, 0.5, words, ha="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
 def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
     """Each worker's uplink series (solid) and downlink series (dashed, same colour)."""
     # Series of gaps alone drew empty axes: every pipeline's report (a new user's trial).
@@ -220,7 +228,7 @@ def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
     if up:
         ax.legend(fontsize=7, ncol=2)
     else:
-        ax.text(0.5, 0.5, alone, ha="center", transform=ax.transAxes)
+        said_instead(ax, alone)
 
 
 def draw(snapshots, evaluations, out, title, names):
@@ -284,7 +292,7 @@ def draw(snapshots, evaluations, out, title, names):
     if stalls:
         ax.legend(fontsize=7)
     else:
-        ax.text(0.5, 0.5, "a job of one: never waits", ha="center", transform=ax.transAxes)
+        said_instead(ax, "a job of one: never waits")
 
     ax = axes[2][0]
     t, joules = team_energy(snapshots)
@@ -296,7 +304,7 @@ def draw(snapshots, evaluations, out, title, names):
         watts_ax.set_ylabel("W", color="tab:purple")
         top_above(watts_ax, wv)  # from 0: a tenth of a watt must not look like a swing
     else:
-        ax.text(0.5, 0.5, "no energy model in this run", ha="center", transform=ax.transAxes)
+        said_instead(ax, "no energy model in this run")
     ax.set_ylabel("J, modelled", color="tab:red")
     ax.set_title("energy (docs/energy.md)")
 

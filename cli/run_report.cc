@@ -581,7 +581,11 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
   auto energy = [&] {
     if (p.energy_joules) {
-      out << "  energy (modelled, docs/energy.md): " << WithThousands(std::llround(*p.energy_joules)) << " J\n";
+      // Under 10 J to a tenth, under 1 J to a hundredth: a job stopped at an
+      // energy budget of 0.001 J said "0 J" (a new user's trial).
+      const double j = *p.energy_joules;
+      out << "  energy (modelled, docs/energy.md): "
+          << (j >= 10 ? WithThousands(std::llround(j)) : Fixed(j, j >= 1 ? 1 : 2)) << " J\n";
     }
   };
   if (plan.job.pipeline) {

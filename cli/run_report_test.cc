@@ -377,6 +377,12 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   const std::string text = out;
   EXPECT_NE(text.find("bubbles    MB sent   MB recv\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  energy (modelled, docs/energy.md): 123 J\n"), std::string::npos) << text;
+  // A few joules, or a fraction of one, are not rounded to 0.
+  p.energy_joules = 0.0227;
+  EXPECT_NE(Summary(plan, p).find("  energy (modelled, docs/energy.md): 0.02 J\n"), std::string::npos);
+  p.energy_joules = 3.04;
+  EXPECT_NE(Summary(plan, p).find("  energy (modelled, docs/energy.md): 3.0 J\n"), std::string::npos);
+  p.energy_joules = 123.4;
   EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  stages laid out anew 1 time as the devices' pace drifted (layers moved, or devices left out); as they "
                       "ended:\n"),

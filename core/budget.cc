@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/duration_text.h"
+
 namespace edgetrain {
 
 Budget::Budget(const BudgetSpec& spec, int64_t samples_per_epoch, TimePoint start)
@@ -46,8 +48,11 @@ std::optional<Duration> Budget::Eta(TimePoint now, BudgetUse use) const {
   // At the pace the job has drawn energy so far: a team's idle devices draw
   // less than computing ones, so the pace moves with its stall.
   if (HasEnergyLimit() && use.energy_j > 0) {
-    const double left = std::max(0.0, spec_.energy_joules - use.energy_j) / use.energy_j;
-    nearest(std::chrono::duration_cast<Duration>(elapsed * left));
+    // In seconds first: a budget of 1e308 J overflowed the clock's ticks
+    // into an ETA of 0 (a new user's trial). Beyond the longest duration a
+    // job may have, the energy is no nearer limit than the others.
+    const double left_s = ToSeconds(elapsed) * std::max(0.0, spec_.energy_joules - use.energy_j) / use.energy_j;
+    if (left_s < ToSeconds(kLongestDuration)) nearest(FromSeconds(left_s));
   }
   return eta;
 }

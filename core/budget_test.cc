@@ -93,6 +93,12 @@ TEST(BudgetTest, AnEnergyBudgetEndsTheJobAtItsJoulesAndSetsThePaceWhenNearest) {
   // The wall clock, spent at once with the energy, is the reason given.
   EXPECT_EQ(budget.Exhausted(start + seconds(100), {100, 900}), StopReason::kWallClock);
 
+  // A budget too far off to reach says no ETA of its own (it overflowed
+  // the clock's ticks into 0).
+  BudgetSpec vast = Spec(100, std::nullopt, std::nullopt);
+  vast.energy_joules = 1e308;
+  EXPECT_EQ(Budget(vast, 100, start).Eta(start + seconds(10), {10, 1}), seconds(90));
+
   // 0 is no energy limit, whatever is drawn.
   const Budget unlimited(Spec(100, std::nullopt, std::nullopt), 100, start);
   EXPECT_EQ(unlimited.Exhausted(start + seconds(10), {10, 1e9}), std::nullopt);
