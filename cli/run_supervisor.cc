@@ -162,8 +162,9 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
     ended_[ranks_[i]] = how;
     err_ << "warning: " << (pipeline ? "the stage agent of rank " : "worker ") << ranks_[i] << " ended (" << how
          << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
-    // Once the coordinator has ended, nothing trains on.
-    if (!at_end) {
+    // Once the coordinator has ended, nothing trains on; nor once this was
+    // the last worker (the run then fails, saying so).
+    if (!at_end && !std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; })) {
       err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");
     }
     err_ << "\n";

@@ -13,7 +13,8 @@ Status Diverged(const std::string& what, int64_t step) {
   return InvalidArgumentError(what + " at step " + std::to_string(step) +
                               ": the model diverged or computes a value that is not finite, and no step trains it "
                               "back; lower spec.optimizer.learningRate, or look at the model's forward (a log or a "
-                              "division of 0). Nothing of that step is kept: a checkpoint holds the weights from before it");
+                              "division of 0) and at the data (a feature above about 1e19, squared, is an infinity). "
+                              "Nothing of that step is kept: a checkpoint holds the weights from before it");
 }
 
 }  // namespace
