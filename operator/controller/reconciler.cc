@@ -1371,7 +1371,13 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         // What was lost stays said, with how far its replacement is: it
         // became "2/3 pods running" a moment after the loss (a new user's trial).
         std::string message = StartingMessage(gang);
-        if (!resuming && running && was == reason::kRecovering) {
+        // A move ahead of a warning stays said as one while its pods start:
+        // "Recovering" of a cordoned node's worker read as a loss (a new
+        // user's trial), though no recovery is counted.
+        const char* why = was == reason::kWorkerMoved      ? reason::kWorkerMoved
+                          : was == reason::kCoordinatorMoved ? reason::kCoordinatorMoved
+                                                             : reason::kRecovering;
+        if (!resuming && running && (was == reason::kRecovering || why != reason::kRecovering)) {
           const std::string before = running->value("message", "");
           const std::string lost = before.substr(0, before.find("; now "));
           // Only what a loss said (Replanned's, AwaitRoom's), never a count of pods.
@@ -1379,7 +1385,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
             message = FirstWordsAndNow(before, "; now ", message);
           }
         }
-        pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kRecovering, message);
+        pass.Set(condition::kRunning, false, resuming ? reason::kResuming : why, message);
         // The team trains on meanwhile: its figures stood still for the 22 s
         // a replacement took to start (a new user's trial).
         (void)ReadProgress(pass, gang);
@@ -1948,7 +1954,8 @@ Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional
                 : ", moved ahead of the loss)");
   if (recovery) pass.status["recoveries"] = *recovery;
   const bool was_running = ConditionIs(pass.stored_status, condition::kRunning, true);
-  pass.Set(condition::kRunning, false, reason::kRecovering, message);
+  // A move is said as one (WorkerMoved, CoordinatorMoved), a loss as Recovering.
+  pass.Set(condition::kRunning, false, recovery ? reason::kRecovering : event_reason, message);
   // The team stopped being whole when the cluster says it did, not when this
   // reconcile saw it: the recovery's time (its Event, its histogram) counts
   // from there. Never before the team last ran whole.

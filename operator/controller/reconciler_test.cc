@@ -1037,6 +1037,15 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
   const Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kRecovering);
   EXPECT_FALSE(status.contains("recoveries")) << "a move is not a recovery, even with maxRecoveries 0";
+  EXPECT_EQ(FindCondition(status, api::condition::kRunning)->value("reason", ""), api::reason::kWorkerMoved)
+      << "said as a move, not as Recovering";
+  // Still said as one while its pod starts.
+  jobs_.Put(Job("team"));
+  SyncPods();
+  Reconcile(key);
+  const Json starting = Job("team")["status"];
+  EXPECT_EQ(FindCondition(starting, api::condition::kRunning)->value("reason", ""), api::reason::kWorkerMoved)
+      << starting.dump(1);
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
                                                   "team-worker-1-g2@robot-2"}))
       << "the worker left robot-1 before it went, and nothing new goes there";
