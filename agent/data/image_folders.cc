@@ -3,6 +3,7 @@
 #include <stb_image.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -30,6 +31,13 @@ StatusOr<std::vector<fs::path>> Entries(const fs::path& dir) {
 bool IsDirectory(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);  // follows symbolic links, as a user would expect
+}
+
+// A PNG or JPEG by its name, as a person names one.
+bool LooksLikeAnImage(const fs::path& file) {
+  std::string ext = file.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
 Status AppendImage(const fs::path& file, int label, Dataset& d) {
@@ -87,6 +95,11 @@ StatusOr<ImageFolders> ReadImageFolders(const std::string& root, const DatasetIn
     if (IsDirectory(e)) {
       folders.push_back(e);
       out.classes.push_back(e.filename().string());
+    } else if (LooksLikeAnImage(e)) {
+      // No folder says its class: it was left out, unsaid (a new user's
+      // trial). Other files beside the class folders (a README) are no one's.
+      return InvalidArgumentError(e.string() + ": an image beside the class folders, which no folder gives a class: "
+                                  "move it into its class's folder");
     }
   }
   if (static_cast<int>(folders.size()) != info.classes) {

@@ -129,6 +129,14 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
   fs::create_directories(dir / "broken-images" / "a");
   fs::create_directories(dir / "broken-images" / "b");
   fs::copy(dir / "images" / "a" / "1.png", dir / "broken-images" / "a" / "1.png");
+  // An image beside the class folders, which no folder gives a class; a
+  // README there is no one's and left alone.
+  fs::create_directories(dir / "loose-images" / "a");
+  fs::create_directories(dir / "loose-images" / "b");
+  fs::copy(dir / "images" / "a" / "1.png", dir / "loose-images" / "a" / "1.png");
+  fs::copy(dir / "images" / "a" / "1.png", dir / "loose-images" / "b" / "1.png");
+  fs::copy(dir / "images" / "a" / "1.png", dir / "loose-images" / "stray.PNG");
+  std::ofstream(dir / "images" / "README.txt") << "two classes\n";
   std::string png;
   {
     std::ifstream in(dir / "images" / "a" / "1.png", std::ios::binary);
@@ -200,6 +208,9 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
        d + "/broken-images/b/1.png: not a PNG or JPEG image that can be decoded (corrupt or truncated)"},
       {Files(DataFormat::kImages, Path(d + "/images"), Path(d + "/images"), {2, 2}, 3),
        d + "/images: expected 3 class folders (classes), found 2"},
+      {Files(DataFormat::kImages, Path(d + "/loose-images"), Path(d + "/images"), {2, 2}, 2),
+       d + "/loose-images/stray.PNG: an image beside the class folders, which no folder gives a class: move it into "
+           "its class's folder"},
       // empty data sets
       {Files(DataFormat::kCsv, Path(csv), Path(Write(dir / "header-only.csv", "label,a,b\n")), {2}, 2), d + "/header-only.csv: no samples"},
       {Files(DataFormat::kNpy, Pair(Write(dir / "x0.npy", Npy("<f4", "(0, 2)", "")), Write(dir / "y0.npy", Npy("|u1", "(0,)", ""))),

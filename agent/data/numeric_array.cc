@@ -200,7 +200,8 @@ StatusOr<Dataset> DatasetFromArrays(const NumericArray& features, const std::str
   if (f[0] == 0) return InvalidArgumentError(features_path + ": no samples");
   const int64_t per_sample = ElementCount({f.begin() + 1, f.end()});
   if (per_sample != d.SampleSize()) {
-    return InvalidArgumentError(features_path + ": a sample has " + std::to_string(per_sample) + " values (shape " +
+    return InvalidArgumentError(features_path + ": a sample has " + std::to_string(per_sample) +
+                                (per_sample == 1 ? " value" : " values") + " (shape " +
                                 ShapeText(f) + "), inputShape has " + std::to_string(d.SampleSize()));
   }
   const std::vector<int64_t>& l = labels.dims;
