@@ -19,9 +19,11 @@ namespace {
 // enough that copying the progress costs nothing next to a training step.
 constexpr Duration kPublishEvery = std::chrono::milliseconds(100);
 
-// What the budget counts of the job's progress; its energy is 0 until an
-// energy model has reported.
-BudgetUse UseOf(const JobProgress& p) { return {p.samples, p.energy_joules.value_or(0)}; }
+// What the budget counts of the job's progress: its energy as reported (0
+// until an energy model has), and what its silent workers have drawn since.
+BudgetUse UseOf(const JobProgress& p) {
+  return {p.samples, p.energy_joules ? *p.energy_joules + UnreportedEnergy(p) : 0};
+}
 
 }  // namespace
 

@@ -6,6 +6,16 @@
 
 namespace edgetrain {
 
+double UnreportedEnergy(const JobProgress& p) {
+  double joules = 0;
+  for (const WorkerProgress& w : p.workers) {
+    // A stage's clock is its busy time, not the job's: its watts would be off.
+    if (w.layers || w.wall_s <= 0 || w.silent_s <= 0) continue;
+    joules += w.silent_s * w.energy_joules / w.wall_s;
+  }
+  return joules;
+}
+
 Budget::Budget(const BudgetSpec& spec, int64_t samples_per_epoch, TimePoint start)
     : spec_(spec), samples_per_epoch_(std::max<int64_t>(1, samples_per_epoch)), start_(start) {}
 

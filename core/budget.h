@@ -24,6 +24,15 @@ struct BudgetUse {
   double energy_j = 0;
 };
 
+// The joules a team's workers have drawn since their last report reached
+// the coordinator, as an energy budget counts them: each silent worker at
+// the watts it drew so far (its energy over its own wall clock), for as long
+// as it has been silent. A worker whose link is out reports nothing until it
+// is back, and a robot team stopped at 318 J of a 250 J budget, one robot's
+// last 8.9 s unseen (a new user's trial). A pipeline's devices and a job of
+// one report as they go: none.
+double UnreportedEnergy(const JobProgress& p);
+
 class Budget {
  public:
   // `samples_per_epoch`: how many samples one pass over the data trains.

@@ -72,6 +72,27 @@ TEST(BudgetTest, FractionAndEtaFollowTheNearestLimit) {
   EXPECT_DOUBLE_EQ(epochs_only.Fraction(start + seconds(4), {300}), 1.0);
 }
 
+// A silent worker is counted at the watts it drew so far for as long as it
+// has been silent; a worker just heard from adds its last moment's worth, a
+// pipeline's device (its clock its busy time) nothing.
+TEST(BudgetTest, ASilentWorkerIsCountedAtItsWattsSoFar) {
+  JobProgress p;
+  WorkerProgress heard, silent, stage;
+  heard.wall_s = 10;
+  heard.energy_joules = 100;  // 10 W
+  heard.silent_s = 0.02;
+  silent.wall_s = 20;
+  silent.energy_joules = 100;  // 5 W
+  silent.silent_s = 9;
+  stage.wall_s = 3;
+  stage.energy_joules = 100;
+  stage.silent_s = 30;
+  stage.layers = std::pair{0, 2};
+  p.workers = {heard, silent, stage};
+  EXPECT_DOUBLE_EQ(UnreportedEnergy(p), 0.2 + 45);
+  EXPECT_DOUBLE_EQ(UnreportedEnergy(JobProgress{}), 0);
+}
+
 // An energy budget ends the job once its modelled energy reaches it, and
 // its share and pace count in the fraction and the ETA like the others'.
 TEST(BudgetTest, AnEnergyBudgetEndsTheJobAtItsJoulesAndSetsThePaceWhenNearest) {
