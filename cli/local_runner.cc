@@ -460,10 +460,23 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   std::error_code ec;
   const std::string model = plan.job.ModelPath();
   const std::string earlier_model = fs::exists(model, ec) ? model : "";
-  auto checkpointed = [&] {
+  // A checkpoint there to resume this run from: one it wrote, or, unless it
+  // started afresh, the one it resumed from. A --fresh run that failed or was
+  // stopped before its first checkpoint said an earlier run's was "kept:
+  // run the command again without --fresh to resume from it", and the next
+  // run started that earlier job over (a new user's trial).
+  auto written_at = [&]() -> std::optional<fs::file_time_type> {
     std::error_code unreadable;
-    return fs::exists(plan.job.CheckpointPath(), unreadable);
+    const fs::file_time_type t = fs::last_write_time(plan.job.CheckpointPath(), unreadable);
+    return unreadable ? std::nullopt : std::optional(t);
   };
+  const std::optional<fs::file_time_type> checkpoint_before = written_at();
+  auto checkpointed = [&] {
+    const std::optional<fs::file_time_type> now = written_at();
+    return now && (!options.fresh || now != checkpoint_before);
+  };
+  // One an earlier run left that this --fresh run had not yet replaced.
+  auto earlier_checkpoint = [&] { return options.fresh && checkpoint_before && written_at() == checkpoint_before; };
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
@@ -528,7 +541,10 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       err << "no checkpoint was written in " << plan.job.output_dir
           << (every > 0 ? " (one every " + std::to_string(every) + " iterations, spec.faultTolerance.checkpointEvery)"
                         : " (spec.faultTolerance.checkpointEvery is 0)")
-          << ": a run again starts over\n";
+          << (earlier_checkpoint() ? "; the one there is an earlier run's, which this --fresh run had not yet "
+                                     "replaced: the same command starts over, and without --fresh it would go on "
+                                     "from that earlier run's checkpoint\n"
+                                   : ": a run again starts over\n");
     }
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
     if (drop_logs) {

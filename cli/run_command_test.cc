@@ -665,6 +665,27 @@ TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
   EXPECT_NE(last["error"].get<std::string>().find("the agent exited before it printed `http`"), std::string::npos);
 }
 
+// A --fresh run that fails before its first checkpoint does not offer the
+// one an earlier run left as its own to resume from (it said "kept: run the
+// command again without --fresh to resume from it", and that run then
+// started an earlier job over: a new user's trial).
+TEST_F(RunCommandTest, AFreshRunThatFailsBeforeItsCheckpointDoesNotOfferAnEarlierOne) {
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  std::ofstream(out / "checkpoint.bin") << "an earlier run's";
+  const std::string manifest = Manifest("digits-dead-fresh", kDigitsSpec);
+  Outcome fresh = Execute({"run", manifest, "--agent", "/bin/false", "--fresh", "--output", out.string()});
+  EXPECT_EQ(fresh.exit, 1);
+  EXPECT_EQ(fresh.stderr_text.find("to resume from it"), std::string::npos) << fresh.stderr_text;
+  EXPECT_NE(fresh.stderr_text.find("the one there is an earlier run's, which this --fresh run had not yet replaced"),
+            std::string::npos)
+      << fresh.stderr_text;
+  // Without --fresh, the checkpoint there is the one a run again goes on from.
+  Outcome again = Execute({"run", manifest, "--agent", "/bin/false", "--output", out.string()});
+  EXPECT_NE(again.stderr_text.find("is kept: run the same command again to resume from it"), std::string::npos)
+      << again.stderr_text;
+}
+
 constexpr const char* kLongSpec = R"(  model: {name: mlp}
   data: {dataset: digits}
   budget: {wallClock: 10m, epochs: 100000}
