@@ -44,6 +44,9 @@ struct WorkerTotals {
   // run so far (a resumed run said 0 of a file its first run had refused).
   int64_t stream_refused_files = 0;
   std::string stream_last_refused = {};
+  // The node the rank ran on, where known (a pipeline's devices); empty:
+  // not said, and its figures go on with the rank's.
+  std::string node = {};
 };
 
 class TeamAccounts {

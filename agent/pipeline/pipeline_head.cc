@@ -232,6 +232,10 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   for (size_t r = 0; r < links_.size() && r < c.workers.size(); ++r) {
     Link& link = *links_[r];
     const WorkerTotals& t = c.workers[r];
+    // The rank on another device than before (another profile): its
+    // figures are that device's, not this one's (a gateway was shown with
+    // the 176.7 MB another device had sent: a new user's trial).
+    if (!t.node.empty() && r < plan_.workers.size() && plan_.workers[r].node != t.node) continue;
     link.compute_s = t.compute_s;
     link.idle_s = t.stall_s;
     link.bytes_up = t.bytes_sent;
@@ -2402,6 +2406,9 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
       t.bytes_received = link->bytes_down;
       t.energy_j = link->energy_j;
       t.samples = link->samples;
+      if (static_cast<size_t>(link->rank) < plan_.workers.size()) {
+        t.node = plan_.workers[static_cast<size_t>(link->rank)].node;
+      }
       into.workers.push_back(t);
     }
   }

@@ -393,6 +393,37 @@ TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
 // A stage agent told to stop (SIGTERM) leaves at once, even while it waits
 // for the head; the head's next step says which stage it lost; and the stage
 // left waiting mid-step for it ends with the head's Stop.
+// Resumed on another profile, a rank on another device than before starts
+// its figures at 0: a gateway was shown with the bytes and compute another
+// device had had under that rank (a new user's trial).
+TEST(SimulatedPipelineTest, AResumedRankOnAnotherDeviceDoesNotTakeTheEarlierDevicesFigures) {
+  const TrainTestSplit data = testing::FakeData(64, 8, 10);
+  const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 8, 2,
+                                         R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
+                                    2, 2);
+  DeterministicClock clock;
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(2, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(2, {{1}}), clock, log);
+  JobCheckpoint c;
+  c.iteration = 3;
+  c.parameters.assign(whole.Parameters().size(), 0.5f);
+  c.workers.resize(2);
+  c.workers[0].energy_j = 5;
+  c.workers[0].node = plan.workers[0].node;
+  c.workers[1].energy_j = 7;
+  c.workers[1].bytes_sent = 1000;
+  c.workers[1].node = plan.workers[1].node + "-elsewhere";
+  ASSERT_TRUE(head.Restore(c).ok()) << log.str();
+  const JobProgress p = head.Progress();
+  ASSERT_EQ(p.workers.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.workers[0].energy_joules, 5) << "the same device goes on from its figures";
+  EXPECT_DOUBLE_EQ(p.workers[1].energy_joules, 0);
+  EXPECT_EQ(p.workers[1].bytes_sent, 0);
+}
+
 TEST(SimulatedPipelineTest, AStageToldToStopLeavesAndTheHeadSaysWhichWasLost) {
   const TrainTestSplit data = testing::FakeData(64, 8, 10);
   const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 8, 2,

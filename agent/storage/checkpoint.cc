@@ -119,6 +119,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     t->set_stream_wait_seconds(w.stream_wait_s);
     t->set_stream_refused_files(w.stream_refused_files);
     t->set_stream_last_refused(w.stream_last_refused);
+    t->set_node(w.node);
   }
   const std::string message = m.SerializeAsString();
   const uint32_t crc = Crc32(message);
@@ -162,7 +163,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),
                          t.held_team_seconds(), t.stream_read_through(), t.stream_arrived(), t.stream_dropped(),
-                         t.stream_wait_seconds(), t.stream_refused_files(), t.stream_last_refused()});
+                         t.stream_wait_seconds(), t.stream_refused_files(), t.stream_last_refused(), t.node()});
   }
   if (m.has_team()) {
     c.ledger = LedgerState{m.team().workers(), ToVector<int64_t>(m.team().pushed()),

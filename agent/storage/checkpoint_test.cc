@@ -29,6 +29,7 @@ JobCheckpoint Sample(int64_t iteration) {
   c.workers = {WorkerTotals{7, 448, 30, 9000, 8000, 1.5, 0.5, 2.5, 60.0, 0.25, "0003.csv"}, WorkerTotals{}};
   c.workers[0].stream_refused_files = 2;
   c.workers[0].stream_last_refused = "bad.csv:1: expected 65 values, found 2";
+  c.workers[0].node = "gateway";
   return c;
 }
 
@@ -94,6 +95,7 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.workers[0].stream_read_through, "0003.csv");
   EXPECT_EQ(c.workers[0].stream_refused_files, 2);
   EXPECT_EQ(c.workers[0].stream_last_refused, "bad.csv:1: expected 65 values, found 2");
+  EXPECT_EQ(c.workers[0].node, "gateway");
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
