@@ -408,8 +408,11 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
   // since a straggler went).
   if (p.replays && p.replays->replanned_micro_batches > 0) {
     const JobProgress::Replays& r = *p.replays;
+    // The count the run started with, said where it stayed (it read as a
+    // change: a new user's trial).
+    const bool same = layout.micro_batches == r.replanned_micro_batches;
     out << "  planned again for the devices left: " << r.replanned_micro_batches << " micro-batch"
-        << (r.replanned_micro_batches == 1 ? "" : "es") << " a step, predicted "
+        << (r.replanned_micro_batches == 1 ? "" : "es") << " a step" << (same ? ", as before" : "") << ", predicted "
         << WithThousands(std::llround(r.replanned_samples_per_s)) << " samples/s\n";
   }
   if (p.replays && p.replays->redealt > 0) {

@@ -513,6 +513,10 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   EXPECT_NE(dealt.find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
       << "said without a loss too (a straggler let go of)\n"
       << dealt;
+  EXPECT_EQ(dealt.find("as before"), std::string::npos) << dealt;
+  redealt.replays->replanned_micro_batches = plan.job.pipeline->micro_batches;
+  EXPECT_NE(Summary(plan, redealt).find(" micro-batches a step, as before, predicted"), std::string::npos)
+      << Summary(plan, redealt);
   // Three stages of a device each, the middle one lost and its layers taken
   // by the first: the table numbers the stages as they ended, 1 and 2, not
   // as planned, 1 and 3.
