@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "agent/data/csv_format.h"
+#include "agent/data/gzip_file.h"
 
 namespace edgetrain::agent {
 
@@ -62,6 +63,17 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   }
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    if (const auto was = read_size_.find(name); was != read_size_.end()) {
+      std::error_code unsized;
+      const std::uintmax_t now = it->file_size(unsized);
+      if (!unsized && now > was->second) {
+        scan.refused.push_back(it->path().string() + ": " + std::to_string(now - was->second) +
+                               " bytes were written to it after it was read, and are not read: write a file whole "
+                               "under another name (.NAME.csv) and rename it into the folder");
+        read_size_.erase(was);
+      }
+      continue;
+    }
     if (!IsStreamFileName(name) || seen_.contains(name)) continue;
     if (!skip.empty() && name <= skip) continue;
     if (!it->is_regular_file(ec)) continue;
@@ -74,7 +86,10 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     // It and those after it wait for a later look: files are taken in name
     // order, which a resumed run's skipping by name relies on.
     if (StillBeingWritten(path)) break;
-    StatusOr<Dataset> read = ReadCsvFile(path.string(), samples_.info);
+    // Its bytes as read, which a later look sets its size against.
+    const StatusOr<std::string> text = ReadDataFile(path.string());
+    StatusOr<Dataset> read =
+        text.ok() ? ParseCsv(*text, samples_.info, {}, path.string()) : StatusOr<Dataset>(text.status());
     if (!read.ok()) {
       seen_.insert(path.filename().string());
       scan.refused.push_back(read.status().message());
@@ -90,6 +105,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     // than the whole buffer): that one is taken, alone, once the buffer is empty.
     if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) break;
     seen_.insert(path.filename().string());
+    read_size_[path.filename().string()] = text->size();
     const size_t at = samples_.features.size();
     samples_.features.resize(at + static_cast<size_t>(n * sample));
     read->CopySamples(0, n, samples_.features.data() + at);

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -68,6 +69,11 @@ class SampleDirectory {
   const std::string folder_;
   Dataset samples_;  // every sample read, features as floats
   std::set<std::string> seen_;
+  // Of each file read, its size then, until it is seen to grow: a file
+  // written in place a line at a time, read after its first line, lost its
+  // other lines unsaid (a new user's trial). Rows written to a file after it
+  // was read are not read: said once, as a file left out.
+  std::map<std::string, std::uintmax_t> read_size_;
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;
   std::string skip_through_;  // names up to this one are read (SkipThrough)
