@@ -209,6 +209,31 @@ static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream&
     if (other.size() > 1) err << " and " << other.size() - 1 << " more";
     err << "\n";
   }
+  // What the folder holds that no worker reads: a worker-N of no rank,
+  // another name, CSV files beside the worker folders (a new user's 50
+  // samples in worker-7 of a team of two went unsaid, as did a path that
+  // was a file, not a folder).
+  const fs::path top(*stream->directory);
+  std::error_code ec;
+  if (fs::exists(top, ec) && !fs::is_directory(top, ec)) {
+    err << "note: " << top.string() << " is a file, not a folder: its workers read worker-RANK/ folders in it\n";
+  }
+  std::vector<std::string> unread;
+  for (fs::directory_iterator it(top, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    bool ours = false;
+    for (int rank = 0; rank < job.spec.parallelism.workers && !ours; ++rank) ours = name == "worker-" + std::to_string(rank);
+    const bool folder = it->is_directory(ec);
+    if (!ours && (folder || agent::IsStreamFileName(name))) unread.push_back(name + (folder ? "/" : ""));
+  }
+  if (!unread.empty()) {
+    std::sort(unread.begin(), unread.end());
+    err << "note: " << top.string() << " holds what no worker of " << job.spec.parallelism.workers
+        << " reads: " << unread.front();
+    if (unread.size() > 1) err << " and " << unread.size() - 1 << " more";
+    err << " (worker RANK reads worker-RANK/, RANK from 0 to " << job.spec.parallelism.workers - 1 << ")\n";
+  }
   if (dry.empty()) return;
   err << "note: nothing to read yet in " << dry.front();
   if (dry.size() > 1) err << " and " << dry.size() - 1 << " more worker folder" << (dry.size() > 2 ? "s" : "");

@@ -290,6 +290,9 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   // Worker 1's rows under a name the stream does not read.
   fs::create_directories(dir_ / "incoming" / "worker-1");
   std::ofstream(dir_ / "incoming" / "worker-1" / "rows.txt") << row << "\n";
+  // A folder of no worker's rank, and a file beside the worker folders.
+  fs::create_directories(dir_ / "incoming" / "worker-7");
+  std::ofstream(dir_ / "incoming" / "loose.csv") << row << "\n";
   const std::string job = Manifest("folder", R"(  model: {name: mlp, hidden: [16]}
   data: {dataset: digits, batchSize: 8, stream: {directory: incoming}}
   parallelism: {workers: 2}
@@ -311,6 +314,11 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
             std::string::npos)
       << run.stderr_text;
   EXPECT_EQ(run.stderr_text.find("worker-0:"), std::string::npos) << "worker 0 has a file";
+  EXPECT_NE(run.stderr_text.find("note: " + (dir_ / "incoming").string() +
+                                 " holds what no worker of 2 reads: loose.csv and 1 more (worker RANK reads "
+                                 "worker-RANK/, RANK from 0 to 1)\n"),
+            std::string::npos)
+      << run.stderr_text;
 }
 
 TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
