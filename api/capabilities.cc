@@ -323,6 +323,14 @@ const std::vector<Capability>& Capabilities() {
                 WrittenBeyondDefault(raw, "spec.data.partition");
        },
        "applies to data-parallel teams only: a pipeline deals each batch of the whole data set among its devices"},
+      // A folder's stream draws from no data set: its epochs count what the
+      // team trained over `dataset`'s training set, which a new user's
+      // validate passed without a word (docs/streams.md says to give it a
+      // wallClock or a targetAccuracy).
+      {"spec.budget.epochs", Effect::kNote, kEverywhere,
+       [](const JobSpec& s, const Json&) { return s.budget.epochs && s.data.stream && s.data.stream->directory; },
+       "counts the samples a stream from a folder trained on over spec.data.dataset's training set, which the folder "
+       "does not draw from: a wallClock or targetAccuracy budget says what is meant (docs/streams.md)"},
       // Without effect on a job of one worker, anywhere.
       {"spec.sync", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) { return s.parallelism.workers == 1 && WrittenBeyondDefault(raw, "spec.sync"); },

@@ -162,6 +162,17 @@ TEST(CapabilitiesTest, PipelinesRunEverywhereAModulesToo) {
   }
 }
 
+// An epochs budget of a stream from a folder counts over a data set the
+// folder does not draw from: noted, where a wall clock is not.
+TEST(CapabilitiesTest, AnEpochsBudgetOfAFolderStreamIsNoted) {
+  const std::string folder = R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"directory": "in"}}, )";
+  const std::string epochs = Joined(CheckSupport(Job((folder + R"("budget": {"epochs": 3}}})").c_str()), Runner::kLocal));
+  EXPECT_NE(epochs.find("spec.budget.epochs counts the samples a stream from a folder trained on"), std::string::npos)
+      << epochs;
+  const std::string clock = Joined(CheckSupport(Job((folder + R"("budget": {"wallClock": "1m"}}})").c_str()), Runner::kLocal));
+  EXPECT_EQ(clock.find("spec.budget.epochs"), std::string::npos) << clock;
+}
+
 // Rates from the nodes: a cluster profile's locally, the Nodes' (an emulated
 // site's) on Kubernetes, where placement puts workers only on nodes with one.
 TEST(CapabilitiesTest, AStreamTakesItsRatesFromTheJobOrFromItsNodesEverywhere) {
