@@ -106,6 +106,11 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) break;
     seen_.insert(path.filename().string());
     read_size_[path.filename().string()] = text->size();
+    read_order_.push_back(path.filename().string());
+    if (read_order_.size() > kWatchedAfterRead) {
+      read_size_.erase(read_order_.front());
+      read_order_.pop_front();
+    }
     const size_t at = samples_.features.size();
     samples_.features.resize(at + static_cast<size_t>(n * sample));
     read->CopySamples(0, n, samples_.features.data() + at);

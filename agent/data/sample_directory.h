@@ -16,6 +16,7 @@
 // all but a buffer's worth).
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -69,11 +70,15 @@ class SampleDirectory {
   const std::string folder_;
   Dataset samples_;  // every sample read, features as floats
   std::set<std::string> seen_;
-  // Of each file read, its size then, until it is seen to grow: a file
-  // written in place a line at a time, read after its first line, lost its
-  // other lines unsaid (a new user's trial). Rows written to a file after it
-  // was read are not read: said once, as a file left out.
+  // Of the last files read, each one's size then, until it is seen to grow:
+  // a file written in place a line at a time, read after its first line,
+  // lost its other lines unsaid (a new user's trial). Rows written to a file
+  // after it was read are not read: said once, as a file left out. Only the
+  // last kWatchedAfterRead: a writer writes one file at a time, and every
+  // look (each 50 ms while a worker waits) stats those watched.
+  static constexpr size_t kWatchedAfterRead = 8;
   std::map<std::string, std::uintmax_t> read_size_;
+  std::deque<std::string> read_order_;  // the watched files, oldest first
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;
   std::string skip_through_;  // names up to this one are read (SkipThrough)
