@@ -708,16 +708,14 @@ Status Reconciler::Place(Pass& pass) {
     const std::string kPlanGone = "its plan ConfigMap ";
     const bool plan_deleted = just_deleted || (placed && placed->value("reason", "") == reason::kPodsEnding &&
                                                placed->value("message", "").rfind(kPlanGone, 0) == 0);
-    const std::string what = plan_deleted ? kPlanGone + PlanConfigMapName(pass.job.name) +
-                                                " is gone, and its team, which reads it, ends: waiting for its " +
-                                                std::to_string(pass.pods.size()) + " pod" +
-                                                (pass.pods.size() == 1 ? "" : "s") + " to end before it is placed "
-                                                "again (what they trained goes with them unless spec.output.volume "
-                                                "keeps its checkpoint)"
-                                          : "waiting for " + std::to_string(pass.pods.size()) + " pod" +
-                                                (pass.pods.size() == 1 ? "" : "s") +
-                                                " of an earlier plan, or of a job of this name deleted before, to "
-                                                "end and free their nodes";
+    const std::string pods = std::to_string(pass.pods.size()) + (pass.pods.size() == 1 ? " pod" : " pods");
+    const std::string what =
+        plan_deleted ? kPlanGone + PlanConfigMapName(pass.job.name) +
+                           " is gone, and its team, which reads it, ends: waiting for its " + pods +
+                           " to end before it is placed again (what they trained goes with them unless "
+                           "spec.output.volume keeps its checkpoint)"
+                     : "waiting for " + pods +
+                           " of an earlier plan, or of a job of this name deleted before, to end and free their nodes";
     if (just_deleted) {
       events_.Record(pass.object, "Warning", reason::kPlanDeleted, what);
       log_.Job(pass.key, reason::kPlanDeleted, what);
