@@ -11,7 +11,7 @@ RunSupervisor::RunSupervisor(std::string job, WatchedProcess& coordinator, std::
                              Clock& clock, std::ostream& err, SupervisionTimes times, StopOrder order,
                              std::vector<int> worker_ranks)
     : job_(std::move(job)), coordinator_(coordinator), workers_(std::move(workers)), clock_(clock), err_(err),
-      times_(times), order_(order), ranks_(std::move(worker_ranks)), reported_(workers_.size(), false) {
+      times_(times), order_(order), ranks_(std::move(worker_ranks)) {
   if (ranks_.size() != workers_.size()) {
     ranks_.resize(workers_.size());
     for (size_t i = 0; i < ranks_.size(); ++i) ranks_[i] = static_cast<int>(i);
@@ -114,7 +114,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   // new user's team of one epoch ended with exit 0 and the worker's end
   // unsaid); one that merely exited may be answering the coordinator's end.
   if (!stopping) NoteLostWorkers(display, watch, /*at_end=*/true);
-  outcome.lost_workers = static_cast<int>(std::count(reported_.begin(), reported_.end(), true));
+  outcome.lost_workers = static_cast<int>(ended_.size());
   outcome.ended = ended_;
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
@@ -147,10 +147,9 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
   for (size_t i = 0; i < workers_.size(); ++i) {
     // A worker told to stop exits with 0; anything else is a loss the team absorbs.
     auto status = workers_[i]->Poll();
-    if (!status || *status == 0 || reported_[i]) continue;
+    if (!status || *status == 0 || ended_.contains(ranks_[i])) continue;
     const bool own_error = *status == kExitInvalid;
     if (at_end && !(*status > 128) && !own_error) continue;
-    reported_[i] = true;
     display.Finish();
     const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
     // Why, where the job's own input made it stop: the reason was in a log
@@ -164,12 +163,12 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
          << "; its log, worker-" << ranks_[i] << ".log, is kept with the run's logs)";
     // Once the coordinator has ended, nothing trains on; nor once this was
     // the last worker (the run then fails, saying so).
-    if (!at_end && !std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; })) {
+    if (!at_end && ended_.size() < workers_.size()) {
       err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");
     }
     err_ << "\n";
   }
-  return !workers_.empty() && std::all_of(reported_.begin(), reported_.end(), [](bool r) { return r; });
+  return !workers_.empty() && ended_.size() == workers_.size();
 }
 
 void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display) {

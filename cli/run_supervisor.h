@@ -106,7 +106,8 @@ class RunSupervisor {
   // coordinator has ended: only by a signal, or on an error of the job's
   // own); true once every worker has: the team has no one left to train.
   bool NoteLostWorkers(ProgressDisplay& display, const RunWatch& watch, bool at_end = false);
-  std::map<int, std::string> ended_;  // by rank, how each worker that ended on its own ended
+  // By rank, how each worker that ended on its own ended: those whose loss was named.
+  std::map<int, std::string> ended_;
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   // The job's warnings once its data was read, each said once.
   void NoteWarnings(const JobProgress& p, ProgressDisplay& display);
@@ -124,7 +125,6 @@ class RunSupervisor {
   SupervisionTimes times_;
   StopOrder order_;
   std::vector<int> ranks_;       // per worker: its rank
-  std::vector<bool> reported_;  // per worker: its loss was named
   bool said_how_it_started_ = false;
   size_t warnings_said_ = 0;
   std::optional<JobProgress::Replays> seen_replays_;  // as last read
