@@ -46,6 +46,32 @@ bool IsStreamFileName(const std::string& name) {
                     [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
 }
 
+bool StreamNameBefore(std::string_view a, std::string_view b) {
+  const auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      // Leading zeros aside, the longer run is the larger number.
+      size_t i_end = i, j_end = j;
+      while (i_end < a.size() && digit(a[i_end])) ++i_end;
+      while (j_end < b.size() && digit(b[j_end])) ++j_end;
+      while (i + 1 < i_end && a[i] == '0') ++i;
+      while (j + 1 < j_end && b[j] == '0') ++j;
+      const std::string_view x = a.substr(i, i_end - i), y = b.substr(j, j_end - j);
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = i_end;
+      j = j_end;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
+  return a < b;  // equal but for leading zeros (01.csv, 1.csv): still an order
+}
+
 SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info) : folder_(std::move(folder)) {
   samples_.info = info;
   samples_.info.train_size = samples_.info.test_size = 0;
@@ -75,11 +101,13 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
       continue;
     }
     if (!IsStreamFileName(name) || seen_.contains(name)) continue;
-    if (!skip.empty() && name <= skip) continue;
+    if (!skip.empty() && !StreamNameBefore(skip, name)) continue;
     if (!it->is_regular_file(ec)) continue;
     fresh.push_back(it->path());
   }
-  std::sort(fresh.begin(), fresh.end());
+  std::sort(fresh.begin(), fresh.end(), [](const fs::path& a, const fs::path& b) {
+    return StreamNameBefore(a.filename().string(), b.filename().string());
+  });
   const int64_t sample = samples_.SampleSize();
   for (const fs::path& path : fresh) {
     if (scan.samples >= room) break;  // the rest wait on disk for room in the buffer
@@ -134,7 +162,7 @@ std::string SampleDirectory::ReadThrough(int64_t taken) const {
 
 void SampleDirectory::SkipThrough(std::string name) {
   std::lock_guard lock(mu_);
-  skip_through_ = std::max(skip_through_, std::move(name));
+  if (skip_through_.empty() || StreamNameBefore(skip_through_, name)) skip_through_ = std::move(name);
 }
 
 }  // namespace edgetrain::agent

@@ -3,8 +3,8 @@
 // process, a camera's uploader or a message-queue consumer drops samples into
 // as CSV files, a label and then the features a row (agent/data/csv_format.h).
 // Each file named NAME.csv is read once, when it is first seen, in name order
-// (one whose last line is unfinished, written to just now, waits for the
-// rest). Other names are left alone: a writer puts a file in whole by writing
+// with numbers in names taken by value (StreamNameBefore; one whose last line
+// is unfinished, written to just now, waits for the rest). Other names are left alone: a writer puts a file in whole by writing
 // it under a dot name or as NAME.csv.tmp (or elsewhere on the file system)
 // and renaming it, and a README beside the files is not a sample. Files are
 // kept: what was read is remembered by name.
@@ -22,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/data/dataset.h"
@@ -33,6 +34,13 @@ namespace edgetrain::agent {
 // with a dot. Every other name was read as CSV too: a writer's
 // batch.csv.tmp before its rename was then read twice, under both names.
 bool IsStreamFileName(const std::string& name);
+
+// The order files are read in, and skipped by on resume: by name, a run of
+// digits against a run of digits by its value. A writer counting its files
+// 1.csv, 2.csv, ... 10.csv writes them in that order; by bytes 10.csv came
+// before 9.csv, and a run resumed after 9.csv skipped 10.csv unread.
+// Zero-padded counters and timestamps order as they did.
+bool StreamNameBefore(std::string_view a, std::string_view b);
 
 class SampleDirectory {
  public:
@@ -46,7 +54,7 @@ class SampleDirectory {
     // not tried again.
     std::vector<std::string> refused;
   };
-  // Reads files not read yet, in name order, as long as they fit in `room`
+  // Reads files not read yet, in name order (StreamNameBefore), as long as they fit in `room`
   // samples (a file is read whole); the rest wait on disk for a later look.
   // A file larger than `whole` (the buffer's capacity) would never fit: it
   // is read alone when `room` is the whole buffer. A folder that does not

@@ -187,5 +187,33 @@ TEST_F(SampleDirectoryTest, ARefusedFileIsReadThroughOnceTheFilesBeforeItAre) {
   EXPECT_EQ(source.ReadThrough(3), "c.csv");
 }
 
+// A writer counting its files 1.csv ... 10.csv wrote them in that order; by
+// bytes 10.csv came before 2.csv, and a run resumed after 9.csv skipped
+// 10.csv unread (a new user's trial).
+TEST_F(SampleDirectoryTest, NumbersInNamesAreOrderedByValue) {
+  EXPECT_TRUE(StreamNameBefore("9.csv", "10.csv"));
+  EXPECT_FALSE(StreamNameBefore("10.csv", "9.csv"));
+  EXPECT_TRUE(StreamNameBefore("cam-2-7.csv", "cam-2-11.csv"));
+  EXPECT_TRUE(StreamNameBefore("0009.csv", "0010.csv")) << "zero-padded counters as before";
+  EXPECT_TRUE(StreamNameBefore("2026-12-01T09.csv", "2026-12-01T10.csv"));
+  EXPECT_TRUE(StreamNameBefore("a.csv", "b.csv"));
+  EXPECT_TRUE(StreamNameBefore("a.csv", "a1.csv"));
+  EXPECT_NE(StreamNameBefore("01.csv", "1.csv"), StreamNameBefore("1.csv", "01.csv")) << "still an order";
+  EXPECT_FALSE(StreamNameBefore("1.csv", "1.csv"));
+
+  SampleDirectory before(folder.string(), kInfo);
+  for (int i = 1; i <= 10; ++i) Put(std::to_string(i) + ".csv", std::to_string(i % 3) + ",1,2\n");
+  ASSERT_EQ(before.Look().samples, 10);
+  EXPECT_EQ(before.samples().labels, (std::vector<int64_t>{1, 2, 0, 1, 2, 0, 1, 2, 0, 1})) << "10.csv last";
+  EXPECT_EQ(before.ReadThrough(9), "9.csv");
+
+  SampleDirectory resumed(folder.string(), kInfo);
+  resumed.SkipThrough("9.csv");
+  EXPECT_EQ(resumed.Look().samples, 1) << "10.csv, read after 9.csv, is not skipped with it";
+  EXPECT_EQ(resumed.ReadThrough(1), "10.csv");
+  resumed.SkipThrough("2.csv");
+  EXPECT_EQ(resumed.ReadThrough(1), "10.csv") << "a skip never goes back";
+}
+
 }  // namespace
 }  // namespace edgetrain::agent
