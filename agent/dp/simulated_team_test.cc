@@ -969,6 +969,13 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   EXPECT_EQ(w0.stream->refused_files, 0);
   EXPECT_EQ(w1.stream->refused_files, 1);
   EXPECT_NE(w1.stream->last_refused.find("broken.csv:1: "), std::string::npos) << w1.stream->last_refused;
+  // And to Prometheus, where an alert can see a source writing bad files.
+  const std::string metrics = team.worker_metrics();
+  EXPECT_NE(metrics.find("edgetrain_stream_refused_files_total{trainingjob=\"sim-team\",worker=\"1\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("edgetrain_stream_refused_files_total{trainingjob=\"sim-team\",worker=\"0\"} 0"),
+            std::string::npos);
   EXPECT_GT(*p.accuracy, 0.5);
 }
 

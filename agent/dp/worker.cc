@@ -468,6 +468,7 @@ class WorkerRun {
     lock.lock();
     for (const std::string& refused : scan.refused) {
       ++refused_files_;
+      metrics_.AddRefusedStreamFile();
       last_refused_ = refused;
       log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
     }

@@ -82,6 +82,7 @@ struct WorkerMetrics::Handles {
   TotalCounter stream_arrived;
   TotalCounter stream_dropped;
   Gauge& stream_backlog;
+  Counter& stream_refused_files;
   Counter& data_wait;
   Counter& injected;
   prometheus::Family<Gauge>& push_encoding;
@@ -128,6 +129,9 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
                           "Samples pushed out of the worker's full stream buffer, never trained on", r)
                        .Add(l)),
       Family(BuildGauge(), "edgetrain_stream_backlog_samples", "Samples in the worker's stream buffer", r).Add(l),
+      Family(BuildCounter(), "edgetrain_stream_refused_files_total",
+             "Files of the worker's stream folder left out: unreadable, or written to after they were read", r)
+          .Add(l),
       Family(BuildCounter(), "edgetrain_data_wait_seconds_total",
              "Time compute waited for a batch's minimum of samples to arrive on the worker's stream", r)
           .Add(l),
@@ -183,6 +187,7 @@ void WorkerMetrics::SetStream(int64_t arrived, int64_t dropped, int64_t backlog)
   h_->stream_backlog.Set(static_cast<double>(backlog));
 }
 void WorkerMetrics::AddDataWait(double seconds) { h_->data_wait.Increment(seconds); }
+void WorkerMetrics::AddRefusedStreamFile() { h_->stream_refused_files.Increment(); }
 void WorkerMetrics::AddInjected(int64_t samples) { h_->injected.Increment(static_cast<double>(samples)); }
 void WorkerMetrics::SetPushEncoding(bool topk, double topk_kept_norm) {
   // Set with each push: two label lookups there cost little beside encoding

@@ -54,6 +54,9 @@ class WorkerMetrics {
   // and time its compute waited for a batch's minimum to arrive.
   void SetStream(int64_t arrived, int64_t dropped, int64_t backlog);
   void AddDataWait(double seconds);
+  // A file of a stream from a folder left out: unreadable, or written to
+  // after it was read (agent/data/sample_directory.h).
+  void AddRefusedStreamFile();
   // Samples of labels its part lacks, from the coordinator, it trained on.
   void AddInjected(int64_t samples);
   // Adaptive compression: whether its pushes use top-k now (else int8), and
