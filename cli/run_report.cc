@@ -80,7 +80,7 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   if (!injected.empty()) out << "  injected samples (of labels their parts lack, from the coordinator):" << injected << "\n";
   if (!StreamTotalsOf(p).streams) return;
   out << "  stream    arrived  trained on    dropped   buffered  uncounted   waited for samples\n";
-  bool uncounted_any = false;
+  bool uncounted_any = false, trained_again = false;
   for (const auto& w : p.workers) {
     if (!w.stream) continue;
     const StreamProgress& s = *w.stream;
@@ -89,6 +89,7 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
     // shown, so that a row adds up to what arrived.
     const int64_t uncounted = std::max<int64_t>(0, s.arrived - trained - s.dropped - s.backlog);
     uncounted_any = uncounted_any || uncounted > 0;
+    trained_again = trained_again || trained > s.arrived;
     char line[200];
     std::snprintf(line, sizeof line, "  %6d %10s %11s %10s %10s %10s   %.1f s (%.0f%%)\n", w.rank,
                   WithThousands(s.arrived).c_str(), WithThousands(trained).c_str(), WithThousands(s.dropped).c_str(),
@@ -99,6 +100,10 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   if (uncounted_any) {
     out << "  uncounted: taken into batches whose gradients no round counted (late for their round, sent over a "
            "link that broke, or in hand when the run ended)\n";
+  }
+  if (trained_again) {
+    out << "  trained on more than arrived: a resumed run reads again whole the file of its folder it had taken "
+           "only part of, and trains on those samples again\n";
   }
   // Files of a stream's folder a worker could not read, said here and not
   // only in its log: samples the user expected that were never trained on.

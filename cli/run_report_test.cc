@@ -292,6 +292,13 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
       << late;
   EXPECT_NE(late.find("  uncounted: taken into batches whose gradients no round counted"), std::string::npos)
       << late;
+  EXPECT_EQ(late.find("trained on more than arrived"), std::string::npos);
+  // A resumed run read again the file it had taken part of, and trained
+  // on those samples again: said, not left as a row that cannot add up.
+  p.workers[0].stream->arrived = 600;
+  const std::string again = Summary(plan, p);
+  EXPECT_NE(again.find("  trained on more than arrived: a resumed run reads again whole the file"), std::string::npos)
+      << again;
   p.workers[0].stream->arrived = 615;
 
   p.workers[0].stream->refused_files = 2;

@@ -40,6 +40,10 @@ struct StreamProgress {
   // The last file all of whose samples it has taken from its buffer: a
   // resumed run does not read it, or those before it, again.
   std::string read_through = {};
+  // Of `arrived`, those a resumed run will not see arrive again (all of an
+  // emulated stream's, a folder's in the files read through): the arrivals
+  // a checkpoint carries.
+  int64_t arrived_for_good = 0;
 };
 
 // A worker of a job with adaptive compression (spec.sync.compression adaptive).

@@ -63,7 +63,9 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
     const Worker& k = workers_[w];
     WorkerTotals& t = totals[w];
     t.stream_read_through = StreamReadThrough(static_cast<int>(w));
-    t.stream_arrived = k.stream_arrived + (k.report.stream ? k.report.stream->arrived : 0);
+    // Of a stream from a folder, only the files read through: a resumed run
+    // reads the others again, and counts them then.
+    t.stream_arrived = k.stream_arrived + (k.report.stream ? k.report.stream->arrived_for_good : 0);
     t.stream_dropped = k.stream_dropped + (k.report.stream ? k.report.stream->dropped : 0);
     t.stream_wait_s = k.stream_wait_s + (k.report.stream ? k.report.stream->wait_s : 0);
     t.stream_refused_files = k.stream_refused_files + (k.report.stream ? k.report.stream->refused_files : 0);
@@ -140,6 +142,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     // Counted over every run, as its samples are: a resumed run's table adds up.
     if (wp.stream) {
       wp.stream->arrived += k.stream_arrived;
+      wp.stream->arrived_for_good += k.stream_arrived;
       wp.stream->dropped += k.stream_dropped;
       wp.stream->wait_s += k.stream_wait_s;
       wp.stream->refused_files += k.stream_refused_files;

@@ -163,12 +163,14 @@ TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
   WorkerReport r;
   r.samples = 700;
   r.stream = StreamProgress{700, 10, 0, 2.5};
+  r.stream->arrived_for_good = 700;
   before.Reported(0, r);
   TeamAccounts after(1, 32, 6400);
   after.Restore(before.samples(), before.Totals(), 0.7);
   EXPECT_DOUBLE_EQ(after.loss(), 0.7) << "the loss shown goes on from the checkpoint's";
   r.samples = 50;
   r.stream = StreamProgress{50, 0, 0, 1.0};  // this run's
+  r.stream->arrived_for_good = 50;
   after.Reported(0, r);
   const JobProgress p = after.Progress(4, {true});
   ASSERT_TRUE(p.workers[0].stream.has_value());
@@ -177,6 +179,30 @@ TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
   EXPECT_DOUBLE_EQ(p.workers[0].stream->wait_s, 3.5);
   EXPECT_EQ(p.workers[0].samples, 750);
   EXPECT_EQ(after.Totals()[0].stream_arrived, 750);
+}
+
+// A stream from a folder: what a run had read beyond its last file read
+// through (a file taken in part, files waiting in its buffer) a resumed run
+// reads again. The checkpoint carries only the files read through, so those
+// samples arrive once in the job's count, not once a run (a trial: 50 of a
+// file taken in part counted twice, and a buffer's worth shown as
+// "uncounted").
+TEST(TeamAccountsTest, AFolderStreamsSamplesReadAgainOnResumeArriveOnce) {
+  TeamAccounts before(1, 32, 6400);
+  WorkerReport r;
+  r.stream = StreamProgress{150, 0, 30, 0.5};  // 3 files of 50: 100 read through, 20 taken of the third
+  r.stream->read_through = "2.csv";
+  r.stream->arrived_for_good = 100;
+  before.Reported(0, r);
+  EXPECT_EQ(before.Progress(1, {true}).workers[0].stream->arrived, 150) << "while it runs, all that arrived";
+  TeamAccounts after(1, 32, 6400);
+  after.Restore(before.samples(), before.Totals());
+  r.stream = StreamProgress{50, 0, 0, 0.1};  // 3.csv, read again whole
+  r.stream->read_through = "3.csv";
+  r.stream->arrived_for_good = 50;
+  after.Reported(0, r);
+  EXPECT_EQ(after.Progress(2, {true}).workers[0].stream->arrived, 150);
+  EXPECT_EQ(after.Totals()[0].stream_arrived, 150);
 }
 
 // A file a worker's folder left out in one run is skipped by the next, which

@@ -160,6 +160,16 @@ std::string SampleDirectory::ReadThrough(int64_t taken) const {
   return through;
 }
 
+int64_t SampleDirectory::SamplesReadThrough(int64_t taken) const {
+  std::lock_guard lock(mu_);
+  int64_t through = 0;
+  for (const auto& [end, name] : files_) {
+    if (end > taken) break;
+    through = end;
+  }
+  return through;
+}
+
 void SampleDirectory::SkipThrough(std::string name) {
   std::lock_guard lock(mu_);
   if (skip_through_.empty() || StreamNameBefore(skip_through_, name)) skip_through_ = std::move(name);

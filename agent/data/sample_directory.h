@@ -65,6 +65,10 @@ class SampleDirectory {
   // that arrived (a buffer hands them out in order); empty: none. A resumed
   // run's worker need not read it, or the files before it, again.
   std::string ReadThrough(int64_t taken) const;
+  // How many of this run's samples those files held: what a resumed run
+  // will not read again, and so what its arrivals go on from (a file taken
+  // in part, or waiting in the buffer, is read again and arrives again).
+  int64_t SamplesReadThrough(int64_t taken) const;
   // Files named `name` or before it are taken as read, now and when they
   // appear: the run this one resumes trained on them. Files arrive in name
   // order (docs/streams.md), so one named before it that appears later is

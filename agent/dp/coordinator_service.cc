@@ -83,7 +83,7 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   if (s.has_stream()) {
     const v1::StreamStats& st = s.stream();
     r.stream = StreamProgress{st.arrived(),       st.dropped(),      st.backlog(),     st.wait_seconds(),
-                              st.refused_files(), st.last_refused(), st.read_through()};
+                              st.refused_files(), st.last_refused(), st.read_through(), st.arrived_for_good()};
   }
   return r;
 }

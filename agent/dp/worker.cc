@@ -636,7 +636,11 @@ class WorkerRun {
       stream->set_backlog(c.backlog);
       stream->set_refused_files(refused_files_);
       stream->set_last_refused(last_refused_);
-      if (directory_) stream->set_read_through(directory_->ReadThrough(c.arrived - c.backlog));
+      stream->set_arrived_for_good(c.arrived);
+      if (directory_) {
+        stream->set_read_through(directory_->ReadThrough(c.arrived - c.backlog));
+        stream->set_arrived_for_good(directory_->SamplesReadThrough(c.arrived - c.backlog));
+      }
       // A wait still going on counts too: a worker whose source ran dry
       // would otherwise report none.
       stream->set_wait_seconds(data_wait_s_ +
