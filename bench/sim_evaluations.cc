@@ -43,4 +43,15 @@ std::optional<double> Median(std::vector<std::optional<double>> values) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+std::optional<double> MedianToTarget(std::vector<std::optional<double>> values) {
+  if (values.empty()) return std::nullopt;
+  // A miss sorts after every figure.
+  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a && (!b || *a < *b); });
+  const size_t n = values.size();
+  if (n % 2) return values[n / 2];
+  const auto &low = values[n / 2 - 1], &high = values[n / 2];
+  if (!low || !high) return std::nullopt;
+  return (*low + *high) / 2;
+}
+
 }  // namespace edgetrain::bench
