@@ -12,6 +12,23 @@ namespace {
 // A dead peer must not hang the runner's poll loop.
 constexpr std::chrono::seconds kTimeout{3};
 
+// httplib names its errors by their enumerators ("Connection"), which an
+// operator's status quoted as if cut off (a new user's trial).
+std::string Said(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "could not connect (nothing listens there yet, or the address is unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return "no connection within " + std::to_string(kTimeout.count()) + " s";
+    case httplib::Error::Read:
+      return "no answer read within " + std::to_string(kTimeout.count()) + " s, or the connection closed";
+    case httplib::Error::Write:
+      return "the request could not be sent";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
 }  // namespace
 
 StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path) {
@@ -27,7 +44,7 @@ StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path)
   client.set_write_timeout(kTimeout);
   client.set_keep_alive(false);
   auto reply = client.Get(path);
-  if (!reply) return UnavailableError("GET http://" + address + path + ": " + httplib::to_string(reply.error()));
+  if (!reply) return UnavailableError("GET http://" + address + path + ": " + Said(reply.error()));
   return HttpReply{reply->status, reply->body};
 }
 

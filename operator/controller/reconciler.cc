@@ -1535,8 +1535,18 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       const bool unanswered = read_at.has_value();  // it answered before, not now
       if (unanswered) {
         const std::optional<kube::WallTime> now = kube::ParseKubeTime(pass.now);
-        if (now && *now - *read_at >= options_.links.stalled_after) {
-          const auto silent = std::chrono::duration_cast<std::chrono::seconds>(*now - *read_at);
+        // Silent since the last read, or since its pod was made if later: a
+        // coordinator of a job resumed after a minute suspended, or placed
+        // anew, was called stalled for that minute before it could answer
+        // (a new user's trial: "has not answered for 53 s").
+        std::optional<kube::WallTime> since = read_at;
+        if (const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation))) {
+          const std::optional<kube::WallTime> made =
+              kube::ParseKubeTime(pod->value("/metadata/creationTimestamp"_json_pointer, std::string()));
+          if (made && *made > *since) since = made;
+        }
+        if (now && *now - *since >= options_.links.stalled_after) {
+          const auto silent = std::chrono::duration_cast<std::chrono::seconds>(*now - *since);
           pass.Set(condition::kStalled, true, reason::kProgressUnreadable,
                    "the coordinator's /progress has not answered for " + std::to_string(silent.count()) + " s (" +
                        (unread.empty() ? "no address" : unread) + "); status.progress is as read at " +

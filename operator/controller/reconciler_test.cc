@@ -709,6 +709,39 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
       << *stalled;
 }
 
+// A coordinator whose pod was made after /progress was last read (a job
+// resumed after a minute suspended, a coordinator placed anew) is silent
+// since its pod was made, not since that read: it was called stalled at
+// once, "has not answered for 53 s" (a new user's trial).
+TEST_F(ReconcilerTest, ACoordinatorIsSilentSinceItsPodWasMadeNotSinceTheLastRead) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  progress_.by_ip.erase(coordinator_ip);
+  now_ += std::chrono::seconds(60);
+  std::vector<Json> pods = api_.All(kube::kPods);
+  for (Json& pod : pods) {
+    if (pod["metadata"]["name"] == "team-coordinator") {
+      pod["metadata"]["creationTimestamp"] = kube::FormatKubeTime(now_ - std::chrono::seconds(5));
+    }
+  }
+  pods_.Replace(pods);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_FALSE(ConditionIs(Job("team")["status"], api::condition::kStalled, true))
+      << "made 5 s ago: " << Job("team")["status"].dump();
+  now_ += std::chrono::seconds(30);
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  const Json* stalled = FindCondition(status, api::condition::kStalled);
+  ASSERT_NE(stalled, nullptr);
+  EXPECT_EQ(stalled->value("status", ""), "True");
+  EXPECT_EQ(stalled->value("message", "").rfind("the coordinator's /progress has not answered for 35 s (", 0), 0u)
+      << *stalled;
+}
+
 // A coordinator's node that dies is called NotReady only tens of seconds
 // later; its /progress went unanswered from its last read, and the
 // recovery counts from there (it was counted 12 s where the team had stood
