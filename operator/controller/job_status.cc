@@ -45,6 +45,16 @@ void SetCondition(Json& status, const ConditionUpdate& update, const std::string
                                   {"observedGeneration", generation}});
 }
 
+void KeepTransitionTimes(Json& status, const Json& stored) {
+  if (!status.contains("conditions") || !status["conditions"].is_array()) return;
+  for (Json& c : status["conditions"]) {
+    const Json* before = FindCondition(stored, c.value("type", ""));
+    if (before && before->value("status", "") == c.value("status", "") && before->contains("lastTransitionTime")) {
+      c["lastTransitionTime"] = before->at("lastTransitionTime");
+    }
+  }
+}
+
 PhaseReason PhaseReasonOf(const Json& status) {
   namespace condition = api::condition;
   namespace phase = api::phase;

@@ -28,6 +28,11 @@ struct ConditionUpdate {
 // Sets a condition of `status["conditions"]`: its lastTransitionTime becomes
 // `now` only when its status flips (or it is new), as Kubernetes' conditions do.
 void SetCondition(Json& status, const ConditionUpdate& update, const std::string& now, int64_t generation);
+// A condition `status` holds with the status `stored` gave it keeps the
+// transition time `stored` had: a pass that cleared a condition and set it
+// again (Invalid, every look at a job no node matches) had stamped it anew,
+// though nothing had changed, and written the status for that alone.
+void KeepTransitionTimes(Json& status, const Json& stored);
 // The condition of that type, or null.
 const Json* FindCondition(const Json& status, const std::string& type);
 bool ConditionIs(const Json& status, const std::string& type, bool value);

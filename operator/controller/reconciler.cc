@@ -1985,6 +1985,7 @@ Status Reconciler::Replanned(Pass& pass, const char* event_reason, std::optional
 
 Status Reconciler::WriteStatus(Pass& pass) {
   SetPhaseReason(pass.status);  // what kubectl get tj shows beside the phase
+  KeepTransitionTimes(pass.status, pass.stored_status);
   if (pass.status == pass.stored_status) return Status::Ok();
   Json object = pass.object;
   object["status"] = pass.status;

@@ -371,6 +371,27 @@ TEST_F(ReconcilerTest, AModuleIsNotCheckedForAJobNoNodeCanTake) {
   EXPECT_EQ(said, 1) << "once, not once a look";
 }
 
+// Each look at a job no node matches found it invalid again: its Invalid
+// condition's transition time moved on every --unschedulable-retry, and the
+// status was written for that alone (a new user's trial).
+TEST_F(ReconcilerTest, AJobStillInvalidKeepsItsConditionsTimeAndIsNotWrittenAgain) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("team", {{"placement", {{"nodeSelector", {{"disk", "ssd"}}}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const std::string since = FindCondition(Job("team")["status"], api::condition::kInvalid)->value("lastTransitionTime", "");
+  ASSERT_FALSE(since.empty());
+  api_.ResetWrites();
+  for (int look = 0; look < 3; ++look) {
+    now_ += std::chrono::seconds(30);
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+  }
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(FindCondition(status, api::condition::kInvalid)->value("lastTransitionTime", ""), since);
+  EXPECT_EQ(api_.Writes("status TrainingJob"), 0) << "nothing changed";
+}
+
 TEST_F(ReconcilerTest, SuspendingAJobWhileItsModuleIsCheckedLeavesNoPod) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("team", kOwnModule));
