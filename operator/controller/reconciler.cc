@@ -690,14 +690,32 @@ Status Reconciler::Place(Pass& pass) {
     if (all_of_plan) return TakeUp(pass, *stored.plan, stored.coordinator);
   }
   // Not placed: pods of an earlier plan go first (they hold their nodes).
-  if (!pass.pods.empty()) {
+  // Not one already being deleted on a node that is lost (not Ready, or
+  // gone): it ends only once its node comes back, and holds nothing
+  // placement would choose. A worker replaced with its node left such a pod,
+  // and resuming the job waited on it for good (a new user's trial). The new
+  // plan's pods are named after a later generation than any of its (below),
+  // so they never take its name.
+  std::vector<Json> ending, stranded;
+  {
+    std::vector<std::string> nodes;
+    for (const Json& pod : pass.pods) nodes.push_back(pod.value("/spec/nodeName"_json_pointer, std::string()));
+    const std::vector<NodeView> views = line_.Views(nodes, Measured());
+    for (const Json& pod : pass.pods) {
+      const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+      const auto view = std::find_if(views.begin(), views.end(), [&](const NodeView& v) { return v.name == node; });
+      const bool lost = !node.empty() && (view == views.end() || !view->ready);
+      (pod.at("metadata").contains("deletionTimestamp") && lost ? stranded : ending).push_back(pod);
+    }
+  }
+  if (!ending.empty()) {
     EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
     pass.status["phase"] = phase::kPending;
     // Said: a job applied again right after it was deleted waited out its
     // old pods' grace (30 s) with no condition, event or log line (a new
     // user's trial).
     std::string names;
-    for (const Json& pod : pass.pods) {
+    for (const Json& pod : ending) {
       names += (names.empty() ? "" : ", ") + pod["metadata"].value("name", std::string());
     }
     // A placed job whose plan ConfigMap went (deleted by hand): its own
@@ -708,7 +726,7 @@ Status Reconciler::Place(Pass& pass) {
     const std::string kPlanGone = "its plan ConfigMap ";
     const bool plan_deleted = just_deleted || (placed && placed->value("reason", "") == reason::kPodsEnding &&
                                                placed->value("message", "").rfind(kPlanGone, 0) == 0);
-    const std::string pods = std::to_string(pass.pods.size()) + (pass.pods.size() == 1 ? " pod" : " pods");
+    const std::string pods = std::to_string(ending.size()) + (ending.size() == 1 ? " pod" : " pods");
     const std::string what =
         plan_deleted ? kPlanGone + PlanConfigMapName(pass.job.name) +
                            " is gone, and its team, which reads it, ends: waiting for its " + pods +
@@ -821,7 +839,21 @@ Status Reconciler::Place(Pass& pass) {
     return Status::Ok();
   }
 
-  const int64_t generation = stored.generation + 1;
+  // Past any pod still left of the job (stranded on a lost node, above):
+  // pods are named after the generation their slot was given at.
+  int64_t generation = stored.generation + 1;
+  for (const Json& pod : stranded) {
+    const std::string made_at =
+        pod.value("/metadata/labels"_json_pointer, Json::object()).value(kGenerationLabel, std::string());
+    generation = std::max<int64_t>(generation, std::atoll(made_at.c_str()) + 1);
+  }
+  if (!stranded.empty()) {
+    std::string names;
+    for (const Json& pod : stranded) names += (names.empty() ? "" : ", ") + pod["metadata"].value("name", std::string());
+    log_.Job(pass.key, "PlacedPastLostPods",
+             "not waiting for " + names + ": being deleted on a lost node, which must come back (or the pod be "
+             "deleted with --force) for it to end; it holds nothing this placement would choose");
+  }
   std::vector<std::string> chosen = placement.worker_nodes;
   chosen.push_back(placement.coordinator_node);
   const std::vector<NodeView> views = line_.Views(chosen, Measured());
@@ -851,7 +883,11 @@ Status Reconciler::Place(Pass& pass) {
   // Its pods hold what its turn reserved from now, before the informer shows
   // them (assumed before they are made, as kube-scheduler assumes before it
   // binds, so the other worker never sees them unannounced).
-  const CoordinatorSeat coordinator{placement.coordinator_node, 1};
+  // Named after this generation only if a stranded pod holds the plain name.
+  const bool name_held = std::any_of(stranded.begin(), stranded.end(), [&](const Json& pod) {
+    return pod["metadata"].value("name", std::string()) == CoordinatorPodName(pass.job.name, 1);
+  });
+  const CoordinatorSeat coordinator{placement.coordinator_node, name_held ? generation : 1};
   const std::vector<Json> pods = PodsFor(pass.job, plan, coordinator, options_.pods);
   line_.Placed(pass.key, pods, wall_now_());
   if (Status applied = ApplyObjects(pass, plan, coordinator, pods); !applied.ok()) {

@@ -1696,6 +1696,63 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   EXPECT_EQ(log_text_.str().find("after the team stopped being whole"), std::string::npos) << log_text_.str();
 }
 
+// A worker's pod left being deleted on a node that was lost (a replaced
+// worker's, on a real cluster, until the kubelet comes back) never ends:
+// resuming the job waited on it for good, Pending PodsEnding (a new user's
+// trial). It is placed past it, its pods named after a later generation.
+TEST_F(ReconcilerTest, AResumedJobIsPlacedPastAPodStrandedOnALostNode) {
+  AddNode(ANode("robot-3").Scoring(0.5).WithLink(25));
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  Json stranded = *api_.Get(kube::kPods, "default", "team-worker-1");
+  const std::string lost_node = stranded["spec"]["nodeName"];
+  ASSERT_NE(lost_node, "gateway");
+  Json job = Job("team");
+  job["spec"]["suspend"] = true;
+  jobs_.Put(job);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
+  // Its node lost, the pod's delete never confirmed by its kubelet.
+  nodes_.Put(ANode(lost_node).NotReady());
+  stranded["metadata"].erase("resourceVersion");
+  stranded["metadata"]["deletionTimestamp"] = kube::FormatKubeTime(now_);
+  ASSERT_TRUE(api_.Create(kube::kPods, "default", stranded).ok());
+  SyncPods();
+
+  job = Job("team");
+  job["spec"]["suspend"] = false;
+  jobs_.Put(job);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  EXPECT_NE(FindCondition(status, api::condition::kPlaced)->value("reason", ""), api::reason::kPodsEnding)
+      << status.dump();
+  std::set<std::string> made;
+  for (const Json& pod : api_.All(kube::kPods)) made.insert(pod["metadata"]["name"].get<std::string>());
+  EXPECT_TRUE(made.contains("team-worker-1")) << "the stranded pod, left as it is";
+  EXPECT_EQ(made.size(), 4u) << "and the new plan's three beside it";
+  EXPECT_TRUE(made.contains("team-worker-0-g2") && made.contains("team-worker-1-g2") &&
+              made.contains("team-coordinator"))
+      << "the workers' a later generation's";
+  for (const Json& pod : api_.All(kube::kPods)) {
+    if (pod["metadata"]["name"] != "team-worker-1") {
+      EXPECT_NE(pod["spec"]["nodeName"], lost_node);
+    }
+  }
+  EXPECT_NE(log_text_.str().find("not waiting for team-worker-1: being deleted on a lost node"), std::string::npos)
+      << log_text_.str();
+  // Its team runs beside it.
+  SyncPods([](Json& pod) {
+    if (!pod["metadata"].contains("deletionTimestamp")) Run(pod);
+  });
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning) << Job("team")["status"].dump();
+  for (const Json& w : Job("team")["status"]["workers"]) {
+    EXPECT_NE(w.value("name", ""), "team-worker-1") << "the stranded pod is none of its team's";
+  }
+}
+
 // What edgetrain-agent profile-layers leaves in its pod's termination message:
 // three layers, the last one light.
 constexpr const char* kTimedLayers =
