@@ -42,6 +42,8 @@ inline constexpr const char* kNameTaken = "NameTaken";              // a Service
 inline constexpr const char* kPlaced = "Placed";
 inline constexpr const char* kUnschedulable = "Unschedulable";      // the gang does not fit now
 inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, but not all running in time: torn down
+// An Event: spec.output.volume's claim does not exist (its pod waits to mount it)
+inline constexpr const char* kOutputClaimMissing = "OutputClaimMissing";
 inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kCheckingModel = "CheckingModel";      // an agent is loading the TorchScript module first
 inline constexpr const char* kModelChecked = "ModelChecked";        // (an Event) it loaded, and its size is known

@@ -453,6 +453,13 @@ std::string FirstWordsAndNow(const std::string& before, const std::string& separ
   return before.substr(0, before.find(separator)) + separator + now;
 }
 
+// What a job whose output claim does not exist is told, in its Event and
+// its starting message.
+std::string MissingClaimWords(const std::string& claim, const std::string& ns) {
+  return "spec.output.volume's PersistentVolumeClaim " + claim + " does not exist in namespace " +
+         (ns.empty() ? "default" : ns) + ": the coordinator's pod waits to mount it until it is made";
+}
+
 // "2/3 pods running", and why the others wait where the kubelet says: an
 // image that cannot be pulled was seen only on the pods.
 std::string StartingMessage(const Gang& gang) {
@@ -1131,8 +1138,14 @@ Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
   const std::string claim = spec["output"]["volume"]["persistentVolumeClaim"]["claimName"];
   StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
   if (!pvc.ok()) {
-    // The pod waits for its claim (ContainerCreating) until it appears.
-    log_.Job(pass.key, "OutputVolume", "claim " + claim + ": " + pvc.status().message());
+    // The pod waits for its claim (ContainerCreating) until it appears, or
+    // the gang times out. Said as a Warning: a missing claim was in the
+    // operator's log alone, the job "2/3 pods running" (a new user's trial).
+    const std::string message = pvc.status().code() == StatusCode::kNotFound
+                                    ? MissingClaimWords(claim, pass.job.namespace_)
+                                    : "claim " + claim + ": " + pvc.status().message();
+    events_.Record(pass.object, "Warning", reason::kOutputClaimMissing, message);
+    log_.Job(pass.key, reason::kOutputClaimMissing, message);
     return Status::Ok();
   }
   if (pvc->value("/status/phase"_json_pointer, std::string()) == "Bound" ||
@@ -1224,8 +1237,24 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   GangRules rules;
   rules.max_restarts = pass.job.manifest.spec.fault_tolerance.max_recoveries;
   rules.restart_cannot_mend = plan.pipeline ? StageLeftWithoutDevices(*plan.pipeline, gone) : "";
-  const Gang gang = ObserveGang(pass.pods, names, rules);
+  Gang gang = ObserveGang(pass.pods, names, rules);
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
+  // A pod waiting for an output claim that does not exist says nothing in
+  // its container's state (the kubelet says so in an Event of the pod's):
+  // the job's starting message says it, as it says an image not pulled.
+  if (gang.state == GangState::kStarting &&
+      pass.job.manifest.object.at("spec").contains("/output/volume/persistentVolumeClaim/claimName"_json_pointer)) {
+    const std::string claim = pass.job.manifest.object["spec"]["output"]["volume"]["persistentVolumeClaim"]["claimName"];
+    const std::string pod = CoordinatorPodName(pass.job.name, coordinator.since_generation);
+    const Json* made = PodNamed(pass.pods, pod);
+    const bool waiting = made && made->value("/status/phase"_json_pointer, std::string()) != "Running";
+    if (waiting) {
+      StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
+      if (!pvc.ok() && pvc.status().code() == StatusCode::kNotFound) {
+        gang.held.push_back(pod + ": " + MissingClaimWords(claim, pass.job.namespace_));
+      }
+    }
+  }
   for (const std::string& device : returning) {
     const std::string message = device + ": its node is back, and its pod is made again there to rejoin a stage";
     events_.Record(pass.object, "Normal", reason::kStageDeviceReturning, message);

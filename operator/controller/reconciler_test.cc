@@ -1696,6 +1696,35 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   EXPECT_EQ(log_text_.str().find("after the team stopped being whole"), std::string::npos) << log_text_.str();
 }
 
+// An output claim that does not exist: the coordinator's pod waits to
+// mount it, which its container's state does not say. It was in the
+// operator's log alone, the job "2/3 pods running" (a new user's trial).
+TEST_F(ReconcilerTest, AMissingOutputClaimIsSaidInAnEventAndWhileThePodsStart) {
+  const std::string key = APlacedTeamOnTwoNodes(
+      {{"output", {{"path", "/models/team"}, {"volume", {{"persistentVolumeClaim", {{"claimName", "no-such-claim"}}}}}}}});
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) {
+    if (e.value("reason", "") != api::reason::kOutputClaimMissing) continue;
+    ++said;
+    EXPECT_EQ(e.value("type", ""), "Warning");
+    EXPECT_NE(e.value("message", "").find("PersistentVolumeClaim no-such-claim does not exist in namespace default"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(said, 1);
+  // The workers run; the coordinator waits for its claim.
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] != "team-coordinator") Run(pod);
+  });
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  const std::string message = FindCondition(status, api::condition::kRunning)->value("message", "");
+  EXPECT_NE(message.find("2/3 pods running"), std::string::npos) << message;
+  EXPECT_NE(message.find("team-coordinator: spec.output.volume's PersistentVolumeClaim no-such-claim does not exist"),
+            std::string::npos)
+      << message;
+}
+
 // A worker's pod left being deleted on a node that was lost (a replaced
 // worker's, on a real cluster, until the kubelet comes back) never ends:
 // resuming the job waited on it for good, Pending PodsEnding (a new user's
