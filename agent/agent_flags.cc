@@ -25,13 +25,15 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
           "", ""))
       ->option_text("coordinator|worker|stage");
   app->add_option("--job", flags.job, "the TrainingJob's name; must equal the plan's")->required()->option_text("NAME");
-  app->add_option("--rank", flags.rank, "this agent's index")->check(CLI::NonNegativeNumber)->option_text("N");
-  app->add_option("--world", flags.world, "the number of agents")->check(CLI::PositiveNumber)->option_text("N");
+  // Ranges, not CLI11's NonNegativeNumber and PositiveNumber, whose message
+  // gave the largest double in all its 309 digits as the bound.
+  app->add_option("--rank", flags.rank, "this agent's index")->check(CLI::Range(0, 1'000'000))->option_text("N");
+  app->add_option("--world", flags.world, "the number of agents")->check(CLI::Range(1, 1'000'000))->option_text("N");
   app->add_option("--plan", flags.plan, "the plan file")->required()->option_text("FILE");
   app->add_option("--rebalance-every", flags.rebalance_every,
                   "a pipeline head measures its stages' compute over this many steps, and moves layers between "
                   "them when another cut would pace the slowest stage 15% faster (default 100; 0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1'000'000'000))
       ->option_text("STEPS");
   app->add_option("--hung-pass-factor", flags.hung_pass_factor,
                   "a pipeline head takes a stage for hung when the pass its heartbeats say is under way has run "

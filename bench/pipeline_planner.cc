@@ -24,9 +24,9 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   int repeats = 20, instances = 300;
   app.add_option("--seed", seed, "the random instances' seed");
-  app.add_option("--repeats", repeats, "plans of the large instance timed")->check(CLI::PositiveNumber);
+  app.add_option("--repeats", repeats, "plans of the large instance timed")->check(CLI::Range(1, 1'000'000));
   app.add_option("--instances", instances, "small instances the relaxed program is held to brute force on")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000));
   CLI11_PARSE(app, argc, argv);
 
   // Time: 16 devices x 64 layers, each repeat a fresh instance. Wall time,

@@ -74,14 +74,17 @@ int main(int argc, char** argv) {
       ->option_text("FILE");
   app.add_option("--namespace", options.namespace_, "watch TrainingJobs in this namespace only (default: all)")
       ->option_text("NS");
-  app.add_option("--workers", options.workers, "reconciles at once (default 2)")->check(CLI::PositiveNumber);
+  // Ranges, not CLI11's PositiveNumber: its message for 0 read "not in range
+  // 0.000000 to " the largest double in all its 309 digits.
+  app.add_option("--workers", options.workers, "reconciles at once (default 2)")->check(CLI::Range(1, 1024));
   app.add_option("--http", http, "where /metrics, /healthz and /readyz are served (default 0.0.0.0:8081)")
       ->option_text("HOST:PORT");
   CLI::Option* qps = app.add_option("--qps", rest.qps,
                                      "client-side limit on API requests a second; unset, 20 until the API server shows "
                                      "it does priority and fairness (APF, on since Kubernetes 1.20), then none")
-                          ->check(CLI::PositiveNumber);
-  app.add_option("--burst", rest.burst, "requests allowed at once above --qps (default 40)")->check(CLI::PositiveNumber);
+                          ->check(CLI::Range(0.01, 1e6));
+  app.add_option("--burst", rest.burst, "requests allowed at once above --qps (default 40)")
+      ->check(CLI::Range(1, 1'000'000));
   // The agent of this operator's own version, as docs/images.md tags it:
   // ":dev", which no build makes, left pods of an operator run without
   // the chart unable to pull (a new user's trial).

@@ -386,6 +386,8 @@ Status Reconciler::Suspend(Pass& pass) {
   // No pods, no workers: it listed the deleted pods with their figures (a
   // new user's trial). An ended job keeps its list: what each worker did.
   pass.status.erase("workers");
+  // Nor an ETA: a suspended job's read "2m55s" still.
+  if (pass.status.contains("progress") && pass.status["progress"].is_object()) pass.status["progress"].erase("eta");
   pass.Set(condition::kPlaced, false, reason::kSuspended, "suspended");
   pass.Set(condition::kRunning, false, reason::kSuspended, "suspended");
   return Status::Ok();
