@@ -4,10 +4,11 @@
 // as CSV files, a label and then the features a row (agent/data/csv_format.h).
 // Each file named NAME.csv is read once, when it is first seen, in name order
 // with numbers in names taken by value (StreamNameBefore; one whose last line
-// is unfinished, written to just now, waits for the rest). Other names are left alone: a writer puts a file in whole by writing
-// it under a dot name or as NAME.csv.tmp (or elsewhere on the file system)
-// and renaming it, and a README beside the files is not a sample. Files are
-// kept: what was read is remembered by name.
+// is unfinished, written to just now, waits for the rest). Other names are
+// left alone: a writer puts a file in whole by writing it under a dot name or
+// as NAME.csv.tmp (or elsewhere on the file system) and renaming it, and a
+// README beside the files is not a sample. Files are kept: what was read is
+// remembered by name.
 //
 // The samples are kept in memory, appended, for the worker's stream buffer
 // (core/sample_stream.h) to index. Files are read only as the buffer has room
@@ -54,8 +55,9 @@ class SampleDirectory {
     // not tried again.
     std::vector<std::string> refused;
   };
-  // Reads files not read yet, in name order (StreamNameBefore), as long as they fit in `room`
-  // samples (a file is read whole); the rest wait on disk for a later look.
+  // Reads files not read yet, in name order (StreamNameBefore), as long as
+  // they fit in `room` samples (a file is read whole); the rest wait on disk
+  // for a later look.
   // A file larger than `whole` (the buffer's capacity) would never fit: it
   // is read alone when `room` is the whole buffer. A folder that does not
   // exist yet is empty: the source may not have started.
