@@ -335,6 +335,14 @@ int Main(int argc, char** argv) {
       }
       const Json& best = Best(runs);
       Json m;
+      // A run that failed counts as a miss in Best: said, with how many, not
+      // left to read as a learning rate that trained too slowly.
+      const auto failed = std::count_if(runs.begin(), runs.end(), [](const Json& r) { return r.contains("error"); });
+      if (failed > 0) {
+        m["failed_runs"] = failed;
+        std::cerr << partition << " " << mode << ": " << failed << " of " << runs.size()
+                  << " runs failed (said above), counted as misses\n";
+      }
       for (const char* key :
            {"lr", "time_to_target_s", "accuracy_at_budget", "samples_per_s", "trained_share", "injected", "bytes_up",
             "topk_share"}) {
