@@ -75,7 +75,8 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   if (folders) {
     labels.clear();
     for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
-      agent::SampleDirectory folder(*stream->directory + "/worker-" + std::to_string(rank), data->train.info);
+      agent::SampleDirectory folder(*stream->directory + "/worker-" + std::to_string(rank), data->train.info,
+                                    agent::FeatureRangeOf(job.spec.data));
       const agent::SampleDirectory::Scan scan = folder.Look();
       refused.insert(refused.end(), scan.refused.begin(), scan.refused.end());
       parts.emplace_back();

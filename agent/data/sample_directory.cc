@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 #include <system_error>
 
@@ -72,7 +73,13 @@ bool StreamNameBefore(std::string_view a, std::string_view b) {
   return a < b;  // equal but for leading zeros (01.csv, 1.csv): still an order
 }
 
-SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info) : folder_(std::move(folder)) {
+std::optional<FeatureRange> FeatureRangeOf(const DataSpec& data) {
+  if (data.files) return std::nullopt;
+  return FeatureRange{0, 1, std::string(NameOf(data.dataset))};
+}
+
+SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info, std::optional<FeatureRange> range)
+    : folder_(std::move(folder)), range_(std::move(range)) {
   samples_.info = info;
   samples_.info.train_size = samples_.info.test_size = 0;
 }
@@ -118,6 +125,11 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     const StatusOr<std::string> text = ReadDataFile(path.string());
     StatusOr<Dataset> read =
         text.ok() ? ParseCsv(*text, samples_.info, {}, path.string()) : StatusOr<Dataset>(text.status());
+    if (read.ok()) {
+      if (const std::string outside = OutsideRange(*read, path.string()); !outside.empty()) {
+        read = Status(StatusCode::kInvalidArgument, outside);
+      }
+    }
     if (!read.ok()) {
       seen_.insert(path.filename().string());
       scan.refused.push_back(read.status().message());
@@ -148,6 +160,21 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     files_.emplace_back(samples_.size(), path.filename().string());
   }
   return scan;
+}
+
+std::string SampleDirectory::OutsideRange(const Dataset& read, const std::string& path) const {
+  if (!range_ || read.size() == 0) return "";
+  std::vector<float> features(static_cast<size_t>(read.size() * read.SampleSize()));
+  read.CopySamples(0, read.size(), features.data());
+  const auto [low, high] = std::minmax_element(features.begin(), features.end());
+  // A rounding's worth of slack: a pixel written as 1.0000001 is 1.
+  constexpr float kSlack = 1e-3f;
+  if (*low >= range_->low - kSlack && *high <= range_->high + kSlack) return "";
+  std::ostringstream said;
+  said << path << ": its features run from " << *low << " to " << *high << ", where " << range_->of << "'s run from "
+       << range_->low << " to " << range_->high
+       << " (pixels, scaled): divide each by the largest a pixel can be (16, 255), and put the label first";
+  return said.str();
 }
 
 std::string SampleDirectory::ReadThrough(int64_t taken) const {

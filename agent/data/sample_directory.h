@@ -21,12 +21,14 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "core/job_spec.h"
 #include "core/status.h"
 
 namespace edgetrain::agent {
@@ -43,10 +45,25 @@ bool IsStreamFileName(const std::string& name);
 // Zero-padded counters and timestamps order as they did.
 bool StreamNameBefore(std::string_view a, std::string_view b);
 
+// Where a stream's features must lie for the model they feed: a built-in
+// data set's loader scales its pixels to [0, 1] (agent/data/datasets.cc), and
+// samples in other units (digits' raw 0..16, a camera's 0..255), or rows with
+// the label last whose first feature read as a label, trained on in silence
+// (a new user's trial). `of` names the data set in what is said.
+struct FeatureRange {
+  float low = 0, high = 1;
+  std::string of;
+};
+// A job's: a built-in data set's [0, 1]; none for a data set from files,
+// whose units are its own.
+std::optional<FeatureRange> FeatureRangeOf(const DataSpec& data);
+
 class SampleDirectory {
  public:
-  // `info`: the shape a sample must have and the classes its label is among.
-  SampleDirectory(std::string folder, const DatasetInfo& info);
+  // `info`: the shape a sample must have and the classes its label is among;
+  // `range`, if given, where its features must lie (a file outside it is
+  // refused, as one of the wrong shape is).
+  SampleDirectory(std::string folder, const DatasetInfo& info, std::optional<FeatureRange> range = std::nullopt);
 
   struct Scan {
     int64_t first = 0;    // the index of the first sample that arrived
@@ -81,7 +98,11 @@ class SampleDirectory {
   const std::string& folder() const { return folder_; }
 
  private:
+  // Why the features `read` from `path` lie outside range_, or empty.
+  std::string OutsideRange(const Dataset& read, const std::string& path) const;
+
   const std::string folder_;
+  const std::optional<FeatureRange> range_;
   Dataset samples_;  // every sample read, features as floats
   std::set<std::string> seen_;
   // Of the last files read, each one's size then, until it is seen to grow:

@@ -215,5 +215,25 @@ TEST_F(SampleDirectoryTest, NumbersInNamesAreOrderedByValue) {
   EXPECT_EQ(resumed.ReadThrough(1), "10.csv") << "a skip never goes back";
 }
 
+// A built-in data set's features lie in [0, 1]: a file in other units
+// (digits' raw 0..16), or with the label last so that its first feature read
+// as a label, trained on in silence (a new user's trial). Refused, saying so.
+TEST_F(SampleDirectoryTest, AFileOutsideTheDataSetsRangeIsRefused) {
+  SampleDirectory source(folder.string(), kInfo, FeatureRange{0, 1, "digits"});
+  Put("1.csv", "0,0.5,1\n1,0,0.25\n");
+  Put("2.csv", "2,16,3\n");
+  Put("3.csv", "1,1.0000001,0\n");
+  const SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 3) << "1.csv and 3.csv";
+  ASSERT_EQ(scan.refused.size(), 1u);
+  EXPECT_NE(scan.refused[0].find("2.csv: its features run from 3 to 16, where digits's run from 0 to 1"),
+            std::string::npos)
+      << scan.refused[0];
+  EXPECT_EQ(source.ReadThrough(3), "3.csv") << "refused, it is read through with the others";
+
+  SampleDirectory own(folder.string(), kInfo);  // a data set from files: its units are its own
+  EXPECT_EQ(own.Look().samples, 4);
+}
+
 }  // namespace
 }  // namespace edgetrain::agent

@@ -69,7 +69,8 @@ class WorkerRun {
       const int batch = plan.spec.data.batch_size;
       if (stream->directory) {
         // A real source: what arrives is what its files hold, indexed in it.
-        directory_.emplace(*stream->directory + "/worker-" + std::to_string(options.rank), train.info);
+        directory_.emplace(*stream->directory + "/worker-" + std::to_string(options.rank), train.info,
+                           FeatureRangeOf(plan.spec.data));
         samples_.emplace(StreamRate::Constant(0), std::vector<int64_t>{}, seed, StreamBufferCapacity(*stream, batch));
       } else {
         samples_.emplace(options.stream_rate
