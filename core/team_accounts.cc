@@ -28,6 +28,7 @@ void TeamAccounts::Pushed(int w, int64_t iteration, int rows, int64_t bytes) {
 void TeamAccounts::Reported(int w, const WorkerReport& report, bool trained) {
   Worker& k = workers_[w];
   k.report = report;
+  if (trained && report.samples > 0 && report.stream) k.counted_stream = report.stream;
   if (trained) {
     k.samples += report.samples;
     samples_ += report.samples;
@@ -65,7 +66,8 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
     t.stream_read_through = StreamReadThrough(static_cast<int>(w));
     // Of a stream from a folder, only the files read through: a resumed run
     // reads the others again, and counts them then.
-    t.stream_arrived = k.stream_arrived + (k.report.stream ? k.report.stream->arrived_for_good : 0);
+    const StreamProgress* kept = KeptStream(k);
+    t.stream_arrived = k.stream_arrived + (kept ? kept->arrived_for_good : 0);
     t.stream_dropped = k.stream_dropped + (k.report.stream ? k.report.stream->dropped : 0);
     t.stream_wait_s = k.stream_wait_s + (k.report.stream ? k.report.stream->wait_s : 0);
     t.stream_refused_files = k.stream_refused_files + (k.report.stream ? k.report.stream->refused_files : 0);
@@ -75,9 +77,17 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
   return totals;
 }
 
+const StreamProgress* TeamAccounts::KeptStream(const Worker& k) {
+  const bool folder = (k.report.stream && !k.report.stream->read_through.empty()) ||
+                      (k.counted_stream && !k.counted_stream->read_through.empty());
+  if (folder) return k.counted_stream ? &*k.counted_stream : nullptr;
+  return k.report.stream ? &*k.report.stream : nullptr;
+}
+
 std::string TeamAccounts::StreamReadThrough(int w) const {
   const Worker& k = workers_[static_cast<size_t>(w)];
-  if (k.report.stream && !k.report.stream->read_through.empty()) return k.report.stream->read_through;
+  const StreamProgress* kept = KeptStream(k);
+  if (kept && !kept->read_through.empty()) return kept->read_through;
   return k.stream_read_through;
 }
 

@@ -120,12 +120,21 @@ class TeamAccounts {
     // Totals of its earlier streams.
     double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
     std::string stream_read_through;  // as the checkpoint resumed from kept it
+    // Of a stream from a folder: the stream part of its last report whose
+    // push's batches a round counted. A report of a push the round did not
+    // count (late for it) says files read through whose samples the team
+    // did not keep, and a resumed run read past them (a new user's trial).
+    std::optional<StreamProgress> counted_stream;
     // Of its stream in earlier runs (a stream's own counts start at each run).
     int64_t stream_arrived = 0, stream_dropped = 0;
     double stream_wait_s = 0;
     int64_t stream_refused_files = 0;
     std::string stream_last_refused;
   };
+
+  // What of a worker's stream a checkpoint carries: of a stream from a
+  // folder, its last counted report's (none before one); else its last.
+  static const StreamProgress* KeptStream(const Worker& k);
 
   std::vector<Worker> workers_;
   const int batch_size_;

@@ -143,6 +143,7 @@ TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
 TEST(TeamAccountsTest, TheLastFileAWorkerTookAllOfOutlivesAResume) {
   TeamAccounts before(2, 32, 6400);
   WorkerReport r;
+  r.samples = 32;
   r.stream = StreamProgress{};
   r.stream->read_through = "0007.csv";
   before.Reported(1, r);
@@ -190,6 +191,7 @@ TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
 TEST(TeamAccountsTest, AFolderStreamsSamplesReadAgainOnResumeArriveOnce) {
   TeamAccounts before(1, 32, 6400);
   WorkerReport r;
+  r.samples = 120;
   r.stream = StreamProgress{150, 0, 30, 0.5};  // 3 files of 50: 100 read through, 20 taken of the third
   r.stream->read_through = "2.csv";
   r.stream->arrived_for_good = 100;
@@ -203,6 +205,35 @@ TEST(TeamAccountsTest, AFolderStreamsSamplesReadAgainOnResumeArriveOnce) {
   after.Reported(0, r);
   EXPECT_EQ(after.Progress(2, {true}).workers[0].stream->arrived, 150);
   EXPECT_EQ(after.Totals()[0].stream_arrived, 150);
+}
+
+// What a checkpoint keeps of a folder is through the batches a round
+// counted: a push late for its round, or a push of nothing (a worker saying
+// it is alive while it computes a batch it took), says files read through
+// whose samples the team did not keep. A resumed run had skipped them,
+// their samples never trained on and called "uncounted" (a new user's trial).
+TEST(TeamAccountsTest, AFoldersReadThroughIsThatOfItsLastCountedPush) {
+  TeamAccounts accounts(1, 4, 6400);
+  WorkerReport counted;
+  counted.samples = 4;
+  counted.stream = StreamProgress{40, 0, 12, 1.0};
+  counted.stream->read_through = "14.csv";
+  counted.stream->arrived_for_good = 28;
+  accounts.Reported(0, counted);
+  WorkerReport late = counted;
+  late.stream->read_through = "16.csv";
+  late.stream->arrived_for_good = 32;
+  accounts.Reported(0, late, /*trained=*/false);
+  EXPECT_EQ(accounts.StreamReadThrough(0), "14.csv") << "late for its round";
+  WorkerReport alive = late;
+  alive.samples = 0;
+  accounts.Reported(0, alive);
+  EXPECT_EQ(accounts.StreamReadThrough(0), "14.csv") << "a push of no batch";
+  EXPECT_EQ(accounts.Totals()[0].stream_read_through, "14.csv");
+  EXPECT_EQ(accounts.Totals()[0].stream_arrived, 28);
+  EXPECT_EQ(accounts.Progress(1, {true}).workers[0].stream->arrived, 40) << "while it runs, all that arrived";
+  accounts.Reported(0, late);
+  EXPECT_EQ(accounts.StreamReadThrough(0), "16.csv") << "counted";
 }
 
 // A file a worker's folder left out in one run is skipped by the next, which

@@ -439,6 +439,10 @@ class WorkerRun {
       pushes_.Accumulate(gradient_);
       ++iteration_;
       samples_since_push_ += n;
+      if (samples_) {
+        const StreamCounts c = samples_->counts();
+        taken_into_pushes_ = c.arrived - c.backlog;
+      }
       summary_.samples += n;
       loss_sum_ += loss;
       ++loss_count_;
@@ -639,8 +643,11 @@ class WorkerRun {
       stream->set_last_refused(last_refused_);
       stream->set_arrived_for_good(c.arrived);
       if (directory_) {
-        stream->set_read_through(directory_->ReadThrough(c.arrived - c.backlog));
-        stream->set_arrived_for_good(directory_->SamplesReadThrough(c.arrived - c.backlog));
+        // Through the samples of batches in this push or before, not those
+        // taken into a batch in hand: at a Ctrl-C those were never trained
+        // on, and a resumed run skipped their files (a new user's trial).
+        stream->set_read_through(directory_->ReadThrough(taken_into_pushes_));
+        stream->set_arrived_for_good(directory_->SamplesReadThrough(taken_into_pushes_));
       }
       // A wait still going on counts too: a worker whose source ran dry
       // would otherwise report none.
@@ -735,6 +742,9 @@ class WorkerRun {
   std::optional<SampleStream> samples_;
   std::optional<SampleDirectory> directory_;  // a stream's real source, when it has one
   int64_t refused_files_ = 0;                 // of directory_, left out for good
+  // The stream's samples taken from its buffer up to the end of the last
+  // batch whose gradient went into pushes_: what a push's readThrough counts.
+  int64_t taken_into_pushes_ = 0;
   std::string last_refused_;
   int64_t min_batch_ = 0;
   TimePoint samples_began_{};
