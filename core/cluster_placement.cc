@@ -170,12 +170,23 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
     }
   }
   for (size_t i = 0; i < n && request.coordinator_on.empty(); ++i) {
+    if (request.coordinator_only_on && nodes[i].name != request.coordinator_only_on->node) continue;
     if (!eligible[i]) continue;
     if (const char* misfit = MisfitOf(free[i], request.coordinator_requests)) {
       ++coordinator_misfits[misfit];
       continue;
     }
     if (!coordinator || better_home(i, *coordinator)) coordinator = i;
+  }
+  if (!coordinator && request.coordinator_only_on) {
+    const TeamRequest::Pin& pin = *request.coordinator_only_on;
+    const auto on = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& v) { return v.name == pin.node; });
+    const size_t i = static_cast<size_t>(on - nodes.begin());
+    const std::string state = on == nodes.end()          ? "is not in the cluster"
+                              : !placement.verdicts[i].excluded.empty() ? "cannot take it: " + placement.verdicts[i].excluded
+                                                                        : "has no room for it now";
+    placement.unschedulable = "the coordinator goes only to " + pin.node + " (" + pin.why + "), which " + state;
+    return placement;
   }
   if (!coordinator) {
     placement.unschedulable =

@@ -43,6 +43,14 @@ struct TeamRequest {
   // are, counted per node so the newcomers spread around them.
   std::string coordinator_on;
   std::map<std::string, int> workers_on;
+  // A team placed anew whose output is on a volume on one node (a local-path
+  // claim): its coordinator goes there or nowhere, its requests to be met
+  // there like any node's. `why` says so in what placement says.
+  struct Pin {
+    std::string node;
+    std::string why;
+  };
+  std::optional<Pin> coordinator_only_on;
 };
 
 // One node, as placement judged it.

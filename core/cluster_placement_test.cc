@@ -326,6 +326,32 @@ TEST(ClusterPlacementTest, ALostWorkerIsReplacedAroundTheSurvivorsAndTheCoordina
   EXPECT_EQ(PlaceTeam(site, replace).unschedulable, "the coordinator's node moon is not in the cluster");
 }
 
+// A team placed anew whose output volume is on one node takes its
+// coordinator there, or waits for it, saying why: resumed after its
+// gateway was lost, its coordinator went to robot-1, where its pod could
+// never mount the volume (a new user's trial).
+TEST(ClusterPlacementTest, ACoordinatorPinnedToItsVolumesNodeGoesThereOrWaits) {
+  std::vector<NodeView> site = EdgeSite();
+  TeamRequest team = Team(2);
+  team.coordinator_only_on = TeamRequest::Pin{"robot-1", "its output claim out's volume is there"};
+  TeamPlacement p = PlaceTeam(site, team);
+  ASSERT_TRUE(p.placed) << p.unschedulable;
+  EXPECT_EQ(p.coordinator_node, "robot-1") << "not the gateway, whose link is better";
+  for (NodeView& n : site) {
+    if (n.name == "robot-1") n.ready = false;
+  }
+  p = PlaceTeam(site, team);
+  EXPECT_FALSE(p.placed);
+  EXPECT_EQ(p.unschedulable.rfind("the coordinator goes only to robot-1 (its output claim out's volume is there), "
+                                  "which cannot take it: ",
+                                  0),
+            0u)
+      << p.unschedulable;
+  team.coordinator_only_on->node = "moon";
+  EXPECT_EQ(PlaceTeam(site, team).unschedulable,
+            "the coordinator goes only to moon (its output claim out's volume is there), which is not in the cluster");
+}
+
 TEST(ClusterPlacementTest, TheOrderNodesAreListedInChangesNothing) {
   std::vector<NodeView> site = EdgeSite();
   TeamPlacement forward = PlaceTeam(site, Team(4));

@@ -283,7 +283,14 @@ Status Reconciler::Validate(Pass& pass) {
   const bool model_refused = failed_for == reason::kInvalidModel || failed_for == reason::kModelCheckFailed;
   const bool refused_as_written =
       model_refused && failed->value("observedGeneration", int64_t{0}) == pass.generation;
-  if (FindCondition(pass.status, condition::kInvalid) && !refused_as_written) {
+  // What placement found (no node matches, no such PriorityClass) is looked
+  // at again only when placing: a suspended job keeps it. It had turned
+  // Valid while suspended, and on resume Invalid again, said a second time.
+  const Json* said_invalid = FindCondition(pass.status, condition::kInvalid);
+  const std::string invalid_for = said_invalid ? said_invalid->value("reason", "") : "";
+  const bool placements_finding = invalid_for == reason::kNoMatchingNode || invalid_for == reason::kNoPriorityClass;
+  const bool suspended = pass.object.value("/spec/suspend"_json_pointer, false);
+  if (said_invalid && !refused_as_written && !(placements_finding && suspended)) {
     pass.Set(condition::kInvalid, false, "Valid", "");
   }
   // A job that failed only for what its spec says starts again once fixed.
@@ -383,6 +390,10 @@ Status Reconciler::Suspend(Pass& pass) {
     log_.Job(pass.key, reason::kSuspended, message);
   }
   pass.status["phase"] = phase::kSuspended;
+  // No team, no links: Stalled and BandwidthDegraded said a deleted
+  // coordinator's silence through the suspension and after (a new user's
+  // trial).
+  SettleLinkConditions(pass, reason::kSuspended, "suspended");
   // No pods, no workers: it listed the deleted pods with their figures (a
   // new user's trial). An ended job keeps its list: what each worker did.
   pass.status.erase("workers");
@@ -671,6 +682,13 @@ std::string Describe(const TeamPlacement& placement) {
 }  // namespace
 
 Status Reconciler::Place(Pass& pass) {
+  // Resumed: Running no longer says suspended, though the job waits for
+  // room, or for a node to match (it read Suspended while Pending
+  // Unschedulable, a new user's trial).
+  if (const Json* running = FindCondition(pass.status, condition::kRunning);
+      running && running->value("reason", "") == reason::kSuspended) {
+    pass.Set(condition::kRunning, false, reason::kResuming, "resumed: not placed yet");
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(
       StoredPlan stored, ReadPlan(PlanConfigMap(pass.job, ConditionIs(pass.status, condition::kPlaced, true))));
   if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
@@ -814,6 +832,10 @@ Status Reconciler::Place(Pass& pass) {
     if (!measured) return Status::Ok();  // being checked, or refused: the status says which
   }
 
+  // Resumed, its coordinator goes back to the node its output volume is on:
+  // placed elsewhere, its pod could never mount it (a new user's trial).
+  request->coordinator_only_on = OutputVolumeNode(pass);
+
   // Jobs first in line take their room first; this one gets what is left
   // (its turn in the waiting line's reservation pass).
   const Json& meta = pass.object.at("metadata");
@@ -905,7 +927,10 @@ Status Reconciler::Place(Pass& pass) {
   }
   const std::string message = Describe(placement) + (stages.empty() ? "" : "; " + stages);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
-  pass.Set(condition::kRunning, false, reason::kStarting, "0/" + std::to_string(pods.size()) + " pods running");
+  // A job that has run is placed anew only when resumed (a loss keeps its
+  // plan): Resuming from the start, where it read Starting for a pass.
+  pass.Set(condition::kRunning, false, pass.status.contains("startTime") ? reason::kResuming : reason::kStarting,
+           "0/" + std::to_string(pods.size()) + " pods running");
   pass.status["phase"] = phase::kPlacing;
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message + " (plan generation " + std::to_string(generation) + ")");
@@ -1131,6 +1156,20 @@ Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool mak
   return Status::Ok();
 }
 
+std::optional<TeamRequest::Pin> Reconciler::OutputVolumeNode(const Pass& pass) {
+  const Json& spec = pass.job.manifest.object.at("spec");
+  if (!spec.contains("/output/volume/persistentVolumeClaim/claimName"_json_pointer)) return std::nullopt;
+  const std::string claim = spec["output"]["volume"]["persistentVolumeClaim"]["claimName"];
+  StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
+  if (!pvc.ok()) return std::nullopt;
+  const Json modes = pvc->value("/spec/accessModes"_json_pointer, Json::array());
+  if (std::find(modes.begin(), modes.end(), "ReadWriteMany") != modes.end()) return std::nullopt;
+  const std::string node =
+      pvc->value("/metadata/annotations/volume.kubernetes.io~1selected-node"_json_pointer, std::string());
+  if (node.empty()) return std::nullopt;
+  return TeamRequest::Pin{node, "its output claim " + claim + "'s volume is there"};
+}
+
 // A claim of a WaitForFirstConsumer class (K3s's local-path) is provisioned on
 // the node its first scheduled pod lands on. The operator's pods are bound, not
 // scheduled, so it names the coordinator's node as the scheduler would.
@@ -1254,6 +1293,12 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
       if (!pvc.ok() && pvc.status().code() == StatusCode::kNotFound) {
         gang.held.push_back(pod + ": " + MissingClaimWords(claim, pass.job.namespace_));
+      } else if (pvc.ok() && pvc->value("/status/phase"_json_pointer, std::string()) != "Bound") {
+        // Made after the pods were (as the message above asks): named the
+        // coordinator's node now, as at placement, or a local-path claim
+        // waits for a scheduler that never sees the bound pod, for good.
+        EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
+        gang.held.push_back(pod + ": its output claim " + claim + " is not bound yet");
       }
     }
   }
@@ -1393,7 +1438,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       pass.status["completionTime"] = gang.ended_at.empty() ? pass.now : gang.ended_at;
       pass.Set(condition::kComplete, true, why, message);
       pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
-      SettleLinkConditions(pass);
+      SettleLinkConditions(pass, reason::kStopped, "the job has ended");
       if (!result.empty()) {
         pass.status["progress"] = ProgressStatusOf(result);
         // Each worker's figures as the result gives them, which the job's
@@ -1424,15 +1469,19 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     }
     case GangState::kAbsent:
     case GangState::kStarting: {
-      if (has_run) {  // a replacement is starting; the team trains on without it
+      // Back from a suspension, placed anew, its pods start again: no member
+      // was lost, and the time it was suspended is no recovery's. (A team
+      // that has run is placed anew only then, or after such a placement's
+      // gang timed out: a loss keeps its plan.) Its gang times out as a new
+      // job's does; a resumed job whose pods could not start (its claim
+      // gone) had held its nodes for good (a new user's trial).
+      const Json* running = FindCondition(pass.status, condition::kRunning);
+      const std::string was = running ? running->value("reason", "") : "";
+      const bool resuming = has_run && (was == reason::kSuspended || was == reason::kResuming ||
+                                        was == reason::kStarting || was == reason::kGangTimeout);
+      if (has_run && !resuming) {  // a replacement is starting; the team trains on without it
         EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator, gang));
-        // Back from a suspension, placed anew, its pods start again: no member
-        // was lost, and the time it was suspended is no recovery's. (A team
-        // that has run is placed anew only then: a loss keeps its plan.)
-        const Json* running = FindCondition(pass.status, condition::kRunning);
-        const std::string was = running ? running->value("reason", "") : "";
-        const bool resuming = was == reason::kSuspended || was == reason::kResuming || was == reason::kStarting;
-        pass.status["phase"] = resuming ? phase::kPlacing : phase::kRecovering;
+        pass.status["phase"] = phase::kRecovering;
         // What was lost stays said, with how far its replacement is: it
         // became "2/3 pods running" a moment after the loss (a new user's trial).
         std::string message = StartingMessage(gang);
@@ -1442,7 +1491,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         const char* why = was == reason::kWorkerMoved      ? reason::kWorkerMoved
                           : was == reason::kCoordinatorMoved ? reason::kCoordinatorMoved
                                                              : reason::kRecovering;
-        if (!resuming && running && (was == reason::kRecovering || why != reason::kRecovering)) {
+        if (running && (was == reason::kRecovering || why != reason::kRecovering)) {
           const std::string before = running->value("message", "");
           const std::string lost = before.substr(0, before.find("; now "));
           // Only what a loss said (Replanned's, AwaitRoom's), never a count of pods.
@@ -1450,7 +1499,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
             message = FirstWordsAndNow(before, "; now ", message);
           }
         }
-        pass.Set(condition::kRunning, false, resuming ? reason::kResuming : why, message);
+        pass.Set(condition::kRunning, false, why, message);
         // The team trains on meanwhile: its figures stood still for the 22 s
         // a replacement took to start (a new user's trial).
         (void)ReadProgress(pass, gang);
@@ -1480,7 +1529,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       // A pod of the plan deleted by someone is made again, on its node.
       EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, coordinator, gang));
       pass.status["phase"] = phase::kPlacing;
-      pass.Set(condition::kRunning, false, reason::kStarting, StartingMessage(gang));
+      pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kStarting, StartingMessage(gang));
       // Any change of its pods wakes it, so it need not poll: looking at 1,000
       // placed jobs every status interval kept a 5,000-node site's operator
       // busy enough to slow the placing of the rest several times over.
@@ -1852,7 +1901,7 @@ bool Reconciler::RecoveriesExhausted(Pass& pass, const std::string& what, int re
   return true;
 }
 
-void Reconciler::SettleLinkConditions(Pass& pass) {
+void Reconciler::SettleLinkConditions(Pass& pass, const char* why, const std::string& what) {
   // What the last read said of the team's links is of a team no longer
   // training: a job that succeeded kept "worker 1 silent for 43 s: its link
   // is down" of a worker replaced seconds before the end (a new user's trial).
@@ -1860,7 +1909,7 @@ void Reconciler::SettleLinkConditions(Pass& pass) {
     const Json* c = FindCondition(pass.status, type);
     if (!c || c->value("status", "") != "True") continue;
     const std::string last = c->value("reason", "") + ": " + c->value("message", "");
-    pass.Set(type, false, reason::kStopped, "the job has ended; the last read said " + last);
+    pass.Set(type, false, why, what + "; the last read said " + last);
   }
 }
 
@@ -1869,7 +1918,7 @@ void Reconciler::EndFailed(Pass& pass, const char* why, const std::string& messa
   pass.status["completionTime"] = pass.now;
   pass.Set(condition::kFailed, true, why, message);
   pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
-  SettleLinkConditions(pass);
+  SettleLinkConditions(pass, reason::kStopped, "the job has ended");
   events_.Record(pass.object, "Warning", why, message);
   log_.Job(pass.key, why, message);
 }

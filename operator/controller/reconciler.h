@@ -175,7 +175,9 @@ class Reconciler {
   // Warning Event and a log line saying `message`.
   void EndFailed(Pass& pass, const char* why, const std::string& message);
   // A job that ended: Stalled and BandwidthDegraded no longer hold, and say what they last said.
-  void SettleLinkConditions(Pass& pass);
+  // Stalled and BandwidthDegraded, if True, turned False for `why` (the job
+  // ended, or was suspended), saying what they last said.
+  void SettleLinkConditions(Pass& pass, const char* why, const std::string& what);
   // A Warning Event for each worker the coordinator quarantined since the
   // status last said so (once: the status then carries it).
   void ReportQuarantines(Pass& pass);
@@ -192,6 +194,11 @@ class Reconciler {
   Status DeleteAllPods(Pass& pass);
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                       const std::vector<Json>& pods);
+  // The node a job's output volume is on, when on one: a claim not shared
+  // (ReadWriteMany) that names its node (volume.kubernetes.io/selected-node,
+  // as a local-path claim is given at its first placement). A job placed
+  // anew, resumed, takes its coordinator there.
+  std::optional<TeamRequest::Pin> OutputVolumeNode(const Pass& pass);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   // A team's credentials (job_credentials.h): made sure of before any of its
   // pods is made (`making_pods`), else renewed when its status says they are

@@ -1693,7 +1693,150 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
   }
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
   for (const std::string& p : phases) EXPECT_EQ(p.find("Recovering"), std::string::npos) << p;
+  // Resuming from its placement on, not Starting for a pass first.
+  ASSERT_FALSE(phases.empty());
+  EXPECT_EQ(phases[0], "Placing/Resuming");
   EXPECT_EQ(log_text_.str().find("after the team stopped being whole"), std::string::npos) << log_text_.str();
+}
+
+// A resumed job whose pods do not start (its claim deleted while it was
+// suspended, a node gone) is torn down at its gang timeout as a new job is:
+// it had stood Placing Resuming, holding its nodes, for good (a new user's
+// trial).
+TEST_F(ReconcilerTest, AResumedJobsGangTimesOutAsANewJobsDoes) {
+  const std::string key = ARunningTeamOnThreeNodes({{"placement", {{"gangTimeout", "1m"}}}});
+  Json job = Job("team");
+  job["spec"]["suspend"] = true;
+  jobs_.Put(job);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
+  job = Job("team");
+  job["spec"]["suspend"] = false;
+  jobs_.Put(job);
+  Reconcile(key);  // placed anew; its pods never start
+  jobs_.Put(Job("team"));
+  SyncPods();
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kPlacing);
+  now_ += std::chrono::seconds(61);
+  SyncPods();
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending) << status.dump();
+  EXPECT_EQ(FindCondition(status, api::condition::kPlaced)->value("reason", ""), api::reason::kGangTimeout);
+  EXPECT_EQ(status["gangTimeouts"], 1);
+  EXPECT_TRUE(api_.All(kube::kPods).empty()) << "holding nothing";
+}
+
+// Suspended, a job has no team: what its last read said of its links is
+// settled, not left True through the suspension and after (a new user's
+// trial: Stalled and BandwidthDegraded naming a deleted coordinator). And
+// resumed, Running no longer says it is suspended while it waits for room.
+TEST_F(ReconcilerTest, ASuspendedJobSettlesItsLinkConditionsAndAResumedOneSaysSo) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  progress_.by_ip.erase(coordinator_ip);
+  now_ += std::chrono::seconds(40);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_TRUE(ConditionIs(Job("team")["status"], api::condition::kStalled, true));
+  Json job = Job("team");
+  job["spec"]["suspend"] = true;
+  jobs_.Put(job);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
+  const Json* stalled = FindCondition(status, api::condition::kStalled);
+  EXPECT_EQ(stalled->value("status", ""), "False");
+  EXPECT_EQ(stalled->value("reason", ""), api::reason::kSuspended);
+  EXPECT_EQ(stalled->value("message", "").rfind("suspended; the last read said ProgressUnreadable: ", 0), 0u)
+      << *stalled;
+  // Resumed onto a cluster with no room for it now.
+  for (const char* node : {"gateway", "robot-1", "robot-2"}) nodes_.Put(ANode(node).NotReady());
+  job = Job("team");
+  job["spec"]["suspend"] = false;
+  jobs_.Put(job);
+  Reconcile(key);
+  status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending);
+  EXPECT_EQ(FindCondition(status, api::condition::kRunning)->value("reason", ""), api::reason::kResuming)
+      << status.dump();
+}
+
+// What placement found (no node matches) a suspended job keeps: it turned
+// Valid while suspended, and on resume Invalid again, a second Event.
+TEST_F(ReconcilerTest, ASuspendedJobKeepsWhatPlacementFoundAndSaysItOnce) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("team", {{"placement", {{"nodeSelector", {{"disk", "ssd"}}}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  for (bool suspend : {true, false}) {
+    Json job = Job("team");
+    job["spec"]["suspend"] = suspend;
+    jobs_.Put(job);
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+    EXPECT_EQ(FindCondition(Job("team")["status"], api::condition::kInvalid)->value("reason", ""),
+              api::reason::kNoMatchingNode)
+        << "suspend " << suspend;
+  }
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kNoMatchingNode;
+  EXPECT_EQ(said, 1);
+}
+
+// A job whose output is on a volume of one node (a local-path claim, named
+// its node when first bound) takes its coordinator there when placed anew:
+// resumed after its gateway was lost, it went to robot-1, whose pod could
+// never mount the volume (a new user's trial). A shared claim goes anywhere.
+TEST_F(ReconcilerTest, AJobPlacedAnewTakesItsCoordinatorToItsOutputVolumesNode) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  auto claim = [&](const std::string& name, const char* mode) {
+    ASSERT_TRUE(api_.Create(kube::kPersistentVolumeClaims, "default",
+                            {{"apiVersion", "v1"},
+                             {"kind", "PersistentVolumeClaim"},
+                             {"metadata",
+                              {{"name", name},
+                               {"namespace", "default"},
+                               {"annotations", {{"volume.kubernetes.io/selected-node", "robot-2"}}}}},
+                             {"spec", {{"accessModes", {mode}}}},
+                             {"status", {{"phase", "Bound"}}}})
+                    .ok());
+  };
+  claim("local", "ReadWriteOnce");
+  claim("shared", "ReadWriteMany");
+  auto output = [](const char* name) {
+    return Json{{"output", {{"path", "/models/x"}, {"volume", {{"persistentVolumeClaim", {{"claimName", name}}}}}}}};
+  };
+  const std::string local = Submit(TrainingJob("local", output("local")));
+  Reconcile(local);
+  EXPECT_EQ(api_.Get(kube::kPods, "default", "local-coordinator")->at("spec").at("nodeName"), "robot-2");
+  const std::string shared = Submit(TrainingJob("shared", output("shared")));
+  Reconcile(shared);
+  EXPECT_EQ(api_.Get(kube::kPods, "default", "shared-coordinator")->at("spec").at("nodeName"), "gateway")
+      << "a shared claim follows the coordinator";
+
+  // Its node gone: it waits for it, saying why, rather than placing a pod
+  // that can never start.
+  nodes_.Put(ANode("robot-2").NotReady());
+  const std::string later = Submit(TrainingJob("later", output("local")));
+  Reconcile(later);
+  const Json status = Job("later")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending);
+  EXPECT_EQ(FindCondition(status, api::condition::kPlaced)
+                ->value("message", "")
+                .rfind("the coordinator goes only to robot-2 (its output claim local's volume is there), which "
+                       "cannot take it: ",
+                       0),
+            0u)
+      << status.dump();
 }
 
 // An output claim that does not exist: the coordinator's pod waits to
@@ -1723,6 +1866,26 @@ TEST_F(ReconcilerTest, AMissingOutputClaimIsSaidInAnEventAndWhileThePodsStart) {
   EXPECT_NE(message.find("team-coordinator: spec.output.volume's PersistentVolumeClaim no-such-claim does not exist"),
             std::string::npos)
       << message;
+  // Made as the message asks: an unbound claim is named the coordinator's
+  // node, as at placement; a local-path claim made later had waited for a
+  // scheduler that never sees the bound pod.
+  ASSERT_TRUE(api_.Create(kube::kPersistentVolumeClaims, "default",
+                          {{"apiVersion", "v1"},
+                           {"kind", "PersistentVolumeClaim"},
+                           {"metadata", {{"name", "no-such-claim"}, {"namespace", "default"}}},
+                           {"spec", {{"accessModes", {"ReadWriteOnce"}}}},
+                           {"status", {{"phase", "Pending"}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  const Json pvc = *api_.Get(kube::kPersistentVolumeClaims, "default", "no-such-claim");
+  EXPECT_EQ(pvc.value("/metadata/annotations/volume.kubernetes.io~1selected-node"_json_pointer, std::string()),
+            "gateway")
+      << pvc.dump();
+  EXPECT_NE(FindCondition(Job("team")["status"], api::condition::kRunning)
+                ->value("message", "")
+                .find("team-coordinator: its output claim no-such-claim is not bound yet"),
+            std::string::npos);
 }
 
 // A worker's pod left being deleted on a node that was lost (a replaced

@@ -383,6 +383,17 @@ TeamPlacement WaitingLine::PlacementOf(const std::string& key, const TeamRequest
                                        const Priority& priority, const MeasuredLinks& measured) {
   std::lock_guard lock(mu_);
   Apply(measured.now);
+  // Where its coordinator must go is the cluster's to say (its output
+  // volume's node), not its spec's, which the line reads: taken from the
+  // request, and the pass made again when it changes.
+  if (auto w = line_.find(key); w != line_.end() && w->second.request) {
+    std::optional<TeamRequest::Pin>& pin = w->second.request->coordinator_only_on;
+    const auto node = [](const std::optional<TeamRequest::Pin>& p) { return p ? p->node : std::string(); };
+    if (node(pin) != node(request.coordinator_only_on)) {
+      pin = request.coordinator_only_on;
+      stale_ = true;
+    }
+  }
   const bool expired = pass_ && (measured.now >= pass_->fresh_until || measured.now - pass_->made > max_pass_age_ ||
                                  measured.now < pass_->made);
   if (!pass_ || stale_ || expired) {
