@@ -182,26 +182,48 @@ struct CheckedRun {
 // A stream's folder that has nothing for a worker yet is not an error (the
 // source may start after the run), but a wrong path or layout would train on
 // nothing for the whole budget without a word: say where each worker looks.
-static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
+// A path that is a file is refused: nothing could ever arrive through it.
+static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
   const auto& stream = job.spec.data.stream;
-  if (!stream || !stream->directory) return;
+  if (!stream || !stream->directory) return kExitOk;
+  const fs::path top(*stream->directory);
+  std::error_code ec;
+  if (fs::exists(top, ec) && !fs::is_directory(top, ec)) {
+    // It had been a note, and the run trained on nothing for its whole
+    // budget, exit 0 (a new user's trial).
+    err << "error: spec.data.stream.directory: " << top.string()
+        << " is a file, not a folder: worker RANK reads the CSV files put into its worker-RANK/ folder in it "
+           "(docs/streams.md)\n";
+    return kExitInvalid;
+  }
   std::vector<std::string> dry;
   for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
     const fs::path folder = fs::path(*stream->directory) / ("worker-" + std::to_string(rank));
     // Files of other names are left alone (agent/data/sample_directory.h):
     // a user who dropped data.txt there is told, not left to wait on it.
     bool readable = false;
-    std::vector<std::string> other;
-    std::error_code ec;
+    std::vector<std::string> other, folders;
     for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      if (agent::IsStreamFileName(name)) {
+      if (name[0] == '.') continue;
+      if (it->is_directory(ec)) {
+        folders.push_back(name + "/");
+      } else if (agent::IsStreamFileName(name)) {
         readable = true;
-      } else if (name[0] != '.' && it->is_regular_file(ec)) {
+      } else if (it->is_regular_file(ec)) {
         other.push_back(name);
       }
     }
     if (!readable) dry.push_back(folder.string());
+    // Files in a folder of its folder are not read either (a new user's
+    // worker-0/sub/1.csv went unsaid).
+    if (!folders.empty()) {
+      std::sort(folders.begin(), folders.end());
+      err << "note: " << folder.string() << " holds " << folders.size() << " folder" << (folders.size() > 1 ? "s" : "")
+          << ", not read (a worker reads only the NAME.csv files directly in its own): " << folders.front();
+      if (folders.size() > 1) err << " and " << folders.size() - 1 << " more";
+      err << "\n";
+    }
     if (other.empty()) continue;
     std::sort(other.begin(), other.end());
     err << "note: " << folder.string() << " holds " << other.size() << " file" << (other.size() > 1 ? "s" : "")
@@ -213,11 +235,6 @@ static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream&
   // another name, CSV files beside the worker folders (a new user's 50
   // samples in worker-7 of a team of two went unsaid, as did a path that
   // was a file, not a folder).
-  const fs::path top(*stream->directory);
-  std::error_code ec;
-  if (fs::exists(top, ec) && !fs::is_directory(top, ec)) {
-    err << "note: " << top.string() << " is a file, not a folder: its workers read worker-RANK/ folders in it\n";
-  }
   std::vector<std::string> unread;
   for (fs::directory_iterator it(top, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -234,11 +251,12 @@ static void NoteStreamFolders(const api::TrainingJobManifest& job, std::ostream&
     if (unread.size() > 1) err << " and " << unread.size() - 1 << " more";
     err << " (worker RANK reads worker-RANK/, RANK from 0 to " << job.spec.parallelism.workers - 1 << ")\n";
   }
-  if (dry.empty()) return;
+  if (dry.empty()) return kExitOk;
   err << "note: nothing to read yet in " << dry.front();
   if (dry.size() > 1) err << " and " << dry.size() - 1 << " more worker folder" << (dry.size() > 2 ? "s" : "");
   err << ": worker RANK trains on the CSV files put into " << *stream->directory
       << "/worker-RANK/ (docs/streams.md), and waits for them\n";
+  return kExitOk;
 }
 
 // A profile's node that placement would give no worker of the job (too
@@ -283,7 +301,21 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     if (!checked.profile) return kExitInvalid;
   }
   for (const auto& note : support.notes) err << "note: " << note << "\n";
-  NoteStreamFolders(checked.job, err);
+  if (int code = CheckStreamFolders(checked.job, err); code != kExitOk) return code;
+  // A node's own stream feeds a job whose stream names neither rates nor a
+  // folder: beside a folder's, it was ignored unsaid (a new user's trial).
+  if (checked.profile && checked.job.spec.data.stream && checked.job.spec.data.stream->directory) {
+    std::vector<std::string> streaming;
+    for (const NodeProfile& node : checked.profile->nodes) {
+      if (node.stream) streaming.push_back(node.name);
+    }
+    if (!streaming.empty()) {
+      err << "note: the profile's streams (" << streaming.front()
+          << (streaming.size() > 1 ? " and " + std::to_string(streaming.size() - 1) + " more" : std::string())
+          << ") do not feed " << checked.job.name << ": its samples are the files of "
+          << *checked.job.spec.data.stream->directory << "\n";
+    }
+  }
   std::error_code ec;
   auto planned = PlanLocalRun(checked.job, checked.profile, options, fs::current_path(ec), ThisMachine());
   if (!planned.ok()) {

@@ -287,6 +287,9 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   std::string row = "3";  // a digit: its label, then 64 features in 0..1
   for (int i = 0; i < 64; ++i) row += ",0.5";
   std::ofstream(dir_ / "incoming" / "worker-0" / "a.csv") << row << "\n" << row << "\n";
+  // Rows in a folder of worker 0's folder, which it does not read.
+  fs::create_directories(dir_ / "incoming" / "worker-0" / "sub");
+  std::ofstream(dir_ / "incoming" / "worker-0" / "sub" / "1.csv") << row << "\n";
   // Worker 1's rows under a name the stream does not read.
   fs::create_directories(dir_ / "incoming" / "worker-1");
   std::ofstream(dir_ / "incoming" / "worker-1" / "rows.txt") << row << "\n";
@@ -319,6 +322,39 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
                                  "worker-RANK/, RANK from 0 to 1)\n"),
             std::string::npos)
       << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("note: " + (dir_ / "incoming" / "worker-0").string() +
+                                 " holds 1 folder, not read (a worker reads only the NAME.csv files directly in "
+                                 "its own): sub/\n"),
+            std::string::npos)
+      << run.stderr_text;
+
+  // A path that is a file: nothing could ever arrive, and the run had
+  // trained on nothing for its budget, exit 0.
+  std::ofstream(dir_ / "afile") << row << "\n";
+  const std::string to_a_file = Manifest("to-a-file", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 8, stream: {directory: afile}}
+  parallelism: {workers: 2}
+  budget: {wallClock: 2s}
+)");
+  const Outcome refused = Execute({"run", to_a_file});
+  EXPECT_EQ(refused.exit, 2);
+  EXPECT_NE(refused.stderr_text.find("error: spec.data.stream.directory: " + (dir_ / "afile").string() +
+                                     " is a file, not a folder"),
+            std::string::npos)
+      << refused.stderr_text;
+
+  // A profile's node streams feed a job whose stream names no folder: beside
+  // a folder they do nothing, now said.
+  std::ofstream(dir_ / "streams.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                          "metadata: {name: cams}\nspec:\n  nodes:\n"
+                                          "    - {name: cam-1, stream: {ratePerSecond: 2}}\n"
+                                          "    - {name: cam-2, stream: {ratePerSecond: 2}}\n";
+  const Outcome checked = Execute({"validate", job, "--nodes", (dir_ / "streams.yaml").string()});
+  EXPECT_EQ(checked.exit, 0) << checked.stderr_text;
+  EXPECT_NE(checked.stderr_text.find("note: the profile's streams (cam-1 and 1 more) do not feed folder: its "
+                                     "samples are the files of "),
+            std::string::npos)
+      << checked.stderr_text;
 }
 
 TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {

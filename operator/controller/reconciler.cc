@@ -881,9 +881,14 @@ Status Reconciler::Place(Pass& pass) {
   if (!stranded.empty()) {
     std::string names;
     for (const Json& pod : stranded) names += (names.empty() ? "" : ", ") + pod["metadata"].value("name", std::string());
+    const bool one = stranded.size() == 1;
     log_.Job(pass.key, "PlacedPastLostPods",
-             "not waiting for " + names + ": being deleted on a lost node, which must come back (or the pod be "
-             "deleted with --force) for it to end; it holds nothing this placement would choose");
+             "not waiting for " + names + (one ? ": being deleted on a lost node, which must come back (or the pod be "
+                                                 "deleted with --force) for it to end; it holds nothing this placement "
+                                                 "would choose"
+                                               : ": being deleted on lost nodes, which must come back (or the pods be "
+                                                 "deleted with --force) for them to end; they hold nothing this "
+                                                 "placement would choose"));
   }
   std::vector<std::string> chosen = placement.worker_nodes;
   chosen.push_back(placement.coordinator_node);
@@ -1690,15 +1695,22 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
       }
       // A node gone silent is first a fading link: its pods tolerate it for
       // nodeLossGrace, and the team's deadline leaves its worker out meanwhile.
-      std::string silent;
+      // Each node named once, with its pods (it was named again for each).
+      std::map<std::string, std::vector<std::string>> waited_out;
       for (const Json& pod : gang_pods) {
         const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
         const NodeView* view = team_node(node);
-        if (view && !view->ready) {
-          silent += (silent.empty() ? "" : "; ") + std::string("node ") + node + " is not ready: " +
-                    pod["metadata"]["name"].get<std::string>() + " is waited out for nodeLossGrace (" +
-                    FormatDuration(pass.job.manifest.spec.fault_tolerance.node_loss_grace) + ")";
+        if (view && !view->ready) waited_out[node].push_back(pod["metadata"]["name"].get<std::string>());
+      }
+      std::string silent;
+      for (const auto& [node, pods] : waited_out) {
+        std::string names;
+        for (size_t i = 0; i < pods.size(); ++i) {
+          names += (i == 0 ? "" : i + 1 == pods.size() ? " and " : ", ") + pods[i];
         }
+        silent += (silent.empty() ? "" : "; ") + std::string("node ") + node + " is not ready: " + names +
+                  (pods.size() == 1 ? " is" : " are") + " waited out for nodeLossGrace (" +
+                  FormatDuration(pass.job.manifest.spec.fault_tolerance.node_loss_grace) + ")";
       }
       if (!silent.empty()) {
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
