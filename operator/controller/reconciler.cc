@@ -932,6 +932,10 @@ Status Reconciler::Place(Pass& pass) {
   }
   const std::string message = Describe(placement) + (stages.empty() ? "" : "; " + stages);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
+  // A job that has run and keeps no checkpoint (no output volume) starts
+  // over: what was read of its last run is not its progress (kubectl get tj
+  // showed the old accuracy until the first read).
+  if (!HasOutputVolume(pass.job)) pass.status.erase("progress");
   // A job that has run is placed anew only when resumed (a loss keeps its
   // plan): Resuming from the start, where it read Starting for a pass.
   pass.Set(condition::kRunning, false, pass.status.contains("startTime") ? reason::kResuming : reason::kStarting,

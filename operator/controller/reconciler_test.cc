@@ -1705,6 +1705,11 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
 // trial).
 TEST_F(ReconcilerTest, AResumedJobsGangTimesOutAsANewJobsDoes) {
   const std::string key = ARunningTeamOnThreeNodes({{"placement", {{"gangTimeout", "1m"}}}});
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  ASSERT_TRUE(Job("team")["status"].contains("progress"));
   Json job = Job("team");
   job["spec"]["suspend"] = true;
   jobs_.Put(job);
@@ -1720,6 +1725,8 @@ TEST_F(ReconcilerTest, AResumedJobsGangTimesOutAsANewJobsDoes) {
   Reconcile(key);
   jobs_.Put(Job("team"));
   ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kPlacing);
+  EXPECT_FALSE(Job("team")["status"].contains("progress"))
+      << "no output volume: it starts over, and the last run's figures are not its progress";
   now_ += std::chrono::seconds(61);
   SyncPods();
   Reconcile(key);
