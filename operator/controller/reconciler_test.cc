@@ -131,6 +131,23 @@ class ReconcilerTest : public ::testing::Test {
     EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
     return key;
   }
+  // spec.suspend of job "team" set to `suspend`, and reconciled once.
+  void SetSuspend(const std::string& key, bool suspend) {
+    Json job = Job("team");
+    job["spec"]["suspend"] = suspend;
+    jobs_.Put(job);
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+  }
+  // The team's coordinator answers /progress once (iteration 300), and is
+  // read; then it answers no more (its node dead, its link cut).
+  void ProgressReadOnceThenSilent(const std::string& key) {
+    const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+    progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+    progress_.by_ip.erase(ip);
+  }
   // The pod as the kubelet leaves it when its agent exits 0 with `result`.
   static void Succeed(Json& pod, const Json& result) {
     pod["status"] = {{"phase", "Succeeded"},
@@ -736,11 +753,7 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
 // once, "has not answered for 53 s" (a new user's trial).
 TEST_F(ReconcilerTest, ACoordinatorIsSilentSinceItsPodWasMadeNotSinceTheLastRead) {
   const std::string key = ARunningTeamOnThreeNodes(Json::object());
-  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
-  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
-  Reconcile(key);
-  jobs_.Put(Job("team"));
-  progress_.by_ip.erase(coordinator_ip);
+  ProgressReadOnceThenSilent(key);
   now_ += std::chrono::seconds(60);
   std::vector<Json> pods = api_.All(kube::kPods);
   for (Json& pod : pods) {
@@ -1705,22 +1718,11 @@ TEST_F(ReconcilerTest, SuspendTakesThePodsAwayAndKeepsThePlan) {
 // trial).
 TEST_F(ReconcilerTest, AResumedJobsGangTimesOutAsANewJobsDoes) {
   const std::string key = ARunningTeamOnThreeNodes({{"placement", {{"gangTimeout", "1m"}}}});
-  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
-  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  ProgressReadOnceThenSilent(key);
   ASSERT_TRUE(Job("team")["status"].contains("progress"));
-  Json job = Job("team");
-  job["spec"]["suspend"] = true;
-  jobs_.Put(job);
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  SetSuspend(key, true);
   ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
-  job = Job("team");
-  job["spec"]["suspend"] = false;
-  jobs_.Put(job);
-  Reconcile(key);  // placed anew; its pods never start
-  jobs_.Put(Job("team"));
+  SetSuspend(key, false);  // placed anew; its pods never start
   SyncPods();
   Reconcile(key);
   jobs_.Put(Job("team"));
@@ -1743,20 +1745,12 @@ TEST_F(ReconcilerTest, AResumedJobsGangTimesOutAsANewJobsDoes) {
 // resumed, Running no longer says it is suspended while it waits for room.
 TEST_F(ReconcilerTest, ASuspendedJobSettlesItsLinkConditionsAndAResumedOneSaysSo) {
   const std::string key = ARunningTeamOnThreeNodes(Json::object());
-  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
-  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
-  Reconcile(key);
-  jobs_.Put(Job("team"));
-  progress_.by_ip.erase(coordinator_ip);
+  ProgressReadOnceThenSilent(key);
   now_ += std::chrono::seconds(40);
   Reconcile(key);
   jobs_.Put(Job("team"));
   ASSERT_TRUE(ConditionIs(Job("team")["status"], api::condition::kStalled, true));
-  Json job = Job("team");
-  job["spec"]["suspend"] = true;
-  jobs_.Put(job);
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  SetSuspend(key, true);
   Json status = Job("team")["status"];
   const Json* stalled = FindCondition(status, api::condition::kStalled);
   EXPECT_EQ(stalled->value("status", ""), "False");
@@ -1765,10 +1759,7 @@ TEST_F(ReconcilerTest, ASuspendedJobSettlesItsLinkConditionsAndAResumedOneSaysSo
       << *stalled;
   // Resumed onto a cluster with no room for it now.
   for (const char* node : {"gateway", "robot-1", "robot-2"}) nodes_.Put(ANode(node).NotReady());
-  job = Job("team");
-  job["spec"]["suspend"] = false;
-  jobs_.Put(job);
-  Reconcile(key);
+  SetSuspend(key, false);
   status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kPending);
   EXPECT_EQ(FindCondition(status, api::condition::kRunning)->value("reason", ""), api::reason::kResuming)
@@ -1783,11 +1774,7 @@ TEST_F(ReconcilerTest, ASuspendedJobKeepsWhatPlacementFoundAndSaysItOnce) {
   Reconcile(key);
   jobs_.Put(Job("team"));
   for (bool suspend : {true, false}) {
-    Json job = Job("team");
-    job["spec"]["suspend"] = suspend;
-    jobs_.Put(job);
-    Reconcile(key);
-    jobs_.Put(Job("team"));
+    SetSuspend(key, suspend);
     EXPECT_EQ(FindCondition(Job("team")["status"], api::condition::kInvalid)->value("reason", ""),
               api::reason::kNoMatchingNode)
         << "suspend " << suspend;
@@ -1905,11 +1892,7 @@ TEST_F(ReconcilerTest, AResumedJobIsPlacedPastAPodStrandedOnALostNode) {
   Json stranded = *api_.Get(kube::kPods, "default", "team-worker-1");
   const std::string lost_node = stranded["spec"]["nodeName"];
   ASSERT_NE(lost_node, "gateway");
-  Json job = Job("team");
-  job["spec"]["suspend"] = true;
-  jobs_.Put(job);
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  SetSuspend(key, true);
   ASSERT_EQ(Job("team")["status"]["phase"], api::phase::kSuspended);
   // Its node lost, the pod's delete never confirmed by its kubelet.
   nodes_.Put(ANode(lost_node).NotReady());
@@ -1918,11 +1901,7 @@ TEST_F(ReconcilerTest, AResumedJobIsPlacedPastAPodStrandedOnALostNode) {
   ASSERT_TRUE(api_.Create(kube::kPods, "default", stranded).ok());
   SyncPods();
 
-  job = Job("team");
-  job["spec"]["suspend"] = false;
-  jobs_.Put(job);
-  Reconcile(key);
-  jobs_.Put(Job("team"));
+  SetSuspend(key, false);
   const Json status = Job("team")["status"];
   EXPECT_NE(FindCondition(status, api::condition::kPlaced)->value("reason", ""), api::reason::kPodsEnding)
       << status.dump();
