@@ -124,6 +124,11 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       }
       std::string ended = "the agent exited before it printed `" + what + "`";
       if (!words.empty()) ended += " (its log's last line: " + words + ")";
+      // The one cause a person mends with a flag of this command.
+      if (words.find("Address already in use") != std::string::npos) {
+        ended += ": another process holds the port: give --http-port another base, or leave it out for ports the OS "
+                 "chooses";
+      }
       return UnavailableError(ended);
     }
   }

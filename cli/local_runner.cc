@@ -18,6 +18,7 @@
 
 #include "http/http_client.h"
 #include "agent/data/sample_directory.h"
+#include "agent/storage/checkpoint.h"
 #include "api/team_request.h"
 #include "api/trainingjob.h"
 #include "api/yaml_json.h"
@@ -528,9 +529,17 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     return unreadable ? std::nullopt : std::optional(t);
   };
   const std::optional<fs::file_time_type> checkpoint_before = written_at();
+  // A finished run's checkpoint, which this run did not write: the next run
+  // starts afresh rather than from it. A run that failed to start (its port
+  // taken) offered it "to resume from" (a new user's trial).
+  auto finished_before = [&] {
+    if (!checkpoint_before || written_at() != checkpoint_before) return false;
+    const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
+    return kept.ok() && kept->has_value() && (*kept)->complete;
+  };
   auto checkpointed = [&] {
     const std::optional<fs::file_time_type> now = written_at();
-    return now && (!options.fresh || now != checkpoint_before);
+    return now && (!options.fresh || now != checkpoint_before) && !finished_before();
   };
   // One an earlier run left that this --fresh run had not yet replaced.
   auto earlier_checkpoint = [&] { return options.fresh && checkpoint_before && written_at() == checkpoint_before; };

@@ -1,5 +1,9 @@
 // `edgetrain run` end to end: the real runner starting the real agent.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -728,6 +732,34 @@ TEST_F(RunCommandTest, AFreshRunThatFailsBeforeItsCheckpointDoesNotOfferAnEarlie
   Outcome again = Execute({"run", manifest, "--agent", "/bin/false", "--output", out.string()});
   EXPECT_NE(again.stderr_text.find("is kept: run the same command again to resume from it"), std::string::npos)
       << again.stderr_text;
+}
+
+// A run whose agent cannot take its port: the port is said, with the flag
+// that mends it, and a finished run's checkpoint there is not offered "to
+// resume from": the next run starts afresh (a new user's trial).
+TEST_F(RunCommandTest, ARunWhosePortIsTakenSaysSoAndOffersNoFinishedCheckpoint) {
+  const fs::path out = dir_ / "out";
+  const std::string manifest = Manifest("digits-port", kDigitsSpec);
+  ASSERT_EQ(Execute({"run", manifest, "--output", out.string(), "--no-curves"}).exit, 0);
+  ASSERT_TRUE(fs::exists(out / "checkpoint.bin"));
+  // A port the OS gave, held.
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  Outcome taken = Execute({"run", manifest, "--output", out.string(), "--http-port", port, "--no-curves"});
+  close(held);
+  EXPECT_EQ(taken.exit, 1);
+  EXPECT_NE(taken.stderr_text.find("another process holds the port: give --http-port another base"),
+            std::string::npos)
+      << taken.stderr_text;
+  EXPECT_EQ(taken.stderr_text.find("to resume from it"), std::string::npos) << taken.stderr_text;
+  EXPECT_NE(taken.stderr_text.find("a run again starts over"), std::string::npos) << taken.stderr_text;
 }
 
 constexpr const char* kLongSpec = R"(  model: {name: mlp}
