@@ -182,7 +182,8 @@ TEST(RunPlanTest, ATeamFarLargerThanTheMachineIsWarnedAbout) {
       {"{model: {name: mlp}, data: {dataset: digits, batchSize: 24}, parallelism: {workers: 60}}", {64, 24000},
        {"some workers hold 23 training samples, fewer than their batch of 24: their steps repeat samples"}},
       {"{model: {name: mlp}, data: {dataset: digits, batchSize: 2048}, parallelism: {workers: 1}}", {2, 24000},
-       {"the job holds 1437 training samples, fewer than its batch of 2048"}},
+       {"the job holds 1437 training samples, fewer than its batch of 2048: every step takes all 1437, a batch of "
+        "1437"}},
       // A pipeline draws its batch from the whole set, dealt among its devices.
       {"{model: {name: mlp}, data: {dataset: digits, batchSize: 512}, parallelism: {mode: pipeline, workers: 3}}",
        {2, 24000}, {}},

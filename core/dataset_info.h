@@ -43,7 +43,10 @@ inline DatasetInfo InfoOf(const DataSource& files) {
 inline DatasetInfo InfoOf(const DataSpec& data) { return data.files ? InfoOf(*data.files) : InfoOf(data.dataset); }
 
 // What to say when a worker's share of the training set is smaller than its
-// batch, so that its steps repeat samples; empty when none is. Shares as an
+// batch, so that its steps repeat samples; empty when none is. One holder (a
+// job of one, a pipeline's head) draws its batches in passes over the whole
+// set, cut at a pass's end: its every step is the whole set, a batch smaller
+// than asked for (it was said to repeat samples, a new user's trial). Shares as an
 // even partition deals them, whole: some hold one more than others (1,437
 // over 60: 23 or 24); a partition by label deals some fewer, which this does
 // not know. (A new user's batch of 65,536 over 1,438 samples of their own
@@ -58,8 +61,12 @@ inline std::string BatchOverShareWarning(int64_t train_size, int workers, int ba
   const bool every = !uneven || fewest + 1 < batch_size;
   const std::string held = every && uneven ? std::to_string(fewest) + " or " + std::to_string(fewest + 1)
                                            : std::to_string(fewest);
-  const std::string who = workers == 1 ? "the job holds " : every ? "each worker holds " : "some workers hold ";
-  return who + held + " training samples, fewer than " + (workers == 1 || every ? "its" : "their") + " batch of " +
+  if (workers == 1) {
+    return "the job holds " + held + " training samples, fewer than its batch of " + std::to_string(batch_size) +
+           ": every step takes all " + held + ", a batch of " + held;
+  }
+  const std::string who = every ? "each worker holds " : "some workers hold ";
+  return who + held + " training samples, fewer than " + (every ? "its" : "their") + " batch of " +
          std::to_string(batch_size) + ": " + (every ? "every step repeats" : "their steps repeat") + " samples";
 }
 
