@@ -71,6 +71,13 @@ TEST(MetricsTest, StalenessOfAnIterationIsObservedAtOnce) {
   EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"4\"} 4")) << text;
   EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"8\"} 5")) << text;
   EXPECT_TRUE(Has(text, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"+Inf\"} 5")) << text;
+
+  // Rows the team has stepped past the worker's iteration (others ahead of
+  // it, a worker just back) are fresh, 0: the _sum went negative.
+  w.ObserveRowStaleness(5, std::vector<int64_t>{9, 7});
+  const std::string after = registry.Render();
+  EXPECT_TRUE(Has(after, "edgetrain_row_staleness_iterations_sum{" + l + "} 12")) << after;
+  EXPECT_TRUE(Has(after, "edgetrain_row_staleness_iterations_bucket{" + l + ",le=\"0\"} 4")) << after;
 }
 
 TEST(MetricsTest, CoordinatorExportsTotalsPlanAndBudget) {
