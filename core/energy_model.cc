@@ -14,7 +14,10 @@ void EnergyMeter::AdvanceLocked(TimePoint to) const {
   } else if (sending_ > 0) {
     send_s_ += dt;
   } else {
-    idle_s_ += dt;
+    const double received = std::min(dt, receive_owed_s_);
+    receive_s_ += received;
+    receive_owed_s_ -= received;
+    idle_s_ += dt - received;
   }
   last_ = to;
 }
@@ -22,7 +25,7 @@ void EnergyMeter::AdvanceLocked(TimePoint to) const {
 void EnergyMeter::Restart(TimePoint at) {
   std::lock_guard lock(mu_);
   last_ = at;
-  compute_s_ = send_s_ = idle_s_ = receive_s_ = 0;
+  compute_s_ = send_s_ = idle_s_ = receive_s_ = receive_owed_s_ = 0;
 }
 
 void EnergyMeter::BeginCompute(TimePoint at) {
@@ -51,17 +54,16 @@ void EnergyMeter::EndSend(TimePoint at) {
 
 void EnergyMeter::AddReceive(double seconds) {
   std::lock_guard lock(mu_);
-  receive_s_ += std::max(0.0, seconds);
+  receive_owed_s_ += std::max(0.0, seconds);
 }
 
 EnergySplit EnergyMeter::Split(TimePoint now) const {
   std::lock_guard lock(mu_);
   AdvanceLocked(now);
   EnergySplit e;
-  const double received = std::min(receive_s_, idle_s_);
   e.compute_s = compute_s_;
-  e.communicate_s = send_s_ + received;
-  e.idle_s = idle_s_ - received;
+  e.communicate_s = send_s_ + receive_s_;
+  e.idle_s = idle_s_;
   e.compute_j = e.compute_s * profile_.compute_watts;
   e.communicate_j = e.communicate_s * profile_.communicate_watts;
   e.idle_j = e.idle_s * profile_.idle_watts;

@@ -30,8 +30,12 @@ class EnergyMeter {
   void EndCompute(TimePoint at);
   void BeginSend(TimePoint at);
   void EndSend(TimePoint at);
-  // `seconds` of receiving that ended by now (reported after the fact): moved
-  // from idle time to communicate time, as far as idle time allows.
+  // `seconds` of receiving that ended by now (reported after the fact): taken
+  // from the idle time that follows, as communicate time. Not from idle time
+  // already counted: a state's figures only grow, as the Prometheus counters
+  // fed with them must, and taking it back from idle left those counters
+  // summing to more than the device drew (279 J against 224 J for a robot
+  // whose link came and went, a trial's), communicate rising in lumps.
   void AddReceive(double seconds);
 
   EnergySplit Split(TimePoint now) const;
@@ -49,7 +53,8 @@ class EnergyMeter {
   mutable double compute_s_ = 0;           // guarded by mu_, as is all below
   mutable double send_s_ = 0;
   mutable double idle_s_ = 0;
-  double receive_s_ = 0;                   // moved out of idle
+  mutable double receive_s_ = 0;           // taken from idle time
+  mutable double receive_owed_s_ = 0;      // reported, not yet taken from idle time
   int computing_ = 0;
   int sending_ = 0;
 };

@@ -34,11 +34,36 @@ TEST(EnergyMeterTest, ReceivingIsTakenFromIdleTimeOnly) {
   EnergySplit e = m.Split(t0 + seconds(4));
   EXPECT_DOUBLE_EQ(e.communicate_s, 0.5);
   EXPECT_DOUBLE_EQ(e.idle_s, 0.5);
-  m.AddReceive(10);  // more than there was idle time: capped
+  m.AddReceive(10);  // more than the idle time since: the rest waits for idle time to come
   e = m.Split(t0 + seconds(4));
-  EXPECT_DOUBLE_EQ(e.communicate_s, 1);
-  EXPECT_DOUBLE_EQ(e.idle_s, 0);
-  EXPECT_DOUBLE_EQ(e.total_j(), 3 * 20 + 1 * 8);
+  EXPECT_DOUBLE_EQ(e.communicate_s, 0.5);
+  EXPECT_DOUBLE_EQ(e.idle_s, 0.5) << "idle time already counted is not taken back";
+  m.BeginCompute(t0 + seconds(4));
+  m.EndCompute(t0 + seconds(5));  // computing pays none of it
+  e = m.Split(t0 + seconds(7));
+  EXPECT_DOUBLE_EQ(e.communicate_s, 2.5);
+  EXPECT_DOUBLE_EQ(e.idle_s, 0.5);
+  EXPECT_DOUBLE_EQ(e.total_j(), 4 * 20 + 2.5 * 8 + 0.5 * 4);
+}
+
+// Each state's figures only grow, as the Prometheus counters fed with them
+// must: taken back from idle, received time left those counters summing to
+// more than the device drew.
+TEST(EnergyMeterTest, EachStatesFiguresOnlyGrow) {
+  TimePoint t0{};
+  EnergyMeter m(PowerProfile{20, 8, 4}, t0);
+  EnergySplit before = m.Split(t0);
+  for (int s = 1; s <= 20; ++s) {
+    if (s % 3 == 0) m.AddReceive(1.7);
+    if (s % 5 == 0) m.BeginCompute(t0 + seconds(s));
+    if (s % 5 == 1 && s > 1) m.EndCompute(t0 + seconds(s));
+    const EnergySplit e = m.Split(t0 + seconds(s));
+    EXPECT_GE(e.idle_j, before.idle_j) << s;
+    EXPECT_GE(e.communicate_j, before.communicate_j) << s;
+    EXPECT_GE(e.compute_j, before.compute_j) << s;
+    EXPECT_DOUBLE_EQ(e.compute_s + e.communicate_s + e.idle_s, s);
+    before = e;
+  }
 }
 
 TEST(EnergyMeterTest, NestedStatesFromSeveralThreadsBalance) {
