@@ -469,7 +469,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   const MadeOutputFolder made_output(plan.job.output_dir);
   if (Status writable = CheckWritableFolder(plan.job.output_dir); !writable.ok()) {
     err << "error: " << writable.message() << " (spec.output.path, or --output)\n";
-    return ExitCodeFor(writable);
+    // The path given, not the run, is at fault: the same command fails the
+    // same way (it exited 1, a runtime failure's code).
+    return kExitInvalid;
   }
   // So too the progress log (it failed only once the agents had started, and
   // left them a checkpoint to resume from).

@@ -666,7 +666,7 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
 // it refused only after).
 TEST_F(RunCommandTest, AnOutputFolderThatCannotBeWrittenFailsTheRunAtOnce) {
   Outcome run = Execute({"run", Manifest("digits-nowhere", kDigitsSpec), "--output", "/proc/edgetrain-nowhere"});
-  EXPECT_EQ(run.exit, 1);
+  EXPECT_EQ(run.exit, 2) << "the path given is at fault";
   EXPECT_NE(run.stderr_text.find("error: cannot make the output folder /proc/edgetrain-nowhere: "), std::string::npos)
       << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("(spec.output.path, or --output)"), std::string::npos) << run.stderr_text;
