@@ -164,35 +164,32 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
 
 std::string SampleDirectory::OutsideRange(const Dataset& read, const std::string& path) const {
   if (!range_ || read.size() == 0) return "";
-  std::vector<float> features(static_cast<size_t>(read.size() * read.SampleSize()));
-  read.CopySamples(0, read.size(), features.data());
-  const auto [low, high] = std::minmax_element(features.begin(), features.end());
+  // Over the samples as read, in whichever form they are held: not copied
+  // out first (they are copied once, into the buffer, after this).
+  float low = 0, high = 0;
+  if (!read.features.empty()) {
+    const auto [l, h] = std::minmax_element(read.features.begin(), read.features.end());
+    low = *l, high = *h;
+  } else {
+    const auto [l, h] = std::minmax_element(read.pixels.begin(), read.pixels.end());
+    low = *l * read.pixel_scale, high = *h * read.pixel_scale;
+  }
   // A rounding's worth of slack: a pixel written as 1.0000001 is 1.
   constexpr float kSlack = 1e-3f;
-  if (*low >= range_->low - kSlack && *high <= range_->high + kSlack) return "";
+  if (low >= range_->low - kSlack && high <= range_->high + kSlack) return "";
   std::ostringstream said;
-  said << path << ": its features run from " << *low << " to " << *high << ", where " << range_->of << "'s run from "
+  said << path << ": its features run from " << low << " to " << high << ", where " << range_->of << "'s run from "
        << range_->low << " to " << range_->high
        << " (pixels, scaled): divide each by the largest a pixel can be (16, 255), and put the label first";
   return said.str();
 }
 
-std::string SampleDirectory::ReadThrough(int64_t taken) const {
+SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
   std::lock_guard lock(mu_);
-  std::string through = skip_through_;
+  Through through{skip_through_, 0};
   for (const auto& [end, name] : files_) {
     if (end > taken) break;
-    through = name;
-  }
-  return through;
-}
-
-int64_t SampleDirectory::SamplesReadThrough(int64_t taken) const {
-  std::lock_guard lock(mu_);
-  int64_t through = 0;
-  for (const auto& [end, name] : files_) {
-    if (end > taken) break;
-    through = end;
+    through = {name, end};
   }
   return through;
 }

@@ -81,13 +81,16 @@ class SampleDirectory {
   Scan Look(int64_t room = std::numeric_limits<int64_t>::max(), int64_t whole = std::numeric_limits<int64_t>::max());
 
   // The last file read all of whose samples are among the first `taken`
-  // that arrived (a buffer hands them out in order); empty: none. A resumed
-  // run's worker need not read it, or the files before it, again.
-  std::string ReadThrough(int64_t taken) const;
-  // How many of this run's samples those files held: what a resumed run
-  // will not read again, and so what its arrivals go on from (a file taken
-  // in part, or waiting in the buffer, is read again and arrives again).
-  int64_t SamplesReadThrough(int64_t taken) const;
+  // that arrived (a buffer hands them out in order; empty: none), and how
+  // many of this run's samples it and the files before it held. A resumed
+  // run's worker need not read them again, and its arrivals go on from
+  // those samples (a file taken in part, or waiting in the buffer, is read
+  // again and arrives again).
+  struct Through {
+    std::string file;
+    int64_t samples = 0;
+  };
+  Through ReadThrough(int64_t taken) const;
   // Files named `name` or before it are taken as read, now and when they
   // appear: the run this one resumes trained on them. Files arrive in name
   // order (docs/streams.md), so one named before it that appears later is

@@ -158,18 +158,19 @@ TEST_F(SampleDirectoryTest, AResumedWorkerSkipsTheFilesItHadTakenAllOf) {
   Put("b.csv", "2,5,6\n2,7,8\n");
   Put("c.csv", "1,9,9\n");
   ASSERT_EQ(before.Look().samples, 5);
-  EXPECT_EQ(before.ReadThrough(0), "");
-  EXPECT_EQ(before.ReadThrough(2), "a.csv");
-  EXPECT_EQ(before.ReadThrough(3), "a.csv") << "b.csv only in part";
-  EXPECT_EQ(before.ReadThrough(5), "c.csv");
+  EXPECT_EQ(before.ReadThrough(0).file, "");
+  EXPECT_EQ(before.ReadThrough(2).file, "a.csv");
+  EXPECT_EQ(before.ReadThrough(3).file, "a.csv") << "b.csv only in part";
+  EXPECT_EQ(before.ReadThrough(5).file, "c.csv");
+  EXPECT_EQ(before.ReadThrough(3).samples, 2) << "a.csv's two; b.csv only in part";
 
   SampleDirectory resumed(folder.string(), kInfo);
   resumed.SkipThrough("a.csv");
   const SampleDirectory::Scan scan = resumed.Look();
   EXPECT_EQ(scan.samples, 3);
   EXPECT_EQ(resumed.samples().labels, (std::vector<int64_t>{2, 2, 1}));
-  EXPECT_EQ(resumed.ReadThrough(0), "a.csv") << "what it skipped counts as read";
-  EXPECT_EQ(resumed.ReadThrough(2), "b.csv");
+  EXPECT_EQ(resumed.ReadThrough(0).file, "a.csv") << "what it skipped counts as read";
+  EXPECT_EQ(resumed.ReadThrough(2).file, "b.csv");
 }
 
 // A refused file is read through with the files before it, holding no
@@ -182,9 +183,9 @@ TEST_F(SampleDirectoryTest, ARefusedFileIsReadThroughOnceTheFilesBeforeItAre) {
   const SampleDirectory::Scan scan = source.Look();
   EXPECT_EQ(scan.samples, 3);
   EXPECT_EQ(scan.refused.size(), 1u);
-  EXPECT_EQ(source.ReadThrough(1), "") << "a.csv only in part";
-  EXPECT_EQ(source.ReadThrough(2), "b.csv") << "a.csv, and b.csv's nothing";
-  EXPECT_EQ(source.ReadThrough(3), "c.csv");
+  EXPECT_EQ(source.ReadThrough(1).file, "") << "a.csv only in part";
+  EXPECT_EQ(source.ReadThrough(2).file, "b.csv") << "a.csv, and b.csv's nothing";
+  EXPECT_EQ(source.ReadThrough(3).file, "c.csv");
 }
 
 // A writer counting its files 1.csv ... 10.csv wrote them in that order; by
@@ -205,14 +206,14 @@ TEST_F(SampleDirectoryTest, NumbersInNamesAreOrderedByValue) {
   for (int i = 1; i <= 10; ++i) Put(std::to_string(i) + ".csv", std::to_string(i % 3) + ",1,2\n");
   ASSERT_EQ(before.Look().samples, 10);
   EXPECT_EQ(before.samples().labels, (std::vector<int64_t>{1, 2, 0, 1, 2, 0, 1, 2, 0, 1})) << "10.csv last";
-  EXPECT_EQ(before.ReadThrough(9), "9.csv");
+  EXPECT_EQ(before.ReadThrough(9).file, "9.csv");
 
   SampleDirectory resumed(folder.string(), kInfo);
   resumed.SkipThrough("9.csv");
   EXPECT_EQ(resumed.Look().samples, 1) << "10.csv, read after 9.csv, is not skipped with it";
-  EXPECT_EQ(resumed.ReadThrough(1), "10.csv");
+  EXPECT_EQ(resumed.ReadThrough(1).file, "10.csv");
   resumed.SkipThrough("2.csv");
-  EXPECT_EQ(resumed.ReadThrough(1), "10.csv") << "a skip never goes back";
+  EXPECT_EQ(resumed.ReadThrough(1).file, "10.csv") << "a skip never goes back";
 }
 
 // A built-in data set's features lie in [0, 1]: a file in other units
@@ -229,7 +230,7 @@ TEST_F(SampleDirectoryTest, AFileOutsideTheDataSetsRangeIsRefused) {
   EXPECT_NE(scan.refused[0].find("2.csv: its features run from 3 to 16, where digits's run from 0 to 1"),
             std::string::npos)
       << scan.refused[0];
-  EXPECT_EQ(source.ReadThrough(3), "3.csv") << "refused, it is read through with the others";
+  EXPECT_EQ(source.ReadThrough(3).file, "3.csv") << "refused, it is read through with the others";
 
   SampleDirectory own(folder.string(), kInfo);  // a data set from files: its units are its own
   EXPECT_EQ(own.Look().samples, 4);

@@ -641,13 +641,15 @@ class WorkerRun {
       stream->set_backlog(c.backlog);
       stream->set_refused_files(refused_files_);
       stream->set_last_refused(last_refused_);
-      stream->set_arrived_for_good(c.arrived);
       if (directory_) {
         // Through the samples of batches in this push or before, not those
         // taken into a batch in hand: at a Ctrl-C those were never trained
         // on, and a resumed run skipped their files (a new user's trial).
-        stream->set_read_through(directory_->ReadThrough(taken_into_pushes_));
-        stream->set_arrived_for_good(directory_->SamplesReadThrough(taken_into_pushes_));
+        const SampleDirectory::Through through = directory_->ReadThrough(taken_into_pushes_);
+        stream->set_read_through(through.file);
+        stream->set_arrived_for_good(through.samples);
+      } else {
+        stream->set_arrived_for_good(c.arrived);  // an emulated stream's arrive once
       }
       // A wait still going on counts too: a worker whose source ran dry
       // would otherwise report none.

@@ -49,6 +49,13 @@ std::string Spec(const std::string& model, const std::string& dataset, int batch
     "seed": 11})";
 }
 
+// The simulated pipeline tests' job: the MLP on digits, plain SGD at 0.01
+// and no weight decay.
+std::string SgdMlpSpec(int batch, int workers) {
+  return Spec(R"({"name": "mlp"})", "digits", batch, workers,
+              R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})");
+}
+
 // One stage a layer, on workers 0..stages-1.
 JobPlan PipelinePlan(const std::string& spec_json, int stages, int micro_batches) {
   JobPlan plan;
@@ -330,9 +337,7 @@ TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
   for (int stages = 1; stages <= 5; ++stages) {
     for (int m = 1; m <= 8; ++m) {
       SCOPED_TRACE(std::to_string(stages) + " stages, " + std::to_string(m) + " micro-batches");
-      const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", batch, stages,
-                                             R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
-                                        stages, m);
+      const JobPlan plan = PipelinePlan(SgdMlpSpec(batch, stages), stages, m);
       DeterministicClock clock;
       std::vector<testing::FakeStage> kinds(stages);
       std::vector<double> forward_s, backward_s;
@@ -366,9 +371,7 @@ TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
 // dealt no sample of one pass it on empty, and the steps still end.
 TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
   const TrainTestSplit data = testing::FakeData(64, 8, 10);
-  JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 4, 5,
-                                   R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
-                              2, 4);
+  JobPlan plan = PipelinePlan(SgdMlpSpec(4, 5), 2, 4);
   plan.workers.clear();
   for (int r = 0; r < 5; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0 + r, std::nullopt, {}});
   plan.pipeline = PipelineLayout{{{0, 1, {0, 1, 2}}, {1, 2, {3, 4}}}, 4};
@@ -390,17 +393,12 @@ TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
   EXPECT_EQ(trainers[0]->Parameters()[0], trainers[2]->Parameters()[0]) << "a group steps alike";
 }
 
-// A stage agent told to stop (SIGTERM) leaves at once, even while it waits
-// for the head; the head's next step says which stage it lost; and the stage
-// left waiting mid-step for it ends with the head's Stop.
 // Resumed on another profile, a rank on another device than before starts
 // its figures at 0: a gateway was shown with the bytes and compute another
 // device had had under that rank (a new user's trial).
 TEST(SimulatedPipelineTest, AResumedRankOnAnotherDeviceDoesNotTakeTheEarlierDevicesFigures) {
   const TrainTestSplit data = testing::FakeData(64, 8, 10);
-  const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 8, 2,
-                                         R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
-                                    2, 2);
+  const JobPlan plan = PipelinePlan(SgdMlpSpec(8, 2), 2, 2);
   DeterministicClock clock;
   testing::FakeModel whole_model;
   whole_model.shapes.assign(2, {1});
@@ -424,11 +422,12 @@ TEST(SimulatedPipelineTest, AResumedRankOnAnotherDeviceDoesNotTakeTheEarlierDevi
   EXPECT_EQ(p.workers[1].bytes_sent, 0);
 }
 
+// A stage agent told to stop (SIGTERM) leaves at once, even while it waits
+// for the head; the head's next step says which stage it lost; and the stage
+// left waiting mid-step for it ends with the head's Stop.
 TEST(SimulatedPipelineTest, AStageToldToStopLeavesAndTheHeadSaysWhichWasLost) {
   const TrainTestSplit data = testing::FakeData(64, 8, 10);
-  const JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 8, 2,
-                                         R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
-                                    2, 2);
+  const JobPlan plan = PipelinePlan(SgdMlpSpec(8, 2), 2, 2);
   DeterministicClock clock;
   InMemoryNetwork network(clock);
   testing::FakeStageTrainer first({true, false}, clock), last({false, true}, clock);
@@ -583,9 +582,7 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
 JobPlan HybridPlan(const std::vector<std::vector<int>>& groups, int micro_batches) {
   int devices = 0;
   for (const auto& g : groups) devices += static_cast<int>(g.size());
-  JobPlan plan = PipelinePlan(Spec(R"({"name": "mlp"})", "digits", 24, devices,
-                                   R"({"name": "sgd", "learningRate": 0.01, "weightDecay": 0})"),
-                              1, micro_batches);
+  JobPlan plan = PipelinePlan(SgdMlpSpec(24, devices), 1, micro_batches);
   plan.workers.clear();
   for (int r = 0; r < devices; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0 + r, std::nullopt, {}});
   plan.pipeline->stages.clear();
