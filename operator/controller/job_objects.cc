@@ -130,17 +130,20 @@ bool HasOutputVolume(const JobObject& job) {
   return Spec(job).contains("/output/volume/persistentVolumeClaim"_json_pointer);
 }
 
+std::optional<std::string> OutputClaimOf(const JobObject& job) {
+  const Json claim = Spec(job).value("/output/volume/persistentVolumeClaim/claimName"_json_pointer, Json());
+  return claim.is_string() ? std::optional<std::string>(claim.get<std::string>()) : std::nullopt;
+}
+
 std::string OutputDirOf(const JobObject& job) {
   const auto& path = job.manifest.spec.output.path;
   return path ? *path : "/models/" + job.name;
 }
 
-namespace {
 const NodeView* NodeNamed(const std::vector<NodeView>& nodes, const std::string& name) {
   auto it = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
   return it == nodes.end() ? nullptr : &*it;
 }
-}  // namespace
 
 void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<NodeView>& nodes) {
   slot.node = node;

@@ -64,6 +64,10 @@ bool IsPipeline(const JobObject& job);
 // Whether the coordinator writes on a claim (spec.output.volume) rather than
 // an emptyDir of its pod's: a claim on a node stays with it.
 bool HasOutputVolume(const JobObject& job);
+// The view of node `name` among `nodes`; none when it is not among them.
+const NodeView* NodeNamed(const std::vector<NodeView>& nodes, const std::string& name);
+// The claim's name, when spec.output.volume names one.
+std::optional<std::string> OutputClaimOf(const JobObject& job);
 
 // Where the coordinator writes checkpoints and the model, inside its pod:
 // spec.output.path, or /models/<job> on an emptyDir when it names none.

@@ -725,13 +725,18 @@ Status Reconciler::Place(Pass& pass) {
   // so they never take its name.
   std::vector<Json> ending, stranded;
   {
+    // The nodes of pods being deleted only: the rest are waited for anyway.
     std::vector<std::string> nodes;
-    for (const Json& pod : pass.pods) nodes.push_back(pod.value("/spec/nodeName"_json_pointer, std::string()));
-    const std::vector<NodeView> views = line_.Views(nodes, Measured());
+    for (const Json& pod : pass.pods) {
+      if (pod.at("metadata").contains("deletionTimestamp")) {
+        nodes.push_back(pod.value("/spec/nodeName"_json_pointer, std::string()));
+      }
+    }
+    const std::vector<NodeView> views = nodes.empty() ? std::vector<NodeView>() : line_.Views(nodes, Measured());
     for (const Json& pod : pass.pods) {
       const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
-      const auto view = std::find_if(views.begin(), views.end(), [&](const NodeView& v) { return v.name == node; });
-      const bool lost = !node.empty() && (view == views.end() || !view->ready);
+      const NodeView* view = NodeNamed(views, node);
+      const bool lost = !node.empty() && (!view || !view->ready);
       (pod.at("metadata").contains("deletionTimestamp") && lost ? stranded : ending).push_back(pod);
     }
   }
@@ -1166,9 +1171,9 @@ Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool mak
 }
 
 std::optional<TeamRequest::Pin> Reconciler::OutputVolumeNode(const Pass& pass) {
-  const Json& spec = pass.job.manifest.object.at("spec");
-  if (!spec.contains("/output/volume/persistentVolumeClaim/claimName"_json_pointer)) return std::nullopt;
-  const std::string claim = spec["output"]["volume"]["persistentVolumeClaim"]["claimName"];
+  const std::optional<std::string> claimed = OutputClaimOf(pass.job);
+  if (!claimed) return std::nullopt;
+  const std::string& claim = *claimed;
   StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
   if (!pvc.ok()) return std::nullopt;
   const Json modes = pvc->value("/spec/accessModes"_json_pointer, Json::array());
@@ -1179,13 +1184,32 @@ std::optional<TeamRequest::Pin> Reconciler::OutputVolumeNode(const Pass& pass) {
   return TeamRequest::Pin{node, "its output claim " + claim + "'s volume is there"};
 }
 
+Status Reconciler::SayWhatTheOutputClaimLacks(Pass& pass, const CoordinatorSeat& coordinator, Gang& gang) {
+  const std::optional<std::string> claim = OutputClaimOf(pass.job);
+  if (!claim) return Status::Ok();
+  const std::string pod = CoordinatorPodName(pass.job.name, coordinator.since_generation);
+  const Json* made = PodNamed(pass.pods, pod);
+  if (!made || made->value("/status/phase"_json_pointer, std::string()) == "Running") return Status::Ok();
+  StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, *claim);
+  if (!pvc.ok() && pvc.status().code() == StatusCode::kNotFound) {
+    gang.held.push_back(pod + ": " + MissingClaimWords(*claim, pass.job.namespace_));
+  } else if (pvc.ok() && pvc->value("/status/phase"_json_pointer, std::string()) != "Bound") {
+    // Made after the pods were (as the message above asks): named the
+    // coordinator's node now, as at placement, or a local-path claim
+    // waits for a scheduler that never sees the bound pod, for good.
+    EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
+    gang.held.push_back(pod + ": its output claim " + *claim + " is not bound yet");
+  }
+  return Status::Ok();
+}
+
 // A claim of a WaitForFirstConsumer class (K3s's local-path) is provisioned on
 // the node its first scheduled pod lands on. The operator's pods are bound, not
 // scheduled, so it names the coordinator's node as the scheduler would.
 Status Reconciler::ClaimOutputVolume(Pass& pass, const std::string& node) {
-  const Json& spec = pass.job.manifest.object.at("spec");
-  if (!spec.contains("/output/volume/persistentVolumeClaim/claimName"_json_pointer)) return Status::Ok();
-  const std::string claim = spec["output"]["volume"]["persistentVolumeClaim"]["claimName"];
+  const std::optional<std::string> claimed = OutputClaimOf(pass.job);
+  if (!claimed) return Status::Ok();
+  const std::string& claim = *claimed;
   StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
   if (!pvc.ok()) {
     // The pod waits for its claim (ContainerCreating) until it appears, or
@@ -1289,28 +1313,7 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   rules.restart_cannot_mend = plan.pipeline ? StageLeftWithoutDevices(*plan.pipeline, gone) : "";
   Gang gang = ObserveGang(pass.pods, names, rules);
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, gang.stale));
-  // A pod waiting for an output claim that does not exist says nothing in
-  // its container's state (the kubelet says so in an Event of the pod's):
-  // the job's starting message says it, as it says an image not pulled.
-  if (gang.state == GangState::kStarting &&
-      pass.job.manifest.object.at("spec").contains("/output/volume/persistentVolumeClaim/claimName"_json_pointer)) {
-    const std::string claim = pass.job.manifest.object["spec"]["output"]["volume"]["persistentVolumeClaim"]["claimName"];
-    const std::string pod = CoordinatorPodName(pass.job.name, coordinator.since_generation);
-    const Json* made = PodNamed(pass.pods, pod);
-    const bool waiting = made && made->value("/status/phase"_json_pointer, std::string()) != "Running";
-    if (waiting) {
-      StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
-      if (!pvc.ok() && pvc.status().code() == StatusCode::kNotFound) {
-        gang.held.push_back(pod + ": " + MissingClaimWords(claim, pass.job.namespace_));
-      } else if (pvc.ok() && pvc->value("/status/phase"_json_pointer, std::string()) != "Bound") {
-        // Made after the pods were (as the message above asks): named the
-        // coordinator's node now, as at placement, or a local-path claim
-        // waits for a scheduler that never sees the bound pod, for good.
-        EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
-        gang.held.push_back(pod + ": its output claim " + claim + " is not bound yet");
-      }
-    }
-  }
+  if (gang.state == GangState::kStarting) EDGETRAIN_RETURN_IF_ERROR(SayWhatTheOutputClaimLacks(pass, coordinator, gang));
   for (const std::string& device : returning) {
     const std::string message = device + ": its node is back, and its pod is made again there to rejoin a stage";
     events_.Record(pass.object, "Normal", reason::kStageDeviceReturning, message);

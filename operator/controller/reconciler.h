@@ -194,6 +194,11 @@ class Reconciler {
   Status DeleteAllPods(Pass& pass);
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                       const std::vector<Json>& pods);
+  // A coordinator's pod waiting on its output claim says nothing of it in
+  // its container's state (the kubelet says so in an Event of the pod's):
+  // said in `gang`'s held pods, as an image not pulled is; a claim made
+  // after the pods is named their node.
+  Status SayWhatTheOutputClaimLacks(Pass& pass, const CoordinatorSeat& coordinator, Gang& gang);
   // The node a job's output volume is on, when on one: a claim not shared
   // (ReadWriteMany) that names its node (volume.kubernetes.io/selected-node,
   // as a local-path claim is given at its first placement). A job placed
