@@ -1181,7 +1181,9 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
         kept.set_step(replica.step());
       }
     }
-    EDGETRAIN_RETURN_IF_ERROR(stream->Send(hello));
+    // A hello the stream did not take is not an answer: the stream's end,
+    // read next, says why (a head that refused it, or one gone again).
+    (void)stream->Send(hello);
     StatusOr<v1::CoordinatorMessage> answer = stream->Receive();
     if (answer.ok()) {
       first = std::move(*answer);

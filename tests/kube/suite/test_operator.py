@@ -1303,7 +1303,8 @@ class PipelineOperatorTest(OperatorSiteTestCase):
         for name, pod in pods.items():
             if name.startswith("headkill-worker-"):
                 self.assertEqual(pod["status"]["containerStatuses"][0]["restartCount"], 0,
-                                 f"{name} waited for its head rather than exit")
+                                 f"{name} waited for its head rather than exit; it said:\n"
+                                 + self.kubectl.run("logs", name, "--previous", ok=False).stdout[-3000:])
         print(f"\npipeline: the head's agent SIGKILLed at step {shown} or after and restarted in its pod, its "
               f"stages waiting for it; it trained on from their state at step {taken}; "
               f"{job['status']['progress']['iteration']} steps, accuracy {job['status']['progress'].get('accuracy')}")
