@@ -180,6 +180,7 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
   SoloEngine engine(spec, *s.trainer, s.data, std::move(samples),
                     {s.plan.slowdown, PowerProfile{}, PassCpuClock(s.plan.intra_op_threads)}, clock);
   JobDriver driver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log);
+  driver.SetPublishEvery(s.flags.progress_every);
   WarnOfItsData(s, s.data.train.size(), s.plan.shard ? s.plan.shard->parts : 1, driver);
   return driver.Run(cancel);
 }
@@ -203,6 +204,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
   if (spec.data.injection) service.InjectFrom(s.data.train);
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
+  driver.SetPublishEvery(s.flags.progress_every);
   WarnOfItsData(s, train_size, spec.parallelism.workers, driver);
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("coordinator", s.log, connections);
@@ -315,6 +317,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   PipelineMetrics pipeline_metrics(s.endpoint.metrics(), s.plan.job, stage_of_rank);
   head.SetMetrics(&pipeline_metrics);
   JobDriver driver(s.plan, head, clock, s.endpoint.board(), metrics, s.log);
+  driver.SetPublishEvery(s.flags.progress_every);
   WarnOfItsData(s, train_size, 1, driver);  // a pipeline's batch is the whole set's
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("head", s.log, connections);

@@ -106,6 +106,8 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "how long a stream to the coordinator (or a stage's to its head) goes without a word before it is "
        "pinged, and as long for the answer: a peer whose node died without closing the connection is found "
        "gone after twice this (default 10s)");
+  wait("--progress-every", flags.progress_every,
+       "how often a coordinator refreshes /progress (and its metrics of the job's progress); default 100ms");
   wait("--heartbeat", flags.heartbeat,
        "how often a pipeline stage with nothing else to send tells its head it is there (default 250ms); "
        "the head takes a stage silent for four of them, or past the gaps it has shown, for lost");

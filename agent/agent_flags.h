@@ -68,6 +68,10 @@ struct AgentFlags {
   // or drops off the network without closing its connections ends them then,
   // where TCP would wait about 15 minutes.
   Duration keepalive = std::chrono::seconds(10);
+  // How often a coordinator (a job of one's agent, a pipeline's head)
+  // refreshes /progress: often enough for a progress bar; a benchmark that
+  // times recovery from /progress reads no finer than this.
+  Duration progress_every = std::chrono::milliseconds(100);
   // How much longer than nodeLossGrace a pipeline head that starts again
   // (a checkpoint to resume, or placed anew) waits for its stages; none:
   // RestartGather().

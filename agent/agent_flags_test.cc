@@ -10,7 +10,7 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
                                 "--coordinator=10.0.0.1:7070", "--plan=/etc/plan.json", "--listen=0.0.0.0:0",
                                 "--http=127.0.0.1:9100", "--data-dir=/data", "--first-worker-timeout=2s",
                                 "--stop-grace=500ms", "--plan-poll=100ms", "--connect-attempt=250ms",
-                                "--tls-dir=/etc/edgetrain/tls", "--tls-reload=2s"});
+                                "--tls-dir=/etc/edgetrain/tls", "--tls-reload=2s", "--progress-every=10ms"});
   ASSERT_TRUE(flags.ok()) << flags.status().ToString();
   EXPECT_EQ(flags->role, Role::kWorker);
   EXPECT_EQ(flags->job, "robots");
@@ -27,6 +27,7 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_EQ(flags->connect_attempt, std::chrono::milliseconds(250));
   EXPECT_EQ(flags->tls_dir, "/etc/edgetrain/tls");
   EXPECT_EQ(flags->tls_reload, std::chrono::seconds(2));
+  EXPECT_EQ(flags->progress_every, std::chrono::milliseconds(10));
   EXPECT_FALSE(flags->insecure);
 
   auto defaults = ParseAgentFlags({"--role", "coordinator", "--job", "j", "--plan", "p"});
@@ -39,6 +40,7 @@ TEST(AgentFlagsTest, ParsesTheLaunchContract) {
   EXPECT_EQ(defaults->first_worker_timeout, std::chrono::seconds(120));
   EXPECT_EQ(defaults->stop_grace, std::chrono::seconds(3));
   EXPECT_EQ(defaults->tls_reload, std::chrono::seconds(60));
+  EXPECT_EQ(defaults->progress_every, std::chrono::milliseconds(100));
   EXPECT_TRUE(ParseAgentFlags({"--role=worker", "--job=j", "--plan=p", "--insecure"})->insecure);
 }
 

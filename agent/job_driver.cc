@@ -15,10 +15,6 @@
 namespace edgetrain::agent {
 namespace {
 
-// How often the board is refreshed: often enough for a progress bar, rarely
-// enough that copying the progress costs nothing next to a training step.
-constexpr Duration kPublishEvery = std::chrono::milliseconds(100);
-
 // What the budget counts of the job's progress: its energy as reported (0
 // until an energy model has), and what its silent workers have drawn since.
 BudgetUse UseOf(const JobProgress& p) {
@@ -341,7 +337,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     }
     if (!stop) stop = exhausted;
     if (!stop && cancel.load(std::memory_order_relaxed)) stop = StopReason::kCancelled;
-    if (evaluated || now - published >= kPublishEvery) {
+    if (evaluated || now - published >= publish_every_) {
       Publish(p);
       published = now;
     }

@@ -35,6 +35,8 @@ class JobDriver {
   StatusOr<JobProgress> Run(const std::atomic<bool>& cancel);
   // Said in the job's log and, from its first report on, in its progress.
   void Warn(const std::string& warning);
+  // How often the board is refreshed (100 ms unless set).
+  void SetPublishEvery(Duration every) { publish_every_ = every; }
 
  private:
   // The checkpoint this run resumes from, restored into the engine; nullopt
@@ -72,6 +74,9 @@ class JobDriver {
   // Resume's: what of the spec changed since the checkpoint it resumed from.
   std::vector<std::string> changed_since_checkpoint_;
   std::vector<std::string> warnings_;
+  // Often enough for a progress bar, rarely enough that copying the progress
+  // costs nothing next to a training step.
+  Duration publish_every_ = std::chrono::milliseconds(100);
 };
 
 }  // namespace edgetrain::agent

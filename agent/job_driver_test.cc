@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -120,13 +121,16 @@ struct JobDriverTest : ::testing::Test {
           while (!done) {
             const JobProgress read = board.SnapshotAt(clock.Now());
             elapsed_read.push_back(read.elapsed_s);
+            iterations_read.insert(read.iteration);
             if (read.evaluating) evaluation_read.push_back(read.evaluation_s);
             if (read.evaluating && read.stop_reason) stopped_while_evaluating = true;
             clock.SleepFor(milliseconds(1));
           }
         });
       }
-      result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
+      JobDriver driver(plan, engine, clock, board, metrics, log);
+      if (publish_every) driver.SetPublishEvery(*publish_every);
+      result = driver.Run(cancel);
       done = true;
     });
     return result;
@@ -156,6 +160,8 @@ struct JobDriverTest : ::testing::Test {
   std::optional<double> evaluation_guess;  // the engine's, where it has one
   bool read_elapsed = false;
   std::vector<double> elapsed_read;  // the job's clock as the reader saw it
+  std::set<int64_t> iterations_read;  // the iterations the reader saw
+  std::optional<Duration> publish_every;  // the driver's own unless set
   std::vector<double> evaluation_read;  // evaluationSeconds while it said it evaluated
   bool stopped_while_evaluating = false;  // a read of the final evaluation said training had stopped
 };
@@ -175,6 +181,20 @@ TEST_F(JobDriverTest, TrainsToItsEpochsEvaluatingOnItsMarksAndSavesTheModel) {
   const std::string csv = Evaluations();
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
   EXPECT_EQ(board.Snapshot().state, JobState::kSucceeded);
+}
+
+// /progress is refreshed every 100 ms unless the agent is told otherwise
+// (--progress-every): a benchmark that times recovery from it reads no finer.
+TEST_F(JobDriverTest, PublishesItsProgressAsOftenAsItIsTold) {
+  plan.spec.evaluation.every_iterations = 1000;  // evaluations publish too: the final one only
+  read_elapsed = true;
+  ASSERT_TRUE(Run().ok());
+  // Five simulated milliseconds a step: every 20th step, and the last.
+  EXPECT_LE(iterations_read.size(), 5u) << ::testing::PrintToString(iterations_read);
+  iterations_read.clear();
+  publish_every = milliseconds(5);
+  ASSERT_TRUE(Run().ok());
+  for (int64_t i = 1; i <= 40; ++i) EXPECT_TRUE(iterations_read.count(i)) << "step " << i << " was never read";
 }
 
 TEST_F(JobDriverTest, StopsAtTheTargetAndKeepsTheModelThatReachedIt) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,8 @@ class AgentLauncher {
   // Writes the plan file, starts the coordinator (for a job of one, the one
   // agent) and waits until it serves HTTP and, for a team, accepts workers.
   StatusOr<ChildProcess> StartCoordinator();
+  // How often the coordinator refreshes /progress; unset: the agent's default.
+  void SetProgressEvery(std::optional<Duration> every) { progress_every_ = every; }
   // Starts worker `rank` and waits until it serves HTTP.
   // A data-parallel worker, or a pipeline's stage agent when the plan has a pipeline.
   StatusOr<ChildProcess> StartWorker(int rank);
@@ -83,6 +86,7 @@ class AgentLauncher {
   const NetnsLinks* links_;
   int http_port_;
   std::vector<std::string> transport_;
+  std::optional<Duration> progress_every_;
   Clock& clock_;
   std::string plan_path_;
   std::string coordinator_log_;

@@ -150,6 +150,18 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                                  "later draw");
   run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
       ->option_text("FILE");
+  run_command
+      ->add_option_function<std::string>(
+          "--progress-every",
+          [&run](const std::string& text) {
+            auto parsed = ParseDuration(text);
+            if (!parsed.ok() || *parsed < std::chrono::milliseconds(1)) {
+              throw CLI::ValidationError("--progress-every", "expected a duration of at least 1ms, such as 10ms, got \"" + text + "\"");
+            }
+            run.progress_every = *parsed;
+          },
+          "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it finer")
+      ->option_text("DURATION");
   run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
       ->option_text("PATH");
   run_command

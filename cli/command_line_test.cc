@@ -38,7 +38,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
                     "/opt/agent", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
-                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure"});
+                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every", "10ms"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -58,6 +58,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_TRUE(run.observe);
   EXPECT_EQ(run.observe_port, 0);
   EXPECT_EQ(run.observe_keep, std::optional<Duration>(std::chrono::seconds(90)));
+  EXPECT_EQ(run.progress_every, std::optional<Duration>(std::chrono::milliseconds(10)));
   EXPECT_EQ(run.observe_rules, "alerts.yaml");
   EXPECT_TRUE(run.insecure);
   EXPECT_TRUE(Parse({"run", "job.yaml"}).line().run.curves) << "curves are drawn unless asked not to";
@@ -135,6 +136,8 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
        "edgetrain --help)"},
       {{"evaluate", "model.pt", "--dataset", "digits", "--job", "j.yaml"}, "edgetrain evaluate: --dataset excludes --job"},
       {{"run", "j.yaml", "--observe", "--observe-keep", "soon"}, "edgetrain run: --observe-keep: invalid duration \"soon\""},
+      {{"run", "j.yaml", "--progress-every", "0s"},
+       "edgetrain run: --progress-every: expected a duration of at least 1ms, such as 10ms, got \"0s\""},
       {{"credentials", "robots"}, "edgetrain credentials: dir is required"},
       {{"credentials", "robots", "tls", "--validity", "0s"}, "edgetrain credentials: --validity: expected a duration"},
   };

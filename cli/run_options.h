@@ -28,6 +28,8 @@ struct RunOptions {
   // Every progress snapshot, one JSON line each with the seconds since the links
   // started following their traces (benchmarks attribute stalls to outages).
   std::string progress_log;
+  // How often the coordinator refreshes /progress; unset: the agent's 100 ms.
+  std::optional<Duration> progress_every;
   // Start the job over even if its output folder holds a checkpoint it could
   // resume from.
   bool fresh = false;
