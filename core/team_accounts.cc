@@ -92,7 +92,12 @@ std::string TeamAccounts::StreamReadThrough(int w) const {
 }
 
 void TeamAccounts::TrainedOnFromCopy(int64_t own_clock, int64_t copy_clock) {
-  samples_ += std::max<int64_t>(0, copy_clock - own_clock) * batch_size_ * static_cast<int64_t>(workers_.size());
+  const int64_t each = std::max<int64_t>(0, copy_clock - own_clock) * batch_size_;
+  samples_ += each * static_cast<int64_t>(workers_.size());
+  // Each worker's share of them too, so that the workers still add up to
+  // the job's samples: they had counted only what the new coordinator heard
+  // (a user's trial: 306,944 twice against the job's 846,144).
+  for (Worker& k : workers_) k.samples += each;
 }
 
 void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers, std::optional<double> loss) {

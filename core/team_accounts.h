@@ -62,7 +62,7 @@ class TeamAccounts {
   // (core/model_takeover.h): the rounds between were trained while it was
   // away. A copy does not say how many samples made them; so many whole
   // batches of every worker are counted, on top of what the coordinator
-  // counted itself (its checkpoint's). Rounds are not the team's iteration
+  // counted itself (its checkpoint's), and each worker is counted its own. Rounds are not the team's iteration
   // (whole batches): a round closed without a worker, or an epoch's short
   // last batch, trained fewer. Counting the copy's round as the iteration
   // made a resumed coordinator's count jump by half, 57,800 to 87,171, its

@@ -32,6 +32,8 @@ TEST(TeamAccountsTest, ATeamResumedFromACopyCountsOnByTheRoundsItIsAhead) {
   team.TrainedOnFromCopy(0, 2900);  // a coordinator with nothing of its own
   EXPECT_EQ(team.team_iteration(), 2900);
   EXPECT_EQ(team.samples(), 2900 * 64);
+  JobProgress shown = team.Progress(1.0, {true, true});
+  EXPECT_EQ(shown.workers[0].samples + shown.workers[1].samples, shown.samples) << "the workers add up to the job";
   WorkerReport r;
   r.samples = 64;
   team.Reported(0, r);
@@ -45,6 +47,7 @@ TEST(TeamAccountsTest, ATeamResumedFromACopyCountsOnByTheRoundsItIsAhead) {
   resumed.Restore(1000 * 64, {}, std::nullopt);
   resumed.TrainedOnFromCopy(1500, 1530);
   EXPECT_EQ(resumed.team_iteration(), 1030);
+  EXPECT_EQ(resumed.Totals()[0].samples, 30 * 32) << "a checkpoint without workers' totals: the copy's rounds";
 }
 
 // A push late for its round (policy deadline) trained nothing the team kept:

@@ -502,6 +502,12 @@ class OperatorTest(OperatorSiteTestCase):
         self.assertRegex(self.kubectl.run("describe", "tj", "reseated").stdout, r"Warning\s+CoordinatorLost\s")
         lost_s = t_trained_on - t_lost
 
+        # Its workers' samples go on from theirs too: they add up to the job's
+        # (they had counted only what the new coordinator heard: a user's trial).
+        job = self.wait_job("reseated", lambda j: iteration(j) > taken)
+        trained = sum(w.get("samples", 0) for w in job["status"]["workers"] if w.get("role") == "worker")
+        self.assertEqual(trained, job["status"]["progress"]["samples"], json.dumps(job["status"], indent=1))
+
         # Warned: its new node is leaving. It moves first, and that is no recovery.
         before = iteration(self.wait_job("reseated", lambda j: iteration(j) > taken))
         t_warned = time.monotonic()
