@@ -82,6 +82,9 @@ inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node 
 inline constexpr const char* kCoordinatorLost = "CoordinatorLost";    // its pod was evicted or its node lost: placed anew
 inline constexpr const char* kCoordinatorMoved = "CoordinatorMoved";  // moved off a node about to leave
 inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
+// The team has left the node that was not ready (its pods replaced), and its
+// links are not judged yet: BandwidthDegraded False until they are.
+inline constexpr const char* kNodesReady = "NodesReady";
 // A pipeline's device lost (its pod failed, went, or the head let it go):
 // the head trains on without it, and it is not replaced.
 inline constexpr const char* kStageDeviceLost = "StageDeviceLost";

@@ -1719,11 +1719,18 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
                   (pods.size() == 1 ? " is" : " are") + " waited out for nodeLossGrace (" +
                   FormatDuration(pass.job.manifest.spec.fault_tolerance.node_loss_grace) + ")";
       }
+      const Json* degraded = FindCondition(pass.stored_status, condition::kBandwidthDegraded);
       if (!silent.empty()) {
         pass.Set(condition::kBandwidthDegraded, true, reason::kNodeNotReady, silent);
       } else if (judged) {
         pass.Set(condition::kBandwidthDegraded, health.degraded,
                  health.degraded ? health.degraded_reason : reason::kLinksHealthy, health.degraded_message);
+      } else if (degraded && degraded->value("reason", "") == reason::kNodeNotReady) {
+        // Its pods on the silent node replaced (the coordinator placed anew,
+        // its team not started yet): the job said for seconds that it waited
+        // out pods it no longer had (a user's trial).
+        pass.Set(condition::kBandwidthDegraded, false, reason::kNodesReady,
+                 "every node of the team is ready; its links are judged once it trains");
       }
       pass.Requeue(options_.status_interval);
       return Status::Ok();

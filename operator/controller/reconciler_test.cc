@@ -1328,6 +1328,35 @@ TEST_F(ReconcilerTest, ACoordinatorWhoseNodeIsLostIsPlacedAnewAndTheWorkersStay)
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
 }
 
+// Its pods on a silent node replaced, the team waits for its new coordinator
+// to start it: the job no longer says it waits out pods it has left (a
+// user's trial: NodeNotReady, naming the old pods, for seconds after).
+TEST_F(ReconcilerTest, ATeamThatLeftASilentNodeNoLongerSaysItWaitsItOut) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  nodes_.Put(ANode("gateway").NotReady());
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json silent = Job("team")["status"];
+  ASSERT_NE(FindCondition(silent, api::condition::kBandwidthDegraded), nullptr) << silent.dump();
+  EXPECT_EQ(FindCondition(silent, api::condition::kBandwidthDegraded)->value("reason", ""), api::reason::kNodeNotReady);
+  SyncPods([](Json& pod) {
+    if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+  jobs_.Put(Job("team"));
+  SyncPods(Run);
+  const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator-g2"))["status"]["podIP"];
+  progress_.by_ip[ip] = {{"state", "starting"}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  const Json* degraded = FindCondition(status, api::condition::kBandwidthDegraded);
+  ASSERT_NE(degraded, nullptr);
+  EXPECT_EQ(degraded->value("status", ""), "False") << status.dump();
+  EXPECT_EQ(degraded->value("reason", ""), api::reason::kNodesReady);
+  EXPECT_EQ(status.value("reason", ""), api::reason::kWaitingForTeam) << status.dump();
+}
+
 // Warned that its node is leaving, the coordinator moves before it goes, and
 // that is no recovery.
 TEST_F(ReconcilerTest, ACoordinatorOnANodeAboutToLeaveMovesFirstAndThatIsNoRecovery) {
