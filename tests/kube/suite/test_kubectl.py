@@ -347,6 +347,9 @@ class TrainingJobRules(KubectlTestCase):
                      "pipeline parallelism needs at least 2 workers"),
         "wall-clock": ({"budget": {"wallClock": "0m0s"}}, "wallClock must be longer than 0"),
         "wall-clock-ok": ({"budget": {"wallClock": "1m30s"}}, None),
+        # Refused by its pattern alone, not also by a rule that could not
+        # parse it (a user's trial: "Failed to parse duration" beside it).
+        "wall-clock-malformed": ({"budget": {"wallClock": "banana"}}, "spec.budget.wallClock in body should match"),
         # Quantities as the Pod API takes them, refused before the job is stored.
         "quantity": ({"template": {"resources": {"requests": {"cpu": "lots"}}}},
                      "spec.template.resources.requests.cpu in body should match"),
@@ -372,6 +375,8 @@ class TrainingJobRules(KubectlTestCase):
                     self.assertIn(message, r.json["message"])
                     if name == "misspelt":
                         self.assertNotIn("applies only", r.json["message"])
+                    if name == "wall-clock-malformed":
+                        self.assertNotIn("duration", r.json["message"].split("should match")[1])
 
 
 class NodesAndPods(KubectlTestCase):
