@@ -676,10 +676,39 @@ TEST_F(JobDriverTest, AnInterruptedRunKeepsAFinishedRunsModelAndResumesFromItsCh
   EXPECT_EQ(interrupted->model_path, "");
   EXPECT_EQ(*ReadWholeFile(plan.output_dir + "/model.pt"), *model) << "the finished run's model was replaced";
   EXPECT_NE(log.str().find("model.pt is kept as the earlier run left it"), std::string::npos) << log.str();
+  const auto card = [&] { return nlohmann::json::parse(*ReadWholeFile(plan.output_dir + "/model.json")); };
+  EXPECT_EQ(card()["iteration"], 40);
+  EXPECT_EQ(card()["finished"], true);
+  // Resumed and interrupted again: still not over, and the finished run's
+  // model stays (it was replaced by the resumed run's at 10 iterations: a
+  // user's trial).
+  log.str("");
+  auto again = Run(milliseconds(23));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->resumed_from_iteration, 5);
+  EXPECT_EQ(again->model_path, "");
+  EXPECT_EQ(card()["iteration"], 40) << "the finished run's model was replaced by an interrupted one";
+  EXPECT_NE(log.str().find("model.pt is kept as the earlier run left it"), std::string::npos) << log.str();
   auto resumed = Run();
   ASSERT_TRUE(resumed.ok());
-  EXPECT_EQ(resumed->resumed_from_iteration, 5);
+  EXPECT_GT(resumed->resumed_from_iteration, 5);
   EXPECT_EQ(resumed->model_path, plan.output_dir + "/model.pt");
+  EXPECT_EQ(card()["finished"], true);
+  // A run interrupted over no finished model writes its own, which the next
+  // interrupted run replaces.
+  plan.fresh = true;
+  ASSERT_TRUE(Run(milliseconds(23)).ok());
+  plan.fresh = false;
+  EXPECT_EQ(card()["finished"], true) << "a finished run's model stays";
+  fs::remove(plan.output_dir + "/model.pt");
+  fs::remove(plan.output_dir + "/model.json");
+  auto first = Run(milliseconds(23));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->model_path, plan.output_dir + "/model.pt");
+  EXPECT_EQ(card()["finished"], false);
+  const auto at = card()["iteration"];
+  ASSERT_TRUE(Run(milliseconds(23)).ok());
+  EXPECT_GT(card()["iteration"], at) << "an interrupted run's model gives way to the next's";
 }
 
 // A team at its target keeps the model that reached it, while rounds went on
