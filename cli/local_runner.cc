@@ -27,6 +27,7 @@
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
 #include "cli/netns_links.h"
+#include "cli/output_folder_lock.h"
 #include "cli/progress_display.h"
 #include "cli/run_curves.h"
 #include "cli/run_folder.h"
@@ -471,6 +472,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     err << "error: " << writable.message() << " (spec.output.path, or --output)\n";
     // The path given, not the run, is at fault: the same command fails the
     // same way (it exited 1, a runtime failure's code).
+    return kExitInvalid;
+  }
+  // One run at a time into it (cli/output_folder_lock.h), held to the end.
+  StatusOr<OutputFolderLock> output_lock = OutputFolderLock::Take(plan.job.output_dir);
+  if (!output_lock.ok()) {
+    err << "error: " << output_lock.status().message() << "\n";
     return kExitInvalid;
   }
   // So too the progress log (it failed only once the agents had started, and

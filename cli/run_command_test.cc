@@ -776,6 +776,19 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   ASSERT_TRUE(StderrShows("training digits-interrupted", seconds(60)));
   ASSERT_TRUE(ProcessRunningWith("--job=digits-interrupted"));
   ASSERT_TRUE(Trained(1, seconds(60))) << "a run interrupted before it trained writes nothing";
+  // A second run into the folder meanwhile is refused: it had resumed from
+  // the first's checkpoint and trained beside it (a user's trial).
+  {
+    auto second = ChildProcess::Spawn({kEdgetrain, "run", manifest, "--output", (dir_ / "out").string()},
+                                      (dir_ / "second.log").string(), {{"TMPDIR", dir_.string()}});
+    ASSERT_TRUE(second.ok());
+    while (second->ReadLine(seconds(60))) {
+    }
+    EXPECT_EQ(second->Wait(seconds(30)), 2);
+    EXPECT_NE(ReadFile(dir_ / "second.log").find("error: another edgetrain run is using " + (dir_ / "out").string()),
+              std::string::npos)
+        << ReadFile(dir_ / "second.log");
+  }
   // As a terminal's Ctrl-C: SIGINT to the runner's whole process group.
   ASSERT_EQ(::kill(-child->pid(), SIGINT), 0) << "the runner leads a process group of its own";
   std::vector<std::string> lines;
@@ -827,6 +840,14 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
     int signal;
     int exit;
   };
+  // The folder's model made a finished run's, as its card says (model.json):
+  // interrupted, the runs below keep it, and the picture drawn of it.
+  {
+    auto card = nlohmann::json::parse(ReadFile(dir_ / "out" / "model.json"));
+    ASSERT_EQ(card["finished"], false) << "an interrupted run's model";
+    card["finished"] = true;
+    std::ofstream(dir_ / "out" / "model.json") << card.dump(2) << "\n";
+  }
   const Again again[] = {
       {{}, "resuming digits-interrupted from its checkpoint at iteration ", SIGINT, 130},
       {{"--fresh"}, "note: digits-interrupted starts afresh; its model will replace " + (dir_ / "out" / "model.pt").string(),
@@ -842,8 +863,9 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
     }
     EXPECT_EQ(rerun->Wait(seconds(30)), exit);
   }
-  // Started afresh and interrupted, it kept the earlier run's model, and the
-  // picture drawn of it (the folder held one run's model and another's picture).
+  // Resumed, or started afresh, and interrupted, it kept the finished run's
+  // model, and the picture drawn of it (the folder held one run's model and
+  // another's picture).
   EXPECT_NE(ReadFile(dir_ / "stderr.log").find((dir_ / "out" / "report.png").string() +
                                                " is left as the earlier run drew it, beside its model"),
             std::string::npos)
