@@ -93,6 +93,18 @@ class MadeOutputFolder {
   std::vector<fs::path> made_;
 };
 
+// What running again does with a checkpoint an earlier run left, which a
+// --fresh run that failed had not replaced yet: it said "without --fresh it
+// would go on from" a finished run's, which starts over (a user's trial).
+std::string WhatAnEarlierCheckpointGives(const std::string& path) {
+  const auto kept = agent::LoadCheckpoint(path);
+  if (!kept.ok()) return "the same command starts over; without --fresh, a run again is refused: " + kept.status().message();
+  if (*kept && !(*kept)->complete) {
+    return "the same command starts over, and without --fresh it would go on from that earlier run's checkpoint";
+  }
+  return "that run finished, so a run again starts over, with --fresh or without";
+}
+
 constexpr std::chrono::seconds kStopGrace{15};
 // Drawing a run of days takes seconds; past this the picture is given up.
 constexpr std::chrono::seconds kDrawGrace{60};
@@ -618,8 +630,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
           << (every > 0 ? " (one every " + std::to_string(every) + " iterations, spec.faultTolerance.checkpointEvery)"
                         : " (spec.faultTolerance.checkpointEvery is 0)")
           << (earlier_checkpoint() ? "; the one there is an earlier run's, which this --fresh run had not yet "
-                                     "replaced: the same command starts over, and without --fresh it would go on "
-                                     "from that earlier run's checkpoint\n"
+                                     "replaced: " + WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + "\n"
                                    : ": a run again starts over\n");
     }
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;

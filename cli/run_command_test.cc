@@ -725,7 +725,9 @@ TEST_F(RunCommandTest, AFreshRunThatFailsBeforeItsCheckpointDoesNotOfferAnEarlie
   Outcome fresh = Execute({"run", manifest, "--agent", "/bin/false", "--fresh", "--output", out.string()});
   EXPECT_EQ(fresh.exit, 1);
   EXPECT_EQ(fresh.stderr_text.find("to resume from it"), std::string::npos) << fresh.stderr_text;
-  EXPECT_NE(fresh.stderr_text.find("the one there is an earlier run's, which this --fresh run had not yet replaced"),
+  EXPECT_NE(fresh.stderr_text.find("the one there is an earlier run's, which this --fresh run had not yet replaced: "
+                                   "the same command starts over; without --fresh, a run again is refused: " +
+                                   (out / "checkpoint.bin").string() + ": damaged checkpoint"),
             std::string::npos)
       << fresh.stderr_text;
   // Without --fresh, the checkpoint there is the one a run again goes on from.
@@ -760,6 +762,14 @@ TEST_F(RunCommandTest, ARunWhosePortIsTakenSaysSoAndOffersNoFinishedCheckpoint) 
       << taken.stderr_text;
   EXPECT_EQ(taken.stderr_text.find("to resume from it"), std::string::npos) << taken.stderr_text;
   EXPECT_NE(taken.stderr_text.find("a run again starts over"), std::string::npos) << taken.stderr_text;
+  // Nor does a --fresh run that fails say the finished run's checkpoint is one
+  // a run without --fresh goes on from (a user's trial).
+  Outcome fresh = Execute({"run", manifest, "--agent", "/bin/false", "--fresh", "--output", out.string()});
+  EXPECT_EQ(fresh.exit, 1);
+  EXPECT_NE(fresh.stderr_text.find("had not yet replaced: that run finished, so a run again starts over, with --fresh "
+                                   "or without"),
+            std::string::npos)
+      << fresh.stderr_text;
 }
 
 constexpr const char* kLongSpec = R"(  model: {name: mlp}
