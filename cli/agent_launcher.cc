@@ -125,6 +125,9 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
                                     (words.empty() ? "" : ": " + words));
       }
       std::string ended = "the agent exited before it printed `" + what + "`";
+      // How it ended: a worker killed as it started read only the line above
+      // (a user's trial).
+      if (const std::optional<int> status = agent.Poll()) ended += " (" + DescribeExitStatus(*status) + ")";
       if (!words.empty()) ended += " (its log's last line: " + words + ")";
       // The one cause a person mends with a flag of this command.
       if (words.find("Address already in use") != std::string::npos) {

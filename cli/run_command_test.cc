@@ -711,6 +711,15 @@ TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
   EXPECT_EQ(last["job"], "digits-dead-agent");
   EXPECT_EQ(last["stop_reason"], "failed");
   EXPECT_NE(last["error"].get<std::string>().find("the agent exited before it printed `http`"), std::string::npos);
+  EXPECT_NE(run.stderr_text.find("`http` (exit 1)"), std::string::npos) << run.stderr_text;
+  // Killed as it starts: by what is said (a user's trial read only that it exited).
+  const fs::path killed = dir_ / "killed-agent";
+  std::ofstream(killed) << "#!/bin/sh\nkill -KILL $$\n";
+  fs::permissions(killed, fs::perms::owner_all);
+  Outcome shot = Execute({"run", Manifest("digits-killed-agent", kDigitsSpec), "--agent", killed.string()});
+  EXPECT_EQ(shot.exit, 1);
+  EXPECT_NE(shot.stderr_text.find("the agent exited before it printed `http` (killed by SIGKILL)"), std::string::npos)
+      << shot.stderr_text;
 }
 
 // A --fresh run that fails before its first checkpoint does not offer the
