@@ -92,6 +92,16 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
       changed += (changed.empty() ? " (the manifest changed since it was written: " : "; ") + change;
     }
     if (!changed.empty()) changed += ")";
+    // The same manifest run with a cluster profile or without: a team's
+    // engine, or a job of one's (a user's resume with --nodes was told
+    // nothing of what differed).
+    const bool team_checkpoint = c.ledger.has_value(), team_run = !plan_.workers.empty() && !plan_.pipeline;
+    if (changed.empty() && team_checkpoint != team_run) {
+      changed = team_checkpoint ? " (written by a team, and this run is a job of one: a team's checkpoint resumes "
+                                  "with its cluster profile, edgetrain run --nodes)"
+                                : " (written by a job of one, and this run is a team: with a cluster profile, "
+                                  "edgetrain run --nodes, even a job of one worker runs as a team of one)";
+    }
     return InvalidArgumentError(path + " " + restored.message() + changed +
                                 "; move it away, or start afresh (edgetrain run --fresh)");
   }

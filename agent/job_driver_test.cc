@@ -574,6 +574,22 @@ TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
       << again.status().message();
 }
 
+// The same manifest, once run as a team (a cluster profile) and now as a job
+// of one: what differs is said, though the manifest did not change.
+TEST_F(JobDriverTest, ATeamsCheckpointResumedAsAJobOfOneSaysWhatDiffers) {
+  ASSERT_TRUE(Run(milliseconds(52)).ok());
+  auto kept = LoadCheckpoint(plan.CheckpointPath());
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  (*kept)->ledger.emplace().workers = 2;
+  ASSERT_TRUE(SaveCheckpoint(plan.CheckpointPath(), **kept).ok());
+  auto again = Run();
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("holds a different model, optimizer or team (written by a team, and this "
+                                          "run is a job of one: a team's checkpoint resumes with its cluster profile"),
+            std::string::npos)
+      << again.status().message();
+}
+
 TEST_F(JobDriverTest, ADamagedCheckpointIsRefusedNotAFreshStart) {
   fs::create_directories(plan.output_dir);
   std::ofstream(plan.output_dir + "/checkpoint.bin") << "EDGETRAIN-CHECKPOINT 2\ntorn";
