@@ -41,6 +41,15 @@ JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, 
 
 StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   const std::string path = plan_.CheckpointPath();
+  // Not a file (a folder of that name): read as damaged, and replaced under
+  // --fresh only when the run ended, its training lost to a rename that
+  // could not be (a user's trial). Refused before anything trains, either way.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    return InvalidArgumentError(path + " is " +
+                                (std::filesystem::is_directory(path, ec) ? "a folder" : "not a regular file") +
+                                ", where the job's checkpoint goes: move it away");
+  }
   StatusOr<std::optional<JobCheckpoint>> loaded = LoadCheckpoint(path);
   if (!loaded.ok()) {
     // Asked to start afresh, a checkpoint that cannot be read is replaced

@@ -590,6 +590,21 @@ TEST_F(JobDriverTest, ATeamsCheckpointResumedAsAJobOfOneSaysWhatDiffers) {
       << again.status().message();
 }
 
+// A folder where the checkpoint goes is refused before anything trains, even
+// --fresh: the run could never write its checkpoint, nor then its model.
+TEST_F(JobDriverTest, AFolderWhereTheCheckpointGoesIsRefusedAtOnce) {
+  fs::create_directories(plan.CheckpointPath());
+  for (const bool fresh : {false, true}) {
+    plan.fresh = fresh;
+    auto refused = Run();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("checkpoint.bin is a folder, where the job's checkpoint goes"),
+              std::string::npos)
+        << refused.status().message();
+  }
+}
+
 TEST_F(JobDriverTest, ADamagedCheckpointIsRefusedNotAFreshStart) {
   fs::create_directories(plan.output_dir);
   std::ofstream(plan.output_dir + "/checkpoint.bin") << "EDGETRAIN-CHECKPOINT 2\ntorn";
