@@ -8,6 +8,9 @@
      (set/map uniqueness), anyOf/oneOf/allOf/not, producing field errors with the
      messages a real server sends. Validation ratchets as in Kubernetes 1.32: on an
      update, a value equal to the old value at the same place is not re-validated.
+     A schema error of the blocking kinds (a required field missing, a value of the
+     wrong type, outside its enum, too long or too many) skips every CEL rule, as
+     the API server does, with its one fieldless note that rules went unchecked.
 
 CEL rules (x-kubernetes-validations) are evaluated by cel.py, driven from here so they
 see the same defaulted, pruned object and the same old-object correlation.
@@ -161,9 +164,21 @@ class StructuralSchema:
 
     # -- 3. validation -----------------------------------------------------------------
 
+    # Schema errors after which the API server evaluates none of the object's
+    # CEL rules (apiextensions-apiserver's hasBlockingErr): it says so once,
+    # in a field error without a field, rather than let rules read a value of
+    # the wrong shape or a field that is missing.
+    BLOCKING = ("unsupported", "required", "toolong", "toomany", "typeinvalid")
+    RULES_NOT_CHECKED = ("some validation rules were not checked because the object was invalid; "
+                         "correct the existing errors to complete validation")
+
     def validate(self, obj, old=MISSING):
         errors = []
         self._validate(obj, old, self.root, "", errors, root=True)
+        if any(self.rules.values()) and any(isinstance(e, FieldError) and e.kind in self.BLOCKING
+                                            for e in errors):
+            return [e for e in errors if not isinstance(e, _RuleCheck)] + \
+                [FieldError("invalid", "<nil>", self.RULES_NOT_CHECKED, value="null")]
         # The walk left a _RuleCheck where each CEL rule's error would go: all
         # are evaluated at once, and each becomes its error or nothing, in place.
         checks = [e for e in errors if isinstance(e, _RuleCheck)]

@@ -378,6 +378,21 @@ class TrainingJobRules(KubectlTestCase):
                     if name == "wall-clock-malformed":
                         self.assertNotIn("duration", r.json["message"].split("should match")[1])
 
+    def test_a_blocking_schema_error_leaves_the_rules_unchecked(self):
+        """A required field missing: the API server evaluates no CEL rule (one read
+        spec.data and failed, "field not found", beside the real error: a user's
+        trial), and says so once, in a cause without a field."""
+        self.kubectl.run("apply", "-f", CRDS_DIR)
+        body = {"apiVersion": "edgetrain.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "no-data"},
+                "spec": {"model": {"name": "mlp"}}}
+        r = self.api.post(TJ, body, dryRun="All")
+        self.assertEqual(r.status, 422, r)
+        message = r.json["message"]
+        self.assertIn("spec.data: Required value", message)
+        self.assertIn('<nil>: Invalid value: "null": some validation rules were not checked because the object was '
+                      'invalid; correct the existing errors to complete validation', message)
+        self.assertNotIn("field not found", message)
+
 
 class NodesAndPods(KubectlTestCase):
     def test_get_nodes_and_pods_by_node(self):
