@@ -16,8 +16,6 @@
 namespace edgetrain::agent {
 namespace {
 
-// What the budget counts of the job's progress: its energy as reported (0
-// until an energy model has), and what its silent workers have drawn since.
 // Whether the folder's model is of a run that finished (at its budget or
 // target), which a run interrupted before it ends must not replace: its
 // card says so. A card from before cards said it is taken for one unless
@@ -25,10 +23,14 @@ namespace {
 bool FinishedModelIn(const std::string& card_path, bool resuming) {
   std::ifstream in(card_path);
   const nlohmann::json card = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (card.is_object() && card.contains("finished") && card["finished"].is_boolean()) return card["finished"].get<bool>();
+  if (card.is_object() && card.contains("finished") && card["finished"].is_boolean()) {
+    return card["finished"].get<bool>();
+  }
   return !resuming;
 }
 
+// What the budget counts of the job's progress: its energy as reported (0
+// until an energy model has), and what its silent workers have drawn since.
 BudgetUse UseOf(const JobProgress& p) {
   return {p.samples, p.energy_joules ? *p.energy_joules + UnreportedEnergy(p) : 0};
 }

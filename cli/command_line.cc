@@ -156,7 +156,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
           [&run](const std::string& text) {
             auto parsed = ParseDuration(text);
             if (!parsed.ok() || *parsed < std::chrono::milliseconds(1)) {
-              throw CLI::ValidationError("--progress-every", "expected a duration of at least 1ms, such as 10ms, got \"" + text + "\"");
+              throw CLI::ValidationError("--progress-every",
+                                         "expected a duration of at least 1ms, such as 10ms, got \"" + text + "\"");
             }
             run.progress_every = *parsed;
           },

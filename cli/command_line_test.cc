@@ -38,7 +38,8 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
                     "/opt/agent", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
-                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every", "10ms"});
+                    "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every",
+                    "10ms"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);

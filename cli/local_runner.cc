@@ -98,7 +98,9 @@ class MadeOutputFolder {
 // would go on from" a finished run's, which starts over (a user's trial).
 std::string WhatAnEarlierCheckpointGives(const std::string& path) {
   const auto kept = agent::LoadCheckpoint(path);
-  if (!kept.ok()) return "the same command starts over; without --fresh, a run again is refused: " + kept.status().message();
+  if (!kept.ok()) {
+    return "the same command starts over; without --fresh, a run again is refused: " + kept.status().message();
+  }
   if (*kept && !(*kept)->complete) {
     return "the same command starts over, and without --fresh it would go on from that earlier run's checkpoint";
   }
