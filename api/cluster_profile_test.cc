@@ -166,6 +166,12 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   // Named by its kind alone: not a list of its fields as unknown ones (a new
   // user gave a TrainingJob as --nodes and read "spec.model: unknown field").
   EXPECT_EQ(wrong_kind.status().message(), "k.yaml is a TrainingJob, not a ClusterProfile (docs/cluster-profiles.md)");
+  // A field left empty is absent (a fuzzer's `link:` with nothing after it
+  // crashed the reader).
+  auto empty_fields = ParseClusterProfile(head + "  - name: a\n    link:\n    labels:\n    stream:\n",
+                                          (dir / "test.yaml").string());
+  ASSERT_TRUE(empty_fields.ok()) << empty_fields.status().ToString();
+  EXPECT_FALSE(empty_fields->nodes[0].link.has_value());
   auto no_kind = ParseClusterProfile("apiVersion: edgetrain.dev/v1alpha1\nmetadata: {name: x}\nspec: {nodes: [{name: a}]}\n",
                                      "k.yaml");
   ASSERT_FALSE(no_kind.ok());

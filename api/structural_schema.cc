@@ -198,6 +198,13 @@ class Validator {
       const std::string key = name.get<std::string>();
       if (!value.contains(key) || value[key].is_null()) Error(Join(path, key), "required field is missing");
     }
+    // Null is absent (no field here is nullable), and is dropped, as the API
+    // server drops a non-nullable field's null: what reads the object next
+    // finds the field absent, not null (a fuzzer's profile, `link:` and
+    // nothing after, crashed its reader).
+    for (auto it = value.begin(); it != value.end();) {
+      it = it->is_null() ? value.erase(it) : std::next(it);
+    }
     bool preserve_unknown = schema.value("x-kubernetes-preserve-unknown-fields", false);
     for (auto& [key, child] : value.items()) {
       std::string child_path = Join(path, key);

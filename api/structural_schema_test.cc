@@ -45,6 +45,10 @@ TEST(StructuralSchemaTest, FillsDefaultsIncludingInsideDefaultedObjects) {
   Json explicit_null = {{"name", "ok"}, {"size", nullptr}};
   EXPECT_TRUE(ValidateAndDefault(kSchema, explicit_null, "spec").empty());
   EXPECT_EQ(explicit_null["size"], 3) << "null counts as absent";
+  Json null_without_default = {{"name", "ok"}, {"labels", nullptr}, {"nested", {{"mode", nullptr}}}};
+  EXPECT_TRUE(ValidateAndDefault(kSchema, null_without_default, "spec").empty());
+  EXPECT_FALSE(null_without_default.contains("labels")) << "a null without a default is dropped, as absent";
+  EXPECT_EQ(null_without_default["nested"]["mode"], "fast");
   Json given = {{"name", "ok"}, {"size", 7}, {"nested", {{"depth", 5}}}};
   EXPECT_TRUE(ValidateAndDefault(kSchema, given, "spec").empty());
   EXPECT_EQ(given["size"], 7);

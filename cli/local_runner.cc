@@ -804,7 +804,10 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // Only of a checkpoint this run wrote or resumed from: one left by a
     // finished run, on which this one was stopped before training, is not
     // taken up again (the next run starts over).
-    const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->resumed_from_iteration);
+    // A team stopped before its first whole iteration has trained samples,
+    // and written them (a user's trial: a checkpoint at iteration 0, unsaid).
+    const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->samples > 0 ||
+                                            outcome.result->resumed_from_iteration);
     if (its_own && checkpointed()) {
       err << "interrupted: the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options)
           << "\n";

@@ -312,15 +312,16 @@ spec:
   EXPECT_FALSE(fs::exists(dir / "second" / "prometheus")) << "no empty folder left by the refused run";
   EXPECT_EQ(said.find("ended before Prometheus scraped it"), std::string::npos) << "it was scraped";
   // On another port but into the same output folder, whose data this one's
-  // Prometheus still serves: refused too. Its targets had become the serving
+  // Prometheus still serves: refused too, the folder being this run's until
+  // it ends (cli/output_folder_lock.h). Its targets had become the serving
   // one's, and the two runs' series mixed (a trial's).
   auto third = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--output",
                                     (dir / "out").string(), "--fresh", "--observe", "--observe-port", "0"},
                                    (dir / "third.log").string(), {{"TMPDIR", dir.string()}});
   ASSERT_TRUE(third.ok());
-  EXPECT_EQ(third->Wait(seconds(60)), 1);
-  EXPECT_NE(ReadFile(dir / "third.log").find("an earlier run's Prometheus still serves " +
-                                             (dir / "out" / "prometheus" / "data").string()),
+  EXPECT_EQ(third->Wait(seconds(60)), 2);
+  EXPECT_NE(ReadFile(dir / "third.log").find("another edgetrain run is using " + (dir / "out").string() +
+                                             " (training into it, or serving its series with --observe)"),
             std::string::npos)
       << ReadFile(dir / "third.log");
 
