@@ -370,9 +370,14 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
 // here and the planner; said before training starts.
 int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) {
-    if (options.stages != "planned" || options.micro_batches > 0) {
-      err << "note: " << (options.micro_batches > 0 ? "--micro-batches" : "--stages " + options.stages)
-          << " applies to a pipeline, hybrid or auto job; " << checked.job.name
+    // Both named when both were given: --stages went unsaid beside
+    // --micro-batches (a user's trial).
+    std::string given;
+    if (options.stages != "planned") given = "--stages " + options.stages;
+    if (options.micro_batches > 0) given += (given.empty() ? "" : " and ") + std::string("--micro-batches");
+    if (!given.empty()) {
+      err << "note: " << given << (options.stages != "planned" && options.micro_batches > 0 ? " apply" : " applies")
+          << " to a pipeline, hybrid or auto job; " << checked.job.name
           << " is data-parallel (spec.parallelism.mode)\n";
     }
     return kExitOk;

@@ -228,6 +228,16 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   EXPECT_EQ(not_a_model.exit, 2);
   EXPECT_NE(not_a_model.stderr_text.find("is not a model edgetrain saved (not a LibTorch archive)"), std::string::npos)
       << not_a_model.stderr_text;
+  // Its bytes altered a third of the way in: refused, not scored (it was,
+  // at 0.29 with a loss of 3.5e26, exit 0: a user's trial).
+  std::string bytes = ReadFile(dir_ / "out" / "model.pt");
+  for (size_t i = bytes.size() / 3; i < bytes.size() / 3 + 200; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x55);
+  std::ofstream(dir_ / "altered.pt", std::ios::binary) << bytes;
+  Outcome altered = Execute({"evaluate", (dir_ / "altered.pt").string(), "--dataset", "digits"});
+  EXPECT_EQ(altered.exit, 2) << altered.stderr_text;
+  EXPECT_NE(altered.stderr_text.find((dir_ / "altered.pt").string() + " is damaged (CRC-32 mismatch in "),
+            std::string::npos)
+      << altered.stderr_text;
 }
 
 // `evaluate --job` measures a model on the job's test files: a wrong
@@ -306,10 +316,11 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   optimizer: {name: adam, learningRate: 0.01}
   budget: {wallClock: 2s}
 )");
-  const Outcome run = Execute({"run", job, "--no-curves", "--stages", "even"});
+  // Both flags, both named (--stages went unsaid beside --micro-batches: a user's trial).
+  const Outcome run = Execute({"run", job, "--no-curves", "--stages", "even", "--micro-batches", "4"});
   EXPECT_EQ(run.exit, 0) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("note: --stages even applies to a pipeline, hybrid or auto job; folder is "
-                                 "data-parallel (spec.parallelism.mode)"),
+  EXPECT_NE(run.stderr_text.find("note: --stages even and --micro-batches apply to a pipeline, hybrid or auto job; "
+                                 "folder is data-parallel (spec.parallelism.mode)"),
             std::string::npos)
       << run.stderr_text;
   const std::string note = "note: nothing to read yet in " + (dir_ / "incoming" / "worker-1").string() +

@@ -7,6 +7,7 @@
 #include <new>
 #include <sstream>
 
+#include "agent/storage/archive_integrity.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/batch_passes.h"
 #include "agent/torch/flat_parameters.h"
@@ -56,6 +57,11 @@ Status ModuleFailed(const std::string& what, const std::exception& e, int64_t sa
 StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return InvalidArgumentError(std::string(kPath) + ": no file at " + path);
+  // A module whose bytes were altered loads, and trains or scores as they now
+  // are (agent/storage/archive_integrity.h).
+  if (Status intact = CheckArchiveIntegrity(path); intact.code() == StatusCode::kDataLoss) {
+    return InvalidArgumentError(std::string(kPath) + ": " + intact.message());
+  }
   torch::jit::Module module;
   try {
     module = torch::jit::load(path, torch::kCPU);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "agent/storage/archive_integrity.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/batch_passes.h"
 #include "agent/torch/flat_parameters.h"
@@ -54,6 +55,9 @@ class TorchTrainer final : public Trainer {
   }
 
   Status LoadModel(const std::string& path) override {
+    if (Status intact = CheckArchiveIntegrity(path); intact.code() == StatusCode::kDataLoss) {
+      return InvalidArgumentError(intact.message());
+    }
     try {
       // Loading replaces a tensor's storage; the parameters must stay views of
       // flat_, so the weights are read into a copy and copied over.
@@ -119,6 +123,9 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return InvalidArgumentError("no model at " + path);
   if (std::filesystem::is_directory(path, ec)) return InvalidArgumentError(path + " is a directory, not a model.pt");
+  if (Status intact = CheckArchiveIntegrity(path); intact.code() == StatusCode::kDataLoss) {
+    return InvalidArgumentError(intact.message());  // the file is at fault: exit 2
+  }
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
