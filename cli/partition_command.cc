@@ -109,6 +109,17 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     for (int w = 0; w < pool.workers(); ++w) injected.push_back(pool.labels(w));
   }
 
+  // A pipeline deals each batch of the whole data set among its devices: the
+  // parts are a data-parallel team's, which an auto job may yet be. Said as
+  // validate says it (the table alone read as the job's split: a user's trial).
+  std::string note;
+  if (job.spec.parallelism.mode != ParallelismMode::kDataParallel) {
+    note = "spec.data.partition applies to data-parallel teams only: this job is " +
+           std::string(NameOf(job.spec.parallelism.mode)) +
+           " (spec.parallelism.mode), and a pipeline deals each batch of the whole data set among its devices; "
+           "the parts below are what a data-parallel team of its workers would train on";
+  }
+
   if (json) {
     nlohmann::json doc = {{"job", job.name},
                           {"dataset", DescribeData(job.spec.data)},
@@ -121,6 +132,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       doc["refusedFiles"] = refused;
     }
     if (!injected.empty()) doc["injectedLabels"] = injected;
+    if (!note.empty()) doc["note"] = note;
     out << doc.dump() << "\n";
     return kExitOk;
   }
@@ -134,6 +146,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
         << ", partition "
         << DescribePartition(job.spec.data.partition) << ", seed " << job.spec.seed << "\n";
   }
+  if (!note.empty()) out << "note: " << note << "\n";
   PrintTable(histograms, sizes, out);
   for (const std::string& why : refused) out << "left out: " << why << "\n";
   if (!injected.empty()) {

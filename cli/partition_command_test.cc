@@ -46,6 +46,27 @@ TEST_F(PartitionCommandTest, ShowsEachWorkersLabelsAndTheLabelsNoWorkerSees) {
   EXPECT_EQ(std::count(text.begin() + static_cast<std::ptrdiff_t>(unseen), text.end(), ','), 6) << text;
 }
 
+// A pipeline's devices share each batch of the whole set: the table is what a
+// data-parallel team would train on, and says so.
+TEST_F(PartitionCommandTest, APipelineJobsTableSaysThePartitionDoesNotApply) {
+  const fs::path path = dir_ / "piped.yaml";
+  std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: piped}\nspec:\n"
+                      << "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: dirichlet, alpha: 0.1}}\n"
+                      << "  parallelism: {mode: pipeline, workers: 2}\n";
+  std::ostringstream out, err;
+  ASSERT_EQ(PrintPartition(path.string(), false, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("note: spec.data.partition applies to data-parallel teams only: this job is pipeline "
+                           "(spec.parallelism.mode)"),
+            std::string::npos)
+      << out.str();
+  std::ostringstream json;
+  ASSERT_EQ(PrintPartition(path.string(), true, json, err), 0) << err.str();
+  EXPECT_TRUE(nlohmann::json::parse(json.str()).contains("note")) << json.str();
+  std::ostringstream team;
+  ASSERT_EQ(PrintPartition(Job("{kind: iid}", 2).string(), false, team, err), 0) << err.str();
+  EXPECT_EQ(team.str().find("note: spec.data.partition applies"), std::string::npos) << team.str();
+}
+
 TEST_F(PartitionCommandTest, JsonHoldsTheCountsAndTheIndicesTheyCount) {
   std::ostringstream out, err;
   ASSERT_EQ(PrintPartition(Job("{kind: labels, labelsPerWorker: 5}", 2).string(), true, out, err), 0) << err.str();
