@@ -38,13 +38,20 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport));
-  EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, job.spec.parallelism.mode));
+  StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
+  // A layout by hand is judged on its own memory: that no plan of the mode
+  // fits says nothing of it (a user's layout was refused naming the even split).
+  if (!chosen.ok() && (NamesAPlan(stages) || chosen.status().code() != StatusCode::kFailedPrecondition)) {
+    return chosen.status();
+  }
+  const std::optional<ParallelismChoice> choice =
+      chosen.ok() ? std::optional<ParallelismChoice>(std::move(*chosen)) : std::nullopt;
 
   // auto may keep plain data parallelism: one stage on every device, which
   // the pipeline runs as synchronous data parallelism through its head.
   PipelinePlan plan;
   if (NamesAPlan(stages)) {
-    plan = PlanToRun(choice, stages);
+    plan = PlanToRun(*choice, stages);
   } else {
     EDGETRAIN_ASSIGN_OR_RETURN(std::vector<PipelineStage> by_hand, ParseStageLayout(stages, problem));
     plan = AtBestMicroBatches(problem, by_hand);
@@ -69,24 +76,28 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   std::string out;
   if (stages != "planned") {
     out = "--stages " + stages + " instead of the planner's";
+    if (!choice) out += " (" + chosen.status().message() + ")";
     if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);
   } else if (micro_batches > 0) {
     out = "the planner's stages at --micro-batches " + std::to_string(micro_batches);
   } else {
-    out = HowChosen(choice);
+    out = HowChosen(*choice);
   }
   out += ", predicted " + per_s(plan) + " samples/s";
   // What the plan is, not which object holds it: the planner's best may itself
   // be one stage on every device.
-  if (ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
-    out += " against data parallelism's " + per_s(choice.data_parallel) + " on the same devices and links";
+  if (choice && ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
+    out += " against data parallelism's " + per_s(choice->data_parallel) + " on the same devices and links";
+    // A faster prediction that cannot run: why auto chose the slower (it
+    // read as auto picking against its own rule: a user's trial).
+    if (!choice->data_parallel.cost.fits) out += ", which does not fit: " + choice->data_parallel.cost.misfit;
   } else if (stages == "planned") {
     out += ": no split is predicted faster on the same devices and links";
   }
   // Why the plan is not the fastest the planner found (a transient device
   // kept company in its stage), as edgetrain plan says it (a new user's trial
   // found it said there and not here).
-  if (stages == "planned" && !choice.planned.transient_note.empty()) out += "; " + choice.planned.transient_note;
+  if (stages == "planned" && !choice->planned.transient_note.empty()) out += "; " + choice->planned.transient_note;
   return out + "\n  " + DescribePlan(problem, plan);
 }
 
