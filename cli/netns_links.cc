@@ -56,6 +56,18 @@ Status RunCommand(const std::vector<std::string>& argv) {
   return FailedPreconditionError("`" + command + "` failed: " + (message.empty() ? "exit status " + std::to_string(WEXITSTATUS(status)) : message));
 }
 
+// A namespace made by this run, or an error that says what to do when one of
+// that name is there already: it is not this run's to remove (an earlier
+// version deleted it on its way out: a user's trial).
+Status AddNamespace(const std::string& name) {
+  Status added = RunCommand({"ip", "netns", "add", name});
+  if (!added.ok() && fs::exists("/var/run/netns/" + name)) {
+    return FailedPreconditionError(added.message() + ": a network namespace of that name is there already, not made "
+                                   "by this run; remove it (ip netns del " + name + ") if nothing uses it");
+  }
+  return added;
+}
+
 std::string Rate(double mbps) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0fkbit", std::max(kFloorMbps, mbps) * 1000);
@@ -114,8 +126,10 @@ StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<Worke
 
 Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsLayout& layout) {
   prefix_ = "et" + std::to_string(::getpid());
-  hub_ = prefix_ + "-hub";
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "add", hub_}));
+  // Named only once made: what is named is what the destructor removes.
+  const std::string hub = prefix_ + "-hub";
+  EDGETRAIN_RETURN_IF_ERROR(AddNamespace(hub));
+  hub_ = hub;
   EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", "lo", "up"}));
   // The hub forwards between workers, as an access point does.
   EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "exec", hub_, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
@@ -136,9 +150,9 @@ Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsLayout
       EDGETRAIN_ASSIGN_OR_RETURN(BandwidthTrace trace, BandwidthTrace::Parse(text, spec.trace_path));
       link->trace = trace.Shifted(spec.offset_s).Scaled(spec.scale);
     }
+    EDGETRAIN_RETURN_IF_ERROR(AddNamespace(link->ns));
     links_.push_back(std::move(link));
     const Link& l = *links_.back();
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "add", l.ns}));
     EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "link", "set", "lo", "up"}));
     EDGETRAIN_RETURN_IF_ERROR(RunCommand(
         {"ip", "link", "add", l.hub_if, "netns", hub_, "type", "veth", "peer", "name", l.dev_if, "netns", l.ns}));

@@ -180,6 +180,26 @@ TEST_F(NetnsLinksTest, RemovesNamespacesLeftByAKilledRunner) {
   EXPECT_FALSE(NamespaceExists("et4194304-w0"));
 }
 
+// A namespace of the name this run would give one, made by someone else: the
+// run fails saying so, and leaves it (it deleted it on its way out: a user's
+// trial).
+TEST_F(NetnsLinksTest, ANamespaceThisRunDidNotMakeIsLeftAlone) {
+  for (const std::string taken : {"-hub", "-w1"}) {
+    const std::string name = "et" + std::to_string(::getpid()) + taken;
+    ASSERT_EQ(std::system(("ip netns add " + name).c_str()), 0);
+    auto links = NetnsLinks::Create({Slot(0, "seconds,mbps\n0,8\n"), Slot(1, "seconds,mbps\n0,8\n")}, clock_);
+    ASSERT_FALSE(links.ok());
+    EXPECT_NE(links.status().message().find("a network namespace of that name is there already, not made by this "
+                                            "run; remove it (ip netns del " + name + ")"),
+              std::string::npos)
+        << links.status().message();
+    EXPECT_TRUE(NamespaceExists(name)) << name << " was removed";
+    EXPECT_FALSE(NamespaceExists("et" + std::to_string(::getpid()) + (taken == "-hub" ? "-w0" : "-hub")))
+        << "what this run made is removed";
+    ASSERT_EQ(std::system(("ip netns del " + name).c_str()), 0);
+  }
+}
+
 TEST_F(NetnsLinksTest, NetnsRunForwardsEveryRanksOutputAndCreatesItsLogFolder) {
   std::ofstream(dir_ / "trace.csv") << "seconds,mbps\n0,60\n";
   std::ofstream(dir_ / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
