@@ -273,7 +273,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::App* netns_run = app.add_subcommand(
       "netns-run",
       "As root: run COMMAND once per worker, each in its own network namespace behind the profile's kernel-shaped "
-      "links (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME set), for another framework to compare.");
+      "links (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME set), for another framework to compare. "
+      "Exits with the highest of the ranks' exit statuses (128+N for a rank killed by signal N), each rank that "
+      "failed named on stderr; 130 or 143 when interrupted.");
   netns_run->add_option("--nodes", netns.nodes_path, "the cluster profile whose links to emulate")
       ->option_text("PROFILE.yaml")
       ->required();
@@ -281,7 +283,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->option_text("N")
       ->required()
       ->check(WholeNumber(1, 250));
-  netns_run->add_option("--log-dir", netns.log_dir, "where each rank's output goes, as rank-R.log (created if need be)")
+  netns_run->add_option("--log-dir", netns.log_dir,
+                        "where each rank's stderr goes, as rank-R.log (default: the current folder; created if need "
+                        "be); their stdout is printed here, rank 0's as it is and the others' after \"rank R: \"")
       ->option_text("DIR");
   netns_run->add_option("COMMAND", netns.command, "the program and its arguments, after --")->required();
 

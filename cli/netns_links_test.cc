@@ -222,6 +222,19 @@ TEST_F(NetnsLinksTest, NetnsRunForwardsEveryRanksOutputAndCreatesItsLogFolder) {
     std::getline(log, text);
     EXPECT_EQ(text, "oops " + std::to_string(rank));
   }
+  // Ranks that fail: the highest status, and each named with its own.
+  auto failing = ChildProcess::Spawn({std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain", "netns-run", "--nodes",
+                                      (dir_ / "nodes.yaml").string(), "--workers", "2", "--log-dir", logs.string(),
+                                      "--", "/bin/sh", "-c", "exit $((RANK + 5))"},
+                                     (dir_ / "failing.log").string());
+  ASSERT_TRUE(failing.ok());
+  while (failing->ReadLine(seconds(30))) {
+  }
+  EXPECT_EQ(failing->Wait(seconds(30)), 6);
+  std::ifstream said(dir_ / "failing.log");
+  const std::string text((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("rank 0 ended: exit 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 1 ended: exit 6"), std::string::npos) << text;
 }
 
 TEST_F(NetnsLinksTest, ATeamTrainsThroughKernelShapedLinks) {

@@ -80,8 +80,17 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     const auto ended = [](ChildProcess& r) { return r.stdout_closed() && r.Poll().has_value(); };
     if (std::all_of(ranks.begin(), ranks.end(), ended)) break;
   }
+  // The highest status, and every rank that failed by name: a rank's code
+  // alone, another's lost, said nothing of which (a user's trial).
   int worst = 0;
-  for (auto& r : ranks) worst = std::max(worst, r.Wait(kStopGrace));
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    const int status = ranks[rank].Wait(kStopGrace);
+    if (status != 0 && !signalled) {
+      err << "rank " << rank << " ended: " << DescribeExitStatus(status) << " (its stderr: "
+          << (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string() << ")\n";
+    }
+    worst = std::max(worst, status);
+  }
   return signalled ? kExitInterrupted : worst;
 }
 
