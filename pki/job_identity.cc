@@ -215,8 +215,14 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
       case X509_V_ERR_CERT_HAS_EXPIRED:
         if (authority_failed) return {PeerVerdict::kExpired, whose + ", whose authority expired at " + ended};
         return {PeerVerdict::kExpired, whose + " that expired at " + ended};
-      case X509_V_ERR_CERT_NOT_YET_VALID:
-        return {PeerVerdict::kNotYetValid, whose + (authority_failed ? ", whose authority is" : "") + " not valid yet"};
+      case X509_V_ERR_CERT_NOT_YET_VALID: {
+        // With its date, as an expired one says when it ended.
+        std::tm begin{};
+        const bool has_begin = failed != nullptr && ASN1_TIME_to_tm(X509_get0_notBefore(failed), &begin) == 1;
+        const std::string from = has_begin ? Iso8601(std::chrono::system_clock::from_time_t(timegm(&begin))) : "?";
+        return {PeerVerdict::kNotYetValid,
+                whose + (authority_failed ? ", whose authority is" : "") + " not valid until " + from};
+      }
       default:
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};

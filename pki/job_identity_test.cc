@@ -77,8 +77,10 @@ TEST(JobIdentityTest, AnExpiredCertificateIsRefusedWithItsEnd) {
   EXPECT_EQ(check.detail, "a certificate of job \"digits\" that expired at 2027-01-15T07:00:00Z");
   // The same certificate was good while it lasted.
   EXPECT_TRUE(CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(2)).accepted());
-  EXPECT_EQ(CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(4)).verdict,
-            PeerVerdict::kNotYetValid);
+  const PeerCheck early = CheckPeer(stale.cert_pem, "digits", digits.ca.cert_pem, kNow - hours(4));
+  EXPECT_EQ(early.verdict, PeerVerdict::kNotYetValid);
+  // With its date, as an expired one has its end.
+  EXPECT_EQ(early.detail, "a certificate of job \"digits\" not valid until 2027-01-15T05:00:00Z");
 }
 
 TEST(JobIdentityTest, AnExpiredAuthorityIsNamedAsWhatExpired) {
