@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -81,27 +82,33 @@ Status CheckArchiveIntegrity(const std::string& path) {
   uint64_t entries = Little(b, *end + 10, 2), list_at = Little(b, *end + 16, 4);
   if ((entries == 0xFFFF || list_at == kTooLarge) && *end >= 20 && Little(b, *end - 20, 4) == kZip64EndLocator) {
     const uint64_t zip64_end = Little(b, *end - 20 + 8, 8);
-    if (zip64_end + 56 > b.size() || Little(b, zip64_end, 4) != kZip64End) return damaged("its zip64 end is torn");
+    // Offsets are read from the file: compared as what is left, so that a
+    // damaged one cannot wrap round.
+    if (zip64_end > b.size() || b.size() - zip64_end < 56 || Little(b, zip64_end, 4) != kZip64End) {
+      return damaged("its zip64 end is torn");
+    }
     entries = Little(b, zip64_end + 32, 8);
     list_at = Little(b, zip64_end + 48, 8);
   }
+  if (list_at > b.size()) return damaged("its list of entries is torn");
   size_t at = list_at;
   for (uint64_t e = 0; e < entries; ++e) {
-    if (at + 46 > b.size() || Little(b, at, 4) != kCentralHeader) return damaged("its list of entries is torn");
+    if (b.size() - at < 46 || Little(b, at, 4) != kCentralHeader) return damaged("its list of entries is torn");
     const uint64_t method = Little(b, at + 10, 2), crc = Little(b, at + 16, 4);
     uint64_t stored = Little(b, at + 20, 4), size = Little(b, at + 24, 4), local = Little(b, at + 42, 4);
     const size_t name_bytes = Little(b, at + 28, 2), extra_bytes = Little(b, at + 30, 2),
                  comment_bytes = Little(b, at + 32, 2);
-    if (at + 46 + name_bytes + extra_bytes > b.size()) return damaged("its list of entries is torn");
+    if (b.size() - at < 46 + name_bytes + extra_bytes + comment_bytes) return damaged("its list of entries is torn");
     const std::string name(b.substr(at + 46, name_bytes));
     // Figures too large for 32 bits follow in the zip64 extra field, in
     // this order, each only when its 32-bit place says so.
-    for (size_t x = at + 46 + name_bytes; x + 4 <= at + 46 + name_bytes + extra_bytes;) {
+    const size_t extra_end = at + 46 + name_bytes + extra_bytes;
+    for (size_t x = at + 46 + name_bytes; x + 4 <= extra_end;) {
       const uint64_t id = Little(b, x, 2), length = Little(b, x + 2, 2);
       if (id == kZip64Extra) {
         size_t f = x + 4;
         for (uint64_t* figure : {&size, &stored, &local}) {
-          if (*figure == kTooLarge && f + 8 <= x + 4 + length) {
+          if (*figure == kTooLarge && f + 8 <= std::min<size_t>(x + 4 + length, extra_end)) {
             *figure = Little(b, f, 8);
             f += 8;
           }
@@ -109,7 +116,9 @@ Status CheckArchiveIntegrity(const std::string& path) {
       }
       x += 4 + length;
     }
-    if (local + 30 > b.size() || Little(b, local, 4) != kLocalHeader) return damaged(name + "'s header is missing");
+    if (local > b.size() || b.size() - local < 30 || Little(b, local, 4) != kLocalHeader) {
+      return damaged(name + "'s header is missing");
+    }
     const uint64_t data_at = local + 30 + Little(b, local + 26, 2) + Little(b, local + 28, 2);
     if (data_at > b.size() || stored > b.size() - data_at) return damaged(name + " is cut short: torn");
     const std::string_view data = b.substr(data_at, stored);
