@@ -39,7 +39,7 @@ set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP fuzzers LABELS fuzz TI
 # Runs for each to pass its seeds and mutate them a while, about 1-8 s each
 # here (the slow YAML targets get fewer): the same runs every time.
 foreach(target_runs row_push:20000 manifest:10000 cluster_profile:4000 bandwidth_trace:20000 watch_stream:20000
-                    progress:20000)
+                    progress:20000 archive_integrity:100000)
   string(REPLACE ":" ";" _pair ${target_runs})
   list(GET _pair 0 target)
   list(GET _pair 1 runs)

@@ -65,7 +65,10 @@ std::optional<uint32_t> InflatedCrc(std::string_view deflated) {
 
 Status CheckArchiveIntegrity(const std::string& path) {
   EDGETRAIN_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
-  const std::string_view b = bytes;
+  return CheckArchiveBytes(bytes, path);
+}
+
+Status CheckArchiveBytes(std::string_view b, const std::string& path) {
   auto damaged = [&](const std::string& why) { return DataLossError(path + " is damaged (" + why + ")"); };
   if (b.size() < 4 || Little(b, 0, 4) != kLocalHeader) return InvalidArgumentError(path + " is not a zip archive");
   // The end of the list of entries: its record is the last 22 bytes, or

@@ -6,6 +6,7 @@
 // loss of 3.5e26, exit 0 (a user's trial). Read before the model is loaded.
 
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -16,5 +17,7 @@ namespace edgetrain::agent {
 // is no zip archive at all. An entry compressed rather than stored is not
 // checked (LibTorch stores every one).
 Status CheckArchiveIntegrity(const std::string& path);
+// The same of an archive's bytes, `name` saying which in a message.
+Status CheckArchiveBytes(std::string_view bytes, const std::string& name);
 
 }  // namespace edgetrain::agent
