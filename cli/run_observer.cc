@@ -1,9 +1,5 @@
 #include "cli/run_observer.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <fstream>
 
@@ -67,19 +63,6 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
     return UnavailableError(address + " already answers HTTP (an earlier run's --observe, still serving its series?)"
                             "\n--observe-port PORT takes another port (0: one the OS gives)");
   }
-  // A Prometheus still serving this folder (an earlier run of the job kept by
-  // --observe-keep) holds its data's lock: this run's targets would have
-  // become its, and its series mixed with this one's (a trial's). Prometheus
-  // takes the lock with flock (asked to, below: Debian's 2.42 makes none
-  // unless asked), which a second flock here meets.
-  if (const int lock = ::open((dir / "data" / "lock").c_str(), O_RDONLY | O_CLOEXEC); lock >= 0) {
-    const bool held = ::flock(lock, LOCK_EX | LOCK_NB) != 0;
-    ::close(lock);
-    if (held) {
-      return UnavailableError("an earlier run's Prometheus still serves " + (dir / "data").string() +
-                              " (--observe-keep): stop it, or give this run --output another folder");
-    }
-  }
   // Made only once it will be used: a run refused above left an empty one.
   fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot make " + dir.string() + ": " + ec.message());
@@ -90,7 +73,8 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
   fs::remove(log, ec);
   auto server = ChildProcess::Spawn({prometheus, "--config.file=" + (dir / "prometheus.yml").string(),
                                      "--storage.tsdb.path=" + (dir / "data").string(),
-                                     // Its data's lock, which a later run checks (above).
+                                     // Its data guarded against a second server (a later run
+                                     // is kept out by the output folder's lock, cli/output_folder_lock.h).
                                      "--storage.tsdb.use-lockfile",
                                      "--web.listen-address=" + address},
                                     log.string());
