@@ -48,7 +48,9 @@ class Trainer {
   virtual Status SaveModel(const std::string& path) = 0;
 
   // Reads weights SaveModel wrote into this model, in place (Parameters() sees
-  // them). InvalidArgument when they are another model's.
+  // them). InvalidArgument when they are another model's. A built-in model's
+  // file is checked whole by ReadModelSpec, read first; a TorchScript one's
+  // as it loads.
   virtual Status LoadModel(const std::string& path) {
     return UnimplementedError("this trainer cannot load " + path);
   }
@@ -74,7 +76,7 @@ StatusOr<std::unique_ptr<Trainer>> CreateTrainer(const TrainerOptions& options);
 
 // What model a file SaveModel wrote holds, read from its layers' shapes:
 // an mlp's hidden widths, a cnn's channels, a vgg's widths. InvalidArgument
-// when it is not one.
+// when it is not one, or its bytes are not as written (archive_integrity.h).
 StatusOr<ModelSpec> ReadModelSpec(const std::string& path);
 
 }  // namespace edgetrain::agent
