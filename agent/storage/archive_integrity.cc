@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/storage/crc32.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -28,16 +29,6 @@ uint64_t Little(std::string_view b, size_t at, int bytes) {
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<size_t>(i)]);
   return v;
-}
-
-uint32_t Crc(std::string_view bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t at = 0; at < bytes.size();) {  // in pieces a uInt can count
-    const size_t n = std::min<size_t>(bytes.size() - at, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
-    at += n;
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 // The CRC-32 of a deflated entry's bytes once inflated; nullopt if they do
@@ -125,7 +116,7 @@ Status CheckArchiveBytes(std::string_view b, const std::string& path) {
     const uint64_t data_at = local + 30 + Little(b, local + 26, 2) + Little(b, local + 28, 2);
     if (data_at > b.size() || stored > b.size() - data_at) return damaged(name + " is cut short: torn");
     const std::string_view data = b.substr(data_at, stored);
-    if (method == kStored && Crc(data) != crc) return damaged("CRC-32 mismatch in " + name + ": torn or altered");
+    if (method == kStored && Crc32(data) != crc) return damaged("CRC-32 mismatch in " + name + ": torn or altered");
     if (method == kDeflated) {
       const std::optional<uint32_t> inflated = InflatedCrc(data);
       if (!inflated || *inflated != crc) return damaged("CRC-32 mismatch in " + name + ": torn or altered");

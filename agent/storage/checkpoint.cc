@@ -1,13 +1,12 @@
 #include "agent/storage/checkpoint.h"
 
-#include <zlib.h>
-
 #include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/storage/crc32.h"
 #include "edgetrain/v1/checkpoint.pb.h"
 
 namespace edgetrain::agent {
@@ -15,11 +14,6 @@ namespace {
 
 constexpr std::string_view kMagic = "EDGETRAIN-CHECKPOINT 2\n";
 constexpr std::string_view kFirstFormatMagic = "EDGETRAIN-CHECKPOINT 1\n";
-
-uint32_t Crc32(std::string_view bytes) {
-  return static_cast<uint32_t>(
-      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
-}
 
 template <typename T, typename Repeated>
 std::vector<T> ToVector(const Repeated& r) {
