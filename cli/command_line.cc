@@ -72,6 +72,27 @@ CLI::Validator WholeNumber(int min, int max) {
       "", "");
 }
 
+// A duration option (core/duration_text.h) of at least `least`, refused with
+// an example of one, as each of edgetrain's durations is.
+template <typename Into>
+CLI::Option* AddDuration(CLI::App* command, const std::string& name, Into& into, Duration least,
+                         const std::string& example, const std::string& description) {
+  return command
+      ->add_option_function<std::string>(
+          name,
+          [&into, name, least, example](const std::string& text) {
+            const StatusOr<Duration> parsed = ParseDuration(text);
+            if (!parsed.ok() || *parsed < least) {
+              const std::string floor = least > Duration::zero() ? " of at least " + FormatDuration(least) + "," : "";
+              throw CLI::ValidationError(name, "expected a duration" + floor + " such as " + example +
+                                                   " (units ms, s, m, h), got \"" + text + "\"");
+            }
+            into = *parsed;
+          },
+          description)
+      ->option_text("DURATION");
+}
+
 void AddManifest(CLI::App& command, RunOptions& run) {
   command.add_option("JOB.yaml", run.manifest_path, "a TrainingJob manifest")->required();
 }
@@ -150,19 +171,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                                  "later draw");
   run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
       ->option_text("FILE");
-  run_command
-      ->add_option_function<std::string>(
-          "--progress-every",
-          [&run](const std::string& text) {
-            auto parsed = ParseDuration(text);
-            if (!parsed.ok() || *parsed < std::chrono::milliseconds(1)) {
-              throw CLI::ValidationError("--progress-every",
-                                         "expected a duration of at least 1ms, such as 10ms, got \"" + text + "\"");
-            }
-            run.progress_every = *parsed;
-          },
-          "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it finer")
-      ->option_text("DURATION");
+  AddDuration(run_command, "--progress-every", run.progress_every, std::chrono::milliseconds(1), "10ms",
+              "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it "
+              "finer");
   run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
       ->option_text("PATH");
   run_command
@@ -185,17 +196,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->add_option("--micro-batches", run.micro_batches,
                    "a pipeline job's micro-batches a step, in place of the cost model's best for its stages")
       ->option_text("N")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            // A word said to be "not in range 1 to 1048576" read as if it were a number (a new user's trial).
-            const bool whole = !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](char c) {
-              return std::isdigit(static_cast<unsigned char>(c)) != 0;
-            });
-            return whole && std::stoi(v) >= 1 && std::stoi(v) <= (1 << 20)
-                       ? std::string()
-                       : "expected a whole number from 1 to 1048576, got \"" + v + "\"";
-          },
-          "", ""));
+      ->check(WholeNumber(1, 1 << 20));
   CLI::Option* observe = run_command->add_flag("--observe", run.observe,
                         "start a local Prometheus scraping every agent each second, with the labels the dashboards "
                         "of dashboards/ query; after the run it serves the run's series until Ctrl-C");
@@ -204,16 +205,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->capture_default_str()
       ->check(WholeNumber(0, 65535))
       ->needs(observe);
-  run_command
-      ->add_option_function<std::string>(
-          "--observe-keep",
-          [&run](const std::string& text) {
-            auto parsed = ParseDuration(text);
-            if (!parsed.ok()) throw CLI::ValidationError("--observe-keep", parsed.status().message());
-            run.observe_keep = *parsed;
-          },
-          "how long the local Prometheus serves after the run, for scripts (default: until Ctrl-C)")
-      ->option_text("DURATION")
+  AddDuration(run_command, "--observe-keep", run.observe_keep, Duration::zero(), "10m",
+              "how long the local Prometheus serves after the run, for scripts (default: until Ctrl-C)")
       ->needs(observe);
   run_command->add_option("--observe-rules", run.observe_rules,
                           "a Prometheus rules file the local Prometheus evaluates, such as dashboards/alerts.yaml: "
@@ -314,18 +307,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   credentials_command->add_option("job", credentials.job, "the job's name (metadata.name)")->required();
   credentials_command->add_option("dir", credentials.dir, "the folder to write them into (made 0700 if missing)")
       ->required();
-  credentials_command
-      ->add_option_function<std::string>(
-          "--validity",
-          [&credentials](const std::string& text) {
-            auto d = ParseDuration(text);
-            if (!d.ok() || *d <= Duration::zero()) {
-              throw CLI::ValidationError("--validity", "expected a duration such as 720h, got \"" + text + "\"");
-            }
-            credentials.validity = *d;
-          },
-          "how long the certificate lasts (default 720h)")
-      ->option_text("DURATION");
+  AddDuration(credentials_command, "--validity", credentials.validity, std::chrono::seconds(1), "720h",
+              "how long the certificate lasts (default 720h)");
   credentials_command->add_flag("--replace", credentials.replace,
                                 "write over credentials the folder holds already (agents that hold them then refuse "
                                 "the new ones)");

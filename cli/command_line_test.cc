@@ -136,11 +136,15 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, credentials, netns-run or version (see "
        "edgetrain --help)"},
       {{"evaluate", "model.pt", "--dataset", "digits", "--job", "j.yaml"}, "edgetrain evaluate: --dataset excludes --job"},
-      {{"run", "j.yaml", "--observe", "--observe-keep", "soon"}, "edgetrain run: --observe-keep: invalid duration \"soon\""},
+      {{"run", "j.yaml", "--observe", "--observe-keep", "soon"},
+       "edgetrain run: --observe-keep: expected a duration such as 10m (units ms, s, m, h), got \"soon\""},
       {{"run", "j.yaml", "--progress-every", "0s"},
-       "edgetrain run: --progress-every: expected a duration of at least 1ms, such as 10ms, got \"0s\""},
+       "edgetrain run: --progress-every: expected a duration of at least 1ms, such as 10ms (units ms, s, m, h), got "
+       "\"0s\""},
       {{"credentials", "robots"}, "edgetrain credentials: dir is required"},
-      {{"credentials", "robots", "tls", "--validity", "0s"}, "edgetrain credentials: --validity: expected a duration"},
+      {{"credentials", "robots", "tls", "--validity", "0s"},
+       "edgetrain credentials: --validity: expected a duration of at least 1s, such as 720h (units ms, s, m, h), "
+       "got \"0s\""},
   };
   for (const auto& c : cases) {
     Parsed p = Parse(c.args);
