@@ -382,6 +382,12 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     }
     return kExitOk;
   }
+  if (Status asked = CheckStagesAsked(checked.job, options.stages, options.micro_batches,
+                                      checked.plan.job.workers.size());
+      !asked.ok()) {
+    err << "error: " << checked.job.name << ": " << asked.message() << "\n";
+    return ExitCodeFor(asked);
+  }
   err << "measuring the model's layers on this machine for the pipeline planner\n";
   auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, options.stages, options.micro_batches,
                            checked.plan);

@@ -409,6 +409,21 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
       << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
+// A layout by hand with a rank the job has not is refused before the layers
+// are measured (seconds on a model worth splitting), not after.
+TEST_F(RunCommandTest, AStageLayoutByHandIsJudgedBeforeTheLayersAreMeasured) {
+  const std::string spec =
+      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
+      "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
+      "  budget: {epochs: 1}\n";
+  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--no-curves", "--stages", "0:0/1-2:7"});
+  EXPECT_EQ(run.exit, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("--stages 0:0/1-2:7: \"7\" is not a rank of the job's 3 devices (0-2)"),
+            std::string::npos)
+      << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("measuring the model's layers"), std::string::npos) << run.stderr_text;
+}
+
 // A pipeline job: the agent measures its layers, the planner plans, the even
 // split asked for instead cuts them into one stage a device (the planner,
 // counting the agent's messages, keeps this small MLP on one device), a head

@@ -10,15 +10,23 @@
 
 namespace edgetrain::cli {
 
-StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
-                                 LocalRunPlan& run) {
+Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& stages, int micro_batches,
+                        size_t devices) {
   // The cost model, and so the prediction said, takes micro-batches of one
-  // size. Refused before the layers are measured (seconds), not after.
+  // size.
   if (micro_batches > 0 && job.spec.data.batch_size % micro_batches != 0) {
     return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " must divide the batch of " +
                                 std::to_string(job.spec.data.batch_size) + " samples (spec.data.batchSize)");
   }
+  if (NamesAPlan(stages)) return Status::Ok();
+  // A user's typo in a layout waited 5-22 s of measuring to be told.
+  return ParseStageLayout(stages, std::nullopt, static_cast<int>(devices)).status();
+}
+
+StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
+                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
+                                 LocalRunPlan& run) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, stages, micro_batches, run.job.workers.size()));
   // The devices, in rank order, as placement gave them: a profile's nodes, or
   // this machine's emulated ones without one.
   std::vector<NodeView> devices;

@@ -22,7 +22,15 @@ namespace edgetrain::cli {
 // `stages` (RunOptions::stages) trains one of the plans the planner's is
 // compared with instead, or a layout given by hand (InvalidArgument if it is
 // not one of this model and these devices); `micro_batches`, above 0, cuts
-// its steps so rather than at the cost model's best.
+// its steps so rather than at the cost model's best. Judges them by
+// CheckStagesAsked first.
+// What of `stages` and `micro_batches` can be judged before the layers are
+// measured (seconds on a model worth splitting): micro-batches that do not
+// divide the batch, and a layout by hand that is not one on `devices` ranks,
+// all but its layers' range, which the measure counts. InvalidArgument.
+Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& stages, int micro_batches,
+                        size_t devices);
+
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                  const std::string& agent_binary, const std::string& stages, int micro_batches,
                                  LocalRunPlan& run);

@@ -141,9 +141,7 @@ std::vector<std::string_view> Split(std::string_view text, char by) {
 
 }  // namespace
 
-StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem) {
-  const int layers = static_cast<int>(problem.layers.size());
-  const int devices = static_cast<int>(problem.devices.size());
+StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices) {
   const std::string said = "--stages " + std::string(text);
   const std::string form = " (stages as LAYERS:RANKS separated by /, e.g. 0-1:0,1/2:2; or planned, even, data-parallel)";
   std::vector<PipelineStage> stages;
@@ -165,8 +163,8 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
                                   std::to_string(next) + (stages.empty() ? "" : ", where the one before ends") +
                                   ", and end no earlier than it begins");
     }
-    if (*last >= layers) {
-      return InvalidArgumentError(said + ": the model has layers 0-" + std::to_string(layers - 1) +
+    if (layers && *last >= *layers) {
+      return InvalidArgumentError(said + ": the model has layers 0-" + std::to_string(*layers - 1) +
                                   " (edgetrain plan lists them)");
     }
     PipelineStage stage{*first, *last + 1, {}};
@@ -191,11 +189,15 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
     }
     stages.push_back(std::move(stage));
   }
-  if (stages.back().end_layer != layers) {
+  if (layers && stages.back().end_layer != *layers) {
     return InvalidArgumentError(said + ": layers " + std::to_string(stages.back().end_layer) + "-" +
-                                std::to_string(layers - 1) + " are in no stage");
+                                std::to_string(*layers - 1) + " are in no stage");
   }
   return stages;
+}
+
+StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem) {
+  return ParseStageLayout(text, static_cast<int>(problem.layers.size()), static_cast<int>(problem.devices.size()));
 }
 
 PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem) {

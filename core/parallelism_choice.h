@@ -13,6 +13,7 @@
 //   auto      as hybrid; then the plan if it is predicted faster than data
 //             parallelism on every device, else data parallelism.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -72,6 +73,10 @@ bool NamesAPlan(std::string_view stages);
 // that do not follow on from 0 to the model's last, a rank that is not a
 // device of `problem` or is given twice, or text that is not a layout.
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem);
+// The same on `devices` ranks, before the model's `layers` are known (they
+// are counted as they are measured, seconds later): everything but the last
+// stage's end is judged.
+StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices);
 
 // `plan` as the plan file holds it: each stage's layers and its devices'
 // ranks, the micro-batches of a step, and the `problem` it was planned from
