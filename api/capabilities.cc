@@ -298,6 +298,12 @@ const std::vector<Capability>& Capabilities() {
                 !Written(raw, "spec.faultTolerance.replay").is_null();
        },
        "applies to pipelines only; a data-parallel team trains on without a lost worker"},
+      {"spec.faultTolerance.gradientEachMicroBatch", Effect::kNote, kLocalOnly,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.mode == ParallelismMode::kDataParallel &&
+                !Written(raw, "spec.faultTolerance.gradientEachMicroBatch").is_null();
+       },
+       "applies to pipelines only, to a stage of several devices"},
       // A pipeline's head counts its losses under edgetrain run too: the note
       // told a pipeline job that edgetrain run ignores it (a new user's trial).
       {"spec.faultTolerance.maxRecoveries", Effect::kNote, kLocalOnly,

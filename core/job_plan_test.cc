@@ -17,7 +17,7 @@ constexpr const char* kSpec = R"({
   "budget": {"wallClock": "2m", "epochs": 3, "targetAccuracy": 0.9, "energyJoules": 0},
   "evaluation": {"everyIterations": 50},
   "faultTolerance": {"replicateEvery": 100, "replicateCentralEvery": 10, "replay": true, "checkpointEvery": 0,
-                     "maxRecoveries": 5, "nodeLossGrace": "120s"},
+                     "maxRecoveries": 5, "nodeLossGrace": "120s", "gradientEachMicroBatch": true},
   "output": {"path": "/tmp/out"},
   "seed": 7
 })";
@@ -62,6 +62,7 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(s.fault_tolerance.replicate_every, 100);
   EXPECT_EQ(s.fault_tolerance.CentralEvery(), 10);
   EXPECT_FALSE(s.fault_tolerance.CentralPaced()) << "set: every 10 steps, not paced by their cost";
+  EXPECT_TRUE(s.fault_tolerance.gradient_each_micro_batch);
   EXPECT_EQ(s.output.path, "/tmp/out");
   EXPECT_EQ(s.seed, 7u);
 }

@@ -276,6 +276,7 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
     ft.GetEnum("replicaMoments", kReplicaMomentsNames, spec.fault_tolerance.replica_moments);
   }
   ft.Get("replay", spec.fault_tolerance.replay);
+  if (ft.Has("gradientEachMicroBatch")) ft.Get("gradientEachMicroBatch", spec.fault_tolerance.gradient_each_micro_batch);
   ft.Get("checkpointEvery", spec.fault_tolerance.checkpoint_every);
   ft.Get("maxRecoveries", spec.fault_tolerance.max_recoveries);
   std::optional<Duration> grace;

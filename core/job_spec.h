@@ -171,6 +171,11 @@ struct FaultToleranceSpec {
   bool CentralPaced() const { return !replicate_central_every && replicate_every > 0; }
   ReplicaMoments replica_moments = ReplicaMoments::kBfloat16;
   bool replay = true;
+  // A group's devices send the head each micro-batch's gradient as it is
+  // done (spec.faultTolerance.gradientEachMicroBatch): one lost mid-step
+  // then takes with it only its micro-batches in flight, at the price of
+  // its gradient sent once a micro-batch rather than once a step.
+  bool gradient_each_micro_batch = false;
   int checkpoint_every = 0;  // 0: no periodic checkpoints
   int max_recoveries = 0;
   Duration node_loss_grace{};

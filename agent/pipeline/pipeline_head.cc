@@ -126,6 +126,11 @@ struct PipelineHead::Link {
   double energy_j = 0;  // modelled, as its StepDones report it
   double loss_sum = 0;  // of its last step (the last stage's)
   int64_t step_samples = 0;
+  // The loss its gradient's parts brought (gradientEachMicroBatch), of the
+  // attempt at a step they were of: its own, should it be lost before its answer.
+  double parts_loss = 0;
+  int64_t parts_step = -1;
+  int parts_attempt = -1;
   // Its own share of the steps, as its stage dealt them among its group:
   // the samples it trained on, over every run, and its share of the last
   // step's batch. Every device of a group showed the whole job's (a new
@@ -143,6 +148,10 @@ struct PipelineHead::Link {
 struct PipelineHead::Parts {
   std::vector<std::optional<v1::MicroBatch>> micro_batches;
   std::vector<std::optional<std::string>> gradients;
+  // By member, under gradientEachMicroBatch: its parts summed until its last
+  // gradient (`gradients`) completes them, and the micro-batches they were of.
+  std::vector<std::vector<float>> early;
+  std::vector<std::set<int>> early_micro_batches;
 };
 
 PipelineHead::PipelineHead(const JobPlan& plan, Trainer& model, const Dataset& test, int64_t train_size,
@@ -499,6 +508,33 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
     }
     Parts& parts = gradients_[{stage, part.step()}];
     parts.gradients.resize(group.size());
+    parts.early.resize(group.size());
+    parts.early_micro_batches.resize(group.size());
+    if (part.more()) {
+      // A part of its own shares, sent as each was done: kept until its
+      // last completes them.
+      const size_t j = slots.front();
+      if (slots.size() != 1 || group[j] != rank || parts.gradients[j]) {
+        return FailedPreconditionError("stage " + std::to_string(stage + 1) + " was sent a part of rank " +
+                                       std::to_string(rank) + "'s gradient that is not of its own shares alone " +
+                                       "or came after its last");
+      }
+      std::vector<float>& early = parts.early[j];
+      if (early.empty()) early.assign(part.values().size() / sizeof(float), 0.0f);
+      if (!AddDecodedRow(RowEncoding::kFloat32, 1, part.values(), early).ok()) {  // it checks the size
+        return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
+                                       " sent gradients of different sizes");
+      }
+      parts.early_micro_batches[j].insert(part.micro_batches().begin(), part.micro_batches().end());
+      Link& link = *links_[rank];
+      if (link.parts_step != part.step() || link.parts_attempt != part.attempt()) {
+        link.parts_loss = 0;
+        link.parts_step = part.step();
+        link.parts_attempt = part.attempt();
+      }
+      link.parts_loss += part.loss_sum();
+      return Status::Ok();
+    }
     for (size_t j : slots) {
       // The head covers a device only while its gradient is not in: a
       // second gradient of the same shares would leave another slot empty,
@@ -512,16 +548,21 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
     parts.gradients[slots.front()] = std::move(*part.mutable_values());
     for (size_t k = 1; k < slots.size(); ++k) parts.gradients[slots[k]] = std::string();
     if (std::any_of(parts.gradients.begin(), parts.gradients.end(), [](auto& g) { return !g; })) return Status::Ok();
-    // Summed in member order, with the row codec the data-parallel engine
-    // gathers gradients with: every member steps on the same bytes.
+    // Summed in member order, each member's parts before its last, with
+    // the row codec the data-parallel engine gathers gradients with: every
+    // member steps on the same bytes.
     std::vector<float> total;
-    for (const auto& g : parts.gradients) {
-      if (g->empty()) continue;
-      if (total.empty()) total.assign(g->size() / sizeof(float), 0.0f);
-      if (!AddDecodedRow(RowEncoding::kFloat32, 1, *g, total).ok()) {  // it checks the size
+    for (size_t j = 0; j < parts.gradients.size(); ++j) {
+      const std::string& g = *parts.gradients[j];
+      const std::vector<float>& early = parts.early[j];
+      if (total.empty()) total.assign(early.empty() ? g.size() / sizeof(float) : early.size(), 0.0f);
+      const bool fits = (early.empty() || early.size() == total.size()) &&
+                        (g.empty() || AddDecodedRow(RowEncoding::kFloat32, 1, g, total).ok());  // it checks the size
+      if (!fits) {
         return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
                                        " sent gradients of different sizes");
       }
+      for (size_t k = 0; k < early.size(); ++k) total[k] += early[k];
     }
     gradients_.erase({stage, part.step()});
     covers_.Summed(stage);
@@ -753,6 +794,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     Link* lost;
     size_t member;          // its place in its group, which the step was dealt by
     std::optional<int> by;  // none: all it owed is in
+    std::set<int> done;     // the micro-batches of its shares whose gradient its parts brought
   };
   std::vector<Covering> covering;
   for (int r : members_) {
@@ -771,7 +813,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
                           (parts != gradients_.end() && member < parts->second.gradients.size() &&
                            parts->second.gradients[member].has_value());
     if (group.size() > 1 && (answered || (sent_all && s + 1 < groups_.size()))) {
-      covering.push_back({&link, member, std::nullopt});
+      covering.push_back({&link, member, std::nullopt, {}});
       continue;
     }
     // A stage's only device: its layers come back from a replica, and the
@@ -785,7 +827,11 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
       if (!by || speeds_[s][j] > speeds_[s][*by]) by = j;
     }
     if (!by) return std::nullopt;
-    covering.push_back({&link, member, group[*by]});
+    std::set<int> done;
+    if (parts != gradients_.end() && member < parts->second.early_micro_batches.size()) {
+      done = parts->second.early_micro_batches[member];
+    }
+    covering.push_back({&link, member, group[*by], std::move(done)});
   }
   if (covering.empty()) return std::nullopt;
   std::vector<std::pair<int, v1::CoordinatorMessage>> sends;
@@ -803,10 +849,13 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     cover.set_step(step);
     cover.set_attempt(attempt_);
     cover.set_rank(c.lost->rank);
+    for (const int done : c.done) cover.add_done_micro_batches(done);
     sends.emplace_back(*c.by, std::move(command));
     // What it had been dealt, sent again as its share (the first stage's
-    // devices read their samples themselves).
+    // devices read their samples themselves), but of the micro-batches its
+    // parts brought in.
     for (auto [forward, share] : covers_.DealtTo(c.lost->stage, c.member)) {
+      if (c.done.count(share.micro_batch())) continue;
       if (metrics_) metrics_->AddRelayedBytes(static_cast<int64_t>(share.values().size()));
       share.set_share_of(c.lost->rank);
       v1::CoordinatorMessage relayed;
@@ -814,9 +863,12 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
       sends.emplace_back(*c.by, std::move(relayed));
     }
     // Its shares of the step, each of a micro-batch: what is computed again.
-    int shares = 0;
+    int shares = 0, micro_batch = 0;
     for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
-      if (ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(c.lost->stage)])[c.member] > 0) ++shares;
+      if (!c.done.count(micro_batch++) &&
+          ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(c.lost->stage)])[c.member] > 0) {
+        ++shares;
+      }
     }
     ++replays_.count;
     replays_.covered_shares += shares;
@@ -824,8 +876,9 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     if (metrics_) metrics_->AddCover(shares);
     Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
           << "; rank " << *c.by << " of its group computes its "
-          << Count(static_cast<size_t>(shares), "share", "shares")
-          << " of the step (" << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
+          << Count(static_cast<size_t>(shares), "share", "shares") << " of the step ("
+          << (c.done.empty() ? "" : std::to_string(c.done.size()) + " more came in its parts, ")
+          << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
           << " in flight), the rest of the pipeline going on\n";
   }
   return sends;
@@ -1627,7 +1680,12 @@ Status PipelineHead::Advance() {
   double loss_sum = 0;
   for (int r : groups_.back()) {
     const Link& link = *links_[r];
-    if (link.done_step < step || link.done_attempt != attempt_) continue;  // lost and covered
+    if (link.done_step < step || link.done_attempt != attempt_) {
+      // Lost and covered: its cover computed the loss of the shares it had
+      // not sent the gradient of; its parts brought the rest.
+      if (link.parts_step == step && link.parts_attempt == attempt_) loss_sum += link.parts_loss;
+      continue;
+    }
     samples = link.step_samples;
     loss_sum += link.loss_sum;
   }

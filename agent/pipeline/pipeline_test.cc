@@ -768,6 +768,58 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepHasItsSharesComputedByTheOtherOfIt
   }
 }
 
+// Under spec.faultTolerance.gradientEachMicroBatch each device of a group
+// sends the head its gradient of each micro-batch as soon as its share is
+// done: one lost mid-step has only the shares it had not finished computed
+// again by its cover, where otherwise its share of every micro-batch of the
+// step is, and every loss and weight is still the run's that lost no one
+// (and the run's that sent its gradient once a step: the same sum).
+TEST(SimulatedPipelineTest, ADeviceSendingItsGradientEachMicroBatchLostMidStepHasOnlyItsUnfinishedSharesCovered) {
+  const JobPlan once_a_step = HybridPlan({{0, 1}, {2, 3}, {4, 5}}, 4);
+  JobPlan plan = once_a_step;
+  plan.spec.fault_tolerance.gradient_each_micro_batch = true;
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString() << "\n" << whole_run.log;
+  ExpectSameRun(whole_run, RunReplaying(once_a_step, {}, 5), 5);
+  // Each device runs 8 passes a step: dying at its 17th to 24th is in step 3.
+  for (int rank : {0, 3, 5}) {
+    const std::vector<Pass> order = OneForwardOneBackward(rank / 2, 3, 4);
+    for (int pass = 17; pass <= 24; ++pass) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + " dies at its pass " + std::to_string(pass));
+      const SimulatedRun run = RunReplaying(plan, {{rank, pass}}, 5);
+      ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+      ExpectSameRun(run, whole_run, 5);
+      ASSERT_TRUE(run.progress.replays.has_value());
+      EXPECT_EQ(run.progress.replays->count, 1);
+      EXPECT_EQ(run.progress.replays->micro_batches, 0) << "no micro-batch ran again on every stage";
+      // Its backwards of the step done before it died: their gradient went.
+      const auto finished = std::count_if(order.begin(), order.begin() + (pass - 17),
+                                          [](const Pass& p) { return p.kind == PassKind::kBackward; });
+      EXPECT_EQ(run.progress.replays->covered_shares, 4 - finished) << "its shares not finished, no more";
+      if (finished > 0) {
+        EXPECT_NE(run.log.find(" more came in its parts"), std::string::npos) << run.log;
+      }
+    }
+  }
+  // Two of a group of three lost in one step and the last stage's last
+  // device later, or a cover lost while covering (the whole step again):
+  // still the run that lost no one.
+  JobPlan three = HybridPlan({{0, 1, 2}, {3, 4}}, 3);
+  three.spec.fault_tolerance.gradient_each_micro_batch = true;
+  const SimulatedRun three_whole = RunReplaying(three, {}, 5);
+  const SimulatedRun together = RunReplaying(three, {{1, 9}, {2, 9}, {4, 20}}, 5);  // 6 passes a step
+  ASSERT_TRUE(together.ended.ok()) << together.ended.ToString() << "\n" << together.log;
+  ExpectSameRun(together, three_whole, 5, /*weights=*/false);
+  EXPECT_GE(together.progress.replays->count, 2);
+  JobPlan covering = HybridPlan({{0, 1, 2}, {3}}, 3);
+  covering.spec.fault_tolerance.gradient_each_micro_batch = true;
+  const SimulatedRun covering_whole = RunReplaying(covering, {}, 5);
+  const SimulatedRun cover_lost = RunReplaying(covering, {{1, 9}, {0, 12}}, 5);
+  ASSERT_TRUE(cover_lost.ended.ok()) << cover_lost.ended.ToString() << "\n" << cover_lost.log;
+  ExpectSameRun(cover_lost, covering_whole, 5, /*weights=*/false);
+  EXPECT_NE(cover_lost.log.find("replaying step 2 (attempt 2) on 2 devices"), std::string::npos) << cover_lost.log;
+}
+
 // A plan that says what it was planned from has the head plan a step's
 // micro-batches again once a device is lost: the cost model's best count for
 // the groups left (here, the fakes' passes costing in proportion to their
@@ -2111,7 +2163,8 @@ double RelativeDifference(std::span<const float> a, std::span<const float> b) {
 void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<double>& slowdowns,
                               const std::map<int, int>& dies_at_pass = {}, bool silent = false,
                               ReplicaMoments moments = ReplicaMoments::kFloat32, double* replica_bytes = nullptr,
-                              const std::optional<PlannedFrom>& planned_from = std::nullopt) {
+                              const std::optional<PlannedFrom>& planned_from = std::nullopt,
+                              bool gradient_each_micro_batch = false) {
   const std::string model = R"({"name": "mlp", "hidden": [32, 16]})";
   const std::string adam = R"({"name": "adam", "learningRate": 0.003, "weightDecay": 0})";
   JobPlan plan = PipelinePlan(Spec(model, "digits", 32, static_cast<int>(slowdowns.size()), adam), 3, 4);
@@ -2120,6 +2173,7 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   // A replica every step: a stage's only device lost then costs nothing of the model.
   plan.spec.fault_tolerance.replicate_every = 1;
   plan.spec.fault_tolerance.replica_moments = moments;
+  plan.spec.fault_tolerance.gradient_each_micro_batch = gradient_each_micro_batch;
   // bfloat16 moments round the restored stage's Adam state to about three
   // digits: its next steps move its weights a little differently.
   const double weights_within = moments == ReplicaMoments::kFloat32 ? 1e-4 : 1e-3;
@@ -2264,6 +2318,14 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   const std::string replays = "edgetrain_pipeline_replays_total{trainingjob=\"pipeline-test\"} ";
   ASSERT_NE(text.find(replays), std::string::npos) << text;
   EXPECT_EQ(std::stod(text.substr(text.find(replays) + replays.size())), static_cast<double>(dies_at_pass.size()));
+  // The shares its cover computed: of every micro-batch of the step, or of
+  // those whose gradient had not gone in the device's parts.
+  const std::string covered = "edgetrain_pipeline_covered_shares_total{trainingjob=\"pipeline-test\"} ";
+  ASSERT_NE(text.find(covered), std::string::npos) << text;
+  const double shares = std::stod(text.substr(text.find(covered) + covered.size()));
+  if (gradient_each_micro_batch) {
+    EXPECT_EQ(shares, dies_at_pass.empty() ? 0 : 1) << "of the one in flight alone";
+  }
   // A device alone in its stage has its layers rebuilt on a neighbour from its replica.
   int alone = 0;
   for (const auto& [rank, pass] : dies_at_pass) alone += layout.stages[stage_of_rank[rank]].ranks.size() == 1;
@@ -2335,6 +2397,14 @@ TEST(PipelineOverGrpcTest, AStageOnTwoDevicesTrainsStepForStepAsOneDevice) {
 // carries the stage alone, and the pipeline still trains as one device.
 TEST(PipelineOverGrpcTest, ADeviceLostMidStepIsCoveredAndThePipelineStillTrainsAsOneDevice) {
   ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}});
+}
+
+// The same under spec.faultTolerance.gradientEachMicroBatch: the device had
+// sent its gradient of its first three micro-batches, each as it was done,
+// and its cover computes its share of the last alone.
+TEST(PipelineOverGrpcTest, ADeviceLostMidStepAfterSendingItsGradientEachMicroBatchHasOneShareCovered) {
+  ExpectToTrainAsOneDevice({{{0, 2, {0, 1}}, {2, 3, {2}}}, 4}, {1, 2, 1}, {{0, 40}}, false, ReplicaMoments::kFloat32,
+                           nullptr, std::nullopt, /*gradient_each_micro_batch=*/true);
 }
 
 // The same device going silent there instead, its stream open, as behind a

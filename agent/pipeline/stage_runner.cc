@@ -659,6 +659,8 @@ class Stage {
     loss_sum_ = 0;
     own_forwards_ = 0;
     covered_.clear();
+    parts_sent_ = false;
+    gradient_since_part_ = false;
     v1::StepDone done;
     done.set_step(step);
     done.set_attempt(attempt);
@@ -679,7 +681,9 @@ class Stage {
         if (!trainer_->IsLast()) {
           EDGETRAIN_ASSIGN_OR_RETURN(gradient, Awaited(false, i));
         }
+        const double loss_before = loss_sum_;
         EDGETRAIN_RETURN_IF_ERROR(BackwardPass(i, i, span, held_[i], gradient ? &*gradient : nullptr, Inbox::kOwn));
+        if (SendsEachMicroBatch() && held_[i] > 0) SendPart(i, loss_sum_ - loss_before);
       }
     }
     // The flush: every micro-batch's gradient is in, so the weights move
@@ -761,6 +765,7 @@ class Stage {
         EDGETRAIN_ASSIGN_OR_RETURN(input_gradient, Computed([&] { return trainer_->Backward(id, output_gradient); }));
       }
     }
+    if (n > 0) gradient_since_part_ = true;
     if (!trainer_->IsFirst()) Send(false, i, n, input_gradient, share_of);
     return Status::Ok();
   }
@@ -794,6 +799,12 @@ class Stage {
       covered.member = static_cast<size_t>(at - group_.begin());
       covered.passes.assign(spans_.size(), Covering::kForwardDue);
       covered.samples.assign(spans_.size(), 0);
+      // Its shares whose gradient came in its parts (gradientEachMicroBatch).
+      for (const int done : c.done_micro_batches()) {
+        if (done >= 0 && static_cast<size_t>(done) < covered.passes.size()) {
+          covered.passes[static_cast<size_t>(done)] = Covering::kDone;
+        }
+      }
     }
     return Status::Ok();
   }
@@ -888,15 +899,44 @@ class Stage {
       EDGETRAIN_RETURN_IF_ERROR(waited);
     }
   }
-  // The gradient the trainer holds, to the head: of its own shares
-  // (`own`), and of those covered not sent yet.
-  void SendGradient(bool own) {
+  // Whether its own gradient goes to the head a micro-batch at a time
+  // (spec.faultTolerance.gradientEachMicroBatch): in a group, until it
+  // covers a lost device, whose shares then share the trainer's gradient
+  // with its own and go with the rest of its own at the flush.
+  bool SendsEachMicroBatch() const {
+    return plan_.spec.fault_tolerance.gradient_each_micro_batch && group_.size() > 1 && covered_.empty();
+  }
+  // Its own gradient since the last part, as soon as its share of
+  // micro-batch `i` is done, with that share's loss on the last stage: its
+  // loss takes with it only the micro-batches in flight on it.
+  void SendPart(int i, double loss_sum) {
     const double began = WorkClock();
     v1::WorkerMessage mine;
     v1::GroupGradient& g = *mine.mutable_gradient();
     g.set_step(now_step_);
     g.set_attempt(now_attempt_);
     g.set_values(FloatBytes(trainer_->Gradients()));
+    g.set_more(true);
+    g.add_micro_batches(i);
+    g.set_loss_sum(loss_sum);
+    trainer_->ZeroGradients();
+    parts_sent_ = true;
+    gradient_since_part_ = false;
+    outbox_.Post(std::move(mine));
+    not_work_s_ += WorkClock() - began;  // the exchange's
+  }
+
+  // The gradient the trainer holds, to the head: of its own shares
+  // (`own`), and of those covered not sent yet. Nothing of it, where its
+  // parts took every pass's.
+  void SendGradient(bool own) {
+    const double began = WorkClock();
+    v1::WorkerMessage mine;
+    v1::GroupGradient& g = *mine.mutable_gradient();
+    g.set_step(now_step_);
+    g.set_attempt(now_attempt_);
+    if (!parts_sent_ || gradient_since_part_) g.set_values(FloatBytes(trainer_->Gradients()));
+    gradient_since_part_ = false;
     if (own) g.add_shares_of(options_.rank);
     for (Covered& c : covered_) {
       if (c.in_gradient) continue;
@@ -1123,6 +1163,8 @@ class Stage {
   double loss_sum_ = 0;
   int own_forwards_ = 0;  // this device's own forwards of the step so far (1F1B's are in order)
   std::vector<Covered> covered_;
+  bool parts_sent_ = false;           // this step's own gradient went in parts
+  bool gradient_since_part_ = false;  // a backward ran since the last part went
   double job_elapsed_s_ = 0;     // the job's training time, as the head's welcome said it
   TimePoint job_elapsed_at_{};   // and when
   StageSummary summary_;
