@@ -129,6 +129,7 @@ PipelineProblem ProblemOf(const PlannedFrom& from, const JobSpec& spec) {
   problem.state_factor = from.state_factor;
   problem.max_micro_batches = from.max_micro_batches;
   problem.transport = from.transport;
+  problem.gradient_each_micro_batch = spec.fault_tolerance.gradient_each_micro_batch;
   return problem;
 }
 

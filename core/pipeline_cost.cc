@@ -113,13 +113,18 @@ StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<co
   }
   const TransportCost& transport = problem_.transport;
   if (devices.size() > 1) {
+    // Sent in parts, a micro-batch's at a time, the gradient goes up beside
+    // the activations (Scale counts it in the link's time): only the sum
+    // comes back after the flush.
+    const bool parts = problem_.gradient_each_micro_batch;
+    if (parts) rates.part_bytes = parameters;
     for (int d : devices) {
       const PipelineDevice& device = problem_.devices[d];
-      rates.exchange_s =
-          std::max(rates.exchange_s, Over(parameters, device.up_bytes_per_s) + Over(parameters, device.down_bytes_per_s));
+      rates.exchange_s = std::max(rates.exchange_s, (parts ? 0 : Over(parameters, device.up_bytes_per_s)) +
+                                                        Over(parameters, device.down_bytes_per_s));
     }
-    // The gradient to the head and the sum back: two messages on the stream.
-    rates.exchange_s += 2 * (transport.message_s + Over(parameters, transport.bytes_per_s));
+    // The gradient to the head (its last part) and the sum back: two messages on the stream.
+    rates.exchange_s += 2 * transport.message_s + (parts ? 1 : 2) * Over(parameters, transport.bytes_per_s);
   }
   rates.orders_s = transport.OrdersSeconds();
   if (first_layer > 0) rates.messages_s = 4 * transport.message_s;
@@ -148,7 +153,8 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
     if (samples > 0) {
       cost.compute_s =
           std::max(cost.compute_s, WorkSeconds(rates.first_layer, rates.end_layer, samples) * seconds_a_unit_[d]);
-      cost.link_s = std::max(cost.link_s, static_cast<double>(samples) * rates.cut_bytes * seconds_a_byte_[d]);
+      cost.link_s = std::max(cost.link_s,
+                             (static_cast<double>(samples) * rates.cut_bytes + rates.part_bytes) * seconds_a_byte_[d]);
     }
     if (const int64_t memory = problem_.devices[d].memory_bytes; memory > 0) {
       const double room = memory - rates.held_bytes;

@@ -79,6 +79,9 @@ struct PipelineProblem {
   double state_factor = 4;
   int max_micro_batches = 32;  // the planner tries each divisor of batch_size up to this
   TransportCost transport;
+  // spec.faultTolerance.gradientEachMicroBatch: a group's devices send their
+  // gradient up once a micro-batch, beside its activations, not once a step.
+  bool gradient_each_micro_batch = false;
 };
 
 // Layers [first_layer, end_layer) on `devices` (indices into the problem's).
@@ -117,6 +120,7 @@ struct StageRates {
   double held_bytes = 0;  // parameters and optimizer state, on each device of the group
   double cut_bytes = 0;   // a sample's activations in and out of the stage (in + out)
   double stash_bytes = 0; // a sample's activations kept for its backward pass
+  double part_bytes = 0;  // a group's device's gradient sent up each micro-batch (gradientEachMicroBatch)
 };
 
 struct PipelineCost {

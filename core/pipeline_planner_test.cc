@@ -299,6 +299,27 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   EXPECT_DOUBLE_EQ(plan->samples_per_s, 6 / plan->step_s);
 }
 
+// Under gradientEachMicroBatch a group's device sends its stage's gradient
+// up once a micro-batch, beside the activations: each micro-batch's link
+// time carries it, and after the flush only the sum comes back.
+TEST(PipelinePlannerTest, AGradientSentEachMicroBatchCostsTheLinkEachMicroBatch) {
+  PipelineProblem p;
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
+  p.devices = {Device("x", 2, 8), Device("y", 1, 8)};  // 1 MB/s each way
+  p.batch_size = 6;
+  const int both[] = {0, 1};
+  const StageCost once_a_step = PipelineCostModel(p).Stage(1, 2, both, 6, 2);
+  p.gradient_each_micro_batch = true;
+  const StageCost in_parts = PipelineCostModel(p).Stage(1, 2, both, 6, 2);
+  EXPECT_DOUBLE_EQ(in_parts.link_s, (4 * (500 + 100) + 2000) / 1e6) << "x's 4 samples and its gradient";
+  EXPECT_DOUBLE_EQ(in_parts.exchange_s, 2000 / 1e6) << "the sum back";
+  EXPECT_DOUBLE_EQ(once_a_step.exchange_s, 2 * 2000 / 1e6);
+  EXPECT_DOUBLE_EQ(in_parts.compute_s, once_a_step.compute_s);
+  // A stage of one device sends none either way.
+  const int alone[] = {0};
+  EXPECT_DOUBLE_EQ(PipelineCostModel(p).Stage(1, 2, alone, 6, 2).link_s, 6 * (500 + 100) / 1e6);
+}
+
 // A device's own part of a step, which the head sets against what its stage
 // reports to learn its pace (core/device_pace.h): its passes over its shares
 // and its optimizer's step, at its speed.

@@ -27,6 +27,7 @@ StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const
   problem.batch_size = spec.data.batch_size;
   problem.state_factor = StateFactorOf(spec.optimizer);
   problem.transport = transport;
+  problem.gradient_each_micro_batch = spec.fault_tolerance.gradient_each_micro_batch;
   for (const NodeView& node : nodes) {
     PipelineDevice device;
     device.name = node.name;
