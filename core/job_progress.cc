@@ -149,6 +149,7 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"redealt", p.replays->redealt},
                                           {"covered", p.replays->covered},
                                           {"coveredShares", p.replays->covered_shares},
+                                          {"rerunShares", p.replays->rerun_shares},
                                           {"replayedSteps", p.replays->replayed_steps}})
                                   : Json(nullptr)},
             {"reachedTarget", p.reached_target},
@@ -242,6 +243,7 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
       p.replays->redealt = r.value("redealt", int64_t{0});
       p.replays->covered = r.value("covered", int64_t{0});
       p.replays->covered_shares = r.value("coveredShares", int64_t{0});
+      p.replays->rerun_shares = r.value("rerunShares", int64_t{0});
       // A head before the field: its replays were all of whole steps but those covered.
       p.replays->replayed_steps =
           r.value("replayedSteps", std::max<int64_t>(0, p.replays->count - p.replays->covered));

@@ -181,6 +181,9 @@ struct JobProgress {
     // dealt.
     int64_t covered = 0;
     int64_t covered_shares = 0;
+    // Of those, the shares the lost device had computed before, its output
+    // of them sent on: the work lost with it (the rest it had not begun).
+    int64_t rerun_shares = 0;
     // Of `count`, the steps run again on every stage's survivors.
     int64_t replayed_steps = 0;
   };

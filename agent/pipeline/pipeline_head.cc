@@ -862,21 +862,28 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
       *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(share);
       sends.emplace_back(*c.by, std::move(relayed));
     }
-    // Its shares of the step, each of a micro-batch: what is computed again.
-    int shares = 0, micro_batch = 0;
+    // Its shares of the step, each of a micro-batch: what is computed again,
+    // and of those the ones it had computed before, its output of them sent
+    // on (the work lost with it; the others it had not begun).
+    int shares = 0, rerun = 0, micro_batch = 0;
+    const int stage = c.lost->stage;
     for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
-      if (!c.done.count(micro_batch++) &&
-          ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(c.lost->stage)])[c.member] > 0) {
-        ++shares;
+      const int i = micro_batch++;
+      if (c.done.count(i) || ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(stage)])[c.member] == 0) {
+        continue;
       }
+      ++shares;
+      if (covers_.WasSent(true, i, stage, c.member) || covers_.WasSent(false, i, stage, c.member)) ++rerun;
     }
     ++replays_.count;
     replays_.covered_shares += shares;
+    replays_.rerun_shares += rerun;
     replays_.in_flight_micro_batches += in_flight_;
     if (metrics_) metrics_->AddCover(shares);
     Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
           << "; rank " << *c.by << " of its group computes its "
           << Count(static_cast<size_t>(shares), "share", "shares") << " of the step ("
+          << rerun << " it had computed, "
           << (c.done.empty() ? "" : std::to_string(c.done.size()) + " more came in its parts, ")
           << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
           << " in flight), the rest of the pipeline going on\n";

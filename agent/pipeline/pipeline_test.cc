@@ -717,6 +717,13 @@ TEST(SimulatedPipelineTest, ADeviceLostMidStepHasItsSharesComputedByTheOtherOfIt
       EXPECT_EQ(run.progress.replays->micro_batches, 0) << "no micro-batch ran again on every stage";
       EXPECT_EQ(run.progress.replays->covered, 1);
       EXPECT_EQ(run.progress.replays->covered_shares, 4) << "its share of each micro-batch of the step";
+      // Of them, computed again: each whose forward it had sent on, finished or not.
+      const std::vector<Pass> order = OneForwardOneBackward(rank / 2, 3, 4);
+      const auto begun = std::count_if(order.begin(), order.begin() + (pass - 17),
+                                       [](const Pass& p) { return p.kind == PassKind::kForward; });
+      if (rank != 5) {
+        EXPECT_EQ(run.progress.replays->rerun_shares, begun);
+      }
       const int stage = rank / 2, cover = rank % 2 == 0 ? rank + 1 : rank - 1;
       for (int r = 0; r < 6; ++r) {
         if (r / 2 == stage) continue;
@@ -795,7 +802,15 @@ TEST(SimulatedPipelineTest, ADeviceSendingItsGradientEachMicroBatchLostMidStepHa
       // Its backwards of the step done before it died: their gradient went.
       const auto finished = std::count_if(order.begin(), order.begin() + (pass - 17),
                                           [](const Pass& p) { return p.kind == PassKind::kBackward; });
+      const auto begun = (pass - 17) - finished;  // its forwards
       EXPECT_EQ(run.progress.replays->covered_shares, 4 - finished) << "its shares not finished, no more";
+      // Computed again of what it had computed: those in flight on it, its
+      // forward sent on, its gradient not (the last stage's forward goes
+      // nowhere: the head cannot tell it was computed).
+      if (rank != 5) {
+        EXPECT_EQ(run.progress.replays->rerun_shares, begun - finished);
+      }
+      EXPECT_LE(run.progress.replays->rerun_shares, begun - finished);
       if (finished > 0) {
         EXPECT_NE(run.log.find(" more came in its parts"), std::string::npos) << run.log;
       }

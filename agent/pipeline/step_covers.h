@@ -51,6 +51,10 @@ class StepCovers {
   bool FirstSent(bool forward, int micro_batch, int stage, size_t member) {
     return sent_.insert({forward, micro_batch, stage, member}).second;
   }
+  // Whether it has: a part its cover computes again was computed before.
+  bool WasSent(bool forward, int micro_batch, int stage, size_t member) const {
+    return sent_.count({forward, micro_batch, stage, member}) > 0;
+  }
 
   // `by` computes `lost`'s shares from now on in this attempt.
   void Cover(int lost, int by) { cover_of_[lost] = by; }
