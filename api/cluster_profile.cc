@@ -39,6 +39,10 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
   TraceFile file{fs::weakly_canonical(trace).string(), ""};
   // Its path goes to a worker in the run's plan, which is JSON.
   EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(file.path, where));
+  // A folder opens, and read nothing: it was called an empty trace (a user's trial).
+  if (std::error_code ec; fs::is_directory(file.path, ec)) {
+    return InvalidArgumentError(where + ": " + file.path + " is a folder, not a trace file");
+  }
   std::ifstream in(file.path);
   if (!in) return NotFoundError(where + ": cannot read " + file.path);
   std::stringstream text;

@@ -136,10 +136,15 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
        "spec.nodes[0].compute.changes[1].slowdown: 6 is the slowdown the node already has then"},
       {"  - {name: a, taints: [{key: k, effect: Sometimes}]}\n", "spec.nodes[0].taints[0].effect: must be one of"},
       {"  - {name: a}\n  - {name: a}\n", "spec.nodes[1]: duplicate entry with name=\"a\""},
-      {"  - {name: A_1}\n", "spec.nodes[0].name: must match the pattern"},
+      // In words, not the schema's regexes (a user's trial).
+      {"  - {name: A_1}\n",
+       "spec.nodes[0].name: must be lower-case letters, digits and '-', starting and ending with a letter or digit "
+       "(got \"A_1\")"},
+      {"  - {name: a, memory: 4GB}\n", "spec.nodes[0].memory: must be an amount of memory such as 512Mi, 4Gi or 4G"},
       {"  - {name: a, link: {trace: no-such.csv}}\n", "spec.nodes[0].link.trace: cannot read"},
       {"  - {name: a, link: {trace: robot-team.yaml}}\n", "expected the header \"seconds,mbps\""},
-      {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, offset: soon}}\n", "spec.nodes[0].link.offset: must match"},
+      {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, offset: -5s}}\n",
+       "spec.nodes[0].link.offset: must be a duration such as 500ms, 30s, 5m or 1h30m, or 0 (got \"-5s\")"},
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 0}}\n", "spec.nodes[0].link.scale: must be > 0"},
       {"  []\n", "spec.nodes: must have at least 1 item(s)"},
       {"  - {name: a, stream: {ratePerSecond: 5, rateTrace: ../stream-rates/shift.csv}}\n",

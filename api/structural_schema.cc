@@ -1,6 +1,7 @@
 #include "api/structural_schema.h"
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 #include <string_view>
@@ -143,16 +144,21 @@ class Validator {
     if (schema.contains("pattern")) {
       const std::string pattern = schema["pattern"].get<std::string>();
       if (!std::regex_search(s, std::regex(pattern, std::regex::ECMAScript))) {
-        // The CRD's durations share one pattern, and its quantities another; a
-        // person reads an example better than a regex.
-        constexpr std::string_view kDuration = R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)";
-        constexpr std::string_view kQuantity =
-            R"(^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$)";
-        const bool quantity = pattern == kQuantity;
-        Error(path, pattern == kDuration ? "must be a duration such as 500ms, 30s, 5m or 1h30m (got \"" + s + "\")"
-                    : quantity           ? "must be a quantity of 0 or more, such as 500m, 2, 256Mi or 1.5Gi (got \"" +
-                                     s + "\")"
-                                         : "must match the pattern " + pattern + " (got \"" + s + "\")");
+        // The CRD's durations share one pattern, and its quantities another,
+        // and the cluster profile's its own; a person reads an example better
+        // than a regex (a profile's were shown as regexes: a user's trial).
+        static const std::map<std::string, std::string, std::less<>> kSaid = {
+            {R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)", "must be a duration such as 500ms, 30s, 5m or 1h30m"},
+            {R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$|^0$)", "must be a duration such as 500ms, 30s, 5m or 1h30m, or 0"},
+            {R"(^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$)",
+             "must be a quantity of 0 or more, such as 500m, 2, 256Mi or 1.5Gi"},
+            {R"(^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$)", "must be an amount of memory such as 512Mi, 4Gi or 4G"},
+            {R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)",
+             "must be lower-case letters, digits and '-', starting and ending with a letter or digit"},
+        };
+        const auto said = kSaid.find(pattern);
+        Error(path, (said != kSaid.end() ? said->second : "must match the pattern " + pattern) + " (got \"" + s +
+                        "\")");
       }
     }
   }

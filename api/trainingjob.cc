@@ -9,6 +9,7 @@
 #include "api/cross_field_rules.h"
 #include "api/structural_schema.h"
 #include "api/yaml_json.h"
+#include "core/edit_distance.h"
 #include "core/model_shape.h"
 #include "core/node_view.h"
 #include "core/quantity.h"
@@ -30,6 +31,22 @@ void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
                                            ? "required field is missing (generateName is not supported by edgetrain run)"
                                            : "required field is missing"});
     return;
+  }
+  // The API server refuses a field ObjectMeta has not (kubectl's strict
+  // field validation), and a typo of one (`nmespace`) meant the job ran
+  // elsewhere than written (a user's trial).
+  static const std::vector<std::string> kObjectMeta = {
+      "name", "generateName", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation",
+      "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers", "ownerReferences",
+      "managedFields", "selfLink"};
+  for (const auto& [key, value] : metadata.items()) {
+    if (std::find(kObjectMeta.begin(), kObjectMeta.end(), key) != kObjectMeta.end()) continue;
+    std::string nearest;
+    size_t distance = 3;  // only close ones
+    for (const std::string& field : kObjectMeta) {
+      if (const size_t d = EditDistance(key, field); d < distance) distance = d, nearest = field;
+    }
+    errors.push_back({"metadata." + key, "unknown field" + (nearest.empty() ? "" : " (did you mean \"" + nearest + "\"?)")});
   }
   // Pods and Services are named after the job: a DNS-1123 label leaves room for
   // "-worker-NNNN" within the 63 characters of a label.

@@ -131,6 +131,9 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"metadata": null})"), "metadata: required field is missing"},
       {With(R"({"metadata": {"name": null}})"), "metadata.name: required field is missing"},
       {With(R"({"metadata": {"name": "Fashion_MLP"}})"), "metadata.name: must be lower-case letters"},
+      // The API server refuses what ObjectMeta has not; a typo ran the job in another namespace (a user's trial).
+      {With(R"({"metadata": {"name": "ok", "nmespace": "prod"}})"),
+       "metadata.nmespace: unknown field (did you mean \"namespace\"?)"},
       {With(R"({"spec": {"model": {"name": "cnn", "channels": [8, 8, 8, 8]}}})"),
        "spec.model.channels: 4 conv blocks would halve the 8x8 images below 1x1; use at most 3"},
       {With(R"({"spec": {"model": {"name": "vgg"}}})"),

@@ -36,6 +36,23 @@ std::string Where(const std::string& source, const YAML::Mark& mark) {
 // comma, is not theirs). A quote counts where a scalar may begin (a line's
 // start, after `: `, `- `, `{`, `[` or `,`), not as an apostrophe inside a
 // plain scalar.
+// The first line up to the error's that a tab indents: YAML indents with
+// spaces only, and yaml-cpp says "illegal map value" or "end of map not
+// found" of one (a user's trial).
+std::string TabIndentBefore(std::string_view text, const YAML::Mark& mark) {
+  int line = 0;
+  for (size_t start = 0; start < text.size() && line <= mark.line; ++line) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view row = text.substr(start, end - start);
+    const size_t first = row.find_first_not_of(" \t");
+    if (first != std::string_view::npos && row.substr(0, first).find('\t') != std::string_view::npos) {
+      return " (line " + std::to_string(line + 1) + " is indented with a tab: YAML indents with spaces)";
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
 std::string UnclosedBefore(std::string_view text, const YAML::Mark& mark) {
   struct Open {
     char c;
@@ -119,7 +136,19 @@ Json ResolvePlainScalar(const std::string& s) {
   return s;
 }
 
-StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source) {
+// The most values a document may hold once its aliases are expanded: a
+// TrainingJob has a few hundred, a cluster profile of 5,000 nodes under a
+// hundred thousand. Nested aliases (a "billion laughs") name each other so
+// that a file of a few lines expands to billions, which took gigabytes
+// before anything looked at them (a user's trial).
+constexpr int64_t kMostValues = 500000;
+
+StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, int64_t& left) {
+  if (--left < 0) {
+    return InvalidArgumentError(source + ": more than " + std::to_string(kMostValues) +
+                                " values once its aliases (*name) are expanded: no manifest or cluster profile is "
+                                "that large");
+  }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -143,7 +172,7 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source) {
     case YAML::NodeType::Sequence: {
       Json array = Json::array();
       for (const auto& item : node) {
-        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(item, source));
+        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(item, source, left));
         array.push_back(std::move(value));
       }
       return array;
@@ -158,7 +187,7 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source) {
         if (object.contains(key)) {
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": duplicate key \"" + key + "\"");
         }
-        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source));
+        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, left));
         object[key] = std::move(value);
       }
       return object;
@@ -224,11 +253,13 @@ StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std:
     EDGETRAIN_RETURN_IF_ERROR(CheckDocumentsEnd(std::string(text), source));
     nodes = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg + UnclosedBefore(text, e.mark));
+    return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg + UnclosedBefore(text, e.mark) +
+                                TabIndentBefore(text, e.mark));
   }
   std::vector<Json> documents;
   for (const auto& node : nodes) {
-    EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source));
+    int64_t left = kMostValues;
+    EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source, left));
     documents.push_back(std::move(doc));
   }
   return documents;

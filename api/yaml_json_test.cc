@@ -74,6 +74,16 @@ TEST(YamlJsonTest, SyntaxErrorsNameLineAndColumn) {
   EXPECT_NE(tabs.status().message().find("tabs.yaml:2:"), std::string::npos) << tabs.status().message();
 }
 
+// A tab in the indentation is named, where yaml-cpp's own words do not
+// (a user's trial).
+TEST(YamlJsonTest, ATabIndentingALineIsNamed) {
+  auto docs = ParseYamlDocuments("spec:\n  model:\n\tname: mlp\n", "tabs.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("(line 3 is indented with a tab: YAML indents with spaces)"),
+            std::string::npos)
+      << docs.status().message();
+}
+
 TEST(YamlJsonTest, DuplicateKeysAreRefusedWhereTheyStand) {
   auto docs = ParseYamlDocuments("spec:\n  seed: 1\n  seed: 2\n", "dup.yaml");
   ASSERT_FALSE(docs.ok());
@@ -86,6 +96,28 @@ TEST(YamlJsonTest, KeepsEveryDocument) {
   ASSERT_EQ(docs->size(), 3u);
   EXPECT_TRUE((*docs)[1].is_null());
   EXPECT_EQ((*docs)[2]["b"], 2);
+}
+
+// Aliases that name each other (a "billion laughs") expand a few lines to
+// billions of values: refused once they pass what any manifest or profile
+// holds, where they took gigabytes and tens of seconds (a user's trial); an
+// alias or two, as people write them, is read.
+TEST(YamlJsonTest, AliasesThatExpandPastAnyManifestAreRefused) {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 9; ++level) {
+    const std::string prev = "*a" + std::to_string(level - 1);
+    bomb += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [" + prev;
+    for (int k = 1; k < 10; ++k) bomb += ", " + prev;
+    bomb += "]\n";
+  }
+  auto docs = ParseYamlDocuments(bomb, "laughs.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().message(),
+            "laughs.yaml: more than 500000 values once its aliases (*name) are expanded: no manifest or cluster "
+            "profile is that large");
+  auto used = ParseYamlDocuments("base: &link {meanMbps: 20}\nnodes: [{link: *link}, {link: *link}]\n", "a.yaml");
+  ASSERT_TRUE(used.ok()) << used.status().ToString();
+  EXPECT_EQ((*used)[0]["nodes"][1]["link"]["meanMbps"], 20);
 }
 
 // yaml-cpp 0.7's LoadAll loops for ever on these (its issue 1040), and bytes

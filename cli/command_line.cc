@@ -1,7 +1,8 @@
 #include "cli/command_line.h"
 
-#include "core/parallelism_choice.h"
+#include <unistd.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include "cli/job_loading.h"
 #include "core/duration_text.h"
 #include "core/edit_distance.h"
+#include "core/parallelism_choice.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -93,6 +95,35 @@ CLI::Option* AddDuration(CLI::App* command, const std::string& name, Into& into,
       ->option_text("DURATION");
 }
 
+// What every option that takes a value is given: not nothing, and not an
+// option of the command, which CLI11 takes as the value of one given none
+// (`--output --json` trained into a folder named "--json" and printed no
+// JSON, exit 0: a user's trial).
+CLI::Validator AValue() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value.empty()) return "expected a value, got an empty one";
+        if (value.rfind("--", 0) == 0) {
+          return "expected a value, got the option " + value + " (an option given none takes the next word)";
+        }
+        return "";
+      },
+      "", "");
+}
+
+// --agent's file, judged as the command line is (exit 2), not once the run
+// has begun and fails to start it (exit 1; a user's trial).
+CLI::Validator AnAgent() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(path, ec)) return "no such file: " + path;
+        if (::access(path.c_str(), X_OK) != 0) return path + " is not executable";
+        return "";
+      },
+      "", "");
+}
+
 void AddManifest(CLI::App& command, RunOptions& run) {
   command.add_option("JOB.yaml", run.manifest_path, "a TrainingJob manifest")->required();
 }
@@ -175,7 +206,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
               "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it "
               "finer");
   run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
-      ->option_text("PATH");
+      ->option_text("PATH")
+      ->check(AnAgent());
   run_command
       ->add_option("--stages", run.stages,
                    "a pipeline, hybrid or auto job's stages: the planner's (planned, the default), or for comparison "
@@ -260,7 +292,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->excludes(evaluate_dataset);
   evaluate_command->add_flag("--json", evaluate.json, "print the result as one JSON line");
   evaluate_command->add_option("--agent", evaluate.agent_binary, "the edgetrain-agent that evaluates")
-      ->option_text("PATH");
+      ->option_text("PATH")
+      ->check(AnAgent());
 
   NetnsRunOptions& netns = line.netns;
   CLI::App* netns_run = app.add_subcommand(
@@ -317,6 +350,15 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   for (CLI::App* command : {&app, run_command, validate, partition, plan_command, evaluate_command, node_links_command,
                             credentials_command, version_command}) {
     command->allow_extras();
+  }
+  for (CLI::App* command : {&app, run_command, validate, partition, plan_command, evaluate_command, netns_run,
+                            node_links_command, credentials_command, version_command}) {
+    // Options by name: a positional's words are its own (netns-run's
+    // COMMAND may well hold a --help).
+    for (CLI::Option* option : command->get_options(
+             [](CLI::Option* o) { return o->get_items_expected_min() > 0 && o->nonpositional(); })) {
+      option->check(AValue());
+    }
   }
 
   auto hint = [&](const CLI::App* command) {

@@ -37,7 +37,7 @@ std::vector<std::string> Lines(const std::string& text) {
 TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   Parsed p = Parse({"run", "job.yaml", "--nodes", "n.yaml", "--links", "netns", "--json", "--output", "out",
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
-                    "/opt/agent", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
+                    "/bin/true", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
                     "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every",
                     "10ms"});
   ASSERT_EQ(p.exit(), -1) << p.err;
@@ -52,7 +52,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.http_port, 9100);
   EXPECT_TRUE(run.keep_logs);
   EXPECT_EQ(run.progress_log, "p.jsonl");
-  EXPECT_EQ(run.agent_binary, "/opt/agent");
+  EXPECT_EQ(run.agent_binary, "/bin/true");
   EXPECT_TRUE(run.fresh);
   EXPECT_EQ(run.stages, "even");
   EXPECT_FALSE(run.curves);
@@ -126,6 +126,14 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       // A word was said to be "not in range 1 to 1048576", and --stages named itself twice (a new user's trial).
       {{"run", "a.yaml", "--micro-batches", "abc"},
        "edgetrain run: --micro-batches: expected a whole number from 1 to 1048576, got \"abc\""},
+      // An option given no value took the next option as one (a user's trial).
+      {{"run", "j.yaml", "--output", "--json"},
+       "edgetrain run: --output: expected a value, got the option --json (an option given none takes the next word)"},
+      {{"run", "j.yaml", "--output", ""}, "edgetrain run: --output: expected a value, got an empty one"},
+      {{"run", "j.yaml", "--agent", "/nonexistent/agent"}, "edgetrain run: --agent: no such file: /nonexistent/agent"},
+      {{"evaluate", "model.pt", "--agent", "/etc/passwd"}, "edgetrain evaluate: --agent: /etc/passwd is not executable"},
+      {{"validate", "j.yaml", "--nodes", "--defaulted"},
+       "edgetrain validate: --nodes: expected a value, got the option --defaulted"},
       {{"run", "a.yaml", "--stages", ""},
        "edgetrain run: --stages: expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"\""},
       {{"netns-run", "--nodes", "n.yaml", "--workers", "abc", "--", "true"},

@@ -12,7 +12,8 @@ namespace {
 // A job's name as Kubernetes has it (a DNS label): it becomes the certificate's
 // DNS name, JOB.job.edgetrain.dev.
 bool IsJobName(const std::string& name) {
-  if (name.empty() || name.size() > 63 || name.front() == '-' || name.back() == '-') return false;
+  // As metadata.name (api/trainingjob.cc): 52, to leave room for "-worker-NNNN".
+  if (name.empty() || name.size() > 52 || name.front() == '-' || name.back() == '-') return false;
   for (char c : name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
   }
@@ -24,7 +25,7 @@ bool IsJobName(const std::string& name) {
 int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::ostream& err) {
   if (!IsJobName(options.job)) {
     err << "edgetrain credentials: \"" << options.job
-        << "\" is not a job's name: lower-case letters, digits and '-', at most 63, as metadata.name\n";
+        << "\" is not a job's name: lower-case letters, digits and '-', at most 52 characters, as metadata.name\n";
     return kExitInvalid;
   }
   // A new authority over the old one turns away every agent that holds the

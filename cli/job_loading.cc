@@ -14,7 +14,9 @@ namespace fs = std::filesystem;
 StatusOr<std::string> ReadText(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgumentError("cannot read " + path + ": is a directory, not a file");
-  if (!fs::is_regular_file(path, ec)) return InvalidArgumentError("cannot read " + path + ": no such file");
+  // A pipe or a device is read as a file is (a shell's <(...) is a pipe;
+  // /dev/null was said to be missing: a user's trial).
+  if (!fs::exists(path, ec)) return InvalidArgumentError("cannot read " + path + ": no such file");
   std::ifstream in(path);
   if (!in) return InvalidArgumentError("cannot read " + path);
   std::stringstream text;

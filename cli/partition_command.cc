@@ -8,6 +8,7 @@
 #include "agent/data/dataset.h"
 #include "agent/data/sample_directory.h"
 #include "cli/job_loading.h"
+#include "core/exit_codes.h"
 #include "core/injection.h"
 #include "core/partition.h"
 
@@ -61,7 +62,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   auto data = agent::LoadData(job.spec.data, agent::DefaultDataSearchPath());
   if (!data.ok()) {
     err << "error: " << data.status().message() << "\n";
-    return kExitFailed;
+    return ExitCodeFor(data.status());  // a file it names is at fault: 2, as edgetrain run says of it
   }
   // A stream from a folder is dealt by its source, not partitioned: worker
   // RANK trains on what arrives in DIR/worker-RANK/ (docs/streams.md), so

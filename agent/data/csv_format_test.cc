@@ -73,8 +73,8 @@ TEST(CsvFormatTest, RefusesBadRows) {
       {"3,abc,abc,abc\n", {}, "t.csv: no samples (its first line, taken for a header: '3,abc,abc,abc')"},
       // A first line of numbers with one typo is a sample, not a header.
       {"3,abc,2,4\n1,2,3,4\n", {}, "t.csv:1: 'abc' is not a number"},
-      {"1,2,3\n", {}, "t.csv:1: expected 4 values, found 3"},
-      {"1,2,3,4\n1,2,3,4,5\n", {}, "t.csv:2: expected 4 values, found 5"},
+      {"1,2,3\n", {}, "t.csv:1: expected 4 values, a label and a sample's 3, found 3"},
+      {"1,2,3,4\n1,2,3,4,5\n", {}, "t.csv:2: expected 4 values, a label and a sample's 3, found 5"},
       {"1,2,3,4\n1,2,x,4\n", {}, "t.csv:2: 'x' is not a number"},
       {"1,2,3,4\n1,2,,4\n", {}, "t.csv:2: '' is not a number"},
       // Another encoding's byte is escaped, so that the message stays UTF-8 (it goes into JSON).
