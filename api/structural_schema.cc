@@ -1,6 +1,7 @@
 #include "api/structural_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 #include <set>
@@ -92,8 +93,11 @@ class Validator {
     if (schema.contains("type")) {
       std::string type = schema["type"].get<std::string>();
       if (!HasType(value, type)) {
-        Error(path, "must be " + Article(type) + " (got " + TypeOf(value) + " " + Show(value) + ")" +
-                        UnitHint(schema, value));
+        // A whole number past 64 bits is read as a float: "not an integer"
+        // of 99999999999999999999 read as nonsense (a user's trial).
+        const bool huge = type == "integer" && value.is_number_float() && std::abs(value.get<double>()) >= 0x1p63;
+        Error(path, "must be " + Article(type) + (huge ? " of 64 bits at most" : "") + " (got " + TypeOf(value) +
+                        " " + Show(value) + ")" + UnitHint(schema, value));
         return;
       }
     }

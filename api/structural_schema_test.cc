@@ -76,6 +76,7 @@ TEST(StructuralSchemaTest, ReportsEachViolationWithItsPathAndReason) {
       {R"({"name": "a", "size": 0})", "spec.size: must be >= 1 (got 0)"},
       {R"({"name": "a", "size": 11})", "spec.size: must be <= 10 (got 11)"},
       {R"({"name": "a", "size": 2.5})", "spec.size: must be an integer (got number 2.5)"},
+      {R"({"name": "a", "size": 1e20})", "spec.size: must be an integer of 64 bits at most (got number 1e+20)"},
       {R"({"name": "a", "size": "four"})", "spec.size: must be an integer (got string \"four\")"},
       {R"({"name": "a", "ratio": 0})", "spec.ratio: must be > 0 (got 0)"},
       {R"({"name": "a", "ratio": 1})", "spec.ratio: must be < 1 (got 1)"},

@@ -143,7 +143,8 @@ Json ResolvePlainScalar(const std::string& s) {
 // before anything looked at them (a user's trial).
 constexpr int64_t kMostValues = 500000;
 
-StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, int64_t& left) {
+// `path`: the node's field, as validation names it (spec.optimizer.learningRate).
+StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const std::string& path, int64_t& left) {
   if (--left < 0) {
     return InvalidArgumentError(source + ": more than " + std::to_string(kMostValues) +
                                 " values once its aliases (*name) are expanded: no manifest or cluster profile is "
@@ -165,14 +166,16 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, int64_t
       // JSON has no NaN or infinity, and no range check compares with them
       // (NaN passes every one): refused here (found by tests/fuzz).
       if (value.is_number_float() && !std::isfinite(value.get<double>())) {
-        return InvalidArgumentError(Where(source, node.Mark()) + ": \"" + node.Scalar() + "\" is not a finite number");
+        return InvalidArgumentError(Where(source, node.Mark()) + ": " + (path.empty() ? "" : path + ": ") + "\"" +
+                                    node.Scalar() + "\" is not a finite number");
       }
       return value;
     }
     case YAML::NodeType::Sequence: {
       Json array = Json::array();
       for (const auto& item : node) {
-        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(item, source, left));
+        const std::string at = path + "[" + std::to_string(array.size()) + "]";
+        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(item, source, at, left));
         array.push_back(std::move(value));
       }
       return array;
@@ -187,7 +190,8 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, int64_t
         if (object.contains(key)) {
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": duplicate key \"" + key + "\"");
         }
-        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, left));
+        const std::string at = path.empty() ? key : path + "." + key;
+        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, at, left));
         object[key] = std::move(value);
       }
       return object;
@@ -259,7 +263,7 @@ StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std:
   std::vector<Json> documents;
   for (const auto& node : nodes) {
     int64_t left = kMostValues;
-    EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source, left));
+    EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source, "", left));
     documents.push_back(std::move(doc));
   }
   return documents;

@@ -141,6 +141,10 @@ TEST(YamlJsonTest, AStreamYamlCppWouldLoopOnOrNotUtf8IsAnError) {
     EXPECT_NE(number.status().message().find("is not a finite number"), std::string::npos) << number.status().message();
   }
   EXPECT_TRUE(ParseYamlDocuments("x: \".nan\"\n", "quoted.yaml").ok()) << "a string";
+  // Named by its field too, as every other refusal is (a user's trial).
+  auto deep = ParseYamlDocuments("spec:\n  optimizer: {learningRate: 1e400}\n  hidden: [1, .inf]\n", "n.yaml");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().message(), "n.yaml:2:29: spec.optimizer.learningRate: \"1e400\" is not a finite number");
   auto empty = ParseYamlDocuments("---\n---\n...\n", "empty.yaml");
   EXPECT_TRUE(empty.ok()) << empty.status().ToString();
 }

@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/job_loading.h"
+#include "cli/run_report.h"
 #include "core/duration_text.h"
 #include "core/edit_distance.h"
 #include "core/parallelism_choice.h"
@@ -379,6 +381,12 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
     const CLI::App* command = selected();
     err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << e.what() << hint(command)
         << "\n";
+    // A run asked for JSON ends with its failure line however early it
+    // fails, a bad flag too (it printed none: a user's trial).
+    const bool json = std::any_of(argv, argv + argc, [](const char* a) { return std::string_view(a) == "--json"; });
+    if (command == run_command && json) {
+      out << FailureJsonLine(JobNameIn(run.manifest_path), e.what()) << "\n";
+    }
     return kExitInvalid;
   }
   const CLI::App* command = selected();

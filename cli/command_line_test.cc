@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/job_loading.h"
 
@@ -127,8 +128,8 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"run", "a.yaml", "--micro-batches", "abc"},
        "edgetrain run: --micro-batches: expected a whole number from 1 to 1048576, got \"abc\""},
       // An option given no value took the next option as one (a user's trial).
-      {{"run", "j.yaml", "--output", "--json"},
-       "edgetrain run: --output: expected a value, got the option --json (an option given none takes the next word)"},
+      {{"run", "j.yaml", "--output", "--fresh"},
+       "edgetrain run: --output: expected a value, got the option --fresh (an option given none takes the next word)"},
       {{"run", "j.yaml", "--output", ""}, "edgetrain run: --output: expected a value, got an empty one"},
       {{"run", "j.yaml", "--agent", "/nonexistent/agent"}, "edgetrain run: --agent: no such file: /nonexistent/agent"},
       {{"evaluate", "model.pt", "--agent", "/etc/passwd"}, "edgetrain evaluate: --agent: /etc/passwd is not executable"},
@@ -162,6 +163,17 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
     EXPECT_NE(p.err.find("--help)"), std::string::npos) << p.err;
     EXPECT_TRUE(p.out.empty());
   }
+}
+
+// A run asked for JSON ends with its failure line, a bad flag too (a user's trial).
+TEST(CommandLineTest, ARunAskedForJsonEndsWithItsFailureLineOnABadFlag) {
+  Parsed p = Parse({"run", "missing.yaml", "--json", "--threads", "0"});
+  EXPECT_EQ(p.exit(), kExitInvalid);
+  const auto line = nlohmann::json::parse(p.out);
+  EXPECT_EQ(line["stop_reason"], "failed");
+  EXPECT_EQ(line["job"], "");
+  EXPECT_NE(line["error"].get<std::string>().find("--threads"), std::string::npos) << p.out;
+  EXPECT_TRUE(Parse({"run", "missing.yaml", "--threads", "0"}).out.empty()) << "none without --json";
 }
 
 // Only training has budgets and targets to say its exit codes by.

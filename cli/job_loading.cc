@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "api/cluster_profile.h"
+#include "api/yaml_json.h"
 #include "core/duration_text.h"
 
 namespace edgetrain::cli {
@@ -22,6 +23,15 @@ StatusOr<std::string> ReadText(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string JobNameIn(const std::string& path) {
+  StatusOr<std::string> text = ReadText(path);
+  if (!text.ok()) return "";
+  auto documents = api::ParseYamlDocuments(*text, path);
+  if (!documents.ok() || documents->size() != 1 || !(*documents)[0].is_object()) return "";
+  const nlohmann::json name = (*documents)[0].value("/metadata/name"_json_pointer, nlohmann::json());
+  return name.is_string() ? name.get<std::string>() : "";
 }
 
 void PrintLines(std::ostream& err, const std::string& text) {

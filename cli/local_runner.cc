@@ -21,7 +21,6 @@
 #include "agent/storage/checkpoint.h"
 #include "api/team_request.h"
 #include "api/trainingjob.h"
-#include "api/yaml_json.h"
 #include "cli/agent_launcher.h"
 #include "cli/ephemeral_credentials.h"
 #include "cli/child_process.h"
@@ -899,15 +898,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
   if (code != kExitOk && code != kExitInterrupted && out_buffer.written() == 0) {
     // A manifest the schema refused still names its job, where it can be read:
     // the line said "job": "" (a new user's trial).
-    if (job_name.empty()) {
-      StatusOr<std::string> text = ReadText(options.manifest_path);
-      auto documents = text.ok() ? api::ParseYamlDocuments(*text, options.manifest_path)
-                                 : StatusOr<std::vector<nlohmann::json>>(text.status());
-      if (documents.ok() && documents->size() == 1 && (*documents)[0].is_object()) {
-        const nlohmann::json name = (*documents)[0].value("/metadata/name"_json_pointer, nlohmann::json());
-        if (name.is_string()) job_name = name.get<std::string>();
-      }
-    }
+    if (job_name.empty()) job_name = JobNameIn(options.manifest_path);
     out << FailureJsonLine(job_name, err_buffer.last_error().empty() ? "exit " + std::to_string(code)
                                                                       : err_buffer.last_error())
         << "\n"
