@@ -350,5 +350,28 @@ TEST(PrometheusScrapeTest, APrometheusThatScrapedNothingHoldsNoSeriesOfTheRun) {
   observer->Stop(seconds(10));
 }
 
+// A rules file Prometheus would refuse is refused before it starts, in
+// promtool's words, its folder not made (it exited 1 there, its log's words
+// said and the folder left: a user's trial); the alerts the dashboards ship
+// are read.
+TEST(PrometheusScrapeTest, ARulesFilePrometheusWouldRefuseIsRefusedBeforeItStarts) {
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-bad-rules";
+  fs::remove_all(dir);
+  const fs::path rules = fs::path(testing::TempDir()) / "bad.rules.yaml";
+  std::ofstream(rules) << "not: rules\n";
+  RealClock clock;
+  auto refused = RunObserver::Start("/usr/bin/prometheus", dir, 0, rules.string(), clock, seconds(60));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("is not a Prometheus rules file (promtool check rules)"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("field not not found"), std::string::npos) << refused.status().message();
+  EXPECT_FALSE(fs::exists(dir));
+  auto shipped = RunObserver::Start("/usr/bin/prometheus", dir, 0, EDGETRAIN_SOURCE_DIR "/dashboards/alerts.yaml",
+                                    clock, seconds(60));
+  ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+  shipped->Stop(seconds(10));
+}
+
 }  // namespace
 }  // namespace edgetrain::cli

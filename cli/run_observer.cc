@@ -1,6 +1,9 @@
 #include "cli/run_observer.h"
 
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +46,37 @@ std::string ErrorsLogged(const fs::path& log) {
   return errors.empty() ? LogTail(log.string(), 8) : errors;
 }
 
+// The rules file, as Prometheus's own promtool reads it (beside prometheus
+// in Debian's package): one it refuses is the command line's mistake, said
+// before anything starts, where Prometheus exiting on it said so in its log's
+// words, exit 1, and left its folder behind (a user's trial). Without
+// promtool, Prometheus itself judges it.
+Status CheckRules(const std::string& prometheus, const std::string& rules) {
+  const std::string promtool = (fs::path(prometheus).parent_path() / "promtool").string();
+  std::error_code ec;
+  if (!fs::exists(promtool, ec)) return Status::Ok();
+  char log[] = "/tmp/edgetrain-promtool-XXXXXX";
+  const int fd = ::mkstemp(log);
+  if (fd < 0) return Status::Ok();
+  ::close(fd);
+  StatusOr<ChildProcess> check = ChildProcess::Spawn({promtool, "check", "rules", rules}, log);
+  std::string said;
+  int exit = 0;
+  if (check.ok()) {
+    while (std::optional<std::string> line = check->ReadLine(std::chrono::seconds(10))) said += *line + "\n";
+    exit = check->Wait(std::chrono::seconds(10));
+  }
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) said += "  | " + line + "\n";
+  }
+  fs::remove(log, ec);
+  if (!check.ok() || exit == 0) return Status::Ok();
+  if (!said.empty() && said.back() == '\n') said.pop_back();
+  return InvalidArgumentError("--observe-rules " + rules + " is not a Prometheus rules file (promtool check rules):\n" +
+                              said);
+}
+
 }  // namespace
 
 StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs::path& dir, int port,
@@ -53,6 +87,7 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
   }
   const std::string rules_path = rules.empty() ? "" : fs::absolute(rules, ec).string();
   if (!rules.empty() && !fs::is_regular_file(rules_path, ec)) return InvalidArgumentError("no rules file at " + rules);
+  if (!rules.empty()) EDGETRAIN_RETURN_IF_ERROR(CheckRules(prometheus, rules_path));
   if (port == 0) port = http::FreeLoopbackPort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   // Something that answers there already (an earlier run's Prometheus,
