@@ -33,6 +33,11 @@ int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::o
   // without a word (a new user's trial).
   const pki::TlsFolder files = pki::TlsFolderAt(options.dir);
   std::error_code ec;
+  // Said of the folder, not of a temporary file in it (a user's trial).
+  if (std::filesystem::exists(options.dir, ec) && !std::filesystem::is_directory(options.dir, ec)) {
+    err << "edgetrain credentials: " << options.dir << " is a file, not a folder to write the credentials into\n";
+    return kExitInvalid;
+  }
   if (!options.replace && (std::filesystem::exists(files.ca_path, ec) || std::filesystem::exists(files.cert_path, ec))) {
     err << "edgetrain credentials: " << options.dir
         << " holds credentials already; agents that hold them would refuse a new authority's. Pass --replace to "

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "core/exit_codes.h"
@@ -85,6 +86,15 @@ TEST(CredentialsCommandTest, ANameThatIsNoJobsIsRefused) {
             kExitInvalid);
   EXPECT_NE(err.str().find("\"Robots_1\" is not a job's name"), std::string::npos) << err.str();
   EXPECT_FALSE(std::filesystem::exists(testing::TempDir() + "/never"));
+  // A name of 53 characters, which no job can have (metadata.name's 52).
+  EXPECT_EQ(MakeCredentials({std::string(53, 'a'), testing::TempDir() + "/never", std::chrono::hours(1)}, out, err),
+            kExitInvalid);
+  // A file where the folder goes is said to be one.
+  const std::string file = testing::TempDir() + "/a-file";
+  std::ofstream(file) << "x";
+  std::ostringstream said;
+  EXPECT_EQ(MakeCredentials({"robots", file, std::chrono::hours(1)}, out, said), kExitInvalid);
+  EXPECT_NE(said.str().find(file + " is a file, not a folder"), std::string::npos) << said.str();
 }
 
 }  // namespace
