@@ -145,6 +145,13 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
                                     "a link that is out for a while has 0 in some of its rows");
       }
       node.link->mean_mbps = scaled.MeanMbps();
+      // It carries somewhere in a period (its peak is above 0): walked segment
+      // by segment from the run's start, the first that carries ends this.
+      const BandwidthTrace seen = scaled.Shifted(node.link->offset_s);
+      for (double t = 0; seen.MbpsAt(t) <= 0;) {
+        t = seen.SegmentAt(t).until;
+        node.link->silent_until_s = t;
+      }
     }
     if (n.contains("stream")) {
       const Json& s = n["stream"];

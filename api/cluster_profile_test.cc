@@ -106,6 +106,25 @@ TEST(ClusterProfileTest, ANodesSlowdownMayChangeAtTimesInTheRun) {
   EXPECT_TRUE(profile->nodes[1].slowdown_changes.empty());
 }
 
+// A link out from the run's start, as its trace and offset have it: how long
+// it carries nothing, for the runner to say (a team whose worker's link was
+// out for the whole budget trained nothing, unsaid: a user's trial).
+TEST(ClusterProfileTest, ALinkOutFromTheStartSaysForHowLong) {
+  const fs::path dir = fs::path(testing::TempDir()) / "silent-link";
+  fs::create_directories(dir);
+  std::ofstream(dir / "out.csv") << "seconds,mbps\n0,0\n30,0\n1000,1\n1010,0\n";
+  auto profile = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: a, link: {trace: out.csv}}\n"
+      "  - {name: b, link: {trace: out.csv, offset: 1000s}}\n"
+      "  - {name: c, link: {trace: out.csv, offset: 1005s}}\n",
+      (dir / "p.yaml").string());
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  EXPECT_EQ(profile->nodes[0].link->silent_until_s, 1000);
+  EXPECT_EQ(profile->nodes[1].link->silent_until_s, 0) << "it carries from the start";
+  EXPECT_EQ(profile->nodes[2].link->silent_until_s, 0);
+}
+
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
   const fs::path dead = fs::path(::testing::TempDir()) / "dead-link.csv";

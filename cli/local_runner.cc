@@ -362,6 +362,21 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
                   "anew, or leaves the device out, once it measures the drift")
         << "\n";
   }
+  // A link out from the start: a team whose worker's trace was at 0 for the
+  // whole budget trained 0 team iterations and exited 0, unsaid (a user's trial).
+  std::set<std::string> silent;
+  for (const WorkerSlot& w : checked.plan.job.workers) {
+    if (!w.link || w.link->silent_until_s <= 0 || !silent.insert(w.node).second) continue;
+    const Duration until = FromSeconds(w.link->silent_until_s);
+    if (wall_clock && until >= *wall_clock) {
+      err << "note: " << w.node << "'s link carries nothing in the run's " << FormatDuration(*wall_clock)
+          << " of wall clock (its trace is at 0 Mbit/s for its first " << FormatDuration(until)
+          << "): nothing on it reaches the rest of the job in this run\n";
+    } else {
+      err << "note: " << w.node << "'s link carries nothing for the run's first " << FormatDuration(until)
+          << " (its trace is at 0 Mbit/s until then)\n";
+    }
+  }
   return kExitOk;
 }
 

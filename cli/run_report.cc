@@ -366,9 +366,17 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
     // A device of a group is covered by its group, the step's other passes
     // standing; other losses run the step again on every stage.
     out << "  devices lost:";
-    if (r.covered > 0) {
+    if (r.covered > 0 && r.covered_shares == 0) {
+      // Lost once all it computed of the step was in: no one covered it
+      // (it read "covered by its group (0 shares computed again)": a user's trial).
+      out << " " << r.covered << (r.covered == 1 ? " with all it computed in, nothing run again"
+                                                 : " with all they computed in, nothing run again");
+    } else if (r.covered > 0) {
+      // What its group computed for it, and of that what it had computed
+      // before: the work lost with it.
       out << " " << r.covered << (r.covered == 1 ? " covered by its group (" : " covered by their groups (")
-          << r.covered_shares << (r.covered_shares == 1 ? " share" : " shares") << " computed again)";
+          << r.covered_shares << (r.covered_shares == 1 ? " share" : " shares") << " computed by another device, "
+          << r.rerun_shares << " of them again)";
     }
     if (r.replayed_steps > 0) {
       out << (r.covered > 0 ? ";" : "") << " " << r.replayed_steps << (r.replayed_steps == 1 ? " step" : " steps")

@@ -484,11 +484,20 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   covered.replays->count = 2;
   covered.replays->covered = 1;
   covered.replays->covered_shares = 4;
+  covered.replays->rerun_shares = 2;
   const std::string both = Summary(plan, covered);
-  EXPECT_NE(both.find("  devices lost: 1 covered by its group (4 shares computed again); 1 step run again on "
-                            "the devices left (8 micro-batches); 0.10 s from the losses to their steps done;"),
+  EXPECT_NE(both.find("  devices lost: 1 covered by its group (4 shares computed by another device, 2 of them "
+                      "again); 1 step run again on the devices left (8 micro-batches); 0.10 s from the losses to "
+                      "their steps done;"),
             std::string::npos)
       << both;
+  // Lost with all it computed of the step in: no one covered it.
+  covered.replays->count = 0;
+  covered.replays->covered_shares = 0;
+  covered.replays->rerun_shares = 0;
+  covered.replays->replayed_steps = 0;
+  const std::string all_in = Summary(plan, covered);
+  EXPECT_NE(all_in.find("  devices lost: 1 with all it computed in, nothing run again; "), std::string::npos) << all_in;
   // One taken for hung, two stragglers: said apart from the losses.
   p.replays->hung = 1;
   p.replays->stragglers = 2;

@@ -28,6 +28,9 @@ struct LinkSpec {
   // The trace's time-weighted mean over one period, after `scale`: what a site
   // that measures its links publishes for the node (edgetrain.dev/link-mbps).
   double mean_mbps = 0;
+  // How long the link carries nothing from the run's start, its trace at 0
+  // (after offset and scale): 0 when it carries from the start.
+  double silent_until_s = 0;
 };
 
 // A device's own stream of samples, for a job whose spec.data.stream names no

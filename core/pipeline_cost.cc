@@ -113,18 +113,18 @@ StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<co
   }
   const TransportCost& transport = problem_.transport;
   if (devices.size() > 1) {
-    // Sent in parts, a micro-batch's at a time, the gradient goes up beside
-    // the activations (Scale counts it in the link's time): only the sum
-    // comes back after the flush.
-    const bool parts = problem_.gradient_each_micro_batch;
-    if (parts) rates.part_bytes = parameters;
     for (int d : devices) {
       const PipelineDevice& device = problem_.devices[d];
-      rates.exchange_s = std::max(rates.exchange_s, (parts ? 0 : Over(parameters, device.up_bytes_per_s)) +
-                                                        Over(parameters, device.down_bytes_per_s));
+      rates.exchange_s =
+          std::max(rates.exchange_s, Over(parameters, device.up_bytes_per_s) + Over(parameters, device.down_bytes_per_s));
     }
-    // The gradient to the head (its last part) and the sum back: two messages on the stream.
-    rates.exchange_s += 2 * transport.message_s + (parts ? 1 : 2) * Over(parameters, transport.bytes_per_s);
+    // The gradient to the head and the sum back: two messages on the stream.
+    rates.exchange_s += 2 * (transport.message_s + Over(parameters, transport.bytes_per_s));
+    // Sent in parts, a micro-batch's at a time, the gradient also goes up
+    // after each micro-batch's backward, beside its activations (Scale: in
+    // the stage's pace, not in a micro-batch's way through); the last part
+    // is the exchange's way up, after the flush, as before.
+    if (problem_.gradient_each_micro_batch) rates.part_bytes = parameters;
   }
   rates.orders_s = transport.OrdersSeconds();
   if (first_layer > 0) rates.messages_s = 4 * transport.message_s;
@@ -145,6 +145,7 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
   cost.orders_s = rates.orders_s;
   cost.messages_s = rates.messages_s;
   cost.max_in_flight = std::numeric_limits<int>::max();
+  double cut_link_s = 0;  // of link_s, the activations' alone: a micro-batch's way through waits for them
   for (size_t i = 0; i < devices.size(); ++i) {
     const int d = devices[i];
     const int64_t samples = shares[i];
@@ -153,8 +154,12 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
     if (samples > 0) {
       cost.compute_s =
           std::max(cost.compute_s, WorkSeconds(rates.first_layer, rates.end_layer, samples) * seconds_a_unit_[d]);
-      cost.link_s = std::max(cost.link_s,
-                             (static_cast<double>(samples) * rates.cut_bytes + rates.part_bytes) * seconds_a_byte_[d]);
+      const double cut_s = static_cast<double>(samples) * rates.cut_bytes * seconds_a_byte_[d];
+      // A part goes up only.
+      const double part_s = Over(rates.part_bytes, problem_.devices[d].up_bytes_per_s) +
+                            Over(rates.part_bytes, problem_.transport.bytes_per_s);
+      cost.link_s = std::max(cost.link_s, cut_s + part_s);
+      cut_link_s = std::max(cut_link_s, cut_s);
     }
     if (const int64_t memory = problem_.devices[d].memory_bytes; memory > 0) {
       const double room = memory - rates.held_bytes;
@@ -166,7 +171,7 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
   cost.period_s = std::max(cost.compute_s, cost.link_s);
   // Messages wait on one another, not on compute: they lengthen a
   // micro-batch's way through, not the pace stages keep once full.
-  cost.latency_s = cost.compute_s + 2 * cost.link_s + rates.messages_s;
+  cost.latency_s = cost.compute_s + 2 * cut_link_s + rates.messages_s;
   cost.fits = in_flight <= cost.max_in_flight;
   return cost;
 }

@@ -300,8 +300,9 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
 }
 
 // Under gradientEachMicroBatch a group's device sends its stage's gradient
-// up once a micro-batch, beside the activations: each micro-batch's link
-// time carries it, and after the flush only the sum comes back.
+// up once a micro-batch, beside the activations: the stage's pace carries
+// it, up only; a micro-batch's way through does not wait for it, and after
+// the flush the last part and the sum are the exchange as before.
 TEST(PipelinePlannerTest, AGradientSentEachMicroBatchCostsTheLinkEachMicroBatch) {
   PipelineProblem p;
   p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
@@ -312,12 +313,17 @@ TEST(PipelinePlannerTest, AGradientSentEachMicroBatchCostsTheLinkEachMicroBatch)
   p.gradient_each_micro_batch = true;
   const StageCost in_parts = PipelineCostModel(p).Stage(1, 2, both, 6, 2);
   EXPECT_DOUBLE_EQ(in_parts.link_s, (4 * (500 + 100) + 2000) / 1e6) << "x's 4 samples and its gradient";
-  EXPECT_DOUBLE_EQ(in_parts.exchange_s, 2000 / 1e6) << "the sum back";
-  EXPECT_DOUBLE_EQ(once_a_step.exchange_s, 2 * 2000 / 1e6);
+  EXPECT_DOUBLE_EQ(in_parts.period_s, std::max(in_parts.compute_s, in_parts.link_s));
+  EXPECT_DOUBLE_EQ(in_parts.latency_s, once_a_step.latency_s) << "a micro-batch's way through waits for no part";
+  EXPECT_DOUBLE_EQ(in_parts.exchange_s, once_a_step.exchange_s) << "the last part up and the sum back";
   EXPECT_DOUBLE_EQ(in_parts.compute_s, once_a_step.compute_s);
   // A stage of one device sends none either way.
   const int alone[] = {0};
   EXPECT_DOUBLE_EQ(PipelineCostModel(p).Stage(1, 2, alone, 6, 2).link_s, 6 * (500 + 100) / 1e6);
+  // Up only: a device whose downlink is slower pays its uplink's rate for a part.
+  p.devices[0].down_bytes_per_s = 0.5e6;
+  const StageCost slow_down = PipelineCostModel(p).Stage(1, 2, both, 6, 2);
+  EXPECT_DOUBLE_EQ(slow_down.link_s, 4 * (500 + 100) / 0.5e6 + 2000 / 1e6);
 }
 
 // A device's own part of a step, which the head sets against what its stage

@@ -556,13 +556,14 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
       const std::string& g = *parts.gradients[j];
       const std::vector<float>& early = parts.early[j];
       if (total.empty()) total.assign(early.empty() ? g.size() / sizeof(float) : early.size(), 0.0f);
-      const bool fits = (early.empty() || early.size() == total.size()) &&
-                        (g.empty() || AddDecodedRow(RowEncoding::kFloat32, 1, g, total).ok());  // it checks the size
-      if (!fits) {
+      const bool early_fits = early.empty() || early.size() == total.size();
+      if (early_fits) {
+        for (size_t k = 0; k < early.size(); ++k) total[k] += early[k];
+      }
+      if (!early_fits || (!g.empty() && !AddDecodedRow(RowEncoding::kFloat32, 1, g, total).ok())) {  // it checks the size
         return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
                                        " sent gradients of different sizes");
       }
-      for (size_t k = 0; k < early.size(); ++k) total[k] += early[k];
     }
     gradients_.erase({stage, part.step()});
     covers_.Summed(stage);
@@ -843,7 +844,7 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
             << ", all its shares of the step in; it leaves its group after the step\n";
       continue;
     }
-    covers_.Cover(c.lost->rank, *c.by);
+    covers_.Cover(c.lost->rank, *c.by, c.done);
     v1::CoordinatorMessage command;
     v1::StageCover& cover = *command.mutable_command()->mutable_cover();
     cover.set_step(step);
@@ -882,11 +883,11 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     if (metrics_) metrics_->AddCover(shares);
     Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
           << "; rank " << *c.by << " of its group computes its "
-          << Count(static_cast<size_t>(shares), "share", "shares") << " of the step ("
-          << rerun << " it had computed, "
-          << (c.done.empty() ? "" : std::to_string(c.done.size()) + " more came in its parts, ")
-          << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
-          << " in flight), the rest of the pipeline going on\n";
+          << Count(static_cast<size_t>(shares), "share", "shares") << " of the step (" << rerun
+          << " of them it had computed before, its output sent on"
+          << (c.done.empty() ? "" : "; " + std::to_string(c.done.size()) + " more came in its parts")
+          << "; " << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
+          << " in flight through the stages), the rest of the pipeline going on\n";
   }
   return sends;
 }
@@ -910,6 +911,16 @@ PipelineProblem PipelineHead::PacedProblemLocked(std::map<int, double>& paces) c
 namespace {
 
 // "rank 0 1.93x, rank 2 1.10x".
+// "rank 3", "ranks 1 and 2": the devices of a stage lost together (only
+// the first was named: a user's trial).
+std::string SayRanks(const std::vector<int>& ranks) {
+  std::string said = ranks.size() > 1 ? "ranks " : "rank ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    said += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  }
+  return said;
+}
+
 std::string SayPaces(const std::map<int, double>& paces) {
   std::ostringstream said;
   for (const auto& [r, pace] : paces) {
@@ -1009,18 +1020,28 @@ PipelineHead::Passes PipelineHead::PassesLocked(int64_t samples) const {
 
 void PipelineHead::CountSharesLocked(const Passes& passes) {
   std::map<int, int64_t> shares;  // by rank
+  std::map<int, int64_t> before_lost;  // a lost device's shares it computed itself, its parts in
   for (size_t s = 0; s < groups_.size(); ++s) {
     for (size_t j = 0; j < groups_[s].size(); ++j) {
       // A lost device's shares, computed by its cover, are the cover's; its
-      // own figures stay where they stopped.
-      int64_t& share = shares[covers_.CoverOf(groups_[s][j]).value_or(groups_[s][j])];
-      for (int64_t n : passes[s][j]) share += n;
+      // own figures stay where they stopped, but for the samples of the
+      // shares whose gradient its parts brought (gradientEachMicroBatch).
+      const int r = groups_[s][j];
+      const std::optional<int> cover = covers_.CoverOf(r);
+      for (size_t k = 0; k < passes[s][j].size(); ++k) {
+        if (cover && covers_.DoneBy(r, static_cast<int>(k))) {
+          before_lost[r] += passes[s][j][k];
+        } else {
+          shares[cover.value_or(r)] += passes[s][j][k];
+        }
+      }
     }
   }
   for (const auto& [r, share] : shares) {
     links_[r]->samples += share;
     links_[r]->batch_share = share;
   }
+  for (const auto& [r, share] : before_lost) links_[r]->samples += share;
 }
 
 void PipelineHead::ObservePaceLocked(const Passes& all) {
@@ -1039,7 +1060,7 @@ Status PipelineHead::CanRestoreLocked(size_t s, const std::vector<std::vector<in
                                       const std::vector<size_t>& emptied) const {
   const std::vector<int>& lost = groups_[s];
   const std::string what = "stage " + std::to_string(s + 1) + " lost its only device" + (lost.size() > 1 ? "s" : "") +
-                           " at step " + std::to_string(step_ + 1) + " (rank " + std::to_string(lost.front()) + ")";
+                           " at step " + std::to_string(step_ + 1) + " (" + SayRanks(lost) + ")";
   if (groups_.size() == 1) {
     return UnavailableError(what + ": a pipeline of one stage has no other stage to rebuild it on, so it ends with " +
                             (lost.size() > 1 ? "them" : "it") +
@@ -1120,7 +1141,7 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
   // "stage 1 ... go to stage 1" named two stages alike (a new user's trial).
   const size_t host_was = n;
   Log() << "pipeline: stage " << s + 1 << " lost its only device" << (lost.size() > 1 ? "s" : "") << " at step "
-        << step_ + 1 << " (rank " << lost.front() << "); its layers " << taken_[host]->taken_first_layer() << "-"
+        << step_ + 1 << " (" << SayRanks(lost) << "); its layers " << taken_[host]->taken_first_layer() << "-"
         << taken_[host]->taken_end_layer() - 1 << " go to stage " << host_was + 1 << ", now stage " << host + 1
         << " of " << groups_.size() << " (layers " << layers_[host].first << "-" << layers_[host].second - 1
         << ") from the replica of step " << replica_step << ": " << step_ - replica_step

@@ -1288,8 +1288,8 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   // the stage's first replica (after its first step).
   const SimulatedRun last = RunReplaying(plan, {{3, 1}, {4, 1}}, 5);
   EXPECT_EQ(last.ended.code(), StatusCode::kUnavailable) << last.log;
-  EXPECT_NE(last.ended.message().find("stage 2 lost its only devices at step 1 (rank 3), and the head has no replica "
-                                      "of its layers yet (the first goes after the first step)"),
+  EXPECT_NE(last.ended.message().find("stage 2 lost its only devices at step 1 (ranks 3 and 4), and the head has no "
+                                      "replica of its layers yet (the first goes after the first step)"),
             std::string::npos)
       << last.ended.message();
   EXPECT_TRUE(last.losses.empty());

@@ -28,6 +28,7 @@ class StepCovers {
     dealt_.clear();
     sent_.clear();
     cover_of_.clear();
+    done_of_.clear();
     summed_.clear();
   }
 
@@ -56,8 +57,17 @@ class StepCovers {
     return sent_.count({forward, micro_batch, stage, member}) > 0;
   }
 
-  // `by` computes `lost`'s shares from now on in this attempt.
-  void Cover(int lost, int by) { cover_of_[lost] = by; }
+  // `by` computes `lost`'s shares from now on in this attempt, but those of
+  // the micro-batches `done` (their gradient came in `lost`'s parts).
+  void Cover(int lost, int by, std::set<int> done = {}) {
+    cover_of_[lost] = by;
+    done_of_[lost] = std::move(done);
+  }
+  // The micro-batches whose shares a covered device computed itself.
+  bool DoneBy(int rank, int micro_batch) const {
+    const auto found = done_of_.find(rank);
+    return found != done_of_.end() && found->second.count(micro_batch) > 0;
+  }
   // Who computes `rank`'s shares, if it was lost and is covered.
   std::optional<int> CoverOf(int rank) const {
     const auto found = cover_of_.find(rank);
@@ -83,6 +93,7 @@ class StepCovers {
   std::map<std::pair<int, size_t>, std::map<std::pair<bool, int>, v1::MicroBatch>> dealt_;
   std::set<std::tuple<bool, int, int, size_t>> sent_;  // (forward, micro-batch, from stage, member)
   std::map<int, int> cover_of_;                         // lost rank -> the rank that covers it
+  std::map<int, std::set<int>> done_of_;                // lost rank -> micro-batches it computed itself
   std::set<int> summed_;
 };
 

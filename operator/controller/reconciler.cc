@@ -1800,7 +1800,8 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
                      count(replays, "covered") > count(before, "covered");
   Json kept = Json::object();
   for (const char* key :
-       {"count", "microBatches", "restoredStages", "stepsLost", "repartitions", "rejoined", "covered", "coveredShares"}) {
+       {"count", "microBatches", "restoredStages", "stepsLost", "repartitions", "rejoined", "covered", "coveredShares",
+        "rerunShares"}) {
     kept[key] = count(replays, key);
   }
   kept["recoverySeconds"] = replays.value("recoverySeconds", 0.0);
@@ -1821,7 +1822,8 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
                         counted("microBatches", "micro-batch", "micro-batches") + " run again on every stage, ";
   if (kept["covered"].get<int64_t>() > 0) {
     message += counted("coveredShares", "share", "shares") + " of " + counted("covered", "lost device", "lost devices") +
-               " computed again by their groups, ";
+               " computed by their groups (" + std::to_string(kept["rerunShares"].get<int64_t>()) +
+               " of them again), ";
   }
   message += std::string(seconds) + " s of recovery)";
   if (restored > 0) {

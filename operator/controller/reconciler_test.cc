@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "api/crd.h"
 #include "api/job_conditions.h"
+#include "api/structural_schema.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/testing/cluster_fixtures.h"
 #include "operator/kube/observed_kube_client.h"
@@ -2168,6 +2170,7 @@ TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsRepla
   progress_.by_ip[head]["replays"]["count"] = 2;
   progress_.by_ip[head]["replays"]["covered"] = 1;
   progress_.by_ip[head]["replays"]["coveredShares"] = 4;
+  progress_.by_ip[head]["replays"]["rerunShares"] = 2;
   progress_.by_ip[head]["replays"]["recoverySeconds"] = 0.15;
   now_ += std::chrono::seconds(5);
   Reconcile(key);
@@ -2178,9 +2181,18 @@ TEST_F(PipelineReconcilerTest, APipelinesLostDeviceIsNotReplacedAndTheHeadsRepla
   EXPECT_EQ(replaying->value("status", ""), "True");
   EXPECT_EQ(replaying->value("message", ""),
             "the head recovered from 2 losses mid-step (4 micro-batches run again on every stage, 4 shares of 1 lost "
-            "device computed again by their groups, 0.15 s of recovery) and rebuilt 1 stage from a replica, losing "
-            "12 steps of those layers' updates");
+            "device computed by their groups (2 of them again), 0.15 s of recovery) and rebuilt 1 stage from a "
+            "replica, losing 12 steps of those layers' updates");
   EXPECT_EQ(status["pipeline"]["replays"]["coveredShares"], 4);
+  EXPECT_EQ(status["pipeline"]["replays"]["rerunShares"], 2);
+  // Every field the status holds is the CRD's: an API server prunes the
+  // rest (covered and coveredShares were pruned, found in review).
+  const auto schema = api::TrainingJobSchema();
+  ASSERT_TRUE(schema.ok());
+  Json checked = status;
+  for (const api::FieldError& e : api::ValidateAndDefault((*schema)["properties"]["status"], checked, "status")) {
+    ADD_FAILURE() << e.ToString();
+  }
 }
 
 // A stage left with no device, whose head then fails (no replica to rebuild
