@@ -424,7 +424,7 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
     // The count the run started with, said where it stayed (it read as a
     // change: a new user's trial).
     const bool same = layout.micro_batches == r.replanned_micro_batches;
-    out << "  planned again for the devices left: " << r.replanned_micro_batches << " micro-batch"
+    out << "  planned again for the devices it last had: " << r.replanned_micro_batches << " micro-batch"
         << (r.replanned_micro_batches == 1 ? "" : "es") << " a step" << (same ? ", as before" : "") << ", predicted "
         << WithThousands(std::llround(r.replanned_samples_per_s)) << " samples/s\n";
   }

@@ -448,7 +448,8 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   EXPECT_NE(out.find("  devices lost: 1 step run again on the devices left (8 micro-batches); 0.10 s from the "
                            "losses to their steps done; 1 stage rebuilt on a neighbour from the head's replica, 76 "
                            "steps of its layers' updates lost\n"
-                           "  planned again for the devices left: 2 micro-batches a step, predicted 1,468 samples/s\n"),
+                           "  planned again for the devices it last had: 2 micro-batches a step, predicted 1,468 "
+                           "samples/s\n"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("let go of for how they ran"), std::string::npos) << "lost, not let go of";
@@ -526,7 +527,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
       << dealt;
   EXPECT_EQ(dealt.find("laid out anew"), std::string::npos) << dealt;
   EXPECT_EQ(dealt.find("layout changed mid-run"), std::string::npos) << "its stages are the plan's\n" << dealt;
-  EXPECT_NE(dealt.find("  planned again for the devices left: 16 micro-batches a step"), std::string::npos)
+  EXPECT_NE(dealt.find("  planned again for the devices it last had: 16 micro-batches a step"), std::string::npos)
       << "said without a loss too (a straggler let go of)\n"
       << dealt;
   EXPECT_EQ(dealt.find("as before"), std::string::npos) << dealt;

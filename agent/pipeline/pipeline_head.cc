@@ -989,7 +989,7 @@ void PipelineHead::ReplanLocked() {
           << " a step, as before\n";
     return;
   }
-  Log() << "pipeline: planned again for the devices left (" << members_.size() << "): "
+  Log() << "pipeline: planned again for the devices it now has (" << members_.size() << "): "
         << Count(static_cast<size_t>(plan.micro_batches), "micro-batch", "micro-batches") << " of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
         << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
         << OrdersNote(problem.transport, orders_.counted())

@@ -870,7 +870,7 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadPlanTheMicroBatchesAgainForTheDevices
   ASSERT_TRUE(replanned.progress.replays.has_value());
   EXPECT_EQ(replanned.progress.replays->replanned_micro_batches, best.micro_batches);
   EXPECT_DOUBLE_EQ(replanned.progress.replays->replanned_samples_per_s, best.cost.samples_per_s);
-  EXPECT_NE(replanned.log.find("planned again for the devices left (2): " + std::to_string(best.micro_batches) +
+  EXPECT_NE(replanned.log.find("planned again for the devices it now has (2): " + std::to_string(best.micro_batches) +
                                " micro-batches of " + std::to_string(best.micro_batch_size) + " (were 4)"),
             std::string::npos)
       << replanned.log;
