@@ -420,6 +420,14 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
           << (devices == 1 ? "trains (" : "train (") << stages << (stages == 1 ? " stage" : " stages")
           << "); the others stay idle\n";
     }
+    // Sending each micro-batch's gradient is for a stage of several devices:
+    // with none in the plan it changes nothing (a user's trial wondered).
+    const auto& stages = checked.plan.job.pipeline->stages;
+    if (checked.job.spec.fault_tolerance.gradient_each_micro_batch &&
+        std::none_of(stages.begin(), stages.end(), [](const PipelineStagePlan& s) { return s.ranks.size() > 1; })) {
+      err << "note: spec.faultTolerance.gradientEachMicroBatch changes nothing here: no stage of the plan has "
+             "several devices\n";
+    }
     // Nothing else holds its layers: said before it trains, not learned from
     // the error when its device goes (a new user's trial).
     if (checked.plan.job.pipeline->stages.size() == 1 && checked.plan.job.pipeline->stages[0].ranks.size() == 1) {

@@ -433,7 +433,7 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   const std::string spec =
       "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
       "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
-      "  budget: {epochs: 3}\n";
+      "  faultTolerance: {gradientEachMicroBatch: true}\n  budget: {epochs: 3}\n";
   Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--stages", "even", "--output",
                          (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
@@ -441,6 +441,11 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
       << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("samples/s against data parallelism's"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("3 stages"), std::string::npos) << run.stderr_text;
+  // One device a stage: sending each micro-batch's gradient changes nothing, and the run says so.
+  EXPECT_NE(run.stderr_text.find("note: spec.faultTolerance.gradientEachMicroBatch changes nothing here: no stage of "
+                                 "the plan has several devices\n"),
+            std::string::npos)
+      << run.stderr_text;
   // Three devices emulated on fewer cores take turns, and the run says so.
   const bool fewer_cores = std::thread::hardware_concurrency() > 0 && std::thread::hardware_concurrency() < 3;
   EXPECT_EQ(run.stderr_text.find("note: the plan's 3 devices are emulated on this machine's") != std::string::npos,
