@@ -7,11 +7,28 @@ void DevicePace::Observe(int device, double worked_s, double predicted_s) {
   devices_.try_emplace(device, window_).first->second.Add(worked_s / predicted_s);
 }
 
-bool DevicePace::Learned(int device) const {
-  const auto it = devices_.find(device);
-  return it != devices_.end() && it->second.seen() >= kMinSteps;
+namespace {
+
+bool Seen(const std::map<int, RecentMedian>& devices, int device) {
+  const auto it = devices.find(device);
+  return it != devices.end() && it->second.seen() >= DevicePace::kMinSteps;
 }
 
-double DevicePace::Of(int device) const { return Learned(device) ? devices_.at(device).Median() : 1; }
+}  // namespace
+
+bool DevicePace::Learned(int device) const { return Seen(devices_, device) || carried_.count(device) > 0; }
+
+double DevicePace::Of(int device) const {
+  if (Seen(devices_, device)) return devices_.at(device).Median();
+  const auto carried = carried_.find(device);
+  return carried != carried_.end() ? carried->second : 1;
+}
+
+void DevicePace::Carry(int device, double before_s, double after_s) {
+  if (!Learned(device) || !(before_s > 0) || !(after_s > 0)) return;
+  const double pace = 1 + (Of(device) - 1) * before_s / after_s;
+  devices_.erase(device);  // learned afresh on its new layers
+  carried_[device] = pace;
+}
 
 }  // namespace edgetrain

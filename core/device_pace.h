@@ -38,11 +38,24 @@ class DevicePace {
   bool Learned(int device) const;
   // What was learned of `device`: it comes back from a fault (a restart, a
   // hang) that may have changed it, and is learned afresh.
-  void Forget(int device) { devices_.erase(device); }
+  void Forget(int device) {
+    devices_.erase(device);
+    carried_.erase(device);
+  }
+  // `device` takes other layers, predicted at `after_s` a step where its pace
+  // was learned of a prediction of `before_s`. What it worked beyond its
+  // prediction is taken to be its own a step (its samples read, activations
+  // copied, the loss, its messages), which stays as it was, not to grow
+  // with its layers: a device of one small layer at 15 times its prediction
+  // was planned at 15 times the whole model's, its re-plan 5 times too slow
+  // (a user's trial). Its pace is then 1 + (pace - 1) * before_s / after_s,
+  // until it is learned afresh on its new layers.
+  void Carry(int device, double before_s, double after_s);
 
  private:
   size_t window_;
   std::map<int, RecentMedian> devices_;
+  std::map<int, double> carried_;  // a pace carried to other layers, until learned on them
 };
 
 }  // namespace edgetrain

@@ -667,6 +667,14 @@ void PipelineHead::RelearnPassesLocked(Link& link) const {
   link.passes = PassDeadline(plan_.spec.fault_tolerance.ReachGrace(), hung_.floor, hung_.factor);
 }
 
+void PipelineHead::CarryPaceLocked(int rank, std::pair<int, int> was, std::pair<int, int> now) {
+  if (!cost_model_ || was == now) return;
+  // A pass over the whole batch on each: the two layers' work, in proportion.
+  const std::vector<int64_t> whole = {plan_.spec.data.batch_size};
+  pace_.Carry(rank, cost_model_->DeviceStepSeconds(was.first, was.second, rank, whole),
+              cost_model_->DeviceStepSeconds(now.first, now.second, rank, whole));
+}
+
 Duration PipelineHead::LossCostLocked(const Link& link) const {
   const auto s = static_cast<size_t>(link.stage);
   // One of a group: the others hold its layers, and its loss costs a step replayed.
@@ -1104,7 +1112,10 @@ void PipelineHead::RestoreStageLocked(size_t s, const std::vector<int>& lost) {
     taken.set_taken_end_layer(std::max(layers_[n].second, layers_[s].second));
     *taken.mutable_taken() = std::move(whole);
   }
-  layers_[n] = {std::min(layers_[n].first, layers_[s].first), std::max(layers_[n].second, layers_[s].second)};
+  const std::pair<int, int> held = {std::min(layers_[n].first, layers_[s].first),
+                                    std::max(layers_[n].second, layers_[s].second)};
+  for (int r : groups_[n]) CarryPaceLocked(r, layers_[n], held);
+  layers_[n] = held;
   StageShapes::value_type shapes = s < n ? shapes_[s] : shapes_[n];
   const auto& after = s < n ? shapes_[n] : shapes_[s];
   shapes.insert(shapes.end(), after.begin(), after.end());
@@ -2112,7 +2123,10 @@ void PipelineHead::MoveLayersLocked(const JobCheckpoint& state) {
   for (size_t s = 0; s < groups_.size(); ++s) {
     const auto [first, end] = proposed_->layers[s];
     if (std::pair{first, end} == layers_[s]) continue;
-    for (int r : groups_[s]) RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
+    for (int r : groups_[s]) {
+      RelearnPassesLocked(*links_[static_cast<size_t>(r)]);
+      CarryPaceLocked(r, layers_[s], {first, end});
+    }
     taken_[s] = WholeLayersLocked(state, first, end);
     replicas_[s] = ReplicaNowLocked(taken_[s]->taken());
     layers_[s] = {first, end};

@@ -255,6 +255,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // What `link`'s passes take is learned afresh: its layers changed, or a
   // new session began (the grace until a step of it is learned).
   void RelearnPassesLocked(Link& link) const;
+  // Device `rank` takes layers `now` where it held `was`: its pace carries
+  // over as its own cost a step (core/device_pace.h, Carry).
+  void CarryPaceLocked(int rank, std::pair<int, int> was, std::pair<int, int> now);
   // A device let go of for how it ran (hung, or a straggler): when it may
   // rejoin, each time twice as late (Stragglers::rejoin_after).
   void HoldBackLocked(Link& link);
