@@ -55,20 +55,23 @@ Status CheckRules(const std::string& prometheus, const std::string& rules) {
   const std::string promtool = (fs::path(prometheus).parent_path() / "promtool").string();
   std::error_code ec;
   if (!fs::exists(promtool, ec)) return Status::Ok();
-  char log[] = "/tmp/edgetrain-promtool-XXXXXX";
-  const int fd = ::mkstemp(log);
+  std::string log = (fs::temp_directory_path(ec) / "edgetrain-promtool-XXXXXX").string();
+  const int fd = ::mkstemp(log.data());
   if (fd < 0) return Status::Ok();
   ::close(fd);
   StatusOr<ChildProcess> check = ChildProcess::Spawn({promtool, "check", "rules", rules}, log);
-  std::string said;
   int exit = 0;
   if (check.ok()) {
-    while (std::optional<std::string> line = check->ReadLine(std::chrono::seconds(10))) said += *line + "\n";
+    while (check->ReadLine(std::chrono::seconds(10))) {
+    }  // "Checking FILE": the file is named already
     exit = check->Wait(std::chrono::seconds(10));
   }
+  // What it found wrong, on its stderr.
+  std::string said;
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) said += "  | " + line + "\n";
+    const size_t text = line.find_first_not_of(" \t");
+    if (text != std::string::npos) said += "  | " + line.substr(text) + "\n";
   }
   fs::remove(log, ec);
   if (!check.ok() || exit == 0) return Status::Ok();
