@@ -46,7 +46,8 @@ void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
     for (const std::string& field : kObjectMeta) {
       if (const size_t d = EditDistance(key, field); d < distance) distance = d, nearest = field;
     }
-    errors.push_back({"metadata." + key, "unknown field" + (nearest.empty() ? "" : " (did you mean \"" + nearest + "\"?)")});
+    const std::string hint = nearest.empty() ? "" : " (did you mean \"" + nearest + "\"?)";
+    errors.push_back({"metadata." + key, "unknown field" + hint});
   }
   // Pods and Services are named after the job: a DNS-1123 label leaves room for
   // "-worker-NNNN" within the 63 characters of a label.

@@ -250,7 +250,8 @@ void RunSupervisor::NoteDeviceEvents(const JobProgress& p, const RunWatch& watch
   }
   const bool let_go = now.hung > was.hung || now.stragglers > was.stragglers || now.left_out > was.left_out;
   if (now.restored_stages > was.restored_stages) {
-    notes.push_back(std::string(left.size() > 1 && !let_go ? "a stage lost its only devices" : "a stage lost its only device") +
+    const bool several = left.size() > 1 && !let_go;
+    notes.push_back(std::string(several ? "a stage lost its only devices" : "a stage lost its only device") +
                     (let_go ? "" : ranks(left)) +
                     "; rebuilt on its neighbour from a replica, " + std::to_string(now.steps_lost - was.steps_lost) +
                     (now.steps_lost - was.steps_lost == 1 ? " step" : " steps") + " of its updates lost");

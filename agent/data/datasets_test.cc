@@ -80,7 +80,8 @@ TEST(DatasetsTest, CorruptDataIsDataLoss) {
   auto digits = LoadDataset(DatasetName::kDigits, {{dir.string()}});
   ASSERT_FALSE(digits.ok());
   EXPECT_EQ(digits.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(digits.status().message().find(":1: expected 65 values, a label and a sample's 64, found 3"), std::string::npos)
+  EXPECT_NE(digits.status().message().find(":1: expected 65 values, a label and a sample's 64, found 3"),
+            std::string::npos)
       << digits.status().message();
 }
 

@@ -560,7 +560,8 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
       if (early_fits) {
         for (size_t k = 0; k < early.size(); ++k) total[k] += early[k];
       }
-      if (!early_fits || (!g.empty() && !AddDecodedRow(RowEncoding::kFloat32, 1, g, total).ok())) {  // it checks the size
+      // AddDecodedRow checks the size.
+      if (!early_fits || (!g.empty() && !AddDecodedRow(RowEncoding::kFloat32, 1, g, total).ok())) {
         return FailedPreconditionError("the devices of stage " + std::to_string(stage + 1) +
                                        " sent gradients of different sizes");
       }
