@@ -577,9 +577,20 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     // model" beside "model: none written" read as the kept one's: a new
     // user's trial).
     const bool kept_earlier = p.model_path.empty() && p.stop_reason == StopReason::kCancelled;
+    // At its target the job keeps the model that reached it, not the rounds
+    // that closed while it stopped (agent/job_driver.cc): named by its
+    // iteration, where "final model" beside 2,011 iterations read as theirs
+    // (a new user's trial).
+    const bool kept_at_target = p.stop_reason == StopReason::kTarget && p.evaluated_iteration &&
+                                *p.evaluated_iteration != p.iteration;
     out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4)
-        << (kept_earlier ? " (this run's model, which its checkpoint holds" : " (final model");
-    if (job.spec.budget.target_accuracy) {
+        << (kept_earlier     ? " (this run's model, which its checkpoint holds"
+            : kept_at_target ? " (the model of " + std::string(plan.job.pipeline ? "step " : "iteration ") +
+                                   WithThousands(*p.evaluated_iteration) + ", kept as it reached the target"
+                             : std::string(" (final model"));
+    if (job.spec.budget.target_accuracy && kept_at_target) {
+      out << " " << *job.spec.budget.target_accuracy;
+    } else if (job.spec.budget.target_accuracy) {
       out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
     }
     out << "), " << StoppedBy(p) << "\n";

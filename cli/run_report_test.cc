@@ -227,6 +227,25 @@ TEST(RunReportTest, TheJsonLineCountsTheDevicesThatTrained) {
   EXPECT_EQ(nlohmann::json::parse(JsonLine(Job(), Team(), resumed, 29.1))["resumed_from_iteration"], 1200);
 }
 
+// At its target a team keeps the model that reached it, not the rounds that
+// closed while it stopped: the summary names that model's iteration (a new
+// user read "final model" beside 2,011 iterations, model.json's 2,001).
+TEST(RunReportTest, AtItsTargetTheSummaryNamesTheIterationOfTheModelKept) {
+  JobProgress p = Finished();
+  p.stop_reason = StopReason::kTarget;
+  p.accuracy = 0.852;
+  p.reached_target = true;
+  p.iteration = 2011;
+  p.evaluated_iteration = 2001;
+  const std::string s = Summary(Team(), p);
+  EXPECT_NE(s.find("robot-team: test accuracy 0.8520 (the model of iteration 2,001, kept as it reached the target "
+                   "0.85), stopped at its target"),
+            std::string::npos)
+      << s;
+  p.evaluated_iteration = 2011;  // the last round's model: nothing to say
+  EXPECT_NE(Summary(Team(), p).find("test accuracy 0.8520 (final model; target 0.85 reached)"), std::string::npos);
+}
+
 TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   const std::string out = Summary(Team(), Finished());
   const std::string s = out;
