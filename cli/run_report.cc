@@ -535,8 +535,12 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
         << "rounds count only the batches that made them\n";
   }
   if (!behind.empty() && p.stop_reason != StopReason::kCancelled) {
-    out << "  figures as of each worker's last report, which came before the end from " << behind
-        << " (nothing reached the coordinator since; a fresh run's energy is each worker's own count to its end)\n";
+    // Said in order: the worker, how long before the end its last report
+    // came, and what that means for its row ("came before the end from
+    // robot-4 4.1 s" read as garbled: a new user's trial).
+    out << "  each worker's row is as of its last report, and these reported last before the end: " << behind
+        << " before it; nothing of theirs reached the coordinator since, so their figures (and the team's energy) "
+           "stop there\n";
   }
 }
 

@@ -195,7 +195,8 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
   p.workers[2].wall_s = 30;  // counted out: said otherwise
   const std::string out = Summary(Team(), p);
   const std::string s = out;
-  EXPECT_NE(s.find("figures as of each worker's last report, which came before the end from robot-2 13.8 s"),
+  EXPECT_NE(s.find("each worker's row is as of its last report, and these reported last before the end: robot-2 "
+                   "13.8 s before it; nothing of theirs reached the coordinator since"),
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("robot-3 30.0 s"), std::string::npos) << s;
