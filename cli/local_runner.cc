@@ -818,6 +818,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
     }
   }
+  // Not drawn, a picture an earlier run left stays: said, or it reads as
+  // this run's (a resumed --no-curves run left the interrupted one's: a new
+  // user's trial).
+  if (!options.curves && outcome.result->samples > 0 && fs::exists(curves.picture_path())) {
+    err << "note: " << curves.picture_path().string() << " is an earlier run's, not drawn again (--no-curves)\n";
+  }
   if (options.json) out << JsonLine(job, plan, *outcome.result, wall_s) << "\n";
   if (options.keep_logs || outcome.lost_workers > 0) {
     err << "logs: " << folder->path().string() << "\n";

@@ -133,6 +133,9 @@ constexpr const char* kDigitsSpec = R"(  model: {name: mlp, hidden: [64]}
 
 TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
   const fs::path log = dir_ / "progress-log.jsonl";
+  // A picture an earlier run left, which --no-curves does not draw again.
+  fs::create_directories(dir_ / "out");
+  std::ofstream(dir_ / "out" / "report.png") << "an earlier run's";
   Outcome run = Execute({"run", Manifest("digits-ok", kDigitsSpec), "--json", "--no-curves", "--output",
                          (dir_ / "out").string(), "--progress-log", log.string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
@@ -156,6 +159,10 @@ TEST_F(RunCommandTest, TrainsDigitsAndEndsWithAJsonLine) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.json"));
   EXPECT_NE(run.stdout_lines[0].find("digits-ok: test accuracy"), std::string::npos) << run.stdout_lines[0];
   EXPECT_NE(run.stderr_text.find("training digits-ok: mlp on digits, 1 worker(s)"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("note: " + (dir_ / "out" / "report.png").string() +
+                                 " is an earlier run's, not drawn again (--no-curves)"),
+            std::string::npos)
+      << run.stderr_text;
 }
 
 TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
