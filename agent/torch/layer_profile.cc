@@ -161,7 +161,18 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       for (int samples : PassSizes(options.batch_size)) {
         // Nothing upstream of the first layer wants the gradient of the images.
         const torch::Tensor part = input.narrow(0, 0, samples).detach().requires_grad_(i > 0);
-        LayerTiming timing = TimeLayer(layer.net, part, clock, options.repetitions, between);
+        LayerTiming timing;
+        try {
+          timing = TimeLayer(layer.net, part, clock, options.repetitions, between);
+        } catch (const std::exception&) {
+          // A layer that cannot train on so few samples (a user's
+          // BatchNorm1d, on one: "Expected more than 1 value per channel")
+          // is timed on the sizes it takes; the cost model scales the
+          // smallest of them down (core/pipeline_cost.h). The agent aborted
+          // on it (a user's trial). At the whole batch it is the job's error.
+          if (samples == options.batch_size) throw;
+          continue;
+        }
         cost.passes.push_back(
             {samples, timing.forward_s * options.slowdown, timing.backward_s * options.slowdown});
         output = std::move(timing.output);
@@ -178,6 +189,10 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
     return costs;
   } catch (const c10::Error& e) {
     return InternalError(std::string("layer profile failed: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    // A user's module raising in its forward (torch::jit::JITException):
+    // said, where it aborted the agent.
+    return InvalidArgumentError(std::string("layer profile failed: a layer of the module raised: ") + e.what());
   }
 }
 

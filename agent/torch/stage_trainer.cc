@@ -37,7 +37,13 @@ StageShapes MeasureShapes(std::span<ModelLayer> layers, const StageTrainerOption
   StageShapes shapes;
   for (size_t i = 0; i < end; ++i) {
     if (i == first) shapes.input = x.sizes().slice(1).vec();
+    // In eval mode: a batch norm trains on no single sample (a user's
+    // BatchNorm1d aborted the agent), and one image's blank pass moves none
+    // of its running statistics.
+    const bool training = layers[i].net->is_training();
+    layers[i].net->eval();
     x = layers[i].net->forward(x);
+    layers[i].net->train(training);
   }
   shapes.output = x.sizes().slice(1).vec();
   return shapes;

@@ -242,6 +242,31 @@ TEST_F(TorchScriptTrainerTest, ASequentialWhoseClassNameTorchScriptMangledIsCutT
   EXPECT_EQ(LayerNames(model), (std::vector<std::string>{"0.Flatten", "1.Sequential", "2.Linear"}));
 }
 
+// A layer that cannot train on one sample (BatchNorm1d) is timed on the
+// passes it takes, 2 samples and more: the agent aborted on it, every
+// pipeline or auto job of such a model failing (a user's trial).
+TEST_F(TorchScriptTrainerTest, ALayerThatCannotTrainOnOneSampleIsTimedFromTwo) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("batch_norm.pt");
+  auto layers = ProfileLayers(model, digits_->train.info, {.batch_size = 8, .repetitions = 1});
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
+  ASSERT_EQ(layers->size(), 5u);
+  const LayerCost& norm = (*layers)[2];
+  EXPECT_EQ(norm.name, "2.BatchNorm1d");
+  ASSERT_FALSE(norm.passes.empty());
+  EXPECT_EQ(norm.passes.front().samples, 2) << "one sample it cannot train on";
+  EXPECT_EQ(norm.passes.back().samples, 8);
+  EXPECT_EQ((*layers)[1].passes.front().samples, 1) << "the others from one";
+  // Its stage measures its shapes on one blank image without training on it.
+  auto stage = CreateStageTrainer({model, digits_->train.info, 1, 1, 0, 5});
+  ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+  EXPECT_EQ((*stage)->OutputSize(), 10);
+  auto two = (*stage)->Forward(0, std::vector<float>(2 * 64, 0.5f));
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->size(), 2u * 10);
+}
+
 // Any other module's forward may use its children in any order: it is
 // refused for a pipeline, with the reason and the way out.
 TEST_F(TorchScriptTrainerTest, OnlyAnNnSequentialIsCutIntoStages) {
