@@ -157,6 +157,15 @@ int ReportJob(const StatusOr<JobProgress>& result, Endpoint& endpoint, std::ostr
 // before it starts (cli/run_plan.cc), one from files is known once read.
 // `holders`: among how many its training samples are dealt.
 void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriver& driver) {
+  // A team's coordinator and a pipeline's head hold the model the job saves
+  // and train none of it: a batch norm's running statistics, which only
+  // training moves, were saved at their first values, the model normalising
+  // with mean 0 and variance 1, unsaid (a user's trial).
+  if (!s.plan.workers.empty() && s.trainer && s.trainer->HoldsBuffers()) {
+    driver.Warn("the module holds buffers (a batch norm's running statistics, say), which only training moves: "
+                "the model a team or a pipeline saves keeps their first values, not those its workers reached; "
+                "edgetrain run without --nodes trains it in one process, which keeps them");
+  }
   if (!s.plan.spec.data.files) return;
   if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {
     driver.Warn(warning);

@@ -83,6 +83,8 @@ class TorchScriptTrainer final : public Trainer {
   TorchScriptTrainer(torch::jit::Module module, std::vector<int64_t> sample_shape, int classes)
       : module_(std::move(module)), sample_shape_(std::move(sample_shape)), classes_(classes) {}
 
+  bool HoldsBuffers() const override { return module_.buffers(/*recurse=*/true).size() > 0; }
+
   // What the job needs of the module, checked once, before any training.
   Status Check() {
     for (const torch::Tensor& p : module_.parameters()) {

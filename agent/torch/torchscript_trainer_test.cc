@@ -265,6 +265,14 @@ TEST_F(TorchScriptTrainerTest, ALayerThatCannotTrainOnOneSampleIsTimedFromTwo) {
   auto two = (*stage)->Forward(0, std::vector<float>(2 * 64, 0.5f));
   ASSERT_TRUE(two.ok()) << two.status().ToString();
   EXPECT_EQ(two->size(), 2u * 10);
+  // Its running statistics are buffers, which a team's coordinator does not
+  // train: the agent warns of them (agent.cc); a plain MLP holds none.
+  auto whole = Load(Module("batch_norm.pt"));
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_TRUE((*whole)->HoldsBuffers());
+  auto plain = Load(Module("digits_mlp.pt"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->HoldsBuffers());
 }
 
 // Any other module's forward may use its children in any order: it is

@@ -56,6 +56,11 @@ class Trainer {
   }
 
   virtual int64_t ParameterCount() const = 0;
+
+  // Whether the model holds state its training moves besides its parameters
+  // (a user's module's buffers: a batch norm's running statistics), which
+  // only the process that trains it sees move.
+  virtual bool HoldsBuffers() const { return false; }
 };
 
 struct TrainerOptions {
