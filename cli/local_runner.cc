@@ -774,8 +774,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (outcome.result->state != JobState::kSucceeded && outcome.result->state != JobState::kInterrupted) {
     // A data file, model or checkpoint the agent refused is the inputs' fault, not the run's.
     const bool inputs_at_fault = outcome.coordinator_exit == kExitInvalid;
-    return failed("training failed: " + outcome.result->error, "", inputs_at_fault,
-                  inputs_at_fault && outcome.result->iteration == 0 && outcome.lost_workers == 0);
+    // Refused before a step: nothing trained to fail (a wrong output size,
+    // a state_dict file, bad data read "training failed": a user's trial).
+    const bool before_training = outcome.result->iteration == 0 && outcome.result->samples == 0;
+    return failed((inputs_at_fault && before_training ? "refused before training: " : "training failed: ") +
+                      outcome.result->error,
+                  "", inputs_at_fault, inputs_at_fault && outcome.result->iteration == 0 && outcome.lost_workers == 0);
   }
 
   if (plan.team && !plan.job.pipeline) {

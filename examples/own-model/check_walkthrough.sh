@@ -94,6 +94,6 @@ spec:
 YAML
 code=0
 "$bin/edgetrain" run "$root/my-model/bad.yaml" --output "$root/my-model/bad" --no-curves >"$root/bad.txt" 2>&1 || code=$?
-grep -q "error: training failed: $root/my-model/bad.csv:3: label 7 is out of range \[0, 3)" "$root/bad.txt" && [[ $code == 2 ]] ||
+grep -q "error: refused before training: $root/my-model/bad.csv:3: label 7 is out of range \[0, 3)" "$root/bad.txt" && [[ $code == 2 ]] ||
   { cat "$root/bad.txt"; echo "FAIL: a bad data file exited $code, not 2 with its line named"; exit 1; }
 echo "PASS"
