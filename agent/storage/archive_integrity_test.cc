@@ -1,7 +1,5 @@
 #include "agent/storage/archive_integrity.h"
 
-#include <zlib.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/storage/crc32.h"
+
 namespace edgetrain::agent {
 namespace {
 
@@ -17,11 +17,6 @@ namespace fs = std::filesystem;
 
 void Put(std::string& out, uint32_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-uint32_t CrcOf(const std::string& data) {
-  return static_cast<uint32_t>(
-      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
 }
 
 // A zip archive of stored entries as LibTorch writes one: each entry's local
@@ -43,7 +38,7 @@ std::string Archive(const std::vector<std::pair<std::string, std::string>>& entr
     Put(out, 0, 2);  // no extra field
     out += name + data;
     Put(out, 0x08074b50, 4);
-    Put(out, CrcOf(data), 4);
+    Put(out, Crc32(data), 4);
     Put(out, size, 4);
     Put(out, size, 4);
     Put(list, 0x02014b50, 4);
@@ -52,7 +47,7 @@ std::string Archive(const std::vector<std::pair<std::string, std::string>>& entr
     Put(list, 0x808, 2);
     Put(list, 0, 2);  // stored
     Put(list, 0, 4);  // time, date
-    Put(list, CrcOf(data), 4);
+    Put(list, Crc32(data), 4);
     Put(list, size, 4);
     Put(list, size, 4);
     Put(list, static_cast<uint32_t>(name.size()), 2);
