@@ -89,6 +89,13 @@ std::string Iso8601(WallTime t) {
   return text;
 }
 
+// A certificate's date as Iso8601 says it, or "?" where it cannot be read.
+std::string DateSaid(const ASN1_TIME* date) {
+  std::tm when{};
+  if (date == nullptr || ASN1_TIME_to_tm(date, &when) != 1) return "?";
+  return Iso8601(std::chrono::system_clock::from_time_t(timegm(&when)));
+}
+
 // An EC P-256 key: small certificates, fast handshakes on small devices.
 Key NewKey() { return Key(EVP_EC_gen("P-256")); }
 
@@ -208,21 +215,16 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
     // The certificate found wanting: the peer's, or the authority above it.
     X509* failed = X509_STORE_CTX_get_current_cert(ctx.get());
     const bool authority_failed = failed != nullptr && X509_cmp(failed, peer.get()) != 0;
-    std::tm end{};
-    const bool has_end = failed != nullptr && ASN1_TIME_to_tm(X509_get0_notAfter(failed), &end) == 1;
-    const std::string ended = has_end ? Iso8601(std::chrono::system_clock::from_time_t(timegm(&end))) : "?";
+    const std::string ended = DateSaid(failed != nullptr ? X509_get0_notAfter(failed) : nullptr);
     switch (error) {
       case X509_V_ERR_CERT_HAS_EXPIRED:
         if (authority_failed) return {PeerVerdict::kExpired, whose + ", whose authority expired at " + ended};
         return {PeerVerdict::kExpired, whose + " that expired at " + ended};
-      case X509_V_ERR_CERT_NOT_YET_VALID: {
+      case X509_V_ERR_CERT_NOT_YET_VALID:
         // With its date, as an expired one says when it ended.
-        std::tm begin{};
-        const bool has_begin = failed != nullptr && ASN1_TIME_to_tm(X509_get0_notBefore(failed), &begin) == 1;
-        const std::string from = has_begin ? Iso8601(std::chrono::system_clock::from_time_t(timegm(&begin))) : "?";
-        return {PeerVerdict::kNotYetValid,
-                whose + (authority_failed ? ", whose authority is" : "") + " not valid until " + from};
-      }
+        return {PeerVerdict::kNotYetValid, whose + (authority_failed ? ", whose authority is" : "") +
+                                               " not valid until " +
+                                               DateSaid(failed != nullptr ? X509_get0_notBefore(failed) : nullptr)};
       default:
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};

@@ -337,16 +337,16 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
       // Out of its dates, the coordinator's certificate is to be renewed:
       // "both must hold the job's credentials" sent a user whose both did
       // to look elsewhere (a user's trial).
-      if (refused->verdict == pki::PeerVerdict::kExpired || refused->verdict == pki::PeerVerdict::kNotYetValid) {
-        return InvalidArgumentError("refused the coordinator at " + address + ": it holds " + refused->detail +
-                                    "; give the coordinator a certificate of job \"" + security.job +
-                                    "\" valid now (edgetrain credentials; under the operator, its Secret is "
-                                    "renewed before it ends), or check this machine's clock");
-      }
-      return InvalidArgumentError("refused the coordinator at " + address + ": it holds " + refused->detail +
-                                  "; this agent's --tls-dir (" +
-                                  std::filesystem::path(security.files.ca_path).parent_path().string() +
-                                  ") and the coordinator's must both hold job \"" + security.job + "\"'s credentials");
+      const bool dated = refused->verdict == pki::PeerVerdict::kExpired ||
+                         refused->verdict == pki::PeerVerdict::kNotYetValid;
+      const std::string mend =
+          dated ? "give the coordinator a certificate of job \"" + security.job +
+                      "\" valid now (edgetrain credentials; under the operator, its Secret is renewed before it "
+                      "ends), or check this machine's clock"
+                : "this agent's --tls-dir (" + std::filesystem::path(security.files.ca_path).parent_path().string() +
+                      ") and the coordinator's must both hold job \"" + security.job + "\"'s credentials";
+      return InvalidArgumentError("refused the coordinator at " + address + ": it holds " + refused->detail + "; " +
+                                  mend);
     }
     return UnavailableError("cannot reach the coordinator at " + address);
   }
