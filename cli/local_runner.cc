@@ -308,6 +308,26 @@ static void NoteNodesPlacementRefuses(const api::TrainingJobManifest& job, const
   }
 }
 
+// A link out from the run's start, said of each node once: a team whose
+// worker's trace was at 0 for the whole budget trained 0 team iterations and
+// exited 0, unsaid (a user's trial).
+static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std::optional<Duration> wall_clock,
+                                     std::ostream& err) {
+  std::set<std::string> said;
+  for (const WorkerSlot& w : workers) {
+    if (!w.link || w.link->silent_until_s <= 0 || !said.insert(w.node).second) continue;
+    const Duration until = FromSeconds(w.link->silent_until_s);
+    if (wall_clock && until >= *wall_clock) {
+      err << "note: " << w.node << "'s link carries nothing in the run's " << FormatDuration(*wall_clock)
+          << " of wall clock (its trace is at 0 Mbit/s for its first " << FormatDuration(until)
+          << "): nothing on it reaches the rest of the job in this run\n";
+    } else {
+      err << "note: " << w.node << "'s link carries nothing for the run's first " << FormatDuration(until)
+          << " (its trace is at 0 Mbit/s until then)\n";
+    }
+  }
+}
+
 int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   api::SupportCheck support;
   if (int code = LoadJob(options.manifest_path, err, checked.job, support); code != kExitOk) return code;
@@ -362,21 +382,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
                   "anew, or leaves the device out, once it measures the drift")
         << "\n";
   }
-  // A link out from the start: a team whose worker's trace was at 0 for the
-  // whole budget trained 0 team iterations and exited 0, unsaid (a user's trial).
-  std::set<std::string> silent;
-  for (const WorkerSlot& w : checked.plan.job.workers) {
-    if (!w.link || w.link->silent_until_s <= 0 || !silent.insert(w.node).second) continue;
-    const Duration until = FromSeconds(w.link->silent_until_s);
-    if (wall_clock && until >= *wall_clock) {
-      err << "note: " << w.node << "'s link carries nothing in the run's " << FormatDuration(*wall_clock)
-          << " of wall clock (its trace is at 0 Mbit/s for its first " << FormatDuration(until)
-          << "): nothing on it reaches the rest of the job in this run\n";
-    } else {
-      err << "note: " << w.node << "'s link carries nothing for the run's first " << FormatDuration(until)
-          << " (its trace is at 0 Mbit/s until then)\n";
-    }
-  }
+  NoteLinksOutFromTheStart(checked.plan.job.workers, wall_clock, err);
   return kExitOk;
 }
 
@@ -776,10 +782,10 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     const bool inputs_at_fault = outcome.coordinator_exit == kExitInvalid;
     // Refused before a step: nothing trained to fail (a wrong output size,
     // a state_dict file, bad data read "training failed": a user's trial).
-    const bool before_training = outcome.result->iteration == 0 && outcome.result->samples == 0;
-    return failed((inputs_at_fault && before_training ? "refused before training: " : "training failed: ") +
-                      outcome.result->error,
-                  "", inputs_at_fault, inputs_at_fault && outcome.result->iteration == 0 && outcome.lost_workers == 0);
+    const bool refused_at_start = inputs_at_fault && outcome.result->iteration == 0 &&
+                                  outcome.result->samples == 0 && outcome.lost_workers == 0;
+    return failed((refused_at_start ? "refused before training: " : "training failed: ") + outcome.result->error,
+                  "", inputs_at_fault, refused_at_start);
   }
 
   if (plan.team && !plan.job.pipeline) {

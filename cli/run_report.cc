@@ -587,15 +587,18 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     // (a new user's trial).
     const bool kept_at_target = p.stop_reason == StopReason::kTarget && p.evaluated_iteration &&
                                 *p.evaluated_iteration != p.iteration;
-    out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4)
-        << (kept_earlier     ? " (this run's model, which its checkpoint holds"
-            : kept_at_target ? " (the model of " + std::string(plan.job.pipeline ? "step " : "iteration ") +
-                                   WithThousands(*p.evaluated_iteration) + ", kept as it reached the target"
-                             : std::string(" (final model"));
-    if (job.spec.budget.target_accuracy && kept_at_target) {
-      out << " " << *job.spec.budget.target_accuracy;
-    } else if (job.spec.budget.target_accuracy) {
-      out << "; target " << *job.spec.budget.target_accuracy << (p.reached_target ? " reached" : " not reached");
+    const std::optional<double> target = job.spec.budget.target_accuracy;
+    std::string which = "final model";
+    if (kept_earlier) which = "this run's model, which its checkpoint holds";
+    if (kept_at_target) {
+      which = "the model of " + std::string(plan.job.pipeline ? "step " : "iteration ") +
+              WithThousands(*p.evaluated_iteration) + ", kept as it reached the target";
+    }
+    out << job.name << ": test accuracy " << Fixed(*p.accuracy, 4) << " (" << which;
+    if (target && kept_at_target) {
+      out << " " << *target;
+    } else if (target) {
+      out << "; target " << *target << (p.reached_target ? " reached" : " not reached");
     }
     out << "), " << StoppedBy(p) << "\n";
   }
