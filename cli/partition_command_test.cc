@@ -23,12 +23,18 @@ class PartitionCommandTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  fs::path Job(const std::string& partition, int workers) {
-    const fs::path path = dir_ / "job.yaml";
-    std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: skewed}\nspec:\n"
-                        << "  model: {name: mlp}\n  data: {dataset: digits, partition: " << partition << "}\n"
-                        << "  parallelism: {workers: " << workers << "}\n";
+  // A manifest of job `name` with `spec`'s lines, written to `file` in the test's folder.
+  fs::path Manifest(const std::string& file, const std::string& name, const std::string& spec) {
+    const fs::path path = dir_ / file;
+    std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " << name
+                        << "}\nspec:\n"
+                        << spec;
     return path;
+  }
+  fs::path Job(const std::string& partition, int workers) {
+    return Manifest("job.yaml", "skewed",
+                    "  model: {name: mlp}\n  data: {dataset: digits, partition: " + partition + "}\n" +
+                        "  parallelism: {workers: " + std::to_string(workers) + "}\n");
   }
 
   fs::path dir_;
@@ -49,10 +55,9 @@ TEST_F(PartitionCommandTest, ShowsEachWorkersLabelsAndTheLabelsNoWorkerSees) {
 // A pipeline's devices share each batch of the whole set: the table is what a
 // data-parallel team would train on, and says so.
 TEST_F(PartitionCommandTest, APipelineJobsTableSaysThePartitionDoesNotApply) {
-  const fs::path path = dir_ / "piped.yaml";
-  std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: piped}\nspec:\n"
-                      << "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: dirichlet, alpha: 0.1}}\n"
-                      << "  parallelism: {mode: pipeline, workers: 2}\n";
+  const fs::path path = Manifest("piped.yaml", "piped",
+                                 "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: dirichlet, "
+                                 "alpha: 0.1}}\n  parallelism: {mode: pipeline, workers: 2}\n");
   std::ostringstream out, err;
   ASSERT_EQ(PrintPartition(path.string(), false, out, err), 0) << err.str();
   EXPECT_NE(out.str().find("note: spec.data.partition applies to data-parallel teams only: this job is pipeline "
@@ -102,10 +107,9 @@ TEST_F(PartitionCommandTest, AStreamFromAFolderShowsWhatEachWorkersFolderHolds) 
   csv(dir_ / "incoming/worker-0/a.csv", {0, 0, 1});
   csv(dir_ / "incoming/worker-1/a.csv", {2});
   std::ofstream(dir_ / "incoming/worker-1/b.csv") << "3,0.5\n";  // a row too short
-  const fs::path path = dir_ / "job.yaml";
-  std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: folders}\nspec:\n"
-                      << "  model: {name: mlp}\n  data: {dataset: digits, stream: {directory: incoming}}\n"
-                      << "  parallelism: {workers: 2}\n";
+  const fs::path path = Manifest("job.yaml", "folders",
+                                 "  model: {name: mlp}\n  data: {dataset: digits, stream: {directory: incoming}}\n"
+                                 "  parallelism: {workers: 2}\n");
   std::ostringstream out, err;
   ASSERT_EQ(PrintPartition(path.string(), false, out, err), 0) << err.str();
   const std::string text = out.str();
@@ -128,10 +132,9 @@ TEST_F(PartitionCommandTest, AStreamFromAFolderShowsWhatEachWorkersFolderHolds) 
 // coordinator chooses them: under labelShare 1, every label its part lacks
 // (a new user saw the same table with injection as without).
 TEST_F(PartitionCommandTest, InjectionShowsTheLabelsEachWorkerIsSent) {
-  const fs::path path = dir_ / "injected.yaml";
-  std::ofstream(path) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: skewed}\nspec:\n"
-                      << "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: labels, labelsPerWorker: 4},"
-                      << " injection: {}}\n  parallelism: {workers: 3}\n";
+  const fs::path path = Manifest("injected.yaml", "skewed",
+                                 "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: labels, "
+                                 "labelsPerWorker: 4}, injection: {}}\n  parallelism: {workers: 3}\n");
   std::ostringstream json, err;
   ASSERT_EQ(PrintPartition(path.string(), true, json, err), 0) << err.str();
   const nlohmann::json doc = nlohmann::json::parse(json.str());
