@@ -28,7 +28,7 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   LayerProfileOptions options;
   CLI::App app("edgetrain-agent profile-layers: each layer of a model, timed on this machine",
                "edgetrain-agent profile-layers");
-  app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON (a TorchScript one an nn.Sequential)")->required();
+  app.add_option("--model", model_json, "the model, as a manifest's spec.model in JSON (a TorchScript module other than an nn.Sequential is one layer)")->required();
   app.add_option("--data", data_json, "the data the model takes, as a manifest's spec.data in JSON (its shape only)")
       ->required();
   app.add_option("--optimizer", optimizer_json,

@@ -231,8 +231,9 @@ const std::vector<Capability>& Capabilities() {
        [](const JobSpec&, const Json& raw) { return !Written(raw, "spec.model.torchscript.configMap").is_null(); },
        "has no effect under edgetrain run: the module is read from path, beside the manifest"},
       // A TorchScript model is cut into stages between the children of its
-      // nn.Sequential; any other module is refused, with the reason, when the
-      // agent measures its layers for the plan (ScriptedLayers, agent/torch/models.h).
+      // nn.Sequential; any other module is timed whole, as one layer, which
+      // auto runs whole and a pipeline or hybrid refuses, with the reason, once
+      // the agent has measured it (CheckSplitAllowed, core/pipeline_problem.h).
       // A stream's batches are taken by the data-parallel worker (agent/dp/worker.cc);
       // a job of one and a pipeline's first stage read their data set.
       {"spec.data.stream", Effect::kRefuse, kEverywhere,

@@ -477,6 +477,46 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   EXPECT_TRUE(RunFolders().empty()) << "a run that succeeds leaves no folder";
 }
 
+// A user's module that is not an nn.Sequential cannot be split: auto runs it
+// whole and says why (it had refused the job), and a hybrid asked of it is
+// refused with the reason and the way out (a user's trial).
+TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHybrid) {
+  const std::string script =
+      "import torch\nfrom torch import nn\n"
+      "class TwoPaths(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.hidden = nn.Linear(64, 64)\n"
+      "        self.out = nn.Linear(64, 10)\n"
+      "    def forward(self, x):\n"
+      "        x = x.flatten(1)\n"
+      "        return self.out(x + torch.relu(self.hidden(x)))\n"
+      "torch.jit.save(torch.jit.script(TwoPaths()), '" + (dir_ / "net.pt").string() + "')\n";
+  std::ofstream(dir_ / "make.py") << script;
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make.py").string()).c_str()), 0);
+  const std::string spec = "  model: {torchscript: {path: net.pt}}\n  data: {dataset: digits, batchSize: 32}\n"
+                           "  parallelism: {mode: MODE, workers: 2}\n  budget: {epochs: 1}\n";
+  auto with_mode = [&](const std::string& mode) {
+    std::string text = spec;
+    text.replace(text.find("MODE"), 4, mode);
+    return Manifest("two-paths-" + mode, text);
+  };
+  const std::string why = (dir_ / "net.pt").string() + " is a TwoPaths, whose forward may use its children in any order";
+  Outcome hybrid = Execute({"run", with_mode("hybrid"), "--no-curves", "--output", (dir_ / "hybrid").string()});
+  EXPECT_EQ(hybrid.exit, 2) << hybrid.stderr_text;
+  EXPECT_NE(hybrid.stderr_text.find("a pipeline cuts a model between the children of an nn.Sequential, and " + why +
+                                    ": script an nn.Sequential, or train it with parallelism.mode auto (which runs it "
+                                    "whole) or dataParallel"),
+            std::string::npos)
+      << hybrid.stderr_text;
+  Outcome run = Execute({"run", with_mode("auto"), "--json", "--no-curves", "--output", (dir_ / "auto").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find(why + ", so it runs whole\n"), std::string::npos) << run.stderr_text;
+  const auto result = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(result["stop_reason"], "epochs");
+  EXPECT_GE(result["accuracy"].get<double>(), 0.5) << "one epoch of a 64-10 module with a skip on digits";
+}
+
 // A plan shaped by a transient device (kept company in its stage, or alone
 // in one because company costs too much) says so as the run starts, as
 // edgetrain plan does (a new user's trial saw it said only there).

@@ -421,7 +421,7 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   // A plan's layers by the names the planner gave them (a new user read 0-8
   // where edgetrain plan had said conv1-classifier).
   PlannedFrom from;
-  for (const char* name : {"conv1", "conv2", "conv3", "classifier"}) from.layers.push_back({name, 1e-3, 1e-3, 4, 4, {}, 0});
+  for (const char* name : {"conv1", "conv2", "conv3", "classifier"}) from.layers.push_back({name, 1e-3, 1e-3, 4, 4, {}, 0, ""});
   plan.job.pipeline->planned_from = from;
   const std::string named = Summary(plan, p);
   EXPECT_NE(named.find("  stage  layers       device"), std::string::npos) << named;

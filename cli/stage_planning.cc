@@ -100,8 +100,10 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     // read as auto picking against its own rule: a user's trial).
     if (!choice->data_parallel.cost.fits) out += ", which does not fit: " + choice->data_parallel.cost.misfit;
   } else if (stages == "planned") {
-    out += ": no split is predicted faster on the same devices and links";
+    out += WholeModelNote(problem).empty() ? ": no split is predicted faster on the same devices and links" : "";
   }
+  // A module taken whole (auto): why no split was even weighed.
+  if (!WholeModelNote(problem).empty()) out += "; " + WholeModelNote(problem);
   // Why the plan is not the fastest the planner found (a transient device
   // kept company in its stage), as edgetrain plan says it (a new user's trial
   // found it said there and not here).

@@ -153,8 +153,8 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   JobPlan plan = APlan("vgg-pipeline");
   for (int r = 0; r < 2; ++r) plan.workers.push_back({r, "node-" + std::to_string(r), 1, std::nullopt, {}});
   PlannedFrom from;
-  from.layers = {{"conv1", 1e-4, 2e-4, 1000, 400, {{8, 1e-3, 2e-3}, {64, 7e-3, 1.5e-2}}, 3e-5},
-                 {"fc", 2e-5, 3e-5, 5000, 40, {}, 0}};
+  from.layers = {{"conv1", 1e-4, 2e-4, 1000, 400, {{8, 1e-3, 2e-3}, {64, 7e-3, 1.5e-2}}, 3e-5, ""},
+                 {"fc", 2e-5, 3e-5, 5000, 40, {}, 0, ""}};
   from.devices = {{"gateway", 1, 0, 0, 0}, {"board", 0.25, int64_t{1} << 30, 5e6, 6e6}};
   from.state_factor = 4;
   from.max_micro_batches = 16;

@@ -70,6 +70,7 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportC
                     {"parameterBytes", l.parameter_bytes},
                     {"activationBytes", l.activation_bytes}});
     if (l.optimizer_s > 0) list.back()["optimizerSeconds"] = l.optimizer_s;
+    if (!l.cannot_cut.empty()) list.back()["cannotCut"] = l.cannot_cut;
     if (!l.passes.empty()) {
       Json passes = Json::array();
       for (const LayerPass& pass : l.passes) {
@@ -168,6 +169,10 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
     }
     if (const auto passes = j.find("passes"); passes != j.end()) {
       EDGETRAIN_ASSIGN_OR_RETURN(l.passes, ReadPasses(*passes, at + ".passes"));
+    }
+    if (const auto why = j.find("cannotCut"); why != j.end()) {
+      if (!why->is_string()) return InvalidArgumentError(at + ".cannotCut: expected why the layer is not cut, a string");
+      l.cannot_cut = why->get<std::string>();
     }
     layers.push_back(std::move(l));
   }

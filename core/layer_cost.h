@@ -46,6 +46,11 @@ struct LayerCost {
   // after the flush, however many micro-batches the step had. 0 when not
   // measured.
   double optimizer_s = 0;
+  // Why no plan may cut this layer from the others although it is a whole
+  // model (a TorchScript module that is not an nn.Sequential, taken as one
+  // layer): said when a pipeline or hybrid is asked of it, and in auto's
+  // reason. Empty for a layer of a model that is cut between its layers.
+  std::string cannot_cut;
 };
 
 // Seconds of one forward and backward pass of `layer` over `samples` samples

@@ -9,8 +9,8 @@ namespace {
 
 TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
   const std::vector<LayerCost> layers = {
-      {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6},
-      {"classifier", 5e-7, 0, 5160, 40, {}}};
+      {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6, ""},
+      {"classifier", 5e-7, 0, 5160, 40, {}, 0, "net.pt is a TwoPaths, whose forward may use its children in any order"}};
   const auto back = DecodeLayerCosts(EncodeLayerCosts(layers));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->size(), 2u);
@@ -21,6 +21,7 @@ TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
     EXPECT_EQ((*back)[i].parameter_bytes, layers[i].parameter_bytes);
     EXPECT_EQ((*back)[i].activation_bytes, layers[i].activation_bytes);
     EXPECT_EQ((*back)[i].optimizer_s, layers[i].optimizer_s);
+    EXPECT_EQ((*back)[i].cannot_cut, layers[i].cannot_cut);
     ASSERT_EQ((*back)[i].passes.size(), layers[i].passes.size());
     for (size_t k = 0; k < layers[i].passes.size(); ++k) {
       EXPECT_EQ((*back)[i].passes[k].samples, layers[i].passes[k].samples);
@@ -34,7 +35,7 @@ TEST(LayerCostTest, TheWireFormatReadsBackWhatWasWritten) {
 // without them (an older agent's) plans them as free; a figure that is not a
 // time or a rate is refused by its name.
 TEST(LayerCostTest, TheTransportsFiguresTravelWithTheLayers) {
-  const std::vector<LayerCost> layers = {{"fc", 5e-7, 1e-6, 5160, 40, {}}};
+  const std::vector<LayerCost> layers = {{"fc", 5e-7, 1e-6, 5160, 40, {}, 0, ""}};
   const auto back = DecodeTransportCost(EncodeLayerCosts(layers, {3.4e-5, 1.36e9}));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->message_s, 3.4e-5);
@@ -55,14 +56,14 @@ TEST(LayerCostTest, TheTransportsFiguresTravelWithTheLayers) {
 // Linear between the passes timed, in proportion outside them; a layer whose
 // passes were not timed is in proportion at its per-sample figures.
 TEST(LayerCostTest, APassCostsWhatWasTimedAndLinearlyBetween) {
-  const LayerCost timed{"conv", 1e-3, 2e-3, 0, 0, {{2, 1e-3, 3e-3}, {8, 2e-3, 6e-3}}};
+  const LayerCost timed{"conv", 1e-3, 2e-3, 0, 0, {{2, 1e-3, 3e-3}, {8, 2e-3, 6e-3}}, 0, ""};
   EXPECT_DOUBLE_EQ(PassSeconds(timed, 0), 0);
   EXPECT_DOUBLE_EQ(PassSeconds(timed, 1), 2e-3) << "half of 2 samples' 4 ms";
   EXPECT_DOUBLE_EQ(PassSeconds(timed, 2), 4e-3);
   EXPECT_DOUBLE_EQ(PassSeconds(timed, 5), 6e-3) << "halfway from 4 ms to 8 ms";
   EXPECT_DOUBLE_EQ(PassSeconds(timed, 8), 8e-3);
   EXPECT_DOUBLE_EQ(PassSeconds(timed, 16), 16e-3) << "at 8 samples' 1 ms a sample";
-  const LayerCost plain{"fc", 1e-3, 2e-3, 0, 0, {}};
+  const LayerCost plain{"fc", 1e-3, 2e-3, 0, 0, {}, 0, ""};
   EXPECT_DOUBLE_EQ(PassSeconds(plain, 4), 12e-3);
 }
 
@@ -72,7 +73,7 @@ TEST(LayerCostTest, APassCostsWhatWasTimedAndLinearlyBetween) {
 TEST(LayerCostTest, LayersFitALimitByFiguresThenPassesThenNotAtAll) {
   std::vector<LayerCost> layers;
   for (int l = 0; l < 12; ++l) {
-    LayerCost layer{"conv" + std::to_string(l + 1), 7.3293125e-06, 8.357109375e-06, 640, 50176, {}};
+    LayerCost layer{"conv" + std::to_string(l + 1), 7.3293125e-06, 8.357109375e-06, 640, 50176, {}, 0, ""};
     for (int samples = 1; samples <= 64; samples *= 2) {
       layer.passes.push_back({samples, 6.9243123e-05 * samples, 5.1626987e-05 * samples});
     }

@@ -61,6 +61,13 @@ ParallelismMode ModeOf(const PipelineProblem& problem, const PipelinePlan& plan)
   return ParallelismMode::kPipeline;
 }
 
+std::string WholeModelNote(const PipelineProblem& problem) {
+  for (const LayerCost& layer : problem.layers) {
+    if (!layer.cannot_cut.empty()) return layer.cannot_cut + ", so it runs whole";
+  }
+  return "";
+}
+
 StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, ParallelismMode mode) {
   if (mode == ParallelismMode::kDataParallel) {
     return InvalidArgumentError("dataParallel is not planned by the pipeline planner");
@@ -78,6 +85,9 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
   const PipelinePlan& dp = choice.data_parallel;
   // Why the plan is not the fastest the planner found, when it is not.
   const std::string note = choice.planned.transient_note.empty() ? "" : "; " + choice.planned.transient_note;
+  // A model taken whole has nothing to split: said first, not left for a
+  // prediction to explain.
+  const std::string whole = WholeModelNote(problem).empty() ? "" : WholeModelNote(problem) + ": ";
   if (mode != ParallelismMode::kAuto) {
     choice.chosen = mode;
     choice.reason = choice.plan_mode == ParallelismMode::kDataParallel
@@ -92,7 +102,10 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
                           (!dp.cost.fits || plan.cost.samples_per_s > dp.cost.samples_per_s);
   if (split_wins) {
     choice.chosen = choice.plan_mode;
-    choice.reason = AgainstDataParallelism(plan, dp);
+    choice.reason = whole + AgainstDataParallelism(plan, dp);
+  } else if (!whole.empty()) {
+    choice.chosen = ParallelismMode::kDataParallel;
+    choice.reason = whole + "as data parallelism on every device, predicted " + SamplesPerSecond(dp.cost.samples_per_s);
   } else {
     choice.chosen = ParallelismMode::kDataParallel;
     choice.reason = "no split is predicted faster than data parallelism on the same devices and links (" +

@@ -46,6 +46,11 @@ struct ParallelismChoice {
 // device (the fastest device alone included); hybrid: the rest, groups.
 ParallelismMode ModeOf(const PipelineProblem& problem, const PipelinePlan& plan);
 
+// "net.pt is a TwoPaths, whose forward may use its children in any order, so
+// it runs whole" for a model taken as one layer no plan may cut
+// (LayerCost::cannot_cut); empty for a model cut between its layers.
+std::string WholeModelNote(const PipelineProblem& problem);
+
 // InvalidArgument for a mode the pipeline planner has no part in
 // (dataParallel) or a problem it refuses; FailedPrecondition, saying why, when
 // no plan the mode allows fits the devices' memory.

@@ -6,7 +6,7 @@ namespace edgetrain {
 namespace {
 
 LayerCost Layer(const std::string& name, double work_ms, int64_t parameter_bytes, int64_t activation_bytes) {
-  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes, {}};
+  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes, {}, 0, ""};
 }
 
 // Light early layers heavy on activations, heavy late ones light on them (a

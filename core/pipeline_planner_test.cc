@@ -15,7 +15,7 @@ using testing::BruteForcePipelineStep;
 using testing::RandomPipelineProblem;
 
 LayerCost Layer(const std::string& name, double work_ms, int64_t parameter_bytes, int64_t activation_bytes) {
-  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes, {}};
+  return {name, work_ms / 3000, 2 * work_ms / 3000, parameter_bytes, activation_bytes, {}, 0, ""};
 }
 
 PipelineDevice Device(const std::string& name, double speed, double mbps = 0, int64_t memory = 0) {
@@ -276,7 +276,7 @@ TEST(PipelinePlannerTest, TheCostModelRefusesMalformedPlans) {
 // The stages' figures as docs/pipeline.md derives them, on one worked case.
 TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
   PipelineProblem p;
-  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0, ""}, {"b", 0.002, 0.004, 2000, 100, {}, 0, ""}, {"c", 0.001, 0.001, 4000, 10, {}, 0, ""}};
   p.devices = {Device("x", 2, 8), Device("y", 1, 8)};  // 1 MB/s each way
   p.batch_size = 6;
   const PipelineCostModel model(p);
@@ -305,7 +305,7 @@ TEST(PipelinePlannerTest, AStageCostsWhatTheModelSays) {
 // the flush the last part and the sum are the exchange as before.
 TEST(PipelinePlannerTest, AGradientSentEachMicroBatchCostsTheLinkEachMicroBatch) {
   PipelineProblem p;
-  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0, ""}, {"b", 0.002, 0.004, 2000, 100, {}, 0, ""}, {"c", 0.001, 0.001, 4000, 10, {}, 0, ""}};
   p.devices = {Device("x", 2, 8), Device("y", 1, 8)};  // 1 MB/s each way
   p.batch_size = 6;
   const int both[] = {0, 1};
@@ -331,7 +331,7 @@ TEST(PipelinePlannerTest, AGradientSentEachMicroBatchCostsTheLinkEachMicroBatch)
 // and its optimizer's step, at its speed.
 TEST(PipelinePlannerTest, ADevicesStepIsItsPassesAndItsOptimizersStep) {
   PipelineProblem p;
-  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0.010}, {"b", 0.002, 0.004, 2000, 100, {}, 0.020}};
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0.010, ""}, {"b", 0.002, 0.004, 2000, 100, {}, 0.020, ""}};
   p.devices = {Device("x", 2, 8), Device("y", 1, 8)};
   p.batch_size = 8;
   const PipelineCostModel model(p);
@@ -348,7 +348,7 @@ TEST(PipelinePlannerTest, ADevicesStepIsItsPassesAndItsOptimizersStep) {
 // stream's rate on top of its link's.
 TEST(PipelinePlannerTest, TheRuntimesMessagesAndBytesAreCounted) {
   PipelineProblem p;
-  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}}, {"b", 0.002, 0.004, 2000, 100, {}}, {"c", 0.001, 0.001, 4000, 10, {}}};
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0, ""}, {"b", 0.002, 0.004, 2000, 100, {}, 0, ""}, {"c", 0.001, 0.001, 4000, 10, {}, 0, ""}};
   p.devices = {Device("x", 2, 8), Device("y", 1, 8), Device("z", 1)};  // x, y: 1 MB/s each way; z: not limited
   p.batch_size = 6;
   const std::vector<PipelineStage> stages = {{0, 1, {2}}, {1, 3, {0, 1}}};
@@ -381,8 +381,8 @@ TEST(PipelinePlannerTest, TheRuntimesMessagesAndBytesAreCounted) {
 // the stage with the longest such tail is the one that counts.
 TEST(PipelinePlannerTest, TheOptimizersStepEndsTheStepOnTheSlowestDevice) {
   PipelineProblem p;
-  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0.003}, {"b", 0.002, 0.004, 2000, 100, {}, 0.001},
-              {"c", 0.001, 0.001, 4000, 10, {}, 0.0005}};
+  p.layers = {{"a", 0.001, 0.002, 1000, 500, {}, 0.003, ""}, {"b", 0.002, 0.004, 2000, 100, {}, 0.001, ""},
+              {"c", 0.001, 0.001, 4000, 10, {}, 0.0005, ""}};
   p.devices = {Device("x", 2, 8), Device("y", 1, 8), Device("z", 4)};
   p.batch_size = 6;
   const PipelineCostModel model(p);
@@ -410,7 +410,7 @@ TEST(PipelinePlannerTest, TheOptimizersStepEndsTheStepOnTheSlowestDevice) {
 TEST(PipelinePlannerTest, AGroupComputesWholeSamplesAtTheTimedCostOfEachPass) {
   PipelineProblem p;
   // 4 ms for a pass of one sample, 8 ms for four: a fixed cost to every pass.
-  p.layers = {{"a", 0.001, 0.001, 1000, 100, {{1, 0.002, 0.002}, {4, 0.004, 0.004}}}};
+  p.layers = {{"a", 0.001, 0.001, 1000, 100, {{1, 0.002, 0.002}, {4, 0.004, 0.004}}, 0, ""}};
   p.devices = {Device("fast", 10, 8), Device("mid", 5, 8), Device("slow", 1, 8)};
   p.batch_size = 4;
   const PipelineCostModel model(p);

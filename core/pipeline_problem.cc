@@ -17,11 +17,28 @@ double StateFactorOf(const OptimizerSpec& optimizer) {
   return 4;
 }
 
+Status CheckSplitAllowed(const JobSpec& spec, std::span<const LayerCost> layers) {
+  // A module taken whole may run on a device or a group, which auto
+  // considers, but a pipeline or hybrid asked of it would train another model.
+  if (spec.parallelism.mode != ParallelismMode::kPipeline && spec.parallelism.mode != ParallelismMode::kHybrid) {
+    return Status::Ok();
+  }
+  for (const LayerCost& layer : layers) {
+    if (layer.cannot_cut.empty()) continue;
+    return InvalidArgumentError("spec.model.torchscript: a pipeline cuts a model between the children of an "
+                                "nn.Sequential, and " + layer.cannot_cut +
+                                ": script an nn.Sequential, or train it with parallelism.mode auto (which runs it "
+                                "whole) or dataParallel");
+  }
+  return Status::Ok();
+}
+
 StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
                                             std::vector<LayerCost> layers, const TransportCost& transport) {
   if (spec.data.batch_size < 1) return InvalidArgumentError("spec.data.batchSize must be at least 1");
   if (nodes.empty()) return InvalidArgumentError("there are no nodes to plan on");
   if (layers.empty()) return InvalidArgumentError("the model has no layers to plan");
+  EDGETRAIN_RETURN_IF_ERROR(CheckSplitAllowed(spec, layers));
   PipelineProblem problem;
   problem.layers = std::move(layers);
   problem.batch_size = spec.data.batch_size;

@@ -20,12 +20,19 @@ namespace edgetrain {
 // buffer when it has momentum (3), nothing more for plain SGD (2).
 double StateFactorOf(const OptimizerSpec& optimizer);
 
+// InvalidArgument, naming spec.model.torchscript and the way out, for a
+// pipeline or hybrid of a model with a layer no plan may cut
+// (LayerCost::cannot_cut): a module taken whole. OK for auto, which may run it
+// whole on a device or a group, and for any model cut between its layers.
+Status CheckSplitAllowed(const JobSpec& spec, std::span<const LayerCost> layers);
+
 // One device per node, in the order given (the even split deals layers out in
 // it). `layers` were measured on this machine at speed 1 (`edgetrain-agent
 // profile-layers`, which does not emulate a slowdown), and `transport`, the
 // agent's messages, timed beside them. InvalidArgument, naming the node, for
 // a node placement would never choose: no compute, or a link measured at
-// nothing; or for a job without a batch, no nodes, or no layers.
+// nothing; for a job without a batch, no nodes, or no layers; or as
+// CheckSplitAllowed.
 StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
                                             std::vector<LayerCost> layers, const TransportCost& transport = {});
 

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "core/parallelism_choice.h"
+
 namespace edgetrain {
 namespace {
 
-std::vector<LayerCost> TwoLayers() { return {{"conv1", 1e-4, 2e-4, 640, 50176, {}}, {"classifier", 1e-6, 2e-6, 5160, 40, {}}}; }
+std::vector<LayerCost> TwoLayers() {
+  return {{"conv1", 1e-4, 2e-4, 640, 50176, {}, 0, ""}, {"classifier", 1e-6, 2e-6, 5160, 40, {}, 0, ""}};
+}
 
 JobSpec Job(int batch = 64) {
   JobSpec spec;
@@ -25,6 +29,34 @@ NodeView Emulated(const std::string& name, double slowdown, std::optional<double
   auto view = NodeViewOf(profile);
   EXPECT_TRUE(view.ok()) << view.status().ToString();
   return *view;
+}
+
+// A module taken whole (not an nn.Sequential) may run on a device or a group,
+// which auto weighs and says why; a pipeline or hybrid asked of it is refused
+// with the reason and the way out.
+TEST(PipelineProblemTest, AModelTakenWholeIsRefusedASplitAndRunWholeByAuto) {
+  const std::vector<NodeView> nodes = {Emulated("fast", 2, 80), Emulated("slow", 4, 80)};
+  const std::string why = "net.pt is a TwoPaths, whose forward may use its children in any order";
+  const std::vector<LayerCost> whole = {{"TwoPaths", 1e-4, 2e-4, 640, 40, {}, 0, why}};
+  for (ParallelismMode mode : {ParallelismMode::kPipeline, ParallelismMode::kHybrid}) {
+    JobSpec spec = Job();
+    spec.parallelism.mode = mode;
+    const auto refused = PipelineProblemOf(spec, nodes, whole);
+    ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << NameOf(mode);
+    EXPECT_EQ(refused.status().message(),
+              "spec.model.torchscript: a pipeline cuts a model between the children of an nn.Sequential, and " + why +
+                  ": script an nn.Sequential, or train it with parallelism.mode auto (which runs it whole) or "
+                  "dataParallel");
+  }
+  JobSpec spec = Job();
+  spec.parallelism.mode = ParallelismMode::kAuto;
+  const auto problem = PipelineProblemOf(spec, nodes, whole);
+  ASSERT_TRUE(problem.ok()) << problem.status().ToString();
+  EXPECT_EQ(WholeModelNote(*problem), why + ", so it runs whole");
+  const auto chosen = ChooseParallelism(*problem, ParallelismMode::kAuto);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->reason.rfind(why + ", so it runs whole: ", 0), 0u) << chosen->reason;
+  EXPECT_EQ(WholeModelNote(*PipelineProblemOf(spec, nodes, TwoLayers())), "") << "a model cut between its layers";
 }
 
 TEST(PipelineProblemTest, EachNodeIsADeviceAtItsSpeedMemoryAndLink) {

@@ -88,7 +88,7 @@ TEST(StageRebalanceTest, NothingIsProposedFromMeasuresItCannotUse) {
 PipelineProblem TwoDeviceProblem(double second_speed, double second_link, int64_t third_out) {
   PipelineProblem problem;
   for (int l = 0; l < 4; ++l) {
-    problem.layers.push_back({"layer" + std::to_string(l), 1e-3, 2e-3, 400, l == 2 ? third_out : 10, {}, 0});
+    problem.layers.push_back({"layer" + std::to_string(l), 1e-3, 2e-3, 400, l == 2 ? third_out : 10, {}, 0, ""});
   }
   problem.devices = {{"fast", 1, 0, 0, 0}, {"slowed", second_speed, 0, second_link, second_link}};
   problem.batch_size = 8;

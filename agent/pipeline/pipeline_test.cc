@@ -857,7 +857,7 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadPlanTheMicroBatchesAgainForTheDevices
   PlannedFrom from;
   for (int s = 0; s < 2; ++s) {
     const double f = (s + 1) * 1e-3, b = 2e-3;
-    from.layers.push_back({"layer" + std::to_string(s), f, b, 40, 40, {}, 0});
+    from.layers.push_back({"layer" + std::to_string(s), f, b, 40, 40, {}, 0, ""});
   }
   for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
   from.state_factor = 2;
@@ -888,7 +888,7 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadPlanTheMicroBatchesAgainForTheDevices
 PlannedFrom FakesPlannedFrom(const JobPlan& plan) {
   PlannedFrom from;
   for (int s = 0; s < plan.pipeline->stages.back().end_layer; ++s) {
-    from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0});
+    from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0, ""});
   }
   for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
   from.state_factor = 2;
@@ -949,7 +949,7 @@ TEST(SimulatedPipelineTest, ALossHasTheHeadRunThePlannerOverTheDevicesLeft) {
 TEST(SimulatedPipelineTest, AReplanCountsTheOrdersAsTheRunsStepsTookThem) {
   JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
   PlannedFrom from;
-  for (int s = 0; s < 2; ++s) from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0});
+  for (int s = 0; s < 2; ++s) from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0, ""});
   for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
   from.state_factor = 2;
   from.transport.message_s = 50e-6;  // as profiled, where the run's messages are instant
@@ -985,7 +985,7 @@ TEST(SimulatedPipelineTest, AReplanPlansEachDeviceLeftAtItsPaceInTheRun) {
   JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
   PlannedFrom from;
   for (int s = 0; s < 2; ++s) {
-    from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3 / 1.5, 2e-3 / 1.5, 40, 40, {}, 0});
+    from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3 / 1.5, 2e-3 / 1.5, 40, 40, {}, 0, ""});
   }
   for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
   from.state_factor = 2;
@@ -1920,7 +1920,7 @@ SimulatedRun RunTwoEvenStages(const TwoEvenStages& run) {
     PlannedFrom from;
     for (size_t l = 0; l < run.layer_seconds.size(); ++l) {
       from.layers.push_back({"layer" + std::to_string(l), run.layer_seconds[l] / 3, 2 * run.layer_seconds[l] / 3, 4,
-                             l == 2 ? run.third_out : 4, {}, 0});
+                             l == 2 ? run.third_out : 4, {}, 0, ""});
     }
     for (size_t r = 0; r < plan.workers.size(); ++r) {
       const double link = r == 1 ? run.second_link : 0;
@@ -2468,7 +2468,7 @@ TEST(PipelineOverGrpcTest, AStageRebuiltFromAReplicaOfBfloat16MomentsTrainsOnAsO
 // as one device.
 TEST(PipelineOverGrpcTest, AfterALossThePlannersLayoutOverTheDevicesLeftStillTrainsAsOneDevice) {
   PlannedFrom from;
-  for (int l = 0; l < 3; ++l) from.layers.push_back({"layer" + std::to_string(l), (3 - l) * 1e-3, (3 - l) * 1e-3, 4000, 400, {}, 0});
+  for (int l = 0; l < 3; ++l) from.layers.push_back({"layer" + std::to_string(l), (3 - l) * 1e-3, (3 - l) * 1e-3, 4000, 400, {}, 0, ""});
   for (int r = 0; r < 3; ++r) from.devices.push_back({"device-" + std::to_string(r), 1, 0, 0, 0});
   ExpectToTrainAsOneDevice({{{0, 1, {0}}, {1, 2, {1}}, {2, 3, {2}}}, 4}, {1, 1, 1}, {{1, 40}}, false,
                            ReplicaMoments::kFloat32, nullptr, from);

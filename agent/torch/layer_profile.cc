@@ -140,6 +140,7 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       layer.net->train();
       LayerCost cost;
       cost.name = layer.name;
+      cost.cannot_cut = layer.cannot_cut;
       torch::Tensor output;
       std::optional<LayerOptimizer> optimizer;
       const bool weighted = !layer.net->parameters().empty();

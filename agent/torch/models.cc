@@ -19,7 +19,7 @@ class LayerStack {
     nn::Sequential net = Flattened();
     net->push_back(nn::Linear(Features(), out));
     net->push_back(nn::ReLU());
-    layers_.push_back({"fc" + std::to_string(++dense_), net});
+    layers_.push_back({"fc" + std::to_string(++dense_), net, ""});
     channels_ = out;
   }
 
@@ -28,7 +28,7 @@ class LayerStack {
     nn::Sequential net;
     net->push_back(nn::Conv2d(nn::Conv2dOptions(channels_, out, 3).padding(1)));
     net->push_back(nn::ReLU());
-    layers_.push_back({"conv" + std::to_string(++convs_), net});
+    layers_.push_back({"conv" + std::to_string(++convs_), net, ""});
     channels_ = out;
   }
 
@@ -44,7 +44,7 @@ class LayerStack {
   std::vector<ModelLayer> Classify() && {
     nn::Sequential net = Flattened();
     net->push_back(nn::Linear(Features(), classes_));
-    layers_.push_back({"classifier", net});
+    layers_.push_back({"classifier", net, ""});
     return std::move(layers_);
   }
 

@@ -17,6 +17,10 @@ namespace edgetrain::agent {
 struct ModelLayer {
   std::string name;  // "fc1", "conv3", "classifier"
   torch::nn::Sequential net;
+  // Why a plan may not cut inside this layer although it holds several
+  // (core/layer_cost.h): a TorchScript module that is not an nn.Sequential,
+  // taken whole. Empty for every other layer.
+  std::string cannot_cut;
 };
 
 // The model as its layers, in the order data flows: the one definition of each
@@ -35,11 +39,13 @@ inline std::vector<int64_t> FirstLayerSampleShape(const std::vector<int>& given,
 
 // The children of a scripted nn.Sequential at spec.torchscript_path as layers
 // (BuildLayers), named "0.Linear", "1.ReLU", ...: the units a pipeline cuts
-// between. Each layer's parameters are the loaded module's own.
-// InvalidArgument, naming spec.model.torchscript, for a module that is not an
-// nn.Sequential (its forward may not run its children in order) or one
-// without children. Defined beside the TorchScript trainer, which loads
-// modules the same way.
+// between. Each layer's parameters are the loaded module's own. Any other
+// module is one layer, named by its class, with `cannot_cut` saying why: its
+// forward may not run its children in order, so a plan may run it whole on
+// a device or a group (parallelism.mode auto) but not split it
+// (PipelineProblemOf refuses pipeline and hybrid). InvalidArgument, naming
+// spec.model.torchscript, for an nn.Sequential without children. Defined
+// beside the TorchScript trainer, which loads modules the same way.
 StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec);
 
 // The layers' modules, shared not copied, in one flat Sequential: their indices

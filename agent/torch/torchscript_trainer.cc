@@ -243,25 +243,28 @@ StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {
   // Only nn.Sequential promises that its forward runs its children in order,
   // each on the one before's output: any other module's forward may do
   // anything with them, so cutting it between children would train another
-  // model.
+  // model. It is one layer instead: auto may still run it whole on one
+  // device or on a group (data parallelism), where it had refused the job (a
+  // user's trial: most models worth training are not an nn.Sequential).
   // Its class is torch.nn.modules.container.Sequential, give or take the
   // ___torch_mangle_N that TorchScript puts in a name it has compiled before
   // (an nn.Sequential within an nn.Sequential).
   const auto& type = module.type()->name();
   const std::string name = type ? type->qualifiedName() : "";
   if (!type || type->name() != "Sequential" || name.find("torch.nn.modules.container.") == std::string::npos) {
-    return InvalidArgumentError(std::string(kModel) + ": a pipeline cuts a model between the children of an " +
-                                "nn.Sequential, and " + spec.torchscript_path + " is a " +
-                                (type ? type->name() : std::string("module of no class")) +
-                                ", whose forward may use its children in any order: script an nn.Sequential, or "
-                                "train it with parallelism.mode dataParallel");
+    const std::string class_name = type ? type->name() : std::string("module of no class");
+    torch::nn::Sequential net;
+    net->push_back(ScriptedLayer(module));
+    return std::vector<ModelLayer>{{class_name, std::move(net),
+                                    spec.torchscript_path + " is a " + class_name +
+                                        ", whose forward may use its children in any order"}};
   }
   std::vector<ModelLayer> layers;
   for (const auto& child : module.named_children()) {
     const auto& child_type = child.value.type()->name();
     torch::nn::Sequential net;
     net->push_back(ScriptedLayer(child.value));
-    layers.push_back({child.name + "." + (child_type ? child_type->name() : "module"), std::move(net)});
+    layers.push_back({child.name + "." + (child_type ? child_type->name() : "module"), std::move(net), ""});
   }
   if (layers.empty()) return InvalidArgumentError(std::string(kModel) + ": the nn.Sequential has no layers");
   return layers;

@@ -275,20 +275,30 @@ TEST_F(TorchScriptTrainerTest, ALayerThatCannotTrainOnOneSampleIsTimedFromTwo) {
   EXPECT_FALSE((*plain)->HoldsBuffers());
 }
 
-// Any other module's forward may use its children in any order: it is
-// refused for a pipeline, with the reason and the way out.
-TEST_F(TorchScriptTrainerTest, OnlyAnNnSequentialIsCutIntoStages) {
+// Any other module's forward may use its children in any order: it is one
+// layer, which says why it is not cut, and a stage of it trains the whole
+// module (auto runs it so on a device or a group; PipelineProblemOf refuses a
+// pipeline of it).
+TEST_F(TorchScriptTrainerTest, AnyOtherModuleIsOneLayerThatSaysWhyItIsNotCut) {
   ModelSpec model;
   model.kind = ModelKind::kTorchScript;
   model.torchscript_path = Module("two_paths.pt");
   EXPECT_TRUE(Load(model.torchscript_path).ok()) << "it trains whole";
+  auto layers = ProfileLayers(model, digits_->train.info, {.batch_size = 4, .repetitions = 1});
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
+  ASSERT_EQ(layers->size(), 1u);
+  EXPECT_EQ((*layers)[0].name, "TwoPaths");
+  EXPECT_EQ((*layers)[0].cannot_cut, Module("two_paths.pt") + " is a TwoPaths, whose forward may use its children in "
+                                                              "any order");
+  EXPECT_EQ((*layers)[0].parameter_bytes, 4 * (64 * 64 + 64 + 64 * 10 + 10)) << "every weight of the module";
+  EXPECT_EQ((*layers)[0].activation_bytes, 4 * 10);
+  // A stage of it runs the module's forward, skip connection and all.
   auto stage = CreateStageTrainer({model, digits_->train.info, 1, 1, 0, 1});
-  ASSERT_EQ(stage.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(stage.status().message().find("spec.model.torchscript: a pipeline cuts a model between the children of "
-                                          "an nn.Sequential, and " + Module("two_paths.pt") + " is a TwoPaths"),
-            std::string::npos)
-      << stage.status().message();
-  EXPECT_NE(stage.status().message().find("parallelism.mode dataParallel"), std::string::npos);
+  ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+  EXPECT_EQ((*stage)->OutputSize(), 10);
+  auto out = (*stage)->Forward(0, std::vector<float>(2 * 64, 0.5f));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->size(), 2u * 10);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
   for (int l = 0; l < layers; ++l) {
     const double work_s = spread(0.1, 10) / 1000;
     LayerCost layer{"l" + std::to_string(l), work_s / 3, 2 * work_s / 3, static_cast<int64_t>(spread(1e3, 1e6)),
-                    static_cast<int64_t>(spread(1e2, 1e5)), {}};
+                    static_cast<int64_t>(spread(1e2, 1e5)), {}, 0, ""};
     if (timed) {
       layer.optimizer_s = static_cast<double>(layer.parameter_bytes) / 4 * 1e-9;
       for (int samples : {1, 2, 4, 8}) {

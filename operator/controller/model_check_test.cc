@@ -72,8 +72,8 @@ TEST(ModelCheckTest, TheStatusKeepsTheSizeWithTheCheckThatMeasuredIt) {
 // line, and come back as they were timed.
 TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   const std::vector<LayerCost> layers = {
-      {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6},
-      {"classifier", 5e-7, 0, 5160, 40, {}}};
+      {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6, ""},
+      {"classifier", 5e-7, 0, 5160, 40, {}, 0, ""}};
   const Json status = {{"modelCheck", LayersCheckStatus("0123456789abcdef", layers, {3.4e-5, 1.4e9}, "gateway")}};
   const Json& written = status["modelCheck"]["layers"];
   ASSERT_TRUE(written[0]["passes"].is_string()) << written;

@@ -9,6 +9,7 @@
 #include "api/job_conditions.h"
 #include "core/cluster_placement.h"
 #include "core/duration_text.h"
+#include "core/pipeline_problem.h"
 #include "operator/controller/cluster_view.h"
 #include "operator/controller/gang.h"
 #include "operator/controller/job_labels.h"
@@ -1022,7 +1023,14 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
     log_.Job(pass.key, checking, message);
     return false;
   }
-  const ModelCheck result = ReadModelCheck(*pass.model_check);
+  ModelCheck result = ReadModelCheck(*pass.model_check);
+  // A module taken whole, timed for a pipeline or hybrid it cannot be split
+  // into: as invalid as a module the agent refused (auto runs it whole).
+  if (Status split = CheckSplitAllowed(pass.job.manifest.spec, result.layers);
+      result.state == ModelCheckState::kMeasured && !split.ok()) {
+    result.state = ModelCheckState::kRefused;
+    result.message = split.message();
+  }
   switch (result.state) {
     case ModelCheckState::kChecking:
       pass.Set(condition::kPlaced, false, checking,

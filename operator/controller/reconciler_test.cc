@@ -2005,6 +2005,49 @@ TEST_F(ReconcilerTest, AModulesPipelineHasItsLayersTimedThenItsStagesRunTheModul
   EXPECT_GE(stages, 1);
 }
 
+// A module that is not an nn.Sequential is timed as one layer that says why
+// it is not cut: a pipeline of it is invalid, as a module the agent refused,
+// and auto places it whole, saying why.
+TEST_F(ReconcilerTest, AModuleTimedWholeIsInvalidAsAPipelineAndRunsWholeUnderAuto) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const Json module = {{"name", nullptr}, {"hidden", nullptr}, {"torchscript", {{"path", "net.pt"}, {"configMap", "net"}}}};
+  const std::string whole =
+      R"({"layers":[{"name":"TwoPaths","forwardSeconds":2e-4,"backwardSeconds":4e-4,"parameterBytes":16640,)"
+      R"("activationBytes":40,"cannotCut":"/model/net.pt is a TwoPaths, whose forward may use its children in any order"}]})";
+  for (const char* mode : {"pipeline", "auto"}) {
+    SCOPED_TRACE(mode);
+    const std::string name = std::string("whole-") + mode;
+    const std::string key = Submit(TrainingJob(name, {{"model", module}, {"parallelism", {{"mode", mode}}}}));
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    SyncPods(CheckEnds(0, whole));
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    if (std::string(mode) == "pipeline") {
+      const Json status = Job(name)["status"];
+      EXPECT_EQ(status["phase"], api::phase::kFailed) << status.dump();
+      const Json* invalid = FindCondition(status, api::condition::kInvalid);
+      ASSERT_NE(invalid, nullptr) << status.dump();
+      EXPECT_EQ((*invalid)["message"],
+                "spec.model.torchscript: a pipeline cuts a model between the children of an nn.Sequential, and "
+                "/model/net.pt is a TwoPaths, whose forward may use its children in any order: script an "
+                "nn.Sequential, or train it with parallelism.mode auto (which runs it whole) or dataParallel");
+      continue;
+    }
+    EXPECT_EQ(Reconcile(key).placement, "placed") << Job(name)["status"].dump();
+    const Json status = Job(name)["status"];
+    const Json* placed = FindCondition(status, api::condition::kPlaced);
+    ASSERT_NE(placed, nullptr);
+    EXPECT_NE((*placed)["message"].get<std::string>().find(
+                  "; /model/net.pt is a TwoPaths, whose forward may use its children in any order, so it runs whole"),
+              std::string::npos)
+        << (*placed)["message"];
+    EXPECT_EQ(status["modelCheck"]["layers"][0]["cannotCut"],
+              "/model/net.pt is a TwoPaths, whose forward may use its children in any order");
+  }
+}
+
 // A pipeline job of two stages, its layers timed, placed on a gateway and a
 // robot, and running: what the tests of its losses start from.
 class PipelineReconcilerTest : public ReconcilerTest {

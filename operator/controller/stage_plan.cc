@@ -78,6 +78,7 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
     out.reason += " against data parallelism's " + Rounded(choice.data_parallel.cost.samples_per_s) +
                   " on the same devices and links";
   }
+  if (!WholeModelNote(problem).empty()) out.reason += "; " + WholeModelNote(problem);
   // The placement named every worker's node: say which the plan leaves out,
   // since they get no pod (a new user counted 4 workers where 2 pods ran).
   std::vector<bool> used(devices.size(), false);
