@@ -142,27 +142,33 @@ def training_dashboard():
             [(f"max by ({by_job}) (edgetrain_job_active_workers{{{job}}})", "{{trainingjob}} active"),
              (f"max by ({by_job}) (edgetrain_job_workers{{{job}}})", "{{trainingjob}} planned")],
             "none", TEAM_RUN)
-    b.row("Links")
+    b.row("Links (data-parallel teams)")
     b.panel("Uplink: estimate against bytes sent",
-            "Each worker's estimate of its uplink, and the rate at which it actually pushed gradients. "
-            "No estimate is drawn until one is measured: pushes under 32 kB are not timed, and a flat 0 "
-            "read as a dead link.",
+            "Each data-parallel worker's estimate of its uplink, and the bytes it sent a second (its pushes, "
+            "and the keep-alive pushes of every 20 ms). No estimate is drawn until one is measured: pushes "
+            "under 32 kB are not timed, so a team of small pushes (sign rows, as the robot team's) draws none, "
+            "and a flat 0 read as a dead link.",
             [(f'max by ({by_worker}) (edgetrain_link_bandwidth_bytes_per_second{{{worker}, direction="up"}}) > 0',
               "worker {{worker}} estimate"),
              (f"sum by ({by_worker}) (rate(edgetrain_sent_bytes_total{{{worker}}}[{ri}]))", "worker {{worker}} sent")],
             "Bps", TEAM_RUN)
     b.panel("Downlink: estimate against bytes sent",
-            "The coordinator's estimate of each worker's downlink, and the rate at which it sent that worker rows. "
-            "No estimate is drawn until one is measured.",
+            "The estimate of each data-parallel worker's downlink, and the rate at which the coordinator sent "
+            "that worker rows. No estimate is drawn until one is measured, and only updates of 32 kB or more "
+            "measure it: where they are smaller, it stays at the last one timed (often the worker's first, the "
+            "whole model), which the bytes sent may then exceed.",
             [(f'max by ({by_worker}) (edgetrain_link_bandwidth_bytes_per_second{{{worker}, direction="down"}}) > 0',
               "worker {{worker}} estimate"),
              (f"sum by ({by_worker}) (rate(edgetrain_coordinator_sent_bytes_total{{{worker}}}[{ri}]))",
               "worker {{worker}} sent")],
             "Bps", TEAM_RUN)
-    b.row("Synchronisation")
-    b.panel("Stall fraction", "The share of time each worker's computation waited for rows the staleness "
-                              "bound requires.",
-            [(f"sum by ({by_worker}) (rate(edgetrain_stall_seconds_total{{{worker}}}[{ri}]))", "worker {{worker}}")],
+    b.row("Synchronisation (data-parallel teams)")
+    # Clamped: a rate over a window of a few scrapes can read a little over
+    # 1 when a stall's seconds land in one scrape (1.011 in a user's trial).
+    b.panel("Stall fraction", "The share of time each data-parallel worker's computation waited for rows the "
+                              "staleness bound requires.",
+            [(f"clamp_max(sum by ({by_worker}) (rate(edgetrain_stall_seconds_total{{{worker}}}[{ri}])), 1)",
+              "worker {{worker}}")],
             "percentunit", TEAM_RUN, field_defaults={"min": 0, "max": 1})
     b.panel("Row staleness", "How many iterations stale each row was when an iteration used it (bounded by "
                              "spec.sync.stalenessBound), rows per second in each bucket.",
@@ -181,8 +187,14 @@ def training_dashboard():
               f"(rate(edgetrain_iteration_seconds_bucket{{{worker}}}[{ri}])))", "worker {{worker}} p90")],
             "s", TEAM_RUN)
     b.row("Energy (modelled)")
-    b.panel("Energy by state", "Modelled energy used so far by the selected workers' devices, by state.",
-            [(f"sum by ({by_job}, state) (edgetrain_energy_joules_total{{{worker}}})", "{{trainingjob}} {{state}}")],
+    # Each series' last value over the dashboard's range: the counters of
+    # workers that left, or of a run that ended, go stale one by one, and a
+    # plain sum fell at the end of every run (a user's trial: 751 J to 399 J
+    # in its last second). A replaced worker's pod is a series of its own.
+    b.panel("Energy by state", "Modelled energy used so far by the selected workers' devices, by state "
+                               "(data-parallel teams; a pipeline's is its job's total, under Power).",
+            [(f"sum by ({by_job}, state) (last_over_time(edgetrain_energy_joules_total{{{worker}}}[$__range]))",
+              "{{trainingjob}} {{state}}")],
             "joule", TEAM_RUN, stack=True)
     b.panel("Power", "Modelled watts: the job's, and each worker's device by state.",
             [(f"sum by ({by_job}) (rate(edgetrain_job_energy_joules_total{{{job}}}[{ri}]))", "{{trainingjob}} job"),
@@ -217,9 +229,9 @@ def training_dashboard():
             "The share of time each stage's device computed (forward and backward passes), and waited within a "
             "step for a neighbour's micro-batch: the pipeline's bubbles. A stage with much bubble waits on a "
             "slower one.",
-            [(f"sum by ({by_stage}) (rate(edgetrain_stage_compute_seconds_total{{{job}}}[{ri}]))",
+            [(f"clamp_max(sum by ({by_stage}) (rate(edgetrain_stage_compute_seconds_total{{{worker}}}[{ri}])), 1)",
               "stage {{stage}} (worker {{worker}}) compute"),
-             (f"sum by ({by_stage}) (rate(edgetrain_stage_bubble_seconds_total{{{job}}}[{ri}]))",
+             (f"clamp_max(sum by ({by_stage}) (rate(edgetrain_stage_bubble_seconds_total{{{worker}}}[{ri}])), 1)",
               "stage {{stage}} (worker {{worker}}) bubbles")],
             "percentunit", PIPELINE_RUN, field_defaults={"min": 0})
     b.panel("Activations relayed and replicas",
@@ -269,7 +281,7 @@ def operator_dashboard():
                                        "teams by reason, a minute.",
             [(f"sum by (result) (rate(edgetrain_operator_placements_total{{{op}}}[{ri}])) * 60", "placement {{result}}"),
              (f"sum by (reason) (rate(edgetrain_operator_replans_total{{{op}}}[{ri}])) * 60", "re-plan {{reason}}")],
-            "none", OPERATOR_RUN)
+            "opm", OPERATOR_RUN)
     b.panel("API requests/s", "Kubernetes API requests a second, by verb (edgetrain_operator_client_qps_limit "
                               "says whether a client-side limit holds them: none once the API server has shown it "
                               "does priority and fairness and --qps was not given).",
@@ -278,7 +290,7 @@ def operator_dashboard():
     b.panel("API errors", "Kubernetes API requests that failed, a minute, by verb and code.",
             [(f"sum by (verb, code) (rate(edgetrain_operator_api_errors_total{{{op}}}[{ri}])) * 60",
               "{{verb}} {{code}}")],
-            "none", OPERATOR_RUN)
+            "opm", OPERATOR_RUN)
     b.panel("Recovery time", "From a running team losing a worker (or having one moved off a leaving node) to "
                              "the whole team running again: median and 90th percentile of the recoveries ended "
                              "in each interval.",
@@ -409,7 +421,8 @@ PANEL_KINDS = {"row", "timeseries", "heatmap", "stat", "bargauge", "table"}
 def check_dashboard(d):
     """What Grafana needs to load a dashboard, checked without a Grafana server:
     required keys and types, unique panel ids, a datasource variable every target
-    uses, every $variable defined, $__rate_interval in every rate(), no
+    uses, every $variable defined, $__rate_interval in every rate() (a
+    last_over_time may span $__range), no
     `or vector(0)`, grid positions inside the 24 columns and not overlapping."""
     errors = []
 
@@ -476,8 +489,13 @@ def check_dashboard(d):
             for used in _variables_in(expr):
                 if used not in defined:
                     errors.append(f"{where}: ${used} is not a variable")
-            if ("rate(" in expr or "_over_time(" in expr) and "[$__rate_interval]" not in expr:
-                errors.append(f"{where}: a range without $__rate_interval")
+            # A rate over $__rate_interval; a series' last value over the
+            # dashboard's range, for what is so far (a counter's total).
+            if "rate(" in expr and "[$__rate_interval]" not in expr:
+                errors.append(f"{where}: a rate without $__rate_interval")
+            if "_over_time(" in expr and not ("[$__rate_interval]" in expr or "last_over_time(" in expr and
+                                              "[$__range]" in expr):
+                errors.append(f"{where}: a range without $__rate_interval (or last_over_time over $__range)")
             if expr.count("(") != expr.count(")") or expr.count("{") != expr.count("}"):
                 errors.append(f"{where}: unbalanced brackets in {expr}")
         if "edgetrain" not in p or not p["edgetrain"].get("feeds"):

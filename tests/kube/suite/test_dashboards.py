@@ -53,6 +53,8 @@ SCRAPE_INTERVAL_S = 1
 # Grafana's $__rate_interval: max($__interval + scrape interval, 4 x scrape interval);
 # with a 1 s step and a 1 s scrape interval, 4 s.
 RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL_S}s"
+# Grafana's $__range: the dashboard's time range; the runs here are minutes long.
+RANGE = "1h"
 TEAM_RUN = "data-parallel training run"
 PIPELINE_RUN = "pipeline run"
 STREAM_RUN = "stream run"
@@ -76,9 +78,9 @@ def panels_of(dashboard):
 
 
 def substitute(expr, variables):
-    """The expression as Grafana sends it: $__rate_interval and each variable
+    """The expression as Grafana sends it: $__rate_interval, $__range and each variable
     (longest names first, so $job does not eat $jobs) replaced."""
-    expr = expr.replace("$__rate_interval", RATE_INTERVAL)
+    expr = expr.replace("$__rate_interval", RATE_INTERVAL).replace("$__range", RANGE)
     for name in sorted(variables, key=len, reverse=True):
         expr = expr.replace("${" + name + "}", variables[name]).replace("$" + name, variables[name])
     assert "$" not in expr, f"an unsubstituted variable in {expr}"
