@@ -160,11 +160,14 @@ void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriv
   // A team's coordinator and a pipeline's head hold the model the job saves
   // and train none of it: a batch norm's running statistics, which only
   // training moves, were saved at their first values, the model normalising
-  // with mean 0 and variance 1, unsaid (a user's trial).
+  // with mean 0 and variance 1, unsaid (a user's trial). Only a job of one
+  // without --nodes trains in the process that saves (a later trial found
+  // "without --nodes" alone sent a team of two there, and it lost them too).
   if (!s.plan.workers.empty() && s.trainer && s.trainer->HoldsBuffers()) {
     driver.Warn("the module holds buffers (a batch norm's running statistics, say), which only training moves: "
                 "the model a team or a pipeline saves keeps their first values, not those its workers reached; "
-                "edgetrain run without --nodes trains it in one process, which keeps them");
+                "a job of one worker (spec.parallelism.workers 1) run without --nodes trains it in one process, "
+                "which keeps them");
   }
   if (!s.plan.spec.data.files) return;
   if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {

@@ -105,7 +105,9 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       }
       node.slowdown_changes.push_back({ToSeconds(*at), slowdown});
     }
-    node.memory = n.value("memory", "");
+    // int-or-string, as a Node's quantities: a plain number is bytes (a
+    // user's 4294967296 was refused as not a string).
+    node.memory = n["memory"].is_string() ? n["memory"].get<std::string>() : n["memory"].dump();
     node.arch = n.value("arch", "");
     node.transient = n["transient"].get<bool>();
     node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),

@@ -196,6 +196,15 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
                                           (dir / "test.yaml").string());
   ASSERT_TRUE(empty_fields.ok()) << empty_fields.status().ToString();
   EXPECT_FALSE(empty_fields->nodes[0].link.has_value());
+  // A plain number of bytes is a Kubernetes quantity too (a user's
+  // 4294967296 was refused as not a string).
+  auto in_bytes = ParseClusterProfile(head + "  - {name: a, memory: 4294967296, cpu: 4}\n", (dir / "test.yaml").string());
+  ASSERT_TRUE(in_bytes.ok()) << in_bytes.status().ToString();
+  auto view = NodeViewOf(in_bytes->nodes[0]);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  EXPECT_EQ(view->allocatable.memory_bytes, int64_t{4} << 30);
+  auto fraction = ParseClusterProfile(head + "  - {name: a, memory: 1.5}\n", (dir / "test.yaml").string());
+  EXPECT_FALSE(fraction.ok()) << "not a whole number of bytes, and not a string";
   auto no_kind = ParseClusterProfile("apiVersion: edgetrain.dev/v1alpha1\nmetadata: {name: x}\nspec: {nodes: [{name: a}]}\n",
                                      "k.yaml");
   ASSERT_FALSE(no_kind.ok());
