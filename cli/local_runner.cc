@@ -278,13 +278,15 @@ static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream&
 // little memory for a worker's pod, transient where the job allows none):
 // edgetrain run puts worker i on node i whatever, so it trains there, and the
 // same profile under the operator, or `edgetrain plan --nodes`, would not (a
-// new user's node of 2Mi trained here and was refused by plan).
+// new user's node of 2Mi trained here and was refused by plan). Placed as
+// plan places it, the coordinator's pod included, so that what is said is
+// what plan says: with the coordinator left out, a site where it fits
+// nowhere was said to fit it, and a job of one was said nothing (a user's
+// trial).
 static void NoteNodesPlacementRefuses(const api::TrainingJobManifest& job, const ClusterProfile& profile,
                                       const LocalRunPlan& plan, std::ostream& err) {
   StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{});
   if (!request.ok()) return;
-  // Under run the coordinator is this machine's: it takes no node's room.
-  request->coordinator_requests = {};
   std::vector<NodeView> nodes;
   for (const NodeProfile& node : profile.nodes) {
     StatusOr<NodeView> view = NodeViewOf(node);
@@ -359,7 +361,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   }
   checked.plan = std::move(*planned);
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
-  if (checked.profile && checked.plan.team) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
+  if (checked.profile) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
   // A drift the run will see and no prediction before it counts (a new
   // user's trial: nothing said the profile's change was there).
   std::set<std::string> drifting;

@@ -86,6 +86,7 @@ nlohmann::json ToJson(const TeamPlacement& p, const std::vector<NodeView>& nodes
     if (!v.transient.empty()) j["transient"] = v.transient;
     if (!v.excluded.empty()) j["excluded"] = v.excluded;
     if (!v.misfit.empty()) j["misfit"] = v.misfit;
+    if (!v.coordinator_misfit.empty()) j["coordinatorMisfit"] = v.coordinator_misfit;
     if (v.would_hold_coordinator) j["wouldHoldCoordinator"] = true;
     if (!v.would_hold_ranks.empty()) j["wouldHoldRanks"] = v.would_hold_ranks;
     if (v.excluded.empty() || !v.ranks.empty() || v.coordinator) {
@@ -162,6 +163,7 @@ void PrintTable(const TeamPlacement& p, const std::vector<NodeView>& nodes, int 
       for (int rank : v.would_hold_ranks) held += (held.empty() ? "" : ", ") + ("worker " + std::to_string(rank));
       std::string verdict = held.empty() ? "" : "would hold " + held;
       if (!v.misfit.empty()) verdict += (held.empty() ? "no worker: " : "; no more: ") + v.misfit;
+      if (!v.coordinator_misfit.empty()) verdict = "no coordinator: " + v.coordinator_misfit;
       if (!verdict.empty()) note = note.empty() ? verdict : note + "; " + verdict;
     }
     const RowFigures figures = FiguresOf(v, batch, alone, i);

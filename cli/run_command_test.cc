@@ -725,6 +725,17 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
                                              "memory: 2Mi free, a worker asks 512Mi"),
             std::string::npos)
       << short_of_memory.stderr_text;
+  // A node that fits not even the coordinator: said of a job of one too, in
+  // plan's words (a user's trial found nothing said of one, and a team told
+  // the coordinator fitted where plan said it fitted nowhere).
+  std::ofstream(dir_ / "none.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                       "metadata: {name: none}\nspec: {nodes: [{name: a, memory: 2Mi}]}\n";
+  Outcome nowhere = Execute({"validate", examples / "fashion-mnist.yaml", "--nodes", dir_ / "none.yaml"});
+  EXPECT_EQ(nowhere.exit, 0) << nowhere.stderr_text;
+  EXPECT_NE(nowhere.stderr_text.find("would not be placed on these nodes on a cluster (0/1 nodes fit the coordinator: "
+                                     "1 insufficient memory; edgetrain plan --nodes says the same)"),
+            std::string::npos)
+      << nowhere.stderr_text;
 
   std::ofstream(dir_ / "tiny.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
                                        "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";

@@ -174,6 +174,9 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
     if (!eligible[i]) continue;
     if (const char* misfit = MisfitOf(free[i], request.coordinator_requests)) {
       ++coordinator_misfits[misfit];
+      // Each node's own reason, kept in case no node fits: the summary only
+      // counts them, and plan's table was blank (a user's trial).
+      placement.verdicts[i].coordinator_misfit = misfit;
       continue;
     }
     if (!coordinator || better_home(i, *coordinator)) coordinator = i;
@@ -193,6 +196,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
         Summarise("0/" + std::to_string(n) + " nodes fit the coordinator", coordinator_misfits);
     return placement;
   }
+  for (NodeVerdict& v : placement.verdicts) v.coordinator_misfit.clear();  // it went to one of them
   if (request.coordinator_on.empty()) Take(free[*coordinator], request.coordinator_requests);
   placement.coordinator_node = nodes[*coordinator].name;
   placement.verdicts[*coordinator].coordinator = true;

@@ -64,6 +64,9 @@ struct NodeVerdict {
   // theirs; those it would have held; and whether the coordinator was to go
   // here (the scheduler-style reason names its node). Empty when placed.
   std::string misfit;
+  // A team whose coordinator fits on no node: why not on this eligible one
+  // ("insufficient memory"). Empty otherwise.
+  std::string coordinator_misfit;
   std::vector<int> would_hold_ranks;
   bool would_hold_coordinator = false;
   std::vector<int> ranks;    // the workers that run here

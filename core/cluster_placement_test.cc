@@ -230,6 +230,8 @@ TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) 
 
   p = PlaceTeam({Node("gateway").Busy("3800m"), Node("down").NotReady()}, Team(1));
   EXPECT_EQ(p.unschedulable, "0/2 nodes fit the coordinator: 1 insufficient cpu, 1 not ready");
+  EXPECT_EQ(p.verdicts[0].coordinator_misfit, "insufficient cpu") << "each eligible node says its own";
+  EXPECT_EQ(p.verdicts[1].coordinator_misfit, "") << "excluded, and says so there";
   EXPECT_EQ(PlaceTeam({}, Team(1)).unschedulable, "0/0 nodes fit the coordinator");
 }
 
