@@ -538,9 +538,14 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
     // Said in order: the worker, how long before the end its last report
     // came, and what that means for its row ("came before the end from
     // robot-4 4.1 s" read as garbled: a new user's trial).
+    // A fresh run takes each worker's energy from its own count at its end
+    // (TakeWorkersOwnEnergy): said so, where it read as if the energy
+    // stopped there too (a user's trial).
     out << "  each worker's row is as of its last report, and these reported last before the end: " << behind
-        << " before it; nothing of theirs reached the coordinator since, so their figures (and the team's energy) "
-           "stop there\n";
+        << " before it; nothing of theirs reached the coordinator since, so their figures stop there"
+        << (p.resumed_from_iteration ? ", the team's energy too"
+                                     : ", but for energy, which is each worker's own count to its end")
+        << "\n";
   }
 }
 

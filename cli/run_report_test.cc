@@ -196,7 +196,8 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
   const std::string out = Summary(Team(), p);
   const std::string s = out;
   EXPECT_NE(s.find("each worker's row is as of its last report, and these reported last before the end: robot-2 "
-                   "13.8 s before it; nothing of theirs reached the coordinator since"),
+                   "13.8 s before it; nothing of theirs reached the coordinator since, so their figures stop there, "
+                   "but for energy, which is each worker's own count to its end\n"),
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("robot-3 30.0 s"), std::string::npos) << s;
