@@ -159,15 +159,13 @@ int ReportJob(const StatusOr<JobProgress>& result, Endpoint& endpoint, std::ostr
 void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriver& driver) {
   // A team's coordinator and a pipeline's head hold the model the job saves
   // and train none of it: a batch norm's running statistics, which only
-  // training moves, were saved at their first values, the model normalising
-  // with mean 0 and variance 1, unsaid (a user's trial). Only a job of one
-  // without --nodes trains in the process that saves (a later trial found
-  // "without --nodes" alone sent a team of two there, and it lost them too).
+  // training moves, are settled on a share of the training set before each
+  // evaluation (SettleSamples), not those the workers reached; said, as the
+  // saved model's statistics are then of another pass over other batches.
   if (!s.plan.workers.empty() && s.trainer && s.trainer->HoldsBuffers()) {
     driver.Warn("the module holds buffers (a batch norm's running statistics, say), which only training moves: "
-                "the model a team or a pipeline saves keeps their first values, not those its workers reached; "
-                "a job of one worker (spec.parallelism.workers 1) run without --nodes trains it in one process, "
-                "which keeps them");
+                "the model a team or a pipeline evaluates and saves has them settled by a pass over 32 of its "
+                "batches of training samples before each evaluation, not those its workers' training reached");
   }
   if (!s.plan.spec.data.files) return;
   if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {
@@ -197,6 +195,17 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
   return driver.Run(cancel);
 }
 
+// What a coordinator or a head keeps of the training set, which it trains on
+// none of, to settle its model's buffers on before it evaluates and saves
+// (Trainer::SettleBuffers): 32 of the job's batches, spread over the set.
+// A batch norm's default momentum of 0.1 then leaves 0.9^32, 3%, of the
+// statistics before. Nothing for a model without buffers.
+Dataset SettleSamples(const AgentSetup& s) {
+  constexpr int64_t kSettleBatches = 32;
+  if (!s.trainer || !s.trainer->HoldsBuffers()) return {};
+  return SpreadSamples(s.data.train, kSettleBatches * s.plan.spec.data.batch_size);
+}
+
 // The coordinator of a data-parallel team: ROG's parameter server. It prints
 // `listening HOST:PORT` once workers can connect.
 StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>& cancel) {
@@ -205,6 +214,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   // training set, whose samples are the workers': they go, unless it keeps
   // the pool injected samples come from.
   const int64_t train_size = s.data.train.size();
+  Dataset settle = SettleSamples(s);
   if (!spec.data.injection) s.data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, ShapedDownlinks(s.plan));
   RealClock clock;
@@ -213,6 +223,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   timings.first_worker_timeout = s.flags.first_worker_timeout;
   timings.stop_grace = s.flags.stop_grace;
   Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics, timings);
+  coordinator.SettleBuffersOn(std::move(settle));
   CoordinatorService service(s.plan, coordinator, clock, std::move(downlinks));
   if (spec.data.injection) service.InjectFrom(s.data.train);
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
@@ -291,6 +302,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
 StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   const JobSpec& spec = s.plan.spec;
   const int64_t train_size = s.data.train.size();
+  Dataset settle = SettleSamples(s);
   s.data.train = {};  // the stages read their samples; the head only evaluates
   // What each layer holds, and so each stage (to deal a checkpoint out to
   // them, and to move layers between them): parameter tensors, from the same
@@ -317,6 +329,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, static_cast<int>(devices.size()),
                              spec.budget.energy_joules, /*links=*/false);
   PipelineHead head(s.plan, *s.trainer, s.data.test, train_size, std::move(shapes), clock, s.log);
+  head.SettleBuffersOn(std::move(settle));
   head.SetRebalancing(std::move(rebalancing));
   head.SetHungPasses({s.flags.hung_pass_factor, s.flags.hung_pass_floor});
   head.SetStragglers({s.flags.straggler_factor, s.flags.straggler_rejoin_after});

@@ -317,6 +317,12 @@ const std::vector<Capability>& Capabilities() {
       // device) step together on uncompressed gradients summed at the head,
       // on batches of the whole data set: the data-parallel engine's
       // synchronisation and partitions are not theirs.
+      // DecodeJobSpec makes auto of one worker a job of one: said.
+      {"spec.parallelism.mode", Effect::kNote, kEverywhere,
+       [](const JobSpec& s, const Json& raw) {
+         return s.parallelism.workers == 1 && Written(raw, "spec.parallelism.mode") == "auto";
+       },
+       "auto with one worker has no model to split nor batches to share: it trains as a job of one"},
       {"spec.sync", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) {
          return s.parallelism.mode != ParallelismMode::kDataParallel && s.parallelism.workers > 1 &&

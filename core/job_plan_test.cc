@@ -86,6 +86,21 @@ std::string SpecWithModel(const std::string& model) {
   return spec.replace(spec.find(cnn), cnn.size(), model);
 }
 
+// auto weighs a split and a team over the workers' devices: with one worker
+// there is neither, and the job is a job of one (the planner, given no device,
+// had failed the run).
+TEST(JobPlanTest, AutoOfOneWorkerIsAJobOfOne) {
+  std::string text = kSpec;
+  const std::string mode = R"("mode": "dataParallel", "workers": 1)";
+  auto with = [&](const std::string& m) { return std::string(text).replace(text.find(mode), mode.size(), m); };
+  auto one = DecodeJobSpec(with(R"("mode": "auto", "workers": 1)"));
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->parallelism.mode, ParallelismMode::kDataParallel);
+  auto two = DecodeJobSpec(with(R"("mode": "auto", "workers": 2)"));
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->parallelism.mode, ParallelismMode::kAuto);
+}
+
 TEST(JobPlanTest, DecodesAVggAndItsWidths) {
   auto spec = DecodeJobSpec(SpecWithModel(R"({"name": "vgg", "widths": [8, 8, 16, 16]})"));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();

@@ -40,6 +40,30 @@ struct Dataset {
   }
 };
 
+// `n` of its samples spread evenly over it (every size/n-th), or all it
+// has: what a team's coordinator or a pipeline's head, which train on none,
+// keep of the training set to settle a model's buffers on
+// (Trainer::SettleBuffers). Spread, not the first n: an image folder's
+// samples come class by class.
+inline Dataset SpreadSamples(const Dataset& data, int64_t n) {
+  Dataset kept;
+  kept.info = data.info;
+  kept.pixel_scale = data.pixel_scale;
+  const int64_t count = std::clamp<int64_t>(n, 0, data.size());
+  const int64_t width = data.SampleSize();
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t i = k * data.size() / count;
+    if (!data.features.empty()) {
+      kept.features.insert(kept.features.end(), data.features.begin() + i * width,
+                           data.features.begin() + (i + 1) * width);
+    } else {
+      kept.pixels.insert(kept.pixels.end(), data.pixels.begin() + i * width, data.pixels.begin() + (i + 1) * width);
+    }
+    kept.labels.push_back(data.labels[static_cast<size_t>(i)]);
+  }
+  return kept;
+}
+
 struct TrainTestSplit {
   Dataset train;
   Dataset test;

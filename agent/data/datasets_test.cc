@@ -31,6 +31,29 @@ void ExpectWellFormed(const Dataset& d, int64_t size) {
   for (int count : per_class) EXPECT_GT(count, 0) << "a class is missing";
 }
 
+// What a coordinator keeps to settle a model's buffers on: samples spread
+// over the set, every class of an image folder's class-by-class order, each
+// with its own label and features.
+TEST(DatasetsTest, SpreadSamplesAreTakenEvenlyOverTheSet) {
+  Dataset ordered;
+  ordered.info.channels = 1;
+  ordered.info.height = 1;
+  ordered.info.width = 2;
+  ordered.info.classes = 4;
+  for (int64_t i = 0; i < 100; ++i) {
+    ordered.labels.push_back(i / 25);  // 25 of each class, in order
+    ordered.pixels.push_back(static_cast<uint8_t>(i));
+    ordered.pixels.push_back(static_cast<uint8_t>(i + 100));
+  }
+  const Dataset kept = SpreadSamples(ordered, 8);
+  EXPECT_EQ(kept.labels, (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(kept.pixels.size(), 16u);
+  EXPECT_EQ(kept.pixels[2], 12) << "the second kept is sample 12";
+  EXPECT_EQ(kept.pixels[3], 112);
+  EXPECT_EQ(SpreadSamples(ordered, 1000).size(), 100) << "all it has";
+  EXPECT_EQ(SpreadSamples(ordered, 0).size(), 0);
+}
+
 // Both data sets are installed by `make` (scripts/deps); these tests do not skip.
 TEST(DatasetsTest, LoadsDigitsWithAFixedHeldOutTestSet) {
   auto split = LoadDataset(DatasetName::kDigits, DefaultDataSearchPath());

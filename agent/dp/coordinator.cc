@@ -219,6 +219,7 @@ StatusOr<double> Coordinator::Evaluate() {
     std::span<const float> params = aggregator_.parameters();
     std::copy(params.begin(), params.end(), model_.Parameters().begin());
   }
+  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
   EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;

@@ -120,6 +120,10 @@ class Coordinator final : public TrainingEngine {
   std::optional<TimePoint> JobClockStart() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
+  // Training samples to settle the model's buffers on before each
+  // evaluation (Trainer::SettleBuffers), and so before the model is saved,
+  // which follows one: none, for a model without buffers.
+  void SettleBuffersOn(Dataset samples) { settle_ = std::move(samples); }
   int64_t TestSamples() const override { return test_.size(); }
   void Snapshot(JobCheckpoint& into) override;
   void Interrupted() override;
@@ -216,6 +220,7 @@ class Coordinator final : public TrainingEngine {
   const JobPlan& plan_;
   Trainer& model_;
   const Dataset& test_;
+  Dataset settle_;
   const int64_t train_size_;
   Clock& clock_;
   std::ostream& log_;

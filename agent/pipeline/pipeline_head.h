@@ -98,6 +98,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Status Advance() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
+  // Training samples to settle the model's buffers on before each
+  // evaluation (Trainer::SettleBuffers), and so before the model is saved,
+  // which follows one: none, for a model without buffers.
+  void SettleBuffersOn(Dataset samples) { settle_ = std::move(samples); }
   int64_t TestSamples() const override { return test_.size(); }
   std::optional<double> EvaluationGuess() const override;
   void Snapshot(JobCheckpoint& into) override;
@@ -381,6 +385,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   const JobPlan& plan_;
   Trainer& model_;
   const Dataset& test_;
+  Dataset settle_;
   const int64_t train_size_;
   StageShapes shapes_;  // by stage, as the stages now are
   Clock& clock_;

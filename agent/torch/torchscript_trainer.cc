@@ -145,6 +145,26 @@ class TorchScriptTrainer final : public Trainer {
     return shapes;
   }
 
+  Status SettleBuffers(const Dataset& samples, int64_t batch) override {
+    if (!HoldsBuffers() || samples.size() == 0) return Status::Ok();
+    try {
+      torch::NoGradGuard no_grad;
+      module_.train();
+      const int64_t n = std::max<int64_t>(1, batch);
+      std::vector<float> features(static_cast<size_t>(std::min(n, samples.size()) * samples.SampleSize()));
+      const agent::Forward forward = Forward();
+      for (int64_t start = 0; start < samples.size(); start += n) {
+        const int64_t count = std::min(n, samples.size() - start);
+        if (count < 2 && start > 0) break;  // a batch norm takes no batch of one in training
+        samples.CopySamples(start, count, features.data());
+        (void)forward(features.data(), count);
+      }
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return InternalError(std::string("settling the module's buffers failed: ") + Reason(e));
+    }
+  }
+
   StatusOr<Evaluation> Evaluate(const Dataset& data) override {
     try {
       module_.eval();

@@ -61,6 +61,19 @@ class Trainer {
   // (a user's module's buffers: a batch norm's running statistics), which
   // only the process that trains it sees move.
   virtual bool HoldsBuffers() const { return false; }
+
+  // Runs the model forward in training mode over `samples`, in passes of
+  // `batch`, its weights untouched, so that the buffers training moves are
+  // those of its weights now. A team's coordinator and a pipeline's head
+  // hold the model the job evaluates and saves, and train none of it: a
+  // batch norm's statistics stayed at their first values, and a user's
+  // ResNet scored 0.26 where the same weights, so settled, score as a job of
+  // one does (a user's trial). Nothing to do without buffers.
+  virtual Status SettleBuffers(const Dataset& samples, int64_t batch) {
+    (void)samples;
+    (void)batch;
+    return Status::Ok();
+  }
 };
 
 struct TrainerOptions {
