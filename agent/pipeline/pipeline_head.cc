@@ -2486,8 +2486,9 @@ StatusOr<double> PipelineHead::Evaluate() {
   if (!final_) {
     EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint state, StateNow());
     std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
-    EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
   }
+  // The final model's too: Finish gave the head the stages' last weights.
+  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
   EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;
