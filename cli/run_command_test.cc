@@ -714,12 +714,17 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
       << "not the operator's placement: " << ok.stdout_lines[1];
   EXPECT_EQ(ok.stderr_text.find("would hold no worker"), std::string::npos) << ok.stderr_text;
 
+  // A cluster profile named `name` of `nodes` (a YAML list) in the test's folder.
+  auto profile = [&](const std::string& name, const std::string& nodes) {
+    const fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: " << name
+                     << "}\nspec: {nodes: " << nodes << "}\n";
+    return p;
+  };
   // A node placement would give no worker (too little memory for a worker's
   // pod) is said of, as run trains there anyway (plan refused it unsaid).
-  std::ofstream(dir_ / "short.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
-                                        "metadata: {name: short}\nspec: {nodes: [{name: a, memory: 2Mi}, {name: b}, "
-                                        "{name: c}, {name: d}]}\n";
-  Outcome short_of_memory = Execute({"validate", examples / "robot-team.yaml", "--nodes", dir_ / "short.yaml"});
+  Outcome short_of_memory = Execute({"validate", examples / "robot-team.yaml", "--nodes",
+                                     profile("short", "[{name: a, memory: 2Mi}, {name: b}, {name: c}, {name: d}]")});
   EXPECT_EQ(short_of_memory.exit, 0) << short_of_memory.stderr_text;
   EXPECT_NE(short_of_memory.stderr_text.find("note: a would hold no worker of robot-team on a cluster (insufficient "
                                              "memory: 2Mi free, a worker asks 512Mi"),
@@ -728,25 +733,21 @@ TEST_F(RunCommandTest, ValidateChecksTheClusterProfileAndThePlacementOnIt) {
   // A node that fits not even the coordinator: said of a job of one too, in
   // plan's words (a user's trial found nothing said of one, and a team told
   // the coordinator fitted where plan said it fitted nowhere).
-  std::ofstream(dir_ / "none.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
-                                       "metadata: {name: none}\nspec: {nodes: [{name: a, memory: 2Mi}]}\n";
-  Outcome nowhere = Execute({"validate", examples / "fashion-mnist.yaml", "--nodes", dir_ / "none.yaml"});
+  Outcome nowhere =
+      Execute({"validate", examples / "fashion-mnist.yaml", "--nodes", profile("none", "[{name: a, memory: 2Mi}]")});
   EXPECT_EQ(nowhere.exit, 0) << nowhere.stderr_text;
   EXPECT_NE(nowhere.stderr_text.find("would not be placed on these nodes on a cluster (0/1 nodes fit the coordinator: "
                                      "1 insufficient memory; edgetrain plan --nodes says the same)"),
             std::string::npos)
       << nowhere.stderr_text;
 
-  std::ofstream(dir_ / "tiny.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
-                                       "metadata: {name: tiny}\nspec: {nodes: [{name: only}]}\n";
-  Outcome small = Execute({"validate", examples / "robot-team.yaml", "--nodes", dir_ / "tiny.yaml"});
+  Outcome small = Execute({"validate", examples / "robot-team.yaml", "--nodes", profile("tiny", "[{name: only}]")});
   EXPECT_EQ(small.exit, 2);
   EXPECT_NE(small.stderr_text.find("the cluster profile tiny has 1 node(s) for 4 workers"), std::string::npos)
       << small.stderr_text;
 
-  std::ofstream(dir_ / "broken.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
-                                         "metadata: {name: broken}\nspec: {nodes: [{name: a, compute: {slowdown: 0}}]}\n";
-  Outcome broken = Execute({"validate", examples / "fashion-mnist.yaml", "--nodes", dir_ / "broken.yaml"});
+  Outcome broken = Execute({"validate", examples / "fashion-mnist.yaml", "--nodes",
+                            profile("broken", "[{name: a, compute: {slowdown: 0}}]")});
   EXPECT_EQ(broken.exit, 2);
   EXPECT_NE(broken.stderr_text.find("spec.nodes[0].compute.slowdown"), std::string::npos) << broken.stderr_text;
 }

@@ -104,10 +104,24 @@ class TorchScriptTrainer final : public Trainer {
       module_.eval();
       std::vector<int64_t> batch = {2};
       batch.insert(batch.end(), sample_shape_.begin(), sample_shape_.end());
-      out = module_.forward({torch::zeros(batch)}).toTensor();
+      const c10::IValue returned = module_.forward({torch::zeros(batch)});
+      // Said as what it returned, not as a forward that failed (a user's
+      // module returning (logits, features) read "its forward fails").
+      if (!returned.isTensor()) {
+        return InvalidArgumentError(std::string(kModel) + ": its forward returns a " + returned.tagKind() +
+                                    ", expected one tensor of logits: return the logits alone (a wrapper module "
+                                    "whose forward picks them out of what it returns, scripted, will do)");
+      }
+      out = returned.toTensor();
     } catch (const std::exception& e) {
+      // A forward of several inputs: edgetrain passes one, a batch of samples.
+      const std::string why = Reason(e);
+      const std::string hint = why.find("missing value for argument") != std::string::npos
+                                   ? " (edgetrain calls forward with one tensor, a batch of samples: a module of "
+                                     "several inputs needs a wrapper that takes one)"
+                                   : "";
       return InvalidArgumentError(std::string(kModel) + ": its forward fails on a batch of the data's samples, of shape " +
-                                  ShapeText(sample_shape_) + ": " + Reason(e));
+                                  ShapeText(sample_shape_) + ": " + why + hint);
     }
     if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes_) {
       return InvalidArgumentError(std::string(kModel) + ": its output for a batch of 2 is " + ShapeText(out.sizes()) +

@@ -117,6 +117,10 @@ TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField
       {"fashion_input.pt", "spec.model.torchscript: its forward fails on a batch of the data's samples, of shape [1, 8, 8]: RuntimeError: mat1 and mat2"},
       {"five_classes.pt", "spec.model.torchscript: its output for a batch of 2 is [2, 5], expected [2, 10]"},
       {"long_output.pt", "spec.model.torchscript: its output is Long, expected float32 logits"},
+      {"tuple_output.pt", "spec.model.torchscript: its forward returns a Tuple, expected one tensor of logits: return "
+                          "the logits alone"},
+      {"two_inputs.pt", "(edgetrain calls forward with one tensor, a batch of samples: a module of several inputs "
+                        "needs a wrapper that takes one)"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.file);

@@ -55,6 +55,30 @@ class RaisesOnThree(nn.Module):
         return self.layers(x)
 
 
+class Features(nn.Module):
+    """Returns its features beside the logits, as a module written to be
+    probed does: not the one tensor of logits edgetrain trains."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+
+    def forward(self, x):
+        logits = self.layers(x)
+        return logits, x.flatten(1)
+
+
+class TwoInputs(nn.Module):
+    """Takes a second input edgetrain does not give."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+
+    def forward(self, x, mask):
+        return self.layers(x * mask)
+
+
 def main(out):
     torch.manual_seed(0)
     save = lambda module, name: torch.jit.save(torch.jit.script(module), os.path.join(out, name))
@@ -64,6 +88,8 @@ def main(out):
     save(TwoPaths(64, 10), "two_paths.pt")
     save(WholeNumbers(64, 10), "long_output.pt")
     save(RaisesOnThree(64, 10), "raises_on_three.pt")
+    save(Features(64, 10), "tuple_output.pt")
+    save(TwoInputs(64, 10), "two_inputs.pt")
     # Scripted after other Sequentials, its class is saved as
     # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
     save(nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16), nn.ReLU()), nn.Linear(16, 10)), "nested.pt")
