@@ -169,7 +169,9 @@ class TorchScriptTrainer final : public Trainer {
       const agent::Forward forward = Forward();
       for (int64_t start = 0; start < samples.size(); start += n) {
         const int64_t count = std::min(n, samples.size() - start);
-        if (count < 2 && start > 0) break;  // a batch norm takes no batch of one in training
+        // Whole batches, as the job trains on: a short last one may be of one
+        // sample, which a batch norm refuses in training.
+        if (count < n && start > 0) break;
         samples.CopySamples(start, count, features.data());
         (void)forward(features.data(), count);
       }
