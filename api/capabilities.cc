@@ -159,12 +159,8 @@ const std::vector<Capability>& Capabilities() {
       // A user's own model and data. In a cluster the files a manifest names
       // relatively are in spec.data.volume, or a small model in a ConfigMap
       // (ResolveClusterPaths); the operator has an agent load the module to
-      // learn its size before it places the team (docs/operator.md), which
-      // edgetrain plan, with no cluster, cannot.
-      {"spec.model.torchscript", Effect::kRefuse, {Runner::kPlanning},
-       [](const JobSpec& s, const Json&) { return s.model.kind == ModelKind::kTorchScript; },
-       "cannot be planned without a cluster: the operator has an agent load the module to learn its cost "
-       "(status.modelCheck) before it places the team"},
+      // learn its size before it places the team (docs/operator.md), and
+      // edgetrain plan has one do so on its machine (cli/plan_command.cc).
       {"spec.data.volume", Effect::kRefuse, {Runner::kKubernetes},
        [](const JobSpec& s, const Json& raw) {
          return Written(raw, "spec.data.volume").is_null() && !RelativeDataPaths(s).empty();

@@ -5,6 +5,23 @@
 
 namespace edgetrain::cli {
 
+namespace {
+
+// The agent's result, or its failure in its own words: InvalidArgument when
+// it refused the input (exit 2).
+StatusOr<nlohmann::json> ResultOf(const std::string& agent, const std::string& command, const AgentAnswer& answer) {
+  if (answer.exit == kExitOk && answer.result.is_object()) return answer.result;
+  const std::string why = answer.result.is_object() ? answer.result.value("error", "") : "";
+  if (why.empty()) {
+    return InternalError(agent + " " + command + " exited (status " + std::to_string(answer.exit) +
+                         ") without a result");
+  }
+  const std::string said = agent + " " + command + ": " + why;
+  return answer.exit == kExitInvalid ? InvalidArgumentError(said) : InternalError(said);
+}
+
+}  // namespace
+
 StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& request) {
   const std::string agent = request.agent_binary.empty() ? AgentBeside() : request.agent_binary;
   std::vector<std::string> command = {agent, "profile-layers", "--model=" + request.model.dump(),
@@ -17,20 +34,29 @@ StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& reques
   if (!profiled.ok()) {
     return profiled.status().WithContext("measuring the model's layers (pass --agent PATH to name the agent binary)");
   }
-  const int exit = profiled->exit;
-  if (exit == kExitOk && profiled->result.is_object()) {
-    const std::string result = profiled->result.dump();
-    ProfiledModel model;
-    EDGETRAIN_ASSIGN_OR_RETURN(model.layers, DecodeLayerCosts(result));
-    EDGETRAIN_ASSIGN_OR_RETURN(model.transport, DecodeTransportCost(result));
-    return model;
+  EDGETRAIN_ASSIGN_OR_RETURN(nlohmann::json result, ResultOf(agent, "profile-layers", *profiled));
+  ProfiledModel model;
+  EDGETRAIN_ASSIGN_OR_RETURN(model.layers, DecodeLayerCosts(result.dump()));
+  EDGETRAIN_ASSIGN_OR_RETURN(model.transport, DecodeTransportCost(result.dump()));
+  return model;
+}
+
+StatusOr<ModelSize> CheckJobModule(const api::TrainingJobManifest& job, const std::string& agent_binary) {
+  const std::string agent = agent_binary.empty() ? AgentBeside() : agent_binary;
+  nlohmann::json data = job.object["spec"]["data"];
+  data["batchSize"] = job.spec.data.batch_size;
+  auto checked = AskAgent({agent, "check-model", "--model=" + job.object["spec"]["model"].dump(), "--data=" + data.dump()},
+                          AgentThreadsEnv(1));
+  if (!checked.ok()) {
+    return checked.status().WithContext("checking the module (pass --agent PATH to name the agent binary)");
   }
-  const std::string why = profiled->result.is_object() ? profiled->result.value("error", "") : "";
-  if (why.empty()) {
-    return InternalError(agent + " profile-layers exited (status " + std::to_string(exit) + ") without a result");
+  EDGETRAIN_ASSIGN_OR_RETURN(nlohmann::json result, ResultOf(agent, "check-model", *checked));
+  const auto parameters = result.find("parameters"), multiply_adds = result.find("multiplyAdds");
+  if (parameters == result.end() || !parameters->is_number_integer() || multiply_adds == result.end() ||
+      !multiply_adds->is_number_integer()) {
+    return InternalError(agent + " check-model gave no size: " + result.dump());
   }
-  const std::string said = agent + " profile-layers: " + why;
-  return exit == kExitInvalid ? InvalidArgumentError(said) : InternalError(said);
+  return ModelSize{parameters->get<int64_t>(), multiply_adds->get<int64_t>()};
 }
 
 StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,

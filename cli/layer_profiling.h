@@ -12,6 +12,7 @@
 #include "api/trainingjob.h"
 #include "core/job_spec.h"
 #include "core/layer_cost.h"
+#include "core/step_cost.h"
 #include "core/status.h"
 
 namespace edgetrain::cli {
@@ -45,5 +46,11 @@ StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& reques
 // threads its agents compute with: what the planner plans with.
 StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
                                                   int threads = 1);
+
+// A job's TorchScript module loaded and checked by the agent as the
+// operator's check pod does (`edgetrain-agent check-model`), on this
+// machine: its size, which placement ranks nodes by (core/step_cost.h).
+// InvalidArgument, in the agent's words, for a module it refuses.
+StatusOr<ModelSize> CheckJobModule(const api::TrainingJobManifest& job, const std::string& agent_binary);
 
 }  // namespace edgetrain::cli

@@ -22,6 +22,7 @@
 #include "core/pipeline_planner.h"
 #include "core/pipeline_problem.h"
 #include "operator/controller/cluster_view.h"
+#include "operator/controller/stage_plan.h"
 #include "operator/kube/kube_config.h"
 #include "operator/kube/rest_kube_client.h"
 
@@ -233,10 +234,15 @@ std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vecto
 }
 
 // How a pipeline, hybrid or auto job would split the model over the nodes
-// placement chose, its layers measured by the agent at the job's batch size.
+// placement chose, its layers measured by the agent at the job's batch size
+// (`measured`, when they were already, to size a module for placement).
 StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const TeamPlacement& placement,
-                                          const std::vector<NodeView>& nodes, const std::string& agent) {
-  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent));
+                                          const std::vector<NodeView>& nodes, const std::string& agent,
+                                          std::optional<ProfiledModel> timed) {
+  if (!timed) {
+    EDGETRAIN_ASSIGN_OR_RETURN(timed, ProfileJobLayers(job, agent));
+  }
+  ProfiledModel& measured = *timed;
   PlannedPipeline planned;
   EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes),
                                                                 std::move(measured.layers), measured.transport));
@@ -324,17 +330,45 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       nodes.push_back(*view);
     }
   }
-  StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{});
+  const int batch = job.spec.data.batch_size;
+  // A job that splits its model is planned on the nodes its team was given.
+  const bool pipeline_job = job.spec.parallelism.mode != ParallelismMode::kDataParallel;
+  // A user's module is sized by the agent here, as the operator's check pod
+  // sizes it there, before placement ranks nodes by its step: a pipeline's
+  // from its layers, timed once for both (plan had refused every such job,
+  // where run measured the same module: a user's trial).
+  std::optional<ProfiledModel> timed;
+  std::optional<ModelSize> size;
+  if (job.spec.model.kind == ModelKind::kTorchScript) {
+    err << "measuring the module on this machine, as the operator's check pod would\n";
+    Status measured = Status::Ok();
+    if (pipeline_job) {
+      StatusOr<ProfiledModel> layers = ProfileJobLayers(job, options.agent_binary);
+      if (layers.ok()) {
+        size = operator_::SizeOfLayers(layers->layers, batch, /*timed_on=*/nullptr);
+        timed = std::move(*layers);
+      }
+      measured = layers.status();
+    } else {
+      StatusOr<ModelSize> checked = CheckJobModule(job, options.agent_binary);
+      if (checked.ok()) size = *checked;
+      measured = checked.status();
+    }
+    if (!measured.ok()) {
+      err << "error: " << options.manifest_path << ": " << measured.message() << "\n";
+      return ExitCodeFor(measured);
+    }
+  }
+  StatusOr<TeamRequest> request = api::TeamRequestOf(job, api::PodDefaults{}, size);
   if (!request.ok()) {
     err << "error: " << options.manifest_path << ": " << request.status().message() << "\n";
     return kExitInvalid;
   }
   const TeamPlacement placement = PlaceTeam(nodes, *request);
-  const int batch = job.spec.data.batch_size;
-  // A job that splits its model is planned on the nodes its team was given.
-  const bool pipeline_job = job.spec.parallelism.mode != ParallelismMode::kDataParallel;
   std::optional<StatusOr<PlannedPipeline>> pipeline;
-  if (pipeline_job && placement.placed) pipeline = PlanPipelineJob(job, placement, nodes, options.agent_binary);
+  if (pipeline_job && placement.placed) {
+    pipeline = PlanPipelineJob(job, placement, nodes, options.agent_binary, std::move(timed));
+  }
   const bool planned = pipeline && pipeline->ok();
   const std::vector<AloneOnNode> alone =
       planned ? AloneOnEachNode(job.spec, (*pipeline)->problem, nodes) : std::vector<AloneOnNode>{};

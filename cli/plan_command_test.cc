@@ -1,5 +1,6 @@
 #include "cli/plan_command.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -55,6 +56,38 @@ class PlanCommandTest : public ::testing::Test {
   const fs::path vgg_ = kSource / "examples/vgg-pipeline.yaml";
   const fs::path uneven_site_ = kSource / "examples/nodes/pipeline-10-5-2-1.yaml";
 };
+
+// A user's module is measured by the agent here, as the operator's check pod
+// would on a node, and placed by its size; a pipeline's by its layers, timed
+// once for placement and stages (plan had refused every such job: a user's
+// trial).
+TEST_F(PlanCommandTest, AUsersModuleIsMeasuredHereAndPlaced) {
+  const std::string script = "import torch\nfrom torch import nn\n"
+                             "m = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))\n"
+                             "torch.jit.save(torch.jit.script(m), '" + (dir_ / "net.pt").string() + "')\n";
+  Write("make.py", script);
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make.py").string()).c_str()), 0);
+  for (const std::string mode : {"dataParallel", "auto"}) {
+    SCOPED_TRACE(mode);
+    const fs::path job = Write("own-" + mode + ".yaml",
+                               "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: own}\nspec:\n"
+                               "  model: {torchscript: {path: net.pt}}\n  data: {dataset: digits}\n"
+                               "  parallelism: {mode: " + mode + ", workers: 2}\n");
+    const Printed plan = Plan(job, site_, /*json=*/true);
+    ASSERT_EQ(plan.code, 0) << plan.err;
+    EXPECT_NE(plan.err.find("measuring the module on this machine, as the operator's check pod would"),
+              std::string::npos)
+        << plan.err;
+    const nlohmann::json doc = nlohmann::json::parse(plan.out);
+    EXPECT_TRUE(doc["placed"].get<bool>()) << doc.dump();
+    EXPECT_EQ(doc.contains("pipeline"), mode == "auto") << doc.dump();
+  }
+  // A module the agent refuses is the manifest's fault, in the agent's words.
+  Write("net.pt", "not a module");
+  const Printed refused = Plan(dir_ / "own-dataParallel.yaml", site_, /*json=*/false);
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("is not a TorchScript module"), std::string::npos) << refused.err;
+}
 
 // The agent measures the layers on this machine, so timings and with them the
 // plan vary from run to run: these tests hold what is shown, not its numbers
