@@ -158,7 +158,7 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
   out << "ideal: " << WithThousands(std::llround(choice.ideal_samples_per_s))
       << " samples/s, every device computing all the time and nothing else\n\n";
   if (choice.asked == ParallelismMode::kAuto) {
-    out << "auto picks " << NameOf(choice.chosen) << ": " << choice.reason << "\n";
+    out << HowChosen(choice) << ": " << choice.reason << "\n";
   } else {
     out << "mode " << asked;
     if (choice.plan_mode != choice.asked) out << " (its best plan shaped as " << NameOf(choice.plan_mode) << ")";

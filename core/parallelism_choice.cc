@@ -116,6 +116,12 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
 }
 
 std::string HowChosen(const ParallelismChoice& choice) {
+  // One stage on one device is a pipeline by the modes' names, and read as a
+  // split where nothing was split (users' trials): said as what it is.
+  const std::vector<PipelineStage>& stages = choice.planned.plan.stages;
+  if (choice.asked == ParallelismMode::kAuto && choice.chosen == ParallelismMode::kPipeline && stages.size() == 1) {
+    return "auto picks one device (the whole model as one stage)";
+  }
   if (choice.asked == ParallelismMode::kAuto) return "auto picks " + std::string(NameOf(choice.chosen));
   std::string said = std::string(NameOf(choice.asked)) + " as asked";
   if (choice.plan_mode != choice.asked) said += " (planned as " + std::string(NameOf(choice.plan_mode)) + ")";

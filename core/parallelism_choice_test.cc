@@ -85,7 +85,10 @@ TEST(ParallelismChoiceTest, HowChosenNamesThePlanByItsShape) {
   ParallelismChoice choice;
   choice.asked = ParallelismMode::kAuto;
   choice.chosen = ParallelismMode::kPipeline;
+  choice.planned.plan.stages = {{0, 3, {0}}, {3, 6, {1}}};
   EXPECT_EQ(HowChosen(choice), "auto picks pipeline");
+  choice.planned.plan.stages = {{0, 6, {0}}};
+  EXPECT_EQ(HowChosen(choice), "auto picks one device (the whole model as one stage)") << "nothing split";
   choice.asked = ParallelismMode::kHybrid;
   choice.plan_mode = ParallelismMode::kHybrid;
   EXPECT_EQ(HowChosen(choice), "hybrid as asked");
