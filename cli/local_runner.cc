@@ -561,6 +561,24 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     }
     return kExitInterrupted;
   }
+  // A run that resumes goes on along its devices' traces from where the last
+  // left them, not from their start (GoneOnFor, core/job_plan.h).
+  if (!options.fresh) {
+    const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
+    if (kept.ok() && kept->has_value() && !(*kept)->complete && (*kept)->elapsed_s > 0) {
+      const double elapsed_s = (*kept)->elapsed_s;
+      bool traced = false;
+      for (WorkerSlot& slot : plan.job.workers) {
+        traced = traced || slot.link || !slot.slowdown_changes.empty();
+        slot = GoneOnFor(std::move(slot), elapsed_s);
+      }
+      for (WorkerSlot& slot : plan.devices) slot = GoneOnFor(std::move(slot), elapsed_s);
+      if (traced) {
+        err << "note: the devices' links and compute changes go on from " << Fixed(elapsed_s, 1)
+            << " s into their traces, where the run it resumes left them\n";
+      }
+    }
+  }
   RemoveLeftovers(err);
   // Before the agents, so that a missing prometheus or a port in use fails the
   // run before it trains.

@@ -8,6 +8,27 @@ namespace edgetrain {
 
 using Json = nlohmann::json;
 
+WorkerSlot GoneOnFor(WorkerSlot slot, double elapsed_s) {
+  if (!(elapsed_s > 0)) return slot;
+  if (slot.link) {
+    slot.link->offset_s += elapsed_s;
+    // What is left of a silence from the start; one that began later is not
+    // known here, and the note it gave is said before the run.
+    slot.link->silent_until_s = std::max(0.0, slot.link->silent_until_s - elapsed_s);
+  }
+  std::vector<SlowdownChange> ahead;
+  for (SlowdownChange change : slot.slowdown_changes) {
+    change.at_s -= elapsed_s;
+    if (change.at_s > 0) {
+      ahead.push_back(change);
+    } else {
+      slot.slowdown = change.slowdown;  // already in force; changes come in time order
+    }
+  }
+  slot.slowdown_changes = std::move(ahead);
+  return slot;
+}
+
 int64_t SlotSince(const JobPlan& plan, int rank) {
   for (const WorkerSlot& w : plan.workers) {
     if (w.rank == rank && w.since_generation > 0) return std::min(w.since_generation, plan.generation);

@@ -95,6 +95,13 @@ struct JobPlan {
 // The oldest plan generation whose worker may hold rank `rank`'s slot.
 int64_t SlotSince(const JobPlan& plan, int rank);
 
+// `slot` for a run that resumes a job `elapsed_s` seconds of training in: its
+// link's trace and its compute changes go on from there, as the device's own
+// would, rather than from their start. A resumed robot team put robot-4 back
+// into the dip its link has from the 5th to the 30th second, run after run:
+// 28 batches where an uninterrupted run trained 764 (a user's trial).
+WorkerSlot GoneOnFor(WorkerSlot slot, double elapsed_s);
+
 // Which stage of `layout` holds `rank`; NotFound when none does (a device the
 // plan leaves out).
 StatusOr<int> StageOfRank(const PipelineLayout& layout, int rank);

@@ -101,6 +101,25 @@ TEST(JobPlanTest, AutoOfOneWorkerIsAJobOfOne) {
   EXPECT_EQ(two->parallelism.mode, ParallelismMode::kAuto);
 }
 
+// A resumed run's devices go on along their traces from where the run left
+// them: the link's trace further in, the compute changes already past in
+// force, those ahead nearer.
+TEST(JobPlanTest, AResumedSlotGoesOnAlongItsTraces) {
+  WorkerSlot slot;
+  slot.slowdown = 2;
+  slot.link = LinkSpec{"/t.csv", 60, 1, false, 30, 25};
+  slot.slowdown_changes = {{10, 4}, {40, 8}};
+  const WorkerSlot on = GoneOnFor(slot, 15);
+  EXPECT_EQ(on.link->offset_s, 75);
+  EXPECT_EQ(on.link->silent_until_s, 10) << "what is left of its silence from the start";
+  EXPECT_EQ(on.slowdown, 4) << "the change at 10 s is in force";
+  ASSERT_EQ(on.slowdown_changes.size(), 1u);
+  EXPECT_EQ(on.slowdown_changes[0].at_s, 25);
+  EXPECT_EQ(on.slowdown_changes[0].slowdown, 8);
+  EXPECT_EQ(GoneOnFor(slot, 0).link->offset_s, 60) << "a fresh run starts where the profile says";
+  EXPECT_EQ(GoneOnFor(slot, 50).slowdown, 8);
+}
+
 TEST(JobPlanTest, DecodesAVggAndItsWidths) {
   auto spec = DecodeJobSpec(SpecWithModel(R"({"name": "vgg", "widths": [8, 8, 16, 16]})"));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
