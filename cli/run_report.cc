@@ -355,6 +355,12 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
         << (given ? "% of the cost model's predicted " : "% of the plan's predicted ")
         << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s";
     if (paused) out << " (its " << Fixed(p.evaluation_s, p.evaluation_s < 0.1 ? 2 : 1) << " s of evaluations left out)";
+  } else if (predicted_samples_per_s > 0 && p.resumed_from_iteration) {
+    // Said, not compared: the line had gone missing from resumed runs alone
+    // (a new user's trial).
+    out << (given ? "; the cost model predicted " : "; the plan predicted ")
+        << WithThousands(std::llround(predicted_samples_per_s))
+        << " samples/s (not compared: a resumed run's rate spans the runs before it)";
   }
   out << "\n";
   // Stopped before its first step: a table of zeros says nothing the plan,

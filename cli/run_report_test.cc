@@ -501,6 +501,15 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                               "left out)\n"),
             std::string::npos)
       << paused;
+  // A resumed run's rate spans the runs before it: the prediction is said,
+  // not compared (the line had gone from resumed runs: a new user's trial).
+  JobProgress resumed = evaluated;
+  resumed.resumed_from_iteration = 500;
+  const std::string again = Summary(plan, resumed);
+  EXPECT_NE(again.find("  2 stages, 8 micro-batches a step; the plan predicted 1,468 samples/s (not compared: a "
+                       "resumed run's rate spans the runs before it)\n"),
+            std::string::npos)
+      << again;
   // A device of a group covered by its group as well: no step run again for it.
   JobProgress covered = p;
   covered.replays->count = 2;
