@@ -392,8 +392,20 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     const int workers = job.spec.parallelism.workers;
     out << job.name << " on " << site << " (" << nodes.size() << (nodes.size() == 1 ? " node): " : " nodes): ")
         << (request->solo ? "a job of one, trained by its coordinator"
-                          : "a coordinator and " + std::to_string(workers) + " workers")
-        << "\n\n";
+                          : "a coordinator and " + std::to_string(workers) + " workers");
+    // The team is placed first, then the pipeline planned over its devices,
+    // and it may leave some out: said here, where "4 workers" read as four
+    // that train beside the plan's "left out" below (a new user's trial).
+    if (planned) {
+      int training = 0;
+      for (const PipelineStage& stage : PlanToRun((*pipeline)->choice).stages) {
+        training += static_cast<int>(stage.devices.size());
+      }
+      if (training < workers) {
+        out << " placed; the plan below trains on " << training << " of their devices";
+      }
+    }
+    out << "\n\n";
     PrintTable(placement, nodes, batch, alone, request->minimise_energy, out);
     if (!alone.empty()) {
       out << "SAMPLES/S and mJ/SAMPLE: the whole model on that device alone, by the planner's cost model over the "
