@@ -235,7 +235,7 @@ std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vecto
 
 // How a pipeline, hybrid or auto job would split the model over the nodes
 // placement chose, its layers measured by the agent at the job's batch size
-// (`measured`, when they were already, to size a module for placement).
+// (`timed`, when they were already, to size a module for placement).
 StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const TeamPlacement& placement,
                                           const std::vector<NodeView>& nodes, const std::string& agent,
                                           std::optional<ProfiledModel> timed) {
