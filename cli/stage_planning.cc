@@ -95,7 +95,8 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   // What the plan is, not which object holds it: the planner's best may itself
   // be one stage on every device.
   if (choice && ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
-    out += " against data parallelism's " + per_s(choice->data_parallel) + " on the same devices and links";
+    out += " against data parallelism's " + per_s(choice->data_parallel) +
+           " as a pipeline runs it, on the same devices and links";
     // A faster prediction that cannot run: why auto chose the slower (it
     // read as auto picking against its own rule: a user's trial).
     if (!choice->data_parallel.cost.fits) out += ", which does not fit: " + choice->data_parallel.cost.misfit;

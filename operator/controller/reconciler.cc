@@ -1044,9 +1044,15 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
         }
         // Written first, placed on the next pass, as a module's size is.
         pass.status["modelCheck"] = LayersCheckStatus(check, result.layers, result.transport, result.node);
-        const std::string message = "the model's " + std::to_string(result.layers.size()) + " layers were timed" +
-                                    (result.node.empty() ? "" : " on " + result.node) +
-                                    ": the pipeline planner cuts them into stages once the team's nodes are chosen";
+        // A module taken whole is one layer no plan cuts: said so, not "its 1
+        // layers ... cut into stages" (a user's trial).
+        const bool whole = result.layers.size() == 1 && !result.layers[0].cannot_cut.empty();
+        const std::string on = result.node.empty() ? "" : " on " + result.node;
+        const std::string message =
+            whole ? "the module was timed whole" + on + ", as one layer (" + result.layers[0].cannot_cut +
+                        "): the planner runs it whole once the team's nodes are chosen"
+                  : "the model's " + std::to_string(result.layers.size()) + " layers were timed" + on +
+                        ": the pipeline planner cuts them into stages once the team's nodes are chosen";
         pass.Set(condition::kPlaced, false, checking, message);
         events_.Record(pass.object, "Normal", reason::kLayersTimed, message);
         log_.Job(pass.key, reason::kLayersTimed, message);

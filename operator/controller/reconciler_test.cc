@@ -2045,6 +2045,8 @@ TEST_F(ReconcilerTest, AModuleTimedWholeIsInvalidAsAPipelineAndRunsWholeUnderAut
         << (*placed)["message"];
     EXPECT_EQ(status["modelCheck"]["layers"][0]["cannotCut"],
               "/model/net.pt is a TwoPaths, whose forward may use its children in any order");
+    EXPECT_NE(log_text_.str().find("reason=LayersTimed the module was timed whole"), std::string::npos)
+        << "not its \"1 layers\" cut into stages";
   }
 }
 
