@@ -81,7 +81,7 @@ StatusOr<std::optional<StreamRate>> StreamRateOf(const JobPlan& plan, int rank) 
   auto text = ReadWholeFile(slot->stream->trace_path);
   if (!text.ok()) return FailedPreconditionError("worker " + std::to_string(rank) + "'s stream: " + text.status().message());
   EDGETRAIN_ASSIGN_OR_RETURN(StreamRate rate, StreamRate::Parse(*text, slot->stream->trace_path));
-  return std::optional<StreamRate>(std::move(rate));
+  return std::optional<StreamRate>(rate.From(slot->stream->offset_s));
 }
 
 bool KernelShaped(const JobPlan& plan, int rank) {

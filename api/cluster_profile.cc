@@ -163,11 +163,11 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       if (s.contains("rateTrace")) {
         EDGETRAIN_ASSIGN_OR_RETURN(
             TraceFile trace, ReadTrace(base, s["rateTrace"].get<std::string>(), where + ".stream.rateTrace"));
-        node.stream = StreamSource{0, trace.path};
+        node.stream = StreamSource{0, trace.path, 0};
         auto parsed = StreamRate::Parse(trace.text, trace.path);
         if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
       } else {
-        node.stream = StreamSource{s["ratePerSecond"].get<double>(), ""};
+        node.stream = StreamSource{s["ratePerSecond"].get<double>(), "", 0};
       }
     }
     profile.nodes.push_back(std::move(node));

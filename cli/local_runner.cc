@@ -569,12 +569,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       const double elapsed_s = (*kept)->elapsed_s;
       bool traced = false;
       for (WorkerSlot& slot : plan.job.workers) {
-        traced = traced || slot.link || !slot.slowdown_changes.empty();
+        traced = traced || slot.link || !slot.slowdown_changes.empty() ||
+                 (slot.stream && !slot.stream->trace_path.empty());
         slot = GoneOnFor(std::move(slot), elapsed_s);
       }
       for (WorkerSlot& slot : plan.devices) slot = GoneOnFor(std::move(slot), elapsed_s);
       if (traced) {
-        err << "note: the devices' links and compute changes go on from " << Fixed(elapsed_s, 1)
+        err << "note: the devices' links, streams and compute changes go on from " << Fixed(elapsed_s, 1)
             << " s into their traces, where the run it resumes left them\n";
       }
     }

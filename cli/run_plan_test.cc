@@ -153,8 +153,8 @@ TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
 
 TEST(RunPlanTest, AStreamWithoutRatesTakesEachWorkersFromItsNode) {
   ClusterProfile robots = Robots(2);
-  robots.nodes[0].stream = StreamSource{22, ""};
-  robots.nodes[1].stream = StreamSource{0, "/traces/rate.csv"};
+  robots.nodes[0].stream = StreamSource{22, "", 0};
+  robots.nodes[1].stream = StreamSource{0, "/traces/rate.csv", 0};
   auto plan = PlanLocalRun(Job("{model: {name: mlp}, data: {dataset: digits, stream: {}}, parallelism: {workers: 2}}"),
                            robots, Options(), kCwd, kThisMachine);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

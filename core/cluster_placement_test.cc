@@ -30,7 +30,7 @@ class Node {
   Node& Cpu(const std::string& q) { view_.allocatable.cpu_millis = *ParseQuantityMillis(q); return *this; }
   Node& Busy(const std::string& cpu) { view_.bound.cpu_millis = *ParseQuantityMillis(cpu); view_.bound.pods = 1; return *this; }
   Node& Gpus(int n) { view_.allocatable.AddOther("nvidia.com/gpu", n * 1000); return *this; }
-  Node& Streams(double per_second) { view_.emulated_stream = StreamSource{per_second, ""}; return *this; }
+  Node& Streams(double per_second) { view_.emulated_stream = StreamSource{per_second, "", 0}; return *this; }
   Node& Watts(double compute, double communicate) {
     view_.power.compute_watts = compute;
     view_.power.communicate_watts = communicate;

@@ -38,6 +38,9 @@ struct LinkSpec {
 struct StreamSource {
   double per_second = 0;   // the constant rate, when trace_path is empty
   std::string trace_path;  // absolute; CSV `seconds,samples_per_s` (core/stream_rate.h)
+  // Seconds into the trace the stream starts at: a resumed run's goes on
+  // where the run it resumes left it (GoneOnFor, core/job_plan.h).
+  double offset_s = 0;
 };
 
 // Watts in each state, for the energy model. The defaults approximate a Jetson

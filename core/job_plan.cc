@@ -16,6 +16,7 @@ WorkerSlot GoneOnFor(WorkerSlot slot, double elapsed_s) {
     // known here, and the note it gave is said before the run.
     slot.link->silent_until_s = std::max(0.0, slot.link->silent_until_s - elapsed_s);
   }
+  if (slot.stream && !slot.stream->trace_path.empty()) slot.stream->offset_s += elapsed_s;
   std::vector<SlowdownChange> ahead;
   for (SlowdownChange change : slot.slowdown_changes) {
     change.at_s -= elapsed_s;
@@ -103,6 +104,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
     if (w.stream) {
       slot["stream"] = w.stream->trace_path.empty() ? Json{{"ratePerSecond", w.stream->per_second}}
                                                     : Json{{"rateTrace", w.stream->trace_path}};
+      if (w.stream->offset_s > 0) slot["stream"]["rateTraceOffsetSeconds"] = w.stream->offset_s;
     }
     workers.push_back(slot);
   }
@@ -188,7 +190,8 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       }
       if (w.contains("stream")) {
         const Json& s = w["stream"];
-        slot.stream = StreamSource{s.value("ratePerSecond", 0.0), s.value("rateTrace", std::string())};
+        slot.stream = StreamSource{s.value("ratePerSecond", 0.0), s.value("rateTrace", std::string()),
+                                   s.value("rateTraceOffsetSeconds", 0.0)};
       }
       plan.workers.push_back(slot);
     }

@@ -96,8 +96,8 @@ struct JobPlan {
 int64_t SlotSince(const JobPlan& plan, int rank);
 
 // `slot` for a run that resumes a job `elapsed_s` seconds of training in: its
-// link's trace and its compute changes go on from there, as the device's own
-// would, rather than from their start. A resumed robot team put robot-4 back
+// link's trace, its stream's rate trace and its compute changes go on from
+// there, as the device's own would, rather than from their start. A resumed robot team put robot-4 back
 // into the dip its link has from the 5th to the 30th second, run after run:
 // 28 batches where an uninterrupted run trained 764 (a user's trial).
 WorkerSlot GoneOnFor(WorkerSlot slot, double elapsed_s);

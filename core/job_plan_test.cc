@@ -109,8 +109,10 @@ TEST(JobPlanTest, AResumedSlotGoesOnAlongItsTraces) {
   slot.slowdown = 2;
   slot.link = LinkSpec{"/t.csv", 60, 1, false, 30, 25};
   slot.slowdown_changes = {{10, 4}, {40, 8}};
+  slot.stream = StreamSource{0, "/rate.csv", 0};
   const WorkerSlot on = GoneOnFor(slot, 15);
   EXPECT_EQ(on.link->offset_s, 75);
+  EXPECT_EQ(on.stream->offset_s, 15) << "its stream's rate trace further in too";
   EXPECT_EQ(on.link->silent_until_s, 10) << "what is left of its silence from the start";
   EXPECT_EQ(on.slowdown, 4) << "the change at 10 s is in force";
   ASSERT_EQ(on.slowdown_changes.size(), 1u);
@@ -157,13 +159,15 @@ TEST(JobPlanTest, ASlotsStreamRoundTrips) {
   JobPlan plan = APlan("team");
   plan.workers = {WorkerSlot{}, WorkerSlot{}, WorkerSlot{}};
   for (int r = 0; r < 3; ++r) plan.workers[r].rank = r;
-  plan.workers[0].stream = StreamSource{22, ""};
-  plan.workers[1].stream = StreamSource{0, "/traces/rate.csv"};
+  plan.workers[0].stream = StreamSource{22, "", 0};
+  plan.workers[1].stream = StreamSource{0, "/traces/rate.csv", 12.5};  // a resumed run's, 12.5 s in
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   ASSERT_TRUE(decoded->workers[0].stream.has_value());
   EXPECT_EQ(decoded->workers[0].stream->per_second, 22);
   EXPECT_EQ(decoded->workers[1].stream->trace_path, "/traces/rate.csv");
+  EXPECT_EQ(decoded->workers[1].stream->offset_s, 12.5);
+  EXPECT_EQ(decoded->workers[0].stream->offset_s, 0);
   EXPECT_FALSE(decoded->workers[2].stream.has_value());
 }
 

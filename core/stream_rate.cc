@@ -31,6 +31,23 @@ StatusOr<StreamRate> StreamRate::Parse(std::string_view csv, const std::string& 
 
 double StreamRate::ArrivedBy(double seconds) const {
   if (seconds <= 0) return 0;
+  return TraceArrivedBy(seconds + offset_s_) - before_;
+}
+
+double StreamRate::WhenArrived(double samples) const {
+  if (samples <= 0) return 0;
+  return TraceWhenArrived(samples + before_) - offset_s_;
+}
+
+StreamRate StreamRate::From(double offset_s) const {
+  StreamRate rate = *this;
+  rate.offset_s_ = std::max(0.0, offset_s);
+  rate.before_ = TraceArrivedBy(rate.offset_s_);
+  return rate;
+}
+
+double StreamRate::TraceArrivedBy(double seconds) const {
+  if (seconds <= 0) return 0;
   const double cycles = std::floor(seconds / period_);
   const double local = seconds - cycles * period_;
   double arrived = cycles * per_period_;
@@ -41,7 +58,7 @@ double StreamRate::ArrivedBy(double seconds) const {
   return arrived;
 }
 
-double StreamRate::WhenArrived(double samples) const {
+double StreamRate::TraceWhenArrived(double samples) const {
   if (samples <= 0) return 0;
   if (per_period_ <= 0) return std::numeric_limits<double>::infinity();
   // Whole periods first, then step by step through the one it completes in.

@@ -35,12 +35,21 @@ class StreamRate {
   // Time-weighted mean over one period.
   double MeanPerSecond() const;
 
+  // The same stream begun `offset_s` seconds in (>= 0): a resumed run's,
+  // going on where the run it resumes left it.
+  StreamRate From(double offset_s) const;
+
  private:
   StreamRate() = default;
+  // Of the trace from its start, whatever the stream's own.
+  double TraceArrivedBy(double seconds) const;
+  double TraceWhenArrived(double samples) const;
 
   std::vector<CsvStep> steps_;  // value: samples a second
   double period_ = 1;
   double per_period_ = 0;       // samples over one period
+  double offset_s_ = 0;         // where in the trace the stream begins
+  double before_ = 0;           // samples of the trace before it: TraceArrivedBy(offset_s_)
 };
 
 }  // namespace edgetrain

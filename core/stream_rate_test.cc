@@ -36,6 +36,23 @@ TEST(StreamRateTest, ATraceHoldsEachRateUntilTheNextRowAndRepeats) {
   }
 }
 
+// A resumed run's stream goes on where the run it resumes left it: from 2.5 s
+// in, the pause first, then 4/s, then the next period's 10/s.
+TEST(StreamRateTest, AStreamBegunFurtherInGoesOnAlongItsTrace) {
+  auto trace = StreamRate::Parse("seconds,samples_per_s\n0,10\n2,0\n3,4\n", "walk.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const StreamRate rate = trace->From(2.5);
+  EXPECT_DOUBLE_EQ(rate.ArrivedBy(0.5), 0) << "in the pause";
+  EXPECT_DOUBLE_EQ(rate.ArrivedBy(1.5), 4);
+  EXPECT_DOUBLE_EQ(rate.ArrivedBy(2.5), 14) << "4 of the first period, 10 of the next";
+  EXPECT_DOUBLE_EQ(rate.WhenArrived(1), 0.75);
+  EXPECT_DOUBLE_EQ(rate.MeanPerSecond(), 6);
+  for (double n : {0.5, 7.0, 19.0, 23.0, 48.0}) {
+    EXPECT_NEAR(rate.ArrivedBy(rate.WhenArrived(n)), n, 1e-9) << n;
+  }
+  EXPECT_DOUBLE_EQ(trace->From(0).ArrivedBy(1), 10) << "from the start";
+}
+
 TEST(StreamRateTest, RefusesATraceThatIsNotOneOrNeverDelivers) {
   auto wrong_header = StreamRate::Parse("seconds,mbps\n0,1\n", "r.csv");
   ASSERT_FALSE(wrong_header.ok());

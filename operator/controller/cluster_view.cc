@@ -92,7 +92,7 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measure
     StatusOr<double> rate = Number(annotations, kEmulatedStreamRate);
     if (!rate.ok()) return rate.status();
     if (!(*rate > 0)) return InvalidArgumentError(std::string("annotation ") + kEmulatedStreamRate + " must be > 0");
-    view.emulated_stream = StreamSource{*rate, ""};
+    view.emulated_stream = StreamSource{*rate, "", 0};
   }
   // A measurement from the field, while fresh, says more than the declaration:
   // the slower direction bounds an exchange.
