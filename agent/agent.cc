@@ -164,8 +164,9 @@ void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriv
   // saved model's statistics are then of another pass over other batches.
   if (!s.plan.workers.empty() && s.trainer && s.trainer->HoldsBuffers()) {
     driver.Warn("the module holds buffers (a batch norm's running statistics, say), which only training moves: "
-                "the model a team or a pipeline evaluates and saves has them settled by a pass over 32 of its "
-                "batches of training samples before each evaluation, not those its workers' training reached");
+                "the model a team or a pipeline evaluates and saves has them settled by passes over 32 of its "
+                "batches of training samples before each evaluation and save, not those its workers' training "
+                "reached");
   }
   if (!s.plan.spec.data.files) return;
   if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {

@@ -192,6 +192,9 @@ struct CheckedRun {
   api::TrainingJobManifest job;
   std::optional<ClusterProfile> profile;
   LocalRunPlan plan;
+  // Run, not validate: a checkpoint to resume moves the devices along their
+  // traces (GoOnWhereTheRunLeft) before anything is said of them or planned.
+  bool to_run = false;
 };
 
 // A stream's folder that has nothing for a worker yet is not an error (the
@@ -330,6 +333,28 @@ static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std
   }
 }
 
+// A run that resumes goes on along its devices' traces from where the last
+// left them, not from their start (GoneOnFor, core/job_plan.h): before the
+// notes of what the links and compute do and before a pipeline is planned,
+// which a slowdown changed mid-run would otherwise plan wrong (found in
+// review).
+static void GoOnWhereTheRunLeft(const RunOptions& options, LocalRunPlan& plan, std::ostream& err) {
+  if (options.fresh) return;
+  const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
+  if (!kept.ok() || !kept->has_value() || (*kept)->complete || !((*kept)->elapsed_s > 0)) return;
+  const double elapsed_s = (*kept)->elapsed_s;
+  bool traced = false;
+  for (WorkerSlot& slot : plan.job.workers) {
+    traced = traced || slot.link || !slot.slowdown_changes.empty() || (slot.stream && !slot.stream->trace_path.empty());
+    slot = GoneOnFor(std::move(slot), elapsed_s);
+  }
+  for (WorkerSlot& slot : plan.devices) slot = GoneOnFor(std::move(slot), elapsed_s);
+  if (traced) {
+    err << "note: the devices' links, streams and compute changes go on from " << Fixed(elapsed_s, 1)
+        << " s into their traces, where the run it resumes left them\n";
+  }
+}
+
 int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   api::SupportCheck support;
   if (int code = LoadJob(options.manifest_path, err, checked.job, support); code != kExitOk) return code;
@@ -360,6 +385,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     return ExitCodeFor(planned.status());
   }
   checked.plan = std::move(*planned);
+  if (checked.to_run) GoOnWhereTheRunLeft(options, checked.plan, err);
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
   if (checked.profile) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
   // A drift the run will see and no prediction before it counts (a new
@@ -505,6 +531,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   RealClock clock;
   const TimePoint started = clock.Now();
   CheckedRun checked;
+  checked.to_run = true;
   const int checked_code = CheckRun(options, err, checked);
   job_name = checked.job.name;
   if (checked_code != kExitOk) return checked_code;
@@ -560,25 +587,6 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       out << JsonLine(job, plan, none, ToSeconds(clock.Now() - started)) << "\n" << std::flush;
     }
     return kExitInterrupted;
-  }
-  // A run that resumes goes on along its devices' traces from where the last
-  // left them, not from their start (GoneOnFor, core/job_plan.h).
-  if (!options.fresh) {
-    const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
-    if (kept.ok() && kept->has_value() && !(*kept)->complete && (*kept)->elapsed_s > 0) {
-      const double elapsed_s = (*kept)->elapsed_s;
-      bool traced = false;
-      for (WorkerSlot& slot : plan.job.workers) {
-        traced = traced || slot.link || !slot.slowdown_changes.empty() ||
-                 (slot.stream && !slot.stream->trace_path.empty());
-        slot = GoneOnFor(std::move(slot), elapsed_s);
-      }
-      for (WorkerSlot& slot : plan.devices) slot = GoneOnFor(std::move(slot), elapsed_s);
-      if (traced) {
-        err << "note: the devices' links, streams and compute changes go on from " << Fixed(elapsed_s, 1)
-            << " s into their traces, where the run it resumes left them\n";
-      }
-    }
   }
   RemoveLeftovers(err);
   // Before the agents, so that a missing prometheus or a port in use fails the

@@ -401,8 +401,11 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       for (const PipelineStage& stage : PlanToRun((*pipeline)->choice).stages) {
         training += static_cast<int>(stage.devices.size());
       }
-      if (training < workers) {
-        out << " placed; the plan below trains on " << training << " of their devices";
+      // Against the devices the workers were placed on, one a node: two
+      // workers on one node are one device to the planner (found in review).
+      const int devices = static_cast<int>(DevicesOf(placement, nodes).size());
+      if (training < devices) {
+        out << " placed; the plan below trains on " << training << " of their " << devices << " devices";
       }
     }
     out << "\n\n";

@@ -269,7 +269,12 @@ void Coordinator::Finish(FinalModel final) {
   }
 }
 
-Status Coordinator::SaveModel(const std::string& path) { return model_.SaveModel(path); }
+// Settled again: an interrupted run saves weights it did not evaluate
+// (Finish gave them), whose statistics were another model's (found in review).
+Status Coordinator::SaveModel(const std::string& path) {
+  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
+  return model_.SaveModel(path);
+}
 
 WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   WelcomeMessage m;

@@ -2588,6 +2588,11 @@ void PipelineHead::Finish(FinalModel final) {
   for (int r : connected) (void)SendTo(r, stop);
 }
 
-Status PipelineHead::SaveModel(const std::string& path) { return model_.SaveModel(path); }
+// Settled again: an interrupted run saves weights it did not evaluate
+// (Finish gave them), whose statistics were another model's (found in review).
+Status PipelineHead::SaveModel(const std::string& path) {
+  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
+  return model_.SaveModel(path);
+}
 
 }  // namespace edgetrain::agent

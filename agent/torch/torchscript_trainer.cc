@@ -3,6 +3,7 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <new>
 #include <sstream>
@@ -163,16 +164,44 @@ class TorchScriptTrainer final : public Trainer {
     if (!HoldsBuffers() || samples.size() == 0) return Status::Ok();
     try {
       torch::NoGradGuard no_grad;
-      module_.train();
+      // A scripted batch norm's momentum is a constant of its class, not an
+      // attribute to set for the while, as PyTorch's update_bn does. Of a
+      // momentum m the passes leave (1 - m)^passes of the statistics before
+      // (other weights'): enough passes, cycling over the samples, leave 1%,
+      // at most kMostPasses. A momentum of None averages every batch since
+      // num_batches_tracked was 0: reset, so that the average is of these
+      // weights' passes alone, not of every earlier settling's (found in
+      // review).
+      constexpr int64_t kMostPasses = 256;
+      constexpr double kLeftOfBefore = 0.01;
+      double slowest = 1;  // the least momentum of the module's norms
+      for (const torch::jit::Module& m : module_.modules()) {
+        if (!m.hasattr("running_mean") || !m.hasattr("running_var")) continue;
+        const c10::ClassTypePtr type = m.type();
+        const c10::IValue momentum = m.hasattr("momentum")             ? m.attr("momentum")
+                                     : type->hasConstant("momentum") ? type->getConstant("momentum")
+                                                                     : c10::IValue(0.1);
+        if (momentum.isNone()) {
+          m.attr("running_mean").toTensor().zero_();
+          m.attr("running_var").toTensor().fill_(1);
+          if (m.hasattr("num_batches_tracked")) m.attr("num_batches_tracked").toTensor().zero_();
+        } else if (momentum.isDouble() && momentum.toDouble() > 0 && momentum.toDouble() < 1) {
+          slowest = std::min(slowest, momentum.toDouble());
+        }
+      }
       const int64_t n = std::max<int64_t>(1, batch);
-      std::vector<float> features(static_cast<size_t>(std::min(n, samples.size()) * samples.SampleSize()));
+      const int64_t whole = std::max<int64_t>(1, samples.size() / n);  // whole batches, as the job trains on
+      const int64_t passes =
+          slowest < 1 ? std::clamp<int64_t>(static_cast<int64_t>(std::ceil(std::log(kLeftOfBefore) /
+                                                                            std::log(1 - slowest))),
+                                            whole, kMostPasses)
+                      : whole;
+      module_.train();
+      const int64_t count = std::min(n, samples.size());  // a set smaller than a batch: one pass of it
+      std::vector<float> features(static_cast<size_t>(count * samples.SampleSize()));
       const agent::Forward forward = Forward();
-      for (int64_t start = 0; start < samples.size(); start += n) {
-        const int64_t count = std::min(n, samples.size() - start);
-        // Whole batches, as the job trains on: a short last one may be of one
-        // sample, which a batch norm refuses in training.
-        if (count < n && start > 0) break;
-        samples.CopySamples(start, count, features.data());
+      for (int64_t pass = 0; pass < passes; ++pass) {
+        samples.CopySamples((pass % whole) * n, count, features.data());
         (void)forward(features.data(), count);
       }
       return Status::Ok();

@@ -285,24 +285,45 @@ TEST_F(TorchScriptTrainerTest, ALayerThatCannotTrainOnOneSampleIsTimedFromTwo) {
 // training samples, its weights untouched (a user's ResNet scored 0.26 with
 // the first values, saved so).
 TEST_F(TorchScriptTrainerTest, ABatchNormsStatisticsAreSettledOnTrainingSamples) {
+  const Dataset samples = SpreadSamples(digits_->train, 64);
+  // A module's saved statistics: its running mean and count of batches.
+  auto saved = [&](Trainer& trainer, const std::string& name) {
+    const fs::path path = *dir_ / name;
+    EXPECT_TRUE(trainer.SaveModel(path.string()).ok());
+    torch::Tensor mean;
+    int64_t batches = -1;
+    for (const auto& b : torch::jit::load(path.string()).named_buffers(/*recurse=*/true)) {
+      if (b.name.ends_with("running_mean")) mean = b.value.clone();
+      if (b.name.ends_with("num_batches_tracked")) batches = b.value.item<int64_t>();
+    }
+    return std::make_pair(mean, batches);
+  };
+  // Momentum 0.1: passes cycle over the samples until 1% of the statistics
+  // before is left, 0.9^44.
   auto trainer = Load(Module("batch_norm.pt"));
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
   const std::vector<float> before((*trainer)->Parameters().begin(), (*trainer)->Parameters().end());
-  const Dataset samples = SpreadSamples(digits_->train, 64);
   ASSERT_TRUE((*trainer)->SettleBuffers(samples, 8).ok());
   EXPECT_EQ(std::vector<float>((*trainer)->Parameters().begin(), (*trainer)->Parameters().end()), before)
       << "the weights are untouched";
-  const fs::path saved = *dir_ / "settled.pt";
-  ASSERT_TRUE((*trainer)->SaveModel(saved.string()).ok());
-  torch::jit::Module module = torch::jit::load(saved.string());
-  double mean_sum = 0;
-  int64_t batches = -1;
-  for (const auto& b : module.named_buffers(/*recurse=*/true)) {
-    if (b.name.ends_with("running_mean")) mean_sum += b.value.abs().sum().item<double>();
-    if (b.name.ends_with("num_batches_tracked")) batches = b.value.item<int64_t>();
-  }
-  EXPECT_GT(mean_sum, 0) << "first values are zeros";
-  EXPECT_EQ(batches, 8) << "64 samples in passes of 8";
+  const auto [mean, batches] = saved(**trainer, "settled.pt");
+  ASSERT_TRUE(mean.defined());
+  EXPECT_GT(mean.abs().sum().item<double>(), 0) << "first values are zeros";
+  EXPECT_EQ(batches, 44);
+  ASSERT_TRUE((*trainer)->SettleBuffers(samples, 8).ok());
+  const auto [again, more] = saved(**trainer, "settled-again.pt");
+  EXPECT_TRUE(torch::allclose(mean, again, 0.02, 1e-4)) << "the same weights' statistics, within the 1% left";
+  // Momentum None averages every batch since its count was 0: begun afresh
+  // each time, not averaged with every earlier settling's (found in review).
+  auto cumulative = Load(Module("batch_norm_cumulative.pt"));
+  ASSERT_TRUE(cumulative.ok()) << cumulative.status().ToString();
+  ASSERT_TRUE((*cumulative)->SettleBuffers(samples, 8).ok());
+  const auto [first, counted] = saved(**cumulative, "cumulative.pt");
+  EXPECT_EQ(counted, 8) << "64 samples in passes of 8";
+  ASSERT_TRUE((*cumulative)->SettleBuffers(samples, 8).ok());
+  const auto [second, recounted] = saved(**cumulative, "cumulative-again.pt");
+  EXPECT_EQ(recounted, 8);
+  EXPECT_TRUE(torch::allclose(first, second, 1e-6, 1e-7));
   auto plain = Load(Module("digits_mlp.pt"));
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE((*plain)->SettleBuffers(samples, 8).ok()) << "nothing to settle";

@@ -999,8 +999,30 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
     if (!pass.model_check || pass.model_check->at("metadata").contains("deletionTimestamp")) return Status::Ok();
     return DeletePods(pass, {pod_name});
   };
+  // The job ends here: the module refused (Invalid), or its check failed.
+  auto end_job = [&](bool refused, const std::string& message) -> Status {
+    const char* why = refused ? reason::kInvalidModel : reason::kModelCheckFailed;
+    if (refused) pass.Set(condition::kInvalid, true, why, message);
+    pass.Set(condition::kPlaced, false, why, message);
+    pass.Set(condition::kFailed, true, why, message);
+    pass.status["phase"] = phase::kFailed;
+    pass.status["completionTime"] = pass.now;
+    events_.Record(pass.object, "Warning", why, message);
+    log_.Job(pass.key, why, message);
+    return delete_check();
+  };
   // Measured, and the size or the layers in the status: placed by them from here.
   if (layers ? CheckedLayersOf(pass.status, check).has_value() : CheckedSizeOf(pass.status, check).has_value()) {
+    // A module timed whole under auto, its job since edited to a pipeline or
+    // hybrid (the mode is not in the check's digest): as invalid as when
+    // first timed, not a plan that never fits retried for ever (found in review).
+    if (layers) {
+      if (Status split = CheckSplitAllowed(pass.job.manifest.spec, CheckedLayersOf(pass.status, check)->layers);
+          !split.ok()) {
+        EDGETRAIN_RETURN_IF_ERROR(end_job(/*refused=*/true, split.message()));
+        return false;
+      }
+    }
     EDGETRAIN_RETURN_IF_ERROR(delete_check());
     return true;
   }
@@ -1073,19 +1095,9 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
       return false;
     }
     case ModelCheckState::kRefused:
-    case ModelCheckState::kFailed: {
-      const bool refused = result.state == ModelCheckState::kRefused;
-      const char* why = refused ? reason::kInvalidModel : reason::kModelCheckFailed;
-      if (refused) pass.Set(condition::kInvalid, true, why, result.message);
-      pass.Set(condition::kPlaced, false, why, result.message);
-      pass.Set(condition::kFailed, true, why, result.message);
-      pass.status["phase"] = phase::kFailed;
-      pass.status["completionTime"] = pass.now;
-      events_.Record(pass.object, "Warning", why, result.message);
-      log_.Job(pass.key, why, result.message);
-      EDGETRAIN_RETURN_IF_ERROR(delete_check());
+    case ModelCheckState::kFailed:
+      EDGETRAIN_RETURN_IF_ERROR(end_job(result.state == ModelCheckState::kRefused, result.message));
       return false;
-    }
   }
   return false;
 }

@@ -2048,6 +2048,23 @@ TEST_F(ReconcilerTest, AModuleTimedWholeIsInvalidAsAPipelineAndRunsWholeUnderAut
     EXPECT_NE(log_text_.str().find("reason=LayersTimed the module was timed whole"), std::string::npos)
         << "not its \"1 layers\" cut into stages";
   }
+  // Timed whole under auto, then edited to a hybrid before it is placed
+  // again (the mode is not in the check's digest, so its layers stand): as
+  // invalid as when first timed, not a plan that never fits retried for ever.
+  const std::string key = Submit(TrainingJob("whole-edited", {{"model", module}, {"parallelism", {{"mode", "auto"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("whole-edited"));
+  SyncPods(CheckEnds(0, whole));
+  Reconcile(key);  // the layers written to status
+  ASSERT_TRUE(Job("whole-edited")["status"].contains("modelCheck"));
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "whole-edited",
+                              {{"metadata", {{"generation", 2}}}, {"spec", {{"parallelism", {{"mode", "hybrid"}}}}}})
+                  .ok());
+  jobs_.Put(Job("whole-edited"));
+  Reconcile(key);
+  const Json edited = Job("whole-edited")["status"];
+  EXPECT_EQ(edited["phase"], api::phase::kFailed) << edited.dump();
+  EXPECT_TRUE(ConditionIs(edited, api::condition::kInvalid, true)) << edited.dump();
 }
 
 // A pipeline job of two stages, its layers timed, placed on a gateway and a

@@ -89,6 +89,9 @@ def main(out):
     save(WholeNumbers(64, 10), "long_output.pt")
     save(RaisesOnThree(64, 10), "raises_on_three.pt")
     save(Features(64, 10), "tuple_output.pt")
+    # A batch norm averaging every batch since its count was 0 (momentum None).
+    save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16, momentum=None), nn.ReLU(),
+                       nn.Linear(16, 10)), "batch_norm_cumulative.pt")
     save(TwoInputs(64, 10), "two_inputs.pt")
     # Scripted after other Sequentials, its class is saved as
     # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
