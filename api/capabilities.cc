@@ -313,12 +313,6 @@ const std::vector<Capability>& Capabilities() {
       // device) step together on uncompressed gradients summed at the head,
       // on batches of the whole data set: the data-parallel engine's
       // synchronisation and partitions are not theirs.
-      // DecodeJobSpec makes auto of one worker a job of one: said.
-      {"spec.parallelism.mode", Effect::kNote, kEverywhere,
-       [](const JobSpec& s, const Json& raw) {
-         return s.parallelism.workers == 1 && Written(raw, "spec.parallelism.mode") == "auto";
-       },
-       "auto with one worker has no model to split nor batches to share: it trains as a job of one"},
       {"spec.sync", Effect::kNote, kEverywhere,
        [](const JobSpec& s, const Json& raw) {
          return s.parallelism.mode != ParallelismMode::kDataParallel && s.parallelism.workers > 1 &&
@@ -350,13 +344,15 @@ const std::vector<Capability>& Capabilities() {
        },
        "has no effect on a job of one worker: it trains on all the data"},
       // A user's hybrid of one worker was taken, and said to be "as asked" (a
-      // new user's trial). Not the operator's: a job of one gets no worker
-      // pod there, and the planner none to plan on.
-      {"spec.parallelism.mode", Effect::kNote, {Runner::kLocal, Runner::kPlanning},
-       [](const JobSpec& s, const Json&) {
-         return s.parallelism.workers == 1 && s.parallelism.mode == ParallelismMode::kHybrid;
+      // new user's trial); DecodeJobSpec makes an auto or hybrid of one
+      // worker a job of one, everywhere, and it is said.
+      {"spec.parallelism.mode", Effect::kNote, kEverywhere,
+       [](const JobSpec& s, const Json& raw) {
+         const Json& mode = Written(raw, "spec.parallelism.mode");
+         return s.parallelism.workers == 1 && (mode == "auto" || mode == "hybrid");
        },
-       "has nothing to split over one worker: its one device holds every layer"},
+       "has nothing to split over one worker, nor batches to share: it trains as a job of one, its one device "
+       "holding every layer"},
   };
   return table;
 }

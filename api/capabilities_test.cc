@@ -200,7 +200,13 @@ TEST(CapabilitiesTest, PlanningHoldsAJobToWhatTheOperatorRuns) {
 TEST(CapabilitiesTest, AHybridOfOneWorkerIsNoted) {
   const std::string one = Joined(
       CheckSupport(Job(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 1}}})"), Runner::kLocal));
-  EXPECT_NE(one.find("spec.parallelism.mode has nothing to split over one worker"), std::string::npos) << one;
+  EXPECT_NE(one.find("spec.parallelism.mode has nothing to split over one worker, nor batches to share: it trains as "
+                     "a job of one"),
+            std::string::npos)
+      << one;
+  const std::string automatic = Joined(
+      CheckSupport(Job(R"({"spec": {"parallelism": {"mode": "auto", "workers": 1}}})"), Runner::kKubernetes));
+  EXPECT_NE(automatic.find("it trains as a job of one"), std::string::npos) << automatic;
   const std::string two = Joined(
       CheckSupport(Job(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2}}})"), Runner::kLocal));
   EXPECT_EQ(two.find("nothing to split"), std::string::npos) << two;

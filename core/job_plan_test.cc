@@ -99,6 +99,9 @@ TEST(JobPlanTest, AutoOfOneWorkerIsAJobOfOne) {
   auto two = DecodeJobSpec(with(R"("mode": "auto", "workers": 2)"));
   ASSERT_TRUE(two.ok()) << two.status().ToString();
   EXPECT_EQ(two->parallelism.mode, ParallelismMode::kAuto);
+  auto hybrid = DecodeJobSpec(with(R"("mode": "hybrid", "workers": 1)"));
+  ASSERT_TRUE(hybrid.ok()) << hybrid.status().ToString();
+  EXPECT_EQ(hybrid->parallelism.mode, ParallelismMode::kDataParallel) << "the same for a hybrid of one";
 }
 
 // A resumed run's devices go on along their traces from where the run left

@@ -246,11 +246,13 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   Reader parallelism = r.Child("parallelism");
   parallelism.GetEnum("mode", kModeNames, spec.parallelism.mode);
   parallelism.Get("workers", spec.parallelism.workers);
-  // auto weighs splitting the model and sharing its batches over the
-  // workers' devices; with one worker there is neither, and it is a job of
-  // one (the planner, given no device to plan on, failed the run, and the
-  // operator would have retried it for ever: a user's trial).
-  if (spec.parallelism.mode == ParallelismMode::kAuto && spec.parallelism.workers == 1) {
+  // auto and hybrid split the model and share its batches over the workers'
+  // devices; with one worker there is neither, and it is a job of one (the
+  // planner, given no device to plan on, failed the run, and the operator
+  // would have retried it for ever: a user's trial, and for hybrid a review).
+  // A pipeline of one worker is refused (the CRD's rule).
+  if ((spec.parallelism.mode == ParallelismMode::kAuto || spec.parallelism.mode == ParallelismMode::kHybrid) &&
+      spec.parallelism.workers == 1) {
     spec.parallelism.mode = ParallelismMode::kDataParallel;
   }
 
