@@ -517,6 +517,42 @@ TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHy
   EXPECT_GE(result["accuracy"].get<double>(), 0.5) << "one epoch of a 64-10 module with a skip on digits";
 }
 
+// A team's coordinator trains none of the model it saves: a batch norm's
+// statistics are settled on training samples before it evaluates and saves,
+// where they were saved at their first values (a user's ResNet scored 0.26).
+TEST_F(RunCommandTest, ATeamsSavedBatchNormHoldsStatisticsOfItsTraining) {
+  const std::string module = (dir_ / "bn.pt").string();
+  std::ofstream(dir_ / "make_bn.py")
+      << "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+         "m = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))\n"
+         "torch.jit.save(torch.jit.script(m), '" << module << "')\n";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make_bn.py").string()).c_str()), 0);
+  const std::string spec = "  model: {torchscript: {path: bn.pt}}\n  data: {dataset: digits, batchSize: 32}\n"
+                           "  parallelism: {workers: 2}\n  optimizer: {name: adam, learningRate: 0.01}\n"
+                           "  budget: {epochs: 2}\n";
+  Outcome run = Execute({"run", Manifest("bn-team", spec), "--json", "--no-curves", "--insecure", "--output",
+                         (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("settled by passes over 32 of its batches of training samples"), std::string::npos)
+      << run.stderr_text;
+  // Read back as PyTorch reads it: statistics moved off their first values.
+  std::ofstream(dir_ / "read_bn.py")
+      << "import torch\nm = torch.jit.load('" << (dir_ / "out" / "model.pt").string() << "')\n"
+         "b = dict(m.named_buffers())\n"
+         "print(int(b['2.num_batches_tracked']), float(b['2.running_mean'].abs().sum()), "
+         "float((b['2.running_var'] - 1).abs().sum()))\n";
+  const std::string read = (dir_ / "read.txt").string();
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "read_bn.py").string() + " > " + read).c_str()), 0);
+  std::istringstream figures(ReadFile(read));
+  int64_t batches = 0;
+  double mean = 0, var_off_one = 0;
+  figures >> batches >> mean >> var_off_one;
+  EXPECT_GT(batches, 0) << ReadFile(read);
+  EXPECT_GT(mean, 0) << ReadFile(read);
+  EXPECT_GT(var_off_one, 0) << ReadFile(read);
+  EXPECT_GE(nlohmann::json::parse(run.stdout_lines.back())["accuracy"].get<double>(), 0.85);
+}
+
 // A plan shaped by a transient device (kept company in its stage, or alone
 // in one because company costs too much) says so as the run starts, as
 // edgetrain plan does (a new user's trial saw it said only there).
