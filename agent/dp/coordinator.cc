@@ -219,7 +219,7 @@ StatusOr<double> Coordinator::Evaluate() {
     std::span<const float> params = aggregator_.parameters();
     std::copy(params.begin(), params.end(), model_.Parameters().begin());
   }
-  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
+  EDGETRAIN_RETURN_IF_ERROR(settled_.For(model_));
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
   EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;
@@ -269,10 +269,11 @@ void Coordinator::Finish(FinalModel final) {
   }
 }
 
-// Settled again: an interrupted run saves weights it did not evaluate
-// (Finish gave them), whose statistics were another model's (found in review).
+// Settled here too: an interrupted run saves weights it did not evaluate
+// (Finish gave them), whose statistics were another model's (found in
+// review); weights just evaluated are not settled again.
 Status Coordinator::SaveModel(const std::string& path) {
-  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
+  EDGETRAIN_RETURN_IF_ERROR(settled_.For(model_));
   return model_.SaveModel(path);
 }
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "agent/settled_buffers.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
 #include "agent/training_engine.h"
@@ -121,9 +122,9 @@ class Coordinator final : public TrainingEngine {
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
   // Training samples to settle the model's buffers on before each
-  // evaluation (Trainer::SettleBuffers), and so before the model is saved,
-  // which follows one: none, for a model without buffers.
-  void SettleBuffersOn(Dataset samples) { settle_ = std::move(samples); }
+  // evaluation and save (agent/settled_buffers.h): none, for a model
+  // without buffers.
+  void SettleBuffersOn(Dataset samples) { settled_.Use(std::move(samples), plan_.spec.data.batch_size); }
   int64_t TestSamples() const override { return test_.size(); }
   void Snapshot(JobCheckpoint& into) override;
   void Interrupted() override;
@@ -220,7 +221,7 @@ class Coordinator final : public TrainingEngine {
   const JobPlan& plan_;
   Trainer& model_;
   const Dataset& test_;
-  Dataset settle_;
+  SettledBuffers settled_;
   const int64_t train_size_;
   Clock& clock_;
   std::ostream& log_;

@@ -2488,7 +2488,7 @@ StatusOr<double> PipelineHead::Evaluate() {
     std::copy(state.parameters.begin(), state.parameters.end(), model_.Parameters().begin());
   }
   // The final model's too: Finish gave the head the stages' last weights.
-  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
+  EDGETRAIN_RETURN_IF_ERROR(settled_.For(model_));
   EDGETRAIN_ASSIGN_OR_RETURN(Evaluation e, model_.Evaluate(test_));
   EDGETRAIN_RETURN_IF_ERROR(FiniteEvaluation(e.loss));
   return e.accuracy;
@@ -2588,10 +2588,11 @@ void PipelineHead::Finish(FinalModel final) {
   for (int r : connected) (void)SendTo(r, stop);
 }
 
-// Settled again: an interrupted run saves weights it did not evaluate
-// (Finish gave them), whose statistics were another model's (found in review).
+// Settled here too: an interrupted run saves weights it did not evaluate
+// (Finish gave them), whose statistics were another model's (found in
+// review); weights just evaluated are not settled again.
 Status PipelineHead::SaveModel(const std::string& path) {
-  EDGETRAIN_RETURN_IF_ERROR(model_.SettleBuffers(settle_, plan_.spec.data.batch_size));
+  EDGETRAIN_RETURN_IF_ERROR(settled_.For(model_));
   return model_.SaveModel(path);
 }
 

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "agent/settled_buffers.h"
 #include "agent/pipeline/step_covers.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
@@ -99,9 +100,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
   // Training samples to settle the model's buffers on before each
-  // evaluation (Trainer::SettleBuffers), and so before the model is saved,
-  // which follows one: none, for a model without buffers.
-  void SettleBuffersOn(Dataset samples) { settle_ = std::move(samples); }
+  // evaluation and save (agent/settled_buffers.h): none, for a model
+  // without buffers.
+  void SettleBuffersOn(Dataset samples) { settled_.Use(std::move(samples), plan_.spec.data.batch_size); }
   int64_t TestSamples() const override { return test_.size(); }
   std::optional<double> EvaluationGuess() const override;
   void Snapshot(JobCheckpoint& into) override;
@@ -385,7 +386,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   const JobPlan& plan_;
   Trainer& model_;
   const Dataset& test_;
-  Dataset settle_;
+  SettledBuffers settled_;
   const int64_t train_size_;
   StageShapes shapes_;  // by stage, as the stages now are
   Clock& clock_;
