@@ -99,6 +99,14 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
          return Has(train, "path") && Has(test, "path") && !Has(train, "features") && !Has(train, "labels") &&
                 !Has(test, "features") && !Has(test, "labels");
        }},
+      {"spec.data",
+       "images data need inputShape [channels, height, width] or [height, width]: an image has a height and a width",
+       [](const Json& self) {
+         // [N] read as 1 x N: a user's [64] was refused image by image as
+         // "inputShape says 1x64", a shape no one had written.
+         return !Has(self, "format") || self["format"] != "images" || !Has(self, "inputShape") ||
+                self["inputShape"].size() >= 2;
+       }},
       {"spec.data", "volume is either a persistentVolumeClaim or a configMap",
        [](const Json& self) {
          return !Has(self, "volume") ||

@@ -343,6 +343,10 @@ class TrainingJobRules(KubectlTestCase):
         # A misspelt name is refused by its enum alone, not also told its hidden
         # "applies only to the mlp model" (a new user's trial).
         "misspelt": ({"model": {"name": "mpl", "hidden": [3]}}, 'Unsupported value: "mpl"'),
+        "image-shape": ({"data": {"format": "images", "train": {"path": "t"}, "test": {"path": "v"},
+                                  "inputShape": [64], "classes": 2}}, "images data need inputShape [channels, height"),
+        "image-shape-ok": ({"data": {"format": "images", "train": {"path": "t"}, "test": {"path": "v"},
+                                     "inputShape": [8, 8], "classes": 2}}, None),
         "pipeline": ({"parallelism": {"mode": "pipeline", "workers": 1}},
                      "pipeline parallelism needs at least 2 workers"),
         "wall-clock": ({"budget": {"wallClock": "0m0s"}}, "wallClock must be longer than 0"),
