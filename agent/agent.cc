@@ -391,6 +391,8 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   // clock then measures the device's work without its neighbours' on shared
   // cores.
   options.thread_cpu_seconds = PassCpuClock(s.plan.intra_op_threads);
+  DeviceEnergyMetrics energy_metrics(s.endpoint.metrics(), s.plan.job, s.flags.rank);
+  options.energy_metrics = &energy_metrics;
   auto connector = GrpcConnector(s.flags.coordinator, s.security, s.flags.keepalive);
   options.head = connector.get();
   auto uplink = EmulatedLink(s.plan, s.flags.rank);

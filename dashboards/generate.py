@@ -13,7 +13,7 @@ Nothing here is hand-edited JSON: change this file and run it.
 
 Python's standard library only. Every panel's PromQL is also what
 tests/kube/suite/test_dashboards.py (ctest kube_standin_dashboards) evaluates against
-a real Prometheus, and each panel names the run that feeds it (`feeds`)."""
+a real Prometheus, and each panel names the runs that feed it (`feeds`)."""
 
 import json
 import os
@@ -81,8 +81,8 @@ class Board:
              "fieldConfig": {"defaults": {"unit": unit, **(field_defaults or {})}, "overrides": []},
              "options": options or {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
                                     "tooltip": {"mode": "multi", "sort": "none"}},
-             # Not Grafana's: which run of the live test feeds this panel.
-             "edgetrain": {"feeds": feeds}}
+             # Not Grafana's: which runs of the live test feed this panel.
+             "edgetrain": {"feeds": [feeds] if isinstance(feeds, str) else list(feeds)}}
         if stack:
             p["fieldConfig"]["defaults"]["custom"] = {"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 30}
         self.panels.append(p)
@@ -191,16 +191,18 @@ def training_dashboard():
     # workers that left, or of a run that ended, go stale one by one, and a
     # plain sum fell at the end of every run (a user's trial: 751 J to 399 J
     # in its last second). A replaced worker's pod is a series of its own.
-    b.panel("Energy by state", "Modelled energy used so far by the selected workers' devices, by state "
-                               "(data-parallel teams; a pipeline's is its job's total, under Power).",
+    # A pipeline's stage devices export theirs under a worker's name and
+    # labels: both kinds of job are drawn alike.
+    b.panel("Energy by state", "Modelled energy used so far by the selected workers' devices (a data-parallel "
+                               "team's workers, a pipeline's stage devices), by state.",
             [(f"sum by ({by_job}, state) (last_over_time(edgetrain_energy_joules_total{{{worker}}}[$__range]))",
               "{{trainingjob}} {{state}}")],
-            "joule", TEAM_RUN, stack=True)
+            "joule", [TEAM_RUN, PIPELINE_RUN], stack=True)
     b.panel("Power", "Modelled watts: the job's, and each worker's device by state.",
             [(f"sum by ({by_job}) (rate(edgetrain_job_energy_joules_total{{{job}}}[{ri}]))", "{{trainingjob}} job"),
              (f"sum by ({by_worker}, state) (rate(edgetrain_energy_joules_total{{{worker}}}[{ri}]))",
               "worker {{worker}} {{state}}")],
-            "watt", TEAM_RUN)
+            "watt", [TEAM_RUN, PIPELINE_RUN])
     # A team on streams (docs/streams.md): what arrives, what its buffer
     # drops, what waits in it, and how long each worker waited for samples,
     # which is not the team's doing (the stall).

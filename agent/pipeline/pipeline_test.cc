@@ -2257,6 +2257,13 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   // A log each: a string stream written by threads at once is corrupted (a
   // double free, once, under load).
   std::vector<std::ostringstream> stage_logs(plan.workers.size());
+  // Each device's own /metrics, as its stage agent serves them.
+  std::vector<MetricsRegistry> device_registries(plan.workers.size());
+  std::vector<std::unique_ptr<DeviceEnergyMetrics>> device_energy;
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
+    device_energy.push_back(
+        std::make_unique<DeviceEnergyMetrics>(device_registries[r], plan.job, static_cast<int>(r)));
+  }
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     threads.emplace_back([&, r] {
       StageOptions options;
@@ -2264,6 +2271,7 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
       options.head = connector.get();
       options.heartbeat = milliseconds(100);  // silent is then 0.4 s, at the least
       options.gate = gates[r].get();
+      options.energy_metrics = device_energy[r].get();
       options.take_layers = [&](int first, int end) {
         return CreateStageTrainer({plan.spec.model, Digits().train.info, plan.spec.seed, 1, first, end});
       };
@@ -2314,6 +2322,33 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
   }
   for (auto& t : threads) t.join();
   (*server)->Shutdown();
+  const JobProgress progress = head.Progress();
+  for (size_t r = 0; r < plan.workers.size(); ++r) {
+    // Each device's energy by state on its own /metrics: what its steps
+    // reported to the head, which counts it into the job's.
+    const std::string exposition = device_registries[r].Render();
+    double exported = 0;
+    for (const char* state : {"communicate", "compute", "idle"}) {
+      const std::string series = std::string("edgetrain_energy_joules_total{state=\"") + state +
+                                 "\",trainingjob=\"pipeline-test\",worker=\"" + std::to_string(r) + "\"} ";
+      const size_t at = exposition.find(series);
+      ASSERT_NE(at, std::string::npos) << exposition;
+      const double joules = std::stod(exposition.substr(at + series.size()));
+      if (std::string_view(state) != "communicate") {
+        EXPECT_GT(joules, 0) << "rank " << r << " " << state;
+      }
+      exported += joules;
+    }
+    const auto counted = std::find_if(progress.workers.begin(), progress.workers.end(),
+                                      [&](const WorkerProgress& w) { return w.rank == static_cast<int>(r); });
+    ASSERT_NE(counted, progress.workers.end()) << "rank " << r;
+    if (dies_at_pass.count(static_cast<int>(r))) {
+      // A step's word it sent when its link was cut never came in.
+      EXPECT_GE(exported, counted->energy_joules * (1 - 1e-9)) << "rank " << r;
+    } else {
+      EXPECT_NEAR(exported, counted->energy_joules, 1e-9 * counted->energy_joules) << "rank " << r;
+    }
+  }
   for (size_t r = 0; r < plan.workers.size(); ++r) {
     if (dies_at_pass.count(static_cast<int>(r))) {
       if (silent) {

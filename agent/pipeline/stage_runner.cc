@@ -386,7 +386,7 @@ class Stage {
     job_elapsed_at_ = clock_.Now();
     // Its energy counts from training, not from loading its data.
     energy_.Restart(clock_.Now());
-    reported_energy_j_ = 0;
+    reported_energy_ = {};
     // The job's order of batches from its start, up to where the stage goes
     // on: a resumed job reads the batches it would have uninterrupted, as a
     // job of one does, and a device rejoining mid-run the ones its stage's
@@ -702,15 +702,20 @@ class Stage {
     // Since the last StepDone: the time of an attempt given up counts too.
     done.set_compute_seconds(summary_.compute_s - reported_.compute_s);
     done.set_idle_seconds(summary_.idle_s - reported_.idle_s);
-    const double energy_j = energy_.Split(clock_.Now()).total_j();
-    done.set_energy_joules(energy_j - reported_energy_j_);
+    const EnergySplit energy = energy_.Split(clock_.Now());
+    done.set_energy_joules(energy.total_j() - reported_energy_.total_j());
+    if (options_.energy_metrics) {
+      options_.energy_metrics->Add(EnergyState::kCompute, energy.compute_j - reported_energy_.compute_j);
+      options_.energy_metrics->Add(EnergyState::kCommunicate, energy.communicate_j - reported_energy_.communicate_j);
+      options_.energy_metrics->Add(EnergyState::kIdle, energy.idle_j - reported_energy_.idle_j);
+    }
     const double held_s = ToSeconds(clock_.Now() - word_at_);
     done.set_held_seconds(held_s);
     // On the thread's CPU clock a pass counts its CPU only: what the device
     // took beyond it is added.
     done.set_work_seconds(std::max(0.0, WorkClock() - work_at_word_ - not_work_s_ + beyond_cpu_s_));
     done.set_longest_pass_seconds(passes_.TakeLongest());
-    reported_energy_j_ = energy_j;
+    reported_energy_ = energy;
     reported_ = summary_;
     v1::WorkerMessage message;
     *message.mutable_step_done() = std::move(done);
@@ -1139,7 +1144,7 @@ class Stage {
   Outbox outbox_;
   PassWatch passes_;  // the computing thread's passes, as its heartbeats tell them
   EnergyMeter energy_;                // thread-safe: the passes here, the sends on the sending thread
-  double reported_energy_j_ = 0;      // its total at the last StepDone
+  EnergySplit reported_energy_;       // its split at the last StepDone
   int64_t step_ = 0;                  // the last step finished here
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
   double work_at_word_ = 0;           // WorkClock() when the head's last word was taken

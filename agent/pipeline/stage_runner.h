@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "agent/data/dataset.h"
+#include "agent/telemetry/metrics.h"
 #include "agent/torch/stage_trainer.h"
 #include "agent/transport/link_gate.h"
 #include "agent/transport/transport.h"
@@ -110,6 +111,9 @@ struct StageOptions {
   // its hello; at the end of this session, what it then holds. None: a
   // stage that keeps nothing across sessions.
   HeldLayers* held = nullptr;
+  // Its device's modelled energy by state, exported as each step is done;
+  // none: not exported (the simulated clock's tests).
+  DeviceEnergyMetrics* energy_metrics = nullptr;
 };
 
 struct StageSummary {

@@ -62,6 +62,12 @@ class TotalCounter {
   double last_ = 0;
 };
 
+// One family for a worker's and a stage device's energy alike.
+prometheus::Family<Counter>& EnergyFamily(prometheus::Registry& r) {
+  return Family(BuildCounter(), "edgetrain_energy_joules_total",
+                "Modelled energy used, by state (compute, communicate, idle)", r);
+}
+
 }  // namespace
 
 struct WorkerMetrics::Handles {
@@ -97,8 +103,7 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
     extra.insert(l.begin(), l.end());
     return extra;
   };
-  auto& energy = Family(BuildCounter(), "edgetrain_energy_joules_total",
-                        "Modelled energy used, by state (compute, communicate, idle)", r);
+  auto& energy = EnergyFamily(r);
   h_.reset(new Handles{
       Family(BuildGauge(), "edgetrain_link_bandwidth_bytes_per_second",
              "Estimated link bandwidth (up: the worker's uplink; down: the coordinator's estimate of a worker's "
@@ -182,6 +187,30 @@ void WorkerMetrics::SetEnergy(EnergyState state, double joules) {
     case EnergyState::kIdle: h_->energy_idle.Set(joules); break;
   }
 }
+struct DeviceEnergyMetrics::Handles {
+  Counter& compute;
+  Counter& communicate;
+  Counter& idle;
+};
+
+DeviceEnergyMetrics::DeviceEnergyMetrics(MetricsRegistry& registry, const std::string& job, int rank) {
+  auto& energy = EnergyFamily(registry.impl().registry);
+  const std::string worker = std::to_string(rank);
+  auto in = [&](const char* state) -> Counter& {
+    return energy.Add({{"trainingjob", job}, {"worker", worker}, {"state", state}});
+  };
+  h_.reset(new Handles{in("compute"), in("communicate"), in("idle")});
+}
+DeviceEnergyMetrics::~DeviceEnergyMetrics() = default;
+void DeviceEnergyMetrics::Add(EnergyState state, double joules) {
+  if (!(joules > 0)) return;  // a counter only grows
+  switch (state) {
+    case EnergyState::kCompute: h_->compute.Increment(joules); break;
+    case EnergyState::kCommunicate: h_->communicate.Increment(joules); break;
+    case EnergyState::kIdle: h_->idle.Increment(joules); break;
+  }
+}
+
 void WorkerMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
 void WorkerMetrics::AddSamples(int64_t samples) { h_->samples.Increment(static_cast<double>(samples)); }
 void WorkerMetrics::AddRejoin() { h_->rejoins.Increment(); }

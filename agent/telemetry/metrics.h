@@ -69,6 +69,23 @@ class WorkerMetrics {
   std::unique_ptr<Handles> h_;
 };
 
+// A pipeline stage's device: its modelled energy by state, under the name
+// and labels {trainingjob, worker, state} a data-parallel worker's has, so
+// that the dashboards' energy panels draw a pipeline's devices as a team's
+// (they drew nothing for a pipeline but its job's total). Fed with what each
+// state added since the last call: a stage's meter starts again with each
+// session the head takes it into, where a worker's runs for its process.
+class DeviceEnergyMetrics {
+ public:
+  DeviceEnergyMetrics(MetricsRegistry& registry, const std::string& job, int rank);
+  ~DeviceEnergyMetrics();
+  void Add(EnergyState state, double joules);
+
+ private:
+  struct Handles;
+  std::unique_ptr<Handles> h_;
+};
+
 // The coordinator's metrics, labelled {trainingjob} and, per worker,
 // {trainingjob, worker}.
 class CoordinatorMetrics {

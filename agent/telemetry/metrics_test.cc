@@ -40,6 +40,18 @@ TEST(MetricsTest, EnergyIsACounterThatGrowsByWhatTheMeterAdded) {
       << text;
 }
 
+TEST(MetricsTest, AStageDevicesEnergyIsAWorkersSeriesThatGrowsByWhatEachStepAdded) {
+  MetricsRegistry registry;
+  DeviceEnergyMetrics d(registry, "j", 3);
+  d.Add(EnergyState::kCompute, 2);
+  d.Add(EnergyState::kCompute, 0.5);  // a session begun afresh adds from its own 0
+  d.Add(EnergyState::kIdle, -1);      // nothing taken back
+  const std::string text = registry.Render();
+  EXPECT_TRUE(Has(text, "edgetrain_energy_joules_total{state=\"compute\",trainingjob=\"j\",worker=\"3\"} 2.5"))
+      << text;
+  EXPECT_TRUE(Has(text, "edgetrain_energy_joules_total{state=\"idle\",trainingjob=\"j\",worker=\"3\"} 0")) << text;
+}
+
 TEST(MetricsTest, BandwidthIsInBytesPerSecond) {
   MetricsRegistry registry;
   WorkerMetrics w(registry, "j", 1);
