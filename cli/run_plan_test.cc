@@ -1,5 +1,6 @@
 #include "cli/agent_launcher.h"
 #include "cli/run_plan.h"
+#include "cli/stage_planning.h"
 
 #include <gtest/gtest.h>
 
@@ -35,6 +36,34 @@ RunOptions Options(std::string links = "process") {
 
 const MachineSize kThisMachine{2, 24000};
 const fs::path kCwd = "/home/me";
+
+TEST(RunPlanTest, ThePlannersDevicesComputeAsTheirSlotsDoWhereAResumedRunLeftThem) {
+  ClusterProfile profile = Robots(2);
+  profile.nodes[1].slowdown_changes = {{10, 60}};
+  profile.nodes[1].memory = "512Mi";
+  // Placed as the profile says, then moved 18.6 s along, as a resumed run's
+  // devices are (GoneOnFor): robot-1's change to 60 is in force.
+  std::vector<WorkerSlot> slots(2);
+  for (int r = 0; r < 2; ++r) {
+    slots[r].rank = r;
+    slots[r].node = profile.nodes[r].name;
+    slots[r].slowdown = profile.nodes[r].slowdown;
+    slots[r].slowdown_changes = profile.nodes[r].slowdown_changes;
+    slots[r].link = profile.nodes[r].link;
+    slots[r] = GoneOnFor(slots[r], 18.6);
+  }
+  auto devices = DevicesAsPlaced(slots, profile);
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_DOUBLE_EQ((*devices)[0].emulated_slowdown, 2);
+  EXPECT_DOUBLE_EQ((*devices)[1].emulated_slowdown, 60) << "the slowdown in force, not the profile's at the start";
+  EXPECT_DOUBLE_EQ((*devices)[1].compute_score, 1.0 / 60);
+  EXPECT_EQ((*devices)[1].allocatable.memory_bytes, 512LL << 20) << "the rest is the profile's node";
+  // Without a profile: this machine's emulated devices, as the slots say.
+  auto alone = DevicesAsPlaced(slots, std::nullopt);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_DOUBLE_EQ((*alone)[1].emulated_slowdown, 60);
+}
 
 TEST(RunPlanTest, WhatRunsForEachShapeOfJob) {
   struct Case {

@@ -23,26 +23,32 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& 
   return ParseStageLayout(stages, std::nullopt, static_cast<int>(devices)).status();
 }
 
-StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
-                                 LocalRunPlan& run) {
-  EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, stages, micro_batches, run.job.workers.size()));
-  // The devices, in rank order, as placement gave them: a profile's nodes, or
-  // this machine's emulated ones without one.
+StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
+                                                const std::optional<ClusterProfile>& profile) {
+  // A profile's nodes, or this machine's emulated ones without one.
   std::vector<NodeView> devices;
-  for (const WorkerSlot& slot : run.job.workers) {
+  for (const WorkerSlot& slot : slots) {
     NodeProfile node;
-    node.name = slot.node;
-    node.slowdown = slot.slowdown;
-    node.link = slot.link;
     if (profile) {
       for (const NodeProfile& n : profile->nodes) {
         if (n.name == slot.node) node = n;
       }
     }
+    node.name = slot.node;
+    node.slowdown = slot.slowdown;
+    node.slowdown_changes = slot.slowdown_changes;
+    node.link = slot.link;
     EDGETRAIN_ASSIGN_OR_RETURN(NodeView view, NodeViewOf(node));
     devices.push_back(std::move(view));
   }
+  return devices;
+}
+
+StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
+                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
+                                 LocalRunPlan& run) {
+  EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, stages, micro_batches, run.job.workers.size()));
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<NodeView> devices, DevicesAsPlaced(run.job.workers, profile));
   EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport));

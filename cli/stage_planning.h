@@ -11,6 +11,7 @@
 #include "api/trainingjob.h"
 #include "cli/run_plan.h"
 #include "core/cluster_profile.h"
+#include "core/node_view.h"
 
 namespace edgetrain::cli {
 
@@ -30,6 +31,16 @@ namespace edgetrain::cli {
 // all but its layers' range, which the measure counts. InvalidArgument.
 Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& stages, int micro_batches,
                         size_t devices);
+
+// The devices the planner splits over, in rank order: the workers' slots
+// as placement gave them, with what else a profile's node says of them
+// (memory, power, transience). Their compute and links are the slots',
+// which a resumed run has moved along their traces (GoneOnFor): the
+// profile's were of the run's start, and a resumed run planned a stage on
+// a device slowed 20x mid-run before it, then trained at a ninth of its
+// speed (a user's trial).
+StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
+                                                const std::optional<ClusterProfile>& profile);
 
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                  const std::string& agent_binary, const std::string& stages, int micro_batches,
