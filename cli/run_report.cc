@@ -99,7 +99,8 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   }
   if (uncounted_any) {
     out << "  uncounted: taken into batches whose gradients no round counted (late for their round, sent over a "
-           "link that broke, or in hand when the run ended)\n";
+           "link that broke, or in hand when the run ended), or left in a buffer by an interrupted run this one "
+           "resumed\n";
   }
   if (trained_again) {
     out << "  trained on more than arrived: a resumed run reads again whole the file of its folder it had taken "

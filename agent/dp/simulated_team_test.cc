@@ -923,6 +923,25 @@ TEST(SimulatedTeamTest, StreamsAtRatesOneThreeNineTrainOnWhatArrivesAndConverge)
   EXPECT_NE(metrics.find("edgetrain_data_wait_seconds_total"), std::string::npos);
 }
 
+// A team held by a worker whose stream has all but stopped: the others push
+// only keep-alives, and their streams' counts go on in them, where they had
+// stood at those of their last step (a user's trial: 8 of 894 arrivals shown).
+TEST(SimulatedTeamTest, AWorkerHeldByItsTeamStillReportsWhatItsStreamDeliversAndDrops) {
+  TeamSetup setup = ATeamOf(3);
+  const std::vector<double> rates = {0.0001, 60, 180};
+  setup.stream = StreamSpec{rates};
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(12);
+  SimulatedTeam team(setup);
+  team.Run();
+  const JobProgress& p = *team.result();
+  ExpectStreamsAccountedFor(p, rates, setup.batch_size);
+  const StreamProgress& fast = *p.workers[2].stream;
+  EXPECT_LT(p.workers[2].samples, setup.batch_size * 2) << "the team held it";
+  EXPECT_GT(fast.dropped, 1500) << "its buffer full, what arrives pushes out the oldest";
+  EXPECT_EQ(fast.backlog, StreamBufferCapacity(*setup.stream, setup.batch_size)) << "its buffer, full";
+}
+
 TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderReceives) {
   // A real source instead of emulated rates: each worker's samples are the
   // rows of the CSV files in its folder (a label, then the fake data's one
