@@ -442,9 +442,12 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
   if (p.replays && p.replays->repartitions > 0) {
     // A layout anew may move no layer and leave a device out: "layers moved"
     // beside the planned layers read as a contradiction (a new user's trial).
+    // Nor is every one a drift: a device back is laid out anew too (a
+    // user's trial read its rejoin put down to the devices' pace).
     out << "  stages laid out anew " << p.replays->repartitions
         << (p.replays->repartitions == 1 ? " time" : " times")
-        << " as the devices' pace drifted (layers moved, or devices left out); as they ended:\n";
+        << " (layers moved as the devices' pace drifted, devices left out, or a device back taken in); as they "
+           "ended:\n";
   }
   // Layers by the names the plan gave them (conv1-classifier), where it
   // has them; a layout given by hand, by their places (0-8).

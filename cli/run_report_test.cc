@@ -412,8 +412,8 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   EXPECT_NE(Summary(plan, p).find("  energy (modelled, docs/energy.md): 3.0 J\n"), std::string::npos);
   p.energy_joules = 123.4;
   EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  stages laid out anew 1 time as the devices' pace drifted (layers moved, or devices left out); as they "
-                      "ended:\n"),
+  EXPECT_NE(text.find("  stages laid out anew 1 time (layers moved as the devices' pace drifted, devices left out, "
+                      "or a device back taken in); as they ended:\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("      1  0-2     robot-1"), std::string::npos) << text;

@@ -22,6 +22,11 @@ template <typename T>
 Json Nullable(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
+// The head's last re-plan's figure, null before any: 0 read as a prediction
+// of nothing (a user's trial).
+Json ReplannedOrNull(const JobProgress::Replays& r, double figure) {
+  return r.replanned_micro_batches > 0 ? Json(figure) : Json(nullptr);
+}
 // By rank, as a list: JSON's keys are strings.
 Json ReplannedPaces(const std::map<int, double>& paces) {
   Json list = Json::array();
@@ -138,9 +143,11 @@ std::string EncodeJobProgress(const JobProgress& p) {
                                           {"stepsLost", p.replays->steps_lost},
                                           {"repartitions", p.replays->repartitions},
                                           {"rejoined", p.replays->rejoined},
-                                          {"replannedMicroBatches", p.replays->replanned_micro_batches},
-                                          {"predictedSamplesPerSecond", p.replays->replanned_samples_per_s},
-                                          {"ordersSeconds", p.replays->replanned_orders_s},
+                                          {"replannedMicroBatches",
+                                           ReplannedOrNull(*p.replays, p.replays->replanned_micro_batches)},
+                                          {"predictedSamplesPerSecond",
+                                           ReplannedOrNull(*p.replays, p.replays->replanned_samples_per_s)},
+                                          {"ordersSeconds", ReplannedOrNull(*p.replays, p.replays->replanned_orders_s)},
                                           {"replannedPaces", ReplannedPaces(p.replays->replanned_paces)},
                                           {"inFlightMicroBatches", p.replays->in_flight_micro_batches},
                                           {"hung", p.replays->hung},
@@ -234,8 +241,9 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
                                        r.at("recoverySeconds").get<double>(),
                                        r.value("restoredStages", int64_t{0}), r.value("stepsLost", int64_t{0}),
                                        r.value("repartitions", int64_t{0}), r.value("rejoined", int64_t{0}),
-                                       r.value("replannedMicroBatches", 0), r.value("predictedSamplesPerSecond", 0.0),
-                                       r.value("ordersSeconds", 0.0)};
+                                       Optional<int>(r, "replannedMicroBatches").value_or(0),
+                                       Optional<double>(r, "predictedSamplesPerSecond").value_or(0.0),
+                                       Optional<double>(r, "ordersSeconds").value_or(0.0)};
       p.replays->in_flight_micro_batches = r.value("inFlightMicroBatches", int64_t{0});
       p.replays->hung = r.value("hung", int64_t{0});
       p.replays->stragglers = r.value("stragglers", int64_t{0});

@@ -139,7 +139,8 @@ struct JobProgress {
     // since the replica.
     int64_t restored_stages = 0;
     int64_t steps_lost = 0;
-    // Times layers moved between stages as their devices drifted.
+    // Times the stages were laid out anew: layers moved as their devices
+    // drifted, devices left out, a device back taken in.
     int64_t repartitions = 0;
     // Devices lost and back: each rejoined a stage between steps.
     int64_t rejoined = 0;

@@ -1,6 +1,7 @@
 #include "core/job_progress.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace edgetrain {
 namespace {
@@ -71,6 +72,18 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
   EXPECT_EQ(back->replays->replanned_micro_batches, 1);
   EXPECT_DOUBLE_EQ(back->replays->replanned_samples_per_s, 48000);
   EXPECT_DOUBLE_EQ(back->replays->replanned_orders_s, 4.25e-4);
+  {
+    // No re-plan yet: its figures are null, not a prediction of 0 samples/s.
+    JobProgress none = p;
+    none.replays->replanned_micro_batches = 0;
+    none.replays->replanned_samples_per_s = 0;
+    const nlohmann::json said = nlohmann::json::parse(EncodeJobProgress(none));
+    EXPECT_TRUE(said["replays"]["predictedSamplesPerSecond"].is_null()) << said["replays"];
+    EXPECT_TRUE(said["replays"]["replannedMicroBatches"].is_null());
+    auto read = DecodeJobProgress(EncodeJobProgress(none));
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    EXPECT_EQ(read->replays->replanned_samples_per_s, 0);
+  }
   EXPECT_EQ(back->replays->in_flight_micro_batches, 5);
   EXPECT_EQ(back->replays->hung, 1);
   EXPECT_EQ(back->replays->stragglers, 2);
