@@ -253,6 +253,22 @@ spec:
       << plan.err;
 }
 
+// Nodes too small for the pods: the heading says at once that the job it
+// names is not placed, where it read as a placement made.
+TEST_F(PlanCommandTest, AJobTheNodesCannotHoldIsSaidNotToFitInItsHeading) {
+  const fs::path site = Write("crumbs.yaml", R"(apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: crumbs}
+spec:
+  nodes:
+    - {name: a, memory: 2Mi}
+    - {name: b, memory: 2Mi}
+)");
+  Printed plan = Plan(kSource / "examples/robot-team.yaml", site, /*json=*/false);
+  EXPECT_EQ(plan.code, 1) << plan.out << plan.err;
+  EXPECT_NE(plan.out.find("workers, which do not fit these nodes (below)\n"), std::string::npos) << plan.out;
+}
+
 // What a data-parallel job shows is what it showed before pipelines were planned.
 TEST_F(PlanCommandTest, ADataParallelJobIsPlacedOnlyWithoutAPipelineOrNote) {
   Printed json = Plan(kSource / "examples/robot-team.yaml", site_, /*json=*/true);

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/number_text.h"
+
 namespace edgetrain {
 namespace {
 
@@ -382,6 +384,30 @@ std::optional<PipelinePlan> Fastest(const PipelineProblem& problem, const Planne
   return best;
 }
 
+// Why no plan can fit, where one layer alone is over the memory of the device
+// with the most: empty when every layer fits it. The even split's misfit
+// alone named a stage of a plan no one would choose (a user's trial).
+std::string LayerNoDeviceHolds(const PipelineProblem& problem) {
+  int roomiest = 0;
+  for (size_t d = 0; d < problem.devices.size(); ++d) {
+    const int64_t m = problem.devices[d].memory_bytes, most = problem.devices[roomiest].memory_bytes;
+    if (most > 0 && (m == 0 || m > most)) roomiest = static_cast<int>(d);
+  }
+  const PipelineCostModel model(problem);
+  const int device[] = {roomiest};
+  for (int l = 0; l < static_cast<int>(problem.layers.size()); ++l) {
+    // Its least: micro-batches of one sample, one in flight.
+    const StageCost alone = model.Stage(l, l + 1, device, 1, 1);
+    if (!alone.fits && !alone.memory_bytes.empty()) {
+      const PipelineDevice& d = problem.devices[static_cast<size_t>(roomiest)];
+      return "layer " + problem.layers[static_cast<size_t>(l)].name + " alone would take " +
+             BinaryBytes(static_cast<double>(alone.memory_bytes[0]), 2) + " on " + d.name +
+             ", the device of the most memory, over its " + BinaryBytes(static_cast<double>(d.memory_bytes), 2);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const PlannerOptions& options) {
@@ -396,6 +422,11 @@ StatusOr<PlannerVerdict> PlanPipeline(const PipelineProblem& problem, const Plan
   PlannerVerdict verdict;
   verdict.exact = static_cast<int>(problem.devices.size()) <= options.exact_devices;
   std::optional<PipelinePlan> best = Fastest(problem, options, /*transient_company=*/false, verdict);
+  if (!best) {
+    if (std::string layer = LayerNoDeviceHolds(problem); !layer.empty()) {
+      return FailedPreconditionError("no plan fits the devices' memory: " + layer);
+    }
+  }
   if (!best && options.one_device_per_stage) {
     return FailedPreconditionError("no plan of one device a stage fits the devices' memory: as the even split, " +
                                    EvenSplitPlan(problem).cost.misfit);

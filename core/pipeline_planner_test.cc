@@ -73,7 +73,9 @@ TEST(PipelinePlannerTest, OneDeviceAStageFindsTheBruteForceOptimumOfSuchPlans) {
     if (!oracle) {
       ++misfits;
       EXPECT_EQ(verdict.status().code(), StatusCode::kFailedPrecondition) << "trial " << trial;
-      EXPECT_NE(verdict.status().message().find("no plan of one device a stage fits"), std::string::npos)
+      // Why: a layer no device holds even alone, or the even split's misfit.
+      EXPECT_TRUE(verdict.status().message().find("no plan of one device a stage fits") != std::string::npos ||
+                  verdict.status().message().find("alone would take") != std::string::npos)
           << verdict.status().message();
       EXPECT_FALSE(relaxed.ok()) << "trial " << trial << ": it never invents a plan";
       continue;
@@ -216,8 +218,12 @@ TEST(PipelinePlannerTest, MemoryThatHoldsNoPlanIsSaidWithTheDeviceShort) {
   const auto verdict = PlanPipeline(p);
   ASSERT_EQ(verdict.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(verdict.status().message().find("no plan fits the devices' memory"), std::string::npos);
-  EXPECT_NE(verdict.status().message().find("fast would hold"), std::string::npos) << verdict.status().message();
   EXPECT_NE(verdict.status().message().find("over its 1000 B"), std::string::npos) << verdict.status().message();
+  // No layer fits even alone on the roomiest device: that layer is named,
+  // not a stage of some plan.
+  EXPECT_NE(verdict.status().message().find("layer " + p.layers[0].name + " alone would take"), std::string::npos)
+      << verdict.status().message();
+  EXPECT_NE(verdict.status().message().find("the device of the most memory"), std::string::npos);
 }
 
 TEST(PipelinePlannerTest, MemoryMovesTheCutsAndMicroBatchesRatherThanFailing) {
