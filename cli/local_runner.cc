@@ -40,6 +40,8 @@
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 #include "core/node_view.h"
+#include "core/starved_streams.h"
+#include "core/stream_rate.h"
 #include "operator/controller/job_labels.h"
 
 namespace edgetrain::cli {
@@ -333,6 +335,28 @@ static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std
   }
 }
 
+// Each worker's stream rate, by rank: the job's own rates, or its node's (a
+// constant, or a trace read here and gone on to where a resumed run left
+// it); none for a stream from a folder, or a trace that cannot be read
+// (said when the agent reads it).
+static std::vector<std::optional<StreamRate>> StreamRates(const JobSpec& spec, const std::vector<WorkerSlot>& slots) {
+  std::vector<std::optional<StreamRate>> rates(slots.size());
+  if (!spec.data.stream || spec.data.stream->directory) return rates;
+  for (size_t rank = 0; rank < slots.size(); ++rank) {
+    const auto& job_rates = spec.data.stream->rates_per_second;
+    if (rank < job_rates.size()) {
+      rates[rank] = StreamRate::Constant(job_rates[rank]);
+    } else if (const auto& node = slots[rank].stream; node && node->trace_path.empty()) {
+      rates[rank] = StreamRate::Constant(node->per_second);
+    } else if (node) {
+      const StatusOr<std::string> text = ReadText(node->trace_path);
+      if (!text.ok()) continue;
+      if (auto rate = StreamRate::Parse(*text, node->trace_path); rate.ok()) rates[rank] = rate->From(node->offset_s);
+    }
+  }
+  return rates;
+}
+
 // A run that resumes goes on along its devices' traces from where the last
 // left them, not from their start (GoneOnFor, core/job_plan.h): before the
 // notes of what the links and compute do and before a pipeline is planned,
@@ -411,6 +435,12 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
         << "\n";
   }
   NoteLinksOutFromTheStart(checked.plan.job.workers, wall_clock, err);
+  // Without a wall clock, a wait of an hour is said all the same.
+  const double horizon_s = wall_clock ? ToSeconds(*wall_clock) : 3600;
+  for (const std::string& warning :
+       StarvedStreamWarnings(checked.job.spec, StreamRates(checked.job.spec, checked.plan.job.workers), horizon_s)) {
+    err << "warning: " << warning << "\n";
+  }
   return kExitOk;
 }
 

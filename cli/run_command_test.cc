@@ -299,6 +299,24 @@ TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   EXPECT_EQ(result["iterations"], 23);  // ceil(1437 / 64)
 }
 
+// A stream that brings its worker no batch within the run, in a team whose
+// rounds wait for every worker, is said before the run (a user's trial: 35
+// samples trained in 20 s, exit 0, nothing said).
+TEST_F(RunCommandTest, AStreamTooSlowToHoldUpTheTeamIsWarnedOfBeforeTheRun) {
+  const std::string job = Manifest("starved", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 32, stream: {ratesPerSecond: [0.0001, 60, 180]}}
+  parallelism: {workers: 3}
+  budget: {wallClock: 20s}
+)");
+  const Outcome validated = Execute({"validate", job});
+  EXPECT_EQ(validated.exit, 0) << validated.stderr_text;
+  EXPECT_NE(validated.stderr_text.find("warning: worker 0's stream brings its first batch's least of 4 samples "
+                                       "(spec.data.stream.minBatchSize) only after 11h6m40s, past the run's 20s"),
+            std::string::npos)
+      << validated.stderr_text;
+  EXPECT_EQ(validated.stderr_text.find("worker 1's stream"), std::string::npos) << validated.stderr_text;
+}
+
 // A stream from a folder: a worker folder missing or empty is no error (the
 // source may start after the run), but the runner says where each worker
 // looks, so that a wrong path or layout does not train on nothing unsaid,
