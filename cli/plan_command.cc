@@ -44,12 +44,25 @@ std::string Pods(const NodeVerdict& v) {
   return pods.empty() ? "-" : pods;
 }
 
-// The samples a second a job's streams deliver, when its rates are its own.
-std::optional<double> StreamsDeliver(const JobSpec& spec) {
-  if (!spec.data.stream || spec.data.stream->rates_per_second.empty()) return std::nullopt;
+// The samples a second a job's streams deliver: its own rates, or else
+// those the nodes its workers were placed on publish (a node whose stream is
+// a rate trace publishes none, and placement puts no such worker there);
+// none for a stream from a folder. Where the nodes' went unsaid, plan
+// headed 88,028 samples/s for a team fed 260 (a user's trial).
+std::optional<double> StreamsDeliver(const JobSpec& spec, const TeamPlacement& placement,
+                                     const std::vector<NodeView>& nodes) {
+  if (!spec.data.stream || spec.data.stream->directory) return std::nullopt;
   double sum = 0;
-  for (double r : spec.data.stream->rates_per_second) sum += r;
-  return sum;
+  if (!spec.data.stream->rates_per_second.empty()) {
+    for (double r : spec.data.stream->rates_per_second) sum += r;
+    return sum;
+  }
+  for (const std::string& name : placement.worker_nodes) {
+    const auto node = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
+    if (node == nodes.end() || !node->emulated_stream) return std::nullopt;
+    sum += node->emulated_stream->per_second;
+  }
+  return placement.worker_nodes.empty() ? std::nullopt : std::optional<double>(sum);
 }
 
 // A pipeline job's figures for each node: the whole model on that device
@@ -376,7 +389,9 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     nlohmann::json doc = ToJson(placement, nodes, batch, alone);
     doc["job"] = job.name;
     doc["site"] = site;
-    if (const std::optional<double> arriving = StreamsDeliver(job.spec)) doc["streamSamplesPerSecond"] = *arriving;
+    if (const std::optional<double> arriving = StreamsDeliver(job.spec, placement, nodes)) {
+      doc["streamSamplesPerSecond"] = *arriving;
+    }
     if (planned) {
       doc["pipeline"] = PipelineChoiceJson((*pipeline)->problem, (*pipeline)->choice);
       // The job's prediction is the plan it runs, as the text says; placement's,
@@ -428,9 +443,11 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       // A stream's samples come no faster than they arrive: the prediction
       // is of compute and links (a new user read 2,247,909 samples/s for a
       // team whose streams deliver 260).
-      if (const std::optional<double> arriving = StreamsDeliver(job.spec)) {
+      if (const std::optional<double> arriving = StreamsDeliver(job.spec, placement, nodes)) {
+        const bool own = !job.spec.data.stream->rates_per_second.empty();
         out << "  its streams deliver " << WithThousands(std::llround(*arriving))
-            << " samples/s (spec.data.stream.ratesPerSecond): the team trains on no more, wherever it runs\n";
+            << (own ? " samples/s (spec.data.stream.ratesPerSecond): the team trains on no more, wherever it runs\n"
+                    : " samples/s (its nodes' streams): the team trains on no more\n");
       } else if (job.spec.data.stream) {
         out << "  it trains on what its streams deliver, which no prediction here knows\n";
       }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <map>
 #include <sstream>
 
@@ -360,6 +361,46 @@ TEST_F(PlanCommandTest, ATeamOnStreamsIsToldItsStreamsBoundItsPace) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(json.out)["streamSamplesPerSecond"].get<double>(), 260);
   Printed plain = Plan(kSource / "examples/robot-team.yaml", site_, /*json=*/false);
   EXPECT_EQ(plain.out.find("its streams"), std::string::npos) << plain.out;
+}
+
+// A job of no rates of its own is fed by its nodes' streams: placed only on
+// nodes that publish a rate, as the operator places it (a rate trace
+// publishes none), and bound by what they deliver (a user's trial read
+// 88,028 samples/s for nodes of 60 and 180).
+TEST_F(PlanCommandTest, ATeamFedByItsNodesStreamsIsPlacedOnNodesWithARateAndBoundByThem) {
+  std::ofstream(dir_ / "shift.csv") << "seconds,samples_per_s\n0,40\n20,120\n";
+  const fs::path site = Write("cameras.yaml", R"(apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: cameras}
+spec:
+  nodes:
+    - {name: gw}
+    - {name: cam-1, stream: {rateTrace: shift.csv}}
+    - {name: cam-2, stream: {ratePerSecond: 60}}
+    - {name: cam-3, stream: {ratePerSecond: 180}}
+)");
+  const fs::path job = Write("fed.yaml", R"(apiVersion: edgetrain.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: fed}
+spec:
+  model: {name: mlp}
+  data: {dataset: digits, batchSize: 32, stream: {}}
+  parallelism: {workers: 2}
+)");
+  Printed table = Plan(job, site, /*json=*/false);
+  ASSERT_EQ(table.code, 0) << table.err << table.out;
+  EXPECT_NE(table.out.find("its streams deliver 240 samples/s (its nodes' streams): the team trains on no more"),
+            std::string::npos)
+      << table.out;
+  Printed json = Plan(job, site, /*json=*/true);
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  EXPECT_DOUBLE_EQ(doc["streamSamplesPerSecond"].get<double>(), 240);
+  std::set<std::string> used;
+  for (const auto& n : doc["nodes"]) {
+    if (!n["ranks"].empty()) used.insert(n["node"].get<std::string>());
+  }
+  EXPECT_EQ(used, (std::set<std::string>{"cam-2", "cam-3"})) << doc.dump();
 }
 
 TEST_F(PlanCommandTest, AJobThatDoesNotFitExitsOneAndSaysWhy) {

@@ -49,7 +49,10 @@ StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
   view.allocatable = {.cpu_millis = *cpu, .memory_bytes = *memory, .pods = node.pods};
   view.compute_score = 1 / node.slowdown;
   view.emulated_slowdown = node.slowdown;
-  view.emulated_stream = node.stream;
+  // As the node emulator publishes it (edgetrain.dev/emulated-stream-rate):
+  // a constant rate; a rate trace, a file of this machine, is not. plan
+  // placed a job on trace nodes the operator would not have (a user's trial).
+  if (node.stream && node.stream->trace_path.empty()) view.emulated_stream = node.stream;
   if (node.link) view.link_mbps = node.link->mean_mbps;
   view.power = node.power;
   return view;
