@@ -64,26 +64,6 @@ StatusOr<std::optional<BandwidthTrace>> EmulatedLink(const JobPlan& plan, int ra
   return std::optional<BandwidthTrace>(trace->Shifted(link.offset_s).Scaled(link.scale));
 }
 
-// Worker `rank`'s stream rate (spec.data.stream): the job's, or else its
-// node's, a constant or a trace read now; none without a stream.
-StatusOr<std::optional<StreamRate>> StreamRateOf(const JobPlan& plan, int rank) {
-  const auto& stream = plan.spec.data.stream;
-  if (!stream || stream->directory) return std::optional<StreamRate>();
-  if (static_cast<size_t>(rank) < stream->rates_per_second.size()) {
-    return std::optional<StreamRate>(StreamRate::Constant(stream->rates_per_second[rank]));
-  }
-  const WorkerSlot* slot = static_cast<size_t>(rank) < plan.workers.size() ? &plan.workers[rank] : nullptr;
-  if (!slot || !slot->stream) {
-    return FailedPreconditionError("worker " + std::to_string(rank) +
-                                   ": spec.data.stream gives no rate for it, and its plan slot no stream");
-  }
-  if (slot->stream->trace_path.empty()) return std::optional<StreamRate>(StreamRate::Constant(slot->stream->per_second));
-  auto text = ReadWholeFile(slot->stream->trace_path);
-  if (!text.ok()) return FailedPreconditionError("worker " + std::to_string(rank) + "'s stream: " + text.status().message());
-  EDGETRAIN_ASSIGN_OR_RETURN(StreamRate rate, StreamRate::Parse(*text, slot->stream->trace_path));
-  return std::optional<StreamRate>(rate.From(slot->stream->offset_s));
-}
-
 bool KernelShaped(const JobPlan& plan, int rank) {
   return static_cast<size_t>(rank) < plan.workers.size() && plan.workers[rank].link &&
          plan.workers[rank].link->kernel_shaped;
@@ -275,7 +255,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   if (!uplink.ok()) return fail(uplink.status());
   if (*uplink) options.link_peak_mbps = (*uplink)->PeakMbps();
   if (!KernelShaped(s.plan, s.flags.rank)) options.uplink = std::move(*uplink);
-  auto stream_rate = StreamRateOf(s.plan, s.flags.rank);
+  auto stream_rate = StreamRateOf(s.plan.spec, s.plan.workers, s.flags.rank, ReadWholeFile);
   if (!stream_rate.ok()) return fail(stream_rate.status());
   options.stream_rate = std::move(*stream_rate);
   s.log << "worker " << s.flags.rank << ": training on its part of " << DescribeData(s.plan.spec.data)

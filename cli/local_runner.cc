@@ -335,24 +335,14 @@ static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std
   }
 }
 
-// Each worker's stream rate, by rank: the job's own rates, or its node's (a
-// constant, or a trace read here and gone on to where a resumed run left
-// it); none for a stream from a folder, or a trace that cannot be read
-// (said when the agent reads it).
+// Each worker's stream rate, by rank, as its agent will read it; none for a
+// stream from a folder, or one the agent will refuse (the profile's traces
+// were read and checked with the profile: said when the agent starts).
 static std::vector<std::optional<StreamRate>> StreamRates(const JobSpec& spec, const std::vector<WorkerSlot>& slots) {
   std::vector<std::optional<StreamRate>> rates(slots.size());
-  if (!spec.data.stream || spec.data.stream->directory) return rates;
   for (size_t rank = 0; rank < slots.size(); ++rank) {
-    const auto& job_rates = spec.data.stream->rates_per_second;
-    if (rank < job_rates.size()) {
-      rates[rank] = StreamRate::Constant(job_rates[rank]);
-    } else if (const auto& node = slots[rank].stream; node && node->trace_path.empty()) {
-      rates[rank] = StreamRate::Constant(node->per_second);
-    } else if (node) {
-      const StatusOr<std::string> text = ReadText(node->trace_path);
-      if (!text.ok()) continue;
-      if (auto rate = StreamRate::Parse(*text, node->trace_path); rate.ok()) rates[rank] = rate->From(node->offset_s);
-    }
+    auto rate = StreamRateOf(spec, slots, static_cast<int>(rank), ReadText);
+    if (rate.ok()) rates[rank] = std::move(*rate);
   }
   return rates;
 }
@@ -435,10 +425,9 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
         << "\n";
   }
   NoteLinksOutFromTheStart(checked.plan.job.workers, wall_clock, err);
-  // Without a wall clock, a wait of an hour is said all the same.
-  const double horizon_s = wall_clock ? ToSeconds(*wall_clock) : 3600;
+  const std::optional<double> wall_clock_s = wall_clock ? std::optional<double>(ToSeconds(*wall_clock)) : std::nullopt;
   for (const std::string& warning :
-       StarvedStreamWarnings(checked.job.spec, StreamRates(checked.job.spec, checked.plan.job.workers), horizon_s)) {
+       StarvedStreamWarnings(checked.job.spec, StreamRates(checked.job.spec, checked.plan.job.workers), wall_clock_s)) {
     err << "warning: " << warning << "\n";
   }
   return kExitOk;

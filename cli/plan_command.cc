@@ -425,7 +425,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     }
     // The heading reads as a placement made: one that failed says so at
     // once, its reasons below (a user's trial).
-    if (!placement.placed) out << (request->solo ? ", which does" : ", which do") << " not fit these nodes (below)";
+    if (!placement.placed) out << "; the job does not fit these nodes (below)";
     out << "\n\n";
     PrintTable(placement, nodes, batch, alone, request->minimise_energy, out);
     if (!alone.empty()) {

@@ -267,7 +267,7 @@ spec:
 )");
   Printed plan = Plan(kSource / "examples/robot-team.yaml", site, /*json=*/false);
   EXPECT_EQ(plan.code, 1) << plan.out << plan.err;
-  EXPECT_NE(plan.out.find("workers, which do not fit these nodes (below)\n"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("workers; the job does not fit these nodes (below)\n"), std::string::npos) << plan.out;
 }
 
 // What a data-parallel job shows is what it showed before pipelines were planned.

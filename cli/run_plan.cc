@@ -109,8 +109,12 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
             "spec.data.stream gives no ratesPerSecond, and " +
             (profile ? "node " + slot.node + " of the cluster profile " + profile->name + " gives no stream"
                      : std::string("there is no cluster profile (--nodes) to give each worker's")) +
-            ": give the rates in the job, or a stream (ratePerSecond or rateTrace) to each of the profile's first " +
-            std::to_string(workers) + " nodes, where edgetrain run puts workers 0 to " + std::to_string(workers - 1));
+            (profile ? ": give the rates in the job, or a stream (ratePerSecond or rateTrace) to each of the "
+                       "profile's first " +
+                           std::to_string(workers) + " nodes, where edgetrain run puts workers 0 to " +
+                           std::to_string(workers - 1)
+                     : ": give the rates in the job, or --nodes with a profile whose first " +
+                           std::to_string(workers) + " nodes each give a stream (ratePerSecond or rateTrace)"));
       }
     }
   }

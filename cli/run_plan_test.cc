@@ -162,9 +162,13 @@ TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {
       {"{model: {name: mlp}, data: {dataset: digits}, parallelism: {workers: 3}}", Robots(1), Options(),
        "the cluster profile robots has 1 node(s) for 3 workers"},
       {"{model: {name: mlp}, data: {dataset: digits, stream: {}}, parallelism: {workers: 2}}", std::nullopt, Options(),
-       "spec.data.stream gives no ratesPerSecond, and there is no cluster profile (--nodes) to give each worker's"},
+       "spec.data.stream gives no ratesPerSecond, and there is no cluster profile (--nodes) to give each worker's: "
+       "give the rates in the job, or --nodes with a profile whose first 2 nodes each give a stream (ratePerSecond or "
+       "rateTrace)"},
       {"{model: {name: mlp}, data: {dataset: digits, stream: {}}, parallelism: {workers: 2}}", Robots(2), Options(),
-       "spec.data.stream gives no ratesPerSecond, and node robot-0 of the cluster profile robots gives no stream"},
+       "spec.data.stream gives no ratesPerSecond, and node robot-0 of the cluster profile robots gives no stream: give "
+       "the rates in the job, or a stream (ratePerSecond or rateTrace) to each of the profile's first 2 nodes, where "
+       "edgetrain run puts workers 0 to 1"},
   };
   RunOptions high_ports = Options();
   high_ports.http_port = 65534;

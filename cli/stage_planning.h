@@ -34,11 +34,11 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& 
 
 // The devices the planner splits over, in rank order: the workers' slots
 // as placement gave them, with what else a profile's node says of them
-// (memory, power, transience). Their compute and links are the slots',
-// which a resumed run has moved along their traces (GoneOnFor): the
-// profile's were of the run's start, and a resumed run planned a stage on
-// a device slowed 20x mid-run before it, then trained at a ninth of its
-// speed (a user's trial).
+// (memory, power, transience). Their compute is the slots', which a resumed
+// run has moved along their traces (GoneOnFor): the profile's slowdown was
+// of the run's start, and a resumed run planned a stage on a device slowed
+// 20x mid-run before it, then trained at a ninth of its speed (a user's
+// trial). Their links plan by their trace's mean, wherever the run is in it.
 StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
                                                 const std::optional<ClusterProfile>& profile);
 

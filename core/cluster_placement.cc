@@ -17,6 +17,9 @@ namespace {
 constexpr double kWiredMbps = 1000;
 // Why a node takes no worker of a team whose samples come from its nodes.
 constexpr char kNoStream[] = "no stream of its own";
+// A profile's node of a rate trace: it has one, which a cluster's Node does
+// not publish ("no stream of its own" read as false of it: found in review).
+constexpr char kTracedStream[] = "a stream only as a rate trace, which a cluster's Node does not publish";
 
 // Why no pod of the job may run on `node`, as a short category (counted in the
 // unschedulable message) and in full (the node's verdict); both empty if it may.
@@ -249,7 +252,9 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
       std::map<std::string, int> misfits = excluded_by;
       for (size_t i = 0; i < n; ++i) {
         if (!eligible[i]) continue;
-        ++misfits[streams[i] ? MisfitOf(free[i], request.worker_requests) : kNoStream];  // none fit
+        ++misfits[streams[i]                    ? MisfitOf(free[i], request.worker_requests)
+                  : nodes[i].stream_only_traced ? kTracedStream
+                                                : kNoStream];  // none fit
       }
       placement.unschedulable = Summarise(std::to_string(rank) + "/" + std::to_string(request.workers) +
                                               " workers fit, beside the coordinator on " + placement.coordinator_node +
@@ -266,7 +271,9 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
         v.coordinator = false;
         v.ranks.clear();
         if (!eligible[i]) continue;
-        const char* misfit = streams[i] ? MisfitOf(free[i], request.worker_requests) : kNoStream;
+        const char* misfit = streams[i]                    ? MisfitOf(free[i], request.worker_requests)
+                             : nodes[i].stream_only_traced ? kTracedStream
+                                                           : kNoStream;
         v.misfit = misfit ? misfit : "";
       }
       return placement;
@@ -303,8 +310,9 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   for (size_t i = 0; i < n; ++i) {
     NodeVerdict& v = placement.verdicts[i];
     if (eligible[i] && count[i] == 0 && !(request.solo && v.coordinator)) {
-      v.excluded = streams[i] ? Shortfall(free[i], request.worker_requests, "a worker").detail
-                              : std::string(kNoStream) + " for a worker (spec.data.stream names no rates)";
+      v.excluded = streams[i]                    ? Shortfall(free[i], request.worker_requests, "a worker").detail
+                   : nodes[i].stream_only_traced ? std::string(kTracedStream) + ", and spec.data.stream names no rates"
+                                                 : std::string(kNoStream) + " for a worker (spec.data.stream names no rates)";
     }
   }
   placement.placed = true;

@@ -31,6 +31,7 @@ class Node {
   Node& Busy(const std::string& cpu) { view_.bound.cpu_millis = *ParseQuantityMillis(cpu); view_.bound.pods = 1; return *this; }
   Node& Gpus(int n) { view_.allocatable.AddOther("nvidia.com/gpu", n * 1000); return *this; }
   Node& Streams(double per_second) { view_.emulated_stream = StreamSource{per_second, "", 0}; return *this; }
+  Node& StreamOnlyTraced() { view_.stream_only_traced = true; return *this; }
   Node& Watts(double compute, double communicate) {
     view_.power.compute_watts = compute;
     view_.power.communicate_watts = communicate;
@@ -256,6 +257,18 @@ TEST(ClusterPlacementTest, WorkersOfAStreamFromTheNodesGoOnlyWhereAStreamIs) {
   EXPECT_EQ(p.unschedulable,
             "1/3 workers fit, beside the coordinator on gateway; nodes that take no more: 1 insufficient cpu, 2 no "
             "stream of its own");
+
+  // A profile's node whose stream is a rate trace has one, which no Node
+  // publishes: said so, not "no stream of its own".
+  team.workers = 2;
+  p = PlaceTeam({Node("gateway"), Node("robot-1").Link(40).Streams(92).Cpu("1"),
+                 Node("camera").Link(40).StreamOnlyTraced()},
+                team);
+  EXPECT_FALSE(p.placed);
+  EXPECT_NE(p.unschedulable.find("1 a stream only as a rate trace, which a cluster's Node does not publish"),
+            std::string::npos)
+      << p.unschedulable;
+  EXPECT_EQ(VerdictOf(p, "camera").misfit, "a stream only as a rate trace, which a cluster's Node does not publish");
 }
 
 TEST(ClusterPlacementTest, WhatIsAlreadyBoundCountsAgainstAllocatable) {

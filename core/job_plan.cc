@@ -30,6 +30,26 @@ WorkerSlot GoneOnFor(WorkerSlot slot, double elapsed_s) {
   return slot;
 }
 
+StatusOr<std::optional<StreamRate>> StreamRateOf(const JobSpec& spec, const std::vector<WorkerSlot>& slots, int rank,
+                                                 const TextReader& read) {
+  const auto& stream = spec.data.stream;
+  if (!stream || stream->directory) return std::optional<StreamRate>();
+  if (rank >= 0 && static_cast<size_t>(rank) < stream->rates_per_second.size()) {
+    return std::optional<StreamRate>(StreamRate::Constant(stream->rates_per_second[static_cast<size_t>(rank)]));
+  }
+  const WorkerSlot* slot = rank >= 0 && static_cast<size_t>(rank) < slots.size() ? &slots[static_cast<size_t>(rank)]
+                                                                                   : nullptr;
+  const std::string worker = "worker " + std::to_string(rank);
+  if (!slot || !slot->stream) {
+    return FailedPreconditionError(worker + ": spec.data.stream gives no rate for it, and its plan slot no stream");
+  }
+  if (slot->stream->trace_path.empty()) return std::optional<StreamRate>(StreamRate::Constant(slot->stream->per_second));
+  const StatusOr<std::string> text = read(slot->stream->trace_path);
+  if (!text.ok()) return FailedPreconditionError(worker + "'s stream: " + text.status().message());
+  EDGETRAIN_ASSIGN_OR_RETURN(StreamRate rate, StreamRate::Parse(*text, slot->stream->trace_path));
+  return std::optional<StreamRate>(rate.From(slot->stream->offset_s));
+}
+
 int64_t SlotSince(const JobPlan& plan, int rank) {
   for (const WorkerSlot& w : plan.workers) {
     if (w.rank == rank && w.since_generation > 0) return std::min(w.since_generation, plan.generation);

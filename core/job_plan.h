@@ -4,6 +4,7 @@
 // passed as --plan=FILE in the launch contract (docs/launch-contract.md).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <optional>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "core/job_spec.h"
 #include "core/pipeline_cost.h"
 #include "core/status.h"
+#include "core/stream_rate.h"
 
 namespace edgetrain {
 
@@ -101,6 +103,15 @@ int64_t SlotSince(const JobPlan& plan, int rank);
 // into the dip its link has from the 5th to the 30th second, run after run:
 // 28 batches where an uninterrupted run trained 764 (a user's trial).
 WorkerSlot GoneOnFor(WorkerSlot slot, double elapsed_s);
+
+// Worker `rank`'s stream rate (spec.data.stream): the job's, or else its
+// node's in the plan slot, a constant or a rate trace read by `read` (the
+// agent's files or the runner's) and gone on to the slot's offset; none for
+// a job without a stream, or one from a folder. FailedPrecondition for a
+// worker with neither, or a trace `read` cannot give.
+using TextReader = std::function<StatusOr<std::string>(const std::string& path)>;
+StatusOr<std::optional<StreamRate>> StreamRateOf(const JobSpec& spec, const std::vector<WorkerSlot>& slots, int rank,
+                                                 const TextReader& read);
 
 // Which stage of `layout` holds `rank`; NotFound when none does (a device the
 // plan leaves out).

@@ -125,6 +125,34 @@ TEST(JobPlanTest, AResumedSlotGoesOnAlongItsTraces) {
   EXPECT_EQ(GoneOnFor(slot, 50).slowdown, 8);
 }
 
+// A worker's stream rate, as its agent reads it and as the runner warns by
+// it: the job's own, else its node's, a trace read and gone on to its offset.
+TEST(JobPlanTest, AWorkersStreamRateIsTheJobsOrElseItsNodes) {
+  JobSpec spec;
+  spec.data.stream = StreamSpec{};
+  std::vector<WorkerSlot> slots(3);
+  slots[0].stream = StreamSource{50, "", 0};
+  slots[1].stream = StreamSource{0, "/rate.csv", 10};
+  const TextReader read = [](const std::string& path) -> StatusOr<std::string> {
+    if (path == "/rate.csv") return std::string("seconds,samples_per_s\n0,0\n10,100\n20,0\n");
+    return NotFoundError(path + ": no such file");
+  };
+  auto constant = StreamRateOf(spec, slots, 0, read);
+  ASSERT_TRUE(constant.ok() && constant->has_value());
+  EXPECT_DOUBLE_EQ((*constant)->ArrivedBy(2), 100);
+  auto traced = StreamRateOf(spec, slots, 1, read);
+  ASSERT_TRUE(traced.ok() && traced->has_value()) << traced.status().ToString();
+  EXPECT_DOUBLE_EQ((*traced)->ArrivedBy(1), 100) << "10 s in: its 100 a second from the start";
+  EXPECT_EQ(StreamRateOf(spec, slots, 2, read).status().code(), StatusCode::kFailedPrecondition) << "neither";
+  slots[1].stream->trace_path = "/gone.csv";
+  EXPECT_NE(StreamRateOf(spec, slots, 1, read).status().message().find("worker 1's stream: /gone.csv"),
+            std::string::npos);
+  spec.data.stream->rates_per_second = {1, 2, 3};
+  EXPECT_DOUBLE_EQ((*StreamRateOf(spec, slots, 2, read))->ArrivedBy(1), 3) << "the job's rates first";
+  spec.data.stream->directory = "incoming";
+  EXPECT_FALSE(StreamRateOf(spec, slots, 0, read)->has_value()) << "a folder's samples have no rate";
+}
+
 TEST(JobPlanTest, DecodesAVggAndItsWidths) {
   auto spec = DecodeJobSpec(SpecWithModel(R"({"name": "vgg", "widths": [8, 8, 16, 16]})"));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();

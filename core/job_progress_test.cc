@@ -80,6 +80,7 @@ TEST(JobProgressTest, RoundTripsIncludingNulls) {
     const nlohmann::json said = nlohmann::json::parse(EncodeJobProgress(none));
     EXPECT_TRUE(said["replays"]["predictedSamplesPerSecond"].is_null()) << said["replays"];
     EXPECT_TRUE(said["replays"]["replannedMicroBatches"].is_null());
+    EXPECT_TRUE(said["replays"]["ordersSeconds"].is_null());
     auto read = DecodeJobProgress(EncodeJobProgress(none));
     ASSERT_TRUE(read.ok()) << read.status().ToString();
     EXPECT_EQ(read->replays->replanned_samples_per_s, 0);

@@ -53,6 +53,7 @@ StatusOr<NodeView> NodeViewOf(const NodeProfile& node) {
   // a constant rate; a rate trace, a file of this machine, is not. plan
   // placed a job on trace nodes the operator would not have (a user's trial).
   if (node.stream && node.stream->trace_path.empty()) view.emulated_stream = node.stream;
+  view.stream_only_traced = node.stream && !node.stream->trace_path.empty();
   if (node.link) view.link_mbps = node.link->mean_mbps;
   view.power = node.power;
   return view;

@@ -73,6 +73,9 @@ struct NodeView {
   // for a job whose spec.data.stream names no rates. A real device's samples
   // arrive in a folder (spec.data.stream.directory) and this stays unset.
   std::optional<StreamSource> emulated_stream;
+  // A cluster profile's node whose stream is a rate trace, which no Node
+  // publishes: as placement sees it, no stream, and said so by its reason.
+  bool stream_only_traced = false;
   // Why the node is about to leave, if it is: a cloud's interruption notice or
   // out-of-service taint, a cordon (the first step of a drain), or the site's
   // edgetrain.dev/leaving annotation. Empty: not leaving. A job's workers there

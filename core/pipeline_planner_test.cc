@@ -226,6 +226,36 @@ TEST(PipelinePlannerTest, MemoryThatHoldsNoPlanIsSaidWithTheDeviceShort) {
   EXPECT_NE(verdict.status().message().find("the device of the most memory"), std::string::npos);
 }
 
+// Every layer fits a device alone, but no plan fits: the plan the planner
+// weighed last is said, as before; and the layer no device holds is judged on
+// the device of the most memory, one of no limit holding everything.
+TEST(PipelinePlannerTest, ALayerNoDeviceHoldsIsJudgedOnTheRoomiestDevice) {
+  PipelineProblem p = Uneven();
+  p.devices = {Device("one", 1)};
+  const PipelineCostModel model(p);
+  const int only[] = {0};
+  int64_t most_alone = 0;
+  for (int l = 0; l < static_cast<int>(p.layers.size()); ++l) {
+    most_alone = std::max(most_alone, model.Stage(l, l + 1, only, 1, 1).memory_bytes[0]);
+  }
+  const int64_t whole = model.Stage(0, static_cast<int>(p.layers.size()), only, 1, 1).memory_bytes[0];
+  ASSERT_LT(most_alone, whole);
+  p.devices[0].memory_bytes = most_alone;
+  auto verdict = PlanPipeline(p);
+  ASSERT_EQ(verdict.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(verdict.status().message().find("even as one stage on every device, one would hold"), std::string::npos)
+      << verdict.status().message();
+
+  p.devices = {Device("small", 1, 0, 500), Device("roomy", 1, 0, 2000)};
+  verdict = PlanPipeline(p);
+  ASSERT_FALSE(verdict.ok());
+  EXPECT_NE(verdict.status().message().find("on roomy, the device of the most memory, over its 1.95 KiB"),
+            std::string::npos)
+      << verdict.status().message();
+  p.devices = {Device("small", 1, 0, 500), Device("unlimited", 1)};
+  EXPECT_TRUE(PlanPipeline(p).ok()) << "a device of no limit holds the whole model";
+}
+
 TEST(PipelinePlannerTest, MemoryMovesTheCutsAndMicroBatchesRatherThanFailing) {
   PipelineProblem p = Uneven();
   const auto free = PlanPipeline(p);

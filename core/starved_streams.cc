@@ -15,44 +15,65 @@ std::string Plain(double v) {
   return text;
 }
 
-// Why the team's rounds wait for every worker, or empty when they do not.
-std::string WhyRoundsWait(const SyncSpec& sync, int workers) {
+// Why the team waits for a starved worker and what it does meanwhile, or
+// nothing when its rounds go on without it.
+struct Wait {
+  std::string why;
+  std::string meanwhile;
+};
+
+std::optional<Wait> HowTheTeamWaits(const SyncSpec& sync, int workers) {
   switch (sync.policy) {
-    case SyncPolicy::kBsp: return "under spec.sync.policy bsp every round waits for every worker's gradient";
+    case SyncPolicy::kBsp:
+      return Wait{"under spec.sync.policy bsp every round waits for every worker's gradient",
+                  "the team trains on nothing until then"};
     case SyncPolicy::kRog:
     case SyncPolicy::kSsp:
-      return "the others wait for it once they are spec.sync.stalenessBound iterations ahead";
+      return Wait{"under spec.sync.policy " + std::string(sync.policy == SyncPolicy::kRog ? "rog" : "ssp") +
+                      " the others go at most spec.sync.stalenessBound iterations ahead of it",
+                  "then the team trains on nothing until then"};
     case SyncPolicy::kDeadline: {
       const double quorum = sync.quorum.value_or(kDefaultQuorum);
       const int q = RoundDeadline(quorum, 0).QuorumOf(workers);
-      if (q < workers) return "";
-      return "under spec.sync.policy deadline a quorum of " + Plain(quorum) + " of " + std::to_string(workers) +
-             " workers is all " + std::to_string(workers) +
-             ", so no round closes without it (a lower spec.sync.quorum closes rounds without it)";
+      if (q < workers) return std::nullopt;
+      return Wait{"under spec.sync.policy deadline a quorum of " + Plain(quorum) + " of " + std::to_string(workers) +
+                      " workers is all " + std::to_string(workers) +
+                      ", so no round closes without it (a lower spec.sync.quorum closes rounds without it)",
+                  "the team trains on nothing until then"};
     }
   }
-  return "";
+  return std::nullopt;
 }
+
+// Beyond this a Duration's nanoseconds overflow; and no run lasts so long.
+constexpr double kLongestSaidSeconds = 100000 * 3600.0;
 
 }  // namespace
 
 std::vector<std::string> StarvedStreamWarnings(const JobSpec& spec, const std::vector<std::optional<StreamRate>>& rates,
-                                               double horizon_s) {
+                                               std::optional<double> wall_clock_s) {
   std::vector<std::string> out;
   const int workers = spec.parallelism.workers;
   if (!spec.data.stream || workers < 2) return out;
-  const std::string why = WhyRoundsWait(spec.sync, workers);
-  if (why.empty()) return out;
+  const std::optional<Wait> wait = HowTheTeamWaits(spec.sync, workers);
+  if (!wait) return out;
+  const double horizon_s = wall_clock_s.value_or(kStarvedWithoutWallClockSeconds);
+  const std::string past = wall_clock_s ? "past the run's " + FormatDuration(FromSeconds(*wall_clock_s))
+                                        : std::string("past an hour (the run has no wall clock)");
   const int least = StreamMinBatch(*spec.data.stream, spec.data.batch_size);
+  const std::string samples = "its first batch's least of " + std::to_string(least) +
+                              " samples (spec.data.stream.minBatchSize)";
   for (size_t rank = 0; rank < rates.size(); ++rank) {
     if (!rates[rank]) continue;
     const double first = rates[rank]->WhenArrived(least);
     if (!(first > horizon_s)) continue;
-    out.push_back("worker " + std::to_string(rank) + "'s stream brings its first batch's least of " +
-                  std::to_string(least) + " samples (spec.data.stream.minBatchSize) only " +
-                  (std::isfinite(first) ? "after " + FormatDuration(FromSeconds(first)) : std::string("never")) +
-                  ", past the run's " + FormatDuration(FromSeconds(horizon_s)) + ", and " + why +
-                  ": the team trains on nothing until then");
+    const std::string worker = "worker " + std::to_string(rank) + "'s stream ";
+    const std::string when =
+        !std::isfinite(first)            ? worker + "never brings " + samples
+        : first > kLongestSaidSeconds    ? worker + "brings " + samples + " only after more than 100000h"
+                                         : worker + "brings " + samples + " only after " +
+                                               FormatDuration(FromSeconds(first));
+    out.push_back(when + ", " + past + ", and " + wait->why + ": " + wait->meanwhile);
   }
   return out;
 }

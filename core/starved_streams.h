@@ -15,13 +15,17 @@
 
 namespace edgetrain {
 
+// Without a wall clock, a wait of an hour is said all the same.
+inline constexpr double kStarvedWithoutWallClockSeconds = 3600;
+
 // One warning for each worker of `rates` (by rank; none: no stream of its
-// own) whose stream has a batch's minimum (StreamMinBatch) only after
-// `horizon_s` seconds, where the team's rounds wait for it under
-// spec.sync: bsp, rog and ssp always (past the staleness bound), deadline
-// when its quorum of the team is every worker. Empty for a job of one, whose
-// wait is its own, and a deadline whose quorum leaves a worker out.
+// own) whose stream has a batch's minimum (StreamMinBatch) only after the
+// run's `wall_clock_s` (none: kStarvedWithoutWallClockSeconds), where the
+// team waits for it under spec.sync: bsp always, rog and ssp past the
+// staleness bound, deadline when its quorum of the team is every worker.
+// Empty for a job of one, whose wait is its own, and a deadline whose quorum
+// leaves a worker out.
 std::vector<std::string> StarvedStreamWarnings(const JobSpec& spec, const std::vector<std::optional<StreamRate>>& rates,
-                                               double horizon_s);
+                                               std::optional<double> wall_clock_s);
 
 }  // namespace edgetrain

@@ -52,7 +52,10 @@ TEST(StarvedStreamsTest, EveryPolicyThatWaitsForTheSlowestSaysHow) {
   spec.sync.policy = SyncPolicy::kRog;
   warnings = StarvedStreamWarnings(spec, Rates({60, 0.001, 60, 60}), 30);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("stalenessBound"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("under spec.sync.policy rog the others go at most spec.sync.stalenessBound iterations "
+                             "ahead of it: then the team trains on nothing until then"),
+            std::string::npos)
+      << warnings[0];
   // Deadline of 4 at 0.75 is 3: the rounds close without the one.
   spec.sync.policy = SyncPolicy::kDeadline;
   EXPECT_TRUE(StarvedStreamWarnings(spec, Rates({60, 0.001, 60, 60}), 30).empty());
@@ -67,6 +70,20 @@ TEST(StarvedStreamsTest, EveryPolicyThatWaitsForTheSlowestSaysHow) {
   warnings = StarvedStreamWarnings(spec, rates, 30);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("worker 3's stream brings its first batch's least of 4 samples"), std::string::npos)
+      << warnings[0];
+}
+
+TEST(StarvedStreamsTest, ARunWithoutAWallClockIsToldOfAnHourAndARateOfNearlyNothingIsSaidSo) {
+  const JobSpec spec = ATeamOnStreams(2);
+  auto warnings = StarvedStreamWarnings(spec, Rates({1e-12, 60}), std::nullopt);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("only after more than 100000h, past an hour (the run has no wall clock)"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(StarvedStreamWarnings(spec, Rates({0.01, 60}), std::nullopt).empty()) << "4 samples in 400 s";
+  warnings = StarvedStreamWarnings(spec, Rates({0, 60}), 10);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("worker 0's stream never brings its first batch's least of 4 samples", 0), 0u)
       << warnings[0];
 }
 
