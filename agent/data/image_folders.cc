@@ -40,12 +40,24 @@ bool LooksLikeAnImage(const fs::path& file) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
+// A PNG or JPEG by its first bytes: stb decodes BMP, GIF, TGA and more,
+// which were read unsaid where the docs and the errors name PNG and JPEG
+// only (a user's trial).
+bool IsPngOrJpeg(const std::string& bytes) {
+  static constexpr std::string_view kPng("\x89PNG\r\n\x1a\n", 8), kJpeg("\xFF\xD8\xFF", 3);
+  return bytes.starts_with(kPng) || bytes.starts_with(kJpeg);
+}
+
 Status AppendImage(const fs::path& file, int label, Dataset& d) {
   const std::string path = file.string();
   if (IsDirectory(file)) return InvalidArgumentError(path + ": a folder inside a class folder");
   std::ifstream in(file, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) return InvalidArgumentError(path + ": cannot be read");
+  if (!bytes.empty() && !IsPngOrJpeg(bytes)) {
+    return InvalidArgumentError(path + ": not a PNG or JPEG image (its first bytes are neither's; other formats, "
+                                       "BMP or GIF among them, are not read: convert it, or move it out of the folder)");
+  }
   const int channels = d.info.channels;
   int width = 0, height = 0, in_file = 0;
   stbi_uc* image = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()),

@@ -98,6 +98,14 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
   tiny(root / "nested" / "a" / "1.png");
   tiny(root / "nested" / "b" / "more" / "1.png");
   Write(root / "a-file", "x");
+  // A BMP stb would decode, which the reader takes for no image of its formats.
+  tiny(root / "bmp" / "a" / "1.png");
+  fs::create_directories(root / "bmp" / "b");
+  const uint8_t grey[] = {1, 2, 3, 4};
+  ASSERT_TRUE(stbi_write_bmp((root / "bmp" / "b" / "1.bmp").c_str(), 2, 2, 1, grey));
+  // Named a PNG, cut short after its signature: a PNG that cannot be decoded.
+  tiny(root / "cut" / "a" / "1.png");
+  Write(root / "cut" / "b" / "1.png", std::string("\x89PNG\r\n\x1a\n", 8) + "garbage");
 
   const std::string r = root.string();
   const std::vector<std::string> train_classes = {"a", "b"};
@@ -116,7 +124,10 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
        r + "/other-names: class 1 is folder 'c', the train set's is 'b'"},
       {r + "/empty", Shape(1, 2, 2, 2), {}, r + "/empty/b: empty class folder"},
       {r + "/big", Shape(1, 2, 2, 2), {}, r + "/big/b/1.png: image is 2x3 (height x width), inputShape says 2x2"},
-      {r + "/text", Shape(1, 2, 2, 2), {}, r + "/text/b/notes.txt: not a PNG or JPEG image that can be decoded (unknown image type)"},
+      {r + "/text", Shape(1, 2, 2, 2), {}, r + "/text/b/notes.txt: not a PNG or JPEG image (its first bytes are neither's"},
+      {r + "/bmp", Shape(1, 2, 2, 2), {}, r + "/bmp/b/1.bmp: not a PNG or JPEG image (its first bytes are neither's; "
+                                              "other formats, BMP or GIF among them, are not read"},
+      {r + "/cut", Shape(1, 2, 2, 2), {}, r + "/cut/b/1.png: not a PNG or JPEG image that can be decoded ("},
       {r + "/nested", Shape(1, 2, 2, 2), {}, r + "/nested/b/more: a folder inside a class folder"},
   };
   for (const auto& c : cases) {
