@@ -152,6 +152,10 @@ void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriv
   if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {
     driver.Warn(warning);
   }
+  if (std::string warning = LabelsWithoutSamplesWarning(s.data.train.labels, s.data.train.info.classes);
+      !warning.empty()) {
+    driver.Warn(warning);
+  }
 }
 
 // A job of one agent: the whole job trained in this process.

@@ -10,6 +10,7 @@
 #include "agent/storage/evaluation_log.h"
 #include "core/budget.h"
 #include "core/finite_step.h"
+#include "core/number_text.h"
 #include "core/spec_changes.h"
 #include "core/training_schedule.h"
 
@@ -120,6 +121,15 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples
        << " samples, " << c.elapsed_s << " s of training\n";
   changed_since_checkpoint_ = SpecChanges(c.spec_json, plan_.spec_json);
+  // The same manifest on other data: its files rewritten in place. Its
+  // epochs count over the data as it is now; a run resumed on a set cut to
+  // a seventh was past its epochs before a step, and ended saying so with
+  // nothing of why (a user's trial).
+  if (const int64_t now = engine_.SamplesPerEpoch(); c.samples_per_epoch > 0 && now != c.samples_per_epoch) {
+    changed_since_checkpoint_.push_back(
+        "the training data: " + WithThousands(c.samples_per_epoch) + " samples a pass when it was written, " +
+        WithThousands(now) + " now (its files changed); spec.budget.epochs counts passes over the data as it is now");
+  }
   for (const std::string& change : changed_since_checkpoint_) {
     log_ << plan_.job << ": its manifest changed since the checkpoint: " << change << "\n";
   }
@@ -138,6 +148,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.accuracy = p.accuracy;
   c.evaluated_iteration = p.evaluated_iteration;
   if (p.loss > 0) c.loss = p.loss;  // 0: no batch trained yet
+  c.samples_per_epoch = engine_.SamplesPerEpoch();
   engine_.Snapshot(c);
   return c;
 }

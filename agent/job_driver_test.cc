@@ -438,6 +438,31 @@ TEST_F(JobDriverTest, AJobWhoseLossIsNoLongerFiniteFailsThereWithItsLastFiniteWe
   for (float w : (*checkpoint)->parameters) ASSERT_TRUE(std::isfinite(w));
 }
 
+// Its data files rewritten between the runs, the manifest the same: said, as
+// a manifest's change is (a user's run resumed on a set cut to a seventh was
+// past its epochs before a step, and said only that it had stopped there).
+TEST_F(JobDriverTest, AResumedJobWhoseDataChangedSaysSo) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  auto first = Run(milliseconds(123));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->stop_reason, StopReason::kCancelled);
+  auto kept = LoadCheckpoint(plan.CheckpointPath());
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_EQ((*kept)->samples_per_epoch, 160);
+  data = testing::FakeData(80, 50, 10);
+  auto second = Run();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->resumed_with_changes,
+            std::vector<std::string>{"the training data: 160 samples a pass when it was written, 80 now (its files "
+                                     "changed); spec.budget.epochs counts passes over the data as it is now"});
+  // The same data again: nothing said.
+  fs::remove_all(plan.output_dir);
+  ASSERT_TRUE(Run(milliseconds(123)).ok());
+  auto same = Run();
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->resumed_with_changes.empty());
+}
+
 TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) {
   plan.spec.fault_tolerance.checkpoint_every = 10;
   plan.spec_json = R"({"budget": {"epochs": 2}, "optimizer": {"learningRate": 0.1}})";

@@ -183,7 +183,11 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
     // A manifest edited since (a learning rate, a budget): trained on under
     // the new one, and said so, not silently (a new user's trial).
     if (!p.resumed_with_changes.empty()) {
-      err_ << "  its manifest changed since that checkpoint; training on under the new one:\n";
+      // Its data may have changed under the same manifest: said as that.
+      const bool manifest = std::any_of(p.resumed_with_changes.begin(), p.resumed_with_changes.end(),
+                                        [](const std::string& c) { return c.rfind("spec.", 0) == 0; });
+      err_ << (manifest ? "  its manifest changed since that checkpoint; training on under the new one:\n"
+                        : "  changed since that checkpoint; training on as it now is:\n");
       bool model_changed = false;
       for (const std::string& change : p.resumed_with_changes) {
         err_ << "    " << change << "\n";

@@ -90,6 +90,28 @@ std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<con
   return counts;
 }
 
+std::string LabelsWithoutSamplesWarning(std::span<const int64_t> labels, int classes) {
+  if (classes <= 0 || labels.empty()) return "";
+  std::vector<bool> seen(static_cast<size_t>(classes), false);
+  for (int64_t l : labels) {
+    if (l >= 0 && l < classes) seen[static_cast<size_t>(l)] = true;
+  }
+  std::vector<int> missing;
+  for (int l = 0; l < classes; ++l) {
+    if (!seen[static_cast<size_t>(l)]) missing.push_back(l);
+  }
+  if (missing.empty()) return "";
+  std::string named;
+  const size_t shown = std::min<size_t>(missing.size(), 5);
+  for (size_t i = 0; i < shown; ++i) {
+    named += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + std::to_string(missing[i]);
+  }
+  if (missing.size() > shown) named += " and " + std::to_string(missing.size() - shown) + " more";
+  return "the training set holds no sample of label" + std::string(missing.size() == 1 ? " " : "s ") + named +
+         " of its " + std::to_string(classes) + " classes (spec.data.classes): the model never learns " +
+         (missing.size() == 1 ? "it" : "them");
+}
+
 std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers) {
   const PartitionSpec& p = data.partition;
   // A stream from a folder is dealt by its source, not partitioned.

@@ -30,6 +30,12 @@ std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labe
 // of 10, and only `edgetrain partition` said so.)
 std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers);
 
+// When the training set itself holds no sample of some of the `classes`
+// labels: which, for a warning (the model never learns them); else empty.
+// A user's 3 classes in a file of labels 0 and 1 trained to 0.63 unsaid,
+// where a partition's unseen labels were warned of.
+std::string LabelsWithoutSamplesWarning(std::span<const int64_t> labels, int classes);
+
 // How many samples of each label a part holds: [label] -> count.
 std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<const int64_t> labels, int classes);
 

@@ -130,5 +130,19 @@ TEST(PartitionTest, LabelsNoWorkerSeesAreWarnedOfUnlessInjected) {
   EXPECT_EQ(UnseenLabelsWarning(data, 10, 2), "") << "only the labels partition deals labels";
 }
 
+TEST(PartitionTest, LabelsTheTrainingSetHoldsNoSampleOfAreWarnedOf) {
+  EXPECT_EQ(LabelsWithoutSamplesWarning(Labels(4, 3), 3), "");
+  EXPECT_EQ(LabelsWithoutSamplesWarning(Labels(4, 2), 3),
+            "the training set holds no sample of label 2 of its 3 classes (spec.data.classes): the model never "
+            "learns it");
+  EXPECT_EQ(LabelsWithoutSamplesWarning(Labels(1, 2), 10),
+            "the training set holds no sample of labels 2, 3, 4, 5, 6 and 3 more of its 10 classes "
+            "(spec.data.classes): the model never learns them");
+  EXPECT_EQ(LabelsWithoutSamplesWarning(Labels(2, 1), 3),
+            "the training set holds no sample of labels 1 and 2 of its 3 classes (spec.data.classes): the model "
+            "never learns them");
+  EXPECT_EQ(LabelsWithoutSamplesWarning({}, 3), "") << "no set read yet (a stream's folder)";
+}
+
 }  // namespace
 }  // namespace edgetrain

@@ -95,6 +95,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     m.set_evaluated_iteration(*c.evaluated_iteration);
   }
   if (c.loss) m.set_loss(*c.loss);
+  m.set_samples_per_epoch(c.samples_per_epoch);
   for (const WorkerTotals& w : c.workers) {
     v1::WorkerTotals* t = m.add_workers();
     t->set_iteration(w.iteration);
@@ -153,6 +154,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
     c.evaluated_iteration = m.evaluated_iteration();
   }
   if (m.has_loss()) c.loss = m.loss();
+  c.samples_per_epoch = m.samples_per_epoch();
   for (const v1::WorkerTotals& t : m.workers()) {
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),

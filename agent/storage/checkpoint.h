@@ -45,6 +45,9 @@ struct JobCheckpoint {
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;
   std::optional<double> loss;  // the training loss as smoothed when it was written; none before any step
+  // Samples a pass over the training data trained then (TrainingEngine::
+  // SamplesPerEpoch); 0 in older checkpoints.
+  int64_t samples_per_epoch = 0;
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);
