@@ -291,7 +291,10 @@ Status Reconciler::Validate(Pass& pass) {
   const std::string invalid_for = said_invalid ? said_invalid->value("reason", "") : "";
   const bool placements_finding = invalid_for == reason::kNoMatchingNode || invalid_for == reason::kNoPriorityClass;
   const bool suspended = pass.object.value("/spec/suspend"_json_pointer, false);
-  if (said_invalid && !refused_as_written && !(placements_finding && suspended)) {
+  // A name another object holds stays taken (Failed, NameTaken): it read
+  // Invalid False, Valid, from the next pass on (a user's trial).
+  const bool name_taken = failed_for == reason::kNameTaken;
+  if (said_invalid && !refused_as_written && !name_taken && !(placements_finding && suspended)) {
     pass.Set(condition::kInvalid, false, "Valid", "");
   }
   // A job that failed only for what its spec says starts again once fixed.
@@ -625,11 +628,14 @@ std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std:
   }
   // A coordinator whose node died: its /progress went unanswered from its
   // last read, 40 s before its node was called NotReady. Its recovery was
-  // counted 12 s where the team had stood 50 s (a new user's trial).
-  if (coordinator_lost && ConditionIs(stored_status, condition::kStalled, true) &&
-      FindCondition(stored_status, condition::kStalled)->value("reason", "") == reason::kProgressUnreadable) {
-    consider(stored_status.value("/progress/readTime"_json_pointer, std::string()));
-  }
+  // counted 12 s where the team had stood 50 s (a new user's trial), and,
+  // lost before --stalled-after, from its node's NotReady: 5.2 s where it had
+  // stood 10 (another). Unanswered since a read, it is lost from that read.
+  const bool unread = stored_status.contains("/progress/unreadSince"_json_pointer) ||
+                      (ConditionIs(stored_status, condition::kStalled, true) &&
+                       FindCondition(stored_status, condition::kStalled)->value("reason", "") ==
+                           reason::kProgressUnreadable);
+  if (coordinator_lost && unread) consider(stored_status.value("/progress/readTime"_json_pointer, std::string()));
   return earliest;
 }
 
@@ -1603,7 +1609,13 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         pass.Set(condition::kRunning, false, reason::kRestarting, message);
       }
       std::string unread;  // why /progress did not answer
-      const Json progress = ReadProgress(pass, gang, &unread);
+      // A coordinator whose node is not ready is not asked: the read waited
+      // its 3 s out, and the status said its node was not ready that much
+      // later (a user's trial).
+      const NodeView* coordinator_node = team_node(coordinator.node);
+      const bool coordinator_node_silent = coordinator_node && !coordinator_node->ready;
+      if (coordinator_node_silent) unread = "its node " + coordinator.node + " is not ready";
+      const Json progress = coordinator_node_silent ? Json::object() : ReadProgress(pass, gang, &unread);
       // Every pod runs, but the coordinator has not started the team: its
       // workers are not all in (nodeLossGrace after the first). Shown as
       // Training, a team whose workers could not reach the coordinator
@@ -1687,6 +1699,30 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
               ? kube::ParseKubeTime(pass.stored_status.value("/progress/readTime"_json_pointer, std::string()))
               : std::nullopt;
       const bool unanswered = read_at.has_value();  // it answered before, not now
+      // The first read it did not answer: a coordinator lost since is lost
+      // from its last answer (LossEvidence), not from its node's NotReady.
+      if (unanswered && !pass.stored_status.contains("/progress/unreadSince"_json_pointer)) {
+        pass.status["progress"]["unreadSince"] = pass.now;
+      }
+      if (unanswered && gang.restarting.empty()) {
+        // Its pods run, but its coordinator said nothing this time: not
+        // "every agent runs", which the status said for the seconds between
+        // its node's death and the node's NotReady (a user's trial). A
+        // coordinator placed since the last read has not answered yet.
+        const Json* pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
+        const std::optional<kube::WallTime> made =
+            pod ? kube::ParseKubeTime(pod->value("/metadata/creationTimestamp"_json_pointer, std::string()))
+                : std::nullopt;
+        const std::string read_time = pass.stored_status.value("/progress/readTime"_json_pointer, std::string());
+        if (made && *made > *read_at) {
+          pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
+                   "every pod runs; the coordinator, placed anew, has not answered yet (" + unread + ")");
+        } else {
+          pass.Set(condition::kRunning, true, reason::kTraining,
+                   "every pod runs; the coordinator's /progress has not answered since " + read_time + " (" + unread +
+                       "): status.progress is as read then");
+        }
+      }
       if (unanswered) {
         const std::optional<kube::WallTime> now = kube::ParseKubeTime(pass.now);
         // Silent since the last read, or since its pod was made if later: a

@@ -516,6 +516,12 @@ TEST_F(ReconcilerTest, AnObjectUnderAJobsNameThatIsAnothersIsLeftAloneAndTheJobF
     bool said = false;
     for (const Json& e : api_.All(kube::kEvents)) said |= e.value("reason", "") == api::reason::kNameTaken;
     EXPECT_TRUE(said);
+    // Invalid too, and still on the next pass (it read Invalid False, Valid,
+    // from then on: a user's trial).
+    EXPECT_TRUE(ConditionIs(status, api::condition::kInvalid, true)) << status.dump();
+    jobs_.Put(Job("team"));
+    Reconcile(key);
+    EXPECT_TRUE(ConditionIs(Job("team")["status"], api::condition::kInvalid, true)) << Job("team")["status"].dump();
     // Cleared for the next case, as the garbage collector would the job's own.
     for (const auto& type : {kube::kSecrets, kube::kConfigMaps, kube::kServices, kube::kTrainingJobs, kube::kEvents}) {
       for (const Json& o : api_.All(type)) {
@@ -806,6 +812,51 @@ TEST_F(ReconcilerTest, ACoordinatorsRecoveryCountsFromItsLastAnsweredProgress) {
     if (pod["metadata"]["name"].get<std::string>().ends_with("-g2")) Run(pod);
   });
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(43)));
+}
+
+// A coordinator lost before --stalled-after (its node dead, nodeLossGrace
+// short): unanswered since a read, the status says so at once, not "every
+// agent runs", and its recovery counts from that read, not from its node's
+// NotReady (a user's trial: 5.2 s counted where the team stood 10).
+TEST_F(ReconcilerTest, ACoordinatorUnansweredIsSaidAtOnceAndLostFromItsLastAnswer) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {{"state", "training"}, {"iteration", 300}, {"samples", 19200}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const std::string read_at = Job("team")["status"]["progress"]["readTime"];
+  progress_.by_ip.erase(coordinator_ip);  // its node dies
+  now_ += std::chrono::seconds(2);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json unanswered = Job("team")["status"];
+  const Json* running = FindCondition(unanswered, api::condition::kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->value("message", "").rfind("every pod runs; the coordinator's /progress has not answered since " +
+                                                    read_at,
+                                                0),
+            0u)
+      << *running;
+  EXPECT_EQ(Job("team")["status"]["progress"]["unreadSince"], kube::FormatKubeTime(now_));
+  EXPECT_FALSE(ConditionIs(Job("team")["status"], api::condition::kStalled, true)) << "2 s: not stalled yet";
+  now_ += std::chrono::seconds(5);
+  nodes_.Put(ANode("gateway").NotReady());
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Job("team")["status"]["progress"]["unreadSince"], kube::FormatKubeTime(now_ - std::chrono::seconds(5)))
+      << "the first unanswered read kept";
+  now_ += std::chrono::seconds(5);
+  SyncPods([](Json& pod) {
+    if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(2);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"].get<std::string>().ends_with("-g2")) Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(14)))
+      << "from the last answer, 14 s before the team ran again";
 }
 
 // Issue 19: a worker whose pushes the coordinator kept refusing is turned
