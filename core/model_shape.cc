@@ -29,8 +29,20 @@ Status CheckPositive(const std::string& field, const std::vector<int>& sizes) {
   return Status::Ok();
 }
 
+// Samples of one row ([N]: 1 x N) are no images: a conv's 2x2 pools have no
+// height to halve. Said so, where the count of blocks was "use at most 0" (a
+// user's trial).
+Status CheckImages(const std::string& model, const DatasetInfo& data) {
+  if (data.height >= 2 || data.width < 1) return Status::Ok();
+  return InvalidArgumentError("spec.model.name: " + model + " takes images, and the data's samples are rows of " +
+                              std::to_string(data.width) + " values (spec.data.inputShape [" +
+                              std::to_string(data.width) + "]); give inputShape as [channels, height, width] or " +
+                              "[height, width] if they are images, or use the mlp");
+}
+
 Status CheckCnn(const std::vector<int>& channels, const DatasetInfo& data) {
   EDGETRAIN_RETURN_IF_ERROR(CheckPositive("channels", channels));
+  EDGETRAIN_RETURN_IF_ERROR(CheckImages("cnn", data));
   const size_t fit = Halvings(data);
   if (channels.size() <= fit) return Status::Ok();
   return InvalidArgumentError("spec.model.channels: " + std::to_string(channels.size()) +
@@ -40,6 +52,7 @@ Status CheckCnn(const std::vector<int>& channels, const DatasetInfo& data) {
 
 Status CheckVgg(const std::vector<int>& widths, const DatasetInfo& data) {
   EDGETRAIN_RETURN_IF_ERROR(CheckPositive("widths", widths));
+  EDGETRAIN_RETURN_IF_ERROR(CheckImages("vgg", data));
   size_t pools = 0;
   for (size_t i = 0; i < widths.size(); ++i) pools += VggPoolFollows(i, widths.size()) ? 1 : 0;
   const size_t fit = Halvings(data);

@@ -27,6 +27,20 @@ TEST(ModelShapeTest, ConvBlocksMustFitTheImages) {
   EXPECT_TRUE(CheckModelFitsData({ModelKind::kMlp, {}, {}}, digits).ok());
 }
 
+TEST(ModelShapeTest, ConvModelsTakeImagesNotRows) {
+  DatasetInfo rows;  // inputShape [144]: 1 x 1 x 144
+  rows.height = 1;
+  rows.width = 144;
+  rows.classes = 3;
+  Status s = CheckModelFitsData(Cnn({8, 8}), rows);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.model.name: cnn takes images, and the data's samples are rows of 144 values "
+                         "(spec.data.inputShape [144]); give inputShape as [channels, height, width] or [height, "
+                         "width] if they are images, or use the mlp");
+  EXPECT_NE(CheckModelFitsData(Vgg({4}), rows).message().find("vgg takes images"), std::string::npos);
+  EXPECT_TRUE(CheckModelFitsData({ModelKind::kMlp, {}, {}}, rows).ok());
+}
+
 TEST(ModelShapeTest, VggPoolsAfterEveryTwoConvsAndAfterTheLast) {
   std::vector<bool> eight, five;
   for (size_t i = 0; i < 8; ++i) eight.push_back(VggPoolFollows(i, 8));

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agent/torch/models.h"
+#include "agent/torch/stage_trainer.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
 
@@ -17,6 +18,11 @@ namespace {
 constexpr int64_t kFloatBytes = 4;
 // Untimed passes of each layer at the whole batch before it is timed.
 constexpr int kWarmUpPasses = 3;
+// The most the whole model's chained passes may hold of activations: small
+// beside any device that trains (the default vgg's at 64 samples: 7 MiB),
+// so that timing the chain does not ask for the memory a model split for
+// want of it lacks on the device that checks it.
+constexpr int64_t kChainStashBytes = int64_t{256} << 20;
 
 double Median(std::vector<double> values) {
   const size_t mid = values.size() / 2;
@@ -112,6 +118,89 @@ Status CheckOptions(const LayerProfileOptions& o) {
   return Status::Ok();
 }
 
+// The whole model's passes through a stage trainer of every layer, as the
+// runtime runs a stage: its forward, then its backward from the loss, each a
+// median over `repetitions` at each of `sizes`; none at a size it cannot
+// train on (a BatchNorm1d on one sample).
+struct ChainedPass {
+  double forward_s = 0;
+  double backward_s = 0;
+};
+StatusOr<std::vector<std::optional<ChainedPass>>> TimeChainedPasses(const ModelSpec& spec, const DatasetInfo& data,
+                                                                   const LayerProfileOptions& options, int layers,
+                                                                   const std::vector<int>& sizes, const Clock& clock) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> stage,
+                             CreateStageTrainer({spec, data, options.seed, options.intra_op_threads, 0, layers,
+                                                 options.sample_shape}));
+  const torch::Tensor images = torch::rand({options.batch_size, stage->InputSize()});
+  const torch::Tensor classes = torch::randint(std::max(1, data.classes), {options.batch_size}, torch::kLong);
+  const std::span<const float> input(images.data_ptr<float>(), static_cast<size_t>(images.numel()));
+  const std::span<const int64_t> labels(classes.data_ptr<int64_t>(), static_cast<size_t>(classes.numel()));
+  std::vector<std::optional<ChainedPass>> out;
+  int64_t id = 0;
+  for (int samples : sizes) {
+    std::vector<double> forward, backward;
+    bool trains = true;
+    for (int pass = 0; pass <= options.repetitions && trains; ++pass) {  // pass 0 warms up
+      const TimePoint began = clock.Now();
+      TimePoint forwarded = began;
+      StatusOr<LossAndInputGradient> loss = InternalError("not run");
+      try {
+        const auto outputs = stage->Forward(id, input.subspan(0, static_cast<size_t>(samples * stage->InputSize())));
+        forwarded = clock.Now();
+        loss = outputs.ok() ? stage->BackwardFromLoss(id, labels.subspan(0, static_cast<size_t>(samples)), 1.0)
+                            : StatusOr<LossAndInputGradient>(outputs.status());
+      } catch (const std::exception& e) {  // a user's module raising on so few samples
+        loss = InvalidArgumentError(e.what());
+      }
+      const TimePoint backwarded = clock.Now();
+      ++id;
+      if (!loss.ok()) {
+        stage->DropInFlight();
+        trains = false;
+      } else if (pass > 0) {
+        forward.push_back(ToSeconds(forwarded - began));
+        backward.push_back(ToSeconds(backwarded - forwarded));
+      }
+    }
+    stage->ZeroGradients();
+    out.push_back(trains ? std::optional<ChainedPass>({Median(forward), Median(backward)}) : std::nullopt);
+  }
+  return out;
+}
+
+// Each size's passes of every layer scaled so that they sum to the whole
+// model's chained pass at that size: what a stage's pass costs beyond its
+// layers' (its input copied in, its output out, the loss, the layers' data
+// no longer in the caches another layer's pass left them in) shared among
+// them by their time.
+void ScaleToTheChain(std::vector<LayerCost>& costs, const std::vector<int>& sizes,
+                     const std::vector<std::optional<ChainedPass>>& chained, double slowdown) {
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (!chained[k]) continue;
+    double forward = 0, backward = 0;
+    std::vector<LayerPass*> at_size;
+    for (LayerCost& c : costs) {
+      for (LayerPass& p : c.passes) {
+        if (p.samples != sizes[k]) continue;
+        forward += p.forward_s;
+        backward += p.backward_s;
+        at_size.push_back(&p);
+      }
+    }
+    if (at_size.size() != costs.size() || !(forward > 0) || !(backward > 0)) continue;  // a layer not timed there
+    const double f = chained[k]->forward_s * slowdown / forward, b = chained[k]->backward_s * slowdown / backward;
+    for (LayerPass* p : at_size) {
+      p->forward_s *= f;
+      p->backward_s *= b;
+    }
+  }
+  for (LayerCost& c : costs) {
+    c.forward_s = c.passes.back().forward_s / c.passes.back().samples;
+    c.backward_s = c.passes.back().backward_s / c.passes.back().samples;
+  }
+}
+
 }  // namespace
 
 std::vector<int> PassSizes(int batch) {
@@ -186,6 +275,24 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       cost.activation_bytes = kFloatBytes * (output.numel() / options.batch_size);
       costs.push_back(std::move(cost));
       input = output;
+    }
+    if (options.chained) {
+      // The chain holds every layer's activations at once, where the layers
+      // timed one by one held one layer's: only the sizes whose stash stays
+      // under kChainStashBytes are chained, the rest keep their layers' sum.
+      int64_t stash_per_sample = 0;
+      for (const LayerCost& c : costs) stash_per_sample += c.activation_bytes;
+      std::vector<int> sizes;
+      for (int samples : PassSizes(options.batch_size)) {
+        // Nor those a layer could not train on (a BatchNorm1d on one sample).
+        const bool every_layer = std::all_of(costs.begin(), costs.end(), [&](const LayerCost& c) {
+          return std::any_of(c.passes.begin(), c.passes.end(), [&](const LayerPass& p) { return p.samples == samples; });
+        });
+        if (every_layer && stash_per_sample * samples <= kChainStashBytes) sizes.push_back(samples);
+      }
+      EDGETRAIN_ASSIGN_OR_RETURN(auto chained, TimeChainedPasses(spec, data, options, static_cast<int>(costs.size()),
+                                                                 sizes, clock));
+      ScaleToTheChain(costs, sizes, chained, options.slowdown);
     }
     return costs;
   } catch (const c10::Error& e) {

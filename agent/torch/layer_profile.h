@@ -38,6 +38,11 @@ struct LayerProfileOptions {
   // (LayerCost::optimizer_s), on the weights laid out as a stage lays them.
   // None: not timed (0).
   std::optional<OptimizerSpec> optimizer = {};
+  // The whole model's passes timed too, chained through a stage trainer as
+  // the runtime runs a stage, and each size's layers scaled to sum to them:
+  // a stage's passes had run 1.19-1.55 times its layers' timed one by one
+  // (docs/pipeline.md, "The cost model").
+  bool chained = true;
 };
 
 // The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.

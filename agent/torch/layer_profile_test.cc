@@ -106,6 +106,7 @@ TEST(LayerProfileTest, ASlowerDeviceTakesSlowdownTimesTheMeasuredTime) {
   const Duration tick = std::chrono::milliseconds(8);
   LayerProfileOptions options = Quick();
   options.repetitions = 3;
+  options.chained = false;  // each layer's passes as timed (the chain's scaling: below)
   TickingClock plain_clock(tick), slow_clock(tick);
   options.clock = &plain_clock;
   std::vector<LayerCost> plain = Profile(Vgg({4, 4, 8}), kDigits, options);
@@ -132,6 +133,32 @@ TEST(LayerProfileTest, ASlowerDeviceTakesSlowdownTimesTheMeasuredTime) {
   }
 }
 
+// Each size's layers scaled so that they sum to the whole model's chained
+// pass at that size, forward and backward apart, on a slower device too: on
+// a clock where every pass takes a tick, a chain of three layers takes one
+// tick forward and one back, and each layer a third of each.
+TEST(LayerProfileTest, EachSizesLayersSumToTheWholeModelsChainedPass) {
+  const Duration tick = std::chrono::milliseconds(9);
+  LayerProfileOptions options = Quick();
+  options.repetitions = 3;
+  options.slowdown = 2;
+  TickingClock clock(tick);
+  options.clock = &clock;
+  const std::vector<LayerCost> layers = Profile(Mlp({32, 16}), kDigits, options);
+  ASSERT_EQ(layers.size(), 3u);
+  for (size_t k = 0; k < layers[0].passes.size(); ++k) {
+    double forward = 0, backward = 0;
+    for (const LayerCost& l : layers) {
+      EXPECT_DOUBLE_EQ(l.passes[k].forward_s, 2 * 0.009 / 3) << l.name << " at " << l.passes[k].samples;
+      forward += l.passes[k].forward_s;
+      backward += l.passes[k].backward_s;
+    }
+    EXPECT_DOUBLE_EQ(forward, 2 * 0.009) << "the chain's forward, at the device's slowdown";
+    EXPECT_DOUBLE_EQ(backward, 2 * 0.009);
+  }
+  EXPECT_DOUBLE_EQ(layers[0].forward_s, layers[0].passes.back().forward_s / 4) << "a sample's, at the whole batch";
+}
+
 OptimizerSpec Adam() {
   OptimizerSpec adam;
   adam.kind = OptimizerKind::kAdam;
@@ -142,6 +169,7 @@ OptimizerSpec Adam() {
 TEST(LayerProfileTest, TheOptimizersStepIsTimedOnlyWhenNamedAndSlowsWithTheDevice) {
   const Duration tick = std::chrono::milliseconds(8);
   LayerProfileOptions options = Quick();
+  options.chained = false;
   TickingClock plain_clock(tick), slow_clock(tick);
   options.clock = &plain_clock;
   for (const LayerCost& l : Profile(Mlp({32, 16}), kDigits, options)) EXPECT_EQ(l.optimizer_s, 0) << l.name;
