@@ -121,17 +121,23 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples
        << " samples, " << c.elapsed_s << " s of training\n";
   changed_since_checkpoint_ = SpecChanges(c.spec_json, plan_.spec_json);
+  for (const std::string& change : changed_since_checkpoint_) {
+    log_ << plan_.job << ": its manifest changed since the checkpoint: " << change << "\n";
+  }
   // The same manifest on other data: its files rewritten in place. Its
   // epochs count over the data as it is now; a run resumed on a set cut to
   // a seventh was past its epochs before a step, and ended saying so with
-  // nothing of why (a user's trial).
-  if (const int64_t now = engine_.SamplesPerEpoch(); c.samples_per_epoch > 0 && now != c.samples_per_epoch) {
+  // nothing of why (a user's trial). A manifest that names other data says
+  // so itself.
+  const bool data_named_anew = std::any_of(changed_since_checkpoint_.begin(), changed_since_checkpoint_.end(),
+                                           [](const std::string& change) { return change.starts_with("spec.data."); });
+  if (const int64_t now = engine_.SamplesPerEpoch();
+      c.samples_per_epoch > 0 && now != c.samples_per_epoch && !data_named_anew) {
     changed_since_checkpoint_.push_back(
         "the training data: " + WithThousands(c.samples_per_epoch) + " samples a pass when it was written, " +
         WithThousands(now) + " now (its files changed); spec.budget.epochs counts passes over the data as it is now");
-  }
-  for (const std::string& change : changed_since_checkpoint_) {
-    log_ << plan_.job << ": its manifest changed since the checkpoint: " << change << "\n";
+    log_ << plan_.job << ": its training data changed since the checkpoint: " << changed_since_checkpoint_.back()
+         << "\n";
   }
   return checkpoint;
 }

@@ -455,11 +455,16 @@ TEST_F(JobDriverTest, AResumedJobWhoseDataChangedSaysSo) {
   EXPECT_EQ(second->resumed_with_changes,
             std::vector<std::string>{"the training data: 160 samples a pass when it was written, 80 now (its files "
                                      "changed); spec.budget.epochs counts passes over the data as it is now"});
+  EXPECT_NE(log.str().find("solo: its training data changed since the checkpoint: the training data: 160"),
+            std::string::npos)
+      << log.str();
   // The same data again: nothing said.
+  data = testing::FakeData(160, 50, 10);
   fs::remove_all(plan.output_dir);
   ASSERT_TRUE(Run(milliseconds(123)).ok());
   auto same = Run();
   ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->resumed_from_iteration.has_value()) << "it resumed";
   EXPECT_TRUE(same->resumed_with_changes.empty());
 }
 

@@ -162,7 +162,8 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.data.classes: must be >= 2 (got 1)"},
       {With(R"({"spec": {"model": {"name": "cnn"}, "data": {"dataset": null, "format": "csv", "train": {"path": "a.csv"},
                                   "test": {"path": "b.csv"}, "inputShape": [12], "classes": 3}}})"),
-       "spec.model.channels: 2 conv blocks would halve the 1x12 images below 1x1; use at most 0"},
+       "spec.model.name: cnn takes images, and the data's samples are 1 x 1 x 12 (spec.data.inputShape, as channels x "
+       "height x width): a side of 1 leaves its 2x2 pools nothing to halve"},
       // Requests the pods would be refused with (a new user's "lots" went Failed
       // on the cluster with no reason given, and edgetrain validate said valid).
       {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "lots"}}}}})"),

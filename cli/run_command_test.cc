@@ -287,6 +287,30 @@ TEST_F(RunCommandTest, EvaluateOnAJobsFilesReadsItsTestFileAlone) {
   EXPECT_NE(misfit.stderr_text.find("it was trained on digits (model.json)"), std::string::npos) << misfit.stderr_text;
 }
 
+// A training file with no sample of one of its classes: warned of, for a
+// team as for a job of one (the coordinator keeps none of the set, and the
+// warning was judged on what it kept: found in review).
+TEST_F(RunCommandTest, ATeamsTrainingFileWithoutAClassIsWarnedOf) {
+  {
+    std::ofstream train(dir_ / "train.csv"), test(dir_ / "test.csv");
+    for (int i = 0; i < 64; ++i) {
+      train << i % 2 << "," << (i % 2) << ".5,0.25\n";
+      test << i % 3 << "," << (i % 3) << ".5,0.25\n";
+    }
+  }
+  const std::string job = Manifest("two-of-three", R"(  model: {name: mlp, hidden: [8]}
+  data: {format: csv, train: {path: train.csv}, test: {path: test.csv}, inputShape: [2], classes: 3, batchSize: 8}
+  parallelism: {workers: 2}
+  budget: {wallClock: 2s}
+)");
+  const Outcome run = Execute({"run", job, "--no-curves", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("the training set holds no sample of label 2 of its 3 classes (spec.data.classes): "
+                                 "the model never learns it"),
+            std::string::npos)
+      << run.stderr_text;
+}
+
 TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
   data: {dataset: digits}

@@ -33,11 +33,12 @@ Status CheckPositive(const std::string& field, const std::vector<int>& sizes) {
 // height to halve. Said so, where the count of blocks was "use at most 0" (a
 // user's trial).
 Status CheckImages(const std::string& model, const DatasetInfo& data) {
-  if (data.height >= 2 || data.width < 1) return Status::Ok();
-  return InvalidArgumentError("spec.model.name: " + model + " takes images, and the data's samples are rows of " +
-                              std::to_string(data.width) + " values (spec.data.inputShape [" +
-                              std::to_string(data.width) + "]); give inputShape as [channels, height, width] or " +
-                              "[height, width] if they are images, or use the mlp");
+  if (std::min(data.height, data.width) >= 2 || data.width < 1) return Status::Ok();
+  return InvalidArgumentError("spec.model.name: " + model + " takes images, and the data's samples are " +
+                              std::to_string(data.channels) + " x " + std::to_string(data.height) + " x " +
+                              std::to_string(data.width) + " (spec.data.inputShape, as channels x height x width): " +
+                              "a side of 1 leaves its 2x2 pools nothing to halve; give inputShape as [channels, "
+                              "height, width] or [height, width] if they are images, or use the mlp");
 }
 
 Status CheckCnn(const std::vector<int>& channels, const DatasetInfo& data) {

@@ -34,9 +34,14 @@ TEST(ModelShapeTest, ConvModelsTakeImagesNotRows) {
   rows.classes = 3;
   Status s = CheckModelFitsData(Cnn({8, 8}), rows);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "spec.model.name: cnn takes images, and the data's samples are rows of 144 values "
-                         "(spec.data.inputShape [144]); give inputShape as [channels, height, width] or [height, "
-                         "width] if they are images, or use the mlp");
+  EXPECT_EQ(s.message(), "spec.model.name: cnn takes images, and the data's samples are 1 x 1 x 144 "
+                         "(spec.data.inputShape, as channels x height x width): a side of 1 leaves its 2x2 pools "
+                         "nothing to halve; give inputShape as [channels, height, width] or [height, width] if they "
+                         "are images, or use the mlp");
+  DatasetInfo column = rows;  // [144, 1]
+  column.height = 144;
+  column.width = 1;
+  EXPECT_NE(CheckModelFitsData(Cnn({8}), column).message().find("1 x 144 x 1"), std::string::npos);
   EXPECT_NE(CheckModelFitsData(Vgg({4}), rows).message().find("vgg takes images"), std::string::npos);
   EXPECT_TRUE(CheckModelFitsData({ModelKind::kMlp, {}, {}}, rows).ok());
 }

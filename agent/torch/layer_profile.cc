@@ -18,11 +18,10 @@ namespace {
 constexpr int64_t kFloatBytes = 4;
 // Untimed passes of each layer at the whole batch before it is timed.
 constexpr int kWarmUpPasses = 3;
-// The most the whole model's chained passes may hold of activations: small
-// beside any device that trains (the default vgg's at 64 samples: 7 MiB),
-// so that timing the chain does not ask for the memory a model split for
-// want of it lacks on the device that checks it.
-constexpr int64_t kChainStashBytes = int64_t{256} << 20;
+// What autograd keeps of a layer for its backward, as a multiple of its
+// output: a conv's output before its pool, its activation's, the pool's
+// indices.
+constexpr int64_t kStashPerOutput = 4;
 
 double Median(std::vector<double> values) {
   const size_t mid = values.size() / 2;
@@ -173,11 +172,15 @@ StatusOr<std::vector<std::optional<ChainedPass>>> TimeChainedPasses(const ModelS
 // model's chained pass at that size: what a stage's pass costs beyond its
 // layers' (its input copied in, its output out, the loss, the layers' data
 // no longer in the caches another layer's pass left them in) shared among
-// them by their time.
+// them by their time. A size not chained (`sizes` ascending) takes the
+// ratios of the largest chained below it: left as timed, the largest sizes
+// (a big model's, not chained for memory) read cheaper a sample than the
+// chained ones below them, and the planner would favour them for nothing
+// (found in review).
 void ScaleToTheChain(std::vector<LayerCost>& costs, const std::vector<int>& sizes,
                      const std::vector<std::optional<ChainedPass>>& chained, double slowdown) {
+  std::optional<std::pair<double, double>> last;  // forward and backward ratios
   for (size_t k = 0; k < sizes.size(); ++k) {
-    if (!chained[k]) continue;
     double forward = 0, backward = 0;
     std::vector<LayerPass*> at_size;
     for (LayerCost& c : costs) {
@@ -189,10 +192,11 @@ void ScaleToTheChain(std::vector<LayerCost>& costs, const std::vector<int>& size
       }
     }
     if (at_size.size() != costs.size() || !(forward > 0) || !(backward > 0)) continue;  // a layer not timed there
-    const double f = chained[k]->forward_s * slowdown / forward, b = chained[k]->backward_s * slowdown / backward;
+    if (chained[k]) last = {chained[k]->forward_s * slowdown / forward, chained[k]->backward_s * slowdown / backward};
+    if (!last) continue;
     for (LayerPass* p : at_size) {
-      p->forward_s *= f;
-      p->backward_s *= b;
+      p->forward_s *= last->first;
+      p->backward_s *= last->second;
     }
   }
   for (LayerCost& c : costs) {
@@ -279,20 +283,28 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
     if (options.chained) {
       // The chain holds every layer's activations at once, where the layers
       // timed one by one held one layer's: only the sizes whose stash stays
-      // under kChainStashBytes are chained, the rest keep their layers' sum.
+      // under chain_stash_bytes are chained. And the layers timed one by one
+      // go first: the chain is a second model.
+      layers.clear();
+      input = torch::Tensor();
       int64_t stash_per_sample = 0;
-      for (const LayerCost& c : costs) stash_per_sample += c.activation_bytes;
+      for (const LayerCost& c : costs) stash_per_sample += kStashPerOutput * c.activation_bytes;
+      const std::vector<int> all = PassSizes(options.batch_size);
       std::vector<int> sizes;
-      for (int samples : PassSizes(options.batch_size)) {
+      for (int samples : all) {
         // Nor those a layer could not train on (a BatchNorm1d on one sample).
         const bool every_layer = std::all_of(costs.begin(), costs.end(), [&](const LayerCost& c) {
           return std::any_of(c.passes.begin(), c.passes.end(), [&](const LayerPass& p) { return p.samples == samples; });
         });
-        if (every_layer && stash_per_sample * samples <= kChainStashBytes) sizes.push_back(samples);
+        if (every_layer && stash_per_sample * samples <= options.chain_stash_bytes) sizes.push_back(samples);
       }
-      EDGETRAIN_ASSIGN_OR_RETURN(auto chained, TimeChainedPasses(spec, data, options, static_cast<int>(costs.size()),
-                                                                 sizes, clock));
-      ScaleToTheChain(costs, sizes, chained, options.slowdown);
+      EDGETRAIN_ASSIGN_OR_RETURN(auto timed, TimeChainedPasses(spec, data, options, static_cast<int>(costs.size()),
+                                                               sizes, clock));
+      std::vector<std::optional<ChainedPass>> chained(all.size());
+      for (size_t k = 0, j = 0; k < all.size() && j < sizes.size(); ++k) {
+        if (all[k] == sizes[j]) chained[k] = timed[j++];
+      }
+      ScaleToTheChain(costs, all, chained, options.slowdown);
     }
     return costs;
   } catch (const c10::Error& e) {

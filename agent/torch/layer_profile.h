@@ -43,6 +43,13 @@ struct LayerProfileOptions {
   // a stage's passes had run 1.19-1.55 times its layers' timed one by one
   // (docs/pipeline.md, "The cost model").
   bool chained = true;
+  // The most the chained passes may hold of activations (kept for their
+  // backward, estimated from each layer's output); larger sizes take the
+  // ratios of the largest chained. Small beside the devices a pipeline is
+  // planned on, boards of a gigabyte and more (the default vgg's at 64
+  // samples: 28 MiB), so that the check of a model split for want of memory
+  // does not ask for the memory it lacks.
+  int64_t chain_stash_bytes = int64_t{128} << 20;
 };
 
 // The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.

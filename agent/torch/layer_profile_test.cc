@@ -136,7 +136,8 @@ TEST(LayerProfileTest, ASlowerDeviceTakesSlowdownTimesTheMeasuredTime) {
 // Each size's layers scaled so that they sum to the whole model's chained
 // pass at that size, forward and backward apart, on a slower device too: on
 // a clock where every pass takes a tick, a chain of three layers takes one
-// tick forward and one back, and each layer a third of each.
+// tick forward and one back, and each layer a third of each; a size too
+// large to chain takes the ratios of the largest chained.
 TEST(LayerProfileTest, EachSizesLayersSumToTheWholeModelsChainedPass) {
   const Duration tick = std::chrono::milliseconds(9);
   LayerProfileOptions options = Quick();
@@ -144,8 +145,12 @@ TEST(LayerProfileTest, EachSizesLayersSumToTheWholeModelsChainedPass) {
   options.slowdown = 2;
   TickingClock clock(tick);
   options.clock = &clock;
+  // Outputs of 32, 16 and 10 floats: 928 bytes a sample kept, as estimated.
+  // Only the pass of 1 sample is chained; those of 2 and 4 take its ratios.
+  options.chain_stash_bytes = 1000;
   const std::vector<LayerCost> layers = Profile(Mlp({32, 16}), kDigits, options);
   ASSERT_EQ(layers.size(), 3u);
+  ASSERT_EQ(layers[0].passes.size(), 3u);
   for (size_t k = 0; k < layers[0].passes.size(); ++k) {
     double forward = 0, backward = 0;
     for (const LayerCost& l : layers) {

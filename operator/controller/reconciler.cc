@@ -584,8 +584,8 @@ JobPlan NextGeneration(const JobPlan& plan, const std::set<int>& replaced, const
 // (a failed pod's finishedAt), a node of the team gone silent (the
 // NodeNotReady the status has said since), a lost worker gone silent
 // (its silentSince in the status), a lost coordinator's /progress unanswered
-// since its last read (Stalled, ProgressUnreadable). None: nothing earlier
-// than now.
+// since its last read (status.progress.unreadSince, or Stalled,
+// ProgressUnreadable). None: nothing earlier than now.
 // A recovery timed from when this operator saw it was shown as 0.65 s when
 // the team had been short a worker for 17 s (a new user's trial: the loss
 // came while no replica led).
@@ -631,11 +631,21 @@ std::optional<kube::WallTime> LossEvidence(const Json& stored_status, const std:
   // counted 12 s where the team had stood 50 s (a new user's trial), and,
   // lost before --stalled-after, from its node's NotReady: 5.2 s where it had
   // stood 10 (another). Unanswered since a read, it is lost from that read.
+  // Not a read of an earlier coordinator's (one replaced, or before a
+  // suspension), older than the lost one's pod (first of `lost_pods`): taken
+  // for its loss, it was older than the team's last start, and the recovery
+  // was counted from when the operator saw it (found in review).
   const bool unread = stored_status.contains("/progress/unreadSince"_json_pointer) ||
                       (ConditionIs(stored_status, condition::kStalled, true) &&
                        FindCondition(stored_status, condition::kStalled)->value("reason", "") ==
                            reason::kProgressUnreadable);
-  if (coordinator_lost && unread) consider(stored_status.value("/progress/readTime"_json_pointer, std::string()));
+  const std::string read_time = stored_status.value("/progress/readTime"_json_pointer, std::string());
+  const std::optional<kube::WallTime> read_at = kube::ParseKubeTime(read_time);
+  const std::optional<kube::WallTime> made =
+      !lost_pods.empty() && lost_pods.front()
+          ? kube::ParseKubeTime(lost_pods.front()->value("/metadata/creationTimestamp"_json_pointer, std::string()))
+          : std::nullopt;
+  if (coordinator_lost && unread && read_at && (!made || *read_at >= *made)) consider(read_time);
   return earliest;
 }
 
@@ -1609,13 +1619,9 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
         pass.Set(condition::kRunning, false, reason::kRestarting, message);
       }
       std::string unread;  // why /progress did not answer
-      // A coordinator whose node is not ready is not asked: the read waited
-      // its 3 s out, and the status said its node was not ready that much
-      // later (a user's trial).
-      const NodeView* coordinator_node = team_node(coordinator.node);
-      const bool coordinator_node_silent = coordinator_node && !coordinator_node->ready;
-      if (coordinator_node_silent) unread = "its node " + coordinator.node + " is not ready";
-      const Json progress = coordinator_node_silent ? Json::object() : ReadProgress(pass, gang, &unread);
+      // Asked even on a node not ready: at the edge a node whose kubelet has
+      // lost the API server may still train and answer (found in review).
+      const Json progress = ReadProgress(pass, gang, &unread);
       // Every pod runs, but the coordinator has not started the team: its
       // workers are not all in (nodeLossGrace after the first). Shown as
       // Training, a team whose workers could not reach the coordinator
@@ -1714,12 +1720,13 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
             pod ? kube::ParseKubeTime(pod->value("/metadata/creationTimestamp"_json_pointer, std::string()))
                 : std::nullopt;
         const std::string read_time = pass.stored_status.value("/progress/readTime"_json_pointer, std::string());
-        if (made && *made > *read_at) {
+        const std::string why = unread.empty() ? "no address" : unread;
+        if (made && *made > *read_at && !plan.workers.empty()) {
           pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
-                   "every pod runs; the coordinator, placed anew, has not answered yet (" + unread + ")");
+                   "every pod runs; the coordinator, placed anew, has not answered yet (" + why + ")");
         } else {
           pass.Set(condition::kRunning, true, reason::kTraining,
-                   "every pod runs; the coordinator's /progress has not answered since " + read_time + " (" + unread +
+                   "every pod runs; the coordinator's /progress has not answered since " + read_time + " (" + why +
                        "): status.progress is as read then");
         }
       }

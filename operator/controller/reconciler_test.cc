@@ -774,6 +774,14 @@ TEST_F(ReconcilerTest, ACoordinatorIsSilentSinceItsPodWasMadeNotSinceTheLastRead
   jobs_.Put(Job("team"));
   EXPECT_FALSE(ConditionIs(Job("team")["status"], api::condition::kStalled, true))
       << "made 5 s ago: " << Job("team")["status"].dump();
+  const Json anew = Job("team")["status"];
+  const Json* running = FindCondition(anew, api::condition::kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->value("reason", ""), api::reason::kWaitingForTeam);
+  EXPECT_EQ(running->value("message", "").rfind("every pod runs; the coordinator, placed anew, has not answered yet (",
+                                                0),
+            0u)
+      << *running;
   now_ += std::chrono::seconds(30);
   Reconcile(key);
   const Json status = Job("team")["status"];
