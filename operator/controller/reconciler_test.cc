@@ -150,6 +150,21 @@ class ReconcilerTest : public ::testing::Test {
     jobs_.Put(Job("team"));
     progress_.by_ip.erase(ip);
   }
+  // The pods on the coordinator's node, gateway, evicted (a re-plan for
+  // the lost coordinator), then, 2 s later, its replacement's running: what
+  // the recovery counted.
+  std::optional<Duration> CoordinatorEvictedThenReplaced(const std::string& key) {
+    SyncPods([](Json& pod) {
+      if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+    });
+    EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
+    jobs_.Put(Job("team"));
+    now_ += std::chrono::seconds(2);
+    SyncPods([](Json& pod) {
+      if (pod["metadata"]["name"].get<std::string>().ends_with("-g2")) Run(pod);
+    });
+    return Reconcile(key).recovered_after;
+  }
   // The pod as the kubelet leaves it when its agent exits 0 with `result`.
   static void Succeed(Json& pod, const Json& result) {
     pod["status"] = {{"phase", "Succeeded"},
@@ -810,16 +825,7 @@ TEST_F(ReconcilerTest, ACoordinatorsRecoveryCountsFromItsLastAnsweredProgress) {
             api::reason::kProgressUnreadable);
   now_ += std::chrono::seconds(10);
   nodes_.Put(ANode("gateway").NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
-  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
-  jobs_.Put(Job("team"));
-  now_ += std::chrono::seconds(2);
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"].get<std::string>().ends_with("-g2")) Run(pod);
-  });
-  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(43)));
+  EXPECT_EQ(CoordinatorEvictedThenReplaced(key), std::optional<Duration>(std::chrono::seconds(43)));
 }
 
 // A coordinator lost before --stalled-after (its node dead, nodeLossGrace
@@ -854,16 +860,7 @@ TEST_F(ReconcilerTest, ACoordinatorUnansweredIsSaidAtOnceAndLostFromItsLastAnswe
   EXPECT_EQ(Job("team")["status"]["progress"]["unreadSince"], kube::FormatKubeTime(now_ - std::chrono::seconds(5)))
       << "the first unanswered read kept";
   now_ += std::chrono::seconds(5);
-  SyncPods([](Json& pod) {
-    if (pod["spec"]["nodeName"] == "gateway") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
-  EXPECT_EQ(Reconcile(key).replan, api::reason::kCoordinatorLost);
-  jobs_.Put(Job("team"));
-  now_ += std::chrono::seconds(2);
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"].get<std::string>().ends_with("-g2")) Run(pod);
-  });
-  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(14)))
+  EXPECT_EQ(CoordinatorEvictedThenReplaced(key), std::optional<Duration>(std::chrono::seconds(14)))
       << "from the last answer, 14 s before the team ran again";
 }
 
