@@ -711,7 +711,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     } else if (checkpoint) {
       err << "the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options) << "\n";
     } else if (inputs_at_fault) {
+      // One an earlier run left is said too: "no checkpoint was written" read
+      // as none there, beside an earlier run's at iteration 141 (a user's
+      // trial).
       err << "no checkpoint was written in " << plan.job.output_dir
+          << (earlier_checkpoint() ? " by this run (the one there is an earlier run's: " +
+                                         WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + ")"
+                                   : std::string())
           << "; the same command fails the same way until what the error says is dealt with\n";
     } else {
       const int every = plan.job.spec.fault_tolerance.checkpoint_every;

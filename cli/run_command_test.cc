@@ -740,6 +740,31 @@ TEST_F(RunCommandTest, ATeamWhoseDataItsAgentRefusesIsInvalidInput) {
   EXPECT_EQ(nlohmann::json::parse(run.stdout_lines.back())["stop_reason"], "failed");
 }
 
+// A --fresh run whose inputs are refused says the checkpoint there is an
+// earlier run's, not that there is none (a user's trial read "no checkpoint
+// was written" beside one of iteration 141).
+TEST_F(RunCommandTest, ARefusedFreshRunNamesTheEarlierRunsCheckpointItLeftAlone) {
+  auto write_train = [&](int bad_label) {
+    std::ofstream train(dir_ / "train.csv");
+    for (int i = 0; i < 40; ++i) train << (i == 30 ? bad_label : i % 3) << ",0.1,0.2,0.3," << i % 5 << "\n";
+  };
+  write_train(2);
+  std::ofstream(dir_ / "test.csv") << "0,0.1,0.2,0.3,0.4\n1,0.4,0.3,0.2,0.1\n";
+  const std::string job = Manifest("earlier", "  model: {name: mlp, hidden: [8]}\n"
+                                              "  data: {format: csv, inputShape: [4], classes: 3, batchSize: 8,"
+                                              " train: {path: train.csv}, test: {path: test.csv}}\n"
+                                              "  budget: {epochs: 2}\n");
+  const std::string out = (dir_ / "earlier-out").string();
+  ASSERT_EQ(Execute({"run", job, "--no-curves", "--output", out}).exit, 0);
+  write_train(7);  // out of range: the agent refuses its inputs
+  const Outcome refused = Execute({"run", job, "--no-curves", "--fresh", "--output", out});
+  EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("no checkpoint was written in " + out + " by this run (the one there is an "
+                                     "earlier run's: that run finished"),
+            std::string::npos)
+      << refused.stderr_text;
+}
+
 // A batch larger than each worker's share of data from files is said once the
 // coordinator has read them, as it is before the run for a built-in set (a
 // new user's trial: a batch of 65,536 over 1,438 samples of their own trained
