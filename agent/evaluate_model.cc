@@ -22,7 +22,7 @@ namespace {
 // files' (its training files named here read as if they were measured on: a
 // new user's trial).
 std::string MeasuredOn(const DataSpec& data) {
-  if (!data.files) return DescribeData(data) + "'s";
+  if (!data.files) return "the " + DescribeData(data) + " set's";  // not "digits's" (a user's trial)
   const DataFiles& test = data.files->test;
   return "the test files' (" + (test.path.empty() ? test.features : test.path) + ")";
 }

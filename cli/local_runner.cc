@@ -627,7 +627,17 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   std::error_code ec;
   const std::string model = plan.job.ModelPath();
-  const std::string earlier_model = fs::exists(model, ec) ? model : "";
+  std::string earlier_model = fs::exists(model, ec) ? model : "";
+  // Another job's finished model is replaced too, as its finished
+  // checkpoint is; said with whose it is (model.json), where a user reusing
+  // an output folder lost a Fashion-MNIST model to a digits run on a note
+  // that named only the file (a user's trial).
+  if (!earlier_model.empty()) {
+    std::ifstream card(fs::path(model).parent_path() / "model.json");
+    const nlohmann::json said = nlohmann::json::parse(card, nullptr, /*allow_exceptions=*/false);
+    const std::string trained_by = said.is_object() ? said.value("job", "") : "";
+    if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
+  }
   // A checkpoint there to resume this run from: one it wrote, or, unless it
   // started afresh, the one it resumed from. A --fresh run that failed or was
   // stopped before its first checkpoint said an earlier run's was "kept:

@@ -209,7 +209,7 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   // A model of 8x8 digits cannot read 28x28 clothes.
   Outcome wrong = Execute({"evaluate", model, "--dataset", "fashion-mnist"});
   EXPECT_EQ(wrong.exit, 2) << wrong.stderr_text;
-  EXPECT_NE(wrong.stderr_text.find("does not fit fashion-mnist's samples: it was trained on digits (model.json)"),
+  EXPECT_NE(wrong.stderr_text.find("does not fit the fashion-mnist set's samples: it was trained on digits (model.json)"),
             std::string::npos)
       << wrong.stderr_text;
   EXPECT_EQ(said.stderr_text.find("note:"), std::string::npos) << "trained on digits: " << said.stderr_text;
@@ -763,6 +763,26 @@ TEST_F(RunCommandTest, ARefusedFreshRunNamesTheEarlierRunsCheckpointItLeftAlone)
                                      "earlier run's: that run finished"),
             std::string::npos)
       << refused.stderr_text;
+}
+
+// Another job's finished model in the output folder is replaced, as its
+// finished checkpoint is, and the note says whose it was (a user reusing a
+// folder lost a model on a note that named only the file).
+TEST_F(RunCommandTest, AnotherJobsFinishedModelReplacedIsNamedWithItsJob) {
+  const std::string out = (dir_ / "shared").string();
+  ASSERT_EQ(Execute({"run", Manifest("first-job", "  model: {name: mlp, hidden: [8]}\n  data: {dataset: digits}\n"
+                                                  "  budget: {epochs: 1}\n"),
+                     "--no-curves", "--output", out})
+                .exit,
+            0);
+  const Outcome second = Execute({"run", Manifest("second-job", "  model: {name: mlp, hidden: [8]}\n"
+                                                                "  data: {dataset: digits}\n  budget: {epochs: 1}\n"),
+                                  "--no-curves", "--output", out});
+  ASSERT_EQ(second.exit, 0) << second.stderr_text;
+  EXPECT_NE(second.stderr_text.find("note: second-job starts afresh; its model will replace " + out +
+                                    "/model.pt, job first-job's finished model"),
+            std::string::npos)
+      << second.stderr_text;
 }
 
 // A batch larger than each worker's share of data from files is said once the

@@ -178,7 +178,7 @@ std::string SampleDirectory::OutsideRange(const Dataset& read, const std::string
   constexpr float kSlack = 1e-3f;
   if (low >= range_->low - kSlack && high <= range_->high + kSlack) return "";
   std::ostringstream said;
-  said << path << ": its features run from " << low << " to " << high << ", where " << range_->of << "'s run from "
+  said << path << ": its features run from " << low << " to " << high << ", where the " << range_->of << " set's run from "
        << range_->low << " to " << range_->high
        << " (pixels, scaled): divide each by the largest a pixel can be (16, 255), and put the label first";
   return said.str();

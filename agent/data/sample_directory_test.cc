@@ -227,7 +227,7 @@ TEST_F(SampleDirectoryTest, AFileOutsideTheDataSetsRangeIsRefused) {
   const SampleDirectory::Scan scan = source.Look();
   EXPECT_EQ(scan.samples, 3) << "1.csv and 3.csv";
   ASSERT_EQ(scan.refused.size(), 1u);
-  EXPECT_NE(scan.refused[0].find("2.csv: its features run from 3 to 16, where digits's run from 0 to 1"),
+  EXPECT_NE(scan.refused[0].find("2.csv: its features run from 3 to 16, where the digits set's run from 0 to 1"),
             std::string::npos)
       << scan.refused[0];
   EXPECT_EQ(source.ReadThrough(3).file, "3.csv") << "refused, it is read through with the others";

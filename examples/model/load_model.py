@@ -12,6 +12,8 @@ the agents scale them: digits' grey levels 0-16 by 1/16 (Fashion-MNIST's 0-255
 by 1/255).
 """
 import gzip
+import json
+import os
 import sys
 
 import torch
@@ -44,7 +46,23 @@ def rebuild(saved):
     return net.eval()
 
 
+def trained_on(model_path):
+    """The data set the run that saved `model_path` trained on, from the model.json
+    beside it; None when it does not say."""
+    try:
+        with open(os.path.join(os.path.dirname(model_path) or ".", "model.json")) as f:
+            return json.load(f).get("dataset")
+    except (OSError, ValueError):
+        return None
+
+
 def main(model_path, digits_path):
+    # Its first layer takes 8x8 digits: a model of other data is refused here,
+    # where it raised "mat1 and mat2 shapes cannot be multiplied" (a user's trial).
+    dataset = trained_on(model_path)
+    if dataset and dataset != "digits":
+        sys.exit(f"{model_path} was trained on {dataset} (model.json); this example classifies the 8x8 digits. "
+                 f"edgetrain evaluate {model_path} scores it on its own test set")
     net = rebuild(torch.jit.load(model_path))
     rows = [[float(v) for v in line.split(",")] for line in gzip.open(digits_path, "rt") if line.strip()]
     images = torch.tensor([row[:64] for row in rows]).view(-1, 1, 8, 8) / 16
@@ -56,4 +74,6 @@ def main(model_path, digits_path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: load_model.py OUTPUT/model.pt DIGITS.csv.gz (a model edgetrain trained on the digits)")
     main(*sys.argv[1:3])
