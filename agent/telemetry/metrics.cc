@@ -187,6 +187,7 @@ void WorkerMetrics::SetEnergy(EnergyState state, double joules) {
     case EnergyState::kIdle: h_->energy_idle.Set(joules); break;
   }
 }
+
 struct DeviceEnergyMetrics::Handles {
   Counter& compute;
   Counter& communicate;
