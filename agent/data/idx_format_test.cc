@@ -41,8 +41,8 @@ TEST(IdxFormatTest, RefusesCorruptFiles) {
       {std::string("\x01\x00\x08\x01", 4), "f.idx: not an IDX file (bad magic number)"},
       {Idx({4}, 4, 0x0a), "f.idx: IDX element type 0x0A is not one of IDX's types"},
       {Idx({}, 0), "f.idx: IDX array has no dimensions"},
-      {Idx({4}, 3), "f.idx: header promises 4 bytes of data, file has 3"},
-      {Idx({2}, 3), "f.idx: header promises 2 bytes of data, file has 3"},
+      {Idx({4}, 3), "f.idx: header promises 4 bytes of data (shape (4,) of 1-byte values), file has 3"},
+      {Idx({2}, 3), "f.idx: header promises 2 bytes of data (shape (2,) of 1-byte values), file has 3"},
       {Idx({2, 2, 2}, 0).substr(0, 9), "f.idx: truncated IDX header"},
   };
   for (const auto& c : cases) {

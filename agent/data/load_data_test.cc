@@ -164,9 +164,9 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
        d + "/f.npy: array is in Fortran order; save it in C order (np.ascontiguousarray)"},
       // a corrupt or truncated record
       {Files(DataFormat::kIdx, Pair(Write(dir / "short.idx", Idx(0x08, {2, 2}, U8({1, 2, 3}))), idx_y), Pair(idx_x, idx_y), {2}, 2),
-       d + "/short.idx: header promises 4 bytes of data, file has 3"},
+       d + "/short.idx: header promises 4 bytes of data (shape (2, 2) of 1-byte values), file has 3"},
       {Files(DataFormat::kNpy, Pair(x, y), Pair(x, Write(dir / "short.npy", Npy("<i8", "(2,)", std::string(15, '\0')))), {2}, 2),
-       d + "/short.npy: header promises 16 bytes of data, file has 15"},
+       d + "/short.npy: header promises 16 bytes of data (shape (2,) of 8-byte values), file has 15"},
       {Files(DataFormat::kCsv, Path(Write(dir / "ragged.csv", "0,1,2\n1,2\n")), Path(csv), {2}, 2),
        d + "/ragged.csv:2: expected 3 values, a label and a sample's 2, found 2"},
       {Files(DataFormat::kCsv, Path(csv), Path(cut), {2}, 2), cut + ": truncated or corrupt gzip stream"},

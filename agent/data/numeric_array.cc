@@ -171,9 +171,12 @@ Status TakePayload(std::string_view bytes, size_t header, NumericArray& array, s
   const uint64_t size = static_cast<uint64_t>(SizeOf(array.type));
   const uint64_t promised = static_cast<uint64_t>(count) * size;
   if (count < 0 || promised / size != static_cast<uint64_t>(count) || bytes.size() - header != promised) {
+    // The shape too: a dimension of -5 written unsigned read only as
+    // "429496729100 bytes" (a user's trial).
     return InvalidArgumentError(std::string(source) + ": header promises " +
-                                (count < 0 ? std::string("more") : std::to_string(promised)) +
-                                " bytes of data, file has " + std::to_string(bytes.size() - header));
+                                (count < 0 ? std::string("more") : std::to_string(promised)) + " bytes of data (shape " +
+                                ShapeText(array.dims) + " of " + std::to_string(size) + "-byte values), file has " +
+                                std::to_string(bytes.size() - header));
   }
   array.data = bytes.substr(header);
   return Status::Ok();
