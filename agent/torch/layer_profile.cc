@@ -290,20 +290,15 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       int64_t stash_per_sample = 0;
       for (const LayerCost& c : costs) stash_per_sample += kStashPerOutput * c.activation_bytes;
       const std::vector<int> all = PassSizes(options.batch_size);
+      // The sizes ascend: those chained are the first of them. A size a layer
+      // cannot train on (a BatchNorm1d on one sample) comes back as none.
       std::vector<int> sizes;
       for (int samples : all) {
-        // Nor those a layer could not train on (a BatchNorm1d on one sample).
-        const bool every_layer = std::all_of(costs.begin(), costs.end(), [&](const LayerCost& c) {
-          return std::any_of(c.passes.begin(), c.passes.end(), [&](const LayerPass& p) { return p.samples == samples; });
-        });
-        if (every_layer && stash_per_sample * samples <= options.chain_stash_bytes) sizes.push_back(samples);
+        if (stash_per_sample * samples <= options.chain_stash_bytes) sizes.push_back(samples);
       }
-      EDGETRAIN_ASSIGN_OR_RETURN(auto timed, TimeChainedPasses(spec, data, options, static_cast<int>(costs.size()),
-                                                               sizes, clock));
-      std::vector<std::optional<ChainedPass>> chained(all.size());
-      for (size_t k = 0, j = 0; k < all.size() && j < sizes.size(); ++k) {
-        if (all[k] == sizes[j]) chained[k] = timed[j++];
-      }
+      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<ChainedPass>> chained,
+                                 TimeChainedPasses(spec, data, options, static_cast<int>(costs.size()), sizes, clock));
+      chained.resize(all.size());
       ScaleToTheChain(costs, all, chained, options.slowdown);
     }
     return costs;
