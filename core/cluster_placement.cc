@@ -21,6 +21,10 @@ constexpr char kNoStream[] = "no stream of its own";
 // not publish ("no stream of its own" read as false of it: found in review).
 constexpr char kTracedStream[] = "a stream only as a rate trace, which a cluster's Node does not publish";
 
+// Why a node that gives no stream takes no worker of a job whose stream
+// names no rates.
+const char* NoStreamOf(const NodeView& node) { return node.stream_only_traced ? kTracedStream : kNoStream; }
+
 // Why no pod of the job may run on `node`, as a short category (counted in the
 // unschedulable message) and in full (the node's verdict); both empty if it may.
 struct Exclusion {
@@ -252,9 +256,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
       std::map<std::string, int> misfits = excluded_by;
       for (size_t i = 0; i < n; ++i) {
         if (!eligible[i]) continue;
-        ++misfits[streams[i]                    ? MisfitOf(free[i], request.worker_requests)
-                  : nodes[i].stream_only_traced ? kTracedStream
-                                                : kNoStream];  // none fit
+        ++misfits[streams[i] ? MisfitOf(free[i], request.worker_requests) : NoStreamOf(nodes[i])];  // none fit
       }
       placement.unschedulable = Summarise(std::to_string(rank) + "/" + std::to_string(request.workers) +
                                               " workers fit, beside the coordinator on " + placement.coordinator_node +
@@ -271,9 +273,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
         v.coordinator = false;
         v.ranks.clear();
         if (!eligible[i]) continue;
-        const char* misfit = streams[i]                    ? MisfitOf(free[i], request.worker_requests)
-                             : nodes[i].stream_only_traced ? kTracedStream
-                                                           : kNoStream;
+        const char* misfit = streams[i] ? MisfitOf(free[i], request.worker_requests) : NoStreamOf(nodes[i]);
         v.misfit = misfit ? misfit : "";
       }
       return placement;
@@ -310,9 +310,8 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
   for (size_t i = 0; i < n; ++i) {
     NodeVerdict& v = placement.verdicts[i];
     if (eligible[i] && count[i] == 0 && !(request.solo && v.coordinator)) {
-      v.excluded = streams[i]                    ? Shortfall(free[i], request.worker_requests, "a worker").detail
-                   : nodes[i].stream_only_traced ? std::string(kTracedStream) + ", and spec.data.stream names no rates"
-                                                 : std::string(kNoStream) + " for a worker (spec.data.stream names no rates)";
+      v.excluded = streams[i] ? Shortfall(free[i], request.worker_requests, "a worker").detail
+                              : std::string(NoStreamOf(nodes[i])) + " for a worker (spec.data.stream names no rates)";
     }
   }
   placement.placed = true;
