@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -11,22 +9,11 @@
 #include "cli/agent_launcher.h"
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
+#include "cli/model_card.h"
 #include "core/exit_codes.h"
 #include "core/number_text.h"
 
 namespace edgetrain::cli {
-namespace {
-
-// What the run that saved `model_path` trained it on, as its model.json
-// beside it says; empty when there is none to read.
-std::string TrainedOn(const std::string& model_path) {
-  std::ifstream in(std::filesystem::path(model_path).parent_path() / "model.json");
-  if (!in) return "";
-  const nlohmann::json card = nlohmann::json::parse(in, nullptr, false);
-  return card.is_object() ? card.value("dataset", "") : "";
-}
-
-}  // namespace
 
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
   if (options.dataset.empty() == options.job_path.empty()) {
@@ -55,7 +42,7 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
   // said first, it preceded the refusal of a model that did not fit.
   std::string other_data;
   if (!options.dataset.empty()) {
-    const std::string trained_on = TrainedOn(options.model_path);
+    const std::string trained_on = ModelCardField(options.model_path, "dataset");
     if (!trained_on.empty() && trained_on != options.dataset) {
       other_data = "note: " + options.model_path + " was trained on " + trained_on + " (model.json), not on " +
                    options.dataset + ": this measures it on other data (--job JOB.yaml evaluates it on its job's "

@@ -25,6 +25,7 @@
 #include "cli/ephemeral_credentials.h"
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
+#include "cli/model_card.h"
 #include "cli/netns_links.h"
 #include "cli/output_folder_lock.h"
 #include "cli/progress_display.h"
@@ -633,9 +634,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // an output folder lost a Fashion-MNIST model to a digits run on a note
   // that named only the file (a user's trial).
   if (!earlier_model.empty()) {
-    std::ifstream card(fs::path(model).parent_path() / "model.json");
-    const nlohmann::json said = nlohmann::json::parse(card, nullptr, /*allow_exceptions=*/false);
-    const std::string trained_by = said.is_object() ? said.value("job", "") : "";
+    const std::string trained_by = ModelCardField(model, "job");
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
   // A checkpoint there to resume this run from: one it wrote, or, unless it
