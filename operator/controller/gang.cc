@@ -201,4 +201,32 @@ bool GangTimedOut(const Gang& gang, TimePoint placed_at, TimePoint now, Duration
   return gang.state == GangState::kStarting || gang.state == GangState::kAbsent ? now - placed_at >= timeout : false;
 }
 
+std::string StartingMessage(const Gang& gang) {
+  std::string message = std::to_string(gang.running) + "/" + std::to_string(gang.expected) + " pods running";
+  // Pods held for the same reason are named together: an image that cannot
+  // be pulled repeated the kubelet's 300 characters once a pod (a new
+  // user's trial). Each entry is "pod: why".
+  std::vector<std::pair<std::string, std::string>> reasons;  // why, the pods it holds
+  for (const std::string& held : gang.held) {
+    const size_t colon = held.find(": ");
+    const std::string pod = held.substr(0, colon);
+    const std::string why = colon == std::string::npos ? "" : held.substr(colon + 2);
+    auto same = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
+    if (same == reasons.end()) {
+      reasons.emplace_back(why, pod);
+    } else {
+      same->second += ", " + pod;
+    }
+  }
+  for (size_t i = 0; i < reasons.size() && i < 3; ++i) {
+    message += (i ? "; " : ": ") + reasons[i].second + (reasons[i].first.empty() ? "" : ": " + reasons[i].first);
+  }
+  if (reasons.size() > 3) message += "; and " + std::to_string(reasons.size() - 3) + " more reasons";
+  return message;
+}
+
+Duration GangBackOff(Duration timeout, int64_t timeouts) {
+  return timeout * (int64_t{1} << std::clamp<int64_t>(timeouts - 1, 0, 3));
+}
+
 }  // namespace edgetrain::operator_

@@ -77,4 +77,15 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
 // time: then it is torn down, holding nothing, and the job waits.
 bool GangTimedOut(const Gang& gang, TimePoint placed_at, TimePoint now, Duration timeout);
 
+// "2/3 pods running", and why the others wait where the kubelet says: an
+// image that cannot be pulled was seen only on the pods.
+std::string StartingMessage(const Gang& gang);
+
+// How long a job whose gang timed out `timeouts` times in a row waits,
+// Pending and holding nothing, before it is placed again: one gangTimeout,
+// doubling with each, up to eight. A gang that cannot start (an image that
+// cannot be pulled) was placed again at once, every gangTimeout, forever (a
+// new user's trial); a cluster short of room a while gets it back in time.
+Duration GangBackOff(Duration timeout, int64_t timeouts);
+
 }  // namespace edgetrain::operator_

@@ -382,4 +382,11 @@ std::string ModelCheckOf(const Json& pod) {
   return pod.value("/metadata/annotations"_json_pointer, Json::object()).value(kModelCheckAnnotation, "");
 }
 
+Duration GangTimeoutOf(const JobObject& job) {
+  const std::string text =
+      job.manifest.object.at("spec").value("/placement/gangTimeout"_json_pointer, std::string("5m"));
+  StatusOr<Duration> d = ParseDuration(text);
+  return d.ok() ? *d : std::chrono::minutes(5);
+}
+
 }  // namespace edgetrain::operator_

@@ -61,6 +61,9 @@ void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<Node
 // the head as one stage on every device, as under edgetrain run.
 bool IsPipeline(const JobObject& job);
 
+// spec.placement.gangTimeout (the CRD defaults it, and its pattern is a duration).
+Duration GangTimeoutOf(const JobObject& job);
+
 // Whether the coordinator writes on a claim (spec.output.volume) rather than
 // an emptyDir of its pod's: a claim on a node stays with it.
 bool HasOutputVolume(const JobObject& job);

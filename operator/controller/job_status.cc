@@ -280,4 +280,8 @@ LinkHealth LinkHealthOf(const Json& progress, const std::vector<double>& planned
   return health;
 }
 
+std::string FirstWordsAndNow(const std::string& before, const std::string& separator, const std::string& now) {
+  return before.substr(0, before.find(separator)) + separator + now;
+}
+
 }  // namespace edgetrain::operator_

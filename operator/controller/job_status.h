@@ -33,6 +33,10 @@ void SetCondition(Json& status, const ConditionUpdate& update, const std::string
 // again (Invalid, every look at a job no node matches) had stamped it anew,
 // though nothing had changed, and written the status for that alone.
 void KeepTransitionTimes(Json& status, const Json& stored);
+// A condition's message that keeps what it first said and how things stand
+// now: "FIRST<separator>NOW". Each retry replaces the last "now" rather than
+// appending its own to it.
+std::string FirstWordsAndNow(const std::string& before, const std::string& separator, const std::string& now);
 // The condition of that type, or null.
 const Json* FindCondition(const Json& status, const std::string& type);
 bool ConditionIs(const Json& status, const std::string& type, bool value);

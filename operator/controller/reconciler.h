@@ -120,7 +120,30 @@ class Reconciler {
   // whose size the spec says, or before the check.
   std::optional<ModelSize> MeasuredSizeOf(const Pass& pass);
   StatusOr<StagePlan> CutStages(const Pass& pass, const TeamPlacement& placement, const std::vector<NodeView>& views);
+  // A placed job followed: what it lost mended, then its gang's state said.
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
+  struct Team;  // a placed job's team as one reconcile sees it
+  // Its nodes, its pods as a gang (stale ones deleted), and which of a
+  // pipeline's lost devices are out of it or on their way back.
+  Status SeeTeam(Pass& pass, Team& team);
+  // Each a loss mended, if there is one (its result), or nothing.
+  std::optional<Status> FollowCoordinatorLoss(Pass& pass, Team& team);
+  std::optional<Status> FollowStageDeviceLoss(Pass& pass, Team& team);
+  std::optional<Status> FollowWorkerLoss(Pass& pass, Team& team);
+  // By the gang's state: ended well, its pods starting, or training.
+  Status Succeed(Pass& pass, Team& team);
+  Status AwaitGang(Pass& pass, Team& team);
+  Status FollowTraining(Pass& pass, Team& team);
+  // A pipeline's devices as its head lists them: one let go of is lost, one
+  // listed again has rejoined.
+  std::optional<Status> FollowStageMembership(Pass& pass, Team& team, const Json& progress);
+  // The coordinator's /progress unanswered after it once answered: said, and
+  // Stalled past --stalled-after. Whether it was.
+  bool SayProgressUnanswered(Pass& pass, const Team& team, const Json& progress, const std::string& unread);
+  // Stalled and BandwidthDegraded from the links read (once `judged`) and the
+  // team's nodes not ready.
+  void JudgeLinks(Pass& pass, const Team& team, const Json& progress, const std::vector<Json>& gang_pods,
+                  bool judged);
   // Creates `object`, one of the job's objects. One of its name already
   // there is taken as made when it is the job's to write (JobMayWrite);
   // another's is left alone, and the pass marked NameTaken.
