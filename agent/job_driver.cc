@@ -457,7 +457,13 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // checkpoint that the next run took for a finished job's, and it
     // started over (a new user's trial).
     last.complete = false;
-    EDGETRAIN_RETURN_IF_ERROR(SaveFiniteCheckpoint(last));
+    EDGETRAIN_RETURN_IF_ERROR(FiniteWeights(last.iteration, last.parameters));
+    // A checkpoint that cannot be written (a disk full) does not cost the
+    // model, a third of its size and what the run was for: a run that
+    // trained to its end wrote neither (a user's trial). It fails still,
+    // saying the model is there.
+    const Status checkpointed = SaveCheckpoint(plan_.CheckpointPath(), last);
+    if (!checkpointed.ok() && interrupted && finished_model) return checkpointed;
     if (interrupted && finished_model) {
       // A finished run's model is not replaced by one interrupted early:
       // the checkpoint resumes this run, and its model comes when it ends.
@@ -466,7 +472,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       p.model_path = "";
     } else {
       p.model_path = model_path;
-      EDGETRAIN_RETURN_IF_ERROR(engine_.SaveModel(p.model_path));
+      Status modelled = engine_.SaveModel(p.model_path);
       // The card's accuracy is the written model's: none when its evaluation
       // was left to the run that resumes.
       JobProgress carded = p;
@@ -479,7 +485,14 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
         carded.iteration = evaluated_here->first;
         carded.samples = evaluated_here->second;
       }
-      EDGETRAIN_RETURN_IF_ERROR(WriteModelCard(carded));
+      if (modelled.ok()) modelled = WriteModelCard(carded);
+      if (!checkpointed.ok()) {
+        return Status(checkpointed.code(),
+                      checkpointed.message() + (modelled.ok() ? "; the model is written all the same, to " +
+                                                                    p.model_path + " (its checkpoint is not)"
+                                                              : "; nor the model: " + modelled.message()));
+      }
+      EDGETRAIN_RETURN_IF_ERROR(modelled);
       if (!interrupted) {
         last.complete = true;
         EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(plan_.CheckpointPath(), last));

@@ -696,6 +696,22 @@ TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
   EXPECT_TRUE((*checkpoint)->complete);
 }
 
+// A checkpoint that cannot be written at the end (a full disk) does not cost
+// the model: a run that trained to its end wrote neither (a user's trial).
+TEST_F(JobDriverTest, AFinalCheckpointThatCannotBeWrittenStillLeavesTheModel) {
+  plan.spec.fault_tolerance.checkpoint_every = 0;
+  fs::create_directories(plan.output_dir + "/checkpoint.bin.tmp/in-the-way");  // its part cannot be written
+  auto failed = Run();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("checkpoint.bin"), std::string::npos) << failed.status().message();
+  EXPECT_NE(failed.status().message().find("; the model is written all the same, to " + plan.output_dir +
+                                           "/model.pt (its checkpoint is not)"),
+            std::string::npos)
+      << failed.status().message();
+  EXPECT_TRUE(fs::is_regular_file(plan.output_dir + "/model.pt"));
+  EXPECT_TRUE(fs::is_regular_file(plan.output_dir + "/model.json"));
+}
+
 // What the driver published between steps ages as a reader reads it: a
 // pipeline's step of seconds showed the job's clock and its seconds since a
 // step frozen, and a stall was never seen. A job that has stopped is not aged.
