@@ -1,5 +1,8 @@
 #include "api/cluster_profile.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +20,9 @@ namespace edgetrain::api {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The least a link's trace may peak at: 10 kbit/s.
+constexpr double kLeastPeakMbps = 0.01;
 using Json = nlohmann::json;
 
 StatusOr<Json> ProfileSchema() {
@@ -44,7 +50,11 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
     return InvalidArgumentError(where + ": " + file.path + " is a folder, not a trace file");
   }
   std::ifstream in(file.path);
-  if (!in) return NotFoundError(where + ": cannot read " + file.path);
+  if (!in) {
+    // Why, as the system says it: missing, or not readable (a user's trial).
+    const std::string why = std::strerror(errno);
+    return NotFoundError(where + ": cannot read " + file.path + " (" + why + ")");
+  }
   std::stringstream text;
   text << in.rdbuf();
   file.text = text.str();
@@ -67,8 +77,26 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
                                 ", not a ClusterProfile (docs/cluster-profiles.md)");
   }
   EDGETRAIN_ASSIGN_OR_RETURN(Json schema, ProfileSchema());
+  // A rate written in the link itself (`link: {mbps: 2}`) reads only as an
+  // unknown field and a missing trace (a user's trial): how to give one is said.
+  // (Looked at before the schema has said what the document is: any shape.)
+  bool rate_in_link = false;
+  const Json* spec = doc.is_object() && doc.contains("spec") ? &doc["spec"] : nullptr;
+  const Json* nodes = spec && spec->is_object() && spec->contains("nodes") ? &(*spec)["nodes"] : nullptr;
+  for (const Json& n : nodes && nodes->is_array() ? *nodes : Json::array()) {
+    const Json* link = n.is_object() && n.contains("link") ? &n["link"] : nullptr;
+    for (const char* key : {"mbps", "rate", "rateMbps", "bandwidth", "bandwidthMbps", "speed"}) {
+      rate_in_link = rate_in_link || (link && link->is_object() && link->contains(key));
+    }
+  }
   std::vector<FieldError> errors = ValidateAndDefault(schema, doc, "");
-  if (!errors.empty()) return ToStatus(errors).WithContext(path + " is not a valid ClusterProfile");
+  if (!errors.empty()) {
+    Status invalid = ToStatus(errors).WithContext(path + " is not a valid ClusterProfile");
+    if (!rate_in_link) return invalid;
+    return InvalidArgumentError(invalid.message() +
+                                "; a link's rate comes from a trace file (link.trace), a steady one from a file of "
+                                "two lines, \"seconds,mbps\" and \"0,2\" for 2 Mbit/s (docs/cluster-profiles.md)");
+  }
 
   ClusterProfile profile;
   profile.name = doc["metadata"]["name"].get<std::string>();
@@ -145,6 +173,19 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       if (!(scaled.PeakMbps() > 0)) {
         return InvalidArgumentError(where + ".link.trace: " + trace.path + " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
                                     "a link that is out for a while has 0 in some of its rows");
+      }
+      // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a
+      // step (a user's trial): likely kbit/s or bit/s written as Mbit/s.
+      if (scaled.PeakMbps() < kLeastPeakMbps) {
+        char peak[32], scale[32];
+        std::snprintf(peak, sizeof peak, "%.3g", scaled.PeakMbps());
+        std::snprintf(scale, sizeof scale, "%g", node.link->scale);
+        const bool scaled_down = node.link->scale != 1;
+        return InvalidArgumentError(where + ".link.trace: " + trace.path + " peaks at " + peak + " Mbit/s" +
+                                    (scaled_down ? " times link.scale " + std::string(scale) : std::string()) +
+                                    ": no link is that slow but in an outage, which is a row of 0; its rates are in "
+                                    "Mbit/s (10 kbit/s is 0.01)" +
+                                    (scaled_down ? ", and link.scale multiplies them" : ""));
       }
       node.link->mean_mbps = scaled.MeanMbps();
       // It carries somewhere in a period (its peak is above 0): walked segment

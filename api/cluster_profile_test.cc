@@ -129,6 +129,8 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
   const fs::path dead = fs::path(::testing::TempDir()) / "dead-link.csv";
   std::ofstream(dead) << "seconds,mbps\n0,0\n5,0\n";
+  const fs::path faint = fs::path(::testing::TempDir()) / "faint-link.csv";
+  std::ofstream(faint) << "seconds,mbps\n0,1e-9\n";
   const std::string head = "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n";
   struct Case {
     std::string nodes;
@@ -160,7 +162,8 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
        "spec.nodes[0].name: must be lower-case letters, digits and '-', starting and ending with a letter or digit "
        "(got \"A_1\")"},
       {"  - {name: a, memory: 4GB}\n", "spec.nodes[0].memory: must be an amount of memory such as 512Mi, 4Gi or 4G"},
-      {"  - {name: a, link: {trace: no-such.csv}}\n", "spec.nodes[0].link.trace: cannot read"},
+      {"  - {name: a, link: {trace: no-such.csv}}\n", "spec.nodes[0].link.trace: cannot read "},
+      {"  - {name: a, link: {trace: no-such.csv}}\n", "no-such.csv (No such file or directory)"},
       {"  - {name: a, link: {trace: robot-team.yaml}}\n", "expected the header \"seconds,mbps\""},
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, offset: -5s}}\n",
        "spec.nodes[0].link.offset: must be a duration such as 500ms, 30s, 5m or 1h30m, or 0 (got \"-5s\")"},
@@ -178,6 +181,15 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       {"  - {name: a, memory: \"0\"}\n", "spec.nodes[0].memory: \"0\" is no memory"},
       {"  - {name: a, link: {trace: " + dead.string() + "}}\n",
        "spec.nodes[0].link.trace: " + dead.string() + " is 0 Mbit/s throughout"},
+      {"  - {name: a, link: {trace: " + faint.string() + "}}\n",
+       "spec.nodes[0].link.trace: " + faint.string() + " peaks at 1e-09 Mbit/s: no link is that slow but in "
+       "an outage, which is a row of 0; its rates are in Mbit/s (10 kbit/s is 0.01)"},
+      {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 1e-6}}\n",
+       " Mbit/s times link.scale 1e-06: no link is that slow but in an outage, which is a row of 0; its rates are "
+       "in Mbit/s (10 kbit/s is 0.01), and link.scale multiplies them"},
+      {"  - {name: a, link: {mbps: 2}}\n",
+       "; a link's rate comes from a trace file (link.trace), a steady one from a file of two lines, \"seconds,mbps\" "
+       "and \"0,2\" for 2 Mbit/s (docs/cluster-profiles.md)"},
   };
   for (const auto& c : cases) {
     auto profile = ParseClusterProfile(head + c.nodes, (dir / "test.yaml").string());

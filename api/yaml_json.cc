@@ -257,8 +257,15 @@ StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std:
     EDGETRAIN_RETURN_IF_ERROR(CheckDocumentsEnd(std::string(text), source));
     nodes = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg + UnclosedBefore(text, e.mark) +
-                                TabIndentBefore(text, e.mark));
+    std::string hint = UnclosedBefore(text, e.mark) + TabIndentBefore(text, e.mark);
+    // yaml-cpp's words for a line indented one space off say nothing of
+    // indenting (a user's trial: "end of sequence not found").
+    // ("illegal map value" is most often a value holding ": ", not this.)
+    if (hint.empty() && (e.msg == "end of sequence not found" || e.msg == "end of map not found")) {
+      hint = " (most likely a line at or above it indented unlike its neighbours: the items of a list, and the keys "
+             "of a map, start in the same column)";
+    }
+    return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg + hint);
   }
   std::vector<Json> documents;
   for (const auto& node : nodes) {

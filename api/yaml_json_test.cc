@@ -84,6 +84,15 @@ TEST(YamlJsonTest, ATabIndentingALineIsNamed) {
       << docs.status().message();
 }
 
+// A line indented one space short in a list: yaml-cpp says only "end of
+// sequence not found" (a user's trial), and the message says what it means.
+TEST(YamlJsonTest, ALineIndentedUnlikeItsNeighboursIsSaidToBeSo) {
+  auto docs = ParseYamlDocuments("spec:\n  nodes:\n    - name: a\n      cpu: 2\n   - name: b\n", "nodes.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("indented unlike its neighbours"), std::string::npos)
+      << docs.status().message();
+}
+
 TEST(YamlJsonTest, DuplicateKeysAreRefusedWhereTheyStand) {
   auto docs = ParseYamlDocuments("spec:\n  seed: 1\n  seed: 2\n", "dup.yaml");
   ASSERT_FALSE(docs.ok());

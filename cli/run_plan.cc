@@ -94,7 +94,10 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   plan.intra_op_threads = options.threads > 0 ? options.threads : 1;
   plan.fresh = options.fresh;
   if (run.team) {
-    EDGETRAIN_ASSIGN_OR_RETURN(run.devices, PlaceWorkers(workers, profile));
+    // Named by its file, as its other errors are: its name alone was (a user's trial).
+    StatusOr<std::vector<WorkerSlot>> placed = PlaceWorkers(workers, profile);
+    if (!placed.ok() && !options.nodes_path.empty()) return placed.status().WithContext(options.nodes_path);
+    EDGETRAIN_ASSIGN_OR_RETURN(run.devices, std::move(placed));
     plan.workers = run.devices;
     if (run.kernel_links) {
       for (auto& slot : plan.workers) {

@@ -167,7 +167,10 @@ TEST(TeamRunTest, AProfileWithTooFewNodesIsRefused) {
                                  (dir / "stderr.log").string());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->Wait(seconds(30)), 2);
-  EXPECT_NE(ReadFile(dir / "stderr.log").find("the cluster profile tiny has 1 node(s) for 3 workers"), std::string::npos)
+  // Named by its file, as the profile's other errors are (a user's trial).
+  EXPECT_NE(ReadFile(dir / "stderr.log")
+                .find("error: " + (dir / "nodes.yaml").string() + ": the cluster profile tiny has 1 node(s) for 3 workers"),
+            std::string::npos)
       << ReadFile(dir / "stderr.log");
 }
 

@@ -83,6 +83,10 @@ TEST(BandwidthTraceTest, MalformedTracesNameTheLineAndTheReason) {
       {"seconds,mbps\n0,nan\n", "bad.csv:2: mbps is not a number"},
       {"seconds,mbps\n1,5\n", "bad.csv:2: the first sample must be at 0 seconds (got 1)"},
       {"seconds,mbps\n0,5\n2.5,5\n2,6\n", "bad.csv:4: seconds must increase from row to row (2 after 2.5)"},
+      // Invisible bytes shown as such.
+      {"seconds\tmbps\n0\t5\n",
+       "bad.csv:1: expected the header \"seconds,mbps\", got \"seconds\\tmbps\" (fields are separated by a comma)"},
+      {"seconds,mbps\n0,5\x01\n", "bad.csv:2: mbps is not a number: \"5\\x01\""},
   };
   for (const auto& c : cases) {
     auto trace = BandwidthTrace::Parse(c.csv, "bad.csv");
@@ -104,6 +108,13 @@ TEST(BandwidthTraceTest, ValuesNoLinkOrRunHasAreRefused) {
     EXPECT_EQ(trace.status().message().rfind("odd.csv:", 0), 0u) << "names the line: " << trace.status().message();
   }
   EXPECT_TRUE(BandwidthTrace::Parse("seconds,mbps\n0,1\n0.001,0\n", "ms.csv").ok());
+}
+
+// A spreadsheet's "CSV UTF-8" opens with a byte-order mark: read past it.
+TEST(BandwidthTraceTest, AByteOrderMarkBeforeTheHeaderIsReadPast) {
+  auto trace = BandwidthTrace::Parse("\xEF\xBB\xBFseconds,mbps\r\n0,5\r\n", "excel.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  EXPECT_EQ(trace->MbpsAt(0), 5);
 }
 
 TEST(BandwidthTraceTest, PeakIsTheHighestSampleScaled) {

@@ -20,6 +20,24 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A line as quoted in an error, its invisible bytes shown: a tab-separated
+// header was quoted with a raw tab, which reads as spaces (a user's trial).
+std::string Visible(std::string_view line) {
+  std::string out;
+  for (unsigned char c : line) {
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 bool ParseNumber(std::string_view s, double& out) {
   s = Trim(s);
   if (s.empty()) return false;
@@ -36,6 +54,9 @@ StatusOr<std::vector<CsvStep>> ParseStepCsv(std::string_view csv, const std::str
   auto error = [&](int line, const std::string& why) {
     return InvalidArgumentError(source + ":" + std::to_string(line) + ": " + why);
   };
+  // A spreadsheet's "CSV UTF-8" starts with a byte-order mark, which the
+  // header was refused for, unseen in the message (a user's trial).
+  if (csv.substr(0, 3) == "\xEF\xBB\xBF") csv.remove_prefix(3);
   std::vector<CsvStep> steps;
   int line_no = 0;
   bool seen_header = false;
@@ -48,20 +69,24 @@ StatusOr<std::vector<CsvStep>> ParseStepCsv(std::string_view csv, const std::str
     ++line_no;
     if (line.empty()) continue;
     if (!seen_header) {
-      if (line != header) return error(line_no, "expected the header \"" + header + "\", got \"" + std::string(line) + "\"");
+      if (line != header) {
+        const bool tabbed = line.find('\t') != std::string_view::npos;
+        return error(line_no, "expected the header \"" + header + "\", got \"" + Visible(line) + "\"" +
+                                  (tabbed ? " (fields are separated by a comma)" : ""));
+      }
       seen_header = true;
       continue;
     }
     size_t comma = line.find(',');
     if (comma == std::string_view::npos || line.find(',', comma + 1) != std::string_view::npos) {
-      return error(line_no, "expected two fields \"" + header + "\", got \"" + std::string(line) + "\"");
+      return error(line_no, "expected two fields \"" + header + "\", got \"" + Visible(line) + "\"");
     }
     CsvStep p;
     if (!ParseNumber(line.substr(0, comma), p.seconds)) {
-      return error(line_no, "seconds is not a number: \"" + std::string(line.substr(0, comma)) + "\"");
+      return error(line_no, "seconds is not a number: \"" + Visible(line.substr(0, comma)) + "\"");
     }
     if (!ParseNumber(line.substr(comma + 1), p.value)) {
-      return error(line_no, name + " is not a number: \"" + std::string(line.substr(comma + 1)) + "\"");
+      return error(line_no, name + " is not a number: \"" + Visible(line.substr(comma + 1)) + "\"");
     }
     if (p.value < 0) return error(line_no, name + " must be >= 0 (got " + Shown(p.value) + ")");
     // Beyond what any link carries or any run lasts, a value is a typo; and
