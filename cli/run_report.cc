@@ -518,18 +518,29 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
 void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::vector<std::string>& names,
                      std::ostream& out) {
   bool untimed = false;
-  std::string behind, uncounted;
+  std::string behind, away, uncounted;
   for (const auto& w : p.workers) {
     const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
     untimed = untimed || (!Unshaped(device) && (w.bandwidth_mbps <= 0 || w.downlink_mbps <= 0));
     // It pushed, and no round counted a batch of it: each came after its
     // round had closed (a new user read 0 batches beside 38,130 rows sent).
     if (w.samples == 0 && w.rows_sent > 0) uncounted += (uncounted.empty() ? "" : ", ") + WorkerName(w.rank, names);
-    // Against the job's training time; a worker's own clock starts a little
-    // before it, so only a gap of seconds and a tenth of the run counts.
-    const double gap = p.elapsed_s - w.wall_s;
-    if (w.active && w.wall_s > 0 && gap > std::max(3.0, 0.1 * p.elapsed_s)) {
-      behind += (behind.empty() ? "" : ", ") + WorkerName(w.rank, names) + " " + Fixed(gap, 1) + " s";
+    // Against the job's training time, only a gap of seconds and a tenth of
+    // the run counts. A worker's clock runs while it is connected (each
+    // stream's time, summed), so what it lacks is time before it joined,
+    // between a broken stream and the next, or after its last report. Only
+    // the last is silence at the end, as the coordinator heard it: the
+    // shortfall alone named a worker that had joined late, its link out at
+    // the start, as one that stopped early (a user's trial). (Its silence is
+    // read as the team finishes, a second or so past the training's end.)
+    const double least_gap = std::max(3.0, 0.1 * p.elapsed_s);
+    const double short_s = p.elapsed_s - w.wall_s;
+    const double silent_s = std::min(w.silent_s, short_s);
+    if (w.active && w.wall_s > 0 && silent_s > least_gap) {
+      behind += (behind.empty() ? "" : ", ") + WorkerName(w.rank, names) + " " + Fixed(silent_s, 1) + " s";
+    }
+    if (w.wall_s > 0 && short_s - silent_s > least_gap) {
+      away += (away.empty() ? "" : ", ") + WorkerName(w.rank, names) + " " + Fixed(short_s - silent_s, 1) + " s";
     }
   }
   if (untimed) {
@@ -543,6 +554,10 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   if (!uncounted.empty()) {
     out << "  batches 0 beside rows sent (" << uncounted << "): every push came after its round had closed, and "
         << "rounds count only the batches that made them\n";
+  }
+  if (!away.empty()) {
+    out << "  not connected all the while the team trained (" << away << "; it joined after the team started, or "
+        << "rejoined after its stream broke): its row, its stall too, counts the time it was\n";
   }
   if (!behind.empty() && p.stop_reason != StopReason::kCancelled) {
     // Said in order: the worker, how long before the end its last report

@@ -191,8 +191,10 @@ TEST(RunReportTest, AnInterruptedRunsAccuracyIsSaidAtTheIterationItWasMeasured) 
 TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
   JobProgress p = Finished();
   for (auto& w : p.workers) w.wall_s = 59.6;
-  p.workers[1].wall_s = 46.2;
+  p.workers[1].wall_s = 46.2;  // silent since, as the coordinator heard it
+  p.workers[1].silent_s = 13.8;
   p.workers[2].wall_s = 30;  // counted out: said otherwise
+  p.workers[2].silent_s = 30;
   const std::string out = Summary(Team(), p);
   const std::string s = out;
   EXPECT_NE(s.find("each worker's row is as of its last report, and these reported last before the end: robot-2 "
@@ -210,6 +212,27 @@ TEST(RunReportTest, AWorkerWhoseReportsStoppedBeforeTheEndIsNamed) {
   EXPECT_NE(late.find("batches 0 beside rows sent (robot-2): every push came after its round had closed"),
             std::string::npos)
       << late;
+}
+
+// A worker whose link was out when the team started joined seconds after it,
+// and reported to the end: its own clock's shortfall is time it was not
+// connected, not silence at the end (a user's trial: "reported last before
+// the end: rover-2 7.7 s" of a worker at the team's last iteration).
+TEST(RunReportTest, AWorkerThatJoinedLateIsNotSaidToHaveStoppedEarly) {
+  JobProgress p = Finished();
+  for (auto& w : p.workers) w.wall_s = 59.6;
+  p.workers[1].wall_s = 52.3;
+  const std::string s = Summary(Team(), p);
+  EXPECT_EQ(s.find("reported last before the end"), std::string::npos) << s;
+  EXPECT_NE(s.find("not connected all the while the team trained (robot-2 7.7 s; it joined after the team started, "
+                   "or rejoined after its stream broke): its row, its stall too, counts the time it was\n"),
+            std::string::npos)
+      << s;
+  // Silence read as the team finished, seconds after training ended, is not
+  // silence before the end: a worker that reported to the end is not named.
+  p.workers[1].wall_s = 59.6;
+  p.workers[1].silent_s = 3.5;
+  EXPECT_EQ(Summary(Team(), p).find("reported last before the end"), std::string::npos);
 }
 
 // A pipeline's plan may leave devices out: the JSON line says how many
