@@ -101,6 +101,15 @@ StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flag
 }
 
 StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::string& what, const std::string& log) {
+  // Named as the run names its agents ("worker 2", "coordinator"), and what
+  // it was waited for in the run's words, not the launch contract's: "the
+  // agent exited before it printed `http`" named a line of its stdout, and
+  // read as the runner's own trouble (new users' trials).
+  std::string agent_name = std::filesystem::path(log).stem().string();
+  std::replace(agent_name.begin(), agent_name.end(), '-', ' ');
+  const std::string awaited = what == "http"        ? "served its HTTP port"
+                              : what == "listening" ? "listened for its team"
+                                                    : "said `" + what + "`";
   const TimePoint deadline = clock_.Now() + kStartupTimeout;
   while (clock_.Now() < deadline) {
     auto line = agent.ReadLine(kPollEvery);
@@ -116,15 +125,10 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       const std::vector<std::string> last = LastLines((run_dir_ / log).string(), 1);
       const std::string words = last.empty() ? "" : last.front();
       if (agent.ExitsWithin(kExitGrace) && agent.Poll() == kExitInvalid) {
-        // Named as the run names its agents, its reason first: "the agent
-        // exited before it printed `listening`" read as the runner's own
-        // trouble (a new user's trial).
-        std::string agent_name = std::filesystem::path(log).stem().string();
-        std::replace(agent_name.begin(), agent_name.end(), '-', ' ');
         return InvalidArgumentError(agent_name + " refused its inputs (exit " + std::to_string(kExitInvalid) + ")" +
                                     (words.empty() ? "" : ": " + words));
       }
-      std::string ended = "the agent exited before it printed `" + what + "`";
+      std::string ended = agent_name + " ended as it started, before it " + awaited;
       // How it ended: a worker killed as it started read only the line above
       // (a user's trial).
       if (const std::optional<int> status = agent.Poll()) ended += " (" + DescribeExitStatus(*status) + ")";
@@ -137,8 +141,8 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       return UnavailableError(ended);
     }
   }
-  return DeadlineExceededError("the agent did not print `" + what + "` within " +
-                               std::to_string(kStartupTimeout.count()) + " s");
+  return DeadlineExceededError(agent_name + " had not " + awaited + " within " +
+                               std::to_string(kStartupTimeout.count()) + " s of its start");
 }
 
 std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints, bool pipeline) {

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +43,7 @@
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 #include "core/node_view.h"
+#include "core/round_deadline.h"
 #include "core/starved_streams.h"
 #include "core/stream_rate.h"
 #include "operator/controller/job_labels.h"
@@ -336,6 +339,28 @@ static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std
   }
 }
 
+// A deadline team whose quorum, rounded up, is every worker: no round closes
+// without one, as under bsp. Said, with the quorum that would: a team of 3
+// stood 8 s for a robot whose link was out, the docs' "three of four" its
+// only hint (a user's trial).
+static void NoteAQuorumOfEveryWorker(const LocalRunPlan& plan, std::ostream& err) {
+  const JobSpec& spec = plan.job.spec;
+  const int workers = spec.parallelism.workers;
+  if (plan.job.pipeline || plan.job.workers.empty() || workers < 2 || spec.sync.policy != SyncPolicy::kDeadline) {
+    return;
+  }
+  const double quorum = spec.sync.quorum.value_or(kDefaultQuorum);
+  if (quorum >= 1 || RoundDeadline(quorum, 0).QuorumOf(workers) < workers) return;
+  char share[16], fewer[16];
+  std::snprintf(share, sizeof share, "%g", quorum);
+  std::snprintf(fewer, sizeof fewer, "%g", std::floor(100.0 * (workers - 1) / workers) / 100);
+  err << "note: spec.sync.quorum " << share << (spec.sync.quorum ? "" : " (the default)") << " of " << workers
+      << " workers is all " << workers
+      << " (a share is rounded up): no round of the deadline policy closes without one, as under bsp, so a link in "
+         "a dip holds the team (one out altogether is counted out past its arrival deadline); a quorum of "
+      << fewer << " closes rounds at " << workers - 1 << " of " << workers << "\n";
+}
+
 // Each worker's stream rate, by rank, as its agent will read it; none for a
 // stream from a folder, or one the agent will refuse (the profile's traces
 // were read and checked with the profile: said when the agent starts).
@@ -357,6 +382,9 @@ static void GoOnWhereTheRunLeft(const RunOptions& options, LocalRunPlan& plan, s
   if (options.fresh) return;
   const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
   if (!kept.ok() || !kept->has_value() || (*kept)->complete || !((*kept)->elapsed_s > 0)) return;
+  // Another job's is refused, not resumed: said that it goes on from it,
+  // then refused (a user's trial).
+  if ((*kept)->job != plan.job.job) return;
   const double elapsed_s = (*kept)->elapsed_s;
   bool traced = false;
   for (WorkerSlot& slot : plan.job.workers) {
@@ -426,6 +454,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
         << "\n";
   }
   NoteLinksOutFromTheStart(checked.plan.job.workers, wall_clock, err);
+  NoteAQuorumOfEveryWorker(checked.plan, err);
   const std::optional<double> wall_clock_s = wall_clock ? std::optional<double>(ToSeconds(*wall_clock)) : std::nullopt;
   for (const std::string& warning :
        StarvedStreamWarnings(checked.job.spec, StreamRates(checked.job.spec, checked.plan.job.workers), wall_clock_s)) {
@@ -715,7 +744,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // What a person most needs after a crash: whether the work is lost.
     const bool checkpoint = checkpointed();
     if (checkpoint && inputs_at_fault) {
-      err << "the job's checkpoint in " << plan.job.output_dir
+      // Whose: one refused as another job's was called this job's (a user's trial).
+      const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
+      const std::string whose = kept.ok() && kept->has_value() && (*kept)->job != plan.job.job
+                                    ? "job " + (*kept)->job + "'s checkpoint"
+                                    : std::string("the job's checkpoint");
+      err << whose << " in " << plan.job.output_dir
           << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
     } else if (checkpoint) {
       err << "the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options) << "\n";
@@ -818,6 +852,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   };
   if (links) watch.health = [&] { return links->health(); };
   for (const WorkerSlot& slot : plan.job.workers) watch.nodes[slot.rank] = slot.node;
+  if (!plan.job.pipeline && !plan.job.workers.empty()) {
+    watch.team_gathers_for = job.spec.fault_tolerance.node_loss_grace;
+  }
   watch.last_words = [&](int rank) {
     const std::vector<std::string> last =
         LastLines((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string(), 1);
@@ -884,8 +921,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     err << "note: " << curves.picture_path().string()
         << " is left as the earlier run drew it, beside its model; this run's is drawn once it resumes and ends\n";
   } else if (options.curves && outcome.result->samples > 0) {
-    if (Status drawn = DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace);
+    std::string drew_saying;
+    if (Status drawn =
+            DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace, &drew_saying);
         drawn.ok()) {
+      if (!drew_saying.empty()) err << "note: " << drew_saying << "\n";
       out << "curves: " << curves.picture_path().string() << "\n";
     } else if (!curves.empty()) {
       err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";

@@ -32,6 +32,7 @@ MOST_ENERGY_STEPS = 4000  # and in no more of them: a day's run draws in a secon
 
 def load(path):
     snapshots = []
+    unread = []  # (line, why) of lines that are not snapshots
     with open(path) as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
@@ -40,8 +41,23 @@ def load(path):
             try:
                 progress = json.loads(line)["progress"]
             except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{path}:{n}: not a progress line ({e})") from None
+                unread.append((n, e))
+                continue
             snapshots.append(progress)
+    # A run killed as it wrote leaves its last line cut short, and a run that
+    # resumes writes on after it: every later picture failed on that line (a
+    # user's trial). Such lines are drawn around, and said; a file of none
+    # that reads is no history.
+    if unread and not snapshots:
+        n, e = unread[0]
+        raise ValueError(f"{path}:{n}: not a progress line ({e})")
+    if len(unread) == 1:
+        print(f"edgetrain-plot-run: {path}: line {unread[0][0]} is not a progress line (one a crash cut short, "
+              "most likely), and is left out", file=sys.stderr)
+    elif unread:
+        lines = ", ".join(str(n) for n, _ in unread[:5]) + (" and more" if len(unread) > 5 else "")
+        print(f"edgetrain-plot-run: {path}: lines {lines} are not progress lines (a crash cuts one short), and are "
+              "left out", file=sys.stderr)
     # A resumed run's history follows the earlier one's; a snapshot taken before
     # the job trained again may repeat a time already drawn.
     snapshots.sort(key=lambda p: p.get("elapsedSeconds", 0))

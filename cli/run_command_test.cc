@@ -341,6 +341,30 @@ TEST_F(RunCommandTest, AStreamTooSlowToHoldUpTheTeamIsWarnedOfBeforeTheRun) {
   EXPECT_EQ(validated.stderr_text.find("worker 1's stream"), std::string::npos) << validated.stderr_text;
 }
 
+// A deadline team whose quorum is every worker, rounded up, is told so, with
+// the quorum that closes rounds without one (a user's team of 3 stood 8 s).
+TEST_F(RunCommandTest, ADeadlineQuorumOfEveryWorkerIsSaid) {
+  auto spec = [](int workers, const std::string& sync) {
+    return "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n  parallelism: {workers: " +
+           std::to_string(workers) + "}\n" + sync + "  budget: {wallClock: 20s}\n";
+  };
+  const Outcome three = Execute({"validate", Manifest("three", spec(3, ""))});
+  EXPECT_EQ(three.exit, 0) << three.stderr_text;
+  EXPECT_NE(three.stderr_text.find("note: spec.sync.quorum 0.75 (the default) of 3 workers is all 3 (a share is "
+                                   "rounded up): no round of the deadline policy closes without one, as under bsp, so "
+                                   "a link in a dip holds the team (one out altogether is counted out past its "
+                                   "arrival deadline); a quorum of 0.66 closes rounds at 2 of 3\n"),
+            std::string::npos)
+      << three.stderr_text;
+  for (const std::string& other : {spec(4, ""), spec(3, "  sync: {policy: deadline, quorum: 0.6}\n"),
+                                   spec(3, "  sync: {policy: deadline, quorum: 1}\n"),
+                                   spec(2, "  sync: {policy: bsp}\n")}) {
+    fs::remove(dir_ / "stderr.log");  // each run's own
+    const Outcome said = Execute({"validate", Manifest("other", other)});
+    EXPECT_EQ(said.stderr_text.find("spec.sync.quorum"), std::string::npos) << other << said.stderr_text;
+  }
+}
+
 // A stream from a folder: a worker folder missing or empty is no error (the
 // source may start after the run), but the runner says where each worker
 // looks, so that a wrong path or layout does not train on nothing unsaid,
@@ -916,22 +940,25 @@ TEST_F(RunCommandTest, ARunRefusedBeforeItStartsStillEndsWithItsJsonLine) {
 TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
   Outcome run = Execute({"run", Manifest("digits-dead-agent", kDigitsSpec), "--agent", "/bin/false", "--json"});
   EXPECT_EQ(run.exit, 1);
-  EXPECT_NE(run.stderr_text.find("the agent exited before it printed `http`"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("agent 0 ended as it started, before it served its HTTP port"), std::string::npos)
+      << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("logs: "), std::string::npos);
   // --json ends with a line a script reads the failure from, as it reads a result.
   ASSERT_FALSE(run.stdout_lines.empty()) << run.stderr_text;
   const auto last = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(last["job"], "digits-dead-agent");
   EXPECT_EQ(last["stop_reason"], "failed");
-  EXPECT_NE(last["error"].get<std::string>().find("the agent exited before it printed `http`"), std::string::npos);
-  EXPECT_NE(run.stderr_text.find("`http` (exit 1)"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(last["error"].get<std::string>().find("agent 0 ended as it started, before it served its HTTP port"),
+            std::string::npos);
+  EXPECT_NE(run.stderr_text.find("its HTTP port (exit 1)"), std::string::npos) << run.stderr_text;
   // Killed as it starts: by what is said (a user's trial read only that it exited).
   const fs::path killed = dir_ / "killed-agent";
   std::ofstream(killed) << "#!/bin/sh\nkill -KILL $$\n";
   fs::permissions(killed, fs::perms::owner_all);
   Outcome shot = Execute({"run", Manifest("digits-killed-agent", kDigitsSpec), "--agent", killed.string()});
   EXPECT_EQ(shot.exit, 1);
-  EXPECT_NE(shot.stderr_text.find("the agent exited before it printed `http` (killed by SIGKILL)"), std::string::npos)
+  EXPECT_NE(shot.stderr_text.find("agent 0 ended as it started, before it served its HTTP port (killed by SIGKILL)"),
+            std::string::npos)
       << shot.stderr_text;
 }
 

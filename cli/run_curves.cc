@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "agent/storage/atomic_file.h"
@@ -54,8 +55,20 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
   if (!history_.is_open()) {
     std::error_code ec;
     fs::create_directories(output_dir_, ec);
+    // A line the last run was cut short in (killed as it wrote) is ended
+    // first, so that this run's first snapshot is a line of its own (it
+    // was written on after it, and spoilt: a user's trial).
+    bool torn = false;
+    if (resumed) {
+      std::ifstream before(history_path(), std::ios::binary | std::ios::ate);
+      if (before && before.tellg() > 0) {
+        before.seekg(-1, std::ios::end);
+        torn = before.get() != '\n';
+      }
+    }
     history_.open(history_path(), resumed ? std::ios::app : std::ios::trunc);
     if (!history_) return UnavailableError("cannot write " + history_path().string());
+    if (torn) history_ << "\n";
     history_ << pending_;
     pending_.clear();
   }
@@ -65,7 +78,7 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
 }
 
 Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const std::string& title,
-                     const std::vector<std::string>& workers, Duration timeout) {
+                     const std::vector<std::string>& workers, Duration timeout, std::string* drew_saying) {
   if (curves.empty()) return FailedPreconditionError("no progress was recorded");
   std::error_code ec;
   if (!fs::exists(plotter, ec)) return NotFoundError(plotter + " is missing");
@@ -93,6 +106,15 @@ Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const 
   if (code == 3) return FailedPreconditionError(said + " (apt-get install python3-matplotlib)");
   if (code == 2) return InvalidArgumentError(said);
   if (code != 0) return InternalError("edgetrain-plot-run exited " + std::to_string(code) + (said.empty() ? "" : ": " + said));
+  // Its own words only, not a library's warnings on the way.
+  if (drew_saying) {
+    std::istringstream lines(logged.ok() ? *logged : std::string());
+    drew_saying->clear();
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("edgetrain-plot-run: ", 0) != 0) continue;
+      *drew_saying += (drew_saying->empty() ? "" : "; ") + line.substr(20);
+    }
+  }
   return Status::Ok();
 }
 

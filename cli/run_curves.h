@@ -51,8 +51,10 @@ class RunCurves {
 std::string SnapshotLine(double t, const std::string& body);
 
 // Draws `curves`' history as its picture with `plotter` (edgetrain-plot-run),
-// naming the workers; waits at most `timeout`. What went wrong, for a note.
+// naming the workers; waits at most `timeout`. What went wrong, for a note;
+// drawn, what it said as it drew (lines of the history it left out) goes to
+// `said`, if given.
 Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const std::string& title,
-                     const std::vector<std::string>& workers, Duration timeout);
+                     const std::vector<std::string>& workers, Duration timeout, std::string* said = nullptr);
 
 }  // namespace edgetrain::cli

@@ -148,11 +148,41 @@ TEST(RunCurvesTest, WhatCannotBeDrawnIsSaid) {
   Status missing = DrawRunCurves(curves, (dir / "absent-plotter").string(), "", {}, seconds(60));
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
 
-  std::ofstream(curves.history_path(), std::ios::app) << "not json\n";
+  // A line a crash cut short is drawn around; a history of nothing else is none.
+  std::ofstream(curves.history_path(), std::ios::app) << "{\"t\": 2, \"progr\n";
+  std::string said;
+  Status torn = DrawRunCurves(curves, kPlotter, "", {}, seconds(60), &said);
+  EXPECT_TRUE(torn.ok()) << torn.ToString();
+  EXPECT_EQ(said, curves.history_path().string() +
+                      ": line 2 is not a progress line (one a crash cut short, most likely), and is left out");
+  fs::remove(curves.picture_path());
+  std::ofstream(curves.history_path(), std::ios::trunc) << "not json\n";
   Status garbled = DrawRunCurves(curves, kPlotter, "", {}, seconds(60));
   EXPECT_FALSE(garbled.ok());
-  EXPECT_NE(garbled.message().find("progress.jsonl:2: not a progress line"), std::string::npos) << garbled.ToString();
+  EXPECT_NE(garbled.message().find("progress.jsonl:1: not a progress line"), std::string::npos) << garbled.ToString();
   EXPECT_FALSE(fs::exists(curves.picture_path()));
+}
+
+// A resumed run's first snapshot goes on a line of its own after one the
+// run before was killed while writing (a user's trial: every later picture
+// failed on the line the two made).
+TEST(RunCurvesTest, AResumedRunWritesOnAfterALineACrashCutShort) {
+  fs::path dir = FreshTestDir("curves-torn");
+  {
+    RunCurves first(dir / "out");
+    ASSERT_TRUE(Keep(first, 1, Snapshot(1)).ok());
+  }
+  {
+    std::ofstream(dir / "out" / "progress.jsonl", std::ios::app) << "{\"t\": 2, \"progr";  // no line's end
+  }
+  RunCurves resumed(dir / "out");
+  ASSERT_TRUE(Keep(resumed, 3, Snapshot(3, JobState::kTraining, /*resumed_from=*/10)).ok());
+  std::ifstream in(dir / "out" / "progress.jsonl");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1], "{\"t\": 2, \"progr");
+  EXPECT_EQ(lines[2].rfind("{\"t\": 3, \"progress\": ", 0), 0u) << lines[2];
 }
 
 }  // namespace

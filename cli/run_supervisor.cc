@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "core/duration_text.h"
 #include "core/exit_codes.h"
 
 namespace edgetrain::cli {
@@ -118,7 +119,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   outcome.ended = ended_;
   StopTeam(outcome);
   if (!outcome.result && outcome.failure.empty()) {
-    outcome.failure = "the coordinator ended (" + DescribeExitStatus(outcome.coordinator_exit) + ") without a result";
+    // A pipeline's by its name there (a user's trial read of "the coordinator"
+    // of a job whose docs name only its head).
+    outcome.failure = std::string(order_ == StopOrder::kCoordinatorFirst ? "the pipeline's head" : "the coordinator") +
+                      " ended (" + DescribeExitStatus(outcome.coordinator_exit) + ") without a result";
   }
   // A Ctrl-C that came as the job was ending: a job that had finished lost
   // nothing to it, and its run is not interrupted; exit 130 there had a
@@ -164,7 +168,17 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
     // Once the coordinator has ended, nothing trains on; nor once this was
     // the last worker (the run then fails, saying so).
     if (!at_end && ended_.size() < workers_.size()) {
-      err_ << (pipeline ? "; the pipeline trains on without it where it can" : "; the team trains on without it");
+      if (pipeline) {
+        err_ << "; the pipeline trains on without it where it can";
+      } else if (!said_how_it_started_ && watch.team_gathers_for > Duration::zero()) {
+        // Lost before the team started: "trains on without it" read as at
+        // once, and the run stood 2 minutes unsaid (a user's trial).
+        err_ << "; the team has not started yet: its coordinator waits for every worker up to "
+             << "spec.faultTolerance.nodeLossGrace (" << FormatDuration(watch.team_gathers_for)
+             << ") after the first came, then starts without it";
+      } else {
+        err_ << "; the team trains on without it";
+      }
     }
     err_ << "\n";
   }

@@ -82,6 +82,10 @@ struct RunWatch {
   // The last line of an agent's log, by rank: why one that stopped on an
   // error of the job's own (exit 2) stopped; optional.
   std::function<std::string(int rank)> last_words;
+  // How long a team's coordinator waits after its first worker for the rest
+  // before it starts without them (spec.faultTolerance.nodeLossGrace); zero:
+  // not a data-parallel team.
+  Duration team_gathers_for = Duration::zero();
 };
 
 // Who is told to stop when the run is interrupted or fails: every agent at

@@ -258,6 +258,24 @@ TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {
   EXPECT_LT(coordinator_.Elapsed(), seconds(31));
 }
 
+// Lost before the team started: its coordinator waits out its window for it
+// first, and the warning says so (a user's trial waited 2 minutes unsaid).
+TEST_F(RunSupervisorTest, AWorkerLostBeforeTheTeamStartedIsWaitedForAndSaidSo) {
+  watch_.team_gathers_for = std::chrono::minutes(2);
+  watch_.progress = [this]() -> std::optional<std::string> {
+    return coordinator_.Elapsed() < seconds(3) ? Encoded(JobState::kStarting, 0, 0, std::nullopt) : kProgress;
+  };
+  workers_[0]->ExitsAt(seconds(1), 137);
+  workers_[1]->ExitsAt(seconds(6), 0);
+  coordinator_.Says(seconds(5), kResult).ExitsAt(seconds(5), 0);
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_NE(err_.str().find("; the team has not started yet: its coordinator waits for every worker up to "
+                            "spec.faultTolerance.nodeLossGrace (2m) after the first came, then starts without it\n"),
+            std::string::npos)
+      << err_.str();
+}
+
 TEST_F(RunSupervisorTest, ALostWorkerIsNamedOnceAndTheTeamTrainsOn) {
   workers_[0]->ExitsAt(seconds(1), 1);
   workers_[1]->ExitsAt(seconds(6), 0);
@@ -541,6 +559,14 @@ TEST_F(RunSupervisorTest, ACoordinatorKilledIsSaidToBe) {
   Supervision outcome = Run();
   EXPECT_FALSE(outcome.result.has_value());
   EXPECT_EQ(outcome.failure, "the coordinator ended (killed by SIGKILL) without a result");
+}
+
+TEST_F(RunSupervisorTest, APipelinesHeadKilledIsSaidToBeByItsName) {
+  coordinator_.ExitsAt(seconds(1), 128 + SIGKILL);
+  for (auto& w : workers_) w->ExitsAt(seconds(2), 0);
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst);
+  EXPECT_FALSE(outcome.result.has_value());
+  EXPECT_EQ(outcome.failure, "the pipeline's head ended (killed by SIGKILL) without a result");
 }
 
 }  // namespace

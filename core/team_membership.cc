@@ -95,6 +95,14 @@ bool TeamMembership::StartsNow(TimePoint now) {
   if (started_) return true;
   if (!first_arrival_) return false;
   started_ = connected_count() == static_cast<int>(members_.size()) || now - *first_arrival_ >= gather_window_;
+  // The wait at the rendezvous is not silence: the first worker in, after a
+  // window of 120 s for one that had died, was counted out at the start for
+  // "no push for 120 s", before its Welcome went (a user's trial).
+  if (started_) {
+    for (Member& m : members_) {
+      if (m.connected) m.deadline.Restart(now);
+    }
+  }
   return started_;
 }
 

@@ -37,6 +37,17 @@ TEST_F(TeamMembershipTest, TheTeamStartsWhenAllAreInOrTheWindowAfterTheFirstHasP
   }
 }
 
+// A team that waited its window for a worker that never came starts with the
+// others' deadlines counting from its start, not from when they joined.
+TEST_F(TeamMembershipTest, WaitingForTheRestIsNotSilence) {
+  team.Open(0, t0, ledger);
+  team.Open(1, t0 + seconds(2), ledger);
+  ASSERT_TRUE(team.StartsNow(t0 + seconds(10)));
+  EXPECT_TRUE(team.CountOutOverdue(t0 + seconds(10) + milliseconds(100), ledger).empty())
+      << "worker 0 joined 10 s before the start, and was counted out for it";
+  EXPECT_EQ(team.SilentFor(0, t0 + seconds(10)), Duration::zero());
+}
+
 TEST_F(TeamMembershipTest, EachNewStreamIsNumberedAndAnOldOneIsNoLongerCurrent) {
   const uint64_t first = team.Open(1, t0, ledger);
   const uint64_t second = team.Open(1, t0 + seconds(1), ledger);
