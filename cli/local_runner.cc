@@ -573,6 +573,162 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
 
 namespace {
 
+// The checkpoint in the output folder as this run found it, and whether the
+// one there now is the run's to resume from: one it wrote, or, unless it
+// started afresh, the one it resumed from. A --fresh run that failed or was
+// stopped before its first checkpoint said an earlier run's was "kept: run
+// the command again without --fresh to resume from it", and the next run
+// started that earlier job over (a new user's trial).
+class FolderCheckpoint {
+ public:
+  FolderCheckpoint(std::string path, bool fresh) : path_(std::move(path)), fresh_(fresh), before_(WrittenAt()) {}
+
+  // There, and this run's to resume from.
+  bool Resumable() const {
+    const std::optional<fs::file_time_type> now = WrittenAt();
+    return now && (!fresh_ || now != before_) && !FinishedBefore();
+  }
+  // One an earlier run left that this --fresh run had not yet replaced.
+  bool EarlierLeft() const { return fresh_ && before_ && WrittenAt() == before_; }
+  // Whose it is, as the run says it: another job's was called this job's,
+  // after the run had refused it as another's (a user's trial).
+  std::string Whose(const std::string& job) const {
+    const auto kept = agent::LoadCheckpoint(path_);
+    return kept.ok() && kept->has_value() && (*kept)->job != job ? "job " + (*kept)->job + "'s checkpoint"
+                                                                 : "the job's checkpoint";
+  }
+
+ private:
+  std::optional<fs::file_time_type> WrittenAt() const {
+    std::error_code unreadable;
+    const fs::file_time_type t = fs::last_write_time(path_, unreadable);
+    return unreadable ? std::nullopt : std::optional(t);
+  }
+  // A finished run's checkpoint, which this run did not write: the next run
+  // starts afresh rather than from it. A run that failed to start (its port
+  // taken) offered it "to resume from" (a new user's trial).
+  bool FinishedBefore() const {
+    if (!before_ || WrittenAt() != before_) return false;
+    const auto kept = agent::LoadCheckpoint(path_);
+    return kept.ok() && kept->has_value() && (*kept)->complete;
+  }
+
+  const std::string path_;
+  const bool fresh_;
+  const std::optional<fs::file_time_type> before_;
+};
+
+// What a person most needs after a run failed: whether the work is lost, and
+// what running again does. `inputs_at_fault`: running the same command fails
+// the same way.
+void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPlan& plan, const RunOptions& options,
+                           bool inputs_at_fault, std::ostream& err) {
+  const std::string& folder = plan.job.output_dir;
+  if (checkpoint.Resumable() && inputs_at_fault) {
+    err << checkpoint.Whose(plan.job.job) << " in " << folder
+        << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
+  } else if (checkpoint.Resumable()) {
+    err << "the job's checkpoint in " << folder << " is kept: " << HowToResume(options) << "\n";
+  } else if (inputs_at_fault) {
+    // One an earlier run left is said too: "no checkpoint was written" read
+    // as none there, beside an earlier run's at iteration 141 (a user's
+    // trial).
+    err << "no checkpoint was written in " << folder
+        << (checkpoint.EarlierLeft() ? " by this run (the one there is an earlier run's: " +
+                                           WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + ")"
+                                     : std::string())
+        << "; the same command fails the same way until what the error says is dealt with\n";
+  } else {
+    const int every = plan.job.spec.fault_tolerance.checkpoint_every;
+    err << "no checkpoint was written in " << folder
+        << (every > 0 ? " (one every " + std::to_string(every) + " iterations, spec.faultTolerance.checkpointEvery)"
+                      : " (spec.faultTolerance.checkpointEvery is 0)")
+        << (checkpoint.EarlierLeft() ? "; the one there is an earlier run's, which this --fresh run had not yet "
+                                       "replaced: " + WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + "\n"
+                                     : ": a run again starts over\n");
+  }
+}
+
+// Each worker's own account, printed as it exited: what it spent after its
+// last report reached the coordinator is in it.
+void TakeWorkersOwnResults(std::vector<ChildProcess>& workers, JobProgress& result) {
+  std::map<int, double> own;
+  for (size_t rank = 0; rank < workers.size(); ++rank) {
+    while (std::optional<std::string> line = workers[rank].ReadLine(Duration::zero())) {
+      if (line->rfind("result ", 0) != 0) continue;
+      const nlohmann::json said = nlohmann::json::parse(line->substr(7), nullptr, false);
+      if (said.is_object() && said.contains("energyJoules") && said["energyJoules"].is_number()) {
+        own[static_cast<int>(rank)] = said["energyJoules"].get<double>();
+      }
+    }
+  }
+  TakeWorkersOwnEnergy(result, own);
+}
+
+// The run's picture, report.png, drawn from its curves, or why not. Nothing
+// trained, nothing to draw: a picture of empty axes would only replace one an
+// earlier run of the job left. Interrupted beside a finished run's model,
+// which it keeps, neither: the picture stays that model's (the folder held
+// one run's model and another's picture: a new user's trial), and this run's
+// is drawn when it resumes and ends. Not drawn, a picture an earlier run
+// left stays: said, or it reads as this run's (a resumed --no-curves run
+// left the interrupted one's: a new user's trial).
+void DrawTheRun(const RunCurves& curves, const JobProgress& result, const std::string& title,
+                const std::vector<std::string>& nodes, const RunOptions& options, std::ostream& out,
+                std::ostream& err) {
+  if (result.samples <= 0) return;
+  const bool kept_earlier_model = result.model_path.empty();
+  if (!options.curves) {
+    if (fs::exists(curves.picture_path())) {
+      err << "note: " << curves.picture_path().string() << " is an earlier run's, not drawn again (--no-curves)\n";
+    }
+  } else if (kept_earlier_model && fs::exists(curves.picture_path())) {
+    err << "note: " << curves.picture_path().string()
+        << " is left as the earlier run drew it, beside its model; this run's is drawn once it resumes and ends\n";
+  } else {
+    std::string drew_saying;
+    const Status drawn =
+        DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), title, nodes, kDrawGrace, &drew_saying);
+    if (drawn.ok()) {
+      if (!drew_saying.empty()) err << "note: " << drew_saying << "\n";
+      out << "curves: " << curves.picture_path().string() << "\n";
+    } else if (!curves.empty()) {
+      err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
+    }
+  }
+}
+
+// The run's exit code once it ended without failing, and what an interrupted
+// run leaves to resume.
+int ExitOf(const Supervision& outcome, const FolderCheckpoint& checkpoint, const RunOptions& options,
+           const JobPlan& plan, std::ostream& err) {
+  if (outcome.interrupted) {
+    // Said where the run ends, as a failure's note says it: the first line
+    // ("saving where it got to") did not say that running again resumes.
+    // Only of a checkpoint this run wrote or resumed from: one left by a
+    // finished run, on which this one was stopped before training, is not
+    // taken up again (the next run starts over).
+    // A team stopped before its first whole iteration has trained samples,
+    // and written them (a user's trial: a checkpoint at iteration 0, unsaid).
+    const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->samples > 0 ||
+                                            outcome.result->resumed_from_iteration);
+    if (its_own && checkpoint.Resumable()) {
+      err << "interrupted: the job's checkpoint in " << plan.output_dir << " is kept: " << HowToResume(options)
+          << "\n";
+    }
+    return kExitInterrupted;
+  }
+  // Stopped by a signal this run did not send (to the coordinator's agent,
+  // by a person or a supervisor): not done, and resumable. It exited 0, as
+  // if the job had ended (a new user's trial).
+  if (outcome.result->state == JobState::kInterrupted) {
+    err << "interrupted: " << plan.job << "'s coordinator was stopped by a signal this run did not send; "
+        << HowToResume(options) << "\n";
+    return kExitTerminated;
+  }
+  return kExitOk;
+}
+
 // The run itself; RunLocal adds --json's failure line for a run refused early.
 // `job_name` is set once the manifest is read, for a failure line.
 int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted,
@@ -666,31 +822,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     const std::string trained_by = ModelCardField(model, "job");
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
-  // A checkpoint there to resume this run from: one it wrote, or, unless it
-  // started afresh, the one it resumed from. A --fresh run that failed or was
-  // stopped before its first checkpoint said an earlier run's was "kept:
-  // run the command again without --fresh to resume from it", and the next
-  // run started that earlier job over (a new user's trial).
-  auto written_at = [&]() -> std::optional<fs::file_time_type> {
-    std::error_code unreadable;
-    const fs::file_time_type t = fs::last_write_time(plan.job.CheckpointPath(), unreadable);
-    return unreadable ? std::nullopt : std::optional(t);
-  };
-  const std::optional<fs::file_time_type> checkpoint_before = written_at();
-  // A finished run's checkpoint, which this run did not write: the next run
-  // starts afresh rather than from it. A run that failed to start (its port
-  // taken) offered it "to resume from" (a new user's trial).
-  auto finished_before = [&] {
-    if (!checkpoint_before || written_at() != checkpoint_before) return false;
-    const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
-    return kept.ok() && kept->has_value() && (*kept)->complete;
-  };
-  auto checkpointed = [&] {
-    const std::optional<fs::file_time_type> now = written_at();
-    return now && (!options.fresh || now != checkpoint_before) && !finished_before();
-  };
-  // One an earlier run left that this --fresh run had not yet replaced.
-  auto earlier_checkpoint = [&] { return options.fresh && checkpoint_before && written_at() == checkpoint_before; };
+  const FolderCheckpoint checkpoint(plan.job.CheckpointPath(), options.fresh);
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
@@ -741,36 +873,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // A folder kept for each input refused at the start only piles up (a new
     // user's trial found four): the log's tail above says what was wrong.
     if (!drop_logs) err << "logs: " << folder->path().string() << "\n";
-    // What a person most needs after a crash: whether the work is lost.
-    const bool checkpoint = checkpointed();
-    if (checkpoint && inputs_at_fault) {
-      // Whose: one refused as another job's was called this job's (a user's trial).
-      const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
-      const std::string whose = kept.ok() && kept->has_value() && (*kept)->job != plan.job.job
-                                    ? "job " + (*kept)->job + "'s checkpoint"
-                                    : std::string("the job's checkpoint");
-      err << whose << " in " << plan.job.output_dir
-          << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
-    } else if (checkpoint) {
-      err << "the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options) << "\n";
-    } else if (inputs_at_fault) {
-      // One an earlier run left is said too: "no checkpoint was written" read
-      // as none there, beside an earlier run's at iteration 141 (a user's
-      // trial).
-      err << "no checkpoint was written in " << plan.job.output_dir
-          << (earlier_checkpoint() ? " by this run (the one there is an earlier run's: " +
-                                         WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + ")"
-                                   : std::string())
-          << "; the same command fails the same way until what the error says is dealt with\n";
-    } else {
-      const int every = plan.job.spec.fault_tolerance.checkpoint_every;
-      err << "no checkpoint was written in " << plan.job.output_dir
-          << (every > 0 ? " (one every " + std::to_string(every) + " iterations, spec.faultTolerance.checkpointEvery)"
-                        : " (spec.faultTolerance.checkpointEvery is 0)")
-          << (earlier_checkpoint() ? "; the one there is an earlier run's, which this --fresh run had not yet "
-                                     "replaced: " + WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + "\n"
-                                   : ": a run again starts over\n");
-    }
+    SayWhatTheFailureLeft(checkpoint, plan, options, inputs_at_fault, err);
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
     if (drop_logs) {
       folder->Remove();
@@ -888,21 +991,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
                   "", inputs_at_fault, refused_at_start);
   }
 
-  if (plan.team && !plan.job.pipeline) {
-    // Each worker's own account, printed as it exited: what it spent after
-    // its last report reached the coordinator is in it.
-    std::map<int, double> own;
-    for (size_t rank = 0; rank < workers.size(); ++rank) {
-      while (std::optional<std::string> line = workers[rank].ReadLine(Duration::zero())) {
-        if (line->rfind("result ", 0) != 0) continue;
-        const nlohmann::json result = nlohmann::json::parse(line->substr(7), nullptr, false);
-        if (result.is_object() && result.contains("energyJoules") && result["energyJoules"].is_number()) {
-          own[static_cast<int>(rank)] = result["energyJoules"].get<double>();
-        }
-      }
-    }
-    TakeWorkersOwnEnergy(*outcome.result, own);
-  }
+  if (plan.team && !plan.job.pipeline) TakeWorkersOwnResults(workers, *outcome.result);
   // The coordinator's final word, with the final model's evaluation, ends the
   // curves and the progress log (whose last line was the last one polled).
   const std::string final_word = EncodeJobProgress(*outcome.result);
@@ -911,32 +1000,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (progress_log.is_open()) progress_log << SnapshotLine(ended_s, final_word) << std::flush;
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out, outcome.ended);
-  // Nothing trained, nothing to draw: a picture of empty axes would only
-  // replace one an earlier run of the job left. Interrupted beside a finished
-  // run's model, which it keeps, neither: the picture stays that model's (the
-  // folder held one run's model and another's picture: a new user's trial),
-  // and this run's is drawn when it resumes and ends.
-  const bool kept_earlier_model = outcome.result->model_path.empty() && outcome.result->samples > 0;
-  if (options.curves && kept_earlier_model && fs::exists(curves.picture_path())) {
-    err << "note: " << curves.picture_path().string()
-        << " is left as the earlier run drew it, beside its model; this run's is drawn once it resumes and ends\n";
-  } else if (options.curves && outcome.result->samples > 0) {
-    std::string drew_saying;
-    if (Status drawn =
-            DrawRunCurves(curves, BinaryBeside("edgetrain-plot-run"), job.name, nodes, kDrawGrace, &drew_saying);
-        drawn.ok()) {
-      if (!drew_saying.empty()) err << "note: " << drew_saying << "\n";
-      out << "curves: " << curves.picture_path().string() << "\n";
-    } else if (!curves.empty()) {
-      err << "note: no " << curves.picture_path().string() << ": " << drawn.message() << "\n";
-    }
-  }
-  // Not drawn, a picture an earlier run left stays: said, or it reads as
-  // this run's (a resumed --no-curves run left the interrupted one's: a new
-  // user's trial).
-  if (!options.curves && outcome.result->samples > 0 && fs::exists(curves.picture_path())) {
-    err << "note: " << curves.picture_path().string() << " is an earlier run's, not drawn again (--no-curves)\n";
-  }
+  DrawTheRun(curves, *outcome.result, job.name, nodes, options, out, err);
   if (options.json) out << JsonLine(job, plan, *outcome.result, wall_s) << "\n";
   if (options.keep_logs || outcome.lost_workers > 0) {
     err << "logs: " << folder->path().string() << "\n";
@@ -950,31 +1014,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     ServeAfterTheRun(*observer, options, interrupted, clock, err);
   }
   if (observer) SayWhereTheSeriesStay(*observer, err);
-  if (outcome.interrupted) {
-    // Said where the run ends, as a failure's note says it: the first line
-    // ("saving where it got to") did not say that running again resumes.
-    // Only of a checkpoint this run wrote or resumed from: one left by a
-    // finished run, on which this one was stopped before training, is not
-    // taken up again (the next run starts over).
-    // A team stopped before its first whole iteration has trained samples,
-    // and written them (a user's trial: a checkpoint at iteration 0, unsaid).
-    const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->samples > 0 ||
-                                            outcome.result->resumed_from_iteration);
-    if (its_own && checkpointed()) {
-      err << "interrupted: the job's checkpoint in " << plan.job.output_dir << " is kept: " << HowToResume(options)
-          << "\n";
-    }
-    return kExitInterrupted;
-  }
-  // Stopped by a signal this run did not send (to the coordinator's agent,
-  // by a person or a supervisor): not done, and resumable. It exited 0, as
-  // if the job had ended (a new user's trial).
-  if (outcome.result->state == JobState::kInterrupted) {
-    err << "interrupted: " << job.name << "'s coordinator was stopped by a signal this run did not send; "
-        << HowToResume(options) << "\n";
-    return kExitTerminated;
-  }
-  return kExitOk;
+  return ExitOf(outcome, checkpoint, options, plan.job, err);
 }
 
 // Passes what is written on to `to`, keeping count of it and the last line
