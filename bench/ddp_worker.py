@@ -98,22 +98,31 @@ def main():
         model.train()
         return correct / len(y_test)
 
-    # The step's compute time, without the all-reduce, for the emulated slowdown.
+    # The step's compute time, without the all-reduce, for the emulated
+    # slowdown: on this thread's CPU clock (one intra-op thread, above), as
+    # edgetrain's workers count theirs, not the wall clock, which counted the
+    # waits for one of the 2 cores that 4 workers share.
     stream = batches()
-    probe = time.perf_counter()
+    probe = time.thread_time()
     for _ in range(5):
         idx = next(stream)
         with model.no_sync():
             F.cross_entropy(model(x_train[idx]), y_train[idx]).backward()
         optimizer.zero_grad()
-    compute_s = (time.perf_counter() - probe) / 5
+    compute_s = (time.thread_time() - probe) / 5
     watts = [float(w) for w in a.watts.split(",")]
 
     dist.barrier()
     start = time.perf_counter()
     last_eval, iteration, stall_s, busy_s = start, 0, 0.0, 0.0
     recent = []  # rank 0's last evaluations, for the sustained target
-    stop = torch.zeros(1)
+    # The team's times as of the last exchange (every 10 steps), for the
+    # energy an evaluation reports: every worker's, not rank 0's times four.
+    team = {"stall": 0.0, "busy": 0.0, "wall": 0.0}
+
+    def energy_of(stall, busy, wall):
+        # docs/energy.md: computing, communicating, and idle the rest.
+        return busy * watts[0] + stall * watts[1] + max(0.0, wall - busy - stall) * watts[2]
     while True:
         step = time.perf_counter()
         idx = next(stream)
@@ -129,7 +138,7 @@ def main():
         now = time.perf_counter()
         if rank == 0 and now - last_eval >= a.eval_every:
             elapsed = now - start
-            energy = world * (busy_s * watts[0] + stall_s * watts[1])
+            energy = energy_of(team["stall"], team["busy"], team["wall"])
             accuracy = evaluate()
             recent = (recent + [accuracy])[-5:]
             print(json.dumps({"eval": {"seconds": elapsed, "iteration": iteration,
@@ -138,9 +147,11 @@ def main():
             last_eval = time.perf_counter()
         if iteration % 10 == 0:  # everyone stops at the same step
             held = a.target is not None and len(recent) == 5 and sum(recent) / 5 >= a.target
-            stop.fill_(1.0 if held or time.perf_counter() - start >= a.budget else 0.0)
-            dist.all_reduce(stop, op=dist.ReduceOp.MAX)
-            if stop.item() > 0:
+            wall = time.perf_counter() - start
+            shared = torch.tensor([1.0 if held or wall >= a.budget else 0.0, stall_s, busy_s, wall])
+            dist.all_reduce(shared)  # summed: any worker's stop stops all
+            stop, team["stall"], team["busy"], team["wall"] = shared.tolist()
+            if stop > 0:
                 break
     wall = time.perf_counter() - start
     totals = torch.tensor([stall_s, wall, busy_s])
@@ -153,7 +164,7 @@ def main():
             "wall_s": wall, "stall_fraction": stall / wall_sum,
             # A ring all-reduce sends 2 (N-1)/N of the gradient per worker per step.
             "bytes_sent": int(iteration * world * 2 * (world - 1) / world * model_bytes),
-            "energy_joules": busy * watts[0] + stall * watts[1] + max(0.0, wall_sum - busy - stall) * watts[2],
+            "energy_joules": energy_of(stall, busy, wall_sum),
             "compute_s_per_step": compute_s}}), flush=True)
     # Not dist.destroy_process_group(): its teardown waited on peers that had
     # already left (a straggler on a 0.1 Mbit/s link) for minutes. All is said.

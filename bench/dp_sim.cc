@@ -16,6 +16,7 @@
 // line per run goes to stderr, and a final JSON line to stdout.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -222,6 +223,16 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
   return run;
 }
 
+// A flag's value that must be above 0, said in plain words (CLI11's own
+// bound printed 309 digits).
+const CLI::Validator AboveZero(
+    [](const std::string& text) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      return end != text.c_str() && *end == '\0' && v > 0 ? std::string() : "must be above 0, got " + text;
+    },
+    "> 0");
+
 int Main(int argc, char** argv) {
   Options o;
   CLI::App app{"bench/dp-links' setting on the simulated clock: time to the sustained target per sync mode"};
@@ -230,20 +241,24 @@ int Main(int argc, char** argv) {
                  "similar; straggler (the last worker on --straggler-trace); robot-team (make run's job: the "
                  "walk-away traces 1 and 2 in turn, and unless given, --batch 64 --step-ms 6 --lr 0.001 --cap 60)")
       ->check(CLI::IsMember({"similar", "straggler", "robot-team"}));
-  CLI::Option* step_ms = app.add_option("--step-ms", o.step_ms, "a step's compute time, instead of --ratio's");
+  CLI::Option* step_ms =
+      app.add_option("--step-ms", o.step_ms, "a step's compute time, instead of --ratio's")->check(AboveZero);
   app.add_option("--straggler-trace", o.straggler_trace);
   app.add_option("--links", o.links, "trace: the trace with its outages; mean: held at its mean; unlimited: none")
       ->check(CLI::IsMember({"trace", "mean", "unlimited"}));
-  app.add_option("--scale", o.scale);
-  app.add_option("--ratio", o.ratio, "a step's compute over a full model's float32 transfer at the trace's mean");
+  // Ranges checked: a scale of 0 made every step infinite (a reader's check).
+  app.add_option("--scale", o.scale)->check(AboveZero);
+  app.add_option("--ratio", o.ratio, "a step's compute over a full model's float32 transfer at the trace's mean")
+      ->check(AboveZero);
   const std::string known = "POLICY[-sS][-CODEC][-qQ][-kK]: rog, ssp, bsp or deadline; a staleness bound; fp16, int8 or "
                             "sign; deadline's quorum and slack in percent (bsp-int8, rog-s4-int8, deadline-int8, "
                             "deadline-int8-q50-k50), or rog-paper";
   app.add_option("--modes", o.modes, "comma-separated, each " + known);
-  app.add_option("--seeds", o.seeds);
+  app.add_option("--seeds", o.seeds)->check(CLI::Range(1, 1000));
   app.add_option("--first-seed", o.first_seed);
   app.add_option("--target", o.target);
-  CLI::Option* cap = app.add_option("--cap", o.cap, "simulated seconds a run may last at most");
+  CLI::Option* cap =
+      app.add_option("--cap", o.cap, "simulated seconds a run may last at most")->check(AboveZero);
   app.add_option("--budget", o.budget, "also report the accuracy at this many seconds");
   CLI::Option* lr = app.add_option("--lr", o.lr, "Adam's learning rate");
   CLI::Option* batch = app.add_option("--batch", o.batch);
