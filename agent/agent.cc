@@ -206,6 +206,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, spec.parallelism.workers, spec.budget.energy_joules);
   CoordinatorTimings timings;
   timings.first_worker_timeout = s.flags.first_worker_timeout;
+  timings.first_push_deadline = s.flags.first_push_deadline;
   timings.stop_grace = s.flags.stop_grace;
   Coordinator coordinator(s.plan, *s.trainer, s.data.test, train_size, clock, s.log, metrics, timings);
   coordinator.SettleBuffersOn(std::move(settle));

@@ -37,6 +37,8 @@ struct AgentFlags {
   Duration tls_reload = std::chrono::seconds(60);  // how often tls_dir is read again (a rotation)
   // The agent's own waits, long in production and short in tests.
   Duration first_worker_timeout = std::chrono::seconds(120);  // a coordinator with no worker fails then
+  // A team worker silent this long before its pace is learned is counted out.
+  Duration first_push_deadline = std::chrono::seconds(10);
   Duration stop_grace = std::chrono::seconds(3);              // workers' time to hear Stop
   Duration plan_poll = std::chrono::seconds(1);               // how often the plan file is looked at
   Duration connect_attempt = std::chrono::seconds(1);         // one try to reach the coordinator

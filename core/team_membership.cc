@@ -16,8 +16,10 @@ const char* NameOf(PushFate fate) {
   return "?";
 }
 
-TeamMembership::TeamMembership(int workers, Duration gather_window)
-    : members_(static_cast<size_t>(workers)), gather_window_(gather_window) {}
+TeamMembership::TeamMembership(int workers, Duration gather_window, Duration first_deadline)
+    : members_(static_cast<size_t>(workers)), gather_window_(gather_window) {
+  for (Member& m : members_) m.deadline = ArrivalDeadline(first_deadline, kDeadlineFloor);
+}
 
 uint64_t TeamMembership::Open(int w, TimePoint now, StalenessLedger& ledger) {
   Member& m = members_[w];

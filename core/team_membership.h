@@ -51,6 +51,9 @@ const char* NameOf(PushFate fate);
 inline constexpr Duration kDeadlineFloor = std::chrono::milliseconds(200);
 inline constexpr Duration kMostDeadlineFloor = std::chrono::seconds(2);
 
+// A worker's arrival deadline until its pace is learned (TeamMembership).
+inline constexpr Duration kFirstArrivalDeadline = std::chrono::seconds(10);
+
 struct CountedOut {
   int worker = 0;
   Duration silent = {};    // since its last push
@@ -59,8 +62,11 @@ struct CountedOut {
 
 class TeamMembership {
  public:
-  // `gather_window`: how long the team waits for the rest after its first worker.
-  TeamMembership(int workers, Duration gather_window);
+  // `gather_window`: how long the team waits for the rest after its first
+  // worker. `first_deadline`: a worker's arrival deadline until the gaps
+  // between its pushes are learned (its first step, a whole model on a slow
+  // link, may take seconds).
+  TeamMembership(int workers, Duration gather_window, Duration first_deadline = kFirstArrivalDeadline);
 
   // A new stream from `w` at `now`: it joins at the team's iteration (the
   // ledger credits it there) and will be sent the whole model. Returns its
@@ -125,7 +131,7 @@ class TeamMembership {
     // Workers push at least every 20 ms (worker.cc), so a link is judged dead
     // only after 200 ms of silence, whatever the learned pace; more on a link
     // too slow to carry a message in that time (UplinkMeasured).
-    ArrivalDeadline deadline{std::chrono::seconds(10), kDeadlineFloor};
+    ArrivalDeadline deadline{kFirstArrivalDeadline, kDeadlineFloor};
   };
 
   std::vector<Member> members_;

@@ -48,6 +48,23 @@ TEST_F(TeamMembershipTest, WaitingForTheRestIsNotSilence) {
   EXPECT_EQ(team.SilentFor(0, t0 + seconds(10)), Duration::zero());
 }
 
+// Before a worker's pace is learned its deadline is the first one given: a
+// link out from the team's start counts it out after that, not the 10 s
+// default (a flag, short where a deployment's first steps are).
+TEST_F(TeamMembershipTest, AWorkerSilentFromTheStartIsCountedOutAfterTheFirstDeadline) {
+  TeamMembership quick(3, seconds(10), seconds(2));
+  for (int w = 0; w < 3; ++w) quick.Open(w, t0, ledger);
+  ASSERT_TRUE(quick.StartsNow(t0));
+  for (int k = 1; k <= 150; ++k) {  // workers 0 and 1 push every 20 ms; 2 says nothing
+    for (int w = 0; w < 2; ++w) quick.Push(w, quick.welcome(w), t0 + milliseconds(20 * k), ledger);
+  }
+  EXPECT_TRUE(quick.CountOutOverdue(t0 + milliseconds(1900), ledger).empty());
+  const auto out = quick.CountOutOverdue(t0 + milliseconds(2100), ledger);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].worker, 2);
+  EXPECT_EQ(out[0].deadline, seconds(2));
+}
+
 TEST_F(TeamMembershipTest, EachNewStreamIsNumberedAndAnOldOneIsNoLongerCurrent) {
   const uint64_t first = team.Open(1, t0, ledger);
   const uint64_t second = team.Open(1, t0 + seconds(1), ledger);

@@ -29,7 +29,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       ledger_(world_, layout_.size(), StalenessBound(plan.spec.sync)),
       aggregator_(layout_, plan.spec.optimizer, model.Parameters()),
       downlink_(layout_, world_, DownlinkEncodingFor(plan.spec.sync.compression), plan.spec.sync.policy == SyncPolicy::kRog),
-      members_(world_, plan.spec.fault_tolerance.node_loss_grace), takeover_(world_),
+      members_(world_, plan.spec.fault_tolerance.node_loss_grace, timings.first_push_deadline), takeover_(world_),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),
       last_refusal_(static_cast<size_t>(world_)), last_refusal_why_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),

@@ -62,6 +62,9 @@ struct CoordinatorTimings {
   Duration stop_grace = std::chrono::seconds(3);
   // Until a worker's pace is learned, its updates are budgeted for this long.
   Duration assumed_iteration = std::chrono::milliseconds(100);
+  // Until the gaps between a worker's pushes are learned, it is counted out
+  // after this long silent (core/team_membership.h).
+  Duration first_push_deadline = kFirstArrivalDeadline;
 };
 
 // A push, or one part of it, as it arrived: rows still encoded, pointing into
