@@ -6,6 +6,7 @@
 #include "agent/result_json.h"
 #include "agent/termination_log.h"
 #include "agent/torch/layer_profile.h"
+#include "agent/torch/trainer.h"
 #include "agent/transport/transport_probe.h"
 #include "core/dataset_info.h"
 #include "core/exit_codes.h"
@@ -64,6 +65,15 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   // The samples' shape is all the layers need: random samples of it are timed,
   // so no data file is read.
   options.sample_shape = SampleShape(*data);
+  // A user's module is first checked as check-model and a job of one check
+  // it, so that what none of them can train is refused in the same words,
+  // exit 2: a forward of two inputs or float64 weights failed here as "layer
+  // profile failed", exit 1, and an output of the wrong size was planned (a
+  // user's trial).
+  if (model->kind == ModelKind::kTorchScript) {
+    StatusOr<std::unique_ptr<Trainer>> checked = CreateTrainer({*model, InfoOf(*data), 1, 1, options.sample_shape});
+    if (!checked.ok()) return Fail(checked.status(), termination_log, lines, log);
+  }
   StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options);
   if (!layers.ok()) return Fail(layers.status(), termination_log, lines, log);
   // The runtime's messages, on this machine as its layers: a planner that

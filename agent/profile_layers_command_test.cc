@@ -1,5 +1,8 @@
 #include "agent/profile_layers_command.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +14,8 @@
 
 namespace edgetrain::agent {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct Printed {
   int code;
@@ -85,6 +90,39 @@ TEST(ProfileLayersCommandTest, BadInputIsAnErrorResultWithExitTwo) {
 
   const Printed zero_batch = Profile({"--model", R"({"name":"mlp"})", "--data", R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})", "--batch", "0"});
   EXPECT_EQ(zero_batch.code, 2);
+}
+
+// A user's module is checked as check-model and a job of one check it before
+// its layers are timed: one whose output is the wrong size was planned, and
+// one whose forward fails on the data's samples failed as "layer profile
+// failed", exit 1 (a user's trial).
+TEST(ProfileLayersCommandTest, AModuleNoJobCanTrainIsRefusedAsCheckModelRefusesIt) {
+  const fs::path dir = fs::temp_directory_path() / ("profile-layers-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto exported = [&](const std::string& name, const std::string& shape, int classes) {
+    const std::string path = (dir / name).string();
+    const std::string command = "/usr/bin/python3 " EDGETRAIN_SOURCE_DIR "/examples/own-model/export_model.py " +
+                                path + " --input-shape " + shape + " --hidden 16 --classes " +
+                                std::to_string(classes) + " >/dev/null";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return nlohmann::json{{"torchscript", {{"path", path}}}}.dump();
+  };
+  const char* digits = R"({"dataset":"digits","batchSize":4,"partition":{"kind":"iid"}})";
+  const Printed five = Profile({"--model", exported("five.pt", "1,8,8", 5), "--data", digits, "--batch", "4"});
+  EXPECT_EQ(five.code, 2);
+  EXPECT_NE(five.result.find("spec.model.torchscript: its output for a batch of 2 is [2, 5], expected [2, 10]"),
+            std::string::npos)
+      << five.result;
+  const Printed fashion = Profile({"--model", exported("small.pt", "1,8,8", 10), "--data",
+                                   R"({"dataset":"fashion-mnist","batchSize":4,"partition":{"kind":"iid"}})"});
+  EXPECT_EQ(fashion.code, 2);
+  EXPECT_NE(fashion.result.find("spec.model.torchscript: its forward fails on a batch of the data's samples"),
+            std::string::npos)
+      << fashion.result;
+  const Printed fits = Profile({"--model", exported("fits.pt", "1,8,8", 10), "--data", digits, "--batch", "4",
+                                "--repetitions", "1"});
+  EXPECT_EQ(fits.code, 0) << fits.result;
+  fs::remove_all(dir);
 }
 
 }  // namespace
