@@ -869,7 +869,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     }
     if (log_name.empty()) log_name = launcher.coordinator_log();
     const std::string log = (folder->path() / log_name).string();
-    err << "error: " << why << "\nlast lines of " << log_name << ":\n" << LogTail(log, 15);
+    // A log with nothing in it is not headed as if it said something (a
+    // user's trial read "last lines of coordinator.log:" and nothing after).
+    const std::string tail = LogTail(log, 15);
+    err << "error: " << why << "\n";
+    if (!tail.empty()) err << "last lines of " << log_name << ":\n" << tail;
     // A folder kept for each input refused at the start only piles up (a new
     // user's trial found four): the log's tail above says what was wrong.
     if (!drop_logs) err << "logs: " << folder->path().string() << "\n";
