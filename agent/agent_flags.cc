@@ -83,7 +83,8 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "a coordinator that no worker reaches within this fails (default 120s)");
   wait("--first-push-deadline", flags.first_push_deadline,
        "a team worker silent this long before the coordinator has learned its pace from the gaps between its "
-       "pushes is counted out (default 10s: its first step, a whole model over a slow link, may take seconds)");
+       "pushes is counted out (default 10s: its first step, a whole model over a slow link, may take seconds; "
+       "never under 200ms)");
   wait("--stop-grace", flags.stop_grace, "how long a coordinator gives its workers to hear Stop (default 3s)");
   wait("--plan-poll", flags.plan_poll, "how often a coordinator looks at its plan file for a new generation (default 1s)");
   wait("--tls-reload", flags.tls_reload, "how often --tls-dir is read again for rotated credentials (default 60s)");

@@ -116,9 +116,11 @@ def main():
     start = time.perf_counter()
     last_eval, iteration, stall_s, busy_s = start, 0, 0.0, 0.0
     recent = []  # rank 0's last evaluations, for the sustained target
-    # The team's times as of the last exchange (every 10 steps), for the
-    # energy an evaluation reports: every worker's, not rank 0's times four.
+    # The team's times as of the last exchange (every 10 steps), and rank 0's
+    # own then, for the energy an evaluation reports: every worker's, not
+    # rank 0's times four; since the exchange, rank 0's for each.
     team = {"stall": 0.0, "busy": 0.0, "wall": 0.0}
+    mine_then = {"stall": 0.0, "busy": 0.0, "wall": 0.0}
 
     def energy_of(stall, busy, wall):
         # docs/energy.md: computing, communicating, and idle the rest.
@@ -138,7 +140,9 @@ def main():
         now = time.perf_counter()
         if rank == 0 and now - last_eval >= a.eval_every:
             elapsed = now - start
-            energy = energy_of(team["stall"], team["busy"], team["wall"])
+            since = {"stall": stall_s - mine_then["stall"], "busy": busy_s - mine_then["busy"],
+                     "wall": elapsed - mine_then["wall"]}
+            energy = energy_of(*(team[k] + world * since[k] for k in ("stall", "busy", "wall")))
             accuracy = evaluate()
             recent = (recent + [accuracy])[-5:]
             print(json.dumps({"eval": {"seconds": elapsed, "iteration": iteration,
@@ -151,6 +155,7 @@ def main():
             shared = torch.tensor([1.0 if held or wall >= a.budget else 0.0, stall_s, busy_s, wall])
             dist.all_reduce(shared)  # summed: any worker's stop stops all
             stop, team["stall"], team["busy"], team["wall"] = shared.tolist()
+            mine_then.update(stall=stall_s, busy=busy_s, wall=wall)
             if stop > 0:
                 break
     wall = time.perf_counter() - start

@@ -18,7 +18,9 @@ const char* NameOf(PushFate fate) {
 
 TeamMembership::TeamMembership(int workers, Duration gather_window, Duration first_deadline)
     : members_(static_cast<size_t>(workers)), gather_window_(gather_window) {
-  for (Member& m : members_) m.deadline = ArrivalDeadline(first_deadline, kDeadlineFloor);
+  // Never under the floor a learned deadline keeps: a worker is heard from
+  // every 20 ms at best.
+  for (Member& m : members_) m.deadline = ArrivalDeadline(std::max(first_deadline, kDeadlineFloor), kDeadlineFloor);
 }
 
 uint64_t TeamMembership::Open(int w, TimePoint now, StalenessLedger& ledger) {
