@@ -86,6 +86,11 @@ CLI::Option* AddDuration(CLI::App* command, const std::string& name, Into& into,
           name,
           [&into, name, least, example](const std::string& text) {
             const StatusOr<Duration> parsed = ParseDuration(text);
+            // Too long is said as such: "of at least 1s" of 200000h read as
+            // if it were too short (a user's trial).
+            if (!parsed.ok() && parsed.status().message().find("at most") != std::string::npos) {
+              throw CLI::ValidationError(name, parsed.status().message());
+            }
             if (!parsed.ok() || *parsed < least) {
               const std::string floor = least > Duration::zero() ? " of at least " + FormatDuration(least) + "," : "";
               throw CLI::ValidationError(name, "expected a duration" + floor + " such as " + example +
@@ -119,6 +124,7 @@ CLI::Validator AnAgent() {
   return CLI::Validator(
       [](std::string& path) -> std::string {
         std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) return path + " is a folder, not the agent's binary";
         if (!std::filesystem::is_regular_file(path, ec)) return "no such file: " + path;
         if (::access(path.c_str(), X_OK) != 0) return path + " is not executable";
         return "";
@@ -279,7 +285,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   plan_command->add_flag("--json", plan.json, "print the placement as one JSON document");
   plan_command->add_option("--agent", plan.agent_binary,
                            "the edgetrain-agent that measures a pipeline job's layers (default: the one beside edgetrain)")
-      ->option_text("PATH");
+      ->option_text("PATH")
+      ->check(AnAgent());  // as run's and evaluate's: a missing one exited 1 (a user's trial)
 
   EvaluateOptions& evaluate = line.evaluate;
   CLI::App* evaluate_command = app.add_subcommand(
@@ -339,9 +346,14 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       "credentials",
       "Write the files a team's agents started by hand need for mutual TLS (their --tls-dir): a new authority of "
       "the job and one certificate of it (ca.crt, tls.crt, tls.key). edgetrain run and the operator make their own.");
-  credentials_command->add_option("job", credentials.job, "the job's name (metadata.name)")->required();
+  // Not empty: '' as the folder read "cannot make : Invalid argument", exit 1 (a user's trial).
+  const CLI::Validator given(
+      [](std::string& value) { return value.empty() ? std::string("expected a value, got an empty one") : ""; }, "",
+      "");
+  credentials_command->add_option("job", credentials.job, "the job's name (metadata.name)")->required()->check(given);
   credentials_command->add_option("dir", credentials.dir, "the folder to write them into (made 0700 if missing)")
-      ->required();
+      ->required()
+      ->check(given);
   AddDuration(credentials_command, "--validity", credentials.validity, std::chrono::seconds(1), "720h",
               "how long the certificate lasts (default 720h)");
   credentials_command->add_flag("--replace", credentials.replace,
@@ -397,8 +409,12 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
     return kExitInvalid;
   }
   if (!extras.empty()) {
-    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << Unexpected(extras, *command)
+    const std::string unexpected = Unexpected(extras, *command);
+    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << unexpected
         << hint(command) << "\n";
+    // Its failure line too, as for any other bad flag: an unknown option
+    // and a second manifest printed none (a user's trial).
+    if (command == run_command && run.json) out << FailureJsonLine(JobNameIn(run.manifest_path), unexpected) << "\n";
     return kExitInvalid;
   }
   if (version || command == version_command) {

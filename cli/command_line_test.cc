@@ -93,8 +93,10 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_EQ(plan.line().plan.nodes_path, "site.yaml");
   EXPECT_TRUE(plan.line().plan.json);
   EXPECT_EQ(Parse({"plan", "job.yaml", "--kubeconfig", "kc"}).line().plan.kubeconfig, "kc");
-  EXPECT_EQ(Parse({"plan", "job.yaml", "--nodes", "site.yaml", "--agent", "bin/agent"}).line().plan.agent_binary,
-            "bin/agent");
+  EXPECT_EQ(Parse({"plan", "job.yaml", "--nodes", "site.yaml", "--agent", "/bin/true"}).line().plan.agent_binary,
+            "/bin/true");
+  // Judged as run's and evaluate's are: a missing one exited 1 once the plan measured layers (a user's trial).
+  EXPECT_EQ(Parse({"plan", "job.yaml", "--nodes", "site.yaml", "--agent", "bin/agent"}).exit(), kExitInvalid);
   EXPECT_NE(Parse({"plan", "job.yaml", "--kubeconfig", "kc", "--nodes", "site.yaml"}).exit(), -1)
       << "one site at a time";
   Parsed evaluate = Parse({"evaluate", "out/model.pt", "--dataset", "digits", "--json"});
@@ -133,6 +135,13 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       {{"run", "j.yaml", "--output", ""}, "edgetrain run: --output: expected a value, got an empty one"},
       {{"run", "j.yaml", "--agent", "/nonexistent/agent"}, "edgetrain run: --agent: no such file: /nonexistent/agent"},
       {{"evaluate", "model.pt", "--agent", "/etc/passwd"}, "edgetrain evaluate: --agent: /etc/passwd is not executable"},
+      {{"run", "j.yaml", "--agent", "/tmp"}, "edgetrain run: --agent: /tmp is a folder, not the agent's binary"},
+      // (A user's trial: an empty folder read "cannot make : Invalid argument", exit 1; a
+      // validity too long was said to be too short.)
+      {{"credentials", "job", ""}, "edgetrain credentials: dir: expected a value, got an empty one"},
+      {{"credentials", "job", "d", "--validity", "200000h"},
+       "edgetrain credentials: --validity: invalid duration \"200000h\": longer than edgetrain counts (at most "
+       "100000h, 11 years)"},
       {{"validate", "j.yaml", "--nodes", "--defaulted"},
        "edgetrain validate: --nodes: expected a value, got the option --defaulted"},
       {{"run", "a.yaml", "--stages", ""},
@@ -174,6 +183,16 @@ TEST(CommandLineTest, ARunAskedForJsonEndsWithItsFailureLineOnABadFlag) {
   EXPECT_EQ(line["job"], "");
   EXPECT_NE(line["error"].get<std::string>().find("--threads"), std::string::npos) << p.out;
   EXPECT_TRUE(Parse({"run", "missing.yaml", "--threads", "0"}).out.empty()) << "none without --json";
+  // An option no command takes, and a second manifest, alike (they printed none).
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"run", "missing.yaml", "--json", "--bogus"},
+                                                std::vector<std::string>{"run", "missing.yaml", "b.yaml", "--json"}}) {
+    Parsed extra = Parse(args);
+    EXPECT_EQ(extra.exit(), kExitInvalid);
+    const auto said = nlohmann::json::parse(extra.out, nullptr, false);
+    ASSERT_TRUE(said.is_object()) << extra.out;
+    EXPECT_EQ(said["stop_reason"], "failed");
+    EXPECT_FALSE(said["error"].get<std::string>().empty());
+  }
 }
 
 // Only training has budgets and targets to say its exit codes by.
