@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -134,6 +135,18 @@ CLI::Validator AnAgent() {
 
 void AddManifest(CLI::App& command, RunOptions& run) {
   command.add_option("JOB.yaml", run.manifest_path, "a TrainingJob manifest")->required();
+}
+
+// CLI11's words for a flag given no value or given twice, said plainly:
+// "--nodes: 1 required TEXT missing", "At Most 1 required but received 2"
+// (a user's trial). Anything else as it is.
+std::string InPlainWords(const std::string& what) {
+  static const std::regex missing(R"(^(\S+): \d+ required \S+ missing$)");
+  static const std::regex twice(R"(^(\S+): At Most 1 required but received \d+$)");
+  std::smatch m;
+  if (std::regex_match(what, m, missing)) return m[1].str() + ": expected a value, got none";
+  if (std::regex_match(what, m, twice)) return m[1].str() + ": given more than once";
+  return what;
 }
 
 // What the user typed that no option of `command` takes, as one line, with
@@ -391,13 +404,22 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     const CLI::App* command = selected();
-    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << e.what() << hint(command)
+    const std::string what = InPlainWords(e.what());
+    err << (command == &app ? "edgetrain" : "edgetrain " + command->get_name()) << ": " << what << hint(command)
         << "\n";
     // A run asked for JSON ends with its failure line however early it
     // fails, a bad flag too (it printed none: a user's trial).
     const bool json = std::any_of(argv, argv + argc, [](const char* a) { return std::string_view(a) == "--json"; });
     if (command == run_command && json) {
-      out << FailureJsonLine(JobNameIn(run.manifest_path), e.what()) << "\n";
+      // The manifest the words name, when parsing stopped before it was
+      // taken (`--nodes` given no value): its job was "" (a user's trial).
+      std::string job = JobNameIn(run.manifest_path);
+      for (int i = 1; i < argc && job.empty(); ++i) {
+        if (argv[i][0] != '-' && std::string_view(argv[i]) != "run" && KindIn(argv[i]) == "TrainingJob") {
+          job = JobNameIn(argv[i]);
+        }
+      }
+      out << FailureJsonLine(job, what) << "\n";
     }
     return kExitInvalid;
   }

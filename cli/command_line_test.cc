@@ -1,5 +1,7 @@
 #include "cli/command_line.h"
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -9,6 +11,8 @@
 
 namespace edgetrain::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct Parsed {
   std::variant<CommandLine, int> result;
@@ -139,6 +143,9 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
       // (A user's trial: an empty folder read "cannot make : Invalid argument", exit 1; a
       // validity too long was said to be too short.)
       {{"credentials", "job", ""}, "edgetrain credentials: dir: expected a value, got an empty one"},
+      // CLI11's own words, said plainly (a user's trial read "1 required TEXT missing").
+      {{"run", "j.yaml", "--nodes"}, "edgetrain run: --nodes: expected a value, got none"},
+      {{"run", "j.yaml", "--nodes", "a", "--nodes", "b"}, "edgetrain run: --nodes: given more than once"},
       {{"credentials", "job", "d", "--validity", "200000h"},
        "edgetrain credentials: --validity: invalid duration \"200000h\": longer than edgetrain counts (at most "
        "100000h, 11 years)"},
@@ -183,6 +190,12 @@ TEST(CommandLineTest, ARunAskedForJsonEndsWithItsFailureLineOnABadFlag) {
   EXPECT_EQ(line["job"], "");
   EXPECT_NE(line["error"].get<std::string>().find("--threads"), std::string::npos) << p.out;
   EXPECT_TRUE(Parse({"run", "missing.yaml", "--threads", "0"}).out.empty()) << "none without --json";
+  // The manifest named though parsing stopped before it was taken (its job was "").
+  const fs::path manifest = fs::temp_directory_path() / "command-line-named.yaml";
+  std::ofstream(manifest) << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: named}\n";
+  Parsed no_value = Parse({"run", manifest.string(), "--json", "--nodes"});
+  EXPECT_EQ(nlohmann::json::parse(no_value.out, nullptr, false).value("job", ""), "named") << no_value.out;
+  fs::remove(manifest);
   // An option no command takes, and a second manifest, alike (they printed none).
   for (const std::vector<std::string>& args : {std::vector<std::string>{"run", "missing.yaml", "--json", "--bogus"},
                                                 std::vector<std::string>{"run", "missing.yaml", "b.yaml", "--json"}}) {
