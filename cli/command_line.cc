@@ -415,9 +415,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       // taken (`--nodes` given no value): its job was "" (a user's trial).
       std::string job = JobNameIn(run.manifest_path);
       for (int i = 1; i < argc && job.empty(); ++i) {
-        if (argv[i][0] != '-' && std::string_view(argv[i]) != "run" && KindIn(argv[i]) == "TrainingJob") {
-          job = JobNameIn(argv[i]);
-        }
+        if (argv[i][0] != '-' && std::string_view(argv[i]) != "run") job = JobNameIn(argv[i], true);
       }
       out << FailureJsonLine(job, what) << "\n";
     }

@@ -25,23 +25,16 @@ StatusOr<std::string> ReadText(const std::string& path) {
   return text.str();
 }
 
-namespace {
-
-// The string at `pointer` of the one document in `path`, or "".
-std::string FieldIn(const std::string& path, const char* pointer) {
+std::string JobNameIn(const std::string& path, bool training_jobs_only) {
   StatusOr<std::string> text = ReadText(path);
   if (!text.ok()) return "";
   auto documents = api::ParseYamlDocuments(*text, path);
   if (!documents.ok() || documents->size() != 1 || !(*documents)[0].is_object()) return "";
-  const nlohmann::json value = (*documents)[0].value(nlohmann::json::json_pointer(pointer), nlohmann::json());
-  return value.is_string() ? value.get<std::string>() : "";
+  const nlohmann::json& doc = (*documents)[0];
+  if (training_jobs_only && doc.value("kind", nlohmann::json()) != "TrainingJob") return "";
+  const nlohmann::json name = doc.value("/metadata/name"_json_pointer, nlohmann::json());
+  return name.is_string() ? name.get<std::string>() : "";
 }
-
-}  // namespace
-
-std::string JobNameIn(const std::string& path) { return FieldIn(path, "/metadata/name"); }
-
-std::string KindIn(const std::string& path) { return FieldIn(path, "/kind"); }
 
 void PrintLines(std::ostream& err, const std::string& text) {
   std::istringstream lines(text);

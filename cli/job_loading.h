@@ -20,10 +20,8 @@ namespace edgetrain::cli {
 StatusOr<std::string> ReadText(const std::string& path);
 // The metadata.name a manifest's text gives, valid or not; "" when it
 // cannot be read or gives none: what a run's failure line names.
-std::string JobNameIn(const std::string& path);
-// The kind a YAML file's one document says it is ("TrainingJob",
-// "ClusterProfile"); "" likewise.
-std::string KindIn(const std::string& path);
+// `training_jobs_only`: "" too for another kind (a cluster profile's name).
+std::string JobNameIn(const std::string& path, bool training_jobs_only = false);
 // Prints each line of `text`, indented.
 void PrintLines(std::ostream& err, const std::string& text);
 

@@ -624,10 +624,11 @@ class FolderCheckpoint {
 void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPlan& plan, const RunOptions& options,
                            bool inputs_at_fault, std::ostream& err) {
   const std::string& folder = plan.job.output_dir;
-  if (checkpoint.Resumable() && inputs_at_fault) {
+  const bool resumable = checkpoint.Resumable();  // reads the checkpoint: once
+  if (resumable && inputs_at_fault) {
     err << checkpoint.Whose(plan.job.job) << " in " << folder
         << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
-  } else if (checkpoint.Resumable()) {
+  } else if (resumable) {
     err << "the job's checkpoint in " << folder << " is kept: " << HowToResume(options) << "\n";
   } else if (inputs_at_fault) {
     // One an earlier run left is said too: "no checkpoint was written" read
