@@ -74,7 +74,8 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
     StatusOr<std::unique_ptr<Trainer>> checked = CreateTrainer({*model, InfoOf(*data), 1, 1, options.sample_shape});
     if (!checked.ok()) return Fail(checked.status(), termination_log, lines, log);
   }
-  StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options);
+  StagePassCost stage_pass;
+  StatusOr<std::vector<LayerCost>> layers = ProfileLayers(*model, InfoOf(*data), options, &stage_pass);
   if (!layers.ok()) return Fail(layers.status(), termination_log, lines, log);
   // The runtime's messages, on this machine as its layers: a planner that
   // counted compute alone put a stage of the MLP at half its time a step.
@@ -86,9 +87,9 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
     log << "edgetrain-agent profile-layers: messages not timed (" << measured.status().message()
         << "); the planner will count them as free\n";
   }
-  lines << "result " << EncodeLayerCosts(*layers, transport) << std::endl;
+  lines << "result " << EncodeLayerCosts(*layers, transport, stage_pass) << std::endl;
   if (!termination_log.empty()) {
-    StatusOr<std::string> fitted = EncodeLayerCostsWithin(*layers, kTerminationMessageLimit, transport);
+    StatusOr<std::string> fitted = EncodeLayerCostsWithin(*layers, kTerminationMessageLimit, transport, stage_pass);
     if (!fitted.ok()) return Fail(fitted.status(), termination_log, lines, log);
     if (!WriteTerminationLog(termination_log, *fitted, log)) return kExitFailed;
   }

@@ -38,6 +38,7 @@ StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& reques
   ProfiledModel model;
   EDGETRAIN_ASSIGN_OR_RETURN(model.layers, DecodeLayerCosts(result.dump()));
   EDGETRAIN_ASSIGN_OR_RETURN(model.transport, DecodeTransportCost(result.dump()));
+  EDGETRAIN_ASSIGN_OR_RETURN(model.stage_pass, DecodeStagePassCost(result.dump()));
   return model;
 }
 

@@ -31,11 +31,12 @@ struct LayerProfileRequest {
   int threads = 1;
 };
 
-// What the agent measured: each layer, and its own messages on a loopback
-// stream (core/transport_cost.h).
+// What the agent measured: each layer, its own messages on a loopback
+// stream (core/transport_cost.h), and a stage's own cost of a pass.
 struct ProfiledModel {
   std::vector<LayerCost> layers;
   TransportCost transport;
+  StagePassCost stage_pass;
 };
 
 // The agent's layers, or why not: InvalidArgument when it refused the model

@@ -39,6 +39,14 @@ void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
                   Bytes(static_cast<double>(l.activation_bytes)).c_str());
     out << line;
   }
+  if (const auto& own = problem.stage_pass.passes; !own.empty()) {
+    // What every stage pays besides: with cheap layers, most of its pass.
+    out << "and each stage's own cost of a pass, whatever its layers (its input and output, the loss, caches cold "
+           "after a pause), once a stage: "
+        << Ms(StagePassSeconds(problem.stage_pass, own.front().samples), 3) << " ms a pass of "
+        << own.front().samples << ", " << Ms(StagePassSeconds(problem.stage_pass, own.back().samples), 3)
+        << " ms of " << own.back().samples << "\n";
+  }
   out << "devices, the workers' nodes (speed against this machine):\n";
   std::snprintf(line, sizeof line, "  %-16s %6s %10s %12s\n", "DEVICE", "SPEED", "MEMORY", "LINK Mbit/s");
   out << line;
@@ -177,7 +185,7 @@ nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const Parallel
   nlohmann::json plan = PlanJson(problem, choice.planned.plan);
   plan["mode"] = NameOf(choice.plan_mode);
   plan["exact"] = choice.planned.exact;
-  const nlohmann::json measured = nlohmann::json::parse(EncodeLayerCosts(problem.layers, problem.transport));
+  const nlohmann::json measured = nlohmann::json::parse(EncodeLayerCosts(problem.layers, problem.transport, problem.stage_pass));
   nlohmann::json out = {{"mode", NameOf(choice.asked)},
           {"chosen", NameOf(choice.chosen)},
           {"reason", choice.reason},
@@ -189,7 +197,9 @@ nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const Parallel
           {"dataParallel", PlanJson(problem, choice.data_parallel)},
           {"fastestAlone", PlanJson(problem, choice.fastest_alone)},
           {"idealSamplesPerSecond", choice.ideal_samples_per_s}};
-  if (measured.contains("transport")) out["transport"] = measured["transport"];
+  for (const char* key : {"transport", "stagePasses"}) {
+    if (measured.contains(key)) out[key] = measured[key];
+  }
   return out;
 }
 

@@ -258,7 +258,8 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
   ProfiledModel& measured = *timed;
   PlannedPipeline planned;
   EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes),
-                                                                std::move(measured.layers), measured.transport));
+                                                                std::move(measured.layers), measured.transport,
+                                                                measured.stage_pass));
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
   return planned;
 }
@@ -271,7 +272,8 @@ std::vector<AloneOnNode> AloneOnEachNode(const JobSpec& spec, const PipelineProb
   std::vector<AloneOnNode> alone;
   const int layers = static_cast<int>(problem.layers.size());
   for (const NodeView& node : nodes) {
-    StatusOr<PipelineProblem> one = PipelineProblemOf(spec, std::span(&node, 1), problem.layers, problem.transport);
+    StatusOr<PipelineProblem> one = PipelineProblemOf(spec, std::span(&node, 1), problem.layers, problem.transport,
+                                                       problem.stage_pass);
     AloneOnNode figures;
     if (!one.ok()) {
       alone.push_back(figures);

@@ -51,7 +51,8 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<NodeView> devices, DevicesAsPlaced(run.job.workers, profile));
   EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
-                             PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport));
+                             PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport,
+                                               measured.stage_pass));
   StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
   // A layout by hand is judged on its own memory: that no plan of the mode
   // fits says nothing of it (a user's layout was refused naming the even split).

@@ -152,13 +152,16 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                            {"upBytesPerSecond", d.up_bytes_per_s}, {"downBytesPerSecond", d.down_bytes_per_s},
                            {"transient", d.transient}});
       }
-      // The layers and the transport in the agent's own format (core/layer_cost.h).
-      const Json measured = Json::parse(EncodeLayerCosts(from->layers, from->transport));
+      // The layers, the transport and a stage's own passes in the agent's
+      // own format (core/layer_cost.h).
+      const Json measured = Json::parse(EncodeLayerCosts(from->layers, from->transport, from->stage_pass));
       j["pipeline"]["plannedFrom"] = {{"layers", measured["layers"]},
                                       {"devices", devices},
                                       {"stateFactor", from->state_factor},
                                       {"maxMicroBatches", from->max_micro_batches}};
-      if (measured.contains("transport")) j["pipeline"]["plannedFrom"]["transport"] = measured["transport"];
+      for (const char* key : {"transport", "stagePasses"}) {
+        if (measured.contains(key)) j["pipeline"]["plannedFrom"][key] = measured[key];
+      }
     }
   }
   return j.dump(2) + "\n";
@@ -172,6 +175,7 @@ PipelineProblem ProblemOf(const PlannedFrom& from, const JobSpec& spec) {
   problem.state_factor = from.state_factor;
   problem.max_micro_batches = from.max_micro_batches;
   problem.transport = from.transport;
+  problem.stage_pass = from.stage_pass;
   problem.gradient_each_micro_batch = spec.fault_tolerance.gradient_each_micro_batch;
   return problem;
 }
@@ -238,6 +242,9 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
         StatusOr<TransportCost> transport = DecodeTransportCost(f.dump());
         if (!transport.ok()) return transport.status().WithContext("plan: pipeline.plannedFrom");
         from.transport = *transport;
+        StatusOr<StagePassCost> stage_pass = DecodeStagePassCost(f.dump());
+        if (!stage_pass.ok()) return stage_pass.status().WithContext("plan: pipeline.plannedFrom");
+        from.stage_pass = std::move(*stage_pass);
         layout.planned_from = std::move(from);
       }
       plan.pipeline = std::move(layout);

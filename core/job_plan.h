@@ -61,6 +61,7 @@ struct PlannedFrom {
   double state_factor = 4;
   int max_micro_batches = 32;
   TransportCost transport;  // the agent's messages, as timed beside the layers
+  StagePassCost stage_pass;  // a stage's own cost of a pass, the same
 };
 
 struct PipelineLayout {

@@ -228,6 +228,7 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   from.state_factor = 4;
   from.max_micro_batches = 16;
   from.transport = {3.5e-5, 1.4e9};
+  from.stage_pass.passes = {{1, 2e-4, 3e-4}, {64, 4e-4, 5e-4}};
   plan.pipeline = PipelineLayout{{{0, 1, {0}}, {1, 2, {1}}}, 4, from};
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
@@ -248,6 +249,8 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   EXPECT_DOUBLE_EQ(back.transport.bytes_per_s, 1.4e9);
   const PipelineProblem problem = ProblemOf(back, decoded->spec);
   EXPECT_DOUBLE_EQ(problem.transport.message_s, 3.5e-5);
+  ASSERT_EQ(problem.stage_pass.passes.size(), 2u) << "a stage's own passes, for the head's re-plans";
+  EXPECT_DOUBLE_EQ(problem.stage_pass.passes[1].backward_s, 5e-4);
   EXPECT_EQ(problem.batch_size, decoded->spec.data.batch_size);
 
   plan.pipeline->planned_from->devices.pop_back();

@@ -61,7 +61,48 @@ double PassSeconds(const LayerCost& layer, double samples) {
   return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
 }
 
-std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportCost& transport) {
+double StagePassSeconds(const StagePassCost& stage, double samples) {
+  const auto& passes = stage.passes;
+  if (!(samples > 0) || passes.empty()) return 0;
+  auto seconds = [](const LayerPass& p) { return p.forward_s + p.backward_s; };
+  if (samples <= passes.front().samples) return seconds(passes.front());
+  if (samples >= passes.back().samples) return seconds(passes.back());
+  size_t i = 1;
+  while (passes[i].samples < samples) ++i;
+  const LayerPass& a = passes[i - 1];
+  const LayerPass& b = passes[i];
+  return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
+}
+
+namespace {
+
+Json PassesJson(std::span<const LayerPass> passes) {
+  Json list = Json::array();
+  for (const LayerPass& pass : passes) {
+    list.push_back({{"samples", pass.samples}, {"forwardSeconds", pass.forward_s}, {"backwardSeconds", pass.backward_s}});
+  }
+  return list;
+}
+
+// Every other pass, the fewest and the most samples kept; none once only
+// those are left. Whether any was left out.
+bool Thinned(std::vector<LayerPass>& passes) {
+  if (passes.size() <= 2) {
+    const bool any = !passes.empty();
+    passes.clear();
+    return any;
+  }
+  std::vector<LayerPass> kept;
+  for (size_t i = 0; i < passes.size(); i += 2) kept.push_back(passes[i]);
+  if (kept.back().samples != passes.back().samples) kept.push_back(passes.back());
+  passes = std::move(kept);
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportCost& transport,
+                             const StagePassCost& stage) {
   Json list = Json::array();
   for (const LayerCost& l : layers) {
     list.push_back({{"name", l.name},
@@ -71,19 +112,13 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportC
                     {"activationBytes", l.activation_bytes}});
     if (l.optimizer_s > 0) list.back()["optimizerSeconds"] = l.optimizer_s;
     if (!l.cannot_cut.empty()) list.back()["cannotCut"] = l.cannot_cut;
-    if (!l.passes.empty()) {
-      Json passes = Json::array();
-      for (const LayerPass& pass : l.passes) {
-        passes.push_back(
-            {{"samples", pass.samples}, {"forwardSeconds", pass.forward_s}, {"backwardSeconds", pass.backward_s}});
-      }
-      list.back()["passes"] = passes;
-    }
+    if (!l.passes.empty()) list.back()["passes"] = PassesJson(l.passes);
   }
   Json root{{"layers", list}};
   if (transport.message_s > 0 || transport.bytes_per_s > 0) {
     root["transport"] = {{"messageSeconds", transport.message_s}, {"bytesPerSecond", transport.bytes_per_s}};
   }
+  if (!stage.passes.empty()) root["stagePasses"] = PassesJson(stage.passes);
   return root.dump();
 }
 
@@ -98,34 +133,28 @@ double ThreeFigures(double seconds) {
 }  // namespace
 
 StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit,
-                                             const TransportCost& transport) {
+                                             const TransportCost& transport, const StagePassCost& stage) {
   const TransportCost rounded{ThreeFigures(transport.message_s), ThreeFigures(transport.bytes_per_s)};
+  auto round = [](std::vector<LayerPass>& passes) {
+    for (LayerPass& p : passes) {
+      p.forward_s = ThreeFigures(p.forward_s);
+      p.backward_s = ThreeFigures(p.backward_s);
+    }
+  };
   std::vector<LayerCost> fitted(layers.begin(), layers.end());
   for (LayerCost& l : fitted) {
     l.forward_s = ThreeFigures(l.forward_s);
     l.backward_s = ThreeFigures(l.backward_s);
     l.optimizer_s = ThreeFigures(l.optimizer_s);
-    for (LayerPass& p : l.passes) {
-      p.forward_s = ThreeFigures(p.forward_s);
-      p.backward_s = ThreeFigures(p.backward_s);
-    }
+    round(l.passes);
   }
+  StagePassCost own = stage;
+  round(own.passes);
   for (;;) {
-    std::string json = EncodeLayerCosts(fitted, rounded);
+    std::string json = EncodeLayerCosts(fitted, rounded, own);
     if (json.size() <= limit) return json;
-    bool thinned = false;
-    for (LayerCost& l : fitted) {
-      if (l.passes.size() <= 2) {
-        thinned = thinned || !l.passes.empty();
-        l.passes.clear();
-        continue;
-      }
-      std::vector<LayerPass> kept;
-      for (size_t i = 0; i < l.passes.size(); i += 2) kept.push_back(l.passes[i]);
-      if (kept.back().samples != l.passes.back().samples) kept.push_back(l.passes.back());
-      thinned = true;
-      l.passes = std::move(kept);
-    }
+    bool thinned = Thinned(own.passes);
+    for (LayerCost& l : fitted) thinned = Thinned(l.passes) || thinned;
     if (!thinned) {
       return FailedPreconditionError("the model's " + std::to_string(layers.size()) + " layers take " +
                                     std::to_string(json.size()) + " bytes even without their timed passes, over " +
@@ -177,6 +206,16 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json) {
     layers.push_back(std::move(l));
   }
   return layers;
+}
+
+StatusOr<StagePassCost> DecodeStagePassCost(std::string_view json) {
+  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("the layers' profile: not a JSON object");
+  StagePassCost cost;
+  if (const auto passes = root.find("stagePasses"); passes != root.end()) {
+    EDGETRAIN_ASSIGN_OR_RETURN(cost.passes, ReadPasses(*passes, "stagePasses"));
+  }
+  return cost;
 }
 
 StatusOr<TransportCost> DecodeTransportCost(std::string_view json) {

@@ -53,6 +53,41 @@ TEST(LayerCostTest, TheTransportsFiguresTravelWithTheLayers) {
   EXPECT_NE(bad.status().message().find("transport.messageSeconds"), std::string::npos) << bad.status().ToString();
 }
 
+// A stage's own passes travel with the layers, are thinned with theirs to
+// fit a pod's message, and cost a pass whatever its samples outside them.
+TEST(LayerCostTest, AStagesOwnPassesTravelWithTheLayers) {
+  const std::vector<LayerCost> layers = {{"fc", 5e-7, 1e-6, 5160, 40, {}, 0, ""}};
+  StagePassCost stage;
+  for (int samples = 1; samples <= 64; samples *= 2) stage.passes.push_back({samples, 2.5e-4, 3.0e-4 + samples * 1e-6});
+  const std::string json = EncodeLayerCosts(layers, {}, stage);
+  const auto back = DecodeStagePassCost(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->passes.size(), 7u);
+  EXPECT_EQ(back->passes[6].samples, 64);
+  EXPECT_DOUBLE_EQ(back->passes[6].backward_s, 3.64e-4);
+  EXPECT_TRUE(DecodeStagePassCost(EncodeLayerCosts(layers))->passes.empty()) << "not measured: none";
+  EXPECT_EQ(EncodeLayerCosts(layers).find("stagePasses"), std::string::npos);
+
+  const auto fitted = EncodeLayerCostsWithin(layers, json.size() - 60, {}, stage);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  const auto thinned = DecodeStagePassCost(*fitted);
+  ASSERT_TRUE(thinned.ok());
+  ASSERT_GE(thinned->passes.size(), 2u);
+  EXPECT_LT(thinned->passes.size(), 7u);
+  EXPECT_EQ(thinned->passes.front().samples, 1);
+  EXPECT_EQ(thinned->passes.back().samples, 64);
+
+  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 0), 0);
+  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 0.5), 2.5e-4 + 3.01e-4) << "below the first size, the first's";
+  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 3), 2.5e-4 + 3.03e-4) << "halfway from 2 samples' to 4's";
+  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 100), 2.5e-4 + 3.64e-4) << "past the last, the last's";
+  EXPECT_DOUBLE_EQ(StagePassSeconds({}, 8), 0);
+
+  const auto bad = DecodeStagePassCost(R"({"layers":[],"stagePasses":[{"samples":2,"forwardSeconds":-1}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stagePasses[0].forwardSeconds"), std::string::npos) << bad.status().ToString();
+}
+
 // Linear between the passes timed, in proportion outside them; a layer whose
 // passes were not timed is in proportion at its per-sample figures.
 TEST(LayerCostTest, APassCostsWhatWasTimedAndLinearlyBetween) {

@@ -223,8 +223,8 @@ PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem
   PipelineLayout layout;
   layout.micro_batches = plan.micro_batches;
   for (const PipelineStage& stage : plan.stages) layout.stages.push_back({stage.first_layer, stage.end_layer, stage.devices});
-  layout.planned_from =
-      PlannedFrom{problem.layers, problem.devices, problem.state_factor, problem.max_micro_batches, problem.transport};
+  layout.planned_from = PlannedFrom{problem.layers, problem.devices, problem.state_factor, problem.max_micro_batches,
+                                    problem.transport, problem.stage_pass};
   return layout;
 }
 

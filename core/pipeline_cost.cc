@@ -22,12 +22,15 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   for (const LayerCost& layer : problem.layers) {
     for (const LayerPass& pass : layer.passes) sizes_.push_back(pass.samples);
   }
+  for (const LayerPass& pass : problem.stage_pass.passes) sizes_.push_back(pass.samples);
   // A model whose passes were not timed is in proportion: one sample says it all.
   if (sizes_.size() == 1) sizes_.push_back(1);
   std::sort(sizes_.begin(), sizes_.end());
   sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
   work_s_.assign(sizes_.size() * (n + 1), 0);
   least_work_s_.assign(n + 1, 0);
+  // Size 0 takes the smallest pass's: a pass of any samples pays it whole.
+  for (double samples : sizes_) stage_s_.push_back(StagePassSeconds(problem.stage_pass, std::max(samples, 1.0)));
   parameters_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
   optimizer_s_.assign(n + 1, 0);
@@ -65,13 +68,15 @@ double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t sa
   const size_t row = problem_.layers.size() + 1;
   auto at = [&](size_t k) { return work_s_[k * row + end_layer] - work_s_[k * row + first_layer]; };
   // Below the last size a whole number of samples is always bracketed; past
-  // it a pass is in proportion to the last.
+  // it a pass is in proportion to the last, and the stage's own cost as at
+  // the last.
   if (samples < static_cast<int64_t>(brackets_.size())) {
     const Bracket& b = brackets_[static_cast<size_t>(samples)];
-    return at(b.above - 1) + b.weight * (at(b.above) - at(b.above - 1));
+    const size_t k = b.above;
+    return at(k - 1) + stage_s_[k - 1] + b.weight * (at(k) + stage_s_[k] - at(k - 1) - stage_s_[k - 1]);
   }
   const size_t last = sizes_.size() - 1;
-  return static_cast<double>(samples) * at(last) / sizes_[last];
+  return static_cast<double>(samples) * at(last) / sizes_[last] + stage_s_[last];
 }
 
 double PipelineCostModel::DeviceStepSeconds(int first_layer, int end_layer, int device,
@@ -85,7 +90,7 @@ double PipelineCostModel::BestWorkSeconds(int first_layer, int end_layer) const 
   const size_t row = problem_.layers.size() + 1;
   double best = std::numeric_limits<double>::infinity();
   for (size_t k = 1; k < sizes_.size(); ++k) {
-    best = std::min(best, (work_s_[k * row + end_layer] - work_s_[k * row + first_layer]) / sizes_[k]);
+    best = std::min(best, (work_s_[k * row + end_layer] - work_s_[k * row + first_layer] + stage_s_[k]) / sizes_[k]);
   }
   return best;
 }

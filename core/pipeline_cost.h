@@ -10,9 +10,11 @@
 //   shares     device d computes n_d of each micro-batch's b samples, dealt by
 //              speed in whole samples as the runtime deals them (ShareOut in
 //              core/batch_order.h)
-//   compute    c_s = max over d of W(a, e, n_d) / speed_d, W being the layers'
-//              measured pass time over n_d samples (PassSeconds in
-//              core/layer_cost.h: not in proportion to the samples)
+//   compute    c_s = max over d of (W(a, e, n_d) + S(n_d)) / speed_d, W being
+//              the layers' measured pass time over n_d samples (PassSeconds
+//              in core/layer_cost.h: not in proportion to the samples), S
+//              the stage's own cost of a pass whatever its layers
+//              (StagePassCost: once a stage, so a split pays it once more)
 //   link       l_s = max over d of n_d · (in + out) / min(up_d, down_d)
 //              in, out: activation bytes of the cut before and after the stage
 //              (none at the pipeline's ends). Each direction of a device's link
@@ -79,6 +81,9 @@ struct PipelineProblem {
   double state_factor = 4;
   int max_micro_batches = 32;  // the planner tries each divisor of batch_size up to this
   TransportCost transport;
+  // What each stage pays a pass beyond its layers, once a stage, measured
+  // with them; not measured: nothing.
+  StagePassCost stage_pass;
   // spec.faultTolerance.gradientEachMicroBatch: a group's devices send their
   // gradient up once a micro-batch, beside its activations, not once a step.
   bool gradient_each_micro_batch = false;
@@ -173,7 +178,8 @@ class PipelineCostModel {
   static double FlushSeconds(const StageRates& rates) { return rates.exchange_s + rates.commit_s + rates.orders_s; }
 
   // Forward and backward passes of layers [first, end) over `samples`
-  // samples in one pass, at speed 1.
+  // samples in one pass, at speed 1, as a stage of them runs it: its own
+  // cost of a pass (StagePassCost) included.
   double WorkSeconds(int first_layer, int end_layer, int64_t samples) const;
   // What device `device` computes a step of layers [first, end) in passes of
   // `passes` samples each (its share of each micro-batch), its optimizer's
@@ -181,8 +187,8 @@ class PipelineCostModel {
   // answer reports as it ran (StepDone.work_seconds; core/device_pace.h).
   double DeviceStepSeconds(int first_layer, int end_layer, int device, std::span<const int64_t> passes) const;
   // The least a sample of layers [first, end) costs at speed 1, in a pass of
-  // any size: samples · this bounds WorkSeconds from below, which is what the
-  // planner prunes by.
+  // any size: samples · this bounds WorkSeconds from below (a stage's own
+  // cost of a pass only adds to it), which is what the planner prunes by.
   double LeastWorkSeconds(int first_layer, int end_layer) const {
     return least_work_s_[end_layer] - least_work_s_[first_layer];
   }
@@ -200,6 +206,7 @@ class PipelineCostModel {
   // sizes_[k] samples.
   std::vector<double> sizes_;
   std::vector<double> work_s_;
+  std::vector<double> stage_s_;  // a stage's own cost of a pass over sizes_[k] samples
   std::vector<double> least_work_s_;  // prefix sums of each layer's least time a sample
   // For each whole number of samples up to the batch, the size at or above
   // it and how far it lies from the size below: the planner's passes are

@@ -467,6 +467,33 @@ TEST(PipelinePlannerTest, AGroupComputesWholeSamplesAtTheTimedCostOfEachPass) {
   EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 1), 0.002);
 }
 
+// A stage's own cost of a pass is paid once a stage a pass, whatever its
+// layers: two stages of one layer each pay it twice where one stage of both
+// pays it once, and a device alone counts it in its capacity.
+TEST(PipelinePlannerTest, EachStagePaysItsOwnCostOfAPassOnce) {
+  PipelineProblem p;
+  p.layers = {{"a", 0.001, 0.001, 1000, 100, {{1, 0.001, 0.001}, {4, 0.002, 0.002}}, 0, ""},
+              {"b", 0.001, 0.001, 1000, 100, {{1, 0.001, 0.001}, {4, 0.002, 0.002}}, 0, ""}};
+  p.devices = {Device("one", 1), Device("two", 1)};
+  p.batch_size = 4;
+  const PipelineCostModel plain(p);
+  p.stage_pass.passes = {{1, 0.0005, 0.0005}, {4, 0.001, 0.002}};
+  const PipelineCostModel model(p);
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 2, 1), plain.WorkSeconds(0, 2, 1) + 0.001);
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 4), 0.004 + 0.003) << "a stage of one layer pays it whole";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 2), 0.004 * 2 / 3 + 0.001 + 0.002 / 3) << "linear between the sizes timed";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 8), 0.008 + 0.003) << "past the last size, as at it: a pass's, not a sample's";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 0), 0) << "no samples, no pass";
+  const PipelineStage whole[] = {{0, 2, {0}}};
+  const PipelineStage split[] = {{0, 1, {0}}, {1, 2, {1}}};
+  const double whole_more = model.Plan(whole, 1)->step_s - plain.Plan(whole, 1)->step_s;
+  const double split_more = model.Plan(split, 1)->step_s - plain.Plan(split, 1)->step_s;
+  EXPECT_DOUBLE_EQ(whole_more, 0.003);
+  EXPECT_DOUBLE_EQ(split_more, 0.006) << "a micro-batch of 4 through two stages, each paying its own";
+  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 2), (0.008 + 0.003) / 4);
+  EXPECT_LE(4 * model.LeastWorkSeconds(0, 2), model.WorkSeconds(0, 2, 4)) << "the planner's bound holds";
+}
+
 TEST(PipelinePlannerTest, PlansSixteenDevicesAndSixtyFourLayersQuickly) {
   std::mt19937_64 random(3);
   const PipelineProblem p = RandomPipelineProblem(random, 64, 16);

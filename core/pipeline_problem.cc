@@ -34,7 +34,8 @@ Status CheckSplitAllowed(const JobSpec& spec, std::span<const LayerCost> layers)
 }
 
 StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
-                                            std::vector<LayerCost> layers, const TransportCost& transport) {
+                                            std::vector<LayerCost> layers, const TransportCost& transport,
+                                            const StagePassCost& stage) {
   if (spec.data.batch_size < 1) return InvalidArgumentError("spec.data.batchSize must be at least 1");
   if (nodes.empty()) return InvalidArgumentError("there are no nodes to plan on");
   if (layers.empty()) return InvalidArgumentError("the model has no layers to plan");
@@ -44,6 +45,7 @@ StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const
   problem.batch_size = spec.data.batch_size;
   problem.state_factor = StateFactorOf(spec.optimizer);
   problem.transport = transport;
+  problem.stage_pass = stage;
   problem.gradient_each_micro_batch = spec.fault_tolerance.gradient_each_micro_batch;
   for (const NodeView& node : nodes) {
     PipelineDevice device;

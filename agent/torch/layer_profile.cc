@@ -1,14 +1,17 @@
 #include "agent/torch/layer_profile.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "agent/torch/models.h"
 #include "agent/torch/stage_trainer.h"
+#include "core/chained_passes.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
 
@@ -117,92 +120,79 @@ Status CheckOptions(const LayerProfileOptions& o) {
   return Status::Ok();
 }
 
-// The whole model's passes through a stage trainer of every layer, as the
-// runtime runs a stage: its forward, then its backward from the loss, each a
-// median over `repetitions` at each of `sizes`; none at a size it cannot
-// train on (a BatchNorm1d on one sample).
-struct ChainedPass {
+// Passes through a stage trainer of layers [first, end), as the runtime
+// runs a stage: its forward, then its backward (from the loss when the
+// stage is the model's last, else from a gradient of its output), each a
+// median over `repetitions` at each of `sizes`, `between` run untimed after
+// each; none at a size it cannot train on (a BatchNorm1d on one sample).
+struct StagePass {
   double forward_s = 0;
   double backward_s = 0;
 };
-StatusOr<std::vector<std::optional<ChainedPass>>> TimeChainedPasses(const ModelSpec& spec, const DatasetInfo& data,
-                                                                   const LayerProfileOptions& options, int layers,
-                                                                   const std::vector<int>& sizes, const Clock& clock) {
+StatusOr<std::vector<std::optional<StagePass>>> TimeStagePasses(const ModelSpec& spec, const DatasetInfo& data,
+                                                                 const LayerProfileOptions& options, int first,
+                                                                 int end, const std::vector<int>& sizes,
+                                                                 const Clock& clock,
+                                                                 const std::function<void()>& between) {
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> stage,
-                             CreateStageTrainer({spec, data, options.seed, options.intra_op_threads, 0, layers,
+                             CreateStageTrainer({spec, data, options.seed, options.intra_op_threads, first, end,
                                                  options.sample_shape}));
-  const torch::Tensor images = torch::rand({options.batch_size, stage->InputSize()});
-  const torch::Tensor classes = torch::randint(std::max(1, data.classes), {options.batch_size}, torch::kLong);
-  const std::span<const float> input(images.data_ptr<float>(), static_cast<size_t>(images.numel()));
+  const int largest = sizes.empty() ? 0 : sizes.back();
+  const torch::Tensor inputs = torch::rand({largest, stage->InputSize()});
+  const torch::Tensor gradients = torch::randn({largest, stage->OutputSize()}) * 1e-3;
+  const torch::Tensor classes = torch::randint(std::max(1, data.classes), {largest}, torch::kLong);
+  const std::span<const float> input(inputs.data_ptr<float>(), static_cast<size_t>(inputs.numel()));
+  const std::span<const float> gradient(gradients.data_ptr<float>(), static_cast<size_t>(gradients.numel()));
   const std::span<const int64_t> labels(classes.data_ptr<int64_t>(), static_cast<size_t>(classes.numel()));
-  std::vector<std::optional<ChainedPass>> out;
+  std::vector<std::optional<StagePass>> out;
   int64_t id = 0;
   for (int samples : sizes) {
+    const auto n = static_cast<size_t>(samples);
     std::vector<double> forward, backward;
     bool trains = true;
     for (int pass = 0; pass <= options.repetitions && trains; ++pass) {  // pass 0 warms up
       const TimePoint began = clock.Now();
       TimePoint forwarded = began;
-      StatusOr<LossAndInputGradient> loss = InternalError("not run");
+      Status ran = InternalError("not run");
       try {
-        const auto outputs = stage->Forward(id, input.subspan(0, static_cast<size_t>(samples * stage->InputSize())));
+        const auto outputs = stage->Forward(id, input.subspan(0, n * static_cast<size_t>(stage->InputSize())));
         forwarded = clock.Now();
-        loss = outputs.ok() ? stage->BackwardFromLoss(id, labels.subspan(0, static_cast<size_t>(samples)), 1.0)
-                            : StatusOr<LossAndInputGradient>(outputs.status());
+        if (!outputs.ok()) {
+          ran = outputs.status();
+        } else if (stage->IsLast()) {
+          ran = stage->BackwardFromLoss(id, labels.subspan(0, n), 1.0).status();
+        } else {
+          ran = stage->Backward(id, gradient.subspan(0, n * static_cast<size_t>(stage->OutputSize()))).status();
+        }
       } catch (const std::exception& e) {  // a user's module raising on so few samples
-        loss = InvalidArgumentError(e.what());
+        ran = InvalidArgumentError(e.what());
       }
       const TimePoint backwarded = clock.Now();
       ++id;
-      if (!loss.ok()) {
+      if (!ran.ok()) {
         stage->DropInFlight();
         trains = false;
       } else if (pass > 0) {
         forward.push_back(ToSeconds(forwarded - began));
         backward.push_back(ToSeconds(backwarded - forwarded));
       }
+      between();
     }
     stage->ZeroGradients();
-    out.push_back(trains ? std::optional<ChainedPass>({Median(forward), Median(backward)}) : std::nullopt);
+    out.push_back(trains ? std::optional<StagePass>({Median(forward), Median(backward)}) : std::nullopt);
   }
   return out;
 }
 
-// Each size's passes of every layer scaled so that they sum to the whole
-// model's chained pass at that size: what a stage's pass costs beyond its
-// layers' (its input copied in, its output out, the loss, the layers' data
-// no longer in the caches another layer's pass left them in) shared among
-// them by their time. A size not chained (`sizes` ascending) takes the
-// ratios of the largest chained below it: left as timed, the largest sizes
-// (a big model's, not chained for memory) read cheaper a sample than the
-// chained ones below them, and the planner would favour them for nothing
-// (found in review).
-void ScaleToTheChain(std::vector<LayerCost>& costs, const std::vector<int>& sizes,
-                     const std::vector<std::optional<ChainedPass>>& chained, double slowdown) {
-  std::optional<std::pair<double, double>> last;  // forward and backward ratios
-  for (size_t k = 0; k < sizes.size(); ++k) {
-    double forward = 0, backward = 0;
-    std::vector<LayerPass*> at_size;
-    for (LayerCost& c : costs) {
-      for (LayerPass& p : c.passes) {
-        if (p.samples != sizes[k]) continue;
-        forward += p.forward_s;
-        backward += p.backward_s;
-        at_size.push_back(&p);
-      }
-    }
-    if (at_size.size() != costs.size() || !(forward > 0) || !(backward > 0)) continue;  // a layer not timed there
-    if (chained[k]) last = {chained[k]->forward_s * slowdown / forward, chained[k]->backward_s * slowdown / backward};
-    if (!last) continue;
-    for (LayerPass* p : at_size) {
-      p->forward_s *= last->first;
-      p->backward_s *= last->second;
-    }
+// A stage's timed passes as layer passes at the device's slowdown: those of
+// the sizes it trained on.
+std::vector<LayerPass> AtSlowdown(const std::vector<int>& sizes, const std::vector<std::optional<StagePass>>& timed,
+                                  double slowdown) {
+  std::vector<LayerPass> passes;
+  for (size_t k = 0; k < sizes.size() && k < timed.size(); ++k) {
+    if (timed[k]) passes.push_back({sizes[k], timed[k]->forward_s * slowdown, timed[k]->backward_s * slowdown});
   }
-  for (LayerCost& c : costs) {
-    c.forward_s = c.passes.back().forward_s / c.passes.back().samples;
-    c.backward_s = c.passes.back().backward_s / c.passes.back().samples;
-  }
+  return passes;
 }
 
 }  // namespace
@@ -215,7 +205,7 @@ std::vector<int> PassSizes(int batch) {
 }
 
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
-                                               const LayerProfileOptions& options) {
+                                               const LayerProfileOptions& options, StagePassCost* stage) {
   EDGETRAIN_RETURN_IF_ERROR(CheckOptions(options));
   const RealClock real;
   const Clock& clock = options.clock ? *options.clock : real;
@@ -296,10 +286,23 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       for (int samples : all) {
         if (stash_per_sample * samples <= options.chain_stash_bytes) sizes.push_back(samples);
       }
-      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<ChainedPass>> chained,
-                                 TimeChainedPasses(spec, data, options, static_cast<int>(costs.size()), sizes, clock));
-      chained.resize(all.size());
-      ScaleToTheChain(costs, all, chained, options.slowdown);
+      // Each pass after a pause, as a stage's device takes them.
+      const std::function<void()> pause = [&] {
+        if (options.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.pause_s));
+      };
+      const int count = static_cast<int>(costs.size());
+      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<StagePass>> chained,
+                                 TimeStagePasses(spec, data, options, 0, count, sizes, clock, pause));
+      // The last layer alone as a stage: with the loss, as the last stage
+      // of any plan has it (a stage elsewhere pays a gradient's copy in
+      // instead, alike). A model of one layer is its own chain.
+      std::vector<std::optional<StagePass>> alone = chained;
+      if (count > 1) {
+        EDGETRAIN_ASSIGN_OR_RETURN(alone, TimeStagePasses(spec, data, options, count - 1, count, sizes, clock, pause));
+      }
+      const StagePassCost own = StageOwnPasses(costs.back(), AtSlowdown(sizes, alone, options.slowdown));
+      ScaleToTheChain(costs, AtSlowdown(sizes, chained, options.slowdown), own);
+      if (stage) *stage = own;
     }
     return costs;
   } catch (const c10::Error& e) {

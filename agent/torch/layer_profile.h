@@ -39,9 +39,10 @@ struct LayerProfileOptions {
   // None: not timed (0).
   std::optional<OptimizerSpec> optimizer = {};
   // The whole model's passes timed too, chained through a stage trainer as
-  // the runtime runs a stage, and each size's layers scaled to sum to them:
-  // a stage's passes had run 1.19-1.55 times its layers' timed one by one
-  // (docs/pipeline.md, "The cost model").
+  // the runtime runs a stage, and the last layer's as a stage of its own;
+  // each size's layers scaled to sum to the chain less a stage's own cost
+  // of a pass (core/chained_passes.h): a stage's passes had run 1.19-1.55
+  // times its layers' timed one by one (docs/pipeline.md, "The cost model").
   bool chained = true;
   // The most the chained passes may hold of activations (kept for their
   // backward, estimated from each layer's output); larger sizes take the
@@ -50,6 +51,13 @@ struct LayerProfileOptions {
   // samples: 28 MiB), so that the check of a model split for want of memory
   // does not ask for the memory it lacks.
   int64_t chain_stash_bytes = int64_t{128} << 20;
+  // The pause before each chained pass and each of a stage's own passes
+  // (below), slept: a stage's device pauses between its passes (its
+  // neighbours' turns, an emulated device's sleep of its slowdown), and on
+  // this machine a pass after a 20 ms pause took about a millisecond more
+  // than back to back, its caches and predictors cold; after 1 ms, a
+  // quarter of that (docs/pipeline.md, "The cost model"). 0: back to back.
+  double pause_s = 0.02;
 };
 
 // The sizes a layer's passes are timed at: the powers of two below `batch`, then `batch`.
@@ -67,7 +75,13 @@ std::vector<int> PassSizes(int batch);
 // layer's weights is timed as a stage takes it (RowOptimizer by layer),
 // stepped between the timed passes as a stage steps between steps. InvalidArgument when the model cannot fit the data or the
 // options are out of range.
+// Chained (the default), each size's layers are scaled to the whole model's
+// pass through a stage trainer, after a pause, less what a stage pays a
+// pass whatever its layers: that, timed as a stage of the last layer alone
+// less the layer's own time, goes to `stage` when given (a stage's passes
+// cost it once each, however few its layers).
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
-                                               const LayerProfileOptions& options = {});
+                                               const LayerProfileOptions& options = {},
+                                               StagePassCost* stage = nullptr);
 
 }  // namespace edgetrain::agent

@@ -41,6 +41,13 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
   // already (a message half the first layer's forward time a sample, a
   // stream of 1.5 GB/s), so the problems of a seed stay those they were.
   if (timed) p.transport = {p.layers[0].forward_s / 2, 1.5e9};
+  // And a stage's own cost of a pass, the same way: the last layer's pass
+  // of one sample at 1 sample, and half again at 8 (a pass's fixed cost,
+  // which a split pays once a stage).
+  if (timed) {
+    const LayerPass& one = p.layers.back().passes.front();
+    p.stage_pass.passes = {{1, one.forward_s, one.backward_s}, {8, 1.5 * one.forward_s, 1.5 * one.backward_s}};
+  }
   return p;
 }
 

@@ -51,10 +51,12 @@ ModelCheck ReadModelCheck(const Json& pod) {
   if (phase == "Succeeded" && result.is_object() && result.contains("layers")) {
     StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(message);
     StatusOr<TransportCost> transport = DecodeTransportCost(message);
-    if (layers.ok() && transport.ok()) {
+    StatusOr<StagePassCost> stage_pass = DecodeStagePassCost(message);
+    if (layers.ok() && transport.ok() && stage_pass.ok()) {
       check.state = ModelCheckState::kMeasured;
       check.layers = std::move(*layers);
       check.transport = *transport;
+      check.stage_pass = std::move(*stage_pass);
       check.node = pod.value("/spec/nodeName"_json_pointer, std::string());
       return check;
     }
@@ -132,14 +134,15 @@ Json PassesOfLine(const std::string& line) {
 }  // namespace
 
 Json LayersCheckStatus(const std::string& check, const std::vector<LayerCost>& layers, const TransportCost& transport,
-                       const std::string& node) {
-  Json encoded = Json::parse(EncodeLayerCosts(layers, transport));
+                       const StagePassCost& stage_pass, const std::string& node) {
+  Json encoded = Json::parse(EncodeLayerCosts(layers, transport, stage_pass));
   Json list = encoded["layers"];
   for (Json& layer : list) {
     if (layer.contains("passes")) layer["passes"] = PassesLine(layer["passes"]);
   }
   Json status = {{"check", check}, {"node", node}, {"layers", list}};
   if (encoded.contains("transport")) status["transport"] = encoded["transport"];
+  if (encoded.contains("stagePasses")) status["stagePasses"] = PassesLine(encoded["stagePasses"]);
   return status;
 }
 
@@ -153,10 +156,17 @@ std::optional<CheckedLayers> CheckedLayersOf(const Json& status, const std::stri
     layer["passes"] = PassesOfLine(layer["passes"].get<std::string>());
     if (layer["passes"].is_null()) return std::nullopt;  // written by hand: measured again
   }
+  Json stage = Json::object();
+  if (const auto line = checked.find("stagePasses"); line != checked.end()) {
+    if (!line->is_string()) return std::nullopt;  // written by hand: measured again
+    stage["stagePasses"] = PassesOfLine(line->get<std::string>());
+    if (stage["stagePasses"].is_null()) return std::nullopt;
+  }
   StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(Json{{"layers", list}}.dump());
   StatusOr<TransportCost> transport = DecodeTransportCost(checked.dump());
-  if (!layers.ok() || !transport.ok()) return std::nullopt;  // written by hand: measured again
-  return CheckedLayers{std::move(*layers), *transport, checked.value("node", "")};
+  StatusOr<StagePassCost> stage_pass = DecodeStagePassCost(stage.dump());
+  if (!layers.ok() || !transport.ok() || !stage_pass.ok()) return std::nullopt;  // written by hand: measured again
+  return CheckedLayers{std::move(*layers), *transport, std::move(*stage_pass), checked.value("node", "")};
 }
 
 }  // namespace edgetrain::operator_

@@ -35,6 +35,7 @@ struct ModelCheck {
   ModelSize size;       // kMeasured, a module's check
   std::vector<LayerCost> layers;  // kMeasured, a pipeline's check: its layers, timed on `node`
   TransportCost transport;        // and the agent's messages, timed there beside them
+  StagePassCost stage_pass;       // and a stage's own cost of a pass
   std::string node;
   std::string message;  // where the pod is, the agent's refusal, or how it failed
 };
@@ -52,14 +53,16 @@ std::string ModuleOf(const api::TrainingJobManifest& job);
 Json ModelCheckStatus(const std::string& module, const std::string& check, const ModelSize& size);
 std::optional<ModelSize> CheckedSizeOf(const Json& status, const std::string& check = "");
 
-// status.modelCheck for a pipeline's layers and the agent's messages, timed
-// by the check `check` on `node`, and back: the layers, the messages and the
-// node, when they are of the check `check`.
+// status.modelCheck for a pipeline's layers, the agent's messages and a
+// stage's own cost of a pass, timed by the check `check` on `node`, and
+// back: the layers, the messages, the stage's passes and the node, when
+// they are of the check `check`.
 Json LayersCheckStatus(const std::string& check, const std::vector<LayerCost>& layers, const TransportCost& transport,
-                       const std::string& node);
+                       const StagePassCost& stage_pass, const std::string& node);
 struct CheckedLayers {
   std::vector<LayerCost> layers;
   TransportCost transport;
+  StagePassCost stage_pass;
   std::string node;
 };
 std::optional<CheckedLayers> CheckedLayersOf(const Json& status, const std::string& check);

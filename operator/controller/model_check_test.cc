@@ -74,7 +74,10 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   const std::vector<LayerCost> layers = {
       {"conv1", 1.5e-4, 3.25e-4, 640, 50176, {{1, 4e-4, 5e-4}, {8, 1.2e-3, 2.6e-3}}, 2.5e-6, ""},
       {"classifier", 5e-7, 0, 5160, 40, {}, 0, ""}};
-  const Json status = {{"modelCheck", LayersCheckStatus("0123456789abcdef", layers, {3.4e-5, 1.4e9}, "gateway")}};
+  StagePassCost stage_pass;
+  stage_pass.passes = {{1, 3e-4, 6e-4}, {8, 3.5e-4, 7e-4}};
+  const Json status = {
+      {"modelCheck", LayersCheckStatus("0123456789abcdef", layers, {3.4e-5, 1.4e9}, stage_pass, "gateway")}};
   const Json& written = status["modelCheck"]["layers"];
   ASSERT_TRUE(written[0]["passes"].is_string()) << written;
   EXPECT_EQ(written[0]["passes"], "1:0.0004:0.0005 8:0.0012:0.0026");
@@ -90,11 +93,18 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   EXPECT_EQ(back->layers[0].optimizer_s, 2.5e-6);
   EXPECT_EQ(back->transport.message_s, 3.4e-5) << "the agent's messages come back with the layers";
   EXPECT_EQ(back->transport.bytes_per_s, 1.4e9);
+  EXPECT_EQ(status["modelCheck"]["stagePasses"], "1:0.0003:0.0006 8:0.00035:0.0007") << "a line, as a layer's";
+  ASSERT_EQ(back->stage_pass.passes.size(), 2u) << "a stage's own passes come back with the layers";
+  EXPECT_EQ(back->stage_pass.passes[1].samples, 8);
+  EXPECT_EQ(back->stage_pass.passes[1].backward_s, 7e-4);
   EXPECT_FALSE(CheckedLayersOf(status, "fedcba9876543210").has_value()) << "another check measures again";
 
   Json edited = status;
   edited["modelCheck"]["layers"][0]["passes"] = "1:0.0004 8:0.0012:0.0026";
   EXPECT_FALSE(CheckedLayersOf(edited, "0123456789abcdef").has_value()) << "a line written by hand: measured again";
+  Json stage_edited = status;
+  stage_edited["modelCheck"]["stagePasses"] = "1:0.0003";
+  EXPECT_FALSE(CheckedLayersOf(stage_edited, "0123456789abcdef").has_value()) << "the stage's line too";
 }
 
 TEST(ModelCheckTest, APodFailedBeforeItsContainerRanIsNoVerdict) {

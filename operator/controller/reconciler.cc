@@ -735,7 +735,7 @@ StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const TeamPlacement&
   }
   std::vector<NodeView> timed_on = line_.Views({checked->node}, Measured());
   return PlanStagesOn(pass.job.manifest.spec, devices, checked->layers, timed_on.empty() ? nullptr : &timed_on[0],
-                      checked->transport);
+                      checked->transport, checked->stage_pass);
 }
 
 StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
@@ -816,7 +816,7 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
           return false;
         }
         // Written first, placed on the next pass, as a module's size is.
-        pass.status["modelCheck"] = LayersCheckStatus(check, result.layers, result.transport, result.node);
+        pass.status["modelCheck"] = LayersCheckStatus(check, result.layers, result.transport, result.stage_pass, result.node);
         // A module taken whole is one layer no plan cuts: said so, not "its 1
         // layers ... cut into stages" (a user's trial).
         const bool whole = result.layers.size() == 1 && !result.layers[0].cannot_cut.empty();

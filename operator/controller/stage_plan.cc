@@ -19,14 +19,21 @@ double ReferenceFactorOf(const NodeView* node) {
   return node->compute_score * node->emulated_slowdown;
 }
 
+void Scale(std::vector<LayerPass>& passes, double factor) {
+  for (LayerPass& p : passes) {
+    p.forward_s *= factor;
+    p.backward_s *= factor;
+  }
+}
+
+// The optimizer's step too: it was timed on the node as the passes were
+// (its seconds had been taken as they were, found in review).
 void Scale(std::vector<LayerCost>& layers, double factor) {
   for (LayerCost& l : layers) {
     l.forward_s *= factor;
     l.backward_s *= factor;
-    for (LayerPass& p : l.passes) {
-      p.forward_s *= factor;
-      p.backward_s *= factor;
-    }
+    l.optimizer_s *= factor;
+    Scale(l.passes, factor);
   }
 }
 
@@ -50,9 +57,11 @@ ModelSize SizeOfLayers(const std::vector<LayerCost>& layers, int batch, const No
 
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on,
-                                 const TransportCost& transport) {
+                                 const TransportCost& transport, StagePassCost stage_pass) {
   Scale(layers, ReferenceFactorOf(timed_on));
-  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem, PipelineProblemOf(spec, devices, std::move(layers), transport));
+  Scale(stage_pass.passes, ReferenceFactorOf(timed_on));
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
+                             PipelineProblemOf(spec, devices, std::move(layers), transport, stage_pass));
   EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, spec.parallelism.mode));
   const PipelinePlan& plan = PlanToRun(choice);
   if (!plan.cost.fits) return FailedPreconditionError("no plan fits the devices' memory: " + plan.cost.misfit);

@@ -28,12 +28,13 @@ struct StagePlan {
 // `devices` are the workers' nodes in rank order. `layers` were timed on
 // `timed_on` (the check pod's node; null when unknown): they are brought to
 // speed 1 by its compute score and emulated slowdown, as the planner counts
-// a device's speed (core/pipeline_problem.h); `transport`, the agent's
-// messages, timed there too, is taken as it is. FailedPrecondition, saying
+// a device's speed (core/pipeline_problem.h), and so is `stage_pass`, a
+// stage's own cost of a pass; `transport`, the agent's messages, timed
+// there too, is taken as it is. FailedPrecondition, saying
 // why, when no plan the mode allows fits the devices' memory.
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on,
-                                 const TransportCost& transport = {});
+                                 const TransportCost& transport = {}, StagePassCost stage_pass = {});
 
 // A user's module's size as placement ranks nodes by (core/step_cost.h), from
 // its layers as timed on `timed_on` for `batch`: the parameters they hold, and

@@ -1,0 +1,67 @@
+#include "core/chained_passes.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace edgetrain {
+namespace {
+
+const LayerPass* AtSize(std::span<const LayerPass> passes, int samples) {
+  const auto at = std::find_if(passes.begin(), passes.end(), [&](const LayerPass& p) { return p.samples == samples; });
+  return at == passes.end() ? nullptr : &*at;
+}
+
+}  // namespace
+
+StagePassCost StageOwnPasses(const LayerCost& last, std::span<const LayerPass> alone) {
+  StagePassCost own;
+  for (const LayerPass& stage : alone) {
+    const LayerPass* layer = AtSize(last.passes, stage.samples);
+    if (!layer) continue;
+    own.passes.push_back({stage.samples, std::max(0.0, stage.forward_s - layer->forward_s),
+                          std::max(0.0, stage.backward_s - layer->backward_s)});
+  }
+  return own;
+}
+
+void ScaleToTheChain(std::vector<LayerCost>& layers, std::span<const LayerPass> chained, const StagePassCost& own) {
+  std::vector<int> sizes;
+  for (const LayerCost& l : layers) {
+    for (const LayerPass& p : l.passes) sizes.push_back(p.samples);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::optional<std::pair<double, double>> ratios;  // forward and backward
+  for (int samples : sizes) {
+    double forward = 0, backward = 0;
+    std::vector<LayerPass*> at_size;
+    for (LayerCost& l : layers) {
+      for (LayerPass& p : l.passes) {
+        if (p.samples != samples) continue;
+        forward += p.forward_s;
+        backward += p.backward_s;
+        at_size.push_back(&p);
+      }
+    }
+    if (at_size.size() != layers.size() || !(forward > 0) || !(backward > 0)) continue;  // a layer not timed there
+    if (const LayerPass* chain = AtSize(chained, samples)) {
+      const LayerPass* stage = AtSize(own.passes, samples);
+      const double own_forward = stage ? stage->forward_s : 0, own_backward = stage ? stage->backward_s : 0;
+      ratios = {std::max(chain->forward_s - own_forward, 0.0) / forward,
+                std::max(chain->backward_s - own_backward, 0.0) / backward};
+    }
+    if (!ratios) continue;
+    for (LayerPass* p : at_size) {
+      p->forward_s *= ratios->first;
+      p->backward_s *= ratios->second;
+    }
+  }
+  for (LayerCost& l : layers) {
+    if (l.passes.empty()) continue;
+    l.forward_s = l.passes.back().forward_s / l.passes.back().samples;
+    l.backward_s = l.passes.back().backward_s / l.passes.back().samples;
+  }
+}
+
+}  // namespace edgetrain
