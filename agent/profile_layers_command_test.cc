@@ -67,6 +67,14 @@ TEST(ProfileLayersCommandTest, WritesTheLayersToATerminationLogWithinItsLimit) {
   ASSERT_TRUE(layers.ok()) << layers.status().ToString() << "\n" << message;
   ASSERT_EQ(layers->size(), 9u);
   EXPECT_GE((*layers)[0].passes.size(), 2u) << "timed passes kept, fewer of them";
+  const auto printed = DecodeStagePassCost(p.result);
+  ASSERT_TRUE(printed.ok()) << printed.status().ToString();
+  EXPECT_EQ(printed->passes.size(), 7u) << "a stage's own passes, at each size chained: " << p.result;
+  EXPECT_EQ(printed->back_to_back.size(), 7u);
+  EXPECT_DOUBLE_EQ(printed->pause_s, 0.02);
+  const auto fitted = DecodeStagePassCost(message);
+  ASSERT_TRUE(fitted.ok());
+  EXPECT_GE(fitted->passes.size(), 1u) << "thinned before the layers', not dropped";
 }
 
 TEST(ProfileLayersCommandTest, BadInputIsAnErrorResultWithExitTwo) {

@@ -39,13 +39,20 @@ void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
                   Bytes(static_cast<double>(l.activation_bytes)).c_str());
     out << line;
   }
-  if (const auto& own = problem.stage_pass.passes; !own.empty()) {
+  if (const StagePassCost& own = problem.stage_pass; !own.passes.empty()) {
     // What every stage pays besides: with cheap layers, most of its pass.
+    const int most = own.passes.back().samples;
+    // A pass of 1 and one of the most samples timed: the two ends.
+    auto ends = [&](std::span<const LayerPass> passes) {
+      std::string said = Ms(StagePassSeconds(passes, 1), 3) + " ms a pass of 1";
+      if (most > 1) said += " and " + Ms(StagePassSeconds(passes, most), 3) + " ms of " + std::to_string(most);
+      return said;
+    };
     out << "and each stage's own cost of a pass, whatever its layers (its input and output, the loss, caches cold "
            "after a pause), once a stage: "
-        << Ms(StagePassSeconds(problem.stage_pass, own.front().samples), 3) << " ms a pass of "
-        << own.front().samples << ", " << Ms(StagePassSeconds(problem.stage_pass, own.back().samples), 3)
-        << " ms of " << own.back().samples << "\n";
+        << ends(own.passes) << " after a pause of " << Ms(own.pause_s) << " ms (an emulated device's sleep)";
+    if (!own.back_to_back.empty()) out << ", " << ends(own.back_to_back) << " back to back";
+    out << "\n";
   }
   out << "devices, the workers' nodes (speed against this machine):\n";
   std::snprintf(line, sizeof line, "  %-16s %6s %10s %12s\n", "DEVICE", "SPEED", "MEMORY", "LINK Mbit/s");
@@ -197,7 +204,7 @@ nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const Parallel
           {"dataParallel", PlanJson(problem, choice.data_parallel)},
           {"fastestAlone", PlanJson(problem, choice.fastest_alone)},
           {"idealSamplesPerSecond", choice.ideal_samples_per_s}};
-  for (const char* key : {"transport", "stagePasses"}) {
+  for (const char* key : {"transport", "stagePasses", "stagePassesBackToBack", "stagePauseSeconds"}) {
     if (measured.contains(key)) out[key] = measured[key];
   }
   return out;

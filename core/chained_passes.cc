@@ -25,7 +25,7 @@ StagePassCost StageOwnPasses(const LayerCost& last, std::span<const LayerPass> a
   return own;
 }
 
-void ScaleToTheChain(std::vector<LayerCost>& layers, std::span<const LayerPass> chained, const StagePassCost& own) {
+void ScaleToTheChain(std::vector<LayerCost>& layers, std::span<const LayerPass> chained, StagePassCost& own) {
   std::vector<int> sizes;
   for (const LayerCost& l : layers) {
     for (const LayerPass& p : l.passes) sizes.push_back(p.samples);
@@ -46,10 +46,20 @@ void ScaleToTheChain(std::vector<LayerCost>& layers, std::span<const LayerPass> 
     }
     if (at_size.size() != layers.size() || !(forward > 0) || !(backward > 0)) continue;  // a layer not timed there
     if (const LayerPass* chain = AtSize(chained, samples)) {
-      const LayerPass* stage = AtSize(own.passes, samples);
-      const double own_forward = stage ? stage->forward_s : 0, own_backward = stage ? stage->backward_s : 0;
-      ratios = {std::max(chain->forward_s - own_forward, 0.0) / forward,
-                std::max(chain->backward_s - own_backward, 0.0) / backward};
+      double own_forward = 0, own_backward = 0;
+      for (LayerPass& p : own.back_to_back) {
+        if (p.samples != samples) continue;
+        p.forward_s = std::min(p.forward_s, std::max(0.0, chain->forward_s - forward));
+        p.backward_s = std::min(p.backward_s, std::max(0.0, chain->backward_s - backward));
+        own_forward = p.forward_s;
+        own_backward = p.backward_s;
+      }
+      for (LayerPass& p : own.passes) {
+        if (p.samples != samples) continue;
+        p.forward_s = std::max(p.forward_s, own_forward);
+        p.backward_s = std::max(p.backward_s, own_backward);
+      }
+      ratios = {(chain->forward_s - own_forward) / forward, (chain->backward_s - own_backward) / backward};
     }
     if (!ratios) continue;
     for (LayerPass* p : at_size) {

@@ -151,6 +151,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
         devices.push_back({{"name", d.name}, {"speed", d.speed}, {"memoryBytes", d.memory_bytes},
                            {"upBytesPerSecond", d.up_bytes_per_s}, {"downBytesPerSecond", d.down_bytes_per_s},
                            {"transient", d.transient}});
+        if (d.emulated_slowdown != 1) devices.back()["emulatedSlowdown"] = d.emulated_slowdown;
       }
       // The layers, the transport and a stage's own passes in the agent's
       // own format (core/layer_cost.h).
@@ -159,7 +160,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                                       {"devices", devices},
                                       {"stateFactor", from->state_factor},
                                       {"maxMicroBatches", from->max_micro_batches}};
-      for (const char* key : {"transport", "stagePasses"}) {
+      for (const char* key : {"transport", "stagePasses", "stagePassesBackToBack", "stagePauseSeconds"}) {
         if (measured.contains(key)) j["pipeline"]["plannedFrom"][key] = measured[key];
       }
     }
@@ -235,7 +236,8 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
         for (const auto& d : f.at("devices")) {
           from.devices.push_back({d.at("name").get<std::string>(), d.at("speed").get<double>(),
                                   d.at("memoryBytes").get<int64_t>(), d.at("upBytesPerSecond").get<double>(),
-                                  d.at("downBytesPerSecond").get<double>(), d.value("transient", false)});
+                                  d.at("downBytesPerSecond").get<double>(), d.value("transient", false),
+                                  d.value("emulatedSlowdown", 1.0)});
         }
         from.state_factor = f.at("stateFactor").get<double>();
         from.max_micro_batches = f.at("maxMicroBatches").get<int>();

@@ -1,5 +1,6 @@
 #include "core/layer_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -61,8 +62,7 @@ double PassSeconds(const LayerCost& layer, double samples) {
   return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
 }
 
-double StagePassSeconds(const StagePassCost& stage, double samples) {
-  const auto& passes = stage.passes;
+double StagePassSeconds(std::span<const LayerPass> passes, double samples) {
   if (!(samples > 0) || passes.empty()) return 0;
   auto seconds = [](const LayerPass& p) { return p.forward_s + p.backward_s; };
   if (samples <= passes.front().samples) return seconds(passes.front());
@@ -84,12 +84,12 @@ Json PassesJson(std::span<const LayerPass> passes) {
   return list;
 }
 
-// Every other pass, the fewest and the most samples kept; none once only
-// those are left. Whether any was left out.
-bool Thinned(std::vector<LayerPass>& passes) {
+// Every other pass, the fewest and the most samples kept; then `least` of
+// them. Whether any was left out.
+bool Thinned(std::vector<LayerPass>& passes, size_t least = 0) {
   if (passes.size() <= 2) {
-    const bool any = !passes.empty();
-    passes.clear();
+    const bool any = passes.size() > least;
+    passes.resize(std::min(passes.size(), least));
     return any;
   }
   std::vector<LayerPass> kept;
@@ -118,7 +118,11 @@ std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportC
   if (transport.message_s > 0 || transport.bytes_per_s > 0) {
     root["transport"] = {{"messageSeconds", transport.message_s}, {"bytesPerSecond", transport.bytes_per_s}};
   }
-  if (!stage.passes.empty()) root["stagePasses"] = PassesJson(stage.passes);
+  if (!stage.passes.empty()) {
+    root["stagePasses"] = PassesJson(stage.passes);
+    if (!stage.back_to_back.empty()) root["stagePassesBackToBack"] = PassesJson(stage.back_to_back);
+    if (stage.pause_s > 0) root["stagePauseSeconds"] = stage.pause_s;
+  }
   return root.dump();
 }
 
@@ -150,11 +154,17 @@ StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, 
   }
   StagePassCost own = stage;
   round(own.passes);
+  round(own.back_to_back);
   for (;;) {
     std::string json = EncodeLayerCosts(fitted, rounded, own);
     if (json.size() <= limit) return json;
-    bool thinned = Thinned(own.passes);
-    for (LayerCost& l : fitted) thinned = Thinned(l.passes) || thinned;
+    // A stage's own passes first, down to one size (they vary little with
+    // the size, the layers' much), then the layers'.
+    bool thinned = Thinned(own.passes, 1);
+    thinned = Thinned(own.back_to_back, 1) || thinned;
+    if (!thinned) {
+      for (LayerCost& l : fitted) thinned = Thinned(l.passes) || thinned;
+    }
     if (!thinned) {
       return FailedPreconditionError("the model's " + std::to_string(layers.size()) + " layers take " +
                                     std::to_string(json.size()) + " bytes even without their timed passes, over " +
@@ -214,6 +224,15 @@ StatusOr<StagePassCost> DecodeStagePassCost(std::string_view json) {
   StagePassCost cost;
   if (const auto passes = root.find("stagePasses"); passes != root.end()) {
     EDGETRAIN_ASSIGN_OR_RETURN(cost.passes, ReadPasses(*passes, "stagePasses"));
+  }
+  if (const auto passes = root.find("stagePassesBackToBack"); passes != root.end()) {
+    EDGETRAIN_ASSIGN_OR_RETURN(cost.back_to_back, ReadPasses(*passes, "stagePassesBackToBack"));
+  }
+  if (const auto pause = root.find("stagePauseSeconds"); pause != root.end()) {
+    if (!pause->is_number() || !(pause->get<double>() >= 0) || !std::isfinite(pause->get<double>())) {
+      return InvalidArgumentError("stagePauseSeconds: expected seconds, a finite number >= 0");
+    }
+    cost.pause_s = pause->get<double>();
   }
   return cost;
 }

@@ -55,27 +55,34 @@ struct LayerCost {
 
 // What a stage pays for a pass beyond its layers, whatever they are: its
 // input taken into the trainer and its output out, the loss on the last
-// stage, and the caches, branch predictors and pages it finds cold after
-// the pause a stage's device takes between passes (its neighbours' turns,
-// an emulated device's sleep). On this machine a pass after a 20 ms pause
-// took about a millisecond longer than back to back, a stage of one cheap
-// layer as much as the whole model; spread over the layers by their time,
-// as the chain's overhead was, a stage of cheap layers was given none of it
-// and the even split's last stage, at a slowdown of 20, computed at 1.8
-// times its prediction (docs/pipeline.md, "The cost model"). Paid once a
-// stage a pass, on the device it was measured on (speed 1).
+// stage, and the caches, predictors and pages it finds cold after the pause
+// a stage's device takes between passes (an emulated device's sleep, its
+// neighbours' turns). On this machine a stage of conv8 and the classifier
+// took 0.93 ms a pass back to back, 1.22 after a pause of 1 ms and 2.05
+// after 20; spread over the layers by their time, as the chain's overhead
+// was, a stage of cheap layers was given none of it, and the even split's
+// last stage, at a slowdown of 20, computed at 1.8 times its prediction
+// (docs/pipeline.md, "The cost model"). Paid once a stage a pass, on the
+// device it was measured on (speed 1).
 struct StagePassCost {
-  std::vector<LayerPass> passes;  // fewest samples first; empty: not measured, and not counted
+  // Each after a pause of `pause_s`; fewest samples first. Empty: not
+  // measured, and not counted.
+  std::vector<LayerPass> passes;
+  // The same sizes back to back, with no pause; empty: as `passes`.
+  std::vector<LayerPass> back_to_back;
+  double pause_s = 0;
 };
 
 // Seconds of one forward and backward pass of `layer` over `samples` samples
 // (>= 0), on the device it was measured on: linear between the passes
 // measured, and in proportion below the first and above the last.
 double PassSeconds(const LayerCost& layer, double samples);
-// A stage's own seconds for a pass over `samples` (> 0) samples: linear
-// between the sizes measured, and as the nearest of them outside (a cost of
-// the pass, not of its samples); 0 for no samples, or when not measured.
-double StagePassSeconds(const StagePassCost& stage, double samples);
+// A stage's own seconds for a pass over `samples` (> 0) samples, of one of
+// its lists: linear between the sizes measured and as the nearest of them
+// outside (a cost of the pass, not of its samples). 0 for no samples, or
+// when not measured.
+double StagePassSeconds(std::span<const LayerPass> passes, double samples);
+
 
 // The layers as `edgetrain-agent profile-layers` prints them and `edgetrain
 // plan` reads them back, one format on both sides of the process boundary:
@@ -83,18 +90,22 @@ double StagePassSeconds(const StagePassCost& stage, double samples);
 // "parameterBytes":..,"activationBytes":..,"optimizerSeconds":..,
 // "passes":[{"samples":1,"forwardSeconds":..,"backwardSeconds":..},...]},
 // ...],"transport":{"messageSeconds":..,"bytesPerSecond":..},
-// "stagePasses":[{"samples":1,"forwardSeconds":..,"backwardSeconds":..},...]};
-// "passes", "optimizerSeconds", "transport" (the agent's messages, timed
-// beside the layers) and "stagePasses" (StagePassCost) may be left out, and
-// are when not measured.
+// "stagePasses":[{"samples":1,"forwardSeconds":..,"backwardSeconds":..},...],
+// "stagePassesBackToBack":[...],"stagePauseSeconds":..}; "passes",
+// "optimizerSeconds", "transport" (the agent's messages, timed beside the
+// layers) and the stage's (StagePassCost) may be left out, and are when not
+// measured.
 std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportCost& transport = {},
                              const StagePassCost& stage = {});
 // The same format in at most `limit` bytes, for a pod's termination message
 // (the kubelet keeps 4096): seconds to three significant figures (a pass's
 // time varies more than that from run to run), then every other timed pass
-// left out, the fewest and the most samples always kept (a stage's own
-// passes too), then the passes altogether. FailedPrecondition when even the
-// layers alone are longer.
+// left out, the fewest and the most samples always kept, then the layers'
+// passes altogether; before any of the layers', a stage's own the same way
+// down to one size (it varies little with the size: the vgg's 0.61 ms a
+// pass of 1, 0.70 of 64), never to none (a cost the layers' passes were
+// timed less of, which nothing else stands for). FailedPrecondition when
+// even the layers alone are longer.
 StatusOr<std::string> EncodeLayerCostsWithin(std::span<const LayerCost> layers, size_t limit,
                                              const TransportCost& transport = {}, const StagePassCost& stage = {});
 // InvalidArgument, naming the field, for anything else (a missing or negative
@@ -103,8 +114,9 @@ StatusOr<std::vector<LayerCost>> DecodeLayerCosts(std::string_view json);
 // The same format's "transport": zeros (not measured) when left out;
 // InvalidArgument, naming the field, for a figure that is not >= 0.
 StatusOr<TransportCost> DecodeTransportCost(std::string_view json);
-// The same format's "stagePasses": none (not measured) when left out;
-// InvalidArgument, naming the field, as for a layer's "passes".
+// The same format's "stagePasses", "stagePassesBackToBack" and
+// "stagePauseSeconds": none (not measured) when left out; InvalidArgument,
+// naming the field, as for a layer's "passes".
 StatusOr<StagePassCost> DecodeStagePassCost(std::string_view json);
 
 }  // namespace edgetrain

@@ -53,39 +53,57 @@ TEST(LayerCostTest, TheTransportsFiguresTravelWithTheLayers) {
   EXPECT_NE(bad.status().message().find("transport.messageSeconds"), std::string::npos) << bad.status().ToString();
 }
 
-// A stage's own passes travel with the layers, are thinned with theirs to
-// fit a pod's message, and cost a pass whatever its samples outside them.
+// A stage's own passes travel with the layers; to fit a pod's message they
+// are thinned first, to one size, never to nothing.
 TEST(LayerCostTest, AStagesOwnPassesTravelWithTheLayers) {
-  const std::vector<LayerCost> layers = {{"fc", 5e-7, 1e-6, 5160, 40, {}, 0, ""}};
+  std::vector<LayerCost> layers = {{"fc", 5e-7, 1e-6, 5160, 40, {}, 0, ""}};
+  for (int samples = 1; samples <= 64; samples *= 2) layers[0].passes.push_back({samples, 1e-5, 2e-5});
   StagePassCost stage;
-  for (int samples = 1; samples <= 64; samples *= 2) stage.passes.push_back({samples, 2.5e-4, 3.0e-4 + samples * 1e-6});
+  for (int samples = 1; samples <= 64; samples *= 2) {
+    stage.passes.push_back({samples, 2.5e-4, 3.0e-4 + samples * 1e-6});
+    stage.back_to_back.push_back({samples, 1.5e-4, 1.0e-4});
+  }
+  stage.pause_s = 0.02;
   const std::string json = EncodeLayerCosts(layers, {}, stage);
   const auto back = DecodeStagePassCost(json);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->passes.size(), 7u);
   EXPECT_EQ(back->passes[6].samples, 64);
   EXPECT_DOUBLE_EQ(back->passes[6].backward_s, 3.64e-4);
+  ASSERT_EQ(back->back_to_back.size(), 7u);
+  EXPECT_DOUBLE_EQ(back->pause_s, 0.02);
   EXPECT_TRUE(DecodeStagePassCost(EncodeLayerCosts(layers))->passes.empty()) << "not measured: none";
   EXPECT_EQ(EncodeLayerCosts(layers).find("stagePasses"), std::string::npos);
 
-  const auto fitted = EncodeLayerCostsWithin(layers, json.size() - 60, {}, stage);
+  // A little too long: the stage's thinned first, the layers' kept.
+  auto fitted = EncodeLayerCostsWithin(layers, json.size() - 60, {}, stage);
   ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  EXPECT_EQ(DecodeLayerCosts(*fitted)->at(0).passes.size(), 7u);
+  EXPECT_LT(DecodeStagePassCost(*fitted)->passes.size(), 7u);
+  EXPECT_GE(DecodeStagePassCost(*fitted)->passes.size(), 1u);
+  // Too long for any of the layers' passes: the stage's at one size each.
+  const std::vector<LayerCost> untimed = {{"fc", 5e-7, 1e-6, 5160, 40, {}, 0, ""}};
+  const size_t bare = EncodeLayerCosts(untimed).size();
+  fitted = EncodeLayerCostsWithin(layers, bare + 200, {}, stage);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().ToString();
+  EXPECT_TRUE(DecodeLayerCosts(*fitted)->at(0).passes.empty());
   const auto thinned = DecodeStagePassCost(*fitted);
   ASSERT_TRUE(thinned.ok());
-  ASSERT_GE(thinned->passes.size(), 2u);
-  EXPECT_LT(thinned->passes.size(), 7u);
+  ASSERT_EQ(thinned->passes.size(), 1u) << *fitted;
   EXPECT_EQ(thinned->passes.front().samples, 1);
-  EXPECT_EQ(thinned->passes.back().samples, 64);
+  EXPECT_EQ(thinned->back_to_back.size(), 1u);
 
-  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 0), 0);
-  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 0.5), 2.5e-4 + 3.01e-4) << "below the first size, the first's";
-  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 3), 2.5e-4 + 3.03e-4) << "halfway from 2 samples' to 4's";
-  EXPECT_DOUBLE_EQ(StagePassSeconds(*back, 100), 2.5e-4 + 3.64e-4) << "past the last, the last's";
-  EXPECT_DOUBLE_EQ(StagePassSeconds({}, 8), 0);
+  // Between the sizes and outside them.
+  EXPECT_DOUBLE_EQ(StagePassSeconds(back->passes, 0), 0);
+  EXPECT_DOUBLE_EQ(StagePassSeconds(back->passes, 0.5), 2.5e-4 + 3.01e-4) << "below the first size, the first's";
+  EXPECT_DOUBLE_EQ(StagePassSeconds(back->passes, 3), 2.5e-4 + 3.03e-4) << "halfway from 2 samples' to 4's";
+  EXPECT_DOUBLE_EQ(StagePassSeconds(back->passes, 100), 2.5e-4 + 3.64e-4) << "past the last, the last's";
+  EXPECT_DOUBLE_EQ(StagePassSeconds(std::vector<LayerPass>{}, 8), 0);
 
   const auto bad = DecodeStagePassCost(R"({"layers":[],"stagePasses":[{"samples":2,"forwardSeconds":-1}]})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("stagePasses[0].forwardSeconds"), std::string::npos) << bad.status().ToString();
+  EXPECT_FALSE(DecodeStagePassCost(R"({"stagePauseSeconds":-0.02})").ok());
 }
 
 // Linear between the passes timed, in proportion outside them; a layer whose

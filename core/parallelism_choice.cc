@@ -43,10 +43,13 @@ PipelinePlan FastestAlone(const PipelineProblem& problem) {
 // Every device computing the whole model all the time, in passes of the size
 // it computes fastest a sample.
 double IdealSamplesPerSecond(const PipelineProblem& problem) {
-  double capacity = 0;
-  for (const PipelineDevice& d : problem.devices) capacity += d.speed;
-  const double work_s = PipelineCostModel(problem).BestWorkSeconds(0, static_cast<int>(problem.layers.size()));
-  return work_s > 0 ? capacity / work_s : 0;
+  const PipelineCostModel model(problem);
+  double samples_per_s = 0;
+  for (size_t d = 0; d < problem.devices.size(); ++d) {
+    const double work_s = model.BestWorkSeconds(0, static_cast<int>(problem.layers.size()), static_cast<int>(d));
+    if (work_s > 0) samples_per_s += problem.devices[d].speed / work_s;
+  }
+  return samples_per_s;
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
     for (const LayerPass& pass : layer.passes) sizes_.push_back(pass.samples);
   }
   for (const LayerPass& pass : problem.stage_pass.passes) sizes_.push_back(pass.samples);
+  for (const LayerPass& pass : problem.stage_pass.back_to_back) sizes_.push_back(pass.samples);
   // A model whose passes were not timed is in proportion: one sample says it all.
   if (sizes_.size() == 1) sizes_.push_back(1);
   std::sort(sizes_.begin(), sizes_.end());
@@ -30,7 +31,12 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   work_s_.assign(sizes_.size() * (n + 1), 0);
   least_work_s_.assign(n + 1, 0);
   // Size 0 takes the smallest pass's: a pass of any samples pays it whole.
-  for (double samples : sizes_) stage_s_.push_back(StagePassSeconds(problem.stage_pass, std::max(samples, 1.0)));
+  const StagePassCost& own = problem.stage_pass;
+  for (double samples : sizes_) {
+    stage_paused_s_.push_back(StagePassSeconds(own.passes, std::max(samples, 1.0)));
+    stage_back_to_back_s_.push_back(
+        StagePassSeconds(own.back_to_back.empty() ? own.passes : own.back_to_back, std::max(samples, 1.0)));
+  }
   parameters_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
   optimizer_s_.assign(n + 1, 0);
@@ -63,36 +69,59 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   }
 }
 
-double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t samples) const {
+double PipelineCostModel::LayersSeconds(int first_layer, int end_layer, int64_t samples) const {
   if (samples <= 0) return 0;
   const size_t row = problem_.layers.size() + 1;
   auto at = [&](size_t k) { return work_s_[k * row + end_layer] - work_s_[k * row + first_layer]; };
   // Below the last size a whole number of samples is always bracketed; past
-  // it a pass is in proportion to the last, and the stage's own cost as at
-  // the last.
+  // it a pass is in proportion to the last.
   if (samples < static_cast<int64_t>(brackets_.size())) {
     const Bracket& b = brackets_[static_cast<size_t>(samples)];
-    const size_t k = b.above;
-    return at(k - 1) + stage_s_[k - 1] + b.weight * (at(k) + stage_s_[k] - at(k - 1) - stage_s_[k - 1]);
+    return at(b.above - 1) + b.weight * (at(b.above) - at(b.above - 1));
   }
   const size_t last = sizes_.size() - 1;
-  return static_cast<double>(samples) * at(last) / sizes_[last] + stage_s_[last];
+  return static_cast<double>(samples) * at(last) / sizes_[last];
+}
+
+double PipelineCostModel::StageOwnSeconds(int64_t samples, int device) const {
+  if (samples <= 0 || problem_.stage_pass.passes.empty()) return 0;
+  // Between the sizes as at them, and past the last as at it: a pass's cost.
+  auto at = [&](const std::vector<double>& s) {
+    if (samples >= static_cast<int64_t>(brackets_.size())) return s.back();
+    const Bracket& b = brackets_[static_cast<size_t>(samples)];
+    return s[b.above - 1] + b.weight * (s[b.above] - s[b.above - 1]);
+  };
+  // An emulated device sleeps after every pass while the site's other
+  // agents compute on the same cores: it finds the caches as cold after a
+  // sleep of a millisecond as of twenty (below, and docs/pipeline.md). A
+  // device of its own pauses only in its bubbles, not counted.
+  const bool sleeps = problem_.devices[static_cast<size_t>(device)].emulated_slowdown > 1;
+  return at(sleeps ? stage_paused_s_ : stage_back_to_back_s_);
+}
+
+double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t samples, int device) const {
+  return LayersSeconds(first_layer, end_layer, samples) + StageOwnSeconds(samples, device);
 }
 
 double PipelineCostModel::DeviceStepSeconds(int first_layer, int end_layer, int device,
                                             std::span<const int64_t> passes) const {
   double s = optimizer_s_[end_layer] - optimizer_s_[first_layer];
-  for (int64_t n : passes) s += WorkSeconds(first_layer, end_layer, n);
+  for (int64_t n : passes) s += WorkSeconds(first_layer, end_layer, n, device);
   return s * seconds_a_unit_[static_cast<size_t>(device)];
 }
 
-double PipelineCostModel::BestWorkSeconds(int first_layer, int end_layer) const {
-  const size_t row = problem_.layers.size() + 1;
+double PipelineCostModel::BestWorkSeconds(int first_layer, int end_layer, int device) const {
   double best = std::numeric_limits<double>::infinity();
   for (size_t k = 1; k < sizes_.size(); ++k) {
-    best = std::min(best, (work_s_[k * row + end_layer] - work_s_[k * row + first_layer] + stage_s_[k]) / sizes_[k]);
+    if (sizes_[k] > problem_.batch_size) break;
+    const auto samples = static_cast<int64_t>(sizes_[k]);
+    best = std::min(best, WorkSeconds(first_layer, end_layer, samples, device) / sizes_[k]);
   }
-  return best;
+  // The whole batch in one pass, whether or not it was a size timed: a
+  // stage's own cost is a pass's, and the largest pass pays least of it a
+  // sample.
+  const int batch = std::max(1, problem_.batch_size);
+  return std::min(best, WorkSeconds(first_layer, end_layer, batch, device) / batch);
 }
 
 StageRates PipelineCostModel::Rates(int first_layer, int end_layer, std::span<const int> devices) const {
@@ -158,7 +187,7 @@ StageCost PipelineCostModel::Scale(const StageRates& rates, std::span<const int>
     // still holds the stage.
     if (samples > 0) {
       cost.compute_s =
-          std::max(cost.compute_s, WorkSeconds(rates.first_layer, rates.end_layer, samples) * seconds_a_unit_[d]);
+          std::max(cost.compute_s, WorkSeconds(rates.first_layer, rates.end_layer, samples, d) * seconds_a_unit_[d]);
       const double cut_s = static_cast<double>(samples) * rates.cut_bytes * seconds_a_byte_[d];
       // A part goes up only.
       const double part_s = Over(rates.part_bytes, problem_.devices[d].up_bytes_per_s) +

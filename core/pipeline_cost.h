@@ -10,11 +10,13 @@
 //   shares     device d computes n_d of each micro-batch's b samples, dealt by
 //              speed in whole samples as the runtime deals them (ShareOut in
 //              core/batch_order.h)
-//   compute    c_s = max over d of (W(a, e, n_d) + S(n_d)) / speed_d, W being
-//              the layers' measured pass time over n_d samples (PassSeconds
-//              in core/layer_cost.h: not in proportion to the samples), S
-//              the stage's own cost of a pass whatever its layers
-//              (StagePassCost: once a stage, so a split pays it once more)
+//   compute    c_s = max over d of (W(a, e, n_d) + S_d(n_d)) / speed_d, W
+//              being the layers' measured pass time over n_d samples
+//              (PassSeconds in core/layer_cost.h: not in proportion to the
+//              samples), S_d the stage's own cost of a pass whatever its
+//              layers (StagePassCost: once a stage, so a split pays it once
+//              more), as timed after a pause on an emulated device, which
+//              sleeps after every pass, and back to back on one of its own
 //   link       l_s = max over d of n_d · (in + out) / min(up_d, down_d)
 //              in, out: activation bytes of the cut before and after the stage
 //              (none at the pipeline's ends). Each direction of a device's link
@@ -70,6 +72,11 @@ struct PipelineDevice {
   // Liable to vanish (a spot VM, edgetrain.dev/transient): the planner keeps
   // it company in its stage where that costs little (PlannerOptions).
   bool transient = false;
+  // A device emulated on the planning machine by sleeping after each pass
+  // (a cluster profile's compute.slowdown): each of its passes follows a
+  // sleep, and pays a stage's own cost of a pass as timed after a pause
+  // (StagePassCost). 1: a device of its own, which pays it as back to back.
+  double emulated_slowdown = 1;
 };
 
 struct PipelineProblem {
@@ -178,9 +185,10 @@ class PipelineCostModel {
   static double FlushSeconds(const StageRates& rates) { return rates.exchange_s + rates.commit_s + rates.orders_s; }
 
   // Forward and backward passes of layers [first, end) over `samples`
-  // samples in one pass, at speed 1, as a stage of them runs it: its own
-  // cost of a pass (StagePassCost) included.
-  double WorkSeconds(int first_layer, int end_layer, int64_t samples) const;
+  // samples in one pass, at speed 1, as a stage of them runs it on device
+  // `device`: its own cost of a pass (StagePassCost) included, after the
+  // pause that device takes before a pass.
+  double WorkSeconds(int first_layer, int end_layer, int64_t samples, int device) const;
   // What device `device` computes a step of layers [first, end) in passes of
   // `passes` samples each (its share of each micro-batch), its optimizer's
   // step included, at its speed: its own part of the step, which a stage's
@@ -193,20 +201,27 @@ class PipelineCostModel {
     return least_work_s_[end_layer] - least_work_s_[first_layer];
   }
   // A sample of layers [first, end) at speed 1 in passes of the size that
-  // runs them fastest a sample: a device's capacity, were it to run them alone.
-  double BestWorkSeconds(int first_layer, int end_layer) const;
+  // runs them fastest a sample on device `device`, up to the batch: its
+  // capacity, were it to run them alone.
+  double BestWorkSeconds(int first_layer, int end_layer, int device) const;
 
   const PipelineProblem& problem() const { return problem_; }
 
  private:
   const PipelineProblem& problem_;
-  // Pass sizes every layer's time is linear between (each layer's measured
-  // sizes, and 0), and the prefix sums over layers of their pass times at
-  // each: work_s_[k * (layers + 1) + l] for the first l layers over
-  // sizes_[k] samples.
+  // Pass sizes every layer's time is linear between (each layer's and a
+  // stage's own measured sizes, and 0), and the prefix sums over layers of
+  // their pass times at each: work_s_[k * (layers + 1) + l] for the first l
+  // layers over sizes_[k] samples.
   std::vector<double> sizes_;
   std::vector<double> work_s_;
-  std::vector<double> stage_s_;  // a stage's own cost of a pass over sizes_[k] samples
+  // A stage's own cost of a pass over sizes_[k] samples, after the pause it
+  // was timed after and back to back.
+  std::vector<double> stage_paused_s_, stage_back_to_back_s_;
+  // The layers' passes alone, and what a stage on `device` pays beside,
+  // over `samples` samples.
+  double LayersSeconds(int first_layer, int end_layer, int64_t samples) const;
+  double StageOwnSeconds(int64_t samples, int device) const;
   std::vector<double> least_work_s_;  // prefix sums of each layer's least time a sample
   // For each whole number of samples up to the batch, the size at or above
   // it and how far it lies from the size below: the planner's passes are

@@ -464,12 +464,13 @@ TEST(PipelinePlannerTest, AGroupComputesWholeSamplesAtTheTimedCostOfEachPass) {
   EXPECT_DOUBLE_EQ(model.Stage(0, 1, fast, 4, 1).compute_s, 0.008 / 10);
   EXPECT_DOUBLE_EQ(model.Stage(0, 1, fast, 3, 1).compute_s, (0.004 + 2 * 0.004 / 3) / 10);
   EXPECT_DOUBLE_EQ(model.LeastWorkSeconds(0, 1), 0.002) << "a pass of four, 2 ms a sample";
-  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 1), 0.002);
+  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 1, 0), 0.002);
 }
 
 // A stage's own cost of a pass is paid once a stage a pass, whatever its
 // layers: two stages of one layer each pay it twice where one stage of both
-// pays it once, and a device alone counts it in its capacity.
+// pays it once, and a device alone counts it in its capacity. Its sizes need
+// not be the layers'.
 TEST(PipelinePlannerTest, EachStagePaysItsOwnCostOfAPassOnce) {
   PipelineProblem p;
   p.layers = {{"a", 0.001, 0.001, 1000, 100, {{1, 0.001, 0.001}, {4, 0.002, 0.002}}, 0, ""},
@@ -477,21 +478,44 @@ TEST(PipelinePlannerTest, EachStagePaysItsOwnCostOfAPassOnce) {
   p.devices = {Device("one", 1), Device("two", 1)};
   p.batch_size = 4;
   const PipelineCostModel plain(p);
-  p.stage_pass.passes = {{1, 0.0005, 0.0005}, {4, 0.001, 0.002}};
+  p.stage_pass.passes = {{1, 0.0005, 0.0005}, {3, 0.001, 0.002}};
   const PipelineCostModel model(p);
-  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 2, 1), plain.WorkSeconds(0, 2, 1) + 0.001);
-  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 4), 0.004 + 0.003) << "a stage of one layer pays it whole";
-  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 2), 0.004 * 2 / 3 + 0.001 + 0.002 / 3) << "linear between the sizes timed";
-  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 8), 0.008 + 0.003) << "past the last size, as at it: a pass's, not a sample's";
-  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 0), 0) << "no samples, no pass";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 2, 1, 0), plain.WorkSeconds(0, 2, 1, 0) + 0.001);
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 4, 0), 0.004 + 0.003) << "a stage of one layer pays it whole";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 2, 0), 0.004 * 2 / 3 + 0.001 + 0.001) << "halfway from 1 sample's to 3's";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 8, 0), 0.008 + 0.003)
+      << "past the last size, as at it: a pass's, not a sample's";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 0, 0), 0) << "no samples, no pass";
   const PipelineStage whole[] = {{0, 2, {0}}};
   const PipelineStage split[] = {{0, 1, {0}}, {1, 2, {1}}};
   const double whole_more = model.Plan(whole, 1)->step_s - plain.Plan(whole, 1)->step_s;
   const double split_more = model.Plan(split, 1)->step_s - plain.Plan(split, 1)->step_s;
   EXPECT_DOUBLE_EQ(whole_more, 0.003);
   EXPECT_DOUBLE_EQ(split_more, 0.006) << "a micro-batch of 4 through two stages, each paying its own";
-  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 2), (0.008 + 0.003) / 4);
-  EXPECT_LE(4 * model.LeastWorkSeconds(0, 2), model.WorkSeconds(0, 2, 4)) << "the planner's bound holds";
+  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 2, 0), (0.008 + 0.003) / 4);
+  EXPECT_LE(4 * model.LeastWorkSeconds(0, 2), model.WorkSeconds(0, 2, 4, 0)) << "the planner's bound holds";
+}
+
+// A device of its own pays the stage's own cost as timed back to back; an
+// emulated one, which sleeps after every pass while the site's other agents
+// compute, as timed after a pause.
+TEST(PipelinePlannerTest, AnEmulatedDevicePaysTheStagesOwnCostAsAfterAPause) {
+  PipelineProblem p;
+  p.layers = {{"a", 0.001, 0.001, 1000, 100, {{4, 0.002, 0.002}}, 0, ""}};
+  p.devices = {Device("here", 1), Device("slow", 0.1)};
+  p.devices[1].emulated_slowdown = 10;
+  p.batch_size = 4;
+  p.stage_pass.passes = {{4, 0.002, 0.002}};
+  p.stage_pass.back_to_back = {{4, 0.0005, 0.0005}};
+  p.stage_pass.pause_s = 0.02;
+  const PipelineCostModel model(p);
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 4, 0), 0.004 + 0.001) << "its own: back to back";
+  EXPECT_DOUBLE_EQ(model.WorkSeconds(0, 1, 4, 1), 0.004 + 0.004) << "emulated: after a pause";
+  EXPECT_DOUBLE_EQ(model.DeviceStepSeconds(0, 1, 1, std::vector<int64_t>{4}), 0.008 / 0.1);
+  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 1, 0), 0.005 / 4) << "each device's capacity at its own cost";
+  EXPECT_DOUBLE_EQ(model.BestWorkSeconds(0, 1, 1), 0.008 / 4);
+  p.stage_pass.back_to_back.clear();
+  EXPECT_DOUBLE_EQ(PipelineCostModel(p).WorkSeconds(0, 1, 4, 0), 0.008) << "none back to back: as after a pause";
 }
 
 TEST(PipelinePlannerTest, PlansSixteenDevicesAndSixtyFourLayersQuickly) {

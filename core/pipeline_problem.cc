@@ -63,6 +63,7 @@ StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const
       return InvalidArgumentError("node " + node.name + " has no compute (edgetrain.dev/compute-score is not above 0)");
     }
     device.speed = node.compute_score;
+    device.emulated_slowdown = std::max(1.0, node.emulated_slowdown);
     device.transient = !TransientLabel(node.labels).empty();
     // What training may use: what the node offers, less what pods already
     // bound there asked for. At least a byte, since 0 would read as "not

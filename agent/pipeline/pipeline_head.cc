@@ -1959,7 +1959,9 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
         const int r = groups_[s][j];
         const double speed = problem_->devices[static_cast<size_t>(r)].speed;
         double profiled = 0;
-        for (int64_t n : passes[s][j]) profiled += cost_model_->WorkSeconds(layers_[s].first, layers_[s].second, n);
+        for (int64_t n : passes[s][j]) {
+          profiled += cost_model_->WorkSeconds(layers_[s].first, layers_[s].second, n, r);
+        }
         profiled /= speed;
         if (profiled <= 0 || computed[r] <= 0) continue;  // dealt nothing: its pace says nothing
         drift[r] = computed[r] / profiled;

@@ -123,17 +123,18 @@ Status CheckOptions(const LayerProfileOptions& o) {
 // Passes through a stage trainer of layers [first, end), as the runtime
 // runs a stage: its forward, then its backward (from the loss when the
 // stage is the model's last, else from a gradient of its output), each a
-// median over `repetitions` at each of `sizes`, `between` run untimed after
-// each; none at a size it cannot train on (a BatchNorm1d on one sample).
-struct StagePass {
+// median over `repetitions` at each of `sizes`, `between` run untimed
+// before each; none at a size it cannot train on (a BatchNorm1d on one
+// sample).
+struct TimedStagePass {
   double forward_s = 0;
   double backward_s = 0;
 };
-StatusOr<std::vector<std::optional<StagePass>>> TimeStagePasses(const ModelSpec& spec, const DatasetInfo& data,
-                                                                 const LayerProfileOptions& options, int first,
-                                                                 int end, const std::vector<int>& sizes,
-                                                                 const Clock& clock,
-                                                                 const std::function<void()>& between) {
+StatusOr<std::vector<std::optional<TimedStagePass>>> TimeStagePasses(const ModelSpec& spec, const DatasetInfo& data,
+                                                                      const LayerProfileOptions& options, int first,
+                                                                      int end, const std::vector<int>& sizes,
+                                                                      const Clock& clock,
+                                                                      const std::function<void()>& between) {
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> stage,
                              CreateStageTrainer({spec, data, options.seed, options.intra_op_threads, first, end,
                                                  options.sample_shape}));
@@ -144,13 +145,14 @@ StatusOr<std::vector<std::optional<StagePass>>> TimeStagePasses(const ModelSpec&
   const std::span<const float> input(inputs.data_ptr<float>(), static_cast<size_t>(inputs.numel()));
   const std::span<const float> gradient(gradients.data_ptr<float>(), static_cast<size_t>(gradients.numel()));
   const std::span<const int64_t> labels(classes.data_ptr<int64_t>(), static_cast<size_t>(classes.numel()));
-  std::vector<std::optional<StagePass>> out;
+  std::vector<std::optional<TimedStagePass>> out;
   int64_t id = 0;
   for (int samples : sizes) {
     const auto n = static_cast<size_t>(samples);
     std::vector<double> forward, backward;
     bool trains = true;
     for (int pass = 0; pass <= options.repetitions && trains; ++pass) {  // pass 0 warms up
+      between();
       const TimePoint began = clock.Now();
       TimePoint forwarded = began;
       Status ran = InternalError("not run");
@@ -176,18 +178,17 @@ StatusOr<std::vector<std::optional<StagePass>>> TimeStagePasses(const ModelSpec&
         forward.push_back(ToSeconds(forwarded - began));
         backward.push_back(ToSeconds(backwarded - forwarded));
       }
-      between();
     }
     stage->ZeroGradients();
-    out.push_back(trains ? std::optional<StagePass>({Median(forward), Median(backward)}) : std::nullopt);
+    out.push_back(trains ? std::optional<TimedStagePass>({Median(forward), Median(backward)}) : std::nullopt);
   }
   return out;
 }
 
 // A stage's timed passes as layer passes at the device's slowdown: those of
 // the sizes it trained on.
-std::vector<LayerPass> AtSlowdown(const std::vector<int>& sizes, const std::vector<std::optional<StagePass>>& timed,
-                                  double slowdown) {
+std::vector<LayerPass> AtSlowdown(const std::vector<int>& sizes,
+                                  const std::vector<std::optional<TimedStagePass>>& timed, double slowdown) {
   std::vector<LayerPass> passes;
   for (size_t k = 0; k < sizes.size() && k < timed.size(); ++k) {
     if (timed[k]) passes.push_back({sizes[k], timed[k]->forward_s * slowdown, timed[k]->backward_s * slowdown});
@@ -286,23 +287,28 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       for (int samples : all) {
         if (stash_per_sample * samples <= options.chain_stash_bytes) sizes.push_back(samples);
       }
-      // Each pass after a pause, as a stage's device takes them.
+      // The chain back to back, as a device that does not pause runs it;
+      // what a pause adds is timed on the stage's own passes, below.
+      const int count = static_cast<int>(costs.size());
+      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<TimedStagePass>> chained,
+                                 TimeStagePasses(spec, data, options, 0, count, sizes, clock, [] {}));
+      // The last layer alone as a stage, back to back and each pass after a
+      // pause, as an emulated device's sleep leaves it: with the loss, as
+      // the last stage of any plan has it (a stage elsewhere copies a
+      // gradient in instead, alike).
       const std::function<void()> pause = [&] {
         if (options.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.pause_s));
       };
-      const int count = static_cast<int>(costs.size());
-      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<StagePass>> chained,
-                                 TimeStagePasses(spec, data, options, 0, count, sizes, clock, pause));
-      // The last layer alone as a stage: with the loss, as the last stage
-      // of any plan has it (a stage elsewhere pays a gradient's copy in
-      // instead, alike). A model of one layer is its own chain.
-      std::vector<std::optional<StagePass>> alone = chained;
-      if (count > 1) {
-        EDGETRAIN_ASSIGN_OR_RETURN(alone, TimeStagePasses(spec, data, options, count - 1, count, sizes, clock, pause));
-      }
-      const StagePassCost own = StageOwnPasses(costs.back(), AtSlowdown(sizes, alone, options.slowdown));
+      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<TimedStagePass>> alone,
+                                 TimeStagePasses(spec, data, options, count - 1, count, sizes, clock, pause));
+      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<TimedStagePass>> alone_back_to_back,
+                                 TimeStagePasses(spec, data, options, count - 1, count, sizes, clock, [] {}));
+      StagePassCost own;
+      own.passes = StageOwnPasses(costs.back(), AtSlowdown(sizes, alone, options.slowdown)).passes;
+      own.back_to_back = StageOwnPasses(costs.back(), AtSlowdown(sizes, alone_back_to_back, options.slowdown)).passes;
+      own.pause_s = options.pause_s;
       ScaleToTheChain(costs, AtSlowdown(sizes, chained, options.slowdown), own);
-      if (stage) *stage = own;
+      if (stage) *stage = std::move(own);
     }
     return costs;
   } catch (const c10::Error& e) {

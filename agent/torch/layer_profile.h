@@ -51,12 +51,12 @@ struct LayerProfileOptions {
   // samples: 28 MiB), so that the check of a model split for want of memory
   // does not ask for the memory it lacks.
   int64_t chain_stash_bytes = int64_t{128} << 20;
-  // The pause before each chained pass and each of a stage's own passes
-  // (below), slept: a stage's device pauses between its passes (its
-  // neighbours' turns, an emulated device's sleep of its slowdown), and on
+  // The pause slept before each of a stage's own passes timed after one
+  // (StagePassCost::passes): a stage's device pauses between its passes (an
+  // emulated device's sleep of its slowdown, its neighbours' turns), and on
   // this machine a pass after a 20 ms pause took about a millisecond more
   // than back to back, its caches and predictors cold; after 1 ms, a
-  // quarter of that (docs/pipeline.md, "The cost model"). 0: back to back.
+  // quarter of that (docs/pipeline.md, "The cost model").
   double pause_s = 0.02;
 };
 
@@ -76,10 +76,10 @@ std::vector<int> PassSizes(int batch);
 // stepped between the timed passes as a stage steps between steps. InvalidArgument when the model cannot fit the data or the
 // options are out of range.
 // Chained (the default), each size's layers are scaled to the whole model's
-// pass through a stage trainer, after a pause, less what a stage pays a
-// pass whatever its layers: that, timed as a stage of the last layer alone
-// less the layer's own time, goes to `stage` when given (a stage's passes
-// cost it once each, however few its layers).
+// pass through a stage trainer, back to back, less what a stage pays a pass
+// whatever its layers: that, timed as a stage of the last layer alone less
+// the layer's own time, back to back and after a pause, goes to `stage`
+// when given (a stage's passes cost it once each, however few its layers).
 StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const DatasetInfo& data,
                                                const LayerProfileOptions& options = {},
                                                StagePassCost* stage = nullptr);

@@ -44,9 +44,16 @@ PipelineProblem RandomPipelineProblem(std::mt19937_64& random, int layers, int d
   // And a stage's own cost of a pass, the same way: the last layer's pass
   // of one sample at 1 sample, and half again at 8 (a pass's fixed cost,
   // which a split pays once a stage).
+  // Back to back a third to a half of that, timed after a pause of 20 ms,
+  // at sizes apart from the layers'; every other device emulated, paying it
+  // as after the pause.
   if (timed) {
     const LayerPass& one = p.layers.back().passes.front();
-    p.stage_pass.passes = {{1, one.forward_s, one.backward_s}, {8, 1.5 * one.forward_s, 1.5 * one.backward_s}};
+    p.stage_pass.passes = {{1, one.forward_s, one.backward_s}, {6, 1.5 * one.forward_s, 1.5 * one.backward_s}};
+    p.stage_pass.back_to_back = {{1, one.forward_s / 3, one.backward_s / 3},
+                                 {6, one.forward_s / 2, one.backward_s / 2}};
+    p.stage_pass.pause_s = 0.02;
+    for (size_t d = 1; d < p.devices.size(); d += 2) p.devices[d].emulated_slowdown = 1 + p.devices[d].speed;
   }
   return p;
 }

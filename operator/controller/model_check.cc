@@ -142,7 +142,10 @@ Json LayersCheckStatus(const std::string& check, const std::vector<LayerCost>& l
   }
   Json status = {{"check", check}, {"node", node}, {"layers", list}};
   if (encoded.contains("transport")) status["transport"] = encoded["transport"];
-  if (encoded.contains("stagePasses")) status["stagePasses"] = PassesLine(encoded["stagePasses"]);
+  for (const char* key : {"stagePasses", "stagePassesBackToBack"}) {
+    if (encoded.contains(key)) status[key] = PassesLine(encoded[key]);
+  }
+  if (encoded.contains("stagePauseSeconds")) status["stagePauseSeconds"] = encoded["stagePauseSeconds"];
   return status;
 }
 
@@ -157,11 +160,15 @@ std::optional<CheckedLayers> CheckedLayersOf(const Json& status, const std::stri
     if (layer["passes"].is_null()) return std::nullopt;  // written by hand: measured again
   }
   Json stage = Json::object();
-  if (const auto line = checked.find("stagePasses"); line != checked.end()) {
-    if (!line->is_string()) return std::nullopt;  // written by hand: measured again
-    stage["stagePasses"] = PassesOfLine(line->get<std::string>());
-    if (stage["stagePasses"].is_null()) return std::nullopt;
+  for (const char* key : {"stagePasses", "stagePassesBackToBack"}) {
+    const auto line = checked.find(key);
+    if (line == checked.end()) continue;
+    // Written by hand (not a line, or an empty one): measured again.
+    if (!line->is_string() || line->get<std::string>().empty()) return std::nullopt;
+    stage[key] = PassesOfLine(line->get<std::string>());
+    if (stage[key].is_null()) return std::nullopt;
   }
+  if (checked.contains("stagePauseSeconds")) stage["stagePauseSeconds"] = checked["stagePauseSeconds"];
   StatusOr<std::vector<LayerCost>> layers = DecodeLayerCosts(Json{{"layers", list}}.dump());
   StatusOr<TransportCost> transport = DecodeTransportCost(checked.dump());
   StatusOr<StagePassCost> stage_pass = DecodeStagePassCost(stage.dump());

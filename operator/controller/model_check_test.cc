@@ -76,6 +76,8 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
       {"classifier", 5e-7, 0, 5160, 40, {}, 0, ""}};
   StagePassCost stage_pass;
   stage_pass.passes = {{1, 3e-4, 6e-4}, {8, 3.5e-4, 7e-4}};
+  stage_pass.back_to_back = {{1, 1e-4, 2e-4}, {8, 1.5e-4, 3e-4}};
+  stage_pass.pause_s = 0.02;
   const Json status = {
       {"modelCheck", LayersCheckStatus("0123456789abcdef", layers, {3.4e-5, 1.4e9}, stage_pass, "gateway")}};
   const Json& written = status["modelCheck"]["layers"];
@@ -97,6 +99,9 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   ASSERT_EQ(back->stage_pass.passes.size(), 2u) << "a stage's own passes come back with the layers";
   EXPECT_EQ(back->stage_pass.passes[1].samples, 8);
   EXPECT_EQ(back->stage_pass.passes[1].backward_s, 7e-4);
+  ASSERT_EQ(back->stage_pass.back_to_back.size(), 2u);
+  EXPECT_EQ(back->stage_pass.back_to_back[1].backward_s, 3e-4);
+  EXPECT_EQ(back->stage_pass.pause_s, 0.02);
   EXPECT_FALSE(CheckedLayersOf(status, "fedcba9876543210").has_value()) << "another check measures again";
 
   Json edited = status;
@@ -105,6 +110,8 @@ TEST(ModelCheckTest, ThePipelinesLayersKeepTheirPassesOnALineAndReadBack) {
   Json stage_edited = status;
   stage_edited["modelCheck"]["stagePasses"] = "1:0.0003";
   EXPECT_FALSE(CheckedLayersOf(stage_edited, "0123456789abcdef").has_value()) << "the stage's line too";
+  stage_edited["modelCheck"]["stagePasses"] = "";
+  EXPECT_FALSE(CheckedLayersOf(stage_edited, "0123456789abcdef").has_value()) << "emptied by hand";
 }
 
 TEST(ModelCheckTest, APodFailedBeforeItsContainerRanIsNoVerdict) {

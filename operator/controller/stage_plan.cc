@@ -60,6 +60,7 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
                                  const TransportCost& transport, StagePassCost stage_pass) {
   Scale(layers, ReferenceFactorOf(timed_on));
   Scale(stage_pass.passes, ReferenceFactorOf(timed_on));
+  Scale(stage_pass.back_to_back, ReferenceFactorOf(timed_on));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(spec, devices, std::move(layers), transport, stage_pass));
   EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, spec.parallelism.mode));

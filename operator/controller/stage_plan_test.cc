@@ -52,21 +52,32 @@ TEST(StagePlanTest, APipelineCutsEveryLayerIntoStagesOnThePlacedNodes) {
 }
 
 // Layers timed on a real node twice the reference's speed took half the
-// reference's time: planned as twice as long. An emulated node runs at the
-// machine's own speed whatever its score says: its times are the reference's.
+// reference's time: planned as twice as long, their optimizer's step and a
+// stage's own cost of a pass too. An emulated node runs at the machine's own
+// speed whatever its score says: its times are the reference's.
 TEST(StagePlanTest, LayersAreBroughtToSpeedOneByTheNodeTheyWereTimedOn) {
   const std::vector<NodeView> devices = {Node("a", 1, 20), Node("b", 1, 20)};
   const JobSpec spec = Spec(ParallelismMode::kPipeline);
-  auto as_timed = PlanStagesOn(spec, devices, Layers(), nullptr);
+  std::vector<LayerCost> layers = Layers();
+  for (LayerCost& l : layers) l.optimizer_s = l.forward_s;
+  StagePassCost own;
+  own.passes = {{1, 2e-4, 3e-4}, {32, 4e-4, 6e-4}};
+  auto as_timed = PlanStagesOn(spec, devices, layers, nullptr, {}, own);
   const NodeView fast = Node("fast", 2, 20);
-  std::vector<LayerCost> halved = Layers();
+  std::vector<LayerCost> halved = layers;
   for (LayerCost& l : halved) {
     l.forward_s /= 2;
     l.backward_s /= 2;
+    l.optimizer_s /= 2;
   }
-  auto on_fast = PlanStagesOn(spec, devices, halved, &fast);
+  StagePassCost own_halved = own;
+  for (LayerPass& p : own_halved.passes) {
+    p.forward_s /= 2;
+    p.backward_s /= 2;
+  }
+  auto on_fast = PlanStagesOn(spec, devices, halved, &fast, {}, own_halved);
   const NodeView emulated = Node("emulated", 0.25, 20, /*emulated_slowdown=*/4);
-  auto on_emulated = PlanStagesOn(spec, devices, Layers(), &emulated);
+  auto on_emulated = PlanStagesOn(spec, devices, layers, &emulated, {}, own);
   ASSERT_TRUE(as_timed.ok() && on_fast.ok() && on_emulated.ok());
   EXPECT_NEAR(on_fast->predicted_samples_per_s, as_timed->predicted_samples_per_s,
               1e-9 * as_timed->predicted_samples_per_s);

@@ -1141,10 +1141,10 @@ TWO_BOARDS = boards(2, "two-boards")
 # The pipeline tests' model, with batches of 512: four hidden layers of 512,
 # so that a stage's passes outweigh what a stage pays a pass whatever its
 # layers (core/layer_cost.h's StagePassCost). Two boards' split of it was
-# predicted 31% faster than one board (2,347 samples/s against 1,794, an idle
-# machine); the three of 256 it replaced, once that cost was counted, 1%
-# (5,784 against 5,708), and trained 2.5% faster split, so under the suite's
-# load the planner left a board out.
+# predicted 23-31% faster than one board (1,968 samples/s against 1,599, and
+# 2,347 against 1,794, an idle machine); the three of 256 it replaced, once
+# that cost was counted, 1% (5,784 against 5,708), and trained 2.5% faster
+# split, so under the suite's load the planner left a board out.
 SPLIT_MLP = {"hidden": [512, 512, 512, 512]}
 
 
