@@ -204,7 +204,7 @@ nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const Parallel
           {"dataParallel", PlanJson(problem, choice.data_parallel)},
           {"fastestAlone", PlanJson(problem, choice.fastest_alone)},
           {"idealSamplesPerSecond", choice.ideal_samples_per_s}};
-  for (const char* key : {"transport", "stagePasses", "stagePassesBackToBack", "stagePauseSeconds"}) {
+  for (const char* key : kKeysBesideTheLayers) {
     if (measured.contains(key)) out[key] = measured[key];
   }
   return out;

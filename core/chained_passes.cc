@@ -14,13 +14,13 @@ const LayerPass* AtSize(std::span<const LayerPass> passes, int samples) {
 
 }  // namespace
 
-StagePassCost StageOwnPasses(const LayerCost& last, std::span<const LayerPass> alone) {
-  StagePassCost own;
+std::vector<LayerPass> StageOwnPasses(const LayerCost& last, std::span<const LayerPass> alone) {
+  std::vector<LayerPass> own;
   for (const LayerPass& stage : alone) {
     const LayerPass* layer = AtSize(last.passes, stage.samples);
     if (!layer) continue;
-    own.passes.push_back({stage.samples, std::max(0.0, stage.forward_s - layer->forward_s),
-                          std::max(0.0, stage.backward_s - layer->backward_s)});
+    own.push_back({stage.samples, std::max(0.0, stage.forward_s - layer->forward_s),
+                   std::max(0.0, stage.backward_s - layer->backward_s)});
   }
   return own;
 }

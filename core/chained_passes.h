@@ -19,7 +19,7 @@ namespace edgetrain {
 // stage of its own (`alone`, at each size it trained on), less the layer's
 // passes timed one by one at the same size, forward and backward apart and
 // each at least 0. A size the layer was not timed at is left out.
-StagePassCost StageOwnPasses(const LayerCost& last, std::span<const LayerPass> alone);
+std::vector<LayerPass> StageOwnPasses(const LayerCost& last, std::span<const LayerPass> alone);
 
 // Each size's passes of every layer scaled, forward and backward apart, so
 // that they sum to the whole model's chained pass at that size (`chained`,

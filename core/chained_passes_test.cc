@@ -17,7 +17,8 @@ LayerCost Timed(const char* name, std::vector<LayerPass> passes) {
 TEST(ChainedPassesTest, AStagesOwnPassIsTheLastLayerAloneLessItsLayer) {
   const LayerCost last = Timed("fc", {{1, 1e-4, 2e-4}, {4, 2e-4, 3e-4}});
   const std::vector<LayerPass> alone = {{1, 6e-4, 9e-4}, {2, 7e-4, 1e-3}, {4, 1e-4, 8e-4}};
-  const StagePassCost own = StageOwnPasses(last, alone);
+  StagePassCost own;
+  own.passes = StageOwnPasses(last, alone);
   ASSERT_EQ(own.passes.size(), 2u) << "2 samples: the layer was not timed there";
   EXPECT_EQ(own.passes[0].samples, 1);
   EXPECT_DOUBLE_EQ(own.passes[0].forward_s, 5e-4);

@@ -160,7 +160,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
                                       {"devices", devices},
                                       {"stateFactor", from->state_factor},
                                       {"maxMicroBatches", from->max_micro_batches}};
-      for (const char* key : {"transport", "stagePasses", "stagePassesBackToBack", "stagePauseSeconds"}) {
+      for (const char* key : kKeysBesideTheLayers) {
         if (measured.contains(key)) j["pipeline"]["plannedFrom"][key] = measured[key];
       }
     }

@@ -46,32 +46,35 @@ StatusOr<std::vector<LayerPass>> ReadPasses(const Json& list, const std::string&
   return passes;
 }
 
+double Seconds(const LayerPass& p) { return p.forward_s + p.backward_s; }
+
+// Seconds of a pass over `samples` (> 0) samples by passes timed at sizes
+// (fewest first), linear between them; outside them, `outside` of the
+// nearest.
+template <typename Outside>
+double Interpolated(std::span<const LayerPass> passes, double samples, Outside outside) {
+  if (samples <= passes.front().samples) return outside(passes.front());
+  if (samples >= passes.back().samples) return outside(passes.back());
+  size_t i = 1;
+  while (passes[i].samples < samples) ++i;
+  const LayerPass& a = passes[i - 1];
+  const LayerPass& b = passes[i];
+  return Seconds(a) + (samples - a.samples) * (Seconds(b) - Seconds(a)) / (b.samples - a.samples);
+}
+
 }  // namespace
 
 double PassSeconds(const LayerCost& layer, double samples) {
   if (!(samples > 0)) return 0;
-  const auto& passes = layer.passes;
-  if (passes.empty()) return samples * (layer.forward_s + layer.backward_s);
-  auto seconds = [](const LayerPass& p) { return p.forward_s + p.backward_s; };
-  if (samples <= passes.front().samples) return samples * seconds(passes.front()) / passes.front().samples;
-  if (samples >= passes.back().samples) return samples * seconds(passes.back()) / passes.back().samples;
-  size_t i = 1;
-  while (passes[i].samples < samples) ++i;
-  const LayerPass& a = passes[i - 1];
-  const LayerPass& b = passes[i];
-  return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
+  if (layer.passes.empty()) return samples * (layer.forward_s + layer.backward_s);
+  // In proportion to the nearest pass timed: a layer's time is its samples'.
+  return Interpolated(layer.passes, samples, [&](const LayerPass& p) { return samples * Seconds(p) / p.samples; });
 }
 
 double StagePassSeconds(std::span<const LayerPass> passes, double samples) {
   if (!(samples > 0) || passes.empty()) return 0;
-  auto seconds = [](const LayerPass& p) { return p.forward_s + p.backward_s; };
-  if (samples <= passes.front().samples) return seconds(passes.front());
-  if (samples >= passes.back().samples) return seconds(passes.back());
-  size_t i = 1;
-  while (passes[i].samples < samples) ++i;
-  const LayerPass& a = passes[i - 1];
-  const LayerPass& b = passes[i];
-  return seconds(a) + (samples - a.samples) * (seconds(b) - seconds(a)) / (b.samples - a.samples);
+  // As the nearest pass timed: a stage's own cost is the pass's.
+  return Interpolated(passes, samples, Seconds);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // after. A built-in model is a sequence of these, in the order data flows
 // (agent/torch/layer_profile.h measures them on a device).
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -97,6 +98,10 @@ double StagePassSeconds(std::span<const LayerPass> passes, double samples);
 // measured.
 std::string EncodeLayerCosts(std::span<const LayerCost> layers, const TransportCost& transport = {},
                              const StagePassCost& stage = {});
+// The keys of that format beside "layers": what a plan's `plannedFrom` and
+// `edgetrain plan --json` copy as the agent printed them.
+inline constexpr std::array<const char*, 4> kKeysBesideTheLayers = {"transport", "stagePasses",
+                                                                    "stagePassesBackToBack", "stagePauseSeconds"};
 // The same format in at most `limit` bytes, for a pod's termination message
 // (the kubelet keeps 4096): seconds to three significant figures (a pass's
 // time varies more than that from run to run), then every other timed pass

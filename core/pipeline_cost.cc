@@ -30,12 +30,17 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
   work_s_.assign(sizes_.size() * (n + 1), 0);
   least_work_s_.assign(n + 1, 0);
-  // Size 0 takes the smallest pass's: a pass of any samples pays it whole.
+  // A stage's own cost at each size, after a pause and back to back (0s
+  // when not measured). Size 0 takes the smallest pass's: a pass of any
+  // samples pays it whole.
   const StagePassCost& own = problem.stage_pass;
   for (double samples : sizes_) {
     stage_paused_s_.push_back(StagePassSeconds(own.passes, std::max(samples, 1.0)));
     stage_back_to_back_s_.push_back(
         StagePassSeconds(own.back_to_back.empty() ? own.passes : own.back_to_back, std::max(samples, 1.0)));
+  }
+  for (const PipelineDevice& device : problem.devices) {
+    stage_s_of_.push_back(device.emulated_slowdown > 1 ? &stage_paused_s_ : &stage_back_to_back_s_);
   }
   parameters_.assign(n + 1, 0);
   stash_.assign(n + 1, 0);
@@ -69,38 +74,25 @@ PipelineCostModel::PipelineCostModel(const PipelineProblem& problem) : problem_(
   }
 }
 
-double PipelineCostModel::LayersSeconds(int first_layer, int end_layer, int64_t samples) const {
+double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t samples, int device) const {
   if (samples <= 0) return 0;
   const size_t row = problem_.layers.size() + 1;
-  auto at = [&](size_t k) { return work_s_[k * row + end_layer] - work_s_[k * row + first_layer]; };
+  // The layers' passes and the stage's own, which an emulated device pays as
+  // after a pause (it sleeps after every pass while the site's other agents
+  // compute on the same cores, and finds the caches as cold after a sleep
+  // of a millisecond as of twenty: docs/pipeline.md) and a device of its own
+  // as back to back (it pauses only in its bubbles, not counted).
+  const std::vector<double>& own = *stage_s_of_[static_cast<size_t>(device)];
+  auto at = [&](size_t k) { return work_s_[k * row + end_layer] - work_s_[k * row + first_layer] + own[k]; };
   // Below the last size a whole number of samples is always bracketed; past
-  // it a pass is in proportion to the last.
+  // it the layers' pass is in proportion to the last, and the stage's own as
+  // at the last: a pass's cost, not its samples'.
   if (samples < static_cast<int64_t>(brackets_.size())) {
     const Bracket& b = brackets_[static_cast<size_t>(samples)];
     return at(b.above - 1) + b.weight * (at(b.above) - at(b.above - 1));
   }
   const size_t last = sizes_.size() - 1;
-  return static_cast<double>(samples) * at(last) / sizes_[last];
-}
-
-double PipelineCostModel::StageOwnSeconds(int64_t samples, int device) const {
-  if (samples <= 0 || problem_.stage_pass.passes.empty()) return 0;
-  // Between the sizes as at them, and past the last as at it: a pass's cost.
-  auto at = [&](const std::vector<double>& s) {
-    if (samples >= static_cast<int64_t>(brackets_.size())) return s.back();
-    const Bracket& b = brackets_[static_cast<size_t>(samples)];
-    return s[b.above - 1] + b.weight * (s[b.above] - s[b.above - 1]);
-  };
-  // An emulated device sleeps after every pass while the site's other
-  // agents compute on the same cores: it finds the caches as cold after a
-  // sleep of a millisecond as of twenty (below, and docs/pipeline.md). A
-  // device of its own pauses only in its bubbles, not counted.
-  const bool sleeps = problem_.devices[static_cast<size_t>(device)].emulated_slowdown > 1;
-  return at(sleeps ? stage_paused_s_ : stage_back_to_back_s_);
-}
-
-double PipelineCostModel::WorkSeconds(int first_layer, int end_layer, int64_t samples, int device) const {
-  return LayersSeconds(first_layer, end_layer, samples) + StageOwnSeconds(samples, device);
+  return static_cast<double>(samples) * (at(last) - own[last]) / sizes_[last] + own[last];
 }
 
 double PipelineCostModel::DeviceStepSeconds(int first_layer, int end_layer, int device,

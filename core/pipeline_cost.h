@@ -186,8 +186,8 @@ class PipelineCostModel {
 
   // Forward and backward passes of layers [first, end) over `samples`
   // samples in one pass, at speed 1, as a stage of them runs it on device
-  // `device`: its own cost of a pass (StagePassCost) included, after the
-  // pause that device takes before a pass.
+  // `device`: its own cost of a pass (StagePassCost) included, as after a
+  // pause on an emulated device and as back to back on one of its own.
   double WorkSeconds(int first_layer, int end_layer, int64_t samples, int device) const;
   // What device `device` computes a step of layers [first, end) in passes of
   // `passes` samples each (its share of each micro-batch), its optimizer's
@@ -216,12 +216,11 @@ class PipelineCostModel {
   std::vector<double> sizes_;
   std::vector<double> work_s_;
   // A stage's own cost of a pass over sizes_[k] samples, after the pause it
-  // was timed after and back to back.
+  // was timed after and back to back (0s when not measured), and which of
+  // the two each device pays: WorkSeconds, the planner's innermost call,
+  // looks the bracket up once for both.
   std::vector<double> stage_paused_s_, stage_back_to_back_s_;
-  // The layers' passes alone, and what a stage on `device` pays beside,
-  // over `samples` samples.
-  double LayersSeconds(int first_layer, int end_layer, int64_t samples) const;
-  double StageOwnSeconds(int64_t samples, int device) const;
+  std::vector<const std::vector<double>*> stage_s_of_;
   std::vector<double> least_work_s_;  // prefix sums of each layer's least time a sample
   // For each whole number of samples up to the batch, the size at or above
   // it and how far it lies from the size below: the planner's passes are

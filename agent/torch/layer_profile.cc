@@ -120,32 +120,23 @@ Status CheckOptions(const LayerProfileOptions& o) {
   return Status::Ok();
 }
 
-// Passes through a stage trainer of layers [first, end), as the runtime
-// runs a stage: its forward, then its backward (from the loss when the
-// stage is the model's last, else from a gradient of its output), each a
-// median over `repetitions` at each of `sizes`, `between` run untimed
-// before each; none at a size it cannot train on (a BatchNorm1d on one
-// sample).
-struct TimedStagePass {
-  double forward_s = 0;
-  double backward_s = 0;
-};
-StatusOr<std::vector<std::optional<TimedStagePass>>> TimeStagePasses(const ModelSpec& spec, const DatasetInfo& data,
-                                                                      const LayerProfileOptions& options, int first,
-                                                                      int end, const std::vector<int>& sizes,
-                                                                      const Clock& clock,
-                                                                      const std::function<void()>& between) {
-  EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> stage,
-                             CreateStageTrainer({spec, data, options.seed, options.intra_op_threads, first, end,
-                                                 options.sample_shape}));
+// Passes through `stage` as the runtime runs a stage: its forward, then its
+// backward (from the loss when the stage is the model's last, else from a
+// gradient of its output), each a median over `repetitions` at each of
+// `sizes`, `between` run untimed before each, as layer passes on a device
+// of `options.slowdown`; none at a size it cannot train on (a BatchNorm1d on
+// one sample).
+std::vector<LayerPass> TimeStagePasses(StageTrainer& stage, const DatasetInfo& data,
+                                       const LayerProfileOptions& options, const std::vector<int>& sizes,
+                                       const Clock& clock, const std::function<void()>& between) {
   const int largest = sizes.empty() ? 0 : sizes.back();
-  const torch::Tensor inputs = torch::rand({largest, stage->InputSize()});
-  const torch::Tensor gradients = torch::randn({largest, stage->OutputSize()}) * 1e-3;
+  const torch::Tensor inputs = torch::rand({largest, stage.InputSize()});
+  const torch::Tensor gradients = torch::randn({largest, stage.OutputSize()}) * 1e-3;
   const torch::Tensor classes = torch::randint(std::max(1, data.classes), {largest}, torch::kLong);
   const std::span<const float> input(inputs.data_ptr<float>(), static_cast<size_t>(inputs.numel()));
   const std::span<const float> gradient(gradients.data_ptr<float>(), static_cast<size_t>(gradients.numel()));
   const std::span<const int64_t> labels(classes.data_ptr<int64_t>(), static_cast<size_t>(classes.numel()));
-  std::vector<std::optional<TimedStagePass>> out;
+  std::vector<LayerPass> out;
   int64_t id = 0;
   for (int samples : sizes) {
     const auto n = static_cast<size_t>(samples);
@@ -157,14 +148,14 @@ StatusOr<std::vector<std::optional<TimedStagePass>>> TimeStagePasses(const Model
       TimePoint forwarded = began;
       Status ran = InternalError("not run");
       try {
-        const auto outputs = stage->Forward(id, input.subspan(0, n * static_cast<size_t>(stage->InputSize())));
+        const auto outputs = stage.Forward(id, input.subspan(0, n * static_cast<size_t>(stage.InputSize())));
         forwarded = clock.Now();
         if (!outputs.ok()) {
           ran = outputs.status();
-        } else if (stage->IsLast()) {
-          ran = stage->BackwardFromLoss(id, labels.subspan(0, n), 1.0).status();
+        } else if (stage.IsLast()) {
+          ran = stage.BackwardFromLoss(id, labels.subspan(0, n), 1.0).status();
         } else {
-          ran = stage->Backward(id, gradient.subspan(0, n * static_cast<size_t>(stage->OutputSize()))).status();
+          ran = stage.Backward(id, gradient.subspan(0, n * static_cast<size_t>(stage.OutputSize()))).status();
         }
       } catch (const std::exception& e) {  // a user's module raising on so few samples
         ran = InvalidArgumentError(e.what());
@@ -172,28 +163,17 @@ StatusOr<std::vector<std::optional<TimedStagePass>>> TimeStagePasses(const Model
       const TimePoint backwarded = clock.Now();
       ++id;
       if (!ran.ok()) {
-        stage->DropInFlight();
+        stage.DropInFlight();
         trains = false;
       } else if (pass > 0) {
         forward.push_back(ToSeconds(forwarded - began));
         backward.push_back(ToSeconds(backwarded - forwarded));
       }
     }
-    stage->ZeroGradients();
-    out.push_back(trains ? std::optional<TimedStagePass>({Median(forward), Median(backward)}) : std::nullopt);
+    stage.ZeroGradients();
+    if (trains) out.push_back({samples, Median(forward) * options.slowdown, Median(backward) * options.slowdown});
   }
   return out;
-}
-
-// A stage's timed passes as layer passes at the device's slowdown: those of
-// the sizes it trained on.
-std::vector<LayerPass> AtSlowdown(const std::vector<int>& sizes,
-                                  const std::vector<std::optional<TimedStagePass>>& timed, double slowdown) {
-  std::vector<LayerPass> passes;
-  for (size_t k = 0; k < sizes.size() && k < timed.size(); ++k) {
-    if (timed[k]) passes.push_back({sizes[k], timed[k]->forward_s * slowdown, timed[k]->backward_s * slowdown});
-  }
-  return passes;
 }
 
 }  // namespace
@@ -290,24 +270,26 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       // The chain back to back, as a device that does not pause runs it;
       // what a pause adds is timed on the stage's own passes, below.
       const int count = static_cast<int>(costs.size());
-      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<TimedStagePass>> chained,
-                                 TimeStagePasses(spec, data, options, 0, count, sizes, clock, [] {}));
+      auto trainer = [&](int first) {
+        return CreateStageTrainer({spec, data, options.seed, options.intra_op_threads, first, count,
+                                   options.sample_shape});
+      };
+      EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> chain, trainer(0));
+      const std::vector<LayerPass> chained = TimeStagePasses(*chain, data, options, sizes, clock, [] {});
+      chain.reset();
       // The last layer alone as a stage, back to back and each pass after a
       // pause, as an emulated device's sleep leaves it: with the loss, as
       // the last stage of any plan has it (a stage elsewhere copies a
       // gradient in instead, alike).
+      EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> alone, trainer(count - 1));
       const std::function<void()> pause = [&] {
         if (options.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.pause_s));
       };
-      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<TimedStagePass>> alone,
-                                 TimeStagePasses(spec, data, options, count - 1, count, sizes, clock, pause));
-      EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<TimedStagePass>> alone_back_to_back,
-                                 TimeStagePasses(spec, data, options, count - 1, count, sizes, clock, [] {}));
       StagePassCost own;
-      own.passes = StageOwnPasses(costs.back(), AtSlowdown(sizes, alone, options.slowdown)).passes;
-      own.back_to_back = StageOwnPasses(costs.back(), AtSlowdown(sizes, alone_back_to_back, options.slowdown)).passes;
+      own.back_to_back = StageOwnPasses(costs.back(), TimeStagePasses(*alone, data, options, sizes, clock, [] {}));
+      own.passes = StageOwnPasses(costs.back(), TimeStagePasses(*alone, data, options, sizes, clock, pause));
       own.pause_s = options.pause_s;
-      ScaleToTheChain(costs, AtSlowdown(sizes, chained, options.slowdown), own);
+      ScaleToTheChain(costs, chained, own);
       if (stage) *stage = std::move(own);
     }
     return costs;
