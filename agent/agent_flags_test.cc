@@ -90,9 +90,12 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
 
 TEST(AgentFlagsTest, TheUsageNamesEveryFlag) {
   const std::string usage = AgentUsage();
-  for (const char* flag : {"--role", "--job", "--rank", "--world", "--plan", "--coordinator", "--listen", "--http",
-                           "--data-dir", "--first-worker-timeout", "--stop-grace", "--plan-poll", "--connect-attempt",
-                           "--tls-dir", "--insecure", "--tls-reload", "--keepalive", "--restart-gather"}) {
+  for (const char* flag :
+       {"--role", "--job", "--rank", "--world", "--plan", "--coordinator", "--listen", "--http", "--data-dir",
+        "--first-worker-timeout", "--first-push-deadline", "--stop-grace", "--plan-poll", "--connect-attempt",
+        "--tls-dir", "--insecure", "--tls-reload", "--keepalive", "--restart-gather", "--heartbeat",
+        "--head-return-grace", "--hung-pass-factor", "--hung-pass-floor", "--progress-every", "--rebalance-every",
+        "--rebalance-within", "--straggler-factor", "--straggler-rejoin-after", "--termination-log"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
 }

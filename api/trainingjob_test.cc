@@ -1,4 +1,5 @@
 #include "api/trainingjob.h"
+#include "api/team_request.h"
 
 #include <filesystem>
 #include <fstream>
@@ -205,6 +206,19 @@ TEST(TrainingJobTest, TakesRequestsAndLimitsAsThePodApiDoes) {
                                  "limits": {"cpu": 1, "memory": "0.5Gi", "nvidia.com/gpu": "1"}}}}})"),
                               "job.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
+  // Kept as written, a quantity a string or a number, for the pods' spec.
+  const auto& resources = job->object["spec"]["template"]["resources"];
+  EXPECT_EQ(resources["requests"]["cpu"], "500m");
+  EXPECT_EQ(resources["requests"]["memory"], "256Mi");
+  EXPECT_EQ(resources["requests"]["nvidia.com/gpu"], 1);
+  EXPECT_EQ(resources["limits"]["cpu"], 1);
+  EXPECT_EQ(resources["limits"]["memory"], "0.5Gi");
+  EXPECT_EQ(resources["limits"]["nvidia.com/gpu"], "1");
+  // And read as placement counts them.
+  StatusOr<TeamRequest> request = TeamRequestOf(*job, PodDefaults{});
+  ASSERT_TRUE(request.ok()) << request.status().ToString();
+  EXPECT_EQ(request->worker_requests.cpu_millis, 500);
+  EXPECT_EQ(request->worker_requests.memory_bytes, int64_t{256} << 20);
 }
 
 TEST(TrainingJobTest, OwnModelAndDataDecodeAndTheirRelativePathsAreTheManifestFolders) {

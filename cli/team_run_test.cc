@@ -72,7 +72,7 @@ spec:
   evaluation: {everyIterations: 20}
   budget: {wallClock: 2m, epochs: 10}
 )";
-  const int http_port = FreePort();  // the coordinator's; the workers' follow it
+  const int http_port = http::FreeLoopbackPorts(3);  // the coordinator's; the workers' follow it
   auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--nodes",
                                   (dir / "nodes.yaml").string(), "--json", "--output", (dir / "out").string(),
                                   "--http-port", std::to_string(http_port)},

@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace edgetrain::http {
 
 StatusOr<HostPort> SplitHostPort(const std::string& address) {
@@ -17,20 +20,55 @@ StatusOr<HostPort> SplitHostPort(const std::string& address) {
   return HostPort{host, address.substr(colon + 1)};
 }
 
-int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
+namespace {
+
+// A socket bound to loopback port `port` (0: one the OS chooses), and the port
+// it got; fd -1 when the bind failed. The caller closes it.
+struct BoundPort {
+  int fd = -1;
+  int port = 0;
+};
+
+BoundPort BindLoopback(int port) {
+  BoundPort bound;
+  bound.fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (bound.fd < 0) return bound;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  if (::bind(bound.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(bound.fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    bound.port = ntohs(addr.sin_port);
+  } else {
+    ::close(bound.fd);
+    bound.fd = -1;
   }
-  ::close(fd);
-  return port;
+  return bound;
+}
+
+}  // namespace
+
+int FreeLoopbackPort() { return FreeLoopbackPorts(1); }
+
+int FreeLoopbackPorts(int count) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    // Every port of the run held at once while the others are tried, so that
+    // none is counted free twice.
+    std::vector<BoundPort> held = {BindLoopback(0)};
+    if (held[0].fd < 0) return 0;
+    const int first = held[0].port;
+    while (static_cast<int>(held.size()) < count && first + static_cast<int>(held.size()) <= 65535) {
+      BoundPort next = BindLoopback(first + static_cast<int>(held.size()));
+      if (next.fd < 0) break;
+      held.push_back(next);
+    }
+    const bool whole = static_cast<int>(held.size()) == count;
+    for (const BoundPort& b : held) ::close(b.fd);
+    if (whole) return first;
+  }
+  return 0;
 }
 
 bool IsLoopbackHost(const std::string& host) {

@@ -22,4 +22,9 @@ bool IsLoopbackHost(const std::string& host);
 // to bind must be said. 0 when the OS gave none.
 int FreeLoopbackPort();
 
+// The first of `count` consecutive loopback ports all free now (as for
+// `edgetrain run --http-port`, whose agents take the ports after it), with the
+// same caveat; 0 when no such run was found in a hundred tries.
+int FreeLoopbackPorts(int count);
+
 }  // namespace edgetrain::http

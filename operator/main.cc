@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   std::map<std::string, Duration*> waits = {
       {"--status-interval", &options.reconciler.status_interval},
       {"--unschedulable-retry", &options.reconciler.unschedulable_retry},
+      {"--recheck-after", &options.reconciler.recheck_after},
       {"--watch-timeout", &options.informers.min_watch_timeout},
       {"--relist-backoff", &options.informers.backoff_initial},
       {"--relist-backoff-max", &options.informers.backoff_max},
@@ -103,6 +104,9 @@ int main(int argc, char** argv) {
   const std::map<std::string, const char*> help = {
       {"--status-interval", "how often a running job's progress is read (default 5s)"},
       {"--unschedulable-retry", "how often a job that does not fit looks again; any Node change also wakes it (default 30s)"},
+      {"--recheck-after",
+       "how soon a job whose pods are ending, whose gang timed out or whose pipeline lost a stage is looked at "
+       "again; a pod's change wakes it sooner (default 1s)"},
       {"--watch-timeout", "the shortest watch before it is renewed; the longest is twice it (default 5m)"},
       {"--relist-backoff", "the first wait before listing again after a failed watch (default 800ms)"},
       {"--relist-backoff-max", "the longest such wait (default 30s)"},

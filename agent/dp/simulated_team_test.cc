@@ -312,7 +312,9 @@ TEST(SimulatedTeamTest, AWorkerThatNeverArrivesIsANodeLostAtTheStart) {
   EXPECT_NE(log.find("waiting up to 30 s for 1 more worker(s)"), std::string::npos) << log;
   EXPECT_NE(log.find("the team starts with 2 of 3 workers; the others join when they come"), std::string::npos)
       << log;
-  EXPECT_GE(p.elapsed_s, 0) << "the wait was not training time";
+  // The team waited 30 s for worker 2 before it started: that wait is not
+  // training time, and the training itself is about half a second.
+  EXPECT_LT(p.elapsed_s, 5) << "the wait was counted as training time";
 }
 
 TEST(SimulatedTeamTest, ALateWorkerWithinTheGraceStartsWithTheTeam) {

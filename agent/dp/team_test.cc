@@ -238,7 +238,10 @@ TEST(TeamTest, AWorkerToldToStopGivesUpASendOverALinkThatIsDown) {
   team.StartWorker(0);
   team.StartWorker(1, *out);
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 1; })) << "the team never stepped";
-  std::this_thread::sleep_for(milliseconds(1500));  // its link is out from the first second
+  // Its link is out from the first second: once it has been silent for many
+  // of its steps, its push waits on the link.
+  ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.workers.size() == 2 && p.workers[1].silent_s >= 0.5; }))
+      << "worker 1 was never silent";
   ASSERT_FALSE(team.WorkerEnded(1));
   const auto told = std::chrono::steady_clock::now();
   team.StopWorker(1);

@@ -526,7 +526,7 @@ Status Reconciler::Place(Pass& pass) {
     if (!placed || placed->value("reason", "") != reason::kGangTimeout) {
       pass.Set(condition::kPlaced, false, reason::kPodsEnding, what + " (" + names + ")");
     }
-    pass.Requeue(std::chrono::seconds(1));
+    pass.Requeue(options_.recheck_after);
     return Status::Ok();
   }
   // After a gang timeout: its back-off first, unless the spec has changed

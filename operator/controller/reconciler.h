@@ -56,6 +56,10 @@ struct ReconcilerOptions {
   PodOptions pods;  // its defaults are also what placement counts a pod as requesting
   Duration unschedulable_retry = std::chrono::seconds(30);  // also woken by any Node change
   Duration status_interval = std::chrono::seconds(5);       // how often a running job's progress is read
+  // A job in passage (its pods ending, its gang timed out, a stage of its
+  // pipeline lost) is looked at again this soon; a pod's change wakes it
+  // sooner, so this is what a missed event costs.
+  Duration recheck_after = std::chrono::seconds(1);
   // Links measured by running teams are published on their nodes at most this
   // often, and trusted by placement for this long.
   Duration measurement_interval = std::chrono::minutes(1);

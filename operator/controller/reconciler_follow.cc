@@ -342,7 +342,7 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
     pass.Set(condition::kRunning, false, reason::kGangTimeout, message);
     events_.Record(pass.object, "Warning", reason::kGangTimeout, message);
     log_.Job(pass.key, reason::kGangTimeout, message);
-    pass.Requeue(std::chrono::seconds(1));
+    pass.Requeue(options_.recheck_after);
     return Status::Ok();
   }
   // A pod of the plan deleted by someone is made again, on its node.

@@ -53,7 +53,7 @@ Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
   pass.status["pipeline"]["lostRanks"] = Json(std::vector<int>(all.begin(), all.end()));
   // Looked at again soon: the gang without them, and the head's replays.
-  pass.Requeue(std::chrono::seconds(1));
+  pass.Requeue(options_.recheck_after);
   return Status::Ok();
 }
 

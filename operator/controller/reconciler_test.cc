@@ -619,7 +619,9 @@ TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) 
 TEST_F(ReconcilerTest, ARunningJobWhosePlanWasDeletedSaysSoAsItsTeamEnds) {
   const std::string key = ARunningTeamOnThreeNodes(Json::object());
   ASSERT_TRUE(api_.Delete(kube::kConfigMaps, "default", "team-plan").ok());
-  Reconcile(key);
+  const ReconcileOutcome ending = Reconcile(key);
+  ASSERT_TRUE(ending.requeue_after.has_value());
+  EXPECT_EQ(*ending.requeue_after, ReconcilerOptions{}.recheck_after) << "looked at again as its pods end";
   jobs_.Put(Job("team"));
   const Json status = Job("team")["status"];
   const Json* placed = FindCondition(status, api::condition::kPlaced);

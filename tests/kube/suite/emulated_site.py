@@ -41,7 +41,8 @@ spec:
 JOBS = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 
 # edgetrain-operator with every wait short (docs/operator.md, "Waits").
-OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "--relist-backoff", "100ms",
+OPERATOR_FAST = ["--status-interval", "300ms", "--unschedulable-retry", "1s", "--recheck-after", "200ms",
+                 "--relist-backoff", "100ms",
                  "--relist-backoff-max", "1s", "--retry-backoff", "50ms", "--retry-backoff-max", "2s",
                  # The Lease: a standby leads 3 s after a leader's crash. A leader that
                  # cannot renew for 2 s stops leading and exits, as client-go's does;

@@ -1,0 +1,40 @@
+#include "http/socket_address.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "http/http_server.h"
+
+namespace edgetrain::http {
+namespace {
+
+TEST(SocketAddressTest, SplitsHostAndPortBracketsOffAnIpv6Host) {
+  auto v4 = SplitHostPort("127.0.0.1:8080");
+  ASSERT_TRUE(v4.ok());
+  EXPECT_EQ(v4->host, "127.0.0.1");
+  EXPECT_EQ(v4->port, "8080");
+  auto v6 = SplitHostPort("[::1]:9");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_FALSE(SplitHostPort("localhost").ok());
+  EXPECT_FALSE(SplitHostPort("localhost:").ok());
+}
+
+// `edgetrain run --http-port P` puts its agents on P, P+1, ...: a test that
+// chooses P needs the whole run free, not its first port alone.
+TEST(SocketAddressTest, ARunOfFreePortsCanAllBeServedOn) {
+  const int first = FreeLoopbackPorts(3);
+  ASSERT_GT(first, 0);
+  std::vector<std::unique_ptr<HttpServer>> servers;
+  for (int port = first; port < first + 3; ++port) {
+    auto server = HttpServer::Start("127.0.0.1:" + std::to_string(port));
+    ASSERT_TRUE(server.ok()) << port << ": " << server.status().ToString();
+    servers.push_back(std::move(*server));
+  }
+}
+
+}  // namespace
+}  // namespace edgetrain::http
