@@ -142,17 +142,19 @@ StatusOr<RunObserver> StartObserver(const RunOptions& options, const LocalRunPla
   return started;
 }
 
+// Whether the local Prometheus holds a series of this run: a run over within
+// its first scrapes (a digits team of 2 s) holds none. An answer it could not
+// give counts as held.
+bool HoldsTheRun(const RunObserver& observer) {
+  const StatusOr<bool> held = observer.Holds("edgetrain_job_samples_total");
+  return !held.ok() || *held;
+}
+
 // After the run, the local Prometheus serves its series: until the person
 // interrupts, or for as long as a script said (--observe-keep).
 void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const std::atomic<bool>& interrupted,
                       Clock& clock, std::ostream& err) {
   const std::optional<Duration>& keep = options.observe_keep;
-  // A run over within Prometheus's first scrapes (a digits team of 2 s) left
-  // no series, and this line said it served them (a new user's trial).
-  if (StatusOr<bool> held = observer.Holds("edgetrain_job_samples_total"); held.ok() && !*held) {
-    err << "observe: the run ended before Prometheus scraped it (it scrapes each second, from a second or two "
-           "after the agents start): it holds no series of this run; watch a run of tens of seconds\n";
-  }
   err << "observe: Prometheus at " << observer.url() << " serves the run's series; "
       << (keep ? "for " + FormatDuration(*keep) : std::string("Ctrl-C stops it")) << "\n";
   const TimePoint until = keep ? clock.Now() + *keep : kNever;
@@ -342,11 +344,14 @@ static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std
 // A deadline team whose quorum, rounded up, is every worker: no round closes
 // without one, as under bsp. Said, with the quorum that would: a team of 3
 // stood 8 s for a robot whose link was out, the docs' "three of four" its
-// only hint (a user's trial).
+// only hint (a user's trial). Not of a pipeline, hybrid or auto job, whose
+// stages are not planned yet here: spec.sync is a data-parallel team's (a
+// user's trial read the note for a pipeline of two devices).
 static void NoteAQuorumOfEveryWorker(const LocalRunPlan& plan, std::ostream& err) {
   const JobSpec& spec = plan.job.spec;
   const int workers = spec.parallelism.workers;
-  if (plan.job.pipeline || plan.job.workers.empty() || workers < 2 || spec.sync.policy != SyncPolicy::kDeadline) {
+  if (spec.parallelism.mode != ParallelismMode::kDataParallel || plan.job.pipeline || plan.job.workers.empty() ||
+      workers < 2 || spec.sync.policy != SyncPolicy::kDeadline) {
     return;
   }
   const double quorum = spec.sync.quorum.value_or(kDefaultQuorum);
@@ -671,7 +676,9 @@ void TakeWorkersOwnResults(std::vector<ChildProcess>& workers, JobProgress& resu
 // earlier run of the job left. Interrupted beside a finished run's model,
 // which it keeps, neither: the picture stays that model's (the folder held
 // one run's model and another's picture: a new user's trial), and this run's
-// is drawn when it resumes and ends. Not drawn, a picture an earlier run
+// is drawn when it resumes and ends; its records, which the resumed run goes
+// on from, are said to be this run's (a user's trial drew the picture again
+// from them, of another run than the model's). Not drawn, a picture an earlier run
 // left stays: said, or it reads as this run's (a resumed --no-curves run
 // left the interrupted one's: a new user's trial).
 void DrawTheRun(const RunCurves& curves, const JobProgress& result, const std::string& title,
@@ -685,7 +692,8 @@ void DrawTheRun(const RunCurves& curves, const JobProgress& result, const std::s
     }
   } else if (kept_earlier_model && fs::exists(curves.picture_path())) {
     err << "note: " << curves.picture_path().string()
-        << " is left as the earlier run drew it, beside its model; this run's is drawn once it resumes and ends\n";
+        << " is left as the earlier run drew it, beside its model; this run's is drawn once it resumes and ends "
+           "(evaluations.csv and progress.jsonl beside them are this run's, which it resumes from)\n";
   } else {
     std::string drew_saying;
     const Status drawn =
@@ -1014,11 +1022,16 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     folder->Remove();
   }
   out << std::flush;
-  // Not after a Ctrl-C that came once training had stopped: it said to stop.
-  if (observer && !outcome.interrupted && !interrupted.load()) {
-    ServeAfterTheRun(*observer, options, interrupted, clock, err);
+  if (observer && !HoldsTheRun(*observer)) {
+    // Neither served nor said to stay: that line and the two after it said
+    // so of nothing (new users' trials).
+    err << "observe: the run ended before Prometheus scraped it (it scrapes each second, from a second or two "
+           "after the agents start): it holds no series of this run; watch a run of tens of seconds\n";
+  } else if (observer) {
+    // Not after a Ctrl-C that came once training had stopped: it said to stop.
+    if (!outcome.interrupted && !interrupted.load()) ServeAfterTheRun(*observer, options, interrupted, clock, err);
+    SayWhereTheSeriesStay(*observer, err);
   }
-  if (observer) SayWhereTheSeriesStay(*observer, err);
   return ExitOf(outcome, checkpoint, options, plan.job, err);
 }
 

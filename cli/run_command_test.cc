@@ -344,9 +344,9 @@ TEST_F(RunCommandTest, AStreamTooSlowToHoldUpTheTeamIsWarnedOfBeforeTheRun) {
 // A deadline team whose quorum is every worker, rounded up, is told so, with
 // the quorum that closes rounds without one (a user's team of 3 stood 8 s).
 TEST_F(RunCommandTest, ADeadlineQuorumOfEveryWorkerIsSaid) {
-  auto spec = [](int workers, const std::string& sync) {
-    return "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n  parallelism: {workers: " +
-           std::to_string(workers) + "}\n" + sync + "  budget: {wallClock: 20s}\n";
+  auto spec = [](int workers, const std::string& sync, const std::string& mode = "") {
+    return "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n  parallelism: {" + mode +
+           "workers: " + std::to_string(workers) + "}\n" + sync + "  budget: {wallClock: 20s}\n";
   };
   const Outcome three = Execute({"validate", Manifest("three", spec(3, ""))});
   EXPECT_EQ(three.exit, 0) << three.stderr_text;
@@ -358,9 +358,12 @@ TEST_F(RunCommandTest, ADeadlineQuorumOfEveryWorkerIsSaid) {
       << three.stderr_text;
   for (const std::string& other : {spec(4, ""), spec(3, "  sync: {policy: deadline, quorum: 0.6}\n"),
                                    spec(3, "  sync: {policy: deadline, quorum: 1}\n"),
-                                   spec(2, "  sync: {policy: bsp}\n")}) {
+                                   spec(2, "  sync: {policy: bsp}\n"),
+                                   // spec.sync is not a pipeline's (a user's trial read it of one).
+                                   spec(3, "", "mode: pipeline, ")}) {
     fs::remove(dir_ / "stderr.log");  // each run's own
     const Outcome said = Execute({"validate", Manifest("other", other)});
+    EXPECT_EQ(said.exit, 0) << other << said.stderr_text;
     EXPECT_EQ(said.stderr_text.find("spec.sync.quorum"), std::string::npos) << other << said.stderr_text;
   }
 }
@@ -1126,7 +1129,9 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   // model, and the picture drawn of it (the folder held one run's model and
   // another's picture).
   EXPECT_NE(ReadFile(dir_ / "stderr.log").find((dir_ / "out" / "report.png").string() +
-                                               " is left as the earlier run drew it, beside its model"),
+                                               " is left as the earlier run drew it, beside its model; this run's "
+                                               "is drawn once it resumes and ends (evaluations.csv and "
+                                               "progress.jsonl beside them are this run's, which it resumes from)"),
             std::string::npos)
       << ReadFile(dir_ / "stderr.log");
 }
