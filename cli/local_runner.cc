@@ -20,6 +20,7 @@
 
 #include "http/http_client.h"
 #include "agent/data/sample_directory.h"
+#include "agent/storage/atomic_file.h"
 #include "agent/storage/checkpoint.h"
 #include "api/team_request.h"
 #include "api/trainingjob.h"
@@ -44,6 +45,7 @@
 #include "core/job_progress.h"
 #include "core/node_view.h"
 #include "core/round_deadline.h"
+#include "core/spec_changes.h"
 #include "core/starved_streams.h"
 #include "core/stream_rate.h"
 #include "operator/controller/job_labels.h"
@@ -203,7 +205,13 @@ struct CheckedRun {
   // Run, not validate: a checkpoint to resume moves the devices along their
   // traces (GoOnWhereTheRunLeft) before anything is said of them or planned.
   bool to_run = false;
+  // The devices as the profile gave them, before that (DevicesRecord): kept
+  // in the output folder once the run has it, for the next run to compare.
+  std::string devices_record;
 };
+
+// Where a run keeps the devices it was started on, beside its checkpoint.
+static fs::path DevicesRecordPath(const LocalRunPlan& plan) { return fs::path(plan.job.output_dir) / "devices.json"; }
 
 // A stream's folder that has nothing for a worker yet is not an error (the
 // source may start after the run), but a wrong path or layout would train on
@@ -383,13 +391,27 @@ static std::vector<std::optional<StreamRate>> StreamRates(const JobSpec& spec, c
 // notes of what the links and compute do and before a pipeline is planned,
 // which a slowdown changed mid-run would otherwise plan wrong (found in
 // review).
-static void GoOnWhereTheRunLeft(const RunOptions& options, LocalRunPlan& plan, std::ostream& err) {
+//
+// Resumed on other devices than the run it goes on from (another --nodes
+// profile, or the same one edited), the run says which, as it says what of
+// the manifest changed (it said the manifest's changes, and nothing of the
+// profile's).
+static void GoOnWhereTheRunLeft(const RunOptions& options, const std::string& devices_record, LocalRunPlan& plan,
+                                std::ostream& err) {
   if (options.fresh) return;
   const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
   if (!kept.ok() || !kept->has_value() || (*kept)->complete || !((*kept)->elapsed_s > 0)) return;
   // Another job's is refused, not resumed: said that it goes on from it,
   // then refused (a user's trial).
   if ((*kept)->job != plan.job.job) return;
+  if (auto recorded = ReadText(DevicesRecordPath(plan).string()); recorded.ok()) {
+    const std::vector<std::string> changes = DeviceChanges(*recorded, devices_record);
+    if (!changes.empty()) {
+      err << "note: the devices differ from those the last run into " << plan.job.output_dir
+          << " was started on; the run resumes on these:\n";
+      for (const std::string& change : changes) err << "  " << change << "\n";
+    }
+  }
   const double elapsed_s = (*kept)->elapsed_s;
   bool traced = false;
   for (WorkerSlot& slot : plan.job.workers) {
@@ -433,7 +455,10 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     return ExitCodeFor(planned.status());
   }
   checked.plan = std::move(*planned);
-  if (checked.to_run) GoOnWhereTheRunLeft(options, checked.plan, err);
+  if (checked.to_run) {
+    if (!checked.plan.devices.empty()) checked.devices_record = DevicesRecord(checked.plan.devices);
+    GoOnWhereTheRunLeft(options, checked.devices_record, checked.plan, err);
+  }
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
   if (checked.profile) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
   // A drift the run will see and no prediction before it counts (a new
@@ -775,6 +800,14 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (!output_lock.ok()) {
     err << "error: " << output_lock.status().message() << "\n";
     return kExitInvalid;
+  }
+  // Once the folder is this run's: the devices the next run compares with.
+  if (!checked.devices_record.empty()) {
+    if (Status kept = agent::WriteFileAtomically(DevicesRecordPath(plan).string(), checked.devices_record);
+        !kept.ok()) {
+      err << "warning: " << kept.message() << ": a run resumed from this one will not say whether its devices "
+             "differ\n";
+    }
   }
   // So too the progress log (it failed only once the agents had started, and
   // left them a checkpoint to resume from).

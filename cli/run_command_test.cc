@@ -1136,6 +1136,48 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
       << ReadFile(dir_ / "stderr.log");
 }
 
+// Resumed on another cluster profile, or the same one edited, a team says
+// which devices differ from those the run it resumes was started on (it said
+// the manifest's changes, and nothing of the profile's); resumed on the same
+// profile, nothing of them, though its links go on along their traces.
+TEST_F(RunCommandTest, AResumedTeamSaysWhichDevicesDifferFromThoseOfTheRunItResumes) {
+  const std::string manifest = Manifest("digits-moved", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 32}
+  parallelism: {workers: 2}
+  budget: {wallClock: 10m, epochs: 100000}
+)");
+  auto profile = [&](const std::string& name, int slowdown) {
+    const fs::path p = dir_ / (name + ".yaml");
+    std::ofstream(p) << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: " << name
+                     << "}\nspec: {nodes: [{name: a}, {name: b, compute: {slowdown: " << slowdown << "}}]}\n";
+    return p.string();
+  };
+  const std::string out = (dir_ / "out").string();
+  auto interrupted = [&](const std::string& nodes) {
+    fs::remove(dir_ / "stderr.log");
+    auto child = Start({"run", manifest, "--nodes", nodes, "--output", out});
+    ASSERT_TRUE(child.ok());
+    ASSERT_TRUE(Trained(1, seconds(60))) << ReadFile(dir_ / "stderr.log");
+    ASSERT_EQ(::kill(-child->pid(), SIGINT), 0);
+    while (child->ReadLine(seconds(60))) {
+    }
+    EXPECT_EQ(child->Wait(seconds(30)), 130) << ReadFile(dir_ / "stderr.log");
+  };
+  const std::string first = profile("first", 1);
+  interrupted(first);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "devices.json"));
+  interrupted(first);
+  EXPECT_NE(ReadFile(dir_ / "stderr.log").find("resuming digits-moved from its checkpoint"), std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
+  EXPECT_EQ(ReadFile(dir_ / "stderr.log").find("devices differ"), std::string::npos) << ReadFile(dir_ / "stderr.log");
+  interrupted(profile("second", 3));
+  EXPECT_NE(ReadFile(dir_ / "stderr.log")
+                .find("note: the devices differ from those the last run into " + out +
+                      " was started on; the run resumes on these:\n  devices.rank 1.slowdown: 1.0 -> 3.0\n"),
+            std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
+}
+
 // Its agent stopped by someone else: the job is not done, and the runner
 // does not exit 0 (it did); killed, the runner says by what, and that the
 // checkpoint it left resumes the job.

@@ -1,6 +1,8 @@
 #include "core/spec_changes.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -37,17 +39,51 @@ void Compare(const Json* before, const Json* after, const std::string& path, std
   out.push_back(path + ": " + Shown(before, after) + " -> " + Shown(after, before));
 }
 
-}  // namespace
-
-std::vector<std::string> SpecChanges(std::string_view before, std::string_view after) {
+// Every change between two JSON documents, under `root`, sorted by path.
+std::vector<std::string> Changes(std::string_view before, std::string_view after, const std::string& root) {
   if (before.empty() || after.empty()) return {};
   const Json b = Json::parse(before, nullptr, /*allow_exceptions=*/false);
   const Json a = Json::parse(after, nullptr, /*allow_exceptions=*/false);
   if (b.is_discarded() || a.is_discarded()) return {};
   std::vector<std::string> out;
-  Compare(&b, &a, "spec", out);
+  Compare(&b, &a, root, out);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> SpecChanges(std::string_view before, std::string_view after) {
+  return Changes(before, after, "spec");
+}
+
+std::string DevicesRecord(const std::vector<WorkerSlot>& devices) {
+  Json record = Json::object();
+  for (const WorkerSlot& slot : devices) {
+    Json device = {{"node", slot.node}, {"slowdown", slot.slowdown}};
+    // The trace by its file's name, as the profile names it: the folder it
+    // was read from is this machine's, not the device's.
+    if (slot.link) {
+      char scale[32], offset[32];
+      std::snprintf(scale, sizeof scale, " x%g", slot.link->scale);
+      std::snprintf(offset, sizeof offset, " from %g s", slot.link->offset_s);
+      device["link"] = std::filesystem::path(slot.link->trace_path).filename().string() + scale +
+                       (slot.link->offset_s != 0 ? offset : "");
+    } else {
+      device["link"] = "unshaped";
+    }
+    if (!slot.slowdown_changes.empty()) {
+      Json changes = Json::array();
+      for (const SlowdownChange& c : slot.slowdown_changes) changes.push_back({{"at_s", c.at_s}, {"slowdown", c.slowdown}});
+      device["computeChanges"] = changes;
+    }
+    record["rank " + std::to_string(slot.rank)] = device;
+  }
+  return record.dump();
+}
+
+std::vector<std::string> DeviceChanges(std::string_view before, std::string_view after) {
+  return Changes(before, after, "devices");
 }
 
 }  // namespace edgetrain

@@ -41,5 +41,36 @@ TEST(SpecChangesTest, AnUnknownEarlierSpecSaysNothing) {
   EXPECT_TRUE(SpecChanges("{not json", R"({"a": 1})").empty());
 }
 
+// A team resumed on another profile, or the same one edited: each rank's
+// node, slowdown and link as the profile gave them, the trace by its name.
+TEST(SpecChangesTest, DevicesThatDifferAreSaidByRankAndTheSameDevicesAreNoChange) {
+  auto slot = [](int rank, std::string node, double slowdown, std::optional<LinkSpec> link) {
+    WorkerSlot s;
+    s.rank = rank;
+    s.node = std::move(node);
+    s.slowdown = slowdown;
+    s.link = std::move(link);
+    return s;
+  };
+  LinkSpec wifi;
+  wifi.trace_path = "/home/a/traces/wifi-1.csv";
+  wifi.scale = 1.5;
+  LinkSpec lte = wifi;
+  lte.trace_path = "/home/a/traces/lte.csv";
+  const std::string before = DevicesRecord({slot(0, "gateway", 2, std::nullopt), slot(1, "robot-1", 5, wifi)});
+  EXPECT_TRUE(DeviceChanges(before, before).empty());
+  const std::string after = DevicesRecord({slot(0, "gateway", 2, std::nullopt), slot(1, "robot-2", 10, lte)});
+  EXPECT_EQ(DeviceChanges(before, after),
+            (std::vector<std::string>{"devices.rank 1.link: wifi-1.csv x1.5 -> lte.csv x1.5",
+                                      "devices.rank 1.node: robot-1 -> robot-2",
+                                      "devices.rank 1.slowdown: 5.0 -> 10.0"}));
+  // A device added, as a team of another size (its checkpoint is refused then,
+  // and what differs is said by the agent).
+  const std::string three =
+      DevicesRecord({slot(0, "gateway", 2, std::nullopt), slot(1, "robot-1", 5, wifi), slot(2, "hub", 1, std::nullopt)});
+  EXPECT_EQ(DeviceChanges(before, three).size(), 3u) << "rank 2's node, slowdown and link";
+  EXPECT_TRUE(DeviceChanges("", after).empty()) << "no record: a folder of a run before devices were kept";
+}
+
 }  // namespace
 }  // namespace edgetrain
