@@ -206,7 +206,7 @@ struct CheckedRun {
   // traces (GoOnWhereTheRunLeft) before anything is said of them or planned.
   bool to_run = false;
   // The devices as the profile gave them, before that (DevicesRecord): kept
-  // in the output folder once the run has it, for the next run to compare.
+  // in the output folder once the run has trained (DevicesRecordKeeper).
   std::string devices_record;
 };
 
@@ -620,6 +620,11 @@ class FolderCheckpoint {
   }
   // One an earlier run left that this --fresh run had not yet replaced.
   bool EarlierLeft() const { return fresh_ && before_ && WrittenAt() == before_; }
+  // This run wrote one: it trained.
+  bool WrittenByThisRun() const {
+    const std::optional<fs::file_time_type> now = WrittenAt();
+    return now && now != before_;
+  }
   // Whose it is, as the run says it: another job's was called this job's,
   // after the run had refused it as another's (a user's trial).
   std::string Whose(const std::string& job) const {
@@ -646,6 +651,32 @@ class FolderCheckpoint {
   const std::string path_;
   const bool fresh_;
   const std::optional<fs::file_time_type> before_;
+};
+
+// The devices a run was started on, kept beside the checkpoint it wrote for
+// the run that resumes from it to compare with (GoOnWhereTheRunLeft), however
+// the run ends. Not when it wrote none: a run refused, or interrupted, before
+// it trained writes nothing into the folder (it left the record alone in a
+// folder it had made, which then stayed).
+class DevicesRecordKeeper {
+ public:
+  DevicesRecordKeeper(const FolderCheckpoint& checkpoint, fs::path path, std::string record, std::ostream& err)
+      : checkpoint_(checkpoint), path_(std::move(path)), record_(std::move(record)), err_(err) {}
+  DevicesRecordKeeper(const DevicesRecordKeeper&) = delete;
+  DevicesRecordKeeper& operator=(const DevicesRecordKeeper&) = delete;
+  ~DevicesRecordKeeper() {
+    if (record_.empty() || !checkpoint_.WrittenByThisRun()) return;
+    if (Status kept = agent::WriteFileAtomically(path_.string(), record_); !kept.ok()) {
+      err_ << "warning: " << kept.message() << ": a run resumed from this one will not say whether its devices "
+           << "differ\n";
+    }
+  }
+
+ private:
+  const FolderCheckpoint& checkpoint_;
+  const fs::path path_;
+  const std::string record_;
+  std::ostream& err_;
 };
 
 // What a person most needs after a run failed: whether the work is lost, and
@@ -801,14 +832,6 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     err << "error: " << output_lock.status().message() << "\n";
     return kExitInvalid;
   }
-  // Once the folder is this run's: the devices the next run compares with.
-  if (!checked.devices_record.empty()) {
-    if (Status kept = agent::WriteFileAtomically(DevicesRecordPath(plan).string(), checked.devices_record);
-        !kept.ok()) {
-      err << "warning: " << kept.message() << ": a run resumed from this one will not say whether its devices "
-             "differ\n";
-    }
-  }
   // So too the progress log (it failed only once the agents had started, and
   // left them a checkpoint to resume from).
   std::ofstream progress_log;
@@ -865,6 +888,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
   const FolderCheckpoint checkpoint(plan.job.CheckpointPath(), options.fresh);
+  const DevicesRecordKeeper devices_record(checkpoint, DevicesRecordPath(plan), checked.devices_record, err);
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);

@@ -1164,6 +1164,12 @@ TEST_F(RunCommandTest, AResumedTeamSaysWhichDevicesDifferFromThoseOfTheRunItResu
     EXPECT_EQ(child->Wait(seconds(30)), 130) << ReadFile(dir_ / "stderr.log");
   };
   const std::string first = profile("first", 1);
+  // A run that never trained writes nothing into the folder, the record
+  // included: the folder it made goes (the record had kept it).
+  const Outcome never = Execute({"run", manifest, "--nodes", first, "--agent", "/bin/false", "--output",
+                                 (dir_ / "never").string()});
+  EXPECT_EQ(never.exit, 1) << never.stderr_text;
+  EXPECT_FALSE(fs::exists(dir_ / "never")) << "the folder it made";
   interrupted(first);
   EXPECT_TRUE(fs::exists(dir_ / "out" / "devices.json"));
   interrupted(first);
