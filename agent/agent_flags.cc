@@ -94,7 +94,7 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "longer (default 20s; at least two steps)");
   wait("--head-return-grace", flags.head_return_grace,
        "how long a pipeline stage whose head went away keeps trying to reach it again (default 2m; at least "
-       "twice spec.faultTolerance.nodeLossGrace (2m unset) and two minutes, as long as a team's worker waits for its "
+       "twice spec.faultTolerance.nodeLossGrace (2m unset) plus two minutes, as long as a team's worker waits for its "
        "coordinator: a head lost with its node is placed anew)");
   wait("--hung-pass-floor", flags.hung_pass_floor,
        "the least a pipeline stage's pass runs before its head may take it for hung (default 10s); before the "

@@ -151,6 +151,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.elapsed_s = p.elapsed_s;
   c.energy_joules = p.energy_joules.value_or(0);
   c.spec_json = plan_.spec_json;
+  c.devices_json = plan_.devices_record;
   c.accuracy = p.accuracy;
   c.evaluated_iteration = p.evaluated_iteration;
   if (p.loss > 0) c.loss = p.loss;  // 0: no batch trained yet
@@ -204,21 +205,6 @@ void JobDriver::Publish(const JobProgress& p) {
 
 double JobDriver::EvaluationGuess(const JobProgress& p) const {
   if (const std::optional<double> engines = engine_.EvaluationGuess()) return *engines;
-  // A team's: its workers' computing time a sample, each over its emulated
-  // slowdown, since the coordinator evaluates at this machine's pace and
-  // waits on no link. From the pace of training, a robot team stalled 88% of
-  // the time at slowdowns of 20 was guessed past 2 s and its interrupted run
-  // left unevaluated, where evaluating took 0.8 s (a new user's trial). (A
-  // pipeline's stages each compute a part of the model: not so.)
-  double computing_s = 0;
-  int64_t computed = 0;
-  for (const WorkerProgress& w : p.workers) {
-    if (plan_.pipeline || w.compute_s <= 0 || w.samples <= 0) continue;
-    const bool planned = w.rank >= 0 && w.rank < static_cast<int>(plan_.workers.size());
-    computing_s += w.compute_s / std::max(1.0, planned ? plan_.workers[w.rank].slowdown : 1.0);
-    computed += w.samples;
-  }
-  if (computed > 0) return computing_s / static_cast<double>(computed) / 3 * static_cast<double>(engine_.TestSamples());
   if (p.samples <= 0 || p.elapsed_s <= 0) return 0;
   // A sample forward is about a third of its training step (backward takes
   // about twice the forward), at one device's pace: the job's over its

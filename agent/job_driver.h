@@ -48,17 +48,17 @@ class JobDriver {
   Status SaveFiniteCheckpoint(const JobCheckpoint& c);
   Status WriteModelCard(const JobProgress& p);
   // How long the first evaluation may take, before one has said: the longer
-  // of the wall-clock budget's last tenth and the test set passed forward at
-  // one device's pace in training so far. Rough (the coordinator or head
-  // evaluates at no emulated slowdown, a pipeline's head the whole model),
-  // and only to leave one that would run past the budget's end to the final
+  // of the wall-clock budget's last tenth and EvaluationGuess. Rough, and
+  // only to leave one that would run past the budget's end to the final
   // model's, in the budget's second half (Run). Of a job with a wall-clock
   // budget.
   double FirstEvaluationGuess(const JobProgress& p) const;
-  // What an evaluation will take: the engine's own guess where it has one,
-  // else the test set passed forward at one device's pace in training so far
-  // (0 before a step), an upper bound at small batches, each pass's own cost
-  // counted a sample.
+  // What an evaluation will take: the engine's own guess where it has one (a
+  // team's coordinator times a slice of the test set, a pipeline's head sums
+  // its layers as profiled: both evaluate at no emulated slowdown), else the
+  // test set passed forward at the pace of training so far (0 before a
+  // step), an upper bound at small batches, each pass's own cost counted a
+  // sample.
   double EvaluationGuess(const JobProgress& p) const;
   // An interrupted run evaluates its final model only when that takes no
   // longer than this.

@@ -865,46 +865,6 @@ TEST_F(JobDriverTest, AJobThatTookNoStepBeforeItsBudgetEndedWritesNothing) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), earlier);
 }
 
-// A team's pace of training is its workers' waits and emulated slowdowns,
-// not the coordinator's, which evaluates at this machine's pace: interrupted
-// before its first evaluation, a robot team stalled 88% of the time at
-// slowdowns of 20 was guessed past 2 s and its final model left unevaluated,
-// where evaluating took 0.8 s (a new user's trial).
-TEST_F(JobDriverTest, ATeamsFinalEvaluationIsGuessedFromItsWorkersComputeAtThisMachinesPace) {
-  plan.spec.evaluation.every_iterations = 1000;  // none before the interrupt
-  plan.spec.budget.epochs = 1000;
-  for (int rank = 0; rank < 2; ++rank) {
-    WorkerSlot slot;
-    slot.rank = rank;
-    slot.slowdown = 20;
-    plan.workers.push_back(slot);
-  }
-  std::atomic<bool> cancel{false};
-  DeterministicClock clock;
-  ScriptedEngine team;
-  team.progress.workers.resize(2);
-  for (int rank = 0; rank < 2; ++rank) team.progress.workers[rank].rank = rank;
-  team.advance = [&](JobProgress& p) {
-    // A round of 100 s held by a link in a dip, each worker's batch of 16
-    // computed in 20 ms at its slowdown: from the pace of training, 10 test
-    // samples would take 0.2 s each.
-    clock.SleepFor(seconds(100));
-    ++p.iteration;
-    p.samples += 32;
-    for (WorkerProgress& w : p.workers) {
-      w.samples += 16;
-      w.compute_s += 0.02;
-    }
-    if (p.iteration == 5) cancel = true;
-  };
-  auto result = RunOn(team, clock, cancel);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_EQ(result->stop_reason, StopReason::kCancelled);
-  EXPECT_EQ(team.evaluated, 1) << "the final model's\n" << log.str();
-  EXPECT_EQ(result->evaluated_iteration, 5);
-  EXPECT_EQ(log.str().find("left to the run that resumes"), std::string::npos) << log.str();
-}
-
 // A team's model moves between iterations as late pushes land: interrupted
 // at the iteration of its last evaluation, but with samples trained since,
 // its final model is evaluated (it kept the earlier evaluation as the final

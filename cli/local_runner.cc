@@ -20,7 +20,6 @@
 
 #include "http/http_client.h"
 #include "agent/data/sample_directory.h"
-#include "agent/storage/atomic_file.h"
 #include "agent/storage/checkpoint.h"
 #include "api/team_request.h"
 #include "api/trainingjob.h"
@@ -205,13 +204,7 @@ struct CheckedRun {
   // Run, not validate: a checkpoint to resume moves the devices along their
   // traces (GoOnWhereTheRunLeft) before anything is said of them or planned.
   bool to_run = false;
-  // The devices as the profile gave them, before that (DevicesRecord): kept
-  // in the output folder once the run has trained (DevicesRecordKeeper).
-  std::string devices_record;
 };
-
-// Where a run keeps the devices it was started on, beside its checkpoint.
-static fs::path DevicesRecordPath(const LocalRunPlan& plan) { return fs::path(plan.job.output_dir) / "devices.json"; }
 
 // A stream's folder that has nothing for a worker yet is not an error (the
 // source may start after the run), but a wrong path or layout would train on
@@ -396,21 +389,17 @@ static std::vector<std::optional<StreamRate>> StreamRates(const JobSpec& spec, c
 // profile, or the same one edited), the run says which, as it says what of
 // the manifest changed (it said the manifest's changes, and nothing of the
 // profile's).
-static void GoOnWhereTheRunLeft(const RunOptions& options, const std::string& devices_record, LocalRunPlan& plan,
-                                std::ostream& err) {
+static void GoOnWhereTheRunLeft(const RunOptions& options, LocalRunPlan& plan, std::ostream& err) {
   if (options.fresh) return;
   const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
   if (!kept.ok() || !kept->has_value() || (*kept)->complete || !((*kept)->elapsed_s > 0)) return;
   // Another job's is refused, not resumed: said that it goes on from it,
   // then refused (a user's trial).
   if ((*kept)->job != plan.job.job) return;
-  if (auto recorded = ReadText(DevicesRecordPath(plan).string()); recorded.ok()) {
-    const std::vector<std::string> changes = DeviceChanges(*recorded, devices_record);
-    if (!changes.empty()) {
-      err << "note: the devices differ from those the last run into " << plan.job.output_dir
-          << " was started on; the run resumes on these:\n";
-      for (const std::string& change : changes) err << "  " << change << "\n";
-    }
+  if (const std::vector<std::string> changes = DeviceChanges((*kept)->devices_json, plan.job.devices_record);
+      !changes.empty()) {
+    err << "note: the devices differ from those the run it resumes was started on; it resumes on these:\n";
+    for (const std::string& change : changes) err << "  " << change << "\n";
   }
   const double elapsed_s = (*kept)->elapsed_s;
   bool traced = false;
@@ -456,8 +445,9 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   }
   checked.plan = std::move(*planned);
   if (checked.to_run) {
-    if (!checked.plan.devices.empty()) checked.devices_record = DevicesRecord(checked.plan.devices);
-    GoOnWhereTheRunLeft(options, checked.devices_record, checked.plan, err);
+    // As the profile gave them, before going on along their traces: going on is no change.
+    if (!checked.plan.devices.empty()) checked.plan.job.devices_record = DevicesRecord(checked.plan.devices);
+    GoOnWhereTheRunLeft(options, checked.plan, err);
   }
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
   if (checked.profile) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
@@ -620,11 +610,6 @@ class FolderCheckpoint {
   }
   // One an earlier run left that this --fresh run had not yet replaced.
   bool EarlierLeft() const { return fresh_ && before_ && WrittenAt() == before_; }
-  // This run wrote one: it trained.
-  bool WrittenByThisRun() const {
-    const std::optional<fs::file_time_type> now = WrittenAt();
-    return now && now != before_;
-  }
   // Whose it is, as the run says it: another job's was called this job's,
   // after the run had refused it as another's (a user's trial).
   std::string Whose(const std::string& job) const {
@@ -651,32 +636,6 @@ class FolderCheckpoint {
   const std::string path_;
   const bool fresh_;
   const std::optional<fs::file_time_type> before_;
-};
-
-// The devices a run was started on, kept beside the checkpoint it wrote for
-// the run that resumes from it to compare with (GoOnWhereTheRunLeft), however
-// the run ends. Not when it wrote none: a run refused, or interrupted, before
-// it trained writes nothing into the folder (it left the record alone in a
-// folder it had made, which then stayed).
-class DevicesRecordKeeper {
- public:
-  DevicesRecordKeeper(const FolderCheckpoint& checkpoint, fs::path path, std::string record, std::ostream& err)
-      : checkpoint_(checkpoint), path_(std::move(path)), record_(std::move(record)), err_(err) {}
-  DevicesRecordKeeper(const DevicesRecordKeeper&) = delete;
-  DevicesRecordKeeper& operator=(const DevicesRecordKeeper&) = delete;
-  ~DevicesRecordKeeper() {
-    if (record_.empty() || !checkpoint_.WrittenByThisRun()) return;
-    if (Status kept = agent::WriteFileAtomically(path_.string(), record_); !kept.ok()) {
-      err_ << "warning: " << kept.message() << ": a run resumed from this one will not say whether its devices "
-           << "differ\n";
-    }
-  }
-
- private:
-  const FolderCheckpoint& checkpoint_;
-  const fs::path path_;
-  const std::string record_;
-  std::ostream& err_;
 };
 
 // What a person most needs after a run failed: whether the work is lost, and
@@ -888,7 +847,6 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
   const FolderCheckpoint checkpoint(plan.job.CheckpointPath(), options.fresh);
-  const DevicesRecordKeeper devices_record(checkpoint, DevicesRecordPath(plan), checked.devices_record, err);
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -159,10 +161,13 @@ Status RunObserver::Scrape(const std::vector<ScrapeTarget>& targets, const std::
 }
 
 StatusOr<bool> RunObserver::Holds(const std::string& metric) const {
-  // count(last_over_time(METRIC[1h])), its brackets escaped for the URL.
+  // count(last_over_time(METRIC[Ns])) over the seconds since it started, a
+  // second more, its brackets escaped for the URL.
+  const auto since = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - started_);
+  const std::string window = std::to_string(std::max<int64_t>(1, since.count() + 2)) + "s";
   EDGETRAIN_ASSIGN_OR_RETURN(http::HttpReply reply,
-                             http::HttpGet(address_, "/api/v1/query?query=count(last_over_time(" + metric +
-                                                         "%5B1h%5D))"));
+                             http::HttpGet(address_, "/api/v1/query?query=count(last_over_time(" + metric + "%5B" +
+                                                         window + "%5D))"));
   const nlohmann::json answer = nlohmann::json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
   if (reply.status != 200 || !answer.is_object() || !answer.contains("/data/result"_json_pointer)) {
     return UnavailableError("Prometheus answered " + std::to_string(reply.status) + " to a query");

@@ -8,6 +8,7 @@
 // file_sd targets file once their ports are known. Its data stays in the
 // output folder's prometheus/ for a later look.
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -35,7 +36,10 @@ class RunObserver {
                                      const std::string& rules, Clock& clock, Duration ready_timeout);
   // A moved-from observer stops nothing: its server is the new one's.
   RunObserver(RunObserver&& other) noexcept
-      : dir_(std::move(other.dir_)), address_(std::move(other.address_)), server_(std::move(other.server_)) {
+      : dir_(std::move(other.dir_)),
+        address_(std::move(other.address_)),
+        server_(std::move(other.server_)),
+        started_(other.started_) {
     other.server_.reset();
   }
   RunObserver& operator=(RunObserver&&) = delete;
@@ -46,7 +50,10 @@ class RunObserver {
   // The agents to scrape, all of them, labelled with the job's `namespace_name`.
   Status Scrape(const std::vector<ScrapeTarget>& targets, const std::string& namespace_name);
   // Whether Prometheus holds any sample of `metric` (a name, no selector)
-  // from the last hour: a run over within its first scrapes leaves none.
+  // scraped since it started: a run over within its first scrapes leaves
+  // none. Not over the last hour: its data folder is the output folder's,
+  // and an earlier run's series there were taken for this one's (found in
+  // review).
   StatusOr<bool> Holds(const std::string& metric) const;
   // Stops Prometheus (SIGTERM: it flushes its data), SIGKILL past `grace`.
   void Stop(Duration grace);
@@ -58,6 +65,8 @@ class RunObserver {
   std::filesystem::path dir_;
   std::string address_;
   std::optional<ChildProcess> server_;
+  // On Prometheus's clock, the machine's: what Holds looks back to.
+  std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
 };
 
 }  // namespace edgetrain::cli

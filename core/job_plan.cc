@@ -138,6 +138,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       {"slowdown", plan.slowdown},
       {"fresh", plan.fresh},
   };
+  if (!plan.devices_record.empty()) j["devicesRecord"] = Json::parse(plan.devices_record, nullptr, false);
   if (plan.shard) j["shard"] = {{"parts", plan.shard->parts}, {"part", plan.shard->part}};
   if (plan.pipeline) {
     Json stages = Json::array();
@@ -193,6 +194,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     plan.intra_op_threads = j.at("intraOpThreads").get<int>();
     plan.slowdown = j.value("slowdown", 1.0);
     plan.fresh = j.value("fresh", false);
+    if (j.contains("devicesRecord")) plan.devices_record = j.at("devicesRecord").dump();
     if (j.contains("shard")) plan.shard = DataShard{j["shard"].at("parts").get<int>(), j["shard"].at("part").get<int>()};
     for (const auto& w : j.value("workers", Json::array())) {
       WorkerSlot slot;

@@ -81,6 +81,11 @@ struct JobPlan {
   std::string output_dir;   // where checkpoints and the final model go
   int intra_op_threads = 1; // LibTorch threads per agent; agents share the node's cores
   std::vector<WorkerSlot> workers;  // one per rank; empty for a job of one agent
+  // The devices as the cluster profile gave them to `edgetrain run`, before a
+  // resumed run went on along their traces (DevicesRecord, core/spec_changes.h),
+  // as JSON: carried into every checkpoint, for the run that resumes from it
+  // to say which of its own differ. Empty on a cluster.
+  std::string devices_record;
   // A job of one only: train on this shard, on an emulated slower device.
   std::optional<DataShard> shard;
   double slowdown = 1;

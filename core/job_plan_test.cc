@@ -35,6 +35,7 @@ JobPlan APlan(const std::string& job) {
 TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   JobPlan plan = APlan("digits-cnn");
   plan.intra_op_threads = 2;
+  plan.devices_record = R"({"rank 0":{"link":"unshaped","node":"gateway","slowdown":2.0}})";
 
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
@@ -42,6 +43,7 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   EXPECT_EQ(decoded->generation, 3);
   EXPECT_EQ(decoded->output_dir, "/tmp/out");
   EXPECT_EQ(decoded->intra_op_threads, 2);
+  EXPECT_EQ(decoded->devices_record, plan.devices_record);
   const JobSpec& s = decoded->spec;
   EXPECT_EQ(s.model.kind, ModelKind::kCnn);
   EXPECT_EQ(s.model.channels, (std::vector<int>{8, 16}));

@@ -57,25 +57,41 @@ std::vector<std::string> SpecChanges(std::string_view before, std::string_view a
   return Changes(before, after, "spec");
 }
 
+namespace {
+
+// A number as a profile writes it: 1.5, 20, not 20.0.
+std::string Number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// A trace by its file's name, as the profile names it (the folder it was
+// read from is this machine's, not the device's), with where it starts.
+std::string TraceFrom(const std::string& path, double offset_s) {
+  return std::filesystem::path(path).filename().string() + (offset_s != 0 ? " from " + Number(offset_s) + " s" : "");
+}
+
+}  // namespace
+
 std::string DevicesRecord(const std::vector<WorkerSlot>& devices) {
   Json record = Json::object();
   for (const WorkerSlot& slot : devices) {
-    Json device = {{"node", slot.node}, {"slowdown", slot.slowdown}};
-    // The trace by its file's name, as the profile names it: the folder it
-    // was read from is this machine's, not the device's.
-    if (slot.link) {
-      char scale[32], offset[32];
-      std::snprintf(scale, sizeof scale, " x%g", slot.link->scale);
-      std::snprintf(offset, sizeof offset, " from %g s", slot.link->offset_s);
-      device["link"] = std::filesystem::path(slot.link->trace_path).filename().string() + scale +
-                       (slot.link->offset_s != 0 ? offset : "");
-    } else {
-      device["link"] = "unshaped";
-    }
+    Json device = {{"node", slot.node}, {"slowdown", Number(slot.slowdown)}};
+    device["link"] = slot.link ? TraceFrom(slot.link->trace_path, slot.link->offset_s) + " x" + Number(slot.link->scale)
+                               : "unshaped";
     if (!slot.slowdown_changes.empty()) {
-      Json changes = Json::array();
-      for (const SlowdownChange& c : slot.slowdown_changes) changes.push_back({{"at_s", c.at_s}, {"slowdown", c.slowdown}});
+      std::string changes;
+      for (const SlowdownChange& c : slot.slowdown_changes) {
+        changes += (changes.empty() ? "" : ", ") + Number(c.slowdown) + " from " + Number(c.at_s) + " s";
+      }
       device["computeChanges"] = changes;
+    }
+    device["power"] = Number(slot.power.compute_watts) + "/" + Number(slot.power.communicate_watts) + "/" +
+                      Number(slot.power.idle_watts) + " W";
+    if (slot.stream) {
+      device["stream"] = slot.stream->trace_path.empty() ? Number(slot.stream->per_second) + " samples/s"
+                                                         : TraceFrom(slot.stream->trace_path, slot.stream->offset_s);
     }
     record["rank " + std::to_string(slot.rank)] = device;
   }

@@ -22,13 +22,15 @@ namespace edgetrain {
 std::vector<std::string> SpecChanges(std::string_view before, std::string_view after);
 
 // Each rank's device as a cluster profile gave it to a run (its node, its
-// slowdown, its link's trace and scale), as JSON, for the run that resumes
-// to compare its own with. Taken before a resumed run goes on along the
-// traces (GoneOnFor), so that going on is no change.
+// slowdown and compute changes, its link's and stream's traces, its power),
+// as JSON, for the run that resumes to compare its own with. Taken before a
+// resumed run goes on along the traces (GoneOnFor), so that going on is no
+// change.
 std::string DevicesRecord(const std::vector<WorkerSlot>& devices);
 
-// As SpecChanges, of two DevicesRecords, by rank:
-// "devices.rank 1.slowdown: 5 -> 10", "devices.rank 1.node: robot-1 -> robot-2".
+// As SpecChanges, of two DevicesRecords, sorted by path ("rank 10" before
+// "rank 2"): "devices.rank 1.slowdown: 5 -> 10",
+// "devices.rank 1.node: robot-1 -> robot-2".
 std::vector<std::string> DeviceChanges(std::string_view before, std::string_view after);
 
 }  // namespace edgetrain

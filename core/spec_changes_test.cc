@@ -63,12 +63,19 @@ TEST(SpecChangesTest, DevicesThatDifferAreSaidByRankAndTheSameDevicesAreNoChange
   EXPECT_EQ(DeviceChanges(before, after),
             (std::vector<std::string>{"devices.rank 1.link: wifi-1.csv x1.5 -> lte.csv x1.5",
                                       "devices.rank 1.node: robot-1 -> robot-2",
-                                      "devices.rank 1.slowdown: 5.0 -> 10.0"}));
+                                      "devices.rank 1.slowdown: 5 -> 10"}));
   // A device added, as a team of another size (its checkpoint is refused then,
   // and what differs is said by the agent).
   const std::string three =
       DevicesRecord({slot(0, "gateway", 2, std::nullopt), slot(1, "robot-1", 5, wifi), slot(2, "hub", 1, std::nullopt)});
-  EXPECT_EQ(DeviceChanges(before, three).size(), 3u) << "rank 2's node, slowdown and link";
+  EXPECT_EQ(DeviceChanges(before, three).size(), 4u) << "rank 2's node, slowdown, link and power";
+  // Its compute changes and stream, as the profile writes them.
+  WorkerSlot changing = slot(1, "robot-1", 5, wifi);
+  changing.slowdown_changes = {{90, 4}, {120, 1}};
+  changing.stream = StreamSource{12.5, "", 0};
+  EXPECT_EQ(DeviceChanges(before, DevicesRecord({slot(0, "gateway", 2, std::nullopt), changing})),
+            (std::vector<std::string>{"devices.rank 1.computeChanges: (none) -> 4 from 90 s, 1 from 120 s",
+                                      "devices.rank 1.stream: (none) -> 12.5 samples/s"}));
   EXPECT_TRUE(DeviceChanges("", after).empty()) << "no record: a folder of a run before devices were kept";
 }
 

@@ -213,6 +213,20 @@ JobProgress Coordinator::Progress() {
   return p;
 }
 
+std::optional<double> Coordinator::EvaluationGuess() const {
+  // Enough samples that a pass's fixed cost is a small part of the time, few
+  // enough to take milliseconds: asked at a Ctrl-C, among other times.
+  constexpr int64_t kEvaluationProbe = 256;
+  if (!evaluation_guess_ && test_.size() > 0) {
+    const Dataset probe = SpreadSamples(test_, kEvaluationProbe);
+    const TimePoint began = clock_.Now();
+    if (!model_.Evaluate(probe).ok()) return std::nullopt;  // the evaluation itself will say why
+    evaluation_guess_ = ToSeconds(clock_.Now() - began) * static_cast<double>(test_.size()) /
+                        static_cast<double>(probe.size());
+  }
+  return evaluation_guess_;
+}
+
 StatusOr<double> Coordinator::Evaluate() {
   {
     std::lock_guard lock(mu_);

@@ -41,6 +41,7 @@ struct JobCheckpoint {
   double energy_joules = 0;           // modelled, over every run so far
   std::vector<WorkerTotals> workers;  // a team's: what each has done
   std::string spec_json;              // the spec it was written under; empty in older checkpoints
+  std::string devices_json;           // the devices its run was started on (JobPlan's devices_record); may be empty
   // The last evaluation before it was written, and of which iteration; none in older checkpoints.
   std::optional<double> accuracy;
   std::optional<int64_t> evaluated_iteration;

@@ -30,6 +30,7 @@ JobCheckpoint Sample(int64_t iteration) {
   c.workers[0].stream_refused_files = 2;
   c.workers[0].stream_last_refused = "bad.csv:1: expected 65 values, found 2";
   c.workers[0].node = "gateway";
+  c.devices_json = R"({"rank 0":{"node":"gateway","slowdown":1.0,"link":"unshaped"}})";
   return c;
 }
 
@@ -96,6 +97,8 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.workers[0].stream_refused_files, 2);
   EXPECT_EQ(c.workers[0].stream_last_refused, "bad.csv:1: expected 65 values, found 2");
   EXPECT_EQ(c.workers[0].node, "gateway");
+  EXPECT_EQ(c.devices_json, R"({"rank 0":{"node":"gateway","slowdown":1.0,"link":"unshaped"}})")
+      << "the devices its run was started on, for the run that resumes to compare";
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());

@@ -47,9 +47,16 @@ Json TrainingJob(const std::string& name, const Json& spec_patch = Json::object(
 // the way the informers would.
 class ReconcilerTest : public ::testing::Test {
  protected:
+  // The defaults, but for waits a test tells from the defaults' by its value.
+  static ReconcilerOptions Options() {
+    ReconcilerOptions options;
+    options.recheck_after = std::chrono::milliseconds(250);
+    return options;
+  }
+
   ReconcilerTest()
       : events_(api_, [this] { return now_; }, log_),
-        reconciler_(api_, jobs_, pods_, nodes_, progress_, events_, log_, [this] { return now_; }) {
+        reconciler_(api_, jobs_, pods_, nodes_, progress_, events_, log_, [this] { return now_; }, Options()) {
     pods_.AddIndex(kPodsByJob, PodsByJobIndex());
   }
 
@@ -621,7 +628,7 @@ TEST_F(ReconcilerTest, ARunningJobWhosePlanWasDeletedSaysSoAsItsTeamEnds) {
   ASSERT_TRUE(api_.Delete(kube::kConfigMaps, "default", "team-plan").ok());
   const ReconcileOutcome ending = Reconcile(key);
   ASSERT_TRUE(ending.requeue_after.has_value());
-  EXPECT_EQ(*ending.requeue_after, ReconcilerOptions{}.recheck_after) << "looked at again as its pods end";
+  EXPECT_EQ(*ending.requeue_after, std::chrono::milliseconds(250)) << "looked at again as its pods end: --recheck-after";
   jobs_.Put(Job("team"));
   const Json status = Job("team")["status"];
   const Json* placed = FindCondition(status, api::condition::kPlaced);
