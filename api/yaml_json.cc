@@ -143,6 +143,20 @@ Json ResolvePlainScalar(const std::string& s) {
 // before anything looked at them (a user's trial).
 constexpr int64_t kMostValues = 500000;
 
+// yaml-cpp 0.7 can read text that is UTF-8 into a scalar that is not: a NUL
+// in a plain scalar folded over lines came out with a lone 0x85 byte (NEL),
+// and writing the JSON made of it threw (found by tests/fuzz). Refused, as
+// such text is, by its field.
+Status CheckScalarUtf8(const YAML::Node& node, const std::string& source, const std::string& path) {
+  const size_t bad = FirstInvalidUtf8(node.Scalar());
+  if (bad == std::string::npos) return Status::Ok();
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(node.Scalar()[bad]));
+  return InvalidArgumentError(Where(source, node.Mark()) + ": " + (path.empty() ? "" : path + ": ") +
+                              "not UTF-8 text once read as YAML (byte " + byte +
+                              "; a NUL or another control character in it?)");
+}
+
 // `path`: the node's field, as validation names it (spec.optimizer.learningRate).
 StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const std::string& path, int64_t& left) {
   if (--left < 0) {
@@ -155,6 +169,7 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
     case YAML::NodeType::Null:
       return Json(nullptr);
     case YAML::NodeType::Scalar: {
+      EDGETRAIN_RETURN_IF_ERROR(CheckScalarUtf8(node, source, path));
       // "?" marks a plain scalar; "!" a quoted one; anything else an explicit tag.
       if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return Json(node.Scalar());
       Json value;
@@ -186,6 +201,7 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
         if (!entry.first.IsScalar()) {
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": mapping keys must be strings");
         }
+        EDGETRAIN_RETURN_IF_ERROR(CheckScalarUtf8(entry.first, source, path));
         const std::string& key = entry.first.Scalar();
         if (object.contains(key)) {
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": duplicate key \"" + key + "\"");

@@ -143,6 +143,15 @@ TEST(YamlJsonTest, AStreamYamlCppWouldLoopOnOrNotUtf8IsAnError) {
   ASSERT_FALSE(latin1.ok());
   EXPECT_EQ(latin1.status().message(), "latin1.yaml:1:10: not UTF-8 text (byte 0xE9)");
   EXPECT_TRUE(ParseYamlDocuments("name: caf\xc3\xa9 \xf0\x9f\xa4\x96\n", "utf8.yaml").ok());
+  // UTF-8 text that yaml-cpp reads into a scalar that is not (tests/fuzz's
+  // manifest fuzzer: a NUL in a plain scalar folded over two lines).
+  const std::string folded = std::string("apiVersion: edg5\n    momendaNNNN") + '\0' + std::string(36, 'N') + "O" +
+                             std::string(14, 'N') + "t}\n";
+  auto unreadable = ParseYamlDocuments(folded, "nul.yaml");
+  ASSERT_FALSE(unreadable.ok());
+  EXPECT_EQ(unreadable.status().message().rfind("nul.yaml:1:13: apiVersion: not UTF-8 text once read as YAML (byte ", 0),
+            0u)
+      << unreadable.status().message();
   // JSON has no NaN or infinity, and NaN passes every range check.
   for (const char* text : {"x: .nan\n", "x: -.inf\n", "x: 1e999\n"}) {
     auto number = ParseYamlDocuments(text, "n.yaml");

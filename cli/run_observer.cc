@@ -161,8 +161,8 @@ Status RunObserver::Scrape(const std::vector<ScrapeTarget>& targets, const std::
 }
 
 StatusOr<bool> RunObserver::Holds(const std::string& metric) const {
-  // count(last_over_time(METRIC[Ns])) over the seconds since it started, a
-  // second more, its brackets escaped for the URL.
+  // count(last_over_time(METRIC[Ns])) over the seconds since it started and
+  // two more (whole seconds, rounded down), its brackets escaped for the URL.
   const auto since = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - started_);
   const std::string window = std::to_string(std::max<int64_t>(1, since.count() + 2)) + "s";
   EDGETRAIN_ASSIGN_OR_RETURN(http::HttpReply reply,

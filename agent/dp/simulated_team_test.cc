@@ -205,19 +205,22 @@ TEST(SimulatedTeamTest, AKilledWorkerRestartsAndRejoins) {
   EXPECT_EQ(joined, 2u) << "joined once, and once more after its restart\n" << log;
 }
 
-// A worker whose coordinator never answers (a wrong address, a plaintext
-// worker before a TLS coordinator) says so once, at its first try, rather
-// than nothing until its grace ran out, and then gives up saying why.
+// A plan of two workers on devices `slowdown` times slower, batches of 8.
+JobPlan APlanOfTwo(const std::string& job, double slowdown) {
+  JobPlan plan;
+  plan.job = job;
+  plan.spec.parallelism.workers = 2;
+  plan.spec.data.batch_size = 8;
+  for (int r = 0; r < 2; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), slowdown, std::nullopt, {}});
+  return plan;
+}
+
 // A team's coordinator guesses what evaluating takes by timing a slice of
 // the test set at its own pace, not from the team's pace of training (its
 // workers' waits and emulated slowdowns): an evaluation of 100 ms a call, on
 // 256 of 1,024 test samples, is guessed at 0.4 s, and timed once.
 TEST(SimulatedTeamTest, ACoordinatorGuessesItsEvaluationFromASliceOfTheTestSetOnce) {
-  JobPlan plan;
-  plan.job = "guess";
-  plan.spec.parallelism.workers = 2;
-  plan.spec.data.batch_size = 8;
-  for (int r = 0; r < 2; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 20.0, std::nullopt, {}});
+  const JobPlan plan = APlanOfTwo("guess", 20);
   DeterministicClock clock;
   const TrainTestSplit data = FakeData(64, 1024, 10);
   FakeModel model;
@@ -241,12 +244,11 @@ TEST(SimulatedTeamTest, ACoordinatorGuessesItsEvaluationFromASliceOfTheTestSetOn
   EXPECT_EQ(second_took, Duration::zero()) << "timed once";
 }
 
+// A worker whose coordinator never answers (a wrong address, a plaintext
+// worker before a TLS coordinator) says so once, at its first try, rather
+// than nothing until its grace ran out, and then gives up saying why.
 TEST(SimulatedTeamTest, AWorkerWhoseCoordinatorNeverAnswersSaysSoOnceAndGivesUpAtItsGrace) {
-  JobPlan plan;
-  plan.job = "lonely";
-  plan.spec.parallelism.workers = 2;
-  plan.spec.data.batch_size = 8;
-  for (int r = 0; r < 2; ++r) plan.workers.push_back({r, "device-" + std::to_string(r), 1.0, std::nullopt, {}});
+  const JobPlan plan = APlanOfTwo("lonely", 1);
   DeterministicClock clock;
   const TrainTestSplit data = FakeData(64, 8, 10);
   std::ostringstream log;
