@@ -149,8 +149,9 @@ TEST(YamlJsonTest, AStreamYamlCppWouldLoopOnOrNotUtf8IsAnError) {
                              std::string(14, 'N') + "t}\n";
   auto unreadable = ParseYamlDocuments(folded, "nul.yaml");
   ASSERT_FALSE(unreadable.ok());
-  EXPECT_EQ(unreadable.status().message().rfind("nul.yaml:1:13: apiVersion: not UTF-8 text once read as YAML (byte ", 0),
-            0u)
+  EXPECT_EQ(
+      unreadable.status().message().rfind("nul.yaml:1:13: apiVersion: not UTF-8 text once read as YAML (byte ", 0),
+      0u)
       << unreadable.status().message();
   // JSON has no NaN or infinity, and NaN passes every range check.
   for (const char* text : {"x: .nan\n", "x: -.inf\n", "x: 1e999\n"}) {

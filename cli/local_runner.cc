@@ -43,6 +43,7 @@
 #include "core/job_plan.h"
 #include "core/job_progress.h"
 #include "core/node_view.h"
+#include "core/number_text.h"
 #include "core/round_deadline.h"
 #include "core/spec_changes.h"
 #include "core/starved_streams.h"
@@ -351,16 +352,14 @@ static void NoteLinksOutFromTheStart(const std::vector<WorkerSlot>& workers, std
 static void NoteAQuorumOfEveryWorker(const LocalRunPlan& plan, std::ostream& err) {
   const JobSpec& spec = plan.job.spec;
   const int workers = spec.parallelism.workers;
-  if (spec.parallelism.mode != ParallelismMode::kDataParallel || plan.job.pipeline || plan.job.workers.empty() ||
-      workers < 2 || spec.sync.policy != SyncPolicy::kDeadline) {
+  if (spec.parallelism.mode != ParallelismMode::kDataParallel || plan.job.workers.empty() || workers < 2 ||
+      spec.sync.policy != SyncPolicy::kDeadline) {
     return;
   }
   const double quorum = spec.sync.quorum.value_or(kDefaultQuorum);
   if (quorum >= 1 || RoundDeadline(quorum, 0).QuorumOf(workers) < workers) return;
-  char share[16], fewer[16];
-  std::snprintf(share, sizeof share, "%g", quorum);
-  std::snprintf(fewer, sizeof fewer, "%g", std::floor(100.0 * (workers - 1) / workers) / 100);
-  err << "note: spec.sync.quorum " << share << (spec.sync.quorum ? "" : " (the default)") << " of " << workers
+  const std::string fewer = PlainNumber(std::floor(100.0 * (workers - 1) / workers) / 100);
+  err << "note: spec.sync.quorum " << PlainNumber(quorum) << (spec.sync.quorum ? "" : " (the default)") << " of " << workers
       << " workers is all " << workers
       << " (a share is rounded up): no round of the deadline policy closes without one, as under bsp, so a link in "
          "a dip holds the team (one out altogether is counted out past its arrival deadline); a quorum of "

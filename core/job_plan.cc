@@ -138,7 +138,9 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       {"slowdown", plan.slowdown},
       {"fresh", plan.fresh},
   };
-  if (!plan.devices_record.empty()) j["devicesRecord"] = Json::parse(plan.devices_record, nullptr, /*allow_exceptions=*/false);
+  if (!plan.devices_record.empty()) {
+    j["devicesRecord"] = Json::parse(plan.devices_record, nullptr, /*allow_exceptions=*/false);
+  }
   if (plan.shard) j["shard"] = {{"parts", plan.shard->parts}, {"part", plan.shard->part}};
   if (plan.pipeline) {
     Json stages = Json::array();

@@ -84,7 +84,6 @@ double PassSeconds(const LayerCost& layer, double samples);
 // when not measured.
 double StagePassSeconds(std::span<const LayerPass> passes, double samples);
 
-
 // The layers as `edgetrain-agent profile-layers` prints them and `edgetrain
 // plan` reads them back, one format on both sides of the process boundary:
 // {"layers":[{"name":"conv1","forwardSeconds":..,"backwardSeconds":..,

@@ -14,6 +14,12 @@ std::string WithThousands(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
+std::string PlainNumber(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 std::string BinaryBytes(double bytes, int decimals) {
   static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
   char text[48];

@@ -9,6 +9,10 @@ namespace edgetrain {
 // 1234567 -> "1,234,567"
 std::string WithThousands(int64_t n);
 
+// A number as a person writes it in a manifest or a profile: 1.5, 20,
+// 0.001, not 20.000000 (printf's %g, six significant digits).
+std::string PlainNumber(double x);
+
 // Bytes in the largest binary unit under which they stay 1 or more:
 // 1850368 -> "1.8 MiB" (`decimals` 1), 1000 -> "1000 B".
 std::string BinaryBytes(double bytes, int decimals = 1);

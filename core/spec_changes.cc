@@ -1,10 +1,11 @@
 #include "core/spec_changes.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
+
+#include "core/number_text.h"
 
 namespace edgetrain {
 namespace {
@@ -51,46 +52,37 @@ std::vector<std::string> Changes(std::string_view before, std::string_view after
   return out;
 }
 
+// A trace by its file's name, as the profile names it (the folder it was
+// read from is this machine's, not the device's), with where it starts.
+std::string TraceFrom(const std::string& path, double offset_s) {
+  const std::string from = offset_s != 0 ? " from " + PlainNumber(offset_s) + " s" : "";
+  return std::filesystem::path(path).filename().string() + from;
+}
+
 }  // namespace
 
 std::vector<std::string> SpecChanges(std::string_view before, std::string_view after) {
   return Changes(before, after, "spec");
 }
 
-namespace {
-
-// A number as a profile writes it: 1.5, 20, not 20.0.
-std::string Number(double x) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", x);
-  return text;
-}
-
-// A trace by its file's name, as the profile names it (the folder it was
-// read from is this machine's, not the device's), with where it starts.
-std::string TraceFrom(const std::string& path, double offset_s) {
-  return std::filesystem::path(path).filename().string() + (offset_s != 0 ? " from " + Number(offset_s) + " s" : "");
-}
-
-}  // namespace
-
 std::string DevicesRecord(const std::vector<WorkerSlot>& devices) {
   Json record = Json::object();
   for (const WorkerSlot& slot : devices) {
-    Json device = {{"node", slot.node}, {"slowdown", Number(slot.slowdown)}};
-    device["link"] = slot.link ? TraceFrom(slot.link->trace_path, slot.link->offset_s) + " x" + Number(slot.link->scale)
-                               : "unshaped";
+    Json device = {{"node", slot.node}, {"slowdown", PlainNumber(slot.slowdown)}};
+    device["link"] = slot.link
+                         ? TraceFrom(slot.link->trace_path, slot.link->offset_s) + " x" + PlainNumber(slot.link->scale)
+                         : "unshaped";
     if (!slot.slowdown_changes.empty()) {
       std::string changes;
       for (const SlowdownChange& c : slot.slowdown_changes) {
-        changes += (changes.empty() ? "" : ", ") + Number(c.slowdown) + " from " + Number(c.at_s) + " s";
+        changes += (changes.empty() ? "" : ", ") + PlainNumber(c.slowdown) + " from " + PlainNumber(c.at_s) + " s";
       }
       device["computeChanges"] = changes;
     }
-    device["power"] = Number(slot.power.compute_watts) + "/" + Number(slot.power.communicate_watts) + "/" +
-                      Number(slot.power.idle_watts) + " W";
+    device["power"] = PlainNumber(slot.power.compute_watts) + "/" + PlainNumber(slot.power.communicate_watts) + "/" +
+                      PlainNumber(slot.power.idle_watts) + " W";
     if (slot.stream) {
-      device["stream"] = slot.stream->trace_path.empty() ? Number(slot.stream->per_second) + " samples/s"
+      device["stream"] = slot.stream->trace_path.empty() ? PlainNumber(slot.stream->per_second) + " samples/s"
                                                          : TraceFrom(slot.stream->trace_path, slot.stream->offset_s);
     }
     record["rank " + std::to_string(slot.rank)] = device;

@@ -66,8 +66,8 @@ TEST(SpecChangesTest, DevicesThatDifferAreSaidByRankAndTheSameDevicesAreNoChange
                                       "devices.rank 1.slowdown: 5 -> 10"}));
   // A device added, as a team of another size (its checkpoint is refused then,
   // and what differs is said by the agent).
-  const std::string three =
-      DevicesRecord({slot(0, "gateway", 2, std::nullopt), slot(1, "robot-1", 5, wifi), slot(2, "hub", 1, std::nullopt)});
+  const std::string three = DevicesRecord(
+      {slot(0, "gateway", 2, std::nullopt), slot(1, "robot-1", 5, wifi), slot(2, "hub", 1, std::nullopt)});
   EXPECT_EQ(DeviceChanges(before, three).size(), 4u) << "rank 2's node, slowdown, link and power";
   // Its compute changes and stream, as the profile writes them.
   WorkerSlot changing = slot(1, "robot-1", 5, wifi);

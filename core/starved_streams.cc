@@ -1,19 +1,13 @@
 #include "core/starved_streams.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/duration_text.h"
+#include "core/number_text.h"
 #include "core/round_deadline.h"
 
 namespace edgetrain {
 namespace {
-
-std::string Plain(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
 
 // Why the team waits for a starved worker and what it does meanwhile, or
 // nothing when its rounds go on without it.
@@ -36,8 +30,8 @@ std::optional<Wait> HowTheTeamWaits(const SyncSpec& sync, int workers) {
       const double quorum = sync.quorum.value_or(kDefaultQuorum);
       const int q = RoundDeadline(quorum, 0).QuorumOf(workers);
       if (q < workers) return std::nullopt;
-      return Wait{"under spec.sync.policy deadline a quorum of " + Plain(quorum) + " of " + std::to_string(workers) +
-                      " workers is all " + std::to_string(workers) +
+      return Wait{"under spec.sync.policy deadline a quorum of " + PlainNumber(quorum) + " of " +
+                      std::to_string(workers) + " workers is all " + std::to_string(workers) +
                       ", so no round closes without it (a lower spec.sync.quorum closes rounds without it)",
                   "the team trains on nothing until then"};
     }

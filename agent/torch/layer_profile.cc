@@ -276,17 +276,22 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       };
       EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> chain, trainer(0));
       const std::vector<LayerPass> chained = TimeStagePasses(*chain, data, options, sizes, clock, [] {});
-      chain.reset();
       // The last layer alone as a stage, back to back and each pass after a
       // pause, as an emulated device's sleep leaves it: with the loss, as
       // the last stage of any plan has it (a stage elsewhere copies a
-      // gradient in instead, alike).
-      EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> alone, trainer(count - 1));
+      // gradient in instead, alike). A model of one layer (a module taken
+      // whole) is its own chain: neither loaded nor timed back to back again.
+      std::unique_ptr<StageTrainer> alone = std::move(chain);
+      if (count > 1) {
+        alone.reset();
+        EDGETRAIN_ASSIGN_OR_RETURN(alone, trainer(count - 1));
+      }
       const std::function<void()> pause = [&] {
         if (options.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.pause_s));
       };
       StagePassCost own;
-      own.back_to_back = StageOwnPasses(costs.back(), TimeStagePasses(*alone, data, options, sizes, clock, [] {}));
+      own.back_to_back = StageOwnPasses(
+          costs.back(), count > 1 ? TimeStagePasses(*alone, data, options, sizes, clock, [] {}) : chained);
       own.passes = StageOwnPasses(costs.back(), TimeStagePasses(*alone, data, options, sizes, clock, pause));
       own.pause_s = options.pause_s;
       ScaleToTheChain(costs, chained, own);
