@@ -294,7 +294,9 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   // them, and to move layers between them): parameter tensors, from the same
   // layers they build.
   PipelineHead::Rebalancing rebalancing;
-  rebalancing.every = s.flags.rebalance_every;
+  // Stages the spec gives (spec.parallelism.stages) stay as given, as
+  // edgetrain run's --stages keeps them with --rebalance-every=0.
+  rebalancing.every = StagesFixed(spec.parallelism) ? 0 : s.flags.rebalance_every;
   rebalancing.within = s.flags.rebalance_within;
   for (int l = 0; l < s.plan.pipeline->stages.back().end_layer; ++l) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> t,

@@ -42,6 +42,8 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
   static const std::vector<CrossFieldRule> rules = {
       {"spec.parallelism", "pipeline parallelism needs at least 2 workers",
        [](const Json& self) { return self["mode"] != "pipeline" || self["workers"].get<int>() >= 2; }},
+      {"spec.parallelism", "stages applies only to the pipeline, hybrid and auto modes",
+       [](const Json& self) { return self["mode"] != "dataParallel" || self["stages"] == "planned"; }},
       {"spec", "data.stream.ratesPerSecond needs one rate per worker",
        [](const Json& self) {
          return !Has(self["data"], "stream") || !Has(self["data"]["stream"], "ratesPerSecond") ||

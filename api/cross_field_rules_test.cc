@@ -27,6 +27,8 @@ const Json kValid = Json::parse(R"({
 // breaking manifest is added here (and its C++ twin to cross_field_rules.cc).
 const std::map<std::string, const char*> kBreaking = {
     {"pipeline parallelism needs at least 2 workers", R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 1}}})"},
+    {"stages applies only to the pipeline, hybrid and auto modes",
+     R"({"spec": {"parallelism": {"workers": 2, "stages": "even"}}})"},
     {"data.stream.ratesPerSecond needs one rate per worker",
      R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20, 30]}}}})"},
     {"stream.minBatchSize cannot be more than batchSize: a batch never waits for more than it takes",

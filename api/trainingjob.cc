@@ -12,6 +12,7 @@
 #include "core/edit_distance.h"
 #include "core/model_shape.h"
 #include "core/node_view.h"
+#include "core/parallelism_choice.h"
 #include "core/quantity.h"
 #include "core/utf8.h"
 
@@ -95,6 +96,18 @@ void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
   }
 }
 
+// A layout by hand in spec.parallelism.stages, judged as far as it can be
+// before the model's layers are measured (a mistyped one otherwise waited for
+// the planner): its form, and its ranks against the job's workers.
+void CheckStageLayout(const Json& spec, std::vector<FieldError>& errors) {
+  const std::string stages = spec.value("/parallelism/stages"_json_pointer, std::string("planned"));
+  if (NamesAPlan(stages)) return;
+  const int workers = spec.value("/parallelism/workers"_json_pointer, 1);
+  if (Status parsed = ParseStageLayout(stages, std::nullopt, workers).status(); !parsed.ok()) {
+    errors.push_back({"spec.parallelism.stages", parsed.message()});
+  }
+}
+
 }  // namespace
 
 StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std::string& source) {
@@ -137,6 +150,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   // Cross-field rules assume a well-typed object, as CEL does.
   if (errors.empty()) errors = CheckCrossFieldRules(manifest.object);
   if (errors.empty()) CheckResources(manifest.object["spec"], errors);
+  if (errors.empty()) CheckStageLayout(manifest.object["spec"], errors);
   if (!errors.empty()) return ToStatus(errors);
 
   manifest.name = doc["metadata"]["name"].get<std::string>();

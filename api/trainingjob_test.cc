@@ -55,6 +55,8 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
   EXPECT_EQ(s.data.partition.kind, PartitionKind::kIid);
   EXPECT_EQ(s.parallelism.mode, ParallelismMode::kDataParallel);
   EXPECT_EQ(s.parallelism.workers, 1);
+  EXPECT_EQ(s.parallelism.stages, "planned");
+  EXPECT_FALSE(StagesFixed(s.parallelism));
   EXPECT_EQ(s.sync.policy, SyncPolicy::kDeadline);
   EXPECT_EQ(s.optimizer.kind, OptimizerKind::kAdam);
   EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, 0.001);
@@ -64,6 +66,14 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
   EXPECT_EQ(s.seed, 1u);
   EXPECT_EQ(job->object["spec"]["cleanPodPolicy"], "Running");
   EXPECT_FALSE(job->raw["spec"].contains("cleanPodPolicy")) << "raw keeps what was written";
+}
+
+TEST(TrainingJobTest, APipelinesStagesByHandAreKeptAsGiven) {
+  auto job = ParseTrainingJob(
+      With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3, "stages": "0-1:0,1/2-4:2"}}})"), "j.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->spec.parallelism.stages, "0-1:0,1/2-4:2");
+  EXPECT_TRUE(StagesFixed(job->spec.parallelism));
 }
 
 TEST(TrainingJobTest, TheDeadlinePolicyTakesItsQuorumAndSlackOrLeavesThemToItsDefaults) {
@@ -105,6 +115,14 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"parallelism": {"workers": 2000}}})"), "spec.parallelism.workers: must be <= 1024 (got 2000)"},
       {With(R"({"spec": {"parallelism": {"workers": "four"}}})"),
        "spec.parallelism.workers: must be an integer (got string \"four\")"},
+      // A layout by hand is judged as the manifest is read, all but its layers'
+      // range, which the model's timing counts.
+      {With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2, "stages": "0-2:0/3-4:2"}}})"),
+       "spec.parallelism.stages: \"2\" is not a rank of the job's 2 devices (0-1)"},
+      {With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2, "stages": "sideways"}}})"),
+       "spec.parallelism.stages: \"sideways\" has no ':'"},
+      {With(R"({"spec": {"parallelism": {"workers": 2, "stages": "even"}}})"),
+       "spec.parallelism: stages applies only to the pipeline, hybrid and auto modes"},
       {With(R"({"spec": {"modle": {"name": "mlp"}}})"), "spec.modle: unknown field (did you mean \"model\"?)"},
       {With(R"({"spec": {"model": {"name": "resnet"}}})"), "spec.model.name: must be one of \"mlp\", \"cnn\", \"vgg\" (got \"resnet\")"},
       {With(R"({"spec": {"data": {"dataset": "cifar10"}}})"),

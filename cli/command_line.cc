@@ -231,7 +231,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->check(AnAgent());
   run_command
       ->add_option("--stages", run.stages,
-                   "a pipeline, hybrid or auto job's stages: the planner's (planned, the default), or for comparison "
+                   "a pipeline, hybrid or auto job's stages in place of its spec.parallelism.stages: the planner's "
+                   "(planned, the spec's default), or for comparison "
                    "one device a stage with the layers dealt evenly (even), or one stage on every device "
                    "(data-parallel); or a layout by hand, each stage's layers and ranks, e.g. 0-1:0,1/2:2 "
                    "(layers 0-1 on ranks 0 and 1, layer 2 on rank 2); all but planned are kept as given, no layers "

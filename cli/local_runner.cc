@@ -466,8 +466,8 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     err << "note: " << w.node << "'s compute changes during the run (" << w.Slowdown().Said()
         << "): what is predicted before it starts counts its slowdown at the start"
         << (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel ? ""
-            : options.stages != "planned"
-                ? "; --stages " + options.stages + " keeps its stages and shares as given"
+            : StagesOf(options.stages, checked.job.spec).stages != "planned"
+                ? "; " + StagesOf(options.stages, checked.job.spec).said + " keeps its stages and shares as given"
                 : "; if the plan gives it a stage, the pipeline's head moves layers, deals a group's micro-batches "
                   "anew, or leaves the device out, once it measures the drift")
         << "\n";
@@ -489,23 +489,23 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     // Both named when both were given: --stages went unsaid beside
     // --micro-batches (a user's trial).
     std::string given;
-    if (options.stages != "planned") given = "--stages " + options.stages;
+    if (!options.stages.empty()) given = "--stages " + options.stages;
     if (options.micro_batches > 0) given += (given.empty() ? "" : " and ") + std::string("--micro-batches");
     if (!given.empty()) {
-      err << "note: " << given << (options.stages != "planned" && options.micro_batches > 0 ? " apply" : " applies")
+      err << "note: " << given << (!options.stages.empty() && options.micro_batches > 0 ? " apply" : " applies")
           << " to a pipeline, hybrid or auto job; " << checked.job.name
           << " is data-parallel (spec.parallelism.mode)\n";
     }
     return kExitOk;
   }
-  if (Status asked = CheckStagesAsked(checked.job, options.stages, options.micro_batches,
-                                      checked.plan.job.workers.size());
-      !asked.ok()) {
-    err << "error: " << checked.job.name << ": " << asked.message() << "\n";
-    return ExitCodeFor(asked);
+  const StagesAsked asked = StagesOf(options.stages, checked.job.spec);
+  if (Status judged = CheckStagesAsked(checked.job, asked, options.micro_batches, checked.plan.job.workers.size());
+      !judged.ok()) {
+    err << "error: " << checked.job.name << ": " << judged.message() << "\n";
+    return ExitCodeFor(judged);
   }
   err << "measuring the model's layers on this machine for the pipeline planner\n";
-  auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, options.stages, options.micro_batches,
+  auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, asked, options.micro_batches,
                            checked.plan);
   if (!chosen.ok()) {
     err << "error: " << checked.job.name << ": " << chosen.status().message() << "\n";
@@ -552,7 +552,7 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
   }
   // A comparison's stages stay as given (a new user's --stages even ended
   // with layers moved, no longer the even split).
-  checked.plan.fixed_stages = options.stages != "planned";
+  checked.plan.fixed_stages = asked.stages != "planned";
   return kExitOk;
 }
 

@@ -498,22 +498,34 @@ TEST_F(RunCommandTest, AStageLayoutByHandIsJudgedBeforeTheLayersAreMeasured) {
             std::string::npos)
       << run.stderr_text;
   EXPECT_EQ(run.stderr_text.find("measuring the model's layers"), std::string::npos) << run.stderr_text;
+
+  // The same layout in the spec is refused as the manifest is read.
+  Outcome in_spec = Execute({"run", Manifest("digits-pipe-spec", std::string(spec).replace(
+                                                                     spec.find("workers: 3}"), 11,
+                                                                     "workers: 3, stages: \"0:0/1-2:7\"}")),
+                             "--no-curves"});
+  EXPECT_EQ(in_spec.exit, 2) << in_spec.stderr_text;
+  EXPECT_NE(in_spec.stderr_text.find("spec.parallelism.stages: \"7\" is not a rank of the job's 3 devices (0-2)"),
+            std::string::npos)
+      << in_spec.stderr_text;
+  EXPECT_EQ(in_spec.stderr_text.find("measuring the model's layers"), std::string::npos) << in_spec.stderr_text;
 }
 
 // A pipeline job: the agent measures its layers, the planner plans, the even
-// split asked for instead cuts them into one stage a device (the planner,
+// split its spec asks for instead cuts them into one stage a device (the planner,
 // counting the agent's messages, keeps this small MLP on one device), a head
 // and a stage agent per device train it, and the model comes out as a job of
 // one's would (it evaluates again the same).
 TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   const std::string spec =
       "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
-      "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
+      "  parallelism: {mode: pipeline, workers: 3, stages: even}\n  optimizer: {name: adam, learningRate: 0.003}\n"
       "  faultTolerance: {gradientEachMicroBatch: true}\n  budget: {epochs: 3}\n";
-  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--stages", "even", "--output",
+  Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--output",
                          (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("parallelism: --stages even instead of the planner's, predicted"), std::string::npos)
+  EXPECT_NE(run.stderr_text.find("parallelism: spec.parallelism.stages even instead of the planner's, predicted"),
+            std::string::npos)
       << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("samples/s against data parallelism's"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("3 stages"), std::string::npos) << run.stderr_text;

@@ -36,11 +36,13 @@ struct RunOptions {
   // Fixed HTTP ports: the coordinator's here, worker r's at http_port + 1 + r;
   // 0: ports the OS chooses.
   int http_port = 0;
-  // A pipeline, hybrid or auto job's stages: the planner's ("planned"), or one
-  // of the plans it is compared with, for benchmarks: "even" (one device a
-  // stage, the layers dealt evenly) or "data-parallel" (one stage on every
-  // device); or a layout by hand, "0-1:0,1/2:2" (core/parallelism_choice.h).
-  std::string stages = "planned";
+  // A pipeline, hybrid or auto job's stages in place of its
+  // spec.parallelism.stages (empty: the spec's): the planner's ("planned"),
+  // or one of the plans it is compared with, for benchmarks: "even" (one
+  // device a stage, the layers dealt evenly) or "data-parallel" (one stage on
+  // every device); or a layout by hand, "0-1:0,1/2:2"
+  // (core/parallelism_choice.h).
+  std::string stages;
   // The micro-batches a pipeline's step is cut into, in place of the
   // cost model's best for the stages; 0: its best.
   int micro_batches = 0;

@@ -322,15 +322,15 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 // bubbles being the time it waited in a step for a neighbour's micro-batch.
 void PrintStages(const PipelineLayout& layout, bool given, const std::vector<WorkerSlot>& devices,
                  double predicted_samples_per_s, const JobProgress& p, std::ostream& out) {
-  // The plan's, or the layout given by hand (--stages): a loss or a move
-  // changes the stages, said below and in the table. A hand layout read
-  // "as planned" (a new user's trial).
+  // The plan's, or the stages given (--stages, spec.parallelism.stages): a
+  // loss or a move changes the stages, said below and in the table. A hand
+  // layout read "as planned" (a new user's trial).
   // Relaid: its stages or their devices changed mid-run; a redeal within a
   // group keeps both, its shares dealt by what each device computed.
   const bool relaid = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
                                     p.replays->restored_stages > 0 || p.replays->rejoined > 0);
   const bool changed = relaid || (p.replays && p.replays->redealt > 0);
-  out << "  " << (changed ? (given ? "as given (--stages), " : "as planned, ") : "") << layout.stages.size()
+  out << "  " << (changed ? (given ? "as given, " : "as planned, ") : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
 

@@ -509,7 +509,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   LocalRunPlan given = plan;
   given.fixed_stages = true;
   const std::string by_hand = Summary(given, p);
-  EXPECT_NE(by_hand.find("  as given (--stages), 2 stages, 8 micro-batches a step; the cost model predicted 1,468 "
+  EXPECT_NE(by_hand.find("  as given, 2 stages, 8 micro-batches a step; the cost model predicted 1,468 "
                          "samples/s, its layout changed mid-run (below)\n"),
             std::string::npos)
       << by_hand;

@@ -9,8 +9,21 @@
 #include "core/pipeline_problem.h"
 
 namespace edgetrain::cli {
+namespace {
 
-Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& stages, int micro_batches,
+// `status` of a layout, its message after where the layout was asked for.
+Status Said(const StagesAsked& asked, const Status& status) {
+  return status.ok() ? status : Status(status.code(), asked.said + ": " + status.message());
+}
+
+}  // namespace
+
+StagesAsked StagesOf(const std::string& flag, const JobSpec& spec) {
+  if (!flag.empty()) return {flag, "--stages " + flag};
+  return {spec.parallelism.stages, "spec.parallelism.stages " + spec.parallelism.stages};
+}
+
+Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& asked, int micro_batches,
                         size_t devices) {
   // The cost model, and so the prediction said, takes micro-batches of one
   // size.
@@ -18,9 +31,9 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& 
     return InvalidArgumentError("--micro-batches " + std::to_string(micro_batches) + " must divide the batch of " +
                                 std::to_string(job.spec.data.batch_size) + " samples (spec.data.batchSize)");
   }
-  if (NamesAPlan(stages)) return Status::Ok();
+  if (NamesAPlan(asked.stages)) return Status::Ok();
   // A user's typo in a layout waited 5-22 s of measuring to be told.
-  return ParseStageLayout(stages, std::nullopt, static_cast<int>(devices)).status();
+  return Said(asked, ParseStageLayout(asked.stages, std::nullopt, static_cast<int>(devices)).status());
 }
 
 StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
@@ -45,9 +58,10 @@ StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& s
 }
 
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
+                                 const std::string& agent_binary, const StagesAsked& asked, int micro_batches,
                                  LocalRunPlan& run) {
-  EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, stages, micro_batches, run.job.workers.size()));
+  EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, asked, micro_batches, run.job.workers.size()));
+  const std::string& stages = asked.stages;
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<NodeView> devices, DevicesAsPlaced(run.job.workers, profile));
   EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
@@ -68,15 +82,16 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   if (NamesAPlan(stages)) {
     plan = PlanToRun(*choice, stages);
   } else {
-    EDGETRAIN_ASSIGN_OR_RETURN(std::vector<PipelineStage> by_hand, ParseStageLayout(stages, problem));
-    plan = AtBestMicroBatches(problem, by_hand);
+    StatusOr<std::vector<PipelineStage>> by_hand = ParseStageLayout(stages, problem);
+    if (!by_hand.ok()) return Said(asked, by_hand.status());
+    plan = AtBestMicroBatches(problem, *by_hand);
   }
   if (micro_batches > 0) {
     plan.micro_batches = micro_batches;
     plan.micro_batch_size = job.spec.data.batch_size / micro_batches;
     plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
   }
-  if (!plan.cost.fits) return FailedPreconditionError("the " + stages + " plan does not fit: " + plan.cost.misfit);
+  if (!plan.cost.fits) return FailedPreconditionError(asked.said + " does not fit: " + plan.cost.misfit);
   PipelineLayout layout = LayoutOf(plan, problem);
   int agents = 1;
   for (const PipelineStage& stage : plan.stages) agents += static_cast<int>(stage.devices.size());
@@ -90,7 +105,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   auto per_s = [](const PipelinePlan& p) { return WithThousands(std::llround(p.cost.samples_per_s)); };
   std::string out;
   if (stages != "planned") {
-    out = "--stages " + stages + " instead of the planner's";
+    out = asked.said + " instead of the planner's";
     if (!choice) out += " (" + chosen.status().message() + ")";
     if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);
   } else if (micro_batches > 0) {

@@ -15,21 +15,29 @@
 
 namespace edgetrain::cli {
 
+// The stages a run trains, and how what is said names them: --stages when
+// given, else the job's spec.parallelism.stages.
+struct StagesAsked {
+  std::string stages = "planned";
+  std::string said = "spec.parallelism.stages planned";  // "--stages even"
+};
+StagesAsked StagesOf(const std::string& flag, const JobSpec& spec);
+
 // Sets `run.job.pipeline` and the agents that will run; returns what was
 // chosen, to be said before training: "auto picks hybrid, predicted 643
 // samples/s against data parallelism's 182 on the same devices and links",
 // then the plan (DescribePlan).
 // FailedPrecondition when no plan fits the devices' memory.
-// `stages` (RunOptions::stages) trains one of the plans the planner's is
-// compared with instead, or a layout given by hand (InvalidArgument if it is
-// not one of this model and these devices); `micro_batches`, above 0, cuts
+// `asked` (StagesOf) may train one of the plans the planner's is compared
+// with instead, or a layout given by hand (InvalidArgument if it is not one
+// of this model and these devices); `micro_batches`, above 0, cuts
 // its steps so rather than at the cost model's best. Judges them by
 // CheckStagesAsked first.
 // What of `stages` and `micro_batches` can be judged before the layers are
 // measured (seconds on a model worth splitting): micro-batches that do not
 // divide the batch, and a layout by hand that is not one on `devices` ranks,
 // all but its layers' range, which the measure counts. InvalidArgument.
-Status CheckStagesAsked(const api::TrainingJobManifest& job, const std::string& stages, int micro_batches,
+Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& asked, int micro_batches,
                         size_t devices);
 
 // The devices the planner splits over, in rank order: the workers' slots
@@ -43,7 +51,7 @@ StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& s
                                                 const std::optional<ClusterProfile>& profile);
 
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const std::string& stages, int micro_batches,
+                                 const std::string& agent_binary, const StagesAsked& asked, int micro_batches,
                                  LocalRunPlan& run);
 
 }  // namespace edgetrain::cli

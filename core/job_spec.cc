@@ -246,6 +246,8 @@ StatusOr<JobSpec> DecodeJobSpec(std::string_view json) {
   Reader parallelism = r.Child("parallelism");
   parallelism.GetEnum("mode", kModeNames, spec.parallelism.mode);
   parallelism.Get("workers", spec.parallelism.workers);
+  // Added after the plans of running jobs were written: absent, the planner's.
+  if (parallelism.Has("stages")) parallelism.Get("stages", spec.parallelism.stages);
   // auto and hybrid split the model and share its batches over the workers'
   // devices; with one worker there is neither, and it is a job of one (the
   // planner, given no device to plan on, failed the run, and the operator

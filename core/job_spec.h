@@ -117,7 +117,16 @@ struct DataSpec {
 struct ParallelismSpec {
   ParallelismMode mode = ParallelismMode::kDataParallel;
   int workers = 1;
+  // A pipeline, hybrid or auto job's stages: the planner's ("planned"), the
+  // even split ("even": one device a stage, the layers dealt out evenly), or a
+  // layout by hand, "0-1:0,1/2:2" (core/parallelism_choice.h's
+  // ParseStageLayout). All but "planned" stay as given: no layers move.
+  std::string stages = "planned";
 };
+
+// Whether `parallelism`'s stages are kept as given rather than the planner's
+// to cut and move.
+inline bool StagesFixed(const ParallelismSpec& parallelism) { return parallelism.stages != "planned"; }
 
 struct SyncSpec {
   SyncGranularity granularity = SyncGranularity::kRow;

@@ -164,46 +164,45 @@ std::vector<std::string_view> Split(std::string_view text, char by) {
 }  // namespace
 
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices) {
-  const std::string said = "--stages " + std::string(text);
   const std::string form = " (stages as LAYERS:RANKS separated by /, e.g. 0-1:0,1/2:2; or planned, even, data-parallel)";
   std::vector<PipelineStage> stages;
   std::vector<int> stage_of(static_cast<size_t>(devices), -1);  // by rank: the stage it is in, from 1
   for (std::string_view part : Split(text, '/')) {
     if (part.empty()) {
-      return InvalidArgumentError(said + ": stage " + std::to_string(stages.size() + 1) + " is empty" + form);
+      return InvalidArgumentError("stage " + std::to_string(stages.size() + 1) + " is empty" + form);
     }
     const size_t colon = part.find(':');
-    if (colon == std::string_view::npos) return InvalidArgumentError(said + ": \"" + std::string(part) + "\" has no ':'" + form);
+    if (colon == std::string_view::npos) return InvalidArgumentError("\"" + std::string(part) + "\" has no ':'" + form);
     const std::string_view span = part.substr(0, colon);
     const size_t dash = span.find('-');
     const auto first = Whole(span.substr(0, dash));
     const auto last = dash == std::string_view::npos ? first : Whole(span.substr(dash + 1));
-    if (!first || !last) return InvalidArgumentError(said + ": \"" + std::string(span) + "\" is not layers" + form);
+    if (!first || !last) return InvalidArgumentError("\"" + std::string(span) + "\" is not layers" + form);
     const int next = stages.empty() ? 0 : stages.back().end_layer;
     if (*first != next || *last < *first) {
-      return InvalidArgumentError(said + ": stage " + std::to_string(stages.size() + 1) + " must begin at layer " +
+      return InvalidArgumentError("stage " + std::to_string(stages.size() + 1) + " must begin at layer " +
                                   std::to_string(next) + (stages.empty() ? "" : ", where the one before ends") +
                                   ", and end no earlier than it begins");
     }
     if (layers && *last >= *layers) {
-      return InvalidArgumentError(said + ": the model has layers 0-" + std::to_string(*layers - 1) +
+      return InvalidArgumentError("the model has layers 0-" + std::to_string(*layers - 1) +
                                   " (edgetrain plan lists them)");
     }
     PipelineStage stage{*first, *last + 1, {}};
     for (std::string_view r : Split(part.substr(colon + 1), ',')) {
       const auto rank = Whole(r);
       if (!rank || *rank >= devices) {
-        return InvalidArgumentError(said + ": \"" + std::string(r) + "\" is not a rank of the job's " +
+        return InvalidArgumentError("\"" + std::string(r) + "\" is not a rank of the job's " +
                                     std::to_string(devices) + " devices (0-" + std::to_string(devices - 1) + ")");
       }
       int& in = stage_of[static_cast<size_t>(*rank)];
       const int here = static_cast<int>(stages.size()) + 1;
       if (in == here) {
-        return InvalidArgumentError(said + ": rank " + std::to_string(*rank) + " is twice in stage " +
+        return InvalidArgumentError("rank " + std::to_string(*rank) + " is twice in stage " +
                                     std::to_string(here));
       }
       if (in > 0) {
-        return InvalidArgumentError(said + ": rank " + std::to_string(*rank) + " is in stage " + std::to_string(in) +
+        return InvalidArgumentError("rank " + std::to_string(*rank) + " is in stage " + std::to_string(in) +
                                     " and stage " + std::to_string(here) + "; a device holds one stage's layers");
       }
       in = here;
@@ -212,7 +211,7 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std
     stages.push_back(std::move(stage));
   }
   if (layers && stages.back().end_layer != *layers) {
-    return InvalidArgumentError(said + ": layers " + std::to_string(stages.back().end_layer) + "-" +
+    return InvalidArgumentError("layers " + std::to_string(stages.back().end_layer) + "-" +
                                 std::to_string(*layers - 1) + " are in no stage");
   }
   return stages;

@@ -71,12 +71,13 @@ std::string HowChosen(const ParallelismChoice& choice);
 // giving a layout.
 bool NamesAPlan(std::string_view stages);
 
-// A layout given by hand (`edgetrain run --stages`): stages separated by
-// '/', each its layers, FIRST-LAST or one, and the ranks it runs on after a
-// ':', separated by ','. "0-1:0,1/2:2" holds layers 0 and 1 on ranks 0 and
+// A layout given by hand (`edgetrain run --stages`, spec.parallelism.stages):
+// stages separated by '/', each its layers, FIRST-LAST or one, and the ranks
+// it runs on after a ':', separated by ','. "0-1:0,1/2:2" holds layers 0 and 1 on ranks 0 and
 // 1, layer 2 on rank 2. InvalidArgument, saying what is wrong, for layers
 // that do not follow on from 0 to the model's last, a rank that is not a
-// device of `problem` or is given twice, or text that is not a layout.
+// device of `problem` or is given twice, or text that is not a layout; the
+// message names no source, which the caller puts before it.
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem);
 // The same on `devices` ranks, before the model's `layers` are known (they
 // are counted as they are measured, seconds later): everything but the last

@@ -654,6 +654,12 @@ Status Reconciler::Place(Pass& pass) {
   std::string stages;  // a pipeline's, said with where it was placed
   if (pipeline) {
     StatusOr<StagePlan> cut = CutStages(pass, placement, views);
+    if (!cut.ok() && cut.status().code() == StatusCode::kInvalidArgument) {
+      // A layout by hand that is not one of this model: no node will change that.
+      line_.Forget(pass.key);
+      FailInvalid(pass, reason::kInvalidSpec, cut.status().message());
+      return Status::Ok();
+    }
     if (!cut.ok()) {
       line_.Forget(pass.key);
       const std::string message = "no " + std::string(NameOf(pass.job.manifest.spec.parallelism.mode)) +

@@ -2208,6 +2208,30 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
   EXPECT_EQ(stages, 2);
 }
 
+// A layout by hand whose layers the model has not (known once they are
+// timed): the spec's mistake, which no node changes, so the job is Invalid
+// and Failed at once rather than waiting as unschedulable; nothing is made.
+TEST_F(ReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobOnceTheLayersAreTimed) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key =
+      Submit(TrainingJob("misdrawn", {{"parallelism", {{"mode", "pipeline"}, {"stages", "0-3:0/4-5:1"}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("misdrawn"));
+  SyncPods(CheckEnds(0, kTimedLayers));
+  Reconcile(key);
+  jobs_.Put(Job("misdrawn"));
+  Reconcile(key);
+  const Json job = Job("misdrawn");
+  EXPECT_EQ(job["status"]["phase"], "Failed") << job["status"];
+  const Json* invalid = FindCondition(job["status"], api::condition::kInvalid);
+  ASSERT_NE(invalid, nullptr) << job["status"];
+  EXPECT_EQ(invalid->value("message", ""), "spec.parallelism.stages: the model has layers 0-2 (edgetrain plan lists "
+                                           "them)");
+  EXPECT_FALSE(api_.Get(kube::kConfigMaps, "default", "misdrawn-plan").ok()) << "nothing placed";
+  EXPECT_FALSE(api_.Get(kube::kPods, "default", "misdrawn-coordinator").ok());
+}
+
 // Issue 16: a pipeline's device lost is not replaced: the head replays its
 // step, or rebuilds its stage from a replica. The operator keeps it out of the
 // gang, deletes what is left of its pod, and says what the head did.

@@ -5,6 +5,7 @@
 
 #include "core/number_text.h"
 #include "core/parallelism_choice.h"
+#include "core/pipeline_planner.h"
 #include "core/pipeline_problem.h"
 
 namespace edgetrain::operator_ {
@@ -63,15 +64,34 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   Scale(stage_pass.back_to_back, ReferenceFactorOf(timed_on));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(spec, devices, std::move(layers), transport, stage_pass));
-  EDGETRAIN_ASSIGN_OR_RETURN(ParallelismChoice choice, ChooseParallelism(problem, spec.parallelism.mode));
-  const PipelinePlan& plan = PlanToRun(choice);
-  if (!plan.cost.fits) return FailedPreconditionError("no plan fits the devices' memory: " + plan.cost.misfit);
+  const std::string& stages = spec.parallelism.stages;
+  StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, spec.parallelism.mode);
+  // Stages given by hand are judged on their own memory: that no plan of the
+  // mode fits says nothing of them (as edgetrain run judges them).
+  if (!chosen.ok() && (NamesAPlan(stages) || chosen.status().code() != StatusCode::kFailedPrecondition)) {
+    return chosen.status();
+  }
+  PipelinePlan plan;
+  if (NamesAPlan(stages)) {
+    plan = PlanToRun(*chosen, stages);
+  } else {
+    // Its layers' range is known only now, from the check's timing.
+    StatusOr<std::vector<PipelineStage>> by_hand = ParseStageLayout(stages, problem);
+    if (!by_hand.ok()) return InvalidArgumentError("spec.parallelism.stages: " + by_hand.status().message());
+    plan = AtBestMicroBatches(problem, *by_hand);
+  }
+  if (!plan.cost.fits) {
+    return FailedPreconditionError((StagesFixed(spec.parallelism) ? "the stages of spec.parallelism.stages do not fit: "
+                                                                    : "no plan fits the devices' memory: ") +
+                                   plan.cost.misfit);
+  }
   StagePlan out;
   out.layout = LayoutOf(plan, problem);
   out.predicted_samples_per_s = plan.cost.samples_per_s;
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(out.layout, devices.size()));
 
-  out.reason = HowChosen(choice);
+  out.reason = StagesFixed(spec.parallelism) ? "spec.parallelism.stages " + stages + " instead of the planner's"
+                                             : HowChosen(*chosen);
   out.reason += ": layers";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PipelineStage& stage = plan.stages[s];
@@ -84,11 +104,11 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   out.reason += "; " + std::to_string(plan.micro_batches) + " micro-batch" + (plan.micro_batches == 1 ? "" : "es") +
                 " of " + std::to_string(plan.micro_batch_size) + "; predicted " + Rounded(plan.cost.samples_per_s) +
                 " samples/s";
-  if (ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
+  if (chosen.ok() && ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
     // As a pipeline runs it, one stage on every device: mode dataParallel's
     // engine is another, and a user set this figure against its own (3,218
     // here, about 13,000 there: a user's trial).
-    out.reason += " against data parallelism's " + Rounded(choice.data_parallel.cost.samples_per_s) +
+    out.reason += " against data parallelism's " + Rounded(chosen->data_parallel.cost.samples_per_s) +
                   " as a pipeline runs it, on the same devices and links";
   }
   if (!WholeModelNote(problem).empty()) out.reason += "; " + WholeModelNote(problem);

@@ -30,8 +30,10 @@ struct StagePlan {
 // speed 1 by its compute score and emulated slowdown, as the planner counts
 // a device's speed (core/pipeline_problem.h), and so is `stage_pass`, a
 // stage's own cost of a pass; `transport`, the agent's messages, timed
-// there too, is taken as it is. FailedPrecondition, saying
-// why, when no plan the mode allows fits the devices' memory.
+// there too, is taken as it is. The stages are the planner's, or as
+// spec.parallelism.stages gives them. FailedPrecondition, saying why, when
+// no plan the mode allows fits the devices' memory, or the stages given do
+// not; InvalidArgument when a layout given names layers the model lacks.
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on,
                                  const TransportCost& transport = {}, StagePassCost stage_pass = {});

@@ -102,12 +102,54 @@ TEST(StagePlanTest, TheDevicesThePlanLeavesOutAreNamed) {
   EXPECT_EQ(both->reason.find("leaves out"), std::string::npos) << both->reason;
 }
 
+// spec.parallelism.stages: the even split, or a layout by hand, where the
+// planner would leave a device out; a layout naming layers the model lacks
+// is the spec's mistake (InvalidArgument), not the nodes'.
+TEST(StagePlanTest, StagesTheSpecGivesAreKeptWhereThePlannerWouldCutOtherwise) {
+  const std::vector<NodeView> devices = {Node("gateway", 1, 100), Node("sensor", 0.01, 0.1)};
+  JobSpec spec = Spec(ParallelismMode::kPipeline);
+  spec.parallelism.stages = "even";
+  auto even = PlanStagesOn(spec, devices, Layers(), nullptr);
+  ASSERT_TRUE(even.ok()) << even.status().ToString();
+  ASSERT_EQ(even->layout.stages.size(), 2u) << even->reason;
+  EXPECT_EQ(even->layout.stages[0].end_layer, 3);
+  EXPECT_EQ(even->layout.stages[1].ranks, std::vector<int>{1});
+  EXPECT_EQ(even->reason.rfind("spec.parallelism.stages even instead of the planner's: layers 0-2 on gateway, 3-5 on "
+                               "sensor; ",
+                               0),
+            0u)
+      << even->reason;
+  EXPECT_EQ(even->reason.find("leaves out"), std::string::npos) << even->reason;
+
+  spec.parallelism.stages = "0:1/1-5:0";
+  auto by_hand = PlanStagesOn(spec, devices, Layers(), nullptr);
+  ASSERT_TRUE(by_hand.ok()) << by_hand.status().ToString();
+  ASSERT_EQ(by_hand->layout.stages.size(), 2u);
+  EXPECT_EQ(by_hand->layout.stages[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(by_hand->layout.stages[1].first_layer, 1);
+  EXPECT_GT(by_hand->predicted_samples_per_s, 0);
+
+  spec.parallelism.stages = "0-8:0/9:1";
+  auto beyond = PlanStagesOn(spec, devices, Layers(), nullptr);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_EQ(beyond.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(beyond.status().message(), "spec.parallelism.stages: the model has layers 0-5 (edgetrain plan lists them)");
+}
+
 TEST(StagePlanTest, NoPlanThatFitsTheDevicesMemoryIsRefusedSayingWhy) {
   std::vector<NodeView> devices = {Node("a", 1, 20), Node("b", 1, 20)};
   for (NodeView& d : devices) d.allocatable.memory_bytes = 1000;  // far under the 5 MB of weights
   auto cut = PlanStagesOn(Spec(ParallelismMode::kPipeline), devices, Layers(), nullptr);
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.status().code(), StatusCode::kFailedPrecondition) << cut.status().ToString();
+  // Stages by hand are judged on their own memory, and said to be the spec's.
+  JobSpec by_hand = Spec(ParallelismMode::kPipeline);
+  by_hand.parallelism.stages = "0-2:0/3-5:1";
+  auto given = PlanStagesOn(by_hand, devices, Layers(), nullptr);
+  ASSERT_FALSE(given.ok());
+  EXPECT_EQ(given.status().code(), StatusCode::kFailedPrecondition) << given.status().ToString();
+  EXPECT_EQ(given.status().message().rfind("the stages of spec.parallelism.stages do not fit: ", 0), 0u)
+      << given.status().ToString();
 }
 
 // A module's size from its layers as timed: their parameters, and the
