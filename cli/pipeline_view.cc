@@ -181,6 +181,26 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
   }
 }
 
+void PrintStagesGiven(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages,
+                      std::ostream& out) {
+  out << "\nthe job runs the stages its spec.parallelism.stages gives (" << stages << "), not the planner's:\n  "
+      << NameOf(ModeOf(problem, plan)) << ", " << DescribePlan(problem, plan) << "\n";
+  PrintStages(problem, plan, out);
+  if (!plan.cost.fits) {
+    out << "it does not fit: " << plan.cost.misfit << "\n";
+    return;
+  }
+  out << "predicted: " << WithThousands(std::llround(plan.cost.samples_per_s)) << " samples/s, a step of "
+      << Ms(plan.cost.step_s) << " ms; kept as given, no layers moved between its stages\n";
+}
+
+nlohmann::json StagesGivenJson(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages) {
+  nlohmann::json given = PlanJson(problem, plan);
+  given["spec"] = stages;
+  given["mode"] = NameOf(ModeOf(problem, plan));
+  return given;
+}
+
 nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const ParallelismChoice& choice) {
   nlohmann::json devices = nlohmann::json::array();
   for (const PipelineDevice& d : problem.devices) {

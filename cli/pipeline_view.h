@@ -5,6 +5,7 @@
 // the `pipeline` object of --json.
 
 #include <ostream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,5 +17,12 @@ namespace edgetrain::cli {
 void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice& choice, std::ostream& out);
 
 nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const ParallelismChoice& choice);
+
+// The stages a job's spec.parallelism.stages gives (`stages`, other than
+// planned), which it runs instead of the planner's; as text after
+// PrintPipelineChoice, or as the `given` object beside its JSON.
+void PrintStagesGiven(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages,
+                      std::ostream& out);
+nlohmann::json StagesGivenJson(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages);
 
 }  // namespace edgetrain::cli

@@ -229,6 +229,7 @@ StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, cons
 struct PlannedPipeline {
   PipelineProblem problem;
   ParallelismChoice choice;
+  PipelinePlan runs;  // the planner's, or the stages spec.parallelism.stages gives
 };
 
 // The planner's devices: each node a worker was placed on, once, in rank order
@@ -261,6 +262,9 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
                                                                 std::move(measured.layers), measured.transport,
                                                                 measured.stage_pass));
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
+  StatusOr<PipelinePlan> runs = PlanOfStages(planned.problem, &planned.choice, job.spec.parallelism.stages);
+  if (!runs.ok()) return Status(runs.status().code(), "spec.parallelism.stages: " + runs.status().message());
+  planned.runs = std::move(*runs);
   return planned;
 }
 
@@ -400,7 +404,10 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       // of a data-parallel team on these nodes, is kept apart (a new user's
       // script read placement's 830 samples/s for a plan predicted at 702).
       doc["placementPredictedSamplesPerSecond"] = placement.predicted_samples_per_second;
-      doc["predictedSamplesPerSecond"] = PlanToRun((*pipeline)->choice).cost.samples_per_s;
+      doc["predictedSamplesPerSecond"] = (*pipeline)->runs.cost.samples_per_s;
+      if (StagesFixed(job.spec.parallelism)) {
+        doc["pipeline"]["given"] = StagesGivenJson((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages);
+      }
     } else if (pipeline) {
       doc["pipeline"] = {{"mode", NameOf(job.spec.parallelism.mode)}, {"error", pipeline->status().message()}};
     }
@@ -415,7 +422,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     // that train beside the plan's "left out" below (a new user's trial).
     if (planned) {
       int training = 0;
-      for (const PipelineStage& stage : PlanToRun((*pipeline)->choice).stages) {
+      for (const PipelineStage& stage : (*pipeline)->runs.stages) {
         training += static_cast<int>(stage.devices.size());
       }
       // Against the devices the workers were placed on, one a node: two
@@ -454,7 +461,12 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
         out << "  it trains on what its streams deliver, which no prediction here knows\n";
       }
     }
-    if (planned) PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
+    if (planned) {
+      PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
+      if (StagesFixed(job.spec.parallelism)) {
+        PrintStagesGiven((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages, out);
+      }
+    }
   }
   // A pipeline's stages name the devices placement chose, which edgetrain
   // run --nodes does not use (a new user's plan said "conv1-conv4 on
@@ -472,6 +484,11 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   for (const std::string& note : support.notes) err << "note: " << note << "\n";
   if (!placement.placed) {
     err << "error: " << job.name << " does not fit " << site << ": " << placement.unschedulable << "\n";
+    return kExitFailed;
+  }
+  if (planned && !(*pipeline)->runs.cost.fits) {
+    err << "error: " << job.name << " does not fit " << site << ": spec.parallelism.stages "
+        << job.spec.parallelism.stages << " does not fit: " << (*pipeline)->runs.cost.misfit << "\n";
     return kExitFailed;
   }
   if (pipeline && !pipeline->ok()) {

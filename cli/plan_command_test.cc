@@ -217,6 +217,34 @@ TEST_F(PlanCommandTest, PipelineModeGivesEachStageOneDevice) {
   for (const auto& stage : p["plan"]["stages"]) EXPECT_EQ(stage["devices"].size(), 1u) << p["plan"].dump(2);
 }
 
+// spec.parallelism.stages: what the job runs is shown after the planner's
+// best, and predicted, in the text and as `given` in the JSON.
+TEST_F(PlanCommandTest, TheStagesTheSpecGivesAreShownAfterThePlannersAndPredicted) {
+  std::string text = ReadFile(vgg_);
+  text.replace(text.find("workers: 4"), 10, "workers: 4\n    stages: even");
+  const fs::path job = Write("given.yaml", text);
+  Printed shown = Plan(job, uneven_site_, /*json=*/false);
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  const size_t planner = shown.out.find("the planner's best for mode auto");
+  const size_t given =
+      shown.out.find("\nthe job runs the stages its spec.parallelism.stages gives (even), not the planner's:\n"
+                     "  pipeline, 4 stages");
+  ASSERT_NE(given, std::string::npos) << shown.out;
+  EXPECT_LT(planner, given) << shown.out;
+  EXPECT_NE(shown.out.find("samples/s, a step of", given), std::string::npos) << shown.out.substr(given);
+  EXPECT_NE(shown.out.find("kept as given, no layers moved between its stages", given), std::string::npos);
+
+  Printed as_json = Plan(job, uneven_site_, /*json=*/true);
+  ASSERT_EQ(as_json.code, 0) << as_json.err;
+  const nlohmann::json doc = nlohmann::json::parse(as_json.out);
+  const nlohmann::json& p = doc["pipeline"];
+  ASSERT_TRUE(p.contains("given")) << p.dump(2);
+  EXPECT_EQ(p["given"]["spec"], "even");
+  EXPECT_EQ(p["given"]["mode"], "pipeline");
+  EXPECT_EQ(p["given"]["stages"], p["evenSplit"]["stages"]);
+  EXPECT_EQ(doc["predictedSamplesPerSecond"], p["given"]["predictedSamplesPerSecond"]);
+}
+
 TEST_F(PlanCommandTest, AnAgentThatCannotMeasureTheLayersIsAFailureAfterThePlacement) {
   Printed plan = Plan(vgg_, uneven_site_, /*json=*/false, "/bin/false");
   EXPECT_EQ(plan.code, 1);

@@ -78,14 +78,9 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
 
   // auto may keep plain data parallelism: one stage on every device, which
   // the pipeline runs as synchronous data parallelism through its head.
-  PipelinePlan plan;
-  if (NamesAPlan(stages)) {
-    plan = PlanToRun(*choice, stages);
-  } else {
-    StatusOr<std::vector<PipelineStage>> by_hand = ParseStageLayout(stages, problem);
-    if (!by_hand.ok()) return Said(asked, by_hand.status());
-    plan = AtBestMicroBatches(problem, *by_hand);
-  }
+  StatusOr<PipelinePlan> given = PlanOfStages(problem, choice ? &*choice : nullptr, stages);
+  if (!given.ok()) return Said(asked, given.status());
+  PipelinePlan plan = std::move(*given);
   if (micro_batches > 0) {
     plan.micro_batches = micro_batches;
     plan.micro_batch_size = job.spec.data.batch_size / micro_batches;

@@ -221,6 +221,16 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
   return ParseStageLayout(text, static_cast<int>(problem.layers.size()), static_cast<int>(problem.devices.size()));
 }
 
+StatusOr<PipelinePlan> PlanOfStages(const PipelineProblem& problem, const ParallelismChoice* choice,
+                                    std::string_view stages) {
+  if (NamesAPlan(stages)) {
+    if (!choice) return FailedPreconditionError(std::string(stages) + ": no plan of the mode fits");
+    return PlanToRun(*choice, stages);
+  }
+  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<PipelineStage> by_hand, ParseStageLayout(stages, problem));
+  return AtBestMicroBatches(problem, by_hand);
+}
+
 PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem) {
   PipelineLayout layout;
   layout.micro_batches = plan.micro_batches;

@@ -84,6 +84,14 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
 // stage's end is judged.
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices);
 
+// The plan of the stages asked for (`edgetrain run --stages`,
+// spec.parallelism.stages): the one `stages` names, of `choice`, or the
+// layout it gives over `problem` (ParseStageLayout, whose InvalidArgument it
+// returns) at the cost model's best micro-batches. `choice` may be null for
+// a layout, judged on its own memory where no plan of the mode fits.
+StatusOr<PipelinePlan> PlanOfStages(const PipelineProblem& problem, const ParallelismChoice* choice,
+                                    std::string_view stages);
+
 // `plan` as the plan file holds it: each stage's layers and its devices'
 // ranks, the micro-batches of a step, and the `problem` it was planned from
 // (its devices in rank order).

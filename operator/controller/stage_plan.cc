@@ -5,7 +5,6 @@
 
 #include "core/number_text.h"
 #include "core/parallelism_choice.h"
-#include "core/pipeline_planner.h"
 #include "core/pipeline_problem.h"
 
 namespace edgetrain::operator_ {
@@ -71,15 +70,10 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   if (!chosen.ok() && (NamesAPlan(stages) || chosen.status().code() != StatusCode::kFailedPrecondition)) {
     return chosen.status();
   }
-  PipelinePlan plan;
-  if (NamesAPlan(stages)) {
-    plan = PlanToRun(*chosen, stages);
-  } else {
-    // Its layers' range is known only now, from the check's timing.
-    StatusOr<std::vector<PipelineStage>> by_hand = ParseStageLayout(stages, problem);
-    if (!by_hand.ok()) return InvalidArgumentError("spec.parallelism.stages: " + by_hand.status().message());
-    plan = AtBestMicroBatches(problem, *by_hand);
-  }
+  // A layout's layers are judged only now, against the check's timing.
+  StatusOr<PipelinePlan> given = PlanOfStages(problem, chosen.ok() ? &*chosen : nullptr, stages);
+  if (!given.ok()) return Status(given.status().code(), "spec.parallelism.stages: " + given.status().message());
+  const PipelinePlan& plan = *given;
   if (!plan.cost.fits) {
     return FailedPreconditionError((StagesFixed(spec.parallelism) ? "the stages of spec.parallelism.stages do not fit: "
                                                                     : "no plan fits the devices' memory: ") +
