@@ -294,9 +294,10 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   // them, and to move layers between them): parameter tensors, from the same
   // layers they build.
   PipelineHead::Rebalancing rebalancing;
-  // Stages the spec gives (spec.parallelism.stages) stay as given, as
-  // edgetrain run's --stages keeps them with --rebalance-every=0.
-  rebalancing.every = StagesFixed(spec.parallelism) ? 0 : s.flags.rebalance_every;
+  // Stages given (edgetrain run --stages, spec.parallelism.stages) stay as
+  // given: a comparison's even split ended with layers moved (a new user's
+  // trial), no longer what was asked.
+  rebalancing.every = s.plan.pipeline->stages_given ? 0 : s.flags.rebalance_every;
   rebalancing.within = s.flags.rebalance_within;
   for (int l = 0; l < s.plan.pipeline->stages.back().end_layer; ++l) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<StageTrainer> t,

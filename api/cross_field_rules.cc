@@ -42,8 +42,11 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
   static const std::vector<CrossFieldRule> rules = {
       {"spec.parallelism", "pipeline parallelism needs at least 2 workers",
        [](const Json& self) { return self["mode"] != "pipeline" || self["workers"].get<int>() >= 2; }},
-      {"spec.parallelism", "stages applies only to the pipeline, hybrid and auto modes",
-       [](const Json& self) { return self["mode"] != "dataParallel" || self["stages"] == "planned"; }},
+      // auto and hybrid of one worker are a job of one (core/job_spec.cc): no stages.
+      {"spec.parallelism", "stages applies only to a pipeline, hybrid or auto job of 2 or more workers",
+       [](const Json& self) {
+         return self["stages"] == "planned" || (self["mode"] != "dataParallel" && self["workers"].get<int>() >= 2);
+       }},
       {"spec", "data.stream.ratesPerSecond needs one rate per worker",
        [](const Json& self) {
          return !Has(self["data"], "stream") || !Has(self["data"]["stream"], "ratesPerSecond") ||

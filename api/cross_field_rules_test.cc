@@ -27,7 +27,7 @@ const Json kValid = Json::parse(R"({
 // breaking manifest is added here (and its C++ twin to cross_field_rules.cc).
 const std::map<std::string, const char*> kBreaking = {
     {"pipeline parallelism needs at least 2 workers", R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 1}}})"},
-    {"stages applies only to the pipeline, hybrid and auto modes",
+    {"stages applies only to a pipeline, hybrid or auto job of 2 or more workers",
      R"({"spec": {"parallelism": {"workers": 2, "stages": "even"}}})"},
     {"data.stream.ratesPerSecond needs one rate per worker",
      R"({"spec": {"parallelism": {"workers": 2}, "data": {"stream": {"ratesPerSecond": [10, 20, 30]}}}})"},

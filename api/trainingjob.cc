@@ -100,7 +100,7 @@ void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
 // before the model's layers are measured (a mistyped one otherwise waited for
 // the planner): its form, and its ranks against the job's workers.
 void CheckStageLayout(const Json& spec, std::vector<FieldError>& errors) {
-  const std::string stages = spec.value("/parallelism/stages"_json_pointer, std::string("planned"));
+  const std::string stages = spec.value("/parallelism/stages"_json_pointer, std::string(kPlannedStages));
   if (NamesAPlan(stages)) return;
   const int workers = spec.value("/parallelism/workers"_json_pointer, 1);
   if (Status parsed = ParseStageLayout(stages, std::nullopt, workers).status(); !parsed.ok()) {

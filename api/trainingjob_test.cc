@@ -56,7 +56,7 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
   EXPECT_EQ(s.parallelism.mode, ParallelismMode::kDataParallel);
   EXPECT_EQ(s.parallelism.workers, 1);
   EXPECT_EQ(s.parallelism.stages, "planned");
-  EXPECT_FALSE(StagesFixed(s.parallelism));
+  EXPECT_FALSE(StagesFixed(s.parallelism.stages));
   EXPECT_EQ(s.sync.policy, SyncPolicy::kDeadline);
   EXPECT_EQ(s.optimizer.kind, OptimizerKind::kAdam);
   EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, 0.001);
@@ -73,7 +73,7 @@ TEST(TrainingJobTest, APipelinesStagesByHandAreKeptAsGiven) {
       With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3, "stages": "0-1:0,1/2-4:2"}}})"), "j.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->spec.parallelism.stages, "0-1:0,1/2-4:2");
-  EXPECT_TRUE(StagesFixed(job->spec.parallelism));
+  EXPECT_TRUE(StagesFixed(job->spec.parallelism.stages));
 }
 
 TEST(TrainingJobTest, TheDeadlinePolicyTakesItsQuorumAndSlackOrLeavesThemToItsDefaults) {
@@ -122,7 +122,9 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2, "stages": "sideways"}}})"),
        "spec.parallelism.stages: \"sideways\" has no ':'"},
       {With(R"({"spec": {"parallelism": {"workers": 2, "stages": "even"}}})"),
-       "spec.parallelism: stages applies only to the pipeline, hybrid and auto modes"},
+       "spec.parallelism: stages applies only to a pipeline, hybrid or auto job of 2 or more workers"},
+      {With(R"({"spec": {"parallelism": {"mode": "auto", "workers": 1, "stages": "even"}}})"),
+       "spec.parallelism: stages applies only to a pipeline, hybrid or auto job of 2 or more workers"},
       {With(R"({"spec": {"modle": {"name": "mlp"}}})"), "spec.modle: unknown field (did you mean \"model\"?)"},
       {With(R"({"spec": {"model": {"name": "resnet"}}})"), "spec.model.name: must be one of \"mlp\", \"cnn\", \"vgg\" (got \"resnet\")"},
       {With(R"({"spec": {"data": {"dataset": "cifar10"}}})"),

@@ -63,7 +63,6 @@ StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {
   std::vector<std::string> flags = {"--role=coordinator", "--job=" + plan.job, "--rank=0",
                                     "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
                                     links_ ? "--listen=0.0.0.0:0" : "--listen=127.0.0.1:0", HttpFlag(0)};
-  if (plan.pipeline && plan_.fixed_stages) flags.push_back("--rebalance-every=0");
   if (progress_every_) flags.push_back("--progress-every=" + FormatDuration(*progress_every_));
   EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess coordinator, Start(flags, coordinator_log_, -1));
   EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(coordinator, "http", coordinator_log_));

@@ -454,6 +454,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   // user's trial: nothing said the profile's change was there).
   std::set<std::string> drifting;
   const std::optional<Duration> wall_clock = checked.job.spec.budget.wall_clock;
+  const StagesAsked asked = StagesOf(options.stages, checked.job.spec);
   for (const WorkerSlot& w : checked.plan.job.workers) {
     if (w.slowdown_changes.empty() || !drifting.insert(w.node).second) continue;
     // A change past the wall clock is never reached (a new user's trial: a
@@ -466,8 +467,8 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
     err << "note: " << w.node << "'s compute changes during the run (" << w.Slowdown().Said()
         << "): what is predicted before it starts counts its slowdown at the start"
         << (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel ? ""
-            : StagesOf(options.stages, checked.job.spec).stages != "planned"
-                ? "; " + StagesOf(options.stages, checked.job.spec).said + " keeps its stages and shares as given"
+            : asked.given()
+                ? "; " + asked.named + " keeps its stages and shares as given"
                 : "; if the plan gives it a stage, the pipeline's head moves layers, deals a group's micro-batches "
                   "anew, or leaves the device out, once it measures the drift")
         << "\n";
@@ -550,9 +551,6 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
           << "count\n";
     }
   }
-  // A comparison's stages stay as given (a new user's --stages even ended
-  // with layers moved, no longer the even split).
-  checked.plan.fixed_stages = asked.stages != "planned";
   return kExitOk;
 }
 

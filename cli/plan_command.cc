@@ -261,10 +261,11 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
   EDGETRAIN_ASSIGN_OR_RETURN(planned.problem, PipelineProblemOf(job.spec, DevicesOf(placement, nodes),
                                                                 std::move(measured.layers), measured.transport,
                                                                 measured.stage_pass));
+  // The planner's table is what this shows: where no plan of the mode fits,
+  // it says so, even of stages by hand that might (edgetrain run tries them).
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
-  StatusOr<PipelinePlan> runs = PlanOfStages(planned.problem, &planned.choice, job.spec.parallelism.stages);
-  if (!runs.ok()) return Status(runs.status().code(), "spec.parallelism.stages: " + runs.status().message());
-  planned.runs = std::move(*runs);
+  EDGETRAIN_ASSIGN_OR_RETURN(planned.runs, PlanOfStages(planned.problem, planned.choice, job.spec.parallelism.stages,
+                                                        "spec.parallelism.stages"));
   return planned;
 }
 
@@ -405,8 +406,9 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       // script read placement's 830 samples/s for a plan predicted at 702).
       doc["placementPredictedSamplesPerSecond"] = placement.predicted_samples_per_second;
       doc["predictedSamplesPerSecond"] = (*pipeline)->runs.cost.samples_per_s;
-      if (StagesFixed(job.spec.parallelism)) {
-        doc["pipeline"]["given"] = StagesGivenJson((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages);
+      if (StagesFixed(job.spec.parallelism.stages)) {
+        doc["pipeline"]["given"] =
+            StagesGivenJson((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages);
       }
     } else if (pipeline) {
       doc["pipeline"] = {{"mode", NameOf(job.spec.parallelism.mode)}, {"error", pipeline->status().message()}};
@@ -463,7 +465,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     }
     if (planned) {
       PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
-      if (StagesFixed(job.spec.parallelism)) {
+      if (StagesFixed(job.spec.parallelism.stages)) {
         PrintStagesGiven((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages, out);
       }
     }

@@ -243,6 +243,14 @@ TEST_F(PlanCommandTest, TheStagesTheSpecGivesAreShownAfterThePlannersAndPredicte
   EXPECT_EQ(p["given"]["mode"], "pipeline");
   EXPECT_EQ(p["given"]["stages"], p["evenSplit"]["stages"]);
   EXPECT_EQ(doc["predictedSamplesPerSecond"], p["given"]["predictedSamplesPerSecond"]);
+
+  // A layout naming layers the model has not is the manifest's mistake.
+  text.replace(text.find("stages: even"), 12, "stages: 0-2:0/3-40:1");
+  Printed beyond = Plan(Write("beyond.yaml", text), uneven_site_, /*json=*/false);
+  EXPECT_EQ(beyond.code, 2) << beyond.err;
+  EXPECT_NE(beyond.err.find("error: planning the pipeline: spec.parallelism.stages: the model has layers 0-"),
+            std::string::npos)
+      << beyond.err;
 }
 
 TEST_F(PlanCommandTest, AnAgentThatCannotMeasureTheLayersIsAFailureAfterThePlacement) {

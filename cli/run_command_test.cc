@@ -511,6 +511,19 @@ TEST_F(RunCommandTest, AStageLayoutByHandIsJudgedBeforeTheLayersAreMeasured) {
   EXPECT_EQ(in_spec.stderr_text.find("measuring the model's layers"), std::string::npos) << in_spec.stderr_text;
 }
 
+// --stages, given, wins over the spec's stages: here the planner's over a
+// layout by hand, which the run then says nothing of.
+TEST_F(RunCommandTest, TheStagesFlagOverridesTheSpecs) {
+  const std::string spec =
+      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
+      "  parallelism: {mode: pipeline, workers: 2, stages: \"0:0/1-2:1\"}\n"
+      "  optimizer: {name: adam, learningRate: 0.003}\n  budget: {epochs: 1}\n";
+  Outcome run = Execute({"run", Manifest("digits-flag", spec), "--no-curves", "--stages", "planned"});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("parallelism: pipeline as asked"), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("spec.parallelism.stages"), std::string::npos) << run.stderr_text;
+}
+
 // A pipeline job: the agent measures its layers, the planner plans, the even
 // split its spec asks for instead cuts them into one stage a device (the planner,
 // counting the agent's messages, keeps this small MLP on one device), a head

@@ -35,9 +35,6 @@ struct LocalRunPlan {
   int agents = 1;             // processes that will run
   int64_t memory_mb = 0;      // about what they need together
   double predicted_samples_per_s = 0;  // a planned pipeline's, from the cost model; 0: none
-  // A pipeline's stages given (--stages, spec.parallelism.stages) rather than
-  // the planner's: kept as they are, the head moving no layers between them.
-  bool fixed_stages = false;
   std::vector<std::string> warnings;  // printed before anything starts
 };
 

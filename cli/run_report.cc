@@ -320,7 +320,7 @@ void PrintModelLine(const JobProgress& p, std::ostream& out) {
 
 // A pipeline's stages: what each device held and how its time went, its
 // bubbles being the time it waited in a step for a neighbour's micro-batch.
-void PrintStages(const PipelineLayout& layout, bool given, const std::vector<WorkerSlot>& devices,
+void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& devices,
                  double predicted_samples_per_s, const JobProgress& p, std::ostream& out) {
   // The plan's, or the stages given (--stages, spec.parallelism.stages): a
   // loss or a move changes the stages, said below and in the table. A hand
@@ -330,6 +330,7 @@ void PrintStages(const PipelineLayout& layout, bool given, const std::vector<Wor
   const bool relaid = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
                                     p.replays->restored_stages > 0 || p.replays->rejoined > 0);
   const bool changed = relaid || (p.replays && p.replays->redealt > 0);
+  const bool given = layout.stages_given;
   out << "  " << (changed ? (given ? "as given, " : "as planned, ") : "") << layout.stages.size()
       << (layout.stages.size() == 1 ? " stage, " : " stages, ") << layout.micro_batches
       << (layout.micro_batches == 1 ? " micro-batch a step" : " micro-batches a step");
@@ -654,7 +655,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   };
   if (plan.job.pipeline) {
     energy();
-    PrintStages(*plan.job.pipeline, plan.fixed_stages, plan.devices, plan.predicted_samples_per_s, p, out);
+    PrintStages(*plan.job.pipeline, plan.devices, plan.predicted_samples_per_s, p, out);
     PrintModelLine(p, out);
     return;
   }

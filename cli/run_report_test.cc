@@ -507,7 +507,7 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   // Stages given by hand (--stages) are not the plan's (a new user's trial
   // read "as planned" for them).
   LocalRunPlan given = plan;
-  given.fixed_stages = true;
+  given.job.pipeline->stages_given = true;
   const std::string by_hand = Summary(given, p);
   EXPECT_NE(by_hand.find("  as given, 2 stages, 8 micro-batches a step; the cost model predicted 1,468 "
                          "samples/s, its layout changed mid-run (below)\n"),

@@ -9,18 +9,11 @@
 #include "core/pipeline_problem.h"
 
 namespace edgetrain::cli {
-namespace {
-
-// `status` of a layout, its message after where the layout was asked for.
-Status Said(const StagesAsked& asked, const Status& status) {
-  return status.ok() ? status : Status(status.code(), asked.said + ": " + status.message());
-}
-
-}  // namespace
 
 StagesAsked StagesOf(const std::string& flag, const JobSpec& spec) {
-  if (!flag.empty()) return {flag, "--stages " + flag};
-  return {spec.parallelism.stages, "spec.parallelism.stages " + spec.parallelism.stages};
+  if (!flag.empty()) return {flag, "--stages " + flag, "--stages " + flag};
+  const std::string& stages = spec.parallelism.stages;
+  return {stages, "spec.parallelism.stages", "spec.parallelism.stages " + stages};
 }
 
 Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& asked, int micro_batches,
@@ -33,7 +26,8 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& 
   }
   if (NamesAPlan(asked.stages)) return Status::Ok();
   // A user's typo in a layout waited 5-22 s of measuring to be told.
-  return Said(asked, ParseStageLayout(asked.stages, std::nullopt, static_cast<int>(devices)).status());
+  Status judged = ParseStageLayout(asked.stages, std::nullopt, static_cast<int>(devices)).status();
+  return judged.ok() ? judged : InvalidArgumentError(asked.said + ": " + judged.message());
 }
 
 StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
@@ -67,27 +61,21 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport,
                                                measured.stage_pass));
-  StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
   // A layout by hand is judged on its own memory: that no plan of the mode
-  // fits says nothing of it (a user's layout was refused naming the even split).
-  if (!chosen.ok() && (NamesAPlan(stages) || chosen.status().code() != StatusCode::kFailedPrecondition)) {
-    return chosen.status();
-  }
-  const std::optional<ParallelismChoice> choice =
-      chosen.ok() ? std::optional<ParallelismChoice>(std::move(*chosen)) : std::nullopt;
-
-  // auto may keep plain data parallelism: one stage on every device, which
-  // the pipeline runs as synchronous data parallelism through its head.
-  StatusOr<PipelinePlan> given = PlanOfStages(problem, choice ? &*choice : nullptr, stages);
-  if (!given.ok()) return Said(asked, given.status());
-  PipelinePlan plan = std::move(*given);
+  // fits says nothing of it (a user's layout was refused naming the even
+  // split). auto may keep plain data parallelism: one stage on every device,
+  // which the pipeline runs as synchronous data parallelism through its head.
+  const StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelinePlan plan, PlanOfStages(problem, chosen, stages, asked.said));
+  const ParallelismChoice* choice = chosen.ok() ? &*chosen : nullptr;
   if (micro_batches > 0) {
     plan.micro_batches = micro_batches;
     plan.micro_batch_size = job.spec.data.batch_size / micro_batches;
     plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
   }
-  if (!plan.cost.fits) return FailedPreconditionError(asked.said + " does not fit: " + plan.cost.misfit);
+  if (!plan.cost.fits) return FailedPreconditionError(asked.named + " does not fit: " + plan.cost.misfit);
   PipelineLayout layout = LayoutOf(plan, problem);
+  layout.stages_given = asked.given();
   int agents = 1;
   for (const PipelineStage& stage : plan.stages) agents += static_cast<int>(stage.devices.size());
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(layout, run.job.workers.size()));
@@ -99,8 +87,8 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   // parallelism on the same devices and links.
   auto per_s = [](const PipelinePlan& p) { return WithThousands(std::llround(p.cost.samples_per_s)); };
   std::string out;
-  if (stages != "planned") {
-    out = asked.said + " instead of the planner's";
+  if (asked.given()) {
+    out = asked.named + " instead of the planner's";
     if (!choice) out += " (" + chosen.status().message() + ")";
     if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);
   } else if (micro_batches > 0) {
@@ -117,7 +105,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     // A faster prediction that cannot run: why auto chose the slower (it
     // read as auto picking against its own rule: a user's trial).
     if (!choice->data_parallel.cost.fits) out += ", which does not fit: " + choice->data_parallel.cost.misfit;
-  } else if (stages == "planned") {
+  } else if (!asked.given()) {
     out += WholeModelNote(problem).empty() ? ": no split is predicted faster on the same devices and links" : "";
   }
   // A module taken whole (auto): why no split was even weighed.
@@ -125,7 +113,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   // Why the plan is not the fastest the planner found (a transient device
   // kept company in its stage), as edgetrain plan says it (a new user's trial
   // found it said there and not here).
-  if (stages == "planned" && !choice->planned.transient_note.empty()) out += "; " + choice->planned.transient_note;
+  if (!asked.given() && !choice->planned.transient_note.empty()) out += "; " + choice->planned.transient_note;
   return out + "\n  " + DescribePlan(problem, plan);
 }
 

@@ -15,11 +15,16 @@
 
 namespace edgetrain::cli {
 
-// The stages a run trains, and how what is said names them: --stages when
-// given, else the job's spec.parallelism.stages.
+// The stages a run trains (StagesOf): --stages when given, else the job's
+// spec.parallelism.stages.
 struct StagesAsked {
-  std::string stages = "planned";
-  std::string said = "spec.parallelism.stages planned";  // "--stages even"
+  std::string stages;
+  // Where they were asked for, before what is said of them: "--stages
+  // 0-9:0" or "spec.parallelism.stages" (an error); named, with the value
+  // ("spec.parallelism.stages even instead of the planner's").
+  std::string said;
+  std::string named;
+  bool given() const { return StagesFixed(stages); }
 };
 StagesAsked StagesOf(const std::string& flag, const JobSpec& spec);
 
@@ -30,10 +35,14 @@ StagesAsked StagesOf(const std::string& flag, const JobSpec& spec);
 // FailedPrecondition when no plan fits the devices' memory.
 // `asked` (StagesOf) may train one of the plans the planner's is compared
 // with instead, or a layout given by hand (InvalidArgument if it is not one
-// of this model and these devices); `micro_batches`, above 0, cuts
-// its steps so rather than at the cost model's best. Judges them by
-// CheckStagesAsked first.
-// What of `stages` and `micro_batches` can be judged before the layers are
+// of this model and these devices), kept as given (the layout's
+// `stages_given`); `micro_batches`, above 0, cuts its steps so rather than
+// at the cost model's best. Judges them by CheckStagesAsked first.
+StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
+                                 const std::string& agent_binary, const StagesAsked& asked, int micro_batches,
+                                 LocalRunPlan& run);
+
+// What of `asked` and `micro_batches` can be judged before the layers are
 // measured (seconds on a model worth splitting): micro-batches that do not
 // divide the batch, and a layout by hand that is not one on `devices` ranks,
 // all but its layers' range, which the measure counts. InvalidArgument.
@@ -49,9 +58,5 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& 
 // trial). Their links plan by their trace's mean, wherever the run is in it.
 StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
                                                 const std::optional<ClusterProfile>& profile);
-
-StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
-                                 const std::string& agent_binary, const StagesAsked& asked, int micro_batches,
-                                 LocalRunPlan& run);
 
 }  // namespace edgetrain::cli

@@ -49,8 +49,9 @@ function(edgetrain_test name)
     EDGETRAIN_BINARY_DIR="${PROJECT_BINARY_DIR}")
   # Test files are a third of a cold build, and their time goes to optimising the
   # code GoogleTest's macros expand to, not to parsing headers (a precompiled header
-  # saved nothing measurable). -O1 compiles them ~20% faster; the code under test
+  # saved nothing measurable). -O0 compiles them ~40% faster than -O1 (the
+  # operator's reconciler_test.cc in 11.5 s against 18.8); the code under test
   # keeps -O2 in its libraries.
-  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O1>)
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O0>)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 endfunction()

@@ -148,6 +148,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       stages.push_back({{"firstLayer", s.first_layer}, {"endLayer", s.end_layer}, {"ranks", s.ranks}});
     }
     j["pipeline"] = {{"stages", stages}, {"microBatches", plan.pipeline->micro_batches}};
+    if (plan.pipeline->stages_given) j["pipeline"]["stagesGiven"] = true;
     if (const auto& from = plan.pipeline->planned_from) {
       Json devices = Json::array();
       for (const PipelineDevice& d : from->devices) {
@@ -227,6 +228,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     if (j.contains("pipeline")) {
       PipelineLayout layout;
       layout.micro_batches = j["pipeline"].at("microBatches").get<int>();
+      layout.stages_given = j["pipeline"].value("stagesGiven", false);
       for (const auto& s : j["pipeline"].at("stages")) {
         layout.stages.push_back(
             {s.at("firstLayer").get<int>(), s.at("endLayer").get<int>(), s.at("ranks").get<std::vector<int>>()});

@@ -68,6 +68,11 @@ struct PipelineLayout {
   std::vector<PipelineStagePlan> stages;
   int micro_batches = 1;
   std::optional<PlannedFrom> planned_from = {};  // none: a layout given by hand
+  // The stages were given (edgetrain run --stages, spec.parallelism.stages),
+  // not the planner's: the head moves no layers between them. Here, where
+  // both edgetrain run and the operator write it, rather than read from the
+  // spec, which --stages overrides.
+  bool stages_given = false;
 };
 
 // The planner's problem a layout was planned from, for `spec`'s batch.

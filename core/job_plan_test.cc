@@ -254,6 +254,9 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   ASSERT_EQ(problem.stage_pass.passes.size(), 2u) << "a stage's own passes, for the head's re-plans";
   EXPECT_DOUBLE_EQ(problem.stage_pass.passes[1].backward_s, 5e-4);
   EXPECT_EQ(problem.batch_size, decoded->spec.data.batch_size);
+  EXPECT_FALSE(decoded->pipeline->stages_given) << "the planner's: the head may move layers";
+  plan.pipeline->stages_given = true;
+  EXPECT_TRUE(DecodeJobPlan(EncodeJobPlan(plan))->pipeline->stages_given) << "kept as given";
 
   plan.pipeline->planned_from->devices.pop_back();
   EXPECT_NE(DecodeJobPlan(EncodeJobPlan(plan)).status().message().find("plannedFrom has 1 devices for 2 workers"),

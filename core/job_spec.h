@@ -114,19 +114,22 @@ struct DataSpec {
   bool compute_weighted = false;
 };
 
+inline constexpr std::string_view kPlannedStages = "planned";
+
 struct ParallelismSpec {
   ParallelismMode mode = ParallelismMode::kDataParallel;
   int workers = 1;
-  // A pipeline, hybrid or auto job's stages: the planner's ("planned"), the
-  // even split ("even": one device a stage, the layers dealt out evenly), or a
-  // layout by hand, "0-1:0,1/2:2" (core/parallelism_choice.h's
-  // ParseStageLayout). All but "planned" stay as given: no layers move.
-  std::string stages = "planned";
+  // A pipeline, hybrid or auto job's stages: the planner's (kPlannedStages),
+  // the even split ("even": one device a stage, the layers dealt out
+  // evenly), one stage on every device ("data-parallel"), or a layout by
+  // hand, "0-1:0,1/2:2" (core/parallelism_choice.h's ParseStageLayout). All
+  // but the planner's stay as given: no layers move.
+  std::string stages{kPlannedStages};
 };
 
-// Whether `parallelism`'s stages are kept as given rather than the planner's
-// to cut and move.
-inline bool StagesFixed(const ParallelismSpec& parallelism) { return parallelism.stages != "planned"; }
+// Whether `stages` (spec.parallelism.stages, or --stages) are kept as given
+// rather than the planner's to cut and move.
+inline bool StagesFixed(std::string_view stages) { return stages != kPlannedStages; }
 
 struct SyncSpec {
   SyncGranularity granularity = SyncGranularity::kRow;

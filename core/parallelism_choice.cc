@@ -138,7 +138,7 @@ const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view 
 }
 
 bool NamesAPlan(std::string_view stages) {
-  return stages == "planned" || stages == "even" || stages == "data-parallel";
+  return stages == kPlannedStages || stages == "even" || stages == "data-parallel";
 }
 
 namespace {
@@ -221,14 +221,15 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
   return ParseStageLayout(text, static_cast<int>(problem.layers.size()), static_cast<int>(problem.devices.size()));
 }
 
-StatusOr<PipelinePlan> PlanOfStages(const PipelineProblem& problem, const ParallelismChoice* choice,
-                                    std::string_view stages) {
-  if (NamesAPlan(stages)) {
-    if (!choice) return FailedPreconditionError(std::string(stages) + ": no plan of the mode fits");
-    return PlanToRun(*choice, stages);
+StatusOr<PipelinePlan> PlanOfStages(const PipelineProblem& problem, const StatusOr<ParallelismChoice>& chosen,
+                                    std::string_view stages, std::string_view said) {
+  if (NamesAPlan(stages) || (!chosen.ok() && chosen.status().code() != StatusCode::kFailedPrecondition)) {
+    if (!chosen.ok()) return chosen.status();
+    return PlanToRun(*chosen, stages);
   }
-  EDGETRAIN_ASSIGN_OR_RETURN(std::vector<PipelineStage> by_hand, ParseStageLayout(stages, problem));
-  return AtBestMicroBatches(problem, by_hand);
+  StatusOr<std::vector<PipelineStage>> by_hand = ParseStageLayout(stages, problem);
+  if (!by_hand.ok()) return InvalidArgumentError(std::string(said) + ": " + by_hand.status().message());
+  return AtBestMicroBatches(problem, *by_hand);
 }
 
 PipelineLayout LayoutOf(const PipelinePlan& plan, const PipelineProblem& problem) {

@@ -59,7 +59,7 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
 // The plan a job runs of `choice`: with `stages` "planned", the planner's,
 // or data parallelism where auto picked it; "even" or "data-parallel", the
 // plan of that name it is compared with (`edgetrain run --stages`).
-const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages = "planned");
+const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view stages = kPlannedStages);
 
 // How the planned plan came of the mode asked: "auto picks pipeline",
 // "hybrid as asked", or, where the plan's shape is not the mode asked,
@@ -85,12 +85,14 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, con
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices);
 
 // The plan of the stages asked for (`edgetrain run --stages`,
-// spec.parallelism.stages): the one `stages` names, of `choice`, or the
-// layout it gives over `problem` (ParseStageLayout, whose InvalidArgument it
-// returns) at the cost model's best micro-batches. `choice` may be null for
-// a layout, judged on its own memory where no plan of the mode fits.
-StatusOr<PipelinePlan> PlanOfStages(const PipelineProblem& problem, const ParallelismChoice* choice,
-                                    std::string_view stages);
+// spec.parallelism.stages): the one `stages` names, of `chosen`, or the
+// layout it gives over `problem` at the cost model's best micro-batches. A
+// layout is judged on its own memory, `chosen` failing for want of a plan
+// of the mode that fits (FailedPrecondition) or not; its InvalidArgument
+// (ParseStageLayout) says `said: ` first, where the layout was given.
+// Otherwise `chosen`'s error.
+StatusOr<PipelinePlan> PlanOfStages(const PipelineProblem& problem, const StatusOr<ParallelismChoice>& chosen,
+                                    std::string_view stages, std::string_view said);
 
 // `plan` as the plan file holds it: each stage's layers and its devices'
 // ranks, the micro-batches of a step, and the `problem` it was planned from

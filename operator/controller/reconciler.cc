@@ -255,7 +255,9 @@ Status Reconciler::Validate(Pass& pass) {
   const Json* failed = FindCondition(pass.status, condition::kFailed);
   const std::string failed_for =
       failed && ConditionIs(pass.status, condition::kFailed, true) ? failed->value("reason", "") : "";
-  const bool model_refused = failed_for == reason::kInvalidModel || failed_for == reason::kModelCheckFailed;
+  // So is a layout of stages that names layers the model, as checked, has not.
+  const bool model_refused = failed_for == reason::kInvalidModel || failed_for == reason::kModelCheckFailed ||
+                             failed_for == reason::kInvalidStages;
   const bool refused_as_written =
       model_refused && failed->value("observedGeneration", int64_t{0}) == pass.generation;
   // What placement found (no node matches, no such PriorityClass) is looked
@@ -653,13 +655,17 @@ Status Reconciler::Place(Pass& pass) {
   JobPlan plan = PlanOf(pass.job, placement, views, generation);
   std::string stages;  // a pipeline's, said with where it was placed
   if (pipeline) {
-    StatusOr<StagePlan> cut = CutStages(pass, placement, views);
-    if (!cut.ok() && cut.status().code() == StatusCode::kInvalidArgument) {
-      // A layout by hand that is not one of this model: no node will change that.
-      line_.Forget(pass.key);
-      FailInvalid(pass, reason::kInvalidSpec, cut.status().message());
-      return Status::Ok();
+    // A layout by hand that is not one of this model, as its check timed it:
+    // no node changes that, and the job fails until its spec does.
+    if (const std::optional<CheckedLayers> checked =
+            CheckedLayersOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)))) {
+      if (Status fits = CheckStagesFitTheLayers(pass.job.manifest.spec, checked->layers.size()); !fits.ok()) {
+        line_.Forget(pass.key);
+        FailInvalid(pass, reason::kInvalidStages, fits.message());
+        return Status::Ok();
+      }
     }
+    StatusOr<StagePlan> cut = CutStages(pass, placement, views);
     if (!cut.ok()) {
       line_.Forget(pass.key);
       const std::string message = "no " + std::string(NameOf(pass.job.manifest.spec.parallelism.mode)) +

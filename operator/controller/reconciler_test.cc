@@ -2210,7 +2210,9 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
 
 // A layout by hand whose layers the model has not (known once they are
 // timed): the spec's mistake, which no node changes, so the job is Invalid
-// and Failed at once rather than waiting as unschedulable; nothing is made.
+// and Failed at once rather than waiting as unschedulable; nothing is made,
+// and it stays Failed, said once, until its spec changes (the manifest's own
+// check passing it again had set it Pending, to fail anew at every pass).
 TEST_F(ReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobOnceTheLayersAreTimed) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
@@ -2226,8 +2228,19 @@ TEST_F(ReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobOnceTheLa
   EXPECT_EQ(job["status"]["phase"], "Failed") << job["status"];
   const Json* invalid = FindCondition(job["status"], api::condition::kInvalid);
   ASSERT_NE(invalid, nullptr) << job["status"];
+  EXPECT_EQ(invalid->value("reason", ""), api::reason::kInvalidStages);
   EXPECT_EQ(invalid->value("message", ""), "spec.parallelism.stages: the model has layers 0-2 (edgetrain plan lists "
                                            "them)");
+  const Json completed = job["status"]["completionTime"];
+  for (int look = 0; look < 3; ++look) {
+    jobs_.Put(Job("misdrawn"));
+    Reconcile(key);
+  }
+  EXPECT_EQ(Job("misdrawn")["status"]["phase"], "Failed");
+  EXPECT_EQ(Job("misdrawn")["status"]["completionTime"], completed) << "its TTL counts from the first";
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kInvalidStages;
+  EXPECT_EQ(said, 1) << "once, not once a look";
   EXPECT_FALSE(api_.Get(kube::kConfigMaps, "default", "misdrawn-plan").ok()) << "nothing placed";
   EXPECT_FALSE(api_.Get(kube::kPods, "default", "misdrawn-coordinator").ok());
 }

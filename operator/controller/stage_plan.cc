@@ -55,6 +55,13 @@ ModelSize SizeOfLayers(const std::vector<LayerCost>& layers, int batch, const No
   return size;
 }
 
+Status CheckStagesFitTheLayers(const JobSpec& spec, size_t layers) {
+  const std::string& stages = spec.parallelism.stages;
+  if (NamesAPlan(stages)) return Status::Ok();
+  Status fits = ParseStageLayout(stages, static_cast<int>(layers), spec.parallelism.workers).status();
+  return fits.ok() ? fits : InvalidArgumentError("spec.parallelism.stages: " + fits.message());
+}
+
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on,
                                  const TransportCost& transport, StagePassCost stage_pass) {
@@ -64,28 +71,25 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(spec, devices, std::move(layers), transport, stage_pass));
   const std::string& stages = spec.parallelism.stages;
+  const bool given = StagesFixed(stages);
   StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, spec.parallelism.mode);
-  // Stages given by hand are judged on their own memory: that no plan of the
-  // mode fits says nothing of them (as edgetrain run judges them).
-  if (!chosen.ok() && (NamesAPlan(stages) || chosen.status().code() != StatusCode::kFailedPrecondition)) {
-    return chosen.status();
-  }
-  // A layout's layers are judged only now, against the check's timing.
-  StatusOr<PipelinePlan> given = PlanOfStages(problem, chosen.ok() ? &*chosen : nullptr, stages);
-  if (!given.ok()) return Status(given.status().code(), "spec.parallelism.stages: " + given.status().message());
-  const PipelinePlan& plan = *given;
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelinePlan plan, PlanOfStages(problem, chosen, stages, "spec.parallelism.stages"));
   if (!plan.cost.fits) {
-    return FailedPreconditionError((StagesFixed(spec.parallelism) ? "the stages of spec.parallelism.stages do not fit: "
-                                                                    : "no plan fits the devices' memory: ") +
+    return FailedPreconditionError((given ? "the stages spec.parallelism.stages gives do not fit: "
+                                          : "no plan fits the devices' memory: ") +
                                    plan.cost.misfit);
   }
   StagePlan out;
   out.layout = LayoutOf(plan, problem);
+  out.layout.stages_given = given;
   out.predicted_samples_per_s = plan.cost.samples_per_s;
   EDGETRAIN_RETURN_IF_ERROR(CheckPipelineLayout(out.layout, devices.size()));
 
-  out.reason = StagesFixed(spec.parallelism) ? "spec.parallelism.stages " + stages + " instead of the planner's"
-                                             : HowChosen(*chosen);
+  // Where no plan of the mode fits, stages by hand may still: said why the
+  // planner's are not beside them.
+  out.reason = !given        ? HowChosen(*chosen)
+               : chosen.ok() ? "spec.parallelism.stages " + stages + " instead of the planner's"
+                             : "spec.parallelism.stages " + stages + " (" + chosen.status().message() + ")";
   out.reason += ": layers";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PipelineStage& stage = plan.stages[s];

@@ -31,9 +31,16 @@ struct StagePlan {
 // a device's speed (core/pipeline_problem.h), and so is `stage_pass`, a
 // stage's own cost of a pass; `transport`, the agent's messages, timed
 // there too, is taken as it is. The stages are the planner's, or as
-// spec.parallelism.stages gives them. FailedPrecondition, saying why, when
-// no plan the mode allows fits the devices' memory, or the stages given do
-// not; InvalidArgument when a layout given names layers the model lacks.
+// spec.parallelism.stages gives them (its layout's layers judged first by
+// CheckStagesFitTheLayers). FailedPrecondition, saying why, when no plan the
+// mode allows fits the devices' memory, or the stages given do not.
+// A layout by hand in spec.parallelism.stages against the `layers` the
+// model's check timed: InvalidArgument, naming the field, when it names
+// layers the model has not or leaves some out. The manifest's own check
+// (api/trainingjob.cc) judged all but that; it is the spec's mistake, which
+// no node changes.
+Status CheckStagesFitTheLayers(const JobSpec& spec, size_t layers);
+
 StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView>& devices,
                                  std::vector<LayerCost> layers, const NodeView* timed_on,
                                  const TransportCost& transport = {}, StagePassCost stage_pass = {});

@@ -120,6 +120,7 @@ TEST(StagePlanTest, StagesTheSpecGivesAreKeptWhereThePlannerWouldCutOtherwise) {
             0u)
       << even->reason;
   EXPECT_EQ(even->reason.find("leaves out"), std::string::npos) << even->reason;
+  EXPECT_TRUE(even->layout.stages_given) << "the head moves no layers";
 
   spec.parallelism.stages = "0:1/1-5:0";
   auto by_hand = PlanStagesOn(spec, devices, Layers(), nullptr);
@@ -134,6 +135,17 @@ TEST(StagePlanTest, StagesTheSpecGivesAreKeptWhereThePlannerWouldCutOtherwise) {
   ASSERT_FALSE(beyond.ok());
   EXPECT_EQ(beyond.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(beyond.status().message(), "spec.parallelism.stages: the model has layers 0-5 (edgetrain plan lists them)");
+  EXPECT_EQ(CheckStagesFitTheLayers(spec, Layers().size()).message(), beyond.status().message());
+  spec.parallelism.stages = "0-2:0/3-5:1";
+  EXPECT_TRUE(CheckStagesFitTheLayers(spec, Layers().size()).ok());
+  EXPECT_EQ(CheckStagesFitTheLayers(spec, 8).message(),
+            "spec.parallelism.stages: layers 6-7 are in no stage");
+  spec.parallelism.stages = "even";
+  EXPECT_TRUE(CheckStagesFitTheLayers(spec, 1).ok()) << "a plan by name fits any model";
+
+  auto planned = PlanStagesOn(Spec(ParallelismMode::kPipeline), devices, Layers(), nullptr);
+  ASSERT_TRUE(planned.ok());
+  EXPECT_FALSE(planned->layout.stages_given) << "the planner's: the head may move layers";
 }
 
 TEST(StagePlanTest, NoPlanThatFitsTheDevicesMemoryIsRefusedSayingWhy) {
@@ -148,7 +160,7 @@ TEST(StagePlanTest, NoPlanThatFitsTheDevicesMemoryIsRefusedSayingWhy) {
   auto given = PlanStagesOn(by_hand, devices, Layers(), nullptr);
   ASSERT_FALSE(given.ok());
   EXPECT_EQ(given.status().code(), StatusCode::kFailedPrecondition) << given.status().ToString();
-  EXPECT_EQ(given.status().message().rfind("the stages of spec.parallelism.stages do not fit: ", 0), 0u)
+  EXPECT_EQ(given.status().message().rfind("the stages spec.parallelism.stages gives do not fit: ", 0), 0u)
       << given.status().ToString();
 }
 
