@@ -2136,16 +2136,23 @@ TEST_F(ReconcilerTest, AModuleTimedWholeIsInvalidAsAPipelineAndRunsWholeUnderAut
 // robot, and running: what the tests of its losses start from.
 class PipelineReconcilerTest : public ReconcilerTest {
  protected:
-  std::string ARunningPipeline() {
+  // A pipeline job `name` of `parallelism` on a gateway and a robot: its
+  // check pod made, its layers timed, then its team placed (or not).
+  std::string APipelineAfterItsLayersAreTimed(const std::string& name, const Json& parallelism) {
     AddNode(ANode("gateway"));
     AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-    const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}));
+    const std::string key = Submit(TrainingJob(name, {{"parallelism", parallelism}}));
     Reconcile(key);
-    jobs_.Put(Job("piped"));
+    jobs_.Put(Job(name));
     SyncPods(CheckEnds(0, kTimedLayers));
     Reconcile(key);
-    jobs_.Put(Job("piped"));
+    jobs_.Put(Job(name));
     Reconcile(key);
+    return key;
+  }
+
+  std::string ARunningPipeline() {
+    const std::string key = APipelineAfterItsLayersAreTimed("piped", {{"mode", "pipeline"}});
     jobs_.Put(Job("piped"));
     SyncPods(Run);
     Reconcile(key);
@@ -2213,17 +2220,9 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
 // and Failed at once rather than waiting as unschedulable; nothing is made,
 // and it stays Failed, said once, until its spec changes (the manifest's own
 // check passing it again had set it Pending, to fail anew at every pass).
-TEST_F(ReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobOnceTheLayersAreTimed) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+TEST_F(PipelineReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobOnceTheLayersAreTimed) {
   const std::string key =
-      Submit(TrainingJob("misdrawn", {{"parallelism", {{"mode", "pipeline"}, {"stages", "0-3:0/4-5:1"}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("misdrawn"));
-  SyncPods(CheckEnds(0, kTimedLayers));
-  Reconcile(key);
-  jobs_.Put(Job("misdrawn"));
-  Reconcile(key);
+      APipelineAfterItsLayersAreTimed("misdrawn", {{"mode", "pipeline"}, {"stages", "0-3:0/4-5:1"}});
   const Json job = Job("misdrawn");
   EXPECT_EQ(job["status"]["phase"], "Failed") << job["status"];
   const Json* invalid = FindCondition(job["status"], api::condition::kInvalid);
