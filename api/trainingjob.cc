@@ -98,13 +98,33 @@ void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
 
 // A layout by hand in spec.parallelism.stages, judged as far as it can be
 // before the model's layers are measured (a mistyped one otherwise waited for
-// the planner): its form, and its ranks against the job's workers.
+// the planner): its form, and its ranks against the job's workers; and, for
+// mode pipeline, that every stage has one device (a group was trained as a
+// hybrid while the run said pipeline: a new user's trial). --stages, for
+// comparisons, may still give a pipeline job another shape.
 void CheckStageLayout(const Json& spec, std::vector<FieldError>& errors) {
   const std::string stages = spec.value("/parallelism/stages"_json_pointer, std::string(kPlannedStages));
+  const bool pipeline = spec.value("/parallelism/mode"_json_pointer, std::string()) == "pipeline";
+  if (pipeline && stages == "data-parallel") {
+    errors.push_back({"spec.parallelism.stages", "data-parallel is one stage on every device, which mode pipeline "
+                                                 "does not train (one device a stage); mode auto compares them"});
+    return;
+  }
   if (NamesAPlan(stages)) return;
   const int workers = spec.value("/parallelism/workers"_json_pointer, 1);
-  if (Status parsed = ParseStageLayout(stages, std::nullopt, workers).status(); !parsed.ok()) {
-    errors.push_back({"spec.parallelism.stages", parsed.message()});
+  StatusOr<std::vector<PipelineStage>> parsed = ParseStageLayout(stages, std::nullopt, workers);
+  if (!parsed.ok()) {
+    errors.push_back({"spec.parallelism.stages", parsed.status().message()});
+    return;
+  }
+  for (size_t s = 0; pipeline && s < parsed->size(); ++s) {
+    if ((*parsed)[s].devices.size() > 1) {
+      errors.push_back({"spec.parallelism.stages", "stage " + std::to_string(s + 1) + " has " +
+                                                       std::to_string((*parsed)[s].devices.size()) +
+                                                       " devices, and mode pipeline gives each stage one; mode "
+                                                       "hybrid lets a group of devices share a stage"});
+      return;
+    }
   }
 }
 

@@ -70,7 +70,7 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
 
 TEST(TrainingJobTest, APipelinesStagesByHandAreKeptAsGiven) {
   auto job = ParseTrainingJob(
-      With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3, "stages": "0-1:0,1/2-4:2"}}})"), "j.yaml");
+      With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 3, "stages": "0-1:0,1/2-4:2"}}})"), "j.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->spec.parallelism.stages, "0-1:0,1/2-4:2");
   EXPECT_TRUE(StagesFixed(job->spec.parallelism.stages));
@@ -119,8 +119,15 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       // range, which the model's timing counts.
       {With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2, "stages": "0-2:0/3-4:2"}}})"),
        "spec.parallelism.stages: \"2\" is not a rank of the job's 2 devices (0-1)"},
-      {With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2, "stages": "sideways"}}})"),
-       "spec.parallelism.stages: \"sideways\" has no ':'"},
+      {With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2, "stages": "Even"}}})"),
+       "spec.parallelism.stages: expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got "
+       "\"Even\" (did you mean even?)"},
+      // Mode pipeline gives each stage one device: a group is a hybrid's.
+      {With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3, "stages": "0-2:0/3-4:1,2"}}})"),
+       "spec.parallelism.stages: stage 2 has 2 devices, and mode pipeline gives each stage one; mode hybrid lets a "
+       "group of devices share a stage"},
+      {With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 3, "stages": "data-parallel"}}})"),
+       "spec.parallelism.stages: data-parallel is one stage on every device, which mode pipeline does not train"},
       {With(R"({"spec": {"parallelism": {"workers": 2, "stages": "even"}}})"),
        "spec.parallelism: stages applies only to a pipeline, hybrid or auto job of 2 or more workers"},
       {With(R"({"spec": {"parallelism": {"mode": "auto", "workers": 1, "stages": "even"}}})"),

@@ -493,13 +493,22 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     if (!options.stages.empty()) given = "--stages " + options.stages;
     if (options.micro_batches > 0) given += (given.empty() ? "" : " and ") + std::string("--micro-batches");
     if (!given.empty()) {
+      // auto or hybrid of one worker is a job of one, whatever its mode says
+      // (a new user's auto job was said to be "data-parallel (spec.parallelism.mode)").
       err << "note: " << given << (!options.stages.empty() && options.micro_batches > 0 ? " apply" : " applies")
-          << " to a pipeline, hybrid or auto job; " << checked.job.name
-          << " is data-parallel (spec.parallelism.mode)\n";
+          << " to a pipeline, hybrid or auto job of 2 or more workers; " << checked.job.name
+          << (checked.job.spec.parallelism.workers == 1 ? " has one worker (spec.parallelism.workers)\n"
+                                                       : " is data-parallel (spec.parallelism.mode)\n");
     }
     return kExitOk;
   }
   const StagesAsked asked = StagesOf(options.stages, checked.job.spec);
+  // The flag wins, and says what it overrode (--stages planned over a
+  // layout in the spec left no trace: a new user's trial).
+  if (!options.stages.empty() && options.stages != checked.job.spec.parallelism.stages) {
+    err << "note: --stages " << options.stages << " in place of the job's spec.parallelism.stages "
+        << checked.job.spec.parallelism.stages << "\n";
+  }
   if (Status judged = CheckStagesAsked(checked.job, asked, options.micro_batches, checked.plan.job.workers.size());
       !judged.ok()) {
     err << "error: " << checked.job.name << ": " << judged.message() << "\n";
@@ -519,7 +528,8 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     // which train, beside the workers the job asked for.
     if (devices < workers) {
       const size_t stages = checked.plan.job.pipeline->stages.size();
-      err << "  as planned, " << devices << " of its " << workers << " workers' devices "
+      err << (checked.plan.job.pipeline->stages_given ? "  as given, " : "  as planned, ") << devices << " of its "
+          << workers << " workers' devices "
           << (devices == 1 ? "trains (" : "train (") << stages << (stages == 1 ? " stage" : " stages")
           << "); the others stay idle\n";
     }

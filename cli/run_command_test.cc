@@ -395,8 +395,8 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   // Both flags, both named (--stages went unsaid beside --micro-batches: a user's trial).
   const Outcome run = Execute({"run", job, "--no-curves", "--stages", "even", "--micro-batches", "4"});
   EXPECT_EQ(run.exit, 0) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("note: --stages even and --micro-batches apply to a pipeline, hybrid or auto job; "
-                                 "folder is data-parallel (spec.parallelism.mode)"),
+  EXPECT_NE(run.stderr_text.find("note: --stages even and --micro-batches apply to a pipeline, hybrid or auto job of 2 "
+                                 "or more workers; folder is data-parallel (spec.parallelism.mode)"),
             std::string::npos)
       << run.stderr_text;
   const std::string note = "note: nothing to read yet in " + (dir_ / "incoming" / "worker-1").string() +
@@ -520,8 +520,11 @@ TEST_F(RunCommandTest, TheStagesFlagOverridesTheSpecs) {
       "  optimizer: {name: adam, learningRate: 0.003}\n  budget: {epochs: 1}\n";
   Outcome run = Execute({"run", Manifest("digits-flag", spec), "--no-curves", "--stages", "planned"});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("note: --stages planned in place of the job's spec.parallelism.stages 0:0/1-2:1\n"),
+            std::string::npos)
+      << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("parallelism: pipeline as asked"), std::string::npos) << run.stderr_text;
-  EXPECT_EQ(run.stderr_text.find("spec.parallelism.stages"), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("spec.parallelism.stages 0:0/1-2:1 instead"), std::string::npos) << run.stderr_text;
 }
 
 // A pipeline job: the agent measures its layers, the planner plans, the even

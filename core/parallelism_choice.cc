@@ -1,11 +1,13 @@
 #include "core/parallelism_choice.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
 
+#include "core/edit_distance.h"
 #include "core/number_text.h"
 
 namespace edgetrain {
@@ -151,6 +153,21 @@ std::optional<int> Whole(std::string_view text) {
   return std::stoi(std::string(text));
 }
 
+// `text` in lower case, and without `c`: how a plan's name is compared with
+// one mistyped.
+std::string Lowered(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+std::string Without(std::string_view text, char c) {
+  std::string out;
+  for (char k : text) {
+    if (k != c) out += k;
+  }
+  return out;
+}
+
 std::vector<std::string_view> Split(std::string_view text, char by) {
   std::vector<std::string_view> parts;
   for (size_t from = 0;;) {
@@ -165,6 +182,16 @@ std::vector<std::string_view> Split(std::string_view text, char by) {
 
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices) {
   const std::string form = " (stages as LAYERS:RANKS separated by /, e.g. 0-1:0,1/2:2; or planned, even, data-parallel)";
+  // A word, not a layout: a plan's name mistyped (a new user's "evn", and
+  // "dataParallel" as spec.parallelism.mode spells it).
+  if (text.find(':') == std::string_view::npos && text.find('/') == std::string_view::npos) {
+    std::string near;
+    for (const char* name : {"planned", "even", "data-parallel"}) {
+      if (EditDistance(Lowered(text), name) <= 2 || Lowered(Without(text, '-')) == Without(name, '-')) near = name;
+    }
+    return InvalidArgumentError("expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"" +
+                                std::string(text) + "\"" + (near.empty() ? "" : " (did you mean " + near + "?)"));
+  }
   std::vector<PipelineStage> stages;
   std::vector<int> stage_of(static_cast<size_t>(devices), -1);  // by rank: the stage it is in, from 1
   for (std::string_view part : Split(text, '/')) {
