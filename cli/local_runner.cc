@@ -504,8 +504,10 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
   }
   const StagesAsked asked = StagesOf(options.stages, checked.job.spec);
   // The flag wins, and says what it overrode (--stages planned over a
-  // layout in the spec left no trace: a new user's trial).
-  if (!options.stages.empty() && options.stages != checked.job.spec.parallelism.stages) {
+  // layout in the spec left no trace: a new user's trial); over the spec's
+  // default, the parallelism line below says it is not the planner's.
+  if (!options.stages.empty() && options.stages != checked.job.spec.parallelism.stages &&
+      StagesFixed(checked.job.spec.parallelism.stages)) {
     err << "note: --stages " << options.stages << " in place of the job's spec.parallelism.stages "
         << checked.job.spec.parallelism.stages << "\n";
   }

@@ -540,9 +540,11 @@ TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--output",
                          (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("parallelism: spec.parallelism.stages even instead of the planner's, predicted"),
+  // The planner's own prediction beside it, then the even split's.
+  EXPECT_NE(run.stderr_text.find("parallelism: spec.parallelism.stages even instead of the planner's (predicted "),
             std::string::npos)
       << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find(" samples/s), predicted "), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("samples/s against data parallelism's"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("3 stages"), std::string::npos) << run.stderr_text;
   // One device a stage: sending each micro-batch's gradient changes nothing, and the run says so.

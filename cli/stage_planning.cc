@@ -88,7 +88,11 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   auto per_s = [](const PipelinePlan& p) { return WithThousands(std::llround(p.cost.samples_per_s)); };
   std::string out;
   if (asked.given()) {
-    out = asked.named + " instead of the planner's";
+    // With the planner's prediction: an even split given in the spec trained
+    // at a sixth of what the planner's was predicted, and only edgetrain
+    // plan said so (a new user's trial).
+    out = asked.named + " instead of the planner's" +
+          (choice ? " (predicted " + per_s(PlanToRun(*choice)) + " samples/s)" : "");
     if (!choice) out += " (" + chosen.status().message() + ")";
     if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);
   } else if (micro_batches > 0) {
