@@ -37,7 +37,8 @@ inline constexpr const char* kNotSupported = "NotSupported";        // valid, bu
 inline constexpr const char* kNoMatchingNode = "NoMatchingNode";    // spec.placement.nodeSelector matches no node at all
 inline constexpr const char* kNoPriorityClass = "NoPriorityClass";  // spec.placement.priorityClassName names none
 inline constexpr const char* kInvalidModel = "InvalidModel";        // an agent loaded the module and refused it
-inline constexpr const char* kInvalidStages = "InvalidStages";      // spec.parallelism.stages names layers the model has not
+// spec.parallelism.stages names layers the model, as its check timed it, has not
+inline constexpr const char* kInvalidStages = "InvalidStages";
 inline constexpr const char* kNameTaken = "NameTaken";              // a Service, ConfigMap, Secret or pod of the job's names is another's
 // Placed
 inline constexpr const char* kPlaced = "Placed";
