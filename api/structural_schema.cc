@@ -49,15 +49,9 @@ std::string Article(const std::string& type) {
 }
 
 std::string Suggestion(const std::string& key, const Json& properties) {
-  std::string best;
-  size_t best_distance = 3;  // suggest only close matches
-  for (const auto& [name, _] : properties.items()) {
-    size_t d = EditDistance(key, name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = name;
-    }
-  }
+  std::vector<std::string> names;
+  for (const auto& [name, _] : properties.items()) names.push_back(name);
+  const std::string best = Nearest(key, names);
   return best.empty() ? "" : " (did you mean \"" + best + "\"?)";
 }
 

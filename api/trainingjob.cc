@@ -42,11 +42,7 @@ void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
       "managedFields", "selfLink"};
   for (const auto& [key, value] : metadata.items()) {
     if (std::find(kObjectMeta.begin(), kObjectMeta.end(), key) != kObjectMeta.end()) continue;
-    std::string nearest;
-    size_t distance = 3;  // only close ones
-    for (const std::string& field : kObjectMeta) {
-      if (const size_t d = EditDistance(key, field); d < distance) distance = d, nearest = field;
-    }
+    const std::string nearest = Nearest(key, kObjectMeta);
     const std::string hint = nearest.empty() ? "" : " (did you mean \"" + nearest + "\"?)";
     errors.push_back({"metadata." + key, "unknown field" + hint});
   }

@@ -155,14 +155,11 @@ std::string Unexpected(const std::vector<std::string>& extras, const CLI::App& c
   const std::string& first = extras.front();
   if (first.rfind("-", 0) != 0) return "unexpected argument \"" + first + "\"";
   const std::string typed = first.substr(0, first.find('='));
-  std::string best;
-  size_t best_distance = 3;  // a close match only
+  std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options()) {
-    for (const std::string& name : option->get_lnames()) {
-      const size_t d = EditDistance(typed, "--" + name);
-      if (d < best_distance) best_distance = d, best = "--" + name;
-    }
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
   }
+  const std::string best = Nearest(typed, names);
   return "unknown option " + first + (best.empty() ? "" : " (did you mean " + best + "?)");
 }
 

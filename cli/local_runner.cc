@@ -468,7 +468,7 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
         << "): what is predicted before it starts counts its slowdown at the start"
         << (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel ? ""
             : asked.given()
-                ? "; " + asked.named + " keeps its stages and shares as given"
+                ? "; " + asked.named() + " keeps its stages and shares as given"
                 : "; if the plan gives it a stage, the pipeline's head moves layers, deals a group's micro-batches "
                   "anew, or leaves the device out, once it measures the drift")
         << "\n";

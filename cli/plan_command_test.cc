@@ -222,6 +222,10 @@ TEST_F(PlanCommandTest, PipelineModeGivesEachStageOneDevice) {
 TEST_F(PlanCommandTest, TheStagesTheSpecGivesAreShownAfterThePlannersAndPredicted) {
   std::string text = ReadFile(vgg_);
   text.replace(text.find("workers: 4"), 10, "workers: 4\n    stages: even");
+  // An MLP of four layers in place of the vgg: its layers are measured in a
+  // fraction of the time, three times here.
+  const std::string vgg = "name: vgg\n    widths: [16, 16, 32, 32, 64, 64, 128, 128]";
+  text.replace(text.find(vgg), vgg.size(), "name: mlp\n    hidden: [32, 32, 32]");
   const fs::path job = Write("given.yaml", text);
   Printed shown = Plan(job, uneven_site_, /*json=*/false);
   ASSERT_EQ(shown.code, 0) << shown.err;

@@ -485,13 +485,18 @@ TEST_F(RunCommandTest, InvalidManifestsExitWithTwoAndSayWhy) {
       << "one line, not the whole usage:\n" << usage.stderr_text;
 }
 
+// The pipeline tests' spec: a digits MLP of three layers to cut, its
+// spec.parallelism `parallelism` beside mode pipeline, then `rest`.
+std::string DigitsPipeline(const std::string& parallelism, const std::string& rest) {
+  return "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
+         "  parallelism: {mode: pipeline, " + parallelism + "}\n  optimizer: {name: adam, learningRate: 0.003}\n" +
+         rest;
+}
+
 // A layout by hand with a rank the job has not is refused before the layers
 // are measured (seconds on a model worth splitting), not after.
 TEST_F(RunCommandTest, AStageLayoutByHandIsJudgedBeforeTheLayersAreMeasured) {
-  const std::string spec =
-      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
-      "  parallelism: {mode: pipeline, workers: 3}\n  optimizer: {name: adam, learningRate: 0.003}\n"
-      "  budget: {epochs: 1}\n";
+  const std::string spec = DigitsPipeline("workers: 3", "  budget: {epochs: 1}\n");
   Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--no-curves", "--stages", "0:0/1-2:7"});
   EXPECT_EQ(run.exit, 2) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("--stages 0:0/1-2:7: \"7\" is not a rank of the job's 3 devices (0-2)"),
@@ -500,9 +505,9 @@ TEST_F(RunCommandTest, AStageLayoutByHandIsJudgedBeforeTheLayersAreMeasured) {
   EXPECT_EQ(run.stderr_text.find("measuring the model's layers"), std::string::npos) << run.stderr_text;
 
   // The same layout in the spec is refused as the manifest is read.
-  Outcome in_spec = Execute({"run", Manifest("digits-pipe-spec", std::string(spec).replace(
-                                                                     spec.find("workers: 3}"), 11,
-                                                                     "workers: 3, stages: \"0:0/1-2:7\"}")),
+  Outcome in_spec = Execute({"run",
+                             Manifest("digits-pipe-spec",
+                                      DigitsPipeline("workers: 3, stages: \"0:0/1-2:7\"", "  budget: {epochs: 1}\n")),
                              "--no-curves"});
   EXPECT_EQ(in_spec.exit, 2) << in_spec.stderr_text;
   EXPECT_NE(in_spec.stderr_text.find("spec.parallelism.stages: \"7\" is not a rank of the job's 3 devices (0-2)"),
@@ -514,10 +519,7 @@ TEST_F(RunCommandTest, AStageLayoutByHandIsJudgedBeforeTheLayersAreMeasured) {
 // --stages, given, wins over the spec's stages: here the planner's over a
 // layout by hand, which the run then says nothing of.
 TEST_F(RunCommandTest, TheStagesFlagOverridesTheSpecs) {
-  const std::string spec =
-      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
-      "  parallelism: {mode: pipeline, workers: 2, stages: \"0:0/1-2:1\"}\n"
-      "  optimizer: {name: adam, learningRate: 0.003}\n  budget: {epochs: 1}\n";
+  const std::string spec = DigitsPipeline("workers: 2, stages: \"0:0/1-2:1\"", "  budget: {epochs: 1}\n");
   Outcome run = Execute({"run", Manifest("digits-flag", spec), "--no-curves", "--stages", "planned"});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("note: --stages planned in place of the job's spec.parallelism.stages 0:0/1-2:1\n"),
@@ -534,9 +536,8 @@ TEST_F(RunCommandTest, TheStagesFlagOverridesTheSpecs) {
 // one's would (it evaluates again the same).
 TEST_F(RunCommandTest, APipelineJobIsPlannedAndTrainedByItsStages) {
   const std::string spec =
-      "  model: {name: mlp, hidden: [64, 32]}\n  data: {dataset: digits, batchSize: 32}\n"
-      "  parallelism: {mode: pipeline, workers: 3, stages: even}\n  optimizer: {name: adam, learningRate: 0.003}\n"
-      "  faultTolerance: {gradientEachMicroBatch: true}\n  budget: {epochs: 3}\n";
+      DigitsPipeline("workers: 3, stages: even",
+                     "  faultTolerance: {gradientEachMicroBatch: true}\n  budget: {epochs: 3}\n");
   Outcome run = Execute({"run", Manifest("digits-pipe", spec), "--json", "--no-curves", "--output",
                          (dir_ / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;

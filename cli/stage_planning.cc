@@ -11,9 +11,7 @@
 namespace edgetrain::cli {
 
 StagesAsked StagesOf(const std::string& flag, const JobSpec& spec) {
-  if (!flag.empty()) return {flag, "--stages " + flag, "--stages " + flag};
-  const std::string& stages = spec.parallelism.stages;
-  return {stages, "spec.parallelism.stages", "spec.parallelism.stages " + stages};
+  return flag.empty() ? StagesAsked{spec.parallelism.stages, false} : StagesAsked{flag, true};
 }
 
 Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& asked, int micro_batches,
@@ -27,7 +25,7 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& 
   if (NamesAPlan(asked.stages)) return Status::Ok();
   // A user's typo in a layout waited 5-22 s of measuring to be told.
   Status judged = ParseStageLayout(asked.stages, std::nullopt, static_cast<int>(devices)).status();
-  return judged.ok() ? judged : InvalidArgumentError(asked.said + ": " + judged.message());
+  return judged.ok() ? judged : InvalidArgumentError(asked.said() + ": " + judged.message());
 }
 
 StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& slots,
@@ -66,14 +64,14 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   // split). auto may keep plain data parallelism: one stage on every device,
   // which the pipeline runs as synchronous data parallelism through its head.
   const StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
-  EDGETRAIN_ASSIGN_OR_RETURN(PipelinePlan plan, PlanOfStages(problem, chosen, stages, asked.said));
+  EDGETRAIN_ASSIGN_OR_RETURN(PipelinePlan plan, PlanOfStages(problem, chosen, stages, asked.said()));
   const ParallelismChoice* choice = chosen.ok() ? &*chosen : nullptr;
   if (micro_batches > 0) {
     plan.micro_batches = micro_batches;
     plan.micro_batch_size = job.spec.data.batch_size / micro_batches;
     plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
   }
-  if (!plan.cost.fits) return FailedPreconditionError(asked.named + " does not fit: " + plan.cost.misfit);
+  if (!plan.cost.fits) return FailedPreconditionError(asked.named() + " does not fit: " + plan.cost.misfit);
   PipelineLayout layout = LayoutOf(plan, problem);
   layout.stages_given = asked.given();
   int agents = 1;
@@ -91,7 +89,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
     // With the planner's prediction: an even split given in the spec trained
     // at a sixth of what the planner's was predicted, and only edgetrain
     // plan said so (a new user's trial).
-    out = asked.named + " instead of the planner's" +
+    out = asked.named() + " instead of the planner's" +
           (choice ? " (predicted " + per_s(PlanToRun(*choice)) + " samples/s)" : "");
     if (!choice) out += " (" + chosen.status().message() + ")";
     if (micro_batches > 0) out += ", --micro-batches " + std::to_string(micro_batches);

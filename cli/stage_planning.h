@@ -19,11 +19,12 @@ namespace edgetrain::cli {
 // spec.parallelism.stages.
 struct StagesAsked {
   std::string stages;
+  bool by_flag = false;
   // Where they were asked for, before what is said of them: "--stages
   // 0-9:0" or "spec.parallelism.stages" (an error); named, with the value
   // ("spec.parallelism.stages even instead of the planner's").
-  std::string said;
-  std::string named;
+  std::string said() const { return by_flag ? "--stages " + stages : "spec.parallelism.stages"; }
+  std::string named() const { return by_flag ? said() : said() + " " + stages; }
   bool given() const { return StagesFixed(stages); }
 };
 StagesAsked StagesOf(const std::string& flag, const JobSpec& spec);

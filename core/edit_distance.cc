@@ -18,4 +18,12 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+std::string Nearest(std::string_view word, const std::vector<std::string>& candidates, size_t below) {
+  std::string best;
+  for (const std::string& candidate : candidates) {
+    if (const size_t d = EditDistance(word, candidate); d < below) below = d, best = candidate;
+  }
+  return best;
+}
+
 }  // namespace edgetrain

@@ -153,18 +153,11 @@ std::optional<int> Whole(std::string_view text) {
   return std::stoi(std::string(text));
 }
 
-// `text` in lower case, and without `c`: how a plan's name is compared with
-// one mistyped.
+// `text` in lower case: a plan's name as compared with one mistyped
+// ("dataParallel" is then one edit from data-parallel).
 std::string Lowered(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-std::string Without(std::string_view text, char c) {
-  std::string out;
-  for (char k : text) {
-    if (k != c) out += k;
-  }
   return out;
 }
 
@@ -185,10 +178,7 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std
   // A word, not a layout: a plan's name mistyped (a new user's "evn", and
   // "dataParallel" as spec.parallelism.mode spells it).
   if (text.find(':') == std::string_view::npos && text.find('/') == std::string_view::npos) {
-    std::string near;
-    for (const char* name : {"planned", "even", "data-parallel"}) {
-      if (EditDistance(Lowered(text), name) <= 2 || Lowered(Without(text, '-')) == Without(name, '-')) near = name;
-    }
+    const std::string near = Nearest(Lowered(text), {std::string(kPlannedStages), "even", "data-parallel"});
     return InvalidArgumentError("expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"" +
                                 std::string(text) + "\"" + (near.empty() ? "" : " (did you mean " + near + "?)"));
   }

@@ -655,17 +655,18 @@ Status Reconciler::Place(Pass& pass) {
   JobPlan plan = PlanOf(pass.job, placement, views, generation);
   std::string stages;  // a pipeline's, said with where it was placed
   if (pipeline) {
+    const std::optional<CheckedLayers> checked =
+        CheckedLayersOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)));
     // A layout by hand that is not one of this model, as its check timed it:
     // no node changes that, and the job fails until its spec does.
-    if (const std::optional<CheckedLayers> checked =
-            CheckedLayersOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)))) {
-      if (Status fits = CheckStagesFitTheLayers(pass.job.manifest.spec, checked->layers.size()); !fits.ok()) {
-        line_.Forget(pass.key);
-        FailInvalid(pass, reason::kInvalidStages, fits.message());
-        return Status::Ok();
-      }
+    if (Status fits = checked ? CheckStagesFitTheLayers(pass.job.manifest.spec, checked->layers.size()) : Status::Ok();
+        !fits.ok()) {
+      line_.Forget(pass.key);
+      FailInvalid(pass, reason::kInvalidStages, fits.message());
+      return Status::Ok();
     }
-    StatusOr<StagePlan> cut = CutStages(pass, placement, views);
+    StatusOr<StagePlan> cut = checked ? CutStages(pass, *checked, placement, views)
+                                      : FailedPreconditionError("the model's layers have not been timed");
     if (!cut.ok()) {
       line_.Forget(pass.key);
       const std::string message = "no " + std::string(NameOf(pass.job.manifest.spec.parallelism.mode)) +
@@ -730,11 +731,8 @@ std::optional<ModelSize> Reconciler::MeasuredSizeOf(const Pass& pass) {
                       timed_on.empty() ? nullptr : &timed_on[0]);
 }
 
-StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const TeamPlacement& placement,
-                                          const std::vector<NodeView>& views) {
-  const std::optional<CheckedLayers> checked =
-      CheckedLayersOf(pass.status, ModelCheckOf(ModelCheckPodFor(pass.job, options_.pods)));
-  if (!checked) return FailedPreconditionError("the model's layers have not been timed");
+StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const CheckedLayers& checked,
+                                          const TeamPlacement& placement, const std::vector<NodeView>& views) {
   auto view_of = [&](const std::string& name) -> const NodeView* {
     auto it = std::find_if(views.begin(), views.end(), [&](const NodeView& v) { return v.name == name; });
     return it == views.end() ? nullptr : &*it;
@@ -745,9 +743,9 @@ StatusOr<StagePlan> Reconciler::CutStages(const Pass& pass, const TeamPlacement&
     if (!view) return FailedPreconditionError("node " + node + " is not known");
     devices.push_back(*view);
   }
-  std::vector<NodeView> timed_on = line_.Views({checked->node}, Measured());
-  return PlanStagesOn(pass.job.manifest.spec, devices, checked->layers, timed_on.empty() ? nullptr : &timed_on[0],
-                      checked->transport, checked->stage_pass);
+  std::vector<NodeView> timed_on = line_.Views({checked.node}, Measured());
+  return PlanStagesOn(pass.job.manifest.spec, devices, checked.layers, timed_on.empty() ? nullptr : &timed_on[0],
+                      checked.transport, checked.stage_pass);
 }
 
 StatusOr<bool> Reconciler::CheckModel(Pass& pass) {

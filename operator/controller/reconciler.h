@@ -34,6 +34,7 @@
 #include "operator/controller/job_objects.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/line_log.h"
+#include "operator/controller/model_check.h"
 #include "operator/controller/stage_plan.h"
 #include "operator/controller/waiting_line.h"
 #include "operator/kube/informer.h"
@@ -118,12 +119,13 @@ class Reconciler {
   // refused the module (the status then says so).
   StatusOr<bool> CheckModel(Pass& pass);
   // A pipeline job's stages over the nodes `placement` chose (`views` holds
-  // them), from the layers its check timed (status.modelCheck).
+  // them), from `checked`, the layers its check timed (status.modelCheck).
   // A user's module's size, for placement: as its check measured it, or from
   // its layers as a pipeline's check timed them; none for a built-in model,
   // whose size the spec says, or before the check.
   std::optional<ModelSize> MeasuredSizeOf(const Pass& pass);
-  StatusOr<StagePlan> CutStages(const Pass& pass, const TeamPlacement& placement, const std::vector<NodeView>& views);
+  StatusOr<StagePlan> CutStages(const Pass& pass, const CheckedLayers& checked, const TeamPlacement& placement,
+                                const std::vector<NodeView>& views);
   // A placed job followed: what it lost mended, then its gang's state said.
   Status Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   struct Team;  // a placed job's team as one reconcile sees it
