@@ -41,7 +41,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       // "interrupted" (a new user's trial); its summary says what it kept.
       said_how_it_started_ = true;
       display.Finish();
-      err_ << "interrupted: stopping " << job_ << " and saving where it got to...\n";
+      // Ctrl-C before a step said it saved where it got to, which was nowhere
+      // (a new user's trial).
+      err_ << "interrupted: stopping " << job_
+           << (seen_training_ ? " and saving where it got to...\n" : " before it trained a step...\n");
     }
     if (!stopping && outcome.failure.empty() && watch.health) {
       if (Status health = watch.health(); !health.ok()) {
@@ -100,6 +103,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (auto body = watch.progress()) {
       auto p = DecodeJobProgress(*body);
       if (p.ok()) {
+        seen_training_ = seen_training_ || p->iteration > 0 || p->samples > 0;
         NoteHowItStarted(*p, watch, display);
         NoteWarnings(*p, display);
         NoteDeviceEvents(*p, watch, display);

@@ -130,6 +130,9 @@ class RunSupervisor {
   StopOrder order_;
   std::vector<int> ranks_;       // per worker: its rank
   bool said_how_it_started_ = false;
+  // A step, or samples, seen in /progress (this run's or the checkpoint's it
+  // resumed): an interrupt says it saves where the job got to only then.
+  bool seen_training_ = false;
   size_t warnings_said_ = 0;
   std::optional<JobProgress::Replays> seen_replays_;  // as last read
   std::map<int, bool> seen_active_;                   // each device's, by rank, as last read

@@ -220,6 +220,8 @@ TEST_F(RunSupervisorTest, AnInterruptBeforeTrainingSaysNothingOfStartingAfresh) 
   Supervision outcome = Run();
   EXPECT_TRUE(outcome.interrupted);
   EXPECT_EQ(err_.str().find("starts afresh"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("interrupted: stopping robots before it trained a step..."), std::string::npos)
+      << err_.str();
 }
 
 // A pipeline's stages hold its weights: interrupted, only the head is told
