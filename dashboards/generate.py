@@ -295,11 +295,12 @@ def operator_dashboard():
             "opm", OPERATOR_RUN)
     b.panel("Recovery time", "From a running team losing a worker (or having one moved off a leaving node) to "
                              "the whole team running again: median and 90th percentile of the recoveries ended "
-                             "in each interval.",
+                             "in the hour before each point (recoveries are rare: over one scrape interval the "
+                             "panel was empty nearly always).",
             [(f"histogram_quantile(0.5, sum by (le) "
-              f"(rate(edgetrain_operator_recovery_seconds_bucket{{{op}}}[{ri}])))", "p50"),
+              f"(increase(edgetrain_operator_recovery_seconds_bucket{{{op}}}[1h])))", "p50"),
              (f"histogram_quantile(0.9, sum by (le) "
-              f"(rate(edgetrain_operator_recovery_seconds_bucket{{{op}}}[{ri}])))", "p90")],
+              f"(increase(edgetrain_operator_recovery_seconds_bucket{{{op}}}[1h])))", "p90")],
             "s", OPERATOR_RUN)
     return b.json()
 
@@ -360,22 +361,62 @@ def alert_groups():
                   "metered: a profile's power block sets each node's watts."),
         ]},
         {"name": "edgetrain-operator", "rules": [
+            # An event, not a state: jobs in phase Failed stay until deleted
+            # (no ttlSecondsAfterFinished by default), and a gauge of them kept
+            # one alert firing for ever, silent on every later failure.
             alert("EdgetrainJobFailed",
-                  "max(edgetrain_operator_jobs{phase=\"Failed\"} and on (namespace, pod, instance) "
-                  "(edgetrain_operator_leader == 1)) > 0",
+                  "sum by (namespace, reason) (increase(edgetrain_operator_job_failures_total[10m])) > 0",
                   "0m", "warning",
-                  "{{ $value }} TrainingJob(s) failed",
-                  "The leading operator counts TrainingJobs in phase Failed.",
-                  "kubectl get tj -A shows which; kubectl describe tj NAME gives the Failed condition's reason "
-                  "(RecoveriesExhausted, a coordinator that exited non-zero, ...) and its events."),
+                  "TrainingJobs failed: {{ $labels.reason }}",
+                  "The operator in {{ $labels.namespace }} saw {{ $value | printf \"%.0f\" }} TrainingJob(s) fail "
+                  "with reason {{ $labels.reason }} in the last 10 minutes.",
+                  "kubectl get tj -A shows which (PHASE Failed); kubectl describe tj NAME gives the Failed "
+                  "condition's message and the job's events."),
             alert("EdgetrainNoOperatorLeading",
-                  "sum(edgetrain_operator_leader) < 1 or absent(edgetrain_operator_leader)",
+                  "sum by (namespace) (edgetrain_operator_leader) < 1 or absent(edgetrain_operator_leader)",
                   "2m", "critical",
                   "No edgetrain operator replica is leading",
-                  "No scraped operator replica holds the Lease: TrainingJobs are not reconciled.",
-                  "kubectl -n NAMESPACE get pods -l app.kubernetes.io/name=edgetrain: are the operator pods "
-                  "running and ready, and can they reach the API server (their logs)? "
-                  "kubectl -n NAMESPACE get lease edgetrain-operator: its HOLDER is the replica that held it last."),
+                  "No scraped operator replica{{ if $labels.namespace }} in {{ $labels.namespace }}{{ end }} holds "
+                  "the Lease: its TrainingJobs are not reconciled.",
+                  "kubectl -n NAMESPACE get pods -l app.kubernetes.io/component=operator: are the operator pods "
+                  "running and ready, and can they reach the API server (their logs)? kubectl -n NAMESPACE get "
+                  "leases: the operator's (the release's operator name, edgetrain-operator by default) names as "
+                  "HOLDER the replica that held it last."),
+            # A leader whose requests are refused keeps its Lease (renewed on
+            # a client of its own) and answers /healthz: nothing else says so.
+            alert("EdgetrainOperatorRequestsRefused",
+                  "sum by (namespace, pod, verb) (increase(edgetrain_operator_api_errors_total"
+                  "{code=\"FAILED_PRECONDITION\"}[10m])) > 0",
+                  "5m", "critical",
+                  "The API server refuses the edgetrain operator's {{ $labels.verb }} requests",
+                  "Operator pod {{ $labels.namespace }}/{{ $labels.pod }} has had {{ $labels.verb }} requests "
+                  "refused as unauthorised or forbidden (HTTP 401 or 403) for 5 minutes: the jobs those requests "
+                  "are for do not move.",
+                  "Its log names the request refused. kubectl auth can-i --list "
+                  "--as=system:serviceaccount:NAMESPACE:SERVICEACCOUNT shows what its ServiceAccount may do; "
+                  "the chart's roles grant what docs/operator.md lists (rbac.create), and a Role of "
+                  "operator.watchNamespace covers that namespace only."),
+            alert("EdgetrainOperatorStuck",
+                  "max by (namespace, pod) (edgetrain_operator_queue_depth) > 0 "
+                  "and on (namespace, pod) sum by (namespace, pod) "
+                  "(rate(edgetrain_operator_reconcile_duration_seconds_count[10m])) == 0 "
+                  "and on (namespace, pod) max by (namespace, pod) (edgetrain_operator_leader) == 1",
+                  "10m", "critical",
+                  "The leading edgetrain operator reconciles nothing",
+                  "Operator pod {{ $labels.namespace }}/{{ $labels.pod }} leads, and TrainingJobs wait in its "
+                  "queue, but it has finished no reconcile in 10 minutes.",
+                  "Its /readyz and its log's last lines say what it waits on; deleting the pod hands the Lease to "
+                  "a standby, or restarts it."),
+            alert("EdgetrainOperatorReconcileErrors",
+                  "sum by (namespace, pod) (rate(edgetrain_operator_reconcile_duration_seconds_count"
+                  "{result=\"error\"}[15m])) / sum by (namespace, pod) "
+                  "(rate(edgetrain_operator_reconcile_duration_seconds_count[15m])) > 0.5",
+                  "15m", "warning",
+                  "Most of the edgetrain operator's reconciles fail",
+                  "{{ $value | humanizePercentage }} of the reconciles of operator pod {{ $labels.namespace }}/"
+                  "{{ $labels.pod }} have failed over 15 minutes; each is retried with back-off.",
+                  "Its log's ReconcileFailed lines say which job and why; the Edgetrain operator dashboard's API "
+                  "errors panel says which requests fail, by code."),
         ]},
     ]
 

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <random>
+#include <regex>
 #include <cstdlib>
 #include <iostream>
 
@@ -97,8 +98,21 @@ int main(int argc, char** argv) {
                  "only the replica holding the Lease reconciles; true by default, for more than one replica")
       ->option_text("BOOL");
   app.add_option("--leader-election-namespace", election.namespace_,
-                 "where the Lease edgetrain-operator lives (default: the kubeconfig's or the pod's namespace)")
+                 "where the Lease lives (default: the kubeconfig's or the pod's namespace)")
       ->option_text("NS");
+  // Two operators in one namespace, each watching a namespace of its own,
+  // shared the one Lease, and one of them never reconciled (found in review).
+  app.add_option("--leader-election-id", election.name,
+                 "the Lease's name; operators that watch different jobs need one each (default edgetrain-operator)")
+      ->option_text("NAME")
+      ->check(CLI::Validator(
+          [](const std::string& name) {
+            static const std::regex kObjectName("[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?");
+            return std::regex_match(name, kObjectName)
+                       ? std::string()
+                       : "must be lower-case letters, digits, '-' and '.', got \"" + name + "\"";
+          },
+          "NAME"));
   app.add_option("--termination-grace", options.reconciler.pods.termination_grace_seconds,
                  "seconds an agent has to save its model when its pod is deleted (default 30)");
   const std::map<std::string, const char*> help = {

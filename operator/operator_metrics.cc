@@ -9,6 +9,8 @@
 #include <map>
 #include <mutex>
 
+#include "api/job_conditions.h"
+
 namespace edgetrain::operator_ {
 
 struct OperatorMetrics::Impl {
@@ -34,6 +36,11 @@ struct OperatorMetrics::Impl {
       prometheus::BuildCounter()
           .Name("edgetrain_operator_replans_total")
           .Help("New plans given to running teams, by reason (WorkerLost, WorkerMoved, CoordinatorLost, CoordinatorMoved)")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& job_failures =
+      prometheus::BuildCounter()
+          .Name("edgetrain_operator_job_failures_total")
+          .Help("TrainingJobs this replica saw go Failed while it led, by the Failed condition's reason")
           .Register(registry);
   prometheus::Histogram& recovery =
       prometheus::BuildHistogram()
@@ -83,6 +90,14 @@ OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {
   for (const char* reason : {"WorkerLost", "WorkerMoved", "CoordinatorLost", "CoordinatorMoved"}) {
     impl_->replans.Add({{"reason", reason}});
   }
+  // Every reason the reconciler fails a job with (a reason first seen at 1 is
+  // a rise increase() misses).
+  namespace why = api::reason;
+  for (const char* reason : {why::kInvalidSpec, why::kNotSupported, why::kInvalidModel, why::kInvalidStages,
+                             why::kNameTaken, why::kModelCheckFailed, why::kCoordinatorFailed, why::kCoordinatorLost,
+                             why::kRecoveriesExhausted, why::kWorkersRefused}) {
+    impl_->job_failures.Add({{"reason", reason}});
+  }
 }
 OperatorMetrics::~OperatorMetrics() = default;
 
@@ -107,6 +122,9 @@ void OperatorMetrics::CountApiRequest(const std::string& verb) {
     counter = c;
   }
   counter->Increment();
+}
+void OperatorMetrics::CountJobFailure(const std::string& reason) {
+  impl_->job_failures.Add({{"reason", reason}}).Increment();
 }
 void OperatorMetrics::ObserveRecovery(double seconds) { impl_->recovery.Observe(seconds); }
 void OperatorMetrics::SetLeader(bool leading) { impl_->leader.Set(leading ? 1 : 0); }

@@ -21,6 +21,9 @@ class OperatorMetrics {
   void CountPlacement(const std::string& result);  // "placed" | "unschedulable"
   void CountReplan(const std::string& reason);     // a running team's new plan: WorkerLost | WorkerMoved | CoordinatorLost | CoordinatorMoved
   void ObserveRecovery(double seconds);            // a recovering team whole again, this long after
+  // A job seen to go Failed, by its Failed condition's reason: an event to
+  // alert on, where the jobs in phase Failed stay until they are deleted.
+  void CountJobFailure(const std::string& reason);
   void CountApiError(const std::string& verb, StatusCode code);
   void CountApiRequest(const std::string& verb);
   void SetLeader(bool leading);

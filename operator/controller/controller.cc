@@ -15,6 +15,16 @@ namespace {
 // The pod cache's index of pods by the node they are bound to.
 constexpr const char* kPodsByNode = "node";
 
+// Why a Failed job failed: its Failed condition's reason, or its Invalid
+// one's (a spec refused once it ran, InvalidStages say).
+std::string FailedReason(const Json& job) {
+  const Json status = job.value("status", Json::object());
+  for (const char* type : {api::condition::kFailed, api::condition::kInvalid}) {
+    if (ConditionIs(status, type, true)) return FindCondition(status, type)->value("reason", "Unknown");
+  }
+  return "Unknown";
+}
+
 }  // namespace
 
 Controller::Controller(kube::KubeClient& client, Clock& clock, ProgressSource& progress, OperatorMetrics& metrics,
@@ -136,7 +146,9 @@ void Controller::EnqueueJobsOnNode(kube::WatchEventType type, const Json& node) 
 
 void Controller::CountPhase(const std::string& key, const Json* job) {
   std::lock_guard lock(phases_mu_);
+  std::optional<std::string> was_in;
   if (auto was = phase_of_.find(key); was != phase_of_.end()) {
+    was_in = was->second;
     metrics_.SetJobsInPhase(was->second, --in_phase_[was->second]);
     phase_of_.erase(was);
   }
@@ -144,6 +156,11 @@ void Controller::CountPhase(const std::string& key, const Json* job) {
   const std::string phase = job->value("/status/phase"_json_pointer, std::string(api::phase::kPending));
   phase_of_[key] = phase;
   metrics_.SetJobsInPhase(phase, ++in_phase_[phase]);
+  // Seen to fail, not found failed: a job already Failed when this replica
+  // first listed it was counted by the replica that led then.
+  if (phase == api::phase::kFailed && was_in && *was_in != api::phase::kFailed) {
+    metrics_.CountJobFailure(FailedReason(*job));
+  }
 }
 
 void Controller::Work() {

@@ -22,6 +22,25 @@
 {{- printf "%s-operator" (include "edgetrain.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+Cluster-scoped objects (the ClusterRole and its binding) carry the release's
+namespace: a release of one name in two namespaces made the same ClusterRole, and
+the second install failed on its ownership.
+*/}}
+{{- define "edgetrain.clusterName" -}}
+{{- printf "%s-%s" (include "edgetrain.operatorName" .) .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* A duration's milliseconds (500ms, 1m30s), its parts summed, as the operator reads it. */}}
+{{- define "edgetrain.durationMs" -}}
+{{- $ms := 0.0 -}}
+{{- $unitMs := dict "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ms|s|m|h)" . -1 -}}
+{{- $ms = addf $ms (mulf (regexFind "^[0-9]+(\\.[0-9]+)?" . | float64) (get $unitMs (regexFind "(ms|s|m|h)$" .))) -}}
+{{- end -}}
+{{- $ms -}}
+{{- end -}}
+
 {{- define "edgetrain.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -78,13 +97,18 @@ what to change. Included once, by the Deployment's template.
 {{- end -}}
 {{- /* The schema's duration takes any length over 0; the agents read a keepalive in milliseconds, and the operator refuses less. Its parts are summed, so that 0s0.5ms is as short as 0.5ms. */ -}}
 {{- with .Values.jobDefaults.agentKeepalive -}}
-{{- $ms := 0.0 -}}
-{{- $unitMs := dict "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 -}}
-{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ms|s|m|h)" . -1 -}}
-{{- $ms = addf $ms (mulf (regexFind "^[0-9]+(\\.[0-9]+)?" . | float64) (get $unitMs (regexFind "(ms|s|m|h)$" .))) -}}
-{{- end -}}
-{{- if lt $ms 1.0 -}}
+{{- if lt (include "edgetrain.durationMs" . | float64) 1.0 -}}
 {{- fail (printf "jobDefaults.agentKeepalive is %s, under 1ms: the agents read their keepalive in milliseconds, and the operator refuses less. Give 1ms or more, or leave it empty for the operator's default (10s)." .) -}}
+{{- end -}}
+{{- end -}}
+{{- /* The operator refuses these at start, and its pods crash-looped: said at install instead. "" is the operator's default. */ -}}
+{{- $le := $op.leaderElection -}}
+{{- if $le.enabled -}}
+{{- $lease := include "edgetrain.durationMs" (default "15s" $le.leaseDuration) | float64 -}}
+{{- $renew := include "edgetrain.durationMs" (default "10s" $le.renewDeadline) | float64 -}}
+{{- $retry := include "edgetrain.durationMs" (default "2s" $le.retryPeriod) | float64 -}}
+{{- if not (and (gt $lease $renew) (gt $renew $retry)) -}}
+{{- fail (printf "operator.leaderElection: leaseDuration (%s) must be longer than renewDeadline (%s), and that longer than retryPeriod (%s); \"\" is the operator's default (15s, 10s, 2s)." (default "15s" $le.leaseDuration) (default "10s" $le.renewDeadline) (default "2s" $le.retryPeriod)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -96,9 +120,10 @@ so the operator's own default holds.
 {{- define "edgetrain.operatorArgs" -}}
 {{- $op := .Values.operator -}}
 {{- $le := $op.leaderElection -}}
-{{- $args := list (printf "--http=$(POD_IP):%d" (int $op.httpPort)) (printf "--leader-elect=%t" $le.enabled) -}}
+{{- $args := list (printf "--http=%s:%d" (default "0.0.0.0" $op.httpAddress) (int $op.httpPort)) (printf "--leader-elect=%t" $le.enabled) -}}
 {{- if $le.enabled -}}
 {{- $args = append $args (printf "--leader-election-namespace=%s" .Release.Namespace) -}}
+{{- $args = append $args (printf "--leader-election-id=%s" (include "edgetrain.operatorName" .)) -}}
 {{- range $flag, $value := dict "lease-duration" $le.leaseDuration "renew-deadline" $le.renewDeadline "retry-period" $le.retryPeriod -}}
 {{- if $value }}{{ $args = append $args (printf "--%s=%s" $flag $value) }}{{ end -}}
 {{- end -}}

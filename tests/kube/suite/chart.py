@@ -17,13 +17,19 @@ CHART = os.path.join(REPO_ROOT, "helm", "edgetrain")
 # The release the suites install the operator's account from, and where.
 RELEASE, RELEASE_NAMESPACE = "et", "edgetrain"
 OPERATOR_ACCOUNT = "et-edgetrain-operator"
+# The Lease the release's operators campaign for, named as its Deployment, which its Role
+# grants by name.
+LEASE = "et-edgetrain-operator"
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 # Values for the chart's operator on the emulated edge site: its leader election and
 # waits short, its pod small, the agents' image one the node emulator runs.
 FAST_VALUES = ["--set", "operator.leaderElection.leaseDuration=2s", "--set", "operator.leaderElection.renewDeadline=1500ms",
                "--set", "operator.leaderElection.retryPeriod=300ms", "--set", "operator.waits.statusInterval=300ms",
                "--set", "operator.waits.unschedulableRetry=1s", "--set", "operator.terminationGracePeriodSeconds=10",
-               "--set", "operator.resources.requests.cpu=50m", "--set", "agent.image.tag=dev"]
+               "--set", "operator.resources.requests.cpu=50m", "--set", "agent.image.tag=dev",
+               # a node's pods share its network namespace here: a rolled replica beside the
+               # old one on 0.0.0.0 would find the port taken
+               "--set", "operator.httpAddress=$(POD_IP)"]
 
 
 def find_helm():

@@ -205,7 +205,8 @@ def start_operator(kubeconfig, log_path, ready=True, timeout=20, extra=()):
                     or (i > 0 and OPERATOR_FAST[i - 1] in replaced and not a.startswith("--")))]
     with open(log_path, "w") as log:
         proc = subprocess.Popen([OPERATOR, "--kubeconfig", kubeconfig, "--http", "127.0.0.1:0", *fast,
-                                 "--leader-election-namespace", chart.RELEASE_NAMESPACE, *extra],
+                                 "--leader-election-namespace", chart.RELEASE_NAMESPACE,
+                                 "--leader-election-id", chart.LEASE, *extra],
                                 stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline()
     address = line.split()[1] if line.startswith("http ") else None

@@ -121,7 +121,8 @@ class Rendering(unittest.TestCase):
                                     "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
                                     "ConfigMap"},
             "ha-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
-                               "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap"},
+                               "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap",
+                               "PodDisruptionBudget"},
             "monitoring-values.yaml": {"ServiceAccount", "CustomResourceDefinition", "ClusterRole",
                                        "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
                                        "ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"},
@@ -169,19 +170,21 @@ class Rendering(unittest.TestCase):
                 self.assertNotIn("helm.sh/chart", selector)
                 for svc in by_kind(objects, "Service"):
                     self.assertEqual(svc["spec"]["selector"], selector)
+                for pdb in by_kind(objects, "PodDisruptionBudget"):  # a drain takes one replica at a time
+                    self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "selector": {"matchLabels": selector}})
                     self.assertEqual(svc["spec"]["ports"][0]["targetPort"], "metrics")
 
     def test_scenarios_pass_what_they_ask_for_to_the_operator(self):
         ha = self.helm.template("-f", os.path.join(CHART, "ci", "ha-values.yaml"))
         self.assertEqual(one(ha, "Deployment")["spec"]["replicas"], 3)
         self.assertEqual(operator_args(ha), [
-            "--http=$(POD_IP):8081", "--leader-elect=true", f"--leader-election-namespace={chart.RELEASE_NAMESPACE}",
-            "--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s", "--workers=2",
+            "--http=0.0.0.0:8081", "--leader-elect=true", f"--leader-election-namespace={chart.RELEASE_NAMESPACE}",
+            f"--leader-election-id={OPERATOR_DEPLOYMENT}", "--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s", "--workers=2",
             "--burst=40", "--default-image=edgetrain/agent:0.1.0", "--termination-grace=30"])
 
         single = self.helm.template("-f", os.path.join(CHART, "ci", "single-namespace-values.yaml"))
         args = operator_args(single)
-        for a in ("--namespace=training", "--workers=4", "--qps=10.5", "--burst=20", "--http=$(POD_IP):9090",
+        for a in ("--namespace=training", "--workers=4", "--qps=10.5", "--burst=20", "--http=0.0.0.0:9090",
                   "--default-image=registry.example.org/edge/edgetrain-agent:0.1.0-arm64",
                   "--termination-grace=60", "--status-interval=2s", "--unschedulable-retry=10s",
                   "--watch-timeout=2m", "--measurement-interval=30s", "--measurement-max-age=5m",
@@ -234,7 +237,7 @@ class Rendering(unittest.TestCase):
                 self.assertEqual(lease_role[0]["metadata"]["namespace"], chart.RELEASE_NAMESPACE)
                 named = [rule for rule in lease_role[0]["rules"] if rule.get("resourceNames")]
                 self.assertEqual(named, [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                                          "resourceNames": ["edgetrain-operator"], "verbs": ["get", "update"]}])
+                                          "resourceNames": [OPERATOR_DEPLOYMENT], "verbs": ["get", "update"]}])
                 # every role is bound to the operator's account, and only to it
                 sa = one(objects, "ServiceAccount")["metadata"]["name"]
                 roles = {(r["kind"], r["metadata"]["name"]) for r in objects if r["kind"] in ("Role", "ClusterRole")}
@@ -309,7 +312,8 @@ class Rendering(unittest.TestCase):
         alerts = {r["alert"] for g in plain["groups"] for r in g["rules"]}
         self.assertEqual(alerts, {"EdgetrainJobStalled", "EdgetrainLinkDown", "EdgetrainWorkerLost",
                                   "EdgetrainJobFailed", "EdgetrainNoOperatorLeading",
-                                  "EdgetrainEnergyBudgetNearlySpent"})
+                                  "EdgetrainEnergyBudgetNearlySpent", "EdgetrainOperatorRequestsRefused",
+                                  "EdgetrainOperatorStuck", "EdgetrainOperatorReconcileErrors"})
         for g in plain["groups"]:
             for r in g["rules"]:
                 self.assertTrue(r["annotations"].get("runbook"), f"{r['alert']} has a runbook line")
@@ -349,6 +353,11 @@ class Rendering(unittest.TestCase):
             ("prometheusRule: {enabled: true, edgetrainAlerts: false}\n",
              "prometheusRule.enabled is true but prometheusRule.edgetrainAlerts is false and "
              "prometheusRule.groups is empty"),
+            # the operator refuses these at start: its pods crash-looped (found in review)
+            ("operator:\n  leaderElection: {enabled: true, leaseDuration: 10s}\n",
+             "leaseDuration (10s) must be longer than renewDeadline (10s), and that longer than retryPeriod (2s)"),
+            ("operator:\n  leaderElection: {enabled: true, renewDeadline: 1m, leaseDuration: 1m30s, retryPeriod: 1m}\n",
+             "leaseDuration (1m30s) must be longer than renewDeadline (1m), and that longer than retryPeriod (1m)"),
         ]
         for values, message in cases:
             with self.subTest(values=values):
@@ -357,6 +366,32 @@ class Rendering(unittest.TestCase):
                 self.assertIn(message, err)
         # each alone is fine
         self.assertEqual(one(self.helm.template("--set", "operator.replicas=2"), "Deployment")["spec"]["replicas"], 2)
+
+    def test_two_releases_of_one_name_in_two_namespaces_share_no_object(self):
+        # A second release (values.yaml's watchNamespace) made the same ClusterRole and
+        # campaigned for the same Lease as the first (found in review).
+        a = self.helm.template("--set", "crds.install=false", namespace="team-a")
+        b = self.helm.template("--set", "crds.install=false", namespace="team-b")
+        names = lambda objects: {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects}
+        self.assertEqual(names(a) & names(b), set())
+        self.assertIn(("ClusterRole", None, f"{OPERATOR_DEPLOYMENT}-team-a"), names(a))
+        binding = one(a, "ClusterRoleBinding")
+        self.assertEqual(binding["roleRef"]["name"], f"{OPERATOR_DEPLOYMENT}-team-a")
+        self.assertIn(f"--leader-election-id={OPERATOR_DEPLOYMENT}", operator_args(a))
+
+    def test_the_default_affinity_spreads_this_releases_replicas(self):
+        # It named app.kubernetes.io/name: edgetrain, whatever nameOverride said, and no
+        # release: renamed, the replicas did not spread; two releases' repelled each other.
+        objects = self.helm.template("--set", "nameOverride=trainer")
+        deployment = one(objects, "Deployment")
+        affinity = deployment["spec"]["template"]["spec"]["affinity"]
+        term = affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+        self.assertEqual(term["labelSelector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"])
+        self.assertEqual(term["labelSelector"]["matchLabels"]["app.kubernetes.io/name"], "trainer")
+        self.assertIn("nodeAffinity", affinity)
+        given = self.helm.template("-f", self.values_file("operator:\n  affinity:\n    nodeAffinity: {}\n"))
+        self.assertEqual(one(given, "Deployment")["spec"]["template"]["spec"]["affinity"], {"nodeAffinity": {}},
+                         "a value given replaces it whole")
 
     def test_values_yaml_documents_every_key_and_the_schema_knows_each(self):
         with open(os.path.join(CHART, "values.yaml")) as f:
@@ -501,6 +536,10 @@ class OnTheStandin(KubectlTestCase):
                                "jobDefaults.agentKeepalive is 0.5ms, under 1ms"),
                               (("--set", "jobDefaults.agentKeepalive=0s0.5ms"),  # parts summed
                                "jobDefaults.agentKeepalive is 0s0.5ms, under 1ms"),
+                              # what the operator refuses at start, its pods crash-looping (found in review)
+                              (("--set", "operator.leaderElection.renewDeadline=20s"),
+                               "leaseDuration (15s) must be longer than renewDeadline (20s)"),
+                              (("--set", "operator.workers=5000"), "operator.workers: Must be less than or equal to 1024"),
                               # a Role there fails part-way, the ClusterRole rewritten without the job rules
                               (("--set", "operator.watchNamespace=nowhere"),
                                'operator.watchNamespace: the namespace "nowhere" does not exist; create it first')):
@@ -511,7 +550,7 @@ class OnTheStandin(KubectlTestCase):
                 self.assertIn(message, p.stderr)
                 self.assertEqual(self.release_secrets(ns, "bad"), {})
                 self.assertEqual(self.api.get(f"/apis/apps/v1/namespaces/{ns}/deployments").json["items"], [])
-                self.assertIsNone(self.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/bad-edgetrain-operator"))
+                self.assertIsNone(self.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/bad-edgetrain-operator-{ns}"))
 
 
 
@@ -553,7 +592,7 @@ class OperatorFromTheChart(SiteTestCase):
         return {p["metadata"]["name"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
 
     def lease_holder(self):
-        r = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.NS}/leases/edgetrain-operator")
+        r = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.NS}/leases/{OPERATOR_DEPLOYMENT}")
         return r.json["spec"].get("holderIdentity", "") if r.status == 200 else ""
 
     def test_the_charts_operator_leads_and_rolls_on_upgrade(self):

@@ -71,7 +71,9 @@ class LeaseTimingsTest(unittest.TestCase):
         self.assertIn("--lease-duration (20s) must be longer than --renew-deadline (30s)", p.stderr)
 
     def test_a_flag_it_cannot_read_is_a_usage_error(self):
-        for args, says in ((["--bogus"], "--bogus"), (["--status-interval", "5"], "--status-interval")):
+        for args, says in ((["--bogus"], "--bogus"), (["--status-interval", "5"], "--status-interval"),
+                           (["--leader-election-id", "Edge_Lease"],
+                            "must be lower-case letters, digits, '-' and '.', got \"Edge_Lease\"")):
             p = subprocess.run([OPERATOR, *args, "--kubeconfig", "/nonexistent"], capture_output=True,
                                text=True, timeout=30)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
@@ -272,6 +274,8 @@ class OperatorTest(OperatorSiteTestCase):
         time.sleep(1)  # a few reconciles later, still nothing
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
         self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
+        # Its failure is an event to alert on, by reason (EdgetrainJobFailed).
+        self.assertRegex(self.metrics(), r'edgetrain_operator_job_failures_total\{reason="NotSupported"\} [1-9]')
 
     def test_a_secret_or_service_under_a_jobs_names_that_is_anothers_is_left_alone_and_the_job_fails(self):
         # A user's ingress certificate named as a job's agents' Secret, and a
@@ -292,6 +296,7 @@ class OperatorTest(OperatorSiteTestCase):
                           failed["message"])
             self.assertRegex(self.kubectl.run("describe", "tj", name).stdout, r"Warning\s+NameTaken\s")
             self.assertEqual([o for o in self.owned(name) if o.lower().startswith("pod")], [], "no pod made")
+        self.assertRegex(self.metrics(), r'edgetrain_operator_job_failures_total\{reason="NameTaken"\} [2-9]')
         secret = self.api.get("/api/v1/namespaces/default/secrets/clash-tls").json
         self.assertEqual(base64.b64decode(secret["data"]["note"]).decode(), "keep me")
         self.assertNotIn("ownerReferences", secret["metadata"])
@@ -956,7 +961,7 @@ class OperatorTest(OperatorSiteTestCase):
             with open(standby_log) as f:
                 self.assertIn("leading: this replica reconciles", f.read())
             lease = self.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{chart.RELEASE_NAMESPACE}"
-                                 "/leases/edgetrain-operator").json
+                                 f"/leases/{chart.LEASE}").json
             self.assertGreaterEqual(lease["spec"]["leaseTransitions"], 1)
             print(f"\nfailover: the standby led and finished a new job {took:.1f} s after the leader was killed "
                   f"(lease 3s)")
