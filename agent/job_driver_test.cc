@@ -533,8 +533,11 @@ TEST_F(JobDriverTest, AJobResumedAtAnotherBatchSizeCountsItsEpochsBySamples) {
 // batches. Its epochs end in a short batch (150 samples in batches of 16), as
 // Fashion-MNIST's do in batches of 64: a new user's resumed run counted 32
 // samples more than the run it replaced, and ended at another accuracy.
+// Its buffers (a batch norm's count of batches here) go on too: a user's
+// module resumed with its count started over.
 TEST_F(JobDriverTest, AResumedJobTrainsOnTheBatchesAnUninterruptedOneWould) {
   data = testing::FakeData(150, 50, 10);
+  model.counts_batches = true;
   plan.spec.fault_tolerance.checkpoint_every = 10;
   auto whole = Run();
   ASSERT_TRUE(whole.ok());
@@ -550,7 +553,7 @@ TEST_F(JobDriverTest, AResumedJobTrainsOnTheBatchesAnUninterruptedOneWould) {
   EXPECT_EQ(resumed->samples, whole->samples);
   const StatusOr<std::string> after = ReadWholeFile(plan.output_dir + "/model.pt");
   ASSERT_TRUE(after.ok());
-  EXPECT_TRUE(*after == *uninterrupted) << "the same weights, bit for bit";
+  EXPECT_TRUE(*after == *uninterrupted) << "the same weights and buffers, bit for bit";
 }
 
 TEST_F(JobDriverTest, AFinishedJobRunAgainStartsAfreshAndSaysSo) {

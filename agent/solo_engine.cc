@@ -34,6 +34,11 @@ Status SoloEngine::Restore(const JobCheckpoint& c) {
       c.optimizer.second.size() != fresh.second.size() || c.optimizer.steps.size() != fresh.steps.size()) {
     return FailedPreconditionError("holds a different model, optimizer or team");
   }
+  // Checked before anything is written. A checkpoint older than buffers
+  // were kept has none: they start from the module's, as they did.
+  if (Status buffers = trainer_.LoadBuffers(c.buffers); !buffers.ok()) {
+    return FailedPreconditionError(buffers.message());
+  }
   std::copy(c.parameters.begin(), c.parameters.end(), params.begin());
   optimizer_.mutable_state() = c.optimizer;
   iteration_ = c.iteration;
@@ -102,6 +107,9 @@ void SoloEngine::Snapshot(JobCheckpoint& into) {
   std::span<const float> params = trainer_.Parameters();
   into.parameters.assign(params.begin(), params.end());
   into.optimizer = optimizer_.state();
+  // Pickling tensors in memory fails only as memory does; a checkpoint
+  // without them still resumes, its statistics from the module's.
+  if (StatusOr<std::string> buffers = trainer_.SaveBuffers(); buffers.ok()) into.buffers = std::move(*buffers);
 }
 
 }  // namespace edgetrain::agent

@@ -785,7 +785,7 @@ TEST_F(RunCommandTest, ATeamWhoseDataItsAgentRefusesIsInvalidInput) {
                                                   "  budget: {wallClock: 10s}\n"),
                          "--insecure", "--json", "--output", (dir_ / "refused" / "out").string()});
   EXPECT_EQ(run.exit, 2) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("train.csv:31: label 7 is out of range [0, 3)"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("train.csv:31: label 7 is out of range [0, 3): spec.data.classes is 3"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find(" refused its inputs (exit 2): "), std::string::npos) << run.stderr_text;
   // The output folder it made and wrote nothing in goes with it (every refused run left one).
   EXPECT_FALSE(fs::exists(dir_ / "refused")) << "nor the folder above it, made for it: " << run.stderr_text;

@@ -86,9 +86,19 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   plan.spec = spec;
   plan.output_dir = (cwd / output).lexically_normal().string();
   // Handed to the agents in the plan, which is JSON.
-  EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(plan.output_dir, !options.output_dir.empty() ? "--output"
-                                                           : spec.output.path ? "spec.output.path"
-                                                                              : "the default output folder (--output names another)"));
+  const std::string output_field = !options.output_dir.empty() ? "--output"
+                                   : spec.output.path          ? "spec.output.path"
+                                                               : "the default output folder (--output names another)";
+  EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(plan.output_dir, output_field));
+  // A file where the folder, or one above it, would be: said so by validate
+  // too, where run said only the system's "Not a directory" (a user's trial).
+  for (fs::path at = plan.output_dir; at.has_relative_path(); at = at.parent_path()) {
+    std::error_code ec;
+    if (fs::exists(at, ec) && !fs::is_directory(at, ec)) {
+      return InvalidArgumentError(output_field + ": " + at.string() + " is a file, not a folder; the job's model, " +
+                                  "checkpoint and logs go in a folder: give another path");
+    }
+  }
   // One LibTorch thread per agent unless asked: measured on the example MLP, two
   // threads on two cores ran at half the samples/s of one (13.8k vs 25.7k).
   plan.intra_op_threads = options.threads > 0 ? options.threads : 1;

@@ -2,6 +2,8 @@
 #include "cli/run_plan.h"
 #include "cli/stage_planning.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 namespace edgetrain::cli {
@@ -146,6 +148,23 @@ TEST(RunPlanTest, TheOutputFolderIsTheCommandLinesThenTheManifestsThenADefault) 
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.status().message().rfind("--output: /home/caf\\xE9 is not UTF-8", 0), 0u) << refused.status().message();
+  // A file where the folder, or one above it, would be (validate said
+  // "valid" of it, and run "Not a directory": a user's trial).
+  const fs::path dir = fs::path(::testing::TempDir()) / "run-plan-output-file";
+  fs::create_directories(dir);
+  std::ofstream(dir / "afile") << "not a folder\n";
+  for (const fs::path& output : {dir / "afile", dir / "afile" / "below"}) {
+    RunOptions options = Options();
+    options.output_dir = output.string();
+    auto file = PlanLocalRun(Job("{model: {name: mlp}, data: {dataset: digits}}"), std::nullopt, options, kCwd,
+                             kThisMachine);
+    ASSERT_FALSE(file.ok()) << output;
+    EXPECT_EQ(file.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(file.status().message(), "--output: " + (dir / "afile").string() +
+                                           " is a file, not a folder; the job's model, checkpoint and logs go in a "
+                                           "folder: give another path");
+  }
+  fs::remove_all(dir);
 }
 
 TEST(RunPlanTest, CommandLinesThisJobCannotRunWithAreRefused) {

@@ -159,8 +159,7 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
       return bad("label " + Quoted(fields[static_cast<size_t>(label_column)]) + " is not an integer");
     }
     if (label < 0 || label >= info.classes) {
-      return bad("label " + std::string(fields[static_cast<size_t>(label_column)]) + " is out of range [0, " +
-                 std::to_string(info.classes) + ")");
+      return bad("label " + std::string(fields[static_cast<size_t>(label_column)]) + OutOfTheClasses(info.classes));
     }
     d.labels.push_back(static_cast<int64_t>(label));
     for (size_t i = 0; i < columns; ++i) {

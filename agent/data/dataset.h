@@ -40,6 +40,14 @@ struct Dataset {
   }
 };
 
+// What a label outside the classes is told, after the label: the range and
+// the field that sets it, which is as often what is wrong as the file (a
+// user's labels 0-3 under classes 3 were told of the file alone).
+inline std::string OutOfTheClasses(int classes) {
+  const std::string n = std::to_string(classes);
+  return " is out of range [0, " + n + "): spec.data.classes is " + n;
+}
+
 // `n` of its samples spread evenly over it (every size/n-th), or all it
 // has: what a team's coordinator or a pipeline's head, which train on none,
 // keep of the training set to settle a model's buffers on

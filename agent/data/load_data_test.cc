@@ -185,14 +185,14 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
        idx_x + " has 2 samples but " + d + "/y3.idx has 3 labels"},
       // labels out of range, or not integers
       {Files(DataFormat::kNpy, Pair(x, Write(dir / "y9.npy", Npy("<i2", "(2,)", Bytes<int16_t>(std::vector<int>{0, 9})))), Pair(x, y), {2}, 2),
-       d + "/y9.npy: label 9 at index 1 is out of range [0, 2)"},
+       d + "/y9.npy: label 9 at index 1 is out of range [0, 2): spec.data.classes is 2"},
       {Files(DataFormat::kNpy, Pair(x, Write(dir / "yn.npy", Npy("<i8", "(2,)", Bytes<int64_t>(std::vector<int>{-1, 0})))), Pair(x, y), {2}, 2),
-       d + "/yn.npy: label -1 at index 0 is out of range [0, 2)"},
+       d + "/yn.npy: label -1 at index 0 is out of range [0, 2): spec.data.classes is 2"},
       {Files(DataFormat::kNpy, Pair(x, Write(dir / "yf.npy", Npy("<f4", "(2,)", Bytes<float>(std::vector<float>{0, 1})))), Pair(x, y), {2}, 2),
        d + "/yf.npy: labels of type float32 are not integers (int8-int64, uint8-uint64: the class of each sample)"},
-      {Files(DataFormat::kIdx, Pair(idx_x, idx_y), Pair(idx_x, idx_y), {2}, 1), d + "/y.idx: label 1 at index 1 is out of range [0, 1)"},
+      {Files(DataFormat::kIdx, Pair(idx_x, idx_y), Pair(idx_x, idx_y), {2}, 1), d + "/y.idx: label 1 at index 1 is out of range [0, 1): spec.data.classes is 1"},
       {Files(DataFormat::kCsv, Path(Write(dir / "l.csv", "1,2,3\n0.5,2,3\n")), Path(csv), {2}, 2), d + "/l.csv:2: label '0.5' is not an integer"},
-      {Files(DataFormat::kCsv, Path(Write(dir / "l2.csv", "2,2,3\n")), Path(csv), {2}, 2), d + "/l2.csv:1: label 2 is out of range [0, 2)"},
+      {Files(DataFormat::kCsv, Path(Write(dir / "l2.csv", "2,2,3\n")), Path(csv), {2}, 2), d + "/l2.csv:1: label 2 is out of range [0, 2): spec.data.classes is 2"},
       // unsupported types and values
       {Files(DataFormat::kNpy, Pair(Write(dir / "xi.npy", Npy("<i4", "(2, 2)", std::string(16, '\0'))), y), Pair(x, y), {2}, 2),
        d + "/xi.npy: features of type int32 are not supported: features are float32, float64 or uint8"},

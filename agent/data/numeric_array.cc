@@ -111,7 +111,7 @@ Status SetLabels(const NumericArray& a, const std::string& path, Dataset& d) {
     }
     if (!text.empty()) {
       return InvalidArgumentError(path + ": label " + text + " at index " + std::to_string(i) +
-                                  " is out of range [0, " + std::to_string(classes) + ")");
+                                  OutOfTheClasses(classes));
     }
   }
   return Status::Ok();

@@ -91,6 +91,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
   m.set_energy_joules(c.energy_joules);
   m.set_spec_json(c.spec_json);
   m.set_devices_json(c.devices_json);
+  m.set_buffers(c.buffers);
   if (c.accuracy && c.evaluated_iteration) {
     m.set_accuracy(*c.accuracy);
     m.set_evaluated_iteration(*c.evaluated_iteration);
@@ -151,6 +152,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.energy_joules = m.energy_joules();
   c.spec_json = m.spec_json();
   c.devices_json = m.devices_json();
+  c.buffers = m.buffers();
   if (m.has_accuracy() && m.has_evaluated_iteration()) {
     c.accuracy = m.accuracy();
     c.evaluated_iteration = m.evaluated_iteration();

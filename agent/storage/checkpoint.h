@@ -49,6 +49,9 @@ struct JobCheckpoint {
   // Samples a pass over the training data trained then (TrainingEngine::
   // SamplesPerEpoch); 0 in older checkpoints.
   int64_t samples_per_epoch = 0;
+  // A job of one's model's buffers (Trainer::SaveBuffers); empty without
+  // them, and in older checkpoints.
+  std::string buffers;
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);

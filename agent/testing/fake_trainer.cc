@@ -36,6 +36,7 @@ FakeTrainer::FakeTrainer(const FakeModel& model, Clock& clock) : model_(model), 
 StatusOr<double> FakeTrainer::ComputeGradient(const float*, const int64_t* labels, int64_t n,
                                               std::span<float> gradient) {
   clock_.SleepFor(model_.step + model_.per_sample * n);
+  ++batches_;
   std::fill(gradient.begin(), gradient.end(), 0.0f);
   double loss = 0;
   for (int64_t k = 0; k < n; ++k) {
@@ -66,7 +67,20 @@ StatusOr<Evaluation> FakeTrainer::Evaluate(const Dataset& data) {
 
 Status FakeTrainer::SaveModel(const std::string& path) {
   // Written as the real trainers write theirs.
-  return WriteFileAtomically(path, std::string_view(reinterpret_cast<const char*>(params_.data()), params_.size() * 4));
+  std::string bytes(reinterpret_cast<const char*>(params_.data()), params_.size() * 4);
+  if (model_.counts_batches) bytes += *SaveBuffers();
+  return WriteFileAtomically(path, bytes);
+}
+
+StatusOr<std::string> FakeTrainer::SaveBuffers() {
+  return model_.counts_batches ? std::to_string(batches_) : std::string();
+}
+
+Status FakeTrainer::LoadBuffers(std::string_view bytes) {
+  if (bytes.empty()) return Status::Ok();
+  if (!model_.counts_batches) return InvalidArgumentError("holds buffers this model has none of");
+  batches_ = std::stoll(std::string(bytes));
+  return Status::Ok();
 }
 
 TrainTestSplit FakeData(int64_t train, int64_t test, int classes) {

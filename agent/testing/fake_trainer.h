@@ -31,6 +31,9 @@ struct FakeModel {
   // same ones for every class): below 1, a gradient as sparse as a first
   // layer's over inputs that are mostly 0, which top-k compression keeps whole.
   double target_density = 1;
+  // A buffer, as a batch norm's count of batches: the batches it computed a
+  // gradient of, which only training moves, saved with the model.
+  bool counts_batches = false;
 };
 
 class FakeTrainer final : public Trainer {
@@ -44,12 +47,16 @@ class FakeTrainer final : public Trainer {
   StatusOr<Evaluation> Evaluate(const Dataset& data) override;
   Status SaveModel(const std::string& path) override;
   int64_t ParameterCount() const override { return static_cast<int64_t>(params_.size()); }
+  bool HoldsBuffers() const override { return model_.counts_batches; }
+  StatusOr<std::string> SaveBuffers() override;
+  Status LoadBuffers(std::string_view bytes) override;
 
  private:
   const FakeModel model_;
   Clock& clock_;
   std::vector<std::vector<float>> targets_;  // per class
   std::vector<float> params_;
+  int64_t batches_ = 0;  // counts_batches' buffer
 };
 
 // `train` and `test` samples of one 1x1x1 pixel each, labels round the classes.

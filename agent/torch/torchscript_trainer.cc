@@ -100,12 +100,12 @@ class TorchScriptTrainer final : public Trainer {
       return InvalidArgumentError(std::string(kModel) + ": the module has no trainable parameters");
     }
     torch::Tensor out;
+    std::vector<int64_t> batch_shape = {2};
+    batch_shape.insert(batch_shape.end(), sample_shape_.begin(), sample_shape_.end());
     try {
       torch::NoGradGuard no_grad;
       module_.eval();
-      std::vector<int64_t> batch = {2};
-      batch.insert(batch.end(), sample_shape_.begin(), sample_shape_.end());
-      const c10::IValue returned = module_.forward({torch::zeros(batch)});
+      const c10::IValue returned = module_.forward({torch::zeros(batch_shape)});
       // Said as what it returned, not as a forward that failed (a user's
       // module returning (logits, features) read "its forward fails").
       if (!returned.isTensor()) {
@@ -121,8 +121,12 @@ class TorchScriptTrainer final : public Trainer {
                                    ? " (edgetrain calls forward with one tensor, a batch of samples: a module of "
                                      "several inputs needs a wrapper that takes one)"
                                    : "";
+      // The batch's size said, as the 2 shows in PyTorch's shapes: a user
+      // read "expected input[1, 2, 96] to have 3 channels, but got 2" as 2
+      // channels of the data's.
       return InvalidArgumentError(std::string(kModel) + ": its forward fails on a batch of the data's samples, of shape " +
-                                  ShapeText(sample_shape_) + ": " + why + hint);
+                                  ShapeText(sample_shape_) + " (a check batch of 2, a tensor " +
+                                  ShapeText(batch_shape) + "): " + why + hint);
     }
     if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes_) {
       return InvalidArgumentError(std::string(kModel) + ": its output for a batch of 2 is " + ShapeText(out.sizes()) +
@@ -207,6 +211,44 @@ class TorchScriptTrainer final : public Trainer {
       return Status::Ok();
     } catch (const std::exception& e) {
       return InternalError(std::string("settling the module's buffers failed: ") + Reason(e));
+    }
+  }
+
+  // Pickled by name, as torch.save pickles a dict of tensors.
+  StatusOr<std::string> SaveBuffers() override {
+    if (!HoldsBuffers()) return std::string();
+    try {
+      c10::Dict<std::string, at::Tensor> named;
+      for (const auto& b : module_.named_buffers(/*recurse=*/true)) named.insert(b.name, b.value);
+      const std::vector<char> bytes = torch::jit::pickle_save(named);
+      return std::string(bytes.begin(), bytes.end());
+    } catch (const std::exception& e) {
+      return InternalError(std::string("cannot save the module's buffers: ") + Reason(e));
+    }
+  }
+
+  Status LoadBuffers(std::string_view bytes) override {
+    if (bytes.empty()) return Status::Ok();
+    const auto mine = module_.named_buffers(/*recurse=*/true);
+    const Status other = InvalidArgumentError("holds another model's buffers");
+    try {
+      const c10::IValue loaded = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+      if (!loaded.isGenericDict()) return other;
+      const c10::Dict<c10::IValue, c10::IValue> theirs = loaded.toGenericDict();
+      if (theirs.size() != mine.size()) return other;
+      std::vector<std::pair<at::Tensor, at::Tensor>> into;  // mine, theirs
+      for (const auto& b : mine) {
+        const auto it = theirs.find(c10::IValue(b.name));
+        if (it == theirs.end() || !it->value().isTensor()) return other;
+        const at::Tensor t = it->value().toTensor();
+        if (!t.sizes().equals(b.value.sizes()) || t.scalar_type() != b.value.scalar_type()) return other;
+        into.emplace_back(b.value, t);
+      }
+      torch::NoGradGuard no_grad;
+      for (auto& [to, from] : into) to.copy_(from);
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return InvalidArgumentError("holds buffers that cannot be read: " + Reason(e));
     }
   }
 

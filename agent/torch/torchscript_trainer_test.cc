@@ -114,7 +114,7 @@ TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField
       {"state_dict.pt", "is not a TorchScript module (save one with torch.jit.save(torch.jit.script(model), path))"},
       {"frozen.pt", "spec.model.torchscript: the module has no trainable parameters"},
       {"float64.pt", "spec.model.torchscript: a parameter of shape [16, 64] holds Double; edgetrain trains float32"},
-      {"fashion_input.pt", "spec.model.torchscript: its forward fails on a batch of the data's samples, of shape [1, 8, 8]: RuntimeError: mat1 and mat2"},
+      {"fashion_input.pt", "spec.model.torchscript: its forward fails on a batch of the data's samples, of shape [1, 8, 8] (a check batch of 2, a tensor [2, 1, 8, 8]): RuntimeError: mat1 and mat2"},
       {"five_classes.pt", "spec.model.torchscript: its output for a batch of 2 is [2, 5], expected [2, 10]"},
       {"long_output.pt", "spec.model.torchscript: its output is Long, expected float32 logits"},
       {"tuple_output.pt", "spec.model.torchscript: its forward returns a Tuple, expected one tensor of logits: return "
@@ -327,6 +327,49 @@ TEST_F(TorchScriptTrainerTest, ABatchNormsStatisticsAreSettledOnTrainingSamples)
   auto plain = Load(Module("digits_mlp.pt"));
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE((*plain)->SettleBuffers(samples, 8).ok()) << "nothing to settle";
+}
+
+// A job of one's checkpoint keeps the module's buffers: a fresh module given
+// them holds the trained one's statistics and count of batches, and what was
+// another module's is refused before anything is written.
+TEST_F(TorchScriptTrainerTest, ABatchNormsBuffersGoIntoACheckpointAndComeBack) {
+  const Dataset samples = SpreadSamples(digits_->train, 64);
+  auto buffers_of = [&](Trainer& trainer, const std::string& name) {
+    const fs::path path = *dir_ / name;
+    EXPECT_TRUE(trainer.SaveModel(path.string()).ok());
+    std::vector<torch::Tensor> out;
+    for (const auto& b : torch::jit::load(path.string()).named_buffers(/*recurse=*/true)) out.push_back(b.value);
+    return out;
+  };
+  auto trained = Load(Module("batch_norm_cumulative.pt"));
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  ASSERT_TRUE((*trained)->SettleBuffers(samples, 8).ok());  // moves them as training would
+  const StatusOr<std::string> bytes = (*trained)->SaveBuffers();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_FALSE(bytes->empty());
+
+  auto resumed = Load(Module("batch_norm_cumulative.pt"));
+  ASSERT_TRUE(resumed.ok());
+  const std::vector<torch::Tensor> fresh = buffers_of(**resumed, "fresh.pt");
+  ASSERT_TRUE((*resumed)->LoadBuffers(*bytes).ok());
+  const std::vector<torch::Tensor> want = buffers_of(**trained, "trained.pt");
+  const std::vector<torch::Tensor> got = buffers_of(**resumed, "resumed.pt");
+  ASSERT_EQ(got.size(), 3u) << "running mean, running variance, count of batches";
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(torch::equal(got[i], want[i])) << i;
+    EXPECT_FALSE(torch::equal(fresh[i], want[i])) << i << ": the trained statistics differ from the first ones";
+  }
+
+  auto plain = Load(Module("digits_mlp.pt"));
+  ASSERT_TRUE(plain.ok());
+  const StatusOr<std::string> none = (*plain)->SaveBuffers();
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty()) << "nothing to keep";
+  EXPECT_TRUE((*plain)->LoadBuffers("").ok());
+  EXPECT_EQ((*plain)->LoadBuffers(*bytes).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*resumed)->LoadBuffers("not a pickle").code(), StatusCode::kInvalidArgument);
+  const std::vector<torch::Tensor> kept = buffers_of(**resumed, "kept.pt");
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(torch::equal(kept[i], want[i])) << "untouched by a refusal";
 }
 
 // Any other module's forward may use its children in any order: it is one

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/data/dataset.h"
@@ -73,6 +74,18 @@ class Trainer {
     (void)samples;
     (void)batch;
     return Status::Ok();
+  }
+
+  // The buffers as bytes for a job of one's checkpoint, and read back: a job
+  // of one evaluates its own model, so its running statistics, and a batch
+  // norm's count of batches (which a cumulative average, momentum None,
+  // divides by), go on from where they were. Resumed without them, a user's
+  // module ended at statistics 0.34 and 10.1 off the uninterrupted run's.
+  // Empty without buffers. LoadBuffers checks every buffer before it writes
+  // any: InvalidArgument when the bytes are another model's.
+  virtual StatusOr<std::string> SaveBuffers() { return std::string(); }
+  virtual Status LoadBuffers(std::string_view bytes) {
+    return bytes.empty() ? Status::Ok() : InvalidArgumentError("holds buffers this model has none of");
   }
 };
 
