@@ -225,9 +225,14 @@ int64_t PipelineHead::StepsPerEpoch() const {
 
 Status PipelineHead::Restore(const JobCheckpoint& c) {
   const std::span<float> whole = model_.Parameters();
-  if (c.ledger || c.parameters.size() != whole.size()) {
+  // Moments are empty for an optimizer without them; of another length, the
+  // stages' slices of them would be read past their end (found in review).
+  auto fits = [&](const std::vector<float>& moment) { return moment.empty() || moment.size() == whole.size(); };
+  if (c.ledger || c.parameters.size() != whole.size() || !fits(c.optimizer.first) || !fits(c.optimizer.second)) {
     return FailedPreconditionError("holds a different model, optimizer or team");
   }
+  // The stages' streams are served already: a hello counted its bytes, under the lock.
+  std::lock_guard lock(mu_);
   std::copy(c.parameters.begin(), c.parameters.end(), whole.begin());
   restored_ = c;
   step_ = c.iteration;
@@ -245,12 +250,12 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
     // figures are that device's, not this one's (a gateway was shown with
     // the 176.7 MB another device had sent: a new user's trial).
     if (!t.node.empty() && r < plan_.workers.size() && plan_.workers[r].node != t.node) continue;
-    link.compute_s = t.compute_s;
-    link.idle_s = t.stall_s;
-    link.bytes_up = t.bytes_sent;
-    link.bytes_down = t.bytes_received;
-    link.energy_j = t.energy_j;
-    link.samples = t.samples;
+    link.compute_s += t.compute_s;
+    link.idle_s += t.stall_s;
+    link.bytes_up += t.bytes_sent;
+    link.bytes_down += t.bytes_received;
+    link.energy_j += t.energy_j;
+    link.samples += t.samples;
   }
   return Status::Ok();
 }
@@ -293,6 +298,12 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
   Link& link = *links_[rank];
   {
     std::lock_guard lock(mu_);
+    // Two hellos of one rank may both pass Admit before either is served:
+    // the second is refused here, where the first took the rank (found in
+    // review: the first's end marked the rank lost under the second).
+    if (link.stream) {
+      return FailedPreconditionError("rank " + std::to_string(rank) + " is already here");
+    }
     link.stream = &stream;
     link.lost = false;
     // A new session: what an earlier one announced is not on its way.
@@ -447,6 +458,13 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
         values += p->values();
       }
       parts_.erase({forward, whole.step(), whole.micro_batch(), to});
+      // Dealt by samples: bytes that do not divide into them would be dealt
+      // misaligned, every share's samples cut across (found in review).
+      if (samples > 0 && values.size() % static_cast<size_t>(samples) != 0) {
+        return InternalError("micro-batch " + std::to_string(whole.micro_batch()) + " of step " +
+                             std::to_string(whole.step()) + " came in " + std::to_string(values.size()) +
+                             " bytes, which do not divide into its " + std::to_string(samples) + " samples");
+      }
       const size_t per_sample = samples > 0 ? values.size() / static_cast<size_t>(samples) : 0;
       size_t offset = 0;
       const std::vector<int64_t> shares = ShareOut(samples, speeds_[to]);
@@ -579,12 +597,20 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
 
 void PipelineHead::SendOrLose(const std::vector<std::pair<int, v1::CoordinatorMessage>>& commands) {
   for (const auto& [rank, command] : commands) {
-    if (SendTo(rank, command).ok()) continue;
-    std::lock_guard lock(mu_);
-    links_[rank]->lost = true;
-    links_[rank]->lost_at = clock_.Now();
-    changed_.NotifyAll();
+    if (Status sent = SendTo(rank, command); !sent.ok()) LoseOnSend(rank, sent);
   }
+}
+
+void PipelineHead::LoseOnSend(int rank, const Status& sent) {
+  std::lock_guard lock(mu_);
+  Link& link = *links_[rank];
+  if (link.lost) return;
+  link.lost = true;
+  link.lost_at = clock_.Now();
+  // Said here: its stream's end, which follows, is then the head's cut and
+  // says nothing (it had said nothing of such a loss at all: found in review).
+  Log() << "pipeline: stage " << link.stage + 1 << " (rank " << rank << ") lost: " << sent.message() << "\n";
+  changed_.NotifyAll();
 }
 
 Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
@@ -919,7 +945,6 @@ PipelineProblem PipelineHead::PacedProblemLocked(std::map<int, double>& paces) c
 
 namespace {
 
-// "rank 0 1.93x, rank 2 1.10x".
 // "rank 3", "ranks 1 and 2": the devices of a stage lost together (only
 // the first was named: a user's trial).
 std::string SayRanks(const std::vector<int>& ranks) {
@@ -930,6 +955,7 @@ std::string SayRanks(const std::vector<int>& ranks) {
   return said;
 }
 
+// "rank 0 1.93x, rank 2 1.10x".
 std::string SayPaces(const std::map<int, double>& paces) {
   std::ostringstream said;
   for (const auto& [r, pace] : paces) {
@@ -1356,8 +1382,15 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
         if (links_[r]->stream && !links_[r]->lost) here.push_back(r);
       }
     }
-    for (int r : here) EDGETRAIN_RETURN_IF_ERROR(SendTo(r, welcome));
-    gathered += here.size();
+    // One gone since it was gathered is lost as at any send, and replayed
+    // around as any loss is; it failed the job (found in review).
+    for (int r : here) {
+      if (Status sent = SendTo(r, welcome); sent.ok()) {
+        ++gathered;
+      } else {
+        LoseOnSend(r, sent);
+      }
+    }
   }
   Log() << "pipeline: " << Count(groups_.size(), "stage", "stages") << " on " << Count(gathered, "device", "devices")
         << " gathered, " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
@@ -1608,6 +1641,10 @@ Status PipelineHead::Advance() {
       Log() << "pipeline: layers stay where they are: " << state.status().message() << "\n";
     } else if (proposed_) {
       MoveLayersLocked(*state);
+    } else if (!relayout_) {
+      // The cut proposed was of stages a device lost while their state was
+      // fetched has changed (RestoreStageLocked let go of it): they are
+      // measured again as they now are. Read as a layout, it was none.
     } else if (AllThereLocked(relayout_->plan)) {
       LayOutLocked(*relayout_, *state);
     } else {

@@ -176,6 +176,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Status SendTo(int rank, const v1::CoordinatorMessage& message);
   // Each (rank, message) sent; a rank whose stream fails is lost. Without mu_.
   void SendOrLose(const std::vector<std::pair<int, v1::CoordinatorMessage>>& commands);
+  // A device a send to failed: lost, and said so, once.
+  void LoseOnSend(int rank, const Status& sent);
   // A micro-batch part from `rank`, bound for the next stage (forward) or the one before.
   Status Relay(int rank, bool forward, v1::MicroBatch part);
   Status SumGradient(int rank, v1::GroupGradient part);

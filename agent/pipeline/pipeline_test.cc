@@ -200,11 +200,14 @@ struct Disturbances {
   // slept after each.
   Duration between_steps{};
   Rejoining rejoining{};
+  // Devices told to stop (their agent's SIGTERM) once the head has done that
+  // step, by rank: lost between steps, before the next one fetches anything.
+  std::map<int, int> stop_after_step{};
 };
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const Disturbances& disturbances = {}) {
   const auto& [gates, take_layers, rebalance_every, rebalance_within, uplink, back, resume, absent, between_steps,
-               rejoining] = disturbances;
+               rejoining, stop_after_step] = disturbances;
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -236,6 +239,8 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
   SimulatedRun run;
   run.summaries.assign(trainers.size(), InternalError("not run"));
   std::atomic<bool> cancel{false};
+  std::vector<std::unique_ptr<std::atomic<bool>>> stop;  // each device's own, as its agent's signal
+  for (size_t r = 0; r < trainers.size(); ++r) stop.push_back(std::make_unique<std::atomic<bool>>(false));
   clock.Run("test", [&] {
     auto server = network.Serve("head", head);
     ASSERT_TRUE(server.ok());
@@ -258,7 +263,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
           };
           summary = RunStageRejoining(plan, options, sessions, data.train, clock, log, cancel, std::chrono::seconds(30));
         } else {
-          summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
+          summary = RunStage(plan, options, trainer, data.train, clock, log, *stop[static_cast<size_t>(r)]);
         }
       }));
     };
@@ -283,6 +288,11 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       run.step_s.push_back(ToSeconds(clock.Now() - began));
       run.losses.push_back(head.LastStepLoss());
       if (between_steps > Duration::zero()) clock.SleepFor(between_steps);
+      for (const auto& [rank, after] : stop_after_step) {
+        if (after != step + 1) continue;
+        *stop[static_cast<size_t>(rank)] = true;
+        clock.SleepFor(std::chrono::seconds(1));  // it leaves, its stream ends
+      }
     }
     if (run.ended.ok()) {
       const auto evaluated = head.Evaluate();
@@ -1909,6 +1919,8 @@ struct TwoEvenStages {
   int64_t third_out = 4;
   Duration per_pass = {};  // every pass's fixed cost, which the profile (layer_seconds) does not know
   int max_micro_batches = 4;  // the planner's most, with layer_seconds
+  int replicate_every = 0;    // spec.faultTolerance.replicateEvery
+  std::map<int, int> stop_after_step = {};  // Disturbances'
 };
 
 SimulatedRun RunTwoEvenStages(const TwoEvenStages& run) {
@@ -1932,6 +1944,7 @@ SimulatedRun RunTwoEvenStages(const TwoEvenStages& run) {
     plan.pipeline->planned_from = std::move(from);
   }
   plan.workers[1].slowdown_changes = run.changes;
+  plan.spec.fault_tolerance.replicate_every = run.replicate_every;
   DeterministicClock clock;
   testing::FakeDevice devices[2];
   devices[1] = run.slowed;
@@ -1954,7 +1967,7 @@ SimulatedRun RunTwoEvenStages(const TwoEvenStages& run) {
                      {.take_layers = take_layers,
                       .rebalance_every = run.rebalance_every,
                       .rebalance_within = run.rebalance_within,
-});
+                      .stop_after_step = run.stop_after_step});
 }
 
 // A run whose second device was slowed fourfold from step 7 on has one
@@ -1985,6 +1998,49 @@ TEST(SimulatedPipelineTest, ASlowedDeviceHasALayerMovedOffItOnceAndTheLossesStay
   const SimulatedRun even = RunTwoEvenStages({.rebalance_every = 4});
   ASSERT_TRUE(even.ended.ok());
   EXPECT_EQ(even.progress.replays->repartitions, 0) << even.log;
+}
+
+// A checkpoint whose moments are not the model's length is another model's:
+// refused, where the stages' slices of them were read past their end (found
+// in review). Empty moments (plain SGD's) are the model's.
+TEST(SimulatedPipelineTest, ACheckpointWhoseMomentsAreNotTheModelsIsRefused) {
+  const JobPlan plan = HybridPlan({{0}, {1}}, 2);
+  const TrainTestSplit data = testing::FakeData(24, 8, 10);
+  DeterministicClock clock;
+  testing::FakeModel whole_model;
+  whole_model.shapes.assign(2, {1});
+  testing::FakeTrainer whole(whole_model, clock);
+  std::ostringstream log;
+  PipelineHead head(plan, whole, data.test, data.train.size(), StageShapes(2, {{1}}), clock, log);
+  JobCheckpoint c;
+  c.parameters = {0.5f, 0.25f};
+  clock.Run("test", [&] {
+    c.optimizer.second = {0, 0, 0};  // three for two weights
+    EXPECT_EQ(head.Restore(c).code(), StatusCode::kFailedPrecondition);
+    c.optimizer.second.clear();
+    EXPECT_TRUE(head.Restore(c).ok());
+  });
+}
+
+// A cut proposed at a measurement's end, and the stage it would move a layer
+// into lost between steps, before the layer moves: the stage is rebuilt on
+// its neighbour from its replica, the cut, of stages that are no more, is
+// dropped, and the run trains on to its end (the head read the layout it
+// had not been given: found in review).
+TEST(SimulatedPipelineTest, ACutProposedBeforeItsStageIsLostBetweenStepsIsDropped) {
+  // Where the cut is proposed, with nothing lost.
+  const SimulatedRun moved = RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}, .replicate_every = 1});
+  ASSERT_TRUE(moved.ended.ok()) << moved.ended.ToString() << "\n" << moved.log;
+  ASSERT_NE(moved.log.find("over steps 6-9; moving layers"), std::string::npos) << moved.log;
+  ASSERT_NE(moved.log.find("layers moved at step 9: 0-1 | 2-3 now 0-2 | 3-3"), std::string::npos) << moved.log;
+  const int proposed_at = 9;
+  const SimulatedRun lost = RunTwoEvenStages({.rebalance_every = 4, .slowed = {0, 49, 4.0}, .replicate_every = 1,
+                                              .stop_after_step = {{1, proposed_at}}});
+  ASSERT_TRUE(lost.ended.ok()) << lost.ended.ToString() << "\n" << lost.log;
+  EXPECT_EQ(lost.losses.size(), 24u);
+  ASSERT_TRUE(lost.progress.replays.has_value());
+  EXPECT_EQ(lost.progress.replays->restored_stages, 1) << lost.log;
+  EXPECT_EQ(lost.log.find("now 0-2 | 3-3"), std::string::npos) << "the cut proposed is not made\n" << lost.log;
 }
 
 // A plan that says what it was planned from has its cuts judged by the
