@@ -61,4 +61,13 @@ std::vector<int64_t> ShareOut(int64_t n, std::span<const double> weights) {
   return counts;
 }
 
+std::vector<std::vector<int64_t>> DealStep(int64_t samples, int micro_batches, std::span<const double> speeds) {
+  std::vector<std::vector<int64_t>> dealt(speeds.size());
+  for (const MicroBatchSpan& span : SplitBatch(samples, micro_batches)) {
+    const std::vector<int64_t> shares = ShareOut(span.end - span.begin, speeds);
+    for (size_t j = 0; j < shares.size(); ++j) dealt[j].push_back(shares[j]);
+  }
+  return dealt;
+}
+
 }  // namespace edgetrain

@@ -52,4 +52,9 @@ std::vector<MicroBatchSpan> SplitBatch(int64_t n, int micro_batches);
 // pipeline stage's group, and the head, deal a micro-batch so, and agree.
 std::vector<int64_t> ShareOut(int64_t n, std::span<const double> weights);
 
+// A step of `samples` as a pipeline stage's group computes it: cut into
+// `micro_batches` (SplitBatch), each dealt among the group's devices by
+// `speeds` (ShareOut). [device][micro-batch]: each device's samples of each.
+std::vector<std::vector<int64_t>> DealStep(int64_t samples, int micro_batches, std::span<const double> speeds);
+
 }  // namespace edgetrain

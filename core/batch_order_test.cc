@@ -99,5 +99,13 @@ TEST(BatchOrderTest, SamplesAreSharedOutByTheDevicesSpeeds) {
   EXPECT_EQ(ShareOut(0, equal), (std::vector<int64_t>{0, 0, 0}));
 }
 
+// A step of 10 in 4 micro-batches (3, 3, 2, 2) over a group of speeds 2:1.
+TEST(BatchOrderTest, AStepIsDealtMicroBatchByMicroBatchAmongAGroup) {
+  const double speeds[] = {2, 1};
+  EXPECT_EQ(DealStep(10, 4, speeds), (std::vector<std::vector<int64_t>>{{2, 2, 1, 1}, {1, 1, 1, 1}}));
+  const double one[] = {1};
+  EXPECT_EQ(DealStep(10, 4, one), (std::vector<std::vector<int64_t>>{{3, 3, 2, 2}}));
+}
+
 }  // namespace
 }  // namespace edgetrain

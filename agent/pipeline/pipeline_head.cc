@@ -901,13 +901,12 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     // Its shares of the step, each of a micro-batch: what is computed again,
     // and of those the ones it had computed before, its output of them sent
     // on (the work lost with it; the others it had not begun).
-    int shares = 0, rerun = 0, micro_batch = 0;
+    int shares = 0, rerun = 0;
     const int stage = c.lost->stage;
-    for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
-      const int i = micro_batch++;
-      if (c.done.count(i) || ShareOut(span.end - span.begin, speeds_[static_cast<size_t>(stage)])[c.member] == 0) {
-        continue;
-      }
+    const std::vector<int64_t> its =
+        DealStep(plan_.spec.data.batch_size, micro_batches_, speeds_[static_cast<size_t>(stage)])[c.member];
+    for (int i = 0; i < static_cast<int>(its.size()); ++i) {
+      if (c.done.count(i) || its[static_cast<size_t>(i)] == 0) continue;
       ++shares;
       if (covers_.WasSent(true, i, stage, c.member) || covers_.WasSent(false, i, stage, c.member)) ++rerun;
     }
@@ -1039,16 +1038,11 @@ void PipelineHead::ReplanLocked() {
 }
 
 PipelineHead::Passes PipelineHead::PassesLocked(int64_t samples) const {
-  // The micro-batches as the stages cut the batch, each dealt among a
-  // group's devices by speed, as they deal it.
-  const std::vector<MicroBatchSpan> spans = SplitBatch(samples, micro_batches_);
+  // As the stages deal it.
   Passes passes(groups_.size());
   for (size_t s = 0; s < groups_.size(); ++s) {
+    passes[s] = DealStep(samples, micro_batches_, speeds_[s]);
     passes[s].resize(groups_[s].size());
-    for (const MicroBatchSpan& span : spans) {
-      const std::vector<int64_t> shares = ShareOut(span.end - span.begin, speeds_[s]);
-      for (size_t j = 0; j < shares.size() && j < passes[s].size(); ++j) passes[s][j].push_back(shares[j]);
-    }
   }
   return passes;
 }
@@ -1879,14 +1873,13 @@ bool PipelineHead::RedealLocked(const Passes& passes, const std::map<int, double
     std::vector<double> speeds;
     const double sum = std::accumulate(speeds_[s].begin(), speeds_[s].end(), 0.0);
     for (double r : rates) speeds.push_back(r * sum / rate);  // the group's speeds keep their sum
+    const auto now = DealStep(plan_.spec.data.batch_size, micro_batches_, speeds_[s]);
+    const auto then = DealStep(plan_.spec.data.batch_size, micro_batches_, speeds);
     std::vector<double> predicted(group.size(), 0.0);
-    bool differs = false;
-    for (const MicroBatchSpan& span : SplitBatch(plan_.spec.data.batch_size, micro_batches_)) {
-      const std::vector<int64_t> now = ShareOut(span.end - span.begin, speeds_[s]);
-      const std::vector<int64_t> then = ShareOut(span.end - span.begin, speeds);
-      for (size_t j = 0; j < group.size(); ++j) predicted[j] += static_cast<double>(then[j]) / rates[j];
-      differs = differs || now != then;
+    for (size_t j = 0; j < group.size(); ++j) {
+      for (int64_t n : then[j]) predicted[j] += static_cast<double>(n) / rates[j];
     }
+    const bool differs = now != then;
     const double balanced = *std::max_element(predicted.begin(), predicted.end());
     if (!differs || !(slowest > (1 + rebalancing_.min_gain) * balanced)) continue;
     // A device that would be dealt nothing would have no pace to measure
