@@ -13,29 +13,11 @@
 #include "core/batch_order.h"
 #include "core/finite_step.h"
 #include "core/pipeline_planner.h"
+#include "core/pipeline_words.h"
 #include "core/replica_relay.h"
 #include "core/row_layout.h"
 
 namespace edgetrain::agent {
-namespace {
-
-// "1 stage", "2 stages": the head's log read "1 stages" (a new user's trial).
-std::string Count(size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-// What a re-plan counted for the head's word and the stages' answers, when it
-// learned them from the run's steps: for the log beside its prediction.
-std::string OrdersNote(const TransportCost& transport, size_t steps) {
-  if (transport.orders_s <= 0) return "";
-  std::ostringstream note;
-  note << std::fixed << std::setprecision(2) << " (the head's word and the stages' answers "
-       << transport.orders_s * 1e3 << " ms a step, as the run's last " << steps
-       << " steps took them; two messages as profiled, " << 2 * transport.message_s * 1e3 << " ms)";
-  return note.str();
-}
-
-}  // namespace
 
 namespace {
 
@@ -917,10 +899,10 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     if (metrics_) metrics_->AddCover(shares);
     Log() << "pipeline: stage " << c.lost->stage + 1 << " (rank " << c.lost->rank << ") lost in step " << step
           << "; rank " << *c.by << " of its group computes its "
-          << Count(static_cast<size_t>(shares), "share", "shares") << " of the step (" << rerun
+          << CountOf(static_cast<size_t>(shares), "share", "shares") << " of the step (" << rerun
           << " of them it had computed before, its output sent on"
           << (c.done.empty() ? "" : "; " + std::to_string(c.done.size()) + " more came in its parts")
-          << "; " << Count(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
+          << "; " << CountOf(static_cast<size_t>(in_flight_), "micro-batch", "micro-batches")
           << " in flight through the stages), the rest of the pipeline going on\n";
   }
   return sends;
@@ -942,68 +924,6 @@ PipelineProblem PipelineHead::PacedProblemLocked(std::map<int, double>& paces) c
   return problem;
 }
 
-namespace {
-
-// "rank 3", "ranks 1 and 2": the devices of a stage lost together (only
-// the first was named: a user's trial).
-std::string SayRanks(const std::vector<int>& ranks) {
-  std::string said = ranks.size() > 1 ? "ranks " : "rank ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    said += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  }
-  return said;
-}
-
-// "rank 0 1.93x, rank 2 1.10x".
-std::string SayPaces(const std::map<int, double>& paces) {
-  std::ostringstream said;
-  for (const auto& [r, pace] : paces) {
-    said << (said.tellp() > 0 ? ", " : "") << "rank " << r << " " << std::fixed << std::setprecision(2) << pace << "x";
-  }
-  return said.str();
-}
-
-// " (ended as rank 1's compute changed: its steps since count)", or nothing.
-std::string DriftNote(std::optional<int> drifted) {
-  if (!drifted) return "";
-  return " (ended as rank " + std::to_string(*drifted) + "'s compute changed: its steps since count)";
-}
-
-// "1.39": seconds to three figures, as a measurement of them is good for.
-std::string Seconds3(double seconds) {
-  std::ostringstream said;
-  said << std::setprecision(3) << seconds;
-  return said.str();
-}
-
-// ", leaving rank 1, rank 3 out", or nothing for no ranks.
-std::string LeavingOut(const std::vector<int>& ranks) {
-  std::ostringstream said;
-  for (int r : ranks) said << (said.tellp() > 0 ? ", " : "") << "rank " << r;
-  return ranks.empty() ? std::string() : ", leaving " + said.str() + " out";
-}
-
-// "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
-std::string DescribeStagesOf(std::span<const PipelineStage> stages) {
-  std::ostringstream out;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    out << (s ? " | " : "") << "layers " << stages[s].first_layer << "-" << stages[s].end_layer - 1 << " on rank"
-        << (stages[s].devices.size() > 1 ? "s " : " ");
-    for (size_t j = 0; j < stages[s].devices.size(); ++j) out << (j ? "," : "") << stages[s].devices[j];
-  }
-  return out.str();
-}
-
-// "stage 1 0.0121 s, stage 2 0.0483 s": each stage's measured compute a step.
-std::string SayStageSeconds(std::span<const StageMeasure> stages) {
-  std::ostringstream said;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    said << (s ? ", " : "") << "stage " << s + 1 << " " << Seconds3(stages[s].seconds) << " s";
-  }
-  return said.str();
-}
-
-}  // namespace
 
 std::vector<PipelineStage> PipelineHead::StagesLocked() const {
   std::vector<PipelineStage> stages;
@@ -1024,7 +944,7 @@ void PipelineHead::ReplanLocked() {
     return;
   }
   Log() << "pipeline: planned again for the devices it now has (" << members_.size() << "): "
-        << Count(static_cast<size_t>(plan.micro_batches), "micro-batch", "micro-batches") << " of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
+        << CountOf(static_cast<size_t>(plan.micro_batches), "micro-batch", "micro-batches") << " of " << plan.micro_batch_size << " (were " << micro_batches_ << "), predicted "
         << static_cast<int64_t>(plan.cost.samples_per_s + 0.5) << " samples/s"
         << OrdersNote(problem.transport, orders_.counted())
         << (!paces.empty() ? "; each device at its pace in the run's steps against the profile's prediction: " + paces
@@ -1386,8 +1306,8 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       }
     }
   }
-  Log() << "pipeline: " << Count(groups_.size(), "stage", "stages") << " on " << Count(gathered, "device", "devices")
-        << " gathered, " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
+  Log() << "pipeline: " << CountOf(groups_.size(), "stage", "stages") << " on " << CountOf(gathered, "device", "devices")
+        << " gathered, " << CountOf(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
   if (taken_over_) {
     // The replicas to rebuild a stage from, should its only device be lost
     // before its next: the state the stages trained on from. The model's
@@ -1602,7 +1522,7 @@ void PipelineHead::Rejoin() {
       // A group of one more device paces differently: measured afresh.
       if (rebalancing_.every > 0 && !last_compute_.empty()) StartMeasureLocked();
       Log() << "pipeline: rank " << r << " is back and rejoins stage " << t + 1 << " (layers " << first << "-"
-            << end - 1 << ", now on " << Count(groups_[t].size(), "device", "devices") << ") after step " << step_ << "\n";
+            << end - 1 << ", now on " << CountOf(groups_[t].size(), "device", "devices") << ") after step " << step_ << "\n";
     }
     // The micro-batches a step is cut into, for the groups as they now are:
     // a device back kept the count planned for the stages without it, which
@@ -1740,7 +1660,7 @@ Status PipelineHead::Advance() {
     ++replays_.count;
     ++replays_.replayed_steps;
     Log() << "pipeline: replaying step " << step << " (attempt " << attempt_ + 1 << ") on "
-          << Count(members_.size(), "device", "devices") << "\n";
+          << CountOf(members_.size(), "device", "devices") << "\n";
   }
   // Every stage holds the layers it was given: the next replay need not say.
   relaid_ = false;
@@ -2012,7 +1932,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       const Layout layout = LayoutOf(back->stages, back->micro_batches);
       Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step over steps " << step_ - steps + 1 << "-"
             << step_ << "; " << DescribeStagesOf(back->stages) << ", "
-            << Count(static_cast<size_t>(back->micro_batches), "micro-batch", "micro-batches") << " a step, measured "
+            << CountOf(static_cast<size_t>(back->micro_batches), "micro-batch", "micro-batches") << " a step, measured "
             << Seconds3(measured_layouts_[layout]) << " s when tried" << LeavingOut(LeftOutLocked(*back))
             << ": laid back out so before the next step\n";
       relayout_ = Relayout{std::move(*back), std::move(at), paced.transport.OrdersSeconds()};
@@ -2040,7 +1960,7 @@ void PipelineHead::MeasureStagesLocked(std::optional<int> drifted) {
       if (faster && measured_no_faster(best_layout)) {
         Log() << "pipeline: the stages took " << Seconds3(step_s) << " s a step; the planner's layout, "
               << DescribeStagesOf(best->stages) << ", "
-              << Count(static_cast<size_t>(best->micro_batches), "micro-batch", "micro-batches")
+              << CountOf(static_cast<size_t>(best->micro_batches), "micro-batch", "micro-batches")
               << " a step, measured " << Seconds3(measured_layouts_[best_layout]) << " s when tried: the stages stay\n";
         tried = true;
       } else if (faster && !left_out.empty() && !plan_.spec.fault_tolerance.replay) {
@@ -2368,7 +2288,7 @@ void PipelineHead::LayOutLocked(const Relayout& relayout, const JobCheckpoint& s
   proposed_.reset();
   last_compute_.clear();  // measured afresh after the step that carries the new layout
   Log() << "pipeline: stages laid out anew after step " << step_ << ": " << was << " now " << DescribeStagesLocked()
-        << ", " << Count(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
+        << ", " << CountOf(static_cast<size_t>(micro_batches_), "micro-batch", "micro-batches") << " a step\n";
 }
 
 std::string PipelineHead::CutsSaidLocked(const std::vector<std::pair<int, int>>& cuts) const {
