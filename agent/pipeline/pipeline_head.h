@@ -59,6 +59,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/settled_buffers.h"
+#include "agent/pipeline/stage_link.h"
 #include "agent/pipeline/step_covers.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/trainer.h"
@@ -168,7 +169,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
 
  private:
-  struct Link;
+  using Link = StageLink;
   struct Parts;
   // Steps that make an epoch, each epoch's last short where the batch does
   // not divide the data (core/batch_order.h).
