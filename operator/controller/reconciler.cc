@@ -355,17 +355,17 @@ Status Reconciler::DeleteAllPods(Pass& pass) {
 
 Status Reconciler::Suspend(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
+  // Its checkpoint outlives its pods only on a claim: on the default
+  // emptyDir it goes with them.
+  // One that never ran has no checkpoint to speak of (it was told its
+  // checkpoint went with its pods: a new user's trial).
+  const std::string message =
+      !pass.status.contains("startTime") ? "spec.suspend is true: no pods; it is placed when set to false"
+      : HasOutputVolume(pass.job)
+          ? "spec.suspend is true: no pods; it resumes from its checkpoint when set to false"
+          : "spec.suspend is true: no pods; it starts over when set to false (its checkpoint went with its pods: "
+            "give spec.output.volume a claim to resume from it)";
   if (pass.Phase() != phase::kSuspended) {
-    // Its checkpoint outlives its pods only on a claim: on the default
-    // emptyDir it goes with them.
-    // One that never ran has no checkpoint to speak of (it was told its
-    // checkpoint went with its pods: a new user's trial).
-    const std::string message =
-        !pass.status.contains("startTime") ? "spec.suspend is true: no pods; it is placed when set to false"
-        : HasOutputVolume(pass.job)
-            ? "spec.suspend is true: no pods; it resumes from its checkpoint when set to false"
-            : "spec.suspend is true: no pods; it starts over when set to false (its checkpoint went with its pods: "
-              "give spec.output.volume a claim to resume from it)";
     events_.Record(pass.object, "Normal", reason::kSuspended, message);
     log_.Job(pass.key, reason::kSuspended, message);
   }
@@ -379,8 +379,11 @@ Status Reconciler::Suspend(Pass& pass) {
   pass.status.erase("workers");
   // Nor an ETA: a suspended job's read "2m55s" still.
   if (pass.status.contains("progress") && pass.status["progress"].is_object()) pass.status["progress"].erase("eta");
-  pass.Set(condition::kPlaced, false, reason::kSuspended, "suspended");
-  pass.Set(condition::kRunning, false, reason::kSuspended, "suspended");
+  // The status says what the Event said: whether it starts over (its
+  // message read "suspended", and a resumed job's ETA a whole budget, with
+  // nothing of why: a new user's trial).
+  pass.Set(condition::kPlaced, false, reason::kSuspended, message);
+  pass.Set(condition::kRunning, false, reason::kSuspended, message);
   return Status::Ok();
 }
 
@@ -447,6 +450,13 @@ Status Reconciler::Place(Pass& pass) {
       StoredPlan stored, ReadPlan(PlanConfigMap(pass.job, ConditionIs(pass.status, condition::kPlaced, true))));
   if (stored.plan && ConditionIs(pass.status, condition::kPlaced, true)) {
     return Follow(pass, *stored.plan, stored.coordinator);
+  }
+  // A placed job's plan gone: deleted by hand, or by the garbage collector
+  // with the job, whose deletion the jobs' watch may bring after the plans'
+  // (a deleted job's last Event said its plan was gone and it would be
+  // placed again: a new user's trial, twice). Rare: the server is asked.
+  if (!stored.plan && ConditionIs(pass.status, condition::kPlaced, true) && DeletedAtTheServer(pass)) {
+    return Status::Ok();
   }
   // A status that never said Placed, with pods of the stored plan, and only
   // those: a replica placed the job and died before it wrote the status.

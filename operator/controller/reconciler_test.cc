@@ -644,6 +644,22 @@ TEST_F(ReconcilerTest, ARunningJobWhosePlanWasDeletedSaysSoAsItsTeamEnds) {
   EXPECT_EQ(said, 1);
 }
 
+// A job deleted mid-run whose plan the garbage collector took before the
+// jobs' watch brought the job's deletion (the cache still holds it): nothing
+// is said or done, its pods the collector's (its last Event said its plan
+// was gone and it would be placed again: a new user's trial, twice).
+TEST_F(ReconcilerTest, AJobDeletedWhosePlanWentFirstIsLeftToTheGarbageCollector) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  ASSERT_TRUE(api_.Delete(kube::kTrainingJobs, "default", "team").ok());
+  ASSERT_TRUE(api_.Delete(kube::kConfigMaps, "default", "team-plan").ok());
+  const ReconcileOutcome outcome = Reconcile(key);
+  EXPECT_FALSE(outcome.requeue_after.has_value());
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kPlanDeleted;
+  EXPECT_EQ(said, 0);
+  EXPECT_EQ(api_.All(kube::kPods).size(), 3u) << "its pods are the garbage collector's to delete";
+}
+
 // Only pods exactly as the stored plan makes them are taken up: a gang torn
 // down for its timeout is not, and neither is a pod on another node than the
 // plan's (the plan was edited, or the pod is someone else's): those are

@@ -808,6 +808,8 @@ class OperatorTest(OperatorSiteTestCase):
                       timeout=60)
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": true}}')
         job = self.wait_job("long", lambda j: phase(j) == "Suspended")
+        # Its status says whether it resumes or starts over, as the Event does.
+        self.assertIn("it resumes from its checkpoint when set to false", job["status"]["message"])
         wait_until(lambda: not self.job_pods("long"), timeout=30, interval=0.1)
         self.assertEqual(self.job_pods("long"), {}, "suspended: no pods")
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
