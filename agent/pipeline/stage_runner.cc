@@ -8,7 +8,10 @@
 #include <optional>
 
 #include "agent/emulated_device.h"
+#include "agent/pipeline/pass_watch.h"
 #include "agent/pipeline/replica_parts.h"
+#include "agent/pipeline/stage_inbox.h"
+#include "agent/pipeline/stage_outbox.h"
 #include "agent/pipeline/wire_floats.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/batch_order.h"
@@ -35,294 +38,6 @@ namespace {
 // device.
 constexpr int kPacedReplicaMaking = 100;
 constexpr int kPacedReplicaLink = 10;
-
-// What a stage was sent and has not used yet: micro-batches arrive whenever
-// their neighbour is done with them, not in the order 1F1B takes them.
-class Inbox {
- public:
-  // `cancel` ends every wait (SIGTERM to the agent): the stage then leaves,
-  // and the head, seeing its stream close, says which stage was lost.
-  Inbox(Clock& clock, const std::atomic<bool>& cancel, Duration cancel_recheck)
-      : arrived_(clock), cancel_(cancel), cancel_recheck_(cancel_recheck) {}
-
-  void File(v1::CoordinatorMessage message) {
-    std::lock_guard lock(mu_);
-    if (message.has_forward() || message.has_backward()) {
-      const v1::MicroBatch& m = message.has_forward() ? message.forward() : message.backward();
-      if (Superseded(m.step(), m.attempt())) return;  // relayed before the replay, for the attempt dropped
-      micro_batches_[{message.has_forward(), m.step(), m.attempt(), m.micro_batch(),
-                      m.has_share_of() ? m.share_of() : kOwn}] = std::move(message);
-    } else if (message.has_replica_part()) {
-      KeepReplicaPartLocked(message.replica_part());
-      return;
-    } else if (message.has_gradient()) {
-      const v1::GroupGradient& g = message.gradient();
-      if (Superseded(g.step(), g.attempt())) return;
-      gradients_[{g.step(), g.attempt()}] = std::move(*message.mutable_gradient());
-    } else if (message.has_command() && message.command().has_cover()) {
-      // Mid-step: taken up by the step's waits, not between steps.
-      const v1::StageCover& c = message.command().cover();
-      if (Superseded(c.step(), c.attempt())) return;
-      covers_.push_back(c);
-    } else {
-      if (message.has_command() && message.command().has_replay()) {
-        // Ends a wait of the attempt it replaces at once; what that attempt
-        // was sent and has not used is dropped.
-        const v1::StageReplay& r = message.command().replay();
-        replayed_ = std::max(replayed_, std::pair<int64_t, int>{r.step(), r.attempt()});
-        std::erase_if(micro_batches_, [&](const auto& m) {
-          return Superseded(std::get<1>(m.first), std::get<2>(m.first));
-        });
-        std::erase_if(gradients_, [&](const auto& g) { return Superseded(g.first.first, g.first.second); });
-        std::erase_if(covers_, [&](const v1::StageCover& c) { return Superseded(c.step(), c.attempt()); });
-      }
-      // A Stop ends a step still waiting for a neighbour that is gone.
-      if (message.has_stop()) stopped_ = message.stop().reason();
-      commands_.push_back(std::move(message));
-    }
-    arrived_.NotifyAll();
-  }
-  void Close(Status why) {
-    std::lock_guard lock(mu_);
-    closed_ = std::move(why);
-    arrived_.NotifyAll();
-  }
-  // The neighbouring stages' replicas, the last one whole of each, by their layers.
-  std::map<std::pair<int, int>, v1::StageReplica> KeptReplicas() {
-    std::lock_guard lock(mu_);
-    return kept_replicas_;
-  }
-
-  // A micro-batch: forward (or backward), step, attempt, micro-batch, and
-  // whose share it is (kOwn, or a lost device's this stage covers).
-  using Key = std::tuple<bool, int64_t, int, int, int>;
-  static constexpr int kOwn = -1;
-
-  // The micro-batch `key`, taken, if it is here.
-  std::optional<v1::MicroBatch> Take(const Key& key) {
-    std::lock_guard lock(mu_);
-    auto found = micro_batches_.find(key);
-    if (found == micro_batches_.end()) return std::nullopt;
-    v1::MicroBatch m = std::get<0>(key) ? std::move(*found->second.mutable_forward())
-                                        : std::move(*found->second.mutable_backward());
-    micro_batches_.erase(found);
-    return m;
-  }
-  // The group's summed gradient of `step`, taken, if the head has sent it.
-  std::optional<v1::GroupGradient> TakeGradient(int64_t step, int attempt) {
-    std::lock_guard lock(mu_);
-    auto found = gradients_.find({step, attempt});
-    if (found == gradients_.end()) return std::nullopt;
-    v1::GroupGradient g = std::move(found->second);
-    gradients_.erase(found);
-    return g;
-  }
-  // The devices lost mid-step whose shares of `step`'s `attempt` the head
-  // has since asked this stage to compute (StageCover), each once.
-  std::vector<v1::StageCover> TakeCovers(int64_t step, int attempt) {
-    std::lock_guard lock(mu_);
-    std::vector<v1::StageCover> taken;
-    for (v1::StageCover& c : covers_) {
-      if (c.step() == step && c.attempt() == attempt) taken.push_back(std::move(c));
-    }
-    covers_.clear();  // those of other steps are of attempts given up
-    return taken;
-  }
-  // Until one of `keys` is here, a cover has come, or (`gradient`) the
-  // group's summed gradient of `step`: Ok. Aborted once the head replays
-  // the step; Cancelled once it says stop or the stage is cancelled.
-  Status AwaitAny(const std::vector<Key>& keys, int64_t step, int attempt, bool gradient) {
-    std::unique_lock lock(mu_);
-    auto ready = [&] {
-      return !covers_.empty() || (gradient && gradients_.count({step, attempt}) > 0) ||
-             std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return micro_batches_.count(k) > 0; });
-    };
-    Wait(lock, [&] { return ready() || !closed_.ok() || stopped_ || Superseded(step, attempt); });
-    if (ready() && !Superseded(step, attempt)) return Status::Ok();
-    return Ended(step, attempt);
-  }
-  // The head's next word: a command or Stop.
-  StatusOr<v1::CoordinatorMessage> NextCommand() {
-    std::unique_lock lock(mu_);
-    Wait(lock, [&] { return !commands_.empty() || !closed_.ok(); });
-    if (commands_.empty()) return Ended();
-    v1::CoordinatorMessage m = std::move(commands_.front());
-    commands_.pop_front();
-    return m;
-  }
-
- private:
-  // A part of a neighbouring stage's replica, relayed by the head: kept
-  // once whole; a part missed gives that replica up. Each neighbour's parts
-  // come in order, the two neighbours' interleaved: put together apart.
-  void KeepReplicaPartLocked(const v1::ReplicaPart& part) {
-    const std::pair<int, int> layers{part.first_layer(), part.end_layer()};
-    if (layers.second <= layers.first) return;
-    std::optional<v1::StageReplica> replica = coming_[layers].Add(part);
-    if (replica && std::pair{replica->first_layer(), replica->end_layer()} == layers) {
-      kept_replicas_[layers] = std::move(*replica);
-    }
-  }
-
-  // Until `holds`, or the stage is cancelled: looked at every cancel_recheck_,
-  // since a signal handler cannot notify a condition.
-  template <typename Predicate>
-  void Wait(std::unique_lock<std::mutex>& lock, Predicate holds) {
-    while (!arrived_.WaitFor(lock, cancel_recheck_, holds) && !cancel_.load()) {
-    }
-  }
-  Status Ended(int64_t step = -1, int attempt = 0) const {
-    if (stopped_) return CancelledError(*stopped_);
-    if (!closed_.ok()) return closed_;
-    if (Superseded(step, attempt)) return AbortedError("step " + std::to_string(step) + " is replayed");
-    return CancelledError("cancelled");
-  }
-  // An attempt of the step the head has since replayed.
-  bool Superseded(int64_t step, int attempt) const {
-    return step == replayed_.first && attempt < replayed_.second;
-  }
-
-  std::mutex mu_;
-  ClockCondition arrived_;
-  const std::atomic<bool>& cancel_;
-  const Duration cancel_recheck_;
-  std::map<Key, v1::CoordinatorMessage> micro_batches_;
-  std::map<std::pair<int64_t, int>, v1::GroupGradient> gradients_;  // by step and attempt
-  std::pair<int64_t, int> replayed_{-1, 0};  // the newest replay's step and attempt
-  std::optional<std::string> stopped_;  // the head's Stop, once it came
-  std::deque<v1::CoordinatorMessage> commands_;
-  std::vector<v1::StageCover> covers_;  // come mid-step, not yet taken up
-  Status closed_ = Status::Ok();
-  std::map<std::pair<int, int>, ReplicaAssembly> coming_;  // neighbours' replicas coming in parts, by their layers
-  std::map<std::pair<int, int>, v1::StageReplica> kept_replicas_;
-};
-
-// The pass a stage is computing, if any, and the longest since it last
-// said: its heartbeats, sent from another thread, tell the head how long the
-// pass has run, so that a device whose compute hangs while its link lives is
-// told from one that is merely slow (docs/pipeline.md).
-class PassWatch {
- public:
-  void Began(TimePoint at) {
-    std::lock_guard lock(mu_);
-    began_ = at;
-  }
-  void Ended(TimePoint at) {
-    std::lock_guard lock(mu_);
-    if (began_) longest_s_ = std::max(longest_s_, ToSeconds(at - *began_));
-    began_.reset();
-  }
-  // How long the pass under way at `now` has run; 0: none is.
-  double BusySeconds(TimePoint now) {
-    std::lock_guard lock(mu_);
-    return began_ ? std::max(0.0, ToSeconds(now - *began_)) : 0.0;
-  }
-  // The longest pass since the last call.
-  double TakeLongest() {
-    std::lock_guard lock(mu_);
-    return std::exchange(longest_s_, 0.0);
-  }
-
- private:
-  std::mutex mu_;
-  std::optional<TimePoint> began_;
-  double longest_s_ = 0;
-};
-
-// What a stage sends, in order, from a thread of its own; and, below what it
-// must send, parts that go only when nothing else waits.
-class Outbox {
- public:
-  // Messages of more than `announce_bytes` go after a Heartbeat that says their size.
-  Outbox(Clock& clock, int64_t announce_bytes) : changed_(clock), announce_bytes_(announce_bytes) {}
-
-  void Post(v1::WorkerMessage message) {
-    std::lock_guard lock(mu_);
-    if (const auto bytes = static_cast<int64_t>(message.ByteSizeLong()); bytes > announce_bytes_) {
-      queue_.emplace_back().mutable_heartbeat()->set_next_bytes(bytes);
-    }
-    queue_.push_back(std::move(message));
-    changed_.NotifyAll();
-  }
-  // Messages sent one at a time whenever nothing posted waits (each of at
-  // most `announce_bytes`, so none holds a message posted meanwhile for
-  // long). Posted only once earlier ones are out (LastIdleSent says when):
-  // those finish first.
-  void PostWhenIdle(std::vector<v1::WorkerMessage> parts) {
-    std::lock_guard lock(mu_);
-    idle_.assign(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
-    changed_.NotifyAll();
-  }
-  // The last parts posted when idle, once all are sent: when the last went,
-  // and how long sending them took (not their waits for the link to be
-  // idle). None while some are still going out.
-  struct IdleSent {
-    TimePoint at{};
-    Duration busy{};
-  };
-  std::optional<IdleSent> LastIdleSent() {
-    std::lock_guard lock(mu_);
-    if (!idle_.empty()) return std::nullopt;
-    return last_idle_;
-  }
-  void Close() {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-    changed_.NotifyAll();
-  }
-  // Sends until closed and empty, or the stream fails; a Heartbeat whenever
-  // nothing was sent for `heartbeat`, saying how long the pass `passes`
-  // computes has run. A replica going out when the stage ends is sent to its
-  // end: the head may need it.
-  Status Drain(CoordinatorStream& stream, Duration heartbeat, Clock& clock, EnergyMeter& energy, PassWatch& passes) {
-    bool idle_part = false;
-    for (;;) {
-      v1::WorkerMessage next;
-      {
-        std::unique_lock lock(mu_);
-        if (!changed_.WaitFor(lock, heartbeat, [&] { return !queue_.empty() || !idle_.empty() || closed_; })) {
-          next.mutable_heartbeat()->set_busy_seconds(passes.BusySeconds(clock.Now()));
-        } else if (!queue_.empty()) {
-          next = std::move(queue_.front());
-          queue_.pop_front();
-        } else if (!idle_.empty()) {
-          next = std::move(idle_.front());
-          idle_.pop_front();
-          idle_part = true;
-        } else {
-          return Status::Ok();
-        }
-      }
-      // The radio's time, for the energy model: a send returns once the
-      // stream has taken the message, a slow link holding it back.
-      const TimePoint began = clock.Now();
-      energy.BeginSend(began);
-      Status sent = stream.Send(next);
-      const TimePoint ended = clock.Now();
-      energy.EndSend(ended);
-      EDGETRAIN_RETURN_IF_ERROR(sent);
-      if (idle_part) {
-        idle_part = false;
-        std::lock_guard lock(mu_);
-        idle_busy_ += ended - began;
-        if (idle_.empty()) {
-          last_idle_ = {ended, idle_busy_};
-          idle_busy_ = Duration{};
-        }
-      }
-    }
-  }
-
- private:
-  std::mutex mu_;
-  ClockCondition changed_;
-  const int64_t announce_bytes_;
-  std::deque<v1::WorkerMessage> queue_;
-  std::deque<v1::WorkerMessage> idle_;  // sent when queue_ is empty
-  Duration idle_busy_{};                 // the link's time on the parts of idle_ sent so far
-  IdleSent last_idle_;
-  bool closed_ = false;
-};
 
 class Stage {
  public:
@@ -566,7 +281,7 @@ class Stage {
     }
     // Skipped before the state is copied and serialized: the one going out
     // finishes first. And the head's copy alone, paced by its cost: not yet.
-    const std::optional<Outbox::IdleSent> sent = outbox_.LastIdleSent();
+    const std::optional<StageOutbox::IdleSent> sent = outbox_.LastIdleSent();
     if (!sent) return;
     if (!relayed && ft.CentralPaced() &&
         clock_.Now() < sent->at + replica_making_ * kPacedReplicaMaking + sent->busy * kPacedReplicaLink) {
@@ -674,7 +389,7 @@ class Stage {
         if (!trainer_->IsFirst()) {
           EDGETRAIN_ASSIGN_OR_RETURN(in, Awaited(true, i));
         }
-        EDGETRAIN_ASSIGN_OR_RETURN(held_[i], ForwardPass(i, i, span, in ? &*in : nullptr, Inbox::kOwn));
+        EDGETRAIN_ASSIGN_OR_RETURN(held_[i], ForwardPass(i, i, span, in ? &*in : nullptr, StageInbox::kOwn));
         ++own_forwards_;
       } else {
         std::optional<v1::MicroBatch> gradient;
@@ -682,7 +397,7 @@ class Stage {
           EDGETRAIN_ASSIGN_OR_RETURN(gradient, Awaited(false, i));
         }
         const double loss_before = loss_sum_;
-        EDGETRAIN_RETURN_IF_ERROR(BackwardPass(i, i, span, held_[i], gradient ? &*gradient : nullptr, Inbox::kOwn));
+        EDGETRAIN_RETURN_IF_ERROR(BackwardPass(i, i, span, held_[i], gradient ? &*gradient : nullptr, StageInbox::kOwn));
         if (SendsEachMicroBatch() && held_[i] > 0) SendPart(i, loss_sum_ - loss_before);
       }
     }
@@ -848,8 +563,8 @@ class Stage {
 
   // What the covered shares' passes that may go wait for (a forward ahead
   // of its own, whose input came, would wake every wait for nothing).
-  std::vector<Inbox::Key> CoverKeys() const {
-    std::vector<Inbox::Key> keys;
+  std::vector<StageInbox::Key> CoverKeys() const {
+    std::vector<StageInbox::Key> keys;
     for (const Covered& c : covered_) {
       for (size_t k = 0; k < spans_.size(); ++k) {
         const int i = static_cast<int>(k);
@@ -998,12 +713,12 @@ class Stage {
   // backward), once it is here: covered shares whose inputs come meanwhile
   // are computed while it waits.
   StatusOr<v1::MicroBatch> Awaited(bool forward, int i) {
-    const Inbox::Key key{forward, now_step_, now_attempt_, i, Inbox::kOwn};
+    const StageInbox::Key key{forward, now_step_, now_attempt_, i, StageInbox::kOwn};
     for (;;) {
       if (std::optional<v1::MicroBatch> m = inbox_.Take(key)) return std::move(*m);
       EDGETRAIN_ASSIGN_OR_RETURN(const bool ran, CoverOnePass());
       if (ran) continue;
-      std::vector<Inbox::Key> keys = CoverKeys();
+      std::vector<StageInbox::Key> keys = CoverKeys();
       keys.push_back(key);
       EDGETRAIN_RETURN_IF_ERROR(Waited(keys));
     }
@@ -1011,7 +726,7 @@ class Stage {
 
   // A wait for a micro-batch or a cover: the pipeline's bubbles, and not
   // the device's work.
-  Status Waited(const std::vector<Inbox::Key>& keys) {
+  Status Waited(const std::vector<StageInbox::Key>& keys) {
     const TimePoint began = clock_.Now();
     const double work_began = WorkClock();
     Status waited = inbox_.AwaitAny(keys, now_step_, now_attempt_, /*gradient=*/false);
@@ -1028,7 +743,7 @@ class Stage {
     m->set_micro_batch(i);
     m->set_samples(static_cast<int32_t>(n));
     m->set_values(FloatBytes(values));
-    if (share_of != Inbox::kOwn) m->set_share_of(share_of);
+    if (share_of != StageInbox::kOwn) m->set_share_of(share_of);
     summary_.activation_bytes_sent += static_cast<int64_t>(values.size() * sizeof(float));
     outbox_.Post(std::move(message));
   }
@@ -1140,8 +855,8 @@ class Stage {
   BatchOrder batches_;
   std::unique_ptr<RowLayout> layout_;      // one row a tensor, of trainer_'s
   std::unique_ptr<RowOptimizer> optimizer_;  // over *layout_
-  Inbox inbox_;
-  Outbox outbox_;
+  StageInbox inbox_;
+  StageOutbox outbox_;
   PassWatch passes_;  // the computing thread's passes, as its heartbeats tell them
   EnergyMeter energy_;                // thread-safe: the passes here, the sends on the sending thread
   EnergySplit reported_energy_;       // its split at the last StepDone
