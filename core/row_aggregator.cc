@@ -10,17 +10,14 @@ namespace edgetrain {
 RowAggregator::RowAggregator(const RowLayout& layout, const OptimizerSpec& optimizer, std::span<const float> initial)
     : layout_(layout), params_(initial.begin(), initial.end()), optimizer_(optimizer, layout),
       gathered_(static_cast<size_t>(layout.total_floats()), 0.0f), applied_clock_(layout.size(), 0),
-      versions_(layout.size(), 0) {}
+      versions_(layout.size(), 0), gathered_count_(layout.size(), 0) {}
 
 std::span<const float> RowAggregator::row_values(size_t r) const {
   const RowSpan& span = layout_.row(r);
   return {params_.data() + span.offset, static_cast<size_t>(span.length)};
 }
 
-void RowAggregator::CloseRoundsAtDeadlines() {
-  rounds_ = true;
-  gathered_count_.assign(layout_.size(), 0);
-}
+void RowAggregator::CloseRoundsAtDeadlines() { rounds_ = true; }
 
 int64_t RowAggregator::least_applied_clock() const {
   return applied_clock_.empty() ? 0 : *std::min_element(applied_clock_.begin(), applied_clock_.end());
@@ -37,19 +34,28 @@ void RowAggregator::Step(size_t r, int64_t clock, int64_t divisor, double moved)
     ++versions_[r];
   }
   std::fill(gradient.begin(), gradient.end(), 0.0f);
-  if (rounds_) gathered_count_[r] = 0;
+  gathered_count_[r] = 0;
   applied_clock_[r] = clock;
 }
 
 void RowAggregator::StepRound(size_t r, int64_t clock) { Step(r, clock, gathered_count_[r], 1.0); }
 
+void RowAggregator::StepBounded(size_t r, int64_t clock, const StalenessLedger& ledger) {
+  const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[r], 1, std::max(1, ledger.bound()));
+  const int contributors = std::max(1, ledger.active_count());
+  Step(r, clock, gathered_count_[r] > 0 ? contributors * moved : 0, static_cast<double>(moved));
+}
+
 bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {
-  if (!rounds_) return false;
   bool stepped = false;
   for (size_t r = 0; r < layout_.size(); ++r) {
     const int64_t clock = ledger.Clock(r);
     if (clock <= applied_clock_[r]) continue;
-    StepRound(r, clock);
+    if (rounds_) {
+      StepRound(r, clock);
+    } else {
+      StepBounded(r, clock, ledger);
+    }
     stepped = true;
   }
   return stepped;
@@ -144,7 +150,7 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
     } else {
       float* gradient = gathered_.data() + span.offset;
       for (size_t i = 0; i < values.size(); ++i) gradient[i] += values[i];
-      if (rounds_) ++gathered_count_[row.id];
+      ++gathered_count_[row.id];
     }
     ledger.RecordPush(w, row.id, iteration);
     const int64_t clock = ledger.Clock(row.id);
@@ -152,9 +158,7 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
     if (rounds_) {
       StepRound(row.id, clock);  // the mean of what reached it in the round
     } else {
-      const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[row.id], 1, std::max(1, ledger.bound()));
-      const int contributors = std::max(1, ledger.active_count());
-      Step(row.id, clock, contributors * moved, static_cast<double>(moved));
+      StepBounded(row.id, clock, ledger);
     }
     stepped = true;
   }
@@ -168,7 +172,7 @@ Status RowAggregator::Resume(std::vector<float> parameters, std::span<const int6
   }
   params_ = std::move(parameters);
   std::fill(gathered_.begin(), gathered_.end(), 0.0f);
-  if (rounds_) std::fill(gathered_count_.begin(), gathered_count_.end(), 0);
+  std::fill(gathered_count_.begin(), gathered_count_.end(), 0);
   for (size_t r = 0; r < layout_.size(); ++r) {
     applied_clock_[r] = clocks[r];
     ++versions_[r];  // new values: whatever was sent of the row before is not them

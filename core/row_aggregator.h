@@ -70,8 +70,13 @@ class RowAggregator {
   // "row_twice", "undecodable", "not_finite" or "too_large" (a metric's label).
   const std::string& refusal() const { return refusal_; }
 
-  // Rounds: steps every row whose clock moved without a push (a worker
-  // excused, counted out or gone). Returns whether any did.
+  // Steps every row whose clock moved without a push (a worker excused,
+  // counted out or gone, or a restored ledger), on what was gathered for it,
+  // as a push that moved it would; with nothing gathered its clock moves
+  // alone. Returns whether any did. Under every policy: without rounds a row
+  // whose clock a departed worker held went out at its new clock with its
+  // old values, and its gathered gradient waited for the next push, summed
+  // into it (found in review).
   bool StepMovedRows(const StalenessLedger& ledger);
   // The least clock a row's last step reached: the team's round is this + 1.
   int64_t least_applied_clock() const;
@@ -113,10 +118,13 @@ class RowAggregator {
   // Row r's gathered gradient over `divisor` (0: nothing gathered, the clock
   // moves alone) stepped as `moved` steps, its clock set to `clock`.
   void Step(size_t r, int64_t clock, int64_t divisor, double moved);
-  // Rounds only: the mean of what reached the row in its round.
+  // Rounds: the mean of what reached the row in its round.
   void StepRound(size_t r, int64_t clock);
+  // Without rounds: what was gathered over the active workers, as `moved`
+  // steps for a clock that moved several (the staleness bound at most).
+  void StepBounded(size_t r, int64_t clock, const StalenessLedger& ledger);
   bool rounds_ = false;
-  std::vector<int> gathered_count_;  // per row: the gradients gathered for its round
+  std::vector<int> gathered_count_;  // per row: the gradients gathered since its last step
   int64_t late_rows_ = 0;
   // A push decoded whole, row after row, before any of it is applied.
   std::vector<float> decoded_;

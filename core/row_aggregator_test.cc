@@ -51,6 +51,52 @@ TEST_F(RowAggregatorTest, AClockThatMovesBySeveralIterationsIsOneStepOnTheirMean
   EXPECT_FLOAT_EQ(model.row_values(1)[0], -3);  // rate 3 x mean 1
 }
 
+// Without rounds (bsp here), a row whose clock only a worker that left held
+// steps as that worker goes, on what the others pushed for it: it went out
+// at its new clock with its old values, and what was gathered waited to be
+// summed into the next push's step (found in review).
+TEST_F(RowAggregatorTest, ARowWhoseClockADepartedWorkerHeldStepsAsItGoes) {
+  StalenessLedger ledger(2, 2, 0);
+  RowAggregator model(layout, sgd, zeros);
+  std::vector<PushedRow> w0 = {{0, RowEncoding::kFloat32, 1, Floats({2, 4})}};
+  ASSERT_FALSE(*model.ApplyPush(0, 1, w0, ledger)) << "worker 1 holds the row";
+  ledger.Deactivate(1);
+  EXPECT_TRUE(model.StepMovedRows(ledger));
+  EXPECT_EQ(model.version(0), 1);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -2) << "worker 0's gradient, the one active";
+  EXPECT_EQ(model.version(1), 0) << "row 1: no clock moved (neither pushed it)";
+  EXPECT_FALSE(model.StepMovedRows(ledger)) << "once";
+}
+
+// Without rounds, a restored ledger's clocks are where the rows' last steps
+// were, nothing gathered: the first push after a resume waits for the
+// others', as every push does, where it stepped its row alone from clock 0
+// (found in review).
+TEST_F(RowAggregatorTest, ARestoredLedgersClocksAreWhereTheRowsLastStepped) {
+  StalenessLedger ledger(2, 2, 0);
+  for (int w = 0; w < 2; ++w) {
+    for (size_t r = 0; r < 2; ++r) ledger.RecordPush(w, r, 3);
+    ledger.RecordIteration(w, 3);
+  }
+  for (int w = 0; w < 2; ++w) {
+    for (size_t r = 0; r < 2; ++r) ledger.RecordSent(w, r);  // the rows at clock 3, as a Welcome sends them
+  }
+  RowAggregator model(layout, sgd, zeros);
+  EXPECT_TRUE(model.StepMovedRows(ledger));
+  EXPECT_EQ(model.version(0), 0) << "nothing gathered: the clock moves alone";
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], 0);
+  std::vector<PushedRow> w0 = {{0, RowEncoding::kFloat32, 1, Floats({2, 4})}};
+  std::vector<PushedRow> w1 = {{0, RowEncoding::kFloat32, 1, Floats({6, 8})}};
+  const StatusOr<bool> first = model.ApplyPush(0, 4, w0, ledger);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(*first) << "worker 1 has not pushed iteration 4";
+  const StatusOr<bool> second = model.ApplyPush(1, 4, w1, ledger);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(*second);
+  EXPECT_EQ(model.version(0), 1);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -4) << "one step on the mean";
+}
+
 // A bad push is refused whole: its good rows are not applied either, nothing
 // is recorded of it, and refusal() names why.
 TEST_F(RowAggregatorTest, APushWithABadRowIsRefusedWholeAndNothingOfItApplied) {

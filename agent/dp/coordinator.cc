@@ -78,9 +78,8 @@ void Coordinator::FollowRounds(TimePoint now) {
 }
 
 void Coordinator::FollowTeamChange(TimePoint now) {
-  if (!rounds_) return;
   // The rows whose clocks only the workers who left held step now, on what
-  // the others pushed; then the round may be complete, or due.
+  // the others pushed, under every policy; then a round may be complete, or due.
   if (aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();
   FollowRounds(now);
 }
@@ -106,8 +105,9 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   accounts_.Restore(c.samples, c.workers, c.loss);
   resumed_iteration_ = c.iteration;
   restored_elapsed_s_ = c.elapsed_s;
-  // Rounds: each row's last step is where the restored ledger's clock has it,
-  // with nothing gathered towards the next.
+  // Each row's last step is where the restored ledger's clock has it, with
+  // nothing gathered towards the next (without rounds the first push after a
+  // resume stepped its row alone, from clock 0: found in review).
   aggregator_.StepMovedRows(ledger_);
   return Status::Ok();
 }
@@ -332,9 +332,18 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
       return (members_.started() && !takeover_.asked()) || stopping_ || !members_.Current(w, stream) ||
              takeover_.asked() == w;
     });
-    if (stopping_) return StoppingError();
+    // Opened above: closed again on the way out, or the job's end waited its
+    // whole grace for a stream no one would close (found in review).
+    auto leaving = [&](Status why) {
+      if (takeover_.asked() == w && members_.Current(w, stream)) takeover_.Withdrawn(w);
+      members_.Close(w, stream, ledger_);
+      FollowTeamChange(clock_.Now());
+      changed_.NotifyAll();
+      return why;
+    };
+    if (stopping_) return leaving(StoppingError());
     if (!members_.Current(w, stream)) {
-      return AbortedError("superseded by a newer stream of worker " + std::to_string(w));
+      return leaving(AbortedError("superseded by a newer stream of worker " + std::to_string(w)));
     }
     if (takeover_.asked() == w) return Joined{stream, {}, /*send_model=*/true};
     if (const std::optional<int> asked = takeover_.asked()) {

@@ -1,6 +1,8 @@
 #include "agent/dp/coordinator_service.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
@@ -61,19 +63,33 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
       [](v1::CoordinatorMessage& p) { return p.mutable_update(); });
 }
 
+// A worker's figure as a count or a measure: one that is not finite, is
+// negative or is past any a device reaches is none. A NaN loss kept the
+// team's shown loss NaN for good, a rate of 1e-300 Mbit/s made a time past
+// any duration, and a negative count rolled the job's samples back (found in
+// review: a worker's gradients are checked, its figures were not).
+double Measure(double v, double most) { return std::isfinite(v) && v > 0 && v <= most ? v : 0; }
+// A link's, Mbit/s: below a bit a second, none measured.
+double LinkRate(double mbps) {
+  const double m = Measure(mbps, 1e6);
+  return m >= 1e-6 ? m : 0;
+}
+
 WorkerReport ToReport(const v1::WorkerStats& s) {
   WorkerReport r;
   r.batch_size = s.batch_size();
-  r.samples = s.samples();
-  r.loss_sum = s.loss_sum();
-  r.loss_count = s.loss_count();
-  r.uplink_mbps = s.uplink_mbps();
-  r.downlink_mbps = s.downlink_mbps();
-  r.compute_s = s.compute_seconds();
-  r.stall_s = s.stall_seconds();
-  r.wall_s = s.wall_seconds();
-  r.energy_j = s.energy_joules();
-  r.step_s = s.step_seconds();
+  r.samples = std::max<int64_t>(0, s.samples());
+  if (std::isfinite(s.loss_sum()) && s.loss_count() > 0) {
+    r.loss_sum = s.loss_sum();
+    r.loss_count = s.loss_count();
+  }
+  r.uplink_mbps = LinkRate(s.uplink_mbps());
+  r.downlink_mbps = LinkRate(s.downlink_mbps());
+  r.compute_s = Measure(s.compute_seconds(), 1e9);
+  r.stall_s = Measure(s.stall_seconds(), 1e9);
+  r.wall_s = Measure(s.wall_seconds(), 1e9);
+  r.energy_j = Measure(s.energy_joules(), 1e15);
+  r.step_s = Measure(s.step_seconds(), 1e6);
   r.injected = s.injected_samples();
   if (s.has_compression()) {
     const v1::CompressionStats& c = s.compression();
