@@ -163,7 +163,11 @@ Status CoordinatorService::Admit(const v1::Hello& hello) {
 
 Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_stream) {
   const int w = hello.rank();
-  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined, coordinator_.Join(w, hello.model_clock(), hello.job_elapsed_seconds()));
+  // Its offer as figures that can be: a NaN job clock made a duration of
+  // nothing a conversion defines (found in review).
+  EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined,
+                             coordinator_.Join(w, std::max<int64_t>(0, hello.model_clock()),
+                                               Measure(hello.job_elapsed_seconds(), 1e9)));
   std::atomic<bool> gone{false};
   std::shared_ptr<TraceShaper> downlink;
   {
