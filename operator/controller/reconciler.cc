@@ -307,8 +307,18 @@ Status Reconciler::ExpireAfterTtl(Pass& pass, const Json& spec) {
   const kube::WallTime now = wall_now_();
   // A completionTime that does not parse (written by hand) counts from now.
   const kube::WallTime finished = kube::ParseKubeTime(pass.status.value("completionTime", pass.now)).value_or(now);
-  const auto expires = finished + std::chrono::seconds(ttl->get<int64_t>());
-  if (now >= expires) {
+  // Compared in seconds: a TTL of "never" (1e10 s, say) added to a time of
+  // the wall clock's nanoseconds overflowed, and the job was deleted the
+  // moment it finished (found in review).
+  const int64_t ttl_s = ttl->get<int64_t>();
+  const int64_t since_s = std::chrono::duration_cast<std::chrono::seconds>(now - finished).count();
+  if (since_s >= ttl_s) {
+    // The cache's job may be one deleted at its TTL already, and a new one of
+    // its name applied since: the server says which (found in review).
+    if (DeletedAtTheServer(pass)) {
+      pass.status = pass.stored_status;
+      return Status::Ok();
+    }
     log_.Job(pass.key, "Expired", "deleted: ttlSecondsAfterFinished has passed since it finished");
     const Json& meta = pass.object.at("metadata");
     Status deleted = client_.Delete(kube::kTrainingJobs, meta.value("namespace", "default"), meta.value("name", ""));
@@ -316,7 +326,8 @@ Status Reconciler::ExpireAfterTtl(Pass& pass, const Json& spec) {
     pass.status = pass.stored_status;  // nothing to write to a deleted object
     return Status::Ok();
   }
-  pass.Requeue(std::chrono::duration_cast<Duration>(expires - now));
+  // Looked at again when due, or in a day at the latest: a wait of years is none a clock keeps.
+  pass.Requeue(std::chrono::seconds(std::min<int64_t>(ttl_s - since_s, 24 * 3600)));
   return Status::Ok();
 }
 

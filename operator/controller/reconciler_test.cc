@@ -1502,6 +1502,43 @@ TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
   EXPECT_FALSE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "deleted; its objects go by their owner";
 }
 
+// A TTL of "never" (1e10 s) is waited out, not added to the wall clock's
+// nanoseconds, which overflowed and deleted the job the moment it finished;
+// and a finished job the cache holds whose name is now another's, applied
+// since it was deleted at its TTL, is not deleted in its place (found in
+// review).
+TEST_F(ReconcilerTest, AVeryLongTtlIsWaitedAndAJobOfTheSameNameAppliedSinceIsNotDeleted) {
+  AddNode(ANode("gateway"));
+  auto finish = [&](const std::string& name, int64_t ttl) {
+    const std::string key =
+        Submit(TrainingJob(name, {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", ttl}}));
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    SyncPods([](Json& pod) {
+      pod["status"] = {{"phase", "Succeeded"},
+                       {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
+    });
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    EXPECT_EQ(Job(name)["status"]["phase"], api::phase::kSucceeded);
+    return key;
+  };
+  const std::string forever = finish("forever", 10'000'000'000);
+  const std::string brief = finish("brief", 60);
+  now_ += std::chrono::seconds(61);
+  const ReconcileOutcome waiting = Reconcile(forever);
+  EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "forever").ok()) << "kept for its TTL";
+  ASSERT_TRUE(waiting.requeue_after.has_value());
+  EXPECT_EQ(*waiting.requeue_after, std::chrono::hours(24)) << "looked at again in a day at the latest";
+  // Deleted at its TTL and applied again, the cache still holding the one deleted.
+  const Json finished = Job("brief");
+  ASSERT_TRUE(api_.Delete(kube::kTrainingJobs, "default", "brief").ok());
+  Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}}));
+  jobs_.Put(finished);
+  Reconcile(brief);
+  EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "the new job of the name is left";
+}
+
 TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {
   const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "1m"}}}});
   SyncPods();  // placed, never running
