@@ -25,15 +25,6 @@ Json SecretFor(const JobObject& job, const std::string& name, const char* type,
           {"data", encoded}};
 }
 
-// Whether `secret` is this job's: an earlier job of the same name, deleted
-// before the garbage collector took its Secrets, left ones that are not.
-bool OwnedBy(const Json& secret, const JobObject& job) {
-  for (const Json& owner : secret.value("/metadata/ownerReferences"_json_pointer, Json::array())) {
-    if (owner.value("uid", "") == job.uid) return true;
-  }
-  return false;
-}
-
 // Creates `secret`, or replaces `current` (an earlier job's, or one due) with it.
 StatusOr<Json> Write(kube::KubeClient& client, const JobObject& job, const StatusOr<Json>& current, Json secret) {
   if (!current.ok()) return client.Create(kube::kSecrets, job.namespace_, secret);
@@ -79,7 +70,7 @@ StatusOr<pki::JobAuthority> AuthorityOf(kube::KubeClient& client, const JobObjec
     *taken = NameTakenMessage("Secret", *stored, job);
     return Status(StatusCode::kAlreadyExists, *taken);
   }
-  if (!stored.ok() || !OwnedBy(*stored, job)) {
+  if (!stored.ok() || !OwnedByJob(*stored, job)) {
     // None, or an earlier job's of the same name: a new job has a new authority.
     EDGETRAIN_ASSIGN_OR_RETURN(pki::JobAuthority made,
                                pki::MakeJobAuthority(job.name, now - kClockSkew, now + options.authority_validity));
@@ -117,7 +108,7 @@ StatusOr<CredentialsKept> Keep(kube::KubeClient& client, const JobObject& job, k
   if (current.ok() && !JobMayWrite(*current, job.name)) {
     return CredentialsKept{Json(), "", "", NameTakenMessage("Secret", *current, job)};
   }
-  const bool ours = current.ok() && OwnedBy(*current, job);
+  const bool ours = current.ok() && OwnedByJob(*current, job);
   if (ours) {
     StatusOr<std::string> cert = Field(*current, "tls.crt");
     StatusOr<pki::Validity> validity = cert.ok() ? pki::ValidityOf(*cert) : StatusOr<pki::Validity>(cert.status());

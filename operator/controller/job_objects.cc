@@ -115,6 +115,13 @@ bool JobMayWrite(const Json& found, const std::string& job) {
   return false;
 }
 
+bool OwnedByJob(const Json& found, const JobObject& job) {
+  for (const Json& owner : found.value("/metadata/ownerReferences"_json_pointer, Json::array())) {
+    if (owner.value("uid", "") == job.uid) return true;
+  }
+  return false;
+}
+
 std::string NameTakenMessage(const std::string& kind, const Json& found, const JobObject& job) {
   const std::string name = found.value("/metadata/name"_json_pointer, std::string());
   return kind + " " + name + " is already in namespace " + job.namespace_ + " and is not a TrainingJob " + job.name +

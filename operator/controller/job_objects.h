@@ -121,6 +121,10 @@ Json Metadata(const JobObject& job, const std::string& name, Json labels);
 // create TrainingJobs alone could replace and delete what they had no right
 // to touch (two security reviews).
 bool JobMayWrite(const Json& found, const std::string& job);
+// Whether `found` is this very job's, by its uid: an earlier job of the same
+// name, deleted before the garbage collector took what it owned, left objects
+// that JobMayWrite lets it write but that are not this one's.
+bool OwnedByJob(const Json& found, const JobObject& job);
 // What the job's status and Event say when one is not: `kind` NAME is taken.
 std::string NameTakenMessage(const std::string& kind, const Json& found, const JobObject& job);
 

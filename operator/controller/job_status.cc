@@ -102,6 +102,10 @@ void SetPhaseReason(Json& status) {
 }
 
 std::string EtaText(double seconds) {
+  // A figure of the coordinator's /progress, which a job's own image serves:
+  // not finite, or past a century, is no ETA a duration holds (found in review).
+  constexpr double kCentury = 100.0 * 365 * 24 * 3600;
+  if (!std::isfinite(seconds) || seconds > kCentury) seconds = kCentury;
   return FormatDuration(std::chrono::seconds(static_cast<int64_t>(std::llround(std::max(0.0, seconds)))));
 }
 
@@ -175,7 +179,9 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::o
         // When it went silent, not when the operator read so: a recovery was
         // timed 30.7 s of 40.7, from a LinkDown seen 10 s after its node's
         // kill (a new user's trial).
-        if (const double silent = p.value("silentSeconds", 0.0); read_at && silent >= ToSeconds(silent_after)) {
+        // Finite and under a month: a figure past that is none a silence of this job had.
+        if (const double silent = p.value("silentSeconds", 0.0);
+            read_at && std::isfinite(silent) && silent >= ToSeconds(silent_after) && silent < 30 * 24 * 3600) {
           w["silentSince"] = kube::FormatKubeTime(*read_at - std::chrono::duration_cast<kube::WallTime::duration>(
                                                                  std::chrono::duration<double>(silent)));
         }

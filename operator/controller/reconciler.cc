@@ -481,9 +481,12 @@ Status Reconciler::Place(Pass& pass) {
     std::map<std::string, const Json*> planned;
     const std::vector<Json> plan_pods = PodsFor(pass.job, *stored.plan, stored.coordinator, options_.pods);
     for (const Json& pod : plan_pods) planned[pod["metadata"]["name"].get<std::string>()] = &pod;
+    // This job's own, not an earlier one's of its name (applied again at once).
     const bool all_of_plan = std::all_of(pass.pods.begin(), pass.pods.end(), [&](const Json& pod) {
       const auto it = planned.find(pod.value("/metadata/name"_json_pointer, std::string()));
-      if (it == planned.end() || pod.at("metadata").contains("deletionTimestamp")) return false;
+      if (it == planned.end() || pod.at("metadata").contains("deletionTimestamp") || !OwnedByJob(pod, pass.job)) {
+        return false;
+      }
       const Json& want = *it->second;
       return pod.value("/spec/nodeName"_json_pointer, std::string()) == want["spec"]["nodeName"] &&
              pod.value("/metadata/labels"_json_pointer, Json::object()).value(kGenerationLabel, std::string()) ==
@@ -933,8 +936,16 @@ Status Reconciler::CreateOwn(Pass& pass, const kube::ResourceType& type, const J
     if (!read.ok()) return read.status().WithContext("reading " + type.kind + " " + name);
     found = std::move(*read);
   }
-  if (JobMayWrite(found, pass.job.name)) return Status::Ok();
-  return NameTaken(pass, type, found);
+  if (!JobMayWrite(found, pass.job.name)) return NameTaken(pass, type, found);
+  // An earlier job's of this name, deleted and applied again before the
+  // garbage collector took what the first owned: taken for this one's, its
+  // plan ran the old spec, and its objects then went with the old job (found
+  // in review). The collector deletes it; the pass is retried until it has.
+  if (!OwnedByJob(found, pass.job)) {
+    return UnavailableError(type.kind + " " + name + " is an earlier TrainingJob " + pass.job.name +
+                            "'s, which the garbage collector has yet to delete");
+  }
+  return Status::Ok();
 }
 
 Status Reconciler::NameTaken(Pass& pass, const kube::ResourceType& type, const Json& found) {

@@ -660,6 +660,48 @@ TEST_F(ReconcilerTest, AJobDeletedWhosePlanWentFirstIsLeftToTheGarbageCollector)
   EXPECT_EQ(api_.All(kube::kPods).size(), 3u) << "its pods are the garbage collector's to delete";
 }
 
+// Deleted and applied again before the garbage collector took what the first
+// owned: the new job takes up none of the old one's pods, plan or Service,
+// which it had followed as its own (the old spec running, then going with
+// the old job: found in review). Its pods go; the Service it waits for the
+// collector to delete; its plan it writes over, as its own.
+TEST_F(ReconcilerTest, AJobAppliedAgainAtOnceTakesUpNothingOfTheOneDeleted) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  const std::string old_uid = Job("team")["metadata"]["uid"];
+  ASSERT_TRUE(api_.Delete(kube::kTrainingJobs, "default", "team").ok());
+  Submit(TrainingJob("team"));
+  const std::string new_uid = Job("team")["metadata"]["uid"];
+  ASSERT_NE(new_uid, old_uid);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  const Json* placed = FindCondition(status, api::condition::kPlaced);
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->value("reason", ""), api::reason::kPodsEnding) << *placed;
+  for (const Json& pod : api_.All(kube::kPods)) {
+    EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp")) << pod["metadata"]["name"] << ": the old job's, going";
+  }
+  // The old pods gone; the old Service not yet.
+  for (const Json& pod : api_.All(kube::kPods)) ASSERT_TRUE(api_.Delete(kube::kPods, "default", pod["metadata"]["name"]).ok());
+  SyncPods();
+  StatusOr<ReconcileOutcome> waiting = reconciler_.Reconcile(key);
+  ASSERT_FALSE(waiting.ok()) << "the old job's Service: retried until the collector has it";
+  EXPECT_EQ(waiting.status().code(), StatusCode::kUnavailable) << waiting.status().ToString();
+  EXPECT_NE(waiting.status().message().find("is an earlier TrainingJob team's"), std::string::npos)
+      << waiting.status().ToString();
+  ASSERT_TRUE(api_.Delete(kube::kServices, "default", "team").ok());
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  for (const auto& [type, name] : {std::pair{kube::kConfigMaps, "team-plan"}, std::pair{kube::kServices, "team"}}) {
+    const StatusOr<Json> made = api_.Get(type, "default", name);
+    ASSERT_TRUE(made.ok()) << name;
+    JobObject job;
+    job.uid = new_uid;
+    EXPECT_TRUE(OwnedByJob(*made, job)) << name << ": " << made->dump();
+  }
+  EXPECT_FALSE(api_.All(kube::kPods).empty()) << "placed anew";
+}
+
 // Only pods exactly as the stored plan makes them are taken up: a gang torn
 // down for its timeout is not, and neither is a pod on another node than the
 // plan's (the plan was edited, or the pod is someone else's): those are
