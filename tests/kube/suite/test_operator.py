@@ -122,6 +122,14 @@ class OperatorSiteTestCase(SiteTestCase):
                             labelSelector=f"edgetrain.dev/job={name}").json["items"]
         return {p["metadata"]["name"]: p for p in pods}
 
+    def agent_logs(self, job, lines=40):
+        """The last lines of each of the job's pods' logs, for a failure to say what its agents said."""
+        said = []
+        for pod in sorted(self.job_pods(job)):
+            p = self.kubectl.run("logs", pod, f"--tail={lines}", ok=False)
+            said.append(f"--- {pod}\n{p.stdout}{p.stderr}")
+        return "\n".join(said)
+
 
     def log_until(self, pod, holds, timeout):
         """The pod's log (`kubectl logs`, and what kubectl said on stderr) once holds(log),
@@ -1199,7 +1207,12 @@ class PipelineOperatorTest(OperatorSiteTestCase):
         self.apply(wall_clock_job("modsplit", "8s", parallelism={"mode": "pipeline", "workers": 2},
                                   model={"name": None, "hidden": None,
                                          "torchscript": {"path": "net.pt", "configMap": "split-net"}}))
-        job = self.wait_job("modsplit", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
+        try:
+            job = self.wait_job("modsplit", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=120)
+        except AssertionError as e:
+            # Once in a full make test (2026-12-02) it stayed WaitingForTeam, its head
+            # gathering its one stage: what the agents said is what would tell why.
+            raise AssertionError(f"{e}\n{self.logs()}\n{self.agent_logs('modsplit')}") from None
         status = job["status"]
         self.assertEqual(phase(job), "Succeeded", json.dumps(status, indent=1) + self.logs())
         # Flatten, Linear(64, 32), ReLU, Linear(32, 10): its children, by place and class.
