@@ -345,10 +345,22 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
     pass.Requeue(options_.recheck_after);
     return Status::Ok();
   }
-  // A pod of the plan deleted by someone is made again, on its node.
-  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, team.coordinator, gang));
+  // A pod of the plan deleted by someone is made again, on its node. One the
+  // API server refuses (a quota filled part-way) is said, and the gang's
+  // timeout runs on: returned as the pass's error, the status never said
+  // Placed, the timeout never came, and the pods made held their nodes
+  // (found in review). The refusal is a Warning Event too, once.
+  const Status made = CreateMissing(pass, plan, team.coordinator, gang);
+  if (!made.ok() && !pass.name_taken.empty()) return made;
+  const std::string starting =
+      StartingMessage(gang) + (made.ok() ? "" : "; a pod could not be made: " + made.message());
+  if (const Json* before = FindCondition(pass.stored_status, condition::kRunning);
+      !made.ok() && (!before || before->value("message", "") != starting)) {
+    events_.Record(pass.object, "Warning", reason::kRequestRefused,
+                   "the API server refused a request for this job, retried with back-off: " + made.message());
+  }
   pass.status["phase"] = phase::kPlacing;
-  pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kStarting, StartingMessage(gang));
+  pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kStarting, starting);
   // Any change of its pods wakes it, so it need not poll: looking at 1,000
   // placed jobs every status interval kept a 5,000-node site's operator
   // busy enough to slow the placing of the rest several times over.

@@ -1037,6 +1037,42 @@ TEST_F(ReconcilerTest, ARequestTheApiServerRefusesIsAWarningEventOnTheJobOnce) {
   EXPECT_EQ(refusals().size(), 1u);
 }
 
+// A quota that fills part-way: the coordinator's pod made, a worker's
+// refused. The job is placed and says which pod could not be made, and its
+// gang times out and lets go of the node it holds, where the pass's error
+// kept Placed from being written and the timeout never came (found in review).
+TEST_F(ReconcilerTest, AGangTheApiServerRefusesPartWayTimesOutAndSaysWhy) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team", {{"placement", {{"gangTimeout", "1m"}}}}));
+  api_.RefuseCreatesAfter("Pod", 1, FailedPreconditionError("pods is forbidden: exceeded quota: compute"));
+  EXPECT_FALSE(reconciler_.Reconcile(key).ok()) << "the first placement, its worker refused";
+  jobs_.Put(Job("team"));
+  SyncPods();
+  ASSERT_EQ(api_.All(kube::kPods).size(), 1u);
+  for (int pass = 0; pass < 2; ++pass) {
+    Reconcile(key);
+    jobs_.Put(Job("team"));
+  }
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPlacing);
+  EXPECT_TRUE(ConditionIs(status, api::condition::kPlaced, true));
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_NE(running->value("message", "").find("a pod could not be made: creating Pod team-worker-"),
+            std::string::npos)
+      << *running;
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kRequestRefused;
+  EXPECT_EQ(said, 2) << "the first placement's refusal, then the placed gang's, once";
+  now_ += std::chrono::seconds(61);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  status = Job("team")["status"];
+  EXPECT_EQ(FindCondition(status, api::condition::kPlaced)->value("reason", ""), api::reason::kGangTimeout);
+  EXPECT_TRUE(api_.All(kube::kPods).empty()) << "the pod it made is let go of";
+}
+
 // A PriorityClass that does not exist: the job waits Pending, saying so,
 // with nothing made and no plan generation spent, until the class is made.
 TEST_F(ReconcilerTest, APriorityClassThatDoesNotExistKeepsTheJobPendingSayingSo) {

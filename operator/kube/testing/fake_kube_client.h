@@ -40,12 +40,23 @@ class FakeKubeClient final : public KubeClient {
   void RefuseCreates(const std::string& kind, Status why) {
     std::lock_guard<std::mutex> lock(mu_);
     refused_[kind] = std::move(why);
+    allowed_.erase(kind);
+  }
+  // As RefuseCreates once `allowed` more of `kind` are made: a quota that fills part-way.
+  void RefuseCreatesAfter(const std::string& kind, int allowed, Status why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_[kind] = std::move(why);
+    allowed_[kind] = allowed;
   }
   StatusOr<Json> Create(const ResourceType& type, const std::string& ns, const Json& object) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++writes_["create " + type.kind];
     if (auto refused = refused_.find(type.kind); refused != refused_.end() && !refused->second.ok()) {
-      return refused->second;
+      if (auto allowed = allowed_.find(type.kind); allowed != allowed_.end() && allowed->second > 0) {
+        --allowed->second;
+      } else {
+        return refused->second;
+      }
     }
     const std::string key = Key(type, ns, object.at("metadata").at("name"));
     if (objects_.count(key)) return Status(StatusCode::kAlreadyExists, key + " already exists");
@@ -145,6 +156,7 @@ class FakeKubeClient final : public KubeClient {
   std::map<std::string, int> reads_;
   std::map<std::string, int> writes_;
   std::map<std::string, Status> refused_;  // by kind: what a create is refused with
+  std::map<std::string, int> allowed_;     // by kind: creates still made before refused_ holds
   int64_t version_ = 0;
 };
 
