@@ -363,8 +363,10 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kStarting, starting);
   // Any change of its pods wakes it, so it need not poll: looking at 1,000
   // placed jobs every status interval kept a 5,000-node site's operator
-  // busy enough to slow the placing of the rest several times over.
-  pass.Requeue(timeout - waited);
+  // busy enough to slow the placing of the rest several times over. A pod
+  // refused is tried again soon: no change of a pod would wake it (a
+  // conflict, a server busy, passes in moments).
+  pass.Requeue(made.ok() ? timeout - waited : std::min(timeout - waited, options_.recheck_after));
   return Status::Ok();
 }
 

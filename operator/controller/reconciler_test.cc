@@ -1051,8 +1051,10 @@ TEST_F(ReconcilerTest, AGangTheApiServerRefusesPartWayTimesOutAndSaysWhy) {
   SyncPods();
   ASSERT_EQ(api_.All(kube::kPods).size(), 1u);
   for (int pass = 0; pass < 2; ++pass) {
-    Reconcile(key);
+    const ReconcileOutcome placing = Reconcile(key);
     jobs_.Put(Job("team"));
+    ASSERT_TRUE(placing.requeue_after.has_value());
+    EXPECT_EQ(*placing.requeue_after, std::chrono::milliseconds(250)) << "tried again soon: --recheck-after";
   }
   Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kPlacing);
