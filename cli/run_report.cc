@@ -198,10 +198,6 @@ std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::stri
 
 namespace {
 
-std::string Counted(int64_t n, const char* one, const char* many) {
-  return WithThousands(n) + " " + (n == 1 ? one : many);
-}
-
 // Why it stopped, in words.
 std::string StoppedBy(const JobProgress& p) {
   if (!p.stop_reason) return "stopped";
@@ -259,7 +255,7 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
     // lives; said, since a share over the whole read as wrong (a new user).
     const double share = (up + down) / (2 * whole);
     said += ", " + Fixed(100 * share, 0) + "% of float32 rows both ways " +
-            (variable ? "in each of " + Counted(rounds, "round", "rounds") : std::string("every iteration")) +
+            (variable ? "in each of " + CountOf(rounds, "round", "rounds") : std::string("every iteration")) +
             (share >= 1.005 ? " (headers and framing included)" : "");
   }
   said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; ";
@@ -273,7 +269,7 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
     const double limit = variable ? rate_sum : rate_sum / rated;
     said += " against " + (variable ? WithThousands(std::llround(limit)) : Fixed(limit, 1)) + " computing alone (" +
             Fixed(100 * pace / limit, 0) + "%" +
-            (all_rated ? std::string() : ", the pace of the " + Counted(rated, "worker", "workers") +
+            (all_rated ? std::string() : ", the pace of the " + CountOf(rated, "worker", "workers") +
                                              " with a batch counted") +
             ")";
   }
@@ -297,8 +293,8 @@ namespace {
 // a batch from each of 4 workers" beside workers of 720 batches each and one
 // of 1.
 std::string TeamIterations(const JobSpec& spec, int64_t iterations, int workers) {
-  const std::string counted = Counted(iterations, "team iteration", "team iterations");
-  const std::string each = Counted(workers, "worker", "workers");
+  const std::string counted = CountOf(iterations, "team iteration", "team iterations");
+  const std::string each = CountOf(workers, "worker", "workers");
   if (VariableBatches(spec)) return counted + " (in full batches' worth of samples from each of " + each + ")";
   if (spec.sync.policy == SyncPolicy::kDeadline && workers > 1) {  // one worker is never late for its own round
     return counted + " (each the samples of a batch from each of " + each +
@@ -634,10 +630,10 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     out << "), " << StoppedBy(p) << "\n";
   }
   out << "  "
-      << (plan.job.pipeline ? Counted(p.iteration, "step", "steps") + " (each the whole batch through the stages), "
+      << (plan.job.pipeline ? CountOf(p.iteration, "step", "steps") + " (each the whole batch through the stages), "
           : plan.team       ? TeamIterations(plan.job.spec, p.iteration, workers) + ", "
-                            : Counted(p.iteration, "iteration", "iterations") + ", ")
-      << Counted(p.samples, "sample", "samples") << ", "
+                            : CountOf(p.iteration, "iteration", "iterations") + ", ")
+      << CountOf(p.samples, "sample", "samples") << ", "
       << WithThousands(static_cast<int64_t>(std::llround(p.samples_per_second))) << " samples/s; "
       << Fixed(p.elapsed_s, 1) << " s of training";
   if (p.resumed_from_iteration) {
@@ -723,7 +719,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
     // of the team's 12, unsaid: a new user's trial).
     for (const auto& w : p.workers) {
       if (w.refused_pushes == 0) continue;
-      out << "  " << WorkerName(w.rank, names) << ": " << Counted(w.refused_pushes, "push", "pushes")
+      out << "  " << WorkerName(w.rank, names) << ": " << CountOf(w.refused_pushes, "push", "pushes")
           << " refused by the coordinator, none of it applied; the last " << w.last_refusal
           << (w.quarantined.empty() ? "" : "; quarantined, the team went on without it") << "\n";
     }

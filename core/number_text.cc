@@ -4,6 +4,10 @@
 
 namespace edgetrain {
 
+std::string CountOf(int64_t n, const char* one, const char* many) {
+  return WithThousands(n) + " " + (n == 1 ? one : many);
+}
+
 std::string WithThousands(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;

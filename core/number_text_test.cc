@@ -21,5 +21,12 @@ TEST(NumberTextTest, GroupsThousands) {
   EXPECT_EQ(WithThousands(-4200), "-4,200");
 }
 
+TEST(NumberTextTest, ACountHasItsNounOneOrMany) {
+  EXPECT_EQ(CountOf(1, "stage", "stages"), "1 stage");
+  EXPECT_EQ(CountOf(2, "stage", "stages"), "2 stages");
+  EXPECT_EQ(CountOf(0, "step", "steps"), "0 steps");
+  EXPECT_EQ(CountOf(2048, "step", "steps"), "2,048 steps");
+}
+
 }  // namespace
 }  // namespace edgetrain

@@ -5,10 +5,6 @@
 
 namespace edgetrain {
 
-std::string CountOf(size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 std::string OrdersNote(const TransportCost& transport, size_t steps) {
   if (transport.orders_s <= 0) return "";
   std::ostringstream note;

@@ -9,14 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "core/number_text.h"
 #include "core/pipeline_cost.h"
 #include "core/stage_rebalance.h"
 #include "core/transport_cost.h"
 
 namespace edgetrain {
-
-// "1 stage", "2 stages": the head's log read "1 stages" (a new user's trial).
-std::string CountOf(size_t n, const char* one, const char* many);
 
 // What a re-plan counted for the head's word and the stages' answers, when it
 // learned them from the run's steps: for the log beside its prediction.

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/duration_text.h"
+#include "core/number_text.h"
 #include "operator/controller/gang.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/reconciler_pass.h"
@@ -631,8 +632,7 @@ void Reconciler::ReportReplays(Pass& pass, const Json& progress) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", kept["recoverySeconds"].get<double>());
   auto counted = [&](const char* key, const char* one, const char* many) {
-    const int64_t n = kept[key].get<int64_t>();
-    return std::to_string(n) + " " + (n == 1 ? one : many);
+    return CountOf(kept[key].get<int64_t>(), one, many);
   };
   // A device of a group lost mid-step has its shares computed again by its
   // group, nothing else run again; other losses run the step again on every stage.
