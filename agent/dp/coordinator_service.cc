@@ -6,6 +6,7 @@
 
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
+#include "core/duration_text.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -69,6 +70,8 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
 // any duration, and a negative count rolled the job's samples back (found in
 // review: a worker's gradients are checked, its figures were not).
 double Measure(double v, double most) { return std::isfinite(v) && v > 0 && v <= most ? v : 0; }
+// Times: within the longest duration edgetrain counts (core/duration_text.h).
+const double kLongestSeconds = ToSeconds(kLongestDuration);
 // A link's, Mbit/s: below a bit a second, none measured.
 double LinkRate(double mbps) {
   const double m = Measure(mbps, 1e6);
@@ -85,11 +88,11 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   }
   r.uplink_mbps = LinkRate(s.uplink_mbps());
   r.downlink_mbps = LinkRate(s.downlink_mbps());
-  r.compute_s = Measure(s.compute_seconds(), 1e9);
-  r.stall_s = Measure(s.stall_seconds(), 1e9);
-  r.wall_s = Measure(s.wall_seconds(), 1e9);
+  r.compute_s = Measure(s.compute_seconds(), kLongestSeconds);
+  r.stall_s = Measure(s.stall_seconds(), kLongestSeconds);
+  r.wall_s = Measure(s.wall_seconds(), kLongestSeconds);
   r.energy_j = Measure(s.energy_joules(), 1e15);
-  r.step_s = Measure(s.step_seconds(), 1e6);
+  r.step_s = Measure(s.step_seconds(), kLongestSeconds);
   r.injected = s.injected_samples();
   if (s.has_compression()) {
     const v1::CompressionStats& c = s.compression();
@@ -167,7 +170,7 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   // nothing a conversion defines (found in review).
   EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined,
                              coordinator_.Join(w, std::max<int64_t>(0, hello.model_clock()),
-                                               Measure(hello.job_elapsed_seconds(), 1e9)));
+                                               Measure(hello.job_elapsed_seconds(), kLongestSeconds)));
   std::atomic<bool> gone{false};
   std::shared_ptr<TraceShaper> downlink;
   {

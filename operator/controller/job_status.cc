@@ -103,9 +103,8 @@ void SetPhaseReason(Json& status) {
 
 std::string EtaText(double seconds) {
   // A figure of the coordinator's /progress, which a job's own image serves:
-  // not finite, or past a century, is no ETA a duration holds (found in review).
-  constexpr double kCentury = 100.0 * 365 * 24 * 3600;
-  if (!std::isfinite(seconds) || seconds > kCentury) seconds = kCentury;
+  // not finite, or past the longest duration edgetrain counts, is that longest.
+  if (!std::isfinite(seconds) || seconds > ToSeconds(kLongestDuration)) seconds = ToSeconds(kLongestDuration);
   return FormatDuration(std::chrono::seconds(static_cast<int64_t>(std::llround(std::max(0.0, seconds)))));
 }
 
@@ -179,9 +178,10 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::o
         // When it went silent, not when the operator read so: a recovery was
         // timed 30.7 s of 40.7, from a LinkDown seen 10 s after its node's
         // kill (a new user's trial).
-        // Finite and under a month: a figure past that is none a silence of this job had.
-        if (const double silent = p.value("silentSeconds", 0.0);
-            read_at && std::isfinite(silent) && silent >= ToSeconds(silent_after) && silent < 30 * 24 * 3600) {
+        // Finite, and within the longest duration edgetrain counts, or none.
+        if (const double silent = p.value("silentSeconds", 0.0); read_at && std::isfinite(silent) &&
+                                                                   silent >= ToSeconds(silent_after) &&
+                                                                   silent <= ToSeconds(kLongestDuration)) {
           w["silentSince"] = kube::FormatKubeTime(*read_at - std::chrono::duration_cast<kube::WallTime::duration>(
                                                                  std::chrono::duration<double>(silent)));
         }
