@@ -182,6 +182,16 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
   return plan;
 }
 
+JobObject AsPlaced(const JobObject& job, const JobPlan& plan) {
+  JobObject placed = job;
+  if (plan.spec_json.empty()) return placed;
+  Json spec = Json::parse(plan.spec_json, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return placed;
+  placed.manifest.object["spec"] = std::move(spec);
+  placed.manifest.spec = plan.spec;
+  return placed;
+}
+
 Json ServiceFor(const JobObject& job) {
   Json selector = {{kJobLabel, job.name}, {kRoleLabel, "coordinator"}};
   return {{"apiVersion", "v1"},

@@ -55,6 +55,14 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
 // `nodes` (none when the node is not there: no slowdown, the default power).
 void PutSlotOn(WorkerSlot& slot, const std::string& node, const std::vector<NodeView>& nodes);
 
+// The job as its plan placed it: the spec the plan was made from
+// (plan.spec_json) in place of the one stored now. A pod made again mid-run (a
+// worker replaced, a coordinator placed anew, a device's pod back on its node)
+// is its team's: an edit not yet applied (docs/operator.md, observedGeneration)
+// would give it another image, other resources or another model than the
+// agents it joins. The job as stored when the plan keeps no spec.
+JobObject AsPlaced(const JobObject& job, const JobPlan& plan);
+
 // A pipeline, hybrid or auto job: its coordinator is the pipeline's head and
 // its workers are stages (docs/pipeline.md), cut by the planner from the
 // layers its model check timed. auto's pick of data parallelism runs through

@@ -64,7 +64,7 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const Coordina
   // the status says (deleted by hand, or left by an earlier job of the name).
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   std::vector<Json> missing;
-  for (Json& pod : PodsFor(pass.job, plan, coordinator, options_.pods)) {
+  for (Json& pod : PodsFor(AsPlaced(pass.job, plan), plan, coordinator, options_.pods)) {
     const std::string name = pod["metadata"]["name"];
     if (std::find(gang.missing.begin(), gang.missing.end(), name) != gang.missing.end()) missing.push_back(pod);
   }
@@ -132,7 +132,7 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
   // leaves: not ready, or leaving), on what every pod now holds; the workers
   // stay where they are, but those lost with it.
   StatusOr<TeamRequest> request =
-      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
+      api::TeamRequestOf(AsPlaced(pass.job, plan).manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(fellows.size());
@@ -190,7 +190,7 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   // where it is, on what every pod now holds (the lost ones included, which
   // still hold a silent node until they are gone).
   StatusOr<TeamRequest> request =
-      api::TeamRequestOf(pass.job.manifest, options_.pods.defaults, MeasuredSizeOf(pass));
+      api::TeamRequestOf(AsPlaced(pass.job, plan).manifest, options_.pods.defaults, MeasuredSizeOf(pass));
   if (!request.ok()) return request.status();
   request->solo = false;
   request->workers = static_cast<int>(lost.size());

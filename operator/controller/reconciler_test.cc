@@ -1146,6 +1146,33 @@ TEST_F(ReconcilerTest, AnEditOfARunningJobsSpecSaysItIsNotApplied) {
   EXPECT_EQ(api_.All(kube::kPods).size(), 3u) << "the team is as it was placed";
 }
 
+// An edit while the team runs waits until it is placed again; a worker
+// replaced meanwhile joins the team as placed, not the edit: another image or
+// other resources than its teammates' (it had the edit's: found in review).
+TEST_F(ReconcilerTest, AWorkerReplacedAfterAnEditNotYetAppliedIsItsTeamsNotTheEdits) {
+  const std::string key = ARunningTeamOnThreeNodes(
+      {{"faultTolerance", {{"maxRecoveries", 1}}},
+       {"template", {{"image", "edgetrain:1"}, {"resources", {{"requests", {{"cpu", "250m"}}}}}}}});
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}},
+                               {"spec", {{"template", {{"image", "edgetrain:2"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  StatusOr<Json> made = api_.Get(kube::kPods, "default", "team-worker-1-g2");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  const Json& agent = (*made)["spec"]["containers"][0];
+  EXPECT_EQ(agent["image"], "edgetrain:1");
+  EXPECT_EQ(agent["resources"]["requests"]["cpu"], "250m");
+}
+
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 
