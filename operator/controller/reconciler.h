@@ -178,14 +178,24 @@ class Reconciler {
   Status TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   // Replaces the workers `lost` (rank -> why) under a new plan generation.
   // `moves` are the ranks among them that are moved ahead of a warning.
-  Status Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
-                 const std::map<int, std::string>& lost, const std::set<int>& moves);
+  // Nothing when they are all moves and no node has room for them yet: the
+  // team trains on where it is (MoveWaits).
+  std::optional<Status> Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                const std::map<int, std::string>& lost, const std::set<int>& moves);
   // Places the coordinator anew, under a new plan generation, its workers
   // staying where they are: its node was lost (`why`), or is leaving
   // (`moving`, ahead of the loss). The new one trains on from its workers'
-  // copy of the model (core/model_takeover.h).
-  Status MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const std::string& why,
-                         bool moving);
+  // copy of the model (core/model_takeover.h). Nothing when it is moving
+  // and no node has room for it yet, as for Recover.
+  std::optional<Status> MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                        const std::string& why, bool moving);
+  // A move ahead of a warning that has no node to go to yet: nothing is lost
+  // until the node goes, so the team trains on where it is, and the move
+  // waits (said in the Running condition and, once, as an Event), looked at
+  // again every --unschedulable-retry. Held Recovering instead, a cordon's
+  // whole length read as a loss and was counted as a recovery's time
+  // (found in review).
+  void MoveWaits(Pass& pass, const char* event_reason, const std::string& message);
   // A running team given its next plan generation (`what` was lost or moved):
   // Recovering, with an Event, and Placed saying where `next` puts the team;
   // `recovery` counts against maxRecoveries, none for a move ahead of a loss.

@@ -422,6 +422,20 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
                             "reach it says why in its log)"
                           : "every agent runs; the coordinator has not said yet that its team has started");
   }
+  // A member on a leaving node that has nowhere to move to yet trains on
+  // there (Reconciler::MoveWaits): said beside how the team runs, and once
+  // as an Event.
+  if (!pass.move_waits.empty() && gang.restarting.empty()) {
+    const Json& now_said = *FindCondition(pass.status, condition::kRunning);
+    const bool team_starts = now_said.value("reason", "") == reason::kWaitingForTeam;
+    const std::string message = now_said.value("message", "") + "; " + pass.move_waits;
+    pass.Set(condition::kRunning, true, team_starts ? reason::kWaitingForTeam : reason::kTraining, message);
+    const Json* said = FindCondition(pass.stored_status, condition::kRunning);
+    if (!said || said->value("message", "") != message) {
+      events_.Record(pass.object, "Warning", pass.move_waits_reason, pass.move_waits);
+      log_.Job(pass.key, pass.move_waits_reason, pass.move_waits);
+    }
+  }
   // The gang's pods: not a replaced worker's old pod, still Terminating on
   // a node gone silent, which would be listed with its replacement's
   // figures and keep BandwidthDegraded on for a node the team has left.

@@ -34,6 +34,10 @@ struct Reconciler::Pass {
   // An object under a name of the job's is another's (JobMayWrite): what
   // was being made stops, and the job fails NameTaken.
   std::string name_taken;
+  // A move that waits for a node with room (Reconciler::MoveWaits): its
+  // Event's reason and what the Running condition adds.
+  const char* move_waits_reason = nullptr;
+  std::string move_waits;
 
   std::string Phase() const { return status.value("phase", ""); }
   void Requeue(Duration d) {

@@ -96,8 +96,15 @@ bool Reconciler::RecoveriesExhausted(Pass& pass, const std::string& what, int re
   return true;
 }
 
-Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
-                                   const std::string& why, bool moving) {
+void Reconciler::MoveWaits(Pass& pass, const char* event_reason, const std::string& message) {
+  // The coordinator's and its workers' nodes may all be cordoned at once.
+  if (!pass.move_waits_reason) pass.move_waits_reason = event_reason;
+  pass.move_waits += (pass.move_waits.empty() ? "" : "; ") + message + "; it trains on there meanwhile";
+  pass.Requeue(options_.unschedulable_retry);
+}
+
+std::optional<Status> Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                                  const std::string& why, bool moving) {
   const std::string what = "the coordinator: " + why;
   // A move ahead of a warning is no failure: only losses count against maxRecoveries.
   const char* event_reason = moving ? reason::kCoordinatorMoved : reason::kCoordinatorLost;
@@ -140,6 +147,10 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
     if (!fellows.count(slot.rank)) ++request->workers_on[slot.node];
   }
   const TeamPlacement seat = PlaceTeam(nodes, *request);
+  if (!seat.placed && moving) {
+    MoveWaits(pass, event_reason, what + "; no node for it yet: " + seat.unschedulable);
+    return std::nullopt;
+  }
   pass.status["phase"] = phase::kRecovering;
   if (!seat.placed) return AwaitRoom(pass, event_reason, what + "; no node for it yet: " + seat.unschedulable);
 
@@ -176,8 +187,8 @@ Status Reconciler::MoveCoordinator(Pass& pass, const JobPlan& plan, const Coordi
                                 /*coordinator_lost=*/true));
 }
 
-Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
-                           const std::map<int, std::string>& lost, const std::set<int>& moves) {
+std::optional<Status> Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                          const std::map<int, std::string>& lost, const std::set<int>& moves) {
   std::string what;
   for (const auto& [rank, why] : lost) what += (what.empty() ? "worker " : "; worker ") + std::to_string(rank) + ": " + why;
   // A move ahead of a warning is no failure: only losses count against maxRecoveries.
@@ -200,6 +211,10 @@ Status Reconciler::Recover(Pass& pass, const JobPlan& plan, const CoordinatorSea
   }
   const std::vector<NodeView> nodes = line_.Cluster(Measured());
   const TeamPlacement replacement = PlaceTeam(nodes, *request);
+  if (!replacement.placed && only_moves) {
+    MoveWaits(pass, event_reason, what + "; no node to move it to yet: " + replacement.unschedulable);
+    return std::nullopt;
+  }
   pass.status["phase"] = phase::kRecovering;
   if (!replacement.placed) {
     return AwaitRoom(pass, event_reason, what + "; no node for a replacement yet: " + replacement.unschedulable);

@@ -1315,6 +1315,53 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
       << log_text_.str();
 }
 
+// A node cordoned with nowhere to move its worker to: nothing is lost until
+// the node goes, so the team trains on there, Running, saying the move waits.
+// Once a node has room the worker moves, and its recovery time counts from
+// the move (it was held Recovering, and the cordon's whole length counted as
+// a recovery's time: found in review).
+TEST_F(ReconcilerTest, AWorkerWithNowhereToMoveOffACordonedNodeTrainsOnThereUntilANodeHasRoom) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
+  nodes_.Put(ANode("gateway").WithAllocatable("4", "8Gi", "2"));  // its two pods fill it
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).Cordoned());
+  nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20).Cordoned());
+  auto moves_said = [&] {
+    int n = 0;
+    for (const Json& e : api_.All(kube::kEvents)) n += e.value("reason", "") == api::reason::kWorkerMoved;
+    return n;
+  };
+  for (int look = 0; look < 2; ++look) {
+    jobs_.Put(Job("team"));
+    EXPECT_EQ(Reconcile(key).replan, "");
+    now_ += std::chrono::seconds(30);
+  }
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRunning);
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  EXPECT_EQ(running->value("status", ""), "True") << *running;
+  EXPECT_NE(running->value("message", "").find("worker 1: its node robot-1 is leaving (cordoned); no node to move it "
+                                               "to yet: "),
+            std::string::npos)
+      << *running;
+  EXPECT_NE(running->value("message", "").find("; it trains on there meanwhile"), std::string::npos) << *running;
+  EXPECT_EQ(moves_said(), 1) << "said once, not every look";
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+
+  // robot-2 is uncordoned: the worker moves there, and runs 4 s later.
+  nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20));
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerMoved);
+  now_ += std::chrono::seconds(4);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
+  });
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(4)))
+      << "from the move, not from the cordon a minute before";
+  EXPECT_FALSE(Job("team")["status"].contains("recoveries"));
+}
+
 // kubectl drain: the node cordoned, its pods evicted a moment later, both
 // seen by one reconcile. The eviction is the warning's move, not a loss
 // against maxRecoveries, for a worker and for the coordinator.
