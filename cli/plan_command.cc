@@ -232,17 +232,19 @@ struct PlannedPipeline {
   PipelinePlan runs;  // the planner's, or the stages spec.parallelism.stages gives
 };
 
-// The planner's devices: each node a worker was placed on, once, in rank order
-// (workers that share a node share its compute, memory and link, as placement
-// counts them); for a job of one, its coordinator's node.
+// The planner's devices: the node of each worker, in rank order, as
+// edgetrain run and the operator plan a team (a worker is a device, and a
+// layout by hand names devices by rank); for a job of one, its coordinator's
+// node. Counted once a node, two workers on one node were one device here and
+// two under run: a layout's ranks named other devices than they would train
+// on, and the prediction was another team's (found in review).
 std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vector<NodeView>& nodes) {
   std::vector<std::string> names = placement.worker_nodes;
   if (names.empty()) names.push_back(placement.coordinator_node);
   std::vector<NodeView> devices;
   for (const std::string& name : names) {
-    const bool taken = std::any_of(devices.begin(), devices.end(), [&](const NodeView& d) { return d.name == name; });
     const auto node = std::find_if(nodes.begin(), nodes.end(), [&](const NodeView& n) { return n.name == name; });
-    if (!taken && node != nodes.end()) devices.push_back(*node);
+    if (node != nodes.end()) devices.push_back(*node);
   }
   return devices;
 }
@@ -427,8 +429,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       for (const PipelineStage& stage : (*pipeline)->runs.stages) {
         training += static_cast<int>(stage.devices.size());
       }
-      // Against the devices the workers were placed on, one a node: two
-      // workers on one node are one device to the planner (found in review).
+      // Against the devices the workers were placed on, one a worker.
       const int devices = static_cast<int>(DevicesOf(placement, nodes).size());
       if (training < devices) {
         out << " placed; the plan below trains on " << training << " of their " << devices << " devices";

@@ -217,6 +217,30 @@ TEST_F(PlanCommandTest, PipelineModeGivesEachStageOneDevice) {
   for (const auto& stage : p["plan"]["stages"]) EXPECT_EQ(stage["devices"].size(), 1u) << p["plan"].dump(2);
 }
 
+// Two workers on one node are two devices, as edgetrain run and the operator
+// plan them: a layout by hand names devices by rank. Counted once a node, the
+// even split of four workers on two nodes had two stages, and rank 2 was
+// another device than it trains on (found in review).
+TEST_F(PlanCommandTest, EachWorkerIsADeviceThoughTwoShareANode) {
+  const fs::path site = Write("two.yaml",
+                              "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: two}\nspec:\n"
+                              "  nodes:\n    - {name: gateway, compute: {slowdown: 2}, cpu: \"8\"}\n"
+                              "    - {name: board, compute: {slowdown: 4}, cpu: \"8\"}\n");
+  const fs::path job = Write("four.yaml",
+                             "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: four}\nspec:\n"
+                             "  model: {name: mlp, hidden: [32, 32, 32]}\n  data: {dataset: digits}\n"
+                             "  parallelism: {mode: pipeline, workers: 4, stages: even}\n");
+  Printed plan = Plan(job, site, /*json=*/true);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const nlohmann::json doc = nlohmann::json::parse(plan.out);
+  const nlohmann::json& p = doc["pipeline"];
+  ASSERT_EQ(doc["workers"].size(), 4u) << doc.dump(2);
+  ASSERT_EQ(p["devices"].size(), 4u) << p["devices"].dump(2);
+  for (size_t rank = 0; rank < 4; ++rank) EXPECT_EQ(p["devices"][rank]["name"], doc["workers"][rank]) << rank;
+  EXPECT_EQ(p["evenSplit"]["stages"].size(), 4u);
+  EXPECT_EQ(p["given"]["stages"], p["evenSplit"]["stages"]);
+}
+
 // spec.parallelism.stages: what the job runs is shown after the planner's
 // best, and predicted, in the text and as `given` in the JSON.
 TEST_F(PlanCommandTest, TheStagesTheSpecGivesAreShownAfterThePlannersAndPredicted) {
