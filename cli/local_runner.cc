@@ -393,8 +393,19 @@ static void GoOnWhereTheRunLeft(const RunOptions& options, LocalRunPlan& plan, s
   const auto kept = agent::LoadCheckpoint(plan.job.CheckpointPath());
   if (!kept.ok() || !kept->has_value() || (*kept)->complete || !((*kept)->elapsed_s > 0)) return;
   // Another job's is refused, not resumed: said that it goes on from it,
-  // then refused (a user's trial).
+  // then refused (a user's trial). So is one its engine cannot take up: a
+  // data-parallel team's, with its ledger, for a pipeline's head, or another
+  // team's or none for a team (a new user's pipeline run into a
+  // data-parallel run's folder was said to go on from it, then refused).
   if ((*kept)->job != plan.job.job) return;
+  const ParallelismSpec& parallelism = plan.job.spec.parallelism;
+  const bool pipeline = parallelism.mode != ParallelismMode::kDataParallel && parallelism.workers >= 2;
+  const bool team = parallelism.mode == ParallelismMode::kDataParallel && !plan.job.workers.empty();
+  const std::optional<agent::LedgerState>& ledger = (*kept)->ledger;
+  if ((pipeline && ledger) ||
+      (team && (!ledger || ledger->workers != static_cast<int>(plan.job.workers.size())))) {
+    return;
+  }
   if (const std::vector<std::string> changes = DeviceChanges((*kept)->devices_json, plan.job.devices_record);
       !changes.empty()) {
     err << "note: the devices differ from those the run it resumes was started on; it resumes on these:\n";

@@ -1213,6 +1213,21 @@ TEST_F(RunCommandTest, AResumedTeamSaysWhichDevicesDifferFromThoseOfTheRunItResu
                       "these:\n  devices.rank 1.slowdown: 1 -> 3\n"),
             std::string::npos)
       << ReadFile(dir_ / "stderr.log");
+
+  // The job as a pipeline on the first profile: its head cannot take up a
+  // data-parallel team's checkpoint, and nothing is said of going on from it
+  // before the refusal (a new user's trial).
+  std::string text = ReadFile(manifest);
+  text.replace(text.find("parallelism: {workers: 2}"), 25, "parallelism: {workers: 2, mode: pipeline}");
+  const std::string piped = (dir_ / "piped.yaml").string();
+  std::ofstream(piped) << text;
+  const Outcome refused = Execute({"run", piped, "--nodes", first, "--output", out});
+  EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("holds a different model, optimizer or team"), std::string::npos)
+      << refused.stderr_text;
+  const size_t before = refused.stderr_text.rfind("resuming digits-moved");  // the log holds earlier runs' too
+  EXPECT_EQ(refused.stderr_text.find("devices differ", before == std::string::npos ? 0 : before), std::string::npos)
+      << refused.stderr_text;
 }
 
 // Its agent stopped by someone else: the job is not done, and the runner

@@ -435,6 +435,13 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   EXPECT_NE(Summary(plan, p).find("  energy (modelled, docs/energy.md): 3.0 J\n"), std::string::npos);
   p.energy_joules = 123.4;
   EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("in whatever stages it held then"), std::string::npos) << "a fresh run's are its own";
+  p.resumed_from_iteration = 300;
+  EXPECT_NE(Summary(plan, p).find("  each device's compute, bubbles and MB over this run and those it resumed (from "
+                                  "iteration 300), in whatever stages it held then\n"),
+            std::string::npos)
+      << Summary(plan, p);
+  p.resumed_from_iteration.reset();
   EXPECT_NE(text.find("  stages laid out anew 1 time (layers moved as the devices' pace drifted, devices left out, "
                       "or a device back taken in); as they ended:\n"),
             std::string::npos)
