@@ -147,7 +147,11 @@ std::optional<Status> Reconciler::MoveCoordinator(Pass& pass, const JobPlan& pla
     if (!fellows.count(slot.rank)) ++request->workers_on[slot.node];
   }
   const TeamPlacement seat = PlaceTeam(nodes, *request);
-  if (!seat.placed && moving) {
+  // Warned, its pod still running: it trains on where it is. Its pod
+  // evicted (a drain), it is gone, and the team recovers once there is room.
+  const Json* its_pod = PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
+  const bool runs_on = its_pod && LossOf(its_pod, coordinator.since_generation, plan.generation).empty();
+  if (!seat.placed && moving && runs_on) {
     MoveWaits(pass, event_reason, what + "; no node for it yet: " + seat.unschedulable);
     return std::nullopt;
   }
@@ -211,7 +215,14 @@ std::optional<Status> Reconciler::Recover(Pass& pass, const JobPlan& plan, const
   }
   const std::vector<NodeView> nodes = line_.Cluster(Measured());
   const TeamPlacement replacement = PlaceTeam(nodes, *request);
-  if (!replacement.placed && only_moves) {
+  // Each of them warned, its pod still running: they train on where they
+  // are. A pod evicted (a drain) is gone, and the team recovers once there is room.
+  const bool run_on = std::all_of(lost.begin(), lost.end(), [&](const auto& loss) {
+    const int64_t since = SlotSince(plan, loss.first);
+    const Json* pod = PodNamed(pass.pods, WorkerPodName(pass.job.name, loss.first, since));
+    return pod && LossOf(pod, since, plan.generation).empty();
+  });
+  if (!replacement.placed && only_moves && run_on) {
     MoveWaits(pass, event_reason, what + "; no node to move it to yet: " + replacement.unschedulable);
     return std::nullopt;
   }

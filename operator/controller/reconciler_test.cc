@@ -1362,6 +1362,24 @@ TEST_F(ReconcilerTest, AWorkerWithNowhereToMoveOffACordonedNodeTrainsOnThereUnti
   EXPECT_FALSE(Job("team")["status"].contains("recoveries"));
 }
 
+// Drained rather than cordoned, with nowhere to go: the evicted worker is
+// gone, so the team is Recovering until a node has room, not said to train on.
+TEST_F(ReconcilerTest, AWorkerEvictedByADrainWithNowhereToGoLeavesTheTeamRecovering) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
+  nodes_.Put(ANode("gateway").WithAllocatable("4", "8Gi", "2"));
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).Cordoned());
+  nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20).Cordoned());
+  EvictPods([](const Json& pod) { return pod["spec"]["nodeName"] == "robot-1"; });
+  jobs_.Put(Job("team"));
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  EXPECT_EQ(running->value("status", ""), "False") << *running;
+  EXPECT_EQ(running->value("message", "").find("trains on there"), std::string::npos) << *running;
+  EXPECT_FALSE(status.contains("recoveries")) << "a drain is not a recovery";
+}
+
 // kubectl drain: the node cordoned, its pods evicted a moment later, both
 // seen by one reconcile. The eviction is the warning's move, not a loss
 // against maxRecoveries, for a worker and for the coordinator.
