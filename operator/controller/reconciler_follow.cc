@@ -422,20 +422,6 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
                             "reach it says why in its log)"
                           : "every agent runs; the coordinator has not said yet that its team has started");
   }
-  // A member on a leaving node that has nowhere to move to yet trains on
-  // there (Reconciler::MoveWaits): said beside how the team runs, and once
-  // as an Event.
-  if (!pass.move_waits.empty() && gang.restarting.empty()) {
-    const Json& now_said = *FindCondition(pass.status, condition::kRunning);
-    const bool team_starts = now_said.value("reason", "") == reason::kWaitingForTeam;
-    const std::string message = now_said.value("message", "") + "; " + pass.move_waits;
-    pass.Set(condition::kRunning, true, team_starts ? reason::kWaitingForTeam : reason::kTraining, message);
-    const Json* said = FindCondition(pass.stored_status, condition::kRunning);
-    if (!said || said->value("message", "") != message) {
-      events_.Record(pass.object, "Warning", pass.move_waits_reason, pass.move_waits);
-      log_.Job(pass.key, pass.move_waits_reason, pass.move_waits);
-    }
-  }
   // The gang's pods: not a replaced worker's old pod, still Terminating on
   // a node gone silent, which would be listed with its replacement's
   // figures and keep BandwidthDegraded on for a node the team has left.
@@ -457,6 +443,23 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
   // read LinksHealthy for 2.5 minutes while no worker could reach the
   // coordinator (a security review). Said once the team trains.
   JudgeLinks(pass, team, progress, gang_pods, /*judged=*/!unanswered && !team_waiting);
+  // A member on a leaving node that has nowhere to move to yet trains on
+  // there (Reconciler::MoveWaits): said beside how the team runs, and once
+  // as an Event. Last, after every word on how it runs: said before
+  // SayProgressUnanswered, the note was written over, and its Event made
+  // again every --unschedulable-retry (found in review).
+  if (!pass.move_waits.empty() && gang.restarting.empty()) {
+    const Json& now_said = *FindCondition(pass.status, condition::kRunning);
+    const bool team_starts = now_said.value("reason", "") == reason::kWaitingForTeam;
+    const std::string message = now_said.value("message", "") + "; " + pass.move_waits;
+    pass.Set(condition::kRunning, true, team_starts ? reason::kWaitingForTeam : reason::kTraining, message);
+    // Once: not again when only the words before it change.
+    const Json* said = FindCondition(pass.stored_status, condition::kRunning);
+    if (!said || said->value("message", "").find(pass.move_waits) == std::string::npos) {
+      events_.Record(pass.object, "Warning", pass.move_waits_reason, pass.move_waits);
+      log_.Job(pass.key, pass.move_waits_reason, pass.move_waits);
+    }
+  }
   pass.Requeue(options_.status_interval);
   return Status::Ok();
 }

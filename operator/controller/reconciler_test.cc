@@ -1322,6 +1322,9 @@ TEST_F(ReconcilerTest, AWorkerOnANodeAboutToLeaveIsMovedFirstAndThatIsNoRecovery
 // a recovery's time: found in review).
 TEST_F(ReconcilerTest, AWorkerWithNowhereToMoveOffACordonedNodeTrainsOnThereUntilANodeHasRoom) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 0}}}});
+  // Its coordinator unanswered meanwhile, which has a word of its own on how
+  // the team runs: the move's note stays beside it, said once.
+  ProgressReadOnceThenSilent(key);
   nodes_.Put(ANode("gateway").WithAllocatable("4", "8Gi", "2"));  // its two pods fill it
   nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).Cordoned());
   nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20).Cordoned());
@@ -1344,6 +1347,9 @@ TEST_F(ReconcilerTest, AWorkerWithNowhereToMoveOffACordonedNodeTrainsOnThereUnti
             std::string::npos)
       << *running;
   EXPECT_NE(running->value("message", "").find("; it trains on there meanwhile"), std::string::npos) << *running;
+  EXPECT_NE(running->value("message", "").find("the coordinator's /progress has not answered since "),
+            std::string::npos)
+      << "beside the word on the unanswered coordinator, not in its place: " << *running;
   EXPECT_EQ(moves_said(), 1) << "said once, not every look";
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
                                                   "team-worker-1@robot-1"}));
