@@ -104,7 +104,8 @@ void SetPhaseReason(Json& status) {
 std::string EtaText(double seconds) {
   // A figure of the coordinator's /progress, which a job's own image serves:
   // not finite, or past the longest duration edgetrain counts, is that longest.
-  if (!std::isfinite(seconds) || seconds > ToSeconds(kLongestDuration)) seconds = ToSeconds(kLongestDuration);
+  const double longest = ToSeconds(kLongestDuration);
+  seconds = std::isfinite(seconds) ? std::min(seconds, longest) : longest;
   return FormatDuration(std::chrono::seconds(static_cast<int64_t>(std::llround(std::max(0.0, seconds)))));
 }
 
