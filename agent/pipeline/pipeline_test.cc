@@ -4,6 +4,7 @@
 // one device training the whole model.
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -2296,6 +2297,12 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
     }
     head.SetRebalancing(rebalancing);
   }
+  // No device is let go of as a straggler: its share of this small model is
+  // a fraction of a millisecond on the real clock, and on a busy machine one
+  // late wake-up made a device 24 times its group's fastest for two steps
+  // running (CI, and 7 runs of 60 beside three busy loops). Stragglers are
+  // the simulated clock's tests'.
+  head.SetStragglers({std::numeric_limits<double>::infinity(), std::chrono::minutes(1)});
   MetricsRegistry registry;
   std::vector<int> stage_of_rank;
   for (size_t r = 0; r < slowdowns.size(); ++r) stage_of_rank.push_back(*StageOfRank(layout, static_cast<int>(r)));
@@ -2416,7 +2423,7 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
       }
       continue;
     }
-    ASSERT_TRUE(summaries[r].ok()) << "rank " << r << ": " << summaries[r].status().ToString();
+    ASSERT_TRUE(summaries[r].ok()) << "rank " << r << ": " << summaries[r].status().ToString() << "\n" << log.str();
     EXPECT_EQ(summaries[r]->steps, 12);
     EXPECT_GT(summaries[r]->compute_s, 0);
   }
