@@ -26,7 +26,12 @@ constexpr int kMaxWorkers = 250;  // one 10.<subnet>.<rank>.0/24 per worker
 constexpr int kHostLinkOctet = 254;  // 10.<subnet>.254.0/30: the host link
 constexpr std::chrono::milliseconds kStopCheckEvery{50};
 
-// Runs a command to completion; its stderr becomes the error message.
+// Runs a command to completion; its stderr becomes the error message. The
+// command runs in a process group of its own: a Ctrl-C at the terminal, or a
+// benchmark's SIGINT to the run's group, is the run's to act on, and killed
+// with it a `tc` that was changing a rate made the run end "the links stopped
+// following their traces" (exit 130, a benchmark's run counted as failed),
+// an `ip netns del` on its way out, a namespace left behind.
 Status RunCommand(const std::vector<std::string>& argv) {
   int err[2];
   if (::pipe2(err, O_CLOEXEC) != 0) return InternalError("pipe failed");
@@ -35,6 +40,7 @@ Status RunCommand(const std::vector<std::string>& argv) {
   args.push_back(nullptr);
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::setpgid(0, 0);
     int devnull = ::open("/dev/null", O_RDWR);
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(devnull, STDOUT_FILENO);
@@ -45,14 +51,25 @@ Status RunCommand(const std::vector<std::string>& argv) {
   ::close(err[1]);
   std::string message;
   char buf[512];
-  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<size_t>(n));
+  // A signal's handler may interrupt either wait (one installed without
+  // SA_RESTART): it is waited out, not taken for the command's end.
+  for (;;) {
+    const ssize_t n = ::read(err[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    message.append(buf, static_cast<size_t>(n));
+  }
   ::close(err[0]);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
   std::string command;
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
   while (!message.empty() && message.back() == '\n') message.pop_back();
+  if (WIFSIGNALED(status)) {
+    return FailedPreconditionError("`" + command + "` was killed by signal " + std::to_string(WTERMSIG(status)));
+  }
   return FailedPreconditionError("`" + command + "` failed: " + (message.empty() ? "exit status " + std::to_string(WEXITSTATUS(status)) : message));
 }
 

@@ -3,10 +3,12 @@
 // they skip).
 #include "cli/netns_links.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -93,6 +95,39 @@ TEST_F(NetnsLinksTest, RatesFollowTheTrace) {
     }
     EXPECT_EQ((*links)->UplinkMbps(0), want);
   }
+}
+
+// A Ctrl-C at the terminal reaches the run's whole process group, and a
+// benchmark stops a run by a SIGINT to its group: the `tc` changing a rate
+// at that moment was killed with it, and the run ended "the links stopped
+// following their traces" (a benchmark's run counted as failed, exit 130).
+// The run's own handler (here one that does nothing, and restarts no call it
+// interrupts) is the one that acts on it.
+std::atomic<int> interrupts{0};  // lock-free: safe in a handler
+void CountInterrupt(int) { ++interrupts; }
+
+TEST_F(NetnsLinksTest, ASigintToTheRunsProcessGroupLeavesItsLinksFollowingTheirTraces) {
+  // A group of this test's own, so that the signals reach no other process.
+  ASSERT_EQ(::setpgid(0, 0), 0);
+  struct sigaction count {};
+  count.sa_handler = CountInterrupt;
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGINT, &count, &before), 0);
+  std::string csv = "seconds,mbps\n";
+  for (int i = 0; i < 100; ++i) csv += std::to_string(i * 0.01) + "," + (i % 2 ? "5" : "20") + "\n";
+  {
+    auto links = NetnsLinks::Create({Slot(0, csv)}, clock_);
+    ASSERT_TRUE(links.ok()) << links.status().ToString();
+    (*links)->StartShaping();
+    const auto until = std::chrono::steady_clock::now() + seconds(1);
+    while (std::chrono::steady_clock::now() < until) {
+      ::killpg(::getpgrp(), SIGINT);
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    EXPECT_GT(interrupts.load(), 100);
+    EXPECT_TRUE((*links)->health().ok()) << (*links)->health().ToString();
+  }
+  ::sigaction(SIGINT, &before, nullptr);
 }
 
 // What the node emulator builds on: the host reaches an address added in a
