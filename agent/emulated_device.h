@@ -1,14 +1,17 @@
 #pragma once
 // The emulated slower device each engine computes on: a pass is begun,
 // computed here, then finished, which sleeps what the device would have taken
-// more (core/emulated_pass.h says how much, and why on the thread's CPU).
+// more (core/emulated_pass.h says how much, and why on the thread's CPU;
+// core/pass_costs.h, why at what like passes cost with the machine to itself).
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
 #include "core/clock.h"
 #include "core/device_slowdown.h"
 #include "core/emulated_pass.h"
+#include "core/pass_costs.h"
 
 namespace edgetrain::agent {
 
@@ -41,13 +44,19 @@ class EmulatedDevice {
   };
   Mark Begin() const { return {clock_.Now(), cpu_seconds_ ? cpu_seconds_() : 0}; }
 
-  // Sleeps out the pass begun at `began`, on the thread that computed it.
-  EmulatedPass Finish(const Mark& began) {
+  // Sleeps out the pass begun at `began`, on the thread that computed it;
+  // `workload` says which passes cost as it does.
+  EmulatedPass Finish(const Mark& began, PassWorkload workload) {
+    const double wall_s = ToSeconds(clock_.Now() - began.at);
     std::optional<double> cpu_s;
-    if (cpu_seconds_) cpu_s = cpu_seconds_() - began.cpu_s;
+    double measured_s = wall_s;
+    if (cpu_seconds_) {
+      measured_s = std::clamp(cpu_seconds_() - began.cpu_s, 0.0, wall_s);
+      cpu_s = costs_.Uncontended(workload, measured_s);
+    }
     // At the slowdown of the time it began: a change mid-pass takes the next.
-    const EmulatedPass pass =
-        EmulatePass(slowdown_.At(ToSeconds(began.at - started_)), ToSeconds(clock_.Now() - began.at), cpu_s);
+    EmulatedPass pass = EmulatePass(slowdown_.At(ToSeconds(began.at - started_)), wall_s, cpu_s);
+    pass.measured_s = measured_s;
     if (pass.sleep_s > 0) clock_.SleepFor(FromSeconds(pass.sleep_s));
     return pass;
   }
@@ -59,6 +68,7 @@ class EmulatedDevice {
   const DeviceSlowdown slowdown_;
   const TimePoint started_;
   const std::function<double()> cpu_seconds_;
+  PassCosts costs_;
 };
 
 }  // namespace edgetrain::agent

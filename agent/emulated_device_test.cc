@@ -22,9 +22,36 @@ TEST(EmulatedDevice, APassOnTheCpuClockTakesSlowdownTimesItsCpu) {
     const TimePoint start = clock.Now();
     const EmulatedDevice::Mark began = device.Begin();
     SharedCorePass(clock, cpu_s);
-    const EmulatedPass pass = device.Finish(began);
+    const EmulatedPass pass = device.Finish(began, {});
     EXPECT_NEAR(ToSeconds(clock.Now() - start), 0.040, 1e-9);
     EXPECT_NEAR(pass.sleep_s, 0.024, 1e-9);
+  });
+}
+
+// Passes of a step of 8 samples cost 10 ms of CPU alone; one computed while
+// other agents crowded the machine's caches and memory cost 16 ms of CPU for
+// the same work: the device takes what it takes alone, and the pass says
+// what the thread's clock measured.
+TEST(EmulatedDevice, APassCrowdedOnThisMachineTakesWhatItsLikeTakeAlone) {
+  DeterministicClock clock;
+  double cpu_s = 0;
+  EmulatedDevice device(clock, 4, [&cpu_s] { return cpu_s; });
+  clock.Run("device", [&] {
+    auto pass = [&](PassWorkload workload, double cpu) {
+      const TimePoint start = clock.Now();
+      const EmulatedDevice::Mark began = device.Begin();
+      clock.SleepFor(FromSeconds(cpu));
+      cpu_s += cpu;
+      const EmulatedPass emulated = device.Finish(began, workload);
+      return std::pair(ToSeconds(clock.Now() - start), emulated);
+    };
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(pass({PassWork::kStep, 8}, 0.010).first, 0.040, 1e-9);
+    const auto [took, crowded] = pass({PassWork::kStep, 8}, 0.016);
+    EXPECT_NEAR(took, 0.040, 1e-9);
+    EXPECT_NEAR(crowded.cost_s, 0.010, 1e-9);
+    EXPECT_NEAR(crowded.measured_s, 0.016, 1e-9);
+    // A step of other samples is not costed by those.
+    EXPECT_NEAR(pass({PassWork::kStep, 16}, 0.016).first, 0.064, 1e-9);
   });
 }
 
@@ -37,7 +64,7 @@ TEST(EmulatedDevice, WithoutACpuClockThePassIsCostedOnTheClock) {
     const TimePoint start = clock.Now();
     const EmulatedDevice::Mark began = device.Begin();
     SharedCorePass(clock, cpu_s);
-    device.Finish(began);
+    device.Finish(began, {});
     EXPECT_NEAR(ToSeconds(clock.Now() - start), 0.064, 1e-9);
   });
 }
@@ -52,7 +79,7 @@ TEST(EmulatedDevice, APassTakesTheSlowdownOfTheTimeItBegan) {
       const TimePoint start = clock.Now();
       const EmulatedDevice::Mark began = device.Begin();
       SharedCorePass(clock, cpu_s);
-      device.Finish(began);
+      device.Finish(began, {});
       return ToSeconds(clock.Now() - start);
     };
     EXPECT_NEAR(pass(), 0.040, 1e-9);

@@ -72,7 +72,7 @@ Status SoloEngine::Advance() {
                      std::span<const float>(gradient_).subspan(static_cast<size_t>(row.offset),
                                                                static_cast<size_t>(row.length)));
   }
-  emulated_.Finish(began);
+  emulated_.Finish(began, {PassWork::kStep, m});
   energy_.EndCompute(clock_.Now());
   smoothed_loss_ = smoothed_loss_ < 0 ? loss : smoothed_loss_ + kLossSmoothing * (loss - smoothed_loss_);
   ++iteration_;

@@ -12,7 +12,9 @@
 // pipeline's stage learned a pace of 1.73-2.64 times its profile with its
 // neighbours computing, and ran at 1.23-1.67 once alone (docs/pipeline.md).
 // Measured on its CPU, the device takes the same time with or without
-// neighbours, unless a wait outlasts the whole emulated pass. Where no CPU
+// neighbours, unless a wait outlasts the whole emulated pass; its CPU time
+// itself grows with neighbours (caches, memory), which the engines take out
+// by costing it at what like passes cost alone (core/pass_costs.h). Where no CPU
 // time is known (more threads, the simulated clock), the clock's time is it.
 
 #include <algorithm>
@@ -22,6 +24,9 @@ namespace edgetrain {
 
 struct EmulatedPass {
   double cost_s = 0;    // what the pass cost this machine
+  // What the thread's clock measured, where cost_s is costed otherwise
+  // (core/pass_costs.h: a crowded pass at what its like cost alone).
+  double measured_s = 0;
   double own_s = 0;     // what it takes on a device of its own: slowdown times cost_s
   double device_s = 0;  // what it took here: own_s, or the pass's time on the clock if longer
   double sleep_s = 0;   // what is slept after it: device_s less the pass's time on the clock
@@ -35,6 +40,7 @@ inline EmulatedPass EmulatePass(double slowdown, double wall_s, std::optional<do
   // A thread's CPU time cannot exceed its time on the clock but for the two
   // clocks' granularity: no more than the wall time is counted.
   p.cost_s = cpu_s ? std::clamp(*cpu_s, 0.0, wall_s) : wall_s;
+  p.measured_s = p.cost_s;
   p.own_s = std::max(1.0, slowdown) * p.cost_s;
   p.device_s = std::max(wall_s, p.own_s);
   p.sleep_s = p.device_s - wall_s;

@@ -419,7 +419,8 @@ class WorkerRun {
         const float weight = static_cast<float>(n) / static_cast<float>(batch);
         for (float& g : gradient_) g *= weight;
       }
-      device_.Finish(began);  // an emulated slower device: the step takes `slowdown` times as long
+      // An emulated slower device: the step takes `slowdown` times as long.
+      device_.Finish(began, {PassWork::kStep, n});
       const TimePoint done = clock_.Now();
       const Duration took = done - began.at;
       energy_.EndCompute(done);

@@ -225,7 +225,7 @@ class Stage {
       optimizer_->Apply(r, params.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)),
                         gradient.subspan(static_cast<size_t>(row.offset), static_cast<size_t>(row.length)));
     }
-    Slowed(began);
+    Slowed(began, {PassWork::kOptimizerStep, 0});
     passes_.Ended(clock_.Now());
     DropPending();
   }
@@ -457,7 +457,8 @@ class Stage {
     std::vector<float> output;
     // A device dealt none of a small micro-batch passes it on empty.
     if (n > 0) {
-      EDGETRAIN_ASSIGN_OR_RETURN(output, Computed([&] { return trainer_->Forward(id, input); }));
+      EDGETRAIN_ASSIGN_OR_RETURN(output,
+                                 Computed({PassWork::kForward, n}, [&] { return trainer_->Forward(id, input); }));
     }
     if (!trainer_->IsLast()) Send(true, i, n, output, share_of);
     return n;
@@ -473,7 +474,7 @@ class Stage {
       for (int64_t k = 0; k < n; ++k) labels[k] = train_.labels[batch_[static_cast<size_t>(span.begin + k)]];
       if (n > 0) {
         const auto m = static_cast<double>(batch_.size());
-        EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed([&] {
+        EDGETRAIN_ASSIGN_OR_RETURN(LossAndInputGradient r, Computed({PassWork::kBackwardFromLoss, n}, [&] {
                                      return trainer_->BackwardFromLoss(id, labels, static_cast<double>(n) / m);
                                    }));
         loss_sum_ += r.loss * static_cast<double>(n);
@@ -482,7 +483,9 @@ class Stage {
     } else {
       EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<float> output_gradient, FloatsOf(gradient->values()));
       if (n > 0) {
-        EDGETRAIN_ASSIGN_OR_RETURN(input_gradient, Computed([&] { return trainer_->Backward(id, output_gradient); }));
+        EDGETRAIN_ASSIGN_OR_RETURN(input_gradient, Computed({PassWork::kBackward, n}, [&] {
+                                     return trainer_->Backward(id, output_gradient);
+                                   }));
       }
     }
     if (n > 0) gradient_since_part_ = true;
@@ -681,12 +684,12 @@ class Stage {
   // A pass, timed as compute, on the emulated device (its slowdown slept
   // after it).
   template <typename F>
-  auto Computed(F&& pass) -> decltype(pass()) {
+  auto Computed(PassWorkload workload, F&& pass) -> decltype(pass()) {
     const EmulatedDevice::Mark began = device_.Begin();
     energy_.BeginCompute(began.at);
     passes_.Began(began.at);
     auto result = pass();
-    Slowed(began);
+    Slowed(began, workload);
     const TimePoint done = clock_.Now();
     passes_.Ended(done);
     energy_.EndCompute(done);
@@ -694,12 +697,13 @@ class Stage {
     return result;
   }
   // Work begun at `began`, slowed as the emulated device computes it.
-  void Slowed(const EmulatedDevice::Mark& began) {
-    const EmulatedPass emulated = device_.Finish(began);
+  void Slowed(const EmulatedDevice::Mark& began, PassWorkload workload) {
+    const EmulatedPass emulated = device_.Finish(began, workload);
     // Its own device's time, not this machine's waits for a core, which a
     // device of its own does not have: the pace the head learns is the
-    // device's.
-    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.own_s - emulated.cost_s;
+    // device's. (The work clock measured the CPU time as it was, crowding
+    // and all, which the device's time is not: this may be less than none.)
+    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.own_s - emulated.measured_s;
   }
 
   // What a step's work (StepDone.work_seconds) is measured on: the
