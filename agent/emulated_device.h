@@ -62,6 +62,10 @@ class EmulatedDevice {
   }
 
   bool costs_on_cpu() const { return static_cast<bool>(cpu_seconds_); }
+  // The passes' work changed (a stage's layers): their costs before are
+  // forgotten, lest a stage that took layers be costed at its old, cheaper
+  // passes for a dozen more.
+  void ForgetCosts() { costs_.Forget(); }
 
  private:
   Clock& clock_;

@@ -39,6 +39,12 @@ Status RunCommand(const std::vector<std::string>& argv) {
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = ::fork();
+  if (pid < 0) {
+    const int fork_errno = errno;
+    ::close(err[0]);
+    ::close(err[1]);
+    return InternalError("could not start `" + argv[0] + "`: " + std::strerror(fork_errno));
+  }
   if (pid == 0) {
     ::setpgid(0, 0);
     int devnull = ::open("/dev/null", O_RDWR);
@@ -61,7 +67,11 @@ Status RunCommand(const std::vector<std::string>& argv) {
   }
   ::close(err[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    if (::waitpid(pid, &status, 0) == pid) break;
+    // Not taken for the command's end either: a status never filled in
+    // reads as exit 0.
+    if (errno != EINTR) return InternalError("could not wait for `" + argv[0] + "`: " + std::strerror(errno));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
   std::string command;

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -107,27 +109,37 @@ std::atomic<int> interrupts{0};  // lock-free: safe in a handler
 void CountInterrupt(int) { ++interrupts; }
 
 TEST_F(NetnsLinksTest, ASigintToTheRunsProcessGroupLeavesItsLinksFollowingTheirTraces) {
-  // A group of this test's own, so that the signals reach no other process.
-  ASSERT_EQ(::setpgid(0, 0), 0);
-  struct sigaction count {};
-  count.sa_handler = CountInterrupt;
-  struct sigaction before {};
-  ASSERT_EQ(::sigaction(SIGINT, &count, &before), 0);
-  std::string csv = "seconds,mbps\n";
-  for (int i = 0; i < 100; ++i) csv += std::to_string(i * 0.01) + "," + (i % 2 ? "5" : "20") + "\n";
-  {
-    auto links = NetnsLinks::Create({Slot(0, csv)}, clock_);
-    ASSERT_TRUE(links.ok()) << links.status().ToString();
-    (*links)->StartShaping();
-    const auto until = std::chrono::steady_clock::now() + seconds(1);
-    while (std::chrono::steady_clock::now() < until) {
-      ::killpg(::getpgrp(), SIGINT);
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    EXPECT_GT(interrupts.load(), 100);
-    EXPECT_TRUE((*links)->health().ok()) << (*links)->health().ToString();
-  }
-  ::sigaction(SIGINT, &before, nullptr);
+  // In a child of this test, in a process group of its own: the signals reach
+  // no other process (this test's, when it leads a shell's pipeline, would
+  // take `tee` with it), and its handler goes with it.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (::setpgid(0, 0) != 0) std::_Exit(3);
+        struct sigaction count {};
+        count.sa_handler = CountInterrupt;
+        if (::sigaction(SIGINT, &count, nullptr) != 0) std::_Exit(3);
+        std::string csv = "seconds,mbps\n";
+        for (int i = 0; i < 100; ++i) csv += std::to_string(i * 0.01) + "," + (i % 2 ? "5" : "20") + "\n";
+        Status health = InternalError("the links were not made");
+        {
+          auto links = NetnsLinks::Create({Slot(0, csv)}, clock_);
+          if (links.ok()) {
+            (*links)->StartShaping();
+            const auto until = std::chrono::steady_clock::now() + seconds(1);
+            while (std::chrono::steady_clock::now() < until) {
+              ::killpg(::getpgrp(), SIGINT);
+              std::this_thread::sleep_for(milliseconds(1));
+            }
+            health = (*links)->health();
+          } else {
+            health = links.status();
+          }
+        }  // the namespaces go before the child does
+        std::fprintf(stderr, "interrupts %d; links: %s\n", interrupts.load(), health.ToString().c_str());
+        std::_Exit(health.ok() && interrupts.load() > 100 ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
 }
 
 // What the node emulator builds on: the host reaches an address added in a

@@ -5,8 +5,8 @@
 // hybrid or auto job, also how it would split the model over the workers'
 // nodes: the layers measured by the agent, the planner's stages and
 // predictions against the even split and data parallelism, and auto's pick
-// (docs/pipeline.md). edgetrain run trains such a job; the operator does not
-// run it yet.
+// (docs/pipeline.md). edgetrain run trains such a job, and the operator runs
+// it from the same plan (docs/pipeline.md, "On Kubernetes").
 
 #include <ostream>
 #include <string>

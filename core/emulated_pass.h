@@ -23,7 +23,7 @@
 namespace edgetrain {
 
 struct EmulatedPass {
-  double cost_s = 0;    // what the pass cost this machine
+  double cost_s = 0;    // what the pass is costed at on this machine: measured_s, or what its like cost alone
   // What the thread's clock measured, where cost_s is costed otherwise
   // (core/pass_costs.h: a crowded pass at what its like cost alone).
   double measured_s = 0;

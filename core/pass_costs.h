@@ -15,8 +15,13 @@
 // its recent like passes, a step took 22.5-25.3 ms, as its device would,
 // and the stall was 10.0 ms (docs/benchmarks.md).
 //
-// Like passes are those of one kind of work over as many samples; a workload seen
-// fewer than kLeastKnown times is costed at what it measured.
+// Like passes are those of one kind of work over about as many samples (within
+// a ninth of an octave: a batch the team re-deals to a worker's pace, or a
+// stream's, changes by a few samples every round, and keyed by its exact size
+// hardly a size would be seen often enough to be costed so), compared a
+// sample; an optimizer's step, over no samples, as a whole. A workload seen
+// fewer than kLeastKnown times is costed at what it measured. The owner
+// forgets them when the work itself changes (a stage's layers: Forget).
 
 #include <cstddef>
 #include <cstdint>
@@ -31,23 +36,23 @@ enum class PassWork { kStep, kForward, kBackwardFromLoss, kBackward, kOptimizerS
 struct PassWorkload {
   PassWork work = PassWork::kStep;
   int64_t samples = 0;
-  friend bool operator<(const PassWorkload& a, const PassWorkload& b) {
-    return std::pair(a.work, a.samples) < std::pair(b.work, b.samples);
-  }
 };
 
 class PassCosts {
  public:
   static constexpr std::size_t kRemembered = 16;
   static constexpr std::size_t kLeastKnown = 4;
+  static constexpr double kSizesAnOctave = 9;
 
   // Remembers `measured_s`, this pass's cost on this machine, and returns
-  // what it is costed at: the lower quartile of the last kRemembered passes
-  // of its workload, this one among them, or what it measured if less.
+  // what it is costed at: the lower quartile of the last kRemembered like
+  // passes, this one among them, a sample, times its samples.
   double Uncontended(PassWorkload workload, double measured_s);
+  // The work changed: what passes cost before says nothing of it.
+  void Forget() { recent_.clear(); }
 
  private:
-  std::map<PassWorkload, std::deque<double>> recent_;
+  std::map<std::pair<PassWork, int64_t>, std::deque<double>> recent_;  // by work and size band, a sample
 };
 
 }  // namespace edgetrain

@@ -356,6 +356,7 @@ class Stage {
     first_layer_ = l.first_layer();
     end_layer_ = l.end_layer();
     held_.clear();
+    device_.ForgetCosts();
     return Install(joined);
   }
 
@@ -868,7 +869,8 @@ class Stage {
   TimePoint word_at_{};               // when the head's last word was taken off the inbox
   double work_at_word_ = 0;           // WorkClock() when the head's last word was taken
   double not_work_s_ = 0;             // of it since then, the waits for micro-batches and the group's exchange
-  double beyond_cpu_s_ = 0;           // since then, what the device's own passes took beyond their CPU (CPU clock only)
+  double beyond_cpu_s_ = 0;           // since then, its own passes' device time beyond their measured CPU (CPU clock
+                                      // only; a crowded pass is costed at its like ones alone, so this may be < 0)
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_
