@@ -3,6 +3,7 @@
 // test gives them), and LibTorch stages over real gRPC held step for step to
 // one device training the whole model.
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -204,11 +205,14 @@ struct Disturbances {
   // Devices told to stop (their agent's SIGTERM) once the head has done that
   // step, by rank: lost between steps, before the next one fetches anything.
   std::map<int, int> stop_after_step{};
+  // Each rank's computing thread's CPU clock, by rank (none: its passes are
+  // costed on the clock).
+  std::map<int, std::function<double()>> cpu_clocks{};
 };
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const Disturbances& disturbances = {}) {
   const auto& [gates, take_layers, rebalance_every, rebalance_within, uplink, back, resume, absent, between_steps,
-               rejoining, stop_after_step] = disturbances;
+               rejoining, stop_after_step, cpu_clocks] = disturbances;
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -254,6 +258,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
         options.head = connector.get();
         if (auto g = gates.find(r); gated && g != gates.end()) options.gate = g->second;
         options.uplink = uplink;
+        if (auto c = cpu_clocks.find(r); c != cpu_clocks.end()) options.thread_cpu_seconds = c->second;
         if (take_layers) options.take_layers = [&, r](int first, int end) { return take_layers(r, first, end); };
         if (rejoining.fresh) {
           bool first = true;
@@ -1033,6 +1038,109 @@ TEST(SimulatedPipelineTest, AReplanPlansEachDeviceLeftAtItsPaceInTheRun) {
   PipelineProblem profiled = ProblemOf(from, plan.spec);
   const edgetrain::PipelinePlan as_profiled = AtBestMicroBatches(profiled, {{0, 1, {1}}, {1, 2, {2}}});
   EXPECT_GT(std::abs(after / 3 - 24 / as_profiled.cost.samples_per_s), 0.3 * after / 3);
+}
+
+// A device whose every other pass of each kind is crowded (`crowded`) by
+// the agents beside it on this machine's cores: it takes half as long again
+// on the clock, and its thread's CPU clock counts that too (shared caches
+// and memory), where a device of its own would not. Its CPU clock counts its
+// passes alone.
+class CrowdedStageTrainer final : public StageTrainer {
+ public:
+  CrowdedStageTrainer(StageTrainer& device, Clock& clock, bool crowded)
+      : device_(device), clock_(clock), crowded_(crowded) {}
+  double cpu_seconds() const { return cpu_s_; }
+  std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
+  std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
+  int64_t InputSize() const override { return device_.InputSize(); }
+  int64_t OutputSize() const override { return device_.OutputSize(); }
+  bool IsFirst() const override { return device_.IsFirst(); }
+  bool IsLast() const override { return device_.IsLast(); }
+  StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
+    return Pass(0, [&] { return device_.Forward(id, input); });
+  }
+  StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
+                                                  double scale) override {
+    return Pass(1, [&] { return device_.BackwardFromLoss(id, labels, scale); });
+  }
+  StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
+    return Pass(2, [&] { return device_.Backward(id, output_gradient); });
+  }
+  int InFlight() const override { return device_.InFlight(); }
+  void DropInFlight() override { device_.DropInFlight(); }
+  std::span<float> Parameters() override { return device_.Parameters(); }
+  std::span<const float> Gradients() const override { return device_.Gradients(); }
+  void ZeroGradients() override { device_.ZeroGradients(); }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
+  int64_t ParameterCount() const override { return device_.ParameterCount(); }
+
+ private:
+  template <typename F>
+  auto Pass(size_t kind, F&& pass) -> decltype(pass()) {
+    const TimePoint began = clock_.Now();
+    auto result = pass();
+    double took = ToSeconds(clock_.Now() - began);
+    if (crowded_ && ++passes_[kind] % 2 == 0) {
+      clock_.SleepFor(FromSeconds(took / 2));
+      took *= 1.5;
+    }
+    cpu_s_ += took;
+    return result;
+  }
+  StageTrainer& device_;
+  Clock& clock_;
+  const bool crowded_;
+  std::array<int, 3> passes_{};  // forward, backward from the loss, backward
+  double cpu_s_ = 0;             // read on the device's computing thread alone
+};
+
+// Each device's pass is costed at what its like passes cost alone
+// (core/pass_costs.h): a device crowded on every other pass takes, and says
+// it worked, what it does uncrowded, and the head learns the same pace of it
+// (costed at each pass's CPU time, it would be a quarter slower).
+TEST(SimulatedPipelineTest, ADeviceCrowdedOnThisMachineWorksAtItsOwnPace) {
+  auto run = [](bool crowded) {
+    JobPlan plan = HybridPlan({{0}, {1}}, 4);
+    for (WorkerSlot& slot : plan.workers) slot.slowdown = 2 + slot.rank;  // time enough to hide a crowded pass
+    PlannedFrom from;
+    for (int s = 0; s < 2; ++s) from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0, ""});
+    for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
+    plan.pipeline->planned_from = from;
+    const TrainTestSplit data = LearningData();
+    DeterministicClock clock;
+    std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+    std::vector<std::unique_ptr<CrowdedStageTrainer>> devices;
+    std::vector<StageTrainer*> trainers;
+    std::map<int, std::function<double()>> cpu_clocks;
+    for (int s = 0; s < 2; ++s) {
+      fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+          testing::FakeStage{s == 0, s == 1, milliseconds(1 + s), milliseconds(2)}, clock));
+      devices.push_back(std::make_unique<CrowdedStageTrainer>(*fakes.back(), clock, crowded));
+      CrowdedStageTrainer* device = devices.back().get();
+      trainers.push_back(device);
+      cpu_clocks[s] = [device] { return device->cpu_seconds(); };
+    }
+    SimulatedRun result = RunPipeline(plan, trainers, data, clock, 24, {.cpu_clocks = cpu_clocks});
+    EXPECT_TRUE(result.ended.ok()) << result.ended.ToString() << "\n" << result.log;
+    return result;
+  };
+  const SimulatedRun alone = run(false);
+  const SimulatedRun crowded = run(true);
+  for (const SimulatedRun* r : {&alone, &crowded}) ASSERT_EQ(r->progress.workers.size(), 2u) << r->log;
+  for (size_t w = 0; w < 2; ++w) {
+    const WorkerProgress& a = alone.progress.workers[w];
+    const WorkerProgress& c = crowded.progress.workers[w];
+    ASSERT_TRUE(a.pace.has_value() && c.pace.has_value()) << "rank " << a.rank;
+    EXPECT_NEAR(*c.pace, *a.pace, 0.02 * *a.pace) << "rank " << a.rank;
+  }
+  // Its steps take what they take uncrowded, the last 16 (past the
+  // passes costed at what they measured, before four like ones were known).
+  double alone_s = 0, crowded_s = 0;
+  for (size_t k = 8; k < 24; ++k) {
+    alone_s += alone.step_s[k];
+    crowded_s += crowded.step_s[k];
+  }
+  EXPECT_NEAR(crowded_s, alone_s, 0.02 * alone_s);
 }
 
 // A group whose gradient takes 2 s on each device's uplink (80 kB at 0.32
