@@ -137,6 +137,33 @@ void AddManifest(CLI::App& command, RunOptions& run) {
   command.add_option("JOB.yaml", run.manifest_path, "a TrainingJob manifest")->required();
 }
 
+// --stages and --micro-batches, as run trains them and plan predicts them
+// (`does`: "kept" as given, "predicted" as given).
+void AddStageOptions(CLI::App& command, std::string& stages, int& micro_batches, const std::string& does) {
+  command
+      .add_option("--stages", stages,
+                  "a pipeline, hybrid or auto job's stages in place of its spec.parallelism.stages: the planner's "
+                  "(planned, the spec's default), or for comparison "
+                  "one device a stage with the layers dealt evenly (even), or one stage on every device "
+                  "(data-parallel); or a layout by hand, each stage's layers and ranks, e.g. 0-1:0,1/2:2 "
+                  "(layers 0-1 on ranks 0 and 1, layer 2 on rank 2); all but planned are " + does +
+                      " as given, no layers moved between stages")
+      ->option_text("planned|even|data-parallel|LAYOUT")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            // CLI11 names the option before this.
+            return NamesAPlan(v) || v.find(':') != std::string::npos
+                       ? std::string()
+                       : "expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"" + v + "\"";
+          },
+          "", ""));
+  command
+      .add_option("--micro-batches", micro_batches,
+                  "a pipeline job's micro-batches a step, in place of the cost model's best for its stages")
+      ->option_text("N")
+      ->check(WholeNumber(1, 1 << 20));
+}
+
 // CLI11's words for a flag given no value or given twice, said plainly:
 // "--nodes: 1 required TEXT missing", "At Most 1 required but received 2"
 // (a user's trial). Anything else as it is.
@@ -226,28 +253,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   run_command->add_option("--agent", run.agent_binary, "the edgetrain-agent to start (default: the one beside edgetrain)")
       ->option_text("PATH")
       ->check(AnAgent());
-  run_command
-      ->add_option("--stages", run.stages,
-                   "a pipeline, hybrid or auto job's stages in place of its spec.parallelism.stages: the planner's "
-                   "(planned, the spec's default), or for comparison "
-                   "one device a stage with the layers dealt evenly (even), or one stage on every device "
-                   "(data-parallel); or a layout by hand, each stage's layers and ranks, e.g. 0-1:0,1/2:2 "
-                   "(layers 0-1 on ranks 0 and 1, layer 2 on rank 2); all but planned are kept as given, no layers "
-                   "moved between stages")
-      ->option_text("planned|even|data-parallel|LAYOUT")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            // CLI11 names the option before this.
-            return NamesAPlan(v) || v.find(':') != std::string::npos
-                       ? std::string()
-                       : "expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"" + v + "\"";
-          },
-          "", ""));
-  run_command
-      ->add_option("--micro-batches", run.micro_batches,
-                   "a pipeline job's micro-batches a step, in place of the cost model's best for its stages")
-      ->option_text("N")
-      ->check(WholeNumber(1, 1 << 20));
+  AddStageOptions(*run_command, run.stages, run.micro_batches, "kept");
   CLI::Option* observe = run_command->add_flag("--observe", run.observe,
                         "start a local Prometheus scraping every agent each second, with the labels the dashboards "
                         "of dashboards/ query; after the run it serves the run's series until Ctrl-C");
@@ -298,6 +304,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                            "the edgetrain-agent that measures a pipeline job's layers (default: the one beside edgetrain)")
       ->option_text("PATH")
       ->check(AnAgent());  // as run's and evaluate's: a missing one exited 1 (a user's trial)
+  AddStageOptions(*plan_command, plan.stages, plan.micro_batches, "predicted");
 
   EvaluateOptions& evaluate = line.evaluate;
   CLI::App* evaluate_command = app.add_subcommand(

@@ -498,30 +498,13 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
 // here and the planner; said before training starts.
 int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
   if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) {
-    // Both named when both were given: --stages went unsaid beside
-    // --micro-batches (a user's trial).
-    std::string given;
-    if (!options.stages.empty()) given = "--stages " + options.stages;
-    if (options.micro_batches > 0) given += (given.empty() ? "" : " and ") + std::string("--micro-batches");
-    if (!given.empty()) {
-      // auto or hybrid of one worker is a job of one, whatever its mode says
-      // (a new user's auto job was said to be "data-parallel (spec.parallelism.mode)").
-      err << "note: " << given << (!options.stages.empty() && options.micro_batches > 0 ? " apply" : " applies")
-          << " to a pipeline, hybrid or auto job of 2 or more workers; " << checked.job.name
-          << (checked.job.spec.parallelism.workers == 1 ? " has one worker (spec.parallelism.workers)\n"
-                                                       : " is data-parallel (spec.parallelism.mode)\n");
+    if (auto note = StageFlagsNotTaken(checked.job, options.stages, options.micro_batches)) {
+      err << "note: " << *note << "\n";
     }
     return kExitOk;
   }
   const StagesAsked asked = StagesOf(options.stages, checked.job.spec);
-  // The flag wins, and says what it overrode (--stages planned over a
-  // layout in the spec left no trace: a new user's trial); over the spec's
-  // default, the parallelism line below says it is not the planner's.
-  if (!options.stages.empty() && options.stages != checked.job.spec.parallelism.stages &&
-      StagesFixed(checked.job.spec.parallelism.stages)) {
-    err << "note: --stages " << options.stages << " in place of the job's spec.parallelism.stages "
-        << checked.job.spec.parallelism.stages << "\n";
-  }
+  if (auto note = StagesOverridden(checked.job.spec, options.stages)) err << "note: " << *note << "\n";
   if (Status judged = CheckStagesAsked(checked.job, asked, options.micro_batches, checked.plan.job.workers.size());
       !judged.ok()) {
     err << "error: " << checked.job.name << ": " << judged.message() << "\n";

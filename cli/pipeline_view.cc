@@ -181,22 +181,32 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
   }
 }
 
-void PrintStagesGiven(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages,
-                      std::ostream& out) {
-  out << "\nthe job runs the stages its spec.parallelism.stages gives (" << stages << "), not the planner's:\n  "
-      << NameOf(ModeOf(problem, plan)) << ", " << DescribePlan(problem, plan) << "\n";
+void PrintStagesGiven(const PipelineProblem& problem, const PipelinePlan& plan, const StagesAsked& asked,
+                      int micro_batches, std::ostream& out) {
+  const std::string at = micro_batches > 0 ? " at --micro-batches " + std::to_string(micro_batches) : "";
+  if (!asked.given()) {
+    out << "\nthe planner's stages" << at << ":\n  ";
+  } else if (asked.by_flag) {
+    out << "\nwith " << asked.said() << at << " the job would run these stages, not the planner's:\n  ";
+  } else {
+    out << "\nthe job runs the stages its spec.parallelism.stages gives (" << asked.stages << ")" << at
+        << ", not the planner's:\n  ";
+  }
+  out << NameOf(ModeOf(problem, plan)) << ", " << DescribePlan(problem, plan) << "\n";
   PrintStages(problem, plan, out);
   if (!plan.cost.fits) {
     out << "it does not fit: " << plan.cost.misfit << "\n";
     return;
   }
   out << "predicted: " << WithThousands(std::llround(plan.cost.samples_per_s)) << " samples/s, a step of "
-      << Ms(plan.cost.step_s) << " ms; kept as given, no layers moved between its stages\n";
+      << Ms(plan.cost.step_s) << " ms" << (asked.given() ? "; kept as given, no layers moved between its stages" : "")
+      << "\n";
 }
 
-nlohmann::json StagesGivenJson(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages) {
+nlohmann::json StagesGivenJson(const PipelineProblem& problem, const PipelinePlan& plan, const StagesAsked& asked) {
   nlohmann::json given = PlanJson(problem, plan);
-  given["spec"] = stages;
+  given["spec"] = asked.stages;
+  given["from"] = asked.by_flag ? "--stages" : "spec.parallelism.stages";
   given["mode"] = NameOf(ModeOf(problem, plan));
   return given;
 }

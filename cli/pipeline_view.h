@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/stages_asked.h"
 #include "core/parallelism_choice.h"
 #include "core/pipeline_cost.h"
 
@@ -18,11 +19,12 @@ void PrintPipelineChoice(const PipelineProblem& problem, const ParallelismChoice
 
 nlohmann::json PipelineChoiceJson(const PipelineProblem& problem, const ParallelismChoice& choice);
 
-// The stages a job's spec.parallelism.stages gives (`stages`, other than
-// planned), which it runs instead of the planner's; as text after
+// The stages the job runs instead of the planner's (`asked`, StagesOf: its
+// spec.parallelism.stages or --stages, other than planned), or the planner's
+// at --micro-batches (`micro_batches` above 0); as text after
 // PrintPipelineChoice, or as the `given` object beside its JSON.
-void PrintStagesGiven(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages,
-                      std::ostream& out);
-nlohmann::json StagesGivenJson(const PipelineProblem& problem, const PipelinePlan& plan, std::string_view stages);
+void PrintStagesGiven(const PipelineProblem& problem, const PipelinePlan& plan, const StagesAsked& asked,
+                      int micro_batches, std::ostream& out);
+nlohmann::json StagesGivenJson(const PipelineProblem& problem, const PipelinePlan& plan, const StagesAsked& asked);
 
 }  // namespace edgetrain::cli

@@ -14,6 +14,7 @@
 #include "cli/layer_profiling.h"
 #include "cli/pipeline_view.h"
 #include "cli/progress_display.h"
+#include "cli/stage_planning.h"
 #include "core/cluster_placement.h"
 #include "core/device_slowdown.h"
 #include "core/exit_codes.h"
@@ -229,7 +230,7 @@ StatusOr<operator_::ClusterView> ReadCluster(const std::string& kubeconfig, cons
 struct PlannedPipeline {
   PipelineProblem problem;
   ParallelismChoice choice;
-  PipelinePlan runs;  // the planner's, or the stages spec.parallelism.stages gives
+  PipelinePlan runs;  // the planner's, or the stages asked for (--stages, spec.parallelism.stages)
 };
 
 // The planner's devices: the node of each worker, in rank order, as
@@ -252,7 +253,8 @@ std::vector<NodeView> DevicesOf(const TeamPlacement& placement, const std::vecto
 // How a pipeline, hybrid or auto job would split the model over the nodes
 // placement chose, its layers measured by the agent at the job's batch size
 // (`timed`, when they were already, to size a module for placement).
-StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const TeamPlacement& placement,
+StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, const StagesAsked& asked,
+                                          int micro_batches, const TeamPlacement& placement,
                                           const std::vector<NodeView>& nodes, const std::string& agent,
                                           std::optional<ProfiledModel> timed) {
   if (!timed) {
@@ -266,8 +268,8 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
   // The planner's table is what this shows: where no plan of the mode fits,
   // it says so, even of stages by hand that might (edgetrain run tries them).
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
-  EDGETRAIN_ASSIGN_OR_RETURN(planned.runs, PlanOfStages(planned.problem, planned.choice, job.spec.parallelism.stages,
-                                                        "spec.parallelism.stages"));
+  EDGETRAIN_ASSIGN_OR_RETURN(planned.runs, PlanOfStages(planned.problem, planned.choice, asked.stages, asked.said()));
+  AtMicroBatches(planned.problem, micro_batches, job.spec.data.batch_size, planned.runs);
   return planned;
 }
 
@@ -355,6 +357,18 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   const int batch = job.spec.data.batch_size;
   // A job that splits its model is planned on the nodes its team was given.
   const bool pipeline_job = job.spec.parallelism.mode != ParallelismMode::kDataParallel;
+  // --stages and --micro-batches as edgetrain run takes them, judged before
+  // the layers are measured.
+  const StagesAsked asked = StagesOf(options.stages, job.spec);
+  if (auto note = StageFlagsNotTaken(job, options.stages, options.micro_batches)) err << "note: " << *note << "\n";
+  if (auto note = StagesOverridden(job.spec, options.stages)) err << "note: " << *note << "\n";
+  if (pipeline_job) {
+    const auto devices = static_cast<size_t>(job.spec.parallelism.workers);
+    if (Status judged = CheckStagesAsked(job, asked, options.micro_batches, devices); !judged.ok()) {
+      err << "error: " << job.name << ": " << judged.message() << "\n";
+      return ExitCodeFor(judged);
+    }
+  }
   // A user's module is sized by the agent here, as the operator's check pod
   // sizes it there, before placement ranks nodes by its step: a pipeline's
   // from its layers, timed once for both (plan had refused every such job,
@@ -387,9 +401,12 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     return kExitInvalid;
   }
   const TeamPlacement placement = PlaceTeam(nodes, *request);
+  // Shown beside the planner's: the stages asked for, or its own at other micro-batches.
+  const bool shown_beside = asked.given() || options.micro_batches > 0;
   std::optional<StatusOr<PlannedPipeline>> pipeline;
   if (pipeline_job && placement.placed) {
-    pipeline = PlanPipelineJob(job, placement, nodes, options.agent_binary, std::move(timed));
+    pipeline = PlanPipelineJob(job, asked, options.micro_batches, placement, nodes, options.agent_binary,
+                               std::move(timed));
   }
   const bool planned = pipeline && pipeline->ok();
   const std::vector<AloneOnNode> alone =
@@ -408,10 +425,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       // script read placement's 830 samples/s for a plan predicted at 702).
       doc["placementPredictedSamplesPerSecond"] = placement.predicted_samples_per_second;
       doc["predictedSamplesPerSecond"] = (*pipeline)->runs.cost.samples_per_s;
-      if (StagesFixed(job.spec.parallelism.stages)) {
-        doc["pipeline"]["given"] =
-            StagesGivenJson((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages);
-      }
+      if (shown_beside) doc["pipeline"]["given"] = StagesGivenJson((*pipeline)->problem, (*pipeline)->runs, asked);
     } else if (pipeline) {
       doc["pipeline"] = {{"mode", NameOf(job.spec.parallelism.mode)}, {"error", pipeline->status().message()}};
     }
@@ -466,8 +480,8 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     }
     if (planned) {
       PrintPipelineChoice((*pipeline)->problem, (*pipeline)->choice, out);
-      if (StagesFixed(job.spec.parallelism.stages)) {
-        PrintStagesGiven((*pipeline)->problem, (*pipeline)->runs, job.spec.parallelism.stages, out);
+      if (shown_beside) {
+        PrintStagesGiven((*pipeline)->problem, (*pipeline)->runs, asked, options.micro_batches, out);
       }
     }
   }
@@ -490,8 +504,9 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
     return kExitFailed;
   }
   if (planned && !(*pipeline)->runs.cost.fits) {
-    err << "error: " << job.name << " does not fit " << site << ": spec.parallelism.stages "
-        << job.spec.parallelism.stages << " does not fit: " << (*pipeline)->runs.cost.misfit << "\n";
+    err << "error: " << job.name << " does not fit " << site << ": " << asked.named()
+        << (options.micro_batches > 0 ? " at --micro-batches " + std::to_string(options.micro_batches) : "")
+        << " does not fit: " << (*pipeline)->runs.cost.misfit << "\n";
     return kExitFailed;
   }
   if (pipeline && !pipeline->ok()) {

@@ -19,6 +19,11 @@ struct PlanOptions {
   std::string kubeconfig;  // a live cluster's Nodes and bound pods, as the operator sees them
   bool json = false;       // one JSON document instead of the table
   std::string agent_binary;  // measures a pipeline job's layers; found beside the runner when empty
+  // A pipeline, hybrid or auto job's stages in place of its
+  // spec.parallelism.stages, and its micro-batches in place of the cost
+  // model's best (0), as edgetrain run takes them.
+  std::string stages;
+  int micro_batches = 0;
 };
 
 // 0 when the team is placed (and a pipeline job planned); 1 when it does not

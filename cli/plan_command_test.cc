@@ -24,15 +24,18 @@ struct Printed {
   std::string out, err;
 };
 
-Printed Plan(const fs::path& manifest, const fs::path& nodes, bool json, const std::string& agent = "") {
+Printed Plan(PlanOptions options) {
   std::ostringstream out, err;
+  const int code = PrintPlan(options, out, err);
+  return {code, out.str(), err.str()};
+}
+Printed Plan(const fs::path& manifest, const fs::path& nodes, bool json, const std::string& agent = "") {
   PlanOptions options;
   options.manifest_path = manifest.string();
   options.nodes_path = nodes.string();
   options.json = json;
   options.agent_binary = agent;
-  const int code = PrintPlan(options, out, err);
-  return {code, out.str(), err.str()};
+  return Plan(options);
 }
 
 class PlanCommandTest : public ::testing::Test {
@@ -279,6 +282,73 @@ TEST_F(PlanCommandTest, TheStagesTheSpecGivesAreShownAfterThePlannersAndPredicte
   EXPECT_NE(beyond.err.find("error: planning the pipeline: spec.parallelism.stages: the model has layers 0-"),
             std::string::npos)
       << beyond.err;
+}
+
+// --stages and --micro-batches, as edgetrain run takes them: what a layout
+// or a count would be predicted at, without a manifest edited for it; judged
+// before the layers are measured, as run judges them.
+TEST_F(PlanCommandTest, StagesAndMicroBatchesGivenAsFlagsArePredictedAsRunWouldTrainThem) {
+  std::string text = ReadFile(vgg_);
+  text.replace(text.find("workers: 4"), 10, "workers: 4\n    stages: even");
+  const std::string vgg = "name: vgg\n    widths: [16, 16, 32, 32, 64, 64, 128, 128]";
+  text.replace(text.find(vgg), vgg.size(), "name: mlp\n    hidden: [32, 32, 32]");
+  PlanOptions options;
+  options.manifest_path = Write("flags.yaml", text).string();
+  options.nodes_path = uneven_site_.string();
+  options.stages = "0-1:0/2-3:1";
+  options.micro_batches = 4;
+  Printed shown = Plan(options);
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_NE(shown.err.find("note: --stages 0-1:0/2-3:1 in place of the job's spec.parallelism.stages even"),
+            std::string::npos)
+      << shown.err;
+  EXPECT_NE(shown.out.find("\nwith --stages 0-1:0/2-3:1 at --micro-batches 4 the job would run these stages, not the "
+                           "planner's:\n  pipeline, 2 stages, 4 micro-batches of 16"),
+            std::string::npos)
+      << shown.out;
+
+  options.json = true;
+  Printed as_json = Plan(options);
+  ASSERT_EQ(as_json.code, 0) << as_json.err;
+  const nlohmann::json doc = nlohmann::json::parse(as_json.out);
+  const nlohmann::json& given = doc["pipeline"]["given"];
+  EXPECT_EQ(given["from"], "--stages");
+  EXPECT_EQ(given["spec"], "0-1:0/2-3:1");
+  EXPECT_EQ(given["microBatches"], 4);
+  EXPECT_EQ(given["stages"].size(), 2u);
+  EXPECT_EQ(doc["predictedSamplesPerSecond"], given["predictedSamplesPerSecond"]);
+
+  // The planner's own stages at another count.
+  options.json = false;
+  options.stages = "planned";
+  options.micro_batches = 2;
+  Printed recounted = Plan(options);
+  ASSERT_EQ(recounted.code, 0) << recounted.err;
+  EXPECT_NE(recounted.out.find("\nthe planner's stages at --micro-batches 2:\n"), std::string::npos) << recounted.out;
+
+  // Refused before anything is measured: an agent that cannot start is never asked.
+  options.agent_binary = "/nonexistent/edgetrain-agent";
+  options.micro_batches = 5;
+  Printed indivisible = Plan(options);
+  EXPECT_EQ(indivisible.code, 2);
+  EXPECT_NE(indivisible.err.find("--micro-batches 5 must divide the batch of 64"), std::string::npos) << indivisible.err;
+  options.micro_batches = 0;
+  options.stages = "0-1:0/2-3:7";
+  Printed no_such_rank = Plan(options);
+  EXPECT_EQ(no_such_rank.code, 2);
+  EXPECT_NE(no_such_rank.err.find("error: vgg-pipeline: --stages 0-1:0/2-3:7: "), std::string::npos) << no_such_rank.err;
+
+  // A data-parallel job has no stages: said, and placed.
+  PlanOptions team;
+  team.manifest_path = Team("team", "  parallelism: {workers: 2}\n").string();
+  team.nodes_path = site_.string();
+  team.stages = "even";
+  Printed placed = Plan(team);
+  EXPECT_EQ(placed.code, 0) << placed.err;
+  EXPECT_NE(placed.err.find("note: --stages even applies to a pipeline, hybrid or auto job of 2 or more workers; team "
+                            "is data-parallel (spec.parallelism.mode)"),
+            std::string::npos)
+      << placed.err;
 }
 
 TEST_F(PlanCommandTest, AnAgentThatCannotMeasureTheLayersIsAFailureAfterThePlacement) {

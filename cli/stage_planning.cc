@@ -14,6 +14,40 @@ StagesAsked StagesOf(const std::string& flag, const JobSpec& spec) {
   return flag.empty() ? StagesAsked{spec.parallelism.stages, false} : StagesAsked{flag, true};
 }
 
+std::optional<std::string> StageFlagsNotTaken(const api::TrainingJobManifest& job, const std::string& stages_flag,
+                                              int micro_batches) {
+  if (job.spec.parallelism.mode != ParallelismMode::kDataParallel) return std::nullopt;
+  // Both named when both were given: --stages went unsaid beside
+  // --micro-batches (a user's trial).
+  std::string given;
+  if (!stages_flag.empty()) given = "--stages " + stages_flag;
+  if (micro_batches > 0) given += (given.empty() ? "" : " and ") + std::string("--micro-batches");
+  if (given.empty()) return std::nullopt;
+  // auto or hybrid of one worker is a job of one, whatever its mode says
+  // (a new user's auto job was said to be "data-parallel (spec.parallelism.mode)").
+  return given + (!stages_flag.empty() && micro_batches > 0 ? " apply" : " applies") +
+         " to a pipeline, hybrid or auto job of 2 or more workers; " + job.name +
+         (job.spec.parallelism.workers == 1 ? " has one worker (spec.parallelism.workers)"
+                                            : " is data-parallel (spec.parallelism.mode)");
+}
+
+std::optional<std::string> StagesOverridden(const JobSpec& spec, const std::string& stages_flag) {
+  // The flag wins, and says what it overrode (--stages planned over a
+  // layout in the spec left no trace: a new user's trial); over the spec's
+  // default, what is said of the stages says they are not the planner's.
+  if (stages_flag.empty() || stages_flag == spec.parallelism.stages || !StagesFixed(spec.parallelism.stages)) {
+    return std::nullopt;
+  }
+  return "--stages " + stages_flag + " in place of the job's spec.parallelism.stages " + spec.parallelism.stages;
+}
+
+void AtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch_size, PipelinePlan& plan) {
+  if (micro_batches <= 0) return;
+  plan.micro_batches = micro_batches;
+  plan.micro_batch_size = batch_size / micro_batches;
+  plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
+}
+
 Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& asked, int micro_batches,
                         size_t devices) {
   // The cost model, and so the prediction said, takes micro-batches of one
@@ -66,11 +100,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   const StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
   EDGETRAIN_ASSIGN_OR_RETURN(PipelinePlan plan, PlanOfStages(problem, chosen, stages, asked.said()));
   const ParallelismChoice* choice = chosen.ok() ? &*chosen : nullptr;
-  if (micro_batches > 0) {
-    plan.micro_batches = micro_batches;
-    plan.micro_batch_size = job.spec.data.batch_size / micro_batches;
-    plan.cost = *PipelineCostModel(problem).Plan(plan.stages, micro_batches);
-  }
+  AtMicroBatches(problem, micro_batches, job.spec.data.batch_size, plan);
   if (!plan.cost.fits) return FailedPreconditionError(asked.named() + " does not fit: " + plan.cost.misfit);
   PipelineLayout layout = LayoutOf(plan, problem);
   layout.stages_given = asked.given();

@@ -10,24 +10,25 @@
 
 #include "api/trainingjob.h"
 #include "cli/run_plan.h"
+#include "cli/stages_asked.h"
 #include "core/cluster_profile.h"
 #include "core/node_view.h"
+#include "core/pipeline_cost.h"
 
 namespace edgetrain::cli {
 
-// The stages a run trains (StagesOf): --stages when given, else the job's
-// spec.parallelism.stages.
-struct StagesAsked {
-  std::string stages;
-  bool by_flag = false;
-  // Where they were asked for, before what is said of them: "--stages
-  // 0-9:0" or "spec.parallelism.stages" (an error); named, with the value
-  // ("spec.parallelism.stages even instead of the planner's").
-  std::string said() const { return by_flag ? "--stages " + stages : "spec.parallelism.stages"; }
-  std::string named() const { return by_flag ? said() : said() + " " + stages; }
-  bool given() const { return StagesFixed(stages); }
-};
 StagesAsked StagesOf(const std::string& flag, const JobSpec& spec);
+
+// What of --stages and --micro-batches a job does not take, said as a note
+// (a data-parallel job, or one of one worker, has no stages); and what
+// --stages overrode of the job's spec.parallelism.stages. None: nothing to say.
+std::optional<std::string> StageFlagsNotTaken(const api::TrainingJobManifest& job, const std::string& stages_flag,
+                                              int micro_batches);
+std::optional<std::string> StagesOverridden(const JobSpec& spec, const std::string& stages_flag);
+
+// `plan` cut into `micro_batches` a step (above 0) rather than the cost
+// model's best for its stages, and costed so.
+void AtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch_size, PipelinePlan& plan);
 
 // Sets `run.job.pipeline` and the agents that will run; returns what was
 // chosen, to be said before training: "auto picks hybrid, predicted 643
