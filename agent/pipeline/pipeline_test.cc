@@ -100,23 +100,50 @@ struct SimulatedRun {
 // heartbeats going out.
 enum class Fault { kDies, kSilent, kHangs, kPauses };
 
-// A device that dies at its nth pass, forward or backward, counted over the
-// run: the pass fails, the stage agent ends, and its stream to the head closes.
-// Or (`silent`, its uplink's gate) it goes silent there and computes on; or
-// (`hangs_on`, the clock) that pass takes an hour; or, both given and
-// `pause`, it stops whole for that long, link and compute, as a SIGSTOP
-// would have it, and goes on.
-class DyingStageTrainer final : public StageTrainer {
+// A device's trainer seen through a test's fault or timing: everything but
+// its passes goes to `device` as it is.
+class WrappedStageTrainer : public StageTrainer {
  public:
-  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr, Clock* hangs_on = nullptr,
-                    Duration pause = Duration::zero())
-      : device_(device), dies_at_(dies_at_pass), silent_(silent), hangs_on_(hangs_on), pause_(pause) {}
+  explicit WrappedStageTrainer(StageTrainer& device) : device_(device) {}
   std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
   std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
   int64_t InputSize() const override { return device_.InputSize(); }
   int64_t OutputSize() const override { return device_.OutputSize(); }
   bool IsFirst() const override { return device_.IsFirst(); }
   bool IsLast() const override { return device_.IsLast(); }
+  StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
+    return device_.Forward(id, input);
+  }
+  StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
+                                                  double scale) override {
+    return device_.BackwardFromLoss(id, labels, scale);
+  }
+  StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
+    return device_.Backward(id, output_gradient);
+  }
+  int InFlight() const override { return device_.InFlight(); }
+  void DropInFlight() override { device_.DropInFlight(); }
+  std::span<float> Parameters() override { return device_.Parameters(); }
+  std::span<const float> Gradients() const override { return device_.Gradients(); }
+  void ZeroGradients() override { device_.ZeroGradients(); }
+  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
+  int64_t ParameterCount() const override { return device_.ParameterCount(); }
+
+ protected:
+  StageTrainer& device_;
+};
+
+// A device that dies at its nth pass, forward or backward, counted over the
+// run: the pass fails, the stage agent ends, and its stream to the head closes.
+// Or (`silent`, its uplink's gate) it goes silent there and computes on; or
+// (`hangs_on`, the clock) that pass takes an hour; or, both given and
+// `pause`, it stops whole for that long, link and compute, as a SIGSTOP
+// would have it, and goes on.
+class DyingStageTrainer final : public WrappedStageTrainer {
+ public:
+  DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr, Clock* hangs_on = nullptr,
+                    Duration pause = Duration::zero())
+      : WrappedStageTrainer(device), dies_at_(dies_at_pass), silent_(silent), hangs_on_(hangs_on), pause_(pause) {}
   StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
     if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
     return device_.Forward(id, input);
@@ -130,16 +157,8 @@ class DyingStageTrainer final : public StageTrainer {
     if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
     return device_.Backward(id, output_gradient);
   }
-  int InFlight() const override { return device_.InFlight(); }
-  void DropInFlight() override { device_.DropInFlight(); }
-  std::span<float> Parameters() override { return device_.Parameters(); }
-  std::span<const float> Gradients() const override { return device_.Gradients(); }
-  void ZeroGradients() override { device_.ZeroGradients(); }
-  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
-  int64_t ParameterCount() const override { return device_.ParameterCount(); }
 
  private:
-  StageTrainer& device_;
   const int dies_at_;
   LinkGate* silent_;
   Clock* hangs_on_;
@@ -1045,17 +1064,11 @@ TEST(SimulatedPipelineTest, AReplanPlansEachDeviceLeftAtItsPaceInTheRun) {
 // on the clock, and its thread's CPU clock counts that too (shared caches
 // and memory), where a device of its own would not. Its CPU clock counts its
 // passes alone.
-class CrowdedStageTrainer final : public StageTrainer {
+class CrowdedStageTrainer final : public WrappedStageTrainer {
  public:
   CrowdedStageTrainer(StageTrainer& device, Clock& clock, bool crowded)
-      : device_(device), clock_(clock), crowded_(crowded) {}
+      : WrappedStageTrainer(device), clock_(clock), crowded_(crowded) {}
   double cpu_seconds() const { return cpu_s_; }
-  std::vector<int64_t> InputShape() const override { return device_.InputShape(); }
-  std::vector<int64_t> OutputShape() const override { return device_.OutputShape(); }
-  int64_t InputSize() const override { return device_.InputSize(); }
-  int64_t OutputSize() const override { return device_.OutputSize(); }
-  bool IsFirst() const override { return device_.IsFirst(); }
-  bool IsLast() const override { return device_.IsLast(); }
   StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
     return Pass(0, [&] { return device_.Forward(id, input); });
   }
@@ -1066,13 +1079,6 @@ class CrowdedStageTrainer final : public StageTrainer {
   StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
     return Pass(2, [&] { return device_.Backward(id, output_gradient); });
   }
-  int InFlight() const override { return device_.InFlight(); }
-  void DropInFlight() override { device_.DropInFlight(); }
-  std::span<float> Parameters() override { return device_.Parameters(); }
-  std::span<const float> Gradients() const override { return device_.Gradients(); }
-  void ZeroGradients() override { device_.ZeroGradients(); }
-  std::vector<std::vector<int64_t>> ParameterShapes() const override { return device_.ParameterShapes(); }
-  int64_t ParameterCount() const override { return device_.ParameterCount(); }
 
  private:
   template <typename F>
@@ -1087,7 +1093,6 @@ class CrowdedStageTrainer final : public StageTrainer {
     cpu_s_ += took;
     return result;
   }
-  StageTrainer& device_;
   Clock& clock_;
   const bool crowded_;
   std::array<int, 3> passes_{};  // forward, backward from the loss, backward
