@@ -153,6 +153,11 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
        "edgetrain validate: --nodes: expected a value, got the option --defaulted"},
       {{"run", "a.yaml", "--stages", ""},
        "edgetrain run: --stages: expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"\""},
+      {{"plan", "a.yaml", "--stages", "evn"},
+       "edgetrain plan: --stages: expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"evn\" "
+       "(did you mean even?)"},
+      {{"plan", "a.yaml", "--micro-batches", "0"},
+       "edgetrain plan: --micro-batches: expected a whole number from 1 to 1048576, got \"0\""},
       {{"netns-run", "--nodes", "n.yaml", "--workers", "abc", "--", "true"},
        "edgetrain netns-run: --workers: expected a whole number from 1 to 250, got \"abc\""},
       {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},

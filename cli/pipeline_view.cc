@@ -27,12 +27,14 @@ void PrintInputs(const PipelineProblem& problem, std::ostream& out) {
   char line[256];
   out << "layers, per sample in a pass of the batch (" << problem.batch_size
       << "), measured on this machine (edgetrain-agent profile-layers); a pass of one sample, forward and back, "
-         "for how much more a small pass costs; the optimizer's step of its weights, once a step:\n";
-  std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %13s %12s %12s\n", "LAYER", "FORWARD ms", "BACKWARD ms",
-                "1-SAMPLE ms", "OPTIMIZER ms", "PARAMETERS", "ACTIVATIONS");
+         "for how much more a small pass costs; the optimizer's step of its weights, once a step (#: the layer "
+         "as a layout by hand counts it, --stages and spec.parallelism.stages):\n";
+  std::snprintf(line, sizeof line, "  %3s %-12s %11s %12s %13s %13s %12s %12s\n", "#", "LAYER", "FORWARD ms",
+                "BACKWARD ms", "1-SAMPLE ms", "OPTIMIZER ms", "PARAMETERS", "ACTIVATIONS");
   out << line;
-  for (const LayerCost& l : problem.layers) {
-    std::snprintf(line, sizeof line, "  %-12s %11s %12s %13s %13s %12s %12s\n", l.name.c_str(),
+  for (size_t i = 0; i < problem.layers.size(); ++i) {
+    const LayerCost& l = problem.layers[i];
+    std::snprintf(line, sizeof line, "  %3zu %-12s %11s %12s %13s %13s %12s %12s\n", i, l.name.c_str(),
                   Ms(l.forward_s, 3).c_str(), Ms(l.backward_s, 3).c_str(), Ms(PassSeconds(l, 1), 3).c_str(),
                   Ms(l.optimizer_s, 3).c_str(),
                   Bytes(static_cast<double>(l.parameter_bytes)).c_str(),
