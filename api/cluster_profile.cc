@@ -61,10 +61,129 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
   return file;
 }
 
+// One node of a profile, past the schema: its durations, quantities and
+// trace files read as placement, the planner and the node emulator read them.
+// `where`: the file, its line and the node's field ("n.yaml:12: spec.nodes[2]").
+StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::string& where) {
+  NodeProfile node;
+  node.name = n["name"].get<std::string>();
+  node.slowdown = n["compute"]["slowdown"].get<double>();
+  const Json changes = n["compute"].value("changes", Json::array());
+  for (size_t c = 0; c < changes.size(); ++c) {
+    const std::string at_field = where + ".compute.changes[" + std::to_string(c) + "].at";
+    auto at = ParseDuration(changes[c]["at"].get<std::string>());
+    if (!at.ok()) return at.status().WithContext(at_field);
+    // The planner, placement and the node emulator read compute.slowdown:
+    // a change at the start would have them plan for a device it is not.
+    if (*at <= Duration::zero()) {
+      return InvalidArgumentError(at_field + ": a change at " + changes[c]["at"].get<std::string>() +
+                                  " is the node's slowdown from the start: give it as compute.slowdown");
+    }
+    if (!node.slowdown_changes.empty() && ToSeconds(*at) <= node.slowdown_changes.back().at_s) {
+      return InvalidArgumentError(at_field + ": " + changes[c]["at"].get<std::string>() +
+                                  " is not after the change before it; list the changes in the order of their times");
+    }
+    // A change to the slowdown the node already has is no change: most
+    // likely a slip in the profile, and the run would show none.
+    const double slowdown = changes[c]["slowdown"].get<double>();
+    const double was = node.slowdown_changes.empty() ? node.slowdown : node.slowdown_changes.back().slowdown;
+    if (slowdown == was) {
+      return InvalidArgumentError(where + ".compute.changes[" + std::to_string(c) + "].slowdown: " +
+                                  changes[c]["slowdown"].dump() + " is the slowdown the node already has then: " +
+                                  "a change must change it");
+    }
+    node.slowdown_changes.push_back({ToSeconds(*at), slowdown});
+  }
+  // int-or-string, as a Node's quantities: a plain number is bytes (a
+  // user's 4294967296 was refused as not a string).
+  node.memory = n["memory"].is_string() ? n["memory"].get<std::string>() : n["memory"].dump();
+  node.arch = n.value("arch", "");
+  node.transient = n["transient"].get<bool>();
+  node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
+                n["power"]["idleWatts"].get<double>()};
+  node.cpu = n["cpu"].is_string() ? n["cpu"].get<std::string>() : n["cpu"].dump();  // int-or-string
+  // Read here, as placement and the node emulator read them, so that
+  // validate and run refuse what plan would (a new user's "cpu: two" passed both).
+  if (StatusOr<int64_t> cpu = ParseQuantityMillis(node.cpu); !cpu.ok() || *cpu <= 0) {
+    return InvalidArgumentError(where + ".cpu: " + (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
+                                "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m");
+  }
+  if (!node.memory.empty()) {  // none: not limited
+    if (StatusOr<int64_t> memory = ParseQuantityUnits(node.memory); !memory.ok() || *memory <= 0) {
+      return InvalidArgumentError(where + ".memory: " +
+                                  (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
+                                  "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
+    }
+  }
+  node.pods = n["pods"].get<int64_t>();
+  if (n.contains("labels")) node.labels = n["labels"].get<std::map<std::string, std::string>>();
+  for (const Json& t : n.value("taints", Json::array())) {
+    node.taints.push_back({t["key"].get<std::string>(), t.value("value", ""), t["effect"].get<std::string>()});
+  }
+  if (n.contains("link")) {
+    const Json& l = n["link"];
+    auto offset = ParseDuration(l["offset"].get<std::string>());
+    if (!offset.ok()) return offset.status().WithContext(where + ".link.offset");
+    EDGETRAIN_ASSIGN_OR_RETURN(TraceFile trace, ReadTrace(base, l["trace"].get<std::string>(), where + ".link.trace"));
+    node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
+    auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
+    if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
+    const BandwidthTrace scaled = parsed->Scaled(node.link->scale);
+    // As a stream's all-zero rate is refused: a team with such a link
+    // trained nothing for its whole budget and exited 0 (a new user's trial).
+    if (!(scaled.PeakMbps() > 0)) {
+      return InvalidArgumentError(where + ".link.trace: " + trace.path + " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
+                                  "a link that is out for a while has 0 in some of its rows");
+    }
+    // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a
+    // step (a user's trial): likely kbit/s or bit/s written as Mbit/s.
+    if (scaled.PeakMbps() < kLeastPeakMbps) {
+      char peak[32], scale[32];
+      std::snprintf(peak, sizeof peak, "%.3g", scaled.PeakMbps());
+      std::snprintf(scale, sizeof scale, "%g", node.link->scale);
+      const bool scaled_down = node.link->scale != 1;
+      return InvalidArgumentError(where + ".link.trace: " + trace.path + " peaks at " + peak + " Mbit/s" +
+                                  (scaled_down ? " times link.scale " + std::string(scale) : std::string()) +
+                                  ": no link is that slow but in an outage, which is a row of 0; its rates are in "
+                                  "Mbit/s (10 kbit/s is 0.01)" +
+                                  (scaled_down ? ", and link.scale multiplies them" : ""));
+    }
+    node.link->mean_mbps = scaled.MeanMbps();
+    // It carries somewhere in a period (its peak is above 0): walked segment
+    // by segment from the run's start, the first that carries ends this.
+    const BandwidthTrace seen = scaled.Shifted(node.link->offset_s);
+    for (double t = 0; seen.MbpsAt(t) <= 0;) {
+      t = seen.SegmentAt(t).until;
+      node.link->silent_until_s = t;
+    }
+  }
+  if (n.contains("stream")) {
+    const Json& s = n["stream"];
+    if (s.contains("ratePerSecond") == s.contains("rateTrace")) {
+      return InvalidArgumentError(where + ".stream: give either ratePerSecond or rateTrace");
+    }
+    if (s.contains("rateTrace")) {
+      EDGETRAIN_ASSIGN_OR_RETURN(
+          TraceFile trace, ReadTrace(base, s["rateTrace"].get<std::string>(), where + ".stream.rateTrace"));
+      node.stream = StreamSource{0, trace.path, 0};
+      auto parsed = StreamRate::Parse(trace.text, trace.path);
+      if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
+    } else {
+      node.stream = StreamSource{s["ratePerSecond"].get<double>(), "", 0};
+    }
+  }
+  return node;
+}
+
 }  // namespace
 
 StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::string& path) {
-  EDGETRAIN_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(yaml, path));
+  std::vector<FieldLines> lines;
+  EDGETRAIN_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(yaml, path, &lines));
+  const FieldLines* written = nullptr;  // the one document's
+  for (size_t d = 0; d < docs.size() && !written; ++d) {
+    if (!docs[d].is_null()) written = &lines[d];
+  }
   std::erase_if(docs, [](const Json& d) { return d.is_null(); });
   if (docs.size() != 1) {
     return InvalidArgumentError(path + ": expected one ClusterProfile, found " + std::to_string(docs.size()) + " documents");
@@ -91,7 +210,7 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
   }
   std::vector<FieldError> errors = ValidateAndDefault(schema, doc, "");
   if (!errors.empty()) {
-    Status invalid = ToStatus(errors).WithContext(path + " is not a valid ClusterProfile");
+    Status invalid = ToStatus(errors, written, path).WithContext(path + " is not a valid ClusterProfile");
     if (!rate_in_link) return invalid;
     return InvalidArgumentError(invalid.message() +
                                 "; a link's rate comes from a trace file (link.trace), a steady one from a file of "
@@ -101,118 +220,26 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
   ClusterProfile profile;
   profile.name = doc["metadata"]["name"].get<std::string>();
   const fs::path base = fs::absolute(fs::path(path)).parent_path();
+  // Every node's first error, as the schema's are all said at once: a
+  // profile with two missing traces told of one, and then of the other (a
+  // new user's trial).
+  Status refused = Status::Ok();
+  std::string refusals;
   for (size_t i = 0; i < doc["spec"]["nodes"].size(); ++i) {
-    const Json& n = doc["spec"]["nodes"][i];
-    const std::string where = path + ": spec.nodes[" + std::to_string(i) + "]";
-    NodeProfile node;
-    node.name = n["name"].get<std::string>();
-    node.slowdown = n["compute"]["slowdown"].get<double>();
-    const Json changes = n["compute"].value("changes", Json::array());
-    for (size_t c = 0; c < changes.size(); ++c) {
-      const std::string at_field = where + ".compute.changes[" + std::to_string(c) + "].at";
-      auto at = ParseDuration(changes[c]["at"].get<std::string>());
-      if (!at.ok()) return at.status().WithContext(at_field);
-      // The planner, placement and the node emulator read compute.slowdown:
-      // a change at the start would have them plan for a device it is not.
-      if (*at <= Duration::zero()) {
-        return InvalidArgumentError(at_field + ": a change at " + changes[c]["at"].get<std::string>() +
-                                    " is the node's slowdown from the start: give it as compute.slowdown");
-      }
-      if (!node.slowdown_changes.empty() && ToSeconds(*at) <= node.slowdown_changes.back().at_s) {
-        return InvalidArgumentError(at_field + ": " + changes[c]["at"].get<std::string>() +
-                                    " is not after the change before it; list the changes in the order of their times");
-      }
-      // A change to the slowdown the node already has is no change: most
-      // likely a slip in the profile, and the run would show none.
-      const double slowdown = changes[c]["slowdown"].get<double>();
-      const double was = node.slowdown_changes.empty() ? node.slowdown : node.slowdown_changes.back().slowdown;
-      if (slowdown == was) {
-        return InvalidArgumentError(where + ".compute.changes[" + std::to_string(c) + "].slowdown: " +
-                                    changes[c]["slowdown"].dump() + " is the slowdown the node already has then: " +
-                                    "a change must change it");
-      }
-      node.slowdown_changes.push_back({ToSeconds(*at), slowdown});
+    // Its line, as the schema's errors say theirs.
+    const std::string item = "spec.nodes[" + std::to_string(i) + "]";
+    const auto line = written ? written->find(item) : FieldLines::const_iterator();
+    const std::string where =
+        path + (written && line != written->end() ? ":" + std::to_string(line->second) : "") + ": " + item;
+    StatusOr<NodeProfile> node = ReadNode(doc["spec"]["nodes"][i], base, where);
+    if (node.ok()) {
+      profile.nodes.push_back(std::move(*node));
+      continue;
     }
-    // int-or-string, as a Node's quantities: a plain number is bytes (a
-    // user's 4294967296 was refused as not a string).
-    node.memory = n["memory"].is_string() ? n["memory"].get<std::string>() : n["memory"].dump();
-    node.arch = n.value("arch", "");
-    node.transient = n["transient"].get<bool>();
-    node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
-                  n["power"]["idleWatts"].get<double>()};
-    node.cpu = n["cpu"].is_string() ? n["cpu"].get<std::string>() : n["cpu"].dump();  // int-or-string
-    // Read here, as placement and the node emulator read them, so that
-    // validate and run refuse what plan would (a new user's "cpu: two" passed both).
-    if (StatusOr<int64_t> cpu = ParseQuantityMillis(node.cpu); !cpu.ok() || *cpu <= 0) {
-      return InvalidArgumentError(where + ".cpu: " + (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
-                                  "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m");
-    }
-    if (!node.memory.empty()) {  // none: not limited
-      if (StatusOr<int64_t> memory = ParseQuantityUnits(node.memory); !memory.ok() || *memory <= 0) {
-        return InvalidArgumentError(where + ".memory: " +
-                                    (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
-                                    "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
-      }
-    }
-    node.pods = n["pods"].get<int64_t>();
-    if (n.contains("labels")) node.labels = n["labels"].get<std::map<std::string, std::string>>();
-    for (const Json& t : n.value("taints", Json::array())) {
-      node.taints.push_back({t["key"].get<std::string>(), t.value("value", ""), t["effect"].get<std::string>()});
-    }
-    if (n.contains("link")) {
-      const Json& l = n["link"];
-      auto offset = ParseDuration(l["offset"].get<std::string>());
-      if (!offset.ok()) return offset.status().WithContext(where + ".link.offset");
-      EDGETRAIN_ASSIGN_OR_RETURN(TraceFile trace, ReadTrace(base, l["trace"].get<std::string>(), where + ".link.trace"));
-      node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
-      auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
-      if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
-      const BandwidthTrace scaled = parsed->Scaled(node.link->scale);
-      // As a stream's all-zero rate is refused: a team with such a link
-      // trained nothing for its whole budget and exited 0 (a new user's trial).
-      if (!(scaled.PeakMbps() > 0)) {
-        return InvalidArgumentError(where + ".link.trace: " + trace.path + " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
-                                    "a link that is out for a while has 0 in some of its rows");
-      }
-      // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a
-      // step (a user's trial): likely kbit/s or bit/s written as Mbit/s.
-      if (scaled.PeakMbps() < kLeastPeakMbps) {
-        char peak[32], scale[32];
-        std::snprintf(peak, sizeof peak, "%.3g", scaled.PeakMbps());
-        std::snprintf(scale, sizeof scale, "%g", node.link->scale);
-        const bool scaled_down = node.link->scale != 1;
-        return InvalidArgumentError(where + ".link.trace: " + trace.path + " peaks at " + peak + " Mbit/s" +
-                                    (scaled_down ? " times link.scale " + std::string(scale) : std::string()) +
-                                    ": no link is that slow but in an outage, which is a row of 0; its rates are in "
-                                    "Mbit/s (10 kbit/s is 0.01)" +
-                                    (scaled_down ? ", and link.scale multiplies them" : ""));
-      }
-      node.link->mean_mbps = scaled.MeanMbps();
-      // It carries somewhere in a period (its peak is above 0): walked segment
-      // by segment from the run's start, the first that carries ends this.
-      const BandwidthTrace seen = scaled.Shifted(node.link->offset_s);
-      for (double t = 0; seen.MbpsAt(t) <= 0;) {
-        t = seen.SegmentAt(t).until;
-        node.link->silent_until_s = t;
-      }
-    }
-    if (n.contains("stream")) {
-      const Json& s = n["stream"];
-      if (s.contains("ratePerSecond") == s.contains("rateTrace")) {
-        return InvalidArgumentError(where + ".stream: give either ratePerSecond or rateTrace");
-      }
-      if (s.contains("rateTrace")) {
-        EDGETRAIN_ASSIGN_OR_RETURN(
-            TraceFile trace, ReadTrace(base, s["rateTrace"].get<std::string>(), where + ".stream.rateTrace"));
-        node.stream = StreamSource{0, trace.path, 0};
-        auto parsed = StreamRate::Parse(trace.text, trace.path);
-        if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
-      } else {
-        node.stream = StreamSource{s["ratePerSecond"].get<double>(), "", 0};
-      }
-    }
-    profile.nodes.push_back(std::move(node));
+    if (refused.ok()) refused = node.status();
+    refusals += (refusals.empty() ? "" : "\n") + node.status().message();
   }
+  if (!refused.ok()) return Status(refused.code(), refusals);
   return profile;
 }
 

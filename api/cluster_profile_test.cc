@@ -125,6 +125,30 @@ TEST(ClusterProfileTest, ALinkOutFromTheStartSaysForHowLong) {
   EXPECT_EQ(profile->nodes[2].link->silent_until_s, 0);
 }
 
+// Every node's error at once, each with its line, as a manifest's are.
+TEST(ClusterProfileTest, EveryBadNodeIsSaidAtOnceWithItsLine) {
+  const std::string profile_text =
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: a, link: {trace: no-such-1.csv}}\n"
+      "  - {name: b}\n"
+      "  - name: c\n"
+      "    link: {trace: no-such-2.csv}\n";
+  auto profile = ParseClusterProfile(profile_text, (fs::path(::testing::TempDir()) / "p.yaml").string());
+  ASSERT_FALSE(profile.ok());
+  const std::string m = profile.status().message();
+  EXPECT_NE(m.find("p.yaml:6: spec.nodes[0].link.trace: cannot read "), std::string::npos) << m;
+  EXPECT_NE(m.find("\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("p.yaml:8: spec.nodes[2].link.trace: cannot read "), std::string::npos) << m;
+  // The schema's errors say their lines too.
+  auto schema = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - name: a\n    gpus: 4\n",
+      "q.yaml");
+  ASSERT_FALSE(schema.ok());
+  EXPECT_NE(schema.status().message().find("q.yaml:7: spec.nodes[0].gpus: unknown field"), std::string::npos)
+      << schema.status().message();
+}
+
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
   const fs::path dir = fs::path(EDGETRAIN_SOURCE_DIR) / "examples/nodes";
   const fs::path dead = fs::path(::testing::TempDir()) / "dead-link.csv";

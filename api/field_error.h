@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,17 @@ struct FieldError {
   std::string ToString() const { return path.empty() ? reason : path + ": " + reason; }
 };
 
-// All errors in one InvalidArgument status, one per line, in the order found.
-Status ToStatus(const std::vector<FieldError>& errors);
+// Where each field of a document was written: its path as a FieldError names
+// it (spec.data.batchSize, spec.nodes[2].link) to its key's line, from 1
+// (api/yaml_json.h fills it).
+using FieldLines = std::map<std::string, int>;
+
+// All errors in one InvalidArgument status, one per line, in the order found;
+// with `lines`, each led by `source` and the line of its field, or of the
+// nearest field it is under (a missing one's), as "job.yaml:12: spec...": a
+// manifest's content errors named the field alone where its syntax errors
+// named the line (a new user's trial).
+Status ToStatus(const std::vector<FieldError>& errors, const FieldLines* lines = nullptr,
+                const std::string& source = "");
 
 }  // namespace edgetrain::api

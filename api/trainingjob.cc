@@ -127,7 +127,17 @@ void CheckStageLayout(const Json& spec, std::vector<FieldError>& errors) {
 }  // namespace
 
 StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std::string& source) {
-  EDGETRAIN_ASSIGN_OR_RETURN(auto documents, ParseYamlDocuments(yaml, source));
+  std::vector<FieldLines> lines;
+  EDGETRAIN_ASSIGN_OR_RETURN(auto documents, ParseYamlDocuments(yaml, source, &lines));
+  // The one document's lines (an empty one before it is dropped below); none
+  // for a manifest of one line, as the operator's, the API server's object
+  // as JSON, whose errors would all be its line 1.
+  const FieldLines* written = nullptr;
+  const size_t first_break = yaml.find('\n');
+  const bool lined = first_break != std::string_view::npos && first_break + 1 < yaml.size();
+  for (size_t d = 0; lined && d < documents.size() && !written; ++d) {
+    if (!documents[d].is_null()) written = &lines[d];
+  }
   std::erase_if(documents, [](const Json& d) { return d.is_null(); });
   if (documents.empty()) {
     return InvalidArgumentError(source + ": the manifest is empty; expected a TrainingJob with apiVersion: " +
@@ -156,7 +166,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
                                   ")" + (profile ? "; a ClusterProfile is given with --nodes, after the job" : "")});
   }
   CheckMetadata(doc.value("metadata", Json()), errors);
-  if (!errors.empty()) return ToStatus(errors);
+  if (!errors.empty()) return ToStatus(errors, written, source);
 
   EDGETRAIN_ASSIGN_OR_RETURN(Json schema, TrainingJobSchema());
   TrainingJobManifest manifest;
@@ -167,7 +177,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   if (errors.empty()) errors = CheckCrossFieldRules(manifest.object);
   if (errors.empty()) CheckResources(manifest.object["spec"], errors);
   if (errors.empty()) CheckStageLayout(manifest.object["spec"], errors);
-  if (!errors.empty()) return ToStatus(errors);
+  if (!errors.empty()) return ToStatus(errors, written, source);
 
   manifest.name = doc["metadata"]["name"].get<std::string>();
   manifest.namespace_ = doc["metadata"].value("namespace", "");

@@ -324,5 +324,39 @@ TEST(TrainingJobTest, ReportsEveryStructuralErrorAtOnce) {
   EXPECT_NE(m.find("spec.colour: unknown field"), std::string::npos) << m;
 }
 
+// A field's error names the line it is written on, as a syntax error does;
+// a missing field's, the line of the field it belongs under.
+TEST(TrainingJobTest, AFieldsErrorNamesTheLineItIsWrittenOn) {
+  const std::string yaml =
+      "apiVersion: edgetrain.dev/v1alpha1\n"
+      "kind: TrainingJob\n"
+      "metadata: {name: typo}\n"
+      "spec:\n"
+      "  model: {name: mlp}\n"
+      "  data:\n"
+      "    dataset: digits\n"
+      "    batchSzie: 64\n"
+      "  parallelism:\n"
+      "    workers: \"2\"\n"
+      "  budget: {}\n"
+      "  template:\n"
+      "    tolerations:\n"
+      "      - {key: a}\n"
+      "      - {key: b, effect: Sometimes}\n";
+  auto job = ParseTrainingJob(yaml, "typo.yaml");
+  ASSERT_FALSE(job.ok());
+  const std::string m = job.status().message();
+  EXPECT_NE(m.find("typo.yaml:8: spec.data.batchSzie: unknown field (did you mean \"batchSize\"?)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("typo.yaml:10: spec.parallelism.workers: must be an integer"), std::string::npos) << m;
+  EXPECT_NE(m.find("typo.yaml:15: spec.template.tolerations[1].effect: "), std::string::npos) << m;
+  // The operator's manifest, the API server's object as one line of JSON,
+  // has no lines worth saying.
+  auto from_api = ParseTrainingJob(With(R"({"spec": {"modle": {"name": "mlp"}}})"), "default/typo");
+  ASSERT_FALSE(from_api.ok());
+  EXPECT_EQ(from_api.status().message().rfind("spec.modle: unknown field", 0), 0u) << from_api.status().message();
+}
+
 }  // namespace
 }  // namespace edgetrain::api

@@ -158,7 +158,9 @@ Status CheckScalarUtf8(const YAML::Node& node, const std::string& source, const 
 }
 
 // `path`: the node's field, as validation names it (spec.optimizer.learningRate).
-StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const std::string& path, int64_t& left) {
+// `lines`, if any, gets where each field under `path` was written.
+StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const std::string& path, int64_t& left,
+                      FieldLines* lines) {
   if (--left < 0) {
     return InvalidArgumentError(source + ": more than " + std::to_string(kMostValues) +
                                 " values once its aliases (*name) are expanded: no manifest or cluster profile is "
@@ -190,7 +192,8 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
       Json array = Json::array();
       for (const auto& item : node) {
         const std::string at = path + "[" + std::to_string(array.size()) + "]";
-        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(item, source, at, left));
+        if (lines && item.Mark().line >= 0) lines->emplace(at, item.Mark().line + 1);
+        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(item, source, at, left, lines));
         array.push_back(std::move(value));
       }
       return array;
@@ -207,7 +210,8 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": duplicate key \"" + key + "\"");
         }
         const std::string at = path.empty() ? key : path + "." + key;
-        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, at, left));
+        if (lines && entry.first.Mark().line >= 0) lines->emplace(at, entry.first.Mark().line + 1);
+        EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, at, left, lines));
         object[key] = std::move(value);
       }
       return object;
@@ -266,7 +270,8 @@ Status CheckDocumentsEnd(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std::string& source) {
+StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std::string& source,
+                                               std::vector<FieldLines>* lines) {
   std::vector<YAML::Node> nodes;
   try {
     EDGETRAIN_RETURN_IF_ERROR(CheckUtf8(text, source));
@@ -284,9 +289,11 @@ StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std:
     return InvalidArgumentError(Where(source, e.mark) + ": " + e.msg + hint);
   }
   std::vector<Json> documents;
+  if (lines) lines->clear();
   for (const auto& node : nodes) {
     int64_t left = kMostValues;
-    EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source, "", left));
+    FieldLines* mine = lines ? &lines->emplace_back() : nullptr;
+    EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source, "", left, mine));
     documents.push_back(std::move(doc));
   }
   return documents;

@@ -10,12 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/field_error.h"
 #include "core/status.h"
 
 namespace edgetrain::api {
 
 // Every document in `text`, in order; empty documents are kept as null.
-// Syntax errors name `source`, line and column: "job.yaml:3:7: ...".
-StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text, const std::string& source);
+// Syntax errors name `source`, line and column: "job.yaml:3:7: ...". With
+// `lines`, where each document's fields were written, one map a document.
+StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text, const std::string& source,
+                                                         std::vector<FieldLines>* lines = nullptr);
 
 }  // namespace edgetrain::api
