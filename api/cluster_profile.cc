@@ -105,7 +105,8 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
   // Read here, as placement and the node emulator read them, so that
   // validate and run refuse what plan would (a new user's "cpu: two" passed both).
   if (StatusOr<int64_t> cpu = ParseQuantityMillis(node.cpu); !cpu.ok() || *cpu <= 0) {
-    return InvalidArgumentError(where + ".cpu: " + (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
+    return InvalidArgumentError(where + ".cpu: " +
+                                (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
                                 "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m");
   }
   if (!node.memory.empty()) {  // none: not limited
@@ -132,7 +133,8 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
     // As a stream's all-zero rate is refused: a team with such a link
     // trained nothing for its whole budget and exited 0 (a new user's trial).
     if (!(scaled.PeakMbps() > 0)) {
-      return InvalidArgumentError(where + ".link.trace: " + trace.path + " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
+      return InvalidArgumentError(where + ".link.trace: " + trace.path +
+                                  " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
                                   "a link that is out for a while has 0 in some of its rows");
     }
     // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a

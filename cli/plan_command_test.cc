@@ -331,12 +331,14 @@ TEST_F(PlanCommandTest, StagesAndMicroBatchesGivenAsFlagsArePredictedAsRunWouldT
   options.micro_batches = 5;
   Printed indivisible = Plan(options);
   EXPECT_EQ(indivisible.code, 2);
-  EXPECT_NE(indivisible.err.find("--micro-batches 5 must divide the batch of 64"), std::string::npos) << indivisible.err;
+  EXPECT_NE(indivisible.err.find("--micro-batches 5 must divide the batch of 64"), std::string::npos)
+      << indivisible.err;
   options.micro_batches = 0;
   options.stages = "0-1:0/2-3:7";
   Printed no_such_rank = Plan(options);
   EXPECT_EQ(no_such_rank.code, 2);
-  EXPECT_NE(no_such_rank.err.find("error: vgg-pipeline: --stages 0-1:0/2-3:7: "), std::string::npos) << no_such_rank.err;
+  EXPECT_NE(no_such_rank.err.find("error: vgg-pipeline: --stages 0-1:0/2-3:7: "), std::string::npos)
+      << no_such_rank.err;
 
   // A data-parallel job has no stages: said, and placed.
   PlanOptions team;

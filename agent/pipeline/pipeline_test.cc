@@ -1108,7 +1108,9 @@ TEST(SimulatedPipelineTest, ADeviceCrowdedOnThisMachineWorksAtItsOwnPace) {
     JobPlan plan = HybridPlan({{0}, {1}}, 4);
     for (WorkerSlot& slot : plan.workers) slot.slowdown = 2 + slot.rank;  // time enough to hide a crowded pass
     PlannedFrom from;
-    for (int s = 0; s < 2; ++s) from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0, ""});
+    for (int s = 0; s < 2; ++s) {
+      from.layers.push_back({"layer" + std::to_string(s), (s + 1) * 1e-3, 2e-3, 40, 40, {}, 0, ""});
+    }
     for (const WorkerSlot& slot : plan.workers) from.devices.push_back({slot.node, 1 / slot.slowdown, 0, 0, 0});
     plan.pipeline->planned_from = from;
     const TrainTestSplit data = LearningData();
