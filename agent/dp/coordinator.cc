@@ -172,11 +172,20 @@ Status Coordinator::Advance() {
   }
   std::lock_guard lock(mu_);
   const TimePoint now = clock_.Now();
-  for (const CountedOut& out : members_.CountOutOverdue(now, ledger_)) {
+  const std::vector<CountedOut> counted_out = members_.CountOutOverdue(now, ledger_);
+  for (const CountedOut& out : counted_out) {
     log_ << "coordinator: worker " << out.worker << " counted out: no push for " << ToSeconds(out.silent)
          << " s, past its deadline of " << ToSeconds(out.deadline) << " s\n";
   }
-  FollowTeamChange(now);  // a worker counted out leaves the clocks
+  // A worker counted out leaves the clocks, and the rows only it held step:
+  // a pass over every row's clocks, paid only when the team changed (every
+  // tick, it was one a tick under every policy). A deadline's round may close
+  // on the clock alone.
+  if (!counted_out.empty()) {
+    FollowTeamChange(now);
+  } else {
+    FollowRounds(now);
+  }
   // Who the team waits on: named in the progress, so that a slow run says why.
   for (int w = 0; w < world_; ++w) {
     accounts_.Holding(w, members_.started() && ledger_.HoldsTeam(w), now - began);
