@@ -174,7 +174,11 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::o
         if (p.contains("bandwidthMbps") && p["bandwidthMbps"].is_number() && p["bandwidthMbps"].get<double>() > 0) {
           w["bandwidthMbps"] = p["bandwidthMbps"];
         }
-        if (p.contains("stallFraction") && p["stallFraction"].is_number()) w["stallFraction"] = p["stallFraction"];
+        // To four places, as the accuracy (kubectl describe showed
+        // 0.7389800848370992: a new user's trial).
+        if (p.contains("stallFraction") && p["stallFraction"].is_number()) {
+          w["stallFraction"] = std::round(p["stallFraction"].get<double>() * 1e4) / 1e4;
+        }
         if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
         // When it went silent, not when the operator read so: a recovery was
         // timed 30.7 s of 40.7, from a LinkDown seen 10 s after its node's

@@ -115,6 +115,10 @@ TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
   EXPECT_EQ(workers[1], (Json{{"name", "t-worker-0"}, {"node", "robot-1"}, {"role", "worker"}, {"batchSize", 64},
                               {"bandwidthMbps", 41.5}, {"stallFraction", 0.12}}));
   EXPECT_FALSE(workers[2].contains("bandwidthMbps")) << "no estimate yet";
+  // A stall to four places, as the accuracy (kubectl describe showed 0.7389800848370992).
+  const Json long_stall = {{"workers", {{{"rank", 0}, {"stallFraction", 0.7389800848370992}}}}};
+  EXPECT_EQ(WorkersStatusOf({APod("t-worker-0").OfJob("t").Worker(0).On("robot-1")}, long_stall)[0]["stallFraction"],
+            0.739);
 }
 
 // A worker's samples, injected ones and its stream's counts are in the

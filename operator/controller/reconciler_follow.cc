@@ -426,7 +426,15 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
   // a node gone silent, which would be listed with its replacement's
   // figures and keep BandwidthDegraded on for a node the team has left.
   const std::vector<Json> gang_pods = GangPods(pass.pods, team.names);
-  Json workers = WorkersStatusOf(gang_pods, progress, kube::ParseKubeTime(pass.now), options_.links.link_down_after);
+  // A worker's silence is kept (silentSince) from --link-down-after, or from
+  // the job's nodeLossGrace if shorter: a loss acted on within that grace of
+  // its node's NotReady came before the silence reached --link-down-after at
+  // a read, and its recovery was counted from the NotReady, 5.8 s of an
+  // outage of 10.7 (a new user's trial, nodeLossGrace 5s).
+  const Duration grace = pass.job.manifest.spec.fault_tolerance.node_loss_grace;
+  const Duration silent_after =
+      grace > Duration::zero() ? std::min(grace, options_.links.link_down_after) : options_.links.link_down_after;
+  Json workers = WorkersStatusOf(gang_pods, progress, kube::ParseKubeTime(pass.now), silent_after);
   // No progress read (the coordinator ending, a slow answer): each pod
   // keeps what was last read of it. The job's last status lost every
   // worker's batch, samples and stall as it ended (a new user's trial).

@@ -1462,6 +1462,48 @@ TEST_F(ReconcilerTest, ARecoveryFromASilentNodeCountsFromItsNotReady) {
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(17)));
 }
 
+// A job whose nodeLossGrace is shorter than --link-down-after: its worker's
+// silence is kept from that grace, though its link is not yet down, and a
+// loss acted on before the silence reached --link-down-after counts from it,
+// not from the node's NotReady (5.8 s of an outage of 10.7: a new user's
+// trial on the stand-in).
+TEST_F(ReconcilerTest, ASilenceShorterThanLinkDownCountsTowardARecoveryWithinAShortGrace) {
+  const std::string key =
+      ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}, {"nodeLossGrace", "5s"}}}});
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  const kube::WallTime silent_from = now_;
+  now_ += std::chrono::seconds(6);
+  progress_.by_ip[coordinator_ip] = {{"state", "training"},
+                                     {"iteration", 300},
+                                     {"samples", 19200},
+                                     {"workers", {{{"rank", 0}, {"batchSize", 64}, {"silentSeconds", 0.0}},
+                                                  {{"rank", 1}, {"batchSize", 64}, {"silentSeconds", 6.0}}}}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  const Json* degraded = FindCondition(status, api::condition::kBandwidthDegraded);
+  EXPECT_TRUE(degraded == nullptr || degraded->value("reason", "") != api::reason::kLinkDown)
+      << "6 s is short of --link-down-after's 10: " << *degraded;
+  std::string since;
+  for (const Json& w : status["workers"]) {
+    if (w.value("name", "") == "team-worker-1") since = w.value("silentSince", "");
+  }
+  EXPECT_EQ(since, kube::FormatKubeTime(silent_from)) << status["workers"].dump();
+  // Its node said NotReady at 5 s, the pod deleted at 10 s.
+  Json silent = ANode("robot-1").Scoring(0.5).WithLink(30).NotReady();
+  silent["status"]["conditions"][0]["lastTransitionTime"] = kube::FormatKubeTime(silent_from + std::chrono::seconds(5));
+  nodes_.Put(silent);
+  now_ += std::chrono::seconds(4);
+  DeletePodAt("team-worker-1", now_);
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(1);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(11)));
+}
+
 // A worker gone silent is a link down from when it went silent, not from when
 // the operator read so, and a loss that follows counts from there: a
 // recovery was timed from a LinkDown seen 10 s after its node's kill, 30.7 s
