@@ -700,11 +700,16 @@ class Stage {
   // Work begun at `began`, slowed as the emulated device computes it.
   void Slowed(const EmulatedDevice::Mark& began, PassWorkload workload) {
     const EmulatedPass emulated = device_.Finish(began, workload);
-    // Its own device's time, not this machine's waits for a core, which a
-    // device of its own does not have: the pace the head learns is the
-    // device's. (The work clock measured the CPU time as it was, crowding
-    // and all, which the device's time is not: this may be less than none.)
-    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.own_s - emulated.measured_s;
+    // The emulated device's time for the pass, not this machine's waits for
+    // a core, which a slower device sleeps through: the pace the head learns
+    // is the device's. (The work clock measured the CPU time as it was,
+    // crowding and all, which the device's time is not: this may be less
+    // than none.) A device no slower than this machine has no sleep to hide
+    // them in, and its pass took what it took on the clock: counted at its
+    // own time alone (its like passes' uncrowded CPU), its pace was a
+    // quarter too quick, and its re-plan after a loss was predicted 1.1-1.4
+    // times what the survivors then trained (bench/recovery, 2026-12-03).
+    if (device_.costs_on_cpu()) beyond_cpu_s_ += emulated.device_s - emulated.measured_s;
   }
 
   // What a step's work (StepDone.work_seconds) is measured on: the

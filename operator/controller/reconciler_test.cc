@@ -126,6 +126,23 @@ class ReconcilerTest : public ::testing::Test {
     jobs_.Put(Job("team"));
     return key;
   }
+  // Team "team"'s coordinator says worker 1 has been silent `seconds`, worker 0 not.
+  void ReportWorkerOneSilent(double seconds) {
+    const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+    progress_.by_ip[ip] = {{"state", "training"},
+                           {"iteration", 300},
+                           {"samples", 19200},
+                           {"workers", {{{"rank", 0}, {"batchSize", 64}, {"silentSeconds", 0.0}},
+                                        {{"rank", 1}, {"batchSize", 64}, {"silentSeconds", seconds}}}}};
+  }
+  // The silentSince that job "team"'s status gives worker `name`, or "".
+  std::string SilentSince(const std::string& name) {
+    const Json job = Job("team");  // held: a range over a temporary's member dangles
+    for (const Json& w : job["status"]["workers"]) {
+      if (w.value("name", "") == name) return w.value("silentSince", "");
+    }
+    return "";
+  }
   // A gateway and two robots, and a two-worker team on them that runs: its key.
   std::string ARunningTeamOnThreeNodes(const Json& spec_patch) {
     AddNode(ANode("gateway"));
@@ -1470,25 +1487,16 @@ TEST_F(ReconcilerTest, ARecoveryFromASilentNodeCountsFromItsNotReady) {
 TEST_F(ReconcilerTest, ASilenceShorterThanLinkDownCountsTowardARecoveryWithinAShortGrace) {
   const std::string key =
       ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}, {"nodeLossGrace", "5s"}}}});
-  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
   const kube::WallTime silent_from = now_;
   now_ += std::chrono::seconds(6);
-  progress_.by_ip[coordinator_ip] = {{"state", "training"},
-                                     {"iteration", 300},
-                                     {"samples", 19200},
-                                     {"workers", {{{"rank", 0}, {"batchSize", 64}, {"silentSeconds", 0.0}},
-                                                  {{"rank", 1}, {"batchSize", 64}, {"silentSeconds", 6.0}}}}};
+  ReportWorkerOneSilent(6);
   Reconcile(key);
   jobs_.Put(Job("team"));
   const Json status = Job("team")["status"];
   const Json* degraded = FindCondition(status, api::condition::kBandwidthDegraded);
   EXPECT_TRUE(degraded == nullptr || degraded->value("reason", "") != api::reason::kLinkDown)
       << "6 s is short of --link-down-after's 10: " << *degraded;
-  std::string since;
-  for (const Json& w : status["workers"]) {
-    if (w.value("name", "") == "team-worker-1") since = w.value("silentSince", "");
-  }
-  EXPECT_EQ(since, kube::FormatKubeTime(silent_from)) << status["workers"].dump();
+  EXPECT_EQ(SilentSince("team-worker-1"), kube::FormatKubeTime(silent_from)) << status["workers"].dump();
   // Its node said NotReady at 5 s, the pod deleted at 10 s.
   Json silent = ANode("robot-1").Scoring(0.5).WithLink(30).NotReady();
   silent["status"]["conditions"][0]["lastTransitionTime"] = kube::FormatKubeTime(silent_from + std::chrono::seconds(5));
@@ -1510,25 +1518,16 @@ TEST_F(ReconcilerTest, ASilenceShorterThanLinkDownCountsTowardARecoveryWithinASh
 // of 40.7 (a new user's trial).
 TEST_F(ReconcilerTest, ARecoveryFromAWorkerGoneSilentCountsFromItsSilence) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
-  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
   const kube::WallTime silent_from = now_;
   now_ += std::chrono::seconds(12);
-  progress_.by_ip[coordinator_ip] = {{"state", "training"},
-                                     {"iteration", 300},
-                                     {"samples", 19200},
-                                     {"workers", {{{"rank", 0}, {"batchSize", 64}, {"silentSeconds", 0.0}},
-                                                  {{"rank", 1}, {"batchSize", 64}, {"silentSeconds", 12.0}}}}};
+  ReportWorkerOneSilent(12);
   Reconcile(key);
   jobs_.Put(Job("team"));
   const Json status = Job("team")["status"];
   const Json* degraded = FindCondition(status, api::condition::kBandwidthDegraded);
   ASSERT_NE(degraded, nullptr);
   EXPECT_EQ(degraded->value("reason", ""), api::reason::kLinkDown);
-  std::string since;
-  for (const Json& w : status["workers"]) {
-    if (w.value("name", "") == "team-worker-1") since = w.value("silentSince", "");
-  }
-  EXPECT_EQ(since, kube::FormatKubeTime(silent_from)) << status["workers"].dump();
+  EXPECT_EQ(SilentSince("team-worker-1"), kube::FormatKubeTime(silent_from)) << status["workers"].dump();
   now_ += std::chrono::seconds(15);  // nodeLossGrace out: the pod is evicted
   DeletePodAt("team-worker-1", now_);
   EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
