@@ -517,6 +517,12 @@ class OnTheStandin(KubectlTestCase):
         self.assertIsNotNone(self.get(f"/apis/edgetrain.dev/v1alpha1/namespaces/{ns}/trainingjobs/digits-team"))
         self.assertEqual(json.loads(self.helm.run("list", "--namespace", ns, "-o", "json").stdout), [])
 
+        # installed without the CRD, which is there: the NOTES say so, rather than
+        # to install it (a new user's trial)
+        p = self.helm.run("install", rel, CHART, "--namespace", ns, "--set", "crds.install=false")
+        self.assertIn("crds.install is false, and the TrainingJob CRD is on the cluster already", p.stdout)
+        self.helm.run("uninstall", rel, "--namespace", ns)
+
         # installed again with crds.keep=false, the kept CRD is adopted; uninstall then
         # deletes it, and with it the job (the CRD finalizer)
         self.helm.run("install", rel, CHART, "--namespace", ns, "--set", "crds.keep=false")
