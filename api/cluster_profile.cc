@@ -182,15 +182,12 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
 StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::string& path) {
   std::vector<FieldLines> lines;
   EDGETRAIN_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(yaml, path, &lines));
-  const FieldLines* written = nullptr;  // the one document's
-  for (size_t d = 0; d < docs.size() && !written; ++d) {
-    if (!docs[d].is_null()) written = &lines[d];
-  }
-  std::erase_if(docs, [](const Json& d) { return d.is_null(); });
+  DropEmptyDocuments(docs, lines);
   if (docs.size() != 1) {
     return InvalidArgumentError(path + ": expected one ClusterProfile, found " + std::to_string(docs.size()) + " documents");
   }
   Json doc = docs[0];
+  const FieldLines* written = &lines[0];  // where its fields were written
   // Another kind of document (a TrainingJob given as --nodes, say): its
   // every field would be unknown here, which says less than its kind.
   if (doc.is_object() && doc.contains("kind") && doc["kind"].is_string() && doc["kind"] != "ClusterProfile") {
@@ -228,11 +225,10 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
   Status refused = Status::Ok();
   std::string refusals;
   for (size_t i = 0; i < doc["spec"]["nodes"].size(); ++i) {
-    // Its line, as the schema's errors say theirs.
+    // With its line, as the schema's errors say theirs.
     const std::string item = "spec.nodes[" + std::to_string(i) + "]";
-    const auto line = written ? written->find(item) : FieldLines::const_iterator();
-    const std::string where =
-        path + (written && line != written->end() ? ":" + std::to_string(line->second) : "") + ": " + item;
+    const std::string line = LinePrefix(written, path, item);
+    const std::string where = (line.empty() ? path + ": " : line) + item;
     StatusOr<NodeProfile> node = ReadNode(doc["spec"]["nodes"][i], base, where);
     if (node.ok()) {
       profile.nodes.push_back(std::move(*node));

@@ -20,6 +20,10 @@ struct FieldError {
 // (api/yaml_json.h fills it).
 using FieldLines = std::map<std::string, int>;
 
+// "job.yaml:12: " for the line `path` was written on, or the nearest field
+// it is under (a missing field's parent); "" where no line is known.
+std::string LinePrefix(const FieldLines* lines, const std::string& source, std::string path);
+
 // All errors in one InvalidArgument status, one per line, in the order found;
 // with `lines`, each led by `source` and the line of its field, or of the
 // nearest field it is under (a missing one's), as "job.yaml:12: spec...": a

@@ -129,16 +129,7 @@ void CheckStageLayout(const Json& spec, std::vector<FieldError>& errors) {
 StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std::string& source) {
   std::vector<FieldLines> lines;
   EDGETRAIN_ASSIGN_OR_RETURN(auto documents, ParseYamlDocuments(yaml, source, &lines));
-  // The one document's lines (an empty one before it is dropped below); none
-  // for a manifest of one line, as the operator's, the API server's object
-  // as JSON, whose errors would all be its line 1.
-  const FieldLines* written = nullptr;
-  const size_t first_break = yaml.find('\n');
-  const bool lined = first_break != std::string_view::npos && first_break + 1 < yaml.size();
-  for (size_t d = 0; lined && d < documents.size() && !written; ++d) {
-    if (!documents[d].is_null()) written = &lines[d];
-  }
-  std::erase_if(documents, [](const Json& d) { return d.is_null(); });
+  DropEmptyDocuments(documents, lines);
   if (documents.empty()) {
     return InvalidArgumentError(source + ": the manifest is empty; expected a TrainingJob with apiVersion: " +
                                 std::string(kApiVersion) + ", kind: TrainingJob, metadata.name and spec");
@@ -148,6 +139,7 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
                                 " documents");
   }
   Json& doc = documents[0];
+  const FieldLines* written = &lines[0];  // where its fields were written
   if (!doc.is_object()) {
     // In YAML's words: a sequence is a list to the reader.
     return InvalidArgumentError(source + ": expected a mapping (a TrainingJob), not a " +

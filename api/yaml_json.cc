@@ -290,13 +290,30 @@ StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std:
   }
   std::vector<Json> documents;
   if (lines) lines->clear();
+  const size_t first_break = text.find('\n');
+  const bool one_line = first_break == std::string_view::npos || first_break + 1 == text.size();
   for (const auto& node : nodes) {
     int64_t left = kMostValues;
     FieldLines* mine = lines ? &lines->emplace_back() : nullptr;
+    if (one_line) mine = nullptr;
     EDGETRAIN_ASSIGN_OR_RETURN(Json doc, ToJson(node, source, "", left, mine));
     documents.push_back(std::move(doc));
   }
   return documents;
+}
+
+void DropEmptyDocuments(std::vector<Json>& documents, std::vector<FieldLines>& lines) {
+  size_t kept = 0;
+  for (size_t d = 0; d < documents.size(); ++d) {
+    if (documents[d].is_null()) continue;
+    if (kept != d) {  // not onto itself: a map moved onto itself is left empty
+      documents[kept] = std::move(documents[d]);
+      if (d < lines.size()) lines[kept] = std::move(lines[d]);
+    }
+    ++kept;
+  }
+  documents.resize(kept);
+  lines.resize(std::min(lines.size(), kept));
 }
 
 }  // namespace edgetrain::api

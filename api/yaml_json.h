@@ -17,8 +17,14 @@ namespace edgetrain::api {
 
 // Every document in `text`, in order; empty documents are kept as null.
 // Syntax errors name `source`, line and column: "job.yaml:3:7: ...". With
-// `lines`, where each document's fields were written, one map a document.
+// `lines`, where each document's fields were written, one map a document;
+// empty maps for a text of one line, whose fields are all on its line 1 (the
+// operator's manifests, the API server's objects as JSON).
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(std::string_view text, const std::string& source,
                                                          std::vector<FieldLines>* lines = nullptr);
+
+// `documents` without the empty ones (null), and `lines`, ParseYamlDocuments',
+// in step with them.
+void DropEmptyDocuments(std::vector<nlohmann::json>& documents, std::vector<FieldLines>& lines);
 
 }  // namespace edgetrain::api

@@ -107,6 +107,27 @@ TEST(YamlJsonTest, KeepsEveryDocument) {
   EXPECT_EQ((*docs)[2]["b"], 2);
 }
 
+// Where each field was written, by its path; the empty documents dropped with
+// their lines in step; and no lines for a text of one line, all of whose
+// fields are on its line 1 (the operator's, an object as JSON).
+TEST(YamlJsonTest, SaysWhereEachFieldIsWrittenAndDropsEmptyDocumentsInStep) {
+  std::vector<FieldLines> lines;
+  auto docs = ParseYamlDocuments("---\n---\nspec:\n  nodes:\n  - name: a\n    cpu: 2\n", "p.yaml", &lines);
+  ASSERT_TRUE(docs.ok());
+  DropEmptyDocuments(*docs, lines);
+  ASSERT_EQ(docs->size(), 1u);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("spec"), 3);
+  EXPECT_EQ(lines[0].at("spec.nodes[0]"), 5);
+  EXPECT_EQ(lines[0].at("spec.nodes[0].cpu"), 6);
+  EXPECT_EQ(LinePrefix(&lines[0], "p.yaml", "spec.nodes[0].memory"), "p.yaml:5: ") << "a missing field: its parent's";
+  auto one_line = ParseYamlDocuments(R"({"spec": {"nodes": [{"name": "a"}]}})", "ns/job", &lines);
+  ASSERT_TRUE(one_line.ok());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].empty());
+  EXPECT_EQ(LinePrefix(&lines[0], "ns/job", "spec.nodes[0]"), "");
+}
+
 // Aliases that name each other (a "billion laughs") expand a few lines to
 // billions of values: refused once they pass what any manifest or profile
 // holds, where they took gigabytes and tens of seconds (a user's trial); an
