@@ -10,6 +10,7 @@
 #include "agent/data/dataset.h"
 #include "agent/evaluate_model.h"
 #include "agent/profile_layers_command.h"
+#include "agent/stamped_log.h"
 #include "agent/termination_log.h"
 
 namespace {
@@ -67,10 +68,14 @@ int main(int argc, char** argv) {
   // the model trained so far is still evaluated and saved.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, std::cerr, g_cancel));
+  // The log's lines stamped with their time; the result's line on stdout,
+  // which `edgetrain run`, the kubelet and benches read, as it is.
+  edgetrain::agent::StampedLog stamped(std::cerr);
+  std::ostream log(&stamped);
+  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, log, g_cancel));
   ResultCapture capture(std::cout);
-  const int code = ForSignal(RunAgent(*flags, capture.stream(), std::cerr, g_cancel));
+  const int code = ForSignal(RunAgent(*flags, capture.stream(), log, g_cancel));
   capture.stream().flush();
-  if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
+  if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), log);
   return code;
 }

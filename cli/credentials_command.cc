@@ -4,6 +4,7 @@
 
 #include "core/exit_codes.h"
 #include "core/status.h"
+#include "core/utc_time_text.h"
 #include "pki/tls_folder.h"
 
 namespace edgetrain::cli {
@@ -61,12 +62,7 @@ int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::o
     err << "edgetrain credentials: " << made.message() << "\n";
     return ExitCodeFor(made);
   }
-  const std::time_t end = std::chrono::system_clock::to_time_t(until);
-  std::tm utc{};
-  gmtime_r(&end, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  out << options.dir << ": ca.crt, tls.crt and tls.key of job " << options.job << ", valid until " << text
+  out << options.dir << ": ca.crt, tls.crt and tls.key of job " << options.job << ", valid until " << UtcText(until)
       << "; give every agent of the team --tls-dir=" << options.dir << "\n";
   return kExitOk;
 }

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <memory>
 
+#include "core/utc_time_text.h"
+
 namespace edgetrain::pki {
 namespace {
 
@@ -80,20 +82,11 @@ std::string CommonNameOf(X509* cert) {
                      static_cast<size_t>(ASN1_STRING_length(value)));
 }
 
-std::string Iso8601(WallTime t) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-// A certificate's date as Iso8601 says it, or "?" where it cannot be read.
+// A certificate's date as UtcText says it, or "?" where it cannot be read.
 std::string DateSaid(const ASN1_TIME* date) {
   std::tm when{};
   if (date == nullptr || ASN1_TIME_to_tm(date, &when) != 1) return "?";
-  return Iso8601(std::chrono::system_clock::from_time_t(timegm(&when)));
+  return UtcText(std::chrono::system_clock::from_time_t(timegm(&when)));
 }
 
 // An EC P-256 key: small certificates, fast handshakes on small devices.

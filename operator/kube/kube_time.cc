@@ -5,23 +5,9 @@
 
 namespace edgetrain::kube {
 
-std::string FormatKubeTime(WallTime t) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
+std::string FormatKubeTime(WallTime t) { return UtcText(t); }
 
-std::string FormatKubeTimeMillis(WallTime t) {
-  std::string text = FormatKubeTime(t);  // "...:53Z"
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
-  char fraction[8];
-  std::snprintf(fraction, sizeof fraction, ".%03dZ", static_cast<int>(ms));
-  text.pop_back();
-  return text + fraction;
-}
+std::string FormatKubeTimeMillis(WallTime t) { return UtcTextMillis(t); }
 
 std::optional<WallTime> ParseKubeTime(const std::string& text) {
   std::tm tm{};

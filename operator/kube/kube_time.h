@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "core/utc_time_text.h"
+
 namespace edgetrain::kube {
 
-using WallTime = std::chrono::system_clock::time_point;
+using edgetrain::WallTime;
 
 std::string FormatKubeTime(WallTime t);
 // To the millisecond, as MicroTime writes fractions: "2026-11-22T19:01:53.123Z"
