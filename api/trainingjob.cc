@@ -175,6 +175,14 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   manifest.namespace_ = doc["metadata"].value("namespace", "");
   EDGETRAIN_ASSIGN_OR_RETURN(manifest.spec, DecodeJobSpec(manifest.SpecJson()));
   EDGETRAIN_RETURN_IF_ERROR(CheckModelFitsData(manifest.spec.model, InfoOf(manifest.spec.data)));
+  // A layout by hand against a built-in model's layers, which the spec
+  // tells: a layer past the model's, or one left out, had been valid until
+  // the run had measured them (a user's trial).
+  const std::string& stages = manifest.spec.parallelism.stages;
+  if (const std::optional<int> layers = BuiltInLayerCount(manifest.spec.model); layers && !NamesAPlan(stages)) {
+    Status judged = ParseStageLayout(stages, layers, manifest.spec.parallelism.workers).status();
+    if (!judged.ok()) return ToStatus({{"spec.parallelism.stages", judged.message()}}, written, source);
+  }
   return manifest;
 }
 

@@ -70,7 +70,9 @@ TEST(TrainingJobTest, AppliesTheCrdDefaults) {
 
 TEST(TrainingJobTest, APipelinesStagesByHandAreKeptAsGiven) {
   auto job = ParseTrainingJob(
-      With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 3, "stages": "0-1:0,1/2-4:2"}}})"), "j.yaml");
+      With(R"({"spec": {"model": {"hidden": [64, 32, 32, 16]},
+                         "parallelism": {"mode": "hybrid", "workers": 3, "stages": "0-1:0,1/2-4:2"}}})"),
+      "j.yaml");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->spec.parallelism.stages, "0-1:0,1/2-4:2");
   EXPECT_TRUE(StagesFixed(job->spec.parallelism.stages));
@@ -115,10 +117,15 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"parallelism": {"workers": 2000}}})"), "spec.parallelism.workers: must be <= 1024 (got 2000)"},
       {With(R"({"spec": {"parallelism": {"workers": "four"}}})"),
        "spec.parallelism.workers: must be an integer (got string \"four\")"},
-      // A layout by hand is judged as the manifest is read, all but its layers'
-      // range, which the model's timing counts.
+      // A layout by hand is judged as the manifest is read: its layers against
+      // a built-in model's, which its spec tells (a module's, only loading it).
       {With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2, "stages": "0-2:0/3-4:2"}}})"),
        "spec.parallelism.stages: \"2\" is not a rank of the job's 2 devices (0-1)"},
+      {With(R"({"spec": {"parallelism": {"mode": "pipeline", "workers": 2, "stages": "0-1:0/2-4:1"}}})"),
+       "spec.parallelism.stages: the model has layers 0-2 (edgetrain plan lists them)"},
+      {With(R"({"spec": {"model": {"name": "vgg", "widths": [8, 8, 16, 16]},
+                         "parallelism": {"mode": "pipeline", "workers": 2, "stages": "0-1:0/2-3:1"}}})"),
+       "spec.parallelism.stages: layer 4 is in no stage"},
       {With(R"({"spec": {"parallelism": {"mode": "hybrid", "workers": 2, "stages": "Even"}}})"),
        "spec.parallelism.stages: expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got "
        "\"Even\" (did you mean even?)"},

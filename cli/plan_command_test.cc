@@ -275,13 +275,17 @@ TEST_F(PlanCommandTest, TheStagesTheSpecGivesAreShownAfterThePlannersAndPredicte
   EXPECT_EQ(p["given"]["stages"], p["evenSplit"]["stages"]);
   EXPECT_EQ(doc["predictedSamplesPerSecond"], p["given"]["predictedSamplesPerSecond"]);
 
-  // A layout naming layers the model has not is the manifest's mistake.
+  // A layout naming layers the model has not is the manifest's mistake,
+  // said with its line as it is read, before any layer is measured: a
+  // built-in model's layers are known from its spec.
   text.replace(text.find("stages: even"), 12, "stages: 0-2:0/3-40:1");
   Printed beyond = Plan(Write("beyond.yaml", text), uneven_site_, /*json=*/false);
   EXPECT_EQ(beyond.code, 2) << beyond.err;
-  EXPECT_NE(beyond.err.find("error: planning the pipeline: spec.parallelism.stages: the model has layers 0-"),
+  EXPECT_NE(beyond.err.find("beyond.yaml:31: spec.parallelism.stages: the model has layers 0-3 (edgetrain plan lists "
+                            "them)"),
             std::string::npos)
       << beyond.err;
+  EXPECT_EQ(beyond.err.find("measur"), std::string::npos) << beyond.err;
 }
 
 // --stages and --micro-batches, as edgetrain run takes them: what a layout

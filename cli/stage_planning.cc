@@ -4,6 +4,7 @@
 
 #include "cli/layer_profiling.h"
 #include "cli/progress_display.h"
+#include "core/model_shape.h"
 #include "core/node_view.h"
 #include "core/parallelism_choice.h"
 #include "core/pipeline_problem.h"
@@ -57,8 +58,10 @@ Status CheckStagesAsked(const api::TrainingJobManifest& job, const StagesAsked& 
                                 std::to_string(job.spec.data.batch_size) + " samples (spec.data.batchSize)");
   }
   if (NamesAPlan(asked.stages)) return Status::Ok();
-  // A user's typo in a layout waited 5-22 s of measuring to be told.
-  Status judged = ParseStageLayout(asked.stages, std::nullopt, static_cast<int>(devices)).status();
+  // A user's typo in a layout waited 5-22 s of measuring to be told; a
+  // built-in model's layers are known from its spec.
+  Status judged =
+      ParseStageLayout(asked.stages, BuiltInLayerCount(job.spec.model), static_cast<int>(devices)).status();
   return judged.ok() ? judged : InvalidArgumentError(asked.said() + ": " + judged.message());
 }
 

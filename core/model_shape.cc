@@ -112,6 +112,16 @@ std::vector<int> VggWidths(const ModelSpec& spec) {
 
 bool VggPoolFollows(size_t index, size_t convs) { return index % 2 == 1 || index + 1 == convs; }
 
+std::optional<int> BuiltInLayerCount(const ModelSpec& spec) {
+  switch (spec.kind) {
+    case ModelKind::kMlp: return static_cast<int>(HiddenWidths(spec).size()) + 1;
+    case ModelKind::kCnn: return static_cast<int>(ConvChannels(spec).size()) + 1;
+    case ModelKind::kVgg: return static_cast<int>(VggWidths(spec).size()) + 1;
+    case ModelKind::kTorchScript: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data) {
   switch (spec.kind) {
     case ModelKind::kMlp: return CheckPositive("hidden", HiddenWidths(spec));

@@ -3,6 +3,7 @@
 // fits its data — checked when a manifest is read, long before LibTorch builds it.
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "core/dataset_info.h"
@@ -28,6 +29,12 @@ std::vector<int> VggWidths(const ModelSpec& spec);
 // block of one conv, pooled like the others, so every conv's output is pooled
 // before the classifier at most one conv later.
 bool VggPoolFollows(size_t index, size_t convs);
+
+// The layers a pipeline cuts a built-in model into, as agent/torch/models.cc
+// builds them: a layer per hidden width, conv block or conv, and the
+// classifier. None for a TorchScript module, whose children only loading it
+// tells.
+std::optional<int> BuiltInLayerCount(const ModelSpec& spec);
 
 // InvalidArgument naming the spec.model field at fault: a layer size below 1, or
 // (cnn's channels, vgg's widths) more pools than halve the images down to 1x1.

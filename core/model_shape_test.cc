@@ -16,6 +16,22 @@ TEST(ModelShapeTest, DefaultsApplyOnlyWhenNothingIsGiven) {
   EXPECT_EQ(VggWidths(Vgg({8, 8})), (std::vector<int>{8, 8}));
 }
 
+TEST(ModelShapeTest, ABuiltInModelsLayersAreItsSizesAndTheClassifier) {
+  ModelSpec mlp;
+  EXPECT_EQ(BuiltInLayerCount(mlp), 3) << "fc1, fc2 and the classifier of the default [128, 64]";
+  mlp.hidden = {256, 128, 64, 32};
+  EXPECT_EQ(BuiltInLayerCount(mlp), 5);
+  ModelSpec cnn;
+  cnn.kind = ModelKind::kCnn;
+  EXPECT_EQ(BuiltInLayerCount(cnn), 3);
+  ModelSpec vgg;
+  vgg.kind = ModelKind::kVgg;
+  EXPECT_EQ(BuiltInLayerCount(vgg), 9) << "conv1-conv8 and the classifier";
+  ModelSpec module;
+  module.kind = ModelKind::kTorchScript;
+  EXPECT_FALSE(BuiltInLayerCount(module)) << "only loading a module tells its children";
+}
+
 TEST(ModelShapeTest, ConvBlocksMustFitTheImages) {
   DatasetInfo digits = InfoOf(DatasetName::kDigits);          // 8x8: 3 halvings
   DatasetInfo fashion = InfoOf(DatasetName::kFashionMnist);   // 28x28: 4 halvings

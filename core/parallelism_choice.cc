@@ -228,8 +228,11 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std
     stages.push_back(std::move(stage));
   }
   if (layers && stages.back().end_layer != *layers) {
-    return InvalidArgumentError("layers " + std::to_string(stages.back().end_layer) + "-" +
-                                std::to_string(*layers - 1) + " are in no stage");
+    const int first_left = stages.back().end_layer;
+    return InvalidArgumentError(first_left == *layers - 1
+                                    ? "layer " + std::to_string(first_left) + " is in no stage"
+                                    : "layers " + std::to_string(first_left) + "-" + std::to_string(*layers - 1) +
+                                          " are in no stage");
   }
   return stages;
 }

@@ -2410,10 +2410,12 @@ class PipelineReconcilerTest : public ReconcilerTest {
  protected:
   // A pipeline job `name` of `parallelism` on a gateway and a robot: its
   // check pod made, its layers timed, then its team placed (or not).
-  std::string APipelineAfterItsLayersAreTimed(const std::string& name, const Json& parallelism) {
+  std::string APipelineAfterItsLayersAreTimed(const std::string& name, const Json& parallelism,
+                                              Json spec_patch = Json::object()) {
     AddNode(ANode("gateway"));
     AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-    const std::string key = Submit(TrainingJob(name, {{"parallelism", parallelism}}));
+    spec_patch["parallelism"] = parallelism;
+    const std::string key = Submit(TrainingJob(name, spec_patch));
     Reconcile(key);
     jobs_.Put(Job(name));
     SyncPods(CheckEnds(0, kTimedLayers));
@@ -2487,14 +2489,15 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
   EXPECT_EQ(stages, 2);
 }
 
-// A layout by hand whose layers the model has not (known once they are
-// timed): the spec's mistake, which no node changes, so the job is Invalid
-// and Failed at once rather than waiting as unschedulable; nothing is made,
-// and it stays Failed, said once, until its spec changes (the manifest's own
-// check passing it again had set it Pending, to fail anew at every pass).
+// A layout by hand whose layers a user's module has not (known once they
+// are timed): the spec's mistake, which no node changes, so the job is
+// Invalid and Failed at once rather than waiting as unschedulable; nothing is
+// made, and it stays Failed, said once, until its spec changes (the
+// manifest's own check passing it again had set it Pending, to fail anew at
+// every pass).
 TEST_F(PipelineReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobOnceTheLayersAreTimed) {
   const std::string key =
-      APipelineAfterItsLayersAreTimed("misdrawn", {{"mode", "pipeline"}, {"stages", "0-3:0/4-5:1"}});
+      APipelineAfterItsLayersAreTimed("misdrawn", {{"mode", "pipeline"}, {"stages", "0-3:0/4-5:1"}}, kOwnModule);
   const Json job = Job("misdrawn");
   EXPECT_EQ(job["status"]["phase"], "Failed") << job["status"];
   const Json* invalid = FindCondition(job["status"], api::condition::kInvalid);
@@ -2514,6 +2517,24 @@ TEST_F(PipelineReconcilerTest, AStageLayoutNamingLayersTheModelLacksFailsTheJobO
   EXPECT_EQ(said, 1) << "once, not once a look";
   EXPECT_FALSE(api_.Get(kube::kConfigMaps, "default", "misdrawn-plan").ok()) << "nothing placed";
   EXPECT_FALSE(api_.Get(kube::kPods, "default", "misdrawn-coordinator").ok());
+}
+
+// A built-in model's layers its spec tells: a layout past them is refused as
+// the manifest is read, before a pod times anything.
+TEST_F(PipelineReconcilerTest, AStageLayoutPastABuiltInModelsLayersIsAnInvalidSpecBeforeAnyPod) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key =
+      Submit(TrainingJob("overdrawn", {{"parallelism", {{"mode", "pipeline"}, {"stages", "0-1:0/2-5:1"}}}}));
+  Reconcile(key);
+  const Json job = Job("overdrawn");
+  EXPECT_EQ(job["status"]["phase"], api::phase::kFailed) << job["status"];
+  const Json* failed = FindCondition(job["status"], api::condition::kFailed);
+  ASSERT_NE(failed, nullptr) << job["status"];
+  EXPECT_EQ(failed->value("reason", ""), api::reason::kInvalidSpec);
+  EXPECT_NE(failed->value("message", "").find("spec.parallelism.stages: the model has layers 0-1"), std::string::npos)
+      << *failed;
+  EXPECT_EQ(api_.Writes("create Pod"), 0) << "no check pod: the spec tells the mlp's fc1 and classifier";
 }
 
 // Issue 16: a pipeline's device lost is not replaced: the head replays its
