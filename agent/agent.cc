@@ -29,6 +29,7 @@
 #include "agent/torch/stage_trainer.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
+#include "core/number_text.h"
 #include "core/bandwidth_trace.h"
 #include "core/stream_rate.h"
 #include "core/job_plan.h"
@@ -337,9 +338,10 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   RefusalReport refusals("head", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
                              StartTrainingServer(s.flags.listen, s.security, head, refusals));
-  s.log << "head: " << s.plan.pipeline->stages.size() << " stage(s) on " << s.plan.workers.size() << " device(s), "
-        << s.plan.pipeline->micro_batches << " micro-batches a step, a model of " << s.trainer->ParameterCount()
-        << " parameters\n";
+  s.log << "head: " << CountOf(static_cast<int64_t>(s.plan.pipeline->stages.size()), "stage", "stages") << " on "
+        << CountOf(static_cast<int64_t>(s.plan.workers.size()), "device", "devices") << ", "
+        << CountOf(s.plan.pipeline->micro_batches, "micro-batch", "micro-batches") << " a step, a model of "
+        << s.trainer->ParameterCount() << " parameters\n";
   s.lines << "listening " << server->address() << std::endl;
   auto result = driver.Run(cancel);
   server->Shutdown();

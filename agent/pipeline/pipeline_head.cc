@@ -278,6 +278,13 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.loss_sum = d.loss_sum();
       link.step_samples = d.samples();
       changed_.NotifyAll();
+    } else if (message->has_failed()) {
+      std::lock_guard lock(mu_);
+      if (!module_failed_) {
+        module_failed_ = InvalidArgumentError("stage " + std::to_string(link.stage + 1) + " (rank " +
+                                              std::to_string(rank) + "): " + message->failed().reason());
+      }
+      changed_.NotifyAll();
     } else if (message->has_state()) {
       std::lock_guard lock(mu_);
       if (message->state().request() != state_request_) continue;  // to a request given up
@@ -1535,7 +1542,13 @@ Status PipelineHead::Advance() {
       const TimePoint next_deadline = LoseSilentLocked([&](const Link& l) {
         return !l.covered && (l.done_step < step || l.done_attempt != attempt_);
       });
-      if (!changed_.WaitUntil(lock, next_deadline, [&] { return !LostLocked().ok() || all_done(); })) continue;
+      if (!changed_.WaitUntil(lock, next_deadline,
+                              [&] { return module_failed_ || !LostLocked().ok() || all_done(); })) {
+        continue;
+      }
+      // Before the loss it brings: the device that said it ends, and any
+      // other given its shares would fail alike.
+      if (module_failed_) return *module_failed_;
       CutLostLocked();
       // A device lost once the step was done is let go of at the next one.
       if (all_done() || !plan_.spec.fault_tolerance.replay) break;

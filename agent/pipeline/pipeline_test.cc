@@ -97,8 +97,9 @@ struct SimulatedRun {
 // How a device fails: it dies, its stream closing; it goes silent, its
 // stream open and its heartbeats held, as behind a wall whose link drops
 // everything, and computes on; or its compute hangs, its link alive and its
-// heartbeats going out.
-enum class Fault { kDies, kSilent, kHangs, kPauses };
+// heartbeats going out; or the user's module raises on its share, the
+// job's fault, its agent ending as a dead one's does.
+enum class Fault { kDies, kSilent, kHangs, kPauses, kRaises };
 
 // A device's trainer seen through a test's fault or timing: everything but
 // its passes goes to `device` as it is.
@@ -142,27 +143,38 @@ class WrappedStageTrainer : public StageTrainer {
 class DyingStageTrainer final : public WrappedStageTrainer {
  public:
   DyingStageTrainer(StageTrainer& device, int dies_at_pass, LinkGate* silent = nullptr, Clock* hangs_on = nullptr,
-                    Duration pause = Duration::zero())
-      : WrappedStageTrainer(device), dies_at_(dies_at_pass), silent_(silent), hangs_on_(hangs_on), pause_(pause) {}
+                    Duration pause = Duration::zero(), bool raises = false)
+      : WrappedStageTrainer(device),
+        dies_at_(dies_at_pass),
+        silent_(silent),
+        hangs_on_(hangs_on),
+        pause_(pause),
+        raises_(raises) {}
   StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
-    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
+    if (++passes_ == dies_at_ && Dies()) return Died();
     return device_.Forward(id, input);
   }
   StatusOr<LossAndInputGradient> BackwardFromLoss(int64_t id, std::span<const int64_t> labels,
                                                   double scale) override {
-    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
+    if (++passes_ == dies_at_ && Dies()) return Died();
     return device_.BackwardFromLoss(id, labels, scale);
   }
   StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) override {
-    if (++passes_ == dies_at_ && Dies()) return UnavailableError("the device died");
+    if (++passes_ == dies_at_ && Dies()) return Died();
     return device_.Backward(id, output_gradient);
   }
 
  private:
+  // As StageTrainer says a module's raise (ModuleFailed), or a dead device.
+  Status Died() const {
+    if (raises_) return InvalidArgumentError("forward of micro-batch 0 failed: ValueError: raised (the module's own code)");
+    return UnavailableError("the device died");
+  }
   const int dies_at_;
   LinkGate* silent_;
   Clock* hangs_on_;
   Duration pause_;
+  bool raises_;
   int passes_ = 0;
   // Dies, or goes silent, hangs or pauses, and computes on.
   bool Dies() {
@@ -589,7 +601,7 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
       dying.push_back(std::make_unique<DyingStageTrainer>(
           *fakes.back(), d->second, silent ? silencers.back().get() : nullptr,
           fault == Fault::kHangs || fault == Fault::kPauses ? &clock : nullptr,
-          fault == Fault::kPauses ? std::chrono::seconds(5) : Duration::zero()));
+          fault == Fault::kPauses ? std::chrono::seconds(5) : Duration::zero(), fault == Fault::kRaises));
       trainers.back() = dying.back().get();
     }
   }
@@ -1443,6 +1455,21 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
   EXPECT_EQ(off.ended.code(), StatusCode::kUnavailable);
   EXPECT_NE(off.ended.message().find("stage 1 (rank 1) was lost in step 2"), std::string::npos) << off.ended.message();
   EXPECT_NE(off.ended.message().find("spec.faultTolerance.replay is off"), std::string::npos) << off.ended.message();
+}
+
+// The user's module raises on a device's share of a micro-batch: the job's
+// fault, which any device given that share meets alike, so the job fails
+// with it (exit 2, as a job of one's), the device not taken for lost nor
+// its shares handed to the other of its group, which had aborted alike (a
+// user's trial).
+TEST(SimulatedPipelineTest, AShareTheModuleRaisesOnFailsTheJobRatherThanLosingADevice) {
+  const SimulatedRun run = RunReplaying(HybridPlan({{0, 1}, {2}}, 4), {{1, 9}}, 5, Fault::kRaises);
+  EXPECT_EQ(run.ended.code(), StatusCode::kInvalidArgument) << run.ended.ToString() << "\n" << run.log;
+  EXPECT_EQ(run.ended.message(),
+            "stage 1 (rank 1): forward of micro-batch 0 failed: ValueError: raised (the module's own code)");
+  EXPECT_EQ(run.losses.size(), 1u) << "step 2, whose first pass raised, not done";
+  EXPECT_TRUE(!run.progress.replays || (run.progress.replays->covered == 0 && run.progress.replays->count == 0))
+      << "nobody covered it, nothing replayed\n" << run.log;
 }
 
 // A pipeline of one stage whose only device dies ends, saying why: there is

@@ -173,6 +173,14 @@ class Stage {
         covered_.clear();
         continue;
       }
+      if (!ran.ok() && module_failed_) {
+        // Said to the head before the stream ends, so that it fails the job
+        // with it (exit 2) rather than hand this device's shares to another
+        // of its group, to fail alike.
+        v1::WorkerMessage failed;
+        failed.mutable_failed()->set_reason(module_failed_->message());
+        outbox_.Post(std::move(failed));
+      }
       EDGETRAIN_RETURN_IF_ERROR(ran);
       ++step_;
     }
@@ -690,6 +698,9 @@ class Stage {
     energy_.BeginCompute(began.at);
     passes_.Began(began.at);
     auto result = pass();
+    // The trainer's InvalidArgument: the user's module raised on this share
+    // (StageTrainer::Forward and the backwards), the job's own fault.
+    if (!result.ok() && result.status().code() == StatusCode::kInvalidArgument) module_failed_ = result.status();
     Slowed(began, workload);
     const TimePoint done = clock_.Now();
     passes_.Ended(done);
@@ -877,6 +888,7 @@ class Stage {
   double beyond_cpu_s_ = 0;           // since then, its own passes' device time beyond their measured CPU (CPU clock
                                       // only; a crowded pass is costed at its like ones alone, so this may be < 0)
   std::optional<int64_t> pending_step_;  // finished, its weights not moved yet
+  std::optional<Status> module_failed_;  // a pass the user's module raised on: the job's fault
   std::vector<float> pending_sum_;    // its group's summed gradient; empty: the trainer's own
   std::vector<int64_t> batch_;        // the batch of step batch_step_
   int64_t batch_step_ = -1;

@@ -8,6 +8,7 @@
 
 #include "agent/torch/flat_parameters.h"
 #include "agent/torch/models.h"
+#include "agent/torch/torchscript_trainer.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -58,11 +59,13 @@ struct Stashed {
 
 class TorchStageTrainer final : public StageTrainer {
  public:
-  TorchStageTrainer(torch::nn::Sequential net, StageShapes shapes, bool first, bool last, int64_t classes)
+  TorchStageTrainer(torch::nn::Sequential net, StageShapes shapes, bool first, bool last, int64_t classes,
+                    bool users_module)
       : net_(std::move(net)),
         shapes_(std::move(shapes)),
         first_(first),
         last_(last),
+        users_module_(users_module),
         classes_(classes),
         input_size_(Product(shapes_.input)),
         output_size_(Product(shapes_.output)) {
@@ -100,8 +103,8 @@ class TorchStageTrainer final : public StageTrainer {
       std::vector<float> output = ToVector(y);
       stash_.emplace(id, Stashed{n, std::move(x), std::move(y)});
       return output;
-    } catch (const c10::Error& e) {
-      return InternalError("forward of micro-batch " + std::to_string(id) + " failed: " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      return PassFailed("forward of micro-batch " + std::to_string(id), e, n);
     }
   }
 
@@ -133,8 +136,8 @@ class TorchStageTrainer final : public StageTrainer {
       LossAndInputGradient result{loss.item<double>(), InputGradient(batch)};
       KeepGradientsFlat(*net_, gradients_);
       return result;
-    } catch (const c10::Error& e) {
-      return InternalError("backward of micro-batch " + std::to_string(id) + " failed: " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      return PassFailed("backward of micro-batch " + std::to_string(id), e, batch.samples);
     }
   }
 
@@ -160,8 +163,8 @@ class TorchStageTrainer final : public StageTrainer {
       std::vector<float> input_gradient = InputGradient(batch);
       KeepGradientsFlat(*net_, gradients_);
       return input_gradient;
-    } catch (const c10::Error& e) {
-      return InternalError("backward of micro-batch " + std::to_string(id) + " failed: " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      return PassFailed("backward of micro-batch " + std::to_string(id), e, batch.samples);
     }
   }
 
@@ -190,6 +193,18 @@ class TorchStageTrainer final : public StageTrainer {
     return dims;
   }
 
+  // A pass that threw. A user's module's layers raise what its own code
+  // does (a BatchNorm given one sample, a reshape a share's size cannot
+  // take): the job's fault, as ModuleFailed says, which no other device
+  // would compute otherwise. A scripted layer's raise is no c10::Error, and
+  // escaped: the agent aborted, and the head, taking it for a lost device,
+  // had the next device of its group compute its shares and abort alike (a
+  // user's trial). A built-in layer's is this runtime's fault.
+  Status PassFailed(const std::string& pass, const std::exception& e, int64_t samples) const {
+    if (users_module_) return ModuleFailed(pass + " failed", e, samples);
+    return InternalError(pass + " failed: " + ErrorReason(e));
+  }
+
   StatusOr<Stashed*> Find(int64_t id) {
     auto it = stash_.find(id);
     if (it == stash_.end()) {
@@ -216,6 +231,7 @@ class TorchStageTrainer final : public StageTrainer {
   torch::nn::Sequential net_;
   StageShapes shapes_;
   bool first_, last_;
+  bool users_module_;  // layers of a TorchScript module: a raise in them is its own
   int64_t classes_;
   int64_t input_size_, output_size_;
   torch::Tensor parameters_;  // every parameter's storage, tensor after tensor
@@ -249,9 +265,13 @@ StatusOr<std::unique_ptr<StageTrainer>> CreateStageTrainer(const StageTrainerOpt
     StageShapes shapes = MeasureShapes(layers, options, first, end);
     torch::nn::Sequential net = Chain(std::span<const ModelLayer>(layers).subspan(first, end - first));
     return std::unique_ptr<StageTrainer>(std::make_unique<TorchStageTrainer>(
-        std::move(net), std::move(shapes), first == 0, end == layers.size(), options.data.classes));
-  } catch (const c10::Error& e) {
-    return InternalError(std::string("cannot build the stage: ") + e.what_without_backtrace());
+        std::move(net), std::move(shapes), first == 0, end == layers.size(), options.data.classes,
+        options.model.kind == ModelKind::kTorchScript));
+  } catch (const std::exception& e) {
+    // The shapes are measured on one sample through the layers: a user's
+    // module that cannot take it fails as its own code.
+    if (options.model.kind == ModelKind::kTorchScript) return ModuleFailed("cannot build the stage", e, 1);
+    return InternalError(std::string("cannot build the stage: ") + ErrorReason(e));
   }
 }
 

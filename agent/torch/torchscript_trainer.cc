@@ -13,6 +13,7 @@
 #include "agent/torch/batch_passes.h"
 #include "agent/torch/flat_parameters.h"
 #include "agent/torch/models.h"
+#include "core/number_text.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -24,35 +25,6 @@ std::string ShapeText(c10::IntArrayRef shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-// LibTorch's messages run to a C++ backtrace or a TorchScript call stack. The
-// interpreter's end with the error the module raised ("RuntimeError: mat1 and
-// mat2 shapes cannot be multiplied ..."); others say it in their first line.
-std::string Reason(const std::exception& e) {
-  const auto* error = dynamic_cast<const c10::Error*>(&e);
-  std::string what = error ? error->what_without_backtrace() : e.what();
-  if (size_t raised = what.rfind("Error: "); raised != std::string::npos) {
-    const size_t start = what.rfind('\n', raised);
-    what = what.substr(start == std::string::npos ? 0 : start + 1);
-  }
-  return what.substr(0, what.find('\n'));
-}
-
-// A module that passed its check and then failed on a batch: its own code
-// (a raise, a shape it cannot take), which fails the same way when the job
-// runs again, so the job's fault (exit 2); the runner said "a run again starts
-// over" of a module that raised on every epoch's short last batch (a new
-// user's trial). Memory that ran out is the machine's: exit 1.
-Status ModuleFailed(const std::string& what, const std::exception& e, int64_t samples) {
-  const std::string reason = Reason(e);
-  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr || reason.find("can't allocate memory") != std::string::npos ||
-      reason.find("out of memory") != std::string::npos) {
-    return InternalError(what + ": " + reason);
-  }
-  return InvalidArgumentError(what + ": " + reason + " (the module's own code, on a batch of " +
-                              std::to_string(samples) +
-                              " samples; it fails the same way when run again: look at its forward)");
 }
 
 StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
@@ -69,7 +41,7 @@ StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string(kPath) + ": " + path +
                                 " is not a TorchScript module (save one with torch.jit.save(torch.jit.script(model), "
-                                "path)): " + Reason(e));
+                                "path)): " + ErrorReason(e));
   }
   if (!module.find_method("forward")) {
     return InvalidArgumentError(std::string(kPath) + ": " + path +
@@ -116,7 +88,7 @@ class TorchScriptTrainer final : public Trainer {
       out = returned.toTensor();
     } catch (const std::exception& e) {
       // A forward of several inputs: edgetrain passes one, a batch of samples.
-      const std::string why = Reason(e);
+      const std::string why = ErrorReason(e);
       const std::string hint = why.find("missing value for argument") != std::string::npos
                                    ? " (edgetrain calls forward with one tensor, a batch of samples: a module of "
                                      "several inputs needs a wrapper that takes one)"
@@ -210,7 +182,7 @@ class TorchScriptTrainer final : public Trainer {
       }
       return Status::Ok();
     } catch (const std::exception& e) {
-      return InternalError(std::string("settling the module's buffers failed: ") + Reason(e));
+      return InternalError(std::string("settling the module's buffers failed: ") + ErrorReason(e));
     }
   }
 
@@ -223,7 +195,7 @@ class TorchScriptTrainer final : public Trainer {
       const std::vector<char> bytes = torch::jit::pickle_save(named);
       return std::string(bytes.begin(), bytes.end());
     } catch (const std::exception& e) {
-      return InternalError(std::string("cannot save the module's buffers: ") + Reason(e));
+      return InternalError(std::string("cannot save the module's buffers: ") + ErrorReason(e));
     }
   }
 
@@ -248,7 +220,7 @@ class TorchScriptTrainer final : public Trainer {
       for (auto& [to, from] : into) to.copy_(from);
       return Status::Ok();
     } catch (const std::exception& e) {
-      return InvalidArgumentError("holds buffers that cannot be read: " + Reason(e));
+      return InvalidArgumentError("holds buffers that cannot be read: " + ErrorReason(e));
     }
   }
 
@@ -257,7 +229,7 @@ class TorchScriptTrainer final : public Trainer {
       module_.eval();
       return EvaluateInChunks(Forward(), data);
     } catch (const std::exception& e) {
-      return InternalError(std::string("evaluation failed: ") + Reason(e));
+      return InternalError(std::string("evaluation failed: ") + ErrorReason(e));
     }
   }
 
@@ -276,7 +248,7 @@ class TorchScriptTrainer final : public Trainer {
       ViewParametersIn(flat_, trainable_);
     } catch (const std::exception& e) {
       ViewParametersIn(flat_, trainable_);
-      return InternalError("cannot serialise " + path + ": " + Reason(e));
+      return InternalError("cannot serialise " + path + ": " + ErrorReason(e));
     }
     return WriteFileAtomically(path, std::move(bytes).str());
   }
@@ -344,6 +316,27 @@ class ScriptedLayerImpl : public torch::nn::Module {
 TORCH_MODULE(ScriptedLayer);
 
 }  // namespace
+
+std::string ErrorReason(const std::exception& e) {
+  const auto* error = dynamic_cast<const c10::Error*>(&e);
+  std::string what = error ? error->what_without_backtrace() : e.what();
+  if (size_t raised = what.rfind("Error: "); raised != std::string::npos) {
+    const size_t start = what.rfind('\n', raised);
+    what = what.substr(start == std::string::npos ? 0 : start + 1);
+  }
+  return what.substr(0, what.find('\n'));
+}
+
+Status ModuleFailed(const std::string& what, const std::exception& e, int64_t samples) {
+  const std::string reason = ErrorReason(e);
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr || reason.find("can't allocate memory") != std::string::npos ||
+      reason.find("out of memory") != std::string::npos) {
+    return InternalError(what + ": " + reason);
+  }
+  return InvalidArgumentError(what + ": " + reason + " (the module's own code, on a batch of " +
+                              CountOf(samples, "sample", "samples") +
+                              "; it fails the same way when run again: look at its forward)");
+}
 
 StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {
   EDGETRAIN_ASSIGN_OR_RETURN(torch::jit::Module module, LoadModule(spec.torchscript_path));

@@ -280,6 +280,28 @@ TEST_F(TorchScriptTrainerTest, ALayerThatCannotTrainOnOneSampleIsTimedFromTwo) {
   EXPECT_FALSE((*plain)->HoldsBuffers());
 }
 
+// A stage's pass the module raises on is the job's fault, said as its own
+// code's, as a job of one says it: a scripted layer's raise is no
+// c10::Error, and aborted the stage's agent, which the head took for a lost
+// device (a user's trial).
+TEST_F(TorchScriptTrainerTest, AStagesPassTheModuleRaisesOnIsTheJobsFault) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("batch_norm.pt");
+  auto stage = CreateStageTrainer({model, digits_->train.info, 1, 1, 0, 5});
+  ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+  auto one = (*stage)->Forward(0, std::vector<float>(64, 0.5f));
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().code(), StatusCode::kInvalidArgument) << one.status().ToString();
+  EXPECT_NE(one.status().message().find("forward of micro-batch 0 failed: builtins.ValueError: Expected more than 1 "
+                                        "value per channel when training"),
+            std::string::npos)
+      << one.status().ToString();
+  EXPECT_NE(one.status().message().find("(the module's own code, on a batch of 1 sample;"), std::string::npos)
+      << one.status().ToString();
+  EXPECT_EQ((*stage)->InFlight(), 0) << "nothing of it stashed";
+}
+
 // A team's coordinator and a pipeline's head train none of the model they
 // evaluate and save: its batch norm's statistics are settled by passes over
 // training samples, its weights untouched (a user's ResNet scored 0.26 with
