@@ -187,6 +187,9 @@ Status JobDriver::WriteModelCard(const JobProgress& p) {
                      ? "TorchScript module, its code and trained parameters: torch.jit.load runs it (docs/own-model.md)"
                      : "TorchScript archive of the model's parameters and buffers (docs/launch-contract.md)"},
   };
+  // Image folders' names, label i the i-th: what a prediction of label 2
+  // means, where folders 0-11 make "10" label 2 (a user's trial).
+  if (!class_names_.empty()) card["classes"] = class_names_;
   return WriteFileAtomically(plan_.output_dir + "/model.json", card.dump(2) + "\n");
 }
 

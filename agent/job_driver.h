@@ -37,6 +37,9 @@ class JobDriver {
   void Warn(const std::string& warning);
   // How often the board is refreshed (100 ms unless set).
   void SetPublishEvery(Duration every) { publish_every_ = every; }
+  // What the model's labels stand for, written on its card (model.json's
+  // `classes`): none unless the data names them (Dataset::class_names).
+  void NameClasses(std::vector<std::string> names) { class_names_ = std::move(names); }
 
  private:
   // The checkpoint this run resumes from, restored into the engine; nullopt
@@ -77,6 +80,7 @@ class JobDriver {
   // Often enough for a progress bar, rarely enough that copying the progress
   // costs nothing next to a training step.
   Duration publish_every_ = std::chrono::milliseconds(100);
+  std::vector<std::string> class_names_;
 };
 
 }  // namespace edgetrain::agent

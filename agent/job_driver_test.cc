@@ -130,6 +130,7 @@ struct JobDriverTest : ::testing::Test {
       }
       JobDriver driver(plan, engine, clock, board, metrics, log);
       if (publish_every) driver.SetPublishEvery(*publish_every);
+      driver.NameClasses(class_names);
       result = driver.Run(cancel);
       done = true;
     });
@@ -141,10 +142,13 @@ struct JobDriverTest : ::testing::Test {
     clock.Run("test", [&] {
       MetricsRegistry registry;
       CoordinatorMetrics metrics(registry, plan.job, 1);
-      result = JobDriver(plan, engine, clock, board, metrics, log).Run(cancel);
+      JobDriver driver(plan, engine, clock, board, metrics, log);
+      driver.NameClasses(class_names);
+      result = driver.Run(cancel);
     });
     return result;
   }
+  std::vector<std::string> class_names;  // as image folders name them; none by default
   std::string Evaluations() {
     std::ifstream in(plan.output_dir + "/evaluations.csv");
     std::stringstream s;
@@ -822,6 +826,19 @@ TEST_F(JobDriverTest, AModelCardAtTheTargetNamesTheEvaluatedModelsIteration) {
   const nlohmann::json card = nlohmann::json::parse(in);
   EXPECT_EQ(card["iteration"], 5);
   EXPECT_EQ(card["samples"], 80);
+}
+
+// Image folders named 0-11 make label 2 folder "10": the card says what
+// each label stands for, where the data names its classes, and nothing where
+// labels are the data's own numbers.
+TEST_F(JobDriverTest, TheModelCardNamesWhatEachLabelStandsForWhereTheDataNamesIt) {
+  ASSERT_TRUE(Run().ok());
+  const auto card = [&] { return nlohmann::json::parse(*ReadWholeFile(plan.output_dir + "/model.json")); };
+  EXPECT_FALSE(card().contains("classes")) << card();
+  class_names = {"0", "1", "10", "11", "2"};
+  plan.fresh = true;
+  ASSERT_TRUE(Run().ok());
+  EXPECT_EQ(card()["classes"], nlohmann::json({"0", "1", "10", "11", "2"}));
 }
 
 TEST_F(JobDriverTest, AJobInterruptedBeforeItTrainedWritesNothing) {

@@ -26,6 +26,10 @@ struct Dataset {
   float pixel_scale = 1.0f;     // a feature's value is its pixel times this
   std::vector<float> features;  // size() * SampleSize(), used as they are
   std::vector<int64_t> labels;
+  // What each label stands for, where the data names its classes (image
+  // folders: label i is the i-th class folder's name, in name order, so
+  // "10" before "2"); empty where labels are the data's own numbers.
+  std::vector<std::string> class_names;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t SampleSize() const { return int64_t{info.channels} * info.height * info.width; }

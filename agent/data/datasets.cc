@@ -137,10 +137,8 @@ StatusOr<TrainTestSplit> LoadData(const DataSpec& data, const DataSearchPath& se
   EDGETRAIN_ASSIGN_OR_RETURN(const DatasetInfo info, ShapeOf(files));
   TrainTestSplit split;
   if (files.format == DataFormat::kImages) {
-    EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders train, ReadImageFolders(files.train.path, info));
-    EDGETRAIN_ASSIGN_OR_RETURN(ImageFolders test, ReadImageFolders(files.test.path, info, train.classes));
-    split.train = std::move(train.data);
-    split.test = std::move(test.data);
+    EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadImageFolders(files.train.path, info));
+    EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadImageFolders(files.test.path, info, split.train.class_names));
   } else {
     EDGETRAIN_ASSIGN_OR_RETURN(split.train, ReadPart(files.format, files.train, info));
     EDGETRAIN_ASSIGN_OR_RETURN(split.test, ReadPart(files.format, files.test, info));

@@ -90,7 +90,7 @@ Status AppendImage(const fs::path& file, int label, Dataset& d) {
 
 }  // namespace
 
-StatusOr<ImageFolders> ReadImageFolders(const std::string& root, const DatasetInfo& info,
+StatusOr<Dataset> ReadImageFolders(const std::string& root, const DatasetInfo& info,
                                         const std::vector<std::string>& same_classes_as) {
   std::error_code ec;
   const fs::file_status status = fs::status(root, ec);
@@ -101,12 +101,12 @@ StatusOr<ImageFolders> ReadImageFolders(const std::string& root, const DatasetIn
                                 " channels; images have 1 (grey), 2 (grey and alpha), 3 (RGB) or 4 (RGBA)");
   }
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<fs::path> entries, Entries(root));
-  ImageFolders out;
+  Dataset out;
   std::vector<fs::path> folders;
   for (const auto& e : entries) {
     if (IsDirectory(e)) {
       folders.push_back(e);
-      out.classes.push_back(e.filename().string());
+      out.class_names.push_back(e.filename().string());
     } else if (LooksLikeAnImage(e)) {
       // No folder says its class: it was left out, unsaid (a new user's
       // trial). Other files beside the class folders (a README) are no one's.
@@ -118,19 +118,19 @@ StatusOr<ImageFolders> ReadImageFolders(const std::string& root, const DatasetIn
     return InvalidArgumentError(root + ": expected " + std::to_string(info.classes) + " class folders (classes), found " +
                                 std::to_string(folders.size()));
   }
-  if (!same_classes_as.empty() && out.classes != same_classes_as) {
+  if (!same_classes_as.empty() && out.class_names != same_classes_as) {
     size_t i = 0;
-    while (i < out.classes.size() && i < same_classes_as.size() && out.classes[i] == same_classes_as[i]) ++i;
+    while (i < out.class_names.size() && i < same_classes_as.size() && out.class_names[i] == same_classes_as[i]) ++i;
     auto at = [&](const std::vector<std::string>& names) { return i < names.size() ? "'" + names[i] + "'" : "none"; };
-    return InvalidArgumentError(root + ": class " + std::to_string(i) + " is folder " + at(out.classes) +
+    return InvalidArgumentError(root + ": class " + std::to_string(i) + " is folder " + at(out.class_names) +
                                 ", the train set's is " + at(same_classes_as));
   }
-  out.data.info = info;
-  out.data.pixel_scale = 1.0f / 255;
+  out.info = info;
+  out.pixel_scale = 1.0f / 255;
   for (size_t label = 0; label < folders.size(); ++label) {
     EDGETRAIN_ASSIGN_OR_RETURN(std::vector<fs::path> files, Entries(folders[label]));
     if (files.empty()) return InvalidArgumentError(folders[label].string() + ": empty class folder");
-    for (const auto& file : files) EDGETRAIN_RETURN_IF_ERROR(AppendImage(file, static_cast<int>(label), out.data));
+    for (const auto& file : files) EDGETRAIN_RETURN_IF_ERROR(AppendImage(file, static_cast<int>(label), out));
   }
   return out;
 }

@@ -10,11 +10,6 @@
 
 namespace edgetrain::agent {
 
-struct ImageFolders {
-  Dataset data;
-  std::vector<std::string> classes;  // the class folders' names, class 0's first
-};
-
 // The images under `root`. Its class folders are its subfolders whose names do
 // not start with '.', numbered in byte order of their names; there must be
 // info.classes of them, and when `same_classes_as` is not empty (a test set
@@ -24,8 +19,9 @@ struct ImageFolders {
 // name) of exactly info.height x info.width pixels, converted to info.channels
 // (1 grey, 2 grey and alpha, 3 RGB, 4 RGBA); there is no resizing. Samples are
 // kept as bytes, channels first, scaled 1/255. Errors are InvalidArgument
-// naming the folder or file.
-StatusOr<ImageFolders> ReadImageFolders(const std::string& root, const DatasetInfo& info,
+// naming the folder or file. The class folders' names are the data set's
+// class_names, class 0's first.
+StatusOr<Dataset> ReadImageFolders(const std::string& root, const DatasetInfo& info,
                                         const std::vector<std::string>& same_classes_as = {});
 
 }  // namespace edgetrain::agent

@@ -34,8 +34,8 @@ TEST(ImageFoldersTest, ClassesAreTheFoldersInNameOrder) {
 
   auto read = ReadImageFolders(root.string(), Shape(1, 2, 3, 2));
   ASSERT_TRUE(read.ok()) << read.status().ToString();
-  EXPECT_EQ(read->classes, (std::vector<std::string>{"a-cat", "b-dog"}));
-  const Dataset& d = read->data;
+  EXPECT_EQ(read->class_names, (std::vector<std::string>{"a-cat", "b-dog"}));
+  const Dataset& d = *read;
   ASSERT_EQ(d.size(), 3);
   EXPECT_EQ(d.labels, (std::vector<int64_t>{0, 0, 1}));
   EXPECT_EQ(d.pixels.size(), 18u) << "bytes stay bytes";
@@ -57,14 +57,14 @@ TEST(ImageFoldersTest, ColourIsChannelsFirstAndConvertedToTheDeclaredChannels) {
   auto rgb = ReadImageFolders(root.string(), Shape(3, 1, 2, 1));
   ASSERT_TRUE(rgb.ok()) << rgb.status().ToString();
   // grey.png first (name order), each grey level in all three planes; then rgb.png's R, G and B planes.
-  EXPECT_EQ(rgb->data.pixels, (std::vector<uint8_t>{7, 9, 7, 9, 7, 9, 255, 0, 0, 0, 0, 255}));
+  EXPECT_EQ(rgb->pixels, (std::vector<uint8_t>{7, 9, 7, 9, 7, 9, 255, 0, 0, 0, 0, 255}));
 
   auto grey = ReadImageFolders(root.string(), Shape(1, 1, 2, 1));
   ASSERT_TRUE(grey.ok()) << grey.status().ToString();
-  ASSERT_EQ(grey->data.pixels.size(), 4u);
-  EXPECT_EQ(grey->data.pixels[0], 7);
-  EXPECT_NEAR(grey->data.pixels[2], 77, 2) << "red's luma";
-  EXPECT_NEAR(grey->data.pixels[3], 29, 2) << "blue's luma";
+  ASSERT_EQ(grey->pixels.size(), 4u);
+  EXPECT_EQ(grey->pixels[0], 7);
+  EXPECT_NEAR(grey->pixels[2], 77, 2) << "red's luma";
+  EXPECT_NEAR(grey->pixels[3], 29, 2) << "blue's luma";
 }
 
 TEST(ImageFoldersTest, DecodesJpeg) {
@@ -76,10 +76,10 @@ TEST(ImageFoldersTest, DecodesJpeg) {
   ASSERT_TRUE(stbi_write_jpg((root / "only" / "frame.png").c_str(), 8, 8, 3, flat.data(), 100));
   auto d = ReadImageFolders(root.string(), Shape(3, 8, 8, 1));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_EQ(d->data.pixels.size(), 192u);
-  EXPECT_NEAR(d->data.pixels[0], 200, 3);
-  EXPECT_NEAR(d->data.pixels[64], 100, 3);
-  EXPECT_NEAR(d->data.pixels[191], 50, 3);
+  ASSERT_EQ(d->pixels.size(), 192u);
+  EXPECT_NEAR(d->pixels[0], 200, 3);
+  EXPECT_NEAR(d->pixels[64], 100, 3);
+  EXPECT_NEAR(d->pixels[191], 50, 3);
 }
 
 TEST(ImageFoldersTest, RefusesWhatItCannotUse) {

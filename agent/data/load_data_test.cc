@@ -103,6 +103,8 @@ TEST(LoadDataTest, Images) {
   ExpectSizes(*split, 3, 2, 12);
   EXPECT_EQ(split->train.labels, (std::vector<int64_t>{0, 0, 1}));
   EXPECT_EQ(split->test.labels, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(split->train.class_names, (std::vector<std::string>{"cats", "dogs"})) << "label i is folder i";
+  EXPECT_EQ(split->test.class_names, split->train.class_names);
   std::vector<float> x(12);
   split->test.CopySamples(1, 1, x.data());
   // The red plane: red, black, black, white.
