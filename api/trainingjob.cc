@@ -174,7 +174,11 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   manifest.name = doc["metadata"]["name"].get<std::string>();
   manifest.namespace_ = doc["metadata"].value("namespace", "");
   EDGETRAIN_ASSIGN_OR_RETURN(manifest.spec, DecodeJobSpec(manifest.SpecJson()));
-  EDGETRAIN_RETURN_IF_ERROR(CheckModelFitsData(manifest.spec.model, InfoOf(manifest.spec.data)));
+  // Each misfit with its line, all at once, as the schema's errors are.
+  for (ModelMisfit& m : ModelMisfits(manifest.spec.model, InfoOf(manifest.spec.data))) {
+    errors.push_back({std::move(m.field), std::move(m.message)});
+  }
+  if (!errors.empty()) return ToStatus(errors, written, source);
   // A layout by hand against a built-in model's layers, which the spec
   // tells: a layer past the model's, or one left out, had been valid until
   // the run had measured them (a user's trial).

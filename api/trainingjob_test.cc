@@ -331,6 +331,33 @@ TEST(TrainingJobTest, ReportsEveryStructuralErrorAtOnce) {
   EXPECT_NE(m.find("spec.colour: unknown field"), std::string::npos) << m;
 }
 
+// A user's module declared unlike its data: each misfit said at once, with
+// its line (the classes were said only once the inputShape was mended, and
+// with no line: a user's trial).
+TEST(TrainingJobTest, AModulesMisfitsToItsDataAreSaidAtOnceWithTheirLines) {
+  const std::string yaml =
+      "apiVersion: edgetrain.dev/v1alpha1\n"
+      "kind: TrainingJob\n"
+      "metadata: {name: mine}\n"
+      "spec:\n"
+      "  model:\n"
+      "    torchscript:\n"
+      "      path: net.pt\n"
+      "      inputShape: [21]\n"
+      "      classes: 5\n"
+      "  data: {dataset: digits}\n";
+  auto job = ParseTrainingJob(yaml, "mine.yaml");
+  ASSERT_FALSE(job.ok());
+  const std::string m = job.status().message();
+  EXPECT_NE(m.find("mine.yaml:8: spec.model.torchscript.inputShape: [21], read as [1, 1, 21] (channels, height, "
+                   "width), differs from the data's [1, 8, 8]"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("mine.yaml:9: spec.model.torchscript.classes: 5 differs from the data's 10 classes"),
+            std::string::npos)
+      << m;
+}
+
 // A field's error names the line it is written on, as a syntax error does;
 // a missing field's, the line of the field it belongs under.
 TEST(TrainingJobTest, AFieldsErrorNamesTheLineItIsWrittenOn) {

@@ -1,6 +1,7 @@
 #include "core/model_shape.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace edgetrain {
@@ -17,51 +18,54 @@ std::string ImageSize(const DatasetInfo& data) {
   return std::to_string(data.height) + "x" + std::to_string(data.width);
 }
 
+using Misfit = std::optional<ModelMisfit>;
+
 // The CRD refuses these already; a plan file or a program's own spec does not
 // pass through it, and LibTorch would fail on them deep inside the model.
-Status CheckPositive(const std::string& field, const std::vector<int>& sizes) {
+Misfit CheckPositive(const std::string& field, const std::vector<int>& sizes) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 1) {
-      return InvalidArgumentError("spec.model." + field + "[" + std::to_string(i) + "]: must be >= 1 (got " +
-                                  std::to_string(sizes[i]) + ")");
+      return ModelMisfit{"spec.model." + field + "[" + std::to_string(i) + "]",
+                         "must be >= 1 (got " + std::to_string(sizes[i]) + ")"};
     }
   }
-  return Status::Ok();
+  return std::nullopt;
 }
 
 // Samples of one row ([N]: 1 x N) are no images: a conv's 2x2 pools have no
 // height to halve. Said so, where the count of blocks was "use at most 0" (a
 // user's trial).
-Status CheckImages(const std::string& model, const DatasetInfo& data) {
-  if (std::min(data.height, data.width) >= 2 || data.width < 1) return Status::Ok();
-  return InvalidArgumentError("spec.model.name: " + model + " takes images, and the data's samples are " +
-                              std::to_string(data.channels) + " x " + std::to_string(data.height) + " x " +
-                              std::to_string(data.width) + " (spec.data.inputShape, as channels x height x width): " +
-                              "a side of 1 leaves its 2x2 pools nothing to halve; give inputShape as [channels, "
-                              "height, width] or [height, width] if they are images, or use the mlp");
+Misfit CheckImages(const std::string& model, const DatasetInfo& data) {
+  if (std::min(data.height, data.width) >= 2 || data.width < 1) return std::nullopt;
+  return ModelMisfit{"spec.model.name",
+                     model + " takes images, and the data's samples are " + std::to_string(data.channels) + " x " +
+                         std::to_string(data.height) + " x " + std::to_string(data.width) +
+                         " (spec.data.inputShape, as channels x height x width): a side of 1 leaves its 2x2 pools "
+                         "nothing to halve; give inputShape as [channels, height, width] or [height, width] if they "
+                         "are images, or use the mlp"};
 }
 
-Status CheckCnn(const std::vector<int>& channels, const DatasetInfo& data) {
-  EDGETRAIN_RETURN_IF_ERROR(CheckPositive("channels", channels));
-  EDGETRAIN_RETURN_IF_ERROR(CheckImages("cnn", data));
+Misfit CheckCnn(const std::vector<int>& channels, const DatasetInfo& data) {
+  if (Misfit m = CheckPositive("channels", channels)) return m;
+  if (Misfit m = CheckImages("cnn", data)) return m;
   const size_t fit = Halvings(data);
-  if (channels.size() <= fit) return Status::Ok();
-  return InvalidArgumentError("spec.model.channels: " + std::to_string(channels.size()) +
-                              " conv blocks would halve the " + ImageSize(data) + " images below 1x1; use at most " +
-                              std::to_string(fit));
+  if (channels.size() <= fit) return std::nullopt;
+  return ModelMisfit{"spec.model.channels", std::to_string(channels.size()) + " conv blocks would halve the " +
+                                                ImageSize(data) + " images below 1x1; use at most " +
+                                                std::to_string(fit)};
 }
 
-Status CheckVgg(const std::vector<int>& widths, const DatasetInfo& data) {
-  EDGETRAIN_RETURN_IF_ERROR(CheckPositive("widths", widths));
-  EDGETRAIN_RETURN_IF_ERROR(CheckImages("vgg", data));
+Misfit CheckVgg(const std::vector<int>& widths, const DatasetInfo& data) {
+  if (Misfit m = CheckPositive("widths", widths)) return m;
+  if (Misfit m = CheckImages("vgg", data)) return m;
   size_t pools = 0;
   for (size_t i = 0; i < widths.size(); ++i) pools += VggPoolFollows(i, widths.size()) ? 1 : 0;
   const size_t fit = Halvings(data);
-  if (pools <= fit) return Status::Ok();
-  return InvalidArgumentError("spec.model.widths: " + std::to_string(widths.size()) + " convs make " +
-                              std::to_string(pools) + " pooled blocks (a 2x2 max-pool after every two convs), which "
-                              "would halve the " + ImageSize(data) + " images below 1x1; use at most " +
-                              std::to_string(2 * fit));
+  if (pools <= fit) return std::nullopt;
+  return ModelMisfit{"spec.model.widths", std::to_string(widths.size()) + " convs make " + std::to_string(pools) +
+                                              " pooled blocks (a 2x2 max-pool after every two convs), which would "
+                                              "halve the " + ImageSize(data) + " images below 1x1; use at most " +
+                                              std::to_string(2 * fit)};
 }
 
 std::string ShapeText(const DatasetInfo& d) {
@@ -69,9 +73,11 @@ std::string ShapeText(const DatasetInfo& d) {
 }
 
 // What the manifest says a TorchScript module takes must be what the data
-// gives; whether the module itself does is known only once it is loaded
+// gives, each said (a user fixed inputShape to be told of classes next);
+// whether the module itself does is known only once it is loaded
 // (agent/torch/torchscript_model.h checks that).
-Status CheckTorchScript(const ModelSpec& spec, const DatasetInfo& data) {
+std::vector<ModelMisfit> CheckTorchScript(const ModelSpec& spec, const DatasetInfo& data) {
+  std::vector<ModelMisfit> misfits;
   if (!spec.torchscript_input_shape.empty()) {
     DataSource declared;
     declared.input_shape = spec.torchscript_input_shape;
@@ -84,17 +90,20 @@ Status CheckTorchScript(const ModelSpec& spec, const DatasetInfo& data) {
         written += (i ? ", " : "") + std::to_string(spec.torchscript_input_shape[i]);
       }
       written += "]";
-      return InvalidArgumentError("spec.model.torchscript.inputShape: " + written +
-                                  (written == ShapeText(d) ? "" : ", read as " + ShapeText(d)) +
-                                  " (channels, height, width), differs from the data's " + ShapeText(data));
+      misfits.push_back({"spec.model.torchscript.inputShape",
+                         written + (written == ShapeText(d) ? "" : ", read as " + ShapeText(d)) +
+                             " (channels, height, width), differs from the data's " + ShapeText(data)});
     }
   }
   if (spec.torchscript_classes && *spec.torchscript_classes != data.classes) {
-    return InvalidArgumentError("spec.model.torchscript.classes: " + std::to_string(*spec.torchscript_classes) +
-                                " differs from the data's " + std::to_string(data.classes) + " classes");
+    misfits.push_back({"spec.model.torchscript.classes", std::to_string(*spec.torchscript_classes) +
+                                                             " differs from the data's " +
+                                                             std::to_string(data.classes) + " classes"});
   }
-  return Status::Ok();
+  return misfits;
 }
+
+std::vector<ModelMisfit> AsList(Misfit m) { return m ? std::vector<ModelMisfit>{std::move(*m)} : std::vector<ModelMisfit>{}; }
 
 }  // namespace
 
@@ -122,14 +131,20 @@ std::optional<int> BuiltInLayerCount(const ModelSpec& spec) {
   return std::nullopt;
 }
 
-Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data) {
+std::vector<ModelMisfit> ModelMisfits(const ModelSpec& spec, const DatasetInfo& data) {
   switch (spec.kind) {
-    case ModelKind::kMlp: return CheckPositive("hidden", HiddenWidths(spec));
-    case ModelKind::kCnn: return CheckCnn(ConvChannels(spec), data);
-    case ModelKind::kVgg: return CheckVgg(VggWidths(spec), data);
+    case ModelKind::kMlp: return AsList(CheckPositive("hidden", HiddenWidths(spec)));
+    case ModelKind::kCnn: return AsList(CheckCnn(ConvChannels(spec), data));
+    case ModelKind::kVgg: return AsList(CheckVgg(VggWidths(spec), data));
     case ModelKind::kTorchScript: return CheckTorchScript(spec, data);
   }
-  return InvalidArgumentError("spec.model.name: unknown model");
+  return {{"spec.model.name", "unknown model"}};
+}
+
+Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data) {
+  std::string said;
+  for (const ModelMisfit& m : ModelMisfits(spec, data)) said += (said.empty() ? "" : "; ") + m.field + ": " + m.message;
+  return said.empty() ? Status::Ok() : InvalidArgumentError(said);
 }
 
 }  // namespace edgetrain

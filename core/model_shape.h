@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/dataset_info.h"
@@ -36,8 +37,20 @@ bool VggPoolFollows(size_t index, size_t convs);
 // tells.
 std::optional<int> BuiltInLayerCount(const ModelSpec& spec);
 
-// InvalidArgument naming the spec.model field at fault: a layer size below 1, or
-// (cnn's channels, vgg's widths) more pools than halve the images down to 1x1.
+// A way a model does not fit its data: the spec.model field at fault, and
+// why.
+struct ModelMisfit {
+  std::string field;    // "spec.model.widths", "spec.model.torchscript.classes"
+  std::string message;  // without the field
+};
+// Every misfit of `spec` to `data`: a layer size below 1, (cnn's channels,
+// vgg's widths) more pools than halve the images down to 1x1, (a TorchScript
+// module) an inputShape or classes other than the data's; a built-in model's
+// first alone, the later ones following from it.
+std::vector<ModelMisfit> ModelMisfits(const ModelSpec& spec, const DatasetInfo& data);
+
+// ModelMisfits as one InvalidArgument, each "field: message", joined by
+// "; " (LibTorch's builders, which have no manifest's lines to give).
 Status CheckModelFitsData(const ModelSpec& spec, const DatasetInfo& data);
 
 }  // namespace edgetrain

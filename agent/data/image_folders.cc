@@ -115,8 +115,13 @@ StatusOr<Dataset> ReadImageFolders(const std::string& root, const DatasetInfo& i
     }
   }
   if (static_cast<int>(folders.size()) != info.classes) {
+    // Named, so that a folder made by mistake (an empty one, a backup) is
+    // seen among them (a user's trial had to list the folder to find it).
+    std::string names;
+    for (size_t i = 0; i < out.class_names.size() && i < 20; ++i) names += (i ? ", " : "") + out.class_names[i];
+    if (out.class_names.size() > 20) names += ", ...";
     return InvalidArgumentError(root + ": expected " + std::to_string(info.classes) + " class folders (classes), found " +
-                                std::to_string(folders.size()));
+                                std::to_string(folders.size()) + (names.empty() ? "" : ": " + names));
   }
   if (!same_classes_as.empty() && out.class_names != same_classes_as) {
     size_t i = 0;

@@ -117,7 +117,7 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
   } cases[] = {
       {r + "/absent", Shape(1, 2, 2, 2), {}, r + "/absent: no such folder"},
       {r + "/a-file", Shape(1, 2, 2, 2), {}, r + "/a-file: not a folder (images are read from class folders)"},
-      {r + "/good", Shape(1, 2, 2, 3), {}, r + "/good: expected 3 class folders (classes), found 2"},
+      {r + "/good", Shape(1, 2, 2, 3), {}, r + "/good: expected 3 class folders (classes), found 2: a, b"},
       {r + "/good", Shape(5, 2, 2, 2), {},
        r + "/good: inputShape has 5 channels; images have 1 (grey), 2 (grey and alpha), 3 (RGB) or 4 (RGBA)"},
       {r + "/other-names", Shape(1, 2, 2, 2), train_classes,

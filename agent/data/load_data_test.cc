@@ -210,7 +210,7 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
       {Files(DataFormat::kImages, Path(d + "/images"), Path(d + "/broken-images"), {2, 2}, 2),
        d + "/broken-images/b/1.png: not a PNG or JPEG image that can be decoded (corrupt or truncated)"},
       {Files(DataFormat::kImages, Path(d + "/images"), Path(d + "/images"), {2, 2}, 3),
-       d + "/images: expected 3 class folders (classes), found 2"},
+       d + "/images: expected 3 class folders (classes), found 2: a, b"},
       {Files(DataFormat::kImages, Path(d + "/loose-images"), Path(d + "/images"), {2, 2}, 2),
        d + "/loose-images/stray.PNG: an image beside the class folders, which no folder gives a class: move it into "
            "its class's folder"},
