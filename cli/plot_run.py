@@ -247,6 +247,28 @@ def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
         said_instead(ax, alone)
 
 
+def accuracy_limits(accuracies):
+    """The accuracy axis' range where matplotlib's own has nothing to span: one
+    evaluation (a short run's), or all alike, drew an axis of a millionth
+    around it, labelled as an offset ("1e-8+3.24596e-1": a user's trial).
+    None where the values spread enough for its own."""
+    lo, hi = min(accuracies), max(accuracies)
+    if hi - lo >= 0.01:
+        return None
+    middle = (lo + hi) / 2
+    return max(0.0, middle - 0.05), min(1.0, middle + 0.05)
+
+
+def time_limits(times):
+    """The time axis' range where its points span next to nothing (a run of a
+    few hundredths of a second): matplotlib labelled it as an offset
+    ("1e-8+2.0152e-2"). From 0 to past the last; None otherwise."""
+    lo, hi = min(times), max(times)
+    if hi - lo >= 0.01 * max(abs(hi), 1e-9) and hi - lo >= 1e-3:
+        return None
+    return 0.0, max(hi, 1e-3) * 1.05
+
+
 def draw(snapshots, evaluations, out, title, names):
     import matplotlib
     matplotlib.use("Agg")
@@ -265,6 +287,10 @@ def draw(snapshots, evaluations, out, title, names):
     if evaluations:
         t, acc = zip(*evaluations)
         ax.plot(t, acc, "o-", color="tab:blue", markersize=3, label="test accuracy")
+        limits = accuracy_limits(acc)
+        if limits:
+            ax.set_ylim(*limits)
+    ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_ylabel("test accuracy", color="tab:blue")
     loss_ax = ax.twinx()
     # A resumed run reports its checkpoint's iteration before any loss of its own (0).
@@ -328,10 +354,13 @@ def draw(snapshots, evaluations, out, title, names):
               worker_series(snapshots, "bytesReceived"), 1e-6,
               name, "MB", "bytes on the wire", "a job of one: nothing sent")
 
+    limits = time_limits(times + [t for t, _ in evaluations])
     for row in axes:
         for ax in row:
             ax.set_xlabel("training time, s")
             ax.grid(alpha=0.3)
+            if limits:
+                ax.set_xlim(*limits)
     fig.tight_layout()
     fig.savefig(out, dpi=80)
 

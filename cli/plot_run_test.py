@@ -124,5 +124,22 @@ class ShortRunTest(unittest.TestCase):
         self.assertFalse(plot_run.alone(staged), "a pipeline of one stage is a pipeline")
 
 
+class AccuracyAxisTest(unittest.TestCase):
+    def test_one_evaluation_or_several_alike_get_an_axis_around_them(self):
+        lo, hi = plot_run.accuracy_limits([0.3246])
+        self.assertAlmostEqual(lo, 0.2746)
+        self.assertAlmostEqual(hi, 0.3746)
+        lo, hi = plot_run.accuracy_limits([0.99, 0.995])
+        self.assertAlmostEqual(lo, 0.9425)
+        self.assertEqual(hi, 1.0, "no accuracy above 1")
+        self.assertIsNone(plot_run.accuracy_limits([0.71, 0.84, 0.85]), "matplotlib's own range")
+
+    def test_a_run_of_hundredths_of_a_second_is_drawn_from_zero(self):
+        lo, hi = plot_run.time_limits([0.0201529, 0.0201529, 0.0202])
+        self.assertEqual(lo, 0.0)
+        self.assertAlmostEqual(hi, 0.0202 * 1.05)
+        self.assertIsNone(plot_run.time_limits([0.4, 1.4, 2.4]), "matplotlib's own range")
+
+
 if __name__ == "__main__":
     unittest.main()
