@@ -177,7 +177,7 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
                     {s.plan.slowdown, PowerProfile{}, PassCpuClock(s.plan.intra_op_threads)}, clock);
   JobDriver driver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log);
   driver.SetPublishEvery(s.flags.progress_every);
-  driver.NameClasses(s.data.train.class_names);
+  driver.NameClasses(s.data.test.class_names);
   WarnOfItsData(s, s.data.train.size(), s.plan.shard ? s.plan.shard->parts : 1, driver);
   return driver.Run(cancel);
 }
@@ -216,7 +216,9 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   if (spec.data.injection) service.InjectFrom(s.data.train);
   JobDriver driver(s.plan, coordinator, clock, s.endpoint.board(), metrics, s.log);
   driver.SetPublishEvery(s.flags.progress_every);
-  driver.NameClasses(s.data.train.class_names);
+  // The test set's, the train set's alike (ReadImageFolders): the train set
+  // was dropped above, its workers' to read.
+  driver.NameClasses(s.data.test.class_names);
   WarnOfItsData(s, train_size, spec.parallelism.workers, driver);
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("coordinator", s.log, connections);
@@ -335,7 +337,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   head.SetMetrics(&pipeline_metrics);
   JobDriver driver(s.plan, head, clock, s.endpoint.board(), metrics, s.log);
   driver.SetPublishEvery(s.flags.progress_every);
-  driver.NameClasses(s.data.train.class_names);
+  driver.NameClasses(s.data.test.class_names);  // the train set's, dropped above
   WarnOfItsData(s, train_size, 1, driver);  // a pipeline's batch is the whole set's
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("head", s.log, connections);

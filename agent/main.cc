@@ -70,12 +70,11 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   // The log's lines stamped with their time; the result's line on stdout,
   // which `edgetrain run`, the kubelet and benches read, as it is.
-  edgetrain::agent::StampedLog stamped(std::cerr);
-  std::ostream log(&stamped);
-  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, log, g_cancel));
+  const edgetrain::agent::StampedStderr stamped;
+  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, std::cerr, g_cancel));
   ResultCapture capture(std::cout);
-  const int code = ForSignal(RunAgent(*flags, capture.stream(), log, g_cancel));
+  const int code = ForSignal(RunAgent(*flags, capture.stream(), std::cerr, g_cancel));
   capture.stream().flush();
-  if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), log);
+  if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
   return code;
 }

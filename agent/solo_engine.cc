@@ -30,6 +30,7 @@ SoloEngine::SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSpl
 Status SoloEngine::Restore(const JobCheckpoint& c) {
   std::span<float> params = trainer_.Parameters();
   const OptimizerState& fresh = optimizer_.state();
+  if (!c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, params.size()));
   if (c.ledger || c.parameters.size() != params.size() || c.optimizer.first.size() != fresh.first.size() ||
       c.optimizer.second.size() != fresh.second.size() || c.optimizer.steps.size() != fresh.steps.size()) {
     return FailedPreconditionError("holds a different model, optimizer or team");

@@ -50,7 +50,7 @@ void StampedLog::TakeLocked(const char* text, std::streamsize n) {
 }
 
 void StampedLog::WriteLocked(const std::string& line) {
-  out_ << "time=" << UtcTextMillis(now_()) << " " << line << "\n";
+  out_ << LogLineStamp(now_()) << line << "\n";
   out_.flush();  // a line at a time, as std::cerr wrote them: a crash right after loses none
 }
 

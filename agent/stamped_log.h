@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <ostream>
@@ -28,7 +29,9 @@ class StampedLog final : public std::streambuf {
   using Now = std::function<WallTime()>;
   explicit StampedLog(std::ostream& out, Now now = [] { return std::chrono::system_clock::now(); });
   // Text no thread ended with a line is written as its own line: the last
-  // words of an agent that ends mid-line are kept.
+  // words of an agent that returns mid-line are kept (not of one that
+  // aborts; its whole lines are written as they end). A thread that ended
+  // mid-line leaves its text to the next thread given its id.
   ~StampedLog() override;
 
  protected:
@@ -46,6 +49,23 @@ class StampedLog final : public std::streambuf {
   const Now now_;
   std::mutex mu_;
   std::map<std::thread::id, std::string> unended_;  // each thread's line so far; none once it ends
+};
+
+// std::cerr stamped while this lives: every write the agent makes to it,
+// from any thread, goes through a StampedLog, and the threads keep sharing
+// std::cerr, the standard stream they may share, rather than an ostream of
+// our own, whose state (its width) each insertion writes.
+class StampedStderr {
+ public:
+  StampedStderr() : raw_(std::cerr.rdbuf()), stamped_(raw_), was_(std::cerr.rdbuf(&stamped_)) {}
+  ~StampedStderr() { std::cerr.rdbuf(was_); }  // then stamped_ writes what is left, to the raw stream
+  StampedStderr(const StampedStderr&) = delete;
+  StampedStderr& operator=(const StampedStderr&) = delete;
+
+ private:
+  std::ostream raw_;  // stderr as it was
+  StampedLog stamped_;
+  std::streambuf* was_;
 };
 
 }  // namespace edgetrain::agent

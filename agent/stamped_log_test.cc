@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <iostream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -53,6 +55,23 @@ TEST(StampedLogTest, ALineOfOneThreadIsNeverBrokenByAnothers) {
   EXPECT_EQ(out.str(),
             "time=2026-12-02T12:00:00.000Z job: step 120\n"
             "time=2026-12-02T12:00:00.000Z coordinator: worker 3 counted out\n");
+}
+
+// The agent's stderr, as main() stamps it: std::cerr itself, shared by its
+// threads, its lines stamped while the guard lives and not after.
+TEST(StampedLogTest, StderrIsStampedWhileTheGuardLives) {
+  std::ostringstream captured;
+  std::streambuf* const real = std::cerr.rdbuf(captured.rdbuf());
+  {
+    const StampedStderr stamped;
+    std::cerr << "worker 0: training on its part\n" << "half a line";
+  }
+  std::cerr << "after\n";
+  std::cerr.rdbuf(real);
+  const std::regex want(R"(time=20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z worker 0: training on its part\n)"
+                        R"(time=\S+Z half a line\n)"
+                        R"(after\n)");
+  EXPECT_TRUE(std::regex_match(captured.str(), want)) << captured.str();
 }
 
 }  // namespace

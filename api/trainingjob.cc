@@ -93,11 +93,13 @@ void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
 }
 
 // A layout by hand in spec.parallelism.stages, judged as far as it can be
-// before the model's layers are measured (a mistyped one otherwise waited for
-// the planner): its form, and its ranks against the job's workers; and, for
-// mode pipeline, that every stage has one device (a group was trained as a
-// hybrid while the run said pipeline: a new user's trial). --stages, for
-// comparisons, may still give a pipeline job another shape.
+// before the spec is decoded (a mistyped one otherwise waited for the
+// planner): its form, and its ranks against the job's workers; and, for mode
+// pipeline, that every stage has one device (a group was trained as a hybrid
+// while the run said pipeline: a new user's trial). --stages, for
+// comparisons, may still give a pipeline job another shape. Its layers are
+// judged once the spec is decoded, against a built-in model's
+// (ParseTrainingJob), or once a user's module's are measured.
 void CheckStageLayout(const Json& spec, std::vector<FieldError>& errors) {
   const std::string stages = spec.value("/parallelism/stages"_json_pointer, std::string(kPlannedStages));
   const bool pipeline = spec.value("/parallelism/mode"_json_pointer, std::string()) == "pipeline";
@@ -178,15 +180,15 @@ StatusOr<TrainingJobManifest> ParseTrainingJob(std::string_view yaml, const std:
   for (ModelMisfit& m : ModelMisfits(manifest.spec.model, InfoOf(manifest.spec.data))) {
     errors.push_back({std::move(m.field), std::move(m.message)});
   }
-  if (!errors.empty()) return ToStatus(errors, written, source);
   // A layout by hand against a built-in model's layers, which the spec
   // tells: a layer past the model's, or one left out, had been valid until
   // the run had measured them (a user's trial).
   const std::string& stages = manifest.spec.parallelism.stages;
   if (const std::optional<int> layers = BuiltInLayerCount(manifest.spec.model); layers && !NamesAPlan(stages)) {
     Status judged = ParseStageLayout(stages, layers, manifest.spec.parallelism.workers).status();
-    if (!judged.ok()) return ToStatus({{"spec.parallelism.stages", judged.message()}}, written, source);
+    if (!judged.ok()) errors.push_back({"spec.parallelism.stages", judged.message()});
   }
+  if (!errors.empty()) return ToStatus(errors, written, source);
   return manifest;
 }
 

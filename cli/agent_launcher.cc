@@ -121,8 +121,7 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       // With its last words: a port taken (--http-port) read only "exited
       // before it printed `http`", the cause in the log's tail below it (a
       // new user's trial), and in no --json error.
-      const std::vector<std::string> last = LastLines((run_dir_ / log).string(), 1);
-      const std::string words = last.empty() ? "" : last.front();
+      const std::string words = LastWords((run_dir_ / log).string());
       if (agent.ExitsWithin(kExitGrace) && agent.Poll() == kExitInvalid) {
         return InvalidArgumentError(agent_name + " refused its inputs (exit " + std::to_string(kExitInvalid) + ")" +
                                     (words.empty() ? "" : ": " + words));

@@ -990,9 +990,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     watch.team_gathers_for = job.spec.fault_tolerance.node_loss_grace;
   }
   watch.last_words = [&](int rank) {
-    const std::vector<std::string> last =
-        LastLines((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string(), 1);
-    return last.empty() ? std::string() : last.front();
+    return LastWords((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string());
   };
   watch.earlier_model = earlier_model;
   if (job.spec.data.stream && job.spec.data.stream->directory) {

@@ -787,6 +787,8 @@ TEST_F(RunCommandTest, ATeamWhoseDataItsAgentRefusesIsInvalidInput) {
   EXPECT_EQ(run.exit, 2) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("train.csv:31: label 7 is out of range [0, 3): spec.data.classes is 3"), std::string::npos) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find(" refused its inputs (exit 2): "), std::string::npos) << run.stderr_text;
+  // Its last words without the time its log stamps them with.
+  EXPECT_EQ(run.stderr_text.find("(exit 2): time="), std::string::npos) << run.stderr_text;
   // The output folder it made and wrote nothing in goes with it (every refused run left one).
   EXPECT_FALSE(fs::exists(dir_ / "refused")) << "nor the folder above it, made for it: " << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("the same command fails the same way until what the error says is dealt with"),
@@ -1109,7 +1111,7 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
                              "  budget: {wallClock: 10m, epochs: 100000}\n";
   Outcome refused = Execute({"run", narrower.string(), "--output", (dir_ / "out").string()});
   EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
-  EXPECT_NE(refused.stderr_text.find("holds a different model, optimizer or team"), std::string::npos)
+  EXPECT_NE(refused.stderr_text.find("holds a model of 17,226 parameters, and this job's has 1,210"), std::string::npos)
       << refused.stderr_text;
   // What changed is named (a team of 3 resumed as 2 was told no more than the line above).
   EXPECT_NE(refused.stderr_text.find("(the manifest changed since it was written: spec.model.hidden: "),
@@ -1119,7 +1121,7 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
                                      "says is dealt with"),
             std::string::npos)
       << refused.stderr_text;
-  const size_t refusal = refused.stderr_text.find("holds a different model");  // the log holds earlier runs' too
+  const size_t refusal = refused.stderr_text.find("holds a model of");  // the log holds earlier runs' too
   EXPECT_EQ(refused.stderr_text.find("run the same command again", refusal), std::string::npos) << refused.stderr_text;
   EXPECT_EQ(RunFolders().size(), folders);
   EXPECT_TRUE(fs::exists(dir_ / "out" / "checkpoint.bin"));

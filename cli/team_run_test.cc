@@ -120,6 +120,50 @@ spec:
   EXPECT_NE(said.find("  worker 1     " + url(2, "/metrics")), std::string::npos) << said;
 }
 
+// A team's coordinator and a pipeline's head keep no training set (their
+// workers and stages read it): the model card names the classes of the test
+// set's folders, the train set's alike, as a job of one's does.
+TEST(TeamRunTest, ATeamsAndAPipelinesModelCardNamesTheImageFoldersClasses) {
+  fs::path dir = TestDir();
+  // Folders named 2 and 10 of eight 8x8 grey images each: class 0 is "10",
+  // in name order.
+  std::ofstream(dir / "folders.py") << R"(import os, sys
+from PIL import Image
+for part in ("train", "test"):
+    for name, shade in (("2", 40), ("10", 200)):
+        os.makedirs(os.path.join(sys.argv[1], part, name), exist_ok=True)
+        for i in range(8):
+            Image.new("L", (8, 8), shade + i).save(os.path.join(sys.argv[1], part, name, f"{i}.png"))
+)";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir / "folders.py").string() + " " + dir.string()).c_str()), 0);
+  std::ofstream(dir / "nodes.yaml") << R"(apiVersion: edgetrain.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: pair}
+spec:
+  nodes: [{name: a}, {name: b}]
+)";
+  for (const char* parallelism : {"{workers: 2}", "{workers: 2, mode: pipeline, stages: even}"}) {
+    SCOPED_TRACE(parallelism);
+    std::ofstream(dir / "job.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\n"
+                                       "metadata: {name: folders}\nspec:\n"
+                                       "  model: {name: mlp, hidden: [8]}\n"
+                                       "  data: {format: images, inputShape: [8, 8], classes: 2, batchSize: 4,"
+                                       " train: {path: train}, test: {path: test}}\n"
+                                       "  parallelism: " << parallelism << "\n"
+                                       "  budget: {wallClock: 1m, epochs: 2}\n";
+    auto run = ChildProcess::Spawn({kBin + "edgetrain", "run", (dir / "job.yaml").string(), "--nodes",
+                                    (dir / "nodes.yaml").string(), "--fresh", "--no-curves", "--output",
+                                    (dir / "out").string()},
+                                   (dir / "stderr.log").string());
+    ASSERT_TRUE(run.ok());
+    while (run->ReadLine(seconds(60))) {
+    }
+    ASSERT_EQ(run->Wait(seconds(30)), 0) << ReadFile(dir / "stderr.log");
+    const auto card = nlohmann::json::parse(ReadFile(dir / "out" / "model.json"));
+    EXPECT_EQ(card["classes"], nlohmann::json({"10", "2"})) << card;
+  }
+}
+
 // An energy budget ends a team once the joules its workers' devices have
 // drawn, as their pushes report them to the coordinator, reach it: at the
 // default profile's 5 to 15 W a device, 20 J are about a second of two

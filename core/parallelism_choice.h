@@ -79,9 +79,10 @@ bool NamesAPlan(std::string_view stages);
 // device of `problem` or is given twice, or text that is not a layout; the
 // message names no source, which the caller puts before it.
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, const PipelineProblem& problem);
-// The same on `devices` ranks, before the model's `layers` are known (they
-// are counted as they are measured, seconds later): everything but the last
-// stage's end is judged.
+// The same on `devices` ranks, against the model's `layers` where they are
+// known (a built-in model's, from its spec: core/model_shape.h's
+// BuiltInLayerCount); without them (a user's module's, counted as they are
+// measured, seconds later) everything but the layers' range is judged.
 StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std::optional<int> layers, int devices);
 
 // The plan of the stages asked for (`edgetrain run --stages`,

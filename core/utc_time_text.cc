@@ -23,4 +23,6 @@ std::string UtcTextMillis(WallTime t) {
   return text + fraction;
 }
 
+std::string LogLineStamp(WallTime t) { return "time=" + UtcTextMillis(t) + " "; }
+
 }  // namespace edgetrain

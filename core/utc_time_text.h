@@ -15,5 +15,8 @@ std::string UtcText(WallTime t);
 // To the millisecond: "2026-11-22T19:01:53.123Z" (log lines, whose events
 // come many to a second).
 std::string UtcTextMillis(WallTime t);
+// What each line of the operator's and agents' logs begins with, so that one
+// grep or parser reads both: "time=2026-11-22T19:01:53.123Z ".
+std::string LogLineStamp(WallTime t);
 
 }  // namespace edgetrain

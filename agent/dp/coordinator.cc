@@ -88,6 +88,7 @@ Coordinator::~Coordinator() = default;
 
 Status Coordinator::Restore(const JobCheckpoint& c) {
   std::lock_guard lock(mu_);
+  if (c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, static_cast<size_t>(layout_.total_floats())));
   if (!c.ledger || c.ledger->workers != world_ ||
       c.ledger->pushed.size() != static_cast<size_t>(world_) * layout_.size() ||
       c.ledger->iterations.size() != static_cast<size_t>(world_)) {

@@ -126,6 +126,7 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   // Moments are empty for an optimizer without them; of another length, the
   // stages' slices of them would be read past their end (found in review).
   auto fits = [&](const std::vector<float>& moment) { return moment.empty() || moment.size() == whole.size(); };
+  if (!c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, whole.size()));
   if (c.ledger || c.parameters.size() != whole.size() || !fits(c.optimizer.first) || !fits(c.optimizer.second)) {
     return FailedPreconditionError("holds a different model, optimizer or team");
   }
@@ -279,12 +280,26 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.step_samples = d.samples();
       changed_.NotifyAll();
     } else if (message->has_failed()) {
-      std::lock_guard lock(mu_);
-      if (!module_failed_) {
-        module_failed_ = InvalidArgumentError("stage " + std::to_string(link.stage + 1) + " (rank " +
-                                              std::to_string(rank) + "): " + message->failed().reason());
+      {
+        std::lock_guard lock(mu_);
+        if (!module_failed_) {
+          module_failed_ = InvalidArgumentError("stage " + std::to_string(link.stage + 1) + " (rank " +
+                                                std::to_string(rank) + "): " + message->failed().reason());
+        }
+        // Gone, and said so here: its stream's end, which the cut below
+        // brings, read "the worker closed its stream".
+        if (!link.lost) {
+          link.lost = true;
+          link.lost_at = clock_.Now();
+          Log() << "pipeline: stage " << link.stage + 1 << " (rank " << rank
+                << ") ends: the user's module raised on its share, the job's own fault\n";
+        }
+        changed_.NotifyAll();
       }
-      changed_.NotifyAll();
+      // Its last word read: the stage, which leaves its stream for the head
+      // to end, is let go now, rather than waited on for the state Finish
+      // fetches, which it will not send.
+      stream.Cut();
     } else if (message->has_state()) {
       std::lock_guard lock(mu_);
       if (message->state().request() != state_request_) continue;  // to a request given up
@@ -1510,6 +1525,9 @@ Status PipelineHead::Advance() {
   std::optional<TimePoint> lost_at;  // the first loss this step
   TimePoint word_at{};
   for (;;) {
+    // The user's module raised on a stage: before any loss it brings (the
+    // stage ends), whatever else went wrong this step.
+    if (module_failed_) return *module_failed_;
     // A device lost between steps is let go of now; the step is then sent
     // as a replay too, which carries the groups.
     if (!LostLocked().ok()) EDGETRAIN_RETURN_IF_ERROR(RegroupLocked());
@@ -1562,6 +1580,7 @@ Status PipelineHead::Advance() {
       lock.lock();
     }
     if (all_done()) break;
+    if (module_failed_) return *module_failed_;
     if (!plan_.spec.fault_tolerance.replay) {
       return UnavailableError(LostLocked().message() + " (spec.faultTolerance.replay is off: the job fails rather than run the step again without it)");
     }

@@ -472,7 +472,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int64_t fetched_step_ = -1;
   bool finished_ = false;
   // A stage's pass the user's module raised on (v1::StageFailed): the job's
-  // fault, which the next step's Advance fails with.
+  // fault, which Advance fails with, the step it came in or the next.
   std::optional<Status> module_failed_;
   bool welcomed_ = false;  // Start has welcomed the stages: a device lost after waits to be let go of
   TimePoint job_clock_start_{};  // when the job's training clock read 0, as Start found it

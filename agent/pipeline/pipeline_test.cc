@@ -1463,13 +1463,22 @@ TEST(SimulatedPipelineTest, DevicesLostTogetherAndTheLastOfAStage) {
 // its shares handed to the other of its group, which had aborted alike (a
 // user's trial).
 TEST(SimulatedPipelineTest, AShareTheModuleRaisesOnFailsTheJobRatherThanLosingADevice) {
-  const SimulatedRun run = RunReplaying(HybridPlan({{0, 1}, {2}}, 4), {{1, 9}}, 5, Fault::kRaises);
+  JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  plan.spec.model.kind = ModelKind::kTorchScript;  // a user's module: the fakes raise as its code would
+  const SimulatedRun run = RunReplaying(plan, {{1, 9}}, 5, Fault::kRaises);
   EXPECT_EQ(run.ended.code(), StatusCode::kInvalidArgument) << run.ended.ToString() << "\n" << run.log;
   EXPECT_EQ(run.ended.message(),
             "stage 1 (rank 1): forward of micro-batch 0 failed: ValueError: raised (the module's own code)");
   EXPECT_EQ(run.losses.size(), 1u) << "step 2, whose first pass raised, not done";
   EXPECT_TRUE(!run.progress.replays || (run.progress.replays->covered == 0 && run.progress.replays->count == 0))
       << "nobody covered it, nothing replayed\n" << run.log;
+  // A built-in model's layers raise nothing of a user's: the same error is
+  // this runtime's, its device lost and covered by its group.
+  plan.spec.model.kind = ModelKind::kMlp;
+  const SimulatedRun builtin = RunReplaying(plan, {{1, 9}}, 5, Fault::kRaises);
+  EXPECT_TRUE(builtin.ended.ok()) << builtin.ended.ToString() << "\n" << builtin.log;
+  ASSERT_TRUE(builtin.progress.replays);
+  EXPECT_EQ(builtin.progress.replays->covered, 1) << builtin.log;
 }
 
 // A pipeline of one stage whose only device dies ends, saying why: there is

@@ -124,6 +124,15 @@ class StageInbox {
     return Ended(step, attempt);
   }
   // The head's next word: a command or Stop.
+  // Until the head has ended the stream or said Stop, at most `within`:
+  // a stage whose last word must reach the head (v1::StageFailed) waits for
+  // the head to end it, since ending it from this side (gRPC's cancel) may
+  // drop what the head has not read yet.
+  void WaitForTheHeadsEnd(Duration within) {
+    std::unique_lock lock(mu_);
+    arrived_.WaitFor(lock, within, [&] { return !closed_.ok() || stopped_.has_value(); });
+  }
+
   StatusOr<v1::CoordinatorMessage> NextCommand() {
     std::unique_lock lock(mu_);
     Wait(lock, [&] { return !commands_.empty() || !closed_.ok(); });

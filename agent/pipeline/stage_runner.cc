@@ -131,7 +131,8 @@ class Stage {
       if (!message.has_command()) return FailedPreconditionError("the head sent a stage what only a worker takes");
       const v1::StageCommand& command = message.command();
       if (command.has_layers()) {
-        EDGETRAIN_RETURN_IF_ERROR(TakeLayers(command.layers()));  // between steps: the last one stands
+        // Between steps: the last one stands.
+        EDGETRAIN_RETURN_IF_ERROR(SaidIfTheModules(NotedIfTheModules(TakeLayers(command.layers()))));
         continue;
       }
       if (command.has_send_state()) {
@@ -155,7 +156,9 @@ class Stage {
           --step_;
           --summary_.steps;
         }
-        if (command.replay().has_layers()) EDGETRAIN_RETURN_IF_ERROR(TakeLayers(command.replay().layers()));
+        if (command.replay().has_layers()) {
+          EDGETRAIN_RETURN_IF_ERROR(SaidIfTheModules(NotedIfTheModules(TakeLayers(command.replay().layers()))));
+        }
         // As the head planned them again for the devices left.
         if (command.replay().micro_batches() > 0) micro_batches_ = command.replay().micro_batches();
       }
@@ -173,19 +176,39 @@ class Stage {
         covered_.clear();
         continue;
       }
-      if (!ran.ok() && module_failed_) {
-        // Said to the head before the stream ends, so that it fails the job
-        // with it (exit 2) rather than hand this device's shares to another
-        // of its group, to fail alike.
-        v1::WorkerMessage failed;
-        failed.mutable_failed()->set_reason(module_failed_->message());
-        outbox_.Post(std::move(failed));
-      }
-      EDGETRAIN_RETURN_IF_ERROR(ran);
+      EDGETRAIN_RETURN_IF_ERROR(SaidIfTheModules(ran));
       ++step_;
     }
     summary_.stop_reason = "cancelled";
     return Status::Ok();
+  }
+
+  // `status`, noted as the job's own fault where it is a user's module's
+  // raise: the trainer's InvalidArgument (StageTrainer says so of its
+  // passes and of building a stage), only ever of a TorchScript module.
+  template <typename T>
+  T NotedIfTheModules(T status) {
+    const Status s = StatusOf(status);
+    if (!s.ok() && s.code() == StatusCode::kInvalidArgument && plan_.spec.model.kind == ModelKind::kTorchScript) {
+      module_failed_ = s;
+    }
+    return status;
+  }
+  static Status StatusOf(const Status& s) { return s; }
+  template <typename V>
+  static Status StatusOf(const StatusOr<V>& s) { return s.status(); }
+
+  // `ended`, the error this stage ends on, told to the head first where the
+  // user's module raised: the head fails the job with it (exit 2) rather
+  // than hand this device's shares or layers to another, to fail alike. The
+  // stream is left for the head to end, or its last word may be dropped.
+  Status SaidIfTheModules(Status ended) {
+    if (ended.ok() || !module_failed_) return ended;
+    v1::WorkerMessage failed;
+    failed.mutable_failed()->set_reason(module_failed_->message());
+    outbox_.Post(std::move(failed));
+    inbox_.WaitForTheHeadsEnd(plan_.spec.fault_tolerance.ReachGrace());
+    return ended;
   }
 
   // The group this device is in from now on, and the speeds it deals by:
@@ -697,10 +720,7 @@ class Stage {
     const EmulatedDevice::Mark began = device_.Begin();
     energy_.BeginCompute(began.at);
     passes_.Began(began.at);
-    auto result = pass();
-    // The trainer's InvalidArgument: the user's module raised on this share
-    // (StageTrainer::Forward and the backwards), the job's own fault.
-    if (!result.ok() && result.status().code() == StatusCode::kInvalidArgument) module_failed_ = result.status();
+    auto result = NotedIfTheModules(pass());
     Slowed(began, workload);
     const TimePoint done = clock_.Now();
     passes_.Ended(done);

@@ -7,6 +7,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "agent/storage/crc32.h"
+#include "core/number_text.h"
 #include "edgetrain/v1/checkpoint.pb.h"
 
 namespace edgetrain::agent {
@@ -170,6 +171,12 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
                            ToVector<int64_t>(m.team().iterations())};
   }
   return c;
+}
+
+Status ParametersFit(const JobCheckpoint& c, size_t parameters) {
+  if (c.parameters.size() == parameters) return Status::Ok();
+  return FailedPreconditionError("holds a model of " + WithThousands(static_cast<int64_t>(c.parameters.size())) +
+                                 " parameters, and this job's has " + WithThousands(static_cast<int64_t>(parameters)));
 }
 
 Status SaveCheckpoint(const std::string& path, const JobCheckpoint& c) {

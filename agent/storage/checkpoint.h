@@ -57,6 +57,12 @@ struct JobCheckpoint {
 std::string EncodeCheckpoint(const JobCheckpoint& c);
 StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::string& source);
 
+// FailedPrecondition where `c` holds a model of other than `parameters`
+// floats, saying both counts: a user who exported their module anew with
+// other layers and resumed was told only "a different model, optimizer or
+// team" (a user's trial).
+Status ParametersFit(const JobCheckpoint& c, size_t parameters);
+
 Status SaveCheckpoint(const std::string& path, const JobCheckpoint& c);
 // nullopt when there is no checkpoint at `path`.
 StatusOr<std::optional<JobCheckpoint>> LoadCheckpoint(const std::string& path);

@@ -11,7 +11,9 @@
 
 #include "agent/torch/models.h"
 #include "agent/torch/stage_trainer.h"
+#include "agent/torch/torchscript_trainer.h"
 #include "core/chained_passes.h"
+#include "core/number_text.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
 
@@ -190,6 +192,9 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
   EDGETRAIN_RETURN_IF_ERROR(CheckOptions(options));
   const RealClock real;
   const Clock& clock = options.clock ? *options.clock : real;
+  // What was being timed, for an error: a user's module raising said only
+  // "a layer of the module raised" (a user's trial).
+  std::string timing;
   try {
     torch::set_num_threads(options.intra_op_threads);
     torch::manual_seed(options.seed);
@@ -219,6 +224,8 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       // at the whole batch first, untimed: what its timed passes hold at
       // most, and no more (a whole model's activations at once would not fit
       // where a model is split for want of memory; found in review).
+      timing = "layer " + std::to_string(i) + " (" + layer.name + "), a pass of " +
+               CountOf(options.batch_size, "sample", "samples");
       {
         const torch::Tensor whole = input.detach().requires_grad_(i > 0);
         (void)TimeLayer(layer.net, whole, clock, kWarmUpPasses, [] {});
@@ -251,6 +258,7 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
       costs.push_back(std::move(cost));
       input = output;
     }
+    timing = "the layers chained, as a stage runs them";
     if (options.chained) {
       // The chain holds every layer's activations at once, where the layers
       // timed one by one held one layer's: only the sizes whose stash stays
@@ -299,11 +307,12 @@ StatusOr<std::vector<LayerCost>> ProfileLayers(const ModelSpec& spec, const Data
     }
     return costs;
   } catch (const c10::Error& e) {
-    return InternalError(std::string("layer profile failed: ") + e.what_without_backtrace());
+    return InternalError("layer profile failed: " + timing + ": " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     // A user's module raising in its forward (torch::jit::JITException):
     // said, where it aborted the agent.
-    return InvalidArgumentError(std::string("layer profile failed: a layer of the module raised: ") + e.what());
+    return InvalidArgumentError("layer profile failed: a layer of the module raised, timing " + timing + ": " +
+                                ErrorReason(e));
   }
 }
 

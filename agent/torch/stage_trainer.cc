@@ -84,9 +84,9 @@ class TorchStageTrainer final : public StageTrainer {
   StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) override {
     const int64_t floats = static_cast<int64_t>(input.size());
     if (floats == 0 || floats % input_size_ != 0) {
-      return InvalidArgumentError("forward of micro-batch " + std::to_string(id) + ": " + std::to_string(floats) +
-                                  " floats of input are not a whole number of samples of " +
-                                  std::to_string(input_size_));
+      return FailedPreconditionError("forward of micro-batch " + std::to_string(id) + ": " + std::to_string(floats) +
+                                     " floats of input are not a whole number of samples of " +
+                                     std::to_string(input_size_));
     }
     if (stash_.contains(id)) {
       return FailedPreconditionError("forward of micro-batch " + std::to_string(id) +
@@ -117,15 +117,15 @@ class TorchStageTrainer final : public StageTrainer {
     }
     EDGETRAIN_ASSIGN_OR_RETURN(Stashed * stashed, Find(id));
     if (static_cast<int64_t>(labels.size()) != stashed->samples) {
-      return InvalidArgumentError("backward of micro-batch " + std::to_string(id) + ": " +
-                                  std::to_string(labels.size()) + " labels for " +
-                                  std::to_string(stashed->samples) + " samples");
+      return FailedPreconditionError("backward of micro-batch " + std::to_string(id) + ": " +
+                                     std::to_string(labels.size()) + " labels for " +
+                                     std::to_string(stashed->samples) + " samples");
     }
     for (int64_t label : labels) {
       if (label < 0 || label >= classes_) {
-        return InvalidArgumentError("backward of micro-batch " + std::to_string(id) + ": label " +
-                                    std::to_string(label) + " outside the " + std::to_string(classes_) +
-                                    " classes");
+        return FailedPreconditionError("backward of micro-batch " + std::to_string(id) + ": label " +
+                                       std::to_string(label) + " outside the " + std::to_string(classes_) +
+                                       " classes");
       }
     }
     Stashed batch = Take(id);
@@ -149,9 +149,9 @@ class TorchStageTrainer final : public StageTrainer {
     EDGETRAIN_ASSIGN_OR_RETURN(Stashed * stashed, Find(id));
     const int64_t want = stashed->samples * output_size_;
     if (static_cast<int64_t>(output_gradient.size()) != want) {
-      return InvalidArgumentError("backward of micro-batch " + std::to_string(id) + ": " +
-                                  std::to_string(output_gradient.size()) + " floats of output gradient for " +
-                                  std::to_string(stashed->samples) + " samples of " + std::to_string(output_size_));
+      return FailedPreconditionError("backward of micro-batch " + std::to_string(id) + ": " +
+                                     std::to_string(output_gradient.size()) + " floats of output gradient for " +
+                                     std::to_string(stashed->samples) + " samples of " + std::to_string(output_size_));
     }
     Stashed batch = Take(id);
     try {
@@ -208,8 +208,8 @@ class TorchStageTrainer final : public StageTrainer {
   StatusOr<Stashed*> Find(int64_t id) {
     auto it = stash_.find(id);
     if (it == stash_.end()) {
-      return InvalidArgumentError("backward of micro-batch " + std::to_string(id) + ": it is not in flight (" +
-                                  std::to_string(stash_.size()) + " are; was it forwarded, or backwarded already?)");
+      return FailedPreconditionError("backward of micro-batch " + std::to_string(id) + ": it is not in flight (" +
+                                     std::to_string(stash_.size()) + " are; was it forwarded, or backwarded already?)");
     }
     return &it->second;
   }

@@ -64,8 +64,13 @@ class StageTrainer {
   // Forward of micro-batch `id` (any key the caller picks, unique among those in
   // flight) on input.size() / InputSize() samples. Keeps what its backward needs
   // until then. Returns the output, n x OutputSize() floats: the logits on the
-  // last stage. InvalidArgument when the input is not a whole, positive number
-  // of samples; FailedPrecondition when `id` is already in flight.
+  // last stage. FailedPrecondition when the input is not a whole, positive
+  // number of samples or `id` is already in flight: the caller's misuse.
+  //
+  // InvalidArgument from a pass is a user's module raising on it alone (its
+  // own code, ModuleFailed's words), which the stage tells its head as the
+  // job's fault (agent/pipeline/stage_runner.cc); a built-in layer's failure
+  // is Internal.
   virtual StatusOr<std::vector<float>> Forward(int64_t id, std::span<const float> input) = 0;
 
   // Last stage only: the mean cross-entropy of micro-batch `id` against its n
@@ -81,9 +86,10 @@ class StageTrainer {
   // floats, or nothing on the first stage, which has no one to send it to and
   // does not compute it.
   //
-  // Both backwards add to Gradients() and end the micro-batch. InvalidArgument
-  // for an id not in flight or arrays of the wrong size (the micro-batch stays
-  // in flight); a failure inside LibTorch drops the micro-batch.
+  // Both backwards add to Gradients() and end the micro-batch.
+  // FailedPrecondition for an id not in flight, arrays of the wrong size or
+  // labels outside the classes (the micro-batch stays in flight); a failure
+  // inside LibTorch drops the micro-batch.
   virtual StatusOr<std::vector<float>> Backward(int64_t id, std::span<const float> output_gradient) = 0;
 
   // Micro-batches forwarded and not yet backwarded: what the stage holds.

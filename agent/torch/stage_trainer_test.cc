@@ -11,6 +11,7 @@
 #include "agent/data/dataset.h"
 #include "agent/torch/test_models.h"
 #include "agent/torch/trainer.h"
+#include "core/model_shape.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -361,6 +362,14 @@ TEST(StageTrainerShapesTest, EachStageSaysWhatFlowsInAndOut) {
 TEST(StageTrainerShapesTest, CountsEachModelsLayers) {
   EXPECT_EQ(CountLayers(Mlp({32, 16}), kDigits).value(), 3);
   EXPECT_EQ(CountLayers(Vgg({}), kFashion).value(), 9);
+  // As the spec tells them, before LibTorch builds anything (a layout by
+  // hand is judged against it as the manifest is read).
+  for (const auto& [model, data] : {std::pair{Mlp({}), kDigits}, std::pair{Mlp({32, 16, 8}), kDigits},
+                                    std::pair{Cnn({}), kDigits}, std::pair{Cnn({4, 4, 4}), kDigits},
+                                    std::pair{Vgg({}), kFashion}, std::pair{Vgg({4, 4, 4}), kDigits},
+                                    std::pair{Vgg({8}), kDigits}}) {
+    EXPECT_EQ(CountLayers(model, data).value(), BuiltInLayerCount(model)) << NameOf(model.kind);
+  }
   auto too_deep = CountLayers(Vgg({}), kDigits);  // four pools on 8x8
   ASSERT_FALSE(too_deep.ok());
   EXPECT_EQ(too_deep.status().code(), StatusCode::kInvalidArgument);
@@ -390,9 +399,11 @@ TEST(StageTrainerErrorsTest, MicroBatchesInFlightAndMisuse) {
   StageTrainer& last = *stages[2];
   const Batch batch = Pattern(kDigits, 4);
 
-  // Inputs that are not whole samples.
-  EXPECT_EQ(first.Forward(1, std::span(batch.features).first(65)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(first.Forward(1, {}).status().code(), StatusCode::kInvalidArgument);
+  // The caller's misuse is FailedPrecondition: InvalidArgument from a pass is
+  // a user's module's raise alone, which a stage tells its head as the job's
+  // fault. Inputs that are not whole samples:
+  EXPECT_EQ(first.Forward(1, std::span(batch.features).first(65)).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(first.Forward(1, {}).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(first.InFlight(), 0);
 
   // Two micro-batches in flight; an id is taken until its backward.
@@ -420,11 +431,11 @@ TEST(StageTrainerErrorsTest, MicroBatchesInFlightAndMisuse) {
   // Unknown ids, wrong label counts, labels outside the classes: refused, and
   // the micro-batch stays in flight.
   auto unknown = last.BackwardFromLoss(9, std::span(batch.labels).first(2), 1);
-  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(unknown.status().message().find("not in flight"), std::string::npos) << unknown.status().message();
-  EXPECT_EQ(last.BackwardFromLoss(1, batch.labels, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(last.BackwardFromLoss(1, batch.labels, 1).status().code(), StatusCode::kFailedPrecondition);
   const std::vector<int64_t> out_of_range = {0, 10};
-  EXPECT_EQ(last.BackwardFromLoss(1, out_of_range, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(last.BackwardFromLoss(1, out_of_range, 1).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(last.InFlight(), 1);
 
   auto from_loss = last.BackwardFromLoss(1, std::span(batch.labels).first(2), 1);
@@ -433,14 +444,14 @@ TEST(StageTrainerErrorsTest, MicroBatchesInFlightAndMisuse) {
   EXPECT_EQ(from_loss->input_gradient.size(), 2u * 16);
   EXPECT_EQ(last.InFlight(), 0);
   EXPECT_EQ(last.BackwardFromLoss(1, std::span(batch.labels).first(2), 1).status().code(),
-            StatusCode::kInvalidArgument)
+            StatusCode::kFailedPrecondition)
       << "a micro-batch is backwarded once";
 
-  EXPECT_EQ(middle.Backward(1, std::vector<float>(3)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(middle.Backward(1, std::vector<float>(3)).status().code(), StatusCode::kFailedPrecondition);
   auto g1 = middle.Backward(1, from_loss->input_gradient);
   ASSERT_TRUE(g1.ok()) << g1.status().ToString();
   EXPECT_EQ(g1->size(), 2u * 32);
-  EXPECT_EQ(middle.Backward(7, *g1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(middle.Backward(7, *g1).status().code(), StatusCode::kFailedPrecondition);
 
   auto none = first.Backward(1, *g1);
   ASSERT_TRUE(none.ok()) << none.status().ToString();

@@ -149,6 +149,23 @@ TEST_F(TorchScriptTrainerTest, AModuleThatRaisesOnABatchIsTheJobsFault) {
       << failed.status().message();
 }
 
+// Timing the layers of a module that raises says on which layer and pass:
+// "a layer of the module raised" alone left a user to guess.
+TEST_F(TorchScriptTrainerTest, ALayerProfileTheModuleRaisesInSaysWhatItWasTiming) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("raises_on_three.pt");
+  auto layers = ProfileLayers(model, digits_->train.info, {.batch_size = 3, .repetitions = 1});
+  ASSERT_FALSE(layers.ok());
+  EXPECT_EQ(layers.status().code(), StatusCode::kInvalidArgument) << layers.status().ToString();
+  EXPECT_NE(layers.status().message().find("layer profile failed: a layer of the module raised, timing layer 0 ("),
+            std::string::npos)
+      << layers.status().message();
+  EXPECT_NE(layers.status().message().find("), a pass of 3 samples: "), std::string::npos) << layers.status().message();
+  EXPECT_NE(layers.status().message().find("a batch of 3"), std::string::npos) << layers.status().message();
+  EXPECT_EQ(layers.status().message().find('\n'), std::string::npos) << "its first line, no TorchScript stack";
+}
+
 TEST_F(TorchScriptTrainerTest, TheTrainedModuleIsSavedAsTorchScriptThatLoadsWithItsWeights) {
   auto trainer = Load(Module("digits_mlp.pt"));
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();

@@ -12,7 +12,7 @@
 #include <ostream>
 #include <string>
 
-#include "operator/kube/kube_time.h"
+#include "core/utc_time_text.h"
 
 namespace edgetrain::operator_ {
 
@@ -23,9 +23,9 @@ class LineLog {
     Write("job=" + key + " reason=" + reason + " " + message);
   }
   void Write(const std::string& line) {
-    const std::string stamp = kube::FormatKubeTimeMillis(std::chrono::system_clock::now());
+    const std::string stamp = LogLineStamp(std::chrono::system_clock::now());
     std::lock_guard<std::mutex> lock(mu_);
-    out_ << "time=" << stamp << " " << line << "\n";
+    out_ << stamp << line << "\n";
     out_.flush();
   }
 

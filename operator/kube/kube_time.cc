@@ -7,8 +7,6 @@ namespace edgetrain::kube {
 
 std::string FormatKubeTime(WallTime t) { return UtcText(t); }
 
-std::string FormatKubeTimeMillis(WallTime t) { return UtcTextMillis(t); }
-
 std::optional<WallTime> ParseKubeTime(const std::string& text) {
   std::tm tm{};
   int consumed = 0;

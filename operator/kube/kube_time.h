@@ -14,9 +14,6 @@ namespace edgetrain::kube {
 using edgetrain::WallTime;
 
 std::string FormatKubeTime(WallTime t);
-// To the millisecond, as MicroTime writes fractions: "2026-11-22T19:01:53.123Z"
-// (the operator's log lines, whose decisions come many to a second).
-std::string FormatKubeTimeMillis(WallTime t);
 // Also reads fractional seconds and "+hh:mm" offsets (MicroTime, other writers).
 std::optional<WallTime> ParseKubeTime(const std::string& text);
 
