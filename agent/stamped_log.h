@@ -7,8 +7,8 @@
 // its line ends and then written whole, so the lines of a coordinator's
 // streams, its senders and its job driver never break into one another.
 //
-// What the agent's libraries write to stderr themselves (gRPC, LibTorch)
-// goes around it, unstamped.
+// What is written to stderr's file descriptor around std::cerr (gRPC's
+// logging, C's stdio, an abort's message) goes unstamped.
 
 #include <chrono>
 #include <functional>

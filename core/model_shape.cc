@@ -103,7 +103,9 @@ std::vector<ModelMisfit> CheckTorchScript(const ModelSpec& spec, const DatasetIn
   return misfits;
 }
 
-std::vector<ModelMisfit> AsList(Misfit m) { return m ? std::vector<ModelMisfit>{std::move(*m)} : std::vector<ModelMisfit>{}; }
+std::vector<ModelMisfit> AsList(Misfit m) {
+  return m ? std::vector<ModelMisfit>{std::move(*m)} : std::vector<ModelMisfit>{};
+}
 
 }  // namespace
 

@@ -167,7 +167,9 @@ class DyingStageTrainer final : public WrappedStageTrainer {
  private:
   // As StageTrainer says a module's raise (ModuleFailed), or a dead device.
   Status Died() const {
-    if (raises_) return InvalidArgumentError("forward of micro-batch 0 failed: ValueError: raised (the module's own code)");
+    if (raises_) {
+      return InvalidArgumentError("forward of micro-batch 0 failed: ValueError: raised (the module's own code)");
+    }
     return UnavailableError("the device died");
   }
   const int dies_at_;

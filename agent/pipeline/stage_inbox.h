@@ -123,7 +123,6 @@ class StageInbox {
     if (ready() && !Superseded(step, attempt)) return Status::Ok();
     return Ended(step, attempt);
   }
-  // The head's next word: a command or Stop.
   // Until the head has ended the stream or said Stop, at most `within`:
   // a stage whose last word must reach the head (v1::StageFailed) waits for
   // the head to end it, since ending it from this side (gRPC's cancel) may
@@ -132,7 +131,7 @@ class StageInbox {
     std::unique_lock lock(mu_);
     arrived_.WaitFor(lock, within, [&] { return !closed_.ok() || stopped_.has_value(); });
   }
-
+  // The head's next word: a command or Stop.
   StatusOr<v1::CoordinatorMessage> NextCommand() {
     std::unique_lock lock(mu_);
     Wait(lock, [&] { return !commands_.empty() || !closed_.ok(); });
