@@ -1,10 +1,13 @@
 #include "agent/data/sample_directory.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -21,6 +24,12 @@ namespace {
 // How long a file whose last line is unfinished waits for the rest.
 constexpr auto kSettle = std::chrono::seconds(2);
 
+bool WrittenWithinSettle(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_time_type written = fs::last_write_time(path, ec);
+  return !ec && fs::file_time_type::clock::now() - written < kSettle;
+}
+
 // A file its writer may still be writing, in place rather than under a dot
 // name: its last line unfinished (no newline), written to within kSettle. Its
 // first rows were read and the rest lost, unsaid (a new user's trial). One
@@ -32,11 +41,24 @@ bool StillBeingWritten(const fs::path& path) {
   in.seekg(-1, std::ios::end);
   char last = '\n';
   in.get(last);
-  if (last == '\n') return false;
-  std::error_code ec;
-  const fs::file_time_type written = fs::last_write_time(path, ec);
-  return !ec && fs::file_time_type::clock::now() - written < kSettle;
+  return last != '\n' && WrittenWithinSettle(path);
 }
+
+// A file that does not read as samples yet may be one whose rows are on
+// their way: nothing at all (a writer's open() makes it empty), or a header
+// alone (a line with words in it, not a row of numbers). Written to within
+// kSettle, it waits to settle before it is refused: an empty file refused at
+// once was never looked at again, its rows, written a second later, never
+// read (a user's trial). A bad row is refused at once.
+bool MayHaveRowsComing(const fs::path& path, const std::string& text) {
+  const size_t first_end = text.find('\n');
+  if (first_end != std::string::npos && first_end + 1 != text.size()) return false;  // rows past the first line
+  const bool words = std::any_of(text.begin(), text.end(), [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) != 0 && c != 'e' && c != 'E';  // 1e-3 is a number
+  });
+  return (text.empty() || words) && WrittenWithinSettle(path);
+}
+
 
 }  // namespace
 
@@ -78,6 +100,12 @@ std::optional<FeatureRange> FeatureRangeOf(const DataSpec& data) {
   return FeatureRange{0, 1, std::string(NameOf(data.dataset))};
 }
 
+std::optional<SampleDirectory::FileIdentity> SampleDirectory::IdentityOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<std::uintmax_t>(st.st_size), st.st_ino};
+}
+
 SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info, std::optional<FeatureRange> range)
     : folder_(std::move(folder)), range_(std::move(range)) {
   samples_.info = info;
@@ -96,14 +124,21 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   }
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (const auto was = read_size_.find(name); was != read_size_.end()) {
-      std::error_code unsized;
-      const std::uintmax_t now = it->file_size(unsized);
-      if (!unsized && now > was->second) {
-        scan.refused.push_back(it->path().string() + ": " + std::to_string(now - was->second) +
+    if (const auto was = read_as_.find(name); was != read_as_.end()) {
+      const std::optional<FileIdentity> now = IdentityOf(it->path().string());
+      if (now && now->inode != was->second.inode) {
+        // Renamed over the one read, as a writer does who writes whole
+        // under a dot name: the advice that rows written in place are lost
+        // was no help to one who had done just that (a user's trial).
+        scan.refused.push_back(it->path().string() + ": replaced after it was read, under the same name, and not "
+                               "read again: each name is read once; give each file a name of its own (a count, a "
+                               "time) after the last");
+        read_as_.erase(was);
+      } else if (now && now->size > was->second.size) {
+        scan.refused.push_back(it->path().string() + ": " + std::to_string(now->size - was->second.size) +
                                " bytes were written to it after it was read, and are not read: write a file whole "
                                "under another name (.NAME.csv) and rename it into the folder");
-        read_size_.erase(was);
+        read_as_.erase(was);
       }
       continue;
     }
@@ -131,6 +166,8 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
       }
     }
     if (!read.ok()) {
+      // It and those after it wait for a later look, as above.
+      if (text.ok() && MayHaveRowsComing(path, *text)) break;
       seen_.insert(path.filename().string());
       scan.refused.push_back(read.status().message());
       // In the order of the files, with no samples: read through once the
@@ -145,10 +182,13 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     // than the whole buffer): that one is taken, alone, once the buffer is empty.
     if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) break;
     seen_.insert(path.filename().string());
-    read_size_[path.filename().string()] = text->size();
+    // As read: its size then, and which file it was (the inode of the file
+    // read, not of one renamed over it since).
+    const std::optional<FileIdentity> identity = IdentityOf(path.string());
+    read_as_[path.filename().string()] = {static_cast<std::uintmax_t>(text->size()), identity ? identity->inode : 0};
     read_order_.push_back(path.filename().string());
     if (read_order_.size() > kWatchedAfterRead) {
-      read_size_.erase(read_order_.front());
+      read_as_.erase(read_order_.front());
       read_order_.pop_front();
     }
     const size_t at = samples_.features.size();

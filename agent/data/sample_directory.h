@@ -16,6 +16,8 @@
 // samples out of a full buffer (a folder filled before the run would lose
 // all but a buffer's worth).
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -108,14 +110,22 @@ class SampleDirectory {
   const std::optional<FeatureRange> range_;
   Dataset samples_;  // every sample read, features as floats
   std::set<std::string> seen_;
-  // Of the last files read, each one's size then, until it is seen to grow:
-  // a file written in place a line at a time, read after its first line,
-  // lost its other lines unsaid (a new user's trial). Rows written to a file
-  // after it was read are not read: said once, as a file left out. Only the
-  // last kWatchedAfterRead: a writer writes one file at a time, and every
-  // look (each 50 ms while a worker waits) stats those watched.
+  // Of the last files read, each one's size and inode then, until it is
+  // seen to grow or be replaced: a file written in place a line at a time,
+  // read after its first line, lost its other lines unsaid (a new user's
+  // trial), and one renamed over under a name read before was not read
+  // again, unsaid. Neither is read: each is said once, as a file left out.
+  // Only the last kWatchedAfterRead: a writer writes one file at a time, and
+  // every look (each 50 ms while a worker waits) stats those watched.
   static constexpr size_t kWatchedAfterRead = 8;
-  std::map<std::string, std::uintmax_t> read_size_;
+  // A file as stat sees it: its size, and which file it is (one renamed
+  // over another under its name is another inode).
+  struct FileIdentity {
+    std::uintmax_t size = 0;
+    ino_t inode = 0;
+  };
+  static std::optional<FileIdentity> IdentityOf(const std::string& path);
+  std::map<std::string, FileIdentity> read_as_;
   std::deque<std::string> read_order_;  // the watched files, oldest first
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;

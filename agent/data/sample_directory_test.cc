@@ -1,5 +1,6 @@
 #include "agent/data/sample_directory.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -139,6 +140,52 @@ TEST_F(SampleDirectoryTest, AFileStillBeingWrittenInPlaceWaitsForItsLastLine) {
   EXPECT_EQ(source.Look().samples, 0);
   fs::last_write_time(folder / "c.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
   EXPECT_EQ(source.Look().samples, 1) << "settled: read as it is";
+}
+
+// A writer's open() makes a file empty before its rows come, and a header
+// may come before them: such a file, written within the last 2 s, waits for
+// its rows. Refused at once, it was never looked at again, and the 20 rows
+// written a second later were never read (a user's trial). Settled, it is
+// refused; a bad row is refused at once
+// (AFileBeingWrittenUnderADotNameWaitsAndABadOneIsRefusedOnce).
+TEST_F(SampleDirectoryTest, AFileOfNoRowsYetWaitsForThem) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "");
+  Put("b.csv", "label,x,y\n");
+  Put("c.csv", "2,5,6\n");
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 0) << "c.csv waits behind them, in name order";
+  EXPECT_TRUE(scan.refused.empty()) << scan.refused.front();
+  Put("a.csv", "0,1,2\n1,3,4\n");
+  std::ofstream(folder / "b.csv", std::ios::app) << "2,5,6\n";
+  scan = source.Look();
+  EXPECT_EQ(scan.samples, 4);
+  EXPECT_TRUE(scan.refused.empty());
+  Put("d.csv", "label,x,y\n");
+  fs::last_write_time(folder / "d.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  scan = source.Look();
+  ASSERT_EQ(scan.refused.size(), 1u);
+  EXPECT_NE(scan.refused[0].find("d.csv: no samples"), std::string::npos) << scan.refused[0];
+}
+
+// A file renamed over one already read, under its name, is not read again
+// (each name is read once) and says so, with what to do; the advice for
+// rows written in place was no help to a writer who had written whole and
+// renamed (a user's trial), and one of the same size was dropped unsaid.
+TEST_F(SampleDirectoryTest, AFileReplacedUnderANameReadBeforeIsSaidOnce) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("latest.csv", "0,1,2\n");
+  EXPECT_EQ(source.Look().samples, 1);
+  Put(".latest.csv", "1,3,4\n");  // the same size
+  fs::rename(folder / ".latest.csv", folder / "latest.csv");
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 0);
+  ASSERT_EQ(scan.refused.size(), 1u);
+  EXPECT_NE(scan.refused[0].find("latest.csv: replaced after it was read, under the same name, and not read again: "
+                                 "each name is read once; give each file a name of its own"),
+            std::string::npos)
+      << scan.refused[0];
+  EXPECT_TRUE(source.Look().refused.empty()) << "said once";
 }
 
 TEST_F(SampleDirectoryTest, AFolderThatDoesNotExistYetIsEmpty) {
