@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,20 @@ struct SampleDirectoryTest : testing::Test {
     fs::create_directories(folder);
   }
   void Put(const std::string& name, const std::string& text) { std::ofstream(folder / name) << text; }
+  // `name`, of one row, read, then changed by `change`, twice: nothing of it
+  // read again, and the first change said once, as `said`.
+  void ExpectAChangeSaidOnce(const std::string& name, const std::function<void()>& change, const std::string& said) {
+    SampleDirectory source(folder.string(), kInfo);
+    Put(name, "0,1,2\n");
+    EXPECT_EQ(source.Look().samples, 1);
+    change();
+    SampleDirectory::Scan scan = source.Look();
+    EXPECT_EQ(scan.samples, 0);
+    ASSERT_EQ(scan.refused.size(), 1u);
+    EXPECT_NE(scan.refused[0].find(said), std::string::npos) << scan.refused[0];
+    change();
+    EXPECT_TRUE(source.Look().refused.empty()) << "said once";
+  }
 };
 
 TEST_F(SampleDirectoryTest, EachFileIsReadOnceWhenItAppearsInNameOrder) {
@@ -48,19 +63,10 @@ TEST_F(SampleDirectoryTest, EachFileIsReadOnceWhenItAppearsInNameOrder) {
 // finished; what is written to it after is not read, and is said once, as
 // a file left out, not lost unsaid (a new user's trial: 1 row of 30 read).
 TEST_F(SampleDirectoryTest, RowsWrittenToAFileAfterItWasReadAreSaidOnce) {
-  SampleDirectory source(folder.string(), kInfo);
-  Put("slow.csv", "0,1,2\n");
-  EXPECT_EQ(source.Look().samples, 1);
-  std::ofstream(folder / "slow.csv", std::ios::app) << "1,3,4\n2,5,6\n";
-  SampleDirectory::Scan scan = source.Look();
-  EXPECT_EQ(scan.samples, 0);
-  ASSERT_EQ(scan.refused.size(), 1u);
-  EXPECT_NE(scan.refused[0].find("slow.csv: 12 bytes were written to it after it was read, and are not read: write a "
-                                 "file whole under another name (.NAME.csv) and rename it into the folder"),
-            std::string::npos)
-      << scan.refused[0];
-  std::ofstream(folder / "slow.csv", std::ios::app) << "0,7,8\n";
-  EXPECT_TRUE(source.Look().refused.empty()) << "said once";
+  ExpectAChangeSaidOnce(
+      "slow.csv", [&] { std::ofstream(folder / "slow.csv", std::ios::app) << "1,3,4\n2,5,6\n"; },
+      "slow.csv: 12 bytes were written to it after it was read, and are not read: write a file whole under another "
+      "name (.NAME.csv) and rename it into the folder");
 }
 
 // Files are read as the buffer has room: what does not fit waits on disk
@@ -173,19 +179,14 @@ TEST_F(SampleDirectoryTest, AFileOfNoRowsYetWaitsForThem) {
 // rows written in place was no help to a writer who had written whole and
 // renamed (a user's trial), and one of the same size was dropped unsaid.
 TEST_F(SampleDirectoryTest, AFileReplacedUnderANameReadBeforeIsSaidOnce) {
-  SampleDirectory source(folder.string(), kInfo);
-  Put("latest.csv", "0,1,2\n");
-  EXPECT_EQ(source.Look().samples, 1);
-  Put(".latest.csv", "1,3,4\n");  // the same size
-  fs::rename(folder / ".latest.csv", folder / "latest.csv");
-  SampleDirectory::Scan scan = source.Look();
-  EXPECT_EQ(scan.samples, 0);
-  ASSERT_EQ(scan.refused.size(), 1u);
-  EXPECT_NE(scan.refused[0].find("latest.csv: replaced after it was read, under the same name, and not read again: "
-                                 "each name is read once; give each file a name of its own"),
-            std::string::npos)
-      << scan.refused[0];
-  EXPECT_TRUE(source.Look().refused.empty()) << "said once";
+  ExpectAChangeSaidOnce(
+      "latest.csv",
+      [&] {
+        Put(".latest.csv", "1,3,4\n");  // the same size
+        fs::rename(folder / ".latest.csv", folder / "latest.csv");
+      },
+      "latest.csv: replaced after it was read, under the same name, and not read again: each name is read once; "
+      "give each file a name of its own");
 }
 
 TEST_F(SampleDirectoryTest, AFolderThatDoesNotExistYetIsEmpty) {
