@@ -224,6 +224,17 @@ static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream&
            "(docs/streams.md)\n";
     return kExitInvalid;
   }
+  if (!fs::exists(top, ec)) {
+    // Said apart from one that is empty: a typo waited, and trained on
+    // nothing, as one whose source had not started (a user's ~/incoming,
+    // which a manifest leaves as written, was read under its folder).
+    const bool tilde = top.string().find("/~") != std::string::npos || top.string().starts_with("~");
+    err << "note: " << top.string() << " does not exist yet"
+        << (tilde ? " (a ~ in spec.data.stream.directory is no home folder: write the path out)" : "")
+        << ": worker RANK trains on the CSV files put into its worker-RANK/ folder in it (docs/streams.md), and "
+           "waits for them\n";
+    return kExitOk;
+  }
   std::vector<std::string> dry;
   for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
     const fs::path folder = fs::path(*stream->directory) / ("worker-" + std::to_string(rank));

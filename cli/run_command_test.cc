@@ -419,6 +419,25 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
             std::string::npos)
       << run.stderr_text;
 
+  // A folder that does not exist is said apart from an empty one: a typo
+  // (a user's ~/incoming, taken under the manifest's folder) read as a
+  // source that had not started.
+  const std::string nowhere = Manifest("nowhere", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 8, stream: {directory: ~/incoming}}
+  parallelism: {workers: 2}
+  budget: {wallClock: 2s}
+)");
+  fs::remove(dir_ / "stderr.log");  // this command's own
+  const Outcome missing = Execute({"validate", nowhere});
+  EXPECT_EQ(missing.exit, 0) << missing.stderr_text;
+  EXPECT_NE(missing.stderr_text.find("note: " + (dir_ / "~" / "incoming").string() +
+                                     " does not exist yet (a ~ in spec.data.stream.directory is no home folder: "
+                                     "write the path out): worker RANK trains on the CSV files put into its "
+                                     "worker-RANK/ folder in it"),
+            std::string::npos)
+      << missing.stderr_text;
+  EXPECT_EQ(missing.stderr_text.find("nothing to read yet"), std::string::npos) << missing.stderr_text;
+
   // A path that is a file: nothing could ever arrive, and the run had
   // trained on nothing for its budget, exit 0.
   std::ofstream(dir_ / "afile") << row << "\n";
