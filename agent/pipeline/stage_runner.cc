@@ -188,10 +188,9 @@ class Stage {
   // passes and of building a stage), only ever of a TorchScript module.
   template <typename T>
   T NotedIfTheModules(T status) {
-    const Status s = StatusOf(status);
-    if (!s.ok() && s.code() == StatusCode::kInvalidArgument && plan_.spec.model.kind == ModelKind::kTorchScript) {
-      module_failed_ = s;
-    }
+    // Every pass comes through here: an OK one costs no copy.
+    if (status.ok() || plan_.spec.model.kind != ModelKind::kTorchScript) return status;
+    if (Status s = StatusOf(status); s.code() == StatusCode::kInvalidArgument) module_failed_ = std::move(s);
     return status;
   }
   static Status StatusOf(const Status& s) { return s; }
