@@ -72,7 +72,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   std::vector<int64_t> labels = data->train.labels;
   const int classes = data->train.info.classes;
   std::vector<std::vector<int64_t>> parts;
-  std::vector<std::string> refused;
+  std::vector<std::string> refused, cut_short;
   if (folders) {
     labels.clear();
     for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
@@ -80,6 +80,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
                                     agent::FeatureRangeOf(job.spec.data));
       const agent::SampleDirectory::Scan scan = folder.Look();
       refused.insert(refused.end(), scan.refused.begin(), scan.refused.end());
+      cut_short.insert(cut_short.end(), scan.cut_short.begin(), scan.cut_short.end());
       parts.emplace_back();
       for (int64_t label : folder.samples().labels) {
         parts.back().push_back(static_cast<int64_t>(labels.size()));
@@ -131,6 +132,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     if (folders) {
       doc["directory"] = *stream->directory;
       doc["refusedFiles"] = refused;
+      doc["linesLeftOut"] = cut_short;
     }
     if (!injected.empty()) doc["injectedLabels"] = injected;
     if (!note.empty()) doc["note"] = note;
@@ -150,6 +152,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   if (!note.empty()) out << "note: " << note << "\n";
   PrintTable(histograms, sizes, out);
   for (const std::string& why : refused) out << "left out: " << why << "\n";
+  for (const std::string& why : cut_short) out << "a line left out, the rows before it read: " << why << "\n";
   if (!injected.empty()) {
     const InjectionSpec& spec = *job.spec.data.injection;
     out << "injected into each batch (spec.data.injection: labelShare " << spec.label_share << ", batchShare "

@@ -62,6 +62,15 @@ bool MayHaveRowsComing(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+std::optional<Dataset> SampleDirectory::FinishedRows(const std::string& text, const std::string& path) const {
+  if (text.empty() || text.back() == '\n') return std::nullopt;
+  const size_t last_line = text.rfind('\n');
+  if (last_line == std::string::npos) return std::nullopt;  // no finished line at all
+  StatusOr<Dataset> finished = ParseCsv(std::string_view(text).substr(0, last_line + 1), samples_.info, {}, path);
+  if (!finished.ok() || finished->size() == 0) return std::nullopt;  // a fault before the last line
+  return std::move(*finished);
+}
+
 bool IsStreamFileName(const std::string& name) {
   constexpr std::string_view kSuffix = ".csv";
   if (name.size() <= kSuffix.size() || name[0] == '.') return false;
@@ -160,6 +169,16 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     const StatusOr<std::string> text = ReadDataFile(path.string());
     StatusOr<Dataset> read =
         text.ok() ? ParseCsv(*text, samples_.info, {}, path.string()) : StatusOr<Dataset>(text.status());
+    if (!read.ok() && text.ok()) {
+      // Settled with an unfinished last line that is no row: its writer
+      // stopped mid-line (killed, its disk full). The finished rows before it
+      // are read, that line said to be left out; the whole file had been
+      // refused, its good rows with it (a user's trial).
+      if (std::optional<Dataset> finished = FinishedRows(*text, path.string())) {
+        scan.cut_short.push_back(read.status().message() + " (its last line, unfinished: no newline ends it)");
+        read = std::move(*finished);
+      }
+    }
     if (read.ok()) {
       if (const std::string outside = OutsideRange(*read, path.string()); !outside.empty()) {
         read = Status(StatusCode::kInvalidArgument, outside);

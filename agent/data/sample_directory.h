@@ -73,6 +73,9 @@ class SampleDirectory {
     // Files that could not be read ("<file>:<line>: <what>"): left out, and
     // not tried again.
     std::vector<std::string> refused;
+    // Files read with a line left out: a writer that stopped mid-line left
+    // an unfinished last line that is no row ("<file>:<line>: <what>").
+    std::vector<std::string> cut_short;
   };
   // Reads files not read yet, in name order (StreamNameBefore), as long as
   // they fit in `room` samples (a file is read whole); the rest wait on disk
@@ -103,6 +106,9 @@ class SampleDirectory {
   const std::string& folder() const { return folder_; }
 
  private:
+  // Of a file that does not read as samples whole: its rows up to the last
+  // newline, if its last line is unfinished and they read; else nothing.
+  std::optional<Dataset> FinishedRows(const std::string& text, const std::string& path) const;
   // Why the features `read` from `path` lie outside range_, or empty.
   std::string OutsideRange(const Dataset& read, const std::string& path) const;
 

@@ -148,6 +148,30 @@ TEST_F(SampleDirectoryTest, AFileStillBeingWrittenInPlaceWaitsForItsLastLine) {
   EXPECT_EQ(source.Look().samples, 1) << "settled: read as it is";
 }
 
+// A writer stopped mid-line (killed, its disk full) leaves a file whose
+// last line is unfinished and no row: once settled, the finished rows before
+// it are read and that line is said to be left out. The whole file had been
+// refused, its good rows with it (a user's trial). A bad row before the last
+// line still refuses the file.
+TEST_F(SampleDirectoryTest, ASettledFileCutMidLineKeepsItsFinishedRows) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3,4\n2,5");
+  Put("b.csv", "0,1\n1,3,4\n2,5");
+  Put("c.csv", "2,5");
+  for (const char* name : {"a.csv", "b.csv", "c.csv"}) {
+    fs::last_write_time(folder / name, fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  }
+  const SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 2) << "a.csv's two finished rows";
+  ASSERT_EQ(scan.cut_short.size(), 1u);
+  EXPECT_NE(scan.cut_short[0].find("a.csv:3:"), std::string::npos) << scan.cut_short[0];
+  EXPECT_NE(scan.cut_short[0].find("unfinished"), std::string::npos) << scan.cut_short[0];
+  ASSERT_EQ(scan.refused.size(), 2u) << "b.csv's bad first row, c.csv's only line";
+  EXPECT_NE(scan.refused[0].find("b.csv:1:"), std::string::npos) << scan.refused[0];
+  EXPECT_NE(scan.refused[1].find("c.csv:1:"), std::string::npos) << scan.refused[1];
+  EXPECT_EQ(source.samples().labels, (std::vector<int64_t>{0, 1}));
+}
+
 // A writer's open() makes a file empty before its rows come, and a header
 // may come before them: such a file, written within the last 2 s, waits for
 // its rows. Refused at once, it was never looked at again, and the 20 rows

@@ -478,6 +478,10 @@ class WorkerRun {
       last_refused_ = refused;
       log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
     }
+    for (const std::string& cut : scan.cut_short) {
+      log_ << "worker " << options_.rank << ": a line of its stream was left out, the rows before it read: " << cut
+           << "\n";
+    }
     samples_->Arrive(scan.first, scan.samples);
   }
 
