@@ -368,6 +368,37 @@ TEST_F(RunCommandTest, ADeadlineQuorumOfEveryWorkerIsSaid) {
   }
 }
 
+// A file of more rows than a worker's buffer holds loses the rows past it
+// as it is read: said before the run, with the way out (a trial's 300 rows
+// into a buffer of 256 lost 44 on each worker, said nowhere).
+TEST_F(RunCommandTest, AStreamFileLargerThanTheBufferIsWarnedOf) {
+  fs::create_directories(dir_ / "incoming" / "worker-0");
+  std::string row = "3";
+  for (int i = 0; i < 64; ++i) row += ",0.5";
+  {
+    std::ofstream big(dir_ / "incoming" / "worker-0" / "big.csv");
+    big << "label";
+    for (int i = 0; i < 64; ++i) big << ",x" << i;
+    big << "\n";
+    for (int i = 0; i < 20; ++i) big << row << "\n";
+  }
+  std::ofstream(dir_ / "incoming" / "worker-0" / "small.csv") << row << "\n" << row << "\n";
+  const std::string job = Manifest("big", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 8, stream: {directory: incoming, bufferCapacity: 8}}
+  parallelism: {workers: 2}
+  budget: {wallClock: 2s}
+)");
+  const Outcome checked = Execute({"validate", job});
+  EXPECT_EQ(checked.exit, 0) << checked.stderr_text;
+  EXPECT_NE(checked.stderr_text.find("warning: " + (dir_ / "incoming" / "worker-0" / "big.csv").string() +
+                                     " holds 20 rows, more than a worker's buffer of 8 samples: it is read alone "
+                                     "once the buffer is empty, and 12 of its rows are dropped; split it into files "
+                                     "of at most 8 rows, or raise spec.data.stream.bufferCapacity\n"),
+            std::string::npos)
+      << checked.stderr_text;
+  EXPECT_EQ(checked.stderr_text.find("small.csv"), std::string::npos) << checked.stderr_text;
+}
+
 // A stream from a folder: a worker folder missing or empty is no error (the
 // source may start after the run), but the runner says where each worker
 // looks, so that a wrong path or layout does not train on nothing unsaid,

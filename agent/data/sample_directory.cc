@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "agent/data/csv_format.h"
 #include "agent/data/gzip_file.h"
@@ -44,23 +45,48 @@ bool StillBeingWritten(const fs::path& path) {
   return last != '\n' && WrittenWithinSettle(path);
 }
 
+// A line with words in it, not a row of numbers: a header.
+bool HasWords(std::string_view line) {
+  return std::any_of(line.begin(), line.end(), [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) != 0 && c != 'e' && c != 'E';  // 1e-3 is a number
+  });
+}
+
 // A file that does not read as samples yet may be one whose rows are on
 // their way: nothing at all (a writer's open() makes it empty), or a header
-// alone (a line with words in it, not a row of numbers). Written to within
-// kSettle, it waits to settle before it is refused: an empty file refused at
-// once was never looked at again, its rows, written a second later, never
-// read (a user's trial). A bad row is refused at once.
+// alone. Written to within kSettle, it waits to settle before it is refused:
+// an empty file refused at once was never looked at again, its rows, written
+// a second later, never read (a user's trial). A bad row is refused at once.
 bool MayHaveRowsComing(const fs::path& path, const std::string& text) {
   const size_t first_end = text.find('\n');
   if (first_end != std::string::npos && first_end + 1 != text.size()) return false;  // rows past the first line
-  const bool words = std::any_of(text.begin(), text.end(), [](char c) {
-    return std::isalpha(static_cast<unsigned char>(c)) != 0 && c != 'e' && c != 'E';  // 1e-3 is a number
-  });
-  return (text.empty() || words) && WrittenWithinSettle(path);
+  return (text.empty() || HasWords(text)) && WrittenWithinSettle(path);
 }
 
 
 }  // namespace
+
+std::optional<int64_t> StreamFileRows(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string first;
+  std::getline(in, first);
+  if (first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f && static_cast<unsigned char>(first[1]) == 0x8b) {
+    return std::nullopt;  // gzip
+  }
+  if (first.empty() && in.eof()) return 0;
+  int64_t rows = HasWords(first) ? 0 : 1;
+  // The rest a block at a time: a folder filled before the run may hold
+  // files of many megabytes.
+  std::vector<char> block(1 << 20);
+  char last = '\n';
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    const auto n = static_cast<size_t>(in.gcount());
+    rows += std::count(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n), '\n');
+    last = block[n - 1];
+  }
+  return rows + (last != '\n' ? 1 : 0);  // an unfinished last line is a row too
+}
 
 std::optional<Dataset> SampleDirectory::FinishedRows(const std::string& text, const std::string& path) const {
   if (text.empty() || text.back() == '\n') return std::nullopt;

@@ -47,6 +47,11 @@ bool IsStreamFileName(const std::string& name);
 // Zero-padded counters and timestamps order as they did.
 bool StreamNameBefore(std::string_view a, std::string_view b);
 
+// The rows a stream's file holds as it is now: its lines, a header line
+// not counted; none for a gzip file, whose rows are not counted unpacked.
+// For what is said before a run (a file larger than the buffer loses rows).
+std::optional<int64_t> StreamFileRows(const std::string& path);
+
 // Where a stream's features must lie for the model they feed: a built-in
 // data set's loader scales its pixels to [0, 1] (agent/data/datasets.cc), and
 // samples in other units (digits' raw 0..16, a camera's 0..255), or rows with
