@@ -111,7 +111,11 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   for (const auto& w : p.workers) {
     if (!w.stream || w.stream->refused_files == 0) continue;
     out << "  worker " << w.rank << " left out " << w.stream->refused_files << " file"
-        << (w.stream->refused_files == 1 ? "" : "s") << " of its folder, the last: " << w.stream->last_refused << "\n";
+        << (w.stream->refused_files == 1 ? "" : "s") << " of its folder, the last: " << w.stream->last_refused;
+    // Only the last is in its progress; its log has each (a user's trial
+    // saw one file of several named).
+    if (w.stream->refused_files > 1) out << " (each is named in worker-" << w.rank << ".log)";
+    out << "\n";
   }
 }
 
