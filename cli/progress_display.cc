@@ -50,6 +50,25 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
   if (stepped && p.elapsed_s >= kLeastSecondsForARate) {
     s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
   }
+  // A team on streams: what has arrived, so that a user feeding a folder
+  // sees the files taken in as they go (a user's trial: the line said
+  // nothing of streams).
+  int64_t arrived = 0, buffered = 0, dropped = 0;
+  bool streams = false;
+  for (const WorkerProgress& w : p.workers) {
+    if (!w.stream) continue;
+    streams = true;
+    arrived += w.stream->arrived;
+    buffered += w.stream->backlog;
+    dropped += w.stream->dropped;
+  }
+  if (streams) {
+    s += " arrived " + WithThousands(arrived);
+    if (buffered > 0 || dropped > 0) {
+      s += " (" + (buffered > 0 ? WithThousands(buffered) + " buffered" : "") + (buffered > 0 && dropped > 0 ? ", " : "") +
+           (dropped > 0 ? WithThousands(dropped) + " dropped" : "") + ")";
+    }
+  }
   std::string waiting, silent;
   for (const WorkerProgress& w : p.workers) {
     // Still in the team and not heard from for seconds: its link is likely

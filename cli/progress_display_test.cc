@@ -48,6 +48,23 @@ TEST(ProgressDisplayTest, SaysNoStepYetOnlyBeforeAnySampleAndThenNoRate) {
   EXPECT_EQ(FormatProgressLine(p), "it 419 (40%) loss - 5,820 samples/s elapsed 00:12");
 }
 
+// A team on streams says what has arrived, what waits in its buffers and
+// what they dropped (a user's trial: the line said nothing of streams).
+TEST(ProgressDisplayTest, SaysWhatAStreamsTeamHasReceived) {
+  JobProgress p = Sample();
+  p.eta_s.reset();
+  p.workers.resize(2);
+  p.workers[0].rank = 0;
+  p.workers[1].rank = 1;
+  p.workers[0].stream = StreamProgress{.arrived = 1200, .backlog = 0};
+  p.workers[1].stream = StreamProgress{.arrived = 300, .backlog = 0};
+  EXPECT_EQ(FormatProgressLine(p), "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s arrived 1,500 elapsed 00:12");
+  p.workers[1].stream->backlog = 40;
+  p.workers[0].stream->dropped = 7;
+  EXPECT_EQ(FormatProgressLine(p),
+            "it 1,200 (40%) loss 0.412 acc 0.853 5,820 samples/s arrived 1,500 (40 buffered, 7 dropped) elapsed 00:12");
+}
+
 // Training over, the job finishing (its workers told to stop over a link in
 // an outage takes seconds): said, in place of an eta of 0.
 TEST(ProgressDisplayTest, SaysTheJobIsFinishingOnceTrainingHasStopped) {
