@@ -137,11 +137,15 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
       }
     }
   } catch (const c10::Error&) {
-    return InvalidArgumentError(path + " is not a model edgetrain saved (not a LibTorch archive)");
+    // Any TorchScript module is read too (agent/evaluate_model.cc looks for
+    // one first): the message had said only edgetrain's own were (a user's trial).
+    return InvalidArgumentError(path + " is not a model edgetrain can read: not a LibTorch archive (it reads the "
+                                       "model.pt edgetrain saves, and TorchScript modules saved with torch.jit.save)");
   }
   std::sort(weights.begin(), weights.end());
   if (weights.empty() || weights.back().second.size() != 2) {
-    return InvalidArgumentError(path + " is not a model edgetrain saved (no layers ending in a linear one)");
+    return InvalidArgumentError(path + " is not a model edgetrain can read: a LibTorch archive but neither a "
+                                       "TorchScript module nor a model edgetrain saved (no layers ending in a linear one)");
   }
   ModelSpec spec;
   spec.kind = weights.front().second.size() == 4 ? ModelKind::kCnn : ModelKind::kMlp;
