@@ -101,6 +101,15 @@ def rates(times, totals):
     return out_t, out_v
 
 
+def run_mean_rate(times, totals):
+    """The run's mean rate over its snapshots: what it gained over the time
+    between its first and last (a resumed run's first carries its checkpoint's
+    count), or None over less than a second."""
+    if len(times) < 2 or times[-1] - times[0] < 1:
+        return None
+    return max(0.0, totals[-1] - totals[0]) / (times[-1] - times[0])
+
+
 def alone(snapshots):
     """Whether the run is a job of one: its single worker, with no clock of its
     own (a team's counts its wall time), waits on no team and crosses no link."""
@@ -301,11 +310,18 @@ def draw(snapshots, evaluations, out, title, names):
     ax.set_title("accuracy and loss")
 
     ax = axes[0][1]
-    t, v = rates(times, [p.get("samples", 0) for p in snapshots])
+    samples = [p.get("samples", 0) for p in snapshots]
+    t, v = rates(times, samples)
     ax.plot(t, v, color="tab:green", **few)
+    # The line is the rate between snapshots; the run's mean, which the
+    # summary gives, is drawn beside it (a user's trial read the line's last
+    # point as the run's rate).
+    mean = run_mean_rate(times, samples)
+    if mean is not None:
+        ax.axhline(mean, color="tab:green", linestyle="--", linewidth=1)
     ax.set_ylabel("samples/s")
     top_above(ax, v)
-    ax.set_title("samples a second, the whole job")
+    ax.set_title("samples a second, the whole job" + ("" if mean is None else " (dashed: the run's mean)"))
 
     # A link's estimate is 0 until something large enough was timed, and while it is
     # down: drawn as a gap rather than as a dead link.

@@ -113,6 +113,12 @@ class ShortRunTest(unittest.TestCase):
         long = list(range(0, 61))
         self.assertEqual(plot_run.rates(long, long)[0], list(range(3, 61, 3)))
 
+    def test_the_runs_mean_rate_is_over_what_it_gained_between_its_first_and_last_snapshot(self):
+        # A resumed run's first snapshot carries its checkpoint's 30,000 samples.
+        self.assertAlmostEqual(plot_run.run_mean_rate([2.0, 4.0, 12.0], [30000, 31000, 40000]), 1000)
+        self.assertIsNone(plot_run.run_mean_rate([0.2, 0.9], [0, 500]), "under a second: no rate")
+        self.assertIsNone(plot_run.run_mean_rate([1.0], [100]))
+
     def test_a_job_of_one_waits_on_no_team_and_sends_nothing(self):
         solo = [{"elapsedSeconds": t, "workers": [{"rank": 0, "wallSeconds": 0.0, "stallSeconds": 0.0}]}
                 for t in range(1, 5)]
