@@ -135,7 +135,11 @@ bool OverSystemFolders(const std::string& path) {
   return false;
 }
 
-enum class Effect { kRefuse, kNote };
+// kRefuse: this version cannot do it yet (NotSupported). kInvalid: wrong
+// where the job runs though valid for the API (a relative path with no
+// volume to read it from in a cluster: InvalidSpec, the user's to mend; a
+// user's trial read NotSupported as a limit of edgetrain's). kNote: said.
+enum class Effect { kRefuse, kInvalid, kNote };
 
 struct Capability {
   const char* field;
@@ -161,13 +165,13 @@ const std::vector<Capability>& Capabilities() {
       // (ResolveClusterPaths); the operator has an agent load the module to
       // learn its size before it places the team (docs/operator.md), and
       // edgetrain plan has one do so on its machine (cli/plan_command.cc).
-      {"spec.data.volume", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.data.volume", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json& raw) {
          return Written(raw, "spec.data.volume").is_null() && !RelativeDataPaths(s).empty();
        },
        "is needed to read spec.data's relative paths from in a cluster (or give absolute paths of files in the "
        "agent's image)"},
-      {"spec.model.torchscript.path", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.model.torchscript.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json& raw) {
          return s.model.kind == ModelKind::kTorchScript && fs::path(s.model.torchscript_path).is_relative() &&
                 Written(raw, "spec.model.torchscript.configMap").is_null() &&
@@ -175,25 +179,25 @@ const std::vector<Capability>& Capabilities() {
        },
        "is relative: in a cluster it is read from spec.data.volume or spec.model.torchscript.configMap, and "
        "neither is given"},
-      {"spec.model.torchscript.path", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.model.torchscript.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json& raw) {
          return !Written(raw, "spec.model.torchscript.configMap").is_null() &&
                 !IsConfigMapKey(s.model.torchscript_path);
        },
        "is the module's key in spec.model.torchscript.configMap: letters, digits, '-', '_' and '.' only"},
-      {"spec.data", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.data", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) {
          const std::vector<std::string> paths = RelativeDataPaths(s);
          return std::any_of(paths.begin(), paths.end(), LeavesItsFolder);
        },
        "a relative path of train or test leaves spec.data.volume (..)"},
-      {"spec.model.torchscript.path", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.model.torchscript.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) {
          return s.model.kind == ModelKind::kTorchScript && LeavesItsFolder(s.model.torchscript_path);
        },
        "leaves the volume it is read from (..)"},
       // A ConfigMap is flat: its keys are file names, and it holds no folders.
-      {"spec.data.volume.configMap", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.data.volume.configMap", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json& raw) {
          if (Written(raw, "spec.data.volume.configMap").is_null()) return false;
          std::vector<std::string> paths = RelativeDataPaths(s);
@@ -206,14 +210,14 @@ const std::vector<Capability>& Capabilities() {
        },
        "holds files by their key, not folders: relative paths read from it are file names (letters, digits, '-', "
        "'_' and '.'), and images data, a folder of folders, needs a persistentVolumeClaim"},
-      {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) { return s.output.path && UnderFileMounts(*s.output.path); },
        "is where the job's own files are mounted in a cluster (/data, /model): write the output elsewhere"},
-      {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) { return s.output.path && !IsPlainAbsolute(*s.output.path); },
        "is where the output volume is mounted in the coordinator's pod in a cluster: an absolute path with no '.' "
        "or '..' step (/models/NAME, say)"},
-      {"spec.output.path", Effect::kRefuse, {Runner::kKubernetes},
+      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) {
          return s.output.path && IsPlainAbsolute(*s.output.path) && OverSystemFolders(*s.output.path);
        },
@@ -363,10 +367,10 @@ SupportCheck CheckSupport(const TrainingJobManifest& job, Runner runner) {
   SupportCheck check;
   for (const Capability& c : Capabilities()) {
     if (std::find(c.where.begin(), c.where.end(), runner) == c.where.end() || !c.asks(job.spec, job.raw)) continue;
-    if (c.effect == Effect::kNote) {
-      check.notes.push_back(std::string(c.field) + " " + c.reason);
-    } else {
-      check.unsupported.push_back({c.field, c.reason});
+    switch (c.effect) {
+      case Effect::kNote: check.notes.push_back(std::string(c.field) + " " + c.reason); break;
+      case Effect::kInvalid: check.invalid.push_back({c.field, c.reason}); break;
+      case Effect::kRefuse: check.unsupported.push_back({c.field, c.reason}); break;
     }
   }
   return check;

@@ -21,7 +21,8 @@ namespace edgetrain::api {
 enum class Runner { kLocal, kKubernetes, kPlanning };
 
 struct SupportCheck {
-  std::vector<FieldError> unsupported;  // refuse the job (exit 2; the Invalid condition)
+  std::vector<FieldError> unsupported;  // refuse the job: not supported yet (exit 2; NotSupported)
+  std::vector<FieldError> invalid;      // refuse the job: wrong where it runs (exit 2; InvalidSpec)
   std::vector<std::string> notes;       // say, then run
 };
 

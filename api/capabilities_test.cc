@@ -18,6 +18,7 @@ TrainingJobManifest Job(const char* patch) {
 
 std::string Joined(const SupportCheck& s) {
   std::string out;
+  for (const auto& e : s.invalid) out += "invalid: " + e.ToString() + "\n";
   for (const auto& e : s.unsupported) out += e.ToString() + "\n";
   for (const auto& n : s.notes) out += "note: " + n + "\n";
   return out;
@@ -27,6 +28,7 @@ TEST(CapabilitiesTest, APlainJobRunsEverywhereWithoutNotes) {
   for (Runner runner : {Runner::kLocal, Runner::kKubernetes}) {
     SupportCheck s = CheckSupport(Job("{}"), runner);
     EXPECT_TRUE(s.unsupported.empty()) << Joined(s);
+    EXPECT_TRUE(s.invalid.empty()) << Joined(s);
     EXPECT_TRUE(s.notes.empty()) << Joined(s);
   }
 }
@@ -132,11 +134,17 @@ TEST(CapabilitiesTest, OwnModelsAndDataRunEverywhereTheirFilesCanBeRead) {
     if (*c.cluster == 0) {
       EXPECT_EQ(cluster, "") << c.patch;
     } else {
+      // Wrong in a cluster, the user's to mend (InvalidSpec), not a limit of
+      // this version (NotSupported).
+      const SupportCheck in_cluster = CheckSupport(job, Runner::kKubernetes);
+      EXPECT_FALSE(in_cluster.invalid.empty()) << cluster;
+      EXPECT_TRUE(in_cluster.unsupported.empty()) << cluster;
       EXPECT_NE(cluster.find(c.cluster), std::string::npos) << "wanted: " << c.cluster << "\ngot: " << cluster;
     }
     // edgetrain run reads them beside the manifest, and says the cluster's fields are no use there.
     const SupportCheck local = CheckSupport(job, Runner::kLocal);
     EXPECT_TRUE(local.unsupported.empty()) << Joined(local);
+    EXPECT_TRUE(local.invalid.empty()) << Joined(local);
     EXPECT_EQ(Joined(local).find("note: spec.data.volume has no effect under edgetrain run") != std::string::npos,
               std::string(c.patch).find("volume") != std::string::npos)
         << Joined(local);

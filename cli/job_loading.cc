@@ -116,6 +116,11 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
     }
   }
   support = api::CheckSupport(job, runner);
+  if (!support.invalid.empty()) {
+    err << "error: " << path << " is not valid where it runs:\n";
+    for (const auto& e : support.invalid) err << "  " << e.ToString() << "\n";
+    return kExitInvalid;
+  }
   if (!support.unsupported.empty()) {
     err << "error: " << path << " asks for what "
         << (runner == api::Runner::kLocal      ? "edgetrain run"

@@ -223,9 +223,11 @@ Status Reconciler::Validate(Pass& pass) {
     why = reason::kInvalidSpec;
   } else {
     support = api::CheckSupport(*parsed, api::Runner::kKubernetes);
-    if (!support.unsupported.empty()) {
-      why = reason::kNotSupported;
-      for (const api::FieldError& e : support.unsupported) invalid += (invalid.empty() ? "" : "; ") + e.ToString();
+    // The user's to mend comes first: a job both wrong here and asking for
+    // what has not landed is InvalidSpec, with every field named.
+    why = !support.invalid.empty() ? reason::kInvalidSpec : reason::kNotSupported;
+    for (const auto* errors : {&support.invalid, &support.unsupported}) {
+      for (const api::FieldError& e : *errors) invalid += (invalid.empty() ? "" : "; ") + e.ToString();
     }
   }
   if (!invalid.empty()) {

@@ -1973,7 +1973,7 @@ TEST_F(ReconcilerTest, AJobTheOperatorCannotRunIsInvalidAndMakesNothing) {
   EXPECT_EQ(status["phase"], api::phase::kFailed);
   const Json* invalid = FindCondition(status, api::condition::kInvalid);
   ASSERT_NE(invalid, nullptr);
-  EXPECT_EQ(invalid->value("reason", ""), api::reason::kNotSupported);
+  EXPECT_EQ(invalid->value("reason", ""), api::reason::kInvalidSpec);
   EXPECT_NE(invalid->value("message", "").find("spec.output.path"), std::string::npos) << *invalid;
   EXPECT_EQ(api_.Writes("create Pod") + api_.Writes("create Service") + api_.Writes("create ConfigMap"), 0);
 }

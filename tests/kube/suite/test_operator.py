@@ -271,7 +271,8 @@ class OperatorTest(OperatorSiteTestCase):
         self.apply(small_job("piped", parallelism={"mode": "pipeline", "workers": 2}, output={"path": "/data/out"}))
         job = self.wait_job("piped", lambda j: condition_of(j, "Invalid").get("status") == "True")
         invalid = condition_of(job, "Invalid")
-        self.assertEqual(invalid["reason"], "NotSupported")
+        # The user's to mend, not a limit of this version (NotSupported).
+        self.assertEqual(invalid["reason"], "InvalidSpec")
         self.assertIn("spec.output.path", invalid["message"])
         self.assertEqual(phase(job), "Failed")
         # A selector no node matches.
@@ -281,9 +282,9 @@ class OperatorTest(OperatorSiteTestCase):
         self.assertEqual(phase(job), "Pending")
         time.sleep(1)  # a few reconciles later, still nothing
         self.assertEqual(self.owned("piped") + self.owned("nowhere"), [])
-        self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+NotSupported\s")
+        self.assertRegex(self.kubectl.run("describe", "tj", "piped").stdout, r"Warning\s+InvalidSpec\s")
         # Its failure is an event to alert on, by reason (EdgetrainJobFailed).
-        self.assertRegex(self.metrics(), r'edgetrain_operator_job_failures_total\{reason="NotSupported"\} [1-9]')
+        self.assertRegex(self.metrics(), r'edgetrain_operator_job_failures_total\{reason="InvalidSpec"\} [1-9]')
 
     def test_a_secret_or_service_under_a_jobs_names_that_is_anothers_is_left_alone_and_the_job_fails(self):
         # A user's ingress certificate named as a job's agents' Secret, and a
