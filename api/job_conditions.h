@@ -46,6 +46,9 @@ inline constexpr const char* kUnschedulable = "Unschedulable";      // the gang 
 inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, but not all running in time: torn down
 // An Event: spec.output.volume's claim does not exist (its pod waits to mount it)
 inline constexpr const char* kOutputClaimMissing = "OutputClaimMissing";
+// An Event: a ConfigMap or claim with the job's own files (spec.data.volume,
+// spec.model.torchscript.configMap) does not exist (its pods wait to mount it)
+inline constexpr const char* kFilesMissing = "FilesMissing";
 inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kCheckingModel = "CheckingModel";      // an agent is loading the TorchScript module first
 inline constexpr const char* kModelChecked = "ModelChecked";        // (an Event) it loaded, and its size is known

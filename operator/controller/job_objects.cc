@@ -395,6 +395,8 @@ Json ModelCheckPodFor(const JobObject& job, const PodOptions& options) {
   return Json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
 }
 
+Json FileVolumesOf(const JobObject& job) { return FileMountsOf(job).volumes; }
+
 std::string ModelCheckOf(const Json& pod) {
   return pod.value("/metadata/annotations"_json_pointer, Json::object()).value(kModelCheckAnnotation, "");
 }

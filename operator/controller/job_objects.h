@@ -113,6 +113,9 @@ std::vector<Json> PodsFor(const JobObject& job, const JobPlan& plan, const Coord
 Json ModelCheckPodFor(const JobObject& job, const PodOptions& options);
 // Which check a check pod is: the digest of its spec.
 std::string ModelCheckOf(const Json& pod);
+// The volumes of the user's own files that every agent's pod and the check
+// pod mount (spec.data.volume, spec.model.torchscript.configMap): pod volumes.
+Json FileVolumesOf(const JobObject& job);
 
 // The labels every object of the job carries.
 Json LabelsOf(const JobObject& job);

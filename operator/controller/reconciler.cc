@@ -91,6 +91,7 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
     std::lock_guard lock(said_mu_);
     refused_.erase(key);  // what was said of a job gone
     noted_.erase(key);
+    files_missing_said_.erase(key);
     return ReconcileOutcome{};
   }
   Pass pass;
@@ -841,10 +842,25 @@ StatusOr<bool> Reconciler::CheckModel(Pass& pass) {
     result.message = split.message();
   }
   switch (result.state) {
-    case ModelCheckState::kChecking:
-      pass.Set(condition::kPlaced, false, checking,
-               (layers ? "timing the model's layers: " : "checking the module " + module + ": ") + result.message);
+    case ModelCheckState::kChecking: {
+      std::string message =
+          (layers ? "timing the model's layers: " : "checking the module " + module + ": ") + result.message;
+      // Waiting to mount a ConfigMap or claim that is not there: said, not
+      // "Pending (ContainerCreating)" for as long as it is missing (a user's
+      // trial waited 2.5 minutes on a ConfigMap's typo, said only in the
+      // pod's events).
+      if (pass.model_check->value("/status/phase"_json_pointer, std::string("Pending")) == "Pending") {
+        EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<std::string> files, MissingFileVolumes(pass));
+        SayFilesMissing(pass, files, "pod " + pod_name);
+        if (!files.empty()) {
+          message = (layers ? "timing the model's layers" : "checking the module " + module) + ": pod " + pod_name +
+                    " waits to mount the job's files: " + files.front() +
+                    (files.size() > 1 ? " (and " + std::to_string(files.size() - 1) + " more)" : "");
+        }
+      }
+      pass.Set(condition::kPlaced, false, checking, message);
       return false;
+    }
     case ModelCheckState::kMeasured: {
       if (layers) {
         if (result.layers.empty()) {  // a result of another kind: the check pod is not this job's
@@ -1005,7 +1021,52 @@ std::optional<TeamRequest::Pin> Reconciler::OutputVolumeNode(const Pass& pass) {
   return TeamRequest::Pin{node, "its output claim " + claim + "'s volume is there"};
 }
 
-Status Reconciler::SayWhatTheOutputClaimLacks(Pass& pass, const CoordinatorSeat& coordinator, Gang& gang) {
+StatusOr<std::vector<std::string>> Reconciler::MissingFileVolumes(const Pass& pass) {
+  std::vector<std::string> missing;
+  const std::string ns = pass.job.namespace_.empty() ? "default" : pass.job.namespace_;
+  for (const Json& volume : FileVolumesOf(pass.job)) {
+    const bool config_map = volume.contains("configMap");
+    const std::string name = config_map ? volume["configMap"].value("name", std::string())
+                                        : volume.value("/persistentVolumeClaim/claimName"_json_pointer, std::string());
+    const StatusOr<Json> found =
+        client_.Get(config_map ? kube::kConfigMaps : kube::kPersistentVolumeClaims, pass.job.namespace_, name);
+    if (found.ok()) continue;
+    if (found.status().code() != StatusCode::kNotFound) return found.status();
+    const std::string field = volume.value("name", std::string()) == "model" ? "spec.model.torchscript.configMap"
+                                                                              : "spec.data.volume";
+    missing.push_back(field + "'s " + (config_map ? "ConfigMap " : "PersistentVolumeClaim ") + name +
+                      " does not exist in namespace " + ns);
+  }
+  return missing;
+}
+
+void Reconciler::SayFilesMissing(Pass& pass, const std::vector<std::string>& missing, const std::string& pod) {
+  // Said once while it lasts: each reconcile of the waiting pod finds it again.
+  if (missing.empty()) {
+    std::lock_guard lock(said_mu_);
+    files_missing_said_.erase(pass.key);  // made since: said again should it go
+    return;
+  }
+  std::string message = pod + " waits to mount the job's files: ";
+  for (size_t i = 0; i < missing.size(); ++i) message += (i > 0 ? "; " : "") + missing[i];
+  message += " (the pod starts once it is made)";
+  std::lock_guard lock(said_mu_);
+  auto [it, first] = files_missing_said_.try_emplace(pass.key, message);
+  if (!first && it->second == message) return;
+  it->second = message;
+  events_.Record(pass.object, "Warning", reason::kFilesMissing, message);
+  log_.Job(pass.key, reason::kFilesMissing, message);
+}
+
+Status Reconciler::SayWhatThePodsLack(Pass& pass, const CoordinatorSeat& coordinator, Gang& gang) {
+  // The job's own files, which every pod mounts: a typo in a ConfigMap's
+  // name left the team "2/3 pods running" until its gang timed out, and
+  // only the pods' own events said why (a user's trial).
+  if (gang.running < gang.expected && !FileVolumesOf(pass.job).empty()) {
+    EDGETRAIN_ASSIGN_OR_RETURN(const std::vector<std::string> files, MissingFileVolumes(pass));
+    for (const std::string& missing : files) gang.held.push_back("every pod: " + missing);
+    SayFilesMissing(pass, files, "every pod of the team");
+  }
   const std::optional<std::string> claim = OutputClaimOf(pass.job);
   if (!claim) return Status::Ok();
   const std::string pod = CoordinatorPodName(pass.job.name, coordinator.since_generation);

@@ -233,11 +233,18 @@ class Reconciler {
   Status DeleteAllPods(Pass& pass);
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                       const std::vector<Json>& pods);
-  // A coordinator's pod waiting on its output claim says nothing of it in
-  // its container's state (the kubelet says so in an Event of the pod's):
-  // said in `gang`'s held pods, as an image not pulled is; a claim made
-  // after the pods is named their node.
-  Status SayWhatTheOutputClaimLacks(Pass& pass, const CoordinatorSeat& coordinator, Gang& gang);
+  // A pod waiting to mount a volume says nothing of it in its container's
+  // state (the kubelet says so in an Event of the pod's): the job's files'
+  // ConfigMap or claim missing, and the coordinator's output claim, are said
+  // in `gang`'s held pods, as an image not pulled is; a claim made after the
+  // pods is named their node.
+  Status SayWhatThePodsLack(Pass& pass, const CoordinatorSeat& coordinator, Gang& gang);
+  // The job's files' ConfigMaps and claims (FileVolumesOf) its namespace has
+  // not, each as "FIELD's KIND NAME does not exist in namespace NS".
+  StatusOr<std::vector<std::string>> MissingFileVolumes(const Pass& pass);
+  // A FilesMissing Warning that `pod` waits for `missing`: once while the
+  // words stay the same.
+  void SayFilesMissing(Pass& pass, const std::vector<std::string>& missing, const std::string& pod);
   // The node a job's output volume is on, when on one: a claim not shared
   // (ReadWriteMany) that names its node (volume.kubernetes.io/selected-node,
   // as a local-path claim is given at its first placement). A job placed
@@ -287,6 +294,7 @@ class Reconciler {
   std::mutex said_mu_;
   std::map<std::string, std::string> refused_;  // by job key: the refusal last said
   std::map<std::string, int64_t> noted_;        // by job key: the generation its notes were said of
+  std::map<std::string, std::string> files_missing_said_;  // by job key: the FilesMissing last said
   // What each node's link measured since it was last published: the mean of
   // the readings goes on the node, not the one reading at the time (a
   // reading at a Wi-Fi trace's peak, 63 Mbit/s on a link of 32 on average,

@@ -114,7 +114,7 @@ Status Reconciler::SeeTeam(Pass& pass, Team& team) {
   team.has_run = pass.status.contains("startTime");
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, team.gang.stale));
   if (team.gang.state == GangState::kStarting) {
-    EDGETRAIN_RETURN_IF_ERROR(SayWhatTheOutputClaimLacks(pass, team.coordinator, team.gang));
+    EDGETRAIN_RETURN_IF_ERROR(SayWhatThePodsLack(pass, team.coordinator, team.gang));
   }
   for (const std::string& device : returning) {
     const std::string message = device + ": its node is back, and its pod is made again there to rejoin a stage";

@@ -314,6 +314,66 @@ TEST_F(ReconcilerTest, ATorchScriptModuleIsCheckedInAPodOfItsOwnBeforeItsTeamIsP
   EXPECT_EQ(api_.Writes("create Pod"), 0);
 }
 
+// A module's ConfigMap that does not exist: the check pod waits to mount it,
+// which its container's state does not say. The job read "Pending
+// (ContainerCreating)" for 2.5 minutes, the cause in the pod's events alone (a
+// user's trial). Said in the status while it lasts and in one Warning; once the
+// ConfigMap is made, the check goes on as any.
+TEST_F(ReconcilerTest, AModulesConfigMapThatDoesNotExistIsSaidWhileTheCheckWaitsForIt) {
+  AddNode(ANode("gateway"));
+  const Json module = {
+      {"name", nullptr}, {"hidden", nullptr}, {"torchscript", {{"path", "net.pt"}, {"configMap", "no-such-cm"}}}};
+  const std::string key = Submit(TrainingJob("team", {{"model", module}}));
+  Reconcile(key);
+  ASSERT_TRUE(api_.Get(kube::kPods, "default", "team-model-check").ok());
+  for (int pass = 0; pass < 3; ++pass) {
+    jobs_.Put(Job("team"));
+    SyncPods();  // Pending: the kubelet waits to mount it
+    Reconcile(key);
+  }
+  const std::string waiting = FindCondition(Job("team")["status"], api::condition::kPlaced)->value("message", "");
+  EXPECT_EQ(waiting,
+            "checking the module /model/net.pt (ConfigMap no-such-cm): pod team-model-check waits to mount the job's "
+            "files: spec.model.torchscript.configMap's ConfigMap no-such-cm does not exist in namespace default")
+      << waiting;
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) {
+    if (e.value("reason", "") != api::reason::kFilesMissing) continue;
+    ++said;
+    EXPECT_EQ(e.value("type", ""), "Warning");
+    EXPECT_NE(e.value("message", "").find("pod team-model-check waits to mount the job's files"), std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(said, 1) << "said once while it lasts";
+
+  ASSERT_TRUE(api_.Create(kube::kConfigMaps, "default",
+                          {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "no-such-cm"}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  SyncPods(Run);
+  Reconcile(key);
+  const std::string checking = FindCondition(Job("team")["status"], api::condition::kPlaced)->value("message", "");
+  EXPECT_EQ(checking.find("waits to mount"), std::string::npos) << checking;
+}
+
+// The same for a team's pods: every one waits for the job's data volume.
+TEST_F(ReconcilerTest, ADataVolumeThatDoesNotExistIsSaidWhileTheTeamsPodsStart) {
+  const std::string key = APlacedTeamOnTwoNodes(
+      {{"data", {{"dataset", nullptr}, {"format", "csv"}, {"inputShape", {4}}, {"classes", 2},
+                 {"volume", {{"persistentVolumeClaim", {{"claimName", "rows"}}}}},
+                 {"train", {{"path", "train.csv"}}}, {"test", {{"path", "test.csv"}}}}}});
+  SyncPods();
+  Reconcile(key);
+  const std::string message = FindCondition(Job("team")["status"], api::condition::kRunning)->value("message", "");
+  EXPECT_NE(
+      message.find("every pod: spec.data.volume's PersistentVolumeClaim rows does not exist in namespace default"),
+      std::string::npos)
+      << message;
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kFilesMissing ? 1 : 0;
+  EXPECT_EQ(said, 1);
+}
+
 TEST_F(ReconcilerTest, AModuleTheAgentRefusesMakesTheJobInvalidUntilItsSpecChanges) {
   AddNode(ANode("gateway"));
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));

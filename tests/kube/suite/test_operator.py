@@ -341,7 +341,7 @@ class OperatorTest(OperatorSiteTestCase):
         self.addCleanup(self.kubectl.run, "delete", "pv", "own-files", "--wait=false", "--ignore-not-found")
         self.addCleanup(self.kubectl.run, "delete", "pvc", "own-files", "--wait=false", "--ignore-not-found")
         self.addCleanup(self.kubectl.run, "delete", "configmap", "broken-net", "--ignore-not-found")
-        self.delete_when_done("own", "broken")
+        self.delete_when_done("own", "broken", "typo")
         own_model = {"name": None, "hidden": None, "torchscript": {"path": "model.pt"}}
         self.apply(small_job("own", model=own_model, parallelism={"workers": 2},
                              data={"dataset": None, "format": "csv", "inputShape": [64], "classes": 10,
@@ -358,6 +358,18 @@ class OperatorTest(OperatorSiteTestCase):
         self.assertEqual(phase(broken), "Failed")
         wait_until(lambda: not self.owned("broken"), timeout=30, interval=0.2)
         self.assertRegex(self.kubectl.run("describe", "tj", "broken").stdout, r"Warning\s+InvalidModel\s")
+
+        # A ConfigMap's name mistyped: its check pod waits to mount it, said in
+        # the job's status and a Warning, not only in the pod's events (a user's
+        # trial read "Pending (ContainerCreating)" for 2.5 minutes).
+        self.apply(small_job("typo", model={"name": None, "hidden": None,
+                                            "torchscript": {"path": "net.pt", "configMap": "brokn-net"}}))
+        missing = "spec.model.torchscript.configMap's ConfigMap brokn-net does not exist in namespace default"
+        typo = self.wait_job("typo", lambda j: missing in condition_of(j, "Placed").get("message", ""), timeout=30)
+        self.assertEqual(phase(typo), "Pending")
+        self.assertRegex(self.kubectl.run("describe", "tj", "typo").stdout,
+                         r"Warning\s+FilesMissing\s+.*pod typo-model-check waits to mount the job's files")
+        self.kubectl.run("delete", "tj", "typo")
 
         job = self.wait_job("own", lambda j: phase(j) in ("Succeeded", "Failed"), timeout=150)
         status = job["status"]
