@@ -12,7 +12,13 @@ real one does) to a node that passes every filter -
                       the chosen node before the pod is bound)
   NodeResourcesFit    requests (cpu, memory, pods) fit allocatable minus what is bound
 
-- choosing the one with the most free cpu (least allocated), by name on ties. A pod that
+- choosing the one that meets most of its preferred affinities by weight (preferred...
+node affinity's terms its labels match; preferred pod affinity and anti-affinity terms,
+by the pods bound in the node's topology domain), then the one with the most free cpu
+(least allocated), by name on ties. (kube-scheduler normalises each score plugin to
+0-100 and sums them by plugin weight; here a preference always outweighs free cpu, so
+that a Deployment's replicas that prefer other nodes spread as they would there: two
+operator replicas on one node had shared its network and port.) A pod that
 fits nowhere gets PodScheduled=False with reason Unschedulable and the counts of why, as
 `kubectl describe` shows them, and is retried as pods and nodes change. The operator binds
 its own pods (spec.nodeName) and never comes here."""
@@ -20,6 +26,7 @@ its own pods (spec.nodeName) and never comes here."""
 import json
 
 from apiserver.errors import ApiError
+from apiserver.selectors import selector_matches
 
 from .client import Loop, now_rfc3339, record_event
 from .downward import cpu_millis, memory_bytes
@@ -73,6 +80,36 @@ def why_not(pod, node, bound, volumes):
     return None
 
 
+def preference(pod, node, nodes, bound):
+    """The weight of `pod`'s preferred affinities that `node` meets, given the pods
+    `bound` to each node by name."""
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    labels = node["metadata"].get("labels") or {}
+    score = 0
+    node_terms = (affinity.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    for t in node_terms:
+        if term_matches(t.get("preference") or {}, labels):
+            score += t.get("weight", 0)
+    ns = pod["metadata"].get("namespace", "default")
+    for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
+        for t in (affinity.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+            term = t.get("podAffinityTerm") or {}
+            key = term.get("topologyKey", "")
+            if key not in labels:
+                continue
+            domain = [n["metadata"]["name"] for n in nodes
+                      if (n["metadata"].get("labels") or {}).get(key) == labels[key]]
+            namespaces = term.get("namespaces") or [ns]
+            found = any(p["metadata"].get("namespace", "default") in namespaces
+                        and p["metadata"]["name"] != pod["metadata"]["name"]
+                        and selector_matches(term.get("labelSelector"), p["metadata"].get("labels") or {})
+                        for name in domain for p in bound.get(name, []))
+            # Affinity is met where such a pod is; anti-affinity where none is.
+            if found == (sign > 0):
+                score += t.get("weight", 0)
+    return score
+
+
 def choose(pod, nodes, pods, volumes):
     """(node name, None) or (None, the Unschedulable message)."""
     bound = {}
@@ -86,11 +123,11 @@ def choose(pod, nodes, pods, volumes):
         if reason is None:
             alloc = cpu_millis((node.get("status") or {}).get("allocatable", {}).get("cpu", "0"))
             free = alloc - sum(requests(p)[0] for p in bound.get(node["metadata"]["name"], []))
-            fits.append((-free, node["metadata"]["name"]))
+            fits.append((-preference(pod, node, nodes, bound), -free, node["metadata"]["name"]))
         else:
             reasons[reason] = reasons.get(reason, 0) + 1
     if fits:
-        return min(fits)[1], None
+        return min(fits)[-1], None
     detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
     return None, f"0/{len(nodes)} nodes are available: {detail}."
 

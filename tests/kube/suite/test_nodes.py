@@ -400,6 +400,28 @@ class SchedulerTest(SiteTestCase):
         self.kubectl.run("taint", "node", "gw", "dedicated-")
 
 
+    def test_preferred_affinities_outweigh_free_cpu(self):
+        # Replicas that prefer each other's absence spread over the nodes, as a
+        # Deployment's do on a real cluster: the chart's two operator replicas had
+        # both gone to the node with most free cpu, where they shared its network
+        # and one port (a user's trial of helm upgrade).
+        anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                "labelSelector": {"matchLabels": {"app": "spread"}}}}]}}
+        replicas = [self.unbound(f"spread-{i}", affinity=anti) for i in range(2)]
+        for r in replicas:
+            r["metadata"]["labels"] = {"app": "spread"}
+        # gw has the most free cpu; this one prefers an arm64 node.
+        arm = self.unbound("prefers-arm", affinity={"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 50, "preference": {"matchExpressions": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}}]}})
+        self.apply(*replicas, arm)
+        nodes = {self.scheduled(f"spread-{i}")[0] for i in range(2)}
+        self.assertEqual(len(nodes), 2, "each replica on a node of its own")
+        self.assertEqual(self.scheduled("prefers-arm")[0], "robot")
+        self.kubectl.run("delete", "pod", "spread-0", "spread-1", "prefers-arm", "--wait=false")
+
     def test_priority_classes_give_pods_their_priority(self):
         self.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                     "metadata": {"name": "training"}, "value": 1000})
