@@ -616,7 +616,8 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
       err << "note: " << (own_model && own_data ? "the model's and the data's files are there"
                           : own_model          ? "the model's file is there"
                                                : "the data's files are there")
-          << "; what is in them (" << (own_model ? "a TorchScript module of that input and output" : "")
+          << "; what is in " << (own_model && !own_data ? "it" : "them") << " ("
+          << (own_model ? "a TorchScript module of that input and output" : "")
           << (own_model && own_data ? "; " : "") << (own_data ? "samples of that shape, labels of those classes" : "")
           << ") is checked by edgetrain run before it trains, not here\n";
     }
