@@ -1607,6 +1607,8 @@ TEST(SimulatedPipelineTest, ADeviceThatComesBackRejoinsTheStageThatHoldsItsLayer
   EXPECT_NE(rebuilt.log.find("pipeline: rank 1 is back and rejoins stage 1 (layers 0-1, now on 2 devices)"),
             std::string::npos)
       << rebuilt.log;
+  // Its own log says so too, after the planned place it joined with.
+  EXPECT_NE(rebuilt.log.find("stage agent 1: now stage 1 of 2, layers 0-1"), std::string::npos) << rebuilt.log;
   ASSERT_TRUE(rebuilt.returned.at(1).ok()) << rebuilt.returned.at(1).status().ToString();
   EXPECT_GE(rebuilt.returned.at(1)->steps, 2);
 }

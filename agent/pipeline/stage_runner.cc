@@ -42,8 +42,8 @@ constexpr int kPacedReplicaLink = 10;
 class Stage {
  public:
   Stage(const JobPlan& plan, int index, const StageOptions& options, StageTrainer& trainer, const Dataset& train,
-        Clock& clock, const std::atomic<bool>& cancel, TimePoint started)
-      : plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
+        Clock& clock, const std::atomic<bool>& cancel, TimePoint started, std::ostream& log)
+      : log_(log), plan_(plan), index_(index), stages_(static_cast<int>(plan.pipeline->stages.size())),
         first_layer_(plan.pipeline->stages[index].first_layer), end_layer_(plan.pipeline->stages[index].end_layer),
         options_(options),
         trainer_(&trainer), train_(train), clock_(clock),
@@ -387,7 +387,16 @@ class Stage {
     end_layer_ = l.end_layer();
     held_.clear();
     device_.ForgetCosts();
-    return Install(joined);
+    EDGETRAIN_RETURN_IF_ERROR(Install(joined));
+    // Said here too: its log had named only the layers it joined with, where
+    // the head's said it took others (a user's trial read them as at odds).
+    log_ << "stage agent " << options_.rank << ": now stage " << index_ + 1 << " of " << stages_ << ", layers "
+         << first_layer_ << "-" << end_layer_ - 1
+         << (whole    ? ""
+             : before ? " (took a neighbour's layers before its own)"
+                      : " (took a neighbour's layers after its own)")
+         << "\n";
+    return Status::Ok();
   }
 
   // One attempt at `step`. Aborted when the head replays it meanwhile.
@@ -878,6 +887,7 @@ class Stage {
     return Status::Ok();
   }
 
+  std::ostream& log_;
   const JobPlan& plan_;
   int index_;   // of the stages as they now are
   int stages_;
@@ -1004,12 +1014,14 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
   }
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
-  Stage stage(plan, index, options, trainer, train, clock, cancel, started);
+  Stage stage(plan, index, options, trainer, train, clock, cancel, started, log);
   EDGETRAIN_RETURN_IF_ERROR(stage.Welcome(first.stage_welcome()));
   if (options.on_welcome) options.on_welcome();
+  // As planned: a head that has moved layers since gives it others next,
+  // said then (TakeLayers).
   log << "stage " << index + 1 << " of " << plan.pipeline->stages.size() << " (rank " << options.rank << ", layers "
       << plan.pipeline->stages[index].first_layer << "-" << plan.pipeline->stages[index].end_layer - 1
-      << ") joined the pipeline\n";
+      << ") joined the pipeline, as planned\n";
   return stage.Run(*stream, cancel);
 }
 
