@@ -86,6 +86,19 @@ const char* MisfitOf(const ResourceAmounts& free, const ResourceAmounts& asked) 
   return nullptr;
 }
 
+// Every resource of `asked` that `free` lacks, each counted in `counts` as
+// the scheduler counts them ("6 insufficient cpu, 6 insufficient memory"):
+// the first alone had left memory unsaid of a team that asked too much of
+// both (a user's trial). For the summary of a placement that failed only.
+void CountMisfits(const ResourceAmounts& free, const ResourceAmounts& asked, std::map<std::string, int>& counts) {
+  if (free.pods < 1) ++counts["too many pods"];
+  if (asked.cpu_millis > free.cpu_millis) ++counts["insufficient cpu"];
+  if (asked.memory_bytes > free.memory_bytes) ++counts["insufficient memory"];
+  for (const OtherResource& o : asked.others) {
+    if (o.millis > 0 && o.millis > free.Other(o.name)) ++counts[o.misfit];
+  }
+}
+
 // What of `asked` does not fit in `free`, in the scheduler's words; empty if all fits.
 Exclusion Shortfall(const ResourceAmounts& free, const ResourceAmounts& asked, const std::string& who) {
   const char* misfit = MisfitOf(free, asked);
@@ -180,7 +193,7 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
     if (request.coordinator_only_on && nodes[i].name != request.coordinator_only_on->node) continue;
     if (!eligible[i]) continue;
     if (const char* misfit = MisfitOf(free[i], request.coordinator_requests)) {
-      ++coordinator_misfits[misfit];
+      CountMisfits(free[i], request.coordinator_requests, coordinator_misfits);
       // Each node's own reason, kept in case no node fits: the summary only
       // counts them, and plan's table was blank (a user's trial).
       placement.verdicts[i].coordinator_misfit = misfit;
@@ -256,7 +269,11 @@ TeamPlacement PlaceTeam(const std::vector<NodeView>& nodes, const TeamRequest& r
       std::map<std::string, int> misfits = excluded_by;
       for (size_t i = 0; i < n; ++i) {
         if (!eligible[i]) continue;
-        ++misfits[streams[i] ? MisfitOf(free[i], request.worker_requests) : NoStreamOf(nodes[i])];  // none fit
+        if (streams[i]) {
+          CountMisfits(free[i], request.worker_requests, misfits);  // none fit
+        } else {
+          ++misfits[NoStreamOf(nodes[i])];
+        }
       }
       placement.unschedulable = Summarise(std::to_string(rank) + "/" + std::to_string(request.workers) +
                                               " workers fit, beside the coordinator on " + placement.coordinator_node +

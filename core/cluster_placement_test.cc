@@ -234,6 +234,21 @@ TEST(ClusterPlacementTest, AGangThatDoesNotFitWhollyIsNotPlacedAtAllAndSaysWhy) 
   EXPECT_EQ(p.verdicts[0].coordinator_misfit, "insufficient cpu") << "each eligible node says its own";
   EXPECT_EQ(p.verdicts[1].coordinator_misfit, "") << "excluded, and says so there";
   EXPECT_EQ(PlaceTeam({}, Team(1)).unschedulable, "0/0 nodes fit the coordinator");
+
+  // A request too large in cpu and memory both: each counted, as the
+  // scheduler counts them (memory went unsaid behind cpu: a user's trial).
+  TeamRequest huge = Team(1);
+  huge.coordinator_requests = {.cpu_millis = 64000, .memory_bytes = int64_t{256} << 30, .pods = 1};
+  p = PlaceTeam({Node("gateway"), Node("robot"), Node("down").NotReady()}, huge);
+  EXPECT_EQ(p.unschedulable, "0/3 nodes fit the coordinator: 2 insufficient cpu, 2 insufficient memory, 1 not ready");
+  EXPECT_EQ(p.verdicts[0].coordinator_misfit, "insufficient cpu") << "a node's own verdict names its first";
+  const ResourceAmounts too_much = huge.coordinator_requests;
+  huge = Team(2);
+  huge.worker_requests = too_much;
+  p = PlaceTeam({Node("gateway"), Node("robot")}, huge);
+  EXPECT_EQ(p.unschedulable,
+            "0/2 workers fit, beside the coordinator on gateway; nodes that take no more: 2 insufficient cpu, 2 "
+            "insufficient memory");
 }
 
 // A stream that names no rates takes each worker's from its node: workers go
