@@ -140,8 +140,6 @@ const std::vector<CrossFieldRule>& CrossFieldRules() {
        [](const Json& self) {
          return DurationHolds(self, "gangTimeout", [](Duration d) { return d >= std::chrono::seconds(1); });
        }},
-      {"spec.output", "volume needs path, where it is mounted",
-       [](const Json& self) { return !Has(self, "volume") || Has(self, "path"); }},
   };
   return rules;
 }

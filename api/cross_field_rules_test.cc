@@ -76,8 +76,6 @@ const std::map<std::string, const char*> kBreaking = {
      R"({"spec": {"placement": {"gangTimeout": "999ms"}}})"},
     {"quorum and deadlineSlack apply only to the deadline policy", R"({"spec": {"sync": {"policy": "bsp", "quorum": 0.5}}})"},
     {"momentum applies only to the sgd optimizer", R"({"spec": {"optimizer": {"name": "adam", "momentum": 0.9}}})"},
-    {"volume needs path, where it is mounted",
-     R"({"spec": {"output": {"volume": {"persistentVolumeClaim": {"claimName": "models"}}}}})"},
 };
 
 std::vector<SchemaRule> CrdRules() {
