@@ -61,13 +61,9 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
   return file;
 }
 
-// One node of a profile, past the schema: its durations, quantities and
-// trace files read as placement, the planner and the node emulator read them.
-// `where`: the file, its line and the node's field ("n.yaml:12: spec.nodes[2]").
-StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::string& where) {
-  NodeProfile node;
-  node.name = n["name"].get<std::string>();
-  node.slowdown = n["compute"]["slowdown"].get<double>();
+// A node's compute changes, read in order: the first fault ends them (those
+// after it are judged against it).
+Status ReadSlowdownChanges(const Json& n, const std::string& where, NodeProfile& node) {
   const Json changes = n["compute"].value("changes", Json::array());
   for (size_t c = 0; c < changes.size(); ++c) {
     const std::string at_field = where + ".compute.changes[" + std::to_string(c) + "].at";
@@ -94,6 +90,83 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
     }
     node.slowdown_changes.push_back({ToSeconds(*at), slowdown});
   }
+  return Status::Ok();
+}
+
+// A node's link: its trace read, scaled and shifted as the agents will.
+Status ReadLink(const Json& l, const fs::path& base, const std::string& where, NodeProfile& node) {
+  auto offset = ParseDuration(l["offset"].get<std::string>());
+  if (!offset.ok()) return offset.status().WithContext(where + ".link.offset");
+  EDGETRAIN_ASSIGN_OR_RETURN(TraceFile trace, ReadTrace(base, l["trace"].get<std::string>(), where + ".link.trace"));
+  node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
+  auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
+  if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
+  const BandwidthTrace scaled = parsed->Scaled(node.link->scale);
+  // As a stream's all-zero rate is refused: a team with such a link
+  // trained nothing for its whole budget and exited 0 (a new user's trial).
+  if (!(scaled.PeakMbps() > 0)) {
+    return InvalidArgumentError(where + ".link.trace: " + trace.path +
+                                " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
+                                "a link that is out for a while has 0 in some of its rows");
+  }
+  // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a
+  // step (a user's trial): likely kbit/s or bit/s written as Mbit/s.
+  if (scaled.PeakMbps() < kLeastPeakMbps) {
+    char peak[32], scale[32];
+    std::snprintf(peak, sizeof peak, "%.3g", scaled.PeakMbps());
+    std::snprintf(scale, sizeof scale, "%g", node.link->scale);
+    const bool scaled_down = node.link->scale != 1;
+    return InvalidArgumentError(where + ".link.trace: " + trace.path + " peaks at " + peak + " Mbit/s" +
+                                (scaled_down ? " times link.scale " + std::string(scale) : std::string()) +
+                                ": no link is that slow but in an outage, which is a row of 0; its rates are in "
+                                "Mbit/s (10 kbit/s is 0.01)" +
+                                (scaled_down ? ", and link.scale multiplies them" : ""));
+  }
+  node.link->mean_mbps = scaled.MeanMbps();
+  // It carries somewhere in a period (its peak is above 0): walked segment
+  // by segment from the run's start, the first that carries ends this.
+  const BandwidthTrace seen = scaled.Shifted(node.link->offset_s);
+  for (double t = 0; seen.MbpsAt(t) <= 0;) {
+    t = seen.SegmentAt(t).until;
+    node.link->silent_until_s = t;
+  }
+  return Status::Ok();
+}
+
+// A node's own stream of samples.
+Status ReadStream(const Json& s, const fs::path& base, const std::string& where, NodeProfile& node) {
+  if (s.contains("ratePerSecond") == s.contains("rateTrace")) {
+    return InvalidArgumentError(where + ".stream: give either ratePerSecond or rateTrace");
+  }
+  if (s.contains("rateTrace")) {
+    EDGETRAIN_ASSIGN_OR_RETURN(TraceFile trace,
+                               ReadTrace(base, s["rateTrace"].get<std::string>(), where + ".stream.rateTrace"));
+    node.stream = StreamSource{0, trace.path, 0};
+    auto parsed = StreamRate::Parse(trace.text, trace.path);
+    if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
+  } else {
+    node.stream = StreamSource{s["ratePerSecond"].get<double>(), "", 0};
+  }
+  return Status::Ok();
+}
+
+// One node of a profile, past the schema: its durations, quantities and
+// trace files read as placement, the planner and the node emulator read them.
+// `where`: the file, its line and the node's field ("n.yaml:12: spec.nodes[2]").
+// Every fault of the node, one a line: its cpu and a missing trace were said
+// one at a time (a user's trial).
+StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::string& where) {
+  NodeProfile node;
+  std::string faults;
+  StatusCode code = StatusCode::kOk;  // the first fault's
+  auto note = [&](const Status& s) {
+    if (s.ok()) return;
+    if (faults.empty()) code = s.code();
+    faults += (faults.empty() ? "" : "\n") + s.message();
+  };
+  node.name = n["name"].get<std::string>();
+  node.slowdown = n["compute"]["slowdown"].get<double>();
+  note(ReadSlowdownChanges(n, where, node));
   // int-or-string, as a Node's quantities: a plain number is bytes (a
   // user's 4294967296 was refused as not a string).
   node.memory = n["memory"].is_string() ? n["memory"].get<std::string>() : n["memory"].dump();
@@ -105,15 +178,15 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
   // Read here, as placement and the node emulator read them, so that
   // validate and run refuse what plan would (a new user's "cpu: two" passed both).
   if (StatusOr<int64_t> cpu = ParseQuantityMillis(node.cpu); !cpu.ok() || *cpu <= 0) {
-    return InvalidArgumentError(where + ".cpu: " +
-                                (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
-                                "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m");
+    note(InvalidArgumentError(where + ".cpu: " +
+                              (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
+                              "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m"));
   }
   if (!node.memory.empty()) {  // none: not limited
     if (StatusOr<int64_t> memory = ParseQuantityUnits(node.memory); !memory.ok() || *memory <= 0) {
-      return InvalidArgumentError(where + ".memory: " +
-                                  (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
-                                  "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
+      note(InvalidArgumentError(where + ".memory: " +
+                                (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
+                                "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi"));
     }
   }
   node.pods = n["pods"].get<int64_t>();
@@ -121,59 +194,9 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
   for (const Json& t : n.value("taints", Json::array())) {
     node.taints.push_back({t["key"].get<std::string>(), t.value("value", ""), t["effect"].get<std::string>()});
   }
-  if (n.contains("link")) {
-    const Json& l = n["link"];
-    auto offset = ParseDuration(l["offset"].get<std::string>());
-    if (!offset.ok()) return offset.status().WithContext(where + ".link.offset");
-    EDGETRAIN_ASSIGN_OR_RETURN(TraceFile trace, ReadTrace(base, l["trace"].get<std::string>(), where + ".link.trace"));
-    node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
-    auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
-    if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
-    const BandwidthTrace scaled = parsed->Scaled(node.link->scale);
-    // As a stream's all-zero rate is refused: a team with such a link
-    // trained nothing for its whole budget and exited 0 (a new user's trial).
-    if (!(scaled.PeakMbps() > 0)) {
-      return InvalidArgumentError(where + ".link.trace: " + trace.path +
-                                  " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
-                                  "a link that is out for a while has 0 in some of its rows");
-    }
-    // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a
-    // step (a user's trial): likely kbit/s or bit/s written as Mbit/s.
-    if (scaled.PeakMbps() < kLeastPeakMbps) {
-      char peak[32], scale[32];
-      std::snprintf(peak, sizeof peak, "%.3g", scaled.PeakMbps());
-      std::snprintf(scale, sizeof scale, "%g", node.link->scale);
-      const bool scaled_down = node.link->scale != 1;
-      return InvalidArgumentError(where + ".link.trace: " + trace.path + " peaks at " + peak + " Mbit/s" +
-                                  (scaled_down ? " times link.scale " + std::string(scale) : std::string()) +
-                                  ": no link is that slow but in an outage, which is a row of 0; its rates are in "
-                                  "Mbit/s (10 kbit/s is 0.01)" +
-                                  (scaled_down ? ", and link.scale multiplies them" : ""));
-    }
-    node.link->mean_mbps = scaled.MeanMbps();
-    // It carries somewhere in a period (its peak is above 0): walked segment
-    // by segment from the run's start, the first that carries ends this.
-    const BandwidthTrace seen = scaled.Shifted(node.link->offset_s);
-    for (double t = 0; seen.MbpsAt(t) <= 0;) {
-      t = seen.SegmentAt(t).until;
-      node.link->silent_until_s = t;
-    }
-  }
-  if (n.contains("stream")) {
-    const Json& s = n["stream"];
-    if (s.contains("ratePerSecond") == s.contains("rateTrace")) {
-      return InvalidArgumentError(where + ".stream: give either ratePerSecond or rateTrace");
-    }
-    if (s.contains("rateTrace")) {
-      EDGETRAIN_ASSIGN_OR_RETURN(
-          TraceFile trace, ReadTrace(base, s["rateTrace"].get<std::string>(), where + ".stream.rateTrace"));
-      node.stream = StreamSource{0, trace.path, 0};
-      auto parsed = StreamRate::Parse(trace.text, trace.path);
-      if (!parsed.ok()) return parsed.status().WithContext(where + ".stream.rateTrace");
-    } else {
-      node.stream = StreamSource{s["ratePerSecond"].get<double>(), "", 0};
-    }
-  }
+  if (n.contains("link")) note(ReadLink(n["link"], base, where, node));
+  if (n.contains("stream")) note(ReadStream(n["stream"], base, where, node));
+  if (!faults.empty()) return Status(code, faults);
   return node;
 }
 
@@ -208,25 +231,32 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
     }
   }
   std::vector<FieldError> errors = ValidateAndDefault(schema, doc, "");
-  if (!errors.empty()) {
-    Status invalid = ToStatus(errors, written, path).WithContext(path + " is not a valid ClusterProfile");
-    if (!rate_in_link) return invalid;
-    return InvalidArgumentError(invalid.message() +
-                                "; a link's rate comes from a trace file (link.trace), a steady one from a file of "
-                                "two lines, \"seconds,mbps\" and \"0,2\" for 2 Mbit/s (docs/cluster-profiles.md)");
-  }
+  // A node the schema faulted is not read further; the others are, so that
+  // every fault is said at once (a node's cpu of 0 and a missing trace file
+  // were said only once the schema's faults elsewhere were mended: a user's
+  // trial). A fault outside the nodes leaves them unread.
+  auto item_of = [](size_t i) { return "spec.nodes[" + std::to_string(i) + "]"; };
+  auto faulted = [&](const std::string& item) {
+    return std::any_of(errors.begin(), errors.end(), [&](const FieldError& e) {
+      return e.path == item || e.path.starts_with(item + ".");
+    });
+  };
+  const bool nodes_readable =
+      doc["spec"]["nodes"].is_array() && std::all_of(errors.begin(), errors.end(), [](const FieldError& e) {
+        return e.path.starts_with("spec.nodes[");
+      });
 
   ClusterProfile profile;
-  profile.name = doc["metadata"]["name"].get<std::string>();
   const fs::path base = fs::absolute(fs::path(path)).parent_path();
-  // Every node's first error, as the schema's are all said at once: a
-  // profile with two missing traces told of one, and then of the other (a
-  // new user's trial).
+  // Every node's faults, as the schema's are all said at once: a profile
+  // with two missing traces told of one, and then of the other (a new
+  // user's trial).
   Status refused = Status::Ok();
   std::string refusals;
-  for (size_t i = 0; i < doc["spec"]["nodes"].size(); ++i) {
+  for (size_t i = 0; nodes_readable && i < doc["spec"]["nodes"].size(); ++i) {
+    const std::string item = item_of(i);
+    if (faulted(item)) continue;
     // With its line, as the schema's errors say theirs.
-    const std::string item = "spec.nodes[" + std::to_string(i) + "]";
     const std::string line = LinePrefix(written, path, item);
     const std::string where = (line.empty() ? path + ": " : line) + item;
     StatusOr<NodeProfile> node = ReadNode(doc["spec"]["nodes"][i], base, where);
@@ -237,7 +267,17 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
     if (refused.ok()) refused = node.status();
     refusals += (refusals.empty() ? "" : "\n") + node.status().message();
   }
+  if (!errors.empty()) {
+    Status invalid = ToStatus(errors, written, path).WithContext(path + " is not a valid ClusterProfile");
+    std::string message = invalid.message() + (refusals.empty() ? "" : "\n" + refusals);
+    if (rate_in_link) {
+      message += "; a link's rate comes from a trace file (link.trace), a steady one from a file of two lines, "
+                 "\"seconds,mbps\" and \"0,2\" for 2 Mbit/s (docs/cluster-profiles.md)";
+    }
+    return Status(invalid.code(), message);
+  }
   if (!refused.ok()) return Status(refused.code(), refusals);
+  profile.name = doc["metadata"]["name"].get<std::string>();
   return profile;
 }
 

@@ -147,6 +147,20 @@ TEST(ClusterProfileTest, EveryBadNodeIsSaidAtOnceWithItsLine) {
   ASSERT_FALSE(schema.ok());
   EXPECT_NE(schema.status().message().find("q.yaml:7: spec.nodes[0].gpus: unknown field"), std::string::npos)
       << schema.status().message();
+
+  // Beside the schema's faults, the faults of the nodes it did not fault, and
+  // every fault of a node, not its first (a cpu of 0 and a missing trace file
+  // were said one at a time, after the schema's: a user's trial).
+  auto both = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: Bad_Name}\n"
+      "  - {name: b, cpu: 0, link: {trace: no-such-3.csv}}\n",
+      (fs::path(::testing::TempDir()) / "r.yaml").string());
+  ASSERT_FALSE(both.ok());
+  const std::string all = both.status().message();
+  EXPECT_NE(all.find("r.yaml:6: spec.nodes[0].name: must be lower-case"), std::string::npos) << all;
+  EXPECT_NE(all.find("r.yaml:7: spec.nodes[1].cpu: \"0\" is no CPU"), std::string::npos) << all;
+  EXPECT_NE(all.find("r.yaml:7: spec.nodes[1].link.trace: cannot read "), std::string::npos) << all;
 }
 
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
