@@ -98,6 +98,9 @@ OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {
                              why::kRecoveriesExhausted, why::kWorkersRefused}) {
     impl_->job_failures.Add({{"reason", reason}});
   }
+  // Every verb the client sends (kube::ObservedKubeClient): `delete` and
+  // `patch` had no series until first sent (a user's trial of the metrics).
+  for (const char* verb : {"get", "list", "create", "update", "patch", "delete", "watch"}) CountApiRequests(verb, 0);
 }
 OperatorMetrics::~OperatorMetrics() = default;
 
@@ -113,7 +116,8 @@ void OperatorMetrics::CountReplan(const std::string& reason) { impl_->replans.Ad
 void OperatorMetrics::CountApiError(const std::string& verb, StatusCode code) {
   impl_->api_errors.Add({{"verb", verb}, {"code", StatusCodeName(code)}}).Increment();
 }
-void OperatorMetrics::CountApiRequest(const std::string& verb) {
+void OperatorMetrics::CountApiRequest(const std::string& verb) { CountApiRequests(verb, 1); }
+void OperatorMetrics::CountApiRequests(const std::string& verb, int requests) {
   prometheus::Counter* counter;
   {
     std::lock_guard lock(impl_->requests_mu);
@@ -121,7 +125,7 @@ void OperatorMetrics::CountApiRequest(const std::string& verb) {
     if (!c) c = &impl_->api_requests.Add({{"verb", verb}});
     counter = c;
   }
-  counter->Increment();
+  counter->Increment(requests);
 }
 void OperatorMetrics::CountJobFailure(const std::string& reason) {
   impl_->job_failures.Add({{"reason", reason}}).Increment();

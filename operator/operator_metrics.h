@@ -32,6 +32,8 @@ class OperatorMetrics {
   std::string Render() const;
 
  private:
+  void CountApiRequests(const std::string& verb, int requests);  // 0: its series made, at 0
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
