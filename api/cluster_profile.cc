@@ -241,7 +241,10 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
       return e.path == item || e.path.starts_with(item + ".");
     });
   };
+  // (The document may be of any shape here: the schema's faults are not
+  // yet returned. A fuzzer's "xa.:n n" was no object.)
   const bool nodes_readable =
+      doc.is_object() && doc.contains("spec") && doc["spec"].is_object() && doc["spec"].contains("nodes") &&
       doc["spec"]["nodes"].is_array() && std::all_of(errors.begin(), errors.end(), [](const FieldError& e) {
         return e.path.starts_with("spec.nodes[");
       });
