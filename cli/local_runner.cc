@@ -303,7 +303,9 @@ static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream&
     err << "warning: " << path << " holds " << WithThousands(rows) << " rows, more than a worker's buffer of "
         << WithThousands(buffer) << " samples: it is read alone once the buffer is empty, and "
         << WithThousands(rows - buffer) << " of its rows are dropped";
-    if (too_large.size() > 1) err << " (and " << too_large.size() - 1 << " more such file" << (too_large.size() > 2 ? "s" : "") << ")";
+    if (too_large.size() > 1) {
+      err << " (and " << too_large.size() - 1 << " more such file" << (too_large.size() > 2 ? "s" : "") << ")";
+    }
     err << "; split it into files of at most " << WithThousands(buffer) << " rows, or raise "
         << (stream->buffer == StreamBuffer::kTruncate ? "spec.data.batchSize (buffer: truncate holds one batch)"
                                                         : "spec.data.stream.bufferCapacity")

@@ -64,10 +64,10 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
   }
   if (streams) {
     s += " arrived " + WithThousands(arrived);
-    if (buffered > 0 || dropped > 0) {
-      s += " (" + (buffered > 0 ? WithThousands(buffered) + " buffered" : "") + (buffered > 0 && dropped > 0 ? ", " : "") +
-           (dropped > 0 ? WithThousands(dropped) + " dropped" : "") + ")";
-    }
+    std::string held;
+    if (buffered > 0) held = WithThousands(buffered) + " buffered";
+    if (dropped > 0) held += (held.empty() ? "" : ", ") + WithThousands(dropped) + " dropped";
+    if (!held.empty()) s += " (" + held + ")";
   }
   std::string waiting, silent;
   for (const WorkerProgress& w : p.workers) {

@@ -233,8 +233,9 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
       << missing.stderr_text;
   Outcome not_a_model = Execute({"evaluate", (dir_ / "out" / "model.json").string(), "--dataset", "digits"});
   EXPECT_EQ(not_a_model.exit, 2);
-  EXPECT_NE(not_a_model.stderr_text.find("is not a model edgetrain can read: not a LibTorch archive (it reads the model.pt edgetrain saves, "
-                                          "and TorchScript modules saved with torch.jit.save)"), std::string::npos)
+  EXPECT_NE(not_a_model.stderr_text.find("is not a model edgetrain can read: not a LibTorch archive (it reads the "
+                                          "model.pt edgetrain saves, and TorchScript modules saved with torch.jit.save)"),
+            std::string::npos)
       << not_a_model.stderr_text;
   // Its bytes altered a third of the way in: refused, not scored (it was,
   // at 0.29 with a loss of 3.5e26, exit 0: a user's trial).

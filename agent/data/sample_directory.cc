@@ -71,9 +71,8 @@ std::optional<int64_t> StreamFileRows(const std::string& path) {
   if (!in) return std::nullopt;
   std::string first;
   std::getline(in, first);
-  if (first.size() >= 2 && static_cast<unsigned char>(first[0]) == 0x1f && static_cast<unsigned char>(first[1]) == 0x8b) {
-    return std::nullopt;  // gzip
-  }
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(first[i]); };
+  if (first.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) return std::nullopt;  // gzip
   if (first.empty() && in.eof()) return 0;
   int64_t rows = HasWords(first) ? 0 : 1;
   // The rest a block at a time: a folder filled before the run may hold

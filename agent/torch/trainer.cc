@@ -145,7 +145,8 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
   std::sort(weights.begin(), weights.end());
   if (weights.empty() || weights.back().second.size() != 2) {
     return InvalidArgumentError(path + " is not a model edgetrain can read: a LibTorch archive but neither a "
-                                       "TorchScript module nor a model edgetrain saved (no layers ending in a linear one)");
+                                       "TorchScript module nor a model edgetrain saved (no layers ending in a "
+                                       "linear one)");
   }
   ModelSpec spec;
   spec.kind = weights.front().second.size() == 4 ? ModelKind::kCnn : ModelKind::kMlp;
