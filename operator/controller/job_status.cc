@@ -136,6 +136,12 @@ Json ProgressStatusOf(const Json& progress) {
   if (progress.contains("etaSeconds") && progress["etaSeconds"].is_number()) {
     out["eta"] = EtaText(progress["etaSeconds"].get<double>());
   }
+  // Training has stopped, and why: a coordinator that then ends answers no
+  // more, which is its finishing, not a silence (SayProgressUnanswered).
+  if (progress.contains("stopReason") && progress["stopReason"].is_string() &&
+      !progress["stopReason"].get<std::string>().empty()) {
+    out["stopReason"] = progress["stopReason"];
+  }
   return out;
 }
 

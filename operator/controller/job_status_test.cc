@@ -100,6 +100,9 @@ TEST(JobStatusTest, ProgressIsTheCoordinatorsWithoutWhatItDoesNotHaveYet) {
   EXPECT_DOUBLE_EQ(ProgressStatusOf(Json{{"loss", 0.000771234}})["loss"].get<double>(), 0.0007712);
   EXPECT_DOUBLE_EQ(ProgressStatusOf(Json{{"loss", 12.34567}})["loss"].get<double>(), 12.35);
   EXPECT_EQ(ProgressStatusOf(Json{{"loss", 0.0}})["loss"], 0.0);
+  // Why training stopped, once it has: absent while it trains.
+  EXPECT_EQ(ProgressStatusOf(Json{{"stopReason", "target"}})["stopReason"], "target");
+  EXPECT_FALSE(ProgressStatusOf(Json{{"stopReason", ""}}).contains("stopReason"));
 }
 
 TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {

@@ -529,6 +529,17 @@ bool Reconciler::SayProgressUnanswered(Pass& pass, const Team& team, const Json&
     pass.status["progress"]["unreadSince"] = pass.now;
   }
   const std::string why = unread.empty() ? "no address" : unread;
+  // Its last word was that training had stopped: its silence is its
+  // finishing, as it ends before its pod reads as ended. The status said for
+  // a read that /progress had not answered, just before Succeeded (a new
+  // user's trial).
+  const std::string stopped = pass.stored_status.value("/progress/stopReason"_json_pointer, std::string());
+  if (!stopped.empty() && team.gang.restarting.empty()) {
+    pass.Set(condition::kRunning, true, reason::kTraining,
+             "training has stopped (" + stopped + ") and the coordinator is finishing: its /progress no longer "
+             "answers (" + why + "); status.progress is as read at " + read_time);
+    return true;
+  }
   const Json* pod = team.CoordinatorPod(pass);
   const std::optional<kube::WallTime> made =
       pod ? kube::ParseKubeTime(pod->value("/metadata/creationTimestamp"_json_pointer, std::string()))

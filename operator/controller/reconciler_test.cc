@@ -972,6 +972,31 @@ TEST_F(ReconcilerTest, ACoordinatorsRecoveryCountsFromItsLastAnsweredProgress) {
   EXPECT_EQ(CoordinatorEvictedThenReplaced(key), std::optional<Duration>(std::chrono::seconds(43)));
 }
 
+// A coordinator whose last word was that training had stopped ends before
+// its pod reads as ended: its silence is its finishing, said so, not "has not
+// answered" (a new user's trial saw that for a read before Succeeded), and not
+// stalled however long it takes.
+TEST_F(ReconcilerTest, ACoordinatorSilentAfterTrainingStoppedIsFinishing) {
+  const std::string key = ARunningTeamOnThreeNodes(Json::object());
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {
+      {"state", "training"}, {"iteration", 300}, {"samples", 19200}, {"stopReason", "target"}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Job("team")["status"]["progress"]["stopReason"], "target");
+  progress_.by_ip.erase(coordinator_ip);  // it ends
+  now_ += std::chrono::seconds(40);
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  const std::string message = FindCondition(status, api::condition::kRunning)->value("message", "");
+  EXPECT_EQ(message.rfind("training has stopped (target) and the coordinator is finishing: its /progress no longer "
+                          "answers (",
+                          0),
+            0u)
+      << message;
+  EXPECT_FALSE(ConditionIs(status, api::condition::kStalled, true));
+}
+
 // A coordinator lost before --stalled-after (its node dead, nodeLossGrace
 // short): unanswered since a read, the status says so at once, not "every
 // agent runs", and its recovery counts from that read, not from its node's
