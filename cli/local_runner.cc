@@ -709,17 +709,23 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
 // Each worker's own account, printed as it exited: what it spent after its
 // last report reached the coordinator is in it.
 void TakeWorkersOwnResults(std::vector<ChildProcess>& workers, JobProgress& result) {
-  std::map<int, double> own;
+  std::map<int, double> own, pace;
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     while (std::optional<std::string> line = workers[rank].ReadLine(Duration::zero())) {
       if (line->rfind("result ", 0) != 0) continue;
       const nlohmann::json said = nlohmann::json::parse(line->substr(7), nullptr, false);
-      if (said.is_object() && said.contains("energyJoules") && said["energyJoules"].is_number()) {
+      if (!said.is_object()) continue;
+      if (said.contains("energyJoules") && said["energyJoules"].is_number()) {
         own[static_cast<int>(rank)] = said["energyJoules"].get<double>();
+      }
+      // Its own samples are of every batch it computed, as its computeSeconds are.
+      if (said.value("computeSeconds", 0.0) > 0 && said.value("samples", int64_t{0}) > 0) {
+        pace[static_cast<int>(rank)] = said["samples"].get<double>() / said["computeSeconds"].get<double>();
       }
     }
   }
   TakeWorkersOwnEnergy(result, own);
+  TakeWorkersOwnPace(result, pace);
 }
 
 // The run's picture, report.png, drawn from its curves, or why not. Nothing

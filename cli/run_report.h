@@ -38,6 +38,9 @@ std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::stri
 // 115 J by its own metrics beside 50 J in the summary). Of a resumed run,
 // whose figures carry the runs before, nothing changes.
 void TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own);
+// Each worker's own pace, samples a second of compute, by rank: its result's
+// samples over its computeSeconds, late batches included (computed_samples_per_s).
+void TakeWorkersOwnPace(JobProgress& p, const std::map<int, double>& own);
 // The summary as one line of JSON, for scripts and benchmarks.
 // `devices`: those the run trained on, which a pipeline's plan may make fewer
 // than the job's workers.

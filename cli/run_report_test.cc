@@ -692,6 +692,14 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
             "on the wire 2.0 MB up and 4.0 MB down, 3% of float32 rows both ways every iteration; stalled 90% of the "
             "time; 10.0 team iterations/s against 100.0 computing alone (10%, the pace of the 1 worker with a "
             "batch counted)");
+  // Each worker's own pace where it gave one: robot-4's batches late for
+  // their rounds are not in its samples, and its compute time is of all of
+  // them (it read as computing at an eighth of its teammates' pace).
+  p.workers[1].computed_samples_per_s = 100 * 64;
+  EXPECT_NE(WhatTheTeamGained(spec, p).find("10.0 team iterations/s against 100.0 computing alone (10%)"),
+            std::string::npos)
+      << WhatTheTeamGained(spec, p);
+  p.workers[1].computed_samples_per_s = 0;
   // A small total in as many places as it needs: "0 MB up" was said of 148,955 bytes.
   p.workers[0].bytes_sent = 148'955;
   p.workers[1].bytes_sent = 0;

@@ -97,6 +97,10 @@ struct WorkerProgress {
   // fifth slower): what the head's re-plan after a loss plans it at
   // (core/device_pace.h). None until learned.
   std::optional<double> pace = {};
+  // The samples it computed a second of compute, by its own count to its end
+  // (batches late for their round included, which `samples` leaves out);
+  // 0: not known. edgetrain run reads it from each worker's result.
+  double computed_samples_per_s = 0;
 };
 
 // The training loss a job shows is smoothed over about its last 50 batches:
