@@ -706,9 +706,43 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
   }
 }
 
+// Each worker's energy a checkpoint carries into a run that resumes from it,
+// by rank; none without one.
+std::map<int, double> CarriedEnergy(const std::string& path) {
+  std::map<int, double> carried;
+  const auto kept = agent::LoadCheckpoint(path);
+  if (!kept.ok() || !kept->has_value()) return carried;
+  for (size_t rank = 0; rank < (*kept)->workers.size(); ++rank) {
+    carried[static_cast<int>(rank)] = (*kept)->workers[rank].energy_j;
+  }
+  return carried;
+}
+
+// What the workers spent that their coordinator never heard of (after their
+// last report), added to the checkpoint the run ended with: a run resumed
+// from it carried the coordinator's count alone, and an interrupted robot
+// team's resumed run lost 8 J of robot-4's, 66 J in another, and showed a
+// device's total going down (a user's trial).
+Status CarryUnreportedEnergy(const std::string& path, const JobProgress& p, const std::map<int, double>& unreported) {
+  if (unreported.empty()) return Status::Ok();
+  auto kept = agent::LoadCheckpoint(path);
+  if (!kept.ok()) return kept.status();
+  if (!kept->has_value()) return Status::Ok();
+  agent::JobCheckpoint& c = **kept;
+  // Only the one this run ended with: one an earlier run left is that run's.
+  if (c.iteration != p.iteration || c.samples != p.samples) return Status::Ok();
+  for (const auto& [rank, joules] : unreported) {
+    if (rank < 0 || static_cast<size_t>(rank) >= c.workers.size()) continue;
+    c.workers[static_cast<size_t>(rank)].energy_j += joules;
+    c.energy_joules += joules;
+  }
+  return agent::SaveCheckpoint(path, c);
+}
+
 // Each worker's own account, printed as it exited: what it spent after its
-// last report reached the coordinator is in it.
-void TakeWorkersOwnResults(std::vector<ChildProcess>& workers, JobProgress& result) {
+// last report reached the coordinator is in it. Returns that, by rank.
+std::map<int, double> TakeWorkersOwnResults(std::vector<ChildProcess>& workers, JobProgress& result,
+                                            const std::map<int, double>& carried) {
   std::map<int, double> own, pace;
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     while (std::optional<std::string> line = workers[rank].ReadLine(Duration::zero())) {
@@ -724,8 +758,8 @@ void TakeWorkersOwnResults(std::vector<ChildProcess>& workers, JobProgress& resu
       }
     }
   }
-  TakeWorkersOwnEnergy(result, own);
   TakeWorkersOwnPace(result, pace);
+  return TakeWorkersOwnEnergy(result, own, carried);
 }
 
 // The run's picture, report.png, drawn from its curves, or why not. Nothing
@@ -889,6 +923,8 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
   const FolderCheckpoint checkpoint(plan.job.CheckpointPath(), options.fresh);
+  // What it carries of each worker's energy, before this run writes over it.
+  const std::map<int, double> carried_energy = CarriedEnergy(plan.job.CheckpointPath());
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
@@ -1059,7 +1095,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
                   "", inputs_at_fault, refused_at_start);
   }
 
-  if (plan.team && !plan.job.pipeline) TakeWorkersOwnResults(workers, *outcome.result);
+  if (plan.team && !plan.job.pipeline) {
+    const std::map<int, double> unreported = TakeWorkersOwnResults(workers, *outcome.result, carried_energy);
+    if (Status carried = CarryUnreportedEnergy(plan.job.CheckpointPath(), *outcome.result, unreported); !carried.ok()) {
+      err << "warning: the workers' energy after their last report is not in the checkpoint: " << carried.message()
+          << "\n";
+    }
+  }
   // The coordinator's final word, with the final model's evaluation, ends the
   // curves and the progress log (whose last line was the last one polled).
   const std::string final_word = EncodeJobProgress(*outcome.result);

@@ -595,8 +595,7 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
     // stopped there too (a user's trial).
     out << "  each worker's row is as of its last report, and these reported last before the end: " << behind
         << " before it; nothing of theirs reached the coordinator since, so their figures stop there"
-        << (p.resumed_from_iteration ? ", the team's energy too"
-                                     : ", but for energy, which is each worker's own count to its end")
+        << ", but for energy, which is each worker's own count to its end"
         << "\n";
   }
 }
@@ -782,15 +781,21 @@ void TakeWorkersOwnPace(JobProgress& p, const std::map<int, double>& own) {
   }
 }
 
-void TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own) {
-  if (p.resumed_from_iteration) return;
+std::map<int, double> TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own,
+                                           const std::map<int, double>& carried) {
+  std::map<int, double> unreported;
   for (WorkerProgress& w : p.workers) {
     const auto it = own.find(w.rank);
-    if (it == own.end() || !(it->second > w.energy_joules)) continue;
-    const double unreported = it->second - w.energy_joules;
-    w.energy_joules = it->second;
-    if (p.energy_joules) *p.energy_joules += unreported;
+    if (it == own.end()) continue;
+    const auto before = carried.find(w.rank);
+    const double this_run = w.energy_joules - (p.resumed_from_iteration && before != carried.end() ? before->second : 0);
+    if (!(it->second > this_run)) continue;
+    const double more = it->second - this_run;
+    unreported[w.rank] = more;
+    w.energy_joules += more;
+    if (p.energy_joules) *p.energy_joules += more;
   }
+  return unreported;
 }
 
 std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,

@@ -31,13 +31,16 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
 // Who the team waited on a twentieth of its time or more, longest first:
 // "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);
-// A fresh team run's energy, each worker's as its own meter counted it to its
-// end (`own`, by rank: the energyJoules of the result it printed on exiting).
-// The coordinator counts what reached it: a worker's energy after its last
-// report, or while its link was down, never did (a new user's robot-4 had
-// 115 J by its own metrics beside 50 J in the summary). Of a resumed run,
-// whose figures carry the runs before, nothing changes.
-void TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own);
+// A team run's energy, each worker's as its own meter counted it to its end
+// (`own`, by rank: the energyJoules of the result it printed on exiting, of
+// this run alone). The coordinator counts what reached it: a worker's energy
+// after its last report, or while its link was down, never did (a new user's
+// robot-4 had 115 J by its own metrics beside 50 J in the summary). A resumed
+// run's figures carry the runs before: `carried`, by rank, what its
+// checkpoint held of each. Returns what each worker spent that its
+// coordinator never heard of, by rank, added to `p`.
+std::map<int, double> TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own,
+                                           const std::map<int, double>& carried = {});
 // Each worker's own pace, samples a second of compute, by rank: its result's
 // samples over its computeSeconds, late batches included (computed_samples_per_s).
 void TakeWorkersOwnPace(JobProgress& p, const std::map<int, double>& own);

@@ -643,12 +643,17 @@ TEST(RunReportTest, AFreshTeamRunsEnergyIsEachWorkersOwnCountToItsEnd) {
   EXPECT_DOUBLE_EQ(p.workers[0].energy_joules, 100);
   EXPECT_DOUBLE_EQ(p.workers[1].energy_joules, 115);
   EXPECT_DOUBLE_EQ(*p.energy_joules, before + 65);
-  // A resumed run's figures carry the runs before: its workers' own counts are of this run alone.
+  // A resumed run's figures carry the runs before: its workers' own counts
+  // are of this run alone, set against what it added to the checkpoint's
+  // (its robot-4 went from 62 J to 54 J on resuming, the 8 J its coordinator
+  // never heard of lost, and stayed there: a user's trial).
   JobProgress resumed = Finished();
   resumed.resumed_from_iteration = 40;
-  resumed.workers[1].energy_joules = 50;
-  TakeWorkersOwnEnergy(resumed, {{1, 115}});
-  EXPECT_DOUBLE_EQ(resumed.workers[1].energy_joules, 50);
+  resumed.workers[1].energy_joules = 50;  // 30 carried in, 20 reported this run
+  const std::map<int, double> more = TakeWorkersOwnEnergy(resumed, {{1, 35}}, {{1, 30}});
+  EXPECT_DOUBLE_EQ(resumed.workers[1].energy_joules, 65);
+  EXPECT_EQ(more, (std::map<int, double>{{1, 15}}));
+  EXPECT_TRUE(TakeWorkersOwnEnergy(resumed, {{1, 10}}, {{1, 30}}).empty()) << "all of it reported";
 }
 
 TEST(RunReportTest, NobodyHeldATeamThatDidNotWait) {
