@@ -258,8 +258,10 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::Option* observe = run_command->add_flag("--observe", run.observe,
                         "start a local Prometheus scraping every agent each second, with the labels the dashboards "
                         "of dashboards/ query; after the run it serves the run's series until Ctrl-C");
-  run_command->add_option("--observe-port", run.observe_port, "the local Prometheus's port on 127.0.0.1, " + std::to_string(RunOptions{}.observe_port) +
-                              " by default (0: one the OS gives)")
+  run_command
+      ->add_option("--observe-port", run.observe_port,
+                   "the local Prometheus's port on 127.0.0.1, " + std::to_string(RunOptions{}.observe_port) +
+                       " by default (0: one the OS gives)")
       ->option_text("PORT")
       ->capture_default_str()
       ->check(WholeNumber(0, 65535))
