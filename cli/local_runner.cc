@@ -39,6 +39,7 @@
 #include "cli/run_supervisor.h"
 #include "cli/stage_planning.h"
 #include "core/cluster_placement.h"
+#include "core/dataset_info.h"
 #include "core/duration_text.h"
 #include "core/job_plan.h"
 #include "core/job_progress.h"
@@ -240,6 +241,11 @@ static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream&
   // buffer is empty, and the rows past the buffer are dropped (a trial's 300
   // rows into a buffer of 256 lost 44 on each worker, unsaid before the run).
   const int64_t buffer = StreamBufferCapacity(*stream, job.spec.data.batch_size);
+  // Only a file large enough to hold more rows is read to count them (a row
+  // is at least a label and its values, each a character and a separator):
+  // a folder filled before the run is not read whole before it starts.
+  const DatasetInfo info = InfoOf(job.spec.data);
+  const auto least_row_bytes = static_cast<std::uintmax_t>(2 * (info.channels * info.height * info.width + 1));
   std::vector<std::pair<std::string, int64_t>> too_large;
   for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
     const fs::path folder = fs::path(*stream->directory) / ("worker-" + std::to_string(rank));
@@ -254,6 +260,9 @@ static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream&
         folders.push_back(name + "/");
       } else if (agent::IsStreamFileName(name)) {
         readable = true;
+        std::error_code unsized;  // not `ec`, which ends the listing
+        const std::uintmax_t bytes = it->file_size(unsized);
+        if (unsized || bytes <= static_cast<std::uintmax_t>(buffer) * least_row_bytes) continue;
         const std::optional<int64_t> rows = agent::StreamFileRows(it->path().string());
         if (rows && *rows > buffer) too_large.emplace_back(it->path().string(), *rows);
       } else if (it->is_regular_file(ec)) {
@@ -923,8 +932,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
   const FolderCheckpoint checkpoint(plan.job.CheckpointPath(), options.fresh);
-  // What it carries of each worker's energy, before this run writes over it.
-  const std::map<int, double> carried_energy = CarriedEnergy(plan.job.CheckpointPath());
+  // What it carries of each worker's energy, before this run writes over it:
+  // a data-parallel team's, which it may resume.
+  const std::map<int, double> carried_energy = plan.team && !plan.job.pipeline && !options.fresh
+                                                   ? CarriedEnergy(plan.job.CheckpointPath())
+                                                   : std::map<int, double>{};
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
