@@ -235,7 +235,6 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
   // every fault is said at once (a node's cpu of 0 and a missing trace file
   // were said only once the schema's faults elsewhere were mended: a user's
   // trial). A fault outside the nodes leaves them unread.
-  auto item_of = [](size_t i) { return "spec.nodes[" + std::to_string(i) + "]"; };
   auto faulted = [&](const std::string& item) {
     return std::any_of(errors.begin(), errors.end(), [&](const FieldError& e) {
       return e.path == item || e.path.starts_with(item + ".");
@@ -257,7 +256,7 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
   Status refused = Status::Ok();
   std::string refusals;
   for (size_t i = 0; nodes_readable && i < doc["spec"]["nodes"].size(); ++i) {
-    const std::string item = item_of(i);
+    const std::string item = "spec.nodes[" + std::to_string(i) + "]";
     if (faulted(item)) continue;
     // With its line, as the schema's errors say theirs.
     const std::string line = LinePrefix(written, path, item);
