@@ -529,27 +529,29 @@ bool Reconciler::SayProgressUnanswered(Pass& pass, const Team& team, const Json&
     pass.status["progress"]["unreadSince"] = pass.now;
   }
   const std::string why = unread.empty() ? "no address" : unread;
+  const Json* pod = team.CoordinatorPod(pass);
+  const std::optional<kube::WallTime> made =
+      pod ? kube::ParseKubeTime(pod->value("/metadata/creationTimestamp"_json_pointer, std::string()))
+          : std::nullopt;
+  const bool placed_anew = made && *made > *read_at;
   // Its last word was that training had stopped: its silence is its
   // finishing, as it ends before its pod reads as ended. The status said for
   // a read that /progress had not answered, just before Succeeded (a new
-  // user's trial).
+  // user's trial). Not of a coordinator placed since that word: the word was
+  // its predecessor's (a moved coordinator's "cancelled").
   const std::string stopped = pass.stored_status.value("/progress/stopReason"_json_pointer, std::string());
-  if (!stopped.empty() && team.gang.restarting.empty()) {
+  if (!stopped.empty() && !placed_anew && team.gang.restarting.empty()) {
     pass.Set(condition::kRunning, true, reason::kTraining,
              "training has stopped (" + stopped + ") and the coordinator is finishing: its /progress no longer "
              "answers (" + why + "); status.progress is as read at " + read_time);
     return true;
   }
-  const Json* pod = team.CoordinatorPod(pass);
-  const std::optional<kube::WallTime> made =
-      pod ? kube::ParseKubeTime(pod->value("/metadata/creationTimestamp"_json_pointer, std::string()))
-          : std::nullopt;
   if (team.gang.restarting.empty()) {
     // Its pods run, but its coordinator said nothing this time: not
     // "every agent runs", which the status said for the seconds between
     // its node's death and the node's NotReady (a user's trial). A
     // coordinator placed since the last read has not answered yet.
-    if (made && *made > *read_at && !team.plan.workers.empty()) {
+    if (placed_anew && !team.plan.workers.empty()) {
       pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
                "every pod runs; the coordinator, placed anew, has not answered yet (" + why + ")");
     } else {
@@ -562,7 +564,7 @@ bool Reconciler::SayProgressUnanswered(Pass& pass, const Team& team, const Json&
   // coordinator of a job resumed after a minute suspended, or placed
   // anew, was called stalled for that minute before it could answer
   // (a new user's trial: "has not answered for 53 s").
-  const kube::WallTime since = made && *made > *read_at ? *made : *read_at;
+  const kube::WallTime since = placed_anew ? *made : *read_at;
   const std::optional<kube::WallTime> now = kube::ParseKubeTime(pass.now);
   if (now && *now - since >= options_.links.stalled_after) {
     const auto silent = std::chrono::duration_cast<std::chrono::seconds>(*now - since);

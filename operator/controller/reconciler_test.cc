@@ -995,6 +995,25 @@ TEST_F(ReconcilerTest, ACoordinatorSilentAfterTrainingStoppedIsFinishing) {
             0u)
       << message;
   EXPECT_FALSE(ConditionIs(status, api::condition::kStalled, true));
+
+  // A coordinator placed since that word (a moved one's predecessor said
+  // "cancelled") has not answered yet: it is not finishing.
+  jobs_.Put(Job("team"));
+  std::vector<Json> pods = api_.All(kube::kPods);
+  for (Json& pod : pods) {
+    if (pod["metadata"]["name"] == "team-coordinator") {
+      pod["metadata"]["creationTimestamp"] = kube::FormatKubeTime(now_ - std::chrono::seconds(5));
+    }
+  }
+  pods_.Replace(pods);
+  Reconcile(key);
+  const Json placed_anew = Job("team")["status"];
+  const Json* anew = FindCondition(placed_anew, api::condition::kRunning);
+  ASSERT_NE(anew, nullptr);
+  EXPECT_EQ(anew->value("reason", ""), api::reason::kWaitingForTeam) << *anew;
+  EXPECT_EQ(anew->value("message", "").rfind("every pod runs; the coordinator, placed anew, has not answered yet (", 0),
+            0u)
+      << *anew;
 }
 
 // A coordinator lost before --stalled-after (its node dead, nodeLossGrace
