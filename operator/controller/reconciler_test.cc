@@ -165,6 +165,16 @@ class ReconcilerTest : public ::testing::Test {
     Reconcile(key);
     jobs_.Put(Job("team"));
   }
+  // Team "team"'s coordinator pod as if made `ago` (placed anew since a read).
+  void CoordinatorPodMadeAgo(Duration ago) {
+    std::vector<Json> pods = api_.All(kube::kPods);
+    for (Json& pod : pods) {
+      if (pod["metadata"]["name"] == "team-coordinator") {
+        pod["metadata"]["creationTimestamp"] = kube::FormatKubeTime(now_ - ago);
+      }
+    }
+    pods_.Replace(pods);
+  }
   // The team's coordinator answers /progress once (iteration 300), and is
   // read; then it answers no more (its node dead, its link cut).
   void ProgressReadOnceThenSilent(const std::string& key) {
@@ -922,13 +932,7 @@ TEST_F(ReconcilerTest, ACoordinatorIsSilentSinceItsPodWasMadeNotSinceTheLastRead
   const std::string key = ARunningTeamOnThreeNodes(Json::object());
   ProgressReadOnceThenSilent(key);
   now_ += std::chrono::seconds(60);
-  std::vector<Json> pods = api_.All(kube::kPods);
-  for (Json& pod : pods) {
-    if (pod["metadata"]["name"] == "team-coordinator") {
-      pod["metadata"]["creationTimestamp"] = kube::FormatKubeTime(now_ - std::chrono::seconds(5));
-    }
-  }
-  pods_.Replace(pods);
+  CoordinatorPodMadeAgo(std::chrono::seconds(5));
   Reconcile(key);
   jobs_.Put(Job("team"));
   EXPECT_FALSE(ConditionIs(Job("team")["status"], api::condition::kStalled, true))
@@ -999,13 +1003,7 @@ TEST_F(ReconcilerTest, ACoordinatorSilentAfterTrainingStoppedIsFinishing) {
   // A coordinator placed since that word (a moved one's predecessor said
   // "cancelled") has not answered yet: it is not finishing.
   jobs_.Put(Job("team"));
-  std::vector<Json> pods = api_.All(kube::kPods);
-  for (Json& pod : pods) {
-    if (pod["metadata"]["name"] == "team-coordinator") {
-      pod["metadata"]["creationTimestamp"] = kube::FormatKubeTime(now_ - std::chrono::seconds(5));
-    }
-  }
-  pods_.Replace(pods);
+  CoordinatorPodMadeAgo(std::chrono::seconds(5));
   Reconcile(key);
   const Json placed_anew = Job("team")["status"];
   const Json* anew = FindCondition(placed_anew, api::condition::kRunning);
