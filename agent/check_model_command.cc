@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "agent/one_shot_command.h"
 #include "agent/result_json.h"
 #include "agent/termination_log.h"
 #include "agent/torch/trainer.h"
@@ -73,8 +74,7 @@ int Finish(const Json& result, int code, const std::string& termination_log, std
 }
 
 int Fail(const Status& status, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
-  log << "edgetrain-agent check-model: " << status.message() << "\n";
-  return Finish({{"error", status.message()}}, ExitCodeFor(status), termination_log, lines, log);
+  return FailOneShot("check-model", status, termination_log, lines, log);
 }
 
 }  // namespace
@@ -103,14 +103,8 @@ int RunCheckModel(const std::vector<std::string>& args, std::ostream& lines, std
       ->check(CLI::Range(1, 1000));
   app.add_option("--termination-log", termination_log,
                  "where the result's JSON is also written (a pod's termination message)");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {  // --help: what a person asked for, not a failure
-    lines << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    return Fail(InvalidArgumentError(e.what()), termination_log, lines, log);
-  }
+  const auto fail = [&](const Status& status) { return Fail(status, termination_log, lines, log); };
+  if (std::optional<int> done = ParseOneShot(app, args, lines, fail)) return *done;
   StatusOr<ModelSpec> model = DecodeModelSpec(model_json);
   if (!model.ok()) return Fail(model.status().WithContext("--model"), termination_log, lines, log);
   if (model->kind != ModelKind::kTorchScript) {

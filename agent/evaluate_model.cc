@@ -8,6 +8,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/failure_report.h"
+#include "agent/one_shot_command.h"
 #include "agent/result_json.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/torchscript_trainer.h"
@@ -84,14 +85,8 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   app.add_option("--data", data_json, "or a manifest's spec.data, in JSON, whose test set to evaluate on")
       ->excludes(dataset);
   app.add_option("--data-dir", data_dir, "where data sets are looked for first");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {  // --help: what a person asked for, not a failure
-    lines << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    return ReportFailure(InvalidArgumentError(e.what()), lines, log);
-  }
+  const auto fail = [&](const Status& status) { return ReportFailure(status, lines, log); };
+  if (std::optional<int> done = ParseOneShot(app, args, lines, fail)) return *done;
   DataSpec data;
   if (!data_json.empty()) {
     StatusOr<DataSpec> decoded = DecodeDataSpec(data_json);

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "agent/result_json.h"
+#include "agent/one_shot_command.h"
 #include "agent/termination_log.h"
 #include "agent/torch/layer_profile.h"
 #include "agent/torch/trainer.h"
@@ -15,11 +15,7 @@ namespace edgetrain::agent {
 namespace {
 
 int Fail(const Status& status, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
-  log << "edgetrain-agent profile-layers: " << status.message() << "\n";
-  const std::string result = ResultJson({{"error", status.message()}});
-  lines << "result " << result << std::endl;
-  if (!termination_log.empty()) WriteTerminationLog(termination_log, result.substr(0, kTerminationMessageLimit), log);
-  return ExitCodeFor(status);
+  return FailOneShot("profile-layers", status, termination_log, lines, log);
 }
 
 }  // namespace
@@ -45,14 +41,8 @@ int RunProfileLayers(const std::vector<std::string>& args, std::ostream& lines, 
   // reads the layers from its termination message.
   app.add_option("--termination-log", termination_log,
                  "where the result's JSON is also written, fitted to a pod's termination message (4096 bytes)");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {  // --help: what a person asked for, not a failure
-    lines << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    return Fail(InvalidArgumentError(e.what()), termination_log, lines, log);
-  }
+  const auto fail = [&](const Status& status) { return Fail(status, termination_log, lines, log); };
+  if (std::optional<int> done = ParseOneShot(app, args, lines, fail)) return *done;
   StatusOr<ModelSpec> model = DecodeModelSpec(model_json);
   if (!model.ok()) return Fail(model.status().WithContext("--model"), termination_log, lines, log);
   StatusOr<DataSpec> data = DecodeDataSpec(data_json);

@@ -43,16 +43,49 @@ ResultCapture::~ResultCapture() = default;
 std::ostream& ResultCapture::stream() { return *stream_; }
 std::string ResultCapture::result() const { return buffer_->result; }
 
+namespace {
+
+// A string cut to `keep` characters (not inside a UTF-8 sequence), saying so.
+std::string Shortened(const std::string& text, size_t keep) {
+  while (keep > 0 && keep < text.size() && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  return text.substr(0, keep) + "... (" + std::to_string(text.size() - keep) + " more characters)";
+}
+
+}  // namespace
+
 std::string FitTerminationMessage(const std::string& result) {
   if (result.size() <= kTerminationMessageLimit) return result;
   nlohmann::json j = nlohmann::json::parse(result, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("workers")) {
+  // Not ours to shorten; a reader would not parse it whole or cut either.
+  if (!j.is_object()) return result.substr(0, kTerminationMessageLimit);
+  auto fits = [&] { return ResultJson(j).size() <= kTerminationMessageLimit; };
+  if (j.contains("workers")) {
     j["workersOmitted"] = j["workers"].size();
     j.erase("workers");
-    std::string shorter = ResultJson(j);
-    if (shorter.size() <= kTerminationMessageLimit) return shorter;
+    if (fits()) return ResultJson(j);
   }
-  return result.substr(0, kTerminationMessageLimit);
+  // Cut JSON is no result at all: the operator read a module's refusal whose
+  // error ran past the limit as a check that failed, the JSON unparsed. Long
+  // strings (an error quoting a file, say) are shortened first, then the
+  // largest fields left out by name, until it fits.
+  constexpr size_t kLongString = 512;
+  for (auto& [key, value] : j.items()) {
+    if (value.is_string() && value.get<std::string>().size() > kLongString) {
+      value = Shortened(value.get<std::string>(), kLongString);
+    }
+  }
+  while (!fits()) {
+    std::string largest;
+    size_t largest_size = 0;
+    for (const auto& [key, value] : j.items()) {
+      const size_t size = key == "omitted" ? 0 : ResultJson(value).size();
+      if (size > largest_size) largest = key, largest_size = size;
+    }
+    if (largest.empty()) break;
+    j.erase(largest);
+    j["omitted"].push_back(largest);
+  }
+  return ResultJson(j);
 }
 
 bool WriteTerminationLog(const std::string& path, const std::string& message, std::ostream& log) {

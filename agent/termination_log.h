@@ -30,9 +30,10 @@ class ResultCapture {
   std::unique_ptr<std::ostream> stream_;
 };
 
-// `result` as it fits the limit: whole if it does, else without its per-worker
-// detail ("workers"), which a team of hundreds makes long; the job's own
-// fields always fit.
+// `result` as it fits the limit, and still JSON: whole if it does, else
+// without its per-worker detail ("workers"), which a team of hundreds makes
+// long; then with strings past 512 characters shortened (an error quoting a
+// file), and then without its largest fields, named in "omitted".
 std::string FitTerminationMessage(const std::string& result);
 
 // Writes `message` to `path` (which the kubelet made). False on failure, after

@@ -40,6 +40,31 @@ TEST(TerminationLogTest, ATeamTooLargeForTheKubeletsLimitKeepsTheJobsOwnFields) 
   EXPECT_FALSE(fitted.contains("workers"));
 }
 
+TEST(TerminationLogTest, AResultTooLongWithoutItsWorkersIsShortenedNeverCut) {
+  // A module's refusal whose error runs past the limit: the operator reads the
+  // error only from JSON that parses.
+  const std::string error = "spec.model.torchscript: " + std::string(6000, 'e');
+  nlohmann::json refused = {{"error", error}};
+  const nlohmann::json fitted = nlohmann::json::parse(FitTerminationMessage(refused.dump()));
+  const std::string said = fitted["error"];
+  EXPECT_EQ(said.rfind("spec.model.torchscript: eee", 0), 0u) << said;
+  EXPECT_NE(said.find("(5512 more characters)"), std::string::npos) << said;
+
+  // A cut never falls inside a character of several bytes.
+  refused["error"] = std::string(511, 'x') + "\u00e9" + std::string(5000, 'y');
+  const std::string accented = nlohmann::json::parse(FitTerminationMessage(refused.dump()))["error"];
+  EXPECT_EQ(accented.rfind(std::string(511, 'x') + "...", 0), 0u) << accented.substr(0, 520);
+
+  // Fields too large however their strings are cut are left out by name; the
+  // job's own small fields stay.
+  nlohmann::json big = {{"state", "succeeded"}, {"accuracy", 0.9}};
+  for (int i = 0; i < 2000; ++i) big["stages"].push_back(i);
+  const nlohmann::json kept = nlohmann::json::parse(FitTerminationMessage(big.dump()));
+  EXPECT_EQ(kept["accuracy"], 0.9);
+  EXPECT_EQ(kept["omitted"], nlohmann::json::array({"stages"}));
+  EXPECT_LE(FitTerminationMessage(big.dump()).size(), kTerminationMessageLimit);
+}
+
 TEST(TerminationLogTest, WritesTheMessageAndSaysWhenItCannot) {
   const auto path = std::filesystem::temp_directory_path() / ("termination-" + std::to_string(::getpid()));
   std::ostringstream log;
