@@ -7,17 +7,10 @@
 namespace edgetrain::cli {
 
 StatusOr<EphemeralCredentials> EphemeralCredentials::Make(const std::string& job, Duration validity) {
-  std::error_code ec;
-  const std::filesystem::path temporary = std::filesystem::temp_directory_path(ec);
-  // Its folder is the user's alone, but one it sits in that another may
-  // write without the sticky bit lets them rename it and put their own in
-  // its place (a security review ran with TMPDIR a folder of mode 0777).
-  if (const std::string unsafe = pki::WhoElseMayReplace(temporary.string()); !unsafe.empty()) {
-    return FailedPreconditionError("the run's TLS credentials go in the temporary folder " + temporary.string() +
-                                   ", and " + unsafe + ", who could swap them; set TMPDIR to a folder of your own");
-  }
+  StatusOr<std::filesystem::path> temporary = SafeTemporaryFolder("the run's TLS credentials");
+  if (!temporary.ok()) return temporary.status();
   // edgetrain-tls-JOB-XXXXXX, 0700 (mkdtemp): the key is the runner's user's alone.
-  StatusOr<RunFolder> folder = RunFolder::Create(temporary, "tls-" + job);
+  StatusOr<RunFolder> folder = RunFolder::Create(*temporary, "tls-" + job);
   if (!folder.ok()) {
     return UnavailableError("cannot make a folder for the run's TLS credentials: " + folder.status().message());
   }

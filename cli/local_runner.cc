@@ -939,7 +939,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
                                                    : std::map<int, double>{};
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
-  auto folder = RunFolder::Create(fs::temp_directory_path(ec), job.name);
+  StatusOr<fs::path> temporary = SafeTemporaryFolder("the run's plan, which its agents read, and their logs");
+  if (!temporary.ok()) {
+    err << "error: " << temporary.status().message() << "\n";
+    return ExitCodeFor(temporary.status());
+  }
+  auto folder = RunFolder::Create(*temporary, job.name);
   if (!folder.ok()) {
     err << "error: " << folder.status().message() << "\n";
     return ExitCodeFor(folder.status());

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+
+#include "pki/tls_folder.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -53,6 +56,25 @@ void RunFolder::Keep() {
 void RunFolder::Remove() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+}
+
+StatusOr<fs::path> SafeTemporaryFolder(const std::string& what) {
+  std::error_code ec;
+  const fs::path temporary = fs::temp_directory_path(ec);
+  if (ec || temporary.empty()) {
+    const char* set = std::getenv("TMPDIR");
+    return InvalidArgumentError(what + " go in the temporary folder, and TMPDIR=" + (set ? set : "") +
+                                " names none (" + (ec ? ec.message() : "empty") +
+                                "); set TMPDIR to a folder of your own, or unset it for /tmp");
+  }
+  // A folder of ours there is ours alone, but one it sits in that another
+  // may write without the sticky bit lets them rename it and put their own
+  // in its place (a security review ran with TMPDIR a folder of mode 0777).
+  if (const std::string unsafe = pki::WhoElseMayReplace(temporary.string()); !unsafe.empty()) {
+    return InvalidArgumentError(what + " go in the temporary folder " + temporary.string() + ", and " + unsafe +
+                                ", who could swap them; set TMPDIR to a folder of your own");
+  }
+  return temporary;
 }
 
 std::vector<fs::path> RemoveAbandonedRunFolders(const fs::path& parent) {

@@ -36,6 +36,13 @@ class RunFolder {
   int lock_fd_ = -1;
 };
 
+// The temporary folder ($TMPDIR, else /tmp) that `what` goes in, once it is
+// one: InvalidArgument for a TMPDIR that names no folder (its files had gone,
+// unchecked, into the folder the run was started in), or one where another
+// user of this machine could swap folders (pki::WhoElseMayReplace), saying so
+// of `what`.
+StatusOr<std::filesystem::path> SafeTemporaryFolder(const std::string& what);
+
 // Removes the run folders in `parent` whose runner is gone without cleaning up
 // after itself; returns them.
 std::vector<std::filesystem::path> RemoveAbandonedRunFolders(const std::filesystem::path& parent);

@@ -1,5 +1,8 @@
 #include "cli/run_folder.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "cli/child_process_testing.h"
@@ -53,6 +56,44 @@ TEST(RunFolderTest, RemoveTakesTheFolderAway) {
   folder->Remove();
   EXPECT_FALSE(fs::exists(folder->path()));
   EXPECT_FALSE(RunFolder::Create(parent / "missing", "x").ok());
+}
+
+// Where TMPDIR points, as a run would see it; unset again after.
+StatusOr<fs::path> TemporaryFolderWith(const char* tmpdir) {
+  EXPECT_EQ(::setenv("TMPDIR", tmpdir, 1), 0);
+  StatusOr<fs::path> folder = SafeTemporaryFolder("the run's plan");
+  ::unsetenv("TMPDIR");
+  return folder;
+}
+
+TEST(RunFolderTest, ATmpdirThatNamesNoFolderIsRefusedNotTakenForTheCurrentOne) {
+  // A TMPDIR that does not exist, is empty or is a file had the run's folders,
+  // its TLS key among them, made in the folder it was started in, unchecked
+  // (a new user's trial, started in a folder every user may write).
+  const fs::path parent = EmptyDir();
+  std::ofstream(parent / "a-file") << "not a folder";
+  for (const fs::path& tmpdir : {parent / "missing", fs::path(""), parent / "a-file"}) {
+    StatusOr<fs::path> folder = TemporaryFolderWith(tmpdir.c_str());
+    ASSERT_FALSE(folder.ok()) << tmpdir << " gave " << *folder;
+    EXPECT_EQ(folder.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(folder.status().message().find("the run's plan go in the temporary folder, and TMPDIR=" +
+                                             tmpdir.string() + " names none ("),
+              std::string::npos)
+        << folder.status().message();
+    EXPECT_NE(folder.status().message().find("set TMPDIR to a folder of your own, or unset it for /tmp"),
+              std::string::npos);
+  }
+
+  StatusOr<fs::path> fine = TemporaryFolderWith(parent.c_str());
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_EQ(*fine, parent);
+
+  fs::permissions(parent, fs::perms::all);  // 0777, no sticky bit
+  StatusOr<fs::path> open = TemporaryFolderWith(parent.c_str());
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("may be written by every user of this machine, who could swap them"),
+            std::string::npos)
+      << open.status().message();
 }
 
 }  // namespace
