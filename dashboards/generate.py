@@ -325,9 +325,10 @@ def alert_groups():
             alert("EdgetrainJobStalled",
                   f"sum by ({job}) (rate(edgetrain_job_samples_total[5m])) == 0",
                   "5m", "warning",
-                  "TrainingJob {{ $labels.trainingjob }} has trained no sample for 5 minutes",
+                  # No sample over a 5-minute window, held for 5 minutes more.
+                  "TrainingJob {{ $labels.trainingjob }} has trained no sample for 10 minutes",
                   "The coordinator of {{ $labels.namespace }}/{{ $labels.trainingjob }} runs but its team "
-                  "consumed no sample in the last 5 minutes.",
+                  "consumed no sample in the last 10 minutes.",
                   "kubectl describe tj {{ $labels.trainingjob }} -n {{ $labels.namespace }}: look at the Running "
                   "and Stalled conditions and the workers' pods; a team still gathering waits for pods that are not "
                   "running."),
@@ -335,9 +336,11 @@ def alert_groups():
                   f"sum by ({job}, worker) (rate(edgetrain_coordinator_received_bytes_total[2m])) == 0 "
                   f"and on ({job}) sum by ({job}) (rate(edgetrain_job_samples_total[2m])) > 0",
                   "2m", "warning",
-                  "Worker {{ $labels.worker }} of {{ $labels.trainingjob }} has sent nothing for 2 minutes",
+                  # Said as it fires, a 2-minute window held for 2 more: a user's
+                  # trial read "2 minutes" off an alert 4 minutes after the last byte.
+                  "Worker {{ $labels.worker }} of {{ $labels.trainingjob }} has sent nothing for 4 minutes",
                   "The coordinator received no byte from worker {{ $labels.worker }} of "
-                  "{{ $labels.namespace }}/{{ $labels.trainingjob }} in 2 minutes while the rest of the team trains.",
+                  "{{ $labels.namespace }}/{{ $labels.trainingjob }} in 4 minutes while the rest of the team trains.",
                   "Check the link of the worker's node (edgetrain.dev/ annotations on the Node, the node's network); "
                   "the operator replaces the worker after spec.faultTolerance.nodeLossGrace if its pod is lost."),
             alert("EdgetrainWorkerLost",
@@ -359,6 +362,20 @@ def alert_groups():
                   "counts its joules over every run); otherwise expect it to end Succeeded/BudgetSpent, stop "
                   "reason energyJoules, with the model it has. The joules are modelled (docs/energy.md), not "
                   "metered: a profile's power block sets each node's watts."),
+            # A team's agents are each other's only judges of who joins
+            # (docs/security.md): a refusal is someone at the job's port with
+            # the wrong certificate, or one of its own agents whose has lapsed.
+            alert("EdgetrainConnectionsRefused",
+                  f"sum by ({job}, reason) (increase(edgetrain_agent_refused_connections_total[10m])) > 0",
+                  "0m", "warning",
+                  "The coordinator of {{ $labels.trainingjob }} refused connections: {{ $labels.reason }}",
+                  "The coordinator (or pipeline head) of {{ $labels.namespace }}/{{ $labels.trainingjob }} "
+                  "refused {{ $value | printf \"%.0f\" }} connection(s) for their TLS identity "
+                  "({{ $labels.reason }}) in the last 10 minutes.",
+                  "Its log's lines 'refused a connection from PEER: ...' name each peer and its certificate "
+                  "(docs/security.md). From an address that is not one of the job's pods, someone else tries "
+                  "to join; from one of its own agents, expired or not_yet_valid, look at its certificate (the "
+                  "job's Secret NAME-tls) and the node's clock."),
         ]},
         {"name": "edgetrain-operator", "rules": [
             # An event, not a state: jobs in phase Failed stay until deleted
@@ -404,7 +421,7 @@ def alert_groups():
                   "10m", "critical",
                   "The leading edgetrain operator reconciles nothing",
                   "Operator pod {{ $labels.namespace }}/{{ $labels.pod }} leads, and TrainingJobs wait in its "
-                  "queue, but it has finished no reconcile in 10 minutes.",
+                  "queue, but it has finished no reconcile in 20 minutes.",
                   "Its /readyz and its log's last lines say what it waits on; deleting the pod hands the Lease to "
                   "a standby, or restarts it."),
             alert("EdgetrainOperatorReconcileErrors",

@@ -100,7 +100,13 @@ OperatorMetrics::OperatorMetrics() : impl_(std::make_unique<Impl>()) {
   }
   // Every verb the client sends (kube::ObservedKubeClient): `delete` and
   // `patch` had no series until first sent (a user's trial of the metrics).
-  for (const char* verb : {"get", "list", "create", "update", "patch", "delete", "watch"}) CountApiRequests(verb, 0);
+  // And its refusals, 401 and 403 (FAILED_PRECONDITION, kube/kube_client.cc):
+  // EdgetrainOperatorRequestsRefused's increase() missed a burst of them
+  // whose series began at its first count (a user's trial of the alerts).
+  for (const char* verb : {"get", "list", "create", "update", "patch", "delete", "watch"}) {
+    CountApiRequests(verb, 0);
+    impl_->api_errors.Add({{"verb", verb}, {"code", StatusCodeName(StatusCode::kFailedPrecondition)}});
+  }
 }
 OperatorMetrics::~OperatorMetrics() = default;
 

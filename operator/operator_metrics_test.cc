@@ -18,6 +18,10 @@ TEST(OperatorMetricsTest, EveryKnownSeriesIsThereFromTheStartAtZero) {
         << text;
   }
   EXPECT_NE(text.find("edgetrain_operator_job_failures_total{reason=\"InvalidSpec\"} 0"), std::string::npos) << text;
+  // The refusals EdgetrainOperatorRequestsRefused watches, of every verb.
+  EXPECT_NE(text.find("edgetrain_operator_api_errors_total{code=\"FAILED_PRECONDITION\",verb=\"patch\"} 0"),
+            std::string::npos)
+      << text;
   metrics.CountApiRequest("delete");
   metrics.CountApiRequest("delete");
   EXPECT_NE(metrics.Render().find("edgetrain_operator_api_requests_total{verb=\"delete\"} 2"), std::string::npos);

@@ -312,13 +312,25 @@ class Rendering(unittest.TestCase):
         alerts = {r["alert"] for g in plain["groups"] for r in g["rules"]}
         self.assertEqual(alerts, {"EdgetrainJobStalled", "EdgetrainLinkDown", "EdgetrainWorkerLost",
                                   "EdgetrainJobFailed", "EdgetrainNoOperatorLeading",
-                                  "EdgetrainEnergyBudgetNearlySpent", "EdgetrainOperatorRequestsRefused",
+                                  "EdgetrainEnergyBudgetNearlySpent", "EdgetrainConnectionsRefused",
+                                  "EdgetrainOperatorRequestsRefused",
                                   "EdgetrainOperatorStuck", "EdgetrainOperatorReconcileErrors"})
         for g in plain["groups"]:
             for r in g["rules"]:
                 self.assertTrue(r["annotations"].get("runbook"), f"{r['alert']} has a runbook line")
-        rule = one(self.helm.template("--set", "prometheusRule.enabled=true"), "PrometheusRule")
+        rule = one(self.helm.template("--set", "prometheusRule.enabled=true", "--set", "serviceMonitor.enabled=true"),
+                   "PrometheusRule")
         self.assertEqual(rule["spec"]["groups"], plain["groups"], "the plain rules file's groups, unchanged")
+        # The operator's alerts only where it is scraped: unscraped, "no operator
+        # leading" (absent() of its series) paged for ever on a healthy install.
+        training = [g for g in plain["groups"] if g["name"] == "edgetrain-training"]
+        for flags, groups in [((), training),
+                              (("--set", "prometheusRule.operatorAlerts=always"), plain["groups"]),
+                              (("--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.operatorAlerts=never"),
+                               training)]:
+            with self.subTest(flags=flags):
+                rule = one(self.helm.template("--set", "prometheusRule.enabled=true", *flags), "PrometheusRule")
+                self.assertEqual(rule["spec"]["groups"], groups)
         self.assertEqual(by_kind(self.helm.template(), "PrometheusRule"), [], "rendered only when asked")
 
     def test_the_schema_refuses_wrong_types_and_unknown_keys(self):
@@ -335,6 +347,12 @@ class Rendering(unittest.TestCase):
             ("dashboards:\n  folder: edgetrain\n", "dashboards: Additional property folder is not allowed"),
             ("prometheusRule:\n  edgetrainAlerts: \"no\"\n",
              "prometheusRule.edgetrainAlerts: Invalid type. Expected: boolean, given: string"),
+            ("prometheusRule:\n  operatorAlerts: sometimes\n",
+             "prometheusRule.operatorAlerts: prometheusRule.operatorAlerts must be one of the following"),
+            # The alerts' rates span 2 minutes: a scrape every 5 minutes left
+            # EdgetrainLinkDown unable ever to fire (a user's trial).
+            ("podMonitor:\n  interval: 5m\n", "podMonitor.interval: Does not match pattern"),
+            ("serviceMonitor:\n  interval: 45s\n", "serviceMonitor.interval: Does not match pattern"),
         ]
         for values, message in cases:
             with self.subTest(values=values):

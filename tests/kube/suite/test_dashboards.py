@@ -403,7 +403,7 @@ class LinkDownFires(unittest.TestCase):
         self.assertTrue(fired, "EdgetrainLinkDown never fired: " + json.dumps(run.prom.api("alerts")))
         self.assertEqual({a["labels"]["worker"] for a in fired}, {"1"}, fired)
         self.assertEqual(fired[0]["labels"]["trainingjob"], "cut-live")
-        self.assertEqual(fired[0]["annotations"]["summary"], "Worker 1 of cut-live has sent nothing for 2 minutes")
+        self.assertEqual(fired[0]["annotations"]["summary"], "Worker 1 of cut-live has sent nothing for 4 minutes")
 
 
 class EveryPanelIsFed(unittest.TestCase):
