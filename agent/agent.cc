@@ -3,11 +3,13 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "agent/credentials_watch.h"
 #include "agent/data/dataset.h"
 #include "agent/dp/coordinator.h"
 #include "agent/dp/coordinator_service.h"
@@ -513,6 +515,9 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   auto security = SecurityOf(flags, *part, log);
   if (!security.ok()) return serves_job ? ReportJob(security.status(), endpoint, lines, log)
                                         : ReportFailure(security.status(), lines, log);
+  RealClock watch_clock;
+  std::optional<CredentialsWatch> credentials_watch;  // what becomes of --tls-dir, said in the log
+  if (security->tls) credentials_watch.emplace(security->files, watch_clock, security->reload, log);
   const JobSpec& spec = plan->spec;
   auto setup_failed = [&](const Status& status) {
     return serves_job ? ReportJob(status, endpoint, lines, log) : ReportFailure(status, lines, log);

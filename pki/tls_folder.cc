@@ -41,7 +41,9 @@ Status WriteFileWhole(const std::string& path, const std::string& text, mode_t m
 
 StatusOr<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read " + path);
+  // Why, said: a key only root may read gave "cannot read .../tls.key" alone
+  // to an agent run as another user (a user's trial).
+  if (!in) return NotFoundError("cannot read " + path + ": " + std::strerror(errno));
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

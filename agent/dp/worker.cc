@@ -194,7 +194,9 @@ class WorkerRun {
       sender.Join();
       receiver.Join();
       EDGETRAIN_RETURN_IF_ERROR(computed);
-      if (stopped) break;
+      // Told to stop (SIGTERM) is no coordinator lost: it said "reconnecting"
+      // on its way out (a user's trial).
+      if (stopped || cancel_.load()) break;
       gone_since = clock_.Now();
       ++summary_.reconnects;
       metrics_.AddRejoin();

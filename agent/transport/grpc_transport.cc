@@ -11,6 +11,7 @@
 #include <optional>
 #include <utility>
 
+#include "agent/transport/peer_protocol.h"
 #include "agent/transport/transport.h"
 #include "pki/job_identity.h"
 #include "edgetrain/v1/training.grpc.pb.h"
@@ -298,6 +299,30 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
 
 namespace {
 
+// Why the peer at `address` cannot be this agent's coordinator, from what
+// answers there, or nullopt when nothing says so (a coordinator not up yet).
+// It is greeted as an agent of the other kind would greet it: a TLS agent
+// asks whether a plaintext server listens, a plaintext one whether a TLS one.
+std::optional<std::string> WrongPeer(const std::string& address, const TransportSecurity& security) {
+  constexpr Duration kWait = std::chrono::milliseconds(500);
+  PeerProtocol peer = ProbePeerProtocol(address, /*greet_as_tls=*/!security.tls, kWait);
+  // An HTTP/1 server answers HTTP/2's preface (a request line), not a ClientHello.
+  if (peer == PeerProtocol::kUnknown && !security.tls) peer = ProbePeerProtocol(address, false, kWait);
+  const std::string both = "start both with the job's credentials (--tls-dir), or both with --insecure";
+  if (peer == PeerProtocol::kTls && !security.tls) {
+    return "the coordinator at " + address + " speaks TLS, and this agent was started with --insecure: " + both;
+  }
+  if (peer == PeerProtocol::kPlaintextHttp2 && security.tls) {
+    return "the coordinator at " + address + " speaks plaintext (it was started with --insecure), and this agent "
+           "TLS: " + both;
+  }
+  if (peer == PeerProtocol::kHttp1) {
+    return address + " answers HTTP/1 (an agent's /metrics and /progress?), not a coordinator's gRPC: give the "
+           "address the coordinator listens on for its team (its --listen)";
+  }
+  return std::nullopt;
+}
+
 StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
     const std::string& address, const TransportSecurity& security,
     const std::shared_ptr<grpc::ChannelCredentials>& credentials, CoordinatorRefusal& refusal,
@@ -319,14 +344,20 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
   if (security.tls) args.SetSslTargetNameOverride(pki::TlsServerName(security.job));
   auto channel = grpc::CreateCustomChannel(address, credentials, args);
   auto deadline = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(connect_timeout);
-  // Connected, refused, or the deadline: a refusal ends the wait at once.
+  // Connected, refused, or the deadline: a refusal ends the wait at once, and
+  // so does a peer of the wrong kind, looked for at the first failure.
   bool connected = false;
+  bool probed = false;
   for (grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);;) {
     if (state == GRPC_CHANNEL_READY) {
       connected = true;
       break;
     }
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && refusal.Refused()) break;
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && !probed) {
+      probed = true;
+      if (std::optional<std::string> wrong = WrongPeer(address, security)) return InvalidArgumentError(*wrong);
+    }
     if (!channel->WaitForStateChange(state, deadline)) break;
     state = channel->GetState(/*try_to_connect=*/true);
   }
@@ -347,6 +378,12 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
                       ") and the coordinator's must both hold job \"" + security.job + "\"'s credentials";
       return InvalidArgumentError("refused the coordinator at " + address + ": it holds " + refused->detail + "; " +
                                   mend);
+    }
+    // Still connecting at the deadline: a peer that took the connection and
+    // answered nothing gRPC took for an answer (an HTTP/1 server, waiting
+    // for the rest of a request line) is looked at now.
+    if (!probed) {
+      if (std::optional<std::string> wrong = WrongPeer(address, security)) return InvalidArgumentError(*wrong);
     }
     return UnavailableError("cannot reach the coordinator at " + address);
   }

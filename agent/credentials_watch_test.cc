@@ -1,0 +1,75 @@
+#include "agent/credentials_watch.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/deterministic_clock.h"
+
+namespace edgetrain::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+fs::path Credentials(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("credentials-watch-" + name);
+  fs::remove_all(dir);
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_TRUE(pki::WriteNewJobCredentials(dir.string(), "watched", now - std::chrono::hours(1),
+                                          now + std::chrono::hours(2)).ok());
+  return dir;
+}
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// A rotation by hand, a file at a time: the half-way pair is said once, with
+// what to do, and so is the pair whole again with its new certificate's end.
+TEST(CredentialsWatchTest, SaysWhenTheFilesCannotBeUsedTogetherAndWhenTheyCanAgain) {
+  const fs::path dir = Credentials("in-use");
+  const fs::path next = Credentials("next");
+  const auto copy = [&](const char* file) {
+    fs::copy_file(next / file, dir / file, fs::copy_options::overwrite_existing);
+  };
+  DeterministicClock clock;
+  std::ostringstream log;
+  std::string before, halfway, whole, gone;
+  clock.Run("test", [&] {
+    CredentialsWatch watch(pki::TlsFolderAt(dir.string()), clock, seconds(1), log);
+    clock.SleepFor(seconds(2) + std::chrono::milliseconds(500));
+    before = log.str();
+    copy("tls.crt");
+    clock.SleepFor(seconds(3));
+    halfway = log.str();
+    copy("tls.key");
+    clock.SleepFor(seconds(2));
+    whole = log.str();
+    fs::remove(dir / "tls.key");
+    clock.SleepFor(seconds(2));
+    gone = log.str();
+  });
+  EXPECT_EQ(before, "") << "files as they were: nothing to say";
+  EXPECT_EQ(halfway, "tls: --tls-dir " + dir.string() + " cannot be used as it is now (tls.key is not the key of "
+                     "tls.crt): new connections are refused until it can, open ones go on; replace each file whole "
+                     "(write it beside, then rename it over) or swap the folder, as the kubelet does\n")
+      << "said once, at the first look after the change";
+  const std::string again = whole.substr(halfway.size());
+  EXPECT_EQ(again.rfind("tls: --tls-dir " + dir.string() + " can be used again\ntls: --tls-dir " + dir.string() +
+                            " holds a new certificate, valid until 20",
+                        0),
+            0u)
+      << again;
+  EXPECT_NE(again.find(": new connections take it up within 1 s\n"), std::string::npos) << again;
+  EXPECT_EQ(Count(gone, "cannot be used as it is now"), 2u) << gone;
+  EXPECT_NE(gone.find("(cannot read " + (dir / "tls.key").string() + ": No such file or directory)"),
+            std::string::npos)
+      << gone;
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
