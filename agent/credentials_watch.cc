@@ -10,20 +10,10 @@ namespace edgetrain::agent {
 CredentialsWatch::CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log)
     : files_(std::move(files)),
       dir_(std::filesystem::path(files_.cert_path).parent_path().string()),
-      clock_(clock),
       every_(every),
-      log_(log),
-      stopped_(clock) {
-  thread_ = clock_.StartThread("credentials watch", [this] { Watch(); });
-}
-
-CredentialsWatch::~CredentialsWatch() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-    stopped_.NotifyAll();
-  }
-  thread_.Join();
+      log_(log) {
+  unusable_ = Unusable(cert_pem_);  // as the agent checked them: usable
+  looks_.emplace(clock, "credentials watch", every, [this] { Look(); });
 }
 
 std::string CredentialsWatch::Unusable(std::string& cert_pem) const {
@@ -35,34 +25,27 @@ std::string CredentialsWatch::Unusable(std::string& cert_pem) const {
   return "";
 }
 
-void CredentialsWatch::Watch() {
-  std::string cert_pem;
-  std::string unusable = Unusable(cert_pem);  // as the agent checked them: usable
-  std::unique_lock lock(mu_);
-  while (!stopped_.WaitFor(lock, every_, [&] { return stop_; })) {
-    lock.unlock();
-    std::string cert_now;
-    std::string why = Unusable(cert_now);
-    // Read again once before it is said: a folder swapped (the kubelet's
-    // ..data) between this look's reads of two files is whole at the next.
-    if (!why.empty()) why = Unusable(cert_now);
-    if (!why.empty() && why != unusable) {
-      log_ << "tls: --tls-dir " << dir_ << " cannot be used as it is now (" << why
-           << "): new connections are refused until it can, open ones go on; replace each file whole (write it "
-              "beside, then rename it over) or swap the folder, as the kubelet does\n";
-    } else if (why.empty() && !unusable.empty()) {
-      log_ << "tls: --tls-dir " << dir_ << " can be used again\n";
-    }
-    if (why.empty() && cert_now != cert_pem) {
-      StatusOr<pki::Validity> valid = pki::ValidityOf(cert_now);
-      log_ << "tls: --tls-dir " << dir_ << " holds a new certificate"
-           << (valid.ok() ? ", valid until " + UtcText(valid->not_after) : std::string())
-           << ": new connections take it up within " << static_cast<int>(ToSeconds(every_) + 0.5) << " s\n";
-      cert_pem = cert_now;
-    }
-    unusable = why;
-    lock.lock();
+void CredentialsWatch::Look() {
+  std::string cert_now;
+  std::string why = Unusable(cert_now);
+  // Read again once before it is said: a folder swapped (the kubelet's
+  // ..data) between this look's reads of two files is whole at the next.
+  if (!why.empty()) why = Unusable(cert_now);
+  if (!why.empty() && why != unusable_) {
+    log_ << "tls: --tls-dir " << dir_ << " cannot be used as it is now (" << why
+         << "): new connections are refused until it can, open ones go on; replace each file whole (write it "
+            "beside, then rename it over) or swap the folder, as the kubelet does\n";
+  } else if (why.empty() && !unusable_.empty()) {
+    log_ << "tls: --tls-dir " << dir_ << " can be used again\n";
   }
+  if (why.empty() && cert_now != cert_pem_) {
+    StatusOr<pki::Validity> valid = pki::ValidityOf(cert_now);
+    log_ << "tls: --tls-dir " << dir_ << " holds a new certificate"
+         << (valid.ok() ? ", valid until " + UtcText(valid->not_after) : std::string())
+         << ": new connections take it up within " << static_cast<int>(ToSeconds(every_) + 0.5) << " s\n";
+    cert_pem_ = cert_now;
+  }
+  unusable_ = why;
 }
 
 }  // namespace edgetrain::agent

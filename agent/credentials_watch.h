@@ -9,10 +9,11 @@
 // together, why and what to do, when they can again, and when a new
 // certificate came, until when it is valid.
 
-#include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 
+#include "agent/periodic_look.h"
 #include "core/clock.h"
 #include "pki/tls_folder.h"
 
@@ -22,22 +23,20 @@ class CredentialsWatch {
  public:
   // `files` were checked whole when the agent started.
   CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log);
-  ~CredentialsWatch();  // stops watching
 
  private:
-  void Watch();
-  // Why the files cannot be used together as they are now; "" when they can.
+  void Look();
+  // Why the files cannot be used together as they are now, "" when they can
+  // (and then `cert_pem` is the certificate's).
   std::string Unusable(std::string& cert_pem) const;
 
   const pki::TlsFolder files_;
   const std::string dir_;
-  Clock& clock_;
   const Duration every_;
   std::ostream& log_;
-  std::mutex mu_;
-  ClockCondition stopped_;
-  bool stop_ = false;  // guarded by mu_
-  ClockThread thread_;
+  std::string cert_pem_;  // the certificate last found usable
+  std::string unusable_;  // why the files could not be used at the last look; "": they could
+  std::optional<PeriodicLook> looks_;  // last: stopped before what it looks with goes
 };
 
 }  // namespace edgetrain::agent

@@ -5,12 +5,12 @@
 // and hands a plan of a newer generation to `adopt` once
 // (docs/launch-contract.md, "Plans that change while a job runs").
 
-#include <atomic>
 #include <functional>
-#include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 
+#include "agent/periodic_look.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
 
@@ -20,21 +20,16 @@ class PlanWatcher {
  public:
   PlanWatcher(std::string path, int64_t generation, Clock& clock, Duration every,
               std::function<Status(const JobPlan&)> adopt, std::ostream& log);
-  ~PlanWatcher();  // stops watching
 
  private:
-  void Watch();
+  void Look();
 
   const std::string path_;
   int64_t generation_;
-  Clock& clock_;
-  const Duration every_;
   std::function<Status(const JobPlan&)> adopt_;
   std::ostream& log_;
-  std::mutex mu_;
-  ClockCondition stopped_;
-  bool stop_ = false;  // guarded by mu_
-  ClockThread thread_;
+  std::string seen_;  // the file as last read: only a change is decoded
+  std::optional<PeriodicLook> looks_;  // last: stopped before what it looks with goes
 };
 
 }  // namespace edgetrain::agent
