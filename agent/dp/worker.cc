@@ -207,7 +207,10 @@ class WorkerRun {
     summary_.wall_s = started_ == TimePoint{} ? 0 : ToSeconds(clock_.Now() - started_);
     summary_.compute_s = compute_s_;
     summary_.stall_s = stall_s_;
-    summary_.energy_joules = energy_.Split(clock_.Now()).total_j();
+    // Counted from its first welcome, as its time is: one never let in (a
+    // plaintext worker before a TLS coordinator) reported 150 J of waiting
+    // beside 0 s (a user's trial).
+    summary_.energy_joules = started_ == TimePoint{} ? 0 : energy_.Split(clock_.Now()).total_j();
     summary_.stop_reason = stop_ ? stop_reason_ : "cancelled";
     return summary_;
   }
