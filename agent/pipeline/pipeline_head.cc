@@ -141,7 +141,11 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   // resumed run's energy, bytes and compute were this run's alone, beside
   // steps and time over every run. A rank the runs before had not (the
   // profile's devices changed) starts at 0, and one they had and this run
-  // has not is left out, as a team's accounts do.
+  // has not is left out of the devices' rows, as a team's accounts do.
+  // The job's energy is every run's all the same: what no row of this run
+  // carries on is kept apart (a budget in joules began again on resuming
+  // under another profile: a new user's trial).
+  departed_energy_j_ = c.energy_joules;
   for (size_t r = 0; r < links_.size() && r < c.workers.size(); ++r) {
     Link& link = *links_[r];
     const WorkerTotals& t = c.workers[r];
@@ -149,6 +153,7 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
     // figures are that device's, not this one's (a gateway was shown with
     // the 176.7 MB another device had sent: a new user's trial).
     if (!t.node.empty() && r < plan_.workers.size() && plan_.workers[r].node != t.node) continue;
+    departed_energy_j_ -= t.energy_j;
     link.compute_s += t.compute_s;
     link.idle_s += t.stall_s;
     link.bytes_up += t.bytes_sent;
@@ -2294,8 +2299,9 @@ JobProgress PipelineHead::Progress() {
     p.workers.push_back(w);
   }
   // The team's energy: of every device that trained, those lost mid-run
-  // included (their joules were spent).
-  double energy_j = 0;
+  // included (their joules were spent), and those of the runs resumed that
+  // this run has not.
+  double energy_j = std::max(0.0, departed_energy_j_);
   for (const auto& link : links_) energy_j += link->energy_j;
   p.energy_joules = energy_j;
   return p;

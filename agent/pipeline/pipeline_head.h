@@ -496,6 +496,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void EndRelays();
   int64_t step_ = 0;
   int64_t samples_ = 0;
+  // Of the job's energy in the checkpoint resumed, what no device of this
+  // run carries on (the devices of another profile): the job's all the same.
+  double departed_energy_j_ = 0;
   double smoothed_loss_ = -1;
   double last_step_loss_ = 0;
   int in_flight_ = 0;  // micro-batches between the first stage's forward and its backward

@@ -474,12 +474,17 @@ TEST(SimulatedPipelineTest, AResumedRankOnAnotherDeviceDoesNotTakeTheEarlierDevi
   c.workers[1].energy_j = 7;
   c.workers[1].bytes_sent = 1000;
   c.workers[1].node = plan.workers[1].node + "-elsewhere";
+  c.energy_joules = 12;
   ASSERT_TRUE(head.Restore(c).ok()) << log.str();
   const JobProgress p = head.Progress();
   ASSERT_EQ(p.workers.size(), 2u);
   EXPECT_DOUBLE_EQ(p.workers[0].energy_joules, 5) << "the same device goes on from its figures";
   EXPECT_DOUBLE_EQ(p.workers[1].energy_joules, 0);
   EXPECT_EQ(p.workers[1].bytes_sent, 0);
+  // The job's joules are every run's, the other device's 7 among them: a
+  // budget in joules began again on resuming under another profile.
+  ASSERT_TRUE(p.energy_joules.has_value());
+  EXPECT_DOUBLE_EQ(*p.energy_joules, 12);
 }
 
 // A stage agent told to stop (SIGTERM) leaves at once, even while it waits
