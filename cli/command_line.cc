@@ -315,7 +315,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       "evaluate", "Print the test-set accuracy of a model an edgetrain run saved (its model.pt).");
   evaluate_command->add_option("MODEL", evaluate.model_path, "a model.pt")->required();
   CLI::Option* evaluate_dataset =
-      evaluate_command->add_option("--dataset", evaluate.dataset, "the built-in data set whose test set to evaluate on")
+      evaluate_command->add_option("--dataset", evaluate.dataset,
+                                   "the built-in data set whose test set to evaluate on (default: the one its "
+                                   "model.json says it was trained on)")
           ->option_text("digits|fashion-mnist")
           ->check(CLI::IsMember({"digits", "fashion-mnist"}));
   evaluate_command->add_option("--job", evaluate.job_path, "evaluate on this TrainingJob's test data (its own files)")

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -11,17 +12,34 @@
 #include "cli/job_loading.h"
 #include "cli/model_card.h"
 #include "core/exit_codes.h"
+#include "core/job_spec.h"
 #include "core/number_text.h"
 
 namespace edgetrain::cli {
 
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
-  if (options.dataset.empty() == options.job_path.empty()) {
-    err << "edgetrain evaluate: give --dataset NAME (a built-in set) or --job JOB.yaml (its test data)\n";
+  // Neither given: the built-in set its model.json says it was trained on
+  // (examples/model/load_model.py's hint, "edgetrain evaluate MODEL", was
+  // then refused for want of one: a new user's trial).
+  std::string dataset = options.dataset;
+  if (dataset.empty() && options.job_path.empty()) {
+    const std::string trained_on = ModelCardField(options.model_path, "dataset");
+    for (DatasetName name : {DatasetName::kDigits, DatasetName::kFashionMnist}) {
+      if (trained_on == NameOf(name)) dataset = trained_on;
+    }
+  }
+  if (dataset.empty() == options.job_path.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(options.model_path, ec)) {
+      err << "edgetrain evaluate: no model at " << options.model_path << "\n";
+    } else {
+      err << "edgetrain evaluate: give --dataset NAME (a built-in set) or --job JOB.yaml (its test data); "
+          << options.model_path << "'s model.json names no built-in set it was trained on\n";
+    }
     return kExitInvalid;
   }
-  std::string data = options.dataset.empty() ? "" : "--dataset=" + options.dataset;
-  std::string described = options.dataset;
+  std::string data = dataset.empty() ? "" : "--dataset=" + dataset;
+  std::string described = dataset;
   if (!options.job_path.empty()) {
     api::TrainingJobManifest job;
     api::SupportCheck support;
@@ -41,11 +59,11 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
   // 0.9415 on its own test files, without a word). Said once it is measured:
   // said first, it preceded the refusal of a model that did not fit.
   std::string other_data;
-  if (!options.dataset.empty()) {
+  if (!dataset.empty()) {
     const std::string trained_on = ModelCardField(options.model_path, "dataset");
-    if (!trained_on.empty() && trained_on != options.dataset) {
+    if (!trained_on.empty() && trained_on != dataset) {
       other_data = "note: " + options.model_path + " was trained on " + trained_on + " (model.json), not on " +
-                   options.dataset + ": this measures it on other data (--job JOB.yaml evaluates it on its job's "
+                   dataset + ": this measures it on other data (--job JOB.yaml evaluates it on its job's "
                    "test data)\n";
     }
   }

@@ -184,6 +184,11 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   ASSERT_EQ(by_job.exit, 0) << by_job.stderr_text;
   EXPECT_EQ(nlohmann::json::parse(by_job.stdout_lines.at(0))["dataset"], "digits") << by_job.stdout_lines.at(0);
 
+  // Neither a set nor a job: the one its model.json says it was trained on.
+  Outcome by_card = Execute({"evaluate", model, "--json"});
+  ASSERT_EQ(by_card.exit, 0) << by_card.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(by_card.stdout_lines.at(0))["accuracy"].get<double>(), trained);
+
   Outcome said = Execute({"evaluate", model, "--dataset", "digits"});
   ASSERT_EQ(said.exit, 0);
   char accuracy[16];
