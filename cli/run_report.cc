@@ -365,9 +365,17 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   // spans the plan and what came after it (a new user read 67% of the plan
   // where the run had trained at about 36% of it before a loss and at twice
   // the re-plan's prediction after).
+  // Nor over a few steps, the first of which pay for warming up: a run
+  // stopped after 2 read 35% of its plan (a new user's trial).
+  constexpr int64_t kStepsToJudgeAPace = 10;
   if (relaid && predicted_samples_per_s > 0) {
     out << (given ? "; the cost model predicted " : "; the plan predicted ")
         << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s, its layout changed mid-run (below)";
+  } else if (predicted_samples_per_s > 0 && p.samples_per_second > 0 && !p.resumed_from_iteration &&
+             p.iteration < kStepsToJudgeAPace) {
+    out << (given ? "; the cost model predicted " : "; the plan predicted ")
+        << WithThousands(std::llround(predicted_samples_per_s)) << " samples/s (not compared: "
+        << p.iteration << (p.iteration == 1 ? " step" : " steps") << ", too few to judge a pace by)";
   } else if (predicted_samples_per_s > 0 && p.samples_per_second > 0 && !p.resumed_from_iteration) {
     const double training_s = p.elapsed_s - p.evaluation_s;
     const bool paused = p.evaluation_s > 0 && training_s > 0;

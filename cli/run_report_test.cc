@@ -544,6 +544,15 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
                               "left out)\n"),
             std::string::npos)
       << paused;
+  // Two steps, the first paying for warming up, say nothing of a pace (a new
+  // user's run stopped after 2 read 35% of its plan).
+  JobProgress brief = evaluated;
+  brief.iteration = 2;
+  const std::string early = Summary(plan, brief);
+  EXPECT_NE(early.find("  2 stages, 8 micro-batches a step; the plan predicted 1,468 samples/s (not compared: 2 "
+                       "steps, too few to judge a pace by)\n"),
+            std::string::npos)
+      << early;
   // A resumed run's rate spans the runs before it: the prediction is said,
   // not compared (the line had gone from resumed runs: a new user's trial).
   JobProgress resumed = evaluated;

@@ -198,7 +198,11 @@ StatusOr<std::vector<PipelineStage>> ParseStageLayout(std::string_view text, std
     const int next = stages.empty() ? 0 : stages.back().end_layer;
     if (*first != next || *last < *first) {
       return InvalidArgumentError("stage " + std::to_string(stages.size() + 1) + " must begin at layer " +
-                                  std::to_string(next) + (stages.empty() ? "" : ", where the one before ends") +
+                                  std::to_string(next) +
+                                  // Layer spans are inclusive: "0-4:0/4-8:1" read "must begin at layer 5, where
+                                  // the one before ends" (a new user's trial).
+                                  (stages.empty() ? "" : ", the one after layer " + std::to_string(next - 1) +
+                                                             ", where the one before ends") +
                                   ", and end no earlier than it begins");
     }
     if (layers && *last >= *layers) {

@@ -127,7 +127,7 @@ TEST(ParallelismChoiceTest, AStageLayoutGivenByHandIsReadOrRefusedSayingWhy) {
       {"sideways", "expected planned, even, data-parallel, or a layout such as 0-1:0,1/2:2, got \"sideways\""},
       {"evn", "got \"evn\" (did you mean even?)"},
       {"dataParallel", "got \"dataParallel\" (did you mean data-parallel?)"},
-      {"0-3:0/5:1", "stage 2 must begin at layer 4, where the one before ends"},
+      {"0-3:0/5:1", "stage 2 must begin at layer 4, the one after layer 3, where the one before ends"},
       {"1-5:0", "stage 1 must begin at layer 0"},
       {"0-3:0", "layers 4-5 are in no stage"},
       {"0-9:0", "the model has layers 0-5"},
