@@ -64,10 +64,11 @@ std::string FitTerminationMessage(const std::string& result) {
     j.erase("workers");
     if (fits()) return ResultJson(j);
   }
-  // Cut JSON is no result at all: the operator read a module's refusal whose
-  // error ran past the limit as a check that failed, the JSON unparsed. Long
-  // strings (an error quoting a file, say) are shortened first, then the
-  // largest fields left out by name, until it fits.
+  // Cut JSON is no result at all: the operator reads a module's refusal
+  // only from JSON that parses (operator/controller/model_check.cc), and took
+  // one whose error ran past the limit for a check that failed. Long strings
+  // (an error quoting a file, say) are shortened first, then the largest
+  // fields left out by name, until it fits.
   constexpr size_t kLongString = 512;
   for (auto& [key, value] : j.items()) {
     if (value.is_string() && value.get<std::string>().size() > kLongString) {

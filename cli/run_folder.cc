@@ -63,9 +63,10 @@ StatusOr<fs::path> SafeTemporaryFolder(const std::string& what) {
   const fs::path temporary = fs::temp_directory_path(ec);
   if (ec || temporary.empty()) {
     const char* set = std::getenv("TMPDIR");
-    return InvalidArgumentError(what + " go in the temporary folder, and TMPDIR=" + (set ? set : "") +
-                                " names none (" + (ec ? ec.message() : "empty") +
-                                "); set TMPDIR to a folder of your own, or unset it for /tmp");
+    const std::string why = " (" + (ec ? ec.message() : std::string("empty")) + ")";
+    if (!set) return InvalidArgumentError(what + " go in the temporary folder, and /tmp is none" + why);
+    return InvalidArgumentError(what + " go in the temporary folder, and TMPDIR=" + set + " names none" + why +
+                                "; set TMPDIR to a folder of your own, or unset it for /tmp");
   }
   // A folder of ours there is ours alone, but one it sits in that another
   // may write without the sticky bit lets them rename it and put their own

@@ -1,6 +1,5 @@
 #include "agent/transport/peer_protocol.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -109,16 +108,6 @@ PeerProtocol ProbePeerProtocol(const std::string& address, bool greet_as_tls, Du
     return PeerProtocol::kPlaintextHttp2;
   }
   return PeerProtocol::kUnknown;
-}
-
-std::string_view NameOf(PeerProtocol protocol) {
-  switch (protocol) {
-    case PeerProtocol::kTls: return "TLS";
-    case PeerProtocol::kPlaintextHttp2: return "plaintext HTTP/2";
-    case PeerProtocol::kHttp1: return "HTTP/1";
-    case PeerProtocol::kUnknown: break;
-  }
-  return "unknown";
 }
 
 }  // namespace edgetrain::agent

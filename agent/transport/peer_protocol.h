@@ -26,6 +26,4 @@ enum class PeerProtocol {
 // sure answer names a protocol: a server still starting is kUnknown.
 PeerProtocol ProbePeerProtocol(const std::string& address, bool greet_as_tls, Duration wait);
 
-std::string_view NameOf(PeerProtocol protocol);
-
 }  // namespace edgetrain::agent
