@@ -101,31 +101,41 @@ Status ReadLink(const Json& l, const fs::path& base, const std::string& where, N
   node.link = LinkSpec{trace.path, ToSeconds(*offset), l["scale"].get<double>()};
   auto parsed = BandwidthTrace::Parse(trace.text, trace.path);
   if (!parsed.ok()) return parsed.status().WithContext(where + ".link.trace");
-  const BandwidthTrace scaled = parsed->Scaled(node.link->scale);
+  const BandwidthTrace scaled_trace = parsed->Scaled(node.link->scale);
   // As a stream's all-zero rate is refused: a team with such a link
   // trained nothing for its whole budget and exited 0 (a new user's trial).
-  if (!(scaled.PeakMbps() > 0)) {
+  if (!(scaled_trace.PeakMbps() > 0)) {
     return InvalidArgumentError(where + ".link.trace: " + trace.path +
                                 " is 0 Mbit/s throughout, so the node's link would never carry a byte; "
                                 "a link that is out for a while has 0 in some of its rows");
   }
   // A trace of 1e-9 Mbit/s was taken, and plans predicted 2.4e12 ms a
   // step (a user's trial): likely kbit/s or bit/s written as Mbit/s.
-  if (scaled.PeakMbps() < kLeastPeakMbps) {
-    char peak[32], scale[32];
-    std::snprintf(peak, sizeof peak, "%.3g", scaled.PeakMbps());
-    std::snprintf(scale, sizeof scale, "%g", node.link->scale);
-    const bool scaled_down = node.link->scale != 1;
-    return InvalidArgumentError(where + ".link.trace: " + trace.path + " peaks at " + peak + " Mbit/s" +
-                                (scaled_down ? " times link.scale " + std::string(scale) : std::string()) +
+  // The trace's own peak is said beside the scale, not the product: "peaks
+  // at 0.001 Mbit/s times link.scale 0.0001" was of a trace peaking at 10.
+  char peak[32], scale[32], product[32];
+  std::snprintf(peak, sizeof peak, "%.3g", parsed->PeakMbps());
+  std::snprintf(scale, sizeof scale, "%g", node.link->scale);
+  std::snprintf(product, sizeof product, "%.3g", scaled_trace.PeakMbps());
+  const bool scaled = node.link->scale != 1;
+  const std::string peaks =
+      trace.path + " peaks at " + peak + " Mbit/s" +
+      (scaled ? " times link.scale " + std::string(scale) + ", " + product + " Mbit/s" : std::string());
+  if (scaled_trace.PeakMbps() < kLeastPeakMbps) {
+    return InvalidArgumentError(where + ".link.trace: " + peaks +
                                 ": no link is that slow but in an outage, which is a row of 0; its rates are in "
                                 "Mbit/s (10 kbit/s is 0.01)" +
-                                (scaled_down ? ", and link.scale multiplies them" : ""));
+                                (scaled ? ", and link.scale multiplies them" : ""));
   }
-  node.link->mean_mbps = scaled.MeanMbps();
+  // As a trace's row is: a scale of 1e300 passed, printed a link of 301
+  // digits in plans and failed --links netns' tc with exit 1 (a user's trial).
+  if (scaled_trace.PeakMbps() > BandwidthTrace::kMostMbps) {
+    return InvalidArgumentError(where + ".link.scale: " + peaks + ", above the 1000000 Mbit/s a link may be");
+  }
+  node.link->mean_mbps = scaled_trace.MeanMbps();
   // It carries somewhere in a period (its peak is above 0): walked segment
   // by segment from the run's start, the first that carries ends this.
-  const BandwidthTrace seen = scaled.Shifted(node.link->offset_s);
+  const BandwidthTrace seen = scaled_trace.Shifted(node.link->offset_s);
   for (double t = 0; seen.MbpsAt(t) <= 0;) {
     t = seen.SegmentAt(t).until;
     node.link->silent_until_s = t;

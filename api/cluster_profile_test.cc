@@ -223,8 +223,12 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
        "spec.nodes[0].link.trace: " + faint.string() + " peaks at 1e-09 Mbit/s: no link is that slow but in "
        "an outage, which is a row of 0; its rates are in Mbit/s (10 kbit/s is 0.01)"},
       {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 1e-6}}\n",
-       " Mbit/s times link.scale 1e-06: no link is that slow but in an outage, which is a row of 0; its rates are "
-       "in Mbit/s (10 kbit/s is 0.01), and link.scale multiplies them"},
+       " Mbit/s times link.scale 1e-06, 6.49e-05 Mbit/s: no link is that slow but in an outage, which is a row of "
+       "0; its rates are in Mbit/s (10 kbit/s is 0.01), and link.scale multiplies them"},
+      // As a trace's row above 1e6 is: 1e300 printed a link of 301 digits in
+      // plans and failed --links netns' tc (a user's trial).
+      {"  - {name: a, link: {trace: ../traces/wifi-indoor-1.csv, scale: 1e300}}\n",
+       " Mbit/s times link.scale 1e+300, 6.49e+301 Mbit/s, above the 1000000 Mbit/s a link may be"},
       {"  - {name: a, link: {mbps: 2}}\n",
        "; a link's rate comes from a trace file (link.trace), a steady one from a file of two lines, \"seconds,mbps\" "
        "and \"0,2\" for 2 Mbit/s (docs/cluster-profiles.md)"},
