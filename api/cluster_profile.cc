@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "api/embedded_text.h"
@@ -160,6 +161,46 @@ Status ReadStream(const Json& s, const fs::path& base, const std::string& where,
   return Status::Ok();
 }
 
+// A node's quantities, read here as placement and the node emulator read
+// them, so that validate and run refuse what plan would (a new user's
+// "cpu: two" passed both). int-or-string, as a Node's: `text` as written.
+Status CheckCpu(const std::string& text, const std::string& where) {
+  StatusOr<int64_t> cpu = ParseQuantityMillis(text);
+  if (cpu.ok() && *cpu > 0) return Status::Ok();
+  return InvalidArgumentError(where + ".cpu: " + (cpu.ok() ? "\"" + text + "\" is no CPU" : cpu.status().message()) +
+                              "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m");
+}
+Status CheckMemory(const std::string& text, const std::string& where) {
+  StatusOr<int64_t> memory = ParseQuantityUnits(text);
+  if (memory.ok() && *memory > 0) return Status::Ok();
+  return InvalidArgumentError(where + ".memory: " +
+                              (memory.ok() ? "\"" + text + "\" is no memory" : memory.status().message()) +
+                              "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
+}
+
+// Of a node the schema faulted, the faults of its fields the schema did not:
+// its quantities and its slowdown's changes, which were said only once the
+// schema's faults were mended (a new user's trial). Its link and stream,
+// whose files are read, wait for a node the schema passes.
+std::string FaultsBesideTheSchemas(const Json& n, const std::string& where,
+                                   const std::function<bool(const std::string&)>& faulted) {
+  std::string faults;
+  auto note = [&](const Status& s) {
+    if (!s.ok()) faults += (faults.empty() ? "" : "\n") + s.message();
+  };
+  auto text = [&](const char* field) { return n[field].is_string() ? n[field].get<std::string>() : n[field].dump(); };
+  if (n.contains("cpu") && !faulted("cpu")) note(CheckCpu(text("cpu"), where));
+  if (n.contains("memory") && !faulted("memory") && !text("memory").empty()) note(CheckMemory(text("memory"), where));
+  if (n.contains("compute") && !faulted("compute")) {
+    NodeProfile scratch;
+    const Json& compute = n["compute"];
+    scratch.slowdown = compute.contains("slowdown") && compute["slowdown"].is_number()
+                           ? compute["slowdown"].get<double>() : 1;
+    note(ReadSlowdownChanges(n, where, scratch));
+  }
+  return faults;
+}
+
 // One node of a profile, past the schema: its durations, quantities and
 // trace files read as placement, the planner and the node emulator read them.
 // `where`: the file, its line and the node's field ("n.yaml:12: spec.nodes[2]").
@@ -185,20 +226,8 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
   node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
                 n["power"]["idleWatts"].get<double>()};
   node.cpu = n["cpu"].is_string() ? n["cpu"].get<std::string>() : n["cpu"].dump();  // int-or-string
-  // Read here, as placement and the node emulator read them, so that
-  // validate and run refuse what plan would (a new user's "cpu: two" passed both).
-  if (StatusOr<int64_t> cpu = ParseQuantityMillis(node.cpu); !cpu.ok() || *cpu <= 0) {
-    note(InvalidArgumentError(where + ".cpu: " +
-                              (cpu.ok() ? "\"" + node.cpu + "\" is no CPU" : cpu.status().message()) +
-                              "; a Kubernetes quantity of CPU above 0, such as 4 or 1500m"));
-  }
-  if (!node.memory.empty()) {  // none: not limited
-    if (StatusOr<int64_t> memory = ParseQuantityUnits(node.memory); !memory.ok() || *memory <= 0) {
-      note(InvalidArgumentError(where + ".memory: " +
-                                (memory.ok() ? "\"" + node.memory + "\" is no memory" : memory.status().message()) +
-                                "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi"));
-    }
-  }
+  note(CheckCpu(node.cpu, where));
+  if (!node.memory.empty()) note(CheckMemory(node.memory, where));  // none: not limited
   node.pods = n["pods"].get<int64_t>();
   if (n.contains("labels")) node.labels = n["labels"].get<std::map<std::string, std::string>>();
   for (const Json& t : n.value("taints", Json::array())) {
@@ -267,10 +296,15 @@ StatusOr<ClusterProfile> ParseClusterProfile(std::string_view yaml, const std::s
   std::string refusals;
   for (size_t i = 0; nodes_readable && i < doc["spec"]["nodes"].size(); ++i) {
     const std::string item = "spec.nodes[" + std::to_string(i) + "]";
-    if (faulted(item)) continue;
     // With its line, as the schema's errors say theirs.
     const std::string line = LinePrefix(written, path, item);
     const std::string where = (line.empty() ? path + ": " : line) + item;
+    if (faulted(item)) {
+      const std::string beside = FaultsBesideTheSchemas(
+          doc["spec"]["nodes"][i], where, [&](const std::string& field) { return faulted(item + "." + field); });
+      if (!beside.empty()) refusals += (refusals.empty() ? "" : "\n") + beside;
+      continue;
+    }
     StatusOr<NodeProfile> node = ReadNode(doc["spec"]["nodes"][i], base, where);
     if (node.ok()) {
       profile.nodes.push_back(std::move(*node));

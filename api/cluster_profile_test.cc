@@ -161,6 +161,24 @@ TEST(ClusterProfileTest, EveryBadNodeIsSaidAtOnceWithItsLine) {
   EXPECT_NE(all.find("r.yaml:6: spec.nodes[0].name: must be lower-case"), std::string::npos) << all;
   EXPECT_NE(all.find("r.yaml:7: spec.nodes[1].cpu: \"0\" is no CPU"), std::string::npos) << all;
   EXPECT_NE(all.find("r.yaml:7: spec.nodes[1].link.trace: cannot read "), std::string::npos) << all;
+
+  // And of a node the schema faulted, the fields it did not: its cpu, its
+  // memory and its slowdown's changes (a new user's "cpu: 4 cores" came only
+  // once the same node's offset was mended).
+  auto beside = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: a, cpu: 4 cores, memory: \"0\", link: {trace: no-such-4.csv, offset: 20},\n"
+      "     compute: {slowdown: 2, changes: [{at: 5s, slowdown: 3}, {at: 4s, slowdown: 4}]}}\n",
+      (fs::path(::testing::TempDir()) / "s.yaml").string());
+  ASSERT_FALSE(beside.ok());
+  const std::string said = beside.status().message();
+  EXPECT_NE(said.find("spec.nodes[0].link.offset: must be a string"), std::string::npos) << said;
+  EXPECT_NE(said.find("s.yaml:6: spec.nodes[0].cpu: quantity \"4 cores\""), std::string::npos) << said;
+  EXPECT_NE(said.find("s.yaml:6: spec.nodes[0].memory: \"0\" is no memory"), std::string::npos) << said;
+  EXPECT_NE(said.find("s.yaml:6: spec.nodes[0].compute.changes[1].at: 4s is not after the change before it"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("no-such-4.csv"), std::string::npos) << "a faulted node's files wait: " << said;
 }
 
 TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
