@@ -161,9 +161,13 @@ Status ReadStream(const Json& s, const fs::path& base, const std::string& where,
   return Status::Ok();
 }
 
+// A quantity as written: int-or-string, as a Node's (a plain number of
+// memory is bytes: a user's 4294967296 was refused as not a string).
+std::string QuantityText(const Json& q) { return q.is_string() ? q.get<std::string>() : q.dump(); }
+
 // A node's quantities, read here as placement and the node emulator read
 // them, so that validate and run refuse what plan would (a new user's
-// "cpu: two" passed both). int-or-string, as a Node's: `text` as written.
+// "cpu: two" passed both).
 Status CheckCpu(const std::string& text, const std::string& where) {
   StatusOr<int64_t> cpu = ParseQuantityMillis(text);
   if (cpu.ok() && *cpu > 0) return Status::Ok();
@@ -188,9 +192,10 @@ std::string FaultsBesideTheSchemas(const Json& n, const std::string& where,
   auto note = [&](const Status& s) {
     if (!s.ok()) faults += (faults.empty() ? "" : "\n") + s.message();
   };
-  auto text = [&](const char* field) { return n[field].is_string() ? n[field].get<std::string>() : n[field].dump(); };
-  if (n.contains("cpu") && !faulted("cpu")) note(CheckCpu(text("cpu"), where));
-  if (n.contains("memory") && !faulted("memory") && !text("memory").empty()) note(CheckMemory(text("memory"), where));
+  if (n.contains("cpu") && !faulted("cpu")) note(CheckCpu(QuantityText(n["cpu"]), where));
+  if (n.contains("memory") && !faulted("memory") && !QuantityText(n["memory"]).empty()) {
+    note(CheckMemory(QuantityText(n["memory"]), where));
+  }
   if (n.contains("compute") && !faulted("compute")) {
     NodeProfile scratch;
     const Json& compute = n["compute"];
@@ -218,14 +223,12 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
   node.name = n["name"].get<std::string>();
   node.slowdown = n["compute"]["slowdown"].get<double>();
   note(ReadSlowdownChanges(n, where, node));
-  // int-or-string, as a Node's quantities: a plain number is bytes (a
-  // user's 4294967296 was refused as not a string).
-  node.memory = n["memory"].is_string() ? n["memory"].get<std::string>() : n["memory"].dump();
+  node.memory = QuantityText(n["memory"]);
   node.arch = n.value("arch", "");
   node.transient = n["transient"].get<bool>();
   node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
                 n["power"]["idleWatts"].get<double>()};
-  node.cpu = n["cpu"].is_string() ? n["cpu"].get<std::string>() : n["cpu"].dump();  // int-or-string
+  node.cpu = QuantityText(n["cpu"]);
   note(CheckCpu(node.cpu, where));
   if (!node.memory.empty()) note(CheckMemory(node.memory, where));  // none: not limited
   node.pods = n["pods"].get<int64_t>();

@@ -447,6 +447,13 @@ static void GoOnWhereTheRunLeft(const RunOptions& options, LocalRunPlan& plan, s
       (team && (!ledger || ledger->workers != static_cast<int>(plan.job.workers.size())))) {
     return;
   }
+  // Read here, where the checkpoint is read once at the start: it was read
+  // again for this alone, a model's parameters and all.
+  if (team) {
+    for (size_t rank = 0; rank < (*kept)->workers.size(); ++rank) {
+      plan.carried_energy[static_cast<int>(rank)] = (*kept)->workers[rank].energy_j;
+    }
+  }
   if (const std::vector<std::string> changes = DeviceChanges((*kept)->devices_json, plan.job.devices_record);
       !changes.empty()) {
     err << "note: the devices differ from those the run it resumes was started on; it resumes on these:\n";
@@ -715,18 +722,6 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
   }
 }
 
-// Each worker's energy a checkpoint carries into a run that resumes from it,
-// by rank; none without one.
-std::map<int, double> CarriedEnergy(const std::string& path) {
-  std::map<int, double> carried;
-  const auto kept = agent::LoadCheckpoint(path);
-  if (!kept.ok() || !kept->has_value()) return carried;
-  for (size_t rank = 0; rank < (*kept)->workers.size(); ++rank) {
-    carried[static_cast<int>(rank)] = (*kept)->workers[rank].energy_j;
-  }
-  return carried;
-}
-
 // What the workers spent that their coordinator never heard of (after their
 // last report), added to the checkpoint the run ended with: a run resumed
 // from it carried the coordinator's count alone, and an interrupted robot
@@ -932,11 +927,6 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     if (!trained_by.empty() && trained_by != job.name) earlier_model += ", job " + trained_by + "'s finished model";
   }
   const FolderCheckpoint checkpoint(plan.job.CheckpointPath(), options.fresh);
-  // What it carries of each worker's energy, before this run writes over it:
-  // a data-parallel team's, which it may resume.
-  const std::map<int, double> carried_energy = plan.team && !plan.job.pipeline && !options.fresh
-                                                   ? CarriedEnergy(plan.job.CheckpointPath())
-                                                   : std::map<int, double>{};
   // The run folder holds the plan and the agents' logs; kept when a run fails,
   // unless the agent refused its inputs before anything trained.
   StatusOr<fs::path> temporary = SafeTemporaryFolder("the run's plan, which its agents read, and their logs");
@@ -1113,7 +1103,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
 
   if (plan.team && !plan.job.pipeline) {
-    const std::map<int, double> unreported = TakeWorkersOwnResults(workers, *outcome.result, carried_energy);
+    const std::map<int, double> unreported = TakeWorkersOwnResults(workers, *outcome.result, plan.carried_energy);
     if (Status carried = CarryUnreportedEnergy(plan.job.CheckpointPath(), *outcome.result, unreported); !carried.ok()) {
       err << "warning: the workers' energy after their last report is not in the checkpoint: " << carried.message()
           << "\n";

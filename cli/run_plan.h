@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct LocalRunPlan {
   int64_t memory_mb = 0;      // about what they need together
   double predicted_samples_per_s = 0;  // a planned pipeline's, from the cost model; 0: none
   std::vector<std::string> warnings;  // printed before anything starts
+  // A data-parallel team resuming a checkpoint: each worker's joules it
+  // holds, by rank, which the workers' own counts of this run go on from.
+  std::map<int, double> carried_energy;
 };
 
 // `cwd` anchors a relative output folder. InvalidArgument for a command line
