@@ -67,7 +67,8 @@ std::optional<SyncSpec> ModeSpec(const std::string& name) {
       {"rog", SyncPolicy::kRog}, {"ssp", SyncPolicy::kSsp}, {"bsp", SyncPolicy::kBsp},
       {"deadline", SyncPolicy::kDeadline}};
   const std::map<std::string, Compression> codecs = {
-      {"fp16", Compression::kFp16}, {"int8", Compression::kInt8}, {"sign", Compression::kSign}};
+      {"fp16", Compression::kFp16}, {"int8", Compression::kInt8}, {"int4", Compression::kInt4},
+      {"sign", Compression::kSign}};
   if (!policies.contains(parts[0])) return std::nullopt;
   spec.policy = policies.at(parts[0]);
   if (spec.policy == SyncPolicy::kRog || spec.policy == SyncPolicy::kSsp) spec.staleness_bound = 4;
@@ -250,8 +251,8 @@ int Main(int argc, char** argv) {
   app.add_option("--scale", o.scale)->check(AboveZero);
   app.add_option("--ratio", o.ratio, "a step's compute over a full model's float32 transfer at the trace's mean")
       ->check(AboveZero);
-  const std::string known = "POLICY[-sS][-CODEC][-qQ][-kK]: rog, ssp, bsp or deadline; a staleness bound; fp16, int8 or "
-                            "sign; deadline's quorum and slack in percent (bsp-int8, rog-s4-int8, deadline-int8, "
+  const std::string known = "POLICY[-sS][-CODEC][-qQ][-kK]: rog, ssp, bsp or deadline; a staleness bound; fp16, int8, "
+                            "int4 or sign; deadline's quorum and slack in percent (bsp-int8, rog-s4-int8, deadline-int8, "
                             "deadline-int8-q50-k50), or rog-paper";
   app.add_option("--modes", o.modes, "comma-separated, each " + known);
   app.add_option("--seeds", o.seeds)->check(CLI::Range(1, 1000));

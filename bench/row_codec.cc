@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
                            {"values", total},
                            {"repeats", repeats}};
   const std::pair<const char*, RowEncoding> encodings[] = {
-      {"float16", RowEncoding::kFloat16}, {"int8", RowEncoding::kInt8}, {"sign", RowEncoding::kSign},
-      {"topk", RowEncoding::kTopK}};
+      {"float16", RowEncoding::kFloat16}, {"int8", RowEncoding::kInt8}, {"int4", RowEncoding::kInt4},
+      {"sign", RowEncoding::kSign},       {"topk", RowEncoding::kTopK}};
   for (const auto& [name, encoding] : encodings) {
     std::vector<EncodedRow> encoded(lengths.size());
     auto each_row = [&](auto step) {

@@ -44,9 +44,10 @@ constexpr NameTable<SyncPolicy, 4> kPolicyNames{{{SyncPolicy::kRog, "rog"},
                                                   {SyncPolicy::kBsp, "bsp"},
                                                   {SyncPolicy::kSsp, "ssp"},
                                                   {SyncPolicy::kDeadline, "deadline"}}};
-constexpr NameTable<Compression, 6> kCompressionNames{{{Compression::kNone, "none"},
+constexpr NameTable<Compression, 7> kCompressionNames{{{Compression::kNone, "none"},
                                                        {Compression::kFp16, "fp16"},
                                                        {Compression::kInt8, "int8"},
+                                                       {Compression::kInt4, "int4"},
                                                        {Compression::kSign, "sign"},
                                                        {Compression::kTopK, "topk"},
                                                        {Compression::kAdaptive, "adaptive"}}};

@@ -27,7 +27,7 @@ enum class SyncGranularity { kRow, kLayer, kModel };
 enum class SyncPolicy { kRog, kBsp, kSsp, kDeadline };
 // kAdaptive: each worker chooses top-k or int8 for its pushes, interval by
 // interval, by what top-k would keep of its gradient (core/compression_choice.h).
-enum class Compression { kNone, kFp16, kInt8, kSign, kTopK, kAdaptive };
+enum class Compression { kNone, kFp16, kInt8, kSign, kTopK, kAdaptive, kInt4 };
 enum class RowOrder { kImportance, kStaleness };
 enum class OptimizerKind { kSgd, kAdam };
 

@@ -86,6 +86,7 @@ RowEncoding EncodingFor(Compression c) {
     case Compression::kFp16: return RowEncoding::kFloat16;
     case Compression::kInt8: return RowEncoding::kInt8;
     case Compression::kSign: return RowEncoding::kSign;
+    case Compression::kInt4: return RowEncoding::kInt4;
     case Compression::kTopK: return RowEncoding::kTopK;
     case Compression::kAdaptive: return RowEncoding::kInt8;
     case Compression::kNone: return RowEncoding::kFloat32;
@@ -139,6 +140,7 @@ int64_t EncodedBytes(RowEncoding e, int64_t length) {
     case RowEncoding::kInt8: return length;
     case RowEncoding::kSign: return (length + 7) / 8;
     case RowEncoding::kTopK: return 8 * TopKCount(length);
+    case RowEncoding::kInt4: return (length + 1) / 2;
   }
   return 4 * length;
 }
@@ -205,6 +207,24 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
       if (n % 8) out[whole] = static_cast<char>(tail);
       break;
     }
+    case RowEncoding::kInt4: {
+      const float max_abs = LargestFiniteMagnitude(values);
+      const float scale = max_abs > 0 ? max_abs / 7.0f : 1.0f;
+      row.scale = scale;
+      const float* __restrict in = values.data();
+      unsigned char* __restrict out = reinterpret_cast<unsigned char*>(row.bytes.data());
+      // As in int8's, a diverged value goes as 0. Fifteen levels, -7 to 7, so
+      // that 0 is one; a quotient past 7 (only where the scale is subnormal)
+      // is clamped to it.
+      const auto level = [&](size_t i) -> unsigned {
+        const float v = IsFiniteBits(in[i]) ? in[i] : 0.0f;
+        const float q = RoundToNearestEven(std::clamp(v / scale, -7.0f, 7.0f));
+        return static_cast<unsigned>(static_cast<int>(q) & 0xF);
+      };
+      for (size_t i = 0; i + 1 < n; i += 2) out[i / 2] = static_cast<unsigned char>(level(i) | (level(i + 1) << 4));
+      if (n % 2) out[n / 2] = static_cast<unsigned char>(level(n - 1));
+      break;
+    }
     case RowEncoding::kTopK: {
       char* out = row.bytes.data();
       for (uint32_t i : TopIndices(values, TopKCount(static_cast<int64_t>(n)))) {
@@ -227,7 +247,7 @@ template <typename Put>
 Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<float> out, Put put) {
   const size_t n = out.size();
   if (e != RowEncoding::kFloat32 && e != RowEncoding::kFloat16 && e != RowEncoding::kInt8 && e != RowEncoding::kSign &&
-      e != RowEncoding::kTopK) {
+      e != RowEncoding::kTopK && e != RowEncoding::kInt4) {
     return InvalidArgumentError("unknown row encoding " + std::to_string(static_cast<int>(e)));
   }
   if (static_cast<int64_t>(bytes.size()) != EncodedBytes(e, static_cast<int64_t>(n))) {
@@ -266,6 +286,13 @@ Status DecodeInto(RowEncoding e, float scale, std::string_view bytes, std::span<
       for (size_t i = 8 * whole; i < n; ++i) put(dst[i], (src[i / 8] >> (i % 8)) & 1 ? scale : -scale);
       break;
     }
+    case RowEncoding::kInt4:
+      for (size_t i = 0; i < n; ++i) {
+        // The half byte as a signed 4-bit number: shifted to the top, then back.
+        const auto nibble = static_cast<int8_t>(static_cast<uint8_t>(src[i / 2]) >> (4 * (i % 2)) << 4);
+        put(dst[i], static_cast<float>(nibble >> 4) * scale);
+      }
+      break;
     case RowEncoding::kTopK:
       // Every index checked before any value lands: a malformed row changes nothing.
       for (size_t at = 0; at < bytes.size(); at += 8) {

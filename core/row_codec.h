@@ -19,6 +19,9 @@ enum class RowEncoding {
   // The row's largest values by magnitude, kTopKShare of them (at least one),
   // each as a uint32 index and its float32 value; the rest read as 0.
   kTopK = 4,
+  // Symmetric, scale = max|x| / 7 per row, two values a byte (value 2i in
+  // the low half): half int8's bytes.
+  kInt4 = 5,
 };
 
 // The share of a row's values top-k keeps: a row of 784 sends 25 of them, in

@@ -24,6 +24,8 @@ TEST(RowCodecTest, SizesOnTheWire) {
   EXPECT_EQ(EncodedBytes(RowEncoding::kFloat32, 100), 400);
   EXPECT_EQ(EncodedBytes(RowEncoding::kFloat16, 100), 200);
   EXPECT_EQ(EncodedBytes(RowEncoding::kInt8, 100), 100);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kInt4, 100), 50);
+  EXPECT_EQ(EncodedBytes(RowEncoding::kInt4, 101), 51);
   EXPECT_EQ(EncodedBytes(RowEncoding::kSign, 100), 13);
   EXPECT_EQ(EncodedBytes(RowEncoding::kTopK, 100), 8 * 4);  // 100 / 32 kept, rounded up
   EXPECT_EQ(EncodedBytes(RowEncoding::kTopK, 784), 8 * 25);
@@ -68,16 +70,17 @@ TEST(RowCodecTest, RoundTripsWithinEachEncodingsError) {
   struct Case {
     RowEncoding e;
     double max_relative_error;  // of the row's max magnitude
-  } cases[] = {{RowEncoding::kFloat32, 0}, {RowEncoding::kFloat16, 1e-3}, {RowEncoding::kInt8, 0.5 / 127 + 1e-6}};
+  } cases[] = {{RowEncoding::kFloat32, 0}, {RowEncoding::kFloat16, 1e-3}, {RowEncoding::kInt8, 0.5 / 127 + 1e-6},
+               {RowEncoding::kInt4, 0.5 / 7 + 1e-6}};
   for (const auto& c : cases) {
     EncodedRow enc = EncodeRow(row, c.e);
     EXPECT_EQ(static_cast<int64_t>(enc.bytes.size()), EncodedBytes(c.e, 257));
     std::vector<float> back(257);
     ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, back).ok());
     for (size_t i = 0; i < row.size(); ++i) {
-      // int8 errs by half a step of max|x|/127; fp16 by 2^-11 relative, or by its
-      // subnormal spacing (6e-8) below 6e-5.
-      double tolerance = c.e == RowEncoding::kInt8 ? c.max_relative_error * 65504.0
+      // int8 and int4 err by half a step of max|x|/127 and max|x|/7; fp16 by
+      // 2^-11 relative, or by its subnormal spacing (6e-8) below 6e-5.
+      double tolerance = c.e == RowEncoding::kInt8 || c.e == RowEncoding::kInt4 ? c.max_relative_error * 65504.0
                          : c.e == RowEncoding::kFloat16 ? std::max(c.max_relative_error * std::fabs(row[i]), 6e-8)
                                                         : 0.0;
       EXPECT_NEAR(back[i], row[i], tolerance) << "value " << i << " encoding " << static_cast<int>(c.e);
@@ -94,26 +97,52 @@ TEST(RowCodecTest, SignKeepsSignsAndMeanMagnitude) {
   EXPECT_EQ(back, (std::vector<float>{0.8f, -0.8f, 0.8f, -0.8f, 0.8f}));
 }
 
+TEST(RowCodecTest, Int4PacksTwoValuesAByteFromMinusSevenToSeven) {
+  // Scale 0.5: the levels are -3.5 .. 3.5 in steps of 0.5; 0.3 rounds to one
+  // step, 0.25 to none (to even), a diverged value is 0.
+  const std::vector<float> row = {3.5f, -3.5f, 0.3f, -0.25f, std::nanf(""), -1.0f, 0.75f};
+  const EncodedRow enc = EncodeRow(row, RowEncoding::kInt4);
+  EXPECT_FLOAT_EQ(enc.scale, 0.5f);
+  ASSERT_EQ(enc.bytes.size(), 4u);
+  // Value 2i in the low half of byte i, as a 4-bit two's complement number.
+  EXPECT_EQ(static_cast<unsigned char>(enc.bytes[0]), 0x97);  // 7, -7
+  EXPECT_EQ(static_cast<unsigned char>(enc.bytes[1]), 0x01);  // 1, 0
+  EXPECT_EQ(static_cast<unsigned char>(enc.bytes[2]), 0xE0);  // 0, -2
+  EXPECT_EQ(static_cast<unsigned char>(enc.bytes[3]), 0x02);  // 2 (0.75 / 0.5 = 1.5, to even), the odd row's last
+  std::vector<float> back(row.size()), sum(row.size(), 1.0f);
+  ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, back).ok());
+  EXPECT_EQ(back, (std::vector<float>{3.5f, -3.5f, 0.5f, 0.0f, 0.0f, -1.0f, 1.0f}));
+  ASSERT_TRUE(AddDecodedRow(enc.encoding, enc.scale, enc.bytes, sum).ok());
+  EXPECT_EQ(sum, (std::vector<float>{4.5f, -2.5f, 1.5f, 1.0f, 1.0f, 0.0f, 2.0f}));
+  // The one half byte the encoder never writes, -8, still decodes as a number.
+  std::vector<float> eight(1);
+  ASSERT_TRUE(DecodeRow(RowEncoding::kInt4, 0.5f, std::string(1, '\x08'), eight).ok());
+  EXPECT_EQ(eight[0], -4.0f);
+}
+
 TEST(RowCodecTest, ErrorFeedbackLosesNothingOverTime) {
-  // Sending a row's residual int8-encoded and keeping what was lost: after many
-  // rounds the receiver's sum equals the sender's sum up to one round's error.
-  std::vector<float> residual(64, 0), sent_total(64, 0), true_total(64, 0);
-  for (int round = 0; round < 200; ++round) {
-    std::vector<float> g = RandomRow(64, 100 + round);
-    for (size_t i = 0; i < 64; ++i) {
-      residual[i] += g[i];
-      true_total[i] += g[i];
+  // Sending a row's residual int8- or int4-encoded and keeping what was lost:
+  // after many rounds the receiver's sum equals the sender's sum up to one
+  // round's error.
+  for (RowEncoding e : {RowEncoding::kInt8, RowEncoding::kInt4}) {
+    std::vector<float> residual(64, 0), sent_total(64, 0), true_total(64, 0);
+    for (int round = 0; round < 200; ++round) {
+      std::vector<float> g = RandomRow(64, 100 + round);
+      for (size_t i = 0; i < 64; ++i) {
+        residual[i] += g[i];
+        true_total[i] += g[i];
+      }
+      EncodedRow enc = EncodeRow(residual, e);
+      std::vector<float> decoded(64);
+      ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, decoded).ok());
+      for (size_t i = 0; i < 64; ++i) {
+        sent_total[i] += decoded[i];
+        residual[i] -= decoded[i];
+      }
     }
-    EncodedRow enc = EncodeRow(residual, RowEncoding::kInt8);
-    std::vector<float> decoded(64);
-    ASSERT_TRUE(DecodeRow(enc.encoding, enc.scale, enc.bytes, decoded).ok());
-    for (size_t i = 0; i < 64; ++i) {
-      sent_total[i] += decoded[i];
-      residual[i] -= decoded[i];
-    }
+    for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(sent_total[i] + residual[i], true_total[i], 1e-4);
+    for (size_t i = 0; i < 64; ++i) EXPECT_LT(std::fabs(residual[i]), 0.01) << static_cast<int>(e);
   }
-  for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(sent_total[i] + residual[i], true_total[i], 1e-4);
-  for (size_t i = 0; i < 64; ++i) EXPECT_LT(std::fabs(residual[i]), 0.01);
 }
 
 TEST(RowCodecTest, NonFiniteValuesDoNotPoisonInt8Rows) {
@@ -150,7 +179,7 @@ TEST(RowCodecTest, AddingDecodesAndAddsInOnePass) {
   }
 }
 
-// The int8 and sign codecs as defined, a value at a time: the codec's loops,
+// The int8, int4 and sign codecs as defined, a value at a time: the codec's loops,
 // written to be vectorised, must give exactly these bytes and values.
 EncodedRow Int8AsDefined(std::span<const float> values) {
   EncodedRow row{RowEncoding::kInt8, 1.0f, std::string(values.size(), '\0')};
@@ -162,6 +191,21 @@ EncodedRow Int8AsDefined(std::span<const float> values) {
   for (size_t i = 0; i < values.size(); ++i) {
     const float q = std::isfinite(values[i]) ? std::nearbyint(values[i] / row.scale) : 0.0f;
     row.bytes[i] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+  }
+  return row;
+}
+
+EncodedRow Int4AsDefined(std::span<const float> values) {
+  EncodedRow row{RowEncoding::kInt4, 1.0f, std::string((values.size() + 1) / 2, '\0')};
+  float max_abs = 0;
+  for (float v : values) {
+    if (std::isfinite(v)) max_abs = std::max(max_abs, std::fabs(v));
+  }
+  row.scale = max_abs > 0 ? max_abs / 7.0f : 1.0f;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float q = std::isfinite(values[i]) ? std::nearbyint(std::clamp(values[i] / row.scale, -7.0f, 7.0f)) : 0.0f;
+    const unsigned nibble = static_cast<unsigned>(static_cast<int>(q)) & 0xF;
+    row.bytes[i / 2] = static_cast<char>(static_cast<unsigned char>(row.bytes[i / 2]) | (nibble << (4 * (i % 2))));
   }
   return row;
 }
@@ -280,11 +324,20 @@ TEST(RowCodecTest, Float16GivesExactlyWhatItsDefinitionGives) {
   return ::testing::AssertionFailure() << a << " against " << b;
 }
 
-TEST(RowCodecTest, Int8AndSignGiveExactlyWhatTheirDefinitionsGive) {
+TEST(RowCodecTest, Int8Int4AndSignGiveExactlyWhatTheirDefinitionsGive) {
   for (const std::vector<float>& row : AwkwardRows()) {
     const EncodedRow int8 = EncodeRow(row, RowEncoding::kInt8), int8_defined = Int8AsDefined(row);
     EXPECT_EQ(int8.scale, int8_defined.scale) << "row of " << row.size();
     EXPECT_EQ(int8.bytes, int8_defined.bytes) << "row of " << row.size();
+    const EncodedRow int4 = EncodeRow(row, RowEncoding::kInt4), int4_defined = Int4AsDefined(row);
+    EXPECT_EQ(int4.scale, int4_defined.scale) << "row of " << row.size();
+    EXPECT_EQ(int4.bytes, int4_defined.bytes) << "row of " << row.size();
+    std::vector<float> four(row.size());
+    ASSERT_TRUE(DecodeRow(RowEncoding::kInt4, int4.scale, int4.bytes, four).ok());
+    for (size_t i = 0; i < row.size(); ++i) {
+      const int level = (static_cast<unsigned char>(int4.bytes[i / 2]) >> (4 * (i % 2))) & 0xF;
+      EXPECT_TRUE(Same(four[i], static_cast<float>(level > 7 ? level - 16 : level) * int4.scale)) << i;
+    }
     const EncodedRow sign = EncodeRow(row, RowEncoding::kSign), sign_defined = SignAsDefined(row);
     EXPECT_EQ(sign.bytes, sign_defined.bytes) << "row of " << row.size();
     // The scale's sum runs in eight lanes: the same up to the double's

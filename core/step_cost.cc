@@ -15,6 +15,7 @@ double BitsPerValue(Compression c) {
     case Compression::kNone: return 32;
     case Compression::kFp16: return 16;
     case Compression::kInt8: return 8;
+    case Compression::kInt4: return 4;
     case Compression::kSign: return 1;
     // Top-k sends a 32-bit index with each kept float32 value, for 1/32 of them.
     case Compression::kTopK: return 64.0 / 32;

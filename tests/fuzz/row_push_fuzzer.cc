@@ -74,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<PushedRow> rows(count);
     for (size_t i = 0; i < count; ++i) {
       rows[i].id = script.Byte() % (layout.size() + 2);  // some past the last row
-      rows[i].encoding = static_cast<RowEncoding>(script.Byte() % 5);  // 4 is no encoding
+      rows[i].encoding = static_cast<RowEncoding>(script.Byte() % 7);  // 6 is no encoding
       rows[i].scale = script.Float();
       values[i] = script.Bytes(script.Byte());
       rows[i].values = values[i];
