@@ -445,6 +445,17 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
          << std::lround(final_evaluation_s * 10) / 10.0 << " s) is left to the run that resumes\n";
   }
   if (*stop != StopReason::kTarget && !evaluated_now(p) && !untrained && !left_to_resume) {
+    // What trained is kept before the final evaluation, which can take long
+    // (a vgg's test set through a pipeline's head, 3-30 s): a run killed
+    // during it lost every step since the last periodic checkpoint (a new
+    // user's trial: 8 s of a vgg's training, no checkpoint left). Unfinished,
+    // so that a run again evaluates and writes the model; rewritten below.
+    // Not when it cannot be written: the write below says why.
+    JobCheckpoint trained = Checkpoint(p);
+    trained.complete = false;
+    if (FiniteWeights(trained.iteration, trained.parameters).ok()) {
+      (void)SaveCheckpoint(plan_.CheckpointPath(), trained);
+    }
     EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
   }
   if (untrained) {

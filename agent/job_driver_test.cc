@@ -32,7 +32,8 @@ using std::chrono::seconds;
 // does from its layers as profiled (PipelineHead::EvaluationGuess).
 class GuessingEngine final : public TrainingEngine {
  public:
-  GuessingEngine(TrainingEngine& inner, std::optional<double> guess) : inner_(inner), guess_(guess) {}
+  GuessingEngine(TrainingEngine& inner, std::optional<double> guess, bool evaluation_fails = false)
+      : inner_(inner), guess_(guess), evaluation_fails_(evaluation_fails) {}
   std::optional<double> EvaluationGuess() const override { return guess_; }
   int64_t SamplesPerEpoch() const override { return inner_.SamplesPerEpoch(); }
   Status Restore(const JobCheckpoint& checkpoint) override { return inner_.Restore(checkpoint); }
@@ -40,7 +41,10 @@ class GuessingEngine final : public TrainingEngine {
   Status Advance() override { return inner_.Advance(); }
   std::optional<TimePoint> JobClockStart() override { return inner_.JobClockStart(); }
   JobProgress Progress() override { return inner_.Progress(); }
-  StatusOr<double> Evaluate() override { return inner_.Evaluate(); }
+  StatusOr<double> Evaluate() override {
+    if (evaluation_fails_) return InternalError("the evaluation died with its process");
+    return inner_.Evaluate();
+  }
   int64_t TestSamples() const override { return inner_.TestSamples(); }
   void Snapshot(JobCheckpoint& into) override { inner_.Snapshot(into); }
   void Interrupted() override { inner_.Interrupted(); }
@@ -50,6 +54,7 @@ class GuessingEngine final : public TrainingEngine {
  private:
   TrainingEngine& inner_;
   std::optional<double> guess_;
+  bool evaluation_fails_;
 };
 
 // An engine whose steps a test writes, for what a job of one never does (no
@@ -102,7 +107,7 @@ struct JobDriverTest : ::testing::Test {
     clock.Run("test", [&] {
       testing::FakeTrainer trainer(model, clock);
       SoloEngine solo(plan.spec, trainer, data, {}, {}, clock);
-      GuessingEngine engine(solo, evaluation_guess);
+      GuessingEngine engine(solo, evaluation_guess, evaluation_fails);
       MetricsRegistry registry;
       CoordinatorMetrics metrics(registry, plan.job, 1);
       std::atomic<bool> cancel{false};
@@ -162,6 +167,7 @@ struct JobDriverTest : ::testing::Test {
   ProgressBoard board;
   std::ostringstream log;
   std::optional<double> evaluation_guess;  // the engine's, where it has one
+  bool evaluation_fails = false;  // every evaluation ends in an error, as a process killed during it
   bool read_elapsed = false;
   std::vector<double> elapsed_read;  // the job's clock as the reader saw it
   std::set<int64_t> iterations_read;  // the iterations the reader saw
@@ -704,6 +710,31 @@ TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
   auto checkpoint = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
   ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
   EXPECT_TRUE((*checkpoint)->complete);
+}
+
+// What trained is kept before the final evaluation: a run killed during it
+// (a vgg's test set through a pipeline's head takes seconds) lost every step
+// since its last periodic checkpoint, here all of them (a new user's trial).
+TEST_F(JobDriverTest, WhatTrainedIsKeptBeforeTheFinalEvaluationWhichARunAgainDoes) {
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  plan.spec.evaluation.every_iterations = 1000;  // the final evaluation alone
+  plan.spec.fault_tolerance.checkpoint_every = 0;
+  evaluation_fails = true;
+  auto failed = Run();
+  ASSERT_FALSE(failed.ok());
+  auto kept = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
+  ASSERT_TRUE(kept.ok() && kept->has_value()) << "no checkpoint: the 20 iterations trained are lost";
+  EXPECT_EQ((*kept)->iteration, 20);
+  EXPECT_FALSE((*kept)->complete) << "its model is not written yet";
+  EXPECT_FALSE(fs::exists(plan.output_dir + "/model.pt"));
+  evaluation_fails = false;
+  auto again = Run();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->resumed_from_iteration, 20);
+  EXPECT_EQ(again->iteration, 20) << "its budget was spent: it evaluates and writes the model";
+  EXPECT_TRUE(again->accuracy.has_value());
+  EXPECT_TRUE(fs::is_regular_file(plan.output_dir + "/model.pt"));
 }
 
 // A checkpoint that cannot be written at the end (a full disk) does not cost

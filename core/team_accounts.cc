@@ -100,8 +100,11 @@ void TeamAccounts::TrainedOnFromCopy(int64_t own_clock, int64_t copy_clock) {
   for (Worker& k : workers_) k.samples += each;
 }
 
-void TeamAccounts::Restore(int64_t samples, const std::vector<WorkerTotals>& workers, std::optional<double> loss) {
+void TeamAccounts::Restore(int64_t iteration, int64_t samples, const std::vector<WorkerTotals>& workers,
+                           std::optional<double> loss) {
   samples_ = samples;
+  resumed_iteration_ = iteration;
+  resumed_samples_ = samples;
   if (loss) smoothed_loss_ = *loss;
   for (size_t w = 0; w < workers.size() && w < workers_.size(); ++w) {
     const WorkerTotals& t = workers[w];

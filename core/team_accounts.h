@@ -85,8 +85,12 @@ class TeamAccounts {
   const WorkerReport& report(int w) const { return workers_[w].report; }
   int64_t samples() const { return samples_; }
   // Iterations of the whole team, in steps of one batch per worker. Each
-  // worker's own count differs: a fast one makes more than a slow one.
-  int64_t team_iteration() const { return samples_ / (int64_t{batch_size_} * static_cast<int64_t>(workers_.size())); }
+  // worker's own count differs: a fast one makes more than a slow one. A
+  // resumed job counts on from its checkpoint's, at this run's batch size.
+  int64_t team_iteration() const {
+    const int64_t team_batch = int64_t{batch_size_} * static_cast<int64_t>(workers_.size());
+    return resumed_iteration_ + (samples_ - resumed_samples_) / team_batch;
+  }
   // The training loss of the batches reported, smoothed as a job of one's is
   // (kLossSmoothing, about the last 50 batches): the mean of the reports
   // since the last look swung with how few came between two looks, and the
@@ -99,8 +103,9 @@ class TeamAccounts {
 
   // What a checkpoint keeps, and puts back.
   std::vector<WorkerTotals> Totals() const;
-  // `loss`: the loss as smoothed then, which the one shown goes on from.
-  void Restore(int64_t samples, const std::vector<WorkerTotals>& workers,
+  // `iteration`: the team's then, which it counts on from; `loss`: the loss
+  // as smoothed then, which the one shown goes on from.
+  void Restore(int64_t iteration, int64_t samples, const std::vector<WorkerTotals>& workers,
                std::optional<double> loss = std::nullopt);
   // A stream from a folder: the last file `w` had taken all the samples of,
   // as it last reported, or as the checkpoint resumed from kept it.
@@ -140,6 +145,11 @@ class TeamAccounts {
   const int batch_size_;
   const int64_t train_size_;
   int64_t samples_ = 0;
+  // The team's iteration and samples at the checkpoint resumed from: its
+  // samples were counted in batches of its own run's size, and a run that
+  // changed the batch divided them anew (1,182 iterations for 591 resumed
+  // from at half the batch; a new user's trial).
+  int64_t resumed_iteration_ = 0, resumed_samples_ = 0;
   double smoothed_loss_ = -1;  // none yet
 };
 

@@ -44,10 +44,31 @@ TEST(TeamAccountsTest, ATeamResumedFromACopyCountsOnByTheRoundsItIsAhead) {
   // were at round 1,500 (rounds closed without a worker): a copy at round
   // 1,530 is 30 rounds on, not 1,530 iterations.
   TeamAccounts resumed(2, 32, 6400);
-  resumed.Restore(1000 * 64, {}, std::nullopt);
+  resumed.Restore(1000, 1000 * 64, {}, std::nullopt);
   resumed.TrainedOnFromCopy(1500, 1530);
   EXPECT_EQ(resumed.team_iteration(), 1030);
   EXPECT_EQ(resumed.Totals()[0].samples, 30 * 32) << "a checkpoint without workers' totals: the copy's rounds";
+}
+
+// A job resumed at another batch size counts on from its checkpoint's
+// iteration: its samples were made of batches of the earlier size.
+TEST(TeamAccountsTest, AResumeAtAnotherBatchSizeCountsOnFromTheCheckpointsIteration) {
+  TeamAccounts before(2, 32, 60000);
+  WorkerReport r;
+  r.samples = 32;
+  for (int i = 0; i < 591; ++i) {
+    before.Reported(0, r);
+    before.Reported(1, r);
+  }
+  ASSERT_EQ(before.team_iteration(), 591);
+  TeamAccounts after(2, 16, 60000);
+  after.Restore(before.team_iteration(), before.samples(), before.Totals());
+  EXPECT_EQ(after.team_iteration(), 591) << "not 1,182: the same samples in batches of half the size";
+  r.samples = 16;
+  after.Reported(0, r);
+  after.Reported(1, r);
+  EXPECT_EQ(after.team_iteration(), 592);
+  EXPECT_EQ(after.samples(), 591 * 64 + 32);
 }
 
 // A push late for its round (policy deadline) trained nothing the team kept:
@@ -126,7 +147,7 @@ TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
   before.Pushed(1, 2, 5, 1000);
   before.Holding(1, true, std::chrono::seconds(1));
   TeamAccounts after(2, 32, 6400);
-  after.Restore(before.samples(), before.Totals());
+  after.Restore(before.team_iteration(), before.samples(), before.Totals());
   r.samples = 32;
   r.wall_s = 1;
   r.energy_j = 5;
@@ -153,7 +174,7 @@ TEST(TeamAccountsTest, TheLastFileAWorkerTookAllOfOutlivesAResume) {
   EXPECT_EQ(before.StreamReadThrough(1), "0007.csv");
   EXPECT_EQ(before.StreamReadThrough(0), "");
   TeamAccounts after(2, 32, 6400);
-  after.Restore(before.samples(), before.Totals());
+  after.Restore(before.team_iteration(), before.samples(), before.Totals());
   EXPECT_EQ(after.StreamReadThrough(1), "0007.csv");
   r.stream->read_through = "0009.csv";
   after.Reported(1, r);
@@ -170,7 +191,7 @@ TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {
   r.stream->arrived_for_good = 700;
   before.Reported(0, r);
   TeamAccounts after(1, 32, 6400);
-  after.Restore(before.samples(), before.Totals(), 0.7);
+  after.Restore(before.team_iteration(), before.samples(), before.Totals(), 0.7);
   EXPECT_DOUBLE_EQ(after.loss(), 0.7) << "the loss shown goes on from the checkpoint's";
   r.samples = 50;
   r.stream = StreamProgress{50, 0, 0, 1.0};  // this run's
@@ -201,7 +222,7 @@ TEST(TeamAccountsTest, AFolderStreamsSamplesReadAgainOnResumeArriveOnce) {
   before.Reported(0, r);
   EXPECT_EQ(before.Progress(1, {true}).workers[0].stream->arrived, 150) << "while it runs, all that arrived";
   TeamAccounts after(1, 32, 6400);
-  after.Restore(before.samples(), before.Totals());
+  after.Restore(before.team_iteration(), before.samples(), before.Totals());
   r.stream = StreamProgress{50, 0, 0, 0.1};  // 3.csv, read again whole
   r.stream->read_through = "3.csv";
   r.stream->arrived_for_good = 50;
@@ -250,7 +271,7 @@ TEST(TeamAccountsTest, AFoldersLeftOutFilesAddUpOverAResume) {
   r.stream->last_refused = "incoming/worker-0/bad.csv:1: expected 65 values, found 2";
   before.Reported(0, r);
   TeamAccounts after(1, 32, 6400);
-  after.Restore(before.samples(), before.Totals());
+  after.Restore(before.team_iteration(), before.samples(), before.Totals());
   r.stream = StreamProgress{50, 0, 0, 0.2};  // this run's: nothing refused
   after.Reported(0, r);
   const JobProgress p = after.Progress(4, {true});

@@ -103,7 +103,7 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
     }
     ledger_.RecordIteration(w, c.ledger->iterations[w]);
   }
-  accounts_.Restore(c.samples, c.workers, c.loss);
+  accounts_.Restore(c.iteration, c.samples, c.workers, c.loss);
   resumed_iteration_ = c.iteration;
   restored_elapsed_s_ = c.elapsed_s;
   // Each row's last step is where the restored ledger's clock has it, with
