@@ -240,7 +240,16 @@ std::optional<Status> Reconciler::FollowWorkerLoss(Pass& pass, Team& team) {
     }
   }
   if (lost.empty()) return std::nullopt;
-  return Recover(pass, plan, team.coordinator, lost, moves);
+  std::optional<Status> recovered = Recover(pass, plan, team.coordinator, lost, moves);
+  // The coordinator trains on with the workers left while a replacement
+  // waits for room: its figures are read as they move, and the room looked
+  // for as often (status.progress stood at iteration 1,061 for a minute while
+  // the team trained to 3,222: a new user's trial).
+  if (recovered && recovered->ok() && pass.Phase() == phase::kRecovering) {
+    (void)ReadProgress(pass, team.gang);
+    pass.Requeue(options_.status_interval);
+  }
+  return recovered;
 }
 
 Status Reconciler::Succeed(Pass& pass, Team& team) {

@@ -1496,13 +1496,27 @@ TEST_F(ReconcilerTest, AWorkerEvictedByADrainWithNowhereToGoLeavesTheTeamRecover
   nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20).Cordoned());
   EvictPods([](const Json& pod) { return pod["spec"]["nodeName"] == "robot-1"; });
   jobs_.Put(Job("team"));
-  Reconcile(key);
-  const Json status = Job("team")["status"];
+  // The coordinator trains on with worker 0 meanwhile: its figures are read
+  // as they move, and the room looked for as often (a new user's trial: the
+  // status stood still for a minute, the room looked for every 30 s).
+  const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 1061}, {"samples", 67904}};
+  const auto outcome = Reconcile(key);
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kRecovering);
   const Json* running = FindCondition(status, api::condition::kRunning);
   EXPECT_EQ(running->value("status", ""), "False") << *running;
   EXPECT_EQ(running->value("message", "").find("trains on there"), std::string::npos) << *running;
   EXPECT_FALSE(status.contains("recoveries")) << "a drain is not a recovery";
+  EXPECT_EQ(status["progress"]["iteration"], 1061) << status.dump();
+  ASSERT_TRUE(outcome.requeue_after.has_value());
+  EXPECT_LE(*outcome.requeue_after, std::chrono::seconds(5)) << "--status-interval, not --unschedulable-retry";
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 3222}, {"samples", 206208}};
+  Reconcile(key);
+  status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  EXPECT_EQ(status["progress"]["iteration"], 3222) << status.dump();
 }
 
 // kubectl drain: the node cordoned, its pods evicted a moment later, both
