@@ -210,14 +210,14 @@ const std::vector<Capability>& Capabilities() {
        },
        "holds files by their key, not folders: relative paths read from it are file names (letters, digits, '-', "
        "'_' and '.'), and images data, a folder of folders, needs a persistentVolumeClaim"},
-      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes},
+      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes, Runner::kPlanning},
        [](const JobSpec& s, const Json&) { return s.output.path && UnderFileMounts(*s.output.path); },
        "is where the job's own files are mounted in a cluster (/data, /model): write the output elsewhere"},
-      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes},
+      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes, Runner::kPlanning},
        [](const JobSpec& s, const Json&) { return s.output.path && !IsPlainAbsolute(*s.output.path); },
        "is where the output volume is mounted in the coordinator's pod in a cluster: an absolute path with no '.' "
        "or '..' step (/models/NAME, say)"},
-      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes},
+      {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes, Runner::kPlanning},
        [](const JobSpec& s, const Json&) {
          return s.output.path && IsPlainAbsolute(*s.output.path) && OverSystemFolders(*s.output.path);
        },

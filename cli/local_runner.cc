@@ -625,6 +625,21 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
       out << "\n" << options.nodes_path << ": valid; " << DescribePlacement(checked.plan, *checked.profile);
     }
     out << "\n";
+    // Valid here, and what the operator would refuse of the same manifest, as
+    // written: a new user's "valid" for an output path of /data, which
+    // kubectl apply then saw Failed (InvalidSpec).
+    auto text = ReadText(options.manifest_path);
+    auto as_written = text.ok() ? api::ParseTrainingJob(*text, options.manifest_path)
+                                : StatusOr<api::TrainingJobManifest>(text.status());
+    if (as_written.ok()) {
+      const api::SupportCheck in_cluster = api::CheckSupport(*as_written, api::Runner::kKubernetes);
+      for (const auto& e : in_cluster.invalid) {
+        err << "note: in a cluster the operator would refuse it (InvalidSpec): " << e.ToString() << "\n";
+      }
+      for (const auto& e : in_cluster.unsupported) {
+        err << "note: in a cluster the operator cannot do it yet (NotSupported): " << e.ToString() << "\n";
+      }
+    }
     // validate does not load LibTorch: what is in the files is not its to
     // judge (a new user read "valid" for a state_dict and for arrays of the
     // wrong shape, which run then refused).

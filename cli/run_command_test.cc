@@ -348,6 +348,27 @@ TEST_F(RunCommandTest, AStreamTooSlowToHoldUpTheTeamIsWarnedOfBeforeTheRun) {
   EXPECT_EQ(validated.stderr_text.find("worker 1's stream"), std::string::npos) << validated.stderr_text;
 }
 
+// Valid here, refused by the operator: validate says so beside "valid", and
+// plan, which predicts the operator, refuses it (a new user read "valid" for
+// an output path of /data, which kubectl apply then saw Failed).
+TEST_F(RunCommandTest, ValidateSaysWhatTheOperatorWouldRefuseOfTheSameManifest) {
+  auto spec = [](const std::string& output) {
+    return "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n  output: {path: " + output +
+           "}\n  budget: {wallClock: 20s}\n";
+  };
+  const Outcome elsewhere = Execute({"validate", Manifest("elsewhere", spec("/models/elsewhere"))});
+  EXPECT_EQ(elsewhere.exit, 0) << elsewhere.stderr_text;
+  EXPECT_EQ(elsewhere.stderr_text.find("in a cluster"), std::string::npos) << elsewhere.stderr_text;
+  const Outcome validated = Execute({"validate", Manifest("mounted", spec("/data"))});
+  EXPECT_EQ(validated.exit, 0) << validated.stderr_text;
+  ASSERT_FALSE(validated.stdout_lines.empty());
+  EXPECT_NE(validated.stdout_lines[0].find(": valid;"), std::string::npos) << validated.stdout_lines[0];
+  EXPECT_NE(validated.stderr_text.find("note: in a cluster the operator would refuse it (InvalidSpec): "
+                                       "spec.output.path: is where the job's own files are mounted in a cluster"),
+            std::string::npos)
+      << validated.stderr_text;
+}
+
 // A deadline team whose quorum is every worker, rounded up, is told so, with
 // the quorum that closes rounds without one (a user's team of 3 stood 8 s).
 TEST_F(RunCommandTest, ADeadlineQuorumOfEveryWorkerIsSaid) {
