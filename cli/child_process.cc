@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <limits>
 
 namespace edgetrain::cli {
@@ -180,6 +182,16 @@ bool ChildProcess::ExitsWithin(Duration timeout) { return EndsBy(After(clock_, t
 
 void ChildProcess::Signal(int signo) {
   if (pid_ > 0 && !Poll()) ::kill(pid_, signo);
+}
+
+bool ChildProcess::Stopped() {
+  if (pid_ <= 0 || Poll()) return false;
+  // /proc/PID/stat: "PID (COMMAND) STATE ...", where COMMAND may hold ')'.
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t end = stat.rfind(')');
+  return end != std::string::npos && end + 2 < stat.size() && (stat[end + 2] == 'T' || stat[end + 2] == 't');
 }
 
 }  // namespace edgetrain::cli

@@ -36,6 +36,11 @@ class WatchedProcess {
   // Whether the process ends within `timeout` (it is left running if not).
   virtual bool ExitsWithin(Duration timeout) = 0;
   virtual void Signal(int signo) = 0;
+  // Held by a stop signal (SIGSTOP, or Ctrl-Z's SIGTSTP): it neither runs nor
+  // ends, and heeds no signal but SIGKILL until it is continued.
+  virtual bool Stopped() { return false; }
+  // The operating system's id for it, for a person to name it; 0: none.
+  virtual int ProcessId() const { return 0; }
 };
 
 class ChildProcess final : public WatchedProcess {
@@ -57,6 +62,8 @@ class ChildProcess final : public WatchedProcess {
   int Wait(Duration grace) override;
   bool ExitsWithin(Duration timeout) override;
   void Signal(int signo) override;
+  bool Stopped() override;
+  int ProcessId() const override { return pid_; }
   pid_t pid() const { return pid_; }
 
  private:

@@ -56,13 +56,13 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (!stopping && (outcome.interrupted || !outcome.failure.empty())) {
       stopping = true;
       give_up_at = clock_.Now() + times_.interrupt_grace;
-      coordinator_.Signal(SIGTERM);  // it saves the model and reports
+      TellToStop(coordinator_);  // it saves the model and reports
       // The workers too: an interrupted coordinator tells its workers the job
       // resumes (on a cluster, one placed anew takes them up); here none will.
       // A pipeline's stages are left to the head, which fetches their weights
       // first; those still there after it exits are stopped then (StopTeam).
       if (order_ == StopOrder::kAllAtOnce) {
-        for (auto* w : workers_) w->Signal(SIGTERM);
+        for (auto* w : workers_) TellToStop(*w);
       }
     }
     auto line = coordinator_.ReadLine(times_.poll_every);
@@ -100,6 +100,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       err_ << "stopping " << job_ << ", saving where it got to...\n";  // the error follows, with a log's tail
       continue;
     }
+    if (!stopping) NoteStoppedAgents(display);
     if (auto body = watch.progress()) {
       auto p = DecodeJobProgress(*body);
       if (p.ok()) {
@@ -293,6 +294,50 @@ void RunSupervisor::NoteDeviceEvents(const JobProgress& p, const RunWatch& watch
   for (const std::string& note : notes) err_ << "note: " << job_ << ": " << note << "\n";
 }
 
+std::string RunSupervisor::AgentName(int i) const {
+  const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
+  if (i < 0) return pipeline ? "the pipeline's head" : "the coordinator";
+  return (pipeline ? "the stage agent of rank " : "worker ") + std::to_string(ranks_[static_cast<size_t>(i)]);
+}
+
+void RunSupervisor::TellToStop(WatchedProcess& agent) {
+  agent.Signal(SIGTERM);
+  if (agent.Stopped()) agent.Signal(SIGCONT);  // SIGTERM waits, pending, until then
+}
+
+void RunSupervisor::NoteStoppedAgents(ProgressDisplay& display) {
+  for (int i = -1; i < static_cast<int>(workers_.size()); ++i) {
+    WatchedProcess& agent = i < 0 ? coordinator_ : *workers_[static_cast<size_t>(i)];
+    if (!agent.Stopped()) {
+      stopped_since_.erase(i);
+      if (said_stopped_.erase(i)) {
+        display.Finish();
+        err_ << "note: " << job_ << ": " << AgentName(i) << " runs again\n";
+      }
+      continue;
+    }
+    const TimePoint since = stopped_since_.try_emplace(i, clock_.Now()).first->second;
+    if (clock_.Now() - since < times_.stopped_after || said_stopped_.contains(i)) continue;
+    said_stopped_.insert(i);
+    display.Finish();
+    const int pid = agent.ProcessId();
+    const std::string who = AgentName(i) + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
+    const std::string go_on = pid > 0 ? "`kill -CONT " + std::to_string(pid) + "`" : "SIGCONT";
+    err_ << "warning: " << job_ << ": " << who << " is stopped (SIGSTOP, or Ctrl-Z) and has been for "
+         << FormatDuration(std::chrono::round<std::chrono::seconds>(clock_.Now() - since)) << ": ";
+    if (i < 0) {
+      err_ << "the job stands still, its wall clock running on, until " << go_on
+           << " lets it go on; Ctrl-C stops it, saving where it got to\n";
+    } else if (order_ == StopOrder::kCoordinatorFirst) {
+      err_ << "the head lets it go past its deadline and trains on without it where it can; " << go_on
+           << " lets it rejoin\n";
+    } else {
+      err_ << "the team counts it out past its arrival deadline and trains on without it; " << go_on
+           << " lets it rejoin\n";
+    }
+  }
+}
+
 void RunSupervisor::StopTeam(Supervision& outcome) {
   outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);
   // Workers that heard Stop (or were signalled with the coordinator) are gone
@@ -302,7 +347,7 @@ void RunSupervisor::StopTeam(Supervision& outcome) {
   std::vector<bool> told(workers_.size(), false);
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (workers_[i]->ExitsWithin(std::max(done_by - clock_.Now(), Duration::zero()))) continue;
-    workers_[i]->Signal(SIGTERM);
+    TellToStop(*workers_[i]);
     told[i] = true;
   }
   // A pipeline's stage agents only once more: the head has every stage's

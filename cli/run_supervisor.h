@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct SupervisionTimes {
   // behind a link still down took 15 s to heed SIGTERM, the run silent
   // meanwhile (a new user's trial).
   Duration worker_stop_grace = std::chrono::seconds(2);
+  // An agent held stopped (SIGSTOP, Ctrl-Z) this long is said to be: a
+  // stopped coordinator held a run silent for minutes past its budget, and
+  // a stopped worker's end read "a link down?" (a new user's trial).
+  Duration stopped_after = std::chrono::seconds(5);
 };
 
 struct Supervision {
@@ -119,6 +124,14 @@ class RunSupervisor {
   // counts them: said on the terminal as they come, where they were seen
   // only in the head's log, kept only with --keep-logs (a new user's trial).
   void NoteDeviceEvents(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
+  // Each agent held stopped for --stopped-after, said once, and once it runs again.
+  void NoteStoppedAgents(ProgressDisplay& display);
+  // How a person reads of agent `i` (-1: the coordinator).
+  std::string AgentName(int i) const;
+  // SIGTERM, and SIGCONT to one held stopped, which heeds nothing until it is
+  // continued: a Ctrl-C to a run whose coordinator was stopped waited out its
+  // 30 s and killed it, saving nothing.
+  static void TellToStop(WatchedProcess& agent);
   void StopTeam(Supervision& outcome);
 
   std::string job_;
@@ -136,6 +149,8 @@ class RunSupervisor {
   size_t warnings_said_ = 0;
   std::optional<JobProgress::Replays> seen_replays_;  // as last read
   std::map<int, bool> seen_active_;                   // each device's, by rank, as last read
+  std::map<int, TimePoint> stopped_since_;             // by agent (-1: the coordinator), held stopped since
+  std::set<int> said_stopped_;                         // those said to be stopped, until they run again
 };
 
 }  // namespace edgetrain::cli

@@ -70,14 +70,18 @@ class ScriptedAgent final : public WatchedProcess {
     AdvanceTo(clock_.Now() + timeout);
     return false;
   }
+  bool Stopped() override { return stopped && !Poll(); }
+  int ProcessId() const override { return 4242; }
   void Signal(int signo) override {
     if (Poll()) return;
     signals.push_back(signo);
+    if (signo == SIGCONT) stopped = false;
     if (auto it = reactions_.find(signo); it != reactions_.end()) return it->second(*this);
     if (signo == SIGTERM || signo == SIGKILL) exit_ = {clock_.Now(), signo == SIGKILL ? 128 + SIGKILL : 0};
   }
 
   std::vector<int> signals;
+  bool stopped = false;  // held by SIGSTOP, until a SIGCONT
 
  private:
   void AdvanceTo(TimePoint t) {
@@ -240,6 +244,41 @@ TEST_F(RunSupervisorTest, AnInterruptedPipelineLeavesItsStagesToTheHead) {
   EXPECT_TRUE(outcome.interrupted);
   EXPECT_EQ(coordinator_.signals, std::vector<int>{SIGTERM});
   for (auto& w : workers_) EXPECT_TRUE(w->signals.empty()) << "left to the head";
+}
+
+// An agent held stopped (SIGSTOP, Ctrl-Z) is said to be once, with how to let
+// it go on, and once it runs again; a Ctrl-C then continues it so that it
+// heeds the SIGTERM: a stopped coordinator held a run silent for minutes past
+// its budget, and a Ctrl-C waited out its grace and killed it, saving
+// nothing (a new user's trial).
+TEST_F(RunSupervisorTest, AStoppedAgentIsSaidToBeAndAnInterruptContinuesIt) {
+  ReportsWhenStopped(coordinator_, milliseconds(500));
+  coordinator_.stopped = true;
+  workers_[1]->stopped = true;
+  watch_.progress = [this]() -> std::optional<std::string> {
+    if (coordinator_.Elapsed() >= seconds(7)) workers_[1]->stopped = false;  // kill -CONT
+    if (coordinator_.Elapsed() >= seconds(9)) interrupted_ = true;
+    return kProgress;
+  };
+  for (auto& w : workers_) w->ExitsAt(seconds(60), 0);
+  Supervision outcome = Run();
+  ASSERT_TRUE(outcome.result.has_value()) << outcome.failure;
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
+  EXPECT_EQ(coordinator_.signals, (std::vector<int>{SIGTERM, SIGCONT})) << "continued, to heed it";
+  EXPECT_EQ(workers_[1]->signals, std::vector<int>{SIGTERM}) << "running again by then";
+  const std::string said = err_.str();
+  EXPECT_NE(said.find("warning: robots: the coordinator (pid 4242) is stopped (SIGSTOP, or Ctrl-Z) and has been "
+                      "for 5s: the job stands still, its wall clock running on, until `kill -CONT 4242` lets it go on"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("warning: robots: worker 1 (pid 4242) is stopped (SIGSTOP, or Ctrl-Z) and has been for 5s: "
+                      "the team counts it out past its arrival deadline and trains on without it"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("note: robots: worker 1 runs again"), std::string::npos) << said;
+  EXPECT_EQ(said.find("worker 0 (pid"), std::string::npos) << said;
+  EXPECT_EQ(said.find("the coordinator runs again"), std::string::npos) << "the interrupt stopped the watch first";
 }
 
 TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {
