@@ -1039,7 +1039,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     auto worker = launcher.StartWorker(rank);
     if (!worker.ok()) {
       const bool refused = worker.status().code() == StatusCode::kInvalidArgument;
-      return failed("worker " + std::to_string(rank) + ": " + worker.status().message(),
+      // Named once: the launcher's words name it already when it started
+      // ("error: worker 1: worker 1 ended as it started": a user's trial).
+      const std::string name = "worker " + std::to_string(rank);
+      const std::string why = worker.status().message();
+      return failed(why.starts_with(name + " ") ? why : name + ": " + why,
                     "worker-" + std::to_string(rank) + ".log", refused, refused);
     }
     workers.push_back(std::move(*worker));
