@@ -686,8 +686,11 @@ class FolderCheckpoint {
   }
 
  private:
+  // Of a file: a folder in its place is none (a run refused for one said
+  // "the job's checkpoint ... is kept as it was": a new user's trial).
   std::optional<fs::file_time_type> WrittenAt() const {
     std::error_code unreadable;
+    if (!fs::is_regular_file(path_, unreadable)) return std::nullopt;
     const fs::file_time_type t = fs::last_write_time(path_, unreadable);
     return unreadable ? std::nullopt : std::optional(t);
   }

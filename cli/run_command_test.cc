@@ -348,6 +348,30 @@ TEST_F(RunCommandTest, AStreamTooSlowToHoldUpTheTeamIsWarnedOfBeforeTheRun) {
   EXPECT_EQ(validated.stderr_text.find("worker 1's stream"), std::string::npos) << validated.stderr_text;
 }
 
+// A folder where the checkpoint goes is refused, and said to be no
+// checkpoint: the run said "the job's checkpoint ... is kept as it was", and
+// with --fresh an earlier run's it "starts over" from (a new user's trial).
+TEST_F(RunCommandTest, AFolderWhereTheCheckpointGoesIsNotCalledACheckpoint) {
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out / "checkpoint.bin");
+  for (const bool fresh : {false, true}) {
+    std::vector<std::string> args = {"run", Manifest("digits-folder", kDigitsSpec), "--no-curves", "--output",
+                                     out.string()};
+    if (fresh) args.push_back("--fresh");
+    const Outcome run = Execute(args);
+    EXPECT_EQ(run.exit, 2) << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find("checkpoint.bin is a folder, where the job's checkpoint goes: move it away"),
+              std::string::npos)
+        << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find("no checkpoint was written in " + out.string() +
+                                   "; the same command fails the same way"),
+              std::string::npos)
+        << run.stderr_text;
+    EXPECT_EQ(run.stderr_text.find("is kept as it was"), std::string::npos) << run.stderr_text;
+    EXPECT_EQ(run.stderr_text.find("starts over"), std::string::npos) << run.stderr_text;
+  }
+}
+
 // Valid here, refused by the operator: validate says so beside "valid", and
 // plan, which predicts the operator, refuses it (a new user read "valid" for
 // an output path of /data, which kubectl apply then saw Failed).
