@@ -651,8 +651,28 @@ Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread)
     if (unread) *unread = read.status().message();
     return Json::object();
   }
+  // Gone back: a coordinator placed anew took up its workers' copy of the
+  // model only if they still held one. Theirs had gone with their restarts
+  // (130 s without it), and a job read as training on had started over from
+  // iteration 0, its status silent on it (a new user's trial). Judged once
+  // it trains: placed anew, it answers iteration 0 while it gathers its
+  // workers, before it takes up their copy, and the figures as last read
+  // stay until then.
+  const int64_t was = pass.stored_status.value("/progress/iteration"_json_pointer, int64_t{0});
+  const int64_t now = read->value("iteration", int64_t{0});
+  const bool training = read->value("state", "") == "training";
+  if (now < was && read->value("state", "") == "starting") return std::move(*read);
   pass.status["progress"] = ProgressStatusOf(*read);
   pass.status["progress"]["readTime"] = pass.now;  // its figures are as of then, should it stop answering
+  if (now < was && training) {
+    const std::string message =
+        "the coordinator's /progress says iteration " + std::to_string(now) + ", where it said " +
+        std::to_string(was) + " at " + pass.stored_status.value("/progress/readTime"_json_pointer, std::string("?")) +
+        ": the team goes on from an earlier state (its last checkpoint, or none: from the start), and what it had "
+        "trained since is lost";
+    events_.Record(pass.object, "Warning", reason::kProgressLost, message);
+    log_.Job(pass.key, reason::kProgressLost, message);
+  }
   return std::move(*read);
 }
 

@@ -837,6 +837,28 @@ TEST_F(ReconcilerTest, PodsNotExactlyThePlansOrAGangTornDownAreNotTakenUp) {
   }
 }
 
+// The coordinator's /progress gone back, once it trains: what the team had
+// trained since is lost, and said so (a new user's team placed anew after
+// its workers had restarted started over from 0, read as training on).
+TEST_F(ReconcilerTest, ProgressThatGoesBackIsSaidToHaveBeenLost) {
+  const std::string key = APlacedTeamOnTwoNodes();
+  SyncPods(Run);
+  const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 2933}, {"samples", 187712}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  progress_.by_ip[ip] = {{"state", "starting"}, {"iteration", 0}, {"samples", 0}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(log_text_.str().find("reason=ProgressLost"), std::string::npos) << "gathering its workers: not yet";
+  EXPECT_EQ(Job("team")["status"]["progress"]["iteration"], 2933) << "as last read while it trained";
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 12}, {"samples", 768}};
+  Reconcile(key);
+  EXPECT_NE(log_text_.str().find("reason=ProgressLost the coordinator's /progress says iteration 12, where it said "),
+            std::string::npos)
+      << log_text_.str();
+}
+
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);
