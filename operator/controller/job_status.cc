@@ -193,8 +193,8 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::o
         if (const double silent = p.value("silentSeconds", 0.0); read_at && std::isfinite(silent) &&
                                                                    silent >= ToSeconds(silent_after) &&
                                                                    silent <= ToSeconds(kLongestDuration)) {
-          w["silentSince"] = kube::FormatKubeTime(*read_at - std::chrono::duration_cast<kube::WallTime::duration>(
-                                                                 std::chrono::duration<double>(silent)));
+          w["silentSince"] = kube::FormatKubeTimePrecise(
+              *read_at - std::chrono::duration_cast<kube::WallTime::duration>(std::chrono::duration<double>(silent)));
         }
         // What it trained on, and of a stream what arrived: the counts edgetrain
         // run's tables give (a new user found none of them on Kubernetes).

@@ -100,7 +100,8 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   pass.stored_status = object->value("status", Json::object());
   pass.status = pass.stored_status;
   pass.generation = object->at("metadata").value("generation", int64_t{1});
-  pass.now = kube::FormatKubeTime(wall_now_());
+  pass.wall_now = wall_now_();
+  pass.now = kube::FormatKubeTime(pass.wall_now);
   for (Json& pod : pods_.ByIndex(kPodsByJob, key)) {
     const bool checks_model =
         pod.value("/metadata/labels"_json_pointer, Json::object()).value(kRoleLabel, "") == kModelCheckRole;

@@ -443,7 +443,7 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
   const Duration grace = pass.job.manifest.spec.fault_tolerance.node_loss_grace;
   const Duration silent_after =
       grace > Duration::zero() ? std::min(grace, options_.links.link_down_after) : options_.links.link_down_after;
-  Json workers = WorkersStatusOf(gang_pods, progress, kube::ParseKubeTime(pass.now), silent_after);
+  Json workers = WorkersStatusOf(gang_pods, progress, pass.wall_now, silent_after);
   // No progress read (the coordinator ending, a slow answer): each pod
   // keeps what was last read of it. The job's last status lost every
   // worker's batch, samples and stall as it ended (a new user's trial).
@@ -663,7 +663,8 @@ Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread)
   const bool training = read->value("state", "") == "training";
   if (now < was && read->value("state", "") == "starting") return std::move(*read);
   pass.status["progress"] = ProgressStatusOf(*read);
-  pass.status["progress"]["readTime"] = pass.now;  // its figures are as of then, should it stop answering
+  // Its figures are as of then, should it stop answering.
+  pass.status["progress"]["readTime"] = kube::FormatKubeTimePrecise(pass.wall_now);
   if (now < was && training) {
     const std::string message =
         "the coordinator's /progress says iteration " + std::to_string(now) + ", where it said " +

@@ -28,6 +28,7 @@ struct Reconciler::Pass {
   Json stored_status; // what the API has
   int64_t generation = 0;
   std::string now;
+  kube::WallTime wall_now{};  // `now`, to its fraction of a second
   std::vector<Json> pods;            // the team's, not the model check's
   std::optional<Json> model_check;   // the pod checking a TorchScript module
   ReconcileOutcome outcome;

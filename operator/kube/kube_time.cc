@@ -7,6 +7,11 @@ namespace edgetrain::kube {
 
 std::string FormatKubeTime(WallTime t) { return UtcText(t); }
 
+std::string FormatKubeTimePrecise(WallTime t) {
+  const bool whole = std::chrono::floor<std::chrono::seconds>(t) == std::chrono::floor<std::chrono::milliseconds>(t);
+  return whole ? UtcText(t) : UtcTextMillis(t);
+}
+
 std::optional<WallTime> ParseKubeTime(const std::string& text) {
   std::tm tm{};
   int consumed = 0;
@@ -17,9 +22,18 @@ std::optional<WallTime> ParseKubeTime(const std::string& text) {
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   size_t at = static_cast<size_t>(consumed);
+  // The fraction to the microsecond (MicroTime's, and the operator's own
+  // precise times: a recovery counted from them to the second was dated
+  // before the kill that caused it).
+  std::chrono::microseconds fraction{0};
   if (at < text.size() && text[at] == '.') {
     ++at;
-    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;  // whole seconds are enough here
+    int64_t scale = 100000;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      fraction += std::chrono::microseconds((text[at] - '0') * scale);
+      scale /= 10;
+      ++at;
+    }
   }
   long offset = 0;
   if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
@@ -30,7 +44,7 @@ std::optional<WallTime> ParseKubeTime(const std::string& text) {
     return std::nullopt;
   }
   const std::time_t utc = timegm(&tm) - offset;
-  return std::chrono::system_clock::from_time_t(utc);
+  return std::chrono::system_clock::from_time_t(utc) + fraction;
 }
 
 }  // namespace edgetrain::kube

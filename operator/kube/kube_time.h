@@ -14,7 +14,13 @@ namespace edgetrain::kube {
 using edgetrain::WallTime;
 
 std::string FormatKubeTime(WallTime t);
-// Also reads fractional seconds and "+hh:mm" offsets (MicroTime, other writers).
+// To the millisecond where `t` has a fraction of a second, else as
+// FormatKubeTime: for the times a recovery is counted from (a worker's
+// silentSince, the coordinator's last read), which to the second dated a
+// loss before the kill that caused it (a new user's trial).
+std::string FormatKubeTimePrecise(WallTime t);
+// Also reads fractional seconds, to the microsecond, and "+hh:mm" offsets
+// (MicroTime, other writers).
 std::optional<WallTime> ParseKubeTime(const std::string& text);
 
 }  // namespace edgetrain::kube
