@@ -82,12 +82,14 @@ Controller::~Controller() { queue_.ShutDown(); }
 
 // Visits the cached jobs in place: copying 1,000 of them for every Node
 // change, or after every reconcile, cost more than the reconcile itself.
+// Recovering ones too: a lost pod's replacement may wait for room, and a
+// node back took 16-21 s, the --unschedulable-retry's rest, to be used (a
+// new user's trial).
 void Controller::EnqueueWaitingJobs() {
   std::vector<std::string> waiting;
   jobs_.store().ForEach([&](const Json& job) {
-    if (job.value("/status/phase"_json_pointer, std::string(api::phase::kPending)) == api::phase::kPending) {
-      waiting.push_back(kube::KeyOf(job));
-    }
+    const std::string phase = job.value("/status/phase"_json_pointer, std::string(api::phase::kPending));
+    if (phase == api::phase::kPending || phase == api::phase::kRecovering) waiting.push_back(kube::KeyOf(job));
   });
   for (const std::string& key : waiting) queue_.Add(key);
 }
