@@ -86,11 +86,11 @@ inline constexpr const char* kResuming = "Resuming";        // back from spec.su
 inline constexpr const char* kWorkerMoved = "WorkerMoved";  // moved off a node about to leave (a warning acted on)
 inline constexpr const char* kCoordinatorLost = "CoordinatorLost";    // its pod was evicted or its node lost: placed anew
 inline constexpr const char* kCoordinatorMoved = "CoordinatorMoved";  // moved off a node about to leave
-inline constexpr const char* kNodeNotReady = "NodeNotReady";
+inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the team is silent, within nodeLossGrace
 // (an Event) the coordinator's /progress went back to an earlier iteration:
 // what the team had trained since is lost (a coordinator placed anew whose
 // workers' copy of the model went with their restarts, and no checkpoint).
-inline constexpr const char* kProgressLost = "ProgressLost";  // a node of the team is silent, within nodeLossGrace
+inline constexpr const char* kProgressLost = "ProgressLost";
 // The team has left the node that was not ready (its pods replaced), and its
 // links are not judged yet: BandwidthDegraded False until they are.
 inline constexpr const char* kNodesReady = "NodesReady";

@@ -12,8 +12,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <limits>
+#include <string>
 
 namespace edgetrain::cli {
 namespace {

@@ -16,8 +16,8 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,7 +124,7 @@ class RunSupervisor {
   // counts them: said on the terminal as they come, where they were seen
   // only in the head's log, kept only with --keep-logs (a new user's trial).
   void NoteDeviceEvents(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
-  // Each agent held stopped for --stopped-after, said once, and once it runs again.
+  // Each agent held stopped for times_.stopped_after, said once, and once it runs again.
   void NoteStoppedAgents(ProgressDisplay& display);
   // How a person reads of agent `i` (-1: the coordinator).
   std::string AgentName(int i) const;

@@ -660,12 +660,12 @@ Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread)
   // stay until then.
   const int64_t was = pass.stored_status.value("/progress/iteration"_json_pointer, int64_t{0});
   const int64_t now = read->value("iteration", int64_t{0});
-  const bool training = read->value("state", "") == "training";
-  if (now < was && read->value("state", "") == "starting") return std::move(*read);
+  const std::string state = read->value("state", "");
+  if (now < was && state == "starting") return std::move(*read);
   pass.status["progress"] = ProgressStatusOf(*read);
   // Its figures are as of then, should it stop answering.
   pass.status["progress"]["readTime"] = kube::FormatKubeTimePrecise(pass.wall_now);
-  if (now < was && training) {
+  if (now < was && state == "training") {
     const std::string message =
         "the coordinator's /progress says iteration " + std::to_string(now) + ", where it said " +
         std::to_string(was) + " at " + pass.stored_status.value("/progress/readTime"_json_pointer, std::string("?")) +
