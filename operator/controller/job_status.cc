@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "api/job_conditions.h"
 #include "core/duration_text.h"
@@ -158,12 +159,55 @@ void KeepWhatWasRead(Json& workers, const Json& stored) {
 }
 
 Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::optional<kube::WallTime> read_at,
-                     Duration silent_after) {
+                     Duration silent_after, const std::map<int, GoneWorker>& gone) {
   std::map<int, const Json*> by_rank;
   if (progress.contains("workers")) {
     for (const Json& w : progress["workers"]) by_rank[w.value("rank", -1)] = &w;
   }
+  // A worker's or stage device's figures, as /progress gives them.
+  auto fill = [&](Json& w, const Json& p) {
+    if (p.contains("batchSize")) w["batchSize"] = p["batchSize"];
+    // 0 is the coordinator's "not measured yet" (a push too small to time).
+    if (p.contains("bandwidthMbps") && p["bandwidthMbps"].is_number() && p["bandwidthMbps"].get<double>() > 0) {
+      w["bandwidthMbps"] = p["bandwidthMbps"];
+    }
+    // To four places, as the accuracy (kubectl describe showed
+    // 0.7389800848370992: a new user's trial).
+    if (p.contains("stallFraction") && p["stallFraction"].is_number()) {
+      w["stallFraction"] = std::round(p["stallFraction"].get<double>() * 1e4) / 1e4;
+    }
+    if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
+    // When it went silent, not when the operator read so: a recovery was
+    // timed 30.7 s of 40.7, from a LinkDown seen 10 s after its node's
+    // kill (a new user's trial).
+    // Finite, and within the longest duration edgetrain counts, or none.
+    if (const double silent = p.value("silentSeconds", 0.0); read_at && std::isfinite(silent) &&
+                                                               silent >= ToSeconds(silent_after) &&
+                                                               silent <= ToSeconds(kLongestDuration)) {
+      w["silentSince"] = kube::FormatKubeTimePrecise(
+          *read_at - std::chrono::duration_cast<kube::WallTime::duration>(std::chrono::duration<double>(silent)));
+    }
+    // What it trained on, and of a stream what arrived: the counts edgetrain
+    // run's tables give (a new user found none of them on Kubernetes).
+    if (p.contains("samples") && p["samples"].is_number_integer()) w["samples"] = p["samples"];
+    if (p.contains("injectedSamples") && p["injectedSamples"].is_number_integer()) {
+      w["injectedSamples"] = p["injectedSamples"];
+    }
+    if (p.contains("stream") && p["stream"].is_object()) {
+      Json stream = Json::object();
+      for (const char* key : {"arrived", "dropped", "backlog"}) {
+        if (p["stream"].contains(key) && p["stream"][key].is_number_integer()) stream[key] = p["stream"][key];
+      }
+      w["stream"] = stream;
+    }
+    // A stage's layers as they are now: a lost neighbour's taken on, or moved.
+    if (p.contains("/layers/first"_json_pointer) && p.contains("/layers/end"_json_pointer)) {
+      w["layers"] = std::to_string(p["layers"]["first"].get<int>()) + "-" +
+                    std::to_string(p["layers"]["end"].get<int>() - 1);
+    }
+  };
   Json workers = Json::array();
+  std::set<int> listed;
   for (const Json& pod : pods) {
     const Json labels = pod.value("/metadata/labels"_json_pointer, Json::object());
     const std::string role = labels.value(kRoleLabel, "");
@@ -173,49 +217,16 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress, std::o
               {"role", role}};
     if (role == "worker" || role == "stage") {
       const int rank = std::atoi(labels.value(kRankLabel, "-1").c_str());
-      if (auto it = by_rank.find(rank); it != by_rank.end()) {
-        const Json& p = *it->second;
-        if (p.contains("batchSize")) w["batchSize"] = p["batchSize"];
-        // 0 is the coordinator's "not measured yet" (a push too small to time).
-        if (p.contains("bandwidthMbps") && p["bandwidthMbps"].is_number() && p["bandwidthMbps"].get<double>() > 0) {
-          w["bandwidthMbps"] = p["bandwidthMbps"];
-        }
-        // To four places, as the accuracy (kubectl describe showed
-        // 0.7389800848370992: a new user's trial).
-        if (p.contains("stallFraction") && p["stallFraction"].is_number()) {
-          w["stallFraction"] = std::round(p["stallFraction"].get<double>() * 1e4) / 1e4;
-        }
-        if (p.contains("quarantined") && p["quarantined"].is_string()) w["quarantined"] = p["quarantined"];
-        // When it went silent, not when the operator read so: a recovery was
-        // timed 30.7 s of 40.7, from a LinkDown seen 10 s after its node's
-        // kill (a new user's trial).
-        // Finite, and within the longest duration edgetrain counts, or none.
-        if (const double silent = p.value("silentSeconds", 0.0); read_at && std::isfinite(silent) &&
-                                                                   silent >= ToSeconds(silent_after) &&
-                                                                   silent <= ToSeconds(kLongestDuration)) {
-          w["silentSince"] = kube::FormatKubeTimePrecise(
-              *read_at - std::chrono::duration_cast<kube::WallTime::duration>(std::chrono::duration<double>(silent)));
-        }
-        // What it trained on, and of a stream what arrived: the counts edgetrain
-        // run's tables give (a new user found none of them on Kubernetes).
-        if (p.contains("samples") && p["samples"].is_number_integer()) w["samples"] = p["samples"];
-        if (p.contains("injectedSamples") && p["injectedSamples"].is_number_integer()) {
-          w["injectedSamples"] = p["injectedSamples"];
-        }
-        if (p.contains("stream") && p["stream"].is_object()) {
-          Json stream = Json::object();
-          for (const char* key : {"arrived", "dropped", "backlog"}) {
-            if (p["stream"].contains(key) && p["stream"][key].is_number_integer()) stream[key] = p["stream"][key];
-          }
-          w["stream"] = stream;
-        }
-        // A stage's layers as they are now: a lost neighbour's taken on, or moved.
-        if (p.contains("/layers/first"_json_pointer) && p.contains("/layers/end"_json_pointer)) {
-          w["layers"] = std::to_string(p["layers"]["first"].get<int>()) + "-" +
-                        std::to_string(p["layers"]["end"].get<int>() - 1);
-        }
-      }
+      listed.insert(rank);
+      if (auto it = by_rank.find(rank); it != by_rank.end()) fill(w, *it->second);
     }
+    workers.push_back(w);
+  }
+  for (const auto& [rank, p] : by_rank) {
+    auto it = gone.find(rank);
+    if (listed.count(rank) || it == gone.end()) continue;
+    Json w = {{"name", it->second.name}, {"node", it->second.node}, {"role", "worker"}};
+    fill(w, *p);
     workers.push_back(w);
   }
   return workers;

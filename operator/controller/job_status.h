@@ -61,9 +61,16 @@ Json ProgressStatusOf(const Json& progress);
 // batch, bandwidth and stall from /progress (when there is one). A worker
 // silent for `silent_after` or more as of `read_at` has `silentSince`: when it
 // went silent, which a loss that follows counts its recovery from.
+// A worker /progress counts whose pod is gone and not replaced is listed
+// too, by its name and node in `gone` (by rank), with what it trained:
+// left out, the workers' samples no longer added up to the job's (a new
+// user's trial).
+struct GoneWorker {
+  std::string name, node;
+};
 Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress,
                      std::optional<kube::WallTime> read_at = std::nullopt,
-                     Duration silent_after = std::chrono::seconds(10));
+                     Duration silent_after = std::chrono::seconds(10), const std::map<int, GoneWorker>& gone = {});
 // Each of `workers` (WorkersStatusOf's) keeps, of its entry by name in the
 // status before (`stored`, an array), whatever it has no figure for now.
 void KeepWhatWasRead(Json& workers, const Json& stored);

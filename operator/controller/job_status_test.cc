@@ -124,6 +124,23 @@ TEST(JobStatusTest, EachAgentIsShownWithItsNodeAndWorkersWithTheirLink) {
             0.739);
 }
 
+// A worker lost and not replaced stays listed, by its plan's name and node,
+// with what it trained: the workers' samples add up to the job's (a new
+// user's team listed worker 0 alone, 426,112 samples of 430,912).
+TEST(JobStatusTest, AWorkerWhosePodIsGoneStaysListedWithWhatItTrained) {
+  const Json progress = {{"samples", 430912},
+                         {"workers", {{{"rank", 0}, {"samples", 426112}}, {{"rank", 1}, {"samples", 4800}}}}};
+  const std::map<int, GoneWorker> plan = {{0, {"t-worker-0", "robot-1"}}, {1, {"t-worker-1-g2", "spot-2"}}};
+  const Json workers = WorkersStatusOf({APod("t-coordinator").OfJob("t").Coordinator().On("gateway"),
+                                        APod("t-worker-0").OfJob("t").Worker(0).On("robot-1")},
+                                       progress, std::nullopt, std::chrono::seconds(10), plan);
+  ASSERT_EQ(workers.size(), 3u) << workers.dump();
+  EXPECT_EQ(workers[1]["name"], "t-worker-0");
+  EXPECT_EQ(workers[2], (Json{{"name", "t-worker-1-g2"}, {"node", "spot-2"}, {"role", "worker"}, {"samples", 4800}}));
+  // Without the plan's names (a pipeline's devices), none is made up.
+  EXPECT_EQ(WorkersStatusOf({APod("t-worker-0").OfJob("t").Worker(0).On("robot-1")}, progress).size(), 1u);
+}
+
 // A worker's samples, injected ones and its stream's counts are in the
 // status, as edgetrain run's tables give them (a new user found none).
 TEST(JobStatusTest, AWorkerOnAStreamShowsWhatArrivedAndWhatItTrainedOn) {

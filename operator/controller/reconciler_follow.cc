@@ -278,7 +278,8 @@ Status Reconciler::Succeed(Pass& pass, Team& team) {
     // a job of 3 s had none; a new user's trial). A result too long
     // for a termination message leaves its workers out: then as read.
     if (result.contains("workers") && result["workers"].is_array() && !result["workers"].empty()) {
-      Json workers = WorkersStatusOf(GangPods(pass.pods, team.names), result);
+      Json workers = WorkersStatusOf(GangPods(pass.pods, team.names), result, std::nullopt, std::chrono::seconds(10),
+                                     GoneWorkersOf(pass.job.name, team.plan));
       KeepWhatWasRead(workers, pass.stored_status.value("workers", Json::array()));
       pass.status["workers"] = std::move(workers);
     }
@@ -443,7 +444,7 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
   const Duration grace = pass.job.manifest.spec.fault_tolerance.node_loss_grace;
   const Duration silent_after =
       grace > Duration::zero() ? std::min(grace, options_.links.link_down_after) : options_.links.link_down_after;
-  Json workers = WorkersStatusOf(gang_pods, progress, pass.wall_now, silent_after);
+  Json workers = WorkersStatusOf(gang_pods, progress, pass.wall_now, silent_after, GoneWorkersOf(pass.job.name, plan));
   // No progress read (the coordinator ending, a slow answer): each pod
   // keeps what was last read of it. The job's last status lost every
   // worker's batch, samples and stall as it ended (a new user's trial).

@@ -69,6 +69,15 @@ std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation) {
   return "";
 }
 
+std::map<int, GoneWorker> GoneWorkersOf(const std::string& job, const JobPlan& plan) {
+  std::map<int, GoneWorker> gone;
+  if (plan.pipeline) return gone;
+  for (const WorkerSlot& slot : plan.workers) {
+    gone[slot.rank] = {WorkerPodName(job, slot.rank, SlotSince(plan, slot.rank)), slot.node};
+  }
+  return gone;
+}
+
 JobPlan NextGeneration(const JobPlan& plan, const std::set<int>& replaced, const std::vector<std::string>& to,
                        const std::vector<NodeView>& nodes, std::string& said) {
   JobPlan next = plan;

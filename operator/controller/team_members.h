@@ -5,6 +5,7 @@
 // losses are read, and tested, apart from its passes.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,7 @@
 #include "core/job_plan.h"
 #include "core/node_view.h"
 #include "operator/controller/job_objects.h"
+#include "operator/controller/job_status.h"
 #include "operator/kube/kube_time.h"
 
 namespace edgetrain::operator_ {
@@ -51,6 +53,11 @@ const Json* PodNamed(const std::vector<Json>& pods, const std::string& name);
 // after nodeLossGrace, a pre-emption, a drain, a person), or it is gone though
 // it was placed by an earlier plan (so not merely not yet in the cache).
 std::string LossOf(const Json* pod, int64_t slot_since, int64_t generation);
+
+// Each worker's pod name and node in `plan`, by rank, for one whose pod is
+// gone (WorkersStatusOf); none of a pipeline's, whose lost devices the head
+// lists itself.
+std::map<int, GoneWorker> GoneWorkersOf(const std::string& job, const JobPlan& plan);
 
 // The next plan generation: the ranks `replaced` placed on `to` (in rank
 // order), every other worker keeping its slot and stream. `said`: where each
