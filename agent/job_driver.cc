@@ -242,9 +242,16 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   const bool finished_model = std::filesystem::exists(model_path, ec) &&
                               FinishedModelIn(plan_.output_dir + "/model.json", resumed.has_value());
   const double elapsed_before = resumed ? resumed->elapsed_s : 0;
-  EDGETRAIN_ASSIGN_OR_RETURN(EvaluationLog evaluations,
-                             EvaluationLog::Open(plan_.output_dir + "/evaluations.csv",
-                                                 resumed ? std::optional<int64_t>(resumed->iteration) : std::nullopt));
+  std::vector<int> unread_rows;
+  EDGETRAIN_ASSIGN_OR_RETURN(
+      EvaluationLog evaluations,
+      EvaluationLog::Open(plan_.output_dir + "/evaluations.csv",
+                          resumed ? std::optional<int64_t>(resumed->iteration) : std::nullopt, &unread_rows));
+  // Said as a warning, which the runner shows and /progress lists.
+  for (int line : unread_rows) {
+    Warn(plan_.output_dir + "/evaluations.csv: line " + std::to_string(line) +
+         " is not an evaluation row (seconds,iteration,samples,accuracy,energy_joules): left out");
+  }
 
   EDGETRAIN_RETURN_IF_ERROR(engine_.Start(cancel));
   // The job's clock: training time, over every run of it.

@@ -690,6 +690,25 @@ TEST_F(JobDriverTest, AResumedJobDropsTheEvaluationsOfIterationsItTrainsAgain) {
   std::vector<int64_t> iterations;
   while (std::getline(rows, row)) iterations.push_back(std::stoll(row.substr(row.find(',') + 1)));
   EXPECT_EQ(iterations, (std::vector<int64_t>{5, 10, 15, 20, 25, 30, 35, 40}));
+  EXPECT_EQ(log.str().find("is not an evaluation row"), std::string::npos) << "a row a crash cut short goes unsaid";
+}
+
+// A line of evaluations.csv that is no row (edited by hand, damaged) is left
+// out, and said to be: it vanished unsaid, where progress.jsonl's lines say
+// so (a new user's trial).
+TEST_F(JobDriverTest, AResumedJobSaysWhichLinesOfItsEvaluationsItLeftOut) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  ASSERT_TRUE(Run(milliseconds(123)).ok());  // its checkpoint at 25
+  std::string rows = Evaluations();
+  rows.insert(rows.find('\n') + 1, "an accuracy of 0.9 by hand\n");
+  std::ofstream(plan.output_dir + "/evaluations.csv") << rows;
+  auto resumed = Run();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  const std::string said = plan.output_dir + "/evaluations.csv: line 2 is not an evaluation row "
+                                             "(seconds,iteration,samples,accuracy,energy_joules): left out";
+  EXPECT_NE(log.str().find("solo: warning: " + said), std::string::npos) << log.str();
+  EXPECT_EQ(resumed->warnings, std::vector<std::string>{said}) << "in /progress, which the runner says";
+  EXPECT_EQ(Evaluations().find("by hand"), std::string::npos);
 }
 
 // A finished job's checkpoint says so only once its model is written: a full

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -19,7 +20,11 @@ class EvaluationLog {
   // trains again, are dropped first, so that no iteration has two rows.
   // Afresh, an earlier run's file stays until then: a run that evaluates
   // nothing (it took no step) leaves it, with the model it describes.
-  static StatusOr<EvaluationLog> Open(const std::string& path, std::optional<int64_t> resumed_at);
+  // Lines that were no row (edited by hand, damaged) are left out too, their
+  // numbers in `unread` for the run to say: they vanished unsaid (a new
+  // user's trial), where progress.jsonl's say so.
+  static StatusOr<EvaluationLog> Open(const std::string& path, std::optional<int64_t> resumed_at,
+                                      std::vector<int>* unread = nullptr);
   void Record(double seconds, int64_t iteration, int64_t samples, double accuracy, std::optional<double> energy_joules);
 
  private:
