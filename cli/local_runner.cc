@@ -611,13 +611,13 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
 int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& out, std::ostream& err) {
   CheckedRun checked;
   if (int code = CheckRun(options, err, checked); code != kExitOk) return code;
+  // The manifest as written, its paths not made this machine's: what the API
+  // server would store (a relative path is the volume's on a cluster; a new
+  // user read /tmp/... beside spec.data.volume), and what the operator judges.
+  auto text = ReadText(options.manifest_path);
+  auto as_written = text.ok() ? api::ParseTrainingJob(*text, options.manifest_path)
+                              : StatusOr<api::TrainingJobManifest>(text.status());
   if (defaulted) {
-    // The manifest as the API server would store it: its paths as written,
-    // not made this machine's (a relative path is the volume's on a cluster;
-    // a new user read /tmp/... beside spec.data.volume).
-    auto text = ReadText(options.manifest_path);
-    auto as_written = text.ok() ? api::ParseTrainingJob(*text, options.manifest_path)
-                                : StatusOr<api::TrainingJobManifest>(text.status());
     out << (as_written.ok() ? as_written->object : checked.job.object).dump() << "\n";
   } else {
     out << options.manifest_path << ": valid; " << DescribeJob(checked.job);
@@ -625,12 +625,9 @@ int ValidateManifest(const RunOptions& options, bool defaulted, std::ostream& ou
       out << "\n" << options.nodes_path << ": valid; " << DescribePlacement(checked.plan, *checked.profile);
     }
     out << "\n";
-    // Valid here, and what the operator would refuse of the same manifest, as
-    // written: a new user's "valid" for an output path of /data, which
-    // kubectl apply then saw Failed (InvalidSpec).
-    auto text = ReadText(options.manifest_path);
-    auto as_written = text.ok() ? api::ParseTrainingJob(*text, options.manifest_path)
-                                : StatusOr<api::TrainingJobManifest>(text.status());
+    // Valid here, and what the operator would refuse of the same manifest: a
+    // new user's "valid" for an output path of /data, which kubectl apply
+    // then saw Failed (InvalidSpec).
     if (as_written.ok()) {
       const api::SupportCheck in_cluster = api::CheckSupport(*as_written, api::Runner::kKubernetes);
       for (const auto& e : in_cluster.invalid) {
