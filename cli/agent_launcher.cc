@@ -85,8 +85,17 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
              "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
              "--coordinator=" + coordinator, HttpFlag(1 + rank)},
             log, rank));
-  EDGETRAIN_ASSIGN_OR_RETURN(std::string http, Await(worker, "http", log));
-  endpoints_.push_back({"worker " + std::to_string(rank), http, links_ ? links_->WorkerNamespace(rank) : "", rank});
+  StatusOr<std::string> http = Await(worker, "http", log);
+  if (!http.ok()) {
+    // Killed is not failed: a robot's process the OOM killer took as it
+    // loaded its data failed the whole team's run, where one lost a second
+    // later is trained on without (a user's trial). A worker that ended by
+    // itself (its inputs, a port taken) would end so again: that fails the run.
+    const std::optional<int> status = worker.Poll();
+    if (!plan.pipeline && status && *status > 128) return worker;
+    return http.status();
+  }
+  endpoints_.push_back({"worker " + std::to_string(rank), *http, links_ ? links_->WorkerNamespace(rank) : "", rank});
   return worker;
 }
 

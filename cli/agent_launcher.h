@@ -64,6 +64,10 @@ class AgentLauncher {
   void SetProgressEvery(std::optional<Duration> every) { progress_every_ = every; }
   // Starts worker `rank` and waits until it serves HTTP.
   // A data-parallel worker, or a pipeline's stage agent when the plan has a pipeline.
+  // A team's worker killed by a signal as it started comes back ended, with
+  // no endpoint: a device lost at the start, which its team starts without
+  // (docs/data-parallelism.md, "A team starts together"), and the runner's
+  // supervision says so as of a device lost later.
   StatusOr<ChildProcess> StartWorker(int rank);
 
   // Every agent started so far, the coordinator first.

@@ -1100,6 +1100,33 @@ TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
       << shot.stderr_text;
 }
 
+// A team's worker killed as it starts is a device lost at the start, as the
+// docs say: the team starts without it once its grace has passed, and the run
+// succeeds, saying so (it failed the run: a user's trial). Its own failure,
+// as above, would fail it again, and fails the run.
+TEST_F(RunCommandTest, ATeamsWorkerKilledAsItStartsIsADeviceLostAndTheTeamStartsWithoutIt) {
+  const fs::path agent = dir_ / "agent-rank-1-killed";
+  std::ofstream(agent) << "#!/bin/sh\ncase \"$*\" in *--role=worker*--rank=1\\ *) kill -KILL $$;; esac\nexec "
+                       << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
+  fs::permissions(agent, fs::perms::owner_all);
+  const std::string spec = R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 32}
+  parallelism: {workers: 3}
+  faultTolerance: {nodeLossGrace: 1s}
+  budget: {epochs: 1}
+)";
+  Outcome run = Execute({"run", Manifest("digits-killed-worker", spec), "--agent", agent.string(), "--json",
+                         "--no-curves", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("warning: worker 1 ended (killed by SIGKILL"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("the team has not started yet"), std::string::npos) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text.find("ended as it started"), std::string::npos) << run.stderr_text;
+  // The others trained the epoch.
+  const auto last = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(last["stop_reason"], "epochs") << last.dump();
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
+}
+
 // A --fresh run that fails before its first checkpoint does not offer the
 // one an earlier run left as its own to resume from (it said "kept: run the
 // command again without --fresh to resume from it", and that run then
