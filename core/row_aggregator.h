@@ -80,6 +80,8 @@ class RowAggregator {
   bool StepMovedRows(const StalenessLedger& ledger);
   // The least clock a row's last step reached: the team's round is this + 1.
   int64_t least_applied_clock() const;
+  // The clock row `r`'s last step reached.
+  int64_t applied_clock(size_t r) const { return applied_clock_[r]; }
   // Rounds: gradient rows dropped for coming after their round had closed.
   int64_t late_rows() const { return late_rows_; }
 

@@ -110,6 +110,14 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   // nothing gathered towards the next (without rounds the first push after a
   // resume stepped its row alone, from clock 0: found in review).
   aggregator_.StepMovedRows(ledger_);
+  // And every worker goes on from there, as from a copy taken over: what the
+  // checkpoint says each pushed is what the rows stepped on, and a worker put
+  // back where it had been, a round behind the rows (the stop closed the
+  // round without it), and its teammates with it, computed a round stepped
+  // already: both pushes late, a batch of each lost at every resume.
+  std::vector<int64_t> clocks(layout_.size());
+  for (size_t r = 0; r < layout_.size(); ++r) clocks[r] = aggregator_.applied_clock(r);
+  ledger_.Resume(clocks);
   return Status::Ok();
 }
 
@@ -256,10 +264,16 @@ void Coordinator::Snapshot(JobCheckpoint& into) {
   into.parameters = std::move(state.parameters);
   into.optimizer = std::move(state.optimizer);
   into.versions = std::move(state.versions);
+  // Pushes as far as the rows stepped on them: a push gathered toward a step
+  // not taken yet (a round still open) is not in the parameters kept, and
+  // credited, it would have the resumed rows step past that round on nothing
+  // (Restore). Its worker computes it again.
   LedgerState ledger;
   ledger.workers = world_;
   for (int w = 0; w < world_; ++w) {
-    for (size_t r = 0; r < layout_.size(); ++r) ledger.pushed.push_back(ledger_.pushed(w, r));
+    for (size_t r = 0; r < layout_.size(); ++r) {
+      ledger.pushed.push_back(std::min(ledger_.pushed(w, r), aggregator_.applied_clock(r)));
+    }
     ledger.iterations.push_back(ledger_.iteration(w));
   }
   into.ledger = std::move(ledger);

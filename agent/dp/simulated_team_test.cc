@@ -528,6 +528,57 @@ TEST_P(RestartTest, ACoordinatorPlacedAnewKeepsTheJobsIterationAndClock) {
 INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),
                          [](const auto& info) { return std::string(NameOf(info.param)); });
 
+// A team stopped while the faster worker's push for the next round was in
+// and the slower one's not, then run again from its checkpoint, has both
+// workers compute the round after the one its rows were kept at. The stop
+// closed the open round on the faster worker's push; restored, the slower
+// worker, which joined first, was put where it had been, a round behind, and
+// the other where its teammate was: both computed the round the rows had
+// stepped already, and both pushes were dropped as late, a batch of every
+// worker lost at each resume (of a stream from a folder, its samples for
+// good: a new user's trial).
+class RunAgainTest : public ::testing::TestWithParam<SyncPolicy> {};
+
+TEST_P(RunAgainTest, ATeamRunAgainFromItsCheckpointCountsEveryWorkersFirstPush) {
+  TeamSetup setup = ATeamOf(2);
+  setup.output_dir += NameOf(GetParam());
+  setup.policy = GetParam();
+  setup.staleness_bound = 0;
+  setup.slowdowns = {3, 1};  // worker 0, which joins first, the slower
+  setup.budget.epochs = 3;
+  {
+    SimulatedTeam stopped(setup);
+    stopped.Run([](SimulatedTeam& t) {
+      ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return IterationOf(p, 1) > IterationOf(p, 0); }));
+      t.Stop();
+    });
+    ASSERT_TRUE(stopped.result().ok()) << stopped.log();
+    ASSERT_EQ(stopped.result()->state, JobState::kInterrupted) << stopped.log();
+  }
+  auto checkpoint = ReadWholeFile(setup.output_dir + "/checkpoint.bin");
+  ASSERT_TRUE(checkpoint.ok());
+  auto kept = DecodeCheckpoint(*checkpoint, "checkpoint.bin");
+  ASSERT_TRUE(kept.ok() && kept->ledger.has_value());
+  const int64_t rows_at = *std::max_element(kept->ledger->pushed.begin(), kept->ledger->pushed.end());
+  SimulatedTeam again(setup);
+  again.Run();
+  ExpectSound(again, 0);
+  ASSERT_TRUE(again.result()->resumed_from_iteration.has_value()) << again.log();
+  EXPECT_EQ(again.result()->stop_reason, StopReason::kEpochs);
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_NE(again.log().find("worker " + std::to_string(w) + " joined at iteration " + std::to_string(rows_at) +
+                               "\n"),
+              std::string::npos)
+        << "worker " << w << ", the rows at " << rows_at << "\n" << again.log();
+  }
+  if (GetParam() == SyncPolicy::kDeadline) {
+    EXPECT_NE(again.log().find(", 0 gradient rows late"), std::string::npos) << again.log();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RunAgainTest, ::testing::Values(SyncPolicy::kBsp, SyncPolicy::kDeadline),
+                         [](const auto& info) { return std::string(NameOf(info.param)); });
+
 // A re-plan (a replacement node, a moved worker) reaches a running
 // coordinator as a new plan generation: it adopts it without a restart, and
 // the workers of the old generation are fenced out, at once and for good.
