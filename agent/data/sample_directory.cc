@@ -226,6 +226,11 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     // than the whole buffer): that one is taken, alone, once the buffer is empty.
     if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) break;
     seen_.insert(path.filename().string());
+    if (StreamNameBefore(path.filename().string(), furthest_read_)) {
+      scan.out_of_order.emplace_back(path.filename().string(), furthest_read_);
+    } else {
+      furthest_read_ = path.filename().string();
+    }
     // As read: its size then, and which file it was (the inode of the file
     // read, not of one renamed over it since).
     const std::optional<FileIdentity> identity = IdentityOf(path.string());
@@ -270,10 +275,24 @@ std::string SampleDirectory::OutsideRange(const Dataset& read, const std::string
 
 SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
   std::lock_guard lock(mu_);
-  Through through{skip_through_, 0};
+  // Files are read as they come, and one may come after a file named after
+  // it (3.csv after 10.csv). What is read through is a name: the greatest
+  // before which every file read was taken whole, so that a resumed run,
+  // skipping by name, skips none it did not train on. The last taken in the
+  // order read said 3.csv, and a resumed run trained on 10.csv again (a new
+  // user's trial); a file taken but named after one not taken is read again.
+  std::optional<std::string> least_not_taken;
   for (const auto& [end, name] : files_) {
-    if (end > taken) break;
-    through = {name, end};
+    if (end > taken && (!least_not_taken || StreamNameBefore(name, *least_not_taken))) least_not_taken = name;
+  }
+  Through through{skip_through_, 0};
+  int64_t begin = 0;
+  for (const auto& [end, name] : files_) {
+    const int64_t held = end - begin;
+    begin = end;
+    if (end > taken || (least_not_taken && !StreamNameBefore(name, *least_not_taken))) continue;
+    through.samples += held;
+    if (through.file.empty() || StreamNameBefore(through.file, name)) through.file = name;
   }
   return through;
 }

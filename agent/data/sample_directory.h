@@ -81,6 +81,9 @@ class SampleDirectory {
     // Files read with a line left out: a writer that stopped mid-line left
     // an unfinished last line that is no row ("<file>:<line>: <what>").
     std::vector<std::string> cut_short;
+    // Files read after one named after them (the file, and the one it came
+    // after): read, but a resumed run, which goes by name, reads that one again.
+    std::vector<std::pair<std::string, std::string>> out_of_order;
   };
   // Reads files not read yet, in name order (StreamNameBefore), as long as
   // they fit in `room` samples (a file is read whole); the rest wait on disk
@@ -138,6 +141,7 @@ class SampleDirectory {
   static std::optional<FileIdentity> IdentityOf(const std::string& path);
   std::map<std::string, FileIdentity> read_as_;
   std::deque<std::string> read_order_;  // the watched files, oldest first
+  std::string furthest_read_;            // the last by name of the files read
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;
   std::string skip_through_;  // names up to this one are read (SkipThrough)

@@ -288,6 +288,32 @@ TEST_F(SampleDirectoryTest, NumbersInNamesAreOrderedByValue) {
   EXPECT_EQ(resumed.ReadThrough(1).file, "10.csv") << "a skip never goes back";
 }
 
+// Files that come after one named after them are read, and said to be; what
+// is read through is the greatest name before which every file read was
+// taken whole. The last taken in the order read (4.csv, read after 10.csv)
+// had a resumed run train on 10.csv again (a new user's trial).
+TEST_F(SampleDirectoryTest, WhatIsReadThroughIsANameBeforeWhichEveryFileReadWasTaken) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("1.csv", "0,1,2\n");
+  Put("2.csv", "1,1,2\n");
+  Put("10.csv", "2,1,2\n2,3,4\n");
+  ASSERT_EQ(source.Look().samples, 4);
+  Put("3.csv", "0,5,6\n");
+  Put("4.csv", "1,5,6\n");
+  const SampleDirectory::Scan late = source.Look();
+  EXPECT_EQ(late.samples, 2);
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(late.out_of_order, (Pairs{{"3.csv", "10.csv"}, {"4.csv", "10.csv"}}));
+  EXPECT_EQ(source.ReadThrough(6).file, "10.csv") << "every file taken";
+  EXPECT_EQ(source.ReadThrough(6).samples, 6);
+  EXPECT_EQ(source.ReadThrough(5).file, "3.csv") << "4.csv not taken: 10.csv, named after it, is read again";
+  EXPECT_EQ(source.ReadThrough(5).samples, 3) << "1.csv's, 2.csv's and 3.csv's";
+
+  SampleDirectory resumed(folder.string(), kInfo);
+  resumed.SkipThrough(source.ReadThrough(6).file);
+  EXPECT_EQ(resumed.Look().samples, 0) << "none trained twice";
+}
+
 // A built-in data set's features lie in [0, 1]: a file in other units
 // (digits' raw 0..16), or with the label last so that its first feature read
 // as a label, trained on in silence (a new user's trial). Refused, saying so.

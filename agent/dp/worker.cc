@@ -483,6 +483,11 @@ class WorkerRun {
       last_refused_ = refused;
       log_ << "worker " << options_.rank << ": a file of its stream was left out: " << refused << "\n";
     }
+    for (const auto& [file, after] : scan.out_of_order) {
+      log_ << "worker " << options_.rank << ": its stream's file " << file << " came after " << after
+           << ", a later name: it is read, but a run resumed from a checkpoint goes by name (docs/streams.md), and "
+           << "reads " << after << " again, or, had " << file << " come while the job was stopped, skips it\n";
+    }
     for (const std::string& cut : scan.cut_short) {
       log_ << "worker " << options_.rank << ": a line of its stream was left out, the rows before it read: " << cut
            << "\n";
