@@ -1,6 +1,9 @@
 #pragma once
 // For tests that drive edgetrain and its agents as processes.
 
+#include <sys/types.h>
+
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +58,20 @@ inline std::string ReadFile(const std::filesystem::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The pid of a live process (not a zombie) whose command line holds
+// `needle`, if any.
+inline std::optional<pid_t> ProcessWith(const std::string& needle) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    const bool zombie = ReadFile(entry.path() / "stat").find(") Z ") != std::string::npos;
+    if (!zombie && cmdline.find(needle) != std::string::npos) return static_cast<pid_t>(std::stol(name));
+  }
+  return std::nullopt;
 }
 
 }  // namespace edgetrain::cli

@@ -161,7 +161,14 @@ void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const st
   err << "observe: Prometheus at " << observer.url() << " serves the run's series; "
       << (keep ? "for " + FormatDuration(*keep) : std::string("Ctrl-C stops it")) << "\n";
   const TimePoint until = keep ? clock.Now() + *keep : kNever;
-  while (!interrupted.load() && clock.Now() < until) clock.SleepFor(std::chrono::milliseconds(100));
+  while (!interrupted.load() && clock.Now() < until) {
+    if (const std::optional<std::string> ended = observer.Ended()) {
+      err << "observe: Prometheus ended (" << *ended << "; its log: " << (observer.dir() / "prometheus.log").string()
+          << "): nothing serves the run's series now\n";
+      break;
+    }
+    clock.SleepFor(std::chrono::milliseconds(100));
+  }
   observer.Stop(kStopGrace);
 }
 
@@ -169,8 +176,8 @@ void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const st
 // run stopped it at once, and nothing said they were kept (a new user's
 // trial found them by starting a Prometheus on a copy).
 void SayWhereTheSeriesStay(const RunObserver& observer, std::ostream& err) {
-  err << "observe: the run's series stay in " << (observer.dir() / "data").string()
-      << " (prometheus --storage.tsdb.path=" << (observer.dir() / "data").string() << " serves them again)\n";
+  err << "observe: the run's series stay in " << (observer.dir() / "data").string() << " ("
+      << observer.ServeAgainCommand() << " serves them again)\n";
 }
 
 }  // namespace
@@ -1145,7 +1152,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     folder->Remove();
   }
   out << std::flush;
-  if (observer && !HoldsTheRun(*observer)) {
+  if (const std::optional<std::string> ended = observer ? observer->Ended() : std::nullopt) {
+    err << "observe: Prometheus ended during the run (" << *ended
+        << "; its log: " << (observer->dir() / "prometheus.log").string()
+        << "): the series it scraped before then are kept, and nothing serves them now\n";
+    observer->Stop(kStopGrace);
+    SayWhereTheSeriesStay(*observer, err);
+  } else if (observer && !HoldsTheRun(*observer)) {
     // Neither served nor said to stay: that line and the two after it said
     // so of nothing (new users' trials).
     err << "observe: the run ended before Prometheus scraped it (it scrapes each second, from a second or two "

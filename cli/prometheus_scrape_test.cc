@@ -350,6 +350,49 @@ TEST(PrometheusScrapeTest, APrometheusThatScrapedNothingHoldsNoSeriesOfTheRun) {
   observer->Stop(seconds(10));
 }
 
+// A run's Prometheus killed under it is said to have ended, as the run is
+// told before it says it serves the series (it said so, and waited for a
+// Ctrl-C with nothing listening: a new user's trial); and the command the run
+// gives to serve its data again serves it, on loopback, with nothing to scrape.
+TEST(PrometheusScrapeTest, APrometheusKilledIsSaidToHaveEndedAndItsDataIsServedAgainAsTheRunSays) {
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-killed";
+  fs::remove_all(dir);
+  RealClock clock;
+  auto observer = RunObserver::Start("/usr/bin/prometheus", dir, 0, "", clock, seconds(60));
+  ASSERT_TRUE(observer.ok()) << observer.status().ToString();
+  EXPECT_EQ(observer->Ended(), std::nullopt);
+  const std::optional<pid_t> server = ProcessWith("--storage.tsdb.path=" + (dir / "data").string());
+  ASSERT_TRUE(server.has_value());
+  ASSERT_EQ(::kill(*server, SIGKILL), 0);
+  std::optional<std::string> ended;
+  for (int i = 0; i < 100 && !(ended = observer->Ended()); ++i) std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(ended, "killed by SIGKILL");
+  observer->Stop(seconds(10));
+  EXPECT_EQ(ReadFile(dir / "targets.json"), "[]\n") << "the agents gone, nothing to scrape";
+
+  // As a person runs it, on another port than 9090, which this machine may use.
+  std::istringstream words(observer->ServeAgainCommand());
+  std::vector<std::string> argv;
+  for (std::string w; words >> w;) argv.push_back(w);
+  ASSERT_EQ(argv.front(), "prometheus");
+  argv.front() = "/usr/bin/prometheus";
+  ASSERT_EQ(argv.back(), "--web.listen-address=127.0.0.1:9090");
+  const std::string address = "127.0.0.1:" + std::to_string(http::FreeLoopbackPort());
+  argv.back() = "--web.listen-address=" + address;
+  auto again = ChildProcess::Spawn(argv, (dir / "again.log").string());
+  ASSERT_TRUE(again.ok());
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    auto reply = http::HttpGet(address, "/-/ready");
+    ready = reply.ok() && reply->status == 200;
+    if (!ready) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(ready) << ReadFile(dir / "again.log");
+  EXPECT_EQ(ReadFile(dir / "again.log").find("/etc/prometheus"), std::string::npos) << "the run's config, not Debian's";
+  again->Signal(SIGTERM);
+  again->Wait(seconds(10));
+}
+
 // A rules file Prometheus would refuse is refused before it starts, in
 // promtool's words, its folder not made (it exited 1 there, its log's words
 // said and the folder left: a user's trial); the alerts the dashboards ship

@@ -29,21 +29,6 @@ using std::chrono::seconds;
 
 const std::string kEdgetrain = std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain";
 
-// Whether any live process was started with `needle` in its command line.
-// The pid of a live process whose command line holds `needle`, if any.
-std::optional<pid_t> ProcessWith(const std::string& needle) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = ReadFile(entry.path() / "cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    std::string stat = ReadFile(entry.path() / "stat");
-    bool zombie = stat.find(") Z ") != std::string::npos;
-    if (!zombie && cmdline.find(needle) != std::string::npos) return static_cast<pid_t>(std::stol(name));
-  }
-  return std::nullopt;
-}
-
 bool ProcessRunningWith(const std::string& needle) { return ProcessWith(needle).has_value(); }
 
 struct Outcome {

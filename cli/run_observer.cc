@@ -175,11 +175,26 @@ StatusOr<bool> RunObserver::Holds(const std::string& metric) const {
   return !answer["data"]["result"].empty();
 }
 
+std::optional<std::string> RunObserver::Ended() {
+  if (!server_) return std::nullopt;
+  const std::optional<int> status = server_->Poll();
+  if (!status) return std::nullopt;
+  return DescribeExitStatus(*status);
+}
+
 void RunObserver::Stop(Duration grace) {
   if (!server_) return;
   server_->Signal(SIGTERM);
   server_->Wait(grace);
   server_.reset();
+  // The agents are gone: a server started again on this config would only
+  // add their failed scrapes to the run's series.
+  (void)agent::WriteFileAtomically((dir_ / "targets.json").string(), "[]\n");
+}
+
+std::string RunObserver::ServeAgainCommand() const {
+  return "prometheus --config.file=" + (dir_ / "prometheus.yml").string() +
+         " --storage.tsdb.path=" + (dir_ / "data").string() + " --web.listen-address=127.0.0.1:9090";
 }
 
 }  // namespace edgetrain::cli

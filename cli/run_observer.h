@@ -55,8 +55,18 @@ class RunObserver {
   // and an earlier run's series there were taken for this one's (found in
   // review).
   StatusOr<bool> Holds(const std::string& metric) const;
-  // Stops Prometheus (SIGTERM: it flushes its data), SIGKILL past `grace`.
+  // How Prometheus ended, if it has, before Stop ("killed by SIGKILL"); else
+  // nullopt. A server killed during a run left the run saying it served the
+  // series, and waiting for a Ctrl-C with nothing listening (a new user's trial).
+  std::optional<std::string> Ended();
+  // Stops Prometheus (SIGTERM: it flushes its data), SIGKILL past `grace`,
+  // and leaves it nothing to scrape: its config then serves the data again
+  // (ServeAgainCommand).
   void Stop(Duration grace);
+  // The command that serves the data again as this run's server did: on
+  // loopback, with its rules, scraping nothing (prometheus alone read
+  // Debian's config and listened on every address: a new user's trial).
+  std::string ServeAgainCommand() const;
 
  private:
   RunObserver(std::filesystem::path dir, std::string address, ChildProcess server)
