@@ -7,6 +7,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -274,10 +275,21 @@ struct CoordinatorMetrics::Handles {
   // series at 0 read as a model that knows nothing (a new user's trial).
   prometheus::Family<Gauge>& accuracy_family;
   Gauge* accuracy = nullptr;
-  Gauge& loss;
-  TotalCounter samples;
+  // Added at the first step, as accuracy is at the first evaluation: a loss
+  // of 0 before it drew every run's loss falling to 0 at its start (a new
+  // user's trial).
+  prometheus::Family<Gauge>& loss_family;
+  Gauge* loss = nullptr;
+  // The job's totals over every run of it: added once the job's progress is
+  // known, a resumed job's from its checkpoint's, so that a series starts
+  // there. Added at 0, they read 0 until the checkpoint was read and then
+  // jumped by the earlier runs' totals, which increase() and the Samples/s
+  // panel counted as this run's (a new user's trial).
+  prometheus::Family<Counter>& samples_family;
+  std::unique_ptr<TotalCounter> samples;
   Gauge& active;
-  TotalCounter energy;
+  prometheus::Family<Counter>& energy_family;
+  std::unique_ptr<TotalCounter> energy;
   Counter& checkpoints;
   prometheus::Family<Counter>& refused;
   prometheus::Family<Counter>& dropped;
@@ -294,13 +306,15 @@ CoordinatorMetrics::CoordinatorMetrics(MetricsRegistry& registry, const std::str
       Family(BuildGauge(), "edgetrain_job_accuracy",
              "Test accuracy of the job's model at its last evaluation (none before the first)", r),
       nullptr,
-      Family(BuildGauge(), "edgetrain_job_loss", "The team's training loss, smoothed", r).Add(l),
-      TotalCounter(Family(BuildCounter(), "edgetrain_job_samples_total", "Training samples the team has consumed", r)
-                       .Add(l)),
+      Family(BuildGauge(), "edgetrain_job_loss", "The team's training loss, smoothed (none before the first step)", r),
+      nullptr,
+      Family(BuildCounter(), "edgetrain_job_samples_total",
+             "Training samples the team has consumed, over every run of the job", r),
+      nullptr,
       Family(BuildGauge(), "edgetrain_job_active_workers", "Workers counted in the staleness bound now", r).Add(l),
-      TotalCounter(Family(BuildCounter(), "edgetrain_job_energy_joules_total",
-                          "The job's modelled energy, all workers' devices", r)
-                       .Add(l)),
+      Family(BuildCounter(), "edgetrain_job_energy_joules_total",
+             "The job's modelled energy, all workers' devices, over every run of the job", r),
+      nullptr,
       Family(BuildCounter(), "edgetrain_job_checkpoints_total", "Checkpoints written", r).Add(l),
       Family(BuildCounter(), "edgetrain_coordinator_refused_pushes_total",
              "Pushes refused whole and never applied, by why: future_iteration, no_such_row, row_twice, undecodable, "
@@ -353,10 +367,20 @@ void CoordinatorMetrics::SetAccuracy(double accuracy) {
   if (!h_->accuracy) h_->accuracy = &h_->accuracy_family.Add({{"trainingjob", h_->job}});
   h_->accuracy->Set(accuracy);
 }
-void CoordinatorMetrics::SetLoss(double loss) { h_->loss.Set(loss); }
-void CoordinatorMetrics::SetSamples(int64_t samples) { h_->samples.Set(static_cast<double>(samples)); }
+void CoordinatorMetrics::SetLoss(double loss) {
+  if (!h_->loss && loss <= 0) return;  // no step yet
+  if (!h_->loss) h_->loss = &h_->loss_family.Add({{"trainingjob", h_->job}});
+  h_->loss->Set(loss);
+}
+void CoordinatorMetrics::SetSamples(int64_t samples) {
+  if (!h_->samples) h_->samples = std::make_unique<TotalCounter>(h_->samples_family.Add({{"trainingjob", h_->job}}));
+  h_->samples->Set(static_cast<double>(samples));
+}
 void CoordinatorMetrics::SetActiveWorkers(int n) { h_->active.Set(n); }
-void CoordinatorMetrics::SetEnergy(double joules) { h_->energy.Set(joules); }
+void CoordinatorMetrics::SetEnergy(double joules) {
+  if (!h_->energy) h_->energy = std::make_unique<TotalCounter>(h_->energy_family.Add({{"trainingjob", h_->job}}));
+  h_->energy->Set(joules);
+}
 void CoordinatorMetrics::SetDownlinkMbps(int rank, double mbps) {
   h_->downlink[rank]->Set(mbps * kBytesPerSecondPerMbps);
 }

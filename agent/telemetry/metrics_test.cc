@@ -108,6 +108,24 @@ TEST(MetricsTest, CoordinatorExportsTotalsPlanAndBudget) {
   c.SetAccuracy(0.75);
   EXPECT_TRUE(Has(registry.Render(), "edgetrain_job_accuracy{trainingjob=\"j\"} 0.75")) << registry.Render();
 
+  // A resumed job's totals start where its checkpoint has them, not at 0 a
+  // second earlier (increase() counted the earlier runs as this one's: a new
+  // user's trial); the loss appears with the first step.
+  MetricsRegistry resumed_registry;
+  CoordinatorMetrics resumed(resumed_registry, "r", 2, 0);
+  resumed.SetLoss(0);
+  std::string before = resumed_registry.Render();
+  EXPECT_EQ(before.find("edgetrain_job_samples_total{"), std::string::npos) << before;
+  EXPECT_EQ(before.find("edgetrain_job_energy_joules_total{"), std::string::npos) << before;
+  EXPECT_EQ(before.find("edgetrain_job_loss{"), std::string::npos) << "no step yet: no loss\n" << before;
+  resumed.SetSamples(39872);
+  resumed.SetEnergy(70.5);
+  resumed.SetLoss(0.42);
+  const std::string after = resumed_registry.Render();
+  EXPECT_TRUE(Has(after, "edgetrain_job_samples_total{trainingjob=\"r\"} 39872")) << after;
+  EXPECT_TRUE(Has(after, "edgetrain_job_energy_joules_total{trainingjob=\"r\"} 70.5")) << after;
+  EXPECT_TRUE(Has(after, "edgetrain_job_loss{trainingjob=\"r\"} 0.42")) << after;
+
   // A pipeline's head: its devices counted, no link series of a team.
   MetricsRegistry head_registry;
   CoordinatorMetrics head(head_registry, "p", 2, 0, /*links=*/false);
