@@ -203,6 +203,14 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   // training set, whose samples are the workers': they go, unless it keeps
   // the pool injected samples come from.
   const int64_t train_size = s.data.train.size();
+  // The workers' parts as each of them deals them, from the same labels and
+  // seed: a skewed one's sizes are known only here, before the set goes.
+  std::string small_parts;
+  if (!spec.data.stream || !spec.data.stream->directory) {
+    small_parts = SmallPartsWarning(PartitionSamples(s.data.train.labels, s.data.train.info.classes,
+                                                     spec.parallelism.workers, spec.data.partition, spec.seed),
+                                    spec.data.partition, spec.data.batch_size);
+  }
   Dataset settle = SettleSamples(s);
   if (!spec.data.injection) s.data.train = {};
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<std::optional<BandwidthTrace>> downlinks, ShapedDownlinks(s.plan));
@@ -222,6 +230,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   // was dropped above, its workers' to read.
   driver.NameClasses(s.data.test.class_names);
   WarnOfItsData(s, train_size, spec.parallelism.workers, driver);
+  if (!small_parts.empty()) driver.Warn(small_parts);
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("coordinator", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,

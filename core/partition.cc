@@ -112,6 +112,28 @@ std::string LabelsWithoutSamplesWarning(std::span<const int64_t> labels, int cla
          (missing.size() == 1 ? "it" : "them");
 }
 
+std::string SmallPartsWarning(const std::vector<std::vector<int64_t>>& parts, const PartitionSpec& spec,
+                              int batch_size) {
+  if (spec.kind == PartitionKind::kIid || batch_size <= 1) return "";
+  std::vector<size_t> small;
+  for (size_t w = 0; w < parts.size(); ++w) {
+    if (parts[w].size() < static_cast<size_t>(batch_size)) small.push_back(w);
+  }
+  if (small.empty()) return "";
+  std::string named;
+  const size_t shown = std::min<size_t>(small.size(), 4);
+  for (size_t i = 0; i < shown; ++i) {
+    const size_t held = parts[small[i]].size();
+    named += std::string(i == 0 ? "" : i + 1 == small.size() ? " and " : ", ") + "worker " + std::to_string(small[i]) +
+             " " + std::to_string(held) + (held == 1 ? " sample" : " samples");
+  }
+  if (small.size() > shown) named += " and " + std::to_string(small.size() - shown) + " more workers fewer";
+  const std::string evener = spec.kind == PartitionKind::kDirichlet ? "a larger alpha" : "more labelsPerWorker";
+  return "spec.data.partition gives " + named + ", fewer than a batch of " + std::to_string(batch_size) +
+         ": each of their batches takes those samples again and again (edgetrain partition JOB.yaml shows every "
+         "part; " + evener + " or fewer workers evens them)";
+}
+
 std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers) {
   const PartitionSpec& p = data.partition;
   // A stream from a folder is dealt by its source, not partitioned.
@@ -119,9 +141,14 @@ std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers) 
   const int k = p.labels_per_worker.value_or(1);
   const int64_t dealt = int64_t{k} * workers;
   if (classes <= 0 || dealt >= classes) return "";
+  // Of data from files, a label dealt may hold no sample: the labels dealt
+  // are then more than those trained on (a user's 12 classes, 9 dealt and
+  // 7 trained on, read "9 ... are trained on").
+  const bool files = data.files.has_value();
   return "spec.data.partition gives each of " + std::to_string(workers) + (workers == 1 ? " worker " : " workers ") +
-         std::to_string(k) + (k == 1 ? " label" : " labels") + ": " + std::to_string(dealt) + " of the " +
-         std::to_string(classes) + " labels are trained on, and the other " + std::to_string(classes - dealt) +
+         std::to_string(k) + (k == 1 ? " label" : " labels") + ": " + (files ? "at most " : "") +
+         std::to_string(dealt) + " of the " + std::to_string(classes) + " labels are trained on, and the other " +
+         std::to_string(classes - dealt) + (files ? " or more" : "") +
          " never (edgetrain partition JOB.yaml names them; spec.data.injection brings their samples in)";
 }
 

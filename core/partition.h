@@ -30,6 +30,15 @@ std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labe
 // of 10, and only `edgetrain partition` said so.)
 std::string UnseenLabelsWarning(const DataSpec& data, int classes, int workers);
 
+// When a skewed partition (dirichlet, labels) leaves some worker fewer
+// samples than a batch of `batch_size`: which workers and how few, for a
+// warning; else empty. An even split's parts are warned of before a run
+// (BatchOverShareWarning); a skewed one's are known only from the labels (a
+// new user's Dirichlet 0.01 gave a worker 1 sample, unsaid, and it trained
+// 3,392 batches of it).
+std::string SmallPartsWarning(const std::vector<std::vector<int64_t>>& parts, const PartitionSpec& spec,
+                              int batch_size);
+
 // When the training set itself holds no sample of some of the `classes`
 // labels: which, for a warning (the model never learns them); else empty.
 // A user's 3 classes in a file of labels 0 and 1 trained to 0.63 unsaid,

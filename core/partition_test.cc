@@ -128,6 +128,38 @@ TEST(PartitionTest, LabelsNoWorkerSeesAreWarnedOfUnlessInjected) {
   data.injection.reset();
   data.partition = {PartitionKind::kDirichlet, 0.1, std::nullopt};
   EXPECT_EQ(UnseenLabelsWarning(data, 10, 2), "") << "only the labels partition deals labels";
+  // Of data from files, a label dealt may hold no sample: 9 dealt of 12 read
+  // "9 ... are trained on" where 7 were (a new user's trial).
+  data.partition = {PartitionKind::kLabels, std::nullopt, 3};
+  data.files = DataSource{};
+  EXPECT_EQ(UnseenLabelsWarning(data, 12, 3),
+            "spec.data.partition gives each of 3 workers 3 labels: at most 9 of the 12 labels are trained on, and "
+            "the other 3 or more never (edgetrain partition JOB.yaml names them; spec.data.injection brings their "
+            "samples in)");
+}
+
+// A skewed partition's parts smaller than a batch are said, naming the
+// workers (a Dirichlet 0.01 gave one worker 1 sample unsaid: a new user's
+// trial); an even split's are said before the run, from the set's size.
+TEST(PartitionTest, SkewedPartsSmallerThanABatchAreWarnedOf) {
+  const std::vector<int64_t> labels = Labels(200, 10);
+  const PartitionSpec skewed{PartitionKind::kDirichlet, 0.01, std::nullopt};
+  const auto parts = PartitionSamples(labels, 10, 6, skewed, 1);
+  std::vector<size_t> small;
+  for (size_t w = 0; w < parts.size(); ++w) {
+    if (parts[w].size() < 32) small.push_back(w);
+  }
+  ASSERT_FALSE(small.empty()) << "the draw leaves some worker few samples";
+  const std::string warning = SmallPartsWarning(parts, skewed, 32);
+  const std::string first = "worker " + std::to_string(small[0]) + " " + std::to_string(parts[small[0]].size());
+  EXPECT_EQ(warning.rfind("spec.data.partition gives " + first, 0), 0u) << warning;
+  EXPECT_NE(warning.find(", fewer than a batch of 32: each of their batches takes those samples again and again"),
+            std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("a larger alpha"), std::string::npos) << warning;
+  EXPECT_EQ(SmallPartsWarning(parts, skewed, 1), "") << "no part is smaller than a batch of one";
+  const PartitionSpec iid{PartitionKind::kIid, std::nullopt, std::nullopt};
+  EXPECT_EQ(SmallPartsWarning(PartitionSamples(labels, 10, 20, iid, 1), iid, 32), "") << "said before the run";
 }
 
 TEST(PartitionTest, LabelsTheTrainingSetHoldsNoSampleOfAreWarnedOf) {
