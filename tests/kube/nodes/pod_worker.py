@@ -97,8 +97,13 @@ class PodWorker(threading.Thread):
     def _live(self):
         os.makedirs(self.folder, exist_ok=True)
         spec = self.pod.get("spec") or {}
-        self.ip = self.kubelet.network.allocate(self.kubelet.node_name)
-        self._write_status()
+        if not self.deleting:
+            # A pod deleted while its node was away is found Terminating when the node
+            # comes back: a kubelet starts nothing of it and only confirms its deletion.
+            # Its status written Pending, with a new IP, read as the pod back, and the
+            # operator counted a second recovery (a new user's trial).
+            self.ip = self.kubelet.network.allocate(self.kubelet.node_name)
+            self._write_status()
         while not self.killed and not self.deleting:
             now = time.monotonic()
             if self.volumes is None or self.setup_error:

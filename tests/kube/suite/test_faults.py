@@ -158,6 +158,31 @@ class FaultsTest(SiteTestCase):
         self.assertFalse(answers(once_ip), "restartPolicy Never: not started again")
         self.kubectl.run("delete", "pod", "killed", "once")
 
+    def test_a_pod_deleted_while_its_node_was_dead_is_not_started_when_it_comes_back(self):
+        # Its deletion waits for the kubelet (Terminating); back, the kubelet confirms it
+        # and starts nothing. Its status had gone Pending with a new IP, read as the pod
+        # back, and the operator counted a second recovery (a new user's trial).
+        ip = self.running_pod("doomed", "gw", tolerations=STAYS_ON_UNREACHABLE)
+        self.fault("gw", "kill")
+        self.wait_for("/api/v1/nodes", "gw", lambda n: condition(n, "Ready") == "Unknown",
+                      timeout=10)
+        self.kubectl.run("delete", "pod", "doomed", "--wait=false")
+        self.wait_pod("doomed", lambda p: p["metadata"].get("deletionTimestamp"))
+        watch = self.api.watch("/api/v1/namespaces/default/pods", fieldSelector="metadata.name=doomed")
+        self.fault("gw", "revive")
+        seen = []
+        while True:
+            ev = watch.next(timeout=20)
+            self.assertIsNotNone(ev, f"never deleted; seen {seen}")
+            status = ev["object"].get("status") or {}
+            seen.append((ev["type"], status.get("phase"), status.get("podIP")))
+            if ev["type"] == "DELETED":
+                break
+        watch.close()
+        self.assertNotIn("Pending", [p for _, p, _ in seen], seen)
+        self.assertEqual({address for _, _, address in seen} - {ip, None}, set(), seen)
+        self.assertFalse(answers(ip))
+
     def test_spot_nodes_are_preempted_as_their_cloud_reclaims_them(self):
         self.running_pod("on-spot", "spot")
         self.running_pod("on-eks", "spot-eks")
