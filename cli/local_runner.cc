@@ -215,11 +215,7 @@ struct CheckedRun {
   bool to_run = false;
 };
 
-// A stream's folder that has nothing for a worker yet is not an error (the
-// source may start after the run), but a wrong path or layout would train on
-// nothing for the whole budget without a word: say where each worker looks.
-// A path that is a file is refused: nothing could ever arrive through it.
-static int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
+int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
   const auto& stream = job.spec.data.stream;
   if (!stream || !stream->directory) return kExitOk;
   const fs::path top(*stream->directory);

@@ -24,6 +24,15 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
 // behind, their run folders and network namespaces, and says so on `err`.
 void RemoveLeftovers(std::ostream& err);
 
+// Of a job whose stream is a folder: a folder that has nothing for a worker
+// yet is not an error (the source may start after the run), but a wrong path
+// or layout would train on nothing for the whole budget without a word: says
+// where each worker looks, what no worker reads, and files larger than a
+// worker's buffer (which lose rows), as notes and warnings on `err`. A path
+// that is a file is refused (kExitInvalid): nothing could ever arrive
+// through it. run, validate and partition say the same.
+int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err);
+
 // `edgetrain validate JOB.yaml [--nodes PROFILE.yaml] [--defaulted]`: the same
 // checks as run — the manifest, the cluster profile and the team's placement on
 // it — without training; with `defaulted`, the manifest as the API server would

@@ -8,6 +8,7 @@
 #include "agent/data/dataset.h"
 #include "agent/data/sample_directory.h"
 #include "cli/job_loading.h"
+#include "cli/local_runner.h"
 #include "core/exit_codes.h"
 #include "core/injection.h"
 #include "core/partition.h"
@@ -53,12 +54,22 @@ void PrintTable(const std::vector<std::vector<int64_t>>& histograms, std::span<c
   }
 }
 
+// Every index of a set of `n` samples: the whole set as a part.
+std::vector<int64_t> AllSamples(size_t n) {
+  std::vector<int64_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = static_cast<int64_t>(i);
+  return all;
+}
+
 }  // namespace
 
 int PrintPartition(const std::string& manifest_path, bool json, std::ostream& out, std::ostream& err) {
   api::TrainingJobManifest job;
   api::SupportCheck support;
   if (int code = LoadJob(manifest_path, err, job, support); code != kExitOk) return code;
+  // What run says of a stream's folders (a file that loses rows to the
+  // buffer was counted whole here, unsaid: a new user's trial).
+  if (int code = CheckStreamFolders(job, err); code != kExitOk) return code;
   auto data = agent::LoadData(job.spec.data, agent::DefaultDataSearchPath());
   if (!data.ok()) {
     err << "error: " << data.status().message() << "\n";
@@ -98,9 +109,18 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     sizes.push_back(part.size());
     for (int c = 0; c < classes; ++c) seen[c] += histograms.back()[c] > 0 ? 1 : 0;
   }
-  std::vector<int> unseen;
+  // Labels no part holds, and of those, labels the data holds no sample of:
+  // neither dealt nor injected, said apart (injection was promised for labels
+  // with nothing to inject: a new user's trial).
+  std::vector<int> unseen, absent;
+  const std::vector<int64_t> all = folders ? std::vector<int64_t>(static_cast<size_t>(classes), 1)
+                                           : LabelHistogram(AllSamples(labels.size()), labels, classes);
   for (int c = 0; c < classes; ++c) {
-    if (seen[c] == 0) unseen.push_back(c);
+    if (all[c] == 0) {
+      absent.push_back(c);
+    } else if (seen[c] == 0) {
+      unseen.push_back(c);
+    }
   }
 
   // The labels the coordinator injects into each worker's batches, chosen as
@@ -128,6 +148,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
                           {"partition", folders ? "the stream's folders" : DescribePartition(job.spec.data.partition)},
                           {"labels", histograms},
                           {"unseenLabels", unseen},
+                          {"labelsWithoutSamples", absent},
                           {"parts", parts}};
     if (folders) {
       doc["directory"] = *stream->directory;
@@ -163,6 +184,11 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       for (size_t i = 0; i < injected[w].size(); ++i) out << (i ? ", " : " ") << injected[w][i];
       out << "\n";
     }
+  }
+  if (!absent.empty()) {
+    out << "the training set holds no sample of " << (absent.size() == 1 ? "label" : "labels");
+    for (size_t i = 0; i < absent.size(); ++i) out << (i ? ", " : " ") << absent[i];
+    out << ": the model never learns " << (absent.size() == 1 ? "it" : "them") << "\n";
   }
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");

@@ -157,6 +157,56 @@ TEST_F(PartitionCommandTest, InjectionShowsTheLabelsEachWorkerIsSent) {
   EXPECT_EQ(plain.str().find("injected"), std::string::npos) << plain.str();
 }
 
+// Labels the data holds no sample of are said apart from those no part
+// holds: neither is trained on, but injection brings in only the second (a
+// new user's 12 classes, 9 of them in the file, read "the coordinator
+// injects their samples" of all of them).
+TEST_F(PartitionCommandTest, LabelsWithoutSamplesAreSaidApartFromLabelsNoWorkerSees) {
+  {
+    std::ofstream csv(dir_ / "train.csv");
+    for (int label = 0; label < 9; ++label) {
+      for (int i = 0; i < 5; ++i) csv << label << ",0.1,0.2,0.3,0.4\n";
+    }
+  }
+  const fs::path path = Manifest("own.yaml", "own",
+                                 "  model: {name: mlp}\n  data:\n    format: csv\n    inputShape: [4]\n"
+                                 "    classes: 12\n    train: {path: train.csv}\n    test: {path: train.csv}\n"
+                                 "    partition: {kind: labels, labelsPerWorker: 2}\n  parallelism: {workers: 3}\n");
+  std::ostringstream json, err;
+  ASSERT_EQ(PrintPartition(path.string(), true, json, err), 0) << err.str();
+  const nlohmann::json doc = nlohmann::json::parse(json.str());
+  EXPECT_EQ(doc["labelsWithoutSamples"].get<std::vector<int>>(), (std::vector<int>{9, 10, 11})) << doc.dump();
+  for (int label : doc["unseenLabels"].get<std::vector<int>>()) EXPECT_LT(label, 9) << doc.dump();
+  std::ostringstream text;
+  ASSERT_EQ(PrintPartition(path.string(), false, text, err), 0) << err.str();
+  EXPECT_NE(text.str().find("the training set holds no sample of labels 9, 10, 11: the model never learns them\n"),
+            std::string::npos)
+      << text.str();
+}
+
+// A file of a stream's folder larger than a worker's buffer, which loses rows
+// as it is read, is said as run says it (partition counted it whole, unsaid:
+// a new user's trial).
+TEST_F(PartitionCommandTest, AStreamFileLargerThanTheBufferIsSaidAsRunSaysIt) {
+  fs::create_directories(dir_ / "incoming/worker-0");
+  fs::create_directories(dir_ / "incoming/worker-1");
+  {
+    std::ofstream big(dir_ / "incoming/worker-1/a.csv");
+    for (int row = 0; row < 300; ++row) {
+      big << row % 10;
+      for (int i = 0; i < 64; ++i) big << ",0.5";
+      big << "\n";
+    }
+  }
+  const fs::path path = Manifest("big.yaml", "big",
+                                 "  model: {name: mlp}\n  data: {dataset: digits, batchSize: 32, stream: {directory: "
+                                 "incoming}}\n  parallelism: {workers: 2}\n");
+  std::ostringstream out, err;
+  ASSERT_EQ(PrintPartition(path.string(), false, out, err), 0) << err.str();
+  EXPECT_NE(err.str().find("a.csv holds 300 rows, more than a worker's buffer of 256 samples"), std::string::npos)
+      << err.str();
+}
+
 TEST_F(PartitionCommandTest, ABrokenManifestSaysWhy) {
   std::ostringstream out, err;
   EXPECT_NE(PrintPartition(Job("{kind: labels}", 2).string(), false, out, err), 0);

@@ -112,9 +112,14 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
     if (!w.stream || w.stream->refused_files == 0) continue;
     out << "  worker " << w.rank << " left out " << w.stream->refused_files << " file"
         << (w.stream->refused_files == 1 ? "" : "s") << " of its folder, the last: " << w.stream->last_refused;
-    // Only the last is in its progress; its log has each (a user's trial
-    // saw one file of several named).
-    if (w.stream->refused_files > 1) out << " (each is named in worker-" << w.rank << ".log)";
+    // Only the last is in its progress (a user's trial saw one file of
+    // several named). Not "named in worker-N.log": that log goes with the
+    // run's folder unless kept, and a resumed run's names none of an earlier
+    // run's (a new user's trial).
+    if (w.stream->refused_files > 1) {
+      out << " (edgetrain partition JOB.yaml names each it would leave out now; so does worker " << w.rank
+          << "'s log as each was, kept with --keep-logs)";
+    }
     out << "\n";
   }
 }

@@ -119,7 +119,9 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry& registry, const std::string& job, 
              "How many iterations stale each row was when used", r)
           .Add(l, StalenessBounds()),
       Family(BuildHistogram(), "edgetrain_iteration_seconds", "Wall time of an iteration, waiting included", r)
-          .Add(l, Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}),
+          // Up to a minute: a worker behind a wall for seconds is what the
+          // p90 is watched for, and at 5 s it pegged there (a new user's trial).
+          .Add(l, Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
       Family(BuildCounter(), "edgetrain_stall_seconds_total", "Time compute waited for rows the bound requires", r)
           .Add(l),
       TotalCounter(energy.Add(with({{"state", "compute"}}))),
