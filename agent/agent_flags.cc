@@ -16,6 +16,12 @@ const std::map<std::string, Role> kRoles = {
 // The app that reads the flags into `flags`; `role` takes --role's word.
 std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   auto app = std::make_unique<CLI::App>("edgetrain-agent: the training runtime on every node", "edgetrain-agent");
+  // The subcommands are read before these flags (agent/main.cc); named here,
+  // or nothing the binary prints finds them (a new user's trial).
+  app->footer(
+      "Also: edgetrain-agent evaluate (a saved model on a test set), profile-layers (a model's layers timed on "
+      "this machine), check-model (a TorchScript module checked and its step timed); each takes --help. "
+      "docs/launch-contract.md");
   app->add_option("--role", role, "coordinator (the parameter server, source of progress), worker or stage")
       ->required()
       ->check(CLI::Validator(

@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "core/duration_text.h"
 #include "core/edit_distance.h"
 
 namespace edgetrain::api {
@@ -157,6 +158,12 @@ class Validator {
         const auto said = kSaid.find(pattern);
         Error(path, (said != kSaid.end() ? said->second : "must match the pattern " + pattern) + " (got \"" + s +
                         "\")");
+      } else if (pattern.rfind(R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)", 0) == 0 && s != "0") {
+        // A duration of the right form but beyond what edgetrain counts
+        // (100000h): said here, with its line and the rest, where the spec's
+        // decoder said it alone, after the others were mended, and lineless
+        // (a new user's trial).
+        if (StatusOr<Duration> d = ParseDuration(s); !d.ok()) Error(path, std::string(d.status().message()));
       }
     }
   }

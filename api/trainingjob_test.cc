@@ -151,6 +151,8 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
       {With(R"({"spec": {"budget": {"targetAccuracy": 1.5}}})"), "spec.budget.targetAccuracy: must be <= 1 (got 1.5)"},
       {With(R"({"spec": {"budget": {"wallClock": "ten minutes"}}})"),
        "spec.budget.wallClock: must be a duration such as 500ms, 30s, 5m or 1h30m (got \"ten minutes\")"},
+      {With(R"({"spec": {"budget": {"wallClock": "200000h"}}})"),
+       "spec.budget.wallClock: invalid duration \"200000h\": longer than edgetrain counts (at most 100000h, 11 years)"},
       {With(R"({"spec": {"budget": {"wallClock": 120}}})"),
        "spec.budget.wallClock: must be a string (got integer 120); a duration takes its unit: write \"120s\" for 120 seconds"},
       {With(R"({"spec": {"suspend": "no"}})"), "spec.suspend: must be a boolean (got string \"no\")"},

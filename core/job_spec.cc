@@ -321,7 +321,20 @@ StatusOr<T> DecodePart(std::string_view json, const std::string& field, void (*r
 
 StatusOr<ModelSpec> DecodeModelSpec(std::string_view json) { return DecodePart<ModelSpec>(json, "model", ReadModel); }
 
-StatusOr<DataSpec> DecodeDataSpec(std::string_view json) { return DecodePart<DataSpec>(json, "data", ReadData); }
+StatusOr<DataSpec> DecodeDataSpec(std::string_view json) {
+  // A manifest's spec.data as written, as the agent's subcommands take it
+  // (docs/launch-contract.md): what the CRD defaults and the decoder needs, a
+  // batch's size (64) and the partition's kind (iid), is filled in as the API
+  // server fills it. Without, `{"dataset": "digits", "batchSize": 32}` was
+  // refused for its partition's kind (a new user's trial).
+  Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_object()) {
+    if (!root.contains("batchSize")) root["batchSize"] = 64;
+    if (!root.contains("partition")) root["partition"] = Json::object();
+    if (root["partition"].is_object() && !root["partition"].contains("kind")) root["partition"]["kind"] = "iid";
+  }
+  return DecodePart<DataSpec>(root.is_discarded() ? std::string(json) : root.dump(), "data", ReadData);
+}
 
 StatusOr<OptimizerSpec> DecodeOptimizerSpec(std::string_view json) {
   return DecodePart<OptimizerSpec>(json, "optimizer", ReadOptimizer);

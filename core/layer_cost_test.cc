@@ -220,5 +220,20 @@ TEST(LayerCostTest, AModelSpecDecodesAloneWithItsFieldsNamed) {
   EXPECT_EQ(DecodeModelSpec("[]").status().message(), "model: not a JSON object");
 }
 
+// The data alone as a manifest writes it, as `--data` takes it: what the CRD
+// defaults is filled in (it was refused for its partition's kind: a new
+// user's trial).
+TEST(LayerCostTest, ADataSpecDecodesAloneAsAManifestWritesIt) {
+  const auto written = DecodeDataSpec(R"({"dataset": "digits"})");
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(written->dataset, DatasetName::kDigits);
+  EXPECT_EQ(written->batch_size, 64) << "the CRD's default";
+  EXPECT_EQ(written->partition.kind, PartitionKind::kIid);
+  const auto skewed = DecodeDataSpec(R"({"dataset": "digits", "batchSize": 32, "partition": {"alpha": 0.5}})");
+  ASSERT_TRUE(skewed.ok()) << skewed.status().ToString();
+  EXPECT_EQ(skewed->batch_size, 32);
+  EXPECT_EQ(DecodeDataSpec("[]").status().message(), "data: not a JSON object");
+}
+
 }  // namespace
 }  // namespace edgetrain
