@@ -404,12 +404,17 @@ TeamPlacement WaitingLine::PlacementOf(const std::string& key, const TeamRequest
   Pass& pass = *pass_;
   if (auto it = pass.turn_of.find(key); it != pass.turn_of.end()) return pass.turns[it->second].placement;
   // Not in line as the cache has it (its status is about to say so, or its
-  // spec did not parse there): the room its elders leave it.
+  // spec did not parse there; or a job resumed, whose status still says
+  // Suspended): the room its elders leave it, and the room of every turn
+  // taken since the pass was made, whose pods hold it whatever their place in
+  // line. Only elders' counted, a job suspended and resumed, older than the
+  // one placed in its room meanwhile, was placed on the full node (a new
+  // user's trial).
   const int mine = PriorityIn(pass, priority_class, priority);
   std::vector<NodeView> nodes = pass.base;
   for (const Turn& turn : pass.turns) {
-    if (!Before(turn.priority, turn.created, turn.key, mine, created, key)) break;
-    if (turn.placement.placed) Reserve(nodes, pass.node_index, turn.placement, turn.request);
+    const bool elder = Before(turn.priority, turn.created, turn.key, mine, created, key);
+    if ((elder || turn.taken) && turn.placement.placed) Reserve(nodes, pass.node_index, turn.placement, turn.request);
   }
   return PlaceTeam(nodes, request);
 }
