@@ -89,19 +89,29 @@ Coordinator::~Coordinator() = default;
 Status Coordinator::Restore(const JobCheckpoint& c) {
   std::lock_guard lock(mu_);
   if (c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, static_cast<size_t>(layout_.total_floats())));
-  if (!c.ledger || c.ledger->workers != world_ ||
-      c.ledger->pushed.size() != static_cast<size_t>(world_) * layout_.size() ||
-      c.ledger->iterations.size() != static_cast<size_t>(world_)) {
+  // A team of another size takes it up too: what it keeps of the team is
+  // where each row stepped, which every worker goes on from (below). A job
+  // suspended, given another worker count and resumed, as operator.md says
+  // to apply an edit, failed for good on its own checkpoint (a new user's
+  // trial).
+  const int kept = c.ledger ? c.ledger->workers : 0;
+  if (kept < 1 || c.ledger->pushed.size() != static_cast<size_t>(kept) * layout_.size() ||
+      c.ledger->iterations.size() != static_cast<size_t>(kept)) {
     return FailedPreconditionError("holds a different model, optimizer or team");
   }
   if (Status restored = aggregator_.Restore({c.parameters, c.optimizer, c.versions}); !restored.ok()) {
     return FailedPreconditionError("holds a different model, optimizer or team");
   }
-  for (int w = 0; w < world_; ++w) {
+  // Each row where its furthest push had it: a checkpoint credits pushes only
+  // as far as the rows stepped on them (Snapshot).
+  std::vector<int64_t> stepped(layout_.size(), 0);
+  for (int w = 0; w < kept; ++w) {
     for (size_t r = 0; r < layout_.size(); ++r) {
-      ledger_.RecordPush(w, r, c.ledger->pushed[static_cast<size_t>(w) * layout_.size() + r]);
+      stepped[r] = std::max(stepped[r], c.ledger->pushed[static_cast<size_t>(w) * layout_.size() + r]);
     }
-    ledger_.RecordIteration(w, c.ledger->iterations[w]);
+  }
+  for (int w = 0; w < world_; ++w) {
+    for (size_t r = 0; r < layout_.size(); ++r) ledger_.RecordPush(w, r, stepped[r]);
   }
   accounts_.Restore(c.iteration, c.samples, c.workers, c.loss);
   resumed_iteration_ = c.iteration;
@@ -110,11 +120,11 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   // nothing gathered towards the next (without rounds the first push after a
   // resume stepped its row alone, from clock 0: found in review).
   aggregator_.StepMovedRows(ledger_);
-  // And every worker goes on from there, as from a copy taken over: what the
-  // checkpoint says each pushed is what the rows stepped on, and a worker put
-  // back where it had been, a round behind the rows (the stop closed the
-  // round without it), and its teammates with it, computed a round stepped
-  // already: both pushes late, a batch of each lost at every resume.
+  // And every worker goes on from there, as from a copy taken over. Each put
+  // back where it had pushed, a worker a round behind the rows (the stop
+  // closed the round without it), joining first, was put there with its
+  // teammates: both computed a round stepped already and both pushes were
+  // late, a batch of each lost at every resume.
   std::vector<int64_t> clocks(layout_.size());
   for (size_t r = 0; r < layout_.size(); ++r) clocks[r] = aggregator_.applied_clock(r);
   ledger_.Resume(clocks);

@@ -576,6 +576,37 @@ TEST_P(RunAgainTest, ATeamRunAgainFromItsCheckpointCountsEveryWorkersFirstPush) 
   }
 }
 
+// Run again with another number of workers (a job suspended, edited and
+// resumed, as operator.md says to apply an edit), a team takes its
+// checkpoint up: the rows where they stepped, its iteration and samples. It
+// was refused as another team's, and on a cluster the job failed for good (a
+// new user's trial).
+TEST_P(RunAgainTest, ATeamOfAnotherSizeResumesFromTheCheckpoint) {
+  TeamSetup setup = ATeamOf(3);
+  setup.output_dir += NameOf(GetParam());
+  setup.policy = GetParam();
+  setup.staleness_bound = 0;
+  setup.budget.epochs = 4;
+  int64_t stopped_at = 0;
+  {
+    SimulatedTeam stopped(setup);
+    stopped.Run([&](SimulatedTeam& t) {
+      ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 30; }));
+      t.Stop();
+    });
+    ASSERT_TRUE(stopped.result().ok()) << stopped.log();
+    stopped_at = stopped.result()->iteration;
+  }
+  setup.workers = 2;
+  SimulatedTeam again(setup);
+  again.Run();
+  ExpectSound(again, 0);
+  ASSERT_TRUE(again.result()->resumed_from_iteration.has_value()) << again.log();
+  EXPECT_GE(*again.result()->resumed_from_iteration, stopped_at - 1) << again.log();
+  EXPECT_EQ(again.result()->stop_reason, StopReason::kEpochs);
+  EXPECT_GT(*again.result()->accuracy, 0.9);
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, RunAgainTest, ::testing::Values(SyncPolicy::kBsp, SyncPolicy::kDeadline),
                          [](const auto& info) { return std::string(NameOf(info.param)); });
 
