@@ -91,6 +91,10 @@ inline constexpr const char* kNodeNotReady = "NodeNotReady";  // a node of the t
 // what the team had trained since is lost (a coordinator placed anew whose
 // workers' copy of the model went with their restarts, and no checkpoint).
 inline constexpr const char* kProgressLost = "ProgressLost";
+// (an Event) the coordinator took up the checkpoint its output folder held,
+// at an iteration the job's status had not shown: a job applied again on the
+// same volume and path goes on from the last one's, which nothing had said.
+inline constexpr const char* kResumedFromCheckpoint = "ResumedFromCheckpoint";
 // The team has left the node that was not ready (its pods replaced), and its
 // links are not judged yet: BandwidthDegraded False until they are.
 inline constexpr const char* kNodesReady = "NodesReady";

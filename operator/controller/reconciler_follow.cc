@@ -666,6 +666,19 @@ Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread)
   pass.status["progress"] = ProgressStatusOf(*read);
   // Its figures are as of then, should it stop answering.
   pass.status["progress"]["readTime"] = kube::FormatKubeTimePrecise(pass.wall_now);
+  // A checkpoint taken up where the status had shown less (or nothing): a
+  // job deleted and applied again on the same volume and path went on from
+  // the deleted one's, its status and Events silent on it (a new user's
+  // trial). Said once: later reads are past it.
+  if (const Json from = read->value("resumedFromIteration", Json()); state == "training" && from.is_number_integer() &&
+                                                                   was < from.get<int64_t>()) {
+    const std::string message =
+        "the coordinator took up the checkpoint in its output folder, at iteration " +
+        std::to_string(from.get<int64_t>()) + ": it goes on from the run that wrote it (spec.output: another path "
+        "starts afresh)";
+    events_.Record(pass.object, "Normal", reason::kResumedFromCheckpoint, message);
+    log_.Job(pass.key, reason::kResumedFromCheckpoint, message);
+  }
   if (now < was && state == "training") {
     const std::string message =
         "the coordinator's /progress says iteration " + std::to_string(now) + ", where it said " +
