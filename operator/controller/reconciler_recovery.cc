@@ -63,10 +63,26 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const Coordina
   // The pods mount the team's credentials: their Secret must be there, whatever
   // the status says (deleted by hand, or left by an earlier job of the name).
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
+  // The image its teammates run, not the operator's default now: one changed
+  // since they were made (a helm upgrade of agent.image.tag) put a
+  // replacement on 0.2.0 into a team on 0.1.0 (a new user's trial).
+  std::string teammates_image;
+  for (const Json& pod : pass.pods) {
+    if (pod.at("metadata").contains("deletionTimestamp") || !OwnedByJob(pod, pass.job) ||
+        pod.value("/status/phase"_json_pointer, std::string()) != "Running") {
+      continue;
+    }
+    teammates_image = pod.value("/spec/containers/0/image"_json_pointer, std::string());
+    if (!teammates_image.empty()) break;
+  }
   std::vector<Json> missing;
   for (Json& pod : PodsFor(AsPlaced(pass.job, plan), plan, coordinator, options_.pods)) {
     const std::string name = pod["metadata"]["name"];
-    if (std::find(gang.missing.begin(), gang.missing.end(), name) != gang.missing.end()) missing.push_back(pod);
+    if (std::find(gang.missing.begin(), gang.missing.end(), name) == gang.missing.end()) continue;
+    if (!teammates_image.empty()) {
+      for (Json& container : pod["spec"]["containers"]) container["image"] = teammates_image;
+    }
+    missing.push_back(pod);
   }
   // Counted on their nodes before they are made, so that a waiting job's turn
   // is not given the room they take.
