@@ -87,10 +87,11 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
             log, rank));
   StatusOr<std::string> http = Await(worker, "http", log);
   if (!http.ok()) {
-    // Killed is not failed: a robot's process the OOM killer took as it
-    // loaded its data failed the whole team's run, where one lost a second
-    // later is trained on without (a user's trial). A worker that ended by
-    // itself (its inputs, a port taken) would end so again: that fails the run.
+    // Killed is not failed: a worker SIGKILLed as it loaded its data (the
+    // OOM killer's way) failed the whole team's run, where one lost a second
+    // later is trained on without, as the docs promise of both. A worker
+    // that ended by itself (its inputs, a port taken) would end so again:
+    // that fails the run.
     const std::optional<int> status = worker.Poll();
     if (!plan.pipeline && status && *status > 128) return worker;
     return http.status();

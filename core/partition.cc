@@ -127,7 +127,7 @@ std::string SmallPartsWarning(const std::vector<std::vector<int64_t>>& parts, co
     named += std::string(i == 0 ? "" : i + 1 == small.size() ? " and " : ", ") + "worker " + std::to_string(small[i]) +
              " " + std::to_string(held) + (held == 1 ? " sample" : " samples");
   }
-  if (small.size() > shown) named += " and " + std::to_string(small.size() - shown) + " more workers fewer";
+  if (small.size() > shown) named += " and " + std::to_string(small.size() - shown) + " more workers";
   const std::string evener = spec.kind == PartitionKind::kDirichlet ? "a larger alpha" : "more labelsPerWorker";
   return "spec.data.partition gives " + named + ", fewer than a batch of " + std::to_string(batch_size) +
          ": each of their batches takes those samples again and again (edgetrain partition JOB.yaml shows every "

@@ -859,6 +859,28 @@ TEST_F(ReconcilerTest, ProgressThatGoesBackIsSaidToHaveBeenLost) {
       << log_text_.str();
 }
 
+// A coordinator that took up a checkpoint the job's status had not shown
+// (a job deleted and applied again on the same volume and path) is said to
+// have, once (nothing said so: a new user's trial).
+TEST_F(ReconcilerTest, ACheckpointTakenUpIsSaidOnce) {
+  const std::string key = APlacedTeamOnTwoNodes();
+  SyncPods(Run);
+  const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[ip] = {{"state", "starting"}, {"iteration", 0}, {"resumedFromIteration", nullptr}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 9541}, {"resumedFromIteration", 9540}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const std::string said = "reason=ResumedFromCheckpoint the coordinator took up the checkpoint in its output folder, "
+                           "at iteration 9540";
+  ASSERT_NE(log_text_.str().find(said), std::string::npos) << log_text_.str();
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 9700}, {"resumedFromIteration", 9540}};
+  Reconcile(key);
+  const std::string log = log_text_.str();
+  EXPECT_EQ(log.find(said, log.find(said) + 1), std::string::npos) << "once\n" << log;
+}
+
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);
@@ -1312,6 +1334,27 @@ TEST_F(ReconcilerTest, AWorkerReplacedAfterAnEditNotYetAppliedIsItsTeamsNotTheEd
   const Json& agent = (*made)["spec"]["containers"][0];
   EXPECT_EQ(agent["image"], "edgetrain:1");
   EXPECT_EQ(agent["resources"]["requests"]["cpu"], "250m");
+}
+
+// The operator's default image changed since the team was made (a helm
+// upgrade): a worker replaced runs its teammates' image, not the new default
+// (it ran 0.2.0 in a team on 0.1.0: a new user's trial).
+TEST_F(ReconcilerTest, AWorkerReplacedAfterTheDefaultImageChangedRunsItsTeammatesImage) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
+  for (Json pod : api_.All(kube::kPods)) {  // made by the operator as it was then
+    pod["spec"]["containers"][0]["image"] = "edgetrain/agent:0.1.0";
+    ASSERT_TRUE(api_.Update(kube::kPods, "default", pod).ok());
+  }
+  SyncPods();
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+  StatusOr<Json> made = api_.Get(kube::kPods, "default", "team-worker-1-g2");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ((*made)["spec"]["containers"][0]["image"], "edgetrain/agent:0.1.0");
 }
 
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
@@ -2073,6 +2116,43 @@ TEST_F(ReconcilerTest, WaitingJobsShareOneReservationPassAndKeepTheirOrder) {
   EXPECT_EQ(Reconcile(late).placement, "unschedulable") << "j3 is ahead of it";
   EXPECT_EQ(Reconcile(keys[3]).placement, "placed");
   EXPECT_EQ(reconciler_.ReservationPasses(), 3u);
+}
+
+// A job suspended and resumed waits for room as any job in line: older than
+// the job placed in its room meanwhile, it was given that room as its
+// elders left it, the younger job's taken turn not counted, and placed on a
+// node it filled (200% of its cpu) ahead of the job waiting (a new user's
+// trial).
+TEST_F(ReconcilerTest, AResumedJobWaitsForRoomAsAnyJobInLine) {
+  AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));  // room for one job of one
+  const Json one = {{"parallelism", {{"workers", 1}}}};
+  const std::string first = Submit(TrainingJob("first", one, "2026-11-22T09:00:00Z"));
+  ASSERT_EQ(Reconcile(first).placement, "placed");
+  jobs_.Put(Job("first"));
+  SyncPods(Run);
+  Reconcile(first);
+  jobs_.Put(Job("first"));
+  Json suspended = Job("first");
+  suspended["spec"]["suspend"] = true;
+  jobs_.Put(suspended);
+  Reconcile(first);
+  jobs_.Put(Job("first"));
+  SyncPods();
+  ASSERT_TRUE(api_.All(kube::kPods).empty());
+
+  const std::string second = Submit(TrainingJob("second", one, "2026-11-22T09:10:00Z"));
+  ASSERT_EQ(Reconcile(second).placement, "placed") << "the room the suspended job left";
+  jobs_.Put(Job("second"));
+  SyncPods(Run);
+  const std::string third = Submit(TrainingJob("third", one, "2026-11-22T09:20:00Z"));
+  EXPECT_EQ(Reconcile(third).placement, "unschedulable");
+  jobs_.Put(Job("third"));
+
+  Json resumed = Job("first");
+  resumed["spec"]["suspend"] = false;
+  jobs_.Put(resumed);
+  EXPECT_EQ(Reconcile(first).placement, "unschedulable") << "the room is the second job's\n" << log_text_.str();
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"second-coordinator@gateway"})) << "no node given twice";
 }
 
 TEST_F(ReconcilerTest, ThePlanIsReadFromThePlanInformersCacheNotAskedOfTheApi) {
