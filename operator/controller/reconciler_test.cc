@@ -157,6 +157,17 @@ class ReconcilerTest : public ::testing::Test {
     EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
     return key;
   }
+  // Team "team"'s worker 1 evicted from robot-1, gone not ready: the pod made
+  // in its place.
+  StatusOr<Json> WorkerOneEvictedAndReplaced(const std::string& key) {
+    nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+    SyncPods([](Json& pod) {
+      if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+    });
+    jobs_.Put(Job("team"));
+    EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
+    return api_.Get(kube::kPods, "default", "team-worker-1-g2");
+  }
   // spec.suspend of job "team" set to `suspend`, and reconciled once.
   void SetSuspend(const std::string& key, bool suspend) {
     Json job = Job("team");
@@ -1323,13 +1334,7 @@ TEST_F(ReconcilerTest, AWorkerReplacedAfterAnEditNotYetAppliedIsItsTeamsNotTheEd
   jobs_.Put(Job("team"));
   Reconcile(key);
 
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
-  jobs_.Put(Job("team"));
-  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
-  StatusOr<Json> made = api_.Get(kube::kPods, "default", "team-worker-1-g2");
+  StatusOr<Json> made = WorkerOneEvictedAndReplaced(key);
   ASSERT_TRUE(made.ok()) << made.status().message();
   const Json& agent = (*made)["spec"]["containers"][0];
   EXPECT_EQ(agent["image"], "edgetrain:1");
@@ -1346,13 +1351,7 @@ TEST_F(ReconcilerTest, AWorkerReplacedAfterTheDefaultImageChangedRunsItsTeammate
     ASSERT_TRUE(api_.Update(kube::kPods, "default", pod).ok());
   }
   SyncPods();
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
-  jobs_.Put(Job("team"));
-  EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
-  StatusOr<Json> made = api_.Get(kube::kPods, "default", "team-worker-1-g2");
+  StatusOr<Json> made = WorkerOneEvictedAndReplaced(key);
   ASSERT_TRUE(made.ok()) << made.status().message();
   EXPECT_EQ((*made)["spec"]["containers"][0]["image"], "edgetrain/agent:0.1.0");
 }
