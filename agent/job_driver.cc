@@ -42,6 +42,12 @@ JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, 
                      CoordinatorMetrics& metrics, std::ostream& log)
     : plan_(plan), engine_(engine), clock_(clock), board_(board), metrics_(metrics), log_(log) {}
 
+// How a person gets past a checkpoint the job cannot take up: on a cluster
+// there is no --fresh, and a job failed on one was told only of it (a new
+// user's trial).
+constexpr const char* kStartAfresh =
+    "; move it away, or start afresh (edgetrain run --fresh; under the operator, another spec.output.path)";
+
 StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   const std::string path = plan_.CheckpointPath();
   // Not a file (a folder of that name): read as damaged, and replaced under
@@ -66,7 +72,7 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
     // restart, and after which the runner does not say to run again).
     const StatusCode code =
         loaded.status().code() == StatusCode::kDataLoss ? StatusCode::kInvalidArgument : loaded.status().code();
-    return Status(code, loaded.status().message() + "; move it away, or start afresh (edgetrain run --fresh)");
+    return Status(code, loaded.status().message() + kStartAfresh);
   }
   std::optional<JobCheckpoint> checkpoint = std::move(*loaded);
   if (!checkpoint) return checkpoint;
@@ -114,8 +120,7 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
                                 : " (written by a job of one, and this run is a team: with a cluster profile, "
                                   "edgetrain run --nodes, even a job of one worker runs as a team of one)";
     }
-    return InvalidArgumentError(path + " " + restored.message() + changed +
-                                "; move it away, or start afresh (edgetrain run --fresh)");
+    return InvalidArgumentError(path + " " + restored.message() + changed + kStartAfresh);
   }
   // Only the runner's own line names `edgetrain run --fresh`: on a cluster this log is a pod's.
   log_ << plan_.job << ": resumed from " << path << " at iteration " << c.iteration << ", " << c.samples

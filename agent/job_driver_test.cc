@@ -615,7 +615,7 @@ TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
   // only "a different model, optimizer or team").
   EXPECT_NE(again.status().message().find("holds a model of "), std::string::npos) << again.status().message();
   EXPECT_NE(again.status().message().find(" parameters, and this job's has 16; move it away, or start afresh "
-                                          "(edgetrain run --fresh)"),
+                                          "(edgetrain run --fresh; under the operator, another spec.output.path)"),
             std::string::npos)
       << again.status().message();
 }
@@ -658,7 +658,8 @@ TEST_F(JobDriverTest, ADamagedCheckpointIsRefusedNotAFreshStart) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument) << "read again, it is as damaged: exit 2";
   EXPECT_NE(result.status().message().find("damaged checkpoint"), std::string::npos) << result.status().message();
-  EXPECT_NE(result.status().message().find("; move it away, or start afresh (edgetrain run --fresh)"),
+  EXPECT_NE(result.status().message().find("; move it away, or start afresh (edgetrain run --fresh; under the "
+                                           "operator, another spec.output.path)"),
             std::string::npos)
       << result.status().message();
   // --fresh replaces it as it would any other: it failed on one (a new user's trial).

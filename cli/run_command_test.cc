@@ -965,7 +965,9 @@ TEST_F(RunCommandTest, ADamagedCheckpointIsRefusedAndKeptWithWhatToDo) {
                          "--output", (dir_ / "out").string()});
   EXPECT_EQ(run.exit, 2) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("checkpoint.bin: damaged checkpoint"), std::string::npos) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("move it away, or start afresh (edgetrain run --fresh)"), std::string::npos)
+  EXPECT_NE(run.stderr_text.find(
+                "move it away, or start afresh (edgetrain run --fresh; under the operator, another spec.output.path)"),
+            std::string::npos)
       << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("is kept as it was; the same command fails the same way"), std::string::npos)
       << run.stderr_text;
