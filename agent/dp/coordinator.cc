@@ -110,9 +110,12 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
       stepped[r] = std::max(stepped[r], c.ledger->pushed[static_cast<size_t>(w) * layout_.size() + r]);
     }
   }
-  for (int w = 0; w < world_; ++w) {
-    for (size_t r = 0; r < layout_.size(); ++r) ledger_.RecordPush(w, r, stepped[r]);
-  }
+  // Every worker goes on from there, as from a copy taken over. Each put back
+  // where it had pushed, a worker a round behind the rows (the stop closed
+  // the round without it), joining first, was put there with its teammates:
+  // both computed a round stepped already and both pushes were late, a batch
+  // of each lost at every resume.
+  ledger_.Resume(stepped);
   accounts_.Restore(c.iteration, c.samples, c.workers, c.loss);
   resumed_iteration_ = c.iteration;
   restored_elapsed_s_ = c.elapsed_s;
@@ -120,14 +123,6 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   // nothing gathered towards the next (without rounds the first push after a
   // resume stepped its row alone, from clock 0: found in review).
   aggregator_.StepMovedRows(ledger_);
-  // And every worker goes on from there, as from a copy taken over. Each put
-  // back where it had pushed, a worker a round behind the rows (the stop
-  // closed the round without it), joining first, was put there with its
-  // teammates: both computed a round stepped already and both pushes were
-  // late, a batch of each lost at every resume.
-  std::vector<int64_t> clocks(layout_.size());
-  for (size_t r = 0; r < layout_.size(); ++r) clocks[r] = aggregator_.applied_clock(r);
-  ledger_.Resume(clocks);
   return Status::Ok();
 }
 
