@@ -164,6 +164,16 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
     return last_step_loss_;
   }
 
+  // Steps the head has committed, and the step of its replica of stage `s`
+  // (0: none yet): what a loss of the stage's only device would lose is the
+  // difference. Replicas are paced so as never to stall the pipeline, so on
+  // a busy machine one can be a step or more behind.
+  std::pair<int64_t, int64_t> ReplicaLag(size_t s) const {
+    std::lock_guard lock(mu_);
+    const int64_t replica = s < replicas_.size() && replicas_[s] ? replicas_[s]->step() : 0;
+    return {step_, replica};
+  }
+
   // WorkerSessions.
   Status Admit(const v1::Hello& hello) override;
   Status Serve(const v1::Hello& hello, WorkerStream& stream) override;
