@@ -1240,9 +1240,14 @@ TEST_F(ReconcilerTest, AGangTheApiServerRefusesPartWayTimesOutAndSaysWhy) {
   EXPECT_NE(running->value("message", "").find("a pod could not be made: creating Pod team-worker-"),
             std::string::npos)
       << *running;
-  int said = 0;
-  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kRequestRefused;
+  int said = 0, written = 0;
+  for (const Json& e : api_.All(kube::kEvents)) {
+    if (e.value("reason", "") != api::reason::kRequestRefused) continue;
+    said += e.value("count", 0);
+    ++written;
+  }
   EXPECT_EQ(said, 2) << "the first placement's refusal, then the placed gang's, once";
+  EXPECT_EQ(written, 1) << "said alike twice: one Event, counted twice";
   now_ += std::chrono::seconds(61);
   Reconcile(key);
   jobs_.Put(Job("team"));

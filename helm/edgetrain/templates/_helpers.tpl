@@ -174,8 +174,8 @@ so the operator's own default holds.
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [get, patch]
-# the story `kubectl describe tj` tells
+# the story `kubectl describe tj` tells, an event said again counted on the one written
 - apiGroups: [""]
   resources: [events]
-  verbs: [create]
+  verbs: [create, patch]
 {{- end -}}
