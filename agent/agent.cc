@@ -176,7 +176,7 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
   CoordinatorMetrics metrics(s.endpoint.metrics(), s.plan.job, 0, spec.budget.energy_joules);
   metrics.SetActiveWorkers(1);
   SoloEngine engine(spec, *s.trainer, s.data, std::move(samples),
-                    {s.plan.slowdown, PowerProfile{}, PassCpuClock(s.plan.intra_op_threads)}, clock);
+                    {s.plan.slowdown, s.plan.power, PassCpuClock(s.plan.intra_op_threads)}, clock);
   JobDriver driver(s.plan, engine, clock, s.endpoint.board(), metrics, s.log);
   driver.SetPublishEvery(s.flags.progress_every);
   driver.NameClasses(s.data.test.class_names);

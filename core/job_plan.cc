@@ -103,14 +103,12 @@ Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers) {
 
 std::string EncodeJobPlan(const JobPlan& plan) {
   Json workers = Json::array();
+  const auto power = [](const PowerProfile& p) {
+    return Json{
+        {"computeWatts", p.compute_watts}, {"communicateWatts", p.communicate_watts}, {"idleWatts", p.idle_watts}};
+  };
   for (const auto& w : plan.workers) {
-    Json slot = {{"rank", w.rank},
-                 {"node", w.node},
-                 {"slowdown", w.slowdown},
-                 {"power",
-                  {{"computeWatts", w.power.compute_watts},
-                   {"communicateWatts", w.power.communicate_watts},
-                   {"idleWatts", w.power.idle_watts}}}};
+    Json slot = {{"rank", w.rank}, {"node", w.node}, {"slowdown", w.slowdown}, {"power", power(w.power)}};
     if (w.since_generation > 0) slot["sinceGeneration"] = w.since_generation;
     if (!w.slowdown_changes.empty()) {
       Json changes = Json::array();
@@ -136,6 +134,7 @@ std::string EncodeJobPlan(const JobPlan& plan) {
       {"outputDir", plan.output_dir},
       {"intraOpThreads", plan.intra_op_threads},
       {"slowdown", plan.slowdown},
+      {"power", power(plan.power)},
       {"fresh", plan.fresh},
   };
   if (!plan.devices_record.empty()) {
@@ -196,6 +195,11 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
     plan.output_dir = j.at("outputDir").get<std::string>();
     plan.intra_op_threads = j.at("intraOpThreads").get<int>();
     plan.slowdown = j.value("slowdown", 1.0);
+    const auto read_power = [](const Json& p) {
+      return PowerProfile{p.at("computeWatts").get<double>(), p.at("communicateWatts").get<double>(),
+                          p.at("idleWatts").get<double>()};
+    };
+    if (j.contains("power")) plan.power = read_power(j["power"]);
     plan.fresh = j.value("fresh", false);
     if (j.contains("devicesRecord")) plan.devices_record = j.at("devicesRecord").dump();
     if (j.contains("shard")) plan.shard = DataShard{j["shard"].at("parts").get<int>(), j["shard"].at("part").get<int>()};
@@ -208,11 +212,7 @@ StatusOr<JobPlan> DecodeJobPlan(std::string_view json) {
       for (const auto& c : w.value("slowdownChanges", Json::array())) {
         slot.slowdown_changes.push_back({c.at("atSeconds").get<double>(), c.at("slowdown").get<double>()});
       }
-      if (w.contains("power")) {
-        const Json& p = w["power"];
-        slot.power = {p.at("computeWatts").get<double>(), p.at("communicateWatts").get<double>(),
-                      p.at("idleWatts").get<double>()};
-      }
+      if (w.contains("power")) slot.power = read_power(w["power"]);
       if (w.contains("link")) {
         const Json& l = w["link"];
         slot.link = LinkSpec{l.at("trace").get<std::string>(), l.at("offsetSeconds").get<double>(),

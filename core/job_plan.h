@@ -91,9 +91,13 @@ struct JobPlan {
   // as JSON: carried into every checkpoint, for the run that resumes from it
   // to say which of its own differ. Empty on a cluster.
   std::string devices_record;
-  // A job of one only: train on this shard, on an emulated slower device.
+  // A job of one only: train on this shard, on an emulated slower device,
+  // charged at that device's power profile (its node's, on a cluster: a job
+  // placed on a node of 5 W had been charged the defaults' 15, its energy
+  // budget spent three times too soon: a new user's trial).
   std::optional<DataShard> shard;
   double slowdown = 1;
+  PowerProfile power;
   std::optional<PipelineLayout> pipeline;  // a pipeline job's stages; none: data parallel or a job of one
   // Start afresh even if the output folder holds a checkpoint of this job
   // that did not complete (which the job otherwise resumes from).

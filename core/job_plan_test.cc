@@ -36,10 +36,14 @@ TEST(JobPlanTest, RoundTripsAndDecodesTheSpec) {
   JobPlan plan = APlan("digits-cnn");
   plan.intra_op_threads = 2;
   plan.devices_record = R"({"rank 0":{"link":"unshaped","node":"gateway","slowdown":2.0}})";
+  plan.power = {5, 3, 2};  // a job of one's node's
 
   auto decoded = DecodeJobPlan(EncodeJobPlan(plan));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->job, "digits-cnn");
+  EXPECT_EQ(decoded->power.compute_watts, 5);
+  EXPECT_EQ(decoded->power.communicate_watts, 3);
+  EXPECT_EQ(decoded->power.idle_watts, 2);
   EXPECT_EQ(decoded->generation, 3);
   EXPECT_EQ(decoded->output_dir, "/tmp/out");
   EXPECT_EQ(decoded->intra_op_threads, 2);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "agent/transport/message_parts.h"
 #include "core/finite_step.h"
@@ -136,6 +137,7 @@ Status Coordinator::Start(const std::atomic<bool>& cancel) {
       const int here = members_.connected_count();
       // As the driver starts the job's clock, once this returns.
       job_clock_start_ = now - FromSeconds(restored_elapsed_s_);
+      team_started_ = now;
       log_ << "coordinator: the team starts with " << here << " of " << world_ << " workers";
       if (here < world_) log_ << "; the others join when they come";
       log_ << "\n";
@@ -328,6 +330,7 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   m.welcome = members_.welcome(w);
   m.stream_read_through = accounts_.StreamReadThrough(w);
   m.job_elapsed_s = JobElapsedLocked();
+  if (static_cast<size_t>(w) < waited_s_.size()) m.waited_s = std::exchange(waited_s_[w], 0);
   members_.WelcomeSent(w);
   return m;
 }
@@ -346,6 +349,14 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
+  // Its first stream, the team started without it: its device waited since
+  // (a robot whose link was out for the team's first 13 s was charged 6 J
+  // where its teammates were charged idle for such waits: a user's trial).
+  // Not a later stream's: a worker replaced was charged by its process.
+  waited_s_.resize(static_cast<size_t>(world_), 0);
+  waited_s_[w] = stream == 1 && members_.welcome(w) == 1 && team_started_
+                     ? std::max(0.0, ToSeconds(clock_.Now() - *team_started_))
+                     : 0;
   aggregator_.ForgetPushes(w);  // it may push again an iteration its last stream had begun
   stream_generation_[w] = plan_generation_.load();
   accounts_.StreamOpened(w, members_.resume_after(w));

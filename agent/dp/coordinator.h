@@ -93,6 +93,7 @@ struct WelcomeMessage {
   int64_t welcome = 0;
   std::string stream_read_through;  // a stream from a folder: the files it trained on before (a resume)
   double job_elapsed_s = 0;         // the job's training time, over every coordinator it has had
+  double waited_s = 0;              // first welcomed after the team started: since then (Welcome.waited_seconds)
 };
 struct UpdateMessage {
   DownlinkUpdate update;
@@ -276,6 +277,10 @@ class Coordinator final : public TrainingEngine {
   // a new coordinator's takeover reads it back).
   double restored_elapsed_s_ = 0;
   std::optional<TimePoint> job_clock_start_;  // set once the team starts
+  std::optional<TimePoint> team_started_;     // this run's team, when it started
+  // Each worker's wait, from the team's start to its first stream, if it
+  // came after (WelcomeMessage::waited_s): said in its first Welcome alone.
+  std::vector<double> waited_s_;
   bool clock_taken_over_ = false;
   double JobElapsedLocked() const;
   std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended

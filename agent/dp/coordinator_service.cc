@@ -30,6 +30,7 @@ v1::CoordinatorMessage ToMessage(const WelcomeMessage& m, const std::vector<std:
   for (const DownlinkRow& row : m.rows) SetRow(row, *welcome->add_rows());
   welcome->set_resume_after(m.resume_after);
   welcome->set_job_elapsed_seconds(m.job_elapsed_s);
+  welcome->set_waited_seconds(m.waited_s);
   welcome->set_staleness_bound(m.staleness_bound);
   welcome->set_welcome(m.welcome);
   welcome->set_stream_read_through(m.stream_read_through);

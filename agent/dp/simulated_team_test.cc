@@ -398,6 +398,46 @@ TEST(SimulatedTeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
   EXPECT_GE(std::stoll(log.substr(at + 29)), 30 - 4) << log;
 }
 
+// A worker the team started without (its link out from the start, say) is
+// charged from the team's start, idle until it came, where it had been
+// charged from its first Welcome (a robot out for the team's first 13 s was
+// charged 6 J over the run: a new user's trial); its teammates' wait for
+// the team to gather is not charged, as above.
+TEST(SimulatedTeamTest, AWorkerTheTeamStartedWithoutIsChargedFromTheTeamsStart) {
+  TeamSetup setup = ATeamOf(3);
+  setup.node_loss_grace = milliseconds(300);
+  setup.budget = {};
+  setup.budget.wall_clock = std::chrono::minutes(5);
+  SimulatedTeam team(setup);
+  double came_after_s = 0;
+  team.Run(
+      [&](SimulatedTeam& t) {
+        t.StartWorker(0);
+        t.StartWorker(1);
+        ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) {
+          came_after_s = p.elapsed_s;
+          return IterationOf(p, 0) >= 200;
+        }));
+        t.StartWorker(2);
+        ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return CaughtUp(p, 2); }));
+        t.Stop();
+      },
+      /*start_workers=*/false);
+  ExpectSound(team, 4);
+  const StatusOr<WorkerSummary>& late = team.workers()[2];
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  const double idle_watts = PowerProfile{}.idle_watts;
+  ASSERT_GT(came_after_s, 0);
+  EXPECT_GE(late->energy_joules, idle_watts * came_after_s) << "its wait from the team's start, idle, at least";
+  // And its pushes told the coordinator, whose job figure counts it.
+  EXPECT_GE(team.result()->workers[2].energy_joules, idle_watts * came_after_s);
+  for (int w : {0, 1}) {
+    ASSERT_TRUE(team.workers()[w].ok());
+    EXPECT_LE(team.workers()[w]->energy_joules, PowerProfile{}.compute_watts * (team.result()->elapsed_s + 0.1))
+        << "worker " << w << ": not charged twice";
+  }
+}
+
 TEST(SimulatedTeamTest, TheJobsClockStartsWithItsTeam) {
   TeamSetup setup = ATeamOf(3);
   setup.budget = {};

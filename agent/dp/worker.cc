@@ -167,15 +167,19 @@ class WorkerRun {
         std::lock_guard lock(mu_);
         EDGETRAIN_RETURN_IF_ERROR(InstallLocked(first->welcome()));
         broken_ = false;
-        if (started_ == TimePoint{}) {
+        const bool first_stream = started_ == TimePoint{};
+        if (first_stream) {
           // Its time counts from here, as the job's does from the team's
           // start: loading data and waiting for teammates are not training.
+          // Its energy, from the team's start: a device the team started
+          // without (its link out) waited that long, idle, for its link.
           started_ = clock_.Now();
-          energy_.Restart(started_);
+          energy_.Restart(started_ - FromSeconds(std::max(0.0, first->welcome().waited_seconds())));
         }
         // What it reports with its pushes is this stream's: the coordinator
-        // adds up a worker's streams (core/team_accounts.h).
-        stream_ = {clock_.Now(), compute_s_, stall_s_, energy_.Split(clock_.Now()).total_j()};
+        // adds up a worker's streams (core/team_accounts.h); the first's
+        // from its energy's start.
+        stream_ = {clock_.Now(), compute_s_, stall_s_, first_stream ? 0.0 : energy_.Split(clock_.Now()).total_j()};
       }
       ClockThread receiver = clock_.StartThread("worker receiver " + std::to_string(options_.rank),
                                                 [&] { ReceiveLoop(*stream); });

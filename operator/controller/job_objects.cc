@@ -175,9 +175,12 @@ JobPlan PlanOf(const JobObject& job, const TeamPlacement& placement, const std::
     PutSlotOn(slot, placement.worker_nodes[rank], nodes);
     plan.workers.push_back(slot);
   }
-  // A job of one computes on the coordinator's node.
+  // A job of one computes on the coordinator's node, and draws its power.
   if (plan.workers.empty()) {
-    if (const NodeView* node = NodeNamed(nodes, placement.coordinator_node)) plan.slowdown = node->emulated_slowdown;
+    if (const NodeView* node = NodeNamed(nodes, placement.coordinator_node)) {
+      plan.slowdown = node->emulated_slowdown;
+      plan.power = node->power;
+    }
   }
   return plan;
 }

@@ -127,9 +127,18 @@ TEST(JobObjectsTest, AJobOfOneIsOneAgentAndItsOutputVolumeAndImageAreTheManifest
                                 "template": {"image": "registry.local/edgetrain/agent:1.2",
                                              "resources": {"requests": {"cpu": "2"}}}})");
   const TeamPlacement placement = Placed("jetson-1", {});
-  const JobPlan plan = PlanOf(job, placement, {}, 1);
+  NodeView jetson;
+  jetson.name = "jetson-1";
+  jetson.emulated_slowdown = 3;
+  jetson.power = {5, 3, 2};
+  const JobPlan plan = PlanOf(job, placement, {jetson}, 1);
   EXPECT_TRUE(plan.workers.empty());
   EXPECT_EQ(plan.output_dir, "/out/run-1");
+  // Its agent computes on the node, and draws the node's watts (it had been
+  // charged the defaults' 15: a new user's trial).
+  EXPECT_DOUBLE_EQ(plan.slowdown, 3);
+  EXPECT_DOUBLE_EQ(plan.power.compute_watts, 5);
+  EXPECT_DOUBLE_EQ(plan.power.idle_watts, 2);
   const std::vector<Json> pods = PodsFor(job, plan, {placement.coordinator_node}, PodOptions{});
   ASSERT_EQ(pods.size(), 1u);
   const Json& pod = pods[0];

@@ -169,14 +169,21 @@ void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
   const std::string current = pass.Phase();
   const int64_t observed = pass.stored_status.value("observedGeneration", int64_t{0});
   const bool placed = current == phase::kPlacing || current == phase::kRunning || current == phase::kRecovering;
-  if (!placed || suspending || observed == 0 || observed == pass.generation) return;
+  const bool ended = current == phase::kSucceeded || current == phase::kFailed;
+  if (!(placed && !suspending) && !ended) return;
+  if (observed == 0 || observed == pass.generation) return;
   // Its team was planned from the spec it had: workers, model, data and
   // budget are in every agent's plan. An edit was silently ignored while
-  // observedGeneration said it was seen (a new user's trial).
-  const std::string message = "spec changed (generation " + std::to_string(pass.generation) +
-                              ") while the job runs: it keeps the spec it was placed with until it is placed "
-                              "again; to apply the change now, suspend and resume it (spec.suspend), or delete "
-                              "it and apply it again";
+  // observedGeneration said it was seen (a new user's trial); an ended
+  // job's too (an energy budget raised on a job that had spent it).
+  // Of the fields, those the operator reads as the job ends do apply.
+  const std::string applies = " (ttlSecondsAfterFinished and cleanPodPolicy apply as they now are)";
+  const std::string message =
+      ended ? "spec changed (generation " + std::to_string(pass.generation) + ") after the job ended: an ended job "
+                  "does not train again" + applies + "; to train it again, delete it and apply it anew"
+            : "spec changed (generation " + std::to_string(pass.generation) +
+                  ") while the job runs: it keeps the spec it was placed with until it is placed again" + applies +
+                  "; to apply the change now, suspend and resume it (spec.suspend), or delete it and apply it again";
   events_.Record(pass.object, "Warning", reason::kSpecNotApplied, message);
   log_.Job(pass.key, reason::kSpecNotApplied, message);
 }

@@ -1327,6 +1327,38 @@ TEST_F(ReconcilerTest, AnEditOfARunningJobsSpecSaysItIsNotApplied) {
   EXPECT_EQ(api_.All(kube::kPods).size(), 3u) << "the team is as it was placed";
 }
 
+// An edit of an ended job's spec (a budget raised on a job that had spent
+// it) trains nothing, and says so once, where it had been ignored in
+// silence: a new user's trial.
+TEST_F(ReconcilerTest, AnEditOfAnEndedJobsSpecSaysItDoesNotTrainAgain) {
+  AddNode(ANode("gateway"));
+  const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}}));
+  Reconcile(key);
+  jobs_.Put(Job("brief"));
+  SyncPods([](Json& pod) {
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("brief"));
+  ASSERT_EQ(Job("brief")["status"]["phase"], api::phase::kSucceeded);
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "brief",
+                              {{"metadata", {{"generation", 2}}}, {"spec", {{"budget", {{"energyJoules", 600}}}}}})
+                  .ok());
+  for (int look = 0; look < 2; ++look) {
+    jobs_.Put(Job("brief"));
+    Reconcile(key);
+  }
+  std::vector<std::string> said;
+  for (const Json& e : api_.All(kube::kEvents)) {
+    if (e.value("reason", "") == api::reason::kSpecNotApplied) said.push_back(e.value("message", ""));
+  }
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("after the job ended: an ended job does not train again"), std::string::npos) << said[0];
+  EXPECT_EQ(Job("brief")["status"]["phase"], api::phase::kSucceeded);
+  EXPECT_EQ(Job("brief")["status"]["observedGeneration"], 2);
+}
+
 // An edit while the team runs waits until it is placed again; a worker
 // replaced meanwhile joins the team as placed, not the edit: another image or
 // other resources than its teammates' (it had the edit's: found in review).
