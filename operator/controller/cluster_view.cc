@@ -60,6 +60,16 @@ StatusOr<NodeView> NodeViewOfNode(const Json& node, const MeasuredLinks& measure
     view.ready = c.value("status", "") == "True";
     if (!view.ready) view.not_ready_since = c.value("lastTransitionTime", "");
   }
+  // Ready again, a node keeps the NoExecute taints the node lifecycle
+  // controller put on it while it was not until that controller next looks:
+  // a pod made there meanwhile is evicted at once, its toleration's seconds
+  // counted from the taint's (a pipeline device's pod made again on its node
+  // back was, and the device lost for good: a new user's trial, 1 return in
+  // 5). It is back once they are gone.
+  for (const Taint& t : view.taints) {
+    const bool lifecycle = t.key == "node.kubernetes.io/unreachable" || t.key == "node.kubernetes.io/not-ready";
+    if (t.effect == "NoExecute" && lifecycle) view.ready = false;
+  }
   const Json allocatable = status.value("allocatable", status.value("capacity", Json::object()));
   view.allocatable = {.cpu_millis = Amount(allocatable, "cpu", true),
                       .memory_bytes = Amount(allocatable, "memory", false),

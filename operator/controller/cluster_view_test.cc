@@ -51,6 +51,15 @@ TEST(ClusterViewTest, ANodeWithoutItsSitesAnnotationsIsAWiredReferenceMachine) {
 TEST(ClusterViewTest, ReadinessAndCordonAreTheKubeletsAndKubectlsWord) {
   EXPECT_FALSE(NodeViewOfNode(ANode("silent").NotReady())->ready);
   EXPECT_TRUE(NodeViewOfNode(ANode("cordoned").Cordoned())->cordoned);
+  // Ready again with the node lifecycle controller's NoExecute taints still
+  // on: a pod made there would be evicted at once. Not back until they go;
+  // its NoSchedule one alone evicts nothing.
+  for (const char* key : {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"}) {
+    EXPECT_FALSE(NodeViewOfNode(ANode("back").Tainted(key, "", "NoExecute"))->ready) << key;
+    EXPECT_TRUE(NodeViewOfNode(ANode("back").Tainted(key, "", "NoSchedule"))->ready) << key;
+  }
+  EXPECT_TRUE(NodeViewOfNode(ANode("spot").Tainted("cloud.google.com/gke-spot", "true", "NoExecute"))->ready)
+      << "a taint of the site's is placement's to weigh";
 }
 
 TEST(ClusterViewTest, AFreshMeasuredLinkIsPreferredToTheDeclaredOneAndAStaleOneForgotten) {

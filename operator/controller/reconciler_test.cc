@@ -2999,17 +2999,39 @@ TEST_F(PipelineReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainW
   SyncPods();
   ASSERT_FALSE(api_.Get(kube::kPods, "default", "piped-worker-1").ok()) << "the evicted pod goes";
 
-  // Still not ready: nothing is made.
+  // Still not ready: nothing is made. The pipeline trains on without it,
+  // and says so ("every agent runs" was said: a new user's trial).
+  const std::string head = (*api_.Get(kube::kPods, "default", "piped-coordinator"))["status"]["podIP"];
+  progress_.by_ip[head] = {{"iteration", 40},
+                           {"workers",
+                            {{{"rank", 0}, {"layers", {{"first", 0}, {"end", 3}}}}, {{"rank", 1}, {"active", false}}}}};
   api_.ResetWrites();
   Reconcile(key);
   jobs_.Put(Job("piped"));
   EXPECT_EQ(api_.Writes("create Pod"), 0);
+  status = Job("piped")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRunning);
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->value("message", ""),
+            "the pipeline trains on without its lost stage device 1 (its node awaited)");
 
-  // Back: its pod is made again on it, once.
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30));
+  // Ready, its NoExecute taint of the time it was not still on: not back
+  // yet (a pod made there then was evicted at once: a new user's trial).
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).Tainted("node.kubernetes.io/unreachable", "", "NoExecute"));
   Reconcile(key);
   jobs_.Put(Job("piped"));
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+
+  // Back: its pod is made again on it, once. The pipeline trains on while
+  // it starts: Running, and no recovery counted (it had read 0.2-1.2 s for
+  // devices out 37-70 s: the same trial).
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const ReconcileOutcome made = Reconcile(key);
+  jobs_.Put(Job("piped"));
   EXPECT_EQ(api_.Writes("create Pod"), 1);
+  EXPECT_FALSE(made.recovered_after.has_value());
+  EXPECT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
   const StatusOr<Json> again = api_.Get(kube::kPods, "default", "piped-worker-1");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)["spec"]["nodeName"], "robot-1");
