@@ -425,7 +425,8 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
     std::string out;
     if (plan.pipeline) {
       for (int rank : team.lost_stages) {
-        out += (out.empty() ? "" : ", ") + std::to_string(rank) + (team.awaiting.count(rank) ? " (its node awaited)" : "");
+        out += (out.empty() ? "" : ", ") + std::to_string(rank) +
+               (team.awaiting.count(rank) ? " (its node awaited)" : "");
       }
     }
     pass.Set(condition::kRunning, true, reason::kTraining,
