@@ -222,6 +222,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     link.offered_step = hello.model_clock();
     link.offered_pending = hello.stage_step_pending();
     link.offered_elapsed_s = hello.job_elapsed_seconds();
+    link.offered_energy_j = hello.job_energy_joules();
     link.offered_replicas.clear();
     for (const v1::KeptReplica& kept : hello.kept_replicas()) {
       link.offered_replicas[{kept.first_layer(), kept.end_layer()}] = kept.step();
@@ -1149,6 +1150,7 @@ std::vector<std::pair<int, v1::CoordinatorMessage>> PipelineHead::StepCommandsLo
     } else {
       command.mutable_command()->set_step(step);
     }
+    command.mutable_command()->set_job_energy_joules(JobEnergyLocked());
     for (int rank : groups_[s]) commands.emplace_back(rank, command);
   }
   return commands;
@@ -1279,7 +1281,7 @@ void PipelineHead::TakeOverLocked(const Takeover& takeover) {
   // A device here that cannot train on from that step (its agent
   // restarted, or a step behind) rejoins at the first step, from the
   // stages' state.
-  double elapsed_s = 0;
+  double elapsed_s = 0, energy_j = 0;
   for (size_t s = 0; s < groups_.size(); ++s) {
     if (takeover.rebuilt.count(s)) {
       // Its devices are lost: the stages' state Start fetches next rebuilds
@@ -1308,6 +1310,7 @@ void PipelineHead::TakeOverLocked(const Takeover& takeover) {
         kept.push_back(groups_[s][j]);
         speeds.push_back(speeds_[s][j]);
         elapsed_s = std::max(elapsed_s, link.offered_elapsed_s);
+        energy_j = std::max(energy_j, link.offered_energy_j);
       } else {
         members_.erase(std::find(members_.begin(), members_.end(), groups_[s][j]));
         regrouped_ = true;  // the first step goes as a replay, which carries the groups
@@ -1323,6 +1326,12 @@ void PipelineHead::TakeOverLocked(const Takeover& takeover) {
   const int64_t per_epoch = StepsPerEpoch();
   samples_ = step_ / per_epoch * train_size_ + step_ % per_epoch * plan_.spec.data.batch_size;
   job_clock_start_ = std::min(job_clock_start_, clock_.Now() - FromSeconds(elapsed_s));
+  // The job's energy as the old head last said it, if more than this head
+  // knows (a checkpoint older than the stages' state, or none): a step's
+  // joules short at most, those of the step the word came with.
+  if (const double known = JobEnergyLocked(); energy_j > known) {
+    departed_energy_j_ = std::max(0.0, departed_energy_j_) + (energy_j - known);
+  }
   taken_over_ = true;
   restored_.reset();  // older than the stages' state: no stage is welcomed with it, nor rebuilt from it
   for (auto& replica : replicas_) replica.reset();
@@ -2298,13 +2307,14 @@ JobProgress PipelineHead::Progress() {
     if (pace_.Learned(r)) w.pace = pace_.Of(r);
     p.workers.push_back(w);
   }
-  // The team's energy: of every device that trained, those lost mid-run
-  // included (their joules were spent), and those of the runs resumed that
-  // this run has not.
+  p.energy_joules = JobEnergyLocked();
+  return p;
+}
+
+double PipelineHead::JobEnergyLocked() const {
   double energy_j = std::max(0.0, departed_energy_j_);
   for (const auto& link : links_) energy_j += link->energy_j;
-  p.energy_joules = energy_j;
-  return p;
+  return energy_j;
 }
 
 StatusOr<JobCheckpoint> PipelineHead::FetchState() {

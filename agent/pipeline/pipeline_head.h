@@ -225,6 +225,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // The job's training time now: the checkpoint's, or the stages' taken
   // over, counted on.
   double JobElapsedLocked() const { return ToSeconds(clock_.Now() - job_clock_start_); }
+  // The job's modelled energy: every device's that trained, those lost
+  // mid-run included (their joules were spent), and the runs' before that
+  // this one's devices do not carry.
+  double JobEnergyLocked() const;
   // Every lost device out of its stage, the others of which take its share
   // from the next attempt on; a stage left with none is restored.
   Status RegroupLocked();

@@ -1655,6 +1655,7 @@ struct HeadReplaced {
   std::vector<double> losses;  // steps 1-8
   std::string log;
   JobProgress progress;        // the second head's
+  double energy_before = 0;    // the first head's figure of the job's joules as it went
 };
 HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, const std::set<int>& lost_with_head = {},
                                       int64_t padding = 0) {
@@ -1718,6 +1719,7 @@ HeadReplaced ReplaceTheHeadAfterStep4(const JobPlan& plan, bool old_checkpoint, 
           step_2.samples = 2 * plan.spec.data.batch_size;
         }
       }
+      run.energy_before = head.Progress().energy_joules.value_or(0);
       // Gone without a word, and the devices on its node with it: their
       // streams end, as a node's do.
       for (int r : lost_with_head) gone[r]->store(true);
@@ -1773,6 +1775,17 @@ TEST(SimulatedPipelineTest, AHeadThatStartsBehindItsStagesTrainsOnFromTheirState
         << run.log;
     EXPECT_EQ(run.progress.iteration, 8);
     EXPECT_EQ(run.progress.samples, whole_run.progress.samples) << "the batches' samples, the epochs' short last ones too";
+    // The job's joules go on from the old head's word with step 4 (its
+    // steps 1-3'), where the new head without a checkpoint had begun again
+    // at its stages' joules since (a new user's trial).
+    ASSERT_GT(run.energy_before, 0);
+    // Short of the run that kept its head by step 4's joules, about (here
+    // a quarter of steps 1-4'), where it had been short by steps 1-3' and more.
+    const double job_j = run.progress.energy_joules.value_or(0);
+    const double whole_j = whole_run.progress.energy_joules.value_or(0);
+    EXPECT_GT(job_j, run.energy_before) << run.log;
+    EXPECT_GE(job_j, whole_j - run.energy_before / 3) << run.log;
+    EXPECT_LE(job_j, whole_j + 1e-6) << run.log;
   }
 }
 

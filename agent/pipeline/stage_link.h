@@ -60,10 +60,12 @@ struct StageLink {
   TimePoint back_after{};
   int held_back = 0;
   // What its hello offered of its planned layers: the step committed (0:
-  // nothing), whether the next is pending too, and the job's clock then.
+  // nothing), whether the next is pending too, and the job's clock and
+  // energy then.
   int64_t offered_step = 0;
   bool offered_pending = false;
   double offered_elapsed_s = 0;
+  double offered_energy_j = 0;  // the job's energy, as the old head last said it
   // And the neighbouring stages' replicas it keeps: by their layers, their steps.
   std::map<std::pair<int, int>, int64_t> offered_replicas;
   // Of the replicas it sends, those the head relays on to the neighbours,

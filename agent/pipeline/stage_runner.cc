@@ -54,6 +54,8 @@ class Stage {
         inbox_(clock, cancel, options.cancel_recheck), outbox_(clock, options.announce_bytes),
         energy_(plan.workers[options.rank].power, clock.Now()) {
     (void)SetGroup(plan.pipeline->stages[index].ranks);  // the plan's group holds this device
+    // Offered on to the head after this one, should it go before a step.
+    if (options_.held) job_energy_j_ = options_.held->job_energy_j;
   }
 
   StatusOr<StageSummary> Run(CoordinatorStream& stream, const std::atomic<bool>& cancel) {
@@ -145,6 +147,7 @@ class Stage {
       }
       int64_t step = command.step();
       int attempt = 0;
+      if (command.job_energy_joules() > 0) job_energy_j_ = command.job_energy_joules();
       if (command.has_replay()) {
         step = command.replay().step();
         attempt = command.replay().attempt();
@@ -857,6 +860,7 @@ class Stage {
       held->pending_gradient.assign(g.begin(), g.end());
     }
     held->job_elapsed_s = job_elapsed_s_ + ToSeconds(clock_.Now() - job_elapsed_at_);
+    held->job_energy_j = job_energy_j_;
   }
 
   v1::StageState State() {
@@ -939,6 +943,7 @@ class Stage {
   bool gradient_since_part_ = false;  // a backward ran since the last part went
   double job_elapsed_s_ = 0;     // the job's training time, as the head's welcome said it
   TimePoint job_elapsed_at_{};   // and when
+  double job_energy_j_ = 0;      // the job's energy, as the head last said it with a step
   StageSummary summary_;
   StageSummary reported_;  // as it was at the last StepDone
 };
@@ -986,6 +991,7 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
       hello.mutable_hello()->set_model_clock(options.held->step);
       hello.mutable_hello()->set_stage_step_pending(!options.held->pending_gradient.empty());
       hello.mutable_hello()->set_job_elapsed_seconds(options.held->job_elapsed_s);
+      hello.mutable_hello()->set_job_energy_joules(options.held->job_energy_j);
     }
     if (options.held) {
       for (const auto& [layers, replica] : options.held->replicas) {

@@ -54,6 +54,7 @@ struct HeldLayers {
   v1::StageState state;
   std::vector<float> pending_gradient;  // empty: no step pending
   double job_elapsed_s = 0;  // the job's training time when the session ended, as the head last said and counted on
+  double job_energy_j = 0;   // the job's energy, as the head last said it with a step
   // The replicas of neighbouring stages' layers it keeps, as the head
   // relayed them, by their layers [first, end): a head that starts behind
   // rebuilds such a stage from one when the stage's device was lost with the
