@@ -132,46 +132,40 @@ std::optional<Status> Reconciler::FollowCoordinatorLoss(Pass& pass, Team& team) 
   // that refused it): the agent's own failures restart it in place. A
   // pipeline's head likewise: the new head trains on from the state its
   // stages hold (docs/pipeline.md, "A head that starts behind").
-  if (team.has_run && team.gang.state != GangState::kSucceeded && !team.plan.workers.empty() &&
-      !HasOutputVolume(pass.job)) {
-    const Json* pod = team.CoordinatorPod(pass);
-    const NodeView* node = team.Node(coordinator.node);
-    // Failed by its node, or going; a pod merely gone (deleted by someone) is
-    // made again on its node while that node is ready.
-    std::string loss = pod ? LossOf(pod, coordinator.since_generation, team.plan.generation) : "";
-    if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
-    // The cause said first, as of a worker ("its pod is being deleted" of a
-    // killed node read as if someone had deleted it: a new user's trial).
-    if (!loss.empty() && pod && node && !node->ready) loss = "its node " + coordinator.node + " is lost; " + loss;
-    if (!loss.empty() && LeavingsOwnDoing(pod, node)) {
-      return MoveCoordinator(pass, team.plan, coordinator,
-                             loss + "; its node " + coordinator.node + " is leaving (" + node->leaving + ")",
-                             /*moving=*/true);
-    }
-    if (!loss.empty()) return MoveCoordinator(pass, team.plan, coordinator, loss, /*moving=*/false);
-    if (node && !node->leaving.empty()) {
-      return MoveCoordinator(pass, team.plan, coordinator,
-                             "its node " + coordinator.node + " is leaving (" + node->leaving + ")", /*moving=*/true);
-    }
+  if (!team.has_run || team.gang.state == GangState::kSucceeded || team.plan.workers.empty()) return std::nullopt;
+  const Json* pod = team.CoordinatorPod(pass);
+  const NodeView* node = team.Node(coordinator.node);
+  // Failed by its node, or going; a pod merely gone (deleted by someone) is
+  // made again on its node while that node is ready.
+  std::string loss = pod ? LossOf(pod, coordinator.since_generation, team.plan.generation) : "";
+  if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
+  const bool leaving = node && !node->leaving.empty();
+  if (loss.empty() && !leaving) return std::nullopt;
+  // Its output on a claim bound to a node stays with that node: a claim on a
+  // node does not follow it. A shared claim (ReadWriteMany), or one on no
+  // node, goes where it goes: a pipeline's head on one had been taken for
+  // pinned, and its job failed (a new user's trial).
+  if (HasOutputVolume(pass.job) && OutputVolumeNode(pass)) {
+    // A data-parallel team waits for its coordinator's node; a pipeline's
+    // head lost with it fails the job, saying so, rather than wait for a
+    // node that may not come back.
+    if (!team.plan.pipeline || loss.empty() || !team.Live()) return std::nullopt;
+    EndFailed(pass, reason::kCoordinatorLost,
+              "the pipeline's head: " + loss + "; its output is on a claim (spec.output.volume) bound to its node, "
+              "which does not follow it to another node, so the job ends here");
+    return CleanPods(pass);
   }
-
-  // A pipeline's head lost with its node, its output on a claim that does
-  // not follow it to another node: the job fails, saying so, rather than
-  // wait for a node that may not come back. (Its agent's own failures
-  // restart it in its pod.)
-  if (team.plan.pipeline && HasOutputVolume(pass.job) && team.Live()) {
-    const Json* pod = team.CoordinatorPod(pass);
-    const NodeView* node = team.Node(coordinator.node);
-    std::string loss = pod ? LossOf(pod, coordinator.since_generation, team.plan.generation) : "";
-    if (!pod && (!node || !node->ready)) loss = "its pod is gone, and its node " + coordinator.node + " with it";
-    if (!loss.empty()) {
-      EndFailed(pass, reason::kCoordinatorLost,
-                "the pipeline's head: " + loss + "; its output is on a claim (spec.output.volume), which does not "
-                "follow it to another node, so the job ends here");
-      return CleanPods(pass);
-    }
+  // The cause said first, as of a worker ("its pod is being deleted" of a
+  // killed node read as if someone had deleted it: a new user's trial).
+  if (!loss.empty() && pod && node && !node->ready) loss = "its node " + coordinator.node + " is lost; " + loss;
+  if (!loss.empty() && LeavingsOwnDoing(pod, node)) {
+    return MoveCoordinator(pass, team.plan, coordinator,
+                           loss + "; its node " + coordinator.node + " is leaving (" + node->leaving + ")",
+                           /*moving=*/true);
   }
-  return std::nullopt;
+  if (!loss.empty()) return MoveCoordinator(pass, team.plan, coordinator, loss, /*moving=*/false);
+  return MoveCoordinator(pass, team.plan, coordinator,
+                         "its node " + coordinator.node + " is leaving (" + node->leaving + ")", /*moving=*/true);
 }
 
 std::optional<Status> Reconciler::FollowStageDeviceLoss(Pass& pass, Team& team) {

@@ -35,10 +35,15 @@ Status Reconciler::LoseStageDevices(Pass& pass, const JobPlan& plan, const std::
     // both said of a device whose node was killed (a new user's trial).
     const std::vector<NodeView> views = line_.Views({node}, MeasuredLinks{});
     const bool node_lost = views.empty() || !views.front().ready;
+    // With none left, the head trains on only if one comes back in time:
+    // "the head cannot train on" beside "it rejoins a stage" read as at odds
+    // (a new user's trial, the planner's one-device plan losing its node).
     const std::string message =
         "stage device " + std::to_string(rank) + " on " + node + ": " + why +
         (any_left ? "; the head trains on without it (its step replayed, or its stage rebuilt from a replica)"
-                  : "; no device of the pipeline is left, and the head cannot train on without it") +
+                  : "; no device of the pipeline is left: the head trains on only if one is back within "
+                    "spec.faultTolerance.nodeLossGrace, from its checkpoint if it has one, and the job fails if "
+                    "none is") +
         (node_lost   ? "; its node is not ready: its pod is made again there once it is back, and it rejoins a stage"
          : pods_gone ? ", and it is not replaced"
                      : "; its pod stays, and it rejoins a stage if it comes back");

@@ -2681,14 +2681,38 @@ class PipelineReconcilerTest : public ReconcilerTest {
     return key;
   }
 
-  std::string ARunningPipeline() {
-    const std::string key = APipelineAfterItsLayersAreTimed("piped", {{"mode", "pipeline"}});
+  std::string ARunningPipeline(const Json& spec_patch = Json::object()) {
+    const std::string key = APipelineAfterItsLayersAreTimed("piped", {{"mode", "pipeline"}}, spec_patch);
     jobs_.Put(Job("piped"));
     SyncPods(Run);
     Reconcile(key);
     jobs_.Put(Job("piped"));
     EXPECT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
     return key;
+  }
+
+  // A running pipeline whose output is on a claim of `mode` on the gateway,
+  // where its head runs, and the gateway then lost: the first reconcile's.
+  ReconcileOutcome APipelinesHeadLostWithItsOutputOnAClaim(const char* mode) {
+    EXPECT_TRUE(api_.Create(kube::kPersistentVolumeClaims, "default",
+                            {{"apiVersion", "v1"},
+                             {"kind", "PersistentVolumeClaim"},
+                             {"metadata",
+                              {{"name", "out"},
+                               {"namespace", "default"},
+                               {"annotations", {{"volume.kubernetes.io/selected-node", "gateway"}}}}},
+                             {"spec", {{"accessModes", {mode}}}},
+                             {"status", {{"phase", "Bound"}}}})
+                    .ok());
+    const std::string key = ARunningPipeline(
+        {{"output", {{"path", "/models/x"}, {"volume", {{"persistentVolumeClaim", {{"claimName", "out"}}}}}}}});
+    EXPECT_EQ(api_.Get(kube::kPods, "default", "piped-coordinator")->at("spec").at("nodeName"), "gateway");
+    nodes_.Put(ANode("gateway").NotReady());
+    EXPECT_TRUE(api_.Delete(kube::kPods, "default", "piped-coordinator").ok());
+    SyncPods();
+    const ReconcileOutcome outcome = Reconcile(key);
+    jobs_.Put(Job("piped"));
+    return outcome;
   }
 };
 
@@ -3061,6 +3085,26 @@ TEST_F(PipelineReconcilerTest, APipelineDeviceLostWithItsNodeHasItsPodMadeAgainW
 // their pods and slots (the new head trains on from the state they hold),
 // and the one lost with the node is not replaced: the head goes on without
 // it, as for any device lost.
+// A pipeline's head whose output is on a shared claim (ReadWriteMany) is
+// placed anew, its claim going with it; one on a claim bound to its node
+// ends the job, saying so. A shared claim had been taken for bound, and its
+// job failed (a new user's trial).
+TEST_F(PipelineReconcilerTest, APipelinesHeadOnASharedOutputClaimIsPlacedAnew) {
+  EXPECT_EQ(APipelinesHeadLostWithItsOutputOnAClaim("ReadWriteMany").replan, api::reason::kCoordinatorLost);
+  EXPECT_EQ(Job("piped")["status"]["phase"], api::phase::kRecovering);
+  EXPECT_EQ(api_.Get(kube::kPods, "default", "piped-coordinator-g2")->at("spec").at("nodeName"), "robot-1");
+}
+
+TEST_F(PipelineReconcilerTest, APipelinesHeadOnAClaimBoundToItsNodeEndsTheJob) {
+  APipelinesHeadLostWithItsOutputOnAClaim("ReadWriteOnce");
+  const Json status = Job("piped")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kFailed);
+  const Json* failed = FindCondition(status, api::condition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_NE(failed->value("message", "").find("on a claim (spec.output.volume) bound to its node"), std::string::npos)
+      << *failed;
+}
+
 TEST_F(PipelineReconcilerTest, APipelinesHeadLostWithItsNodeIsPlacedAnewAndItsStagesStay) {
   const std::string key = ARunningPipeline();
   ASSERT_EQ(Job("piped")["status"]["phase"], api::phase::kRunning);
