@@ -11,6 +11,7 @@
 #include "core/arrival_deadline.h"
 #include "core/pass_deadline.h"
 #include "core/batch_order.h"
+#include "core/duration_text.h"
 #include "core/finite_step.h"
 #include "core/pipeline_planner.h"
 #include "core/pipeline_words.h"
@@ -1170,6 +1171,14 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       changed_.WaitFor(lock, std::chrono::milliseconds(100));
     }
     if (cancel.load()) return Status::Ok();
+    // What it waited, said as it is: a head that starts again waits longer
+    // than the grace for stages that hear of it only by keepalive ("within
+    // nodeLossGrace" was said after 35 s of a grace of 5: a new user's trial).
+    const std::string waited =
+        "within spec.faultTolerance.nodeLossGrace" +
+        (again ? " and the " + FormatDuration(restart_gather_) + " a head started again gives more (" +
+                     FormatDuration(plan_.spec.fault_tolerance.node_loss_grace + restart_gather_) + " in all)"
+               : std::string(" (") + FormatDuration(plan_.spec.fault_tolerance.node_loss_grace) + ")");
     job_clock_start_ = clock_.Now() - FromSeconds(restored_ ? restored_->elapsed_s : 0);
     const std::optional<Takeover> takeover = TakeoverLocked();
     for (int r : members_) {
@@ -1188,12 +1197,12 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
       const bool rebuilt = takeover && takeover->rebuilt.count(static_cast<size_t>(link->stage));
       if (!rebuilt && (!plan_.spec.fault_tolerance.replay || (!restored_ && !takeover))) {
         return UnavailableError("stage " + std::to_string(link->stage + 1) + " (rank " + std::to_string(link->rank) +
-                                ") did not arrive within spec.faultTolerance.nodeLossGrace");
+                                ") did not arrive " + waited);
       }
       link->lost = true;
       link->lost_at = clock_.Now();
       Log() << "pipeline: stage " << link->stage + 1 << " (rank " << r
-            << ") did not arrive within spec.faultTolerance.nodeLossGrace: the run resumes without it\n";
+            << ") did not arrive " << waited << ": the run resumes without it\n";
     }
     welcomed_ = true;
     if (takeover) {
