@@ -276,7 +276,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
       link.idle_s += d.idle_seconds();
       link.energy_j += d.energy_joules();
       link.passes.Observed(d.longest_pass_seconds());
-      if (metrics_) metrics_->SetStageSeconds(rank, link.compute_s, link.idle_s);
+      if (metrics_) metrics_->SetStageSeconds(rank, link.stage, link.compute_s, link.idle_s);
       if (d.attempt() != attempt_) continue;  // of an attempt given up
       link.done_step = d.step();
       link.done_attempt = d.attempt();

@@ -50,17 +50,23 @@ const Histogram::BucketBoundaries& StalenessBounds() {
 // last one (never shrinks, as a counter must not).
 class TotalCounter {
  public:
-  explicit TotalCounter(Counter& counter) : counter_(counter) {}
+  // `from`: the total it counts on from, for a series that begins after it
+  // (a device's series at a stage it moved to).
+  explicit TotalCounter(Counter& counter, double from = 0) : counter_(counter), last_(from) {}
   void Set(double total) {
     std::lock_guard lock(mu_);
     if (total > last_) counter_.Increment(total - last_);
     last_ = std::max(last_, total);
   }
+  double last() {
+    std::lock_guard lock(mu_);
+    return last_;
+  }
 
  private:
   Counter& counter_;
   std::mutex mu_;
-  double last_ = 0;
+  double last_;
 };
 
 // One family for a worker's and a stage device's energy alike.
@@ -418,6 +424,7 @@ const char* ReasonLabel(RepartitionReason reason) {
 
 struct PipelineMetrics::Handles {
   std::vector<std::unique_ptr<TotalCounter>> compute, bubbles;  // by rank; null: no stage
+  std::vector<int> stage_of;  // by rank: the stage its series are labelled with; -1: none
   Counter& relayed;
   Gauge& in_flight;
   Counter& replays;
@@ -432,13 +439,15 @@ struct PipelineMetrics::Handles {
   Counter& steps_lost;
   prometheus::Family<prometheus::Counter>& repartitions;
   std::string job;
+  prometheus::Registry* registry = nullptr;
+  std::mutex mu;  // a device's series as its stage changes
 };
 
 PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& job,
                                  const std::vector<int>& stage_of_rank) {
   prometheus::Registry& r = registry.impl().registry;
   const prometheus::Labels l = {{"trainingjob", job}};
-  h_.reset(new Handles{{}, {},
+  h_.reset(new Handles{{}, {}, {},
                        Family(BuildCounter(), "edgetrain_pipeline_relayed_bytes_total",
                               "Activations and their gradients the pipeline's head passed between stages", r)
                            .Add(l),
@@ -474,33 +483,51 @@ PipelineMetrics::PipelineMetrics(MetricsRegistry& registry, const std::string& j
                        Family(BuildCounter(), "edgetrain_pipeline_repartitions_total",
                               "Times the stages changed (layers moved, or a group's micro-batches dealt anew), by reason",
                               r),
-                       job});
+                       job, &r, {}});
   // Every reason from the start, at 0: a family with no series until its
   // first repartition left dashboards and alerts with no data (a new user's trial).
   for (RepartitionReason reason : kRepartitionReasons) {
     h_->repartitions.Add({{"trainingjob", job}, {"reason", ReasonLabel(reason)}});
   }
-  auto& compute = Family(BuildCounter(), "edgetrain_stage_compute_seconds_total",
-                         "A stage device's forward and backward passes", r);
-  auto& bubbles = Family(BuildCounter(), "edgetrain_stage_bubble_seconds_total",
-                         "A stage device's waits in a step for a neighbour's micro-batch", r);
+  h_->compute.resize(stage_of_rank.size());
+  h_->bubbles.resize(stage_of_rank.size());
+  h_->stage_of.assign(stage_of_rank.size(), -1);
   for (size_t rank = 0; rank < stage_of_rank.size(); ++rank) {
-    if (stage_of_rank[rank] < 0) {
-      h_->compute.emplace_back();
-      h_->bubbles.emplace_back();
-      continue;
-    }
-    const prometheus::Labels ls = {
-        {"trainingjob", job}, {"stage", std::to_string(stage_of_rank[rank])}, {"worker", std::to_string(rank)}};
-    h_->compute.push_back(std::make_unique<TotalCounter>(compute.Add(ls)));
-    h_->bubbles.push_back(std::make_unique<TotalCounter>(bubbles.Add(ls)));
+    if (stage_of_rank[rank] >= 0) SeriesAt(static_cast<int>(rank), stage_of_rank[rank], 0, 0);
   }
+}
+
+void PipelineMetrics::SeriesAt(int rank, int stage, double compute_s, double bubble_s) {
+  prometheus::Registry& r = *h_->registry;
+  const prometheus::Labels ls = {
+      {"trainingjob", h_->job}, {"stage", std::to_string(stage)}, {"worker", std::to_string(rank)}};
+  const auto at = static_cast<size_t>(rank);
+  h_->compute[at] = std::make_unique<TotalCounter>(
+      Family(BuildCounter(), "edgetrain_stage_compute_seconds_total", "A stage device's forward and backward passes", r)
+          .Add(ls),
+      compute_s);
+  h_->bubbles[at] = std::make_unique<TotalCounter>(
+      Family(BuildCounter(), "edgetrain_stage_bubble_seconds_total",
+             "A stage device's waits in a step for a neighbour's micro-batch", r)
+          .Add(ls),
+      bubble_s);
+  h_->stage_of[at] = stage;
 }
 
 PipelineMetrics::~PipelineMetrics() = default;
 
-void PipelineMetrics::SetStageSeconds(int rank, double compute_s, double bubble_s) {
-  if (rank < 0 || static_cast<size_t>(rank) >= h_->compute.size() || !h_->compute[rank]) return;
+void PipelineMetrics::SetStageSeconds(int rank, int stage, double compute_s, double bubble_s) {
+  if (rank < 0 || static_cast<size_t>(rank) >= h_->compute.size() || stage < 0) return;
+  std::lock_guard lock(h_->mu);
+  // A device at another stage than its series say (its stage merged into a
+  // neighbour's, or layers moved): its seconds from now on are a series of
+  // that stage's, and the old one stays where it ended (it had grown on
+  // under the stage the device left: a new user's trial).
+  if (h_->stage_of[static_cast<size_t>(rank)] != stage) {
+    // From where the old series ended: the seconds since are the new stage's.
+    SeriesAt(rank, stage, h_->compute[rank] ? h_->compute[rank]->last() : 0,
+             h_->bubbles[rank] ? h_->bubbles[rank]->last() : 0);
+  }
   h_->compute[rank]->Set(compute_s);
   h_->bubbles[rank]->Set(bubble_s);
 }

@@ -156,8 +156,9 @@ class PipelineMetrics {
   PipelineMetrics(MetricsRegistry& registry, const std::string& job, const std::vector<int>& stage_of_rank);
   ~PipelineMetrics();
 
-  // A device's totals so far; the counters grow by what was added since.
-  void SetStageSeconds(int rank, double compute_s, double bubble_s);
+  // A device's totals so far, at the stage it is now at; the counters grow
+  // by what was added since, in series of that stage.
+  void SetStageSeconds(int rank, int stage, double compute_s, double bubble_s);
   void AddRelayedBytes(int64_t bytes);
   void SetInFlight(int micro_batches);
   // A step replayed without a lost device, and the micro-batches it ran again.
@@ -180,6 +181,8 @@ class PipelineMetrics {
  private:
   struct Handles;
   std::unique_ptr<Handles> h_;
+  // Rank `rank`'s series at `stage`, counting on from the totals given.
+  void SeriesAt(int rank, int stage, double compute_s, double bubble_s);
 };
 
 }  // namespace edgetrain::agent
