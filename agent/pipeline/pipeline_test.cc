@@ -2733,8 +2733,8 @@ void ExpectToTrainAsOneDevice(const PipelineLayout& layout, const std::vector<do
     }
     EXPECT_EQ(stages_at, gone_before > 0 ? 2 : 1) << text;
     const std::string now = "edgetrain_stage_compute_seconds_total{stage=\"" +
-                            std::to_string(stage_of_rank[r] - gone_before) + "\",trainingjob=\"pipeline-test\",worker=\"" +
-                            std::to_string(r) + "\"} ";
+                            std::to_string(stage_of_rank[r] - gone_before) +
+                            "\",trainingjob=\"pipeline-test\",worker=\"" + std::to_string(r) + "\"} ";
     EXPECT_NE(text.find(now), std::string::npos) << now << "\n" << text;
   }
   EXPECT_NE(text.find("edgetrain_stage_bubble_seconds_total{"), std::string::npos);
