@@ -74,18 +74,18 @@ StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {
   return coordinator;
 }
 
-StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
+StatusOr<ChildProcess> AgentLauncher::SpawnWorker(int rank) {
   const JobPlan& plan = plan_.job;
   // Through its namespace's link, a worker reaches the coordinator at the hub.
   const std::string coordinator = (links_ ? links_->HubAddress(rank) : "127.0.0.1") + ":" + coordinator_port_;
-  const std::string log = "worker-" + std::to_string(rank) + ".log";
-  EDGETRAIN_ASSIGN_OR_RETURN(
-      ChildProcess worker,
-      Start({plan.pipeline ? "--role=stage" : "--role=worker", "--job=" + plan.job, "--rank=" + std::to_string(rank),
-             "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
-             "--coordinator=" + coordinator, HttpFlag(1 + rank)},
-            log, rank));
-  StatusOr<std::string> http = Await(worker, "http", log);
+  return Start({plan.pipeline ? "--role=stage" : "--role=worker", "--job=" + plan.job, "--rank=" + std::to_string(rank),
+                "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
+                "--coordinator=" + coordinator, HttpFlag(1 + rank)},
+               WorkerLog(rank), rank);
+}
+
+Status AgentLauncher::AwaitWorker(ChildProcess& worker, int rank) {
+  StatusOr<std::string> http = Await(worker, "http", WorkerLog(rank));
   if (!http.ok()) {
     // Killed is not failed: a worker SIGKILLed as it loaded its data (the
     // OOM killer's way) failed the whole team's run, where one lost a second
@@ -93,11 +93,11 @@ StatusOr<ChildProcess> AgentLauncher::StartWorker(int rank) {
     // that ended by itself (its inputs, a port taken) would end so again:
     // that fails the run.
     const std::optional<int> status = worker.Poll();
-    if (!plan.pipeline && status && *status > 128) return worker;
+    if (!plan_.job.pipeline && status && *status > 128) return Status::Ok();
     return http.status();
   }
   endpoints_.push_back({"worker " + std::to_string(rank), *http, links_ ? links_->WorkerNamespace(rank) : "", rank});
-  return worker;
+  return Status::Ok();
 }
 
 StatusOr<ChildProcess> AgentLauncher::Start(const std::vector<std::string>& flags, const std::string& log, int rank) {

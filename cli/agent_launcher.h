@@ -62,13 +62,17 @@ class AgentLauncher {
   StatusOr<ChildProcess> StartCoordinator();
   // How often the coordinator refreshes /progress; unset: the agent's default.
   void SetProgressEvery(std::optional<Duration> every) { progress_every_ = every; }
-  // Starts worker `rank` and waits until it serves HTTP.
-  // A data-parallel worker, or a pipeline's stage agent when the plan has a pipeline.
-  // A team's worker killed by a signal as it started comes back ended, with
-  // no endpoint: a device lost at the start, which its team starts without
-  // (docs/data-parallelism.md, "A team starts together"), and the runner's
-  // supervision says so as of a device lost later.
-  StatusOr<ChildProcess> StartWorker(int rank);
+  // Starts worker `rank`: a data-parallel worker, or a pipeline's stage
+  // agent when the plan has a pipeline. The team's workers are all started
+  // before any is waited for: each loads LibTorch and its data for seconds,
+  // and one after another a team of 3 took 8-18 s to start on a busy 2-core
+  // machine, for a few seconds of training (a new user's trial).
+  StatusOr<ChildProcess> SpawnWorker(int rank);
+  // Waits until worker `rank` serves HTTP. One killed by a signal as it
+  // started is no error, and has no endpoint: a device lost at the start,
+  // which its team starts without (docs/data-parallelism.md, "A team starts
+  // together"), and the runner's supervision says so as of a device lost later.
+  Status AwaitWorker(ChildProcess& worker, int rank);
 
   // Every agent started so far, the coordinator first.
   const std::vector<AgentEndpoint>& endpoints() const { return endpoints_; }
@@ -78,6 +82,7 @@ class AgentLauncher {
 
  private:
   StatusOr<ChildProcess> Start(const std::vector<std::string>& flags, const std::string& log, int rank);
+  static std::string WorkerLog(int rank) { return "worker-" + std::to_string(rank) + ".log"; }
   // Waits for the launch contract's line starting with `what ` from `agent`.
   // `log`: the agent's log in the run folder, whose last line says why it
   // exited, if it did.

@@ -1033,24 +1033,32 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // shapers as they start; the kernel's start here).
   if (links) links->StartShaping();
   const TimePoint links_started = clock.Now();
+  // Every worker started at once, then each waited for until it says its
+  // address; a Ctrl-C meanwhile stops the team as it is.
+  auto worker_failed = [&](int rank, const Status& why) {
+    const bool refused = why.code() == StatusCode::kInvalidArgument;
+    // Named once: the launcher's words name it already when it started
+    // ("error: worker 1: worker 1 ended as it started": a user's trial).
+    const std::string name = "worker " + std::to_string(rank);
+    return failed(why.message().starts_with(name + " ") ? why.message() : name + ": " + why.message(),
+                  "worker-" + std::to_string(rank) + ".log", refused, refused);
+  };
   for (int rank = 0; plan.team && rank < job.spec.parallelism.workers; ++rank) {
     if (plan.job.pipeline && !StageOfRank(*plan.job.pipeline, rank).ok()) continue;  // a device the plan leaves out
-    // Each start waits for the agent to come up and say its address: a Ctrl-C
-    // during them stops the team as it is (starting the rest first, then
-    // stopping them, took the robot team 5.7 s).
     if (interrupted.load()) break;
-    auto worker = launcher.StartWorker(rank);
-    if (!worker.ok()) {
-      const bool refused = worker.status().code() == StatusCode::kInvalidArgument;
-      // Named once: the launcher's words name it already when it started
-      // ("error: worker 1: worker 1 ended as it started": a user's trial).
-      const std::string name = "worker " + std::to_string(rank);
-      const std::string why = worker.status().message();
-      return failed(why.starts_with(name + " ") ? why : name + ": " + why,
-                    "worker-" + std::to_string(rank) + ".log", refused, refused);
-    }
+    auto worker = launcher.SpawnWorker(rank);
+    if (!worker.ok()) return worker_failed(rank, worker.status());
     workers.push_back(std::move(*worker));
     worker_ranks.push_back(rank);
+  }
+  if (plan.team && !workers.empty()) {
+    err << "  waiting for " << workers.size() << (workers.size() == 1 ? " worker" : " workers")
+        << " to load their data and say where they serve\n";
+  }
+  for (size_t i = 0; i < workers.size() && !interrupted.load(); ++i) {
+    if (Status up = launcher.AwaitWorker(workers[i], worker_ranks[i]); !up.ok()) {
+      return worker_failed(worker_ranks[i], up);
+    }
   }
   err << DescribeEndpoints(launcher.endpoints(), plan.job.pipeline.has_value());
   if (observer) {
