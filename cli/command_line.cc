@@ -436,7 +436,14 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   std::vector<std::string> extras = command->remaining();
   std::erase(extras, "--");  // CLI11 hands back the separator of netns-run's command
   if (command == &app && !extras.empty() && extras.front().rfind("-", 0) != 0) {
-    err << "edgetrain: unknown command \"" << extras.front() << "\"" << hint(&app) << "\n";
+    // A typo of a command is named, as one of an option is (`edgetrain evalute`).
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands.push_back(sub->get_name());
+    }
+    const std::string near = Nearest(extras.front(), commands);
+    err << "edgetrain: unknown command \"" << extras.front() << "\""
+        << (near.empty() ? "" : " (did you mean " + near + "?)") << hint(&app) << "\n";
     return kExitInvalid;
   }
   if (!extras.empty()) {

@@ -11,13 +11,57 @@
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
 #include "cli/model_card.h"
+#include "cli/run_plan.h"
 #include "core/exit_codes.h"
 #include "core/job_spec.h"
 #include "core/number_text.h"
 
 namespace edgetrain::cli {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+// A TrainingJob manifest given where the model goes (`edgetrain evaluate
+// JOB.yaml`): what its run saves, as the command that evaluates it. It had
+// been read as a model and refused for naming no data set, which sent a new
+// user to --dataset.
+int SayWhatAManifestsRunSaves(const EvaluateOptions& options, const std::string& job_name, std::ostream& err) {
+  err << "edgetrain evaluate: " << options.model_path << " is a TrainingJob manifest (" << job_name
+      << "), not a model: evaluate takes the model.pt its run saved";
+  // Where its run puts the model needs only the manifest, not its files.
+  StatusOr<std::string> text = ReadText(options.model_path);
+  StatusOr<api::TrainingJobManifest> parsed =
+      text.ok() ? api::ParseTrainingJob(*text, options.model_path) : StatusOr<api::TrainingJobManifest>(text.status());
+  if (parsed.ok()) {
+    const api::TrainingJobManifest& job = *parsed;
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec);
+    // Under the working folder, said from it, as a person types it.
+    auto said = [&](const fs::path& path) {
+      const fs::path from_here = path.lexically_relative(cwd);
+      return from_here.empty() || *from_here.begin() == ".." ? path.string() : from_here.string();
+    };
+    const fs::path folder = OutputFolder(job, options.model_path, "", cwd);
+    const fs::path model = folder / "model.pt";
+    const std::string test_data = job.spec.data.files ? " --job " + options.model_path : "";
+    if (fs::exists(model, ec)) {
+      err << ": edgetrain evaluate " << said(model) << test_data;
+    } else {
+      err << ", which is not in " << said(folder) << " yet: edgetrain run " << options.model_path
+          << " trains it, then edgetrain evaluate " << said(model) << test_data;
+    }
+  }
+  err << "\n";
+  return kExitInvalid;
+}
+
+}  // namespace
+
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
+  if (const std::string job = JobNameIn(options.model_path, /*training_jobs_only=*/true); !job.empty()) {
+    return SayWhatAManifestsRunSaves(options, job, err);
+  }
   // Neither given: the built-in set its model.json says it was trained on
   // (examples/model/load_model.py's hint, "edgetrain evaluate MODEL", was
   // then refused for want of one: a new user's trial).

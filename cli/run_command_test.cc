@@ -217,6 +217,24 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
                                    "not on digits: this measures it on other data"),
             std::string::npos)
       << other.stderr_text;
+  // The job's manifest given for its model: the command that evaluates
+  // what its run saved, or, before a run, the one that trains it (it was
+  // read as a model and sent to --dataset: a new user's trial).
+  const std::string saved_job = Manifest("digits-saved", std::string(kDigitsSpec) + "  output: {path: out}\n");
+  Outcome manifest = Execute({"evaluate", saved_job});
+  EXPECT_EQ(manifest.exit, 2);
+  EXPECT_NE(manifest.stderr_text.find(saved_job + " is a TrainingJob manifest (digits-saved), not a model: evaluate "
+                                      "takes the model.pt its run saved: edgetrain evaluate " + model + "\n"),
+            std::string::npos)
+      << manifest.stderr_text;
+  const std::string unrun_job = Manifest("digits-unrun", std::string(kDigitsSpec) + "  output: {path: unrun}\n");
+  Outcome unrun = Execute({"evaluate", unrun_job});
+  EXPECT_EQ(unrun.exit, 2);
+  EXPECT_NE(unrun.stderr_text.find(", which is not in " + (dir_ / "unrun").string() + " yet: edgetrain run " +
+                                   unrun_job + " trains it, then edgetrain evaluate " +
+                                   (dir_ / "unrun" / "model.pt").string() + "\n"),
+            std::string::npos)
+      << unrun.stderr_text;
   Outcome missing = Execute({"evaluate", (dir_ / "absent.pt").string(), "--dataset", "digits"});
   EXPECT_EQ(missing.exit, 2);
   EXPECT_NE(missing.stderr_text.find("no model at " + (dir_ / "absent.pt").string()), std::string::npos)
@@ -887,10 +905,11 @@ TEST_F(RunCommandTest, ATeamWhoseDataItsAgentRefusesIsInvalidInput) {
   EXPECT_EQ(nlohmann::json::parse(run.stdout_lines.back())["stop_reason"], "failed");
 }
 
-// A --fresh run whose inputs are refused says the checkpoint there is an
-// earlier run's, not that there is none (a user's trial read "no checkpoint
-// was written" beside one of iteration 141).
-TEST_F(RunCommandTest, ARefusedFreshRunNamesTheEarlierRunsCheckpointItLeftAlone) {
+// A run whose inputs are refused says the checkpoint there is an earlier
+// run's, not that there is none: a user's trial read "no checkpoint was
+// written" beside one of iteration 141 (--fresh), another beside a finished
+// run's (without).
+TEST_F(RunCommandTest, ARefusedRunNamesTheEarlierRunsCheckpointItLeftAlone) {
   auto write_train = [&](int bad_label) {
     std::ofstream train(dir_ / "train.csv");
     for (int i = 0; i < 40; ++i) train << (i == 30 ? bad_label : i % 3) << ",0.1,0.2,0.3," << i % 5 << "\n";
@@ -904,12 +923,17 @@ TEST_F(RunCommandTest, ARefusedFreshRunNamesTheEarlierRunsCheckpointItLeftAlone)
   const std::string out = (dir_ / "earlier-out").string();
   ASSERT_EQ(Execute({"run", job, "--no-curves", "--output", out}).exit, 0);
   write_train(7);  // out of range: the agent refuses its inputs
-  const Outcome refused = Execute({"run", job, "--no-curves", "--fresh", "--output", out});
-  EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
-  EXPECT_NE(refused.stderr_text.find("no checkpoint was written in " + out + " by this run (the one there is an "
-                                     "earlier run's: that run finished"),
-            std::string::npos)
-      << refused.stderr_text;
+  // With --fresh or without: a finished run's is not resumed either way.
+  for (const bool fresh : {true, false}) {
+    std::vector<std::string> args = {"run", job, "--no-curves", "--output", out};
+    if (fresh) args.push_back("--fresh");
+    const Outcome refused = Execute(args);
+    EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
+    EXPECT_NE(refused.stderr_text.find("no checkpoint was written in " + out + " by this run (the one there is an "
+                                       "earlier run's: that run finished"),
+              std::string::npos)
+        << refused.stderr_text;
+  }
 }
 
 // Another job's finished model in the output folder is replaced, as its

@@ -52,6 +52,19 @@ std::string DescribePlacement(const LocalRunPlan& plan, const ClusterProfile& pr
                "edgetrain plan)";
 }
 
+fs::path OutputFolder(const api::TrainingJobManifest& job, const std::string& manifest_path,
+                      const std::string& output_flag, const fs::path& cwd) {
+  // A path on the command line, or the default, is the working folder's; one
+  // written in the manifest is the manifest's folder's, as its data's and
+  // model's are (run from elsewhere, the job went to a new folder and started
+  // afresh rather than resume).
+  const fs::path manifest_folder = (cwd / manifest_path).parent_path();
+  const fs::path output = !output_flag.empty()    ? fs::path(output_flag)
+                          : job.spec.output.path ? manifest_folder / *job.spec.output.path
+                                                 : fs::path("edgetrain-output") / job.name;
+  return (cwd / output).lexically_normal();
+}
+
 StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                     const RunOptions& options, const fs::path& cwd, const MachineSize& machine) {
   const JobSpec& spec = job.spec;
@@ -72,19 +85,11 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                                 std::to_string(options.http_port + run.agents - 1) + ", past 65535");
   }
 
-  // A path on the command line, or the default, is the working folder's; one
-  // written in the manifest is the manifest's folder's, as its data's and
-  // model's are (run from elsewhere, the job went to a new folder and started
-  // afresh rather than resume).
-  const fs::path manifest_folder = (cwd / options.manifest_path).parent_path();
-  const fs::path output = !options.output_dir.empty() ? fs::path(options.output_dir)
-                          : spec.output.path          ? manifest_folder / *spec.output.path
-                                                      : fs::path("edgetrain-output") / job.name;
   JobPlan& plan = run.job;
   plan.job = job.name;
   plan.spec_json = job.SpecJson();
   plan.spec = spec;
-  plan.output_dir = (cwd / output).lexically_normal().string();
+  plan.output_dir = OutputFolder(job, options.manifest_path, options.output_dir, cwd).string();
   // Handed to the agents in the plan, which is JSON.
   const std::string output_field = !options.output_dir.empty() ? "--output"
                                    : spec.output.path          ? "spec.output.path"

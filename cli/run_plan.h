@@ -48,6 +48,12 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
                                     const RunOptions& options, const std::filesystem::path& cwd,
                                     const MachineSize& machine);
 
+// Where `job`'s run puts its model, checkpoint and logs: `output_flag`
+// (--output) or the manifest's spec.output.path, else edgetrain-output/NAME;
+// absolute, from `cwd`.
+std::filesystem::path OutputFolder(const api::TrainingJobManifest& job, const std::string& manifest_path,
+                                   const std::string& output_flag, const std::filesystem::path& cwd);
+
 // The devices that train: a pipeline's plan may leave some of the job's
 // workers out (a model planned onto one device of four).
 int TrainingDevices(const LocalRunPlan& plan);

@@ -232,6 +232,39 @@ std::string StoppedBy(const JobProgress& p) {
 
 }  // namespace
 
+ComputingAlone ComputingAloneOf(const JobSpec& spec, const JobProgress& p) {
+  // Every worker computing without a wait, at its own pace (over its
+  // compute time, which leaves out waits and reconnections). A team
+  // iteration of fixed batches is a batch from each, so the team's rate is
+  // the mean of theirs; the samples of varying batches add up.
+  // By its own count where it gave one: the rounds counted only its
+  // batches in time, and its compute time is of every batch, so a robot
+  // whose link was out read as computing at an eighth of its pace (a new
+  // user's trial: 45 batches a second beside its teammates' 369, the same
+  // device).
+  const bool variable = VariableBatches(spec);
+  double rate_sum = 0;
+  ComputingAlone alone;
+  for (const auto& w : p.workers) {
+    if (w.computed_samples_per_s > 0 && (variable || w.batch_size > 0)) {
+      rate_sum += variable ? w.computed_samples_per_s : w.computed_samples_per_s / w.batch_size;
+      ++alone.rated;
+      continue;
+    }
+    const int64_t done = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
+    if (w.compute_s <= 0 || done <= 0) continue;
+    rate_sum += static_cast<double>(done) / w.compute_s;
+    ++alone.rated;
+  }
+  // A worker none of whose batches a round counted (all late, its link in a
+  // dip) has no pace to read; the team's, a mean, is then that of the others.
+  // Not for varying batches, whose limit is a sum over every worker.
+  if (alone.rated == static_cast<int>(p.workers.size()) || (!variable && alone.rated > 0)) {
+    alone.pace = variable ? rate_sum : rate_sum / alone.rated;
+  }
+  return alone;
+}
+
 std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   if (p.workers.empty() || p.iteration <= 0 || p.elapsed_s <= 0) return "";
   // Batches that vary (a stream's, weighted ones) make the team's iteration a
@@ -248,28 +281,7 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   const double whole = static_cast<double>(rounds) * static_cast<double>(p.workers.size()) * 4.0 *
                        static_cast<double>(StepCostOf(spec).parameters);
   const double up = static_cast<double>(BytesSent(p)), down = static_cast<double>(BytesReceived(p));
-  // The limit: every worker computing without a wait, at its own pace (over
-  // its compute time, which leaves out waits and reconnections). A team
-  // iteration of fixed batches is a batch from each, so the team's rate is
-  // the mean of theirs; the samples of varying batches add up.
-  // By its own count where it gave one: the rounds counted only its
-  // batches in time, and its compute time is of every batch, so a robot
-  // whose link was out read as computing at an eighth of its pace (a new
-  // user's trial: 45 batches a second beside its teammates' 369, the same
-  // device).
-  double rate_sum = 0;
-  int rated = 0;
-  for (const auto& w : p.workers) {
-    if (w.computed_samples_per_s > 0 && (variable || w.batch_size > 0)) {
-      rate_sum += variable ? w.computed_samples_per_s : w.computed_samples_per_s / w.batch_size;
-      ++rated;
-      continue;
-    }
-    const int64_t done = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
-    if (w.compute_s <= 0 || done <= 0) continue;
-    rate_sum += static_cast<double>(done) / w.compute_s;
-    ++rated;
-  }
+  const ComputingAlone alone = ComputingAloneOf(spec, p);
   // Megabytes as the table gives them, to as many places as a small total
   // needs: "0 MB up" was said of 148,955 bytes, which the table gave as 0.1.
   auto megabytes = [](double bytes) {
@@ -289,16 +301,13 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   said += "; stalled " + Fixed(100 * MeanStallFraction(p), 0) + "% of the time; ";
   const double pace = static_cast<double>(variable ? p.samples : p.iteration) / p.elapsed_s;
   said += variable ? WithThousands(std::llround(pace)) + " samples/s" : Fixed(pace, 1) + " team iterations/s";
-  // A worker none of whose batches a round counted (all late, its link in a
-  // dip) has no pace to read; the team's, a mean, is then that of the others.
-  // Not for varying batches, whose limit is a sum over every worker.
-  const bool all_rated = rated == static_cast<int>(p.workers.size());
-  if (all_rated || (!variable && rated > 0)) {
-    const double limit = variable ? rate_sum : rate_sum / rated;
+  if (alone.pace) {
+    const double limit = *alone.pace;
     said += " against " + (variable ? WithThousands(std::llround(limit)) : Fixed(limit, 1)) + " computing alone (" +
             Fixed(100 * pace / limit, 0) + "%" +
-            (all_rated ? std::string() : ", the pace of the " + CountOf(rated, "worker", "workers") +
-                                             " with a batch counted") +
+            (alone.rated == static_cast<int>(p.workers.size())
+                 ? std::string()
+                 : ", the pace of the " + CountOf(alone.rated, "worker", "workers") + " with a batch counted") +
             ")";
   }
   // Streams bound what a team can train on, whatever its compute: the
@@ -851,6 +860,14 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
     j["stream"] = {{"arrived", totals.arrived}, {"dropped", totals.dropped}, {"refused_files", totals.refused_files}};
   }
   if (totals.injected > 0) j["injected_samples"] = totals.injected;
+  // The summary's "computing alone", which no file of the run's folder
+  // gives: each worker's own pace is in the result it printed as it exited
+  // (a new user could not work it out from computeSeconds in /progress).
+  if (const ComputingAlone alone = ComputingAloneOf(job.spec, p); alone.pace && p.iteration > 0) {
+    j["computing_alone"] = {{"per_s", *alone.pace},
+                            {"of", VariableBatches(job.spec) ? "samples" : "team iterations"},
+                            {"workers", alone.rated}};
+  }
   return j.dump();
 }
 

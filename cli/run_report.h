@@ -3,6 +3,7 @@
 // one JSON line), or why it failed with the last lines of the agent's log.
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,15 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
 // workers' stall, and the team's iteration rate against the rate of the same
 // workers computing without a wait ("" before its first iteration).
 std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
+// The team's pace had no worker waited, each at its own: team iterations a
+// second (samples, for batches that vary); unset when not every worker's
+// pace is known and they cannot stand for the team. `rated`: the workers
+// whose pace it is.
+struct ComputingAlone {
+  std::optional<double> pace;
+  int rated = 0;
+};
+ComputingAlone ComputingAloneOf(const JobSpec& spec, const JobProgress& p);
 // Who the team waited on a twentieth of its time or more, longest first:
 // "robot-2 for 31.2 s and robot-4 for 12.0 s"; empty when nobody did.
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names);

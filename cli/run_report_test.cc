@@ -714,6 +714,12 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
   EXPECT_NE(WhatTheTeamGained(spec, p).find("10.0 team iterations/s against 100.0 computing alone (10%)"),
             std::string::npos)
       << WhatTheTeamGained(spec, p);
+  // --json gives that pace, which no file of the run's gives.
+  api::TrainingJobManifest job = Job();
+  job.spec = spec;
+  const auto json = nlohmann::json::parse(JsonLine(job, Team(), p, 12));
+  EXPECT_EQ(json["computing_alone"],
+            nlohmann::json({{"per_s", 100.0}, {"of", "team iterations"}, {"workers", 2}}));
   p.workers[1].computed_samples_per_s = 0;
   // A small total in as many places as it needs: "0 MB up" was said of 148,955 bytes.
   p.workers[0].bytes_sent = 148'955;
