@@ -1395,6 +1395,43 @@ TEST_F(ReconcilerTest, AWorkerReplacedAfterTheDefaultImageChangedRunsItsTeammate
   EXPECT_EQ((*made)["spec"]["containers"][0]["image"], "edgetrain/agent:0.1.0");
 }
 
+// Two nodes lost together: the first's worker replaced while the second is
+// not ready yet, within nodeLossGrace. Its pods still read Running, but the
+// team is not whole: it was said to be ("run again, 4s after"), and the
+// second node's recovery was timed from then (1-4 s of 20 s outages: a
+// soak trial). Whole once that node is back, timed from the first loss.
+TEST_F(ReconcilerTest, ATeamIsNotWholeAgainWhileANodeOfItsPodsIsNotReady) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  ASSERT_TRUE(WorkerOneEvictedAndReplaced(key).ok());
+  nodes_.Put(ANode("gateway").NotReady());  // the coordinator's and worker 0's, within its grace
+  now_ += std::chrono::seconds(4);
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1-g2") Run(pod);
+  });
+  EXPECT_EQ(Reconcile(key).recovered_after, std::nullopt);
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
+  const Json* running = FindCondition(status, api::condition::kRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->value("status", ""), "False");
+  EXPECT_NE(running->value("message", "").find("(plan generation 2, recovery 1 of 2); now every pod runs, but node "
+                                               "gateway (team-coordinator, team-worker-0) is not ready: the team is "
+                                               "whole again once it is back"),
+            std::string::npos)
+      << *running;
+  EXPECT_EQ(log_text_.str().find("after the team stopped being whole"), std::string::npos) << log_text_.str();
+
+  now_ += std::chrono::seconds(2);
+  nodes_.Put(ANode("gateway"));
+  EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(6)));
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
+  EXPECT_NE(log_text_.str().find("reason=Training all 3 pods of the gang run again, 6s after the team stopped being whole"),
+            std::string::npos)
+      << log_text_.str();
+}
+
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 
