@@ -252,6 +252,29 @@ std::optional<Status> Reconciler::FollowWorkerLoss(Pass& pass, Team& team) {
     }
   }
   if (lost.empty()) return std::nullopt;
+  // Training has stopped (the coordinator said why) and the coordinator is
+  // finishing: a worker lost now has nothing left to train. It was replaced,
+  // a recovery counted, for a team that was ending (a soak trial). Not after
+  // a "cancelled", a moved coordinator's or a suspended one's, whose team
+  // trains again.
+  const std::string stopped = pass.stored_status.value("/progress/stopReason"_json_pointer, std::string());
+  if (!stopped.empty() && stopped != "cancelled") {
+    std::string what;
+    for (const auto& [rank, why] : lost) {
+      what += (what.empty() ? "worker " : "; worker ") + std::to_string(rank) + ": " + why;
+    }
+    const std::string message = "training has stopped (" + stopped + ") and the coordinator is finishing; " + what +
+                                ": not replaced, with nothing left to train";
+    const Json* said = FindCondition(pass.stored_status, condition::kRunning);
+    if (!said || said->value("message", "") != message) {
+      events_.Record(pass.object, "Warning", reason::kWorkerLost, message);
+      log_.Job(pass.key, reason::kWorkerLost, message);
+    }
+    pass.Set(condition::kRunning, true, reason::kTraining, message);
+    (void)ReadProgress(pass, team.gang);
+    pass.Requeue(options_.status_interval);
+    return Status::Ok();
+  }
   std::optional<Status> recovered = Recover(pass, plan, team.coordinator, lost, moves);
   // The coordinator trains on with the workers left while a replacement
   // waits for room: its figures are read as they move, and the room looked

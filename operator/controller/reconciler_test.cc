@@ -1033,6 +1033,37 @@ TEST_F(ReconcilerTest, ACoordinatorsRecoveryCountsFromItsLastAnsweredProgress) {
   EXPECT_EQ(CoordinatorEvictedThenReplaced(key), std::optional<Duration>(std::chrono::seconds(43)));
 }
 
+// A worker lost once training has stopped, the coordinator finishing, has
+// nothing left to train: not replaced, and no recovery (one was counted, and a
+// pod made for a team that was ending: a soak trial). Said once.
+TEST_F(ReconcilerTest, AWorkerLostAfterTrainingStoppedIsNotReplaced) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 2}}}});
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[coordinator_ip] = {
+      {"state", "training"}, {"iteration", 300}, {"samples", 19200}, {"stopReason", "epochs"}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  api_.ResetWrites();
+  for (int look = 0; look < 2; ++look) {
+    jobs_.Put(Job("team"));
+    EXPECT_EQ(Reconcile(key).replan, "");
+  }
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kRunning);
+  EXPECT_FALSE(status.contains("recoveries")) << status;
+  EXPECT_EQ(FindCondition(status, api::condition::kRunning)->value("message", ""),
+            "training has stopped (epochs) and the coordinator is finishing; worker 1: its node robot-1 is lost; its "
+            "pod on robot-1 failed (Evicted): not replaced, with nothing left to train");
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kWorkerLost;
+  EXPECT_EQ(said, 1);
+}
+
 // A coordinator whose last word was that training had stopped ends before
 // its pod reads as ended: its silence is its finishing, said so, not "has not
 // answered" (a new user's trial saw that for a read before Succeeded), and not
