@@ -44,6 +44,8 @@ inline constexpr const char* kNameTaken = "NameTaken";              // a Service
 inline constexpr const char* kPlaced = "Placed";
 inline constexpr const char* kUnschedulable = "Unschedulable";      // the gang does not fit now
 inline constexpr const char* kGangTimeout = "GangTimeout";          // placed, but not all running in time: torn down
+// placed, but a node of its pods was lost before the gang ran: torn down, placed again at once
+inline constexpr const char* kNodeLost = "NodeLost";
 // An Event: spec.output.volume's claim does not exist (its pod waits to mount it)
 inline constexpr const char* kOutputClaimMissing = "OutputClaimMissing";
 // An Event: a ConfigMap or claim with the job's own files (spec.data.volume,

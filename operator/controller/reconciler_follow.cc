@@ -343,7 +343,49 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   const Json* running = FindCondition(pass.status, condition::kRunning);
   const std::string was = running ? running->value("reason", "") : "";
   const bool resuming = team.has_run && (was == reason::kSuspended || was == reason::kResuming ||
-                                         was == reason::kStarting || was == reason::kGangTimeout);
+                                         was == reason::kStarting || was == reason::kGangTimeout ||
+                                         was == reason::kNodeLost);
+  // A node of a gang that has not run lost: its pod there evicted (or
+  // failed, or gone) with the node not ready. Made again there, it was
+  // refused while its predecessor could not end on the dead node
+  // (AlreadyExists, retried to the gang's timeout, the node named nowhere:
+  // a soak trial). Torn down and placed again at once, on ready nodes: no
+  // member has trained, so nothing is lost and no recovery is counted.
+  if (!team.has_run || resuming) {
+    std::map<std::string, std::vector<std::string>> lost;  // node -> its pods
+    auto consider = [&](const std::string& name, const std::string& node) {
+      const NodeView* view = team.Node(node);
+      if (view && view->ready) return;
+      const Json* pod = PodNamed(pass.pods, name);
+      const bool gone = !pod || pod->at("metadata").contains("deletionTimestamp") ||
+                        pod->value("/status/phase"_json_pointer, std::string()) == "Failed";
+      if (gone) lost[node].push_back(name);
+    };
+    consider(CoordinatorPodName(pass.job.name, team.coordinator.since_generation), team.coordinator.node);
+    for (const WorkerSlot& slot : plan.workers) {
+      if (HasPod(plan, slot.rank, team.lost_stages)) {
+        consider(WorkerPodName(pass.job.name, slot.rank, SlotSince(plan, slot.rank)), slot.node);
+      }
+    }
+    if (!lost.empty()) {
+      std::string said;
+      for (const auto& [node, names] : lost) {
+        std::string of;
+        for (const std::string& name : names) of += (of.empty() ? "" : ", ") + name;
+        said += (said.empty() ? "node " : "; node ") + node + " was lost (" + of + ")";
+      }
+      EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
+      const std::string message = said + " before the gang ran: torn down, holding nothing, to be placed again "
+                                         "on ready nodes";
+      pass.status["phase"] = phase::kPending;
+      pass.Set(condition::kPlaced, false, reason::kNodeLost, message);
+      pass.Set(condition::kRunning, false, reason::kNodeLost, message);
+      events_.Record(pass.object, "Warning", reason::kNodeLost, message);
+      log_.Job(pass.key, reason::kNodeLost, message);
+      pass.Requeue(options_.recheck_after);
+      return Status::Ok();
+    }
+  }
   // A pipeline's stage device whose node came back starts its pod again
   // while the pipeline trains on (its head replayed the loss long before):
   // none of it is lost, and nothing recovers. Counted as a recovery, from

@@ -2063,6 +2063,55 @@ TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingN
       << *placed;
 }
 
+// A node of a gang that has not run lost, its pod there evicted: torn down
+// at once, the node named, and placed again on ready nodes. Made again there,
+// its pod had been refused while the evicted one could not end on the dead
+// node (AlreadyExists until the gang's timeout, the node named nowhere: a
+// soak trial). Nothing had trained: no recovery.
+TEST_F(ReconcilerTest, AGangWhoseNodeIsLostBeforeItRanIsPlacedAgainAtOnceElsewhere) {
+  const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "10m"}}}});
+  SyncPods();  // placed, not running yet
+  ASSERT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
+                                                  "team-worker-1@robot-1"}));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  Reconcile(key);  // within nodeLossGrace: its pod is not evicted yet, and is waited for
+  EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kPlacing);
+  auto on_robot_1 = [](const Json& pod) { return pod["spec"]["nodeName"] == "robot-1"; };
+  EvictPods(on_robot_1);
+  jobs_.Put(Job("team"));
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("create Pod"), 0) << "nothing made again on the lost node";
+  jobs_.Put(Job("team"));
+  Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending);
+  const Json* placed = FindCondition(status, api::condition::kPlaced);
+  EXPECT_EQ(placed->value("reason", ""), api::reason::kNodeLost);
+  EXPECT_EQ(placed->value("message", ""), "node robot-1 was lost (team-worker-1) before the gang ran: torn down, "
+                                          "holding nothing, to be placed again on ready nodes");
+  EXPECT_FALSE(status.contains("recoveries"));
+
+  // The pods left end, but the evicted one, stranded on its node; the job is
+  // placed again at once, not after a back-off, and not on robot-1.
+  SyncPods();
+  EvictPods(on_robot_1);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  SyncPods();
+  EvictPods(on_robot_1);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  status = Job("team")["status"];
+  EXPECT_TRUE(ConditionIs(status, api::condition::kPlaced, true)) << status;
+  std::vector<std::string> nodes;
+  for (const std::string& pod : PodNodes()) {
+    if (pod != "team-worker-1@robot-1") nodes.push_back(pod.substr(pod.find('@') + 1));
+  }
+  EXPECT_EQ(std::count(nodes.begin(), nodes.end(), "robot-1"), 0) << ::testing::PrintToString(PodNodes());
+  EXPECT_EQ(nodes.size(), 3u) << ::testing::PrintToString(PodNodes());
+}
+
 // A gang that cannot start (an image that cannot be pulled) is torn down
 // saying why, and waits a back-off that doubles before it is placed again:
 // it was placed again at once, every gangTimeout, forever.
