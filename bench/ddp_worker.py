@@ -148,7 +148,14 @@ def main():
             since = {"stall": stall_s - mine_then["stall"], "busy": busy_s - mine_then["busy"],
                      "wall": elapsed - mine_then["wall"]}
             energy = energy_of(*(team[k] + world * since[k] for k in ("stall", "busy", "wall")))
+            evaluating = time.perf_counter()
             accuracy = evaluate()
+            # Off the training clock: rank 0 evaluates inline, the others
+            # waiting at the next all-reduce, where edgetrain's coordinator
+            # evaluates beside its team, holding it only to copy the
+            # parameters; DDP's time to target had counted every evaluation
+            # (an audit). The others' wait still counts as their stall.
+            start += time.perf_counter() - evaluating
             recent = (recent + [accuracy])[-5:]
             print(json.dumps({"eval": {"seconds": elapsed, "iteration": iteration,
                                        "samples": iteration * a.batch * world, "accuracy": accuracy,

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
               "instances\n",
               median_ms, median_cpu_ms, max_ms, max_cpu_ms, repeats);
 
-  // Loss: the relaxed program (runs of devices in speed order) against the
+  // Loss: the relaxed program (runs of devices in three orders, docs/pipeline.md) against the
   // optimum, on instances small enough for brute force. Drawn from a stream
   // of their own: with the timed instances' stream, --repeats changed which
   // small instances were drawn, and the worst loss with them (13% or 31%).
