@@ -162,7 +162,8 @@ TEST(CommandLineTest, AMistakeIsOneLineWithAPointerToHelp) {
        "edgetrain netns-run: --workers: expected a whole number from 1 to 250, got \"abc\""},
       {{"netns-run", "--nodes", "n.yaml", "--", "true"}, "edgetrain netns-run: --workers is required"},
       {{"frobnicate"}, "edgetrain: unknown command \"frobnicate\" (see edgetrain --help)"},
-      {{"evalute", "model.pt"}, "edgetrain: unknown command \"evalute\" (did you mean evaluate?) (see edgetrain --help)"},
+      {{"evalute", "model.pt"},
+       "edgetrain: unknown command \"evalute\" (did you mean evaluate?) (see edgetrain --help)"},
       {{"--frobnicate"}, "edgetrain: unknown option --frobnicate"},
       {{}, "edgetrain: which command? run, validate, plan, partition, evaluate, credentials, netns-run or version (see "
        "edgetrain --help)"},

@@ -37,10 +37,13 @@ int SayWhatAManifestsRunSaves(const EvaluateOptions& options, const std::string&
     const api::TrainingJobManifest& job = *parsed;
     std::error_code ec;
     const fs::path cwd = fs::current_path(ec);
-    // Under the working folder, said from it, as a person types it.
+    // As the manifest was named: from the working folder, if it was and the
+    // model's folder is under it; else whole.
     auto said = [&](const fs::path& path) {
       const fs::path from_here = path.lexically_relative(cwd);
-      return from_here.empty() || *from_here.begin() == ".." ? path.string() : from_here.string();
+      const bool relative = fs::path(options.model_path).is_relative() && !from_here.empty() &&
+                            *from_here.begin() != "..";
+      return relative ? from_here.string() : path.string();
     };
     const fs::path folder = OutputFolder(job, options.model_path, "", cwd);
     const fs::path model = folder / "model.pt";

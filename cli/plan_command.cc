@@ -368,6 +368,12 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       err << "error: " << job.name << ": " << judged.message() << "\n";
       return ExitCodeFor(judged);
     }
+    // The plan of a cluster is the operator's, from its own timing: a new
+    // user took these stages for the ones the cluster would run.
+    if (!options.kubeconfig.empty()) {
+      err << "note: the model's layers are timed here, on this machine; the operator times them again in a pod "
+             "on the cluster (CheckingLayers) before it cuts the stages, which may then differ from these\n";
+    }
   }
   // A user's module is sized by the agent here, as the operator's check pod
   // sizes it there, before placement ranks nodes by its step: a pipeline's

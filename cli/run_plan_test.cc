@@ -232,7 +232,8 @@ TEST(RunPlanTest, ATeamFarLargerThanTheMachineIsWarnedAbout) {
        {"each worker holds 479 training samples, fewer than its batch of 512"}},
       // 1,437 over 60: 57 workers hold 24, a batch, and 3 hold 23.
       {"{model: {name: mlp}, data: {dataset: digits, batchSize: 24}, parallelism: {workers: 60}}", {64, 24000},
-       {"some workers hold 23 training samples, fewer than their batch of 24: their steps repeat samples"}},
+       {"some workers hold 23 training samples, fewer than their batch of 24: their steps repeat samples "
+        "(spec.data.batchSize 23 or less does not)"}},
       {"{model: {name: mlp}, data: {dataset: digits, batchSize: 2048}, parallelism: {workers: 1}}", {2, 24000},
        {"the job holds 1437 training samples, fewer than its batch of 2048: every step takes all 1437, a batch of "
         "1437"}},

@@ -130,6 +130,20 @@ TEST(RunReportTest, AnInterruptedRunBesideAKeptModelSaysWhoseAccuracyItIs) {
 
 // Ctrl-C while the team loaded or connected: no accuracy of an untrained
 // model, and no promise of a checkpoint to resume from (a new user's trial).
+// A model no better than guessing is said to have not learned: 0.1020 on
+// ten classes read as a score like any other (a new user's trial).
+TEST(RunReportTest, AModelNoBetterThanGuessingIsSaidToHaveNotLearned) {
+  JobProgress p = Finished();
+  p.accuracy = 0.1020;
+  const std::string s = Summary(Team(), p);
+  EXPECT_NE(s.find("\n  note: 0.1020 is about what guessing scores on 10 classes (1 in 10): the model has not "
+                   "learned; a learning rate too high or too low"),
+            std::string::npos)
+      << s;
+  p.accuracy = 0.7139;
+  EXPECT_EQ(Summary(Team(), p).find("guessing"), std::string::npos);
+}
+
 TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
   JobProgress p = Finished();
   p.state = JobState::kInterrupted;

@@ -89,10 +89,14 @@ class TorchScriptTrainer final : public Trainer {
     } catch (const std::exception& e) {
       // A forward of several inputs: edgetrain passes one, a batch of samples.
       const std::string why = ErrorReason(e);
+      // Else, which shape is the manifest's to change: a new user mended the
+      // model when a wrong inputShape was at fault.
       const std::string hint = why.find("missing value for argument") != std::string::npos
                                    ? " (edgetrain calls forward with one tensor, a batch of samples: a module of "
                                      "several inputs needs a wrapper that takes one)"
-                                   : "";
+                                   : " (a sample's shape is spec.data.inputShape, or a built-in set's [channels, "
+                                     "height, width]: a model that takes another needs inputShape changed, or a "
+                                     "wrapper that reshapes)";
       // The batch's size said, as the 2 shows in PyTorch's shapes: a user
       // read "expected input[1, 2, 96] to have 3 channels, but got 2" as 2
       // channels of the data's.

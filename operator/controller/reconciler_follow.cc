@@ -26,22 +26,30 @@ namespace {
 // published: one alone can be a fading link's peak or trough.
 constexpr int kLinkReadingsToPublish = 3;
 
-// The nodes of `pods` that are not ready, each with its pods: "node robot-2
-// (team-worker-1)"; empty when every one is.
-std::string NodesNotReady(const std::map<std::string, NodeView>& nodes, const std::vector<Json>& pods) {
-  std::map<std::string, std::vector<std::string>> unready;
-  for (const Json& pod : pods) {
-    const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
-    const auto view = nodes.find(node);
-    if (view != nodes.end() && !view->second.ready) unready[node].push_back(pod["metadata"]["name"].get<std::string>());
-  }
+// Nodes, each with its pods: "node robot-2 (team-worker-1), node gateway
+// (team-coordinator, team-worker-0)".
+using PodsByNode = std::map<std::string, std::vector<std::string>>;
+std::string NodesWithTheirPods(const PodsByNode& nodes) {
   std::string said;
-  for (const auto& [node, names] : unready) {
+  for (const auto& [node, names] : nodes) {
     std::string of;
     for (const std::string& name : names) of += (of.empty() ? "" : ", ") + name;
     said += (said.empty() ? "node " : ", node ") + node + " (" + of + ")";
   }
   return said;
+}
+
+// The nodes of `pods` that are not ready, with their pods there.
+PodsByNode NodesNotReady(const std::map<std::string, NodeView>& nodes, const std::vector<Json>& pods) {
+  PodsByNode unready;
+  for (const Json& pod : pods) {
+    const std::string node = pod.value("/spec/nodeName"_json_pointer, std::string());
+    const auto view = nodes.find(node);
+    if (view != nodes.end() && !view->second.ready) {
+      unready[node].push_back(pod["metadata"]["name"].get<std::string>());
+    }
+  }
+  return unready;
 }
 
 }  // namespace
@@ -352,7 +360,7 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   // a soak trial). Torn down and placed again at once, on ready nodes: no
   // member has trained, so nothing is lost and no recovery is counted.
   if (!team.has_run || resuming) {
-    std::map<std::string, std::vector<std::string>> lost;  // node -> its pods
+    PodsByNode lost;
     auto consider = [&](const std::string& name, const std::string& node) {
       const NodeView* view = team.Node(node);
       if (view && view->ready) return;
@@ -368,15 +376,10 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
       }
     }
     if (!lost.empty()) {
-      std::string said;
-      for (const auto& [node, names] : lost) {
-        std::string of;
-        for (const std::string& name : names) of += (of.empty() ? "" : ", ") + name;
-        said += (said.empty() ? "node " : "; node ") + node + " was lost (" + of + ")";
-      }
       EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
-      const std::string message = said + " before the gang ran: torn down, holding nothing, to be placed again "
-                                         "on ready nodes";
+      const std::string message = NodesWithTheirPods(lost) + (lost.size() == 1 ? " was" : " were") +
+                                  " lost before the gang ran: torn down, holding nothing, to be placed again on "
+                                  "ready nodes";
       pass.status["phase"] = phase::kPending;
       pass.Set(condition::kPlaced, false, reason::kNodeLost, message);
       pass.Set(condition::kRunning, false, reason::kNodeLost, message);
@@ -483,8 +486,8 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
   // second was not ready yet (within nodeLossGrace) read as the team whole
   // again, and the second's recovery was timed from then, 1-4 s of outages
   // of 20 (a soak trial).
-  const std::string unready =
-      pass.Phase() == phase::kRecovering ? NodesNotReady(team.nodes, GangPods(pass.pods, team.names)) : "";
+  const PodsByNode unready =
+      pass.Phase() == phase::kRecovering ? NodesNotReady(team.nodes, GangPods(pass.pods, team.names)) : PodsByNode{};
   if (pass.Phase() != phase::kRunning && unready.empty()) {
     std::string message = gang.expected == 1   ? std::string("its pod runs")
                           : gang.expected == 2 ? std::string("both pods of the gang run")
@@ -592,12 +595,12 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
     }
   }
   if (!unready.empty()) {
-    // Said after what was lost, as how far its replacement is is.
+    // Said after what was lost, where how far its replacement was had been.
     const Json* before = FindCondition(pass.stored_status, condition::kRunning);
-    const std::string now = "every pod runs, but " + unready + (unready.find(", node ") == std::string::npos
-                                                                    ? " is not ready"
-                                                                    : " are not ready") +
-                            ": the team is whole again once it is back, or recovers again past nodeLossGrace";
+    const std::string now = "every pod runs, but " + NodesWithTheirPods(unready) +
+                            (unready.size() == 1 ? " is not ready: the team is whole again once it is back"
+                                                 : " are not ready: the team is whole again once they are back") +
+                            ", or recovers again past nodeLossGrace";
     pass.Set(condition::kRunning, false, reason::kRecovering,
              before ? FirstWordsAndNow(before->value("message", ""), "; now ", now) : now);
   }

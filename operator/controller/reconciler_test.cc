@@ -1458,7 +1458,8 @@ TEST_F(ReconcilerTest, ATeamIsNotWholeAgainWhileANodeOfItsPodsIsNotReady) {
   EXPECT_EQ(Reconcile(key).recovered_after, std::optional<Duration>(std::chrono::seconds(6)));
   jobs_.Put(Job("team"));
   EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
-  EXPECT_NE(log_text_.str().find("reason=Training all 3 pods of the gang run again, 6s after the team stopped being whole"),
+  EXPECT_NE(log_text_.str().find("reason=Training all 3 pods of the gang run again, 6s after the team stopped "
+                                 "being whole"),
             std::string::npos)
       << log_text_.str();
 }
@@ -2088,7 +2089,7 @@ TEST_F(ReconcilerTest, AGangWhoseNodeIsLostBeforeItRanIsPlacedAgainAtOnceElsewhe
   EXPECT_EQ(status["phase"], api::phase::kPending);
   const Json* placed = FindCondition(status, api::condition::kPlaced);
   EXPECT_EQ(placed->value("reason", ""), api::reason::kNodeLost);
-  EXPECT_EQ(placed->value("message", ""), "node robot-1 was lost (team-worker-1) before the gang ran: torn down, "
+  EXPECT_EQ(placed->value("message", ""), "node robot-1 (team-worker-1) was lost before the gang ran: torn down, "
                                           "holding nothing, to be placed again on ready nodes");
   EXPECT_FALSE(status.contains("recoveries"));
 

@@ -282,6 +282,17 @@ class EdgeSiteTest(SiteTestCase):
                              slowdowns[verdict["node"]], verdict["node"])
 
 
+    @requires_built(EDGETRAIN)
+    def test_a_pipeline_planned_on_the_cluster_says_the_operator_times_its_layers_again(self):
+        # The stages shown are this machine's timing; the operator's check pod times the
+        # layers again (a new user took them for the cluster's).
+        planned = subprocess.run([EDGETRAIN, "plan", os.path.join(REPO_ROOT, "examples", "vgg-pipeline.yaml"),
+                                  "--kubeconfig", self.server.kubeconfig], capture_output=True, text=True)
+        self.assertEqual(planned.returncode, 0, planned.stderr)
+        self.assertIn("note: the model's layers are timed here, on this machine; the operator times them again "
+                      "in a pod on the cluster (CheckingLayers)", planned.stderr)
+
+
 class PaperSiteTest(SiteTestCase):
     """Thousands of nodes on paper beside one that runs, as the operator's scale tests
     will have them: registered Ready, no kubelet, no lease, and left Ready by the node
