@@ -792,12 +792,15 @@ Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread)
   pass.status["progress"] = ProgressStatusOf(*read);
   // Its figures are as of then, should it stop answering.
   pass.status["progress"]["readTime"] = kube::FormatKubeTimePrecise(pass.wall_now);
-  // A checkpoint taken up where the status had shown less (or nothing): a
-  // job deleted and applied again on the same volume and path went on from
-  // the deleted one's, its status and Events silent on it (a new user's
-  // trial). Said once: later reads are past it.
+  // A checkpoint taken up where the status had shown nothing: a job deleted
+  // and applied again on the same volume and path went on from the deleted
+  // one's, its status and Events silent on it (a new user's trial). Said
+  // once: later reads are past it. Not where the status had shown the job's
+  // own progress: a coordinator restarted in place took up the checkpoint it
+  // wrote after the last read, and was told another spec.output.path starts
+  // afresh (a soak trial).
   if (const Json from = read->value("resumedFromIteration", Json()); state == "training" && from.is_number_integer() &&
-                                                                   was < from.get<int64_t>()) {
+                                                                   was == 0 && from.get<int64_t>() > 0) {
     const std::string message =
         "the coordinator took up the checkpoint in its output folder, at iteration " +
         std::to_string(from.get<int64_t>()) + ": it goes on from the run that wrote it (spec.output: another path "

@@ -892,6 +892,13 @@ TEST_F(ReconcilerTest, ACheckpointTakenUpIsSaidOnce) {
   size_t times = 0;
   for (size_t at = log.find(said); at != std::string::npos; at = log.find(said, at + 1)) ++times;
   EXPECT_EQ(times, 1u) << "once\n" << log;
+  // Restarted in place, the coordinator takes up the checkpoint it wrote
+  // after the last read: its own, not said (it was, with advice to change
+  // spec.output.path: a soak trial).
+  jobs_.Put(Job("team"));
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 9751}, {"resumedFromIteration", 9750}};
+  Reconcile(key);
+  EXPECT_EQ(log_text_.str().find("at iteration 9750"), std::string::npos) << log_text_.str();
 }
 
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
