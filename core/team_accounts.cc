@@ -74,6 +74,7 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
     t.stream_last_refused = k.report.stream && !k.report.stream->last_refused.empty() ? k.report.stream->last_refused
                                                                                       : k.stream_last_refused;
   }
+  totals.insert(totals.end(), departed_.begin(), departed_.end());
   return totals;
 }
 
@@ -106,6 +107,8 @@ void TeamAccounts::Restore(int64_t iteration, int64_t samples, const std::vector
   resumed_iteration_ = iteration;
   resumed_samples_ = samples;
   if (loss) smoothed_loss_ = *loss;
+  departed_.assign(workers.begin() + static_cast<std::ptrdiff_t>(std::min(workers.size(), workers_.size())),
+                   workers.end());
   for (size_t w = 0; w < workers.size() && w < workers_.size(); ++w) {
     const WorkerTotals& t = workers[w];
     Worker& k = workers_[w];
@@ -175,6 +178,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     energy += wp.energy_joules;
     p.workers.push_back(wp);
   }
+  for (const WorkerTotals& gone : departed_) energy += gone.energy_j;
   p.energy_joules = energy;
   return p;
 }

@@ -101,10 +101,15 @@ class TeamAccounts {
   // The job's progress at `elapsed_s` of training; `active[w]`: w is in the team's waits.
   JobProgress Progress(double elapsed_s, const std::vector<bool>& active) const;
 
-  // What a checkpoint keeps, and puts back.
+  // What a checkpoint keeps, and puts back: every rank's, those of a
+  // larger team this one was resumed from after its own.
   std::vector<WorkerTotals> Totals() const;
   // `iteration`: the team's then, which it counts on from; `loss`: the loss
-  // as smoothed then, which the one shown goes on from.
+  // as smoothed then, which the one shown goes on from. Ranks past this
+  // team's (a team resumed with fewer workers) are departed: their energy
+  // stays in the job's, so that an energy budget counts what they spent
+  // (it left the totals with them: a new user's trial), and a team as
+  // large again takes their figures back.
   void Restore(int64_t iteration, int64_t samples, const std::vector<WorkerTotals>& workers,
                std::optional<double> loss = std::nullopt);
   // A stream from a folder: the last file `w` had taken all the samples of,
@@ -142,6 +147,7 @@ class TeamAccounts {
   static const StreamProgress* KeptStream(const Worker& k);
 
   std::vector<Worker> workers_;
+  std::vector<WorkerTotals> departed_;  // ranks past this team's, as the checkpoint kept them
   const int batch_size_;
   const int64_t train_size_;
   int64_t samples_ = 0;

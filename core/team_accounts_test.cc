@@ -162,6 +162,31 @@ TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
   EXPECT_DOUBLE_EQ(*p.energy_joules, 25);
 }
 
+// A team resumed with fewer workers keeps the departed ones' energy in the
+// job's, so that an energy budget counts what they spent (it left the
+// totals with them: a new user's trial); its checkpoint keeps their
+// figures, which a team as large again takes back.
+TEST(TeamAccountsTest, ATeamResumedWithFewerWorkersKeepsTheDepartedsEnergy) {
+  TeamAccounts three(3, 32, 6400);
+  for (int w = 0; w < 3; ++w) {
+    WorkerReport r;
+    r.samples = 32;
+    r.energy_j = 10.0 * (w + 1);
+    three.Reported(w, r);
+  }
+  TeamAccounts two(2, 32, 6400);
+  two.Restore(three.team_iteration(), three.samples(), three.Totals());
+  JobProgress p = two.Progress(1, {true, true});
+  ASSERT_EQ(p.workers.size(), 2u);
+  EXPECT_DOUBLE_EQ(*p.energy_joules, 60) << "10 + 20, and the departed worker's 30";
+  ASSERT_EQ(two.Totals().size(), 3u);
+  TeamAccounts again(3, 32, 6400);
+  again.Restore(two.team_iteration(), two.samples(), two.Totals());
+  p = again.Progress(1, {true, true, true});
+  EXPECT_DOUBLE_EQ(p.workers[2].energy_joules, 30);
+  EXPECT_DOUBLE_EQ(*p.energy_joules, 60);
+}
+
 // A stream from a folder: the last file a worker had taken all of is kept
 // across a resume, and its next report's takes over.
 TEST(TeamAccountsTest, TheLastFileAWorkerTookAllOfOutlivesAResume) {

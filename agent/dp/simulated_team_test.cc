@@ -628,6 +628,7 @@ TEST_P(RunAgainTest, ATeamOfAnotherSizeResumesFromTheCheckpoint) {
   setup.staleness_bound = 0;
   setup.budget.epochs = 4;
   int64_t stopped_at = 0;
+  double departed_j = 0;
   {
     SimulatedTeam stopped(setup);
     stopped.Run([&](SimulatedTeam& t) {
@@ -636,6 +637,9 @@ TEST_P(RunAgainTest, ATeamOfAnotherSizeResumesFromTheCheckpoint) {
     });
     ASSERT_TRUE(stopped.result().ok()) << stopped.log();
     stopped_at = stopped.result()->iteration;
+    ASSERT_EQ(stopped.result()->workers.size(), 3u);
+    departed_j = stopped.result()->workers[2].energy_joules;
+    ASSERT_GT(departed_j, 0);
   }
   setup.workers = 2;
   SimulatedTeam again(setup);
@@ -645,6 +649,11 @@ TEST_P(RunAgainTest, ATeamOfAnotherSizeResumesFromTheCheckpoint) {
   EXPECT_GE(*again.result()->resumed_from_iteration, stopped_at - 1) << again.log();
   EXPECT_EQ(again.result()->stop_reason, StopReason::kEpochs);
   EXPECT_GT(*again.result()->accuracy, 0.9);
+  // The departed worker's energy stays in the job's, beside the two's: it
+  // had left the totals.
+  double team_j = 0;
+  for (const WorkerProgress& w : again.result()->workers) team_j += w.energy_joules;
+  EXPECT_NEAR(*again.result()->energy_joules - team_j, departed_j, 1e-9 * departed_j) << again.log();
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, RunAgainTest, ::testing::Values(SyncPolicy::kBsp, SyncPolicy::kDeadline),
