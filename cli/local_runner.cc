@@ -800,7 +800,7 @@ std::map<int, double> TakeWorkersOwnResults(std::vector<ChildProcess>& workers, 
 // left stays: said, or it reads as this run's (a resumed --no-curves run
 // left the interrupted one's: a new user's trial).
 // The picture's drawing is after the summary's "s in all", and said with
-// its own time (a new user's run of 0.9 s in all took 2 s to the prompt).
+// its own time: its second or so was in no figure (a new user's trial).
 void DrawTheRun(const RunCurves& curves, const JobProgress& result, const std::string& title,
                 const std::vector<std::string>& nodes, const RunOptions& options, Clock& clock, std::ostream& out,
                 std::ostream& err) {

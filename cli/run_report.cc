@@ -679,10 +679,9 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << "; target " << *target << (p.reached_target ? " reached" : " not reached");
     }
     out << "), " << StoppedBy(p) << "\n";
-    // A model no better than guessing: said, where 0.1020 beside a target
-    // read as a score like any other (a new user's trial, its learning rate
-    // ten times too high). Of 3 classes or more: of 2, chance is too near
-    // what a weak model scores.
+    // A model no better than guessing: said, where it read as a score like
+    // any other (a new user's trial asked for it). Of 3 classes or more: of
+    // 2, chance is too near what a weak model scores.
     const int classes = job.spec.data.files ? job.spec.data.files->classes : 10;  // the built-in sets have 10
     if (classes >= 3 && *p.accuracy < 1.2 / classes) {
       out << "  note: " << Fixed(*p.accuracy, 4) << " is about what guessing scores on " << classes

@@ -130,8 +130,8 @@ TEST(RunReportTest, AnInterruptedRunBesideAKeptModelSaysWhoseAccuracyItIs) {
 
 // Ctrl-C while the team loaded or connected: no accuracy of an untrained
 // model, and no promise of a checkpoint to resume from (a new user's trial).
-// A model no better than guessing is said to have not learned: 0.1020 on
-// ten classes read as a score like any other (a new user's trial).
+// A model no better than guessing is said to have not learned: it read as
+// a score like any other (a new user's trial asked for it).
 TEST(RunReportTest, AModelNoBetterThanGuessingIsSaidToHaveNotLearned) {
   JobProgress p = Finished();
   p.accuracy = 0.1020;

@@ -66,7 +66,7 @@ inline std::string BatchOverShareWarning(int64_t train_size, int workers, int ba
            ": every step takes all " + held + ", a batch of " + held;
   }
   const std::string who = every ? "each worker holds " : "some workers hold ";
-  // The way out, said: a new user read the warning and guessed at a batch.
+  // The way out, said (a new user's trial asked for it).
   return who + held + " training samples, fewer than " + (every ? "its" : "their") + " batch of " +
          std::to_string(batch_size) + ": " + (every ? "every step repeats" : "their steps repeat") +
          " samples (spec.data.batchSize " + std::to_string(std::max<int64_t>(1, fewest)) + " or less does not)";

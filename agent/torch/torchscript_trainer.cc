@@ -89,8 +89,8 @@ class TorchScriptTrainer final : public Trainer {
     } catch (const std::exception& e) {
       // A forward of several inputs: edgetrain passes one, a batch of samples.
       const std::string why = ErrorReason(e);
-      // Else, which shape is the manifest's to change: a new user mended the
-      // model when a wrong inputShape was at fault.
+      // Else, which of the manifest's fields gives the samples' shape (a new
+      // user's trial asked for it).
       const std::string hint = why.find("missing value for argument") != std::string::npos
                                    ? " (edgetrain calls forward with one tensor, a batch of samples: a module of "
                                      "several inputs needs a wrapper that takes one)"
