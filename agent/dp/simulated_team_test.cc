@@ -48,6 +48,16 @@ TeamSetup ATeamOf(int workers) {
   return s;
 }
 
+// A team of 3 that gathers for 300 ms, then starts with the workers in, and
+// trains for minutes unless stopped: for a worker that comes late.
+TeamSetup ATeamThatStartsWithoutALateWorker() {
+  TeamSetup s = ATeamOf(3);
+  s.node_loss_grace = milliseconds(300);
+  s.budget = {};
+  s.budget.wall_clock = std::chrono::minutes(5);
+  return s;
+}
+
 // The histogram of how stale each row was when a worker used it: every
 // observation at most `bound`, for each worker (edgetrain_row_staleness_iterations).
 void ExpectNoRowStalerThan(const std::string& metrics, int bound) {
@@ -376,11 +386,7 @@ TEST(SimulatedTeamTest, ALateWorkerWithinTheGraceStartsWithTheTeam) {
 }
 
 TEST(SimulatedTeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
-  TeamSetup setup = ATeamOf(3);
-  setup.node_loss_grace = milliseconds(300);
-  setup.budget = {};
-  setup.budget.wall_clock = std::chrono::minutes(5);
-  SimulatedTeam team(setup);
+  SimulatedTeam team(ATeamThatStartsWithoutALateWorker());
   team.Run(
       [&](SimulatedTeam& t) {
         t.StartWorker(0);
@@ -404,11 +410,7 @@ TEST(SimulatedTeamTest, AWorkerLaterThanTheGraceJoinsWhereTheTeamIs) {
 // charged 6 J over the run: a new user's trial); its teammates' wait for
 // the team to gather is not charged, as above.
 TEST(SimulatedTeamTest, AWorkerTheTeamStartedWithoutIsChargedFromTheTeamsStart) {
-  TeamSetup setup = ATeamOf(3);
-  setup.node_loss_grace = milliseconds(300);
-  setup.budget = {};
-  setup.budget.wall_clock = std::chrono::minutes(5);
-  SimulatedTeam team(setup);
+  SimulatedTeam team(ATeamThatStartsWithoutALateWorker());
   double came_after_s = 0;
   team.Run(
       [&](SimulatedTeam& t) {

@@ -231,6 +231,10 @@ class Reconciler {
   Status DeletePods(Pass& pass, const std::vector<std::string>& names);
   // Every pod of the job not already going.
   Status DeleteAllPods(Pass& pass);
+  // A gang that has not run torn down: its pods deleted, the job Pending
+  // and holding nothing until it is placed again, `why` said (Placed and
+  // Running, a Warning Event).
+  Status TearDownGang(Pass& pass, const char* why, const std::string& message);
   Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
                       const std::vector<Json>& pods);
   // A pod waiting to mount a volume says nothing of it in its container's

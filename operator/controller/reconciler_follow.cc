@@ -376,17 +376,10 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
       }
     }
     if (!lost.empty()) {
-      EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
-      const std::string message = NodesWithTheirPods(lost) + (lost.size() == 1 ? " was" : " were") +
-                                  " lost before the gang ran: torn down, holding nothing, to be placed again on "
-                                  "ready nodes";
-      pass.status["phase"] = phase::kPending;
-      pass.Set(condition::kPlaced, false, reason::kNodeLost, message);
-      pass.Set(condition::kRunning, false, reason::kNodeLost, message);
-      events_.Record(pass.object, "Warning", reason::kNodeLost, message);
-      log_.Job(pass.key, reason::kNodeLost, message);
-      pass.Requeue(options_.recheck_after);
-      return Status::Ok();
+      return TearDownGang(pass, reason::kNodeLost,
+                          NodesWithTheirPods(lost) + (lost.size() == 1 ? " was" : " were") +
+                              " lost before the gang ran: torn down, holding nothing, to be placed again on ready "
+                              "nodes");
     }
   }
   // A pipeline's stage device whose node came back starts its pod again
@@ -436,22 +429,15 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   const Duration timeout = GangTimeoutOf(pass.job);
   const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(Duration::zero());
   if (waited >= timeout) {
-    EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
     const int64_t timeouts = pass.status.value("gangTimeouts", int64_t{0}) + 1;
     pass.status["gangTimeouts"] = timeouts;
     // Why the others waited, in the kubelet's words: the event said only
     // "0/4 pods running" of an image that could not be pulled.
-    const std::string message = StartingMessage(gang) + " after spec.placement.gangTimeout (" +
-                                FormatDuration(timeout) + "): torn down, holding nothing, to be placed again in " +
-                                FormatDuration(GangBackOff(timeout, timeouts)) + " (timed out " +
-                                std::to_string(timeouts) + (timeouts == 1 ? " time" : " times in a row") + ")";
-    pass.status["phase"] = phase::kPending;
-    pass.Set(condition::kPlaced, false, reason::kGangTimeout, message);
-    pass.Set(condition::kRunning, false, reason::kGangTimeout, message);
-    events_.Record(pass.object, "Warning", reason::kGangTimeout, message);
-    log_.Job(pass.key, reason::kGangTimeout, message);
-    pass.Requeue(options_.recheck_after);
-    return Status::Ok();
+    return TearDownGang(pass, reason::kGangTimeout,
+                        StartingMessage(gang) + " after spec.placement.gangTimeout (" + FormatDuration(timeout) +
+                            "): torn down, holding nothing, to be placed again in " +
+                            FormatDuration(GangBackOff(timeout, timeouts)) + " (timed out " +
+                            std::to_string(timeouts) + (timeouts == 1 ? " time" : " times in a row") + ")");
   }
   // A pod of the plan deleted by someone is made again, on its node. One the
   // API server refuses (a quota filled part-way) is said, and the gang's
@@ -475,6 +461,17 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   // refused is tried again soon: no change of a pod would wake it (a
   // conflict, a server busy, passes in moments).
   pass.Requeue(made.ok() ? timeout - waited : std::min(timeout - waited, options_.recheck_after));
+  return Status::Ok();
+}
+
+Status Reconciler::TearDownGang(Pass& pass, const char* why, const std::string& message) {
+  EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
+  pass.status["phase"] = phase::kPending;
+  pass.Set(condition::kPlaced, false, why, message);
+  pass.Set(condition::kRunning, false, why, message);
+  events_.Record(pass.object, "Warning", why, message);
+  log_.Job(pass.key, why, message);
+  pass.Requeue(options_.recheck_after);
   return Status::Ok();
 }
 

@@ -116,6 +116,23 @@ class ReconcilerTest : public ::testing::Test {
     }
     return out;
   }
+  // Job `name`, a worker on the gateway (added first, once), run to its
+  // end: its key.
+  std::string AJobThatSucceeded(const std::string& name, const Json& spec_patch = Json::object()) {
+    if (!api_.Get(kube::kNodes, "", "gateway").ok()) AddNode(ANode("gateway"));
+    Json spec = {{"parallelism", {{"workers", 1}}}};
+    spec.update(spec_patch);
+    const std::string key = Submit(TrainingJob(name, spec));
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    SyncPods([](Json& pod) {
+      pod["status"] = {{"phase", "Succeeded"},
+                       {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
+    });
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    return key;
+  }
   // A gateway and a robot, and a one-worker team placed on them (its pods
   // made, not yet synced back): its key.
   std::string APlacedTeamOnTwoNodes(const Json& spec_patch = Json::object()) {
@@ -1369,16 +1386,7 @@ TEST_F(ReconcilerTest, AnEditOfARunningJobsSpecSaysItIsNotApplied) {
 // it) trains nothing, and says so once, where it had been ignored in
 // silence: a new user's trial.
 TEST_F(ReconcilerTest, AnEditOfAnEndedJobsSpecSaysItDoesNotTrainAgain) {
-  AddNode(ANode("gateway"));
-  const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}}));
-  Reconcile(key);
-  jobs_.Put(Job("brief"));
-  SyncPods([](Json& pod) {
-    pod["status"] = {{"phase", "Succeeded"},
-                     {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
-  });
-  Reconcile(key);
-  jobs_.Put(Job("brief"));
+  const std::string key = AJobThatSucceeded("brief");
   ASSERT_EQ(Job("brief")["status"]["phase"], api::phase::kSucceeded);
   ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "brief",
                               {{"metadata", {{"generation", 2}}}, {"spec", {{"budget", {{"energyJoules", 600}}}}}})
@@ -1994,16 +2002,7 @@ TEST_F(ReconcilerTest, AStatusWriteThatConflictsTakesTheObjectAsItIsForTheRetry)
 }
 
 TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
-  AddNode(ANode("gateway"));
-  const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 60}}));
-  Reconcile(key);
-  jobs_.Put(Job("brief"));
-  SyncPods([](Json& pod) {
-    pod["status"] = {{"phase", "Succeeded"},
-                     {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
-  });
-  Reconcile(key);
-  jobs_.Put(Job("brief"));
+  const std::string key = AJobThatSucceeded("brief", {{"ttlSecondsAfterFinished", 60}});
   EXPECT_EQ(Job("brief")["status"]["phase"], api::phase::kSucceeded);
   EXPECT_EQ(FindCondition(Job("brief")["status"], api::condition::kComplete)->value("reason", ""), api::reason::kEnded)
       << "no termination message: it ended, and the status does not pretend to know how";
@@ -2022,18 +2021,8 @@ TEST_F(ReconcilerTest, AFinishedJobIsDeletedOnceItsTtlHasPassed) {
 // since it was deleted at its TTL, is not deleted in its place (found in
 // review).
 TEST_F(ReconcilerTest, AVeryLongTtlIsWaitedAndAJobOfTheSameNameAppliedSinceIsNotDeleted) {
-  AddNode(ANode("gateway"));
   auto finish = [&](const std::string& name, int64_t ttl) {
-    const std::string key =
-        Submit(TrainingJob(name, {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", ttl}}));
-    Reconcile(key);
-    jobs_.Put(Job(name));
-    SyncPods([](Json& pod) {
-      pod["status"] = {{"phase", "Succeeded"},
-                       {"containerStatuses", {{{"name", "agent"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}};
-    });
-    Reconcile(key);
-    jobs_.Put(Job(name));
+    const std::string key = AJobThatSucceeded(name, {{"ttlSecondsAfterFinished", ttl}});
     EXPECT_EQ(Job(name)["status"]["phase"], api::phase::kSucceeded);
     return key;
   };
