@@ -19,6 +19,9 @@
 namespace edgetrain::cli {
 namespace {
 
+// The team's stall: a plain mean of its workers' own fractions, each over
+// the worker's own time, so that one there for a minute of a long run weighs
+// as its table row reads, not by its seconds.
 double MeanStallFraction(const JobProgress& p) {
   if (p.workers.empty()) return 0;
   double sum = 0;
@@ -872,7 +875,9 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
   // The summary's "computing alone", which no file of the run's folder
   // gives: each worker's own pace is in the result it printed as it exited
   // (a new user could not work it out from computeSeconds in /progress).
-  if (const ComputingAlone alone = ComputingAloneOf(job.spec, p); alone.pace && p.iteration > 0) {
+  // Of a data-parallel team alone, as the summary says it: a pipeline's
+  // devices compute parts of one step, and have no pace of their own to add.
+  if (const ComputingAlone alone = ComputingAloneOf(job.spec, p); !plan.job.pipeline && alone.pace && p.iteration > 0) {
     j["computing_alone"] = {{"per_s", *alone.pace},
                             {"of", VariableBatches(job.spec) ? "samples" : "team iterations"},
                             {"workers", alone.rated}};

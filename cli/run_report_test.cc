@@ -734,6 +734,11 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
   const auto json = nlohmann::json::parse(JsonLine(job, Team(), p, 12));
   EXPECT_EQ(json["computing_alone"],
             nlohmann::json({{"per_s", 100.0}, {"of", "team iterations"}, {"workers", 2}}));
+  // Not of a pipeline, whose summary says no such pace: its devices each
+  // compute a part of every step (its --json had it, its text not).
+  LocalRunPlan piped = Team();
+  piped.job.pipeline = PipelineLayout{{{0, 3, {0, 1}}}, 2};
+  EXPECT_FALSE(nlohmann::json::parse(JsonLine(job, piped, p, 12)).contains("computing_alone"));
   p.workers[1].computed_samples_per_s = 0;
   // A small total in as many places as it needs: "0 MB up" was said of 148,955 bytes.
   p.workers[0].bytes_sent = 148'955;
