@@ -45,7 +45,10 @@ struct OperatorMetrics::Impl {
   prometheus::Histogram& recovery =
       prometheus::BuildHistogram()
           .Name("edgetrain_operator_recovery_seconds")
-          .Help("From a running team losing a worker (or having one moved) to the whole team running again")
+          // Said whole: a soak trial read "(or having one moved)" as any
+          // move, and one sample as one loss, which status.recoveries is.
+          .Help("From a running team losing a worker (or having one moved off a leaving node) to every pod of it "
+                "running on a ready node again; losses mended in one stretch are one sample")
           .Register(registry)
           .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 120, 300, 600});
   prometheus::Gauge& leader = prometheus::BuildGauge()

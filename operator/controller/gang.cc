@@ -93,6 +93,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
     const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
     gang.coordinator_ip = pod.value("/status/podIP"_json_pointer, std::string());
     if (const Json* agent = AgentStatus(pod)) {
+      gang.coordinator_restarts = agent->value("restartCount", 0);
       if (const Json* done = Terminated(*agent, false); done && phase == "Succeeded") {
         gang.state = GangState::kSucceeded;
         gang.result = ResultOf(*done);

@@ -45,6 +45,9 @@ struct Gang {
   // The coordinator's result (its termination message), once it ended.
   std::optional<Json> result;
   std::string coordinator_ip;  // where its /progress is, while it runs
+  // Times the kubelet restarted the coordinator's agent in place: one
+  // restarted takes up the checkpoint it wrote itself.
+  int coordinator_restarts = 0;
   // When the coordinator's agent ended, as its container says: the job's
   // completionTime, not when an operator (down a while, say) saw it.
   std::string ended_at;

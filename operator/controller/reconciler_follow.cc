@@ -795,9 +795,12 @@ Json Reconciler::ReadProgress(Pass& pass, const Gang& gang, std::string* unread)
   // once: later reads are past it. Not where the status had shown the job's
   // own progress: a coordinator restarted in place took up the checkpoint it
   // wrote after the last read, and was told another spec.output.path starts
-  // afresh (a soak trial).
-  if (const Json from = read->value("resumedFromIteration", Json()); state == "training" && from.is_number_integer() &&
-                                                                   was == 0 && from.get<int64_t>() > 0) {
+  // afresh (a soak trial). Nor of one restarted in place, or placed anew
+  // after its loss, before any read had shown progress: its checkpoint is
+  // its own too (a soak trial killed it in place seconds after it started).
+  const bool first_coordinator = gang.coordinator_restarts == 0 && pass.stored_status.value("recoveries", 0) == 0;
+  if (const Json from = read->value("resumedFromIteration", Json());
+      state == "training" && from.is_number_integer() && was == 0 && first_coordinator && from.get<int64_t>() > 0) {
     const std::string message =
         "the coordinator took up the checkpoint in its output folder, at iteration " +
         std::to_string(from.get<int64_t>()) + ": it goes on from the run that wrote it (spec.output: another path "

@@ -918,6 +918,23 @@ TEST_F(ReconcilerTest, ACheckpointTakenUpIsSaidOnce) {
   EXPECT_EQ(log_text_.str().find("at iteration 9750"), std::string::npos) << log_text_.str();
 }
 
+// A coordinator restarted in place before any read showed progress took up
+// the checkpoint it wrote itself: not said (a soak trial killed it seconds
+// after it started, and was told of another run's checkpoint).
+TEST_F(ReconcilerTest, ACoordinatorRestartedInPlaceBeforeItsProgressWasReadTakesUpItsOwnCheckpointUnsaid) {
+  const std::string key = APlacedTeamOnTwoNodes();
+  SyncPods([](Json& pod) {
+    Run(pod);
+    if (pod["metadata"]["name"] == "team-coordinator") pod["status"]["containerStatuses"][0]["restartCount"] = 1;
+  });
+  const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 301}, {"resumedFromIteration", 300}};
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  EXPECT_EQ(log_text_.str().find("reason=ResumedFromCheckpoint"), std::string::npos) << log_text_.str();
+  EXPECT_EQ(Job("team")["status"]["progress"]["iteration"], 301);
+}
+
 TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNode) {
   const std::string key = APlacedTeamOnTwoNodes();
   SyncPods(Run);
