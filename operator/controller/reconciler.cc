@@ -559,8 +559,11 @@ Status Reconciler::Place(Pass& pass) {
       events_.Record(pass.object, "Warning", reason::kPlanDeleted, what);
       log_.Job(pass.key, reason::kPlanDeleted, what);
     }
-    // (After a gang timeout, its reason stays: its back-off counts from it.)
-    if (!placed || placed->value("reason", "") != reason::kGangTimeout) {
+    // After a gang timeout, its reason stays: its back-off counts from it.
+    // After a node lost, too: the gang's own pods, torn down, read as
+    // another plan's 16 ms after the job said why (a soak trial).
+    if (!placed || (placed->value("reason", "") != reason::kGangTimeout &&
+                    placed->value("reason", "") != reason::kNodeLost)) {
       pass.Set(condition::kPlaced, false, reason::kPodsEnding, what + " (" + names + ")");
     }
     pass.Requeue(options_.recheck_after);

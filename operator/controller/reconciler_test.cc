@@ -2094,6 +2094,7 @@ TEST_F(ReconcilerTest, AGangWhoseNodeIsLostBeforeItRanIsPlacedAgainAtOnceElsewhe
   auto on_robot_1 = [](const Json& pod) { return pod["spec"]["nodeName"] == "robot-1"; };
   EvictPods(on_robot_1);
   jobs_.Put(Job("team"));
+  const std::vector<Json> before_teardown = api_.All(kube::kPods);
   api_.ResetWrites();
   Reconcile(key);
   EXPECT_EQ(api_.Writes("create Pod"), 0) << "nothing made again on the lost node";
@@ -2105,6 +2106,21 @@ TEST_F(ReconcilerTest, AGangWhoseNodeIsLostBeforeItRanIsPlacedAgainAtOnceElsewhe
   EXPECT_EQ(placed->value("message", ""), "node robot-1 (team-worker-1) was lost before the gang ran: torn down, "
                                           "holding nothing, to be placed again on ready nodes");
   EXPECT_FALSE(status.contains("recoveries"));
+
+  // While its own pods end on the ready node, the job still says why they
+  // were torn down: it said, 16 ms later, that it waited for pods "of an
+  // earlier plan" (a soak trial).
+  {
+    std::vector<Json> ending = before_teardown;
+    for (Json& pod : ending) pod["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:30Z";
+    pods_.Replace(ending);
+  }
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  status = Job("team")["status"];
+  placed = FindCondition(status, api::condition::kPlaced);
+  EXPECT_EQ(placed->value("reason", ""), api::reason::kNodeLost) << placed->dump();
+  EXPECT_EQ(status["phase"], api::phase::kPending);
 
   // The pods left end, but the evicted one, stranded on its node; the job is
   // placed again at once, not after a back-off, and not on robot-1.
