@@ -9,19 +9,24 @@
 namespace edgetrain::http {
 namespace {
 
-// A dead peer must not hang the runner's poll loop.
-constexpr std::chrono::seconds kTimeout{3};
+std::string Seconds(std::chrono::milliseconds d) {
+  const double s = static_cast<double>(d.count()) / 1000;
+  std::string text = std::to_string(s);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text + " s";
+}
 
 // httplib names its errors by their enumerators ("Connection"), which an
 // operator's status quoted as if cut off (a new user's trial).
-std::string Said(httplib::Error error) {
+std::string Said(httplib::Error error, std::chrono::milliseconds timeout) {
   switch (error) {
     case httplib::Error::Connection:
       return "could not connect (nothing listens there yet, or the address is unreachable)";
     case httplib::Error::ConnectionTimeout:
-      return "no connection within " + std::to_string(kTimeout.count()) + " s";
+      return "no connection within " + Seconds(timeout);
     case httplib::Error::Read:
-      return "no answer read within " + std::to_string(kTimeout.count()) + " s, or the connection closed";
+      return "no answer read within " + Seconds(timeout) + ", or the connection closed";
     case httplib::Error::Write:
       return "the request could not be sent";
     default:
@@ -31,7 +36,7 @@ std::string Said(httplib::Error error) {
 
 }  // namespace
 
-StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path) {
+StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path, std::chrono::milliseconds timeout) {
   EDGETRAIN_ASSIGN_OR_RETURN(HostPort hp, SplitHostPort(address));
   int port = 0;
   auto [end, ec] = std::from_chars(hp.port.data(), hp.port.data() + hp.port.size(), port);
@@ -39,12 +44,12 @@ StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path)
     return InvalidArgumentError("expected HOST:PORT, got \"" + address + "\"");
   }
   httplib::Client client(hp.host, port);
-  client.set_connection_timeout(kTimeout);
-  client.set_read_timeout(kTimeout);
-  client.set_write_timeout(kTimeout);
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
   client.set_keep_alive(false);
   auto reply = client.Get(path);
-  if (!reply) return UnavailableError("GET http://" + address + path + ": " + Said(reply.error()));
+  if (!reply) return UnavailableError("GET http://" + address + path + ": " + Said(reply.error(), timeout));
   return HttpReply{reply->status, reply->body};
 }
 

@@ -52,6 +52,30 @@ TEST(HttpServerTest, TwoServersGetDifferentPortsAndAStoppedOneIsUnavailable) {
   EXPECT_FALSE(HttpServer::Start("no-port").ok());
 }
 
+// A peer that takes the connection and never answers (a frozen agent, its
+// kernel still accepting) is given up on after the timeout asked for, which
+// the operator's --progress-timeout sets: not the default 3 s.
+TEST(HttpClientTest, APeerThatNeverAnswersIsGivenUpOnAfterTheTimeoutAsked) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);  // the kernel completes connections; nobody accepts
+  socklen_t size = sizeof at;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &size), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  const auto began = std::chrono::steady_clock::now();
+  auto reply = HttpGet(address, "/progress", std::chrono::milliseconds(200));
+  const auto took = std::chrono::steady_clock::now() - began;
+  ::close(fd);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(reply.status().message().find("no answer read within 0.2 s"), std::string::npos) << reply.status().message();
+  EXPECT_LT(took, std::chrono::seconds(2)) << "given up after the timeout asked, not the default";
+}
+
 // Connected, half a request line sent, then silent: a scraper stuck behind a
 // dead link.
 int StalledClient(const std::string& address) {

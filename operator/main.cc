@@ -28,16 +28,22 @@ void OnSignal(int) { g_stop.store(true); }
 using namespace edgetrain;
 
 // The coordinator's GET /progress, over HTTP.
+// A coordinator on a dead node holds each read for the whole timeout, and
+// the job's status writes with it (--progress-timeout).
 class HttpProgress final : public operator_::ProgressSource {
  public:
+  explicit HttpProgress(Duration timeout) : timeout_(std::chrono::duration_cast<std::chrono::milliseconds>(timeout)) {}
   StatusOr<nlohmann::json> Progress(const std::string& pod_ip, int port) override {
-    StatusOr<http::HttpReply> reply = http::HttpGet(pod_ip + ":" + std::to_string(port), "/progress");
+    StatusOr<http::HttpReply> reply = http::HttpGet(pod_ip + ":" + std::to_string(port), "/progress", timeout_);
     if (!reply.ok()) return reply.status();
     if (reply->status != 200) return UnavailableError("/progress answered " + std::to_string(reply->status));
     nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return UnavailableError("/progress is not a JSON object");
     return j;
   }
+
+ private:
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace
@@ -51,6 +57,7 @@ int main(int argc, char** argv) {
   bool leader_elect = true;
   kube::LeaderElectionOptions election;
   election.namespace_.clear();  // the kubeconfig's namespace, or the pod's
+  Duration progress_timeout = http::kHttpGetTimeout;
   // Every wait is a flag: long by default, short in tests.
   std::map<std::string, Duration*> waits = {
       {"--status-interval", &options.reconciler.status_interval},
@@ -70,6 +77,7 @@ int main(int argc, char** argv) {
       {"--link-down-after", &options.reconciler.links.link_down_after},
       {"--stalled-after", &options.reconciler.links.stalled_after},
       {"--agent-keepalive", &options.reconciler.pods.agent_keepalive},
+      {"--progress-timeout", &progress_timeout},
   };
   app.add_option("--kubeconfig", kubeconfig,
                  "the kubeconfig to use; default $KUBECONFIG, else the pod's service account, else ~/.kube/config")
@@ -141,6 +149,9 @@ int main(int argc, char** argv) {
       {"--agent-keepalive",
        "how long a team's agent lets its stream to the coordinator go silent before pinging it, and as long for "
        "the answer (its --keepalive): a node that dies is heard of after twice this (default 10s)"},
+      {"--progress-timeout",
+       "how long a read of a coordinator's /progress may take to connect, or to answer, before it is said "
+       "unanswered (default 3s)"},
   };
   for (auto& [name, into] : waits) {
     Duration* target = into;
@@ -178,6 +189,11 @@ int main(int argc, char** argv) {
   // refuse it and crash-loop.
   if (options.reconciler.pods.agent_keepalive < std::chrono::milliseconds(1)) {
     std::cerr << "edgetrain-operator: --agent-keepalive must be at least 1ms\n";
+    return kExitInvalid;
+  }
+  // A read is timed in milliseconds: under one, it would give up at once.
+  if (progress_timeout < std::chrono::milliseconds(1)) {
+    std::cerr << "edgetrain-operator: --progress-timeout must be at least 1ms\n";
     return kExitInvalid;
   }
 
@@ -223,7 +239,7 @@ int main(int argc, char** argv) {
   kube::ObservedKubeClient client(
       **rest_client, [&](const std::string& verb, StatusCode code) { metrics.CountApiError(verb, code); },
       [&](const std::string& verb) { metrics.CountApiRequest(verb); });
-  HttpProgress progress;
+  HttpProgress progress(progress_timeout);
   operator_::Controller controller(client, clock, progress, metrics, log, [] { return std::chrono::system_clock::now(); },
                                    options);
 
