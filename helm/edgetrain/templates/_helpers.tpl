@@ -138,7 +138,7 @@ so the operator's own default holds.
 {{- $args = append $args (printf "--termination-grace=%d" (int .Values.jobDefaults.terminationGracePeriodSeconds)) -}}
 {{- with .Values.jobDefaults.agentKeepalive }}{{ $args = append $args (printf "--agent-keepalive=%s" .) }}{{ end -}}
 {{- $w := $op.waits -}}
-{{- range $flag, $value := dict "status-interval" $w.statusInterval "unschedulable-retry" $w.unschedulableRetry "watch-timeout" $w.watchTimeout "measurement-interval" $w.measurementInterval "measurement-max-age" $w.measurementMaxAge -}}
+{{- range $flag, $value := dict "status-interval" $w.statusInterval "unschedulable-retry" $w.unschedulableRetry "watch-timeout" $w.watchTimeout "measurement-interval" $w.measurementInterval "measurement-max-age" $w.measurementMaxAge "progress-timeout" $w.progressTimeout -}}
 {{- if $value }}{{ $args = append $args (printf "--%s=%s" $flag $value) }}{{ end -}}
 {{- end -}}
 {{- toYaml $args -}}

@@ -188,7 +188,7 @@ class Rendering(unittest.TestCase):
                   "--default-image=registry.example.org/edge/edgetrain-agent:0.1.0-arm64",
                   "--termination-grace=60", "--status-interval=2s", "--unschedulable-retry=10s",
                   "--watch-timeout=2m", "--measurement-interval=30s", "--measurement-max-age=5m",
-                  "--agent-keepalive=5s"):
+                  "--progress-timeout=1500ms", "--agent-keepalive=5s"):
             self.assertIn(a, args)
         container = one(single, "Deployment")["spec"]["template"]["spec"]["containers"][0]
         self.assertEqual(container["image"], "registry.example.org/edge/edgetrain-operator:0.1.0")
