@@ -46,7 +46,7 @@ struct OperatorMetrics::Impl {
       prometheus::BuildHistogram()
           .Name("edgetrain_operator_recovery_seconds")
           // Said whole: a soak trial read "(or having one moved)" as any
-          // move, and one sample as one loss, which status.recoveries is.
+          // move, and took a sample for each loss.
           .Help("From a running team losing a worker (or having one moved off a leaving node) to every pod of it "
                 "running on a ready node again; losses mended in one stretch are one sample")
           .Register(registry)
