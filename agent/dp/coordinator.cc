@@ -330,7 +330,9 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   m.welcome = members_.welcome(w);
   m.stream_read_through = accounts_.StreamReadThrough(w);
   m.job_elapsed_s = JobElapsedLocked();
-  if (static_cast<size_t>(w) < waited_s_.size()) m.waited_s = std::exchange(waited_s_[w], 0);
+  if (static_cast<size_t>(w) < first_hello_at_.size() && first_hello_at_[w] && team_started_) {
+    m.waited_s = ToSeconds(*std::exchange(first_hello_at_[w], std::nullopt) - *team_started_);
+  }
   members_.WelcomeSent(w);
   return m;
 }
@@ -349,14 +351,15 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
-  // Its first stream, the team started without it: its device waited since
-  // (a robot whose link was out for the team's first 13 s was charged 6 J
-  // where its teammates were charged idle for such waits: a user's trial).
-  // Not a later stream's: a worker replaced was charged by its process.
-  waited_s_.resize(static_cast<size_t>(world_), 0);
-  waited_s_[w] = stream == 1 && members_.welcome(w) == 1 && team_started_
-                     ? std::max(0.0, ToSeconds(clock_.Now() - *team_started_))
-                     : 0;
+  // Its first stream: its device is the team's from the team's start, and
+  // its Welcome says how far its Hello came from that start, so that it
+  // counts its energy from it. A robot whose link was out for the team's
+  // first 13 s was charged 6 J where its teammates were charged idle for
+  // such waits, and one whose first Welcome, the whole model, took 12.7 s
+  // through a dip went uncharged for that long (users' trials). Not a later
+  // stream's: a worker replaced was charged by its process.
+  first_hello_at_.resize(static_cast<size_t>(world_));
+  first_hello_at_[w] = stream == 1 && members_.welcome(w) == 1 ? std::optional(clock_.Now()) : std::nullopt;
   aggregator_.ForgetPushes(w);  // it may push again an iteration its last stream had begun
   stream_generation_[w] = plan_generation_.load();
   accounts_.StreamOpened(w, members_.resume_after(w));

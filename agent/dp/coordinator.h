@@ -93,7 +93,9 @@ struct WelcomeMessage {
   int64_t welcome = 0;
   std::string stream_read_through;  // a stream from a folder: the files it trained on before (a resume)
   double job_elapsed_s = 0;         // the job's training time, over every coordinator it has had
-  double waited_s = 0;              // first welcomed after the team started: since then (Welcome.waited_seconds)
+  // Its first Welcome's: its Hello's arrival after the team's start, or
+  // before it (negative). Welcome.waited_seconds.
+  double waited_s = 0;
 };
 struct UpdateMessage {
   DownlinkUpdate update;
@@ -278,9 +280,9 @@ class Coordinator final : public TrainingEngine {
   double restored_elapsed_s_ = 0;
   std::optional<TimePoint> job_clock_start_;  // set once the team starts
   std::optional<TimePoint> team_started_;     // this run's team, when it started
-  // Each worker's wait, from the team's start to its first stream, if it
-  // came after (WelcomeMessage::waited_s): said in its first Welcome alone.
-  std::vector<double> waited_s_;
+  // When each worker's first Hello came, until its first Welcome says how
+  // far that was from the team's start (WelcomeMessage::waited_s).
+  std::vector<std::optional<TimePoint>> first_hello_at_;
   bool clock_taken_over_ = false;
   double JobElapsedLocked() const;
   std::optional<std::vector<bool>> active_at_end_;  // who was in the team when training ended

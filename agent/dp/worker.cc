@@ -137,6 +137,7 @@ class WorkerRun {
                                                          ToSeconds(clock_.Now() - welcomed_at_));
         }
       }
+      const TimePoint hello_sent = clock_.Now();
       auto first = stream->Send(hello).ok() ? stream->Receive()
                                             : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
       if (first.ok() && first->has_send_model()) {
@@ -171,10 +172,13 @@ class WorkerRun {
         if (first_stream) {
           // Its time counts from here, as the job's does from the team's
           // start: loading data and waiting for teammates are not training.
-          // Its energy, from the team's start: a device the team started
-          // without (its link out) waited that long, idle, for its link.
+          // Its energy, from the team's start, as its Hello's distance from
+          // that start places it on this clock (a Hello is small: its own
+          // transit is left in): a device the team started without (its
+          // link out) waited that long, idle, for its link, and one whose
+          // Welcome crawled through a dip waited for it, idle.
           started_ = clock_.Now();
-          energy_.Restart(started_ - FromSeconds(std::max(0.0, first->welcome().waited_seconds())));
+          energy_.Restart(std::min(started_, hello_sent - FromSeconds(first->welcome().waited_seconds())));
         }
         // What it reports with its pushes is this stream's: the coordinator
         // adds up a worker's streams (core/team_accounts.h); the first's
