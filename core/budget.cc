@@ -10,8 +10,9 @@ double UnreportedEnergy(const JobProgress& p) {
   double joules = 0;
   for (const WorkerProgress& w : p.workers) {
     // A stage's clock is its busy time, not the job's: its watts would be off.
-    if (w.layers || w.wall_s <= 0 || w.silent_s <= 0) continue;
-    joules += w.silent_s * w.energy_joules / w.wall_s;
+    const double unheard_s = std::max(w.silent_s, w.unreported_s);
+    if (w.layers || w.wall_s <= 0 || unheard_s <= 0) continue;
+    joules += unheard_s * w.energy_joules / w.wall_s;
   }
   return joules;
 }

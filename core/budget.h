@@ -25,12 +25,14 @@ struct BudgetUse {
 };
 
 // The joules a team's workers have drawn since their last report reached
-// the coordinator, as an energy budget counts them: each silent worker at
-// the watts it drew so far (its energy over its own wall clock), for as long
-// as it has been silent. A worker whose link is out reports nothing until it
-// is back, and a robot team stopped at 318 J of a 250 J budget, one robot's
-// last 8.9 s unseen (a new user's trial). A pipeline's devices and a job of
-// one report as they go: none.
+// the coordinator, as an energy budget counts them: each worker at the watts
+// it drew so far (its energy over its own wall clock), for as long as it has
+// not reported (unreported_s, or silent_s if longer). A worker whose link is
+// out reports nothing until it is back, and a robot team stopped at 318 J of
+// a 250 J budget, one robot's last 8.9 s unseen (a new user's trial); one in
+// a dip kept bringing a push's later parts, which carry no figures, and was
+// counted for the 0.01 s since the last of them, 84 J short (another). A
+// pipeline's devices and a job of one report as they go: none.
 double UnreportedEnergy(const JobProgress& p);
 
 class Budget {

@@ -91,6 +91,14 @@ TEST(BudgetTest, ASilentWorkerIsCountedAtItsWattsSoFar) {
   p.workers = {heard, silent, stage};
   EXPECT_DOUBLE_EQ(UnreportedEnergy(p), 0.2 + 45);
   EXPECT_DOUBLE_EQ(UnreportedEnergy(JobProgress{}), 0);
+  // Heard from, but with no figures for seconds: a push's later parts
+  // crawling through a dip carry none (it was counted for the 0.01 s since
+  // the last part, 84 J of a robot's draw short: a user's trial).
+  WorkerProgress crawling = heard;
+  crawling.silent_s = 0.01;
+  crawling.unreported_s = 11;
+  p.workers = {crawling};
+  EXPECT_DOUBLE_EQ(UnreportedEnergy(p), 110);
 }
 
 // An energy budget ends the job once its modelled energy reaches it, and

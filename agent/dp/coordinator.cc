@@ -234,6 +234,10 @@ JobProgress Coordinator::Progress() {
     // in it, that its figures here are seconds old (its link out, not yet
     // counted out), which they did not say.
     w.silent_s = ToSeconds(members_.SilentFor(w.rank, now));
+    const size_t r = static_cast<size_t>(w.rank);
+    w.unreported_s = r < last_report_at_.size() && last_report_at_[r]
+                         ? std::max(w.silent_s, ToSeconds(now - *last_report_at_[r]))
+                         : w.silent_s;
   }
   return p;
 }
@@ -578,7 +582,11 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     // trained nothing the team kept: its samples are not counted as trained.
     const bool late = !push.rows.empty() &&
                       aggregator_.late_rows() - late_before == static_cast<int64_t>(push.rows.size());
-    if (push.report) accounts_.Reported(w, *push.report, /*trained=*/!late);
+    if (push.report) {
+      accounts_.Reported(w, *push.report, /*trained=*/!late);
+      last_report_at_.resize(std::max(last_report_at_.size(), static_cast<size_t>(w) + 1));
+      last_report_at_[w] = now;
+    }
     news = *stepped || push.report.has_value();
     FollowRounds(now);
   }

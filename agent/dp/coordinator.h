@@ -265,6 +265,9 @@ class Coordinator final : public TrainingEngine {
   std::vector<int> refused_pushes_;
   std::vector<std::string> last_refusal_;
   std::vector<std::string> last_refusal_why_;  // the last refusal's words, for /progress
+  // When each worker's last report (a push's figures) came: an energy
+  // budget counts its draw since (WorkerProgress::unreported_s).
+  std::vector<std::optional<TimePoint>> last_report_at_;
   std::string QuarantineLocked(int w) const;  // why `w` is quarantined; empty: it is not
   // A push's fate (counted once, on its first part), and the metric of a dropped one.
   void CountFateLocked(int w, PushFate fate);

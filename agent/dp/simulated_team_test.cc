@@ -480,6 +480,29 @@ TEST(SimulatedTeamTest, AWorkerWhoseFirstWelcomeCrawlsThroughADipIsChargedFromTh
       << "the team's whole time, idle at least, of " << elapsed_s << " s";
 }
 
+// A worker whose push crawls through a dip in parts is heard from several
+// times a second, but its figures, its energy among them, come with a
+// push's first part alone: /progress says how long they have been unheard,
+// which an energy budget counts (an 84 J short stop: a user's trial).
+TEST(SimulatedTeamTest, AWorkerWhosePushCrawlsInPartsIsHeardFromButItsFiguresAreOld) {
+  auto dip = BandwidthTrace::Parse("seconds,mbps\n0,50\n1,0.2\n60,0.2\n", "dip.csv");
+  ASSERT_TRUE(dip.ok()) << dip.status().ToString();
+  TeamSetup setup = ATeamOf(2);
+  setup.model.shapes = {{64, 1024}};  // pushes of 256 kB: parts of 16 kB, 0.65 s each at 0.2 Mbit/s
+  setup.links = {std::nullopt, *dip};
+  setup.budget = {};
+  setup.budget.wall_clock = std::chrono::minutes(5);
+  SimulatedTeam team(setup);
+  WorkerProgress crawling;
+  team.Run([&](SimulatedTeam& t) {
+    t.clock().SleepFor(std::chrono::seconds(6));
+    crawling = t.progress().workers[1];
+    t.Stop();
+  });
+  EXPECT_LT(crawling.silent_s, 1.5) << "its parts keep coming";
+  EXPECT_GT(crawling.unreported_s, 2.5) << "its last figures came with a push's first part, seconds ago";
+}
+
 TEST(SimulatedTeamTest, TheJobsClockStartsWithItsTeam) {
   TeamSetup setup = ATeamOf(3);
   setup.budget = {};
