@@ -30,7 +30,7 @@ SoloEngine::SoloEngine(const JobSpec& spec, Trainer& trainer, const TrainTestSpl
 Status SoloEngine::Restore(const JobCheckpoint& c) {
   std::span<float> params = trainer_.Parameters();
   const OptimizerState& fresh = optimizer_.state();
-  if (!c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, params.size()));
+  if (!c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, trainer_.ParameterShapes()));
   if (c.ledger || c.parameters.size() != params.size() || c.optimizer.first.size() != fresh.first.size() ||
       c.optimizer.second.size() != fresh.second.size() || c.optimizer.steps.size() != fresh.steps.size()) {
     return FailedPreconditionError("holds a different model, optimizer or team");
@@ -107,6 +107,7 @@ StatusOr<double> SoloEngine::Evaluate() {
 void SoloEngine::Snapshot(JobCheckpoint& into) {
   std::span<const float> params = trainer_.Parameters();
   into.parameters.assign(params.begin(), params.end());
+  into.parameter_shapes = trainer_.ParameterShapes();
   into.optimizer = optimizer_.state();
   // Pickling tensors in memory fails only as memory does; a checkpoint
   // without them still resumes, its statistics from the module's.

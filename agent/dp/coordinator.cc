@@ -89,7 +89,7 @@ Coordinator::~Coordinator() = default;
 
 Status Coordinator::Restore(const JobCheckpoint& c) {
   std::lock_guard lock(mu_);
-  if (c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, static_cast<size_t>(layout_.total_floats())));
+  if (c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, shapes_));
   // A team of another size takes it up too: what it keeps of the team is
   // where each row stepped, which every worker goes on from (below). A job
   // suspended, given another worker count and resumed, as operator.md says
@@ -273,6 +273,7 @@ void Coordinator::Snapshot(JobCheckpoint& into) {
   into.plan_generation = plan_generation_;
   RowAggregator::State state = aggregator_.Snapshot();
   into.parameters = std::move(state.parameters);
+  into.parameter_shapes = shapes_;
   into.optimizer = std::move(state.optimizer);
   into.versions = std::move(state.versions);
   // Pushes as far as the rows stepped on them: a push gathered toward a step

@@ -127,7 +127,7 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   // Moments are empty for an optimizer without them; of another length, the
   // stages' slices of them would be read past their end (found in review).
   auto fits = [&](const std::vector<float>& moment) { return moment.empty() || moment.size() == whole.size(); };
-  if (!c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, whole.size()));
+  if (!c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, model_.ParameterShapes()));
   if (c.ledger || c.parameters.size() != whole.size() || !fits(c.optimizer.first) || !fits(c.optimizer.second)) {
     return FailedPreconditionError("holds a different model, optimizer or team");
   }
@@ -2420,6 +2420,7 @@ StatusOr<double> PipelineHead::Evaluate() {
 }
 
 void PipelineHead::Snapshot(JobCheckpoint& into) {
+  into.parameter_shapes = model_.ParameterShapes();
   {
     // Each device's totals over every run so far, for a resumed run to go on from.
     std::lock_guard lock(mu_);

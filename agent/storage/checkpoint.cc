@@ -93,6 +93,9 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
   m.set_spec_json(c.spec_json);
   m.set_devices_json(c.devices_json);
   m.set_buffers(c.buffers);
+  for (const std::vector<int64_t>& shape : c.parameter_shapes) {
+    m.add_parameter_shapes()->mutable_dims()->Add(shape.begin(), shape.end());
+  }
   if (c.accuracy && c.evaluated_iteration) {
     m.set_accuracy(*c.accuracy);
     m.set_evaluated_iteration(*c.evaluated_iteration);
@@ -154,6 +157,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.spec_json = m.spec_json();
   c.devices_json = m.devices_json();
   c.buffers = m.buffers();
+  for (const v1::ParameterShape& shape : m.parameter_shapes()) c.parameter_shapes.push_back(ToVector<int64_t>(shape.dims()));
   if (m.has_accuracy() && m.has_evaluated_iteration()) {
     c.accuracy = m.accuracy();
     c.evaluated_iteration = m.evaluated_iteration();
@@ -173,10 +177,37 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   return c;
 }
 
-Status ParametersFit(const JobCheckpoint& c, size_t parameters) {
-  if (c.parameters.size() == parameters) return Status::Ok();
-  return FailedPreconditionError("holds a model of " + WithThousands(static_cast<int64_t>(c.parameters.size())) +
-                                 " parameters, and this job's has " + WithThousands(static_cast<int64_t>(parameters)));
+namespace {
+
+std::string ShapesText(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string text;
+  for (const std::vector<int64_t>& shape : shapes) {
+    text += text.empty() ? "[" : ", [";
+    for (size_t d = 0; d < shape.size(); ++d) text += (d ? "x" : "") + std::to_string(shape[d]);
+    text += "]";
+  }
+  return text;
+}
+
+}  // namespace
+
+Status ParametersFit(const JobCheckpoint& c, const std::vector<std::vector<int64_t>>& shapes) {
+  int64_t parameters = 0;
+  for (const std::vector<int64_t>& shape : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    parameters += n;
+  }
+  if (static_cast<int64_t>(c.parameters.size()) != parameters) {
+    return FailedPreconditionError("holds a model of " + WithThousands(static_cast<int64_t>(c.parameters.size())) +
+                                   " parameters, and this job's has " + WithThousands(parameters));
+  }
+  if (!c.parameter_shapes.empty() && c.parameter_shapes != shapes) {
+    return FailedPreconditionError("holds a model whose parameters are shaped " + ShapesText(c.parameter_shapes) +
+                                   ", in that order, and this job's are " + ShapesText(shapes) +
+                                   ": its module's layers changed, or their order");
+  }
+  return Status::Ok();
 }
 
 Status SaveCheckpoint(const std::string& path, const JobCheckpoint& c) {
