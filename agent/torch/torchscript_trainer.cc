@@ -337,9 +337,22 @@ Status ModuleFailed(const std::string& what, const std::exception& e, int64_t sa
       reason.find("out of memory") != std::string::npos) {
     return InternalError(what + ": " + reason);
   }
+  // A batch norm cannot train on one sample, and an epoch's last batch holds
+  // one where the samples are one past a multiple of the batch: the forward
+  // alone was blamed, where another batch size mends it (a new user's trial:
+  // 1,985 samples in batches of 32).
+  const bool one_for_a_batch_norm =
+      samples == 1 && reason.find("Expected more than 1 value per channel") != std::string::npos;
   return InvalidArgumentError(what + ": " + reason + " (the module's own code, on a batch of " +
                               CountOf(samples, "sample", "samples") +
-                              "; it fails the same way when run again: look at its forward)");
+                              "; it fails the same way when run again: look at its forward" +
+                              (one_for_a_batch_norm
+                                   ? std::string("; a batch norm trains on 2 samples or more, and a batch of 1 is "
+                                                 "an epoch's last where the samples are one past a multiple of "
+                                                 "spec.data.batchSize, or a pipeline's micro-batch of 1: another "
+                                                 "batch size mends it")
+                                   : std::string()) +
+                              ")");
 }
 
 StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {

@@ -97,6 +97,8 @@ def main(out):
     # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
     save(nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16), nn.ReLU()), nn.Linear(16, 10)), "nested.pt")
     save(mlp(64, 10).double(), "float64.pt")
+    # Draws from torch's generator as it trains.
+    save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 10)), "dropout.pt")
     # Its BatchNorm1d cannot train on one sample ("Expected more than 1 value
     # per channel"): its layers are timed on passes of 2 or more.
     save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 10)),
