@@ -681,6 +681,12 @@ class FolderCheckpoint {
   // finished run's checkpoint.bin (a new user's trial).
   bool EarlierLeft() const { return before_ && WrittenAt() == before_ && (fresh_ || FinishedBefore()); }
   bool fresh() const { return fresh_; }
+  // One this run wrote: not "kept as it was" (a team that failed on its
+  // data at iteration 5 had written it into an empty folder: a user's trial).
+  bool WrittenByThisRun() const {
+    const std::optional<fs::file_time_type> now = WrittenAt();
+    return now && now != before_;
+  }
   // Whose it is, as the run says it: another job's was called this job's,
   // after the run had refused it as another's (a user's trial).
   std::string Whose(const std::string& job) const {
@@ -721,7 +727,8 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
   const bool resumable = checkpoint.Resumable();  // reads the checkpoint: once
   if (resumable && inputs_at_fault) {
     err << checkpoint.Whose(plan.job.job) << " in " << folder
-        << " is kept as it was; the same command fails the same way until what the error says is dealt with\n";
+        << (checkpoint.WrittenByThisRun() ? ", which this run wrote before it failed, is kept" : " is kept as it was")
+        << "; the same command fails the same way until what the error says is dealt with\n";
   } else if (resumable) {
     err << "the job's checkpoint in " << folder << " is kept: " << HowToResume(options) << "\n";
   } else if (inputs_at_fault) {

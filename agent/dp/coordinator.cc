@@ -351,8 +351,12 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   std::unique_lock lock(mu_);
   if (stopping_) return StoppingError();
   // FailedPrecondition: the worker gives up rather than ask again.
+  // With the last refusal's words, which its log then holds: a team whose
+  // every worker was turned away showed the user only "the last too_large",
+  // the reason in the coordinator's log alone (a new user's trial).
   if (const std::string why = QuarantineLocked(w); !why.empty()) {
-    return FailedPreconditionError("worker " + std::to_string(w) + " is quarantined: " + why);
+    return FailedPreconditionError("worker " + std::to_string(w) + " is quarantined: " + why + " (" +
+                                   last_refusal_why_[w] + ")");
   }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);

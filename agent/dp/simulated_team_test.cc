@@ -310,8 +310,12 @@ TEST(SimulatedTeamTest, AWorkerThatPushesPoisonIsRefusedThenQuarantinedAndTheTea
       << team.coordinator_metrics();
   EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kRefused)], 3);
   ASSERT_FALSE(team.workers()[2].ok()) << "the quarantined worker was turned away";
-  EXPECT_NE(team.workers()[2].status().message().find("worker 2 is quarantined: 3 pushes refused"), std::string::npos)
+  EXPECT_NE(team.workers()[2].status().message().find("worker 2 is quarantined: 3 pushes refused, the last not_finite ("),
+            std::string::npos)
       << team.workers()[2].status().ToString();
+  EXPECT_GT(team.workers()[2].status().message().size(), std::string("worker 2 is quarantined: 3 pushes refused, the "
+                                                                     "last not_finite ()").size())
+      << "the refusal's words, which the worker's log then holds";
   for (int w : {0, 1}) EXPECT_TRUE(team.workers()[w].ok()) << team.workers()[w].status().ToString();
   // What the operator reads from /progress to say so with an Event.
   ASSERT_EQ(p.workers.size(), 3u);
