@@ -1164,7 +1164,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   const double wall_s = ToSeconds(clock.Now() - started);
   PrintSummary(job, plan, *outcome.result, wall_s, out, outcome.ended);
   DrawTheRun(curves, *outcome.result, job.name, nodes, options, clock, out, err);
-  if (options.json) out << JsonLine(job, plan, *outcome.result, wall_s) << "\n";
+  if (options.json) out << JsonLine(job, plan, *outcome.result, wall_s, outcome.ended) << "\n";
   if (options.keep_logs || outcome.lost_workers > 0) {
     err << "logs: " << folder->path().string() << "\n";
     folder->Keep();

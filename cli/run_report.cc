@@ -833,7 +833,7 @@ std::map<int, double> TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, d
 }
 
 std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,
-                     double wall_s) {
+                     double wall_s, const std::map<int, std::string>& ended) {
   const int devices = plan.job.pipeline ? TrainingDevices(plan) : job.spec.parallelism.workers;
   auto nullable = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j = {
@@ -881,6 +881,14 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
     j["computing_alone"] = {{"per_s", *alone.pace},
                             {"of", VariableBatches(job.spec) ? "samples" : "team iterations"},
                             {"workers", alone.rated}};
+  }
+  // A team that trained on without a worker whose agent ended (its part of
+  // the data refused, say) succeeds: said here too, where a script looks (a
+  // new user's trial: the line read as a run of every worker's data).
+  if (!ended.empty()) {
+    nlohmann::json agents = nlohmann::json::array();
+    for (const auto& [rank, how] : ended) agents.push_back({{"rank", rank}, {"how", how}});
+    j["agents_ended"] = agents;
   }
   return j.dump();
 }

@@ -56,9 +56,10 @@ std::map<int, double> TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, d
 void TakeWorkersOwnPace(JobProgress& p, const std::map<int, double>& own);
 // The summary as one line of JSON, for scripts and benchmarks.
 // `devices`: those the run trained on, which a pipeline's plan may make fewer
-// than the job's workers.
+// than the job's workers. `ended`: the agents whose process ended on its own,
+// by rank, and how (RunOutcome::ended).
 std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p,
-                     double wall_s);
+                     double wall_s, const std::map<int, std::string>& ended = {});
 // The same line for a run that failed before it had a result (--json): the
 // job, and the error the run printed, so that a script reads why.
 std::string FailureJsonLine(const std::string& job, const std::string& error);

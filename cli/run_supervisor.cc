@@ -152,6 +152,17 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   return outcome;
 }
 
+// Asked afresh: the last look may predate the team's start by a poll, and a
+// worker lost 33 ms after it was said to be lost before it (a new user's
+// trial, under load).
+bool RunSupervisor::TeamStartedNow(const RunWatch& watch) const {
+  if (!watch.progress) return false;
+  const std::optional<std::string> body = watch.progress();
+  if (!body) return false;
+  const StatusOr<JobProgress> p = DecodeJobProgress(*body);
+  return p.ok() && p->state != JobState::kStarting;
+}
+
 bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& watch, bool at_end) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     // A worker told to stop exits with 0; anything else is a loss the team absorbs.
@@ -175,7 +186,7 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
     if (!at_end && ended_.size() < workers_.size()) {
       if (pipeline) {
         err_ << "; the pipeline trains on without it where it can";
-      } else if (!said_how_it_started_ && watch.team_gathers_for > Duration::zero()) {
+      } else if (!said_how_it_started_ && watch.team_gathers_for > Duration::zero() && !TeamStartedNow(watch)) {
         // Lost before the team started: "trains on without it" read as at
         // once, and the run stood 2 minutes unsaid (a user's trial).
         err_ << "; the team has not started yet: its coordinator waits for every worker up to "

@@ -115,6 +115,8 @@ class RunSupervisor {
   // coordinator has ended: only by a signal, or on an error of the job's
   // own); true once every worker has: the team has no one left to train.
   bool NoteLostWorkers(ProgressDisplay& display, const RunWatch& watch, bool at_end = false);
+  // Whether the coordinator's /progress, read now, says its team has started.
+  bool TeamStartedNow(const RunWatch& watch) const;
   // By rank, how each worker that ended on its own ended: those whose loss was named.
   std::map<int, std::string> ended_;
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
