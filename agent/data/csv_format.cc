@@ -136,14 +136,25 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
     }
     // A header names its columns: a first line of numbers with a typo in
     // one of them is a sample, refused as any other line would be (it was
-    // dropped as a header, unsaid: a new user's trial).
-    const bool header = first && names * 2 > fields.size();
+    // dropped as a header, unsaid: a new user's trial). So does one that
+    // names the label alone beside its columns' numbers ("label,0,1,...",
+    // refused as "'label' is not a number": another). A line that numbers
+    // every column from 0, as pandas writes a frame of unnamed columns, is
+    // a sample like any: "0,1,2" is one too.
+    const bool header =
+        first && (names * 2 > fields.size() || (names == 1 && NamesTheLabel(fields[not_a_number])));
     first = false;
     if (not_a_number < fields.size()) {
       if (header) {
         if (const std::string elsewhere = LabelElsewhere(fields, label_column); !elsewhere.empty()) return bad(elsewhere);
         header_line = Quoted(line);
         continue;
+      }
+      // A label written as its class's name: said as the label, with what
+      // one is (it read as any value that is not a number: a user's trial).
+      if (static_cast<int64_t>(not_a_number) == label_column && fields.size() == columns) {
+        return bad("label " + Quoted(fields[not_a_number]) + " is not a number: a label is its class's number, 0 to " +
+                   std::to_string(info.classes - 1) + " (write each class's name as its number)");
       }
       return bad(Quoted(fields[not_a_number]) + " is not a number" + SeparatorHint(fields[not_a_number]));
     }

@@ -36,6 +36,17 @@ TEST(CsvFormatTest, SkipsAHeaderAndBlankLinesAndReadsSpreadsheetsQuirks) {
     ASSERT_TRUE(named.ok()) << header << named.status().ToString();
     EXPECT_EQ(named->labels, (std::vector<int64_t>{1}));
   }
+  // A header that names the label and numbers the rest: it was refused,
+  // "'label' is not a number" (a new user's trial).
+  auto numbered = ParseCsv("label,0,1,2\n1,2,3,4\n", kThreeFeatures, {}, "t.csv");
+  ASSERT_TRUE(numbered.ok()) << numbered.status().ToString();
+  EXPECT_EQ(numbered->labels, (std::vector<int64_t>{1}));
+  // A label written as its class's name is said as the label.
+  auto named_class = ParseCsv("virginica,2,3,4\n", kThreeFeatures, {}, "t.csv");
+  ASSERT_FALSE(named_class.ok());
+  EXPECT_EQ(named_class.status().message(),
+            "t.csv:1: label 'virginica' is not a number: a label is its class's number, 0 to 3 (write each class's name "
+            "as its number)");
   auto last = ParseCsv("a,b,c,label\n2,3,4,1\n", kThreeFeatures, {.label_column = -1}, "t.csv");
   ASSERT_TRUE(last.ok()) << last.status().ToString();
   EXPECT_EQ(last->labels, (std::vector<int64_t>{1}));
