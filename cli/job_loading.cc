@@ -66,7 +66,10 @@ std::vector<std::string> MisnamedFiles(const api::TrainingJobManifest& job, JobF
     }
   };
   const JobSpec& s = job.spec;
-  if (s.model.kind == ModelKind::kTorchScript) {
+  // The model evaluated is the file given, which holds a module whole: the
+  // job's module, which evaluating never reads, was required there (a new
+  // user's trial, after moving it).
+  if (s.model.kind == ModelKind::kTorchScript && needed == JobFiles::kAll) {
     check("spec.model.torchscript.path", s.model.torchscript_path, Kind::kFile, " (a module saved with torch.jit.save)");
   }
   if (s.data.files) {

@@ -26,7 +26,8 @@ std::string JobNameIn(const std::string& path, bool training_jobs_only = false);
 void PrintLines(std::ostream& err, const std::string& text);
 
 // The files of a job a command reads: all, or those that measure a model
-// (`edgetrain evaluate --job`: a training file missing is no reason not to).
+// (`edgetrain evaluate --job`: a training file, or the module the model
+// trained from, missing is no reason not to).
 enum class JobFiles { kAll, kTest };
 
 // Reads, validates and checks a manifest can run where `runner` says; prints

@@ -720,6 +720,11 @@ TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHy
   const auto result = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(result["stop_reason"], "epochs");
   EXPECT_GE(result["accuracy"].get<double>(), 0.5) << "one epoch of a 64-10 module with a skip on digits";
+  // Evaluated on the job's files, the model saved is the module whole: the
+  // module it trained from, moved away, was required (a new user's trial).
+  fs::rename(dir_ / "net.pt", dir_ / "net-moved.pt");
+  Outcome evaluated = Execute({"evaluate", (dir_ / "auto" / "model.pt").string(), "--job", with_mode("auto"), "--json"});
+  EXPECT_EQ(evaluated.exit, 0) << evaluated.stderr_text;
 }
 
 // A team's coordinator trains none of the model it saves: a batch norm's
