@@ -294,7 +294,8 @@ def operator_dashboard():
               "{{verb}} {{code}}")],
             "opm", OPERATOR_RUN)
     b.panel("Recovery time", "From a running team losing a worker (or having one moved off a leaving node) to "
-                             "the whole team running again: median and 90th percentile of the recoveries ended "
+                             "every pod of it running on a ready node again (losses mended in one stretch are one "
+                             "recovery here): median and 90th percentile of the recoveries ended "
                              "in the hour before each point (recoveries are rare: over one scrape interval the "
                              "panel was empty nearly always).",
             [(f"histogram_quantile(0.5, sum by (le) "
