@@ -723,7 +723,8 @@ TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHy
   // Evaluated on the job's files, the model saved is the module whole: the
   // module it trained from, moved away, was required (a new user's trial).
   fs::rename(dir_ / "net.pt", dir_ / "net-moved.pt");
-  Outcome evaluated = Execute({"evaluate", (dir_ / "auto" / "model.pt").string(), "--job", with_mode("auto"), "--json"});
+  Outcome evaluated =
+      Execute({"evaluate", (dir_ / "auto" / "model.pt").string(), "--job", with_mode("auto"), "--json"});
   EXPECT_EQ(evaluated.exit, 0) << evaluated.stderr_text;
 }
 

@@ -280,10 +280,9 @@ TEST(RunReportTest, TheJsonLineCountsTheDevicesThatTrained) {
   // A worker whose agent ended on its own, the team training on without it:
   // the line had said nothing of it, the run a success (a new user's trial).
   EXPECT_FALSE(line.contains("agents_ended"));
-  const auto lost = nlohmann::json::parse(
-      JsonLine(Job(), Team(), Finished(), 66.9, {{0, "exit 2, an error of the job's own: the training loss is infinite"}}));
-  EXPECT_EQ(lost["agents_ended"],
-            nlohmann::json::parse(R"([{"rank": 0, "how": "exit 2, an error of the job's own: the training loss is infinite"}])"));
+  const std::string how = "exit 2, an error of the job's own: the training loss is infinite";
+  const auto lost = nlohmann::json::parse(JsonLine(Job(), Team(), Finished(), 66.9, {{0, how}}));
+  EXPECT_EQ(lost["agents_ended"], nlohmann::json::array({{{"rank", 0}, {"how", how}}}));
 }
 
 // At its target a team keeps the model that reached it, not the rounds that

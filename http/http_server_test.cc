@@ -72,7 +72,8 @@ TEST(HttpClientTest, APeerThatNeverAnswersIsGivenUpOnAfterTheTimeoutAsked) {
   ::close(fd);
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(reply.status().message().find("no answer read within 0.2 s"), std::string::npos) << reply.status().message();
+  EXPECT_NE(reply.status().message().find("no answer read within 0.2 s"), std::string::npos)
+      << reply.status().message();
   EXPECT_LT(took, std::chrono::seconds(2)) << "given up after the timeout asked, not the default";
 }
 

@@ -45,8 +45,8 @@ TEST(CsvFormatTest, SkipsAHeaderAndBlankLinesAndReadsSpreadsheetsQuirks) {
   auto named_class = ParseCsv("virginica,2,3,4\n", kThreeFeatures, {}, "t.csv");
   ASSERT_FALSE(named_class.ok());
   EXPECT_EQ(named_class.status().message(),
-            "t.csv:1: label 'virginica' is not a number: a label is its class's number, 0 to 3 (write each class's name "
-            "as its number)");
+            "t.csv:1: label 'virginica' is not a number: a label is its class's number, 0 to 3 (write each class's "
+            "name as its number)");
   auto last = ParseCsv("a,b,c,label\n2,3,4,1\n", kThreeFeatures, {.label_column = -1}, "t.csv");
   ASSERT_TRUE(last.ok()) << last.status().ToString();
   EXPECT_EQ(last->labels, (std::vector<int64_t>{1}));

@@ -310,8 +310,8 @@ TEST(SimulatedTeamTest, AWorkerThatPushesPoisonIsRefusedThenQuarantinedAndTheTea
       << team.coordinator_metrics();
   EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kRefused)], 3);
   ASSERT_FALSE(team.workers()[2].ok()) << "the quarantined worker was turned away";
-  EXPECT_NE(team.workers()[2].status().message().find("worker 2 is quarantined: 3 pushes refused, the last not_finite ("),
-            std::string::npos)
+  const std::string turned_away = "worker 2 is quarantined: 3 pushes refused, the last not_finite (";
+  EXPECT_NE(team.workers()[2].status().message().find(turned_away), std::string::npos)
       << team.workers()[2].status().ToString();
   EXPECT_GT(team.workers()[2].status().message().size(), std::string("worker 2 is quarantined: 3 pushes refused, the "
                                                                      "last not_finite ()").size())

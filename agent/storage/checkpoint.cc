@@ -157,7 +157,9 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.spec_json = m.spec_json();
   c.devices_json = m.devices_json();
   c.buffers = m.buffers();
-  for (const v1::ParameterShape& shape : m.parameter_shapes()) c.parameter_shapes.push_back(ToVector<int64_t>(shape.dims()));
+  for (const v1::ParameterShape& shape : m.parameter_shapes()) {
+    c.parameter_shapes.push_back(ToVector<int64_t>(shape.dims()));
+  }
   if (m.has_accuracy() && m.has_evaluated_iteration()) {
     c.accuracy = m.accuracy();
     c.evaluated_iteration = m.evaluated_iteration();

@@ -181,7 +181,8 @@ TEST_F(TorchScriptTrainerTest, ABatchNormOnABatchOfOneNamesTheBatchSize) {
   auto failed = (*trainer)->ComputeGradient(x.data(), d.labels.data(), 1, gradient);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(failed.status().message().find("another batch size mends it"), std::string::npos) << failed.status().message();
+  EXPECT_NE(failed.status().message().find("another batch size mends it"), std::string::npos)
+      << failed.status().message();
 }
 
 // Timing the layers of a module that raises says on which layer and pass:
