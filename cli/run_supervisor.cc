@@ -153,8 +153,8 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
 }
 
 // Asked afresh: the last look may predate the team's start by a poll, and a
-// worker lost 33 ms after it was said to be lost before it (a new user's
-// trial, under load).
+// worker lost 33 ms after its team started was said to be waited for as one
+// lost before it (a new user's trial, under load).
 bool RunSupervisor::TeamStartedNow(const RunWatch& watch) const {
   if (!watch.progress) return false;
   const std::optional<std::string> body = watch.progress();
