@@ -162,7 +162,8 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
       // A sample's count comes from the data's shape (a manifest's
       // inputShape), which may be what is wrong: said (a user's trial).
       return bad("expected " + std::to_string(columns) + " values, a label and a sample's " +
-                 std::to_string(sample_size) + ", found " + std::to_string(fields.size()));
+                 std::to_string(sample_size) + (options.shape_from.empty() ? "" : " (" + options.shape_from + ")") +
+                 ", found " + std::to_string(fields.size()));
     }
 
     const double label = values[static_cast<size_t>(label_column)];

@@ -17,6 +17,9 @@ struct CsvOptions {
   // is a whole number from 0 to max_level, kept as a byte and scaled by
   // 1 / max_level (digits: grey levels 0 to 16); at most 255.
   int max_level = 0;
+  // Where a sample's size comes from, said beside it in a row of another
+  // count ("inputShape"); empty: not said.
+  std::string shape_from = {};
 };
 
 // The samples of `text`. Every row has 1 + channels x height x width values;

@@ -115,7 +115,9 @@ StatusOr<Dataset> ReadPart(DataFormat format, const DataFiles& part, const Datas
   switch (format) {
     case DataFormat::kIdx: return ReadIdxFiles(part.features, part.labels, info);
     case DataFormat::kNpy: return ReadNpyFiles(part.features, part.labels, info);
-    case DataFormat::kCsv: return ReadCsvFile(part.path, info);
+    // A sample's size is what inputShape says, which may be what is wrong: a
+    // user's inputShape of [7] for rows of 6 features read as a broken file.
+    case DataFormat::kCsv: return ReadCsvFile(part.path, info, {.shape_from = "inputShape"});
     case DataFormat::kImages: break;
   }
   return InternalError("image folders are read with their training folders' classes");
