@@ -14,6 +14,7 @@
 #include "core/bandwidth_trace.h"
 #include "core/stream_rate.h"
 #include "core/duration_text.h"
+#include "core/number_text.h"
 #include "core/quantity.h"
 #include "core/utf8.h"
 
@@ -182,6 +183,22 @@ Status CheckMemory(const std::string& text, const std::string& where) {
                               "; a Kubernetes quantity of bytes above 0, such as 8Gi or 512Mi");
 }
 
+// A device draws its idle watts whatever else it does: idle above computing
+// or communicating is no device's. Most often a power given in part, the
+// rest the 15 W device's defaults: a new user's computeWatts 3 was charged
+// 5 W idle, 7 W communicating, unsaid.
+Status CheckPower(const PowerProfile& power, const std::string& where) {
+  for (const auto& [field, watts] : {std::pair{"computeWatts", power.compute_watts},
+                                     std::pair{"communicateWatts", power.communicate_watts}}) {
+    if (power.idle_watts <= watts) continue;
+    return InvalidArgumentError(where + ".power: idleWatts " + PlainNumber(power.idle_watts) + " is above " + field +
+                                " " + PlainNumber(watts) + ": a device draws at least its idle power in every "
+                                "state; give all three, in watts (one left out takes a 15 W device's: compute 15, "
+                                "communicate 7, idle 5)");
+  }
+  return Status::Ok();
+}
+
 // Of a node the schema faulted, the faults of its fields the schema did not:
 // its quantities and its slowdown's changes, which were said only once the
 // schema's faults were mended (a new user's trial). Its link and stream,
@@ -228,6 +245,7 @@ StatusOr<NodeProfile> ReadNode(const Json& n, const fs::path& base, const std::s
   node.transient = n["transient"].get<bool>();
   node.power = {n["power"]["computeWatts"].get<double>(), n["power"]["communicateWatts"].get<double>(),
                 n["power"]["idleWatts"].get<double>()};
+  note(CheckPower(node.power, where));
   node.cpu = QuantityText(n["cpu"]);
   note(CheckCpu(node.cpu, where));
   if (!node.memory.empty()) note(CheckMemory(node.memory, where));  // none: not limited

@@ -234,6 +234,13 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
       // Refused by validate and run too, as plan refused them (a new user's trial).
       {"  - {name: a, cpu: two}\n", "spec.nodes[0].cpu: quantity \"two\": no number; a Kubernetes quantity of CPU"},
       {"  - {name: a, cpu: \"0\"}\n", "spec.nodes[0].cpu: \"0\" is no CPU"},
+      // Idle above computing: a power given in part, the rest a 15 W
+      // device's (a new user's computeWatts 3 was charged 5 W idle, unsaid).
+      {"  - {name: a, power: {computeWatts: 3}}\n",
+       "spec.nodes[0].power: idleWatts 5 is above computeWatts 3: a device draws at least its idle power in every "
+       "state; give all three, in watts (one left out takes a 15 W device's: compute 15, communicate 7, idle 5)"},
+      {"  - {name: a, power: {computeWatts: 20, communicateWatts: 4, idleWatts: 5}}\n",
+       "spec.nodes[0].power: idleWatts 5 is above communicateWatts 4"},
       {"  - {name: a, memory: \"0\"}\n", "spec.nodes[0].memory: \"0\" is no memory"},
       {"  - {name: a, link: {trace: " + dead.string() + "}}\n",
        "spec.nodes[0].link.trace: " + dead.string() + " is 0 Mbit/s throughout"},
