@@ -54,8 +54,13 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
   std::ifstream in(file.path);
   if (!in) {
     // Why, as the system says it: missing, or not readable (a user's trial).
+    // A relative path named where it was looked for: a profile moved to
+    // another folder read its traces from beside it (another).
     const std::string why = std::strerror(errno);
-    return NotFoundError(where + ": cannot read " + file.path + " (" + why + ")");
+    return NotFoundError(where + ": cannot read " + file.path + " (" + why + ")" +
+                         (fs::path(named).is_relative() ? "; \"" + named + "\" is read from the profile's folder, " +
+                                                              base.string()
+                                                        : std::string()));
   }
   std::stringstream text;
   text << in.rdbuf();
