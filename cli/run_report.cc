@@ -531,7 +531,7 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   firsts.erase(std::unique(firsts.begin(), firsts.end()), firsts.end());
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.first_layer < b.first_layer; });
   out << "  stage  " << std::string("layers").append(width - 6, ' ')
-      << "  device         last step   compute s   bubbles    MB sent   MB recv\n";
+      << "  device         last step   compute s   bubbles    MB sent   MB recv   energy J\n";
   for (const Row& row : rows) {
     const WorkerProgress& w = *row.worker;
     char line[300];
@@ -539,12 +539,13 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     // gradients relayed, its group's gradient exchange, replicas.
     // The step it last took part in, over every run of the job: a count of
     // its steps read as such after a resume gave this run's devices the
-    // whole job's (a new user's trial).
+    // whole job's (a new user's trial). Its energy, as a team's table gives
+    // each worker's: only the total was printed (another).
     const auto stage = static_cast<size_t>(std::lower_bound(firsts.begin(), firsts.end(), row.first_layer) - firsts.begin());
-    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %9s %11.1f %8.0f%% %10.1f %9.1f\n", stage + 1,
+    std::snprintf(line, sizeof line, "  %5zu  %-*s  %-14s %9s %11.1f %8.0f%% %10.1f %9.1f %10.1f\n", stage + 1,
                   static_cast<int>(width), row.layers.c_str(), row.device.c_str(), WithThousands(w.iteration).c_str(),
                   w.compute_s, 100 * w.stall_fraction, static_cast<double>(w.bytes_sent) / 1e6,
-                  static_cast<double>(w.bytes_received) / 1e6);
+                  static_cast<double>(w.bytes_received) / 1e6, w.energy_joules);
     out << line;
   }
   std::string gone;

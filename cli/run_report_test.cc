@@ -455,12 +455,13 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   // for every stage in --json and a flat curve).
   p.workers[0].bytes_sent = 5'150'025;
   p.workers[0].bytes_received = 4'680'659;
+  p.workers[0].energy_joules = 81.25;
   p.energy_joules = 123.4;
   p.replays = JobProgress::Replays{};
   p.replays->repartitions = 1;
   const std::string out = Summary(plan, p);
   const std::string text = out;
-  EXPECT_NE(text.find("bubbles    MB sent   MB recv\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("bubbles    MB sent   MB recv   energy J\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  energy (modelled, docs/energy.md): 123 J\n"), std::string::npos) << text;
   // A few joules, or a fraction of one, are not rounded to 0.
   p.energy_joules = 0.0227;
@@ -468,7 +469,7 @@ TEST(RunReportTest, APipelinesStagesShowTheLayersAsTheyEnded) {
   p.energy_joules = 3.04;
   EXPECT_NE(Summary(plan, p).find("  energy (modelled, docs/energy.md): 3.0 J\n"), std::string::npos);
   p.energy_joules = 123.4;
-  EXPECT_NE(text.find("%        5.2       4.7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("%        5.2       4.7       81.2\n"), std::string::npos) << "each device's joules\n" << text;
   EXPECT_EQ(text.find("in whatever stages it held then"), std::string::npos) << "a fresh run's are its own";
   p.resumed_from_iteration = 300;
   EXPECT_NE(Summary(plan, p).find("  each device's compute, bubbles and MB over this run and those it resumed (from "
