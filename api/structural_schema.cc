@@ -52,8 +52,18 @@ std::string Article(const std::string& type) {
 std::string Suggestion(const std::string& key, const Json& properties) {
   std::vector<std::string> names;
   for (const auto& [name, _] : properties.items()) names.push_back(name);
-  const std::string best = Nearest(key, names);
-  return best.empty() ? "" : " (did you mean \"" + best + "\"?)";
+  if (const std::string best = Nearest(key, names); !best.empty()) return " (did you mean \"" + best + "\"?)";
+  // A field of an object here, written a level up: a profile's node given
+  // "slowdwn" where compute.slowdown belongs had no hint (a new user's trial).
+  for (const auto& [name, schema] : properties.items()) {
+    if (!schema.is_object() || !schema.contains("properties")) continue;
+    std::vector<std::string> nested;
+    for (const auto& [inner, _] : schema["properties"].items()) nested.push_back(inner);
+    if (const std::string best = Nearest(key, nested); !best.empty()) {
+      return " (did you mean \"" + name + "." + best + "\"?)";
+    }
+  }
+  return "";
 }
 
 // A bare number where a duration belongs ("wallClock: 120") lacks only its

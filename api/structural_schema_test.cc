@@ -91,6 +91,8 @@ TEST(StructuralSchemaTest, ReportsEachViolationWithItsPathAndReason) {
       {R"({"name": "a", "sise": 3})", "spec.sise: unknown field (did you mean \"size\"?)"},
       {R"({"name": "a", "colour": 3})", "spec.colour: unknown field"},
       {R"({"name": "a", "nested": {"dept": 1}})", "spec.nested.dept: unknown field (did you mean \"depth\"?)"},
+      // A nested field written a level up (a profile's node given "slowdwn").
+      {R"({"name": "a", "dept": 1})", "spec.dept: unknown field (did you mean \"nested.depth\"?)"},
       {R"({"name": "a", "conditions": [{"type": "A"}, {"type": "A"}]})", "spec.conditions[1]: duplicate entry with type=\"A\""},
   };
   for (const auto& c : cases) {
