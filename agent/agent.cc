@@ -492,6 +492,15 @@ StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::
     return InvalidArgumentError("a team's agents talk over mutual TLS: give --tls-dir=DIR with the job's ca.crt, "
                                 "tls.crt and tls.key, or --insecure for a run on loopback");
   }
+  // What another user could swap is no credential: a folder every user
+  // could write in let one replace the authority mid-run, and the
+  // coordinator took in a worker of that user's (a security trial). Judged
+  // as `edgetrain credentials` judges the folder it writes.
+  if (const std::string unsafe = pki::WhoElseMayTouch(flags.tls_dir); !unsafe.empty()) {
+    return InvalidArgumentError("--tls-dir: " + unsafe + ", who could swap the job's credentials in " +
+                                flags.tls_dir + "; keep them in a folder of your own that others cannot write in "
+                                "(chmod go-w on it and its files)");
+  }
   TransportSecurity security = TransportSecurity::MutualTls(flags.job, flags.tls_dir, flags.tls_reload);
   auto files = pki::ReadTlsFolder(security.files);
   if (!files.ok()) return InvalidArgumentError("--tls-dir: " + files.status().message());

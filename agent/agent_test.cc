@@ -172,6 +172,19 @@ TEST_F(AgentTest, ATeamsAgentNeedsTheJobsCredentialsOrInsecure) {
   EXPECT_EQ(Run(), kExitInvalid);
   EXPECT_NE(log.str().find("--tls-dir: tls.key is not the key of tls.crt"), std::string::npos) << log.str();
 
+  // A folder another user could write in holds no credentials worth the
+  // name: one swapped the authority mid-run, and the coordinator took in
+  // that user's worker (a security trial).
+  ASSERT_TRUE(pki::WriteTlsFolder(flags.tls_dir, authority->ca.cert_pem, *mine).ok());
+  std::filesystem::permissions(flags.tls_dir, std::filesystem::perms::all);
+  log.str("");
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("--tls-dir: " + flags.tls_dir + " may be written by every user of this machine, who could "
+                           "swap the job's credentials"),
+            std::string::npos)
+      << log.str();
+  std::filesystem::permissions(flags.tls_dir, std::filesystem::perms::owner_all);
+
   // Plaintext when asked for, loudly: the coordinator then waits for workers that never come.
   flags.tls_dir.clear();
   flags.insecure = true;

@@ -39,7 +39,10 @@ int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::o
     err << "edgetrain credentials: " << options.dir << " is a file, not a folder to write the credentials into\n";
     return kExitInvalid;
   }
-  if (!options.replace && (std::filesystem::exists(files.ca_path, ec) || std::filesystem::exists(files.cert_path, ec))) {
+  // A key alone is credentials too: the openssl recipe's folder holds one
+  // before its certificate is signed, and it was written over (a security trial).
+  if (!options.replace && (std::filesystem::exists(files.ca_path, ec) || std::filesystem::exists(files.cert_path, ec) ||
+                           std::filesystem::exists(files.key_path, ec))) {
     err << "edgetrain credentials: " << options.dir
         << " holds credentials already; agents that hold them would refuse a new authority's. Pass --replace to "
            "write over them\n";

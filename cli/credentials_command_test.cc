@@ -46,6 +46,17 @@ TEST(CredentialsCommandTest, AFolderThatHoldsCredentialsIsReplacedOnlyWhenAsked)
   EXPECT_EQ(pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()))->ca_pem, first->ca_pem) << "left as it was";
   ASSERT_EQ(MakeCredentials({"robots", dir.string(), std::chrono::hours(2), /*replace=*/true}, out, err), kExitOk);
   EXPECT_NE(pki::ReadTlsFolder(pki::TlsFolderAt(dir.string()))->ca_pem, first->ca_pem);
+  // A key alone, as the openssl recipe leaves one before its certificate is
+  // signed, is kept too (it was written over: a security trial).
+  const auto key_only = dir.parent_path() / "key-only";
+  std::filesystem::create_directories(key_only);
+  std::filesystem::permissions(key_only, std::filesystem::perms::owner_all);
+  std::ofstream(key_only / "tls.key") << "MY KEY";
+  err.str("");
+  EXPECT_EQ(MakeCredentials({"robots", key_only.string(), std::chrono::hours(2)}, out, err), kExitInvalid);
+  EXPECT_NE(err.str().find("holds credentials already"), std::string::npos) << err.str();
+  std::ifstream kept(key_only / "tls.key");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "MY KEY");
 }
 
 // A folder every user may write in is refused: any of them could swap the

@@ -75,6 +75,21 @@ std::string WhoElseMayReplace(const std::string& dir) {
   }
 }
 
+std::string WhoElseMayTouch(const std::string& dir) {
+  if (std::string why = WhoElseMayReplace(dir); !why.empty()) return why;
+  const TlsFolder at = TlsFolderAt(dir);
+  const uid_t me = ::geteuid();
+  for (const std::string* path : {&at.ca_path, &at.cert_path, &at.key_path}) {
+    struct stat st {};
+    if (::stat(path->c_str(), &st) != 0) continue;  // missing: ReadTlsFolder says so
+    if (st.st_uid != me && st.st_uid != 0) {
+      return *path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) return *path + " may be written by other users of this machine";
+  }
+  return "";
+}
+
 Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {

@@ -31,6 +31,14 @@ Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const K
 // judges a key's folders; a folder not made yet is judged by those above it.
 std::string WhoElseMayReplace(const std::string& dir);
 
+// Why another user of this machine could swap the credentials an agent is
+// given in `dir`, or "" when none could: the folder as WhoElseMayReplace
+// judges it, and each file there owned by another user than this one and
+// root, or writable by its group or by every user. A mounted Secret's files
+// pass: root's, and 0440 under the pod's group or Kubernetes' default 0644
+// (a key readable by the container's other users is the pod's to decide).
+std::string WhoElseMayTouch(const std::string& dir);
+
 // A new authority of `job` and one agent certificate of it, valid over
 // [not_before, not_after), written into `dir` (WriteTlsFolder). The
 // authority's key is not kept: the folder's certificate is the only one it

@@ -28,6 +28,30 @@ TEST(TlsFolderTest, WrittenFilesReadBackAndTheKeyIsTheOwnersAlone) {
   EXPECT_FALSE(std::filesystem::exists(dir / "tls.key.tmp"));
 }
 
+// An agent's credentials another user could swap are none: a folder every
+// user could write in let one replace the authority mid-run (a security
+// trial), as a file others may write would.
+TEST(TlsFolderTest, CredentialsAnotherUserCouldSwapOrReadAreSaidSo) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "tls-folder-touch" / "tls";
+  std::filesystem::remove_all(dir.parent_path());
+  ASSERT_TRUE(WriteTlsFolder(dir.string(), "CA", {"CERT", "KEY"}).ok());
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), "") << "as WriteTlsFolder leaves them";
+  ::chmod((dir / "tls.key").c_str(), 0440);  // a mounted Secret's, under the pod's group
+  ::chmod((dir / "ca.crt").c_str(), 0444);
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), "");
+  ::chmod((dir / "tls.key").c_str(), 0644);  // Kubernetes' default mode for a Secret's files
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), "");
+  ::chmod((dir / "tls.key").c_str(), 0666);
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "tls.key").string() + " may be written by other users of this machine");
+  ::chmod((dir / "tls.key").c_str(), 0600);
+  ::chmod((dir / "ca.crt").c_str(), 0664);
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "ca.crt").string() + " may be written by other users of this machine");
+  ::chmod((dir / "ca.crt").c_str(), 0644);
+  ::chmod(dir.c_str(), 0777);
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), dir.string() + " may be written by every user of this machine");
+  ::chmod(dir.c_str(), 0700);
+}
+
 TEST(TlsFolderTest, AMissingFileIsNamed) {
   const auto dir = std::filesystem::path(testing::TempDir()) / "tls-folder-missing";
   std::filesystem::remove_all(dir);
