@@ -42,10 +42,11 @@ TEST(TlsFolderTest, CredentialsAnotherUserCouldSwapOrReadAreSaidSo) {
   ::chmod((dir / "tls.key").c_str(), 0644);  // Kubernetes' default mode for a Secret's files
   EXPECT_EQ(WhoElseMayTouch(dir.string()), "");
   ::chmod((dir / "tls.key").c_str(), 0666);
-  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "tls.key").string() + " may be written by other users of this machine");
+  const std::string others = " may be written by other users of this machine";
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "tls.key").string() + others);
   ::chmod((dir / "tls.key").c_str(), 0600);
   ::chmod((dir / "ca.crt").c_str(), 0664);
-  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "ca.crt").string() + " may be written by other users of this machine");
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "ca.crt").string() + others);
   ::chmod((dir / "ca.crt").c_str(), 0644);
   ::chmod(dir.c_str(), 0777);
   EXPECT_EQ(WhoElseMayTouch(dir.string()), dir.string() + " may be written by every user of this machine");
