@@ -119,6 +119,9 @@ class RunSupervisor {
   bool TeamStartedNow(const RunWatch& watch) const;
   // By rank, how each worker that ended on its own ended: those whose loss was named.
   std::map<int, std::string> ended_;
+  // A worker that stopped on an error of the job's own before its team
+  // started: it would again, so the run stops rather than wait for it.
+  std::optional<int> refused_before_start_;
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   // The job's warnings once its data was read, each said once.
   void NoteWarnings(const JobProgress& p, ProgressDisplay& display);

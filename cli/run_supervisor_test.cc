@@ -317,6 +317,28 @@ TEST_F(RunSupervisorTest, AWorkerLostBeforeTheTeamStartedIsWaitedForAndSaidSo) {
       << err_.str();
 }
 
+// A worker that refused its inputs before its team started (its credentials
+// another job's) would again: the run stops and fails as the job's fault,
+// where the team waited its whole grace for it, then succeeded (a security
+// trial: 129.5 s for a job of 8, exit 0).
+TEST_F(RunSupervisorTest, AWorkerThatRefusesItsInputsBeforeTheTeamStartsFailsTheRun) {
+  watch_.team_gathers_for = std::chrono::minutes(2);
+  watch_.progress = [this]() -> std::optional<std::string> {
+    return Encoded(JobState::kStarting, 0, 0, std::nullopt);
+  };
+  workers_[0]->ExitsAt(seconds(1), 2);  // its credentials refused
+  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
+  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
+  Supervision outcome = Run();
+  EXPECT_TRUE(outcome.inputs_at_fault);
+  EXPECT_EQ(outcome.failure, "worker 0 stopped on an error of the job's own before its team started (exit 2; "
+                             "worker-0.log's last lines below say which)");
+  EXPECT_NE(err_.str().find("; the team has not started yet, and the same command fails the same way: the run stops"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_LT(coordinator_.Elapsed(), seconds(10)) << "not the two minutes' grace";
+}
+
 // Lost just after the team started, before a look at /progress had seen it
 // start: asked again, not said to be waited for (a new user's trial, a worker
 // lost 33 ms after its team of 2 started).
