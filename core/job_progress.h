@@ -82,8 +82,9 @@ struct WorkerProgress {
   // counted out), a pipeline's devices once out of the stages; 0 otherwise.
   double silent_s = 0;
   // How long since its last report (a push's figures) reached the
-  // coordinator: its energy here is as of then. At least silent_s: a link in
-  // a dip may bring a push's later parts, which carry none, for seconds.
+  // coordinator: its energy here is as of then. A link in a dip may bring a
+  // push's later parts, which carry none, for seconds, silent_s staying
+  // small; 0 before any report.
   double unreported_s = 0;
   std::optional<StreamProgress> stream = {};
   int64_t injected = 0;  // data injection: samples of labels its part lacks it trained on

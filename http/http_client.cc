@@ -4,18 +4,13 @@
 
 #include <httplib.h>
 
+#include "core/number_text.h"
 #include "http/socket_address.h"
 
 namespace edgetrain::http {
 namespace {
 
-std::string Seconds(std::chrono::milliseconds d) {
-  const double s = static_cast<double>(d.count()) / 1000;
-  std::string text = std::to_string(s);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text + " s";
-}
+std::string Seconds(std::chrono::milliseconds d) { return PlainNumber(static_cast<double>(d.count()) / 1000) + " s"; }
 
 // httplib names its errors by their enumerators ("Connection"), which an
 // operator's status quoted as if cut off (a new user's trial).

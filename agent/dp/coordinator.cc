@@ -235,9 +235,7 @@ JobProgress Coordinator::Progress() {
     // counted out), which they did not say.
     w.silent_s = ToSeconds(members_.SilentFor(w.rank, now));
     const size_t r = static_cast<size_t>(w.rank);
-    w.unreported_s = r < last_report_at_.size() && last_report_at_[r]
-                         ? std::max(w.silent_s, ToSeconds(now - *last_report_at_[r]))
-                         : w.silent_s;
+    if (r < last_report_at_.size() && last_report_at_[r]) w.unreported_s = ToSeconds(now - *last_report_at_[r]);
   }
   return p;
 }
