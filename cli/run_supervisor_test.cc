@@ -127,6 +127,14 @@ class RunSupervisorTest : public testing::Test {
     RunSupervisor supervisor("robots", coordinator_, team, clock_, err_, {}, order, std::move(ranks));
     return supervisor.Run(interrupted_, display_, watch_);
   }
+  // A team that gathers for up to two minutes, its coordinator's /progress
+  // saying it starts until `started` (never, by default), then that it trains.
+  void GathersUntil(Duration started = Duration::max()) {
+    watch_.team_gathers_for = std::chrono::minutes(2);
+    watch_.progress = [this, started]() -> std::optional<std::string> {
+      return coordinator_.Elapsed() < started ? Encoded(JobState::kStarting, 0, 0, std::nullopt) : kProgress;
+    };
+  }
   // A coordinator that reports `result` and exits `after` it is told to stop.
   static void ReportsWhenStopped(ScriptedAgent& c, Duration after, const std::string& result = kInterruptedResult) {
     c.OnSignal(SIGTERM, [after, result](ScriptedAgent& self) {
@@ -302,10 +310,7 @@ TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {
 // Lost before the team started: its coordinator waits out its window for it
 // first, and the warning says so (a user's trial waited 2 minutes unsaid).
 TEST_F(RunSupervisorTest, AWorkerLostBeforeTheTeamStartedIsWaitedForAndSaidSo) {
-  watch_.team_gathers_for = std::chrono::minutes(2);
-  watch_.progress = [this]() -> std::optional<std::string> {
-    return coordinator_.Elapsed() < seconds(3) ? Encoded(JobState::kStarting, 0, 0, std::nullopt) : kProgress;
-  };
+  GathersUntil(seconds(3));
   workers_[0]->ExitsAt(seconds(1), 137);
   workers_[1]->ExitsAt(seconds(6), 0);
   coordinator_.Says(seconds(5), kResult).ExitsAt(seconds(5), 0);
@@ -322,10 +327,7 @@ TEST_F(RunSupervisorTest, AWorkerLostBeforeTheTeamStartedIsWaitedForAndSaidSo) {
 // where the team waited its whole grace for it, then succeeded (a security
 // trial: 129.5 s for a job of 8, exit 0).
 TEST_F(RunSupervisorTest, AWorkerThatRefusesItsInputsBeforeTheTeamStartsFailsTheRun) {
-  watch_.team_gathers_for = std::chrono::minutes(2);
-  watch_.progress = [this]() -> std::optional<std::string> {
-    return Encoded(JobState::kStarting, 0, 0, std::nullopt);
-  };
+  GathersUntil();
   workers_[0]->ExitsAt(seconds(1), 2);  // its credentials refused
   coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
   for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
@@ -343,10 +345,7 @@ TEST_F(RunSupervisorTest, AWorkerThatRefusesItsInputsBeforeTheTeamStartsFailsThe
 // start: asked again, not said to be waited for (a new user's trial, a worker
 // lost 33 ms after its team of 2 started).
 TEST_F(RunSupervisorTest, AWorkerLostJustAfterTheTeamStartedIsNotSaidToBeWaitedFor) {
-  watch_.team_gathers_for = std::chrono::minutes(2);
-  watch_.progress = [this]() -> std::optional<std::string> {
-    return coordinator_.Elapsed() < seconds(1) ? Encoded(JobState::kStarting, 0, 0, std::nullopt) : kProgress;
-  };
+  GathersUntil(seconds(1));
   workers_[0]->ExitsAt(seconds(1), 2);
   workers_[1]->ExitsAt(seconds(6), 0);
   coordinator_.Says(seconds(5), kResult).ExitsAt(seconds(5), 0);
