@@ -33,8 +33,9 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
       members_(world_, plan.spec.fault_tolerance.node_loss_grace, timings.first_push_deadline), takeover_(world_),
       accounts_(world_, plan.spec.data.batch_size, train_size), links_(static_cast<size_t>(world_)),
       push_fates_(kPushFates, 0), refused_pushes_(static_cast<size_t>(world_), 0),
-      last_refusal_(static_cast<size_t>(world_)), last_refusal_why_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
-      plan_generation_(plan.generation) {
+      last_refusal_(static_cast<size_t>(world_)), last_refusal_why_(static_cast<size_t>(world_)),
+      last_report_at_(static_cast<size_t>(world_)), stream_generation_(static_cast<size_t>(world_), 0),
+      plan_generation_(plan.generation), first_hello_at_(static_cast<size_t>(world_)) {
   for (int w = 0; w < world_; ++w) slot_since_.push_back(SlotSince(plan, w));
   // Workers join the ledger when their stream arrives (Join), not before: the
   // team starts with those there, and later ones join where it is.
@@ -235,7 +236,7 @@ JobProgress Coordinator::Progress() {
     // counted out), which they did not say.
     w.silent_s = ToSeconds(members_.SilentFor(w.rank, now));
     const size_t r = static_cast<size_t>(w.rank);
-    if (r < last_report_at_.size() && last_report_at_[r]) w.unreported_s = ToSeconds(now - *last_report_at_[r]);
+    if (last_report_at_[r]) w.unreported_s = ToSeconds(now - *last_report_at_[r]);
   }
   return p;
 }
@@ -333,7 +334,7 @@ WelcomeMessage Coordinator::MakeWelcome(int w, bool whole_model) {
   m.welcome = members_.welcome(w);
   m.stream_read_through = accounts_.StreamReadThrough(w);
   m.job_elapsed_s = JobElapsedLocked();
-  if (static_cast<size_t>(w) < first_hello_at_.size() && first_hello_at_[w] && team_started_) {
+  if (first_hello_at_[w] && team_started_) {
     m.waited_s = ToSeconds(*std::exchange(first_hello_at_[w], std::nullopt) - *team_started_);
   }
   members_.WelcomeSent(w);
@@ -365,7 +366,6 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   // such waits, and one whose first Welcome, the whole model, took 12.7 s
   // through a dip went uncharged for that long (users' trials). Not a later
   // stream's: a worker replaced was charged by its process.
-  first_hello_at_.resize(static_cast<size_t>(world_));
   first_hello_at_[w] = stream == 1 && members_.welcome(w) == 1 ? std::optional(clock_.Now()) : std::nullopt;
   aggregator_.ForgetPushes(w);  // it may push again an iteration its last stream had begun
   stream_generation_[w] = plan_generation_.load();
@@ -587,7 +587,6 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
                       aggregator_.late_rows() - late_before == static_cast<int64_t>(push.rows.size());
     if (push.report) {
       accounts_.Reported(w, *push.report, /*trained=*/!late);
-      last_report_at_.resize(std::max(last_report_at_.size(), static_cast<size_t>(w) + 1));
       last_report_at_[w] = now;
     }
     news = *stepped || push.report.has_value();
