@@ -127,6 +127,13 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
 }  // namespace
 
 StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
+  // An empty `--coordinator=` took the next argument, a flag itself, as its
+  // value (a user's trial): nothing after the = is said as such.
+  for (const std::string& arg : args) {
+    if (arg.size() > 3 && arg.rfind("--", 0) == 0 && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
+      return InvalidArgumentError(arg.substr(0, arg.size() - 1) + ": expected a value after the =, got none");
+    }
+  }
   AgentFlags flags;
   std::string role;
   auto app = MakeApp(flags, role);

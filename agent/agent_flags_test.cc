@@ -79,6 +79,8 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
       {{"--role=worker", "--job=j", "--plan=p", "--plan-poll=0s"}, "--plan-poll: expected a duration"},
       {{"--role=worker", "--job=j", "--plan=p", "--insecure", "--tls-dir=/tls"},
        "--insecure and --tls-dir exclude each other"},
+      {{"--role=worker", "--job=j", "--coordinator=", "--plan=p"},
+       "--coordinator: expected a value after the =, got none"},
   };
   for (const auto& c : cases) {
     auto flags = ParseAgentFlags(c.args);
