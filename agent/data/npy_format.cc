@@ -146,7 +146,10 @@ StatusOr<NumericArray> ParseNpy(std::string_view bytes, std::string_view source)
   if (!descr || !fortran_order || !shape) return bad("bad npy header (needs descr, fortran_order and shape)");
   std::optional<NumericArray> array = TypeOf(*descr);
   // Which of the two the file is for, the reader does not know: it says both.
-  if (!array) return bad("dtype '" + *descr + "' is not supported: features are float32, float64 or uint8, labels integers (int8-int64, uint8-uint64)");
+  if (!array) {
+    return bad("dtype '" + *descr + "' is not supported: features are float32, float64 or uint8, labels integers "
+               "(int8-int64, uint8-uint64) or whole numbers as floats");
+  }
   array->dims = *shape;
   int longer_than_one = 0;
   for (int64_t d : array->dims) longer_than_one += d > 1;

@@ -91,16 +91,28 @@ Status SetFeatures(const NumericArray& a, const std::string& path, Dataset& d) {
 }
 
 Status SetLabels(const NumericArray& a, const std::string& path, Dataset& d) {
-  if (IsFloat(a.type)) {
-    return InvalidArgumentError(path + ": labels of type " + std::string(NameOf(a.type)) +
-                                " are not integers (int8-int64, uint8-uint64: the class of each sample)");
-  }
   const int64_t n = a.dims.empty() ? 0 : a.dims[0];
   const int64_t classes = d.info.classes;
   d.labels.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     std::string text;
-    if (IsSigned(a.type)) {
+    if (IsFloat(a.type)) {
+      // Float labels of whole numbers are taken, as a CSV's 2.0 is: numpy
+      // gives floats from np.loadtxt and from arithmetic (a user's trial).
+      const double v = FloatAt(a, i);
+      if (std::isfinite(v) && v == std::floor(v) && v >= 0 && v < static_cast<double>(classes)) {
+        d.labels[static_cast<size_t>(i)] = static_cast<int64_t>(v);
+        continue;
+      }
+      std::ostringstream value;
+      value << v;
+      if (!std::isfinite(v) || v != std::floor(v)) {
+        return InvalidArgumentError(path + ": label " + value.str() + " at index " + std::to_string(i) +
+                                    " is not a whole number: a label is its sample's class, 0 to " +
+                                    std::to_string(classes - 1));
+      }
+      text = value.str();
+    } else if (IsSigned(a.type)) {
       const int64_t v = SignedAt(a, i);
       if (v >= 0 && v < classes) d.labels[static_cast<size_t>(i)] = v;
       else text = std::to_string(v);
