@@ -154,6 +154,7 @@ void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriv
                 "batches of training samples before each evaluation and save, not those its workers' training "
                 "reached");
   }
+  if (s.trainer && !s.trainer->Caution().empty()) driver.Warn(s.trainer->Caution());
   if (!s.plan.spec.data.files) return;
   if (std::string warning = BatchOverShareWarning(train_size, holders, s.plan.spec.data.batch_size); !warning.empty()) {
     driver.Warn(warning);

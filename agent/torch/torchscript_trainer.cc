@@ -51,6 +51,21 @@ StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
   return module;
 }
 
+// The loss is cross-entropy on logits, a log-softmax of its own: a module
+// whose forward ends in a softmax trains on the log of probabilities, its
+// gradients flattened wherever one class is sure, and learns slower and
+// worse, with no error to show (a user's module so ended at 0.828). Rows each
+// in [0, 1] and summing to 1 are that; logits so by chance, on both rows of
+// the check batch, are not to be expected.
+std::string ProbabilitiesCaution(const torch::Tensor& out) {
+  const torch::Tensor rows = out.to(torch::kFloat64);
+  const bool in_unit = rows.min().item<double>() >= 0 && rows.max().item<double>() <= 1;
+  if (!in_unit || !torch::allclose(rows.sum(1), torch::ones({rows.size(0)}, torch::kFloat64), 0, 1e-4)) return {};
+  return std::string(kModel) + ": its forward returns probabilities (each row in [0, 1], summing to 1), where the "
+         "loss takes logits and applies the softmax itself: it trains on a softmax of a softmax, slower and to a "
+         "worse model; return the scores before the softmax (torch.argmax of either gives the same class)";
+}
+
 class TorchScriptTrainer final : public Trainer {
  public:
   TorchScriptTrainer(torch::jit::Module module, std::vector<int64_t> sample_shape, int classes)
@@ -117,9 +132,12 @@ class TorchScriptTrainer final : public Trainer {
                                   ", expected float32 logits (a forward that ends in .long(), .int() or argmax "
                                   "gives integers, through which no gradient flows)");
     }
+    caution_ = ProbabilitiesCaution(out);
     flat_ = FlattenParameters(trainable_);
     return Status::Ok();
   }
+
+  std::string Caution() const override { return caution_; }
 
   StatusOr<double> ComputeGradient(const float* features, const int64_t* labels, int64_t n,
                                    std::span<float> gradient) override {
@@ -291,6 +309,7 @@ class TorchScriptTrainer final : public Trainer {
   int classes_;
   std::vector<torch::Tensor> trainable_;  // in parameters() order: the layout of flat_
   torch::Tensor flat_;
+  std::string caution_;  // Check's: what trains, but not as meant
 };
 
 // One child of a scripted nn.Sequential as a layer a pipeline stage may hold:

@@ -104,6 +104,17 @@ TEST_F(TorchScriptTrainerTest, TrainsAsTheBuiltInMlpOfTheSameShape) {
   EXPECT_NEAR(own_after->accuracy, builtin_after->accuracy, 0.04);
 }
 
+// A softmax at the end trains, worse: said, and only of such a module.
+TEST_F(TorchScriptTrainerTest, AModuleThatReturnsProbabilitiesIsCautioned) {
+  auto softmax = Load(Module("softmax_output.pt"));
+  ASSERT_TRUE(softmax.ok()) << softmax.status().ToString();
+  EXPECT_NE((*softmax)->Caution().find("spec.model.torchscript: its forward returns probabilities"), std::string::npos)
+      << (*softmax)->Caution();
+  auto logits = Load(Module("digits_mlp.pt"));
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  EXPECT_EQ((*logits)->Caution(), "");
+}
+
 TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField) {
   const struct {
     std::string file;

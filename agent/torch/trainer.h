@@ -58,6 +58,10 @@ class Trainer {
 
   virtual int64_t ParameterCount() const = 0;
 
+  // What its check found that trains, but not as the user meant; said once
+  // by whoever runs the job (its warnings). Empty: nothing.
+  virtual std::string Caution() const { return {}; }
+
   // Whether the model holds state its training moves besides its parameters
   // (a user's module's buffers: a batch norm's running statistics), which
   // only the process that trains it sees move.

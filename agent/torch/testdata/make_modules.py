@@ -97,6 +97,9 @@ def main(out):
     # ...container.___torch_mangle_N.Sequential: an nn.Sequential all the same.
     save(nn.Sequential(nn.Flatten(), nn.Sequential(nn.Linear(64, 16), nn.ReLU()), nn.Linear(16, 10)), "nested.pt")
     save(mlp(64, 10).double(), "float64.pt")
+    # Ends in a softmax: probabilities where the loss takes logits.
+    save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10), nn.Softmax(dim=1)),
+         "softmax_output.pt")
     # Draws from torch's generator as it trains.
     save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 10)), "dropout.pt")
     # Its BatchNorm1d cannot train on one sample ("Expected more than 1 value
