@@ -162,6 +162,14 @@ void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriv
   if (!s.labels_without_samples.empty()) driver.Warn(s.labels_without_samples);
 }
 
+// A job that ended for want of peers (Unavailable: none came, or a stage did
+// not) with what its server refused, when it refused any.
+StatusOr<JobProgress> WithRefusals(StatusOr<JobProgress> result, const RefusalReport& refusals) {
+  const std::string refused = refusals.Summary();
+  if (result.ok() || refused.empty() || result.status().code() != StatusCode::kUnavailable) return result;
+  return Status(result.status().code(), std::string(result.status().message()) + "; " + refused);
+}
+
 // A job of one agent: the whole job trained in this process.
 StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel) {
   const JobSpec& spec = s.plan.spec;
@@ -246,7 +254,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   }, s.log);
   auto result = driver.Run(cancel);
   server->Shutdown();
-  return result;
+  return WithRefusals(std::move(result), refusals);
 }
 
 
@@ -362,7 +370,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   s.lines << "listening " << server->address() << std::endl;
   auto result = driver.Run(cancel);
   server->Shutdown();
-  return result;
+  return WithRefusals(std::move(result), refusals);
 }
 
 // A stage of a pipeline: its layers of the model, on its share of each

@@ -7,30 +7,54 @@
 
 namespace edgetrain::agent {
 
-CredentialsWatch::CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log)
+CredentialsWatch::CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log,
+                                   std::function<WallTime()> wall)
     : files_(std::move(files)),
       dir_(std::filesystem::path(files_.cert_path).parent_path().string()),
       every_(every),
-      log_(log) {
-  unusable_ = Unusable(cert_pem_);  // as the agent checked them: usable
+      log_(log),
+      wall_(wall ? std::move(wall) : [] { return std::chrono::system_clock::now(); }) {
+  unusable_ = Unusable(cert_pem_, ca_pem_);  // as the agent checked them: usable
   looks_.emplace(clock, "credentials watch", every, [this] { Look(); });
 }
 
-std::string CredentialsWatch::Unusable(std::string& cert_pem) const {
+std::string CredentialsWatch::Unusable(std::string& cert_pem, std::string& ca_pem) const {
   StatusOr<pki::TlsFiles> files = pki::ReadTlsFolder(files_);
   if (!files.ok()) return std::string(files.status().message());
   if (!pki::ValidityOf(files->ca_pem).ok()) return "ca.crt is not a PEM certificate";
   if (Status pair = pki::CheckKeyPair({files->cert_pem, files->key_pem}); !pair.ok()) return pair.message();
   cert_pem = files->cert_pem;
+  ca_pem = files->ca_pem;
   return "";
 }
 
+void CredentialsWatch::SayWhatRanOut() {
+  const WallTime now = wall_();
+  auto ended = [&](const std::string& pem) -> std::optional<WallTime> {
+    if (pem.empty() || ran_out_said_.count(pem)) return std::nullopt;
+    StatusOr<pki::Validity> valid = pki::ValidityOf(pem);
+    if (!valid.ok() || now < valid->not_after) return std::nullopt;
+    ran_out_said_.insert(pem);
+    return valid->not_after;
+  };
+  if (std::optional<WallTime> at = ended(ca_pem_)) {
+    log_ << "tls: the job's authority in --tls-dir " << dir_ << " (ca.crt) expired at " << UtcText(*at)
+         << ": every certificate of it is refused from now, in new connections; open ones go on; the job needs "
+            "new credentials, an authority and every agent's certificate of it\n";
+  }
+  if (std::optional<WallTime> at = ended(cert_pem_)) {
+    log_ << "tls: this agent's certificate in --tls-dir " << dir_ << " expired at " << UtcText(*at)
+         << ": the team's agents refuse the new connections it makes or serves, open ones go on; give it a new "
+            "certificate of the job's authority (under the operator, its Secret is renewed before it ends)\n";
+  }
+}
+
 void CredentialsWatch::Look() {
-  std::string cert_now;
-  std::string why = Unusable(cert_now);
+  std::string cert_now, ca_now;
+  std::string why = Unusable(cert_now, ca_now);
   // Read again once before it is said: a folder swapped (the kubelet's
   // ..data) between this look's reads of two files is whole at the next.
-  if (!why.empty()) why = Unusable(cert_now);
+  if (!why.empty()) why = Unusable(cert_now, ca_now);
   if (!why.empty() && why != unusable_) {
     log_ << "tls: --tls-dir " << dir_ << " cannot be used as it is now (" << why
          << "): new connections are refused until it can, open ones go on; replace each file whole (write it "
@@ -45,7 +69,9 @@ void CredentialsWatch::Look() {
          << ": new connections take it up within " << static_cast<int>(ToSeconds(every_) + 0.5) << " s\n";
     cert_pem_ = cert_now;
   }
+  if (why.empty()) ca_pem_ = ca_now;
   unusable_ = why;
+  SayWhatRanOut();
 }
 
 }  // namespace edgetrain::agent

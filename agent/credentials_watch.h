@@ -7,35 +7,48 @@
 // ("Invalid private key") and nothing in edgetrain's log (a user's trial).
 // The watch looks at the files as often and says when they cannot be used
 // together, why and what to do, when they can again, and when a new
-// certificate came, until when it is valid.
+// certificate came, until when it is valid. It also says when the
+// certificate, or the authority, it holds runs out while the agent runs: the
+// team's agents then refuse every new connection it makes or serves, and
+// nothing had said why (a user's trial).
 
+#include <functional>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 
 #include "agent/periodic_look.h"
 #include "core/clock.h"
+#include "core/utc_time_text.h"
 #include "pki/tls_folder.h"
 
 namespace edgetrain::agent {
 
 class CredentialsWatch {
  public:
-  // `files` were checked whole when the agent started.
-  CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log);
+  // `files` were checked whole when the agent started. `wall`: the time of
+  // day certificates are dated by (the system clock's unless given).
+  CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log,
+                   std::function<WallTime()> wall = nullptr);
 
  private:
   void Look();
+  // Said once of each certificate held, as its end passes.
+  void SayWhatRanOut();
   // Why the files cannot be used together as they are now, "" when they can
-  // (and then `cert_pem` is the certificate's).
-  std::string Unusable(std::string& cert_pem) const;
+  // (and then `cert_pem` and `ca_pem` are the certificate's and authority's).
+  std::string Unusable(std::string& cert_pem, std::string& ca_pem) const;
 
   const pki::TlsFolder files_;
   const std::string dir_;
   const Duration every_;
   std::ostream& log_;
+  const std::function<WallTime()> wall_;
   std::string cert_pem_;  // the certificate last found usable
+  std::string ca_pem_;    // and the authority beside it
   std::string unusable_;  // why the files could not be used at the last look; "": they could
+  std::set<std::string> ran_out_said_;  // the certificates (PEM) whose end was said
   std::optional<PeriodicLook> looks_;  // last: stopped before what it looks with goes
 };
 

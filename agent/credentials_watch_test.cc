@@ -1,5 +1,6 @@
 #include "agent/credentials_watch.h"
 
+#include <atomic>
 #include <filesystem>
 #include <sstream>
 
@@ -69,6 +70,38 @@ TEST(CredentialsWatchTest, SaysWhenTheFilesCannotBeUsedTogetherAndWhenTheyCanAga
   EXPECT_NE(gone.find("(cannot read " + (dir / "tls.key").string() + ": No such file or directory)"),
             std::string::npos)
       << gone;
+}
+
+// A certificate that runs out while the agent holds it is said once, as its
+// end passes, and so is the authority's; a new one is watched afresh.
+TEST(CredentialsWatchTest, SaysWhenTheCertificateItHoldsRunsOut) {
+  const fs::path dir = Credentials("running-out");  // certificate and authority end 2 h from now
+  const auto start = std::chrono::system_clock::now();
+  std::atomic<int> ahead{0};  // hours the time of day has moved on: read on the watch's thread
+  DeterministicClock clock;
+  std::ostringstream log;
+  std::string before, after, later;
+  clock.Run("test", [&] {
+    CredentialsWatch watch(pki::TlsFolderAt(dir.string()), clock, seconds(1), log, [&] { return start + std::chrono::hours(ahead.load()); });
+    clock.SleepFor(seconds(2));
+    before = log.str();
+    ahead = 3;
+    clock.SleepFor(seconds(2));
+    after = log.str();
+    clock.SleepFor(seconds(3));
+    later = log.str();
+  });
+  EXPECT_EQ(before, "") << "valid: nothing to say";
+  EXPECT_NE(after.find("tls: the job's authority in --tls-dir " + dir.string() + " (ca.crt) expired at 20"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find("tls: this agent's certificate in --tls-dir " + dir.string() + " expired at 20"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find(": the team's agents refuse the new connections it makes or serves, open ones go on"),
+            std::string::npos)
+      << after;
+  EXPECT_EQ(later, after) << "said once";
 }
 
 }  // namespace

@@ -211,13 +211,32 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
     const std::string ended = DateSaid(failed != nullptr ? X509_get0_notAfter(failed) : nullptr);
     switch (error) {
       case X509_V_ERR_CERT_HAS_EXPIRED:
-        if (authority_failed) return {PeerVerdict::kExpired, whose + ", whose authority expired at " + ended};
+        if (authority_failed) return {PeerVerdict::kExpired, whose + ", whose authority expired at " + ended, true};
         return {PeerVerdict::kExpired, whose + " that expired at " + ended};
       case X509_V_ERR_CERT_NOT_YET_VALID:
         // With its date, as an expired one says when it ended.
-        return {PeerVerdict::kNotYetValid, whose + (authority_failed ? ", whose authority is" : "") +
-                                               " not valid until " +
-                                               DateSaid(failed != nullptr ? X509_get0_notBefore(failed) : nullptr)};
+        return {PeerVerdict::kNotYetValid,
+                whose + (authority_failed ? ", whose authority is" : "") + " not valid until " +
+                    DateSaid(failed != nullptr ? X509_get0_notBefore(failed) : nullptr),
+                authority_failed};
+      case X509_V_ERR_INVALID_PURPOSE:
+        // Issued by the authority, for another use: "not issued by this job's
+        // authority" sent a user to look for another authority (a user's
+        // trial of a certificate without clientAuth).
+        return {PeerVerdict::kUntrusted,
+                whose + " not for use as a TLS " + (role == PeerRole::kWorker ? "client" : "server") +
+                    ": its extended key usage lacks " + (role == PeerRole::kWorker ? "clientAuth" : "serverAuth") +
+                    " (an agent both dials and serves: edgetrain credentials issues both)"};
+      case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+        // OpenSSL calls a certificate self-signed when its issuer's name is its
+        // own, as one signed by another agent's certificate of the same job
+        // reads (O, OU and CN alike): said as what it is when its own key did
+        // not sign it (a user's trial).
+        if (X509_verify(peer.get(), X509_get0_pubkey(peer.get())) != 1) {
+          return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: signed by another "
+                                                   "certificate of its own name (an agent's, not the authority's)"};
+        }
+        return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: it is self-signed"};
       default:
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};

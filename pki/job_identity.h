@@ -51,6 +51,9 @@ const char* ReasonOf(PeerVerdict verdict);
 struct PeerCheck {
   PeerVerdict verdict = PeerVerdict::kAccepted;
   std::string detail;  // for the log line: what the certificate said
+  // The job's authority (ca.crt), not the peer's certificate, is what failed
+  // (its dates): new credentials for the whole job mend it, not the peer's.
+  bool authority_at_fault = false;
   bool accepted() const { return verdict == PeerVerdict::kAccepted; }
 };
 

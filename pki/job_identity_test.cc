@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
 
 namespace edgetrain::pki {
 namespace {
@@ -90,6 +92,78 @@ TEST(JobIdentityTest, AnExpiredAuthorityIsNamedAsWhatExpired) {
   const PeerCheck check = CheckPeer(agent.cert_pem, "digits", brief->ca.cert_pem, kNow);
   EXPECT_EQ(check.verdict, PeerVerdict::kExpired);
   EXPECT_EQ(check.detail, "a certificate of job \"digits\", whose authority expired at 2027-01-15T07:00:00Z");
+  EXPECT_TRUE(check.authority_at_fault) << "new credentials for the job mend it, not the peer's alone";
+  EXPECT_FALSE(CheckPeer(Agent(Authority("digits"), kNow - hours(3), kNow - hours(1)).cert_pem, "digits",
+                         Authority("digits").ca.cert_pem, kNow)
+                   .authority_at_fault);
+}
+
+// `cert_pem` signed again by `signer` (its certificate and key), its issuer
+// named as the signer's subject, after `edit`.
+template <typename Edit>
+std::string Resigned(const std::string& cert_pem, const KeyPair& signer, Edit edit) {
+  auto read = [](const std::string& pem, auto parse) {
+    std::unique_ptr<BIO, decltype(&BIO_free)> in(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+    return parse(in.get(), nullptr, nullptr, nullptr);
+  };
+  std::unique_ptr<X509, decltype(&X509_free)> cert(read(cert_pem, PEM_read_bio_X509), X509_free);
+  std::unique_ptr<X509, decltype(&X509_free)> issuer(read(signer.cert_pem, PEM_read_bio_X509), X509_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(read(signer.key_pem, PEM_read_bio_PrivateKey),
+                                                           EVP_PKEY_free);
+  edit(cert.get());
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(issuer.get()));
+  X509_sign(cert.get(), key.get(), EVP_sha256());
+  std::unique_ptr<BIO, decltype(&BIO_free)> out(BIO_new(BIO_s_mem()), BIO_free);
+  PEM_write_bio_X509(out.get(), cert.get());
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(out.get(), &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
+// `pair`'s certificate with its extended key usage made `usage`, signed again
+// by `authority`: issued by the job's authority, for another use.
+std::string WithKeyUsage(const KeyPair& pair, const JobAuthority& authority, const char* usage) {
+  return Resigned(pair.cert_pem, authority.ca, [usage](X509* cert) {
+    X509_EXTENSION_free(X509_delete_ext(cert, X509_get_ext_by_NID(cert, NID_ext_key_usage, -1)));
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, nullptr, NID_ext_key_usage, usage);
+    X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+  });
+}
+
+// Issued by the job's authority for another use is said as such, not as
+// issued by another authority (a user's trial went looking for one).
+TEST(JobIdentityTest, ACertificateForAnotherUseSaysWhichUseItLacks) {
+  const JobAuthority digits = Authority("digits");
+  const std::string server_only = WithKeyUsage(Agent(digits), digits, "serverAuth");
+  const PeerCheck as_worker = CheckPeer(server_only, "digits", digits.ca.cert_pem, kNow, PeerRole::kWorker);
+  EXPECT_EQ(as_worker.verdict, PeerVerdict::kUntrusted);
+  EXPECT_EQ(as_worker.detail, "a certificate of job \"digits\" not for use as a TLS client: its extended key usage "
+                              "lacks clientAuth (an agent both dials and serves: edgetrain credentials issues both)");
+  EXPECT_TRUE(CheckPeer(server_only, "digits", digits.ca.cert_pem, kNow, PeerRole::kCoordinator).accepted());
+  const std::string client_only = WithKeyUsage(Agent(digits), digits, "clientAuth");
+  EXPECT_NE(CheckPeer(client_only, "digits", digits.ca.cert_pem, kNow, PeerRole::kCoordinator)
+                .detail.find("not for use as a TLS server: its extended key usage lacks serverAuth"),
+            std::string::npos);
+}
+
+// An agent's certificate used as an authority signs certificates whose issuer
+// is their own name: OpenSSL's "self-signed", said as what it is.
+TEST(JobIdentityTest, ACertificateSignedByAnAgentsIsNotCalledSelfSigned) {
+  const JobAuthority digits = Authority("digits");
+  // Its authority key identifier, which names the authority's key, goes too,
+  // as a certificate made with an agent's for its authority has none.
+  const std::string by_agent = Resigned(Agent(digits).cert_pem, Agent(digits), [](X509* cert) {
+    X509_EXTENSION_free(X509_delete_ext(cert, X509_get_ext_by_NID(cert, NID_authority_key_identifier, -1)));
+  });
+  const PeerCheck check = CheckPeer(by_agent, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kUntrusted);
+  EXPECT_EQ(check.detail, "a certificate of job \"digits\" not issued by this job's authority: signed by another "
+                          "certificate of its own name (an agent's, not the authority's)");
+  // One that is: another authority's own certificate, presented as a peer's.
+  const PeerCheck self = CheckPeer(Authority("digits").ca.cert_pem, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_EQ(self.verdict, PeerVerdict::kUntrusted);
+  EXPECT_NE(self.detail.find("not issued by this job's authority"), std::string::npos) << self.detail;
 }
 
 TEST(JobIdentityTest, NoOpenSslErrorIsLeftForTheNextTlsRead) {

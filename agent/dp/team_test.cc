@@ -552,10 +552,18 @@ TEST(TeamTest, AWorkerTalksOnlyToACoordinatorOfItsJob) {
   const std::string folder = ::testing::TempDir() + "/team-coordinator-identity";
   std::filesystem::remove_all(folder);
   const TransportSecurity worker = Credentials(authority, authority.ca.cert_pem, folder + "/worker");
+  // A job whose authority's dates are past: the worker and its coordinator
+  // hold its certificates alike.
+  const auto now = std::chrono::system_clock::now();
+  auto lapsed = pki::MakeJobAuthority("team-test", now - std::chrono::hours(3), now - std::chrono::hours(1));
+  ASSERT_TRUE(lapsed.ok()) << lapsed.status().ToString();
+  const TransportSecurity lapsed_worker =
+      Credentials(*lapsed, lapsed->ca.cert_pem, folder + "/lapsed-worker", std::chrono::hours(-2));
   struct Case {
     const char* name;
     TransportSecurity server;
     const char* refused;  // what the worker says; null: reached
+    const TransportSecurity* dialler = nullptr;  // the worker's credentials, when not `worker`
   } cases[] = {
       {"the job's", Credentials(authority, authority.ca.cert_pem, folder + "/own"), nullptr},
       {"another job's name, the same authority",
@@ -566,12 +574,15 @@ TEST(TeamTest, AWorkerTalksOnlyToACoordinatorOfItsJob) {
       {"expired", Credentials(authority, authority.ca.cert_pem, folder + "/expired", std::chrono::hours(-3),
                               std::chrono::hours(-1)),
        "it holds a certificate of job \"team-test\" that expired at "},
+      {"an expired authority",
+       Credentials(*lapsed, lapsed->ca.cert_pem, folder + "/lapsed", std::chrono::hours(-2)),
+       "it holds a certificate of job \"team-test\", whose authority expired at ", &lapsed_worker},
   };
   for (const Case& c : cases) {
     NoSessions sessions;
     auto server = StartTrainingServer("127.0.0.1:0", c.server, sessions, sessions);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
-    auto stream = GrpcConnector((*server)->address(), worker)->Connect(seconds(2));
+    auto stream = GrpcConnector((*server)->address(), c.dialler ? *c.dialler : worker)->Connect(seconds(2));
     if (!c.refused) {
       EXPECT_TRUE(stream.ok()) << c.name << ": " << stream.status().ToString();
     } else {
@@ -583,6 +594,13 @@ TEST(TeamTest, AWorkerTalksOnlyToACoordinatorOfItsJob) {
       // Out of its dates: renewal is what mends it, not another folder (a user's trial).
       if (std::string(c.name) == "expired") {
         EXPECT_NE(stream.status().message().find("; give the coordinator a certificate of job \"team-test\" valid now"),
+                  std::string::npos)
+            << stream.status().message();
+      }
+      // The authority's: the whole job's credentials are to be renewed, not
+      // the coordinator's certificate alone (a user's trial).
+      if (std::string(c.name) == "an expired authority") {
+        EXPECT_NE(stream.status().message().find("; give job \"team-test\" new credentials, an authority valid now"),
                   std::string::npos)
             << stream.status().message();
       }

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <vector>
+
+#include "agent/refusal_report.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -22,6 +25,27 @@ TEST(MetricsTest, WorkerSeriesCarryTrainingjobNotJob) {
   EXPECT_TRUE(Has(text, "edgetrain_samples_total{trainingjob=\"digits\",worker=\"2\"} 64")) << text;
   EXPECT_EQ(text.find("{job="), std::string::npos) << text;
   EXPECT_EQ(text.find(",job="), std::string::npos) << text;
+}
+
+// A coordinator that refused every worker that came ends "no worker
+// connected"; what it refused is said with it (agent.cc), from this.
+TEST(MetricsTest, ARefusalReportCountsItsRefusalsAndKeepsTheLast) {
+  MetricsRegistry registry;
+  ConnectionMetrics connections(registry, "digits");
+  std::ostringstream log;
+  RefusalReport report("coordinator", log, connections);
+  EXPECT_EQ(report.Summary(), "");
+  report.Refused({"ipv4:127.0.0.1:40001", "other_job", "a certificate of job \"a\", not of job \"digits\""});
+  EXPECT_EQ(report.Summary(), "1 connection refused for their certificates, the last from ipv4:127.0.0.1:40001: "
+                              "a certificate of job \"a\", not of job \"digits\"");
+  report.Refused({"ipv4:127.0.0.1:40002", "untrusted", "a certificate of job \"digits\" not issued by this job's "
+                                                       "authority: it is self-signed"});
+  EXPECT_EQ(report.Summary(), "2 connections refused for their certificates, the last from ipv4:127.0.0.1:40002: "
+                              "a certificate of job \"digits\" not issued by this job's authority: it is self-signed");
+  EXPECT_TRUE(Has(registry.Render(), "edgetrain_agent_refused_connections_total{reason=\"untrusted\","
+                                     "trainingjob=\"digits\"} 1"))
+      << registry.Render();
+  EXPECT_NE(log.str().find("coordinator: refused a connection from ipv4:127.0.0.1:40001: "), std::string::npos);
 }
 
 TEST(MetricsTest, EnergyIsACounterThatGrowsByWhatTheMeterAdded) {

@@ -370,8 +370,14 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
       // to look elsewhere (a user's trial).
       const bool dated = refused->verdict == pki::PeerVerdict::kExpired ||
                          refused->verdict == pki::PeerVerdict::kNotYetValid;
+      // An authority out of its dates is the whole job's to renew: "give the
+      // coordinator a certificate valid now" sent a user to renew the one
+      // certificate that was fine (a user's trial).
       const std::string mend =
-          dated ? "give the coordinator a certificate of job \"" + security.job +
+          dated && refused->authority_at_fault
+              ? "give job \"" + security.job + "\" new credentials, an authority valid now and every agent a "
+                "certificate of it (edgetrain credentials), or check this machine's clock"
+          : dated ? "give the coordinator a certificate of job \"" + security.job +
                       "\" valid now (edgetrain credentials; under the operator, its Secret is renewed before it "
                       "ends), or check this machine's clock"
                 : "this agent's --tls-dir (" + std::filesystem::path(security.files.ca_path).parent_path().string() +
