@@ -24,8 +24,9 @@ using FieldLines = std::map<std::string, int>;
 // it is under (a missing field's parent); "" where no line is known.
 std::string LinePrefix(const FieldLines* lines, const std::string& source, std::string path);
 
-// All errors in one InvalidArgument status, one per line, in the order found;
-// with `lines`, each led by `source` and the line of its field, or of the
+// All errors in one InvalidArgument status, one per line: in the order found,
+// or with `lines` in the file's order (those of no known line last, as
+// found), each led by `source` and the line of its field, or of the
 // nearest field it is under (a missing one's), as "job.yaml:12: spec...": a
 // manifest's content errors named the field alone where its syntax errors
 // named the line (a new user's trial).

@@ -128,6 +128,22 @@ TEST(YamlJsonTest, SaysWhereEachFieldIsWrittenAndDropsEmptyDocumentsInStep) {
   EXPECT_EQ(LinePrefix(&lines[0], "ns/job", "spec.nodes[0]"), "");
 }
 
+// Errors come in the file's order, whatever check found them first; those of
+// no known line after, as found.
+TEST(YamlJsonTest, ErrorsAreSaidInTheFilesOrder) {
+  const FieldLines lines = {{"spec", 1}, {"spec.data", 2}, {"spec.data.batchSize", 3}, {"spec.sync", 9}};
+  const Status status = ToStatus({{"spec.sync.quorum", "too big"},
+                                  {"", "no kind"},
+                                  {"spec.data.batchSize", "not a number"},
+                                  {"spec.data.classes", "required"}},
+                                 &lines, "job.yaml");
+  EXPECT_EQ(status.message(), "job.yaml:2: spec.data.classes: required\n"
+                              "job.yaml:3: spec.data.batchSize: not a number\n"
+                              "job.yaml:9: spec.sync.quorum: too big\n"
+                              "no kind");
+  EXPECT_EQ(ToStatus({{"b", "second"}, {"a", "first"}}).message(), "b: second\na: first") << "no lines: as found";
+}
+
 // Aliases that name each other (a "billion laughs") expand a few lines to
 // billions of values: refused once they pass what any manifest or profile
 // holds, where they took gigabytes and tens of seconds (a user's trial); an
