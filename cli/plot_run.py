@@ -249,11 +249,23 @@ def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
         dt, dv = down.get(rank, ([], []))
         ax.plot(dt, [x * scale for x in dv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
     ax.set_ylabel(ylabel)
+    if up and spans_decades([x for _, v in list(up.items()) + list(down.items()) for x in v]):
+        ax.set_yscale("log")
+        title += " (log scale)"
     ax.set_title(title)
     if up:
         ax.legend(fontsize=7, ncol=2)
     else:
         said_instead(ax, alone)
+
+
+def spans_decades(values):
+    """Whether the positive values span more than a factor of 30, which a
+    linear axis shows as a line along the bottom for the smaller: an unshaped
+    link's estimate (thousands of Mbit/s) beside shaped ones of a few made
+    those flat (a user's trial). Gaps (None) and zeros are not values."""
+    positive = [x for x in values if x is not None and x == x and x > 0]
+    return bool(positive) and max(positive) > 30 * min(positive)
 
 
 def accuracy_limits(accuracies):

@@ -131,6 +131,11 @@ class ShortRunTest(unittest.TestCase):
 
 
 class AccuracyAxisTest(unittest.TestCase):
+    def test_links_a_hundred_times_apart_are_drawn_on_a_log_axis(self):
+        self.assertTrue(plot_run.spans_decades([2.0, None, 4.5, 3000.0]), "an unshaped gateway beside shaped links")
+        self.assertFalse(plot_run.spans_decades([2.0, None, 0.0, 45.0]), "a link in a dip, on one axis")
+        self.assertFalse(plot_run.spans_decades([None, 0.0]), "nothing timed")
+
     def test_one_evaluation_or_several_alike_get_an_axis_around_them(self):
         lo, hi = plot_run.accuracy_limits([0.3246])
         self.assertAlmostEqual(lo, 0.2746)
