@@ -52,7 +52,8 @@ std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::stri
 std::map<int, double> TakeWorkersOwnEnergy(JobProgress& p, const std::map<int, double>& own,
                                            const std::map<int, double>& carried = {});
 // Each worker's own pace, samples a second of compute, by rank: its result's
-// samples over its computeSeconds, late batches included (computed_samples_per_s).
+// samples over its computeSeconds, late batches included (computed_samples_per_s);
+// not taken where a resumed run trained nothing past its checkpoint.
 void TakeWorkersOwnPace(JobProgress& p, const std::map<int, double>& own);
 // The summary as one line of JSON, for scripts and benchmarks.
 // `devices`: those the run trained on, which a pipeline's plan may make fewer

@@ -757,6 +757,34 @@ TEST(RunReportTest, ATeamsSummarySaysWhatItsSynchronisingBought) {
   EXPECT_EQ(WhatTheTeamGained(spec, p), "") << "nothing to say before the first iteration";
 }
 
+// A resumed run whose budget was spent trained no round; each worker's one
+// first batch, LibTorch's slow first pass, is no pace beside the team's
+// iterations of every run before (640% of itself was printed).
+TEST(RunReportTest, AResumedRunThatTrainedNothingTakesItsCheckpointsPace) {
+  JobSpec spec;
+  spec.model.hidden = {128, 64};
+  spec.data.dataset = DatasetName::kFashionMnist;
+  JobProgress p;
+  p.iteration = 1000;
+  p.elapsed_s = 100;
+  p.resumed_from_iteration = 1000;
+  WorkerProgress w;
+  w.rank = 0;
+  w.batch_size = 32;
+  w.samples = 1000 * 32;
+  w.compute_s = 10;  // 100 batches a second, over every run
+  p.workers.push_back(w);
+  TakeWorkersOwnPace(p, {{0, 32 / 0.1}});  // one batch of 100 ms, this run's
+  EXPECT_NE(WhatTheTeamGained(spec, p).find("10.0 team iterations/s against 100.0 computing alone (10%)"),
+            std::string::npos)
+      << WhatTheTeamGained(spec, p);
+  // Once it trains past its checkpoint, its own pace again.
+  p.iteration = 1200;
+  TakeWorkersOwnPace(p, {{0, 32 * 50.0}});
+  EXPECT_NE(WhatTheTeamGained(spec, p).find("against 50.0 computing alone"), std::string::npos)
+      << WhatTheTeamGained(spec, p);
+}
+
 // Batches that vary make the team's iteration a count of samples: what was
 // sent is set against the rounds, the pace is in samples, and streams say
 // what arrived (a new user's run said 219% of float32 rows and 0% of
