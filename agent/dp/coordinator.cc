@@ -306,9 +306,10 @@ void Coordinator::Finish(FinalModel final) {
   abandon_sends_ = true;  // a worker that has not heard Stop by now is behind a dead link
   changed_.NotifyAll();
   if (rounds_) {
+    // Excusals are counted a worker a round: one link in a long dip is many.
     log_ << "coordinator: " << aggregator_.least_applied_clock() << " rounds, " << rounds_at_deadline_
-         << " closed by their deadline, " << excusals_ << " workers excused, " << aggregator_.late_rows()
-         << " gradient rows late\n";
+         << " closed by their deadline, " << excusals_ << " worker-rounds excused (a worker left out of a round), "
+         << aggregator_.late_rows() << " gradient rows late\n";
   }
   if (final == FinalModel::kLastEvaluated) {
     aggregator_.SetParameters(model_.Parameters());

@@ -1023,7 +1023,9 @@ TEST(SimulatedTeamTest, DeadlineIsBspWhenEveryLinkKeepsUp) {
     for (const auto& w : team.result()->workers) o << " " << w.iteration << "/" << w.rows_sent << "/" << w.bytes_sent;
     outcomes.push_back(o.str());
     if (policy == SyncPolicy::kDeadline) {
-      EXPECT_NE(team.log().find(" 0 closed by their deadline, 0 workers excused, 0 gradient rows late"), std::string::npos)
+      EXPECT_NE(team.log().find(" 0 closed by their deadline, 0 worker-rounds excused (a worker left out of a round), "
+                                "0 gradient rows late"),
+                std::string::npos)
           << team.log();
     }
   }
@@ -1070,7 +1072,7 @@ TEST(SimulatedTeamTest, UnderDeadlineALinkInADipDoesNotHoldTheTeam) {
     run.w3_after = IterationOf(run.result, 3) - w3;
     EXPECT_EQ(team.push_fates()[static_cast<int>(PushFate::kCountedOut)], 0) << "the dip is not an outage";
     if (run.policy == SyncPolicy::kDeadline && run.dip) {
-      const std::regex closed(" (\\d+) closed by their deadline, (\\d+) workers excused");
+      const std::regex closed(" (\\d+) closed by their deadline, (\\d+) worker-rounds excused");
       std::smatch m;
       const std::string log = team.log();
       ASSERT_TRUE(std::regex_search(log, m, closed)) << log;
