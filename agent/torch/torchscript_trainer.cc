@@ -27,6 +27,17 @@ std::string ShapeText(c10::IntArrayRef shape) {
   return s + "]";
 }
 
+// As a manifest gives it: "cnn with channels [16, 32]".
+std::string BuiltInModelText(const ModelSpec& spec) {
+  const std::vector<int>& sizes = spec.kind == ModelKind::kMlp   ? spec.hidden
+                                  : spec.kind == ModelKind::kCnn ? spec.channels
+                                                                 : spec.widths;
+  const char* field = spec.kind == ModelKind::kMlp ? "hidden" : spec.kind == ModelKind::kCnn ? "channels" : "widths";
+  std::string text = std::string(NameOf(spec.kind)) + " with " + field + " [";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
 StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return InvalidArgumentError(std::string(kPath) + ": no file at " + path);
@@ -44,6 +55,15 @@ StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
                                 "path)): " + ErrorReason(e));
   }
   if (!module.find_method("forward")) {
+    // A built-in model's model.pt, which edgetrain saves without code, is
+    // named as such: "save the scripted module itself" is no help to a user
+    // who gave a run's own output (a user's trial).
+    if (StatusOr<ModelSpec> builtin = ReadModelSpec(path); builtin.ok()) {
+      return InvalidArgumentError(std::string(kPath) + ": " + path + " is a built-in model edgetrain saved, " +
+                                  BuiltInModelText(*builtin) +
+                                  ": its parameters without code (docs/using-the-model.md), not a module; train "
+                                  "that model with spec.model.name and its sizes in place of spec.model.torchscript");
+    }
     return InvalidArgumentError(std::string(kPath) + ": " + path +
                                 " has no forward method: it holds weights, not a module; save the scripted or "
                                 "traced module itself with torch.jit.save");

@@ -104,6 +104,21 @@ TEST_F(TorchScriptTrainerTest, TrainsAsTheBuiltInMlpOfTheSameShape) {
   EXPECT_NEAR(own_after->accuracy, builtin_after->accuracy, 0.04);
 }
 
+// A run's own model.pt of a built-in model has no code: named as what it is,
+// with the manifest's words for it.
+TEST_F(TorchScriptTrainerTest, ABuiltInModelsFileIsNamedAsOne) {
+  auto builtin = CreateTrainer({{ModelKind::kMlp, {16}, {}}, digits_->train.info, 1, 1});
+  ASSERT_TRUE(builtin.ok()) << builtin.status().ToString();
+  const std::string path = Module("builtin_model.pt");
+  ASSERT_TRUE((*builtin)->SaveModel(path).ok());
+  auto loaded = Load(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().message(),
+            "spec.model.torchscript.path: " + path + " is a built-in model edgetrain saved, mlp with hidden [16]: its "
+            "parameters without code (docs/using-the-model.md), not a module; train that model with spec.model.name "
+            "and its sizes in place of spec.model.torchscript");
+}
+
 // A softmax at the end trains, worse: said, and only of such a module.
 TEST_F(TorchScriptTrainerTest, AModuleThatReturnsProbabilitiesIsCautioned) {
   auto softmax = Load(Module("softmax_output.pt"));
