@@ -293,6 +293,9 @@ def time_limits(times):
 def draw(snapshots, evaluations, out, title, names):
     import matplotlib
     matplotlib.use("Agg")
+    # No axis of the report as an offset ("1e-8+3.24596e-1"): a short run's
+    # loss was labelled so (a user's trial), as its accuracy and time were.
+    matplotlib.rcParams["axes.formatter.useoffset"] = False
     import matplotlib.pyplot as plt
 
     def name(rank):
@@ -311,7 +314,6 @@ def draw(snapshots, evaluations, out, title, names):
         limits = accuracy_limits(acc)
         if limits:
             ax.set_ylim(*limits)
-    ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_ylabel("test accuracy", color="tab:blue")
     loss_ax = ax.twinx()
     # A resumed run reports its checkpoint's iteration before any loss of its own (0).
