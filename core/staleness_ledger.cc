@@ -119,15 +119,26 @@ int64_t StalenessLedger::Rejoin(int w, bool copy_lost) {
     team = any ? std::min(team, iteration_[o]) : iteration_[o];
     any = true;
   }
+  // The rows' clocks without w, which its return must not pull back. They can
+  // be past the slowest teammate's iteration: a teammate counted out ahead of
+  // the team and set back by its own rejoin keeps the pushes it had made.
+  // Credited only at that iteration, a worker back after it pulled every
+  // clock back, and the rows then sent a teammate lowered the copy it was
+  // known to hold below what it had computed on: its honest pushes were
+  // refused as future_iteration (traced from a run's "iteration 209 beyond
+  // 201").
+  active_[w] = false;
+  excused_[w] = false;
+  std::vector<int64_t> clocks(rows_);
+  for (size_t r = 0; r < rows_; ++r) clocks[r] = Clock(r);
   // Resuming at the slowest teammate's iteration keeps w within the bound at once.
   iteration_[w] = any ? team : iteration_[w];
   active_[w] = true;
-  excused_[w] = false;
   // Credited as if it had pushed every row at that iteration, which is what it
-  // will believe of itself: no row's clock drops (a clock is at most the slowest
-  // teammate's iteration), and w is never blocked on a push it did not make.
+  // will believe of itself, or at the row's clock where that is further: no
+  // row's clock drops, and w is never blocked on a push it did not make.
   for (size_t r = 0; r < rows_; ++r) {
-    pushed_[Index(w, r)] = std::max(pushed_[Index(w, r)], iteration_[w]);
+    pushed_[Index(w, r)] = std::max({pushed_[Index(w, r)], iteration_[w], clocks[r]});
     if (copy_lost) copy_[Index(w, r)] = 0;
   }
   return iteration_[w];

@@ -92,6 +92,40 @@ TEST(StalenessLedgerTest, ARejoiningWorkerResumesAtTheTeamsIteration) {
   EXPECT_EQ(l.copy(2, 0), 18) << "a worker whose link came back keeps its copy";
 }
 
+// A worker counted out ahead of the team and set back by its rejoin keeps
+// the pushes it made: the rows' clocks then stand past the slowest
+// teammate's iteration, and another worker back meanwhile must not pull them
+// back, or the rows next sent a teammate lower the copy it is known to hold
+// below what it computed on, and its honest push is refused as
+// future_iteration.
+TEST(StalenessLedgerTest, ARejoinBehindATeammateSetBackPullsNoClockBack) {
+  StalenessLedger l(4, 2, 4);  // S = 4
+  for (int w = 0; w < 4; ++w)
+    for (size_t r = 0; r < 2; ++r) l.RecordPush(w, r, 10);
+  l.Deactivate(3);  // counted out: a long dip
+  for (size_t r = 0; r < 2; ++r) {
+    l.RecordPush(1, r, 14);
+    l.RecordPush(2, r, 14);
+    l.RecordPush(0, r, 19);  // S + 1 ahead of the clocks, as it may be
+  }
+  l.Deactivate(0);  // a short blip
+  ASSERT_EQ(l.Rejoin(0, /*copy_lost=*/false), 14) << "back at the slowest teammate's iteration, below its own pushes";
+  for (size_t r = 0; r < 2; ++r) {
+    l.RecordPush(1, r, 18);
+    l.RecordPush(2, r, 18);
+    l.RecordSent(1, r);
+  }
+  ASSERT_EQ(l.FurthestComputable(1), 23);
+  // Worker 3 is back before worker 0's next push: the team's iteration, 14,
+  // is below every row's clock.
+  EXPECT_EQ(l.Rejoin(3, /*copy_lost=*/false), 14);
+  EXPECT_EQ(l.Clock(0), 18) << "the rejoin must not pull the clocks back";
+  EXPECT_EQ(l.Clock(1), 18);
+  EXPECT_EQ(l.pushed(3, 0), 18) << "credited at the row's clock, further than its iteration";
+  l.RecordSent(1, 1);  // a row sent again, as the downlink does once it has stepped
+  EXPECT_EQ(l.FurthestComputable(1), 23) << "worker 1's honest push of 23 stays within its bound";
+}
+
 // A team of workers driven through the ledger and the row scheduler on a
 // simulated timeline: uneven compute, links of a few rows per tick, one link cut
 // for a while. The invariants: no row is ever used more than S iterations stale;
