@@ -125,8 +125,9 @@ int64_t StalenessLedger::Rejoin(int w, bool copy_lost) {
   // Credited only at that iteration, a worker back after it pulled every
   // clock back, and the rows then sent a teammate lowered the copy it was
   // known to hold below what it had computed on: its honest pushes were
-  // refused as future_iteration (traced from a run's "iteration 209 beyond
-  // 201").
+  // refused as future_iteration (found by reading, looking for the cause of
+  // a run's "iteration 209 beyond 201"; a model of the ledger gave such
+  // refusals under bounds of 4 and more).
   active_[w] = false;
   excused_[w] = false;
   std::vector<int64_t> clocks(rows_);
