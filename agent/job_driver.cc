@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/storage/atomic_file.h"
+#include "agent/storage/crc32.h"
 #include "agent/storage/evaluation_log.h"
 #include "core/budget.h"
 #include "core/finite_step.h"
@@ -129,6 +130,20 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
   for (const std::string& change : changed_since_checkpoint_) {
     log_ << plan_.job << ": its manifest changed since the checkpoint: " << change << "\n";
   }
+  // The same module file's path, exported anew with its shapes as they were:
+  // its weights are taken up from the checkpoint, as a resume means, and
+  // its code is the file's now (another activation, another dropout),
+  // which nothing had said (a user's trial).
+  const bool module_named_anew =
+      std::any_of(changed_since_checkpoint_.begin(), changed_since_checkpoint_.end(),
+                  [](const std::string& change) { return change.starts_with("spec.model."); });
+  if (c.module_crc32 && module_crc32_ && *c.module_crc32 != *module_crc32_ && !module_named_anew) {
+    changed_since_checkpoint_.push_back(
+        "the module file " + plan_.spec.model.torchscript_path +
+        " (exported anew, its parameters shaped as before): its code is the file's as it is now, its weights "
+        "the checkpoint's");
+    log_ << plan_.job << ": its module changed since the checkpoint: " << changed_since_checkpoint_.back() << "\n";
+  }
   // The same manifest on other data: its files rewritten in place. Its
   // epochs count over the data as it is now; a run resumed on a set cut to
   // a seventh was past its epochs before a step, and ended saying so with
@@ -156,6 +171,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.elapsed_s = p.elapsed_s;
   c.energy_joules = p.energy_joules.value_or(0);
   c.spec_json = plan_.spec_json;
+  c.module_crc32 = module_crc32_;
   c.devices_json = plan_.devices_record;
   c.accuracy = p.accuracy;
   c.evaluated_iteration = p.evaluated_iteration;
@@ -239,6 +255,11 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   std::filesystem::create_directories(plan_.output_dir, ec);
   if (ec) return FailedPreconditionError("cannot create output directory " + plan_.output_dir + ": " + ec.message());
   const std::string model_path = plan_.ModelPath();
+  if (spec.model.kind == ModelKind::kTorchScript) {
+    if (StatusOr<std::string> module = ReadWholeFile(spec.model.torchscript_path); module.ok()) {
+      module_crc32_ = Crc32(*module);
+    }
+  }
   EDGETRAIN_ASSIGN_OR_RETURN(std::optional<JobCheckpoint> resumed, Resume());
   // A finished run's model, which a run interrupted before it ends must not
   // replace, however often it is interrupted and resumed: a run resumed

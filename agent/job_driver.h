@@ -76,6 +76,9 @@ class JobDriver {
   std::ostream& log_;
   // Resume's: what of the spec changed since the checkpoint it resumed from.
   std::vector<std::string> changed_since_checkpoint_;
+  // A TorchScript job's module file's CRC-32 as the run found it, kept in its
+  // checkpoints; none for a built-in model.
+  std::optional<uint32_t> module_crc32_;
   std::vector<std::string> warnings_;
   // Often enough for a progress bar, rarely enough that copying the progress
   // costs nothing next to a training step.

@@ -478,6 +478,35 @@ TEST_F(JobDriverTest, AResumedJobWhoseDataChangedSaysSo) {
   EXPECT_TRUE(same->resumed_with_changes.empty());
 }
 
+// A TorchScript job's module exported anew between the runs, its shapes as
+// they were: its code is the new file's, its weights the checkpoint's, said.
+TEST_F(JobDriverTest, AResumedJobWhoseModuleFileChangedSaysSo) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  plan.spec.model.kind = ModelKind::kTorchScript;
+  plan.spec.model.torchscript_path = plan.output_dir + "-module.pt";
+  std::ofstream(plan.spec.model.torchscript_path) << "the module as first exported";
+  auto first = Run(milliseconds(123));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->stop_reason, StopReason::kCancelled);
+  auto kept = LoadCheckpoint(plan.CheckpointPath());
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_TRUE((*kept)->module_crc32.has_value());
+  std::ofstream(plan.spec.model.torchscript_path) << "the module exported anew";
+  auto second = Run();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->resumed_with_changes,
+            std::vector<std::string>{"the module file " + plan.spec.model.torchscript_path +
+                                     " (exported anew, its parameters shaped as before): its code is the file's as "
+                                     "it is now, its weights the checkpoint's"});
+  // The same file again: nothing said.
+  fs::remove_all(plan.output_dir);
+  ASSERT_TRUE(Run(milliseconds(123)).ok());
+  auto same = Run();
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->resumed_from_iteration.has_value()) << "it resumed";
+  EXPECT_TRUE(same->resumed_with_changes.empty());
+}
+
 TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) {
   plan.spec.fault_tolerance.checkpoint_every = 10;
   plan.spec_json = R"({"budget": {"epochs": 2}, "optimizer": {"learningRate": 0.1}})";

@@ -93,6 +93,7 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
   m.set_spec_json(c.spec_json);
   m.set_devices_json(c.devices_json);
   m.set_buffers(c.buffers);
+  if (c.module_crc32) m.set_module_crc32(*c.module_crc32);
   for (const std::vector<int64_t>& shape : c.parameter_shapes) {
     m.add_parameter_shapes()->mutable_dims()->Add(shape.begin(), shape.end());
   }
@@ -157,6 +158,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.spec_json = m.spec_json();
   c.devices_json = m.devices_json();
   c.buffers = m.buffers();
+  if (m.has_module_crc32()) c.module_crc32 = m.module_crc32();
   for (const v1::ParameterShape& shape : m.parameter_shapes()) {
     c.parameter_shapes.push_back(ToVector<int64_t>(shape.dims()));
   }

@@ -55,6 +55,9 @@ struct JobCheckpoint {
   // Its parameter tensors' shapes, in the order `parameters` holds them;
   // empty in older checkpoints.
   std::vector<std::vector<int64_t>> parameter_shapes;
+  // A TorchScript job's module file's CRC-32 when it was written (ModuleCrc);
+  // none for a built-in model, and in older checkpoints.
+  std::optional<uint32_t> module_crc32;
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);
