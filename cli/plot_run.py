@@ -237,8 +237,9 @@ def said_instead(ax, words):
     ax.set_yticks([])
 
 
-def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
-    """Each worker's uplink series (solid) and downlink series (dashed, same colour)."""
+def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None, log_if_wide=False):
+    """Each worker's uplink series (solid) and downlink series (dashed, same colour);
+    with log_if_wide, on a log axis where they span decades (spans_decades)."""
     # Series of gaps alone drew empty axes: every pipeline's report (a new user's trial).
     if up and untimed and not timed(up) and not timed(down):
         # Workers, but no figure for any link: say why rather than draw empty axes.
@@ -249,7 +250,7 @@ def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None):
         dt, dv = down.get(rank, ([], []))
         ax.plot(dt, [x * scale for x in dv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
     ax.set_ylabel(ylabel)
-    if up and spans_decades([x for _, v in list(up.items()) + list(down.items()) for x in v]):
+    if log_if_wide and up and spans_decades([x for _, (_, v) in list(up.items()) + list(down.items()) for x in v]):
         ax.set_yscale("log")
         title += " (log scale)"
     ax.set_title(title)
@@ -343,7 +344,8 @@ def draw(snapshots, evaluations, out, title, names):
               worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
               "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links",
               "a pipeline: its stages' links are not timed\n(the bytes each moved are in the run's summary)"
-              if staged(snapshots) else "no link timed: unshaped, or no message large enough to time")
+              if staged(snapshots) else "no link timed: unshaped, or no message large enough to time",
+              log_if_wide=True)
 
     ax = axes[1][1]
     stalls = {} if one else worker_series(snapshots, "stallSeconds")

@@ -136,6 +136,24 @@ class AccuracyAxisTest(unittest.TestCase):
         self.assertFalse(plot_run.spans_decades([2.0, None, 0.0, 45.0]), "a link in a dip, on one axis")
         self.assertFalse(plot_run.spans_decades([None, 0.0]), "nothing timed")
 
+    def test_a_teams_links_far_apart_are_drawn(self):
+        # Its series as worker_series gives them, (times, values) by rank: the
+        # first cut of the log axis read them as values and every team's
+        # report failed (a user's trial).
+        import tempfile
+        snapshots = [{"elapsedSeconds": t, "iteration": 10 * t, "samples": 640 * t, "loss": 1.0 / t,
+                      "energyJoules": 3.0 * t,
+                      "workers": [{"rank": r, "bandwidthMbps": 3000.0 if r == 0 else 2.0 + t,
+                                   "downlinkMbps": 40.0, "stallSeconds": 0.5 * t, "wallSeconds": 1.0 * t,
+                                   "computeSeconds": 0.5 * t, "bytesSent": 1e6 * t, "bytesReceived": 2e6 * t,
+                                   "energyJoules": 1.0 * t, "iteration": 10 * t}
+                                  for r in range(2)]}
+                     for t in range(1, 6)]
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "report.png")
+            plot_run.draw(snapshots, [(2.0, 0.5), (4.0, 0.7)], out, "team", ["gateway", "robot"])
+            self.assertGreater(os.path.getsize(out), 0)
+
     def test_one_evaluation_or_several_alike_get_an_axis_around_them(self):
         lo, hi = plot_run.accuracy_limits([0.3246])
         self.assertAlmostEqual(lo, 0.2746)
