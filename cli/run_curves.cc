@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/storage/atomic_file.h"
 #include "cli/child_process.h"
 #include "core/job_progress.h"
@@ -60,6 +62,7 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
     // was written on after it, and spoilt: a user's trial).
     bool torn = false;
     if (resumed) {
+      EDGETRAIN_RETURN_IF_ERROR(DropSnapshotsPast(*progress.resumed_from_iteration));
       std::ifstream before(history_path(), std::ios::binary | std::ios::ate);
       if (before && before.tellg() > 0) {
         before.seekg(-1, std::ios::end);
@@ -75,6 +78,25 @@ Status RunCurves::Record(double t, const JobProgress& progress, const std::strin
   history_ << SnapshotLine(t, body) << std::flush;
   if (!history_) return UnavailableError("cannot write " + history_path().string());
   return Status::Ok();
+}
+
+Status RunCurves::DropSnapshotsPast(int64_t iteration) const {
+  StatusOr<std::string> history = agent::ReadWholeFile(history_path().string());
+  if (!history.ok()) return Status::Ok();  // none yet
+  std::string kept;
+  bool dropped = false;
+  std::istringstream lines(*history);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json snapshot = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!snapshot.is_discarded() && snapshot.is_object() && snapshot.contains("progress") &&
+        snapshot["progress"].is_object() && snapshot["progress"].value("iteration", int64_t{0}) > iteration) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (!dropped) return Status::Ok();
+  return agent::WriteFileAtomically(history_path().string(), kept);
 }
 
 Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const std::string& title,

@@ -38,6 +38,11 @@ class RunCurves {
 
  private:
   bool Due(double elapsed_s) const;
+  // A resumed run's history keeps no snapshot of an iteration past its
+  // checkpoint: a run killed (its coordinator's SIGKILL) after its last
+  // checkpoint had written them, and the curves drawn on from the resumed
+  // run's doubled back (a user's trial), where evaluations.csv was cut back.
+  Status DropSnapshotsPast(int64_t iteration) const;
 
   std::filesystem::path output_dir_;
   std::ofstream history_;

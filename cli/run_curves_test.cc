@@ -166,6 +166,31 @@ TEST(RunCurvesTest, WhatCannotBeDrawnIsSaid) {
 // A resumed run's first snapshot goes on a line of its own after one the
 // run before was killed while writing (a user's trial: every later picture
 // failed on the line the two made).
+// A run killed after its last checkpoint had written snapshots of the
+// iterations the resumed run trains again: they go, as its evaluations do.
+TEST(RunCurvesTest, AResumedRunDropsTheSnapshotsPastItsCheckpoint) {
+  fs::path dir = FreshTestDir("curves-past");
+  {
+    RunCurves killed(dir / "out");
+    for (int t = 0; t < 10; ++t) ASSERT_TRUE(Keep(killed, t, Snapshot(t)).ok());  // iterations 0-90
+  }
+  {
+    RunCurves resumed(dir / "out");
+    for (int t = 6; t < 12; ++t) ASSERT_TRUE(Keep(resumed, t - 6, Snapshot(t, JobState::kTraining, 55)).ok());
+  }
+  std::ifstream in(dir / "out" / "progress.jsonl");
+  std::vector<int64_t> iterations;
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("\"progress\": ");
+    ASSERT_NE(at, std::string::npos) << line;
+    StatusOr<JobProgress> p = DecodeJobProgress(line.substr(at + 12, line.size() - at - 13));
+    ASSERT_TRUE(p.ok()) << line;
+    iterations.push_back(p->iteration);
+  }
+  EXPECT_EQ(iterations, (std::vector<int64_t>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}))
+      << "the killed run's 60-90 dropped, the resumed run's from 60 on kept";
+}
+
 TEST(RunCurvesTest, AResumedRunWritesOnAfterALineACrashCutShort) {
   fs::path dir = FreshTestDir("curves-torn");
   {
