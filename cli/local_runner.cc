@@ -687,6 +687,14 @@ class FolderCheckpoint {
     const std::optional<fs::file_time_type> now = WrittenAt();
     return now && now != before_;
   }
+  // ", at iteration N," of the checkpoint there, for the line that says it is
+  // kept: a run whose coordinator was killed after its last checkpoint had
+  // shown iterations past it, and resumed from further back unsaid (a
+  // user's trial). Empty where it cannot be read.
+  std::string AtIteration() const {
+    const auto kept = agent::LoadCheckpoint(path_);
+    return kept.ok() && kept->has_value() ? ", at iteration " + WithThousands((*kept)->iteration) + "," : "";
+  }
   // Whose it is, as the run says it: another job's was called this job's,
   // after the run had refused it as another's (a user's trial).
   std::string Whose(const std::string& job) const {
@@ -730,7 +738,8 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
         << (checkpoint.WrittenByThisRun() ? ", which this run wrote before it failed, is kept" : " is kept as it was")
         << "; the same command fails the same way until what the error says is dealt with\n";
   } else if (resumable) {
-    err << "the job's checkpoint in " << folder << " is kept: " << HowToResume(options) << "\n";
+    err << "the job's checkpoint in " << folder << checkpoint.AtIteration() << " is kept: " << HowToResume(options)
+        << "\n";
   } else if (inputs_at_fault) {
     // One an earlier run left is said too: "no checkpoint was written" read
     // as none there, beside an earlier run's at iteration 141 (a user's
@@ -851,8 +860,8 @@ int ExitOf(const Supervision& outcome, const FolderCheckpoint& checkpoint, const
     const bool its_own = outcome.result && (outcome.result->iteration > 0 || outcome.result->samples > 0 ||
                                             outcome.result->resumed_from_iteration);
     if (its_own && checkpoint.Resumable()) {
-      err << "interrupted: the job's checkpoint in " << plan.output_dir << " is kept: " << HowToResume(options)
-          << "\n";
+      err << "interrupted: the job's checkpoint in " << plan.output_dir << checkpoint.AtIteration()
+          << " is kept: " << HowToResume(options) << "\n";
     }
     return kExitInterrupted;
   }
