@@ -873,7 +873,10 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
       {"bytes_sent", BytesSent(p)},
       {"bytes_received", BytesReceived(p)},
       {"energy_joules", nullable(p.energy_joules)},
-      {"model_path", p.model_path},
+      // null where this run wrote none (interrupted beside a finished run's
+      // model, which it keeps), as the text's "none written by this run":
+      // "" read as a path (a user's trial).
+      {"model_path", p.model_path.empty() ? nlohmann::json() : nlohmann::json(p.model_path)},
   };
   const StreamTotals totals = StreamTotalsOf(p);
   if (totals.streams) {

@@ -126,6 +126,7 @@ TEST(RunReportTest, AnInterruptedRunBesideAKeptModelSaysWhoseAccuracyItIs) {
             std::string::npos)
       << s;
   EXPECT_NE(s.find("model: none written by this run (interrupted"), std::string::npos) << s;
+  EXPECT_TRUE(nlohmann::json::parse(JsonLine(Job(), Team(), p, 0.4))["model_path"].is_null()) << "not \"\"";
 }
 
 // Ctrl-C while the team loaded or connected: no accuracy of an untrained
