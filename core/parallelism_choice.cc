@@ -145,9 +145,12 @@ bool NamesAPlan(std::string_view stages) {
 
 namespace {
 
-// A whole number of `text`, or none.
+// A whole number of `text`, or none; written as one is, without a leading
+// 0: "01" had been read as rank 1, and a layout that named it twice said
+// "rank 1" of what the user had typed otherwise (a user's trial).
 std::optional<int> Whole(std::string_view text) {
-  if (text.empty() || text.size() > 6 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (text.empty() || text.size() > 6 || (text.size() > 1 && text[0] == '0') ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   return std::stoi(std::string(text));

@@ -133,6 +133,7 @@ TEST(ParallelismChoiceTest, AStageLayoutGivenByHandIsReadOrRefusedSayingWhy) {
       {"0-9:0", "the model has layers 0-5"},
       {"0-3:0,0/4-5:1", "rank 0 is twice in stage 1"},
       {"0-3:0/4-5:0", "rank 0 is in stage 1 and stage 2; a device holds one stage's layers"},
+      {"0-3:0/4-5:01", "\"01\" is not a rank of the job's"},
       {"0-3:4/4-5:1", "\"4\" is not a rank of the job's 4 devices (0-3)"},
       {"0-3:/4-5:1", "\"\" is not a rank"},
       {"a-3:0/4-5:1", "\"a-3\" is not layers"},
