@@ -569,6 +569,15 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
     return ExitCodeFor(chosen.status());
   }
   err << "parallelism: " << *chosen << "\n";
+  // The stages run are the spec's the checkpoint keeps: a run resumed with
+  // other --stages than its last said nothing of it, where the same change
+  // made in spec.parallelism.stages is listed (a user's trial).
+  if (!options.stages.empty() && options.stages != checked.job.spec.parallelism.stages) {
+    nlohmann::json spec = nlohmann::json::parse(checked.plan.job.spec_json);
+    spec["parallelism"]["stages"] = options.stages;
+    checked.plan.job.spec_json = spec.dump();
+    checked.plan.job.spec.parallelism.stages = options.stages;
+  }
   if (checked.plan.job.pipeline) {
     const int devices = TrainingDevices(checked.plan), workers = checked.job.spec.parallelism.workers;
     // The plan may leave devices out (a model on one device of four): say
