@@ -29,14 +29,16 @@ double MeanStallFraction(const JobProgress& p) {
   return sum / static_cast<double>(p.workers.size());
 }
 
+// The job's, over every run: its devices' and those of the runs before that
+// this one has not.
 int64_t BytesSent(const JobProgress& p) {
-  int64_t sum = 0;
+  int64_t sum = p.departed_bytes_sent;
   for (const auto& w : p.workers) sum += w.bytes_sent;
   return sum;
 }
 
 int64_t BytesReceived(const JobProgress& p) {
-  int64_t sum = 0;
+  int64_t sum = p.departed_bytes_received;
   for (const auto& w : p.workers) sum += w.bytes_received;
   return sum;
 }

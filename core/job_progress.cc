@@ -132,6 +132,8 @@ std::string EncodeJobProgress(const JobProgress& p) {
             {"secondsSinceStep", p.since_step_s},
             {"energyJoules", Nullable(p.energy_joules)},
             {"workers", workers},
+            {"departedBytesSent", p.departed_bytes_sent},
+            {"departedBytesReceived", p.departed_bytes_received},
             {"resumedFromIteration", Nullable(p.resumed_from_iteration)},
             {"resumedWithChanges", p.resumed_with_changes},
             {"warnings", p.warnings},
@@ -196,6 +198,8 @@ StatusOr<JobProgress> DecodeJobProgress(std::string_view json) {
     p.fraction = j.at("fraction").get<double>();
     p.since_step_s = j.value("secondsSinceStep", 0.0);
     p.energy_joules = Optional<double>(j, "energyJoules");
+    p.departed_bytes_sent = j.value("departedBytesSent", int64_t{0});
+    p.departed_bytes_received = j.value("departedBytesReceived", int64_t{0});
     for (const auto& w : j.at("workers")) {
       p.workers.push_back({w.at("rank").get<int>(), w.at("batchSize").get<int>(), w.at("samples").get<int64_t>(),
                            w.at("bandwidthMbps").get<double>(), w.at("stallFraction").get<double>(),

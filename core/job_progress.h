@@ -136,6 +136,11 @@ struct JobProgress {
   double since_step_s = 0;
   std::optional<double> energy_joules;  // modelled, not measured; null until an energy model runs
   std::vector<WorkerProgress> workers;
+  // What the devices or workers of the runs before that this resumed run has
+  // not (another profile, fewer workers, other stages) sent and received, as
+  // its checkpoint kept them: the job's byte totals go on over every run, as
+  // its energy does (they had gone back at a resume: a user's trial).
+  int64_t departed_bytes_sent = 0, departed_bytes_received = 0;
   // A pipeline's replays (docs/pipeline.md): null for a team. Each is a step
   // run again on the survivors of a device lost mid-step.
   struct Replays {

@@ -178,7 +178,11 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     energy += wp.energy_joules;
     p.workers.push_back(wp);
   }
-  for (const WorkerTotals& gone : departed_) energy += gone.energy_j;
+  for (const WorkerTotals& gone : departed_) {
+    energy += gone.energy_j;
+    p.departed_bytes_sent += gone.bytes_sent;
+    p.departed_bytes_received += gone.bytes_received;
+  }
   p.energy_joules = energy;
   return p;
 }

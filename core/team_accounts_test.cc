@@ -174,11 +174,16 @@ TEST(TeamAccountsTest, ATeamResumedWithFewerWorkersKeepsTheDepartedsEnergy) {
     r.energy_j = 10.0 * (w + 1);
     three.Reported(w, r);
   }
+  std::vector<WorkerTotals> kept = three.Totals();
+  kept[2].bytes_sent = 500;
+  kept[2].bytes_received = 700;
   TeamAccounts two(2, 32, 6400);
-  two.Restore(three.team_iteration(), three.samples(), three.Totals());
+  two.Restore(three.team_iteration(), three.samples(), kept);
   JobProgress p = two.Progress(1, {true, true});
   ASSERT_EQ(p.workers.size(), 2u);
   EXPECT_DOUBLE_EQ(*p.energy_joules, 60) << "10 + 20, and the departed worker's 30";
+  EXPECT_EQ(p.departed_bytes_sent, 500) << "its bytes stay the job's too";
+  EXPECT_EQ(p.departed_bytes_received, 700);
   ASSERT_EQ(two.Totals().size(), 3u);
   TeamAccounts again(3, 32, 6400);
   again.Restore(two.team_iteration(), two.samples(), two.Totals());

@@ -147,13 +147,20 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
   // carries on is kept apart (a budget in joules began again on resuming
   // under another profile: a new user's trial).
   departed_energy_j_ = c.energy_joules;
-  for (size_t r = 0; r < links_.size() && r < c.workers.size(); ++r) {
-    Link& link = *links_[r];
+  departed_bytes_sent_ = c.departed_bytes_sent;
+  departed_bytes_received_ = c.departed_bytes_received;
+  for (size_t r = 0; r < c.workers.size(); ++r) {
     const WorkerTotals& t = c.workers[r];
-    // The rank on another device than before (another profile): its
-    // figures are that device's, not this one's (a gateway was shown with
-    // the 176.7 MB another device had sent: a new user's trial).
-    if (!t.node.empty() && r < plan_.workers.size() && plan_.workers[r].node != t.node) continue;
+    // The rank on another device than before (another profile), or none
+    // this run: its figures are that device's, not this one's (a gateway
+    // was shown with the 176.7 MB another device had sent: a new user's
+    // trial), and its bytes stay the job's.
+    if (r >= links_.size() || (!t.node.empty() && r < plan_.workers.size() && plan_.workers[r].node != t.node)) {
+      departed_bytes_sent_ += t.bytes_sent;
+      departed_bytes_received_ += t.bytes_received;
+      continue;
+    }
+    Link& link = *links_[r];
     departed_energy_j_ -= t.energy_j;
     link.compute_s += t.compute_s;
     link.idle_s += t.stall_s;
@@ -2317,6 +2324,8 @@ JobProgress PipelineHead::Progress() {
     p.workers.push_back(w);
   }
   p.energy_joules = JobEnergyLocked();
+  p.departed_bytes_sent = departed_bytes_sent_;
+  p.departed_bytes_received = departed_bytes_received_;
   return p;
 }
 
@@ -2424,6 +2433,8 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
   {
     // Each device's totals over every run so far, for a resumed run to go on from.
     std::lock_guard lock(mu_);
+    into.departed_bytes_sent = departed_bytes_sent_;
+    into.departed_bytes_received = departed_bytes_received_;
     into.workers.clear();
     for (const auto& link : links_) {
       WorkerTotals t;

@@ -513,6 +513,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Of the job's energy in the checkpoint resumed, what no device of this
   // run carries on (the devices of another profile): the job's all the same.
   double departed_energy_j_ = 0;
+  // And its bytes, which go on over every run as its energy does.
+  int64_t departed_bytes_sent_ = 0, departed_bytes_received_ = 0;
   double smoothed_loss_ = -1;
   double last_step_loss_ = 0;
   int in_flight_ = 0;  // micro-batches between the first stage's forward and its backward

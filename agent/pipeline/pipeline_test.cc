@@ -510,6 +510,15 @@ TEST(SimulatedPipelineTest, AResumedRankOnAnotherDeviceDoesNotTakeTheEarlierDevi
   // budget in joules began again on resuming under another profile.
   ASSERT_TRUE(p.energy_joules.has_value());
   EXPECT_DOUBLE_EQ(*p.energy_joules, 12);
+  // So are its bytes, and those of a rank this run has not, and of the runs
+  // before those (they had gone back at a resume under other stages: a
+  // user's trial).
+  EXPECT_EQ(p.departed_bytes_sent, 1000);
+  c.workers.push_back(WorkerTotals{.bytes_sent = 300, .bytes_received = 40});
+  c.departed_bytes_sent = 20;
+  ASSERT_TRUE(head.Restore(c).ok()) << log.str();
+  EXPECT_EQ(head.Progress().departed_bytes_sent, 1320);
+  EXPECT_EQ(head.Progress().departed_bytes_received, 40);
 }
 
 // A stage agent told to stop (SIGTERM) leaves at once, even while it waits

@@ -94,6 +94,8 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
   m.set_devices_json(c.devices_json);
   m.set_buffers(c.buffers);
   if (c.module_crc32) m.set_module_crc32(*c.module_crc32);
+  m.set_departed_bytes_sent(c.departed_bytes_sent);
+  m.set_departed_bytes_received(c.departed_bytes_received);
   for (const std::vector<int64_t>& shape : c.parameter_shapes) {
     m.add_parameter_shapes()->mutable_dims()->Add(shape.begin(), shape.end());
   }
@@ -159,6 +161,8 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   c.devices_json = m.devices_json();
   c.buffers = m.buffers();
   if (m.has_module_crc32()) c.module_crc32 = m.module_crc32();
+  c.departed_bytes_sent = m.departed_bytes_sent();
+  c.departed_bytes_received = m.departed_bytes_received();
   for (const v1::ParameterShape& shape : m.parameter_shapes()) {
     c.parameter_shapes.push_back(ToVector<int64_t>(shape.dims()));
   }

@@ -58,6 +58,9 @@ struct JobCheckpoint {
   // A TorchScript job's module file's CRC-32 when it was written (ModuleCrc);
   // none for a built-in model, and in older checkpoints.
   std::optional<uint32_t> module_crc32;
+  // A pipeline's: bytes of devices of the runs before that the run which
+  // wrote it had not, which no row of `workers` carries on.
+  int64_t departed_bytes_sent = 0, departed_bytes_received = 0;
 };
 
 std::string EncodeCheckpoint(const JobCheckpoint& c);

@@ -31,6 +31,9 @@ JobCheckpoint Sample(int64_t iteration) {
   c.workers[0].stream_last_refused = "bad.csv:1: expected 65 values, found 2";
   c.workers[0].node = "gateway";
   c.devices_json = R"({"rank 0":{"node":"gateway","slowdown":1.0,"link":"unshaped"}})";
+  c.module_crc32 = 0xcafef00d;
+  c.departed_bytes_sent = 4'000;
+  c.departed_bytes_received = 9'000;
   return c;
 }
 
@@ -99,6 +102,9 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.workers[0].node, "gateway");
   EXPECT_EQ(c.devices_json, R"({"rank 0":{"node":"gateway","slowdown":1.0,"link":"unshaped"}})")
       << "the devices its run was started on, for the run that resumes to compare";
+  EXPECT_EQ(c.module_crc32, 0xcafef00du);
+  EXPECT_EQ(c.departed_bytes_sent, 4'000);
+  EXPECT_EQ(c.departed_bytes_received, 9'000);
   auto none = LoadCheckpoint((Dir() / "absent.bin").string());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
