@@ -231,12 +231,15 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
         // OpenSSL calls a certificate self-signed when its issuer's name is its
         // own, as one signed by another agent's certificate of the same job
         // reads (O, OU and CN alike): said as what it is when its own key did
-        // not sign it (a user's trial).
-        if (X509_verify(peer.get(), X509_get0_pubkey(peer.get())) != 1) {
-          return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: signed by another "
-                                                   "certificate of its own name (an agent's, not the authority's)"};
+        // not sign it (a user's trial). Another job's is said as such, below.
+        if (named == job) {
+          if (X509_verify(peer.get(), X509_get0_pubkey(peer.get())) != 1) {
+            return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: signed by another "
+                                                     "certificate of its own name (an agent's, not the authority's)"};
+          }
+          return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: it is self-signed"};
         }
-        return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: it is self-signed"};
+        [[fallthrough]];
       default:
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};
