@@ -120,18 +120,19 @@ int64_t StalenessLedger::Rejoin(int w, bool copy_lost) {
     any = true;
   }
   // The rows' clocks without w, which its return must not pull back. They can
-  // be past the slowest teammate's iteration: a teammate counted out ahead of
-  // the team and set back by its own rejoin keeps the pushes it had made.
-  // Credited only at that iteration, a worker back after it pulled every
-  // clock back, and the rows then sent a teammate lowered the copy it was
-  // known to hold below what it had computed on: its honest pushes were
+  // stand past the slowest teammate's iteration: a teammate counted out ahead
+  // of the team, and set back by its own return, keeps the pushes it had
+  // made. A worker back meanwhile, credited at that iteration alone, pulled
+  // every clock back; the rows then sent a teammate lowered the copy it was
+  // known to hold below what it had computed on, and its honest pushes were
   // refused as future_iteration (found by reading, looking for the cause of
   // a run's "iteration 209 beyond 201"; a model of the ledger gave such
   // refusals under bounds of 4 and more).
+  // With no teammate counted there is no clock of theirs to keep.
   active_[w] = false;
   excused_[w] = false;
-  std::vector<int64_t> clocks(rows_);
-  for (size_t r = 0; r < rows_; ++r) clocks[r] = Clock(r);
+  std::vector<int64_t> clocks(rows_, 0);
+  for (size_t r = 0; any && r < rows_; ++r) clocks[r] = Clock(r);
   // Resuming at the slowest teammate's iteration keeps w within the bound at once.
   iteration_[w] = any ? team : iteration_[w];
   active_[w] = true;
