@@ -14,8 +14,8 @@
 
 #include <functional>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 
 #include "agent/periodic_look.h"

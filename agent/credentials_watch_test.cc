@@ -82,7 +82,8 @@ TEST(CredentialsWatchTest, SaysWhenTheCertificateItHoldsRunsOut) {
   std::ostringstream log;
   std::string before, after, later;
   clock.Run("test", [&] {
-    CredentialsWatch watch(pki::TlsFolderAt(dir.string()), clock, seconds(1), log, [&] { return start + std::chrono::hours(ahead.load()); });
+    CredentialsWatch watch(pki::TlsFolderAt(dir.string()), clock, seconds(1), log,
+                           [&] { return start + std::chrono::hours(ahead.load()); });
     clock.SleepFor(seconds(2));
     before = log.str();
     ahead = 3;

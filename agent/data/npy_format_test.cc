@@ -51,7 +51,9 @@ TEST(NpyFormatTest, RefusesWhatItCannotRead) {
        "x.npy: header promises 12 bytes of data (shape (3,) of 4-byte values), file has 16"},
       {Npy("<f4", "(5,)", four_floats),
        "x.npy: header promises 20 bytes of data (shape (5,) of 4-byte values), file has 16"},
-      {Npy("<c8", "(2,)", four_floats), "x.npy: dtype '<c8' is not supported: features are float32, float64 or uint8, labels integers (int8-int64, uint8-uint64) or whole numbers as floats"},
+      {Npy("<c8", "(2,)", four_floats),
+       "x.npy: dtype '<c8' is not supported: features are float32, float64 or uint8, labels integers (int8-int64, "
+       "uint8-uint64) or whole numbers as floats"},
       {Npy("<f2", "(8,)", four_floats), "x.npy: dtype '<f2' is not supported"},
       {Npy("|O", "(2,)", ""), "x.npy: dtype '|O' is not supported"},
       {Npy("<f4", "(2, 2)", four_floats, true),
@@ -101,8 +103,10 @@ TEST(NpyFormatTest, ReadsFeaturesOfEachTypeAndIntegerLabels) {
   EXPECT_FLOAT_EQ(x[2], 1.0f);
 
   // Labels as floats of whole numbers, as np.loadtxt gives them, are classes.
-  auto float_labels = ReadNpyFiles(Write(dir / "x4b.npy", Npy("<f4", "(2, 2, 2)", Bytes<float>(values))),
-                                   Write(dir / "yf.npy", Npy("<f8", "(2,)", Bytes<double>(std::vector<double>{2, 0}))), info);
+  const std::string float_labels_path =
+      Write(dir / "yf.npy", Npy("<f8", "(2,)", Bytes<double>(std::vector<double>{2, 0})));
+  auto float_labels =
+      ReadNpyFiles(Write(dir / "x4b.npy", Npy("<f4", "(2, 2, 2)", Bytes<float>(values))), float_labels_path, info);
   ASSERT_TRUE(float_labels.ok()) << float_labels.status().ToString();
   EXPECT_EQ(float_labels->labels, (std::vector<int64_t>{2, 0}));
 }
