@@ -816,9 +816,10 @@ void TakeWorkersOwnPace(JobProgress& p, const std::map<int, double>& own) {
   // A resumed run whose budget was already spent trains no round, yet its
   // workers may each finish a first batch, LibTorch's slow first pass,
   // between the model's arrival and Stop: that pace, a tenth of theirs or
-  // less, set beside the team's iterations of every run before, gave
-  // "computing alone" 640% of itself. The checkpoint's totals are then the
-  // workers' pace, over the same runs as the team's.
+  // less, set beside the team's iterations of every run before, makes the
+  // team seem to train faster than its workers compute (a path, found by
+  // reading, to a "computing alone" of 640% seen twice). The checkpoint's
+  // totals are then the workers' pace, over the same runs as the team's.
   if (p.resumed_from_iteration && p.iteration <= *p.resumed_from_iteration) return;
   for (WorkerProgress& w : p.workers) {
     if (const auto it = own.find(w.rank); it != own.end() && it->second > 0) w.computed_samples_per_s = it->second;
