@@ -100,6 +100,17 @@ struct JobDriverTest : ::testing::Test {
     spec.seed = 1;
   }
 
+  // A job run afresh, interrupted, and run again as it was resumes with
+  // nothing said to have changed.
+  void ExpectAResumeSaysNothingChanged() {
+    fs::remove_all(plan.output_dir);
+    ASSERT_TRUE(Run(milliseconds(123)).ok());
+    auto same = Run();
+    ASSERT_TRUE(same.ok());
+    EXPECT_TRUE(same->resumed_from_iteration.has_value()) << "it resumed";
+    EXPECT_TRUE(same->resumed_with_changes.empty());
+  }
+
   // Runs the job on a fresh engine; `cancel_after` (simulated) interrupts it.
   StatusOr<JobProgress> Run(std::optional<Duration> cancel_after = std::nullopt) {
     StatusOr<JobProgress> result = InternalError("not run");
@@ -470,12 +481,7 @@ TEST_F(JobDriverTest, AResumedJobWhoseDataChangedSaysSo) {
       << log.str();
   // The same data again: nothing said.
   data = testing::FakeData(160, 50, 10);
-  fs::remove_all(plan.output_dir);
-  ASSERT_TRUE(Run(milliseconds(123)).ok());
-  auto same = Run();
-  ASSERT_TRUE(same.ok());
-  EXPECT_TRUE(same->resumed_from_iteration.has_value()) << "it resumed";
-  EXPECT_TRUE(same->resumed_with_changes.empty());
+  ExpectAResumeSaysNothingChanged();
 }
 
 // A TorchScript job's module exported anew between the runs, its shapes as
@@ -499,12 +505,7 @@ TEST_F(JobDriverTest, AResumedJobWhoseModuleFileChangedSaysSo) {
                                      " (exported anew, its parameters shaped as before): its code is the file's as "
                                      "it is now, its weights the checkpoint's"});
   // The same file again: nothing said.
-  fs::remove_all(plan.output_dir);
-  ASSERT_TRUE(Run(milliseconds(123)).ok());
-  auto same = Run();
-  ASSERT_TRUE(same.ok());
-  EXPECT_TRUE(same->resumed_from_iteration.has_value()) << "it resumed";
-  EXPECT_TRUE(same->resumed_with_changes.empty());
+  ExpectAResumeSaysNothingChanged();
 }
 
 TEST_F(JobDriverTest, AnInterruptedJobResumesWhereItsCheckpointWasWhenRunAgain) {
