@@ -26,6 +26,10 @@ import sys
 
 RATE_WINDOW_S = 3.0  # the least time a rate is taken over, in runs long enough
 RATES_A_RUN = 8  # at the least, where the run is shorter than that many windows
+# Nor over less than this, which is the snapshots' timing and not the run's: a
+# digits run of 0.18 s drew 10,000 W between two snapshots 1.6 microseconds
+# apart in training time, its energy counted on meanwhile (a user's trial).
+LEAST_RATE_WINDOW_S = 0.05
 ENERGY_STEP_S = 0.5  # the job's energy is drawn at these steps from its workers' reports,
 MOST_ENERGY_STEPS = 4000  # and in no more of them: a day's run draws in a second
 
@@ -84,7 +88,7 @@ def rate_window(times):
     of the run where that is less (a job of 4 s drew no rate at all: a new
     user's trial)."""
     span = times[-1] - times[0] if times else 0
-    return min(RATE_WINDOW_S, span / RATES_A_RUN) if span > 0 else RATE_WINDOW_S
+    return max(LEAST_RATE_WINDOW_S, min(RATE_WINDOW_S, span / RATES_A_RUN) if span > 0 else RATE_WINDOW_S)
 
 
 def rates(times, totals):
@@ -181,16 +185,20 @@ def energy_at(points, t):
     return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e1
 
 
-def worker_series(snapshots, key, zero_is_unknown=False):
+def worker_series(snapshots, key, zero_is_unknown=False, held_is_unknown=False):
     """Per worker rank: (times, values of `key`, or of key(worker) for a function); with
-    zero_is_unknown, 0 is a gap."""
-    series = {}
+    zero_is_unknown, 0 is a gap; with held_is_unknown, so is a value the same as the
+    rank's last: a link's estimate, reported again in every snapshot until its link is
+    timed again, drew 20 s of one old figure as a link measured steady (a user's trial)."""
+    series, last = {}, {}
     for p in snapshots:
         for w in p.get("workers", []):
             t, v = series.setdefault(w["rank"], ([], []))
             t.append(p["elapsedSeconds"])
             value = key(w) if callable(key) else w.get(key, 0)
-            v.append(float("nan") if zero_is_unknown and not value else value)
+            held = held_is_unknown and last.get(w["rank"]) == value
+            last[w["rank"]] = value
+            v.append(float("nan") if (zero_is_unknown and not value) or held else value)
     return series
 
 
@@ -237,18 +245,21 @@ def said_instead(ax, words):
     ax.set_yticks([])
 
 
-def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None, log_if_wide=False):
+def both_ways(ax, up, down, scale, name, ylabel, title, alone, untimed=None, log_if_wide=False, points=False):
     """Each worker's uplink series (solid) and downlink series (dashed, same colour);
-    with log_if_wide, on a log axis where they span decades (spans_decades)."""
+    with log_if_wide, on a log axis where they span decades (spans_decades); with
+    points, each value marked, so that one between gaps shows."""
+    marked = {"marker": ".", "markersize": 4} if points else {}
     # Series of gaps alone drew empty axes: every pipeline's report (a new user's trial).
     if up and untimed and not timed(up) and not timed(down):
         # Workers, but no figure for any link: say why rather than draw empty axes.
         up = {}
         alone = untimed
     for rank, (t, v) in sorted(up.items()):
-        line, = ax.plot(t, [x * scale for x in v], label=f"{name(rank)} up", linewidth=1)
+        line, = ax.plot(t, [x * scale for x in v], label=f"{name(rank)} up", linewidth=1, **marked)
         dt, dv = down.get(rank, ([], []))
-        ax.plot(dt, [x * scale for x in dv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1)
+        ax.plot(dt, [x * scale for x in dv], "--", color=line.get_color(), label=f"{name(rank)} down", linewidth=1,
+                **marked)
     ax.set_ylabel(ylabel)
     if log_if_wide and up and spans_decades([x for _, (_, v) in list(up.items()) + list(down.items()) for x in v]):
         ax.set_yscale("log")
@@ -327,7 +338,10 @@ def draw(snapshots, evaluations, out, title, names):
     ax = axes[0][1]
     samples = [p.get("samples", 0) for p in snapshots]
     t, v = rates(times, samples)
-    ax.plot(t, v, color="tab:green", **few)
+    if t:
+        ax.plot(t, v, color="tab:green", **few)
+    else:
+        said_instead(ax, "too short a run to draw a rate\n(the summary gives its samples a second)")
     # The line is the rate between snapshots; the run's mean, which the
     # summary gives, is drawn beside it (a user's trial read the line's last
     # point as the run's rate).
@@ -340,12 +354,13 @@ def draw(snapshots, evaluations, out, title, names):
 
     # A link's estimate is 0 until something large enough was timed, and while it is
     # down: drawn as a gap rather than as a dead link.
-    both_ways(axes[1][0], {} if one else worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True),
-              worker_series(snapshots, "downlinkMbps", zero_is_unknown=True), 1, name, "Mbit/s",
-              "each link as its ends measure it (gaps: not timed, or down)", "a job of one: no links",
+    both_ways(axes[1][0],
+              {} if one else worker_series(snapshots, "bandwidthMbps", zero_is_unknown=True, held_is_unknown=True),
+              worker_series(snapshots, "downlinkMbps", zero_is_unknown=True, held_is_unknown=True), 1, name,
+              "Mbit/s", "each link as its ends measure it (gaps: not timed again, or down)", "a job of one: no links",
               "a pipeline: its stages' links are not timed\n(the bytes each moved are in the run's summary)"
               if staged(snapshots) else "no link timed: unshaped, or no message large enough to time",
-              log_if_wide=True)
+              log_if_wide=True, points=True)
 
     ax = axes[1][1]
     stalls = {} if one else worker_series(snapshots, "stallSeconds")
@@ -362,7 +377,10 @@ def draw(snapshots, evaluations, out, title, names):
                     zorder=3, label=f"{name(rank)}, waiting for samples")
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("share of the time waiting")
-    ax.set_title("stall: waiting on the team" + (" (dashed: for its stream's samples)" if waits else ""))
+    # Of each window, not of the run so far: its end read as contradicting the
+    # summary's 88% (a user's trial).
+    ax.set_title("stall: each window's share waiting on the team" +
+                 (" (dashed: for its stream's samples)" if waits else ""))
     if stalls:
         ax.legend(fontsize=7)
     else:
@@ -372,11 +390,12 @@ def draw(snapshots, evaluations, out, title, names):
     t, joules = team_energy(snapshots)
     if t:
         ax.plot(t, joules, color="tab:red")
-        watts_ax = ax.twinx()
         wt, wv = rates(t, joules)
-        watts_ax.plot(wt, wv, color="tab:purple", linewidth=1, **few)
-        watts_ax.set_ylabel("W", color="tab:purple")
-        top_above(watts_ax, wv)  # from 0: a tenth of a watt must not look like a swing
+        if wt:  # a run too short for a rate draws its joules alone
+            watts_ax = ax.twinx()
+            watts_ax.plot(wt, wv, color="tab:purple", linewidth=1, **few)
+            watts_ax.set_ylabel("W", color="tab:purple")
+            top_above(watts_ax, wv)  # from 0: a tenth of a watt must not look like a swing
     else:
         said_instead(ax, "no energy model in this run")
     ax.set_ylabel("J, modelled", color="tab:red")
@@ -386,7 +405,13 @@ def draw(snapshots, evaluations, out, title, names):
               worker_series(snapshots, "bytesReceived"), 1e-6,
               name, "MB", "bytes on the wire", "a job of one: nothing sent")
 
-    limits = time_limits(times + [t for t, _ in evaluations])
+    every_time = times + [t for t, _ in evaluations]
+    limits = time_limits(every_time)
+    # One time axis for every panel: each of its own drew a short run's
+    # energy over 1.5 microseconds, its last two snapshots', beside
+    # accuracy over 0.1 s (a user's trial).
+    if not limits and every_time and max(every_time) > min(every_time):
+        limits = (min(every_time), max(every_time))
     for row in axes:
         for ax in row:
             ax.set_xlabel("training time, s")

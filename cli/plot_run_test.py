@@ -131,6 +131,16 @@ class ShortRunTest(unittest.TestCase):
 
 
 class AccuracyAxisTest(unittest.TestCase):
+    def test_a_links_estimate_reported_again_unchanged_is_a_gap(self):
+        snapshots = [{"elapsedSeconds": t, "workers": [{"rank": 0, "downlinkMbps": v}]}
+                     for t, v in [(1, 7.93), (2, 7.93), (3, 7.93), (4, 5.1), (5, 0)]]
+        _, values = plot_run.worker_series(snapshots, "downlinkMbps", zero_is_unknown=True,
+                                           held_is_unknown=True)[0]
+        self.assertEqual(values[0], 7.93)
+        self.assertTrue(all(v != v for v in values[1:3]), "not measured again: not drawn as measured")
+        self.assertEqual(values[3], 5.1)
+        self.assertTrue(values[4] != values[4], "down")
+
     def test_links_a_hundred_times_apart_are_drawn_on_a_log_axis(self):
         self.assertTrue(plot_run.spans_decades([2.0, None, 4.5, 3000.0]), "an unshaped gateway beside shaped links")
         self.assertFalse(plot_run.spans_decades([2.0, None, 0.0, 45.0]), "a link in a dip, on one axis")
