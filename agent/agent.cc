@@ -163,11 +163,18 @@ void WarnOfItsData(const AgentSetup& s, int64_t train_size, int holders, JobDriv
 }
 
 // A job that ended for want of peers (Unavailable: none came, or a stage did
-// not) with what its server refused, when it refused any.
-StatusOr<JobProgress> WithRefusals(StatusOr<JobProgress> result, const RefusalReport& refusals) {
+// not) with what its server refused, when it refused any; else, over mutual
+// TLS, where the refusal may be: a worker that refused this agent's
+// certificate left nothing on this side, whose "no worker connected" sent a
+// user to look at the network (a user's trial).
+StatusOr<JobProgress> WithRefusals(StatusOr<JobProgress> result, const RefusalReport& refusals, bool tls) {
+  if (result.ok() || result.status().code() != StatusCode::kUnavailable) return result;
   const std::string refused = refusals.Summary();
-  if (result.ok() || refused.empty() || result.status().code() != StatusCode::kUnavailable) return result;
-  return Status(result.status().code(), std::string(result.status().message()) + "; " + refused);
+  if (!refused.empty()) return Status(result.status().code(), std::string(result.status().message()) + "; " + refused);
+  if (!tls || !result.status().message().starts_with("no worker connected")) return result;
+  return Status(result.status().code(), std::string(result.status().message()) +
+                                            "; this agent refused none for its certificate, and a peer that "
+                                            "refused this agent's says why in its own log");
 }
 
 // A job of one agent: the whole job trained in this process.
@@ -254,7 +261,7 @@ StatusOr<JobProgress> RunCoordinatorRole(AgentSetup& s, const std::atomic<bool>&
   }, s.log);
   auto result = driver.Run(cancel);
   server->Shutdown();
-  return WithRefusals(std::move(result), refusals);
+  return WithRefusals(std::move(result), refusals, s.security.tls);
 }
 
 
@@ -370,7 +377,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   s.lines << "listening " << server->address() << std::endl;
   auto result = driver.Run(cancel);
   server->Shutdown();
-  return WithRefusals(std::move(result), refusals);
+  return WithRefusals(std::move(result), refusals, s.security.tls);
 }
 
 // A stage of a pipeline: its layers of the model, on its share of each
@@ -519,10 +526,10 @@ StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::
   if (Status pair = pki::CheckKeyPair({files->cert_pem, files->key_pem}); !pair.ok()) {
     return InvalidArgumentError("--tls-dir: " + pair.message());
   }
-  const pki::PeerCheck own = pki::CheckPeer(files->cert_pem, flags.job, files->ca_pem, std::chrono::system_clock::now());
-  if (!own.accepted()) {
-    log << "tls: this agent's own certificate would be refused by its job: " << own.detail << " ("
-        << pki::ReasonOf(own.verdict) << ")\n";
+  if (const std::string refused =
+          pki::WouldBeRefused(files->cert_pem, flags.job, files->ca_pem, std::chrono::system_clock::now());
+      !refused.empty()) {
+    log << "tls: this agent's own certificate would be refused by its job: " << refused << "\n";
   }
   return security;
 }
@@ -544,7 +551,7 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
                                         : ReportFailure(security.status(), lines, log);
   RealClock watch_clock;
   std::optional<CredentialsWatch> credentials_watch;  // what becomes of --tls-dir, said in the log
-  if (security->tls) credentials_watch.emplace(security->files, watch_clock, security->reload, log);
+  if (security->tls) credentials_watch.emplace(security->files, flags.job, watch_clock, security->reload, log);
   const JobSpec& spec = plan->spec;
   auto setup_failed = [&](const Status& status) {
     return serves_job ? ReportJob(status, endpoint, lines, log) : ReportFailure(status, lines, log);

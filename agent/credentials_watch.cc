@@ -7,9 +7,10 @@
 
 namespace edgetrain::agent {
 
-CredentialsWatch::CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log,
-                                   std::function<WallTime()> wall)
+CredentialsWatch::CredentialsWatch(pki::TlsFolder files, std::string job, Clock& clock, Duration every,
+                                   std::ostream& log, std::function<WallTime()> wall)
     : files_(std::move(files)),
+      job_(std::move(job)),
       dir_(std::filesystem::path(files_.cert_path).parent_path().string()),
       every_(every),
       log_(log),
@@ -37,15 +38,18 @@ void CredentialsWatch::SayWhatRanOut() {
     ran_out_said_.insert(pem);
     return valid->not_after;
   };
-  if (std::optional<WallTime> at = ended(ca_pem_)) {
-    log_ << "tls: the job's authority in --tls-dir " << dir_ << " (ca.crt) expired at " << UtcText(*at)
-         << ": every certificate of it is refused from now, in new connections; open ones go on; the job needs "
-            "new credentials, an authority and every agent's certificate of it\n";
+  const std::optional<WallTime> authority_ended = ended(ca_pem_);
+  if (authority_ended) {
+    log_ << "tls: the job's authority in --tls-dir " << dir_ << " (ca.crt) expired at " << UtcText(*authority_ended)
+         << ": every certificate of it is refused since, in new connections; open ones go on; the job needs new "
+            "credentials, an authority and every agent's certificate of it\n";
   }
-  if (std::optional<WallTime> at = ended(cert_pem_)) {
+  // Its own end said with the authority's is no remedy of its own: a new
+  // certificate of an authority that has ended is refused all the same.
+  if (std::optional<WallTime> at = ended(cert_pem_); at && !authority_ended) {
     log_ << "tls: this agent's certificate in --tls-dir " << dir_ << " expired at " << UtcText(*at)
-         << ": the team's agents refuse the new connections it makes or serves, open ones go on; give it a new "
-            "certificate of the job's authority (under the operator, its Secret is renewed before it ends)\n";
+         << ": the team's agents refuse the new connections it makes or serves since, open ones go on; give it a "
+            "new certificate of the job's authority (under the operator, its Secret is renewed before it ends)\n";
   }
 }
 
@@ -67,9 +71,16 @@ void CredentialsWatch::Look() {
     log_ << "tls: --tls-dir " << dir_ << " holds a new certificate"
          << (valid.ok() ? ", valid until " + UtcText(valid->not_after) : std::string())
          << ": new connections take it up within " << static_cast<int>(ToSeconds(every_) + 0.5) << " s\n";
-    cert_pem_ = cert_now;
   }
-  if (why.empty()) ca_pem_ = ca_now;
+  if (why.empty() && (cert_now != cert_pem_ || ca_now != ca_pem_)) {
+    if (const std::string refused = pki::WouldBeRefused(cert_now, job_, ca_now, wall_()); !refused.empty()) {
+      log_ << "tls: --tls-dir " << dir_ << " now holds a certificate its job would refuse: " << refused << "\n";
+    }
+  }
+  if (why.empty()) {
+    cert_pem_ = cert_now;
+    ca_pem_ = ca_now;
+  }
   unusable_ = why;
   SayWhatRanOut();
 }

@@ -7,10 +7,12 @@
 // ("Invalid private key") and nothing in edgetrain's log (a user's trial).
 // The watch looks at the files as often and says when they cannot be used
 // together, why and what to do, when they can again, and when a new
-// certificate came, until when it is valid. It also says when the
-// certificate, or the authority, it holds runs out while the agent runs: the
-// team's agents then refuse every new connection it makes or serves, and
-// nothing had said why (a user's trial).
+// certificate came, until when it is valid, and whether the job would refuse
+// it, as the agent's start says (another job's swapped in mid-run had been
+// taken up unsaid: a user's trial). It also says, at its first look after,
+// when the certificate, or the authority, it holds runs out while the agent
+// runs: the team's agents then refuse every new connection it makes or
+// serves, and nothing had said why (a user's trial).
 
 #include <functional>
 #include <optional>
@@ -27,9 +29,9 @@ namespace edgetrain::agent {
 
 class CredentialsWatch {
  public:
-  // `files` were checked whole when the agent started. `wall`: the time of
-  // day certificates are dated by (the system clock's unless given).
-  CredentialsWatch(pki::TlsFolder files, Clock& clock, Duration every, std::ostream& log,
+  // `files`, `job`'s, were checked whole when the agent started. `wall`: the
+  // time of day certificates are dated by (the system clock's unless given).
+  CredentialsWatch(pki::TlsFolder files, std::string job, Clock& clock, Duration every, std::ostream& log,
                    std::function<WallTime()> wall = nullptr);
 
  private:
@@ -41,6 +43,7 @@ class CredentialsWatch {
   std::string Unusable(std::string& cert_pem, std::string& ca_pem) const;
 
   const pki::TlsFolder files_;
+  const std::string job_;
   const std::string dir_;
   const Duration every_;
   std::ostream& log_;

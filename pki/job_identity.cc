@@ -232,15 +232,21 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
         // own, as one signed by another agent's certificate of the same job
         // reads (O, OU and CN alike): said as what it is when its own key did
         // not sign it (a user's trial). Another job's is said as such, below.
-        if (named == job) {
-          if (X509_verify(peer.get(), X509_get0_pubkey(peer.get())) != 1) {
-            return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: signed by another "
-                                                     "certificate of its own name (an agent's, not the authority's)"};
-          }
+        if (named == job && X509_verify(peer.get(), X509_get0_pubkey(peer.get())) == 1) {
           return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: it is self-signed"};
         }
         [[fallthrough]];
       default:
+        // Its issuer named as itself, and not its own signature: another
+        // agent's certificate signed it, whether or not OpenSSL took it for
+        // self-signed (it does not where the signer's key identifier is
+        // named: a user's trial with openssl x509 -req).
+        if (named == job &&
+            X509_NAME_cmp(X509_get_issuer_name(peer.get()), X509_get_subject_name(peer.get())) == 0 &&
+            X509_verify(peer.get(), X509_get0_pubkey(peer.get())) != 1) {
+          return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: signed by another "
+                                                   "certificate of its own name (an agent's, not the authority's)"};
+        }
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};
         return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority (" +
@@ -251,6 +257,15 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
   // name tells them apart.
   if (named != job) return {PeerVerdict::kOtherJob, whose + ", not of job \"" + job + "\""};
   return {PeerVerdict::kAccepted, whose};
+}
+
+std::string WouldBeRefused(const std::string& cert_pem, const std::string& job, const std::string& ca_pem,
+                           WallTime now) {
+  for (const PeerRole role : {PeerRole::kWorker, PeerRole::kCoordinator}) {
+    const PeerCheck check = CheckPeer(cert_pem, job, ca_pem, now, role);
+    if (!check.accepted()) return check.detail + " (" + ReasonOf(check.verdict) + ")";
+  }
+  return "";
 }
 
 Status CheckKeyPair(const KeyPair& pair) {

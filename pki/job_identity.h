@@ -68,6 +68,15 @@ enum class PeerRole { kWorker, kCoordinator };
 PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const std::string& ca_pem, WallTime now,
                     PeerRole role = PeerRole::kWorker);
 
+// Why `job`'s agents would refuse an agent presenting `cert_pem` as it
+// dials (a worker, a stage) or as it serves (a coordinator, a head), "" when
+// neither: what the agent says of its own credentials, at its start and when
+// they change. Either use is checked, since an agent's role may change (a
+// head placed anew) and a coordinator lacking serverAuth was refused by
+// every worker, unsaid on its side (a user's trial).
+std::string WouldBeRefused(const std::string& cert_pem, const std::string& job, const std::string& ca_pem,
+                           WallTime now);
+
 // Whether `pair` is a certificate and the private key of its public key; the
 // error says which of tls.crt and tls.key is at fault.
 Status CheckKeyPair(const KeyPair& pair);

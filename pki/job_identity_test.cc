@@ -147,6 +147,20 @@ TEST(JobIdentityTest, ACertificateForAnotherUseSaysWhichUseItLacks) {
             std::string::npos);
 }
 
+// What an agent says of its own certificate: refused for either use it may
+// be put to (a coordinator lacking serverAuth had said nothing on its side).
+TEST(JobIdentityTest, AnAgentsOwnCertificateIsJudgedForBothUses) {
+  const JobAuthority digits = Authority("digits");
+  EXPECT_EQ(WouldBeRefused(Agent(digits).cert_pem, "digits", digits.ca.cert_pem, kNow), "");
+  EXPECT_NE(WouldBeRefused(WithKeyUsage(Agent(digits), digits, "clientAuth"), "digits", digits.ca.cert_pem, kNow)
+                .find("not for use as a TLS server: its extended key usage lacks serverAuth"),
+            std::string::npos);
+  EXPECT_NE(WouldBeRefused(WithKeyUsage(Agent(digits), digits, "serverAuth"), "digits", digits.ca.cert_pem, kNow)
+                .find("not for use as a TLS client: its extended key usage lacks clientAuth (an agent both dials "
+                      "and serves: edgetrain credentials issues both) (untrusted)"),
+            std::string::npos);
+}
+
 // An agent's certificate used as an authority signs certificates whose issuer
 // is their own name: OpenSSL's "self-signed", said as what it is.
 TEST(JobIdentityTest, ACertificateSignedByAnAgentsIsNotCalledSelfSigned) {
@@ -160,6 +174,10 @@ TEST(JobIdentityTest, ACertificateSignedByAnAgentsIsNotCalledSelfSigned) {
   EXPECT_EQ(check.verdict, PeerVerdict::kUntrusted);
   EXPECT_EQ(check.detail, "a certificate of job \"digits\" not issued by this job's authority: signed by another "
                           "certificate of its own name (an agent's, not the authority's)");
+  // So is one whose authority key identifier names the signer's, as
+  // openssl x509 -req writes it: OpenSSL then finds no issuer at all.
+  const std::string with_key_id = Resigned(Agent(digits).cert_pem, Agent(digits), [](X509*) {});
+  EXPECT_EQ(CheckPeer(with_key_id, "digits", digits.ca.cert_pem, kNow).detail, check.detail);
   // One that is: another authority's own certificate, presented as a peer's.
   const PeerCheck self = CheckPeer(Authority("digits").ca.cert_pem, "digits", digits.ca.cert_pem, kNow);
   EXPECT_EQ(self.verdict, PeerVerdict::kUntrusted);
