@@ -147,6 +147,19 @@ StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
     return InvalidArgumentError(what);
   }
   flags.role = kRoles.at(role);
+  if (!flags.coordinator.empty()) {
+    // Checked as given: "127.0.0.1:99999", ":" or " " were each dialled for
+    // the whole grace, "cannot reach the coordinator ... yet" (a user's trial).
+    const size_t colon = flags.coordinator.rfind(':');
+    const std::string host = colon == std::string::npos ? "" : flags.coordinator.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : flags.coordinator.substr(colon + 1);
+    const bool number = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+    if (host.empty() || host.find_first_of(" \t") != std::string::npos || !number || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535) {
+      return InvalidArgumentError("--coordinator: expected HOST:PORT, a port from 1 to 65535, got \"" +
+                                  flags.coordinator + "\"");
+    }
+  }
   if (flags.rank >= flags.world) {
     return InvalidArgumentError("--rank must be below --world (" + std::to_string(flags.rank) +
                                 " >= " + std::to_string(flags.world) + ")");

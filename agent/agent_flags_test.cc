@@ -81,6 +81,11 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
        "--insecure and --tls-dir exclude each other"},
       {{"--role=worker", "--job=j", "--coordinator=", "--plan=p"},
        "--coordinator: expected a value after the =, got none"},
+      {{"--role=worker", "--job=j", "--plan=p", "--coordinator=127.0.0.1:99999"},
+       "--coordinator: expected HOST:PORT, a port from 1 to 65535, got \"127.0.0.1:99999\""},
+      {{"--role=worker", "--job=j", "--plan=p", "--coordinator=:7000"}, "--coordinator: expected HOST:PORT"},
+      {{"--role=worker", "--job=j", "--plan=p", "--coordinator=127.0.0.1"}, "--coordinator: expected HOST:PORT"},
+      {{"--role=worker", "--job=j", "--plan=p", "--coordinator= "}, "--coordinator: expected HOST:PORT"},
   };
   for (const auto& c : cases) {
     auto flags = ParseAgentFlags(c.args);
