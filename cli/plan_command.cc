@@ -464,6 +464,12 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       out << "SAMPLES/S and mJ/SAMPLE: the whole model on that device alone, by the planner's cost model over the "
              "layers measured below (\"-\": it does not fit the device's memory, or the planner takes no device "
              "there)\n";
+    } else if (pipeline_job && !placement.placed) {
+      // Its layers were not measured (the team was not placed): the column is
+      // placement's, which had read as the planner's, by another measure (a
+      // user's trial: 646 on a gateway shown 877 when placed).
+      out << "SAMPLES/S and mJ/SAMPLE: placement's figures for a data-parallel worker on that node, by the "
+             "job's model size; the pipeline planner's, over measured layers, come once the job fits\n";
     }
     out << "\n";
     // A pipeline job's prediction is the planner's, below: placement's, of a
