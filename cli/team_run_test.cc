@@ -514,15 +514,19 @@ TEST(TeamRunTest, APipelineDeviceKilledMidRunIsReplayedAndTheJobTrainsOn) {
   ASSERT_TRUE(result->replays.has_value());
   // Rank 1 covered by its group: its shares computed again, a replay,
   // unless the kill fell once all it computed of the step was in (under
-  // make test's load, once in four runs); then stage 2's step run again.
+  // make test's load, once in four runs). Stage 2's step is run again on
+  // the stage left, a replay, unless its kill fell between steps (once in
+  // ten runs on 2026-12-04): nothing then to run again.
+  const std::string log = ReadFile(dir / "coordinator.log");
+  const bool step_run_again = log.find("replaying step") != std::string::npos;
   EXPECT_EQ(result->replays->covered, 1);
-  EXPECT_EQ(result->replays->count, 1 + (result->replays->covered_shares > 0 ? 1 : 0));
+  EXPECT_EQ(result->replays->count, (result->replays->covered_shares > 0 ? 1 : 0) + (step_run_again ? 1 : 0)) << log;
+  EXPECT_TRUE(result->replays->covered_shares > 0 || step_run_again) << "a loss mid-step, as the test kills\n"
+                                                                      << log;
   EXPECT_EQ(result->replays->restored_stages, 1);
   EXPECT_LT(result->replays->steps_lost, 100) << "its updates since the last replica";
   EXPECT_GT(*result->accuracy, 0.75) << "it learned across the losses (chance is 0.1)";
-  const std::string log = ReadFile(dir / "coordinator.log");
   EXPECT_NE(log.find("(rank 1) lost at step"), std::string::npos) << log;
-  EXPECT_NE(log.find("replaying step"), std::string::npos) << log;
   EXPECT_NE(log.find("stage 2 lost its only device"), std::string::npos) << log;
   EXPECT_NE(log.find("its layers 2-2 go to stage 1, now stage 1 of 1 (layers 0-2)"), std::string::npos) << log;
   EXPECT_EQ(stages[0].Wait(seconds(30)), 0) << ReadFile(dir / "stage-0.log");
