@@ -229,8 +229,8 @@ def training_dashboard():
     b.row("Pipeline")
     b.panel("Stage compute and bubbles",
             "The share of time each stage's device computed (forward and backward passes), and waited within a "
-            "step for a neighbour's micro-batch: the pipeline's bubbles. A stage with much bubble waits on a "
-            "slower one.",
+            "step for a neighbour's micro-batch (the pipeline's bubbles) or for its group's summed gradient. A "
+            "stage with much bubble waits on a slower one, or on its group's exchange.",
             [(f"clamp_max(sum by ({by_stage}) (rate(edgetrain_stage_compute_seconds_total{{{worker}}}[{ri}])), 1)",
               "stage {{stage}} (worker {{worker}}) compute"),
              (f"clamp_max(sum by ({by_stage}) (rate(edgetrain_stage_bubble_seconds_total{{{worker}}}[{ri}])), 1)",

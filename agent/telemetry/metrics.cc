@@ -508,7 +508,8 @@ void PipelineMetrics::SeriesAt(int rank, int stage, double compute_s, double bub
       compute_s);
   h_->bubbles[at] = std::make_unique<TotalCounter>(
       Family(BuildCounter(), "edgetrain_stage_bubble_seconds_total",
-             "A stage device's waits in a step for a neighbour's micro-batch", r)
+             "A stage device's waits in a step for a neighbour's micro-batch, or for its group's summed gradient",
+             r)
           .Add(ls),
       bubble_s);
   h_->stage_of[at] = stage;
