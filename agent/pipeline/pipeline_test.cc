@@ -1331,9 +1331,9 @@ TEST(SimulatedPipelineTest, AGroupsWaitForItsSummedGradientIsIdle) {
   DeterministicClock clock;
   // Dealt shares by the plan's speeds, rank 1's passes twice as slow as it
   // says: rank 0 waits for its gradient every step.
+  using std::chrono::milliseconds;
   testing::FakeStageTrainer a({true, true}, clock),
-      b({.first = true, .last = true, .forward = std::chrono::milliseconds(4), .backward = std::chrono::milliseconds(8)},
-        clock);
+      b({.first = true, .last = true, .forward = milliseconds(4), .backward = milliseconds(8)}, clock);
   const SimulatedRun run = RunPipeline(plan, {&a, &b}, data, clock, 5);
   ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
   ASSERT_EQ(run.progress.workers.size(), 2u);
