@@ -517,6 +517,10 @@ StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::
                                 flags.tls_dir + "; keep them in a folder of your own that others cannot write in "
                                 "(chmod go-w on it and its files)");
   }
+  if (const std::string readable = pki::WhoElseMayRead(flags.tls_dir); !readable.empty()) {
+    log << "WARNING: --tls-dir: " << readable << ", who could present this job's certificate as its own "
+        << "(chmod o-r on it)\n";
+  }
   TransportSecurity security = TransportSecurity::MutualTls(flags.job, flags.tls_dir, flags.tls_reload);
   auto files = pki::ReadTlsFolder(security.files);
   if (!files.ok()) return InvalidArgumentError("--tls-dir: " + files.status().message());

@@ -90,6 +90,13 @@ std::string WhoElseMayTouch(const std::string& dir) {
   return "";
 }
 
+std::string WhoElseMayRead(const std::string& dir) {
+  const std::string key = TlsFolderAt(dir).key_path;
+  struct stat st {};
+  if (::stat(key.c_str(), &st) != 0 || !(st.st_mode & S_IROTH)) return "";
+  return key + " may be read by every user of this machine";
+}
+
 Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {

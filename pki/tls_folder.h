@@ -39,6 +39,13 @@ std::string WhoElseMayReplace(const std::string& dir);
 // (a key readable by the container's other users is the pod's to decide).
 std::string WhoElseMayTouch(const std::string& dir);
 
+// "DIR/tls.key may be read by every user of this machine" where its mode
+// lets them, "" otherwise: anyone who reads it can present the job's
+// certificate. Said, not refused, as a Secret's default mode (0644) is the
+// pod's to decide; the operator mounts it 0440 (a user's trial found a key
+// of 0644 taken without a word).
+std::string WhoElseMayRead(const std::string& dir);
+
 // A new authority of `job` and one agent certificate of it, valid over
 // [not_before, not_after), written into `dir` (WriteTlsFolder). The
 // authority's key is not kept: the folder's certificate is the only one it

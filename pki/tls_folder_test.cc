@@ -39,8 +39,11 @@ TEST(TlsFolderTest, CredentialsAnotherUserCouldSwapOrReadAreSaidSo) {
   ::chmod((dir / "tls.key").c_str(), 0440);  // a mounted Secret's, under the pod's group
   ::chmod((dir / "ca.crt").c_str(), 0444);
   EXPECT_EQ(WhoElseMayTouch(dir.string()), "");
+  EXPECT_EQ(WhoElseMayRead(dir.string()), "") << "its group's alone";
   ::chmod((dir / "tls.key").c_str(), 0644);  // Kubernetes' default mode for a Secret's files
   EXPECT_EQ(WhoElseMayTouch(dir.string()), "");
+  EXPECT_EQ(WhoElseMayRead(dir.string()), (dir / "tls.key").string() + " may be read by every user of this machine")
+      << "said, not refused";
   ::chmod((dir / "tls.key").c_str(), 0666);
   const std::string others = " may be written by other users of this machine";
   EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "tls.key").string() + others);
