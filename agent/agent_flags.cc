@@ -153,9 +153,10 @@ StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
     const size_t colon = flags.coordinator.rfind(':');
     const std::string host = colon == std::string::npos ? "" : flags.coordinator.substr(0, colon);
     const std::string port = colon == std::string::npos ? "" : flags.coordinator.substr(colon + 1);
-    const bool number = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
-    if (host.empty() || host.find_first_of(" \t") != std::string::npos || !number || std::stoi(port) < 1 ||
-        std::stoi(port) > 65535) {
+    const int number = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos
+                           ? std::stoi(port)
+                           : 0;
+    if (host.empty() || host.find_first_of(" \t") != std::string::npos || number < 1 || number > 65535) {
       return InvalidArgumentError("--coordinator: expected HOST:PORT, a port from 1 to 65535, got \"" +
                                   flags.coordinator + "\"");
     }
