@@ -227,25 +227,19 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
                 whose + " not for use as a TLS " + (role == PeerRole::kWorker ? "client" : "server") +
                     ": its extended key usage lacks " + (role == PeerRole::kWorker ? "clientAuth" : "serverAuth") +
                     " (an agent both dials and serves: edgetrain credentials issues both)"};
-      case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-        // OpenSSL calls a certificate self-signed when its issuer's name is its
-        // own, as one signed by another agent's certificate of the same job
-        // reads (O, OU and CN alike): said as what it is when its own key did
-        // not sign it (a user's trial). Another job's is said as such, below.
-        if (named == job && X509_verify(peer.get(), X509_get0_pubkey(peer.get())) == 1) {
-          return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: it is self-signed"};
-        }
-        [[fallthrough]];
       default:
-        // Its issuer named as itself, and not its own signature: another
-        // agent's certificate signed it, whether or not OpenSSL took it for
-        // self-signed (it does not where the signer's key identifier is
-        // named: a user's trial with openssl x509 -req).
+        // Its issuer named as itself: OpenSSL calls it self-signed, or finds
+        // no issuer where the signer's key identifier is named (openssl x509
+        // -req writes it). Another agent's certificate of the job signed it
+        // where its own key did not: said as such (users' trials). Another
+        // job's is said as such, below.
         if (named == job &&
-            X509_NAME_cmp(X509_get_issuer_name(peer.get()), X509_get_subject_name(peer.get())) == 0 &&
-            X509_verify(peer.get(), X509_get0_pubkey(peer.get())) != 1) {
-          return {PeerVerdict::kUntrusted, whose + " not issued by this job's authority: signed by another "
-                                                   "certificate of its own name (an agent's, not the authority's)"};
+            X509_NAME_cmp(X509_get_issuer_name(peer.get()), X509_get_subject_name(peer.get())) == 0) {
+          return {PeerVerdict::kUntrusted,
+                  whose + " not issued by this job's authority: " +
+                      (X509_verify(peer.get(), X509_get0_pubkey(peer.get())) == 1
+                           ? "it is self-signed"
+                           : "signed by another certificate of its own name (an agent's, not the authority's)")};
         }
         // Issued by some other authority: another job's, when it names another job.
         if (named != job) return {PeerVerdict::kOtherJob, whose + ", not issued by job \"" + job + "\"'s authority"};
