@@ -3,8 +3,11 @@
 traces edgetrain would not read fail at once, saying why (exit 2), where they
 had failed minutes in with a traceback, or run every mode for nothing and
 exited 0. Needs the build's edgetrain (argv[1]: its bin folder), which reads
-the trace as the runner does."""
+the trace as the runner does. And how it shares a worker's stall between the
+time its link was out and the rest."""
 
+import importlib.machinery
+import importlib.util
 import os
 import subprocess
 import sys
@@ -40,7 +43,10 @@ class RefusedBeforeAnythingRuns(unittest.TestCase):
                            (("--ratio", "-1"), "--ratio must be 0 or more"),
                            (("--target", "2"), "--target is a test accuracy in (0, 1]"),
                            (("--lr-grid", "0.001,x"), "--lr-grid is comma-separated learning rates"),
-                           (("--bin", "/nonexistent"), "/nonexistent/edgetrain is missing")):
+                           (("--bin", "/nonexistent"), "/nonexistent/edgetrain is missing"),
+                           (("--modes", "bsp-int8,nosuch"), "unknown mode nosuch"),
+                           (("--modes", ","), "--modes names no mode"),
+                           (("--zero-stall-mode", "ddp"), "--zero-stall-mode must be one of edgetrain's modes")):
             with self.subTest(args=args):
                 self.assertIn(said, self.refused(*args))
 
@@ -51,8 +57,49 @@ class RefusedBeforeAnythingRuns(unittest.TestCase):
                            ("0,40\n10,20\n", ':1: expected the header "seconds,mbps"'),
                            ("", "empty trace")):
             with self.subTest(text=text):
-                self.assertIn(said, self.refused(trace_text=text))
+                refused = self.refused(trace_text=text)
+                self.assertIn(said, refused)
+                # Once, and not naming the check's own profile: every node
+                # follows the trace, and each had said the same.
+                self.assertEqual(refused.count(said), 1, refused)
+                self.assertNotIn("spec.nodes", refused)
 
+
+def load_bench():
+    loader = importlib.machinery.SourceFileLoader("dp_links", BENCH)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("dp_links", loader))
+    loader.exec_module(module)
+    return module
+
+
+class StallByOutage(unittest.TestCase):
+    def test_an_outage_that_froze_a_workers_figures_counts_inside_it(self):
+        # The link is out from 10 s to 13 s of a 20 s period. The worker's
+        # figures, which come over that link, last move at 9.5 s and next at
+        # 13.5 s, by all of the four seconds between; the worker stalls all
+        # of the outage and half of its other time.
+        bench = load_bench()
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "trace.csv")
+            with open(trace, "w") as f:
+                f.write("seconds,mbps\n0,40\n10,0\n13,40\n19,40\n")
+            snapshots, wall, stall = [], 0.0, 0.0
+            for k in range(1, 41):  # every half second to 20 s
+                t = k * 0.5
+                if t == 13.5:
+                    wall, stall = wall + 4.0, stall + 3.0 + 0.5
+                elif not 10 <= t <= 13:  # the snapshots in between repeat the figures of 9.5 s
+                    wall, stall = wall + 0.5, stall + 0.25
+                snapshots.append({"t": t, "progress": {"workers": [{"rank": 0, "wallSeconds": wall,
+                                                                    "stallSeconds": stall}]}})
+            outside, inside = bench.stall_by_outage(snapshots, [trace], [0], 1.0)
+        # The jump is shared by time, 3 s of its 4 inside: inside 0.875 and
+        # outside 0.52 where the truth is 1 and 0.5. Judged by the link at the
+        # end of the last interval alone, all of it had counted outside:
+        # inside none, outside 0.58.
+        self.assertIsNotNone(inside)
+        self.assertAlmostEqual(inside, 0.875, places=3)
+        self.assertAlmostEqual(outside, 8.625 / 16.5, places=3)
 
 if __name__ == "__main__":
     unittest.main()

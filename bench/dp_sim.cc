@@ -125,6 +125,15 @@ struct Setting {
   double transfer_s = 0;
 };
 
+// The share of [from, to] seconds a link spent below 1 Mbit/s (none: no outage).
+double OutageShare(const std::optional<BandwidthTrace>& trace, double from, double to) {
+  if (!trace || to <= from) return 0;
+  const int n = std::max(1, static_cast<int>(std::ceil((to - from) / 0.01)));
+  int below = 0;
+  for (int k = 0; k < n; ++k) below += trace->MbpsAt(from + (k + 0.5) * (to - from) / n) < 1.0;
+  return static_cast<double>(below) / n;
+}
+
 Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const Options& o, const Setting& setting,
             const TrainTestSplit& data) {
   TeamSetup setup;
@@ -156,7 +165,8 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
   // Stall while the worker's own link was at 1 Mbit/s or more (bench/dp-links' method).
   double stall_out = 0, wall_out = 0, stall_in = 0, wall_in = 0;
   team.Run([&](SimulatedTeam& t) {
-    std::vector<WorkerProgress> previous;
+    // Each worker's figures as they last moved, and when (the links' clock).
+    std::map<int, std::pair<WorkerProgress, double>> moved;
     const TimePoint began = t.clock().Now();
     for (;;) {
       t.clock().SleepFor(std::chrono::milliseconds(500));
@@ -165,15 +175,23 @@ Json RunOne(const std::string& mode, const SyncSpec& sync, uint64_t seed, const 
       // The links' time 0 is the team's construction: about `began`.
       const double now = ToSeconds(t.clock().Now() - began);
       for (const WorkerProgress& w : p.workers) {
-        auto before = std::find_if(previous.begin(), previous.end(), [&](auto& q) { return q.rank == w.rank; });
-        if (before != previous.end()) {
-          const double ds = std::max(0.0, w.stall_s - before->stall_s), dw = w.wall_s - before->wall_s;
-          const auto& trace = setting.traces[w.rank];
-          const bool up = !trace || trace->MbpsAt(now) >= 1.0;
-          if (dw > 0) (up ? stall_out : stall_in) += ds, (up ? wall_out : wall_in) += dw;
+        auto before = moved.find(w.rank);
+        if (before == moved.end()) {
+          moved[w.rank] = {w, now};
+          continue;
         }
+        const auto& [last, since] = before->second;
+        const double ds = std::max(0.0, w.stall_s - last.stall_s), dw = w.wall_s - last.wall_s;
+        if (dw <= 0) continue;
+        // Its figures come over its own link: an outage freezes them, and
+        // the jump once it ends is shared between outside and inside by the
+        // time the link spent in each since they last moved (bench/dp-links
+        // does the same).
+        const double inside = OutageShare(setting.traces[w.rank], since, now);
+        stall_out += ds * (1 - inside), wall_out += dw * (1 - inside);
+        stall_in += ds * inside, wall_in += dw * inside;
+        before->second = {w, now};
       }
-      previous = p.workers;
       if (!reached && (reached = Sustained(ReadEvaluations(evaluations), o.target))) {
         t.Stop();
         break;
