@@ -6,7 +6,9 @@ the terminal would, SIGINT to its whole process group (`edgetrain run` stops
 its agents and removes what it made; a test's stand-in and operator, which
 `unittest` does not stop on its way out, stop themselves), and SIGKILLs what
 of the group has not ended a minute later. SIGTERM to the benchmark is taken
-as SIGINT is. Before, a SIGTERM left the run training on with nothing
+as SIGINT is, and so is SIGHUP: a closed terminal or a dropped ssh session had
+killed the benchmark alone, its run training on to its cap with its agents,
+namespaces and qdiscs (a reader's check). Before, a SIGTERM left the run training on with nothing
 said, and a Ctrl-C had Python SIGKILL it a quarter of a second later, leaving
 its run and TLS folders behind.
 """
@@ -25,10 +27,14 @@ def _interrupt(signum, _frame):
     raise KeyboardInterrupt
 
 
+# The signals that stop a benchmark and its runs.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def install():
-    """SIGINT and SIGTERM raise KeyboardInterrupt in the benchmark's main thread."""
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt in the benchmark's main thread."""
+    for s in STOPPING:
+        signal.signal(s, _interrupt)
 
 
 def exit_code():
@@ -36,19 +42,19 @@ def exit_code():
 
 
 class Held:
-    """SIGINT and SIGTERM noted rather than raised, until the block ends."""
+    """The stopping signals noted rather than raised, until the block ends."""
 
     def __enter__(self):
         self.caught = None
 
         def note(signum, _frame):
             self.caught = self.caught or signum
-        self.previous = [signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)]
+        self.previous = [signal.signal(s, note) for s in STOPPING]
         return self
 
     def __exit__(self, *_):
-        signal.signal(signal.SIGINT, self.previous[0])
-        signal.signal(signal.SIGTERM, self.previous[1])
+        for s, handler in zip(STOPPING, self.previous):
+            signal.signal(s, handler)
         return False
 
     def raise_if_caught(self):

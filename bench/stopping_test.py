@@ -107,6 +107,17 @@ class StoppingTest(unittest.TestCase):
         self.assertIn("driver: stopped by signal 15; nothing is reported", err)
         self.assertFalse(alive(child), "the run's child outlived it")
 
+    def test_a_benchmark_whose_terminal_closed_stops_what_its_run_started(self):
+        # SIGHUP, as a closed terminal or a dropped ssh session sends: it had
+        # killed the benchmark alone, its run training on in a session of its own.
+        d = self.driver("wait")
+        child = self.wait_ready()
+        d.send_signal(signal.SIGHUP)
+        _, err = d.communicate(timeout=60)
+        self.assertEqual(d.returncode, 129, err)
+        self.assertIn("driver: stopped by signal 1; nothing is reported", err)
+        self.assertFalse(alive(child), "the run's child outlived it")
+
     def test_a_signal_while_a_run_is_being_stopped_stops_the_benchmark_after(self):
         d = self.driver("5")  # the run stopped by the benchmark's own choice
         self.wait_for("stopping")
