@@ -20,9 +20,11 @@ void OnSignal(int signal) {
   g_signal = signal;
   g_cancel.store(true);
 }
-// A worker or stage stopped by a signal exits 143 (RunAgent); Ctrl-C's is 130.
+// A worker or stage stopped by a signal exits 143 (RunAgent); Ctrl-C's is 130, a closed terminal's 129.
 int ForSignal(int code) {
-  return code == edgetrain::kExitTerminated && g_signal == SIGINT ? edgetrain::kExitInterrupted : code;
+  if (code != edgetrain::kExitTerminated) return code;
+  if (g_signal == SIGINT) return edgetrain::kExitInterrupted;
+  return g_signal == SIGHUP ? edgetrain::kExitHungUp : code;
 }
 
 // Every pass allocates its activations and gradients afresh, hundreds of kB
@@ -64,10 +66,12 @@ int main(int argc, char** argv) {
     return edgetrain::ExitCodeFor(flags.status());
   }
   if (flags->data_dir.empty()) flags->data_dir = DefaultDataDir();
-  // SIGTERM (the runner, the kubelet) and SIGINT end training at the next step:
-  // the model trained so far is still evaluated and saved.
+  // SIGTERM (the runner, the kubelet), SIGINT and SIGHUP (an agent started
+  // by hand whose terminal closed) end training at the next step: the model
+  // trained so far is still evaluated and saved.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
+  std::signal(SIGHUP, OnSignal);
   // The log's lines stamped with their time; the result's line on stdout,
   // which `edgetrain run`, the kubelet and benches read, as it is.
   const edgetrain::agent::StampedStderr stamped;

@@ -57,12 +57,12 @@ class WrappingFormatter : public CLI::Formatter {
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 success, 1 runtime failure, 2 invalid manifest, profile or command line, 130 interrupted (143 by "
-    "SIGTERM).";
+    "SIGTERM, 129 by SIGHUP).";
 // edgetrain run's: what it means for training (every other command said so
 // too, credentials and validate included: a new user's trial).
 constexpr const char* kRunExitCodes =
     "Exit codes: 0 success (also when the budget ends before the target; see reached_target), 1 runtime failure, "
-    "2 invalid manifest or command line, 130 interrupted (143 by SIGTERM).";
+    "2 invalid manifest or command line, 130 interrupted (143 by SIGTERM, 129 by SIGHUP).";
 
 // An integer in [min, max], named as such when it is not one at all.
 CLI::Validator WholeNumber(int min, int max) {
@@ -334,7 +334,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       "As root: run COMMAND once per worker, each in its own network namespace behind the profile's kernel-shaped "
       "links (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME set), for another framework to compare. "
       "Exits with the highest of the ranks' exit statuses (128+N for a rank killed by signal N), each rank that "
-      "failed named on stderr; 130 or 143 when interrupted.");
+      "failed named on stderr; 130, 143 or 129 when interrupted.");
   netns_run->add_option("--nodes", netns.nodes_path, "the cluster profile whose links to emulate")
       ->option_text("PROFILE.yaml")
       ->required();

@@ -21,9 +21,22 @@ void OnSignal(int signal) {
 }
 
 // An interrupted run ends as a shell reports the signal that stopped it:
-// 130 for Ctrl-C, 143 for SIGTERM (a supervisor's, a container runtime's).
+// 130 for Ctrl-C, 143 for SIGTERM (a supervisor's, a container runtime's),
+// 129 for SIGHUP.
 int EndedBy(int code) {
-  return code == edgetrain::kExitInterrupted && g_signal.load() == SIGTERM ? edgetrain::kExitTerminated : code;
+  if (code != edgetrain::kExitInterrupted) return code;
+  if (g_signal.load() == SIGTERM) return edgetrain::kExitTerminated;
+  return g_signal.load() == SIGHUP ? edgetrain::kExitHungUp : code;
+}
+
+// The signals that stop a run as Ctrl-C does. SIGHUP among them: a closed
+// terminal or a dropped ssh session killed the runner outright, its agents
+// with it (they die with their parent), the model trained since the last
+// checkpoint lost and the run's network namespaces and qdiscs left behind.
+void StopOnSignals() {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGHUP, OnSignal);
 }
 
 }  // namespace
@@ -53,17 +66,14 @@ int main(int argc, char** argv) {
     case Command::kCredentials:
       return MakeCredentials(line.credentials, std::cout, std::cerr);
     case Command::kNetnsRun:
-      std::signal(SIGINT, OnSignal);
-      std::signal(SIGTERM, OnSignal);
+      StopOnSignals();
       return EndedBy(RunInNamespaces(line.netns, std::cout, std::cerr, g_interrupted));
     case Command::kNodeLinks:
-      std::signal(SIGINT, OnSignal);
-      std::signal(SIGTERM, OnSignal);
+      StopOnSignals();
       return ServeNodeLinks(line.node_links, STDIN_FILENO, std::cout, std::cerr, g_interrupted);
     case Command::kRun:
       line.run.terminal = ::isatty(STDERR_FILENO);
-      std::signal(SIGINT, OnSignal);
-      std::signal(SIGTERM, OnSignal);
+      StopOnSignals();
       return EndedBy(RunLocal(line.run, std::cout, std::cerr, g_interrupted));
   }
   return kExitInvalid;

@@ -97,10 +97,12 @@ class RunCommandTest : public testing::Test {
     return false;
   }
 
-  bool StderrShows(const std::string& text, seconds timeout) {
+  // Whether the runner's log shows `text` within `timeout`, past its first
+  // `from` bytes (a run's own, where the log holds earlier runs' too).
+  bool StderrShows(const std::string& text, seconds timeout, size_t from = 0) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (ReadFile(dir_ / "stderr.log").find(text) != std::string::npos) return true;
+      if (ReadFile(dir_ / "stderr.log").find(text, from) != std::string::npos) return true;
       std::this_thread::sleep_for(milliseconds(20));
     }
     return false;
@@ -1277,7 +1279,8 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
 
   // Run again, it resumes from where the interrupt left it, and says so; with
   // --fresh it starts over, and says what it replaces. Stopped by SIGTERM (a
-  // supervisor's, not a terminal's), it exits as a shell reports that: 143.
+  // supervisor's, not a terminal's), it exits as a shell reports that: 143;
+  // by SIGHUP (its terminal closed), 129, having stopped as for Ctrl-C.
   struct Again {
     std::vector<std::string> flags;
     std::string said;
@@ -1295,17 +1298,25 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
   const Again again[] = {
       {{}, "resuming digits-interrupted from its checkpoint at iteration ", SIGINT, 130},
       {{"--fresh"}, "note: digits-interrupted starts afresh; its model will replace " + (dir_ / "out" / "model.pt").string(),
-       SIGTERM, 143}};
+       SIGTERM, 143},
+      // A closed terminal: it had killed the runner, and its agents with it.
+      {{}, "resuming digits-interrupted from its checkpoint at iteration ", SIGHUP, 129}};
   for (const auto& [flags, said, signal, exit] : again) {
     std::vector<std::string> args = {"run", manifest, "--output", (dir_ / "out").string()};
     args.insert(args.end(), flags.begin(), flags.end());
+    const size_t before = ReadFile(dir_ / "stderr.log").size();
     auto rerun = Start(args);
     ASSERT_TRUE(rerun.ok());
-    EXPECT_TRUE(StderrShows(said, seconds(60))) << ReadFile(dir_ / "stderr.log");
+    EXPECT_TRUE(StderrShows(said, seconds(60), before)) << ReadFile(dir_ / "stderr.log");
     ::kill(-rerun->pid(), signal);
     while (rerun->ReadLine(seconds(60))) {
     }
     EXPECT_EQ(rerun->Wait(seconds(30)), exit);
+    // Stopped as Ctrl-C stops it, not killed by the signal, whose exit
+    // status a shell reports alike.
+    const std::string log = ReadFile(dir_ / "stderr.log");
+    EXPECT_NE(log.find("interrupted: stopping digits-interrupted", before), std::string::npos)
+        << "stopped by signal " << signal << ":\n" << log.substr(before);
   }
   // Resumed, or started afresh, and interrupted, it kept the finished run's
   // model, and the picture drawn of it (the folder held one run's model and
