@@ -98,25 +98,22 @@ class StoppingTest(unittest.TestCase):
         with open(os.path.join(self.folder, "child.pid")) as f:
             return int(f.read())
 
-    def test_a_benchmark_stopped_by_sigterm_stops_what_its_run_started(self):
+    def stops_what_its_run_started(self, signum):
         d = self.driver("wait")
         child = self.wait_ready()
-        d.send_signal(signal.SIGTERM)
+        d.send_signal(signum)
         _, err = d.communicate(timeout=60)
-        self.assertEqual(d.returncode, 143, err)
-        self.assertIn("driver: stopped by signal 15; nothing is reported", err)
+        self.assertEqual(d.returncode, 128 + signum, err)
+        self.assertIn(f"driver: stopped by signal {signum}; nothing is reported", err)
         self.assertFalse(alive(child), "the run's child outlived it")
+
+    def test_a_benchmark_stopped_by_sigterm_stops_what_its_run_started(self):
+        self.stops_what_its_run_started(signal.SIGTERM)
 
     def test_a_benchmark_whose_terminal_closed_stops_what_its_run_started(self):
         # SIGHUP, as a closed terminal or a dropped ssh session sends: it had
         # killed the benchmark alone, its run training on in a session of its own.
-        d = self.driver("wait")
-        child = self.wait_ready()
-        d.send_signal(signal.SIGHUP)
-        _, err = d.communicate(timeout=60)
-        self.assertEqual(d.returncode, 129, err)
-        self.assertIn("driver: stopped by signal 1; nothing is reported", err)
-        self.assertFalse(alive(child), "the run's child outlived it")
+        self.stops_what_its_run_started(signal.SIGHUP)
 
     def test_a_signal_while_a_run_is_being_stopped_stops_the_benchmark_after(self):
         d = self.driver("5")  # the run stopped by the benchmark's own choice
