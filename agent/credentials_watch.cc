@@ -16,6 +16,7 @@ CredentialsWatch::CredentialsWatch(pki::TlsFolder files, std::string job, Clock&
       log_(log),
       wall_(wall ? std::move(wall) : [] { return std::chrono::system_clock::now(); }) {
   unusable_ = Unusable(cert_pem_, ca_pem_);  // as the agent checked them: usable
+  exposed_ = Exposed();                       // and as its start said of them
   looks_.emplace(clock, "credentials watch", every, [this] { Look(); });
 }
 
@@ -26,6 +27,17 @@ std::string CredentialsWatch::Unusable(std::string& cert_pem, std::string& ca_pe
   if (Status pair = pki::CheckKeyPair({files->cert_pem, files->key_pem}); !pair.ok()) return pair.message();
   cert_pem = files->cert_pem;
   ca_pem = files->ca_pem;
+  return "";
+}
+
+std::string CredentialsWatch::Exposed() const {
+  // In the words of the agent's start, which refuses the first and warns of the second.
+  if (const std::string swap = pki::WhoElseMayTouch(dir_); !swap.empty()) {
+    return swap + ", who could swap the job's credentials in it (chmod go-w on it and its files)";
+  }
+  if (const std::string read = pki::WhoElseMayRead(dir_); !read.empty()) {
+    return read + ", who could present this job's certificate as its own (chmod o-r on it)";
+  }
   return "";
 }
 
@@ -82,6 +94,14 @@ void CredentialsWatch::Look() {
     ca_pem_ = ca_now;
   }
   unusable_ = why;
+  if (const std::string exposed = Exposed(); exposed != exposed_) {
+    if (!exposed.empty()) {
+      log_ << "tls: WARNING: --tls-dir " << dir_ << ": " << exposed << "\n";
+    } else {
+      log_ << "tls: --tls-dir " << dir_ << " is kept from other users again\n";
+    }
+    exposed_ = exposed;
+  }
   SayWhatRanOut();
 }
 

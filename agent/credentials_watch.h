@@ -12,7 +12,10 @@
 // taken up unsaid: a user's trial). It also says, at its first look after,
 // when the certificate, or the authority, it holds runs out while the agent
 // runs: the team's agents then refuse every new connection it makes or
-// serves, and nothing had said why (a user's trial).
+// serves, and nothing had said why (a user's trial). And it says when other
+// users of the machine come to be able to swap the files or read the key,
+// which the start refuses or warns of: a key rotated in by a plain `cp`
+// takes the umask's 0644, and nothing had said so mid-run.
 
 #include <functional>
 #include <optional>
@@ -41,6 +44,8 @@ class CredentialsWatch {
   // Why the files cannot be used together as they are now, "" when they can
   // (and then `cert_pem` and `ca_pem` are the certificate's and authority's).
   std::string Unusable(std::string& cert_pem, std::string& ca_pem) const;
+  // Who else may swap the files or read the key, and what follows; "": no one.
+  std::string Exposed() const;
 
   const pki::TlsFolder files_;
   const std::string job_;
@@ -51,6 +56,7 @@ class CredentialsWatch {
   std::string cert_pem_;  // the certificate last found usable
   std::string ca_pem_;    // and the authority beside it
   std::string unusable_;  // why the files could not be used at the last look; "": they could
+  std::string exposed_;   // who else could swap or read them at the last look; "": no one
   std::set<std::string> ran_out_said_;  // the certificates (PEM) whose end was said
   std::optional<PeriodicLook> looks_;  // last: stopped before what it looks with goes
 };

@@ -135,5 +135,41 @@ TEST(CredentialsWatchTest, SaysWhenTheFolderNowHoldsACertificateItsJobWouldRefus
       << swapped;
 }
 
+// A key made readable by every user mid-run (rotated in by a plain `cp`,
+// which takes the umask's 0644), and a folder others may write in, are said
+// once each, as the agent's start says them, and so is the folder kept from
+// them again: only the start had looked.
+TEST(CredentialsWatchTest, SaysWhenOtherUsersComeToBeAbleToReadTheKeyOrSwapTheFiles) {
+  const fs::path dir = Credentials("exposed");
+  const std::string key = (dir / "tls.key").string();
+  DeterministicClock clock;
+  std::ostringstream log;
+  std::string readable, closed, writable;
+  clock.Run("test", [&] {
+    CredentialsWatch watch(pki::TlsFolderAt(dir.string()), "watched", clock, seconds(1), log);
+    clock.SleepFor(seconds(1) + std::chrono::milliseconds(500));
+    EXPECT_EQ(log.str(), "") << "the folder as the start judged it: nothing to say";
+    fs::permissions(key, fs::perms::others_read, fs::perm_options::add);
+    clock.SleepFor(seconds(3));
+    readable = log.str();
+    fs::permissions(key, fs::perms::others_read, fs::perm_options::remove);
+    clock.SleepFor(seconds(2));
+    closed = log.str().substr(readable.size());
+    fs::permissions(dir, fs::perms::others_write, fs::perm_options::add);
+    clock.SleepFor(seconds(2));
+    writable = log.str().substr(readable.size() + closed.size());
+    fs::permissions(dir, fs::perms::others_write, fs::perm_options::remove);
+  });
+  EXPECT_EQ(readable, "tls: WARNING: --tls-dir " + dir.string() + ": " + key + " may be read by every user of this "
+                      "machine, who could present this job's certificate as its own (chmod o-r on it)\n")
+      << "said once, at the first look after the change";
+  EXPECT_EQ(closed, "tls: --tls-dir " + dir.string() + " is kept from other users again\n");
+  EXPECT_NE(writable.find("tls: WARNING: --tls-dir " + dir.string() + ": "), std::string::npos) << writable;
+  EXPECT_NE(writable.find(", who could swap the job's credentials in it (chmod go-w on it and its files)\n"),
+            std::string::npos)
+      << writable;
+  EXPECT_EQ(Count(writable, "WARNING"), 1u) << writable;
+}
+
 }  // namespace
 }  // namespace edgetrain::agent
