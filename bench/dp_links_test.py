@@ -101,5 +101,15 @@ class StallByOutage(unittest.TestCase):
         self.assertAlmostEqual(inside, 0.875, places=3)
         self.assertAlmostEqual(outside, 8.625 / 16.5, places=3)
 
+class AccuracyAtBudget(unittest.TestCase):
+    def test_the_evaluation_due_at_the_budgets_end_counts(self):
+        # Every 2 s, each landing a few tens of ms after it is due.
+        run = {"evaluations": [(2.04, 0.5), (4.05, 0.6), (6.03, 0.65), (8.06, 0.7), (10.05, 0.8), (12.04, 0.81)]}
+        bench = load_bench()
+        self.assertEqual(bench.at_budget(run, 10, 2.0), 0.8)
+        self.assertEqual(bench.at_budget(run, 9, 2.0), 0.7)
+        self.assertIsNone(bench.at_budget(run, 1, 2.0))
+
+
 if __name__ == "__main__":
     unittest.main()
