@@ -27,7 +27,8 @@ double StateFactorOf(const OptimizerSpec& optimizer);
 Status CheckSplitAllowed(const JobSpec& spec, std::span<const LayerCost> layers);
 
 // One device per node, in the order given (the even split deals layers out in
-// it). `layers` were measured on this machine at speed 1 (`edgetrain-agent
+// it). A node given k times, k workers placed on it, is k devices, each with a
+// k-th of its compute, memory and link, which its pods share. `layers` were measured on this machine at speed 1 (`edgetrain-agent
 // profile-layers`, which does not emulate a slowdown), and `transport`, the
 // agent's messages, and `stage`, a stage's own cost of a pass, timed beside
 // them. InvalidArgument, naming the node, for

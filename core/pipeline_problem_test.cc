@@ -82,6 +82,30 @@ TEST(PipelineProblemTest, EachNodeIsADeviceAtItsSpeedMemoryAndLink) {
   EXPECT_EQ(slow.down_bytes_per_s, 0);
 }
 
+// Two workers placed on one node (on Kubernetes, where nodes are fewer than
+// workers) share its compute, memory and link: two devices of half of each,
+// not two of the whole node.
+TEST(PipelineProblemTest, ANodeTwoWorkersArePlacedOnIsSharedByThem) {
+  const std::vector<NodeView> nodes = {Emulated("a", 2, 80), Emulated("b", 2, 80), Emulated("b", 2, 80)};
+  const auto problem = PipelineProblemOf(Job(), nodes, TwoLayers());
+  ASSERT_TRUE(problem.ok()) << problem.status().ToString();
+  ASSERT_EQ(problem->devices.size(), 3u);
+  EXPECT_DOUBLE_EQ(problem->devices[0].speed, 0.5);
+  EXPECT_EQ(problem->devices[0].memory_bytes, int64_t{4} << 30);
+  for (size_t d : {1u, 2u}) {
+    EXPECT_EQ(problem->devices[d].name, "b");
+    EXPECT_DOUBLE_EQ(problem->devices[d].speed, 0.25);
+    EXPECT_EQ(problem->devices[d].memory_bytes, int64_t{2} << 30);
+    EXPECT_DOUBLE_EQ(problem->devices[d].up_bytes_per_s, 5e6);
+  }
+  // The sum of capacities counts node b once: twice node a's, as b is a's like.
+  const auto all = ChooseParallelism(*problem, ParallelismMode::kAuto);
+  const auto a_alone = ChooseParallelism(*PipelineProblemOf(Job(), std::vector<NodeView>{nodes[0]}, TwoLayers()),
+                                         ParallelismMode::kAuto);
+  ASSERT_TRUE(all.ok() && a_alone.ok());
+  EXPECT_NEAR(all->ideal_samples_per_s, 2 * a_alone->ideal_samples_per_s, 1e-9 * all->ideal_samples_per_s);
+}
+
 TEST(PipelineProblemTest, ARealNodeRunsAtItsScoreAndOffersWhatOtherPodsLeave) {
   NodeView board;
   board.name = "board";
