@@ -28,13 +28,13 @@ Status CheckSplitAllowed(const JobSpec& spec, std::span<const LayerCost> layers)
 
 // One device per node, in the order given (the even split deals layers out in
 // it). A node given k times, k workers placed on it, is k devices, each with a
-// k-th of its compute, memory and link, which its pods share. `layers` were measured on this machine at speed 1 (`edgetrain-agent
-// profile-layers`, which does not emulate a slowdown), and `transport`, the
-// agent's messages, and `stage`, a stage's own cost of a pass, timed beside
-// them. InvalidArgument, naming the node, for
-// a node placement would never choose: no compute, or a link measured at
-// nothing; for a job without a batch, no nodes, or no layers; or as
-// CheckSplitAllowed.
+// k-th of its compute, memory and link, which its pods share. `layers` were
+// measured on this machine at speed 1 (`edgetrain-agent profile-layers`, which
+// does not emulate a slowdown), and `transport`, the agent's messages, and
+// `stage`, a stage's own cost of a pass, timed beside them. InvalidArgument,
+// naming the node, for a node placement would never choose: no compute, or a
+// link measured at nothing; for a job without a batch, no nodes, or no layers;
+// or as CheckSplitAllowed.
 StatusOr<PipelineProblem> PipelineProblemOf(const JobSpec& spec, std::span<const NodeView> nodes,
                                             std::vector<LayerCost> layers, const TransportCost& transport = {},
                                             const StagePassCost& stage = {});
