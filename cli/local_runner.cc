@@ -701,18 +701,37 @@ class FolderCheckpoint {
   // shown iterations past it, and resumed from further back unsaid (a
   // user's trial). Empty where it cannot be read.
   std::string AtIteration() const {
-    const auto kept = agent::LoadCheckpoint(path_);
-    return kept.ok() && kept->has_value() ? ", at iteration " + WithThousands((*kept)->iteration) + "," : "";
+    const std::optional<Read> kept = ReadNow();
+    return kept ? ", at iteration " + WithThousands(kept->iteration) + "," : "";
   }
   // Whose it is, as the run says it: another job's was called this job's,
   // after the run had refused it as another's (a user's trial).
   std::string Whose(const std::string& job) const {
-    const auto kept = agent::LoadCheckpoint(path_);
-    return kept.ok() && kept->has_value() && (*kept)->job != job ? "job " + (*kept)->job + "'s checkpoint"
-                                                                 : "the job's checkpoint";
+    const std::optional<Read> kept = ReadNow();
+    return kept && kept->job != job ? "job " + kept->job + "'s checkpoint" : "the job's checkpoint";
   }
 
  private:
+  // What the lines above say of the checkpoint, read once a version of the
+  // file: a failed run's last words had loaded the whole of it, model and
+  // optimizer state, up to three times.
+  struct Read {
+    std::string job;
+    int64_t iteration = 0;
+    bool complete = false;
+  };
+  std::optional<Read> ReadNow() const {
+    const std::optional<fs::file_time_type> at = WrittenAt();
+    if (!at) return std::nullopt;
+    if (read_at_ != at) {
+      read_at_ = at;
+      const auto kept = agent::LoadCheckpoint(path_);
+      read_.reset();
+      if (kept.ok() && kept->has_value()) read_ = Read{(*kept)->job, (*kept)->iteration, (*kept)->complete};
+    }
+    return read_;
+  }
+
   // Of a file: a folder in its place is none (a run refused for one said
   // "the job's checkpoint ... is kept as it was": a new user's trial).
   std::optional<fs::file_time_type> WrittenAt() const {
@@ -726,13 +745,15 @@ class FolderCheckpoint {
   // taken) offered it "to resume from" (a new user's trial).
   bool FinishedBefore() const {
     if (!before_ || WrittenAt() != before_) return false;
-    const auto kept = agent::LoadCheckpoint(path_);
-    return kept.ok() && kept->has_value() && (*kept)->complete;
+    const std::optional<Read> kept = ReadNow();
+    return kept && kept->complete;
   }
 
   const std::string path_;
   const bool fresh_;
   const std::optional<fs::file_time_type> before_;
+  mutable std::optional<fs::file_time_type> read_at_;  // the version read_ is of
+  mutable std::optional<Read> read_;
 };
 
 // What a person most needs after a run failed: whether the work is lost, and
