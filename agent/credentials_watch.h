@@ -14,8 +14,9 @@
 // runs: the team's agents then refuse every new connection it makes or
 // serves, and nothing had said why (a user's trial). And it says when other
 // users of the machine come to be able to swap the files or read the key,
-// which the start refuses or warns of: a key rotated in by a plain `cp`
-// takes the umask's 0644, and nothing had said so mid-run.
+// which the start refuses or warns of: a key rotated in as a new file takes
+// the mode of whatever wrote it (the umask's 0644, often), and nothing had
+// said so mid-run.
 
 #include <functional>
 #include <optional>

@@ -135,8 +135,8 @@ TEST(CredentialsWatchTest, SaysWhenTheFolderNowHoldsACertificateItsJobWouldRefus
       << swapped;
 }
 
-// A key made readable by every user mid-run (rotated in by a plain `cp`,
-// which takes the umask's 0644), and a folder others may write in, are said
+// A key made readable by every user mid-run (rotated in as a new file of the
+// umask's 0644), and a folder others may write in, are said
 // once each, as the agent's start says them, and so is the folder kept from
 // them again: only the start had looked.
 TEST(CredentialsWatchTest, SaysWhenOtherUsersComeToBeAbleToReadTheKeyOrSwapTheFiles) {
