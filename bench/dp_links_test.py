@@ -44,6 +44,8 @@ class RefusedBeforeAnythingRuns(unittest.TestCase):
                            (("--target", "2"), "--target is a test accuracy in (0, 1]"),
                            (("--lr-grid", "0.001,x"), "--lr-grid is comma-separated learning rates"),
                            (("--bin", "/nonexistent"), "/nonexistent/edgetrain is missing"),
+                           (("--cap", "inf"), "argument --cap: not a finite number: 'inf'"),
+                           (("--scale", "nan"), "argument --scale: not a finite number: 'nan'"),
                            (("--modes", "bsp-int8,nosuch"), "unknown mode nosuch"),
                            (("--modes", ","), "--modes names no mode"),
                            (("--zero-stall-mode", "ddp"), "--zero-stall-mode must be one of edgetrain's modes")):
