@@ -33,6 +33,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -75,13 +76,26 @@ struct Options {
   std::string out;
 };
 
+// A partition's name, within the ranges the CRD allows (labelsPerWorker
+// 1-100000, alpha in (0, 1000]); none for any other: labels0 crashed the
+// simulator, labelsx aborted it, dirichlet-1 ran (a reader's check).
 std::optional<PartitionSpec> PartitionNamed(const std::string& name) {
   if (name == "iid") return PartitionSpec{};
-  if (name.rfind("labels", 0) == 0 && name.size() > 6) {
-    return PartitionSpec{PartitionKind::kLabels, std::nullopt, std::stoi(name.substr(6))};
+  const auto number = [](std::string_view text) -> std::optional<double> {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;
+    return value;
+  };
+  if (name.rfind("labels", 0) == 0) {
+    const std::optional<double> k = number(std::string_view(name).substr(6));
+    if (!k || *k < 1 || *k > 100000 || *k != std::floor(*k)) return std::nullopt;
+    return PartitionSpec{PartitionKind::kLabels, std::nullopt, static_cast<int>(*k)};
   }
-  if (name.rfind("dirichlet", 0) == 0 && name.size() > 9) {
-    return PartitionSpec{PartitionKind::kDirichlet, std::stod(name.substr(9))};
+  if (name.rfind("dirichlet", 0) == 0) {
+    const std::optional<double> alpha = number(std::string_view(name).substr(9));
+    if (!alpha || !(*alpha > 0) || *alpha > 1000) return std::nullopt;
+    return PartitionSpec{PartitionKind::kDirichlet, *alpha};
   }
   return std::nullopt;
 }
@@ -243,8 +257,20 @@ int Main(int argc, char** argv) {
   app.add_option("--modes", o.modes, "comma-separated: fixed, adaptive, weighted, injected, int8, topk, compressed");
   app.add_option("--link-mbps", o.link_mbps, "every worker's link, both ways, in Mbit/s; 0: unshaped")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent");
-  app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it");
+  // In (0, 1], as the CRD's spec.data.injection has them: a share of -1 or
+  // inf crashed the simulator, one of nan or 5 ran as none (a reader's check).
+  const CLI::Validator share(
+      [](const std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && *end == '\0' && v > 0 && v <= 1 ? std::string()
+                                                                       : "must be in (0, 1], got " + text;
+      },
+      "(0, 1]");
+  app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent")
+      ->check(share);
+  app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it")
+      ->check(share);
   app.add_option("--partitions", o.partitions, "comma-separated: iid, labelsK, dirichletALPHA");
   app.add_option("--lrs", lrs, "Adam's learning rates, the grid every mode is searched over");
   app.add_option("--cap", o.cap, "simulated seconds a run may last at most")->check(positive);
@@ -253,7 +279,13 @@ int Main(int argc, char** argv) {
   app.add_option("--eval-every", o.eval_every)->check(positive);
   app.add_option("--seed", o.seed);
   app.add_option("--out", o.out, "runs' folders")->required();
-  CLI11_PARSE(app, argc, argv);
+  // A flag CLI11 refuses exits 2, as the refusals below do (it exited 105,
+  // which the benches read as a failed run: a reader's check).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (o.slowdowns.size() != o.rates.size()) {
     std::cerr << "--slowdowns needs one per rate\n";
     return 2;
@@ -281,7 +313,8 @@ int Main(int argc, char** argv) {
   }
   for (const std::string& p : Split(o.partitions)) {
     if (!PartitionNamed(p)) {
-      std::cerr << "unknown partition " << p << " (iid, labelsK, dirichletALPHA)\n";
+      std::cerr << "unknown partition " << p << " (iid, labelsK with K from 1 to 100000, dirichletALPHA with ALPHA "
+                << "above 0 and at most 1000)\n";
       return 2;
     }
     if (!o.targets.contains(p)) o.targets[p] = o.targets["iid"];
