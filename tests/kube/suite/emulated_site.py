@@ -5,6 +5,7 @@ and waits that follow watches instead of sleeping."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -71,6 +72,10 @@ class SiteTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="site-test-")
+        # Removed once the stand-in has stopped (cleanups run last first): every
+        # run had left one in /tmp, holding the operator's kubeconfig (a
+        # reader's check of the benches that run these tests).
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
         cls.profile_path = os.path.join(cls.dir, "profile.yaml")
         with open(cls.profile_path, "w") as f:
             f.write(cls.profile.replace("%s", REPO_ROOT))

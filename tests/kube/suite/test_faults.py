@@ -406,6 +406,10 @@ class CleanupTest(unittest.TestCase):
         server.proc.stdout.close()
         server.stderr.close()
         server.proc = None
+        # The harness's own folder for it (its kubeconfig), which stop() would
+        # have removed: in /tmp, where Python's tempfile had settled before
+        # this test's TMPDIR, and left there by every run.
+        shutil.rmtree(server.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

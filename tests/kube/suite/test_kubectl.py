@@ -23,7 +23,8 @@ TJ = "/apis/edgetrain.dev/v1alpha1/namespaces/default/trainingjobs"
 class Kubectl:
     def __init__(self, server):
         self.server = server
-        self.cache = tempfile.mkdtemp(prefix="kubectl-cache-")
+        # In the stand-in's folder, removed with it: one a run had been left in /tmp.
+        self.cache = tempfile.mkdtemp(prefix="kubectl-cache-", dir=server.workdir)
 
     def argv(self, args):
         return [KUBECTL, "--kubeconfig", self.server.kubeconfig, "--cache-dir", self.cache,
