@@ -267,7 +267,8 @@ int Main(int argc, char** argv) {
                                                                        : "must be in (0, 1], got " + text;
       },
       "(0, 1]");
-  app.add_option("--label-share", o.injection.label_share, "injected: the share of the labels a worker lacks it is sent")
+  app.add_option("--label-share", o.injection.label_share,
+                 "injected: the share of the labels a worker lacks it is sent")
       ->check(share);
   app.add_option("--batch-share", o.injection.batch_share, "injected: samples on top of a batch, as a share of it")
       ->check(share);
