@@ -659,15 +659,10 @@ class Stage {
         SendGradient(false);
         continue;
       }
-      const double began = WorkClock();
-      const TimePoint waiting_from = clock_.Now();
-      const Status waited = inbox_.AwaitAny({}, now_step_, now_attempt_, /*gradient=*/true);
       // Waiting on its group, as a bubble is waiting on a neighbour: a
       // pipeline of one stage on several devices showed 0% waiting, its wall
       // time its compute, beside a plan of 73% exchanging (a user's trial).
-      summary_.idle_s += ToSeconds(clock_.Now() - waiting_from);
-      not_work_s_ += WorkClock() - began;
-      EDGETRAIN_RETURN_IF_ERROR(waited);
+      EDGETRAIN_RETURN_IF_ERROR(Waited({}, /*gradient=*/true));
     }
   }
   // Whether its own gradient goes to the head a micro-batch at a time
@@ -781,12 +776,12 @@ class Stage {
     }
   }
 
-  // A wait for a micro-batch or a cover: the pipeline's bubbles, and not
-  // the device's work.
-  Status Waited(const std::vector<StageInbox::Key>& keys) {
+  // A wait for a micro-batch or a cover, or (`gradient`) for the group's
+  // summed gradient: the pipeline's bubbles, and not the device's work.
+  Status Waited(const std::vector<StageInbox::Key>& keys, bool gradient = false) {
     const TimePoint began = clock_.Now();
     const double work_began = WorkClock();
-    Status waited = inbox_.AwaitAny(keys, now_step_, now_attempt_, /*gradient=*/false);
+    Status waited = inbox_.AwaitAny(keys, now_step_, now_attempt_, gradient);
     summary_.idle_s += ToSeconds(clock_.Now() - began);
     not_work_s_ += WorkClock() - work_began;
     return waited;
