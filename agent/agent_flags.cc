@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/duration_text.h"
+#include "http/socket_address.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -150,13 +151,14 @@ StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
   if (!flags.coordinator.empty()) {
     // Checked as given: "127.0.0.1:99999", ":" or " " were each dialled for
     // the whole grace, "cannot reach the coordinator ... yet" (a user's trial).
-    const size_t colon = flags.coordinator.rfind(':');
-    const std::string host = colon == std::string::npos ? "" : flags.coordinator.substr(0, colon);
-    const std::string port = colon == std::string::npos ? "" : flags.coordinator.substr(colon + 1);
-    const int number = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos
-                           ? std::stoi(port)
-                           : 0;
-    if (host.empty() || host.find_first_of(" \t") != std::string::npos || number < 1 || number > 65535) {
+    // Split as the transport dials it (http::SplitHostPort, [v6] included).
+    const StatusOr<http::HostPort> at = http::SplitHostPort(flags.coordinator);
+    const auto port_number = [](const std::string& port) {
+      const bool digits = port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+      return digits ? std::stoi(port) : 0;  // SplitHostPort gives no empty port
+    };
+    if (!at.ok() || at->host.empty() || at->host.find_first_of(" \t") != std::string::npos ||
+        port_number(at->port) < 1 || port_number(at->port) > 65535) {
       return InvalidArgumentError("--coordinator: expected HOST:PORT, a port from 1 to 65535, got \"" +
                                   flags.coordinator + "\"");
     }
