@@ -518,8 +518,7 @@ StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::
                                 "(chmod go-w on it and its files)");
   }
   if (const std::string readable = pki::WhoElseMayRead(flags.tls_dir); !readable.empty()) {
-    log << "WARNING: --tls-dir: " << readable << ", who could present this job's certificate as its own "
-        << "(chmod o-r on it)\n";
+    log << "WARNING: --tls-dir: " << readable << ", " << pki::kReadableKeyRisk << "\n";
   }
   TransportSecurity security = TransportSecurity::MutualTls(flags.job, flags.tls_dir, flags.tls_reload);
   auto files = pki::ReadTlsFolder(security.files);

@@ -36,7 +36,7 @@ std::string CredentialsWatch::Exposed() const {
     return swap + ", who could swap the job's credentials in it (chmod go-w on it and its files)";
   }
   if (const std::string read = pki::WhoElseMayRead(dir_); !read.empty()) {
-    return read + ", who could present this job's certificate as its own (chmod o-r on it)";
+    return read + ", " + pki::kReadableKeyRisk;
   }
   return "";
 }

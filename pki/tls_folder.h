@@ -45,6 +45,8 @@ std::string WhoElseMayTouch(const std::string& dir);
 // pod's to decide; the operator mounts it 0440 (a user's trial found a key
 // of 0644 taken without a word).
 std::string WhoElseMayRead(const std::string& dir);
+// What follows from it, as the agent's start and its folder watch both say.
+inline constexpr const char* kReadableKeyRisk = "who could present this job's certificate as its own (chmod o-r on it)";
 
 // A new authority of `job` and one agent certificate of it, valid over
 // [not_before, not_after), written into `dir` (WriteTlsFolder). The
