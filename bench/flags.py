@@ -1,12 +1,14 @@
-"""Flag types the benchmarks share. A number a run can use, or argparse's
-refusal (exit 2, naming the flag) before anything runs: `inf` and `nan`
-parse as floats, and had run a trial before ending in a traceback, or
-printed a final line of `Infinity`, which is not JSON (a reader's check)."""
+"""Flag types and checks the benchmarks share, each refused by argparse (exit
+2, naming the flag) before anything runs."""
 import argparse
 import math
+import os
 
 
 def finite_float(text):
+    """A number a run can use: `inf` and `nan` parse as floats, and had run a
+    trial before ending in a traceback, or printed a final line of
+    `Infinity`, which is not JSON (a reader's check)."""
     try:
         value = float(text)
     except ValueError:
@@ -14,3 +16,14 @@ def finite_float(text):
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     return value
+
+
+def require_programs(parser, folder, programs, flag):
+    """Each of `programs` in `folder`, or the parser's refusal naming the one
+    missing and `flag`, which gives another (--build a build folder, --bin
+    its bin folder)."""
+    for program in programs:
+        path = os.path.join(folder, program)
+        if not os.access(path, os.X_OK):
+            where = "the build folder" if flag == "--build" else "the folder holding it"
+            parser.error(f"{path} is missing: run make build, or give {flag} {where}")
