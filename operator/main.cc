@@ -264,8 +264,12 @@ int main(int argc, char** argv) {
                                                                   : " in namespace " + options.namespace_) +
             " at " + config->server + " (" + config->source + ")");
 
+  // SIGHUP too, as the CLI and the agent take it: an operator run by hand from
+  // a terminal that closes would otherwise die holding its Lease, and a
+  // standby wait out the Lease's duration before leading.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
+  std::signal(SIGHUP, OnSignal);
   if (!leader_elect) {
     metrics.SetLeader(true);
     controller.Run(g_stop);

@@ -224,16 +224,16 @@ def start_operator(kubeconfig, log_path, ready=True, timeout=20, extra=()):
                          f"the operator never became ready: {log}")
 
 
-def stop_operator(proc, timeout=20):
-    """SIGTERM, then its exit code; killed, and an AssertionError, if it is still
-    running after timeout seconds."""
-    proc.send_signal(signal.SIGTERM)
+def stop_operator(proc, timeout=20, how=signal.SIGTERM):
+    """Signal `how` (SIGTERM, as the kubelet stops it), then its exit code; killed, and
+    an AssertionError, if it is still running after timeout seconds."""
+    proc.send_signal(how)
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        raise AssertionError(f"the operator did not stop within {timeout} s of SIGTERM")
+        raise AssertionError(f"the operator did not stop within {timeout} s of {signal.Signals(how).name}")
     finally:
         proc.stdout.close()
 

@@ -19,6 +19,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,7 @@ class OperatorSiteTestCase(SiteTestCase):
     the chart's ServiceAccount; what its tests read of the jobs and pods."""
 
     operator_args = ()  # the class's own flags, after OPERATOR_FAST
+    stop_with = signal.SIGTERM  # how the class's operator is stopped once its tests are done
 
     @classmethod
     def setUpClass(cls):
@@ -102,7 +104,11 @@ class OperatorSiteTestCase(SiteTestCase):
 
     @classmethod
     def _stop_operator(cls):
-        assert stop_operator(cls.operator) == 0, "the operator exits 0 on SIGTERM"
+        how = signal.Signals(cls.stop_with).name
+        assert stop_operator(cls.operator, how=cls.stop_with) == 0, f"the operator exits 0 on {how}"
+        # ... and hands the Lease over at once rather than leaving a standby to wait it out.
+        with open(cls.operator_log) as f:
+            assert "stopped; the Lease is released" in f.read(), f"on {how}: " + cls.logs()
 
 
     @classmethod
@@ -704,8 +710,8 @@ class OperatorTest(OperatorSiteTestCase):
         (its iteration past where it was when the links came back) and each of those
         workers back in the team (the coordinator says so: the team may train on with
         the first one back before the others are). Returns when each happened, seconds
-        after the cut or the restore, and how many iterations the team trained while
-        the links were down."""
+        after the cut or the restore, how long the links were down, and how many
+        iterations the team trained meanwhile."""
         nodes = list(workers.values())
         coordinator = f"{job}-coordinator"
 
@@ -720,8 +726,10 @@ class OperatorTest(OperatorSiteTestCase):
         def iteration(j):
             return j["status"].get("progress", {}).get("iteration", 0)
         # Training, and nothing said of an earlier hold.
-        before = self.wait_job(job, lambda j: iteration(j) > 0 and not saying(j), timeout=60)
+        self.wait_job(job, lambda j: iteration(j) > 0 and not saying(j), timeout=60)
         returned = returns(self.kubectl.run("logs", coordinator).stdout)
+        # Read again just before the cut: the team trained on while the log was read.
+        before = self.wait_job(job, lambda j: True)
         t_cut = time.monotonic()
         for node in nodes:
             self.assertEqual(self.api.post(f"/_standin/nodes/{node}/link", None, scale="0").status, 200)
@@ -740,8 +748,9 @@ class OperatorTest(OperatorSiteTestCase):
                              timeout=60)
         for r, n in returns(log).items():
             self.assertGreater(n, returned[r], f"worker {r} came back into the team after the hold: " + log[-2000:])
+        # held_s is the hold as it was: longer than hold_s when the job took longer than that to say so.
         return {"said_s": round(t_said - t_cut, 1), "cleared_s": round(time.monotonic() - t_back, 1),
-                "iterations_held": iteration(held) - iteration(before)}
+                "held_s": round(t_back - t_cut, 1), "iterations_held": iteration(held) - iteration(before)}
 
     def test_a_worker_on_a_node_about_to_leave_is_moved_before_it_goes(self):
         # Placement prefers what was measured: the other tests place on the site as
@@ -1017,6 +1026,7 @@ class LongStatusIntervalTest(OperatorSiteTestCase):
     profile = EDGE_SITE
     # A certificate renewed inside the window is a look of its own: not here.
     operator_args = ("--status-interval", "30s", "--certificate-validity", "10m")
+    stop_with = signal.SIGHUP  # the terminal of an operator run by hand, closed
 
     def reconciles(self):
         """The operator's reconciles so far that ended well, by its /metrics."""
