@@ -844,7 +844,7 @@ class OperatorTest(OperatorSiteTestCase):
         self.assertEqual(self.job_pods("long"), {}, "suspended: no pods")
         self.kubectl.run("patch", "tj", "long", "--type=merge", "-p", '{"spec": {"suspend": false}}')
         self.wait_job("long", lambda j: phase(j) in ("Placing", "Running", "Succeeded"))
-        coordinator = self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
+        self.wait_pod("long-coordinator", lambda p: phase(p) in ("Running", "Succeeded"), timeout=30)
         log = self.log_until("long-coordinator", lambda log: "resum" in log, timeout=30)
         self.assertIn("resum", log, "the resumed coordinator starts from the checkpoint")
 
