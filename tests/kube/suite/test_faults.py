@@ -112,12 +112,11 @@ class FaultsTest(SiteTestCase):
         # The lifecycle controller marks the condition, then taints: two writes.
         self.assertTrue(wait_until(lambda: "node.kubernetes.io/unreachable" in self.taint_keys("robot"), 5),
                         self.taint_keys("robot"))
-        p = self.wait_pod("partitioned", lambda p: condition(p, "Ready") == "False")
+        self.wait_pod("partitioned", lambda p: condition(p, "Ready") == "False")
         self.endpoints("partitioned", lambda ready, not_ready: (ready, not_ready) == (set(), {ip}))
         self.assertTrue(answers(ip), "its pods run on, as on a partitioned node")
         # After its 2 s of default toleration, evicted; no kubelet confirms it: Terminating.
-        p = self.wait_pod("partitioned", lambda p: p["metadata"].get("deletionTimestamp"),
-                          timeout=10)
+        self.wait_pod("partitioned", lambda p: p["metadata"].get("deletionTimestamp"), timeout=10)
         self.endpoints("partitioned", lambda ready, not_ready: not (ready or not_ready))
         time.sleep(1.5)  # longer than its grace: still there, as in Kubernetes
         self.assertIsNotNone(self.get_pod("partitioned"))
