@@ -52,8 +52,10 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <span>
 #include <sstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -180,7 +182,16 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
 
  private:
   using Link = StageLink;
-  struct Parts;
+  // What the members of a group sent of one micro-batch or one gradient, until
+  // every one has.
+  struct Parts {
+    std::vector<std::optional<v1::MicroBatch>> micro_batches;
+    std::vector<std::optional<std::string>> gradients;
+    // By member, under gradientEachMicroBatch: its parts summed until its last
+    // gradient (`gradients`) completes them, and the micro-batches they were of.
+    std::vector<std::vector<float>> early;
+    std::vector<std::set<int>> early_micro_batches;
+  };
   // Steps that make an epoch, each epoch's last short where the batch does
   // not divide the data (core/batch_order.h).
   int64_t StepsPerEpoch() const;
@@ -366,6 +377,12 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   void LayOutLocked(const Relayout& relayout, const JobCheckpoint& state);
   // "layers 0-1 on ranks 0,1 | layers 2-3 on rank 2".
   std::string DescribeStagesLocked() const;
+  // The part of the whole model's state (a checkpoint, the stages' as fetched)
+  // that floats [float_at, float_at + floats) and optimizer rows [row_at,
+  // row_at + rows) hold: a stage's, as it installs it. Moments empty for an
+  // optimizer without them stay empty; rows past the state's are left out.
+  static v1::StageState SliceOf(const JobCheckpoint& whole, int64_t float_at, int64_t floats, size_t row_at,
+                                size_t rows);
   // Layers [first, end)'s part of `state` (the whole model's), one row a tensor.
   v1::StageState LayersStateLocked(const JobCheckpoint& state, int first, int end) const;
   // Those layers, for a device to take whole.
