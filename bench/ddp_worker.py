@@ -10,6 +10,10 @@ JSON line per evaluation ({"eval": ...}) and a final {"result": ...} line.
 An emulated slower device sleeps (slowdown - 1) times its measured compute time
 per step, as edgetrain's workers do. Stall is the rest of each step's time: the
 all-reduce that DDP runs during the backward pass, waiting on the links.
+Every rank prints, as it ends, when it waited: {"stall_trace": ...}, its
+training and stall seconds so far every tenth of a second of its links'
+clock (EDGETRAIN_LINKS_STARTED, from netns-run), so that the bench can tell
+its stall inside its link's outages from its stall outside them.
 """
 import argparse
 import datetime
@@ -26,6 +30,12 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
+
+
+# How often a rank notes its stall against its link's clock: a tenth of a
+# second, short beside the traces' outages (seconds), so that an interval's
+# stall is judged inside or outside one by the link's state over it.
+STALL_TRACE_EVERY = 0.1
 
 
 def read_idx(path):
@@ -117,6 +127,11 @@ def main():
     compute_s = sorted(probes)[len(probes) // 4]
     watts = [float(w) for w in a.watts.split(",")]
 
+    # The links' clock, on which their traces' outages are: the traces' time 0
+    # as netns-run started them, on CLOCK_MONOTONIC (time.monotonic()).
+    links_started = float(os.environ["EDGETRAIN_LINKS_STARTED"]) if "EDGETRAIN_LINKS_STARTED" in os.environ else None
+    stall_trace = []  # [links' clock, training seconds, stall seconds], every STALL_TRACE_EVERY
+
     dist.barrier()
     start = time.perf_counter()
     last_eval, iteration, stall_s, busy_s = start, 0, 0.0, 0.0
@@ -142,6 +157,10 @@ def main():
         busy_s += compute_s * a.slowdown
         stall_s += max(0.0, took - compute_s)
         iteration += 1
+        if links_started is not None:
+            links_t = time.monotonic() - links_started
+            if not stall_trace or links_t - stall_trace[-1][0] >= STALL_TRACE_EVERY:
+                stall_trace.append([links_t, time.perf_counter() - start, stall_s])
         now = time.perf_counter()
         if rank == 0 and now - last_eval >= a.eval_every:
             elapsed = now - start
@@ -171,6 +190,9 @@ def main():
             if stop > 0:
                 break
     wall = time.perf_counter() - start
+    if links_started is not None:
+        stall_trace.append([time.monotonic() - links_started, wall, stall_s])
+        print(json.dumps({"stall_trace": {"rank": rank, "points": stall_trace}}), flush=True)
     totals = torch.tensor([stall_s, wall, busy_s])
     dist.all_reduce(totals)
     if rank == 0:

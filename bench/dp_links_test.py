@@ -7,6 +7,7 @@ the trace as the runner does. And how it shares a worker's stall between the
 time its link was out and the rest."""
 
 import importlib.machinery
+import json
 import importlib.util
 import os
 import subprocess
@@ -25,7 +26,8 @@ class RefusedBeforeAnythingRuns(unittest.TestCase):
             extra = []
             if trace_text is not None:
                 trace = os.path.join(d, "trace.csv")
-                open(trace, "w").write(trace_text)
+                with open(trace, "w") as f:
+                    f.write(trace_text)
                 extra = ["--trace", trace]
             p = subprocess.run([BENCH, "--bin", BIN, "--out", out, *args, *extra], capture_output=True, text=True,
                                timeout=60)
@@ -102,6 +104,36 @@ class StallByOutage(unittest.TestCase):
         self.assertIsNotNone(inside)
         self.assertAlmostEqual(inside, 0.875, places=3)
         self.assertAlmostEqual(outside, 8.625 / 16.5, places=3)
+
+    def test_ddps_ranks_noted_where_they_ran_split_by_their_own_links(self):
+        # Two DDP ranks, rank 1's link out from 10 s to 13 s (shifted by 5 s:
+        # 5-8 s of its clock), rank 0's never. Each notes its figures every
+        # half second where it runs: rank 0 stalls a fifth of its time; rank 1
+        # all of its outage and a fifth of the rest, as the lines
+        # "rank 1: {...}" that netns-run prints say.
+        bench = load_bench()
+        traces = {0: [], 1: []}
+        wall, stall = {0: 0.0, 1: 0.0}, {0: 0.0, 1: 0.0}
+        for k in range(1, 41):
+            t = k * 0.5
+            for r in (0, 1):
+                out = r == 1 and 5 < t <= 8
+                wall[r] += 0.5
+                stall[r] += 0.5 if out else 0.1
+                traces[r].append([t, wall[r], stall[r]])
+        lines = [json.dumps({"stall_trace": {"rank": 0, "points": traces[0]}}),
+                 "rank 1: " + json.dumps({"stall_trace": {"rank": 1, "points": traces[1]}})]
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "trace.csv")
+            with open(trace, "w") as f:
+                f.write("seconds,mbps\n0,40\n10,0\n13,40\n19,40\n")
+            parsed = bench.ddp_stall_traces(lines)
+            self.assertEqual(sorted(parsed), [0, 1])
+            # Rank 0's link shifted by 15 s: out at 25-28 s, after the run.
+            outside, inside = bench.stall_by_outage(bench.ddp_snapshots(parsed), [trace, trace], [15, 5], 1.0)
+        self.assertAlmostEqual(inside, 1.0, places=2)
+        self.assertAlmostEqual(outside, 0.2, places=2)
+
 
 class AccuracyAtBudget(unittest.TestCase):
     def test_the_evaluation_due_at_the_budgets_end_counts(self):

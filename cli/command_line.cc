@@ -332,7 +332,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   CLI::App* netns_run = app.add_subcommand(
       "netns-run",
       "As root: run COMMAND once per worker, each in its own network namespace behind the profile's kernel-shaped "
-      "links (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME set), for another framework to compare. "
+      "links (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME set, and EDGETRAIN_LINKS_STARTED, the "
+      "traces' time 0 in seconds on CLOCK_MONOTONIC), for another framework to compare. "
       "Exits with the highest of the ranks' exit statuses (128+N for a rank killed by signal N), each rank that "
       "failed named on stderr; 130, 143 or 129 when interrupted.");
   netns_run->add_option("--nodes", netns.nodes_path, "the cluster profile whose links to emulate")

@@ -56,6 +56,8 @@ class NetnsLinks {
 
   // Starts following the traces, with the traces' time 0 now.
   void StartShaping();
+  // The traces' time 0, on the links' clock (StartShaping).
+  TimePoint started() const { return start_; }
   // OK while every rate change has taken; else the first that failed, after
   // which the links stop following their traces (a run on links other than
   // the ones it asked for measures nothing).

@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "cli/child_process.h"
@@ -46,6 +48,13 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     return ExitCodeFor(links.status());
   }
   (*links)->StartShaping();
+  // When the traces' time 0 was, in seconds on CLOCK_MONOTONIC (which
+  // steady_clock is here, and Python's time.monotonic()): a rank that
+  // records what it waited for, and when, can tell which of its waits fell
+  // in its link's outages (bench/ddp_worker.py).
+  char links_started[32];
+  std::snprintf(links_started, sizeof links_started, "%.6f",
+                std::chrono::duration<double>((*links)->started().time_since_epoch()).count());
   std::vector<ChildProcess> ranks;
   for (int rank = 0; rank < options.workers; ++rank) {
     std::vector<std::string> argv = {"/usr/bin/env",
@@ -53,7 +62,8 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
                                      "WORLD_SIZE=" + std::to_string(options.workers),
                                      "MASTER_ADDR=" + (*links)->WorkerAddress(0),
                                      "MASTER_PORT=29500",
-                                     "GLOO_SOCKET_IFNAME=" + (*links)->WorkerInterface(rank)};
+                                     "GLOO_SOCKET_IFNAME=" + (*links)->WorkerInterface(rank),
+                                     std::string("EDGETRAIN_LINKS_STARTED=") + links_started};
     argv.insert(argv.end(), options.command.begin(), options.command.end());
     auto child = ChildProcess::Spawn((*links)->InWorker(rank, argv),
                                      (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string());
