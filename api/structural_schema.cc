@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <set>
 #include <string_view>
 
+#include "api/schema_pattern.h"
 #include "core/duration_text.h"
 #include "core/edit_distance.h"
 
@@ -71,7 +71,7 @@ std::string Suggestion(const std::string& key, const Json& properties) {
 std::string UnitHint(const Json& schema, const Json& value) {
   if (!value.is_number() || !schema.contains("pattern")) return "";
   const std::string seconds = value.dump() + "s";
-  if (!std::regex_search(seconds, std::regex(schema["pattern"].get<std::string>(), std::regex::ECMAScript))) return "";
+  if (!MatchesPattern(schema["pattern"].get<std::string>(), seconds)) return "";
   return "; a duration takes its unit: write \"" + seconds + "\" for " + value.dump() + " seconds";
 }
 
@@ -152,7 +152,7 @@ class Validator {
     }
     if (schema.contains("pattern")) {
       const std::string pattern = schema["pattern"].get<std::string>();
-      if (!std::regex_search(s, std::regex(pattern, std::regex::ECMAScript))) {
+      if (!MatchesPattern(pattern, s)) {
         // The CRD's durations share one pattern, and its quantities another,
         // and the cluster profile's its own; a person reads an example better
         // than a regex (a profile's were shown as regexes: a user's trial).

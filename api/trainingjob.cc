@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <regex>
 
 #include "api/crd.h"
 #include "api/cross_field_rules.h"
@@ -12,8 +11,10 @@
 #include "core/edit_distance.h"
 #include "core/model_shape.h"
 #include "core/node_view.h"
+#include "core/object_names.h"
 #include "core/parallelism_choice.h"
 #include "core/quantity.h"
+#include "core/quoted_text.h"
 #include "core/utf8.h"
 
 namespace edgetrain::api {
@@ -48,11 +49,10 @@ void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
   }
   // Pods and Services are named after the job: a DNS-1123 label leaves room for
   // "-worker-NNNN" within the 63 characters of a label.
-  static const std::regex kLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
   std::string name = metadata["name"].get<std::string>();
-  if (!std::regex_match(name, kLabel) || name.size() > 52) {
+  if (name.size() > 52 || !IsDnsLabel(name)) {
     errors.push_back({"metadata.name", "must be lower-case letters, digits and '-', start and end with a "
-                                       "letter or digit, at most 52 characters (got \"" + name + "\")"});
+                                       "letter or digit, at most 52 characters (got " + QuotedExcerpt(name) + ")"});
   }
 }
 

@@ -333,6 +333,26 @@ TEST(TrainingJobTest, ReportsEveryStructuralErrorAtOnce) {
   EXPECT_NE(m.find("spec.colour: unknown field"), std::string::npos) << m;
 }
 
+// Values the CRD lets through at any length: judged in time linear in them,
+// and quoted in part. std::regex recursed once a character, and 26,000
+// characters overflowed the stack, in edgetrain and in the operator, which
+// crashed at every restart while the job existed (a user's trial).
+TEST(TrainingJobTest, ValuesTensOfThousandsOfCharactersLongAreRefusedNotACrash) {
+  const std::string digits(40000, '1');
+  auto grace = ParseTrainingJob(With(R"({"spec": {"faultTolerance": {"nodeLossGrace": ")" + digits + R"(s"}}})"),
+                                "j.yaml");
+  ASSERT_FALSE(grace.ok());
+  EXPECT_NE(grace.status().message().find("spec.faultTolerance.nodeLossGrace: invalid duration \"1111"),
+            std::string::npos) << grace.status().message().substr(0, 400);
+  EXPECT_NE(grace.status().message().find("(40,001 characters)"), std::string::npos);
+  auto cpu = ParseTrainingJob(With(R"({"spec": {"template": {"resources": {"limits": {"cpu": ")" + digits + R"(m"}}}}})"),
+                              "j.yaml");
+  EXPECT_FALSE(cpu.ok());
+  auto name = ParseTrainingJob(With(R"({"metadata": {"name": ")" + std::string(30000, 'a') + R"("}})"), "j.yaml");
+  ASSERT_FALSE(name.ok());
+  EXPECT_LT(name.status().message().size(), 400u) << "the name is quoted in part";
+}
+
 // A user's module declared unlike its data: each misfit said at once, with
 // its line (the classes were said only once the inputShape was mended, and
 // with no line: a user's trial).

@@ -7,7 +7,6 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -17,6 +16,8 @@
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
+#include "api/yaml_scalars.h"
+#include "core/quoted_text.h"
 #include "core/utf8.h"
 
 namespace edgetrain::api {
@@ -110,32 +111,6 @@ std::string UnclosedBefore(std::string_view text, const YAML::Mark& mark) {
          std::to_string(left->column + 1) + " is never closed)";
 }
 
-Json ResolvePlainScalar(const std::string& s) {
-  static const std::set<std::string> kNull{"", "~", "null", "Null", "NULL"};
-  static const std::set<std::string> kTrue{"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
-  static const std::set<std::string> kFalse{"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
-  static const std::regex kInt(R"([-+]?[0-9]+)");
-  static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  if (kNull.count(s)) return nullptr;
-  if (kTrue.count(s)) return true;
-  if (kFalse.count(s)) return false;
-  if (std::regex_match(s, kInt)) {
-    try {
-      size_t used = 0;
-      long long v = std::stoll(s, &used);
-      if (used == s.size()) return v;
-    } catch (const std::out_of_range&) {
-      // Too large for an integer: keep it as a number, as a JSON decoder would.
-    }
-    return std::stod(s);
-  }
-  if (std::regex_match(s, kFloat)) return std::stod(s);
-  if (s == ".inf" || s == "+.inf" || s == ".Inf") return std::numeric_limits<double>::infinity();
-  if (s == "-.inf" || s == "-.Inf") return -std::numeric_limits<double>::infinity();
-  if (s == ".nan" || s == ".NaN") return std::nan("");
-  return s;
-}
-
 // The most values a document may hold once its aliases are expanded: a
 // TrainingJob has a few hundred, a cluster profile of 5,000 nodes under a
 // hundred thousand. Nested aliases (a "billion laughs") name each other so
@@ -173,20 +148,19 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
     case YAML::NodeType::Scalar: {
       EDGETRAIN_RETURN_IF_ERROR(CheckScalarUtf8(node, source, path));
       // "?" marks a plain scalar; "!" a quoted one; anything else an explicit tag.
-      if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return Json(node.Scalar());
-      Json value;
-      try {
-        value = ResolvePlainScalar(node.Scalar());
-      } catch (const std::out_of_range&) {  // 1e999: beyond a double
-        value = std::numeric_limits<double>::infinity();
+      StatusOr<Json> value = ResolveTaggedScalar(node.Tag(), node.Scalar());
+      if (!value.ok()) {
+        return InvalidArgumentError(Where(source, node.Mark()) + ": " + (path.empty() ? "" : path + ": ") +
+                                    std::string(value.status().message()));
       }
       // JSON has no NaN or infinity, and no range check compares with them
-      // (NaN passes every one): refused here (found by tests/fuzz).
-      if (value.is_number_float() && !std::isfinite(value.get<double>())) {
-        return InvalidArgumentError(Where(source, node.Mark()) + ": " + (path.empty() ? "" : path + ": ") + "\"" +
-                                    node.Scalar() + "\" is not a finite number");
+      // (NaN passes every one): refused here (found by tests/fuzz). 1e999 is
+      // beyond a double, so infinite.
+      if (value->is_number_float() && !std::isfinite(value->get<double>())) {
+        return InvalidArgumentError(Where(source, node.Mark()) + ": " + (path.empty() ? "" : path + ": ") +
+                                    QuotedExcerpt(node.Scalar()) + " is not a finite number");
       }
-      return value;
+      return *std::move(value);
     }
     case YAML::NodeType::Sequence: {
       Json array = Json::array();
@@ -200,12 +174,31 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
     }
     case YAML::NodeType::Map: {
       Json object = Json::object();
+      std::vector<Json> merged;  // the maps its merge keys name, in the order they take precedence
       for (const auto& entry : node) {
         if (!entry.first.IsScalar()) {
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": mapping keys must be strings");
         }
         EDGETRAIN_RETURN_IF_ERROR(CheckScalarUtf8(entry.first, source, path));
         const std::string& key = entry.first.Scalar();
+        // A plain "<<" is YAML 1.1's merge key, which kubectl reads: the
+        // keys of the map (or maps) it names, less those written here.
+        if (key == "<<" && entry.first.Tag() == "?") {
+          EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, path, left, nullptr));
+          const bool maps = value.is_object() || (value.is_array() && !value.empty() &&
+                                                  std::all_of(value.begin(), value.end(),
+                                                              [](const Json& v) { return v.is_object(); }));
+          if (!maps) {
+            return InvalidArgumentError(Where(source, entry.second.Mark()) + ": " + (path.empty() ? "" : path + ": ") +
+                                        "<< (a merge key) takes a map or a list of maps, such as <<: *defaults");
+          }
+          if (value.is_object()) {
+            merged.push_back(std::move(value));
+          } else {
+            for (Json& m : value) merged.push_back(std::move(m));
+          }
+          continue;
+        }
         if (object.contains(key)) {
           return InvalidArgumentError(Where(source, entry.first.Mark()) + ": duplicate key \"" + key + "\"");
         }
@@ -213,6 +206,11 @@ StatusOr<Json> ToJson(const YAML::Node& node, const std::string& source, const s
         if (lines && entry.first.Mark().line >= 0) lines->emplace(at, entry.first.Mark().line + 1);
         EDGETRAIN_ASSIGN_OR_RETURN(Json value, ToJson(entry.second, source, at, left, lines));
         object[key] = std::move(value);
+      }
+      for (Json& m : merged) {
+        for (auto& [key, value] : m.items()) {
+          if (!object.contains(key)) object[key] = std::move(value);
+        }
       }
       return object;
     }

@@ -1,8 +1,9 @@
 #pragma once
 // Manifests are YAML; everything after parsing works on JSON values, as the API
 // server does. Plain scalars get their types the way kubectl's YAML decoder gives
-// them (YAML 1.2 core schema, plus YAML 1.1's yes/no/on/off booleans), quoted
-// scalars stay strings, and duplicate keys are refused as a strict server would.
+// them (api/yaml_scalars.h: YAML 1.1's, octal and y/n included), quoted scalars
+// stay strings, merge keys (<<: *defaults) merge as kubectl merges them, and
+// duplicate keys are refused as a strict server would.
 
 #include <string>
 #include <string_view>

@@ -44,6 +44,29 @@ nested: {a: {b: [x]}}
   EXPECT_EQ(d["nested"]["a"]["b"][0], "x");
 }
 
+// As kubectl merges them: the keys written beside << win, then the first
+// map named; a tag kubectl would refuse is refused with its line.
+TEST(YamlJsonTest, MergeKeysMergeAndTagsAreReadAsKubectlReadsThem) {
+  auto docs = ParseYamlDocuments(R"(
+defaults: &defaults {name: adam, learningRate: 0.01}
+more: &more {name: sgd, momentum: 0.9}
+optimizer:
+  <<: [*defaults, *more]
+  learningRate: 0.004
+epochs: !!int 0x10
+)", "t.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  EXPECT_EQ((*docs)[0]["optimizer"], Json::parse(R"({"name": "adam", "learningRate": 0.004, "momentum": 0.9})"));
+  EXPECT_EQ((*docs)[0]["epochs"], 16);
+  auto tagged = ParseYamlDocuments("spec:\n  batchSize: !!bool 32\n", "t.yaml");
+  ASSERT_FALSE(tagged.ok());
+  EXPECT_EQ(tagged.status().message(), "t.yaml:2:14: spec.batchSize: !!bool \"32\": not a boolean (true, false, yes, "
+                                       "no, on, off)");
+  auto merged_scalar = ParseYamlDocuments("a:\n  <<: 5\n", "t.yaml");
+  ASSERT_FALSE(merged_scalar.ok());
+  EXPECT_NE(merged_scalar.status().message().find("<< (a merge key) takes a map"), std::string::npos);
+}
+
 TEST(YamlJsonTest, SyntaxErrorsNameLineAndColumn) {
   auto docs = ParseYamlDocuments("spec:\n  model: [mlp\n  data: x\n", "bad.yaml");
   ASSERT_FALSE(docs.ok());

@@ -4,11 +4,13 @@
 #include <charconv>
 #include <cstdio>
 
+#include "core/quoted_text.h"
+
 namespace edgetrain {
 
 StatusOr<Duration> ParseDuration(std::string_view text) {
   auto bad = [&](const char* why) {
-    return InvalidArgumentError("invalid duration \"" + std::string(text) + "\": " + why +
+    return InvalidArgumentError("invalid duration " + QuotedExcerpt(text) + ": " + why +
                                 " (examples: 90s, 10m, 1h30m, 250ms)");
   };
   if (text == "0") return Duration::zero();

@@ -4,7 +4,6 @@
 
 #include <csignal>
 #include <random>
-#include <regex>
 #include <cstdlib>
 #include <iostream>
 
@@ -14,6 +13,8 @@
 #include "http/http_server.h"
 #include "core/duration_text.h"
 #include "core/exit_codes.h"
+#include "core/object_names.h"
+#include "core/quoted_text.h"
 #include "operator/controller/controller.h"
 #include "operator/kube/kube_config.h"
 #include "operator/kube/leader_election.h"
@@ -115,10 +116,10 @@ int main(int argc, char** argv) {
       ->option_text("NAME")
       ->check(CLI::Validator(
           [](const std::string& name) {
-            static const std::regex kObjectName("[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?");
-            return std::regex_match(name, kObjectName)
+            return name.size() <= 253 && IsDnsSubdomain(name)
                        ? std::string()
-                       : "must be lower-case letters, digits, '-' and '.', got \"" + name + "\"";
+                       : "must be lower-case letters, digits, '-' and '.', at most 253 characters, got " +
+                             QuotedExcerpt(name);
           },
           "NAME"));
   app.add_option("--termination-grace", options.reconciler.pods.termination_grace_seconds,
