@@ -36,8 +36,16 @@ std::string Describe(const Json& terminated) {
 // The agent's result JSON, when its termination message is one.
 std::optional<Json> ResultOf(const Json& terminated) {
   Json j = Json::parse(terminated.value("message", ""), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("state")) return std::nullopt;
+  if (!j.is_object() || !j.contains("state") || !j["state"].is_string()) return std::nullopt;
   return j;
+}
+
+// ": its error", from a result that has one: as text, whatever the image
+// wrote there ({"error": {"code": 1}} had thrown, and ended the operator).
+std::string ErrorSaid(const std::optional<Json>& result) {
+  if (!result || !result->contains("error")) return "";
+  const Json& error = (*result)["error"];
+  return ": " + (error.is_string() ? error.get<std::string>() : error.dump());
 }
 
 // Why the agent's container waits, when that is worth saying: not the
@@ -107,9 +115,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
           gang.state = GangState::kFailed;
           gang.failure_reason = api::reason::kCoordinatorFailed;
           gang.failure = "the coordinator refused its input: " + Describe(*ended);
-          if (auto result = ResultOf(*ended); result && result->contains("error")) {
-            gang.failure += ": " + (*result)["error"].get<std::string>();
-          }
+          gang.failure += ErrorSaid(ResultOf(*ended));
           gang.result = ResultOf(*ended);
           return gang;
         }
@@ -120,9 +126,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
         gang.state = GangState::kFailed;
         gang.failure_reason = api::reason::kCoordinatorFailed;
         gang.failure = "the coordinator failed, " + Describe(*ended);
-        if (auto result = ResultOf(*ended); result && result->contains("error")) {
-          gang.failure += ": " + (*result)["error"].get<std::string>();
-        }
+        gang.failure += ErrorSaid(ResultOf(*ended));
         gang.failure += "; restarting it cannot help: " + rules.restart_cannot_mend;
         gang.result = ResultOf(*ended);
         return gang;
@@ -164,9 +168,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
       every_one = refused != nullptr;
       if (refused && said.empty()) {
         said = expected_pods[i] + " " + Describe(*refused);
-        if (auto result = ResultOf(*refused); result && result->contains("error")) {
-          said += ": " + (*result)["error"].get<std::string>();
-        }
+        said += ErrorSaid(ResultOf(*refused));
       }
     }
     if (every_one) {

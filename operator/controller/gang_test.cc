@@ -75,6 +75,22 @@ TEST(GangTest, AFailureRestartingCannotMendIsTheJobsAtOnce) {
             GangState::kFailed);
 }
 
+// A termination message is the image's to write: an error that is not text
+// is said as its JSON (its get<std::string>() had thrown, and ended the
+// operator: found in review), and a state that is not text is no result.
+TEST(GangTest, AResultOfUnexpectedTypesIsSaidAsWrittenNotThrown) {
+  const Json odd = {{"state", "failed"}, {"error", {{"code", 1}}}};
+  GangRules rules{5, "nothing else can mend it"};
+  const Gang once = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 1, odd)}, kTeam,
+                                rules);
+  EXPECT_EQ(once.state, GangState::kFailed);
+  EXPECT_NE(once.failure.find(R"(: {"code":1})"), std::string::npos) << once.failure;
+  const Json no_state = {{"state", 3}, {"error", "x"}};
+  const Gang crashed = ObserveGang({APod("team-coordinator").OfJob("team").Coordinator().Restarted(1, 1, no_state)},
+                                   kTeam, rules);
+  EXPECT_EQ(crashed.failure.find(": x"), std::string::npos) << "not a result, so no error of one: " << crashed.failure;
+}
+
 // Every worker refused its input (exit 2: its model computes NaN) and
 // crash-loops: restarting them cannot help, and the job fails saying why. On
 // a cluster they crash-looped while the job was shown running.

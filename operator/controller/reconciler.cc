@@ -85,6 +85,22 @@ Status Reconciler::WritePlanConfigMap(Pass& pass, const Json& config_map) {
 }
 
 StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
+  // A pass reads what the job's own agents wrote — its coordinator's
+  // /progress, an agent's termination message — and the job's image decides
+  // what that is. A value of another type than edgetrain's agents write
+  // ({"iteration": "12"}) threw out of the JSON accessors and ended the
+  // operator, which ended again on the same job at every restart, leaving
+  // every job of the cluster unmanaged (found in review). Such a pass fails
+  // alone, and is retried with back-off, as one an API refused.
+  try {
+    return ReconcileOnce(key);
+  } catch (const std::exception& e) {
+    return InternalError(std::string("a value this job's agents wrote (its /progress or a termination message) is "
+                                     "not what edgetrain's agents write: ") + e.what());
+  }
+}
+
+StatusOr<ReconcileOutcome> Reconciler::ReconcileOnce(const std::string& key) {
   std::optional<Json> object = jobs_.Get(key);
   // Gone: its pods, Service and ConfigMap go by their ownerReferences.
   if (!object || object->at("metadata").contains("deletionTimestamp")) {

@@ -90,8 +90,9 @@ class Reconciler {
              std::function<kube::WallTime()> wall_now, ReconcilerOptions options = {},
              kube::Store* plans = nullptr);
 
-  // `key` is "namespace/name". An error is an API failure: the caller retries
-  // with back-off.
+  // `key` is "namespace/name". An error is an API failure, or a value of the
+  // job's own agents (its /progress, a termination message) of a type no
+  // agent of edgetrain's writes: the caller retries with back-off.
   StatusOr<ReconcileOutcome> Reconcile(const std::string& key);
 
   // For tests: reservation passes computed from scratch, and jobs added to one.
@@ -99,6 +100,8 @@ class Reconciler {
   uint64_t ReservationExtensions() { return line_.extensions(); }
 
  private:
+  // Reconcile, which may throw on such a value.
+  StatusOr<ReconcileOutcome> ReconcileOnce(const std::string& key);
   struct Pass;  // one reconcile's state
   Status Validate(Pass& pass);
   // The job fails for what its spec says (`why`: InvalidSpec, NotSupported),

@@ -887,6 +887,26 @@ TEST_F(ReconcilerTest, ProgressThatGoesBackIsSaidToHaveBeenLost) {
       << log_text_.str();
 }
 
+// What a job's image serves as its /progress is the job's to decide: a
+// value of another type than edgetrain's agents write fails that job's pass,
+// to be retried, and ends nothing (it had ended the operator, at every
+// restart: found in review).
+TEST_F(ReconcilerTest, AProgressOfValuesOfUnexpectedTypesFailsThePassNotTheOperator) {
+  const std::string key = APlacedTeamOnTwoNodes();
+  SyncPods(Run);
+  const std::string ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", "12"}, {"samples", 768}};
+  const StatusOr<ReconcileOutcome> outcome = reconciler_.Reconcile(key);
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.status().code(), StatusCode::kInternal);
+  EXPECT_NE(outcome.status().message().find("not what edgetrain's agents write"), std::string::npos)
+      << outcome.status().message();
+  // Served as edgetrain's agents serve it, the job is followed again.
+  progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 12}, {"samples", 768}};
+  Reconcile(key);
+  EXPECT_EQ(Job("team")["status"]["progress"]["iteration"], 12);
+}
+
 // A coordinator that took up a checkpoint the job's status had not shown
 // (a job deleted and applied again on the same volume and path) is said to
 // have, once (nothing said so: a new user's trial).
