@@ -129,10 +129,25 @@ StatusOr<ReconcileOutcome> Reconciler::ReconcileOnce(const std::string& key) {
   }
 
   EDGETRAIN_RETURN_IF_ERROR(Validate(pass));
-  if (pass.job.name.empty()) {  // invalid: the status says why, nothing else is done but its TTL
+  if (pass.job.name.empty()) {  // invalid: the status says why; its team, if it had one, ends
+    // A running job edited into a spec that is not valid has failed, and
+    // ends as any failed job: its conditions settled, its pods gone by its
+    // cleanPodPolicy once that end is stored. They had run on and held
+    // their nodes, Running saying "every agent runs" beside Failed (found
+    // in review).
+    if (ConditionIs(pass.status, condition::kRunning, true)) {
+      pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
+    }
+    SettleLinkConditions(pass, reason::kStopped, "the job has ended");
     // find() on a spec that is not an object finds nothing: no TTL.
     EDGETRAIN_RETURN_IF_ERROR(ExpireAfterTtl(pass, pass.object.value("spec", Json::object())));
     EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
+    // An invalid spec's policy may be anything: one that is none of the three is the default.
+    const Json spec = pass.object.value("spec", Json::object());
+    const Json policy = spec.is_object() ? spec.value("cleanPodPolicy", Json("Running")) : Json("Running");
+    const bool known = policy == "All" || policy == "Running" || policy == "None";
+    EDGETRAIN_RETURN_IF_ERROR(CleanPodsBy(pass, known ? policy.get<std::string>() : "Running",
+                                          pass.object["metadata"].value("namespace", "default")));
     return pass.outcome;
   }
   Status done;
@@ -359,7 +374,11 @@ Status Reconciler::ExpireAfterTtl(Pass& pass, const Json& spec) {
 }
 
 Status Reconciler::CleanPods(Pass& pass) {
-  const std::string policy = pass.job.manifest.object.at("spec").value("cleanPodPolicy", "Running");
+  return CleanPodsBy(pass, pass.job.manifest.object.at("spec").value("cleanPodPolicy", "Running"),
+                     pass.job.namespace_);
+}
+
+Status Reconciler::CleanPodsBy(Pass& pass, const std::string& policy, const std::string& ns) {
   if (policy == "None") return Status::Ok();
   std::vector<std::string> doomed;
   std::vector<Json> pods = pass.pods;
@@ -369,12 +388,12 @@ Status Reconciler::CleanPods(Pass& pass) {
     const std::string p = pod.value("/status/phase"_json_pointer, std::string());
     if (policy == "All" || (p != "Succeeded" && p != "Failed")) doomed.push_back(pod["metadata"]["name"]);
   }
-  return DeletePods(pass, doomed);
+  return DeletePods(pass, doomed, ns);
 }
 
-Status Reconciler::DeletePods(Pass& pass, const std::vector<std::string>& names) {
+Status Reconciler::DeletePods(Pass& pass, const std::vector<std::string>& names, std::optional<std::string> ns) {
   for (const std::string& name : names) {
-    Status deleted = client_.Delete(kube::kPods, pass.job.namespace_, name);
+    Status deleted = client_.Delete(kube::kPods, ns ? *ns : pass.job.namespace_, name);
     if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
   }
   return Status::Ok();
@@ -647,7 +666,7 @@ Status Reconciler::Place(Pass& pass) {
 
   // Resumed, its coordinator goes back to the node its output volume is on:
   // placed elsewhere, its pod could never mount it (a new user's trial).
-  request->coordinator_only_on = OutputVolumeNode(pass);
+  EDGETRAIN_ASSIGN_OR_RETURN(request->coordinator_only_on, OutputVolumeNode(pass));
 
   // Jobs first in line take their room first; this one gets what is left
   // (its turn in the waiting line's reservation pass).
@@ -1034,18 +1053,23 @@ Status Reconciler::KeepTeamCredentials(Pass& pass, const JobPlan& plan, bool mak
   return Status::Ok();
 }
 
-std::optional<TeamRequest::Pin> Reconciler::OutputVolumeNode(const Pass& pass) {
+StatusOr<std::optional<TeamRequest::Pin>> Reconciler::OutputVolumeNode(const Pass& pass) {
   const std::optional<std::string> claimed = OutputClaimOf(pass.job);
-  if (!claimed) return std::nullopt;
+  if (!claimed) return std::optional<TeamRequest::Pin>();
   const std::string& claim = *claimed;
   StatusOr<Json> pvc = client_.Get(kube::kPersistentVolumeClaims, pass.job.namespace_, claim);
-  if (!pvc.ok()) return std::nullopt;
+  // A claim not there pins nothing; one the API would not give (a 5xx, a
+  // timeout) is not known to pin nothing: the pass is retried. Taken for
+  // none, a coordinator was moved off the node its claim's volume is on,
+  // where it could never mount it (found in review).
+  if (!pvc.ok() && pvc.status().code() == StatusCode::kNotFound) return std::optional<TeamRequest::Pin>();
+  if (!pvc.ok()) return pvc.status();
   const Json modes = pvc->value("/spec/accessModes"_json_pointer, Json::array());
-  if (std::find(modes.begin(), modes.end(), "ReadWriteMany") != modes.end()) return std::nullopt;
+  if (std::find(modes.begin(), modes.end(), "ReadWriteMany") != modes.end()) return std::optional<TeamRequest::Pin>();
   const std::string node =
       pvc->value("/metadata/annotations/volume.kubernetes.io~1selected-node"_json_pointer, std::string());
-  if (node.empty()) return std::nullopt;
-  return TeamRequest::Pin{node, "its output claim " + claim + "'s volume is there"};
+  if (node.empty()) return std::optional<TeamRequest::Pin>();
+  return std::optional<TeamRequest::Pin>(TeamRequest::Pin{node, "its output claim " + claim + "'s volume is there"});
 }
 
 StatusOr<std::vector<std::string>> Reconciler::MissingFileVolumes(const Pass& pass) {

@@ -230,8 +230,12 @@ class Reconciler {
   // Creates the pods of `gang.missing` as `plan` places them.
   // They count on their nodes at once (the waiting line assumes them).
   Status CreateMissing(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const Gang& gang);
+  // The pods of an ended job that its cleanPodPolicy deletes.
   Status CleanPods(Pass& pass);
-  Status DeletePods(Pass& pass, const std::vector<std::string>& names);
+  // ... by `policy`, in `ns`: an invalid job's, which has no parsed spec.
+  Status CleanPodsBy(Pass& pass, const std::string& policy, const std::string& ns);
+  // In `ns`, or the job's.
+  Status DeletePods(Pass& pass, const std::vector<std::string>& names, std::optional<std::string> ns = std::nullopt);
   // Every pod of the job not already going.
   Status DeleteAllPods(Pass& pass);
   // A gang that has not run torn down: its pods deleted, the job Pending
@@ -255,8 +259,9 @@ class Reconciler {
   // The node a job's output volume is on, when on one: a claim not shared
   // (ReadWriteMany) that names its node (volume.kubernetes.io/selected-node,
   // as a local-path claim is given at its first placement). A job placed
-  // anew, resumed, takes its coordinator there.
-  std::optional<TeamRequest::Pin> OutputVolumeNode(const Pass& pass);
+  // anew, resumed, takes its coordinator there. An error: the claim could
+  // not be read (not NotFound, which pins nothing).
+  StatusOr<std::optional<TeamRequest::Pin>> OutputVolumeNode(const Pass& pass);
   Status ClaimOutputVolume(Pass& pass, const std::string& node);
   // A team's credentials (job_credentials.h): made sure of before any of its
   // pods is made (`making_pods`), else renewed when its status says they are

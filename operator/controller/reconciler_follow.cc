@@ -81,8 +81,9 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     case GangState::kSucceeded:
       return Succeed(pass, team);
     case GangState::kFailed:
+      // Its pods go in the next pass (Finished), once the end is stored.
       EndFailed(pass, team.gang.failure_reason.c_str(), team.gang.failure);
-      return CleanPods(pass);
+      return Status::Ok();
     case GangState::kAbsent:
     case GangState::kStarting:
       return AwaitGang(pass, team);
@@ -138,6 +139,13 @@ Status Reconciler::SeeTeam(Pass& pass, Team& team) {
   rules.restart_cannot_mend = plan.pipeline ? StageLeftWithoutDevices(*plan.pipeline, team.gone) : "";
   team.gang = ObserveGang(pass.pods, team.names, rules);
   team.has_run = pass.status.contains("startTime");
+  // A loss while a resumed gang starts is none of a team that ran: a pod
+  // evicted then had counted as a recovery, the job read Recovering, and its
+  // gang never timed out (found in review).
+  const Json* running = FindCondition(pass.status, condition::kRunning);
+  const std::string was = running ? running->value("reason", "") : "";
+  team.resuming = team.has_run && (was == reason::kSuspended || was == reason::kResuming || was == reason::kStarting ||
+                                   was == reason::kGangTimeout || was == reason::kNodeLost);
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, team.gang.stale));
   if (team.gang.state == GangState::kStarting) {
     EDGETRAIN_RETURN_IF_ERROR(SayWhatThePodsLack(pass, team.coordinator, team.gang));
@@ -158,7 +166,9 @@ std::optional<Status> Reconciler::FollowCoordinatorLoss(Pass& pass, Team& team) 
   // that refused it): the agent's own failures restart it in place. A
   // pipeline's head likewise: the new head trains on from the state its
   // stages hold (docs/pipeline.md, "A head that starts behind").
-  if (!team.has_run || team.gang.state == GangState::kSucceeded || team.plan.workers.empty()) return std::nullopt;
+  if (!team.has_run || team.resuming || team.gang.state == GangState::kSucceeded || team.plan.workers.empty()) {
+    return std::nullopt;
+  }
   const Json* pod = team.CoordinatorPod(pass);
   const NodeView* node = team.Node(coordinator.node);
   // Failed by its node, or going; a pod merely gone (deleted by someone) is
@@ -171,7 +181,10 @@ std::optional<Status> Reconciler::FollowCoordinatorLoss(Pass& pass, Team& team) 
   // node does not follow it. A shared claim (ReadWriteMany), or one on no
   // node, goes where it goes: a pipeline's head on one had been taken for
   // pinned, and its job failed (a new user's trial).
-  if (HasOutputVolume(pass.job) && OutputVolumeNode(pass)) {
+  StatusOr<std::optional<TeamRequest::Pin>> pinned =
+      HasOutputVolume(pass.job) ? OutputVolumeNode(pass) : std::optional<TeamRequest::Pin>();
+  if (!pinned.ok()) return pinned.status();
+  if (*pinned) {
     // A data-parallel team waits for its coordinator's node; a pipeline's
     // head lost with it fails the job, saying so, rather than wait for a
     // node that may not come back.
@@ -179,7 +192,7 @@ std::optional<Status> Reconciler::FollowCoordinatorLoss(Pass& pass, Team& team) 
     EndFailed(pass, reason::kCoordinatorLost,
               "the pipeline's head: " + loss + "; its output is on a claim (spec.output.volume) bound to its node, "
               "which does not follow it to another node, so the job ends here");
-    return CleanPods(pass);
+    return Status::Ok();  // its pods go once the end is stored (Finished)
   }
   // The cause said first, as of a worker ("its pod is being deleted" of a
   // killed node read as if someone had deleted it: a new user's trial).
@@ -336,7 +349,11 @@ Status Reconciler::Succeed(Pass& pass, Team& team) {
   }
   events_.Record(pass.object, "Normal", why, message);
   log_.Job(pass.key, why, message);
-  return CleanPods(pass);
+  // Its pods go in the next pass (Finished), once this end is stored:
+  // deleted in this one, a status write that then failed left the retry a
+  // Running job whose coordinator was going, which it took for lost and
+  // placed anew, training a job that had succeeded (found in review).
+  return Status::Ok();
 }
 
 Status Reconciler::AwaitGang(Pass& pass, Team& team) {
@@ -350,9 +367,7 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   // gone) had held its nodes for good (a new user's trial).
   const Json* running = FindCondition(pass.status, condition::kRunning);
   const std::string was = running ? running->value("reason", "") : "";
-  const bool resuming = team.has_run && (was == reason::kSuspended || was == reason::kResuming ||
-                                         was == reason::kStarting || was == reason::kGangTimeout ||
-                                         was == reason::kNodeLost);
+  const bool resuming = team.resuming;
   // A node of a gang that has not run lost: its pod there evicted (or
   // failed, or gone) with the node not ready. Made again there, it was
   // refused while its predecessor could not end on the dead node

@@ -64,6 +64,10 @@ struct Reconciler::Team {
   std::vector<std::string> names;  // the gang's pods
   Gang gang;
   bool has_run = false;  // it has trained (status.startTime)
+  // It has trained, and was placed anew since (resumed, or placed again
+  // after its gang timed out or a node was lost before it ran): its new
+  // gang has not run yet, so no member of it can be lost.
+  bool resuming = false;
 
   const NodeView* Node(const std::string& name) const {
     auto it = nodes.find(name);
@@ -73,9 +77,11 @@ struct Reconciler::Team {
   const Json* CoordinatorPod(const Pass& pass) const {
     return PodNamed(pass.pods, CoordinatorPodName(pass.job.name, coordinator.since_generation));
   }
-  // It has trained, and its gang has neither succeeded nor failed: a loss
-  // of a member is still to be mended.
-  bool Live() const { return has_run && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed; }
+  // Its gang has trained, and has neither succeeded nor failed: a loss of a
+  // member is still to be mended.
+  bool Live() const {
+    return has_run && !resuming && gang.state != GangState::kSucceeded && gang.state != GangState::kFailed;
+  }
 };
 
 }  // namespace edgetrain::operator_

@@ -130,7 +130,8 @@ std::optional<Status> Reconciler::MoveCoordinator(Pass& pass, const JobPlan& pla
   // A move ahead of a warning is no failure: only losses count against maxRecoveries.
   const char* event_reason = moving ? reason::kCoordinatorMoved : reason::kCoordinatorLost;
   const int recoveries = pass.status.value("recoveries", 0) + (moving ? 0 : 1);
-  if (!moving && RecoveriesExhausted(pass, what, recoveries)) return CleanPods(pass);
+  // Its pods go once the end is stored (Finished).
+  if (!moving && RecoveriesExhausted(pass, what, recoveries)) return Status::Ok();
 
   // Workers lost with it, on its node: placed anew in the same plan, one
   // loss and one recovery. The node's loss counted twice against
@@ -220,7 +221,8 @@ std::optional<Status> Reconciler::Recover(Pass& pass, const JobPlan& plan, const
   const bool only_moves = moves.size() == lost.size();
   const char* event_reason = only_moves ? reason::kWorkerMoved : reason::kWorkerLost;
   const int recoveries = pass.status.value("recoveries", 0) + (only_moves ? 0 : 1);
-  if (!only_moves && RecoveriesExhausted(pass, what, recoveries)) return CleanPods(pass);
+  // Its pods go once the end is stored (Finished).
+  if (!only_moves && RecoveriesExhausted(pass, what, recoveries)) return Status::Ok();
 
   // Re-place the lost ranks only: around the survivors, beside the coordinator
   // where it is, on what every pod now holds (the lost ones included, which
