@@ -74,7 +74,8 @@ class LeaseTimingsTest(unittest.TestCase):
     def test_a_flag_it_cannot_read_is_a_usage_error(self):
         for args, says in ((["--bogus"], "--bogus"), (["--status-interval", "5"], "--status-interval"),
                            (["--leader-election-id", "Edge_Lease"],
-                            "must be lower-case letters, digits, '-' and '.', got \"Edge_Lease\"")):
+                            "must be lower-case letters, digits, '-' and '.', at most 253 characters, "
+                            "got \"Edge_Lease\"")):
             p = subprocess.run([OPERATOR, *args, "--kubeconfig", "/nonexistent"], capture_output=True,
                                text=True, timeout=30)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
