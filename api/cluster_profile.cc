@@ -8,6 +8,7 @@
 #include <functional>
 #include <sstream>
 
+#include "api/bounded_read.h"
 #include "api/embedded_text.h"
 #include "api/structural_schema.h"
 #include "api/yaml_json.h"
@@ -62,9 +63,13 @@ StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, co
                                                               base.string()
                                                         : std::string()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  file.text = text.str();
+  std::optional<std::string> text = ReadAtMost(in, kMostTraceBytes);
+  if (!text) {
+    return InvalidArgumentError(where + ": " + file.path + " holds more than " +
+                                std::to_string(kMostTraceBytes >> 20) + " MiB, more than a day of readings every 10 ms "
+                                "(is it the trace meant?)");
+  }
+  file.text = *std::move(text);
   return file;
 }
 

@@ -264,6 +264,13 @@ TEST(ClusterProfileTest, RefusesBadProfilesNamingTheField) {
     EXPECT_NE(profile.status().message().find(c.error), std::string::npos)
         << "wanted: " << c.error << "\ngot: " << profile.status().message();
   }
+  // A name is no duration, though "5s" would fit its pattern: it was told
+  // "a duration takes its unit" (a user's trial).
+  auto numbered = ParseClusterProfile(head + "  - {name: 5}\n", (dir / "test.yaml").string());
+  ASSERT_FALSE(numbered.ok());
+  EXPECT_NE(numbered.status().message().find("spec.nodes[0].name: must be a string (got integer 5)"), std::string::npos)
+      << numbered.status().message();
+  EXPECT_EQ(numbered.status().message().find("duration"), std::string::npos) << numbered.status().message();
   auto wrong_kind = ParseClusterProfile("apiVersion: edgetrain.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\nspec: {nodes: [{name: a}]}\n", "k.yaml");
   ASSERT_FALSE(wrong_kind.ok());
   // Named by its kind alone: not a list of its fields as unknown ones (a new

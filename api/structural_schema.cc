@@ -9,14 +9,17 @@
 #include "api/schema_pattern.h"
 #include "core/duration_text.h"
 #include "core/edit_distance.h"
+#include "core/quoted_text.h"
 
 namespace edgetrain::api {
 namespace {
 
 using Json = nlohmann::json;
 
+// A value as a message quotes it: a string in part, its control characters
+// escaped (core/quoted_text.h).
 std::string Show(const Json& v) {
-  if (v.is_string()) return "\"" + v.get<std::string>() + "\"";
+  if (v.is_string()) return QuotedExcerpt(v.get<std::string>());
   if (v.is_object()) return "an object";
   if (v.is_array()) return "a list";
   return v.dump();
@@ -69,7 +72,12 @@ std::string Suggestion(const std::string& key, const Json& properties) {
 // A bare number where a duration belongs ("wallClock: 120") lacks only its
 // unit: "; write \"120s\" for seconds" when that would be valid.
 std::string UnitHint(const Json& schema, const Json& value) {
-  if (!value.is_number() || !schema.contains("pattern")) return "";
+  // A duration's pattern alone: "5s" fits a node's name too, which was told
+  // it was a duration (a user's trial).
+  if (!value.is_number() || !schema.contains("pattern") ||
+      !schema["pattern"].get<std::string>().starts_with(R"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$)")) {
+    return "";
+  }
   const std::string seconds = value.dump() + "s";
   if (!MatchesPattern(schema["pattern"].get<std::string>(), seconds)) return "";
   return "; a duration takes its unit: write \"" + seconds + "\" for " + value.dump() + " seconds";
@@ -101,8 +109,10 @@ class Validator {
         // A whole number past 64 bits is read as a float: "not an integer"
         // of 99999999999999999999 read as nonsense (a user's trial).
         const bool huge = type == "integer" && value.is_number_float() && std::abs(value.get<double>()) >= 0x1p63;
-        Error(path, "must be " + Article(type) + (huge ? " of 64 bits at most" : "") + " (got " + TypeOf(value) +
-                        " " + Show(value) + ")" + UnitHint(schema, value));
+        // "got integer 5", "got an object" (it said "got object an object").
+        const std::string got = value.is_object() || value.is_array() ? Show(value) : TypeOf(value) + " " + Show(value);
+        Error(path, "must be " + Article(type) + (huge ? " of 64 bits at most" : "") + " (got " + got + ")" +
+                        UnitHint(schema, value));
         return;
       }
     }

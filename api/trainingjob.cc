@@ -28,6 +28,16 @@ void CheckMetadata(const Json& metadata, std::vector<FieldError>& errors) {
     errors.push_back({"metadata", "required field is missing (it needs at least a name)"});
     return;
   }
+  if (metadata.contains("name") && !metadata["name"].is_null() && !metadata["name"].is_string()) {
+    // `name: 123` or `name: no`, typed by YAML: there, not missing, as it was said to be (a user's trial).
+    const Json& name = metadata["name"];
+    errors.push_back({"metadata.name", name.is_primitive()
+                                           ? "must be a string (got " + name.dump() + ": YAML reads an unquoted "
+                                             "number, or yes, no, on or off, as one; quote the name)"
+                                           : std::string("must be a string (got ") +
+                                                 (name.is_object() ? "an object" : "a list") + ")"});
+    return;
+  }
   if (!metadata.contains("name") || !metadata["name"].is_string()) {
     errors.push_back({"metadata.name", metadata.contains("generateName")
                                            ? "required field is missing (generateName is not supported by edgetrain run)"

@@ -167,6 +167,11 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "kind: must be \"TrainingJob\" (got \"ClusterProfile\"); a ClusterProfile is given with --nodes, after the job"},
       {With(R"({"metadata": null})"), "metadata: required field is missing"},
       {With(R"({"metadata": {"name": null}})"), "metadata.name: required field is missing"},
+      // Typed by YAML, and there: not missing (a user's trial).
+      {With(R"({"metadata": {"name": 123}})"), "metadata.name: must be a string (got 123: YAML reads an unquoted"},
+      {With(R"({"metadata": {"name": false}})"), "metadata.name: must be a string (got false"},
+      {With(R"({"spec": {"model": []}})"), "spec.model: must be an object (got a list)"},
+      {With(R"({"spec": {"model": {"hidden": {"a": 1}}}})"), "spec.model.hidden: must be a list (got an object)"},
       {With(R"({"metadata": {"name": "Fashion_MLP"}})"), "metadata.name: must be lower-case letters"},
       // The API server refuses what ObjectMeta has not; a typo ran the job in another namespace (a user's trial).
       {With(R"({"metadata": {"name": "ok", "nmespace": "prod"}})"),

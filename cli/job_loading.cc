@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "api/bounded_read.h"
 #include "api/cluster_profile.h"
 #include "api/yaml_json.h"
 #include "core/duration_text.h"
@@ -12,17 +14,32 @@ namespace edgetrain::cli {
 
 namespace fs = std::filesystem;
 
-StatusOr<std::string> ReadText(const std::string& path) {
+namespace {
+
+StatusOr<std::string> ReadTextOfAtMost(const std::string& path, size_t most, const char* kind) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgumentError("cannot read " + path + ": is a directory, not a file");
   // A pipe or a device is read as a file is (a shell's <(...) is a pipe;
   // /dev/null was said to be missing: a user's trial).
   if (!fs::exists(path, ec)) return InvalidArgumentError("cannot read " + path + ": no such file");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidArgumentError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::optional<std::string> text = api::ReadAtMost(in, most);
+  if (!text) {
+    return InvalidArgumentError("cannot read " + path + ": more than " + std::to_string(most >> 20) + " MiB, and no " +
+                                kind + " is as large (is it the file meant?)");
+  }
+  return *std::move(text);
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadText(const std::string& path) {
+  return ReadTextOfAtMost(path, api::kMostManifestBytes, "manifest or cluster profile");
+}
+
+StatusOr<std::string> ReadTraceText(const std::string& path) {
+  return ReadTextOfAtMost(path, api::kMostTraceBytes, "trace of a day's readings every 10 ms");
 }
 
 std::string JobNameIn(const std::string& path, bool training_jobs_only) {

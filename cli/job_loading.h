@@ -16,8 +16,11 @@
 
 namespace edgetrain::cli {
 
-// A file named on the command line; InvalidArgument when it cannot be read.
+// A file named on the command line; InvalidArgument when it cannot be read,
+// or holds more than any manifest or cluster profile does (16 MiB).
 StatusOr<std::string> ReadText(const std::string& path);
+// The same, for a trace of readings (a stream's rates), which may be larger.
+StatusOr<std::string> ReadTraceText(const std::string& path);
 // The metadata.name a manifest's text gives, valid or not; "" when it
 // cannot be read or gives none: what a run's failure line names.
 // `training_jobs_only`: "" too for another kind (a cluster profile's name).

@@ -416,7 +416,7 @@ static void NoteAQuorumOfEveryWorker(const LocalRunPlan& plan, std::ostream& err
 static std::vector<std::optional<StreamRate>> StreamRates(const JobSpec& spec, const std::vector<WorkerSlot>& slots) {
   std::vector<std::optional<StreamRate>> rates(slots.size());
   for (size_t rank = 0; rank < slots.size(); ++rank) {
-    auto rate = StreamRateOf(spec, slots, static_cast<int>(rank), ReadText);
+    auto rate = StreamRateOf(spec, slots, static_cast<int>(rank), ReadTraceText);
     if (rate.ok()) rates[rank] = std::move(*rate);
   }
   return rates;
@@ -927,6 +927,16 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (options.observe && plan.kernel_links) {
     err << "error: --observe scrapes the agents over this machine's loopback, and under --links netns each agent's "
            "loopback is its own namespace's: observe a run with --links process (the links are shaped alike)\n";
+    return kExitInvalid;
+  }
+  // The file system's root is no job's folder: `--output /` wrote model.pt,
+  // checkpoint.bin and the rest into / and ended "model: //model.pt", exit 0
+  // (a user's trial), where a cluster refuses it.
+  std::error_code root_ec;
+  if (fs::absolute(plan.job.output_dir, root_ec).lexically_normal() == "/") {
+    err << "error: the output folder is " << plan.job.output_dir << ", the file system's root, where a run writes "
+        << "model.pt, checkpoint.bin and its logs: give the job a folder of its own (spec.output.path, or "
+        << "--output)\n";
     return kExitInvalid;
   }
   // Before loading data or measuring layers: a folder the model cannot go to

@@ -826,6 +826,13 @@ TEST_F(RunCommandTest, ValidateChecksWithoutTraining) {
   EXPECT_EQ(object["spec"]["model"]["torchscript"]["path"], "net.pt") << object.dump();
   EXPECT_EQ(object["spec"]["data"]["train"]["path"], "train.csv") << object.dump();
   EXPECT_TRUE(object["spec"].contains("optimizer")) << "defaulted\n" << object.dump();
+  // A file without end is read only so far (/dev/zero had been read until
+  // the allocator aborted: a user's trial).
+  Outcome endless = Execute({"validate", "/dev/zero"});
+  EXPECT_EQ(endless.exit, 2);
+  EXPECT_NE(endless.stderr_text.find("cannot read /dev/zero: more than 16 MiB, and no manifest or cluster profile is"),
+            std::string::npos)
+      << endless.stderr_text;
 }
 
 // The files a manifest names are looked for before anything starts, each
@@ -1065,6 +1072,13 @@ TEST_F(RunCommandTest, AnOutputFolderThatCannotBeWrittenFailsTheRunAtOnce) {
       << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("(spec.output.path, or --output)"), std::string::npos) << run.stderr_text;
   EXPECT_EQ(run.stderr_text.find("training digits-nowhere"), std::string::npos) << run.stderr_text;
+  // The root, which can be written as root, is no job's folder (a run wrote
+  // its model and checkpoint into /: a user's trial).
+  Outcome root = Execute({"run", Manifest("digits-root", kDigitsSpec), "--output", "/tmp/../"});
+  EXPECT_EQ(root.exit, 2);
+  EXPECT_NE(root.stderr_text.find("error: the output folder is /, the file system's root"), std::string::npos)
+      << root.stderr_text;
+  EXPECT_FALSE(fs::exists("/model.json")) << "nothing written there";
 }
 
 // A script reading --json's stdout gets its one line however the run fails,

@@ -8,9 +8,10 @@ import re
 from .errors import FieldError
 
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-QUALIFIED_NAME = re.compile(rf"^{_NAME}$")
-LABEL_VALUE = re.compile(rf"^({_NAME})?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# \Z, not $, as Go's regexp anchors: Python's $ also matches before a last newline.
+QUALIFIED_NAME = re.compile(rf"^{_NAME}\Z")
+LABEL_VALUE = re.compile(rf"^({_NAME})?\Z")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion",
                        "customresourcecleanup.apiextensions.k8s.io"}
 MAX_ANNOTATIONS_BYTES = 256 * 1024

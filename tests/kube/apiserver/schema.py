@@ -34,6 +34,31 @@ OBJECT_META_FIELDS = {
 MISSING = object()  # "no old value to correlate with" (create, or uncorrelatable list item)
 
 
+
+def go_anchors(pattern):
+    """A schema's pattern as Go's regexp reads it, for Python's re: each $
+    outside a character class (and not escaped) as \\Z, since Python's $ also
+    matches before a last newline and Go's does not ("5s\\n" fit a duration)."""
+    out, in_class, escaped = [], False, False
+    for c in pattern:
+        if escaped:
+            out.append(c)
+            escaped = False
+        elif c == "\\":
+            out.append(c)
+            escaped = True
+        elif c == "[" and not in_class:
+            in_class = True
+            out.append(c)
+        elif c == "]" and in_class:
+            in_class = False
+            out.append(c)
+        elif c == "$" and not in_class:
+            out.append("\\Z")
+        else:
+            out.append(c)
+    return "".join(out)
+
 def _join(path, key):
     return f"{path}.{key}" if path else key
 
@@ -302,7 +327,7 @@ class StructuralSchema:
                 errors.append(FieldError("toolong", path,
                                          f"may not be more than {s['maxLength']} bytes",
                                          show_value=False))
-            if "pattern" in s and not re.search(s["pattern"], v):
+            if "pattern" in s and not re.search(go_anchors(s["pattern"]), v):
                 errors.append(FieldError("invalid", path, f"{path} in body should match "
                                          f"'{s['pattern']}'", value=v))
             fmt = s.get("format")
@@ -425,7 +450,7 @@ class FieldErrorValue(str):
         return str.__new__(cls, f'"{v}"' if isinstance(v, str) else str(v))
 
 
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z")
 
 
 def _format_ok(fmt, v):
@@ -449,7 +474,7 @@ def _format_ok(fmt, v):
             return True
         if fmt == "hostname":
             return bool(re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*"
-                                 r"[a-z0-9])?)*$", v, re.I)) and len(v) <= 253
+                                 r"[a-z0-9])?)*\Z", v, re.I)) and len(v) <= 253
     except ValueError:
         return False
     return True  # unknown formats are not enforced, as on a real server

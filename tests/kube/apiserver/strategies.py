@@ -15,8 +15,11 @@ import threading
 from .errors import FieldError
 from .selectors import selector_matches
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# \Z, not $: Python's $ also matches before a last newline, which Go's does
+# not, and a name "digits-cnn\n" was created, then could not be deleted by
+# its URL (a user's trial).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
 def dns_subdomain_errors(name, field="metadata.name"):
@@ -268,7 +271,7 @@ class PersistentVolumeStrategy(Strategy):
         obj["status"] = {"phase": "Pending"}
 
 
-MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
+MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})\Z")
 
 
 class LeaseStrategy(Strategy):

@@ -54,7 +54,9 @@ def node_object(node, net=None, link_factor=1.0):
     power = node["power"]
     annotations = {k: v for k, v in measurements(node, link_factor).items() if v is not None}
     annotations.update({
-        "edgetrain.dev/memory": node["memory"],
+        # A plain number of bytes (memory: 4294967296), as edgetrain reads a profile, is
+        # text here: annotations and quantities are strings (the stand-in had crashed on it).
+        "edgetrain.dev/memory": str(node["memory"]),
         "edgetrain.dev/compute-watts": _number(power["computeWatts"]),
         "edgetrain.dev/communicate-watts": _number(power["communicateWatts"]),
         "edgetrain.dev/idle-watts": _number(power["idleWatts"]),
@@ -62,7 +64,7 @@ def node_object(node, net=None, link_factor=1.0):
     rate = (node.get("stream") or {}).get("ratePerSecond")
     if rate is not None:
         annotations[EMULATED_STREAM_RATE] = _number(rate)
-    capacity = {"cpu": str(node["cpu"]), "memory": node["memory"], "pods": str(node["pods"]),
+    capacity = {"cpu": str(node["cpu"]), "memory": str(node["memory"]), "pods": str(node["pods"]),
                 "ephemeral-storage": "64Gi"}
     spec = {}
     if node.get("taints"):

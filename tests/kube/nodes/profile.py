@@ -75,7 +75,9 @@ def _trace_area(path):
         return _areas[path]
     name = os.path.basename(path)
     points = []
-    with open(path) as f:
+    # utf-8-sig: a byte-order mark before the header is read past, as edgetrain
+    # reads it (it was refused here alone: a user's trial).
+    with open(path, encoding="utf-8-sig") as f:
         lines = [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip()]
     if not lines or lines[0][1] != "seconds,mbps":
         raise ValueError(f'{name}: expected the header "seconds,mbps"')

@@ -454,6 +454,10 @@ class Writes(StandinTestCase):
         self.assertRegex(r["metadata"]["name"], r"^job-[a-z0-9]{5}$")
         self.assertStatus(self.api.post(self.core("configmaps"), configmap("Bad_Name")), 422,
                           "Invalid")
+        # A name that ends in a newline (a YAML block scalar) is refused as the API
+        # server refuses it: created, it could not be deleted by its URL (a user's trial).
+        self.assertStatus(self.api.post(self.core("configmaps"), configmap("digits-cnn\n")), 422,
+                          "Invalid")
         self.assertStatus(self.api.post("/api/v1/namespaces/nope/configmaps", configmap("a")),
                           404, "NotFound")
 

@@ -61,6 +61,8 @@ class Schema(StandinTestCase):
             (widget("a", ratio=0), "spec.ratio in body should be greater than 0"),
             (widget("a", title="abcdefghijkl"), "spec.title: Too long: may not be more than 10"),
             (widget("a", title="ABC"), "spec.title in body should match '^[a-z]+$'"),
+            # Go's $ is the end of the text; Python's also matches before a last newline.
+            (widget("a", title="abc\n"), "spec.title in body should match '^[a-z]+$'"),
             (widget("a", tags=["a", "b", "c", "d"]), "spec.tags: Too many: 4: must have at most "
                                                      "3 items"),
             (widget("a", tags=["a", "a"]), 'spec.tags[1]: Duplicate value: "a"'),
