@@ -268,8 +268,30 @@ Status CheckDocumentsEnd(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view text, const std::string& source,
+StatusOr<std::vector<Json>> ParseYamlDocuments(std::string_view given, const std::string& source,
                                                std::vector<FieldLines>* lines) {
+  // UTF-16, which kubectl reads, said as such: "not UTF-8 text (byte 0xFF)"
+  // named no encoding (a user's trial).
+  if (given.starts_with("\xFF\xFE") || given.starts_with("\xFE\xFF")) {
+    return InvalidArgumentError(source + " is UTF-16 text (its byte-order mark says so): save it as UTF-8, which "
+                                "edgetrain reads");
+  }
+  // A line break is CR, LF or CR LF in YAML; yaml-cpp reads the first only
+  // as part of the second, and a file of CR-only line breaks (an old Mac's)
+  // read as one line, "illegal map value" (a user's trial).
+  std::string normalised;
+  if (given.find('\r') != std::string_view::npos) {
+    normalised.reserve(given.size());
+    for (size_t i = 0; i < given.size(); ++i) {
+      if (given[i] != '\r') {
+        normalised += given[i];
+      } else if (i + 1 == given.size() || given[i + 1] != '\n') {
+        normalised += '\n';
+      }
+    }
+    given = normalised;
+  }
+  const std::string_view text = given;
   std::vector<YAML::Node> nodes;
   try {
     EDGETRAIN_RETURN_IF_ERROR(CheckUtf8(text, source));

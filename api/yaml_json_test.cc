@@ -67,6 +67,20 @@ epochs: !!int 0x10
   EXPECT_NE(merged_scalar.status().message().find("<< (a merge key) takes a map"), std::string::npos);
 }
 
+// Line breaks as YAML has them (CR alone too, which yaml-cpp took for no
+// break), and UTF-16 named (a user's trial).
+TEST(YamlJsonTest, LineBreaksOfEveryKindAndUtf16Said) {
+  for (const char* text : {"a: 1\nb: 2\n", "a: 1\r\nb: 2\r\n", "a: 1\rb: 2\r"}) {
+    auto docs = ParseYamlDocuments(text, "t.yaml");
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    EXPECT_EQ((*docs)[0], Json::parse(R"({"a": 1, "b": 2})"));
+  }
+  auto utf16 = ParseYamlDocuments(std::string("\xFF\xFE" "a\0:\0 \0" "1\0", 10), "t.yaml");
+  ASSERT_FALSE(utf16.ok());
+  EXPECT_EQ(utf16.status().message(), "t.yaml is UTF-16 text (its byte-order mark says so): save it as UTF-8, which "
+                                      "edgetrain reads");
+}
+
 TEST(YamlJsonTest, SyntaxErrorsNameLineAndColumn) {
   auto docs = ParseYamlDocuments("spec:\n  model: [mlp\n  data: x\n", "bad.yaml");
   ASSERT_FALSE(docs.ok());
