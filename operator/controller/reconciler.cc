@@ -518,9 +518,15 @@ Status Reconciler::Place(Pass& pass) {
   // A status that never said Placed, with pods of the stored plan, and only
   // those: a replica placed the job and died before it wrote the status.
   // Deleting them and placing anew would start the team again for nothing.
+  // Of the reasons a job waits with, those under which no pod of its stored
+  // plan is made: a job whose module was being checked, or whose pipeline
+  // fitted no device, had its plan's pods deleted and placed again as the
+  // next generation (found in review).
   const Json* placed = FindCondition(pass.status, condition::kPlaced);
-  const bool never_placed = !placed || placed->value("reason", "") == reason::kUnschedulable ||
-                            placed->value("reason", "") == reason::kPodsEnding;
+  const std::string waited = placed ? placed->value("reason", "") : "";
+  const bool never_placed = !placed || waited == reason::kUnschedulable || waited == reason::kPodsEnding ||
+                            waited == reason::kCheckingModel || waited == reason::kCheckingLayers ||
+                            waited == reason::kNoPipelineFits;
   if (stored.plan && !pass.pods.empty() && never_placed) {
     // Each pod exactly as the plan makes it: its name, its node and its
     // generation.
@@ -959,7 +965,8 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
   const std::string message = DescribePlacement(PlacementOf(plan, coordinator)) + " (taken up: plan generation " +
                               std::to_string(plan.generation) +
-                              ", placed by a replica that stopped before it said so)";
+                              ", placed by a pass whose status was never stored: a replica that stopped, or a "
+                              "write that failed)";
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message);

@@ -727,11 +727,32 @@ TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) 
   const Json job = Job("team");
   EXPECT_EQ(job["status"]["phase"], api::phase::kPlacing);
   EXPECT_TRUE(ConditionIs(job["status"], api::condition::kPlaced, true));
-  EXPECT_NE(log_text_.str().find("(taken up: plan generation 1, placed by a replica that stopped before it said so)"),
+  EXPECT_NE(log_text_.str().find("(taken up: plan generation 1, placed by a pass whose status was never stored"),
             std::string::npos)
       << log_text_.str();
   const Json map = *api_.Get(kube::kConfigMaps, "default", "team-plan");
   EXPECT_EQ(map["metadata"]["labels"]["edgetrain.dev/plan-generation"], "1");
+}
+
+// The same under a status that said the module was being checked, as a
+// job of its own module's says before its team is placed.
+TEST_F(ReconcilerTest, APlanPlacedWhileItsStatusSaidCheckingModelIsTakenUpToo) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+  const std::string key = Submit(TrainingJob("team"));
+  Reconcile(key);
+  Json unsaid = Job("team");
+  unsaid["status"] = {{"conditions", {{{"type", "Placed"}, {"status", "False"}, {"reason", api::reason::kCheckingModel},
+                                        {"message", "checking"}, {"lastTransitionTime", "2026-11-22T10:00:00Z"}}}}};
+  ASSERT_TRUE(api_.UpdateStatus(kube::kTrainingJobs, "default", unsaid).ok());
+  jobs_.Put(Job("team"));
+  SyncPods();
+  api_.ResetWrites();
+  Reconcile(key);
+  EXPECT_EQ(api_.Writes("delete Pod"), 0) << "taken up, not torn down";
+  EXPECT_EQ(api_.Writes("create Pod"), 0);
+  EXPECT_TRUE(ConditionIs(Job("team")["status"], api::condition::kPlaced, true));
 }
 
 // A running job's plan ConfigMap deleted by hand: its own team, which reads
