@@ -482,7 +482,21 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
 Status Reconciler::TearDownGang(Pass& pass, const char* why, const std::string& message) {
   EDGETRAIN_RETURN_IF_ERROR(DeleteAllPods(pass));
   pass.status["phase"] = phase::kPending;
+  // A gang timed out is of the spec it was placed under, whose generation
+  // its back-off is judged by: a spec mended while the gang started (the
+  // image it could not pull) had been stamped as if the timeout were its
+  // own, and waited out the back-off (found in review).
+  const Json* was = FindCondition(pass.status, condition::kPlaced);
+  const int64_t placed_under = was && was->value("status", "") == "True" && was->contains("observedGeneration") &&
+                                       (*was)["observedGeneration"].is_number_integer()
+                                   ? (*was)["observedGeneration"].get<int64_t>()
+                                   : pass.generation;
   pass.Set(condition::kPlaced, false, why, message);
+  if (std::string_view(why) == reason::kGangTimeout) {
+    for (Json& c : pass.status["conditions"]) {
+      if (c.value("type", "") == condition::kPlaced) c["observedGeneration"] = placed_under;
+    }
+  }
   pass.Set(condition::kRunning, false, why, message);
   events_.Record(pass.object, "Warning", why, message);
   log_.Job(pass.key, why, message);

@@ -2293,6 +2293,30 @@ TEST_F(ReconcilerTest, ASpecChangedAfterAGangTimeoutIsPlacedWithoutWaitingOutThe
   EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "a new spec starts a new row";
 }
 
+// Mended while its gang was starting (it said SpecNotApplied), then timed
+// out: the timeout is the old spec's, and the mended one is placed at once.
+TEST_F(ReconcilerTest, ASpecMendedWhileItsGangStartedIsPlacedAtOnceAfterItTimesOut) {
+  const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "1m"}}}});
+  SyncPods();  // placed, never running
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}},
+                               {"spec", {{"template", {{"image", "edgetrain/agent:mended"}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::seconds(10);
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  now_ += std::chrono::minutes(1);
+  Reconcile(key);  // the gang of generation 1 times out
+  jobs_.Put(Job("team"));
+  pods_.Replace(api_.All(kube::kPods));
+  ASSERT_EQ(FindCondition(Job("team")["status"], api::condition::kPlaced)->value("reason", ""),
+            api::reason::kGangTimeout);
+  now_ += std::chrono::seconds(1);
+  EXPECT_EQ(Reconcile(key).placement, "placed") << "not after the back-off";
+  EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "the mended spec starts a new row";
+}
+
 TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
   // Room for one job of one at a time.
   AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));
