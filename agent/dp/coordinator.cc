@@ -48,7 +48,7 @@ Coordinator::Coordinator(const JobPlan& plan, Trainer& model, const Dataset& tes
 }
 
 void Coordinator::FollowRounds(TimePoint now) {
-  if (!rounds_) return;
+  if (!rounds_ || stopping_) return;  // once stopping, the model is final
   for (;;) {
     const int64_t round = aggregator_.least_applied_clock() + 1;
     if (round != rounds_->round()) rounds_->Opened(round, now);
@@ -80,6 +80,12 @@ void Coordinator::FollowRounds(TimePoint now) {
 }
 
 void Coordinator::FollowTeamChange(TimePoint now) {
+  // Once stopping, the model is final: the workers leave one by one as they
+  // hear Stop, and each departure had moved the clocks the others held, the
+  // rows stepping on a part of a round's gradients, the last departure's on
+  // the sum of them all divided by one; the final evaluation and the saved
+  // model were of that (found in review).
+  if (stopping_) return;
   // The rows whose clocks only the workers who left held step now, on what
   // the others pushed, under every policy; then a round may be complete, or due.
   if (aggregator_.StepMovedRows(ledger_)) changed_.NotifyAll();

@@ -214,7 +214,11 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
       if (message->push().has_stats()) {
         const v1::WorkerStats& stats = message->push().stats();
         if (injection_) injection_->Wanted(w, stats.injection_wanted());
-        if (batch_sizer_) batch_sizer_->Heard(w, {stats.step_fixed_seconds(), stats.sample_seconds()});
+        // Measured as its other figures are: a NaN reached the batches' casts to integers.
+        if (batch_sizer_) {
+          batch_sizer_->Heard(w, {Measure(stats.step_fixed_seconds(), kLongestSeconds),
+                                  Measure(stats.sample_seconds(), kLongestSeconds)});
+        }
       }
       if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }
