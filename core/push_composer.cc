@@ -54,6 +54,11 @@ std::vector<OutgoingRow> PushComposer::Compose(int64_t iteration, int staleness_
   return rows;
 }
 
+void PushComposer::SkipTo(int64_t iteration) {
+  for (int64_t& last : last_pushed_) last = std::max(last, iteration);
+  std::fill(demanded_.begin(), demanded_.end(), false);  // asked of rounds closed without it
+}
+
 void PushComposer::Restart(int64_t iteration) {
   std::fill(residual_.begin(), residual_.end(), 0.0f);
   std::fill(last_pushed_.begin(), last_pushed_.end(), iteration);

@@ -44,6 +44,12 @@ class PushComposer {
   // A Welcome replaced the model at `iteration`: what was computed and not
   // sent belongs to a model that is gone.
   void Restart(int64_t iteration);
+  // The team closed rounds up to `iteration` without this worker, its pushes
+  // all sent: no row is owed for them. What compression left in the
+  // residual stays, for the next push. (Owed, every row had gone again as a
+  // push of nothing but that residual, late for every round, over the link
+  // in a dip that had left it out: found in review.)
+  void SkipTo(int64_t iteration);
 
   // How pushes encode their rows now, and (adaptive) the last measure that
   // chose it.

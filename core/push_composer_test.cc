@@ -60,6 +60,24 @@ TEST(PushComposerTest, CompressionLeavesWhatItDroppedForALaterPush) {
   EXPECT_NEAR(decoded[1], 0.003f, 1e-5);
 }
 
+// Rounds closed without a worker whose pushes had all gone owe nothing: under
+// a deadline's bound of 0 every row had gone again, of nothing but
+// compression's residual, late for every round (found in review). The
+// residual stays for the next push.
+TEST(PushComposerTest, RoundsSkippedOweNoRowAndKeepTheResidual) {
+  PushComposer pushes(kLayout, Compression::kInt8, /*budgeted=*/false, RowOrder::kImportance);
+  pushes.Accumulate(std::vector<float>{1, 0.3f, 0, 0, 0, 0});
+  ASSERT_EQ(pushes.Compose(5, 0, 0).size(), 3u);
+  pushes.SkipTo(8);
+  EXPECT_TRUE(pushes.Compose(8, 0, 0).empty()) << "nothing owed for rounds 6-8";
+  pushes.Accumulate(std::vector<float>{0, 0, 0, 0, 0, 0});
+  const auto next = pushes.Compose(9, 0, 0);
+  ASSERT_EQ(next.size(), 3u);
+  std::vector<float> row0(2);
+  ASSERT_TRUE(DecodeRow(next[0].encoded.encoding, next[0].encoded.scale, next[0].encoded.bytes, row0).ok());
+  EXPECT_NE(row0[1], 0.0f) << "int8's error on row 0 is sent with the next push";
+}
+
 TEST(PushComposerTest, ARestartDropsWhatWasComputedForTheOldModel) {
   PushComposer pushes(kLayout, Compression::kNone, /*budgeted=*/false, RowOrder::kImportance);
   pushes.Accumulate(std::vector<float>{1, 1, 1, 1, 1, 1});

@@ -384,8 +384,13 @@ class WorkerRun {
             // Its next gradient is for the round after its model's, and one
             // computed for an earlier round and not yet pushed is late for
             // every row: dropped here rather than sent. What is left when all
-            // went (compression's error) is kept.
-            if (pushed_iteration_ < iteration_) DropUnsentLocked(copy_.LeastClock());
+            // went (compression's error) is kept, and no row is owed for the
+            // rounds skipped.
+            if (pushed_iteration_ < iteration_) {
+              DropUnsentLocked(copy_.LeastClock());
+            } else {
+              pushes_.SkipTo(copy_.LeastClock());
+            }
             iteration_ = copy_.LeastClock();
             pushed_iteration_ = iteration_;
             break;
