@@ -86,6 +86,11 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
+    // Nothing else of the runner's: every agent held the --progress-log
+    // writable, and a stray /dev/null, and with --observe Prometheus kept the
+    // log open until Ctrl-C, so that a reader of it saw no end (found in
+    // review); the output folder's lock would outlive the runner in a child.
+    ::close_range(3, ~0U, 0);
     ::signal(SIGPIPE, SIG_DFL);  // the runner ignores it; the child gets the default back
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);

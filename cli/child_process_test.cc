@@ -29,6 +29,16 @@ TEST(ChildProcessTest, ReadsStdoutLinesAndLogsStderr) {
   EXPECT_EQ(ReadFile(Log("echo.log")), "oops\n");
 }
 
+// A child has its three streams and nothing else of its parent's: every
+// agent had held the runner's --progress-log open, writable (found in review).
+TEST(ChildProcessTest, AChildHoldsNoFileOfItsParentsButItsThreeStreams) {
+  std::ofstream held(Log("held.txt"));  // as the runner holds its progress log
+  ASSERT_TRUE(held.is_open());
+  auto child = ChildProcess::Spawn({"/bin/sh", "-c", "ls /proc/$$/fd | sort -n | tr '\\n' ' '"}, Log("fds.log"), {});
+  ASSERT_TRUE(child.ok());
+  EXPECT_EQ(child->ReadLine(milliseconds(5000)), "0 1 2 ");
+}
+
 TEST(ChildProcessTest, PassesTheEnvironment) {
   auto child = ChildProcess::Spawn({"/bin/sh", "-c", "echo $EDGETRAIN_TEST_VAR"}, Log("env.log"), {{"EDGETRAIN_TEST_VAR", "42"}});
   ASSERT_TRUE(child.ok());

@@ -51,6 +51,7 @@ Status RunCommand(const std::vector<std::string>& argv) {
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(devnull, STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
+    ::close_range(3, ~0U, 0);  // none of the runner's files (cli/child_process.cc)
     ::execvp(args[0], args.data());
     ::_exit(127);
   }
