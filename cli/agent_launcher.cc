@@ -86,6 +86,8 @@ StatusOr<ChildProcess> AgentLauncher::SpawnWorker(int rank) {
 
 Status AgentLauncher::AwaitWorker(ChildProcess& worker, int rank) {
   StatusOr<std::string> http = Await(worker, "http", WorkerLog(rank));
+  // Interrupted: the run stops the team as it is, this worker with it.
+  if (!http.ok() && http.status().code() == StatusCode::kCancelled) return Status::Ok();
   if (!http.ok()) {
     // Killed is not failed: a worker SIGKILLed as it loaded its data (the
     // OOM killer's way) failed the whole team's run, where one lost a second
@@ -121,6 +123,7 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
                                                     : "said `" + what + "`";
   const TimePoint deadline = clock_.Now() + kStartupTimeout;
   while (clock_.Now() < deadline) {
+    if (interrupted_ && interrupted_->load()) return CancelledError("interrupted while " + agent_name + " started");
     auto line = agent.ReadLine(kPollEvery);
     if (line && line->rfind(what + " ", 0) == 0) return line->substr(what.size() + 1);
     if (!line && agent.stdout_closed()) {

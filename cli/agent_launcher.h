@@ -4,6 +4,7 @@
 // each inside its network namespace under --links netns — and reads what each
 // announces: where it serves HTTP, where the coordinator listens.
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -62,6 +63,10 @@ class AgentLauncher {
   StatusOr<ChildProcess> StartCoordinator();
   // How often the coordinator refreshes /progress; unset: the agent's default.
   void SetProgressEvery(std::optional<Duration> every) { progress_every_ = every; }
+  // Set by a Ctrl-C (or SIGTERM, SIGHUP): a wait for an agent's start then
+  // ends at once, Cancelled. Each wait had run to its 60 s, the interrupt
+  // unheard, then blamed the agent (found in review).
+  void SetInterrupt(const std::atomic<bool>* interrupted) { interrupted_ = interrupted; }
   // Starts worker `rank`: a data-parallel worker, or a pipeline's stage
   // agent when the plan has a pipeline. The team's workers are all started
   // before any is waited for: each loads LibTorch and its data for seconds,
@@ -96,6 +101,7 @@ class AgentLauncher {
   int http_port_;
   std::vector<std::string> transport_;
   std::optional<Duration> progress_every_;
+  const std::atomic<bool>* interrupted_ = nullptr;
   Clock& clock_;
   std::string plan_path_;
   std::string coordinator_log_;

@@ -1043,6 +1043,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   AgentLauncher launcher(options.agent_binary.empty() ? AgentBeside() : options.agent_binary, folder->path(), plan,
                          links.get(), options.http_port, std::move(transport), clock);
   launcher.SetProgressEvery(options.progress_every);
+  launcher.SetInterrupt(&interrupted);
   std::optional<ChildProcess> coordinator;
   std::vector<ChildProcess> workers;
   std::vector<int> worker_ranks;  // each worker's rank: a pipeline's plan may leave devices out

@@ -1162,6 +1162,32 @@ TEST_F(RunCommandTest, ATeamsWorkerKilledAsItStartsIsADeviceLostAndTheTeamStarts
   EXPECT_TRUE(fs::exists(dir_ / "out" / "model.pt"));
 }
 
+// A Ctrl-C while a worker is still starting (a hung mount, a thrashing
+// machine: here one that never says where it serves) stops the run at once.
+// Each wait had run to its 60 s, unheard, and then blamed the worker (found
+// in review).
+TEST_F(RunCommandTest, InterruptWhileAWorkerStartsStopsTheRunAtOnce) {
+  const fs::path agent = dir_ / "agent-worker-hangs";
+  std::ofstream(agent) << "#!/bin/sh\ncase \"$*\" in *--role=worker*) exec sleep 600;; esac\nexec "
+                       << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
+  fs::permissions(agent, fs::perms::owner_all);
+  const std::string spec = "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n"
+                           "  parallelism: {workers: 2}\n  budget: {epochs: 1}\n";
+  auto child = Start({"run", Manifest("digits-hung-worker", spec), "--agent", agent.string(), "--output",
+                      (dir_ / "out").string()});
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(StderrShows("to load their data and say where they serve", seconds(60)));
+  const auto interrupted = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(-child->pid(), SIGINT), 0);
+  while (child->ReadLine(seconds(60))) {
+  }
+  EXPECT_EQ(child->Wait(seconds(30)), 130);
+  EXPECT_LT(std::chrono::steady_clock::now() - interrupted, seconds(20)) << ReadFile(dir_ / "stderr.log");
+  EXPECT_EQ(ReadFile(dir_ / "stderr.log").find("had not served its HTTP port"), std::string::npos)
+      << ReadFile(dir_ / "stderr.log");
+  EXPECT_FALSE(ProcessRunningWith("--job=digits-hung-worker")) << "no agent left behind";
+}
+
 // A --fresh run that fails before its first checkpoint does not offer the
 // one an earlier run left as its own to resume from (it said "kept: run the
 // command again without --fresh to resume from it", and that run then
