@@ -347,6 +347,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                         "where each rank's stderr goes, as rank-R.log (default: the current folder; created if need "
                         "be); their stdout is printed here, rank 0's as it is and the others' after \"rank R: \"")
       ->option_text("DIR");
+  AddDuration(netns_run, "--stop-grace", netns.stop_grace, Duration::zero(), "15s",
+              "how long the ranks have to end once interrupted (SIGTERM) before they are killed, with what they "
+              "started (default 15s)");
   netns_run->add_option("COMMAND", netns.command, "the program and its arguments, after --")->required();
 
   NodeLinksOptions& node_links = line.node_links;

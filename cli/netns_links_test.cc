@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/child_process.h"
+#include "cli/child_process_testing.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -282,6 +284,33 @@ TEST_F(NetnsLinksTest, NetnsRunForwardsEveryRanksOutputAndCreatesItsLogFolder) {
   const std::string text((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("rank 0 ended: exit 5"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 1 ended: exit 6"), std::string::npos) << text;
+}
+
+// Interrupted, the ranks are told to stop, and killed with what they started
+// once --stop-grace has passed: a rank that ignored SIGTERM held netns-run for
+// ever, deaf to more Ctrl-Cs (found in review). And each rank is told when its
+// link's trace began (bench/ddp_worker.py splits its stall by outages on it).
+TEST_F(NetnsLinksTest, NetnsRunKillsRanksThatOutstayTheirGraceAndSaysWhenTheTracesBegan) {
+  std::ofstream(dir_ / "trace.csv") << "seconds,mbps\n0,60\n";
+  std::ofstream(dir_ / "nodes.yaml") << "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\n"
+                                        "metadata: {name: pair}\nspec:\n  nodes:\n"
+                                        "    - {name: a, link: {trace: trace.csv}}\n    - {name: b}\n";
+  auto run = ChildProcess::Spawn({std::string(EDGETRAIN_BINARY_DIR) + "/bin/edgetrain", "netns-run", "--nodes",
+                                  (dir_ / "nodes.yaml").string(), "--workers", "2", "--log-dir", dir_.string(),
+                                  "--stop-grace", "1s", "--", "/bin/sh", "-c",
+                                  "echo started $EDGETRAIN_LINKS_STARTED; trap '' TERM; sleep 300 & wait"},
+                                 (dir_ / "stderr.log").string());
+  ASSERT_TRUE(run.ok());
+  const auto line = run->ReadLine(seconds(30));
+  ASSERT_TRUE(line.has_value());
+  EXPECT_TRUE(std::regex_match(*line, std::regex(R"((rank 1: )?started [0-9]+\.[0-9]{6})"))) << *line;
+  const auto interrupted = std::chrono::steady_clock::now();
+  ::kill(run->pid(), SIGINT);
+  while (run->ReadLine(seconds(30))) {
+  }
+  EXPECT_EQ(run->Wait(seconds(30)), 130);
+  EXPECT_LT(std::chrono::steady_clock::now() - interrupted, seconds(10));
+  EXPECT_FALSE(ProcessWith("sleep 300").has_value()) << "what a rank started goes with it";
 }
 
 TEST_F(NetnsLinksTest, ATeamTrainsThroughKernelShapedLinks) {

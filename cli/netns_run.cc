@@ -18,7 +18,6 @@ namespace edgetrain::cli {
 namespace fs = std::filesystem;
 namespace {
 constexpr std::chrono::milliseconds kPollEvery{200};
-constexpr std::chrono::seconds kStopGrace{15};
 }  // namespace
 
 int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
@@ -73,11 +72,23 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     }
     ranks.push_back(std::move(*child));
   }
-  bool signalled = false;
+  bool signalled = false, killed = false;
+  TimePoint signalled_at{};
   for (;;) {
     if (interrupted.load() && !signalled) {
       for (auto& r : ranks) r.Signal(SIGTERM);
       signalled = true;
+      signalled_at = clock.Now();
+    }
+    // A rank that ignores SIGTERM, or waits in a collective for a peer that
+    // is gone, is killed once the grace has passed, with whatever it
+    // started: netns-run had waited for it for ever, deaf to more Ctrl-Cs
+    // (found in review).
+    if (signalled && !killed && clock.Now() - signalled_at > options.stop_grace) {
+      for (auto& r : ranks) {
+        if (!r.Poll()) ::kill(-r.pid(), SIGKILL);
+      }
+      killed = true;
     }
     // Each rank's turn waits a share of the poll interval for its next line.
     const Duration turn = kPollEvery / static_cast<int>(ranks.size());
@@ -87,14 +98,15 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
       }
     }
     out << std::flush;
-    const auto ended = [](ChildProcess& r) { return r.stdout_closed() && r.Poll().has_value(); };
+    // Killed, a rank is over once reaped, whoever else still holds its stdout.
+    const auto ended = [&](ChildProcess& r) { return (r.stdout_closed() || killed) && r.Poll().has_value(); };
     if (std::all_of(ranks.begin(), ranks.end(), ended)) break;
   }
   // The highest status, and every rank that failed by name: a rank's code
   // alone, another's lost, said nothing of which (a user's trial).
   int worst = 0;
   for (size_t rank = 0; rank < ranks.size(); ++rank) {
-    const int status = ranks[rank].Wait(kStopGrace);
+    const int status = ranks[rank].Wait(options.stop_grace);
     if (status != 0 && !signalled) {
       err << "rank " << rank << " ended: " << DescribeExitStatus(status) << " (its stderr: "
           << (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string() << ")\n";

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
+
 namespace edgetrain::cli {
 
 // `edgetrain netns-run --nodes PROFILE --workers N -- COMMAND...`: the kernel-
@@ -19,6 +21,9 @@ struct NetnsRunOptions {
   int workers = 0;
   std::string log_dir = ".";
   std::vector<std::string> command;
+  // How long the ranks have once told to stop (SIGTERM), before they and what
+  // they started are killed.
+  Duration stop_grace = std::chrono::seconds(15);
 };
 int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
                     const std::atomic<bool>& interrupted);
