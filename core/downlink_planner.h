@@ -44,7 +44,9 @@ class DownlinkPlanner {
   // fresh row goes (SSP, BSP). `encoding`: the job's compression.
   DownlinkPlanner(const RowLayout& layout, int workers, RowEncoding encoding, bool budgeted);
 
-  // A new stream from `w`: nothing is demanded of it yet.
+  // A new stream from `w`, or `w` back in the team after it was counted out
+  // (its Welcome clears the demands it had heard): nothing is demanded of it
+  // yet, so that what teammates wait on is asked of it again.
   void StreamOpened(int w);
   // The rows of a Welcome to `w`: the whole model for a worker that lost its
   // copy; else what it must have before its next iteration. An update lost with

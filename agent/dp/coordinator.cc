@@ -366,6 +366,11 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
+  // A worker back before its old stream was seen to close is credited up to
+  // its teammates' clocks, which may move a row's: it steps now, on what the
+  // others pushed, as when a worker leaves. Its Welcome had carried rows at
+  // clocks their values had not reached (found in review).
+  FollowTeamChange(clock_.Now());
   // Its first stream: its device is the team's from the team's start, and
   // its Welcome says how far its Hello came from that start, so that it
   // counts its energy from it. A robot whose link was out for the team's
@@ -560,6 +565,10 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     metrics_.AddRejoin(w);
     accounts_.Resumed(w, members_.resume_after(w));
     aggregator_.ForgetPushes(w);
+    // Its Welcome clears the demands it heard: those teammates wait on are
+    // asked again (marked as asked, they were not, and teammates stalled
+    // until the rows fell due: found in review).
+    downlink_.StreamOpened(w);
     log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
   } else if (fate == PushFate::kApplied) {
     // An excused worker pushing for the round the team is in counts again.
