@@ -378,6 +378,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     p = engine_.Progress();
     fill(p, now);
     if (schedule.CheckpointDue(p.iteration)) {
+      evaluations.Begin();  // this run's rows only, before a checkpoint a resume goes on from
       EDGETRAIN_RETURN_IF_ERROR(SaveFiniteCheckpoint(Checkpoint(p)));
       metrics_.AddCheckpoint();
       schedule.Checkpointed(p.iteration);
@@ -487,6 +488,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     JobCheckpoint trained = Checkpoint(p);
     trained.complete = false;
     if (FiniteWeights(trained.iteration, trained.parameters).ok()) {
+      evaluations.Begin();
       (void)SaveCheckpoint(plan_.CheckpointPath(), trained);
     }
     EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
@@ -510,6 +512,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // model, a third of its size and what the run was for: a run that
     // trained to its end wrote neither (a user's trial). It fails still,
     // saying the model is there.
+    evaluations.Begin();
     const Status checkpointed = SaveCheckpoint(plan_.CheckpointPath(), last);
     if (!checkpointed.ok() && interrupted && finished_model) return checkpointed;
     if (interrupted && finished_model) {

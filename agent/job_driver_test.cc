@@ -789,6 +789,24 @@ TEST_F(JobDriverTest, WhatTrainedIsKeptBeforeTheFinalEvaluationWhichARunAgainDoe
 
 // A checkpoint that cannot be written at the end (a full disk) does not cost
 // the model: a run that trained to its end wrote neither (a user's trial).
+// A fresh run's evaluations start before its first checkpoint: an earlier
+// run's rows had stayed in the file until this run's first evaluation, and a
+// run killed before that, then resumed, kept them as its own, drawn as its
+// curve (found in review).
+TEST_F(JobDriverTest, AFreshRunsEvaluationsStartBeforeItsFirstCheckpoint) {
+  fs::create_directories(plan.output_dir);
+  std::ofstream(plan.output_dir + "/evaluations.csv")
+      << "seconds,iteration,samples,accuracy,energy_joules\n0.1,5,80,0.9,\n0.2,10,160,0.95,\n";
+  plan.spec.budget = {};
+  plan.spec.budget.wall_clock = milliseconds(100);
+  plan.spec.evaluation.every_iterations = 1000;  // the final evaluation alone, which dies with its process
+  plan.spec.fault_tolerance.checkpoint_every = 5;
+  evaluation_fails = true;
+  ASSERT_FALSE(Run().ok());
+  ASSERT_TRUE(fs::exists(plan.output_dir + "/checkpoint.bin"));
+  EXPECT_EQ(Evaluations(), "seconds,iteration,samples,accuracy,energy_joules\n") << "the earlier run's rows are gone";
+}
+
 TEST_F(JobDriverTest, AFinalCheckpointThatCannotBeWrittenStillLeavesTheModel) {
   plan.spec.fault_tolerance.checkpoint_every = 0;
   fs::create_directories(plan.output_dir + "/checkpoint.bin.tmp/in-the-way");  // its part cannot be written

@@ -767,6 +767,14 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
     err << checkpoint.Whose(plan.job.job) << " in " << folder
         << (checkpoint.WrittenByThisRun() ? ", which this run wrote before it failed, is kept" : " is kept as it was")
         << "; the same command fails the same way until what the error says is dealt with\n";
+  } else if (resumable && (checkpoint.Whose(plan.job.job) != "the job's checkpoint" ||
+                            checkpoint.AtIteration().empty())) {
+    // Another job's, or one that cannot be read: no run of this job resumes
+    // from it, where "run the same command again to resume from it" had sent
+    // the user to a refusal (found in review).
+    err << checkpoint.Whose(plan.job.job) << " in " << folder
+        << (checkpoint.AtIteration().empty() ? ", which cannot be read," : std::string()) << " is kept as it was; "
+        << "a run of this job into " << folder << " refuses it: give another --output, or --fresh to start over\n";
   } else if (resumable) {
     err << "the job's checkpoint in " << folder << checkpoint.AtIteration() << " is kept: " << HowToResume(options)
         << "\n";

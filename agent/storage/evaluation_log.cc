@@ -67,12 +67,15 @@ StatusOr<EvaluationLog> EvaluationLog::Open(const std::string& path, std::option
   return EvaluationLog(path, std::ofstream());
 }
 
+void EvaluationLog::Begin() {
+  if (out_.is_open()) return;
+  out_.open(path_, std::ios::trunc);
+  out_ << kHeader << std::flush;
+}
+
 void EvaluationLog::Record(double seconds, int64_t iteration, int64_t samples, double accuracy,
                            std::optional<double> energy_joules) {
-  if (!out_.is_open()) {
-    out_.open(path_, std::ios::trunc);
-    out_ << kHeader;
-  }
+  Begin();
   out_ << seconds << ',' << iteration << ',' << samples << ',' << accuracy << ',';
   if (energy_joules) out_ << *energy_joules;
   out_ << '\n' << std::flush;

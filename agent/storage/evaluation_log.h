@@ -26,6 +26,12 @@ class EvaluationLog {
   static StatusOr<EvaluationLog> Open(const std::string& path, std::optional<int64_t> resumed_at,
                                       std::vector<int>* unread = nullptr);
   void Record(double seconds, int64_t iteration, int64_t samples, double accuracy, std::optional<double> energy_joules);
+  // The fresh file started, if it is not yet: before this run's first
+  // checkpoint, which a resume keeps the rows up to. An earlier run's rows
+  // had stayed in it, and a run that resumed from a checkpoint written before
+  // its first evaluation kept them as its own, drawn as its curve (found in
+  // review).
+  void Begin();
 
  private:
   EvaluationLog(std::string path, std::ofstream out) : path_(std::move(path)), out_(std::move(out)) {}
