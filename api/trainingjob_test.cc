@@ -350,8 +350,8 @@ TEST(TrainingJobTest, ValuesTensOfThousandsOfCharactersLongAreRefusedNotACrash) 
   EXPECT_NE(grace.status().message().find("spec.faultTolerance.nodeLossGrace: invalid duration \"1111"),
             std::string::npos) << grace.status().message().substr(0, 400);
   EXPECT_NE(grace.status().message().find("(40,001 characters)"), std::string::npos);
-  auto cpu = ParseTrainingJob(With(R"({"spec": {"template": {"resources": {"limits": {"cpu": ")" + digits + R"(m"}}}}})"),
-                              "j.yaml");
+  const std::string limits = R"({"spec": {"template": {"resources": {"limits": {"cpu": ")" + digits + R"(m"}}}}})";
+  auto cpu = ParseTrainingJob(With(limits), "j.yaml");
   EXPECT_FALSE(cpu.ok());
   auto name = ParseTrainingJob(With(R"({"metadata": {"name": ")" + std::string(30000, 'a') + R"("}})"), "j.yaml");
   ASSERT_FALSE(name.ok());

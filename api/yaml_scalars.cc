@@ -87,8 +87,9 @@ double ToDouble(const std::string& s) { return std::strtod(s.c_str(), nullptr); 
 
 Json ResolvePlainScalar(std::string_view text) {
   static const std::set<std::string_view> kNull{"", "~", "null", "Null", "NULL"};
-  static const std::set<std::string_view> kTrue{"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
-  static const std::set<std::string_view> kFalse{"n", "N",     "no",    "No", "NO",  "false",
+  static const std::set<std::string_view> kTrue{"y",    "Y",    "yes", "Yes", "YES", "true",
+                                                 "True", "TRUE", "on",  "On",  "ON"};
+  static const std::set<std::string_view> kFalse{"n",     "N",     "no",  "No",  "NO",  "false",
                                                   "False", "FALSE", "off", "Off", "OFF"};
   if (kNull.count(text)) return nullptr;
   if (kTrue.count(text)) return true;
@@ -112,7 +113,8 @@ Json ResolvePlainScalar(std::string_view text) {
     if (c != '_') plain += c;
   }
   const bool negative = !plain.empty() && plain[0] == '-';
-  const std::string_view digits = std::string_view(plain).substr(!plain.empty() && (plain[0] == '-' || plain[0] == '+'));
+  const bool signed_ = !plain.empty() && (plain[0] == '-' || plain[0] == '+');
+  const std::string_view digits = std::string_view(plain).substr(signed_ ? 1 : 0);
   if (const std::optional<uint64_t> magnitude = GoUnsigned(digits)) {
     if (!negative && *magnitude <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return static_cast<int64_t>(*magnitude);
@@ -123,7 +125,7 @@ Json ResolvePlainScalar(std::string_view text) {
                  : -static_cast<int64_t>(*magnitude);
     }
     // Go's ParseUint reads what ParseInt cannot: past int64, unsigned (no sign).
-    if (plain[0] != '-' && plain[0] != '+') return *magnitude;
+    if (!signed_) return *magnitude;
   }
   if (IsYamlStyleFloat(plain)) return AsSent(ToDouble(plain));
   return std::string(text);

@@ -772,8 +772,9 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
     // Another job's, or one that cannot be read: no run of this job resumes
     // from it, where "run the same command again to resume from it" had sent
     // the user to a refusal (found in review).
-    err << checkpoint.Whose(plan.job.job) << " in " << folder
-        << (checkpoint.AtIteration().empty() ? ", which cannot be read," : std::string()) << " is kept as it was; "
+    const bool unread = checkpoint.AtIteration().empty();
+    err << (unread ? "the checkpoint" : checkpoint.Whose(plan.job.job)) << " in " << folder
+        << (unread ? ", which cannot be read," : "") << " is kept as it was; "
         << "a run of this job into " << folder << " refuses it: give another --output, or --fresh to start over\n";
   } else if (resumable) {
     err << "the job's checkpoint in " << folder << checkpoint.AtIteration() << " is kept: " << HowToResume(options)

@@ -310,6 +310,8 @@ TEST_F(NetnsLinksTest, NetnsRunKillsRanksThatOutstayTheirGraceAndSaysWhenTheTrac
   }
   EXPECT_EQ(run->Wait(seconds(30)), 130);
   EXPECT_LT(std::chrono::steady_clock::now() - interrupted, seconds(10));
+  // Killed with it (SIGKILL to its process group), though the kernel may take a moment to end it.
+  for (int tries = 0; tries < 100 && ProcessWith("sleep 300"); ++tries) std::this_thread::sleep_for(milliseconds(50));
   EXPECT_FALSE(ProcessWith("sleep 300").has_value()) << "what a rank started goes with it";
 }
 

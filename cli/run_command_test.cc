@@ -1205,9 +1205,13 @@ TEST_F(RunCommandTest, AFreshRunThatFailsBeforeItsCheckpointDoesNotOfferAnEarlie
                                    (out / "checkpoint.bin").string() + ": damaged checkpoint"),
             std::string::npos)
       << fresh.stderr_text;
-  // Without --fresh, the checkpoint there is the one a run again goes on from.
+  // Without --fresh, the one there cannot be read, which a run again refuses:
+  // not offered as one to resume from (found in review).
   Outcome again = Execute({"run", manifest, "--agent", "/bin/false", "--output", out.string()});
-  EXPECT_NE(again.stderr_text.find("is kept: run the same command again to resume from it"), std::string::npos)
+  EXPECT_EQ(again.stderr_text.find("to resume from it"), std::string::npos) << again.stderr_text;
+  EXPECT_NE(again.stderr_text.find("the checkpoint in " + out.string() + ", which cannot be read, is kept as it was; "
+                                   "a run of this job into " + out.string() + " refuses it"),
+            std::string::npos)
       << again.stderr_text;
 }
 

@@ -161,6 +161,20 @@ class ReconcilerTest : public ::testing::Test {
     return "";
   }
   // A gateway and two robots, and a two-worker team on them that runs: its key.
+  // Job "team" placed on three nodes by a pass whose status was never
+  // stored: the status is `stored` (what the pass before had written).
+  std::string ATeamPlacedUnderAStatusNeverStored(const Json& stored) {
+    AddNode(ANode("gateway"));
+    AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+    AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
+    const std::string key = Submit(TrainingJob("team"));
+    Reconcile(key);
+    Json unsaid = Job("team");
+    unsaid["status"] = stored;
+    EXPECT_TRUE(api_.UpdateStatus(kube::kTrainingJobs, "default", unsaid).ok());
+    jobs_.Put(Job("team"));
+    return key;
+  }
   std::string ARunningTeamOnThreeNodes(const Json& spec_patch) {
     AddNode(ANode("gateway"));
     AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
@@ -704,16 +718,8 @@ TEST_F(ReconcilerTest, AnObjectUnderAJobsNameThatIsAnothersIsLeftAloneAndTheJobF
 // wrote the status: the next one takes the plan up, makes the pod missing and
 // none again, where it used to delete them all and place the job anew.
 TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
-  const std::string key = Submit(TrainingJob("team"));
-  Reconcile(key);
   // As the dead replica left it: no status, and its last pod never made.
-  Json unsaid = Job("team");
-  unsaid["status"] = Json::object();
-  ASSERT_TRUE(api_.UpdateStatus(kube::kTrainingJobs, "default", unsaid).ok());
-  jobs_.Put(Job("team"));
+  const std::string key = ATeamPlacedUnderAStatusNeverStored(Json::object());
   ASSERT_TRUE(api_.Delete(kube::kPods, "default", "team-worker-1").ok());
   SyncPods();
   api_.ResetWrites();
@@ -737,16 +743,9 @@ TEST_F(ReconcilerTest, APlanWhosePlacerDiedBeforeSayingSoIsTakenUpNotMadeAgain) 
 // The same under a status that said the module was being checked, as a
 // job of its own module's says before its team is placed.
 TEST_F(ReconcilerTest, APlanPlacedWhileItsStatusSaidCheckingModelIsTakenUpToo) {
-  AddNode(ANode("gateway"));
-  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
-  AddNode(ANode("robot-2").Scoring(0.5).WithLink(20));
-  const std::string key = Submit(TrainingJob("team"));
-  Reconcile(key);
-  Json unsaid = Job("team");
-  unsaid["status"] = {{"conditions", {{{"type", "Placed"}, {"status", "False"}, {"reason", api::reason::kCheckingModel},
-                                        {"message", "checking"}, {"lastTransitionTime", "2026-11-22T10:00:00Z"}}}}};
-  ASSERT_TRUE(api_.UpdateStatus(kube::kTrainingJobs, "default", unsaid).ok());
-  jobs_.Put(Job("team"));
+  const std::string key = ATeamPlacedUnderAStatusNeverStored(
+      {{"conditions", {{{"type", "Placed"}, {"status", "False"}, {"reason", api::reason::kCheckingModel},
+                        {"message", "checking"}, {"lastTransitionTime", "2026-11-22T10:00:00Z"}}}}});
   SyncPods();
   api_.ResetWrites();
   Reconcile(key);
