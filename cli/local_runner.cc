@@ -704,6 +704,11 @@ class FolderCheckpoint {
     const std::optional<Read> kept = ReadNow();
     return kept ? ", at iteration " + WithThousands(kept->iteration) + "," : "";
   }
+  // Whether it can be read, and is `job`'s: a run of it can resume from it.
+  bool ReadableAndOf(const std::string& job) const {
+    const std::optional<Read> kept = ReadNow();
+    return kept && kept->job == job;
+  }
   // Whose it is, as the run says it: another job's was called this job's,
   // after the run had refused it as another's (a user's trial).
   std::string Whose(const std::string& job) const {
@@ -767,8 +772,7 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
     err << checkpoint.Whose(plan.job.job) << " in " << folder
         << (checkpoint.WrittenByThisRun() ? ", which this run wrote before it failed, is kept" : " is kept as it was")
         << "; the same command fails the same way until what the error says is dealt with\n";
-  } else if (resumable && (checkpoint.Whose(plan.job.job) != "the job's checkpoint" ||
-                            checkpoint.AtIteration().empty())) {
+  } else if (resumable && !checkpoint.ReadableAndOf(plan.job.job)) {
     // Another job's, or one that cannot be read: no run of this job resumes
     // from it, where "run the same command again to resume from it" had sent
     // the user to a refusal (found in review).
