@@ -85,9 +85,10 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     // started: netns-run had waited for it for ever, deaf to more Ctrl-Cs
     // (found in review).
     if (signalled && !killed && clock.Now() - signalled_at > options.stop_grace) {
-      for (auto& r : ranks) {
-        if (!r.Poll()) ::kill(-r.pid(), SIGKILL);
-      }
+      // Each rank's whole process group, whether the rank itself has ended
+      // or not: a shell that ended on the signal left the program it had
+      // started in the background running (the test saw one).
+      for (auto& r : ranks) ::kill(-r.pid(), SIGKILL);
       killed = true;
     }
     // Each rank's turn waits a share of the poll interval for its next line.
@@ -101,6 +102,12 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     // Killed, a rank is over once reaped, whoever else still holds its stdout.
     const auto ended = [&](ChildProcess& r) { return (r.stdout_closed() || killed) && r.Poll().has_value(); };
     if (std::all_of(ranks.begin(), ranks.end(), ended)) break;
+  }
+  // Interrupted, what the ranks started goes with them, though a rank ended
+  // on the signal within the grace: a shell whose `wait` the signal ended had
+  // left its background program running (the test saw one).
+  if (signalled) {
+    for (auto& r : ranks) ::kill(-r.pid(), SIGKILL);
   }
   // The highest status, and every rank that failed by name: a rank's code
   // alone, another's lost, said nothing of which (a user's trial).
