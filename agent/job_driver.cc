@@ -181,11 +181,6 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   return c;
 }
 
-Status JobDriver::SaveFiniteCheckpoint(const JobCheckpoint& c) {
-  EDGETRAIN_RETURN_IF_ERROR(FiniteWeights(c.iteration, c.parameters));
-  return SaveCheckpoint(plan_.CheckpointPath(), c);
-}
-
 Status JobDriver::WriteModelCard(const JobProgress& p) {
   const JobSpec& spec = plan_.spec;
   nlohmann::json card = {
@@ -273,6 +268,14 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       EvaluationLog evaluations,
       EvaluationLog::Open(plan_.output_dir + "/evaluations.csv",
                           resumed ? std::optional<int64_t>(resumed->iteration) : std::nullopt, &unread_rows));
+  // Every checkpoint of this run starts its evaluations.csv first, if no
+  // evaluation has: a resume keeps the rows up to the checkpoint, and an
+  // earlier run's rows had stayed there and were taken for this run's (found
+  // in review).
+  auto save_checkpoint = [&](const JobCheckpoint& c) {
+    evaluations.Begin();
+    return SaveCheckpoint(plan_.CheckpointPath(), c);
+  };
   // Said as a warning, which the runner shows and /progress lists.
   for (int line : unread_rows) {
     Warn(plan_.output_dir + "/evaluations.csv: line " + std::to_string(line) +
@@ -378,8 +381,10 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     p = engine_.Progress();
     fill(p, now);
     if (schedule.CheckpointDue(p.iteration)) {
-      evaluations.Begin();  // this run's rows only, before a checkpoint a resume goes on from
-      EDGETRAIN_RETURN_IF_ERROR(SaveFiniteCheckpoint(Checkpoint(p)));
+      // Not of a model that diverged: what is kept never is (core/finite_step.h).
+      const JobCheckpoint due = Checkpoint(p);
+      EDGETRAIN_RETURN_IF_ERROR(FiniteWeights(due.iteration, due.parameters));
+      EDGETRAIN_RETURN_IF_ERROR(save_checkpoint(due));
       metrics_.AddCheckpoint();
       schedule.Checkpointed(p.iteration);
     }
@@ -488,8 +493,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     JobCheckpoint trained = Checkpoint(p);
     trained.complete = false;
     if (FiniteWeights(trained.iteration, trained.parameters).ok()) {
-      evaluations.Begin();
-      (void)SaveCheckpoint(plan_.CheckpointPath(), trained);
+      (void)save_checkpoint(trained);
     }
     EDGETRAIN_RETURN_IF_ERROR(evaluate(p));
   }
@@ -512,8 +516,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
     // model, a third of its size and what the run was for: a run that
     // trained to its end wrote neither (a user's trial). It fails still,
     // saying the model is there.
-    evaluations.Begin();
-    const Status checkpointed = SaveCheckpoint(plan_.CheckpointPath(), last);
+    const Status checkpointed = save_checkpoint(last);
     if (!checkpointed.ok() && interrupted && finished_model) return checkpointed;
     if (interrupted && finished_model) {
       // A finished run's model is not replaced by one interrupted early:
@@ -546,7 +549,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       EDGETRAIN_RETURN_IF_ERROR(modelled);
       if (!interrupted) {
         last.complete = true;
-        EDGETRAIN_RETURN_IF_ERROR(SaveCheckpoint(plan_.CheckpointPath(), last));
+        EDGETRAIN_RETURN_IF_ERROR(save_checkpoint(last));
       }
     }
   }

@@ -46,9 +46,6 @@ class JobDriver {
   // when it starts afresh.
   StatusOr<std::optional<JobCheckpoint>> Resume();
   JobCheckpoint Checkpoint(const JobProgress& p);
-  // Writes `c`, unless its weights are no longer finite: what is kept is
-  // never of a model that diverged (core/finite_step.h).
-  Status SaveFiniteCheckpoint(const JobCheckpoint& c);
   Status WriteModelCard(const JobProgress& p);
   // How long the first evaluation may take, before one has said: the longer
   // of the wall-clock budget's last tenth and EvaluationGuess. Rough, and
