@@ -153,12 +153,8 @@ StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
     // the whole grace, "cannot reach the coordinator ... yet" (a user's trial).
     // Split as the transport dials it (http::SplitHostPort, [v6] included).
     const StatusOr<http::HostPort> at = http::SplitHostPort(flags.coordinator);
-    const auto port_number = [](const std::string& port) {
-      const bool digits = port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
-      return digits ? std::stoi(port) : 0;  // SplitHostPort gives no empty port
-    };
-    if (!at.ok() || at->host.empty() || at->host.find_first_of(" \t") != std::string::npos ||
-        port_number(at->port) < 1 || port_number(at->port) > 65535) {
+    const StatusOr<int> port = at.ok() ? http::ParsePort(at->port) : at.status();
+    if (!port.ok() || *port == 0 || at->host.empty() || at->host.find_first_of(" \t") != std::string::npos) {
       return InvalidArgumentError("--coordinator: expected HOST:PORT, a port from 1 to 65535, got \"" +
                                   flags.coordinator + "\"");
     }

@@ -1,6 +1,5 @@
 #include "http/http_client.h"
 
-#include <charconv>
 
 #include <httplib.h>
 
@@ -33,12 +32,9 @@ std::string Said(httplib::Error error, std::chrono::milliseconds timeout) {
 
 StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path, std::chrono::milliseconds timeout) {
   EDGETRAIN_ASSIGN_OR_RETURN(HostPort hp, SplitHostPort(address));
-  int port = 0;
-  auto [end, ec] = std::from_chars(hp.port.data(), hp.port.data() + hp.port.size(), port);
-  if (ec != std::errc() || end != hp.port.data() + hp.port.size()) {
-    return InvalidArgumentError("expected HOST:PORT, got \"" + address + "\"");
-  }
-  httplib::Client client(hp.host, port);
+  const StatusOr<int> port = ParsePort(hp.port);
+  if (!port.ok()) return InvalidArgumentError("expected HOST:PORT, got \"" + address + "\"");
+  httplib::Client client(hp.host, *port);
   client.set_connection_timeout(timeout);
   client.set_read_timeout(timeout);
   client.set_write_timeout(timeout);

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <vector>
 
@@ -241,11 +240,11 @@ class GuardedServer final : public httplib::Server {
 
 StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& address) {
   EDGETRAIN_ASSIGN_OR_RETURN(HostPort hp, SplitHostPort(address));
-  int port = 0;
-  auto [end, ec] = std::from_chars(hp.port.data(), hp.port.data() + hp.port.size(), port);
-  if (ec != std::errc() || end != hp.port.data() + hp.port.size() || port < 0 || port > 65535) {
+  const StatusOr<int> parsed = ParsePort(hp.port);
+  if (!parsed.ok()) {
     return InvalidArgumentError("cannot serve HTTP on " + address + ": the port is not a number from 0 to 65535");
   }
+  const int port = *parsed;
   auto server = std::make_unique<GuardedServer>();
   // cpp-httplib's default sets SO_REUSEPORT, with which a second process
   // binds a port already served and the kernel splits the connections

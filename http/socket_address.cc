@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,17 @@ StatusOr<HostPort> SplitHostPort(const std::string& address) {
   std::string host = address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return HostPort{host, address.substr(colon + 1)};
+}
+
+StatusOr<int> ParsePort(const std::string& port) {
+  int number = -1;
+  const char* end = port.data() + port.size();
+  const auto [stop, ec] = std::from_chars(port.data(), end, number);
+  // from_chars takes a leading '-'; a port has digits only.
+  if (port.empty() || port.front() == '-' || ec != std::errc() || stop != end || number > 65535) {
+    return InvalidArgumentError("\"" + port + "\" is not a port number from 0 to 65535");
+  }
+  return number;
 }
 
 namespace {

@@ -13,6 +13,10 @@ struct HostPort {
 };
 StatusOr<HostPort> SplitHostPort(const std::string& address);
 
+// `port` (as SplitHostPort gives it) as a number from 0 to 65535: digits only,
+// so "+80", " 80", "80a" and "99999" are errors, not a port that was not meant.
+StatusOr<int> ParsePort(const std::string& port);
+
 // Whether `host` (as SplitHostPort gives it) is this machine's loopback:
 // localhost, 127.0.0.0/8 or ::1.
 bool IsLoopbackHost(const std::string& host);

@@ -23,6 +23,17 @@ TEST(SocketAddressTest, SplitsHostAndPortBracketsOffAnIpv6Host) {
   EXPECT_FALSE(SplitHostPort("localhost:").ok());
 }
 
+// One reading of a port for every address the agent takes (--coordinator,
+// --http, the HTTP client), where three had each their own.
+TEST(SocketAddressTest, APortIsDigitsFromZeroTo65535) {
+  EXPECT_EQ(*ParsePort("0"), 0);
+  EXPECT_EQ(*ParsePort("8080"), 8080);
+  EXPECT_EQ(*ParsePort("65535"), 65535);
+  for (const char* bad : {"", "65536", "99999999999", "-1", "+80", " 80", "80 ", "80a", "0x50"}) {
+    EXPECT_FALSE(ParsePort(bad).ok()) << '"' << bad << '"';
+  }
+}
+
 // `edgetrain run --http-port P` puts its agents on P, P+1, ...: a test that
 // chooses P needs the whole run free, not its first port alone.
 TEST(SocketAddressTest, ARunOfFreePortsCanAllBeServedOn) {
