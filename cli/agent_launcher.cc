@@ -1,6 +1,7 @@
 #include "cli/agent_launcher.h"
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <optional>
 
@@ -43,11 +44,25 @@ std::map<std::string, std::string> AgentThreadsEnv(int threads) {
   return {{"OPENBLAS_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}};
 }
 
-StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
+StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env,
+                               const std::atomic<bool>* interrupted) {
   EDGETRAIN_ASSIGN_OR_RETURN(ChildProcess agent, ChildProcess::Spawn(command, "/dev/null", env));
   std::optional<std::string> result;
-  while (auto line = agent.ReadLine(std::chrono::minutes(5))) {
-    if (line->rfind("result ", 0) == 0) result = line->substr(7);
+  // Read in short waits, to hear an interrupt: `edgetrain run` measuring a
+  // pipeline's layers heard Ctrl-C only once they were measured, seconds
+  // later, and printed the plan it would no longer run first.
+  constexpr Duration kHeardWithin = std::chrono::milliseconds(100);
+  constexpr Duration kSilenceAllowed = std::chrono::minutes(5);
+  Duration silent{0};
+  while (!agent.stdout_closed() && silent < kSilenceAllowed) {
+    if (interrupted && interrupted->load()) {
+      agent.Signal(SIGKILL);  // a one-shot command: nothing of it to keep
+      agent.Wait(std::chrono::seconds(5));
+      return CancelledError("interrupted while " + command[1] + " ran");
+    }
+    auto line = agent.ReadLine(kHeardWithin);
+    silent = line ? Duration{0} : silent + kHeardWithin;
+    if (line && line->rfind("result ", 0) == 0) result = line->substr(7);
   }
   AgentAnswer answer;
   answer.exit = agent.Wait(std::chrono::seconds(15));

@@ -30,7 +30,8 @@ StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& reques
                                       "--repetitions=" + std::to_string(request.repetitions),
                                       "--threads=" + std::to_string(request.threads)};
   if (request.optimizer.is_object()) command.push_back("--optimizer=" + request.optimizer.dump());
-  auto profiled = AskAgent(command, AgentThreadsEnv(request.threads));
+  auto profiled = AskAgent(command, AgentThreadsEnv(request.threads), request.interrupted);
+  if (profiled.status().code() == StatusCode::kCancelled) return profiled.status();
   if (!profiled.ok()) {
     return profiled.status().WithContext("measuring the model's layers (pass --agent PATH to name the agent binary)");
   }
@@ -61,7 +62,7 @@ StatusOr<ModelSize> CheckJobModule(const api::TrainingJobManifest& job, const st
 }
 
 StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
-                                                  int threads) {
+                                         int threads, const std::atomic<bool>* interrupted) {
   LayerProfileRequest request;
   request.agent_binary = agent_binary;
   request.model = job.object["spec"]["model"];
@@ -69,6 +70,7 @@ StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, co
   request.optimizer = job.object["spec"].value("optimizer", nlohmann::json());
   request.batch_size = job.spec.data.batch_size;
   request.threads = threads;
+  request.interrupted = interrupted;
   return ProfileLayersWithAgent(request);
 }
 

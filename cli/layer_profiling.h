@@ -4,6 +4,7 @@
 // (`edgetrain-agent profile-layers`), the runner reads its result line, as
 // `edgetrain evaluate` does.
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct LayerProfileRequest {
   // and otherwise takes every core. Measured with both of this machine's,
   // the MLP's layers ran 1.65x faster than the agents then ran them.
   int threads = 1;
+  const std::atomic<bool>* interrupted = nullptr;  // when set, the measuring stops (Cancelled)
 };
 
 // What the agent measured: each layer, its own messages on a loopback
@@ -46,7 +48,7 @@ StatusOr<ProfiledModel> ProfileLayersWithAgent(const LayerProfileRequest& reques
 // A job's model on its data set, at its batch size, with its optimizer and the
 // threads its agents compute with: what the planner plans with.
 StatusOr<ProfiledModel> ProfileJobLayers(const api::TrainingJobManifest& job, const std::string& agent_binary,
-                                                  int threads = 1);
+                                         int threads = 1, const std::atomic<bool>* interrupted = nullptr);
 
 // A job's TorchScript module loaded and checked by the agent as the
 // operator's check pod does (`edgetrain-agent check-model`), on this

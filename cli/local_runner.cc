@@ -547,7 +547,8 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
 
 // A pipeline, hybrid or auto job's stages, from the layers the agent measures
 // here and the planner; said before training starts.
-int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) {
+int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& checked,
+                    const std::atomic<bool>& interrupted) {
   if (checked.job.spec.parallelism.mode == ParallelismMode::kDataParallel) {
     if (auto note = StageFlagsNotTaken(checked.job, options.stages, options.micro_batches)) {
       err << "note: " << *note << "\n";
@@ -563,7 +564,9 @@ int PlanPipelineRun(const RunOptions& options, std::ostream& err, CheckedRun& ch
   }
   err << "measuring the model's layers on this machine for the pipeline planner\n";
   auto chosen = PlanStages(checked.job, checked.profile, options.agent_binary, asked, options.micro_batches,
-                           checked.plan);
+                           checked.plan, &interrupted);
+  // Said by the caller, which hears the interrupt itself.
+  if (chosen.status().code() == StatusCode::kCancelled) return kExitOk;
   if (!chosen.ok()) {
     err << "error: " << checked.job.name << ": " << chosen.status().message() << "\n";
     return ExitCodeFor(chosen.status());
@@ -978,10 +981,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     }
   }
   // After what refuses a run at once: measuring the layers takes seconds.
-  if (int code = PlanPipelineRun(options, err, checked); code != kExitOk) return code;
+  if (int code = PlanPipelineRun(options, err, checked, interrupted); code != kExitOk) return code;
   // Ctrl-C while the layers were measured: nothing has started, nothing is
   // to save. The plan was printed and three agents started before the
-  // interrupt was heard, 6.6 s after it (a new user's trial).
+  // interrupt was heard, 6.6 s after it (a new user's trial); the measuring
+  // agent is now stopped at once.
   if (interrupted.load()) {
     err << "interrupted: " << job.name << " had not started; nothing was written\n";
     if (options.json) {

@@ -1188,6 +1188,35 @@ TEST_F(RunCommandTest, InterruptWhileAWorkerStartsStopsTheRunAtOnce) {
   EXPECT_FALSE(ProcessRunningWith("--job=digits-hung-worker")) << "no agent left behind";
 }
 
+// A Ctrl-C while a pipeline's layers are measured stops the measuring agent
+// and the run at once: it was heard only once they were measured, seconds
+// later, after the plan it would no longer run was printed.
+TEST_F(RunCommandTest, InterruptWhileTheLayersAreMeasuredStopsTheMeasuring) {
+  const fs::path agent = dir_ / "agent-measures-forever";
+  // A length of sleep no other test's agent takes, to be found by.
+  std::ofstream(agent) << "#!/bin/sh\ncase \"$1\" in profile-layers) exec sleep 597;; esac\nexec "
+                       << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
+  fs::permissions(agent, fs::perms::owner_all);
+  const std::string spec = "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n"
+                           "  parallelism: {mode: pipeline, workers: 2}\n  budget: {epochs: 1}\n";
+  auto child = Start({"run", Manifest("digits-measured", spec), "--agent", agent.string(), "--output",
+                      (dir_ / "out").string()});
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(StderrShows("measuring the model's layers", seconds(60)));
+  ASSERT_TRUE(ProcessRunningWith("sleep 597"));
+  const auto interrupted = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(-child->pid(), SIGINT), 0);
+  while (child->ReadLine(seconds(60))) {
+  }
+  EXPECT_EQ(child->Wait(seconds(30)), 130);
+  EXPECT_LT(std::chrono::steady_clock::now() - interrupted, seconds(5)) << ReadFile(dir_ / "stderr.log");
+  const std::string said = ReadFile(dir_ / "stderr.log");
+  EXPECT_NE(said.find("interrupted: digits-measured had not started"), std::string::npos) << said;
+  EXPECT_EQ(said.find("parallelism:"), std::string::npos) << said;
+  EXPECT_EQ(said.find("error"), std::string::npos) << said;
+  EXPECT_FALSE(ProcessRunningWith("sleep 597")) << "the measuring agent is stopped";
+}
+
 // A --fresh run that fails before its first checkpoint does not offer the
 // one an earlier run left as its own to resume from (it said "kept: run the
 // command again without --fresh to resume from it", and that run then

@@ -88,11 +88,11 @@ StatusOr<std::vector<NodeView>> DevicesAsPlaced(const std::vector<WorkerSlot>& s
 
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                  const std::string& agent_binary, const StagesAsked& asked, int micro_batches,
-                                 LocalRunPlan& run) {
+                                 LocalRunPlan& run, const std::atomic<bool>* interrupted) {
   EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, asked, micro_batches, run.job.workers.size()));
   const std::string& stages = asked.stages;
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<NodeView> devices, DevicesAsPlaced(run.job.workers, profile));
-  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads));
+  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads, interrupted));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport,
                                                measured.stage_pass));

@@ -5,6 +5,7 @@
 // (core/parallelism_choice.h), and the plan file gets the stages. A device the
 // plan leaves out runs no agent.
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -42,7 +43,7 @@ void AtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch
 // at the cost model's best. Judges them by CheckStagesAsked first.
 StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std::optional<ClusterProfile>& profile,
                                  const std::string& agent_binary, const StagesAsked& asked, int micro_batches,
-                                 LocalRunPlan& run);
+                                 LocalRunPlan& run, const std::atomic<bool>* interrupted = nullptr);
 
 // What of `asked` and `micro_batches` can be judged before the layers are
 // measured (seconds on a model worth splitting): micro-batches that do not
