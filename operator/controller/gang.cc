@@ -143,6 +143,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
     }
     if (phase == "Failed") {
       gang.state = GangState::kFailed;
+      gang.coordinator_pod_failed = true;
       gang.failure_reason = api::reason::kCoordinatorFailed;
       gang.failure = "the coordinator's pod failed: " + pod.value("/status/reason"_json_pointer, std::string("?")) +
                      " " + pod.value("/status/message"_json_pointer, std::string());

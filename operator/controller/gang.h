@@ -42,6 +42,10 @@ struct Gang {
   // Why the gang failed, for the Failed condition's message.
   std::string failure;
   std::string failure_reason;  // api::reason::kCoordinatorFailed
+  // The failure is the coordinator's pod failed by the kubelet (evicted,
+  // refused at admission), not its agent's own end: a gang that has not run
+  // is placed again rather than failed (the reconciler's AwaitGang).
+  bool coordinator_pod_failed = false;
   // The coordinator's result (its termination message), once it ended.
   std::optional<Json> result;
   std::string coordinator_ip;  // where its /progress is, while it runs

@@ -81,6 +81,8 @@ Status Reconciler::Follow(Pass& pass, const JobPlan& plan, const CoordinatorSeat
     case GangState::kSucceeded:
       return Succeed(pass, team);
     case GangState::kFailed:
+      // The kubelet failed its pod before it ran: placed again, not ended.
+      if (team.gang.coordinator_pod_failed && (!team.has_run || team.resuming)) return AwaitGang(pass, team);
       // Its pods go in the next pass (Finished), once the end is stored.
       EndFailed(pass, team.gang.failure_reason.c_str(), team.gang.failure);
       return Status::Ok();
@@ -395,6 +397,33 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
                           NodesWithTheirPods(lost) + (lost.size() == 1 ? " was" : " were") +
                               " lost before the gang ran: torn down, holding nothing, to be placed again on ready "
                               "nodes");
+    }
+    // A pod failed by the kubelet of a ready node (evicted under pressure,
+    // refused at admission) never runs, so neither does the gang as placed:
+    // torn down at once, and placed again after the back-off of a gang
+    // timed out, which keeps a node that refuses it again and again from
+    // being asked at every pass. The coordinator's had failed the job for
+    // good, and a worker's waited out the whole gangTimeout (found in review).
+    std::string failed;
+    for (const std::string& name : team.names) {
+      const Json* pod = PodNamed(pass.pods, name);
+      if (!pod || pod->at("metadata").contains("deletionTimestamp") ||
+          pod->value("/status/phase"_json_pointer, std::string()) != "Failed") {
+        continue;
+      }
+      const std::string why = pod->value("/status/reason"_json_pointer, std::string("Failed"));
+      const std::string said = pod->value("/status/message"_json_pointer, std::string());
+      failed += (failed.empty() ? "" : ", ") + name + " failed on " +
+                pod->value("/spec/nodeName"_json_pointer, std::string("?")) + " (" + why +
+                (said.empty() ? "" : ": " + said) + ")";
+    }
+    if (!failed.empty()) {
+      const int64_t timeouts = pass.status.value("gangTimeouts", int64_t{0}) + 1;
+      pass.status["gangTimeouts"] = timeouts;
+      return TearDownGang(pass, reason::kGangTimeout,
+                          failed + " before the gang ran: torn down, holding nothing, to be placed again in " +
+                              FormatDuration(GangBackOff(GangTimeoutOf(pass.job), timeouts)) +
+                              (timeouts == 1 ? "" : " (" + std::to_string(timeouts) + " starts failed in a row)"));
     }
   }
   // A pipeline's stage device whose node came back starts its pod again

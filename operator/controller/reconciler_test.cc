@@ -2265,6 +2265,38 @@ TEST_F(ReconcilerTest, AGangThatTimesOutSaysWhyAndBacksOffBeforeItIsPlacedAgain)
   EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "a gang that runs starts its back-off over";
 }
 
+// A pod of a gang that has not run, failed by the kubelet on a ready node
+// (evicted under memory pressure, refused at admission): the gang cannot
+// start as placed, so it is torn down at once and placed again after the
+// back-off of a gang timed out. The coordinator's had failed the job for
+// good (found in review); a worker's waited out the whole gangTimeout.
+class PodFailedBeforeTheGangRanTest : public ReconcilerTest, public ::testing::WithParamInterface<std::string> {};
+INSTANTIATE_TEST_SUITE_P(CoordinatorOrWorker, PodFailedBeforeTheGangRanTest,
+                         ::testing::Values("team-coordinator", "team-worker-1"));
+
+TEST_P(PodFailedBeforeTheGangRanTest, TheGangIsPlacedAgainAfterABackOff) {
+  const std::string failed = GetParam();
+  const std::string key = APlacedTeamOnTwoNodes({{"placement", {{"gangTimeout", "10m"}}}});
+  SyncPods([&](Json& pod) {
+    if (pod["metadata"]["name"] != failed) return;
+    pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}, {"message", "The node was low on resource: memory."}};
+  });
+  Reconcile(key);
+  jobs_.Put(Job("team"));
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["phase"], api::phase::kPending) << status.dump(1);
+  EXPECT_EQ(status["gangTimeouts"], 1);
+  EXPECT_FALSE(status.contains("recoveries")) << "nothing had trained";
+  const Json* placed = FindCondition(status, api::condition::kPlaced);
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->value("reason", ""), api::reason::kGangTimeout);
+  const std::string node = failed == "team-coordinator" ? "gateway" : "robot-1";
+  EXPECT_EQ(placed->value("message", ""), failed + " failed on " + node +
+                                              " (Evicted: The node was low on resource: memory.) before the gang "
+                                              "ran: torn down, holding nothing, to be placed again in 10m");
+  EXPECT_TRUE(api_.All(kube::kPods).empty()) << "torn down, holding nothing";
+}
+
 // A spec mended after its gang timed out (the image it could not pull) is
 // placed at once, its row of timeouts starting over: it had waited out the
 // back-off, its status naming the old image meanwhile (a new user's trial).
