@@ -13,28 +13,36 @@
 namespace edgetrain::pki {
 namespace {
 
-// Written to a temporary beside it with `mode` from the start, synced, renamed
-// over: a reader (gRPC's file watcher) sees the old file or the new, whole.
+// Written to a temporary beside it, synced, renamed over: a reader (gRPC's
+// file watcher) sees the old file or the new, whole. The temporary is new,
+// of a name no one could know (mkostemp: O_EXCL, 0600 from the start), so a
+// link planted at a name known beforehand is never followed: "tls.key.tmp",
+// opened as it was, wrote the job's key into another user's file (a
+// security review).
 Status WriteFileWhole(const std::string& path, const std::string& text, mode_t mode) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return UnavailableError("cannot write " + tmp + ": " + std::strerror(errno));
-  ::fchmod(fd, mode);  // whatever the umask took away or an older file had
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return UnavailableError("cannot write a temporary beside " + path + ": " + std::strerror(errno));
+  const auto fail = [&](const std::string& what) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return UnavailableError(what + ": " + why);
+  };
+  if (::fchmod(fd, mode) != 0) return fail("cannot set the mode of " + tmp);
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      return UnavailableError("cannot write " + tmp + ": " + why);
-    }
+    if (n < 0) return fail("cannot write " + tmp);
     done += static_cast<size_t>(n);
   }
-  const bool synced = ::fsync(fd) == 0;
+  if (::fsync(fd) != 0) return fail("cannot write " + tmp);
   ::close(fd);
-  if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return UnavailableError("cannot write " + path + ": " + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return UnavailableError("cannot write " + path + ": " + why);
   }
   return Status::Ok();
 }

@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 namespace edgetrain::pki {
 namespace {
@@ -25,7 +28,27 @@ TEST(TlsFolderTest, WrittenFilesReadBackAndTheKeyIsTheOwnersAlone) {
   // A rotation replaces them whole.
   ASSERT_TRUE(WriteTlsFolder(dir.string(), "CA", {"CERT2", "KEY2"}).ok());
   EXPECT_EQ(ReadTlsFolder(TlsFolderAt(dir.string()))->cert_pem, "CERT2");
-  EXPECT_FALSE(std::filesystem::exists(dir / "tls.key.tmp"));
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename());
+  EXPECT_EQ(names, (std::set<std::string>{"ca.crt", "tls.crt", "tls.key"})) << "no temporary left";
+}
+
+// A link planted where a temporary of a known name would go is not
+// followed: "tls.key.tmp" had been opened as it was, and the job's key
+// written into the file it pointed at, another user's (a security review).
+TEST(TlsFolderTest, ALinkPlantedBesideTheKeyIsNotFollowed) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "tls-folder-planted" / "tls";
+  std::filesystem::remove_all(dir.parent_path());
+  std::filesystem::create_directories(dir);
+  const auto loot = dir.parent_path() / "loot";
+  std::ofstream(loot) << "untouched";
+  for (const char* name : {"tls.key.tmp", "tls.crt.tmp", "ca.crt.tmp"}) std::filesystem::create_symlink(loot, dir / name);
+  ASSERT_TRUE(WriteTlsFolder(dir.string(), "CA", {"CERT", "KEY"}).ok());
+  std::stringstream kept;
+  kept << std::ifstream(loot).rdbuf();
+  EXPECT_EQ(kept.str(), "untouched");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir / "tls.key"));
+  EXPECT_EQ(ReadTlsFolder(TlsFolderAt(dir.string()))->key_pem, "KEY");
 }
 
 // An agent's credentials another user could swap are none: a folder every
