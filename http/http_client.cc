@@ -39,9 +39,26 @@ StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path,
   client.set_read_timeout(timeout);
   client.set_write_timeout(timeout);
   client.set_keep_alive(false);
-  auto reply = client.Get(path);
+  // httplib's timeouts bound each read, and it reads a body of any length:
+  // a peer trickling its answer, or sending gigabytes, held the operator's
+  // reconcile worker as long as it liked (a security review). The body is
+  // taken here, whole within a deadline and a size.
+  const auto deadline = std::chrono::steady_clock::now() + 2 * timeout;
+  std::string body;
+  std::string cut;  // why the read was given up, if it was
+  auto reply = client.Get(path, [&](const char* data, size_t length) {
+    if (body.size() + length > kMostReplyBytes) {
+      cut = "its answer is longer than " + std::to_string(kMostReplyBytes >> 20) + " MiB";
+    } else if (std::chrono::steady_clock::now() > deadline) {
+      cut = "its answer was not all in within " + Seconds(2 * timeout);
+    } else {
+      body.append(data, length);
+    }
+    return cut.empty();
+  });
+  if (!cut.empty()) return UnavailableError("GET http://" + address + path + ": " + cut);
   if (!reply) return UnavailableError("GET http://" + address + path + ": " + Said(reply.error(), timeout));
-  return HttpReply{reply->status, reply->body};
+  return HttpReply{reply->status, std::move(body)};
 }
 
 }  // namespace edgetrain::http

@@ -84,6 +84,72 @@ TEST(HttpClientTest, APeerThatNeverAnswersIsGivenUpOnAfterTheTimeoutAsked) {
   EXPECT_LT(took, std::chrono::seconds(2)) << "given up after the timeout asked, not the default";
 }
 
+// A peer that answers every GET with `head`, then writes `chunk` every
+// `every` until the client goes: on a thread of its own, stopped as it goes.
+class TricklingPeer {
+ public:
+  TricklingPeer(std::string head, std::string chunk, std::chrono::milliseconds every)
+      : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+    EXPECT_EQ(::listen(fd_, 4), 0);
+    socklen_t size = sizeof at;
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&at), &size), 0);
+    address_ = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+    thread_ = std::thread([this, head = std::move(head), chunk = std::move(chunk), every] {
+      const int client = ::accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      char request[1024];
+      (void)!::recv(client, request, sizeof request, 0);
+      bool sent = ::send(client, head.data(), head.size(), MSG_NOSIGNAL) > 0;
+      while (sent && !stop_.load()) {
+        sent = ::send(client, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0;
+        std::this_thread::sleep_for(every);
+      }
+      ::close(client);
+    });
+  }
+  ~TricklingPeer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);  // an accept still waiting returns
+    thread_.join();
+    ::close(fd_);
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  int fd_;
+  std::string address_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// An answer's body is taken whole within a deadline and a size: httplib's
+// timeouts bound each read alone, and it read a body of any length, so a
+// peer trickling /progress, or streaming gigabytes, held the operator's
+// reconcile worker as long as it liked (a security review).
+TEST(HttpClientTest, AnAnswerTrickledOrTooLongIsGivenUp) {
+  {
+    TricklingPeer slow("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n", "x", std::chrono::milliseconds(20));
+    const auto began = std::chrono::steady_clock::now();
+    auto reply = HttpGet(slow.address(), "/progress", std::chrono::milliseconds(200));
+    ASSERT_FALSE(reply.ok());
+    EXPECT_NE(reply.status().message().find("its answer was not all in within 0.4 s"), std::string::npos)
+        << reply.status().message();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(2));
+  }
+  {
+    TricklingPeer endless("HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n", std::string(1 << 16, 'x'),
+                          std::chrono::milliseconds(0));
+    auto reply = HttpGet(endless.address(), "/metrics", std::chrono::seconds(30));
+    ASSERT_FALSE(reply.ok());
+    EXPECT_NE(reply.status().message().find("its answer is longer than 8 MiB"), std::string::npos)
+        << reply.status().message();
+  }
+}
+
 // A connection to `address` that has sent `request`; with half a request
 // line sent, then silent: a scraper stuck behind a dead link.
 int ClientSent(const std::string& address, const std::string& request) {
