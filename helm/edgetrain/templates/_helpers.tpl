@@ -18,17 +18,40 @@
 {{- end -}}
 {{- end -}}
 
+{{/*
+A name of at most 63 characters that ends in its suffix: (list BASE SUFFIX).
+The base is cut, never the suffix: cut after it was added, a release name of
+37-53 characters gave a metrics Service of 64, which the API server refuses,
+and one of 53 lost "-operator" altogether (found in review).
+*/}}
+{{- define "edgetrain.suffixed" -}}
+{{- $base := index . 0 -}}
+{{- $suffix := index . 1 -}}
+{{- printf "%s%s" ($base | trunc (int (sub 63 (len $suffix))) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
 {{- define "edgetrain.operatorName" -}}
-{{- printf "%s-operator" (include "edgetrain.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- include "edgetrain.suffixed" (list (include "edgetrain.fullname" .) "-operator") -}}
 {{- end -}}
 
 {{/*
 Cluster-scoped objects (the ClusterRole and its binding) carry the release's
 namespace: a release of one name in two namespaces made the same ClusterRole, and
-the second install failed on its ownership.
+the second install failed on its ownership. Where the two do not fit in 63
+characters, a hash of both stands for the namespace, so that a cut never makes two
+releases' names one (two long release names in edge-site-north and -south had).
 */}}
 {{- define "edgetrain.clusterName" -}}
-{{- printf "%s-%s" (include "edgetrain.operatorName" .) .Release.Namespace | trunc 63 | trimSuffix "-" -}}
+{{- $whole := printf "%s-%s" (include "edgetrain.operatorName" .) .Release.Namespace -}}
+{{- if le (len $whole) 63 -}}
+{{- $whole -}}
+{{- else -}}
+{{- include "edgetrain.suffixed" (list $whole (printf "-%s" ($whole | sha256sum | trunc 10))) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "edgetrain.metricsServiceName" -}}
+{{- include "edgetrain.suffixed" (list (include "edgetrain.operatorName" .) "-metrics") -}}
 {{- end -}}
 
 {{/* A duration's milliseconds (500ms, 1m30s), its parts summed, as the operator reads it. */}}
@@ -69,12 +92,26 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
+{{/* An image as (list REPOSITORY TAG DIGEST APPVERSION): pinned by its digest where one is given. */}}
+{{- define "edgetrain.image" -}}
+{{- $repository := index . 0 -}}
+{{- if index . 2 -}}
+{{- printf "%s@%s" $repository (index . 2) -}}
+{{- else -}}
+{{- printf "%s:%s" $repository (default (index . 3) (index . 1)) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "edgetrain.operatorImage" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- with .Values.image -}}
+{{- include "edgetrain.image" (list .repository .tag .digest $.Chart.AppVersion) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "edgetrain.agentImage" -}}
-{{- printf "%s:%s" .Values.agent.image.repository (default .Chart.AppVersion .Values.agent.image.tag) -}}
+{{- with .Values.agent.image -}}
+{{- include "edgetrain.image" (list .repository .tag .digest $.Chart.AppVersion) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -153,6 +190,12 @@ so the operator's own default holds.
 # write a job's status
 - apiGroups: [edgetrain.dev]
   resources: [trainingjobs/status]
+  verbs: [update]
+# owner references that block the job's deletion (blockOwnerDeletion), which a cluster
+# enforcing OwnerReferencesPermissionEnforcement (OpenShift's) allows only to who may
+# update the job's finalizers: every object made for a job was refused there
+- apiGroups: [edgetrain.dev]
+  resources: [trainingjobs/finalizers]
   verbs: [update]
 # a job's agents
 - apiGroups: [""]

@@ -217,6 +217,12 @@ class Rendering(unittest.TestCase):
         self.assertEqual(pm["spec"]["selector"]["matchLabels"],
                          {"app.kubernetes.io/managed-by": "edgetrain-operator"})
         self.assertEqual(pm["spec"]["namespaceSelector"], {"matchNames": ["default", "training"]})
+        # Unnamed, the namespaces scraped are the one watched, where one is: two releases,
+        # each scraping every namespace, stored each agent's series twice.
+        watching = self.helm.template("--set", "podMonitor.enabled=true", "--set", "operator.watchNamespace=team-a")
+        self.assertEqual(one(watching, "PodMonitor")["spec"]["namespaceSelector"], {"matchNames": ["team-a"]})
+        everywhere = self.helm.template("--set", "podMonitor.enabled=true")
+        self.assertEqual(one(everywhere, "PodMonitor")["spec"]["namespaceSelector"], {"any": True})
         self.assertEqual(pm["spec"]["podMetricsEndpoints"][0]["port"], "http")
         rule = one(mon, "PrometheusRule")
         self.assertEqual([g["name"] for g in rule["spec"]["groups"]],
@@ -396,6 +402,35 @@ class Rendering(unittest.TestCase):
         binding = one(a, "ClusterRoleBinding")
         self.assertEqual(binding["roleRef"]["name"], f"{OPERATOR_DEPLOYMENT}-team-a")
         self.assertIn(f"--leader-election-id={OPERATOR_DEPLOYMENT}", operator_args(a))
+
+    def test_long_release_names_keep_their_suffixes_within_63_characters(self):
+        # Cut after its suffix was added, a name of 37-53 characters gave a metrics
+        # Service of 64 (refused by the API server), one of 53 lost "-operator", and two
+        # long releases in two namespaces made one ClusterRole (found in review).
+        digest = "sha256:" + "0" * 64
+        for release in ("warehouse-robots-training-operators-x", "r" * 53):
+            with self.subTest(release=release):
+                objects = self.helm.template("--set", "metrics.service.enabled=true", release=release)
+                service = one(objects, "Service")["metadata"]["name"]
+                self.assertLessEqual(len(service), 63, service)
+                self.assertTrue(service.endswith("-metrics"), service)
+                self.assertTrue(one(objects, "Deployment")["metadata"]["name"].endswith("-operator"))
+                self.assertLessEqual(len(one(objects, "ClusterRole")["metadata"]["name"]), 63)
+        roles = set()
+        for namespace in ("edge-site-north", "edge-site-south"):
+            objects = self.helm.template("--set", "crds.install=false", release="warehouse-robots-training-operator1",
+                                         namespace=namespace)
+            role = one(objects, "ClusterRole")["metadata"]["name"]
+            self.assertEqual(one(objects, "ClusterRoleBinding")["roleRef"]["name"], role)
+            roles.add(role)
+        self.assertEqual(len(roles), 2, roles)
+        # An image pinned by its digest, in place of the tag: a digest given as the
+        # tag had made an image name no registry serves.
+        objects = self.helm.template("--set", "image.digest=" + digest, "--set", "agent.image.digest=" + digest)
+        container = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(container["image"], "edgetrain/operator@" + digest)
+        self.assertIn("--default-image=edgetrain/agent@" + digest, operator_args(objects))
+        self.assertIn("image.digest", self.refused("image:\n  digest: latest\n"))
 
     def test_the_default_affinity_spreads_this_releases_replicas(self):
         # It named app.kubernetes.io/name: edgetrain, whatever nameOverride said, and no
